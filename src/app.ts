@@ -1,0 +1,82 @@
+/**
+ * createApp(deps): the root Elysia app. Mounts the cross-cutting plugins and the modules; no logic.
+ */
+import { Elysia } from 'elysia'
+import { cors } from '@elysiajs/cors'
+import { openapi } from '@elysiajs/openapi'
+import type { Context } from './context'
+import { Logger } from './core/logger'
+import { GroupCommitter } from './db/group-commit'
+import { CredentialDirectory } from './auth/directory'
+import { ApiError } from './core/errors'
+import { foundation } from './http/foundation'
+import { createRateLimiters } from './http/rate-limit'
+import { corsOrigin, WIDGET_CORS_HEADERS } from './http/cors-policy'
+import type { AuthDeps } from './http/auth'
+import { createAppsRepo } from './modules/apps/repo'
+import { appRoutes } from './modules/apps/index'
+import { createFeedbackService } from './modules/feedback/service'
+import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/index'
+import { tokenRoutes } from './modules/tokens/index'
+import { healthRoutes } from './modules/health/index'
+import { VERSION } from './version'
+
+export interface AppDeps {
+  ctx: Context
+  log: Logger
+  /** Called after each group commit of new work, so the worker picks it up at once. */
+  onNewWork?: () => void
+}
+
+export function createApp({ ctx, log, onNewWork }: AppDeps) {
+  const directory = new CredentialDirectory(ctx.sqlite, ctx.box)
+  const limiters = createRateLimiters(ctx.clock, ctx.config.rateLimitMultiplier)
+  const committer = new GroupCommitter(ctx.sqlite)
+  committer.onCommit = onNewWork
+  const auth: AuthDeps = { directory, limiters, clock: ctx.clock, trustProxy: ctx.config.trustProxy }
+  const apps = createAppsRepo(ctx.db)
+  const feedback = createFeedbackService(ctx, committer)
+  const checkAppInOrg = (orgId: string, appId: string) => {
+    if (!apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
+  }
+
+  const app = new Elysia({ normalize: false })
+    .use(foundation(log))
+    .use(
+      cors({
+        origin: corsOrigin(directory),
+        methods: ['POST', 'PUT'],
+        allowedHeaders: WIDGET_CORS_HEADERS,
+        exposeHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
+        credentials: false,
+        maxAge: 600,
+      }),
+    )
+    .use(
+      openapi({
+        path: '/docs',
+        specPath: '/openapi.json',
+        documentation: {
+          info: {
+            title: 'fixloop API',
+            version: VERSION,
+            description: 'Feedback intake and triage. Widget routes take an App public key (pub_); server routes take an Org API key (sk_). Errors use the envelope { error: { code, message, details? } }.',
+          },
+          components: {
+            securitySchemes: {
+              publicKey: { type: 'http', scheme: 'bearer', description: 'App public key, pub_...' },
+              orgKey: { type: 'http', scheme: 'bearer', description: 'Org API key, sk_...' },
+            },
+          },
+        },
+        exclude: { paths: ['/docs', '/openapi.json'] },
+      }),
+    )
+    .use(healthRoutes(ctx.sqlite, VERSION))
+    .use(widgetFeedbackRoutes(auth, feedback))
+    .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg))
+    .use(appRoutes(auth, apps))
+    .use(tokenRoutes(auth, apps, directory))
+
+  return { app, committer, directory, limiters }
+}

@@ -1,0 +1,69 @@
+/**
+ * Private-mode user tokens (spec 5.1/5.2): HS256 JWTs signed with the App's decoded signing secret.
+ * Verification accepts HS256 only, requires sub/app/iat/exp, `app` equal to the App of the public key,
+ * exp in the future, iat not in the future (a few seconds of clock skew allowed), lifetime ≤ 24 h and
+ * ctx an object of at most 2 KB JSON. Any failure is 401 invalid_user_token.
+ */
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
+import { ApiError } from '../core/errors'
+import { LIMITS, jsonByteLength } from '../core/limits'
+
+/** Seconds of clock skew tolerated on `iat` between the customer's server and ours. */
+export const IAT_SKEW_SECONDS = 5
+
+export interface UserIdentity {
+  sub: string
+  ctx: Record<string, unknown> | undefined
+}
+
+function reject(reason: string): never {
+  throw new ApiError('invalid_user_token', { reason })
+}
+
+export async function verifyUserToken(token: string, appId: string, secret: Uint8Array, nowMs: number): Promise<UserIdentity> {
+  let payload: Record<string, unknown>
+  try {
+    const result = await jwtVerify(token, secret, {
+      algorithms: ['HS256'],
+      currentDate: new Date(nowMs),
+      requiredClaims: ['sub', 'iat', 'exp'],
+    })
+    payload = result.payload as Record<string, unknown>
+  } catch (e) {
+    if (e instanceof joseErrors.JWTExpired) reject('expired')
+    if (e instanceof joseErrors.JOSEAlgNotAllowed || e instanceof joseErrors.JOSENotSupported) reject('algorithm not allowed')
+    if (e instanceof joseErrors.JWSSignatureVerificationFailed) reject('bad signature')
+    if (e instanceof joseErrors.JWTClaimValidationFailed) reject(`claim ${e.claim}: ${e.reason}`)
+    reject('malformed token')
+  }
+  const { sub, app, iat, exp, ctx } = payload
+  const nowS = Math.floor(nowMs / 1000)
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) reject('sub must be a non-empty string')
+  if (app !== appId) reject('app claim does not match the App of the public key')
+  if (typeof iat !== 'number' || typeof exp !== 'number') reject('iat and exp must be numbers')
+  if (iat > nowS + IAT_SKEW_SECONDS) reject('iat is in the future')
+  if (exp <= nowS) reject('expired')
+  if (exp - iat > LIMITS.tokenLifetimeMax) reject('lifetime exceeds 24 hours')
+  if (ctx !== undefined && (ctx === null || typeof ctx !== 'object' || Array.isArray(ctx))) reject('ctx must be a JSON object')
+  if (ctx !== undefined && jsonByteLength(ctx) > LIMITS.tokenCtxMaxBytes) reject('ctx exceeds 2 KB')
+  return { sub, ctx: ctx as Record<string, unknown> | undefined }
+}
+
+export async function mintUserToken(
+  appId: string,
+  secret: Uint8Array,
+  sub: string,
+  ctx: Record<string, unknown> | undefined,
+  lifetimeSeconds: number,
+  nowMs: number,
+): Promise<string> {
+  const iat = Math.floor(nowMs / 1000)
+  const claims: Record<string, unknown> = { app: appId }
+  if (ctx !== undefined) claims.ctx = ctx
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + lifetimeSeconds)
+    .sign(secret)
+}

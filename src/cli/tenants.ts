@@ -1,0 +1,113 @@
+/** `fixloop org|key|app …`: thin commands over the tenants service. */
+import { loadConfig } from '../config'
+import { createContext } from '../context'
+import { createTenantsService, type AppSettings } from '../modules/tenants/service'
+import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
+import { output, parseBoolFlag, parseFlags, parseIntFlag, parseList, UsageError } from './args'
+
+export const TENANT_HELP: Record<string, string> = {
+  org: `Usage:
+  fixloop org create --name NAME [--json]     create an Org; prints {"id","name"}
+  fixloop org list [--json]                   list Orgs
+Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
+  key: `Usage:
+  fixloop key create --org ORG_ID [--name N] [--json]   create an sk_ API key; the key is printed once
+  fixloop key list --org ORG_ID [--json]                list keys (prefix only, never the key)
+  fixloop key revoke KEY_ID [--json]                    revoke a key; refused at once by a running server
+Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
+  app: `Usage:
+  fixloop app create --org ORG_ID --name NAME [settings] [--json]   prints the App plus "signingSecret" (hex)
+  fixloop app update APP_ID [settings] [--json]                      prints the App
+  fixloop app list --org ORG_ID [--json]
+  fixloop app rotate-secret APP_ID [--json]     new signing secret; every outstanding user token fails at once
+  fixloop app delete APP_ID [--json]            the public key stops working (401 unknown_app)
+Settings:
+  --name NAME  --slug SLUG  --description TEXT
+  --public-submission true|false        default true
+  --allowed-origins https://a.example,https://b.example   default none (any origin)
+  --processing-mode manual|auto_pr      default manual
+  --batch true|false                    default false
+  --batch-window-hours N                default 24 (1-720)
+Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
+}
+
+const APP_FLAGS = {
+  org: { type: 'string' },
+  name: { type: 'string' },
+  slug: { type: 'string' },
+  description: { type: 'string' },
+  'public-submission': { type: 'string' },
+  'allowed-origins': { type: 'string' },
+  'processing-mode': { type: 'string' },
+  batch: { type: 'string' },
+  'batch-window-hours': { type: 'string' },
+} as const
+
+function settingsFrom(v: Record<string, string | boolean | undefined>): AppSettings {
+  const mode = v['processing-mode'] as string | undefined
+  if (mode !== undefined && !(PROCESSING_MODES as readonly string[]).includes(mode)) {
+    throw new UsageError(`--processing-mode must be one of ${PROCESSING_MODES.join(', ')}, got "${mode}"`)
+  }
+  return {
+    name: v.name as string | undefined,
+    slug: v.slug as string | undefined,
+    description: v.description as string | undefined,
+    publicSubmissionEnabled: parseBoolFlag(v['public-submission'] as string | undefined, 'public-submission'),
+    allowedOrigins: parseList(v['allowed-origins'] as string | undefined),
+    processingMode: mode as ProcessingMode | undefined,
+    batchEnabled: parseBoolFlag(v.batch as string | undefined, 'batch'),
+    batchWindowHours: parseIntFlag(v['batch-window-hours'] as string | undefined, 'batch-window-hours'),
+  }
+}
+
+function need<T>(value: T | undefined, what: string): T {
+  if (value === undefined || value === '') throw new UsageError(`missing ${what}`)
+  return value
+}
+
+export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): void {
+  const { values, positionals } = parseFlags(argv, APP_FLAGS)
+  const sub = positionals[0]
+  if (values.help || !sub) {
+    process.stdout.write(TENANT_HELP[group] + '\n')
+    if (!sub && !values.help) process.exitCode = 2
+    return
+  }
+  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
+  try {
+    const svc = createTenantsService(ctx)
+    const json = values.json
+    const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
+    const cmd = `${group} ${sub}`
+    switch (cmd) {
+      case 'org create': {
+        const org = svc.createOrg(need(values.name, '--name'))
+        return output({ id: org.id, name: org.name }, json)
+      }
+      case 'org list':
+        return output({ data: svc.listOrgs() }, json)
+      case 'key create':
+        return output(svc.createKey(need(values.org, '--org'), values.name ?? ''), json)
+      case 'key list':
+        return output({ data: svc.listKeys(need(values.org, '--org')) }, json)
+      case 'key revoke':
+        return output(svc.revokeKey(target()), json)
+      case 'app create': {
+        const s = settingsFrom(values)
+        return output(svc.createApp(need(values.org, '--org'), { ...s, name: need(s.name, '--name') }), json)
+      }
+      case 'app update':
+        return output(svc.updateApp(target(), settingsFrom(values)), json)
+      case 'app list':
+        return output({ data: svc.listApps(need(values.org, '--org')) }, json)
+      case 'app rotate-secret':
+        return output(svc.rotateSecret(target()), json)
+      case 'app delete':
+        return output(svc.deleteApp(target()), json)
+      default:
+        throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)
+    }
+  } finally {
+    ctx.sqlite.close()
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Flags + environment → one frozen Config. Flags win over env; env wins over defaults.
+ * Every knob here has a row in the README's configuration table.
+ */
+import { resolve } from 'node:path'
+
+export interface S3Config {
+  endpoint: string
+  bucket: string
+  accessKey: string
+  secretKey: string
+  region: string
+}
+
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  /** Multiplies every rate-limit ceiling and bucket capacity (spec part 8). */
+  rateLimitMultiplier: number
+  /** Take the client address from the last X-Forwarded-For hop instead of the socket. */
+  trustProxy: boolean
+  /** Master key (hex or base64 of 32 bytes); when absent, <dataDir>/master.key is used or created. */
+  masterKey: string | undefined
+  /** Absolute base URL clients reach this server at; used in upload URLs. Defaults to http://host:port. */
+  publicUrl: string | undefined
+  s3: S3Config | undefined
+  /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
+  logLevel: 'info' | 'warn' | 'silent'
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>
+
+function parsePort(text: string, source: string): number {
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${source}: port must be an integer 0-65535, got "${text}"`)
+  return n
+}
+
+function parsePositive(text: string, source: string): number {
+  const n = Number(text)
+  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${source}: must be a positive number, got "${text}"`)
+  return n
+}
+
+function parseBool(text: string, source: string): boolean {
+  if (/^(1|true|yes|on)$/i.test(text)) return true
+  if (/^(0|false|no|off|)$/i.test(text)) return false
+  throw new ConfigError(`${source}: must be true or false, got "${text}"`)
+}
+
+function s3FromEnv(env: Env): S3Config | undefined {
+  const endpoint = env.FIXLOOP_S3_ENDPOINT
+  const bucket = env.FIXLOOP_S3_BUCKET
+  const accessKey = env.FIXLOOP_S3_ACCESS_KEY
+  const secretKey = env.FIXLOOP_S3_SECRET_KEY
+  const any = endpoint || bucket || accessKey || secretKey
+  if (!any) return undefined
+  if (!endpoint || !bucket || !accessKey || !secretKey) {
+    throw new ConfigError(
+      'S3 storage needs all of FIXLOOP_S3_ENDPOINT, FIXLOOP_S3_BUCKET, FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY',
+    )
+  }
+  return { endpoint, bucket, accessKey, secretKey, region: env.FIXLOOP_S3_REGION || 'us-east-1' }
+}
+
+export interface ConfigFlags {
+  host?: string
+  port?: string
+  dataDir?: string
+}
+
+export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly<Config> {
+  const host = flags.host ?? env.FIXLOOP_HOST ?? '127.0.0.1'
+  const port = flags.port !== undefined ? parsePort(flags.port, '--port') : env.FIXLOOP_PORT ? parsePort(env.FIXLOOP_PORT, 'FIXLOOP_PORT') : 8080
+  const dataDir = resolve(flags.dataDir ?? env.FIXLOOP_DATA_DIR ?? './data')
+  const logLevel = (env.FIXLOOP_LOG_LEVEL ?? 'info') as Config['logLevel']
+  if (!['info', 'warn', 'silent'].includes(logLevel)) throw new ConfigError(`FIXLOOP_LOG_LEVEL: must be info, warn or silent, got "${logLevel}"`)
+  return Object.freeze({
+    host,
+    port,
+    dataDir,
+    rateLimitMultiplier: env.FIXLOOP_RATE_LIMIT_MULTIPLIER
+      ? parsePositive(env.FIXLOOP_RATE_LIMIT_MULTIPLIER, 'FIXLOOP_RATE_LIMIT_MULTIPLIER')
+      : 1,
+    trustProxy: env.FIXLOOP_TRUST_PROXY ? parseBool(env.FIXLOOP_TRUST_PROXY, 'FIXLOOP_TRUST_PROXY') : false,
+    masterKey: env.FIXLOOP_MASTER_KEY || undefined,
+    publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
+    s3: s3FromEnv(env),
+    logLevel,
+  })
+}

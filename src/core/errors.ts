@@ -1,0 +1,82 @@
+/**
+ * The single error type of the API. Routes and services throw it; only the error plugin turns it into
+ * the spec's envelope `{ error: { code, message, details? } }`. The HTTP status comes from one table
+ * keyed by code, so a code can never be sent with the wrong status.
+ */
+export const ERROR_STATUS = {
+  invalid_body: 400,
+  invalid_id: 400,
+  no_op: 400,
+  missing_authorization: 401,
+  invalid_authorization: 401,
+  unknown_app: 401,
+  invalid_user_token: 401,
+  origin_not_allowed: 403,
+  public_disabled: 403,
+  not_found: 404,
+  app_not_found: 404,
+  route_not_found: 404,
+  method_not_allowed: 405,
+  invalid_transition: 409,
+  concurrent_update: 409,
+  invalid_target: 409,
+  idempotency_key_reused: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  not_ready: 503,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  invalid_body: 'The request body is not valid.',
+  invalid_id: 'The id is not a 24-character hex id.',
+  no_op: 'The patch is empty: nothing to change.',
+  missing_authorization: 'The Authorization header is missing.',
+  invalid_authorization: 'The Authorization header is malformed or the key is not valid.',
+  unknown_app: 'No App matches this public key.',
+  invalid_user_token: 'The user token failed verification.',
+  origin_not_allowed: 'The Origin is not allowed for this App.',
+  public_disabled: 'Public submission is disabled for this App: a user token is required.',
+  not_found: 'Not found.',
+  app_not_found: 'No such App in this Org.',
+  route_not_found: 'No such route.',
+  method_not_allowed: 'Method not allowed on this route.',
+  invalid_transition: 'The current status does not allow this move.',
+  concurrent_update: 'Another writer changed this item. Safe to retry.',
+  invalid_target: 'This item is a duplicate of another; act on the lead instead.',
+  idempotency_key_reused: 'This Idempotency-Key was already used with a different request body.',
+  payload_too_large: 'The payload is too large.',
+  unsupported_media_type: 'The request body must be application/json.',
+  rate_limited: 'Rate limit exceeded. Retry after the number of seconds in Retry-After.',
+  internal_error: 'Internal error.',
+  not_ready: 'The service is not ready.',
+}
+
+export class ApiError extends Error {
+  readonly status: number
+  /** Extra response headers the error needs (e.g. Retry-After for rate_limited). */
+  headers?: Record<string, string>
+
+  constructor(
+    readonly code: ErrorCode,
+    readonly details?: unknown,
+    message?: string,
+  ) {
+    super(message ?? DEFAULT_MESSAGES[code])
+    this.status = ERROR_STATUS[code]
+  }
+
+  withHeaders(headers: Record<string, string>): this {
+    this.headers = headers
+    return this
+  }
+
+  toEnvelope(): { error: { code: string; message: string; details?: unknown } } {
+    const error: { code: string; message: string; details?: unknown } = { code: this.code, message: this.message }
+    if (this.details !== undefined) error.details = this.details
+    return { error }
+  }
+}

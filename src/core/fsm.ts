@@ -1,0 +1,58 @@
+/**
+ * The feedback lifecycle: every status and every allowed move, for customers and for the system.
+ * Pure: no I/O. The service applies a move with compare-and-set on the row's version.
+ *
+ *   received → sanitizing → sanitized → awaiting_manual | queued
+ *   queued → agent_running → pr_opened | failed
+ *   customer: sanitized | awaiting_manual | failed → queued;  any state but pr_opened/archived → archived
+ */
+export const FEEDBACK_STATUSES = [
+  'received',
+  'sanitizing',
+  'sanitized',
+  'awaiting_manual',
+  'queued',
+  'agent_running',
+  'pr_opened',
+  'failed',
+  'archived',
+] as const
+
+export type FeedbackStatus = (typeof FEEDBACK_STATUSES)[number]
+
+/** pr_opened is the terminal-success state; archived is terminal by dismissal. */
+export const TERMINAL_STATUSES: ReadonlySet<FeedbackStatus> = new Set(['pr_opened', 'archived'])
+
+export const CUSTOMER_TARGETS = ['queued', 'archived'] as const
+export type CustomerTarget = (typeof CUSTOMER_TARGETS)[number]
+
+const CUSTOMER_MOVES: Record<CustomerTarget, ReadonlySet<FeedbackStatus>> = {
+  queued: new Set(['sanitized', 'awaiting_manual', 'failed']),
+  archived: new Set(['received', 'sanitizing', 'sanitized', 'awaiting_manual', 'queued', 'agent_running', 'failed']),
+}
+
+const SYSTEM_MOVES: Record<FeedbackStatus, ReadonlySet<FeedbackStatus>> = {
+  received: new Set(['sanitizing', 'failed']),
+  sanitizing: new Set(['sanitized', 'failed']),
+  sanitized: new Set(['awaiting_manual', 'queued', 'failed']),
+  awaiting_manual: new Set([]),
+  queued: new Set(['agent_running', 'failed']),
+  agent_running: new Set(['pr_opened', 'failed', 'queued']),
+  pr_opened: new Set([]),
+  failed: new Set([]),
+  archived: new Set([]),
+}
+
+export function isFeedbackStatus(value: unknown): value is FeedbackStatus {
+  return typeof value === 'string' && (FEEDBACK_STATUSES as readonly string[]).includes(value)
+}
+
+/** May a customer (an `sk_` client) move an item from `from` to `to`? */
+export function canCustomerMove(from: FeedbackStatus, to: CustomerTarget): boolean {
+  return CUSTOMER_MOVES[to].has(from)
+}
+
+/** May the system (the worker) move an item from `from` to `to`? */
+export function canSystemMove(from: FeedbackStatus, to: FeedbackStatus): boolean {
+  return SYSTEM_MOVES[from].has(to)
+}

@@ -1,0 +1,24 @@
+/**
+ * Resource ids: 24 lowercase hex characters laid out like a MongoDB ObjectId — 4 bytes of unix seconds,
+ * 5 random bytes fixed per process, 3 bytes of a counter. They sort by creation time, so "newest first"
+ * is `ORDER BY id DESC` and a cursor is simply `id < ?`.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Clock } from './clock'
+import { systemClock } from './clock'
+
+const processRandom = randomBytes(5).toString('hex')
+let counter = randomBytes(3).readUIntBE(0, 3)
+
+export const ID_PATTERN = '^[0-9a-f]{24}$'
+const ID_RE = /^[0-9a-f]{24}$/
+
+export function newId(clock: Clock = systemClock): string {
+  counter = (counter + 1) & 0xffffff
+  const seconds = Math.floor(clock.now() / 1000) >>> 0
+  return seconds.toString(16).padStart(8, '0') + processRandom + counter.toString(16).padStart(6, '0')
+}
+
+export function isId(value: unknown): value is string {
+  return typeof value === 'string' && ID_RE.test(value)
+}

@@ -1,0 +1,29 @@
+/** The numeric limits of spec part 8, in one place so schemas, checks and tests agree. */
+export const LIMITS = {
+  textMin: 1,
+  textMax: 8192,
+  urlMax: 2048,
+  userAgentMax: 512,
+  consoleLogsMax: 500,
+  consoleMessageMax: 1000,
+  attachmentsMax: 10,
+  metadataMaxBytes: 4096,
+  requestBodyMaxBytes: 8 * 1024 * 1024,
+  attachmentMaxBytes: 15 * 1024 * 1024,
+  tokenCtxMaxBytes: 2048,
+  tokenLifetimeMin: 60,
+  tokenLifetimeDefault: 3600,
+  tokenLifetimeMax: 86400,
+  listLimitMin: 1,
+  listLimitMax: 100,
+  listLimitDefault: 50,
+  duplicatesInItemMax: 200,
+  /** How long an Idempotency-Key is remembered (spec part 9, additive). */
+  idempotencyTtlMs: 24 * 3600 * 1000,
+  idempotencyKeyMaxChars: 255,
+} as const
+
+/** Byte length of a value's JSON text: the measure of the "KB of JSON" limits. */
+export function jsonByteLength(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8')
+}

@@ -1,0 +1,25 @@
+/**
+ * Opens the SQLite database with its pragmas in a deliberate order, and wraps it with drizzle.
+ */
+import { Database } from 'bun:sqlite'
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import * as schema from './schema'
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
+
+export function openDatabase(file: string): { sqlite: Database; db: Db } {
+  const sqlite = new Database(file, { create: true, strict: true })
+  // busy_timeout first: the switch to WAL itself needs a lock and can collide with a CLI process.
+  sqlite.run('PRAGMA busy_timeout = 5000')
+  // WAL: readers never block the writer, and the admin CLI can write while the server runs.
+  sqlite.run('PRAGMA journal_mode = WAL')
+  // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
+  sqlite.run('PRAGMA synchronous = NORMAL')
+  sqlite.run('PRAGMA foreign_keys = ON')
+  // Keep the WAL from growing without bound between checkpoints under a write burst.
+  sqlite.run('PRAGMA wal_autocheckpoint = 1000')
+  sqlite.run('PRAGMA cache_size = -65536')
+  sqlite.run('PRAGMA temp_store = MEMORY')
+  const db = drizzle({ client: sqlite, schema }) as Db
+  return { sqlite, db }
+}

@@ -1,0 +1,13 @@
+/**
+ * The migration list, embedded into the binary. drizzle's folder-based migrate() cannot read
+ * migrations/ inside a `bun build --compile` executable (it looks under the virtual /$bunfs), so each
+ * generated SQL file is imported as text here. Add a line per new file from `bun run db:generate`.
+ */
+import m0000 from '../../migrations/0000_init.sql' with { type: 'text' }
+
+export interface Migration {
+  name: string
+  sql: string
+}
+
+export const MIGRATIONS: readonly Migration[] = [{ name: '0000_init', sql: m0000 }]

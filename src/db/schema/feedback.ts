@@ -1,0 +1,82 @@
+/** Feedback reports, the durable job table and remembered Idempotency-Keys. */
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { apps, orgs } from './tenants'
+
+export const feedback = sqliteTable(
+  'feedback',
+  {
+    id: text('id').primaryKey(),
+    /** Denormalised from the App so every tenant-scoped query is one index range. */
+    orgId: text('org_id').notNull().references(() => orgs.id),
+    appId: text('app_id').notNull().references(() => apps.id),
+    status: text('status').notNull(),
+    /** Compare-and-set counter for optimistic concurrency. */
+    version: integer('version').notNull().default(0),
+    severity: text('severity'),
+    text: text('text').notNull(),
+    url: text('url'),
+    userAgent: text('user_agent'),
+    /** JSON members of the full item; NULL when not submitted. */
+    viewport: text('viewport'),
+    consoleLogs: text('console_logs'),
+    attachments: text('attachments'),
+    componentTarget: text('component_target'),
+    metadata: text('metadata'),
+    submittedMode: text('submitted_mode').notNull(),
+    externalUserId: text('external_user_id'),
+    email: text('email'),
+    submitterName: text('submitter_name'),
+    /** The user token's ctx claim (private mode), JSON. */
+    userContext: text('user_context'),
+    /** Per-rule redaction counts from sanitizing, JSON object; never the matched values. */
+    redactions: text('redactions'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    processedAt: integer('processed_at'),
+    mergeRequestUrl: text('merge_request_url'),
+    duplicateOfId: text('duplicate_of_id'),
+    duplicateCount: integer('duplicate_count').notNull().default(0),
+    lastDuplicateAt: integer('last_duplicate_at'),
+    theme: text('theme'),
+    consolidatedText: text('consolidated_text'),
+  },
+  (t) => [
+    index('feedback_org_id_idx').on(t.orgId, t.id),
+    index('feedback_app_id_idx').on(t.appId, t.id),
+    index('feedback_org_status_idx').on(t.orgId, t.status, t.id),
+    index('feedback_app_status_idx').on(t.appId, t.status, t.id),
+    index('feedback_dup_idx').on(t.duplicateOfId).where(sql`duplicate_of_id IS NOT NULL`),
+  ],
+)
+
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    kind: text('kind').notNull(),
+    feedbackId: text('feedback_id'),
+    /** Epoch ms before which the job is not claimed (backoff). */
+    runAfter: integer('run_after').notNull(),
+    /** Epoch ms until which a worker holds the job; a crashed worker's lease simply runs out. */
+    leaseUntil: integer('lease_until'),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('jobs_due_idx').on(t.runAfter), index('jobs_feedback_idx').on(t.feedbackId)],
+)
+
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    appId: text('app_id').notNull(),
+    key: text('key').notNull(),
+    /** SHA-256 of the request body, to tell a retry from a different request under the same key. */
+    requestHash: text('request_hash').notNull(),
+    statusCode: integer('status_code').notNull(),
+    responseBody: text('response_body').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.key] }), index('idempotency_created_idx').on(t.createdAt)],
+)

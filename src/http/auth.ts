@@ -1,0 +1,83 @@
+/**
+ * The credentials of spec part 5, as Elysia plugins that derive the caller before validation runs,
+ * so an unauthenticated request is refused (401) before its body is judged.
+ *
+ * widgetAuth: `pub_` key → App; Origin rule; user token (private mode) or public mode; rate limit.
+ * orgAuth:    `sk_` key → Org; per-key rate limit.
+ */
+import { Elysia } from 'elysia'
+import { ApiError } from '../core/errors'
+import type { Clock } from '../core/clock'
+import type { CredentialDirectory, KnownApp } from '../auth/directory'
+import { verifyUserToken, type UserIdentity } from '../auth/user-token'
+import type { RateLimiter, RateScope } from './rate-limit'
+import { clientAddress } from './client-address'
+
+export interface AuthDeps {
+  directory: CredentialDirectory
+  limiters: Record<RateScope, RateLimiter>
+  clock: Clock
+  trustProxy: boolean
+}
+
+const BEARER_RE = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/
+
+function bearerToken(header: string | null): string {
+  if (header === null || header === '') throw new ApiError('missing_authorization')
+  const m = BEARER_RE.exec(header.trim())
+  if (!m) throw new ApiError('invalid_authorization', { reason: 'expected "Bearer <key>"' })
+  return m[1]
+}
+
+/** Enforces allowedOrigins when the App has a non-empty list (spec 7: missing Origin is refused too). */
+export function checkOrigin(app: KnownApp, origin: string | null): void {
+  if (app.allowedOrigins.size === 0) return
+  if (origin === null || !app.allowedOrigins.has(origin)) throw new ApiError('origin_not_allowed', { origin })
+}
+
+export interface WidgetCaller {
+  app: KnownApp
+  user: UserIdentity | undefined
+  clientIp: string
+}
+
+/**
+ * Authenticates a widget request. `submit` and `presign` differ only in which buckets they draw from.
+ */
+export async function authenticateWidget(deps: AuthDeps, request: Request, server: Parameters<typeof clientAddress>[1], kind: 'submit' | 'presign'): Promise<WidgetCaller> {
+  const key = bearerToken(request.headers.get('authorization'))
+  if (!key.startsWith('pub_')) throw new ApiError('invalid_authorization', { reason: 'widget routes take an App public key (pub_...)' })
+  const app = deps.directory.appByPublicKey(key)
+  if (!app) throw new ApiError('unknown_app')
+  checkOrigin(app, request.headers.get('origin'))
+  const token = request.headers.get('x-service-user-token')
+  const clientIp = clientAddress(request, server, deps.trustProxy)
+  if (token) {
+    const user = await verifyUserToken(token, app.row.id, app.signingSecret, deps.clock.now())
+    deps.limiters[kind === 'submit' ? 'privateSubmit' : 'privatePresign'].take(`${app.row.id}|${user.sub}`)
+    return { app, user, clientIp }
+  }
+  if (!app.row.publicSubmissionEnabled) throw new ApiError('public_disabled')
+  deps.limiters[kind === 'submit' ? 'publicSubmit' : 'publicPresign'].take(`${app.row.id}|${clientIp}`)
+  return { app, user: undefined, clientIp }
+}
+
+export interface OrgCaller {
+  orgId: string
+  keyId: string
+}
+
+export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
+  const key = bearerToken(request.headers.get('authorization'))
+  if (!key.startsWith('sk_')) throw new ApiError('invalid_authorization', { reason: 'this route takes an Org API key (sk_...)' })
+  const known = deps.directory.orgForApiKey(key)
+  if (!known) throw new ApiError('invalid_authorization', { reason: 'unknown or revoked API key' })
+  // Keyed by key id, never by the key itself: no credential is held in limiter memory.
+  deps.limiters.orgKey.take(known.keyId)
+  return { orgId: known.orgId, keyId: known.keyId }
+}
+
+/** Scoped plugin: routes after `.use(orgAuth(deps))` get `org` in their context. */
+export function orgAuth(deps: AuthDeps) {
+  return new Elysia({ name: 'org-auth' }).derive({ as: 'scoped' }, ({ request }) => ({ org: authenticateOrg(deps, request) }))
+}

@@ -1,0 +1,107 @@
+/**
+ * Cross-cutting request handling, applied to every route:
+ * - X-Request-Id on every response (a client's own id is echoed when it is a sane token);
+ * - the 8 MB body limit, checked from Content-Length before any byte is read, and again after reading
+ *   for chunked bodies;
+ * - JSON parsing that keeps the raw text (hashed for Idempotency-Key);
+ * - the one error handler that renders the spec's envelope; unknown errors become 500 internal_error
+ *   with details.requestId, and their stack is logged, never sent;
+ * - one log line per request.
+ */
+import { Elysia, ValidationError } from 'elysia'
+import { ApiError } from '../core/errors'
+import { LIMITS } from '../core/limits'
+import { newId } from '../core/ids'
+import type { Logger } from '../core/logger'
+
+const rawBodies = new WeakMap<Request, string>()
+const startedAt = new WeakMap<Request, number>()
+const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The raw text of a JSON body, as received. */
+export function rawBodyOf(request: Request): string {
+  return rawBodies.get(request) ?? ''
+}
+
+/** TypeBox error → `{ path, message }` with a JSON-pointer path, as put in details.issues. */
+function issuesOf(error: ValidationError): { path: string; message: string }[] {
+  try {
+    const all = error.all
+    if (all.length > 0) return all.slice(0, 20).map((e) => ({ path: 'path' in e && typeof e.path === 'string' ? e.path || '/' : '/', message: e.summary ?? e.message }))
+  } catch {
+    // Fall through to the single message below.
+  }
+  return [{ path: '/', message: error.message }]
+}
+
+function toApiError(code: string | number, error: unknown): ApiError {
+  if (error instanceof ApiError) return error
+  if (error instanceof ValidationError) {
+    // A malformed path id has its own code (spec 4.5); everything else is the body/query's fault.
+    if (error.type === 'params') return new ApiError('invalid_id')
+    // A response that fails its own schema is our bug, not the client's.
+    if (error.type === 'response') return new ApiError('internal_error')
+    return new ApiError('invalid_body', { issues: issuesOf(error) })
+  }
+  if (code === 'PARSE') return new ApiError('invalid_body', { issues: [{ path: '/', message: 'malformed JSON' }] })
+  if (code === 'NOT_FOUND') return new ApiError('route_not_found')
+  return new ApiError('internal_error')
+}
+
+export function foundation(log: Logger) {
+  return new Elysia({ name: 'foundation' })
+    .onRequest(({ request, set }) => {
+      startedAt.set(request, performance.now())
+      const given = request.headers.get('x-request-id')
+      set.headers['x-request-id'] = given && CLIENT_ID_RE.test(given) ? given : newId()
+      const length = request.headers.get('content-length')
+      if (length !== null && Number(length) > LIMITS.requestBodyMaxBytes) {
+        throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
+      }
+    })
+    .onParse({ as: 'global' }, async ({ request, contentType }) => {
+      if (!contentType.startsWith('application/json')) return
+      const text = await request.text()
+      if (text.length > LIMITS.requestBodyMaxBytes && Buffer.byteLength(text) > LIMITS.requestBodyMaxBytes) {
+        throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
+      }
+      rawBodies.set(request, text)
+      try {
+        return JSON.parse(text)
+      } catch {
+        throw new ApiError('invalid_body', { issues: [{ path: '/', message: 'malformed JSON' }] })
+      }
+    })
+    .onError({ as: 'global' }, ({ code, error, set, request }) => {
+      const apiError = toApiError(code, error)
+      const requestId = String(set.headers['x-request-id'] ?? newId())
+      set.headers['x-request-id'] = requestId
+      if (apiError.code === 'internal_error') {
+        apiError.headers = undefined
+        log.error('unhandled error', {
+          requestId,
+          method: request.method,
+          path: new URL(request.url).pathname,
+          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+        })
+        const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
+        set.status = 500
+        set.headers['content-type'] = 'application/json'
+        return envelope
+      }
+      if (apiError.headers) Object.assign(set.headers, apiError.headers)
+      set.status = apiError.status
+      set.headers['content-type'] = 'application/json'
+      return apiError.toEnvelope()
+    })
+    .onAfterResponse({ as: 'global' }, ({ request, set, route }) => {
+      const t0 = startedAt.get(request)
+      log.info('request', {
+        method: request.method,
+        route: route || new URL(request.url).pathname,
+        status: typeof set.status === 'number' ? set.status : 200,
+        ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
+        requestId: set.headers['x-request-id'],
+      })
+    })
+}

@@ -1,0 +1,85 @@
+/**
+ * Token buckets in memory, refilled continuously (spec part 8). One limiter per scope; keys are
+ * opaque strings built by the caller (never raw credentials: `sk_` keys are keyed by key id).
+ * Buckets idle long enough to be full again are swept, so memory stays bounded under many keys.
+ */
+import type { Clock } from '../core/clock'
+import { ApiError } from '../core/errors'
+
+export interface BucketSpec {
+  /** Most tokens a bucket holds: the burst allowed. */
+  capacity: number
+  /** Tokens added per second. */
+  refillPerSecond: number
+}
+
+interface Bucket {
+  tokens: number
+  updatedAt: number
+}
+
+export class RateLimiter {
+  private buckets = new Map<string, Bucket>()
+  private lastSweep = 0
+  private readonly spec: BucketSpec
+
+  constructor(
+    spec: BucketSpec,
+    private readonly clock: Clock,
+    multiplier = 1,
+  ) {
+    this.spec = { capacity: spec.capacity * multiplier, refillPerSecond: spec.refillPerSecond * multiplier }
+  }
+
+  /** Takes one token or throws 429 rate_limited with Retry-After in whole seconds (at least 1). */
+  take(key: string): void {
+    const now = this.clock.now()
+    this.sweep(now)
+    const { capacity, refillPerSecond } = this.spec
+    let b = this.buckets.get(key)
+    if (!b) {
+      b = { tokens: capacity, updatedAt: now }
+      this.buckets.set(key, b)
+    } else {
+      b.tokens = Math.min(capacity, b.tokens + ((now - b.updatedAt) / 1000) * refillPerSecond)
+      b.updatedAt = now
+    }
+    if (b.tokens >= 1) {
+      b.tokens -= 1
+      return
+    }
+    const retryAfter = Math.max(1, Math.ceil((1 - b.tokens) / refillPerSecond))
+    throw new ApiError('rate_limited', { retryAfterSeconds: retryAfter }).withHeaders({ 'retry-after': String(retryAfter) })
+  }
+
+  get size(): number {
+    return this.buckets.size
+  }
+
+  /** Every 10 s, drop buckets that would be full by now: they carry no state worth keeping. */
+  private sweep(now: number): void {
+    if (now - this.lastSweep < 10_000) return
+    this.lastSweep = now
+    const fullAfterMs = (this.spec.capacity / this.spec.refillPerSecond) * 1000
+    for (const [key, b] of this.buckets) {
+      if (now - b.updatedAt >= fullAfterMs) this.buckets.delete(key)
+    }
+  }
+}
+
+/** Spec part 8's ceilings per minute as buckets: capacity = the ceiling, refilled evenly over a minute. */
+export const RATE_LIMITS = {
+  publicSubmit: { capacity: 60, refillPerSecond: 1 },
+  privateSubmit: { capacity: 120, refillPerSecond: 2 },
+  publicPresign: { capacity: 120, refillPerSecond: 2 },
+  privatePresign: { capacity: 240, refillPerSecond: 4 },
+  orgKey: { capacity: 100, refillPerSecond: 10 },
+} as const satisfies Record<string, BucketSpec>
+
+export type RateScope = keyof typeof RATE_LIMITS
+
+export function createRateLimiters(clock: Clock, multiplier: number): Record<RateScope, RateLimiter> {
+  const out = {} as Record<RateScope, RateLimiter>
+  for (const scope of Object.keys(RATE_LIMITS) as RateScope[]) out[scope] = new RateLimiter(RATE_LIMITS[scope], clock, multiplier)
+  return out
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bun
+/**
+ * The fixloop executable: parses the command and hands over. No logic lives here.
+ */
+import { ConfigError } from './config'
+import { AdminError } from './modules/tenants/service'
+import { UsageError } from './cli/args'
+import { runServe, SERVE_HELP } from './cli/serve'
+import { runTenantCommand, TENANT_HELP } from './cli/tenants'
+import { runBackup, runMigrate } from './cli/ops'
+import { VERSION } from './version'
+
+const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
+
+Usage: fixloop <command> [flags]
+
+Commands:
+  serve           run the HTTP API and the worker
+  org             create or list Orgs
+  key             create, list or revoke sk_ API keys
+  app             create, update, list, rotate-secret or delete Apps
+  migrate         apply database migrations
+  backup          write an online backup of the database
+  version         print the version
+
+Every command takes --data-dir DIR (or FIXLOOP_DATA_DIR; default ./data), --json and --help.
+${SERVE_HELP}
+`
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  switch (command) {
+    case 'serve':
+      return runServe(rest)
+    case 'org':
+    case 'key':
+    case 'app':
+      return runTenantCommand(command, rest)
+    case 'migrate':
+      return runMigrate(rest)
+    case 'backup':
+      return runBackup(rest)
+    case 'version':
+    case '--version':
+      process.stdout.write(VERSION + '\n')
+      return
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(HELP)
+      return
+    default:
+      throw new UsageError(`unknown command "${command}". Run "fixloop --help".`)
+  }
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError) {
+    process.stderr.write(`fixloop: ${e.message}\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`fixloop: ${e instanceof Error ? e.message : String(e)}\n`)
+  process.exit(1)
+})
+void TENANT_HELP

@@ -1,0 +1,94 @@
+/** Feedback routes: the widget submission (pub_ key) and the Org's read/move routes (sk_ key). */
+import { Elysia, t } from 'elysia'
+import { ApiError } from '../../core/errors'
+import { LIMITS } from '../../core/limits'
+import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
+import { rawBodyOf } from '../../http/foundation'
+import { BEARER_PUB, BEARER_SK, errorResponses, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
+import type { FeedbackService } from './service'
+import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
+
+const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/
+
+export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) {
+  return new Elysia({ name: 'feedback-widget' })
+    .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'submit') }))
+    .post(
+      '/v1/feedback',
+      async ({ caller, body, request, set }) => {
+        const key = request.headers.get('idempotency-key') ?? undefined
+        if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
+          throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
+        }
+        const result = await feedback.submit({
+          app: caller.app,
+          user: caller.user,
+          body,
+          rawBody: rawBodyOf(request),
+          requestUserAgent: request.headers.get('user-agent'),
+          idempotencyKey: key,
+        })
+        set.status = result.status
+        if (result.replayed) set.headers['idempotent-replayed'] = 'true'
+        return result.body
+      },
+      {
+        body: SubmitBody,
+        headers: t.Object({
+          'idempotency-key': t.Optional(t.String({ description: 'Retry-safe submission: same key + same body within 24 h returns the first response' })),
+          'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })),
+        }),
+        response: { 201: SubmitResponse },
+        detail: {
+          summary: 'Submit a feedback report',
+          tags: ['widget'],
+          security: BEARER_PUB,
+          responses: errorResponses(...WIDGET_AUTH_ERRORS, 'invalid_body', 'payload_too_large', 'idempotency_key_reused'),
+        },
+      },
+    )
+}
+
+export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, checkAppInOrg: (orgId: string, appId: string) => void) {
+  return new Elysia({ name: 'feedback-org' })
+    .use(orgAuth(auth))
+    .get(
+      '/v1/feedback',
+      ({ org, query }) => {
+        if (query.appId) checkAppInOrg(org.orgId, query.appId)
+        return feedback.list(org.orgId, query)
+      },
+      {
+        query: ListQuery,
+        response: { 200: FeedbackPage },
+        detail: {
+          summary: 'List feedback, newest first (cursor paging)',
+          description: `Duplicates are hidden unless includeDuplicates=true. nextCursor is null on the last page. Limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}.`,
+          tags: ['feedback'],
+          security: BEARER_SK,
+          responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found'),
+        },
+      },
+    )
+    .get('/v1/feedback/:id', ({ org, params }) => feedback.get(org.orgId, params.id), {
+      params: IdParams,
+      response: { 200: FullFeedbackItem },
+      detail: {
+        summary: 'Read one feedback item in full',
+        tags: ['feedback'],
+        security: BEARER_SK,
+        responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found'),
+      },
+    })
+    .patch('/v1/feedback/:id', ({ org, params, body }) => feedback.patch(org.orgId, params.id, body), {
+      params: IdParams,
+      body: PatchBody,
+      response: { 200: PatchResponse },
+      detail: {
+        summary: 'Move an item: queued (enter the agent queue) or archived (dismiss)',
+        tags: ['feedback'],
+        security: BEARER_SK,
+        responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'no_op', 'not_found', 'invalid_transition', 'concurrent_update', 'invalid_target'),
+      },
+    })
+}

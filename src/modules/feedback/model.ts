@@ -1,0 +1,162 @@
+/**
+ * TypeBox schemas of the feedback routes. The same objects validate requests (Elysia compiles them)
+ * and generate /openapi.json. Every object is closed (`additionalProperties: false`): the spec
+ * rejects unknown fields with invalid_body.
+ */
+import { oneOf } from '../../http/schema'
+import { t, type Static } from 'elysia'
+import { ID_PATTERN } from '../../core/ids'
+import { LIMITS } from '../../core/limits'
+import { FEEDBACK_STATUSES, CUSTOMER_TARGETS } from '../../core/fsm'
+
+const closed = { additionalProperties: false } as const
+const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
+const Severity = t.Union([oneOf(['low', 'medium', 'high']), t.Null()])
+
+/** Console levels a widget may send; anything else is invalid_body. */
+export const CONSOLE_LEVELS = ['debug', 'trace', 'log', 'info', 'warn', 'error'] as const
+/** Attachment kinds: a screenshot, a screen recording, or any other file. */
+export const ATTACHMENT_KINDS = ['screenshot', 'recording', 'attachment'] as const
+
+export const Viewport = t.Object(
+  { w: t.Number({ minimum: 0 }), h: t.Number({ minimum: 0 }), dpr: t.Number({ exclusiveMinimum: 0 }) },
+  closed,
+)
+
+export const ConsoleLogEntry = t.Object(
+  {
+    level: oneOf(CONSOLE_LEVELS),
+    message: t.String({ maxLength: LIMITS.consoleMessageMax }),
+    ts: t.Integer({ minimum: 0, description: 'Epoch milliseconds' }),
+  },
+  closed,
+)
+
+export const AttachmentRef = t.Object(
+  {
+    key: t.String({ minLength: 1, maxLength: 512 }),
+    kind: oneOf(ATTACHMENT_KINDS),
+    contentType: t.String({ minLength: 1, maxLength: 255 }),
+    byteSize: t.Integer({ minimum: 0, description: 'At most 15 MB (413 payload_too_large above)' }),
+    width: t.Optional(t.Integer({ minimum: 0 })),
+    height: t.Optional(t.Integer({ minimum: 0 })),
+  },
+  closed,
+)
+
+export const BBox = t.Object({ x: t.Number(), y: t.Number(), w: t.Number({ minimum: 0 }), h: t.Number({ minimum: 0 }) }, closed)
+
+export const ComponentTarget = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 512 }),
+    meta: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'Free-form, e.g. { selector, testId, file, line }' })),
+    bbox: t.Optional(BBox),
+    screenshotKey: t.Optional(t.String({ minLength: 1, maxLength: 512 })),
+  },
+  closed,
+)
+
+export const Identity = t.Object(
+  {
+    email: t.Optional(t.String({ maxLength: 320 })),
+    name: t.Optional(t.String({ maxLength: 256 })),
+    externalUserId: t.Optional(t.String({ maxLength: 256 })),
+  },
+  closed,
+)
+
+export const SubmitBody = t.Object(
+  {
+    text: t.String({ minLength: LIMITS.textMin, maxLength: LIMITS.textMax }),
+    severity: t.Optional(Severity),
+    url: t.Optional(t.String({ maxLength: LIMITS.urlMax, description: 'Absolute URL of the page' })),
+    userAgent: t.Optional(t.String({ maxLength: LIMITS.userAgentMax })),
+    viewport: t.Optional(Viewport),
+    consoleLogs: t.Optional(t.Array(ConsoleLogEntry, { maxItems: LIMITS.consoleLogsMax })),
+    attachments: t.Optional(t.Array(AttachmentRef, { maxItems: LIMITS.attachmentsMax })),
+    componentTarget: t.Optional(ComponentTarget),
+    metadata: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'At most 4 KB of JSON' })),
+    identity: t.Optional(Identity),
+  },
+  closed,
+)
+export type SubmitBody = Static<typeof SubmitBody>
+
+export const SubmitResponse = t.Object({ id: Id, status: oneOf(FEEDBACK_STATUSES) }, closed)
+
+const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
+
+export const SubmittedBy = t.Object(
+  {
+    mode: oneOf(['public', 'private']),
+    externalUserId: Nullable(t.String()),
+    email: Nullable(t.String()),
+    name: Nullable(t.String()),
+  },
+  closed,
+)
+
+const listMembers = {
+  id: Id,
+  appId: Id,
+  status: oneOf(FEEDBACK_STATUSES),
+  submittedBy: SubmittedBy,
+  severity: Severity,
+  text: t.String(),
+  url: Nullable(t.String()),
+  createdAt: t.String({ format: 'date-time' }),
+  processedAt: Nullable(t.String({ format: 'date-time' })),
+  mergeRequestUrl: Nullable(t.String()),
+  duplicateOfId: Nullable(Id),
+  duplicateCount: t.Integer(),
+  theme: Nullable(t.String()),
+  consolidatedText: Nullable(t.String()),
+  lastDuplicateAt: Nullable(t.String({ format: 'date-time' })),
+}
+
+export const FeedbackItem = t.Object(listMembers, closed)
+export type FeedbackItem = Static<typeof FeedbackItem>
+
+export const DuplicateEntry = t.Object(
+  { id: Id, text: t.String(), submittedBy: SubmittedBy, createdAt: t.String({ format: 'date-time' }) },
+  closed,
+)
+
+export const FullFeedbackItem = t.Object(
+  {
+    ...listMembers,
+    updatedAt: t.String({ format: 'date-time' }),
+    attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String()) })),
+    consoleLogs: t.Array(ConsoleLogEntry),
+    userAgent: Nullable(t.String()),
+    viewport: Nullable(Viewport),
+    componentTarget: Nullable(ComponentTarget),
+    submissionMeta: Nullable(t.Record(t.String(), t.Unknown(), { description: 'The submission\'s `metadata`, as sent' })),
+    userContext: Nullable(t.Record(t.String(), t.Unknown(), { description: 'Private mode: the user token\'s ctx claim' })),
+    redactions: t.Record(t.String(), t.Integer(), { description: 'Per-rule counts of values the sanitizer replaced' }),
+    duplicates: t.Array(DuplicateEntry, { maxItems: LIMITS.duplicatesInItemMax }),
+  },
+  closed,
+)
+export type FullFeedbackItem = Static<typeof FullFeedbackItem>
+
+export const ListQuery = t.Object(
+  {
+    appId: t.Optional(Id),
+    status: t.Optional(oneOf(FEEDBACK_STATUSES)),
+    cursor: t.Optional(t.String({ pattern: ID_PATTERN, description: 'The id of the last item of the previous page' })),
+    limit: t.Optional(t.Numeric({ minimum: LIMITS.listLimitMin, maximum: LIMITS.listLimitMax, multipleOf: 1, default: LIMITS.listLimitDefault })),
+    includeDuplicates: t.Optional(t.BooleanString({ default: false })),
+  },
+  closed,
+)
+export type ListQuery = Static<typeof ListQuery>
+
+export const FeedbackPage = t.Object({ data: t.Array(FeedbackItem), nextCursor: Nullable(Id) }, closed)
+
+export const IdParams = t.Object({ id: Id }, closed)
+
+export const PatchBody = t.Object({ status: t.Optional(oneOf(CUSTOMER_TARGETS)) }, closed)
+export type PatchBody = Static<typeof PatchBody>
+
+export const PatchResponse = t.Object({ id: Id, status: oneOf(FEEDBACK_STATUSES) }, closed)

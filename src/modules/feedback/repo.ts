@@ -1,0 +1,136 @@
+/**
+ * Feedback queries. Every read takes the Org in its signature, so another Org's id finds nothing (404).
+ * Hot statements are prepared once; list variants are prepared lazily, one per filter combination.
+ */
+import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
+import type { Db } from '../../db/client'
+import { feedback, jobs, idempotencyKeys } from '../../db/schema'
+
+export type FeedbackRow = typeof feedback.$inferSelect
+export type NewFeedbackRow = typeof feedback.$inferInsert
+
+export interface ListFilter {
+  orgId: string
+  appId?: string
+  status?: string
+  cursor?: string
+  includeDuplicates: boolean
+  limit: number
+}
+
+export function createFeedbackRepo(db: Db) {
+  const insertFeedback = db
+    .insert(feedback)
+    .values({
+      id: sql.placeholder('id'),
+      orgId: sql.placeholder('orgId'),
+      appId: sql.placeholder('appId'),
+      status: sql.placeholder('status'),
+      severity: sql.placeholder('severity'),
+      text: sql.placeholder('text'),
+      url: sql.placeholder('url'),
+      userAgent: sql.placeholder('userAgent'),
+      viewport: sql.placeholder('viewport'),
+      consoleLogs: sql.placeholder('consoleLogs'),
+      attachments: sql.placeholder('attachments'),
+      componentTarget: sql.placeholder('componentTarget'),
+      metadata: sql.placeholder('metadata'),
+      submittedMode: sql.placeholder('submittedMode'),
+      externalUserId: sql.placeholder('externalUserId'),
+      email: sql.placeholder('email'),
+      submitterName: sql.placeholder('submitterName'),
+      userContext: sql.placeholder('userContext'),
+      createdAt: sql.placeholder('createdAt'),
+      updatedAt: sql.placeholder('updatedAt'),
+    })
+    .prepare()
+  const insertJob = db
+    .insert(jobs)
+    .values({
+      kind: sql.placeholder('kind'),
+      feedbackId: sql.placeholder('feedbackId'),
+      runAfter: sql.placeholder('runAfter'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .prepare()
+  const getOne = db
+    .select()
+    .from(feedback)
+    .where(and(eq(feedback.orgId, sql.placeholder('orgId')), eq(feedback.id, sql.placeholder('id'))))
+    .prepare()
+  const getIdempotent = db
+    .select()
+    .from(idempotencyKeys)
+    .where(and(eq(idempotencyKeys.appId, sql.placeholder('appId')), eq(idempotencyKeys.key, sql.placeholder('key'))))
+    .prepare()
+  const insertIdempotent = db
+    .insert(idempotencyKeys)
+    .values({
+      appId: sql.placeholder('appId'),
+      key: sql.placeholder('key'),
+      requestHash: sql.placeholder('requestHash'),
+      statusCode: sql.placeholder('statusCode'),
+      responseBody: sql.placeholder('responseBody'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .onConflictDoUpdate({
+      target: [idempotencyKeys.appId, idempotencyKeys.key],
+      set: {
+        requestHash: sql`excluded.request_hash`,
+        statusCode: sql`excluded.status_code`,
+        responseBody: sql`excluded.response_body`,
+        createdAt: sql`excluded.created_at`,
+      },
+    })
+    .prepare()
+  const duplicatesOf = db
+    .select()
+    .from(feedback)
+    .where(and(eq(feedback.orgId, sql.placeholder('orgId')), eq(feedback.duplicateOfId, sql.placeholder('leadId'))))
+    .orderBy(desc(feedback.id))
+    .limit(sql.placeholder('limit'))
+    .prepare()
+
+  type ListStatement = { all: (p: Record<string, unknown>) => FeedbackRow[] }
+  const listStatements = new Map<string, ListStatement>()
+
+  function listStatement(f: ListFilter): ListStatement {
+    const variant = [f.appId ? 'a' : 'o', f.status ? 's' : '', f.cursor ? 'c' : '', f.includeDuplicates ? 'd' : ''].join('')
+    let stmt = listStatements.get(variant)
+    if (!stmt) {
+      const conds: SQL[] = [f.appId ? eq(feedback.appId, sql.placeholder('appId')) : eq(feedback.orgId, sql.placeholder('orgId'))]
+      // With an appId the App's Org was checked by the caller; keep the tenant guard anyway.
+      if (f.appId) conds.push(eq(feedback.orgId, sql.placeholder('orgId')))
+      if (f.status) conds.push(eq(feedback.status, sql.placeholder('status')))
+      if (f.cursor) conds.push(lt(feedback.id, sql.placeholder('cursor')))
+      if (!f.includeDuplicates) conds.push(isNull(feedback.duplicateOfId))
+      stmt = db.select().from(feedback).where(and(...conds)).orderBy(desc(feedback.id)).limit(sql.placeholder('limit')).prepare()
+      listStatements.set(variant, stmt)
+    }
+    return stmt
+  }
+
+  return {
+    insert: (row: Record<string, unknown>) => insertFeedback.run(row),
+    enqueueJob: (kind: string, feedbackId: string, runAfter: number, createdAt: number) => insertJob.run({ kind, feedbackId, runAfter, createdAt }),
+    get: (orgId: string, id: string): FeedbackRow | undefined => getOne.get({ orgId, id }),
+    /** Newest first; fetches one row past the page to know whether another page exists. */
+    list(f: ListFilter): FeedbackRow[] {
+      return listStatement(f).all({ orgId: f.orgId, appId: f.appId, status: f.status, cursor: f.cursor, limit: f.limit + 1 })
+    },
+    duplicatesOf: (orgId: string, leadId: string, limit: number): FeedbackRow[] => duplicatesOf.all({ orgId, leadId, limit }),
+    getIdempotency: (appId: string, key: string) => getIdempotent.get({ appId, key }),
+    saveIdempotency: (row: { appId: string; key: string; requestHash: string; statusCode: number; responseBody: string; createdAt: number }) =>
+      insertIdempotent.run(row),
+    /** Compare-and-set status move: false when another writer changed the row first. */
+    moveStatus(id: string, expectedVersion: number, to: string, now: number, extra: Partial<NewFeedbackRow> = {}): boolean {
+      const res = db
+        .update(feedback)
+        .set({ ...extra, status: to, version: expectedVersion + 1, updatedAt: now })
+        .where(and(eq(feedback.id, id), eq(feedback.version, expectedVersion)))
+        .run() as unknown as { changes: number }
+      return res.changes === 1
+    },
+  }
+}
+export type FeedbackRepo = ReturnType<typeof createFeedbackRepo>

@@ -1,0 +1,151 @@
+/**
+ * Feedback rules: submission (with idempotency), listing, reading and customer moves.
+ * Routes call these with the caller's Org or App already authenticated.
+ */
+import type { Context } from '../../context'
+import { ApiError } from '../../core/errors'
+import { newId } from '../../core/ids'
+import { LIMITS, jsonByteLength } from '../../core/limits'
+import { sha256Hex } from '../../core/secrets'
+import { canCustomerMove, type CustomerTarget, type FeedbackStatus } from '../../core/fsm'
+import type { GroupCommitter } from '../../db/group-commit'
+import type { KnownApp } from '../../auth/directory'
+import type { UserIdentity } from '../../auth/user-token'
+import { createFeedbackRepo } from './repo'
+import { toFullItem, toListItem } from './present'
+import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
+
+export interface Submission {
+  app: KnownApp
+  /** Set in private mode (a verified user token). */
+  user: UserIdentity | undefined
+  body: SubmitBody
+  /** Raw request body, hashed to tell an idempotent retry from a different request. */
+  rawBody: string
+  requestUserAgent: string | null
+  idempotencyKey: string | undefined
+}
+
+export interface SubmitResult {
+  status: number
+  body: { id: string; status: FeedbackStatus }
+  replayed: boolean
+}
+
+function invalid(path: string, message: string): ApiError {
+  return new ApiError('invalid_body', { issues: [{ path, message }] })
+}
+
+/** Checks the rules TypeBox cannot express: URL syntax, JSON byte sizes, attachment size. */
+function checkSubmission(body: SubmitBody): void {
+  if (body.url !== undefined && !URL.canParse(body.url)) throw invalid('/url', 'must be an absolute URL')
+  if (body.metadata !== undefined && jsonByteLength(body.metadata) > LIMITS.metadataMaxBytes) {
+    throw invalid('/metadata', `must be at most ${LIMITS.metadataMaxBytes} bytes of JSON`)
+  }
+  body.attachments?.forEach((a, i) => {
+    if (a.byteSize > LIMITS.attachmentMaxBytes) {
+      throw new ApiError('payload_too_large', { path: `/attachments/${i}/byteSize`, limitBytes: LIMITS.attachmentMaxBytes })
+    }
+  })
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 320) : null)
+const jsonOrNull = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v))
+
+export function createFeedbackService(ctx: Context, committer: GroupCommitter) {
+  const repo = createFeedbackRepo(ctx.db)
+  const { clock } = ctx
+
+  function insertSubmission(s: Submission, now: number): SubmitResult {
+    const { app, user, body } = s
+    const requestHash = s.idempotencyKey ? sha256Hex(s.rawBody) : ''
+    if (s.idempotencyKey) {
+      const seen = repo.getIdempotency(app.row.id, s.idempotencyKey)
+      if (seen && now - seen.createdAt < LIMITS.idempotencyTtlMs) {
+        if (seen.requestHash !== requestHash) throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
+        return { status: seen.statusCode, body: JSON.parse(seen.responseBody), replayed: true }
+      }
+    }
+    const id = newId(clock)
+    const identity = user
+      ? { mode: 'private', externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
+      : { mode: 'public', externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
+    repo.insert({
+      id,
+      orgId: app.row.orgId,
+      appId: app.row.id,
+      status: 'received',
+      severity: body.severity ?? null,
+      text: body.text,
+      url: body.url ?? null,
+      userAgent: body.userAgent ?? s.requestUserAgent?.slice(0, LIMITS.userAgentMax) ?? null,
+      viewport: jsonOrNull(body.viewport),
+      consoleLogs: jsonOrNull(body.consoleLogs),
+      attachments: jsonOrNull(body.attachments),
+      componentTarget: jsonOrNull(body.componentTarget),
+      metadata: jsonOrNull(body.metadata),
+      submittedMode: identity.mode,
+      externalUserId: identity.externalUserId,
+      email: identity.email,
+      submitterName: identity.name,
+      userContext: jsonOrNull(user?.ctx),
+      createdAt: now,
+      updatedAt: now,
+    })
+    repo.enqueueJob('process', id, now, now)
+    const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
+    if (s.idempotencyKey) {
+      repo.saveIdempotency({
+        appId: app.row.id,
+        key: s.idempotencyKey,
+        requestHash,
+        statusCode: 201,
+        responseBody: JSON.stringify(result.body),
+        createdAt: now,
+      })
+    }
+    return result
+  }
+
+  return {
+    /**
+     * Stores a report and its first job in one transaction; resolves only after COMMIT, so an
+     * acknowledged report survives kill -9.
+     */
+    submit(s: Submission): Promise<SubmitResult> {
+      checkSubmission(s.body)
+      return committer.run(() => insertSubmission(s, clock.now()))
+    },
+
+    list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
+      const limit = q.limit ?? LIMITS.listLimitDefault
+      const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
+      const more = rows.length > limit
+      const page = more ? rows.slice(0, limit) : rows
+      const data: FeedbackItem[] = page.map(toListItem)
+      return { data, nextCursor: more ? page[page.length - 1].id : null }
+    },
+
+    get(orgId: string, id: string): FullFeedbackItem {
+      const row = repo.get(orgId, id)
+      if (!row) throw new ApiError('not_found')
+      const dups = row.duplicateCount > 0 ? repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
+      return toFullItem(row, dups)
+    },
+
+    /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
+    patch(orgId: string, id: string, body: PatchBody): { id: string; status: FeedbackStatus } {
+      if (body.status === undefined) throw new ApiError('no_op')
+      const to: CustomerTarget = body.status
+      const row = repo.get(orgId, id)
+      if (!row) throw new ApiError('not_found')
+      if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
+      const from = row.status as FeedbackStatus
+      if (!canCustomerMove(from, to)) throw new ApiError('invalid_transition', { from, to })
+      const now = clock.now()
+      if (!repo.moveStatus(id, row.version, to, now)) throw new ApiError('concurrent_update', { id })
+      return { id, status: to }
+    },
+  }
+}
+export type FeedbackService = ReturnType<typeof createFeedbackService>

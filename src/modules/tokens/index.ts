@@ -1,0 +1,50 @@
+/** POST /v1/tokens/mint (sk): mints a private-mode user token signed with the App's secret (spec 4.8). */
+import { Elysia, t } from 'elysia'
+import { ApiError } from '../../core/errors'
+import { ID_PATTERN } from '../../core/ids'
+import { LIMITS, jsonByteLength } from '../../core/limits'
+import { orgAuth, type AuthDeps } from '../../http/auth'
+import { BEARER_SK, errorResponses, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { mintUserToken } from '../../auth/user-token'
+import type { CredentialDirectory } from '../../auth/directory'
+import type { AppsRepo } from '../apps/repo'
+
+export const MintQuery = t.Object({ appId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
+export const MintBody = t.Object(
+  {
+    sub: t.String({ minLength: 1, maxLength: 256, description: 'The end-user id in your system' }),
+    ctx: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'At most 2 KB of JSON; email and name are shown as the submitter' })),
+    expiresInSeconds: t.Optional(t.Integer({ minimum: LIMITS.tokenLifetimeMin, maximum: LIMITS.tokenLifetimeMax, default: LIMITS.tokenLifetimeDefault })),
+  },
+  { additionalProperties: false },
+)
+export const MintResponse = t.Object({ token: t.String(), expiresInSeconds: t.Integer() }, { additionalProperties: false })
+
+export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: CredentialDirectory) {
+  return new Elysia({ name: 'tokens' }).use(orgAuth(auth)).post(
+    '/v1/tokens/mint',
+    async ({ org, query, body }) => {
+      if (body.ctx !== undefined && jsonByteLength(body.ctx) > LIMITS.tokenCtxMaxBytes) {
+        throw new ApiError('invalid_body', { issues: [{ path: '/ctx', message: `must be at most ${LIMITS.tokenCtxMaxBytes} bytes of JSON` }] })
+      }
+      const row = apps.getForOrg(org.orgId, query.appId)
+      if (!row) throw new ApiError('app_not_found')
+      const known = directory.appByPublicKey(row.publicKey)
+      if (!known) throw new ApiError('app_not_found')
+      const lifetime = body.expiresInSeconds ?? LIMITS.tokenLifetimeDefault
+      const token = await mintUserToken(row.id, known.signingSecret, body.sub, body.ctx, lifetime, auth.clock.now())
+      return { token, expiresInSeconds: lifetime }
+    },
+    {
+      query: MintQuery,
+      body: MintBody,
+      response: { 200: MintResponse },
+      detail: {
+        summary: 'Mint a private-mode user token',
+        tags: ['tokens'],
+        security: BEARER_SK,
+        responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found'),
+      },
+    },
+  )
+}

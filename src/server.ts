@@ -1,0 +1,74 @@
+/**
+ * `fixloop serve`: migrations are applied (in createContext) before the port opens; the worker starts;
+ * SIGTERM/SIGINT stop accepting, finish in-flight requests, flush pending commits and release leases.
+ */
+import type { Config } from './config'
+import { createContext, type Context } from './context'
+import { createApp } from './app'
+import { Logger } from './core/logger'
+import type { Clock } from './core/clock'
+import { Worker, type WorkerOptions } from './worker/loop'
+import { createJobsRepo } from './worker/jobs-repo'
+import { createProcessFeedbackStep } from './worker/steps/process-feedback'
+import { LIMITS } from './core/limits'
+
+export interface RunningServer {
+  url: string
+  port: number
+  ctx: Context
+  worker: Worker
+  stop(): Promise<void>
+}
+
+export interface StartOptions {
+  clock?: Clock
+  log?: Logger
+  worker?: Partial<WorkerOptions> & { autoStart?: boolean }
+}
+
+export function createWorker(ctx: Context, log: Logger, opts: Partial<WorkerOptions> = {}): Worker {
+  const jobs = createJobsRepo(ctx.sqlite)
+  return new Worker(jobs, { process: createProcessFeedbackStep(ctx.sqlite, ctx.clock) }, ctx.clock, log, opts)
+}
+
+export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
+  const log = options.log ?? new Logger(config.logLevel)
+  const ctx = createContext(config, options.clock)
+  const worker = createWorker(ctx, log, options.worker)
+  const { app, committer } = createApp({ ctx, log, onNewWork: () => worker.wake() })
+  app.listen({
+    hostname: config.host,
+    port: config.port,
+    // Above the 8 MB JSON limit (checked by fixloop with a proper 413 envelope) and the 15 MB upload limit.
+    maxRequestBodySize: LIMITS.attachmentMaxBytes + 1024 * 1024,
+  })
+  const server = app.server!
+  if (options.worker?.autoStart !== false) worker.start()
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
+  log.info('fixloop listening', { url, dataDir: config.dataDir })
+
+  let stopping: Promise<void> | undefined
+  return {
+    url,
+    port: server.port!,
+    ctx,
+    worker,
+    stop() {
+      stopping ??= (async () => {
+        // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
+        await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
+        committer.flush()
+        await worker.stop()
+        try {
+          ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
+        } catch {
+          // A reader elsewhere may hold the WAL; the next start checkpoints it.
+        }
+        ctx.sqlite.close()
+        log.info('fixloop stopped')
+        log.flush()
+      })()
+      return stopping
+    },
+  }
+}

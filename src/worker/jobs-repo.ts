@@ -1,0 +1,39 @@
+/** The durable job table: claim with a lease, finish, retry with backoff. */
+import type { Database, Statement } from 'bun:sqlite'
+
+export interface JobRow {
+  id: number
+  kind: string
+  feedback_id: string | null
+  run_after: number
+  lease_until: number | null
+  attempts: number
+  last_error: string | null
+  created_at: number
+}
+
+export function createJobsRepo(sqlite: Database) {
+  const claim: Statement = sqlite.query(
+    `UPDATE jobs SET lease_until = $leaseUntil, attempts = attempts + 1
+     WHERE id = (SELECT id FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now)
+                 ORDER BY run_after, id LIMIT 1)
+     RETURNING *`,
+  )
+  const finish = sqlite.query('DELETE FROM jobs WHERE id = ?')
+  const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, run_after = ?, last_error = ? WHERE id = ?')
+  const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
+  const nextDue = sqlite.query('SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs')
+  const enqueue = sqlite.query('INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES (?, ?, ?, ?)')
+
+  return {
+    claim: (now: number, leaseMs: number): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs }) as JobRow | null,
+    finish: (id: number) => finish.run(id),
+    retry: (id: number, runAfter: number, error: string) => retry.run(runAfter, error.slice(0, 2000), id),
+    /** At shutdown: hand back the leases this process holds so another start picks the jobs up at once. */
+    release: (ids: number[]) => releaseAll.run(JSON.stringify(ids)),
+    /** Epoch ms of the earliest moment any job becomes claimable, or null when the table is empty. */
+    nextDueAt: (): number | null => (nextDue.get() as { at: number | null }).at,
+    enqueue: (kind: string, feedbackId: string | null, runAfter: number, now: number) => enqueue.run(kind, feedbackId, runAfter, now),
+  }
+}
+export type JobsRepo = ReturnType<typeof createJobsRepo>

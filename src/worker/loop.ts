@@ -1,0 +1,126 @@
+/**
+ * The worker loop: claims due jobs with a lease, runs the step for the job's kind, and
+ * - on success deletes the job (the step may have done so in its own final transaction);
+ * - on failure retries with exponential backoff; after `maxAttempts` it calls the kind's `onGiveUp`
+ *   (e.g. mark the item failed with the cause) and drops the job.
+ * A crash mid-job leaves the lease to run out, so the job is only delayed, never lost.
+ * The loop wakes at once when this process commits new work (`wake()`), and polls for work written
+ * by other processes. Tests drive it with `tick()` and an injected clock.
+ */
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { JobRow, JobsRepo } from './jobs-repo'
+
+export interface JobStep {
+  run(job: JobRow): Promise<void> | void
+  onGiveUp?(job: JobRow, error: string): void
+}
+
+export interface WorkerOptions {
+  leaseMs: number
+  pollMs: number
+  maxAttempts: number
+  baseBackoffMs: number
+  maxBackoffMs: number
+}
+
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, maxAttempts: 6, baseBackoffMs: 1_000, maxBackoffMs: 300_000 }
+
+export class Worker {
+  private running = false
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private current: Promise<number> | undefined
+  private held = new Set<number>()
+  private readonly opts: WorkerOptions
+
+  constructor(
+    private readonly jobs: JobsRepo,
+    private readonly steps: Record<string, JobStep>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    opts: Partial<WorkerOptions> = {},
+  ) {
+    this.opts = { ...DEFAULT_WORKER_OPTIONS, ...opts }
+  }
+
+  backoffMs(attempts: number): number {
+    return Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** Math.max(0, attempts - 1))
+  }
+
+  /** Runs every job due now, one after another; resolves with how many ran. */
+  async tick(maxJobs = 1000): Promise<number> {
+    let ran = 0
+    while (ran < maxJobs) {
+      const job = this.jobs.claim(this.clock.now(), this.opts.leaseMs)
+      if (!job) break
+      ran++
+      await this.runOne(job)
+    }
+    return ran
+  }
+
+  private async runOne(job: JobRow): Promise<void> {
+    const step = this.steps[job.kind]
+    this.held.add(job.id)
+    try {
+      if (!step) throw new Error(`no step for job kind "${job.kind}"`)
+      await step.run(job)
+      this.jobs.finish(job.id)
+    } catch (e) {
+      const error = e instanceof Error ? e.message : String(e)
+      if (job.attempts >= this.opts.maxAttempts) {
+        this.log.warn('job gave up', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, error })
+        try {
+          step?.onGiveUp?.(job, error)
+        } finally {
+          this.jobs.finish(job.id)
+        }
+      } else {
+        const delay = this.backoffMs(job.attempts)
+        this.log.warn('job failed, will retry', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, retryInMs: delay, error })
+        this.jobs.retry(job.id, this.clock.now() + delay, error)
+      }
+    } finally {
+      this.held.delete(job.id)
+    }
+  }
+
+  start(): void {
+    if (this.running) return
+    this.running = true
+    this.schedule(0)
+  }
+
+  /** New work was committed in this process: run now instead of at the next poll. */
+  wake(): void {
+    if (this.running && !this.current) this.schedule(0)
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = setTimeout(() => void this.loop(), ms)
+  }
+
+  private async loop(): Promise<void> {
+    this.timer = undefined
+    if (!this.running || this.current) return
+    this.current = this.tick().catch((e) => {
+      this.log.error('worker tick failed', { error: e instanceof Error ? e.message : String(e) })
+      return 0
+    })
+    await this.current
+    this.current = undefined
+    if (!this.running) return
+    const due = this.jobs.nextDueAt()
+    const wait = due === null ? this.opts.pollMs : Math.max(0, Math.min(this.opts.pollMs, due - this.clock.now()))
+    this.schedule(wait)
+  }
+
+  /** Stops claiming, waits for the job in hand, and releases any lease still held. */
+  async stop(): Promise<void> {
+    this.running = false
+    if (this.timer) clearTimeout(this.timer)
+    await this.current
+    if (this.held.size > 0) this.jobs.release([...this.held])
+  }
+}
