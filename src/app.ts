@@ -20,6 +20,7 @@ import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/inde
 import { tokenRoutes } from './modules/tokens/index'
 import { healthRoutes } from './modules/health/index'
 import { VERSION } from './version'
+import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
 
 export interface AppDeps {
   ctx: Context
@@ -56,6 +57,8 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
       openapi({
         path: '/docs',
         specPath: '/openapi.json',
+        provider: 'swagger-ui',
+        swagger: { cdn: DOCS_SCRIPT_PATH, theme: DOCS_STYLE_PATH, version: '' },
         documentation: {
           info: {
             title: 'fixloop API',
@@ -69,9 +72,10 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
             },
           },
         },
-        exclude: { paths: ['/docs', '/openapi.json'] },
+        exclude: { paths: ['/docs', '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH] },
       }),
     )
+    .use(docsAssets())
     .use(healthRoutes(ctx.sqlite, VERSION))
     .use(widgetFeedbackRoutes(auth, feedback))
     .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg))

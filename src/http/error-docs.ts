@@ -19,31 +19,31 @@ export const ErrorEnvelope = t.Object(
   { additionalProperties: false },
 )
 
-type ResponseDoc = { description: string; content: { 'application/json': { schema: { type: 'object'; [k: string]: unknown } } } }
-
-/** `detail.responses` entries for the given error codes, grouped by HTTP status. */
-export function errorResponses(...codes: ErrorCode[]): Record<string, ResponseDoc> {
+/**
+ * Response schemas for the given error codes, keyed by HTTP status, to spread into a route's
+ * `response` map. Each status documents exactly the codes that route can send with it.
+ */
+export function errorSchemas(...codes: ErrorCode[]): Record<number, typeof ErrorEnvelope> {
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of [...codes, 'internal_error' as const]) {
     const status = ERROR_STATUS[code]
     byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])])
   }
-  const out: Record<string, ResponseDoc> = {}
+  const out: Record<number, typeof ErrorEnvelope> = {}
   for (const [status, list] of byStatus) {
-    const inner = ErrorEnvelope.properties.error
-    out[String(status)] = {
-      description: `Error envelope; error.code is one of: ${list.join(', ')}`,
-      content: {
-        'application/json': {
-          schema: {
-            type: 'object',
-            required: ['error'],
-            additionalProperties: false,
-            properties: { error: { ...inner, properties: { ...inner.properties, code: { type: 'string', enum: list } } } },
+    out[status] = t.Object(
+      {
+        error: t.Object(
+          {
+            code: t.String({ enum: list, description: 'One of: ' + list.join(', ') }),
+            message: t.String(),
+            details: t.Optional(t.Unknown()),
           },
-        },
+          { additionalProperties: false },
+        ),
       },
-    }
+      { additionalProperties: false, description: `Error envelope; error.code is one of: ${list.join(', ')}` },
+    ) as typeof ErrorEnvelope
   }
   return out
 }

@@ -3,7 +3,6 @@
  * - X-Request-Id on every response (a client's own id is echoed when it is a sane token);
  * - the 8 MB body limit, checked from Content-Length before any byte is read, and again after reading
  *   for chunked bodies;
- * - JSON parsing that keeps the raw text (hashed for Idempotency-Key);
  * - the one error handler that renders the spec's envelope; unknown errors become 500 internal_error
  *   with details.requestId, and their stack is logged, never sent;
  * - one log line per request.
@@ -14,13 +13,18 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 
-const rawBodies = new WeakMap<Request, string>()
 const startedAt = new WeakMap<Request, number>()
 const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** The raw text of a JSON body, as received. */
-export function rawBodyOf(request: Request): string {
-  return rawBodies.get(request) ?? ''
+/**
+ * A chunked body has no Content-Length to check up front; Bun caps it at the server's
+ * maxRequestBodySize while reading, and this re-checks the 8 MB limit once it is parsed.
+ */
+export function checkParsedBodySize(request: Request, body: unknown): void {
+  if (request.headers.has('content-length')) return
+  if (Buffer.byteLength(JSON.stringify(body) ?? '') > LIMITS.requestBodyMaxBytes) {
+    throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
+  }
 }
 
 /** TypeBox error → `{ path, message }` with a JSON-pointer path, as put in details.issues. */
@@ -36,6 +40,9 @@ function issuesOf(error: ValidationError): { path: string; message: string }[] {
 
 function toApiError(code: string | number, error: unknown): ApiError {
   if (error instanceof ApiError) return error
+  // Elysia wraps anything thrown by a parse hook in ParseError; our own parse errors (413 for a chunked
+  // body over the limit, invalid_body for bad JSON) must keep their code.
+  if (code === 'PARSE' && error instanceof Error && error.cause instanceof ApiError) return error.cause
   if (error instanceof ValidationError) {
     // A malformed path id has its own code (spec 4.5); everything else is the body/query's fault.
     if (error.type === 'params') return new ApiError('invalid_id')
@@ -57,19 +64,6 @@ export function foundation(log: Logger) {
       const length = request.headers.get('content-length')
       if (length !== null && Number(length) > LIMITS.requestBodyMaxBytes) {
         throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
-      }
-    })
-    .onParse({ as: 'global' }, async ({ request, contentType }) => {
-      if (!contentType.startsWith('application/json')) return
-      const text = await request.text()
-      if (text.length > LIMITS.requestBodyMaxBytes && Buffer.byteLength(text) > LIMITS.requestBodyMaxBytes) {
-        throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
-      }
-      rawBodies.set(request, text)
-      try {
-        return JSON.parse(text)
-      } catch {
-        throw new ApiError('invalid_body', { issues: [{ path: '/', message: 'malformed JSON' }] })
       }
     })
     .onError({ as: 'global' }, ({ code, error, set, request }) => {

@@ -3,8 +3,8 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../../core/errors'
 import { LIMITS } from '../../core/limits'
 import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
-import { rawBodyOf } from '../../http/foundation'
-import { BEARER_PUB, BEARER_SK, errorResponses, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
+import { checkParsedBodySize } from '../../http/foundation'
+import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
 import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
 
@@ -16,6 +16,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
     .post(
       '/v1/feedback',
       async ({ caller, body, request, set }) => {
+        checkParsedBodySize(request, body)
         const key = request.headers.get('idempotency-key') ?? undefined
         if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
@@ -24,7 +25,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
           app: caller.app,
           user: caller.user,
           body,
-          rawBody: rawBodyOf(request),
+          rawBody: JSON.stringify(body),
           requestUserAgent: request.headers.get('user-agent'),
           idempotencyKey: key,
         })
@@ -34,16 +35,16 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
       },
       {
         body: SubmitBody,
+        parse: 'json',
         headers: t.Object({
           'idempotency-key': t.Optional(t.String({ description: 'Retry-safe submission: same key + same body within 24 h returns the first response' })),
           'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })),
         }),
-        response: { 201: SubmitResponse },
+        response: { 201: SubmitResponse, ...errorSchemas(...WIDGET_AUTH_ERRORS, 'invalid_body', 'payload_too_large', 'idempotency_key_reused') },
         detail: {
           summary: 'Submit a feedback report',
           tags: ['widget'],
           security: BEARER_PUB,
-          responses: errorResponses(...WIDGET_AUTH_ERRORS, 'invalid_body', 'payload_too_large', 'idempotency_key_reused'),
         },
       },
     )
@@ -60,35 +61,33 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, che
       },
       {
         query: ListQuery,
-        response: { 200: FeedbackPage },
+        response: { 200: FeedbackPage, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
           summary: 'List feedback, newest first (cursor paging)',
           description: `Duplicates are hidden unless includeDuplicates=true. nextCursor is null on the last page. Limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}.`,
           tags: ['feedback'],
           security: BEARER_SK,
-          responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found'),
         },
       },
     )
     .get('/v1/feedback/:id', ({ org, params }) => feedback.get(org.orgId, params.id), {
       params: IdParams,
-      response: { 200: FullFeedbackItem },
+      response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
       detail: {
         summary: 'Read one feedback item in full',
         tags: ['feedback'],
         security: BEARER_SK,
-        responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found'),
       },
     })
     .patch('/v1/feedback/:id', ({ org, params, body }) => feedback.patch(org.orgId, params.id, body), {
       params: IdParams,
       body: PatchBody,
-      response: { 200: PatchResponse },
+      parse: 'json',
+      response: { 200: PatchResponse, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'no_op', 'not_found', 'invalid_transition', 'concurrent_update', 'invalid_target') },
       detail: {
         summary: 'Move an item: queued (enter the agent queue) or archived (dismiss)',
         tags: ['feedback'],
         security: BEARER_SK,
-        responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'no_op', 'not_found', 'invalid_transition', 'concurrent_update', 'invalid_target'),
       },
     })
 }

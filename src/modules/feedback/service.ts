@@ -20,7 +20,7 @@ export interface Submission {
   /** Set in private mode (a verified user token). */
   user: UserIdentity | undefined
   body: SubmitBody
-  /** Raw request body, hashed to tell an idempotent retry from a different request. */
+  /** The body as JSON text, hashed to tell an idempotent retry from a different request. */
   rawBody: string
   requestUserAgent: string | null
   idempotencyKey: string | undefined

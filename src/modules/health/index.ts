@@ -6,7 +6,7 @@ import { Elysia, t } from 'elysia'
 import type { Database } from 'bun:sqlite'
 import { ApiError } from '../../core/errors'
 import { pendingMigrations } from '../../db/migrate'
-import { errorResponses } from '../../http/error-docs'
+import { errorSchemas } from '../../http/error-docs'
 
 export function healthRoutes(sqlite: Database, version: string) {
   return new Elysia({ name: 'health' })
@@ -21,15 +21,15 @@ export function healthRoutes(sqlite: Database, version: string) {
         try {
           sqlite.query('SELECT 1').get()
           pending = pendingMigrations(sqlite)
-        } catch (e) {
+        } catch {
           throw new ApiError('not_ready', { reason: 'database unreachable' })
         }
         if (pending.length > 0) throw new ApiError('not_ready', { reason: 'migrations pending', pending })
         return { status: 'ready' as const }
       },
       {
-        response: { 200: t.Object({ status: t.Literal('ready') }) },
-        detail: { summary: 'Readiness: database reachable, migrations applied', tags: ['operations'], responses: errorResponses('not_ready') },
+        response: { 200: t.Object({ status: t.Literal('ready') }), ...errorSchemas('not_ready') },
+        detail: { summary: 'Readiness: database reachable, migrations applied', tags: ['operations'] },
       },
     )
 }

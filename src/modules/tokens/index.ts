@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { orgAuth, type AuthDeps } from '../../http/auth'
-import { BEARER_SK, errorResponses, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { mintUserToken } from '../../auth/user-token'
 import type { CredentialDirectory } from '../../auth/directory'
 import type { AppsRepo } from '../apps/repo'
@@ -38,12 +38,12 @@ export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: Credentia
     {
       query: MintQuery,
       body: MintBody,
-      response: { 200: MintResponse },
+      parse: 'json',
+      response: { 200: MintResponse, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
       detail: {
         summary: 'Mint a private-mode user token',
         tags: ['tokens'],
         security: BEARER_SK,
-        responses: errorResponses(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found'),
       },
     },
   )

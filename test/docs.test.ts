@@ -1,0 +1,80 @@
+/**
+ * /openapi.json is a valid OpenAPI 3.1 document listing every route with its error responses, and
+ * /docs renders an interactive explorer in a real browser with no internet access.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Browser } from 'playwright-core'
+import { call, seedTenant, startTestServer, type TestServer } from './harness'
+import { launchBrowser } from './browser'
+
+let srv: TestServer
+let browser: Browser
+beforeAll(async () => {
+  srv = await startTestServer()
+  browser = await launchBrowser()
+})
+afterAll(async () => {
+  await browser?.close()
+  await srv.close()
+})
+
+const ROUTES: [string, string, string[]][] = [
+  ['post', '/v1/feedback', ['201', '400', '401', '403', '409', '413', '429', '500']],
+  ['get', '/v1/feedback', ['200', '400', '401', '404', '429', '500']],
+  ['get', '/v1/feedback/{id}', ['200', '400', '401', '404', '429', '500']],
+  ['patch', '/v1/feedback/{id}', ['200', '400', '401', '404', '409', '429', '500']],
+  ['get', '/v1/apps', ['200', '401', '429', '500']],
+  ['post', '/v1/tokens/mint', ['200', '400', '401', '404', '429', '500']],
+  ['get', '/healthz', ['200']],
+  ['get', '/readyz', ['200', '500', '503']],
+]
+
+describe('/openapi.json', () => {
+  test('is OpenAPI 3.1 and lists every route with its error responses', async () => {
+    const r = await call(srv.url, 'GET', '/openapi.json')
+    expect(r.status).toBe(200)
+    expect(r.body.openapi).toMatch(/^3\.1\./)
+    for (const [method, path, statuses] of ROUTES) {
+      const op = r.body.paths[path]?.[method]
+      expect(op, `${method} ${path}`).toBeDefined()
+      expect(Object.keys(op.responses).sort()).toEqual([...statuses].sort())
+    }
+    const submit = r.body.paths['/v1/feedback'].post
+    const body = submit.requestBody.content['application/json'].schema
+    expect(body.additionalProperties).toBe(false)
+    expect(body.properties.text.maxLength).toBe(8192)
+    const conflict = submit.responses['409'].content['application/json'].schema
+    expect(conflict.properties.error.properties.code.enum).toContain('idempotency_key_reused')
+  })
+
+  test('error codes documented for a route are the ones it sends', async () => {
+    const doc = (await call(srv.url, 'GET', '/openapi.json')).body
+    const t = seedTenant(srv.admin)
+    const r = await call(srv.url, 'PATCH', '/v1/feedback/zzz', { auth: t.key, body: { status: 'archived' } })
+    expect(r.status).toBe(400)
+    expect(doc.paths['/v1/feedback/{id}'].patch.responses['400'].content['application/json'].schema.properties.error.properties.code.enum).toContain(r.body.error.code)
+  })
+})
+
+describe('/docs', () => {
+  test('renders the explorer offline, with every route and a working "Try it out"', async () => {
+    const page = await browser.newPage()
+    const external: string[] = []
+    page.on('request', (req) => {
+      if (!req.url().startsWith(srv.url)) external.push(req.url())
+    })
+    await page.goto(srv.url + '/docs')
+    await page.waitForSelector('.opblock', { timeout: 15_000 })
+    const paths = await page.$$eval('.opblock-summary-path', (els) => els.map((e) => e.textContent?.replace(/\u200b/g, '').trim()))
+    for (const p of ['/v1/feedback', '/v1/feedback/{id}', '/v1/apps', '/v1/tokens/mint']) expect(paths).toContain(p)
+    // Try it out: call GET /healthz from the explorer and read the live response.
+    await page.click('#operations-operations-getHealthz .opblock-summary')
+    await page.click('#operations-operations-getHealthz .try-out__btn')
+    await page.click('#operations-operations-getHealthz .execute')
+    const status = await page.waitForSelector('#operations-operations-getHealthz .live-responses-table tbody .response-col_status', { timeout: 10_000 })
+    expect((await status.textContent())?.trim()).toBe('200')
+    expect(external).toEqual([])
+    await page.screenshot({ path: process.env.DOCS_SCREENSHOT ?? `${srv.dataDir}/docs.png` })
+    await page.close()
+  })
+})
