@@ -20,6 +20,10 @@ import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/inde
 import { tokenRoutes } from './modules/tokens/index'
 import { healthRoutes } from './modules/health/index'
 import { VERSION } from './version'
+import { createBlobStore } from './storage/index'
+import { EmbeddedBlobStore } from './storage/embedded-store'
+import { createUploadsService } from './modules/uploads/service'
+import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
 
 export interface AppDeps {
@@ -36,7 +40,9 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
   committer.onCommit = onNewWork
   const auth: AuthDeps = { directory, limiters, clock: ctx.clock, trustProxy: ctx.config.trustProxy }
   const apps = createAppsRepo(ctx.db)
-  const feedback = createFeedbackService(ctx, committer)
+  const store = createBlobStore(ctx)
+  const uploads = createUploadsService(ctx.sqlite, store, committer, ctx.clock, log, ctx.config.uploadGraceHours * 3600_000)
+  const feedback = createFeedbackService(ctx, committer, uploads)
   const checkAppInOrg = (orgId: string, appId: string) => {
     if (!apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
@@ -78,9 +84,11 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(docsAssets())
     .use(healthRoutes(ctx.sqlite, VERSION))
     .use(widgetFeedbackRoutes(auth, feedback))
-    .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg))
+    .use(uploadUrlRoutes(auth, uploads, ctx.config.publicUrl))
+    .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
+    .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg, ctx.config.publicUrl))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
 
-  return { app, committer, directory, limiters }
+  return { app, committer, directory, limiters, uploads }
 }

@@ -25,6 +25,8 @@ export interface Config {
   /** Absolute base URL clients reach this server at; used in upload URLs. Defaults to http://host:port. */
   publicUrl: string | undefined
   s3: S3Config | undefined
+  /** Hours an issued upload may stay unreferenced by any submission before it is removed. */
+  uploadGraceHours: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
 }
@@ -89,6 +91,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     masterKey: env.FIXLOOP_MASTER_KEY || undefined,
     publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
     s3: s3FromEnv(env),
+    uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
     logLevel,
   })
 }

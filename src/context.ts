@@ -3,6 +3,7 @@
  * Built once by `serve` and by each CLI command; tests build one per temp data dir.
  */
 import { mkdirSync } from 'node:fs'
+import { createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
 import type { Config } from './config'
@@ -17,6 +18,8 @@ export interface Context {
   sqlite: Database
   db: Db
   box: SecretBox
+  /** Key for the embedded store's signed upload/download URLs, derived from the master key. */
+  urlSigningKey: Uint8Array
   clock: Clock
 }
 
@@ -24,6 +27,9 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const { sqlite, db } = openDatabase(join(config.dataDir, 'fixloop.db'))
   applyMigrations(sqlite)
-  const box = new SecretBox(loadMasterKey(config.dataDir, config.masterKey))
-  return { config, sqlite, db, box, clock }
+  const masterKey = loadMasterKey(config.dataDir, config.masterKey)
+  const box = new SecretBox(masterKey)
+  // A separate key per purpose: a leaked URL signature says nothing about the sealing key.
+  const urlSigningKey = createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
+  return { config, sqlite, db, box, urlSigningKey, clock }
 }

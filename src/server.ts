@@ -8,7 +8,9 @@ import { createApp } from './app'
 import { Logger } from './core/logger'
 import type { Clock } from './core/clock'
 import { Worker, type WorkerOptions } from './worker/loop'
-import { createJobsRepo } from './worker/jobs-repo'
+import { createJobsRepo, type JobsRepo } from './worker/jobs-repo'
+import type { JobStep } from './worker/loop'
+import { createCollectUploadsStep, scheduleUploadsGc, UPLOADS_GC_KIND } from './worker/steps/collect-uploads'
 import { createProcessFeedbackStep } from './worker/steps/process-feedback'
 import { LIMITS } from './core/limits'
 
@@ -26,16 +28,22 @@ export interface StartOptions {
   worker?: Partial<WorkerOptions> & { autoStart?: boolean }
 }
 
-export function createWorker(ctx: Context, log: Logger, opts: Partial<WorkerOptions> = {}): Worker {
+/** The worker with the steps that need only the database; `extraSteps` adds those that need services. */
+export function createWorker(ctx: Context, log: Logger, opts: Partial<WorkerOptions> = {}, extraSteps: (jobs: JobsRepo) => Record<string, JobStep> = () => ({})): Worker {
   const jobs = createJobsRepo(ctx.sqlite)
-  return new Worker(jobs, { process: createProcessFeedbackStep(ctx.sqlite, ctx.clock) }, ctx.clock, log, opts)
+  return new Worker(jobs, { process: createProcessFeedbackStep(ctx.sqlite, ctx.clock), ...extraSteps(jobs) }, ctx.clock, log, opts)
 }
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
   const ctx = createContext(config, options.clock)
-  const worker = createWorker(ctx, log, options.worker)
-  const { app, committer } = createApp({ ctx, log, onNewWork: () => worker.wake() })
+  let worker: Worker | undefined
+  const { app, committer, uploads } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
+  worker = createWorker(ctx, log, options.worker, (jobs) => {
+    scheduleUploadsGc(jobs, ctx.clock)
+    return { [UPLOADS_GC_KIND]: createCollectUploadsStep(uploads, jobs, ctx.clock) }
+  })
+  const theWorker = worker
   app.listen({
     hostname: config.host,
     port: config.port,
@@ -43,7 +51,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     maxRequestBodySize: LIMITS.attachmentMaxBytes + 1024 * 1024,
   })
   const server = app.server!
-  if (options.worker?.autoStart !== false) worker.start()
+  if (options.worker?.autoStart !== false) theWorker.start()
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   log.info('fixloop listening', { url, dataDir: config.dataDir })
 
@@ -52,13 +60,13 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     url,
     port: server.port!,
     ctx,
-    worker,
+    worker: theWorker,
     stop() {
       stopping ??= (async () => {
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
         await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
         committer.flush()
-        await worker.stop()
+        await theWorker.stop()
         try {
           ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
         } catch {

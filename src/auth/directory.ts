@@ -3,6 +3,8 @@
  * `sk_` key hash → Org. The admin CLI writes to the same database from another process, so before
  * every use the cache compares SQLite's `PRAGMA data_version`, which changes whenever another
  * connection commits; a change empties the cache, so a revoked key or a rotated secret fails at once.
+ * data_version does not move for commits made on this same connection (an in-process admin, as in the
+ * tests), so TEMP triggers on this connection count its own writes to apps and api_keys as well.
  */
 import type { Database, Statement } from 'bun:sqlite'
 import type { SecretBox } from '../core/crypto'
@@ -40,13 +42,28 @@ interface RawApp {
 
 const MAX_CACHED = 10_000
 
+/** TEMP objects live only in this connection, so these triggers fire for this connection's writes alone. */
+function watchOwnWrites(sqlite: Database): void {
+  sqlite.run('CREATE TEMP TABLE IF NOT EXISTS credential_writes (n INTEGER NOT NULL)')
+  if (!sqlite.query('SELECT 1 FROM temp.credential_writes').get()) sqlite.run('INSERT INTO temp.credential_writes (n) VALUES (0)')
+  for (const table of ['apps', 'api_keys']) {
+    for (const op of ['INSERT', 'UPDATE', 'DELETE']) {
+      sqlite.run(
+        `CREATE TEMP TRIGGER IF NOT EXISTS credential_writes_${table}_${op.toLowerCase()} AFTER ${op} ON main.${table} ` +
+          'BEGIN UPDATE temp.credential_writes SET n = n + 1; END',
+      )
+    }
+  }
+}
+
 export class CredentialDirectory {
   private apps = new Map<string, KnownApp | null>()
   private keys = new Map<string, KnownKey | null>()
   private originIndex: { anyOrigin: boolean; origins: Set<string> } | undefined
-  private version = -1
+  private version = ''
   private readonly dataVersion: Statement
   private readonly appByKey: Statement
+  private readonly publicKeyById: Statement
   private readonly keyByHash: Statement
   private readonly allOrigins: Statement
 
@@ -54,15 +71,18 @@ export class CredentialDirectory {
     sqlite: Database,
     private readonly box: SecretBox,
   ) {
-    this.dataVersion = sqlite.query('PRAGMA data_version')
+    watchOwnWrites(sqlite)
+    this.dataVersion = sqlite.query('SELECT (SELECT data_version FROM pragma_data_version()) AS v, (SELECT n FROM temp.credential_writes) AS n')
     this.appByKey = sqlite.query('SELECT * FROM apps WHERE public_key = ? AND deleted_at IS NULL')
+    this.publicKeyById = sqlite.query('SELECT public_key FROM apps WHERE id = ? AND deleted_at IS NULL')
     this.keyByHash = sqlite.query('SELECT id, org_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL')
     this.allOrigins = sqlite.query('SELECT allowed_origins FROM apps WHERE deleted_at IS NULL')
   }
 
   /** Drops everything cached if another connection has committed since the last look. */
   private refresh(): void {
-    const v = (this.dataVersion.get() as { data_version: number }).data_version
+    const row = this.dataVersion.get() as { v: number; n: number }
+    const v = `${row.v}:${row.n}`
     if (v !== this.version) {
       this.version = v
       this.invalidate()
@@ -84,6 +104,12 @@ export class CredentialDirectory {
     if (this.apps.size >= MAX_CACHED) this.apps.clear()
     this.apps.set(publicKey, known)
     return known
+  }
+
+  /** The live App with this id (for routes that name the App in the path, like embedded uploads). */
+  appById(id: string): KnownApp | null {
+    const row = this.publicKeyById.get(id) as { public_key: string } | null
+    return row ? this.appByPublicKey(row.public_key) : null
   }
 
   /** Looks an `sk_` key up by its SHA-256: the index lookup on the digest is the comparison. */

@@ -2,6 +2,7 @@
 import { loadConfig } from '../config'
 import { startServer } from '../server'
 import { parseFlags } from './args'
+import { createBlobStore } from '../storage/index'
 
 export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data]
 Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
@@ -14,6 +15,8 @@ export async function runServe(argv: string[]): Promise<void> {
     return
   }
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
+  // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
+  if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
   const running = startServer(config)
   const shutdown = async () => {
     await running.stop()

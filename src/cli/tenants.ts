@@ -3,7 +3,7 @@ import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
-import { output, parseBoolFlag, parseFlags, parseIntFlag, parseList, UsageError } from './args'
+import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseIntFlag, parseList, UsageError } from './args'
 
 export const TENANT_HELP: Record<string, string> = {
   org: `Usage:
@@ -60,6 +60,35 @@ function settingsFrom(v: Record<string, string | boolean | undefined>): AppSetti
   }
 }
 
+const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours']
+
+/**
+ * The flags each command accepts and whether it takes an id argument. The groups share one parser,
+ * so without this `org create --slug x` would be silently accepted.
+ */
+const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
+  'org create': { flags: ['name'], takesId: false },
+  'org list': { flags: [], takesId: false },
+  'key create': { flags: ['org', 'name'], takesId: false },
+  'key list': { flags: ['org'], takesId: false },
+  'key revoke': { flags: [], takesId: true },
+  'app create': { flags: ['org', ...SETTINGS_FLAGS], takesId: false },
+  'app update': { flags: SETTINGS_FLAGS, takesId: true },
+  'app list': { flags: ['org'], takesId: false },
+  'app rotate-secret': { flags: [], takesId: true },
+  'app delete': { flags: [], takesId: true },
+}
+
+function checkUsage(cmd: string, values: Record<string, unknown>, positionals: string[], help: string): void {
+  const spec = COMMANDS[cmd]
+  if (!spec) throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${help}`)
+  for (const flag of Object.keys(values)) {
+    if (!(flag in COMMON_FLAGS) && !spec.flags.includes(flag)) throw new UsageError(`"fixloop ${cmd}" does not take --${flag}`)
+  }
+  const extra = positionals.slice(spec.takesId ? 2 : 1)
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for "fixloop ${cmd}"`)
+}
+
 function need<T>(value: T | undefined, what: string): T {
   if (value === undefined || value === '') throw new UsageError(`missing ${what}`)
   return value
@@ -68,11 +97,10 @@ function need<T>(value: T | undefined, what: string): T {
 export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): void {
   const { values, positionals } = parseFlags(argv, APP_FLAGS)
   const sub = positionals[0]
-  if (values.help || !sub) {
-    process.stdout.write(TENANT_HELP[group] + '\n')
-    if (!sub && !values.help) process.exitCode = 2
-    return
-  }
+  if (values.help) return void process.stdout.write(TENANT_HELP[group] + '\n')
+  // A missing subcommand is a usage error: the help goes to stderr, stdout stays empty.
+  if (!sub) throw new UsageError(`missing command\n\n${TENANT_HELP[group]}`)
+  checkUsage(`${group} ${sub}`, values, positionals, TENANT_HELP[group])
   const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
     const svc = createTenantsService(ctx)
@@ -86,8 +114,11 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
       }
       case 'org list':
         return output({ data: svc.listOrgs() }, json)
-      case 'key create':
-        return output(svc.createKey(need(values.org, '--org'), values.name ?? ''), json)
+      case 'key create': {
+        // CONTRACT.md: exactly {"id", "key"}.
+        const key = svc.createKey(need(values.org, '--org'), values.name ?? '')
+        return output({ id: key.id, key: key.key }, json)
+      }
       case 'key list':
         return output({ data: svc.listKeys(need(values.org, '--org')) }, json)
       case 'key revoke':

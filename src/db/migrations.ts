@@ -4,10 +4,14 @@
  * generated SQL file is imported as text here. Add a line per new file from `bun run db:generate`.
  */
 import m0000 from '../../migrations/0000_init.sql' with { type: 'text' }
+import m0001 from '../../migrations/0001_uploads.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
   sql: string
 }
 
-export const MIGRATIONS: readonly Migration[] = [{ name: '0000_init', sql: m0000 }]
+export const MIGRATIONS: readonly Migration[] = [
+  { name: '0000_init', sql: m0000 },
+  { name: '0001_uploads', sql: m0001 },
+]

@@ -30,11 +30,14 @@ export function corsOrigin(directory: CredentialDirectory) {
     const origin = request.headers.get('origin')
     if (!origin) return false
     const path = pathOf(request.url)
-    if (request.method === 'OPTIONS') {
-      const method = (request.headers.get('access-control-request-method') ?? '').toUpperCase()
-      return isWidgetRoute(method, path) && directory.anyAppAcceptsOrigin(origin)
+    const method = request.method === 'OPTIONS' ? (request.headers.get('access-control-request-method') ?? '').toUpperCase() : request.method
+    if (!isWidgetRoute(method, path)) return false
+    // An embedded upload URL names its App in the path: hold it to that App's origins, preflight included.
+    if (method === 'PUT') {
+      const app = directory.appById(path.split('/')[3] ?? '')
+      return !!app && (app.allowedOrigins.size === 0 || app.allowedOrigins.has(origin))
     }
-    if (!isWidgetRoute(request.method, path)) return false
+    if (request.method === 'OPTIONS') return directory.anyAppAcceptsOrigin(origin)
     const auth = request.headers.get('authorization') ?? ''
     const key = auth.startsWith('Bearer ') ? auth.slice(7).trim() : ''
     if (!key.startsWith('pub_')) return false

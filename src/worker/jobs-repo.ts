@@ -24,6 +24,7 @@ export function createJobsRepo(sqlite: Database) {
   const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
   const nextDue = sqlite.query('SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs')
   const enqueue = sqlite.query('INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES (?, ?, ?, ?)')
+  const hasKind = sqlite.query('SELECT 1 FROM jobs WHERE kind = ? LIMIT 1')
 
   return {
     claim: (now: number, leaseMs: number): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs }) as JobRow | null,
@@ -34,6 +35,7 @@ export function createJobsRepo(sqlite: Database) {
     /** Epoch ms of the earliest moment any job becomes claimable, or null when the table is empty. */
     nextDueAt: (): number | null => (nextDue.get() as { at: number | null }).at,
     enqueue: (kind: string, feedbackId: string | null, runAfter: number, now: number) => enqueue.run(kind, feedbackId, runAfter, now),
+    hasKind: (kind: string): boolean => hasKind.get(kind) !== null,
   }
 }
 export type JobsRepo = ReturnType<typeof createJobsRepo>

@@ -28,6 +28,8 @@ export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { leaseMs: 60_000, pollMs: 
 
 export class Worker {
   private running = false
+  /** Set by stop(): a tick in progress finishes the job in hand and claims no more. */
+  private stopping = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private current: Promise<number> | undefined
   private held = new Set<number>()
@@ -50,7 +52,7 @@ export class Worker {
   /** Runs every job due now, one after another; resolves with how many ran. */
   async tick(maxJobs = 1000): Promise<number> {
     let ran = 0
-    while (ran < maxJobs) {
+    while (ran < maxJobs && !this.stopping) {
       const job = this.jobs.claim(this.clock.now(), this.opts.leaseMs)
       if (!job) break
       ran++
@@ -88,6 +90,7 @@ export class Worker {
   start(): void {
     if (this.running) return
     this.running = true
+    this.stopping = false
     this.schedule(0)
   }
 
@@ -119,6 +122,7 @@ export class Worker {
   /** Stops claiming, waits for the job in hand, and releases any lease still held. */
   async stop(): Promise<void> {
     this.running = false
+    this.stopping = true
     if (this.timer) clearTimeout(this.timer)
     await this.current
     if (this.held.size > 0) this.jobs.release([...this.held])

@@ -1,2 +1,3 @@
 export * from './tenants'
 export * from './feedback'
+export * from './uploads'

@@ -6,6 +6,7 @@ import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
 import { checkParsedBodySize } from '../../http/foundation'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
+import { baseUrlOf } from '../uploads/index'
 import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
 
 const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/
@@ -16,7 +17,6 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
     .post(
       '/v1/feedback',
       async ({ caller, body, request, set }) => {
-        checkParsedBodySize(request, body)
         const key = request.headers.get('idempotency-key') ?? undefined
         if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
@@ -36,6 +36,8 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
       {
         body: SubmitBody,
         parse: 'json',
+        // Before validation: an over-8 MB chunked body is 413, not a schema error about its size.
+        transform: ({ request, body }) => checkParsedBodySize(request, body),
         headers: t.Object({
           'idempotency-key': t.Optional(t.String({ description: 'Retry-safe submission: same key + same body within 24 h returns the first response' })),
           'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })),
@@ -50,7 +52,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
     )
 }
 
-export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, checkAppInOrg: (orgId: string, appId: string) => void) {
+export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, checkAppInOrg: (orgId: string, appId: string) => void, publicUrl: string | undefined) {
   return new Elysia({ name: 'feedback-org' })
     .use(orgAuth(auth))
     .get(
@@ -70,7 +72,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, che
         },
       },
     )
-    .get('/v1/feedback/:id', ({ org, params }) => feedback.get(org.orgId, params.id), {
+    .get('/v1/feedback/:id', ({ org, params, request }) => feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl)), {
       params: IdParams,
       response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
       detail: {

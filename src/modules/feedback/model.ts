@@ -126,11 +126,11 @@ export const FullFeedbackItem = t.Object(
   {
     ...listMembers,
     updatedAt: t.String({ format: 'date-time' }),
-    attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String()) })),
+    attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String({ description: 'Short-lived download URL' })) }, closed)),
     consoleLogs: t.Array(ConsoleLogEntry),
     userAgent: Nullable(t.String()),
     viewport: Nullable(Viewport),
-    componentTarget: Nullable(ComponentTarget),
+    componentTarget: Nullable(t.Object({ ...ComponentTarget.properties, screenshotUrl: t.Optional(t.String({ description: 'Short-lived download URL of screenshotKey' })) }, closed)),
     submissionMeta: Nullable(t.Record(t.String(), t.Unknown(), { description: 'The submission\'s `metadata`, as sent' })),
     userContext: Nullable(t.Record(t.String(), t.Unknown(), { description: 'Private mode: the user token\'s ctx claim' })),
     redactions: t.Record(t.String(), t.Integer(), { description: 'Per-rule counts of values the sanitizer replaced' }),

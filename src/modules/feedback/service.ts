@@ -14,6 +14,7 @@ import type { UserIdentity } from '../../auth/user-token'
 import { createFeedbackRepo } from './repo'
 import { toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
+import type { UploadsService } from '../uploads/service'
 
 export interface Submission {
   app: KnownApp
@@ -52,11 +53,23 @@ function checkSubmission(body: SubmitBody): void {
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 320) : null)
 const jsonOrNull = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v))
 
-export function createFeedbackService(ctx: Context, committer: GroupCommitter) {
+/** Every upload key a submission references, with the body path to name in an error. */
+function uploadRefs(body: SubmitBody) {
+  const refs: { path: string; key: string; contentType?: string; byteSize?: number }[] = (body.attachments ?? []).map((a, i) => ({
+    path: `/attachments/${i}/key`,
+    key: a.key,
+    contentType: a.contentType,
+    byteSize: a.byteSize,
+  }))
+  if (body.componentTarget?.screenshotKey) refs.push({ path: '/componentTarget/screenshotKey', key: body.componentTarget.screenshotKey })
+  return refs
+}
+
+export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService) {
   const repo = createFeedbackRepo(ctx.db)
   const { clock } = ctx
 
-  function insertSubmission(s: Submission, now: number): SubmitResult {
+  function insertSubmission(s: Submission, now: number, refKeys: string[]): SubmitResult {
     const { app, user, body } = s
     const requestHash = s.idempotencyKey ? sha256Hex(s.rawBody) : ''
     if (s.idempotencyKey) {
@@ -93,6 +106,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter) {
       updatedAt: now,
     })
     repo.enqueueJob('process', id, now, now)
+    if (refKeys.length > 0) uploads.markReferenced(id, refKeys)
     const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
     if (s.idempotencyKey) {
       repo.saveIdempotency({
@@ -112,9 +126,11 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter) {
      * Stores a report and its first job in one transaction; resolves only after COMMIT, so an
      * acknowledged report survives kill -9.
      */
-    submit(s: Submission): Promise<SubmitResult> {
+    async submit(s: Submission): Promise<SubmitResult> {
       checkSubmission(s.body)
-      return committer.run(() => insertSubmission(s, clock.now()))
+      const refs = uploadRefs(s.body)
+      if (refs.length > 0) await uploads.checkReferences(s.app.row.id, refs)
+      return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
     },
 
     list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
@@ -126,11 +142,15 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter) {
       return { data, nextCursor: more ? page[page.length - 1].id : null }
     },
 
-    get(orgId: string, id: string): FullFeedbackItem {
+    /** The full item; attachments and the component screenshot get short-lived download URLs. */
+    async get(orgId: string, id: string, base: string): Promise<FullFeedbackItem> {
       const row = repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       const dups = row.duplicateCount > 0 ? repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
-      return toFullItem(row, dups)
+      const item = toFullItem(row, dups)
+      for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
+      if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
+      return item
     },
 
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */

@@ -1,0 +1,25 @@
+/** Upload keys issued by POST /v1/feedback/upload-url, so a key can only be used by its own App. */
+import { sql } from 'drizzle-orm'
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+
+export const uploads = sqliteTable(
+  'uploads',
+  {
+    /** The opaque key handed to the client: "<appId>/<32 hex>". Also the object's name in the store. */
+    key: text('key').primaryKey(),
+    appId: text('app_id').notNull(),
+    orgId: text('org_id').notNull(),
+    kind: text('kind').notNull(),
+    contentType: text('content_type').notNull(),
+    byteSize: integer('byte_size').notNull(),
+    filename: text('filename'),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    /** Set by the embedded store when the PUT completed (S3 uploads are checked with a stat instead). */
+    uploadedAt: integer('uploaded_at'),
+    /** The report that references this object; unreferenced objects are removed after a grace period. */
+    feedbackId: text('feedback_id'),
+  },
+  (t) => [index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`)],
+)
+

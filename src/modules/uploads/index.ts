@@ -1,0 +1,61 @@
+/**
+ * Upload routes: POST /v1/feedback/upload-url (widget credentials, presign rate limits) and, for the
+ * embedded store, PUT/GET /v1/uploads/:appId/:name on signed URLs.
+ */
+import { Elysia } from 'elysia'
+import { authenticateWidget, type AuthDeps } from '../../http/auth'
+import { BEARER_PUB, errorSchemas, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
+import type { EmbeddedBlobStore } from '../../storage/embedded-store'
+import type { UploadsService } from './service'
+import { SignedQuery, UploadParams, UploadUrlBody, UploadUrlResponse } from './model'
+import { t } from 'elysia'
+
+/** The absolute URL a client reached us at (FIXLOOP_PUBLIC_URL when set, else the request's own). */
+export function baseUrlOf(request: Request, publicUrl: string | undefined): string {
+  return publicUrl ?? new URL(request.url).origin
+}
+
+export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicUrl: string | undefined) {
+  return new Elysia({ name: 'upload-url' })
+    .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'presign') }))
+    .post('/v1/feedback/upload-url', ({ caller, body, request }) => uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId }, body, baseUrlOf(request, publicUrl)), {
+      body: UploadUrlBody,
+      parse: 'json',
+      headers: t.Object({ 'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })) }),
+      response: { 200: UploadUrlResponse, ...errorSchemas(...WIDGET_AUTH_ERRORS, 'invalid_body', 'payload_too_large') },
+      detail: {
+        summary: 'Get a presigned URL to upload a screenshot or attachment',
+        description: 'PUT exactly byteSize bytes of contentType to the returned url with the returned headers, then reference the key in a submission. The URL expires after 15 minutes.',
+        tags: ['widget'],
+        security: BEARER_PUB,
+      },
+    })
+}
+
+export function embeddedUploadRoutes(uploads: UploadsService, embedded: EmbeddedBlobStore) {
+  return new Elysia({ name: 'embedded-uploads' })
+    .put(
+      '/v1/uploads/:appId/:name',
+      async ({ params, query, request, set }) => {
+        await uploads.acceptEmbeddedPut(embedded, `${params.appId}/${params.name}`, query, request)
+        set.status = 200
+        return { key: `${params.appId}/${params.name}`, uploaded: true as const }
+      },
+      {
+        params: UploadParams,
+        query: SignedQuery,
+        parse: 'none',
+        response: {
+          200: t.Object({ key: t.String(), uploaded: t.Literal(true) }),
+          ...errorSchemas('invalid_body', 'invalid_signature', 'url_expired', 'not_found', 'already_uploaded', 'payload_too_large'),
+        },
+        detail: { summary: 'Upload an object to the embedded store (signed URL from upload-url)', tags: ['uploads'] },
+      },
+    )
+    .get('/v1/uploads/:appId/:name', ({ params, query }) => uploads.serveEmbedded(embedded, `${params.appId}/${params.name}`, query), {
+      params: UploadParams,
+      query: SignedQuery,
+      response: { ...errorSchemas('invalid_signature', 'url_expired', 'not_found') },
+      detail: { summary: 'Download an object from the embedded store (signed URL from GET /v1/feedback/:id)', tags: ['uploads'] },
+    })
+}

@@ -1,0 +1,187 @@
+/**
+ * Upload rules: issuing keys and presigned PUTs, accepting embedded PUTs, checking the objects a
+ * submission references, presenting download URLs, and removing objects no submission ever used.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Database } from 'bun:sqlite'
+import type { Clock } from '../../core/clock'
+import { isoUtc } from '../../core/clock'
+import { ApiError } from '../../core/errors'
+import { LIMITS } from '../../core/limits'
+import type { GroupCommitter } from '../../db/group-commit'
+import type { BlobStore } from '../../storage/blob-store'
+import { ALLOWED_CONTENT_TYPES, baseContentType, safeFilename, UPLOAD_KEY_RE } from '../../storage/blob-store'
+import type { EmbeddedBlobStore } from '../../storage/embedded-store'
+import type { Logger } from '../../core/logger'
+
+/** How long an upload URL stays valid. */
+export const UPLOAD_URL_TTL_MS = 15 * 60 * 1000
+/** How long a download URL in GET /v1/feedback/:id stays valid. */
+export const DOWNLOAD_URL_TTL_MS = 10 * 60 * 1000
+
+export interface UploadRow {
+  key: string
+  app_id: string
+  org_id: string
+  kind: string
+  content_type: string
+  byte_size: number
+  filename: string | null
+  created_at: number
+  expires_at: number
+  uploaded_at: number | null
+  feedback_id: string | null
+}
+
+export interface AttachmentLike {
+  key: string
+  contentType?: string
+  byteSize?: number
+}
+
+const invalid = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
+
+export function createUploadsService(sqlite: Database, store: BlobStore, committer: GroupCommitter, clock: Clock, log: Logger, graceMs: number) {
+  const insert = sqlite.query(
+    `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at)
+     VALUES ($key, $appId, $orgId, $kind, $contentType, $byteSize, $filename, $createdAt, $expiresAt)`,
+  )
+  const byKey = sqlite.query('SELECT * FROM uploads WHERE key = ?')
+  const markUploaded = sqlite.query('UPDATE uploads SET uploaded_at = ? WHERE key = ?')
+  const markReferenced = sqlite.query('UPDATE uploads SET feedback_id = ? WHERE key = ? AND feedback_id IS NULL')
+  const unreferenced = sqlite.query('SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?')
+  const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
+
+  return {
+    store,
+
+    /** Issues a key and a presigned PUT for exactly `byteSize` bytes of `contentType`. */
+    async issue(app: { id: string; orgId: string }, body: { contentType: string; byteSize: number; kind: string; filename?: string }, base: string) {
+      const contentType = baseContentType(body.contentType)
+      if (!ALLOWED_CONTENT_TYPES.includes(contentType)) {
+        throw invalid('/contentType', `not an allowed upload type; allowed: ${ALLOWED_CONTENT_TYPES.join(', ')}`)
+      }
+      if (body.byteSize > LIMITS.attachmentMaxBytes) {
+        throw new ApiError('payload_too_large', { limitBytes: LIMITS.attachmentMaxBytes })
+      }
+      const now = clock.now()
+      const key = `${app.id}/${randomBytes(16).toString('hex')}`
+      const expiresAt = now + UPLOAD_URL_TTL_MS
+      await committer.run(() =>
+        insert.run({
+          key,
+          appId: app.id,
+          orgId: app.orgId,
+          kind: body.kind,
+          contentType,
+          byteSize: body.byteSize,
+          filename: body.filename ?? null,
+          createdAt: now,
+          expiresAt,
+        }),
+      )
+      const put = await store.presignPut(key, contentType, body.byteSize, expiresAt, base)
+      return { key, url: put.url, method: 'PUT' as const, headers: put.headers, expiresAt: isoUtc(expiresAt) }
+    },
+
+    /** The embedded store's PUT: signature, expiry, type and size are all checked before and while streaming. */
+    async acceptEmbeddedPut(embedded: EmbeddedBlobStore, key: string, query: { expires?: string; sig?: string }, request: Request): Promise<void> {
+      if (!UPLOAD_KEY_RE.test(key)) throw new ApiError('not_found')
+      const row = byKey.get(key) as UploadRow | null
+      const expires = Number(query.expires)
+      if (!row || !query.sig || !Number.isInteger(expires) || !embedded.verify('PUT', key, row.content_type, row.byte_size, expires, query.sig)) {
+        throw new ApiError('invalid_signature')
+      }
+      if (expires * 1000 < clock.now()) throw new ApiError('url_expired')
+      if (row.uploaded_at !== null) throw new ApiError('already_uploaded')
+      const type = baseContentType(request.headers.get('content-type') ?? '')
+      if (type !== row.content_type) throw invalid('header:Content-Type', `must be ${row.content_type}`)
+      const length = request.headers.get('content-length')
+      if (length !== null && Number(length) > row.byte_size) {
+        throw new ApiError(Number(length) > LIMITS.attachmentMaxBytes ? 'payload_too_large' : 'invalid_body', {
+          issues: [{ path: 'header:Content-Length', message: `must be exactly ${row.byte_size}` }],
+        })
+      }
+      if (length !== null && Number(length) !== row.byte_size) throw invalid('header:Content-Length', `must be exactly ${row.byte_size}`)
+      if (!request.body) throw invalid('/', `expected ${row.byte_size} bytes`)
+      const outcome = await embedded.writeStream(key, request.body, row.byte_size, row.content_type)
+      if (outcome === 'too_large') throw invalid('/', `more than the ${row.byte_size} bytes announced`)
+      if (outcome === 'size_mismatch') throw invalid('/', `fewer than the ${row.byte_size} bytes announced`)
+      await committer.run(() => markUploaded.run(clock.now(), key))
+    },
+
+    /** Serves an embedded object for a signed, unexpired GET URL. */
+    async serveEmbedded(embedded: EmbeddedBlobStore, key: string, query: { expires?: string; sig?: string }): Promise<Response> {
+      if (!UPLOAD_KEY_RE.test(key)) throw new ApiError('not_found')
+      const row = byKey.get(key) as UploadRow | null
+      const expires = Number(query.expires)
+      if (!row || !query.sig || !Number.isInteger(expires) || !embedded.verify('GET', key, row.content_type, 0, expires, query.sig)) {
+        throw new ApiError('invalid_signature')
+      }
+      if (expires * 1000 < clock.now()) throw new ApiError('url_expired')
+      const file = Bun.file(embedded.pathOf(key))
+      if (!(await file.exists())) throw new ApiError('not_found')
+      const name = safeFilename(row.filename, key.split('/')[1])
+      return new Response(file, {
+        headers: {
+          'content-type': row.content_type,
+          'x-content-type-options': 'nosniff',
+          'content-disposition': `attachment; filename="${name}"`,
+          // Even if a browser were tricked into rendering it, the object runs no script.
+          'content-security-policy': "default-src 'none'; sandbox",
+          'cache-control': 'private, max-age=300',
+        },
+      })
+    },
+
+    /**
+     * Checks every key a submission references: issued to this App, uploaded, within 15 MB, and of the
+     * declared type and size. Throws 400 invalid_body (or 413) naming the offending field.
+     */
+    async checkReferences(appId: string, refs: { path: string; key: string; contentType?: string; byteSize?: number }[]): Promise<void> {
+      for (const ref of refs) {
+        const row = UPLOAD_KEY_RE.test(ref.key) ? (byKey.get(ref.key) as UploadRow | null) : null
+        if (!row || row.app_id !== appId) throw invalid(ref.path, 'unknown upload key: not issued to this App')
+        const stored = await store.stat(ref.key)
+        if (!stored) throw invalid(ref.path, 'nothing was uploaded under this key')
+        if (stored.size > LIMITS.attachmentMaxBytes) throw new ApiError('payload_too_large', { path: ref.path, limitBytes: LIMITS.attachmentMaxBytes })
+        if (stored.size !== row.byte_size) throw invalid(ref.path, `uploaded object has ${stored.size} bytes, ${row.byte_size} were announced`)
+        if (stored.contentType !== null && baseContentType(stored.contentType) !== row.content_type) {
+          throw invalid(ref.path, `uploaded object is ${stored.contentType}, ${row.content_type} was announced`)
+        }
+        if (ref.byteSize !== undefined && ref.byteSize !== stored.size) throw invalid(ref.path, `byteSize ${ref.byteSize} does not match the uploaded ${stored.size} bytes`)
+        if (ref.contentType !== undefined && baseContentType(ref.contentType) !== row.content_type) {
+          throw invalid(ref.path, `contentType ${ref.contentType} does not match the uploaded ${row.content_type}`)
+        }
+      }
+    },
+
+    /** Inside the submission's transaction: the objects now belong to a report and are kept. */
+    markReferenced(feedbackId: string, keys: string[]): void {
+      for (const key of keys) markReferenced.run(feedbackId, key)
+    },
+
+    async downloadUrl(key: string, base: string): Promise<string | undefined> {
+      const row = byKey.get(key) as UploadRow | null
+      if (!row) return undefined
+      return store.presignGet(key, row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
+    },
+
+    /** Removes objects issued more than the grace period ago and never referenced. Returns how many. */
+    async collectUnreferenced(limit = 500): Promise<number> {
+      const rows = unreferenced.all(clock.now() - graceMs, limit) as { key: string }[]
+      let removed = 0
+      for (const { key } of rows) {
+        try {
+          await store.remove(key)
+          deleteRow.run(key)
+          removed++
+        } catch (e) {
+          log.warn('could not remove unreferenced upload', { key, error: e instanceof Error ? e.message : String(e) })
+        }
+      }
+      return removed
+    },
+  }
+}
+export type UploadsService = ReturnType<typeof createUploadsService>

@@ -1,0 +1,53 @@
+/**
+ * Where screenshots and attachments live. Two implementations behind one interface: the embedded store
+ * (files under the data dir, uploaded to fixloop itself) and S3/MinIO (presigned by the minio client).
+ */
+export interface PresignedPut {
+  url: string
+  headers: Record<string, string>
+}
+
+export interface StoredObject {
+  size: number
+  contentType: string | null
+}
+
+export interface BlobStore {
+  readonly kind: 'embedded' | 's3'
+  /** Checked at start: fails with an operator-readable message when the store cannot be used. */
+  check(): Promise<void>
+  /** `base` is the absolute URL the client reached fixloop at; the embedded store's URLs start with it. */
+  presignPut(key: string, contentType: string, byteSize: number, expiresAtMs: number, base: string): Promise<PresignedPut>
+  presignGet(key: string, contentType: string, filename: string, expiresAtMs: number, base: string): Promise<string>
+  /** The object's real size and type, or null when nothing was uploaded under the key. */
+  stat(key: string): Promise<StoredObject | null>
+  remove(key: string): Promise<void>
+}
+
+/** Content types a widget may upload. Nothing a browser could run as a page (HTML, SVG, JavaScript). */
+export const ALLOWED_CONTENT_TYPES: readonly string[] = [
+  'image/png',
+  'image/jpeg',
+  'image/webp',
+  'image/gif',
+  'image/avif',
+  'text/plain',
+  'application/json',
+  'application/pdf',
+  'video/webm',
+  'video/mp4',
+]
+
+/** Upload keys are "<appId>/<32 hex>": unguessable, scoped to the App, and safe as a file path. */
+export const UPLOAD_KEY_RE = /^[0-9a-f]{24}\/[0-9a-f]{32}$/
+
+/** The media type without parameters, lower-cased ("Image/PNG; q=1" → "image/png"). */
+export function baseContentType(value: string): string {
+  return value.split(';')[0].trim().toLowerCase()
+}
+
+/** A filename safe to put in a Content-Disposition header. */
+export function safeFilename(name: string | null | undefined, fallback: string): string {
+  const cleaned = (name ?? '').replace(/[^A-Za-z0-9._ -]/g, '_').replace(/^[.\s]+/, '').slice(0, 100).trim()
+  return cleaned || fallback
+}

@@ -1,0 +1,111 @@
+/**
+ * The embedded blob store: objects are files under <dataDir>/blobs/<appId>/<name>, uploaded with a PUT
+ * to fixloop itself. Upload and download URLs carry an expiry and an HMAC-SHA256 signature over
+ * (method, key, content type, size, expiry) under a key derived from the master key, so a URL cannot be
+ * stretched to another object, size, type or time.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { mkdirSync, renameSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
+import { UPLOAD_KEY_RE } from './blob-store'
+
+export class EmbeddedBlobStore implements BlobStore {
+  readonly kind = 'embedded' as const
+  readonly root: string
+
+  constructor(
+    dataDir: string,
+    private readonly signingKey: Uint8Array,
+  ) {
+    this.root = join(dataDir, 'blobs')
+  }
+
+  async check(): Promise<void> {
+    mkdirSync(this.root, { recursive: true, mode: 0o700 })
+  }
+
+  /** Absolute path of a key's file. The key format is checked first: no traversal is expressible. */
+  pathOf(key: string): string {
+    if (!UPLOAD_KEY_RE.test(key)) throw new Error('invalid upload key')
+    return join(this.root, key)
+  }
+
+  sign(method: 'PUT' | 'GET', key: string, contentType: string, size: number, expires: number): string {
+    return createHmac('sha256', this.signingKey).update(`${method}\n${key}\n${contentType}\n${size}\n${expires}`).digest('base64url')
+  }
+
+  verify(method: 'PUT' | 'GET', key: string, contentType: string, size: number, expires: number, sig: string): boolean {
+    const expected = Buffer.from(this.sign(method, key, contentType, size, expires))
+    const given = Buffer.from(sig)
+    return expected.length === given.length && timingSafeEqual(expected, given)
+  }
+
+  async presignPut(key: string, contentType: string, byteSize: number, expiresAtMs: number, base: string): Promise<PresignedPut> {
+    const expires = Math.floor(expiresAtMs / 1000)
+    const sig = this.sign('PUT', key, contentType, byteSize, expires)
+    return {
+      url: `${base}/v1/uploads/${key}?expires=${expires}&sig=${sig}`,
+      headers: { 'Content-Type': contentType },
+    }
+  }
+
+  async presignGet(key: string, contentType: string, _filename: string, expiresAtMs: number, base: string): Promise<string> {
+    const expires = Math.floor(expiresAtMs / 1000)
+    const sig = this.sign('GET', key, contentType, 0, expires)
+    return `${base}/v1/uploads/${key}?expires=${expires}&sig=${sig}`
+  }
+
+  async stat(key: string): Promise<StoredObject | null> {
+    const file = this.pathOf(key)
+    if (!existsSync(file)) return null
+    const meta = `${file}.type`
+    return { size: statSync(file).size, contentType: existsSync(meta) ? readFileSync(meta, 'utf8') : null }
+  }
+
+  async remove(key: string): Promise<void> {
+    const file = this.pathOf(key)
+    rmSync(file, { force: true })
+    rmSync(`${file}.type`, { force: true })
+  }
+
+  /**
+   * Streams a request body to the key's file, counting bytes as they arrive: more than `expectedSize`
+   * aborts at once (nothing near 15 MB is ever buffered), fewer is refused at the end. The file appears
+   * under its name only when complete (written to a temp name, then renamed).
+   */
+  async writeStream(key: string, body: ReadableStream<Uint8Array>, expectedSize: number, contentType: string): Promise<'ok' | 'too_large' | 'size_mismatch'> {
+    const file = this.pathOf(key)
+    mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 })
+    const tmp = `${file}.part-${process.pid}-${Date.now()}`
+    const sink = Bun.file(tmp).writer()
+    let written = 0
+    let outcome: 'ok' | 'too_large' | 'size_mismatch' = 'ok'
+    try {
+      const reader = body.getReader()
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        written += value.byteLength
+        if (written > expectedSize) {
+          outcome = 'too_large'
+          await reader.cancel().catch(() => {})
+          break
+        }
+        sink.write(value)
+      }
+      await sink.end()
+      if (outcome === 'ok' && written !== expectedSize) outcome = 'size_mismatch'
+      if (outcome !== 'ok') {
+        rmSync(tmp, { force: true })
+        return outcome
+      }
+      await Bun.write(`${file}.type`, contentType)
+      renameSync(tmp, file)
+      return 'ok'
+    } catch (e) {
+      rmSync(tmp, { force: true })
+      throw e
+    }
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * S3/MinIO blob storage through the minio client: the client PUTs straight to the bucket with a
+ * presigned URL; fixloop checks the object's real size and type with a HEAD (statObject) on submission.
+ */
+import { Client } from 'minio'
+import type { S3Config } from '../config'
+import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
+
+export class S3BlobStore implements BlobStore {
+  readonly kind = 's3' as const
+  private readonly client: Client
+
+  constructor(private readonly cfg: S3Config) {
+    const url = new URL(cfg.endpoint)
+    this.client = new Client({
+      endPoint: url.hostname,
+      port: url.port ? Number(url.port) : undefined,
+      useSSL: url.protocol === 'https:',
+      accessKey: cfg.accessKey,
+      secretKey: cfg.secretKey,
+      region: cfg.region,
+      // MinIO and most self-hosted S3 servers want path-style URLs (http://host:9000/bucket/key).
+      pathStyle: true,
+    })
+  }
+
+  async check(): Promise<void> {
+    let exists: boolean
+    try {
+      exists = await this.client.bucketExists(this.cfg.bucket)
+    } catch (e) {
+      const err = e as { code?: string; message?: string }
+      throw new Error(
+        `S3 storage: cannot reach bucket "${this.cfg.bucket}" at ${this.cfg.endpoint}: ${err.code ?? ''} ${err.message ?? String(e)}`.trim() +
+          ' (check FIXLOOP_S3_ENDPOINT, FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY)',
+      )
+    }
+    if (!exists) throw new Error(`S3 storage: bucket "${this.cfg.bucket}" does not exist at ${this.cfg.endpoint}; create it first (see README)`)
+  }
+
+  async presignPut(key: string, contentType: string, _byteSize: number, expiresAtMs: number, _base: string): Promise<PresignedPut> {
+    const seconds = Math.max(1, Math.round((expiresAtMs - Date.now()) / 1000))
+    const url = await this.client.presignedPutObject(this.cfg.bucket, key, seconds)
+    return { url, headers: { 'Content-Type': contentType } }
+  }
+
+  async presignGet(key: string, contentType: string, filename: string, expiresAtMs: number, _base: string): Promise<string> {
+    const seconds = Math.max(1, Math.round((expiresAtMs - Date.now()) / 1000))
+    return this.client.presignedGetObject(this.cfg.bucket, key, seconds, {
+      'response-content-type': contentType,
+      'response-content-disposition': `attachment; filename="${filename}"`,
+    })
+  }
+
+  async stat(key: string): Promise<StoredObject | null> {
+    try {
+      const s = await this.client.statObject(this.cfg.bucket, key)
+      const meta = s.metaData as Record<string, string>
+      return { size: s.size, contentType: meta['content-type'] ?? null }
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (code === 'NotFound' || code === 'NoSuchKey') return null
+      throw e
+    }
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.client.removeObject(this.cfg.bucket, key)
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * The recurring `uploads_gc` job: removes uploaded objects that no submission referenced within the
+ * grace period (FIXLOOP_UPLOAD_GRACE_HOURS), then schedules its next run. Nothing referenced is touched.
+ */
+import type { Clock } from '../../core/clock'
+import type { UploadsService } from '../../modules/uploads/service'
+import type { JobsRepo } from '../jobs-repo'
+import type { JobStep } from '../loop'
+
+export const UPLOADS_GC_KIND = 'uploads_gc'
+export const UPLOADS_GC_EVERY_MS = 60 * 60 * 1000
+
+export function createCollectUploadsStep(uploads: UploadsService, jobs: JobsRepo, clock: Clock): JobStep {
+  return {
+    async run(): Promise<void> {
+      // A full batch means there may be more: come back soon rather than in an hour.
+      const removed = await uploads.collectUnreferenced(500)
+      jobs.enqueue(UPLOADS_GC_KIND, null, clock.now() + (removed === 500 ? 1000 : UPLOADS_GC_EVERY_MS), clock.now())
+    },
+  }
+}
+
+/** Makes sure one collection job is scheduled (at start). */
+export function scheduleUploadsGc(jobs: JobsRepo, clock: Clock): void {
+  if (!jobs.hasKind(UPLOADS_GC_KIND)) jobs.enqueue(UPLOADS_GC_KIND, null, clock.now() + 60_000, clock.now())
+}

@@ -1,0 +1,323 @@
+/**
+ * Screenshots and attachments (spec 4.2, CONTRACT "Upload URL"): the whole flow upload-url → PUT →
+ * submit → GET → download, on the embedded store and on a real S3-protocol server (s3rver), plus
+ * every refusal.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import S3rver from 's3rver'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { ManualClock } from '../src/core/clock'
+
+const PNG = new Uint8Array(2048).map((_, i) => (i * 31) % 256)
+
+async function presign(srv: TestServer, t: Tenant, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  return call(srv.url, 'POST', '/v1/feedback/upload-url', { auth: t.pub, body, headers })
+}
+
+async function put(url: string, headers: Record<string, string>, bytes: Uint8Array) {
+  const r = await fetch(url, { method: 'PUT', headers, body: bytes })
+  return { status: r.status, body: (await r.text()) || undefined }
+}
+
+/** The full flow, the same on both stores. */
+async function roundTrip(srv: TestServer, t: Tenant) {
+  const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot', filename: 'shot.png' })
+  expect(up.status).toBe(200)
+  expect(up.body.method).toBe('PUT')
+  expect(up.body.headers['Content-Type']).toBe('image/png')
+  expect(new Date(up.body.expiresAt).getTime()).toBeGreaterThan(Date.now())
+  expect(up.body.key.startsWith(t.appId + '/')).toBe(true)
+  const p = await put(up.body.url, up.body.headers, PNG)
+  expect(p.status).toBe(200)
+  const sub = await call(srv.url, 'POST', '/v1/feedback', {
+    auth: t.pub,
+    body: {
+      text: 'The chart is cut off',
+      attachments: [{ key: up.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length, width: 32, height: 16 }],
+      componentTarget: { name: 'RevenueChart', screenshotKey: up.body.key },
+    },
+  })
+  expect(sub.status).toBe(201)
+  const item = await call(srv.url, 'GET', `/v1/feedback/${sub.body.id}`, { auth: t.key })
+  expect(item.status).toBe(200)
+  const att = item.body.attachments[0]
+  expect(att.key).toBe(up.body.key)
+  expect(typeof att.url).toBe('string')
+  expect(typeof item.body.componentTarget.screenshotUrl).toBe('string')
+  const dl = await fetch(att.url)
+  expect(dl.status).toBe(200)
+  expect(new Uint8Array(await dl.arrayBuffer())).toEqual(PNG)
+  return { key: up.body.key, download: dl, feedbackId: sub.body.id }
+}
+
+describe('embedded store', () => {
+  let srv: TestServer
+  let t: Tenant
+  let other: Tenant
+  beforeAll(async () => {
+    srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1' })
+    t = seedTenant(srv.admin)
+    other = seedTenant(srv.admin, {}, 'Other')
+  })
+  afterAll(() => srv.close())
+
+  test('upload-url → PUT → submit → GET → download returns the same bytes, served safely', async () => {
+    const { key, download } = await roundTrip(srv, t)
+    expect(download.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(download.headers.get('content-disposition')).toBe('attachment; filename="shot.png"')
+    expect(download.headers.get('content-type')).toBe('image/png')
+    expect(existsSync(join(srv.dataDir, 'blobs', key))).toBe(true)
+  })
+
+  test('the upload URL points at the server itself', async () => {
+    const up = await presign(srv, t, { contentType: 'text/plain', byteSize: 5, kind: 'attachment' })
+    expect(up.body.url.startsWith(srv.url + '/v1/uploads/')).toBe(true)
+  })
+
+  const refusals: [string, Record<string, unknown>, number, string][] = [
+    ['HTML is refused', { contentType: 'text/html', byteSize: 10, kind: 'attachment' }, 400, 'invalid_body'],
+    ['SVG is refused', { contentType: 'image/svg+xml', byteSize: 10, kind: 'screenshot' }, 400, 'invalid_body'],
+    ['JavaScript is refused', { contentType: 'application/javascript', byteSize: 10, kind: 'attachment' }, 400, 'invalid_body'],
+    ['over 15 MB is 413', { contentType: 'image/png', byteSize: 15 * 1024 * 1024 + 1, kind: 'screenshot' }, 413, 'payload_too_large'],
+    ['zero bytes is refused', { contentType: 'image/png', byteSize: 0, kind: 'screenshot' }, 400, 'invalid_body'],
+    ['unknown kind is refused', { contentType: 'image/png', byteSize: 10, kind: 'video' }, 400, 'invalid_body'],
+    ['unknown field is refused', { contentType: 'image/png', byteSize: 10, kind: 'screenshot', acl: 'public' }, 400, 'invalid_body'],
+  ]
+  for (const [name, body, status, code] of refusals) {
+    test(`upload-url: ${name}`, async () => {
+      const r = await presign(srv, t, body)
+      expect(r.status).toBe(status)
+      expect(r.body.error.code).toBe(code)
+    })
+  }
+
+  test('exactly 15 MB is accepted', async () => {
+    const r = await presign(srv, t, { contentType: 'video/webm', byteSize: 15 * 1024 * 1024, kind: 'attachment' })
+    expect(r.status).toBe(200)
+  })
+
+  test('upload-url needs the widget credentials', async () => {
+    expect((await call(srv.url, 'POST', '/v1/feedback/upload-url', { body: { contentType: 'image/png', byteSize: 1, kind: 'screenshot' } })).body.error.code).toBe('missing_authorization')
+    expect((await call(srv.url, 'POST', '/v1/feedback/upload-url', { auth: t.key, body: { contentType: 'image/png', byteSize: 1, kind: 'screenshot' } })).body.error.code).toBe('invalid_authorization')
+  })
+
+  describe('PUT refusals', () => {
+    test('wrong signature', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      const url = up.body.url.replace(/sig=[^&]+/, 'sig=AAAA' + up.body.url.split('sig=')[1].slice(4))
+      const r = await put(url, up.body.headers, PNG)
+      expect(r.status).toBe(403)
+      expect(JSON.parse(r.body!).error.code).toBe('invalid_signature')
+    })
+    test('a stretched expiry breaks the signature', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      const r = await put(up.body.url.replace(/expires=(\d+)/, (_: string, e: string) => `expires=${Number(e) + 3600}`), up.body.headers, PNG)
+      expect(JSON.parse(r.body!).error.code).toBe('invalid_signature')
+    })
+    test('wrong size: fewer and more bytes than announced', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      expect((await put(up.body.url, up.body.headers, PNG.slice(1))).status).toBe(400)
+      expect((await put(up.body.url, up.body.headers, new Uint8Array(PNG.length + 1))).status).toBe(400)
+      // Nothing half-written is left behind, and the right bytes can still be sent.
+      expect(existsSync(join(srv.dataDir, 'blobs', up.body.key))).toBe(false)
+      expect((await put(up.body.url, up.body.headers, PNG)).status).toBe(200)
+    })
+    test('a streamed body larger than announced is cut off while streaming', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: 1024, kind: 'screenshot' })
+      const chunks = 64
+      const stream = new ReadableStream<Uint8Array>({
+        pull(c) {
+          c.enqueue(new Uint8Array(64 * 1024))
+          if (--(this as unknown as { n: number }).n <= 0) c.close()
+        },
+        ...{ n: chunks },
+      } as UnderlyingDefaultSource<Uint8Array> & { n: number })
+      const r = await fetch(up.body.url, { method: 'PUT', headers: up.body.headers, body: stream, duplex: 'half' } as RequestInit)
+      expect(r.status).toBe(400)
+      expect(existsSync(join(srv.dataDir, 'blobs', up.body.key))).toBe(false)
+    })
+    test('wrong content type', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      const r = await put(up.body.url, { 'Content-Type': 'text/html' }, PNG)
+      expect(r.status).toBe(400)
+    })
+    test('a second PUT to the same key is refused', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      expect((await put(up.body.url, up.body.headers, PNG)).status).toBe(200)
+      const again = await put(up.body.url, up.body.headers, PNG)
+      expect(again.status).toBe(409)
+      expect(JSON.parse(again.body!).error.code).toBe('already_uploaded')
+    })
+    test('path traversal is impossible', async () => {
+      for (const path of ['/v1/uploads/..%2F..%2Ffixloop.db/x', `/v1/uploads/${t.appId}/..%2F..%2Fmaster.key`, `/v1/uploads/${t.appId}/abc`]) {
+        const r = await fetch(srv.url + path + '?expires=9999999999&sig=x', { method: 'PUT', headers: { 'content-type': 'image/png' }, body: PNG })
+        expect([400, 403, 404]).toContain(r.status)
+        const g = await fetch(srv.url + path + '?expires=9999999999&sig=x')
+        expect([400, 403, 404]).toContain(g.status)
+        expect(await g.text()).not.toContain('PRIVATE')
+      }
+    })
+  })
+
+  test('an expired URL is refused', async () => {
+    const clock = new ManualClock()
+    const s2 = await startTestServer({}, { clock })
+    try {
+      const t2 = seedTenant(s2.admin)
+      const up = await call(s2.url, 'POST', '/v1/feedback/upload-url', { auth: t2.pub, body: { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' } })
+      clock.advance(16 * 60 * 1000)
+      const r = await put(up.body.url, up.body.headers, PNG)
+      expect(r.status).toBe(403)
+      expect(JSON.parse(r.body!).error.code).toBe('url_expired')
+    } finally {
+      await s2.close()
+    }
+  })
+
+  describe('submission refusals', () => {
+    async function submitWith(tenant: Tenant, key: string, extra: Record<string, unknown> = {}) {
+      return call(srv.url, 'POST', '/v1/feedback', {
+        auth: tenant.pub,
+        body: { text: 'see attachment', attachments: [{ key, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length, ...extra }] },
+      })
+    }
+    test('a key of another App', async () => {
+      const up = await presign(srv, other, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      await put(up.body.url, up.body.headers, PNG)
+      const r = await submitWith(t, up.body.key)
+      expect(r.status).toBe(400)
+      expect(r.body.error.code).toBe('invalid_body')
+      expect(r.body.error.details.issues[0].path).toBe('/attachments/0/key')
+    })
+    test('a key never issued', async () => {
+      const r = await submitWith(t, `${t.appId}/${'ab'.repeat(16)}`)
+      expect(r.body.error.code).toBe('invalid_body')
+    })
+    test('a key issued but never uploaded', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      const r = await submitWith(t, up.body.key)
+      expect(r.status).toBe(400)
+      expect(r.body.error.details.issues[0].message).toContain('nothing was uploaded')
+    })
+    test('a screenshotKey never uploaded', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x', componentTarget: { name: 'Nav', screenshotKey: up.body.key } } })
+      expect(r.status).toBe(400)
+      expect(r.body.error.details.issues[0].path).toBe('/componentTarget/screenshotKey')
+    })
+    test('declared size or type that does not match the object', async () => {
+      const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      await put(up.body.url, up.body.headers, PNG)
+      expect((await submitWith(t, up.body.key, { byteSize: PNG.length + 1 })).status).toBe(400)
+      expect((await submitWith(t, up.body.key, { contentType: 'image/jpeg' })).status).toBe(400)
+      expect((await submitWith(t, up.body.key)).status).toBe(201)
+    })
+    test('an attachment declared over 15 MB is 413', async () => {
+      const r = await submitWith(t, `${t.appId}/${'ab'.repeat(16)}`, { byteSize: 15 * 1024 * 1024 + 1 })
+      expect(r.status).toBe(413)
+      expect(r.body.error.code).toBe('payload_too_large')
+    })
+  })
+
+  test('upload-url rate limit: 120/min public', async () => {
+    const s2 = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '0.025' }) // 3 per bucket
+    try {
+      const t2 = seedTenant(s2.admin)
+      const statuses: number[] = []
+      let last
+      for (let i = 0; i < 4; i++) {
+        last = await call(s2.url, 'POST', '/v1/feedback/upload-url', { auth: t2.pub, body: { contentType: 'image/png', byteSize: 10, kind: 'screenshot' } })
+        statuses.push(last.status)
+      }
+      expect(statuses).toEqual([200, 200, 200, 429])
+      expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    } finally {
+      await s2.close()
+    }
+  })
+})
+
+describe('unreferenced uploads are collected after the grace period', () => {
+  test('only never-referenced objects older than the grace period are removed', async () => {
+    const clock = new ManualClock()
+    const srv = await startTestServer({ FIXLOOP_UPLOAD_GRACE_HOURS: '1' }, { clock, worker: { autoStart: false } })
+    try {
+      const t = seedTenant(srv.admin)
+      const keep = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      await put(keep.body.url, keep.body.headers, PNG)
+      const sub = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x', attachments: [{ key: keep.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length }] } })
+      expect(sub.status).toBe(201)
+      const orphan = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+      await put(orphan.body.url, orphan.body.headers, PNG)
+      const fresh = () => existsSync(join(srv.dataDir, 'blobs', orphan.body.key))
+      await srv.worker.tick()
+      expect(fresh()).toBe(true) // within the grace period
+      clock.advance(2 * 3600 * 1000)
+      await srv.worker.tick()
+      expect(fresh()).toBe(false)
+      expect(existsSync(join(srv.dataDir, 'blobs', keep.body.key))).toBe(true)
+      const item = await call(srv.url, 'GET', `/v1/feedback/${sub.body.id}`, { auth: t.key })
+      expect((await fetch(item.body.attachments[0].url)).status).toBe(200)
+      expect(srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM uploads').get()).toEqual({ n: 1 })
+    } finally {
+      await srv.close()
+    }
+  })
+})
+
+describe('S3 store (s3rver on loopback)', () => {
+  let s3: S3rver
+  let s3Port: number
+  let srv: TestServer
+  let t: Tenant
+  const s3Dir = tempDir('fixloop-s3-')
+  beforeAll(async () => {
+    s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Dir, configureBuckets: [{ name: 'feedback', configs: [] }] })
+    s3Port = (await s3.run()).port
+    srv = await startTestServer({
+      FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
+      FIXLOOP_S3_BUCKET: 'feedback',
+      FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
+      FIXLOOP_S3_SECRET_KEY: 'S3RVER',
+    })
+    t = seedTenant(srv.admin)
+  })
+  afterAll(async () => {
+    await srv.close()
+    await s3.close()
+  })
+
+  test('the same flow presigns against the bucket and downloads the same bytes', async () => {
+    const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
+    expect(up.body.url.startsWith(`http://127.0.0.1:${s3Port}/feedback/`)).toBe(true)
+    const { key } = await roundTrip(srv, t)
+    expect(readdirSync(join(s3Dir, 'feedback', t.appId)).length).toBeGreaterThan(0)
+    expect(key.startsWith(t.appId)).toBe(true)
+  })
+
+  test('an object larger than announced is refused on submission', async () => {
+    const up = await presign(srv, t, { contentType: 'image/png', byteSize: 100, kind: 'screenshot' })
+    // S3 presigned PUTs cannot pin the size: the check happens when the key is used.
+    expect((await put(up.body.url, up.body.headers, PNG)).status).toBe(200)
+    const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x', componentTarget: { name: 'A', screenshotKey: up.body.key } } })
+    expect(r.status).toBe(400)
+    expect(r.body.error.details.issues[0].message).toContain('announced')
+  })
+
+  test('serve refuses to start on a missing bucket or wrong credentials, with a clear error', async () => {
+    const dataDir = tempDir()
+    const base = { FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${s3Port}`, FIXLOOP_S3_ACCESS_KEY: 'S3RVER', FIXLOOP_S3_SECRET_KEY: 'S3RVER' }
+    const missing = await runBinary(['serve', '--port', '0', '--data-dir', dataDir], { ...base, FIXLOOP_S3_BUCKET: 'nope' })
+    expect(missing.code).not.toBe(0)
+    expect(missing.stderr).toContain('bucket "nope" does not exist')
+    const wrong = await runBinary(['serve', '--port', '0', '--data-dir', dataDir], { ...base, FIXLOOP_S3_BUCKET: 'feedback', FIXLOOP_S3_ACCESS_KEY: 'WRONG' })
+    expect(wrong.code).not.toBe(0)
+    expect(wrong.stderr).toContain('cannot reach bucket "feedback"')
+    expect(wrong.stderr).toContain('FIXLOOP_S3_ACCESS_KEY')
+    const partial = await runBinary(['serve', '--port', '0', '--data-dir', dataDir], { FIXLOOP_S3_BUCKET: 'feedback' })
+    expect(partial.code).not.toBe(0)
+    expect(partial.stderr).toContain('FIXLOOP_S3_ENDPOINT')
+  })
+})
