@@ -57,6 +57,8 @@ export class Worker {
       if (!job) break
       ran++
       await this.runOne(job)
+      // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs.
+      await new Promise<void>((resolve) => setImmediate(resolve))
     }
     return ran
   }

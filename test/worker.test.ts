@@ -1,0 +1,328 @@
+/**
+ * The durable worker: a real server and database, an injected ManualClock and `tick()` instead of
+ * sleeping. Every status move is recorded by a TEMP trigger on the server's own connection, so the
+ * tests see each step the worker commits, not only where it ends.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { ManualClock } from '../src/core/clock'
+import { Logger } from '../src/core/logger'
+import { newId } from '../src/core/ids'
+import { Worker, type JobStep } from '../src/worker/loop'
+import { createJobsRepo, type JobRow } from '../src/worker/jobs-repo'
+import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
+import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { deferred, feedbackRow, forceStatus, jobsFor, openDataDb, patchStatus, submit, waitFor } from './helpers-lifecycle'
+
+const LEASE_MS = 30_000
+const BASE_BACKOFF_MS = 1_000
+const MAX_ATTEMPTS = 4
+
+const clock = new ManualClock(Date.UTC(2025, 0, 15, 12, 0, 0))
+let srv: TestServer
+let t: Tenant
+
+beforeAll(async () => {
+  srv = await startTestServer(
+    { FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' },
+    { clock, worker: { autoStart: false, leaseMs: LEASE_MS, baseBackoffMs: BASE_BACKOFF_MS, maxBackoffMs: 60_000, maxAttempts: MAX_ATTEMPTS } },
+  )
+  t = seedTenant(srv.admin)
+  srv.ctx.sqlite.run('CREATE TEMP TABLE status_log (seq INTEGER PRIMARY KEY, id TEXT, old TEXT, new TEXT)')
+  srv.ctx.sqlite.run(
+    `CREATE TEMP TRIGGER log_status AFTER UPDATE OF status ON main.feedback WHEN OLD.status IS NOT NEW.status
+     BEGIN INSERT INTO status_log (id, old, new) VALUES (NEW.id, OLD.status, NEW.status); END`,
+  )
+})
+afterAll(() => srv.close())
+
+beforeEach(async () => {
+  // Each test starts with no due work left over from the previous one. Recurring housekeeping jobs
+  // (other kinds, e.g. upload GC) are removed so that tick() counts only what a test enqueued.
+  clock.advance(24 * 3600_000)
+  await srv.worker.tick()
+  srv.ctx.sqlite.run("DELETE FROM jobs WHERE kind <> 'process'")
+  expect(srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM jobs').get()).toEqual({ n: 0 })
+})
+
+const moves = (id: string): string[] =>
+  (srv.ctx.sqlite.query('SELECT old, new FROM status_log WHERE id = ? ORDER BY seq').all(id) as { old: string; new: string }[]).map((m) => `${m.old}→${m.new}`)
+
+async function submitOne(text = 'The export button throws an error', pub = t.pub): Promise<string> {
+  const r = await submit(srv.url, pub, { text })
+  expect(r.status).toBe(201)
+  return r.body.id
+}
+
+const silent = new Logger('silent')
+
+/** A second worker on the same database, as another process would run; `gate` holds each job open. */
+function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
+  const real = createProcessFeedbackStep(srv.ctx.sqlite, clock)
+  const step: JobStep = {
+    async run(job) {
+      entered?.push(job)
+      if (gate) await gate
+      return real.run(job)
+    },
+    onGiveUp: real.onGiveUp,
+  }
+  return new Worker(createJobsRepo(srv.ctx.sqlite), { process: step }, clock, silent, { leaseMs: LEASE_MS })
+}
+
+describe('processing', () => {
+  test('manual mode: received → sanitizing → sanitized → awaiting_manual, and the job is gone', async () => {
+    const id = await submitOne()
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('received')
+    expect(jobsFor(srv.ctx.sqlite, id)).toHaveLength(1)
+    expect(await srv.worker.tick()).toBe(1)
+    expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→awaiting_manual'])
+    const row = feedbackRow(srv.ctx.sqlite, id)
+    expect(row.status).toBe('awaiting_manual')
+    expect(row.processed_at).toBe(clock.now())
+    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
+    expect(g.body.status).toBe('awaiting_manual')
+    expect(g.body.processedAt).toBe(new Date(clock.now()).toISOString())
+    // Nothing more to do.
+    expect(await srv.worker.tick()).toBe(0)
+  })
+
+  test('auto_pr App: the item ends queued', async () => {
+    const app = srv.admin.createApp(t.orgId, { name: 'Auto App', processingMode: 'auto_pr' })
+    const id = await submitOne(undefined, app.publicKey)
+    expect(await srv.worker.tick()).toBe(1)
+    expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→queued'])
+    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+  })
+
+  test('an item archived before the worker runs stays archived and its job is removed', async () => {
+    const id = await submitOne()
+    expect((await patchStatus(srv.url, t.key, id, 'archived')).status).toBe(200)
+    expect(jobsFor(srv.ctx.sqlite, id)).toHaveLength(1)
+    expect(await srv.worker.tick()).toBe(1)
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('archived')
+    expect(moves(id)).toEqual(['received→archived'])
+    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+  })
+
+  test('sanitized values replace the raw ones: no raw email or secret left in the row or the jobs table', async () => {
+    const email = 'jo.doe@example.com'
+    const apiKey = 'sk_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4'
+    const bearer = 'abcDEF123456ghiJKL789'
+    const ghToken = 'ghp_' + 'x'.repeat(36)
+    const urlPassword = 'hunter2secret'
+    const r = await submit(srv.url, t.pub, {
+      text: `Checkout broke. Mail ${email}, my key is ${apiKey}`,
+      url: `https://shopper:${urlPassword}@shop.example.com/checkout`,
+      userAgent: `TestAgent/1.0 (${apiKey})`,
+      consoleLogs: [{ level: 'error', message: `fetch failed: Authorization: Bearer ${bearer}`, ts: 1 }],
+      metadata: { contact: email, nested: { token: ghToken } },
+      componentTarget: { name: 'PayButton', meta: { owner: email } },
+    })
+    expect(r.status).toBe(201)
+    const id = r.body.id
+    const secrets = [email, apiKey, bearer, ghToken, urlPassword]
+    const rawRow = JSON.stringify(feedbackRow(srv.ctx.sqlite, id))
+    // The check below can fail: before processing the raw values are there.
+    expect(secrets.filter((s) => rawRow.includes(s))).toEqual(secrets)
+
+    expect(await srv.worker.tick()).toBe(1)
+    const row = feedbackRow(srv.ctx.sqlite, id)
+    expect(row.status).toBe('awaiting_manual')
+    const stored = JSON.stringify(row)
+    expect(secrets.filter((s) => stored.includes(s))).toEqual([])
+    const jobs = JSON.stringify(srv.ctx.sqlite.query('SELECT * FROM jobs').all())
+    expect(secrets.filter((s) => jobs.includes(s))).toEqual([])
+    expect(row.text).toContain('[REDACTED:email]')
+    expect(row.text).toContain('[REDACTED:fixloop_key]')
+    const counts = JSON.parse(row.redactions as string)
+    expect(counts.email).toBeGreaterThanOrEqual(3)
+    const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
+    expect(secrets.filter((s) => g.text.includes(s))).toEqual([])
+  })
+})
+
+describe('leases', () => {
+  test('a job claimed by a worker that died is claimed again once its lease runs out, and completes', async () => {
+    const id = await submitOne()
+    // The "crashed" worker: claims the job, then never finishes it.
+    const claimed = createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS)
+    expect(claimed?.feedback_id).toBe(id)
+    expect(claimed?.lease_until).toBe(clock.now() + LEASE_MS)
+
+    expect(await srv.worker.tick()).toBe(0)
+    clock.advance(LEASE_MS - 1)
+    expect(await srv.worker.tick()).toBe(0)
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('received')
+
+    clock.advance(2)
+    expect(await srv.worker.tick()).toBe(1)
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
+    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+  })
+
+  test('crash mid-job: an item left in sanitizing, with its job still leased, is finished after the lease', async () => {
+    const id = await submitOne('Call me on jo@example.com')
+    createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS)
+    forceStatus(srv.ctx.sqlite, id, 'sanitizing') // the dead worker's first commit
+    clock.advance(LEASE_MS + 1)
+    expect(await srv.worker.tick()).toBe(1)
+    const row = feedbackRow(srv.ctx.sqlite, id)
+    expect(row.status).toBe('awaiting_manual')
+    expect(row.text).toBe('Call me on [REDACTED:email]')
+    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+  })
+
+  test('crash recovery: items left in sanitizing or sanitized by a stopped process are finished on the next tick', async () => {
+    const a = await submitOne('Reach me at a.person@example.org please')
+    const b = await submitOne()
+    forceStatus(srv.ctx.sqlite, a, 'sanitizing')
+    forceStatus(srv.ctx.sqlite, b, 'sanitizing')
+    forceStatus(srv.ctx.sqlite, b, 'sanitized')
+    expect(await srv.worker.tick()).toBe(2)
+    expect(feedbackRow(srv.ctx.sqlite, a).status).toBe('awaiting_manual')
+    expect(feedbackRow(srv.ctx.sqlite, a).text).not.toContain('a.person@example.org')
+    expect(feedbackRow(srv.ctx.sqlite, b).status).toBe('awaiting_manual')
+    expect(moves(a).slice(-2)).toEqual(['sanitizing→sanitized', 'sanitized→awaiting_manual'])
+    expect(moves(b).slice(-1)).toEqual(['sanitized→awaiting_manual'])
+  })
+
+  test('a job in flight is not claimed by a second worker', async () => {
+    const id = await submitOne()
+    const gate = deferred()
+    const entered: JobRow[] = []
+    const w1 = extraWorker(gate.promise, entered)
+    const w2Entered: JobRow[] = []
+    const w2 = extraWorker(undefined, w2Entered)
+    const first = w1.tick()
+    await waitFor(() => entered.length === 1)
+    expect(entered[0].feedback_id).toBe(id)
+    expect(await w2.tick()).toBe(0)
+    expect(await srv.worker.tick()).toBe(0)
+    expect(w2Entered).toEqual([])
+    gate.resolve()
+    expect(await first).toBe(1)
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
+    expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→awaiting_manual'])
+  })
+})
+
+describe('retries', () => {
+  test('a failing job backs off exponentially and, after maxAttempts, marks its item failed', async () => {
+    const id = await submitOne()
+    // Poison data: the console logs column is not JSON, so the sanitizing step throws every time.
+    srv.ctx.sqlite.query("UPDATE feedback SET console_logs = '{not json' WHERE id = ?").run(id)
+
+    const delays: number[] = []
+    for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+      const before = clock.now()
+      expect(await srv.worker.tick()).toBe(1)
+      const [job] = jobsFor(srv.ctx.sqlite, id)
+      expect(job.attempts).toBe(attempt)
+      expect(job.lease_until).toBeNull()
+      expect(job.last_error).toBeTruthy()
+      delays.push(job.run_after - before)
+      // Not due a millisecond early.
+      clock.advance(job.run_after - before - 1)
+      expect(await srv.worker.tick()).toBe(0)
+      clock.advance(1)
+    }
+    expect(delays).toEqual([BASE_BACKOFF_MS, 2 * BASE_BACKOFF_MS, 4 * BASE_BACKOFF_MS])
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('sanitizing')
+
+    expect(await srv.worker.tick()).toBe(1)
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('failed')
+    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→failed'])
+    // A failed item can be queued again by the customer.
+    expect((await patchStatus(srv.url, t.key, id, 'queued')).status).toBe(200)
+  })
+
+  test('backoff is capped at maxBackoffMs', () => {
+    const w = new Worker(createJobsRepo(srv.ctx.sqlite), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
+    expect([1, 2, 3, 4, 5, 30].map((a) => w.backoffMs(a))).toEqual([1000, 2000, 4000, 5000, 5000, 5000])
+  })
+
+  test('a job of an unknown kind is retried and finally dropped, never run', async () => {
+    createJobsRepo(srv.ctx.sqlite).enqueue('no-such-kind', null, clock.now(), clock.now())
+    for (let i = 1; i <= MAX_ATTEMPTS; i++) {
+      expect(await srv.worker.tick()).toBe(1)
+      clock.advance(60_000)
+    }
+    expect(srv.ctx.sqlite.query("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'no-such-kind'").get()).toEqual({ n: 0 })
+  })
+})
+
+describe('stop()', () => {
+  test('stop() releases the lease of a job still held, so another worker takes it at once', async () => {
+    const id = await submitOne()
+    const gate = deferred()
+    const entered: JobRow[] = []
+    const w1 = extraWorker(gate.promise, entered)
+    const running = w1.tick()
+    await waitFor(() => entered.length === 1)
+    expect(jobsFor(srv.ctx.sqlite, id)[0].lease_until).toBe(clock.now() + LEASE_MS)
+    await w1.stop()
+    expect(jobsFor(srv.ctx.sqlite, id)[0].lease_until).toBeNull()
+    // No clock advance needed: the job is claimable now.
+    expect(await srv.worker.tick()).toBe(1)
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
+    gate.resolve()
+    await running
+    expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→awaiting_manual'])
+  })
+
+  test('stop() on a running loop finishes the job in hand and claims no more', async () => {
+    const ids = [await submitOne(), await submitOne(), await submitOne()]
+    const gate = deferred()
+    const entered: JobRow[] = []
+    const w = extraWorker(gate.promise, entered)
+    w.start()
+    await waitFor(() => entered.length === 1)
+    const stopped = w.stop()
+    gate.resolve()
+    await stopped
+    expect(entered).toHaveLength(1)
+    const left = srv.ctx.sqlite.query('SELECT feedback_id, lease_until FROM jobs ORDER BY id').all() as { feedback_id: string; lease_until: number | null }[]
+    expect(left).toHaveLength(2)
+    expect(left.every((j) => j.lease_until === null && ids.includes(j.feedback_id))).toBe(true)
+    expect(await srv.worker.tick()).toBe(2)
+  })
+})
+
+describe('the loop (real clock)', () => {
+  let live: TestServer
+  let lt: Tenant
+  beforeAll(async () => {
+    // A one-minute poll: anything processed within a second was woken, not polled.
+    live = await startTestServer({}, { worker: { pollMs: 60_000 } })
+    lt = seedTenant(live.admin)
+  })
+  afterAll(() => live.close())
+
+  test('a submission wakes the worker at once', async () => {
+    const r = await submit(live.url, lt.pub, { text: 'Wake up' })
+    await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
+  })
+
+  test('work written by another process is found by polling', async () => {
+    const poller = await startTestServer({}, { worker: { pollMs: 100 } })
+    try {
+      const pt = seedTenant(poller.admin)
+      const other = openDataDb(poller.dataDir)
+      const id = newId()
+      const now = Date.now()
+      other.transaction(() => {
+        other
+          .query("INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES (?, ?, ?, 'received', 'from elsewhere x@example.com', 'public', ?, ?)")
+          .run(id, pt.orgId, pt.appId, now, now)
+        other.query("INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES ('process', ?, ?, ?)").run(id, now, now)
+      })()
+      other.close()
+      await eventually(() => feedbackRow(poller.ctx.sqlite, id).status === 'awaiting_manual', 3000)
+      expect(feedbackRow(poller.ctx.sqlite, id).text).toBe('from elsewhere [REDACTED:email]')
+    } finally {
+      await poller.close()
+    }
+  })
+})
