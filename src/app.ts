@@ -22,6 +22,8 @@ import { healthRoutes } from './modules/health/index'
 import { VERSION } from './version'
 import { createBlobStore } from './storage/index'
 import { EmbeddedBlobStore } from './storage/embedded-store'
+import { createClusterService } from './cluster/service'
+import { triageRoutes } from './modules/feedback/triage'
 import { createUploadsService } from './modules/uploads/service'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
@@ -43,6 +45,7 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(ctx.sqlite, store, committer, ctx.clock, log, ctx.config.uploadGraceHours * 3600_000)
   const feedback = createFeedbackService(ctx, committer, uploads)
+  const cluster = createClusterService(ctx.sqlite, ctx.clock)
   const checkAppInOrg = (orgId: string, appId: string) => {
     if (!apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
@@ -87,8 +90,9 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(uploadUrlRoutes(auth, uploads, ctx.config.publicUrl))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg, ctx.config.publicUrl))
+    .use(triageRoutes(auth, cluster, feedback, ctx.config.publicUrl))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
 
-  return { app, committer, directory, limiters, uploads }
+  return { app, committer, directory, limiters, uploads, cluster }
 }

@@ -10,6 +10,8 @@ import type { Clock } from './core/clock'
 import { Worker, type WorkerOptions } from './worker/loop'
 import { createJobsRepo, type JobsRepo } from './worker/jobs-repo'
 import type { JobStep } from './worker/loop'
+import { createClusterService, type ClusterService } from './cluster/service'
+import { BATCH_RELEASE_KIND, createBatchWindows } from './worker/steps/release-batch'
 import { createCollectUploadsStep, scheduleUploadsGc, UPLOADS_GC_KIND } from './worker/steps/collect-uploads'
 import { createProcessFeedbackStep } from './worker/steps/process-feedback'
 import { LIMITS } from './core/limits'
@@ -28,21 +30,42 @@ export interface StartOptions {
   worker?: Partial<WorkerOptions> & { autoStart?: boolean }
 }
 
-/** The worker with the steps that need only the database; `extraSteps` adds those that need services. */
-export function createWorker(ctx: Context, log: Logger, opts: Partial<WorkerOptions> = {}, extraSteps: (jobs: JobsRepo) => Record<string, JobStep> = () => ({})): Worker {
+/**
+ * The worker and its steps. `cluster` must be the instance the HTTP routes use (one in-memory index
+ * per App); `extraSteps` adds steps that need other services.
+ */
+export function createWorker(
+  ctx: Context,
+  log: Logger,
+  opts: Partial<WorkerOptions> = {},
+  extraSteps: (jobs: JobsRepo) => Record<string, JobStep> = () => ({}),
+  cluster: ClusterService = createClusterService(ctx.sqlite, ctx.clock),
+): Worker {
   const jobs = createJobsRepo(ctx.sqlite)
-  return new Worker(jobs, { process: createProcessFeedbackStep(ctx.sqlite, ctx.clock), ...extraSteps(jobs) }, ctx.clock, log, opts)
+  const batches = createBatchWindows(ctx.sqlite, ctx.clock)
+  const steps: Record<string, JobStep> = {
+    process: createProcessFeedbackStep(ctx.sqlite, ctx.clock, { cluster, batches }),
+    [BATCH_RELEASE_KIND]: batches.step,
+    ...extraSteps(jobs),
+  }
+  return new Worker(jobs, steps, ctx.clock, log, opts)
 }
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
   const ctx = createContext(config, options.clock)
   let worker: Worker | undefined
-  const { app, committer, uploads } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
-  worker = createWorker(ctx, log, options.worker, (jobs) => {
-    scheduleUploadsGc(jobs, ctx.clock)
-    return { [UPLOADS_GC_KIND]: createCollectUploadsStep(uploads, jobs, ctx.clock) }
-  })
+  const { app, committer, uploads, cluster } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
+  worker = createWorker(
+    ctx,
+    log,
+    options.worker,
+    (jobs) => {
+      scheduleUploadsGc(jobs, ctx.clock)
+      return { [UPLOADS_GC_KIND]: createCollectUploadsStep(uploads, jobs, ctx.clock) }
+    },
+    cluster,
+  )
   const theWorker = worker
   app.listen({
     hostname: config.host,

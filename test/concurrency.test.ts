@@ -81,8 +81,10 @@ describe('one server', () => {
   })
   afterAll(() => srv.close())
 
+  let made = 0
   async function readyItem(): Promise<string> {
-    const r = await submit(srv.url, t.pub, { text: 'The total is wrong' })
+    // A number of its own in each text: identical texts would be clustered as duplicates of one lead.
+    const r = await submit(srv.url, t.pub, { text: `Case ${++made}: the total is wrong` })
     await eventually(() => feedbackRow(srv.ctx.sqlite, r.body.id).status === 'awaiting_manual')
     return r.body.id
   }
@@ -155,13 +157,14 @@ describe('two server processes on one data dir', () => {
 
   test('two workers share the jobs: each report is processed exactly once', async () => {
     const ids = await Promise.all(
-      Array.from({ length: 60 }, async (_, i) => (await submit(i % 2 ? a.url : b.url, t.pub, { text: `twice? ${i} x${i}@example.com` })).body.id as string),
+      Array.from({ length: 60 }, async (_, i) => (await submit(i % 2 ? a.url : b.url, t.pub, { text: `twice ${i}? x${i}@example.com` })).body.id as string),
     )
     await eventually(() => ids.every((id) => row(id).status === 'awaiting_manual'), 10_000)
     for (const id of ids) {
       const r = row(id)
-      // received → sanitizing → sanitized → awaiting_manual: three moves, not more.
-      expect(r.version).toBe(3)
+      // received → sanitizing → sanitized → clustered (theme, consolidatedText) → awaiting_manual:
+      // four writes, not more — a second worker processing it again would add more.
+      expect(r.version).toBe(4)
       expect(JSON.parse(r.redactions as string)).toEqual({ email: 1 })
     }
   }, 15_000)

@@ -9,6 +9,8 @@ import { Logger } from '../src/core/logger'
 import { newId } from '../src/core/ids'
 import { Worker, type JobStep } from '../src/worker/loop'
 import { createJobsRepo, type JobRow } from '../src/worker/jobs-repo'
+import { createClusterService } from '../src/cluster/service'
+import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { deferred, feedbackRow, forceStatus, jobsFor, openDataDb, patchStatus, submit, waitFor } from './helpers-lifecycle'
@@ -47,7 +49,9 @@ beforeEach(async () => {
 const moves = (id: string): string[] =>
   (srv.ctx.sqlite.query('SELECT old, new FROM status_log WHERE id = ? ORDER BY seq').all(id) as { old: string; new: string }[]).map((m) => `${m.old}→${m.new}`)
 
-async function submitOne(text = 'The export button throws an error', pub = t.pub): Promise<string> {
+let submitted = 0
+/** Each default text carries its own number, so near-duplicate clustering keeps them apart. */
+async function submitOne(text = `Report ${++submitted}: the export button throws an error`, pub = t.pub): Promise<string> {
   const r = await submit(srv.url, pub, { text })
   expect(r.status).toBe(201)
   return r.body.id
@@ -57,7 +61,10 @@ const silent = new Logger('silent')
 
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
-  const real = createProcessFeedbackStep(srv.ctx.sqlite, clock)
+  const real = createProcessFeedbackStep(srv.ctx.sqlite, clock, {
+    cluster: createClusterService(srv.ctx.sqlite, clock),
+    batches: createBatchWindows(srv.ctx.sqlite, clock),
+  })
   const step: JobStep = {
     async run(job) {
       entered?.push(job)

@@ -16,6 +16,10 @@ export function openDatabase(file: string): { sqlite: Database; db: Db } {
   // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
   sqlite.run('PRAGMA synchronous = NORMAL')
   sqlite.run('PRAGMA foreign_keys = ON')
+  // The worker overwrites each raw report with its sanitized text in place. Without secure_delete the
+  // old cell bytes stay in the page's free space (and freed overflow pages), so secrets would outlive
+  // sanitizing in the file; ON (not FAST) also zeroes freelist pages.
+  sqlite.run('PRAGMA secure_delete = ON')
   // Keep the WAL from growing without bound between checkpoints under a write burst.
   sqlite.run('PRAGMA wal_autocheckpoint = 1000')
   sqlite.run('PRAGMA cache_size = -65536')

@@ -5,6 +5,7 @@
  */
 import m0000 from '../../migrations/0000_init.sql' with { type: 'text' }
 import m0001 from '../../migrations/0001_uploads.sql' with { type: 'text' }
+import m0002 from '../../migrations/0002_clustering.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -14,4 +15,5 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: m0000 },
   { name: '0001_uploads', sql: m0001 },
+  { name: '0002_clustering', sql: m0002 },
 ]

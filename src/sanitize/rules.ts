@@ -1,46 +1,241 @@
 /**
- * The sanitizer's rule table: each rule has a name, a detector and a typed replacement token.
- * Replacement tokens look like `[REDACTED:email]` and match no rule, so sanitizing twice changes nothing.
- * This is the core set; the triage pipeline issue extends the table (vendor tokens, PII, entropy).
+ * The sanitizer's rule table, in the order the rules run. Each rule has a name (its redaction-count key
+ * and token type), a detector, a false-positive guard and its replacement token `[REDACTED:<name>]`.
+ * Credentials come first, so a password inside a URL is caught as a credential before the email rule
+ * sees the `user@host` around it. docs/sanitizing.md is the readable version of this table.
  */
-export interface Rule {
-  name: string
-  /** Global regex; every match is replaced. */
-  pattern: RegExp
-  /** Optional guard: return false to keep a match (a look-alike). */
-  keep?: (match: string) => boolean
-  /** Credential rules apply to every field, including the user agent; PII rules to free text only. */
-  kind: 'credential' | 'pii'
+import { isCardNumber } from './cards'
+import { isPlaceholder, shannonEntropy } from './entropy'
+import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
+import { ibanLength, isIban } from './iban'
+import { isNetmask, parseIPv4, parseIPv6 } from './ip'
+import { isNonSecretValue, isSensitiveKey, isSensitiveParam } from './keys'
+import { phoneLength } from './phone'
+import { matcher, reslice, rule, type Candidate, type Rule } from './rule'
+
+/** The random part of a vendor token: its first participating group named `rand…`. */
+function randomPart(c: Candidate): string {
+  for (const [name, value] of Object.entries(c.match.groups ?? {})) if (value !== undefined && name.startsWith('rand')) return value
+  return c.value
 }
 
-export const token = (name: string): string => `[REDACTED:${name}]`
+/**
+ * A vendor token: the whole token is replaced. Its random part must clear an entropy floor (bits per
+ * character) and hold no placeholder word, the way gitleaks keeps `sk_test_xxxx…` out of its findings.
+ */
+function vendor(name: string, pattern: RegExp, floor = 3): Rule {
+  return rule({ name, kind: 'credential', detect: matcher(pattern), keep: (c) => isPlaceholder(randomPart(c), floor) })
+}
 
-function looksLikeJwt(match: string): boolean {
-  try {
-    const header = JSON.parse(Buffer.from(match.split('.')[0], 'base64url').toString('utf8'))
-    return typeof header === 'object' && header !== null && 'alg' in header
-  } catch {
-    return false
+/**
+ * `key=value`, `key: value`, `"key": "value"` (also backslash-escaped JSON); only the value is replaced.
+ * An auth scheme word (`Authorization: Bearer …`) belongs to the key side, never the value.
+ */
+const KEY_VALUE =
+  /(?<![A-Za-z0-9_])(?<q>\\?["']|)(?<key>[A-Za-z][\w.\-[\]]{0,63})\k<q>[ \t]{0,4}[:=][ \t]{0,4}(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|(?<secret4>[^\s"'&;,<>(){}[\]\\]{1,256}))/
+
+/** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
+const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
+
+/** Characters of an unquoted value (what KEY_VALUE's last alternative takes). */
+const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\]/
+/** The regex reads at most this much of an unquoted value, so that rejected keys stay cheap. */
+const UNQUOTED_READ = 256
+
+/**
+ * Keeps `key=value` candidates whose key is sensitive (or a URL parameter such as `?code=`), and
+ * stretches an unquoted value the regex read only the start of to its real end.
+ */
+function sensitiveKeyValue(c: Candidate): Candidate | null {
+  const key = group(c, 'key')
+  if (key === undefined) return c // the cookie header
+  const keyStart = c.match.indices!.groups!.q![0]
+  const inQuery = /[?&#;]/.test(c.text[keyStart - 1] ?? '')
+  if (!(inQuery ? isSensitiveParam(key) : isSensitiveKey(key))) return null
+  if (group(c, 'secret4')?.length !== UNQUOTED_READ) return c
+  let end = c.end
+  while (end < c.text.length && UNQUOTED_VALUE.test(c.text[end])) end++
+  return reslice(c, c.start, end)
+}
+
+/** Trims a run of digit groups to the longest prefix that is a valid card number. */
+function narrowCard(c: Candidate): Candidate {
+  const ends = [...c.value.matchAll(/\d+/g)].map((m) => m.index + m[0].length)
+  for (let i = ends.length - 1; i >= 0; i--) {
+    if (isCardNumber(c.value.slice(0, ends[i]))) return reslice(c, c.start, c.start + ends[i])
   }
+  return c
 }
+
+/** Trims an IBAN candidate (which may run into the next word) to its country's length. */
+function narrowIban(c: Candidate): Candidate | null {
+  const length = ibanLength(c.value.slice(0, 2))
+  if (length === undefined) return null
+  let seen = 0
+  for (let i = 0; i < c.value.length; i++) {
+    if (c.value[i] !== ' ') seen++
+    if (seen === length) return /[A-Za-z0-9]/.test(c.value[i + 1] ?? '') ? null : reslice(c, c.start, c.start + i + 1)
+  }
+  return null
+}
+
+function narrowPhone(c: Candidate): Candidate | null {
+  const n = phoneLength(c.value)
+  return n === 0 ? null : reslice(c, c.start, c.start + n)
+}
+
+/** A run of hex, colons and dots is an IPv6 address only if it parses as one. */
+function narrowIpv6(c: Candidate): Candidate | null {
+  const value = c.value.replace(/\.+$/, '')
+  if ((value.match(/:/g) ?? []).length < 2 || !parseIPv6(value)) return null
+  return reslice(c, c.start, c.start + value.length)
+}
+
+/** Non-personal home folders (and templates) that name nobody. */
+const GENERIC_HOMES = /^(?:Shared|Public|Default|Default User|All Users|Guest|\$\{?USER\}?|%USERNAME%|<[^>]*>|~)$/i
 
 export const RULES: readonly Rule[] = [
-  {
+  // ── credentials ──────────────────────────────────────────────────────────────────────────────────
+  rule({
     name: 'private_key',
-    pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
     kind: 'credential',
-  },
-  { name: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\b/g, keep: (m) => !looksLikeJwt(m), kind: 'credential' },
-  { name: 'bearer', pattern: /\b(?<=(?:Bearer|Basic)\s+)[A-Za-z0-9\-._~+/]{8,}=*/g, kind: 'credential' },
-  { name: 'fixloop_key', pattern: /\bsk_[A-Za-z0-9_-]{20,}/g, kind: 'credential' },
-  { name: 'aws_access_key', pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, kind: 'credential' },
-  { name: 'github_token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b/g, kind: 'credential' },
-  { name: 'url_credentials', pattern: /(?<=\b[a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+(?=@)/gi, kind: 'credential' },
-  {
-    name: 'email',
-    pattern: /\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b/g,
-    // "logo@2x.png" and similar asset names are not addresses.
-    keep: (m) => /@\d+x\.(?:png|jpe?g|gif|webp|svg)$/i.test(m),
+    // Armoured private keys. A block cut short (a truncated console message) goes up to where its
+    // base64 lines (newline- or `\n`-separated, or long space-separated chunks) and header lines end.
+    detect: matcher(
+      /-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|(?:(?:\r?\n|\\n)(?:[\w-]+: [^\r\n\\]{0,100}|[A-Za-z0-9+/=]{1,100})|[ \t]+[A-Za-z0-9+/=]{40,100})*)/,
+    ),
+  }),
+  rule({
+    name: 'jwt',
+    kind: 'credential',
+    detect: matcher(/(?<![\w-])(?<header>eyJ[\w-]{2,})\.[\w-]{2,}\.[\w-]*/),
+    keep: (c) => !isJwtHeader(group(c, 'header')!),
+  }),
+  vendor('aws_access_key_id', /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)(?<rand>[A-Z0-9]{16})(?![A-Za-z0-9])/, 2.5),
+  rule({
+    name: 'aws_secret_access_key',
+    kind: 'credential',
+    detect: matcher(/(?<![\w/+=-])[A-Za-z0-9/+]{40}(?![\w/+=-])/),
+    keep: (c) => !hasAwsContext(c) || !mixesCharacterClasses(c.value) || isPlaceholder(c.value, 3.5),
+  }),
+  vendor('github_token', /(?<!\w)(?:gh[pousr]_(?<rand>[A-Za-z0-9]{36,251})|github_pat_(?<rand2>\w{22,251}))(?!\w)/),
+  vendor('gitlab_token', /(?<![\w-])gl(?:pat|ptt|dt|rt|cbt|soat|ffct)-(?<rand>[\w-]{20,})(?:\.[\w.-]+)?/),
+  vendor('slack_token', /(?<![A-Za-z0-9])(?:xox[abeoprs]|xapp)-(?<rand>[A-Za-z0-9-]{10,})/),
+  vendor('slack_webhook', /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/(?<rand>[\w/+-]{16,})/, 2.5),
+  vendor('stripe_key', /(?<!\w)(?:(?:sk|rk)_(?:live|test)_(?<rand>[A-Za-z0-9]{10,247})|whsec_(?<rand2>[A-Za-z0-9]{24,}))(?!\w)/),
+  vendor('google_api_key', /(?<![\w-])AIza(?<rand>[\w-]{35})(?![\w-])/),
+  vendor('anthropic_key', /(?<![\w-])sk-ant-(?:[a-z]+\d{2}-)?(?<rand>[\w-]{20,})/),
+  vendor('openai_key', /(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?<rand>[\w-]{20,})/),
+  vendor('npm_token', /(?<!\w)npm_(?<rand>[A-Za-z0-9]{36})(?!\w)/),
+  // fixloop's own Org keys: `sk_` + 43 base64url characters (src/core/secrets.ts); 20+ also catches a
+  // key cut short when pasted.
+  vendor('fixloop_key', /(?<!\w)sk_(?!live_|test_)(?<rand>[\w-]{20,})/, 3.5),
+  rule({
+    name: 'url_credentials',
+    kind: 'credential',
+    // `scheme://user:password@host`: user and password both go (the user is often an email).
+    detect: matcher(/(?<![\w+.-])[A-Za-z][\w+.-]{1,20}:\/\/(?<secret>[^\s/?#@:"'<>]{0,256}:(?<password>[^\s/?#@"'<>]{1,256}))@/),
+    keep: (c) => isNonSecretValue(group(c, 'password')!),
+  }),
+  rule({
+    name: 'bearer_token',
+    kind: 'credential',
+    detect: matcher(/(?<![A-Za-z0-9])[Bb]earer[ \t]+(?<secret>[\w.~+/-]{8,}=*)/),
+    // "Bearer authentication" is a phrase, "Bearer xxxxxxxx" a placeholder.
+    keep: (c) => (/^[A-Za-z]+$/.test(c.value) && c.value.length < 20) || isPlaceholder(c.value, 2.5),
+  }),
+  rule({
+    name: 'basic_auth',
+    kind: 'credential',
+    detect: matcher(/(?<![A-Za-z0-9])[Bb]asic[ \t]+(?<secret>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/),
+    keep: (c) => !isBasicCredential(c.value),
+  }),
+  rule({
+    name: 'secret',
+    kind: 'credential',
+    detect: matcher([KEY_VALUE, COOKIE_HEADER], { narrow: sensitiveKeyValue }),
+    keep: (c) => isNonSecretValue(c.value),
+  }),
+  rule({
+    name: 'opaque_token',
+    kind: 'credential',
+    // Long random base64url runs (session ids, signed-URL tokens in paths). Hex digests, UUIDs and
+    // identifiers fail the mix-of-classes or entropy test: hex cannot exceed 4 bits per character.
+    detect: matcher(/(?<![\w-])[\w-]{32,}(?![\w-])/),
+    keep: (c) => !mixesCharacterClasses(c.value) || shannonEntropy(c.value) < 4,
+  }),
+
+  // ── personal data ────────────────────────────────────────────────────────────────────────────────
+  rule({
+    name: 'username',
     kind: 'pii',
-  },
+    // The account name in a home folder; the rest of the path stays for triage.
+    detect: matcher(
+      /(?:(?<![\w.~-])\/(?:Users|home)\/(?<secret>[^/\\\s:*?"'<>|]{1,64})|(?<![A-Za-z])[A-Za-z]:(?:\\{1,2}|\/)Users(?:\\{1,2}|\/)(?:(?<secret2>[^\\/:*?"'<>|\r\n]{1,64})(?=\\|\/)|(?<secret3>[^\\/:*?"'<>|\s]{1,64})))/,
+    ),
+    keep: (c) => GENERIC_HOMES.test(c.value),
+  }),
+  rule({
+    name: 'email',
+    kind: 'pii',
+    detect: matcher(/(?<![\w.%+-])[\w.%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])/),
+    keep: (c) =>
+      // Retina asset names (logo@2x.png), files that look like addresses, and `git@host:` SSH remotes.
+      /@\d+(?:\.\d+)?x\./i.test(c.value) ||
+      /\.(?:png|jpe?g|gif|webp|svg|avif|ico|bmp|m?js|cjs|tsx?|jsx|css|scss|map|json|html?|xml|woff2?|ttf|otf|eot|pdf|txt|zip|gz|mp[34]|webm|wasm|lock|ya?ml|vue|svelte)$/i.test(c.value) ||
+      (/^git@/.test(c.value) && after(c).startsWith(':')),
+  }),
+  rule({
+    name: 'credit_card',
+    kind: 'pii',
+    detect: matcher(/(?<![\w.,+])\d(?:[ -]?\d){11,18}(?!\d|[.,]\d)/, { narrow: narrowCard }),
+    keep: (c) => !isCardNumber(c.value),
+  }),
+  rule({
+    name: 'iban',
+    kind: 'pii',
+    detect: matcher(/(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,32}(?![A-Za-z0-9])/, { narrow: narrowIban }),
+    keep: (c) => !isIban(c.value.replace(/ /g, '')),
+  }),
+  rule({
+    name: 'ssn',
+    kind: 'pii',
+    // US SSN, dashed or spaced; area 000, 666 and 900-999, group 00 and serial 0000 are never issued.
+    detect: matcher(/(?<![\w-])(?<area>\d{3})(?<sep>[- ])(?<grp>\d{2})\k<sep>(?<serial>\d{4})(?![\w-])/),
+    keep: (c) => /^(?:000|666|9\d\d)$/.test(group(c, 'area')!) || group(c, 'grp') === '00' || group(c, 'serial') === '0000' || isIdContext(c),
+  }),
+  rule({
+    name: 'ipv6',
+    kind: 'pii',
+    detect: matcher(/(?<![\w:.])[0-9A-Fa-f:.]{2,45}(?![\w:])/, { narrow: narrowIpv6 }),
+    keep: (c) => {
+      const groups = c.value.split(':').filter((g) => g !== '')
+      // Loopback and unspecified name no one; MAC-like or time-like runs of short groups and
+      // digit-free ones such as `Abc::Def` (a code path) are not addresses people write.
+      return /^::1?$/.test(c.value) || groups.every((g) => g.length <= 2) || !/\d/.test(c.value)
+    },
+  }),
+  rule({
+    name: 'ipv4',
+    kind: 'pii',
+    detect: matcher(/(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\d)/),
+    keep: (c) => {
+      const octets = parseIPv4(c.value)
+      if (!octets) return true
+      // Loopback, unspecified and netmasks name no one; single-digit quads (1.2.3.4, 8.8.8.8) are
+      // far more often versions or public resolvers than a person's address.
+      return octets[0] === 127 || octets.every((o) => o === 0) || isNetmask(octets) || octets.every((o) => o < 10) || isVersionContext(c)
+    },
+  }),
+  rule({
+    name: 'phone',
+    kind: 'pii',
+    detect: matcher(
+      [/(?<![\w.,+$€£¥#/@-])\+\d{7,15}(?![\w-])/, /(?<![\w.,+$€£¥#/@-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,5}(?:[ ./-]\d{1,8}){1,6}(?!\w|[.,/-]\d)/],
+      { narrow: narrowPhone },
+    ),
+    keep: (c) => isIdContext(c) || /^[:.]\d/.test(after(c)) || /\d[:.]$/.test(before(c)),
+  }),
 ]
+
+export const CREDENTIAL_RULES: readonly Rule[] = RULES.filter((r) => r.kind === 'credential')

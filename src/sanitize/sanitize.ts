@@ -1,32 +1,108 @@
 /**
- * Applies the rule table to a string or a JSON value, counting replacements per rule.
+ * The engine: applies a rule table to a string or a JSON value, counting replacements per rule.
+ * Rules run one after another over the text the previous rule left. A candidate made only of tokens is
+ * skipped, one that starts inside a token is no candidate, and one that cuts into a token grows to
+ * swallow it, so no token is ever split or re-redacted; the passes repeat until the text is stable, so
+ * sanitizing twice changes nothing.
  */
-import { RULES, token, type Rule } from './rules'
+import { isNonSecretValue, isSensitiveKey } from './keys'
+import { CREDENTIAL_RULES, RULES } from './rules'
+import type { Rule } from './rule'
+import { isOnlyTokens, token, tokenSpans } from './tokens'
 
+export { CREDENTIAL_RULES, RULES }
+export type { Rule }
+
+/** Per-rule counts of replaced values, e.g. `{ email: 2, jwt: 1 }`; never the values themselves. */
 export type RedactionCounts = Record<string, number>
 
+export const countRedaction = (counts: RedactionCounts, name: string): void => {
+  counts[name] = (counts[name] ?? 0) + 1
+}
+
+/** The token span strictly around offset `i` (s < i < e), if any; `spans` is sorted and disjoint. */
+function spanAround(spans: [number, number][], i: number): [number, number] | undefined {
+  let lo = 0
+  let hi = spans.length - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    const [s, e] = spans[mid]
+    if (e <= i) lo = mid + 1
+    else if (s >= i) hi = mid - 1
+    else return spans[mid]
+  }
+  return undefined
+}
+
+/** Applies one rule to `text`. */
+export function applyRule(text: string, rule: Rule, counts: RedactionCounts): string {
+  const tokens = tokenSpans(text)
+  let out = ''
+  let last = 0
+  for (const c of rule.detect(text)) {
+    // A match that begins inside a token read the token's own text (`…:opaque_token]: x` is no key).
+    if (c.start < last || spanAround(tokens, c.match.index)) continue
+    // A candidate that cuts into a token grows to cover it; if that leaves nothing but tokens, it was
+    // only ever reading a token (`/Users/[REDACTED` of `/Users/[REDACTED:username]`).
+    const start = spanAround(tokens, c.start)?.[0] ?? c.start
+    const end = spanAround(tokens, c.end)?.[1] ?? c.end
+    if (start < last || isOnlyTokens(text.slice(start, end)) || rule.keep?.(c)) continue
+    out += text.slice(last, start) + rule.token
+    last = end
+    countRedaction(counts, rule.name)
+  }
+  return last === 0 ? text : out + text.slice(last)
+}
+
+/**
+ * Most texts are clean after one pass. A replacement can still open a new boundary (`…52+2848 9596`:
+ * once the first number is a token, `+2848 9596` starts a phone number), so a changed text gets another
+ * pass until nothing changes. Every pass only turns text into tokens and never touches a token, so this
+ * ends quickly; the cap is a guard, not an expected limit.
+ */
+const MAX_PASSES = 8
+
+/** Replaces every value the rules catch with its typed token, to a fixed point (idempotent). */
 export function sanitizeText(text: string, counts: RedactionCounts, rules: readonly Rule[] = RULES): string {
   let out = text
-  for (const rule of rules) {
-    out = out.replace(rule.pattern, (m) => {
-      if (rule.keep?.(m)) return m
-      counts[rule.name] = (counts[rule.name] ?? 0) + 1
-      return token(rule.name)
-    })
+  for (let pass = 0; pass < MAX_PASSES; pass++) {
+    const before = out
+    for (const rule of rules) out = applyRule(out, rule, counts)
+    if (out === before) break
   }
   return out
 }
 
-export const CREDENTIAL_RULES = RULES.filter((r) => r.kind === 'credential')
+/** The token that replaces the whole value of a sensitive key in JSON. */
+export const SECRET_VALUE = token('secret')
 
-/** Sanitizes every string inside a JSON value (object keys are kept; they are schema, not data). */
-export function sanitizeJson(value: unknown, counts: RedactionCounts): unknown {
-  if (typeof value === 'string') return sanitizeText(value, counts)
-  if (Array.isArray(value)) return value.map((v) => sanitizeJson(v, counts))
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = sanitizeJson(v, counts)
-    return out
+/** Does the value under a sensitive key hold anything to hide? (null, booleans and "" do not.) */
+function holdsSecret(value: unknown): boolean {
+  if (value === null || value === undefined || typeof value === 'boolean') return false
+  if (typeof value === 'string') return !isNonSecretValue(value) && !isOnlyTokens(value)
+  return true
+}
+
+/**
+ * Sanitizes a JSON value: every string through the rules, recursively. A member whose key is sensitive
+ * (`password`, `apiKey`, `set-cookie`, …) has its whole value replaced, whatever its type. Keys are run
+ * through the rules too (metadata keyed by email address happens); two keys that sanitize alike are
+ * kept apart with a ` (2)` suffix.
+ */
+export function sanitizeJson(value: unknown, counts: RedactionCounts, rules: readonly Rule[] = RULES): unknown {
+  if (typeof value === 'string') return sanitizeText(value, counts, rules)
+  if (Array.isArray(value)) return value.map((v) => sanitizeJson(v, counts, rules))
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) {
+    let key = sanitizeText(k, counts, rules)
+    for (let n = 2; Object.hasOwn(out, key); n++) key = `${sanitizeText(k, {}, rules)} (${n})`
+    if (isSensitiveKey(k) && holdsSecret(v)) {
+      out[key] = SECRET_VALUE
+      countRedaction(counts, 'secret')
+    } else {
+      out[key] = sanitizeJson(v, counts, rules)
+    }
   }
-  return value
+  return out
 }

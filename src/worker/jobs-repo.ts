@@ -5,6 +5,8 @@ export interface JobRow {
   id: number
   kind: string
   feedback_id: string | null
+  /** App-wide jobs (batch release) name their App here. */
+  app_id: string | null
   run_after: number
   lease_until: number | null
   attempts: number

@@ -40,6 +40,10 @@ export const feedback = sqliteTable(
     lastDuplicateAt: integer('last_duplicate_at'),
     theme: text('theme'),
     consolidatedText: text('consolidated_text'),
+    /** Why the item is `failed` (processing gave up, or the agent run failed); null otherwise. */
+    failureReason: text('failure_reason'),
+    /** Set by a manual merge or unmerge: automatic clustering leaves this row alone from then on. */
+    mergeLocked: integer('merge_locked', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     index('feedback_org_id_idx').on(t.orgId, t.id),
@@ -56,6 +60,8 @@ export const jobs = sqliteTable(
     id: integer('id').primaryKey({ autoIncrement: true }),
     kind: text('kind').notNull(),
     feedbackId: text('feedback_id'),
+    /** For App-wide jobs (batch window release): the App. */
+    appId: text('app_id'),
     /** Epoch ms before which the job is not claimed (backoff). */
     runAfter: integer('run_after').notNull(),
     /** Epoch ms until which a worker holds the job; a crashed worker's lease simply runs out. */

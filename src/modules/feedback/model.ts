@@ -126,6 +126,7 @@ export const FullFeedbackItem = t.Object(
   {
     ...listMembers,
     updatedAt: t.String({ format: 'date-time' }),
+    failureReason: Nullable(t.String({ description: 'Why the item is failed; null otherwise' })),
     attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String({ description: 'Short-lived download URL' })) }, closed)),
     consoleLogs: t.Array(ConsoleLogEntry),
     userAgent: Nullable(t.String()),

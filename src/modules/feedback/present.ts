@@ -3,6 +3,7 @@ import { isoUtc } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { FeedbackRow } from './repo'
 import type { FeedbackItem, FullFeedbackItem } from './model'
+import { previewStored } from '../../sanitize/report'
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoUtc(ms))
 const parseOr = <T>(json: string | null, fallback: T): T => (json === null ? fallback : (JSON.parse(json) as T))
@@ -16,7 +17,18 @@ function submittedBy(row: FeedbackRow): FeedbackItem['submittedBy'] {
   }
 }
 
-export function toListItem(row: FeedbackRow): FeedbackItem {
+/**
+ * A report the worker has not sanitized (still `received` or `sanitizing`, or archived or failed before
+ * it could be: no `redactions` yet) is shown sanitized on the fly with the same rules, so no read ever
+ * serves a raw value; once the worker runs it stores the same text.
+ */
+function servable(row: FeedbackRow): FeedbackRow {
+  if (row.redactions !== null) return row
+  return { ...row, ...previewStored(row, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }) }
+}
+
+export function toListItem(stored: FeedbackRow): FeedbackItem {
+  const row = servable(stored)
   return {
     id: row.id,
     appId: row.appId,
@@ -36,10 +48,12 @@ export function toListItem(row: FeedbackRow): FeedbackItem {
   }
 }
 
-export function toFullItem(row: FeedbackRow, duplicates: FeedbackRow[]): FullFeedbackItem {
+export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[]): FullFeedbackItem {
+  const row = servable(stored)
   return {
     ...toListItem(row),
     updatedAt: isoUtc(row.updatedAt),
+    failureReason: row.failureReason,
     attachments: parseOr(row.attachments, []),
     consoleLogs: parseOr(row.consoleLogs, []),
     userAgent: row.userAgent,

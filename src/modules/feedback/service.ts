@@ -153,6 +153,13 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       return item
     },
 
+    /** Puts a report back on the worker's path (after an unmerge it moves on as a lead). */
+    resume(id: string): void {
+      const now = clock.now()
+      repo.enqueueJob('process', id, now, now)
+      committer.onCommit?.()
+    },
+
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
     patch(orgId: string, id: string, body: PatchBody): { id: string; status: FeedbackStatus } {
       if (body.status === undefined) throw new ApiError('no_op')
@@ -163,7 +170,8 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const from = row.status as FeedbackStatus
       if (!canCustomerMove(from, to)) throw new ApiError('invalid_transition', { from, to })
       const now = clock.now()
-      if (!repo.moveStatus(id, row.version, to, now)) throw new ApiError('concurrent_update', { id })
+      // A retry starts clean: the old failure no longer describes the item.
+      if (!repo.moveStatus(id, row.version, to, now, to === 'queued' ? { failureReason: null } : {})) throw new ApiError('concurrent_update', { id })
       return { id, status: to }
     },
   }

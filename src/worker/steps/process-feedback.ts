@@ -1,6 +1,7 @@
 /**
- * The `process` job: takes one report from `received` through `sanitizing` to `sanitized`, then routes
- * it to `awaiting_manual` (manual mode) or `queued` (auto_pr mode).
+ * The `process` job: takes one report from `received` through `sanitizing` to `sanitized`, clusters it
+ * with its near-duplicates, then routes a lead to `awaiting_manual` (manual mode) or `queued` (auto_pr
+ * mode) — at once, or when the App's batch window closes. A duplicate takes no further steps of its own.
  * Each move is its own compare-and-set commit, and the job reads the current status first, so a
  * retry after a crash continues from wherever the last run stopped. Only sanitized values are kept:
  * the sanitizing commit overwrites every free-text field in place.
@@ -8,9 +9,22 @@
 import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import { canSystemMove, type FeedbackStatus } from '../../core/fsm'
-import { CREDENTIAL_RULES, sanitizeJson, sanitizeText, type RedactionCounts } from '../../sanitize/sanitize'
+import { sanitizeStored } from '../../sanitize/report'
 import type { JobRow } from '../jobs-repo'
 import type { JobStep } from '../loop'
+import type { ClusterService } from '../../cluster/service'
+import type { BatchWindows } from './release-batch'
+
+export interface ProcessDeps {
+  cluster: ClusterService
+  batches: BatchWindows
+}
+
+interface AppSettings {
+  processing_mode: string
+  batch_enabled: number
+  batch_window_hours: number
+}
 
 interface Row {
   id: string
@@ -23,12 +37,19 @@ interface Row {
   console_logs: string | null
   metadata: string | null
   component_target: string | null
+  email: string | null
+  submitter_name: string | null
+  external_user_id: string | null
   duplicate_of_id: string | null
 }
 
-export function createProcessFeedbackStep(sqlite: Database, clock: Clock): JobStep {
-  const get = sqlite.query('SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target, duplicate_of_id FROM feedback WHERE id = ?')
-  const modeOf = sqlite.query('SELECT processing_mode FROM apps WHERE id = ?')
+export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
+  const get = sqlite.query(
+    `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
+       email, submitter_name, external_user_id, duplicate_of_id FROM feedback WHERE id = ?`,
+  )
+  const settingsOf = sqlite.query('SELECT processing_mode, batch_enabled, batch_window_hours FROM apps WHERE id = ?')
+  const markFailed = sqlite.query("UPDATE feedback SET status = 'failed', failure_reason = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?")
   const move = sqlite.query('UPDATE feedback SET status = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?')
   const saveSanitized = sqlite.query(
     `UPDATE feedback SET status = 'sanitized', version = version + 1, updated_at = $now, processed_at = $now,
@@ -43,24 +64,13 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock): JobSt
     if (move.run(to, clock.now(), row.id, row.version).changes !== 1) throw new Error('concurrent update; will retry')
   }
 
+  /** Overwrites every free-text field with its sanitized value; the submitter's identity guides the echo rules. */
   function sanitizeRow(row: Row): void {
-    const counts: RedactionCounts = {}
-    const json = (text: string | null) => (text === null ? null : JSON.stringify(sanitizeJson(JSON.parse(text), counts)))
-    const consoleLogs = row.console_logs === null ? null : JSON.stringify(
-      (JSON.parse(row.console_logs) as { level: string; message: string; ts: number }[]).map((e) => ({ ...e, message: sanitizeText(e.message, counts) })),
+    const { columns, redactions } = sanitizeStored(
+      { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target },
+      { email: row.email, name: row.submitter_name, externalUserId: row.external_user_id },
     )
-    const changes = saveSanitized.run({
-      id: row.id,
-      version: row.version,
-      now: clock.now(),
-      text: sanitizeText(row.text, counts),
-      url: row.url === null ? null : sanitizeText(row.url, counts),
-      userAgent: row.user_agent === null ? null : sanitizeText(row.user_agent, counts, CREDENTIAL_RULES),
-      consoleLogs,
-      metadata: json(row.metadata),
-      componentTarget: json(row.component_target),
-      redactions: JSON.stringify(counts),
-    }).changes
+    const changes = saveSanitized.run({ id: row.id, version: row.version, now: clock.now(), ...columns, redactions: JSON.stringify(redactions) }).changes
     if (changes !== 1) throw new Error('concurrent update; will retry')
   }
 
@@ -78,10 +88,18 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock): JobSt
             sanitizeRow(row)
             continue
           case 'sanitized': {
-            const mode = (modeOf.get(row.app_id) as { processing_mode: string } | null)?.processing_mode
+            // Idempotent: a retry finds the report already clustered and only re-indexes it.
+            if (deps.cluster.clusterReport(row.id).leadId) return
+            const app = settingsOf.get(row.app_id) as AppSettings | null
+            if (app?.batch_enabled) {
+              // Waits in `sanitized` until the window closes; the batch_release job moves it on.
+              deps.batches.ensureWindow(row.app_id, app.batch_window_hours)
+              return
+            }
+            const current = get.get(row.id) as Row
             // The final move and the job's removal commit together: no window where both are half done.
             sqlite.transaction(() => {
-              moveTo(row, mode === 'auto_pr' ? 'queued' : 'awaiting_manual')
+              moveTo(current, app?.processing_mode === 'auto_pr' ? 'queued' : 'awaiting_manual')
               finishJob.run(job.id)
             })()
             return
@@ -95,10 +113,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock): JobSt
     onGiveUp(job: JobRow, error: string): void {
       if (!job.feedback_id) return
       const row = get.get(job.feedback_id) as Row | null
-      if (row && canSystemMove(row.status, 'failed')) {
-        sqlite.query("UPDATE feedback SET status = 'failed', version = version + 1, updated_at = ? WHERE id = ? AND version = ?").run(clock.now(), row.id, row.version)
-      }
-      void error
+      if (row && canSystemMove(row.status, 'failed')) markFailed.run(`processing failed: ${error}`.slice(0, 1000), clock.now(), row.id, row.version)
     },
   }
 }

@@ -1,0 +1,281 @@
+/**
+ * The in-memory similarity index of one App: an inverted index from words to reports, document
+ * frequencies for TF-IDF, and each report's compact word vector. Candidate retrieval walks only the
+ * postings of a report's rarer words, so the cost per query grows far slower than the App.
+ */
+import type { Features } from './features'
+
+interface Doc {
+  id: string
+  terms: Int32Array
+  tfs: Float32Array
+  firstNumbers: string[]
+  versions: Set<string>
+  polarity: 'many' | 'none' | null
+  distinctWords: number
+  page: string | null
+  component: string | null
+  errorFp: string | null
+  /** The root lead this report is a duplicate of, or null for a lead. */
+  leadId: string | null
+}
+
+export interface Scored {
+  id: string
+  wordScore: number
+}
+
+/** How many of a report's most distinctive words are used to find candidates. */
+const RETRIEVAL_TERMS = 12
+/** How many of the newest reports per word are visited when finding candidates. */
+const MAX_POSTINGS_PER_TERM = 1000
+
+export class AppIndex {
+  /** Reused score accumulator, one slot per indexed report. */
+  private acc = new Float64Array(1024)
+  private termIds = new Map<string, number>()
+  private df: number[] = []
+  private postings: number[][] = []
+  private docs: (Doc | undefined)[] = []
+  private slotOf = new Map<string, number>()
+  /** Root lead → its duplicates, for scoring a report against a whole cluster. */
+  private members = new Map<string, Set<string>>()
+  private live = 0
+
+  get size(): number {
+    return this.live
+  }
+
+  has(id: string): boolean {
+    return this.slotOf.has(id)
+  }
+
+  private idf(termId: number): number {
+    return Math.log(1 + (this.live + 1) / (this.df[termId] + 1))
+  }
+
+  add(f: Features, leadId: string | null): void {
+    if (this.slotOf.has(f.id)) this.remove(f.id)
+    const terms: number[] = []
+    const tfs: number[] = []
+    for (const [word, tf] of f.tf) {
+      let tid = this.termIds.get(word)
+      if (tid === undefined) {
+        tid = this.df.length
+        this.termIds.set(word, tid)
+        this.df.push(0)
+        this.postings.push([])
+      }
+      terms.push(tid)
+      tfs.push(tf)
+    }
+    const slot = this.docs.length
+    const doc: Doc = {
+      id: f.id,
+      terms: Int32Array.from(terms),
+      tfs: Float32Array.from(tfs),
+      firstNumbers: f.firstNumbers,
+      versions: f.versions,
+      polarity: f.polarity,
+      distinctWords: f.distinctWords,
+      page: f.page,
+      component: f.component,
+      errorFp: f.errorFp,
+      leadId,
+    }
+    this.docs.push(doc)
+    this.slotOf.set(f.id, slot)
+    for (const tid of doc.terms) {
+      this.df[tid]++
+      this.postings[tid].push(slot)
+    }
+    if (leadId) this.link(f.id, leadId)
+    this.live++
+  }
+
+  private link(id: string, leadId: string): void {
+    let set = this.members.get(leadId)
+    if (!set) this.members.set(leadId, (set = new Set()))
+    set.add(id)
+  }
+
+  private unlink(id: string, leadId: string | null): void {
+    if (leadId) this.members.get(leadId)?.delete(id)
+  }
+
+  remove(id: string): void {
+    const slot = this.slotOf.get(id)
+    if (slot === undefined) return
+    const doc = this.docs[slot]!
+    this.unlink(id, doc.leadId)
+    for (const tid of doc.terms) this.df[tid]--
+    // Postings keep the dead slot; lookups skip undefined docs (cheaper than splicing arrays).
+    this.docs[slot] = undefined
+    this.slotOf.delete(id)
+    this.live--
+  }
+
+  setLead(id: string, leadId: string | null): void {
+    const slot = this.slotOf.get(id)
+    if (slot === undefined) return
+    const doc = this.docs[slot]!
+    this.unlink(id, doc.leadId)
+    doc.leadId = leadId
+    if (leadId) this.link(id, leadId)
+  }
+
+  /** The TF-IDF vector of an indexed report. */
+  private vector(doc: Doc, into: Map<number, number>, scale: number): void {
+    for (let i = 0; i < doc.terms.length; i++) {
+      const tid = doc.terms[i]
+      into.set(tid, (into.get(tid) ?? 0) + scale * doc.tfs[i] * this.idf(tid))
+    }
+  }
+
+  /**
+   * Cosine of `f` with the centroid of a whole cluster (the lead and up to `maxMembers` duplicates, each
+   * normalised). A cluster of paraphrases covers more of the ways users describe its bug than any one
+   * report does.
+   */
+  clusterScore(f: Features, rootId: string, maxMembers = 50): number {
+    const ids = [rootId, ...[...(this.members.get(rootId) ?? [])].slice(-maxMembers)].filter((id) => id !== f.id)
+    const centroid = new Map<number, number>()
+    for (const id of ids) {
+      const doc = this.doc(id)
+      if (!doc) continue
+      let norm = 0
+      for (let i = 0; i < doc.terms.length; i++) norm += (doc.tfs[i] * this.idf(doc.terms[i])) ** 2
+      if (norm > 0) this.vector(doc as Doc, centroid, 1 / Math.sqrt(norm))
+    }
+    let dot = 0
+    let cNorm = 0
+    let qNorm = 0
+    for (const w of centroid.values()) cNorm += w * w
+    for (const [word, tf] of f.tf) {
+      const tid = this.termIds.get(word)
+      const qw = tf * (tid === undefined ? Math.log(1 + (this.live + 1)) : this.idf(tid))
+      qNorm += qw * qw
+      if (tid !== undefined) dot += qw * (centroid.get(tid) ?? 0)
+    }
+    return cNorm === 0 || qNorm === 0 ? 0 : dot / Math.sqrt(cNorm * qNorm)
+  }
+
+  clusterSize(rootId: string): number {
+    return 1 + (this.members.get(rootId)?.size ?? 0)
+  }
+
+  /** The stored features of an indexed report (what the merge rules compare). */
+  doc(id: string): Readonly<Doc> | undefined {
+    const slot = this.slotOf.get(id)
+    return slot === undefined ? undefined : this.docs[slot]
+  }
+
+  /**
+   * The `limit` reports most similar to `f` by TF-IDF cosine over words, excluding `f.id` itself.
+   * Retrieval uses the postings of words held by at most `maxDf` reports; scoring uses every word.
+   */
+  nearest(f: Features, limit: number): Scored[] {
+    const query: { tid: number; w: number; idf: number }[] = []
+    let qNorm = 0
+    for (const [word, tf] of f.tf) {
+      const tid = this.termIds.get(word)
+      // A word no indexed report has still counts in the query's norm, with the highest idf.
+      const idf = tid === undefined ? Math.log(1 + (this.live + 1)) : this.idf(tid)
+      const w = tf * idf
+      qNorm += w * w
+      if (tid !== undefined && this.df[tid] > 0) query.push({ tid, w, idf })
+    }
+    if (query.length === 0 || qNorm === 0) return []
+    qNorm = Math.sqrt(qNorm)
+    // Retrieval: the query's most distinctive words only, and within each the newest postings only
+    // (recent reports are the likely duplicates). This bounds the work per query whatever the App's size.
+    const retrieval = [...query].sort((a, b) => b.idf - a.idf).slice(0, RETRIEVAL_TERMS)
+    if (this.acc.length < this.docs.length) this.acc = new Float64Array(Math.max(this.docs.length, this.acc.length * 2, 1024))
+    const acc = this.acc
+    const touched: number[] = []
+    for (const { tid, w, idf } of retrieval) {
+      const list = this.postings[tid]
+      const stop = Math.max(0, list.length - MAX_POSTINGS_PER_TERM)
+      for (let i = list.length - 1; i >= stop; i--) {
+        const slot = list[i]
+        if (!this.docs[slot]) continue
+        if (acc[slot] === 0) touched.push(slot)
+        acc[slot] += w * idf
+      }
+    }
+    const selfSlot = this.slotOf.get(f.id)
+    const keep = Math.max(limit * 3, 40)
+    const top = new TopK(keep)
+    for (const slot of touched) {
+      if (slot !== selfSlot) top.offer(slot, acc[slot])
+      acc[slot] = 0
+    }
+    // Full cosine for the best partial matches only.
+    const shortlist = top.sorted()
+    const qWeights = new Map(query.map((q) => [q.tid, q.w]))
+    const scored: Scored[] = []
+    for (const [slot] of shortlist) {
+      const doc = this.docs[slot]!
+      let dot = 0
+      let dNorm = 0
+      for (let i = 0; i < doc.terms.length; i++) {
+        const tid = doc.terms[i]
+        const w = doc.tfs[i] * this.idf(tid)
+        dNorm += w * w
+        const qw = qWeights.get(tid)
+        if (qw !== undefined) dot += qw * w
+      }
+      if (dNorm > 0) scored.push({ id: doc.id, wordScore: dot / (qNorm * Math.sqrt(dNorm)) })
+    }
+    return scored.sort((a, b) => b.wordScore - a.wordScore).slice(0, limit)
+  }
+}
+
+/** The k highest-scored items, kept in a binary min-heap: O(n log k) instead of sorting all n. */
+class TopK {
+  private slots: number[] = []
+  private scores: number[] = []
+
+  constructor(private readonly k: number) {}
+
+  offer(slot: number, score: number): void {
+    const { slots, scores } = this
+    if (slots.length < this.k) {
+      slots.push(slot)
+      scores.push(score)
+      let i = slots.length - 1
+      while (i > 0) {
+        const parent = (i - 1) >> 1
+        if (scores[parent] <= scores[i]) break
+        this.swap(i, parent)
+        i = parent
+      }
+      return
+    }
+    if (score <= scores[0]) return
+    slots[0] = slot
+    scores[0] = score
+    let i = 0
+    for (;;) {
+      const l = 2 * i + 1
+      const r = l + 1
+      let min = i
+      if (l < slots.length && scores[l] < scores[min]) min = l
+      if (r < slots.length && scores[r] < scores[min]) min = r
+      if (min === i) break
+      this.swap(i, min)
+      i = min
+    }
+  }
+
+  private swap(a: number, b: number): void {
+    const { slots, scores } = this
+    ;[slots[a], slots[b]] = [slots[b], slots[a]]
+    ;[scores[a], scores[b]] = [scores[b], scores[a]]
+  }
+
+  /** [slot, score] pairs, best first. */
+  sorted(): [number, number][] {
+    return this.slots.map((s, i): [number, number] => [s, this.scores[i]]).sort((a, b) => b[1] - a[1])
+  }
+}

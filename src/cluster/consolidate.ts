@@ -1,0 +1,46 @@
+/**
+ * The cluster's summary fields on a lead: `theme` (a short label) and `consolidatedText` (the lead's
+ * text plus the details its duplicates add, at most 8192 characters).
+ */
+import { firstLine, words } from './tokenize'
+
+export const CONSOLIDATED_MAX = 8192
+export const THEME_MAX = 80
+
+export function themeOf(leadText: string): string {
+  const line = firstLine(leadText).replace(/^(hi|hello|hey|dear)\b[^,.!]*[,.!]\s*/i, '').replace(/\s+/g, ' ').trim()
+  const base = line || leadText.trim().replace(/\s+/g, ' ')
+  return base.length <= THEME_MAX ? base : base.slice(0, THEME_MAX - 1).replace(/\s+\S*$/, '') + '…'
+}
+
+function sentences(text: string): string[] {
+  return text
+    .split(/(?<=[.!?])\s+|\n+/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+}
+
+/**
+ * The lead's text, then each sentence of a duplicate that brings at least one word the cluster has not
+ * said yet, newest duplicates first, until the 8192-character cap.
+ */
+export function consolidate(leadText: string, duplicateTexts: string[]): string {
+  if (duplicateTexts.length === 0) return leadText.slice(0, CONSOLIDATED_MAX)
+  const seen = new Set(words(leadText))
+  const extra: string[] = []
+  for (const text of duplicateTexts) {
+    for (const s of sentences(text)) {
+      const ws = words(s)
+      if (ws.length === 0 || ws.every((w) => seen.has(w))) continue
+      for (const w of ws) seen.add(w)
+      extra.push('- ' + s)
+    }
+  }
+  const header = `\n\n--- ${duplicateTexts.length} similar report${duplicateTexts.length === 1 ? '' : 's'} add${duplicateTexts.length === 1 ? 's' : ''}: ---\n`
+  let out = leadText + (extra.length ? header : '')
+  for (const line of extra) {
+    if (out.length + line.length + 1 > CONSOLIDATED_MAX) break
+    out += line + '\n'
+  }
+  return out.trimEnd().slice(0, CONSOLIDATED_MAX)
+}

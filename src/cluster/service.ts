@@ -1,0 +1,239 @@
+/**
+ * Near-duplicate clustering: attaches each sanitized report to the open lead it duplicates (same App
+ * only, never chaining through duplicates), keeps the lead's count, timestamps, theme and consolidated
+ * text, and serves triage by hand (similar, merge, unmerge).
+ *
+ * Which leads attract duplicates: every lead past sanitizing except archived ones — including `queued`,
+ * `agent_running`, `pr_opened` and `failed`, because a fresh report of a bug whose fix is under way (or
+ * failed) is the same task, and shows its mergeRequestUrl. An archived lead was dismissed on purpose:
+ * a new report of that bug starts a new lead, so it surfaces again instead of disappearing.
+ */
+import type { Database, Statement } from 'bun:sqlite'
+import type { Clock } from '../core/clock'
+import { ApiError } from '../core/errors'
+import { AppIndex } from './app-index'
+import { featuresOf, trigramCosine, trigrams, type Features, type ReportInput } from './features'
+import { decide, DEFAULT_THRESHOLDS, type CandidateView, type Thresholds } from './decide'
+import { consolidate, themeOf } from './consolidate'
+
+export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
+/** Statuses a report may be merged from by hand. */
+const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
+/** How many of the best word-score candidates get the full (trigram) score. */
+const RESCORE = 15
+
+interface Row {
+  id: string
+  org_id: string
+  app_id: string
+  status: string
+  version: number
+  text: string
+  url: string | null
+  component_target: string | null
+  console_logs: string | null
+  duplicate_of_id: string | null
+  merge_locked: number
+}
+
+export interface SimilarEntry {
+  id: string
+  score: number
+  text: string
+  duplicateOfId: string | null
+}
+
+const toInput = (r: Row): ReportInput => ({
+  id: r.id,
+  text: r.text,
+  url: r.url,
+  componentTarget: r.component_target,
+  consoleLogs: r.console_logs,
+  duplicateOfId: r.duplicate_of_id,
+})
+
+export function createClusterService(sqlite: Database, clock: Clock, thresholds: Thresholds = DEFAULT_THRESHOLDS) {
+  const indexes = new Map<string, AppIndex>()
+  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked'
+  const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
+  const loadApp: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE app_id = ? AND status NOT IN ('received', 'sanitizing') ORDER BY id`)
+  const setDuplicate = sqlite.query(
+    'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',
+  )
+  const moveDuplicates = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
+  const duplicateIds = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
+  const dupTexts = sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? ORDER BY id DESC LIMIT 200')
+  const dupStats = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = ?')
+  const saveLead = sqlite.query(
+    'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
+  )
+  const setUnmerged = sqlite.query('UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, version = version + 1, updated_at = ? WHERE id = ?')
+
+  function row(id: string): Row | null {
+    return getRow.get(id) as Row | null
+  }
+
+  /** The App's index, built from the database on first use. */
+  function indexFor(appId: string): AppIndex {
+    let index = indexes.get(appId)
+    if (!index) {
+      index = new AppIndex()
+      for (const r of loadApp.all(appId) as Row[]) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+      indexes.set(appId, index)
+    }
+    return index
+  }
+
+  /** Candidates best first, with the blended (word + trigram) score; `excludeIds` are left out. */
+  type Ranked = SimilarEntry & { row: Row; features: CandidateView['features']; triScore: number }
+
+  function rank(appId: string, f: Features, text: string, limit: number): Ranked[] {
+    const index = indexFor(appId)
+    const near = index.nearest(f, Math.max(RESCORE, limit))
+    const grams = trigrams(text)
+    const out: Ranked[] = []
+    for (const c of near.slice(0, Math.max(RESCORE, limit))) {
+      const r = row(c.id)
+      if (!r || r.app_id !== appId) continue
+      const triScore = trigramCosine(grams, trigrams(r.text))
+      const score = thresholds.wordWeight * c.wordScore + (1 - thresholds.wordWeight) * triScore
+      const features = index.doc(r.id) ?? featuresOf(toInput(r))
+      out.push({ id: r.id, score: Math.round(Math.min(1, score) * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore })
+    }
+    return out.sort((a, b) => b.score - a.score)
+  }
+
+  /** Recomputes a lead's count, last duplicate time, theme and consolidated text from its duplicates. */
+  function refreshLead(leadId: string): void {
+    const lead = row(leadId)
+    if (!lead) return
+    const stats = dupStats.get(leadId) as { n: number; last: number | null }
+    const texts = (dupTexts.all(leadId) as { text: string }[]).map((d) => d.text)
+    saveLead.run(stats.n, stats.last, themeOf(lead.text), consolidate(lead.text, texts), clock.now(), leadId)
+  }
+
+  function attach(dupId: string, leadId: string, locked: boolean): void {
+    const now = clock.now()
+    const movedIds = (duplicateIds.all(dupId) as { id: string }[]).map((d) => d.id)
+    setDuplicate.run(leadId, locked ? 1 : 0, now, dupId)
+    // Never chain: the duplicates of the merged item move to the new lead too.
+    moveDuplicates.run(leadId, now, dupId)
+    refreshLead(leadId)
+    const r = row(dupId)
+    if (r) {
+      const index = indexFor(r.app_id)
+      index.setLead(dupId, leadId)
+      for (const id of movedIds) index.setLead(id, leadId)
+    }
+  }
+
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number) {
+    const viaMember = decide(f, member, score, thresholds)
+    if (!viaMember.attach) return viaMember
+    const veto = decide(f, lead, 1, thresholds)
+    return veto.attach ? viaMember : veto
+  }
+
+  function requireInOrg(orgId: string, id: string): Row {
+    const r = row(id)
+    if (!r || r.org_id !== orgId) throw new ApiError('not_found')
+    return r
+  }
+
+  return {
+    /**
+     * Clusters one sanitized report: attaches it to the best open lead of its App when the decision
+     * rules allow, and indexes it. Idempotent: a report already clustered is only (re)indexed.
+     * Returns the lead it now duplicates, or null when it is a lead itself.
+     */
+    clusterReport(id: string): { leadId: string | null; reason: string } {
+      const r = row(id)
+      if (!r) return { leadId: null, reason: 'gone' }
+      const index = indexFor(r.app_id)
+      const f = featuresOf(toInput(r))
+      if (r.duplicate_of_id) {
+        index.add(f, r.duplicate_of_id)
+        return { leadId: r.duplicate_of_id, reason: 'already a duplicate' }
+      }
+      let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
+      if (!r.merge_locked) {
+        const seenRoots = new Set<string>()
+        for (const c of rank(r.app_id, f, r.text, RESCORE)) {
+          const rootId = c.duplicateOfId ?? c.id
+          if (seenRoots.has(rootId)) continue
+          const root = rootId === c.id ? c.row : row(rootId)
+          if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
+          seenRoots.add(rootId)
+          // Against a cluster with duplicates, the whole cluster's vocabulary counts too.
+          const index = indexFor(r.app_id)
+          const score =
+            index.clusterSize(rootId) > 1
+              ? Math.max(c.score, thresholds.wordWeight * index.clusterScore(f, rootId) + (1 - thresholds.wordWeight) * c.triScore)
+              : c.score
+          // Vetoes hold against the lead too, not only against the member that matched best.
+          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, index.doc(rootId) ?? featuresOf(toInput(root)), score)
+          if (v.attach) {
+            verdict = { leadId: rootId, reason: v.reason }
+            break
+          }
+          if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
+          if (seenRoots.size >= 5) break
+        }
+      }
+      sqlite.transaction(() => {
+        if (verdict.leadId) attach(id, verdict.leadId, false)
+        else refreshLead(id)
+      })()
+      index.add(f, verdict.leadId)
+      return verdict
+    },
+
+    /** GET /v1/feedback/:id/similar: other reports of the same App, best first. */
+    similar(orgId: string, id: string, limit: number): SimilarEntry[] {
+      const r = requireInOrg(orgId, id)
+      return rank(r.app_id, featuresOf(toInput(r)), r.text, limit)
+        .filter((c) => c.id !== id)
+        .slice(0, limit)
+        .map(({ id, score, text, duplicateOfId }) => ({ id, score, text, duplicateOfId }))
+    },
+
+    /** POST /v1/feedback/:id/merge: makes `id` (and its duplicates) duplicates of `leadId`. */
+    merge(orgId: string, id: string, leadId: string): void {
+      if (id === leadId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'cannot merge a report into itself' }] })
+      const r = requireInOrg(orgId, id)
+      const lead = requireInOrg(orgId, leadId)
+      if (lead.app_id !== r.app_id) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'the lead belongs to another App' }] })
+      if (lead.duplicate_of_id) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicate_of_id })
+      if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
+      if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
+      sqlite.transaction(() => {
+        const formerLead = r.duplicate_of_id
+        attach(id, leadId, true)
+        if (formerLead && formerLead !== leadId) refreshLead(formerLead)
+      })()
+    },
+
+    /** POST /v1/feedback/:id/unmerge: makes a duplicate a lead of its own again (and keeps it so). */
+    unmerge(orgId: string, id: string): { formerLeadId: string } {
+      const r = requireInOrg(orgId, id)
+      if (!r.duplicate_of_id) throw new ApiError('not_a_duplicate')
+      const formerLeadId = r.duplicate_of_id
+      sqlite.transaction(() => {
+        setUnmerged.run(clock.now(), id)
+        refreshLead(formerLeadId)
+        refreshLead(id)
+      })()
+      indexFor(r.app_id).setLead(id, null)
+      return { formerLeadId }
+    },
+
+    /** Drops the cached index of an App (tests; after bulk imports). */
+    forget(appId?: string): void {
+      if (appId) indexes.delete(appId)
+      else indexes.clear()
+    },
+
+    indexSize: (appId: string): number => indexFor(appId).size,
+  }
+}
+export type ClusterService = ReturnType<typeof createClusterService>

@@ -1,0 +1,162 @@
+/**
+ * Text features for near-duplicate detection: words (version strings and codes kept whole, stop words
+ * dropped, light stemming), character trigrams (robust to typos), the numbers of the first line
+ * (versions and error codes that veto merges), the page path, and a console-error fingerprint.
+ */
+
+const STOP_WORDS = new Set(
+  (
+    // English
+    'a an the and or but if then else of to in on at by for with from into onto up down out over under is are was were be been being am ' +
+    'i me my we our you your he she it its they them their this that these those there here what which who whom when where why how ' +
+    'do does did doing done have has had having can could will would should shall may might must not no nor so too very just also ' +
+    'again still even only any all some each every both few more most other such own same than as about after before while until ' +
+    'hi hello hey dear team thanks thank thx please pls regards cheers best sent iphone android ok okay guys folks lol ' +
+    'get got getting go going went gets im ive dont doesnt didnt cant cannot wont isnt arent wasnt thats theres whats ' +
+    // German, French, Spanish, Portuguese function words
+    'der die das den dem des ein eine einen einem und oder aber nicht ist sind war ich mir mich wir sie es bei mit von zu im am auf fur für ' +
+    'le la les un une des et ou mais ne pas est sont je me moi nous vous il elle ce cette dans sur pour avec de du au aux ' +
+    'el los las uno una y o pero no es son yo mi nosotros en con por para del al lo que ' +
+    'o os as um uma e ou mas nao não eu meu nos em com por para do da dos das no na'
+  ).split(/\s+/),
+)
+
+/**
+ * Words end users use for the same thing, folded to one token so paraphrases meet ("the pay button is
+ * greyed out" ~ "pay button disabled"). Kept to bug-report vocabulary whose senses do not collide.
+ */
+const SYNONYMS: Record<string, string> = Object.fromEntries(
+  (
+    [
+      ['broken', 'broke broken break breaks fail fails failed failing failure work works working worked stopped stop stops bug bugged buggy glitch'],
+      ['crash', 'crash crashes crashed crashing close closes closed closing quit quits quitting freeze freezes froze frozen hang hangs'],
+      ['disabled', 'disabled disable grey gray greyed grayed inactive unclickable clickable dead'],
+      ['click', 'click clicks clicked clicking tap taps tapped tapping press presses pressed pressing hit'],
+      ['image', 'image images photo photos picture pictures pic pics img thumbnail thumbnails'],
+      ['login', 'login logins log logged logging signin sign signed signing'],
+      ['empty', 'empty blank nothing none zero'],
+      ['slow', 'slow slowly sluggish lag lags laggy lagging forever'],
+      ['error', 'error errors err exception exceptions'],
+      ['wrong', 'wrong incorrect incorrectly bad off'],
+      ['missing', 'missing disappear disappears disappeared gone vanish vanished vanishes lost'],
+      ['page', 'page pages screen screens view'],
+      ['button', 'button buttons btn'],
+      ['email', 'email emails mail mails e-mail'],
+      ['show', 'show shows showed shown showing display displays displayed displaying appear appears appeared'],
+      ['load', 'load loads loaded loading'],
+      ['cart', 'cart basket bag'],
+      ['pay', 'pay pays paid paying payment payments'],
+      ['price', 'price prices pricing cost costs'],
+      ['upload', 'upload uploads uploaded uploading'],
+      ['download', 'download downloads downloaded downloading export exports exported exporting'],
+      ['notification', 'notification notifications notif notifs push'],
+      ['date', 'date dates day days'],
+      ['phone', 'phone phones mobile iphone android'],
+    ] as [string, string][]
+  ).flatMap(([canon, list]) => list.split(' ').map((w) => [w, canon])),
+)
+
+/** A version or dotted number kept whole: 2.3.1, v10.4, 1.0.0-beta.2 */
+const VERSION_RE = /^v?\d+(?:\.\d+)+(?:-[a-z0-9.]+)?$/
+
+function stem(word: string): string {
+  if (word.length <= 4 || /\d/.test(word)) return word
+  for (const suffix of ['ingly', 'ing', 'edly', 'ed', 'ies', 'es', 's', 'ly']) {
+    if (word.endsWith(suffix) && word.length - suffix.length >= 3) {
+      const base = word.slice(0, -suffix.length)
+      return suffix === 'ies' ? base + 'y' : base
+    }
+  }
+  return word
+}
+
+/** Lowercased words; keeps versions (2.3.1) and codes (e404, 502) as single tokens. */
+export function words(text: string): string[] {
+  const out: string[] = []
+  const raw = text.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+  for (const m of raw.matchAll(/v?\d+(?:\.\d+)+(?:-[a-z0-9.]+)?|[a-z0-9]+(?:['’][a-z]+)?/g)) {
+    let w = m[0].replace(/['’]/g, '')
+    if (STOP_WORDS.has(w)) continue
+    if (!VERSION_RE.test(w)) {
+      if (w.length < 2) continue
+      w = SYNONYMS[w] ?? stem(w)
+    }
+    out.push(w)
+  }
+  return out
+}
+
+export function firstLine(text: string): string {
+  const trimmed = text.trim()
+  const cut = trimmed.search(/[\n.!?](\s|$)/)
+  return (cut === -1 ? trimmed : trimmed.slice(0, cut)).slice(0, 300)
+}
+
+/**
+ * The numbers of a line in order: versions (2.3.1), codes (502, e1234, #4411) and counts. Order matters:
+ * "report 0 from client 1" and "report 1 from client 0" are different cases.
+ */
+export function identifyingNumbers(line: string): string[] {
+  return [...line.toLowerCase().matchAll(/\bv?\d+(?:\.\d+)+\b|\b[a-z#]*\d+[a-z]*\b/g)].map((m) => m[0].replace(/^v/, ''))
+}
+
+/** Every version string in the text (2.3.1, v10.4): two reports naming disjoint versions differ. */
+export function versions(text: string): Set<string> {
+  const out = new Set<string>()
+  for (const m of text.toLowerCase().matchAll(/\bv?(\d+\.\d+(?:\.\d+)+|\d+\.\d+)\b/g)) {
+    // "1.5 seconds" or "2.50 EUR" are amounts, not versions: only count x.y.z, or x.y after "v"/"version".
+    const before = text.toLowerCase().slice(Math.max(0, (m.index ?? 0) - 9), m.index)
+    if (m[1].split('.').length >= 3 || m[0].startsWith('v') || /version\s*$/.test(before)) out.add(m[1])
+  }
+  return out
+}
+
+const NONE_CUES = /\b(no|not|never|none|nothing|zero|stopped|any)\b|n't\b/
+const MANY_CUES = /\b(twice|double|doubled|duplicate|duplicated|duplicates|multiple|repeated|again and again|two times|2x)\b/
+
+/** "I get every notification twice" vs "I get no notifications": same words, opposite bugs. */
+export function polarity(text: string): 'many' | 'none' | null {
+  const t = text.toLowerCase()
+  const many = MANY_CUES.test(t)
+  const none = NONE_CUES.test(t)
+  // "does nothing, tried twice" says both: no polarity to compare.
+  if (many === none) return null
+  return many ? 'many' : 'none'
+}
+
+/** Character trigrams of the letters-and-digits text (spaces collapsed), as counts. */
+export function trigrams(text: string, limit = 2000): Map<string, number> {
+  const norm = ' ' + text.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '
+  const grams = new Map<string, number>()
+  for (let i = 0; i + 3 <= norm.length; i++) {
+    const g = norm.slice(i, i + 3)
+    grams.set(g, (grams.get(g) ?? 0) + 1)
+  }
+  return grams
+}
+
+/** The page a report came from, without query or fragment: "/checkout/payment". Null when absent. */
+export function pagePath(url: string | null): string | null {
+  if (!url) return null
+  try {
+    const u = new URL(url)
+    const path = u.pathname.replace(/\/+$/, '') || '/'
+    return u.host + path
+  } catch {
+    return null
+  }
+}
+
+/** A console error with its variable parts (numbers, ids, quoted values, urls) removed. */
+export function errorFingerprint(message: string | null): string | null {
+  if (!message) return null
+  const fp = message
+    .toLowerCase()
+    .replace(/https?:\/\/\S+/g, 'URL')
+    .replace(/(["'`]).*?\1/g, 'Q')
+    .replace(/0x[0-9a-f]+|\b[0-9a-f]{8,}\b|\d+/g, 'N')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 200)
+  return fp || null
+}

@@ -1,0 +1,86 @@
+/**
+ * Triage by hand (additive, sk; CONTRACT.md): similar reports, merge into a lead, unmerge.
+ */
+import { Elysia, t } from 'elysia'
+import { orgAuth, type AuthDeps } from '../../http/auth'
+import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { ID_PATTERN } from '../../core/ids'
+import type { ClusterService } from '../../cluster/service'
+import { FullFeedbackItem, IdParams } from './model'
+import type { FeedbackService } from './service'
+import { baseUrlOf } from '../uploads/index'
+
+export const SimilarQuery = t.Object(
+  { limit: t.Optional(t.Numeric({ minimum: 1, maximum: 50, multipleOf: 1, description: 'Default 5, at most 50' })) },
+  { additionalProperties: false },
+)
+export const SimilarList = t.Object(
+  {
+    data: t.Array(
+      t.Object(
+        {
+          id: t.String({ pattern: ID_PATTERN }),
+          score: t.Number({ minimum: 0, maximum: 1 }),
+          text: t.String(),
+          duplicateOfId: t.Union([t.String({ pattern: ID_PATTERN }), t.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+export const MergeBody = t.Object({ leadId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
+
+export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: FeedbackService, publicUrl: string | undefined) {
+  return new Elysia({ name: 'feedback-triage' })
+    .use(orgAuth(auth))
+    .get('/v1/feedback/:id/similar', ({ org, params, query }) => ({ data: cluster.similar(org.orgId, params.id, query.limit ?? 5) }), {
+      params: IdParams,
+      query: SimilarQuery,
+      response: { 200: SimilarList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found') },
+      detail: {
+        summary: 'Reports of the same App most similar to this one, best first',
+        description: 'Candidates are leads and duplicates alike; score is 0..1.',
+        tags: ['triage'],
+        security: BEARER_SK,
+      },
+    })
+    .post(
+      '/v1/feedback/:id/merge',
+      ({ org, params, body, request }) => {
+        cluster.merge(org.orgId, params.id, body.leadId)
+        return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
+      },
+      {
+        params: IdParams,
+        body: MergeBody,
+        parse: 'json',
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'invalid_target', 'invalid_transition') },
+        detail: {
+          summary: 'Merge this report into a lead (its own duplicates move along)',
+          description: 'leadId must be a lead of the same App (409 invalid_target with leadFeedbackId when it is a duplicate). Automatic clustering leaves merged rows alone afterwards.',
+          tags: ['triage'],
+          security: BEARER_SK,
+        },
+      },
+    )
+    .post(
+      '/v1/feedback/:id/unmerge',
+      async ({ org, params, request }) => {
+        cluster.unmerge(org.orgId, params.id)
+        feedback.resume(params.id)
+        return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
+      },
+      {
+        params: IdParams,
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_a_duplicate') },
+        detail: {
+          summary: 'Make a duplicate a lead of its own again',
+          description: 'The report resumes its lifecycle as a lead (e.g. to awaiting_manual) and is not clustered automatically again.',
+          tags: ['triage'],
+          security: BEARER_SK,
+        },
+      },
+    )
+}

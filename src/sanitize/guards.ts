@@ -1,0 +1,67 @@
+/**
+ * The context checks behind the rules' false-positive guards: JWT headers, Basic credentials, and the
+ * words around a number that say it is a version, an id or a price rather than an address or a phone.
+ */
+import type { Candidate } from './rule'
+
+/** The text on the same line just before a candidate (at most `width` characters). */
+export function before(c: Candidate, width = 32): string {
+  const from = Math.max(0, c.start - width)
+  const s = c.text.slice(from, c.start)
+  const nl = s.lastIndexOf('\n')
+  return nl === -1 ? s : s.slice(nl + 1)
+}
+
+/** The text on the same line just after a candidate (at most `width` characters). */
+export function after(c: Candidate, width = 16): string {
+  const s = c.text.slice(c.end, c.end + width)
+  const nl = s.indexOf('\n')
+  return nl === -1 ? s : s.slice(0, nl)
+}
+
+/** A named group of the candidate's match (e.g. the random part of a vendor token). */
+export const group = (c: Candidate, name: string): string | undefined => c.match.groups?.[name]
+
+/** The first segment of a JWT is base64url JSON naming its algorithm. */
+export function isJwtHeader(segment: string): boolean {
+  try {
+    const header = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
+    return typeof header === 'object' && header !== null && typeof header.alg === 'string'
+  } catch {
+    return false
+  }
+}
+
+/** Basic credentials are base64 of printable `user:password`; "Basic authentication" decodes to noise. */
+export function isBasicCredential(value: string): boolean {
+  if (value.replace(/=+$/, '').length % 4 === 1) return false
+  const decoded = Buffer.from(value, 'base64').toString('latin1')
+  return /^[\x20-\x7e]+$/.test(decoded) && decoded.includes(':')
+}
+
+/** Words that, just before a dotted number, make it a version rather than an address. */
+const VERSION_BEFORE = /(?:\b(?:v|ver|version|build|release|rev|revision|firmware|fw|update[ds]?|upgraded?|patch|sdk|api|os|ios|android|macos|windows|node|bun|npm|chrome|firefox|safari|edge)\.?(?:\s+to)?)[\s:=#-]{0,3}$/i
+
+/**
+ * A dotted number is a version when a version word or a product token (`Chrome/`, `Edg/` at the start
+ * of a word, not a path segment like `/users/`) precedes it, or a pre-release suffix (`-beta`) follows.
+ */
+export function isVersionContext(c: Candidate): boolean {
+  const b = before(c)
+  return VERSION_BEFORE.test(b) || /(?:^|[\s(;,])[A-Za-z][\w.-]*\/$/.test(b) || /^-[A-Za-z]/.test(after(c))
+}
+
+/** Words that make a grouped number an id, a price or a version, not a phone number. */
+const ID_BEFORE = /(?:\b(?:order|invoice|ticket|case|ref|reference|sku|id|build|version|ver|v|serial|tracking|iban|bic|account|acct|isbn|ean|upc)\b\.?|#|\$|€|£|¥)[\s:#=-]{0,3}$/i
+
+export const isIdContext = (c: Candidate): boolean => ID_BEFORE.test(before(c))
+
+/** An AWS secret key is 40 base64 characters with an AWS or secret word, or an access key id, close before it. */
+export function hasAwsContext(c: Candidate): boolean {
+  // Other tokens' names ("[REDACTED:secret]") are not context: they were not in the text first time round.
+  const context = before(c, 96).replace(/\[REDACTED:(?!aws_access_key_id\])[a-z0-9_]+\]/g, ' ')
+  return /aws|secret|access.?key|\[REDACTED:aws_access_key_id\]/i.test(context)
+}
+
+/** Random tokens mix upper case, lower case and digits; words, hex digests and UUIDs do not. */
+export const mixesCharacterClasses = (s: string): boolean => /[A-Z]/.test(s) && /[a-z]/.test(s) && /\d/.test(s)

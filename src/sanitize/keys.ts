@@ -1,0 +1,49 @@
+/**
+ * Which field names hold secrets. Used three ways: `key=value` / `key: value` / `"key": "value"` in free
+ * text (only the value is replaced), URL query and fragment parameters, and JSON object keys in metadata
+ * (the whole value is replaced, whatever its type).
+ * Names are compared normalized: lowercase with `-`, `_`, `.`, spaces and brackets removed, so
+ * `X-Api-Key`, `api_key` and `apiKey` are the same name.
+ */
+
+import { TOKEN_PATTERN } from './tokens'
+
+export const normalizeKey = (key: string): string => key.toLowerCase().replace(/[-_.\s[\]]/g, '')
+
+/** Names that are sensitive only as themselves (`auth`, not `author`; `session`, not `sessions_count`). */
+const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp'])
+
+/** Names that are sensitive anywhere inside a longer name (`db_password`, `client_secret`, `passwordConfirmation`). */
+const CONTAINED = ['password', 'passwd', 'passphrase', 'secret']
+
+/** Names that are sensitive at the end of a longer name (`access_token`, `x-api-key`, `jsessionid`). */
+const SUFFIXES = ['token', 'apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd']
+
+/**
+ * Names sensitive only as URL query or fragment parameters, where they carry OAuth codes and signed-URL
+ * signatures; in prose `code: 404` or `signature: invalid` are ordinary.
+ */
+const QUERY_ONLY = new Set(['code', 'sig', 'signature', 'xamzsignature', 'xamzcredential', 'xgoogsignature', 'xgoogcredential', 'nonce', 'hmac'])
+
+/** True when a value under this name is a secret wherever it appears. */
+export function isSensitiveKey(key: string): boolean {
+  // A token inside a name is an earlier redaction, not a word of the name: `[REDACTED:opaque_token]`
+  // must not make its value look like a token's.
+  const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
+  if (k.length === 0 || k.length > 64) return false
+  return EXACT.has(k) || CONTAINED.some((w) => k.includes(w)) || SUFFIXES.some((s) => k.endsWith(s))
+}
+
+/** True when a URL parameter of this name is a secret. */
+export function isSensitiveParam(key: string): boolean {
+  return isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' ')))
+}
+
+/**
+ * Values that cannot be secrets: booleans, empties, templates, and the words people write after a field
+ * name in prose ("Token: expired", "enter your password: then click"). Kept so the report stays readable.
+ */
+const NOT_A_SECRET =
+  /^(?:true|false|null|nil|none|undefined|empty|missing|required|invalid|expired|incorrect|wrong|hidden|unset|n\/a|yes|no|on|off|\*+|x+|\.+|-+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%s|the|a|an|and|or|but|then|is|was|it|not|field|box|input|please|again|still|too|when|after|before)$/i
+
+export const isNonSecretValue = (value: string): boolean => value.trim() === '' || NOT_A_SECRET.test(value.trim())

@@ -1,0 +1,284 @@
+/**
+ * Near-duplicate clustering end to end: automatic attachment to the root lead, the spec's lead fields,
+ * hidden duplicates, PATCH on a duplicate, triage by hand (similar, merge, unmerge) and batch windows
+ * driven by an injected clock.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { ManualClock } from '../src/core/clock'
+
+const PARAPHRASES = [
+  'The checkout button does nothing when I click it on the payment page.',
+  'Hi team, the checkout button does nothing when I click it on the payment page. Thanks!',
+  'Checkout button does nothing when I click it on the payment page - tried twice in Firefox.',
+]
+const UNRELATED = 'My invoice PDF downloads as an empty file from the billing settings.'
+
+async function submit(srv: TestServer, t: Tenant, text: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text, url: 'https://shop.example/checkout/payment', ...extra } })
+  expect(r.status).toBe(201)
+  return r.body.id
+}
+
+const get = (srv: TestServer, t: Tenant, id: string) => call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
+
+describe('automatic clustering', () => {
+  let srv: TestServer
+  let t: Tenant
+  const clock = new ManualClock()
+  beforeAll(async () => {
+    srv = await startTestServer({}, { clock, worker: { autoStart: false } })
+    t = seedTenant(srv.admin)
+  })
+  afterAll(() => srv.close())
+
+  let lead: string
+  let dups: string[]
+  let unrelated: string
+
+  test('three paraphrased reports and one unrelated → one lead with two duplicates, the unrelated one alone', async () => {
+    lead = await submit(srv, t, PARAPHRASES[0], { identity: { email: 'ana@example.com', name: 'Ana' } })
+    await srv.worker.tick()
+    clock.advance(1000)
+    dups = [await submit(srv, t, PARAPHRASES[1]), await submit(srv, t, PARAPHRASES[2])]
+    unrelated = await submit(srv, t, UNRELATED)
+    await srv.worker.tick()
+
+    const l = (await get(srv, t, lead)).body
+    expect(l.duplicateOfId).toBeNull()
+    expect(l.status).toBe('awaiting_manual')
+    expect(l.duplicateCount).toBe(2)
+    expect(typeof l.lastDuplicateAt).toBe('string')
+    expect(l.theme.length).toBeGreaterThan(0)
+    expect(l.theme.length).toBeLessThanOrEqual(80)
+    expect(l.consolidatedText.startsWith(PARAPHRASES[0])).toBe(true)
+    expect(l.consolidatedText).toContain('Firefox') // a distinct detail of a duplicate
+    expect(l.consolidatedText.length).toBeLessThanOrEqual(8192)
+    expect(l.duplicates.map((d: { id: string }) => d.id).sort()).toEqual([...dups].sort())
+    for (const d of l.duplicates) {
+      expect(typeof d.text).toBe('string')
+      expect(d.submittedBy.mode).toBe('public')
+      expect(typeof d.createdAt).toBe('string')
+    }
+    for (const id of dups) {
+      const d = (await get(srv, t, id)).body
+      expect(d.duplicateOfId).toBe(lead)
+      // A duplicate takes no further lifecycle steps of its own.
+      expect(d.status).toBe('sanitized')
+      expect(d.theme).toBeNull()
+    }
+    const u = (await get(srv, t, unrelated)).body
+    expect(u.duplicateOfId).toBeNull()
+    expect(u.duplicateCount).toBe(0)
+    expect(u.status).toBe('awaiting_manual')
+  })
+
+  test('the list hides duplicates unless includeDuplicates=true', async () => {
+    const hidden = (await call(srv.url, 'GET', '/v1/feedback', { auth: t.key })).body.data.map((i: { id: string }) => i.id)
+    expect(hidden).toContain(lead)
+    expect(hidden).toContain(unrelated)
+    for (const id of dups) expect(hidden).not.toContain(id)
+    const all = (await call(srv.url, 'GET', '/v1/feedback?includeDuplicates=true', { auth: t.key })).body.data.map((i: { id: string }) => i.id)
+    for (const id of dups) expect(all).toContain(id)
+  })
+
+  test('PATCH on a duplicate → 409 invalid_target with the lead', async () => {
+    const r = await call(srv.url, 'PATCH', `/v1/feedback/${dups[0]}`, { auth: t.key, body: { status: 'archived' } })
+    expect(r.status).toBe(409)
+    expect(r.body.error.code).toBe('invalid_target')
+    expect(r.body.error.details.leadFeedbackId).toBe(lead)
+  })
+
+  test('a new duplicate attaches to the root lead, never to a duplicate', async () => {
+    const another = await submit(srv, t, 'Hello, the checkout button does nothing when I click it on the payment page (Firefox).')
+    await srv.worker.tick()
+    expect((await get(srv, t, another)).body.duplicateOfId).toBe(lead)
+    expect((await get(srv, t, lead)).body.duplicateCount).toBe(3)
+  })
+
+  test('the same template with another version is not merged', async () => {
+    const a = await submit(srv, t, 'App 2.3.1 crashes when uploading an avatar from the profile page.', { url: 'https://shop.example/profile' })
+    await srv.worker.tick()
+    const b = await submit(srv, t, 'App 2.4.0 crashes when uploading an avatar from the profile page.', { url: 'https://shop.example/profile' })
+    await srv.worker.tick()
+    expect((await get(srv, t, b)).body.duplicateOfId).toBeNull()
+    expect((await get(srv, t, a)).body.duplicateCount).toBe(0)
+  })
+
+  test('an archived lead attracts no new duplicates: a new report starts a new lead', async () => {
+    const first = await submit(srv, t, 'The newsletter signup form shows a spinner forever after pressing subscribe.', { url: 'https://shop.example/news' })
+    await srv.worker.tick()
+    expect((await call(srv.url, 'PATCH', `/v1/feedback/${first}`, { auth: t.key, body: { status: 'archived' } })).status).toBe(200)
+    const again = await submit(srv, t, 'The newsletter signup form shows a spinner forever after pressing subscribe!!', { url: 'https://shop.example/news' })
+    await srv.worker.tick()
+    const r = (await get(srv, t, again)).body
+    expect(r.duplicateOfId).toBeNull()
+    expect(r.status).toBe('awaiting_manual')
+  })
+
+  test('a queued lead still attracts duplicates', async () => {
+    const first = await submit(srv, t, 'Changing the shipping country resets the whole cart to empty.', { url: 'https://shop.example/cart' })
+    await srv.worker.tick()
+    expect((await call(srv.url, 'PATCH', `/v1/feedback/${first}`, { auth: t.key, body: { status: 'queued' } })).status).toBe(200)
+    const again = await submit(srv, t, 'Hi, changing the shipping country resets the whole cart to empty. Please fix.', { url: 'https://shop.example/cart' })
+    await srv.worker.tick()
+    expect((await get(srv, t, again)).body.duplicateOfId).toBe(first)
+  })
+
+  test('reports of another App are never candidates', async () => {
+    const other = seedTenant(srv.admin, {}, 'Other')
+    const id = await submit(srv, other, PARAPHRASES[0])
+    await srv.worker.tick()
+    expect((await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: other.key })).body.duplicateOfId).toBeNull()
+    const similar = await call(srv.url, 'GET', `/v1/feedback/${id}/similar`, { auth: other.key })
+    expect(similar.body.data).toEqual([])
+  })
+})
+
+describe('triage by hand', () => {
+  let srv: TestServer
+  let t: Tenant
+  beforeAll(async () => {
+    srv = await startTestServer({}, { worker: { autoStart: false } })
+    t = seedTenant(srv.admin)
+  })
+  afterAll(() => srv.close())
+
+  test('GET /similar lists the closest reports of the App, best first, with scores in 0..1', async () => {
+    const ids = [await submit(srv, t, PARAPHRASES[0])]
+    await srv.worker.tick()
+    ids.push(await submit(srv, t, PARAPHRASES[1]), await submit(srv, t, UNRELATED))
+    await srv.worker.tick()
+    const r = await call(srv.url, 'GET', `/v1/feedback/${ids[0]}/similar`, { auth: t.key })
+    expect(r.status).toBe(200)
+    expect(r.body.data[0].id).toBe(ids[1])
+    expect(r.body.data[0].duplicateOfId).toBe(ids[0])
+    const scores = r.body.data.map((d: { score: number }) => d.score)
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores)
+    for (const d of r.body.data) {
+      expect(d.score).toBeGreaterThanOrEqual(0)
+      expect(d.score).toBeLessThanOrEqual(1)
+      expect(Object.keys(d).sort()).toEqual(['duplicateOfId', 'id', 'score', 'text'])
+      expect(d.id).not.toBe(ids[0])
+    }
+    expect((await call(srv.url, 'GET', `/v1/feedback/${ids[0]}/similar?limit=1`, { auth: t.key })).body.data.length).toBe(1)
+    for (const bad of ['0', '51', 'x']) {
+      expect((await call(srv.url, 'GET', `/v1/feedback/${ids[0]}/similar?limit=${bad}`, { auth: t.key })).body.error.code).toBe('invalid_body')
+    }
+    expect((await call(srv.url, 'GET', '/v1/feedback/zz/similar', { auth: t.key })).body.error.code).toBe('invalid_id')
+    const stranger = seedTenant(srv.admin, {}, 'Stranger')
+    expect((await call(srv.url, 'GET', `/v1/feedback/${ids[0]}/similar`, { auth: stranger.key })).status).toBe(404)
+  })
+
+  test('merge: a lead with duplicates merged into another lead brings them along (no chains)', async () => {
+    const a = await submit(srv, t, 'Search on the help center returns nothing for any word.', { url: 'https://shop.example/help' })
+    await srv.worker.tick()
+    const a2 = await submit(srv, t, 'Hi, search on the help center returns nothing for any word. Thanks', { url: 'https://shop.example/help' })
+    await srv.worker.tick()
+    expect((await get(srv, t, a2)).body.duplicateOfId).toBe(a)
+    const b = await submit(srv, t, 'FAQ search is empty whatever I type', { url: 'https://shop.example/faq' })
+    await srv.worker.tick()
+    expect((await get(srv, t, b)).body.duplicateOfId).toBeNull()
+
+    const r = await call(srv.url, 'POST', `/v1/feedback/${a}/merge`, { auth: t.key, body: { leadId: b } })
+    expect(r.status).toBe(200)
+    expect(r.body.id).toBe(a)
+    expect(r.body.duplicateOfId).toBe(b)
+    expect(r.body.duplicateCount).toBe(0)
+    expect((await get(srv, t, a2)).body.duplicateOfId).toBe(b)
+    const lead = (await get(srv, t, b)).body
+    expect(lead.duplicateCount).toBe(2)
+    expect(lead.duplicates.map((d: { id: string }) => d.id).sort()).toEqual([a, a2].sort())
+
+    // Into a duplicate: refused, naming the lead to act on.
+    const c = await submit(srv, t, 'Order tracking link in the shipping mail is dead.', { url: 'https://shop.example/track' })
+    await srv.worker.tick()
+    const into = await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: a2 } })
+    expect(into.status).toBe(409)
+    expect(into.body.error.code).toBe('invalid_target')
+    expect(into.body.error.details.leadFeedbackId).toBe(b)
+    // Into itself, into another App, unknown fields, unknown lead.
+    expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: c } })).body.error.code).toBe('invalid_body')
+    expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: b, x: 1 } })).body.error.code).toBe('invalid_body')
+    expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: '0'.repeat(24) } })).status).toBe(404)
+    const app2 = srv.admin.createApp(t.orgId, { name: 'Second App' })
+    const foreign = (await call(srv.url, 'POST', '/v1/feedback', { auth: app2.publicKey, body: { text: 'Totally other app report about the calendar.' } })).body.id
+    await srv.worker.tick()
+    expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: foreign } })).body.error.code).toBe('invalid_body')
+    // Other Org's key: 404, not 403.
+    const stranger = seedTenant(srv.admin, {}, 'Stranger2')
+    expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: stranger.key, body: { leadId: b } })).status).toBe(404)
+  })
+
+  test('unmerge: the duplicate becomes a lead, resumes its lifecycle, and is not clustered again', async () => {
+    const lead = await submit(srv, t, 'Wishlist heart icon does not save the product on mobile.', { url: 'https://shop.example/p/1' })
+    await srv.worker.tick()
+    const dup = await submit(srv, t, 'Hello! Wishlist heart icon does not save the product on mobile.', { url: 'https://shop.example/p/1' })
+    await srv.worker.tick()
+    expect((await get(srv, t, dup)).body.duplicateOfId).toBe(lead)
+
+    const r = await call(srv.url, 'POST', `/v1/feedback/${dup}/unmerge`, { auth: t.key })
+    expect(r.status).toBe(200)
+    expect(r.body.duplicateOfId).toBeNull()
+    expect((await get(srv, t, lead)).body.duplicateCount).toBe(0)
+    await srv.worker.tick()
+    const after = (await get(srv, t, dup)).body
+    expect(after.duplicateOfId).toBeNull()
+    expect(after.status).toBe('awaiting_manual')
+
+    const again = await call(srv.url, 'POST', `/v1/feedback/${dup}/unmerge`, { auth: t.key })
+    expect(again.status).toBe(409)
+    expect(again.body.error.code).toBe('not_a_duplicate')
+  })
+})
+
+describe('batch windows', () => {
+  test('leads wait for the window to close, then each moves on once; duplicates stay with their lead', async () => {
+    const clock = new ManualClock()
+    const srv = await startTestServer({}, { clock, worker: { autoStart: false } })
+    try {
+      const t = seedTenant(srv.admin, { batchEnabled: true, batchWindowHours: 2, processingMode: 'auto_pr' })
+      const lead = await submit(srv, t, PARAPHRASES[0])
+      await srv.worker.tick()
+      const dup = await submit(srv, t, PARAPHRASES[1])
+      const other = await submit(srv, t, UNRELATED)
+      await srv.worker.tick()
+      expect((await get(srv, t, lead)).body.status).toBe('sanitized')
+      expect((await get(srv, t, other)).body.status).toBe('sanitized')
+      expect((await get(srv, t, dup)).body.duplicateOfId).toBe(lead)
+
+      clock.advance(2 * 3600_000 - 1000)
+      await srv.worker.tick()
+      expect((await get(srv, t, lead)).body.status).toBe('sanitized')
+
+      clock.advance(1000)
+      await srv.worker.tick()
+      expect((await get(srv, t, lead)).body.status).toBe('queued')
+      expect((await get(srv, t, other)).body.status).toBe('queued')
+      expect((await get(srv, t, dup)).body.status).toBe('sanitized')
+      expect((await get(srv, t, lead)).body.duplicateCount).toBe(1)
+
+      // A report after the window closed opens a new window.
+      const late = await submit(srv, t, 'The size guide popup cannot be closed on small phones.')
+      await srv.worker.tick()
+      expect((await get(srv, t, late)).body.status).toBe('sanitized')
+      clock.advance(2 * 3600_000)
+      await srv.worker.tick()
+      expect((await get(srv, t, late)).body.status).toBe('queued')
+    } finally {
+      await srv.close()
+    }
+  })
+
+  test('without batching each lead moves on as soon as it is sanitized', async () => {
+    const srv = await startTestServer({}, { worker: { autoStart: false } })
+    try {
+      const t = seedTenant(srv.admin, { processingMode: 'auto_pr' })
+      const id = await submit(srv, t, UNRELATED)
+      await srv.worker.tick()
+      expect((await get(srv, t, id)).body.status).toBe('queued')
+    } finally {
+      await srv.close()
+    }
+  })
+})

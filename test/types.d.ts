@@ -1,0 +1,15 @@
+/** s3rver ships no types; the tests use this much of it. */
+declare module 's3rver' {
+  interface S3rverOptions {
+    port?: number
+    address?: string
+    silent?: boolean
+    directory: string
+    configureBuckets?: { name: string; configs?: unknown[] }[]
+  }
+  export default class S3rver {
+    constructor(options: S3rverOptions)
+    run(): Promise<{ address: string; port: number }>
+    close(): Promise<void>
+  }
+}
