@@ -25,6 +25,12 @@ const ROUTES: [string, string, string[]][] = [
   ['patch', '/v1/feedback/{id}', ['200', '400', '401', '404', '409', '429', '500']],
   ['get', '/v1/apps', ['200', '401', '429', '500']],
   ['post', '/v1/tokens/mint', ['200', '400', '401', '404', '429', '500']],
+  ['post', '/v1/feedback/upload-url', ['200', '400', '401', '403', '413', '429', '500']],
+  ['put', '/v1/uploads/{appId}/{name}', ['200', '400', '403', '404', '409', '413', '500']],
+  ['get', '/v1/uploads/{appId}/{name}', ['200', '403', '404', '500']],
+  ['get', '/v1/feedback/{id}/similar', ['200', '400', '401', '404', '429', '500']],
+  ['post', '/v1/feedback/{id}/merge', ['200', '400', '401', '404', '409', '429', '500']],
+  ['post', '/v1/feedback/{id}/unmerge', ['200', '400', '401', '404', '409', '429', '500']],
   ['get', '/healthz', ['200']],
   ['get', '/readyz', ['200', '500', '503']],
 ]
@@ -66,7 +72,7 @@ describe('/docs', () => {
     await page.goto(srv.url + '/docs')
     await page.waitForSelector('.opblock', { timeout: 15_000 })
     const paths = await page.$$eval('.opblock-summary-path', (els) => els.map((e) => e.textContent?.replace(/\u200b/g, '').trim()))
-    for (const p of ['/v1/feedback', '/v1/feedback/{id}', '/v1/apps', '/v1/tokens/mint']) expect(paths).toContain(p)
+    for (const p of ['/v1/feedback', '/v1/feedback/{id}', '/v1/apps', '/v1/tokens/mint', '/v1/feedback/upload-url', '/v1/feedback/{id}/similar']) expect(paths).toContain(p)
     // Try it out: call GET /healthz from the explorer and read the live response.
     await page.click('#operations-operations-getHealthz .opblock-summary')
     await page.click('#operations-operations-getHealthz .try-out__btn')

@@ -55,7 +55,7 @@ export function embeddedUploadRoutes(uploads: UploadsService, embedded: Embedded
     .get('/v1/uploads/:appId/:name', ({ params, query }) => uploads.serveEmbedded(embedded, `${params.appId}/${params.name}`, query), {
       params: UploadParams,
       query: SignedQuery,
-      response: { ...errorSchemas('invalid_signature', 'url_expired', 'not_found') },
+      response: { 200: t.Unknown({ description: 'The object, with its content type, nosniff and Content-Disposition: attachment' }), ...errorSchemas('invalid_signature', 'url_expired', 'not_found') },
       detail: { summary: 'Download an object from the embedded store (signed URL from GET /v1/feedback/:id)', tags: ['uploads'] },
     })
 }
