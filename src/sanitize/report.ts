@@ -102,7 +102,15 @@ export interface StoredReport {
   componentTarget: string | null
 }
 
-const parseOrNull = <T>(json: string | null): T | null => (json === null ? null : (JSON.parse(json) as T))
+/** JSON.parse, with an error that does not quote the (raw) text: it ends up in the job's last_error. */
+function parseOrNull<T>(json: string | null): T | null {
+  if (json === null) return null
+  try {
+    return JSON.parse(json) as T
+  } catch {
+    throw new Error('a stored JSON column of the report does not parse')
+  }
+}
 const jsonOrNull = (value: unknown): string | null => (value === null ? null : JSON.stringify(value))
 
 /**

@@ -7,10 +7,10 @@
 import { isCardNumber } from './cards'
 import { isPlaceholder, shannonEntropy } from './entropy'
 import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
-import { ibanLength, isIban } from './iban'
-import { isNetmask, parseIPv4, parseIPv6 } from './ip'
+import { isIban } from './iban'
+import { isNetmask, parseIPv4 } from './ip'
 import { isNonSecretValue, isSensitiveKey, isSensitiveParam } from './keys'
-import { phoneLength } from './phone'
+import { narrowCard, narrowIban, narrowIpv6, narrowPhone } from './narrow'
 import { matcher, reslice, rule, type Candidate, type Rule } from './rule'
 
 /** The random part of a vendor token: its first participating group named `rand…`. */
@@ -29,10 +29,11 @@ function vendor(name: string, pattern: RegExp, floor = 3): Rule {
 
 /**
  * `key=value`, `key: value`, `"key": "value"` (also backslash-escaped JSON); only the value is replaced.
- * An auth scheme word (`Authorization: Bearer …`) belongs to the key side, never the value.
+ * An auth scheme word (`Authorization: Bearer …`) belongs to the key side, never the value. The
+ * lookahead skips keys without a sensitive stem cheaply; `isSensitiveKey` makes the real decision.
  */
 const KEY_VALUE =
-  /(?<![A-Za-z0-9_])(?<q>\\?["']|)(?<key>[A-Za-z][\w.\-[\]]{0,63})\k<q>[ \t]{0,4}[:=][ \t]{0,4}(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|(?<secret4>[^\s"'&;,<>(){}[\]\\]{1,256}))/
+  /(?<![A-Za-z0-9_])(?<q>\\?["']|)(?=[\w.\-[\]]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac))(?<key>[A-Za-z][\w.\-[\]]{0,63})\k<q>[ \t]{0,4}[:=][ \t]{0,4}(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|(?<secret4>[^\s"'&;,<>(){}[\]\\]{1,256}))/i
 
 /** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
@@ -56,39 +57,6 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
   let end = c.end
   while (end < c.text.length && UNQUOTED_VALUE.test(c.text[end])) end++
   return reslice(c, c.start, end)
-}
-
-/** Trims a run of digit groups to the longest prefix that is a valid card number. */
-function narrowCard(c: Candidate): Candidate {
-  const ends = [...c.value.matchAll(/\d+/g)].map((m) => m.index + m[0].length)
-  for (let i = ends.length - 1; i >= 0; i--) {
-    if (isCardNumber(c.value.slice(0, ends[i]))) return reslice(c, c.start, c.start + ends[i])
-  }
-  return c
-}
-
-/** Trims an IBAN candidate (which may run into the next word) to its country's length. */
-function narrowIban(c: Candidate): Candidate | null {
-  const length = ibanLength(c.value.slice(0, 2))
-  if (length === undefined) return null
-  let seen = 0
-  for (let i = 0; i < c.value.length; i++) {
-    if (c.value[i] !== ' ') seen++
-    if (seen === length) return /[A-Za-z0-9]/.test(c.value[i + 1] ?? '') ? null : reslice(c, c.start, c.start + i + 1)
-  }
-  return null
-}
-
-function narrowPhone(c: Candidate): Candidate | null {
-  const n = phoneLength(c.value)
-  return n === 0 ? null : reslice(c, c.start, c.start + n)
-}
-
-/** A run of hex, colons and dots is an IPv6 address only if it parses as one. */
-function narrowIpv6(c: Candidate): Candidate | null {
-  const value = c.value.replace(/\.+$/, '')
-  if ((value.match(/:/g) ?? []).length < 2 || !parseIPv6(value)) return null
-  return reslice(c, c.start, c.start + value.length)
 }
 
 /** Non-personal home folders (and templates) that name nobody. */
@@ -207,7 +175,7 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'ipv6',
     kind: 'pii',
-    detect: matcher(/(?<![\w:.])[0-9A-Fa-f:.]{2,45}(?![\w:])/, { narrow: narrowIpv6 }),
+    detect: matcher(/(?<![\w:.])(?=[0-9A-Fa-f.]{0,39}:[0-9A-Fa-f.]{0,39}:)[0-9A-Fa-f:.]{2,45}(?![\w:])/, { narrow: narrowIpv6 }),
     keep: (c) => {
       const groups = c.value.split(':').filter((g) => g !== '')
       // Loopback and unspecified name no one; MAC-like or time-like runs of short groups and
@@ -218,7 +186,8 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'ipv4',
     kind: 'pii',
-    detect: matcher(/(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\d)/),
+    // A dash does not end a match (`10.0.0.1-10.0.0.255` is two); the guard keeps `1.2.3.4-beta`.
+    detect: matcher(/(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)/),
     keep: (c) => {
       const octets = parseIPv4(c.value)
       if (!octets) return true

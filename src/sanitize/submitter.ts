@@ -20,10 +20,11 @@ const MIN_ID_LENGTH = 4
 /** Name parts shorter than this ("Al", "Jo") are too common as plain words to replace on their own. */
 const MIN_NAME_PART = 3
 
-function emailRule(email: string): Rule {
-  const local = escape(email)
+function emailRule(email: string): Rule | undefined {
+  if (email.length < MIN_ID_LENGTH) return undefined
+  const plain = escape(email)
   const encoded = escape(email.replace('@', '%40'))
-  return rule({ name: 'submitter_email', kind: 'pii', detect: matcher(new RegExp(`(?<![\\w.%+-])(?:${local}|${encoded})(?![\\w-])`, 'i')) })
+  return rule({ name: 'submitter_email', kind: 'pii', detect: matcher(new RegExp(`(?<![\\w.%+-])(?:${plain}|${encoded})(?![\\w-])`, 'i')) })
 }
 
 function nameRule(name: string): Rule | undefined {
