@@ -24,6 +24,7 @@ import { createBlobStore } from './storage/index'
 import { EmbeddedBlobStore } from './storage/embedded-store'
 import { createClusterService } from './cluster/service'
 import { triageRoutes } from './modules/feedback/triage'
+import { agentRunRoutes } from './modules/agent-runs/index'
 import { createUploadsService } from './modules/uploads/service'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
@@ -91,6 +92,7 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg, ctx.config.publicUrl))
     .use(triageRoutes(auth, cluster, feedback, ctx.config.publicUrl))
+    .use(agentRunRoutes(auth, ctx.sqlite))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
 

@@ -25,6 +25,10 @@ export interface Config {
   /** Absolute base URL clients reach this server at; used in upload URLs. Defaults to http://host:port. */
   publicUrl: string | undefined
   s3: S3Config | undefined
+  /** Most agent runs at once over all Apps (runs of one App are always one at a time). */
+  agentConcurrency: number
+  /** Names of extra environment variables passed to agent commands (e.g. a proxy or API base URL). */
+  agentPassEnv: string[]
   /** Hours an issued upload may stay unreferenced by any submission before it is removed. */
   uploadGraceHours: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
@@ -91,6 +95,11 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     masterKey: env.FIXLOOP_MASTER_KEY || undefined,
     publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
     s3: s3FromEnv(env),
+    agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? Math.floor(parsePositive(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY')) || 1 : 2,
+    agentPassEnv: (env.FIXLOOP_AGENT_ENV ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)),
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
     logLevel,
   })

@@ -10,6 +10,9 @@ import type { Clock } from './core/clock'
 import { Worker, type WorkerOptions } from './worker/loop'
 import { createJobsRepo, type JobsRepo } from './worker/jobs-repo'
 import type { JobStep } from './worker/loop'
+import { createAgentRunner, type AgentRunner } from './agent/runner'
+import { createConnectionsService } from './agent/connections'
+import { AGENT_KIND, createStartAgentStep } from './worker/steps/start-agent'
 import { createClusterService, type ClusterService } from './cluster/service'
 import { BATCH_RELEASE_KIND, createBatchWindows } from './worker/steps/release-batch'
 import { createCollectUploadsStep, scheduleUploadsGc, UPLOADS_GC_KIND } from './worker/steps/collect-uploads'
@@ -21,6 +24,7 @@ export interface RunningServer {
   port: number
   ctx: Context
   worker: Worker
+  runner: AgentRunner
   stop(): Promise<void>
 }
 
@@ -54,6 +58,15 @@ export function createWorker(
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
   const ctx = createContext(config, options.clock)
+  const runner = createAgentRunner(ctx.sqlite, createConnectionsService(ctx), ctx.clock, log, {
+    dataDir: config.dataDir,
+    concurrency: config.agentConcurrency,
+    passEnv: config.agentPassEnv,
+    publicUrl: config.publicUrl,
+  })
+  // Runs a crash or restart interrupted are failed (their reports can be queued again).
+  const recovered = runner.recover()
+  if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
   let worker: Worker | undefined
   const { app, committer, uploads, cluster } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
   worker = createWorker(
@@ -62,7 +75,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     options.worker,
     (jobs) => {
       scheduleUploadsGc(jobs, ctx.clock)
-      return { [UPLOADS_GC_KIND]: createCollectUploadsStep(uploads, jobs, ctx.clock) }
+      return { [UPLOADS_GC_KIND]: createCollectUploadsStep(uploads, jobs, ctx.clock), [AGENT_KIND]: createStartAgentStep(runner) }
     },
     cluster,
   )
@@ -84,11 +97,13 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     port: server.port!,
     ctx,
     worker: theWorker,
+    runner,
     stop() {
       stopping ??= (async () => {
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
         await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
         committer.flush()
+        await runner.stop()
         await theWorker.stop()
         try {
           ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')

@@ -3,6 +3,8 @@ import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
+import { readFileSync } from 'node:fs'
+import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../agent/connections'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseIntFlag, parseList, UsageError } from './args'
 
 export const TENANT_HELP: Record<string, string> = {
@@ -21,6 +23,8 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   fixloop app list --org ORG_ID [--json]
   fixloop app rotate-secret APP_ID [--json]     new signing secret; every outstanding user token fails at once
   fixloop app delete APP_ID [--json]            the public key stops working (401 unknown_app)
+  fixloop app connect-repo APP_ID --git-url URL [repository settings] [--json]
+  fixloop app disconnect-repo APP_ID [--json]
 Settings:
   --name NAME  --slug SLUG  --description TEXT
   --public-submission true|false        default true
@@ -28,6 +32,22 @@ Settings:
   --processing-mode manual|auto_pr      default manual
   --batch true|false                    default false
   --batch-window-hours N                default 24 (1-720)
+Repository settings (connect-repo; the token is read from a file, never from the command line):
+  --git-url URL                 https://host/owner/repo.git, git@host:owner/repo.git or a local path
+  --base-branch NAME            default main
+  --host github|gitea|gitlab|none   where to open the pull/merge request (none: push a branch only)
+  --host-api-url URL            default https://api.github.com, https://HOST/api/v1 (gitea), https://HOST/api/v4 (gitlab)
+  --host-token-file PATH        access token (stored encrypted, never shown)
+  --agent claude-code|codex|aider|command   default claude-code
+  --agent-command "CMD"         with --agent command; {task_file} {result_file} {model} are substituted
+  --model NAME                  passed to the agent
+  --timeout-seconds N           per run, default 900
+  --pr-mode ready|draft|branch  default ready (branch: push only)
+  --verify-command "CMD"        run after the agent (your tests or linter); a failure fails the run
+  --max-files N  --max-lines N  guardrail limits, default 20 files, 1000 lines
+  --deny-paths "glob,glob"      extra paths the agent may not touch (CI, secrets and keys always are)
+  --runs-per-day N              default 20
+  --max-cost-usd-per-month N    default 50
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
 }
 
@@ -41,7 +61,75 @@ const APP_FLAGS = {
   'processing-mode': { type: 'string' },
   batch: { type: 'string' },
   'batch-window-hours': { type: 'string' },
+  'git-url': { type: 'string' },
+  'base-branch': { type: 'string' },
+  host: { type: 'string' },
+  'host-api-url': { type: 'string' },
+  'host-token-file': { type: 'string' },
+  agent: { type: 'string' },
+  'agent-command': { type: 'string' },
+  model: { type: 'string' },
+  'timeout-seconds': { type: 'string' },
+  'pr-mode': { type: 'string' },
+  'verify-command': { type: 'string' },
+  'max-files': { type: 'string' },
+  'max-lines': { type: 'string' },
+  'deny-paths': { type: 'string' },
+  'runs-per-day': { type: 'string' },
+  'max-cost-usd-per-month': { type: 'string' },
 } as const
+
+const REPO_FLAGS = [
+  'git-url', 'base-branch', 'host', 'host-api-url', 'host-token-file', 'agent', 'agent-command', 'model', 'timeout-seconds',
+  'pr-mode', 'verify-command', 'max-files', 'max-lines', 'deny-paths', 'runs-per-day', 'max-cost-usd-per-month',
+]
+
+function oneOfFlag<T extends string>(value: string | undefined, flag: string, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`)
+  return value as T
+}
+
+function numberFlag(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new UsageError(`--${flag} must be a positive number, got "${value}"`)
+  return Number(value)
+}
+
+function readToken(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new UsageError(`--host-token-file: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+  const token = text.trim()
+  if (!token) throw new UsageError(`--host-token-file: ${path} is empty`)
+  return token
+}
+
+function connectionFrom(v: Record<string, string | boolean | undefined>): ConnectionInput {
+  const s = (k: string) => v[k] as string | undefined
+  return {
+    gitUrl: need(s('git-url'), '--git-url'),
+    baseBranch: s('base-branch'),
+    host: oneOfFlag(s('host'), 'host', HOST_KINDS),
+    hostApiUrl: s('host-api-url'),
+    hostToken: readToken(s('host-token-file')),
+    agent: oneOfFlag(s('agent'), 'agent', AGENT_PROVIDERS),
+    agentCommand: s('agent-command'),
+    model: s('model'),
+    timeoutSeconds: parseIntFlag(s('timeout-seconds'), 'timeout-seconds'),
+    prMode: oneOfFlag(s('pr-mode'), 'pr-mode', PR_MODES),
+    verifyCommand: s('verify-command'),
+    maxFiles: parseIntFlag(s('max-files'), 'max-files'),
+    maxLines: parseIntFlag(s('max-lines'), 'max-lines'),
+    denyPaths: parseList(s('deny-paths')),
+    runsPerDay: parseIntFlag(s('runs-per-day'), 'runs-per-day'),
+    maxCostUsdPerMonth: numberFlag(s('max-cost-usd-per-month'), 'max-cost-usd-per-month'),
+  }
+}
 
 function settingsFrom(v: Record<string, string | boolean | undefined>): AppSettings {
   const mode = v['processing-mode'] as string | undefined
@@ -77,6 +165,8 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'app list': { flags: ['org'], takesId: false },
   'app rotate-secret': { flags: [], takesId: true },
   'app delete': { flags: [], takesId: true },
+  'app connect-repo': { flags: REPO_FLAGS, takesId: true },
+  'app disconnect-repo': { flags: [], takesId: true },
 }
 
 function checkUsage(cmd: string, values: Record<string, unknown>, positionals: string[], help: string): void {
@@ -135,6 +225,10 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
         return output(svc.rotateSecret(target()), json)
       case 'app delete':
         return output(svc.deleteApp(target()), json)
+      case 'app connect-repo':
+        return output(createConnectionsService(ctx).connect(target(), connectionFrom(values)), json)
+      case 'app disconnect-repo':
+        return output(createConnectionsService(ctx).disconnect(target()), json)
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)
     }

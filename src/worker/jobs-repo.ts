@@ -23,6 +23,7 @@ export function createJobsRepo(sqlite: Database) {
   )
   const finish = sqlite.query('DELETE FROM jobs WHERE id = ?')
   const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, run_after = ?, last_error = ? WHERE id = ?')
+  const defer = sqlite.query('UPDATE jobs SET lease_until = NULL, run_after = ?, attempts = MAX(0, attempts - 1) WHERE id = ?')
   const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
   const nextDue = sqlite.query('SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs')
   const enqueue = sqlite.query('INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES (?, ?, ?, ?)')
@@ -32,6 +33,8 @@ export function createJobsRepo(sqlite: Database) {
     claim: (now: number, leaseMs: number): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs }) as JobRow | null,
     finish: (id: number) => finish.run(id),
     retry: (id: number, runAfter: number, error: string) => retry.run(runAfter, error.slice(0, 2000), id),
+    /** Not a failure: run again later without using up an attempt. */
+    defer: (id: number, runAfter: number) => defer.run(runAfter, id),
     /** At shutdown: hand back the leases this process holds so another start picks the jobs up at once. */
     release: (ids: number[]) => releaseAll.run(JSON.stringify(ids)),
     /** Epoch ms of the earliest moment any job becomes claimable, or null when the table is empty. */

@@ -11,6 +11,16 @@ import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import type { JobRow, JobsRepo } from './jobs-repo'
 
+/** Thrown by a step that cannot run yet (e.g. no free agent slot): retried later, not counted as a failure. */
+export class DeferJob extends Error {
+  constructor(
+    readonly delayMs: number,
+    reason: string,
+  ) {
+    super(reason)
+  }
+}
+
 export interface JobStep {
   run(job: JobRow): Promise<void> | void
   onGiveUp?(job: JobRow, error: string): void
@@ -71,6 +81,10 @@ export class Worker {
       await step.run(job)
       this.jobs.finish(job.id)
     } catch (e) {
+      if (e instanceof DeferJob) {
+        this.jobs.defer(job.id, this.clock.now() + e.delayMs)
+        return
+      }
       const error = e instanceof Error ? e.message : String(e)
       if (job.attempts >= this.opts.maxAttempts) {
         this.log.warn('job gave up', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, error })

@@ -1,3 +1,4 @@
 export * from './tenants'
 export * from './feedback'
 export * from './uploads'
+export * from './agents'

@@ -170,8 +170,14 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const from = row.status as FeedbackStatus
       if (!canCustomerMove(from, to)) throw new ApiError('invalid_transition', { from, to })
       const now = clock.now()
-      // A retry starts clean: the old failure no longer describes the item.
-      if (!repo.moveStatus(id, row.version, to, now, to === 'queued' ? { failureReason: null } : {})) throw new ApiError('concurrent_update', { id })
+      const moved = ctx.db.transaction(() => {
+        // A retry starts clean: the old failure no longer describes the item.
+        if (!repo.moveStatus(id, row.version, to, now, to === 'queued' ? { failureReason: null } : {})) return false
+        if (to === 'queued') repo.enqueueJob('agent', id, now, now)
+        return true
+      })
+      if (!moved) throw new ApiError('concurrent_update', { id })
+      if (to === 'queued') committer.onCommit?.()
       return { id, status: to }
     },
   }

@@ -14,6 +14,7 @@ import type { JobRow } from '../jobs-repo'
 import type { JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { BatchWindows } from './release-batch'
+import { enqueueAgentRun } from './start-agent'
 
 export interface ProcessDeps {
   cluster: ClusterService
@@ -98,8 +99,10 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
             }
             const current = get.get(row.id) as Row
             // The final move and the job's removal commit together: no window where both are half done.
+            const to = app?.processing_mode === 'auto_pr' ? 'queued' : 'awaiting_manual'
             sqlite.transaction(() => {
-              moveTo(current, app?.processing_mode === 'auto_pr' ? 'queued' : 'awaiting_manual')
+              moveTo(current, to)
+              if (to === 'queued') enqueueAgentRun(sqlite, row.id, clock.now())
               finishJob.run(job.id)
             })()
             return

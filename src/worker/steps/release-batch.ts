@@ -9,6 +9,7 @@ import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { JobRow } from '../jobs-repo'
 import type { JobStep } from '../loop'
+import { enqueueAgentRun } from './start-agent'
 
 export const BATCH_RELEASE_KIND = 'batch_release'
 
@@ -36,7 +37,10 @@ export function createBatchWindows(sqlite: Database, clock: Clock) {
         const mode = (modeOf.get(appId) as { processing_mode: string } | null)?.processing_mode
         const to = mode === 'auto_pr' ? 'queued' : 'awaiting_manual'
         sqlite.transaction(() => {
-          for (const lead of waiting.all(appId) as { id: string; version: number }[]) move.run(to, clock.now(), lead.id, lead.version, 'sanitized')
+          for (const lead of waiting.all(appId) as { id: string; version: number }[]) {
+            const moved = move.run(to, clock.now(), lead.id, lead.version, 'sanitized').changes === 1
+            if (moved && to === 'queued') enqueueAgentRun(sqlite, lead.id, clock.now())
+          }
         })()
       },
     } satisfies JobStep,

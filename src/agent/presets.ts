@@ -1,0 +1,135 @@
+/**
+ * Agent providers: the exact command line each preset runs (documented in docs/agents.md) and how
+ * its usage (model, tokens, cost) is read back. A result file written by the agent
+ * (FIXLOOP_RESULT_FILE) always wins over what is parsed from its output.
+ */
+import type { AgentProvider } from './connections'
+
+export interface AgentUsage {
+  model?: string
+  tokensIn?: number
+  tokensOut?: number
+  costUsd?: number
+  summary?: string
+}
+
+/** Quotes a value for POSIX sh. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`
+}
+
+/** Environment variables each preset's CLI needs from the operator's environment (names only). */
+export const PRESET_ENV: Record<AgentProvider, string[]> = {
+  'claude-code': ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'AWS_REGION', 'AWS_PROFILE', 'ANTHROPIC_MODEL'],
+  codex: ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'CODEX_HOME'],
+  aider: ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'AIDER_MODEL'],
+  command: [],
+}
+
+/**
+ * The shell command a run executes, in the cloned repository, with FIXLOOP_TASK_FILE and
+ * FIXLOOP_RESULT_FILE set. For `command`, the operator's template may use {task_file}, {result_file}
+ * and {model}, which are replaced by shell-quoted values.
+ */
+export function agentCommandLine(provider: AgentProvider, model: string | null, template: string | null): string {
+  const m = model ? ` --model ${shellQuote(model)}` : ''
+  switch (provider) {
+    case 'claude-code':
+      return `claude -p --output-format json --permission-mode acceptEdits${m} < "$FIXLOOP_TASK_FILE"`
+    case 'codex':
+      return `codex exec --full-auto --json --skip-git-repo-check${m} - < "$FIXLOOP_TASK_FILE"`
+    case 'aider':
+      return `aider --yes-always --no-auto-commits --no-dirty-commits --no-gitignore --no-check-update --no-stream${m} --message-file "$FIXLOOP_TASK_FILE"`
+    case 'command':
+      return (template ?? 'false')
+        .replaceAll('{task_file}', '"$FIXLOOP_TASK_FILE"')
+        .replaceAll('{result_file}', '"$FIXLOOP_RESULT_FILE"')
+        .replaceAll('{model}', shellQuote(model ?? ''))
+  }
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined)
+
+/** Claude Code `--output-format json`: one result object with total_cost_usd and usage. */
+function parseClaude(stdout: string): AgentUsage {
+  const start = stdout.indexOf('{')
+  if (start === -1) return {}
+  try {
+    const r = JSON.parse(stdout.slice(start)) as Record<string, unknown>
+    const usage = (r.usage ?? {}) as Record<string, unknown>
+    const models = Object.keys((r.modelUsage ?? {}) as Record<string, unknown>)
+    return {
+      model: models[0],
+      tokensIn: (num(usage.input_tokens) ?? 0) + (num(usage.cache_read_input_tokens) ?? 0) + (num(usage.cache_creation_input_tokens) ?? 0),
+      tokensOut: num(usage.output_tokens),
+      costUsd: num(r.total_cost_usd),
+      summary: typeof r.result === 'string' ? r.result : undefined,
+    }
+  } catch {
+    return {}
+  }
+}
+
+/** Codex `exec --json`: JSON lines; usage arrives in token-count / turn-completed events. */
+function parseCodex(stdout: string): AgentUsage {
+  const out: AgentUsage = {}
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{')) continue
+    try {
+      const e = JSON.parse(line) as Record<string, unknown>
+      const usage = (e.usage ?? (e.info as Record<string, unknown> | undefined)?.total_token_usage) as Record<string, unknown> | undefined
+      if (usage) {
+        out.tokensIn = num(usage.input_tokens) ?? out.tokensIn
+        out.tokensOut = num(usage.output_tokens) ?? out.tokensOut
+      }
+      if (typeof e.model === 'string') out.model = e.model
+    } catch {
+      // not an event line
+    }
+  }
+  return out
+}
+
+const KILO = (n: string, unit: string | undefined) => Math.round(Number(n.replace(/,/g, '')) * (unit?.toLowerCase() === 'k' ? 1000 : unit?.toLowerCase() === 'm' ? 1e6 : 1))
+
+/** aider prints "Tokens: 2.1k sent, 310 received. Cost: $0.01 message, $0.02 session." */
+function parseAider(stdout: string): AgentUsage {
+  const out: AgentUsage = {}
+  for (const m of stdout.matchAll(/Tokens:\s*([\d.,]+)([kKmM])?\s*sent,\s*([\d.,]+)([kKmM])?\s*received\.(?:\s*Cost:\s*\$([\d.]+)\s*message,\s*\$([\d.]+)\s*session)?/g)) {
+    out.tokensIn = (out.tokensIn ?? 0) + KILO(m[1], m[2])
+    out.tokensOut = (out.tokensOut ?? 0) + KILO(m[3], m[4])
+    if (m[6]) out.costUsd = Number(m[6])
+  }
+  const model = /^Model:\s*(\S+)/m.exec(stdout)
+  if (model) out.model = model[1]
+  return out
+}
+
+export function parseAgentOutput(provider: AgentProvider, stdout: string): AgentUsage {
+  switch (provider) {
+    case 'claude-code':
+      return parseClaude(stdout)
+    case 'codex':
+      return parseCodex(stdout)
+    case 'aider':
+      return parseAider(stdout)
+    case 'command':
+      return {}
+  }
+}
+
+/** The result file (any provider): {"model","tokensIn","tokensOut","costUsd","summary"}. */
+export function parseResultFile(text: string): AgentUsage {
+  try {
+    const r = JSON.parse(text) as Record<string, unknown>
+    return {
+      model: typeof r.model === 'string' ? r.model.slice(0, 200) : undefined,
+      tokensIn: num(r.tokensIn) !== undefined ? Math.max(0, Math.round(num(r.tokensIn)!)) : undefined,
+      tokensOut: num(r.tokensOut) !== undefined ? Math.max(0, Math.round(num(r.tokensOut)!)) : undefined,
+      costUsd: num(r.costUsd) !== undefined ? Math.max(0, num(r.costUsd)!) : undefined,
+      summary: typeof r.summary === 'string' ? r.summary.slice(0, 4000) : undefined,
+    }
+  } catch {
+    return {}
+  }
+}

@@ -1,0 +1,60 @@
+/** Repository connections (one per App) and the audit record of every agent run. */
+import { index, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+
+export const repoConnections = sqliteTable('repo_connections', {
+  appId: text('app_id').primaryKey(),
+  gitUrl: text('git_url').notNull(),
+  baseBranch: text('base_branch').notNull().default('main'),
+  /** github | gitea | gitlab | none */
+  hostKind: text('host_kind').notNull(),
+  hostApiUrl: text('host_api_url'),
+  /** AES-256-GCM sealed access token (core/crypto.ts); never returned, never logged. */
+  hostTokenEnc: text('host_token_enc'),
+  /** claude-code | codex | aider | command */
+  agentProvider: text('agent_provider').notNull(),
+  agentCommand: text('agent_command'),
+  model: text('model'),
+  timeoutSeconds: integer('timeout_seconds').notNull(),
+  /** ready | draft | branch */
+  prMode: text('pr_mode').notNull(),
+  verifyCommand: text('verify_command'),
+  maxFiles: integer('max_files').notNull(),
+  maxLines: integer('max_lines').notNull(),
+  /** JSON array of extra deny-list globs (on top of the defaults). */
+  denyPaths: text('deny_paths').notNull().default('[]'),
+  runsPerDay: integer('runs_per_day').notNull(),
+  maxCostUsdPerMonth: real('max_cost_usd_per_month').notNull(),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+export const agentRuns = sqliteTable(
+  'agent_runs',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+    provider: text('provider').notNull(),
+    model: text('model'),
+    /** running | succeeded | failed | guardrailed */
+    status: text('status').notNull(),
+    tokensIn: integer('tokens_in').notNull().default(0),
+    tokensOut: integer('tokens_out').notNull().default(0),
+    costUsd: real('cost_usd').notNull().default(0),
+    prUrl: text('pr_url'),
+    branch: text('branch').notNull(),
+    guardrailReason: text('guardrail_reason'),
+    error: text('error'),
+    /** JSON {prepareMs, cloneMs, agentMs, pushMs, prMs} */
+    timings: text('timings').notNull(),
+    /** The agent's summary, from its result file or output. */
+    summary: text('summary'),
+    /** The last lines of the agent's (and verify command's) output, for diagnosis. */
+    outputTail: text('output_tail'),
+    startedAt: integer('started_at'),
+    endedAt: integer('ended_at'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('agent_runs_feedback_idx').on(t.feedbackId, t.id), index('agent_runs_app_idx').on(t.appId, t.createdAt), index('agent_runs_status_idx').on(t.status)],
+)

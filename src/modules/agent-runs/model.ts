@@ -1,0 +1,38 @@
+/** The agent run resource (spec 2.4), plus fixloop's additions `summary` and `outputTail`. */
+import { t } from 'elysia'
+import { ID_PATTERN } from '../../core/ids'
+import { oneOf } from '../../http/schema'
+
+const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
+
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'guardrailed'] as const
+
+export const AgentRun = t.Object(
+  {
+    id: t.String({ pattern: ID_PATTERN }),
+    appId: t.String({ pattern: ID_PATTERN }),
+    feedbackId: t.String({ pattern: ID_PATTERN }),
+    provider: t.String({ description: 'claude-code, codex, aider, command (or none when no repository was connected)' }),
+    model: Nullable(t.String()),
+    status: oneOf(RUN_STATUSES),
+    tokensIn: t.Integer(),
+    tokensOut: t.Integer(),
+    costUsd: t.Number(),
+    prUrl: Nullable(t.String()),
+    branch: t.String(),
+    guardrailReason: Nullable(t.String()),
+    error: Nullable(t.String()),
+    timings: t.Object(
+      { prepareMs: t.Integer(), cloneMs: t.Integer(), agentMs: t.Integer(), pushMs: t.Integer(), prMs: t.Integer() },
+      { additionalProperties: false },
+    ),
+    summary: Nullable(t.String({ description: "The agent's own summary of its change" })),
+    outputTail: Nullable(t.String({ description: 'The last 16 KB of the agent (and verify) output, secrets removed' })),
+    startedAt: Nullable(t.String({ format: 'date-time' })),
+    endedAt: Nullable(t.String({ format: 'date-time' })),
+    createdAt: t.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+)
+
+export const AgentRunList = t.Object({ data: t.Array(AgentRun) }, { additionalProperties: false })
