@@ -94,10 +94,11 @@ describe('processing', () => {
     expect(await srv.worker.tick()).toBe(0)
   })
 
-  test('auto_pr App: the item ends queued', async () => {
+  test('auto_pr App: the item ends queued (waiting for a repository: no run starts)', async () => {
     const app = srv.admin.createApp(t.orgId, { name: 'Auto App', processingMode: 'auto_pr' })
     const id = await submitOne(undefined, app.publicKey)
-    expect(await srv.worker.tick()).toBe(1)
+    // The process job, then the agent job it queued; with no repository connected the item waits.
+    expect(await srv.worker.tick()).toBe(2)
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→queued'])
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
   })

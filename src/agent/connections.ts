@@ -175,6 +175,15 @@ export function createConnectionsService(ctx: Context) {
         .values(row)
         .onConflictDoUpdate({ target: repoConnections.appId, set: { ...row, createdAt: undefined } })
         .run()
+      // Reports that were waiting in `queued` for a repository get their run now (the worker polls jobs).
+      ctx.sqlite
+        .query(
+          `INSERT INTO jobs (kind, feedback_id, run_after, created_at)
+           SELECT 'agent', f.id, ?1, ?1 FROM feedback f
+           WHERE f.app_id = ?2 AND f.status = 'queued' AND f.duplicate_of_id IS NULL
+             AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'agent' AND j.feedback_id = f.id)`,
+        )
+        .run(now, appId)
       return view(db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()!)
     },
 

@@ -140,10 +140,8 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
     const f = getFeedback.get(feedbackId) as FeedbackRow | null
     if (!f || f.status !== 'queued' || f.duplicate_of_id) return false
     const conn = connections.load(f.app_id)
-    if (!conn) {
-      recordFailedStart(f, 'none', null, 'no repository connected: run `fixloop app connect-repo` for this App, then queue the report again')
-      return true
-    }
+    // No repository yet: the report waits in `queued`; `connect-repo` queues a run for it.
+    if (!conn) return false
     if ((runningForApp.get(f.app_id) as { n: number }).n > 0 || [...active.values()].some((a) => a.appId === f.app_id)) {
       throw new RunnerBusy('another run of this App is in progress')
     }
