@@ -103,14 +103,18 @@ describe('processing', () => {
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
   })
 
-  test('an item archived before the worker runs stays archived and its job is removed', async () => {
-    const id = await submitOne()
+  test('an item archived before the worker runs stays archived, is still scrubbed, and its job is removed', async () => {
+    const id = await submitOne(`Report ${++submitted}: export fails, write to archie@example.com`)
     expect((await patchStatus(srv.url, t.key, id, 'archived')).status).toBe(200)
     expect(jobsFor(srv.ctx.sqlite, id)).toHaveLength(1)
     expect(await srv.worker.tick()).toBe(1)
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('archived')
+    const row = feedbackRow(srv.ctx.sqlite, id)
+    expect(row.status).toBe('archived')
     expect(moves(id)).toEqual(['received→archived'])
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    // No raw value is kept, even for a report that never went through its lifecycle.
+    expect(String(row.text)).not.toContain('archie@example.com')
+    expect(JSON.parse(String(row.redactions))).toEqual({ email: 1 })
   })
 
   test('sanitized values replace the raw ones: no raw email or secret left in the row or the jobs table', async () => {

@@ -42,12 +42,13 @@ interface Row {
   submitter_name: string | null
   external_user_id: string | null
   duplicate_of_id: string | null
+  redactions: string | null
 }
 
 export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
   const get = sqlite.query(
     `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
-       email, submitter_name, external_user_id, duplicate_of_id FROM feedback WHERE id = ?`,
+       email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = ?`,
   )
   const settingsOf = sqlite.query('SELECT processing_mode, batch_enabled, batch_window_hours FROM apps WHERE id = ?')
   const markFailed = sqlite.query("UPDATE feedback SET status = 'failed', failure_reason = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?")
@@ -59,6 +60,13 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
      WHERE id = $id AND version = $version`,
   )
   const finishJob = sqlite.query('DELETE FROM jobs WHERE id = ?')
+  // Same fields, status untouched: for a report archived (or failed) before it was ever sanitized.
+  const scrubInPlace = sqlite.query(
+    `UPDATE feedback SET version = version + 1, updated_at = $now,
+       text = $text, url = $url, user_agent = $userAgent, console_logs = $consoleLogs, metadata = $metadata,
+       component_target = $componentTarget, redactions = $redactions
+     WHERE id = $id AND version = $version`,
+  )
 
   function moveTo(row: Row, to: FeedbackStatus): void {
     if (!canSystemMove(row.status, to)) throw new Error(`illegal system move ${row.status} → ${to}`)
@@ -66,12 +74,12 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
   }
 
   /** Overwrites every free-text field with its sanitized value; the submitter's identity guides the echo rules. */
-  function sanitizeRow(row: Row): void {
+  function sanitizeRow(row: Row, keepStatus = false): void {
     const { columns, redactions } = sanitizeStored(
       { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target },
       { email: row.email, name: row.submitter_name, externalUserId: row.external_user_id },
     )
-    const changes = saveSanitized.run({ id: row.id, version: row.version, now: clock.now(), ...columns, redactions: JSON.stringify(redactions) }).changes
+    const changes = (keepStatus ? scrubInPlace : saveSanitized).run({ id: row.id, version: row.version, now: clock.now(), ...columns, redactions: JSON.stringify(redactions) }).changes
     if (changes !== 1) throw new Error('concurrent update; will retry')
   }
 
@@ -108,7 +116,9 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
             return
           }
           default:
-            // Archived (or moved on by someone else) while waiting: nothing left to do.
+            // Archived (or moved on by someone else) while waiting: no more lifecycle steps, but raw
+            // values are never kept — a report that was never sanitized is scrubbed where it stands.
+            if (row.redactions === null) sanitizeRow(row, true)
             return
         }
       }
