@@ -4,7 +4,7 @@
  * has no default, so an absent field stays absent.
  */
 import { t } from 'elysia'
-import type { TLiteral, TUnion } from '@sinclair/typebox'
+import { Type, type IntegerOptions, type TInteger, type TLiteral, type TUnion } from '@sinclair/typebox'
 
 type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> }
 
@@ -13,4 +13,12 @@ export function oneOf<const T extends readonly string[]>(values: T, options: { d
     values.map((v) => t.Literal(v)),
     options,
   ) as unknown as TUnion<Literals<T>>
+}
+
+/**
+ * A strict integer. Elysia's t.Integer also accepts numeric strings ("600") anywhere in a JSON body;
+ * the spec rejects a wrong type with invalid_body, so bodies use TypeBox's own integer.
+ */
+export function int(options: IntegerOptions = {}): TInteger {
+  return Type.Integer(options)
 }

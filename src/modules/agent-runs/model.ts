@@ -1,7 +1,7 @@
 /** The agent run resource (spec 2.4), plus fixloop's additions `summary` and `outputTail`. */
 import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
-import { oneOf } from '../../http/schema'
+import { oneOf, int } from '../../http/schema'
 
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 
@@ -15,15 +15,15 @@ export const AgentRun = t.Object(
     provider: t.String({ description: 'claude-code, codex, aider, command (or none when no repository was connected)' }),
     model: Nullable(t.String()),
     status: oneOf(RUN_STATUSES),
-    tokensIn: t.Integer(),
-    tokensOut: t.Integer(),
+    tokensIn: int(),
+    tokensOut: int(),
     costUsd: t.Number(),
     prUrl: Nullable(t.String()),
     branch: t.String(),
     guardrailReason: Nullable(t.String()),
     error: Nullable(t.String()),
     timings: t.Object(
-      { prepareMs: t.Integer(), cloneMs: t.Integer(), agentMs: t.Integer(), pushMs: t.Integer(), prMs: t.Integer() },
+      { prepareMs: int(), cloneMs: int(), agentMs: int(), pushMs: int(), prMs: int() },
       { additionalProperties: false },
     ),
     summary: Nullable(t.String({ description: "The agent's own summary of its change" })),

@@ -3,7 +3,7 @@
  * and generate /openapi.json. Every object is closed (`additionalProperties: false`): the spec
  * rejects unknown fields with invalid_body.
  */
-import { oneOf } from '../../http/schema'
+import { oneOf, int } from '../../http/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
@@ -27,7 +27,7 @@ export const ConsoleLogEntry = t.Object(
   {
     level: oneOf(CONSOLE_LEVELS),
     message: t.String({ maxLength: LIMITS.consoleMessageMax }),
-    ts: t.Integer({ minimum: 0, description: 'Epoch milliseconds' }),
+    ts: int({ minimum: 0, description: 'Epoch milliseconds' }),
   },
   closed,
 )
@@ -37,9 +37,9 @@ export const AttachmentRef = t.Object(
     key: t.String({ minLength: 1, maxLength: 512 }),
     kind: oneOf(ATTACHMENT_KINDS),
     contentType: t.String({ minLength: 1, maxLength: 255 }),
-    byteSize: t.Integer({ minimum: 0, description: 'At most 15 MB (413 payload_too_large above)' }),
-    width: t.Optional(t.Integer({ minimum: 0 })),
-    height: t.Optional(t.Integer({ minimum: 0 })),
+    byteSize: int({ minimum: 0, description: 'At most 15 MB (413 payload_too_large above)' }),
+    width: t.Optional(int({ minimum: 0 })),
+    height: t.Optional(int({ minimum: 0 })),
   },
   closed,
 )
@@ -108,7 +108,7 @@ const listMembers = {
   processedAt: Nullable(t.String({ format: 'date-time' })),
   mergeRequestUrl: Nullable(t.String()),
   duplicateOfId: Nullable(Id),
-  duplicateCount: t.Integer(),
+  duplicateCount: int(),
   theme: Nullable(t.String()),
   consolidatedText: Nullable(t.String()),
   lastDuplicateAt: Nullable(t.String({ format: 'date-time' })),
@@ -134,7 +134,7 @@ export const FullFeedbackItem = t.Object(
     componentTarget: Nullable(t.Object({ ...ComponentTarget.properties, screenshotUrl: t.Optional(t.String({ description: 'Short-lived download URL of screenshotKey' })) }, closed)),
     submissionMeta: Nullable(t.Record(t.String(), t.Unknown(), { description: 'The submission\'s `metadata`, as sent' })),
     userContext: Nullable(t.Record(t.String(), t.Unknown(), { description: 'Private mode: the user token\'s ctx claim' })),
-    redactions: t.Record(t.String(), t.Integer(), { description: 'Per-rule counts of values the sanitizer replaced' }),
+    redactions: t.Record(t.String(), int(), { description: 'Per-rule counts of values the sanitizer replaced' }),
     duplicates: t.Array(DuplicateEntry, { maxItems: LIMITS.duplicatesInItemMax }),
   },
   closed,

@@ -1,5 +1,6 @@
 /** POST /v1/tokens/mint (sk): mints a private-mode user token signed with the App's secret (spec 4.8). */
 import { Elysia, t } from 'elysia'
+import { int } from '../../http/schema'
 import { ApiError } from '../../core/errors'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
@@ -14,11 +15,11 @@ export const MintBody = t.Object(
   {
     sub: t.String({ minLength: 1, maxLength: 256, description: 'The end-user id in your system' }),
     ctx: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'At most 2 KB of JSON; email and name are shown as the submitter' })),
-    expiresInSeconds: t.Optional(t.Integer({ minimum: LIMITS.tokenLifetimeMin, maximum: LIMITS.tokenLifetimeMax, default: LIMITS.tokenLifetimeDefault })),
+    expiresInSeconds: t.Optional(int({ minimum: LIMITS.tokenLifetimeMin, maximum: LIMITS.tokenLifetimeMax, default: LIMITS.tokenLifetimeDefault })),
   },
   { additionalProperties: false },
 )
-export const MintResponse = t.Object({ token: t.String(), expiresInSeconds: t.Integer() }, { additionalProperties: false })
+export const MintResponse = t.Object({ token: t.String(), expiresInSeconds: int() }, { additionalProperties: false })
 
 export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: CredentialDirectory) {
   return new Elysia({ name: 'tokens' }).use(orgAuth(auth)).post(

@@ -1,6 +1,6 @@
 /** Schemas of the upload routes (CONTRACT.md "Upload URL"). */
 import { t } from 'elysia'
-import { oneOf } from '../../http/schema'
+import { oneOf, int } from '../../http/schema'
 import { ALLOWED_CONTENT_TYPES } from '../../storage/blob-store'
 
 export const UPLOAD_KINDS = ['screenshot', 'attachment', 'recording'] as const
@@ -8,7 +8,7 @@ export const UPLOAD_KINDS = ['screenshot', 'attachment', 'recording'] as const
 export const UploadUrlBody = t.Object(
   {
     contentType: t.String({ minLength: 1, maxLength: 255, description: `One of: ${ALLOWED_CONTENT_TYPES.join(', ')}` }),
-    byteSize: t.Integer({ minimum: 1, description: 'Exact size of the object to PUT; at most 15 MB (413 above)' }),
+    byteSize: int({ minimum: 1, description: 'Exact size of the object to PUT; at most 15 MB (413 above)' }),
     kind: oneOf(UPLOAD_KINDS),
     filename: t.Optional(t.String({ minLength: 1, maxLength: 255 })),
   },
