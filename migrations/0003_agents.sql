@@ -30,6 +30,7 @@ CREATE TABLE `repo_connections` (
 	`base_branch` text DEFAULT 'main' NOT NULL,
 	`host_kind` text NOT NULL,
 	`host_api_url` text,
+	`host_repo` text,
 	`host_token_enc` text,
 	`agent_provider` text NOT NULL,
 	`agent_command` text,

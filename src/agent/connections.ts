@@ -9,6 +9,7 @@ import { AdminError } from '../modules/tenants/service'
 import { isoUtc } from '../core/clock'
 import { and, isNull } from 'drizzle-orm'
 import { apps } from '../db/schema'
+import { repoPath } from './hosts'
 
 export const HOST_KINDS = ['github', 'gitea', 'gitlab', 'none'] as const
 export const AGENT_PROVIDERS = ['claude-code', 'codex', 'aider', 'command'] as const
@@ -33,6 +34,8 @@ export interface ConnectionInput {
   baseBranch?: string
   host?: HostKind
   hostApiUrl?: string
+  /** owner/name on the host when it differs from the git URL's path (a mirror, a local remote). */
+  hostRepo?: string
   hostToken?: string
   agent?: AgentProvider
   agentCommand?: string
@@ -54,6 +57,7 @@ export interface RepoConnection {
   baseBranch: string
   hostKind: HostKind
   hostApiUrl: string | null
+  hostRepo: string
   hostToken: string | null
   agentProvider: AgentProvider
   agentCommand: string | null
@@ -98,6 +102,7 @@ function check(input: ConnectionInput): void {
   if (input.baseBranch !== undefined && !/^[A-Za-z0-9._/-]{1,200}$/.test(input.baseBranch)) throw new AdminError(`--base-branch is not a valid branch name: "${input.baseBranch}"`)
   if (input.agent === 'command' && !input.agentCommand?.trim()) throw new AdminError('--agent command needs --agent-command "CMD"')
   if (input.agentCommand !== undefined && input.agent !== undefined && input.agent !== 'command') throw new AdminError('--agent-command is only for --agent command')
+  if (input.hostRepo !== undefined && !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/.test(input.hostRepo)) throw new AdminError(`--host-repo must look like owner/name, got "${input.hostRepo}"`)
   if (input.hostApiUrl !== undefined && !URL.canParse(input.hostApiUrl)) throw new AdminError(`--host-api-url must be a URL, got "${input.hostApiUrl}"`)
   const positive = (v: number | undefined, flag: string, max: number) => {
     if (v !== undefined && (!Number.isFinite(v) || v <= 0 || v > max)) throw new AdminError(`${flag} must be a positive number up to ${max}, got "${v}"`)
@@ -127,6 +132,7 @@ export function createConnectionsService(ctx: Context) {
       baseBranch: row.baseBranch,
       host: row.hostKind,
       hostApiUrl: row.hostApiUrl,
+      hostRepo: row.hostRepo ?? repoPath(row.gitUrl),
       hasHostToken: row.hostTokenEnc !== null,
       agent: row.agentProvider,
       agentCommand: row.agentCommand,
@@ -156,6 +162,7 @@ export function createConnectionsService(ctx: Context) {
         baseBranch: input.baseBranch ?? CONNECTION_DEFAULTS.baseBranch,
         hostKind: host,
         hostApiUrl: input.hostApiUrl?.replace(/\/+$/, '') ?? defaultApiUrl(host, input.gitUrl),
+        hostRepo: input.hostRepo ?? null,
         hostTokenEnc: input.hostToken ? box.seal(Buffer.from(input.hostToken, 'utf8')) : null,
         agentProvider: input.agent ?? 'claude-code',
         agentCommand: input.agentCommand ?? null,
@@ -203,6 +210,7 @@ export function createConnectionsService(ctx: Context) {
         baseBranch: row.baseBranch,
         hostKind: row.hostKind as HostKind,
         hostApiUrl: row.hostApiUrl,
+        hostRepo: row.hostRepo ?? repoPath(row.gitUrl),
         hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null,
         agentProvider: row.agentProvider as AgentProvider,
         agentCommand: row.agentCommand,

@@ -78,8 +78,8 @@ export async function stagedDiff(repo: string, env: Record<string, string>): Pro
   const symlinks: string[] = []
   const parts = raw.split('\0').filter(Boolean)
   for (let i = 0; i + 1 < parts.length; i += 2) {
-    // ":100644 120000 <sha> <sha> M" then the path
-    const [, , newMode] = parts[i].split(' ')
+    // ":<old mode> <new mode> <old sha> <new sha> <status>" then the path
+    const [, newMode] = parts[i].split(' ')
     if (newMode === '120000') symlinks.push(parts[i + 1])
   }
   const patch = await gitOk(['diff', '--cached', '-U0', '--no-color', '--no-renames'], repo, env, 'git diff -U0')

@@ -29,8 +29,7 @@ export function repoPath(gitUrl: string): string {
   return path.replace(/^\/+/, '').replace(/\.git$/, '').replace(/\/+$/, '')
 }
 
-function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, gitUrl: string, pr: PullRequest): { url: string; headers: Record<string, string>; body: unknown } {
-  const path = repoPath(gitUrl)
+function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, path: string, pr: PullRequest): { url: string; headers: Record<string, string>; body: unknown } {
   const json = { 'content-type': 'application/json', 'user-agent': 'fixloop' }
   switch (kind) {
     case 'github':
@@ -56,8 +55,8 @@ function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string,
 }
 
 /** Opens the PR/MR; returns its web URL. Errors carry the host's status and message, never the token. */
-export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, gitUrl: string, pr: PullRequest, timeoutMs = 30_000): Promise<string> {
-  const req = request(kind, apiUrl, token, gitUrl, pr)
+export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, pr: PullRequest, timeoutMs = 30_000): Promise<string> {
+  const req = request(kind, apiUrl, token, hostRepo, pr)
   let res: Response
   try {
     res = await fetch(req.url, { method: 'POST', headers: req.headers, body: JSON.stringify(req.body), signal: AbortSignal.timeout(timeoutMs) })

@@ -237,7 +237,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       lap('pushMs')
 
       if (conn.prMode !== 'branch' && conn.hostKind !== 'none') {
-        prUrl = await openPullRequest(conn.hostKind, conn.hostApiUrl ?? '', token ?? '', conn.gitUrl, {
+        prUrl = await openPullRequest(conn.hostKind, conn.hostApiUrl ?? '', token ?? '', conn.hostRepo, {
           title,
           body: prBody(f, usage, diff.files.length, diff.files.reduce((n, x) => n + x.added + x.deleted, 0), opts.publicUrl),
           head: branch,

@@ -37,6 +37,7 @@ Repository settings (connect-repo; the token is read from a file, never from the
   --base-branch NAME            default main
   --host github|gitea|gitlab|none   where to open the pull/merge request (none: push a branch only)
   --host-api-url URL            default https://api.github.com, https://HOST/api/v1 (gitea), https://HOST/api/v4 (gitlab)
+  --host-repo OWNER/NAME        the repository on the host, when the git URL's path differs (a mirror)
   --host-token-file PATH        access token (stored encrypted, never shown)
   --agent claude-code|codex|aider|command   default claude-code
   --agent-command "CMD"         with --agent command; {task_file} {result_file} {model} are substituted
@@ -65,6 +66,7 @@ const APP_FLAGS = {
   'base-branch': { type: 'string' },
   host: { type: 'string' },
   'host-api-url': { type: 'string' },
+  'host-repo': { type: 'string' },
   'host-token-file': { type: 'string' },
   agent: { type: 'string' },
   'agent-command': { type: 'string' },
@@ -80,7 +82,7 @@ const APP_FLAGS = {
 } as const
 
 const REPO_FLAGS = [
-  'git-url', 'base-branch', 'host', 'host-api-url', 'host-token-file', 'agent', 'agent-command', 'model', 'timeout-seconds',
+  'git-url', 'base-branch', 'host', 'host-api-url', 'host-repo', 'host-token-file', 'agent', 'agent-command', 'model', 'timeout-seconds',
   'pr-mode', 'verify-command', 'max-files', 'max-lines', 'deny-paths', 'runs-per-day', 'max-cost-usd-per-month',
 ]
 
@@ -116,6 +118,7 @@ function connectionFrom(v: Record<string, string | boolean | undefined>): Connec
     baseBranch: s('base-branch'),
     host: oneOfFlag(s('host'), 'host', HOST_KINDS),
     hostApiUrl: s('host-api-url'),
+    hostRepo: s('host-repo'),
     hostToken: readToken(s('host-token-file')),
     agent: oneOfFlag(s('agent'), 'agent', AGENT_PROVIDERS),
     agentCommand: s('agent-command'),

@@ -46,4 +46,7 @@ export function isSensitiveParam(key: string): boolean {
 const NOT_A_SECRET =
   /^(?:true|false|null|nil|none|undefined|empty|missing|required|invalid|expired|incorrect|wrong|hidden|unset|n\/a|yes|no|on|off|\*+|x+|\.+|-+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%s|the|a|an|and|or|but|then|is|was|it|not|field|box|input|please|again|still|too|when|after|before)$/i
 
-export const isNonSecretValue = (value: string): boolean => value.trim() === '' || NOT_A_SECRET.test(value.trim())
+/** An absolute file path (`PWD=/home/app/repo`, `password_file: /run/secrets/db`): names a place, holds no secret. */
+const FILE_PATH = /^(?:\/|~\/|[A-Za-z]:\\)[\w.\/\\-]*$/
+
+export const isNonSecretValue = (value: string): boolean => value.trim() === '' || NOT_A_SECRET.test(value.trim()) || FILE_PATH.test(value.trim())

@@ -8,6 +8,8 @@ export const repoConnections = sqliteTable('repo_connections', {
   /** github | gitea | gitlab | none */
   hostKind: text('host_kind').notNull(),
   hostApiUrl: text('host_api_url'),
+  /** "owner/name" (GitLab: the project path) on the host; derived from the git URL when not given. */
+  hostRepo: text('host_repo'),
   /** AES-256-GCM sealed access token (core/crypto.ts); never returned, never logged. */
   hostTokenEnc: text('host_token_enc'),
   /** claude-code | codex | aider | command */

@@ -1,0 +1,470 @@
+/**
+ * Agent runs end to end with real git (a local bare repository as the remote), fixture agents, and a
+ * strict local stub of the GitHub/Gitea/GitLab create-PR endpoints. Each guardrail and each failure
+ * checks the run record (status, reason or error, timings) and the report's status.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, readdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
+import { branchExists, changedFiles, makeBareRepo, readFileAtBranch } from './git-fixtures'
+import { createConnectionsService, type ConnectionInput } from '../src/agent/connections'
+import { Logger } from '../src/core/logger'
+import { parseAgentOutput } from '../src/agent/presets'
+import { execCommand } from '../src/agent/exec'
+
+const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
+const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
+const TOKEN = 'ghp_' + 'Q7mZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4j'
+const MASTER_KEY = 'a1'.repeat(32)
+const REPO_FILES = { 'src/app.js': 'export function total(items) {\n  return items.reduce((a, b) => a + b.price, 0)\n}\n', 'README.md': '# shop\n' }
+
+interface Setup {
+  srv: TestServer
+  t: Tenant
+  stub: GitHostStub
+  bare: string
+  logs: string[]
+}
+
+async function setup(kind: GitHostKind = 'github', env: Record<string, string> = {}): Promise<Setup> {
+  const dir = tempDir('fixloop-repo-')
+  const bare = makeBareRepo(dir, REPO_FILES, 'main', 'shop')
+  const stub = await startGitHostStub({ kind, token: TOKEN, repos: [{ owner: 'acme', name: 'shop', barePath: bare }] })
+  const logs: string[] = []
+  // Tests poll with the sk_ key far faster than a client would: lift the per-key rate limit.
+  const srv = await startTestServer({ FIXLOOP_MASTER_KEY: MASTER_KEY, FIXLOOP_PUBLIC_URL: 'https://feedback.example.com', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', ...env }, { log: new Logger('info', (line) => logs.push(line)) })
+  const t = seedTenant(srv.admin, { processingMode: 'auto_pr' })
+  return { srv, t, stub, bare, logs }
+}
+
+function connect(s: Setup, overrides: Partial<ConnectionInput> = {}) {
+  return createConnectionsService(s.srv.ctx).connect(s.t.appId, {
+    gitUrl: s.bare,
+    host: s.stub.apiUrl.includes('/api/v4') ? 'gitlab' : s.stub.apiUrl.includes('/api/v1') ? 'gitea' : 'github',
+    hostApiUrl: s.stub.apiUrl,
+    hostRepo: 'acme/shop',
+    hostToken: TOKEN,
+    agent: 'command',
+    agentCommand: agent('fix.sh'),
+    timeoutSeconds: 30,
+    ...overrides,
+  })
+}
+
+/** The stub parses the repo path from the git URL: point the remote at owner/name via a matching path. */
+async function submitAndFinish(s: Setup, text = 'Cart total is NaN when an item has no price') {
+  const r = await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text, url: 'https://shop.example/cart', identity: { email: 'shopper@example.com', name: 'Sam Shopper' } } })
+  expect(r.status).toBe(201)
+  return finish(s, r.body.id)
+}
+
+async function finish(s: Setup, id: string) {
+  const item = await eventually(async () => {
+    const g = await call(s.srv.url, 'GET', `/v1/feedback/${id}`, { auth: s.t.key })
+    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
+  }, 30_000)
+  await s.srv.runner.idle()
+  const run = (await call(s.srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: s.t.key })).body
+  return { id, item, run }
+}
+
+async function teardown(s: Setup) {
+  await s.srv.close()
+  await s.stub.stop()
+}
+
+function expectTimings(run: { timings: Record<string, number> }) {
+  expect(Object.keys(run.timings).sort()).toEqual(['agentMs', 'cloneMs', 'prMs', 'prepareMs', 'pushMs'])
+  for (const v of Object.values(run.timings)) expect(Number.isInteger(v) && v >= 0).toBe(true)
+}
+
+/** Every place the token or master key could leak to. */
+function expectNoSecrets(s: Setup, ...texts: string[]) {
+  const all = [...s.logs, ...texts, JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM agent_runs').all()), JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM repo_connections').all())].join('\n')
+  expect(all).not.toContain(TOKEN)
+  expect(all).not.toContain(MASTER_KEY)
+}
+
+describe('a run that opens a pull request (GitHub)', () => {
+  let s: Setup
+  beforeAll(async () => {
+    // The stub maps owner/name from the URL path: the bare repo lives at <tmp>/shop.git, so name it acme/shop.
+    s = await setup('github')
+  })
+  afterAll(() => teardown(s))
+
+  test('queued report → branch pushed, PR opened, report pr_opened, run succeeded with usage and timings', async () => {
+    connect(s, { gitUrl: s.bare, prMode: 'ready' })
+    // The stub finds the repository by owner/name; the remote URL's path must end with acme/shop.
+    const { item, run, id } = await submitAndFinish(s)
+    expect(run.status).toBe('succeeded')
+    expect(item.status).toBe('pr_opened')
+    expect(run.prUrl).toBe(s.stub.created[0].url)
+    expect(item.mergeRequestUrl).toBe(run.prUrl)
+    expect(run.branch).toBe(`fixloop/${id}`)
+    expect(run.provider).toBe('command')
+    expect(run.model).toBe('fixture-1')
+    expect(run.tokensIn).toBe(1200)
+    expect(run.tokensOut).toBe(340)
+    expect(run.costUsd).toBeCloseTo(0.0123)
+    expect(run.summary).toContain('Fix a reported bug') // the task's first line reached the agent
+    expectTimings(run)
+    expect(run.timings.cloneMs + run.timings.pushMs + run.timings.prMs).toBeGreaterThan(0)
+    expect(branchExists(s.bare, run.branch)).toBe(true)
+    expect(changedFiles(s.bare, 'main', run.branch)).toEqual(['src/app.js'])
+    expect(readFileAtBranch(s.bare, run.branch, 'src/app.js')).toContain('guard the null total')
+
+    const pr = s.stub.created[0]
+    expect(pr.head).toBe(run.branch)
+    expect(pr.base).toBe('main')
+    expect(pr.draft).toBe(false)
+    expect(pr.body).toContain(`https://feedback.example.com/v1/feedback/${id}`)
+    // No end-user PII in the pull request.
+    expect(pr.body + pr.title).not.toContain('shopper@example.com')
+    expect(pr.body + pr.title).not.toContain('Sam Shopper')
+    const post = s.stub.requests.find((r) => r.method === 'POST')!
+    expect(post.headers.authorization).toBe(`Bearer ${TOKEN}`)
+    // The workspace is removed afterwards.
+    expect(readdirSync(join(s.srv.dataDir, 'workspaces'))).toEqual([])
+    expectNoSecrets(s, JSON.stringify(run), JSON.stringify(item))
+  })
+
+  test('the agent gets a minimal environment: no fixloop secret, no token', async () => {
+    const marker = 'FIXLOOP_SHOULD_NOT_LEAK'
+    process.env.FIXLOOP_TEST_SECRET = marker
+    try {
+      connect(s, { agentCommand: agent('env-dump.sh') })
+      const { run } = await submitAndFinish(s, 'Search box loses focus after typing two letters')
+      expect(run.status).toBe('succeeded')
+      const dump = readFileAtBranch(s.bare, run.branch, 'env-dump.txt')!
+      expect(dump).toContain('FIXLOOP_TASK_FILE=')
+      expect(dump).not.toContain(TOKEN)
+      expect(dump).not.toContain(MASTER_KEY)
+      expect(dump).not.toContain(marker)
+      expect(dump).not.toMatch(/^FIXLOOP_MASTER_KEY=/m)
+    } finally {
+      delete process.env.FIXLOOP_TEST_SECRET
+    }
+  })
+
+  test('duplicates of the lead show the same mergeRequestUrl', async () => {
+    connect(s, { agentCommand: agent('fix.sh') })
+    s.srv.admin.updateApp(s.t.appId, { processingMode: 'manual' })
+    const lead = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'The coupon field rejects valid codes at checkout every time.' } })).body.id
+    await eventually(async () => (await call(s.srv.url, 'GET', `/v1/feedback/${lead}`, { auth: s.t.key })).body.status === 'awaiting_manual')
+    const dup = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Hi, the coupon field rejects valid codes at checkout every time. Thanks' } })).body.id
+    await eventually(async () => (await call(s.srv.url, 'GET', `/v1/feedback/${dup}`, { auth: s.t.key })).body.duplicateOfId === lead)
+    expect((await call(s.srv.url, 'PATCH', `/v1/feedback/${lead}`, { auth: s.t.key, body: { status: 'queued' } })).status).toBe(200)
+    const { item } = await finish(s, lead)
+    expect(item.status).toBe('pr_opened')
+    const d = (await call(s.srv.url, 'GET', `/v1/feedback/${dup}`, { auth: s.t.key })).body
+    expect(d.mergeRequestUrl).toBe(item.mergeRequestUrl)
+    s.srv.admin.updateApp(s.t.appId, { processingMode: 'auto_pr' })
+  })
+
+  test('GET /v1/agent-runs/:id takes a run id or a feedback id; the list shows every run; other Orgs get 404', async () => {
+    const { id, run } = await submitAndFinish(s, 'Wishlist count badge shows a negative number')
+    const byRun = await call(s.srv.url, 'GET', `/v1/agent-runs/${run.id}`, { auth: s.t.key })
+    expect(byRun.status).toBe(200)
+    expect(byRun.body).toEqual(run)
+    const list = await call(s.srv.url, 'GET', `/v1/feedback/${id}/agent-runs`, { auth: s.t.key })
+    expect(list.body.data.map((r: { id: string }) => r.id)).toEqual([run.id])
+    const stranger = seedTenant(s.srv.admin, {}, 'Stranger')
+    for (const path of [`/v1/agent-runs/${run.id}`, `/v1/agent-runs/${id}`, `/v1/feedback/${id}/agent-runs`]) {
+      const r = await call(s.srv.url, 'GET', path, { auth: stranger.key })
+      expect(r.status).toBe(404)
+      expect(r.body.error.code).toBe('not_found')
+    }
+    expect((await call(s.srv.url, 'GET', '/v1/agent-runs/nothex', { auth: s.t.key })).body.error.code).toBe('invalid_id')
+    expect((await call(s.srv.url, 'GET', `/v1/agent-runs/${'0'.repeat(24)}`, { auth: s.t.key })).status).toBe(404)
+  })
+
+  test('a failed report can be queued again for a new run', async () => {
+    connect(s, { agentCommand: agent('crash.sh') })
+    const first = await submitAndFinish(s, 'Order confirmation email has an empty subject line')
+    expect(first.item.status).toBe('failed')
+    connect(s, { agentCommand: agent('fix.sh') })
+    expect((await call(s.srv.url, 'PATCH', `/v1/feedback/${first.id}`, { auth: s.t.key, body: { status: 'queued' } })).status).toBe(200)
+    const second = await finish(s, first.id)
+    expect(second.item.status).toBe('pr_opened')
+    expect(second.item.failureReason).toBeNull()
+    const runs = (await call(s.srv.url, 'GET', `/v1/feedback/${first.id}/agent-runs`, { auth: s.t.key })).body.data
+    expect(runs.map((r: { status: string }) => r.status)).toEqual(['succeeded', 'failed'])
+  })
+})
+
+describe('guardrails', () => {
+  let s: Setup
+  beforeAll(async () => {
+    s = await setup('github')
+  })
+  afterAll(() => teardown(s))
+
+  const cases: [string, string, Partial<ConnectionInput>, RegExp][] = [
+    ['no change at all', 'noop.sh', {}, /no change/],
+    ['a CI workflow file', 'workflow.sh', {}, /denied path: \.github\/workflows\/evil\.yml/],
+    ['a huge diff', 'huge.sh', {}, /too many lines changed: 5000 \(limit 1000\)/],
+    ['an added AWS key', 'aws-key.sh', {}, /secrets \(.*aws.*\)/],
+    ['a binary file', 'binary.sh', {}, /binary file: assets\/blob\.bin/],
+    ['a symlink', 'symlink.sh', {}, /symlink: link/],
+    ['a change to git config or hooks', 'githook.sh', {}, /git (config|hook)/],
+    ['a configured deny-list path', 'fix.sh', { denyPaths: ['src/**'] }, /denied path: src\/app\.js \(matches src\/\*\*\)/],
+    ['more files than the App allows', 'fix.sh', { maxFiles: 1, agentCommand: `${agent('fix.sh')} && echo x > other.txt` }, /too many files changed: 2 \(limit 1\)/],
+  ]
+  for (const [name, script, overrides, reason] of cases) {
+    test(name, async () => {
+      connect(s, { agentCommand: agent(script), ...overrides })
+      const before = s.stub.created.length
+      const { run, item } = await submitAndFinish(s, `Guardrail case: ${name}`)
+      expect(run.status).toBe('guardrailed')
+      expect(run.guardrailReason).toMatch(reason)
+      expect(run.error).toBeNull()
+      expect(run.prUrl).toBeNull()
+      expectTimings(run)
+      expect(item.status).toBe('failed')
+      expect(item.failureReason).toContain('guardrailed')
+      // Nothing was pushed or opened.
+      expect(branchExists(s.bare, run.branch)).toBe(false)
+      expect(s.stub.created.length).toBe(before)
+    })
+  }
+})
+
+describe('failures', () => {
+  let s: Setup
+  beforeAll(async () => {
+    s = await setup('github')
+  })
+  afterAll(() => teardown(s))
+
+  test('the agent exits non-zero', async () => {
+    connect(s, { agentCommand: agent('crash.sh') })
+    const { run, item } = await submitAndFinish(s, 'Crash case: footer links overlap')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/agent exited with code 3/)
+    expect(run.outputTail).toContain('crash.sh')
+    expect(item.status).toBe('failed')
+    expect(item.failureReason).toContain('exited with code 3')
+    expectTimings(run)
+  })
+
+  test('the agent hangs past the timeout: the whole process group is killed', async () => {
+    connect(s, { agentCommand: agent('hang.sh'), timeoutSeconds: 2 })
+    const { run } = await submitAndFinish(s, 'Timeout case: the map never loads')
+    expect(run.status).toBe('failed')
+    expect(run.error).toBe('agent timed out after 2 s')
+    expect(run.timings.agentMs).toBeGreaterThanOrEqual(1900)
+    const pids = /agent pid (\d+) child pid (\d+)/.exec(run.outputTail)!
+    // Gone, or a zombie waiting for init to reap it: either way no longer running.
+    const running = (pid: string) => existsSync(`/proc/${pid}/stat`) && readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+    await eventually(() => ![pids[1], pids[2]].some(running), 5000)
+  })
+
+  test('the verify command fails', async () => {
+    connect(s, { agentCommand: agent('fix.sh'), verifyCommand: 'echo "1 test failed: total()" >&2; exit 1' })
+    const { run } = await submitAndFinish(s, 'Verify case: discount rounding is off by a cent')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/verify command failed \(exit 1\): .*1 test failed/)
+    expect(branchExists(s.bare, run.branch)).toBe(false)
+  })
+
+  test('the clone fails', async () => {
+    connect(s, { gitUrl: join(tempDir(), 'missing.git') })
+    const { run, item } = await submitAndFinish(s, 'Clone case: language switcher is missing')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/^clone failed/)
+    expect(item.status).toBe('failed')
+  })
+
+  test('the push is rejected', async () => {
+    const hook = join(s.bare, 'hooks', 'pre-receive')
+    writeFileSync(hook, '#!/bin/sh\necho "pushes are frozen" >&2\nexit 1\n')
+    chmodSync(hook, 0o755)
+    try {
+      connect(s, { agentCommand: agent('fix.sh') })
+      const { run } = await submitAndFinish(s, 'Push case: the size chart is blurry')
+      expect(run.status).toBe('failed')
+      expect(run.error).toMatch(/^push failed: .*pushes are frozen/)
+    } finally {
+      writeFileSync(hook, '#!/bin/sh\nexit 0\n')
+    }
+  })
+
+  test('the host API answers with an error', async () => {
+    connect(s, { agentCommand: agent('fix.sh') })
+    s.stub.failNext(500, { message: 'Server Error' })
+    const { run, item } = await submitAndFinish(s, 'Host case: the login page flickers')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/github API answered 500 .*Server Error/)
+    expect(item.status).toBe('failed')
+    expect(branchExists(s.bare, run.branch)).toBe(true) // pushed, but no PR
+  })
+
+  test('a wrong token: 401 from the host, and the token appears nowhere', async () => {
+    createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, host: 'github', hostApiUrl: s.stub.apiUrl, hostRepo: 'acme/shop', hostToken: 'ghp_wrongwrongwrongwrongwrongwrong1234', agent: 'command', agentCommand: agent('fix.sh') })
+    const { run } = await submitAndFinish(s, 'Token case: newsletter checkbox is pre-ticked')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/401 .*Bad credentials/)
+    expect(run.error).not.toContain('ghp_wrong')
+    expectNoSecrets(s, JSON.stringify(run))
+  })
+
+  test('the runs-per-day cap', async () => {
+    connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1 })
+    // Earlier tests of this App already ran today: the cap is reached at once.
+    const { run, item } = await submitAndFinish(s, 'Cap case: product video does not autoplay')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/^cap reached: \d+ runs in the last 24 hours \(limit 1 per day\)/)
+    expect(item.status).toBe('failed')
+  })
+
+  test('the monthly cost cap', async () => {
+    connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1000, maxCostUsdPerMonth: 0.01 })
+    const { run } = await submitAndFinish(s, 'Cost case: breadcrumb shows the wrong category')
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/^cap reached: \$[\d.]+ spent this month \(limit \$0.01\)/)
+  })
+
+  test('the token never appears in any log line, run record or error text', () => {
+    expectNoSecrets(s)
+    expect(s.logs.some((l) => l.includes('agent run ended'))).toBe(true)
+  })
+})
+
+describe('hosts: Gitea and GitLab, drafts', () => {
+  for (const kind of ['gitea', 'gitlab'] as const) {
+    test(`${kind}: a draft pull/merge request is opened with the host's auth header`, async () => {
+      const s = await setup(kind)
+      try {
+        connect(s, { prMode: 'draft' })
+        const { run, item } = await submitAndFinish(s, `Draft case on ${kind}: price filter ignores the maximum`)
+        expect(run.status).toBe('succeeded')
+        expect(item.mergeRequestUrl).toBe(s.stub.created[0].url)
+        expect(s.stub.created[0].draft).toBe(true)
+        const post = s.stub.requests.find((r) => r.method === 'POST')!
+        if (kind === 'gitea') expect(post.headers.authorization).toBe(`token ${TOKEN}`)
+        else expect(post.headers['private-token']).toBe(TOKEN)
+        expectNoSecrets(s, JSON.stringify(run))
+      } finally {
+        await teardown(s)
+      }
+    })
+  }
+
+  test('github draft mode sends draft: true', async () => {
+    const s = await setup('github')
+    try {
+      connect(s, { prMode: 'draft' })
+      const { run } = await submitAndFinish(s, 'Draft case on github: search suggestions overlap the header')
+      expect(run.status).toBe('succeeded')
+      expect(s.stub.created[0].draft).toBe(true)
+    } finally {
+      await teardown(s)
+    }
+  })
+
+  test('branch mode (host none): the branch is pushed, no request is opened', async () => {
+    const s = await setup('github')
+    try {
+      createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, host: 'none', agent: 'command', agentCommand: agent('fix.sh') })
+      const { run, item } = await submitAndFinish(s, 'Branch case: the cookie banner covers the pay button')
+      expect(run.status).toBe('succeeded')
+      expect(run.prUrl).toBeNull()
+      expect(item.status).toBe('pr_opened')
+      expect(item.mergeRequestUrl).toBeNull()
+      expect(branchExists(s.bare, run.branch)).toBe(true)
+      expect(s.stub.requests).toEqual([])
+    } finally {
+      await teardown(s)
+    }
+  })
+})
+
+describe('runs of one App are serialized; interrupted runs are failed at start', () => {
+  test('two queued reports of one App never run at the same time', async () => {
+    const s = await setup('github', { FIXLOOP_AGENT_CONCURRENCY: '4' })
+    try {
+      connect(s, { agentCommand: `sleep 1 && ${agent('fix.sh')}` })
+      const ids = await Promise.all(
+        ['Serial one: the cart icon flickers', 'Serial two: returns form rejects dates'].map(
+          async (text) => (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text } })).body.id as string,
+        ),
+      )
+      const runs = await Promise.all(ids.map((id) => finish(s, id).then((r) => r.run)))
+      expect(runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
+      const [a, b] = runs.sort((x, y) => Date.parse(x.startedAt) - Date.parse(y.startedAt))
+      expect(Date.parse(b.startedAt)).toBeGreaterThanOrEqual(Date.parse(a.endedAt))
+    } finally {
+      await teardown(s)
+    }
+  }, 60_000)
+
+  test('a run left running by a crash is failed at the next start, and its report too', async () => {
+    const s = await setup('github')
+    const dataDir = s.srv.dataDir
+    const now = Date.now()
+    s.srv.ctx.sqlite
+      .query(`UPDATE feedback SET status = 'agent_running' WHERE id = ?`)
+      .run((await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Crash case: placeholder' } })).body.id)
+    const fid = (s.srv.ctx.sqlite.query("SELECT id FROM feedback WHERE status = 'agent_running'").get() as { id: string }).id
+    s.srv.ctx.sqlite
+      .query("INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, started_at, created_at) VALUES (?, ?, ?, ?, 'command', 'running', ?, ?, ?, ?)")
+      .run('f'.repeat(24), s.t.orgId, s.t.appId, fid, `fixloop/${fid}`, JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }), now, now)
+    await s.srv.stop()
+    const { loadConfig } = await import('../src/config')
+    const { startServer } = await import('../src/server')
+    const again = startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
+    try {
+      const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get('f'.repeat(24)) as { status: string; error: string }
+      expect(run.status).toBe('failed')
+      expect(run.error).toMatch(/^interrupted/)
+      const f = again.ctx.sqlite.query('SELECT status, failure_reason FROM feedback WHERE id = ?').get(fid) as { status: string; failure_reason: string }
+      expect(f.status).toBe('failed')
+      expect(f.failure_reason).toContain('interrupted')
+    } finally {
+      await again.stop()
+      await s.stub.stop()
+    }
+  })
+})
+
+describe('preset output parsing', () => {
+  test('Claude Code JSON output gives model, tokens, cost and summary', async () => {
+    const dir = tempDir()
+    const bare = makeBareRepo(dir, REPO_FILES)
+    const work = join(dir, 'work')
+    await execCommand(['git', 'clone', '-q', bare, work], { cwd: dir, env: { PATH: process.env.PATH! }, timeoutMs: 10_000 })
+    const r = await execCommand(['sh', join(AGENTS, 'claude-json.sh')], { cwd: work, env: { PATH: process.env.PATH! }, timeoutMs: 10_000 })
+    expect(r.code).toBe(0)
+    const usage = parseAgentOutput('claude-code', r.stdout)
+    expect(usage).toEqual({ model: 'claude-sonnet-4-5-20250929', tokensIn: 1600, tokensOut: 420, costUsd: 0.0421, summary: 'Fixed it' })
+  })
+
+  test('aider and codex outputs', () => {
+    const aider = parseAgentOutput('aider', 'Model: gpt-4o with diff edit format\n...\nTokens: 2.1k sent, 310 received. Cost: $0.01 message, $0.02 session.\n')
+    expect(aider).toEqual({ model: 'gpt-4o', tokensIn: 2100, tokensOut: 310, costUsd: 0.02 })
+    const codex = parseAgentOutput('codex', '{"type":"thread.started"}\n{"type":"turn.completed","usage":{"input_tokens":900,"cached_input_tokens":0,"output_tokens":120}}\n')
+    expect(codex).toEqual({ tokensIn: 900, tokensOut: 120 })
+  })
+})
+
+describe('connect-repo rules', () => {
+  test('the token is sealed at rest and never returned', async () => {
+    const s = await setup('github')
+    try {
+      const view = connect(s)
+      expect(JSON.stringify(view)).not.toContain(TOKEN)
+      expect(view.hasHostToken).toBe(true)
+      const stored = JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM repo_connections').all())
+      expect(stored).not.toContain(TOKEN)
+      expect(readFileSync(join(s.srv.dataDir, 'fixloop.db')).includes(Buffer.from(TOKEN))).toBe(false)
+      expect(() => createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).toThrow(/must not carry credentials/)
+      expect(() => createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, host: 'github' })).toThrow(/needs an access token/)
+      expect(() => createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, agent: 'command' })).toThrow(/needs --agent-command/)
+    } finally {
+      await teardown(s)
+    }
+  })
+})
