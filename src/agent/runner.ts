@@ -19,7 +19,7 @@ import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import type { ConnectionsService, RepoConnection } from './connections'
 import { execCommand } from './exec'
-import { AUTH_USERNAMES, git, gitEnv, gitOk, scrub } from './git'
+import { AUTH_USERNAMES, gitEnv, gitOk, scrub } from './git'
 import { checkGuardrails, stagedDiff } from './guardrails'
 import { openPullRequest } from './hosts'
 import { agentCommandLine, parseAgentOutput, parseResultFile, PRESET_ENV, type AgentUsage } from './presets'
@@ -180,11 +180,18 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
     const home = join(ws, 'home')
     const auth = token ? { token, username: AUTH_USERNAMES[conn.hostKind] } : null
     const genv = gitEnv(home, auth)
+    // Each phase's time is recorded when it ends; a failing phase gets the time it ran until then.
+    const order: (keyof Timings)[] = ['prepareMs', 'cloneMs', 'agentMs', 'pushMs', 'prMs']
+    let current = 0
     let phase = Date.now()
     const lap = (key: keyof Timings) => {
       const t = Date.now()
       timings[key] = t - phase
       phase = t
+      current = order.indexOf(key) + 1
+    }
+    const lapFailed = () => {
+      if (current < order.length) timings[order[current]] = Date.now() - phase
     }
     const abortIfStopping = () => {
       if (signal.aborted) throw new RunFailure('interrupted: fixloop was shut down during the run')
@@ -250,8 +257,8 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       lap('prMs')
       finish(runId, f, 'succeeded', { usage, timings, prUrl, outputTail })
     } catch (e) {
+      lapFailed()
       if (e instanceof RunFailure) {
-        lapIfMissing(timings, phase)
         finish(runId, f, e.kind, { usage, timings, prUrl, outputTail, reason: scrub(e.message, [token]) })
       } else {
         finish(runId, f, 'failed', { usage, timings, prUrl, outputTail, reason: scrub(`internal error: ${e instanceof Error ? e.message : String(e)}`, [token]) })
@@ -358,11 +365,6 @@ function zeroTimings(): Timings {
   return { prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }
 }
 
-/** When a phase failed, the time it took until then still counts for that phase. */
-function lapIfMissing(_timings: Timings, _phaseStart: number): void {
-  // Phases record their time when they end; a failing phase keeps 0 except the agent, which laps first.
-}
-
 function definedOnly(u: AgentUsage): AgentUsage {
   return Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as AgentUsage
 }
@@ -433,6 +435,3 @@ function diffMeta(before: Map<string, string>, after: Map<string, string>): stri
   for (const k of before.keys()) if (!after.has(k)) return `git metadata (${k} removed)`
   return null
 }
-
-// `git` is re-exported for tests that inspect a workspace; keeps the import used.
-export { git }
