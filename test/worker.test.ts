@@ -240,12 +240,13 @@ describe('retries', () => {
       clock.advance(1)
     }
     expect(delays).toEqual([BASE_BACKOFF_MS, 2 * BASE_BACKOFF_MS, 4 * BASE_BACKOFF_MS])
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('sanitizing')
+    // Each attempt runs in one transaction: the failed attempt left the item where it was.
+    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('received')
 
     expect(await srv.worker.tick()).toBe(1)
     expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('failed')
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
-    expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→failed'])
+    expect(moves(id)).toEqual(['received→failed'])
     // A failed item can be queued again by the customer.
     expect((await patchStatus(srv.url, t.key, id, 'queued')).status).toBe(200)
   })

@@ -19,6 +19,13 @@ import { consolidate, themeOf } from './consolidate'
 export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
+/**
+ * Reports per App held in the similarity index: the newest ones. Duplicates of a bug arrive close
+ * together; older reports stay readable and mergeable by hand, they just stop attracting new ones.
+ */
+export const MAX_INDEXED_PER_APP = 100_000
+/** Reports indexed between two yields to the event loop while an index is built. */
+const BUILD_SLICE = 2_000
 /** How many of the best word-score candidates get the full (trigram) score. */
 const RESCORE = 15
 
@@ -56,7 +63,10 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
   const indexes = new Map<string, AppIndex>()
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
-  const loadApp: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE app_id = ? AND status NOT IN ('received', 'sanitizing') ORDER BY id`)
+  // The newest reports of the App, oldest first (postings are walked newest-first from their end).
+  const loadApp: Statement = sqlite.query(
+    `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND status NOT IN ('received', 'sanitizing') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
+  )
   const setDuplicate = sqlite.query(
     'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',
   )
@@ -69,16 +79,41 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
   )
   const setUnmerged = sqlite.query('UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, version = version + 1, updated_at = ? WHERE id = ?')
 
+  const building = new Map<string, Promise<void>>()
+
   function row(id: string): Row | null {
     return getRow.get(id) as Row | null
   }
 
-  /** The App's index, built from the database on first use. */
+  /**
+   * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
+   * event loop, so a large App never blocks requests (1M stored reports would otherwise stall the
+   * process for seconds and hold every report in memory).
+   */
+  function prepare(appId: string): Promise<void> {
+    if (indexes.has(appId)) return Promise.resolve()
+    let pending = building.get(appId)
+    if (!pending) {
+      pending = (async () => {
+        const index = new AppIndex()
+        let n = 0
+        for (const r of loadApp.iterate(appId, MAX_INDEXED_PER_APP) as IterableIterator<Row>) {
+          index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+          if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
+        }
+        indexes.set(appId, index)
+      })().finally(() => building.delete(appId))
+      building.set(appId, pending)
+    }
+    return pending
+  }
+
+  /** The App's index; built at once (blocking) if `prepare` was not awaited first. */
   function indexFor(appId: string): AppIndex {
     let index = indexes.get(appId)
     if (!index) {
       index = new AppIndex()
-      for (const r of loadApp.all(appId) as Row[]) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+      for (const r of loadApp.all(appId, MAX_INDEXED_PER_APP) as Row[]) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
       indexes.set(appId, index)
     }
     return index
@@ -141,6 +176,9 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
   }
 
   return {
+    /** Builds the App's index without blocking; await it before `clusterReport` or `similar`. */
+    prepare,
+
     /**
      * Clusters one sanitized report: attaches it to the best open lead of its App when the decision
      * rules allow, and indexes it. Idempotent: a report already clustered is only (re)indexed.
@@ -186,6 +224,11 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       })()
       index.add(f, verdict.leadId)
       return verdict
+    },
+
+    /** The App of a report in the Org (404 otherwise), to prepare its index. */
+    appOf(orgId: string, id: string): string {
+      return requireInOrg(orgId, id).app_id
     },
 
     /** GET /v1/feedback/:id/similar: other reports of the same App, best first. */

@@ -15,8 +15,13 @@ export class Logger {
     private readonly sink: (text: string) => void = (t) => process.stdout.write(t),
   ) {}
 
+  /** Whether lines of this level are written at all. */
+  enabled(level: LogLevel): boolean {
+    return RANK[level] >= RANK[this.level]
+  }
+
   log(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
-    if (RANK[level] < RANK[this.level]) return
+    if (!this.enabled(level)) return
     this.buffer.push(JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields }))
     if (!this.scheduled) {
       this.scheduled = true

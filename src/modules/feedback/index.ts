@@ -63,7 +63,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, che
       },
       {
         query: ListQuery,
-        response: { 200: FeedbackPage, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
+        response: { 200: t.NoValidate(FeedbackPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
           summary: 'List feedback, newest first (cursor paging)',
           description: `Duplicates are hidden unless includeDuplicates=true. nextCursor is null on the last page. Limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}.`,
@@ -74,7 +74,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, che
     )
     .get('/v1/feedback/:id', ({ org, params, request }) => feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl)), {
       params: IdParams,
-      response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
+      response: { 200: t.NoValidate(FullFeedbackItem), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
       detail: {
         summary: 'Read one feedback item in full',
         tags: ['feedback'],

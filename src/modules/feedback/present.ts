@@ -1,14 +1,14 @@
 /** Turns stored rows into the API's feedback shapes (spec 2.2). */
 import { isoUtc } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
-import type { FeedbackRow } from './repo'
+import type { FeedbackRow, ListRow } from './repo'
 import type { FeedbackItem, FullFeedbackItem } from './model'
 import { previewStored } from '../../sanitize/report'
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoUtc(ms))
 const parseOr = <T>(json: string | null, fallback: T): T => (json === null ? fallback : (JSON.parse(json) as T))
 
-function submittedBy(row: FeedbackRow): FeedbackItem['submittedBy'] {
+function submittedBy(row: ListRow): FeedbackItem['submittedBy'] {
   return {
     mode: row.submittedMode as 'public' | 'private',
     externalUserId: row.externalUserId,
@@ -27,8 +27,18 @@ function servable(row: FeedbackRow): FeedbackRow {
   return { ...row, ...previewStored(row, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }) }
 }
 
-export function toListItem(stored: FeedbackRow): FeedbackItem {
-  const row = servable(stored)
+/** The same for a list entry, which carries only text and url of the free-text fields. */
+function servableListRow(row: ListRow): ListRow {
+  if (row.redactions !== null) return row
+  const preview = previewStored(
+    { text: row.text, url: row.url, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null },
+    { email: row.email, name: row.submitterName, externalUserId: row.externalUserId },
+  )
+  return { ...row, text: preview.text, url: preview.url }
+}
+
+export function toListItem(stored: ListRow): FeedbackItem {
+  const row = servableListRow(stored)
   return {
     id: row.id,
     appId: row.appId,

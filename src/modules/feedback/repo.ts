@@ -3,10 +3,26 @@
  * Hot statements are prepared once; list variants are prepared lazily, one per filter combination.
  */
 import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
+import type { Statement } from 'bun:sqlite'
 import type { Db } from '../../db/client'
 import { feedback, jobs, idempotencyKeys } from '../../db/schema'
 
 export type FeedbackRow = typeof feedback.$inferSelect
+
+/** The columns a list entry needs (spec 2.2), plus `redactions` to tell whether the row is sanitized. */
+export type ListRow = Pick<
+  FeedbackRow,
+  | 'id' | 'appId' | 'status' | 'submittedMode' | 'externalUserId' | 'email' | 'submitterName' | 'severity' | 'text' | 'url'
+  | 'createdAt' | 'processedAt' | 'mergeRequestUrl' | 'duplicateOfId' | 'duplicateCount' | 'theme' | 'consolidatedText'
+  | 'lastDuplicateAt' | 'redactions'
+>
+
+const LIST_COLUMNS = [
+  'id', 'app_id AS appId', 'status', 'submitted_mode AS submittedMode', 'external_user_id AS externalUserId', 'email',
+  'submitter_name AS submitterName', 'severity', 'text', 'url', 'created_at AS createdAt', 'processed_at AS processedAt',
+  'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
+  'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions',
+].join(', ')
 export type NewFeedbackRow = typeof feedback.$inferInsert
 
 export interface ListFilter {
@@ -91,20 +107,22 @@ export function createFeedbackRepo(db: Db) {
     .limit(sql.placeholder('limit'))
     .prepare()
 
-  type ListStatement = { all: (p: Record<string, unknown>) => FeedbackRow[] }
-  const listStatements = new Map<string, ListStatement>()
+  const listStatements = new Map<string, Statement>()
 
-  function listStatement(f: ListFilter): ListStatement {
+  /**
+   * The list page reads only the list's columns, straight from bun:sqlite with camelCase aliases: the
+   * full row (JSON blobs, user agent) and drizzle's per-row mapping cost ~40% of a list request.
+   */
+  function listStatement(f: ListFilter): Statement {
     const variant = [f.appId ? 'a' : 'o', f.status ? 's' : '', f.cursor ? 'c' : '', f.includeDuplicates ? 'd' : ''].join('')
     let stmt = listStatements.get(variant)
     if (!stmt) {
-      const conds: SQL[] = [f.appId ? eq(feedback.appId, sql.placeholder('appId')) : eq(feedback.orgId, sql.placeholder('orgId'))]
-      // With an appId the App's Org was checked by the caller; keep the tenant guard anyway.
-      if (f.appId) conds.push(eq(feedback.orgId, sql.placeholder('orgId')))
-      if (f.status) conds.push(eq(feedback.status, sql.placeholder('status')))
-      if (f.cursor) conds.push(lt(feedback.id, sql.placeholder('cursor')))
-      if (!f.includeDuplicates) conds.push(isNull(feedback.duplicateOfId))
-      stmt = db.select().from(feedback).where(and(...conds)).orderBy(desc(feedback.id)).limit(sql.placeholder('limit')).prepare()
+      // With an appId the App's Org was checked by the caller; the tenant guard stays anyway.
+      const conds = [f.appId ? 'app_id = $appId AND org_id = $orgId' : 'org_id = $orgId']
+      if (f.status) conds.push('status = $status')
+      if (f.cursor) conds.push('id < $cursor')
+      if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
+      stmt = db.$client.query(`SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $limit`)
       listStatements.set(variant, stmt)
     }
     return stmt
@@ -115,8 +133,12 @@ export function createFeedbackRepo(db: Db) {
     enqueueJob: (kind: string, feedbackId: string, runAfter: number, createdAt: number) => insertJob.run({ kind, feedbackId, runAfter, createdAt }),
     get: (orgId: string, id: string): FeedbackRow | undefined => getOne.get({ orgId, id }),
     /** Newest first; fetches one row past the page to know whether another page exists. */
-    list(f: ListFilter): FeedbackRow[] {
-      return listStatement(f).all({ orgId: f.orgId, appId: f.appId, status: f.status, cursor: f.cursor, limit: f.limit + 1 })
+    list(f: ListFilter): ListRow[] {
+      const params: Record<string, string | number> = { orgId: f.orgId, limit: f.limit + 1 }
+      if (f.appId) params.appId = f.appId
+      if (f.status) params.status = f.status
+      if (f.cursor) params.cursor = f.cursor
+      return listStatement(f).all(params) as ListRow[]
     },
     duplicatesOf: (orgId: string, leadId: string, limit: number): FeedbackRow[] => duplicatesOf.all({ orgId, leadId, limit }),
     getIdempotency: (appId: string, key: string) => getIdempotent.get({ appId, key }),

@@ -35,7 +35,14 @@ export const MergeBody = t.Object({ leadId: t.String({ pattern: ID_PATTERN }) },
 export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: FeedbackService, publicUrl: string | undefined) {
   return new Elysia({ name: 'feedback-triage' })
     .use(orgAuth(auth))
-    .get('/v1/feedback/:id/similar', ({ org, params, query }) => ({ data: cluster.similar(org.orgId, params.id, query.limit ?? 5) }), {
+    .get(
+      '/v1/feedback/:id/similar',
+      async ({ org, params, query }) => {
+        const appId = cluster.appOf(org.orgId, params.id)
+        await cluster.prepare(appId)
+        return { data: cluster.similar(org.orgId, params.id, query.limit ?? 5) }
+      },
+      {
       params: IdParams,
       query: SimilarQuery,
       response: { 200: SimilarList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found') },
@@ -45,10 +52,12 @@ export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: 
         tags: ['triage'],
         security: BEARER_SK,
       },
-    })
+      },
+    )
     .post(
       '/v1/feedback/:id/merge',
-      ({ org, params, body, request }) => {
+      async ({ org, params, body, request }) => {
+        await cluster.prepare(cluster.appOf(org.orgId, params.id))
         cluster.merge(org.orgId, params.id, body.leadId)
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
@@ -68,6 +77,7 @@ export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: 
     .post(
       '/v1/feedback/:id/unmerge',
       async ({ org, params, request }) => {
+        await cluster.prepare(cluster.appOf(org.orgId, params.id))
         cluster.unmerge(org.orgId, params.id)
         feedback.resume(params.id)
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))

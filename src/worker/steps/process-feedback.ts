@@ -83,45 +83,52 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
     if (changes !== 1) throw new Error('concurrent update; will retry')
   }
 
-  return {
-    run(job: JobRow): void {
-      if (!job.feedback_id) return
-      for (let step = 0; step < 4; step++) {
-        const row = get.get(job.feedback_id) as Row | null
-        if (!row || row.duplicate_of_id) return
-        switch (row.status) {
-          case 'received':
-            moveTo(row, 'sanitizing')
-            continue
-          case 'sanitizing':
-            sanitizeRow(row)
-            continue
-          case 'sanitized': {
-            // Idempotent: a retry finds the report already clustered and only re-indexes it.
-            if (deps.cluster.clusterReport(row.id).leadId) return
-            const app = settingsOf.get(row.app_id) as AppSettings | null
-            if (app?.batch_enabled) {
-              // Waits in `sanitized` until the window closes; the batch_release job moves it on.
-              deps.batches.ensureWindow(row.app_id, app.batch_window_hours)
-              return
-            }
-            const current = get.get(row.id) as Row
-            // The final move and the job's removal commit together: no window where both are half done.
-            const to = app?.processing_mode === 'auto_pr' ? 'queued' : 'awaiting_manual'
-            sqlite.transaction(() => {
-              moveTo(current, to)
-              if (to === 'queued') enqueueAgentRun(sqlite, row.id, clock.now())
-              finishJob.run(job.id)
-            })()
+  /** Takes the report as far as it can go now; runs inside one transaction. */
+  function advance(job: JobRow & { feedback_id: string }): void {
+    for (let step = 0; step < 4; step++) {
+      const row = get.get(job.feedback_id) as Row | null
+      if (!row || row.duplicate_of_id) return
+      switch (row.status) {
+        case 'received':
+          moveTo(row, 'sanitizing')
+          continue
+        case 'sanitizing':
+          sanitizeRow(row)
+          continue
+        case 'sanitized': {
+          // Idempotent: a retry finds the report already clustered and only re-indexes it.
+          if (deps.cluster.clusterReport(row.id).leadId) return
+          const app = settingsOf.get(row.app_id) as AppSettings | null
+          if (app?.batch_enabled) {
+            // Waits in `sanitized` until the window closes; the batch_release job moves it on.
+            deps.batches.ensureWindow(row.app_id, app.batch_window_hours)
             return
           }
-          default:
-            // Archived (or moved on by someone else) while waiting: no more lifecycle steps, but raw
-            // values are never kept — a report that was never sanitized is scrubbed where it stands.
-            if (row.redactions === null) sanitizeRow(row, true)
-            return
+          const current = get.get(row.id) as Row
+          const to = app?.processing_mode === 'auto_pr' ? 'queued' : 'awaiting_manual'
+          moveTo(current, to)
+          if (to === 'queued') enqueueAgentRun(sqlite, row.id, clock.now())
+          finishJob.run(job.id)
+          return
         }
+        default:
+          // Archived (or moved on by someone else) while waiting: no more lifecycle steps, but raw
+          // values are never kept — a report that was never sanitized is scrubbed where it stands.
+          if (row.redactions === null) sanitizeRow(row, true)
+          return
       }
+    }
+  }
+
+  return {
+    async run(job: JobRow): Promise<void> {
+      if (!job.feedback_id) return
+      const first = get.get(job.feedback_id) as Row | null
+      // A large App's similarity index is built in slices, before the synchronous steps below.
+      if (first) await deps.cluster.prepare(first.app_id)
+      // Every step of one report commits once, together: one WAL commit instead of four, and a crash
+      // rolls the report back to where it was, to be redone from there.
+      sqlite.transaction(() => advance(job as JobRow & { feedback_id: string }))()
     },
     onGiveUp(job: JobRow, error: string): void {
       if (!job.feedback_id) return
