@@ -18,6 +18,8 @@ import { BATCH_RELEASE_KIND, createBatchWindows } from './worker/steps/release-b
 import { createCollectUploadsStep, scheduleUploadsGc, UPLOADS_GC_KIND } from './worker/steps/collect-uploads'
 import { createProcessFeedbackStep } from './worker/steps/process-feedback'
 import { LIMITS } from './core/limits'
+import { join } from 'node:path'
+import { Checkpointer } from './db/checkpointer'
 
 export interface RunningServer {
   url: string
@@ -58,6 +60,8 @@ export function createWorker(
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
   const ctx = createContext(config, options.clock)
+  const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
+  checkpointer.start()
   const runner = createAgentRunner(ctx.sqlite, createConnectionsService(ctx), ctx.clock, log, {
     dataDir: config.dataDir,
     concurrency: config.agentConcurrency,
@@ -105,6 +109,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
         committer.flush()
         await runner.stop()
         await theWorker.stop()
+        await checkpointer.stop()
         try {
           ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
         } catch {

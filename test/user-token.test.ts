@@ -234,7 +234,7 @@ describe('accepted user tokens and the identity they carry', () => {
   test('list entries carry the same submittedBy', async () => {
     const r = await submit(a.pub, await userToken(a.secret, a.appId, 'listed', { ctx: { email: 'listed@example.com' } }))
     expect(r.status).toBe(201)
-    const list = await log.call(srv.url, 'GET', `/v1/feedback?appId=${a.appId}&limit=100`, { auth: a.key })
+    const list = await log.call(srv.url, 'GET', `/v1/feedback?appId=${a.appId}&limit=100&includeDuplicates=true`, { auth: a.key })
     expect(list.status).toBe(200)
     const entry = list.body.data.find((x: { id: string }) => x.id === r.body.id)
     expect(entry.submittedBy).toMatchObject({ mode: 'private', externalUserId: 'listed', email: 'listed@example.com' })

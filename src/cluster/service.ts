@@ -25,7 +25,7 @@ const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'f
  */
 export const MAX_INDEXED_PER_APP = 100_000
 /** Reports indexed between two yields to the event loop while an index is built. */
-const BUILD_SLICE = 2_000
+const BUILD_SLICE = 250
 /** How many of the best word-score candidates get the full (trigram) score. */
 const RESCORE = 15
 

@@ -24,6 +24,7 @@ export function openDatabase(file: string): { sqlite: Database; db: Db } {
   sqlite.run('PRAGMA wal_autocheckpoint = 1000')
   sqlite.run('PRAGMA cache_size = -65536')
   sqlite.run('PRAGMA temp_store = MEMORY')
+  sqlite.run('PRAGMA mmap_size = 268435456')
   const db = drizzle({ client: sqlite, schema }) as Db
   return { sqlite, db }
 }

@@ -1,0 +1,56 @@
+/**
+ * Runs WAL checkpoints on a thread of their own (checkpointer-worker.ts) and turns off SQLite's
+ * automatic checkpoints on the request thread. If the thread fails, automatic checkpoints come back
+ * on, so the WAL can never grow without bound.
+ */
+import type { Database } from 'bun:sqlite'
+import type { Logger } from '../core/logger'
+
+export class Checkpointer {
+  private worker: Worker | undefined
+
+  constructor(
+    private readonly sqlite: Database,
+    private readonly file: string,
+    private readonly log: Logger,
+    private readonly intervalMs = 1000,
+  ) {}
+
+  start(): void {
+    const worker = new Worker(new URL('./checkpointer-worker.ts', import.meta.url).href)
+    worker.onmessage = (e: MessageEvent) => {
+      if (e.data?.type === 'error') this.log.warn('wal checkpoint failed', { error: e.data.message })
+    }
+    worker.onerror = (e) => {
+      this.log.error('checkpointer thread failed; checkpoints move back to the main thread', { error: e.message })
+      this.fallBack()
+    }
+    worker.postMessage({ type: 'start', file: this.file, intervalMs: this.intervalMs })
+    this.sqlite.run('PRAGMA wal_autocheckpoint = 0')
+    this.worker = worker
+  }
+
+  private fallBack(): void {
+    this.worker = undefined
+    try {
+      this.sqlite.run('PRAGMA wal_autocheckpoint = 1000')
+    } catch {
+      // the database is closing
+    }
+  }
+
+  /** Ends the thread after a final TRUNCATE checkpoint (at most 5 s). */
+  async stop(): Promise<void> {
+    const worker = this.worker
+    if (!worker) return
+    this.worker = undefined
+    await Promise.race([
+      new Promise<void>((resolve) => {
+        worker.addEventListener('message', (e: MessageEvent) => e.data?.type === 'stopped' && resolve())
+        worker.postMessage({ type: 'stop' })
+      }),
+      Bun.sleep(5000),
+    ])
+    worker.terminate()
+  }
+}
