@@ -27,13 +27,22 @@ function sentences(text: string): string[] {
 export function consolidate(leadText: string, duplicateTexts: string[]): string {
   if (duplicateTexts.length === 0) return leadText.slice(0, CONSOLIDATED_MAX)
   const seen = new Set(words(leadText))
+  const seenSentences = new Set<string>()
   const extra: string[] = []
+  let length = leadText.length
   for (const text of duplicateTexts) {
+    // Once the cap is reached nothing more can be added: stop reading.
+    if (length >= CONSOLIDATED_MAX) break
     for (const s of sentences(text)) {
+      // Duplicates often repeat each other word for word: a sentence seen once is not tokenized again.
+      const key = s.toLowerCase()
+      if (seenSentences.has(key)) continue
+      seenSentences.add(key)
       const ws = words(s)
       if (ws.length === 0 || ws.every((w) => seen.has(w))) continue
       for (const w of ws) seen.add(w)
       extra.push('- ' + s)
+      length += s.length + 3
     }
   }
   const header = `\n\n--- ${duplicateTexts.length} similar report${duplicateTexts.length === 1 ? '' : 's'} add${duplicateTexts.length === 1 ? 's' : ''}: ---\n`

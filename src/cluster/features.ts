@@ -70,7 +70,7 @@ export function featuresOf(r: ReportInput): Features {
 }
 
 /** Cosine similarity of two trigram count maps. */
-export function trigramCosine(a: Map<string, number>, b: Map<string, number>): number {
+export function trigramCosine(a: Map<number, number>, b: Map<number, number>): number {
   let dot = 0
   let na = 0
   let nb = 0

@@ -71,11 +71,20 @@ function stem(word: string): string {
 }
 
 /** Lowercased words; keeps versions (2.3.1) and codes (e404, 502) as single tokens. */
+/** Lowercase, accents folded ("é" → "e"); the Unicode work is skipped for plain ASCII text. */
+function fold(text: string): string {
+  const lower = text.toLowerCase()
+  return NON_ASCII.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
+}
+const NON_ASCII = /[^\x00-\x7f]/
+const WORD_RE = /v?\d+(?:\.\d+)+(?:-[a-z0-9.]+)?|[a-z0-9]+(?:['’][a-z]+)?/g
+
 export function words(text: string): string[] {
   const out: string[] = []
-  const raw = text.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
-  for (const m of raw.matchAll(/v?\d+(?:\.\d+)+(?:-[a-z0-9.]+)?|[a-z0-9]+(?:['’][a-z]+)?/g)) {
-    let w = m[0].replace(/['’]/g, '')
+  const raw = fold(text)
+  WORD_RE.lastIndex = 0
+  for (let m = WORD_RE.exec(raw); m !== null; m = WORD_RE.exec(raw)) {
+    let w = m[0].length > 2 && (m[0].includes("'") || m[0].includes('’')) ? m[0].replace(/['’]/g, '') : m[0]
     if (STOP_WORDS.has(w)) continue
     if (!VERSION_RE.test(w)) {
       if (w.length < 2) continue
@@ -125,11 +134,12 @@ export function polarity(text: string): 'many' | 'none' | null {
 }
 
 /** Character trigrams of the letters-and-digits text (spaces collapsed), as counts. */
-export function trigrams(text: string, limit = 2000): Map<string, number> {
-  const norm = ' ' + text.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '
-  const grams = new Map<string, number>()
+export function trigrams(text: string, limit = 2000): Map<number, number> {
+  const norm = ' ' + fold(text).replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '
+  // Each trigram as one integer (three 7-bit ASCII codes): no substring per position.
+  const grams = new Map<number, number>()
   for (let i = 0; i + 3 <= norm.length; i++) {
-    const g = norm.slice(i, i + 3)
+    const g = (norm.charCodeAt(i) << 14) | (norm.charCodeAt(i + 1) << 7) | norm.charCodeAt(i + 2)
     grams.set(g, (grams.get(g) ?? 0) + 1)
   }
   return grams
