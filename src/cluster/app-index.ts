@@ -4,21 +4,7 @@
  * postings of a report's rarer words, so the cost per query grows far slower than the App.
  */
 import type { Features } from './features'
-
-interface Doc {
-  id: string
-  terms: Int32Array
-  tfs: Float32Array
-  firstNumbers: string[]
-  versions: Set<string>
-  polarity: 'many' | 'none' | null
-  distinctWords: number
-  page: string | null
-  component: string | null
-  errorFp: string | null
-  /** The root lead this report is a duplicate of, or null for a lead. */
-  leadId: string | null
-}
+import { DocStore, type DocView } from './doc-store'
 
 export interface Scored {
   id: string
@@ -36,7 +22,7 @@ export class AppIndex {
   private termIds = new Map<string, number>()
   private df: number[] = []
   private postings: number[][] = []
-  private docs: (Doc | undefined)[] = []
+  private docs = new DocStore()
   private slotOf = new Map<string, number>()
   /** Root lead → its duplicates, for scoring a report against a whole cluster. */
   private members = new Map<string, Set<string>>()
@@ -69,23 +55,9 @@ export class AppIndex {
       terms.push(tid)
       tfs.push(tf)
     }
-    const slot = this.docs.length
-    const doc: Doc = {
-      id: f.id,
-      terms: Int32Array.from(terms),
-      tfs: Float32Array.from(tfs),
-      firstNumbers: f.firstNumbers,
-      versions: f.versions,
-      polarity: f.polarity,
-      distinctWords: f.distinctWords,
-      page: f.page,
-      component: f.component,
-      errorFp: f.errorFp,
-      leadId,
-    }
-    this.docs.push(doc)
+    const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
-    for (const tid of doc.terms) {
+    for (const tid of terms) {
       this.df[tid]++
       this.postings[tid].push(slot)
     }
@@ -106,11 +78,10 @@ export class AppIndex {
   remove(id: string): void {
     const slot = this.slotOf.get(id)
     if (slot === undefined) return
-    const doc = this.docs[slot]!
-    this.unlink(id, doc.leadId)
-    for (const tid of doc.terms) this.df[tid]--
-    // Postings keep the dead slot; lookups skip undefined docs (cheaper than splicing arrays).
-    this.docs[slot] = undefined
+    this.unlink(id, this.docs.leadId(slot))
+    this.docs.eachTerm(slot, (tid) => this.df[tid]--)
+    // Postings keep the dead slot; lookups skip dead slots (cheaper than splicing arrays).
+    this.docs.kill(slot)
     this.slotOf.delete(id)
     this.live--
   }
@@ -118,18 +89,14 @@ export class AppIndex {
   setLead(id: string, leadId: string | null): void {
     const slot = this.slotOf.get(id)
     if (slot === undefined) return
-    const doc = this.docs[slot]!
-    this.unlink(id, doc.leadId)
-    doc.leadId = leadId
+    this.unlink(id, this.docs.leadId(slot))
+    this.docs.setLeadId(slot, leadId)
     if (leadId) this.link(id, leadId)
   }
 
-  /** The TF-IDF vector of an indexed report. */
-  private vector(doc: Doc, into: Map<number, number>, scale: number): void {
-    for (let i = 0; i < doc.terms.length; i++) {
-      const tid = doc.terms[i]
-      into.set(tid, (into.get(tid) ?? 0) + scale * doc.tfs[i] * this.idf(tid))
-    }
+  /** Adds an indexed report's TF-IDF vector, scaled, to `into`. */
+  private vector(slot: number, into: Map<number, number>, scale: number): void {
+    this.docs.eachTerm(slot, (tid, tf) => into.set(tid, (into.get(tid) ?? 0) + scale * tf * this.idf(tid)))
   }
 
   /**
@@ -141,11 +108,11 @@ export class AppIndex {
     const ids = [rootId, ...[...(this.members.get(rootId) ?? [])].slice(-maxMembers)].filter((id) => id !== f.id)
     const centroid = new Map<number, number>()
     for (const id of ids) {
-      const doc = this.doc(id)
-      if (!doc) continue
+      const slot = this.slotOf.get(id)
+      if (slot === undefined) continue
       let norm = 0
-      for (let i = 0; i < doc.terms.length; i++) norm += (doc.tfs[i] * this.idf(doc.terms[i])) ** 2
-      if (norm > 0) this.vector(doc as Doc, centroid, 1 / Math.sqrt(norm))
+      this.docs.eachTerm(slot, (tid, tf) => (norm += (tf * this.idf(tid)) ** 2))
+      if (norm > 0) this.vector(slot, centroid, 1 / Math.sqrt(norm))
     }
     let dot = 0
     let cNorm = 0
@@ -165,9 +132,9 @@ export class AppIndex {
   }
 
   /** The stored features of an indexed report (what the merge rules compare). */
-  doc(id: string): Readonly<Doc> | undefined {
+  doc(id: string): DocView | undefined {
     const slot = this.slotOf.get(id)
-    return slot === undefined ? undefined : this.docs[slot]
+    return slot === undefined ? undefined : this.docs.view(slot)
   }
 
   /**
@@ -190,7 +157,7 @@ export class AppIndex {
     // Retrieval: the query's most distinctive words only, and within each the newest postings only
     // (recent reports are the likely duplicates). This bounds the work per query whatever the App's size.
     const retrieval = [...query].sort((a, b) => b.idf - a.idf).slice(0, RETRIEVAL_TERMS)
-    if (this.acc.length < this.docs.length) this.acc = new Float64Array(Math.max(this.docs.length, this.acc.length * 2, 1024))
+    if (this.acc.length < this.docs.slots) this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
     const acc = this.acc
     const touched: number[] = []
     for (const { tid, w, idf } of retrieval) {
@@ -198,7 +165,7 @@ export class AppIndex {
       const stop = Math.max(0, list.length - MAX_POSTINGS_PER_TERM)
       for (let i = list.length - 1; i >= stop; i--) {
         const slot = list[i]
-        if (!this.docs[slot]) continue
+        if (!this.docs.isAlive(slot)) continue
         if (acc[slot] === 0) touched.push(slot)
         acc[slot] += w * idf
       }
@@ -215,17 +182,15 @@ export class AppIndex {
     const qWeights = new Map(query.map((q) => [q.tid, q.w]))
     const scored: Scored[] = []
     for (const [slot] of shortlist) {
-      const doc = this.docs[slot]!
       let dot = 0
       let dNorm = 0
-      for (let i = 0; i < doc.terms.length; i++) {
-        const tid = doc.terms[i]
-        const w = doc.tfs[i] * this.idf(tid)
+      this.docs.eachTerm(slot, (tid, tf) => {
+        const w = tf * this.idf(tid)
         dNorm += w * w
         const qw = qWeights.get(tid)
         if (qw !== undefined) dot += qw * w
-      }
-      if (dNorm > 0) scored.push({ id: doc.id, wordScore: dot / (qNorm * Math.sqrt(dNorm)) })
+      })
+      if (dNorm > 0) scored.push({ id: this.docs.id(slot), wordScore: dot / (qNorm * Math.sqrt(dNorm)) })
     }
     return scored.sort((a, b) => b.wordScore - a.wordScore).slice(0, limit)
   }

@@ -18,8 +18,19 @@ export interface Thresholds {
 /** Tuned on test/fixtures/dedup-corpus.json for precision ≥ 0.98 on every shuffled order (bench/cluster.ts). */
 export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.5, moderate: 0.38, wordWeight: 0.75 }
 
+/** What the merge rules compare besides the score (features of a new report, or a stored one). */
+export interface MergeSignals {
+  firstNumbers: readonly string[]
+  versions: ReadonlySet<string>
+  polarity: Features['polarity']
+  distinctWords: number
+  page: string | null
+  component: string | null
+  errorFp: string | null
+}
+
 export interface CandidateView {
-  features: Pick<Features, 'firstNumbers' | 'versions' | 'polarity' | 'distinctWords' | 'page' | 'component' | 'errorFp'>
+  features: MergeSignals
   wordScore: number
   text: string
 }
@@ -51,7 +62,7 @@ export function numbersVeto(a: readonly string[], b: readonly string[]): boolean
 export const SHORT_REPORT_WORDS = 4
 export const SHORT_REPORT_EXTRA = 0.2
 
-function disjoint(a: Set<string>, b: Set<string>): boolean {
+function disjoint(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   if (a.size === 0 || b.size === 0) return false
   for (const v of a) if (b.has(v)) return false
   return true
