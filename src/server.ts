@@ -93,14 +93,6 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const server = app.server!
   let stopping: Promise<void> | undefined
   if (options.worker?.autoStart !== false) theWorker.start()
-  // Warm every App's similarity index in the background (built in slices), so the first report after a
-  // restart does not wait for it.
-  void (async () => {
-    for (const { id } of ctx.sqlite.query('SELECT id FROM apps WHERE deleted_at IS NULL').all() as { id: string }[]) {
-      if (stopping) return
-      await cluster.prepare(id).catch((e) => log.warn('similarity index warm-up failed', { appId: id, error: String(e) }))
-    }
-  })()
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   log.info('fixloop listening', { url, dataDir: config.dataDir })
 
