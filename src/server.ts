@@ -76,7 +76,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   worker = createWorker(
     ctx,
     log,
-    options.worker,
+    // Submissions committed in the last 20 ms mean intake is busy: the worker paces itself.
+    { busy: () => performance.now() - committer.lastCommitAt < 20, ...options.worker },
     (jobs) => {
       scheduleUploadsGc(jobs, ctx.clock)
       return { [UPLOADS_GC_KIND]: createCollectUploadsStep(uploads, jobs, ctx.clock), [AGENT_KIND]: createStartAgentStep(runner) }

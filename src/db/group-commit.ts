@@ -19,6 +19,8 @@ export class GroupCommitter {
   private scheduled = false
   /** Called after each successful commit (e.g. to wake the worker). */
   onCommit: (() => void) | undefined
+  /** performance.now() of the last commit: a cheap signal that writes are arriving. */
+  lastCommitAt = -Infinity
 
   constructor(
     private readonly sqlite: Database,
@@ -67,6 +69,7 @@ export class GroupCommitter {
       for (const p of batch) p.reject(e)
       return
     }
+    this.lastCommitAt = performance.now()
     batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
     this.onCommit?.()
   }

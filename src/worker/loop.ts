@@ -27,6 +27,9 @@ export interface JobStep {
 }
 
 export interface WorkerOptions {
+  /** True while the server is busy taking submissions (the worker then paces itself). */
+  busy?: () => boolean
+  busyPauseMs: number
   leaseMs: number
   pollMs: number
   maxAttempts: number
@@ -34,7 +37,7 @@ export interface WorkerOptions {
   maxBackoffMs: number
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, maxAttempts: 6, baseBackoffMs: 1_000, maxBackoffMs: 300_000 }
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { busyPauseMs: 2, leaseMs: 60_000, pollMs: 1_000, maxAttempts: 6, baseBackoffMs: 1_000, maxBackoffMs: 300_000 }
 
 export class Worker {
   private running = false
@@ -67,8 +70,10 @@ export class Worker {
       if (!job) break
       ran++
       await this.runOne(job)
-      // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs.
-      await new Promise<void>((resolve) => setImmediate(resolve))
+      // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs, and while
+      // submissions are pouring in, a longer pause, so intake latency does not queue behind processing.
+      const pause = this.opts.busy?.() ? this.opts.busyPauseMs : 0
+      await new Promise<void>((resolve) => (pause > 0 ? setTimeout(resolve, pause) : setImmediate(resolve)))
     }
     return ran
   }
