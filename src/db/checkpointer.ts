@@ -6,6 +6,16 @@
 import type { Database } from 'bun:sqlite'
 import type { Logger } from '../core/logger'
 
+/**
+ * Where the worker's module is. From source, next to this file. In the compiled binary every module is
+ * bundled into the executable (import.meta.url is the binary itself) and the worker, built as a second
+ * entry point (package.json "build"), sits at its path under src/: db/checkpointer-worker.ts.
+ */
+function workerUrl(): string {
+  const compiled = import.meta.url.includes('/$bunfs/')
+  return new URL(compiled ? './db/checkpointer-worker.ts' : './checkpointer-worker.ts', import.meta.url).href
+}
+
 export class Checkpointer {
   private worker: Worker | undefined
 
@@ -17,7 +27,7 @@ export class Checkpointer {
   ) {}
 
   start(): void {
-    const worker = new Worker(new URL('./checkpointer-worker.ts', import.meta.url).href)
+    const worker = new Worker(workerUrl())
     worker.onmessage = (e: MessageEvent) => {
       if (e.data?.type === 'error') this.log.warn('wal checkpoint failed', { error: e.data.message })
     }
