@@ -53,6 +53,16 @@ describe('/openapi.json', () => {
     expect(conflict.properties.error.properties.code.enum).toContain('idempotency_key_reused')
   })
 
+  test('passes an OpenAPI 3.1 schema validator', async () => {
+    const { Validator } = await import('@seriousme/openapi-schema-validator')
+    const doc = (await call(srv.url, 'GET', '/openapi.json')).body
+    const validator = new Validator()
+    const result = await validator.validate(doc)
+    expect(result.errors ?? []).toEqual([])
+    expect(result.valid).toBe(true)
+    expect(validator.version).toBe('3.1')
+  })
+
   test('error codes documented for a route are the ones it sends', async () => {
     const doc = (await call(srv.url, 'GET', '/openapi.json')).body
     const t = seedTenant(srv.admin)
