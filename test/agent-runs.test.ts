@@ -131,6 +131,27 @@ describe('a run that opens a pull request (GitHub)', () => {
     expectNoSecrets(s, JSON.stringify(run), JSON.stringify(item))
   })
 
+  test('the token never appears in any git command line (a git wrapper records every argv)', async () => {
+    const dir = tempDir('fixloop-gitwrap-')
+    const log = join(dir, 'argv.log')
+    const realGit = Bun.which('git')!
+    writeFileSync(join(dir, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${JSON.stringify(log)}\nexec ${JSON.stringify(realGit)} "$@"\n`)
+    chmodSync(join(dir, 'git'), 0o755)
+    const path = process.env.PATH
+    process.env.PATH = `${dir}:${path}`
+    try {
+      connect(s, { agentCommand: agent('fix.sh') })
+      const { run } = await submitAndFinish(s, 'Argv case: the order total ignores discounts')
+      expect(run.status).toBe('succeeded')
+    } finally {
+      process.env.PATH = path
+    }
+    const argv = readFileSync(log, 'utf8')
+    expect(argv).toMatch(/clone .*--depth 1/)
+    expect(argv).toMatch(/push /)
+    expect(argv).not.toContain(TOKEN)
+  })
+
   test('the agent gets a minimal environment: no fixloop secret, no token', async () => {
     const marker = 'FIXLOOP_SHOULD_NOT_LEAK'
     process.env.FIXLOOP_TEST_SECRET = marker
