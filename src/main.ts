@@ -6,7 +6,7 @@ import { ConfigError } from './config'
 import { AdminError } from './modules/tenants/service'
 import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
-import { runTenantCommand, TENANT_HELP } from './cli/tenants'
+import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
 import { VERSION } from './version'
 
@@ -63,4 +63,3 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   process.stderr.write(`fixloop: ${e instanceof Error ? e.message : String(e)}\n`)
   process.exit(1)
 })
-void TENANT_HELP

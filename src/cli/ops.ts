@@ -1,11 +1,9 @@
 /** `fixloop migrate` and `fixloop backup`: operations on the data dir. */
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { openDatabase } from '../db/client'
-import { join } from 'node:path'
-import { mkdirSync } from 'node:fs'
 import { applyMigrations } from '../db/migrate'
 import { output, parseFlags, UsageError } from './args'
 
