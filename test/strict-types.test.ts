@@ -26,3 +26,12 @@ for (const [name, method, path, auth, body] of cases) {
     expect(r.body.error.details.issues.length).toBeGreaterThan(0)
   })
 }
+
+test('the Bearer scheme is case-insensitive (RFC 6750)', async () => {
+  for (const scheme of ['bearer', 'BEARER', 'Bearer ']) {
+    const r = await call(srv.url, 'GET', '/v1/apps', { headers: { authorization: `${scheme} ${t.key}` } })
+    expect(r.status).toBe(200)
+  }
+  const malformed = await call(srv.url, 'GET', '/v1/apps', { headers: { authorization: `Basic ${t.key}` } })
+  expect(malformed.body.error.code).toBe('invalid_authorization')
+})

@@ -20,7 +20,8 @@ export interface AuthDeps {
   trustProxy: boolean
 }
 
-const BEARER_RE = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/
+/** RFC 6750: the scheme name is case-insensitive ("bearer", "BEARER"); one or more spaces follow it. */
+const BEARER_RE = /^Bearer +([A-Za-z0-9_\-.~+/]+=*)$/i
 
 function bearerToken(header: string | null): string {
   if (header === null || header === '') throw new ApiError('missing_authorization')

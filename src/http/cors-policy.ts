@@ -39,7 +39,7 @@ export function corsOrigin(directory: CredentialDirectory) {
     }
     if (request.method === 'OPTIONS') return directory.anyAppAcceptsOrigin(origin)
     const auth = request.headers.get('authorization') ?? ''
-    const key = auth.startsWith('Bearer ') ? auth.slice(7).trim() : ''
+    const key = /^bearer /i.test(auth) ? auth.slice(7).trim() : ''
     if (!key.startsWith('pub_')) return false
     const app = directory.appByPublicKey(key)
     if (!app) return false
