@@ -125,28 +125,33 @@ export function createConnectionsService(ctx: Context) {
     if (!app) throw new AdminError(`unknown app: ${appId}`)
   }
 
-  function view(row: typeof repoConnections.$inferSelect) {
+  /** A stored row as the runner's connection, without decrypting the token. */
+  function decode(row: typeof repoConnections.$inferSelect): Omit<RepoConnection, 'hostToken'> {
     return {
       appId: row.appId,
       gitUrl: row.gitUrl,
       baseBranch: row.baseBranch,
-      host: row.hostKind,
+      hostKind: row.hostKind as HostKind,
       hostApiUrl: row.hostApiUrl,
       hostRepo: row.hostRepo ?? repoPath(row.gitUrl),
-      hasHostToken: row.hostTokenEnc !== null,
-      agent: row.agentProvider,
+      agentProvider: row.agentProvider as AgentProvider,
       agentCommand: row.agentCommand,
       model: row.model,
       timeoutSeconds: row.timeoutSeconds,
-      prMode: row.prMode,
+      prMode: row.prMode as PrMode,
       verifyCommand: row.verifyCommand,
       maxFiles: row.maxFiles,
       maxLines: row.maxLines,
       denyPaths: JSON.parse(row.denyPaths) as string[],
       runsPerDay: row.runsPerDay,
       maxCostUsdPerMonth: row.maxCostUsdPerMonth,
-      updatedAt: isoUtc(row.updatedAt),
     }
+  }
+
+  /** What the CLI prints: the connection with CLI flag names, and only whether a token is stored. */
+  function view(row: typeof repoConnections.$inferSelect) {
+    const { hostKind, agentProvider, ...rest } = decode(row)
+    return { ...rest, host: hostKind, agent: agentProvider, hasHostToken: row.hostTokenEnc !== null, updatedAt: isoUtc(row.updatedAt) }
   }
 
   return {
@@ -204,26 +209,7 @@ export function createConnectionsService(ctx: Context) {
     load(appId: string): RepoConnection | null {
       const row = db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()
       if (!row) return null
-      return {
-        appId: row.appId,
-        gitUrl: row.gitUrl,
-        baseBranch: row.baseBranch,
-        hostKind: row.hostKind as HostKind,
-        hostApiUrl: row.hostApiUrl,
-        hostRepo: row.hostRepo ?? repoPath(row.gitUrl),
-        hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null,
-        agentProvider: row.agentProvider as AgentProvider,
-        agentCommand: row.agentCommand,
-        model: row.model,
-        timeoutSeconds: row.timeoutSeconds,
-        prMode: row.prMode as PrMode,
-        verifyCommand: row.verifyCommand,
-        maxFiles: row.maxFiles,
-        maxLines: row.maxLines,
-        denyPaths: JSON.parse(row.denyPaths) as string[],
-        runsPerDay: row.runsPerDay,
-        maxCostUsdPerMonth: row.maxCostUsdPerMonth,
-      }
+      return { ...decode(row), hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null }
     },
   }
 }
