@@ -22,7 +22,7 @@ export interface Config {
   trustProxy: boolean
   /** Master key (hex or base64 of 32 bytes); when absent, <dataDir>/master.key is used or created. */
   masterKey: string | undefined
-  /** Absolute base URL clients reach this server at; used in upload URLs. Defaults to http://host:port. */
+  /** Absolute base URL clients reach this server at (upload URLs, PR links); unset: the address each request came to. */
   publicUrl: string | undefined
   s3: S3Config | undefined
   /** Most agent runs at once over all Apps (runs of one App are always one at a time). */
