@@ -16,32 +16,15 @@ import { applyMigrations } from '../src/db/migrate'
 import { createClusterService } from '../src/cluster/service'
 import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/cluster/decide'
 import { systemClock } from '../src/core/clock'
+import { prng } from '../test/sanitize-fixtures'
+import type { Corpus, CorpusReport } from '../test/fixtures/corpus'
 
-interface Report {
-  id: string
-  group: string
-  text: string
-  url?: string
-  component?: string
-  consoleError?: string
-}
-interface Corpus {
-  apps: { id: string; reports: Report[] }[]
-}
+type Report = CorpusReport
 
 export const CORPUS_PATH = join(import.meta.dir, '..', 'test', 'fixtures', 'dedup-corpus.json')
 
-/** A deterministic PRNG so every run clusters the same order. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** A deterministic PRNG so every run clusters the same order (the tests' mulberry32). */
+export { prng }
 
 function hexId(n: number): string {
   return n.toString(16).padStart(24, '0')
@@ -63,7 +46,7 @@ export function insertApp(sqlite: Database, appId: string): void {
     .run(appId, appId, appId, 'pub_' + appId)
 }
 
-export function insertReport(sqlite: Database, appId: string, id: string, r: Omit<Report, 'id' | 'group'>, createdAt: number): void {
+export function insertReport(sqlite: Database, appId: string, id: string, r: Pick<Report, 'text' | 'url' | 'component' | 'consoleError'>, createdAt: number): void {
   sqlite
     .query(
       `INSERT INTO feedback (id, org_id, app_id, status, text, url, component_target, console_logs, submitted_mode, created_at, updated_at)
