@@ -4,7 +4,7 @@
  * corroborated by the same page, component or console error; and never when the two first lines carry
  * different identifying numbers (versions, error codes).
  */
-import { trigramCosine, trigrams, type Features } from './features'
+import type { Features } from './features'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
@@ -33,10 +33,6 @@ export interface CandidateView {
   features: MergeSignals
   wordScore: number
   text: string
-}
-
-export function blendedScore(wordScore: number, queryText: string, candidateText: string, wordWeight: number, queryGrams = trigrams(queryText)): number {
-  return wordWeight * wordScore + (1 - wordWeight) * trigramCosine(queryGrams, trigrams(candidateText))
 }
 
 /**

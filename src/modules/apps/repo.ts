@@ -38,16 +38,10 @@ export function createAppsRepo(db: Db) {
     .from(apps)
     .where(and(eq(apps.orgId, sql.placeholder('orgId')), eq(apps.id, sql.placeholder('id')), live))
     .prepare()
-  const byPublicKey = db
-    .select()
-    .from(apps)
-    .where(and(eq(apps.publicKey, sql.placeholder('publicKey')), live))
-    .prepare()
 
   return {
     listForOrg: (orgId: string): AppRow[] => listForOrg.all({ orgId }),
     getForOrg: (orgId: string, id: string): AppRow | undefined => getForOrg.get({ orgId, id }),
-    getByPublicKey: (publicKey: string): AppRow | undefined => byPublicKey.get({ publicKey }),
   }
 }
 export type AppsRepo = ReturnType<typeof createAppsRepo>
