@@ -1,0 +1,39 @@
+/**
+ * Every event type the outbox records, with the shape of its `data`. Payloads carry ids, states and URLs,
+ * never report text (CONTRACT.md, Events). Consumers must accept types they do not know: the list grows.
+ */
+import type { FeedbackStatus } from '../core/fsm'
+
+export interface EventPayloads {
+  'feedback.received': { feedbackId: string; status: FeedbackStatus }
+  'feedback.status_changed': { feedbackId: string; from: FeedbackStatus; to: FeedbackStatus; reason?: string | null }
+  'feedback.duplicate_attached': { feedbackId: string; leadFeedbackId: string; duplicateCount: number; manual: boolean }
+  'feedback.unmerged': { feedbackId: string; leadFeedbackId: string; duplicateCount: number }
+  'agent_run.started': { runId: string; feedbackId: string; provider: string }
+  'agent_run.phase': { runId: string; feedbackId: string; phase: 'prepare' | 'clone' | 'agent' | 'verify' | 'guardrails' | 'push' | 'pr'; ms: number }
+  'agent_run.succeeded': { runId: string; feedbackId: string; prUrl: string | null; branch: string; costUsd: number }
+  'agent_run.failed': { runId: string; feedbackId: string; error: string }
+  'agent_run.guardrailed': { runId: string; feedbackId: string; guardrailReason: string }
+  'webhook.disabled': { webhookId: string; reason: string }
+  'webhook.test': { webhookId: string }
+}
+
+export type EventType = keyof EventPayloads
+
+export const EVENT_TYPES = [
+  'feedback.received',
+  'feedback.status_changed',
+  'feedback.duplicate_attached',
+  'feedback.unmerged',
+  'agent_run.started',
+  'agent_run.phase',
+  'agent_run.succeeded',
+  'agent_run.failed',
+  'agent_run.guardrailed',
+  'webhook.disabled',
+  'webhook.test',
+] as const satisfies readonly EventType[]
+
+export function isEventType(value: unknown): value is EventType {
+  return typeof value === 'string' && (EVENT_TYPES as readonly string[]).includes(value)
+}
