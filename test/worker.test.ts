@@ -10,6 +10,7 @@ import { newId } from '../src/core/ids'
 import { Worker, type JobStep } from '../src/worker/loop'
 import { createJobsRepo, type JobRow } from '../src/worker/jobs-repo'
 import { createClusterService } from '../src/cluster/service'
+import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -61,9 +62,11 @@ const silent = new Logger('silent')
 
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
+  const lifecycle = createLifecycle(srv.ctx.sqlite, clock)
   const real = createProcessFeedbackStep(srv.ctx.sqlite, clock, {
     cluster: createClusterService(srv.ctx.sqlite, clock),
-    batches: createBatchWindows(srv.ctx.sqlite, clock),
+    batches: createBatchWindows(srv.ctx.sqlite, clock, createJobsRepo(srv.ctx.sqlite), lifecycle),
+    lifecycle,
   })
   const step: JobStep = {
     async run(job) {
@@ -257,7 +260,7 @@ describe('retries', () => {
   })
 
   test('a job of an unknown kind is retried and finally dropped, never run', async () => {
-    createJobsRepo(srv.ctx.sqlite).enqueue('no-such-kind', null, clock.now(), clock.now())
+    srv.ctx.sqlite.query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('no-such-kind', clock.now(), clock.now())
     for (let i = 1; i <= MAX_ATTEMPTS; i++) {
       expect(await srv.worker.tick()).toBe(1)
       clock.advance(60_000)

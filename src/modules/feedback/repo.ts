@@ -5,7 +5,7 @@
 import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import type { Db } from '../../db/client'
-import { feedback, jobs, idempotencyKeys } from '../../db/schema'
+import { feedback, idempotencyKeys } from '../../db/schema'
 
 export type FeedbackRow = typeof feedback.$inferSelect
 
@@ -58,15 +58,6 @@ export function createFeedbackRepo(db: Db) {
       userContext: sql.placeholder('userContext'),
       createdAt: sql.placeholder('createdAt'),
       updatedAt: sql.placeholder('updatedAt'),
-    })
-    .prepare()
-  const insertJob = db
-    .insert(jobs)
-    .values({
-      kind: sql.placeholder('kind'),
-      feedbackId: sql.placeholder('feedbackId'),
-      runAfter: sql.placeholder('runAfter'),
-      createdAt: sql.placeholder('createdAt'),
     })
     .prepare()
   const getOne = db
@@ -130,7 +121,6 @@ export function createFeedbackRepo(db: Db) {
 
   return {
     insert: (row: Record<string, unknown>) => insertFeedback.run(row),
-    enqueueJob: (kind: string, feedbackId: string, runAfter: number, createdAt: number) => insertJob.run({ kind, feedbackId, runAfter, createdAt }),
     get: (orgId: string, id: string): FeedbackRow | undefined => getOne.get({ orgId, id }),
     /** Newest first; fetches one row past the page to know whether another page exists. */
     list(f: ListFilter): ListRow[] {
@@ -144,15 +134,6 @@ export function createFeedbackRepo(db: Db) {
     getIdempotency: (appId: string, key: string) => getIdempotent.get({ appId, key }),
     saveIdempotency: (row: { appId: string; key: string; requestHash: string; statusCode: number; responseBody: string; createdAt: number }) =>
       insertIdempotent.run(row),
-    /** Compare-and-set status move: false when another writer changed the row first. */
-    moveStatus(id: string, expectedVersion: number, to: string, now: number, extra: Partial<NewFeedbackRow> = {}): boolean {
-      const res = db
-        .update(feedback)
-        .set({ ...extra, status: to, version: expectedVersion + 1, updatedAt: now })
-        .where(and(eq(feedback.id, id), eq(feedback.version, expectedVersion)))
-        .run() as unknown as { changes: number }
-      return res.changes === 1
-    },
   }
 }
 export type FeedbackRepo = ReturnType<typeof createFeedbackRepo>

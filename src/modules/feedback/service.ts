@@ -7,7 +7,7 @@ import { ApiError } from '../../core/errors'
 import { newId } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { sha256Hex } from '../../core/secrets'
-import { canCustomerMove, type CustomerTarget, type FeedbackStatus } from '../../core/fsm'
+import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import type { GroupCommitter } from '../../db/group-commit'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
@@ -15,6 +15,7 @@ import { createFeedbackRepo } from './repo'
 import { toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
 
 export interface Submission {
   app: KnownApp
@@ -65,7 +66,7 @@ function uploadRefs(body: SubmitBody) {
   return refs
 }
 
-export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService) {
+export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
   const repo = createFeedbackRepo(ctx.db)
   const { clock } = ctx
 
@@ -105,7 +106,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       createdAt: now,
       updatedAt: now,
     })
-    repo.enqueueJob('process', id, now, now)
+    lifecycle.received(ctx.sqlite, { orgId: app.row.orgId, appId: app.row.id, feedbackId: id })
     if (refKeys.length > 0) uploads.markReferenced(id, refKeys)
     const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
     if (s.idempotencyKey) {
@@ -123,7 +124,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
 
   return {
     /**
-     * Stores a report and its first job in one transaction; resolves only after COMMIT, so an
+     * Stores a report, its `feedback.received` event and its first job in one transaction; resolves only after COMMIT, so an
      * acknowledged report survives kill -9.
      */
     async submit(s: Submission): Promise<SubmitResult> {
@@ -153,13 +154,6 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       return item
     },
 
-    /** Puts a report back on the worker's path (after an unmerge it moves on as a lead). */
-    resume(id: string): void {
-      const now = clock.now()
-      repo.enqueueJob('process', id, now, now)
-      committer.onCommit?.()
-    },
-
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
     patch(orgId: string, id: string, body: PatchBody): { id: string; status: FeedbackStatus } {
       if (body.status === undefined) throw new ApiError('no_op')
@@ -167,17 +161,8 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const row = repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
-      const from = row.status as FeedbackStatus
-      if (!canCustomerMove(from, to)) throw new ApiError('invalid_transition', { from, to })
-      const now = clock.now()
-      const moved = ctx.db.transaction(() => {
-        // A retry starts clean: the old failure no longer describes the item.
-        if (!repo.moveStatus(id, row.version, to, now, to === 'queued' ? { failureReason: null } : {})) return false
-        if (to === 'queued') repo.enqueueJob('agent', id, now, now)
-        return true
-      })
-      if (!moved) throw new ApiError('concurrent_update', { id })
-      if (to === 'queued') committer.onCommit?.()
+      // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
+      if (!lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
       return { id, status: to }
     },
   }
