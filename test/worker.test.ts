@@ -92,6 +92,7 @@ describe('processing', () => {
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
     const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
     expect(g.body.status).toBe('awaiting_manual')
+    expect(g.body.statusReason).toBeNull()
     expect(g.body.processedAt).toBe(new Date(clock.now()).toISOString())
     // Nothing more to do.
     expect(await srv.worker.tick()).toBe(0)
@@ -104,6 +105,10 @@ describe('processing', () => {
     expect(await srv.worker.tick()).toBe(2)
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→queued'])
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    // The full item says why it waits, and how to move it on.
+    const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
+    expect(g.body.status).toBe('queued')
+    expect(g.body.statusReason).toContain('connect-repo')
   })
 
   test('an item archived before the worker runs stays archived, is still scrubbed, and its job is removed', async () => {

@@ -80,4 +80,3 @@ export function createRunsRepo(sqlite: Database) {
     failInterrupted: (id: string, error: string, now: number): boolean => failInterrupted.run(error, now, id).changes === 1,
   }
 }
-export type RunsRepo = ReturnType<typeof createRunsRepo>

@@ -56,4 +56,3 @@ export function createClusterRepo(sqlite: Database) {
     setUnmerged: (id: string, now: number) => setUnmerged.run(now, id),
   }
 }
-export type ClusterRepo = ReturnType<typeof createClusterRepo>

@@ -64,4 +64,3 @@ export function createLifecycleRepo(sqlite: Database) {
     insertWaitingRuns: (appId: string, now: number): number => insertWaitingRuns.run(now, appId).changes,
   }
 }
-export type LifecycleRepo = ReturnType<typeof createLifecycleRepo>

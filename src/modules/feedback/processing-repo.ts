@@ -70,4 +70,3 @@ export function createProcessingRepo(sqlite: Database) {
     waitingLeads: (appId: string): { id: string; version: number }[] => waiting.all(appId) as { id: string; version: number }[],
   }
 }
-export type ProcessingRepo = ReturnType<typeof createProcessingRepo>

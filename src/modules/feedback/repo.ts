@@ -5,7 +5,7 @@
 import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import type { Db } from '../../db/client'
-import { feedback, idempotencyKeys } from '../../db/schema'
+import { feedback, idempotencyKeys, repoConnections } from '../../db/schema'
 
 export type FeedbackRow = typeof feedback.$inferSelect
 
@@ -23,7 +23,6 @@ const LIST_COLUMNS = [
   'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
   'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions',
 ].join(', ')
-export type NewFeedbackRow = typeof feedback.$inferInsert
 
 export interface ListFilter {
   orgId: string
@@ -98,6 +97,12 @@ export function createFeedbackRepo(db: Db) {
     .limit(sql.placeholder('limit'))
     .prepare()
 
+  const connectionOf = db
+    .select({ appId: repoConnections.appId })
+    .from(repoConnections)
+    .where(eq(repoConnections.appId, sql.placeholder('appId')))
+    .prepare()
+
   const listStatements = new Map<string, Statement>()
 
   /**
@@ -130,10 +135,11 @@ export function createFeedbackRepo(db: Db) {
       if (f.cursor) params.cursor = f.cursor
       return listStatement(f).all(params) as ListRow[]
     },
+    /** Is the App connected to a repository (can its queued reports get an agent run)? */
+    hasRepoConnection: (appId: string): boolean => connectionOf.get({ appId }) !== undefined,
     duplicatesOf: (orgId: string, leadId: string, limit: number): FeedbackRow[] => duplicatesOf.all({ orgId, leadId, limit }),
     getIdempotency: (appId: string, key: string) => getIdempotent.get({ appId, key }),
     saveIdempotency: (row: { appId: string; key: string; requestHash: string; statusCode: number; responseBody: string; createdAt: number }) =>
       insertIdempotent.run(row),
   }
 }
-export type FeedbackRepo = ReturnType<typeof createFeedbackRepo>

@@ -11,7 +11,7 @@ import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import type { GroupCommitter } from '../../db/group-commit'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo } from './repo'
+import { createFeedbackRepo, type FeedbackRow } from './repo'
 import { toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
@@ -69,6 +69,14 @@ function uploadRefs(body: SubmitBody) {
 export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
   const repo = createFeedbackRepo(ctx.db)
   const { clock } = ctx
+
+  /** Why a report waits where it is, when nothing will move it on by itself. */
+  function statusReasonOf(row: FeedbackRow): string | null {
+    if (row.status === 'queued' && !row.duplicateOfId && !repo.hasRepoConnection(row.appId)) {
+      return 'waiting for a repository: this App has none connected (fixloop app connect-repo); the agent run starts once one is'
+    }
+    return null
+  }
 
   function insertSubmission(s: Submission, now: number, refKeys: string[]): SubmitResult {
     const { app, user, body } = s
@@ -148,7 +156,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const row = repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       const dups = row.duplicateCount > 0 ? repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
-      const item = toFullItem(row, dups)
+      const item = toFullItem(row, dups, statusReasonOf(row))
       for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
       if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
       return item
