@@ -5,11 +5,10 @@
  * status_changed chain starts at `received`, links up (from = previous to) and ends at the stored
  * status; seq has no gap. The compiled binary is killed three times on one data dir, at different points.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { expect, test } from 'bun:test'
 import type { Database } from 'bun:sqlite'
-import { spawnServer, tempDir } from './harness'
-import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
+import { spawnServer } from './harness'
+import { cliTenant, crashTestDataDir, openDataDb } from './helpers-lifecycle'
 
 const CLIENTS = 6
 const ENV = { FIXLOOP_RATE_LIMIT_MULTIPLIER: '10000' }
@@ -17,17 +16,7 @@ const ENV = { FIXLOOP_RATE_LIMIT_MULTIPLIER: '10000' }
 const KILL_AFTER = [150, 60, 250]
 const ROUND_DEADLINE_MS = 10_000
 
-let dataDir: string
-const stops: (() => Promise<void>)[] = []
-
-beforeAll(() => {
-  ensureBinary()
-  dataDir = tempDir('fixloop-lifecycle-crash-')
-})
-afterAll(async () => {
-  for (const stop of stops) await stop().catch(() => {})
-  rmSync(dataDir, { recursive: true, force: true })
-})
+const { dir, stops } = crashTestDataDir('fixloop-lifecycle-crash-')
 
 /** Every inconsistency between stored reports and their events (empty when they tell one story). */
 function inconsistencies(db: Database, orgId: string): string[] {
@@ -58,6 +47,7 @@ function inconsistencies(db: Database, orgId: string): string[] {
 }
 
 test('status and events survive kill -9 together or not at all', async () => {
+  const dataDir = dir()
   const t = await cliTenant(dataDir)
   let total = 0
   for (const [round, killAfter] of KILL_AFTER.entries()) {
@@ -105,7 +95,7 @@ test('status and events survive kill -9 together or not at all', async () => {
 }, 60_000)
 
 test('the checker itself catches a status written without its event, and an event without its report', () => {
-  const db = openDataDb(dataDir)
+  const db = openDataDb(dir())
   try {
     const orgId = (db.query('SELECT id FROM orgs LIMIT 1').get() as { id: string }).id
     const row = db.query('SELECT id, status FROM feedback WHERE org_id = ? LIMIT 1').get(orgId) as { id: string; status: string }

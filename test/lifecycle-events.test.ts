@@ -109,35 +109,31 @@ describe('the exact event sequence of a report', () => {
     expect(orgEvents().filter((e) => e.data.feedbackId === id && e.data.runId).map((e) => e.data.runId)).toEqual([run.id, run.id])
   }, 60_000)
 
-  test('submission → failed (the agent exits non-zero)', async () => {
-    connect('crash.sh')
-    const id = await report('Newsletter signup form rejects every valid postcode from Norway')
-    expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
-    const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
-    expect(run.status).toBe('failed')
-    expect(eventsOf(id)).toEqual([
-      ...intake(id, 'queued'),
-      moved(id, 'queued', 'agent_running'),
-      ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
-      moved(id, 'agent_running', 'failed'),
-      ['agent_run.failed', { runId: 'RUN', feedbackId: id, error: run.error }],
-    ])
-  }, 60_000)
-
-  test('submission → guardrailed (failed, with the guardrail reason)', async () => {
-    connect('workflow.sh')
-    const id = await report('Dark mode toggle forgets the choice after reloading the settings page')
-    expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
-    const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
-    expect(run.status).toBe('guardrailed')
-    expect(eventsOf(id)).toEqual([
-      ...intake(id, 'queued'),
-      moved(id, 'queued', 'agent_running'),
-      ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
-      moved(id, 'agent_running', 'failed'),
-      ['agent_run.guardrailed', { runId: 'RUN', feedbackId: id, guardrailReason: run.guardrailReason }],
-    ])
-  }, 60_000)
+  // A run that fails ends with agent_run.failed; one that breaks a guardrail with agent_run.guardrailed.
+  const endings: [string, string, string, string][] = [
+    ['failed (the agent exits non-zero)', 'crash.sh', 'Newsletter signup form rejects every valid postcode from Norway', 'failed'],
+    ['guardrailed (failed, with the guardrail reason)', 'workflow.sh', 'Dark mode toggle forgets the choice after reloading the settings page', 'guardrailed'],
+  ]
+  for (const [name, script, text, runStatus] of endings) {
+    test(`submission → ${name}`, async () => {
+      connect(script)
+      const id = await report(text)
+      expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
+      const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
+      expect(run.status).toBe(runStatus)
+      const last: [string, Record<string, unknown>] =
+        runStatus === 'failed'
+          ? ['agent_run.failed', { runId: 'RUN', feedbackId: id, error: run.error }]
+          : ['agent_run.guardrailed', { runId: 'RUN', feedbackId: id, guardrailReason: run.guardrailReason }]
+      expect(eventsOf(id)).toEqual([
+        ...intake(id, 'queued'),
+        moved(id, 'queued', 'agent_running'),
+        ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
+        moved(id, 'agent_running', 'failed'),
+        last,
+      ])
+    }, 60_000)
+  }
 
   test('submission → awaiting_manual → archived (a customer move)', async () => {
     srv.admin.updateApp(t.orgId, t.appId, { processingMode: 'manual' })
