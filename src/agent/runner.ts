@@ -125,7 +125,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       runs.insertRun({ id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
       lifecycle.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.started', { runId, feedbackId: f.id, provider: conn.agentProvider })
       return true
-    })()
+    }).immediate()
     if (!moved) return false
     const abort = new AbortController()
     const done = execute(runId, f, conn, branch, abort.signal)

@@ -189,7 +189,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       sqlite.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false)
         else refreshLead(id)
-      })()
+      }).immediate()
       index.add(f, verdict.leadId)
       return verdict
     },
@@ -207,10 +207,11 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
     merge(id: string, leadId: string): void {
       const formerLead = row(id)?.duplicate_of_id
+      // IMMEDIATE: these transactions read before they write (see lifecycle.move).
       sqlite.transaction(() => {
         attach(id, leadId, true)
         if (formerLead && formerLead !== leadId) refreshLead(formerLead)
-      })()
+      }).immediate()
     },
 
     /** Makes a duplicate a lead of its own again (and keeps it so); records `feedback.unmerged`. */
@@ -223,7 +224,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
         const duplicateCount = refreshLead(formerLeadId)
         refreshLead(id)
         lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.unmerged', { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
-      })()
+      }).immediate()
       indexFor(r.app_id).setLead(id, null)
     },
 

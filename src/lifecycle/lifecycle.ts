@@ -61,7 +61,7 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
    * `tx` is the connection whose transaction the move joins.
    */
   function move(tx: Database, feedbackId: string, to: FeedbackStatus, cause: MoveCause): boolean {
-    return tx.transaction(() => {
+    const apply = tx.transaction(() => {
       const row = repo.state(feedbackId)
       if (!row) return false
       if (cause.from !== undefined && row.status !== cause.from) return false
@@ -82,7 +82,11 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
       outbox.append({ orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from, to } })
       if (to === 'queued') enqueue('agent', { feedbackId })
       return true
-    })()
+    })
+    // Nested in the caller's transaction (a savepoint), or a transaction of its own that takes the write
+    // lock before it reads: a read-then-write transaction would fail at once (SQLITE_BUSY_SNAPSHOT) when
+    // another process wrote in between, instead of waiting its turn.
+    return apply.immediate()
   }
 
   return {

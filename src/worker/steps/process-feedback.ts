@@ -81,9 +81,10 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       // A large App's similarity index is built in slices, before the synchronous steps below.
       if (first) await deps.cluster.prepare(first.app_id)
       // Every step of one report commits once, together: one WAL commit instead of four, and a crash
-      // rolls the report back to where it was, to be redone from there.
+      // rolls the report back to where it was, to be redone from there. IMMEDIATE: it reads before it
+      // writes, and another process's write in between would otherwise fail it instead of waiting.
       const feedbackId = job.feedback_id
-      sqlite.transaction(() => advance(feedbackId))()
+      sqlite.transaction(() => advance(feedbackId)).immediate()
     },
     onGiveUp(job: JobRow, error: string): void {
       if (!job.feedback_id) return

@@ -33,7 +33,7 @@ export function createBatchWindows(sqlite: Database, clock: Clock, jobs: JobsRep
         sqlite.transaction(() => {
           // A lead someone moved meanwhile is skipped (the move returns false); queued leads get their run.
           for (const lead of repo.waitingLeads(appId)) lifecycle.move(sqlite, lead.id, to, { by: 'system', from: 'sanitized', version: lead.version })
-        })()
+        }).immediate()
       },
     } satisfies JobStep,
   }
