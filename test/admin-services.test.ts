@@ -79,7 +79,9 @@ describe('connections service', () => {
     const connections = srv.services.connections
     expect(failure(() => connections.connect(a.orgId, b.appId, { gitUrl: 'https://git.example/acme/shop.git' })).code).toBe('app_not_found')
     expect(failure(() => connections.disconnect(a.orgId, b.appId)).code).toBe('app_not_found')
+    expect(failure(() => connections.get(a.orgId, b.appId)).code).toBe('app_not_found')
     expect(connections.load(b.appId)).toBeNull()
+    expect(connections.get(b.orgId, b.appId)).toBeNull()
   })
 
   test('bad input: invalid_argument with the flag named', () => {
@@ -87,6 +89,18 @@ describe('connections service', () => {
     expect(failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'not a url' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
     expect(failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'https://git.example/a/b.git', timeoutSeconds: -1 })).message).toContain('--timeout-seconds')
     expect(connections.load(a.appId)).toBeNull()
+  })
+
+  test('get: the stored connection without its token', () => {
+    const connections = srv.services.connections
+    const token = 'ghp_' + 'N4tReAlLyAtOkEnN4tReAlLyAtOkEn123456'
+    const stored = connections.connect(b.orgId, b.appId, { gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostToken: token })
+    const read = connections.get(b.orgId, b.appId)
+    expect(read).toEqual({ ...stored, updatedAt: read!.updatedAt })
+    expect(read).toMatchObject({ gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostRepo: 'beta/shop', hasHostToken: true })
+    expect(JSON.stringify(read)).not.toContain(token)
+    expect(connections.disconnect(b.orgId, b.appId)).toEqual({ appId: b.appId, disconnected: true })
+    expect(connections.get(b.orgId, b.appId)).toBeNull()
   })
 })
 

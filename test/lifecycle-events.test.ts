@@ -135,6 +135,25 @@ describe('the exact event sequence of a report', () => {
     }, 60_000)
   }
 
+  test('failed, then retried by the customer (PATCH queued) → pr_opened: the chain goes on from failed', async () => {
+    connect('crash.sh')
+    const id = await report('Shipping estimate widget divides by zero for weekend pickups')
+    expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
+    const before = eventsOf(id).length
+    connect('fix.sh')
+    expect((await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'queued' } })).status).toBe(200)
+    const item = await settle(id, ['pr_opened'])
+    expect(item.failureReason).toBeNull()
+    const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
+    expect(eventsOf(id).slice(before)).toEqual([
+      moved(id, 'failed', 'queued'),
+      moved(id, 'queued', 'agent_running'),
+      ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
+      moved(id, 'agent_running', 'pr_opened'),
+      ['agent_run.succeeded', { runId: 'RUN', feedbackId: id, prUrl: item.mergeRequestUrl, branch: `fixloop/${id}`, costUsd: run.costUsd }],
+    ])
+  }, 60_000)
+
   test('submission → awaiting_manual → archived (a customer move)', async () => {
     srv.admin.updateApp(t.orgId, t.appId, { processingMode: 'manual' })
     const id = await report('Invoice PDF download button stays greyed out on Safari')

@@ -61,6 +61,8 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
    * `tx` is the connection whose transaction the move joins.
    */
   function move(tx: Database, feedbackId: string, to: FeedbackStatus, cause: MoveCause): boolean {
+    // The statements are prepared on the lifecycle's connection: a transaction on another one would not hold them.
+    if (tx !== sqlite) throw new Error('lifecycle.move must join a transaction on the lifecycle\'s own connection')
     const apply = tx.transaction(() => {
       const row = repo.state(feedbackId)
       if (!row) return false
@@ -99,7 +101,7 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
      * processing. Call it in the write that inserts the row, so the three commit together.
      */
     received(tx: Database, r: { orgId: string; appId: string; feedbackId: string }): void {
-      if (!tx.inTransaction) throw new Error('lifecycle.received must run in the transaction that stores the report')
+      if (tx !== sqlite || !tx.inTransaction) throw new Error('lifecycle.received must run in the transaction that stores the report')
       outbox.append({ orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
       enqueue('process', { feedbackId: r.feedbackId })
     },

@@ -203,6 +203,13 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
       return view(repo.get(appId)!)
     },
 
+    /** The App's connection as an operator sees it (no token), or null when it has none. */
+    get(orgId: string, appId: string) {
+      requireApp(orgId, appId)
+      const row = repo.get(appId)
+      return row ? view(row) : null
+    },
+
     disconnect(orgId: string, appId: string): { appId: string; disconnected: boolean } {
       requireApp(orgId, appId)
       return { appId, disconnected: repo.remove(appId) }
