@@ -86,7 +86,7 @@ const isRepoModule = (rel: string) => rel.startsWith('db/') || /(^|\/)repo\.ts$/
 /** Folders (and route files) where SQL must never appear: it belongs in a repo module. */
 function mustHaveNoSql(rel: string, text: string): boolean {
   if (isRepoModule(rel)) return false
-  return ['worker/', 'agent/', 'cluster/', 'lifecycle/', 'http/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
+  return ['worker/', 'agent/', 'cluster/', 'lifecycle/', 'http/', 'auth/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
 }
 
 function sqlViolations(rel: string, text: string): string[] {
@@ -152,7 +152,7 @@ describe('the sources', () => {
     expect(FILES.filter((f) => f.rel.startsWith('lifecycle/')).flatMap((f) => lifecycleViolations('modules/as-if.ts', f.text)).length).toBeGreaterThanOrEqual(2)
   })
 
-  test('no SQL in worker steps, the agent runner, cluster/, lifecycle logic, http/ or routes', () => {
+  test('no SQL in worker steps, the agent runner, cluster/, lifecycle logic, auth/, http/ or routes', () => {
     expect(FILES.flatMap((f) => sqlViolations(f.rel, f.text))).toEqual([])
   })
 })
