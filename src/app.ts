@@ -1,12 +1,12 @@
 /**
- * createApp(deps): the root Elysia app. Mounts the cross-cutting plugins and the modules; no logic.
+ * createApp(ctx, services, log): the root Elysia app. Mounts the cross-cutting plugins and every module's
+ * routes over the services built once in src/services.ts; no logic, no service construction.
  */
 import { Elysia } from 'elysia'
 import { cors } from '@elysiajs/cors'
 import { openapi } from '@elysiajs/openapi'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
-import { ApiError } from './core/errors'
 import { foundation } from './http/foundation'
 import { corsOrigin, WIDGET_CORS_HEADERS } from './http/cors-policy'
 import { appRoutes } from './modules/apps/index'
@@ -21,13 +21,9 @@ import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
 import type { Services } from './services'
 
-/** Mounts the plugins and every module's routes over services built once (src/services.ts). */
 export function createApp(ctx: Context, s: Services, log: Logger) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
-  const checkAppInOrg = (orgId: string, appId: string) => {
-    if (!apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
-  }
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
@@ -68,7 +64,7 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
     .use(widgetFeedbackRoutes(auth, feedback))
     .use(uploadUrlRoutes(auth, uploads, publicUrl))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
-    .use(orgFeedbackRoutes(auth, feedback, checkAppInOrg, publicUrl))
+    .use(orgFeedbackRoutes(auth, feedback, publicUrl))
     .use(triageRoutes(auth, s.triage, feedback, publicUrl))
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))

@@ -52,15 +52,12 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
     )
 }
 
-export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, checkAppInOrg: (orgId: string, appId: string) => void, publicUrl: string | undefined) {
+export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, publicUrl: string | undefined) {
   return new Elysia({ name: 'feedback-org' })
     .use(orgAuth(auth))
     .get(
       '/v1/feedback',
-      ({ org, query }) => {
-        if (query.appId) checkAppInOrg(org.orgId, query.appId)
-        return feedback.list(org.orgId, query)
-      },
+      ({ org, query }) => feedback.list(org.orgId, query),
       {
         query: ListQuery,
         response: { 200: t.NoValidate(FeedbackPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },

@@ -5,7 +5,7 @@
 import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import type { Db } from '../../db/client'
-import { feedback, idempotencyKeys, repoConnections } from '../../db/schema'
+import { feedback, idempotencyKeys, jobs, repoConnections } from '../../db/schema'
 
 export type FeedbackRow = typeof feedback.$inferSelect
 
@@ -103,6 +103,13 @@ export function createFeedbackRepo(db: Db) {
     .where(eq(repoConnections.appId, sql.placeholder('appId')))
     .prepare()
 
+  const batchClosesAt = db
+    .select({ runAfter: jobs.runAfter })
+    .from(jobs)
+    .where(and(eq(jobs.kind, 'batch_release'), eq(jobs.appId, sql.placeholder('appId'))))
+    .limit(1)
+    .prepare()
+
   const listStatements = new Map<string, Statement>()
 
   /**
@@ -137,6 +144,8 @@ export function createFeedbackRepo(db: Db) {
     },
     /** Is the App connected to a repository (can its queued reports get an agent run)? */
     hasRepoConnection: (appId: string): boolean => connectionOf.get({ appId }) !== undefined,
+    /** When the App's open batch window closes (epoch ms), or null when none is open. */
+    batchClosesAt: (appId: string): number | null => batchClosesAt.get({ appId })?.runAfter ?? null,
     duplicatesOf: (orgId: string, leadId: string, limit: number): FeedbackRow[] => duplicatesOf.all({ orgId, leadId, limit }),
     getIdempotency: (appId: string, key: string) => getIdempotent.get({ appId, key }),
     saveIdempotency: (row: { appId: string; key: string; requestHash: string; statusCode: number; responseBody: string; createdAt: number }) =>

@@ -4,6 +4,7 @@
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { sha256Hex } from '../../core/secrets'
@@ -12,6 +13,7 @@ import type { GroupCommitter } from '../../db/group-commit'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
 import { createFeedbackRepo, type FeedbackRow } from './repo'
+import { createAppsRepo } from '../apps/repo'
 import { toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
@@ -68,12 +70,18 @@ function uploadRefs(body: SubmitBody) {
 
 export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
   const repo = createFeedbackRepo(ctx.db)
+  const apps = createAppsRepo(ctx.db)
   const { clock } = ctx
 
   /** Why a report waits where it is, when nothing will move it on by itself. */
   function statusReasonOf(row: FeedbackRow): string | null {
-    if (row.status === 'queued' && !row.duplicateOfId && !repo.hasRepoConnection(row.appId)) {
+    if (row.duplicateOfId) return null
+    if (row.status === 'queued' && !repo.hasRepoConnection(row.appId)) {
       return 'waiting for a repository: this App has none connected (fixloop app connect-repo); the agent run starts once one is'
+    }
+    if (row.status === 'sanitized') {
+      const closesAt = repo.batchClosesAt(row.appId)
+      if (closesAt !== null) return `held in the App's batch window until ${isoUtc(closesAt)}; then it moves on with its cluster`
     }
     return null
   }
@@ -142,7 +150,9 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
     },
 
+    /** A page of the Org's reports; an `appId` not in the Org is 404 app_not_found. */
     list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
+      if (q.appId && !apps.getForOrg(orgId, q.appId)) throw new ApiError('app_not_found')
       const limit = q.limit ?? LIMITS.listLimitDefault
       const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
       const more = rows.length > limit
