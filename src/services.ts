@@ -72,7 +72,7 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     uploads,
     apps: createAppsRepo(ctx.db),
     feedback: createFeedbackService(ctx, committer, uploads, lifecycle),
-    triage: createTriageService(ctx.db, cluster, lifecycle),
+    triage: createTriageService(ctx, cluster, lifecycle),
     agentRuns: createAgentRunsService(sqlite),
     tenants: createTenantsService(ctx),
     connections,

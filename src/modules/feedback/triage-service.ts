@@ -5,14 +5,14 @@
 import { ApiError } from '../../core/errors'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import type { Db } from '../../db/client'
+import type { Context } from '../../context'
 import { createFeedbackRepo, type FeedbackRow } from './repo'
 
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
 
-export function createTriageService(db: Db, cluster: ClusterService, lifecycle: Lifecycle) {
-  const repo = createFeedbackRepo(db)
+export function createTriageService(ctx: Context, cluster: ClusterService, lifecycle: Lifecycle) {
+  const repo = createFeedbackRepo(ctx.db)
 
   /** The report in the Org, its App's similarity index ready; 404 for another Org's id. */
   async function load(orgId: string, id: string): Promise<FeedbackRow> {
@@ -46,8 +46,13 @@ export function createTriageService(db: Db, cluster: ClusterService, lifecycle: 
     async unmerge(orgId: string, id: string): Promise<void> {
       const r = await load(orgId, id)
       if (!r.duplicateOfId) throw new ApiError('not_a_duplicate')
-      cluster.unmerge(id)
-      lifecycle.enqueue('process', { feedbackId: id })
+      // One commit: an unmerged report is never left without the job that moves it on as a lead.
+      ctx.sqlite
+        .transaction(() => {
+          cluster.unmerge(id)
+          lifecycle.enqueue('process', { feedbackId: id })
+        })
+        .immediate()
     },
   }
 }
