@@ -5,7 +5,7 @@
 // First: fixes the production mode before any library reads it.
 import './production-mode'
 import { ConfigError } from './config'
-import { AdminError } from './modules/tenants/service'
+import { ApiError } from './core/errors'
 import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
@@ -58,7 +58,8 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError) {
+  // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
+  if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status < 500)) {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }
