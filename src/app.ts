@@ -20,8 +20,11 @@ import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
 import type { Services } from './services'
+import { widgetAssets } from './http/widget-assets'
+import { demoPage } from './http/demo-page'
 
-export function createApp(ctx: Context, s: Services, log: Logger) {
+/** `demoPublicKey`: `fixloop serve --demo` gives the demo App's public key (read when /demo is requested). */
+export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?: () => string | undefined) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
@@ -60,6 +63,8 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
       }),
     )
     .use(docsAssets())
+    .use(widgetAssets())
+    .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
     .use(healthRoutes(ctx.sqlite, VERSION))
     .use(widgetFeedbackRoutes(auth, feedback))
     .use(uploadUrlRoutes(auth, uploads, publicUrl))

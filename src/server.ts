@@ -32,6 +32,8 @@ export interface StartOptions {
   clock?: Clock
   log?: Logger
   worker?: Partial<WorkerOptions> & { autoStart?: boolean }
+  /** `serve --demo`: serves /demo, a page with the widget mounted for this App public key. */
+  demoPublicKey?: () => string | undefined
 }
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
@@ -44,7 +46,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   // Runs a crash or restart interrupted are failed (their reports can be queued again).
   const recovered = runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-  const app = createApp(ctx, services, log)
+  const app = createApp(ctx, services, log, options.demoPublicKey)
   app.listen({
     hostname: config.host,
     port: config.port,

@@ -3,13 +3,16 @@ import { loadConfig } from '../config'
 import { startServer } from '../server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
+import { ensureDemoApp } from './demo'
 
-export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data]
+export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--demo]
+--demo: create (once) an Org "fixloop demo" with an App "Demo App", serve a page with the widget at
+/demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md).
 Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
 FIXLOOP_* settings in the README's configuration table.`
 
 export async function runServe(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' } })
+  const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
   if (values.help) {
     process.stdout.write(SERVE_HELP + '\n')
     return
@@ -17,7 +20,13 @@ export async function runServe(argv: string[]): Promise<void> {
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
   // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
-  const running = startServer(config)
+  let demoKey: string | undefined
+  const running = startServer(config, values.demo ? { demoPublicKey: () => demoKey } : {})
+  if (values.demo) {
+    const demo = ensureDemoApp(running)
+    demoKey = demo.publicKey
+    process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${demo.appId}; read its reports with: curl -H "Authorization: Bearer ${demo.apiKey}" ${running.url}/v1/feedback\n`)
+  }
   const shutdown = async () => {
     await running.stop()
     process.exit(0)
