@@ -6,6 +6,7 @@ export interface Strings {
   placeholder: string
   screenshotLegend: string
   screenshot: string
+  preview: string
   screenshotPending: string
   screenshotFailed: string
   redact: string
@@ -35,6 +36,7 @@ const en: Strings = {
   placeholder: 'What happened? What did you expect?',
   screenshotLegend: 'Screenshot',
   screenshot: 'Include a screenshot of this page',
+  preview: 'Screenshot preview: drag over it to hide an area (or to crop)',
   screenshotPending: 'Taking a screenshot…',
   screenshotFailed: 'No screenshot could be taken. You can attach an image instead.',
   redact: 'Hide an area',

@@ -52,6 +52,8 @@ export function describeElement(el: Element): Picked['target'] {
   }
 }
 
+const KEYBOARD_STOPS = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"]), [data-component], [role]'
+
 /** Lets the user pick an element; resolves null when cancelled. `outline` is drawn over the candidate. */
 export function pickElement(host: Element, outline: HTMLElement, banner: HTMLElement): Promise<Picked | null> {
   return new Promise((resolve) => {
@@ -82,10 +84,23 @@ export function pickElement(host: Element, outline: HTMLElement, banner: HTMLEle
       finish(candidate)
     }
     const onFocus = () => show(document.activeElement)
+    // Keyboard: Tab / Shift+Tab walk the page's focusable and component elements (the widget's own excluded).
+    const stops = [...document.querySelectorAll(KEYBOARD_STOPS)].filter((el) => !host.contains(el) && (el as HTMLElement).offsetParent !== null)
+    let index = -1
+    const step = (delta: number) => {
+      if (!stops.length) return
+      index = (index + delta + stops.length) % stops.length
+      stops[index].scrollIntoView({ block: 'nearest' })
+      show(stops[index])
+    }
     const onKey = (e: KeyboardEvent) => {
       if (e.key === 'Escape') {
         e.preventDefault()
         finish(null)
+      } else if (e.key === 'Tab') {
+        e.preventDefault()
+        e.stopPropagation()
+        step(e.shiftKey ? -1 : 1)
       } else if (e.key === 'Enter' && candidate) {
         e.preventDefault()
         e.stopPropagation()
@@ -100,6 +115,6 @@ export function pickElement(host: Element, outline: HTMLElement, banner: HTMLEle
     document.addEventListener('click', onClick, true)
     document.addEventListener('keydown', onKey, true)
     document.addEventListener('focusin', onFocus, true)
-    show(document.activeElement)
+    show(null)
   })
 }

@@ -25,7 +25,7 @@ export function createUI(core: Core): WidgetUI {
   const cancel = h('button', { type: 'button' }, s.cancel)
   const closeX = h('button', { type: 'button', class: 'icon', 'aria-label': s.close }, '×')
   const include = h('input', { type: 'checkbox', id: 'fl-shot', checked: true })
-  const preview = h('canvas', { class: 'preview', role: 'img', 'aria-label': s.screenshot, hidden: true })
+  const preview = h('canvas', { class: 'preview', role: 'img', 'aria-label': s.preview, hidden: true })
   const shotNote = h('p', { class: 'note' })
   const redactBtn = h('button', { type: 'button', 'aria-pressed': 'true' }, s.redact)
   const cropBtn = h('button', { type: 'button', 'aria-pressed': 'false' }, s.crop)
@@ -115,6 +115,20 @@ export function createUI(core: Core): WidgetUI {
   }
   dialog.addEventListener('close', () => {
     if (!picking) restoreFocus()
+  })
+  // The modal dialog makes the page inert, but Tab would still leave for the browser's UI: wrap it.
+  dialog.addEventListener('keydown', (e) => {
+    if (e.key !== 'Tab') return
+    const items = [...dialog.querySelectorAll<HTMLElement>('button, textarea, input')].filter((el) => !(el as HTMLButtonElement).disabled && el.offsetParent !== null)
+    const first = items[0]
+    const last = items[items.length - 1]
+    if (e.shiftKey && root.activeElement === first) {
+      e.preventDefault()
+      last.focus()
+    } else if (!e.shiftKey && root.activeElement === last) {
+      e.preventDefault()
+      first.focus()
+    }
   })
   const close = () => dialog.open && dialog.close()
   cancel.addEventListener('click', close)
