@@ -59,7 +59,8 @@ export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?
             },
           },
         },
-        exclude: { paths: ['/docs', '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH] },
+        // staticFile: false so /widget.js (a route with a file extension) is documented too.
+        exclude: { staticFile: false, paths: ['/docs', '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH] },
       }),
     )
     .use(docsAssets())

@@ -127,7 +127,7 @@ export async function watchPage(page: Page): Promise<{ violations: () => Promise
   page.on('pageerror', (e) => errors.push(String(e)))
   await page.addInitScript(() => {
     ;(window as any).__cspViolations = []
-    document.addEventListener('securitypolicyviolation', (e) => (window as any).__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`))
+    document.addEventListener('securitypolicyviolation', (e: any) => (window as any).__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`))
   })
   return { violations: () => page.evaluate(() => (window as any).__cspViolations as string[]), errors }
 }

@@ -4,7 +4,10 @@
  * 'unsafe-inline'.
  */
 import { Elysia } from 'elysia'
-import page from '../../docs/widget-demo.html' with { type: 'text' }
+import demoHtml from '../../docs/widget-demo.html' with { type: 'text' }
+
+/** Imported as text (TypeScript types an .html import as a bundle). */
+const page = demoHtml as unknown as string
 
 export function demoPage(publicKey: () => string | undefined) {
   return new Elysia({ name: 'demo-page' }).get(

@@ -78,7 +78,12 @@ function mount(options: FixloopOptions): void {
   if (options.theme) applyTheme(host, options.theme)
   document.body.appendChild(host)
   for (const el of triggers) el.addEventListener('click', open)
-  hasQueuedReports().then((waiting) => waiting && loadUI().then((u) => u.flush()), () => undefined)
+  hasQueuedReports().then(
+    (waiting) => {
+      if (waiting) loadUI().then((u) => u.flush(), () => undefined)
+    },
+    () => undefined,
+  )
 }
 
 function whenBody(run: () => void): void {

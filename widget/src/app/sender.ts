@@ -24,7 +24,7 @@ export class Sender {
     if (this.inFlight.has(report.key)) return { kind: 'later', status: 0, code: 'in_flight', message: 'already sending' }
     this.inFlight.add(report.key)
     try {
-      const result = await sendReport(report, this.core.options, this.tokens)
+      const result = await sendReport(report, this.tokens)
       const { onSubmitSuccess, onSubmitError } = this.core.options
       if (result.kind === 'sent') {
         await removeReport(report.key)

@@ -3,7 +3,6 @@
  * POST /v1/feedback with the report's one Idempotency-Key. 429 waits Retry-After plus jitter with
  * exponential backoff; a network error or 5xx leaves the report queued for later.
  */
-import type { FixloopOptions } from '../types'
 import { saveReport, type QueuedReport } from './queue'
 
 export type SendResult =
@@ -138,7 +137,7 @@ function finalBody(report: QueuedReport, privateMode: boolean): string {
 }
 
 /** Uploads and submits one queued report. */
-export async function sendReport(report: QueuedReport, options: FixloopOptions, tokens: TokenSource): Promise<SendResult> {
+export async function sendReport(report: QueuedReport, tokens: TokenSource): Promise<SendResult> {
   try {
     await upload(report, tokens)
     const res = await request(tokens, (token) => [
