@@ -28,6 +28,11 @@ import { agentRunRoutes } from './modules/agent-runs/index'
 import { createUploadsService } from './modules/uploads/service'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { EventHub } from './modules/events/hub'
+import { createEventsRepo } from './modules/events/repo'
+import { eventRoutes } from './modules/events/index'
+import { createWebhooksService } from './modules/webhooks/service'
+import { webhookRoutes } from './modules/webhooks/index'
 
 export interface AppDeps {
   ctx: Context
@@ -50,6 +55,9 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
   const checkAppInOrg = (orgId: string, appId: string) => {
     if (!apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
+  // One watcher of the outbox for every stream and dispatcher of this process.
+  const hub = new EventHub(ctx.sqlite, { pollMs: 100, heartbeatMs: ctx.config.sseHeartbeatMs })
+  const webhooks = createWebhooksService(ctx)
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
@@ -95,6 +103,8 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(agentRunRoutes(auth, ctx.sqlite))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
+    .use(eventRoutes(auth, createEventsRepo(ctx.sqlite), hub, checkAppInOrg))
+    .use(webhookRoutes(auth, webhooks))
 
-  return { app, committer, directory, limiters, uploads, cluster }
+  return { app, committer, directory, limiters, uploads, cluster, hub }
 }

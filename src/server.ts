@@ -20,6 +20,9 @@ import { createProcessFeedbackStep } from './worker/steps/process-feedback'
 import { LIMITS } from './core/limits'
 import { join } from 'node:path'
 import { Checkpointer } from './db/checkpointer'
+import { WebhookDispatcher } from './modules/webhooks/dispatcher'
+import { startRetention } from './modules/events/retention'
+import type { EventHub } from './modules/events/hub'
 
 export interface RunningServer {
   url: string
@@ -27,6 +30,8 @@ export interface RunningServer {
   ctx: Context
   worker: Worker
   runner: AgentRunner
+  hub: EventHub
+  webhooks: WebhookDispatcher
   stop(): Promise<void>
 }
 
@@ -72,7 +77,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const recovered = runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
   let worker: Worker | undefined
-  const { app, committer, uploads, cluster } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
+  const { app, committer, uploads, cluster, hub } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
   worker = createWorker(
     ctx,
     log,
@@ -94,6 +99,10 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const server = app.server!
   let stopping: Promise<void> | undefined
   if (options.worker?.autoStart !== false) theWorker.start()
+  hub.start()
+  const webhooks = new WebhookDispatcher(ctx, log)
+  webhooks.start(hub)
+  const stopRetention = startRetention(ctx, log)
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   log.info('fixloop listening', { url, dataDir: config.dataDir })
 
@@ -103,12 +112,18 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     ctx,
     worker: theWorker,
     runner,
+    hub,
+    webhooks,
     stop() {
       stopping ??= (async () => {
+        // Open event streams would hold the graceful stop below for its whole grace period.
+        hub.stop()
+        stopRetention()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
         await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
         committer.flush()
         await runner.stop()
+        await webhooks.stop()
         await theWorker.stop()
         await checkpointer.stop()
         try {

@@ -1,0 +1,95 @@
+/**
+ * One Server-Sent Events response. The stream keeps only a cursor (the last seq sent) and reads the
+ * outbox by seq whenever the shared hub says its Org has news and the client has room: a slow reader
+ * fills the stream's small queue, then reading stops until it drains, so memory per connection is
+ * bounded by the queue size plus one page. `id:` is the seq, so Last-Event-ID resumes exactly, even
+ * across a restart (seq lives in the database, not in memory).
+ */
+import type { EventHub } from './hub'
+import { eventBody, type EventsRepo } from './repo'
+
+export interface StreamFilter {
+  after: number
+  types?: readonly string[]
+  appId?: string
+}
+
+/** Bytes queued per connection before reading pauses for a slow client. */
+const QUEUE_BYTES = 64 * 1024
+const PAGE = 100
+const encoder = new TextEncoder()
+
+export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, filter: StreamFilter): Response {
+  let cursor = filter.after
+  let pumping = false
+  let again = false
+  let closed = false
+  const cleanups: (() => void)[] = []
+  let pumpNow: () => Promise<void> = async () => {}
+
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const close = () => {
+          if (closed) return
+          closed = true
+          for (const c of cleanups) c()
+          try {
+            controller.close()
+          } catch {
+            // Already closed by the client.
+          }
+        }
+        const pump = async () => {
+          if (pumping) return void (again = true)
+          pumping = true
+          try {
+            do {
+              again = false
+              while (!closed && (controller.desiredSize ?? 0) > 0) {
+                const page = repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
+                for (const row of page.rows) controller.enqueue(encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${eventBody(row)}\n\n`))
+                cursor = page.nextAfter
+                if (page.rows.length < PAGE) break
+                // A long backlog: let other requests run between pages.
+                await new Promise((r) => setImmediate(r))
+              }
+            } while (again && !closed)
+          } catch {
+            close()
+          } finally {
+            pumping = false
+          }
+        }
+        cleanups.push(hub.subscribe(orgId, () => void pump()))
+        cleanups.push(
+          hub.onHeartbeat(() => {
+            // A client that is not reading gets no heartbeat either: its queue stays bounded.
+            if (!closed && (controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(': keep-alive\n\n'))
+          }),
+        )
+        cleanups.push(hub.onStop(close))
+        controller.enqueue(encoder.encode(`retry: 2000\n: connected, after ${cursor}\n\n`))
+        pumpNow = pump
+        void pump()
+      },
+      pull() {
+        return pumpNow()
+      },
+      cancel() {
+        closed = true
+        for (const c of cleanups) c()
+      },
+    },
+    { highWaterMark: QUEUE_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },
+  )
+  return new Response(stream, {
+    headers: {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      // Reverse proxies (nginx) must not buffer the stream.
+      'x-accel-buffering': 'no',
+    },
+  })
+}
