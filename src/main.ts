@@ -9,6 +9,9 @@ import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
 import { VERSION } from './version'
+import { runWebhookCommand } from './cli/webhooks'
+import { runChatopsCommand } from './cli/chatops'
+import { ApiError } from './core/errors'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -19,6 +22,8 @@ Commands:
   org             create or list Orgs
   key             create, list or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
   backup          write an online backup of the database
   version         print the version
@@ -36,6 +41,10 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'webhook':
+      return runWebhookCommand(rest)
+    case 'chatops':
+      return runChatopsCommand(rest)
     case 'migrate':
       return runMigrate(rest)
     case 'backup':
@@ -56,6 +65,12 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
+  if (e instanceof ApiError) {
+    const reason = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
+    const extra = reason.reason ?? reason.issues?.map((i) => i.message).join('; ')
+    process.stderr.write(`fixloop: ${e.code}: ${e.message}${extra ? ` (${extra})` : ''}\n`)
+    process.exit(2)
+  }
   if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError) {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
