@@ -195,7 +195,9 @@ export class WebhookDispatcher {
           return
         }
         const retryAfter = parseRetryAfter(r.headers['retry-after'], now)
-        const delay = retryDelayMs(d.schedule_index, this.ctx.config.webhookRetryScale, this.opts.random, retryAfter)
+        // Another attempt of this endpoint may have disabled it meanwhile: then there is no next try.
+        const stillEnabled = this.repo.getAny(w.id)?.enabled === 1
+        const delay = stillEnabled ? retryDelayMs(d.schedule_index, this.ctx.config.webhookRetryScale, this.opts.random, retryAfter) : undefined
         this.repo.settle({
           id: d.id,
           status: delay === undefined ? 'failed' : 'pending',
@@ -204,6 +206,7 @@ export class WebhookDispatcher {
           lastStatus: r.status,
           now,
         })
+        if (!stillEnabled) return
         const since = this.repo.markFailing(w.id, now)
         if (now - since >= DISABLE_AFTER_FAILING_MS * this.ctx.config.webhookRetryScale) this.disable(w, 'every delivery failed for 5 days', now)
       })
