@@ -63,6 +63,7 @@ CREATE TABLE `slack_connections` (
 	`signing_secret_sealed` text NOT NULL,
 	`event_types` text DEFAULT '[]' NOT NULL,
 	`cursor_seq` integer DEFAULT 0 NOT NULL,
+	`last_error` text,
 	`created_at` integer NOT NULL,
 	`deleted_at` integer
 );

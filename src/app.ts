@@ -33,6 +33,10 @@ import { createEventsRepo } from './modules/events/repo'
 import { eventRoutes } from './modules/events/index'
 import { createWebhooksService } from './modules/webhooks/service'
 import { webhookRoutes } from './modules/webhooks/index'
+import { createChatopsService } from './modules/chatops/service'
+import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
+import { createSlashCommands } from './modules/chatops/commands'
+import { SlackApi } from './modules/chatops/slack-api'
 
 export interface AppDeps {
   ctx: Context
@@ -58,6 +62,7 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
   // One watcher of the outbox for every stream and dispatcher of this process.
   const hub = new EventHub(ctx.sqlite, { pollMs: 100, heartbeatMs: ctx.config.sseHeartbeatMs })
   const webhooks = createWebhooksService(ctx)
+  const slack = new SlackApi(ctx.config.slackApiUrl)
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
@@ -105,6 +110,8 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(tokenRoutes(auth, apps, directory))
     .use(eventRoutes(auth, createEventsRepo(ctx.sqlite), hub, checkAppInOrg))
     .use(webhookRoutes(auth, webhooks))
+    .use(slackCommandRoutes(createSlashCommands(ctx, feedback, slack, log)))
+    .use(chatopsRoutes(auth, createChatopsService(ctx)))
 
-  return { app, committer, directory, limiters, uploads, cluster, hub }
+  return { app, committer, directory, limiters, uploads, cluster, hub, slack }
 }

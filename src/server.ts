@@ -23,6 +23,7 @@ import { Checkpointer } from './db/checkpointer'
 import { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { startRetention } from './modules/events/retention'
 import type { EventHub } from './modules/events/hub'
+import { SlackNotifier } from './modules/chatops/notifier'
 
 export interface RunningServer {
   url: string
@@ -32,6 +33,7 @@ export interface RunningServer {
   runner: AgentRunner
   hub: EventHub
   webhooks: WebhookDispatcher
+  slack: SlackNotifier
   stop(): Promise<void>
 }
 
@@ -77,7 +79,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const recovered = runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
   let worker: Worker | undefined
-  const { app, committer, uploads, cluster, hub } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
+  const { app, committer, uploads, cluster, hub, slack: slackApi } = createApp({ ctx, log, onNewWork: () => worker?.wake() })
   worker = createWorker(
     ctx,
     log,
@@ -102,6 +104,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   hub.start()
   const webhooks = new WebhookDispatcher(ctx, log)
   webhooks.start(hub)
+  const slack = new SlackNotifier(ctx, slackApi, log, config.publicUrl)
+  slack.start(hub)
   const stopRetention = startRetention(ctx, log)
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   log.info('fixloop listening', { url, dataDir: config.dataDir })
@@ -114,6 +118,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     runner,
     hub,
     webhooks,
+    slack,
     stop() {
       stopping ??= (async () => {
         // Open event streams would hold the graceful stop below for its whole grace period.
@@ -124,6 +129,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
         committer.flush()
         await runner.stop()
         await webhooks.stop()
+        await slack.stop()
         await theWorker.stop()
         await checkpointer.stop()
         try {

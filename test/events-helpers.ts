@@ -97,3 +97,9 @@ export class SseClient {
     await this.done
   }
 }
+
+/** Appends one event of any type with the given payload (as the lifecycle would), returns its seq. */
+export function appendEvent(sqlite: Database, orgId: string, appId: string | null, type: string, data: Record<string, unknown>): number {
+  const outbox = createOutbox(sqlite, systemClock)
+  return sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never))()
+}

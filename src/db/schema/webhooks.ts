@@ -94,6 +94,8 @@ export const slackConnections = sqliteTable(
     signingSecretSealed: text('signing_secret_sealed').notNull(),
     eventTypes: text('event_types').notNull().default('[]'),
     cursorSeq: integer('cursor_seq').notNull().default(0),
+    /** The last error Slack answered (e.g. channel_not_found), shown by `chatops slack list`. */
+    lastError: text('last_error'),
     createdAt: integer('created_at').notNull(),
     deletedAt: integer('deleted_at'),
   },
