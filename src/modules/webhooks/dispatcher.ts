@@ -96,6 +96,8 @@ export class WebhookDispatcher {
   /** Turns the Org's events past each endpoint's cursor into delivery rows. */
   fanOut(orgId: string): void {
     for (const w of this.repo.liveForOrg(orgId)) {
+      // A read first: most wakes find nothing new for an endpoint, and those must not take the write lock.
+      if (this.repo.eventsAfter(orgId, w.cursor_seq, 1).length === 0) continue
       for (;;) {
         const moved = this.ctx.sqlite
           .transaction(() => {

@@ -24,7 +24,7 @@ export interface WebhookInput {
   appId?: string
 }
 
-export function presentWebhook(w: WebhookRow) {
+export function presentWebhook(w: WebhookRow, now = Date.now()) {
   return {
     id: w.id,
     url: w.url,
@@ -33,7 +33,7 @@ export function presentWebhook(w: WebhookRow) {
     enabled: w.enabled === 1,
     disabledReason: w.disabled_reason,
     failingSince: w.failing_since === null ? null : isoUtc(w.failing_since),
-    previousSecretValidUntil: w.previous_secret_until !== null && w.previous_secret_until > Date.now() ? isoUtc(w.previous_secret_until) : null,
+    previousSecretValidUntil: w.previous_secret_until !== null && w.previous_secret_until > now ? isoUtc(w.previous_secret_until) : null,
     createdAt: isoUtc(w.created_at),
   }
 }
@@ -114,12 +114,12 @@ export function createWebhooksService(ctx: Context) {
       // The cursor starts at the Org's last event, read in the insert's transaction: an endpoint gets
       // exactly the events committed after it exists.
       ctx.sqlite.transaction(() => repo.insert({ ...row, cursorSeq: events.lastSeq(orgId) })).immediate()
-      return { ...presentWebhook(require(orgId, id)), secret }
+      return { ...presentWebhook(require(orgId, id), ctx.clock.now()), secret }
     },
 
-    list: (orgId: string) => repo.list(orgId).map(presentWebhook),
+    list: (orgId: string) => repo.list(orgId).map((w) => presentWebhook(w, ctx.clock.now())),
 
-    get: (orgId: string, id: string) => presentWebhook(require(orgId, id)),
+    get: (orgId: string, id: string) => presentWebhook(require(orgId, id), ctx.clock.now()),
 
     delete(orgId: string, id: string) {
       require(orgId, id)
@@ -151,7 +151,7 @@ export function createWebhooksService(ctx: Context) {
       require(orgId, id)
       // Events that happened while disabled are not replayed; failed deliveries can be (redeliverFailed).
       ctx.sqlite.transaction(() => repo.enable(orgId, id, events.lastSeq(orgId))).immediate()
-      return presentWebhook(require(orgId, id))
+      return presentWebhook(require(orgId, id), ctx.clock.now())
     },
 
     deliveries(orgId: string, id: string, opts: { limit?: number; cursor?: string } = {}) {
