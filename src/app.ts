@@ -60,7 +60,8 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     if (!apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
   // One watcher of the outbox for every stream and dispatcher of this process.
-  const hub = new EventHub(ctx.sqlite, { pollMs: 100, heartbeatMs: ctx.config.sseHeartbeatMs })
+  const eventsRepo = createEventsRepo(ctx.sqlite)
+  const hub = new EventHub(eventsRepo, { pollMs: 100, heartbeatMs: ctx.config.sseHeartbeatMs })
   const webhooks = createWebhooksService(ctx)
   const slack = new SlackApi(ctx.config.slackApiUrl)
 
@@ -108,7 +109,7 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(agentRunRoutes(auth, ctx.sqlite))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
-    .use(eventRoutes(auth, createEventsRepo(ctx.sqlite), hub, checkAppInOrg))
+    .use(eventRoutes(auth, eventsRepo, hub, checkAppInOrg))
     .use(webhookRoutes(auth, webhooks))
     .use(slackCommandRoutes(createSlashCommands(ctx, feedback, slack, log)))
     .use(chatopsRoutes(auth, createChatopsService(ctx)))

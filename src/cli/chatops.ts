@@ -75,7 +75,7 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
     const json = values.json
     const orgId = () => {
       const id = need(values.org, '--org')
-      if (!ctx.sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(id)) throw new UsageError(`unknown org: ${id}`)
+      if (!svc.repo.orgExists(id)) throw new UsageError(`unknown org: ${id}`)
       return id
     }
     switch (sub) {

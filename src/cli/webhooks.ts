@@ -70,7 +70,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
     switch (sub) {
       case 'create': {
         const orgId = need(values.org, '--org')
-        if (!ctx.sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId)) throw new UsageError(`unknown org: ${orgId}`)
+        if (!svc.repo.orgExists(orgId)) throw new UsageError(`unknown org: ${orgId}`)
         const w = await svc.create(orgId, { url: need(values.url, '--url'), events: parseList(values.events), appId: values.app })
         // CONTRACT.md: exactly {"id", "url", "events", "secret"}.
         return output({ id: w.id, url: w.url, events: w.events, secret: w.secret }, json)
@@ -82,9 +82,9 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       case 'deliveries':
         return output(svc.deliveries(orgOf(id()), id(), { limit: 200 }), json)
       case 'redeliver': {
-        const d = ctx.sqlite.query('SELECT org_id FROM webhook_deliveries WHERE id = ?').get(id()) as { org_id: string } | null
-        if (!d) throw new UsageError(`unknown delivery: ${id()}`)
-        return output(svc.redeliver(d.org_id, id()), json)
+        const orgId = svc.repo.deliveryOrg(id())
+        if (!orgId) throw new UsageError(`unknown delivery: ${id()}`)
+        return output(svc.redeliver(orgId, id()), json)
       }
       case 'redeliver-failed':
         return output(svc.redeliverFailed(orgOf(id()), id(), need(values.since, '--since'), need(values.until, '--until')), json)

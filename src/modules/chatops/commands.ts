@@ -45,9 +45,7 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
   }
 
   function reportIn(orgId: string, appId: string | null, id: string) {
-    const row = ctx.sqlite.query('SELECT id, app_id, status, duplicate_of_id FROM feedback WHERE org_id = ? AND id = ?').get(orgId, id) as
-      | { id: string; app_id: string; status: string; duplicate_of_id: string | null }
-      | null
+    const row = repo.report(orgId, id)
     if (!row || (appId !== null && row.app_id !== appId)) return undefined
     return row
   }
@@ -58,10 +56,10 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
     const row = reportIn(orgId, appId, id)
     if (!row) return `No report ${id} here.`
     if (verb === 'status') {
-      const dups = (ctx.sqlite.query('SELECT COUNT(*) AS n FROM feedback WHERE duplicate_of_id = ?').get(id) as { n: number }).n
-      const pr = ctx.sqlite.query("SELECT pr_url FROM agent_runs WHERE feedback_id = ? AND pr_url IS NOT NULL ORDER BY created_at DESC LIMIT 1").get(id) as { pr_url: string } | null
+      const dups = repo.duplicateCount(id)
+      const pr = repo.latestPrUrl(id)
       const lead = row.duplicate_of_id ? ` (duplicate of ${row.duplicate_of_id})` : ''
-      return `Report ${id}: *${row.status}*${lead}${dups ? ` · ${dups} duplicates` : ''}${pr ? ` · PR ${pr.pr_url}` : ''}`
+      return `Report ${id}: *${row.status}*${lead}${dups ? ` · ${dups} duplicates` : ''}${pr ? ` · PR ${pr}` : ''}`
     }
     if (!repo.isAllowed(orgId, teamId, userId)) {
       return `You are not allowed to change reports of this organisation. An operator can allow you with: fixloop chatops slack allow-user --org ${orgId} --team ${teamId} --user ${userId}`

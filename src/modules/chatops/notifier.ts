@@ -120,7 +120,7 @@ export class SlackNotifier {
     const ensureParent = async (leadId: string, status: string) => {
       const existing = this.repo.thread(c.id, leadId)
       if (existing) return existing
-      const dupCount = (this.ctx.sqlite.query('SELECT COUNT(*) AS n FROM feedback WHERE duplicate_of_id = ?').get(leadId) as { n: number }).n
+      const dupCount = this.repo.duplicateCount(leadId)
       const posted = await this.api.post(token, c.channel, this.parentText(leadId, status, dupCount))
       const row = { connection_id: c.id, lead_feedback_id: leadId, channel: posted.channel, ts: posted.ts, status, duplicate_count: dupCount, updated_at: now }
       this.repo.saveThread(row)

@@ -46,6 +46,11 @@ export function createChatopsRepo(sqlite: Database) {
     isAllowed: q('SELECT 1 FROM slack_users WHERE org_id = ? AND slack_team_id = ? AND slack_user_id = ?'),
     users: q('SELECT slack_team_id, slack_user_id, created_at FROM slack_users WHERE org_id = ? ORDER BY slack_team_id, slack_user_id'),
     eventsAfter: q('SELECT * FROM events WHERE org_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    duplicates: q('SELECT COUNT(*) AS n FROM feedback WHERE duplicate_of_id = ?'),
+    report: q('SELECT id, app_id, status, duplicate_of_id FROM feedback WHERE org_id = ? AND id = ?'),
+    latestPr: q('SELECT pr_url FROM agent_runs WHERE feedback_id = ? AND pr_url IS NOT NULL ORDER BY created_at DESC LIMIT 1'),
+    appInOrg: q('SELECT 1 FROM apps WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
+    orgExists: q('SELECT 1 FROM orgs WHERE id = ?'),
   }
   return {
     insert: (r: Omit<SlackConnectionRow, 'last_error' | 'deleted_at'>) =>
@@ -66,6 +71,14 @@ export function createChatopsRepo(sqlite: Database) {
     users: (orgId: string) => s.users.all(orgId) as { slack_team_id: string; slack_user_id: string; created_at: number }[],
     eventsAfter: (orgId: string, after: number, limit: number) =>
       s.eventsAfter.all(orgId, after, limit) as { id: string; seq: number; type: string; app_id: string | null; data: string; created_at: number }[],
+    /** How many reports are attached to a lead as duplicates. */
+    duplicateCount: (leadId: string) => (s.duplicates.get(leadId) as { n: number }).n,
+    /** A report of the Org (tenant-scoped), with what the slash command shows. */
+    report: (orgId: string, id: string) =>
+      s.report.get(orgId, id) as { id: string; app_id: string; status: string; duplicate_of_id: string | null } | null,
+    latestPrUrl: (feedbackId: string) => (s.latestPr.get(feedbackId) as { pr_url: string } | null)?.pr_url ?? null,
+    appInOrg: (orgId: string, appId: string) => !!s.appInOrg.get(orgId, appId),
+    orgExists: (orgId: string) => !!s.orgExists.get(orgId),
   }
 }
 export type ChatopsRepo = ReturnType<typeof createChatopsRepo>

@@ -63,7 +63,7 @@ export function createChatopsService(ctx: Context) {
       const list = [...new Set(input.events ?? DEFAULT_SLACK_EVENTS)]
       const unknown = list.filter((e) => !isEventType(e))
       if (unknown.length > 0) throw bad('/events', `unknown event type(s): ${unknown.join(', ')}`)
-      if (input.appId && !ctx.sqlite.query('SELECT 1 FROM apps WHERE org_id = ? AND id = ? AND deleted_at IS NULL').get(orgId, input.appId)) {
+      if (input.appId && !repo.appInOrg(orgId, input.appId)) {
         throw new ApiError('app_not_found')
       }
       const id = newId(ctx.clock)

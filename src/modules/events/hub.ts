@@ -5,7 +5,7 @@
  * seq themselves. So 1,000 idle streams cost one query per tick, not 1,000, and nothing hooks into the
  * write path: events written by the worker, another thread or the CLI are seen the same way.
  */
-import type { Database, Statement } from 'bun:sqlite'
+import type { EventsRepo } from './repo'
 
 export type OrgListener = (orgId: string) => void
 
@@ -21,19 +21,15 @@ export class EventHub {
   private readonly anyOrg = new Set<OrgListener>()
   private readonly heartbeats = new Set<() => void>()
   private readonly closers = new Set<() => void>()
-  private readonly maxRowid: Statement
-  private readonly orgsSince: Statement
   private lastRowid: number
   private poller: ReturnType<typeof setInterval> | undefined
   private beater: ReturnType<typeof setInterval> | undefined
 
   constructor(
-    sqlite: Database,
+    private readonly repo: EventsRepo,
     private readonly opts: EventHubOptions,
   ) {
-    this.maxRowid = sqlite.query('SELECT COALESCE(MAX(rowid), 0) AS m FROM events')
-    this.orgsSince = sqlite.query('SELECT DISTINCT org_id FROM events WHERE rowid > ? AND rowid <= ?')
-    this.lastRowid = (this.maxRowid.get() as { m: number }).m
+    this.lastRowid = repo.maxRowid()
   }
 
   start(): void {
@@ -88,14 +84,14 @@ export class EventHub {
   /** Checks the outbox once; the timer calls it, tests and in-process writers may call it to skip the wait. */
   check(): void {
     if (this.byOrg.size === 0 && this.anyOrg.size === 0) {
-      this.lastRowid = (this.maxRowid.get() as { m: number }).m
+      this.lastRowid = this.repo.maxRowid()
       return
     }
-    const max = (this.maxRowid.get() as { m: number }).m
+    const max = this.repo.maxRowid()
     // Retention emptied the table and rowids restarted: everything up to max is new to us.
     if (max < this.lastRowid) this.lastRowid = 0
     if (max === this.lastRowid) return
-    const orgs = (this.orgsSince.all(this.lastRowid, max) as { org_id: string }[]).map((r) => r.org_id)
+    const orgs = this.repo.orgsBetween(this.lastRowid, max)
     this.lastRowid = max
     for (const orgId of orgs) {
       for (const listener of this.byOrg.get(orgId) ?? []) listener(orgId)

@@ -51,6 +51,8 @@ export interface EventPage {
 export function createEventsRepo(sqlite: Database) {
   const lastSeq: Statement = sqlite.query('SELECT last_seq FROM event_counters WHERE org_id = ?')
   const purge: Statement = sqlite.query('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)')
+  const maxRowid: Statement = sqlite.query('SELECT COALESCE(MAX(rowid), 0) AS m FROM events')
+  const orgsBetween: Statement = sqlite.query('SELECT DISTINCT org_id FROM events WHERE rowid > ? AND rowid <= ?')
   const statements = new Map<string, Statement>()
 
   function pageStatement(typeCount: number, withApp: boolean): Statement {
@@ -85,6 +87,12 @@ export function createEventsRepo(sqlite: Database) {
       // A deferred transaction: the first SELECT takes the read snapshot both queries see.
       return run.deferred()
     },
+
+    /** The newest row's rowid: the shared watcher's one cheap question per tick. */
+    maxRowid: (): number => (maxRowid.get() as { m: number }).m,
+
+    /** Orgs with events in the rowid range (from, to]. */
+    orgsBetween: (from: number, to: number): string[] => (orgsBetween.all(from, to) as { org_id: string }[]).map((r) => r.org_id),
 
     lastSeq(orgId: string): number {
       return (lastSeq.get(orgId) as { last_seq: number } | null)?.last_seq ?? 0

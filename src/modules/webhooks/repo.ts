@@ -96,6 +96,9 @@ export function createWebhooksRepo(sqlite: Database) {
     redeliverFailed: q(`UPDATE webhook_deliveries SET status = 'pending', schedule_index = 0, next_attempt_at = ?, lease_until = NULL, updated_at = ?
                         WHERE org_id = ? AND webhook_id = ? AND status = 'failed' AND created_at >= ? AND created_at < ?`),
     purgeDeliveries: q("DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' LIMIT 5000)"),
+    appInOrg: q('SELECT 1 FROM apps WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
+    orgExists: q('SELECT 1 FROM orgs WHERE id = ?'),
+    deliveryOrg: q('SELECT org_id FROM webhook_deliveries WHERE id = ?'),
     purgeAttempts: q('DELETE FROM webhook_attempts WHERE rowid IN (SELECT rowid FROM webhook_attempts WHERE created_at < ? LIMIT 5000)'),
   }
 
@@ -131,6 +134,10 @@ export function createWebhooksRepo(sqlite: Database) {
     attemptsOf: (deliveryIds: string[]) => s.attemptsOf.all(JSON.stringify(deliveryIds)) as AttemptRow[],
     redeliver: (orgId: string, id: string, now: number) => s.redeliver.run(now, now, orgId, id).changes,
     redeliverFailed: (orgId: string, webhookId: string, from: number, to: number, now: number) => s.redeliverFailed.run(now, now, orgId, webhookId, from, to).changes,
+    appInOrg: (orgId: string, appId: string) => !!s.appInOrg.get(orgId, appId),
+    orgExists: (orgId: string) => !!s.orgExists.get(orgId),
+    /** The Org of a delivery, for the CLI (which has no Org key to scope by). */
+    deliveryOrg: (id: string) => (s.deliveryOrg.get(id) as { org_id: string } | null)?.org_id ?? null,
     purge: (before: number) => {
       let n = 0
       for (const st of [s.purgeDeliveries, s.purgeAttempts]) {

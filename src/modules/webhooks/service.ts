@@ -81,8 +81,7 @@ export function createWebhooksService(ctx: Context) {
   }
 
   function checkApp(orgId: string, appId: string): void {
-    const row = ctx.sqlite.query('SELECT 1 FROM apps WHERE org_id = ? AND id = ? AND deleted_at IS NULL').get(orgId, appId)
-    if (!row) throw new ApiError('app_not_found')
+    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
 
   function checkEvents(list: string[]): string[] {
