@@ -34,6 +34,10 @@ describe('connecting Slack', () => {
     ['a bad channel', { botToken: TOKEN, signingSecret: SIGNING, channel: 'triage room' }],
     ['an unknown event type', { botToken: TOKEN, signingSecret: SIGNING, channel: 'C0TRIAGE', events: ['x.y'] }],
     ['an unknown field', { botToken: TOKEN, signingSecret: SIGNING, channel: 'C0TRIAGE', webhook: 'x' }],
+    ['deep nesting', { botToken: TOKEN, signingSecret: SIGNING, channel: 'C0TRIAGE', events: [[[[[[['x']]]]]]] }],
+    ['a huge token', { botToken: 'xoxb-' + 'a'.repeat(100_000), signingSecret: SIGNING, channel: 'C0TRIAGE' }],
+    ['a number for a channel', { botToken: TOKEN, signingSecret: SIGNING, channel: 12 }],
+    ['an array body', [1, 2]],
   ])('refuses %s with 400 invalid_body', async (_n, body) => {
     const r = await call(server.url, 'POST', '/v1/chatops/slack', { auth: a.key, body })
     expect([r.status, r.body.error.code]).toEqual([400, 'invalid_body'])
@@ -142,6 +146,8 @@ describe('/fixloop slash command', () => {
     await slash(denied)
     expect(await answerTo(denied)).toContain('not allowed')
     expect((await call(server.url, 'GET', `/v1/feedback/${reportId}`, { auth: a.key })).body.status).toBe('awaiting_manual')
+    const badUser = await call(server.url, 'POST', '/v1/chatops/slack/users', { auth: a.key, body: { teamId: 't0acme<script>', userId: 'U0ALICE' } })
+    expect([badUser.status, badUser.body.error.code]).toEqual([400, 'invalid_body'])
     const allow = await call(server.url, 'POST', '/v1/chatops/slack/users', { auth: a.key, body: { teamId: 'T0ACME', userId: 'U0ALICE' } })
     expect(allow.status).toBe(200)
     expect((await call(server.url, 'GET', '/v1/chatops/slack/users', { auth: b.key })).body.data).toEqual([])

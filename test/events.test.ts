@@ -156,3 +156,28 @@ describe('GET /v1/events/stream (SSE)', () => {
     await eventually(() => server.hub.subscriberCount === before, 3000)
   })
 })
+
+describe('a slow SSE reader', () => {
+  test('is not buffered without bound: the stream pauses, then resumes from the database with every event in order', async () => {
+    const net = await import('node:net')
+    const start = (await call(server.url, 'GET', '/v1/events?limit=1&types=webhook.test', { auth: b.key })).body.nextAfter
+    const port = Number(new URL(server.url).port)
+    const chunks: Buffer[] = []
+    const sock = net.connect(port, '127.0.0.1')
+    await new Promise<void>((r) => sock.once('connect', () => r()))
+    sock.on('data', (c: Buffer) => chunks.push(c))
+    sock.write(`GET /v1/events/stream?after=${start} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${b.key}\r\n\r\n`)
+    await eventually(() => Buffer.concat(chunks).toString().includes('connected'))
+    sock.pause() // stop reading: kernel buffers fill, then the server's small queue
+    const total = 20_000 // ~6 MB of events, far beyond the socket buffers and the 64 KB queue
+    appendEvents(server.ctx.sqlite, b.orgId, b.appId, total)
+    server.hub.check()
+    await Bun.sleep(500)
+    sock.resume()
+    await eventually(() => (Buffer.concat(chunks).toString().match(/\nid: /g)?.length ?? 0) >= total, 30_000)
+    const seqs = [...Buffer.concat(chunks).toString().matchAll(/\nid: (\d+)\n/g)].map((m) => Number(m[1]))
+    expect(seqs.length).toBe(total)
+    expect(seqs).toEqual(Array.from({ length: total }, (_, i) => start + 1 + i))
+    sock.destroy()
+  }, 60_000)
+})

@@ -75,8 +75,11 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
         // CONTRACT.md: exactly {"id", "url", "events", "secret"}.
         return output({ id: w.id, url: w.url, events: w.events, secret: w.secret }, json)
       }
-      case 'list':
-        return output({ data: svc.list(need(values.org, '--org')) }, json)
+      case 'list': {
+        const orgId = need(values.org, '--org')
+        if (!svc.repo.orgExists(orgId)) throw new UsageError(`unknown org: ${orgId}`)
+        return output({ data: svc.list(orgId) }, json)
+      }
       case 'delete':
         return output(svc.delete(orgOf(id()), id()), json)
       case 'deliveries':
