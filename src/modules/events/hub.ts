@@ -75,6 +75,11 @@ export class EventHub {
     return () => this.heartbeats.delete(beat)
   }
 
+  /** Open subscriptions of one Org (the stream route caps them). */
+  countFor(orgId: string): number {
+    return this.byOrg.get(orgId)?.size ?? 0
+  }
+
   get subscriberCount(): number {
     let n = 0
     for (const s of this.byOrg.values()) n += s.size

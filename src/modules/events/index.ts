@@ -10,6 +10,9 @@ import { EVENTS_LIMIT_DEFAULT, EventsPage, EventsQuery, StreamQuery } from './mo
 import { presentEvent, type EventsRepo } from './repo'
 import { openEventStream } from './stream'
 
+/** Open streams per Org: far above any real use, low enough that one leaked key cannot exhaust the server. */
+export const STREAMS_PER_ORG_MAX = 5000
+
 const typesOf = (text: string | undefined) => (text ? [...new Set(text.split(','))] : undefined)
 
 /** Last-Event-ID wins over `after`: a reconnecting browser repeats the original URL. */
@@ -48,6 +51,9 @@ export function eventRoutes(auth: AuthDeps, repo: EventsRepo, hub: EventHub, che
       ({ org, query, request }) => {
         if (query.appId) checkAppInOrg(org.orgId, query.appId)
         const after = resumeFrom(request.headers.get('last-event-id'), query.after)
+        if (hub.countFor(org.orgId) >= STREAMS_PER_ORG_MAX) {
+          throw new ApiError('rate_limited', { openStreams: STREAMS_PER_ORG_MAX }, `At most ${STREAMS_PER_ORG_MAX} event streams per Org are open at once.`).withHeaders({ 'retry-after': '60' })
+        }
         return openEventStream(repo, hub, org.orgId, { after, types: typesOf(query.types), appId: query.appId })
       },
       {
@@ -59,7 +65,7 @@ export function eventRoutes(auth: AuthDeps, repo: EventsRepo, hub: EventHub, che
         detail: {
           summary: 'Live stream of events (Server-Sent Events)',
           description:
-            'Sends every event after `after` (or after the Last-Event-ID header, which wins), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too.',
+            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most 5,000 open streams per Org (429 beyond).',
           tags: ['events'],
           security: BEARER_SK,
         },
