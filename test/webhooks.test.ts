@@ -249,3 +249,32 @@ describe('delivery', () => {
     expect(got.verified).toBe(true) // with the old secret (the receiver has not switched yet)
   })
 })
+
+describe('https targets', () => {
+  test('TLS is verified: a receiver with a self-signed certificate gets no delivery, the attempt says why', async () => {
+    const { join } = await import('node:path')
+    const dir = join(import.meta.dir, 'fixtures', 'tls')
+    let hits = 0
+    const tls = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      tls: { cert: Bun.file(join(dir, 'cert.pem')), key: Bun.file(join(dir, 'key.pem')) },
+      fetch: () => (hits++, new Response('ok')),
+    })
+    try {
+      const w = await call(server.url, 'POST', '/v1/webhooks', { auth: a.key, body: { url: `https://localhost:${tls.port}/hook` } })
+      expect(w.status).toBe(201)
+      appendEvents(server.ctx.sqlite, a.orgId, a.appId, 1)
+      const [d] = await eventually(async () => {
+        const l = await deliveries(a, w.body.id)
+        return l[0]?.log.length >= 1 ? l : undefined
+      }, 5000)
+      expect(d.log[0].responseStatus).toBeNull()
+      expect(d.log[0].error).toMatch(/connection failed: .*(CERT|SELF_SIGNED|certificate)/i)
+      expect(hits).toBe(0)
+      await call(server.url, 'DELETE', `/v1/webhooks/${w.body.id}`, { auth: a.key })
+    } finally {
+      tls.stop(true)
+    }
+  })
+})
