@@ -50,6 +50,13 @@ console.log(JSON.stringify([verify(d.secret, d.headers, d.body), verify(d.secret
     expect(JSON.parse(r.stdout.toString())).toEqual([true, false, false])
   })
 
+  test('the typed client (@fixloop/client verifyWebhook) accepts the delivery and refuses a tampered one', async () => {
+    const { verifyWebhook } = await import('../packages/client/src/index')
+    const event = await verifyWebhook(delivery.body, delivery.headers, delivery.secret)
+    expect(event).toMatchObject({ type: 'webhook.test', id: delivery.headers['webhook-id'] })
+    expect(await verifyWebhook(delivery.body + ' ', delivery.headers, delivery.secret).then(() => 'accepted', () => 'refused')).toBe('refused')
+  })
+
   test('Python', async () => {
     const dir = tempDir()
     writeFileSync(
