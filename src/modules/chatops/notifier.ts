@@ -79,11 +79,15 @@ export class SlackNotifier {
       if (!c) return
       const rows = this.repo.eventsAfter(c.org_id, c.cursor_seq, 50)
       if (rows.length === 0) return
+      // Catching up (after an outage, a restart, a burst): a parent about to be edited again later in this
+      // page skips the intermediate edits, which only spend the channel's one write per second.
+      const lastMove = new Map<string, number>()
+      for (const e of rows) if (e.type === 'feedback.status_changed') lastMove.set(String(JSON.parse(e.data).feedbackId), e.seq)
       for (const e of rows) {
         const fresh = this.repo.getAny(connectionId)
         if (!fresh) return
         try {
-          await this.handle(fresh, e)
+          await this.handle(fresh, e, lastMove)
           this.repo.advance(connectionId, e.seq, null)
         } catch (err) {
           if (err instanceof SlackError && err.transient) {
@@ -108,7 +112,7 @@ export class SlackNotifier {
     return `:memo: fixloop report ${leadId} — *${status}*${dup}\n${this.feedbackLink(leadId)}`
   }
 
-  private async handle(c: SlackConnectionRow, e: Ev): Promise<void> {
+  private async handle(c: SlackConnectionRow, e: Ev, lastMove: Map<string, number>): Promise<void> {
     const types = JSON.parse(c.event_types) as string[]
     if (!types.includes(e.type)) return
     if (c.app_id !== null && e.app_id !== c.app_id) return
@@ -135,6 +139,7 @@ export class SlackNotifier {
           if (PARENT_STATUSES.has(to)) await ensureParent(feedbackId, to)
           return
         }
+        if ((lastMove.get(feedbackId) ?? e.seq) > e.seq) return
         await this.api.update(token, thread.channel, thread.ts, this.parentText(feedbackId, to, thread.duplicate_count))
         this.repo.saveThread({ ...thread, status: to, updated_at: now })
         return
