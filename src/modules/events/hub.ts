@@ -5,9 +5,16 @@
  * seq themselves. So 1,000 idle streams cost one query per tick, not 1,000, and nothing hooks into the
  * write path: events written by the worker, another thread or the CLI are seen the same way.
  */
-import type { EventsRepo } from './repo'
+import type { EventRow, EventsRepo } from './repo'
 
-export type OrgListener = (orgId: string) => void
+/**
+ * Told that an Org has new events. `rows` are those events (all of them, in seq order) when the batch
+ * was small enough to read once for everyone; otherwise undefined, and the listener reads by seq.
+ */
+export type OrgListener = (orgId: string, rows?: readonly EventRow[]) => void
+
+/** Up to this many new events per check are read once and handed to every listener. */
+const SHARED_BATCH_MAX = 256
 
 export interface EventHubOptions {
   /** How often the outbox is checked. */
@@ -96,11 +103,21 @@ export class EventHub {
     // Retention emptied the table and rowids restarted: everything up to max is new to us.
     if (max < this.lastRowid) this.lastRowid = 0
     if (max === this.lastRowid) return
-    const orgs = this.repo.orgsBetween(this.lastRowid, max)
+    const rows = this.repo.rowsBetween(this.lastRowid, max, SHARED_BATCH_MAX + 1)
+    const byOrg = new Map<string, EventRow[] | undefined>()
+    if (rows.length <= SHARED_BATCH_MAX) {
+      for (const r of rows) {
+        const list = byOrg.get(r.org_id)
+        if (list) list.push(r)
+        else byOrg.set(r.org_id, [r])
+      }
+    } else {
+      for (const orgId of this.repo.orgsBetween(this.lastRowid, max)) byOrg.set(orgId, undefined)
+    }
     this.lastRowid = max
-    for (const orgId of orgs) {
-      for (const listener of this.byOrg.get(orgId) ?? []) listener(orgId)
-      for (const listener of this.anyOrg) listener(orgId)
+    for (const [orgId, orgRows] of byOrg) {
+      for (const listener of this.byOrg.get(orgId) ?? []) listener(orgId, orgRows)
+      for (const listener of this.anyOrg) listener(orgId, orgRows)
     }
   }
 }

@@ -53,6 +53,7 @@ export function createEventsRepo(sqlite: Database) {
   const purge: Statement = sqlite.query('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)')
   const maxRowid: Statement = sqlite.query('SELECT COALESCE(MAX(rowid), 0) AS m FROM events')
   const orgsBetween: Statement = sqlite.query('SELECT DISTINCT org_id FROM events WHERE rowid > ? AND rowid <= ?')
+  const rowsBetween: Statement = sqlite.query('SELECT * FROM events WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?')
   const statements = new Map<string, Statement>()
 
   function pageStatement(typeCount: number, withApp: boolean): Statement {
@@ -93,6 +94,9 @@ export function createEventsRepo(sqlite: Database) {
 
     /** Orgs with events in the rowid range (from, to]. */
     orgsBetween: (from: number, to: number): string[] => (orgsBetween.all(from, to) as { org_id: string }[]).map((r) => r.org_id),
+
+    /** The events in the rowid range (from, to], at most `limit`, in commit order. */
+    rowsBetween: (from: number, to: number, limit: number): EventRow[] => rowsBetween.all(from, to, limit) as EventRow[],
 
     lastSeq(orgId: string): number {
       return (lastSeq.get(orgId) as { last_seq: number } | null)?.last_seq ?? 0
