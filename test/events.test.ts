@@ -157,6 +157,25 @@ describe('GET /v1/events/stream (SSE)', () => {
   })
 })
 
+describe('many streams at once', () => {
+  test('small batches (shared read) and large ones (each stream reads) reach every stream exactly, filters applied', async () => {
+    const start = (await call(server.url, 'GET', '/v1/events?limit=1&types=webhook.test', { auth: a.key })).body.nextAfter
+    const all = await Promise.all(Array.from({ length: 5 }, () => SseClient.open(`${server.url}/v1/events/stream?after=${start}`, a.key)))
+    const received = await SseClient.open(`${server.url}/v1/events/stream?after=${start}&types=feedback.received`, a.key)
+    await Bun.sleep(200)
+    const small = appendEvents(server.ctx.sqlite, a.orgId, a.appId, 40)
+    await Bun.sleep(150)
+    const big = appendEvents(server.ctx.sqlite, a.orgId, a.appId, 700)
+    const rec = appendEvents(server.ctx.sqlite, a.orgId, a.appId, 3, 'feedback.received')
+    const want = [...small, ...big, ...rec]
+    await eventually(() => all.every((c) => c.messages.length >= want.length) && received.messages.length >= 3, 15_000)
+    await Bun.sleep(200)
+    for (const c of all) expect(c.seqs).toEqual(want)
+    expect(received.seqs).toEqual(rec)
+    await Promise.all([...all, received].map((c) => c.close()))
+  })
+})
+
 describe('a slow SSE reader', () => {
   test('is not buffered without bound: the stream pauses, then resumes from the database with every event in order', async () => {
     const net = await import('node:net')

@@ -56,8 +56,9 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
               again = false
               while (!closed && (controller.desiredSize ?? 0) > 0) {
                 const page = repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
-                for (const row of page.rows) controller.enqueue(messageOf(row))
+                // The cursor moves first: enqueue can call pull() (and so pump) synchronously.
                 cursor = page.nextAfter
+                for (const row of page.rows) controller.enqueue(messageOf(row))
                 if (page.rows.length < PAGE) break
                 // A long backlog: let other requests run between pages.
                 await new Promise((r) => setImmediate(r))
@@ -74,8 +75,9 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
           hub.subscribe(orgId, (_org, rows) => {
             // Caught up and with room: take the batch the hub read once for every stream, no query of our own.
             if (rows && rows.length > 0 && !pumping && !closed && rows[0].seq === cursor + 1 && (controller.desiredSize ?? 0) > 0) {
-              for (const row of rows) if (wanted(row)) controller.enqueue(messageOf(row))
+              // The cursor moves first: enqueue can call pull() (and so pump) synchronously.
               cursor = rows[rows.length - 1].seq
+              for (const row of rows) if (wanted(row)) controller.enqueue(messageOf(row))
               return
             }
             void pump()
