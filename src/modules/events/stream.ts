@@ -32,6 +32,8 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
   let pumping = false
   let again = false
   let closed = false
+  /** Events may be waiting past the cursor: set when reading stopped for a full queue or news arrived. */
+  let behind = true
   const cleanups: (() => void)[] = []
   let pumpNow: () => Promise<void> = async () => {}
 
@@ -54,12 +56,20 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
           try {
             do {
               again = false
-              while (!closed && (controller.desiredSize ?? 0) > 0) {
+              while (!closed) {
+                // A full queue: stop reading; pull() resumes once the client has drained it.
+                if ((controller.desiredSize ?? 0) <= 0) {
+                  behind = true
+                  break
+                }
                 const page = repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
                 // The cursor moves first: enqueue can call pull() (and so pump) synchronously.
                 cursor = page.nextAfter
                 for (const row of page.rows) controller.enqueue(messageOf(row))
-                if (page.rows.length < PAGE) break
+                if (page.rows.length < PAGE) {
+                  behind = false
+                  break
+                }
                 // A long backlog: let other requests run between pages.
                 await new Promise((r) => setImmediate(r))
               }
@@ -80,6 +90,7 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
               for (const row of rows) if (wanted(row)) controller.enqueue(messageOf(row))
               return
             }
+            behind = true
             void pump()
           }),
         )
@@ -95,7 +106,8 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
         void pump()
       },
       pull() {
-        return pumpNow()
+        // Called after every read while there is room: only a stream with events waiting reads the database.
+        return behind ? pumpNow() : undefined
       },
       cancel() {
         closed = true
