@@ -93,6 +93,12 @@ describe('posting to Slack', () => {
     for (let i = 1; i < writes.length; i++) expect(writes[i] - writes[i - 1]).toBeGreaterThanOrEqual(950)
     // Org B has no connection: nothing of it reached Slack.
     expect(slack.messages.length).toBe(2 + thread.length)
+    // A lead merged by hand into another: its own parent now points at the new lead.
+    ev('feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 2, manual: true })
+    server.hub.check()
+    await eventually(() => second.text.includes('merged into') && parent.text.includes('2 duplicates'), 10_000)
+    expect(second.text).toContain(lead)
+    expect(slack.violations).toEqual([])
   }, 30_000)
 })
 

@@ -147,6 +147,12 @@ export class SlackNotifier {
       case 'feedback.duplicate_attached':
       case 'feedback.unmerged': {
         const leadId = String(d.leadFeedbackId)
+        // A report that had its own parent (a lead merged into another by hand) points at its new lead.
+        const own = e.type === 'feedback.duplicate_attached' ? this.repo.thread(c.id, feedbackId) : null
+        if (own) {
+          await this.api.update(token, own.channel, own.ts, `:link: fixloop report ${feedbackId} — merged into ${leadId}\n${this.feedbackLink(leadId)}`)
+          this.repo.saveThread({ ...own, status: 'merged', updated_at: now })
+        }
         const thread = this.repo.thread(c.id, leadId)
         if (!thread) return
         const count = Number(d.duplicateCount)

@@ -32,7 +32,18 @@ export class SlackApi {
   }
 
   private async call(method: string, token: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-    await this.pace(String(body.channel))
+    const channel = String(body.channel)
+    await this.pace(channel)
+    try {
+      return await this.send(method, token, body)
+    } finally {
+      // The next write waits a second from this answer, not from this request's start: a request slowed on
+      // its way must not arrive at Slack less than a second before the next one.
+      this.nextSlot.set(channel, Math.max(this.nextSlot.get(channel) ?? 0, performance.now() + CHANNEL_INTERVAL_MS))
+    }
+  }
+
+  private async send(method: string, token: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
     let res: Response
     try {
       res = await fetch(`${this.baseUrl}/${method}`, {
