@@ -2,8 +2,10 @@
 /**
  * The fixloop executable: parses the command and hands over. No logic lives here.
  */
+// First: fixes the production mode before any library reads it.
+import './production-mode'
 import { ConfigError } from './config'
-import { AdminError } from './modules/tenants/service'
+import { ApiError } from './core/errors'
 import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
@@ -11,7 +13,6 @@ import { runBackup, runMigrate } from './cli/ops'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
 import { runChatopsCommand } from './cli/chatops'
-import { ApiError } from './core/errors'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -65,13 +66,14 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  if (e instanceof ApiError) {
-    const reason = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
-    const extra = reason.reason ?? reason.issues?.map((i) => i.message).join('; ')
-    process.stderr.write(`fixloop: ${e.code}: ${e.message}${extra ? ` (${extra})` : ''}\n`)
+  // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
+  if (e instanceof ApiError && e.status < 500) {
+    const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
+    const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
+    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
     process.exit(2)
   }
-  if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError) {
+  if (e instanceof UsageError || e instanceof ConfigError) {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }

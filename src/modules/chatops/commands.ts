@@ -11,12 +11,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import type { Logger } from '../../core/logger'
-import { isId } from '../../core/ids'
+import { ID_PATTERN } from '../../core/ids'
 import type { FeedbackService } from '../feedback/service'
 import { createChatopsRepo } from './repo'
 import type { SlackApi } from './slack-api'
 
 const WINDOW_SECONDS = 300
+const ID_RE = new RegExp(ID_PATTERN)
 
 export function verifySlackSignature(signingSecret: string, timestamp: string | null, signature: string | null, rawBody: string, nowMs: number): boolean {
   if (!timestamp || !signature || !/^\d{1,12}$/.test(timestamp)) return false
@@ -52,7 +53,7 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
 
   function answer(orgId: string, appId: string | null, teamId: string, userId: string, text: string): string {
     const [verb = '', id = ''] = text.trim().split(/\s+/)
-    if (!['status', 'queue', 'archive'].includes(verb) || !isId(id)) return HELP
+    if (!['status', 'queue', 'archive'].includes(verb) || !ID_RE.test(id)) return HELP
     const row = reportIn(orgId, appId, id)
     if (!row) return `No report ${id} here.`
     if (verb === 'status') {

@@ -6,6 +6,7 @@ import { Elysia, t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { readBodyBounded } from '../../http/strict-json'
 import type { ChatopsService } from './service'
 import type { SlashCommands } from './commands'
 
@@ -51,6 +52,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
       },
       {
         body: ConnectBody,
+        parse: 'json',
         response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found', 'payload_too_large') },
         detail: doc('Connect a Slack channel', 'One parent message per lead report, updated in place as it moves; details and the PR link in its thread.'),
       },
@@ -70,6 +72,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
     })
     .post('/v1/chatops/slack/users', ({ org, body }) => chatops.allowUser(org.orgId, body.teamId, body.userId), {
       body: UserBody,
+      parse: 'json',
       response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(true) })), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body') },
       detail: doc('Allow a Slack user to act for the Org', 'teamId and userId as Slack sends them with every slash command (T…, U…/W…).'),
     })
@@ -80,13 +83,18 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
     })
 }
 
+const SLASH_BODY_MAX_BYTES = 64 * 1024
+
 /** POST /v1/chatops/slack/:id/commands: Slack's slash-command request, verified by its signature. */
 export function slackCommandRoutes(commands: SlashCommands) {
   return new Elysia({ name: 'chatops-commands' }).post(
     '/v1/chatops/slack/:id/commands',
-    ({ params, request, body }) => commands.handle(params.id, request.headers, typeof body === 'string' ? body : ''),
+    async ({ params, request }) => {
+      // The raw bytes, as Slack signed them (the JSON reader leaves this route alone). Slack's payloads are small.
+      const raw = new TextDecoder().decode(await readBodyBounded(request, SLASH_BODY_MAX_BYTES))
+      return commands.handle(params.id, request.headers, raw)
+    },
     {
-      parse: 'text',
       params: t.Object({ id: Id }, closed),
       response: {
         200: t.NoValidate(t.Object({ response_type: t.Literal('ephemeral'), text: t.String() })),
@@ -97,6 +105,24 @@ export function slackCommandRoutes(commands: SlashCommands) {
         description:
           'Verified with the connection\'s Slack signing secret (X-Slack-Signature v0, X-Slack-Request-Timestamp within 5 minutes). Acknowledged at once; the answer goes to response_url. status: anyone; queue/archive: Slack users allowed for the Org.',
         tags: ['chatops'],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: {
+                type: 'object',
+                description: "Slack's slash-command payload (only these fields are read)",
+                properties: {
+                  command: { type: 'string' },
+                  text: { type: 'string', description: 'status|queue|archive <report id>' },
+                  team_id: { type: 'string' },
+                  user_id: { type: 'string' },
+                  response_url: { type: 'string' },
+                },
+              },
+            },
+          },
+        },
       },
     },
   )

@@ -6,7 +6,7 @@ import { t, type TSchema } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { FEEDBACK_STATUSES } from '../../core/fsm'
 import { EVENT_TYPES } from '../../lifecycle/event-types'
-import { oneOf } from '../../http/schema'
+import { oneOf } from '../../core/schema'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
@@ -14,8 +14,10 @@ const Status = oneOf(FEEDBACK_STATUSES)
 
 export const EVENTS_LIMIT_MAX = 500
 export const EVENTS_LIMIT_DEFAULT = 100
+/** Highest `after` accepted (the query reader takes up to 9 digits). */
+export const SEQ_MAX = 999_999_999
 
-const Cursor = t.Numeric({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1, description: 'A seq: only events after it' })
+const Cursor = t.Numeric({ minimum: 0, maximum: SEQ_MAX, multipleOf: 1, description: 'A seq: only events after it' })
 const Types = t.String({
   maxLength: 2000,
   pattern: '^[a-z_]+\\.[a-z_]+(,[a-z_]+\\.[a-z_]+)*$',

@@ -2,6 +2,7 @@
 import { Elysia, t } from 'elysia'
 import { orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { readIntQuery } from '../../http/query'
 import {
   CreatedWebhook,
   CreateWebhookBody,
@@ -34,6 +35,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       },
       {
         body: CreateWebhookBody,
+        parse: 'json',
         response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
         detail: doc(
           'Create a webhook endpoint',
@@ -77,7 +79,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
         detail: doc('Send a test event', 'Records a webhook.test event, delivered to this endpoint only.'),
       },
     )
-    .get('/v1/webhooks/:id/deliveries', ({ org, params, query }) => webhooks.deliveries(org.orgId, params.id, query), {
+    .get('/v1/webhooks/:id/deliveries', ({ org, params, query, request }) => webhooks.deliveries(org.orgId, params.id, { cursor: query.cursor, limit: readIntQuery(request, 'limit', { min: 1, max: 200 }, 50) }), {
       params: WebhookParams,
       query: DeliveriesQuery,
       response: { 200: t.NoValidate(DeliveryPage), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
@@ -89,6 +91,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       {
         params: WebhookParams,
         body: RedeliverFailedBody,
+        parse: 'json',
         response: { 200: t.NoValidate(RedeliveredFailed), ...errorSchemas(...READ_ERRORS, 'invalid_body', 'webhook_disabled', 'payload_too_large') },
         detail: doc('Redeliver every failed delivery created in a time range'),
       },
