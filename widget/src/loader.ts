@@ -49,8 +49,14 @@ function loadUI(): Promise<WidgetUI> {
   return ui
 }
 
+let openWhenMounted = false
+
 function open(): void {
-  if (!core) return
+  if (!core) {
+    // init() ran before <body> existed: open as soon as the widget is mounted.
+    openWhenMounted = true
+    return
+  }
   core.trigger = deepActiveElement()
   loadUI().then((u) => u.open(), (e) => console.warn('[fixloop]', e.message))
 }
@@ -78,6 +84,7 @@ function mount(options: FixloopOptions): void {
   if (options.theme) applyTheme(host, options.theme)
   document.body.appendChild(host)
   for (const el of triggers) el.addEventListener('click', open)
+  if (openWhenMounted) open()
   hasQueuedReports().then(
     (waiting) => {
       if (waiting) loadUI().then((u) => u.flush(), () => undefined)

@@ -33,9 +33,15 @@ export class ScreenshotEditor {
     return this.current
   }
 
+  /** Image pixel under the pointer; the preview is letterboxed (object-fit: contain) inside its box. */
   private point(e: PointerEvent): { x: number; y: number } {
     const r = this.view.getBoundingClientRect()
-    return { x: ((e.clientX - r.left) / r.width) * this.current.width, y: ((e.clientY - r.top) / r.height) * this.current.height }
+    const { width: w, height: h } = this.current
+    const scale = Math.min(r.width / w, r.height / h)
+    const left = r.left + (r.width - w * scale) / 2
+    const top = r.top + (r.height - h * scale) / 2
+    const clamp = (v: number, max: number) => Math.max(0, Math.min(max, v))
+    return { x: clamp((e.clientX - left) / scale, w), y: clamp((e.clientY - top) / scale, h) }
   }
 
   /** Blacks out or crops to a rectangle in image pixels. */

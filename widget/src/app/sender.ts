@@ -27,10 +27,10 @@ export class Sender {
       const result = await sendReport(report, this.tokens)
       const { onSubmitSuccess, onSubmitError } = this.core.options
       if (result.kind === 'sent') {
-        await removeReport(report.key)
+        await removeReport(report.key).catch(() => undefined)
         onSubmitSuccess?.({ id: result.id, status: result.status })
       } else {
-        if (result.kind === 'rejected') await removeReport(report.key)
+        if (result.kind === 'rejected') await removeReport(report.key).catch(() => undefined)
         else this.retryLater()
         onSubmitError?.({ status: result.status, code: result.code, message: result.message, queued: result.kind === 'later' })
       }
@@ -42,7 +42,7 @@ export class Sender {
 
   /** Sends every waiting report of this App, oldest first; stops at the first one that must wait. */
   async flush(): Promise<void> {
-    const mine = (await queuedReports())
+    const mine = (await queuedReports().catch(() => [] as QueuedReport[]))
       .filter((r) => r.endpoint === this.core.endpoint && r.publicKey === this.core.options.publicKey)
       .sort((a, b) => a.createdAt - b.createdAt)
     for (const report of mine) {

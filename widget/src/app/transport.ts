@@ -120,7 +120,7 @@ async function upload(report: QueuedReport, tokens: TokenSource): Promise<void> 
       await sleep(400 * 2 ** attempt + Math.random() * 200)
     }
     item.uploadedKey = grant.key
-    await saveReport(report)
+    await saveReport(report).catch(() => undefined)
   }
 }
 

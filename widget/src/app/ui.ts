@@ -205,7 +205,9 @@ export function createUI(core: Core): WidgetUI {
         blobs.push({ slot: 'component', kind: 'screenshot', blob: await toPng(c), contentType: 'image/png', width: c.width, height: c.height })
       }
       const report: QueuedReport = { key: newIntentKey(), endpoint: core.endpoint, publicKey: options.publicKey, createdAt: Date.now(), payload, blobs }
-      if (!(await enqueue(report))) return say(s.queueFull, true)
+      // Without IndexedDB (some private windows) the report is still sent, just not kept across reloads.
+      const stored = await enqueue(report).catch(() => true)
+      if (!stored) return say(s.queueFull, true)
       const result = await sender.send(report)
       if (result.kind === 'sent') {
         say(s.thanks)
