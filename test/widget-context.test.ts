@@ -6,6 +6,8 @@
  */
 import { expect, test } from 'bun:test'
 import { deflateSync } from 'node:zlib'
+import { chromium } from 'playwright-core'
+import { CHROMIUM } from './browser'
 import { freshContext, report, reports, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv()
@@ -129,5 +131,29 @@ test('manual attach: the image is redacted and cropped in the browser before upl
     expect(pixels.outside).toEqual([255, 255, 255])
   } finally {
     await context.close()
+  }
+})
+
+test('screen capture refused or unavailable: the dialog comes back with the DOM screenshot and points to attaching a file', async () => {
+  const e = env()
+  const url = e.page('/capture', { mount: initMount(e) })
+  // Headless Chromium has no screen to share: with the permission UI auto-accepted, the capture fails
+  // with NotReadableError, the case of a refused or broken capture.
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--use-fake-ui-for-media-stream', '--auto-accept-this-tab-capture'] })
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  const page = await context.newPage()
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
+    const capture = w.host.getByRole('button', { name: 'Capture my screen instead' })
+    await capture.click()
+    await w.host.getByText('You can attach an image instead').waitFor()
+    await expect(w.dialog.isVisible()).resolves.toBe(true)
+    await expect(page.locator('fixloop-widget canvas').isVisible()).resolves.toBe(true)
+    await expect(capture.evaluate((b: any) => b.getRootNode().activeElement === b)).resolves.toBe(true)
+  } finally {
+    await browser.close()
   }
 })

@@ -147,8 +147,11 @@ export function createUI(core: Core): WidgetUI {
   screenBtn.addEventListener('click', () => {
     picking = true
     dialog.close()
+    // Refused or unavailable (no display, policy): the DOM render stays; the note points to "Attach an image".
     captureScreen()
-      .then(useCanvas, () => undefined)
+      .then(useCanvas, () => {
+        shotNote.textContent = s.screenshotFailed
+      })
       .finally(() => {
         picking = false
         dialog.showModal()
