@@ -7,3 +7,4 @@ declare const window: any
 declare const indexedDB: any
 declare function getComputedStyle(el: any): any
 declare function dispatchEvent(event: Event): boolean
+declare const XMLHttpRequest: any
