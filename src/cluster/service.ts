@@ -12,7 +12,9 @@ import type { Database, Statement } from 'bun:sqlite'
 import type { Clock } from '../core/clock'
 import { ApiError } from '../core/errors'
 import { AppIndex } from './app-index'
-import { featuresOf, trigramCosine, trigrams, type Features, type ReportInput } from './features'
+import { featuresOf, type Features, type ReportInput } from './features'
+import { blend, combine } from './rerank'
+import { calibrate } from './calibrate'
 import { decide, DEFAULT_THRESHOLDS, type CandidateView, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 
@@ -59,7 +61,7 @@ const toInput = (r: Row): ReportInput => ({
   duplicateOfId: r.duplicate_of_id,
 })
 
-export function createClusterService(sqlite: Database, clock: Clock, thresholds: Thresholds = DEFAULT_THRESHOLDS) {
+export function createClusterService(sqlite: Database, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
   const indexes = new Map<string, AppIndex>()
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
@@ -120,21 +122,21 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
   }
 
   /** Candidates best first, with the blended (word + trigram) score; `excludeIds` are left out. */
-  type Ranked = SimilarEntry & { row: Row; features: CandidateView['features']; triScore: number }
+  type Ranked = SimilarEntry & { row: Row; features: CandidateView['features']; triScore: number; charScore: number }
 
   function rank(appId: string, f: Features, text: string, limit: number): Ranked[] {
     const index = indexFor(appId)
     const near = index.nearest(f, Math.max(RESCORE, limit))
-    const grams = trigrams(text)
-    const out: Ranked[] = []
-    for (const c of near.slice(0, Math.max(RESCORE, limit))) {
+    const found = near.flatMap((c) => {
       const r = row(c.id)
-      if (!r || r.app_id !== appId) continue
-      const triScore = trigramCosine(grams, trigrams(r.text))
-      const score = thresholds.wordWeight * c.wordScore + (1 - thresholds.wordWeight) * triScore
+      return r && r.app_id === appId ? [{ r, wordScore: c.wordScore, text: r.text }] : []
+    })
+    const scores = blend(text, found)
+    const out: Ranked[] = found.map(({ r }, i) => {
       const features = index.doc(r.id) ?? featuresOf(toInput(r))
-      out.push({ id: r.id, score: Math.round(Math.min(1, score) * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore })
-    }
+      const { score, triScore, charScore } = scores[i]
+      return { id: r.id, score: Math.round(score * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore, charScore }
+    })
     return out.sort((a, b) => b.score - a.score)
   }
 
@@ -162,7 +164,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     }
   }
 
-  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number) {
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
     const viaMember = decide(f, member, score, thresholds)
     if (!viaMember.attach) return viaMember
     const veto = decide(f, lead, 1, thresholds)
@@ -196,7 +198,11 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
       if (!r.merge_locked) {
         const seenRoots = new Set<string>()
-        for (const c of rank(r.app_id, f, r.text, RESCORE)) {
+        const ranked = rank(r.app_id, f, r.text, RESCORE)
+        // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
+        const thresholds = calibrate(baseThresholds, index.history)
+        index.history.add(ranked[0]?.score ?? 0)
+        for (const c of ranked) {
           const rootId = c.duplicateOfId ?? c.id
           if (seenRoots.has(rootId)) continue
           const root = rootId === c.id ? c.row : row(rootId)
@@ -206,10 +212,10 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
           const index = indexFor(r.app_id)
           const score =
             index.clusterSize(rootId) > 1
-              ? Math.max(c.score, thresholds.wordWeight * index.clusterScore(f, rootId) + (1 - thresholds.wordWeight) * c.triScore)
+              ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
               : c.score
           // Vetoes hold against the lead too, not only against the member that matched best.
-          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, index.doc(rootId) ?? featuresOf(toInput(root)), score)
+          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, index.doc(rootId) ?? featuresOf(toInput(root)), score, thresholds)
           if (v.attach) {
             verdict = { leadId: rootId, reason: v.reason }
             break
