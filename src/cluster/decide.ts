@@ -100,10 +100,11 @@ export function templatedSiblings(a: string, b: string): boolean {
   // Inflections, stop words and the synonym table make no substitution ("crashes" / "crashed").
   const wa = new Set(words(onlyA.join(' ')))
   const wb = new Set(words(onlyB.join(' ')))
-  if (wa.size === 0 || wb.size === 0 || [...wa].every((w) => wb.has(w))) return false
+  const content = wa.size > 0 && wb.size > 0
+  if (content && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w))) return false
   // One word swapped for another in an otherwise identical title names another thing ("cache build
-  // fails" / "cli build fails"); with two swapped, at least one must look like a name.
-  if (onlyA.length === 1 && onlyB.length === 1) return true
+  // fails" / "cli build fails"); otherwise at least one swapped token per side must look like a name.
+  if (content && onlyA.length === 1 && onlyB.length === 1) return true
   const named = (only: string[], tokens: string[], pos: Map<string, number>) =>
     only.some((t) => {
       const i = pos.get(t)!

@@ -28,8 +28,10 @@ const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'f
 export const MAX_INDEXED_PER_APP = 100_000
 /** Reports indexed between two yields to the event loop while an index is built. */
 const BUILD_SLICE = 250
-/** How many of the best word-score candidates get the full (trigram) score. */
+/** How many of the best word-score candidates get the full (blended) score. */
 const RESCORE = 15
+/** The newest reports scored when an index is built, to seed the App's threshold calibration. */
+const CALIBRATION_SEED = 40
 
 interface Row {
   id: string
@@ -99,11 +101,14 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       pending = (async () => {
         const index = new AppIndex()
         let n = 0
+        const recent: Row[] = []
         for (const r of loadApp.iterate(appId, MAX_INDEXED_PER_APP) as IterableIterator<Row>) {
           index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+          if (recent.push(r) > CALIBRATION_SEED) recent.shift()
           if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
         }
         indexes.set(appId, index)
+        seedCalibration(appId, recent)
       })().finally(() => building.delete(appId))
       building.set(appId, pending)
     }
@@ -115,10 +120,21 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     let index = indexes.get(appId)
     if (!index) {
       index = new AppIndex()
-      for (const r of loadApp.all(appId, MAX_INDEXED_PER_APP) as Row[]) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+      const rows = loadApp.all(appId, MAX_INDEXED_PER_APP) as Row[]
+      for (const r of rows) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
       indexes.set(appId, index)
+      seedCalibration(appId, rows.slice(-CALIBRATION_SEED))
     }
     return index
+  }
+
+  /**
+   * Seeds a freshly built index's calibration with the best scores of the App's newest reports, so a
+   * restart does not send every App back to the conservative "no history" thresholds.
+   */
+  function seedCalibration(appId: string, recent: Row[]): void {
+    const index = indexes.get(appId)!
+    for (const r of recent) index.history.add(rank(appId, featuresOf(toInput(r)), r.text, RESCORE).find((c) => c.id !== r.id)?.score ?? 0)
   }
 
   /** Candidates best first, with the blended (word + trigram) score; `excludeIds` are left out. */
@@ -283,6 +299,9 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     },
 
     indexSize: (appId: string): number => indexFor(appId).size,
+
+    /** The App's calibrated merge thresholds right now (calibrate.ts; tests and diagnostics). */
+    thresholdsFor: (appId: string): Thresholds => calibrate(baseThresholds, indexFor(appId).history),
   }
 }
 export type ClusterService = ReturnType<typeof createClusterService>
