@@ -22,52 +22,109 @@ export const DEFAULT_BLEND: BlendWeights = { today: 0.4, todayWordWeight: 0.75, 
 /** Characters of a report read for its n-grams: the title and the start of the body carry the bug. */
 const CHAR_LIMIT = 1000
 
-/** Counts of character 3-, 4- and 5-grams (letters and digits, spaces collapsed), each hashed to an int. */
-export function charGrams(text: string, limit = CHAR_LIMIT): Map<number, number> {
+/** A report's character n-grams: distinct hashed grams in ascending order, with their counts. */
+export interface GramVector {
+  keys: Int32Array
+  counts: Float32Array
+}
+
+/**
+ * Character 3-, 4- and 5-grams (letters and digits, spaces collapsed), each hashed to an int, as a
+ * sorted vector: two sorted vectors meet in one merge pass, with no hash map per comparison.
+ */
+export function charGrams(text: string, limit = CHAR_LIMIT): GramVector {
   const lower = text.toLowerCase()
   const plain = /[^\x00-\x7f]/.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
   const norm = ' ' + plain.replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '
-  const grams = new Map<number, number>()
+  const all = new Int32Array(Math.max(0, 3 * (norm.length - 2)))
+  let n = 0
   for (let i = 0; i + 3 <= norm.length; i++) {
     // FNV-1a over the gram, extended one character at a time: 3-, 4- and 5-grams from one pass.
     let h = 0x811c9dc5
-    for (let n = 0; n < 5 && i + n < norm.length; n++) {
-      h = Math.imul(h ^ norm.charCodeAt(i + n), 0x01000193)
-      if (n >= 2) {
-        const key = (h ^ n) | 0
-        grams.set(key, (grams.get(key) ?? 0) + 1)
-      }
+    for (let k = 0; k < 5 && i + k < norm.length; k++) {
+      h = Math.imul(h ^ norm.charCodeAt(i + k), 0x01000193)
+      if (k >= 2) all[n++] = h ^ k
     }
   }
-  return grams
+  const sorted = all.subarray(0, n).sort()
+  const keys = new Int32Array(n)
+  const counts = new Float32Array(n)
+  let u = -1
+  for (let i = 0; i < n; i++) {
+    if (u >= 0 && keys[u] === sorted[i]) counts[u]++
+    else {
+      keys[++u] = sorted[i]
+      counts[u] = 1
+    }
+  }
+  return { keys: keys.subarray(0, u + 1), counts: counts.subarray(0, u + 1) }
+}
+
+/** Document frequencies of grams over a handful of vectors: an open-addressing table, no Map. */
+class GramCounts {
+  private keys: Int32Array
+  private used: Uint8Array
+  private vals: Float32Array
+  private mask: number
+
+  constructor(capacity: number) {
+    let size = 1024
+    while (size < capacity * 2) size <<= 1
+    this.keys = new Int32Array(size)
+    this.used = new Uint8Array(size)
+    this.vals = new Float32Array(size)
+    this.mask = size - 1
+  }
+
+  private slot(key: number): number {
+    let i = Math.imul(key, 0x9e3779b1) >>> 0 & this.mask
+    while (this.used[i] && this.keys[i] !== key) i = (i + 1) & this.mask
+    return i
+  }
+
+  increment(key: number): void {
+    const i = this.slot(key)
+    this.used[i] = 1
+    this.keys[i] = key
+    this.vals[i]++
+  }
+
+  get(key: number): number {
+    const i = this.slot(key)
+    return this.used[i] ? this.vals[i] : 0
+  }
 }
 
 /** Cosine of sublinear-TF × IDF vectors, the IDF taken over the query and its shortlist. */
-function tfidfCosines(query: Map<number, number>, docs: Map<number, number>[]): number[] {
-  const df = new Map<number, number>()
-  for (const d of docs) for (const g of d.keys()) df.set(g, (df.get(g) ?? 0) + 1)
-  for (const g of query.keys()) df.set(g, (df.get(g) ?? 0) + 1)
+function tfidfCosines(query: GramVector, docs: GramVector[]): number[] {
+  const df = new GramCounts(docs.reduce((a, d) => a + d.keys.length, query.keys.length))
+  for (const d of [query, ...docs]) for (let i = 0; i < d.keys.length; i++) df.increment(d.keys[i])
   const n = docs.length + 1
-  // df → idf in place: one logarithm per distinct gram, not one per (gram, document).
-  for (const [g, d] of df) df.set(g, Math.log(1 + n / d))
-  const weight = (g: number, tf: number) => (tf === 1 ? 1 : 1 + Math.log(tf)) * df.get(g)!
-  let qNorm = 0
-  const qw = new Map<number, number>()
-  for (const [g, tf] of query) {
-    const w = weight(g, tf)
-    qw.set(g, w)
-    qNorm += w * w
-  }
-  return docs.map((d) => {
-    let dot = 0
-    let dNorm = 0
-    for (const [g, tf] of d) {
-      const w = weight(g, tf)
-      dNorm += w * w
-      const q = qw.get(g)
-      if (q !== undefined) dot += q * w
+  const weights = (v: GramVector): Float32Array => {
+    const w = new Float32Array(v.keys.length)
+    for (let i = 0; i < w.length; i++) {
+      const tf = v.counts[i]
+      w[i] = (tf === 1 ? 1 : 1 + Math.log(tf)) * Math.log(1 + n / df.get(v.keys[i]))
     }
-    return qNorm === 0 || dNorm === 0 ? 0 : dot / Math.sqrt(qNorm * dNorm)
+    return w
+  }
+  const norm = (w: Float32Array) => Math.sqrt(w.reduce((a, x) => a + x * x, 0))
+  const qw = weights(query)
+  const qNorm = norm(qw)
+  return docs.map((d) => {
+    const dw = weights(d)
+    const dNorm = norm(dw)
+    if (qNorm === 0 || dNorm === 0) return 0
+    // Merge join of two ascending key lists.
+    let dot = 0
+    for (let i = 0, j = 0; i < query.keys.length && j < d.keys.length; ) {
+      const a = query.keys[i]
+      const b = d.keys[j]
+      if (a === b) dot += qw[i++] * dw[j++]
+      else if (a < b) i++
+      else j++
+    }
+    return dot / (qNorm * dNorm)
   })
 }
 
