@@ -126,7 +126,7 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
       const others = list.filter((o) => o.group === r.group && o.id !== r.id).length
       if (others === 0) continue
       eligible++
-      const top = cluster.similar('000000000000000000000001', idOf.get(r.id)!, 10)
+      const top = cluster.similar(idOf.get(r.id)!, 10)
       const at = top.findIndex((c) => groupOf.get(c.id) === r.group)
       for (const k of [1, 5, 10] as const) if (at !== -1 && at < k) hits[k]++
     }

@@ -2,11 +2,16 @@
  * The single error type of the API. Routes and services throw it; only the error plugin turns it into
  * the spec's envelope `{ error: { code, message, details? } }`. The HTTP status comes from one table
  * keyed by code, so a code can never be sent with the wrong status.
+ *
+ * The CLI throws the same type: a 4xx code is the operator's mistake (exit 2, message on stderr), a 5xx
+ * code is fixloop's (exit 1). So a service behaves the same behind a route, the CLI or the dashboard.
  */
 export const ERROR_STATUS = {
   invalid_body: 400,
   invalid_id: 400,
+  invalid_argument: 400,
   no_op: 400,
+  url_not_allowed: 400,
   missing_authorization: 401,
   invalid_authorization: 401,
   unknown_app: 401,
@@ -17,6 +22,8 @@ export const ERROR_STATUS = {
   url_expired: 403,
   not_found: 404,
   app_not_found: 404,
+  org_not_found: 404,
+  key_not_found: 404,
   route_not_found: 404,
   invalid_transition: 409,
   concurrent_update: 409,
@@ -24,7 +31,11 @@ export const ERROR_STATUS = {
   idempotency_key_reused: 409,
   already_uploaded: 409,
   not_a_duplicate: 409,
+  slug_taken: 409,
+  webhook_disabled: 409,
   payload_too_large: 413,
+  url_too_long: 414,
+  headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
   not_ready: 503,
@@ -35,7 +46,9 @@ export type ErrorCode = keyof typeof ERROR_STATUS
 const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   invalid_body: 'The request body is not valid.',
   invalid_id: 'The id is not a 24-character hex id.',
+  invalid_argument: 'An argument is not valid.',
   no_op: 'The patch is empty: nothing to change.',
+  url_not_allowed: 'The URL is not an allowed webhook target (http(s) only; private, loopback, link-local and metadata addresses are refused).',
   missing_authorization: 'The Authorization header is missing.',
   invalid_authorization: 'The Authorization header is malformed or the key is not valid.',
   unknown_app: 'No App matches this public key.',
@@ -46,14 +59,20 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   url_expired: 'The upload URL has expired; request a new one.',
   not_found: 'Not found.',
   app_not_found: 'No such App in this Org.',
+  org_not_found: 'No such Org.',
+  key_not_found: 'No such API key in this Org.',
   route_not_found: 'No such route.',
   invalid_transition: 'The current status does not allow this move.',
   concurrent_update: 'Another writer changed this item. Safe to retry.',
   invalid_target: 'This item is a duplicate of another; act on the lead instead.',
   idempotency_key_reused: 'This Idempotency-Key was already used with a different request body.',
   not_a_duplicate: 'This report is not a duplicate of another: nothing to unmerge.',
+  slug_taken: 'This slug is already used by another App of the Org.',
+  webhook_disabled: 'This webhook endpoint is disabled; create a new one or re-enable it first.',
   already_uploaded: 'An object was already uploaded under this key; request a new upload URL.',
   payload_too_large: 'The payload is too large.',
+  url_too_long: 'The request URL is too long.',
+  headers_too_large: 'The request headers are too large.',
   rate_limited: 'Rate limit exceeded. Retry after the number of seconds in Retry-After.',
   internal_error: 'Internal error.',
   not_ready: 'The service is not ready.',

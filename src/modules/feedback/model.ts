@@ -3,7 +3,7 @@
  * and generate /openapi.json. Every object is closed (`additionalProperties: false`): the spec
  * rejects unknown fields with invalid_body.
  */
-import { oneOf, int } from '../../http/schema'
+import { oneOf, int } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
@@ -44,12 +44,16 @@ export const AttachmentRef = t.Object(
   closed,
 )
 
-export const BBox = t.Object({ x: t.Number(), y: t.Number(), w: t.Number({ minimum: 0 }), h: t.Number({ minimum: 0 }) }, closed)
+const Coordinate = (min: number) => t.Number({ minimum: min, maximum: LIMITS.bboxCoordinateMax })
+export const BBox = t.Object(
+  { x: Coordinate(-LIMITS.bboxCoordinateMax), y: Coordinate(-LIMITS.bboxCoordinateMax), w: Coordinate(0), h: Coordinate(0) },
+  { ...closed, description: 'CSS pixels relative to the page; each value within ±1,000,000' },
+)
 
 export const ComponentTarget = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 512 }),
-    meta: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'Free-form, e.g. { selector, testId, file, line }' })),
+    name: t.String({ minLength: 1, maxLength: LIMITS.componentNameMax }),
+    meta: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'Free-form, e.g. { selector, role, text }; at most 4 KB of JSON' })),
     bbox: t.Optional(BBox),
     screenshotKey: t.Optional(t.String({ minLength: 1, maxLength: 512 })),
   },
@@ -127,6 +131,7 @@ export const FullFeedbackItem = t.Object(
     ...listMembers,
     updatedAt: t.String({ format: 'date-time' }),
     failureReason: Nullable(t.String({ description: 'Why the item is failed; null otherwise' })),
+    statusReason: Nullable(t.String({ description: 'Why the item waits where it is (e.g. queued on an App with no repository connected); null when it is not held up' })),
     attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String({ description: 'Short-lived download URL' })) }, closed)),
     consoleLogs: t.Array(ConsoleLogEntry),
     userAgent: Nullable(t.String()),
