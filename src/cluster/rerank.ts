@@ -135,16 +135,47 @@ export interface Blended {
   charScore: number
 }
 
-/** The blended score of each candidate (same order), each in 0..1. */
-export function blend(queryText: string, candidates: { text: string; wordScore: number }[], w: BlendWeights = DEFAULT_BLEND): Blended[] {
+interface Grams {
+  text: string
+  chars: GramVector
+  tri: Map<number, number>
+}
+
+/**
+ * The n-grams of recently compared reports, by id. A lead is a candidate for every report of its bug,
+ * so its grams are reused instead of recomputed (the larger part of the cost for long reports).
+ */
+const recent = new Map<string, Grams>()
+const RECENT_MAX = 256
+
+function gramsOf(id: string | undefined, text: string): Grams {
+  if (id !== undefined) {
+    const hit = recent.get(id)
+    if (hit && hit.text === text) {
+      recent.delete(id)
+      recent.set(id, hit) // most recently used last
+      return hit
+    }
+  }
+  const g = { text, chars: charGrams(text), tri: trigrams(text) }
+  if (id !== undefined) {
+    if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!)
+    recent.set(id, g)
+  }
+  return g
+}
+
+/** The blended score of each candidate (same order), each in 0..1. `id`s let their n-grams be reused. */
+export function blend(queryText: string, candidates: { id?: string; text: string; wordScore: number }[], w: BlendWeights = DEFAULT_BLEND): Blended[] {
   if (candidates.length === 0) return []
-  const tri = trigrams(queryText)
+  const query = gramsOf(undefined, queryText)
+  const grams = candidates.map((c) => gramsOf(c.id, c.text))
   const chars = tfidfCosines(
-    charGrams(queryText),
-    candidates.map((c) => charGrams(c.text)),
+    query.chars,
+    grams.map((g) => g.chars),
   )
   return candidates.map((c, i) => {
-    const triScore = trigramCosine(tri, trigrams(c.text))
+    const triScore = trigramCosine(query.tri, grams[i].tri)
     return { score: Math.min(1, combine(c.wordScore, triScore, chars[i], w)), triScore, charScore: chars[i] }
   })
 }

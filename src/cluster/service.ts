@@ -115,7 +115,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     const near = index.nearest(f, Math.max(RESCORE, limit))
     const found = near.flatMap((c) => {
       const r = row(c.id)
-      return r && r.app_id === appId ? [{ r, wordScore: c.wordScore, text: r.text }] : []
+      return r && r.app_id === appId ? [{ r, id: r.id, wordScore: c.wordScore, text: r.text }] : []
     })
     const scores = blend(text, found)
     const out: Ranked[] = found.map(({ r }, i) => {
