@@ -189,3 +189,29 @@ test('Fixloop.init: attachTo, autoInject:false, beforeSend, strings, locale, set
     await context.close()
   }
 })
+
+test('widget.js included twice mounts one widget; init + open() from <head> open the dialog once <body> exists', async () => {
+  const e = env()
+  const twice = e.page('/twice', { mount: scriptTag(e) + scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(twice)
+    await widget(page).launcher.waitFor()
+    await page.waitForTimeout(300)
+    expect(await page.locator('fixloop-widget').count()).toBe(1)
+    const early = `${e.customer}/early`
+    e.routes.set('/early', () =>
+      new Response(
+        `<!doctype html><html lang="en"><head><title>Early</title><script src="${e.api}/widget.js"></script>
+<script>Fixloop.init({ publicKey: ${JSON.stringify(e.tenant.pub)}, endpoint: ${JSON.stringify(e.api)} }); Fixloop.open()</script></head>
+<body><main><h1>Early</h1></main></body></html>`,
+        { headers: { 'content-type': 'text/html' } },
+      ),
+    )
+    await page.goto(early)
+    await widget(page).dialog.waitFor()
+    await expect(focused(page)).resolves.toBe('widget:textarea#fl-text:')
+  } finally {
+    await context.close()
+  }
+})

@@ -15,7 +15,10 @@ declare const __APP_FILE__: string
 const script = document.currentScript as HTMLScriptElement | null
 const scriptOrigin = script?.src ? new URL(script.src).origin : location.origin
 const scriptNonce = script?.nonce || script?.getAttribute('nonce') || undefined
-installCapture(scriptOrigin)
+type Api = typeof Fixloop & { loaded?: true }
+/** widget.js included twice: the second copy only forwards its data-public-key to the first. */
+const earlier = (window as unknown as { Fixloop?: Api }).Fixloop
+if (!earlier?.loaded) installCapture(scriptOrigin)
 
 let core: Core | undefined
 let ui: Promise<WidgetUI> | undefined
@@ -119,7 +122,8 @@ const Fixloop = {
   },
 }
 
-;(window as unknown as { Fixloop: typeof Fixloop }).Fixloop = Fixloop
+const api: Api = earlier?.loaded ? earlier : Object.assign(Fixloop, { loaded: true as const })
+;(window as unknown as { Fixloop: Api }).Fixloop = api
 
 const key = script?.dataset.publicKey
-if (key) Fixloop.init({ publicKey: key, endpoint: script?.dataset.endpoint, locale: script?.dataset.locale })
+if (key) api.init({ publicKey: key, endpoint: script?.dataset.endpoint, locale: script?.dataset.locale })
