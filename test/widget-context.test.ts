@@ -157,3 +157,30 @@ test('screen capture refused or unavailable: the dialog comes back with the DOM 
     await browser.close()
   }
 })
+
+test('a slow request that succeeds is summarised too (slowRequestMs), a fast one is not', async () => {
+  const e = env()
+  e.routes.set('/api/slow', async () => {
+    await Bun.sleep(400)
+    return new Response('{}')
+  })
+  e.routes.set('/api/fast', () => new Response('{}'))
+  const url = e.page('/slow', { mount: initMount(e, ', slowRequestMs: 250') })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    await page.evaluate(() => Promise.all([fetch('/api/slow?user=42'), fetch('/api/fast')]))
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('Slow page')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    const item = await report(e, (await reports(e)).find((r: any) => r.text === 'Slow page').id)
+    expect(item.submissionMeta.network).toHaveLength(1)
+    expect(item.submissionMeta.network[0]).toMatchObject({ method: 'GET', url: `${e.customer}/api/slow?user=`, status: 200 })
+    expect(item.submissionMeta.network[0].ms).toBeGreaterThanOrEqual(250)
+  } finally {
+    await context.close()
+  }
+})
