@@ -13,6 +13,7 @@ import type { ConnectionInput } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
 import { parseAgentOutput } from '../src/agent/presets'
 import { execCommand } from '../src/agent/exec'
+import { survivors } from './process-helpers'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
@@ -74,12 +75,6 @@ async function finish(s: Setup, id: string) {
 async function teardown(s: Setup) {
   await s.srv.close()
   await s.stub.stop()
-}
-
-/** Command lines of every live process on the host containing `marker` (zombies excluded). */
-export function survivors(marker: string): string[] {
-  const ps = Bun.spawnSync(['ps', '-eo', 'stat=,args='], { stdout: 'pipe' }).stdout.toString()
-  return ps.split('\n').filter((l) => l.includes(marker) && !l.trim().startsWith('Z') && !l.includes('ps -eo'))
 }
 
 function expectTimings(run: { timings: Record<string, number> }) {
