@@ -202,3 +202,97 @@ describe('hostile agents', () => {
     expect(subject).toBe(pr.title)
   })
 })
+
+describe('crash recovery ends the sandbox', () => {
+  test('kill -9 of the server mid-run: no agent process outlives it, the restart fails the run, and the App can run again', async () => {
+    const dir = tempDir('fixloop-crash-')
+    const dataDir = join(dir, 'data')
+    const bare = makeBareRepo(dir, REPO_FILES, 'main', 'shop')
+    const masterKey = 'b2'.repeat(32)
+    const child = Bun.spawn(['bun', join(import.meta.dir, 'fixtures', 'crash-server.ts'), dataDir, bare, AGENTS, masterKey], { stdout: 'pipe', stderr: 'inherit' })
+    const reader = child.stdout.getReader()
+    let line = ''
+    while (!line.includes('\n')) {
+      const { value, done } = await reader.read()
+      if (done) break
+      line += new TextDecoder().decode(value)
+    }
+    const { feedbackId, runId, pid } = JSON.parse(line) as { feedbackId: string; runId: string; pid: number }
+    await eventually(() => survivors(`hang-child-${feedbackId}`).length > 0, 5000)
+    child.kill('SIGKILL')
+    await child.exited
+    // bwrap --die-with-parent ends the sandbox's PID namespace with the server.
+    await eventually(() => !survivors('hang-').some((l) => l.includes(feedbackId)) && !survivors(String(pid)).some((l) => l.includes('bwrap')), 5000)
+    const { loadConfig } = await import('../src/config')
+    const { startServer } = await import('../src/server')
+    const again = startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: masterKey, FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS }), { log: new Logger('silent') })
+    try {
+      const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get(runId) as { status: string; error: string }
+      expect(run.status).toBe('failed')
+      expect(run.error).toMatch(/^interrupted/)
+      expect((again.ctx.sqlite.query('SELECT status FROM feedback WHERE id = ?').get(feedbackId) as { status: string }).status).toBe('failed')
+      expect(again.ctx.sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE status = 'running'").get()).toEqual({ n: 0 })
+    } finally {
+      await again.stop()
+    }
+  }, 60_000)
+
+  test('recovery kills a recorded process only while its identity matches', async () => {
+    const { killRecorded, processIdentity, isRunning } = await import('../src/agent/process-tree')
+    const p = Bun.spawn(['sleep', '30'])
+    const identity = processIdentity(p.pid)!
+    expect(identity).toMatch(/^.+:\d+$/)
+    expect(killRecorded(p.pid, identity.replace(/\d+$/, '1'))).toBe(false)
+    expect(isRunning(p.pid)).toBe(true)
+    expect(killRecorded(p.pid, identity)).toBe(true)
+    await p.exited
+    expect(isRunning(p.pid)).toBe(false)
+  })
+})
+
+describe('deny paths (Bun.Glob)', () => {
+  test('braces and classes match; a JSON list or repeated flags are read; a pattern that cannot match is refused', async () => {
+    const { globMatches, denyPatternProblem } = await import('../src/core/globs')
+    const { parseGlobList } = await import('../src/cli/args')
+    expect(parseGlobList(['src/**/*.{key,pem}'], 'deny-paths')).toEqual(['src/**/*.{key,pem}'])
+    expect(parseGlobList(['a/**,b/[xy].js', '["c/*.{a,b}"]'], 'deny-paths')).toEqual(['a/**', 'b/[xy].js', 'c/*.{a,b}'])
+    expect(() => parseGlobList(['[1,'], 'deny-paths')).toThrow(/JSON list/)
+    expect(globMatches('src/**/*.{key,pem}', 'src/a/b/server.pem')).toBe(true)
+    expect(globMatches('src/**/*.{key,pem}', 'src/app.js')).toBe(false)
+    expect(globMatches('config/[ab].yml', 'config/b.yml')).toBe(true)
+    expect(globMatches('config/[ab].yml', 'config/c.yml')).toBe(false)
+    expect(denyPatternProblem('src/*.{key,pem')).toMatch(/cannot match/)
+    expect(denyPatternProblem('src/[ab.js')).toMatch(/cannot match/)
+    expect(denyPatternProblem('/etc/**')).toMatch(/absolute/)
+    expect(denyPatternProblem('src/**/*.{key,pem}')).toBeNull()
+  })
+
+  test('a run touching a file matched by a brace pattern is guardrailed; connect-repo refuses a broken pattern', async () => {
+    const s = await setup()
+    try {
+      expect(() => connect(s, agent('fix.sh'), { denyPaths: ['src/*.{js'] })).toThrow(/cannot match/)
+      connect(s, agent('fix.sh'), { denyPaths: ['src/**/*.{js,ts}'] })
+      const { run } = await finish(s, await submit(s, { text: 'Brace deny case: the total is wrong' }))
+      expect(run.status).toBe('guardrailed')
+      expect(run.guardrailReason).toBe('denied path: src/app.js (matches src/**/*.{js,ts})')
+    } finally {
+      await s.srv.close()
+      await s.stub.stop()
+    }
+  })
+})
+
+describe('serve without bubblewrap', () => {
+  test('refuses to start with a clear error unless FIXLOOP_AGENT_SANDBOX=off', async () => {
+    const dataDir = tempDir('fixloop-nobwrap-')
+    const run = Bun.spawnSync([process.execPath, join(import.meta.dir, '..', 'src', 'main.ts'), 'serve', '--port', '0', '--data-dir', dataDir], {
+      env: { PATH: '/nonexistent', FIXLOOP_MASTER_KEY: 'c3'.repeat(32), FIXLOOP_LOG_LEVEL: 'silent' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+      timeout: 20_000,
+    })
+    expect(run.exitCode).not.toBe(0)
+    expect(run.stderr.toString()).toContain('bubblewrap (bwrap) is not installed')
+    expect(run.stderr.toString()).toContain('FIXLOOP_AGENT_SANDBOX=off')
+  })
+})
