@@ -138,7 +138,9 @@ describe('a run that opens a pull request (GitHub)', () => {
     const dir = tempDir('fixloop-gitwrap-')
     const log = join(dir, 'argv.log')
     const realGit = Bun.which('git')!
-    writeFileSync(join(dir, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${JSON.stringify(log)}\nexec ${JSON.stringify(realGit)} "$@"\n`)
+    const envLog = join(dir, 'env.log')
+    // Every git process records its argv and its whole environment: the token must be in neither.
+    writeFileSync(join(dir, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${JSON.stringify(log)}\nenv >> ${JSON.stringify(envLog)}\nexec ${JSON.stringify(realGit)} "$@"\n`)
     chmodSync(join(dir, 'git'), 0o755)
     const path = process.env.PATH
     process.env.PATH = `${dir}:${path}`
@@ -153,6 +155,10 @@ describe('a run that opens a pull request (GitHub)', () => {
     expect(argv).toMatch(/clone .*--depth 1/)
     expect(argv).toMatch(/push /)
     expect(argv).not.toContain(TOKEN)
+    const envs = readFileSync(envLog, 'utf8')
+    expect(envs).toContain('GIT_CONFIG_NOSYSTEM=1')
+    expect(envs).toMatch(/GIT_CONFIG_VALUE_1=!'.*\/cred\/helper-[0-9a-f]+'/)
+    expect(envs).not.toContain(TOKEN)
   })
 
   test('the agent gets a minimal environment: no fixloop secret, no token', async () => {
