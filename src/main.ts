@@ -11,6 +11,8 @@ import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
 import { VERSION } from './version'
+import { runWebhookCommand } from './cli/webhooks'
+import { runChatopsCommand } from './cli/chatops'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -21,6 +23,8 @@ Commands:
   org             create or list Orgs
   key             create, list or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
   backup          write an online backup of the database
   version         print the version
@@ -38,6 +42,10 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'webhook':
+      return runWebhookCommand(rest)
+    case 'chatops':
+      return runChatopsCommand(rest)
     case 'migrate':
       return runMigrate(rest)
     case 'backup':
@@ -59,7 +67,13 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
-  if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status < 500)) {
+  if (e instanceof ApiError && e.status < 500) {
+    const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
+    const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
+    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
+    process.exit(2)
+  }
+  if (e instanceof UsageError || e instanceof ConfigError) {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }
