@@ -131,7 +131,7 @@ describe('hostile agents', () => {
     const { run, item } = await finish(s, id)
     // It sees its own environment (which holds the passed-through key): the secret scan refuses that.
     expect(run.status).toBe('guardrailed')
-    expect(run.guardrailReason).toMatch(/added lines contain secrets/)
+    expect(run.guardrailReason).toMatch(/added lines contain secrets|binary file: snoop\.txt/)
     expect(run.outputTail).toContain(`== ${s.srv.dataDir}/master.key\nhead: cannot open`)
     expect(run.outputTail).toMatch(/== \.\.\/\.\.\/\.\.\/master\.key\nhead: cannot open/)
     expectNothingLeaked(s, run, item)
