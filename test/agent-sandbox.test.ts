@@ -296,3 +296,69 @@ describe('serve without bubblewrap', () => {
     expect(run.stderr.toString()).toContain('FIXLOOP_AGENT_SANDBOX=off')
   })
 })
+
+describe('the pieces, one by one', () => {
+  test('sandbox settings: unknown mode, a work dir inside the data dir and a data dir shown to agents are refused', async () => {
+    const { loadConfig } = await import('../src/config')
+    const dataDir = tempDir('fixloop-cfg-')
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_AGENT_SANDBOX: 'maybe' })).toThrow(/bwrap or off/)
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: join(dataDir, 'work') })).toThrow(/outside the data dir/)
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_AGENT_SANDBOX_PATHS: `/usr/share:${dataDir}` })).toThrow(/data dir/)
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_AGENT_SANDBOX_PATHS: 'relative/bin' })).toThrow(/absolute/)
+    const c = loadConfig({ dataDir }, { FIXLOOP_AGENT_NETWORK: 'off' })
+    expect(c.agentSandbox).toBe('bwrap')
+    expect(c.agentNetwork).toBe(false)
+    expect(c.workDir.startsWith(dataDir)).toBe(false)
+  })
+
+  test('the sandbox has no network with FIXLOOP_AGENT_NETWORK=off, and sees no data dir', async () => {
+    const { sandboxArgv } = await import('../src/agent/sandbox')
+    const { execCommand } = await import('../src/agent/exec')
+    const root = tempDir('fixloop-sbx-')
+    const ws = { repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json') }
+    for (const d of [ws.repo, ws.home, ws.outDir]) Bun.spawnSync(['mkdir', '-p', d])
+    await Bun.write(ws.taskFile, 'task')
+    const script = `cat /sys/class/net/*/operstate 2>/dev/null | tr '\\n' ' '; ls /proc/net/dev >/dev/null && grep -c : /proc/net/dev; ls ${JSON.stringify(root)} 2>&1; ls /fixloop; cat /fixloop/task.md; echo; echo hi > /fixloop/task.md 2>&1 || echo task-ro`
+    const off = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
+    const on = await execCommand(sandboxArgv({ mode: 'bwrap', network: true, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
+    // /proc/net/dev lists only the loopback interface without the network.
+    expect(off.stdout).toMatch(/^\s*1\s*$/m)
+    expect(Number(/^\s*(\d+)\s*$/m.exec(on.stdout)?.[1])).toBeGreaterThan(Number(/^\s*(\d+)\s*$/m.exec(off.stdout)?.[1]))
+    expect(off.output).toContain('No such file or directory')
+    expect(off.stdout).toContain('home\nout\nrepo\ntask.md\ntask\n')
+    expect(off.output).toContain('task-ro')
+  })
+
+  test('task fields: control characters, newlines and bidi overrides are escaped on one line', async () => {
+    const { buildTask, oneLine } = await import('../src/agent/task')
+    expect(oneLine('a\nb\r\u001b[31mc\u202ed')).toBe('a\\nb\\r\\u001b[31mc\\u202ed')
+    const task = buildTask({ feedbackId: 'f'.repeat(24), theme: 'x\n# y', text: 'body ````\n```\nstill inside', url: 'https://a/\n## z', duplicateCount: 0, consoleErrors: ['e\n## w'], componentTarget: { name: 'n\n## v' }, attachmentNames: [] })
+    const lines = task.split('\n')
+    // The fence is longer than the report's longest backtick run (4): the report's own ``` stays inside.
+    const open = lines.indexOf('`````text')
+    const close = lines.indexOf('`````')
+    expect(open).toBeGreaterThan(0)
+    expect(lines.slice(open + 1, close)).toContain('still inside')
+    expect(lines.filter((l, i) => (i < open || i > close) && l.startsWith('#'))).toEqual([`# Fix a reported bug (fixloop report ${'f'.repeat(24)})`, '## Report', '## When you are done'])
+    expect(lines.slice(open + 1, close).filter((l) => l.startsWith('#'))).toEqual([])
+  })
+
+  test('PR titles: closing keywords, mentions, links and newlines are neutralized; length bounded', async () => {
+    const { safeTheme, neutralize } = await import('../src/agent/pr-text')
+    const t = safeTheme('Fixes #1, closes acme/shop#2, resolves GH-3 @acme/security-team see https://x.test/issues/4\nmore', '')
+    expect(t).not.toMatch(/#\d|GH-\d|@\w|https?:|\n/)
+    expect(t.length).toBeLessThanOrEqual(72)
+    expect(neutralize('ping @bob about #7')).toBe('ping @ bob about # 7')
+    expect(safeTheme(null, '')).toBe('a user report')
+  })
+
+  test('the scrubber removes passed-through values (8+ characters) and credential-shaped text, not short values', async () => {
+    const { createScrubber } = await import('../src/agent/scrubber')
+    const scrub = createScrubber(['eu-west-1', '1', API_KEY, null])
+    const out = scrub(`key ${API_KEY} region eu-west-1 flag 1 aws AKIA${'ABCDEFGHJKLMNPQR'}`)
+    expect(out).not.toContain(API_KEY)
+    expect(out).not.toContain('eu-west-1')
+    expect(out).toContain('flag 1')
+    expect(out).not.toContain('AKIAABCDEFGHJKLMNPQR')
+  })
+})
