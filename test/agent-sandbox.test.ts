@@ -99,6 +99,7 @@ describe('hostile agents', () => {
     ['switches to the base branch and commits there', 'branch-switch.sh', /rewrote git refs \(refs\/heads\/main\)/],
     ['hides a binary behind .gitattributes `*.dat diff`', 'gitattributes.sh', /binary file: assets\/payload\.dat/],
     ['plants hooks and rewrites .git/config', 'githook.sh', /git (config|hook)/],
+    ['plants a FIFO in .git/info (which would block a reader)', 'fifo.sh', /git metadata \(\.git\/info\/trap\)/],
   ]
   for (const [name, script, reason] of refused) {
     test(`an agent that ${name} is guardrailed; nothing is pushed`, async () => {

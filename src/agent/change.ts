@@ -36,6 +36,9 @@ function metaFingerprint(repo: string): Map<string, string> {
     const st = lstatSync(full)
     if (st.isSymbolicLink()) out.set(rel, `symlink`)
     else if (st.isDirectory()) for (const name of readdirSync(full)) walk(`${rel}/${name}`)
+    // Only regular files are read: a FIFO the agent planted would block the server on open.
+    else if (!st.isFile()) out.set(rel, `special:${st.mode.toString(8)}`)
+    else if (st.size > 8 * 1024 * 1024) out.set(rel, `large:${st.size}:${st.mtimeMs}`)
     else out.set(rel, `${st.mode.toString(8)}:${hash(full)}`)
   }
   for (const rel of ['.git/config', '.git/hooks', '.git/info', '.git/objects/info', '.git/shallow', '.git/commondir']) walk(rel)
