@@ -210,6 +210,9 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
     },
 
     /** The App's connection as an operator sees it (no token), or null when it has none. */
+    /** Apps with a repository connected, over every Org (serve refuses to start without a sandbox then). */
+    count: (): number => repo.count(),
+
     get(orgId: string, appId: string) {
       requireApp(orgId, appId)
       const row = repo.get(appId)
