@@ -8,7 +8,7 @@ import { openapi } from '@elysiajs/openapi'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
 import { foundation } from './http/foundation'
-import { corsOrigin, WIDGET_CORS_HEADERS } from './http/cors-policy'
+import { corsOrigin, widgetCors } from './http/cors-policy'
 import { appRoutes } from './modules/apps/index'
 import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/index'
 import { tokenRoutes } from './modules/tokens/index'
@@ -30,16 +30,10 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
-    .use(
-      cors({
-        origin: corsOrigin(directory),
-        methods: ['POST', 'PUT'],
-        allowedHeaders: WIDGET_CORS_HEADERS,
-        exposeHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
-        credentials: false,
-        maxAge: 600,
-      }),
-    )
+    // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
+    // widgetCors adds the rest there and answers their preflights.
+    .use(cors({ origin: corsOrigin(directory), methods: false, allowedHeaders: false, exposeHeaders: false, credentials: false, preflight: false }))
+    .use(widgetCors())
     .use(
       openapi({
         path: '/docs',

@@ -154,9 +154,9 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
     },
 
-    /** A page of the Org's reports; an `appId` not in the Org is 404 app_not_found. */
+    /** A page of the Org's reports; an `appId` never in the Org is 404 app_not_found (a deleted App's reports stay listable). */
     list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
-      if (q.appId && !apps.getForOrg(orgId, q.appId)) throw new ApiError('app_not_found')
+      if (q.appId && !apps.everInOrg(orgId, q.appId)) throw new ApiError('app_not_found')
       const limit = q.limit ?? LIMITS.listLimitDefault
       const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
       const more = rows.length > limit
