@@ -24,6 +24,9 @@ import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
 
+/** An @elysiajs/cors header option switched off (see the CORS comment in createApp). */
+const OFF = false as unknown as string[]
+
 export function createApp(ctx: Context, s: Services, log: Logger) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
@@ -32,7 +35,8 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
     .use(foundation(log))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
     // widgetCors adds the rest there and answers their preflights.
-    .use(cors({ origin: corsOrigin(directory), methods: false, allowedHeaders: false, exposeHeaders: false, credentials: false, preflight: false }))
+    // (`false` turns the plugin's global header off at run time; its types only admit a list.)
+    .use(cors({ origin: corsOrigin(directory), methods: false, allowedHeaders: OFF, exposeHeaders: OFF, credentials: false, preflight: false }))
     .use(widgetCors())
     .use(
       openapi({
