@@ -1,0 +1,1 @@
+ALTER TABLE `jobs` ADD `lease_owner` text;
