@@ -26,6 +26,7 @@ import { checkGuardrails, stagedDiff } from './guardrails'
 import { openPullRequest } from './hosts'
 import { agentCommandLine, parseAgentOutput, parseResultFile, PRESET_ENV, type AgentUsage } from './presets'
 import { buildTask } from './task'
+import { servableText } from '../sanitize/servable'
 
 export interface Timings {
   prepareMs: number
@@ -362,7 +363,7 @@ function taskInput(f: FeedbackRow): Parameters<typeof buildTask>[0] {
   return {
     feedbackId: f.id,
     theme: f.theme,
-    text: f.duplicate_count > 0 && f.consolidated_text ? f.consolidated_text : f.text,
+    text: servableText(f.duplicate_count > 0 && f.consolidated_text ? f.consolidated_text : f.text, f),
     url: f.url,
     duplicateCount: f.duplicate_count,
     consoleErrors: logs.filter((l) => l.level === 'error').map((l) => l.message),
