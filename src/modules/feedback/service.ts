@@ -162,7 +162,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     async submit(s: Submission): Promise<SubmitResult> {
       checkSubmission(s.body)
       const refs = uploadRefs(s.body)
-      if (refs.length > 0) await uploads.checkReferences(s.app.row.id, refs)
+      if (refs.length > 0) await uploads.seal(await uploads.checkReferences(s.app.row.id, refs))
       return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
     },
 
