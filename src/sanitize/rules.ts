@@ -32,14 +32,17 @@ function vendor(name: string, pattern: RegExp, floor = 3): Rule {
  * An auth scheme word (`Authorization: Bearer …`) belongs to the key side, never the value. The
  * lookahead skips keys without a sensitive stem cheaply; `isSensitiveKey` makes the real decision.
  */
+// Letters of any script as key characters, as explicit BMP ranges (Latin-1 and up, skipping general and
+// CJK punctuation and the full-width forms, so `：` and `＝` stay separators) rather than \p{L} with the
+// `u` flag, which made this rule — run at every word start of every field — seven times slower.
 const KEY_VALUE =
-  /(?<![\p{L}\p{N}_])(?<q>\\?["']|)(?=[\p{L}\p{N}_.\-[\]]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>\p{L}[\p{L}\p{N}_.\-[\]]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}\r?\n[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/iu
+  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}\r?\n[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
 
 /** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
 
 /** Characters of an unquoted value (what KEY_VALUE's last alternative takes). */
-const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/u
+const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/
 /** The regex reads at most this much of an unquoted value, so that rejected keys stay cheap. */
 const UNQUOTED_READ = 256
 /** `&` inside a value (`Tr0ub4dor&3`), not the start of the next `&name=` parameter. */
