@@ -28,6 +28,17 @@ import { agentRunRoutes } from './modules/agent-runs/index'
 import { createUploadsService } from './modules/uploads/service'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { createAdminsService } from './modules/admins/service'
+import { createSessionStore } from './modules/admins/sessions'
+import { createKeyActivity } from './modules/admins/key-activity'
+import { createAuditLog } from './modules/audit/index'
+import { createConsoleService } from './modules/admin-api/console'
+import { createInbox } from './modules/admin-api/inbox'
+import { sessionRoutes } from './modules/admin-api/session-routes'
+import { consoleRoutes } from './modules/admin-api/console-routes'
+import { inboxRoutes } from './modules/admin-api/inbox-routes'
+import { dashboardPages } from './admin-ui/pages'
+import type { AdminAuthDeps } from './http/admin-auth'
 
 export interface AppDeps {
   ctx: Context
@@ -41,7 +52,18 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
   const limiters = createRateLimiters(ctx.clock, ctx.config.rateLimitMultiplier)
   const committer = new GroupCommitter(ctx.sqlite)
   committer.onCommit = onNewWork
-  const auth: AuthDeps = { directory, limiters, clock: ctx.clock, trustProxy: ctx.config.trustProxy }
+  const admins = createAdminsService(ctx.sqlite, ctx.box, ctx.clock)
+  const audit = createAuditLog(ctx.sqlite, ctx.clock)
+  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.sqlite, ctx.clock), publicUrl: ctx.config.publicUrl, trustProxy: ctx.config.trustProxy }
+  const console_ = createConsoleService(ctx, admins, audit)
+  const auth: AuthDeps = {
+    directory,
+    limiters,
+    clock: ctx.clock,
+    trustProxy: ctx.config.trustProxy,
+    admin: { ...adminAuth, orgExists: console_.orgExists },
+    keyUsed: createKeyActivity(ctx.sqlite, ctx.clock),
+  }
   const apps = createAppsRepo(ctx.db)
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(ctx.sqlite, store, committer, ctx.clock, log, ctx.config.uploadGraceHours * 3600_000)
@@ -79,6 +101,12 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
             securitySchemes: {
               publicKey: { type: 'http', scheme: 'bearer', description: 'App public key, pub_...' },
               orgKey: { type: 'http', scheme: 'bearer', description: 'Org API key, sk_...' },
+              adminSession: {
+                type: 'apiKey',
+                in: 'cookie',
+                name: 'fixloop_admin',
+                description: 'Dashboard session (POST /admin/api/session). Mutations also need X-CSRF-Token. With X-Fixloop-Org: <orgId> the session may call the sk_ routes for that Org.',
+              },
             },
           },
         },
@@ -95,6 +123,10 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(agentRunRoutes(auth, ctx.sqlite))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
+    .use(sessionRoutes(adminAuth, audit, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(consoleRoutes(adminAuth, console_))
+    .use(inboxRoutes(adminAuth, createInbox(ctx.sqlite), console_.orgExists, ctx.clock))
+    .use(dashboardPages(ctx.config.publicUrl))
 
-  return { app, committer, directory, limiters, uploads, cluster }
+  return { app, committer, directory, limiters, uploads, cluster, admins }
 }

@@ -33,6 +33,9 @@ export interface Config {
   uploadGraceHours: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
+  /** First admin, applied only while no admin exists (FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE). */
+  adminEmail: string | undefined
+  adminPasswordFile: string | undefined
 }
 
 export class ConfigError extends Error {}
@@ -102,5 +105,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       .filter((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)),
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
     logLevel,
+    adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
+    adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,
   })
 }

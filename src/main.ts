@@ -8,6 +8,8 @@ import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
+import { runAdminCommand } from './cli/admin'
+import { ApiError } from './core/errors'
 import { VERSION } from './version'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
@@ -19,6 +21,7 @@ Commands:
   org             create or list Orgs
   key             create, list or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  admin           create dashboard admins, reset a password
   migrate         apply database migrations
   backup          write an online backup of the database
   version         print the version
@@ -36,6 +39,8 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'admin':
+      return runAdminCommand(rest)
     case 'migrate':
       return runMigrate(rest)
     case 'backup':
@@ -56,7 +61,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError) {
+  if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError || e instanceof ApiError) {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }

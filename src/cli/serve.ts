@@ -1,8 +1,11 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
-import { loadConfig } from '../config'
+import { ConfigError, loadConfig } from '../config'
 import { startServer } from '../server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
+import { bootstrapAdmin } from '../modules/admins/bootstrap'
+import { createAdminsService } from '../modules/admins/service'
+import { createAuditLog } from '../modules/audit/index'
 
 export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data]
 Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
@@ -17,7 +20,21 @@ export async function runServe(argv: string[]): Promise<void> {
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
   // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
+  if ((config.adminEmail === undefined) !== (config.adminPasswordFile === undefined)) {
+    throw new ConfigError('FIXLOOP_ADMIN_EMAIL and FIXLOOP_ADMIN_PASSWORD_FILE go together: set both or neither')
+  }
   const running = startServer(config)
+  const { ctx } = running
+  const boot = await bootstrapAdmin(
+    createAdminsService(ctx.sqlite, ctx.box, ctx.clock),
+    createAuditLog(ctx.sqlite, ctx.clock),
+    { email: config.adminEmail, passwordFile: config.adminPasswordFile },
+    config.publicUrl ?? running.url,
+  )
+  if (boot.created) process.stdout.write(`fixloop: created admin ${boot.created.email} from FIXLOOP_ADMIN_EMAIL\n`)
+  if (boot.setupUrl) {
+    process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${boot.setupUrl}\n`)
+  }
   const shutdown = async () => {
     await running.stop()
     process.exit(0)

@@ -1,0 +1,35 @@
+/**
+ * First start without an admin: either create one from FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE,
+ * or print a single-use setup link (30 minutes). Never a default password.
+ */
+import { readFileSync } from 'node:fs'
+import type { AdminsService } from './service'
+import type { AuditLog } from '../audit/index'
+
+export interface BootstrapResult {
+  created?: { id: string; email: string }
+  setupUrl?: string
+}
+
+/** Reads a password file: the first line, without its line ending. */
+export function readPasswordFile(path: string): string {
+  const text = readFileSync(path, 'utf8')
+  return text.split(/\r?\n/)[0]
+}
+
+export async function bootstrapAdmin(
+  admins: AdminsService,
+  audit: AuditLog,
+  env: { email?: string; passwordFile?: string },
+  baseUrl: string,
+): Promise<BootstrapResult> {
+  if (admins.count() > 0) return {}
+  if (env.email && env.passwordFile) {
+    const created = await admins.create(env.email, readPasswordFile(env.passwordFile))
+    audit.record({ orgId: null, actor: 'system', action: 'admin.created', targetId: created.id, data: { via: 'env' } })
+    return { created }
+  }
+  const { token } = admins.issueSetupToken()
+  // In the fragment, so the token never reaches a request log or a proxy.
+  return { setupUrl: `${baseUrl}/admin/setup#token=${token}` }
+}
