@@ -60,9 +60,15 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** A service's invalid_body names the offending fields; the CLI says which. */
+function issuesText(e: ApiError): string {
+  const issues = (e.details as { issues?: { path: string; message: string }[] } | undefined)?.issues ?? []
+  return issues.map((i) => ` ${i.path.replace(/^\//, '')} ${i.message}.`).join('')
+}
+
 main(process.argv.slice(2)).catch((e: unknown) => {
   if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError || e instanceof ApiError) {
-    process.stderr.write(`fixloop: ${e.message}\n`)
+    process.stderr.write(`fixloop: ${e.message}${e instanceof ApiError ? issuesText(e) : ''}\n`)
     process.exit(2)
   }
   process.stderr.write(`fixloop: ${e instanceof Error ? e.message : String(e)}\n`)

@@ -58,10 +58,8 @@ export async function spawnWithStdout(dataDir: string, env: Record<string, strin
 /** axe-core's violations on the current page (WCAG 2 A/AA and best practices), as readable lines. */
 export async function axeViolations(page: Page): Promise<string[]> {
   await page.evaluate(AXE)
-  const result = (await page.evaluate(() =>
-    (window as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<unknown> } }).axe.run(document, {
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
-    }),
+  const result = (await page.evaluate(
+    "axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } })",
   )) as { violations: { id: string; help: string; nodes: { target: string[] }[] }[] }
   return result.violations.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
 }

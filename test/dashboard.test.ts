@@ -109,7 +109,7 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByLabel('Batch window (hours)').fill('12')
     await page.getByRole('button', { name: 'Save settings' }).click()
     await page.getByText('Saved.').waitFor()
-    const apps = await page.evaluate(async (orgId) => (await fetch(`/admin/api/orgs/${orgId}/apps`)).json(), state.orgId!)
+    const apps: any = await page.evaluate(async (orgId) => (await fetch(`/admin/api/orgs/${orgId}/apps`)).json(), state.orgId!)
     expect(apps.data[0].allowedOrigins).toEqual(['https://shop.example'])
     expect(apps.data[0].batchWindowHours).toBe(12)
     // Back to any origin, so the API calls below need no Origin header.
@@ -294,7 +294,7 @@ describe('dashboard in Chromium against the binary', () => {
         const a = await fetch(`/admin/api/orgs/${orgId}/apps`)
         const b = await fetch(`/v1/feedback/${id}`, { headers: { 'x-fixloop-org': orgId } })
         const c = await fetch(`/admin/api/orgs/${orgId}/inbox`)
-        return [a.status, (await a.json()).error.code, b.status, c.status]
+        return [a.status, ((await a.json()) as any).error.code, b.status, c.status]
       },
       { orgId: state.orgId!, id: state.reports[0] },
     )
@@ -314,7 +314,7 @@ describe('dashboard in Chromium against the binary', () => {
         ),
     })
     try {
-      const before = await page.evaluate(async () => (await (await fetch('/admin/api/orgs')).json()).data.length)
+      const before = await page.evaluate(async () => ((await (await fetch('/admin/api/orgs')).json()) as any).data.length)
       // Another port on the same host is same-site: the Lax cookie goes along, so the CSRF check must refuse.
       // "localhost" is another site: the cookie stays home and the post is not signed in at all.
       for (const [host, expected] of [['127.0.0.1', [403, 'csrf_failed']], ['localhost', [401, 'not_signed_in']]] as const) {
@@ -325,7 +325,7 @@ describe('dashboard in Chromium against the binary', () => {
         expect([res.status(), (await res.json()).error.code]).toEqual([...expected])
         await p3.close()
       }
-      const after = await page.evaluate(async () => (await (await fetch('/admin/api/orgs')).json()).data.length)
+      const after = await page.evaluate(async () => ((await (await fetch('/admin/api/orgs')).json()) as any).data.length)
       expect(after).toBe(before)
     } finally {
       evil.stop(true)

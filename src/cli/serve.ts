@@ -3,7 +3,8 @@ import { ConfigError, loadConfig } from '../config'
 import { startServer } from '../server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
-import { bootstrapAdmin } from '../modules/admins/bootstrap'
+import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
+import { createContext } from '../context'
 import { createAdminsService } from '../modules/admins/service'
 import { createAuditLog } from '../modules/audit/index'
 
@@ -23,18 +24,20 @@ export async function runServe(argv: string[]): Promise<void> {
   if ((config.adminEmail === undefined) !== (config.adminPasswordFile === undefined)) {
     throw new ConfigError('FIXLOOP_ADMIN_EMAIL and FIXLOOP_ADMIN_PASSWORD_FILE go together: set both or neither')
   }
-  const running = startServer(config)
-  const { ctx } = running
-  const boot = await bootstrapAdmin(
-    createAdminsService(ctx.sqlite, ctx.box, ctx.clock),
-    createAuditLog(ctx.sqlite, ctx.clock),
-    { email: config.adminEmail, passwordFile: config.adminPasswordFile },
-    config.publicUrl ?? running.url,
-  )
-  if (boot.created) process.stdout.write(`fixloop: created admin ${boot.created.email} from FIXLOOP_ADMIN_EMAIL\n`)
-  if (boot.setupUrl) {
-    process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${boot.setupUrl}\n`)
+  // The env admin exists before the port opens, so a client that sees /healthz can sign in with it.
+  const boot = createContext(config)
+  try {
+    const created = await adminFromEnv(createAdminsService(boot.sqlite, boot.box, boot.clock), createAuditLog(boot.sqlite, boot.clock), {
+      email: config.adminEmail,
+      passwordFile: config.adminPasswordFile,
+    })
+    if (created) process.stdout.write(`fixloop: created admin ${created.email} from FIXLOOP_ADMIN_EMAIL\n`)
+  } finally {
+    boot.sqlite.close()
   }
+  const running = startServer(config)
+  const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
+  if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
   const shutdown = async () => {
     await running.stop()
     process.exit(0)
