@@ -190,6 +190,11 @@ describe('dashboard in Chromium against the binary', () => {
     await row.waitFor()
     expect(await page.locator('li.row.unread').count()).toBeGreaterThan(0)
     await checkPage('inbox')
+    // The theme follows the OS: dark, with the same contrast checks.
+    await page.emulateMedia({ colorScheme: 'dark' })
+    expect(await page.evaluate('getComputedStyle(document.body).backgroundColor')).toBe('rgb(21, 23, 26)')
+    await checkPage('inbox-dark')
+    await page.emulateMedia({ colorScheme: 'light' })
     await row.click()
     await page.getByRole('heading', { name: 'Console' }).waitFor()
     expect(await page.locator('pre.console').textContent()).toContain('TypeError')
@@ -236,6 +241,28 @@ describe('dashboard in Chromium against the binary', () => {
     expect(await page.getByRole('status').filter({ hasText: 'Queued 1 of 2' }).count()).toBe(1)
     await screenshots(page, 'bulk-result')
     expect(['queued', 'agent_running', 'failed']).toContain(await statusOf(a))
+    state.reports.push(a)
+  })
+
+  test("an agent run's detail: status, timeline, error; the Apps page shows the 30-day cost", async () => {
+    const a = state.reports[state.reports.length - 1]
+    // A queued report waits for a repository; connecting one that cannot be cloned gives a failed run.
+    const connected = await runBinary(['app', 'connect-repo', state.appId!, '--git-url', `${dir}/missing.git`, '--host', 'none', '--agent', 'command', '--agent-command', 'true', '--json', '--data-dir', dir])
+    expect(connected.code).toBe(0)
+    const runs = await eventually(async () => {
+      const r = await call(server.url, 'GET', `/v1/feedback/${a}/agent-runs`, { auth: state.key })
+      return r.body.data.length > 0 && r.body.data[0].status !== 'running' && r.body.data
+    }, 15_000)
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${a}`)
+    await page.getByRole('heading', { name: 'Agent runs' }).waitFor()
+    expect(await page.locator('article.run h3').first().textContent()).toContain(runs[0].status)
+    expect(await page.getByRole('img', { name: /^Timeline: prepare/ }).count()).toBe(1)
+    if (runs[0].error) expect(await page.locator('article.run').textContent()).toContain(runs[0].error)
+    await checkPage('report-run')
+    await page.getByRole('link', { name: 'Apps' }).click()
+    await page.getByRole('columnheader', { name: 'Agent cost (30 days)' }).waitFor()
+    expect(await page.getByRole('row', { name: /Web shop/ }).getByRole('cell').nth(3).textContent()).toBe(String(runs.length))
+    await checkPage('apps')
   })
 
   test('merge into a similar report, then unmerge: lossless', async () => {
@@ -259,10 +286,19 @@ describe('dashboard in Chromium against the binary', () => {
     const merged = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
     expect(merged.duplicateOfId).toBe(lead)
     await screenshots(page, 'report-duplicate')
+    // Make lead: the duplicate and its lead swap places.
+    await page.getByRole('button', { name: 'Make lead' }).click()
+    await page.getByRole('link', { name: 'Go to lead' }).waitFor({ state: 'detached' })
+    expect((await call(server.url, 'GET', `/v1/feedback/${lead}`, { auth: state.key })).body.duplicateOfId).toBe(dup)
+    const swapped = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
+    expect([swapped.duplicateOfId, swapped.duplicateCount]).toEqual([null, 1])
+    // Unmerge from the old lead's page: both stand alone again, texts intact.
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${lead}`)
     await page.getByRole('button', { name: 'Unmerge' }).click()
     await page.getByRole('link', { name: 'Go to lead' }).waitFor({ state: 'detached' })
     const after = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
-    expect(after.duplicateOfId).toBeNull()
+    const leadAfter = (await call(server.url, 'GET', `/v1/feedback/${lead}`, { auth: state.key })).body
+    expect([after.duplicateOfId, leadAfter.duplicateOfId]).toEqual([null, null])
     expect(after.text).toBe(before.text)
   })
 

@@ -26,6 +26,8 @@ export function OrgsPage({ me, orgs, onChange }) {
 
 export function AppsPage({ org }) {
   const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id])
+  const costs = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/costs`), [org.id])
+  const costOf = (id) => (costs.data && costs.data.data.find((c) => c.appId === id)) || { runs: 0, costUsd: 0 }
   const [name, setName] = useState('')
   const [run, busy, error] = useAction(async () => {
     const app = await api('POST', `/admin/api/orgs/${org.id}/apps`, { body: { name } })
@@ -38,9 +40,9 @@ export function AppsPage({ org }) {
       ? html`<p>No App yet.</p>`
       : html`<div class="table-wrap"><table>
           <caption class="sr-only">Apps</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Public key</th><th scope="col">Mode</th><th scope="col">Created</th></tr></thead>
+          <thead><tr><th scope="col">Name</th><th scope="col">Public key</th><th scope="col">Mode</th><th scope="col">Agent runs (30 days)</th><th scope="col">Agent cost (30 days)</th><th scope="col">Created</th></tr></thead>
           <tbody>${apps.data.data.map(
-            (a) => html`<tr><td><${Link} href=${`/admin/o/${org.id}/apps/${a.id}`}>${a.name}</${Link}></td><td class="mono">${a.publicKey}</td><td>${a.processingMode}</td><td>${fmtDate(a.createdAt)}</td></tr>`,
+            (a) => html`<tr><td><${Link} href=${`/admin/o/${org.id}/apps/${a.id}`}>${a.name}</${Link}></td><td class="mono">${a.publicKey}</td><td>${a.processingMode}</td><td>${costOf(a.id).runs}</td><td>$${costOf(a.id).costUsd.toFixed(2)}</td><td>${fmtDate(a.createdAt)}</td></tr>`,
           )}</tbody></table></div>`)}
     ${org.role === 'owner' &&
     html`<section aria-labelledby="new-app"><h2 id="new-app">New App</h2>

@@ -53,8 +53,19 @@ export function InboxPage({ org }) {
   const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id])
   const counts = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/inbox/counts`), [key])
   const [pages, setPages] = useState({ rows: [], next: null, error: null, loading: true })
-  const [cur, setCur] = useState(0)
-  const [checked, setChecked] = useState(new Set())
+  const [cur, setCurState] = useState(0)
+  // Keys can arrive faster than renders: the handler reads the current row from a ref, not a stale closure.
+  const curRef = useRef(0)
+  const setCur = (i) => {
+    curRef.current = i
+    setCurState(i)
+  }
+  const [checked, setCheckedState] = useState(new Set())
+  const checkedRef = useRef(checked)
+  const setChecked = (next) => {
+    checkedRef.current = next
+    setCheckedState(next)
+  }
   const [results, setResults] = useState({})
   const [summary, setSummary] = useState('')
   const [help, setHelp] = useState(false)
@@ -80,7 +91,11 @@ export function InboxPage({ org }) {
   }
 
   const go = (change) => navigate(`/admin/o/${org.id}/inbox${qs({ ...filters, folder, ...change })}`)
-  const targets = () => (checked.size ? pages.rows.filter((r) => checked.has(r.id)) : pages.rows[cur] ? [pages.rows[cur]] : [])
+  const targets = () => {
+    const sel = checkedRef.current
+    if (sel.size) return pages.rows.filter((r) => sel.has(r.id))
+    return pages.rows[curRef.current] ? [pages.rows[curRef.current]] : []
+  }
 
   /** Moves each target through PATCH /v1/feedback/:id and shows each row's own answer. */
   const move = async (status) => {
@@ -103,7 +118,7 @@ export function InboxPage({ org }) {
   }
   const open = (r) => r && navigate(`/admin/o/${org.id}/r/${r.id}`)
   const toggle = (id) => {
-    const next = new Set(checked)
+    const next = new Set(checkedRef.current)
     next.has(id) ? next.delete(id) : next.add(id)
     setChecked(next)
   }
@@ -112,6 +127,7 @@ export function InboxPage({ org }) {
     const onKey = (e) => {
       if (e.defaultPrevented || e.metaKey || e.ctrlKey || e.altKey || typing(e)) return
       const rows = pages.rows
+      const cur = curRef.current
       const focusRow = (i) => {
         setCur(i)
         const el = listRef.current && listRef.current.querySelector(`[data-index="${i}"]`)

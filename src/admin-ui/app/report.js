@@ -4,6 +4,14 @@ import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
 
+const PHASES = [
+  ['prepareMs', 'prepare'],
+  ['cloneMs', 'clone'],
+  ['agentMs', 'agent'],
+  ['pushMs', 'push'],
+  ['prMs', 'pull request'],
+]
+
 function Runs({ org, id }) {
   const runs = useLoad(() => api('GET', `/v1/feedback/${id}/agent-runs`, { org: org.id }), [id])
   if (!runs.data || !runs.data.data.length) return null
@@ -14,8 +22,9 @@ function Runs({ org, id }) {
       return html`<article class="run">
         <h3>${r.status} · ${r.provider}${r.model ? ` (${r.model})` : ''} <span class="muted small">${fmtDate(r.startedAt || r.createdAt)}</span></h3>
         <div class="timeline" role="img" aria-label=${`Timeline: prepare ${t.prepareMs} ms, clone ${t.cloneMs} ms, agent ${t.agentMs} ms, push ${t.pushMs} ms, PR ${t.prMs} ms`}>
-          ${['prepareMs', 'cloneMs', 'agentMs', 'pushMs', 'prMs'].map((k) => html`<span class=${`seg ${k}`} style=${`width:${(100 * t[k]) / total}%`}></span>`)}
+          ${PHASES.map(([k]) => html`<span class=${`seg ${k}`} style=${`width:${(100 * t[k]) / total}%`}></span>`)}
         </div>
+        <ul class="legend">${PHASES.map(([k, label]) => html`<li><span class=${`dot seg ${k}`}></span>${label} ${t[k]} ms</li>`)}</ul>
         <dl class="facts">
           <dt>Tokens</dt><dd>${r.tokensIn} in / ${r.tokensOut} out</dd>
           <dt>Cost</dt><dd>$${r.costUsd.toFixed(4)}</dd>
@@ -65,7 +74,13 @@ export function ReportPage({ org, id }) {
   const reload = () => setN((x) => x + 1)
   const [act, busy, actError] = useAction(async (what) => {
     if (what === 'unmerge') await api('POST', `/v1/feedback/${id}/unmerge`, { org: org.id })
-    else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
+    else if (what === 'lead') {
+      // Lossless swap: this report leaves the cluster, then the old lead (and its other duplicates,
+      // which a merge always moves along) joins it. Each step alone loses nothing.
+      const oldLead = item.duplicateOfId
+      await api('POST', `/v1/feedback/${id}/unmerge`, { org: org.id })
+      await api('POST', `/v1/feedback/${oldLead}/merge`, { org: org.id, body: { leadId: id } })
+    } else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
     reload()
   })
   if (error) return html`<h1>Report not found</h1><${ErrorBox} error=${error} />`
@@ -80,7 +95,8 @@ export function ReportPage({ org, id }) {
       <h1>${item.theme || 'Report'}</h1>
       ${item.duplicateOfId &&
       html`<p class="notice">This report is a duplicate and read-only. <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>
-        <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button></p>`}
+        <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>
+        <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button></p>`}
       <${ErrorBox} error=${actError} />
       <div class="actions">
         <span class=${`status s-${item.status}`}>${item.status}</span>

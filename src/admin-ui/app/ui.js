@@ -111,7 +111,7 @@ export function CopyField({ label, value, id, multiline }) {
     <label for=${id}>${label}</label>
     <div class="copy">
       ${multiline
-        ? html`<textarea id=${id} readonly rows="3" class="mono">${value}</textarea>`
+        ? html`<textarea id=${id} readonly rows="4" class="mono">${value}</textarea>`
         : html`<input id=${id} readonly value=${value} class="mono" />`}
       <button type="button" onClick=${copy}>${copied ? 'Copied' : 'Copy'}</button>
     </div>

@@ -10,7 +10,7 @@ import { App, AppList } from '../apps/model'
 import type { ConsoleService } from './console'
 import {
   ADMIN_SESSION, ApiKeyList, AppCreateBody, AppParams, AppUpdateBody, AuditQuery, CreatedKey, KeyBody, KeyParams, OrgBody, OrgList,
-  Org, OrgParams, PasswordBody, SecretResponse,
+  Org, OrgParams, PasswordBody, SecretResponse, CostList,
 } from './model'
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
@@ -81,6 +81,11 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       params: KeyParams,
       response: { 200: t.Object({ id: t.String(), revokedAt: t.String() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
       detail: doc('Revoke an sk_ key (refused at once)'),
+    })
+    .get('/admin/api/orgs/:orgId/costs', ({ actor, params }) => ({ days: 30, data: svc.costs(actor, params.orgId, 30) }), {
+      params: OrgParams,
+      response: { 200: CostList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
+      detail: doc('Agent runs, tokens and cost per App over the last 30 days'),
     })
     .get('/admin/api/orgs/:orgId/audit', ({ actor, params, query }) => svc.listAudit(actor, params.orgId, query.cursor, query.limit ?? 50), {
       params: OrgParams,

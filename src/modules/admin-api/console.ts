@@ -146,6 +146,18 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
       return out
     },
 
+    /** Agent spending per App over the last `days` days (runs, tokens, cost), from the runs table. */
+    costs(actor: Actor, orgId: string, days: number) {
+      see(actor, orgId)
+      const since = ctx.clock.now() - days * 86_400_000
+      return sqlite
+        .query(
+          'SELECT a.id AS appId, COUNT(r.id) AS runs, COALESCE(SUM(r.tokens_in), 0) AS tokensIn, COALESCE(SUM(r.tokens_out), 0) AS tokensOut, COALESCE(SUM(r.cost_usd), 0) AS costUsd ' +
+            'FROM apps a LEFT JOIN agent_runs r ON r.app_id = a.id AND r.created_at >= ? WHERE a.org_id = ? AND a.deleted_at IS NULL GROUP BY a.id ORDER BY a.id',
+        )
+        .all(since, orgId) as { appId: string; runs: number; tokensIn: number; tokensOut: number; costUsd: number }[]
+    },
+
     listAudit(actor: Actor, orgId: string, cursor: string | undefined, limit: number) {
       manage(actor, orgId)
       return audit.list(null, { orgId, cursor, limit })

@@ -86,3 +86,11 @@ export const InboxQuery = t.Object(
 )
 export const IdsBody = t.Object({ ids: t.Array(Id, { minItems: 1, maxItems: 200 }), read: t.Optional(t.Boolean()) }, closed)
 export const AuditQuery = t.Object({ cursor: t.Optional(Id), limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200, multipleOf: 1 })) }, closed)
+
+export const CostList = t.Object(
+  {
+    days: t.Number(),
+    data: t.Array(t.Object({ appId: Id, runs: t.Number(), tokensIn: t.Number(), tokensOut: t.Number(), costUsd: t.Number() }, closed)),
+  },
+  closed,
+)
