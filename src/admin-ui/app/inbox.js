@@ -170,7 +170,7 @@ export function InboxPage({ org }) {
       <p role="status" class="summary">${summary}</p>
       <${ErrorBox} error=${pages.error} />
       ${pages.loading && html`<p>Loading…</p>`}
-      ${!pages.loading && !pages.rows.length && html`<p>No reports here.</p>`}
+      ${!pages.loading && !pages.rows.length && html`<p>${pages.next ? 'No match among the newest reports searched so far: search older ones below.' : 'No reports here.'}</p>`}
       <ul class="rows" ref=${listRef} aria-label="Reports">
         ${pages.rows.map(
           (r, i) => html`<li class=${`row${i === cur ? ' current' : ''}${r.read ? '' : ' unread'}`} data-index=${i} tabindex=${i === cur ? 0 : -1} onFocus=${() => setCur(i)} aria-current=${i === cur ? 'true' : undefined}>

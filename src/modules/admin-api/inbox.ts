@@ -20,6 +20,9 @@ export const FOLDERS = {
 } as const satisfies Record<string, readonly string[]>
 export type Folder = keyof typeof FOLDERS
 
+/** Most rows one filtered inbox request reads (see list()). */
+export const SCAN_WINDOW = 20_000
+
 export interface InboxQuery {
   folder?: Folder
   appId?: string
@@ -57,36 +60,68 @@ export function createInbox(sqlite: Database) {
   return {
     list(orgId: string, adminId: string, q: InboxQuery) {
       const limit = q.limit ?? 50
-      const conds = ['f.org_id = ?', 'f.duplicate_of_id IS NULL']
-      const params: (string | number)[] = [adminId, orgId]
+      // Indexed conditions (Org, status, App, id range) pick a window of rows newest first; the
+      // content filters (severity, text, URL, …) are applied inside that window only, so one request
+      // reads at most SCAN_WINDOW rows however rare the match. A short page then still carries a
+      // nextCursor: the scan continues below the window.
+      const range: string[] = ['f.org_id = ?', 'f.duplicate_of_id IS NULL']
+      const rangeParams: (string | number)[] = [orgId]
       const statuses: readonly string[] = FOLDERS[q.folder ?? 'inbox']
       if (statuses.length) {
-        conds.push(`f.status IN (${statuses.map(() => '?').join(',')})`)
-        params.push(...statuses)
+        range.push(`f.status IN (${statuses.map(() => '?').join(',')})`)
+        rangeParams.push(...statuses)
       }
+      if (q.appId) {
+        range.push('f.app_id = ?')
+        rangeParams.push(q.appId)
+      }
+      if (q.from) {
+        range.push('f.id >= ?')
+        rangeParams.push(idFloor(Date.parse(q.from)))
+      }
+      // "to" is a day: everything created before the next midnight UTC.
+      if (q.to) {
+        range.push('f.id < ?')
+        rangeParams.push(idFloor(Date.parse(q.to) + (q.to.length <= 10 ? 86_400_000 : 1000)))
+      }
+      if (q.cursor) {
+        range.push('f.id < ?')
+        rangeParams.push(q.cursor)
+      }
+      const content: string[] = []
+      const contentParams: (string | number)[] = []
       const add = (sql: string, ...values: (string | number)[]) => {
-        conds.push(sql)
-        params.push(...values)
+        content.push(sql)
+        contentParams.push(...values)
       }
-      if (q.appId) add('f.app_id = ?', q.appId)
       if (q.severity) add('f.severity = ?', q.severity)
       if (q.mode) add('f.submitted_mode = ?', q.mode)
       if (q.hasScreenshot !== undefined) add(`${HAS_SCREENSHOT} = ?`, q.hasScreenshot ? 1 : 0)
       if (q.hasConsole !== undefined) add(`(f.console_logs IS NOT NULL AND f.console_logs <> '[]') = ?`, q.hasConsole ? 1 : 0)
       if (q.urlContains) add('instr(lower(f.url), lower(?)) > 0', q.urlContains)
       if (q.q) add('instr(lower(f.text), lower(?)) > 0', q.q)
-      if (q.from) add('f.id >= ?', idFloor(Date.parse(q.from)))
-      // "to" is a day: everything created before the next midnight UTC.
-      if (q.to) add('f.id < ?', idFloor(Date.parse(q.to) + (q.to.length <= 10 ? 86_400_000 : 1000)))
-      if (q.cursor) add('f.id < ?', q.cursor)
-      const rows = sqlite
-        .query(`SELECT ${COLUMNS} FROM feedback f LEFT JOIN admin_reads r ON r.admin_id = ? AND r.feedback_id = f.id WHERE ${conds.join(' AND ')} ORDER BY f.id DESC LIMIT ?`)
-        .all(...params, limit + 1) as (ListRow & { hasScreenshot: number; hasConsole: number; isRead: number })[]
+      const join = 'LEFT JOIN admin_reads r ON r.admin_id = ? AND r.feedback_id = f.id'
+      type Row = ListRow & { hasScreenshot: number; hasConsole: number; isRead: number }
+      let rows: Row[]
+      let windowEnd: string | null = null
+      if (content.length === 0) {
+        rows = sqlite.query(`SELECT ${COLUMNS} FROM feedback f ${join} WHERE ${range.join(' AND ')} ORDER BY f.id DESC LIMIT ?`).all(adminId, ...rangeParams, limit + 1) as Row[]
+      } else {
+        rows = sqlite
+          .query(
+            `SELECT ${COLUMNS} FROM (SELECT * FROM feedback f WHERE ${range.join(' AND ')} ORDER BY f.id DESC LIMIT ${SCAN_WINDOW}) f ${join} WHERE ${content.join(' AND ')} ORDER BY f.id DESC LIMIT ?`,
+          )
+          .all(...rangeParams, adminId, ...contentParams, limit + 1) as Row[]
+        if (rows.length <= limit) {
+          const last = sqlite.query(`SELECT f.id FROM feedback f WHERE ${range.join(' AND ')} ORDER BY f.id DESC LIMIT 1 OFFSET ${SCAN_WINDOW - 1}`).get(...rangeParams) as { id: string } | null
+          windowEnd = last?.id ?? null
+        }
+      }
       const more = rows.length > limit
       const page = more ? rows.slice(0, limit) : rows
       return {
         data: page.map((r) => ({ ...toListItem(r), hasScreenshot: !!r.hasScreenshot, hasConsole: !!r.hasConsole, read: !!r.isRead })),
-        nextCursor: more ? page[page.length - 1].id : null,
+        nextCursor: more ? page[page.length - 1].id : windowEnd,
       }
     },
 
