@@ -219,6 +219,27 @@ describe('Orgs and roles', () => {
   })
 })
 
+describe('repository connection', () => {
+  test('instance owner connects; an Org owner may read but not connect; the token is kept and never returned', async () => {
+    const path = `/admin/api/orgs/${other.orgId}/apps/${other.appId}/repo`
+    expect((await as(otherOwner, 'GET', path)).body).toEqual({ connection: null })
+    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'github', hostToken: 'ghp_secret_token_1', agent: 'command', agentCommand: 'true', maxFiles: 5 }
+    const refused = await as(otherOwner, 'PUT', path, body)
+    expect([refused.status, refused.body.error.code]).toEqual([403, 'forbidden'])
+    const ok = await as(owner, 'PUT', path, body)
+    expect(ok.status).toBe(200)
+    expect(ok.body.connection).toMatchObject({ gitUrl: body.gitUrl, host: 'github', agent: 'command', maxFiles: 5, hasHostToken: true })
+    expect(ok.text).not.toContain('ghp_secret_token_1')
+    // Saved again without a token: the stored one stays.
+    const again = await as(owner, 'PUT', path, { ...body, hostToken: '', maxFiles: 7 })
+    expect(again.body.connection).toMatchObject({ maxFiles: 7, hasHostToken: true })
+    const bad = await as(owner, 'PUT', path, { ...body, gitUrl: 'https://user:pw@git.example/x.git' })
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_body'])
+    expect((await as(otherOwner, 'GET', path)).text).not.toContain('ghp_secret_token_1')
+    expect((await as(owner, 'DELETE', path)).body.disconnected).toBe(true)
+  })
+})
+
 describe('TOTP', () => {
   test('turned on with a valid code; sign-in then needs the code', async () => {
     const admins = createAdminsService(server.ctx.sqlite, server.ctx.box, server.ctx.clock)

@@ -246,9 +246,18 @@ describe('dashboard in Chromium against the binary', () => {
 
   test("an agent run's detail: status, timeline, error; the Apps page shows the 30-day cost", async () => {
     const a = state.reports[state.reports.length - 1]
-    // A queued report waits for a repository; connecting one that cannot be cloned gives a failed run.
-    const connected = await runBinary(['app', 'connect-repo', state.appId!, '--git-url', `${dir}/missing.git`, '--host', 'none', '--agent', 'command', '--agent-command', 'true', '--json', '--data-dir', dir])
-    expect(connected.code).toBe(0)
+    // A queued report waits for a repository; connecting (from the App page) one that cannot be cloned
+    // gives a failed run.
+    await page.goto(`${server.url}/admin/o/${state.orgId}/apps/${state.appId}`)
+    await page.getByLabel('Git URL').fill(`${dir}/missing.git`)
+    await page.getByLabel('Git host').selectOption('none')
+    await page.getByLabel('Agent preset').selectOption('command')
+    await page.getByLabel('Agent command').fill('true')
+    await page.getByLabel('Host access token').fill('tok-never-shown-123')
+    await page.getByRole('button', { name: 'Connect repository' }).click()
+    await page.getByText('Connected.').waitFor()
+    expect(await page.content()).not.toContain('tok-never-shown-123')
+    await checkPage('app-repo')
     const runs = await eventually(async () => {
       const r = await call(server.url, 'GET', `/v1/feedback/${a}/agent-runs`, { auth: state.key })
       return r.body.data.length > 0 && r.body.data[0].status !== 'running' && r.body.data

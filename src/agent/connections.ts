@@ -205,6 +205,12 @@ export function createConnectionsService(ctx: Context) {
       return { appId, disconnected: res.changes > 0 }
     },
 
+    /** The connection as the CLI and the dashboard show it (no token), or null. */
+    get(appId: string) {
+      const row = db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()
+      return row ? view(row) : null
+    },
+
     /** For the runner only: the connection with the token decrypted. */
     load(appId: string): RepoConnection | null {
       const row = db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()

@@ -140,7 +140,73 @@ function Secret({ org, app }) {
   </section>`
 }
 
-export function AppPage({ org, appId }) {
+function Repo({ org, app, me }) {
+  const current = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`), [app.id])
+  const [f, setF] = useState(null)
+  const [saved, setSaved] = useState('')
+  const c = current.data && current.data.connection
+  const form = f || {
+    gitUrl: c ? c.gitUrl : '',
+    baseBranch: c ? c.baseBranch : 'main',
+    host: c ? c.host : 'github',
+    hostApiUrl: c && c.hostApiUrl ? c.hostApiUrl : '',
+    hostToken: '',
+    agent: c ? c.agent : 'claude-code',
+    agentCommand: c && c.agentCommand ? c.agentCommand : '',
+    model: c && c.model ? c.model : '',
+    prMode: c ? c.prMode : 'ready',
+    verifyCommand: c && c.verifyCommand ? c.verifyCommand : '',
+    maxFiles: c ? c.maxFiles : 20,
+    maxLines: c ? c.maxLines : 1000,
+    runsPerDay: c ? c.runsPerDay : 20,
+    maxCostUsdPerMonth: c ? c.maxCostUsdPerMonth : 50,
+  }
+  const set = (k) => (e) => setF({ ...form, [k]: e.target.value })
+  const [save, busy, error] = useAction(async () => {
+    const body = { ...form, maxFiles: Number(form.maxFiles), maxLines: Number(form.maxLines), runsPerDay: Number(form.runsPerDay), maxCostUsdPerMonth: Number(form.maxCostUsdPerMonth) }
+    for (const k of ['hostApiUrl', 'agentCommand', 'model', 'verifyCommand', 'hostToken']) if (!body[k]) delete body[k]
+    await api('PUT', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`, { body })
+    setF(null)
+    setSaved('Connected.')
+    current.reload()
+  })
+  const [disconnect, , disconnectError] = useAction(async () => {
+    await api('DELETE', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`)
+    setF(null)
+    setSaved('Disconnected.')
+    current.reload()
+  })
+  if (!current.data) return html`<${ErrorBox} error=${current.error} />`
+  const ro = !me.isOwner
+  const field = (id, label, input, hint) => html`<div class="field"><label for=${id}>${label}</label>${input}${hint && html`<small>${hint}</small>`}</div>`
+  return html`<section aria-labelledby="repo"><h2 id="repo">Repository and agent</h2>
+    <p>${c ? html`Connected to <span class="mono break">${c.gitUrl}</span>${c.hasHostToken ? ' (token stored)' : ''}.` : 'Not connected: queued reports wait for a repository.'}
+      ${ro ? ' Only the instance owner changes this: the agent runs commands on this server.' : ''}</p>
+    <form class="grid" onSubmit=${(e) => (e.preventDefault(), save())}>
+      <fieldset disabled=${ro}>
+      <legend class="sr-only">Repository and agent</legend>
+      ${field('r-url', 'Git URL', html`<input id="r-url" required value=${form.gitUrl} onInput=${set('gitUrl')} placeholder="https://github.com/owner/repo.git" />`)}
+      ${field('r-branch', 'Base branch', html`<input id="r-branch" value=${form.baseBranch} onInput=${set('baseBranch')} />`)}
+      ${field('r-host', 'Git host', html`<select id="r-host" value=${form.host} onChange=${set('host')}><option>github</option><option>gitea</option><option>gitlab</option><option value="none">none (push a branch only)</option></select>`)}
+      ${field('r-api', 'Host API URL', html`<input id="r-api" value=${form.hostApiUrl} onInput=${set('hostApiUrl')} />`, 'Empty: the host’s default.')}
+      ${field('r-token', 'Host access token', html`<input id="r-token" type="password" autocomplete="off" value=${form.hostToken} onInput=${set('hostToken')} />`, c && c.hasHostToken ? 'Empty keeps the stored token.' : 'Stored encrypted, never shown again.')}
+      ${field('r-pr', 'Pull request mode', html`<select id="r-pr" value=${form.prMode} onChange=${set('prMode')}><option>ready</option><option>draft</option><option value="branch">branch (push only)</option></select>`)}
+      ${field('r-agent', 'Agent preset', html`<select id="r-agent" value=${form.agent} onChange=${set('agent')}><option>claude-code</option><option>codex</option><option>aider</option><option value="command">command (your own)</option></select>`)}
+      ${form.agent === 'command' && field('r-cmd', 'Agent command', html`<input id="r-cmd" class="mono" value=${form.agentCommand} onInput=${set('agentCommand')} />`)}
+      ${field('r-model', 'Model', html`<input id="r-model" value=${form.model} onInput=${set('model')} />`)}
+      ${field('r-verify', 'Verify command', html`<input id="r-verify" class="mono" value=${form.verifyCommand} onInput=${set('verifyCommand')} />`, 'Runs after the agent; a failure fails the run.')}
+      ${field('r-files', 'Max files changed', html`<input id="r-files" type="number" min="1" value=${form.maxFiles} onInput=${set('maxFiles')} />`)}
+      ${field('r-lines', 'Max lines changed', html`<input id="r-lines" type="number" min="1" value=${form.maxLines} onInput=${set('maxLines')} />`)}
+      ${field('r-runs', 'Runs per day', html`<input id="r-runs" type="number" min="1" value=${form.runsPerDay} onInput=${set('runsPerDay')} />`)}
+      ${field('r-cost', 'Max cost per month (USD)', html`<input id="r-cost" type="number" min="0.01" step="0.01" value=${form.maxCostUsdPerMonth} onInput=${set('maxCostUsdPerMonth')} />`)}
+      <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>${c ? 'Save connection' : 'Connect repository'}</button>
+        ${c && html`<button type="button" class="danger" onClick=${disconnect}>Disconnect</button>`}
+        ${saved && html`<span role="status">${saved}</span>`}</div>
+      </fieldset>
+    </form><${ErrorBox} error=${error || disconnectError} /></section>`
+}
+
+export function AppPage({ org, appId, me }) {
   const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id, appId])
   const [app, setApp] = useState(null)
   const current = app && app.id === appId ? app : apps.data && apps.data.data.find((a) => a.id === appId)
@@ -156,5 +222,6 @@ export function AppPage({ org, appId }) {
     </section>
     <${Settings} key=${current.id} org=${org} app=${current} onSaved=${setApp} />
     ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
-    <p class="muted">App id <span class="mono">${current.id}</span>. Repository and agent: <code>fixloop app connect-repo ${current.id} …</code> (see docs/agents.md).</p>`
+    ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
+    <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>`
 }

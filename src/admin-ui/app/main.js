@@ -14,7 +14,7 @@ const ORG_PAGES = [
   [/^inbox$/, (org) => html`<${InboxPage} org=${org} />`],
   [/^r\/([0-9a-f]{24})$/, (org, m) => html`<${ReportPage} org=${org} id=${m[1]} />`],
   [/^apps$/, (org) => html`<${AppsPage} org=${org} />`],
-  [/^apps\/([0-9a-f]{24})$/, (org, m) => html`<${AppPage} org=${org} appId=${m[1]} />`],
+  [/^apps\/([0-9a-f]{24})$/, (org, m, me) => html`<${AppPage} org=${org} appId=${m[1]} me=${me} />`],
   [/^keys$/, (org) => html`<${KeysPage} org=${org} />`],
   [/^audit$/, (org) => html`<${AuditPage} org=${org} />`],
 ]
@@ -89,7 +89,7 @@ function App() {
     const org = orgs.find((o) => o.id === orgId)
     for (const [re, view] of ORG_PAGES) {
       const mm = re.exec(m[2])
-      if (mm && org) page = view(org, mm)
+      if (mm && org) page = view(org, mm, me)
     }
   } else if (rest === '' || rest === 'setup') {
     const first = orgs[0]

@@ -10,7 +10,7 @@ import { App, AppList } from '../apps/model'
 import type { ConsoleService } from './console'
 import {
   ADMIN_SESSION, ApiKeyList, AppCreateBody, AppParams, AppUpdateBody, AuditQuery, CreatedKey, KeyBody, KeyParams, OrgBody, OrgList,
-  Org, OrgParams, PasswordBody, SecretResponse, CostList,
+  Org, OrgParams, PasswordBody, SecretResponse, CostList, RepoBody, RepoView,
 } from './model'
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
@@ -64,6 +64,27 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       params: AppParams,
       response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc('Rotate the signing secret', 'Every outstanding user token signed with the old secret stops working at once.'),
+    })
+    .get('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.repo(actor, params.orgId, params.appId), {
+      params: AppParams,
+      response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc("The App's repository and agent connection (never the token)"),
+    })
+    .put(
+      '/admin/api/orgs/:orgId/apps/:appId/repo',
+      ({ actor, params, body }) => svc.connectRepo(actor, params.orgId, params.appId, { ...body, hostToken: body.hostToken?.trim() || undefined }),
+      {
+        params: AppParams,
+        body: RepoBody,
+        parse: 'json',
+        response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'app_not_found', 'forbidden') },
+        detail: doc('Connect a repository and agent (instance owner)', 'Same rules as `fixloop app connect-repo`. Reports waiting in queued get their run.'),
+      },
+    )
+    .delete('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.disconnectRepo(actor, params.orgId, params.appId), {
+      params: AppParams,
+      response: { 200: t.Object({ appId: t.String(), disconnected: t.Boolean() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc('Disconnect the repository (instance owner)'),
     })
     .get('/admin/api/orgs/:orgId/keys', ({ actor, params }) => ({ data: svc.listKeys(actor, params.orgId) }), {
       params: OrgParams,

@@ -9,6 +9,7 @@ import { isoUtc } from '../../core/clock'
 import { AdminError, createTenantsService, type AppSettings } from '../tenants/service'
 import type { AuditLog } from '../audit/index'
 import { canManage, canSee, type AdminIdentity, type AdminsService } from '../admins/service'
+import { createConnectionsService, type ConnectionInput } from '../../agent/connections'
 
 export interface Actor {
   admin: AdminIdentity
@@ -27,6 +28,7 @@ function asApiError<T>(fn: () => T): T {
 
 export function createConsoleService(ctx: Context, admins: AdminsService, audit: AuditLog) {
   const tenants = createTenantsService(ctx)
+  const connections = createConnectionsService(ctx)
   const { sqlite, box } = ctx
   const orgExists = (orgId: string) => !!sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId)
 
@@ -106,6 +108,36 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
       appOf(orgId, appId)
       const out = tenants.rotateSecret(appId)
       log(actor, orgId, 'app.secret_rotated', appId)
+      return out
+    },
+
+    repo(actor: Actor, orgId: string, appId: string) {
+      manage(actor, orgId)
+      appOf(orgId, appId)
+      return { connection: connections.get(appId) }
+    },
+
+    /**
+     * Connects (or replaces) the App's repository and agent. Instance owners only: the agent and verify
+     * commands run on this server, which an Org admin must not be able to make it do.
+     * An empty token keeps the stored one.
+     */
+    connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
+      manage(actor, orgId)
+      appOf(orgId, appId)
+      if (!actor.admin.isOwner) throw new ApiError('forbidden', undefined, 'Only the instance owner connects repositories: the agent runs commands on this server.')
+      const hostToken = input.hostToken || connections.load(appId)?.hostToken || undefined
+      const connection = asApiError(() => connections.connect(appId, { ...input, hostToken }))
+      log(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken })
+      return { connection }
+    },
+
+    disconnectRepo(actor: Actor, orgId: string, appId: string) {
+      manage(actor, orgId)
+      appOf(orgId, appId)
+      if (!actor.admin.isOwner) throw new ApiError('forbidden')
+      const out = connections.disconnect(appId)
+      log(actor, orgId, 'app.repo_disconnected', appId)
       return out
     },
 

@@ -4,6 +4,7 @@ import { ID_PATTERN } from '../../core/ids'
 import { oneOf, int } from '../../http/schema'
 import { PROCESSING_MODES } from '../apps/model'
 import { FOLDERS } from './inbox'
+import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES } from '../../agent/connections'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN })
@@ -94,3 +95,28 @@ export const CostList = t.Object(
   },
   closed,
 )
+
+const optStr = (max: number) => t.Optional(t.String({ maxLength: max }))
+export const RepoBody = t.Object(
+  {
+    gitUrl: t.String({ minLength: 1, maxLength: 2000 }),
+    baseBranch: optStr(200),
+    host: t.Optional(oneOf(HOST_KINDS)),
+    hostApiUrl: optStr(2000),
+    hostRepo: optStr(300),
+    hostToken: t.Optional(t.String({ maxLength: 4000, description: 'Stored encrypted, never returned; empty keeps the stored token' })),
+    agent: t.Optional(oneOf(AGENT_PROVIDERS)),
+    agentCommand: optStr(4000),
+    model: optStr(200),
+    timeoutSeconds: t.Optional(int({ minimum: 1, maximum: 86400 })),
+    prMode: t.Optional(oneOf(PR_MODES)),
+    verifyCommand: optStr(4000),
+    maxFiles: t.Optional(int({ minimum: 1, maximum: 10000 })),
+    maxLines: t.Optional(int({ minimum: 1, maximum: 1000000 })),
+    denyPaths: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 100 })),
+    runsPerDay: t.Optional(int({ minimum: 1, maximum: 10000 })),
+    maxCostUsdPerMonth: t.Optional(t.Number({ exclusiveMinimum: 0, maximum: 1000000 })),
+  },
+  closed,
+)
+export const RepoView = t.Object({ connection: t.Union([t.Record(t.String(), t.Unknown()), t.Null()]) }, closed)
