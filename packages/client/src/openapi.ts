@@ -1,0 +1,507 @@
+/**
+ * Generated from the server's /openapi.json by scripts/gen-types.ts: do not edit by hand.
+ */
+/* eslint-disable */
+
+export interface AppList {
+  data: {
+    id: string;
+    slug: string;
+    name: string;
+    description: string;
+    /**
+     * Prefix pub_. Safe to ship to browsers.
+     */
+    publicKey: string;
+    publicSubmissionEnabled: boolean;
+    processingMode: "manual" | "auto_pr";
+    batchEnabled: boolean;
+    batchWindowHours: number;
+    allowedOrigins: string[];
+    createdAt: string;
+  }[];
+}
+
+export interface FeedbackSubmitResult {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  status:
+    | "received"
+    | "sanitizing"
+    | "sanitized"
+    | "awaiting_manual"
+    | "queued"
+    | "agent_running"
+    | "pr_opened"
+    | "failed"
+    | "archived";
+}
+
+export interface FeedbackSubmitParams {
+  text: string;
+  severity?: ("low" | "medium" | "high") | null;
+  /**
+   * Absolute URL of the page
+   */
+  url?: string;
+  userAgent?: string;
+  viewport?: {
+    w: number;
+    h: number;
+    dpr: number;
+  };
+  /**
+   * @maxItems 500
+   */
+  consoleLogs?: {
+    level: "debug" | "trace" | "log" | "info" | "warn" | "error";
+    message: string;
+    /**
+     * Epoch milliseconds
+     */
+    ts: number;
+  }[];
+  /**
+   * @maxItems 10
+   */
+  attachments?: {
+    key: string;
+    kind: "screenshot" | "recording" | "attachment";
+    contentType: string;
+    /**
+     * At most 15 MB (413 payload_too_large above)
+     */
+    byteSize: number;
+    width?: number;
+    height?: number;
+  }[];
+  componentTarget?: {
+    name: string;
+    /**
+     * Free-form, e.g. { selector, testId, file, line }
+     */
+    meta?: {
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(.*)$".
+       */
+      [k: string]: unknown | undefined;
+    };
+    bbox?: {
+      x: number;
+      y: number;
+      w: number;
+      h: number;
+    };
+    screenshotKey?: string;
+  };
+  /**
+   * At most 4 KB of JSON
+   */
+  metadata?: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(.*)$".
+     */
+    [k: string]: unknown | undefined;
+  };
+  identity?: {
+    email?: string;
+    name?: string;
+    externalUserId?: string;
+  };
+}
+
+export interface UploadUrl {
+  /**
+   * Reference it in attachments[].key or componentTarget.screenshotKey
+   */
+  key: string;
+  /**
+   * Absolute URL to PUT exactly byteSize bytes to
+   */
+  url: string;
+  method: "PUT";
+  /**
+   * Headers the PUT must carry
+   */
+  headers: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(.*)$".
+     */
+    [k: string]: string | undefined;
+  };
+  expiresAt: string;
+}
+
+export interface UploadUrlParams {
+  /**
+   * One of: image/png, image/jpeg, image/webp, image/gif, image/avif, text/plain, application/json, application/pdf, video/webm, video/mp4
+   */
+  contentType: string;
+  /**
+   * Exact size of the object to PUT; at most 15 MB (413 above)
+   */
+  byteSize: number;
+  kind: "screenshot" | "attachment" | "recording";
+  filename?: string;
+}
+
+export interface FeedbackPage {
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    id: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    appId: string;
+    status:
+      | "received"
+      | "sanitizing"
+      | "sanitized"
+      | "awaiting_manual"
+      | "queued"
+      | "agent_running"
+      | "pr_opened"
+      | "failed"
+      | "archived";
+    submittedBy: {
+      mode: "public" | "private";
+      externalUserId: string | null;
+      email: string | null;
+      name: string | null;
+    };
+    severity: ("low" | "medium" | "high") | null;
+    text: string;
+    url: string | null;
+    createdAt: string;
+    processedAt: string | null;
+    mergeRequestUrl: string | null;
+    /**
+     * 24-character lowercase hex id
+     */
+    duplicateOfId: string | null;
+    duplicateCount: number;
+    theme: string | null;
+    consolidatedText: string | null;
+    lastDuplicateAt: string | null;
+  }[];
+  /**
+   * 24-character lowercase hex id
+   */
+  nextCursor: string | null;
+}
+
+export interface FeedbackListParams {
+  /**
+   * 24-character lowercase hex id
+   */
+  appId?: string;
+  status?:
+    | "received"
+    | "sanitizing"
+    | "sanitized"
+    | "awaiting_manual"
+    | "queued"
+    | "agent_running"
+    | "pr_opened"
+    | "failed"
+    | "archived";
+  /**
+   * The id of the last item of the previous page
+   */
+  cursor?: string;
+  limit?: number;
+  includeDuplicates?: boolean;
+}
+
+export interface FeedbackItem {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string;
+  status:
+    | "received"
+    | "sanitizing"
+    | "sanitized"
+    | "awaiting_manual"
+    | "queued"
+    | "agent_running"
+    | "pr_opened"
+    | "failed"
+    | "archived";
+  submittedBy: {
+    mode: "public" | "private";
+    externalUserId: string | null;
+    email: string | null;
+    name: string | null;
+  };
+  severity: ("low" | "medium" | "high") | null;
+  text: string;
+  url: string | null;
+  createdAt: string;
+  processedAt: string | null;
+  mergeRequestUrl: string | null;
+  /**
+   * 24-character lowercase hex id
+   */
+  duplicateOfId: string | null;
+  duplicateCount: number;
+  theme: string | null;
+  consolidatedText: string | null;
+  lastDuplicateAt: string | null;
+  updatedAt: string;
+  /**
+   * Why the item is failed; null otherwise
+   */
+  failureReason: string | null;
+  attachments: {
+    key: string;
+    kind: "screenshot" | "recording" | "attachment";
+    contentType: string;
+    /**
+     * At most 15 MB (413 payload_too_large above)
+     */
+    byteSize: number;
+    width?: number;
+    height?: number;
+    /**
+     * Short-lived download URL
+     */
+    url?: string;
+  }[];
+  consoleLogs: {
+    level: "debug" | "trace" | "log" | "info" | "warn" | "error";
+    message: string;
+    /**
+     * Epoch milliseconds
+     */
+    ts: number;
+  }[];
+  userAgent: string | null;
+  viewport: {
+    w: number;
+    h: number;
+    dpr: number;
+  } | null;
+  componentTarget: {
+    name: string;
+    /**
+     * Free-form, e.g. { selector, testId, file, line }
+     */
+    meta?: {
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(.*)$".
+       */
+      [k: string]: unknown | undefined;
+    };
+    bbox?: {
+      x: number;
+      y: number;
+      w: number;
+      h: number;
+    };
+    screenshotKey?: string;
+    /**
+     * Short-lived download URL of screenshotKey
+     */
+    screenshotUrl?: string;
+  } | null;
+  /**
+   * The submission's `metadata`, as sent
+   */
+  submissionMeta: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(.*)$".
+     */
+    [k: string]: unknown | undefined;
+  } | null;
+  /**
+   * Private mode: the user token's ctx claim
+   */
+  userContext: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(.*)$".
+     */
+    [k: string]: unknown | undefined;
+  } | null;
+  /**
+   * Per-rule counts of values the sanitizer replaced
+   */
+  redactions: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(.*)$".
+     */
+    [k: string]: number | undefined;
+  };
+  /**
+   * @maxItems 200
+   */
+  duplicates: {
+    /**
+     * 24-character lowercase hex id
+     */
+    id: string;
+    text: string;
+    submittedBy: {
+      mode: "public" | "private";
+      externalUserId: string | null;
+      email: string | null;
+      name: string | null;
+    };
+    createdAt: string;
+  }[];
+}
+
+export interface FeedbackUpdateResult {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  status:
+    | "received"
+    | "sanitizing"
+    | "sanitized"
+    | "awaiting_manual"
+    | "queued"
+    | "agent_running"
+    | "pr_opened"
+    | "failed"
+    | "archived";
+}
+
+export interface FeedbackUpdateParams {
+  status?: "queued" | "archived";
+}
+
+export interface SimilarList {
+  data: {
+    id: string;
+    score: number;
+    text: string;
+    duplicateOfId: string | null;
+  }[];
+}
+
+export interface SimilarParams {
+  /**
+   * Default 5, at most 50
+   */
+  limit?: number;
+}
+
+export interface MergeParams {
+  leadId: string;
+}
+
+export interface AgentRun {
+  id: string;
+  appId: string;
+  feedbackId: string;
+  /**
+   * claude-code, codex, aider, command (or none when no repository was connected)
+   */
+  provider: string;
+  model: string | null;
+  status: "running" | "succeeded" | "failed" | "guardrailed";
+  tokensIn: number;
+  tokensOut: number;
+  costUsd: number;
+  prUrl: string | null;
+  branch: string;
+  guardrailReason: string | null;
+  error: string | null;
+  timings: {
+    prepareMs: number;
+    cloneMs: number;
+    agentMs: number;
+    pushMs: number;
+    prMs: number;
+  };
+  /**
+   * The agent's own summary of its change
+   */
+  summary: string | null;
+  /**
+   * The last 16 KB of the agent (and verify) output, secrets removed
+   */
+  outputTail: string | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  createdAt: string;
+}
+
+export interface AgentRunList {
+  data: {
+    id: string;
+    appId: string;
+    feedbackId: string;
+    /**
+     * claude-code, codex, aider, command (or none when no repository was connected)
+     */
+    provider: string;
+    model: string | null;
+    status: "running" | "succeeded" | "failed" | "guardrailed";
+    tokensIn: number;
+    tokensOut: number;
+    costUsd: number;
+    prUrl: string | null;
+    branch: string;
+    guardrailReason: string | null;
+    error: string | null;
+    timings: {
+      prepareMs: number;
+      cloneMs: number;
+      agentMs: number;
+      pushMs: number;
+      prMs: number;
+    };
+    /**
+     * The agent's own summary of its change
+     */
+    summary: string | null;
+    /**
+     * The last 16 KB of the agent (and verify) output, secrets removed
+     */
+    outputTail: string | null;
+    startedAt: string | null;
+    endedAt: string | null;
+    createdAt: string;
+  }[];
+}
+
+export interface MintResult {
+  token: string;
+  expiresInSeconds: number;
+}
+
+export interface MintParams {
+  /**
+   * The end-user id in your system
+   */
+  sub: string;
+  /**
+   * At most 2 KB of JSON; email and name are shown as the submitter
+   */
+  ctx?: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(.*)$".
+     */
+    [k: string]: unknown | undefined;
+  };
+  expiresInSeconds?: number;
+}

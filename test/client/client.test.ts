@@ -1,0 +1,270 @@
+/**
+ * @fixloop/client against the compiled binary: every method, paging, retries that are safe (real rate
+ * limiter, a fault-injecting proxy), errors by code, and the offline helpers.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createHmac } from 'node:crypto'
+import {
+  AuthenticationError,
+  ConflictError,
+  ConnectionError,
+  Fixloop,
+  FixloopError,
+  InvalidRequestError,
+  NotFoundError,
+  RateLimitError,
+  TimeoutError,
+  signUserToken,
+  verifyWebhook,
+  type RetryInfo,
+} from '../../packages/client/src/index'
+import { faultProxy, headerOf, seededServer, type Seeded } from './fixtures'
+
+let s: Seeded
+let client: Fixloop
+
+beforeAll(async () => {
+  s = await seededServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+  client = new Fixloop({ apiKey: s.key, publicKey: s.pub, baseUrl: s.url })
+})
+afterAll(() => s.stop())
+
+async function countWithText(text: string): Promise<number> {
+  let n = 0
+  for await (const item of client.feedback.list({ appId: s.appId, includeDuplicates: true, limit: 100 })) if (item.text === text) n++
+  return n
+}
+
+describe('every method against the server', () => {
+  test('apps.list: await gives { data }, for await gives the Apps', async () => {
+    const page = await client.apps.list()
+    expect(page.data.map((a) => a.id)).toEqual([s.appId])
+    expect(page.data[0].publicKey).toBe(s.pub)
+    const seen: string[] = []
+    for await (const app of client.apps.list()) seen.push(app.id)
+    expect(seen).toEqual([s.appId])
+  })
+
+  test('submit, retrieve, similar, update (queue, archive), waitFor', async () => {
+    const created = await client.feedback.submit({ text: 'The invoice PDF renders blank pages', severity: 'high', url: 'https://shop.example/invoices/42' })
+    expect(created.status).toBe('received')
+    const settled = await client.feedback.waitFor(created.id, { until: ['awaiting_manual', 'queued'], timeoutMs: 15_000 })
+    expect(settled.status).toBe('awaiting_manual')
+    const item = await client.feedback.retrieve(created.id)
+    expect(item.text).toBe('The invoice PDF renders blank pages')
+    expect(item.severity).toBe('high')
+    const similar = await client.feedback.similar(created.id, { limit: 3 })
+    expect(Array.isArray(similar.data)).toBe(true)
+    expect(await client.feedback.update(created.id, { status: 'queued' })).toEqual({ id: created.id, status: 'queued' })
+    expect(await client.feedback.update(created.id, { status: 'archived' })).toEqual({ id: created.id, status: 'archived' })
+  })
+
+  test('merge and unmerge', async () => {
+    const lead = await client.feedback.submit({ text: 'Search box ignores the enter key on the orders page' })
+    const other = await client.feedback.submit({ text: 'Dark mode toggle forgets its setting after logout' })
+    for (const id of [lead.id, other.id]) await client.feedback.waitFor(id, { until: 'awaiting_manual', timeoutMs: 15_000 })
+    const merged = await client.feedback.merge(other.id, lead.id)
+    expect(merged.duplicateOfId).toBe(lead.id)
+    expect((await client.feedback.retrieve(lead.id)).duplicateCount).toBe(1)
+    const unmerged = await client.feedback.unmerge(other.id)
+    expect(unmerged.duplicateOfId).toBeNull()
+  })
+
+  test('tokens.mint gives a token the server accepts in private mode', async () => {
+    const { token, expiresInSeconds } = await client.tokens.mint({ appId: s.appId, sub: 'user-7', ctx: { plan: 'pro' }, expiresInSeconds: 120 })
+    expect(expiresInSeconds).toBe(120)
+    const created = await client.feedback.submit({ text: 'Minted token works' }, { userToken: token })
+    const item = await client.feedback.retrieve(created.id)
+    expect(item.submittedBy.mode).toBe('private')
+    expect(item.submittedBy.externalUserId).toBe('user-7')
+  })
+
+  test('agentRuns: unknown id is NotFoundError; a report without runs lists none', async () => {
+    const err = await client.agentRuns.retrieve('0123456789abcdef01234567').catch((e) => e)
+    expect(err).toBeInstanceOf(NotFoundError)
+    expect(err.code).toBe('not_found')
+    const created = await client.feedback.submit({ text: 'No agent ran for this one' })
+    expect((await client.agentRuns.listForFeedback(created.id)).data).toEqual([])
+  })
+})
+
+describe('paging', () => {
+  test('230 items: for await visits each exactly once, newest first; firstPage and toArray', async () => {
+    const paging = await seededServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    try {
+      const c = new Fixloop({ apiKey: paging.key, publicKey: paging.pub, baseUrl: paging.url })
+      const ids: string[] = []
+      for (let i = 0; i < 230; i++) ids.push((await c.feedback.submit({ text: `Paging item number ${i} with a distinct token zq${i}x` })).id)
+      const seen: string[] = []
+      for await (const item of c.feedback.list({ limit: 50, includeDuplicates: true })) seen.push(item.id)
+      expect(seen.length).toBe(230)
+      expect(new Set(seen).size).toBe(230)
+      expect(seen).toEqual([...ids].reverse())
+      const first = await c.feedback.list({ limit: 50, includeDuplicates: true }).firstPage()
+      expect(first.data.length).toBe(50)
+      expect(first.nextCursor).toBe(first.data[49].id)
+      expect((await c.feedback.list({ limit: 20, includeDuplicates: true }).toArray({ limit: 45 })).length).toBe(45)
+      await expect(c.feedback.list().toArray({ limit: 0 })).rejects.toThrow(TypeError)
+    } finally {
+      await paging.stop()
+    }
+  }, 120_000)
+})
+
+describe('errors by code', () => {
+  test('a bad id is InvalidRequestError with the request id; a wrong key is AuthenticationError', async () => {
+    const bad = await client.feedback.retrieve('nope').catch((e) => e)
+    expect(bad).toBeInstanceOf(InvalidRequestError)
+    expect(bad).toBeInstanceOf(FixloopError)
+    expect(bad.status).toBe(400)
+    expect(bad.code).toBe('invalid_id')
+    expect(bad.requestId).toMatch(/.+/)
+    expect(bad.headers.get('x-request-id')).toBe(bad.requestId)
+    const wrong = new Fixloop({ apiKey: 'sk_not_a_real_key_at_all_0000000000', baseUrl: s.url, maxRetries: 0 })
+    const auth: any = await wrong.apps.list().then(() => null, (e) => e)
+    expect(auth).toBeInstanceOf(AuthenticationError)
+    expect(auth.code).toBe('invalid_authorization')
+  })
+
+  test('invalid_transition is a ConflictError with from/to and is never retried', async () => {
+    const retries: RetryInfo[] = []
+    const c = new Fixloop({ apiKey: s.key, publicKey: s.pub, baseUrl: s.url, onRetry: (r) => retries.push(r) })
+    const created = await c.feedback.submit({ text: 'Archive me and then try to queue me' })
+    await c.feedback.waitFor(created.id, { until: 'awaiting_manual', timeoutMs: 15_000 })
+    await c.feedback.update(created.id, { status: 'archived' })
+    const err = await c.feedback.update(created.id, { status: 'queued' }).catch((e) => e)
+    expect(err).toBeInstanceOf(ConflictError)
+    expect(err.code).toBe('invalid_transition')
+    expect(err.from).toBe('archived')
+    expect(err.to).toBe('queued')
+    expect(retries).toEqual([])
+  })
+})
+
+describe('retries that are safe', () => {
+  test('a 429 from the real rate limiter is retried after Retry-After, then succeeds', async () => {
+    const limited = await seededServer() // the real ceilings: 100-request burst per sk_ key
+    try {
+      const retries: RetryInfo[] = []
+      const c = new Fixloop({ apiKey: limited.key, baseUrl: limited.url, onRetry: (r) => retries.push(r) })
+      const drain = await Promise.all(
+        Array.from({ length: 110 }, () => fetch(`${limited.url}/v1/apps`, { headers: { authorization: `Bearer ${limited.key}` } }).then((r) => r.status)),
+      )
+      expect(drain).toContain(429)
+      const started = Date.now()
+      const page = await c.apps.list()
+      expect(page.data.length).toBe(1)
+      expect(retries.length).toBeGreaterThanOrEqual(1)
+      expect(retries[0].error).toBeInstanceOf(RateLimitError)
+      const after = (retries[0].error as RateLimitError).retryAfterSeconds!
+      expect(after).toBeGreaterThanOrEqual(1)
+      expect(retries[0].delayMs).toBeGreaterThanOrEqual(after * 1000)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(after * 1000)
+      // With retries off the same wall is a RateLimitError carrying retryAfterSeconds.
+      await Promise.all(Array.from({ length: 110 }, () => fetch(`${limited.url}/v1/apps`, { headers: { authorization: `Bearer ${limited.key}` } })))
+      const err: any = await c.apps.list({ maxRetries: 0 }).then(() => null, (e) => e)
+      expect(err).toBeInstanceOf(RateLimitError)
+      expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1)
+    } finally {
+      await limited.stop()
+    }
+  }, 30_000)
+
+  for (const fault of ['502', 'drop'] as const) {
+    test(`a ${fault === '502' ? '5xx' : 'dropped connection'} after the server stored the report: retried with the same Idempotency-Key, stored once`, async () => {
+      const proxy = await faultProxy(s.url)
+      try {
+        const retries: RetryInfo[] = []
+        const c = new Fixloop({ apiKey: s.key, publicKey: s.pub, baseUrl: proxy.url, onRetry: (r) => retries.push(r) })
+        const text = `Exactly once through a ${fault} fault`
+        proxy.faultNext(fault, 'POST /v1/feedback ')
+        const created = await c.feedback.submit({ text })
+        expect(retries.length).toBe(1)
+        expect(retries[0].error).toBeInstanceOf(fault === '502' ? FixloopError : ConnectionError)
+        if (fault === '502') expect(retries[0].error.status).toBe(502)
+        const posts = proxy.heads.filter((h) => h.startsWith('POST /v1/feedback '))
+        expect(posts.length).toBe(2)
+        const keys = posts.map((h) => headerOf(h, 'idempotency-key'))
+        expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(keys[1]).toBe(keys[0])
+        expect(await countWithText(text)).toBe(1)
+        expect((await client.feedback.retrieve(created.id)).text).toBe(text)
+      } finally {
+        await proxy.close()
+      }
+    })
+  }
+
+  test('a GET that times out is retried and then fails as TimeoutError; a POST without idempotency is not retried on 5xx', async () => {
+    let hits = 0
+    const hang = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => (hits++, new Promise<Response>(() => {})) })
+    try {
+      const c = new Fixloop({ apiKey: 'sk_x', baseUrl: `http://127.0.0.1:${hang.port}`, timeoutMs: 150, maxRetries: 1 })
+      const err: any = await c.apps.list().then(() => null, (e) => e)
+      expect(err).toBeInstanceOf(TimeoutError)
+      expect(hits).toBe(2)
+    } finally {
+      hang.stop(true)
+    }
+    let posts = 0
+    const failing = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: () => (posts++, Response.json({ error: { code: 'internal_error', message: 'boom', details: { requestId: 'r1' } } }, { status: 500 })),
+    })
+    try {
+      const c = new Fixloop({ apiKey: 'sk_x', baseUrl: `http://127.0.0.1:${failing.port}` })
+      const err = await c.feedback.merge('0123456789abcdef01234567', '0123456789abcdef01234568').catch((e) => e)
+      expect(err.status).toBe(500)
+      expect(err.code).toBe('internal_error')
+      expect(posts).toBe(1)
+    } finally {
+      failing.stop(true)
+    }
+  })
+})
+
+describe('offline helpers', () => {
+  test('signUserToken: accepted by the server; a wrong secret or a bad lifetime is refused', async () => {
+    const token = await signUserToken({ secret: s.secret, appId: s.appId, sub: 'offline-user', ctx: { email: 'o@example.com' } })
+    const ok = await client.feedback.submit({ text: 'Signed offline' }, { userToken: token })
+    expect((await client.feedback.retrieve(ok.id)).submittedBy.externalUserId).toBe('offline-user')
+    // The same bytes given as base64 sign the same token: the secret is decoded as the server decodes it.
+    const b64 = Buffer.from(s.secret, 'hex').toString('base64')
+    const now = Date.now()
+    expect(await signUserToken({ secret: b64, appId: s.appId, sub: 'u', now })).toBe(await signUserToken({ secret: s.secret, appId: s.appId, sub: 'u', now }))
+    const forged = await signUserToken({ secret: 'ab'.repeat(32), appId: s.appId, sub: 'forger' })
+    const err = await client.feedback.submit({ text: 'Forged' }, { userToken: forged }).catch((e) => e)
+    expect(err).toBeInstanceOf(AuthenticationError)
+    expect(err.code).toBe('invalid_user_token')
+    await expect(signUserToken({ secret: s.secret, appId: s.appId, sub: 'u', expiresInSeconds: 86401 })).rejects.toThrow(RangeError)
+    await expect(signUserToken({ secret: s.secret, appId: s.appId, sub: 'u', ctx: { big: 'x'.repeat(3000) } })).rejects.toThrow(RangeError)
+  })
+
+  test('verifyWebhook: a Standard Webhooks signature made independently verifies; tampering, age and a wrong secret fail', async () => {
+    const keyBytes = Buffer.from('fixloop-test-webhook-secret-32by')
+    const secret = `whsec_${keyBytes.toString('base64')}`
+    const body = JSON.stringify({ id: 'e1', seq: 1, type: 'feedback.received', createdAt: new Date().toISOString(), appId: null, data: {} })
+    const id = 'msg_1'
+    const ts = String(Math.floor(Date.now() / 1000))
+    const sig = createHmac('sha256', keyBytes).update(`${id}.${ts}.${body}`).digest('base64')
+    const headers = { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': `v1,${'A'.repeat(44)} v1,${sig}` }
+    expect((await verifyWebhook(body, headers, secret)).type).toBe('feedback.received')
+    expect((await verifyWebhook(body, new Headers(headers), secret)).seq).toBe(1)
+    await expect(verifyWebhook(body.replace('"seq":1', '"seq":2'), headers, secret)).rejects.toThrow('no webhook-signature matches')
+    await expect(verifyWebhook(body, headers, `whsec_${Buffer.from('another-secret-entirely-32bytes!').toString('base64')}`)).rejects.toThrow()
+    await expect(verifyWebhook(body, headers, secret, { now: Date.now() + 3600_000 })).rejects.toThrow('tolerance')
+  })
+
+  test('an sk_ key in a browser is refused unless dangerouslyAllowBrowser', () => {
+    const g = globalThis as { window?: unknown }
+    g.window = { document: {} }
+    try {
+      expect(() => new Fixloop({ apiKey: 'sk_abc', baseUrl: 'http://x' })).toThrow(/browser/)
+      expect(() => new Fixloop({ apiKey: 'sk_abc', baseUrl: 'http://x', dangerouslyAllowBrowser: true })).not.toThrow()
+      expect(() => new Fixloop({ publicKey: 'pub_abc', baseUrl: 'http://x' })).not.toThrow()
+    } finally {
+      delete g.window
+    }
+  })
+})
