@@ -40,9 +40,8 @@ export function Setup({ onDone }) {
   const token = new URLSearchParams(location.hash.slice(1)).get('token') || ''
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
-  const [confirm, setConfirm] = useState('')
-  const [run, busy, error, setError] = useAction(async () => {
-    if (password !== confirm) return setError({ code: 'invalid_body', message: 'The two passwords differ.' })
+  const [show, setShow] = useState(false)
+  const [run, busy, error] = useAction(async () => {
     const me = await api('POST', '/admin/api/setup', { body: { token, email, password } })
     setCsrf(me.csrfToken)
     history.replaceState(null, '', '/admin')
@@ -56,10 +55,9 @@ export function Setup({ onDone }) {
       <div class="field"><label for="email">Email</label>
         <input id="email" type="email" autocomplete="username" required value=${email} onInput=${(e) => setEmail(e.target.value)} /></div>
       <div class="field"><label for="password">Password</label>
-        <input id="password" type="password" autocomplete="new-password" minlength="10" required aria-describedby="pw-hint" value=${password} onInput=${(e) => setPassword(e.target.value)} />
-        <small id="pw-hint">At least 10 characters.</small></div>
-      <div class="field"><label for="confirm">Repeat password</label>
-        <input id="confirm" type="password" autocomplete="new-password" required value=${confirm} onInput=${(e) => setConfirm(e.target.value)} /></div>
+        <input id="password" type=${show ? 'text' : 'password'} autocomplete="new-password" minlength="10" required aria-describedby="pw-hint" value=${password} onInput=${(e) => setPassword(e.target.value)} />
+        <small id="pw-hint">At least 10 characters. Store it in your password manager.</small></div>
+      <div class="field check"><input id="show" type="checkbox" checked=${show} onChange=${(e) => setShow(e.target.checked)} /><label for="show">Show what I type</label></div>
       <${ErrorBox} error=${error} />
       <button type="submit" class="primary" disabled=${busy || !token}>Create admin</button>
     </form>
