@@ -126,7 +126,7 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
     .use(sessionRoutes(adminAuth, audit, ctx.clock, ctx.config.rateLimitMultiplier))
     .use(consoleRoutes(adminAuth, console_))
     .use(inboxRoutes(adminAuth, createInbox(ctx.sqlite), console_.orgExists, ctx.clock))
-    .use(dashboardPages(ctx.config.publicUrl))
+    .use(dashboardPages(adminAuth, ctx.sqlite))
 
   return { app, committer, directory, limiters, uploads, cluster, admins }
 }

@@ -177,7 +177,13 @@ describe('dashboard in Chromium against the binary', () => {
   })
 
   test('a submitted report appears in the inbox, unread; opening it shows the detail', async () => {
+    // A real screenshot through the upload flow (upload-url → PUT → submit).
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+    const presign = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: state.pub, body: { contentType: 'image/png', byteSize: png.length, kind: 'screenshot', filename: 'shot.png' } })
+    expect(presign.status).toBe(200)
+    expect((await fetch(presign.body.url, { method: 'PUT', headers: presign.body.headers, body: png })).status).toBeLessThan(300)
     const id = await submit('The checkout button does nothing on Safari', {
+      attachments: [{ key: presign.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: png.length }],
       severity: 'high',
       consoleLogs: [{ level: 'error', message: 'TypeError: x is undefined', ts: Date.now() }],
       viewport: { w: 390, h: 844, dpr: 3 },
@@ -188,6 +194,7 @@ describe('dashboard in Chromium against the binary', () => {
     const row = page.getByRole('link', { name: /checkout button does nothing/ })
     await row.waitFor()
     expect(await page.locator('li.row.unread').count()).toBeGreaterThan(0)
+    expect(await page.locator('li.row', { hasText: 'checkout button does nothing' }).getByText('screenshot').count()).toBe(1)
     await checkPage('inbox')
     // The theme follows the OS: dark, with the same contrast checks.
     await page.emulateMedia({ colorScheme: 'dark' })
@@ -198,6 +205,9 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByRole('heading', { name: 'Console' }).waitFor()
     expect(await page.locator('pre.console').textContent()).toContain('TypeError')
     expect(await page.getByText('390×844 @3x').count()).toBe(1)
+    const shot = page.getByRole('img', { name: 'Screenshot 1' })
+    await shot.waitFor()
+    expect(await shot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(1)
     await page.getByRole('heading', { name: 'History' }).waitFor()
     await checkPage('report')
     await page.goBack()
@@ -331,8 +341,12 @@ describe('dashboard in Chromium against the binary', () => {
     await p2.getByLabel('Password').fill('member password 1')
     await p2.getByRole('button', { name: 'Sign in' }).click()
     await p2.getByRole('heading', { name: /Inbox/ }).waitFor()
-    await p2.goto(`${server.url}/admin/o/${state.orgId}/apps`)
-    await p2.getByRole('heading', { name: 'Not found' }).waitFor()
+    const nav = await p2.goto(`${server.url}/admin/o/${state.orgId}/apps`)
+    expect(nav!.status()).toBe(404)
+    await p2.getByRole('heading', { name: '404 Not found' }).waitFor()
+    expect((await p2.goto(`${server.url}/admin/o/${otherOrg}/r/${state.reports[0]}`))!.status()).toBe(404)
+    await p2.getByRole('heading', { name: /404 Report not found/ }).waitFor()
+    expect((await p2.goto(`${server.url}/admin/o/${otherOrg}/inbox`))!.status()).toBe(200)
     const codes = await p2.evaluate(
       async ({ orgId, id }) => {
         const a = await fetch(`/admin/api/orgs/${orgId}/apps`)

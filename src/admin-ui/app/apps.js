@@ -212,7 +212,7 @@ export function AppPage({ org, appId, me }) {
   const current = app && app.id === appId ? app : apps.data && apps.data.data.find((a) => a.id === appId)
   if (apps.error) return html`<${ErrorBox} error=${apps.error} />`
   if (apps.loading && !current) return html`<p>Loading…</p>`
-  if (!current) return html`<h1>App not found</h1><p><${Link} href=${`/admin/o/${org.id}/apps`}>All Apps</${Link}></p>`
+  if (!current) return html`<h1>404 App not found</h1><p><${Link} href=${`/admin/o/${org.id}/apps`}>All Apps</${Link}></p>`
   const snippet = `<script src="${location.origin}/widget.js" data-public-key="${current.publicKey}" async></script>`
   return html`<p class="crumbs"><${Link} href=${`/admin/o/${org.id}/apps`}>Apps</${Link}> / ${current.name}</p>
     <h1>${current.name}</h1>

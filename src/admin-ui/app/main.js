@@ -20,7 +20,7 @@ const ORG_PAGES = [
 ]
 
 function NotFound() {
-  return html`<h1>Not found</h1><p>This page does not exist, or it belongs to an Org you are not a member of.</p><p><${Link} href="/admin">Back to the dashboard</${Link}></p>`
+  return html`<h1>404 Not found</h1><p>This page does not exist, or it belongs to an Org you are not a member of.</p><p><${Link} href="/admin">Back to the dashboard</${Link}></p>`
 }
 
 function Frame({ me, orgs, orgId, children, onSignOut }) {

@@ -83,7 +83,7 @@ export function ReportPage({ org, id }) {
     } else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
     reload()
   })
-  if (error) return html`<h1>Report not found</h1><${ErrorBox} error=${error} />`
+  if (error) return html`<h1>${error.status === 404 ? '404 ' : ''}Report not found</h1><${ErrorBox} error=${error} />`
   if (!item || item.id !== id) return html`<p>Loading…</p>`
   const shots = item.attachments.filter((a) => a.contentType.startsWith('image/'))
   const files = item.attachments.filter((a) => !a.contentType.startsWith('image/'))
