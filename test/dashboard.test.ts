@@ -71,15 +71,22 @@ describe('dashboard in Chromium against the binary', () => {
     expect(again.body.error.code).toBe('invalid_setup_token')
   })
 
-  test('sign out and sign in with the labelled form', async () => {
+  test('sign out and sign in with the labelled form, keyboard only', async () => {
     await page.getByRole('button', { name: /Sign out/ }).click()
     await page.getByLabel('Email').fill(EMAIL)
     await page.getByLabel('Password').fill('wrong password!')
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('alert').waitFor()
     expect(await page.getByRole('alert').textContent()).toContain('invalid_credentials')
-    await page.getByLabel('Password').fill(PASSWORD)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    // Keyboard only: focus the email field, type, Tab to the password, Enter submits.
+    await page.getByLabel('Email').focus()
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.type(EMAIL)
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate('document.activeElement.id')).toBe('password')
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.type(PASSWORD)
+    await page.keyboard.press('Enter')
     await page.getByRole('heading', { name: 'Orgs' }).waitFor()
     const cookie = (await context.cookies()).find((c) => c.name === 'fixloop_admin')!
     expect(cookie.httpOnly).toBe(true)
@@ -233,6 +240,13 @@ describe('dashboard in Chromium against the binary', () => {
     await page.keyboard.press('e')
     await page.locator('li.row', { hasText: 'Archive me with the keyboard' }).getByText('archived').waitFor()
     expect(await statusOf(id)).toBe('archived')
+    // j moves to the next row, o opens it.
+    await page.keyboard.press('j')
+    const second = await page.locator('li.row.current a.row-text').textContent()
+    await page.keyboard.press('o')
+    await page.getByRole('heading', { name: 'Text' }).waitFor()
+    expect(await page.locator('p.text').first().textContent()).toBe(second!.replace(/^Unread: /, ''))
+    await page.goBack()
   })
 
   test('bulk queue shows each row’s own answer (409 for an archived report)', async () => {
