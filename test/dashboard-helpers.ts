@@ -64,16 +64,35 @@ export async function axeViolations(page: Page): Promise<string[]> {
   return result.violations.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
 }
 
-/** Screenshots of the current page at 1280 and 375 px wide; the viewport is restored after. */
-export async function screenshots(page: Page, name: string): Promise<void> {
+/**
+ * Screenshots of the current page at 1280 and 375 px wide; the viewport is restored after. Returns the
+ * elements that stick out past the right edge at either width (a page must not scroll sideways; wide
+ * tables scroll inside their own box).
+ */
+export async function screenshots(page: Page, name: string): Promise<string[]> {
   mkdirSync(OUT_DIR, { recursive: true })
   const before = page.viewportSize() ?? { width: 1280, height: 800 }
+  const overflow: string[] = []
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
     await page.waitForTimeout(50)
-    await page.screenshot({ path: join(OUT_DIR, `dashboard-${name}-${width}.png`), fullPage: true })
+    const wide = (await page.evaluate(`(() => {
+      const out = []
+      if (document.documentElement.scrollWidth <= innerWidth) return out
+      for (const el of document.querySelectorAll('body *')) {
+        const r = el.getBoundingClientRect()
+        if (r.right > innerWidth + 1 && !(el.parentElement && el.parentElement.closest('.table-wrap, pre, dialog'))) out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + String(el.className).split(' ').join('.') : '') + ' right=' + Math.round(r.right))
+      }
+      return out.slice(0, 5)
+    })()`)) as string[]
+    overflow.push(...wide.map((w) => `${width}px: ${w}`))
+    const png = await page.screenshot({ path: join(OUT_DIR, `dashboard-${name}-${width}.png`), fullPage: true })
+    // The full-page image is as wide as everything painted, absolutely positioned elements included.
+    const painted = png.readUInt32BE(16)
+    if (painted > width) overflow.push(`${width}px: the page paints ${painted} px wide`)
   }
   await page.setViewportSize(before)
+  return overflow
 }
 
 export function writePasswordFile(dir: string, name: string, password: string): string {

@@ -26,7 +26,7 @@ const state: { orgId?: string; appId?: string; pub?: string; secret?: string; ke
 async function checkPage(name: string): Promise<void> {
   await page.waitForLoadState('networkidle')
   expect(await axeViolations(page)).toEqual([])
-  await screenshots(page, name)
+  expect(await screenshots(page, name)).toEqual([])
 }
 
 async function submit(text: string, extra: Record<string, unknown> = {}): Promise<string> {
