@@ -113,6 +113,7 @@ export function InboxPage({ org }) {
       }
     }
     setResults(out)
+    setPages((p) => ({ ...p, rows: p.rows.map((r) => (out[r.id] && out[r.id].ok ? { ...r, status } : r)) }))
     setSummary(`${status === 'queued' ? 'Queued' : 'Archived'} ${ok} of ${rows.length}.${ok < rows.length ? ' See each row for the reason.' : ''}`)
     setChecked(new Set())
   }
