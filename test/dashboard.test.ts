@@ -238,7 +238,7 @@ describe('dashboard in Chromium against the binary', () => {
     await page.keyboard.press('j')
     await page.keyboard.press('k')
     await page.keyboard.press('e')
-    await page.locator('li.row', { hasText: 'Archive me with the keyboard' }).getByText('archived').waitFor()
+    await page.locator('li.row', { hasText: 'Archive me with the keyboard' }).locator('.result.ok', { hasText: 'archived' }).waitFor()
     expect(await statusOf(id)).toBe('archived')
     // j moves to the next row, o opens it.
     await page.keyboard.press('j')

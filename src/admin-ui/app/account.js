@@ -45,7 +45,7 @@ export function AccountPage({ me, onChange }) {
     <section aria-labelledby="sessions"><h2 id="sessions">Sessions</h2>
       <${ErrorBox} error=${sessions.error || revokeError} />
       ${sessions.data &&
-      html`<div class="table-wrap"><table>
+      html`<div class="table-wrap" tabindex="0" role="region" aria-label="Session table"><table>
         <thead><tr><th scope="col">Browser</th><th scope="col">Address</th><th scope="col">Signed in</th><th scope="col">Last seen</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>${sessions.data.data.map(
           (s) => html`<tr><td>${s.userAgent.slice(0, 80) || '—'}</td><td>${s.ip}</td><td>${fmtDate(s.createdAt)}</td><td>${fmtDate(s.lastSeenAt)}</td>

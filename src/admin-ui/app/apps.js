@@ -38,7 +38,7 @@ export function AppsPage({ org }) {
     ${apps.data &&
     (apps.data.data.length === 0
       ? html`<p>No App yet.</p>`
-      : html`<div class="table-wrap"><table>
+      : html`<div class="table-wrap" tabindex="0" role="region" aria-label="App table"><table>
           <caption class="sr-only">Apps</caption>
           <thead><tr><th scope="col">Name</th><th scope="col">Public key</th><th scope="col">Mode</th><th scope="col">Agent runs (30 days)</th><th scope="col">Agent cost (30 days)</th><th scope="col">Created</th></tr></thead>
           <tbody>${apps.data.data.map(

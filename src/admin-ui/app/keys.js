@@ -32,7 +32,7 @@ export function KeysPage({ org }) {
     <section aria-labelledby="key-list"><h2 id="key-list">Keys</h2>
       <${ErrorBox} error=${keys.error || revokeError} />
       ${keys.data &&
-      html`<div class="table-wrap"><table>
+      html`<div class="table-wrap" tabindex="0" role="region" aria-label="Key table"><table>
         <thead><tr><th scope="col">Prefix</th><th scope="col">Name</th><th scope="col">Created by</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
         <tbody>${keys.data.data.map(
           (k) => html`<tr><td class="mono">${k.prefix}…</td><td>${k.name || '—'}</td><td>${k.createdBy}</td><td>${fmtDate(k.createdAt)}</td><td>${k.lastUsedAt ? fmtDate(k.lastUsedAt) : 'never'}</td>
@@ -47,7 +47,7 @@ export function AuditPage({ org }) {
   return html`<h1>Audit log of ${org.name}</h1>
     <${ErrorBox} error=${page.error} />
     ${page.data &&
-    html`<div class="table-wrap"><table>
+    html`<div class="table-wrap" tabindex="0" role="region" aria-label="Audit log table"><table>
       <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead>
       <tbody>${page.data.data.map((e) => html`<tr><td>${fmtDate(e.createdAt)}</td><td>${e.actor}</td><td>${e.action}</td><td class="mono">${e.targetId || ''}</td><td>${e.ip || ''}</td></tr>`)}</tbody>
     </table></div>
