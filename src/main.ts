@@ -2,6 +2,8 @@
 /**
  * The fixloop executable: parses the command and hands over. No logic lives here.
  */
+// First: fixes the production mode before any library reads it.
+import './production-mode'
 import { ConfigError } from './config'
 import { AdminError } from './modules/tenants/service'
 import { UsageError } from './cli/args'

@@ -21,6 +21,9 @@ import { LIMITS } from './core/limits'
 import { join } from 'node:path'
 import { Checkpointer } from './db/checkpointer'
 
+/** Bun's cap on a request body; fixloop's own limits (far lower) answer first with the envelope. */
+const MAX_STREAMED_BODY_BYTES = 1024 * 1024 * 1024
+
 export interface RunningServer {
   url: string
   port: number
@@ -88,8 +91,9 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   app.listen({
     hostname: config.host,
     port: config.port,
-    // Above the 8 MB JSON limit (checked by fixloop with a proper 413 envelope) and the 15 MB upload limit.
-    maxRequestBodySize: LIMITS.attachmentMaxBytes + 1024 * 1024,
+    // Far above every limit fixloop enforces itself (8 MB JSON, 15 MB uploads, both counted while the body
+    // streams in): a body over Bun's own cap would get Bun's bare 413 instead of the spec's envelope.
+    maxRequestBodySize: MAX_STREAMED_BODY_BYTES,
   })
   const server = app.server!
   let stopping: Promise<void> | undefined

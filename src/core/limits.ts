@@ -8,6 +8,11 @@ export const LIMITS = {
   consoleMessageMax: 1000,
   attachmentsMax: 10,
   metadataMaxBytes: 4096,
+  /** componentTarget.meta (selector, role, text, …): bounded like metadata. */
+  componentMetaMaxBytes: 4096,
+  /** componentTarget.name, and each bbox coordinate's magnitude (CSS pixels). */
+  componentNameMax: 512,
+  bboxCoordinateMax: 1_000_000,
   requestBodyMaxBytes: 8 * 1024 * 1024,
   attachmentMaxBytes: 15 * 1024 * 1024,
   tokenCtxMaxBytes: 2048,

@@ -1,8 +1,10 @@
 /**
  * Cross-cutting request handling, applied to every route:
  * - X-Request-Id on every response (a client's own id is echoed when it is a sane token);
- * - the 8 MB body limit, checked from Content-Length before any byte is read, and again after reading
- *   for chunked bodies;
+ * - the 8 MB body limit, checked from Content-Length before any byte is read and counted while reading
+ *   (uploads to the embedded store have their own 15 MB limit and stream past this one);
+ * - one strict JSON reader for every route (strict-json.ts): depth, size and Content-Type before parsing;
+ * - URL and header sizes, answered with the envelope (Bun's own limit is raised above ours, see build);
  * - the one error handler that renders the spec's envelope; unknown errors become 500 internal_error
  *   with details.requestId, and their stack is logged, never sent;
  * - one log line per request.
@@ -12,19 +14,23 @@ import { ApiError } from '../core/errors'
 import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
+import { parseStrictJson } from './strict-json'
 
 const startedAt = new WeakMap<Request, number>()
 const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 
-/**
- * A chunked body has no Content-Length to check up front; Bun caps it at the server's
- * maxRequestBodySize while reading, and this re-checks the 8 MB limit once it is parsed.
- */
-export function checkParsedBodySize(request: Request, body: unknown): void {
-  if (request.headers.has('content-length')) return
-  if (Buffer.byteLength(JSON.stringify(body) ?? '') > LIMITS.requestBodyMaxBytes) {
-    throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
-  }
+/** Embedded-store uploads stream their own body (up to 15 MB) and are never parsed as JSON. */
+const UPLOAD_PATH = /^\/v1\/uploads\//
+
+/** Longest request URL (path + query) fixloop answers; signed upload URLs stay far below it. */
+export const MAX_URL_BYTES = 16 * 1024
+/** Most bytes of request headers (names + values) fixloop answers. */
+export const MAX_HEADER_BYTES = 32 * 1024
+
+function headerBytes(headers: Headers): number {
+  let n = 0
+  headers.forEach((value, name) => (n += name.length + value.length + 4))
+  return n
 }
 
 /** TypeBox error → `{ path, message }` with a JSON-pointer path, as put in details.issues. */
@@ -61,10 +67,22 @@ export function foundation(log: Logger) {
       startedAt.set(request, performance.now())
       const given = request.headers.get('x-request-id')
       set.headers['x-request-id'] = given && CLIENT_ID_RE.test(given) ? given : newId()
+      // request.url is absolute: the path and query are what the client sent.
+      const url = request.url
+      const pathStart = url.indexOf('/', url.indexOf('//') + 2)
+      if (url.length - pathStart > MAX_URL_BYTES) throw new ApiError('url_too_long', { limitBytes: MAX_URL_BYTES })
+      if (headerBytes(request.headers) > MAX_HEADER_BYTES) throw new ApiError('headers_too_large', { limitBytes: MAX_HEADER_BYTES })
       const length = request.headers.get('content-length')
-      if (length !== null && Number(length) > LIMITS.requestBodyMaxBytes) {
+      if (length !== null && Number(length) > LIMITS.requestBodyMaxBytes && !UPLOAD_PATH.test(url.slice(pathStart))) {
         throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
       }
+    })
+    // Every JSON body goes through one reader that checks size, depth and Content-Type before parsing.
+    .onParse({ as: 'global' }, async ({ request }) => {
+      // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
+      // parsers, which refuse an image/png body; the upload route streams the body itself.
+      if (UPLOAD_PATH.test(new URL(request.url).pathname)) return null
+      return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
     .onError({ as: 'global' }, ({ code, error, set, request }) => {
       const apiError = toApiError(code, error)

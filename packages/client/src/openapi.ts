@@ -80,7 +80,7 @@ export interface FeedbackSubmitParams {
   componentTarget?: {
     name: string;
     /**
-     * Free-form, e.g. { selector, testId, file, line }
+     * Free-form, e.g. { selector, role, text }; at most 4 KB of JSON
      */
     meta?: {
       /**
@@ -89,6 +89,9 @@ export interface FeedbackSubmitParams {
        */
       [k: string]: unknown | undefined;
     };
+    /**
+     * CSS pixels relative to the page; each value within ±1,000,000
+     */
     bbox?: {
       x: number;
       y: number;
@@ -296,7 +299,7 @@ export interface FeedbackItem {
   componentTarget: {
     name: string;
     /**
-     * Free-form, e.g. { selector, testId, file, line }
+     * Free-form, e.g. { selector, role, text }; at most 4 KB of JSON
      */
     meta?: {
       /**
@@ -305,6 +308,9 @@ export interface FeedbackItem {
        */
       [k: string]: unknown | undefined;
     };
+    /**
+     * CSS pixels relative to the page; each value within ±1,000,000
+     */
     bbox?: {
       x: number;
       y: number;

@@ -1,9 +1,9 @@
 /** Feedback routes: the widget submission (pub_ key) and the Org's read/move routes (sk_ key). */
 import { Elysia, t } from 'elysia'
 import { ApiError } from '../../core/errors'
+import { readIntQuery } from '../../http/query'
 import { LIMITS } from '../../core/limits'
 import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
-import { checkParsedBodySize } from '../../http/foundation'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
 import { baseUrlOf } from '../uploads/index'
@@ -37,7 +37,6 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
         body: SubmitBody,
         parse: 'json',
         // Before validation: an over-8 MB chunked body is 413, not a schema error about its size.
-        transform: ({ request, body }) => checkParsedBodySize(request, body),
         headers: t.Object({
           'idempotency-key': t.Optional(t.String({ description: 'Retry-safe submission: same key + same body within 24 h returns the first response' })),
           'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })),
@@ -57,9 +56,10 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, che
     .use(orgAuth(auth))
     .get(
       '/v1/feedback',
-      ({ org, query }) => {
+      ({ org, query, request }) => {
         if (query.appId) checkAppInOrg(org.orgId, query.appId)
-        return feedback.list(org.orgId, query)
+        const limit = readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault)
+        return feedback.list(org.orgId, { ...query, limit })
       },
       {
         query: ListQuery,

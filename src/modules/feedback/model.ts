@@ -44,12 +44,16 @@ export const AttachmentRef = t.Object(
   closed,
 )
 
-export const BBox = t.Object({ x: t.Number(), y: t.Number(), w: t.Number({ minimum: 0 }), h: t.Number({ minimum: 0 }) }, closed)
+const Coordinate = (min: number) => t.Number({ minimum: min, maximum: LIMITS.bboxCoordinateMax })
+export const BBox = t.Object(
+  { x: Coordinate(-LIMITS.bboxCoordinateMax), y: Coordinate(-LIMITS.bboxCoordinateMax), w: Coordinate(0), h: Coordinate(0) },
+  { ...closed, description: 'CSS pixels relative to the page; each value within ±1,000,000' },
+)
 
 export const ComponentTarget = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 512 }),
-    meta: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'Free-form, e.g. { selector, testId, file, line }' })),
+    name: t.String({ minLength: 1, maxLength: LIMITS.componentNameMax }),
+    meta: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'Free-form, e.g. { selector, role, text }; at most 4 KB of JSON' })),
     bbox: t.Optional(BBox),
     screenshotKey: t.Optional(t.String({ minLength: 1, maxLength: 512 })),
   },

@@ -43,6 +43,10 @@ function checkSubmission(body: SubmitBody): void {
   if (body.metadata !== undefined && jsonByteLength(body.metadata) > LIMITS.metadataMaxBytes) {
     throw invalid('/metadata', `must be at most ${LIMITS.metadataMaxBytes} bytes of JSON`)
   }
+  const meta = body.componentTarget?.meta
+  if (meta !== undefined && jsonByteLength(meta) > LIMITS.componentMetaMaxBytes) {
+    throw invalid('/componentTarget/meta', `must be at most ${LIMITS.componentMetaMaxBytes} bytes of JSON`)
+  }
   body.attachments?.forEach((a, i) => {
     if (a.byteSize > LIMITS.attachmentMaxBytes) {
       throw new ApiError('payload_too_large', { path: `/attachments/${i}/byteSize`, limitBytes: LIMITS.attachmentMaxBytes })

@@ -9,6 +9,7 @@ import type { ClusterService } from '../../cluster/service'
 import { FullFeedbackItem, IdParams } from './model'
 import type { FeedbackService } from './service'
 import { baseUrlOf } from '../uploads/index'
+import { readIntQuery } from '../../http/query'
 
 export const SimilarQuery = t.Object(
   { limit: t.Optional(t.Numeric({ minimum: 1, maximum: 50, multipleOf: 1, description: 'Default 5, at most 50' })) },
@@ -37,10 +38,10 @@ export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: 
     .use(orgAuth(auth))
     .get(
       '/v1/feedback/:id/similar',
-      async ({ org, params, query }) => {
+      async ({ org, params, request }) => {
         const appId = cluster.appOf(org.orgId, params.id)
         await cluster.prepare(appId)
-        return { data: cluster.similar(org.orgId, params.id, query.limit ?? 5) }
+        return { data: cluster.similar(org.orgId, params.id, readIntQuery(request, 'limit', { min: 1, max: 50 }, 5)) }
       },
       {
       params: IdParams,
