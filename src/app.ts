@@ -38,7 +38,7 @@ import { sessionRoutes } from './modules/admin-api/session-routes'
 import { consoleRoutes } from './modules/admin-api/console-routes'
 import { inboxRoutes } from './modules/admin-api/inbox-routes'
 import { dashboardPages } from './admin-ui/pages'
-import type { AdminAuthDeps } from './http/admin-auth'
+import { crossSiteGuard, type AdminAuthDeps } from './http/admin-auth'
 
 export interface AppDeps {
   ctx: Context
@@ -75,6 +75,7 @@ export function createApp({ ctx, log, onNewWork }: AppDeps) {
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
+    .use(crossSiteGuard(adminAuth))
     .use(
       cors({
         origin: corsOrigin(directory),

@@ -388,8 +388,8 @@ describe('dashboard in Chromium against the binary', () => {
     try {
       const before = await page.evaluate(async () => ((await (await fetch('/admin/api/orgs')).json()) as any).data.length)
       // Another port on the same host is same-site: the Lax cookie goes along, so the CSRF check must refuse.
-      // "localhost" is another site: the cookie stays home and the post is not signed in at all.
-      for (const [host, expected] of [['127.0.0.1', [403, 'csrf_failed']], ['localhost', [401, 'not_signed_in']]] as const) {
+      // "localhost" is another site: the cookie stays home; the post is refused as cross-site all the same.
+      for (const [host, expected] of [['127.0.0.1', [403, 'csrf_failed']], ['localhost', [403, 'csrf_failed']]] as const) {
         const p3 = await context.newPage()
         const answer = p3.waitForResponse((r) => r.url().endsWith('/admin/api/orgs') && r.request().method() === 'POST')
         await p3.goto(`http://${host}:${port}/`)

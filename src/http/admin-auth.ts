@@ -6,6 +6,7 @@
  * the token alone refuses both; Sec-Fetch-Site "cross-site" and a foreign Origin are refused as well,
  * as a second line. SameSite=Lax keeps the cookie off cross-site subrequests in the first place.
  */
+import { Elysia } from 'elysia'
 import { ApiError } from '../core/errors'
 import { canSee, type AdminIdentity, type AdminsService } from '../modules/admins/service'
 import { csrfMatches, SESSION_COOKIE, SESSION_TTL_MS, type ActiveSession, type SessionStore } from '../modules/admins/sessions'
@@ -57,6 +58,23 @@ function checkCsrf(deps: AdminAuthDeps, request: Request, session: ActiveSession
   const origin = request.headers.get('origin')
   if (origin !== null && !ownOrigins(deps, request).includes(origin)) throw new ApiError('csrf_failed')
   if (!csrfMatches(session, request.headers.get('x-csrf-token'))) throw new ApiError('csrf_failed')
+}
+
+/**
+ * Refuses a cross-site mutation aimed at the dashboard before its body is even read (a form post is not
+ * JSON, and would otherwise be answered 400 by the body reader rather than 403 for what it is): any
+ * /admin/api mutation, and a /v1 mutation that carries the session cookie instead of a key.
+ */
+export function crossSiteGuard(deps: AdminAuthDeps) {
+  return new Elysia({ name: 'admin-cross-site-guard' }).onRequest(({ request }) => {
+    if (!isMutation(request.method)) return
+    const path = new URL(request.url).pathname
+    const dashboardCall = path.startsWith('/admin/api/') || (path.startsWith('/v1/') && !request.headers.has('authorization') && hasSessionCookie(request))
+    if (!dashboardCall) return
+    if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
+    const origin = request.headers.get('origin')
+    if (origin !== null && !ownOrigins(deps, request).includes(origin)) throw new ApiError('csrf_failed')
+  })
 }
 
 /** The signed-in admin; mutations must pass the CSRF check. */
