@@ -11,6 +11,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { launchBrowser } from './browser'
 import { call, eventually, freePort, runBinary, tempDir } from './harness'
 import { userToken } from './helpers-auth'
+import { base32Decode, totpCode } from '../src/modules/admins/totp'
 import { axeViolations, screenshots, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 
 const EMAIL = 'owner@example.com'
@@ -339,6 +340,33 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByRole('heading', { name: 'Sessions' }).waitFor()
     await page.getByText('this session').waitFor()
     await checkPage('account')
+  })
+
+  test('TOTP: turned on from the Account page; sign-in then asks for the one-time code', async () => {
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click()
+    const secret = await page.getByLabel('Secret', { exact: true }).inputValue()
+    await page.getByLabel('Code').fill(totpCode(base32Decode(secret), Date.now()))
+    await page.getByLabel('Password').fill(PASSWORD)
+    await checkPage('account-totp')
+    await page.getByRole('button', { name: 'Turn on' }).click()
+    await page.getByText('On: sign-in asks for a code').waitFor()
+    const other = await browser.newContext()
+    try {
+      const p2 = await other.newPage()
+      await p2.goto(server.url + '/admin')
+      await p2.getByLabel('Email').fill(EMAIL)
+      await p2.getByLabel('Password').fill(PASSWORD)
+      await p2.getByRole('button', { name: 'Sign in' }).click()
+      await p2.getByLabel('One-time code').waitFor()
+      await p2.getByLabel('One-time code').fill(totpCode(base32Decode(secret), Date.now()))
+      await p2.getByRole('button', { name: 'Sign in' }).click()
+      await p2.getByRole('heading', { name: /Inbox/ }).waitFor()
+    } finally {
+      await other.close()
+    }
+    await page.getByLabel('Password').fill(PASSWORD)
+    await page.getByRole('button', { name: 'Turn off' }).click()
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).waitFor()
   })
 
   test("another Org's admin sees 404, in the pages and at the API", async () => {
