@@ -3,6 +3,13 @@ import { useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
 
+/** "Chrome 120 on Linux" from a User-Agent header; the full header is in the cell's title. */
+function browserName(ua) {
+  const b = /(Edg|Firefox|HeadlessChrome|Chrome|Safari)\/(\d+)/.exec(ua)
+  const os = /(Windows|Mac OS X|Android|iPhone|iPad|Linux)/.exec(ua)
+  return b ? `${b[1] === 'Edg' ? 'Edge' : b[1]} ${b[2]}${os ? ` on ${os[1].replace('Mac OS X', 'macOS')}` : ''}` : ua.slice(0, 40) || '—'
+}
+
 export function AccountPage({ me, onChange }) {
   const sessions = useLoad(() => api('GET', '/admin/api/sessions'), [])
   const [revoke, , revokeError] = useAction(async (id) => {
@@ -48,7 +55,7 @@ export function AccountPage({ me, onChange }) {
       html`<div class="table-wrap" tabindex="0" role="region" aria-label="Session table"><table>
         <thead><tr><th scope="col">Browser</th><th scope="col">Address</th><th scope="col">Signed in</th><th scope="col">Last seen</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>${sessions.data.data.map(
-          (s) => html`<tr><td>${s.userAgent.slice(0, 80) || '—'}</td><td>${s.ip}</td><td>${fmtDate(s.createdAt)}</td><td>${fmtDate(s.lastSeenAt)}</td>
+          (s) => html`<tr><td title=${s.userAgent}>${browserName(s.userAgent)}</td><td>${s.ip}</td><td>${fmtDate(s.createdAt)}</td><td>${fmtDate(s.lastSeenAt)}</td>
             <td>${s.current ? 'this session' : html`<button type="button" class="small" onClick=${() => revoke(s.id)}>Revoke</button>`}</td></tr>`,
         )}</tbody></table></div>`}
     </section>`

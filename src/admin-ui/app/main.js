@@ -82,17 +82,20 @@ function App() {
   const { me, orgs } = state
   const rest = location.pathname.replace(/^\/admin\/?/, '')
   let page = null
-  let orgId = null
+  // Pages outside an Org (Orgs, Account) keep the Org last worked in, so its menu stays.
+  let orgId = sessionStorage.getItem('fixloop.org')
+  if (!orgs.some((o) => o.id === orgId)) orgId = null
   const m = /^o\/([0-9a-f]{24})\/(.*)$/.exec(rest)
   if (m) {
     orgId = m[1]
+    if (orgs.some((o) => o.id === orgId)) sessionStorage.setItem('fixloop.org', orgId)
     const org = orgs.find((o) => o.id === orgId)
     for (const [re, view] of ORG_PAGES) {
       const mm = re.exec(m[2])
       if (mm && org) page = view(org, mm, me)
     }
   } else if (rest === '' || rest === 'setup') {
-    const first = orgs[0]
+    const first = orgs.find((o) => o.id === orgId) || orgs[0]
     queueMicrotask(() => navigate(first ? `/admin/o/${first.id}/inbox` : '/admin/orgs', true))
   } else if (rest === 'orgs') {
     page = html`<${OrgsPage} me=${me} orgs=${orgs} onChange=${load} />`
