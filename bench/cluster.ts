@@ -117,7 +117,7 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
       const others = list.filter((o) => o.group === r.group && o.id !== r.id).length
       if (others === 0) continue
       eligible++
-      const top = cluster.similar('000000000000000000000001', idOf.get(r.id)!, 5)
+      const top = cluster.similar(idOf.get(r.id)!, 5)
       if (top.some((c) => groupOf.get(c.id) === r.group)) hits++
     }
   }

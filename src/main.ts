@@ -5,13 +5,12 @@
 // First: fixes the production mode before any library reads it.
 import './production-mode'
 import { ConfigError } from './config'
-import { AdminError } from './modules/tenants/service'
+import { ApiError } from './core/errors'
 import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
 import { runAdminCommand } from './cli/admin'
-import { ApiError } from './core/errors'
 import { VERSION } from './version'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
@@ -69,7 +68,8 @@ function issuesText(e: ApiError): string {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  if (e instanceof UsageError || e instanceof AdminError || e instanceof ConfigError || e instanceof ApiError) {
+  // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
+  if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status < 500)) {
     process.stderr.write(`fixloop: ${e.message}${e instanceof ApiError ? issuesText(e) : ''}\n`)
     process.exit(2)
   }

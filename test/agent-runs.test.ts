@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { branchExists, changedFiles, makeBareRepo, readFileAtBranch } from './git-fixtures'
-import { createConnectionsService, type ConnectionInput } from '../src/agent/connections'
+import type { ConnectionInput } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
 import { parseAgentOutput } from '../src/agent/presets'
 import { execCommand } from '../src/agent/exec'
@@ -40,7 +40,7 @@ async function setup(kind: GitHostKind = 'github', env: Record<string, string> =
 }
 
 function connect(s: Setup, overrides: Partial<ConnectionInput> = {}) {
-  return createConnectionsService(s.srv.ctx).connect(s.t.appId, {
+  return s.srv.services.connections.connect(s.t.orgId, s.t.appId, {
     gitUrl: s.bare,
     host: s.stub.apiUrl.includes('/api/v4') ? 'gitlab' : s.stub.apiUrl.includes('/api/v1') ? 'gitea' : 'github',
     hostApiUrl: s.stub.apiUrl,
@@ -172,7 +172,7 @@ describe('a run that opens a pull request (GitHub)', () => {
 
   test('duplicates of the lead show the same mergeRequestUrl', async () => {
     connect(s, { agentCommand: agent('fix.sh') })
-    s.srv.admin.updateApp(s.t.appId, { processingMode: 'manual' })
+    s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'manual' })
     const lead = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'The coupon field rejects valid codes at checkout every time.' } })).body.id
     await eventually(async () => (await call(s.srv.url, 'GET', `/v1/feedback/${lead}`, { auth: s.t.key })).body.status === 'awaiting_manual')
     const dup = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Hi, the coupon field rejects valid codes at checkout every time. Thanks' } })).body.id
@@ -182,7 +182,7 @@ describe('a run that opens a pull request (GitHub)', () => {
     expect(item.status).toBe('pr_opened')
     const d = (await call(s.srv.url, 'GET', `/v1/feedback/${dup}`, { auth: s.t.key })).body
     expect(d.mergeRequestUrl).toBe(item.mergeRequestUrl)
-    s.srv.admin.updateApp(s.t.appId, { processingMode: 'auto_pr' })
+    s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'auto_pr' })
   })
 
   test('GET /v1/agent-runs/:id takes a run id or a feedback id; the list shows every run; other Orgs get 404', async () => {
@@ -324,7 +324,7 @@ describe('failures', () => {
   })
 
   test('a wrong token: 401 from the host, and the token appears nowhere', async () => {
-    createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, host: 'github', hostApiUrl: s.stub.apiUrl, hostRepo: 'acme/shop', hostToken: 'ghp_wrongwrongwrongwrongwrongwrong1234', agent: 'command', agentCommand: agent('fix.sh') })
+    s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github', hostApiUrl: s.stub.apiUrl, hostRepo: 'acme/shop', hostToken: 'ghp_wrongwrongwrongwrongwrongwrong1234', agent: 'command', agentCommand: agent('fix.sh') })
     const { run } = await submitAndFinish(s, 'Token case: newsletter checkbox is pre-ticked')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/401 .*Bad credentials/)
@@ -389,7 +389,7 @@ describe('hosts: Gitea and GitLab, drafts', () => {
   test('branch mode (host none): the branch is pushed, no request is opened', async () => {
     const s = await setup('github')
     try {
-      createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, host: 'none', agent: 'command', agentCommand: agent('fix.sh') })
+      s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'none', agent: 'command', agentCommand: agent('fix.sh') })
       const { run, item } = await submitAndFinish(s, 'Branch case: the cookie banner covers the pay button')
       expect(run.status).toBe('succeeded')
       expect(run.prUrl).toBeNull()
@@ -481,9 +481,9 @@ describe('connect-repo rules', () => {
       const stored = JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM repo_connections').all())
       expect(stored).not.toContain(TOKEN)
       expect(readFileSync(join(s.srv.dataDir, 'fixloop.db')).includes(Buffer.from(TOKEN))).toBe(false)
-      expect(() => createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).toThrow(/must not carry credentials/)
-      expect(() => createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, host: 'github' })).toThrow(/needs an access token/)
-      expect(() => createConnectionsService(s.srv.ctx).connect(s.t.appId, { gitUrl: s.bare, agent: 'command' })).toThrow(/needs --agent-command/)
+      expect(() => s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).toThrow(/must not carry credentials/)
+      expect(() => s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github' })).toThrow(/needs an access token/)
+      expect(() => s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, agent: 'command' })).toThrow(/needs --agent-command/)
     } finally {
       await teardown(s)
     }

@@ -161,7 +161,7 @@ describe('POST /v1/feedback (widget route) refuses bad credentials', () => {
     const app = srv.admin.createApp(t.orgId, { name: 'Doomed' })
     const before = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(before.status).toBe(201)
-    srv.admin.deleteApp(app.id)
+    srv.admin.deleteApp(t.orgId, app.id)
     const after = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(after.status).toBe(401)
     expectEnvelope(after, 'unknown_app')
@@ -175,11 +175,11 @@ describe('POST /v1/feedback (widget route) refuses bad credentials', () => {
   test('turning public submission off applies to the very next request', async () => {
     const app = srv.admin.createApp(t.orgId, { name: 'Toggle' })
     expect((await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })).status).toBe(201)
-    srv.admin.updateApp(app.id, { publicSubmissionEnabled: false })
+    srv.admin.updateApp(t.orgId, app.id, { publicSubmissionEnabled: false })
     const r = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(r.status).toBe(403)
     expectEnvelope(r, 'public_disabled')
-    srv.admin.updateApp(app.id, { publicSubmissionEnabled: true, allowedOrigins: [SHOP] })
+    srv.admin.updateApp(t.orgId, app.id, { publicSubmissionEnabled: true, allowedOrigins: [SHOP] })
     const noOrigin = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(noOrigin.status).toBe(403)
     expectEnvelope(noOrigin, 'origin_not_allowed')
@@ -237,7 +237,7 @@ describe('sk routes refuse bad credentials', () => {
     const fresh = srv.admin.createKey(t.orgId, 'soon revoked')
     const ok = await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })
     expect(ok.status).toBe(200)
-    srv.admin.revokeKey(fresh.id)
+    srv.admin.revokeKey(t.orgId, fresh.id)
     for (const route of skRoutes()) {
       await runScenario(
         srv.url,
@@ -258,8 +258,8 @@ describe('sk routes refuse bad credentials', () => {
       const app = cli.createApp(t.orgId, { name: 'CLI app' })
       expect((await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })).status).toBe(200)
       expect((await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })).status).toBe(201)
-      cli.revokeKey(fresh.id)
-      cli.deleteApp(app.id)
+      cli.revokeKey(t.orgId, fresh.id)
+      cli.deleteApp(t.orgId, app.id)
       const r = await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })
       expect(r.status).toBe(401)
       expectEnvelope(r, 'invalid_authorization')

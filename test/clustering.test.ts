@@ -246,6 +246,10 @@ describe('batch windows', () => {
       expect((await get(srv, t, lead)).body.status).toBe('sanitized')
       expect((await get(srv, t, other)).body.status).toBe('sanitized')
       expect((await get(srv, t, dup)).body.duplicateOfId).toBe(lead)
+      // The held lead says why and until when; its duplicate follows the lead and says nothing.
+      const closesAt = new Date(clock.now() + 2 * 3600_000).toISOString()
+      expect((await get(srv, t, lead)).body.statusReason).toBe(`held in the App's batch window until ${closesAt}; then it moves on with its cluster`)
+      expect((await get(srv, t, dup)).body.statusReason).toBeNull()
 
       clock.advance(2 * 3600_000 - 1000)
       await srv.worker.tick()

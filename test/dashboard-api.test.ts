@@ -186,7 +186,7 @@ describe('Orgs and roles', () => {
     expect(audit.text).not.toContain(acme.secret)
   })
 
-  test('App settings: every field round-trips; bad values are invalid_body', async () => {
+  test('App settings: every field round-trips; bad values are refused with the service’s code', async () => {
     const created = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps`, {
       name: 'Settings app',
       allowedOrigins: ['https://A.example/'],
@@ -199,7 +199,10 @@ describe('Orgs and roles', () => {
     expect(created.body).toMatchObject({ allowedOrigins: ['https://a.example'], processingMode: 'auto_pr', batchEnabled: true, batchWindowHours: 6, publicSubmissionEnabled: false })
     expect(created.body.signingSecret).toBeUndefined()
     const bad = await as(owner, 'PATCH', `/admin/api/orgs/${acme.orgId}/apps/${created.body.id}`, { allowedOrigins: ['not an origin'] })
-    expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_body'])
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_argument'])
+    expect(bad.body.error.message).toContain('not an origin')
+    const taken = await as(owner, 'PATCH', `/admin/api/orgs/${acme.orgId}/apps/${created.body.id}`, { slug: 'acme-app' })
+    expect([taken.status, taken.body.error.code]).toEqual([409, 'slug_taken'])
     const empty = await as(owner, 'PATCH', `/admin/api/orgs/${acme.orgId}/apps/${created.body.id}`, {})
     expect(empty.body.error.code).toBe('no_op')
   })
@@ -234,7 +237,7 @@ describe('repository connection', () => {
     const again = await as(owner, 'PUT', path, { ...body, hostToken: '', maxFiles: 7 })
     expect(again.body.connection).toMatchObject({ maxFiles: 7, hasHostToken: true })
     const bad = await as(owner, 'PUT', path, { ...body, gitUrl: 'https://user:pw@git.example/x.git' })
-    expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_body'])
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_argument'])
     expect((await as(otherOwner, 'GET', path)).text).not.toContain('ghp_secret_token_1')
     expect((await as(owner, 'DELETE', path)).body.disconnected).toBe(true)
   })

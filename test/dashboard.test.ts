@@ -217,6 +217,8 @@ describe('dashboard in Chromium against the binary', () => {
     await shot.waitFor()
     expect(await shot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(1)
     await page.getByRole('heading', { name: 'History' }).waitFor()
+    // The status history comes from the event log: received → … → awaiting_manual.
+    await page.locator('ol.history li', { hasText: 'awaiting_manual' }).waitFor()
     await checkPage('report')
     await page.goBack()
     await row.waitFor()

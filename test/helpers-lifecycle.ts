@@ -5,7 +5,9 @@
 import { Database } from 'bun:sqlite'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { BINARY, ROOT, call, runBinary, type Reply } from './harness'
+import { afterAll, beforeAll } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { BINARY, ROOT, call, runBinary, tempDir, type Reply } from './harness'
 
 /** Builds dist/fixloop when it is missing (the CLI and crash tests need the real executable). */
 export function ensureBinary(): void {
@@ -93,4 +95,22 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   let resolve!: (v: T) => void
   const promise = new Promise<T>((r) => (resolve = r))
   return { promise, resolve }
+}
+
+/**
+ * For kill -9 tests: builds the binary and makes a data dir before the file's tests, and afterwards
+ * stops every server pushed onto `stops` and removes the dir. Read `dir()` inside tests.
+ */
+export function crashTestDataDir(prefix: string): { dir: () => string; stops: (() => Promise<void>)[] } {
+  let dataDir = ''
+  const stops: (() => Promise<void>)[] = []
+  beforeAll(() => {
+    ensureBinary()
+    dataDir = tempDir(prefix)
+  })
+  afterAll(async () => {
+    for (const stop of stops) await stop().catch(() => {})
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+  return { dir: () => dataDir, stops }
 }

@@ -173,11 +173,11 @@ describe('GET /v1/apps', () => {
 
   test('a deleted App disappears from the list; a rotated secret never appears', async () => {
     const extra = srv.admin.createApp(a.orgId, { name: 'Alpha Extra' })
-    const rotated = srv.admin.rotateSecret(extra.id)
+    const rotated = srv.admin.rotateSecret(a.orgId, extra.id)
     const before = await log.call(srv.url, 'GET', '/v1/apps', { auth: a.key })
     expect(before.body.data.map((x: { id: string }) => x.id)).toContain(extra.id)
     for (const s of [...secretForms(extra.signingSecret), ...secretForms(rotated.signingSecret)]) expect(before.text).not.toContain(s)
-    srv.admin.deleteApp(extra.id)
+    srv.admin.deleteApp(a.orgId, extra.id)
     const after = await log.call(srv.url, 'GET', '/v1/apps', { auth: a.key })
     expect(after.body.data.map((x: { id: string }) => x.id)).not.toContain(extra.id)
     log.expectNoLeak([...secretForms(extra.signingSecret), ...secretForms(rotated.signingSecret)])

@@ -145,7 +145,7 @@ describe('user token rejections: all 401 invalid_user_token', () => {
     expect((await submit(app.publicKey, minted.body.token)).status).toBe(201)
     expect((await submit(app.publicKey, local)).status).toBe(201)
 
-    const { signingSecret } = srv.admin.rotateSecret(app.id)
+    const { signingSecret } = srv.admin.rotateSecret(a.orgId, app.id)
     expect(signingSecret).not.toBe(app.signingSecret)
     for (const old of [minted.body.token, local]) {
       const r = await submit(app.publicKey, old)
@@ -274,7 +274,7 @@ describe('signing secret encodings (decodeSecret)', () => {
 describe('POST /v1/tokens/mint', () => {
   test('404 app_not_found for another Org\'s App, an unknown App and a deleted App', async () => {
     const gone = srv.admin.createApp(a.orgId, { name: 'Gone' })
-    srv.admin.deleteApp(gone.id)
+    srv.admin.deleteApp(a.orgId, gone.id)
     const rows = [
       { name: 'another Org\'s App', appId: b.appId },
       { name: 'unknown App', appId: 'abcdefabcdefabcdefabcdef' },

@@ -10,6 +10,7 @@ import { newId } from '../src/core/ids'
 import { Worker, type JobStep } from '../src/worker/loop'
 import { createJobsRepo, type JobRow } from '../src/worker/jobs-repo'
 import { createClusterService } from '../src/cluster/service'
+import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -61,9 +62,11 @@ const silent = new Logger('silent')
 
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
+  const lifecycle = createLifecycle(srv.ctx.sqlite, clock)
   const real = createProcessFeedbackStep(srv.ctx.sqlite, clock, {
     cluster: createClusterService(srv.ctx.sqlite, clock),
-    batches: createBatchWindows(srv.ctx.sqlite, clock),
+    batches: createBatchWindows(srv.ctx.sqlite, clock, createJobsRepo(srv.ctx.sqlite), lifecycle),
+    lifecycle,
   })
   const step: JobStep = {
     async run(job) {
@@ -89,6 +92,7 @@ describe('processing', () => {
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
     const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
     expect(g.body.status).toBe('awaiting_manual')
+    expect(g.body.statusReason).toBeNull()
     expect(g.body.processedAt).toBe(new Date(clock.now()).toISOString())
     // Nothing more to do.
     expect(await srv.worker.tick()).toBe(0)
@@ -101,6 +105,10 @@ describe('processing', () => {
     expect(await srv.worker.tick()).toBe(2)
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→queued'])
     expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    // The full item says why it waits, and how to move it on.
+    const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
+    expect(g.body.status).toBe('queued')
+    expect(g.body.statusReason).toContain('connect-repo')
   })
 
   test('an item archived before the worker runs stays archived, is still scrubbed, and its job is removed', async () => {
@@ -257,7 +265,7 @@ describe('retries', () => {
   })
 
   test('a job of an unknown kind is retried and finally dropped, never run', async () => {
-    createJobsRepo(srv.ctx.sqlite).enqueue('no-such-kind', null, clock.now(), clock.now())
+    srv.ctx.sqlite.query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('no-such-kind', clock.now(), clock.now())
     for (let i = 1; i <= MAX_ATTEMPTS; i++) {
       expect(await srv.worker.tick()).toBe(1)
       clock.advance(60_000)

@@ -2,7 +2,7 @@
  * Opening the pull/merge request through the git host's REST API: GitHub (and GitHub Enterprise),
  * Gitea/Forgejo and GitLab. The token goes in the auth header only.
  */
-import type { HostKind } from './connections'
+import type { HostKind } from '../modules/connections/service'
 import { scrub } from './git'
 
 export interface PullRequest {
@@ -14,20 +14,6 @@ export interface PullRequest {
 }
 
 export class HostError extends Error {}
-
-/** "owner/repo" from https://host/owner/repo(.git), ssh://git@host/owner/repo.git or git@host:owner/repo.git. */
-export function repoPath(gitUrl: string): string {
-  const scp = /^[^@/]+@[^:/]+:(.+)$/.exec(gitUrl)
-  let path = scp ? scp[1] : gitUrl
-  if (!scp) {
-    try {
-      path = new URL(gitUrl).pathname
-    } catch {
-      // a local path: keep it
-    }
-  }
-  return path.replace(/^\/+/, '').replace(/\.git$/, '').replace(/\/+$/, '')
-}
 
 function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, path: string, pr: PullRequest): { url: string; headers: Record<string, string>; body: unknown } {
   const json = { 'content-type': 'application/json', 'user-agent': 'fixloop' }

@@ -3,7 +3,7 @@
  * its usage (model, tokens, cost) is read back. A result file written by the agent
  * (FIXLOOP_RESULT_FILE) always wins over what is parsed from its output.
  */
-import type { AgentProvider } from './connections'
+import type { AgentProvider } from '../modules/connections/service'
 
 export interface AgentUsage {
   model?: string

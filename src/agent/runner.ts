@@ -17,7 +17,9 @@ import { join } from 'node:path'
 import type { Clock } from '../core/clock'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
-import type { ConnectionsService, RepoConnection } from './connections'
+import type { ConnectionsService, RepoConnection } from '../modules/connections/service'
+import type { Lifecycle } from '../lifecycle/lifecycle'
+import { createRunsRepo, type RunFeedbackRow as FeedbackRow } from './runs-repo'
 import { execCommand } from './exec'
 import { AUTH_USERNAMES, gitEnv, gitOk, scrub } from './git'
 import { checkGuardrails, stagedDiff } from './guardrails'
@@ -45,23 +47,6 @@ export interface RunnerOptions {
   env?: Record<string, string | undefined>
 }
 
-interface FeedbackRow {
-  id: string
-  org_id: string
-  app_id: string
-  status: string
-  version: number
-  text: string
-  url: string | null
-  theme: string | null
-  consolidated_text: string | null
-  duplicate_count: number
-  duplicate_of_id: string | null
-  console_logs: string | null
-  component_target: string | null
-  attachments: string | null
-}
-
 /** Why a run could not start now; the job is tried again later. */
 export class RunnerBusy extends Error {}
 
@@ -77,36 +62,16 @@ class RunFailure extends Error {
 
 const OUTPUT_TAIL_BYTES = 16 * 1024
 
-export function createAgentRunner(sqlite: Database, connections: ConnectionsService, clock: Clock, log: Logger, opts: RunnerOptions) {
+export function createAgentRunner(sqlite: Database, connections: ConnectionsService, lifecycle: Lifecycle, clock: Clock, log: Logger, opts: RunnerOptions) {
   const active = new Map<string, { appId: string; abort: AbortController; done: Promise<void> }>()
   const env = opts.env ?? process.env
 
-  const getFeedback = sqlite.query(
-    'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments FROM feedback WHERE id = ?',
-  )
-  const moveItem = sqlite.query('UPDATE feedback SET status = ?, failure_reason = ?, version = version + 1, updated_at = ? WHERE id = ? AND status = ?')
-  const openedItem = sqlite.query(
-    "UPDATE feedback SET status = 'pr_opened', merge_request_url = ?, failure_reason = NULL, version = version + 1, updated_at = ? WHERE id = ? AND status = 'agent_running'",
-  )
-  const shareUrl = sqlite.query('UPDATE feedback SET merge_request_url = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
-  const insertRun = sqlite.query(
-    `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at)
-     VALUES ($id, $orgId, $appId, $feedbackId, $provider, $model, $status, $branch, $timings, $startedAt, $createdAt)`,
-  )
-  const updateRun = sqlite.query(
-    `UPDATE agent_runs SET status = $status, model = $model, tokens_in = $tokensIn, tokens_out = $tokensOut, cost_usd = $costUsd,
-       pr_url = $prUrl, guardrail_reason = $guardrailReason, error = $error, timings = $timings, summary = $summary,
-       output_tail = $outputTail, ended_at = $endedAt WHERE id = $id`,
-  )
-  const runningForApp = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
-  const runsSince = sqlite.query('SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const costSince = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const interrupted = sqlite.query("SELECT id, feedback_id FROM agent_runs WHERE status = 'running'")
+  const runs = createRunsRepo(sqlite)
 
   const workspaces = join(opts.dataDir, 'workspaces')
 
-  function failItem(feedbackId: string, reason: string, from: string): void {
-    moveItem.run('failed', reason.slice(0, 1000), clock.now(), feedbackId, from)
+  function failItem(feedbackId: string, reason: string, from: 'queued' | 'agent_running'): void {
+    lifecycle.move(sqlite, feedbackId, 'failed', { by: 'system', from, reason })
   }
 
   /** Records a run that ends before it starts (no repository, a cap reached). */
@@ -114,20 +79,21 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
     const id = newId(clock)
     const now = clock.now()
     sqlite.transaction(() => {
-      insertRun.run({ id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
-      updateRun.run({ id, status: 'failed', model, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error, timings: JSON.stringify(zeroTimings()), summary: null, outputTail: null, endedAt: now })
+      runs.insertRun({ id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
+      runs.endRun({ id, status: 'failed', model, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error, timings: JSON.stringify(zeroTimings()), summary: null, outputTail: null, endedAt: now })
       failItem(f.id, error, 'queued')
+      lifecycle.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.failed', { runId: id, feedbackId: f.id, error })
     })()
     log.warn('agent run not started', { runId: id, feedbackId: f.id, error })
   }
 
   function capReached(conn: RepoConnection): string | null {
     const now = clock.now()
-    const today = (runsSince.get(conn.appId, now - 24 * 3600_000) as { n: number }).n
+    const today = runs.runsSince(conn.appId, now - 24 * 3600_000)
     if (today >= conn.runsPerDay) return `cap reached: ${today} runs in the last 24 hours (limit ${conn.runsPerDay} per day)`
     const d = new Date(now)
     const monthStart = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
-    const spent = (costSince.get(conn.appId, monthStart) as { usd: number }).usd
+    const spent = runs.costSince(conn.appId, monthStart)
     if (spent >= conn.maxCostUsdPerMonth) return `cap reached: $${spent.toFixed(2)} spent this month (limit $${conn.maxCostUsdPerMonth})`
     return null
   }
@@ -137,12 +103,12 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
    * needs one (archived, a duplicate, already running). Throws RunnerBusy when it must wait.
    */
   function start(feedbackId: string): boolean {
-    const f = getFeedback.get(feedbackId) as FeedbackRow | null
+    const f = runs.feedback(feedbackId)
     if (!f || f.status !== 'queued' || f.duplicate_of_id) return false
     const conn = connections.load(f.app_id)
     // No repository yet: the report waits in `queued`; `connect-repo` queues a run for it.
     if (!conn) return false
-    if ((runningForApp.get(f.app_id) as { n: number }).n > 0 || [...active.values()].some((a) => a.appId === f.app_id)) {
+    if (runs.runningCount(f.app_id) > 0 || [...active.values()].some((a) => a.appId === f.app_id)) {
       throw new RunnerBusy('another run of this App is in progress')
     }
     if (active.size >= opts.concurrency) throw new RunnerBusy(`all ${opts.concurrency} agent slots are busy`)
@@ -155,10 +121,11 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
     const now = clock.now()
     const branch = `fixloop/${f.id}`
     const moved = sqlite.transaction(() => {
-      if (moveItem.run('agent_running', null, now, f.id, 'queued').changes !== 1) return false
-      insertRun.run({ id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
+      if (!lifecycle.move(sqlite, f.id, 'agent_running', { by: 'system', from: 'queued' })) return false
+      runs.insertRun({ id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
+      lifecycle.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.started', { runId, feedbackId: f.id, provider: conn.agentProvider })
       return true
-    })()
+    }).immediate()
     if (!moved) return false
     const abort = new AbortController()
     const done = execute(runId, f, conn, branch, abort.signal)
@@ -276,7 +243,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
   ): void {
     const now = clock.now()
     sqlite.transaction(() => {
-      updateRun.run({
+      runs.endRun({
         id: runId,
         status,
         model: r.usage.model ?? null,
@@ -291,12 +258,16 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
         outputTail: r.outputTail,
         endedAt: now,
       })
+      const scope = { orgId: f.org_id, appId: f.app_id }
       if (status === 'succeeded') {
-        openedItem.run(r.prUrl, now, f.id)
+        lifecycle.move(sqlite, f.id, 'pr_opened', { by: 'system', from: 'agent_running', prUrl: r.prUrl })
         // Reports in the cluster point at the same pull request.
-        if (r.prUrl) shareUrl.run(r.prUrl, now, f.id)
+        if (r.prUrl) runs.shareUrl(f.id, r.prUrl, now)
+        lifecycle.record(scope, 'agent_run.succeeded', { runId, feedbackId: f.id, prUrl: r.prUrl, branch: `fixloop/${f.id}`, costUsd: r.usage.costUsd ?? 0 })
       } else {
         failItem(f.id, `agent run ${runId} ${status}: ${r.reason ?? ''}`, 'agent_running')
+        if (status === 'guardrailed') lifecycle.record(scope, 'agent_run.guardrailed', { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' })
+        else lifecycle.record(scope, 'agent_run.failed', { runId, feedbackId: f.id, error: r.reason ?? '' })
       }
     })()
     log.info('agent run ended', { runId, feedbackId: f.id, status, prUrl: r.prUrl, reason: r.reason })
@@ -334,12 +305,13 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
 
     /** At start: runs left `running` by a crash or restart are failed, and their reports too. */
     recover(): number {
-      const rows = interrupted.all() as { id: string; feedback_id: string }[]
+      const rows = runs.interrupted()
       const reason = 'interrupted: fixloop stopped during the run (crash or restart); queue the report again to retry'
       for (const r of rows) {
         sqlite.transaction(() => {
-          sqlite.query("UPDATE agent_runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'running'").run(reason, clock.now(), r.id)
+          if (!runs.failInterrupted(r.id, reason, clock.now())) return
           failItem(r.feedback_id, `agent run ${r.id} failed: ${reason}`, 'agent_running')
+          lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'agent_run.failed', { runId: r.id, feedbackId: r.feedback_id, error: reason })
         })()
       }
       // Workspaces of interrupted runs may hold a clone: remove them.

@@ -1,10 +1,14 @@
-/** `fixloop org|key|app …`: thin commands over the tenants service. */
+/**
+ * `fixloop org|key|app …`: thin commands over the tenants and connections services (the same ones the
+ * admin dashboard calls). A bare App or key id is resolved to its Org first; services take the Org.
+ */
 import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
-import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../agent/connections'
+import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
+import { createLifecycle } from '../lifecycle/lifecycle'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseIntFlag, parseList, UsageError } from './args'
 
 export const TENANT_HELP: Record<string, string> = {
@@ -199,6 +203,12 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
     const svc = createTenantsService(ctx)
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
+    const appTarget = () => {
+      const appId = target()
+      return { orgId: svc.orgOfApp(appId), appId }
+    }
+    // Run jobs are queued in the database; a running server's worker picks them up at its next poll.
+    const connections = () => createConnectionsService(ctx, createLifecycle(ctx.sqlite, ctx.clock))
     const cmd = `${group} ${sub}`
     switch (cmd) {
       case 'org create': {
@@ -214,24 +224,38 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
       }
       case 'key list':
         return output({ data: svc.listKeys(need(values.org, '--org')) }, json)
-      case 'key revoke':
-        return output(svc.revokeKey(target()), json)
+      case 'key revoke': {
+        const keyId = target()
+        return output(svc.revokeKey(svc.orgOfKey(keyId), keyId), json)
+      }
       case 'app create': {
         const s = settingsFrom(values)
         return output(svc.createApp(need(values.org, '--org'), { ...s, name: need(s.name, '--name') }), json)
       }
-      case 'app update':
-        return output(svc.updateApp(target(), settingsFrom(values)), json)
+      case 'app update': {
+        const settings = settingsFrom(values)
+        const { orgId, appId } = appTarget()
+        return output(svc.updateApp(orgId, appId, settings), json)
+      }
       case 'app list':
         return output({ data: svc.listApps(need(values.org, '--org')) }, json)
-      case 'app rotate-secret':
-        return output(svc.rotateSecret(target()), json)
-      case 'app delete':
-        return output(svc.deleteApp(target()), json)
-      case 'app connect-repo':
-        return output(createConnectionsService(ctx).connect(target(), connectionFrom(values)), json)
-      case 'app disconnect-repo':
-        return output(createConnectionsService(ctx).disconnect(target()), json)
+      case 'app rotate-secret': {
+        const { orgId, appId } = appTarget()
+        return output(svc.rotateSecret(orgId, appId), json)
+      }
+      case 'app delete': {
+        const { orgId, appId } = appTarget()
+        return output(svc.deleteApp(orgId, appId), json)
+      }
+      case 'app connect-repo': {
+        const input = connectionFrom(values)
+        const { orgId, appId } = appTarget()
+        return output(connections().connect(orgId, appId, input), json)
+      }
+      case 'app disconnect-repo': {
+        const { orgId, appId } = appTarget()
+        return output(connections().disconnect(orgId, appId), json)
+      }
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)
     }

@@ -7,18 +7,20 @@
  * `agent_running`, `pr_opened` and `failed`, because a fresh report of a bug whose fix is under way (or
  * failed) is the same task, and shows its mergeRequestUrl. An archived lead was dismissed on purpose:
  * a new report of that bug starts a new lead, so it surfaces again instead of disappearing.
+ *
+ * Every attachment and unmerge is recorded in the event outbox in the same transaction. Tenant checks and
+ * the rules of triage by hand (which reports may be merged) live in modules/feedback/triage-service.ts.
  */
-import type { Database, Statement } from 'bun:sqlite'
+import type { Database } from 'bun:sqlite'
 import type { Clock } from '../core/clock'
-import { ApiError } from '../core/errors'
+import { createClusterRepo, type ClusterRow as Row } from '../db/cluster-repo'
+import { createLifecycle, type Lifecycle } from '../lifecycle/lifecycle'
 import { AppIndex } from './app-index'
 import { featuresOf, trigramCosine, trigrams, type Features, type ReportInput } from './features'
 import { decide, DEFAULT_THRESHOLDS, type CandidateView, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 
 export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
-/** Statuses a report may be merged from by hand. */
-const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
 /**
  * Reports per App held in the similarity index: the newest ones. Duplicates of a bug arrive close
  * together; older reports stay readable and mergeable by hand, they just stop attracting new ones.
@@ -28,20 +30,6 @@ export const MAX_INDEXED_PER_APP = 100_000
 const BUILD_SLICE = 250
 /** How many of the best word-score candidates get the full (trigram) score. */
 const RESCORE = 15
-
-interface Row {
-  id: string
-  org_id: string
-  app_id: string
-  status: string
-  version: number
-  text: string
-  url: string | null
-  component_target: string | null
-  console_logs: string | null
-  duplicate_of_id: string | null
-  merge_locked: number
-}
 
 export interface SimilarEntry {
   id: string
@@ -59,31 +47,13 @@ const toInput = (r: Row): ReportInput => ({
   duplicateOfId: r.duplicate_of_id,
 })
 
-export function createClusterService(sqlite: Database, clock: Clock, thresholds: Thresholds = DEFAULT_THRESHOLDS) {
+/** `lifecycle` records the events; a bench or a tool may leave it out (events are then still written). */
+export function createClusterService(sqlite: Database, clock: Clock, thresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(sqlite, clock)) {
   const indexes = new Map<string, AppIndex>()
-  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked'
-  const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
-  // The newest reports of the App, oldest first (postings are walked newest-first from their end).
-  const loadApp: Statement = sqlite.query(
-    `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND status NOT IN ('received', 'sanitizing') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
-  )
-  const setDuplicate = sqlite.query(
-    'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',
-  )
-  const moveDuplicates = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
-  const duplicateIds = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
-  const dupTexts = sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? ORDER BY id DESC LIMIT 200')
-  const dupStats = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = ?')
-  const saveLead = sqlite.query(
-    'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
-  )
-  const setUnmerged = sqlite.query('UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, version = version + 1, updated_at = ? WHERE id = ?')
-
+  const repo = createClusterRepo(sqlite)
   const building = new Map<string, Promise<void>>()
 
-  function row(id: string): Row | null {
-    return getRow.get(id) as Row | null
-  }
+  const row = (id: string): Row | null => repo.get(id)
 
   /**
    * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
@@ -97,7 +67,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       pending = (async () => {
         const index = new AppIndex()
         let n = 0
-        for (const r of loadApp.iterate(appId, MAX_INDEXED_PER_APP) as IterableIterator<Row>) {
+        for (const r of repo.iterateApp(appId, MAX_INDEXED_PER_APP)) {
           index.add(featuresOf(toInput(r)), r.duplicate_of_id)
           if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
         }
@@ -113,7 +83,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     let index = indexes.get(appId)
     if (!index) {
       index = new AppIndex()
-      for (const r of loadApp.all(appId, MAX_INDEXED_PER_APP) as Row[]) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+      for (const r of repo.allOfApp(appId, MAX_INDEXED_PER_APP)) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
       indexes.set(appId, index)
     }
     return index
@@ -138,28 +108,32 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     return out.sort((a, b) => b.score - a.score)
   }
 
-  /** Recomputes a lead's count, last duplicate time, theme and consolidated text from its duplicates. */
-  function refreshLead(leadId: string): void {
+  /** Recomputes a lead's count, last duplicate time, theme and consolidated text from its duplicates; returns the count. */
+  function refreshLead(leadId: string): number {
     const lead = row(leadId)
-    if (!lead) return
-    const stats = dupStats.get(leadId) as { n: number; last: number | null }
-    const texts = (dupTexts.all(leadId) as { text: string }[]).map((d) => d.text)
-    saveLead.run(stats.n, stats.last, themeOf(lead.text), consolidate(lead.text, texts), clock.now(), leadId)
+    if (!lead) return 0
+    const stats = repo.duplicateStats(leadId)
+    const texts = repo.duplicateTexts(leadId)
+    repo.saveLead(leadId, { duplicateCount: stats.n, lastDuplicateAt: stats.last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, texts) }, clock.now())
+    return stats.n
   }
 
-  function attach(dupId: string, leadId: string, locked: boolean): void {
+  /** Makes `dupId` (and the duplicates it had) duplicates of `leadId`; records each attachment. Call inside a transaction. */
+  function attach(dupId: string, leadId: string, manual: boolean): void {
     const now = clock.now()
-    const movedIds = (duplicateIds.all(dupId) as { id: string }[]).map((d) => d.id)
-    setDuplicate.run(leadId, locked ? 1 : 0, now, dupId)
+    const movedIds = repo.duplicateIds(dupId)
+    repo.setDuplicate(dupId, leadId, manual, now)
     // Never chain: the duplicates of the merged item move to the new lead too.
-    moveDuplicates.run(leadId, now, dupId)
-    refreshLead(leadId)
+    repo.moveDuplicates(dupId, leadId, now)
+    const duplicateCount = refreshLead(leadId)
     const r = row(dupId)
-    if (r) {
-      const index = indexFor(r.app_id)
-      index.setLead(dupId, leadId)
-      for (const id of movedIds) index.setLead(id, leadId)
+    if (!r) return
+    for (const feedbackId of [dupId, ...movedIds]) {
+      lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.duplicate_attached', { feedbackId, leadFeedbackId: leadId, duplicateCount, manual })
     }
+    const index = indexFor(r.app_id)
+    index.setLead(dupId, leadId)
+    for (const id of movedIds) index.setLead(id, leadId)
   }
 
   function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number) {
@@ -167,12 +141,6 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     if (!viaMember.attach) return viaMember
     const veto = decide(f, lead, 1, thresholds)
     return veto.attach ? viaMember : veto
-  }
-
-  function requireInOrg(orgId: string, id: string): Row {
-    const r = row(id)
-    if (!r || r.org_id !== orgId) throw new ApiError('not_found')
-    return r
   }
 
   return {
@@ -221,53 +189,43 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       sqlite.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false)
         else refreshLead(id)
-      })()
+      }).immediate()
       index.add(f, verdict.leadId)
       return verdict
     },
 
-    /** The App of a report in the Org (404 otherwise), to prepare its index. */
-    appOf(orgId: string, id: string): string {
-      return requireInOrg(orgId, id).app_id
-    },
-
-    /** GET /v1/feedback/:id/similar: other reports of the same App, best first. */
-    similar(orgId: string, id: string, limit: number): SimilarEntry[] {
-      const r = requireInOrg(orgId, id)
+    /** Other reports of the same App as `id`, best first. */
+    similar(id: string, limit: number): SimilarEntry[] {
+      const r = row(id)
+      if (!r) return []
       return rank(r.app_id, featuresOf(toInput(r)), r.text, limit)
         .filter((c) => c.id !== id)
         .slice(0, limit)
         .map(({ id, score, text, duplicateOfId }) => ({ id, score, text, duplicateOfId }))
     },
 
-    /** POST /v1/feedback/:id/merge: makes `id` (and its duplicates) duplicates of `leadId`. */
-    merge(orgId: string, id: string, leadId: string): void {
-      if (id === leadId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'cannot merge a report into itself' }] })
-      const r = requireInOrg(orgId, id)
-      const lead = requireInOrg(orgId, leadId)
-      if (lead.app_id !== r.app_id) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'the lead belongs to another App' }] })
-      if (lead.duplicate_of_id) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicate_of_id })
-      if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
-      if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
+    /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
+    merge(id: string, leadId: string): void {
+      const formerLead = row(id)?.duplicate_of_id
+      // IMMEDIATE: these transactions read before they write (see lifecycle.move).
       sqlite.transaction(() => {
-        const formerLead = r.duplicate_of_id
         attach(id, leadId, true)
         if (formerLead && formerLead !== leadId) refreshLead(formerLead)
-      })()
+      }).immediate()
     },
 
-    /** POST /v1/feedback/:id/unmerge: makes a duplicate a lead of its own again (and keeps it so). */
-    unmerge(orgId: string, id: string): { formerLeadId: string } {
-      const r = requireInOrg(orgId, id)
-      if (!r.duplicate_of_id) throw new ApiError('not_a_duplicate')
+    /** Makes a duplicate a lead of its own again (and keeps it so); records `feedback.unmerged`. */
+    unmerge(id: string): void {
+      const r = row(id)
+      if (!r?.duplicate_of_id) return
       const formerLeadId = r.duplicate_of_id
       sqlite.transaction(() => {
-        setUnmerged.run(clock.now(), id)
-        refreshLead(formerLeadId)
+        repo.setUnmerged(id, clock.now())
+        const duplicateCount = refreshLead(formerLeadId)
         refreshLead(id)
-      })()
+        lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.unmerged', { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
+      }).immediate()
       indexFor(r.app_id).setLead(id, null)
-      return { formerLeadId }
     },
 
     /** Drops the cached index of an App (tests; after bulk imports). */

@@ -2,10 +2,14 @@
  * The single error type of the API. Routes and services throw it; only the error plugin turns it into
  * the spec's envelope `{ error: { code, message, details? } }`. The HTTP status comes from one table
  * keyed by code, so a code can never be sent with the wrong status.
+ *
+ * The CLI throws the same type: a 4xx code is the operator's mistake (exit 2, message on stderr), a 5xx
+ * code is fixloop's (exit 1). So a service behaves the same behind a route, the CLI or the dashboard.
  */
 export const ERROR_STATUS = {
   invalid_body: 400,
   invalid_id: 400,
+  invalid_argument: 400,
   no_op: 400,
   missing_authorization: 401,
   not_signed_in: 401,
@@ -22,6 +26,8 @@ export const ERROR_STATUS = {
   url_expired: 403,
   not_found: 404,
   app_not_found: 404,
+  org_not_found: 404,
+  key_not_found: 404,
   route_not_found: 404,
   invalid_transition: 409,
   concurrent_update: 409,
@@ -30,6 +36,7 @@ export const ERROR_STATUS = {
   already_uploaded: 409,
   not_a_duplicate: 409,
   email_taken: 409,
+  slug_taken: 409,
   payload_too_large: 413,
   url_too_long: 414,
   headers_too_large: 431,
@@ -43,6 +50,7 @@ export type ErrorCode = keyof typeof ERROR_STATUS
 const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   invalid_body: 'The request body is not valid.',
   invalid_id: 'The id is not a 24-character hex id.',
+  invalid_argument: 'An argument is not valid.',
   no_op: 'The patch is empty: nothing to change.',
   missing_authorization: 'The Authorization header is missing.',
   not_signed_in: 'Sign in to the dashboard first (the session is missing, expired or revoked).',
@@ -59,6 +67,8 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   url_expired: 'The upload URL has expired; request a new one.',
   not_found: 'Not found.',
   app_not_found: 'No such App in this Org.',
+  org_not_found: 'No such Org.',
+  key_not_found: 'No such API key in this Org.',
   route_not_found: 'No such route.',
   invalid_transition: 'The current status does not allow this move.',
   concurrent_update: 'Another writer changed this item. Safe to retry.',
@@ -66,6 +76,7 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   idempotency_key_reused: 'This Idempotency-Key was already used with a different request body.',
   not_a_duplicate: 'This report is not a duplicate of another: nothing to unmerge.',
   email_taken: 'An admin with this email already exists.',
+  slug_taken: 'This slug is already used by another App of the Org.',
   already_uploaded: 'An object was already uploaded under this key; request a new upload URL.',
   payload_too_large: 'The payload is too large.',
   url_too_long: 'The request URL is too long.',

@@ -11,14 +11,9 @@ const processRandom = randomBytes(5).toString('hex')
 let counter = randomBytes(3).readUIntBE(0, 3)
 
 export const ID_PATTERN = '^[0-9a-f]{24}$'
-const ID_RE = /^[0-9a-f]{24}$/
 
 export function newId(clock: Clock = systemClock): string {
   counter = (counter + 1) & 0xffffff
   const seconds = Math.floor(clock.now() / 1000) >>> 0
   return seconds.toString(16).padStart(8, '0') + processRandom + counter.toString(16).padStart(6, '0')
-}
-
-export function isId(value: unknown): value is string {
-  return typeof value === 'string' && ID_RE.test(value)
 }

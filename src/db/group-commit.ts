@@ -17,8 +17,6 @@ interface Pending<T> {
 export class GroupCommitter {
   private queue: Pending<unknown>[] = []
   private scheduled = false
-  /** Called after each successful commit (e.g. to wake the worker). */
-  onCommit: (() => void) | undefined
   /** performance.now() of the last commit: a cheap signal that writes are arriving. */
   lastCommitAt = -Infinity
 
@@ -71,6 +69,5 @@ export class GroupCommitter {
     }
     this.lastCommitAt = performance.now()
     batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
-    this.onCommit?.()
   }
 }

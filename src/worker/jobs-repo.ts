@@ -1,5 +1,9 @@
-/** The durable job table: claim with a lease, finish, retry with backoff. */
+/**
+ * The durable job table as the worker sees it: claim with a lease, finish, retry with backoff. Jobs are
+ * inserted only by the lifecycle (`lifecycle.enqueue`), never here.
+ */
 import type { Database, Statement } from 'bun:sqlite'
+import type { JobKind } from '../lifecycle/jobs'
 
 export interface JobRow {
   id: number
@@ -26,8 +30,8 @@ export function createJobsRepo(sqlite: Database) {
   const defer = sqlite.query('UPDATE jobs SET lease_until = NULL, run_after = ?, attempts = MAX(0, attempts - 1) WHERE id = ?')
   const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
   const nextDue = sqlite.query('SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs')
-  const enqueue = sqlite.query('INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES (?, ?, ?, ?)')
   const hasKind = sqlite.query('SELECT 1 FROM jobs WHERE kind = ? LIMIT 1')
+  const runAfterOf = sqlite.query('SELECT run_after FROM jobs WHERE kind = ? AND app_id = ? LIMIT 1')
 
   return {
     claim: (now: number, leaseMs: number): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs }) as JobRow | null,
@@ -39,8 +43,9 @@ export function createJobsRepo(sqlite: Database) {
     release: (ids: number[]) => releaseAll.run(JSON.stringify(ids)),
     /** Epoch ms of the earliest moment any job becomes claimable, or null when the table is empty. */
     nextDueAt: (): number | null => (nextDue.get() as { at: number | null }).at,
-    enqueue: (kind: string, feedbackId: string | null, runAfter: number, now: number) => enqueue.run(kind, feedbackId, runAfter, now),
-    hasKind: (kind: string): boolean => hasKind.get(kind) !== null,
+    hasKind: (kind: JobKind): boolean => hasKind.get(kind) !== null,
+    /** When the App's pending job of this kind runs (epoch ms), or null when it has none. */
+    runAfterOf: (kind: JobKind, appId: string): number | null => (runAfterOf.get(kind, appId) as { run_after: number } | null)?.run_after ?? null,
   }
 }
 export type JobsRepo = ReturnType<typeof createJobsRepo>

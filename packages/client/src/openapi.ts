@@ -267,6 +267,10 @@ export interface FeedbackItem {
    * Why the item is failed; null otherwise
    */
   failureReason: string | null;
+  /**
+   * Why the item waits where it is (e.g. queued on an App with no repository connected); null when it is not held up
+   */
+  statusReason: string | null;
   attachments: {
     key: string;
     kind: "screenshot" | "recording" | "attachment";

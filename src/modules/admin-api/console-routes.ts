@@ -26,7 +26,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
     .post('/admin/api/orgs', ({ actor, body }) => svc.createOrg(actor, body.name), {
       body: OrgBody,
       parse: 'json',
-      response: { 200: Org, ...errorSchemas(...AUTH, 'invalid_body', 'forbidden') },
+      response: { 200: Org, ...errorSchemas(...AUTH, 'invalid_body', 'invalid_argument', 'forbidden') },
       detail: doc('Create an Org (instance owner)'),
     })
     .get('/admin/api/orgs/:orgId/apps', ({ actor, params }) => ({ data: svc.listApps(actor, params.orgId) }), {
@@ -38,14 +38,14 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       params: OrgParams,
       body: AppCreateBody,
       parse: 'json',
-      response: { 200: App, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden') },
+      response: { 200: App, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'slug_taken', 'not_found', 'forbidden') },
       detail: doc('Create an App', 'The signing secret is not in the response: reveal it with POST …/secret/reveal.'),
     })
     .patch('/admin/api/orgs/:orgId/apps/:appId', ({ actor, params, body }) => svc.updateApp(actor, params.orgId, params.appId, body), {
       params: AppParams,
       body: AppUpdateBody,
       parse: 'json',
-      response: { 200: App, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'no_op', 'not_found', 'app_not_found', 'forbidden') },
+      response: { 200: App, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'slug_taken', 'no_op', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc("Change an App's settings"),
     })
     .delete('/admin/api/orgs/:orgId/apps/:appId', ({ actor, params }) => svc.deleteApp(actor, params.orgId, params.appId), {
@@ -77,7 +77,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
         params: AppParams,
         body: RepoBody,
         parse: 'json',
-        response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'app_not_found', 'forbidden') },
+        response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'not_found', 'app_not_found', 'forbidden') },
         detail: doc('Connect a repository and agent (instance owner)', 'Same rules as `fixloop app connect-repo`. Reports waiting in queued get their run.'),
       },
     )

@@ -6,29 +6,24 @@
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
-import { AdminError, createTenantsService, type AppSettings } from '../tenants/service'
+import type { AppSettings, TenantsService } from '../tenants/service'
 import type { AuditLog } from '../audit/index'
 import { canManage, canSee, type AdminIdentity, type AdminsService } from '../admins/service'
-import { createConnectionsService, type ConnectionInput } from '../../agent/connections'
+import type { ConnectionInput, ConnectionsService } from '../connections/service'
 
 export interface Actor {
   admin: AdminIdentity
   ip: string | null
 }
 
-/** The tenants service speaks to operators (AdminError); the API answers with invalid_body. */
-function asApiError<T>(fn: () => T): T {
-  try {
-    return fn()
-  } catch (e) {
-    if (e instanceof AdminError) throw new ApiError('invalid_body', { issues: [{ path: '/', message: e.message.replace(/--([a-z-]+)/g, '$1') }] }, e.message)
-    throw e
-  }
+export interface ConsoleDeps {
+  admins: AdminsService
+  audit: AuditLog
+  tenants: TenantsService
+  connections: ConnectionsService
 }
 
-export function createConsoleService(ctx: Context, admins: AdminsService, audit: AuditLog) {
-  const tenants = createTenantsService(ctx)
-  const connections = createConnectionsService(ctx)
+export function createConsoleService(ctx: Context, { admins, audit, tenants, connections }: ConsoleDeps) {
   const { sqlite, box } = ctx
   const orgExists = (orgId: string) => !!sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId)
 
@@ -58,7 +53,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
     /** Instance owners create Orgs (an Org admin administers the Orgs they were given). */
     createOrg(actor: Actor, name: string) {
       if (!actor.admin.isOwner) throw new ApiError('forbidden')
-      const org = asApiError(() => tenants.createOrg(name))
+      const org = tenants.createOrg(name)
       log(actor, org.id, 'org.created', org.id, { name: org.name })
       return { ...org, role: 'owner' as const }
     },
@@ -70,7 +65,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
 
     createApp(actor: Actor, orgId: string, s: AppSettings & { name: string }) {
       manage(actor, orgId)
-      const { signingSecret: _shownOnRevealOnly, ...app } = asApiError(() => tenants.createApp(orgId, s))
+      const { signingSecret: _shownOnRevealOnly, ...app } = tenants.createApp(orgId, s)
       log(actor, orgId, 'app.created', app.id, { settings: Object.keys(s) })
       return app
     },
@@ -79,7 +74,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
       manage(actor, orgId)
       appOf(orgId, appId)
       if (Object.keys(s).length === 0) throw new ApiError('no_op')
-      const app = asApiError(() => tenants.updateApp(appId, s))
+      const app = tenants.updateApp(orgId, appId, s)
       log(actor, orgId, 'app.updated', appId, { settings: Object.keys(s) })
       return app
     },
@@ -87,7 +82,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
     deleteApp(actor: Actor, orgId: string, appId: string) {
       manage(actor, orgId)
       appOf(orgId, appId)
-      const out = tenants.deleteApp(appId)
+      const out = tenants.deleteApp(orgId, appId)
       log(actor, orgId, 'app.deleted', appId)
       return out
     },
@@ -106,7 +101,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
     rotateSecret(actor: Actor, orgId: string, appId: string) {
       manage(actor, orgId)
       appOf(orgId, appId)
-      const out = tenants.rotateSecret(appId)
+      const out = tenants.rotateSecret(orgId, appId)
       log(actor, orgId, 'app.secret_rotated', appId)
       return out
     },
@@ -114,7 +109,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
     repo(actor: Actor, orgId: string, appId: string) {
       manage(actor, orgId)
       appOf(orgId, appId)
-      return { connection: connections.get(appId) }
+      return { connection: connections.get(orgId, appId) }
     },
 
     /**
@@ -127,7 +122,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
       appOf(orgId, appId)
       if (!actor.admin.isOwner) throw new ApiError('forbidden', undefined, 'Only the instance owner connects repositories: the agent runs commands on this server.')
       const hostToken = input.hostToken || connections.load(appId)?.hostToken || undefined
-      const connection = asApiError(() => connections.connect(appId, { ...input, hostToken }))
+      const connection = connections.connect(orgId, appId, { ...input, hostToken })
       log(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken })
       return { connection }
     },
@@ -136,7 +131,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
       manage(actor, orgId)
       appOf(orgId, appId)
       if (!actor.admin.isOwner) throw new ApiError('forbidden')
-      const out = connections.disconnect(appId)
+      const out = connections.disconnect(orgId, appId)
       log(actor, orgId, 'app.repo_disconnected', appId)
       return out
     },
@@ -173,7 +168,7 @@ export function createConsoleService(ctx: Context, admins: AdminsService, audit:
     revokeKey(actor: Actor, orgId: string, keyId: string) {
       manage(actor, orgId)
       if (!sqlite.query('SELECT 1 FROM api_keys WHERE id = ? AND org_id = ?').get(keyId, orgId)) throw new ApiError('not_found')
-      const out = tenants.revokeKey(keyId)
+      const out = tenants.revokeKey(orgId, keyId)
       log(actor, orgId, 'key.revoked', keyId)
       return out
     },

@@ -1,10 +1,10 @@
 /** TypeBox schemas of the dashboard's own routes (/admin/api/…), closed like every other body. */
 import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
-import { oneOf, int } from '../../http/schema'
+import { oneOf, int } from '../../core/schema'
 import { PROCESSING_MODES } from '../apps/model'
 import { FOLDERS } from './inbox'
-import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES } from '../../agent/connections'
+import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES } from '../connections/service'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN })

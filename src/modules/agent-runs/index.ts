@@ -4,76 +4,18 @@
  * GET /v1/feedback/:id/agent-runs (sk): every run of a report, newest first.
  */
 import { Elysia } from 'elysia'
-import type { Database } from 'bun:sqlite'
-import { ApiError } from '../../core/errors'
-import { isoUtc } from '../../core/clock'
 import { orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { IdParams } from '../feedback/model'
 import { AgentRun, AgentRunList } from './model'
+import type { AgentRunsService } from './service'
 
-interface RunRow {
-  id: string
-  org_id: string
-  app_id: string
-  feedback_id: string
-  provider: string
-  model: string | null
-  status: string
-  tokens_in: number
-  tokens_out: number
-  cost_usd: number
-  pr_url: string | null
-  branch: string
-  guardrail_reason: string | null
-  error: string | null
-  timings: string
-  summary: string | null
-  output_tail: string | null
-  started_at: number | null
-  ended_at: number | null
-  created_at: number
-}
-
-function present(r: RunRow): typeof AgentRun.static {
-  return {
-    id: r.id,
-    appId: r.app_id,
-    feedbackId: r.feedback_id,
-    provider: r.provider,
-    model: r.model,
-    status: r.status as typeof AgentRun.static.status,
-    tokensIn: r.tokens_in,
-    tokensOut: r.tokens_out,
-    costUsd: r.cost_usd,
-    prUrl: r.pr_url,
-    branch: r.branch,
-    guardrailReason: r.guardrail_reason,
-    error: r.error,
-    timings: JSON.parse(r.timings),
-    summary: r.summary,
-    outputTail: r.output_tail,
-    startedAt: r.started_at === null ? null : isoUtc(r.started_at),
-    endedAt: r.ended_at === null ? null : isoUtc(r.ended_at),
-    createdAt: isoUtc(r.created_at),
-  }
-}
-
-export function agentRunRoutes(auth: AuthDeps, sqlite: Database) {
-  const byId = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
-  const latestFor = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
-  const allFor = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 200')
-  const feedbackInOrg = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
-
+export function agentRunRoutes(auth: AuthDeps, runs: AgentRunsService) {
   return new Elysia({ name: 'agent-runs' })
     .use(orgAuth(auth))
     .get(
       '/v1/agent-runs/:id',
-      ({ org, params }) => {
-        const row = (byId.get(params.id, org.orgId) ?? latestFor.get(params.id, org.orgId)) as RunRow | null
-        if (!row) throw new ApiError('not_found')
-        return present(row)
-      },
+      ({ org, params }) => runs.get(org.orgId, params.id),
       {
         params: IdParams,
         response: { 200: AgentRun, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
@@ -87,10 +29,7 @@ export function agentRunRoutes(auth: AuthDeps, sqlite: Database) {
     )
     .get(
       '/v1/feedback/:id/agent-runs',
-      ({ org, params }) => {
-        if (!feedbackInOrg.get(params.id, org.orgId)) throw new ApiError('not_found')
-        return { data: (allFor.all(params.id, org.orgId) as RunRow[]).map(present) }
-      },
+      ({ org, params }) => ({ data: runs.listFor(org.orgId, params.id) }),
       {
         params: IdParams,
         response: { 200: AgentRunList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },

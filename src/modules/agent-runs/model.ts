@@ -1,7 +1,7 @@
 /** The agent run resource (spec 2.4), plus fixloop's additions `summary` and `outputTail`. */
 import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
-import { oneOf, int } from '../../http/schema'
+import { oneOf, int } from '../../core/schema'
 
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 

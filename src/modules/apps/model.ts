@@ -1,5 +1,5 @@
 /** The App resource (spec 2.1) as returned by GET /v1/apps and the CLI. */
-import { oneOf } from '../../http/schema'
+import { oneOf } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 

@@ -51,16 +51,13 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
     )
 }
 
-export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, checkAppInOrg: (orgId: string, appId: string) => void, publicUrl: string | undefined) {
+export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, publicUrl: string | undefined) {
   return new Elysia({ name: 'feedback-org' })
     .use(orgAuth(auth))
     .get(
       '/v1/feedback',
-      ({ org, query, request }) => {
-        if (query.appId) checkAppInOrg(org.orgId, query.appId)
-        const limit = readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault)
-        return feedback.list(org.orgId, { ...query, limit })
-      },
+      ({ org, query, request }) =>
+        feedback.list(org.orgId, { ...query, limit: readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault) }),
       {
         query: ListQuery,
         response: { 200: t.NoValidate(FeedbackPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },

@@ -3,7 +3,7 @@
  * and generate /openapi.json. Every object is closed (`additionalProperties: false`): the spec
  * rejects unknown fields with invalid_body.
  */
-import { oneOf, int } from '../../http/schema'
+import { oneOf, int } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
@@ -131,6 +131,7 @@ export const FullFeedbackItem = t.Object(
     ...listMembers,
     updatedAt: t.String({ format: 'date-time' }),
     failureReason: Nullable(t.String({ description: 'Why the item is failed; null otherwise' })),
+    statusReason: Nullable(t.String({ description: 'Why the item waits where it is (e.g. queued on an App with no repository connected); null when it is not held up' })),
     attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String({ description: 'Short-lived download URL' })) }, closed)),
     consoleLogs: t.Array(ConsoleLogEntry),
     userAgent: Nullable(t.String()),

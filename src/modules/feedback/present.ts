@@ -58,12 +58,14 @@ export function toListItem(stored: ListRow): FeedbackItem {
   }
 }
 
-export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[]): FullFeedbackItem {
+/** `statusReason`: why the report waits where it is, when something holds it up (see the service). */
+export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[], statusReason: string | null = null): FullFeedbackItem {
   const row = servable(stored)
   return {
     ...toListItem(row),
     updatedAt: isoUtc(row.updatedAt),
     failureReason: row.failureReason,
+    statusReason,
     attachments: parseOr(row.attachments, []),
     consoleLogs: parseOr(row.consoleLogs, []),
     userAgent: row.userAgent,

@@ -5,7 +5,7 @@
 import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import type { Db } from '../../db/client'
-import { feedback, jobs, idempotencyKeys } from '../../db/schema'
+import { feedback, idempotencyKeys, jobs, repoConnections } from '../../db/schema'
 
 export type FeedbackRow = typeof feedback.$inferSelect
 
@@ -23,7 +23,6 @@ const LIST_COLUMNS = [
   'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
   'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions',
 ].join(', ')
-export type NewFeedbackRow = typeof feedback.$inferInsert
 
 export interface ListFilter {
   orgId: string
@@ -58,15 +57,6 @@ export function createFeedbackRepo(db: Db) {
       userContext: sql.placeholder('userContext'),
       createdAt: sql.placeholder('createdAt'),
       updatedAt: sql.placeholder('updatedAt'),
-    })
-    .prepare()
-  const insertJob = db
-    .insert(jobs)
-    .values({
-      kind: sql.placeholder('kind'),
-      feedbackId: sql.placeholder('feedbackId'),
-      runAfter: sql.placeholder('runAfter'),
-      createdAt: sql.placeholder('createdAt'),
     })
     .prepare()
   const getOne = db
@@ -107,6 +97,19 @@ export function createFeedbackRepo(db: Db) {
     .limit(sql.placeholder('limit'))
     .prepare()
 
+  const connectionOf = db
+    .select({ appId: repoConnections.appId })
+    .from(repoConnections)
+    .where(eq(repoConnections.appId, sql.placeholder('appId')))
+    .prepare()
+
+  const batchClosesAt = db
+    .select({ runAfter: jobs.runAfter })
+    .from(jobs)
+    .where(and(eq(jobs.kind, 'batch_release'), eq(jobs.appId, sql.placeholder('appId'))))
+    .limit(1)
+    .prepare()
+
   const listStatements = new Map<string, Statement>()
 
   /**
@@ -130,7 +133,6 @@ export function createFeedbackRepo(db: Db) {
 
   return {
     insert: (row: Record<string, unknown>) => insertFeedback.run(row),
-    enqueueJob: (kind: string, feedbackId: string, runAfter: number, createdAt: number) => insertJob.run({ kind, feedbackId, runAfter, createdAt }),
     get: (orgId: string, id: string): FeedbackRow | undefined => getOne.get({ orgId, id }),
     /** Newest first; fetches one row past the page to know whether another page exists. */
     list(f: ListFilter): ListRow[] {
@@ -140,19 +142,13 @@ export function createFeedbackRepo(db: Db) {
       if (f.cursor) params.cursor = f.cursor
       return listStatement(f).all(params) as ListRow[]
     },
+    /** Is the App connected to a repository (can its queued reports get an agent run)? */
+    hasRepoConnection: (appId: string): boolean => connectionOf.get({ appId }) !== undefined,
+    /** When the App's open batch window closes (epoch ms), or null when none is open. */
+    batchClosesAt: (appId: string): number | null => batchClosesAt.get({ appId })?.runAfter ?? null,
     duplicatesOf: (orgId: string, leadId: string, limit: number): FeedbackRow[] => duplicatesOf.all({ orgId, leadId, limit }),
     getIdempotency: (appId: string, key: string) => getIdempotent.get({ appId, key }),
     saveIdempotency: (row: { appId: string; key: string; requestHash: string; statusCode: number; responseBody: string; createdAt: number }) =>
       insertIdempotent.run(row),
-    /** Compare-and-set status move: false when another writer changed the row first. */
-    moveStatus(id: string, expectedVersion: number, to: string, now: number, extra: Partial<NewFeedbackRow> = {}): boolean {
-      const res = db
-        .update(feedback)
-        .set({ ...extra, status: to, version: expectedVersion + 1, updatedAt: now })
-        .where(and(eq(feedback.id, id), eq(feedback.version, expectedVersion)))
-        .run() as unknown as { changes: number }
-      return res.changes === 1
-    },
   }
 }
-export type FeedbackRepo = ReturnType<typeof createFeedbackRepo>

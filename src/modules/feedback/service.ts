@@ -4,17 +4,20 @@
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { sha256Hex } from '../../core/secrets'
-import { canCustomerMove, type CustomerTarget, type FeedbackStatus } from '../../core/fsm'
+import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import type { GroupCommitter } from '../../db/group-commit'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo } from './repo'
+import { createFeedbackRepo, type FeedbackRow } from './repo'
+import { createAppsRepo } from '../apps/repo'
 import { toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
 
 export interface Submission {
   app: KnownApp
@@ -69,9 +72,23 @@ function uploadRefs(body: SubmitBody) {
   return refs
 }
 
-export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService) {
+export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
   const repo = createFeedbackRepo(ctx.db)
+  const apps = createAppsRepo(ctx.db)
   const { clock } = ctx
+
+  /** Why a report waits where it is, when nothing will move it on by itself. */
+  function statusReasonOf(row: FeedbackRow): string | null {
+    if (row.duplicateOfId) return null
+    if (row.status === 'queued' && !repo.hasRepoConnection(row.appId)) {
+      return 'waiting for a repository: this App has none connected (fixloop app connect-repo); the agent run starts once one is'
+    }
+    if (row.status === 'sanitized') {
+      const closesAt = repo.batchClosesAt(row.appId)
+      if (closesAt !== null) return `held in the App's batch window until ${isoUtc(closesAt)}; then it moves on with its cluster`
+    }
+    return null
+  }
 
   function insertSubmission(s: Submission, now: number, refKeys: string[]): SubmitResult {
     const { app, user, body } = s
@@ -109,7 +126,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       createdAt: now,
       updatedAt: now,
     })
-    repo.enqueueJob('process', id, now, now)
+    lifecycle.received(ctx.sqlite, { orgId: app.row.orgId, appId: app.row.id, feedbackId: id })
     if (refKeys.length > 0) uploads.markReferenced(id, refKeys)
     const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
     if (s.idempotencyKey) {
@@ -127,7 +144,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
 
   return {
     /**
-     * Stores a report and its first job in one transaction; resolves only after COMMIT, so an
+     * Stores a report, its `feedback.received` event and its first job in one transaction; resolves only after COMMIT, so an
      * acknowledged report survives kill -9.
      */
     async submit(s: Submission): Promise<SubmitResult> {
@@ -137,7 +154,9 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
     },
 
+    /** A page of the Org's reports; an `appId` not in the Org is 404 app_not_found. */
     list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
+      if (q.appId && !apps.getForOrg(orgId, q.appId)) throw new ApiError('app_not_found')
       const limit = q.limit ?? LIMITS.listLimitDefault
       const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
       const more = rows.length > limit
@@ -151,17 +170,10 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const row = repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       const dups = row.duplicateCount > 0 ? repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
-      const item = toFullItem(row, dups)
+      const item = toFullItem(row, dups, statusReasonOf(row))
       for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
       if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
       return item
-    },
-
-    /** Puts a report back on the worker's path (after an unmerge it moves on as a lead). */
-    resume(id: string): void {
-      const now = clock.now()
-      repo.enqueueJob('process', id, now, now)
-      committer.onCommit?.()
     },
 
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
@@ -171,17 +183,8 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const row = repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
-      const from = row.status as FeedbackStatus
-      if (!canCustomerMove(from, to)) throw new ApiError('invalid_transition', { from, to })
-      const now = clock.now()
-      const moved = ctx.db.transaction(() => {
-        // A retry starts clean: the old failure no longer describes the item.
-        if (!repo.moveStatus(id, row.version, to, now, to === 'queued' ? { failureReason: null } : {})) return false
-        if (to === 'queued') repo.enqueueJob('agent', id, now, now)
-        return true
-      })
-      if (!moved) throw new ApiError('concurrent_update', { id })
-      if (to === 'queued') committer.onCommit?.()
+      // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
+      if (!lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
       return { id, status: to }
     },
   }

@@ -5,7 +5,7 @@ import { Elysia, t } from 'elysia'
 import { orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { ID_PATTERN } from '../../core/ids'
-import type { ClusterService } from '../../cluster/service'
+import type { TriageService } from './triage-service'
 import { FullFeedbackItem, IdParams } from './model'
 import type { FeedbackService } from './service'
 import { baseUrlOf } from '../uploads/index'
@@ -33,16 +33,12 @@ export const SimilarList = t.Object(
 )
 export const MergeBody = t.Object({ leadId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
 
-export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: FeedbackService, publicUrl: string | undefined) {
+export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: FeedbackService, publicUrl: string | undefined) {
   return new Elysia({ name: 'feedback-triage' })
     .use(orgAuth(auth))
     .get(
       '/v1/feedback/:id/similar',
-      async ({ org, params, request }) => {
-        const appId = cluster.appOf(org.orgId, params.id)
-        await cluster.prepare(appId)
-        return { data: cluster.similar(org.orgId, params.id, readIntQuery(request, 'limit', { min: 1, max: 50 }, 5)) }
-      },
+      async ({ org, params, request }) => ({ data: await triage.similar(org.orgId, params.id, readIntQuery(request, 'limit', { min: 1, max: 50 }, 5)) }),
       {
       params: IdParams,
       query: SimilarQuery,
@@ -58,8 +54,7 @@ export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: 
     .post(
       '/v1/feedback/:id/merge',
       async ({ org, params, body, request }) => {
-        await cluster.prepare(cluster.appOf(org.orgId, params.id))
-        cluster.merge(org.orgId, params.id, body.leadId)
+        await triage.merge(org.orgId, params.id, body.leadId)
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
       {
@@ -78,9 +73,7 @@ export function triageRoutes(auth: AuthDeps, cluster: ClusterService, feedback: 
     .post(
       '/v1/feedback/:id/unmerge',
       async ({ org, params, request }) => {
-        await cluster.prepare(cluster.appOf(org.orgId, params.id))
-        cluster.unmerge(org.orgId, params.id)
-        feedback.resume(params.id)
+        await triage.unmerge(org.orgId, params.id)
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
       {

@@ -1,18 +1,19 @@
 /**
- * Org, API-key and App administration: what the admin CLI does. The server only reads these rows
- * (through the credential directory), so every change here is visible to a running server at once.
+ * Org, API-key and App administration: what the admin CLI (and the admin dashboard) does. The server
+ * only reads these rows (through the credential directory), so every change here is visible to a
+ * running server at once. Failures are ApiError: 4xx codes (org_not_found, app_not_found,
+ * key_not_found, invalid_argument, slug_taken) with a message meant for the operator.
  */
-import { and, eq, isNull } from 'drizzle-orm'
 import type { Context } from '../../context'
-import { apiKeys, apps, orgs } from '../../db/schema'
+import { ApiError } from '../../core/errors'
 import { newId } from '../../core/ids'
 import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
 import { toApp, type AppRow } from '../apps/repo'
 import type { App, ProcessingMode } from '../apps/model'
+import { createTenantsRepo } from './repo'
 
-/** A CLI-facing failure: the message is shown to the operator as is. */
-export class AdminError extends Error {}
+const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
 
 export interface AppSettings {
   slug?: string
@@ -42,54 +43,69 @@ export function normalizeOrigin(text: string): string {
   try {
     url = new URL(text.trim())
   } catch {
-    throw new AdminError(`not an origin: "${text}" (expected e.g. https://app.example.com)`)
+    throw invalid(`not an origin: "${text}" (expected e.g. https://app.example.com)`)
   }
   if (!['http:', 'https:'].includes(url.protocol) || url.pathname.replace(/\/$/, '') !== '' || url.search || url.hash || url.username) {
-    throw new AdminError(`not an origin: "${text}" (scheme://host[:port] only, no path)`)
+    throw invalid(`not an origin: "${text}" (scheme://host[:port] only, no path)`)
   }
   return url.origin
 }
 
 export function createTenantsService(ctx: Context) {
-  const { db, box, clock } = ctx
+  const { box, clock } = ctx
+  const repo = createTenantsRepo(ctx.db)
 
   function requireOrg(orgId: string) {
-    const org = db.select().from(orgs).where(eq(orgs.id, orgId)).get()
-    if (!org) throw new AdminError(`unknown org: ${orgId}`)
+    const org = repo.org(orgId)
+    if (!org) throw new ApiError('org_not_found', { orgId }, `unknown org: ${orgId}`)
     return org
   }
 
-  function requireApp(appId: string): AppRow {
-    const row = db.select().from(apps).where(and(eq(apps.id, appId), isNull(apps.deletedAt))).get()
-    if (!row) throw new AdminError(`unknown app: ${appId}`)
+  function requireApp(orgId: string, appId: string): AppRow {
+    const row = repo.appInOrg(orgId, appId)
+    if (!row) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
     return row
   }
 
   function checkSettings(s: AppSettings): void {
-    if (s.name !== undefined && !s.name.trim()) throw new AdminError('--name must not be empty')
+    if (s.name !== undefined && !s.name.trim()) throw invalid('--name must not be empty')
     if (s.slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,63}$/.test(s.slug)) {
-      throw new AdminError(`--slug must be lowercase letters, digits and dashes (max 64), got "${s.slug}"`)
+      throw invalid(`--slug must be lowercase letters, digits and dashes (max 64), got "${s.slug}"`)
     }
     if (s.batchWindowHours !== undefined && (!Number.isInteger(s.batchWindowHours) || s.batchWindowHours < 1 || s.batchWindowHours > 720)) {
-      throw new AdminError(`--batch-window-hours must be an integer from 1 to 720, got "${s.batchWindowHours}"`)
+      throw invalid(`--batch-window-hours must be an integer from 1 to 720, got "${s.batchWindowHours}"`)
     }
   }
 
   function slugTaken(orgId: string, slug: string, exceptId?: string): boolean {
-    const row = db.select({ id: apps.id }).from(apps).where(and(eq(apps.orgId, orgId), eq(apps.slug, slug), isNull(apps.deletedAt))).get()
+    const row = repo.appBySlug(orgId, slug)
     return !!row && row.id !== exceptId
   }
 
   return {
+    /** The Org of a live App, for callers that hold only an App id (the operator's CLI). */
+    orgOfApp(appId: string): string {
+      const row = repo.liveApp(appId)
+      if (!row) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
+      return row.orgId
+    },
+
+    /** The Org of an API key, for callers that hold only a key id (the operator's CLI). */
+    orgOfKey(keyId: string): string {
+      const key = repo.key(keyId)
+      if (!key) throw new ApiError('key_not_found', { keyId }, `unknown key: ${keyId}`)
+      return key.orgId
+    },
+
     createOrg(name: string): { id: string; name: string; createdAt: string } {
-      if (!name.trim()) throw new AdminError('--name must not be empty')
+      if (!name.trim()) throw invalid('--name must not be empty')
       const row = { id: newId(clock), name: name.trim(), createdAt: clock.now() }
-      db.insert(orgs).values(row).run()
+      repo.insertOrg(row)
       return { id: row.id, name: row.name, createdAt: isoUtc(row.createdAt) }
     },
 
     listOrgs() {
-      return db.select().from(orgs).all().map((o) => ({ id: o.id, name: o.name, createdAt: isoUtc(o.createdAt) }))
+      return repo.orgs().map((o) => ({ id: o.id, name: o.name, createdAt: isoUtc(o.createdAt) }))
     },
 
     /** Creates an `sk_` key; the plaintext is returned once and only its hash is stored. */
@@ -97,25 +113,22 @@ export function createTenantsService(ctx: Context) {
       requireOrg(orgId)
       const key = newApiKey()
       const id = newId(clock)
-      db.insert(apiKeys).values({ id, orgId, name, keyHash: sha256Hex(key), keyPrefix: key.slice(0, 7), createdAt: clock.now() }).run()
+      repo.insertKey({ id, orgId, name, keyHash: sha256Hex(key), keyPrefix: key.slice(0, 7), createdAt: clock.now() })
       return { id, key, orgId, name }
     },
 
     listKeys(orgId: string) {
       requireOrg(orgId)
-      return db
-        .select()
-        .from(apiKeys)
-        .where(eq(apiKeys.orgId, orgId))
-        .all()
+      return repo
+        .keys(orgId)
         .map((k) => ({ id: k.id, name: k.name, prefix: k.keyPrefix, createdAt: isoUtc(k.createdAt), revokedAt: k.revokedAt ? isoUtc(k.revokedAt) : null }))
     },
 
-    revokeKey(keyId: string): { id: string; revokedAt: string } {
-      const key = db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get()
-      if (!key) throw new AdminError(`unknown key: ${keyId}`)
+    revokeKey(orgId: string, keyId: string): { id: string; revokedAt: string } {
+      const key = repo.key(keyId)
+      if (!key || key.orgId !== orgId) throw new ApiError('key_not_found', { keyId }, `unknown key: ${keyId}`)
       const at = key.revokedAt ?? clock.now()
-      if (!key.revokedAt) db.update(apiKeys).set({ revokedAt: at }).where(eq(apiKeys.id, keyId)).run()
+      if (!key.revokedAt) repo.revokeKey(orgId, keyId, at)
       return { id: keyId, revokedAt: isoUtc(at) }
     },
 
@@ -123,7 +136,7 @@ export function createTenantsService(ctx: Context) {
       requireOrg(orgId)
       checkSettings(s)
       const slug = s.slug ?? slugify(s.name)
-      if (slugTaken(orgId, slug)) throw new AdminError(`slug "${slug}" is already used in this org; pass --slug`)
+      if (slugTaken(orgId, slug)) throw new ApiError('slug_taken', { slug }, `slug "${slug}" is already used in this org; pass --slug`)
       const secret = newSigningSecret()
       const now = clock.now()
       const row = {
@@ -142,19 +155,19 @@ export function createTenantsService(ctx: Context) {
         createdAt: now,
         updatedAt: now,
       }
-      db.insert(apps).values(row).run()
-      return { ...toApp(requireApp(row.id)), signingSecret: secret.toString('hex') }
+      repo.insertApp(row)
+      return { ...toApp(requireApp(orgId, row.id)), signingSecret: secret.toString('hex') }
     },
 
     listApps(orgId: string): App[] {
       requireOrg(orgId)
-      return db.select().from(apps).where(and(eq(apps.orgId, orgId), isNull(apps.deletedAt))).all().map(toApp)
+      return repo.apps(orgId).map(toApp)
     },
 
-    updateApp(appId: string, s: AppSettings): App {
-      const current = requireApp(appId)
+    updateApp(orgId: string, appId: string, s: AppSettings): App {
+      requireApp(orgId, appId)
       checkSettings(s)
-      if (s.slug !== undefined && slugTaken(current.orgId, s.slug, appId)) throw new AdminError(`slug "${s.slug}" is already used in this org`)
+      if (s.slug !== undefined && slugTaken(orgId, s.slug, appId)) throw new ApiError('slug_taken', { slug: s.slug }, `slug "${s.slug}" is already used in this org`)
       const patch: Partial<AppRow> = { updatedAt: clock.now() }
       if (s.slug !== undefined) patch.slug = s.slug
       if (s.name !== undefined) patch.name = s.name.trim()
@@ -164,23 +177,23 @@ export function createTenantsService(ctx: Context) {
       if (s.batchEnabled !== undefined) patch.batchEnabled = s.batchEnabled
       if (s.batchWindowHours !== undefined) patch.batchWindowHours = s.batchWindowHours
       if (s.allowedOrigins !== undefined) patch.allowedOrigins = JSON.stringify(s.allowedOrigins.map(normalizeOrigin))
-      db.update(apps).set(patch).where(eq(apps.id, appId)).run()
-      return toApp(requireApp(appId))
+      repo.updateApp(orgId, appId, patch)
+      return toApp(requireApp(orgId, appId))
     },
 
     /** Replaces the signing secret: every token signed with the old one fails at once. */
-    rotateSecret(appId: string): { signingSecret: string } {
-      requireApp(appId)
+    rotateSecret(orgId: string, appId: string): { signingSecret: string } {
+      requireApp(orgId, appId)
       const secret = newSigningSecret()
-      db.update(apps).set({ signingSecretEnc: box.seal(secret), updatedAt: clock.now() }).where(eq(apps.id, appId)).run()
+      repo.updateApp(orgId, appId, { signingSecretEnc: box.seal(secret), updatedAt: clock.now() })
       return { signingSecret: secret.toString('hex') }
     },
 
     /** Soft-deletes: the public key stops working (401 unknown_app); stored feedback stays readable. */
-    deleteApp(appId: string): { id: string; deletedAt: string } {
-      requireApp(appId)
+    deleteApp(orgId: string, appId: string): { id: string; deletedAt: string } {
+      requireApp(orgId, appId)
       const at = clock.now()
-      db.update(apps).set({ deletedAt: at, updatedAt: at }).where(eq(apps.id, appId)).run()
+      repo.updateApp(orgId, appId, { deletedAt: at, updatedAt: at })
       return { id: appId, deletedAt: isoUtc(at) }
     },
   }

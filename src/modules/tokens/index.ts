@@ -1,6 +1,6 @@
 /** POST /v1/tokens/mint (sk): mints a private-mode user token signed with the App's secret (spec 4.8). */
 import { Elysia, t } from 'elysia'
-import { int } from '../../http/schema'
+import { int } from '../../core/schema'
 import { ApiError } from '../../core/errors'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'

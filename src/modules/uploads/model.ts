@@ -1,6 +1,6 @@
 /** Schemas of the upload routes (CONTRACT.md "Upload URL"). */
 import { t } from 'elysia'
-import { oneOf, int } from '../../http/schema'
+import { oneOf, int } from '../../core/schema'
 import { ALLOWED_CONTENT_TYPES } from '../../storage/blob-store'
 
 export const UPLOAD_KINDS = ['screenshot', 'attachment', 'recording'] as const

@@ -3,24 +3,24 @@
  * grace period (FIXLOOP_UPLOAD_GRACE_HOURS), then schedules its next run. Nothing referenced is touched.
  */
 import type { Clock } from '../../core/clock'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { UploadsService } from '../../modules/uploads/service'
 import type { JobsRepo } from '../jobs-repo'
 import type { JobStep } from '../loop'
 
-export const UPLOADS_GC_KIND = 'uploads_gc'
-export const UPLOADS_GC_EVERY_MS = 60 * 60 * 1000
+const UPLOADS_GC_EVERY_MS = 60 * 60 * 1000
 
-export function createCollectUploadsStep(uploads: UploadsService, jobs: JobsRepo, clock: Clock): JobStep {
+export function createCollectUploadsStep(uploads: UploadsService, lifecycle: Lifecycle, clock: Clock): JobStep {
   return {
     async run(): Promise<void> {
       // A full batch means there may be more: come back soon rather than in an hour.
       const removed = await uploads.collectUnreferenced(500)
-      jobs.enqueue(UPLOADS_GC_KIND, null, clock.now() + (removed === 500 ? 1000 : UPLOADS_GC_EVERY_MS), clock.now())
+      lifecycle.enqueue('uploads_gc', {}, clock.now() + (removed === 500 ? 1000 : UPLOADS_GC_EVERY_MS))
     },
   }
 }
 
 /** Makes sure one collection job is scheduled (at start). */
-export function scheduleUploadsGc(jobs: JobsRepo, clock: Clock): void {
-  if (!jobs.hasKind(UPLOADS_GC_KIND)) jobs.enqueue(UPLOADS_GC_KIND, null, clock.now() + 60_000, clock.now())
+export function scheduleUploadsGc(jobs: JobsRepo, lifecycle: Lifecycle, clock: Clock): void {
+  if (!jobs.hasKind('uploads_gc')) lifecycle.enqueue('uploads_gc', {}, clock.now() + 60_000)
 }

@@ -7,26 +7,21 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
-import type { JobRow } from '../jobs-repo'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { createProcessingRepo } from '../../modules/feedback/processing-repo'
+import type { JobRow, JobsRepo } from '../jobs-repo'
 import type { JobStep } from '../loop'
-import { enqueueAgentRun } from './start-agent'
 
-export const BATCH_RELEASE_KIND = 'batch_release'
-
-export function createBatchWindows(sqlite: Database, clock: Clock) {
-  const pending = sqlite.query(`SELECT run_after FROM jobs WHERE kind = '${BATCH_RELEASE_KIND}' AND app_id = ? LIMIT 1`)
-  const open = sqlite.query(`INSERT INTO jobs (kind, app_id, run_after, created_at) VALUES ('${BATCH_RELEASE_KIND}', ?, ?, ?)`)
-  const waiting = sqlite.query("SELECT id, version FROM feedback WHERE app_id = ? AND status = 'sanitized' AND duplicate_of_id IS NULL ORDER BY id")
-  const modeOf = sqlite.query('SELECT processing_mode FROM apps WHERE id = ?')
-  const move = sqlite.query('UPDATE feedback SET status = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND status = ?')
+export function createBatchWindows(sqlite: Database, clock: Clock, jobs: JobsRepo, lifecycle: Lifecycle) {
+  const repo = createProcessingRepo(sqlite)
 
   return {
     /** Makes sure the App has an open window; returns when it closes (epoch ms). */
     ensureWindow(appId: string, hours: number): number {
-      const existing = pending.get(appId) as { run_after: number } | null
-      if (existing) return existing.run_after
+      const existing = jobs.runAfterOf('batch_release', appId)
+      if (existing !== null) return existing
       const closesAt = clock.now() + hours * 3600_000
-      open.run(appId, closesAt, clock.now())
+      lifecycle.enqueue('batch_release', { appId }, closesAt)
       return closesAt
     },
 
@@ -34,14 +29,11 @@ export function createBatchWindows(sqlite: Database, clock: Clock) {
       run(job: JobRow): void {
         const appId = job.app_id
         if (!appId) return
-        const mode = (modeOf.get(appId) as { processing_mode: string } | null)?.processing_mode
-        const to = mode === 'auto_pr' ? 'queued' : 'awaiting_manual'
+        const to = lifecycle.statusAfterSanitize(repo.routing(appId) ?? { processingMode: 'manual' })
         sqlite.transaction(() => {
-          for (const lead of waiting.all(appId) as { id: string; version: number }[]) {
-            const moved = move.run(to, clock.now(), lead.id, lead.version, 'sanitized').changes === 1
-            if (moved && to === 'queued') enqueueAgentRun(sqlite, lead.id, clock.now())
-          }
-        })()
+          // A lead someone moved meanwhile is skipped (the move returns false); queued leads get their run.
+          for (const lead of repo.waitingLeads(appId)) lifecycle.move(sqlite, lead.id, to, { by: 'system', from: 'sanitized', version: lead.version })
+        }).immediate()
       },
     } satisfies JobStep,
   }

@@ -4,11 +4,9 @@
  */
 import type { AgentRunner } from '../../agent/runner'
 import { RunnerBusy } from '../../agent/runner'
-import type { Database } from 'bun:sqlite'
 import type { JobRow } from '../jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 
-export const AGENT_KIND = 'agent'
 /** How long a waiting run job sleeps before it looks for a free slot again. */
 export const AGENT_RETRY_MS = 5_000
 
@@ -24,9 +22,4 @@ export function createStartAgentStep(runner: AgentRunner): JobStep {
       }
     },
   }
-}
-
-/** Queues the agent job for a report that just moved to `queued` (call inside that transaction). */
-export function enqueueAgentRun(sqlite: Database, feedbackId: string, now: number): void {
-  sqlite.query(`INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES ('${AGENT_KIND}', ?, ?, ?)`).run(feedbackId, now, now)
 }

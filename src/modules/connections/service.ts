@@ -1,15 +1,13 @@
 /**
  * Connecting an App to a repository: git URL, host, token (sealed at rest), agent and limits.
- * Used by the admin CLI; the agent runner reads the decrypted connection when a run starts.
+ * Used by the admin CLI (and the admin dashboard); the agent runner reads the decrypted connection when
+ * a run starts. Bad input is ApiError invalid_argument; an App not in the Org is app_not_found.
  */
-import { eq } from 'drizzle-orm'
-import type { Context } from '../context'
-import { repoConnections } from '../db/schema'
-import { AdminError } from '../modules/tenants/service'
-import { isoUtc } from '../core/clock'
-import { and, isNull } from 'drizzle-orm'
-import { apps } from '../db/schema'
-import { repoPath } from './hosts'
+import type { Context } from '../../context'
+import { ApiError } from '../../core/errors'
+import { isoUtc } from '../../core/clock'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { createConnectionsRepo, type ConnectionRow } from './repo'
 
 export const HOST_KINDS = ['github', 'gitea', 'gitlab', 'none'] as const
 export const AGENT_PROVIDERS = ['claude-code', 'codex', 'aider', 'command'] as const
@@ -92,20 +90,36 @@ function hostOf(gitUrl: string): string {
   }
 }
 
+/** "owner/repo" from https://host/owner/repo(.git), ssh://git@host/owner/repo.git or git@host:owner/repo.git. */
+export function repoPath(gitUrl: string): string {
+  const scp = /^[^@/]+@[^:/]+:(.+)$/.exec(gitUrl)
+  let path = scp ? scp[1] : gitUrl
+  if (!scp) {
+    try {
+      path = new URL(gitUrl).pathname
+    } catch {
+      // a local path: keep it
+    }
+  }
+  return path.replace(/^\/+/, '').replace(/\.git$/, '').replace(/\/+$/, '')
+}
+
+const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
+
 function validGitUrl(url: string): boolean {
   return /^(https?|ssh|git|file):\/\//.test(url) || /^[^@\s]+@[^:\s]+:\S+$/.test(url) || url.startsWith('/')
 }
 
 function check(input: ConnectionInput): void {
-  if (!validGitUrl(input.gitUrl)) throw new AdminError(`--git-url must be an https://, ssh://, git@host:path, file:// URL or an absolute path, got "${input.gitUrl}"`)
-  if (/^https?:\/\/[^/]*@/.test(input.gitUrl)) throw new AdminError('--git-url must not carry credentials; pass the token with --host-token-file')
-  if (input.baseBranch !== undefined && !/^[A-Za-z0-9._/-]{1,200}$/.test(input.baseBranch)) throw new AdminError(`--base-branch is not a valid branch name: "${input.baseBranch}"`)
-  if (input.agent === 'command' && !input.agentCommand?.trim()) throw new AdminError('--agent command needs --agent-command "CMD"')
-  if (input.agentCommand !== undefined && input.agent !== undefined && input.agent !== 'command') throw new AdminError('--agent-command is only for --agent command')
-  if (input.hostRepo !== undefined && !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/.test(input.hostRepo)) throw new AdminError(`--host-repo must look like owner/name, got "${input.hostRepo}"`)
-  if (input.hostApiUrl !== undefined && !URL.canParse(input.hostApiUrl)) throw new AdminError(`--host-api-url must be a URL, got "${input.hostApiUrl}"`)
+  if (!validGitUrl(input.gitUrl)) throw invalid(`--git-url must be an https://, ssh://, git@host:path, file:// URL or an absolute path, got "${input.gitUrl}"`)
+  if (/^https?:\/\/[^/]*@/.test(input.gitUrl)) throw invalid('--git-url must not carry credentials; pass the token with --host-token-file')
+  if (input.baseBranch !== undefined && !/^[A-Za-z0-9._/-]{1,200}$/.test(input.baseBranch)) throw invalid(`--base-branch is not a valid branch name: "${input.baseBranch}"`)
+  if (input.agent === 'command' && !input.agentCommand?.trim()) throw invalid('--agent command needs --agent-command "CMD"')
+  if (input.agentCommand !== undefined && input.agent !== undefined && input.agent !== 'command') throw invalid('--agent-command is only for --agent command')
+  if (input.hostRepo !== undefined && !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/.test(input.hostRepo)) throw invalid(`--host-repo must look like owner/name, got "${input.hostRepo}"`)
+  if (input.hostApiUrl !== undefined && !URL.canParse(input.hostApiUrl)) throw invalid(`--host-api-url must be a URL, got "${input.hostApiUrl}"`)
   const positive = (v: number | undefined, flag: string, max: number) => {
-    if (v !== undefined && (!Number.isFinite(v) || v <= 0 || v > max)) throw new AdminError(`${flag} must be a positive number up to ${max}, got "${v}"`)
+    if (v !== undefined && (!Number.isFinite(v) || v <= 0 || v > max)) throw invalid(`${flag} must be a positive number up to ${max}, got "${v}"`)
   }
   positive(input.timeoutSeconds, '--timeout-seconds', 24 * 3600)
   positive(input.maxFiles, '--max-files', 10_000)
@@ -113,20 +127,20 @@ function check(input: ConnectionInput): void {
   positive(input.runsPerDay, '--runs-per-day', 10_000)
   positive(input.maxCostUsdPerMonth, '--max-cost-usd-per-month', 1_000_000)
   if ((input.host ?? 'none') !== 'none' && (input.prMode ?? CONNECTION_DEFAULTS.prMode) !== 'branch' && !input.hostToken) {
-    throw new AdminError(`--host ${input.host} needs an access token: --host-token-file PATH (or --pr-mode branch)`)
+    throw invalid(`--host ${input.host} needs an access token: --host-token-file PATH (or --pr-mode branch)`)
   }
 }
 
-export function createConnectionsService(ctx: Context) {
-  const { db, box, clock } = ctx
+export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
+  const { box, clock } = ctx
+  const repo = createConnectionsRepo(ctx.db)
 
-  function requireApp(appId: string) {
-    const app = db.select({ id: apps.id }).from(apps).where(and(eq(apps.id, appId), isNull(apps.deletedAt))).get()
-    if (!app) throw new AdminError(`unknown app: ${appId}`)
+  function requireApp(orgId: string, appId: string): void {
+    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
   }
 
   /** A stored row as the runner's connection, without decrypting the token. */
-  function decode(row: typeof repoConnections.$inferSelect): Omit<RepoConnection, 'hostToken'> {
+  function decode(row: ConnectionRow): Omit<RepoConnection, 'hostToken'> {
     return {
       appId: row.appId,
       gitUrl: row.gitUrl,
@@ -149,15 +163,15 @@ export function createConnectionsService(ctx: Context) {
   }
 
   /** What the CLI prints: the connection with CLI flag names, and only whether a token is stored. */
-  function view(row: typeof repoConnections.$inferSelect) {
+  function view(row: ConnectionRow) {
     const { hostKind, agentProvider, ...rest } = decode(row)
     return { ...rest, host: hostKind, agent: agentProvider, hasHostToken: row.hostTokenEnc !== null, updatedAt: isoUtc(row.updatedAt) }
   }
 
   return {
     /** Creates or replaces the App's connection. The token is sealed; the result never carries it. */
-    connect(appId: string, input: ConnectionInput) {
-      requireApp(appId)
+    connect(orgId: string, appId: string, input: ConnectionInput) {
+      requireApp(orgId, appId)
       check(input)
       const host = input.host ?? 'none'
       const now = clock.now()
@@ -183,37 +197,27 @@ export function createConnectionsService(ctx: Context) {
         createdAt: now,
         updatedAt: now,
       }
-      db.insert(repoConnections)
-        .values(row)
-        .onConflictDoUpdate({ target: repoConnections.appId, set: { ...row, createdAt: undefined } })
-        .run()
-      // Reports that were waiting in `queued` for a repository get their run now (the worker polls jobs).
-      ctx.sqlite
-        .query(
-          `INSERT INTO jobs (kind, feedback_id, run_after, created_at)
-           SELECT 'agent', f.id, ?1, ?1 FROM feedback f
-           WHERE f.app_id = ?2 AND f.status = 'queued' AND f.duplicate_of_id IS NULL
-             AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'agent' AND j.feedback_id = f.id)`,
-        )
-        .run(now, appId)
-      return view(db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()!)
+      repo.upsert(row)
+      // Reports that were waiting in `queued` for a repository get their run now.
+      lifecycle.enqueueWaitingRuns(appId)
+      return view(repo.get(appId)!)
     },
 
-    disconnect(appId: string): { appId: string; disconnected: boolean } {
-      requireApp(appId)
-      const res = db.delete(repoConnections).where(eq(repoConnections.appId, appId)).run() as unknown as { changes: number }
-      return { appId, disconnected: res.changes > 0 }
-    },
-
-    /** The connection as the CLI and the dashboard show it (no token), or null. */
-    get(appId: string) {
-      const row = db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()
+    /** The App's connection as an operator sees it (no token), or null when it has none. */
+    get(orgId: string, appId: string) {
+      requireApp(orgId, appId)
+      const row = repo.get(appId)
       return row ? view(row) : null
+    },
+
+    disconnect(orgId: string, appId: string): { appId: string; disconnected: boolean } {
+      requireApp(orgId, appId)
+      return { appId, disconnected: repo.remove(appId) }
     },
 
     /** For the runner only: the connection with the token decrypted. */
     load(appId: string): RepoConnection | null {
-      const row = db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get()
+      const row = repo.get(appId)
       if (!row) return null
       return { ...decode(row), hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null }
     },

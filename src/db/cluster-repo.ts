@@ -1,0 +1,58 @@
+/**
+ * The queries of near-duplicate clustering (src/cluster/service.ts): the report columns features are
+ * built from, an App's newest reports for its similarity index, and the duplicate links and lead
+ * summaries. Status is only read here; moves go through the lifecycle.
+ */
+import type { Database, Statement } from 'bun:sqlite'
+import type { FeedbackCoreColumns } from './feedback-row'
+
+export interface ClusterRow extends FeedbackCoreColumns {
+  component_target: string | null
+  console_logs: string | null
+  merge_locked: number
+}
+
+export interface LeadSummary {
+  duplicateCount: number
+  lastDuplicateAt: number | null
+  theme: string
+  consolidatedText: string
+}
+
+export function createClusterRepo(sqlite: Database) {
+  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked'
+  const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
+  // The newest reports of the App, oldest first (postings are walked newest-first from their end).
+  const loadApp: Statement = sqlite.query(
+    `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND status NOT IN ('received', 'sanitizing') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
+  )
+  const setDuplicate: Statement = sqlite.query(
+    'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',
+  )
+  const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
+  const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
+  const dupTexts: Statement = sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? ORDER BY id DESC LIMIT 200')
+  const dupStats: Statement = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = ?')
+  const saveLead: Statement = sqlite.query(
+    'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
+  )
+  const setUnmerged: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, version = version + 1, updated_at = ? WHERE id = ?')
+
+  return {
+    get: (id: string): ClusterRow | null => getRow.get(id) as ClusterRow | null,
+    /** The App's newest `limit` processed reports, oldest first, streamed. */
+    iterateApp: (appId: string, limit: number): IterableIterator<ClusterRow> => loadApp.iterate(appId, limit) as IterableIterator<ClusterRow>,
+    allOfApp: (appId: string, limit: number): ClusterRow[] => loadApp.all(appId, limit) as ClusterRow[],
+    duplicateIds: (leadId: string): string[] => (duplicateIds.all(leadId) as { id: string }[]).map((d) => d.id),
+    /** The newest duplicates' texts (at most 200) and their count and latest time, for the lead's summary. */
+    duplicateTexts: (leadId: string): string[] => (dupTexts.all(leadId) as { text: string }[]).map((d) => d.text),
+    duplicateStats: (leadId: string): { n: number; last: number | null } => dupStats.get(leadId) as { n: number; last: number | null },
+    saveLead: (leadId: string, s: LeadSummary, now: number) => saveLead.run(s.duplicateCount, s.lastDuplicateAt, s.theme, s.consolidatedText, now, leadId),
+    /** Makes `id` a duplicate of `leadId` (its own summary is cleared); `locked` keeps clustering off it. */
+    setDuplicate: (id: string, leadId: string, locked: boolean, now: number) => setDuplicate.run(leadId, locked ? 1 : 0, now, id),
+    /** Re-points every duplicate of `fromLeadId` at `toLeadId`. */
+    moveDuplicates: (fromLeadId: string, toLeadId: string, now: number) => moveDuplicates.run(toLeadId, now, fromLeadId),
+    /** Makes a duplicate a lead again, locked against automatic clustering. */
+    setUnmerged: (id: string, now: number) => setUnmerged.run(now, id),
+  }
+}

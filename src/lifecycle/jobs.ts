@@ -1,0 +1,18 @@
+/**
+ * The job kinds of the durable queue, spelled once. Each kind names what its job is about: a report
+ * (`feedbackId`), an App (`appId`) or nothing (housekeeping). `enqueue` takes exactly that target.
+ */
+export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc'] as const
+export type JobKind = (typeof JOB_KINDS)[number]
+
+/** The target each job kind needs. */
+export interface JobTargets {
+  /** Sanitize, cluster and route one report. */
+  process: { feedbackId: string }
+  /** Start an agent run for a report that entered `queued`. */
+  agent: { feedbackId: string }
+  /** Close an App's batch window and move its waiting leads on. */
+  batch_release: { appId: string }
+  /** Remove uploads nothing referenced. */
+  uploads_gc: Record<string, never>
+}

@@ -1,0 +1,48 @@
+/** Agent runs as the API shows them: one run (by run id, or a report's latest), or a report's runs. */
+import { ApiError } from '../../core/errors'
+import { isoUtc } from '../../core/clock'
+import type { Database } from 'bun:sqlite'
+import type { AgentRun } from './model'
+import { createAgentRunsRepo, type RunRow } from './repo'
+
+function present(r: RunRow): typeof AgentRun.static {
+  return {
+    id: r.id,
+    appId: r.app_id,
+    feedbackId: r.feedback_id,
+    provider: r.provider,
+    model: r.model,
+    status: r.status as typeof AgentRun.static.status,
+    tokensIn: r.tokens_in,
+    tokensOut: r.tokens_out,
+    costUsd: r.cost_usd,
+    prUrl: r.pr_url,
+    branch: r.branch,
+    guardrailReason: r.guardrail_reason,
+    error: r.error,
+    timings: JSON.parse(r.timings),
+    summary: r.summary,
+    outputTail: r.output_tail,
+    startedAt: r.started_at === null ? null : isoUtc(r.started_at),
+    endedAt: r.ended_at === null ? null : isoUtc(r.ended_at),
+    createdAt: isoUtc(r.created_at),
+  }
+}
+
+export function createAgentRunsService(sqlite: Database) {
+  const repo = createAgentRunsRepo(sqlite)
+  return {
+    /** A run id returns that run; a feedback id returns that report's latest run; 404 otherwise. */
+    get(orgId: string, id: string): typeof AgentRun.static {
+      const row = repo.byId(orgId, id) ?? repo.latestFor(orgId, id)
+      if (!row) throw new ApiError('not_found')
+      return present(row)
+    },
+    /** Every run of a report, newest first (at most 200); 404 when the report is not in the Org. */
+    listFor(orgId: string, feedbackId: string): (typeof AgentRun.static)[] {
+      if (!repo.feedbackInOrg(orgId, feedbackId)) throw new ApiError('not_found')
+      return repo.allFor(orgId, feedbackId).map(present)
+    },
+  }
+}
+export type AgentRunsService = ReturnType<typeof createAgentRunsService>

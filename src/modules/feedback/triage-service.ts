@@ -1,0 +1,59 @@
+/**
+ * Triage by hand: similar reports, merge into a lead, unmerge. The tenant checks and the rules of what
+ * may be merged live here; the clustering itself (and its events) is src/cluster/service.ts.
+ */
+import { ApiError } from '../../core/errors'
+import type { ClusterService } from '../../cluster/service'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { Context } from '../../context'
+import { createFeedbackRepo, type FeedbackRow } from './repo'
+
+/** Statuses a report may be merged from by hand. */
+const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
+
+export function createTriageService(ctx: Context, cluster: ClusterService, lifecycle: Lifecycle) {
+  const repo = createFeedbackRepo(ctx.db)
+
+  /** The report in the Org, its App's similarity index ready; 404 for another Org's id. */
+  async function load(orgId: string, id: string): Promise<FeedbackRow> {
+    const row = repo.get(orgId, id)
+    if (!row) throw new ApiError('not_found')
+    await cluster.prepare(row.appId)
+    return row
+  }
+
+  return {
+    /** Reports of the same App most similar to `id`, best first. */
+    async similar(orgId: string, id: string, limit: number) {
+      await load(orgId, id)
+      return cluster.similar(id, limit)
+    },
+
+    /** Makes `id` (and its duplicates) duplicates of `leadId`, a lead of the same App. */
+    async merge(orgId: string, id: string, leadId: string): Promise<void> {
+      const r = await load(orgId, id)
+      if (id === leadId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'cannot merge a report into itself' }] })
+      const lead = repo.get(orgId, leadId)
+      if (!lead) throw new ApiError('not_found')
+      if (lead.appId !== r.appId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'the lead belongs to another App' }] })
+      if (lead.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicateOfId })
+      if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
+      if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
+      cluster.merge(id, leadId)
+    },
+
+    /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. */
+    async unmerge(orgId: string, id: string): Promise<void> {
+      const r = await load(orgId, id)
+      if (!r.duplicateOfId) throw new ApiError('not_a_duplicate')
+      // One commit: an unmerged report is never left without the job that moves it on as a lead.
+      ctx.sqlite
+        .transaction(() => {
+          cluster.unmerge(id)
+          lifecycle.enqueue('process', { feedbackId: id })
+        })
+        .immediate()
+    },
+  }
+}
+export type TriageService = ReturnType<typeof createTriageService>

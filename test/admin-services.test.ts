@@ -1,0 +1,131 @@
+/**
+ * The administration services (tenants, repository connections) the CLI and the admin dashboard call:
+ * one error type for both. Every failure is an ApiError with a 4xx code from the code table (so a route
+ * would send the right status, never a 500); another Org's App or key is "not found" and is left
+ * untouched; the compiled CLI turns a 4xx code into exit 2 with the message on stderr.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { ApiError, ERROR_STATUS } from '../src/core/errors'
+import { runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { cliJson, ensureBinary } from './helpers-lifecycle'
+
+let srv: TestServer
+let a: Tenant
+let b: Tenant
+
+beforeAll(async () => {
+  srv = await startTestServer()
+  a = seedTenant(srv.admin, {}, 'Alpha')
+  b = seedTenant(srv.admin, {}, 'Beta')
+})
+afterAll(() => srv.close())
+
+function failure(fn: () => unknown): { code: string; status: number; message: string } {
+  try {
+    fn()
+  } catch (e) {
+    expect(e).toBeInstanceOf(ApiError)
+    const err = e as ApiError
+    // The status always comes from the one code table.
+    expect(err.status).toBe(ERROR_STATUS[err.code])
+    return { code: err.code, status: err.status, message: err.message }
+  }
+  throw new Error('expected an ApiError')
+}
+
+const GHOST = '0'.repeat(24)
+
+describe('tenants service', () => {
+  test('another Org\'s App: app_not_found (404), and the App is unchanged', () => {
+    const before = srv.admin.listApps(b.orgId)
+    expect(failure(() => srv.admin.updateApp(a.orgId, b.appId, { name: 'Stolen' }))).toEqual({ code: 'app_not_found', status: 404, message: `unknown app: ${b.appId}` })
+    expect(failure(() => srv.admin.rotateSecret(a.orgId, b.appId)).code).toBe('app_not_found')
+    expect(failure(() => srv.admin.deleteApp(a.orgId, b.appId)).code).toBe('app_not_found')
+    expect(srv.admin.listApps(b.orgId)).toEqual(before)
+  })
+
+  test('another Org\'s key: key_not_found (404), and the key still works', () => {
+    expect(failure(() => srv.admin.revokeKey(a.orgId, b.keyId))).toEqual({ code: 'key_not_found', status: 404, message: `unknown key: ${b.keyId}` })
+    expect(srv.admin.listKeys(b.orgId).find((k) => k.id === b.keyId)?.revokedAt).toBeNull()
+  })
+
+  test('an unknown Org: org_not_found (404)', () => {
+    expect(failure(() => srv.admin.createKey(GHOST, 'x'))).toEqual({ code: 'org_not_found', status: 404, message: `unknown org: ${GHOST}` })
+    expect(failure(() => srv.admin.createApp(GHOST, { name: 'X' })).code).toBe('org_not_found')
+    expect(failure(() => srv.admin.listApps(GHOST)).code).toBe('org_not_found')
+  })
+
+  test('bad settings: invalid_argument (400); a slug in use: slug_taken (409)', () => {
+    expect(failure(() => srv.admin.createApp(a.orgId, { name: ' ' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
+    expect(failure(() => srv.admin.updateApp(a.orgId, a.appId, { slug: 'Not A Slug' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
+    expect(failure(() => srv.admin.updateApp(a.orgId, a.appId, { allowedOrigins: ['https://a.example/path'] })).message).toContain('not an origin')
+    srv.admin.createApp(a.orgId, { name: 'Taken', slug: 'taken' })
+    expect(failure(() => srv.admin.createApp(a.orgId, { name: 'Again', slug: 'taken' }))).toMatchObject({ code: 'slug_taken', status: 409 })
+    // The same slug in another Org is fine: slugs are per Org.
+    expect(srv.admin.createApp(b.orgId, { name: 'Taken too', slug: 'taken' }).slug).toBe('taken')
+  })
+
+  test('the Org of a bare id (the operator\'s lookups)', () => {
+    expect(srv.admin.orgOfApp(b.appId)).toBe(b.orgId)
+    expect(srv.admin.orgOfKey(a.keyId)).toBe(a.orgId)
+    expect(failure(() => srv.admin.orgOfApp(GHOST)).code).toBe('app_not_found')
+    expect(failure(() => srv.admin.orgOfKey(GHOST)).code).toBe('key_not_found')
+  })
+})
+
+describe('connections service', () => {
+  test('another Org\'s App: app_not_found, nothing stored', () => {
+    const connections = srv.services.connections
+    expect(failure(() => connections.connect(a.orgId, b.appId, { gitUrl: 'https://git.example/acme/shop.git' })).code).toBe('app_not_found')
+    expect(failure(() => connections.disconnect(a.orgId, b.appId)).code).toBe('app_not_found')
+    expect(failure(() => connections.get(a.orgId, b.appId)).code).toBe('app_not_found')
+    expect(connections.load(b.appId)).toBeNull()
+    expect(connections.get(b.orgId, b.appId)).toBeNull()
+  })
+
+  test('bad input: invalid_argument with the flag named', () => {
+    const connections = srv.services.connections
+    expect(failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'not a url' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
+    expect(failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'https://git.example/a/b.git', timeoutSeconds: -1 })).message).toContain('--timeout-seconds')
+    expect(connections.load(a.appId)).toBeNull()
+  })
+
+  test('get: the stored connection without its token', () => {
+    const connections = srv.services.connections
+    const token = 'ghp_' + 'N4tReAlLyAtOkEnN4tReAlLyAtOkEn123456'
+    const stored = connections.connect(b.orgId, b.appId, { gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostToken: token })
+    const read = connections.get(b.orgId, b.appId)
+    expect(read).toEqual({ ...stored, updatedAt: read!.updatedAt })
+    expect(read).toMatchObject({ gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostRepo: 'beta/shop', hasHostToken: true })
+    expect(JSON.stringify(read)).not.toContain(token)
+    expect(connections.disconnect(b.orgId, b.appId)).toEqual({ appId: b.appId, disconnected: true })
+    expect(connections.get(b.orgId, b.appId)).toBeNull()
+  })
+})
+
+describe('the CLI maps the codes to exit statuses', () => {
+  let dataDir: string
+  beforeAll(() => {
+    ensureBinary()
+    dataDir = tempDir('fixloop-admin-cli-')
+  })
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+  test('a 4xx code exits 2 with the message on stderr and nothing on stdout', async () => {
+    const org = await cliJson(dataDir, ['org', 'create', '--name', 'Exit Co'])
+    const app = await cliJson(dataDir, ['app', 'create', '--org', org.id, '--name', 'Shop', '--slug', 'shop'])
+    const cases: [string[], string][] = [
+      [['app', 'rotate-secret', GHOST], `unknown app: ${GHOST}`],
+      [['key', 'revoke', GHOST], `unknown key: ${GHOST}`],
+      [['key', 'list', '--org', GHOST], `unknown org: ${GHOST}`],
+      [['app', 'create', '--org', org.id, '--name', 'Shop'], 'slug "shop" is already used'],
+      [['app', 'connect-repo', app.id, '--git-url', 'not a url'], '--git-url must be'],
+    ]
+    for (const [args, message] of cases) {
+      const r = await runBinary([...args, '--data-dir', dataDir, '--json'])
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: '' })
+      expect(r.stderr).toStartWith(`fixloop: ${message}`)
+    }
+  })
+})

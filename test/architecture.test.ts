@@ -1,0 +1,158 @@
+/**
+ * The architecture, checked on the sources:
+ * - layers only import downwards: core ← db ← lifecycle ← modules ← worker/agent ← http ← app
+ *   (worker and agent never import http or a module's routes);
+ * - only src/lifecycle/ writes a report's `status` or inserts a job;
+ * - SQL lives in repo modules (src/db/, modules/<m>/repo.ts, any *-repo.ts, the outbox), never in
+ *   worker steps, the agent runner, cluster/ or a route.
+ * Each detector is first shown to catch a planted violation, so a green run means something.
+ */
+import { describe, expect, test } from 'bun:test'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { ROOT } from './harness'
+
+const SRC = join(ROOT, 'src')
+
+function sourceFiles(dir = SRC): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) return sourceFiles(path)
+    return path.endsWith('.ts') && !path.endsWith('.d.ts') ? [path] : []
+  })
+}
+
+const FILES = sourceFiles().map((abs) => ({ abs, rel: relative(SRC, abs), text: readFileSync(abs, 'utf8') }))
+const textOf = new Map(FILES.map((f) => [f.rel, f.text]))
+
+/** A module file that defines Elysia routes belongs to the HTTP layer, whatever its folder. */
+const isRouteFile = (rel: string, text: string) => rel.startsWith('modules/') && /new Elysia\(/.test(text)
+
+const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'worker/agent', 'http', 'app'] as const
+type Layer = (typeof LAYERS)[number]
+
+function layerOf(rel: string, text: string): Layer {
+  if (rel.startsWith('core/') || rel.startsWith('sanitize/') || ['config.ts', 'version.ts'].includes(rel)) return 'core'
+  if (rel.startsWith('db/') || rel.startsWith('storage/') || rel === 'context.ts') return 'db'
+  if (rel.startsWith('lifecycle/')) return 'lifecycle'
+  if (isRouteFile(rel, text) || rel.startsWith('http/')) return 'http'
+  if (rel.startsWith('modules/') || rel.startsWith('cluster/') || rel.startsWith('auth/')) return 'modules'
+  if (rel.startsWith('worker/') || rel.startsWith('agent/')) return 'worker/agent'
+  if (['app.ts', 'server.ts', 'services.ts', 'main.ts', 'production-mode.ts'].includes(rel) || rel.startsWith('cli/')) return 'app'
+  throw new Error(`src/${rel} has no layer: add it to layerOf in test/architecture.test.ts`)
+}
+
+/** Relative imports of a file (static, dynamic and re-exports, type-only included), as src-relative paths. */
+function importsOf(rel: string, text: string): string[] {
+  const specs = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => m[1])
+  return specs.map((spec) => {
+    const target = relative(SRC, resolve(dirname(join(SRC, rel)), spec))
+    return target.endsWith('.ts') ? target : `${target}.ts`
+  })
+}
+
+function layerViolations(files: { rel: string; text: string }[], lookup: (rel: string) => string | undefined): string[] {
+  const out: string[] = []
+  for (const f of files) {
+    const from = layerOf(f.rel, f.text)
+    for (const target of importsOf(f.rel, f.text)) {
+      const targetText = lookup(target)
+      if (targetText === undefined) continue // outside src (e.g. package.json) or a non-TS asset
+      const to = layerOf(target, targetText)
+      if (LAYERS.indexOf(to) > LAYERS.indexOf(from)) out.push(`src/${f.rel} (${from}) imports src/${target} (${to})`)
+    }
+  }
+  return out
+}
+
+/** Where a file writes a report's status or inserts a job, outside the lifecycle. */
+function lifecycleViolations(rel: string, text: string): string[] {
+  if (rel.startsWith('lifecycle/')) return []
+  const out: string[] = []
+  for (const m of text.matchAll(/UPDATE\s+feedback\s+SET\s+([\s\S]*?)(?:\bWHERE\b|['"`])/gi)) {
+    if (/(^|[\s,(])status\s*=/.test(m[1])) out.push(`src/${rel}: SQL writes feedback.status`)
+  }
+  if (/\.update\(\s*feedback\s*\)\s*\.set\(\s*\{[^}]*\bstatus\s*:/.test(text)) out.push(`src/${rel}: drizzle writes feedback.status`)
+  if (/INSERT\s+(OR\s+\w+\s+)?INTO\s+jobs\b/i.test(text)) out.push(`src/${rel}: SQL inserts a job`)
+  if (/\.insert\(\s*jobs\s*\)/.test(text)) out.push(`src/${rel}: drizzle inserts a job`)
+  return out
+}
+
+const SQL_TEXT = /['"`]\s*(SELECT\b|INSERT\s+(OR\s+\w+\s+)?INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|PRAGMA\b|VACUUM\b|CREATE\s+(TEMP\s+)?(TABLE|TRIGGER|INDEX)\b)/i
+const SQL_CALL = /\b(sqlite|db|tx)\s*\.\s*(query|prepare|run|exec|select|insert|update|delete)\s*\(/
+
+const isRepoModule = (rel: string) => rel.startsWith('db/') || /(^|\/)repo\.ts$/.test(rel) || rel.endsWith('-repo.ts') || rel === 'lifecycle/outbox.ts'
+
+/** Folders (and route files) where SQL must never appear: it belongs in a repo module. */
+function mustHaveNoSql(rel: string, text: string): boolean {
+  if (isRepoModule(rel)) return false
+  return ['worker/', 'agent/', 'cluster/', 'lifecycle/', 'http/', 'auth/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
+}
+
+function sqlViolations(rel: string, text: string): string[] {
+  if (!mustHaveNoSql(rel, text)) return []
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+  return SQL_TEXT.test(code) || SQL_CALL.test(code) ? [`src/${rel}: SQL outside a repo module`] : []
+}
+
+describe('the detectors catch planted violations', () => {
+  test('an import from a higher layer', () => {
+    const planted = [
+      { rel: 'core/planted.ts', text: "import { x } from '../db/client'" },
+      { rel: 'worker/planted.ts', text: "import type { AuthDeps } from '../http/auth'" },
+      { rel: 'agent/planted.ts', text: "export { feedbackRoutes } from '../modules/feedback/index'" },
+      { rel: 'modules/planted.ts', text: "import { startServer } from '../server'" },
+      { rel: 'db/planted.ts', text: "import { createLifecycle } from '../lifecycle/lifecycle'" },
+    ]
+    const lookup = (rel: string) => textOf.get(rel)
+    expect(layerViolations(planted, lookup)).toEqual([
+      'src/core/planted.ts (core) imports src/db/client.ts (db)',
+      'src/worker/planted.ts (worker/agent) imports src/http/auth.ts (http)',
+      'src/agent/planted.ts (worker/agent) imports src/modules/feedback/index.ts (http)',
+      'src/modules/planted.ts (modules) imports src/server.ts (app)',
+      'src/db/planted.ts (db) imports src/lifecycle/lifecycle.ts (lifecycle)',
+    ])
+    // Downward imports are fine.
+    expect(layerViolations([{ rel: 'worker/ok.ts', text: "import { createLifecycle } from '../lifecycle/lifecycle'\nimport '../core/ids'" }], lookup)).toEqual([])
+  })
+
+  // [detector, file, source, violations expected]
+  const DETECTORS = { lifecycle: lifecycleViolations, sql: sqlViolations }
+  const planted: [keyof typeof DETECTORS, string, string, number][] = [
+    ['lifecycle', 'worker/x.ts', "q('UPDATE feedback SET status = ?, version = version + 1 WHERE id = ?')", 1],
+    ['lifecycle', 'agent/x.ts', "q(`UPDATE feedback\n  SET updated_at = ?, status = 'failed' WHERE id = ?`)", 1],
+    ['lifecycle', 'modules/x.ts', 'db.update(feedback).set({ version: 2, status: to })', 1],
+    ['lifecycle', 'modules/x.ts', "q('INSERT INTO jobs (kind) VALUES (?)')", 1],
+    ['lifecycle', 'modules/x.ts', 'db.insert(jobs).values(row)', 1],
+    // Reading status, or filtering on it, is not writing it; the lifecycle itself may write.
+    ['lifecycle', 'modules/x.ts', "q('UPDATE feedback SET text = ? WHERE id = ? AND status = ?')", 0],
+    ['lifecycle', 'modules/x.ts', "q('SELECT status FROM feedback')", 0],
+    ['lifecycle', 'lifecycle/x.ts', "q('UPDATE feedback SET status = ?')", 0],
+    ['sql', 'worker/steps/x.ts', "const q = sqlite.query('SELECT 1')", 1],
+    ['sql', 'agent/runner.ts', 'run(`DELETE FROM jobs WHERE id = ?`)', 1],
+    ['sql', 'cluster/service.ts', 'db.select().from(feedback)', 1],
+    ['sql', 'modules/x/index.ts', "new Elysia().get('/', () => sqlite.query('SELECT 1').get())", 1],
+    ['sql', 'agent/runs-repo.ts', "sqlite.query('SELECT 1')", 0],
+    // Words in prose are not SQL.
+    ['sql', 'worker/steps/x.ts', '// SELECT the next job\nconst pick = 1', 0],
+  ]
+  test('a status write or a job insert outside the lifecycle; SQL in a worker step, the runner, cluster/ or a route', () => {
+    expect(planted.map(([d, rel, text]) => ({ d, text, found: DETECTORS[d](rel, text).length }))).toEqual(planted.map(([d, , text, found]) => ({ d, text, found })))
+  })
+})
+
+describe('the sources', () => {
+  test('every file has a layer, and no file imports a higher layer', () => {
+    expect(layerViolations(FILES, (rel) => textOf.get(rel))).toEqual([])
+  })
+
+  test('only src/lifecycle/ writes a report status or inserts a job', () => {
+    expect(FILES.flatMap((f) => lifecycleViolations(f.rel, f.text))).toEqual([])
+    // And it does both: the detectors are pointed at real code.
+    expect(FILES.filter((f) => f.rel.startsWith('lifecycle/')).flatMap((f) => lifecycleViolations('modules/as-if.ts', f.text)).length).toBeGreaterThanOrEqual(2)
+  })
+
+  test('no SQL in worker steps, the agent runner, cluster/, lifecycle logic, auth/, http/ or routes', () => {
+    expect(FILES.flatMap((f) => sqlViolations(f.rel, f.text))).toEqual([])
+  })
+})
