@@ -84,7 +84,7 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
     .use(sessionRoutes(s.adminAuth, s.audit, ctx.clock, ctx.config.rateLimitMultiplier))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
-    .use(dashboardPages(s.adminAuth, ctx.sqlite))
+    .use(dashboardPages(s.adminAuth, s.console))
 
   return app
 }

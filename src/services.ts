@@ -35,7 +35,8 @@ import { createSessionStore } from './modules/admins/sessions'
 import { createKeyActivity } from './modules/admins/key-activity'
 import { createAuditLog } from './modules/audit/index'
 import { createConsoleService } from './modules/admin-api/console'
-import { createInbox } from './modules/admin-api/inbox'
+import { createInbox } from './modules/admin-api/inbox-repo'
+import { createConsoleRepo } from './modules/admin-api/console-repo'
 import type { AdminAuthDeps } from './http/admin-auth'
 
 export function createServices(ctx: Context, log: Logger, workerOptions: Partial<WorkerOptions> = {}) {
@@ -55,7 +56,7 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     limiters,
     clock,
     trustProxy: config.trustProxy,
-    admin: { ...adminAuth, orgExists: (orgId) => !!sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId) },
+    admin: { ...adminAuth, orgExists: createConsoleRepo(sqlite).orgExists },
     keyUsed: createKeyActivity(sqlite, clock),
   }
   const store = createBlobStore(ctx)

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { createAdminsService } from '../src/modules/admins/service'
 import { totpCode, base32Decode } from '../src/modules/admins/totp'
-import { SCAN_WINDOW } from '../src/modules/admin-api/inbox'
+import { SCAN_WINDOW } from '../src/modules/admin-api/inbox-repo'
 
 let server: TestServer
 let acme: Tenant

@@ -7,7 +7,6 @@ import { Elysia } from 'elysia'
 import { createHash } from 'node:crypto'
 import { ASSETS } from './assets'
 import { ApiError } from '../core/errors'
-import type { Database } from 'bun:sqlite'
 import { readCookie, type AdminAuthDeps } from '../http/admin-auth'
 import { SESSION_COOKIE } from '../modules/admins/sessions'
 import { canSee } from '../modules/admins/service'
@@ -60,22 +59,29 @@ const ORG_PAGE_RE = /^\/admin\/o\/([^/]+)(?:\/(apps|r)\/([^/]+))?/
  * The page is the same shell everywhere, but its HTTP status tells the truth: a page of an Org the
  * signed-in admin does not belong to (or an App or report outside it) is 404, as the API would say.
  */
-function pageStatus(deps: AdminAuthDeps, sqlite: Database, request: Request): number {
+/** The Org-scoped existence checks a page status needs (the console service has them). */
+export interface PageLookups {
+  orgExists(orgId: string): boolean
+  appInOrg(orgId: string, appId: string): boolean
+  feedbackInOrg(orgId: string, id: string): boolean
+}
+
+function pageStatus(deps: AdminAuthDeps, lookups: PageLookups, request: Request): number {
   const m = ORG_PAGE_RE.exec(new URL(request.url).pathname)
   if (!m) return 200
   const session = deps.sessions.resolve(readCookie(request, SESSION_COOKIE))
   const admin = session && deps.admins.identity(session.adminId)
   if (!admin) return 200 // the sign-in form
   const [, orgId, kind, id] = m
-  if (!canSee(admin, orgId) || !sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId)) return 404
-  if (kind === 'apps' && !sqlite.query('SELECT 1 FROM apps WHERE id = ? AND org_id = ? AND deleted_at IS NULL').get(id, orgId)) return 404
-  if (kind === 'r' && !sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?').get(id, orgId)) return 404
+  if (!canSee(admin, orgId) || !lookups.orgExists(orgId)) return 404
+  if (kind === 'apps' && !lookups.appInOrg(orgId, id)) return 404
+  if (kind === 'r' && !lookups.feedbackInOrg(orgId, id)) return 404
   return 200
 }
 
 /** The /admin pages and /admin/assets/*. */
-export function dashboardPages(deps: AdminAuthDeps, sqlite: Database) {
-  const page = (request?: Request) => new Response(SHELL, { status: request ? pageStatus(deps, sqlite, request) : 200, headers: PAGE_HEADERS })
+export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups) {
+  const page = (request?: Request) => new Response(SHELL, { status: request ? pageStatus(deps, lookups, request) : 200, headers: PAGE_HEADERS })
   return new Elysia({ name: 'dashboard-pages' })
     .get('/admin', () => page(), { detail: { summary: 'The admin dashboard (HTML)', description: 'Sign in with an admin created by `fixloop admin create` or the first-run setup link.', tags: ['admin'] } })
     .get('/admin/', () => page(), { detail: { hide: true } })

@@ -10,6 +10,7 @@ import type { AppSettings, TenantsService } from '../tenants/service'
 import type { AuditLog } from '../audit/index'
 import { canManage, canSee, type AdminIdentity, type AdminsService } from '../admins/service'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
+import { createConsoleRepo } from './console-repo'
 
 export interface Actor {
   admin: AdminIdentity
@@ -24,8 +25,9 @@ export interface ConsoleDeps {
 }
 
 export function createConsoleService(ctx: Context, { admins, audit, tenants, connections }: ConsoleDeps) {
-  const { sqlite, box } = ctx
-  const orgExists = (orgId: string) => !!sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId)
+  const { box } = ctx
+  const repo = createConsoleRepo(ctx.sqlite)
+  const orgExists = repo.orgExists
 
   function see(actor: Actor, orgId: string): void {
     if (!canSee(actor.admin, orgId) || !orgExists(orgId)) throw new ApiError('not_found')
@@ -35,13 +37,15 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
     if (!canManage(actor.admin, orgId)) throw new ApiError('forbidden')
   }
   function appOf(orgId: string, appId: string): void {
-    if (!sqlite.query('SELECT 1 FROM apps WHERE id = ? AND org_id = ? AND deleted_at IS NULL').get(appId, orgId)) throw new ApiError('app_not_found')
+    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
   const log = (actor: Actor, orgId: string | null, action: string, targetId: string | null, data: Record<string, unknown> = {}) =>
     audit.record({ orgId, actor: `admin:${actor.admin.id}`, action, targetId, data, ip: actor.ip })
 
   return {
     orgExists,
+    appInOrg: repo.appInOrg,
+    feedbackInOrg: repo.feedbackInOrg,
 
     listOrgs(actor: Actor) {
       return tenants
@@ -92,9 +96,8 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
       manage(actor, orgId)
       appOf(orgId, appId)
       await admins.confirmPassword(actor.admin.id, password)
-      const row = sqlite.query('SELECT signing_secret_enc AS enc FROM apps WHERE id = ?').get(appId) as { enc: string }
       log(actor, orgId, 'app.secret_revealed', appId)
-      return { signingSecret: box.open(row.enc).toString('hex') }
+      return { signingSecret: box.open(repo.sealedSecret(appId)).toString('hex') }
     },
 
     /** A new signing secret: every outstanding user token signed with the old one fails at once. */
@@ -138,14 +141,8 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
 
     listKeys(actor: Actor, orgId: string) {
       manage(actor, orgId)
-      const activity = new Map(
-        (sqlite.query('SELECT k.id, a.created_by AS createdBy, a.last_used_at AS lastUsedAt FROM api_keys k LEFT JOIN api_key_activity a ON a.key_id = k.id WHERE k.org_id = ?').all(orgId) as {
-          id: string
-          createdBy: string | null
-          lastUsedAt: number | null
-        }[]).map((r) => [r.id, r]),
-      )
-      const emails = new Map((sqlite.query('SELECT id, email FROM admins').all() as { id: string; email: string }[]).map((a) => [`admin:${a.id}`, a.email]))
+      const activity = repo.keyActivity(orgId)
+      const emails = repo.adminEmails()
       return tenants
         .listKeys(orgId)
         .reverse()
@@ -160,14 +157,14 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
     createKey(actor: Actor, orgId: string, name: string) {
       manage(actor, orgId)
       const key = tenants.createKey(orgId, name)
-      sqlite.query('INSERT INTO api_key_activity (key_id, created_by) VALUES (?, ?)').run(key.id, `admin:${actor.admin.id}`)
+      repo.recordKeyCreator(key.id, `admin:${actor.admin.id}`)
       log(actor, orgId, 'key.created', key.id, { name })
       return { id: key.id, key: key.key, name: key.name, prefix: key.key.slice(0, 7) }
     },
 
     revokeKey(actor: Actor, orgId: string, keyId: string) {
       manage(actor, orgId)
-      if (!sqlite.query('SELECT 1 FROM api_keys WHERE id = ? AND org_id = ?').get(keyId, orgId)) throw new ApiError('not_found')
+      if (!repo.keyInOrg(orgId, keyId)) throw new ApiError('not_found')
       const out = tenants.revokeKey(orgId, keyId)
       log(actor, orgId, 'key.revoked', keyId)
       return out
@@ -176,13 +173,7 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
     /** Agent spending per App over the last `days` days (runs, tokens, cost), from the runs table. */
     costs(actor: Actor, orgId: string, days: number) {
       see(actor, orgId)
-      const since = ctx.clock.now() - days * 86_400_000
-      return sqlite
-        .query(
-          'SELECT a.id AS appId, COUNT(r.id) AS runs, COALESCE(SUM(r.tokens_in), 0) AS tokensIn, COALESCE(SUM(r.tokens_out), 0) AS tokensOut, COALESCE(SUM(r.cost_usd), 0) AS costUsd ' +
-            'FROM apps a LEFT JOIN agent_runs r ON r.app_id = a.id AND r.created_at >= ? WHERE a.org_id = ? AND a.deleted_at IS NULL GROUP BY a.id ORDER BY a.id',
-        )
-        .all(since, orgId) as { appId: string; runs: number; tokensIn: number; tokensOut: number; costUsd: number }[]
+      return repo.costsSince(orgId, ctx.clock.now() - days * 86_400_000)
     },
 
     listAudit(actor: Actor, orgId: string, cursor: string | undefined, limit: number) {

@@ -7,7 +7,7 @@ import type { Clock } from '../../core/clock'
 import { errorSchemas } from '../../http/error-docs'
 import { authenticateAdmin, requireOrg, type AdminAuthDeps } from '../../http/admin-auth'
 import { IdParams } from '../feedback/model'
-import type { Inbox } from './inbox'
+import type { Inbox } from './inbox-repo'
 import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
 import { ID_PATTERN } from '../../core/ids'
 

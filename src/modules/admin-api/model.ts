@@ -3,7 +3,7 @@ import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { oneOf, int } from '../../core/schema'
 import { PROCESSING_MODES } from '../apps/model'
-import { FOLDERS } from './inbox'
+import { FOLDERS } from './inbox-repo'
 import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES } from '../connections/service'
 
 const closed = { additionalProperties: false } as const
