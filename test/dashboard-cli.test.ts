@@ -113,6 +113,31 @@ describe('fixloop admin', () => {
     }
   })
 
+  test('CLI changes to Orgs, Apps and keys are in the audit log (actor "cli", no secrets)', async () => {
+    const dir = newDir()
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Audited', '--json', '--data-dir', dir])).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Web', '--json', '--data-dir', dir])).stdout)
+    const rotated = JSON.parse((await runBinary(['app', 'rotate-secret', app.id, '--json', '--data-dir', dir])).stdout)
+    const key = JSON.parse((await runBinary(['key', 'create', '--org', org.id, '--name', 'ci', '--json', '--data-dir', dir])).stdout)
+    expect((await runBinary(['key', 'revoke', key.id, '--data-dir', dir])).code).toBe(0)
+    const pw = writePasswordFile(dir, 'pw', 'audit password 1')
+    expect((await runBinary(['admin', 'create', '--email', 'a@example.com', '--password-file', pw, '--data-dir', dir])).code).toBe(0)
+    const server = await spawnWithStdout(dir)
+    try {
+      const login = await signIn(server.url, 'a@example.com', 'audit password 1')
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]
+      const audit = await call(server.url, 'GET', `/admin/api/orgs/${org.id}/audit`, { headers: { cookie } })
+      // Ids order by second, then by process: separate CLI runs within one second may list in any order.
+      const actions = audit.body.data.map((e: { actor: string; action: string }) => `${e.actor} ${e.action}`).sort()
+      expect(actions).toEqual(['cli app.created', 'cli app.secret_rotated', 'cli key.created', 'cli key.revoked', 'cli org.created'])
+      expect(audit.text).not.toContain(rotated.signingSecret)
+      expect(audit.text).not.toContain(app.signingSecret)
+      expect(audit.text).not.toContain(key.key)
+    } finally {
+      await server.stop()
+    }
+  })
+
   test('a setup token expires after 30 minutes', async () => {
     const dir = newDir()
     const clock = new ManualClock(Date.UTC(2026, 0, 1))
