@@ -24,6 +24,9 @@ import { consoleRoutes } from './modules/admin-api/console-routes'
 import { inboxRoutes } from './modules/admin-api/inbox-routes'
 import { dashboardPages } from './admin-ui/pages'
 import { crossSiteGuard } from './http/admin-auth'
+import { eventRoutes } from './modules/events/index'
+import { webhookRoutes } from './modules/webhooks/index'
+import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
 
 export function createApp(ctx: Context, s: Services, log: Logger) {
@@ -85,6 +88,10 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
     .use(dashboardPages(s.adminAuth, s.console))
+    .use(eventRoutes(auth, s.events))
+    .use(webhookRoutes(auth, s.webhooks))
+    .use(slackCommandRoutes(s.slashCommands))
+    .use(chatopsRoutes(auth, s.chatops))
 
   return app
 }

@@ -36,6 +36,20 @@ export interface Config {
   /** First admin, applied only while no admin exists (FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE). */
   adminEmail: string | undefined
   adminPasswordFile: string | undefined
+  /** Events (pull feed, stream, webhook source) older than this many days are purged. */
+  eventRetentionDays: number
+  /** Webhook deliveries and their attempt log older than this many days are purged. */
+  webhookLogRetentionDays: number
+  /** Allow webhook targets on private, loopback and link-local addresses (tests, intranets). */
+  webhookAllowPrivate: boolean
+  /** Time a webhook receiver has to answer before the attempt counts as failed. */
+  webhookTimeoutMs: number
+  /** Multiplies every delay of the webhook retry schedule (tests shrink 27 hours to seconds). */
+  webhookRetryScale: number
+  /** Interval of the comment line keeping idle event streams open (at most 15 s). */
+  sseHeartbeatMs: number
+  /** Base URL of Slack's Web API (a stub in tests). */
+  slackApiUrl: string
 }
 
 export class ConfigError extends Error {}
@@ -107,5 +121,18 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     logLevel,
     adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
     adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,
+    eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,
+    webhookLogRetentionDays: env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS
+      ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')
+      : 14,
+    webhookAllowPrivate: env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE, 'FIXLOOP_WEBHOOK_ALLOW_PRIVATE') : false,
+    webhookTimeoutMs: env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS
+      ? Math.min(15, parsePositive(env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS, 'FIXLOOP_WEBHOOK_TIMEOUT_SECONDS')) * 1000
+      : 15_000,
+    webhookRetryScale: env.FIXLOOP_WEBHOOK_RETRY_SCALE ? parsePositive(env.FIXLOOP_WEBHOOK_RETRY_SCALE, 'FIXLOOP_WEBHOOK_RETRY_SCALE') : 1,
+    sseHeartbeatMs: env.FIXLOOP_SSE_HEARTBEAT_SECONDS
+      ? Math.min(15, parsePositive(env.FIXLOOP_SSE_HEARTBEAT_SECONDS, 'FIXLOOP_SSE_HEARTBEAT_SECONDS')) * 1000
+      : 10_000,
+    slackApiUrl: (env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api').replace(/\/+$/, ''),
   })
 }

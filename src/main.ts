@@ -12,6 +12,8 @@ import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
 import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
+import { runWebhookCommand } from './cli/webhooks'
+import { runChatopsCommand } from './cli/chatops'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -23,6 +25,8 @@ Commands:
   key             create, list or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
   admin           create dashboard admins, reset a password
+  webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
   backup          write an online backup of the database
   version         print the version
@@ -42,6 +46,10 @@ async function main(argv: string[]): Promise<void> {
       return runTenantCommand(command, rest)
     case 'admin':
       return runAdminCommand(rest)
+    case 'webhook':
+      return runWebhookCommand(rest)
+    case 'chatops':
+      return runChatopsCommand(rest)
     case 'migrate':
       return runMigrate(rest)
     case 'backup':
@@ -61,16 +69,16 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-/** A service's invalid_body names the offending fields; the CLI says which. */
-function issuesText(e: ApiError): string {
-  const issues = (e.details as { issues?: { path: string; message: string }[] } | undefined)?.issues ?? []
-  return issues.map((i) => ` ${i.path.replace(/^\//, '')} ${i.message}.`).join('')
-}
-
 main(process.argv.slice(2)).catch((e: unknown) => {
   // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
-  if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status < 500)) {
-    process.stderr.write(`fixloop: ${e.message}${e instanceof ApiError ? issuesText(e) : ''}\n`)
+  if (e instanceof ApiError && e.status < 500) {
+    const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
+    const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
+    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
+    process.exit(2)
+  }
+  if (e instanceof UsageError || e instanceof ConfigError) {
+    process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }
   process.stderr.write(`fixloop: ${e instanceof Error ? e.message : String(e)}\n`)

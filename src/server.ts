@@ -14,6 +14,10 @@ import { createServices, type Services } from './services'
 import { LIMITS } from './core/limits'
 import { join } from 'node:path'
 import { Checkpointer } from './db/checkpointer'
+import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
+import { startRetention } from './modules/events/retention'
+import type { EventHub } from './modules/events/hub'
+import type { SlackNotifier } from './modules/chatops/notifier'
 
 /** Bun's cap on a request body; fixloop's own limits (far lower) answer first with the envelope. */
 const MAX_STREAMED_BODY_BYTES = 1024 * 1024 * 1024
@@ -25,6 +29,9 @@ export interface RunningServer {
   services: Services
   worker: Worker
   runner: AgentRunner
+  hub: EventHub
+  webhooks: WebhookDispatcher
+  slack: SlackNotifier
   stop(): Promise<void>
 }
 
@@ -55,6 +62,11 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const server = app.server!
   let stopping: Promise<void> | undefined
   if (options.worker?.autoStart !== false) worker.start()
+  const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
+  hub.start()
+  webhooks.start(hub)
+  slack.start(hub)
+  const stopRetention = startRetention(ctx, log)
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   log.info('fixloop listening', { url, dataDir: config.dataDir })
 
@@ -65,12 +77,20 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     services,
     worker,
     runner,
+    hub,
+    webhooks,
+    slack,
     stop() {
       stopping ??= (async () => {
+        // Open event streams would hold the graceful stop below for its whole grace period.
+        hub.stop()
+        stopRetention()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
         await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
         committer.flush()
         await runner.stop()
+        await webhooks.stop()
+        await slack.stop()
         await worker.stop()
         await checkpointer.stop()
         try {

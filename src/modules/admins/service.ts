@@ -41,13 +41,13 @@ const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,255}$/
 
 export function normalizeEmail(email: string): string {
   const e = email.trim().toLowerCase()
-  if (!EMAIL_RE.test(e)) throw new ApiError('invalid_body', { issues: [{ path: '/email', message: 'must be an email address' }] })
+  if (!EMAIL_RE.test(e)) throw new ApiError('invalid_body', { issues: [{ path: '/email', message: 'the email is not an email address' }] })
   return e
 }
 
 export function checkPassword(password: string): void {
   if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH) {
-    throw new ApiError('invalid_body', { issues: [{ path: '/password', message: `must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters` }] })
+    throw new ApiError('invalid_body', { issues: [{ path: '/password', message: `the password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters` }] })
   }
 }
 
