@@ -40,7 +40,7 @@ const statusOf = async (id: string) => (await call(server.url, 'GET', `/v1/feedb
 
 beforeAll(async () => {
   dir = tempDir('fixloop-dash-')
-  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
+  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
   browser = await launchBrowser()
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   page = await context.newPage()
@@ -369,6 +369,38 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByLabel('Password').fill(PASSWORD)
     await page.getByRole('button', { name: 'Turn off' }).click()
     await page.getByRole('button', { name: 'Set up an authenticator app' }).waitFor()
+  })
+
+  test('webhooks: add an endpoint (secret shown once), see its deliveries, redeliver', async () => {
+    const received: string[] = []
+    const receiver = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: async (req) => {
+        received.push(req.headers.get('webhook-id') ?? '')
+        return new Response('ok')
+      },
+    })
+    try {
+      await page.goto(`${server.url}/admin/o/${state.orgId}/webhooks`)
+      await page.getByLabel('Endpoint URL').fill(`http://127.0.0.1:${receiver.port}/hook`)
+      await page.getByRole('button', { name: 'Add endpoint' }).click()
+      expect(await page.getByLabel('Webhook secret').inputValue()).toMatch(/^whsec_/)
+      await submit('A report after the webhook exists')
+      await eventually(() => received.length > 0, 15_000)
+      await page.getByRole('button', { name: 'Deliveries' }).click()
+      const row = page.getByRole('row', { name: /feedback\.received/ }).first()
+      await row.waitFor()
+      expect(await row.textContent()).toContain('succeeded')
+      await checkPage('webhooks')
+      const before = received.length
+      await row.getByRole('button', { name: /Redeliver/ }).click()
+      await eventually(() => received.length > before, 15_000)
+      // A redelivery is the same message: the same webhook-id as an earlier delivery.
+      expect(received.slice(0, before)).toContain(received[received.length - 1])
+    } finally {
+      receiver.stop(true)
+    }
   })
 
   test("another Org's admin sees 404, in the pages and at the API", async () => {

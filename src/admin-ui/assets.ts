@@ -15,6 +15,7 @@ import keys from './app/keys.js' with { type: 'text' }
 import inbox from './app/inbox.js' with { type: 'text' }
 import report from './app/report.js' with { type: 'text' }
 import account from './app/account.js' with { type: 'text' }
+import webhooks from './app/webhooks.js' with { type: 'text' }
 import css from './app/style.css' with { type: 'text' }
 import { createHash } from 'node:crypto'
 
@@ -48,6 +49,7 @@ export const ASSETS: Asset[] = [
   asset('@fixloop/inbox', 'inbox.js', inbox),
   asset('@fixloop/report', 'report.js', report),
   asset('@fixloop/account', 'account.js', account),
+  asset('@fixloop/webhooks', 'webhooks.js', webhooks),
   asset('@fixloop/main', 'main.js', main),
   asset(null, 'style.css', css, 'text/css; charset=utf-8'),
 ]

@@ -9,6 +9,7 @@ import { KeysPage, AuditPage } from '@fixloop/keys'
 import { InboxPage } from '@fixloop/inbox'
 import { ReportPage } from '@fixloop/report'
 import { AccountPage } from '@fixloop/account'
+import { WebhooksPage } from '@fixloop/webhooks'
 
 const ORG_PAGES = [
   [/^inbox$/, (org) => html`<${InboxPage} org=${org} />`],
@@ -17,6 +18,7 @@ const ORG_PAGES = [
   [/^apps\/([0-9a-f]{24})$/, (org, m, me) => html`<${AppPage} org=${org} appId=${m[1]} me=${me} />`],
   [/^keys$/, (org) => html`<${KeysPage} org=${org} />`],
   [/^audit$/, (org) => html`<${AuditPage} org=${org} />`],
+  [/^webhooks$/, (org) => html`<${WebhooksPage} org=${org} />`],
 ]
 
 function NotFound() {
@@ -42,6 +44,7 @@ function Frame({ me, orgs, orgId, children, onSignOut }) {
           ${org && nav(`/admin/o/${org.id}/inbox`, 'Inbox')}
           ${org && nav(`/admin/o/${org.id}/apps`, 'Apps')}
           ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/keys`, 'API keys')}
+          ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/webhooks`, 'Webhooks')}
           ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/audit`, 'Audit log')}
           ${nav('/admin/orgs', 'Orgs')}
           ${nav('/admin/account', 'Account')}
