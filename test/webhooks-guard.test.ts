@@ -58,11 +58,16 @@ describe('SSRF guard', () => {
     'http://10.0.0.1/x',
     'http://2130706433/x',
     'http://0x7f.1/x',
-    'http://no-such-host.invalid/x',
   ])('without FIXLOOP_WEBHOOK_ALLOW_PRIVATE, %s is refused at create time', async (url) => {
     const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url } })
     expect(r.status).toBe(400)
     expect(r.body.error.code).toBe('url_not_allowed')
+  })
+
+  test('a host that does not resolve yet is accepted at create time; each delivery resolves and checks it again', async () => {
+    const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://no-such-host.invalid/x' } })
+    expect(r.status).toBe(201)
+    expect(r.body.secret).toMatch(/^whsec_/)
   })
 
   test('checked again at delivery (DNS may change): a stored loopback target is refused and never contacted', async () => {

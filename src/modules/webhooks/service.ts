@@ -97,7 +97,7 @@ export function createWebhooksService(ctx: Context) {
     async create(orgId: string, input: WebhookInput) {
       const eventTypes = checkEvents(input.events ?? [])
       if (input.appId) checkApp(orgId, input.appId)
-      await checkTarget(input.url, allowPrivate)
+      await checkTarget(input.url, allowPrivate, { allowUnresolved: true })
       const secret = newWebhookSecret()
       const id = newId(ctx.clock)
       const row = {

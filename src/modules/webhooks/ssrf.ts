@@ -38,8 +38,12 @@ export function parseTargetUrl(text: string): URL {
   return url
 }
 
-/** Resolves and checks a target; throws url_not_allowed with the reason. */
-export async function checkTarget(text: string, allowPrivate: boolean): Promise<CheckedTarget> {
+/**
+ * Resolves and checks a target; throws url_not_allowed with the reason. At create time a host that does
+ * not resolve (yet, or from this network) is accepted with no addresses: every delivery resolves and
+ * checks again before it connects, so nothing private can be reached through it later.
+ */
+export async function checkTarget(text: string, allowPrivate: boolean, { allowUnresolved = false } = {}): Promise<CheckedTarget> {
   const url = parseTargetUrl(text)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   let addresses: { address: string; family: 4 | 6 }[]
@@ -49,9 +53,12 @@ export async function checkTarget(text: string, allowPrivate: boolean): Promise<
     try {
       addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }))
     } catch {
+      addresses = []
+    }
+    if (addresses.length === 0) {
+      if (allowUnresolved) return { url, addresses }
       throw new ApiError('url_not_allowed', { reason: `the host ${host} does not resolve` })
     }
-    if (addresses.length === 0) throw new ApiError('url_not_allowed', { reason: `the host ${host} does not resolve` })
   }
   if (!allowPrivate) {
     const bad = addresses.find((a) => !isPublicAddress(a.address))
