@@ -74,6 +74,17 @@ function parseBool(text: string, source: string): boolean {
   throw new ConfigError(`${source}: must be true or false, got "${text}"`)
 }
 
+function parseHttpUrl(text: string, source: string): string {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ConfigError(`${source}: must be an absolute http(s) URL, got "${text}"`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${source}: must be an http(s) URL, got "${text}"`)
+  return text.replace(/\/+$/, '')
+}
+
 function s3FromEnv(env: Env): S3Config | undefined {
   const endpoint = env.FIXLOOP_S3_ENDPOINT
   const bucket = env.FIXLOOP_S3_BUCKET
@@ -133,6 +144,6 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     sseHeartbeatMs: env.FIXLOOP_SSE_HEARTBEAT_SECONDS
       ? Math.min(15, parsePositive(env.FIXLOOP_SSE_HEARTBEAT_SECONDS, 'FIXLOOP_SSE_HEARTBEAT_SECONDS')) * 1000
       : 10_000,
-    slackApiUrl: (env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api').replace(/\/+$/, ''),
+    slackApiUrl: parseHttpUrl(env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api', 'FIXLOOP_SLACK_API_URL'),
   })
 }

@@ -193,3 +193,18 @@ describe('fixloop chatops CLI', () => {
     expect(JSON.parse((await runBinary(['chatops', 'slack', 'list', '--org', org, '--json'], env)).stdout).data).toEqual([])
   })
 })
+
+describe('configuration', () => {
+  test('FIXLOOP_SLACK_API_URL must be an http(s) URL', async () => {
+    const { loadConfig, ConfigError } = await import('../src/config')
+    expect(() => loadConfig({}, { FIXLOOP_SLACK_API_URL: 'not a url' })).toThrow(ConfigError)
+    expect(() => loadConfig({}, { FIXLOOP_SLACK_API_URL: 'ftp://x.example/api' })).toThrow(ConfigError)
+    expect(loadConfig({}, { FIXLOOP_SLACK_API_URL: 'http://127.0.0.1:9/api/' }).slackApiUrl).toBe('http://127.0.0.1:9/api')
+    expect(loadConfig({}, {}).slackApiUrl).toBe('https://slack.com/api')
+    expect(() => loadConfig({}, { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(ConfigError)
+    expect(loadConfig({}, { FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '60' }).webhookTimeoutMs).toBe(15_000)
+    expect(loadConfig({}, { FIXLOOP_SSE_HEARTBEAT_SECONDS: '60' }).sseHeartbeatMs).toBe(15_000)
+    expect(loadConfig({}, { FIXLOOP_EVENT_RETENTION_DAYS: '7' }).eventRetentionDays).toBe(7)
+    expect(() => loadConfig({}, { FIXLOOP_EVENT_RETENTION_DAYS: '-1' })).toThrow(ConfigError)
+  })
+})

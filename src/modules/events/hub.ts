@@ -103,16 +103,18 @@ export class EventHub {
     // Retention emptied the table and rowids restarted: everything up to max is new to us.
     if (max < this.lastRowid) this.lastRowid = 0
     if (max === this.lastRowid) return
-    const rows = this.repo.rowsBetween(this.lastRowid, max, SHARED_BATCH_MAX + 1)
-    const byOrg = new Map<string, EventRow[] | undefined>()
-    if (rows.length <= SHARED_BATCH_MAX) {
-      for (const r of rows) {
-        const list = byOrg.get(r.org_id)
-        if (list) list.push(r)
-        else byOrg.set(r.org_id, [r])
+    const orgs = this.repo.orgsBetween(this.lastRowid, max)
+    const byOrg = new Map<string, EventRow[] | undefined>(orgs.map((o) => [o, undefined]))
+    // The rows themselves are read (once, for every stream) only when a stream of one of these Orgs is open.
+    if (orgs.some((o) => this.byOrg.has(o))) {
+      const rows = this.repo.rowsBetween(this.lastRowid, max, SHARED_BATCH_MAX + 1)
+      if (rows.length <= SHARED_BATCH_MAX) {
+        for (const r of rows) {
+          const list = byOrg.get(r.org_id)
+          if (list) list.push(r)
+          else byOrg.set(r.org_id, [r])
+        }
       }
-    } else {
-      for (const orgId of this.repo.orgsBetween(this.lastRowid, max)) byOrg.set(orgId, undefined)
     }
     this.lastRowid = max
     for (const [orgId, orgRows] of byOrg) {
