@@ -8,7 +8,7 @@ import { openapi } from '@elysiajs/openapi'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
 import { foundation } from './http/foundation'
-import { corsOrigin, WIDGET_CORS_HEADERS } from './http/cors-policy'
+import { corsOrigin, widgetCors } from './http/cors-policy'
 import { appRoutes } from './modules/apps/index'
 import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/index'
 import { tokenRoutes } from './modules/tokens/index'
@@ -19,12 +19,20 @@ import { triageRoutes } from './modules/feedback/triage'
 import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { sessionRoutes } from './modules/admin-api/session-routes'
+import { consoleRoutes } from './modules/admin-api/console-routes'
+import { inboxRoutes } from './modules/admin-api/inbox-routes'
+import { dashboardPages } from './admin-ui/pages'
+import { crossSiteGuard } from './http/admin-auth'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
+
+/** An @elysiajs/cors header option switched off (see the CORS comment in createApp). */
+const OFF = false as unknown as string[]
 
 /** `demoPublicKey`: `fixloop serve --demo` gives the demo App's public key (read when /demo is requested). */
 export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?: () => string | undefined) {
@@ -33,16 +41,12 @@ export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
-    .use(
-      cors({
-        origin: corsOrigin(directory),
-        methods: ['POST', 'PUT'],
-        allowedHeaders: WIDGET_CORS_HEADERS,
-        exposeHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
-        credentials: false,
-        maxAge: 600,
-      }),
-    )
+    .use(crossSiteGuard(s.adminAuth))
+    // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
+    // widgetCors adds the rest there and answers their preflights.
+    // (`false` turns the plugin's global header off at run time; its types only admit a list.)
+    .use(cors({ origin: corsOrigin(directory), methods: false, allowedHeaders: OFF, exposeHeaders: OFF, credentials: false, preflight: false }))
+    .use(widgetCors())
     .use(
       openapi({
         path: '/docs',
@@ -59,6 +63,12 @@ export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?
             securitySchemes: {
               publicKey: { type: 'http', scheme: 'bearer', description: 'App public key, pub_...' },
               orgKey: { type: 'http', scheme: 'bearer', description: 'Org API key, sk_...' },
+              adminSession: {
+                type: 'apiKey',
+                in: 'cookie',
+                name: 'fixloop_admin',
+                description: 'Dashboard session (POST /admin/api/session). Mutations also need X-CSRF-Token. With X-Fixloop-Org: <orgId> the session may call the sk_ routes for that Org.',
+              },
             },
           },
         },
@@ -78,6 +88,10 @@ export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
+    .use(sessionRoutes(s.adminAuth, s.audit, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(consoleRoutes(s.adminAuth, s.console))
+    .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
+    .use(dashboardPages(s.adminAuth, s.console))
     .use(eventRoutes(auth, s.events))
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))

@@ -42,6 +42,9 @@ export interface Config {
   uploadGraceHours: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
+  /** First admin, applied only while no admin exists (FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE). */
+  adminEmail: string | undefined
+  adminPasswordFile: string | undefined
   /** Events (pull feed, stream, webhook source) older than this many days are purged. */
   eventRetentionDays: number
   /** Webhook deliveries and their attempt log older than this many days are purged. */
@@ -150,6 +153,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     workDir,
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
     logLevel,
+    adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
+    adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,
     eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,
     webhookLogRetentionDays: env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS
       ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')

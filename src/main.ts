@@ -10,6 +10,7 @@ import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate } from './cli/ops'
+import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
 import { runChatopsCommand } from './cli/chatops'
@@ -23,6 +24,7 @@ Commands:
   org             create or list Orgs
   key             create, list or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  admin           create dashboard admins, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
   chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
@@ -42,6 +44,8 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'admin':
+      return runAdminCommand(rest)
     case 'webhook':
       return runWebhookCommand(rest)
     case 'chatops':
