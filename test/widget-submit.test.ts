@@ -36,7 +36,7 @@ test('a report with screenshot and console context arrives, readable and downloa
     })
     await page.waitForTimeout(200)
     await w.launcher.click()
-    await expect(w.dialog.isVisible()).resolves.toBe(true)
+    await w.dialog.waitFor()
     await w.text.fill('The Pay button does nothing')
     // The preview appears once the DOM render is done.
     await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
