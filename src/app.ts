@@ -1,5 +1,5 @@
 /**
- * createApp(ctx, services, log): the root Elysia app. Mounts the cross-cutting plugins and every module's
+ * createApp(ctx, services, log, ops): the root Elysia app. Mounts the cross-cutting plugins and every module's
  * routes over the services built once in src/services.ts; no logic, no service construction.
  */
 import { Elysia } from 'elysia'
@@ -20,13 +20,23 @@ import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
 import type { Services } from './services'
+import type { Readiness } from './modules/health/readiness'
+import { metricsRoutes } from './modules/metrics/index'
+import type { Metrics } from './modules/metrics/service'
+import { rootRoutes } from './modules/health/root'
 
-export function createApp(ctx: Context, s: Services, log: Logger) {
+/** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
+export interface OpsDeps {
+  readiness: Readiness
+  metrics: Metrics
+}
+
+export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
   const app = new Elysia({ normalize: false })
-    .use(foundation(log))
+    .use(foundation(log, ops.metrics.requests))
     .use(
       cors({
         origin: corsOrigin(directory),
@@ -60,7 +70,9 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
       }),
     )
     .use(docsAssets())
-    .use(healthRoutes(ctx.sqlite, VERSION))
+    .use(rootRoutes(VERSION))
+    .use(healthRoutes(ops.readiness, VERSION))
+    .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(widgetFeedbackRoutes(auth, feedback))
     .use(uploadUrlRoutes(auth, uploads, publicUrl))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))

@@ -15,6 +15,8 @@ let timer: ReturnType<typeof setInterval> | undefined
 function checkpoint(mode: 'PASSIVE' | 'TRUNCATE'): void {
   try {
     db?.run(`PRAGMA wal_checkpoint(${mode})`)
+    // The heartbeat the main thread's readiness check reads.
+    if (mode === 'PASSIVE') postMessage({ type: 'beat' })
   } catch (e) {
     postMessage({ type: 'error', message: e instanceof Error ? e.message : String(e) })
   }
