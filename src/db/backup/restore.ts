@@ -34,13 +34,18 @@ async function unpack(from: string, staging: string, report: (line: string, fina
   const seen = new Map<string, { bytes: number; sha256: string }>()
   let manifestText: string | undefined
   let total = 0
+  // The first refusal; later entries are drained unread and the error is thrown once the stream ends
+  // (handing it to tar-stream's next() would surface as an unhandled stream error as well).
+  let refusal: StartupError | undefined
   const ex = tarExtract()
   ex.on('entry', (header, stream, next) => {
     const name = header.name
     const fail = (msg: string) => {
+      refusal ??= new StartupError(msg)
+      stream.on('end', () => next())
       stream.resume()
-      next(new StartupError(msg))
     }
+    if (refusal) return fail(refusal.message)
     if (header.type !== 'file') return fail(`the archive holds an unexpected ${header.type} entry "${name}"`)
     if (!isSafeEntryName(name)) return fail(`the archive holds an unexpected entry "${name}"; not a fixloop backup, or tampered with`)
     if (seen.has(name) || (name === MANIFEST_NAME && manifestText !== undefined)) return fail(`the archive holds "${name}" twice`)
@@ -71,9 +76,17 @@ async function unpack(from: string, staging: string, report: (line: string, fina
         report(`restore: ${seen.size} files, ${humanBytes(total)}`)
         next()
       })
-      .catch((e) => next(e))
+      .catch((e) => {
+        refusal ??= new StartupError(`cannot write ${target}: ${(e as Error).message}`)
+        next()
+      })
   })
-  await pipeline(createReadStream(from), ex as unknown as NodeJS.WritableStream)
+  try {
+    await pipeline(createReadStream(from), ex as unknown as NodeJS.WritableStream)
+  } catch (e) {
+    throw refusal ?? new StartupError(`${from} is not a readable tar archive: ${(e as Error).message}`)
+  }
+  if (refusal) throw refusal
   return { manifestText, seen }
 }
 
@@ -99,7 +112,9 @@ export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
   if (present.length > 0 && !o.force) {
     throw new StartupError(`${o.dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', ...' : ''}); restore into an empty dir, or add --force to replace its database, blobs and master key`)
   }
+  const created = !existsSync(o.dataDir)
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 })
+  let done = false
   const lock = lockDataDir(o.dataDir, 'restoring into it')
   const staging = join(o.dataDir, `.restore-${process.pid}`)
   const report = throttled(o.progress)
@@ -123,9 +138,13 @@ export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
     if (existsSync(join(staging, 'blobs'))) renameSync(join(staging, 'blobs'), join(o.dataDir, 'blobs'))
     if (seen.has(KEY_ENTRY)) renameSync(join(staging, KEY_ENTRY), join(o.dataDir, KEY_ENTRY))
     report(`restore: done (${seen.size} files; ${[...seen.keys()].filter((n) => n.startsWith(BLOB_PREFIX)).length} blobs)`, true)
+    done = true
     return manifest
   } finally {
     rmSync(staging, { recursive: true, force: true })
     lock.release()
+    // A refused restore leaves no trace: not even the dir it made or its lock file.
+    if (!done && created) rmSync(o.dataDir, { recursive: true, force: true })
+    else if (!done && present.length === 0) rmSync(join(o.dataDir, LOCK_FILE), { force: true })
   }
 }
