@@ -19,6 +19,9 @@ import { triageRoutes } from './modules/feedback/triage'
 import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { eventRoutes } from './modules/events/index'
+import { webhookRoutes } from './modules/webhooks/index'
+import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
 import type { Readiness } from './modules/health/readiness'
 import { metricsRoutes } from './modules/metrics/index'
@@ -81,6 +84,10 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
+    .use(eventRoutes(auth, s.events))
+    .use(webhookRoutes(auth, s.webhooks))
+    .use(slackCommandRoutes(s.slashCommands))
+    .use(chatopsRoutes(auth, s.chatops))
 
   return app
 }

@@ -37,6 +37,20 @@ export interface Config {
   minFreeDiskBytes: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
+  /** Events (pull feed, stream, webhook source) older than this many days are purged. */
+  eventRetentionDays: number
+  /** Webhook deliveries and their attempt log older than this many days are purged. */
+  webhookLogRetentionDays: number
+  /** Allow webhook targets on private, loopback and link-local addresses (tests, intranets). */
+  webhookAllowPrivate: boolean
+  /** Time a webhook receiver has to answer before the attempt counts as failed. */
+  webhookTimeoutMs: number
+  /** Multiplies every delay of the webhook retry schedule (tests shrink 27 hours to seconds). */
+  webhookRetryScale: number
+  /** Interval of the comment line keeping idle event streams open (at most 15 s). */
+  sseHeartbeatMs: number
+  /** Base URL of Slack's Web API (a stub in tests). */
+  slackApiUrl: string
 }
 
 export class ConfigError extends Error {}
@@ -59,6 +73,17 @@ function parseBool(text: string, source: string): boolean {
   if (/^(1|true|yes|on)$/i.test(text)) return true
   if (/^(0|false|no|off|)$/i.test(text)) return false
   throw new ConfigError(`${source}: must be true or false, got "${text}"`)
+}
+
+function parseHttpUrl(text: string, source: string): string {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ConfigError(`${source}: must be an absolute http(s) URL, got "${text}"`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${source}: must be an http(s) URL, got "${text}"`)
+  return text.replace(/\/+$/, '')
 }
 
 function s3FromEnv(env: Env): S3Config | undefined {
@@ -111,5 +136,18 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
         ? env.FIXLOOP_MIN_FREE_DISK_MB === '0' ? 0 : parsePositive(env.FIXLOOP_MIN_FREE_DISK_MB, 'FIXLOOP_MIN_FREE_DISK_MB')
         : 64) * 1024 * 1024,
     logLevel,
+    eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,
+    webhookLogRetentionDays: env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS
+      ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')
+      : 14,
+    webhookAllowPrivate: env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE, 'FIXLOOP_WEBHOOK_ALLOW_PRIVATE') : false,
+    webhookTimeoutMs: env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS
+      ? Math.min(15, parsePositive(env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS, 'FIXLOOP_WEBHOOK_TIMEOUT_SECONDS')) * 1000
+      : 15_000,
+    webhookRetryScale: env.FIXLOOP_WEBHOOK_RETRY_SCALE ? parsePositive(env.FIXLOOP_WEBHOOK_RETRY_SCALE, 'FIXLOOP_WEBHOOK_RETRY_SCALE') : 1,
+    sseHeartbeatMs: env.FIXLOOP_SSE_HEARTBEAT_SECONDS
+      ? Math.min(15, parsePositive(env.FIXLOOP_SSE_HEARTBEAT_SECONDS, 'FIXLOOP_SSE_HEARTBEAT_SECONDS')) * 1000
+      : 10_000,
+    slackApiUrl: parseHttpUrl(env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api', 'FIXLOOP_SLACK_API_URL'),
   })
 }

@@ -13,6 +13,8 @@ import { runBackup, runMigrate, runRekey, runRestore } from './cli/ops'
 import { didYouMean } from './cli/suggest'
 import { hoistGlobalFlags } from './cli/global-flags'
 import { VERSION } from './version'
+import { runWebhookCommand } from './cli/webhooks'
+import { runChatopsCommand } from './cli/chatops'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -23,6 +25,8 @@ Commands:
   org             create or list Orgs
   key             create, list, rotate or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
   backup          write one archive: database + uploaded files + manifest
   restore         restore such an archive into a data dir
@@ -34,7 +38,7 @@ Global flags (before or after the command): --data-dir DIR (or FIXLOOP_DATA_DIR;
 ${SERVE_HELP}
 `
 
-const COMMANDS = ['serve', 'org', 'key', 'app', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
+const COMMANDS = ['serve', 'org', 'key', 'app', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = hoistGlobalFlags(argv)
@@ -45,6 +49,10 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'webhook':
+      return runWebhookCommand(rest)
+    case 'chatops':
+      return runChatopsCommand(rest)
     case 'migrate':
       return runMigrate(rest)
     case 'backup':
@@ -72,7 +80,13 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
-  if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status < 500)) {
+  if (e instanceof ApiError && e.status < 500) {
+    const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
+    const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
+    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
+    process.exit(2)
+  }
+  if (e instanceof UsageError || e instanceof ConfigError) {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }

@@ -20,6 +20,10 @@ import { createReadiness } from './modules/health/readiness'
 import { createMetrics } from './modules/metrics/service'
 import { VERSION } from './version'
 import { mkdirSync } from 'node:fs'
+import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
+import { startRetention } from './modules/events/retention'
+import type { EventHub } from './modules/events/hub'
+import type { SlackNotifier } from './modules/chatops/notifier'
 
 /** Bun's cap on a request body; fixloop's own limits (far lower) answer first with the envelope. */
 const MAX_STREAMED_BODY_BYTES = 1024 * 1024 * 1024
@@ -31,6 +35,9 @@ export interface RunningServer {
   services: Services
   worker: Worker
   runner: AgentRunner
+  hub: EventHub
+  webhooks: WebhookDispatcher
+  slack: SlackNotifier
   stop(): Promise<void>
 }
 
@@ -95,6 +102,11 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const server = app.server!
   let stopping: Promise<void> | undefined
   if (options.worker?.autoStart !== false) worker.start()
+  const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
+  hub.start()
+  webhooks.start(hub)
+  slack.start(hub)
+  const stopRetention = startRetention(ctx, log)
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
   log.info(`fixloop ${VERSION} listening on ${url} (storage: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
@@ -112,12 +124,20 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     services,
     worker,
     runner,
+    hub,
+    webhooks,
+    slack,
     stop() {
       stopping ??= (async () => {
+        // Open event streams would hold the graceful stop below for its whole grace period.
+        hub.stop()
+        stopRetention()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
         await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
         committer.flush()
         await runner.stop()
+        await webhooks.stop()
+        await slack.stop()
         await worker.stop()
         await checkpointer.stop()
         try {

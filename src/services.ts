@@ -30,6 +30,15 @@ import { createBatchWindows } from './worker/steps/release-batch'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
 import { createProcessFeedbackStep } from './worker/steps/process-feedback'
 import type { JobKind } from './lifecycle/jobs'
+import { EventHub } from './modules/events/hub'
+import { createEventsRepo } from './modules/events/repo'
+import { createEventsService } from './modules/events/service'
+import { createWebhooksService } from './modules/webhooks/service'
+import { WebhookDispatcher } from './modules/webhooks/dispatcher'
+import { createChatopsService } from './modules/chatops/service'
+import { createSlashCommands } from './modules/chatops/commands'
+import { SlackApi } from './modules/chatops/slack-api'
+import { SlackNotifier } from './modules/chatops/notifier'
 
 export function createServices(ctx: Context, log: Logger, workerOptions: Partial<WorkerOptions> = {}) {
   const { sqlite, clock, config } = ctx
@@ -63,6 +72,12 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
   wake.on(() => worker.wake())
   scheduleUploadsGc(jobs, lifecycle, clock)
 
+  const apps = createAppsRepo(ctx.db)
+  const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
+  // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
+  const hub = new EventHub(createEventsRepo(sqlite), { pollMs: 100, heartbeatMs: config.sseHeartbeatMs })
+  const slackApi = new SlackApi(config.slackApiUrl)
+
   return {
     auth,
     directory,
@@ -70,8 +85,8 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     committer,
     store,
     uploads,
-    apps: createAppsRepo(ctx.db),
-    feedback: createFeedbackService(ctx, committer, uploads, lifecycle),
+    apps,
+    feedback,
     triage: createTriageService(ctx, cluster, lifecycle),
     agentRuns: createAgentRunsService(sqlite),
     tenants: createTenantsService(ctx),
@@ -79,6 +94,13 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     cluster,
     runner,
     worker,
+    hub,
+    events: createEventsService(createEventsRepo(sqlite), hub, apps),
+    webhooks: createWebhooksService(ctx),
+    webhookDispatcher: new WebhookDispatcher(ctx, log),
+    chatops: createChatopsService(ctx),
+    slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
+    slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl),
   }
 }
 export type Services = ReturnType<typeof createServices>

@@ -94,7 +94,7 @@ test('/metrics: Prometheus text with requests, latency, reports, jobs, agent run
     const reports = byName.get('fixloop_reports')!
     const total = reports.metrics.reduce((n, m) => n + Number(m.value), 0)
     expect(total).toBe(3)
-    for (const name of ['fixloop_jobs_backlog', 'fixloop_jobs_oldest_age_seconds', 'fixloop_agent_runs', 'fixloop_agent_cost_usd', 'fixloop_wal_bytes']) {
+    for (const name of ['fixloop_webhook_deliveries', 'fixloop_jobs_backlog', 'fixloop_jobs_oldest_age_seconds', 'fixloop_agent_runs', 'fixloop_agent_cost_usd', 'fixloop_wal_bytes']) {
       expect(byName.has(name)).toBe(true)
     }
     expect(Number(byName.get('fixloop_wal_bytes')!.metrics[0].value)).toBeGreaterThanOrEqual(0)

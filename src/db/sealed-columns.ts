@@ -17,6 +17,10 @@ export interface SealedColumn {
 const COLUMNS: SealedColumn[] = [
   { table: 'apps', column: 'signing_secret_enc', key: 'id' },
   { table: 'repo_connections', column: 'host_token_enc', key: 'app_id' },
+  { table: 'webhooks', column: 'secret_sealed', key: 'id' },
+  { table: 'webhooks', column: 'previous_secret_sealed', key: 'id' },
+  { table: 'slack_connections', column: 'bot_token_sealed', key: 'id' },
+  { table: 'slack_connections', column: 'signing_secret_sealed', key: 'id' },
 ]
 
 export function registerSealedColumn(c: SealedColumn): void {

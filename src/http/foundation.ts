@@ -24,6 +24,8 @@ const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** Embedded-store uploads stream their own body (up to 15 MB) and are never parsed as JSON. */
 const UPLOAD_PATH = /^\/v1\/uploads\//
+/** Slack's slash commands are form-encoded and signed over the raw bytes: that route reads its own body. */
+const SLACK_COMMAND_PATH = /^\/v1\/chatops\/slack\/[^/]+\/commands$/
 
 /** Longest request URL (path + query) fixloop answers; signed upload URLs stay far below it. */
 export const MAX_URL_BYTES = 16 * 1024
@@ -90,7 +92,8 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
     .onParse({ as: 'global' }, async ({ request }) => {
       // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
       // parsers, which refuse an image/png body; the upload route streams the body itself.
-      if (UPLOAD_PATH.test(new URL(request.url).pathname)) return null
+      const path = new URL(request.url).pathname
+      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path)) return null
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {

@@ -20,7 +20,7 @@ export function readIntQuery(request: Request, name: string, { min, max }: IntRa
   if (values.length === 0) return fallback
   const fail = (message: string) => new ApiError('invalid_body', { issues: [{ path: `/${name}`, message }] })
   if (values.length > 1) throw fail('must be given once')
-  const n = /^[0-9]{1,9}$/.test(values[0]) ? Number(values[0]) : NaN
+  const n = /^[0-9]{1,15}$/.test(values[0]) ? Number(values[0]) : NaN
   if (!Number.isSafeInteger(n) || n < min || n > max) throw fail(`must be an integer from ${min} to ${max}`)
   return n
 }

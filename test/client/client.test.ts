@@ -24,7 +24,7 @@ let s: Seeded
 let client: Fixloop
 
 beforeAll(async () => {
-  s = await seededServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+  s = await seededServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
   client = new Fixloop({ apiKey: s.key, publicKey: s.pub, baseUrl: s.url })
 })
 afterAll(() => s.stop())
@@ -85,6 +85,69 @@ describe('every method against the server', () => {
     expect(err.code).toBe('not_found')
     const created = await client.feedback.submit({ text: 'No agent ran for this one' })
     expect((await client.agentRuns.listForFeedback(created.id)).data).toEqual([])
+  })
+})
+
+describe('events and webhooks', () => {
+  test('events.list pages the feed exactly; stream delivers live events and resumes after a seq', async () => {
+    const created = await client.feedback.submit({ text: 'Watch my events go by' })
+    await client.feedback.waitFor(created.id, { until: 'awaiting_manual', timeoutMs: 15_000 })
+    const all: number[] = []
+    const mine: string[] = []
+    for await (const e of client.events.list({ limit: 2 })) {
+      all.push(e.seq)
+      if ((e.data as { feedbackId?: string }).feedbackId === created.id) mine.push(e.type === 'feedback.status_changed' ? `${e.data.from}>${e.data.to}` : e.type)
+    }
+    expect(all).toEqual([...all].sort((a, b) => a - b))
+    expect(new Set(all).size).toBe(all.length)
+    expect(all[all.length - 1] - all[0] + 1).toBe(all.length)
+    expect(mine).toEqual(['feedback.received', 'received>sanitizing', 'sanitizing>sanitized', 'sanitized>awaiting_manual'])
+    const page = await client.events.list({ after: all[all.length - 3], types: ['feedback.status_changed'] })
+    expect(page.data.every((e) => e.type === 'feedback.status_changed' && e.seq > all[all.length - 3])).toBe(true)
+
+    const controller = new AbortController()
+    const seen: string[] = []
+    const reading = (async () => {
+      for await (const e of client.events.stream({ after: all[all.length - 1], appId: s.appId }, { signal: controller.signal })) {
+        seen.push(e.type)
+        if (e.type === 'feedback.status_changed' && e.data.to === 'awaiting_manual') controller.abort()
+      }
+    })()
+    await client.feedback.submit({ text: 'A live one for the stream' })
+    await reading
+    expect(seen[0]).toBe('feedback.received')
+    expect(seen).toContain('feedback.status_changed')
+  })
+
+  test('webhooks: create, a real test delivery verified with verifyWebhook, deliveries, redeliver, rotate, delete', async () => {
+    const received: { body: string; headers: Headers }[] = []
+    const receiver = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: async (req) => (received.push({ body: await req.text(), headers: req.headers }), new Response('ok')) })
+    try {
+      const hook = await client.webhooks.create({ url: `http://127.0.0.1:${receiver.port}/hook`, events: ['webhook.test', 'feedback.received'] })
+      expect(hook.secret).toMatch(/^whsec_/)
+      expect((await client.webhooks.list()).data.map((w) => w.id)).toContain(hook.id)
+      expect((await client.webhooks.retrieve(hook.id)).url).toBe(`http://127.0.0.1:${receiver.port}/hook`)
+      const sent = await client.webhooks.test(hook.id)
+      expect(sent.webhookId).toBe(hook.id)
+      for (let i = 0; i < 200 && received.length === 0; i++) await Bun.sleep(25)
+      expect(received.length).toBeGreaterThanOrEqual(1)
+      const event = await verifyWebhook(received[0].body, received[0].headers, hook.secret)
+      expect(event.type).toBe('webhook.test')
+      await expect(verifyWebhook(received[0].body, received[0].headers, `whsec_${Buffer.from('x'.repeat(32)).toString('base64')}`)).rejects.toThrow()
+      const deliveries = await client.webhooks.deliveries(hook.id).toArray({ limit: 10 })
+      expect(deliveries.length).toBeGreaterThanOrEqual(1)
+      const again = await client.webhooks.redeliver(deliveries[0].id)
+      expect(again.status).toBe('pending')
+      for (let i = 0; i < 200 && received.length < 2; i++) await Bun.sleep(25)
+      expect(received.length).toBeGreaterThanOrEqual(2)
+      expect(received[1].headers.get('webhook-id')).toBe(received[0].headers.get('webhook-id'))
+      const rotated = await client.webhooks.rotateSecret(hook.id)
+      expect(rotated.secret).not.toBe(hook.secret)
+      await client.webhooks.delete(hook.id)
+      expect(await client.webhooks.retrieve(hook.id).catch((e) => e)).toBeInstanceOf(NotFoundError)
+    } finally {
+      receiver.stop(true)
+    }
   })
 })
 

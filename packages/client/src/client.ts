@@ -113,14 +113,25 @@ class Feedback {
     try {
       let item = await this.retrieve(id, { signal: controller.signal })
       if (done(item)) return item
+      // The stream wakes us on each status change; a slow re-read every 5 s covers a change that landed
+      // between the first read and the stream's start.
+      const events = this.events.stream({ appId: item.appId, types: ['feedback.status_changed'] }, { signal: controller.signal })[Symbol.asyncIterator]()
       try {
-        for await (const event of this.events.stream({ appId: item.appId, types: ['feedback.status_changed'] }, { signal: controller.signal })) {
-          if (event.data.feedbackId !== id) continue
+        let next = events.next()
+        for (;;) {
+          const got = await Promise.race([next, pause(5000, controller.signal).then(() => null)])
+          if (got?.done) break
+          if (got) {
+            next = events.next()
+            if ((got.value.data as { feedbackId?: unknown }).feedbackId !== id) continue
+          }
           item = await this.retrieve(id, { signal: controller.signal })
           if (done(item)) return item
         }
       } catch (e) {
         if (!(e instanceof NotFoundError)) throw e
+      } finally {
+        events.return?.(undefined).catch(() => {})
       }
       for (let delay = 500; ; delay = Math.min(delay * 2, 5000)) {
         await pause(delay, controller.signal)
@@ -200,19 +211,41 @@ class Events {
 class Webhooks {
   constructor(private readonly core: Core) {}
   /** The answer carries the signing secret `whsec_…` once; store it. */
-  create(params: T.WebhookCreateParams, opts?: RequestOptions): Promise<T.Webhook> {
+  create(params: T.WebhookCreateParams, opts?: RequestOptions): Promise<T.WebhookCreated> {
     return this.core.request({ method: 'POST', path: '/v1/webhooks', body: params }, opts)
   }
   list(opts?: RequestOptions): Promise<{ data: T.Webhook[] }> {
     return this.core.request({ method: 'GET', path: '/v1/webhooks' }, opts)
   }
+  retrieve(id: string, opts?: RequestOptions): Promise<T.Webhook> {
+    return this.core.request({ method: 'GET', path: `/v1/webhooks/${enc(id)}` }, opts)
+  }
   delete(id: string, opts?: RequestOptions): Promise<unknown> {
     return this.core.request({ method: 'DELETE', path: `/v1/webhooks/${enc(id)}` }, opts)
   }
-  deliveries(id: string, opts?: RequestOptions): Promise<{ data: T.WebhookDelivery[] }> {
-    return this.core.request({ method: 'GET', path: `/v1/webhooks/${enc(id)}/deliveries` }, opts)
+  /** A new secret; the old one keeps signing too for 24 hours, so receivers can switch without a gap. */
+  rotateSecret(id: string, opts?: RequestOptions): Promise<T.WebhookSecretRotated> {
+    return this.core.request({ method: 'POST', path: `/v1/webhooks/${enc(id)}/rotate-secret` }, opts)
   }
-  redeliver(deliveryId: string, opts?: RequestOptions): Promise<unknown> {
+  enable(id: string, opts?: RequestOptions): Promise<T.Webhook> {
+    return this.core.request({ method: 'POST', path: `/v1/webhooks/${enc(id)}/enable` }, opts)
+  }
+  /** Sends a `webhook.test` event to the endpoint. */
+  test(id: string, opts?: RequestOptions): Promise<T.WebhookTestSent> {
+    return this.core.request({ method: 'POST', path: `/v1/webhooks/${enc(id)}/test` }, opts)
+  }
+  /** The delivery log, newest first: `await` for a page, `for await` for every delivery. */
+  deliveries(id: string, params: T.DeliveryListParams = {}, opts?: RequestOptions): PagedList<T.WebhookDelivery, T.DeliveryPage> {
+    return new PagedList(
+      (cursor) => this.core.request<T.DeliveryPage>({ method: 'GET', path: `/v1/webhooks/${enc(id)}/deliveries`, query: { ...params, cursor: (cursor as string) ?? params.cursor } }, opts),
+      (page) => ({ data: page.data, next: page.nextCursor }),
+    )
+  }
+  redeliver(deliveryId: string, opts?: RequestOptions): Promise<T.RedeliverResult> {
     return this.core.request({ method: 'POST', path: `/v1/webhooks/deliveries/${enc(deliveryId)}/redeliver` }, opts)
+  }
+  /** Redelivers every failed delivery of the endpoint created in [since, until] (ISO 8601). */
+  redeliverFailed(id: string, params: T.RedeliverFailedParams, opts?: RequestOptions): Promise<T.RedeliverFailedResult> {
+    return this.core.request({ method: 'POST', path: `/v1/webhooks/${enc(id)}/redeliver-failed`, body: params }, opts)
   }
 }

@@ -515,3 +515,589 @@ export interface MintParams {
   };
   expiresInSeconds?: number;
 }
+
+export interface EventPage {
+  /**
+   * Items: An event; consumers must ignore types they do not know (the list grows)
+   */
+  data: (
+    | EventFeedbackReceived
+    | EventFeedbackStatusChanged
+    | EventFeedbackDuplicateAttached
+    | EventFeedbackUnmerged
+    | EventAgentRunStarted
+    | EventAgentRunPhase
+    | EventAgentRunSucceeded
+    | EventAgentRunFailed
+    | EventAgentRunGuardrailed
+    | EventWebhookDisabled
+    | EventWebhookTest
+  )[];
+  /**
+   * Pass as `after` for the next page
+   */
+  nextAfter: number;
+}
+/**
+ * The feedback.received event
+ */
+export interface EventFeedbackReceived {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "feedback.received";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    status:
+      | "received"
+      | "sanitizing"
+      | "sanitized"
+      | "awaiting_manual"
+      | "queued"
+      | "agent_running"
+      | "pr_opened"
+      | "failed"
+      | "archived";
+  };
+}
+/**
+ * The feedback.status_changed event
+ */
+export interface EventFeedbackStatusChanged {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "feedback.status_changed";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    from:
+      | "received"
+      | "sanitizing"
+      | "sanitized"
+      | "awaiting_manual"
+      | "queued"
+      | "agent_running"
+      | "pr_opened"
+      | "failed"
+      | "archived";
+    to:
+      | "received"
+      | "sanitizing"
+      | "sanitized"
+      | "awaiting_manual"
+      | "queued"
+      | "agent_running"
+      | "pr_opened"
+      | "failed"
+      | "archived";
+    reason?: string | null;
+  };
+}
+/**
+ * The feedback.duplicate_attached event
+ */
+export interface EventFeedbackDuplicateAttached {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "feedback.duplicate_attached";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    leadFeedbackId: string;
+    duplicateCount: number;
+    manual: boolean;
+  };
+}
+/**
+ * The feedback.unmerged event
+ */
+export interface EventFeedbackUnmerged {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "feedback.unmerged";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    leadFeedbackId: string;
+    duplicateCount: number;
+  };
+}
+/**
+ * The agent_run.started event
+ */
+export interface EventAgentRunStarted {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "agent_run.started";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    runId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    provider: string;
+  };
+}
+/**
+ * The agent_run.phase event
+ */
+export interface EventAgentRunPhase {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "agent_run.phase";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    runId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    phase: "prepare" | "clone" | "agent" | "verify" | "guardrails" | "push" | "pr";
+    ms: number;
+  };
+}
+/**
+ * The agent_run.succeeded event
+ */
+export interface EventAgentRunSucceeded {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "agent_run.succeeded";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    runId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    prUrl: string | null;
+    branch: string;
+    costUsd: number;
+  };
+}
+/**
+ * The agent_run.failed event
+ */
+export interface EventAgentRunFailed {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "agent_run.failed";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    runId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    /**
+     * A short cause, never report text
+     */
+    error: string;
+  };
+}
+/**
+ * The agent_run.guardrailed event
+ */
+export interface EventAgentRunGuardrailed {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "agent_run.guardrailed";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    runId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    guardrailReason: string;
+  };
+}
+/**
+ * The webhook.disabled event
+ */
+export interface EventWebhookDisabled {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "webhook.disabled";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    webhookId: string;
+    reason: string;
+  };
+}
+/**
+ * The webhook.test event
+ */
+export interface EventWebhookTest {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "webhook.test";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    webhookId: string;
+  };
+}
+
+export interface EventListQuery {
+  /**
+   * A seq: only events after it
+   */
+  after?: number;
+  /**
+   * Default 100
+   */
+  limit?: number;
+  /**
+   * Comma-separated event types (feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test)
+   */
+  types?: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId?: string;
+}
+
+export interface WebhookCreated {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  url: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  events: string[];
+  enabled: boolean;
+  disabledReason: string | null;
+  failingSince: string | null;
+  /**
+   * While set, deliveries carry a second signature made with the previous secret
+   */
+  previousSecretValidUntil: string | null;
+  createdAt: string;
+  /**
+   * whsec_…: shown once, keep it safe
+   */
+  secret: string;
+}
+
+export interface WebhookCreateParams {
+  /**
+   * http(s) URL of your receiver
+   */
+  url: string;
+  /**
+   * Event types to send; empty or absent: all. Known: feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test
+   *
+   * @maxItems 50
+   */
+  events?: string[];
+  /**
+   * 24-character lowercase hex id
+   */
+  appId?: string;
+}
+
+export interface WebhookList {
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    id: string;
+    url: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    appId: string | null;
+    events: string[];
+    enabled: boolean;
+    disabledReason: string | null;
+    failingSince: string | null;
+    /**
+     * While set, deliveries carry a second signature made with the previous secret
+     */
+    previousSecretValidUntil: string | null;
+    createdAt: string;
+  }[];
+}
+
+export interface Webhook {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  url: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  events: string[];
+  enabled: boolean;
+  disabledReason: string | null;
+  failingSince: string | null;
+  /**
+   * While set, deliveries carry a second signature made with the previous secret
+   */
+  previousSecretValidUntil: string | null;
+  createdAt: string;
+}
+
+export interface WebhookSecretRotated {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  secret: string;
+  previousSecretValidUntil: string;
+}
+
+export interface WebhookTestSent {
+  /**
+   * 24-character lowercase hex id
+   */
+  webhookId: string;
+  /**
+   * Seq of the webhook.test event
+   */
+  seq: number;
+}
+
+export interface DeliveryPage {
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    id: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    webhookId: string;
+    /**
+     * Sent as webhook-id
+     */
+    eventId: string;
+    eventSeq: number;
+    eventType: string;
+    status: "pending" | "succeeded" | "failed";
+    attempts: number;
+    nextAttemptAt: string | null;
+    lastStatus: (number) | null;
+    createdAt: string;
+    updatedAt: string;
+    log: {
+      attempt: number;
+      at: string;
+      requestHeaders: {
+        /**
+         * This interface was referenced by `undefined`'s JSON-Schema definition
+         * via the `patternProperty` "^(.*)$".
+         */
+        [k: string]: string | undefined;
+      };
+      requestBody: string;
+      responseStatus: (number) | null;
+      /**
+       * First 4 KB of the answer
+       */
+      responseBody: string | null;
+      /**
+       * timeout, connection failure or target refused by the SSRF guard
+       */
+      error: string | null;
+      latencyMs: number;
+    }[];
+  }[];
+  /**
+   * 24-character lowercase hex id
+   */
+  nextCursor: string | null;
+}
+
+export interface DeliveryListParams {
+  /**
+   * Default 50
+   */
+  limit?: number;
+  /**
+   * The id of the last delivery of the previous page
+   */
+  cursor?: string;
+}
+
+export interface RedeliverFailedResult {
+  /**
+   * 24-character lowercase hex id
+   */
+  webhookId: string;
+  redelivered: number;
+}
+
+export interface RedeliverFailedParams {
+  /**
+   * ISO 8601: deliveries created at or after
+   */
+  since: string;
+  /**
+   * ISO 8601: deliveries created before
+   */
+  until: string;
+}
+
+export interface RedeliverResult {
+  /**
+   * 24-character lowercase hex id
+   */
+  id: string;
+  status: "pending";
+}

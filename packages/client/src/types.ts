@@ -36,27 +36,20 @@ export type UploadUrlParams = Api.UploadUrlParams
 export type SimilarParams = Api.SimilarParams
 export type MintParams = Api.MintParams & { appId: string }
 
-/** Event types named by the contract; the union stays open (new types ship additively). */
-export type EventType =
-  | 'feedback.received'
-  | 'feedback.status_changed'
-  | 'feedback.duplicate_attached'
-  | 'agent_run.started'
-  | 'agent_run.succeeded'
-  | 'agent_run.failed'
-  | 'agent_run.guardrailed'
-  | (string & {})
-
-/** One entry of the event outbox: ids and states, never report text. */
-export interface FixloopEvent {
+/** One entry of the event outbox (ids and states, never report text), discriminated by `type`. */
+export type KnownEvent = Api.EventPage['data'][number]
+/** An event type this client version does not know yet: new types ship additively. */
+export interface UnknownEvent {
   id: string
-  /** Rises by one per Org: the pull feed's and the stream's cursor. */
   seq: number
-  type: EventType
+  type: string & {}
   createdAt: string
   appId: string | null
-  data: Record<string, unknown> & { feedbackId?: string; from?: string; to?: string }
+  data: Record<string, unknown>
 }
+export type FixloopEvent = KnownEvent | UnknownEvent
+/** Event types named by the contract; the union stays open. */
+export type EventType = KnownEvent['type'] | (string & {})
 
 export interface EventPage {
   data: FixloopEvent[]
@@ -71,23 +64,15 @@ export interface EventListParams {
   appId?: string
 }
 
-export interface Webhook {
-  id: string
-  url: string
-  events: EventType[]
-  appId?: string | null
-  /** Only in the answer to create (shown once). */
-  secret?: string
-  [key: string]: unknown
-}
-
-export interface WebhookCreateParams {
-  url: string
-  events?: EventType[]
-  appId?: string
-}
-
-export interface WebhookDelivery {
-  id: string
-  [key: string]: unknown
-}
+export type Webhook = Open<Api.Webhook>
+/** The answer to create and rotate: carries the `whsec_…` secret, shown once. */
+export type WebhookCreated = Open<Api.WebhookCreated>
+export type WebhookCreateParams = Api.WebhookCreateParams
+export type WebhookSecretRotated = Api.WebhookSecretRotated
+export type WebhookTestSent = Open<Api.WebhookTestSent>
+export type WebhookDelivery = Open<Api.DeliveryPage['data'][number]>
+export type DeliveryPage = Open<Api.DeliveryPage>
+export type DeliveryListParams = Api.DeliveryListParams
+export type RedeliverFailedParams = Api.RedeliverFailedParams
+export type RedeliverFailedResult = Open<Api.RedeliverFailedResult>
+export type RedeliverResult = Open<Api.RedeliverResult>

@@ -35,6 +35,7 @@ export function createMetrics(sqlite: Database, dataDir: string, clock: Clock) {
       { name: 'fixloop_jobs_oldest_age_seconds', help: 'Age of the oldest job in the queue (0 when empty).', type: 'gauge', samples: [{ value: oldest === Infinity ? 0 : Math.max(0, (now - oldest) / 1000) }] },
       { name: 'fixloop_agent_runs', help: 'Agent runs, by outcome (status).', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       { name: 'fixloop_agent_cost_usd', help: 'Agent cost reported by runs, in US dollars, by outcome.', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.cost })) },
+      { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       { name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge', samples: [{ value: walBytes(dataDir) }] },
       { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
       { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },

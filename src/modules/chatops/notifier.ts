@@ -1,0 +1,185 @@
+/**
+ * Posts an Org's events to its Slack channels. One parent message per lead report (a cluster's lead),
+ * created when the lead reaches triage (awaiting_manual or queued) or an agent run starts, and edited in
+ * place (chat.update) as its status moves; duplicates joining, agent runs and the PR link go into its
+ * thread. Messages carry ids, states, counts and URLs, never report text: Slack is a third party.
+ * Each connection has a cursor over the outbox, advanced only after Slack accepted the event's calls,
+ * so a crash or a Slack outage delays messages, never loses them.
+ */
+import type { Context } from '../../context'
+import type { Logger } from '../../core/logger'
+import type { EventHub } from '../events/hub'
+import { createChatopsRepo, type SlackConnectionRow } from './repo'
+import { SlackApi, SlackError } from './slack-api'
+
+interface Ev {
+  seq: number
+  type: string
+  app_id: string | null
+  data: string
+}
+
+const PARENT_STATUSES = new Set(['awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
+
+export class SlackNotifier {
+  private readonly repo
+  private readonly busy = new Set<string>()
+  private timer: ReturnType<typeof setInterval> | undefined
+  private unsubscribe: (() => void) | undefined
+  private readonly running = new Set<Promise<void>>()
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly api: SlackApi,
+    private readonly log: Logger,
+    private readonly publicUrl?: string,
+  ) {
+    this.repo = createChatopsRepo(ctx.sqlite)
+  }
+
+  start(hub: EventHub): void {
+    this.unsubscribe = hub.subscribeAll((orgId) => this.runOrg(orgId))
+    // Retries what Slack refused for a while (rate limit, outage) and catches up after a restart.
+    this.timer = setInterval(() => this.runAll(), 5000)
+    this.runAll()
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer)
+    this.unsubscribe?.()
+    await Promise.allSettled([...this.running])
+  }
+
+  runAll(): void {
+    for (const orgId of this.repo.liveOrgs()) this.runOrg(orgId)
+  }
+
+  /** Resolves when every connection has caught up (tests). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running])
+  }
+
+  private runOrg(orgId: string): void {
+    for (const c of this.repo.liveForOrg(orgId)) {
+      if (this.busy.has(c.id)) continue
+      this.busy.add(c.id)
+      const p = this.drain(c.id)
+        .catch((e) => this.log.warn('slack notifier failed', { connectionId: c.id, error: e instanceof Error ? e.message : String(e) }))
+        .finally(() => {
+          this.busy.delete(c.id)
+          this.running.delete(p)
+        })
+      this.running.add(p)
+    }
+  }
+
+  private async drain(connectionId: string): Promise<void> {
+    for (;;) {
+      const c = this.repo.getAny(connectionId)
+      if (!c) return
+      const rows = this.repo.eventsAfter(c.org_id, c.cursor_seq, 50)
+      if (rows.length === 0) return
+      // Catching up (after an outage, a restart, a burst): a parent about to be edited again later in this
+      // page skips the intermediate edits, which only spend the channel's one write per second.
+      const lastMove = new Map<string, number>()
+      for (const e of rows) if (e.type === 'feedback.status_changed') lastMove.set(String(JSON.parse(e.data).feedbackId), e.seq)
+      for (const e of rows) {
+        const fresh = this.repo.getAny(connectionId)
+        if (!fresh) return
+        try {
+          await this.handle(fresh, e, lastMove)
+          this.repo.advance(connectionId, e.seq, null)
+        } catch (err) {
+          if (err instanceof SlackError && err.transient) {
+            this.repo.setError(connectionId, err.code)
+            return // the cursor stays: retried on the next wake or timer
+          }
+          // A permanent refusal (channel_not_found, invalid_auth, …): recorded, and this event is skipped
+          // so one bad message cannot block the channel forever.
+          this.repo.advance(connectionId, e.seq, err instanceof SlackError ? err.code : String(err))
+          this.log.warn('slack refused a message', { connectionId, seq: e.seq, error: err instanceof Error ? err.message : String(err) })
+        }
+      }
+    }
+  }
+
+  private feedbackLink(id: string): string {
+    return this.publicUrl ? `${this.publicUrl}/v1/feedback/${id}` : id
+  }
+
+  private parentText(leadId: string, status: string, duplicates: number): string {
+    const dup = duplicates > 0 ? ` · ${duplicates} duplicate${duplicates === 1 ? '' : 's'}` : ''
+    return `:memo: fixloop report ${leadId} — *${status}*${dup}\n${this.feedbackLink(leadId)}`
+  }
+
+  private async handle(c: SlackConnectionRow, e: Ev, lastMove: Map<string, number>): Promise<void> {
+    const types = JSON.parse(c.event_types) as string[]
+    if (!types.includes(e.type)) return
+    if (c.app_id !== null && e.app_id !== c.app_id) return
+    const d = JSON.parse(e.data) as Record<string, unknown>
+    const token = this.ctx.box.open(c.bot_token_sealed).toString()
+    const feedbackId = String(d.feedbackId ?? '')
+    const now = this.ctx.clock.now()
+
+    const ensureParent = async (leadId: string, status: string) => {
+      const existing = this.repo.thread(c.id, leadId)
+      if (existing) return existing
+      const dupCount = this.repo.duplicateCount(leadId)
+      const posted = await this.api.post(token, c.channel, this.parentText(leadId, status, dupCount))
+      const row = { connection_id: c.id, lead_feedback_id: leadId, channel: posted.channel, ts: posted.ts, status, duplicate_count: dupCount, updated_at: now }
+      this.repo.saveThread(row)
+      return row
+    }
+
+    switch (e.type) {
+      case 'feedback.status_changed': {
+        const to = String(d.to)
+        const thread = this.repo.thread(c.id, feedbackId)
+        if (!thread) {
+          if (PARENT_STATUSES.has(to)) await ensureParent(feedbackId, to)
+          return
+        }
+        if ((lastMove.get(feedbackId) ?? e.seq) > e.seq) return
+        await this.api.update(token, thread.channel, thread.ts, this.parentText(feedbackId, to, thread.duplicate_count))
+        this.repo.saveThread({ ...thread, status: to, updated_at: now })
+        return
+      }
+      case 'feedback.duplicate_attached':
+      case 'feedback.unmerged': {
+        const leadId = String(d.leadFeedbackId)
+        // A report that had its own parent (a lead merged into another by hand) points at its new lead.
+        const own = e.type === 'feedback.duplicate_attached' ? this.repo.thread(c.id, feedbackId) : null
+        if (own) {
+          await this.api.update(token, own.channel, own.ts, `:link: fixloop report ${feedbackId} — merged into ${leadId}\n${this.feedbackLink(leadId)}`)
+          this.repo.saveThread({ ...own, status: 'merged', updated_at: now })
+        }
+        const thread = this.repo.thread(c.id, leadId)
+        if (!thread) return
+        const count = Number(d.duplicateCount)
+        await this.api.update(token, thread.channel, thread.ts, this.parentText(leadId, thread.status, count))
+        const verb = e.type === 'feedback.unmerged' ? 'was split off from' : 'joined'
+        await this.api.post(token, thread.channel, `Report ${feedbackId} ${verb} this cluster (${count} duplicate${count === 1 ? '' : 's'} now).`, thread.ts)
+        this.repo.saveThread({ ...thread, duplicate_count: count, updated_at: now })
+        return
+      }
+      case 'agent_run.started':
+      case 'agent_run.succeeded':
+      case 'agent_run.failed':
+      case 'agent_run.guardrailed': {
+        const thread = await ensureParent(feedbackId, e.type === 'agent_run.started' ? 'agent_running' : 'queued')
+        const text =
+          e.type === 'agent_run.started'
+            ? `Agent run ${d.runId} started (${d.provider}).`
+            : e.type === 'agent_run.succeeded'
+              ? `:white_check_mark: Agent run ${d.runId} succeeded on branch \`${d.branch}\`${d.prUrl ? `: ${d.prUrl}` : ''}`
+              : e.type === 'agent_run.failed'
+                ? `:x: Agent run ${d.runId} failed: ${String(d.error).slice(0, 300)}`
+                : `:warning: Agent run ${d.runId} was stopped by a guardrail: ${String(d.guardrailReason).slice(0, 300)}`
+        await this.api.post(token, thread.channel, text, thread.ts)
+        return
+      }
+      default:
+        return
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * Retention: events older than FIXLOOP_EVENT_RETENTION_DAYS (default 30) and webhook deliveries and
+ * attempts older than FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS (default 14) are deleted, in batches, once at
+ * start and then every hour. Seq never goes back (event_counters), so cursors stay valid.
+ */
+import type { Context } from '../../context'
+import type { Logger } from '../../core/logger'
+import { createWebhooksRepo } from '../webhooks/repo'
+import { createEventsRepo } from './repo'
+
+const DAY_MS = 24 * 3600_000
+const EVERY_MS = 3600_000
+
+export function purgeExpired(ctx: Context): { events: number; deliveryLog: number } {
+  const now = ctx.clock.now()
+  const events = createEventsRepo(ctx.sqlite).purgeBefore(now - ctx.config.eventRetentionDays * DAY_MS)
+  const deliveryLog = createWebhooksRepo(ctx.sqlite).purge(now - ctx.config.webhookLogRetentionDays * DAY_MS)
+  return { events, deliveryLog }
+}
+
+/** Starts the hourly purge; returns the function that stops it. */
+export function startRetention(ctx: Context, log: Logger): () => void {
+  const run = () => {
+    try {
+      const n = purgeExpired(ctx)
+      if (n.events + n.deliveryLog > 0) log.info('retention purge', n)
+    } catch (e) {
+      log.warn('retention purge failed; retried in an hour', { error: e instanceof Error ? e.message : String(e) })
+    }
+  }
+  const first = setTimeout(run, 5_000)
+  const timer = setInterval(run, EVERY_MS)
+  return () => {
+    clearTimeout(first)
+    clearInterval(timer)
+  }
+}

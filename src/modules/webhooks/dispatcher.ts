@@ -1,0 +1,225 @@
+/**
+ * Webhook delivery. The outbox is the queue: for each live endpoint a cursor (webhooks.cursor_seq)
+ * turns the Org's new events into delivery rows in one transaction, and due deliveries are claimed with
+ * a lease, sent, and settled (attempt log + next step) in another. A kill -9 at any point loses nothing:
+ * unsent rows stay pending, leases of a dead process are released at start, and a resend carries the
+ * same webhook-id (the event id), so delivery is at-least-once and receivers can deduplicate.
+ */
+import type { Context } from '../../context'
+import type { Logger } from '../../core/logger'
+import { newId } from '../../core/ids'
+import { createOutbox } from '../../lifecycle/outbox'
+import { VERSION } from '../../version'
+import { eventBody } from '../events/repo'
+import type { EventHub } from '../events/hub'
+import { createWebhooksRepo, type DeliveryRow, type WebhookRow } from './repo'
+import { DISABLE_AFTER_FAILING_MS, parseRetryAfter, retryDelayMs } from './schedule'
+import { postOnce, type AttemptResult } from './sender'
+import { signatureHeader } from './signature'
+import { checkTarget } from './ssrf'
+
+export interface DispatcherOptions {
+  /** Most attempts in flight at once over all endpoints. */
+  concurrency: number
+  /** How often due retries are looked for when nothing else wakes the dispatcher. */
+  pollMs: number
+  random: () => number
+}
+
+const FANOUT_PAGE = 500
+
+export class WebhookDispatcher {
+  private readonly repo
+  private readonly outbox
+  private readonly inFlight = new Map<string, Promise<void>>()
+  private timer: ReturnType<typeof setInterval> | undefined
+  private unsubscribe: (() => void) | undefined
+  private stopped = false
+  private readonly opts: DispatcherOptions
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly log: Logger,
+    opts: Partial<DispatcherOptions> = {},
+  ) {
+    this.repo = createWebhooksRepo(ctx.sqlite)
+    this.outbox = createOutbox(ctx.sqlite, ctx.clock)
+    this.opts = { concurrency: 16, pollMs: 200, random: Math.random, ...opts }
+  }
+
+  /** Starts delivering: releases leases a killed process left, catches up every Org, then follows the hub. */
+  start(hub: EventHub): void {
+    this.repo.releaseLeases()
+    this.unsubscribe = hub.subscribeAll((orgId) => {
+      this.fanOut(orgId)
+      this.sendDue()
+    })
+    this.timer = setInterval(() => void this.tick(), this.opts.pollMs)
+    void this.tick()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    this.unsubscribe?.()
+    await Promise.allSettled([...this.inFlight.values()])
+  }
+
+  /** One full pass: fan out every Org with live endpoints, then send what is due. Tests call it directly. */
+  async tick(): Promise<void> {
+    try {
+      for (const orgId of this.repo.liveOrgs()) this.fanOut(orgId)
+      this.sendDue()
+    } catch (e) {
+      this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) })
+    }
+    await this.idle()
+  }
+
+  /** Resolves when no attempt is in flight (tests). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
+  }
+
+  private matches(w: WebhookRow, e: { type: string; app_id: string | null; data: string }): boolean {
+    if (e.type === 'webhook.test' || e.type === 'webhook.disabled') {
+      const target = (JSON.parse(e.data) as { webhookId?: string }).webhookId
+      // A test goes to its endpoint only; a disabled endpoint hears of itself only through the others.
+      if (e.type === 'webhook.test') return target === w.id
+      if (target === w.id) return false
+    }
+    if (w.app_id !== null && e.app_id !== w.app_id) return false
+    const types = JSON.parse(w.event_types) as string[]
+    return types.length === 0 || types.includes(e.type)
+  }
+
+  /** Turns the Org's events past each endpoint's cursor into delivery rows. */
+  fanOut(orgId: string): void {
+    for (const w of this.repo.liveForOrg(orgId)) {
+      // A read first: most wakes find nothing new for an endpoint, and those must not take the write lock.
+      if (this.repo.eventsAfter(orgId, w.cursor_seq, 1).length === 0) continue
+      for (;;) {
+        const moved = this.ctx.sqlite
+          .transaction(() => {
+            const fresh = this.repo.getAny(w.id)
+            if (!fresh || fresh.enabled !== 1) return 0
+            const rows = this.repo.eventsAfter(orgId, fresh.cursor_seq, FANOUT_PAGE)
+            if (rows.length === 0) return 0
+            const now = this.ctx.clock.now()
+            for (const e of rows) {
+              if (this.matches(fresh, e)) this.repo.insertDelivery(newId(this.ctx.clock), w.id, orgId, e.id, e.seq, e.type, eventBody(e), now)
+            }
+            this.repo.advance(w.id, rows[rows.length - 1].seq, fresh.cursor_seq)
+            return rows.length
+          })
+          .immediate()
+        if (moved < FANOUT_PAGE) break
+      }
+    }
+  }
+
+  /** Claims due deliveries up to the concurrency limit and sends them. */
+  sendDue(): void {
+    if (this.stopped) return
+    const room = this.opts.concurrency - this.inFlight.size
+    if (room <= 0) return
+    const now = this.ctx.clock.now()
+    // The lease outlives the timeout, so a live attempt is never claimed twice.
+    const claimed = this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()])
+    for (const d of claimed) {
+      const p = this.attempt(d)
+        .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
+        .finally(() => {
+          this.inFlight.delete(d.id)
+          this.sendDue()
+        })
+      this.inFlight.set(d.id, p)
+    }
+  }
+
+  private secretsOf(w: WebhookRow, now: number): string[] {
+    const secrets = [this.ctx.box.open(w.secret_sealed).toString()]
+    if (w.previous_secret_sealed && (w.previous_secret_until ?? 0) > now) secrets.push(this.ctx.box.open(w.previous_secret_sealed).toString())
+    return secrets
+  }
+
+  private async attempt(d: DeliveryRow): Promise<void> {
+    const w = this.repo.getAny(d.webhook_id)
+    if (!w || w.enabled !== 1) return
+    const now = this.ctx.clock.now()
+    const timestamp = Math.floor(now / 1000)
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': `fixloop-webhooks/${VERSION}`,
+      'webhook-id': d.event_id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(this.secretsOf(w, now), d.event_id, timestamp, d.payload),
+    }
+    let result: AttemptResult
+    try {
+      // Checked again before every attempt: DNS may have changed since the endpoint was created.
+      const target = await checkTarget(w.url, this.ctx.config.webhookAllowPrivate)
+      result = await postOnce(target, headers, d.payload, this.ctx.config.webhookTimeoutMs)
+    } catch (e) {
+      const reason = (e as { details?: { reason?: string } }).details?.reason ?? (e instanceof Error ? e.message : String(e))
+      result = { status: null, headers: {}, body: null, error: `target refused: ${reason}`, latencyMs: 0 }
+    }
+    this.settle(d, w, headers, result)
+  }
+
+  private settle(d: DeliveryRow, w: WebhookRow, headers: Record<string, string>, r: AttemptResult): void {
+    const now = this.ctx.clock.now()
+    const ok = r.status !== null && r.status >= 200 && r.status < 300
+    this.ctx.sqlite
+      .transaction(() => {
+        this.repo.insertAttempt({
+          id: newId(this.ctx.clock),
+          delivery_id: d.id,
+          webhook_id: w.id,
+          org_id: w.org_id,
+          attempt: d.attempts + 1,
+          request_headers: JSON.stringify(headers),
+          request_body: d.payload,
+          response_status: r.status,
+          response_body: r.body,
+          error: r.error,
+          latency_ms: r.latencyMs,
+          created_at: now,
+        })
+        if (ok) {
+          this.repo.settle({ id: d.id, status: 'succeeded', scheduleIndex: d.schedule_index, nextAttemptAt: null, lastStatus: r.status, now })
+          this.repo.markHealthy(w.id)
+          return
+        }
+        if (r.status === 410) {
+          this.repo.settle({ id: d.id, status: 'failed', scheduleIndex: d.schedule_index, nextAttemptAt: null, lastStatus: r.status, now })
+          this.disable(w, 'the endpoint answered 410 Gone', now)
+          return
+        }
+        const retryAfter = parseRetryAfter(r.headers['retry-after'], now)
+        // Another attempt of this endpoint may have disabled it meanwhile: then there is no next try.
+        const stillEnabled = this.repo.getAny(w.id)?.enabled === 1
+        const delay = stillEnabled ? retryDelayMs(d.schedule_index, this.ctx.config.webhookRetryScale, this.opts.random, retryAfter) : undefined
+        this.repo.settle({
+          id: d.id,
+          status: delay === undefined ? 'failed' : 'pending',
+          scheduleIndex: d.schedule_index + 1,
+          nextAttemptAt: delay === undefined ? null : now + delay,
+          lastStatus: r.status,
+          now,
+        })
+        if (!stillEnabled) return
+        const since = this.repo.markFailing(w.id, now)
+        if (now - since >= DISABLE_AFTER_FAILING_MS * this.ctx.config.webhookRetryScale) this.disable(w, 'every delivery failed for 5 days', now)
+      })
+      .immediate()
+  }
+
+  /** Disables the endpoint, fails what it still had pending, and records a webhook.disabled event. */
+  private disable(w: WebhookRow, reason: string, now: number): void {
+    if (this.repo.disable(w.id, reason) === 0) return
+    this.repo.dropPending(w.id, now)
+    this.outbox.append({ orgId: w.org_id, appId: w.app_id, type: 'webhook.disabled', data: { webhookId: w.id, reason } })
+    this.log.warn('webhook endpoint disabled', { webhookId: w.id, reason })
+  }
+}

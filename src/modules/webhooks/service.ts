@@ -1,0 +1,194 @@
+/**
+ * The rules of webhook endpoints, shared by the HTTP routes and the CLI: create (SSRF-checked, secret
+ * shown once and sealed at rest), list, delete, rotate (24-hour dual signing), send a test event,
+ * read the delivery log, redeliver one delivery or every failed one in a time range, re-enable.
+ * Every method takes the Org: another Org's ids are not_found.
+ */
+import type { Context } from '../../context'
+import { ApiError } from '../../core/errors'
+import { isoUtc } from '../../core/clock'
+import { newId } from '../../core/ids'
+import { createOutbox } from '../../lifecycle/outbox'
+import { isEventType } from '../../lifecycle/event-types'
+import { createEventsRepo } from '../events/repo'
+import { checkTarget } from './ssrf'
+import { newWebhookSecret } from './signature'
+import { createWebhooksRepo, type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
+
+export const ROTATION_OVERLAP_MS = 24 * 3600_000
+export const EVENT_FILTER_MAX = 50
+
+export interface WebhookInput {
+  url: string
+  events?: string[]
+  appId?: string
+}
+
+export function presentWebhook(w: WebhookRow, now = Date.now()) {
+  return {
+    id: w.id,
+    url: w.url,
+    appId: w.app_id,
+    events: JSON.parse(w.event_types) as string[],
+    enabled: w.enabled === 1,
+    disabledReason: w.disabled_reason,
+    failingSince: w.failing_since === null ? null : isoUtc(w.failing_since),
+    previousSecretValidUntil: w.previous_secret_until !== null && w.previous_secret_until > now ? isoUtc(w.previous_secret_until) : null,
+    createdAt: isoUtc(w.created_at),
+  }
+}
+
+function presentAttempt(a: AttemptRow) {
+  return {
+    attempt: a.attempt,
+    at: isoUtc(a.created_at),
+    requestHeaders: JSON.parse(a.request_headers) as Record<string, string>,
+    requestBody: a.request_body,
+    responseStatus: a.response_status,
+    responseBody: a.response_body,
+    error: a.error,
+    latencyMs: a.latency_ms,
+  }
+}
+
+export function presentDelivery(d: DeliveryRow, attempts: AttemptRow[]) {
+  return {
+    id: d.id,
+    webhookId: d.webhook_id,
+    eventId: d.event_id,
+    eventSeq: d.event_seq,
+    eventType: d.event_type,
+    status: d.status,
+    attempts: d.attempts,
+    nextAttemptAt: d.status === 'pending' && d.next_attempt_at !== null ? isoUtc(d.next_attempt_at) : null,
+    lastStatus: d.last_status,
+    createdAt: isoUtc(d.created_at),
+    updatedAt: isoUtc(d.updated_at),
+    log: attempts.map(presentAttempt),
+  }
+}
+
+export function createWebhooksService(ctx: Context) {
+  const repo = createWebhooksRepo(ctx.sqlite)
+  const events = createEventsRepo(ctx.sqlite)
+  const outbox = createOutbox(ctx.sqlite, ctx.clock)
+  const allowPrivate = ctx.config.webhookAllowPrivate
+
+  function require(orgId: string, id: string): WebhookRow {
+    const w = repo.get(orgId, id)
+    if (!w) throw new ApiError('not_found')
+    return w
+  }
+
+  function checkApp(orgId: string, appId: string): void {
+    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
+  }
+
+  function checkEvents(list: string[]): string[] {
+    const unknown = list.filter((e) => !isEventType(e))
+    if (unknown.length > 0) throw new ApiError('invalid_body', { issues: [{ path: '/events', message: `unknown event type(s): ${unknown.join(', ')}` }] })
+    return [...new Set(list)]
+  }
+
+  return {
+    repo,
+
+    /** Creates an endpoint that receives events from now on; the secret is in this answer only. */
+    async create(orgId: string, input: WebhookInput) {
+      const eventTypes = checkEvents(input.events ?? [])
+      if (input.appId) checkApp(orgId, input.appId)
+      await checkTarget(input.url, allowPrivate, { allowUnresolved: true })
+      const secret = newWebhookSecret()
+      const id = newId(ctx.clock)
+      const row = {
+        id,
+        orgId,
+        appId: input.appId ?? null,
+        url: input.url,
+        eventTypes: JSON.stringify(eventTypes),
+        secretSealed: ctx.box.seal(Buffer.from(secret)),
+        cursorSeq: 0,
+        createdAt: ctx.clock.now(),
+      }
+      // The cursor starts at the Org's last event, read in the insert's transaction: an endpoint gets
+      // exactly the events committed after it exists.
+      ctx.sqlite.transaction(() => repo.insert({ ...row, cursorSeq: events.lastSeq(orgId) })).immediate()
+      return { ...presentWebhook(require(orgId, id), ctx.clock.now()), secret }
+    },
+
+    list: (orgId: string) => repo.list(orgId).map((w) => presentWebhook(w, ctx.clock.now())),
+
+    get: (orgId: string, id: string) => presentWebhook(require(orgId, id), ctx.clock.now()),
+
+    delete(orgId: string, id: string) {
+      require(orgId, id)
+      ctx.sqlite.transaction(() => {
+        repo.softDelete(orgId, id, ctx.clock.now())
+        repo.dropPending(id, ctx.clock.now())
+      })()
+      return { id, deleted: true as const }
+    },
+
+    /** New secret; the old one keeps signing alongside it for 24 hours. */
+    rotateSecret(orgId: string, id: string) {
+      require(orgId, id)
+      const secret = newWebhookSecret()
+      const until = ctx.clock.now() + ROTATION_OVERLAP_MS
+      repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until)
+      return { id, secret, previousSecretValidUntil: isoUtc(until) }
+    },
+
+    /** Appends a webhook.test event; the dispatcher routes it to this endpoint only. */
+    sendTest(orgId: string, id: string) {
+      const w = require(orgId, id)
+      if (w.enabled !== 1) throw new ApiError('webhook_disabled')
+      const seq = ctx.sqlite.transaction(() => outbox.append({ orgId, appId: w.app_id, type: 'webhook.test', data: { webhookId: id } })).immediate()
+      return { webhookId: id, seq }
+    },
+
+    enable(orgId: string, id: string) {
+      require(orgId, id)
+      // Events that happened while disabled are not replayed; failed deliveries can be (redeliverFailed).
+      ctx.sqlite.transaction(() => repo.enable(orgId, id, events.lastSeq(orgId))).immediate()
+      return presentWebhook(require(orgId, id), ctx.clock.now())
+    },
+
+    deliveries(orgId: string, id: string, opts: { limit?: number; cursor?: string } = {}) {
+      require(orgId, id)
+      const limit = opts.limit ?? 50
+      const rows = repo.deliveries(orgId, id, opts.cursor ?? 'g', limit)
+      const attempts = repo.attemptsOf(rows.map((r) => r.id))
+      const data = rows.map((d) =>
+        presentDelivery(
+          d,
+          attempts.filter((a) => a.delivery_id === d.id),
+        ),
+      )
+      return { data, nextCursor: rows.length === limit ? rows[rows.length - 1].id : null }
+    },
+
+    /** Sends one delivery again (same webhook-id), with a fresh retry schedule. */
+    redeliver(orgId: string, deliveryId: string) {
+      const d = repo.getDelivery(orgId, deliveryId)
+      if (!d) throw new ApiError('not_found')
+      const w = repo.get(orgId, d.webhook_id)
+      if (!w) throw new ApiError('not_found')
+      if (w.enabled !== 1) throw new ApiError('webhook_disabled')
+      if (repo.redeliver(orgId, deliveryId, ctx.clock.now()) === 0) throw new ApiError('concurrent_update', undefined, 'This delivery is being attempted right now; try again in a moment.')
+      return { id: deliveryId, status: 'pending' as const }
+    },
+
+    /** Sends again every failed delivery of the endpoint created in [since, until). */
+    redeliverFailed(orgId: string, id: string, since: string, until: string) {
+      const w = require(orgId, id)
+      if (w.enabled !== 1) throw new ApiError('webhook_disabled')
+      const from = Date.parse(since)
+      const to = Date.parse(until)
+      if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
+        throw new ApiError('invalid_body', { issues: [{ path: '/since', message: 'since and until must be ISO 8601 times with since < until' }] })
+      }
+      return { webhookId: id, redelivered: repo.redeliverFailed(orgId, id, from, to, ctx.clock.now()) }
+    },
+  }
+}
+export type WebhooksService = ReturnType<typeof createWebhooksService>

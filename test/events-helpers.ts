@@ -1,0 +1,105 @@
+/**
+ * Helpers for the events, stream and webhook tests: append events through the real outbox (as the
+ * lifecycle does, inside a transaction), and read an SSE stream with a plain fetch.
+ */
+import type { Database } from 'bun:sqlite'
+import { createOutbox } from '../src/lifecycle/outbox'
+import { systemClock } from '../src/core/clock'
+import { newId } from '../src/core/ids'
+
+/** Appends `n` feedback.status_changed events for an Org, each in its own transaction; returns their seqs. */
+export function appendEvents(sqlite: Database, orgId: string, appId: string | null, n: number, type: 'feedback.status_changed' | 'feedback.received' = 'feedback.status_changed'): number[] {
+  const outbox = createOutbox(sqlite, systemClock)
+  const seqs: number[] = []
+  for (let i = 0; i < n; i++) {
+    const data =
+      type === 'feedback.received' ? { feedbackId: newId(), status: 'received' as const } : { feedbackId: newId(), from: 'sanitized' as const, to: 'queued' as const }
+    seqs.push(sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never))())
+  }
+  return seqs
+}
+
+export interface SseMessage {
+  id?: string
+  event?: string
+  data?: string
+}
+
+/** An open SSE connection: messages and comment lines as they arrive. */
+export class SseClient {
+  messages: SseMessage[] = []
+  comments: string[] = []
+  status = 0
+  private buffer = ''
+  private readonly abort = new AbortController()
+  private done: Promise<void> = Promise.resolve()
+
+  static async open(url: string, key: string, headers: Record<string, string> = {}): Promise<SseClient> {
+    const c = new SseClient()
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers }, signal: c.abort.signal })
+    c.status = res.status
+    if (res.status !== 200 || !res.body) return c
+    const reader = res.body.getReader()
+    const decoder = new TextDecoder()
+    c.done = (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read()
+          if (done) return
+          c.feed(decoder.decode(value, { stream: true }))
+        }
+      } catch {
+        // aborted or the server went away
+      }
+    })()
+    return c
+  }
+
+  private feed(text: string): void {
+    this.buffer += text
+    let end: number
+    while ((end = this.buffer.indexOf('\n\n')) >= 0) {
+      const block = this.buffer.slice(0, end)
+      this.buffer = this.buffer.slice(end + 2)
+      const msg: SseMessage = {}
+      let isMsg = false
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) this.comments.push(line.slice(1).trim())
+        else {
+          const i = line.indexOf(':')
+          const field = line.slice(0, i)
+          const value = line.slice(i + 1).replace(/^ /, '')
+          if (field === 'id' || field === 'event' || field === 'data') {
+            msg[field] = value
+            isMsg = true
+          }
+        }
+      }
+      if (isMsg && msg.data !== undefined) this.messages.push(msg)
+    }
+  }
+
+  get seqs(): number[] {
+    return this.messages.map((m) => Number(m.id))
+  }
+
+  get lastEventId(): string | undefined {
+    return this.messages.at(-1)?.id
+  }
+
+  /** Whether the server ended the stream. */
+  ended(): Promise<boolean> {
+    return Promise.race([this.done.then(() => true), Bun.sleep(50).then(() => false)])
+  }
+
+  async close(): Promise<void> {
+    this.abort.abort()
+    await this.done
+  }
+}
+
+/** Appends one event of any type with the given payload (as the lifecycle would), returns its seq. */
+export function appendEvent(sqlite: Database, orgId: string, appId: string | null, type: string, data: Record<string, unknown>): number {
+  const outbox = createOutbox(sqlite, systemClock)
+  return sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never))()
+}

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { appendEvents } from './events-helpers'
+import { handSignature, Receiver } from './webhook-receiver'
+import { isPublicAddress } from '../src/modules/webhooks/ssrf'
+import { ManualClock } from '../src/core/clock'
+import { RETRY_DELAYS_MS, retryDelayMs } from '../src/modules/webhooks/schedule'
+
+describe('SSRF guard', () => {
+  test.each([
+    ['127.0.0.1', false],
+    ['10.1.2.3', false],
+    ['172.16.0.1', false],
+    ['192.168.1.1', false],
+    ['100.64.0.1', false],
+    ['169.254.169.254', false],
+    ['0.0.0.0', false],
+    ['255.255.255.255', false],
+    ['224.0.0.1', false],
+    ['::1', false],
+    ['::', false],
+    ['fe80::1', false],
+    ['fd00:ec2::254', false],
+    ['fc00::1', false],
+    ['::ffff:127.0.0.1', false],
+    ['::ffff:7f00:1', false],
+    ['::ffff:169.254.169.254', false],
+    ['64:ff9b::a00:1', false],
+    ['8.8.8.8', true],
+    ['1.1.1.1', true],
+    ['2606:4700:4700::1111', true],
+  ])('%s public: %s', (address, expected) => {
+    expect(isPublicAddress(address)).toBe(expected)
+  })
+
+  let server: TestServer
+  let t: Tenant
+  let rx: Receiver
+  beforeAll(async () => {
+    server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    t = seedTenant(server.admin)
+    rx = new Receiver()
+  })
+  afterAll(async () => {
+    await server.close()
+    rx.stop()
+  })
+
+  test.each([
+    'http://127.0.0.1:9/x',
+    'http://localhost:9/x',
+    'http://[::1]:9/x',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://[fd00:ec2::254]/latest/meta-data/',
+    'http://[::ffff:127.0.0.1]/x',
+    'http://[::ffff:a9fe:a9fe]/x',
+    'http://100.64.0.1/x',
+    'http://10.0.0.1/x',
+    'http://2130706433/x',
+    'http://0x7f.1/x',
+  ])('without FIXLOOP_WEBHOOK_ALLOW_PRIVATE, %s is refused at create time', async (url) => {
+    const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url } })
+    expect(r.status).toBe(400)
+    expect(r.body.error.code).toBe('url_not_allowed')
+  })
+
+  test('a host that does not resolve yet is accepted at create time; each delivery resolves and checks it again', async () => {
+    const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://no-such-host.invalid/x' } })
+    expect(r.status).toBe(201)
+    expect(r.body.secret).toMatch(/^whsec_/)
+  })
+
+  test('checked again at delivery (DNS may change): a stored loopback target is refused and never contacted', async () => {
+    // An endpoint that passed the check once (as if its DNS answer later turned private).
+    const outsider = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://8.8.8.8/hook' } })
+    expect(outsider.status).toBe(201)
+    server.ctx.sqlite.query('UPDATE webhooks SET url = ? WHERE id = ?').run(rx.url + '/ok/rebound', outsider.body.id)
+    appendEvents(server.ctx.sqlite, t.orgId, t.appId, 1)
+    server.hub.check()
+    await server.webhooks.tick()
+    const log = await call(server.url, 'GET', `/v1/webhooks/${outsider.body.id}/deliveries`, { auth: t.key })
+    expect(log.body.data[0].log[0].error).toContain('target refused')
+    expect(log.body.data[0].log[0].responseStatus).toBeNull()
+    expect(rx.at('/ok/rebound').length).toBe(0)
+  })
+})
+
+describe('retry schedule', () => {
+  test('Svix-like: 7 retries after the first attempt, never ending before 24 hours, jitter only adds', () => {
+    expect(RETRY_DELAYS_MS.reduce((s, x) => s + x, 0)).toBeGreaterThan(24 * 3600_000)
+    expect(retryDelayMs(0, 1, () => 0)).toBe(5_000)
+    expect(retryDelayMs(0, 1, () => 0.999)).toBeLessThanOrEqual(6_000)
+    expect(retryDelayMs(6, 1, () => 0.5)).toBe(36_000_000 * 1.1)
+    expect(retryDelayMs(7, 1, () => 0.5)).toBeUndefined()
+    expect(retryDelayMs(0, 1, () => 0, 120_000)).toBe(120_000)
+    expect(retryDelayMs(1, 0.001, () => 0)).toBe(300)
+  })
+})
+
+describe('with a manual clock', () => {
+  let server: TestServer
+  let t: Tenant
+  let rx: Receiver
+  const clock = new ManualClock()
+  beforeAll(async () => {
+    server = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { clock })
+    t = seedTenant(server.admin)
+    rx = new Receiver()
+  })
+  afterAll(async () => {
+    await server.close()
+    rx.stop()
+  })
+
+  async function run(): Promise<void> {
+    server.hub.check()
+    await server.webhooks.tick()
+  }
+
+  test('retries follow the schedule for over 24 hours, then the delivery fails; 5 days of failure disables with an event', async () => {
+    const w = (await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: rx.url + '/fail' } })).body
+    appendEvents(server.ctx.sqlite, t.orgId, t.appId, 1)
+    await run()
+    expect(rx.at('/fail').length).toBe(1)
+    clock.advance(4_000)
+    await run()
+    expect(rx.at('/fail').length).toBe(1) // 5 s (+ jitter) not yet over
+    let elapsed = 4_000
+    for (let i = 0; i < 80 && rx.at('/fail').length < 8; i++) {
+      clock.advance(1800_000)
+      elapsed += 1800_000
+      await run()
+    }
+    expect(rx.at('/fail').length).toBe(8)
+    expect(elapsed).toBeGreaterThan(24 * 3600_000)
+    const log = (await call(server.url, 'GET', `/v1/webhooks/${w.id}/deliveries`, { auth: t.key })).body.data
+    expect(log[0].status).toBe('failed')
+    expect(log[0].attempts).toBe(8)
+    // Keep failing new events until five days have passed since the first failure.
+    for (let day = 0; day < 5; day++) {
+      clock.advance(24 * 3600_000)
+      appendEvents(server.ctx.sqlite, t.orgId, t.appId, 1)
+      await run()
+    }
+    const after = await call(server.url, 'GET', `/v1/webhooks/${w.id}`, { auth: t.key })
+    expect(after.body.enabled).toBe(false)
+    expect(after.body.disabledReason).toContain('5 days')
+    const feed = await call(server.url, 'GET', '/v1/events?types=webhook.disabled', { auth: t.key })
+    expect(feed.body.data.map((e: { data: { webhookId: string } }) => e.data.webhookId)).toContain(w.id)
+    // Re-enable, then redeliver every failed delivery of a time range.
+    expect((await call(server.url, 'POST', `/v1/webhooks/${w.id}/enable`, { auth: t.key })).body.enabled).toBe(true)
+    server.ctx.sqlite.query('UPDATE webhooks SET url = ? WHERE id = ?').run(rx.url + '/ok/recovered', w.id)
+    const range = await call(server.url, 'POST', `/v1/webhooks/${w.id}/redeliver-failed`, {
+      auth: t.key,
+      body: { since: new Date(clock.now() - 30 * 86400_000).toISOString(), until: new Date(clock.now() + 1000).toISOString() },
+    })
+    expect(range.body.redelivered).toBe(5)
+    await run()
+    expect(rx.at("/ok/recovered").length).toBe(5)
+  })
+
+  test('after the 24-hour overlap only the new secret signs', async () => {
+    const w = (await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: rx.url + '/ok/overlap' } })).body
+    const rotated = (await call(server.url, 'POST', `/v1/webhooks/${w.id}/rotate-secret`, { auth: t.key })).body
+    clock.advance(24 * 3600_000 + 1000)
+    appendEvents(server.ctx.sqlite, t.orgId, t.appId, 1)
+    await run()
+    const got = rx.at('/ok/overlap')[0]
+    expect(got.signature).toBe(handSignature(rotated.secret, got.id, got.timestamp, got.body))
+    expect(Number(got.timestamp)).toBe(Math.floor(clock.now() / 1000))
+  })
+})
