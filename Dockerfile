@@ -12,7 +12,10 @@ COPY . .
 RUN bun run build
 
 FROM debian:12.12-slim
-# git: agent runs clone and push with it; ca-certificates: HTTPS git hosts and S3.
+# git: agent runs clone and push with it; ca-certificates: HTTPS git hosts and S3; bubblewrap: the agent
+# sandbox (serve refuses to start without a working one). Docker's default seccomp profile blocks the user
+# namespaces bubblewrap needs: run with --security-opt seccomp=unconfined (or a profile allowing unshare
+# and clone with namespace flags), or set FIXLOOP_AGENT_SANDBOX=off if this instance runs no agents.
 #
 # Agent CLIs are NOT included (claude-code, codex, aider are large and each has its own licence and
 # credentials). Add the one you use in a derived image, for example:
@@ -26,7 +29,7 @@ FROM debian:12.12-slim
 # The process runs as uid 10001 (user "fixloop"). The data volume must be writable by that uid: a named
 # volume gets it from /data below; for a bind mount run `chown -R 10001:10001 /path/on/host` first (or
 # `docker run --user $(id -u):$(id -g)` with a dir you own). The data dir holds master.key: keep it 0700.
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/* \
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home /data --uid 10001 --user-group fixloop && mkdir -p /data && chown fixloop:fixloop /data && chmod 0700 /data
 COPY --from=build /src/dist/fixloop /usr/local/bin/fixloop
 USER fixloop

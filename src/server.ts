@@ -3,7 +3,8 @@
  * the worker are built once (src/services.ts); SIGTERM/SIGINT stop accepting, finish in-flight
  * requests, flush pending commits and release leases.
  */
-import type { Config } from './config'
+import { ConfigError, type Config } from './config'
+import { sandboxProblem } from './agent/sandbox'
 import { createContext, type Context } from './context'
 import { createApp } from './app'
 import { Logger } from './core/logger'
@@ -49,6 +50,13 @@ export interface StartOptions {
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
+  // Agents are hostile: without a working sandbox, refuse to start unless the operator said otherwise.
+  if (config.agentSandbox === 'bwrap') {
+    const problem = sandboxProblem()
+    if (problem) throw new ConfigError(`${problem}`)
+  } else {
+    log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
+  }
   // One server per data dir: taken before anything else touches the database, held until stop().
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const lock = lockDataDir(config.dataDir, 'starting another one on it')

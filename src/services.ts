@@ -57,6 +57,8 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
     publicUrl: config.publicUrl,
+    sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths },
+    workDir: config.workDir,
   })
 
   const jobs = createJobsRepo(sqlite)

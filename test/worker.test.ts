@@ -326,6 +326,17 @@ describe('the loop (real clock)', () => {
     await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
   })
 
+  test('a customer move to queued wakes it too: the agent job runs at once (no repository: it waits, with a reason)', async () => {
+    const r = await submit(live.url, lt.pub, { text: 'Search results ignore the selected language' })
+    await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
+    expect((await patchStatus(live.url, lt.key, r.body.id, 'queued')).status).toBe(200)
+    // The agent job was claimed and finished (nothing to run without a repository) long before a poll.
+    await eventually(() => jobsFor(live.ctx.sqlite, r.body.id).length === 0, 1000)
+    const item = (await call(live.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: lt.key })).body
+    expect(item.status).toBe('queued')
+    expect(item.statusReason).toContain('connect-repo')
+  })
+
   test('work written by another process is found by polling', async () => {
     const poller = await startTestServer({}, { worker: { pollMs: 100 } })
     try {

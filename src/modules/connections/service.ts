@@ -5,6 +5,7 @@
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import { denyPatternProblem } from '../../core/globs'
 import { isoUtc } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { createConnectionsRepo, type ConnectionRow } from './repo'
@@ -117,6 +118,11 @@ function check(input: ConnectionInput): void {
   if (input.agent === 'command' && !input.agentCommand?.trim()) throw invalid('--agent command needs --agent-command "CMD"')
   if (input.agentCommand !== undefined && input.agent !== undefined && input.agent !== 'command') throw invalid('--agent-command is only for --agent command')
   if (input.hostRepo !== undefined && !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/.test(input.hostRepo)) throw invalid(`--host-repo must look like owner/name, got "${input.hostRepo}"`)
+  for (const glob of input.denyPaths ?? []) {
+    const problem = denyPatternProblem(glob)
+    if (problem) throw invalid(`--deny-paths: ${problem}`)
+  }
+  if ((input.denyPaths?.length ?? 0) > 200) throw invalid('--deny-paths: at most 200 patterns')
   if (input.hostApiUrl !== undefined && !URL.canParse(input.hostApiUrl)) throw invalid(`--host-api-url must be a URL, got "${input.hostApiUrl}"`)
   const positive = (v: number | undefined, flag: string, max: number) => {
     if (v !== undefined && (!Number.isFinite(v) || v <= 0 || v > max)) throw invalid(`${flag} must be a positive number up to ${max}, got "${v}"`)
