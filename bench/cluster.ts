@@ -51,8 +51,9 @@ export function insertApp(sqlite: Database, appId: string): void {
 export function insertReport(sqlite: Database, appId: string, id: string, r: Pick<Report, 'text' | 'url' | 'component' | 'consoleError'>, createdAt: number): void {
   sqlite
     .query(
-      `INSERT INTO feedback (id, org_id, app_id, status, text, url, component_target, console_logs, submitted_mode, created_at, updated_at)
-       VALUES (?, '000000000000000000000001', ?, 'sanitized', ?, ?, ?, ?, 'public', ?, ?)`,
+      // A sanitized row carries its redaction counts (the similarity index holds sanitized rows only).
+      `INSERT INTO feedback (id, org_id, app_id, status, text, url, component_target, console_logs, submitted_mode, created_at, updated_at, redactions)
+       VALUES (?, '000000000000000000000001', ?, 'sanitized', ?, ?, ?, ?, 'public', ?, ?, '{}')`,
     )
     .run(
       id,

@@ -50,13 +50,9 @@ export interface StartOptions {
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
-  // Agents are hostile: without a working sandbox, refuse to start unless the operator said otherwise.
-  if (config.agentSandbox === 'bwrap') {
-    const problem = sandboxProblem()
-    if (problem) throw new ConfigError(`${problem}`)
-  } else {
-    log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
-  }
+  // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
+  const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
+  if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
   // One server per data dir: taken before anything else touches the database, held until stop().
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
@@ -69,7 +65,18 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   }
   const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
   checkpointer.start()
-  const services = createServices(ctx, log, options.worker)
+  const services = createServices(ctx, log, options.worker, sandboxUnavailable)
+  if (sandboxUnavailable) {
+    // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
+    // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
+    if (services.connections.count() > 0) {
+      void checkpointer.stop()
+      ctx.sqlite.close()
+      lock.release()
+      throw new ConfigError(`${sandboxUnavailable}. Apps have repositories connected, so agents would run unconfined.`)
+    }
+    log.warn('agents cannot run until bubblewrap works (no App has a repository connected yet)', { reason: sandboxUnavailable })
+  }
   const { runner, worker, committer } = services
   // Runs a crash or restart interrupted are failed (their reports can be queued again).
   const recovered = runner.recover()

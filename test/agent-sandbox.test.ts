@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { call, eventually, runBinary, seedTenant, spawnServer, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { branchExists, git, makeBareRepo, readFileAtBranch } from './git-fixtures'
 import type { ConnectionInput } from '../src/modules/connections/service'
@@ -284,18 +284,37 @@ describe('deny paths (Bun.Glob)', () => {
 })
 
 describe('serve without bubblewrap', () => {
-  test('refuses to start with a clear error unless FIXLOOP_AGENT_SANDBOX=off', async () => {
+  test('no repository connected: serves intake, and a run queued later fails with the reason; with one connected: refuses to start', async () => {
     const dataDir = tempDir('fixloop-nobwrap-')
-    const run = Bun.spawnSync([process.execPath, join(import.meta.dir, '..', 'src', 'main.ts'), 'serve', '--port', '0', '--data-dir', dataDir], {
-      env: { PATH: '/nonexistent', FIXLOOP_MASTER_KEY: 'c3'.repeat(32), FIXLOOP_LOG_LEVEL: 'silent' },
-      stdout: 'pipe',
-      stderr: 'pipe',
-      timeout: 20_000,
-    })
-    expect(run.exitCode).not.toBe(0)
-    expect(run.stderr.toString()).toContain('bubblewrap (bwrap) is not installed')
-    expect(run.stderr.toString()).toContain('FIXLOOP_AGENT_SANDBOX=off')
-  })
+    const cli = async (args: string[]) => {
+      const r = await runBinary([...args, '--data-dir', dataDir, '--json'])
+      if (r.code !== 0) throw new Error(r.stderr)
+      return JSON.parse(r.stdout)
+    }
+    const org = await cli(['org', 'create', '--name', 'No sandbox'])
+    const key = (await cli(['key', 'create', '--org', org.id])).key
+    const app = await cli(['app', 'create', '--org', org.id, '--name', 'Auto', '--processing-mode', 'auto_pr'])
+    // PATH without bwrap (the binary needs nothing from PATH to serve).
+    const noBwrap = { PATH: '/nonexistent', FIXLOOP_LOG_LEVEL: 'warn' }
+    const server = await spawnServer(dataDir, noBwrap)
+    try {
+      const sent = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'The export button crashes the page' } })
+      expect(sent.status).toBe(201)
+      await cli(['app', 'connect-repo', app.id, '--git-url', 'file:///nonexistent/repo.git', '--host', 'none', '--agent', 'command', '--agent-command', 'true'])
+      const failed = await eventually(async () => {
+        const r = await call(server.url, 'GET', `/v1/feedback/${sent.body.id}`, { auth: key })
+        return r.body.status === 'failed' ? r.body : undefined
+      }, 15_000)
+      expect(failed.failureReason).toContain('bubblewrap (bwrap) is not installed')
+    } finally {
+      await server.stop()
+    }
+    const run = await runBinary(['serve', '--port', '0', '--data-dir', dataDir], noBwrap)
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain('bubblewrap (bwrap) is not installed')
+    expect(run.stderr).toContain('FIXLOOP_AGENT_SANDBOX=off')
+    expect(run.stderr).toContain('repositories connected')
+  }, 60_000)
 })
 
 describe('the pieces, one by one', () => {

@@ -15,6 +15,7 @@ import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { deferred, feedbackRow, forceStatus, jobsFor, openDataDb, patchStatus, submit, waitFor } from './helpers-lifecycle'
+import { currentLeaseOwner } from '../src/worker/lease-owner'
 
 const LEASE_MS = 30_000
 const BASE_BACKOFF_MS = 1_000
@@ -166,7 +167,7 @@ describe('leases', () => {
   test('a job claimed by a worker that died is claimed again once its lease runs out, and completes', async () => {
     const id = await submitOne()
     // The "crashed" worker: claims the job, then never finishes it.
-    const claimed = createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS)
+    const claimed = createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     expect(claimed?.feedback_id).toBe(id)
     expect(claimed?.lease_until).toBe(clock.now() + LEASE_MS)
 
@@ -183,7 +184,7 @@ describe('leases', () => {
 
   test('crash mid-job: an item left in sanitizing, with its job still leased, is finished after the lease', async () => {
     const id = await submitOne('Call me on jo@example.com')
-    createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS)
+    createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     forceStatus(srv.ctx.sqlite, id, 'sanitizing') // the dead worker's first commit
     clock.advance(LEASE_MS + 1)
     expect(await srv.worker.tick()).toBe(1)

@@ -18,6 +18,7 @@ import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
 import { buildTask, type TaskInput } from './task'
 import { readAgentFile, type Workspace } from './workspace'
+import { servableText } from '../sanitize/servable'
 
 export interface Timings {
   prepareMs: number
@@ -256,7 +257,7 @@ export function taskInput(f: RunFeedbackRow): TaskInput {
   return {
     feedbackId: f.id,
     theme: f.theme,
-    text: f.duplicate_count > 0 && f.consolidated_text ? f.consolidated_text : f.text,
+    text: servableText(f.duplicate_count > 0 && f.consolidated_text ? f.consolidated_text : f.text, f),
     url: f.url,
     duplicateCount: f.duplicate_count,
     consoleErrors: Array.isArray(logs) ? logs.filter((l) => l?.level === 'error').map((l) => String(l.message)) : [],

@@ -99,7 +99,8 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       throw new RunnerBusy('another run of this App is in progress')
     }
     if (active.size >= opts.concurrency) throw new RunnerBusy(`all ${opts.concurrency} agent slots are busy`)
-    const cap = capReached(conn)
+    // Never unconfined by accident: without a working sandbox every run fails at once, with the reason.
+    const cap = opts.sandbox.mode === 'bwrap' && opts.sandbox.unavailable ? `agents cannot run: ${opts.sandbox.unavailable}` : capReached(conn)
     if (cap) {
       recordFailedStart(f, conn.agentProvider, conn.model, cap)
       return true

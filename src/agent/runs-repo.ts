@@ -13,6 +13,8 @@ export interface RunFeedbackRow extends FeedbackCoreColumns {
   console_logs: string | null
   component_target: string | null
   attachments: string | null
+  /** Null until sanitized: the task then carries no text (src/sanitize/servable.ts). */
+  redactions: string | null
 }
 
 export interface RunRowInsert {
@@ -47,7 +49,7 @@ export interface RunRowEnd {
 
 export function createRunsRepo(sqlite: Database) {
   const getFeedback: Statement = sqlite.query(
-    'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments FROM feedback WHERE id = ?',
+    'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = ?',
   )
   const shareUrl: Statement = sqlite.query('UPDATE feedback SET merge_request_url = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const insertRun: Statement = sqlite.query(

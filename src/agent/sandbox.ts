@@ -21,6 +21,8 @@ export interface SandboxOptions {
   network: boolean
   /** Extra host paths the agent may read (a CLI installed under /opt or a home directory). */
   readOnlyPaths: readonly string[]
+  /** Why bwrap cannot sandbox on this machine (checked once at start), or null: no run starts while set. */
+  unavailable?: string | null
 }
 
 /** Host paths of one run's workspace, mounted into the sandbox. */

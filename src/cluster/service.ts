@@ -21,6 +21,7 @@ import { blend, combine } from './rerank'
 import { calibrate } from './calibrate'
 import { decide, DEFAULT_THRESHOLDS, type CandidateView, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
+import { servableText } from '../sanitize/servable'
 
 export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 /**
@@ -223,7 +224,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       return rank(r.app_id, featuresOf(toInput(r)), r.text, limit)
         .filter((c) => c.id !== id)
         .slice(0, limit)
-        .map(({ id, score, text, duplicateOfId }) => ({ id, score, text, duplicateOfId }))
+        .map(({ id, score, text, duplicateOfId, row }) => ({ id, score, text: servableText(text, row), duplicateOfId }))
     },
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */

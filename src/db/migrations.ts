@@ -8,6 +8,7 @@ import m0001 from '../../migrations/0001_uploads.sql' with { type: 'text' }
 import m0002 from '../../migrations/0002_clustering.sql' with { type: 'text' }
 import m0003 from '../../migrations/0003_agents.sql' with { type: 'text' }
 import m0004 from '../../migrations/0004_events.sql' with { type: 'text' }
+import m0006 from '../../migrations/0006_hardening.sql' with { type: 'text' }
 import m0007 from '../../migrations/0007_sandbox.sql' with { type: 'text' }
 import m0008 from '../../migrations/0008_webhooks.sql' with { type: 'text' }
 import m0009 from '../../migrations/0009_ops.sql' with { type: 'text' }
@@ -23,6 +24,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0002_clustering', sql: m0002 },
   { name: '0003_agents', sql: m0003 },
   { name: '0004_events', sql: m0004 },
+  { name: '0006_hardening', sql: m0006 },
   { name: '0007_sandbox', sql: m0007 },
   { name: '0008_webhooks', sql: m0008 },
   { name: '0009_ops', sql: m0009 },

@@ -91,6 +91,16 @@ function hostOf(gitUrl: string): string {
   }
 }
 
+/**
+ * The repository for the host API (CONTRACT): GitHub and Gitea name it `owner/repo`, the last two
+ * segments of the git URL's path whatever comes before them (a mirror, a proxy prefix, a local path);
+ * GitLab takes the whole path (groups and subgroups).
+ */
+export function hostRepoOf(gitUrl: string, kind: string): string {
+  const path = repoPath(gitUrl)
+  return kind === 'gitlab' ? path : path.split('/').filter((s) => s !== '').slice(-2).join('/')
+}
+
 /** "owner/repo" from https://host/owner/repo(.git), ssh://git@host/owner/repo.git or git@host:owner/repo.git. */
 export function repoPath(gitUrl: string): string {
   const scp = /^[^@/]+@[^:/]+:(.+)$/.exec(gitUrl)
@@ -102,7 +112,7 @@ export function repoPath(gitUrl: string): string {
       // a local path: keep it
     }
   }
-  return path.replace(/^\/+/, '').replace(/\.git$/, '').replace(/\/+$/, '')
+  return path.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/, '')
 }
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
@@ -153,7 +163,7 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
       baseBranch: row.baseBranch,
       hostKind: row.hostKind as HostKind,
       hostApiUrl: row.hostApiUrl,
-      hostRepo: row.hostRepo ?? repoPath(row.gitUrl),
+      hostRepo: row.hostRepo ?? hostRepoOf(row.gitUrl, row.hostKind),
       agentProvider: row.agentProvider as AgentProvider,
       agentCommand: row.agentCommand,
       model: row.model,
@@ -210,6 +220,9 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
     },
 
     /** The App's connection as an operator sees it (no token), or null when it has none. */
+    /** Apps with a repository connected, over every Org (serve refuses to start without a sandbox then). */
+    count: (): number => repo.count(),
+
     get(orgId: string, appId: string) {
       requireApp(orgId, appId)
       const row = repo.get(appId)
