@@ -19,6 +19,11 @@ import { triageRoutes } from './modules/feedback/triage'
 import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { sessionRoutes } from './modules/admin-api/session-routes'
+import { consoleRoutes } from './modules/admin-api/console-routes'
+import { inboxRoutes } from './modules/admin-api/inbox-routes'
+import { dashboardPages } from './admin-ui/pages'
+import { crossSiteGuard } from './http/admin-auth'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
@@ -43,6 +48,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) 
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log, ops.metrics.requests))
+    .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
     // widgetCors adds the rest there and answers their preflights.
     // (`false` turns the plugin's global header off at run time; its types only admit a list.)
@@ -64,6 +70,12 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) 
             securitySchemes: {
               publicKey: { type: 'http', scheme: 'bearer', description: 'App public key, pub_...' },
               orgKey: { type: 'http', scheme: 'bearer', description: 'Org API key, sk_...' },
+              adminSession: {
+                type: 'apiKey',
+                in: 'cookie',
+                name: 'fixloop_admin',
+                description: 'Dashboard session (POST /admin/api/session). Mutations also need X-CSRF-Token. With X-Fixloop-Org: <orgId> the session may call the sk_ routes for that Org.',
+              },
             },
           },
         },
@@ -82,6 +94,10 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
+    .use(sessionRoutes(s.adminAuth, s.audit, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(consoleRoutes(s.adminAuth, s.console))
+    .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
+    .use(dashboardPages(s.adminAuth, s.console))
     .use(eventRoutes(auth, s.events))
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))

@@ -46,6 +46,9 @@ export interface Config {
   minFreeDiskBytes: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
+  /** First admin, applied only while no admin exists (FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE). */
+  adminEmail: string | undefined
+  adminPasswordFile: string | undefined
   /** Events (pull feed, stream, webhook source) older than this many days are purged. */
   eventRetentionDays: number
   /** Webhook deliveries and their attempt log older than this many days are purged. */
@@ -159,6 +162,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
         ? env.FIXLOOP_MIN_FREE_DISK_MB === '0' ? 0 : parsePositive(env.FIXLOOP_MIN_FREE_DISK_MB, 'FIXLOOP_MIN_FREE_DISK_MB')
         : 64) * 1024 * 1024,
     logLevel,
+    adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
+    adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,
     eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,
     webhookLogRetentionDays: env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS
       ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')

@@ -12,6 +12,7 @@ import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate, runRekey, runRestore } from './cli/ops'
 import { didYouMean } from './cli/suggest'
 import { hoistGlobalFlags } from './cli/global-flags'
+import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
 import { runChatopsCommand } from './cli/chatops'
@@ -25,6 +26,7 @@ Commands:
   org             create or list Orgs
   key             create, list, rotate or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  admin           create dashboard admins, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
   chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
@@ -38,7 +40,7 @@ Global flags (before or after the command): --data-dir DIR (or FIXLOOP_DATA_DIR;
 ${SERVE_HELP}
 `
 
-const COMMANDS = ['serve', 'org', 'key', 'app', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
+const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = hoistGlobalFlags(argv)
@@ -49,6 +51,8 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'admin':
+      return runAdminCommand(rest)
     case 'webhook':
       return runWebhookCommand(rest)
     case 'chatops':

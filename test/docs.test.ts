@@ -82,7 +82,8 @@ describe('/docs', () => {
       if (!req.url().startsWith(srv.url)) external.push(req.url())
     })
     await page.goto(srv.url + '/docs')
-    await page.waitForSelector('.opblock', { timeout: 15_000 })
+    // Generous: the explorer parses the whole document (now with the dashboard's routes too) on 2 shared cores.
+    await page.waitForSelector('.opblock', { timeout: 45_000 })
     const paths = await page.$$eval('.opblock-summary-path', (els) => els.map((e) => e.textContent?.replace(/\u200b/g, '').trim()))
     for (const p of ['/v1/feedback', '/v1/feedback/{id}', '/v1/apps', '/v1/tokens/mint', '/v1/feedback/upload-url', '/v1/feedback/{id}/similar']) expect(paths).toContain(p)
     // Try it out: call GET /healthz from the explorer and read the live response.

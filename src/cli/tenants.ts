@@ -5,6 +5,7 @@
 import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
+import { createAuditLog } from '../modules/audit/index'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
@@ -235,6 +236,9 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
   const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createTenantsService(ctx)
+    // Operator actions go to the same audit log as the dashboard's (actor "cli"); never secret values.
+    const audit = createAuditLog(ctx.sqlite, ctx.clock)
+    const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: 'cli', action, targetId, data })
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
     const appTarget = () => {
@@ -247,6 +251,7 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
     switch (cmd) {
       case 'org create': {
         const org = svc.createOrg(need(values.name, '--name'))
+        record(org.id, 'org.created', org.id, { name: org.name })
         return output({ id: org.id, name: org.name }, json)
       }
       case 'org list':
@@ -254,6 +259,7 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
       case 'key create': {
         // CONTRACT.md: exactly {"id", "key"}.
         const key = svc.createKey(need(values.org, '--org'), values.name ?? '')
+        record(key.orgId, 'key.created', key.id, { name: key.name })
         process.stderr.write('This key is shown once: store it now. fixloop keeps only its hash; a lost key is replaced with "fixloop key rotate".\n')
         return output({ id: key.id, key: key.key }, json)
       }
@@ -266,6 +272,8 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
         const fresh = ctx.sqlite.transaction(() => {
           const k = svc.createKey(orgId, old?.name ?? '')
           svc.revokeKey(orgId, keyId)
+          record(orgId, 'key.created', k.id, { name: k.name, rotatedFrom: keyId })
+          record(orgId, 'key.revoked', keyId, { rotatedTo: k.id })
           return k
         }).immediate()
         process.stderr.write(`This key is shown once: store it now. The old key ${keyId} is revoked.\n`)
@@ -275,35 +283,51 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
         return output({ data: svc.listKeys(need(values.org, '--org')) }, json)
       case 'key revoke': {
         const keyId = target()
-        return output(svc.revokeKey(svc.orgOfKey(keyId), keyId), json)
+        const orgId = svc.orgOfKey(keyId)
+        const out = svc.revokeKey(orgId, keyId)
+        record(orgId, 'key.revoked', keyId)
+        return output(out, json)
       }
       case 'app create': {
         const s = settingsFrom(values)
-        return output(svc.createApp(need(values.org, '--org'), { ...s, name: need(s.name, '--name') }), json)
+        const orgId = need(values.org, '--org')
+        const app = svc.createApp(orgId, { ...s, name: need(s.name, '--name') })
+        record(orgId, 'app.created', app.id, { settings: Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined) })
+        return output(app, json)
       }
       case 'app update': {
         const settings = settingsFrom(values)
         const { orgId, appId } = appTarget()
-        return output(svc.updateApp(orgId, appId, settings), json)
+        const app = svc.updateApp(orgId, appId, settings)
+        record(orgId, 'app.updated', appId, { settings: Object.keys(settings).filter((k) => settings[k as keyof typeof settings] !== undefined) })
+        return output(app, json)
       }
       case 'app list':
         return output({ data: svc.listApps(need(values.org, '--org')) }, json)
       case 'app rotate-secret': {
         const { orgId, appId } = appTarget()
-        return output(svc.rotateSecret(orgId, appId), json)
+        const out = svc.rotateSecret(orgId, appId)
+        record(orgId, 'app.secret_rotated', appId)
+        return output(out, json)
       }
       case 'app delete': {
         const { orgId, appId } = appTarget()
-        return output(svc.deleteApp(orgId, appId), json)
+        const out = svc.deleteApp(orgId, appId)
+        record(orgId, 'app.deleted', appId)
+        return output(out, json)
       }
       case 'app connect-repo': {
         const input = connectionFrom(values)
         const { orgId, appId } = appTarget()
-        return output(connections().connect(orgId, appId, input), json)
+        const out = connections().connect(orgId, appId, input)
+        record(orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: out.host, agent: out.agent })
+        return output(out, json)
       }
       case 'app disconnect-repo': {
         const { orgId, appId } = appTarget()
-        return output(connections().disconnect(orgId, appId), json)
+        const out = connections().disconnect(orgId, appId)
+        record(orgId, 'app.repo_disconnected', appId)
+        return output(out, json)
       }
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)

@@ -21,6 +21,7 @@ const COLUMNS: SealedColumn[] = [
   { table: 'webhooks', column: 'previous_secret_sealed', key: 'id' },
   { table: 'slack_connections', column: 'bot_token_sealed', key: 'id' },
   { table: 'slack_connections', column: 'signing_secret_sealed', key: 'id' },
+  { table: 'admins', column: 'totp_secret_enc', key: 'id' },
 ]
 
 export function registerSealedColumn(c: SealedColumn): void {
