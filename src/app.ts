@@ -1,5 +1,5 @@
 /**
- * createApp(ctx, services, log): the root Elysia app. Mounts the cross-cutting plugins and every module's
+ * createApp(ctx, services, log, ops): the root Elysia app. Mounts the cross-cutting plugins and every module's
  * routes over the services built once in src/services.ts; no logic, no service construction.
  */
 import { Elysia } from 'elysia'
@@ -30,17 +30,27 @@ import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
+import type { Readiness } from './modules/health/readiness'
+import { metricsRoutes } from './modules/metrics/index'
+import type { Metrics } from './modules/metrics/service'
+import { rootRoutes } from './modules/health/root'
 
 /** An @elysiajs/cors header option switched off (see the CORS comment in createApp). */
 const OFF = false as unknown as string[]
 
+/** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
+export interface OpsDeps {
+  readiness: Readiness
+  metrics: Metrics
+}
+
 /** `demoPublicKey`: `fixloop serve --demo` gives the demo App's public key (read when /demo is requested). */
-export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?: () => string | undefined) {
+export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, demoPublicKey?: () => string | undefined) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
   const app = new Elysia({ normalize: false })
-    .use(foundation(log))
+    .use(foundation(log, ops.metrics.requests))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
     // widgetCors adds the rest there and answers their preflights.
@@ -79,7 +89,9 @@ export function createApp(ctx: Context, s: Services, log: Logger, demoPublicKey?
     .use(docsAssets())
     .use(widgetAssets())
     .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
-    .use(healthRoutes(ctx.sqlite, VERSION))
+    .use(rootRoutes(VERSION))
+    .use(healthRoutes(ops.readiness, VERSION))
+    .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(widgetFeedbackRoutes(auth, feedback))
     .use(uploadUrlRoutes(auth, uploads, publicUrl))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
