@@ -57,7 +57,7 @@ describe('dashboard in Chromium against the binary', () => {
   test('first start prints a single-use setup link; it creates the instance owner', async () => {
     const link = await eventually(() => /(http\S+\/admin\/setup#token=\S+)/.exec(server.stdout())?.[1])
     await page.goto(server.url + '/admin')
-    await expect(page.getByRole('button', { name: 'Sign in' }).isVisible()).resolves.toBe(true)
+    await page.getByRole('button', { name: 'Sign in' }).waitFor({ state: 'visible', timeout: 20_000 })
     await checkPage('sign-in')
     await page.goto(link)
     await page.getByLabel('Email').fill(EMAIL)

@@ -69,9 +69,11 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
     if (st.isSymbolicLink()) a.push('--symlink', readlinkSync(dir), dir)
     else if (st.isDirectory()) a.push('--ro-bind', dir, dir)
   }
+  // The private /tmp first: bwrap applies mounts in order, so a read-only path under /tmp (a checkout
+  // in /tmp, say) must be bound after the tmpfs, or the tmpfs would hide it.
+  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp')
   for (const name of ETC) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
   for (const p of opts.readOnlyPaths) a.push('--ro-bind-try', p, p)
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp')
   a.push('--bind', ws.repo, INSIDE.repo, '--bind', ws.home, INSIDE.home, '--bind', ws.outDir, INSIDE.outDir, '--ro-bind', ws.taskFile, INSIDE.taskFile)
   a.push('--remount-ro', '/', '--chdir', INSIDE.repo, '/bin/sh', '-c', command)
   return a
