@@ -23,7 +23,7 @@ const runs = new Map<string, Map<string, Run>>()
 const drains = new Map<string, { backlog: number; left: number; seconds: number; rate: number }>()
 for (const f of readdirSync(out).sort()) {
   const text = readFileSync(join(out, f), 'utf8')
-  let m = /^(\d+)\.(bare|floor|fixloop)\.r\d+\.txt$/.exec(f)
+  let m = /^(\d+)\.(bare|floor|fixloop|baseline)\.r\d+\.txt$/.exec(f)
   if (m) {
     const r = JSON.parse(/^RESULT (.*)$/m.exec(text)?.[1] ?? 'null')
     if (!r) continue
@@ -37,8 +37,8 @@ for (const f of readdirSync(out).sort()) {
     bySize.set(m[2], !prev || cur.rps > prev.rps ? cur : { ...prev, rounds })
     continue
   }
-  m = /^(\d+)\.drain\.txt$/.exec(f)
-  if (m) drains.set(m[1], JSON.parse(/^DRAIN (.*)$/m.exec(text)![1]))
+  m = /^(\d+)\.(fixloop|baseline)\.drain\.txt$/.exec(f)
+  if (m) drains.set(`${m[1]}.${m[2]}`, JSON.parse(/^DRAIN (.*)$/m.exec(text)![1]))
 }
 
 const n = (v: number) => Math.round(v).toLocaleString('en-US')
@@ -48,7 +48,7 @@ const lines: string[] = []
 for (const [size, bySize] of [...runs].sort((a, b) => Number(a[0]) - Number(b[0]))) {
   lines.push(`## ${n(Number(size))} rows before the run`, '', '```')
   lines.push('server    req/s   p50 ms  p99 ms  non2xx  errors  load  rounds (req/s)')
-  for (const name of ['bare', 'floor', 'fixloop']) {
+  for (const name of ['bare', 'floor', 'fixloop', 'baseline']) {
     const r = bySize.get(name)
     if (!r) continue
     lines.push(
@@ -61,8 +61,14 @@ for (const [size, bySize] of [...runs].sort((a, b) => Number(a[0]) - Number(b[0]
   const fix = bySize.get('fixloop')
   if (bare && fix) lines.push(`- fixloop / bare floor: req/s **${x(fix.rps, bare.rps)}** (target ≥ 1.0×), p99 **${x(fix.p99_us, bare.p99_us)}** (target ≤ 1.5×)`)
   if (floor && fix) lines.push(`- fixloop / same-work floor: req/s **${x(fix.rps, floor.rps)}** (target ≥ 1.5×), p99 ${x(fix.p99_us, floor.p99_us)}`)
-  const d = drains.get(size)
-  if (d) lines.push(`- backlog drain after the bursts: ${n(d.backlog)} reports, ${n(d.backlog - d.left)} processed in ${d.seconds} s = **${n(d.rate)} reports/s** (target ≥ 2,000/s)${d.left > 0 ? `, ${n(d.left)} still waiting at the time limit` : ''}`)
+  const base = bySize.get('baseline')
+  if (base && bare && floor) {
+    lines.push(`- baseline / bare floor: req/s ${x(base.rps, bare.rps)}, p99 ${x(base.p99_us, bare.p99_us)}; baseline / same-work floor: req/s ${x(base.rps, floor.rps)}`)
+  }
+  for (const name of ['fixloop', 'baseline']) {
+    const d = drains.get(`${size}.${name}`)
+    if (d) lines.push(`- ${name}: backlog drain after the bursts: ${n(d.backlog)} reports, ${n(d.backlog - d.left)} processed in ${d.seconds} s = **${n(d.rate)} reports/s** (target ≥ 2,000/s)${d.left > 0 ? `, ${n(d.left)} still waiting at the time limit` : ''}`)
+  }
   lines.push('')
 }
 let machine = ''

@@ -7,11 +7,13 @@
 #   fixloop- the compiled binary, its worker running as in production.
 # Every server is pinned to one core (taskset -c $BENCH_SERVER_CPU), wrk to the other. After the bursts,
 # with the floors stopped, the rate at which fixloop's worker drains its backlog (bench/drain.ts, bounded).
+# BENCH_BASELINE_BIN=/path/to/older/fixloop adds a fourth server, "baseline" (e.g. main's binary), taking
+# its turns like the others: before/after figures from one run, under the same machine load.
 #
 # Usage: bash bench/intake.sh     (or: bun run bench:intake)
 # Knobs (env): BENCH_ROWS=1000000 (the large database; the empty one always runs) BENCH_DURATION=10
 #   BENCH_WARMUP=5 BENCH_CONNECTIONS=64 BENCH_ROUNDS=2 BENCH_DRAIN_MAX=120 BENCH_SERVER_CPU=0
-#   BENCH_LOAD_CPU=1 FIXLOOP_BIN=dist/fixloop BENCH_OUT=bench/out/intake BENCH_KEEP=1
+#   BENCH_LOAD_CPU=1 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -36,9 +38,9 @@ fi
 mkdir -p "$OUT"
 rm -f "$OUT"/*.txt "$OUT"/*.log "$OUT"/summary.* "$OUT"/tenant.env
 WORK=$(mktemp -d /tmp/fixloop-intake.XXXXXX)
-declare -A PID=()
+declare -A PID=() PORT=()
 cleanup() {
-  for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for p in "${PID[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done
   if [ "${BENCH_KEEP:-0}" = 1 ]; then log "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -71,8 +73,10 @@ stop_server() { # name
   unset "PID[$1]"
 }
 load() { # file port key
-  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >/dev/null
-  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1"
+  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1.warmup" 2>&1 ||
+    log "warm-up wrk exited $? ($(tail -1 "$OUT/$1.warmup"))"
+  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1" 2>&1 ||
+    log "wrk exited $? ($(tail -1 "$OUT/$1"))"
   echo "LOAD $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/$1"
 }
 
@@ -91,22 +95,47 @@ for size in $SIZES; do
   bun bench/seed.ts --bin "$BIN" --data-dir "$dir/fixloop" --floor-db "$dir/floor.db" --bare-db "$dir/bare.db" --out "$dir" --rows "$size" >&2
   # shellcheck disable=SC1091
   source "$dir/tenant.env"
-  p=$(free_port 28190); start_server bare "$p" env BARE_DB="$dir/bare.db" BARE_PORT="$p" BARE_PUB_KEY="$PUB_KEY" bun bench/bare-floor.ts; BARE_PORT=$p
+  p=$(free_port 28190); start_server bare "$p" env BARE_DB="$dir/bare.db" BARE_PORT="$p" BARE_PUB_KEY="$PUB_KEY" bun bench/bare-floor.ts; PORT[bare]=$p
   p=$(free_port $((p + 1))); start_server floor "$p" env FLOOR_DB="$dir/floor.db" FLOOR_PORT="$p" FLOOR_ORG_ID="$ORG_ID" \
-    FLOOR_APP_ID="$APP_ID" FLOOR_PUB_KEY="$PUB_KEY" FLOOR_SK_KEY="$SK_KEY" bun bench/floor-server.ts; FLOOR_PORT=$p
-  p=$(free_port $((p + 1))); start_server fixloop "$p" env FIXLOOP_RATE_LIMIT_MULTIPLIER=100000 FIXLOOP_LOG_LEVEL=warn \
-    "$BIN" serve --host 127.0.0.1 --port "$p" --data-dir "$dir/fixloop"; FIXLOOP_PORT=$p
+    FLOOR_APP_ID="$APP_ID" FLOOR_PUB_KEY="$PUB_KEY" FLOOR_SK_KEY="$SK_KEY" bun bench/floor-server.ts; PORT[floor]=$p
+  SERVERS="bare floor fixloop"
+  FIXLOOPS="fixloop"
+  if [ -n "${BENCH_BASELINE_BIN:-}" ]; then SERVERS="$SERVERS baseline"; FIXLOOPS="$FIXLOOPS baseline"; cp -a "$dir/fixloop" "$dir/baseline"; fi
+  for s in $FIXLOOPS; do
+    bin=$BIN; [ "$s" = baseline ] && bin=$BENCH_BASELINE_BIN
+    p=$(free_port $((p + 1))); start_server "$s" "$p" env FIXLOOP_RATE_LIMIT_MULTIPLIER=100000 FIXLOOP_LOG_LEVEL=warn \
+      "$bin" serve --host 127.0.0.1 --port "$p" --data-dir "$dir/$s"; PORT[$s]=$p
+  done
+  # Only the server under load runs: the others are stopped (SIGSTOP), so a fixloop worker draining its
+  # backlog never takes the core from another server's turn.
+  only() {
+    for o in $SERVERS; do
+      [ -n "${PID[$o]:-}" ] || continue
+      if [ "$o" = "$1" ]; then kill -CONT "${PID[$o]}"; else kill -STOP "${PID[$o]}"; fi
+    done
+  }
+  # fixloop builds its App's similarity index (the newest 100k reports) on the first report after a start:
+  # one report, then wait until it is processed, so the rounds measure the steady state.
+  for s in $FIXLOOPS; do
+    only "$s"
+    curl -fs -o /dev/null -X POST -H "Authorization: Bearer $PUB_KEY" -H 'Content-Type: application/json' \
+      -d '{"text":"warm-up report"}' "http://127.0.0.1:${PORT[$s]}/v1/feedback"
+    bun bench/drain.ts "$dir/$s/fixloop.db" 120 >/dev/null
+  done
   for round in $(seq "$ROUNDS"); do
-    for s in bare floor fixloop; do
-      case $s in bare) port=$BARE_PORT ;; floor) port=$FLOOR_PORT ;; *) port=$FIXLOOP_PORT ;; esac
+    for s in $SERVERS; do
       log "rows=$size round $round: $s (${WARMUP}s warm-up + ${DURATION}s)"
-      load "$size.$s.r$round.txt" "$port" "$PUB_KEY"
+      only "$s"
+      load "$size.$s.r$round.txt" "${PORT[$s]}" "$PUB_KEY"
     done
   done
-  stop_server bare; stop_server floor
-  log "rows=$size: draining fixloop's backlog (at most ${DRAIN_MAX}s)"
-  bun bench/drain.ts "$dir/fixloop/fixloop.db" "$DRAIN_MAX" | tee "$OUT/$size.drain.txt" >&2
-  stop_server fixloop
+  kill -CONT "${PID[bare]}" "${PID[floor]}"; stop_server bare; stop_server floor
+  for s in $FIXLOOPS; do
+    log "rows=$size: draining $s's backlog alone (at most ${DRAIN_MAX}s)"
+    only "$s"
+    bun bench/drain.ts "$dir/$s/fixloop.db" "$DRAIN_MAX" | tee "$OUT/$size.$s.drain.txt" >&2
+  done
+  for s in $FIXLOOPS; do kill -CONT "${PID[$s]}"; stop_server "$s"; done
   rm -rf "$dir"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"

@@ -9,6 +9,7 @@ import m0002 from '../../migrations/0002_clustering.sql' with { type: 'text' }
 import m0003 from '../../migrations/0003_agents.sql' with { type: 'text' }
 import m0004 from '../../migrations/0004_events.sql' with { type: 'text' }
 import m0008 from '../../migrations/0008_webhooks.sql' with { type: 'text' }
+import m0012 from '../../migrations/0012_perf.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -22,4 +23,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0003_agents', sql: m0003 },
   { name: '0004_events', sql: m0004 },
   { name: '0008_webhooks', sql: m0008 },
+  { name: '0012_perf', sql: m0012 },
 ]
