@@ -72,12 +72,15 @@ stop_server() { # name
   wait "$p" 2>/dev/null || true
   unset "PID[$1]"
 }
-load() { # file port key
+proc_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+load() { # file port key pid
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1.warmup" 2>&1 ||
     log "warm-up wrk exited $? ($(tail -1 "$OUT/$1.warmup"))"
+  local t0; t0=$(proc_ticks "$4")
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1" 2>&1 ||
     log "wrk exited $? ($(tail -1 "$OUT/$1"))"
   echo "LOAD $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/$1"
+  echo "CPU_TICKS $(($(proc_ticks "$4") - t0)) $(getconf CLK_TCK)" >>"$OUT/$1"
 }
 
 {
@@ -126,14 +129,14 @@ for size in $SIZES; do
     for s in $SERVERS; do
       log "rows=$size round $round: $s (${WARMUP}s warm-up + ${DURATION}s)"
       only "$s"
-      load "$size.$s.r$round.txt" "${PORT[$s]}" "$PUB_KEY"
+      load "$size.$s.r$round.txt" "${PORT[$s]}" "$PUB_KEY" "${PID[$s]}"
     done
   done
   kill -CONT "${PID[bare]}" "${PID[floor]}"; stop_server bare; stop_server floor
   for s in $FIXLOOPS; do
     log "rows=$size: draining $s's backlog alone (at most ${DRAIN_MAX}s)"
     only "$s"
-    bun bench/drain.ts "$dir/$s/fixloop.db" "$DRAIN_MAX" | tee "$OUT/$size.$s.drain.txt" >&2
+    bun bench/drain.ts "$dir/$s/fixloop.db" "$DRAIN_MAX" "${PID[$s]}" | tee "$OUT/$size.$s.drain.txt" >&2
   done
   for s in $FIXLOOPS; do kill -CONT "${PID[$s]}"; stop_server "$s"; done
   rm -rf "$dir"
