@@ -8,7 +8,7 @@ import { openapi } from '@elysiajs/openapi'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
 import { foundation } from './http/foundation'
-import { corsOrigin, WIDGET_CORS_HEADERS } from './http/cors-policy'
+import { corsOrigin, widgetCors } from './http/cors-policy'
 import { appRoutes } from './modules/apps/index'
 import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/index'
 import { tokenRoutes } from './modules/tokens/index'
@@ -24,22 +24,20 @@ import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
 
+/** An @elysiajs/cors header option switched off (see the CORS comment in createApp). */
+const OFF = false as unknown as string[]
+
 export function createApp(ctx: Context, s: Services, log: Logger) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
   const app = new Elysia({ normalize: false })
     .use(foundation(log))
-    .use(
-      cors({
-        origin: corsOrigin(directory),
-        methods: ['POST', 'PUT'],
-        allowedHeaders: WIDGET_CORS_HEADERS,
-        exposeHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
-        credentials: false,
-        maxAge: 600,
-      }),
-    )
+    // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
+    // widgetCors adds the rest there and answers their preflights.
+    // (`false` turns the plugin's global header off at run time; its types only admit a list.)
+    .use(cors({ origin: corsOrigin(directory), methods: false, allowedHeaders: OFF, exposeHeaders: OFF, credentials: false, preflight: false }))
+    .use(widgetCors())
     .use(
       openapi({
         path: '/docs',

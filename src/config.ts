@@ -2,7 +2,8 @@
  * Flags + environment → one frozen Config. Flags win over env; env wins over defaults.
  * Every knob here has a row in the README's configuration table.
  */
-import { resolve } from 'node:path'
+import { resolve, sep } from 'node:path'
+import { tmpdir } from 'node:os'
 
 export interface S3Config {
   endpoint: string
@@ -29,6 +30,14 @@ export interface Config {
   agentConcurrency: number
   /** Names of extra environment variables passed to agent commands (e.g. a proxy or API base URL). */
   agentPassEnv: string[]
+  /** `bwrap` (default): agents run in a bubblewrap sandbox; `off`: unconfined (unsafe, FIXLOOP_AGENT_SANDBOX). */
+  agentSandbox: 'bwrap' | 'off'
+  /** Whether sandboxed agents may use the network (FIXLOOP_AGENT_NETWORK, default on: CLIs call their model API). */
+  agentNetwork: boolean
+  /** Extra host paths sandboxed agents may read (FIXLOOP_AGENT_SANDBOX_PATHS, colon-separated). */
+  agentSandboxPaths: string[]
+  /** Root of run workspaces, outside the data dir (FIXLOOP_WORK_DIR, default <tmp>/fixloop-work-<uid>). */
+  workDir: string
   /** Hours an issued upload may stay unreferenced by any submission before it is removed. */
   uploadGraceHours: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
@@ -109,6 +118,16 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
   const dataDir = resolve(flags.dataDir ?? env.FIXLOOP_DATA_DIR ?? './data')
   const logLevel = (env.FIXLOOP_LOG_LEVEL ?? 'info') as Config['logLevel']
   if (!['info', 'warn', 'silent'].includes(logLevel)) throw new ConfigError(`FIXLOOP_LOG_LEVEL: must be info, warn or silent, got "${logLevel}"`)
+  const agentSandbox = (env.FIXLOOP_AGENT_SANDBOX || 'bwrap') as Config['agentSandbox']
+  if (!['bwrap', 'off'].includes(agentSandbox)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX: must be bwrap or off, got "${agentSandbox}"`)
+  const workDir = resolve(env.FIXLOOP_WORK_DIR || resolve(tmpdir(), `fixloop-work-${process.getuid?.() ?? 'user'}`))
+  if (workDir === dataDir || workDir.startsWith(dataDir + sep)) throw new ConfigError(`FIXLOOP_WORK_DIR (${workDir}) must be outside the data dir: agents must never see it`)
+  const agentSandboxPaths = (env.FIXLOOP_AGENT_SANDBOX_PATHS ?? '').split(':').filter(Boolean)
+  for (const p of agentSandboxPaths) {
+    if (!p.startsWith('/')) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" is not an absolute path`)
+    const abs = resolve(p)
+    if (abs === '/' || dataDir === abs || dataDir.startsWith(abs + sep) || abs.startsWith(dataDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the data dir to agents`)
+  }
   return Object.freeze({
     host,
     port,
@@ -125,6 +144,10 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       .split(',')
       .map((n) => n.trim())
       .filter((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)),
+    agentSandbox,
+    agentNetwork: env.FIXLOOP_AGENT_NETWORK ? parseBool(env.FIXLOOP_AGENT_NETWORK, 'FIXLOOP_AGENT_NETWORK') : true,
+    agentSandboxPaths,
+    workDir,
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
     logLevel,
     eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,

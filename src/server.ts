@@ -3,7 +3,8 @@
  * the worker are built once (src/services.ts); SIGTERM/SIGINT stop accepting, finish in-flight
  * requests, flush pending commits and release leases.
  */
-import type { Config } from './config'
+import { ConfigError, type Config } from './config'
+import { sandboxProblem } from './agent/sandbox'
 import { createContext, type Context } from './context'
 import { createApp } from './app'
 import { Logger } from './core/logger'
@@ -43,10 +44,23 @@ export interface StartOptions {
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
   const log = options.log ?? new Logger(config.logLevel)
+  // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
+  const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
+  if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
   const ctx = createContext(config, options.clock)
   const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
   checkpointer.start()
-  const services = createServices(ctx, log, options.worker)
+  const services = createServices(ctx, log, options.worker, sandboxUnavailable)
+  if (sandboxUnavailable) {
+    // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
+    // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
+    if (services.connections.count() > 0) {
+      void checkpointer.stop()
+      ctx.sqlite.close()
+      throw new ConfigError(`${sandboxUnavailable}. Apps have repositories connected, so agents would run unconfined.`)
+    }
+    log.warn('agents cannot run until bubblewrap works (no App has a repository connected yet)', { reason: sandboxUnavailable })
+  }
   const { runner, worker, committer } = services
   // Runs a crash or restart interrupted are failed (their reports can be queued again).
   const recovered = runner.recover()

@@ -40,7 +40,7 @@ import { createSlashCommands } from './modules/chatops/commands'
 import { SlackApi } from './modules/chatops/slack-api'
 import { SlackNotifier } from './modules/chatops/notifier'
 
-export function createServices(ctx: Context, log: Logger, workerOptions: Partial<WorkerOptions> = {}) {
+export function createServices(ctx: Context, log: Logger, workerOptions: Partial<WorkerOptions> = {}, sandboxUnavailable: string | null = null) {
   const { sqlite, clock, config } = ctx
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, clock, wake)
@@ -57,6 +57,8 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
     publicUrl: config.publicUrl,
+    sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: sandboxUnavailable },
+    workDir: config.workDir,
   })
 
   const jobs = createJobsRepo(sqlite)

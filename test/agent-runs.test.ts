@@ -13,6 +13,7 @@ import type { ConnectionInput } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
 import { parseAgentOutput } from '../src/agent/presets'
 import { execCommand } from '../src/agent/exec'
+import { survivors } from './process-helpers'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
@@ -34,7 +35,8 @@ async function setup(kind: GitHostKind = 'github', env: Record<string, string> =
   const stub = await startGitHostStub({ kind, token: TOKEN, repos: [{ owner: 'acme', name: 'shop', barePath: bare }] })
   const logs: string[] = []
   // Tests poll with the sk_ key far faster than a client would: lift the per-key rate limit.
-  const srv = await startTestServer({ FIXLOOP_MASTER_KEY: MASTER_KEY, FIXLOOP_PUBLIC_URL: 'https://feedback.example.com', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', ...env }, { log: new Logger('info', (line) => logs.push(line)) })
+  // The fixture agents live in this repository: the sandbox shows their folder read-only.
+  const srv = await startTestServer({ FIXLOOP_MASTER_KEY: MASTER_KEY, FIXLOOP_PUBLIC_URL: 'https://feedback.example.com', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS, ...env }, { log: new Logger('info', (line) => logs.push(line)) })
   const t = seedTenant(srv.admin, { processingMode: 'auto_pr' })
   return { srv, t, stub, bare, logs }
 }
@@ -126,8 +128,9 @@ describe('a run that opens a pull request (GitHub)', () => {
     expect(pr.body + pr.title).not.toContain('Sam Shopper')
     const post = s.stub.requests.find((r) => r.method === 'POST')!
     expect(post.headers.authorization).toBe(`Bearer ${TOKEN}`)
-    // The workspace is removed afterwards.
-    expect(readdirSync(join(s.srv.dataDir, 'workspaces'))).toEqual([])
+    // The workspace is removed afterwards, and none ever lived in the data dir.
+    expect(readdirSync(s.srv.runner.workspaceDir)).toEqual([])
+    expect(existsSync(join(s.srv.dataDir, 'workspaces'))).toBe(false)
     expectNoSecrets(s, JSON.stringify(run), JSON.stringify(item))
   })
 
@@ -135,7 +138,9 @@ describe('a run that opens a pull request (GitHub)', () => {
     const dir = tempDir('fixloop-gitwrap-')
     const log = join(dir, 'argv.log')
     const realGit = Bun.which('git')!
-    writeFileSync(join(dir, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${JSON.stringify(log)}\nexec ${JSON.stringify(realGit)} "$@"\n`)
+    const envLog = join(dir, 'env.log')
+    // Every git process records its argv and its whole environment: the token must be in neither.
+    writeFileSync(join(dir, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${JSON.stringify(log)}\nenv >> ${JSON.stringify(envLog)}\nexec ${JSON.stringify(realGit)} "$@"\n`)
     chmodSync(join(dir, 'git'), 0o755)
     const path = process.env.PATH
     process.env.PATH = `${dir}:${path}`
@@ -150,6 +155,10 @@ describe('a run that opens a pull request (GitHub)', () => {
     expect(argv).toMatch(/clone .*--depth 1/)
     expect(argv).toMatch(/push /)
     expect(argv).not.toContain(TOKEN)
+    const envs = readFileSync(envLog, 'utf8')
+    expect(envs).toContain('GIT_CONFIG_NOSYSTEM=1')
+    expect(envs).toMatch(/GIT_CONFIG_VALUE_1=!'.*\/cred\/helper-[0-9a-f]+'/)
+    expect(envs).not.toContain(TOKEN)
   })
 
   test('the agent gets a minimal environment: no fixloop secret, no token', async () => {
@@ -273,14 +282,13 @@ describe('failures', () => {
 
   test('the agent hangs past the timeout: the whole process group is killed', async () => {
     connect(s, { agentCommand: agent('hang.sh'), timeoutSeconds: 2 })
-    const { run } = await submitAndFinish(s, 'Timeout case: the map never loads')
+    const { run, id } = await submitAndFinish(s, 'Timeout case: the map never loads')
     expect(run.status).toBe('failed')
     expect(run.error).toBe('agent timed out after 2 s')
     expect(run.timings.agentMs).toBeGreaterThanOrEqual(1900)
-    const pids = /agent pid (\d+) child pid (\d+)/.exec(run.outputTail)!
-    // Gone, or a zombie waiting for init to reap it: either way no longer running.
-    const running = (pid: string) => existsSync(`/proc/${pid}/stat`) && readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
-    await eventually(() => ![pids[1], pids[2]].some(running), 5000)
+    expect(run.outputTail).toContain(`report ${id}`)
+    // No process of the run is left, not even the setsid one (the sandbox's PID namespace ended).
+    await eventually(() => !survivors(`hang-`).some((l) => l.includes(id)), 5000)
   })
 
   test('the verify command fails', async () => {

@@ -42,6 +42,8 @@ function preflight(path: string, origin: string, method: string, headers = WIDGE
 }
 
 const acao = (r: Reply) => r.headers.get('access-control-allow-origin')
+/** Every CORS header of a reply (issue 10.8: an sk route sends none at all, not only no ACAO). */
+const corsHeaders = (r: Reply) => [...r.headers.keys()].filter((k) => k.startsWith('access-control-'))
 
 function expectPreflightAllowed(r: Reply, origin: string, method: string): void {
   expect(r.status).toBe(204)
@@ -144,7 +146,7 @@ describe('sk routes are never open to browsers', () => {
       for (const req of requests) {
         const r = await log.call(srv.url, req.method, req.path, { auth: t.key, headers: { origin }, body: req.body })
         expect(r.status).toBeLessThan(500)
-        expect({ origin, route: `${req.method} ${req.path}`, acao: acao(r) }).toEqual({ origin, route: `${req.method} ${req.path}`, acao: null })
+        expect({ origin, route: `${req.method} ${req.path}`, cors: corsHeaders(r) }).toEqual({ origin, route: `${req.method} ${req.path}`, cors: [] })
       }
     }
   })
@@ -163,9 +165,22 @@ describe('sk routes are never open to browsers', () => {
       for (const [path, method] of rows) {
         const r = await preflight(path, origin, method)
         expect(r.status).toBeLessThan(500)
-        expect({ origin, path, method, acao: acao(r) }).toEqual({ origin, path, method, acao: null })
+        expect({ origin, path, method, cors: corsHeaders(r) }).toEqual({ origin, path, method, cors: [] })
       }
     }
+  })
+
+  test('health, docs and an sk route without an Origin send no CORS header either', async () => {
+    for (const path of ['/healthz', '/openapi.json', '/v1/apps']) {
+      const r = await log.call(srv.url, 'GET', path, { auth: t.key })
+      expect({ path, cors: corsHeaders(r) }).toEqual({ path, cors: [] })
+    }
+  })
+
+  test('the widget routes still expose X-Request-Id to the allowed origin', async () => {
+    const r = await log.call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, headers: { origin: SHOP }, body: BODY })
+    expect(r.status).toBe(201)
+    expect(r.headers.get('access-control-expose-headers')).toContain('X-Request-Id')
   })
 
   test('the sk_ key never appears in a CORS reply', () => {

@@ -27,7 +27,8 @@ export interface TestServer extends RunningServer {
 
 export async function startTestServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
   const dataDir = tempDir()
-  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', ...env })
+  // Fixture agents (test/fixtures/agents) live in this repository: the agent sandbox shows their folder read-only.
+  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
   const running = startServer(config, { log: new Logger('silent'), ...options })
   const admin = createTenantsService(running.ctx)
   return {

@@ -15,6 +15,7 @@ import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { deferred, feedbackRow, forceStatus, jobsFor, openDataDb, patchStatus, submit, waitFor } from './helpers-lifecycle'
+import { currentLeaseOwner } from '../src/worker/lease-owner'
 
 const LEASE_MS = 30_000
 const BASE_BACKOFF_MS = 1_000
@@ -166,7 +167,7 @@ describe('leases', () => {
   test('a job claimed by a worker that died is claimed again once its lease runs out, and completes', async () => {
     const id = await submitOne()
     // The "crashed" worker: claims the job, then never finishes it.
-    const claimed = createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS)
+    const claimed = createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     expect(claimed?.feedback_id).toBe(id)
     expect(claimed?.lease_until).toBe(clock.now() + LEASE_MS)
 
@@ -183,7 +184,7 @@ describe('leases', () => {
 
   test('crash mid-job: an item left in sanitizing, with its job still leased, is finished after the lease', async () => {
     const id = await submitOne('Call me on jo@example.com')
-    createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS)
+    createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     forceStatus(srv.ctx.sqlite, id, 'sanitizing') // the dead worker's first commit
     clock.advance(LEASE_MS + 1)
     expect(await srv.worker.tick()).toBe(1)
@@ -324,6 +325,17 @@ describe('the loop (real clock)', () => {
   test('a submission wakes the worker at once', async () => {
     const r = await submit(live.url, lt.pub, { text: 'Wake up' })
     await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
+  })
+
+  test('a customer move to queued wakes it too: the agent job runs at once (no repository: it waits, with a reason)', async () => {
+    const r = await submit(live.url, lt.pub, { text: 'Search results ignore the selected language' })
+    await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
+    expect((await patchStatus(live.url, lt.key, r.body.id, 'queued')).status).toBe(200)
+    // The agent job was claimed and finished (nothing to run without a repository) long before a poll.
+    await eventually(() => jobsFor(live.ctx.sqlite, r.body.id).length === 0, 1000)
+    const item = (await call(live.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: lt.key })).body
+    expect(item.status).toBe('queued')
+    expect(item.statusReason).toContain('connect-repo')
   })
 
   test('work written by another process is found by polling', async () => {

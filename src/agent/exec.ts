@@ -1,6 +1,8 @@
 /**
  * Runs a command in its own process group with a minimal environment, a timeout that kills the whole
- * group (the agent's children too), and bounded output capture (only the tail is kept).
+ * group (the agent's children too), and bounded output capture (only the tail is kept). For the agent
+ * the command is bwrap (src/agent/sandbox.ts): killing its group ends the sandbox's PID namespace, so
+ * even a `setsid` child goes.
  */
 import { spawn } from 'node:child_process'
 
@@ -22,6 +24,8 @@ export interface ExecOptions {
   stdin?: string
   /** Aborting kills the process group at once (shutdown). */
   signal?: AbortSignal
+  /** Called with the child's PID as soon as it runs (the runner records it for recovery after a crash). */
+  onSpawn?: (pid: number) => void
 }
 
 /** Keeps the last `limit` bytes written to it. */
@@ -49,6 +53,7 @@ export function execCommand(argv: string[], opts: ExecOptions): Promise<ExecResu
     const child = spawn(argv[0], argv.slice(1), { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
     let timedOut = false
     let settled = false
+    if (child.pid) opts.onSpawn?.(child.pid)
     const killGroup = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL')

@@ -1,9 +1,15 @@
 /**
- * Git for agent runs: real git, run with a minimal environment. The host token reaches git only
- * through a credential helper that reads it from the environment of that one git process: it never
- * appears in argv (visible in `ps`), in the remote URL, in logs or in an error text.
+ * Git for agent runs: real git, run with a minimal environment, never with the agent's hooks. The host
+ * token reaches git only for clone and push, through a credential helper file that exists for the length
+ * of that one git command (mode 0700, in the workspace's private `cred/` directory, which no sandbox
+ * mounts): never in any process's environment, in argv (visible in `ps`), in the remote URL, in logs or
+ * in an error text.
  */
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
 import { execCommand, type ExecResult } from './exec'
+import { shellQuote } from './presets'
 
 export interface GitAuth {
   token: string
@@ -11,8 +17,9 @@ export interface GitAuth {
   username: string
 }
 
-export function gitEnv(home: string, auth: GitAuth | null): Record<string, string> {
-  const env: Record<string, string> = {
+/** git's environment: no system or global config, no prompts. Never a secret. */
+export function gitEnv(home: string): Record<string, string> {
+  return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: home,
     LANG: 'C.UTF-8',
@@ -20,15 +27,6 @@ export function gitEnv(home: string, auth: GitAuth | null): Record<string, strin
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',
   }
-  if (auth) {
-    // git ≥ 2.31 reads config from GIT_CONFIG_COUNT/KEY/VALUE: a helper that answers with the token.
-    env.FIXLOOP_GIT_USERNAME = auth.username
-    env.FIXLOOP_GIT_TOKEN = auth.token
-    env.GIT_CONFIG_COUNT = '1'
-    env.GIT_CONFIG_KEY_0 = 'credential.helper'
-    env.GIT_CONFIG_VALUE_0 = '!f() { echo "username=$FIXLOOP_GIT_USERNAME"; echo "password=$FIXLOOP_GIT_TOKEN"; }; f'
-  }
-  return env
 }
 
 export class GitError extends Error {}
@@ -40,19 +38,45 @@ export function scrub(text: string, secrets: (string | null | undefined)[]): str
   return out
 }
 
+/**
+ * Settings on every git call after the clone: the agent may have planted hooks, an fsmonitor command or
+ * attribute files, and none of them may run or count (the config itself is checked unchanged first).
+ */
+const SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.attributesFile=/dev/null', '-c', 'protocol.file.allow=always']
+
 export async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs = 120_000): Promise<ExecResult> {
-  // Hooks are never run: an agent could have planted one in .git/hooks.
-  return execCommand(['git', '-c', 'core.hooksPath=/dev/null', '-c', 'protocol.file.allow=always', ...args], { cwd, env, timeoutMs })
+  return execCommand(['git', ...SAFE, ...args], { cwd, env, timeoutMs })
 }
 
-/** Runs git and throws a GitError (token scrubbed) when it fails. */
-export async function gitOk(args: string[], cwd: string, env: Record<string, string>, what: string, timeoutMs?: number): Promise<string> {
+/** Runs git and throws a GitError when it fails. */
+export async function gitOk(args: string[], cwd: string, env: Record<string, string>, what: string, timeoutMs?: number, secrets: string[] = []): Promise<string> {
   const r = await git(args, cwd, env, timeoutMs)
   if (r.code !== 0) {
     const detail = r.timedOut ? 'timed out' : r.output.trim().split('\n').slice(-5).join(' | ')
-    throw new GitError(scrub(`${what} failed: ${detail}`, [env.FIXLOOP_GIT_TOKEN]))
+    throw new GitError(scrub(`${what} failed: ${detail}`, secrets))
   }
   return r.stdout
+}
+
+/**
+ * Runs one git command that talks to the host (clone, push) with the token available through a
+ * credential helper file written just before and removed right after. The environment carries only the
+ * helper's path.
+ */
+export async function gitWithToken(args: string[], cwd: string, env: Record<string, string>, auth: GitAuth | null, credDir: string, what: string, timeoutMs?: number): Promise<string> {
+  if (!auth) return gitOk(args, cwd, env, what, timeoutMs)
+  if (/[\x00-\x1f\x7f]/.test(auth.token + auth.username)) throw new GitError(`${what} failed: the host token contains control characters`)
+  mkdirSync(credDir, { recursive: true, mode: 0o700 })
+  const helper = join(credDir, `helper-${randomBytes(8).toString('hex')}`)
+  const marker = `FIXLOOP_${randomBytes(8).toString('hex')}`
+  writeFileSync(helper, `#!/bin/sh\ntest "$1" = get || exit 0\ncat <<'${marker}'\nusername=${auth.username}\npassword=${auth.token}\n${marker}\n`, { mode: 0o700 })
+  chmodSync(helper, 0o700)
+  try {
+    const withHelper = { ...env, GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: '', GIT_CONFIG_KEY_1: 'credential.helper', GIT_CONFIG_VALUE_1: `!${shellQuote(helper)}` }
+    return await gitOk(args, cwd, withHelper, what, timeoutMs, [auth.token])
+  } finally {
+    rmSync(helper, { force: true })
+  }
 }
 
 export const AUTH_USERNAMES: Record<string, string> = { github: 'x-access-token', gitlab: 'oauth2', gitea: 'fixloop', none: 'fixloop' }

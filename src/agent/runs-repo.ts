@@ -13,6 +13,8 @@ export interface RunFeedbackRow extends FeedbackCoreColumns {
   console_logs: string | null
   component_target: string | null
   attachments: string | null
+  /** Null until sanitized: the task then carries no text (src/sanitize/servable.ts). */
+  redactions: string | null
 }
 
 export interface RunRowInsert {
@@ -47,7 +49,7 @@ export interface RunRowEnd {
 
 export function createRunsRepo(sqlite: Database) {
   const getFeedback: Statement = sqlite.query(
-    'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments FROM feedback WHERE id = ?',
+    'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = ?',
   )
   const shareUrl: Statement = sqlite.query('UPDATE feedback SET merge_request_url = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const insertRun: Statement = sqlite.query(
@@ -62,7 +64,8 @@ export function createRunsRepo(sqlite: Database) {
   const runningForApp: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
   const runsSince: Statement = sqlite.query('SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND created_at >= ?')
   const costSince: Statement = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id FROM agent_runs WHERE status = 'running'")
+  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running'")
+  const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
   const failInterrupted: Statement = sqlite.query("UPDATE agent_runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'running'")
 
   return {
@@ -76,7 +79,9 @@ export function createRunsRepo(sqlite: Database) {
     runsSince: (appId: string, since: number): number => (runsSince.get(appId, since) as { n: number }).n,
     costSince: (appId: string, since: number): number => (costSince.get(appId, since) as { usd: number }).usd,
     /** Runs left `running` by a crash or restart. */
-    interrupted: () => interrupted.all() as { id: string; org_id: string; app_id: string; feedback_id: string }[],
+    interrupted: () => interrupted.all() as { id: string; org_id: string; app_id: string; feedback_id: string; sandbox_pid: number | null; sandbox_start: string | null }[],
+    /** Records the running sandbox's PID and identity (cleared with null when it ended). */
+    setSandbox: (id: string, pid: number | null, identity: string | null) => setSandbox.run(pid, identity, id),
     failInterrupted: (id: string, error: string, now: number): boolean => failInterrupted.run(error, now, id).changes === 1,
   }
 }

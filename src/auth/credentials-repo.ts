@@ -38,24 +38,43 @@ function watchOwnWrites(sqlite: Database): void {
   }
 }
 
-export function createCredentialsRepo(sqlite: Database) {
-  watchOwnWrites(sqlite)
-  const dataVersion: Statement = sqlite.query('SELECT (SELECT data_version FROM pragma_data_version()) AS v, (SELECT n FROM temp.credential_writes) AS n')
-  const appByKey: Statement = sqlite.query('SELECT * FROM apps WHERE public_key = ? AND deleted_at IS NULL')
-  const publicKeyById: Statement = sqlite.query('SELECT public_key FROM apps WHERE id = ? AND deleted_at IS NULL')
-  const keyByHash: Statement = sqlite.query('SELECT id, org_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL')
-  const allOrigins: Statement = sqlite.query('SELECT allowed_origins FROM apps WHERE deleted_at IS NULL')
+/** Prepared once per connection; the directory keeps one and asks it on every cache miss. */
+export class CredentialsRepo {
+  private readonly dataVersion: Statement
+  private readonly appByKey: Statement
+  private readonly publicKeyById: Statement
+  private readonly keyHashes: Statement
+  private readonly allOrigins: Statement
 
-  return {
-    /** Changes whenever apps or api_keys may have changed (any connection's commit, or this one's writes). */
-    writeVersion(): string {
-      const row = dataVersion.get() as { v: number; n: number }
-      return `${row.v}:${row.n}`
-    },
-    appByPublicKey: (publicKey: string): RawApp | null => appByKey.get(publicKey) as RawApp | null,
-    publicKeyOf: (appId: string): string | null => (publicKeyById.get(appId) as { public_key: string } | null)?.public_key ?? null,
-    keyByHash: (hash: string): { id: string; org_id: string } | null => keyByHash.get(hash) as { id: string; org_id: string } | null,
-    /** The allowed_origins JSON of every live App. */
-    allowedOriginLists: (): string[] => (allOrigins.all() as { allowed_origins: string }[]).map((r) => r.allowed_origins),
+  constructor(sqlite: Database) {
+    watchOwnWrites(sqlite)
+    this.dataVersion = sqlite.query('SELECT (SELECT data_version FROM pragma_data_version()) AS v, (SELECT n FROM temp.credential_writes) AS n')
+    this.appByKey = sqlite.query('SELECT * FROM apps WHERE public_key = ? AND deleted_at IS NULL')
+    this.publicKeyById = sqlite.query('SELECT public_key FROM apps WHERE id = ? AND deleted_at IS NULL')
+    this.keyHashes = sqlite.query('SELECT id, org_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL')
+    this.allOrigins = sqlite.query('SELECT allowed_origins FROM apps WHERE deleted_at IS NULL')
+  }
+
+  /** Changes whenever apps or api_keys may have changed (any connection's commit, or this one's writes). */
+  writeVersion(): string {
+    const row = this.dataVersion.get() as { v: number; n: number }
+    return `${row.v}:${row.n}`
+  }
+
+  appByPublicKey(publicKey: string): RawApp | null {
+    return this.appByKey.get(publicKey) as RawApp | null
+  }
+
+  publicKeyOf(appId: string): string | null {
+    return (this.publicKeyById.get(appId) as { public_key: string } | null)?.public_key ?? null
+  }
+
+  keyByHash(hash: string): { id: string; org_id: string } | null {
+    return this.keyHashes.get(hash) as { id: string; org_id: string } | null
+  }
+
+  /** The allowed_origins JSON of every live App. */
+  allowedOriginLists(): string[] {
+    return (this.allOrigins.all() as { allowed_origins: string }[]).map((r) => r.allowed_origins)
   }
 }

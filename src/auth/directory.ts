@@ -10,7 +10,7 @@ import type { Database } from 'bun:sqlite'
 import type { SecretBox } from '../core/crypto'
 import { sha256Hex } from '../core/secrets'
 import type { AppRow } from '../modules/apps/repo'
-import { createCredentialsRepo, type RawApp } from './credentials-repo'
+import { CredentialsRepo, type RawApp } from './credentials-repo'
 
 export interface KnownApp {
   row: AppRow
@@ -30,13 +30,13 @@ export class CredentialDirectory {
   private keys = new Map<string, KnownKey | null>()
   private originIndex: { anyOrigin: boolean; origins: Set<string> } | undefined
   private version = ''
-  private readonly repo: ReturnType<typeof createCredentialsRepo>
+  private readonly repo: CredentialsRepo
 
   constructor(
     sqlite: Database,
     private readonly box: SecretBox,
   ) {
-    this.repo = createCredentialsRepo(sqlite)
+    this.repo = new CredentialsRepo(sqlite)
   }
 
   /** Drops everything cached if another connection has committed since the last look. */

@@ -50,3 +50,42 @@ export function output(result: Record<string, unknown>, json: boolean | undefine
   }
   for (const [k, v] of Object.entries(result)) process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`)
 }
+
+/**
+ * Glob list flags (`--deny-paths`), repeatable: each value is a JSON list (`'["a/**", "b/*.{key,pem}"]'`)
+ * or globs separated by commas OUTSIDE braces and brackets, so `src/**\/*.{key,pem}` stays one pattern.
+ */
+export function parseGlobList(values: string | string[] | undefined, flag: string): string[] | undefined {
+  if (values === undefined) return undefined
+  const out: string[] = []
+  for (const value of Array.isArray(values) ? values : [values]) {
+    if (value.trim().startsWith('[')) {
+      let list: unknown
+      try {
+        list = JSON.parse(value)
+      } catch {
+        throw new UsageError(`--${flag}: not a valid JSON list: ${value}`)
+      }
+      if (!Array.isArray(list) || !list.every((g) => typeof g === 'string')) throw new UsageError(`--${flag}: the JSON list must hold strings only`)
+      out.push(...list)
+      continue
+    }
+    let depth = 0
+    let current = ''
+    for (let i = 0; i < value.length; i++) {
+      const c = value[i]
+      if (c === '\\' && i + 1 < value.length) {
+        current += c + value[++i]
+        continue
+      }
+      if (c === '{' || c === '[') depth++
+      else if ((c === '}' || c === ']') && depth > 0) depth--
+      if (c === ',' && depth === 0) {
+        out.push(current)
+        current = ''
+      } else current += c
+    }
+    out.push(current)
+  }
+  return out.map((g) => g.trim()).filter(Boolean)
+}

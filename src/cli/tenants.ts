@@ -9,7 +9,7 @@ import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { createLifecycle } from '../lifecycle/lifecycle'
-import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseIntFlag, parseList, UsageError } from './args'
+import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError } from './args'
 
 export const TENANT_HELP: Record<string, string> = {
   org: `Usage:
@@ -50,7 +50,8 @@ Repository settings (connect-repo; the token is read from a file, never from the
   --pr-mode ready|draft|branch  default ready (branch: push only)
   --verify-command "CMD"        run after the agent (your tests or linter); a failure fails the run
   --max-files N  --max-lines N  guardrail limits, default 20 files, 1000 lines
-  --deny-paths "glob,glob"      extra paths the agent may not touch (CI, secrets and keys always are)
+  --deny-paths "glob,glob"      extra paths the agent may not touch (CI, secrets and keys always are);
+                                Bun.Glob syntax ({a,b}, [ab], **); repeat the flag or pass a JSON list
   --runs-per-day N              default 20
   --max-cost-usd-per-month N    default 50
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
@@ -80,7 +81,7 @@ const APP_FLAGS = {
   'verify-command': { type: 'string' },
   'max-files': { type: 'string' },
   'max-lines': { type: 'string' },
-  'deny-paths': { type: 'string' },
+  'deny-paths': { type: 'string', multiple: true },
   'runs-per-day': { type: 'string' },
   'max-cost-usd-per-month': { type: 'string' },
 } as const
@@ -115,7 +116,7 @@ function readToken(path: string | undefined): string | undefined {
   return token
 }
 
-function connectionFrom(v: Record<string, string | boolean | undefined>): ConnectionInput {
+function connectionFrom(v: Record<string, string | string[] | boolean | undefined>): ConnectionInput {
   const s = (k: string) => v[k] as string | undefined
   return {
     gitUrl: need(s('git-url'), '--git-url'),
@@ -132,13 +133,13 @@ function connectionFrom(v: Record<string, string | boolean | undefined>): Connec
     verifyCommand: s('verify-command'),
     maxFiles: parseIntFlag(s('max-files'), 'max-files'),
     maxLines: parseIntFlag(s('max-lines'), 'max-lines'),
-    denyPaths: parseList(s('deny-paths')),
+    denyPaths: parseGlobList(v['deny-paths'] as string[] | undefined, 'deny-paths'),
     runsPerDay: parseIntFlag(s('runs-per-day'), 'runs-per-day'),
     maxCostUsdPerMonth: numberFlag(s('max-cost-usd-per-month'), 'max-cost-usd-per-month'),
   }
 }
 
-function settingsFrom(v: Record<string, string | boolean | undefined>): AppSettings {
+function settingsFrom(v: Record<string, string | string[] | boolean | undefined>): AppSettings {
   const mode = v['processing-mode'] as string | undefined
   if (mode !== undefined && !(PROCESSING_MODES as readonly string[]).includes(mode)) {
     throw new UsageError(`--processing-mode must be one of ${PROCESSING_MODES.join(', ')}, got "${mode}"`)

@@ -5,6 +5,7 @@
  */
 import type { Features } from './features'
 import { DocStore, type DocView } from './doc-store'
+import { ScoreHistory } from './calibrate'
 
 export interface Scored {
   id: string
@@ -27,6 +28,8 @@ export class AppIndex {
   /** Root lead → its duplicates, for scoring a report against a whole cluster. */
   private members = new Map<string, Set<string>>()
   private live = 0
+  /** The best score each clustered report reached against the App: its per-App calibration. */
+  readonly history = new ScoreHistory()
 
   get size(): number {
     return this.live
@@ -156,7 +159,13 @@ export class AppIndex {
     qNorm = Math.sqrt(qNorm)
     // Retrieval: the query's most distinctive words only, and within each the newest postings only
     // (recent reports are the likely duplicates). This bounds the work per query whatever the App's size.
-    const retrieval = [...query].sort((a, b) => b.idf - a.idf).slice(0, RETRIEVAL_TERMS)
+    // A word only the query itself holds (a stack frame, a build number) finds nothing: skip it, or a
+    // long technical report spends its whole retrieval budget on such words.
+    const selfDf = this.slotOf.has(f.id) ? 1 : 0
+    const retrieval = query
+      .filter((q) => this.df[q.tid] > selfDf)
+      .sort((a, b) => b.idf - a.idf)
+      .slice(0, RETRIEVAL_TERMS)
     if (this.acc.length < this.docs.slots) this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
     const acc = this.acc
     const touched: number[] = []

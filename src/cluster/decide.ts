@@ -1,25 +1,29 @@
 /**
  * The merge decision. Precision comes first: a wrong merge hides a real bug, a missed merge only costs
  * a second agent run. A report attaches to a lead only on a strong score, or on a moderate score
- * corroborated by the same page, component or console error; and never when the two first lines carry
- * different identifying numbers (versions, error codes).
+ * corroborated by the same page, component or console error; and never when the two title lines carry
+ * different identifying numbers (versions, error codes) or are templated siblings ("Backport X to
+ * branch-3.2" / "… to branch-3.3").
  */
 import type { Features } from './features'
+import { words } from './tokenize'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
   strong: number
   /** Attach on this score when a corroborating signal agrees. */
   moderate: number
-  /** Weight of word TF-IDF cosine in the blend; the rest is character-trigram cosine. */
-  wordWeight: number
 }
 
-/** Tuned on test/fixtures/dedup-corpus.json for precision ≥ 0.98 on every shuffled order (bench/cluster.ts). */
-export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.5, moderate: 0.38, wordWeight: 0.75 }
+/**
+ * Tuned on both corpora (test/fixtures/dedup-corpus.json, test/fixtures/real-corpus.json) for merge
+ * precision first (bench/cluster.ts). An App's own thresholds start above these (see calibrate.ts).
+ */
+export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.42, moderate: 0.32 }
 
 /** What the merge rules compare besides the score (features of a new report, or a stored one). */
 export interface MergeSignals {
+  title: string
   firstNumbers: readonly string[]
   versions: ReadonlySet<string>
   polarity: Features['polarity']
@@ -66,9 +70,53 @@ function disjoint(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
 
 export type Verdict = { attach: true; reason: string } | { attach: false; reason: string }
 
+/** Title tokens as typed (case kept: an inner capital marks a name), trailing punctuation dropped. */
+function titleTokens(title: string): string[] {
+  return title.match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
+}
+
+/** A token that names a thing rather than says something: a version, a module, a product, an OS. */
+function nameLike(token: string, position: number): boolean {
+  return /\d|[-_./+#]/.test(token) || /[A-Z]/.test(token.slice(1)) || (position > 0 && /^[A-Z]/.test(token))
+}
+
+/**
+ * Templated siblings: two titles ≥ 60 % identical that swap one or two name-like tokens ("Backport X
+ * to branch-3.2" / "branch-3.3", "Build fails on Centos 7" / "on Centos 8", "module-a build fails" /
+ * "module-b build fails"). Projects file one issue per branch, platform or module on purpose; their
+ * texts are near-identical, so no score can tell them apart — only the substituted name can.
+ */
+export function templatedSiblings(a: string, b: string): boolean {
+  const ta = titleTokens(a)
+  const tb = titleTokens(b)
+  const la = new Map(ta.map((t, i) => [t.toLowerCase(), i]))
+  const lb = new Map(tb.map((t, i) => [t.toLowerCase(), i]))
+  if (la.size < 3 || lb.size < 3) return false
+  const onlyA = [...la.keys()].filter((t) => !lb.has(t))
+  const onlyB = [...lb.keys()].filter((t) => !la.has(t))
+  const shared = la.size - onlyA.length
+  if (shared / Math.max(la.size, lb.size) < 0.6) return false
+  if (onlyA.length < 1 || onlyA.length > 2 || onlyB.length < 1 || onlyB.length > 2) return false
+  // Inflections, stop words and the synonym table make no substitution ("crashes" / "crashed").
+  const wa = new Set(words(onlyA.join(' ')))
+  const wb = new Set(words(onlyB.join(' ')))
+  const content = wa.size > 0 && wb.size > 0
+  if (content && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w))) return false
+  // One word swapped for another in an otherwise identical title names another thing ("cache build
+  // fails" / "cli build fails"); otherwise at least one swapped token per side must look like a name.
+  if (content && onlyA.length === 1 && onlyB.length === 1) return true
+  const named = (only: string[], tokens: string[], pos: Map<string, number>) =>
+    only.some((t) => {
+      const i = pos.get(t)!
+      return nameLike(tokens[i], i)
+    })
+  return named(onlyA, ta, la) && named(onlyB, tb, lb)
+}
+
 export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
-  if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'different numbers in first lines' }
-  if (disjoint(query.versions, candidate.versions)) return { attach: false, reason: 'different versions' }
+  if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'different numbers in titles' }
+  if (disjoint(query.versions, candidate.versions)) return { attach: false, reason: 'different versions in titles' }
+  if (templatedSiblings(query.title, candidate.title)) return { attach: false, reason: 'templated sibling titles (a different name substituted)' }
   if (query.polarity && candidate.polarity && query.polarity !== candidate.polarity) return { attach: false, reason: 'opposite symptoms (too often vs never)' }
   // A very short report matches too much: it merges only on near-identical wording.
   const extra = Math.min(query.distinctWords, candidate.distinctWords) < SHORT_REPORT_WORDS ? SHORT_REPORT_EXTRA : 0

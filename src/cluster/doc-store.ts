@@ -8,6 +8,7 @@ import type { Features } from './features'
 
 export interface DocView {
   id: string
+  title: string
   firstNumbers: readonly string[]
   versions: ReadonlySet<string>
   polarity: 'many' | 'none' | null
@@ -40,6 +41,8 @@ export class DocStore {
   private polarity = new Uint8Array(1024)
   private distinct = new Uint16Array(1024)
   private ids: string[] = []
+  /** Title lines, for the templated-sibling veto (a few dozen characters each). */
+  private titles: string[] = []
   private leadIds: (string | null)[] = []
   /** Rarely set fields, by slot, only where present. */
   private numbers = new Map<number, readonly string[]>()
@@ -83,6 +86,7 @@ export class DocStore {
     this.polarity[slot] = f.polarity === 'many' ? 1 : f.polarity === 'none' ? 2 : 0
     this.distinct[slot] = Math.min(f.distinctWords, 65535)
     this.ids.push(f.id)
+    this.titles.push(f.title.slice(0, 160))
     this.leadIds.push(leadId)
     if (f.firstNumbers.length > 0) this.numbers.set(slot, f.firstNumbers)
     if (f.versions.size > 0) this.versionSets.set(slot, f.versions)
@@ -101,6 +105,7 @@ export class DocStore {
     this.alive[slot] = 0
     this.numbers.delete(slot)
     this.versionSets.delete(slot)
+    this.titles[slot] = ''
     this.pages[slot] = this.components[slot] = this.errors[slot] = this.leadIds[slot] = null
   }
 
@@ -126,6 +131,7 @@ export class DocStore {
   view(slot: number): DocView {
     return {
       id: this.ids[slot],
+      title: this.titles[slot],
       firstNumbers: this.numbers.get(slot) ?? NO_NUMBERS,
       versions: this.versionSets.get(slot) ?? NO_VERSIONS,
       polarity: POLARITY[this.polarity[slot]],

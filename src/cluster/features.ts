@@ -14,10 +14,15 @@ export interface ReportInput {
 
 export interface Features {
   id: string
-  /** Word → weighted term frequency (first-line words count double). */
+  /** Word → sublinear term weight, 1 + ln(count); a word of the title line counts three times. */
   tf: Map<string, number>
+  /** The title line (first line or first sentence), for the templated-sibling veto. */
+  title: string
   firstNumbers: string[]
-  /** Versions named anywhere in the text. */
+  /**
+   * Versions named in the title line. Only there: versions in the body are mostly user-agent strings,
+   * build numbers and CVE ids, which differ between true duplicates.
+   */
   versions: Set<string>
   /** Whether the report says something happens too often ("twice") or not at all ("never"). */
   polarity: 'many' | 'none' | null
@@ -28,8 +33,8 @@ export interface Features {
   errorFp: string | null
 }
 
-/** How much more a word of the first line (usually the summary) counts than one in the body. */
-export const FIRST_LINE_WEIGHT = 2
+/** How much more a word of the title line (the summary) counts than one in the body. */
+export const TITLE_WEIGHT = 3
 
 function firstError(consoleLogs: string | null): string | null {
   if (!consoleLogs) return null
@@ -52,15 +57,19 @@ function componentName(componentTarget: string | null): string | null {
 }
 
 export function featuresOf(r: ReportInput): Features {
-  const tf = new Map<string, number>()
+  const counts = new Map<string, number>()
   const head = firstLine(r.text)
-  for (const w of words(r.text)) tf.set(w, (tf.get(w) ?? 0) + 1)
-  for (const w of words(head)) tf.set(w, (tf.get(w) ?? 0) + (FIRST_LINE_WEIGHT - 1))
+  for (const w of words(r.text)) counts.set(w, (counts.get(w) ?? 0) + 1)
+  const inTitle = new Set(words(head))
+  // Sublinear: a stack trace naming one class forty times must not drown the rest of the report.
+  const tf = new Map<string, number>()
+  for (const [w, c] of counts) tf.set(w, (1 + Math.log(c)) * (inTitle.has(w) ? TITLE_WEIGHT : 1))
   return {
     id: r.id,
     tf,
+    title: head,
     firstNumbers: identifyingNumbers(head),
-    versions: versions(r.text),
+    versions: versions(head),
     polarity: polarity(r.text),
     distinctWords: tf.size,
     page: pagePath(r.url),

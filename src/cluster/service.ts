@@ -16,9 +16,12 @@ import type { Clock } from '../core/clock'
 import { createClusterRepo, type ClusterRow as Row } from '../db/cluster-repo'
 import { createLifecycle, type Lifecycle } from '../lifecycle/lifecycle'
 import { AppIndex } from './app-index'
-import { featuresOf, trigramCosine, trigrams, type Features, type ReportInput } from './features'
+import { featuresOf, type Features, type ReportInput } from './features'
+import { blend, combine } from './rerank'
+import { calibrate } from './calibrate'
 import { decide, DEFAULT_THRESHOLDS, type CandidateView, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
+import { servableText } from '../sanitize/servable'
 
 export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 /**
@@ -28,8 +31,10 @@ export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual',
 export const MAX_INDEXED_PER_APP = 100_000
 /** Reports indexed between two yields to the event loop while an index is built. */
 const BUILD_SLICE = 250
-/** How many of the best word-score candidates get the full (trigram) score. */
+/** How many of the best word-score candidates get the full (blended) score. */
 const RESCORE = 15
+/** The newest reports scored when an index is built, to seed the App's threshold calibration. */
+const CALIBRATION_SEED = 40
 
 export interface SimilarEntry {
   id: string
@@ -48,7 +53,7 @@ const toInput = (r: Row): ReportInput => ({
 })
 
 /** `lifecycle` records the events; a bench or a tool may leave it out (events are then still written). */
-export function createClusterService(sqlite: Database, clock: Clock, thresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(sqlite, clock)) {
+export function createClusterService(sqlite: Database, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(sqlite, clock)) {
   const indexes = new Map<string, AppIndex>()
   const repo = createClusterRepo(sqlite)
   const building = new Map<string, Promise<void>>()
@@ -67,11 +72,14 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       pending = (async () => {
         const index = new AppIndex()
         let n = 0
+        const recent: Row[] = []
         for (const r of repo.iterateApp(appId, MAX_INDEXED_PER_APP)) {
           index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+          if (recent.push(r) > CALIBRATION_SEED) recent.shift()
           if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
         }
         indexes.set(appId, index)
+        seedCalibration(appId, recent)
       })().finally(() => building.delete(appId))
       building.set(appId, pending)
     }
@@ -83,28 +91,39 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     let index = indexes.get(appId)
     if (!index) {
       index = new AppIndex()
-      for (const r of repo.allOfApp(appId, MAX_INDEXED_PER_APP)) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+      const rows = repo.allOfApp(appId, MAX_INDEXED_PER_APP)
+      for (const r of rows) index.add(featuresOf(toInput(r)), r.duplicate_of_id)
       indexes.set(appId, index)
+      seedCalibration(appId, rows.slice(-CALIBRATION_SEED))
     }
     return index
   }
 
+  /**
+   * Seeds a freshly built index's calibration with the best scores of the App's newest reports, so a
+   * restart does not send every App back to the conservative "no history" thresholds.
+   */
+  function seedCalibration(appId: string, recent: Row[]): void {
+    const index = indexes.get(appId)!
+    for (const r of recent) index.history.add(rank(appId, featuresOf(toInput(r)), r.text, RESCORE).find((c) => c.id !== r.id)?.score ?? 0)
+  }
+
   /** Candidates best first, with the blended (word + trigram) score; `excludeIds` are left out. */
-  type Ranked = SimilarEntry & { row: Row; features: CandidateView['features']; triScore: number }
+  type Ranked = SimilarEntry & { row: Row; features: CandidateView['features']; triScore: number; charScore: number }
 
   function rank(appId: string, f: Features, text: string, limit: number): Ranked[] {
     const index = indexFor(appId)
     const near = index.nearest(f, Math.max(RESCORE, limit))
-    const grams = trigrams(text)
-    const out: Ranked[] = []
-    for (const c of near.slice(0, Math.max(RESCORE, limit))) {
+    const found = near.flatMap((c) => {
       const r = row(c.id)
-      if (!r || r.app_id !== appId) continue
-      const triScore = trigramCosine(grams, trigrams(r.text))
-      const score = thresholds.wordWeight * c.wordScore + (1 - thresholds.wordWeight) * triScore
+      return r && r.app_id === appId ? [{ r, id: r.id, wordScore: c.wordScore, text: r.text }] : []
+    })
+    const scores = blend(text, found)
+    const out: Ranked[] = found.map(({ r }, i) => {
       const features = index.doc(r.id) ?? featuresOf(toInput(r))
-      out.push({ id: r.id, score: Math.round(Math.min(1, score) * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore })
-    }
+      const { score, triScore, charScore } = scores[i]
+      return { id: r.id, score: Math.round(score * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore, charScore }
+    })
     return out.sort((a, b) => b.score - a.score)
   }
 
@@ -136,7 +155,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     for (const id of movedIds) index.setLead(id, leadId)
   }
 
-  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number) {
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
     const viaMember = decide(f, member, score, thresholds)
     if (!viaMember.attach) return viaMember
     const veto = decide(f, lead, 1, thresholds)
@@ -164,7 +183,11 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
       if (!r.merge_locked) {
         const seenRoots = new Set<string>()
-        for (const c of rank(r.app_id, f, r.text, RESCORE)) {
+        const ranked = rank(r.app_id, f, r.text, RESCORE)
+        // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
+        const thresholds = calibrate(baseThresholds, index.history)
+        index.history.add(ranked[0]?.score ?? 0)
+        for (const c of ranked) {
           const rootId = c.duplicateOfId ?? c.id
           if (seenRoots.has(rootId)) continue
           const root = rootId === c.id ? c.row : row(rootId)
@@ -174,10 +197,10 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
           const index = indexFor(r.app_id)
           const score =
             index.clusterSize(rootId) > 1
-              ? Math.max(c.score, thresholds.wordWeight * index.clusterScore(f, rootId) + (1 - thresholds.wordWeight) * c.triScore)
+              ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
               : c.score
           // Vetoes hold against the lead too, not only against the member that matched best.
-          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, index.doc(rootId) ?? featuresOf(toInput(root)), score)
+          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, index.doc(rootId) ?? featuresOf(toInput(root)), score, thresholds)
           if (v.attach) {
             verdict = { leadId: rootId, reason: v.reason }
             break
@@ -201,7 +224,7 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
       return rank(r.app_id, featuresOf(toInput(r)), r.text, limit)
         .filter((c) => c.id !== id)
         .slice(0, limit)
-        .map(({ id, score, text, duplicateOfId }) => ({ id, score, text, duplicateOfId }))
+        .map(({ id, score, text, duplicateOfId, row }) => ({ id, score, text: servableText(text, row), duplicateOfId }))
     },
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
@@ -235,6 +258,9 @@ export function createClusterService(sqlite: Database, clock: Clock, thresholds:
     },
 
     indexSize: (appId: string): number => indexFor(appId).size,
+
+    /** The App's calibrated merge thresholds right now (calibrate.ts; tests and diagnostics). */
+    thresholdsFor: (appId: string): Thresholds => calibrate(baseThresholds, indexFor(appId).history),
   }
 }
 export type ClusterService = ReturnType<typeof createClusterService>

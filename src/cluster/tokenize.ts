@@ -1,8 +1,10 @@
 /**
- * Text features for near-duplicate detection: words (version strings and codes kept whole, stop words
- * dropped, light stemming), character trigrams (robust to typos), the numbers of the first line
- * (versions and error codes that veto merges), the page path, and a console-error fingerprint.
+ * Text features for near-duplicate detection: words (version strings, issue keys and codes kept whole,
+ * identifiers split into their parts and kept whole too, stop words dropped, Porter stemming), character
+ * trigrams (robust to typos), the numbers of the title line (versions and error codes that veto merges),
+ * the page path, and a console-error fingerprint.
  */
+import { stemmer } from 'stemmer'
 
 const STOP_WORDS = new Set(
   (
@@ -59,46 +61,79 @@ const SYNONYMS: Record<string, string> = Object.fromEntries(
 /** A version or dotted number kept whole: 2.3.1, v10.4, 1.0.0-beta.2 */
 const VERSION_RE = /^v?\d+(?:\.\d+)+(?:-[a-z0-9.]+)?$/
 
+/** Porter stemming (npm `stemmer`): "address" and "addresses" meet, as do "connection"/"connections". */
 function stem(word: string): string {
-  if (word.length <= 4 || /\d/.test(word)) return word
-  for (const suffix of ['ingly', 'ing', 'edly', 'ed', 'ies', 'es', 's', 'ly']) {
-    if (word.endsWith(suffix) && word.length - suffix.length >= 3) {
-      const base = word.slice(0, -suffix.length)
-      return suffix === 'ies' ? base + 'y' : base
-    }
+  if (word.length <= 3 || /\d/.test(word)) return word
+  let hit = STEMS.get(word)
+  if (hit === undefined) {
+    // Bounded memo: a report's vocabulary repeats across reports, and Porter is a chain of regexes.
+    if (STEMS.size >= 50_000) STEMS.clear()
+    STEMS.set(word, (hit = stemmer(word)))
   }
-  return word
+  return hit
 }
+const STEMS = new Map<string, string>()
 
-/** Lowercased words; keeps versions (2.3.1) and codes (e404, 502) as single tokens. */
 /** Lowercase, accents folded ("é" → "e"); the Unicode work is skipped for plain ASCII text. */
 function fold(text: string): string {
-  const lower = text.toLowerCase()
-  return NON_ASCII.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
+  return foldAccents(text.toLowerCase())
+}
+function foldAccents(text: string): string {
+  return NON_ASCII.test(text) ? text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : text
 }
 const NON_ASCII = /[^\x00-\x7f]/
-const WORD_RE = /v?\d+(?:\.\d+)+(?:-[a-z0-9.]+)?|[a-z0-9]+(?:['’][a-z]+)?/g
+/**
+ * Raw tokens, case kept (camelCase needs it): issue keys (HADOOP-1234), versions (2.3.1, v1.0.0-rc.1),
+ * dotted names (org.apache.Foo.bar, Foo.java), plain words and identifiers (snake_case, camelCase).
+ */
+const TOKEN_RE = /[A-Z][A-Z0-9]+-\d+|v?\d+(?:\.\d+)+(?:-[A-Za-z0-9.]+)?|[A-Za-z0-9_$]+(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+|[A-Za-z0-9_]+(?:['’][a-z]+)?/g
+const ISSUE_KEY_RE = /^[A-Z][A-Z0-9]+-\d+$/
+/** Where an identifier splits: dots, underscores, $ and camelCase humps (HTTPServer → HTTP, Server). */
+const IDENT_SPLIT = /[._$]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/
+/** Cheap pre-test: most tokens are plain words and need no split. */
+const MAY_SPLIT = /[._$]|[a-z0-9][A-Z]|[A-Z][A-Z][a-z]/
+const NO_PARTS: string[] = []
 
+function plainWord(raw: string, out: string[]): void {
+  let w = raw.length > 2 && (raw.includes("'") || raw.includes('’')) ? raw.replace(/['’]/g, '') : raw
+  if (STOP_WORDS.has(w) || w.length < 2) return
+  w = SYNONYMS[w] ?? stem(w)
+  out.push(w)
+}
+
+/**
+ * Lowercased terms. Versions (2.3.1) and issue keys (HADOOP-1234) stay single tokens; an identifier
+ * (getUserName, user_name, org.foo.Bar) counts whole *and* by its parts, so "NullPointerException in
+ * FileSystem.open" meets a report that says "filesystem open throws".
+ */
 export function words(text: string): string[] {
   const out: string[] = []
-  const raw = fold(text)
-  WORD_RE.lastIndex = 0
-  for (let m = WORD_RE.exec(raw); m !== null; m = WORD_RE.exec(raw)) {
-    let w = m[0].length > 2 && (m[0].includes("'") || m[0].includes('’')) ? m[0].replace(/['’]/g, '') : m[0]
-    if (STOP_WORDS.has(w)) continue
-    if (!VERSION_RE.test(w)) {
-      if (w.length < 2) continue
-      w = SYNONYMS[w] ?? stem(w)
+  const raw = foldAccents(text)
+  TOKEN_RE.lastIndex = 0
+  for (let m = TOKEN_RE.exec(raw); m !== null; m = TOKEN_RE.exec(raw)) {
+    const tok = m[0]
+    const lower = tok.toLowerCase()
+    if (ISSUE_KEY_RE.test(tok) || VERSION_RE.test(lower)) {
+      out.push(lower)
+      continue
     }
-    out.push(w)
+    const parts = MAY_SPLIT.test(tok) ? tok.split(IDENT_SPLIT).filter((p) => p.length > 0) : NO_PARTS
+    if (parts.length > 1) {
+      out.push(lower.replace(/\.+$/, ''))
+      for (const p of parts) plainWord(p.toLowerCase(), out)
+    } else plainWord(lower, out)
   }
   return out
 }
 
+/**
+ * The summary line: up to the first line break or sentence end. A submitted "Title\nBody" yields
+ * the title, never the title run into the body.
+ */
 export function firstLine(text: string): string {
   const trimmed = text.trim()
-  const cut = trimmed.search(/[\n.!?](\s|$)/)
-  return (cut === -1 ? trimmed : trimmed.slice(0, cut)).slice(0, 300)
+  const cut = trimmed.search(/\n|[.!?](\s|$)/)
+  return (cut === -1 ? trimmed : trimmed.slice(0, cut)).trim().slice(0, 300)
 }
 
 /**

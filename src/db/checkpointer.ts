@@ -1,7 +1,8 @@
 /**
  * Runs WAL checkpoints on a thread of their own (checkpointer-worker.ts) and turns off SQLite's
  * automatic checkpoints on the request thread. If the thread fails, automatic checkpoints come back
- * on, so the WAL can never grow without bound.
+ * on, so the WAL can never grow without bound. Every `WAL_TRUNCATE_MS` the WAL file is emptied, so a
+ * value the worker scrubbed is gone from disk within that time (docs/security.md).
  */
 import type { Database } from 'bun:sqlite'
 import type { Logger } from '../core/logger'
@@ -16,6 +17,9 @@ function workerUrl(): string {
   return new URL(compiled ? './db/checkpointer-worker.ts' : './checkpointer-worker.ts', import.meta.url).href
 }
 
+/** A value overwritten in the database is gone from fixloop.db-wal within this long (plus a second). */
+export const WAL_TRUNCATE_MS = 5000
+
 export class Checkpointer {
   private worker: Worker | undefined
 
@@ -24,6 +28,7 @@ export class Checkpointer {
     private readonly file: string,
     private readonly log: Logger,
     private readonly intervalMs = 1000,
+    private readonly truncateMs = WAL_TRUNCATE_MS,
   ) {}
 
   start(): void {
@@ -35,7 +40,7 @@ export class Checkpointer {
       this.log.error('checkpointer thread failed; checkpoints move back to the main thread', { error: e.message })
       this.fallBack()
     }
-    worker.postMessage({ type: 'start', file: this.file, intervalMs: this.intervalMs })
+    worker.postMessage({ type: 'start', file: this.file, intervalMs: this.intervalMs, truncateMs: this.truncateMs })
     this.sqlite.run('PRAGMA wal_autocheckpoint = 0')
     this.worker = worker
   }

@@ -10,6 +10,8 @@ export interface ClusterRow extends FeedbackCoreColumns {
   component_target: string | null
   console_logs: string | null
   merge_locked: number
+  /** Null until the worker has sanitized the row: such a row is never indexed, consolidated or served. */
+  redactions: string | null
 }
 
 export interface LeadSummary {
@@ -20,18 +22,18 @@ export interface LeadSummary {
 }
 
 export function createClusterRepo(sqlite: Database) {
-  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked'
+  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
   // The newest reports of the App, oldest first (postings are walked newest-first from their end).
   const loadApp: Statement = sqlite.query(
-    `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND status NOT IN ('received', 'sanitizing') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
+    `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND redactions IS NOT NULL ORDER BY id DESC LIMIT ?2) ORDER BY id`,
   )
   const setDuplicate: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',
   )
   const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
-  const dupTexts: Statement = sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? ORDER BY id DESC LIMIT 200')
+  const dupTexts: Statement = sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
   const dupStats: Statement = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = ?')
   const saveLead: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
@@ -40,7 +42,7 @@ export function createClusterRepo(sqlite: Database) {
 
   return {
     get: (id: string): ClusterRow | null => getRow.get(id) as ClusterRow | null,
-    /** The App's newest `limit` processed reports, oldest first, streamed. */
+    /** The App's newest `limit` sanitized reports, oldest first, streamed. */
     iterateApp: (appId: string, limit: number): IterableIterator<ClusterRow> => loadApp.iterate(appId, limit) as IterableIterator<ClusterRow>,
     allOfApp: (appId: string, limit: number): ClusterRow[] => loadApp.all(appId, limit) as ClusterRow[],
     duplicateIds: (leadId: string): string[] => (duplicateIds.all(leadId) as { id: string }[]).map((d) => d.id),

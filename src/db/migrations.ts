@@ -8,6 +8,8 @@ import m0001 from '../../migrations/0001_uploads.sql' with { type: 'text' }
 import m0002 from '../../migrations/0002_clustering.sql' with { type: 'text' }
 import m0003 from '../../migrations/0003_agents.sql' with { type: 'text' }
 import m0004 from '../../migrations/0004_events.sql' with { type: 'text' }
+import m0006 from '../../migrations/0006_hardening.sql' with { type: 'text' }
+import m0007 from '../../migrations/0007_sandbox.sql' with { type: 'text' }
 import m0008 from '../../migrations/0008_webhooks.sql' with { type: 'text' }
 import m0012 from '../../migrations/0012_perf.sql' with { type: 'text' }
 
@@ -22,6 +24,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0002_clustering', sql: m0002 },
   { name: '0003_agents', sql: m0003 },
   { name: '0004_events', sql: m0004 },
+  { name: '0006_hardening', sql: m0006 },
+  { name: '0007_sandbox', sql: m0007 },
   { name: '0008_webhooks', sql: m0008 },
   { name: '0012_perf', sql: m0012 },
 ]

@@ -6,10 +6,17 @@
  * A preflight carries no key, so it cannot name the App: it is allowed when some live App accepts
  * the origin. The real request is then held to its own App's allowedOrigins (403 origin_not_allowed),
  * and its response only carries Access-Control-Allow-Origin when that App accepts the origin.
+ *
+ * @elysiajs/cors decides Access-Control-Allow-Origin (with `corsOrigin`); everything else a browser
+ * needs (allowed methods and headers, exposed headers, the preflight answer) is added by `widgetCors`
+ * on widget routes only, so an sk_ route answers with no CORS header at all.
  */
+import { Elysia } from 'elysia'
 import type { CredentialDirectory } from '../auth/directory'
 
 export const WIDGET_CORS_HEADERS = ['Authorization', 'X-Service-User-Token', 'Content-Type', 'Idempotency-Key']
+const EXPOSED_HEADERS = ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed']
+const PREFLIGHT_MAX_AGE = 600
 
 const WIDGET_POST_PATHS = new Set(['/v1/feedback', '/v1/feedback/upload-url'])
 
@@ -45,4 +52,28 @@ export function corsOrigin(directory: CredentialDirectory) {
     if (!app) return false
     return app.allowedOrigins.size === 0 || app.allowedOrigins.has(origin)
   }
+}
+
+/**
+ * The CORS headers of the widget routes other than Access-Control-Allow-Origin, and the preflight's
+ * 204. A preflight for any other route falls through to routing (404 in the envelope, no CORS header).
+ * Mount after the @elysiajs/cors plugin (configured with `corsOrigin` and nothing else), whose
+ * onRequest has set Access-Control-Allow-Origin by then.
+ */
+export function widgetCors() {
+  return new Elysia({ name: 'widget-cors' }).onRequest(({ request, set }) => {
+    const preflight = request.method === 'OPTIONS' && request.headers.has('access-control-request-method')
+    const method = preflight ? (request.headers.get('access-control-request-method') ?? '').toUpperCase() : request.method
+    if (!isWidgetRoute(method, pathOf(request.url))) {
+      // @elysiajs/cors sets `Vary: Origin` on every answer; an sk_ route's answer does not vary by origin.
+      delete set.headers.vary
+      return
+    }
+    set.headers['access-control-expose-headers'] = EXPOSED_HEADERS.join(', ')
+    if (!preflight) return
+    set.headers['access-control-allow-methods'] = 'POST, PUT'
+    set.headers['access-control-allow-headers'] = WIDGET_CORS_HEADERS.join(', ')
+    set.headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE)
+    return new Response(null, { status: 204, headers: set.headers as Record<string, string> })
+  })
 }

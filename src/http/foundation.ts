@@ -35,11 +35,27 @@ function headerBytes(headers: Headers): number {
   return n
 }
 
-/** TypeBox error → `{ path, message }` with a JSON-pointer path, as put in details.issues. */
+/** The values a union of literals (`oneOf`) allows, or undefined for any other schema. */
+function allowedValues(schema: unknown): unknown[] | undefined {
+  const anyOf = (schema as { anyOf?: { const?: unknown }[] } | undefined)?.anyOf
+  if (!Array.isArray(anyOf) || anyOf.length === 0 || !anyOf.every((s) => s && 'const' in s)) return undefined
+  return anyOf.map((s) => s.const)
+}
+
+/**
+ * TypeBox error → `{ path, message }` with a JSON-pointer path, as put in details.issues. A field that
+ * takes one of a few values names them (TypeBox would say "should be one of: 'string', 'string'").
+ */
 function issuesOf(error: ValidationError): { path: string; message: string }[] {
   try {
     const all = error.all
-    if (all.length > 0) return all.slice(0, 20).map((e) => ({ path: 'path' in e && typeof e.path === 'string' ? e.path || '/' : '/', message: e.summary ?? e.message }))
+    if (all.length > 0)
+      return all.slice(0, 20).map((e) => {
+        const path = 'path' in e && typeof e.path === 'string' ? e.path || '/' : '/'
+        const allowed = 'schema' in e ? allowedValues(e.schema) : undefined
+        const message = allowed ? `${path === '/' ? 'value' : path.slice(1)} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.summary ?? e.message)
+        return { path, message }
+      })
   } catch {
     // Fall through to the single message below.
   }

@@ -50,8 +50,8 @@ export function cardBrand(digits: string): string | undefined {
   return undefined
 }
 
-/** A card number as typed (digits with optional spaces or dashes): a known issuer and a valid checksum. */
+/** A card number as typed (digits with optional spaces, dashes or dots): a known issuer and a valid checksum. */
 export function isCardNumber(typed: string): boolean {
-  const digits = typed.replace(/[ -]/g, '')
+  const digits = typed.replace(/[ .-]/g, '')
   return /^\d+$/.test(digits) && cardBrand(digits) !== undefined && luhnValid(digits)
 }

@@ -13,8 +13,15 @@ export const normalizeKey = (key: string): string => key.toLowerCase().replace(/
 /** Names that are sensitive only as themselves (`auth`, not `author`; `session`, not `sessions_count`). */
 const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp'])
 
+/**
+ * "Password" in other languages (French, German, Spanish, Portuguese, Dutch, Polish, Swedish, Danish,
+ * Norwegian, Finnish, Italian, Czech, Hungarian, Turkish, Russian, Japanese, Chinese, Korean), as
+ * `normalizeKey` leaves them. Italian `parola` alone is "word", so only `parolachiave`/`parolad'ordine`.
+ */
+const FOREIGN_PASSWORDS = ['motdepasse', 'passwort', 'kennwort', 'contraseña', 'contrasena', 'senha', 'wachtwoord', 'hasło', 'haslo', 'lösenord', 'losenord', 'adgangskode', 'passord', 'salasana', 'parolachiave', 'heslo', 'jelszó', 'jelszo', 'şifre', 'sifre', 'пароль', 'パスワード', '密码', '密碼', '비밀번호']
+
 /** Names that are sensitive anywhere inside a longer name (`db_password`, `client_secret`, `passwordConfirmation`). */
-const CONTAINED = ['password', 'passwd', 'passphrase', 'secret']
+const CONTAINED = ['password', 'passwd', 'passphrase', 'secret', ...FOREIGN_PASSWORDS]
 
 /** Names that are sensitive at the end of a longer name (`access_token`, `x-api-key`, `jsessionid`). */
 const SUFFIXES = ['token', 'apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd']
@@ -34,6 +41,12 @@ export function isSensitiveKey(key: string): boolean {
   return EXACT.has(k) || CONTAINED.some((w) => k.includes(w)) || SUFFIXES.some((s) => k.endsWith(s))
 }
 
+/** True when a value under this name is a password, which may be a pass phrase of several words. */
+export function isPassphraseKey(key: string): boolean {
+  const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
+  return k.length <= 64 && (['pwd', 'pass'].includes(k) || CONTAINED.some((w) => w !== 'secret' && k.includes(w)))
+}
+
 /** True when a URL parameter of this name is a secret. */
 export function isSensitiveParam(key: string): boolean {
   return isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' ')))
@@ -49,4 +62,8 @@ const NOT_A_SECRET =
 /** An absolute file path (`PWD=/home/app/repo`, `password_file: /run/secrets/db`): names a place, holds no secret. */
 const FILE_PATH = /^(?:\/|~\/|[A-Za-z]:\\)[\w.\/\\-]*$/
 
-export const isNonSecretValue = (value: string): boolean => value.trim() === '' || NOT_A_SECRET.test(value.trim()) || FILE_PATH.test(value.trim())
+export function isNonSecretValue(value: string): boolean {
+  const v = value.trim()
+  // A prose word ends a sentence as often as not: `password: invalid.`
+  return v === '' || NOT_A_SECRET.test(v) || NOT_A_SECRET.test(v.replace(/[.!?:]+$/, '')) || FILE_PATH.test(v)
+}

@@ -9,7 +9,7 @@ import { isPlaceholder, shannonEntropy } from './entropy'
 import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
-import { isNonSecretValue, isSensitiveKey, isSensitiveParam } from './keys'
+import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam } from './keys'
 import { narrowCard, narrowIban, narrowIpv6, narrowPhone } from './narrow'
 import { matcher, reslice, rule, type Candidate, type Rule } from './rule'
 
@@ -32,20 +32,31 @@ function vendor(name: string, pattern: RegExp, floor = 3): Rule {
  * An auth scheme word (`Authorization: Bearer …`) belongs to the key side, never the value. The
  * lookahead skips keys without a sensitive stem cheaply; `isSensitiveKey` makes the real decision.
  */
+// Letters of any script as key characters, as explicit BMP ranges (Latin-1 and up, skipping general and
+// CJK punctuation and the full-width forms, so `：` and `＝` stay separators) rather than \p{L} with the
+// `u` flag, which made this rule — run at every word start of every field — seven times slower.
 const KEY_VALUE =
-  /(?<![A-Za-z0-9_])(?<q>\\?["']|)(?=[\w.\-[\]]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac))(?<key>[A-Za-z][\w.\-[\]]{0,63})\k<q>[ \t]{0,4}[:=][ \t]{0,4}(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|(?<secret4>[^\s"'&;,<>(){}[\]\\]{1,256}))/i
+  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}\r?\n[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
 
 /** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
 
 /** Characters of an unquoted value (what KEY_VALUE's last alternative takes). */
-const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\]/
+const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/
 /** The regex reads at most this much of an unquoted value, so that rejected keys stay cheap. */
 const UNQUOTED_READ = 256
+/** `&` inside a value (`Tr0ub4dor&3`), not the start of the next `&name=` parameter. */
+const AMP_IN_VALUE = /^&(?![\w.[\]-]{1,64}=)[^\s"'&;,<>(){}[\]\\]/
+/** One more word of a pass phrase on the same line (`correct horse battery staple`): letters, digits, symbols. */
+const PHRASE_WORD = /^ (?![#(\-])[^\s"'&;,<>(){}[\]\\]{1,64}/
+/** A pass phrase is at most this many words long; what follows is prose again. */
+const PHRASE_WORDS = 8
 
 /**
  * Keeps `key=value` candidates whose key is sensitive (or a URL parameter such as `?code=`), and
- * stretches an unquoted value the regex read only the start of to its real end.
+ * stretches an unquoted value to its real end: past what the regex read, over an `&` that does not
+ * start a parameter, and, for a password written after a colon, over the rest of a pass phrase.
+ * A value on the next line (YAML `password:\n  value`) counts only when the key starts its line.
  */
 function sensitiveKeyValue(c: Candidate): Candidate | null {
   const key = group(c, 'key')
@@ -53,10 +64,27 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
   const keyStart = c.match.indices!.groups!.q![0]
   const inQuery = /[?&#;]/.test(c.text[keyStart - 1] ?? '')
   if (!(inQuery ? isSensitiveParam(key) : isSensitiveKey(key))) return null
-  if (group(c, 'secret4')?.length !== UNQUOTED_READ) return c
+  if (group(c, 'nl') !== undefined && !/(?:^|\n)[ \t]*(?:- )?$/.test(c.text.slice(Math.max(0, keyStart - 80), keyStart))) return null
+  if (group(c, 'secret4') === undefined) return c
   let end = c.end
-  while (end < c.text.length && UNQUOTED_VALUE.test(c.text[end])) end++
-  return reslice(c, c.start, end)
+  const extend = () => {
+    while (end < c.text.length && UNQUOTED_VALUE.test(c.text[end])) end++
+  }
+  extend()
+  if (!inQuery) {
+    while (AMP_IN_VALUE.test(c.text.slice(end, end + 68))) {
+      end++
+      extend()
+    }
+  }
+  if (!inQuery && isPassphraseKey(key) && /[:：]/.test(c.text.slice(keyStart, c.start)) && group(c, 'nl') === undefined && !isNonSecretValue(c.text.slice(c.start, end))) {
+    for (let words = 1; words < PHRASE_WORDS && !/[.!?]$/.test(c.text.slice(c.start, end)); words++) {
+      const word = PHRASE_WORD.exec(c.text.slice(end, end + 66))
+      if (!word) break
+      end += word[0].length
+    }
+  }
+  return end === c.end ? c : reslice(c, c.start, end)
 }
 
 /** Non-personal home folders (and templates) that name nobody. */
@@ -76,10 +104,11 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'jwt',
     kind: 'credential',
-    detect: matcher(/(?<![\w-])(?<header>eyJ[\w-]{2,})\.[\w-]{2,}\.[\w-]*/),
+    // base64url, and standard base64 (`+`, `/`, `=` padding) as some libraries and logs write it.
+    detect: matcher(/(?<![\w+/-])(?<header>eyJ[\w+/-]{2,}={0,2})\.[\w+/-]{2,}={0,2}\.[\w+/-]*={0,2}/),
     keep: (c) => !isJwtHeader(group(c, 'header')!),
   }),
-  vendor('aws_access_key_id', /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)(?<rand>[A-Z0-9]{16})(?![A-Za-z0-9])/, 2.5),
+  vendor('aws_access_key_id', /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)(?<rand>[A-Z0-9]{16})(?![A-Za-z0-9])/i, 2.5),
   rule({
     name: 'aws_secret_access_key',
     kind: 'credential',
@@ -94,6 +123,7 @@ export const RULES: readonly Rule[] = [
   vendor('google_api_key', /(?<![\w-])AIza(?<rand>[\w-]{35})(?![\w-])/),
   vendor('anthropic_key', /(?<![\w-])sk-ant-(?:[a-z]+\d{2}-)?(?<rand>[\w-]{20,})/),
   vendor('openai_key', /(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?<rand>[\w-]{20,})/),
+  vendor('huggingface_token', /(?<!\w)hf_(?<rand>[A-Za-z0-9]{30,40})(?!\w)/),
   vendor('npm_token', /(?<!\w)npm_(?<rand>[A-Za-z0-9]{36})(?!\w)/),
   // fixloop's own Org keys: `sk_` + 43 base64url characters (src/core/secrets.ts); 20+ also catches a
   // key cut short when pasted.
@@ -146,7 +176,8 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'email',
     kind: 'pii',
-    detect: matcher(/(?<![\w.%+-])[\w.%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])/),
+    // Unicode local parts (`bøb@`) and internationalised domains (`münchen.de`, `例子.广告`, `xn--…`).
+    detect: matcher(/(?<![\p{L}\p{N}\p{M}_.%+-])[\p{L}\p{N}\p{M}_.%+-]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}\p{M}-]{0,61}[\p{L}\p{N}\p{M}])?\.)+(?:\p{L}[\p{L}\p{M}]{1,23}|xn--[a-z0-9-]{1,59})(?![\p{L}\p{N}\p{M}_-])/u),
     keep: (c) =>
       // Retina asset names (logo@2x.png), files that look like addresses, and `git@host:` SSH remotes.
       /@\d+(?:\.\d+)?x\./i.test(c.value) ||
@@ -156,7 +187,8 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'credit_card',
     kind: 'pii',
-    detect: matcher(/(?<![\w.,+])\d(?:[ -]?\d){11,18}(?!\d|[.,]\d)/, { narrow: narrowCard }),
+    // Also dotted in groups of four (Amex 4-6-5), never a free run of dots (versions and builds).
+    detect: matcher([/(?<![\w.,+])\d(?:[ -]?\d){11,18}(?!\d|[.,]\d)/, /(?<![\w.,+])\d{4}\.\d{4,6}\.\d{4,5}(?:\.\d{1,7})?(?!\d|[.,]\d)/], { narrow: narrowCard }),
     keep: (c) => !isCardNumber(c.value),
   }),
   rule({
@@ -168,9 +200,11 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'ssn',
     kind: 'pii',
-    // US SSN, dashed or spaced; area 000, 666 and 900-999, group 00 and serial 0000 are never issued.
-    detect: matcher(/(?<![\w-])(?<area>\d{3})(?<sep>[- ])(?<grp>\d{2})\k<sep>(?<serial>\d{4})(?![\w-])/),
-    keep: (c) => /^(?:000|666|9\d\d)$/.test(group(c, 'area')!) || group(c, 'grp') === '00' || group(c, 'serial') === '0000' || isIdContext(c),
+    // US SSN, dashed, spaced or dotted; area 000, 666 and 900-999, group 00 and serial 0000 are never
+    // issued; a dotted one after a version word is a version.
+    detect: matcher(/(?<![\w.-])(?<area>\d{3})(?<sep>[- .])(?<grp>\d{2})\k<sep>(?<serial>\d{4})(?![\w-]|\.\d)/),
+    keep: (c) =>
+      /^(?:000|666|9\d\d)$/.test(group(c, 'area')!) || group(c, 'grp') === '00' || group(c, 'serial') === '0000' || isIdContext(c) || (group(c, 'sep') === '.' && isVersionContext(c)),
   }),
   rule({
     name: 'ipv6',

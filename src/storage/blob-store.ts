@@ -10,6 +10,8 @@ export interface PresignedPut {
 export interface StoredObject {
   size: number
   contentType: string | null
+  /** The store's version tag of the content (S3 ETag); null where objects cannot change (embedded). */
+  etag: string | null
 }
 
 export interface BlobStore {
@@ -21,6 +23,15 @@ export interface BlobStore {
   presignGet(key: string, contentType: string, filename: string, expiresAtMs: number, base: string): Promise<string>
   /** The object's real size and type, or null when nothing was uploaded under the key. */
   stat(key: string): Promise<StoredObject | null>
+  /**
+   * Fixes the object a submission referenced so no later PUT can replace it: S3 copies it (only if its
+   * ETag is still the one checked) to `sealedKey(key)`, which no presigned URL ever names; the embedded
+   * store needs nothing (an object there is never overwritten). False when the object changed meanwhile.
+   */
+  seal(key: string, etag: string | null): Promise<boolean>
+  /** Where a referenced object is read from after `seal`. */
+  sealedKey(key: string): string
+  /** Removes the object and its sealed copy. */
   remove(key: string): Promise<void>
 }
 

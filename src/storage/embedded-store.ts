@@ -5,7 +5,7 @@
  * stretched to another object, size, type or time.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { mkdirSync, renameSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
+import { linkSync, mkdirSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { UPLOAD_KEY_RE } from './blob-store'
@@ -60,7 +60,16 @@ export class EmbeddedBlobStore implements BlobStore {
     const file = this.pathOf(key)
     if (!existsSync(file)) return null
     const meta = `${file}.type`
-    return { size: statSync(file).size, contentType: existsSync(meta) ? readFileSync(meta, 'utf8') : null }
+    return { size: statSync(file).size, contentType: existsSync(meta) ? readFileSync(meta, 'utf8') : null, etag: null }
+  }
+
+  /** Nothing to do: writeStream never replaces an existing object. */
+  async seal(): Promise<boolean> {
+    return true
+  }
+
+  sealedKey(key: string): string {
+    return key
   }
 
   async remove(key: string): Promise<void> {
@@ -72,15 +81,17 @@ export class EmbeddedBlobStore implements BlobStore {
   /**
    * Streams a request body to the key's file, counting bytes as they arrive: more than `expectedSize`
    * aborts at once (nothing near 15 MB is ever buffered), fewer is refused at the end. The file appears
-   * under its name only when complete (written to a temp name, then renamed).
+   * under its name only when complete (written to a temp name, then hard-linked). A link never replaces
+   * an existing file: of two PUTs racing on one key (in this process or another) only the first to
+   * finish lands ('exists' for the other), and an object, once there, is never overwritten.
    */
-  async writeStream(key: string, body: ReadableStream<Uint8Array>, expectedSize: number, contentType: string): Promise<'ok' | 'too_large' | 'size_mismatch'> {
+  async writeStream(key: string, body: ReadableStream<Uint8Array>, expectedSize: number, contentType: string): Promise<'ok' | 'too_large' | 'size_mismatch' | 'exists'> {
     const file = this.pathOf(key)
     mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 })
     const tmp = `${file}.part-${process.pid}-${Date.now()}`
     const sink = Bun.file(tmp).writer()
     let written = 0
-    let outcome: 'ok' | 'too_large' | 'size_mismatch' = 'ok'
+    let outcome: 'ok' | 'too_large' | 'size_mismatch' | 'exists' = 'ok'
     try {
       const reader = body.getReader()
       for (;;) {
@@ -101,8 +112,14 @@ export class EmbeddedBlobStore implements BlobStore {
         return outcome
       }
       await Bun.write(`${file}.type`, contentType)
-      renameSync(tmp, file)
-      return 'ok'
+      try {
+        linkSync(tmp, file)
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+        outcome = 'exists'
+      }
+      rmSync(tmp, { force: true })
+      return outcome
     } catch (e) {
       rmSync(tmp, { force: true })
       throw e

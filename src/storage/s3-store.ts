@@ -2,7 +2,7 @@
  * S3/MinIO blob storage through the minio client: the client PUTs straight to the bucket with a
  * presigned URL; fixloop checks the object's real size and type with a HEAD (statObject) on submission.
  */
-import { Client } from 'minio'
+import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio'
 import type { S3Config } from '../config'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 
@@ -56,7 +56,7 @@ export class S3BlobStore implements BlobStore {
     try {
       const s = await this.client.statObject(this.cfg.bucket, key)
       const meta = s.metaData as Record<string, string>
-      return { size: s.size, contentType: meta['content-type'] ?? null }
+      return { size: s.size, contentType: meta['content-type'] ?? null, etag: s.etag ?? null }
     } catch (e) {
       const code = (e as { code?: string }).code
       if (code === 'NotFound' || code === 'NoSuchKey') return null
@@ -64,7 +64,27 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  /** A presigned PUT stays usable for 15 minutes: what a submission referenced is copied out of its reach. */
+  async seal(key: string, etag: string | null): Promise<boolean> {
+    try {
+      await this.client.copyObject(
+        new CopySourceOptions({ Bucket: this.cfg.bucket, Object: key, ...(etag ? { MatchETag: etag } : {}) }),
+        new CopyDestinationOptions({ Bucket: this.cfg.bucket, Object: this.sealedKey(key) }),
+      )
+      return true
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (code === 'PreconditionFailed' || code === 'NoSuchKey' || code === 'NotFound') return false
+      throw e
+    }
+  }
+
+  sealedKey(key: string): string {
+    return `sealed/${key}`
+  }
+
   async remove(key: string): Promise<void> {
     await this.client.removeObject(this.cfg.bucket, key)
+    await this.client.removeObject(this.cfg.bucket, this.sealedKey(key))
   }
 }

@@ -13,6 +13,7 @@ export interface JobRow {
   app_id: string | null
   run_after: number
   lease_until: number | null
+  lease_owner: string | null
   attempts: number
   last_error: string | null
   created_at: number
@@ -20,27 +21,40 @@ export interface JobRow {
 
 export function createJobsRepo(sqlite: Database) {
   const claim: Statement = sqlite.query(
-    `UPDATE jobs SET lease_until = $leaseUntil, attempts = attempts + 1
+    `UPDATE jobs SET lease_until = $leaseUntil, lease_owner = $owner, attempts = attempts + 1
      WHERE id = (SELECT id FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now)
                  ORDER BY run_after, id LIMIT 1)
      RETURNING *`,
   )
   const finish = sqlite.query('DELETE FROM jobs WHERE id = ?')
-  const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, run_after = ?, last_error = ? WHERE id = ?')
-  const defer = sqlite.query('UPDATE jobs SET lease_until = NULL, run_after = ?, attempts = MAX(0, attempts - 1) WHERE id = ?')
-  const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
+  const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, last_error = ? WHERE id = ?')
+  const defer = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, attempts = MAX(0, attempts - 1) WHERE id = ?')
+  const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
+  const owners = sqlite.query('SELECT DISTINCT lease_owner AS owner FROM jobs WHERE lease_until IS NOT NULL')
+  const releaseOwner = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_until IS NOT NULL AND lease_owner IS ?')
   const nextDue = sqlite.query('SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs')
   const hasKind = sqlite.query('SELECT 1 FROM jobs WHERE kind = ? LIMIT 1')
   const runAfterOf = sqlite.query('SELECT run_after FROM jobs WHERE kind = ? AND app_id = ? LIMIT 1')
 
   return {
-    claim: (now: number, leaseMs: number): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs }) as JobRow | null,
+    claim: (now: number, leaseMs: number, owner: string): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null,
     finish: (id: number) => finish.run(id),
     retry: (id: number, runAfter: number, error: string) => retry.run(runAfter, error.slice(0, 2000), id),
     /** Not a failure: run again later without using up an attempt. */
     defer: (id: number, runAfter: number) => defer.run(runAfter, id),
     /** At shutdown: hand back the leases this process holds so another start picks the jobs up at once. */
     release: (ids: number[]) => releaseAll.run(JSON.stringify(ids)),
+    /**
+     * At start: hands back every lease whose owner `isGone` says no longer runs (a lease without an owner
+     * was taken by a version before owners existed, so by a process that is gone too). Returns how many.
+     */
+    reclaimOrphans: (isGone: (owner: string) => boolean): number => {
+      let n = 0
+      for (const { owner } of owners.all() as { owner: string | null }[]) {
+        if (owner === null || isGone(owner)) n += releaseOwner.run(owner).changes
+      }
+      return n
+    },
     /** Epoch ms of the earliest moment any job becomes claimable, or null when the table is empty. */
     nextDueAt: (): number | null => (nextDue.get() as { at: number | null }).at,
     hasKind: (kind: JobKind): boolean => hasKind.get(kind) !== null,

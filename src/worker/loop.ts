@@ -3,13 +3,15 @@
  * - on success deletes the job (the step may have done so in its own final transaction);
  * - on failure retries with exponential backoff; after `maxAttempts` it calls the kind's `onGiveUp`
  *   (e.g. mark the item failed with the cause) and drops the job.
- * A crash mid-job leaves the lease to run out, so the job is only delayed, never lost.
+ * A crash mid-job leaves the lease behind, so the job is only delayed, never lost: each lease names its
+ * owner (host, pid, start time) and the next start hands back at once the leases of owners that are gone.
  * The loop wakes at once when this process commits new work (`wake()`), and polls for work written
  * by other processes. Tests drive it with `tick()` and an injected clock.
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import type { JobRow, JobsRepo } from './jobs-repo'
+import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
 
 /** Thrown by a step that cannot run yet (e.g. no free agent slot): retried later, not counted as a failure. */
 export class DeferJob extends Error {
@@ -56,6 +58,8 @@ export class Worker {
   private current: Promise<number> | undefined
   private held = new Set<number>()
   private readonly opts: WorkerOptions
+  /** This process as a lease owner. */
+  private readonly owner = currentLeaseOwner()
 
   constructor(
     private readonly jobs: JobsRepo,
@@ -75,7 +79,7 @@ export class Worker {
   async tick(maxJobs = 1000): Promise<number> {
     let ran = 0
     while (ran < maxJobs && !this.stopping) {
-      const job = this.jobs.claim(this.clock.now(), this.opts.leaseMs)
+      const job = this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
       if (!job) break
       ran++
       await this.runOne(job)
@@ -121,6 +125,8 @@ export class Worker {
     if (this.running) return
     this.running = true
     this.stopping = false
+    const reclaimed = this.jobs.reclaimOrphans(isLeaseOwnerGone)
+    if (reclaimed > 0) this.log.info('reclaimed job leases of a stopped process', { jobs: reclaimed })
     this.schedule(0)
   }
 

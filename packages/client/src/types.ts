@@ -38,7 +38,11 @@ export type MintParams = Api.MintParams & { appId: string }
 
 /** One entry of the event outbox (ids and states, never report text), discriminated by `type`. */
 export type KnownEvent = Api.EventPage['data'][number]
-/** An event type this client version does not know yet: new types ship additively. */
+/**
+ * The shape of an event whose type this client version does not know yet (new types ship additively).
+ * It is not part of FixloopEvent, because a member with a non-literal `type` would stop TypeScript from
+ * narrowing `if (e.type === 'feedback.status_changed')`; handle a `default:` case instead.
+ */
 export interface UnknownEvent {
   id: string
   seq: number
@@ -47,7 +51,7 @@ export interface UnknownEvent {
   appId: string | null
   data: Record<string, unknown>
 }
-export type FixloopEvent = KnownEvent | UnknownEvent
+export type FixloopEvent = KnownEvent
 /** Event types named by the contract; the union stays open. */
 export type EventType = KnownEvent['type'] | (string & {})
 

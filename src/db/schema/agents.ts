@@ -54,6 +54,10 @@ export const agentRuns = sqliteTable(
     summary: text('summary'),
     /** The last lines of the agent's (and verify command's) output, for diagnosis. */
     outputTail: text('output_tail'),
+    /** The sandbox's (outer bwrap's) PID while the agent runs, to end it after a crash (0007_sandbox). */
+    sandboxPid: integer('sandbox_pid'),
+    /** That process's identity: `<boot id>:<start time in clock ticks>`, so a reused PID is never killed. */
+    sandboxStart: text('sandbox_start'),
     startedAt: integer('started_at'),
     endedAt: integer('ended_at'),
     createdAt: integer('created_at').notNull(),

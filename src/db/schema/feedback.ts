@@ -68,6 +68,8 @@ export const jobs = sqliteTable(
     runAfter: integer('run_after').notNull(),
     /** Epoch ms until which a worker holds the job; a crashed worker's lease simply runs out. */
     leaseUntil: integer('lease_until'),
+    /** Who holds the lease: `host:pid:start` (src/worker/lease-owner.ts); a start reclaims a gone owner's leases. */
+    leaseOwner: text('lease_owner'),
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     createdAt: integer('created_at').notNull(),

@@ -24,15 +24,35 @@ export interface RunRow {
   created_at: number
 }
 
-export function createAgentRunsRepo(sqlite: Database) {
-  const byId: Statement = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
-  const latestFor: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
-  const allFor: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 200')
-  const feedbackInOrg: Statement = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
-  return {
-    byId: (orgId: string, id: string): RunRow | null => byId.get(id, orgId) as RunRow | null,
-    latestFor: (orgId: string, feedbackId: string): RunRow | null => latestFor.get(feedbackId, orgId) as RunRow | null,
-    allFor: (orgId: string, feedbackId: string): RunRow[] => allFor.all(feedbackId, orgId) as RunRow[],
-    feedbackInOrg: (orgId: string, feedbackId: string): boolean => feedbackInOrg.get(feedbackId, orgId) !== null,
+/** Agent-run reads for the API, prepared once. */
+export class AgentRunsRepo {
+  private readonly run: Statement
+  private readonly latest: Statement
+  private readonly all: Statement
+  private readonly report: Statement
+
+  constructor(sqlite: Database) {
+    this.run = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
+    this.latest = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
+    this.all = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 200')
+    this.report = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
+  }
+
+  byId(orgId: string, id: string): RunRow | null {
+    return this.run.get(id, orgId) as RunRow | null
+  }
+
+  /** The report's latest run. */
+  latestFor(orgId: string, feedbackId: string): RunRow | null {
+    return this.latest.get(feedbackId, orgId) as RunRow | null
+  }
+
+  /** The report's runs, newest first (at most 200). */
+  allFor(orgId: string, feedbackId: string): RunRow[] {
+    return this.all.all(feedbackId, orgId) as RunRow[]
+  }
+
+  feedbackInOrg(orgId: string, feedbackId: string): boolean {
+    return this.report.get(feedbackId, orgId) !== null
   }
 }

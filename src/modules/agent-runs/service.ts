@@ -3,7 +3,7 @@ import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import type { Database } from 'bun:sqlite'
 import type { AgentRun } from './model'
-import { createAgentRunsRepo, type RunRow } from './repo'
+import { AgentRunsRepo, type RunRow } from './repo'
 
 function present(r: RunRow): typeof AgentRun.static {
   return {
@@ -30,7 +30,7 @@ function present(r: RunRow): typeof AgentRun.static {
 }
 
 export function createAgentRunsService(sqlite: Database) {
-  const repo = createAgentRunsRepo(sqlite)
+  const repo = new AgentRunsRepo(sqlite)
   return {
     /** A run id returns that run; a feedback id returns that report's latest run; 404 otherwise. */
     get(orgId: string, id: string): typeof AgentRun.static {

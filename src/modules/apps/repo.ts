@@ -38,10 +38,18 @@ export function createAppsRepo(db: Db) {
     .from(apps)
     .where(and(eq(apps.orgId, sql.placeholder('orgId')), eq(apps.id, sql.placeholder('id')), live))
     .prepare()
+  // Deleted Apps included: their feedback stays readable (and listable by appId) after the App is gone.
+  const everInOrg = db
+    .select({ id: apps.id })
+    .from(apps)
+    .where(and(eq(apps.orgId, sql.placeholder('orgId')), eq(apps.id, sql.placeholder('id'))))
+    .prepare()
 
   return {
     listForOrg: (orgId: string): AppRow[] => listForOrg.all({ orgId }),
     getForOrg: (orgId: string, id: string): AppRow | undefined => getForOrg.get({ orgId, id }),
+    /** True when the App belongs (or belonged, before it was deleted) to the Org. */
+    everInOrg: (orgId: string, id: string): boolean => everInOrg.get({ orgId, id }) !== undefined,
   }
 }
 export type AppsRepo = ReturnType<typeof createAppsRepo>

@@ -1,5 +1,5 @@
 /** Repository connections: one row per App (the token sealed), read by the runner when a run starts. */
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, count, eq, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client'
 import { apps, repoConnections } from '../../db/schema'
 
@@ -18,6 +18,8 @@ export function createConnectionsRepo(db: Db) {
         .onConflictDoUpdate({ target: repoConnections.appId, set: { ...row, createdAt: undefined } })
         .run()
     },
+    /** How many Apps have a repository connected (agents can run for them). */
+    count: (): number => db.select({ n: count() }).from(repoConnections).get()?.n ?? 0,
     remove: (appId: string): boolean => (db.delete(repoConnections).where(eq(repoConnections.appId, appId)).run() as unknown as { changes: number }).changes > 0,
   }
 }

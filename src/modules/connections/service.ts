@@ -5,6 +5,7 @@
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import { denyPatternProblem } from '../../core/globs'
 import { isoUtc } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { createConnectionsRepo, type ConnectionRow } from './repo'
@@ -90,6 +91,16 @@ function hostOf(gitUrl: string): string {
   }
 }
 
+/**
+ * The repository for the host API (CONTRACT): GitHub and Gitea name it `owner/repo`, the last two
+ * segments of the git URL's path whatever comes before them (a mirror, a proxy prefix, a local path);
+ * GitLab takes the whole path (groups and subgroups).
+ */
+export function hostRepoOf(gitUrl: string, kind: string): string {
+  const path = repoPath(gitUrl)
+  return kind === 'gitlab' ? path : path.split('/').filter((s) => s !== '').slice(-2).join('/')
+}
+
 /** "owner/repo" from https://host/owner/repo(.git), ssh://git@host/owner/repo.git or git@host:owner/repo.git. */
 export function repoPath(gitUrl: string): string {
   const scp = /^[^@/]+@[^:/]+:(.+)$/.exec(gitUrl)
@@ -101,7 +112,7 @@ export function repoPath(gitUrl: string): string {
       // a local path: keep it
     }
   }
-  return path.replace(/^\/+/, '').replace(/\.git$/, '').replace(/\/+$/, '')
+  return path.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/, '')
 }
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
@@ -117,6 +128,11 @@ function check(input: ConnectionInput): void {
   if (input.agent === 'command' && !input.agentCommand?.trim()) throw invalid('--agent command needs --agent-command "CMD"')
   if (input.agentCommand !== undefined && input.agent !== undefined && input.agent !== 'command') throw invalid('--agent-command is only for --agent command')
   if (input.hostRepo !== undefined && !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/.test(input.hostRepo)) throw invalid(`--host-repo must look like owner/name, got "${input.hostRepo}"`)
+  for (const glob of input.denyPaths ?? []) {
+    const problem = denyPatternProblem(glob)
+    if (problem) throw invalid(`--deny-paths: ${problem}`)
+  }
+  if ((input.denyPaths?.length ?? 0) > 200) throw invalid('--deny-paths: at most 200 patterns')
   if (input.hostApiUrl !== undefined && !URL.canParse(input.hostApiUrl)) throw invalid(`--host-api-url must be a URL, got "${input.hostApiUrl}"`)
   const positive = (v: number | undefined, flag: string, max: number) => {
     if (v !== undefined && (!Number.isFinite(v) || v <= 0 || v > max)) throw invalid(`${flag} must be a positive number up to ${max}, got "${v}"`)
@@ -147,7 +163,7 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
       baseBranch: row.baseBranch,
       hostKind: row.hostKind as HostKind,
       hostApiUrl: row.hostApiUrl,
-      hostRepo: row.hostRepo ?? repoPath(row.gitUrl),
+      hostRepo: row.hostRepo ?? hostRepoOf(row.gitUrl, row.hostKind),
       agentProvider: row.agentProvider as AgentProvider,
       agentCommand: row.agentCommand,
       model: row.model,
@@ -204,6 +220,9 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
     },
 
     /** The App's connection as an operator sees it (no token), or null when it has none. */
+    /** Apps with a repository connected, over every Org (serve refuses to start without a sandbox then). */
+    count: (): number => repo.count(),
+
     get(orgId: string, appId: string) {
       requireApp(orgId, appId)
       const row = repo.get(appId)

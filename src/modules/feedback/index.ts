@@ -28,6 +28,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
           rawBody: JSON.stringify(body),
           requestUserAgent: request.headers.get('user-agent'),
           idempotencyKey: key,
+          clientIp: caller.clientIp,
         })
         set.status = result.status
         if (result.replayed) set.headers['idempotent-replayed'] = 'true'

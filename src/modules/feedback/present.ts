@@ -4,6 +4,8 @@ import type { FeedbackStatus } from '../../core/fsm'
 import type { FeedbackRow, ListRow } from './repo'
 import type { FeedbackItem, FullFeedbackItem } from './model'
 import { previewStored } from '../../sanitize/report'
+import { isSanitized, servableText } from '../../sanitize/servable'
+import { previews } from './preview-cache'
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoUtc(ms))
 const parseOr = <T>(json: string | null, fallback: T): T => (json === null ? fallback : (JSON.parse(json) as T))
@@ -20,19 +22,25 @@ function submittedBy(row: ListRow): FeedbackItem['submittedBy'] {
 /**
  * A report the worker has not sanitized (still `received` or `sanitizing`, or archived or failed before
  * it could be: no `redactions` yet) is shown sanitized on the fly with the same rules, so no read ever
- * serves a raw value; once the worker runs it stores the same text.
+ * serves a raw value; once the worker runs it stores the same text. The preview is made once per row
+ * version (preview-cache.ts), not on every read.
  */
 function servable(row: FeedbackRow): FeedbackRow {
-  if (row.redactions !== null) return row
-  return { ...row, ...previewStored(row, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }) }
+  if (isSanitized(row)) return row
+  const preview = previews.get(`${row.id}:${row.version}:full`, () =>
+    previewStored(row, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }),
+  )
+  return { ...row, ...preview }
 }
 
 /** The same for a list entry, which carries only text and url of the free-text fields. */
 function servableListRow(row: ListRow): ListRow {
-  if (row.redactions !== null) return row
-  const preview = previewStored(
-    { text: row.text, url: row.url, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null },
-    { email: row.email, name: row.submitterName, externalUserId: row.externalUserId },
+  if (isSanitized(row)) return row
+  const preview = previews.get(`${row.id}:${row.version}:list`, () =>
+    previewStored(
+      { text: row.text, url: row.url, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null },
+      { email: row.email, name: row.submitterName, externalUserId: row.externalUserId },
+    ),
   )
   return { ...row, text: preview.text, url: preview.url }
 }
@@ -53,7 +61,7 @@ export function toListItem(stored: ListRow): FeedbackItem {
     duplicateOfId: row.duplicateOfId,
     duplicateCount: row.duplicateCount,
     theme: row.theme,
-    consolidatedText: row.consolidatedText,
+    consolidatedText: row.consolidatedText === null ? null : servableText(row.consolidatedText, row),
     lastDuplicateAt: isoOrNull(row.lastDuplicateAt),
   }
 }
@@ -74,6 +82,6 @@ export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[], statu
     submissionMeta: parseOr(row.metadata, null),
     userContext: parseOr(row.userContext, null),
     redactions: parseOr(row.redactions, {}),
-    duplicates: duplicates.map((d) => ({ id: d.id, text: d.text, submittedBy: submittedBy(d), createdAt: isoUtc(d.createdAt) })),
+    duplicates: duplicates.map((d) => ({ id: d.id, text: servableText(d.text, d), submittedBy: submittedBy(d), createdAt: isoUtc(d.createdAt) })),
   }
 }

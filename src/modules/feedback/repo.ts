@@ -14,14 +14,14 @@ export type ListRow = Pick<
   FeedbackRow,
   | 'id' | 'appId' | 'status' | 'submittedMode' | 'externalUserId' | 'email' | 'submitterName' | 'severity' | 'text' | 'url'
   | 'createdAt' | 'processedAt' | 'mergeRequestUrl' | 'duplicateOfId' | 'duplicateCount' | 'theme' | 'consolidatedText'
-  | 'lastDuplicateAt' | 'redactions'
+  | 'lastDuplicateAt' | 'redactions' | 'version'
 >
 
 const LIST_COLUMNS = [
   'id', 'app_id AS appId', 'status', 'submitted_mode AS submittedMode', 'external_user_id AS externalUserId', 'email',
   'submitter_name AS submitterName', 'severity', 'text', 'url', 'created_at AS createdAt', 'processed_at AS processedAt',
   'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
-  'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions',
+  'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions', 'version',
 ].join(', ')
 
 export interface ListFilter {

@@ -28,6 +28,18 @@ export interface Submission {
   rawBody: string
   requestUserAgent: string | null
   idempotencyKey: string | undefined
+  /** The client's address (public mode scopes Idempotency-Keys by it). */
+  clientIp: string
+}
+
+/**
+ * Where an Idempotency-Key lives: keys are the submitter's, not the App's, so another user's identical
+ * key and body never swallow a report. Private mode: the token's `sub`; public mode: the client address.
+ * Stored as a hash prefix of the key (the address itself is not kept), so the table needs no new column.
+ */
+export function scopedIdempotencyKey(s: Pick<Submission, 'user' | 'clientIp'>, key: string): string {
+  const scope = s.user ? `sub:${s.user.sub}` : `ip:${s.clientIp}`
+  return `${sha256Hex(scope).slice(0, 32)}:${key}`
 }
 
 export interface SubmitResult {
@@ -94,7 +106,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     const { app, user, body } = s
     const requestHash = s.idempotencyKey ? sha256Hex(s.rawBody) : ''
     if (s.idempotencyKey) {
-      const seen = repo.getIdempotency(app.row.id, s.idempotencyKey)
+      const seen = repo.getIdempotency(app.row.id, scopedIdempotencyKey(s, s.idempotencyKey))
       if (seen && now - seen.createdAt < LIMITS.idempotencyTtlMs) {
         if (seen.requestHash !== requestHash) throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
         return { status: seen.statusCode, body: JSON.parse(seen.responseBody), replayed: true }
@@ -132,7 +144,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     if (s.idempotencyKey) {
       repo.saveIdempotency({
         appId: app.row.id,
-        key: s.idempotencyKey,
+        key: scopedIdempotencyKey(s, s.idempotencyKey),
         requestHash,
         statusCode: 201,
         responseBody: JSON.stringify(result.body),
@@ -150,13 +162,13 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     async submit(s: Submission): Promise<SubmitResult> {
       checkSubmission(s.body)
       const refs = uploadRefs(s.body)
-      if (refs.length > 0) await uploads.checkReferences(s.app.row.id, refs)
+      if (refs.length > 0) await uploads.seal(await uploads.checkReferences(s.app.row.id, refs))
       return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
     },
 
-    /** A page of the Org's reports; an `appId` not in the Org is 404 app_not_found. */
+    /** A page of the Org's reports; an `appId` never in the Org is 404 app_not_found (a deleted App's reports stay listable). */
     list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
-      if (q.appId && !apps.getForOrg(orgId, q.appId)) throw new ApiError('app_not_found')
+      if (q.appId && !apps.everInOrg(orgId, q.appId)) throw new ApiError('app_not_found')
       const limit = q.limit ?? LIMITS.listLimitDefault
       const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
       const more = rows.length > limit

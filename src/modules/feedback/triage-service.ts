@@ -7,6 +7,7 @@ import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { Context } from '../../context'
 import { createFeedbackRepo, type FeedbackRow } from './repo'
+import { isSanitized } from '../../sanitize/servable'
 
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
@@ -14,12 +15,22 @@ const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'f
 export function createTriageService(ctx: Context, cluster: ClusterService, lifecycle: Lifecycle) {
   const repo = createFeedbackRepo(ctx.db)
 
-  /** The report in the Org, its App's similarity index ready; 404 for another Org's id. */
+  /**
+   * The report in the Org, its App's similarity index ready; 404 for another Org's id. A report the
+   * worker has not sanitized yet is 409 not_yet_sanitized: nothing may read its text into another
+   * report (a lead's duplicates and consolidated text, /similar, the agent's task) or move it by hand
+   * into a cluster before its raw values are gone.
+   */
   async function load(orgId: string, id: string): Promise<FeedbackRow> {
     const row = repo.get(orgId, id)
     if (!row) throw new ApiError('not_found')
+    requireSanitized(row)
     await cluster.prepare(row.appId)
     return row
+  }
+
+  function requireSanitized(row: FeedbackRow): void {
+    if (!isSanitized(row)) throw new ApiError('not_yet_sanitized', { feedbackId: row.id, status: row.status }).withHeaders({ 'retry-after': '1' })
   }
 
   return {
@@ -35,6 +46,7 @@ export function createTriageService(ctx: Context, cluster: ClusterService, lifec
       if (id === leadId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'cannot merge a report into itself' }] })
       const lead = repo.get(orgId, leadId)
       if (!lead) throw new ApiError('not_found')
+      requireSanitized(lead)
       if (lead.appId !== r.appId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'the lead belongs to another App' }] })
       if (lead.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicateOfId })
       if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })

@@ -42,7 +42,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
       {
       params: IdParams,
       query: SimilarQuery,
-      response: { 200: SimilarList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found') },
+      response: { 200: SimilarList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'not_yet_sanitized') },
       detail: {
         summary: 'Reports of the same App most similar to this one, best first',
         description: 'Candidates are leads and duplicates alike; score is 0..1.',
@@ -61,7 +61,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         params: IdParams,
         body: MergeBody,
         parse: 'json',
-        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'invalid_target', 'invalid_transition') },
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'invalid_target', 'invalid_transition', 'not_yet_sanitized') },
         detail: {
           summary: 'Merge this report into a lead (its own duplicates move along)',
           description: 'leadId must be a lead of the same App (409 invalid_target with leadFeedbackId when it is a duplicate). Automatic clustering leaves merged rows alone afterwards.',
@@ -78,7 +78,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
       },
       {
         params: IdParams,
-        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_a_duplicate') },
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_a_duplicate', 'not_yet_sanitized') },
         detail: {
           summary: 'Make a duplicate a lead of its own again',
           description: 'The report resumes its lifecycle as a lead (e.g. to awaiting_manual) and is not clustered automatically again.',

@@ -39,6 +39,14 @@ export interface AttachmentLike {
   byteSize?: number
 }
 
+/** An upload a submission references, as checked: sealed already when another report referenced it first. */
+export interface CheckedReference {
+  path: string
+  key: string
+  etag: string | null
+  sealed: boolean
+}
+
 const invalid = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
 
 export function createUploadsService(sqlite: Database, store: BlobStore, committer: GroupCommitter, clock: Clock, log: Logger, graceMs: number) {
@@ -51,6 +59,8 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
   const markReferenced = sqlite.query('UPDATE uploads SET feedback_id = ? WHERE key = ? AND feedback_id IS NULL')
   const unreferenced = sqlite.query('SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?')
   const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
+  /** Keys an embedded PUT is streaming to right now: a second PUT to one of them is refused at once. */
+  const inFlight = new Set<string>()
 
   return {
     store,
@@ -104,10 +114,19 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
       }
       if (length !== null && Number(length) !== row.byte_size) throw invalid('header:Content-Length', `must be exactly ${row.byte_size}`)
       if (!request.body) throw invalid('/', `expected ${row.byte_size} bytes`)
-      const outcome = await embedded.writeStream(key, request.body, row.byte_size, row.content_type)
-      if (outcome === 'too_large') throw invalid('/', `more than the ${row.byte_size} bytes announced`)
-      if (outcome === 'size_mismatch') throw invalid('/', `fewer than the ${row.byte_size} bytes announced`)
-      await committer.run(() => markUploaded.run(clock.now(), key))
+      // One PUT per key: a concurrent one here is refused before it streams; one in another process
+      // loses at the link (writeStream), so two PUTs never both succeed.
+      if (inFlight.has(key)) throw new ApiError('already_uploaded')
+      inFlight.add(key)
+      try {
+        const outcome = await embedded.writeStream(key, request.body, row.byte_size, row.content_type)
+        if (outcome === 'exists') throw new ApiError('already_uploaded')
+        if (outcome === 'too_large') throw invalid('/', `more than the ${row.byte_size} bytes announced`)
+        if (outcome === 'size_mismatch') throw invalid('/', `fewer than the ${row.byte_size} bytes announced`)
+        await committer.run(() => markUploaded.run(clock.now(), key))
+      } finally {
+        inFlight.delete(key)
+      }
     },
 
     /** Serves an embedded object for a signed, unexpired GET URL. */
@@ -138,11 +157,14 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
      * Checks every key a submission references: issued to this App, uploaded, within 15 MB, and of the
      * declared type and size. Throws 400 invalid_body (or 413) naming the offending field.
      */
-    async checkReferences(appId: string, refs: { path: string; key: string; contentType?: string; byteSize?: number }[]): Promise<void> {
+    async checkReferences(appId: string, refs: { path: string; key: string; contentType?: string; byteSize?: number }[]): Promise<CheckedReference[]> {
+      const checked: CheckedReference[] = []
       for (const ref of refs) {
         const row = UPLOAD_KEY_RE.test(ref.key) ? (byKey.get(ref.key) as UploadRow | null) : null
         if (!row || row.app_id !== appId) throw invalid(ref.path, 'unknown upload key: not issued to this App')
-        const stored = await store.stat(ref.key)
+        // An object another report already references was sealed then: that copy is the object.
+        const sealed = row.feedback_id !== null
+        const stored = await store.stat(sealed ? store.sealedKey(ref.key) : ref.key)
         if (!stored) throw invalid(ref.path, 'nothing was uploaded under this key')
         if (stored.size > LIMITS.attachmentMaxBytes) throw new ApiError('payload_too_large', { path: ref.path, limitBytes: LIMITS.attachmentMaxBytes })
         if (stored.size !== row.byte_size) throw invalid(ref.path, `uploaded object has ${stored.size} bytes, ${row.byte_size} were announced`)
@@ -153,6 +175,20 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
         if (ref.contentType !== undefined && baseContentType(ref.contentType) !== row.content_type) {
           throw invalid(ref.path, `contentType ${ref.contentType} does not match the uploaded ${row.content_type}`)
         }
+        checked.push({ path: ref.path, key: ref.key, etag: stored.etag, sealed })
+      }
+      return checked
+    },
+
+    /**
+     * Before the submission commits: fixes each checked object (BlobStore.seal), so a PUT on a still
+     * valid upload URL cannot replace what the report references. An object replaced between the check
+     * and now is refused like a mismatching one.
+     */
+    async seal(checked: CheckedReference[]): Promise<void> {
+      for (const c of checked) {
+        if (c.sealed) continue
+        if (!(await store.seal(c.key, c.etag))) throw invalid(c.path, 'the uploaded object changed while the report was submitted; submit again')
       }
     },
 
@@ -164,7 +200,7 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
     async downloadUrl(key: string, base: string): Promise<string | undefined> {
       const row = byKey.get(key) as UploadRow | null
       if (!row) return undefined
-      return store.presignGet(key, row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
+      return store.presignGet(row.feedback_id === null ? key : store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
     },
 
     /** Removes objects issued more than the grace period ago and never referenced. Returns how many. */

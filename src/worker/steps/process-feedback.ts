@@ -46,7 +46,13 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
   function advance(feedbackId: string): void {
     for (let step = 0; step < 4; step++) {
       const row = repo.get(feedbackId)
-      if (!row || row.duplicate_of_id) return
+      if (!row) return
+      if (row.duplicate_of_id) {
+        // A duplicate takes no steps of its own, but raw values are never kept (triage refuses to
+        // merge a raw report; one a version before 0006 merged raw is scrubbed here).
+        if (row.redactions === null) sanitizeRow(row, false)
+        return
+      }
       switch (row.status) {
         case 'received':
           moveTo(row, 'sanitizing')

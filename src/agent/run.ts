@@ -1,0 +1,267 @@
+/**
+ * One agent run, phase by phase: prepare → clone → agent (+ verify) → judge → push → pull request.
+ * Each phase is a small function over a shared RunContext; a phase that fails throws a RunFailure, and
+ * `executeRun` turns the outcome into the run's result (the runner stores it). Everything that came from
+ * the agent is scrubbed before it leaves this file.
+ */
+import { rmSync, writeFileSync } from 'node:fs'
+import type { RepoConnection } from '../modules/connections/service'
+import { diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
+import { execCommand } from './exec'
+import { AUTH_USERNAMES, gitEnv, gitOk, gitWithToken, type GitAuth } from './git'
+import { checkGuardrails, type DiffStats } from './guardrails'
+import { openPullRequest } from './hosts'
+import { prBody, prTitle } from './pr-text'
+import { agentCommandLine, parseAgentOutput, parseResultFile, type AgentUsage } from './presets'
+import type { RunFeedbackRow } from './runs-repo'
+import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
+import type { Scrub } from './scrubber'
+import { buildTask, type TaskInput } from './task'
+import { readAgentFile, type Workspace } from './workspace'
+import { servableText } from '../sanitize/servable'
+
+export interface Timings {
+  prepareMs: number
+  cloneMs: number
+  agentMs: number
+  pushMs: number
+  prMs: number
+}
+
+export function zeroTimings(): Timings {
+  return { prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }
+}
+
+/** A failure with a message safe to store and show (scrubbed before it is stored). */
+export class RunFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: 'failed' | 'guardrailed' = 'failed',
+  ) {
+    super(message)
+  }
+}
+
+export interface RunOutcome {
+  status: 'succeeded' | 'failed' | 'guardrailed'
+  usage: AgentUsage
+  timings: Timings
+  prUrl: string | null
+  outputTail: string | null
+  reason?: string
+}
+
+export interface RunContext {
+  runId: string
+  f: RunFeedbackRow
+  conn: RepoConnection
+  branch: string
+  ws: Workspace
+  sandbox: SandboxOptions
+  /** The agent's environment (host paths or sandbox paths already filled in). */
+  agentEnv: Record<string, string>
+  scrub: Scrub
+  signal: AbortSignal
+  publicUrl: string | undefined
+  /** Records the sandbox's PID while it runs (null when it ended). */
+  onSandbox(pid: number | null): void
+}
+
+const OUTPUT_TAIL_BYTES = 16 * 1024
+const ORDER: (keyof Timings)[] = ['prepareMs', 'cloneMs', 'agentMs', 'pushMs', 'prMs']
+
+/** Each phase's time is recorded when it ends; a failing phase gets the time it ran until then. */
+class Laps {
+  readonly timings = zeroTimings()
+  private current = 0
+  private phase = Date.now()
+  lap(key: keyof Timings): void {
+    const t = Date.now()
+    this.timings[key] = t - this.phase
+    this.phase = t
+    this.current = ORDER.indexOf(key) + 1
+  }
+  failed(): void {
+    if (this.current < ORDER.length) this.timings[ORDER[this.current]] = Date.now() - this.phase
+  }
+}
+
+interface State {
+  usage: AgentUsage
+  outputTail: string | null
+  prUrl: string | null
+  gitEnv: Record<string, string>
+  auth: GitAuth | null
+  baseline?: Baseline
+}
+
+function abortIfStopping(c: RunContext): void {
+  if (c.signal.aborted) throw new RunFailure('interrupted: fixloop was shut down during the run')
+}
+
+function prepare(c: RunContext, task: TaskInput): void {
+  writeFileSync(c.ws.taskFile, buildTask(task), { mode: 0o600 })
+}
+
+async function clone(c: RunContext, s: State): Promise<void> {
+  await gitWithToken(['clone', '--depth', '1', '--branch', c.conn.baseBranch, '--single-branch', '--no-tags', '--', c.conn.gitUrl, c.ws.repo], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'clone', 300_000).catch((e) => {
+    throw new RunFailure(e.message)
+  })
+  await gitOk(['checkout', '-q', '-b', c.branch], c.ws.repo, s.gitEnv, 'create branch')
+  s.baseline = await recordBaseline(c.ws.repo, s.gitEnv, c.branch)
+}
+
+/** Runs a shell command as the agent: in the sandbox, with the agent's environment, timeout and bounded output. */
+async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number) {
+  const argv = sandboxArgv(c.sandbox, c.ws, command)
+  try {
+    return await execCommand(argv, {
+      cwd: c.sandbox.mode === 'bwrap' ? c.ws.root : c.ws.repo,
+      env: c.agentEnv,
+      timeoutMs: c.conn.timeoutSeconds * 1000,
+      signal: c.signal,
+      maxOutputBytes,
+      onSpawn: (pid) => c.onSandbox(pid),
+    })
+  } finally {
+    c.onSandbox(null)
+  }
+}
+
+async function runAgent(c: RunContext, s: State): Promise<void> {
+  const ran = await inSandbox(c, agentCommandLine(c.conn.agentProvider, c.conn.model, c.conn.agentCommand), 256 * 1024)
+  s.outputTail = tail(c.scrub(ran.output), OUTPUT_TAIL_BYTES)
+  Object.assign(s.usage, parseAgentOutput(c.conn.agentProvider, ran.stdout))
+  const result = readAgentFile(c.ws.resultFile)
+  if (result !== null) Object.assign(s.usage, definedOnly(parseResultFile(result)))
+  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary)
+  if (s.usage.model) s.usage.model = c.scrub(s.usage.model)
+  abortIfStopping(c)
+  if (ran.timedOut) throw new RunFailure(`agent timed out after ${c.conn.timeoutSeconds} s`)
+  if (ran.code !== 0) throw new RunFailure(`agent exited with code ${ran.code}: ${lastLines(s.outputTail, 5)}`)
+}
+
+async function verify(c: RunContext, s: State): Promise<void> {
+  if (!c.conn.verifyCommand) return
+  const v = await inSandbox(c, c.conn.verifyCommand)
+  const verifyTail = tail(c.scrub(v.output), OUTPUT_TAIL_BYTES)
+  s.outputTail = tail(`${s.outputTail}\n--- verify ---\n${verifyTail}`, OUTPUT_TAIL_BYTES)
+  abortIfStopping(c)
+  if (v.timedOut) throw new RunFailure(`verify command timed out after ${c.conn.timeoutSeconds} s`)
+  if (v.code !== 0) throw new RunFailure(`verify command failed (exit ${v.code}): ${lastLines(verifyTail, 10)}`)
+}
+
+/** The whole change against the base commit, or a guardrail refusal. Returns the judged tree and its diff. */
+async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: DiffStats }> {
+  const b = s.baseline!
+  const tampered = await tamperedGit(c.ws.repo, s.gitEnv, b)
+  if (tampered) throw new RunFailure(tampered, 'guardrailed')
+  const tree = await stageWorktree(c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)
+  const diff = await diffTrees(c.ws.repo, c.ws.root, s.gitEnv, b.base, tree)
+  const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths })
+  if (reason) throw new RunFailure(reason, 'guardrailed')
+  return { tree, diff }
+}
+
+async function push(c: RunContext, s: State, tree: string, title: string): Promise<void> {
+  const commit = await commitTree(c.ws.repo, s.gitEnv, s.baseline!.base, tree, title, `Report ${c.f.id}`)
+  // Pushed to the connection's URL (not the clone's `origin`, whatever its config says), hooks off.
+  await gitWithToken(['push', '--force', '--no-verify', '--', c.conn.gitUrl, `${commit}:refs/heads/${c.branch}`], c.ws.repo, s.gitEnv, s.auth, c.ws.credDir, 'push', 300_000).catch((e) => {
+    throw new RunFailure(e.message)
+  })
+}
+
+async function openRequest(c: RunContext, s: State, title: string, diff: DiffStats): Promise<void> {
+  if (c.conn.prMode === 'branch' || c.conn.hostKind === 'none') return
+  const body = prBody(
+    { feedbackId: c.f.id, theme: c.f.theme, duplicateCount: c.f.duplicate_count, usage: s.usage, files: diff.files.length, lines: diff.files.reduce((n, x) => n + x.added + x.deleted, 0), publicUrl: c.publicUrl },
+    c.scrub,
+  )
+  s.prUrl = await openPullRequest(c.conn.hostKind, c.conn.hostApiUrl ?? '', c.conn.hostToken ?? '', c.conn.hostRepo, { title, body, head: c.branch, base: c.conn.baseBranch, draft: c.conn.prMode === 'draft' }).catch((e) => {
+    throw new RunFailure(e.message)
+  })
+}
+
+/** Runs every phase; never throws. The workspace is removed whatever happened. */
+export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOutcome> {
+  const laps = new Laps()
+  const token = c.conn.hostToken
+  const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.home), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind] } : null }
+  try {
+    prepare(c, task)
+    laps.lap('prepareMs')
+    await clone(c, s)
+    laps.lap('cloneMs')
+    abortIfStopping(c)
+    await runAgent(c, s)
+    await verify(c, s)
+    laps.lap('agentMs')
+    const { tree, diff } = await judge(c, s)
+    const title = prTitle(c.f.theme, c.f.text, c.scrub)
+    await push(c, s, tree, title)
+    laps.lap('pushMs')
+    await openRequest(c, s, title, diff)
+    laps.lap('prMs')
+    return { status: 'succeeded', usage: s.usage, timings: laps.timings, prUrl: s.prUrl, outputTail: s.outputTail }
+  } catch (e) {
+    laps.failed()
+    const failure = e instanceof RunFailure ? e : new RunFailure(`internal error: ${e instanceof Error ? e.message : String(e)}`)
+    return { status: failure.kind, usage: s.usage, timings: laps.timings, prUrl: s.prUrl, outputTail: s.outputTail, reason: c.scrub(failure.message) }
+  } finally {
+    rmSync(c.ws.root, { recursive: true, force: true })
+  }
+}
+
+/** The agent's environment: only what its CLI needs, paths as the agent sees them. No fixloop setting, no host token. */
+export function agentEnvironment(sandbox: SandboxOptions, ws: Workspace, path: string | undefined, passed: Record<string, string>): Record<string, string> {
+  const p = agentPaths(sandbox.mode, ws)
+  return {
+    PATH: path ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: p.home,
+    TMPDIR: '/tmp',
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    CI: 'true',
+    FIXLOOP_TASK_FILE: p.taskFile,
+    FIXLOOP_RESULT_FILE: p.resultFile,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    ...passed,
+  }
+}
+
+function definedOnly(u: AgentUsage): AgentUsage {
+  return Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as AgentUsage
+}
+
+function tail(text: string, bytes: number): string {
+  return text.length <= bytes ? text : text.slice(text.length - bytes)
+}
+
+function lastLines(text: string | null, n: number): string {
+  return (text ?? '').trim().split('\n').slice(-n).join(' | ').slice(0, 1000) || '(no output)'
+}
+
+/** The task's input from the report row (the cluster's consolidated text for a lead with duplicates). */
+export function taskInput(f: RunFeedbackRow): TaskInput {
+  const parse = <T>(json: string | null, fallback: T): T => {
+    try {
+      return json === null ? fallback : (JSON.parse(json) as T)
+    } catch {
+      return fallback
+    }
+  }
+  const logs = parse<{ level: string; message: string }[]>(f.console_logs, [])
+  const attachments = parse<{ key: string; kind: string; contentType: string }[]>(f.attachments, [])
+  return {
+    feedbackId: f.id,
+    theme: f.theme,
+    text: servableText(f.duplicate_count > 0 && f.consolidated_text ? f.consolidated_text : f.text, f),
+    url: f.url,
+    duplicateCount: f.duplicate_count,
+    consoleErrors: Array.isArray(logs) ? logs.filter((l) => l?.level === 'error').map((l) => String(l.message)) : [],
+    componentTarget: parse(f.component_target, null),
+    attachmentNames: Array.isArray(attachments) ? attachments.map((a, i) => `${a.kind} ${i + 1} (${a.contentType})`) : [],
+  }
+}

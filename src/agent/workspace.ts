@@ -1,0 +1,70 @@
+/**
+ * Run workspaces live OUTSIDE the data dir (FIXLOOP_WORK_DIR, default `<tmp>/fixloop-work-<uid>`), one
+ * 0700 directory per fixloop instance (named from a hash of its data dir, so two instances sharing the
+ * root never clean up each other's runs) and one per run inside it:
+ *   repo/   the clone (the agent's, read-write)      home/  the agent's HOME
+ *   out/    where the agent writes result.json        task.md  the task (read-only to the agent)
+ *   cred/   the credential helper during clone/push   (never mounted into the sandbox)
+ */
+import { createHash } from 'node:crypto'
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { WorkspacePaths } from './sandbox'
+
+export interface Workspace extends WorkspacePaths {
+  root: string
+  credDir: string
+  judgeIndex: string
+}
+
+/** A private directory: created 0700, refused when it is a symlink or someone else's. */
+function privateDir(path: string): void {
+  mkdirSync(path, { recursive: true, mode: 0o700 })
+  const st = lstatSync(path)
+  if (st.isSymbolicLink() || !st.isDirectory()) throw new Error(`work dir ${path} is not a plain directory`)
+  if (process.getuid && st.uid !== process.getuid()) throw new Error(`work dir ${path} belongs to another user`)
+  if ((st.mode & 0o077) !== 0) throw new Error(`work dir ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); use a 0700 directory`)
+}
+
+/** The directory holding this instance's workspaces. */
+export function instanceDir(workDir: string, dataDir: string): string {
+  privateDir(workDir)
+  const dir = join(workDir, createHash('sha256').update(dataDir).digest('hex').slice(0, 16))
+  privateDir(dir)
+  return dir
+}
+
+export function createWorkspace(instance: string, runId: string): Workspace {
+  const root = join(instance, runId)
+  const ws: Workspace = {
+    root,
+    repo: join(root, 'repo'),
+    home: join(root, 'home'),
+    outDir: join(root, 'out'),
+    resultFile: join(root, 'out', 'result.json'),
+    taskFile: join(root, 'task.md'),
+    credDir: join(root, 'cred'),
+    judgeIndex: join(root, 'judge.index'),
+  }
+  for (const d of [root, ws.home, ws.outDir]) mkdirSync(d, { recursive: true, mode: 0o700 })
+  return ws
+}
+
+/** Reads a file the agent wrote, never following a symlink it planted, at most `max` bytes; null when absent. */
+export function readAgentFile(path: string, max = 64 * 1024): string | null {
+  if (!existsSync(path)) return null
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch {
+    return null
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return null
+    const buf = Buffer.alloc(max)
+    const n = readSync(fd, buf, 0, max, 0)
+    return buf.subarray(0, n).toString('utf8')
+  } finally {
+    closeSync(fd)
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The clustering's text rules on real-bug-report shapes: the title line, identifier splitting, the
+ * stemmer, the title-only vetoes, the templated-sibling veto, the char n-gram blend and the per-App
+ * threshold calibration.
+ */
+import { describe, expect, test } from 'bun:test'
+import { firstLine, words } from '../src/cluster/tokenize'
+import { featuresOf, type ReportInput } from '../src/cluster/features'
+import { decide, DEFAULT_THRESHOLDS, templatedSiblings } from '../src/cluster/decide'
+import { blend, charGrams } from '../src/cluster/rerank'
+import { calibrate, CALIBRATION, ScoreHistory } from '../src/cluster/calibrate'
+
+const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
+
+describe('title line', () => {
+  test('a plain newline ends the title ("Title\\nBody" as submitted)', () => {
+    expect(firstLine('NPE in BlockReader.read\nSteps to reproduce: open a file')).toBe('NPE in BlockReader.read')
+    expect(firstLine('  Crash on save\r\nbody')).toBe('Crash on save')
+  })
+  test('without a newline the first sentence is the title, and a dotted name does not end it', () => {
+    expect(firstLine('Checkout fails. It was fine yesterday.')).toBe('Checkout fails')
+    expect(firstLine('FileSystem.open throws on 2.3.1 builds')).toBe('FileSystem.open throws on 2.3.1 builds')
+  })
+})
+
+describe('words', () => {
+  test('identifiers count whole and by their parts; versions and issue keys stay whole', () => {
+    const w = words('NullPointerException in org.apache.fs.FileSystem.open, see HADOOP-1234 on v2.3.1 with max_retry_count')
+    for (const t of ['nullpointerexception', 'null', 'pointer', 'org.apache.fs.filesystem.open', 'file', 'system', 'open', 'hadoop-1234', 'v2.3.1', 'max_retry_count', 'retri', 'count']) {
+      expect(w).toContain(t)
+    }
+  })
+  test('the stemmer gives "address" and "addresses" one stem (and "connection"/"connections")', () => {
+    expect(words('address')).toEqual(words('addresses'))
+    expect(words('connection')).toEqual(words('connections'))
+    expect(words('address')).not.toEqual(words('dress'))
+  })
+  test('sublinear term weights: a class named forty times in a stack trace does not outweigh the title', () => {
+    const trace = Array.from({ length: 40 }, (_, i) => `at BlockReader.read(BlockReader.java:${i})`).join('\n')
+    const f = featuresOf(input('a', `Checkpoint upload hangs\n${trace}`))
+    expect(f.tf.get('block')!).toBeLessThan(f.tf.get('checkpoint')! * 2)
+    expect(f.tf.get('checkpoint')).toBe(3) // title words weigh ×3
+  })
+})
+
+describe('vetoes', () => {
+  const pair = (a: string, b: string, score = 0.99) => decide(featuresOf(input('a', a)), featuresOf(input('b', b)), score)
+  test('versions in the body (user agents, builds, CVE ids) no longer block identical reports', () => {
+    const a = 'Grid freezes when pasting from Excel\nUser agent: Mozilla/5.0 Chrome/124.0.0.0 Safari/537.36. Build 31.0.0+4411. CVE-2024-1234 unrelated.'
+    const b = 'Grid freezes when pasting from Excel\nUser agent: Mozilla/5.0 Firefox/125.0. Build 31.1.2+998.'
+    expect(pair(a, b).attach).toBe(true)
+  })
+  test('different numbers in the titles still veto', () => {
+    expect(pair('Upgrade Jackson to 2.16.1\nbody', 'Upgrade Jackson to 2.17.0\nbody').attach).toBe(false)
+    expect(pair('App 2.3.1 crashes on upload', 'App 2.4.0 crashes on upload').reason).toContain('numbers')
+  })
+  test('templated siblings: one or two substituted name tokens in a ≥ 60 % identical title', () => {
+    expect(templatedSiblings('Backport HDFS-123 to branch-3.2', 'Backport HDFS-123 to branch-3.3')).toBe(true)
+    expect(templatedSiblings('Build fails on Centos 7', 'Build fails on Centos 8')).toBe(true)
+    expect(templatedSiblings('hadoop-common build fails', 'hadoop-hdfs build fails')).toBe(true)
+    expect(templatedSiblings('cache tests fail on the main branch', 'cli tests fail on the main branch')).toBe(true)
+    expect(templatedSiblings('Tooltip flickers in Firefox', 'Tooltip flickers in Chrome')).toBe(true)
+    expect(pair('hadoop-common build fails\nsame log', 'hadoop-hdfs build fails\nsame log').reason).toContain('sibling')
+  })
+  test('paraphrases and inflections are not siblings', () => {
+    expect(templatedSiblings('The checkout button does nothing when I click it', 'Hi team, the checkout button does nothing when I click it')).toBe(false)
+    expect(templatedSiblings('Export crashes with grouped rows', 'Export crashed with grouped rows')).toBe(false)
+    expect(templatedSiblings('Search shows nothing', 'Search shows empty')).toBe(false)
+    expect(templatedSiblings('Crash in the export', 'Freeze while scrolling the grid fast')).toBe(false)
+  })
+  test('the short-report rule still needs a higher score', () => {
+    expect(pair('search broken', 'search broken', DEFAULT_THRESHOLDS.strong + 0.05).attach).toBe(false)
+  })
+})
+
+describe('char n-gram blend', () => {
+  test('charGrams counts 3-, 4- and 5-grams', () => {
+    // " abc " has 3 trigrams, 2 four-grams, 1 five-gram
+    const v = charGrams('abc')
+    expect(v.counts.reduce((a, b) => a + b, 0)).toBe(6)
+    expect(v.keys.length).toBe(6)
+    for (let i = 1; i < v.keys.length; i++) expect(v.keys[i]).toBeGreaterThan(v.keys[i - 1])
+  })
+  test('a paraphrase of the query outranks a report that only shares boilerplate', () => {
+    const query = 'ShuffleHandler throws IOException while shuffling with SSL\nOS: Ubuntu 22.04\nOpenJDK 17.0.10'
+    const dup = { text: 'Shuffle with ssl.enabled=true fails: IOException in ShuffleHandler\nOS: CentOS 7', wordScore: 0.4 }
+    const other = { text: 'Audit log rotation fails at midnight\nOS: Ubuntu 22.04\nOpenJDK 17.0.10', wordScore: 0.4 }
+    const [d, o] = blend(query, [dup, other])
+    expect(d.score).toBeGreaterThan(o.score)
+    for (const s of [d, o]) expect(s.score).toBeGreaterThanOrEqual(0)
+  })
+})
+
+describe('per-App calibration', () => {
+  const base = DEFAULT_THRESHOLDS
+  test('an App without history gets conservative thresholds', () => {
+    const t = calibrate(base, new ScoreHistory())
+    expect(t.strong).toBeCloseTo(base.strong + CALIBRATION.learningRaise)
+  })
+  test('an App whose unrelated reports already look alike gets a higher threshold, capped', () => {
+    const quiet = new ScoreHistory()
+    const noisy = new ScoreHistory()
+    const extreme = new ScoreHistory()
+    for (let i = 0; i < 100; i++) {
+      quiet.add(0.02 + (i % 10) / 100)
+      noisy.add(0.35 + (i % 10) / 100)
+      extreme.add(0.95)
+    }
+    const q = calibrate(base, quiet)
+    const n = calibrate(base, noisy)
+    expect(q.strong).toBeCloseTo(base.strong)
+    expect(n.strong).toBeCloseTo(noisy.median() + CALIBRATION.margin)
+    expect(n.strong).toBeGreaterThan(q.strong)
+    expect(calibrate(base, extreme).strong).toBeCloseTo(base.strong + CALIBRATION.maxRaise)
+    // The corroborated threshold moves by a share of the raise only.
+    expect(n.moderate - base.moderate).toBeCloseTo((n.strong - base.strong) * CALIBRATION.corroboratedShare)
+  })
+})
+
+describe('calibration through the service', () => {
+  test('an App starts conservative, calibrates from its own reports, and keeps it across a restart', async () => {
+    const { openBenchDb, insertApp, insertReport } = await import('../bench/cluster')
+    const { createClusterService } = await import('../src/cluster/service')
+    const { systemClock } = await import('../src/core/clock')
+    const { rmSync } = await import('node:fs')
+    const { sqlite, dir } = openBenchDb()
+    try {
+      const cluster = createClusterService(sqlite, systemClock)
+      const app = 'a'.repeat(24)
+      insertApp(sqlite, app)
+      expect(cluster.thresholdsFor(app).strong).toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)
+      // Templated CI reports: different bugs whose texts look alike, as in a busy tracker.
+      const parts = ['cache', 'resolver', 'installer', 'lockfile', 'cli', 'index', 'build', 'docs']
+      for (let i = 0; i < 60; i++) {
+        const id = (i + 1).toString(16).padStart(24, '0')
+        insertReport(sqlite, app, id, { text: `Nightly job ${i} for ${parts[i % 8]}-${i} reports a failure\nThe ${parts[(i * 3) % 8]} step of run ${i} exited with status 1 on the build agent.` }, i)
+        cluster.clusterReport(id)
+      }
+      const calibrated = cluster.thresholdsFor(app).strong
+      expect(calibrated).toBeGreaterThan(DEFAULT_THRESHOLDS.strong)
+      expect(calibrated).not.toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)
+      cluster.forget(app) // as after a restart: the index is rebuilt from the database
+      expect(Math.abs(cluster.thresholdsFor(app).strong - calibrated)).toBeLessThan(0.05)
+    } finally {
+      sqlite.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
