@@ -78,14 +78,22 @@ export class Worker {
   /** Runs every job due now, one after another; resolves with how many ran. */
   async tick(maxJobs = 1000): Promise<number> {
     let ran = 0
+    // A job claimed before a pause: the worker holds its lease while it waits for its turn.
+    let next: JobRow | null = null
     while (ran < maxJobs && !this.stopping) {
-      const job = this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+      const job = next ?? this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+      next = null
       if (!job) break
       ran++
       await this.runOne(job)
       // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs, and while
       // submissions are pouring in, a longer pause, so intake latency does not queue behind processing.
       const pause = this.opts.saturated?.() ? this.opts.saturatedPauseMs : this.opts.busy?.() ? this.opts.busyPauseMs : 0
+      if (pause > 0 && ran < maxJobs && !this.stopping) {
+        next = this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+        // Held, so stop() hands the lease back if it comes during the pause.
+        if (next) this.held.add(next.id)
+      }
       await new Promise<void>((resolve) => (pause > 0 ? setTimeout(resolve, pause) : setImmediate(resolve)))
     }
     return ran
