@@ -42,7 +42,8 @@ for (const f of readdirSync(out).sort()) {
     continue
   }
   m = /^(\d+)\.(fixloop|baseline)\.drain\.txt$/.exec(f)
-  if (m) drains.set(`${m[1]}.${m[2]}`, JSON.parse(/^DRAIN (.*)$/m.exec(text)![1]))
+  const drain = m && /^DRAIN (.*)$/m.exec(text)
+  if (m && drain) drains.set(`${m[1]}.${m[2]}`, JSON.parse(drain[1]))
 }
 
 const n = (v: number) => Math.round(v).toLocaleString('en-US')
