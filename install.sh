@@ -10,6 +10,24 @@ if ! command -v bun >/dev/null 2>&1; then
 fi
 echo "install.sh: bun $(bun --version)" >&2
 
+# The browser tests drive Debian's Chromium. Install it when we can (root or passwordless sudo with apt);
+# otherwise those tests skip and say why.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    as_root=""
+    [ "$(id -u)" = "0" ] || { sudo -n true 2>/dev/null && as_root="sudo -n"; }
+    if [ "$(id -u)" = "0" ] || [ -n "$as_root" ]; then
+      echo "install.sh: installing chromium for the browser tests" >&2
+      ($as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium) >&2 ||
+        echo "install.sh: could not install chromium; the browser tests will skip" >&2
+    else
+      echo "install.sh: chromium is missing and apt-get needs root: run 'sudo apt-get install chromium' or the browser tests skip" >&2
+    fi
+  else
+    echo "install.sh: chromium is missing (no apt-get here); the browser tests will skip" >&2
+  fi
+fi
+
 # The agent sandbox (docs/agents.md): `fixloop serve` refuses to start without bubblewrap.
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

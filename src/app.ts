@@ -1,5 +1,5 @@
 /**
- * createApp(ctx, services, log): the root Elysia app. Mounts the cross-cutting plugins and every module's
+ * createApp(ctx, services, log, ops): the root Elysia app. Mounts the cross-cutting plugins and every module's
  * routes over the services built once in src/services.ts; no logic, no service construction.
  */
 import { Elysia } from 'elysia'
@@ -19,20 +19,36 @@ import { triageRoutes } from './modules/feedback/triage'
 import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
 import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { sessionRoutes } from './modules/admin-api/session-routes'
+import { consoleRoutes } from './modules/admin-api/console-routes'
+import { inboxRoutes } from './modules/admin-api/inbox-routes'
+import { dashboardPages } from './admin-ui/pages'
+import { crossSiteGuard } from './http/admin-auth'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
+import type { Readiness } from './modules/health/readiness'
+import { metricsRoutes } from './modules/metrics/index'
+import type { Metrics } from './modules/metrics/service'
+import { rootRoutes } from './modules/health/root'
 
 /** An @elysiajs/cors header option switched off (see the CORS comment in createApp). */
 const OFF = false as unknown as string[]
 
-export function createApp(ctx: Context, s: Services, log: Logger) {
+/** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
+export interface OpsDeps {
+  readiness: Readiness
+  metrics: Metrics
+}
+
+export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
   const app = new Elysia({ normalize: false })
-    .use(foundation(log))
+    .use(foundation(log, ops.metrics.requests))
+    .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
     // widgetCors adds the rest there and answers their preflights.
     // (`false` turns the plugin's global header off at run time; its types only admit a list.)
@@ -54,6 +70,12 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
             securitySchemes: {
               publicKey: { type: 'http', scheme: 'bearer', description: 'App public key, pub_...' },
               orgKey: { type: 'http', scheme: 'bearer', description: 'Org API key, sk_...' },
+              adminSession: {
+                type: 'apiKey',
+                in: 'cookie',
+                name: 'fixloop_admin',
+                description: 'Dashboard session (POST /admin/api/session). Mutations also need X-CSRF-Token. With X-Fixloop-Org: <orgId> the session may call the sk_ routes for that Org.',
+              },
             },
           },
         },
@@ -61,7 +83,9 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
       }),
     )
     .use(docsAssets())
-    .use(healthRoutes(ctx.sqlite, VERSION))
+    .use(rootRoutes(VERSION))
+    .use(healthRoutes(ops.readiness, VERSION))
+    .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(widgetFeedbackRoutes(auth, feedback))
     .use(uploadUrlRoutes(auth, uploads, publicUrl))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
@@ -70,6 +94,10 @@ export function createApp(ctx: Context, s: Services, log: Logger) {
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory))
+    .use(sessionRoutes(s.adminAuth, s.audit, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(consoleRoutes(s.adminAuth, s.console))
+    .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
+    .use(dashboardPages(s.adminAuth, s.console))
     .use(eventRoutes(auth, s.events))
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))

@@ -40,8 +40,15 @@ export interface Config {
   workDir: string
   /** Hours an issued upload may stay unreferenced by any submission before it is removed. */
   uploadGraceHours: number
+  /** Bearer token GET /metrics requires; unset: /metrics is open (keep it behind the proxy). */
+  metricsToken: string | undefined
+  /** /readyz reports not ready below this much free space on the data dir's filesystem. */
+  minFreeDiskBytes: number
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
+  /** First admin, applied only while no admin exists (FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE). */
+  adminEmail: string | undefined
+  adminPasswordFile: string | undefined
   /** Events (pull feed, stream, webhook source) older than this many days are purged. */
   eventRetentionDays: number
   /** Webhook deliveries and their attempt log older than this many days are purged. */
@@ -149,7 +156,14 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     agentSandboxPaths,
     workDir,
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
+    metricsToken: env.FIXLOOP_METRICS_TOKEN || undefined,
+    minFreeDiskBytes:
+      (env.FIXLOOP_MIN_FREE_DISK_MB !== undefined && env.FIXLOOP_MIN_FREE_DISK_MB !== ''
+        ? env.FIXLOOP_MIN_FREE_DISK_MB === '0' ? 0 : parsePositive(env.FIXLOOP_MIN_FREE_DISK_MB, 'FIXLOOP_MIN_FREE_DISK_MB')
+        : 64) * 1024 * 1024,
     logLevel,
+    adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
+    adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,
     eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,
     webhookLogRetentionDays: env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS
       ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')

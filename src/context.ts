@@ -2,16 +2,18 @@
  * The process-wide dependencies every module takes: database, secret box, clock, config.
  * Built once by `serve` and by each CLI command; tests build one per temp data dir.
  */
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
 import type { Config } from './config'
 import { openDatabase, type Db } from './db/client'
-import { applyMigrations } from './db/migrate'
+import { applyMigrations, pendingMigrations } from './db/migrate'
 import { SecretBox } from './core/crypto'
-import { loadMasterKey } from './core/master-key'
 import { systemClock, type Clock } from './core/clock'
+import { StartupError } from './core/startup-error'
+import { refuseNewerSchema } from './db/schema-guard'
+import { openMasterKey } from './db/master-key-check'
 
 export interface Context {
   config: Readonly<Config>
@@ -23,13 +25,38 @@ export interface Context {
   clock: Clock
 }
 
-export function createContext(config: Readonly<Config>, clock: Clock = systemClock): Context {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const { sqlite, db } = openDatabase(join(config.dataDir, 'fixloop.db'))
-  applyMigrations(sqlite)
-  const masterKey = loadMasterKey(config.dataDir, config.masterKey)
-  const box = new SecretBox(masterKey)
-  // A separate key per purpose: a leaked URL signature says nothing about the sealing key.
-  const urlSigningKey = createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
-  return { config, sqlite, db, box, urlSigningKey, clock }
+export interface ContextOptions {
+  /**
+   * For commands that only read (lists, backup): the data dir and its database must already exist, and
+   * nothing is created, migrated or generated. A typo in --data-dir is then an error, not a new instance.
+   */
+  existingOnly?: boolean
+}
+
+export const DB_FILE = 'fixloop.db'
+
+/** Refuses (StartupError) a data dir that does not exist or holds no database. */
+export function requireExistingDataDir(dataDir: string): void {
+  if (!existsSync(dataDir)) throw new StartupError(`the data dir ${dataDir} does not exist (check --data-dir or FIXLOOP_DATA_DIR); nothing was created`)
+  if (!existsSync(join(dataDir, DB_FILE))) throw new StartupError(`${dataDir} holds no fixloop database (${DB_FILE}); check --data-dir or FIXLOOP_DATA_DIR; nothing was created`)
+}
+
+export function createContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Context {
+  const file = join(config.dataDir, DB_FILE)
+  if (options.existingOnly) requireExistingDataDir(config.dataDir)
+  else mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  const { sqlite, db } = openDatabase(file)
+  try {
+    refuseNewerSchema(sqlite, file)
+    if (!options.existingOnly) applyMigrations(sqlite)
+    else if (pendingMigrations(sqlite).length > 0) throw new StartupError(`the database ${file} needs migrations first: run "fixloop migrate"`)
+    const masterKey = openMasterKey(sqlite, config.dataDir, config.masterKey, !options.existingOnly)
+    const box = new SecretBox(masterKey)
+    // A separate key per purpose: a leaked URL signature says nothing about the sealing key.
+    const urlSigningKey = createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
+    return { config, sqlite, db, box, urlSigningKey, clock }
+  } catch (e) {
+    sqlite.close()
+    throw e
+  }
 }

@@ -9,32 +9,41 @@ import { ApiError } from './core/errors'
 import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
-import { runBackup, runMigrate } from './cli/ops'
+import { runBackup, runMigrate, runRekey, runRestore } from './cli/ops'
+import { didYouMean } from './cli/suggest'
+import { hoistGlobalFlags } from './cli/global-flags'
+import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
 import { runChatopsCommand } from './cli/chatops'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
-Usage: fixloop <command> [flags]
+Usage: fixloop [global flags] <command> [flags]
 
 Commands:
   serve           run the HTTP API and the worker
   org             create or list Orgs
-  key             create, list or revoke sk_ API keys
+  key             create, list, rotate or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
+  admin           create dashboard admins, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
   chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
-  backup          write an online backup of the database
-  version         print the version
+  backup          write one archive: database + uploaded files + manifest
+  restore         restore such an archive into a data dir
+  rekey           re-seal every stored secret under a new master key
+  version         print the version (--json: {"version": "..."})
 
-Every command takes --data-dir DIR (or FIXLOOP_DATA_DIR; default ./data), --json and --help.
+Global flags (before or after the command): --data-dir DIR (or FIXLOOP_DATA_DIR; default ./data),
+--json, --help. "fixloop <command> --help" shows a command's own flags.
 ${SERVE_HELP}
 `
 
+const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
+
 async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv
+  const [command, ...rest] = hoistGlobalFlags(argv)
   switch (command) {
     case 'serve':
       return runServe(rest)
@@ -42,6 +51,8 @@ async function main(argv: string[]): Promise<void> {
     case 'key':
     case 'app':
       return runTenantCommand(command, rest)
+    case 'admin':
+      return runAdminCommand(rest)
     case 'webhook':
       return runWebhookCommand(rest)
     case 'chatops':
@@ -50,9 +61,15 @@ async function main(argv: string[]): Promise<void> {
       return runMigrate(rest)
     case 'backup':
       return runBackup(rest)
+    case 'restore':
+      return runRestore(rest)
+    case 'rekey':
+      return runRekey(rest)
     case 'version':
     case '--version':
-      process.stdout.write(VERSION + '\n')
+      if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write('Usage: fixloop version [--json]\nPrints the version; --json prints {"version": "..."}.\n')
+      for (const a of rest) if (a !== '--json') throw new UsageError(`"fixloop version" takes only --json, got "${a}"`)
+      process.stdout.write(rest.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
       return
     case undefined:
     case 'help':
@@ -61,7 +78,7 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(HELP)
       return
     default:
-      throw new UsageError(`unknown command "${command}". Run "fixloop --help".`)
+      throw new UsageError(`unknown command "${command}".${didYouMean(command, COMMANDS)} Run "fixloop --help".`)
   }
 }
 
@@ -77,6 +94,7 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }
-  process.stderr.write(`fixloop: ${e instanceof Error ? e.message : String(e)}\n`)
+  // fixloop's own fault: the stack (names are kept in the build) makes the report useful.
+  process.stderr.write(`fixloop: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
   process.exit(1)
 })

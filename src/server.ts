@@ -15,6 +15,12 @@ import { createServices, type Services } from './services'
 import { LIMITS } from './core/limits'
 import { join } from 'node:path'
 import { Checkpointer } from './db/checkpointer'
+import { lockDataDir } from './db/data-dir-lock'
+import { StartupError } from './core/startup-error'
+import { createReadiness } from './modules/health/readiness'
+import { createMetrics } from './modules/metrics/service'
+import { VERSION } from './version'
+import { mkdirSync } from 'node:fs'
 import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { startRetention } from './modules/events/retention'
 import type { EventHub } from './modules/events/hub'
@@ -47,7 +53,16 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
   const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
   if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
-  const ctx = createContext(config, options.clock)
+  // One server per data dir: taken before anything else touches the database, held until stop().
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  const lock = lockDataDir(config.dataDir, 'starting another one on it')
+  let ctx: Context
+  try {
+    ctx = createContext(config, options.clock)
+  } catch (e) {
+    lock.release()
+    throw e
+  }
   const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
   checkpointer.start()
   const services = createServices(ctx, log, options.worker, sandboxUnavailable)
@@ -57,6 +72,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     if (services.connections.count() > 0) {
       void checkpointer.stop()
       ctx.sqlite.close()
+      lock.release()
       throw new ConfigError(`${sandboxUnavailable}. Apps have repositories connected, so agents would run unconfined.`)
     }
     log.warn('agents cannot run until bubblewrap works (no App has a repository connected yet)', { reason: sandboxUnavailable })
@@ -65,14 +81,39 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   // Runs a crash or restart interrupted are failed (their reports can be queued again).
   const recovered = runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-  const app = createApp(ctx, services, log)
-  app.listen({
-    hostname: config.host,
-    port: config.port,
-    // Far above every limit fixloop enforces itself (8 MB JSON, 15 MB uploads, both counted while the body
-    // streams in): a body over Bun's own cap would get Bun's bare 413 instead of the spec's envelope.
-    maxRequestBodySize: MAX_STREAMED_BODY_BYTES,
+  const metrics = createMetrics(ctx.sqlite, config.dataDir, ctx.clock)
+  const readiness = createReadiness({
+    sqlite: ctx.sqlite,
+    dataDir: config.dataDir,
+    minFreeBytes: config.minFreeDiskBytes,
+    worker: () => (options.worker?.autoStart === false ? { ok: true, reason: 'worker not started (test mode)' } : worker.health()),
+    checkpointer: () => checkpointer.health(),
+    // createContext refused to start on a mismatch; reaching here means the key matched its check value.
+    masterKey: () => ({ ok: true }),
   })
+  const app = createApp(ctx, services, log, { readiness, metrics })
+  try {
+    app.listen({
+      hostname: config.host,
+      port: config.port,
+      // Elysia turns SO_REUSEPORT on: a second server on a busy port would then "listen" too and the kernel
+      // would split connections between two databases. Off, a busy port is an error.
+      reusePort: false,
+      // Far above every limit fixloop enforces itself (8 MB JSON, 15 MB uploads, both counted while the body
+      // streams in): a body over Bun's own cap would get Bun's bare 413 instead of the spec's envelope.
+      maxRequestBodySize: MAX_STREAMED_BODY_BYTES,
+    })
+  } catch (e) {
+    void checkpointer.stop()
+    ctx.sqlite.close()
+    lock.release()
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE' || /in use/i.test((e as Error).message)) {
+      throw new StartupError(`${config.host}:${config.port} is already in use (another fixloop or another program listens there); choose another --port or stop it`)
+    }
+    if (code === 'EACCES') throw new StartupError(`no permission to listen on ${config.host}:${config.port} (ports below 1024 need privileges)`)
+    throw e
+  }
   const server = app.server!
   let stopping: Promise<void> | undefined
   if (options.worker?.autoStart !== false) worker.start()
@@ -82,7 +123,14 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   slack.start(hub)
   const stopRetention = startRetention(ctx, log)
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
-  log.info('fixloop listening', { url, dataDir: config.dataDir })
+  const base = config.publicUrl ?? url
+  log.info(`fixloop ${VERSION} listening on ${url} (storage: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
+    url,
+    version: VERSION,
+    storage: config.s3 ? 's3' : 'embedded',
+    docs: `${base}/docs`,
+    dataDir: config.dataDir,
+  })
 
   return {
     url,
@@ -113,6 +161,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
           // A reader elsewhere may hold the WAL; the next start checkpoints it.
         }
         ctx.sqlite.close()
+        lock.release()
         log.info('fixloop stopped')
         log.flush()
       })()

@@ -30,6 +30,14 @@ import { createBatchWindows } from './worker/steps/release-batch'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
 import { createProcessFeedbackStep } from './worker/steps/process-feedback'
 import type { JobKind } from './lifecycle/jobs'
+import { createAdminsService } from './modules/admins/service'
+import { createSessionStore } from './modules/admins/sessions'
+import { createKeyActivity } from './modules/admins/key-activity'
+import { createAuditLog } from './modules/audit/index'
+import { createConsoleService } from './modules/admin-api/console'
+import { createInbox } from './modules/admin-api/inbox-repo'
+import { createConsoleRepo } from './modules/admin-api/console-repo'
+import type { AdminAuthDeps } from './http/admin-auth'
 import { EventHub } from './modules/events/hub'
 import { createEventsRepo } from './modules/events/repo'
 import { createEventsService } from './modules/events/service'
@@ -47,7 +55,19 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
   const committer = new GroupCommitter(sqlite)
   const directory = new CredentialDirectory(sqlite, ctx.box)
   const limiters = createRateLimiters(clock, config.rateLimitMultiplier)
-  const auth: AuthDeps = { directory, limiters, clock, trustProxy: config.trustProxy }
+  const tenants = createTenantsService(ctx)
+  // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
+  const admins = createAdminsService(sqlite, ctx.box, clock)
+  const audit = createAuditLog(sqlite, clock)
+  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(sqlite, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
+  const auth: AuthDeps = {
+    directory,
+    limiters,
+    clock,
+    trustProxy: config.trustProxy,
+    admin: { ...adminAuth, orgExists: createConsoleRepo(sqlite).orgExists },
+    keyUsed: createKeyActivity(sqlite, clock),
+  }
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(sqlite, store, committer, clock, log, config.uploadGraceHours * 3600_000)
   const cluster = createClusterService(sqlite, clock, DEFAULT_THRESHOLDS, lifecycle)
@@ -96,8 +116,13 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     feedback,
     triage: createTriageService(ctx, cluster, lifecycle),
     agentRuns: createAgentRunsService(sqlite),
-    tenants: createTenantsService(ctx),
+    tenants,
     connections,
+    admins,
+    audit,
+    adminAuth,
+    console: createConsoleService(ctx, { admins, audit, tenants, connections }),
+    inbox: createInbox(sqlite),
     cluster,
     runner,
     worker,

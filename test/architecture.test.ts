@@ -35,7 +35,7 @@ function layerOf(rel: string, text: string): Layer {
   if (rel.startsWith('core/') || rel.startsWith('sanitize/') || ['config.ts', 'version.ts'].includes(rel)) return 'core'
   if (rel.startsWith('db/') || rel.startsWith('storage/') || rel === 'context.ts') return 'db'
   if (rel.startsWith('lifecycle/')) return 'lifecycle'
-  if (isRouteFile(rel, text) || rel.startsWith('http/')) return 'http'
+  if (isRouteFile(rel, text) || rel.startsWith('http/') || rel.startsWith('admin-ui/')) return 'http'
   if (rel.startsWith('modules/') || rel.startsWith('cluster/') || rel.startsWith('auth/')) return 'modules'
   if (rel.startsWith('worker/') || rel.startsWith('agent/')) return 'worker/agent'
   if (['app.ts', 'server.ts', 'services.ts', 'main.ts', 'production-mode.ts'].includes(rel) || rel.startsWith('cli/')) return 'app'

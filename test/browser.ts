@@ -4,6 +4,14 @@ import { existsSync } from 'node:fs'
 
 export const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p))
 
+/**
+ * Why browser tests skip, or undefined when Chromium is there. Browser tests use
+ * `test.skipIf(!!BROWSER_SKIP)` so a machine without Chromium passes and says why (install.sh and .ci/run
+ * install it when they can).
+ */
+export const BROWSER_SKIP = CHROMIUM ? undefined : 'Chromium not found at /usr/bin/chromium: run "sudo apt-get install chromium" (install.sh does when it runs as root) to run the browser tests'
+if (BROWSER_SKIP) console.warn(`browser tests skipped: ${BROWSER_SKIP}`)
+
 export async function launchBrowser(): Promise<Browser> {
   if (!CHROMIUM) throw new Error('Chromium not found: apt-get install chromium (.ci/run does this)')
   return chromium.launch({

@@ -13,3 +13,8 @@ declare module 's3rver' {
     close(): Promise<void>
   }
 }
+
+declare module 'parse-prometheus-text-format' {
+  /** Parses Prometheus text exposition format; throws on a malformed line. */
+  export default function parsePrometheusTextFormat(text: string): unknown[]
+}

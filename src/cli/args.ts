@@ -2,6 +2,7 @@
  * Small helpers shared by the CLI commands: flag parsing with clear errors, output, exit codes.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { didYouMean } from './suggest'
 
 export class UsageError extends Error {}
 
@@ -17,7 +18,14 @@ export function parseFlags<T extends FlagSpec>(argv: string[], options: T) {
   try {
     return parseArgs({ args: argv, options: { ...COMMON_FLAGS, ...options }, allowPositionals: true, strict: true })
   } catch (e) {
-    throw new UsageError((e as Error).message.replace(/^TypeError \[\w+\]: /, ''))
+    const message = (e as Error).message.replace(/^TypeError \[\w+\]: /, '')
+    // "Unknown option '--nmae'. To specify a positional…": keep the first sentence and suggest a known flag.
+    const unknown = /^Unknown option '(-{1,2})([^']+)'/.exec(message)
+    if (unknown) {
+      const known = Object.keys({ ...COMMON_FLAGS, ...options })
+      throw new UsageError(`unknown flag ${unknown[1]}${unknown[2]}.${didYouMean(unknown[2], known, '--')} Run with --help for the flags.`)
+    }
+    throw new UsageError(message)
   }
 }
 
@@ -42,10 +50,34 @@ export function parseList(value: string | undefined): string[] | undefined {
     .filter(Boolean)
 }
 
-/** Prints a result: one JSON object with --json, otherwise "key: value" lines. */
+/** Table cell text: objects as JSON, long values cut so a row stays on one line. */
+function cell(v: unknown): string {
+  const text = v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v)
+  return text.length > 40 ? text.slice(0, 39) + '…' : text
+}
+
+/** A list as an aligned text table: one header row, one row per item, the columns of the first item. */
+export function formatTable(rows: Record<string, unknown>[]): string {
+  if (rows.length === 0) return '(none)\n'
+  const columns = Object.keys(rows[0])
+  const cells = rows.map((r) => columns.map((c) => cell(r[c])))
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i].length)))
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd()
+  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n') + '\n'
+}
+
+/**
+ * Prints a result: one JSON object with --json; otherwise a list ({data: [...]}) as a table and anything
+ * else as "key: value" lines.
+ */
 export function output(result: Record<string, unknown>, json: boolean | undefined): void {
   if (json) {
     process.stdout.write(JSON.stringify(result) + '\n')
+    return
+  }
+  const keys = Object.keys(result)
+  if (keys.length === 1 && keys[0] === 'data' && Array.isArray(result.data)) {
+    process.stdout.write(formatTable(result.data as Record<string, unknown>[]))
     return
   }
   for (const [k, v] of Object.entries(result)) process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`)

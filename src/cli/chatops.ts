@@ -69,7 +69,9 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
   const extra = positionals.slice(spec.takesId ? 3 : 2)
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`)
 
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
+  // Read-only commands never create a data dir, a database or a master key (issue 17).
+  const readOnly = sub === 'list' || sub === 'users'
+  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createChatopsService(ctx)
     const json = values.json

@@ -1,42 +1,141 @@
-/** `fixloop migrate` and `fixloop backup`: operations on the data dir. */
-import { existsSync, mkdirSync } from 'node:fs'
+/** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import { loadConfig } from '../config'
-import { createContext } from '../context'
+import { createContext, requireExistingDataDir } from '../context'
 import { openDatabase } from '../db/client'
 import { applyMigrations } from '../db/migrate'
+import { writeBackup } from '../db/backup/write'
+import { restoreBackup } from '../db/backup/restore'
+import { rekey } from '../db/rekey'
+import { lockDataDir } from '../db/data-dir-lock'
+import { refuseNewerSchema } from '../db/schema-guard'
+import { masterKeyFile, parseMasterKey } from '../core/master-key'
 import { output, parseFlags, UsageError } from './args'
 
 export const MIGRATE_HELP = `Usage: fixloop migrate [--data-dir DIR] [--json]
 Applies the embedded database migrations (serve also does this before the port opens).`
-export const BACKUP_HELP = `Usage: fixloop backup --out FILE [--data-dir DIR] [--json]
-Writes a consistent copy of the database while the server runs (SQLite VACUUM INTO).
-Back up master.key too, separately: without it the signing secrets in the copy cannot be read.`
+export const BACKUP_HELP = `Usage: fixloop backup --out FILE [--include-master-key] [--data-dir DIR] [--json]
+Writes ONE archive (tar): a consistent copy of the database (SQLite VACUUM INTO, safe while the server
+runs), every uploaded screenshot and attachment of the embedded store (<data-dir>/blobs) and a manifest
+with versions and SHA-256 checksums. The file is created with mode 0600.
+  --include-master-key   also put the master key in the archive (keep such a file as secret as the key);
+                         without it, keep master.key yourself: the restored secrets need it.
+S3/MinIO objects are not in the archive: back up the bucket with its own tools (docs/operations.md).
+Progress goes to stderr.`
+export const RESTORE_HELP = `Usage: fixloop restore --from FILE --data-dir DIR [--force] [--json]
+Checks the archive's manifest and checksums, then restores the database, the blobs and (when the archive
+has it) master.key into DIR. DIR must be empty or missing unless --force, which replaces its database,
+blobs and master key. Refused while a server runs on DIR. Progress goes to stderr.`
+export const REKEY_HELP = `Usage: fixloop rekey --old-key-file OLD --new-key-file NEW [--data-dir DIR] [--json]
+Re-seals every secret sealed with the master key (App signing secrets, repository host tokens, and every
+other column registered in src/db/sealed-columns.ts) from OLD to NEW in one transaction. A missing NEW
+file is created with a fresh random key (0600). When <data-dir>/master.key holds OLD it is replaced by NEW;
+if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
+
+const stderr = (line: string) => process.stderr.write(line + '\n')
 
 export function runMigrate(argv: string[]): void {
   const { values } = parseFlags(argv, {})
   if (values.help) return void process.stdout.write(MIGRATE_HELP + '\n')
   const config = loadConfig({ dataDir: values['data-dir'] })
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const { sqlite } = openDatabase(join(config.dataDir, 'fixloop.db'))
+  const file = join(config.dataDir, 'fixloop.db')
+  const { sqlite } = openDatabase(file)
   try {
+    refuseNewerSchema(sqlite, file)
     output({ applied: applyMigrations(sqlite) }, values.json)
   } finally {
     sqlite.close()
   }
 }
 
-export function runBackup(argv: string[]): void {
-  const { values } = parseFlags(argv, { out: { type: 'string' } })
+export async function runBackup(argv: string[]): Promise<void> {
+  const { values } = parseFlags(argv, { out: { type: 'string' }, 'include-master-key': { type: 'boolean' } })
   if (values.help) return void process.stdout.write(BACKUP_HELP + '\n')
   if (!values.out) throw new UsageError('missing --out FILE')
   const out = resolve(values.out)
   if (existsSync(out)) throw new UsageError(`${out} already exists; choose a new file`)
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
+  const config = loadConfig({ dataDir: values['data-dir'] })
+  const ctx = createContext(config, undefined, { existingOnly: true })
   try {
-    ctx.sqlite.query('VACUUM INTO ?').run(out)
-    output({ backup: out }, values.json)
+    const includeMasterKey = values['include-master-key'] === true
+    const manifest = await writeBackup({
+      sqlite: ctx.sqlite,
+      dataDir: config.dataDir,
+      out,
+      includeMasterKey,
+      masterKeyText: config.masterKey,
+      storage: config.s3 ? 's3' : 'embedded',
+      progress: stderr,
+    })
+    if (includeMasterKey) stderr(`backup: ${out} contains the master key; it was created with mode 0600: keep it as secret as the key itself`)
+    if (config.s3) stderr('backup: uploads live in the S3 bucket and are not in the archive; back the bucket up with its own tools')
+    const blobs = manifest.files.filter((f) => f.path.startsWith('blobs/')).length
+    output({ backup: out, files: manifest.files.length, blobs, bytes: manifest.files.reduce((n, f) => n + f.bytes, 0), masterKeyIncluded: includeMasterKey }, values.json)
   } finally {
     ctx.sqlite.close()
+  }
+}
+
+export async function runRestore(argv: string[]): Promise<void> {
+  const { values } = parseFlags(argv, { from: { type: 'string' }, force: { type: 'boolean' } })
+  if (values.help) return void process.stdout.write(RESTORE_HELP + '\n')
+  if (!values.from) throw new UsageError('missing --from FILE')
+  if (!values['data-dir'] && !process.env.FIXLOOP_DATA_DIR) throw new UsageError('missing --data-dir DIR (where to restore)')
+  const config = loadConfig({ dataDir: values['data-dir'] })
+  const manifest = await restoreBackup({ from: resolve(values.from), dataDir: config.dataDir, force: values.force === true, progress: stderr })
+  if (!manifest.masterKeyIncluded && !config.masterKey && !existsSync(masterKeyFile(config.dataDir))) {
+    stderr(`restore: the archive has no master key: copy the original master.key into ${config.dataDir} (or set FIXLOOP_MASTER_KEY) before "fixloop serve"; without it the server refuses to start`)
+  }
+  output({ restored: config.dataDir, fixloopVersion: manifest.fixloopVersion, createdAt: manifest.createdAt, files: manifest.files.length, masterKeyIncluded: manifest.masterKeyIncluded }, values.json)
+}
+
+function readKeyFile(path: string, flag: string): Uint8Array {
+  try {
+    return parseMasterKey(readFileSync(path, 'utf8'), `${flag} ${path}`)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    throw new UsageError(code ? `${flag}: cannot read ${path}: ${code}` : (e as Error).message)
+  }
+}
+
+export function runRekey(argv: string[]): void {
+  const { values } = parseFlags(argv, { 'old-key-file': { type: 'string' }, 'new-key-file': { type: 'string' } })
+  if (values.help) return void process.stdout.write(REKEY_HELP + '\n')
+  if (!values['old-key-file']) throw new UsageError('missing --old-key-file PATH')
+  if (!values['new-key-file']) throw new UsageError('missing --new-key-file PATH')
+  const config = loadConfig({ dataDir: values['data-dir'] })
+  requireExistingDataDir(config.dataDir)
+  const oldKey = readKeyFile(values['old-key-file'], '--old-key-file')
+  const newPath = resolve(values['new-key-file'])
+  let created = false
+  if (!existsSync(newPath)) {
+    writeFileSync(newPath, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
+    created = true
+  }
+  const newKey = readKeyFile(newPath, '--new-key-file')
+  if (Buffer.compare(Buffer.from(oldKey), Buffer.from(newKey)) === 0) throw new UsageError('--old-key-file and --new-key-file hold the same key')
+  const lock = lockDataDir(config.dataDir, 're-keying (a running server keeps the old key in memory)')
+  const file = join(config.dataDir, 'fixloop.db')
+  const { sqlite } = openDatabase(file)
+  try {
+    refuseNewerSchema(sqlite, file)
+    const resealed = rekey(sqlite, oldKey, newKey)
+    // The data dir's own key file follows, written whole under a temp name and renamed over the old one.
+    const keyFile = masterKeyFile(config.dataDir)
+    let keyFileReplaced = false
+    if (existsSync(keyFile) && Buffer.compare(Buffer.from(parseMasterKey(readFileSync(keyFile, 'utf8'), keyFile)), Buffer.from(oldKey)) === 0) {
+      writeFileSync(`${keyFile}.new`, Buffer.from(newKey).toString('hex') + '\n', { mode: 0o600 })
+      renameSync(`${keyFile}.new`, keyFile)
+      keyFileReplaced = true
+    }
+    if (created) stderr(`rekey: created ${newPath} with a new random key (mode 0600)`)
+    stderr(keyFileReplaced ? `rekey: ${keyFile} now holds the new key` : 'rekey: set FIXLOOP_MASTER_KEY (or master.key) to the new key before the next start')
+    output({ resealed, keyFileReplaced }, values.json)
+  } finally {
+    sqlite.close()
+    lock.release()
   }
 }

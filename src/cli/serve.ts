@@ -1,8 +1,12 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
-import { loadConfig } from '../config'
+import { ConfigError, loadConfig } from '../config'
 import { startServer } from '../server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
+import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
+import { createContext } from '../context'
+import { createAdminsService } from '../modules/admins/service'
+import { createAuditLog } from '../modules/audit/index'
 
 export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data]
 Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
@@ -17,7 +21,23 @@ export async function runServe(argv: string[]): Promise<void> {
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
   // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
+  if ((config.adminEmail === undefined) !== (config.adminPasswordFile === undefined)) {
+    throw new ConfigError('FIXLOOP_ADMIN_EMAIL and FIXLOOP_ADMIN_PASSWORD_FILE go together: set both or neither')
+  }
+  // The env admin exists before the port opens, so a client that sees /healthz can sign in with it.
+  const boot = createContext(config)
+  try {
+    const created = await adminFromEnv(createAdminsService(boot.sqlite, boot.box, boot.clock), createAuditLog(boot.sqlite, boot.clock), {
+      email: config.adminEmail,
+      passwordFile: config.adminPasswordFile,
+    })
+    if (created) process.stdout.write(`fixloop: created admin ${created.email} from FIXLOOP_ADMIN_EMAIL\n`)
+  } finally {
+    boot.sqlite.close()
+  }
   const running = startServer(config)
+  const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
+  if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
   const shutdown = async () => {
     await running.stop()
     process.exit(0)

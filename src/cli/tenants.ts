@@ -5,11 +5,13 @@
 import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
+import { createAuditLog } from '../modules/audit/index'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { createLifecycle } from '../lifecycle/lifecycle'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError } from './args'
+import { didYouMean } from './suggest'
 
 export const TENANT_HELP: Record<string, string> = {
   org: `Usage:
@@ -19,6 +21,7 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   key: `Usage:
   fixloop key create --org ORG_ID [--name N] [--json]   create an sk_ API key; the key is printed once
   fixloop key list --org ORG_ID [--json]                list keys (prefix only, never the key)
+  fixloop key rotate KEY_ID [--json]                    a new key with the same name; the old one is revoked
   fixloop key revoke KEY_ID [--json]                    revoke a key; refused at once by a running server
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   app: `Usage:
@@ -167,6 +170,7 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'org list': { flags: [], takesId: false },
   'key create': { flags: ['org', 'name'], takesId: false },
   'key list': { flags: ['org'], takesId: false },
+  'key rotate': { flags: [], takesId: true },
   'key revoke': { flags: [], takesId: true },
   'app create': { flags: ['org', ...SETTINGS_FLAGS], takesId: false },
   'app update': { flags: SETTINGS_FLAGS, takesId: true },
@@ -177,11 +181,36 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'app disconnect-repo': { flags: [], takesId: true },
 }
 
+/** The help of one command: its usage lines from the group's help, plus the settings sections it takes. */
+export function commandHelp(group: string, sub: string): string {
+  const text = TENANT_HELP[group]
+  const usage = text.split('\n').filter((l) => l.startsWith(`  fixloop ${group} ${sub} `) || l === `  fixloop ${group} ${sub}`)
+  const section = (title: string) => {
+    const start = text.indexOf(`\n${title}`)
+    if (start < 0) return ''
+    const end = text.indexOf('\n', text.indexOf('\n', start + 1) + 1)
+    const rest = text.slice(start + 1)
+    const stop = rest.search(/\n(Settings|Repository settings|Flags)[^\n]*:/)
+    return stop < 0 || end < 0 ? rest : rest.slice(0, stop)
+  }
+  const parts = ['Usage:', ...usage]
+  if (group === 'app' && (sub === 'create' || sub === 'update')) parts.push(section('Settings:'))
+  if (group === 'app' && sub === 'connect-repo') parts.push(section('Repository settings'))
+  parts.push('Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data), --json, --help')
+  return parts.join('\n')
+}
+
 function checkUsage(cmd: string, values: Record<string, unknown>, positionals: string[], help: string): void {
   const spec = COMMANDS[cmd]
-  if (!spec) throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${help}`)
+  if (!spec) {
+    const [group, sub] = cmd.split(' ')
+    const subs = Object.keys(COMMANDS).filter((c) => c.startsWith(group + ' ')).map((c) => c.slice(group.length + 1))
+    throw new UsageError(`unknown command "fixloop ${cmd}".${didYouMean(sub, subs, `${group} `)}\n\n${help}`)
+  }
   for (const flag of Object.keys(values)) {
-    if (!(flag in COMMON_FLAGS) && !spec.flags.includes(flag)) throw new UsageError(`"fixloop ${cmd}" does not take --${flag}`)
+    if (!(flag in COMMON_FLAGS) && !spec.flags.includes(flag)) {
+      throw new UsageError(`"fixloop ${cmd}" does not take --${flag}.${didYouMean(flag, [...spec.flags, ...Object.keys(COMMON_FLAGS)], '--')}`)
+    }
   }
   const extra = positionals.slice(spec.takesId ? 2 : 1)
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for "fixloop ${cmd}"`)
@@ -195,13 +224,21 @@ function need<T>(value: T | undefined, what: string): T {
 export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): void {
   const { values, positionals } = parseFlags(argv, APP_FLAGS)
   const sub = positionals[0]
-  if (values.help) return void process.stdout.write(TENANT_HELP[group] + '\n')
+  if (values.help) {
+    const known = sub !== undefined && COMMANDS[`${group} ${sub}`] !== undefined
+    return void process.stdout.write((known ? commandHelp(group, sub) : TENANT_HELP[group]) + '\n')
+  }
   // A missing subcommand is a usage error: the help goes to stderr, stdout stays empty.
   if (!sub) throw new UsageError(`missing command\n\n${TENANT_HELP[group]}`)
   checkUsage(`${group} ${sub}`, values, positionals, TENANT_HELP[group])
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
+  // Read-only commands never create a data dir, a database or a master key: a typo is an error.
+  const readOnly = sub === 'list'
+  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createTenantsService(ctx)
+    // Operator actions go to the same audit log as the dashboard's (actor "cli"); never secret values.
+    const audit = createAuditLog(ctx.sqlite, ctx.clock)
+    const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: 'cli', action, targetId, data })
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
     const appTarget = () => {
@@ -214,6 +251,7 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
     switch (cmd) {
       case 'org create': {
         const org = svc.createOrg(need(values.name, '--name'))
+        record(org.id, 'org.created', org.id, { name: org.name })
         return output({ id: org.id, name: org.name }, json)
       }
       case 'org list':
@@ -221,41 +259,75 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
       case 'key create': {
         // CONTRACT.md: exactly {"id", "key"}.
         const key = svc.createKey(need(values.org, '--org'), values.name ?? '')
+        record(key.orgId, 'key.created', key.id, { name: key.name })
+        process.stderr.write('This key is shown once: store it now. fixloop keeps only its hash; a lost key is replaced with "fixloop key rotate".\n')
         return output({ id: key.id, key: key.key }, json)
+      }
+      case 'key rotate': {
+        const keyId = target()
+        const orgId = svc.orgOfKey(keyId)
+        const old = svc.listKeys(orgId).find((k) => k.id === keyId)
+        if (old?.revokedAt) throw new UsageError(`key ${keyId} is already revoked; create a new one with "fixloop key create"`)
+        // Both or neither: a rotation never leaves the Org with two live keys or none.
+        const fresh = ctx.sqlite.transaction(() => {
+          const k = svc.createKey(orgId, old?.name ?? '')
+          svc.revokeKey(orgId, keyId)
+          record(orgId, 'key.created', k.id, { name: k.name, rotatedFrom: keyId })
+          record(orgId, 'key.revoked', keyId, { rotatedTo: k.id })
+          return k
+        }).immediate()
+        process.stderr.write(`This key is shown once: store it now. The old key ${keyId} is revoked.\n`)
+        return output({ id: fresh.id, key: fresh.key, revoked: keyId }, json)
       }
       case 'key list':
         return output({ data: svc.listKeys(need(values.org, '--org')) }, json)
       case 'key revoke': {
         const keyId = target()
-        return output(svc.revokeKey(svc.orgOfKey(keyId), keyId), json)
+        const orgId = svc.orgOfKey(keyId)
+        const out = svc.revokeKey(orgId, keyId)
+        record(orgId, 'key.revoked', keyId)
+        return output(out, json)
       }
       case 'app create': {
         const s = settingsFrom(values)
-        return output(svc.createApp(need(values.org, '--org'), { ...s, name: need(s.name, '--name') }), json)
+        const orgId = need(values.org, '--org')
+        const app = svc.createApp(orgId, { ...s, name: need(s.name, '--name') })
+        record(orgId, 'app.created', app.id, { settings: Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined) })
+        return output(app, json)
       }
       case 'app update': {
         const settings = settingsFrom(values)
         const { orgId, appId } = appTarget()
-        return output(svc.updateApp(orgId, appId, settings), json)
+        const app = svc.updateApp(orgId, appId, settings)
+        record(orgId, 'app.updated', appId, { settings: Object.keys(settings).filter((k) => settings[k as keyof typeof settings] !== undefined) })
+        return output(app, json)
       }
       case 'app list':
         return output({ data: svc.listApps(need(values.org, '--org')) }, json)
       case 'app rotate-secret': {
         const { orgId, appId } = appTarget()
-        return output(svc.rotateSecret(orgId, appId), json)
+        const out = svc.rotateSecret(orgId, appId)
+        record(orgId, 'app.secret_rotated', appId)
+        return output(out, json)
       }
       case 'app delete': {
         const { orgId, appId } = appTarget()
-        return output(svc.deleteApp(orgId, appId), json)
+        const out = svc.deleteApp(orgId, appId)
+        record(orgId, 'app.deleted', appId)
+        return output(out, json)
       }
       case 'app connect-repo': {
         const input = connectionFrom(values)
         const { orgId, appId } = appTarget()
-        return output(connections().connect(orgId, appId, input), json)
+        const out = connections().connect(orgId, appId, input)
+        record(orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: out.host, agent: out.agent })
+        return output(out, json)
       }
       case 'app disconnect-repo': {
         const { orgId, appId } = appTarget()
-        return output(connections().disconnect(orgId, appId), json)
+        const out = connections().disconnect(orgId, appId)
+        record(orgId, 'app.repo_disconnected', appId)
+        return output(out, json)
       }
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)

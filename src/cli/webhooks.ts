@@ -1,6 +1,7 @@
 /** `fixloop webhook …`: thin commands over the webhooks service (the same rules as the API). */
 import { loadConfig } from '../config'
 import { createContext } from '../context'
+import { didYouMean } from './suggest'
 import { createWebhooksService } from '../modules/webhooks/service'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError } from './args'
 
@@ -50,7 +51,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const sub = positionals[0]
   if (!sub) throw new UsageError(`missing command\n\n${WEBHOOK_HELP}`)
   const spec = COMMANDS[sub]
-  if (!spec) throw new UsageError(`unknown command "fixloop webhook ${sub}"\n\n${WEBHOOK_HELP}`)
+  if (!spec) throw new UsageError(`unknown command "fixloop webhook ${sub}".${didYouMean(sub, Object.keys(COMMANDS), 'webhook ')}\n\n${WEBHOOK_HELP}`)
   for (const flag of Object.keys(values)) {
     if (!(flag in COMMON_FLAGS) && !spec.flags.includes(flag)) throw new UsageError(`"fixloop webhook ${sub}" does not take --${flag}`)
   }
@@ -58,7 +59,9 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for "fixloop webhook ${sub}"`)
   const id = () => need(positionals[1], sub === 'redeliver' ? 'DELIVERY_ID argument' : 'WEBHOOK_ID argument')
 
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
+  // Read-only commands never create a data dir, a database or a master key (issue 17).
+  const readOnly = sub === 'list' || sub === 'deliveries'
+  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createWebhooksService(ctx)
     const orgOf = (webhookId: string) => {

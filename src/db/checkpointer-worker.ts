@@ -28,6 +28,8 @@ let lastTruncateAt = 0
 function checkpoint(mode: 'PASSIVE' | 'TRUNCATE'): boolean {
   try {
     const row = db?.query(`PRAGMA wal_checkpoint(${mode})`).get() as { busy: number } | null
+    // The heartbeat the main thread's readiness check reads.
+    postMessage({ type: 'beat' })
     return row?.busy === 0
   } catch (e) {
     postMessage({ type: 'error', message: e instanceof Error ? e.message : String(e) })

@@ -22,6 +22,9 @@ export const WAL_TRUNCATE_MS = 5000
 
 export class Checkpointer {
   private worker: Worker | undefined
+  /** performance.now() of the thread's last report (a checkpoint or its start); readiness reads it. */
+  private lastBeatAt = performance.now()
+  private fellBack = false
 
   constructor(
     private readonly sqlite: Database,
@@ -34,6 +37,7 @@ export class Checkpointer {
   start(): void {
     const worker = new Worker(workerUrl())
     worker.onmessage = (e: MessageEvent) => {
+      this.lastBeatAt = performance.now()
       if (e.data?.type === 'error') this.log.warn('wal checkpoint failed', { error: e.data.message })
     }
     worker.onerror = (e) => {
@@ -45,7 +49,20 @@ export class Checkpointer {
     this.worker = worker
   }
 
+  /**
+   * For /readyz: the thread answered within 30 s (or it failed and the request thread checkpoints again,
+   * which keeps the WAL bounded: reported ok with a note).
+   */
+  health(): { ok: boolean; reason?: string } {
+    if (this.fellBack) return { ok: true, reason: 'checkpointer thread failed; SQLite auto-checkpoints on the main thread' }
+    if (!this.worker) return { ok: false, reason: 'the WAL checkpointer is not running' }
+    const silent = performance.now() - this.lastBeatAt
+    if (silent > Math.max(30_000, this.intervalMs * 30)) return { ok: false, reason: `the WAL checkpointer has not reported for ${Math.round(silent / 1000)} s` }
+    return { ok: true }
+  }
+
   private fallBack(): void {
+    this.fellBack = true
     this.worker = undefined
     try {
       this.sqlite.run('PRAGMA wal_autocheckpoint = 1000')

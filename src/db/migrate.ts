@@ -5,6 +5,8 @@
  */
 import type { Database } from 'bun:sqlite'
 import { MIGRATIONS, type Migration } from './migrations'
+import { META, readMeta, writeMeta } from './instance-meta'
+import { VERSION } from '../version'
 
 export function applyMigrations(sqlite: Database, list: readonly Migration[] = MIGRATIONS): string[] {
   sqlite.run('CREATE TABLE IF NOT EXISTS __migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)')
@@ -21,6 +23,8 @@ export function applyMigrations(sqlite: Database, list: readonly Migration[] = M
     })
     if (run.immediate()) applied.push(m.name)
   }
+  // Recorded so an older binary that refuses this database can say which version migrated it.
+  if (applied.length > 0 && list === MIGRATIONS && readMeta(sqlite, META.migratedBy) !== VERSION) writeMeta(sqlite, META.migratedBy, VERSION)
   return applied
 }
 

@@ -11,6 +11,8 @@ import m0004 from '../../migrations/0004_events.sql' with { type: 'text' }
 import m0006 from '../../migrations/0006_hardening.sql' with { type: 'text' }
 import m0007 from '../../migrations/0007_sandbox.sql' with { type: 'text' }
 import m0008 from '../../migrations/0008_webhooks.sql' with { type: 'text' }
+import m0009 from '../../migrations/0009_ops.sql' with { type: 'text' }
+import m0010 from '../../migrations/0010_admin.sql' with { type: 'text' }
 import m0012 from '../../migrations/0012_perf.sql' with { type: 'text' }
 
 export interface Migration {
@@ -27,5 +29,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0006_hardening', sql: m0006 },
   { name: '0007_sandbox', sql: m0007 },
   { name: '0008_webhooks', sql: m0008 },
+  { name: '0009_ops', sql: m0009 },
+  { name: '0010_admin', sql: m0010 },
   { name: '0012_perf', sql: m0012 },
 ]

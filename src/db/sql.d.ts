@@ -10,3 +10,12 @@ declare module '*/swagger-ui-bundle.js' {
   const text: string
   export default text
 }
+// Browser files embedded as text by src/admin-ui/assets.ts.
+declare module '*.mjs' {
+  const text: string
+  export default text
+}
+declare module '*.js' {
+  const text: string
+  export default text
+}

@@ -12,12 +12,17 @@ import type { CredentialDirectory, KnownApp } from '../auth/directory'
 import { verifyUserToken, type UserIdentity } from '../auth/user-token'
 import type { RateLimiter, RateScope } from './rate-limit'
 import { clientAddress } from './client-address'
+import { authenticateAdmin, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
 
 export interface AuthDeps {
   directory: CredentialDirectory
   limiters: Record<RateScope, RateLimiter>
   clock: Clock
   trustProxy: boolean
+  /** Dashboard sessions may call the Org routes too (cookie + X-Fixloop-Org + CSRF on mutations). */
+  admin?: AdminAuthDeps & { orgExists(orgId: string): boolean }
+  /** Told of every accepted `sk_` key (its last-used time, kept by the dashboard). */
+  keyUsed?: (keyId: string) => void
 }
 
 /** RFC 6750: the scheme name is case-insensitive ("bearer", "BEARER"); one or more spaces follow it. */
@@ -68,13 +73,28 @@ export interface OrgCaller {
   keyId: string
 }
 
+/**
+ * A signed-in dashboard admin acting on one of their Orgs: same routes, same rules, so everything the
+ * dashboard does is something a script with an `sk_` key can do too.
+ */
+function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<AuthDeps['admin']> }, request: Request): OrgCaller {
+  const { session, admin } = authenticateAdmin(deps.admin, request)
+  const orgId = request.headers.get(ORG_HEADER) ?? ''
+  if (!/^[0-9a-f]{24}$/.test(orgId)) throw new ApiError('invalid_authorization', { reason: 'a dashboard session names its Org in X-Fixloop-Org' })
+  requireOrg(admin, orgId, deps.admin.orgExists)
+  deps.limiters.orgKey.take(`session:${session.id}`)
+  return { orgId, keyId: `session:${session.id}` }
+}
+
 export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
+  if (deps.admin && !request.headers.has('authorization') && hasSessionCookie(request)) return authenticateAdminAsOrg(deps as Parameters<typeof authenticateAdminAsOrg>[0], request)
   const key = bearerToken(request.headers.get('authorization'))
   if (!key.startsWith('sk_')) throw new ApiError('invalid_authorization', { reason: 'this route takes an Org API key (sk_...)' })
   const known = deps.directory.orgForApiKey(key)
   if (!known) throw new ApiError('invalid_authorization', { reason: 'unknown or revoked API key' })
   // Keyed by key id, never by the key itself: no credential is held in limiter memory.
   deps.limiters.orgKey.take(known.keyId)
+  deps.keyUsed?.(known.keyId)
   return { orgId: known.orgId, keyId: known.keyId }
 }
 

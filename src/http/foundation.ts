@@ -7,7 +7,9 @@
  * - URL and header sizes, answered with the envelope (Bun's own limit is raised above ours, see build);
  * - the one error handler that renders the spec's envelope; unknown errors become 500 internal_error
  *   with details.requestId, and their stack is logged, never sent;
- * - one log line per request.
+ * - one log line per request;
+ * - request count and latency per route for GET /metrics, recorded in the after-handle and error hooks
+ *   (inline in the request's own task: an after-response hook would cost an extra task per request).
  */
 import { Elysia, ValidationError } from 'elysia'
 import { ApiError } from '../core/errors'
@@ -15,6 +17,7 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
+import type { RequestMetrics } from '../modules/metrics/request-metrics'
 
 const startedAt = new WeakMap<Request, number>()
 const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
@@ -79,7 +82,13 @@ function toApiError(code: string | number, error: unknown): ApiError {
   return new ApiError('internal_error')
 }
 
-export function foundation(log: Logger) {
+/** Seconds since onRequest; 0 when the request never passed it. */
+function elapsedSeconds(request: Request): number {
+  const t0 = startedAt.get(request)
+  return t0 === undefined ? 0 : (performance.now() - t0) / 1000
+}
+
+export function foundation(log: Logger, metrics?: RequestMetrics) {
   const app = new Elysia({ name: 'foundation' })
     .onRequest(({ request, set }) => {
       startedAt.set(request, performance.now())
@@ -103,8 +112,15 @@ export function foundation(log: Logger) {
       if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path)) return null
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
-    .onError({ as: 'global' }, ({ code, error, set, request }) => {
+    .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {
+      const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : 200
+      metrics?.observe(request.method, route || 'unmatched', status, elapsedSeconds(request))
+    })
+    .onError({ as: 'global' }, (c) => {
+      const { code, error, set, request } = c
       const apiError = toApiError(code, error)
+      const route = 'route' in c && typeof c.route === 'string' && code !== 'NOT_FOUND' ? c.route : 'unmatched'
+      metrics?.observe(request.method, route || 'unmatched', apiError.status, elapsedSeconds(request))
       const requestId = String(set.headers['x-request-id'] ?? newId())
       set.headers['x-request-id'] = requestId
       if (apiError.code === 'internal_error') {

@@ -57,6 +57,9 @@ export class Worker {
   private timer: ReturnType<typeof setTimeout> | undefined
   private current: Promise<number> | undefined
   private held = new Set<number>()
+  /** performance.now() of the loop's last pass and of the job in hand's start (readiness: alive, not stuck). */
+  private lastPassAt = performance.now()
+  private jobStartedAt: number | undefined
   private readonly opts: WorkerOptions
   /** This process as a lease owner. */
   private readonly owner = currentLeaseOwner()
@@ -102,6 +105,7 @@ export class Worker {
   private async runOne(job: JobRow): Promise<void> {
     const step = this.steps[job.kind]
     this.held.add(job.id)
+    this.jobStartedAt = performance.now()
     try {
       if (!step) throw new Error(`no step for job kind "${job.kind}"`)
       await step.run(job)
@@ -126,6 +130,7 @@ export class Worker {
       }
     } finally {
       this.held.delete(job.id)
+      this.jobStartedAt = undefined
     }
   }
 
@@ -150,6 +155,7 @@ export class Worker {
 
   private async loop(): Promise<void> {
     this.timer = undefined
+    this.lastPassAt = performance.now()
     if (!this.running || this.current) return
     this.current = this.tick().catch((e) => {
       this.log.error('worker tick failed', { error: e instanceof Error ? e.message : String(e) })
@@ -161,6 +167,22 @@ export class Worker {
     const due = this.jobs.nextDueAt()
     const wait = due === null ? this.opts.pollMs : Math.max(0, Math.min(this.opts.pollMs, due - this.clock.now()))
     this.schedule(wait)
+  }
+
+  /**
+   * For /readyz: not ok when stopped, when one job has been in hand longer than its lease (it is stuck: the
+   * lease runs out and another pass would run it twice), or when the loop has not passed for ten polls.
+   */
+  health(): { ok: boolean; reason?: string } {
+    const now = performance.now()
+    if (!this.running) return { ok: false, reason: 'the job worker is not running' }
+    if (this.jobStartedAt !== undefined && now - this.jobStartedAt > this.opts.leaseMs) {
+      return { ok: false, reason: `the job worker is stuck: one job has run for ${Math.round((now - this.jobStartedAt) / 1000)} s (lease ${this.opts.leaseMs / 1000} s)` }
+    }
+    if (this.jobStartedAt === undefined && !this.current && now - this.lastPassAt > Math.max(30_000, this.opts.pollMs * 10)) {
+      return { ok: false, reason: `the job worker has not polled for ${Math.round((now - this.lastPassAt) / 1000)} s` }
+    }
+    return { ok: true }
   }
 
   /** Stops claiming, waits for the job in hand, and releases any lease still held. */

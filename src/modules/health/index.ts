@@ -1,14 +1,16 @@
 /**
  * GET /healthz: the process is up and serving (liveness).
- * GET /readyz: the database answers and every embedded migration is applied (readiness).
+ * GET /readyz: every readiness check passes (readiness.ts); otherwise 503 not_ready with the failing
+ * checks' reasons in error.details.
  */
 import { Elysia, t } from 'elysia'
-import type { Database } from 'bun:sqlite'
 import { ApiError } from '../../core/errors'
-import { pendingMigrations } from '../../db/migrate'
 import { errorSchemas } from '../../http/error-docs'
+import type { Readiness } from './readiness'
 
-export function healthRoutes(sqlite: Database, version: string) {
+const CheckSchema = t.Object({ ok: t.Boolean(), reason: t.Optional(t.String()) })
+
+export function healthRoutes(readiness: Readiness, version: string) {
   return new Elysia({ name: 'health' })
     .get('/healthz', () => ({ status: 'ok' as const, version }), {
       response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }) },
@@ -17,19 +19,23 @@ export function healthRoutes(sqlite: Database, version: string) {
     .get(
       '/readyz',
       () => {
-        // Reading the applied migrations is itself the database round trip.
-        let pending: string[]
-        try {
-          pending = pendingMigrations(sqlite)
-        } catch {
-          throw new ApiError('not_ready', { reason: 'database unreachable' })
+        const { ready, checks } = readiness.check()
+        if (!ready) {
+          const reason = Object.entries(checks)
+            .filter(([, c]) => !c.ok)
+            .map(([name, c]) => `${name}: ${c.reason ?? 'failed'}`)
+            .join('; ')
+          throw new ApiError('not_ready', { reason, checks })
         }
-        if (pending.length > 0) throw new ApiError('not_ready', { reason: 'migrations pending', pending })
-        return { status: 'ready' as const }
+        return { status: 'ready' as const, checks }
       },
       {
-        response: { 200: t.Object({ status: t.Literal('ready') }), ...errorSchemas('not_ready') },
-        detail: { summary: 'Readiness: database reachable, migrations applied', tags: ['operations'] },
+        response: { 200: t.Object({ status: t.Literal('ready'), checks: t.Record(t.String(), CheckSchema) }), ...errorSchemas('not_ready') },
+        detail: {
+          summary: 'Readiness: database writable, disk space, worker, checkpointer, master key, migrations',
+          description: 'Each check is reported under `checks`; when one fails the answer is 503 not_ready and error.details.reason names it.',
+          tags: ['operations'],
+        },
       },
     )
 }

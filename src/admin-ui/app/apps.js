@@ -1,0 +1,227 @@
+// Orgs, Apps and an App's settings, signing secret and widget snippet.
+import { useState } from 'preact/hooks'
+import { api } from '@fixloop/api'
+import { html, Link, navigate, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
+
+export function OrgsPage({ me, orgs, onChange }) {
+  const [name, setName] = useState('')
+  const [run, busy, error] = useAction(async () => {
+    const org = await api('POST', '/admin/api/orgs', { body: { name } })
+    setName('')
+    await onChange()
+    navigate(`/admin/o/${org.id}/apps`)
+  })
+  return html`<h1>Orgs</h1>
+    ${orgs.length === 0 && html`<p>No Org yet.${me.isOwner ? ' Create the first one below.' : ' Ask the instance owner to add you to one.'}</p>`}
+    <ul class="cards">
+      ${orgs.map((o) => html`<li><${Link} href=${`/admin/o/${o.id}/inbox`}>${o.name}</${Link}> <span class="muted">${o.role} · <span class="mono">${o.id}</span></span></li>`)}
+    </ul>
+    ${me.isOwner &&
+    html`<section aria-labelledby="new-org"><h2 id="new-org">New Org</h2>
+      <form class="inline" onSubmit=${(e) => (e.preventDefault(), run())}>
+        <div class="field"><label for="org-name">Org name</label><input id="org-name" required maxlength="200" value=${name} onInput=${(e) => setName(e.target.value)} /></div>
+        <button type="submit" class="primary" disabled=${busy}>Create Org</button>
+      </form><${ErrorBox} error=${error} /></section>`}`
+}
+
+export function AppsPage({ org }) {
+  const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id])
+  const costs = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/costs`), [org.id])
+  const costOf = (id) => (costs.data && costs.data.data.find((c) => c.appId === id)) || { runs: 0, costUsd: 0 }
+  const [name, setName] = useState('')
+  const [run, busy, error] = useAction(async () => {
+    const app = await api('POST', `/admin/api/orgs/${org.id}/apps`, { body: { name } })
+    navigate(`/admin/o/${org.id}/apps/${app.id}`)
+  })
+  return html`<h1>Apps of ${org.name}</h1>
+    <${ErrorBox} error=${apps.error} />
+    ${apps.data &&
+    (apps.data.data.length === 0
+      ? html`<p>No App yet.</p>`
+      : html`<div class="table-wrap" tabindex="0" role="region" aria-label="App table"><table>
+          <caption class="sr-only">Apps</caption>
+          <thead><tr><th scope="col">Name</th><th scope="col">Public key</th><th scope="col">Mode</th><th scope="col">Agent runs (30 days)</th><th scope="col">Agent cost (30 days)</th><th scope="col">Created</th></tr></thead>
+          <tbody>${apps.data.data.map(
+            (a) => html`<tr><td><${Link} href=${`/admin/o/${org.id}/apps/${a.id}`}>${a.name}</${Link}></td><td class="mono">${a.publicKey}</td><td>${a.processingMode}</td><td>${costOf(a.id).runs}</td><td>$${costOf(a.id).costUsd.toFixed(2)}</td><td>${fmtDate(a.createdAt)}</td></tr>`,
+          )}</tbody></table></div>`)}
+    ${org.role === 'owner' &&
+    html`<section aria-labelledby="new-app"><h2 id="new-app">New App</h2>
+      <form class="inline" onSubmit=${(e) => (e.preventDefault(), run())}>
+        <div class="field"><label for="app-name">App name</label><input id="app-name" required maxlength="200" value=${name} onInput=${(e) => setName(e.target.value)} /></div>
+        <button type="submit" class="primary" disabled=${busy}>Create App</button>
+      </form><${ErrorBox} error=${error} /></section>`}`
+}
+
+function Settings({ org, app, onSaved }) {
+  const [f, setF] = useState({
+    name: app.name,
+    slug: app.slug,
+    description: app.description,
+    publicSubmissionEnabled: app.publicSubmissionEnabled,
+    allowedOrigins: app.allowedOrigins.join('\n'),
+    processingMode: app.processingMode,
+    batchEnabled: app.batchEnabled,
+    batchWindowHours: app.batchWindowHours,
+  })
+  const [saved, setSaved] = useState(false)
+  const set = (k) => (e) => setF({ ...f, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value })
+  const [run, busy, error] = useAction(async () => {
+    setSaved(false)
+    const body = { ...f, batchWindowHours: Number(f.batchWindowHours), allowedOrigins: f.allowedOrigins.split(/[\s,]+/).filter(Boolean) }
+    onSaved(await api('PATCH', `/admin/api/orgs/${org.id}/apps/${app.id}`, { body }))
+    setSaved(true)
+  })
+  const ro = org.role !== 'owner'
+  return html`<section aria-labelledby="settings"><h2 id="settings">Settings</h2>
+    <form class="grid" onSubmit=${(e) => (e.preventDefault(), run())}>
+      <fieldset disabled=${ro}>
+      <legend class="sr-only">App settings</legend>
+      <div class="field"><label for="s-name">Name</label><input id="s-name" required value=${f.name} onInput=${set('name')} /></div>
+      <div class="field"><label for="s-slug">Slug</label><input id="s-slug" required pattern="[a-z0-9][a-z0-9-]{0,63}" value=${f.slug} onInput=${set('slug')} /></div>
+      <div class="field wide"><label for="s-desc">Description</label><textarea id="s-desc" rows="2" value=${f.description} onInput=${set('description')}></textarea></div>
+      <div class="field check"><input id="s-public" type="checkbox" checked=${f.publicSubmissionEnabled} onChange=${set('publicSubmissionEnabled')} /><label for="s-public">Accept public submissions (no user token)</label></div>
+      <div class="field wide"><label for="s-origins">Allowed origins</label>
+        <textarea id="s-origins" rows="3" aria-describedby="origins-hint" value=${f.allowedOrigins} onInput=${set('allowedOrigins')}></textarea>
+        <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>
+      <div class="field"><label for="s-mode">Processing mode</label>
+        <select id="s-mode" value=${f.processingMode} onChange=${set('processingMode')}>
+          <option value="manual">manual: wait for a human</option><option value="auto_pr">auto_pr: queue for the agent</option></select></div>
+      <div class="field check"><input id="s-batch" type="checkbox" checked=${f.batchEnabled} onChange=${set('batchEnabled')} /><label for="s-batch">Batch reports into windows</label></div>
+      <div class="field"><label for="s-window">Batch window (hours)</label><input id="s-window" type="number" min="1" max="720" value=${f.batchWindowHours} onInput=${set('batchWindowHours')} /></div>
+      <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>Save settings</button>
+        ${saved && html`<span role="status">Saved.</span>`}</div>
+      </fieldset>
+    </form><${ErrorBox} error=${error} /></section>`
+}
+
+function Secret({ org, app }) {
+  const [dialog, setDialog] = useState(null)
+  const [password, setPassword] = useState('')
+  const [secret, setSecret] = useState(null)
+  const [rotated, setRotated] = useState(false)
+  const [reveal, revealing, revealError] = useAction(async () => {
+    const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/reveal`, { body: { password } })
+    setSecret(out.signingSecret)
+    setPassword('')
+    setDialog(null)
+  })
+  const [rotate, rotating, rotateError] = useAction(async () => {
+    const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/rotate`)
+    setSecret(out.signingSecret)
+    setRotated(true)
+    setDialog(null)
+  })
+  return html`<section aria-labelledby="secret"><h2 id="secret">Signing secret</h2>
+    <p>Your backend signs user tokens (HS256) with this secret. It is hidden until you confirm your password.</p>
+    ${secret
+      ? html`<${CopyField} label="Signing secret (hex)" id="secret-value" value=${secret} />
+        ${rotated && html`<p role="status">Rotated. Tokens signed with the old secret no longer work.</p>`}
+        <button type="button" onClick=${() => setSecret(null)}>Hide</button>`
+      : html`<p class="mono masked" aria-label="Signing secret hidden">••••••••••••••••••••••••••••••••</p>`}
+    <div class="actions">
+      ${!secret && html`<button type="button" onClick=${() => setDialog('reveal')}>Reveal</button>`}
+      <button type="button" class="danger" onClick=${() => setDialog('rotate')}>Rotate secret</button>
+    </div>
+    ${dialog === 'reveal' &&
+    html`<${Dialog} title="Reveal the signing secret" onClose=${() => setDialog(null)}>
+      <form onSubmit=${(e) => (e.preventDefault(), reveal())}>
+        <div class="field"><label for="reveal-password">Password</label>
+          <input id="reveal-password" type="password" autocomplete="current-password" required autofocus value=${password} onInput=${(e) => setPassword(e.target.value)} /></div>
+        <p class="hint">Each reveal is written to the audit log.</p>
+        <${ErrorBox} error=${revealError} />
+        <div class="actions"><button type="submit" class="primary" disabled=${revealing}>Reveal</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
+      </form></${Dialog}>`}
+    ${dialog === 'rotate' &&
+    html`<${Dialog} title="Rotate the signing secret?" onClose=${() => setDialog(null)}>
+      <p><strong>Every outstanding user token stops working at once.</strong> Users of ${app.name} in private mode cannot submit until your backend signs new tokens with the new secret.</p>
+      <${ErrorBox} error=${rotateError} />
+      <div class="actions"><button type="button" class="danger" disabled=${rotating} onClick=${rotate}>Rotate now</button><button type="button" autofocus onClick=${() => setDialog(null)}>Cancel</button></div>
+    </${Dialog}>`}
+  </section>`
+}
+
+function Repo({ org, app, me }) {
+  const current = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`), [app.id])
+  const [f, setF] = useState(null)
+  const [saved, setSaved] = useState('')
+  const c = current.data && current.data.connection
+  const form = f || {
+    gitUrl: c ? c.gitUrl : '',
+    baseBranch: c ? c.baseBranch : 'main',
+    host: c ? c.host : 'github',
+    hostApiUrl: c && c.hostApiUrl ? c.hostApiUrl : '',
+    hostToken: '',
+    agent: c ? c.agent : 'claude-code',
+    agentCommand: c && c.agentCommand ? c.agentCommand : '',
+    model: c && c.model ? c.model : '',
+    prMode: c ? c.prMode : 'ready',
+    verifyCommand: c && c.verifyCommand ? c.verifyCommand : '',
+    maxFiles: c ? c.maxFiles : 20,
+    maxLines: c ? c.maxLines : 1000,
+    runsPerDay: c ? c.runsPerDay : 20,
+    maxCostUsdPerMonth: c ? c.maxCostUsdPerMonth : 50,
+  }
+  const set = (k) => (e) => setF({ ...form, [k]: e.target.value })
+  const [save, busy, error] = useAction(async () => {
+    const body = { ...form, maxFiles: Number(form.maxFiles), maxLines: Number(form.maxLines), runsPerDay: Number(form.runsPerDay), maxCostUsdPerMonth: Number(form.maxCostUsdPerMonth) }
+    for (const k of ['hostApiUrl', 'agentCommand', 'model', 'verifyCommand', 'hostToken']) if (!body[k]) delete body[k]
+    await api('PUT', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`, { body })
+    setF(null)
+    setSaved('Connected.')
+    current.reload()
+  })
+  const [disconnect, , disconnectError] = useAction(async () => {
+    await api('DELETE', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`)
+    setF(null)
+    setSaved('Disconnected.')
+    current.reload()
+  })
+  if (!current.data) return html`<${ErrorBox} error=${current.error} />`
+  const ro = !me.isOwner
+  const field = (id, label, input, hint) => html`<div class="field"><label for=${id}>${label}</label>${input}${hint && html`<small>${hint}</small>`}</div>`
+  return html`<section aria-labelledby="repo"><h2 id="repo">Repository and agent</h2>
+    <p>${c ? html`Connected to <span class="mono break">${c.gitUrl}</span>${c.hasHostToken ? ' (token stored)' : ''}.` : 'Not connected: queued reports wait for a repository.'}
+      ${ro ? ' Only the instance owner changes this: the agent runs commands on this server.' : ''}</p>
+    <form class="grid" onSubmit=${(e) => (e.preventDefault(), save())}>
+      <fieldset disabled=${ro}>
+      <legend class="sr-only">Repository and agent</legend>
+      ${field('r-url', 'Git URL', html`<input id="r-url" required value=${form.gitUrl} onInput=${set('gitUrl')} placeholder="https://github.com/owner/repo.git" />`)}
+      ${field('r-branch', 'Base branch', html`<input id="r-branch" value=${form.baseBranch} onInput=${set('baseBranch')} />`)}
+      ${field('r-host', 'Git host', html`<select id="r-host" value=${form.host} onChange=${set('host')}><option>github</option><option>gitea</option><option>gitlab</option><option value="none">none (push a branch only)</option></select>`)}
+      ${field('r-api', 'Host API URL', html`<input id="r-api" value=${form.hostApiUrl} onInput=${set('hostApiUrl')} />`, 'Empty: the host’s default.')}
+      ${field('r-token', 'Host access token', html`<input id="r-token" type="password" autocomplete="off" value=${form.hostToken} onInput=${set('hostToken')} />`, c && c.hasHostToken ? 'Empty keeps the stored token.' : 'Stored encrypted, never shown again.')}
+      ${field('r-pr', 'Pull request mode', html`<select id="r-pr" value=${form.prMode} onChange=${set('prMode')}><option>ready</option><option>draft</option><option value="branch">branch (push only)</option></select>`)}
+      ${field('r-agent', 'Agent preset', html`<select id="r-agent" value=${form.agent} onChange=${set('agent')}><option>claude-code</option><option>codex</option><option>aider</option><option value="command">command (your own)</option></select>`)}
+      ${form.agent === 'command' && field('r-cmd', 'Agent command', html`<input id="r-cmd" class="mono" value=${form.agentCommand} onInput=${set('agentCommand')} />`)}
+      ${field('r-model', 'Model', html`<input id="r-model" value=${form.model} onInput=${set('model')} />`)}
+      ${field('r-verify', 'Verify command', html`<input id="r-verify" class="mono" value=${form.verifyCommand} onInput=${set('verifyCommand')} />`, 'Runs after the agent; a failure fails the run.')}
+      ${field('r-files', 'Max files changed', html`<input id="r-files" type="number" min="1" value=${form.maxFiles} onInput=${set('maxFiles')} />`)}
+      ${field('r-lines', 'Max lines changed', html`<input id="r-lines" type="number" min="1" value=${form.maxLines} onInput=${set('maxLines')} />`)}
+      ${field('r-runs', 'Runs per day', html`<input id="r-runs" type="number" min="1" value=${form.runsPerDay} onInput=${set('runsPerDay')} />`)}
+      ${field('r-cost', 'Max cost per month (USD)', html`<input id="r-cost" type="number" min="0.01" step="0.01" value=${form.maxCostUsdPerMonth} onInput=${set('maxCostUsdPerMonth')} />`)}
+      <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>${c ? 'Save connection' : 'Connect repository'}</button>
+        ${c && html`<button type="button" class="danger" onClick=${disconnect}>Disconnect</button>`}
+        ${saved && html`<span role="status">${saved}</span>`}</div>
+      </fieldset>
+    </form><${ErrorBox} error=${error || disconnectError} /></section>`
+}
+
+export function AppPage({ org, appId, me }) {
+  const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id, appId])
+  const [app, setApp] = useState(null)
+  const current = app && app.id === appId ? app : apps.data && apps.data.data.find((a) => a.id === appId)
+  if (apps.error) return html`<${ErrorBox} error=${apps.error} />`
+  if (apps.loading && !current) return html`<p>Loading…</p>`
+  if (!current) return html`<h1>404 App not found</h1><p><${Link} href=${`/admin/o/${org.id}/apps`}>All Apps</${Link}></p>`
+  const snippet = `<script src="${location.origin}/widget.js" data-public-key="${current.publicKey}" async></script>`
+  return html`<p class="crumbs"><${Link} href=${`/admin/o/${org.id}/apps`}>Apps</${Link}> / ${current.name}</p>
+    <h1>${current.name}</h1>
+    <section aria-labelledby="install"><h2 id="install">Install the widget</h2>
+      <${CopyField} label="Public key" id="public-key" value=${current.publicKey} />
+      <${CopyField} label="Widget script tag" id="snippet" value=${snippet} multiline=${true} />
+    </section>
+    <${Settings} key=${current.id} org=${org} app=${current} onSaved=${setApp} />
+    ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
+    ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
+    <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>`
+}

@@ -1,0 +1,203 @@
+// The triage inbox: status folders, filters, newest first with cursor paging, unread marks, bulk moves
+// that show each row's own answer, and the keyboard: j/k move, x select, o open, q queue, e archive, ? help.
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { api, qs } from '@fixloop/api'
+import { html, Link, navigate, useLoad, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
+
+export const FOLDERS = [
+  ['inbox', 'Inbox'],
+  ['awaiting_manual', 'Awaiting manual'],
+  ['queued', 'Queued'],
+  ['running', 'Running'],
+  ['pr_opened', 'PR opened'],
+  ['failed', 'Failed'],
+  ['archived', 'Archived'],
+  ['all', 'All'],
+]
+const FILTERS = ['appId', 'severity', 'mode', 'hasScreenshot', 'hasConsole', 'urlContains', 'from', 'to', 'q']
+export const SHORTCUTS = [
+  ['j / k', 'next / previous report'],
+  ['x', 'select or unselect the current report'],
+  ['o or Enter', 'open the current report'],
+  ['q', 'queue the selected reports (or the current one) for the agent'],
+  ['e', 'archive the selected reports (or the current one)'],
+  ['?', 'show this list'],
+]
+
+const typing = (e) => e.target.closest && e.target.closest('input, textarea, select, dialog')
+
+function Filters({ org, apps, params, onApply }) {
+  const [f, setF] = useState(params)
+  useEffect(() => setF(params), [JSON.stringify(params)])
+  const set = (k) => (e) => setF({ ...f, [k]: e.target.value })
+  const field = (id, label, input) => html`<div class="field"><label for=${id}>${label}</label>${input}</div>`
+  return html`<form class="filters" aria-label="Filters" onSubmit=${(e) => (e.preventDefault(), onApply(f))}>
+    ${field('f-q', 'Text contains', html`<input id="f-q" type="search" value=${f.q || ''} onInput=${set('q')} />`)}
+    ${field('f-app', 'App', html`<select id="f-app" value=${f.appId || ''} onChange=${set('appId')}><option value="">Any</option>${apps.map((a) => html`<option value=${a.id}>${a.name}</option>`)}</select>`)}
+    ${field('f-sev', 'Severity', html`<select id="f-sev" value=${f.severity || ''} onChange=${set('severity')}><option value="">Any</option><option>low</option><option>medium</option><option>high</option></select>`)}
+    ${field('f-mode', 'Submitter', html`<select id="f-mode" value=${f.mode || ''} onChange=${set('mode')}><option value="">Any</option><option value="public">public</option><option value="private">signed-in user</option></select>`)}
+    ${field('f-shot', 'Screenshot', html`<select id="f-shot" value=${f.hasScreenshot || ''} onChange=${set('hasScreenshot')}><option value="">Any</option><option value="true">with</option><option value="false">without</option></select>`)}
+    ${field('f-console', 'Console log', html`<select id="f-console" value=${f.hasConsole || ''} onChange=${set('hasConsole')}><option value="">Any</option><option value="true">with</option><option value="false">without</option></select>`)}
+    ${field('f-url', 'URL contains', html`<input id="f-url" value=${f.urlContains || ''} onInput=${set('urlContains')} />`)}
+    ${field('f-from', 'From', html`<input id="f-from" type="date" value=${f.from || ''} onInput=${set('from')} />`)}
+    ${field('f-to', 'To', html`<input id="f-to" type="date" value=${f.to || ''} onInput=${set('to')} />`)}
+    <div class="actions"><button type="submit">Apply filters</button><button type="button" onClick=${() => onApply({})}>Clear</button></div>
+  </form>`
+}
+
+export function InboxPage({ org }) {
+  const params = Object.fromEntries(new URLSearchParams(location.search))
+  const folder = params.folder || 'inbox'
+  const filters = Object.fromEntries(FILTERS.filter((k) => params[k]).map((k) => [k, params[k]]))
+  const key = org.id + location.search
+  const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id])
+  const counts = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/inbox/counts`), [key])
+  const [pages, setPages] = useState({ rows: [], next: null, error: null, loading: true })
+  const [cur, setCurState] = useState(0)
+  // Keys can arrive faster than renders: the handler reads the current row from a ref, not a stale closure.
+  const curRef = useRef(0)
+  const setCur = (i) => {
+    curRef.current = i
+    setCurState(i)
+  }
+  const [checked, setCheckedState] = useState(new Set())
+  const checkedRef = useRef(checked)
+  const setChecked = (next) => {
+    checkedRef.current = next
+    setCheckedState(next)
+  }
+  const [results, setResults] = useState({})
+  const [summary, setSummary] = useState('')
+  const [help, setHelp] = useState(false)
+  const listRef = useRef(null)
+
+  const fetchPage = async (cursor) => {
+    const page = await api('GET', `/admin/api/orgs/${org.id}/inbox${qs({ folder, ...filters, cursor, limit: 50 })}`)
+    return page
+  }
+  useEffect(() => {
+    setPages({ rows: [], next: null, error: null, loading: true })
+    setCur(0)
+    setChecked(new Set())
+    setResults({})
+    fetchPage().then(
+      (p) => setPages({ rows: p.data, next: p.nextCursor, error: null, loading: false }),
+      (e) => setPages({ rows: [], next: null, error: e, loading: false }),
+    )
+  }, [key])
+  const more = async () => {
+    const p = await fetchPage(pages.next)
+    setPages({ ...pages, rows: [...pages.rows, ...p.data], next: p.nextCursor })
+  }
+
+  const go = (change) => navigate(`/admin/o/${org.id}/inbox${qs({ ...filters, folder, ...change })}`)
+  const targets = () => {
+    const sel = checkedRef.current
+    if (sel.size) return pages.rows.filter((r) => sel.has(r.id))
+    return pages.rows[curRef.current] ? [pages.rows[curRef.current]] : []
+  }
+
+  /** Moves each target through PATCH /v1/feedback/:id and shows each row's own answer. */
+  const move = async (status) => {
+    const rows = targets()
+    if (!rows.length) return
+    const out = { ...results }
+    let ok = 0
+    for (const r of rows) {
+      try {
+        await api('PATCH', `/v1/feedback/${r.id}`, { org: org.id, body: { status } })
+        out[r.id] = { ok: true, text: status === 'queued' ? 'queued' : 'archived' }
+        ok++
+      } catch (e) {
+        out[r.id] = { ok: false, text: `${e.status} ${e.code}` }
+      }
+    }
+    setResults(out)
+    setPages((p) => ({ ...p, rows: p.rows.map((r) => (out[r.id] && out[r.id].ok ? { ...r, status } : r)) }))
+    setSummary(`${status === 'queued' ? 'Queued' : 'Archived'} ${ok} of ${rows.length}.${ok < rows.length ? ' See each row for the reason.' : ''}`)
+    setChecked(new Set())
+  }
+  const open = (r) => r && navigate(`/admin/o/${org.id}/r/${r.id}`)
+  const toggle = (id) => {
+    const next = new Set(checkedRef.current)
+    next.has(id) ? next.delete(id) : next.add(id)
+    setChecked(next)
+  }
+
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.defaultPrevented || e.metaKey || e.ctrlKey || e.altKey || typing(e)) return
+      const rows = pages.rows
+      const cur = curRef.current
+      const focusRow = (i) => {
+        setCur(i)
+        const el = listRef.current && listRef.current.querySelector(`[data-index="${i}"]`)
+        if (el) el.focus()
+      }
+      if (e.key === 'j') focusRow(Math.min(rows.length - 1, cur + 1))
+      else if (e.key === 'k') focusRow(Math.max(0, cur - 1))
+      else if (e.key === 'x' && rows[cur]) toggle(rows[cur].id)
+      else if ((e.key === 'o' || (e.key === 'Enter' && e.target.dataset && e.target.dataset.index)) && rows[cur]) open(rows[cur])
+      else if (e.key === 'q') move('queued')
+      else if (e.key === 'e') move('archived')
+      else if (e.key === '?') setHelp(true)
+      else return
+      e.preventDefault()
+    }
+    document.addEventListener('keydown', onKey)
+    return () => document.removeEventListener('keydown', onKey)
+  })
+
+  const appName = (id) => (apps.data && (apps.data.data.find((a) => a.id === id) || {}).name) || ''
+  const c = counts.data || {}
+  return html`<div class="inbox">
+    <nav aria-label="Folders" class="folders"><ul>
+      ${FOLDERS.map(
+        ([id, label]) => html`<li><${Link} href=${`/admin/o/${org.id}/inbox${qs({ ...filters, folder: id })}`} aria-current=${folder === id ? 'page' : undefined}>
+          ${label}${c[id] ? html` <span class="badge"><span class="sr-only">, unread: </span>${c[id] >= 1000 ? '999+' : c[id]}</span>` : ''}</${Link}></li>`,
+      )}
+    </ul></nav>
+    <div class="inbox-main">
+      <h1>${(FOLDERS.find(([id]) => id === folder) || [, 'Inbox'])[1]} <span class="muted small">· ${org.name}</span></h1>
+      <details class="filter-box" open=${Object.keys(filters).length > 0}><summary>Filters${Object.keys(filters).length ? ` (${Object.keys(filters).length})` : ''}</summary>
+        <${Filters} org=${org} apps=${apps.data ? apps.data.data : []} params=${filters} onApply=${(f) => go({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])) })} />
+      </details>
+      <div class="toolbar" role="toolbar" aria-label="Bulk actions">
+        <button type="button" onClick=${() => move('queued')} disabled=${!checked.size}>Queue selected</button>
+        <button type="button" onClick=${() => move('archived')} disabled=${!checked.size}>Archive selected</button>
+        <span class="muted">${checked.size} selected</span>
+        <button type="button" class="link" onClick=${() => setHelp(true)}>Keyboard shortcuts</button>
+      </div>
+      <p role="status" class="summary">${summary}</p>
+      <${ErrorBox} error=${pages.error} />
+      ${pages.loading && html`<p>Loading…</p>`}
+      ${!pages.loading && !pages.rows.length && html`<p>${pages.next ? 'No match among the newest reports searched so far: search older ones below.' : 'No reports here.'}</p>`}
+      <ul class="rows" ref=${listRef} aria-label="Reports">
+        ${pages.rows.map(
+          (r, i) => html`<li class=${`row${i === cur ? ' current' : ''}${r.read ? '' : ' unread'}`} data-index=${i} tabindex=${i === cur ? 0 : -1} onFocus=${() => setCur(i)} aria-current=${i === cur ? 'true' : undefined}>
+            <input type="checkbox" id=${`sel-${r.id}`} checked=${checked.has(r.id)} onChange=${() => toggle(r.id)} aria-label=${`Select report ${r.id}`} />
+            <div class="row-body">
+              <${Link} href=${`/admin/o/${org.id}/r/${r.id}`} class="row-text" tabindex="-1">${r.read ? '' : html`<span class="sr-only">Unread: </span>`}${r.theme || r.text.slice(0, 160)}</${Link}>
+              <div class="row-meta muted">
+                <span class=${`status s-${r.status}`}>${r.status}</span>
+                ${r.severity && html`<span>${r.severity}</span>`}
+                <span>${appName(r.appId)}</span>
+                ${r.duplicateCount > 0 && html`<span>+${r.duplicateCount} duplicates</span>`}
+                ${r.hasScreenshot && html`<span>screenshot</span>`}
+                ${r.hasConsole && html`<span>console</span>`}
+                <time datetime=${r.createdAt}>${fmtDate(r.createdAt)}</time>
+              </div>
+            </div>
+            ${results[r.id] && html`<span class=${`result ${results[r.id].ok ? 'ok' : 'bad'}`}>${results[r.id].text}</span>`}
+          </li>`,
+        )}
+      </ul>
+      ${pages.next && html`<button type="button" onClick=${more}>Older reports</button>`}
+    </div>
+    ${help &&
+    html`<${Dialog} title="Keyboard shortcuts" onClose=${() => setHelp(false)}>
+      <dl class="shortcuts">${SHORTCUTS.map(([k, v]) => html`<dt><kbd>${k}</kbd></dt><dd>${v}</dd>`)}</dl>
+      <button type="button" autofocus onClick=${() => setHelp(false)}>Close</button>
+    </${Dialog}>`}
+  </div>`
+}

@@ -1,0 +1,55 @@
+// The Org's sk_ API keys (created with the plaintext shown once, revoked) and its audit log.
+import { useState } from 'preact/hooks'
+import { api, qs } from '@fixloop/api'
+import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
+
+export function KeysPage({ org }) {
+  const keys = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/keys`), [org.id])
+  const [name, setName] = useState('')
+  const [created, setCreated] = useState(null)
+  const [create, busy, error] = useAction(async () => {
+    setCreated(await api('POST', `/admin/api/orgs/${org.id}/keys`, { body: { name } }))
+    setName('')
+    keys.reload()
+  })
+  const [revoke, , revokeError] = useAction(async (k) => {
+    if (!confirm(`Revoke the key "${k.name || k.prefix}"? Clients using it are refused at once.`)) return
+    await api('DELETE', `/admin/api/orgs/${org.id}/keys/${k.id}`)
+    keys.reload()
+  })
+  return html`<h1>API keys of ${org.name}</h1>
+    <p>Server-side keys (<code>sk_…</code>) for the API: list, read and move reports, mint user tokens.</p>
+    <section aria-labelledby="new-key"><h2 id="new-key">New key</h2>
+      <form class="inline" onSubmit=${(e) => (e.preventDefault(), create())}>
+        <div class="field"><label for="key-name">Key name</label><input id="key-name" maxlength="200" placeholder="e.g. backend" value=${name} onInput=${(e) => setName(e.target.value)} /></div>
+        <button type="submit" class="primary" disabled=${busy}>Create key</button>
+      </form><${ErrorBox} error=${error} />
+      ${created &&
+      html`<div class="notice" role="status"><p><strong>Copy this key now.</strong> It is shown this once; only its prefix is kept.</p>
+        <${CopyField} label="New API key" id="new-key-value" value=${created.key} />
+        <button type="button" onClick=${() => setCreated(null)}>Done</button></div>`}
+    </section>
+    <section aria-labelledby="key-list"><h2 id="key-list">Keys</h2>
+      <${ErrorBox} error=${keys.error || revokeError} />
+      ${keys.data &&
+      html`<div class="table-wrap" tabindex="0" role="region" aria-label="Key table"><table>
+        <thead><tr><th scope="col">Prefix</th><th scope="col">Name</th><th scope="col">Created by</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
+        <tbody>${keys.data.data.map(
+          (k) => html`<tr><td class="mono">${k.prefix}…</td><td>${k.name || '—'}</td><td>${k.createdBy}</td><td>${fmtDate(k.createdAt)}</td><td>${k.lastUsedAt ? fmtDate(k.lastUsedAt) : 'never'}</td>
+            <td>${k.revokedAt ? `revoked ${fmtDate(k.revokedAt)}` : html`<button type="button" class="danger small" onClick=${() => revoke(k)}>Revoke <span class="sr-only">${k.name || k.prefix}</span></button>`}</td></tr>`,
+        )}</tbody></table></div>`}
+    </section>`
+}
+
+export function AuditPage({ org }) {
+  const [cursor, setCursor] = useState(undefined)
+  const page = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/audit${qs({ cursor, limit: 50 })}`), [org.id, cursor])
+  return html`<h1>Audit log of ${org.name}</h1>
+    <${ErrorBox} error=${page.error} />
+    ${page.data &&
+    html`<div class="table-wrap" tabindex="0" role="region" aria-label="Audit log table"><table>
+      <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead>
+      <tbody>${page.data.data.map((e) => html`<tr><td>${fmtDate(e.createdAt)}</td><td>${e.actor}</td><td>${e.action}</td><td class="mono">${e.targetId || ''}</td><td>${e.ip || ''}</td></tr>`)}</tbody>
+    </table></div>
+    ${page.data.nextCursor && html`<button type="button" onClick=${() => setCursor(page.data.nextCursor)}>Older entries</button>`}`}`
+}

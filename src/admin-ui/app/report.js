@@ -1,0 +1,138 @@
+// One report: text, screenshot and attachments, console, viewport and browser, component, redactions,
+// status history, similar reports with merge, duplicates, agent runs. Moves go through /v1.
+import { useEffect, useState } from 'preact/hooks'
+import { api } from '@fixloop/api'
+import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
+
+const PHASES = [
+  ['prepareMs', 'prepare'],
+  ['cloneMs', 'clone'],
+  ['agentMs', 'agent'],
+  ['pushMs', 'push'],
+  ['prMs', 'pull request'],
+]
+
+function Runs({ org, id }) {
+  const runs = useLoad(() => api('GET', `/v1/feedback/${id}/agent-runs`, { org: org.id }), [id])
+  if (!runs.data || !runs.data.data.length) return null
+  return html`<section aria-labelledby="runs"><h2 id="runs">Agent runs</h2>
+    ${runs.data.data.map((r) => {
+      const t = r.timings
+      const total = t.prepareMs + t.cloneMs + t.agentMs + t.pushMs + t.prMs || 1
+      return html`<article class="run">
+        <h3>${r.status} · ${r.provider}${r.model ? ` (${r.model})` : ''} <span class="muted small">${fmtDate(r.startedAt || r.createdAt)}</span></h3>
+        <div class="timeline" role="img" aria-label=${`Timeline: prepare ${t.prepareMs} ms, clone ${t.cloneMs} ms, agent ${t.agentMs} ms, push ${t.pushMs} ms, PR ${t.prMs} ms`}>
+          ${PHASES.map(([k]) => html`<span class=${`seg ${k}`} style=${`width:${(100 * t[k]) / total}%`}></span>`)}
+        </div>
+        <ul class="legend">${PHASES.map(([k, label]) => html`<li><span class=${`dot seg ${k}`}></span>${label} ${t[k]} ms</li>`)}</ul>
+        <dl class="facts">
+          <dt>Tokens</dt><dd>${r.tokensIn} in / ${r.tokensOut} out</dd>
+          <dt>Cost</dt><dd>$${r.costUsd.toFixed(4)}</dd>
+          <dt>Branch</dt><dd class="mono">${r.branch || '—'}</dd>
+          <dt>Pull request</dt><dd>${r.prUrl ? html`<a href=${r.prUrl} rel="noreferrer noopener" target="_blank">${r.prUrl}</a>` : '—'}</dd>
+          ${r.guardrailReason && html`<dt>Guardrail</dt><dd>${r.guardrailReason}</dd>`}
+          ${r.error && html`<dt>Error</dt><dd>${r.error}</dd>`}
+          ${r.summary && html`<dt>Summary</dt><dd>${r.summary}</dd>`}
+        </dl>
+        ${r.outputTail && html`<details><summary>Output (last 16 KB)</summary><pre tabindex="0">${r.outputTail}</pre></details>`}
+      </article>`
+    })}
+  </section>`
+}
+
+function Similar({ org, item, onMerged }) {
+  const sim = useLoad(() => api('GET', `/v1/feedback/${item.id}/similar?limit=10`, { org: org.id }), [item.id, item.duplicateOfId])
+  const [merge, busy, error] = useAction(async (leadId) => {
+    onMerged(await api('POST', `/v1/feedback/${item.id}/merge`, { org: org.id, body: { leadId } }))
+  })
+  return html`<aside aria-labelledby="similar" class="side"><h2 id="similar">Similar reports</h2>
+    <${ErrorBox} error=${sim.error || error} />
+    ${sim.data && !sim.data.data.length && html`<p class="muted">None found.</p>`}
+    <ul class="similar">
+      ${sim.data &&
+      sim.data.data.map(
+        (s) => html`<li>
+          <span class="score" title="similarity">${Math.round(s.score * 100)}%</span>
+          <${Link} href=${`/admin/o/${org.id}/r/${s.id}`}>${s.text.slice(0, 120)}</${Link}>
+          ${s.duplicateOfId ? html`<span class="muted small">duplicate</span>` : !item.duplicateOfId && html`<button type="button" class="small" disabled=${busy} onClick=${() => merge(s.id)}>Merge into this <span class="sr-only">report</span></button>`}
+        </li>`,
+      )}
+    </ul>
+  </aside>`
+}
+
+export function ReportPage({ org, id }) {
+  const [item, setItem] = useState(null)
+  const [error, setError] = useState(null)
+  const [n, setN] = useState(0)
+  const history = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/feedback/${id}/history`), [id, n])
+  useEffect(() => {
+    setError(null)
+    api('GET', `/v1/feedback/${id}`, { org: org.id }).then(setItem, setError)
+    api('POST', `/admin/api/orgs/${org.id}/reads`, { body: { ids: [id] } }).catch(() => {})
+  }, [id, n])
+  const reload = () => setN((x) => x + 1)
+  const [act, busy, actError] = useAction(async (what) => {
+    if (what === 'unmerge') await api('POST', `/v1/feedback/${id}/unmerge`, { org: org.id })
+    else if (what === 'lead') {
+      // Lossless swap: this report leaves the cluster, then the old lead (and its other duplicates,
+      // which a merge always moves along) joins it. Each step alone loses nothing.
+      const oldLead = item.duplicateOfId
+      await api('POST', `/v1/feedback/${id}/unmerge`, { org: org.id })
+      await api('POST', `/v1/feedback/${oldLead}/merge`, { org: org.id, body: { leadId: id } })
+    } else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
+    reload()
+  })
+  if (error) return html`<h1>${error.status === 404 ? '404 ' : ''}Report not found</h1><${ErrorBox} error=${error} />`
+  if (!item || item.id !== id) return html`<p>Loading…</p>`
+  const shots = item.attachments.filter((a) => a.contentType.startsWith('image/'))
+  const files = item.attachments.filter((a) => !a.contentType.startsWith('image/'))
+  const ct = item.componentTarget
+  const redactions = Object.entries(item.redactions || {})
+  return html`<p class="crumbs"><${Link} href=${`/admin/o/${org.id}/inbox`}>Inbox</${Link}> / report <span class="mono">${id}</span></p>
+  <div class="report">
+    <div class="report-main">
+      <h1>${item.theme || 'Report'}</h1>
+      ${item.duplicateOfId &&
+      html`<p class="notice">This report is a duplicate and read-only. <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>
+        <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>
+        <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button></p>`}
+      <${ErrorBox} error=${actError} />
+      <div class="actions">
+        <span class=${`status s-${item.status}`}>${item.status}</span>
+        ${!item.duplicateOfId && html`<button type="button" disabled=${busy} onClick=${() => act('queued')}>Queue for agent</button>
+          <button type="button" disabled=${busy} onClick=${() => act('archived')}>Archive</button>`}
+        ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
+      </div>
+      <section aria-labelledby="text-h"><h2 id="text-h">Text</h2><p class="text">${item.text}</p>
+        ${item.consolidatedText && item.duplicateCount > 0 && html`<h3>Consolidated</h3><p class="text">${item.consolidatedText}</p>`}</section>
+      <dl class="facts">
+        <dt>Submitted</dt><dd>${fmtDate(item.createdAt)} by ${item.submittedBy.mode}${item.submittedBy.email ? ` (${item.submittedBy.email})` : ''}</dd>
+        <dt>Severity</dt><dd>${item.severity || '—'}</dd>
+        <dt>URL</dt><dd class="break">${item.url || '—'}</dd>
+        <dt>Viewport</dt><dd>${item.viewport ? `${item.viewport.w}×${item.viewport.h} @${item.viewport.dpr}x` : '—'}</dd>
+        <dt>Browser</dt><dd class="break">${item.userAgent || '—'}</dd>
+        ${ct && html`<dt>Component</dt><dd class="mono break">${ct.name}${ct.meta ? ' ' + JSON.stringify(ct.meta) : ''}</dd>`}
+        <dt>Redactions</dt><dd>${redactions.length ? redactions.map(([k, v]) => `${k}: ${v}`).join(', ') : 'none'}</dd>
+        ${item.failureReason && html`<dt>Failure</dt><dd>${item.failureReason}</dd>`}
+      </dl>
+      ${(ct && ct.screenshotUrl) || shots.length
+        ? html`<section aria-labelledby="shots"><h2 id="shots">Screenshots</h2>
+          ${ct && ct.screenshotUrl && html`<img src=${ct.screenshotUrl} alt=${`Screenshot of component ${ct.name}`} class="shot" />`}
+          ${shots.map((a, i) => html`<a href=${a.url}><img src=${a.url} alt=${`Screenshot ${i + 1}`} class="shot" /></a>`)}</section>`
+        : null}
+      ${files.length > 0 && html`<section aria-labelledby="files"><h2 id="files">Attachments</h2><ul>${files.map((a) => html`<li><a href=${a.url}>${a.kind} · ${a.contentType} · ${a.byteSize} bytes</a></li>`)}</ul></section>`}
+      ${item.consoleLogs.length > 0 &&
+      html`<section aria-labelledby="console"><h2 id="console">Console</h2><pre class="console" tabindex="0">${item.consoleLogs.map((l) => `[${l.level}] ${l.message}`).join('\n')}</pre></section>`}
+      ${item.duplicates.length > 0 &&
+      html`<section aria-labelledby="dups"><h2 id="dups">Duplicates (${item.duplicateCount})</h2>
+        <ul>${item.duplicates.map((d) => html`<li><${Link} href=${`/admin/o/${org.id}/r/${d.id}`}>${d.text.slice(0, 140)}</${Link}> <span class="muted small">${fmtDate(d.createdAt)}</span></li>`)}</ul></section>`}
+      <section aria-labelledby="hist"><h2 id="hist">History</h2>
+        ${history.data && !history.data.data.length && html`<p class="muted">No events recorded.</p>`}
+        <ol class="history">${history.data && history.data.data.map((e) => html`<li><time datetime=${e.createdAt}>${fmtDate(e.createdAt)}</time> ${e.type}${e.data.from ? ` ${e.data.from} → ${e.data.to}` : ''}</li>`)}</ol>
+      </section>
+      <${Runs} org=${org} id=${id} />
+    </div>
+    <${Similar} org=${org} item=${item} onMerged=${reload} />
+  </div>`
+}

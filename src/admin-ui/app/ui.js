@@ -1,0 +1,119 @@
+// Small shared pieces: the html tag, navigation, dates, error text and a few accessible widgets.
+import { h } from 'preact'
+import { useEffect, useRef, useState } from 'preact/hooks'
+import htm from 'htm'
+
+export const html = htm.bind(h)
+
+const listeners = new Set()
+export function navigate(path, replace = false) {
+  if (replace) history.replaceState(null, '', path)
+  else history.pushState(null, '', path)
+  for (const l of listeners) l()
+}
+export function useLocation() {
+  const [, force] = useState(0)
+  useEffect(() => {
+    const l = () => force((n) => n + 1)
+    listeners.add(l)
+    window.addEventListener('popstate', l)
+    return () => {
+      listeners.delete(l)
+      window.removeEventListener('popstate', l)
+    }
+  }, [])
+  return location.pathname + location.search
+}
+
+/** A same-page link: pushState instead of a full load; modified clicks keep browser behaviour. */
+export function Link({ href, children, ...rest }) {
+  const onClick = (e) => {
+    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return
+    e.preventDefault()
+    navigate(href)
+  }
+  return html`<a href=${href} onClick=${onClick} ...${rest}>${children}</a>`
+}
+
+export const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—')
+export const errText = (e) => (e && e.code ? `${e.message} (${e.code})` : String(e))
+
+export function ErrorBox({ error }) {
+  if (!error) return null
+  return html`<p class="error" role="alert">${errText(error)}</p>`
+}
+
+/** Runs an async action, exposing busy and error state for the form that started it. */
+export function useAction(fn) {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState(null)
+  const run = async (...args) => {
+    setBusy(true)
+    setError(null)
+    try {
+      return await fn(...args)
+    } catch (e) {
+      setError(e)
+      return undefined
+    } finally {
+      setBusy(false)
+    }
+  }
+  return [run, busy, error, setError]
+}
+
+/** Loads data for a view; reload() fetches again. */
+export function useLoad(fn, deps) {
+  const [state, setState] = useState({ data: null, error: null, loading: true })
+  const [n, setN] = useState(0)
+  useEffect(() => {
+    let live = true
+    setState((s) => ({ ...s, loading: true }))
+    fn().then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (error) => live && setState({ data: null, error, loading: false }),
+    )
+    return () => {
+      live = false
+    }
+  }, [...deps, n])
+  return { ...state, reload: () => setN((x) => x + 1) }
+}
+
+/** A modal dialog (native <dialog>): focus moves in, Escape closes, focus returns where it was. */
+export function Dialog({ title, onClose, children }) {
+  const ref = useRef(null)
+  useEffect(() => {
+    const d = ref.current
+    const before = document.activeElement
+    d.showModal()
+    return () => {
+      if (before && before.focus) before.focus()
+    }
+  }, [])
+  return html`<dialog ref=${ref} aria-labelledby="dialog-title" onClose=${onClose} onCancel=${onClose}>
+    <h2 id="dialog-title">${title}</h2>
+    ${children}
+  </dialog>`
+}
+
+export function CopyField({ label, value, id, multiline }) {
+  const [copied, setCopied] = useState(false)
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(value)
+      setCopied(true)
+    } catch {
+      document.getElementById(id).select()
+    }
+  }
+  return html`<div class="field">
+    <label for=${id}>${label}</label>
+    <div class="copy">
+      ${multiline
+        ? html`<textarea id=${id} readonly rows="4" class="mono">${value}</textarea>`
+        : html`<input id=${id} readonly value=${value} class="mono" />`}
+      <button type="button" onClick=${copy}>${copied ? 'Copied' : 'Copy'}</button>
+    </div>
+  </div>`
+}

@@ -1,0 +1,102 @@
+/**
+ * Serves the dashboard: one HTML shell for every /admin page (the client routes), and the hashed assets.
+ * The page's Content-Security-Policy allows only this server's own scripts and the import map (by hash),
+ * so an injected script cannot run even if a report's text slipped past escaping.
+ */
+import { Elysia } from 'elysia'
+import { createHash } from 'node:crypto'
+import { ASSETS } from './assets'
+import { ApiError } from '../core/errors'
+import { readCookie, type AdminAuthDeps } from '../http/admin-auth'
+import { SESSION_COOKIE } from '../modules/admins/sessions'
+import { canSee } from '../modules/admins/service'
+
+const byUrl = new Map(ASSETS.map((a) => [a.url, a]))
+const importMap = JSON.stringify({ imports: Object.fromEntries(ASSETS.filter((a) => a.specifier).map((a) => [a.specifier, a.url])) })
+const importMapHash = createHash('sha256').update(importMap).digest('base64')
+const styleUrl = ASSETS.find((a) => a.specifier === null)!.url
+const mainUrl = ASSETS.find((a) => a.specifier === '@fixloop/main')!.url
+
+const SHELL = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>fixloop admin</title>
+<link rel="stylesheet" href="${styleUrl}">
+<script type="importmap">${importMap}</script>
+<script type="module" src="${mainUrl}"></script>
+</head>
+<body>
+<div id="root"><noscript>The fixloop dashboard needs JavaScript. Everything it does is also in the API: see /docs.</noscript></div>
+</body>
+</html>
+`
+
+const CSP = [
+  "default-src 'none'",
+  `script-src 'self' 'sha256-${importMapHash}'`,
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+}
+
+const ORG_PAGE_RE = /^\/admin\/o\/([^/]+)(?:\/(apps|r)\/([^/]+))?/
+
+/**
+ * The page is the same shell everywhere, but its HTTP status tells the truth: a page of an Org the
+ * signed-in admin does not belong to (or an App or report outside it) is 404, as the API would say.
+ */
+/** The Org-scoped existence checks a page status needs (the console service has them). */
+export interface PageLookups {
+  orgExists(orgId: string): boolean
+  appInOrg(orgId: string, appId: string): boolean
+  feedbackInOrg(orgId: string, id: string): boolean
+}
+
+function pageStatus(deps: AdminAuthDeps, lookups: PageLookups, request: Request): number {
+  const m = ORG_PAGE_RE.exec(new URL(request.url).pathname)
+  if (!m) return 200
+  const session = deps.sessions.resolve(readCookie(request, SESSION_COOKIE))
+  const admin = session && deps.admins.identity(session.adminId)
+  if (!admin) return 200 // the sign-in form
+  const [, orgId, kind, id] = m
+  if (!canSee(admin, orgId) || !lookups.orgExists(orgId)) return 404
+  if (kind === 'apps' && !lookups.appInOrg(orgId, id)) return 404
+  if (kind === 'r' && !lookups.feedbackInOrg(orgId, id)) return 404
+  return 200
+}
+
+/** The /admin pages and /admin/assets/*. */
+export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups) {
+  const page = (request?: Request) => new Response(SHELL, { status: request ? pageStatus(deps, lookups, request) : 200, headers: PAGE_HEADERS })
+  return new Elysia({ name: 'dashboard-pages' })
+    .get('/admin', () => page(), { detail: { summary: 'The admin dashboard (HTML)', description: 'Sign in with an admin created by `fixloop admin create` or the first-run setup link.', tags: ['admin'] } })
+    .get('/admin/', () => page(), { detail: { hide: true } })
+    .get('/admin/assets/:file', ({ params }) => {
+      const a = byUrl.get(`/admin/assets/${params.file}`)
+      if (!a) return new Response('not found', { status: 404, headers: { 'content-type': 'text/plain' } })
+      return new Response(a.body, { headers: { 'content-type': a.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' } })
+    }, { detail: { hide: true } })
+    .get(
+      '/admin/*',
+      ({ request }) => {
+        // An unknown API path is the API's 404, not the HTML shell.
+        if (new URL(request.url).pathname.startsWith('/admin/api/')) throw new ApiError('route_not_found')
+        return page(request)
+      },
+      { detail: { hide: true } },
+    )
+}

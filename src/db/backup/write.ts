@@ -1,0 +1,111 @@
+/**
+ * Writes one backup archive (format: manifest.ts) while the server may be running: the database through
+ * VACUUM INTO (a consistent snapshot; concurrent writers are not blocked), then every blob the embedded
+ * store holds, hashed while streamed, then the manifest. The file is written under a temporary name and
+ * renamed only when complete, created 0600 (it holds reports, and with --include-master-key the key).
+ */
+import type { Database } from 'bun:sqlite'
+import { createReadStream, createWriteStream, existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { join, relative } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { Transform } from 'node:stream'
+import { pack as tarPack, type Pack } from 'tar-stream'
+import { BLOB_PREFIX, DB_ENTRY, FORMAT, FORMAT_VERSION, humanBytes, KEY_ENTRY, MANIFEST_NAME, throttled, type Manifest, type ManifestFile } from './manifest'
+import { VERSION } from '../../version'
+import { masterKeyFile } from '../../core/master-key'
+
+export interface BackupOptions {
+  sqlite: Database
+  dataDir: string
+  out: string
+  includeMasterKey: boolean
+  storage: 'embedded' | 's3'
+  /** Master key text to include when it comes from FIXLOOP_MASTER_KEY rather than master.key. */
+  masterKeyText?: string
+  progress: (line: string) => void
+}
+
+/** Embedded-store objects, skipping uploads still being written (".part-" temp files). */
+function listBlobs(dataDir: string): string[] {
+  const root = join(dataDir, 'blobs')
+  if (!existsSync(root)) return []
+  return (readdirSync(root, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+    .filter((d) => d.isFile() && !d.name.includes('.part-'))
+    .map((d) => relative(root, join(d.parentPath, d.name)).split('\\').join('/'))
+    .sort()
+}
+
+/** Streams one file into the archive, returning its manifest line; undefined when it vanished meanwhile. */
+async function addFile(pack: Pack, name: string, file: string): Promise<ManifestFile | undefined> {
+  let size: number
+  try {
+    size = statSync(file).size
+  } catch {
+    return undefined // removed (e.g. by upload garbage collection) after it was listed
+  }
+  const hash = createHash('sha256')
+  const entry = pack.entry({ name, size, mode: 0o600, mtime: new Date() })
+  const hasher = new Transform({
+    transform(chunk, _enc, done) {
+      hash.update(chunk)
+      done(null, chunk)
+    },
+  })
+  await pipeline(createReadStream(file), hasher, entry)
+  return { path: name, bytes: size, sha256: hash.digest('hex') }
+}
+
+export async function writeBackup(o: BackupOptions): Promise<Manifest> {
+  const partial = `${o.out}.partial-${process.pid}`
+  const snapshot = `${o.out}.db-${process.pid}`
+  const report = throttled(o.progress)
+  const pack = tarPack()
+  const sink = createWriteStream(partial, { mode: 0o600, flags: 'wx' })
+  const written = pipeline(pack, sink)
+  try {
+    report('backup: copying the database (VACUUM INTO)', true)
+    o.sqlite.query('VACUUM INTO ?').run(snapshot)
+    const files: ManifestFile[] = []
+    files.push((await addFile(pack, DB_ENTRY, snapshot))!)
+    rmSync(snapshot, { force: true })
+    const blobs = listBlobs(o.dataDir)
+    let bytes = 0
+    for (const [i, rel] of blobs.entries()) {
+      const f = await addFile(pack, BLOB_PREFIX + rel, join(o.dataDir, 'blobs', rel))
+      if (f) {
+        files.push(f)
+        bytes += f.bytes
+      }
+      report(`backup: ${i + 1}/${blobs.length} blobs, ${humanBytes(bytes)}`, i + 1 === blobs.length)
+    }
+    if (o.includeMasterKey) {
+      const text = o.masterKeyText ?? (await Bun.file(masterKeyFile(o.dataDir)).text())
+      const data = Buffer.from(text.trim() + '\n')
+      pack.entry({ name: KEY_ENTRY, size: data.length, mode: 0o600 }, data)
+      files.push({ path: KEY_ENTRY, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') })
+    }
+    const migrations = (o.sqlite.query('SELECT name FROM __migrations ORDER BY name').all() as { name: string }[]).map((r) => r.name)
+    const manifest: Manifest = {
+      format: FORMAT,
+      formatVersion: FORMAT_VERSION,
+      fixloopVersion: VERSION,
+      createdAt: new Date().toISOString(),
+      migrations,
+      storage: o.storage,
+      masterKeyIncluded: o.includeMasterKey,
+      files,
+    }
+    pack.entry({ name: MANIFEST_NAME, mode: 0o600 }, JSON.stringify(manifest, null, 2) + '\n')
+    pack.finalize()
+    await written
+    renameSync(partial, o.out)
+    return manifest
+  } catch (e) {
+    pack.destroy()
+    await written.catch(() => undefined)
+    rmSync(partial, { force: true })
+    rmSync(snapshot, { force: true })
+    throw e
+  }
+}

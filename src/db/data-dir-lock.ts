@@ -1,0 +1,49 @@
+/**
+ * One server per data dir. `serve` holds an exclusive SQLite lock on <dataDir>/serve.lock for its whole
+ * life: SQLite's POSIX advisory locks are released by the kernel when the process dies (no stale lock
+ * file after a crash or kill -9) and work on every filesystem SQLite itself supports. The admin CLI never
+ * takes this lock, so it can still write while a server runs; restore and rekey take it, since they
+ * replace what a running server holds open.
+ */
+import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
+import { StartupError } from '../core/startup-error'
+
+export const LOCK_FILE = 'serve.lock'
+
+export interface DataDirLock {
+  release(): void
+}
+
+/** Takes the lock or throws a StartupError naming `purpose` and the holder's situation. */
+export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
+  const file = join(dataDir, LOCK_FILE)
+  const db = new Database(file, { create: true })
+  try {
+    db.run('PRAGMA busy_timeout = 0')
+    // Rollback journal + exclusive locking mode: the lock taken by BEGIN EXCLUSIVE is kept until close.
+    db.run('PRAGMA journal_mode = DELETE')
+    db.run('PRAGMA locking_mode = EXCLUSIVE')
+    db.run('BEGIN EXCLUSIVE')
+    db.run('CREATE TABLE IF NOT EXISTS holder (pid INTEGER)')
+  } catch (e) {
+    db.close()
+    if (/locked|busy/i.test((e as Error).message)) {
+      throw new StartupError(`the data dir ${dataDir} is in use by another fixloop server (it holds ${file}); stop it before ${purpose}`)
+    }
+    throw e
+  }
+  let held = true
+  return {
+    release() {
+      if (!held) return
+      held = false
+      try {
+        db.run('ROLLBACK')
+      } catch {
+        // nothing to roll back
+      }
+      db.close()
+    },
+  }
+}

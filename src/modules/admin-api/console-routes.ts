@@ -1,0 +1,117 @@
+/**
+ * The dashboard's Org, App, key and audit routes. Every route names its Org in the path and is
+ * answered only for Orgs the signed-in admin belongs to (404 otherwise); mutations need X-CSRF-Token.
+ */
+import { Elysia, t } from 'elysia'
+import { errorSchemas } from '../../http/error-docs'
+import { authenticateAdmin, type AdminAuthDeps } from '../../http/admin-auth'
+import { clientAddress } from '../../http/client-address'
+import { App, AppList } from '../apps/model'
+import type { ConsoleService } from './console'
+import {
+  ADMIN_SESSION, ApiKeyList, AppCreateBody, AppParams, AppUpdateBody, AuditQuery, CreatedKey, KeyBody, KeyParams, OrgBody, OrgList,
+  Org, OrgParams, PasswordBody, SecretResponse, CostList, RepoBody, RepoView,
+} from './model'
+
+const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
+const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
+
+export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
+  return new Elysia({ name: 'admin-console' })
+    .derive(({ request, server }) => {
+      const { admin } = authenticateAdmin(deps, request)
+      return { actor: { admin, ip: clientAddress(request, server, deps.trustProxy) } }
+    })
+    .get('/admin/api/orgs', ({ actor }) => ({ data: svc.listOrgs(actor) }), { response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
+    .post('/admin/api/orgs', ({ actor, body }) => svc.createOrg(actor, body.name), {
+      body: OrgBody,
+      parse: 'json',
+      response: { 200: Org, ...errorSchemas(...AUTH, 'invalid_body', 'invalid_argument', 'forbidden') },
+      detail: doc('Create an Org (instance owner)'),
+    })
+    .get('/admin/api/orgs/:orgId/apps', ({ actor, params }) => ({ data: svc.listApps(actor, params.orgId) }), {
+      params: OrgParams,
+      response: { 200: AppList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
+      detail: doc("The Org's live Apps"),
+    })
+    .post('/admin/api/orgs/:orgId/apps', ({ actor, params, body }) => svc.createApp(actor, params.orgId, body), {
+      params: OrgParams,
+      body: AppCreateBody,
+      parse: 'json',
+      response: { 200: App, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'slug_taken', 'not_found', 'forbidden') },
+      detail: doc('Create an App', 'The signing secret is not in the response: reveal it with POST …/secret/reveal.'),
+    })
+    .patch('/admin/api/orgs/:orgId/apps/:appId', ({ actor, params, body }) => svc.updateApp(actor, params.orgId, params.appId, body), {
+      params: AppParams,
+      body: AppUpdateBody,
+      parse: 'json',
+      response: { 200: App, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'slug_taken', 'no_op', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc("Change an App's settings"),
+    })
+    .delete('/admin/api/orgs/:orgId/apps/:appId', ({ actor, params }) => svc.deleteApp(actor, params.orgId, params.appId), {
+      params: AppParams,
+      response: { 200: t.Object({ id: t.String(), deletedAt: t.String() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc('Delete an App (its public key stops working; stored feedback stays)'),
+    })
+    .post('/admin/api/orgs/:orgId/apps/:appId/secret/reveal', ({ actor, params, body }) => svc.revealSecret(actor, params.orgId, params.appId, body.password), {
+      params: AppParams,
+      body: PasswordBody,
+      parse: 'json',
+      response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_credentials', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc('Reveal the signing secret (password re-entered; audited)'),
+    })
+    .post('/admin/api/orgs/:orgId/apps/:appId/secret/rotate', ({ actor, params }) => svc.rotateSecret(actor, params.orgId, params.appId), {
+      params: AppParams,
+      response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc('Rotate the signing secret', 'Every outstanding user token signed with the old secret stops working at once.'),
+    })
+    .get('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.repo(actor, params.orgId, params.appId), {
+      params: AppParams,
+      response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc("The App's repository and agent connection (never the token)"),
+    })
+    .put(
+      '/admin/api/orgs/:orgId/apps/:appId/repo',
+      ({ actor, params, body }) => svc.connectRepo(actor, params.orgId, params.appId, { ...body, hostToken: body.hostToken?.trim() || undefined }),
+      {
+        params: AppParams,
+        body: RepoBody,
+        parse: 'json',
+        response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'not_found', 'app_not_found', 'forbidden') },
+        detail: doc('Connect a repository and agent (instance owner)', 'Same rules as `fixloop app connect-repo`. Reports waiting in queued get their run.'),
+      },
+    )
+    .delete('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.disconnectRepo(actor, params.orgId, params.appId), {
+      params: AppParams,
+      response: { 200: t.Object({ appId: t.String(), disconnected: t.Boolean() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc('Disconnect the repository (instance owner)'),
+    })
+    .get('/admin/api/orgs/:orgId/keys', ({ actor, params }) => ({ data: svc.listKeys(actor, params.orgId) }), {
+      params: OrgParams,
+      response: { 200: ApiKeyList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
+      detail: doc("The Org's sk_ keys (prefix only), newest first"),
+    })
+    .post('/admin/api/orgs/:orgId/keys', ({ actor, params, body }) => svc.createKey(actor, params.orgId, body.name), {
+      params: OrgParams,
+      body: KeyBody,
+      parse: 'json',
+      response: { 200: CreatedKey, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden') },
+      detail: doc('Create an sk_ key (the key is in this response only)'),
+    })
+    .delete('/admin/api/orgs/:orgId/keys/:keyId', ({ actor, params }) => svc.revokeKey(actor, params.orgId, params.keyId), {
+      params: KeyParams,
+      response: { 200: t.Object({ id: t.String(), revokedAt: t.String() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
+      detail: doc('Revoke an sk_ key (refused at once)'),
+    })
+    .get('/admin/api/orgs/:orgId/costs', ({ actor, params }) => ({ days: 30, data: svc.costs(actor, params.orgId, 30) }), {
+      params: OrgParams,
+      response: { 200: CostList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
+      detail: doc('Agent runs, tokens and cost per App over the last 30 days'),
+    })
+    .get('/admin/api/orgs/:orgId/audit', ({ actor, params, query }) => svc.listAudit(actor, params.orgId, query.cursor, query.limit ?? 50), {
+      params: OrgParams,
+      query: AuditQuery,
+      response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden'),
+      detail: doc("The Org's audit log, newest first"),
+    })
+}

@@ -1,0 +1,75 @@
+/**
+ * The triage inbox's own reads: the filtered folder list with unread marks, read marks, and a report's
+ * status history from the event log. Moves, merges and report details go through the /v1 routes.
+ */
+import { Elysia, t } from 'elysia'
+import type { Clock } from '../../core/clock'
+import { errorSchemas } from '../../http/error-docs'
+import { authenticateAdmin, requireOrg, type AdminAuthDeps } from '../../http/admin-auth'
+import { IdParams } from '../feedback/model'
+import type { Inbox } from './inbox-repo'
+import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
+import { ID_PATTERN } from '../../core/ids'
+
+const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
+const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
+
+export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => boolean, clock: Clock) {
+  return new Elysia({ name: 'admin-inbox' })
+    .derive(({ request }) => ({ caller: authenticateAdmin(deps, request) }))
+    .get(
+      '/admin/api/orgs/:orgId/inbox',
+      ({ caller, params, query }) => {
+        requireOrg(caller.admin, params.orgId, orgExists)
+        return inbox.list(params.orgId, caller.admin.id, {
+          ...query,
+          hasScreenshot: query.hasScreenshot === undefined ? undefined : query.hasScreenshot === 'true',
+          hasConsole: query.hasConsole === undefined ? undefined : query.hasConsole === 'true',
+        })
+      },
+      {
+        params: OrgParams,
+        query: InboxQuery,
+        response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found'),
+        detail: doc('Reports of a status folder, newest first, filtered, with unread marks', 'Leads only (duplicates are under their lead). Cursor paging by id.'),
+      },
+    )
+    .get(
+      '/admin/api/orgs/:orgId/inbox/counts',
+      ({ caller, params }) => {
+        requireOrg(caller.admin, params.orgId, orgExists)
+        return inbox.counts(params.orgId, caller.admin.id)
+      },
+      { params: OrgParams, response: errorSchemas(...AUTH, 'invalid_id', 'not_found'), detail: doc('Unread reports per folder (stops counting at 1000)') },
+    )
+    .post(
+      '/admin/api/orgs/:orgId/reads',
+      ({ caller, params, body }) => {
+        requireOrg(caller.admin, params.orgId, orgExists)
+        if (body.read === false) {
+          inbox.markUnread(params.orgId, caller.admin.id, body.ids)
+          return { changed: body.ids.length }
+        }
+        return { changed: inbox.markRead(params.orgId, caller.admin.id, body.ids, clock.now()) }
+      },
+      {
+        params: OrgParams,
+        body: IdsBody,
+        parse: 'json',
+        response: { 200: t.Object({ changed: t.Number() }), ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found') },
+        detail: doc('Mark reports read (or unread with read: false) for you'),
+      },
+    )
+    .get(
+      '/admin/api/orgs/:orgId/feedback/:id/history',
+      ({ caller, params }) => {
+        requireOrg(caller.admin, params.orgId, orgExists)
+        return { data: inbox.history(params.orgId, params.id) }
+      },
+      {
+        params: t.Object({ orgId: t.String({ pattern: ID_PATTERN }), id: IdParams.properties.id }, { additionalProperties: false }),
+        response: errorSchemas(...AUTH, 'invalid_id', 'not_found'),
+        detail: doc("A report's events (status changes, merges, agent runs), oldest first"),
+      },
+    )
+}

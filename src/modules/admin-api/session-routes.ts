@@ -1,0 +1,128 @@
+/**
+ * Dashboard sign-in: first-run setup, sign in and out, the current admin, their sessions, TOTP.
+ * Sign-in is rate-limited per address and per email; every failure looks the same.
+ */
+import { Elysia } from 'elysia'
+import { ApiError } from '../../core/errors'
+import type { Clock } from '../../core/clock'
+import { errorSchemas } from '../../http/error-docs'
+import { authenticateAdmin, clearedCookie, sessionCookie, type AdminAuthDeps } from '../../http/admin-auth'
+import { clientAddress } from '../../http/client-address'
+import { RateLimiter } from '../../http/rate-limit'
+import type { AuditLog } from '../audit/index'
+import { newTotpSecret, totpUri } from '../admins/totp'
+import { ADMIN_SESSION, LoginBody, Me, PasswordBody, SessionParams, SetupBody, TotpEnableBody } from './model'
+import { t } from 'elysia'
+
+const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
+/** Ten tries, then one every six seconds: slow enough for guessing, quick enough for a typo. */
+const LOGIN_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
+
+export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock, rateMultiplier: number) {
+  const byAddress = new RateLimiter(LOGIN_BUCKET, clock, rateMultiplier)
+  const byEmail = new RateLimiter(LOGIN_BUCKET, clock, rateMultiplier)
+  const { admins, sessions } = deps
+
+  function signIn(adminId: string, request: Request, ip: string, set: { headers: Record<string, string | number> }) {
+    const { token, session } = sessions.open(adminId, request.headers.get('user-agent') ?? '', ip)
+    set.headers['set-cookie'] = sessionCookie(deps, request, token)
+    set.headers['cache-control'] = 'no-store'
+    const admin = admins.identity(adminId)!
+    return { id: admin.id, email: admin.email, isOwner: admin.isOwner, totpEnabled: admin.totpEnabled, csrfToken: session.csrfToken, sessionId: session.id }
+  }
+
+  return new Elysia({ name: 'admin-session' })
+    .post(
+      '/admin/api/setup',
+      async ({ body, request, server, set }) => {
+        const ip = clientAddress(request, server, deps.trustProxy)
+        byAddress.take(ip)
+        const admin = await admins.redeemSetupToken(body.token, body.email, body.password)
+        audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.created', targetId: admin.id, data: { via: 'setup_link' }, ip })
+        return signIn(admin.id, request, ip, set)
+      },
+      {
+        body: SetupBody,
+        parse: 'json',
+        response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_setup_token', 'rate_limited') },
+        detail: { summary: 'First run: create the instance owner with the single-use setup link token', tags: ['admin'] },
+      },
+    )
+    .post(
+      '/admin/api/session',
+      async ({ body, request, server, set }) => {
+        if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
+        const ip = clientAddress(request, server, deps.trustProxy)
+        byAddress.take(ip)
+        byEmail.take(body.email.trim().toLowerCase())
+        const admin = await admins.verifyLogin(body.email, body.password, body.totp)
+        audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
+        return signIn(admin.id, request, ip, set)
+      },
+      {
+        body: LoginBody,
+        parse: 'json',
+        response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_credentials', 'csrf_failed', 'rate_limited') },
+        detail: { summary: 'Sign in (sets the HttpOnly session cookie)', description: 'details.totpRequired is true when the admin has TOTP and the code is missing or wrong.', tags: ['admin'] },
+      },
+    )
+    .derive(({ request }) => ({ caller: authenticateAdmin(deps, request) }))
+    .get(
+      '/admin/api/session',
+      ({ caller, set }) => {
+        set.headers['cache-control'] = 'no-store'
+        const a = caller.admin
+        return { id: a.id, email: a.email, isOwner: a.isOwner, totpEnabled: a.totpEnabled, csrfToken: caller.session.csrfToken, sessionId: caller.session.id }
+      },
+      { response: { 200: Me, ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'The signed-in admin and the CSRF token', tags: ['admin'], security: ADMIN_SESSION } },
+    )
+    .delete(
+      '/admin/api/session',
+      ({ caller, request, set }) => {
+        sessions.revoke(caller.admin.id, caller.session.id)
+        set.headers['set-cookie'] = clearedCookie(deps, request)
+        return { signedOut: true }
+      },
+      { response: { 200: t.Object({ signedOut: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'Sign out', tags: ['admin'], security: ADMIN_SESSION } },
+    )
+    .get('/admin/api/sessions', ({ caller }) => ({ data: sessions.list(caller.admin.id).map((s) => ({ ...s, current: s.id === caller.session.id })) }), {
+      detail: { summary: "The signed-in admin's live sessions", tags: ['admin'], security: ADMIN_SESSION },
+      response: errorSchemas(...AUTH_ERRORS),
+    })
+    .delete(
+      '/admin/api/sessions/:id',
+      ({ caller, params }) => {
+        if (!sessions.revoke(caller.admin.id, params.id)) throw new ApiError('not_found')
+        audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'session.revoked', targetId: params.id })
+        return { id: params.id, revoked: true }
+      },
+      { params: SessionParams, response: { 200: t.Object({ id: t.String(), revoked: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_id', 'not_found') }, detail: { summary: 'Revoke one of your sessions', tags: ['admin'], security: ADMIN_SESSION } },
+    )
+    .post('/admin/api/me/totp/secret', ({ caller }) => {
+      const secret = newTotpSecret()
+      return { secret, uri: totpUri(secret, caller.admin.email) }
+    }, {
+      response: { 200: t.Object({ secret: t.String(), uri: t.String() }), ...errorSchemas(...AUTH_ERRORS) },
+      detail: { summary: 'A new TOTP secret to scan (not active until confirmed with PUT /admin/api/me/totp)', tags: ['admin'], security: ADMIN_SESSION },
+    })
+    .put(
+      '/admin/api/me/totp',
+      async ({ caller, body }) => {
+        await admins.confirmPassword(caller.admin.id, body.password)
+        admins.setTotp(caller.admin.id, body.secret, body.code)
+        audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
+        return { totpEnabled: true }
+      },
+      { body: TotpEnableBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP on (password + a current code)', tags: ['admin'], security: ADMIN_SESSION } },
+    )
+    .delete(
+      '/admin/api/me/totp',
+      async ({ caller, body }) => {
+        await admins.confirmPassword(caller.admin.id, body.password)
+        admins.setTotp(caller.admin.id, null)
+        audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
+        return { totpEnabled: false }
+      },
+      { body: PasswordBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP off (password)', tags: ['admin'], security: ADMIN_SESSION } },
+    )
+}

@@ -1,0 +1,56 @@
+/**
+ * The metrics registry behind GET /metrics: collectors are functions run at scrape time that return
+ * metric families; rendering follows the Prometheus text exposition format 0.0.4. Other modules add their
+ * own (e.g. webhook deliveries by outcome) with `registry.add(collector)`; nothing runs per request here.
+ */
+export type MetricType = 'counter' | 'gauge' | 'histogram'
+
+export interface Sample {
+  /** Suffix appended to the family name (`_bucket`, `_sum`, `_count` for histograms), usually ''. */
+  suffix?: string
+  labels?: Record<string, string>
+  value: number
+}
+
+export interface MetricFamily {
+  name: string
+  help: string
+  type: MetricType
+  samples: Sample[]
+}
+
+export type Collector = () => MetricFamily[]
+
+const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
+const escapeHelp = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')
+
+function formatValue(v: number): string {
+  if (Number.isNaN(v)) return 'NaN'
+  if (v === Infinity) return '+Inf'
+  if (v === -Infinity) return '-Inf'
+  return String(v)
+}
+
+export function renderFamilies(families: MetricFamily[]): string {
+  const lines: string[] = []
+  for (const f of families) {
+    lines.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`)
+    for (const s of f.samples) {
+      const labels = s.labels ? Object.entries(s.labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`) : []
+      lines.push(`${f.name}${s.suffix ?? ''}${labels.length ? `{${labels.join(',')}}` : ''} ${formatValue(s.value)}`)
+    }
+  }
+  return lines.join('\n') + '\n'
+}
+
+export class MetricsRegistry {
+  private readonly collectors: Collector[] = []
+
+  add(collector: Collector): void {
+    this.collectors.push(collector)
+  }
+
+  render(): string {
+    return renderFamilies(this.collectors.flatMap((c) => c()))
+  }
+}

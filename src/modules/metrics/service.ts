@@ -1,0 +1,46 @@
+/**
+ * Builds the instance's metrics registry: request counts and latency (fed by the foundation plugin),
+ * reports by status, job backlog and oldest job age, agent runs and cost by outcome, WAL size and process
+ * figures. Other modules add collectors to the returned registry (see docs/operations.md, "Metrics").
+ */
+import type { Database } from 'bun:sqlite'
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Clock } from '../../core/clock'
+import { MetricsRegistry, type MetricFamily } from './registry'
+import { RequestMetrics } from './request-metrics'
+import { createMetricsRepo } from './repo'
+
+function walBytes(dataDir: string): number {
+  try {
+    return statSync(join(dataDir, 'fixloop.db-wal')).size
+  } catch {
+    return 0
+  }
+}
+
+export function createMetrics(sqlite: Database, dataDir: string, clock: Clock) {
+  const requests = new RequestMetrics()
+  const registry = new MetricsRegistry()
+  const repo = createMetricsRepo(sqlite)
+  const startedAt = Date.now()
+  registry.add(() => requests.collect())
+  registry.add((): MetricFamily[] => {
+    const s = repo.snapshot()
+    const now = clock.now()
+    const oldest = s.jobsByKind.reduce((m, j) => Math.min(m, j.oldest), Infinity)
+    return [
+      { name: 'fixloop_reports', help: 'Feedback reports stored, by status.', type: 'gauge', samples: s.reportsByStatus.map((r) => ({ labels: { status: r.status }, value: r.n })) },
+      { name: 'fixloop_jobs_backlog', help: 'Jobs waiting or running in the durable queue, by kind.', type: 'gauge', samples: s.jobsByKind.map((j) => ({ labels: { kind: j.kind }, value: j.n })) },
+      { name: 'fixloop_jobs_oldest_age_seconds', help: 'Age of the oldest job in the queue (0 when empty).', type: 'gauge', samples: [{ value: oldest === Infinity ? 0 : Math.max(0, (now - oldest) / 1000) }] },
+      { name: 'fixloop_agent_runs', help: 'Agent runs, by outcome (status).', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
+      { name: 'fixloop_agent_cost_usd', help: 'Agent cost reported by runs, in US dollars, by outcome.', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.cost })) },
+      { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
+      { name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge', samples: [{ value: walBytes(dataDir) }] },
+      { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
+      { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },
+    ]
+  })
+  return { registry, requests }
+}
+export type Metrics = ReturnType<typeof createMetrics>

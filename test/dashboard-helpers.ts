@@ -1,0 +1,102 @@
+/**
+ * Helpers for the dashboard's browser tests: the compiled binary with its stdout captured (for the
+ * setup link), axe-core injected from node_modules, screenshots at 1280 and 375 px into test-output/.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Page } from 'playwright-core'
+import type { Subprocess } from 'bun'
+import { BINARY, freePort, ROOT } from './harness'
+
+export const OUT_DIR = join(ROOT, 'test-output')
+const AXE = readFileSync(join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
+
+export interface SpawnedServer {
+  url: string
+  proc: Subprocess
+  /** Everything the server printed on stdout so far. */
+  stdout(): string
+  stop(): Promise<void>
+}
+
+/** `fixloop serve` from the compiled binary, with stdout kept (the first-run setup link is printed there). */
+export async function spawnWithStdout(dataDir: string, env: Record<string, string> = {}): Promise<SpawnedServer> {
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  let out = ''
+  void (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) out += decoder.decode(chunk)
+  })()
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      if ((await fetch(url + '/healthz')).status === 200) break
+    } catch {
+      // not listening yet
+    }
+    if (proc.exitCode !== null) throw new Error(`fixloop serve exited with ${proc.exitCode}`)
+    if (Date.now() > deadline) throw new Error('fixloop serve did not become healthy in 15 s')
+    await Bun.sleep(50)
+  }
+  return {
+    url,
+    proc,
+    stdout: () => out,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM')
+      await proc.exited
+    },
+  }
+}
+
+/** axe-core's violations on the current page (WCAG 2 A/AA and best practices), as readable lines. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE)
+  const result = (await page.evaluate(
+    "axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } })",
+  )) as { violations: { id: string; help: string; nodes: { target: string[] }[] }[] }
+  return result.violations.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+}
+
+/**
+ * Screenshots of the current page at 1280 and 375 px wide; the viewport is restored after. Returns the
+ * elements that stick out past the right edge at either width (a page must not scroll sideways; wide
+ * tables scroll inside their own box).
+ */
+export async function screenshots(page: Page, name: string): Promise<string[]> {
+  mkdirSync(OUT_DIR, { recursive: true })
+  const before = page.viewportSize() ?? { width: 1280, height: 800 }
+  const overflow: string[] = []
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
+    await page.waitForTimeout(50)
+    const wide = (await page.evaluate(`(() => {
+      const out = []
+      if (document.documentElement.scrollWidth <= innerWidth) return out
+      for (const el of document.querySelectorAll('body *')) {
+        const r = el.getBoundingClientRect()
+        if (r.right > innerWidth + 1 && !(el.parentElement && el.parentElement.closest('.table-wrap, pre, dialog'))) out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + String(el.className).split(' ').join('.') : '') + ' right=' + Math.round(r.right))
+      }
+      return out.slice(0, 5)
+    })()`)) as string[]
+    overflow.push(...wide.map((w) => `${width}px: ${w}`))
+    const png = await page.screenshot({ path: join(OUT_DIR, `dashboard-${name}-${width}.png`), fullPage: true })
+    // The full-page image is as wide as everything painted, absolutely positioned elements included.
+    const painted = png.readUInt32BE(16)
+    if (painted > width) overflow.push(`${width}px: the page paints ${painted} px wide`)
+  }
+  await page.setViewportSize(before)
+  return overflow
+}
+
+export function writePasswordFile(dir: string, name: string, password: string): string {
+  const path = join(dir, name)
+  writeFileSync(path, password + '\n', { mode: 0o600 })
+  return path
+}

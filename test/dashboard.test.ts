@@ -1,0 +1,468 @@
+/**
+ * The dashboard end to end, in Chromium against the compiled binary: first-run setup link → admin → Org →
+ * App → reveal and rotate the secret (the old user token then fails at the API) → an sk_ key shown once
+ * that works at the API → a submitted report in the inbox → keyboard archive → bulk queue with each row's
+ * answer → merge and unmerge → another Org's admin gets 404 → a cross-site form post is refused.
+ * Every page passes axe-core and is photographed at 1280 and 375 px into test-output/.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { launchBrowser } from './browser'
+import { call, eventually, freePort, runBinary, tempDir } from './harness'
+import { userToken } from './helpers-auth'
+import { base32Decode, totpCode } from '../src/modules/admins/totp'
+import { axeViolations, screenshots, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+
+const EMAIL = 'owner@example.com'
+const PASSWORD = 'correct horse battery'
+
+let dir: string
+let server: SpawnedServer
+let browser: Browser
+let context: BrowserContext
+let page: Page
+const state: { orgId?: string; appId?: string; pub?: string; secret?: string; key?: string; reports: string[] } = { reports: [] }
+
+async function checkPage(name: string): Promise<void> {
+  await page.waitForLoadState('networkidle')
+  expect(await axeViolations(page)).toEqual([])
+  expect(await screenshots(page, name)).toEqual([])
+}
+
+async function submit(text: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await call(server.url, 'POST', '/v1/feedback', { auth: state.pub, body: { text, url: 'https://shop.example/cart', ...extra } })
+  expect(r.status).toBe(201)
+  return r.body.id
+}
+
+const statusOf = async (id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: state.key })).body.status as string
+
+beforeAll(async () => {
+  dir = tempDir('fixloop-dash-')
+  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
+  browser = await launchBrowser()
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  page = await context.newPage()
+  page.on('pageerror', (e) => console.error('page error:', e.message))
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await server?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('dashboard in Chromium against the binary', () => {
+  test('first start prints a single-use setup link; it creates the instance owner', async () => {
+    const link = await eventually(() => /(http\S+\/admin\/setup#token=\S+)/.exec(server.stdout())?.[1])
+    await page.goto(server.url + '/admin')
+    await expect(page.getByRole('button', { name: 'Sign in' }).isVisible()).resolves.toBe(true)
+    await checkPage('sign-in')
+    await page.goto(link)
+    await page.getByLabel('Email').fill(EMAIL)
+    await page.getByLabel('Password').fill(PASSWORD)
+    await checkPage('setup')
+    await page.getByRole('button', { name: 'Create admin' }).click()
+    await page.getByRole('heading', { name: 'Orgs' }).waitFor()
+    // Single use: the same token is refused now.
+    const token = new URL(link).hash.replace('#token=', '')
+    const again = await call(server.url, 'POST', '/admin/api/setup', { body: { token, email: 'x@example.com', password: 'another password' } })
+    expect(again.status).toBe(403)
+    expect(again.body.error.code).toBe('invalid_setup_token')
+  })
+
+  test('sign out and sign in with the labelled form, keyboard only', async () => {
+    await page.getByRole('button', { name: /Sign out/ }).click()
+    await page.getByLabel('Email').fill(EMAIL)
+    await page.getByLabel('Password').fill('wrong password!')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('alert').waitFor()
+    expect(await page.getByRole('alert').textContent()).toContain('invalid_credentials')
+    // Keyboard only: focus the email field, type, Tab to the password, Enter submits.
+    await page.getByLabel('Email').focus()
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.type(EMAIL)
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate('document.activeElement.id')).toBe('password')
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.type(PASSWORD)
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { name: 'Orgs' }).waitFor()
+    const cookie = (await context.cookies()).find((c) => c.name === 'fixloop_admin')!
+    expect(cookie.httpOnly).toBe(true)
+    expect(cookie.sameSite).toBe('Lax')
+  })
+
+  test('create an Org and an App; the App page has the widget snippet', async () => {
+    await checkPage('orgs')
+    await page.getByLabel('Org name').fill('Acme')
+    await page.getByRole('button', { name: 'Create Org' }).click()
+    await page.getByRole('heading', { name: 'Apps of Acme' }).waitFor()
+    state.orgId = /\/admin\/o\/([0-9a-f]{24})\//.exec(page.url())![1]
+    await page.getByLabel('App name').fill('Web shop')
+    await page.getByRole('button', { name: 'Create App' }).click()
+    await page.getByRole('heading', { name: 'Web shop' }).waitFor()
+    state.appId = /apps\/([0-9a-f]{24})/.exec(page.url())![1]
+    state.pub = await page.getByLabel('Public key').inputValue()
+    expect(state.pub).toMatch(/^pub_/)
+    const snippet = await page.getByLabel('Widget script tag').inputValue()
+    expect(snippet).toBe(`<script src="${server.url}/widget.js" data-public-key="${state.pub}" async></script>`)
+    await checkPage('app')
+  })
+
+  test('settings are saved (processing mode, origins, batch window)', async () => {
+    await page.getByLabel('Allowed origins').fill('https://shop.example')
+    await page.getByLabel('Batch window (hours)').fill('12')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await page.getByText('Saved.').waitFor()
+    const apps: any = await page.evaluate(async (orgId) => (await fetch(`/admin/api/orgs/${orgId}/apps`)).json(), state.orgId!)
+    expect(apps.data[0].allowedOrigins).toEqual(['https://shop.example'])
+    expect(apps.data[0].batchWindowHours).toBe(12)
+    // Back to any origin, so the API calls below need no Origin header.
+    await page.getByLabel('Allowed origins').fill('')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await page.getByText('Saved.').waitFor()
+  })
+
+  test('reveal needs the password; rotate warns, and the old user token then fails at the API', async () => {
+    await page.getByRole('button', { name: 'Reveal' }).click()
+    const dialog = page.getByRole('dialog', { name: 'Reveal the signing secret' })
+    await dialog.getByLabel('Password').fill('not my password')
+    await dialog.getByRole('button', { name: 'Reveal' }).click()
+    await dialog.getByRole('alert').waitFor()
+    await dialog.getByLabel('Password').fill(PASSWORD)
+    await dialog.getByRole('button', { name: 'Reveal' }).click()
+    const secret = await page.getByLabel('Signing secret (hex)').inputValue()
+    expect(secret).toMatch(/^[0-9a-f]{64}$/)
+    const oldToken = await userToken(secret, state.appId!)
+    const ok = await call(server.url, 'POST', '/v1/feedback', { auth: state.pub, body: { text: 'signed in user report' }, headers: { 'x-service-user-token': oldToken } })
+    expect(ok.status).toBe(201)
+
+    await page.getByRole('button', { name: 'Rotate secret' }).click()
+    const confirm = page.getByRole('dialog', { name: 'Rotate the signing secret?' })
+    expect(await confirm.textContent()).toContain('Every outstanding user token stops working at once')
+    await screenshots(page, 'rotate-confirm')
+    await confirm.getByRole('button', { name: 'Rotate now' }).click()
+    await page.getByText('Rotated.').waitFor()
+    const newSecret = await page.getByLabel('Signing secret (hex)').inputValue()
+    expect(newSecret).not.toBe(secret)
+    const refused = await call(server.url, 'POST', '/v1/feedback', { auth: state.pub, body: { text: 'old token' }, headers: { 'x-service-user-token': oldToken } })
+    expect(refused.status).toBe(401)
+    expect(refused.body.error.code).toBe('invalid_user_token')
+    const fresh = await call(server.url, 'POST', '/v1/feedback', { auth: state.pub, body: { text: 'new token' }, headers: { 'x-service-user-token': await userToken(newSecret, state.appId!) } })
+    expect(fresh.status).toBe(201)
+  })
+
+  test('the audit log lists each reveal and rotation', async () => {
+    await page.getByRole('link', { name: 'Audit log' }).click()
+    await page.getByRole('heading', { name: /Audit log/ }).waitFor()
+    await page.getByRole('cell', { name: 'app.secret_revealed' }).waitFor()
+    expect(await page.getByRole('cell', { name: 'app.secret_rotated' }).count()).toBe(1)
+    await checkPage('audit')
+  })
+
+  test('an sk_ key is shown once, works at the API, is listed by prefix and can be revoked', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click()
+    await page.getByLabel('Key name').fill('backend')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    state.key = await page.getByLabel('New API key').inputValue()
+    expect(state.key).toMatch(/^sk_/)
+    expect((await call(server.url, 'GET', '/v1/apps', { auth: state.key })).status).toBe(200)
+    await checkPage('keys')
+    await page.reload()
+    await page.getByRole('cell', { name: 'backend', exact: true }).waitFor()
+    expect(await page.content()).not.toContain(state.key)
+    expect(await page.getByRole('cell', { name: `${state.key.slice(0, 7)}…` }).count()).toBe(1)
+    // A second key, revoked from the page, is refused at once.
+    await page.getByLabel('Key name').fill('temp')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const temp = await page.getByLabel('New API key').inputValue()
+    page.once('dialog', (d) => d.accept())
+    await page.getByRole('button', { name: 'Revoke temp' }).click()
+    await page.getByText(/^revoked/).waitFor()
+    expect((await call(server.url, 'GET', '/v1/apps', { auth: temp })).status).toBe(401)
+  })
+
+  test('a submitted report appears in the inbox, unread; opening it shows the detail', async () => {
+    // A real screenshot through the upload flow (upload-url → PUT → submit).
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+    const presign = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: state.pub, body: { contentType: 'image/png', byteSize: png.length, kind: 'screenshot', filename: 'shot.png' } })
+    expect(presign.status).toBe(200)
+    expect((await fetch(presign.body.url, { method: 'PUT', headers: presign.body.headers, body: png })).status).toBeLessThan(300)
+    const id = await submit('The checkout button does nothing on Safari', {
+      attachments: [{ key: presign.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: png.length }],
+      severity: 'high',
+      consoleLogs: [{ level: 'error', message: 'TypeError: x is undefined', ts: Date.now() }],
+      viewport: { w: 390, h: 844, dpr: 3 },
+    })
+    state.reports.push(id)
+    await eventually(async () => (await statusOf(id)) === 'awaiting_manual', 10_000)
+    await page.getByRole('link', { name: 'Inbox' }).click()
+    const row = page.getByRole('link', { name: /checkout button does nothing/ })
+    await row.waitFor()
+    expect(await page.locator('li.row.unread').count()).toBeGreaterThan(0)
+    expect(await page.locator('li.row', { hasText: 'checkout button does nothing' }).getByText('screenshot').count()).toBe(1)
+    await checkPage('inbox')
+    // The theme follows the OS: dark, with the same contrast checks.
+    await page.emulateMedia({ colorScheme: 'dark' })
+    expect(await page.evaluate('getComputedStyle(document.body).backgroundColor')).toBe('rgb(21, 23, 26)')
+    await checkPage('inbox-dark')
+    await page.emulateMedia({ colorScheme: 'light' })
+    await row.click()
+    await page.getByRole('heading', { name: 'Console' }).waitFor()
+    expect(await page.locator('pre.console').textContent()).toContain('TypeError')
+    expect(await page.getByText('390×844 @3x').count()).toBe(1)
+    const shot = page.getByRole('img', { name: 'Screenshot 1' })
+    await shot.waitFor()
+    expect(await shot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(1)
+    await page.getByRole('heading', { name: 'History' }).waitFor()
+    // The status history comes from the event log: received → … → awaiting_manual.
+    await page.locator('ol.history li', { hasText: 'awaiting_manual' }).waitFor()
+    await checkPage('report')
+    await page.goBack()
+    await row.waitFor()
+    expect(await page.locator('li.row.unread', { hasText: 'checkout button does nothing' }).count()).toBe(0)
+  })
+
+  test('keyboard: ? lists the shortcuts, j/k move, e archives the current report', async () => {
+    const id = await submit('Archive me with the keyboard please')
+    await eventually(async () => (await statusOf(id)) === 'awaiting_manual', 10_000)
+    await page.reload()
+    await page.getByRole('link', { name: /Archive me with the keyboard/ }).waitFor()
+    await page.locator('body').press('?')
+    const help = page.getByRole('dialog', { name: 'Keyboard shortcuts' })
+    await help.waitFor()
+    expect(await help.textContent()).toContain('archive')
+    await screenshots(page, 'shortcuts')
+    await page.keyboard.press('Escape')
+    await help.waitFor({ state: 'detached' })
+    // The newest report is first; j then k comes back to it.
+    await page.keyboard.press('j')
+    await page.keyboard.press('k')
+    await page.keyboard.press('e')
+    await page.locator('li.row', { hasText: 'Archive me with the keyboard' }).locator('.result.ok', { hasText: 'archived' }).waitFor()
+    expect(await statusOf(id)).toBe('archived')
+    // j moves to the next row, o opens it.
+    await page.keyboard.press('j')
+    const second = await page.locator('li.row.current a.row-text').textContent()
+    await page.keyboard.press('o')
+    await page.getByRole('heading', { name: 'Text' }).waitFor()
+    expect(await page.locator('p.text').first().textContent()).toBe(second!.replace(/^Unread: /, ''))
+    await page.goBack()
+  })
+
+  test('bulk queue shows each row’s own answer (409 for an archived report)', async () => {
+    const a = await submit('Bulk one: the search box is slow')
+    await eventually(async () => (await statusOf(a)) === 'awaiting_manual', 10_000)
+    await page.goto(`${server.url}/admin/o/${state.orgId}/inbox?folder=all`)
+    const rowA = page.locator('li.row', { hasText: 'Bulk one' })
+    const rowArchived = page.locator('li.row', { hasText: 'Archive me with the keyboard' })
+    await rowA.waitFor()
+    await rowA.getByRole('checkbox').check()
+    await rowArchived.getByRole('checkbox').check()
+    await page.getByRole('button', { name: 'Queue selected' }).click()
+    await rowArchived.getByText('409 invalid_transition').waitFor()
+    await rowA.locator('.result.ok').waitFor()
+    expect(await page.getByRole('status').filter({ hasText: 'Queued 1 of 2' }).count()).toBe(1)
+    await screenshots(page, 'bulk-result')
+    expect(['queued', 'agent_running', 'failed']).toContain(await statusOf(a))
+    state.reports.push(a)
+  })
+
+  test("an agent run's detail: status, timeline, error; the Apps page shows the 30-day cost", async () => {
+    const a = state.reports[state.reports.length - 1]
+    // A queued report waits for a repository; connecting (from the App page) one that cannot be cloned
+    // gives a failed run.
+    await page.goto(`${server.url}/admin/o/${state.orgId}/apps/${state.appId}`)
+    await page.getByLabel('Git URL').fill(`${dir}/missing.git`)
+    await page.getByLabel('Git host').selectOption('none')
+    await page.getByLabel('Agent preset').selectOption('command')
+    await page.getByLabel('Agent command').fill('true')
+    await page.getByLabel('Host access token').fill('tok-never-shown-123')
+    await page.getByRole('button', { name: 'Connect repository' }).click()
+    await page.getByText('Connected.').waitFor()
+    expect(await page.content()).not.toContain('tok-never-shown-123')
+    await checkPage('app-repo')
+    const runs = await eventually(async () => {
+      const r = await call(server.url, 'GET', `/v1/feedback/${a}/agent-runs`, { auth: state.key })
+      return r.body.data.length > 0 && r.body.data[0].status !== 'running' && r.body.data
+    }, 15_000)
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${a}`)
+    await page.getByRole('heading', { name: 'Agent runs' }).waitFor()
+    expect(await page.locator('article.run h3').first().textContent()).toContain(runs[0].status)
+    expect(await page.getByRole('img', { name: /^Timeline: prepare/ }).count()).toBe(1)
+    if (runs[0].error) expect(await page.locator('article.run').textContent()).toContain(runs[0].error)
+    await checkPage('report-run')
+    await page.getByRole('link', { name: 'Apps' }).click()
+    await page.getByRole('columnheader', { name: 'Agent cost (30 days)' }).waitFor()
+    expect(await page.getByRole('row', { name: /Web shop/ }).getByRole('cell').nth(3).textContent()).toBe(String(runs.length))
+    await checkPage('apps')
+  })
+
+  test('merge into a similar report, then unmerge: lossless', async () => {
+    const lead = await submit('Login page shows a blank screen after entering password on Firefox')
+    const dup = await submit('Login page blank screen after entering my password in Firefox')
+    await eventually(async () => {
+      const [x, y] = await Promise.all([statusOf(lead), statusOf(dup)])
+      return !['received', 'sanitizing'].includes(x) && !['received', 'sanitizing'].includes(y)
+    }, 10_000)
+    const before = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
+    // Clustering may already have attached it: undo that first so the merge is ours.
+    if (before.duplicateOfId) await call(server.url, 'POST', `/v1/feedback/${dup}/unmerge`, { auth: state.key })
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${dup}`)
+    const side = page.getByRole('complementary', { name: 'Similar reports' })
+    const candidate = side.locator('li', { hasText: 'Login page shows a blank screen' })
+    await candidate.waitFor()
+    expect(await candidate.locator('.score').textContent()).toMatch(/^\d+%$/)
+    await checkPage('report-similar')
+    await candidate.getByRole('button', { name: /Merge into this/ }).click()
+    await page.getByRole('link', { name: 'Go to lead' }).waitFor()
+    const merged = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
+    expect(merged.duplicateOfId).toBe(lead)
+    await screenshots(page, 'report-duplicate')
+    // Make lead: the duplicate and its lead swap places.
+    await page.getByRole('button', { name: 'Make lead' }).click()
+    await page.getByRole('link', { name: 'Go to lead' }).waitFor({ state: 'detached' })
+    expect((await call(server.url, 'GET', `/v1/feedback/${lead}`, { auth: state.key })).body.duplicateOfId).toBe(dup)
+    const swapped = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
+    expect([swapped.duplicateOfId, swapped.duplicateCount]).toEqual([null, 1])
+    // Unmerge from the old lead's page: both stand alone again, texts intact.
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${lead}`)
+    await page.getByRole('button', { name: 'Unmerge' }).click()
+    await page.getByRole('link', { name: 'Go to lead' }).waitFor({ state: 'detached' })
+    const after = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
+    const leadAfter = (await call(server.url, 'GET', `/v1/feedback/${lead}`, { auth: state.key })).body
+    expect([after.duplicateOfId, leadAfter.duplicateOfId]).toEqual([null, null])
+    expect(after.text).toBe(before.text)
+  })
+
+  test('account page: sessions listed', async () => {
+    await page.getByRole('link', { name: 'Account' }).click()
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor()
+    await page.getByText('this session').waitFor()
+    await checkPage('account')
+  })
+
+  test('TOTP: turned on from the Account page; sign-in then asks for the one-time code', async () => {
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click()
+    const secret = await page.getByLabel('Secret', { exact: true }).inputValue()
+    await page.getByLabel('Code').fill(totpCode(base32Decode(secret), Date.now()))
+    await page.getByLabel('Password').fill(PASSWORD)
+    await checkPage('account-totp')
+    await page.getByRole('button', { name: 'Turn on' }).click()
+    await page.getByText('On: sign-in asks for a code').waitFor()
+    const other = await browser.newContext()
+    try {
+      const p2 = await other.newPage()
+      await p2.goto(server.url + '/admin')
+      await p2.getByLabel('Email').fill(EMAIL)
+      await p2.getByLabel('Password').fill(PASSWORD)
+      await p2.getByRole('button', { name: 'Sign in' }).click()
+      await p2.getByLabel('One-time code').waitFor()
+      await p2.getByLabel('One-time code').fill(totpCode(base32Decode(secret), Date.now()))
+      await p2.getByRole('button', { name: 'Sign in' }).click()
+      await p2.getByRole('heading', { name: /Inbox/ }).waitFor()
+    } finally {
+      await other.close()
+    }
+    await page.getByLabel('Password').fill(PASSWORD)
+    await page.getByRole('button', { name: 'Turn off' }).click()
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).waitFor()
+  })
+
+  test('webhooks: add an endpoint (secret shown once), see its deliveries, redeliver', async () => {
+    const received: string[] = []
+    const receiver = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: async (req) => {
+        received.push(req.headers.get('webhook-id') ?? '')
+        return new Response('ok')
+      },
+    })
+    try {
+      await page.goto(`${server.url}/admin/o/${state.orgId}/webhooks`)
+      await page.getByLabel('Endpoint URL').fill(`http://127.0.0.1:${receiver.port}/hook`)
+      await page.getByRole('button', { name: 'Add endpoint' }).click()
+      expect(await page.getByLabel('Webhook secret').inputValue()).toMatch(/^whsec_/)
+      await submit('A report after the webhook exists')
+      await eventually(() => received.length > 0, 15_000)
+      await page.getByRole('button', { name: 'Deliveries' }).click()
+      const row = page.getByRole('row', { name: /feedback\.received/ }).first()
+      await row.waitFor()
+      expect(await row.textContent()).toContain('succeeded')
+      await checkPage('webhooks')
+      const before = received.length
+      await row.getByRole('button', { name: /Redeliver/ }).click()
+      await eventually(() => received.length > before, 15_000)
+      // A redelivery is the same message: the same webhook-id as an earlier delivery.
+      expect(received.slice(0, before)).toContain(received[received.length - 1])
+    } finally {
+      receiver.stop(true)
+    }
+  })
+
+  test("another Org's admin sees 404, in the pages and at the API", async () => {
+    const other = await runBinary(['org', 'create', '--name', 'Other', '--json', '--data-dir', dir])
+    const otherOrg = JSON.parse(other.stdout).id
+    const pw = writePasswordFile(dir, 'member.pw', 'member password 1')
+    const created = await runBinary(['admin', 'create', '--email', 'member@example.com', '--password-file', pw, '--org', otherOrg, '--json', '--data-dir', dir])
+    expect(created.code).toBe(0)
+    expect(Object.keys(JSON.parse(created.stdout)).sort()).toEqual(['email', 'id'])
+    const ctx2 = await browser.newContext()
+    const p2 = await ctx2.newPage()
+    await p2.goto(server.url + '/admin')
+    await p2.getByLabel('Email').fill('member@example.com')
+    await p2.getByLabel('Password').fill('member password 1')
+    await p2.getByRole('button', { name: 'Sign in' }).click()
+    await p2.getByRole('heading', { name: /Inbox/ }).waitFor()
+    const nav = await p2.goto(`${server.url}/admin/o/${state.orgId}/apps`)
+    expect(nav!.status()).toBe(404)
+    await p2.getByRole('heading', { name: '404 Not found' }).waitFor()
+    expect((await p2.goto(`${server.url}/admin/o/${otherOrg}/r/${state.reports[0]}`))!.status()).toBe(404)
+    await p2.getByRole('heading', { name: /404 Report not found/ }).waitFor()
+    expect((await p2.goto(`${server.url}/admin/o/${otherOrg}/inbox`))!.status()).toBe(200)
+    const codes = await p2.evaluate(
+      async ({ orgId, id }) => {
+        const a = await fetch(`/admin/api/orgs/${orgId}/apps`)
+        const b = await fetch(`/v1/feedback/${id}`, { headers: { 'x-fixloop-org': orgId } })
+        const c = await fetch(`/admin/api/orgs/${orgId}/inbox`)
+        return [a.status, ((await a.json()) as any).error.code, b.status, c.status]
+      },
+      { orgId: state.orgId!, id: state.reports[0] },
+    )
+    expect(codes).toEqual([404, 'not_found', 404, 404])
+    await ctx2.close()
+  })
+
+  test('a cross-site form post is refused and changes nothing', async () => {
+    const port = await freePort()
+    const evil = Bun.serve({
+      port,
+      hostname: '127.0.0.1',
+      fetch: () =>
+        new Response(
+          `<!doctype html><form id="f" method="POST" action="${server.url}/admin/api/orgs" enctype="text/plain"><input name='{"name":"Pwned","x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`,
+          { headers: { 'content-type': 'text/html' } },
+        ),
+    })
+    try {
+      const before = await page.evaluate(async () => ((await (await fetch('/admin/api/orgs')).json()) as any).data.length)
+      // Another port on the same host is same-site: the Lax cookie goes along, so the CSRF check must refuse.
+      // "localhost" is another site: the cookie stays home; the post is refused as cross-site all the same.
+      for (const [host, expected] of [['127.0.0.1', [403, 'csrf_failed']], ['localhost', [403, 'csrf_failed']]] as const) {
+        const p3 = await context.newPage()
+        const answer = p3.waitForResponse((r) => r.url().endsWith('/admin/api/orgs') && r.request().method() === 'POST')
+        await p3.goto(`http://${host}:${port}/`)
+        const res = await answer
+        expect([res.status(), (await res.json()).error.code]).toEqual([...expected])
+        await p3.close()
+      }
+      const after = await page.evaluate(async () => ((await (await fetch('/admin/api/orgs')).json()) as any).data.length)
+      expect(after).toBe(before)
+    } finally {
+      evil.stop(true)
+    }
+  })
+})

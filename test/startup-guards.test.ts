@@ -1,0 +1,129 @@
+/**
+ * `fixloop serve` refuses (exit 2, a clear message) to share a port or a data dir, and to run over a
+ * database a newer fixloop migrated. Read-only CLI commands create nothing.
+ */
+import { expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, runBinary, spawnServer, tempDir } from './harness'
+import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { serveExpectingExit } from './ops-helpers'
+
+test('a second serve on a busy port exits 2 and the first keeps its traffic', async () => {
+  ensureBinary()
+  const first = await spawnServer(tempDir())
+  try {
+    const port = new URL(first.url).port
+    const second = await serveExpectingExit(tempDir(), ['--port', port])
+    expect(second.code).toBe(2)
+    expect(second.stderr).toContain('already in use')
+    expect((await call(first.url, 'GET', '/healthz')).status).toBe(200)
+  } finally {
+    await first.stop()
+  }
+}, 30_000)
+
+test('a second serve on a data dir another server holds exits 2; the CLI still writes meanwhile', async () => {
+  ensureBinary()
+  const dir = tempDir()
+  const t = await cliTenant(dir)
+  const first = await spawnServer(dir)
+  try {
+    const second = await serveExpectingExit(dir)
+    expect(second.code).toBe(2)
+    expect(second.stderr).toContain('in use by another fixloop server')
+    const org = await runBinary(['org', 'create', '--name', 'While running', '--data-dir', dir, '--json'])
+    expect(org.code).toBe(0)
+    expect((await call(first.url, 'GET', '/v1/apps', { auth: t.key })).status).toBe(200)
+  } finally {
+    await first.stop()
+  }
+  // Released on stop: the next start takes it.
+  const again = await spawnServer(dir)
+  await again.stop()
+}, 30_000)
+
+test('a database with a migration this binary does not know is refused, naming both versions', async () => {
+  ensureBinary()
+  const dir = tempDir()
+  await cliTenant(dir)
+  const db = new Database(join(dir, 'fixloop.db'))
+  db.run("INSERT INTO __migrations (name, applied_at) VALUES ('0042_future', 1)")
+  db.run("UPDATE instance_meta SET value = '9.9.0' WHERE key = 'migrated_by_version'")
+  db.close()
+  const r = await serveExpectingExit(dir)
+  expect(r.code).toBe(2)
+  expect(r.stderr).toContain('fixloop 9.9.0')
+  expect(r.stderr).toMatch(/this is fixloop \d+\.\d+\.\d+/)
+  expect(r.stderr).toContain('0042_future')
+  // The CLI refuses it too, rather than writing with an older schema in mind.
+  const cli = await runBinary(['org', 'create', '--name', 'x', '--data-dir', dir])
+  expect(cli.code).toBe(2)
+  expect(cli.stderr).toContain('0042_future')
+}, 30_000)
+
+test('read-only commands on a missing data dir say so and create nothing', async () => {
+  ensureBinary()
+  const parent = tempDir()
+  const ghost = join(parent, 'typo')
+  for (const args of [['org', 'list'], ['key', 'list', '--org', 'a'.repeat(24)], ['app', 'list', '--org', 'a'.repeat(24)], ['backup', '--out', join(parent, 'b.tar')], ['webhook', 'list', '--org', 'a'.repeat(24)], ['chatops', 'slack', 'list', '--org', 'a'.repeat(24)]]) {
+    const r = await runBinary([...args, '--data-dir', ghost])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('does not exist')
+    expect(r.stdout).toBe('')
+  }
+  expect(readdirSync(parent)).toEqual([])
+  const r = await runBinary(['org', 'list', '--data-dir', '/nonexistent-fixloop-data'])
+  expect(r.code).toBe(2)
+  expect(existsSync('/nonexistent-fixloop-data')).toBe(false)
+})
+
+test('CLI ergonomics: version --json, did-you-mean, global flags first, tables, per-command help, key rotate', async () => {
+  ensureBinary()
+  const v = await runBinary(['version', '--json'])
+  expect(JSON.parse(v.stdout)).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/) })
+  const typo = await runBinary(['bakup'])
+  expect(typo.code).toBe(2)
+  expect(typo.stderr).toContain('Did you mean "backup"?')
+  const sub = await runBinary(['org', 'lst'])
+  expect(sub.stderr).toContain('Did you mean "org list"?')
+  const flag = await runBinary(['org', 'create', '--nmae', 'x'])
+  expect(flag.code).toBe(2)
+  expect(flag.stderr).toContain('Did you mean "--name"?')
+
+  const dir = tempDir()
+  const t = await cliTenant(dir)
+  // Global flags before the command; a readable table without --json.
+  const list = await runBinary(['--data-dir', dir, 'org', 'list'])
+  expect(list.code).toBe(0)
+  const lines = list.stdout.trim().split('\n')
+  expect(lines[0]).toMatch(/^ID\s+NAME\s+CREATEDAT$/)
+  expect(lines[1]).toContain(t.orgId)
+  expect(lines[1]).toContain('Crash Co')
+
+  const help = await runBinary(['key', 'create', '--help'])
+  expect(help.code).toBe(0)
+  expect(help.stdout).toContain('fixloop key create')
+  expect(help.stdout).not.toContain('fixloop key revoke')
+
+  const created = await runBinary(['key', 'create', '--org', t.orgId, '--data-dir', dir])
+  expect(created.stderr).toContain('shown once')
+  const rotated = await runBinary(['key', 'rotate', t.keyId, '--data-dir', dir, '--json'])
+  expect(rotated.code).toBe(0)
+  const r = JSON.parse(rotated.stdout)
+  expect(r.key).toStartWith('sk_')
+  expect(r.revoked).toBe(t.keyId)
+  const server = await spawnServer(dir)
+  try {
+    expect((await call(server.url, 'GET', '/v1/apps', { auth: t.key })).status).toBe(401)
+    expect((await call(server.url, 'GET', '/v1/apps', { auth: r.key })).status).toBe(200)
+    // GET / points to the docs and the dashboard.
+    const root = await call(server.url, 'GET', '/')
+    expect(root.body.links).toMatchObject({ docs: '/docs', admin: '/admin' })
+    const page = await fetch(server.url + '/', { headers: { accept: 'text/html' } })
+    expect(await page.text()).toContain('href="/docs"')
+  } finally {
+    await server.stop()
+  }
+}, 60_000)
