@@ -19,6 +19,8 @@ export const events = sqliteTable(
     data: text('data').notNull(),
     createdAt: integer('created_at').notNull(),
   },
+  // Migration 0010 also adds events_feedback_idx on (org_id, json_extract(data, '$.feedbackId')) for a
+  // report's status history. It is written in SQL only: drizzle-kit mangles expression indexes on SQLite.
   (t) => [uniqueIndex('events_org_seq_uq').on(t.orgId, t.seq), index('events_created_idx').on(t.createdAt)],
 )
 
