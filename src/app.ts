@@ -28,6 +28,8 @@ import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import type { Services } from './services'
+import { widgetAssets } from './http/widget-assets'
+import { demoPage } from './http/demo-page'
 import type { Readiness } from './modules/health/readiness'
 import { metricsRoutes } from './modules/metrics/index'
 import type { Metrics } from './modules/metrics/service'
@@ -42,7 +44,8 @@ export interface OpsDeps {
   metrics: Metrics
 }
 
-export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) {
+/** `demoPublicKey`: `fixloop serve --demo` gives the demo App's public key (read when /demo is requested). */
+export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, demoPublicKey?: () => string | undefined) {
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
@@ -79,10 +82,13 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps) 
             },
           },
         },
-        exclude: { paths: ['/docs', '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH] },
+        // staticFile: false so /widget.js (a route with a file extension) is documented too.
+        exclude: { staticFile: false, paths: ['/docs', '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH] },
       }),
     )
     .use(docsAssets())
+    .use(widgetAssets())
+    .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
     .use(rootRoutes(VERSION))
     .use(healthRoutes(ops.readiness, VERSION))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))

@@ -46,6 +46,8 @@ export interface StartOptions {
   clock?: Clock
   log?: Logger
   worker?: Partial<WorkerOptions> & { autoStart?: boolean }
+  /** `serve --demo`: serves /demo, a page with the widget mounted for this App public key. */
+  demoPublicKey?: () => string | undefined
 }
 
 export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
@@ -91,7 +93,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
   })
-  const app = createApp(ctx, services, log, { readiness, metrics })
+  const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
   try {
     app.listen({
       hostname: config.host,

@@ -7,13 +7,16 @@ import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
 import { createContext } from '../context'
 import { createAdminsService } from '../modules/admins/service'
 import { createAuditLog } from '../modules/audit/index'
+import { ensureDemoApp } from './demo'
 
-export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data]
+export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--demo]
+--demo: create (once) an Org "fixloop demo" with an App "Demo App", serve a page with the widget at
+/demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md).
 Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
 FIXLOOP_* settings in the README's configuration table.`
 
 export async function runServe(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' } })
+  const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
   if (values.help) {
     process.stdout.write(SERVE_HELP + '\n')
     return
@@ -35,7 +38,13 @@ export async function runServe(argv: string[]): Promise<void> {
   } finally {
     boot.sqlite.close()
   }
-  const running = startServer(config)
+  let demoKey: string | undefined
+  const running = startServer(config, values.demo ? { demoPublicKey: () => demoKey } : {})
+  if (values.demo) {
+    const demo = ensureDemoApp(running)
+    demoKey = demo.publicKey
+    process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${demo.appId}; read its reports with: curl -H "Authorization: Bearer ${demo.apiKey}" ${running.url}/v1/feedback\n`)
+  }
   const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
   if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
   const shutdown = async () => {

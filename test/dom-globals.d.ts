@@ -1,0 +1,10 @@
+/**
+ * Browser globals used inside page.evaluate() callbacks of the widget tests (they run in Chromium,
+ * not in Bun); typed loosely so the tests typecheck without the DOM lib, which clashes with bun-types.
+ */
+declare const document: any
+declare const window: any
+declare const indexedDB: any
+declare function getComputedStyle(el: any): any
+declare function dispatchEvent(event: Event): boolean
+declare const XMLHttpRequest: any

@@ -1,0 +1,140 @@
+/**
+ * Delivery of the widget by the compiled binary: size budgets (loader ≤ 8 KB gzip, everything ≤ 40 KB
+ * gzip), ES2019 syntax, cache and cross-origin headers of /widget.js and the hashed UI file, and
+ * `fixloop serve --demo` serving a strict-CSP demo page where the widget works.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { transform } from 'esbuild'
+import { BINARY, ROOT, call, eventually, freePort, spawnServer, tempDir } from './harness'
+import { ensureBinary } from './helpers-lifecycle'
+import { launchBrowser } from './browser'
+import { widget } from './widget-fixture'
+
+const DIST = join(ROOT, 'widget', 'dist')
+let server: Awaited<ReturnType<typeof spawnServer>>
+let dataDir: string
+
+beforeAll(async () => {
+  ensureBinary()
+  dataDir = tempDir('fixloop-widget-delivery-')
+  server = await spawnServer(dataDir)
+})
+afterAll(async () => {
+  await server?.stop()
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+const uiFile = () => JSON.parse(readFileSync(join(DIST, 'manifest.json'), 'utf8')).uiFile as string
+
+test('size budgets: loader ≤ 8 KB gzip, loader + UI (screenshot renderer included) ≤ 40 KB gzip', () => {
+  const loader = gzipSync(readFileSync(join(DIST, 'widget.js')), { level: 9 }).length
+  const ui = gzipSync(readFileSync(join(DIST, 'ui.js')), { level: 9 }).length
+  console.log(`widget.js ${loader} B gzip, UI ${ui} B gzip, total ${loader + ui} B gzip`)
+  expect(loader).toBeLessThanOrEqual(8 * 1024)
+  expect(loader + ui).toBeLessThanOrEqual(40 * 1024)
+  // The UI really carries the DOM renderer (not left out to meet the budget).
+  expect(readFileSync(join(DIST, 'ui.js'), 'utf8')).toContain('foreignObject')
+})
+
+test('both files are ES2019: esbuild lowering them to es2019 changes nothing about their syntax level', async () => {
+  for (const file of ['widget.js', 'ui.js']) {
+    const code = readFileSync(join(DIST, file), 'utf8')
+    // Fails if the code had syntax esbuild cannot express in ES2019 (e.g. BigInt literals).
+    await transform(code, { target: 'es2019' })
+    expect(code).not.toMatch(/\?\?|\?\.[\w$(\[]|\|\|=|&&=/)
+  }
+})
+
+test('GET /widget.js from the binary: JS content type, short cache + ETag, cross-origin readable', async () => {
+  const r = await fetch(`${server.url}/widget.js`, { headers: { origin: 'https://customer.example' } })
+  expect(r.status).toBe(200)
+  expect(r.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+  expect(r.headers.get('cache-control')).toBe('public, max-age=300, stale-while-revalidate=86400')
+  expect(r.headers.get('cross-origin-resource-policy')).toBe('cross-origin')
+  expect(r.headers.get('access-control-allow-origin')).toBe('*')
+  expect(r.headers.get('x-content-type-options')).toBe('nosniff')
+  const body = await r.text()
+  expect(body).toBe(readFileSync(join(DIST, 'widget.js'), 'utf8'))
+  expect(body).toContain(uiFile())
+  const again = await fetch(`${server.url}/widget.js`, { headers: { 'if-none-match': r.headers.get('etag')! } })
+  expect(again.status).toBe(304)
+})
+
+test('GET /widget/<hash>.js is immutable; any other name is 404 with the envelope', async () => {
+  const r = await fetch(`${server.url}/widget/${uiFile()}`)
+  expect(r.status).toBe(200)
+  expect(r.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+  expect(r.headers.get('cross-origin-resource-policy')).toBe('cross-origin')
+  const hash = uiFile().match(/^ui-([0-9a-f]{16})\.js$/)![1]
+  expect(new Bun.CryptoHasher('sha256').update(await r.text()).digest('hex').startsWith(hash)).toBe(true)
+  for (const name of ['ui-0000000000000000.js', '..%2Fwidget.js', 'x'.repeat(3000)]) {
+    const bad = await call(server.url, 'GET', `/widget/${name}`)
+    expect(bad.status).toBe(404)
+    expect(bad.body.error.code).toBe('not_found')
+  }
+  const junk = await call(server.url, 'GET', '/widget.js?v=1&x[]=2&y=%00')
+  expect(junk.status).toBe(200)
+})
+
+test('/openapi.json documents the widget routes', async () => {
+  const spec = (await call(server.url, 'GET', '/openapi.json')).body
+  expect(spec.paths['/widget.js'].get).toBeDefined()
+  expect(spec.paths['/widget/{file}'].get.responses['404']).toBeDefined()
+})
+
+test('fixloop serve --demo: creates the demo App, prints how to read reports, serves a strict-CSP page where the widget sends', async () => {
+  const dir = tempDir('fixloop-demo-')
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--demo', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn' },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const browser = await launchBrowser()
+  try {
+    const reader = proc.stdout.getReader()
+    let out = ''
+    await eventually(async () => {
+      const { value } = await reader.read()
+      out += new TextDecoder().decode(value)
+      return out.includes('curl')
+    }, 15_000)
+    const base = `http://127.0.0.1:${port}`
+    expect(out).toContain(`Demo page: ${base}/demo`)
+    const sk = out.match(/Bearer (sk_[A-Za-z0-9_-]+)/)![1]
+    const html = await fetch(`${base}/demo`)
+    expect(html.headers.get('content-security-policy')).toMatch(/script-src 'nonce-[^']+'; style-src 'self'/)
+    const page = await browser.newPage()
+    const violations: string[] = []
+    await page.exposeFunction('reportViolation', (v: string) => violations.push(v))
+    await page.addInitScript(() => document.addEventListener('securitypolicyviolation', (e: any) => (window as any).reportViolation(e.violatedDirective)))
+    await page.goto(`${base}/demo`)
+    const w = widget(page)
+    await page.click('#pay-button')
+    await w.launcher.click()
+    await w.text.fill('Demo report')
+    await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    expect(violations).toEqual([])
+    const list = await call(base, 'GET', '/v1/feedback', { auth: sk })
+    expect(list.body.data.map((r: any) => r.text)).toEqual(['Demo report'])
+    const item = await call(base, 'GET', `/v1/feedback/${list.body.data[0].id}`, { auth: sk })
+    expect(item.body.consoleLogs.some((l: any) => l.message.includes('card declined'))).toBe(true)
+  } finally {
+    await browser.close()
+    proc.kill('SIGTERM')
+    await proc.exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('the build fails when a budget is exceeded', async () => {
+  const r = Bun.spawnSync(['bun', 'widget/build.ts'], { cwd: ROOT, env: { ...process.env, FIXLOOP_WIDGET_BUDGET_SCALE: '0.1' }, stdout: 'pipe', stderr: 'pipe' })
+  expect(r.exitCode).toBe(1)
+  expect(r.stderr.toString()).toContain('widget over budget')
+  expect(r.stdout.toString()).toMatch(/widget\.js\s+[\d.]+ KB raw, [\d.]+ KB gzip/)
+})

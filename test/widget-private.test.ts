@@ -1,0 +1,112 @@
+/**
+ * Private mode: the App refuses public submissions; the widget asks the customer's getUserToken()
+ * before submitting, refreshes a token about to expire, asks once more on 401 invalid_user_token, and
+ * never sends `identity` alongside a token.
+ */
+import { expect, test } from 'bun:test'
+import { signUserToken } from '../packages/client/src/user-token'
+import { freshContext, report, reports, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+
+const env = widgetEnv(['--public-submission', 'false'])
+
+/** A customer page whose /token endpoint serves `tokens` in order (the last one repeatedly). */
+function privatePage(e: WidgetEnv, path: string, tokens: (() => Promise<string>)[]) {
+  let calls = 0
+  e.routes.set(`${path}/token`, async () => new Response(await tokens[Math.min(calls++, tokens.length - 1)]()))
+  const mount = `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    identity: { email: 'should-not-be-sent@example.com' },
+    getUserToken: function () { return fetch('${path}/token').then(function (r) { return r.text() }) },
+  })
+</script>`
+  return { url: e.page(path, { mount }), calls: () => calls }
+}
+
+const token = (e: WidgetEnv, opts: { now?: number; expiresInSeconds?: number } = {}) => () =>
+  signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: 'user-42', ctx: { email: 'ada@acme.test', plan: 'pro' }, ...opts })
+
+test('an expired token is refreshed once after 401 invalid_user_token; identity is never sent with a token', async () => {
+  const e = env()
+  const expired = token(e, { now: Date.now() - 2 * 3600_000, expiresInSeconds: 3600 })
+  const { url, calls } = privatePage(e, '/private', [expired, token(e)])
+  const { context, page } = await freshContext(e)
+  try {
+    const bodies: any[] = []
+    const statuses: number[] = []
+    page.on('request', (r) => r.url() === `${e.api}/v1/feedback` && r.method() === 'POST' && bodies.push(r.postDataJSON()))
+    page.on('response', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.request().method() === 'POST' && statuses.push(r.status()))
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.text.fill('Private report')
+    await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    expect(calls()).toBe(2)
+    // The upload-url request met the expired token first: one 401, then everything succeeded.
+    expect(statuses.filter((s) => s === 401)).toHaveLength(1)
+    expect(bodies.every((b) => !('identity' in b))).toBe(true)
+    const item = await report(e, (await reports(e)).find((r: any) => r.text === 'Private report').id)
+    expect(item.submittedBy).toMatchObject({ mode: 'private', externalUserId: 'user-42' })
+    expect(item.userContext).toEqual({ email: 'ada@acme.test', plan: 'pro' })
+    expect(item.attachments).toHaveLength(1)
+  } finally {
+    await context.close()
+  }
+})
+
+test('a cached token is re-used while fresh and refreshed before its exp (no 401 at all)', async () => {
+  const e = env()
+  const closeToExpiry = token(e, { now: Date.now() - 45_000, expiresInSeconds: 60 })
+  const { url, calls } = privatePage(e, '/private-soon', [closeToExpiry, token(e)])
+  const { context, page } = await freshContext(e)
+  try {
+    const statuses: number[] = []
+    page.on('response', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.request().method() === 'POST' && statuses.push(r.status()))
+    await page.goto(url)
+    const w = widget(page)
+    const submit = async (text: string) => {
+      await w.launcher.click()
+      await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+      await w.text.fill(text)
+      await w.send.click()
+      await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+      await page.keyboard.press('Escape')
+      await w.dialog.waitFor({ state: 'hidden' })
+    }
+    await submit('First with a token that expires in 15 s')
+    expect(calls()).toBe(1)
+    // The cached token is within 30 s of its exp: a new one is fetched before the request.
+    await submit('Second: the token was refreshed first')
+    expect(calls()).toBe(2)
+    // The new token is good for an hour: re-used.
+    await submit('Third: the refreshed token is re-used')
+    expect(calls()).toBe(2)
+    expect(statuses).toEqual([201, 201, 201])
+  } finally {
+    await context.close()
+  }
+})
+
+test('without a token provider a private App refuses the report and the widget says so (no "Thanks")', async () => {
+  const e = env()
+  const url = e.page('/no-token', { mount: `<script src="${e.api}/widget.js" data-public-key="${e.tenant.pub}"></script>` })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('No token here')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor()
+    expect(await w.host.getByRole('status').first().textContent()).not.toContain('Thanks')
+    expect((await reports(e)).some((r: any) => r.text === 'No token here')).toBe(false)
+  } finally {
+    await context.close()
+  }
+})

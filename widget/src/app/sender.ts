@@ -1,0 +1,57 @@
+/**
+ * Sends reports from the queue: the one the user just sent and, on load and when the browser comes
+ * back online, every report still waiting. A report in flight is never sent twice from this page;
+ * across tabs the Idempotency-Key makes a second send a replay, not a duplicate.
+ */
+import type { Core } from '../types'
+import { queuedReports, removeReport, type QueuedReport } from './queue'
+import { sendReport, TokenSource, type SendResult } from './transport'
+
+const RETRY_LATER_MS = 30_000
+
+export class Sender {
+  private readonly tokens: TokenSource
+  private readonly inFlight = new Set<string>()
+  private timer?: ReturnType<typeof setTimeout>
+
+  constructor(private readonly core: Core) {
+    this.tokens = new TokenSource(core.options.getUserToken)
+    addEventListener('online', () => void this.flush())
+  }
+
+  /** Sends one report; the outcome is reported to the customer's callbacks. */
+  async send(report: QueuedReport): Promise<SendResult> {
+    if (this.inFlight.has(report.key)) return { kind: 'later', status: 0, code: 'in_flight', message: 'already sending' }
+    this.inFlight.add(report.key)
+    try {
+      const result = await sendReport(report, this.tokens)
+      const { onSubmitSuccess, onSubmitError } = this.core.options
+      if (result.kind === 'sent') {
+        await removeReport(report.key).catch(() => undefined)
+        onSubmitSuccess?.({ id: result.id, status: result.status })
+      } else {
+        if (result.kind === 'rejected') await removeReport(report.key).catch(() => undefined)
+        else this.retryLater()
+        onSubmitError?.({ status: result.status, code: result.code, message: result.message, queued: result.kind === 'later' })
+      }
+      return result
+    } finally {
+      this.inFlight.delete(report.key)
+    }
+  }
+
+  /** Sends every waiting report of this App, oldest first; stops at the first one that must wait. */
+  async flush(): Promise<void> {
+    const mine = (await queuedReports().catch(() => [] as QueuedReport[]))
+      .filter((r) => r.endpoint === this.core.endpoint && r.publicKey === this.core.options.publicKey)
+      .sort((a, b) => a.createdAt - b.createdAt)
+    for (const report of mine) {
+      if ((await this.send(report)).kind === 'later') break
+    }
+  }
+
+  private retryLater(): void {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => void this.flush(), RETRY_LATER_MS)
+  }
+}

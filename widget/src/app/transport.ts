@@ -1,0 +1,158 @@
+/**
+ * Sending one report: user token (private mode), uploads (upload-url + PUT with retry), then
+ * POST /v1/feedback with the report's one Idempotency-Key. 429 waits Retry-After plus jitter with
+ * exponential backoff; a network error or 5xx leaves the report queued for later.
+ */
+import { saveReport, type QueuedReport } from './queue'
+
+export type SendResult =
+  | { kind: 'sent'; id: string; status: string }
+  | { kind: 'later'; status: number; code: string; message: string }
+  | { kind: 'rejected'; status: number; code: string; message: string }
+
+class HttpFailure extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfterMs?: number) {
+    super(message)
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const MAX_429_WAIT_MS = 60_000
+const MAX_ATTEMPTS = 5
+
+/** Caches the customer's user token and refreshes it shortly before its exp. */
+export class TokenSource {
+  private token?: string
+  private expMs = 0
+  constructor(private readonly get?: () => Promise<string>) {}
+  get enabled(): boolean {
+    return !!this.get
+  }
+  async current(force = false): Promise<string | undefined> {
+    if (!this.get) return undefined
+    if (force || !this.token || Date.now() > this.expMs - 30_000) {
+      this.token = await this.get()
+      this.expMs = expiryOf(this.token)
+    }
+    return this.token
+  }
+}
+
+function expiryOf(token: string): number {
+  try {
+    const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
+    const exp = JSON.parse(atob(part)).exp
+    return typeof exp === 'number' ? exp * 1000 : 0
+  } catch {
+    return 0
+  }
+}
+
+async function failureOf(res: Response): Promise<HttpFailure> {
+  let code = 'http_' + res.status
+  let message = res.statusText
+  try {
+    const body = await res.json()
+    code = body?.error?.code ?? code
+    message = body?.error?.message ?? message
+  } catch {
+    // not the envelope (a proxy's error page)
+  }
+  const ra = Number(res.headers.get('retry-after'))
+  return new HttpFailure(res.status, code, message, Number.isFinite(ra) && ra >= 0 ? ra * 1000 : undefined)
+}
+
+/** One request with the 429 policy and the 401 invalid_user_token refresh; throws HttpFailure. */
+async function request(tokens: TokenSource, build: (token?: string) => [string, RequestInit]): Promise<Response> {
+  let refreshed = false
+  for (let attempt = 0; ; attempt++) {
+    const token = await tokens.current()
+    const [url, init] = build(token)
+    let res: Response
+    try {
+      res = await fetch(url, init)
+    } catch (e) {
+      throw new HttpFailure(0, 'network_error', (e as Error).message || 'network error')
+    }
+    if (res.ok) return res
+    const failure = await failureOf(res)
+    if (res.status === 401 && failure.code === 'invalid_user_token' && tokens.enabled && !refreshed) {
+      refreshed = true
+      await tokens.current(true)
+      continue
+    }
+    if (res.status === 429 && attempt < MAX_ATTEMPTS) {
+      const backoff = Math.max(failure.retryAfterMs ?? 0, 500 * 2 ** attempt)
+      if (backoff > MAX_429_WAIT_MS) throw failure
+      await sleep(backoff + Math.random() * 250)
+      continue
+    }
+    throw failure
+  }
+}
+
+function authHeaders(publicKey: string, token?: string): Record<string, string> {
+  const h: Record<string, string> = { authorization: `Bearer ${publicKey}` }
+  if (token) h['x-service-user-token'] = token
+  return h
+}
+
+async function upload(report: QueuedReport, tokens: TokenSource): Promise<void> {
+  for (const item of report.blobs) {
+    if (item.uploadedKey) continue
+    const res = await request(tokens, (token) => [
+      `${report.endpoint}/v1/feedback/upload-url`,
+      {
+        method: 'POST',
+        headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json' },
+        body: JSON.stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
+      },
+    ])
+    const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const put = await fetch(grant.url, { method: grant.method || 'PUT', headers: grant.headers, body: item.blob })
+        if (put.ok) break
+        if (put.status < 500 || attempt >= 2) throw await failureOf(put)
+      } catch (e) {
+        if (e instanceof HttpFailure || attempt >= 2) throw e instanceof HttpFailure ? e : new HttpFailure(0, 'network_error', String(e))
+      }
+      await sleep(400 * 2 ** attempt + Math.random() * 200)
+    }
+    item.uploadedKey = grant.key
+    await saveReport(report).catch(() => undefined)
+  }
+}
+
+function finalBody(report: QueuedReport, privateMode: boolean): string {
+  const payload = { ...report.payload }
+  if (privateMode) delete payload.identity
+  const attachments = report.blobs
+    .filter((b) => b.slot === 'attachment')
+    .map((b) => ({ key: b.uploadedKey!, kind: b.kind, contentType: b.contentType, byteSize: b.blob.size, ...(b.width ? { width: b.width, height: b.height } : {}) }))
+  if (attachments.length) payload.attachments = attachments
+  const component = report.blobs.find((b) => b.slot === 'component')
+  if (component && payload.componentTarget) payload.componentTarget = { ...payload.componentTarget, screenshotKey: component.uploadedKey }
+  return JSON.stringify(payload)
+}
+
+/** Uploads and submits one queued report. */
+export async function sendReport(report: QueuedReport, tokens: TokenSource): Promise<SendResult> {
+  try {
+    await upload(report, tokens)
+    const res = await request(tokens, (token) => [
+      `${report.endpoint}/v1/feedback`,
+      {
+        method: 'POST',
+        headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json', 'idempotency-key': report.key },
+        body: finalBody(report, tokens.enabled),
+      },
+    ])
+    const body = (await res.json()) as { id: string; status: string }
+    return { kind: 'sent', id: body.id, status: body.status }
+  } catch (e) {
+    const f = e instanceof HttpFailure ? e : new HttpFailure(0, 'network_error', String(e))
+    const retryable = f.status === 0 || f.status >= 500 || f.status === 429 || f.status === 408
+    return { kind: retryable ? 'later' : 'rejected', status: f.status, code: f.code, message: f.message }
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * widget.js: the small loader every customer page includes. It records console and network context
+ * from the first moment, mounts <fixloop-widget> (open shadow root, a "Report a problem" launcher) and
+ * exposes window.Fixloop. The dialog, screenshots, picker and offline queue live in /widget/<hash>.js,
+ * fetched from the same origin on first open (or at once when reports wait in the offline queue).
+ */
+import type { Core, FixloopOptions, WidgetUI } from './types'
+import { resolveStrings } from './strings'
+import { installCapture, consoleLogs, networkSummary } from './capture'
+import { LAUNCHER_CSS, applyTheme } from './theme'
+import { hasQueuedReports } from './queue-peek'
+
+declare const __APP_FILE__: string
+
+const script = document.currentScript as HTMLScriptElement | null
+const scriptOrigin = script?.src ? new URL(script.src).origin : location.origin
+const scriptNonce = script?.nonce || script?.getAttribute('nonce') || undefined
+type Api = typeof Fixloop & { loaded?: true }
+/** widget.js included twice: the second copy only forwards its data-public-key to the first. */
+const earlier = (window as unknown as { Fixloop?: Api }).Fixloop
+if (!earlier?.loaded) installCapture(scriptOrigin)
+
+let core: Core | undefined
+let ui: Promise<WidgetUI> | undefined
+const triggers = new Set<HTMLElement>()
+
+function deepActiveElement(): HTMLElement | null {
+  let el = document.activeElement
+  while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
+  return el instanceof HTMLElement && el !== document.body ? el : null
+}
+
+function loadUI(): Promise<WidgetUI> {
+  if (!core) return Promise.reject(new Error('Fixloop.init() was not called'))
+  const c = core
+  ui ??= new Promise<WidgetUI>((resolve, reject) => {
+    const w = window as unknown as { __fixloopUI?: (core: Core) => WidgetUI }
+    if (w.__fixloopUI) return resolve(w.__fixloopUI(c))
+    const tag = document.createElement('script')
+    tag.src = `${c.endpoint}/widget/${__APP_FILE__}`
+    tag.async = true
+    tag.crossOrigin = 'anonymous'
+    const nonce = c.options.nonce ?? scriptNonce
+    if (nonce) tag.nonce = nonce
+    tag.onload = () => (w.__fixloopUI ? resolve(w.__fixloopUI(c)) : reject(new Error('fixloop UI did not register')))
+    tag.onerror = () => {
+      ui = undefined
+      reject(new Error('fixloop UI could not be loaded'))
+    }
+    document.head.appendChild(tag)
+  })
+  return ui
+}
+
+let openWhenMounted = false
+
+function open(): void {
+  if (!core) {
+    // init() ran before <body> existed: open as soon as the widget is mounted.
+    openWhenMounted = true
+    return
+  }
+  core.trigger = deepActiveElement()
+  loadUI().then((u) => u.open(), (e) => console.warn('[fixloop]', e.message))
+}
+
+function mount(options: FixloopOptions): void {
+  const endpoint = (options.endpoint ?? scriptOrigin).replace(/\/+$/, '')
+  installCapture(endpoint, options.slowRequestMs)
+  const host = document.createElement('fixloop-widget')
+  const root = host.attachShadow({ mode: 'open' })
+  const sheet = new CSSStyleSheet()
+  sheet.replaceSync(LAUNCHER_CSS)
+  root.adoptedStyleSheets = [sheet]
+  const strings = resolveStrings(options.locale, options.strings)
+  core = { options, endpoint, host, root, strings, consoleLogs, network: networkSummary, trigger: null }
+  if (options.autoInject !== false) {
+    const button = document.createElement('button')
+    button.type = 'button'
+    button.className = 'launcher'
+    button.setAttribute('part', 'launcher')
+    button.setAttribute('aria-haspopup', 'dialog')
+    button.textContent = strings.launcher
+    button.addEventListener('click', open)
+    root.appendChild(button)
+  }
+  if (options.theme) applyTheme(host, options.theme)
+  document.body.appendChild(host)
+  for (const el of triggers) el.addEventListener('click', open)
+  if (openWhenMounted) open()
+  hasQueuedReports().then(
+    (waiting) => {
+      if (waiting) loadUI().then((u) => u.flush(), () => undefined)
+    },
+    () => undefined,
+  )
+}
+
+function whenBody(run: () => void): void {
+  if (document.body) run()
+  else document.addEventListener('DOMContentLoaded', run, { once: true })
+}
+
+/** window.Fixloop: the mount API of CONTRACT.md "Browser widget". */
+const Fixloop = {
+  init(options: FixloopOptions): void {
+    if (core) return
+    if (!options?.publicKey) throw new Error('Fixloop.init: publicKey is required')
+    whenBody(() => mount(options))
+  },
+  open,
+  close(): void {
+    ui?.then((u) => u.close())
+  },
+  /** Opens the widget from the customer's own button. */
+  attachTo(el: HTMLElement): void {
+    triggers.add(el)
+    if (core) el.addEventListener('click', open)
+  },
+  setTheme(theme: Record<string, string>): void {
+    if (core) applyTheme(core.host, theme)
+  },
+}
+
+const api: Api = earlier?.loaded ? earlier : Object.assign(Fixloop, { loaded: true as const })
+;(window as unknown as { Fixloop: Api }).Fixloop = api
+
+const key = script?.dataset.publicKey
+if (key) api.init({ publicKey: key, endpoint: script?.dataset.endpoint, locale: script?.dataset.locale })

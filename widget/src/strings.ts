@@ -1,0 +1,90 @@
+/** Every UI string, per locale; Fixloop.init({ strings }) overrides any of them. */
+export interface Strings {
+  launcher: string
+  title: string
+  describe: string
+  placeholder: string
+  screenshotLegend: string
+  screenshot: string
+  preview: string
+  screenshotPending: string
+  screenshotFailed: string
+  redact: string
+  crop: string
+  undo: string
+  captureScreen: string
+  attachFile: string
+  pick: string
+  pickHelp: string
+  picked: string
+  clearPick: string
+  cancel: string
+  send: string
+  sending: string
+  thanks: string
+  queued: string
+  queueFull: string
+  cancelled: string
+  failed: string
+  close: string
+}
+
+const en: Strings = {
+  launcher: 'Report a problem',
+  title: 'Report a problem',
+  describe: 'Describe the problem',
+  placeholder: 'What happened? What did you expect?',
+  screenshotLegend: 'Screenshot',
+  screenshot: 'Include a screenshot of this page',
+  preview: 'Screenshot preview: drag over it to hide an area (or to crop)',
+  screenshotPending: 'Taking a screenshot…',
+  screenshotFailed: 'No screenshot could be taken. You can attach an image instead.',
+  redact: 'Hide an area',
+  crop: 'Crop',
+  undo: 'Undo',
+  captureScreen: 'Capture my screen instead',
+  attachFile: 'Attach an image',
+  pick: 'Point at the broken element',
+  pickHelp: 'Click the broken element. Keyboard: Tab to move, Enter to choose, Esc to cancel.',
+  picked: 'Selected element:',
+  clearPick: 'Clear selection',
+  cancel: 'Cancel',
+  send: 'Send',
+  sending: 'Sending…',
+  thanks: 'Thanks! Your report was sent.',
+  queued: 'You seem to be offline. Your report is saved on this device and will be sent automatically.',
+  queueFull: 'Too many reports are waiting to be sent from this device. Please try again later.',
+  cancelled: 'The report was not sent.',
+  failed: 'The report could not be sent:',
+  close: 'Close',
+}
+
+const de: Partial<Strings> = {
+  launcher: 'Problem melden',
+  title: 'Problem melden',
+  describe: 'Beschreiben Sie das Problem',
+  send: 'Senden',
+  cancel: 'Abbrechen',
+  sending: 'Wird gesendet…',
+  thanks: 'Danke! Ihre Meldung wurde gesendet.',
+  close: 'Schließen',
+}
+
+const fr: Partial<Strings> = {
+  launcher: 'Signaler un problème',
+  title: 'Signaler un problème',
+  describe: 'Décrivez le problème',
+  send: 'Envoyer',
+  cancel: 'Annuler',
+  sending: 'Envoi…',
+  thanks: 'Merci ! Votre signalement a été envoyé.',
+  close: 'Fermer',
+}
+
+const LOCALES: Record<string, Partial<Strings>> = { de, fr }
+
+/** The locale's table over English, then the customer's overrides. */
+export function resolveStrings(locale: string | undefined, overrides: Partial<Strings> | undefined): Strings {
+  const lang = (locale ?? '').toLowerCase().split('-')[0]
+  return { ...en, ...(LOCALES[lang] ?? {}), ...(overrides ?? {}) }
+}

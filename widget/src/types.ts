@@ -1,0 +1,82 @@
+/** Public options of Fixloop.init() and the small core the loader shares with the lazily loaded UI. */
+import type { Strings } from './strings'
+
+/** What the customer page passes to window.Fixloop.init(). */
+export interface FixloopOptions {
+  publicKey: string
+  /** fixloop's base URL; defaults to the origin widget.js was loaded from. */
+  endpoint?: string
+  /** Private mode: returns a user token (HS256 JWT minted by the customer's backend). */
+  getUserToken?: () => Promise<string>
+  /** The customer's own scrubbing: return the payload (changed or not) or null to cancel. */
+  beforeSend?: (payload: SubmitPayload) => SubmitPayload | null | Promise<SubmitPayload | null>
+  /** Built-in string table: 'en' (default), 'de', 'fr'. */
+  locale?: string
+  /** Any UI string, overriding the locale's. */
+  strings?: Partial<Strings>
+  /** Nonce for the lazily loaded script under a strict CSP (defaults to widget.js's own nonce). */
+  nonce?: string
+  /** false: no floating launcher; open with Fixloop.open() or attachTo(el). */
+  autoInject?: boolean
+  onSubmitSuccess?: (result: { id: string; status: string }) => void
+  onSubmitError?: (error: { status: number; code: string; message: string; queued: boolean }) => void
+  /** Public mode only: who is reporting. Never sent with a user token. */
+  identity?: { email?: string; name?: string; externalUserId?: string }
+  /** Customer metadata (the whole metadata object stays within 4 KB of JSON). */
+  metadata?: Record<string, unknown>
+  /** Theme variables, e.g. { accent: '#0f766e' } or { '--fixloop-accent': '#0f766e' }. */
+  theme?: Record<string, string>
+  /** false: no screenshot offered. */
+  screenshot?: boolean
+  /** A fetch/XHR slower than this (ms) is summarised even when it succeeds. */
+  slowRequestMs?: number
+}
+
+export interface ConsoleEntry {
+  level: 'log' | 'info' | 'warn' | 'error' | 'debug'
+  message: string
+  ts: number
+}
+
+export interface NetworkEntry {
+  method: string
+  url: string
+  status: number
+  ms: number
+  ts: number
+}
+
+/** The JSON body of POST /v1/feedback (spec 2.3). */
+export interface SubmitPayload {
+  text: string
+  url?: string
+  userAgent?: string
+  viewport?: { w: number; h: number; dpr: number }
+  consoleLogs?: ConsoleEntry[]
+  attachments?: { key: string; kind: 'screenshot' | 'attachment'; contentType: string; byteSize: number; width?: number; height?: number }[]
+  componentTarget?: { name: string; meta?: Record<string, unknown>; bbox?: { x: number; y: number; w: number; h: number }; screenshotKey?: string }
+  metadata?: Record<string, unknown>
+  identity?: { email?: string; name?: string; externalUserId?: string }
+  severity?: 'low' | 'medium' | 'high' | null
+}
+
+/** What the loader hands to the lazily loaded UI. */
+export interface Core {
+  options: FixloopOptions
+  endpoint: string
+  host: HTMLElement
+  root: ShadowRoot
+  strings: Strings
+  consoleLogs(): ConsoleEntry[]
+  network(): NetworkEntry[]
+  /** The element focus returns to when the dialog closes. */
+  trigger: HTMLElement | null
+}
+
+/** What the lazily loaded UI gives back to the loader. */
+export interface WidgetUI {
+  open(): void
+  close(): void
+  /** Sends queued reports (after a reload or when the browser is back online). */
+  flush(): Promise<void>
+}
