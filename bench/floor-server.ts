@@ -138,16 +138,17 @@ function toItem(r: Row) {
 export function startFloor(opts: { file: string; port: number; orgId: string; appId: string; pubKey: string; skKey: string }) {
   const db = openFloorDb(opts.file)
   const insertFeedback = db.prepare(
-    `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, submitted_mode, created_at, updated_at)
-     VALUES ($id, $orgId, $appId, 'received', $severity, $text, $url, $userAgent, 'public', $now, $now)`,
+    `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, metadata, submitted_mode, created_at, updated_at)
+     VALUES ($id, $orgId, $appId, 'received', $severity, $text, $url, $userAgent, $viewport, $consoleLogs, $metadata, 'public', $now, $now)`,
   )
   const insertJob = db.prepare(`INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES ('process', ?, ?, ?)`)
   const cols = 'id, app_id, status, submitted_mode, external_user_id, email, submitter_name, severity, text, url, created_at, processed_at, merge_request_url, duplicate_of_id, duplicate_count, theme, consolidated_text, last_duplicate_at'
   const newest = db.prepare(`SELECT ${cols} FROM feedback WHERE org_id = ? AND duplicate_of_id IS NULL ORDER BY id DESC LIMIT ?`)
   const after = db.prepare(`SELECT ${cols} FROM feedback WHERE org_id = ? AND duplicate_of_id IS NULL AND id < ? ORDER BY id DESC LIMIT ?`)
   // One transaction per request: BEGIN, both inserts, COMMIT.
-  const submit = db.transaction((p: { id: string; severity: string | null; text: string; url: string | null; userAgent: string | null; now: number }) => {
-    insertFeedback.run({ id: p.id, orgId: opts.orgId, appId: opts.appId, severity: p.severity, text: p.text, url: p.url, userAgent: p.userAgent, now: p.now })
+  type Submit = { id: string; severity: string | null; text: string; url: string | null; userAgent: string | null; viewport: string | null; consoleLogs: string | null; metadata: string | null; now: number }
+  const submit = db.transaction((p: Submit) => {
+    insertFeedback.run({ ...p, orgId: opts.orgId, appId: opts.appId })
     insertJob.run(p.id, p.now, p.now)
   })
   const pubAuth = `Bearer ${opts.pubKey}`
@@ -162,7 +163,7 @@ export function startFloor(opts: { file: string; port: number; orgId: string; ap
       return fail(400, 'invalid_body')
     }
     if (typeof parsed !== 'object' || parsed === null) return fail(400, 'invalid_body')
-    const { text, url, severity } = parsed as { text?: unknown; url?: unknown; severity?: unknown }
+    const { text, url, severity, viewport, consoleLogs, metadata } = parsed as Record<string, unknown>
     if (typeof text !== 'string' || text.length < 1 || text.length > 8192) return fail(400, 'invalid_body')
     if (url !== undefined && (typeof url !== 'string' || url.length > 2048 || !URL.canParse(url))) return fail(400, 'invalid_body')
     const now = Date.now()
@@ -173,6 +174,9 @@ export function startFloor(opts: { file: string; port: number; orgId: string; ap
       text,
       url: (url as string | undefined) ?? null,
       userAgent: req.headers.get('user-agent')?.slice(0, 512) ?? null,
+      viewport: viewport === undefined ? null : JSON.stringify(viewport),
+      consoleLogs: consoleLogs === undefined ? null : JSON.stringify(consoleLogs),
+      metadata: metadata === undefined ? null : JSON.stringify(metadata),
       now,
     })
     return new Response(JSON.stringify({ id, status: 'received' }), { status: 201, headers: JSON_HEADERS })

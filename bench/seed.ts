@@ -10,7 +10,9 @@
  * fixloop's (4-byte unix seconds, 5 random bytes, 3-byte counter), ascending, spread over 90 days that
  * end an hour ago so everything the benchmark POSTs sorts after them.
  *
- * Usage: bun bench/seed.ts --bin dist/fixloop --data-dir DIR --floor-db FILE --out DIR [--rows N] [--cursors N]
+ * With --bare-db FILE the same rows also go into the barest floor's one table (bench/bare-floor.ts).
+ *
+ * Usage: bun bench/seed.ts --bin dist/fixloop --data-dir DIR --floor-db FILE --out DIR [--rows N] [--cursors N] [--bare-db FILE]
  */
 import { Database } from 'bun:sqlite'
 import { randomBytes } from 'node:crypto'
@@ -18,12 +20,14 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { openFloorDb } from './floor-server'
+import { openBareDb, BARE_INSERT } from './bare-floor'
 
 const { values } = parseArgs({
   options: {
     bin: { type: 'string', default: 'dist/fixloop' },
     'data-dir': { type: 'string' },
     'floor-db': { type: 'string' },
+    'bare-db': { type: 'string' },
     out: { type: 'string' },
     rows: { type: 'string', default: '1000000' },
     cursors: { type: 'string', default: '2000' },
@@ -86,8 +90,13 @@ const targets = [fixloopDb, floorDb].map((db) => {
   // Seeding only: nothing to protect yet, so skip the per-transaction sync work.
   db.run('PRAGMA synchronous = OFF')
   db.run('PRAGMA cache_size = -262144')
-  return { db, insert: db.prepare(INSERT) }
+  return { db, insert: db.prepare(INSERT), bare: false }
 })
+if (values['bare-db']) {
+  const db = openBareDb(values['bare-db'])
+  db.run('PRAGMA synchronous = OFF')
+  targets.push({ db, insert: db.prepare(BARE_INSERT), bare: true })
+}
 
 const processRandom = randomBytes(5).toString('hex')
 let counter = Math.floor(rand() * (0xffffff - ROWS - 1))
@@ -110,9 +119,10 @@ for (let start = 0; start < ROWS; start += BATCH) {
     // Cursors from the whole range, but not from the oldest page, so every cursor page is full.
     if ((start + i) % cursorEvery === cursorEvery - 1 && start + i > 100) cursors.push(id)
   }
-  for (const { db, insert } of targets) {
+  for (const { db, insert, bare } of targets) {
     db.transaction(() => {
-      for (const r of rows) insert.run(...(r as Parameters<typeof insert.run>))
+      // The bare table: id, text, url, severity, user_agent, viewport, console_logs, metadata, created_at.
+      for (const r of rows) insert.run(...((bare ? [r[0], r[4], r[5], r[3], r[6], r[7], null, null, r[8]] : r) as Parameters<typeof insert.run>))
     })()
   }
 }

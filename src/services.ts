@@ -84,13 +84,18 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
   const jobs = createJobsRepo(sqlite)
   const batches = createBatchWindows(sqlite, clock, jobs, lifecycle)
   const steps: Record<JobKind, JobStep> = {
-    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle }),
+    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish }),
     batch_release: batches.step,
     agent: createStartAgentStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
   }
-  // Submissions committed in the last 20 ms mean intake is busy: the worker paces itself.
-  const worker = new Worker(jobs, steps, clock, log, { busy: () => performance.now() - committer.lastCommitAt < 20, ...workerOptions })
+  // Submissions committed in the last 20 ms mean intake is busy: the worker paces itself; a full batch
+  // in the last 50 ms means intake saturates the core: the worker then takes only a small share of it.
+  const worker = new Worker(jobs, steps, clock, log, {
+    busy: () => performance.now() - committer.lastCommitAt < 20,
+    saturated: () => performance.now() - committer.lastFullCommitAt < 50,
+    ...workerOptions,
+  })
   wake.on(() => worker.wake())
   scheduleUploadsGc(jobs, lifecycle, clock)
 

@@ -19,10 +19,16 @@ export class GroupCommitter {
   private scheduled = false
   /** performance.now() of the last commit: a cheap signal that writes are arriving. */
   lastCommitAt = -Infinity
+  /**
+   * performance.now() of the last commit that carried `fullBatch` writes or more: many requests landed
+   * in one event-loop turn, so intake is using the whole core (a trickle commits one write per batch).
+   */
+  lastFullCommitAt = -Infinity
 
   constructor(
     private readonly sqlite: Database,
     private readonly maxBatch = 512,
+    private readonly fullBatch = 8,
   ) {}
 
   /** Queues a synchronous write; resolves with its result once the batch has committed. */
@@ -68,6 +74,7 @@ export class GroupCommitter {
       return
     }
     this.lastCommitAt = performance.now()
+    if (batch.length >= this.fullBatch) this.lastFullCommitAt = this.lastCommitAt
     batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
   }
 }

@@ -26,12 +26,21 @@ export class DeferJob extends Error {
 export interface JobStep {
   run(job: JobRow): Promise<void> | void
   onGiveUp?(job: JobRow, error: string): void
+  /** The step deletes its job in its own final transaction (one commit fewer per job); the loop does not. */
+  finishesJob?: boolean
 }
 
 export interface WorkerOptions {
   /** True while the server is busy taking submissions (the worker then paces itself). */
   busy?: () => boolean
   busyPauseMs: number
+  /**
+   * True while submissions saturate the core (many per event-loop turn): the worker then takes only a
+   * small share of it (one job, then `saturatedPauseMs`), so intake never queues behind processing. The
+   * backlog is durable and drains at full speed when the burst ends; a steady trickle is not saturation.
+   */
+  saturated?: () => boolean
+  saturatedPauseMs: number
   leaseMs: number
   pollMs: number
   maxAttempts: number
@@ -39,7 +48,7 @@ export interface WorkerOptions {
   maxBackoffMs: number
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { busyPauseMs: 2, leaseMs: 60_000, pollMs: 1_000, maxAttempts: 6, baseBackoffMs: 1_000, maxBackoffMs: 300_000 }
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { busyPauseMs: 2, saturatedPauseMs: 25, leaseMs: 60_000, pollMs: 1_000, maxAttempts: 6, baseBackoffMs: 1_000, maxBackoffMs: 300_000 }
 
 export class Worker {
   private running = false
@@ -72,14 +81,22 @@ export class Worker {
   /** Runs every job due now, one after another; resolves with how many ran. */
   async tick(maxJobs = 1000): Promise<number> {
     let ran = 0
+    // A job claimed before a pause: the worker holds its lease while it waits for its turn.
+    let next: JobRow | null = null
     while (ran < maxJobs && !this.stopping) {
-      const job = this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+      const job = next ?? this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+      next = null
       if (!job) break
       ran++
       await this.runOne(job)
       // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs, and while
       // submissions are pouring in, a longer pause, so intake latency does not queue behind processing.
-      const pause = this.opts.busy?.() ? this.opts.busyPauseMs : 0
+      const pause = this.opts.saturated?.() ? this.opts.saturatedPauseMs : this.opts.busy?.() ? this.opts.busyPauseMs : 0
+      if (pause > 0 && ran < maxJobs && !this.stopping) {
+        next = this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+        // Held, so stop() hands the lease back if it comes during the pause.
+        if (next) this.held.add(next.id)
+      }
       await new Promise<void>((resolve) => (pause > 0 ? setTimeout(resolve, pause) : setImmediate(resolve)))
     }
     return ran
@@ -92,7 +109,7 @@ export class Worker {
     try {
       if (!step) throw new Error(`no step for job kind "${job.kind}"`)
       await step.run(job)
-      this.jobs.finish(job.id)
+      if (!step.finishesJob) this.jobs.finish(job.id)
     } catch (e) {
       if (e instanceof DeferJob) {
         this.jobs.defer(job.id, this.clock.now() + e.delayMs)

@@ -21,6 +21,8 @@ export interface ProcessDeps {
   cluster: ClusterService
   batches: BatchWindows
   lifecycle: Lifecycle
+  /** Deletes the job row: called inside the step's transaction, so the job goes with the report's changes. */
+  finishJob?: (jobId: number) => void
 }
 
 export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
@@ -82,7 +84,10 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
 
   return {
     async run(job: JobRow): Promise<void> {
-      if (!job.feedback_id) return
+      if (!job.feedback_id) {
+        deps.finishJob?.(job.id)
+        return
+      }
       const first = repo.get(job.feedback_id)
       // A large App's similarity index is built in slices, before the synchronous steps below.
       if (first) await deps.cluster.prepare(first.app_id)
@@ -90,7 +95,16 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       // rolls the report back to where it was, to be redone from there. IMMEDIATE: it reads before it
       // writes, and another process's write in between would otherwise fail it instead of waiting.
       const feedbackId = job.feedback_id
-      sqlite.transaction(() => advance(feedbackId)).immediate()
+      sqlite
+        .transaction(() => {
+          advance(feedbackId)
+          // The job is done exactly when these changes commit; a throw above keeps it for a retry.
+          deps.finishJob?.(job.id)
+        })
+        .immediate()
+    },
+    get finishesJob() {
+      return deps.finishJob !== undefined
     },
     onGiveUp(job: JobRow, error: string): void {
       if (!job.feedback_id) return

@@ -1,0 +1,35 @@
+/**
+ * Query plans the worker's speed depends on (bench/intake.sh measures the speed itself): a lead's
+ * summary after each attach reads its newest 200 duplicates and their count. With an index on
+ * duplicate_of_id alone, SQLite read and sorted EVERY duplicate per attach, so a cluster of 10k
+ * duplicates made each new report cost 10k row reads (the backlog drained at ~130 reports/s).
+ */
+import { describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { applyMigrations } from '../src/db/migrate'
+
+function plan(db: Database, sql: string): string {
+  return (db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(' | ')
+}
+
+describe('cluster summary queries', () => {
+  const db = new Database(':memory:')
+  applyMigrations(db)
+
+  test("a lead's newest duplicates come from the index in order, with no sort of all duplicates", () => {
+    const p = plan(db, "SELECT text, created_at FROM feedback WHERE duplicate_of_id = 'x' ORDER BY id DESC LIMIT 200")
+    expect(p).toContain('feedback_dup_recent_idx')
+    expect(p).not.toContain('TEMP B-TREE')
+  })
+
+  test("a lead's duplicate count and latest time are read from the index alone", () => {
+    const p = plan(db, "SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = 'x'")
+    expect(p).toContain('COVERING INDEX feedback_dup_recent_idx')
+  })
+
+  test('the old single-column index is gone (every duplicate update would write two indexes)', () => {
+    const names = (db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'feedback'").all() as { name: string }[]).map((r) => r.name)
+    expect(names).toContain('feedback_dup_recent_idx')
+    expect(names).not.toContain('feedback_dup_idx')
+  })
+})
