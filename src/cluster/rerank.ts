@@ -5,7 +5,7 @@
  * inflections the stemmer leaves apart, typos, partial class names in stack traces. Measured on long
  * real bug reports, the blend beat words alone for /similar R@1 and R@5 (docs/triage.md).
  */
-import { trigramCosine, trigrams } from './features'
+import { trigrams } from './features'
 
 export interface BlendWeights {
   /** Today's score: word TF-IDF cosine blended with raw trigram cosine by `todayWordWeight`. */
@@ -60,72 +60,124 @@ export function charGrams(text: string, limit = CHAR_LIMIT): GramVector {
   return { keys: keys.subarray(0, u + 1), counts: counts.subarray(0, u + 1) }
 }
 
-/** Document frequencies of grams over a handful of vectors: an open-addressing table, no Map. */
+/**
+ * Document frequencies of grams over a handful of vectors: one open-addressing table, reused by every
+ * query (a generation stamp empties it in O(1)), so ranking a report allocates no table of its own.
+ */
 class GramCounts {
-  private keys: Int32Array
-  private used: Uint8Array
-  private vals: Float32Array
-  private mask: number
+  private keys = new Int32Array(1 << 15)
+  private stamp = new Uint32Array(1 << 15)
+  private vals = new Uint16Array(1 << 15)
+  private mask = (1 << 15) - 1
+  private generation = 0
 
-  constructor(capacity: number) {
-    let size = 1024
-    while (size < capacity * 2) size <<= 1
-    this.keys = new Int32Array(size)
-    this.used = new Uint8Array(size)
-    this.vals = new Float32Array(size)
-    this.mask = size - 1
+  /** Empties the table, sized for `capacity` distinct keys. */
+  reset(capacity: number): void {
+    if (capacity * 2 > this.keys.length) {
+      let size = this.keys.length
+      while (size < capacity * 2) size <<= 1
+      this.keys = new Int32Array(size)
+      this.stamp = new Uint32Array(size)
+      this.vals = new Uint16Array(size)
+      this.mask = size - 1
+      this.generation = 0
+    }
+    if (++this.generation === 0xffffffff) {
+      this.stamp.fill(0)
+      this.generation = 1
+    }
   }
 
-  private slot(key: number): number {
-    let i = Math.imul(key, 0x9e3779b1) >>> 0 & this.mask
-    while (this.used[i] && this.keys[i] !== key) i = (i + 1) & this.mask
+  /** The key's slot (claimed for it if new). */
+  slot(key: number): number {
+    const { keys, stamp, generation, mask } = this
+    let i = (Math.imul(key, 0x9e3779b1) >>> 0) & mask
+    while (stamp[i] === generation && keys[i] !== key) i = (i + 1) & mask
+    if (stamp[i] !== generation) {
+      stamp[i] = generation
+      keys[i] = key
+      this.vals[i] = 0
+    }
     return i
   }
 
-  increment(key: number): void {
-    const i = this.slot(key)
-    this.used[i] = 1
-    this.keys[i] = key
-    this.vals[i]++
+  increment(slot: number): void {
+    // A gram is counted once per vector; a shortlist holds far fewer than 65,535 vectors.
+    this.vals[slot]++
   }
 
-  get(key: number): number {
-    const i = this.slot(key)
-    return this.used[i] ? this.vals[i] : 0
+  count(slot: number): number {
+    return this.vals[slot]
   }
+}
+
+const df = new GramCounts()
+/** Reused buffers: each vector's slots in `df`, and one document's weights. */
+let slotBuf = new Int32Array(1 << 12)
+let weightBuf = new Float32Array(1 << 12)
+
+/**
+ * Sublinear-TF × IDF weights of `v` into `out` (float32, as stored weights always were), and the
+ * vector's norm. `idf[d]` is the IDF of a gram held by `d` vectors; `slots` are the grams' df slots.
+ */
+function weigh(v: GramVector, slots: Int32Array, from: number, idf: Float64Array, out: Float32Array): number {
+  let sum = 0
+  for (let i = 0; i < v.keys.length; i++) {
+    const tf = v.counts[i]
+    out[i] = (tf === 1 ? 1 : 1 + Math.log(tf)) * idf[df.count(slots[from + i])]
+    // The stored (float32) weight, as the norm has always been taken.
+    const w = out[i]
+    sum += w * w
+  }
+  return Math.sqrt(sum)
 }
 
 /** Cosine of sublinear-TF × IDF vectors, the IDF taken over the query and its shortlist. */
 function tfidfCosines(query: GramVector, docs: GramVector[]): number[] {
-  const df = new GramCounts(docs.reduce((a, d) => a + d.keys.length, query.keys.length))
-  for (const d of [query, ...docs]) for (let i = 0; i < d.keys.length; i++) df.increment(d.keys[i])
-  const n = docs.length + 1
-  const weights = (v: GramVector): Float32Array => {
-    const w = new Float32Array(v.keys.length)
-    for (let i = 0; i < w.length; i++) {
-      const tf = v.counts[i]
-      w[i] = (tf === 1 ? 1 : 1 + Math.log(tf)) * Math.log(1 + n / df.get(v.keys[i]))
+  let total = query.keys.length
+  for (const d of docs) total += d.keys.length
+  df.reset(total)
+  if (slotBuf.length < total) slotBuf = new Int32Array(Math.max(total, slotBuf.length * 2))
+  const slots = slotBuf
+  // One hash lookup per gram: its slot is kept for the weights below.
+  let at = 0
+  for (const v of [query, ...docs]) {
+    for (let i = 0; i < v.keys.length; i++) {
+      const s = df.slot(v.keys[i])
+      slots[at++] = s
+      df.increment(s)
     }
-    return w
   }
-  const norm = (w: Float32Array) => Math.sqrt(w.reduce((a, x) => a + x * x, 0))
-  const qw = weights(query)
-  const qNorm = norm(qw)
-  return docs.map((d) => {
-    const dw = weights(d)
-    const dNorm = norm(dw)
-    if (qNorm === 0 || dNorm === 0) return 0
+  const n = docs.length + 1
+  const idf = new Float64Array(n + 1)
+  for (let d = 1; d <= n; d++) idf[d] = Math.log(1 + n / d)
+  const qw = new Float32Array(query.keys.length)
+  const qNorm = weigh(query, slots, 0, idf, qw)
+  const out: number[] = []
+  at = query.keys.length
+  for (const d of docs) {
+    if (weightBuf.length < d.keys.length) weightBuf = new Float32Array(Math.max(d.keys.length, weightBuf.length * 2))
+    const dw = weightBuf
+    const dNorm = weigh(d, slots, at, idf, dw)
+    at += d.keys.length
+    if (qNorm === 0 || dNorm === 0) {
+      out.push(0)
+      continue
+    }
     // Merge join of two ascending key lists.
     let dot = 0
-    for (let i = 0, j = 0; i < query.keys.length && j < d.keys.length; ) {
-      const a = query.keys[i]
-      const b = d.keys[j]
+    const qk = query.keys
+    const dk = d.keys
+    for (let i = 0, j = 0; i < qk.length && j < dk.length; ) {
+      const a = qk[i]
+      const b = dk[j]
       if (a === b) dot += qw[i++] * dw[j++]
       else if (a < b) i++
       else j++
     }
-    return dot / (qNorm * dNorm)
-  })
+    out.push(dot / (qNorm * dNorm))
+  }
+  return out
 }
 
 export interface Blended {
@@ -135,47 +187,77 @@ export interface Blended {
   charScore: number
 }
 
+/** A report's character trigrams as a sorted vector, with the sum of its squared counts. */
+interface TrigramVector {
+  keys: Int32Array
+  counts: Float64Array
+  sumSquares: number
+}
+
+function trigramVector(text: string): TrigramVector {
+  const map = trigrams(text)
+  const keys = Int32Array.from(map.keys()).sort()
+  const counts = new Float64Array(keys.length)
+  let sumSquares = 0
+  for (let i = 0; i < keys.length; i++) {
+    const c = map.get(keys[i])!
+    counts[i] = c
+    sumSquares += c * c
+  }
+  return { keys, counts, sumSquares }
+}
+
+/** Cosine of two trigram count vectors (the counts are integers: every sum is exact, as with maps). */
+function trigramVectorCosine(a: TrigramVector, b: TrigramVector): number {
+  if (a.sumSquares === 0 || b.sumSquares === 0) return 0
+  let dot = 0
+  for (let i = 0, j = 0; i < a.keys.length && j < b.keys.length; ) {
+    const x = a.keys[i]
+    const y = b.keys[j]
+    if (x === y) dot += a.counts[i++] * b.counts[j++]
+    else if (x < y) i++
+    else j++
+  }
+  return dot / Math.sqrt(a.sumSquares * b.sumSquares)
+}
+
 interface Grams {
-  text: string
   chars: GramVector
-  tri: Map<number, number>
+  tri: TrigramVector
 }
 
 /**
- * The n-grams of recently compared reports, by id. A lead is a candidate for every report of its bug,
- * so its grams are reused instead of recomputed (the larger part of the cost for long reports).
+ * The n-grams of recently compared texts, by text. A lead is a candidate for every report of its bug,
+ * and in a burst many reports carry the same text (a templated widget report, a copied error): their
+ * grams are computed once instead of once per comparison (the larger part of ranking's cost).
  */
 const recent = new Map<string, Grams>()
-const RECENT_MAX = 256
+const RECENT_MAX = 512
 
-function gramsOf(id: string | undefined, text: string): Grams {
-  if (id !== undefined) {
-    const hit = recent.get(id)
-    if (hit && hit.text === text) {
-      recent.delete(id)
-      recent.set(id, hit) // most recently used last
-      return hit
-    }
+function gramsOf(text: string): Grams {
+  const hit = recent.get(text)
+  if (hit) {
+    recent.delete(text)
+    recent.set(text, hit) // most recently used last
+    return hit
   }
-  const g = { text, chars: charGrams(text), tri: trigrams(text) }
-  if (id !== undefined) {
-    if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!)
-    recent.set(id, g)
-  }
+  const g = { chars: charGrams(text), tri: trigramVector(text) }
+  if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!)
+  recent.set(text, g)
   return g
 }
 
-/** The blended score of each candidate (same order), each in 0..1. `id`s let their n-grams be reused. */
+/** The blended score of each candidate (same order), each in 0..1. */
 export function blend(queryText: string, candidates: { id?: string; text: string; wordScore: number }[], w: BlendWeights = DEFAULT_BLEND): Blended[] {
   if (candidates.length === 0) return []
-  const query = gramsOf(undefined, queryText)
-  const grams = candidates.map((c) => gramsOf(c.id, c.text))
+  const query = gramsOf(queryText)
+  const grams = candidates.map((c) => gramsOf(c.text))
   const chars = tfidfCosines(
     query.chars,
     grams.map((g) => g.chars),
   )
   return candidates.map((c, i) => {
-    const triScore = trigramCosine(query.tri, grams[i].tri)
+    const triScore = trigramVectorCosine(query.tri, grams[i].tri)
     return { score: Math.min(1, combine(c.wordScore, triScore, chars[i], w)), triScore, charScore: chars[i] }
   })
 }

@@ -1,0 +1,108 @@
+/**
+ * The worker's work per report, alone: an in-process server (real SQLite data dir in a temp dir, worker not
+ * started) takes N widget reports over loopback (the 64 bodies of bench/widget.lua, cycled, so a burst makes
+ * a few huge clusters), then `worker.tick()` drains the `process` backlog on this thread while the clock and
+ * the process's CPU time are read. No HTTP load runs during the drain: the figure is the worker's own cost.
+ *
+ * Prints `DRAIN_WORKER {...}`: reports, seconds, reports/s, CPU seconds, reports per CPU-second, the load
+ * average, and the clusters the drain made (leads, largest cluster) so a faster run can be checked to have
+ * done the same work. Bounded: N reports (default 4000), the drain stops after MAX_SECONDS (default 60).
+ *
+ * Usage: bun bench/drain-worker.ts [N=4000] [MAX_SECONDS=60]
+ *   profile: bun --cpu-prof-md --cpu-prof-dir=DIR bench/drain-worker.ts 4000
+ */
+import { rmSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
+import { join } from 'node:path'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { loadConfig } from '../src/config'
+import { Logger } from '../src/core/logger'
+import { startServer } from '../src/server'
+import { createTenantsService } from '../src/modules/tenants/service'
+
+const N = Number(process.argv[2] ?? 4000)
+const MAX_MS = Number(process.argv[3] ?? 60) * 1000
+const CONCURRENCY = 32
+
+const severities = ['low', 'medium', 'high']
+const pages = ['/cart', '/checkout', '/p/red-shoes', '/search?q=lamp', '/account/orders', '/login']
+/** bench/widget.lua's 64 bodies, byte for byte in content. */
+const bodies = Array.from({ length: 64 }, (_, k) => {
+  const i = k + 1
+  const ts = 1763880000000 + i * 1000
+  return JSON.stringify({
+    text:
+      `The checkout button does nothing when I click it after adding two items to the cart (report ${i}). ` +
+      'I tried twice on Firefox and once on my phone; the spinner keeps turning and the order never goes through.',
+    url: `https://shop.example${pages[i % pages.length]}`,
+    severity: severities[i % 3],
+    viewport: { w: 1440, h: 900, dpr: 2 },
+    consoleLogs: [
+      { level: 'log', message: 'app booted in 412ms', ts },
+      { level: 'info', message: 'cart loaded: 2 items', ts: ts + 10 },
+      { level: 'warn', message: 'slow network: /api/cart took 2300ms', ts: ts + 20 },
+      { level: 'error', message: "TypeError: Cannot read properties of undefined (reading 'total')", ts: ts + 30 },
+      { level: 'error', message: 'POST /api/checkout 500 Internal Server Error', ts: ts + 40 },
+    ],
+    metadata: { release: '2026.11.3', locale: 'de-DE', plan: 'pro', cartItems: 2 },
+  })
+})
+
+const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-drain-'))
+const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', FIXLOOP_AGENT_SANDBOX: 'off' })
+const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
+try {
+  const admin = createTenantsService(server.ctx)
+  const org = admin.createOrg('Drain')
+  const app = admin.createApp(org.id, { name: 'Drain App' })
+  const headers = { authorization: `Bearer ${app.publicKey}`, 'content-type': 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0' }
+
+  // Intake: N reports, CONCURRENCY in flight (bounded by N).
+  let sent = 0
+  let failed = 0
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (sent < N) {
+        const body = bodies[sent++ % bodies.length]
+        const res = await fetch(`${server.url}/v1/feedback`, { method: 'POST', headers, body })
+        if (res.status !== 201) failed++
+        await res.arrayBuffer()
+      }
+    }),
+  )
+  if (failed > 0) throw new Error(`${failed} submissions failed`)
+  const sqlite = server.ctx.sqlite
+  const backlog = () => (sqlite.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
+  const start = backlog()
+
+  // Drain: the worker's own loop, on this thread, bounded in time.
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  while (backlog() > 0 && performance.now() - t0 < MAX_MS) await server.worker.tick(500)
+  const seconds = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6
+  const done = start - backlog()
+  const clusters = sqlite
+    .query("SELECT count(*) AS leads, max(duplicate_count) AS largest FROM feedback WHERE duplicate_of_id IS NULL AND status <> 'received'")
+    .get() as { leads: number; largest: number }
+  process.stdout.write(
+    `DRAIN_WORKER ${JSON.stringify({
+      reports: done,
+      left: start - done,
+      seconds: Number(seconds.toFixed(2)),
+      rate: Math.round(done / seconds),
+      cpuSeconds: Number(cpuSeconds.toFixed(2)),
+      perCpuSecond: Math.round(done / cpuSeconds),
+      msPerReport: Number(((cpuSeconds * 1000) / done).toFixed(3)),
+      load: loadavg().map((l) => Number(l.toFixed(2))),
+      cpus: cpus().length,
+      ...clusters,
+    })}\n`,
+  )
+  if (process.env.DRAIN_DEBUG) console.log(sqlite.query("SELECT substr(text, 85, 11) AS t, count(*) AS leads, sum(duplicate_count) AS dups FROM feedback WHERE duplicate_of_id IS NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 70").all())
+} finally {
+  await server.stop()
+  rmSync(dataDir, { recursive: true, force: true })
+}
