@@ -9,7 +9,8 @@
  * done the same work. Bounded: N reports (default 4000), the drain stops after MAX_SECONDS (default 60).
  *
  * Usage: bun bench/drain-worker.ts [N=4000] [MAX_SECONDS=60]
- *   profile: bun --cpu-prof-md --cpu-prof-dir=DIR bench/drain-worker.ts 4000
+ *   profile the drain alone: bun bench/drain-worker.ts 4000 60 --seed-only /tmp/d   (intake, then exit)
+ *                            bun --cpu-prof-md --cpu-prof-dir=P bench/drain-worker.ts 0 60 --drain-only /tmp/d
  */
 import { rmSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -23,6 +24,9 @@ import { createTenantsService } from '../src/modules/tenants/service'
 
 const N = Number(process.argv[2] ?? 4000)
 const MAX_MS = Number(process.argv[3] ?? 60) * 1000
+const mode = process.argv[4] as '--seed-only' | '--drain-only' | undefined
+const givenDir = process.argv[5]
+if (mode && !givenDir) throw new Error(`${mode} needs a data dir`)
 const CONCURRENCY = 32
 
 const severities = ['low', 'medium', 'high']
@@ -49,13 +53,13 @@ const bodies = Array.from({ length: 64 }, (_, k) => {
   })
 })
 
-const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-drain-'))
+const dataDir = givenDir ?? mkdtempSync(join(tmpdir(), 'fixloop-drain-'))
 const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', FIXLOOP_AGENT_SANDBOX: 'off' })
 const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
 try {
   const admin = createTenantsService(server.ctx)
-  const org = admin.createOrg('Drain')
-  const app = admin.createApp(org.id, { name: 'Drain App' })
+  const org = mode === '--drain-only' ? null : admin.createOrg('Drain')
+  const app = org ? admin.createApp(org.id, { name: 'Drain App' }) : { publicKey: '' }
   const headers = { authorization: `Bearer ${app.publicKey}`, 'content-type': 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0' }
 
   // Intake: N reports, CONCURRENCY in flight (bounded by N).
@@ -63,7 +67,7 @@ try {
   let failed = 0
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (sent < N) {
+      while (sent < N && mode !== '--drain-only') {
         const body = bodies[sent++ % bodies.length]
         const res = await fetch(`${server.url}/v1/feedback`, { method: 'POST', headers, body })
         if (res.status !== 201) failed++
@@ -75,6 +79,10 @@ try {
   const sqlite = server.ctx.sqlite
   const backlog = () => (sqlite.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
   const start = backlog()
+  if (mode === '--seed-only') {
+    process.stdout.write(`seeded ${start} process jobs into ${dataDir}\n`)
+    process.exit(0)
+  }
 
   // Drain: the worker's own loop, on this thread, bounded in time.
   const cpu0 = process.cpuUsage()
@@ -104,5 +112,5 @@ try {
   if (process.env.DRAIN_DEBUG) console.log(sqlite.query("SELECT substr(text, 85, 11) AS t, count(*) AS leads, sum(duplicate_count) AS dups FROM feedback WHERE duplicate_of_id IS NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 70").all())
 } finally {
   await server.stop()
-  rmSync(dataDir, { recursive: true, force: true })
+  if (!givenDir) rmSync(dataDir, { recursive: true, force: true })
 }

@@ -61,6 +61,12 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
   const row = (id: string): Row | null => repo.get(id)
 
   /**
+   * While a batch runs (`batch`): the leads whose summary waits for the batch's end, and each touched
+   * lead's duplicate count so far (counted once, then kept up to date by each attachment).
+   */
+  let pending: { dirty: Set<string>; counts: Map<string, number> } | null = null
+
+  /**
    * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
    * event loop, so a large App never blocks requests (1M stored reports would otherwise stall the
    * process for seconds and hold every report in memory).
@@ -131,10 +137,28 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
   function refreshLead(leadId: string): number {
     const lead = row(leadId)
     if (!lead) return 0
+    // Never a summary of raw text: a report not sanitized yet (or rolled back to before it was, when its
+    // part of a batch failed) has none.
+    if (lead.redactions === null) return repo.duplicateStats(leadId).n
     const stats = repo.duplicateStats(leadId)
     const texts = repo.duplicateTexts(leadId)
     repo.saveLead(leadId, { duplicateCount: stats.n, lastDuplicateAt: stats.last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, texts) }, clock.now())
     return stats.n
+  }
+
+  /**
+   * The lead's summary after a change: at once, or (in a batch) once at the batch's end; returns the
+   * lead's duplicate count now. `added` duplicates just joined it (the batch keeps its count from that).
+   */
+  function leadChanged(leadId: string, added: number): number {
+    if (!pending) return refreshLead(leadId)
+    pending.dirty.add(leadId)
+    // A new lead: its count is not needed now (nothing is recorded), only its summary at the end.
+    if (added === 0) return 0
+    const known = pending.counts.get(leadId)
+    const count = known === undefined ? repo.duplicateStats(leadId).n : known + added
+    pending.counts.set(leadId, count)
+    return count
   }
 
   /** Makes `dupId` (and the duplicates it had) duplicates of `leadId`; records each attachment. Call inside a transaction. */
@@ -143,8 +167,8 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     const movedIds = repo.duplicateIds(dupId)
     repo.setDuplicate(dupId, leadId, manual, now)
     // Never chain: the duplicates of the merged item move to the new lead too.
-    repo.moveDuplicates(dupId, leadId, now)
-    const duplicateCount = refreshLead(leadId)
+    if (movedIds.length > 0) repo.moveDuplicates(dupId, leadId, now)
+    const duplicateCount = leadChanged(leadId, 1 + movedIds.length)
     const r = row(dupId)
     if (!r) return
     for (const feedbackId of [dupId, ...movedIds]) {
@@ -211,7 +235,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       }
       sqlite.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false)
-        else refreshLead(id)
+        else leadChanged(id, 0)
       }).immediate()
       index.add(f, verdict.leadId)
       return verdict
@@ -225,6 +249,37 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
         .filter((c) => c.id !== id)
         .slice(0, limit)
         .map(({ id, score, text, duplicateOfId, row }) => ({ id, score, text: servableText(text, row), duplicateOfId }))
+    },
+
+    /**
+     * Runs `fn` (many `clusterReport` calls, inside the caller's transaction) with each touched lead's
+     * summary (count, last time, theme, consolidated text) rebuilt once at the end instead of after every
+     * attachment; each `feedback.duplicate_attached` event still carries the lead's count at that moment.
+     * The summaries are written before `batch` returns, in the same transaction.
+     */
+    batch<T>(fn: () => T): T {
+      if (pending) return fn()
+      pending = { dirty: new Set(), counts: new Map() }
+      try {
+        const out = fn()
+        for (const leadId of pending.dirty) refreshLead(leadId)
+        return out
+      } finally {
+        pending = null
+      }
+    },
+
+    /**
+     * One report's part of a batch, in its own savepoint: when `fn` throws (and the savepoint rolls back),
+     * the counts the batch kept are dropped, to be counted again from the database.
+     */
+    batchItem<T>(fn: () => T): T {
+      try {
+        return fn()
+      } catch (e) {
+        pending?.counts.clear()
+        throw e
+      }
     },
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */

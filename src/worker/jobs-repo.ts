@@ -26,6 +26,12 @@ export function createJobsRepo(sqlite: Database) {
                  ORDER BY run_after, id LIMIT 1)
      RETURNING *`,
   )
+  const claimBatch: Statement = sqlite.query(
+    `UPDATE jobs SET lease_until = $leaseUntil, lease_owner = $owner, attempts = attempts + 1
+     WHERE id IN (SELECT id FROM jobs WHERE kind = $kind AND run_after <= $now AND (lease_until IS NULL OR lease_until < $now)
+                  ORDER BY run_after, id LIMIT $n)
+     RETURNING *`,
+  )
   const finish = sqlite.query('DELETE FROM jobs WHERE id = ?')
   const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, last_error = ? WHERE id = ?')
   const defer = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, attempts = MAX(0, attempts - 1) WHERE id = ?')
@@ -38,6 +44,12 @@ export function createJobsRepo(sqlite: Database) {
 
   return {
     claim: (now: number, leaseMs: number, owner: string): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null,
+    /** Up to `n` more due jobs of one kind, leased together, in the order `claim` would take them. */
+    claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): JobRow[] {
+      if (n <= 0) return []
+      const rows = claimBatch.all({ kind, n, now, leaseUntil: now + leaseMs, owner }) as JobRow[]
+      return rows.sort((a, b) => a.run_after - b.run_after || a.id - b.id)
+    },
     finish: (id: number) => finish.run(id),
     retry: (id: number, runAfter: number, error: string) => retry.run(runAfter, error.slice(0, 2000), id),
     /** Not a failure: run again later without using up an attempt. */

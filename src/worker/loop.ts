@@ -25,6 +25,14 @@ export class DeferJob extends Error {
 
 export interface JobStep {
   run(job: JobRow): Promise<void> | void
+  /**
+   * Runs several due jobs of this kind at once (e.g. in one transaction, one commit for all); resolves
+   * with one entry per job, in order: undefined when it is done, else what it failed with (handled like a
+   * throw from `run`: retried, deferred or given up, that job alone). A rejection fails every job.
+   */
+  runBatch?(jobs: JobRow[]): Promise<unknown[]>
+  /** How many jobs `runBatch` takes at most (default 1: `run` one at a time). */
+  batchSize?: number
   onGiveUp?(job: JobRow, error: string): void
   /** The step deletes its job in its own final transaction (one commit fewer per job); the loop does not. */
   finishesJob?: boolean
@@ -87,8 +95,15 @@ export class Worker {
       const job = next ?? this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
       next = null
       if (!job) break
-      ran++
-      await this.runOne(job)
+      const step = this.steps[job.kind]
+      if (step?.runBatch && (step.batchSize ?? 1) > 1 && ran + 1 < maxJobs) {
+        const more = this.stopping ? [] : this.jobs.claimBatch(job.kind, Math.min(step.batchSize!, maxJobs - ran) - 1, this.clock.now(), this.opts.leaseMs, this.owner)
+        ran += 1 + more.length
+        await this.runBatch(step, [job, ...more])
+      } else {
+        ran++
+        await this.runOne(job)
+      }
       // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs, and while
       // submissions are pouring in, a longer pause, so intake latency does not queue behind processing.
       const pause = this.opts.saturated?.() ? this.opts.saturatedPauseMs : this.opts.busy?.() ? this.opts.busyPauseMs : 0
@@ -111,26 +126,60 @@ export class Worker {
       await step.run(job)
       if (!step.finishesJob) this.jobs.finish(job.id)
     } catch (e) {
-      if (e instanceof DeferJob) {
-        this.jobs.defer(job.id, this.clock.now() + e.delayMs)
-        return
-      }
-      const error = e instanceof Error ? e.message : String(e)
-      if (job.attempts >= this.opts.maxAttempts) {
-        this.log.warn('job gave up', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, error })
-        try {
-          step?.onGiveUp?.(job, error)
-        } finally {
-          this.jobs.finish(job.id)
-        }
-      } else {
-        const delay = this.backoffMs(job.attempts)
-        this.log.warn('job failed, will retry', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, retryInMs: delay, error })
-        this.jobs.retry(job.id, this.clock.now() + delay, error)
-      }
+      this.failed(step, job, e)
     } finally {
       this.held.delete(job.id)
       this.jobStartedAt = undefined
+    }
+  }
+
+  /** Several jobs of one kind through the step's `runBatch`; each failure is handled as `runOne` does. */
+  private async runBatch(step: JobStep, jobs: JobRow[]): Promise<void> {
+    for (const job of jobs) this.held.add(job.id)
+    this.jobStartedAt = performance.now()
+    try {
+      let outcomes: unknown[]
+      try {
+        outcomes = await step.runBatch!(jobs)
+        if (outcomes.length !== jobs.length) throw new Error(`runBatch answered for ${outcomes.length} of ${jobs.length} jobs`)
+      } catch (e) {
+        outcomes = jobs.map(() => e ?? new Error('batch failed'))
+      }
+      jobs.forEach((job, i) => {
+        const error = outcomes[i]
+        try {
+          if (error === undefined) {
+            if (!step.finishesJob) this.jobs.finish(job.id)
+          } else this.failed(step, job, error)
+        } catch (e) {
+          // One job's bookkeeping failing must not leave the others unhandled (that one keeps its lease).
+          this.log.error('job outcome not recorded', { jobId: job.id, kind: job.kind, error: e instanceof Error ? e.message : String(e) })
+        }
+      })
+    } finally {
+      for (const job of jobs) this.held.delete(job.id)
+      this.jobStartedAt = undefined
+    }
+  }
+
+  /** A job that threw: deferred, retried with backoff, or given up after `maxAttempts`. */
+  private failed(step: JobStep | undefined, job: JobRow, e: unknown): void {
+    if (e instanceof DeferJob) {
+      this.jobs.defer(job.id, this.clock.now() + e.delayMs)
+      return
+    }
+    const error = e instanceof Error ? e.message : String(e)
+    if (job.attempts >= this.opts.maxAttempts) {
+      this.log.warn('job gave up', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, error })
+      try {
+        step?.onGiveUp?.(job, error)
+      } finally {
+        this.jobs.finish(job.id)
+      }
+    } else {
+      const delay = this.backoffMs(job.attempts)
+      this.log.warn('job failed, will retry', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, retryInMs: delay, error })
+      this.jobs.retry(job.id, this.clock.now() + delay, error)
     }
   }
 

@@ -38,6 +38,7 @@ export function createProcessingRepo(sqlite: Database) {
     `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
        email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = ?`,
   )
+  const appOf: Statement = sqlite.query('SELECT app_id FROM feedback WHERE id = ?')
   const routing: Statement = sqlite.query(
     'SELECT processing_mode AS processingMode, batch_enabled AS batchEnabled, batch_window_hours AS batchWindowHours FROM apps WHERE id = ?',
   )
@@ -53,6 +54,8 @@ export function createProcessingRepo(sqlite: Database) {
 
   return {
     get: (id: string): ProcessRow | null => get.get(id) as ProcessRow | null,
+    /** The report's App, or null when the report is gone. */
+    appOf: (id: string): string | null => (appOf.get(id) as { app_id: string } | null)?.app_id ?? null,
     routing(appId: string): RoutingRow | null {
       const r = routing.get(appId) as { processingMode: string; batchEnabled: number; batchWindowHours: number } | null
       return r && { processingMode: r.processingMode, batchEnabled: r.batchEnabled === 1, batchWindowHours: r.batchWindowHours }
