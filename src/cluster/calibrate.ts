@@ -26,9 +26,11 @@ export const CALIBRATION = {
 /** Scores kept per App: the newest ones, so the calibration follows the App as it changes. */
 export const HISTORY = 512
 
-/** A bounded ring of an App's best-match scores. */
+/** A bounded ring of an App's best-match scores, with a sorted copy kept beside it for the median. */
 export class ScoreHistory {
   private ring = new Float32Array(HISTORY)
+  /** The ring's scores in ascending order (updated on each add: O(HISTORY), no sort per report). */
+  private sorted = new Float32Array(HISTORY)
   private n = 0
 
   get count(): number {
@@ -36,12 +38,37 @@ export class ScoreHistory {
   }
 
   add(score: number): void {
-    this.ring[this.n++ % HISTORY] = score
+    const value = Math.fround(Number.isNaN(score) ? 0 : score)
+    const size = this.count
+    const slot = this.n++ % HISTORY
+    let used = size
+    if (size === HISTORY) {
+      // The oldest score leaves the sorted copy first.
+      const i = this.lowerBound(this.ring[slot], size)
+      this.sorted.copyWithin(i, i + 1, size)
+      used--
+    }
+    this.ring[slot] = value
+    const at = this.lowerBound(value, used)
+    this.sorted.copyWithin(at + 1, at, used)
+    this.sorted[at] = value
+  }
+
+  /** The first index of the sorted copy (of `size` scores) holding a score ≥ `value`. */
+  private lowerBound(value: number, size: number): number {
+    let lo = 0
+    let hi = size
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (this.sorted[mid] < value) lo = mid + 1
+      else hi = mid
+    }
+    return lo
   }
 
   median(): number {
-    const xs = Array.from(this.ring.subarray(0, this.count)).sort((a, b) => a - b)
-    return xs.length === 0 ? 0 : xs[xs.length >> 1]
+    const size = this.count
+    return size === 0 ? 0 : this.sorted[size >> 1]
   }
 }
 

@@ -29,6 +29,11 @@ export interface Rule {
   kind: RuleKind
   /** Proposes candidates in ascending order of `start`. */
   detect(text: string): Iterable<Candidate>
+  /**
+   * A cheap necessary condition (a literal the pattern cannot match without): when it is false the
+   * detector is not run at all. Only a speed-up: it must never be false for a text the detector matches.
+   */
+  mayMatch?(text: string): boolean
   /** The false-positive guard: true keeps a candidate that only looks like a secret. */
   keep?(c: Candidate): boolean
   /** What replaces a candidate, e.g. `[REDACTED:email]`. */
@@ -86,6 +91,11 @@ export function matcher(patterns: RegExp | RegExp[], options: MatcherOptions = {
     if (list.length > 1) found.sort((a, b) => a.start - b.start || b.end - a.end)
     return found
   }
+}
+
+/** A `mayMatch` precheck: true when the text contains any of the literals. */
+export function contains(...literals: string[]): (text: string) => boolean {
+  return literals.length === 1 ? (text) => text.includes(literals[0]) : (text) => literals.some((l) => text.includes(l))
 }
 
 /** A rule with its token derived from its name. */

@@ -11,7 +11,7 @@ import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
 import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam } from './keys'
 import { narrowCard, narrowIban, narrowIpv6, narrowPhone } from './narrow'
-import { matcher, reslice, rule, type Candidate, type Rule } from './rule'
+import { contains, matcher, reslice, rule, type Candidate, type Rule } from './rule'
 
 /** The random part of a vendor token: its first participating group named `rand…`. */
 function randomPart(c: Candidate): string {
@@ -23,9 +23,13 @@ function randomPart(c: Candidate): string {
  * A vendor token: the whole token is replaced. Its random part must clear an entropy floor (bits per
  * character) and hold no placeholder word, the way gitleaks keeps `sk_test_xxxx…` out of its findings.
  */
-function vendor(name: string, pattern: RegExp, floor = 3): Rule {
-  return rule({ name, kind: 'credential', detect: matcher(pattern), keep: (c) => isPlaceholder(randomPart(c), floor) })
+function vendor(name: string, pattern: RegExp, floor = 3, mayMatch?: (text: string) => boolean): Rule {
+  return rule({ name, kind: 'credential', detect: matcher(pattern), mayMatch, keep: (c) => isPlaceholder(randomPart(c), floor) })
 }
+
+/** Prechecks (`Rule.mayMatch`): most texts hold none of a rule's literals, and a failed check skips it. */
+const hasDigit = (text: string): boolean => /[0-9]/.test(text)
+const hasSeparator = (text: string): boolean => /[:=：＝]/.test(text)
 
 /**
  * `key=value`, `key: value`, `"key": "value"` (also backslash-escaped JSON); only the value is replaced.
@@ -97,6 +101,7 @@ export const RULES: readonly Rule[] = [
     kind: 'credential',
     // Armoured private keys. A block cut short (a truncated console message) goes up to where its
     // base64 lines (newline- or `\n`-separated, or long space-separated chunks) and header lines end.
+    mayMatch: contains('-----BEGIN '),
     detect: matcher(
       /-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|(?:(?:\r?\n|\\n)(?:[\w-]+: [^\r\n\\]{0,100}|[A-Za-z0-9+/=]{1,100})|[ \t]+[A-Za-z0-9+/=]{40,100})*)/,
     ),
@@ -105,6 +110,7 @@ export const RULES: readonly Rule[] = [
     name: 'jwt',
     kind: 'credential',
     // base64url, and standard base64 (`+`, `/`, `=` padding) as some libraries and logs write it.
+    mayMatch: contains('eyJ'),
     detect: matcher(/(?<![\w+/-])(?<header>eyJ[\w+/-]{2,}={0,2})\.[\w+/-]{2,}={0,2}\.[\w+/-]*={0,2}/),
     keep: (c) => !isJwtHeader(group(c, 'header')!),
   }),
@@ -115,29 +121,31 @@ export const RULES: readonly Rule[] = [
     detect: matcher(/(?<![\w/+=-])[A-Za-z0-9/+]{40}(?![\w/+=-])/),
     keep: (c) => !hasAwsContext(c) || !mixesCharacterClasses(c.value) || isPlaceholder(c.value, 3.5),
   }),
-  vendor('github_token', /(?<!\w)(?:gh[pousr]_(?<rand>[A-Za-z0-9]{36,251})|github_pat_(?<rand2>\w{22,251}))(?!\w)/),
-  vendor('gitlab_token', /(?<![\w-])gl(?:pat|ptt|dt|rt|cbt|soat|ffct)-(?<rand>[\w-]{20,})(?:\.[\w.-]+)?/),
-  vendor('slack_token', /(?<![A-Za-z0-9])(?:xox[abeoprs]|xapp)-(?<rand>[A-Za-z0-9-]{10,})/),
-  vendor('slack_webhook', /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/(?<rand>[\w/+-]{16,})/, 2.5),
-  vendor('stripe_key', /(?<!\w)(?:(?:sk|rk)_(?:live|test)_(?<rand>[A-Za-z0-9]{10,247})|whsec_(?<rand2>[A-Za-z0-9]{24,}))(?!\w)/),
-  vendor('google_api_key', /(?<![\w-])AIza(?<rand>[\w-]{35})(?![\w-])/),
-  vendor('anthropic_key', /(?<![\w-])sk-ant-(?:[a-z]+\d{2}-)?(?<rand>[\w-]{20,})/),
-  vendor('openai_key', /(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?<rand>[\w-]{20,})/),
-  vendor('huggingface_token', /(?<!\w)hf_(?<rand>[A-Za-z0-9]{30,40})(?!\w)/),
-  vendor('npm_token', /(?<!\w)npm_(?<rand>[A-Za-z0-9]{36})(?!\w)/),
+  vendor('github_token', /(?<!\w)(?:gh[pousr]_(?<rand>[A-Za-z0-9]{36,251})|github_pat_(?<rand2>\w{22,251}))(?!\w)/, 3, contains('gh', 'github_pat_')),
+  vendor('gitlab_token', /(?<![\w-])gl(?:pat|ptt|dt|rt|cbt|soat|ffct)-(?<rand>[\w-]{20,})(?:\.[\w.-]+)?/, 3, contains('gl')),
+  vendor('slack_token', /(?<![A-Za-z0-9])(?:xox[abeoprs]|xapp)-(?<rand>[A-Za-z0-9-]{10,})/, 3, contains('xox', 'xapp-')),
+  vendor('slack_webhook', /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/(?<rand>[\w/+-]{16,})/, 2.5, contains('hooks.slack.com/')),
+  vendor('stripe_key', /(?<!\w)(?:(?:sk|rk)_(?:live|test)_(?<rand>[A-Za-z0-9]{10,247})|whsec_(?<rand2>[A-Za-z0-9]{24,}))(?!\w)/, 3, contains('_live_', '_test_', 'whsec_')),
+  vendor('google_api_key', /(?<![\w-])AIza(?<rand>[\w-]{35})(?![\w-])/, 3, contains('AIza')),
+  vendor('anthropic_key', /(?<![\w-])sk-ant-(?:[a-z]+\d{2}-)?(?<rand>[\w-]{20,})/, 3, contains('sk-ant-')),
+  vendor('openai_key', /(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?<rand>[\w-]{20,})/, 3, contains('sk-')),
+  vendor('huggingface_token', /(?<!\w)hf_(?<rand>[A-Za-z0-9]{30,40})(?!\w)/, 3, contains('hf_')),
+  vendor('npm_token', /(?<!\w)npm_(?<rand>[A-Za-z0-9]{36})(?!\w)/, 3, contains('npm_')),
   // fixloop's own Org keys: `sk_` + 43 base64url characters (src/core/secrets.ts); 20+ also catches a
   // key cut short when pasted.
-  vendor('fixloop_key', /(?<!\w)sk_(?!live_|test_)(?<rand>[\w-]{20,})/, 3.5),
+  vendor('fixloop_key', /(?<!\w)sk_(?!live_|test_)(?<rand>[\w-]{20,})/, 3.5, contains('sk_')),
   rule({
     name: 'url_credentials',
     kind: 'credential',
     // `scheme://user:password@host`: user and password both go (the user is often an email).
+    mayMatch: (t) => t.includes('://') && t.includes('@'),
     detect: matcher(/(?<![\w+.-])[A-Za-z][\w+.-]{1,20}:\/\/(?<secret>[^\s/?#@:"'<>]{0,256}:(?<password>[^\s/?#@"'<>]{1,256}))@/),
     keep: (c) => isNonSecretValue(group(c, 'password')!),
   }),
   rule({
     name: 'bearer_token',
     kind: 'credential',
+    mayMatch: contains('earer'),
     detect: matcher(/(?<![A-Za-z0-9])[Bb]earer[ \t]+(?<secret>[\w.~+/-]{8,}=*)/),
     // "Bearer authentication" is a phrase, "Bearer xxxxxxxx" a placeholder.
     keep: (c) => (/^[A-Za-z]+$/.test(c.value) && c.value.length < 20) || isPlaceholder(c.value, 2.5),
@@ -145,12 +153,14 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'basic_auth',
     kind: 'credential',
+    mayMatch: contains('asic'),
     detect: matcher(/(?<![A-Za-z0-9])[Bb]asic[ \t]+(?<secret>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/),
     keep: (c) => !isBasicCredential(c.value),
   }),
   rule({
     name: 'secret',
     kind: 'credential',
+    mayMatch: hasSeparator,
     detect: matcher([KEY_VALUE, COOKIE_HEADER], { narrow: sensitiveKeyValue }),
     keep: (c) => isNonSecretValue(c.value),
   }),
@@ -168,6 +178,7 @@ export const RULES: readonly Rule[] = [
     name: 'username',
     kind: 'pii',
     // The account name in a home folder; the rest of the path stays for triage.
+    mayMatch: contains('Users', '/home/'),
     detect: matcher(
       /(?:(?<![\w.~-])\/(?:Users|home)\/(?<secret>[^/\\\s:*?"'<>|]{1,64})|(?<![A-Za-z])[A-Za-z]:(?:\\{1,2}|\/)Users(?:\\{1,2}|\/)(?:(?<secret2>[^\\/:*?"'<>|\r\n]{1,64})(?=\\|\/)|(?<secret3>[^\\/:*?"'<>|\s]{1,64})))/,
     ),
@@ -177,6 +188,7 @@ export const RULES: readonly Rule[] = [
     name: 'email',
     kind: 'pii',
     // Unicode local parts (`bøb@`) and internationalised domains (`münchen.de`, `例子.广告`, `xn--…`).
+    mayMatch: contains('@'),
     detect: matcher(/(?<![\p{L}\p{N}\p{M}_.%+-])[\p{L}\p{N}\p{M}_.%+-]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}\p{M}-]{0,61}[\p{L}\p{N}\p{M}])?\.)+(?:\p{L}[\p{L}\p{M}]{1,23}|xn--[a-z0-9-]{1,59})(?![\p{L}\p{N}\p{M}_-])/u),
     keep: (c) =>
       // Retina asset names (logo@2x.png), files that look like addresses, and `git@host:` SSH remotes.
@@ -188,12 +200,14 @@ export const RULES: readonly Rule[] = [
     name: 'credit_card',
     kind: 'pii',
     // Also dotted in groups of four (Amex 4-6-5), never a free run of dots (versions and builds).
+    mayMatch: hasDigit,
     detect: matcher([/(?<![\w.,+])\d(?:[ -]?\d){11,18}(?!\d|[.,]\d)/, /(?<![\w.,+])\d{4}\.\d{4,6}\.\d{4,5}(?:\.\d{1,7})?(?!\d|[.,]\d)/], { narrow: narrowCard }),
     keep: (c) => !isCardNumber(c.value),
   }),
   rule({
     name: 'iban',
     kind: 'pii',
+    mayMatch: hasDigit,
     detect: matcher(/(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,32}(?![A-Za-z0-9])/, { narrow: narrowIban }),
     keep: (c) => !isIban(c.value.replace(/ /g, '')),
   }),
@@ -202,6 +216,7 @@ export const RULES: readonly Rule[] = [
     kind: 'pii',
     // US SSN, dashed, spaced or dotted; area 000, 666 and 900-999, group 00 and serial 0000 are never
     // issued; a dotted one after a version word is a version.
+    mayMatch: hasDigit,
     detect: matcher(/(?<![\w.-])(?<area>\d{3})(?<sep>[- .])(?<grp>\d{2})\k<sep>(?<serial>\d{4})(?![\w-]|\.\d)/),
     keep: (c) =>
       /^(?:000|666|9\d\d)$/.test(group(c, 'area')!) || group(c, 'grp') === '00' || group(c, 'serial') === '0000' || isIdContext(c) || (group(c, 'sep') === '.' && isVersionContext(c)),
@@ -209,6 +224,7 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'ipv6',
     kind: 'pii',
+    mayMatch: contains(':'),
     detect: matcher(/(?<![\w:.])(?=[0-9A-Fa-f.]{0,39}:[0-9A-Fa-f.]{0,39}:)[0-9A-Fa-f:.]{2,45}(?![\w:])/, { narrow: narrowIpv6 }),
     keep: (c) => {
       const groups = c.value.split(':').filter((g) => g !== '')
@@ -221,6 +237,7 @@ export const RULES: readonly Rule[] = [
     name: 'ipv4',
     kind: 'pii',
     // A dash does not end a match (`10.0.0.1-10.0.0.255` is two); the guard keeps `1.2.3.4-beta`.
+    mayMatch: contains('.'),
     detect: matcher(/(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)/),
     keep: (c) => {
       const octets = parseIPv4(c.value)
@@ -233,6 +250,7 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'phone',
     kind: 'pii',
+    mayMatch: hasDigit,
     detect: matcher(
       [/(?<![\w.,+$€£¥#/@-])\+\d{7,15}(?![\w-])/, /(?<![\w.,+$€£¥#/@-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,5}(?:[ ./-]\d{1,8}){1,6}(?!\w|[.,/-]\d)/],
       { narrow: narrowPhone },

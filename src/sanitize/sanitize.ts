@@ -36,6 +36,7 @@ function spanAround(spans: [number, number][], i: number): [number, number] | un
 
 /** Applies one rule to `text`. */
 export function applyRule(text: string, rule: Rule, counts: RedactionCounts): string {
+  if (rule.mayMatch && !rule.mayMatch(text)) return text
   const tokens = tokenSpans(text)
   let out = ''
   let last = 0
