@@ -22,9 +22,10 @@ function sentences(text: string): string[] {
 
 /**
  * The lead's text, then each sentence of a duplicate that brings at least one word the cluster has not
- * said yet, newest duplicates first, until the 8192-character cap.
+ * said yet, newest duplicates first, until the 8192-character cap. `count`: how many duplicate texts
+ * the header names, when `duplicateTexts` lists each distinct text once (a repeated text adds nothing).
  */
-export function consolidate(leadText: string, duplicateTexts: string[]): string {
+export function consolidate(leadText: string, duplicateTexts: string[], count = duplicateTexts.length): string {
   if (duplicateTexts.length === 0) return leadText.slice(0, CONSOLIDATED_MAX)
   const seen = new Set(words(leadText))
   const seenSentences = new Set<string>()
@@ -45,7 +46,7 @@ export function consolidate(leadText: string, duplicateTexts: string[]): string 
       length += s.length + 3
     }
   }
-  const header = `\n\n--- ${duplicateTexts.length} similar report${duplicateTexts.length === 1 ? '' : 's'} add${duplicateTexts.length === 1 ? 's' : ''}: ---\n`
+  const header = `\n\n--- ${count} similar report${count === 1 ? '' : 's'} add${count === 1 ? 's' : ''}: ---\n`
   let out = leadText + (extra.length ? header : '')
   for (const line of extra) {
     if (out.length + line.length + 1 > CONSOLIDATED_MAX) break

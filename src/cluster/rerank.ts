@@ -101,9 +101,9 @@ class GramCounts {
     return i
   }
 
-  increment(slot: number): void {
+  add(slot: number, times: number): void {
     // A gram is counted once per vector; a shortlist holds far fewer than 65,535 vectors.
-    this.vals[slot]++
+    this.vals[slot] += times
   }
 
   count(slot: number): number {
@@ -132,8 +132,11 @@ function weigh(v: GramVector, slots: Int32Array, from: number, idf: Float64Array
   return Math.sqrt(sum)
 }
 
-/** Cosine of sublinear-TF × IDF vectors, the IDF taken over the query and its shortlist. */
-function tfidfCosines(query: GramVector, docs: GramVector[]): number[] {
+/**
+ * Cosine of sublinear-TF × IDF vectors, the IDF taken over the query and its shortlist; `docs[k]` stands
+ * for `multiplicity[k]` candidates with that same vector.
+ */
+function tfidfCosines(query: GramVector, docs: GramVector[], multiplicity: number[]): number[] {
   let total = query.keys.length
   for (const d of docs) total += d.keys.length
   df.reset(total)
@@ -141,14 +144,17 @@ function tfidfCosines(query: GramVector, docs: GramVector[]): number[] {
   const slots = slotBuf
   // One hash lookup per gram: its slot is kept for the weights below.
   let at = 0
-  for (const v of [query, ...docs]) {
+  let n = 0
+  for (let k = -1; k < docs.length; k++) {
+    const v = k === -1 ? query : docs[k]
+    const times = k === -1 ? 1 : multiplicity[k]
+    n += times
     for (let i = 0; i < v.keys.length; i++) {
       const s = df.slot(v.keys[i])
       slots[at++] = s
-      df.increment(s)
+      df.add(s, times)
     }
   }
-  const n = docs.length + 1
   const idf = new Float64Array(n + 1)
   for (let d = 1; d <= n; d++) idf[d] = Math.log(1 + n / d)
   const qw = new Float32Array(query.keys.length)
@@ -247,18 +253,34 @@ function gramsOf(text: string): Grams {
   return g
 }
 
-/** The blended score of each candidate (same order), each in 0..1. */
+/**
+ * The blended score of each candidate (same order), each in 0..1. Candidates with the same text (a burst
+ * of one templated report) are scored once: the n-gram IDF still counts each of them.
+ */
 export function blend(queryText: string, candidates: { id?: string; text: string; wordScore: number }[], w: BlendWeights = DEFAULT_BLEND): Blended[] {
   if (candidates.length === 0) return []
   const query = gramsOf(queryText)
-  const grams = candidates.map((c) => gramsOf(c.text))
+  const distinct: Grams[] = []
+  const multiplicity: number[] = []
+  const which = candidates.map((c) => {
+    const g = gramsOf(c.text)
+    let k = distinct.indexOf(g)
+    if (k === -1) {
+      k = distinct.push(g) - 1
+      multiplicity.push(0)
+    }
+    multiplicity[k]++
+    return k
+  })
   const chars = tfidfCosines(
     query.chars,
-    grams.map((g) => g.chars),
+    distinct.map((g) => g.chars),
+    multiplicity,
   )
+  const tri = distinct.map((g) => trigramVectorCosine(query.tri, g.tri))
   return candidates.map((c, i) => {
-    const triScore = trigramVectorCosine(query.tri, grams[i].tri)
-    return { score: Math.min(1, combine(c.wordScore, triScore, chars[i], w)), triScore, charScore: chars[i] }
+    const k = which[i]
+    return { score: Math.min(1, combine(c.wordScore, tri[k], chars[k], w)), triScore: tri[k], charScore: chars[k] }
   })
 }
 

@@ -120,8 +120,10 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
   function rank(appId: string, f: Features, text: string, limit: number): Ranked[] {
     const index = indexFor(appId)
     const near = index.nearest(f, Math.max(RESCORE, limit))
+    // One statement for the whole shortlist.
+    const rows = repo.getMany(near.map((c) => c.id))
     const found = near.flatMap((c) => {
-      const r = row(c.id)
+      const r = rows.get(c.id)
       return r && r.app_id === appId ? [{ r, id: r.id, wordScore: c.wordScore, text: r.text }] : []
     })
     const scores = blend(text, found)
@@ -141,8 +143,8 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     // part of a batch failed) has none.
     if (lead.redactions === null) return repo.duplicateStats(leadId).n
     const stats = repo.duplicateStats(leadId)
-    const texts = repo.duplicateTexts(leadId)
-    repo.saveLead(leadId, { duplicateCount: stats.n, lastDuplicateAt: stats.last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, texts) }, clock.now())
+    const { texts, count } = repo.duplicateTexts(leadId)
+    repo.saveLead(leadId, { duplicateCount: stats.n, lastDuplicateAt: stats.last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, texts, count) }, clock.now())
     return stats.n
   }
 
@@ -208,13 +210,15 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       if (!r.merge_locked) {
         const seenRoots = new Set<string>()
         const ranked = rank(r.app_id, f, r.text, RESCORE)
+        // A lead is often among the candidates itself: its row was just read.
+        const candidateRows = new Map(ranked.map((c) => [c.id, c.row]))
         // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
         const thresholds = calibrate(baseThresholds, index.history)
         index.history.add(ranked[0]?.score ?? 0)
         for (const c of ranked) {
           const rootId = c.duplicateOfId ?? c.id
           if (seenRoots.has(rootId)) continue
-          const root = rootId === c.id ? c.row : row(rootId)
+          const root = rootId === c.id ? c.row : (candidateRows.get(rootId) ?? row(rootId))
           if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
           seenRoots.add(rootId)
           // Against a cluster with duplicates, the whole cluster's vocabulary counts too.

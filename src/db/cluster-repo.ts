@@ -24,6 +24,7 @@ export interface LeadSummary {
 export function createClusterRepo(sqlite: Database) {
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
+  const getRows: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id IN (SELECT value FROM json_each(?))`)
   // The newest reports of the App, oldest first (postings are walked newest-first from their end).
   const loadApp: Statement = sqlite.query(
     `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND redactions IS NOT NULL ORDER BY id DESC LIMIT ?2) ORDER BY id`,
@@ -33,7 +34,7 @@ export function createClusterRepo(sqlite: Database) {
   )
   const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
-  const dupTexts: Statement = sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
+  const dupTexts: Statement = sqlite.query('SELECT text FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
   const dupStats: Statement = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = ?')
   const saveLead: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
@@ -42,12 +43,24 @@ export function createClusterRepo(sqlite: Database) {
 
   return {
     get: (id: string): ClusterRow | null => getRow.get(id) as ClusterRow | null,
+    /** Several rows in one statement (a ranking's candidates), by id; missing ids are absent. */
+    getMany(ids: string[]): Map<string, ClusterRow> {
+      const out = new Map<string, ClusterRow>()
+      if (ids.length > 0) for (const r of getRows.all(JSON.stringify(ids)) as ClusterRow[]) out.set(r.id, r)
+      return out
+    },
     /** The App's newest `limit` sanitized reports, oldest first, streamed. */
     iterateApp: (appId: string, limit: number): IterableIterator<ClusterRow> => loadApp.iterate(appId, limit) as IterableIterator<ClusterRow>,
     allOfApp: (appId: string, limit: number): ClusterRow[] => loadApp.all(appId, limit) as ClusterRow[],
     duplicateIds: (leadId: string): string[] => (duplicateIds.all(leadId) as { id: string }[]).map((d) => d.id),
-    /** The newest duplicates' texts (at most 200) and their count and latest time, for the lead's summary. */
-    duplicateTexts: (leadId: string): string[] => (dupTexts.all(leadId) as { text: string }[]).map((d) => d.text),
+    /**
+     * The newest duplicates' texts (at most 200), each distinct one once, newest first, and how many
+     * texts that window holds, for the lead's consolidated text (a burst repeats one text many times).
+     */
+    duplicateTexts(leadId: string): { texts: string[]; count: number } {
+      const rows = dupTexts.all(leadId) as { text: string }[]
+      return { texts: [...new Set(rows.map((d) => d.text))], count: rows.length }
+    },
     duplicateStats: (leadId: string): { n: number; last: number | null } => dupStats.get(leadId) as { n: number; last: number | null },
     saveLead: (leadId: string, s: LeadSummary, now: number) => saveLead.run(s.duplicateCount, s.lastDuplicateAt, s.theme, s.consolidatedText, now, leadId),
     /** Makes `id` a duplicate of `leadId` (its own summary is cleared); `locked` keeps clustering off it. */
