@@ -13,7 +13,7 @@
 # Usage: bash bench/intake.sh     (or: bun run bench:intake)
 # Knobs (env): BENCH_ROWS=1000000 (the large database; the empty one always runs) BENCH_DURATION=10
 #   BENCH_WARMUP=5 BENCH_CONNECTIONS=64 BENCH_ROUNDS=2 BENCH_DRAIN_MAX=120 BENCH_SERVER_CPU=0
-#   BENCH_LOAD_CPU=1 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
+#   BENCH_LOAD_CPU=1 BENCH_PIN_THREADS=1 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -47,15 +47,35 @@ trap cleanup EXIT
 
 # free_port, start_server, stop_server
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Every server's HTTP thread (the main thread: its task id is the process id) keeps the server core; every
+# other thread of the process (fixloop's processing and checkpointer threads, and the runtime's JIT and GC
+# helper threads, for the floors too) goes to the load core: what "the worker never takes intake's core"
+# means on a 2-core machine. Threads the runtime starts later inherit the main thread's core, so this runs
+# again before each measured run. BENCH_PIN_THREADS=0 leaves every thread of a server on the server core.
+PIN_THREADS=${BENCH_PIN_THREADS:-1}
+pin_threads() { # pid
+  [ "$PIN_THREADS" = 1 ] || return 0
+  local t n=0
+  for t in /proc/"$1"/task/*; do
+    [ "$(basename "$t")" = "$1" ] && continue
+    taskset -pc "$LOAD_CPU" "$(basename "$t")" >/dev/null 2>&1 && n=$((n + 1))
+  done
+  echo "pinned $n helper thread(s) of pid $1 to cpu $LOAD_CPU" >>"$OUT/pinning.log"
+}
 proc_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+# The main (HTTP) thread alone: its task id is the process id.
+main_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/task/$1/stat"; }
 load() { # file port key pid
+  pin_threads "$4"
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1.warmup" 2>&1 ||
     log "warm-up wrk exited $? ($(tail -1 "$OUT/$1.warmup"))"
-  local t0; t0=$(proc_ticks "$4")
+  pin_threads "$4" # again: threads started during the warm-up
+  local t0 m0; t0=$(proc_ticks "$4"); m0=$(main_ticks "$4")
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1" 2>&1 ||
     log "wrk exited $? ($(tail -1 "$OUT/$1"))"
   echo "LOAD $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/$1"
   echo "CPU_TICKS $(($(proc_ticks "$4") - t0)) $(getconf CLK_TCK)" >>"$OUT/$1"
+  echo "MAIN_TICKS $(($(main_ticks "$4") - m0)) $(getconf CLK_TCK)" >>"$OUT/$1"
 }
 
 {

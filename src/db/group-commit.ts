@@ -7,6 +7,7 @@
  * A write that throws is undone on its own (a SAVEPOINT per write) and rejects only its caller.
  */
 import type { Database } from 'bun:sqlite'
+import type { WriteTurns } from './write-turns'
 
 interface Pending<T> {
   write: () => T
@@ -27,6 +28,8 @@ export class GroupCommitter {
 
   constructor(
     private readonly sqlite: Database,
+    /** When another thread writes too: each batch takes the write lock ahead of it (write-turns.ts). */
+    private readonly turns?: WriteTurns,
     private readonly maxBatch = 512,
     private readonly fullBatch = 8,
   ) {}
@@ -49,6 +52,11 @@ export class GroupCommitter {
     const batch = this.queue
     if (batch.length === 0) return
     this.queue = []
+    if (this.turns) this.turns.intake(() => this.commit(batch))
+    else this.commit(batch)
+  }
+
+  private commit(batch: Pending<unknown>[]): void {
     const results: { ok: boolean; value: unknown }[] = []
     try {
       this.sqlite.run('BEGIN IMMEDIATE')
@@ -75,6 +83,7 @@ export class GroupCommitter {
     }
     this.lastCommitAt = performance.now()
     if (batch.length >= this.fullBatch) this.lastFullCommitAt = this.lastCommitAt
+    this.turns?.noteIntakeCommit(batch.length >= this.fullBatch)
     batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
   }
 }
