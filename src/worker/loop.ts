@@ -96,7 +96,9 @@ export class Worker {
       next = null
       if (!job) break
       const step = this.steps[job.kind]
-      if (step?.runBatch && (step.batchSize ?? 1) > 1 && ran + 1 < maxJobs) {
+      // Batches only while intake is quiet: a batch is one write transaction, and an intake commit may wait
+      // for the one under way (db/write-turns.ts); during a burst jobs go one at a time, as before.
+      if (step?.runBatch && (step.batchSize ?? 1) > 1 && ran + 1 < maxJobs && !this.opts.busy?.()) {
         const more = this.stopping ? [] : this.jobs.claimBatch(job.kind, Math.min(step.batchSize!, maxJobs - ran) - 1, this.clock.now(), this.opts.leaseMs, this.owner)
         ran += 1 + more.length
         await this.runBatch(step, [job, ...more])

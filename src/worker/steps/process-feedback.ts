@@ -11,7 +11,7 @@ import type { Clock } from '../../core/clock'
 import { canSystemMove, type FeedbackStatus } from '../../core/fsm'
 import { sanitizeStored } from '../../sanitize/report'
 import type { JobRow } from '../jobs-repo'
-import type { JobStep } from '../loop'
+import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { createProcessingRepo, type ProcessRow } from '../../modules/feedback/processing-repo'
@@ -23,19 +23,29 @@ export interface ProcessDeps {
   lifecycle: Lifecycle
   /** Deletes the job row: called inside the step's transaction, so the job goes with the report's changes. */
   finishJob?: (jobId: number) => void
-  /** Reports processed per transaction by `runBatch` (default DEFAULT_BATCH_SIZE). */
+  /** Reports processed per transaction by `runBatch` at most (default DEFAULT_BATCH_SIZE). */
   batchSize?: number
+  /**
+   * How long one batch may hold the write lock (default DEFAULT_BATCH_BUDGET_MS): no report starts after
+   * it; the jobs left are handed back untouched (not a failure) and the next batch is sized to fit.
+   */
+  batchBudgetMs?: number
 }
 
 /**
- * Reports per batch: the commit, the claim and each touched lead's summary are paid once per batch. At
- * ~0.4 ms a report a batch holds the write lock for a few tens of milliseconds.
+ * Reports per batch: the commit, the claim and each touched lead's summary are paid once per batch.
+ * Batches run only while intake is quiet (loop.ts); the time budget bounds how long one holds the lock.
  */
-export const DEFAULT_BATCH_SIZE = 64
+export const DEFAULT_BATCH_SIZE = 256
+export const DEFAULT_BATCH_BUDGET_MS = 50
 
 export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
   const repo = createProcessingRepo(sqlite)
   const { lifecycle } = deps
+  const maxBatch = Math.max(1, deps.batchSize ?? DEFAULT_BATCH_SIZE)
+  const budgetMs = deps.batchBudgetMs ?? DEFAULT_BATCH_BUDGET_MS
+  /** Milliseconds per report in recent batches (a moving average): sizes the next batch to the budget. */
+  let msPerReport = 0.5
 
   function moveTo(row: ProcessRow, to: FeedbackStatus): void {
     if (!lifecycle.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
@@ -148,10 +158,17 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       // A large App's similarity index is built in slices, before the synchronous batch below.
       for (const appId of appIds) await deps.cluster.prepare(appId)
       const outcomes: unknown[] = jobs.map(() => undefined)
+      let started = 0
+      const t0 = performance.now()
       sqlite
         .transaction(() => {
           deps.cluster.batch(() => {
             jobs.forEach((job, i) => {
+              if (started > 0 && performance.now() - t0 > budgetMs) {
+                outcomes[i] = new DeferJob(0, 'the batch used its time budget')
+                return
+              }
+              started++
               try {
                 sqlite.transaction(() =>
                   deps.cluster.batchItem(() => {
@@ -166,9 +183,12 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
           })
         })
         .immediate()
+      msPerReport = 0.7 * msPerReport + 0.3 * ((performance.now() - t0) / started)
       return outcomes
     },
-    batchSize: deps.batchSize ?? DEFAULT_BATCH_SIZE,
+    get batchSize() {
+      return Math.max(1, Math.min(maxBatch, Math.floor(budgetMs / Math.max(msPerReport, 0.01))))
+    },
     get finishesJob() {
       return deps.finishJob !== undefined
     },
