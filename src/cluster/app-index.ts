@@ -43,6 +43,36 @@ export class AppIndex {
     return Math.log(1 + (this.live + 1) / (this.df[termId] + 1))
   }
 
+  /**
+   * A query's idf memo: a word's idf does not change while one query runs (nothing is added or removed),
+   * and a query takes the same word's idf once per report it scores. `beginQuery` empties it.
+   */
+  private idfMemo = new Float64Array(0)
+  private idfStamp = new Uint32Array(0)
+  private stamp = 0
+
+  private beginQuery(): void {
+    if (this.idfMemo.length < this.df.length) {
+      const size = Math.max(this.df.length, this.idfMemo.length * 2, 1024)
+      this.idfMemo = new Float64Array(size)
+      this.idfStamp = new Uint32Array(size)
+      this.stamp = 0
+    }
+    if (++this.stamp === 0xffffffff) {
+      this.idfStamp.fill(0)
+      this.stamp = 1
+    }
+  }
+
+  /** `idf(termId)`, memoised for the query under way (call `beginQuery` first). */
+  private queryIdf(termId: number): number {
+    if (this.idfStamp[termId] === this.stamp) return this.idfMemo[termId]
+    const v = this.idf(termId)
+    this.idfMemo[termId] = v
+    this.idfStamp[termId] = this.stamp
+    return v
+  }
+
   add(f: Features, leadId: string | null): void {
     if (this.slotOf.has(f.id)) this.remove(f.id)
     const terms: number[] = []
@@ -97,9 +127,14 @@ export class AppIndex {
     if (leadId) this.link(id, leadId)
   }
 
-  /** Adds an indexed report's TF-IDF vector, scaled, to `into`. */
+  /** Adds an indexed report's TF-IDF vector, scaled, to `into` (inside a query: `beginQuery` first). */
   private vector(slot: number, into: Map<number, number>, scale: number): void {
-    this.docs.eachTerm(slot, (tid, tf) => into.set(tid, (into.get(tid) ?? 0) + scale * tf * this.idf(tid)))
+    const terms = this.docs.terms
+    const tfs = this.docs.tfs
+    for (let i = this.docs.termsStart(slot), end = this.docs.termsEnd(slot); i < end; i++) {
+      const tid = terms[i]
+      into.set(tid, (into.get(tid) ?? 0) + scale * tfs[i] * this.queryIdf(tid))
+    }
   }
 
   /**
@@ -109,12 +144,15 @@ export class AppIndex {
    */
   clusterScore(f: Features, rootId: string, maxMembers = 50): number {
     const ids = [rootId, ...[...(this.members.get(rootId) ?? [])].slice(-maxMembers)].filter((id) => id !== f.id)
+    this.beginQuery()
     const centroid = new Map<number, number>()
+    const terms = this.docs.terms
+    const tfs = this.docs.tfs
     for (const id of ids) {
       const slot = this.slotOf.get(id)
       if (slot === undefined) continue
       let norm = 0
-      this.docs.eachTerm(slot, (tid, tf) => (norm += (tf * this.idf(tid)) ** 2))
+      for (let i = this.docs.termsStart(slot), end = this.docs.termsEnd(slot); i < end; i++) norm += (tfs[i] * this.queryIdf(terms[i])) ** 2
       if (norm > 0) this.vector(slot, centroid, 1 / Math.sqrt(norm))
     }
     let dot = 0
@@ -123,7 +161,7 @@ export class AppIndex {
     for (const w of centroid.values()) cNorm += w * w
     for (const [word, tf] of f.tf) {
       const tid = this.termIds.get(word)
-      const qw = tf * (tid === undefined ? Math.log(1 + (this.live + 1)) : this.idf(tid))
+      const qw = tf * (tid === undefined ? Math.log(1 + (this.live + 1)) : this.queryIdf(tid))
       qNorm += qw * qw
       if (tid !== undefined) dot += qw * (centroid.get(tid) ?? 0)
     }
@@ -145,12 +183,13 @@ export class AppIndex {
    * Retrieval uses the postings of words held by at most `maxDf` reports; scoring uses every word.
    */
   nearest(f: Features, limit: number): Scored[] {
+    this.beginQuery()
     const query: { tid: number; w: number; idf: number }[] = []
     let qNorm = 0
     for (const [word, tf] of f.tf) {
       const tid = this.termIds.get(word)
       // A word no indexed report has still counts in the query's norm, with the highest idf.
-      const idf = tid === undefined ? Math.log(1 + (this.live + 1)) : this.idf(tid)
+      const idf = tid === undefined ? Math.log(1 + (this.live + 1)) : this.queryIdf(tid)
       const w = tf * idf
       qNorm += w * w
       if (tid !== undefined && this.df[tid] > 0) query.push({ tid, w, idf })
@@ -190,15 +229,18 @@ export class AppIndex {
     const shortlist = top.sorted()
     const qWeights = new Map(query.map((q) => [q.tid, q.w]))
     const scored: Scored[] = []
+    const terms = this.docs.terms
+    const tfs = this.docs.tfs
     for (const [slot] of shortlist) {
       let dot = 0
       let dNorm = 0
-      this.docs.eachTerm(slot, (tid, tf) => {
-        const w = tf * this.idf(tid)
+      for (let i = this.docs.termsStart(slot), end = this.docs.termsEnd(slot); i < end; i++) {
+        const tid = terms[i]
+        const w = tfs[i] * this.queryIdf(tid)
         dNorm += w * w
         const qw = qWeights.get(tid)
         if (qw !== undefined) dot += qw * w
-      })
+      }
       if (dNorm > 0) scored.push({ id: this.docs.id(slot), wordScore: dot / (qNorm * Math.sqrt(dNorm)) })
     }
     return scored.sort((a, b) => b.wordScore - a.wordScore).slice(0, limit)

@@ -121,6 +121,25 @@ export class DocStore {
     this.leadIds[slot] = leadId
   }
 
+  /** Where the report's words start in `terms`/`tfs` (they end at `termsEnd`). For hot loops. */
+  termsStart(slot: number): number {
+    return this.start[slot]
+  }
+
+  termsEnd(slot: number): number {
+    return this.start[slot] + this.length[slot]
+  }
+
+  /** Every report's term ids, back to back (read it again after a push: it may have grown). */
+  get terms(): Int32Array {
+    return this.termPool
+  }
+
+  /** Every report's term weights, in step with `terms`. */
+  get tfs(): Float32Array {
+    return this.tfPool
+  }
+
   /** Calls `fn(termId, tf)` for each word of the report. */
   eachTerm(slot: number, fn: (termId: number, tf: number) => void): void {
     const from = this.start[slot]

@@ -18,6 +18,8 @@ export class DeferJob extends Error {
   constructor(
     readonly delayMs: number,
     reason: string,
+    /** Run again at this epoch ms instead (a job handed back keeps its place in the queue). */
+    readonly runAfter?: number,
   ) {
     super(reason)
   }
@@ -167,7 +169,7 @@ export class Worker {
   /** A job that threw: deferred, retried with backoff, or given up after `maxAttempts`. */
   private failed(step: JobStep | undefined, job: JobRow, e: unknown): void {
     if (e instanceof DeferJob) {
-      this.jobs.defer(job.id, this.clock.now() + e.delayMs)
+      this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs)
       return
     }
     const error = e instanceof Error ? e.message : String(e)

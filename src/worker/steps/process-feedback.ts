@@ -165,7 +165,8 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
           deps.cluster.batch(() => {
             jobs.forEach((job, i) => {
               if (started > 0 && performance.now() - t0 > budgetMs) {
-                outcomes[i] = new DeferJob(0, 'the batch used its time budget')
+                // Handed back where it was in the queue: the next batch starts with it.
+                outcomes[i] = new DeferJob(0, 'the batch used its time budget', job.run_after)
                 return
               }
               started++
