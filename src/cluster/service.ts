@@ -13,7 +13,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { Clock } from '../core/clock'
-import { createClusterRepo, type ClusterRow as Row } from '../db/cluster-repo'
+import { createClusterRepo, type CandidateRow, type ClusterRow as Row } from '../db/cluster-repo'
 import { createLifecycle, type Lifecycle } from '../lifecycle/lifecycle'
 import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
@@ -115,22 +115,31 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
   }
 
   /** Candidates best first, with the blended (word + trigram) score; `excludeIds` are left out. */
-  type Ranked = SimilarEntry & { row: Row; features: CandidateView['features']; triScore: number; charScore: number }
+  type Ranked = SimilarEntry & { row: CandidateRow; features: CandidateView['features']; triScore: number; charScore: number }
+
+  /** A report's merge signals: from the index when it holds the report, else built from its full row. */
+  function featuresFor(id: string, index: AppIndex): CandidateView['features'] | null {
+    const doc = index.doc(id)
+    if (doc) return doc
+    const full = row(id)
+    return full ? featuresOf(toInput(full)) : null
+  }
 
   function rank(appId: string, f: Features, text: string, limit: number): Ranked[] {
     const index = indexFor(appId)
     const near = index.nearest(f, Math.max(RESCORE, limit))
     // One statement for the whole shortlist.
-    const rows = repo.getMany(near.map((c) => c.id))
+    const rows = repo.getCandidates(near.map((c) => c.id))
     const found = near.flatMap((c) => {
       const r = rows.get(c.id)
       return r && r.app_id === appId ? [{ r, id: r.id, wordScore: c.wordScore, text: r.text }] : []
     })
     const scores = blend(text, found)
-    const out: Ranked[] = found.map(({ r }, i) => {
-      const features = index.doc(r.id) ?? featuresOf(toInput(r))
+    const out: Ranked[] = found.flatMap(({ r }, i) => {
+      const features = featuresFor(r.id, index)
+      if (!features) return []
       const { score, triScore, charScore } = scores[i]
-      return { id: r.id, score: Math.round(score * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore, charScore }
+      return [{ id: r.id, score: Math.round(score * 1000) / 1000, text: r.text, duplicateOfId: r.duplicate_of_id, row: r, features, triScore, charScore }]
     })
     return out.sort((a, b) => b.score - a.score)
   }
@@ -228,7 +237,9 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
               ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
               : c.score
           // Vetoes hold against the lead too, not only against the member that matched best.
-          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, index.doc(rootId) ?? featuresOf(toInput(root)), score, thresholds)
+          const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
+          if (!rootFeatures) continue
+          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
           if (v.attach) {
             verdict = { leadId: rootId, reason: v.reason }
             break

@@ -14,6 +14,9 @@ export interface ClusterRow extends FeedbackCoreColumns {
   redactions: string | null
 }
 
+/** A candidate of a ranking: a row without the columns only features are built from. */
+export type CandidateRow = Omit<ClusterRow, 'console_logs' | 'component_target'>
+
 export interface LeadSummary {
   duplicateCount: number
   lastDuplicateAt: number | null
@@ -24,7 +27,11 @@ export interface LeadSummary {
 export function createClusterRepo(sqlite: Database) {
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
-  const getRows: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id IN (SELECT value FROM json_each(?))`)
+  // A ranking's candidates: what ranking and the merge rules read (console logs and the component, the
+  // largest columns, only feed features, which the similarity index already holds).
+  const getRows: Statement = sqlite.query(
+    'SELECT id, org_id, app_id, status, version, text, url, duplicate_of_id, merge_locked, redactions FROM feedback WHERE id IN (SELECT value FROM json_each(?))',
+  )
   // The newest reports of the App, oldest first (postings are walked newest-first from their end).
   const loadApp: Statement = sqlite.query(
     `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND redactions IS NOT NULL ORDER BY id DESC LIMIT ?2) ORDER BY id`,
@@ -43,10 +50,10 @@ export function createClusterRepo(sqlite: Database) {
 
   return {
     get: (id: string): ClusterRow | null => getRow.get(id) as ClusterRow | null,
-    /** Several rows in one statement (a ranking's candidates), by id; missing ids are absent. */
-    getMany(ids: string[]): Map<string, ClusterRow> {
-      const out = new Map<string, ClusterRow>()
-      if (ids.length > 0) for (const r of getRows.all(JSON.stringify(ids)) as ClusterRow[]) out.set(r.id, r)
+    /** A ranking's candidates in one statement, by id (without their largest columns); missing ids are absent. */
+    getCandidates(ids: string[]): Map<string, CandidateRow> {
+      const out = new Map<string, CandidateRow>()
+      if (ids.length > 0) for (const r of getRows.all(JSON.stringify(ids)) as CandidateRow[]) out.set(r.id, r)
       return out
     },
     /** The App's newest `limit` sanitized reports, oldest first, streamed. */

@@ -36,7 +36,7 @@ export interface ProcessDeps {
  * Reports per batch: the commit, the claim and each touched lead's summary are paid once per batch.
  * Batches run only while intake is quiet (loop.ts); the time budget bounds how long one holds the lock.
  */
-export const DEFAULT_BATCH_SIZE = 256
+export const DEFAULT_BATCH_SIZE = 128
 export const DEFAULT_BATCH_BUDGET_MS = 50
 
 export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
