@@ -59,6 +59,8 @@ export interface ServiceOptions {
    */
   processingThread?: boolean
   sandboxUnavailable?: string | null
+  /** Shared with the checkpointer thread (server.ts); made here when absent. */
+  turns?: WriteTurns
 }
 
 export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
@@ -67,7 +69,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, clock, wake)
   // Intake's group commits go first at the write lock; the processing thread waits its turn.
-  const turns = new WriteTurns()
+  const turns = options.turns ?? new WriteTurns()
   const committer = new GroupCommitter(sqlite, turns)
   const directory = new CredentialDirectory(sqlite, ctx.box)
   const limiters = createRateLimiters(clock, config.rateLimitMultiplier)

@@ -85,6 +85,19 @@ describe('the processing thread', () => {
     expect((await call(srv.url, 'GET', `/v1/feedback/${lead}`, { auth: t.key })).body.duplicateCount).toBe(0)
   })
 
+  test('a PATCH right after a submission never loses a race with the thread processing it', async () => {
+    const topics = ['cart', 'login', 'search', 'invoice', 'avatar', 'export', 'calendar', 'billing', 'wishlist', 'coupon']
+    const results = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const id = await submit(srv, t, `Race ${i}: the ${topics[i % topics.length]} screen ${i} shows error code E${1000 + i * 37} on save.`)
+        const r = await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
+        return { id, status: r.status, code: r.body?.error?.code }
+      }),
+    )
+    for (const r of results) expect([r.status, r.code]).toEqual([200, undefined])
+    for (const r of results) expect((await until(srv, t, r.id, (x) => x.status === 'archived')).status).toBe('archived')
+  })
+
   test('a thread that dies is reported by /readyz, restarted, and processing resumes', async () => {
     expect((await call(srv.url, 'GET', '/readyz')).status).toBe(200)
     const thread = srv.services.processingThread as unknown as { thread: Worker | undefined }

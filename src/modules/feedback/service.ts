@@ -192,12 +192,18 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     patch(orgId: string, id: string, body: PatchBody): { id: string; status: FeedbackStatus } {
       if (body.status === undefined) throw new ApiError('no_op')
       const to: CustomerTarget = body.status
-      const row = repo.get(orgId, id)
-      if (!row) throw new ApiError('not_found')
-      if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
-      // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
-      if (!lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
-      return { id, status: to }
+      // Read and move under one write lock: the processing thread (its own connection) cannot move the
+      // report in between, so a PATCH right after a submission does not lose a race it never saw.
+      return ctx.sqlite
+        .transaction(() => {
+          const row = repo.get(orgId, id)
+          if (!row) throw new ApiError('not_found')
+          if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
+          // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
+          if (!lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
+          return { id, status: to }
+        })
+        .immediate()
     },
   }
 }
