@@ -90,7 +90,7 @@ describe('a batch', () => {
     expect(chainOf(srv.ctx.sqlite, poisoned)).toEqual(FULL_CHAIN)
   })
 
-  test('runBatch answers per job, in order; a job past the time budget is handed back in its place', async () => {
+  test('runBatch answers per job, in order; past the time budget or when intake waits, the rest is handed back in its place', async () => {
     const ids = [await distinct(), await distinct(), await distinct()]
     srv.ctx.sqlite.query("UPDATE feedback SET metadata = '[' WHERE id = ?").run(ids[1])
     const sqlite = srv.ctx.sqlite
@@ -113,6 +113,18 @@ describe('a batch', () => {
     expect(tight[1]).toBeInstanceOf(DeferJob)
     expect((tight[1] as DeferJob).runAfter).toBe(batch[1].run_after)
     expect(feedbackRow(sqlite, more[1]).status).toBe('received')
+    // As the loop does with a handed-back job: its lease goes, its place in the queue stays.
+    jobs.defer(batch[1].id, (tight[1] as DeferJob).runAfter!)
+    // Another writer waiting for the lock (intake): the batch commits after the report in hand.
+    const waiting = jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner()).filter((j) => more.includes(j.feedback_id!))
+    expect(waiting.map((j) => j.feedback_id)).toEqual([more[1]])
+    const third = await distinct()
+    const both = [...waiting, ...jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner()).filter((j) => j.feedback_id === third)]
+    const yielded = await createProcessFeedbackStep(sqlite, clock, { ...deps, yieldWhen: () => true }).runBatch!(both)
+    expect(yielded[0]).toBeUndefined()
+    expect(yielded[1]).toBeInstanceOf(DeferJob)
+    expect(feedbackRow(sqlite, more[1]).status).toBe('awaiting_manual')
+    expect(feedbackRow(sqlite, third).status).toBe('received')
     sqlite.run("DELETE FROM jobs WHERE kind = 'process'")
   })
 

@@ -73,6 +73,11 @@ export class WriteTurns {
     }
   }
 
+  /** Processing thread: true while intake waits for the lock (a long transaction should end now). */
+  intakeWaiting(): boolean {
+    return Atomics.load(this.flags, WANTS) === 1
+  }
+
   /** Processing thread: runs `write` (one whole transaction) when intake does not want the lock. */
   processing<T>(write: () => T): T {
     for (;;) {

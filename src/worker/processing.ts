@@ -21,11 +21,12 @@ import { createProcessFeedbackStep } from './steps/process-feedback'
 export const PROCESSING_KINDS = ['process', 'batch_release'] as const satisfies readonly JobKind[]
 export type ProcessingKind = (typeof PROCESSING_KINDS)[number]
 
-export function createProcessing(sqlite: Database, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo) {
+/** `yieldWhen`: true while another writer waits for the lock; a batch of reports then commits early. */
+export function createProcessing(sqlite: Database, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, yieldWhen?: () => boolean) {
   const cluster = createClusterService(sqlite, clock, DEFAULT_THRESHOLDS, lifecycle)
   const batches = createBatchWindows(sqlite, clock, jobs, lifecycle)
   const steps: Record<ProcessingKind, JobStep> = {
-    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish }),
+    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish, yieldWhen }),
     batch_release: batches.step,
   }
   return { cluster, steps, port: localClusterPort(cluster, sqlite, lifecycle) }

@@ -40,7 +40,8 @@ function start(msg: ThreadStart): void {
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, systemClock, wake)
   const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
-  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs)
+  // A batch of reports commits early when intake waits for the lock (process-feedback.ts).
+  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, () => turns.intakeWaiting())
   // During an intake burst this thread paces itself like the in-thread worker does (loop.ts): on a machine
   // with few cores its CPU would otherwise come out of intake's (or the load's); the backlog is durable
   // and drains at full speed when the burst ends.

@@ -30,14 +30,19 @@ export interface ProcessDeps {
    * it; the jobs left are handed back untouched (not a failure) and the next batch is sized to fit.
    */
   batchBudgetMs?: number
+  /**
+   * True while another writer waits for the write lock (the HTTP thread's intake: db/write-turns.ts): a
+   * batch then starts no more reports and commits, so intake waits for one report, not the whole batch.
+   */
+  yieldWhen?: () => boolean
 }
 
 /**
  * Reports per batch: the commit, the claim and each touched lead's summary are paid once per batch.
  * Batches run only while intake is quiet (loop.ts); the time budget bounds how long one holds the lock.
  */
-export const DEFAULT_BATCH_SIZE = 128
-export const DEFAULT_BATCH_BUDGET_MS = 50
+export const DEFAULT_BATCH_SIZE = 512
+export const DEFAULT_BATCH_BUDGET_MS = 200
 
 export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
   const repo = createProcessingRepo(sqlite)
@@ -164,9 +169,9 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
         .transaction(() => {
           deps.cluster.batch(() => {
             jobs.forEach((job, i) => {
-              if (started > 0 && performance.now() - t0 > budgetMs) {
+              if (started > 0 && (performance.now() - t0 > budgetMs || deps.yieldWhen?.())) {
                 // Handed back where it was in the queue: the next batch starts with it.
-                outcomes[i] = new DeferJob(0, 'the batch used its time budget', job.run_after)
+                outcomes[i] = new DeferJob(0, 'the batch gave the write lock back early', job.run_after)
                 return
               }
               started++
