@@ -40,8 +40,9 @@ function start(msg: ThreadStart): void {
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, systemClock, wake)
   const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
-  // A batch of reports commits early when intake waits for the lock (process-feedback.ts).
-  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, () => turns.intakeWaiting())
+  // A batch of reports commits early as soon as intake is back: waiting for the lock, or committing again
+  // (process-feedback.ts). Batches start only after 20 ms without an intake commit (loop.ts).
+  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, () => turns.intakeWaiting() || turns.msSinceIntakeCommit() < 20)
   // During an intake burst this thread paces itself like the in-thread worker does (loop.ts): on a machine
   // with few cores its CPU would otherwise come out of intake's (or the load's); the backlog is durable
   // and drains at full speed when the burst ends.
