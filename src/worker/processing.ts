@@ -21,12 +21,15 @@ import { createProcessFeedbackStep } from './steps/process-feedback'
 export const PROCESSING_KINDS = ['process', 'batch_release'] as const satisfies readonly JobKind[]
 export type ProcessingKind = (typeof PROCESSING_KINDS)[number]
 
-/** `yieldWhen`: true while another writer waits for the lock; a batch of reports then commits early. */
-export function createProcessing(sqlite: Database, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, yieldWhen?: () => boolean) {
+/**
+ * `intake` (the processing thread's view of the HTTP thread, db/write-turns.ts): `yieldWhen` is true while
+ * intake is active (a batch of reports then commits early), `mayBatch` once it has been quiet a while.
+ */
+export function createProcessing(sqlite: Database, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, intake?: { yieldWhen: () => boolean; mayBatch: () => boolean }) {
   const cluster = createClusterService(sqlite, clock, DEFAULT_THRESHOLDS, lifecycle)
   const batches = createBatchWindows(sqlite, clock, jobs, lifecycle)
   const steps: Record<ProcessingKind, JobStep> = {
-    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish, yieldWhen }),
+    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish, ...intake }),
     batch_release: batches.step,
   }
   return { cluster, steps, port: localClusterPort(cluster, sqlite, lifecycle) }

@@ -40,9 +40,12 @@ function start(msg: ThreadStart): void {
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, systemClock, wake)
   const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
-  // A batch of reports commits early as soon as intake is back: waiting for the lock, or committing again
-  // (process-feedback.ts). Batches start only after 20 ms without an intake commit (loop.ts).
-  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, () => turns.intakeWaiting() || turns.msSinceIntakeCommit() < 20)
+  // Batches of reports (process-feedback.ts) start once intake has been quiet for 250 ms and commit early
+  // as soon as it is back: waiting for the lock, or committing again.
+  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, {
+    yieldWhen: () => turns.intakeWaiting() || turns.msSinceIntakeCommit() < 20,
+    mayBatch: () => !turns.intakeWaiting() && turns.msSinceIntakeCommit() >= 250,
+  })
   // During an intake burst this thread paces itself like the in-thread worker does (loop.ts): on a machine
   // with few cores its CPU would otherwise come out of intake's (or the load's); the backlog is durable
   // and drains at full speed when the burst ends.

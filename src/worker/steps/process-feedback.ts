@@ -35,6 +35,11 @@ export interface ProcessDeps {
    * batch then starts no more reports and commits, so intake waits for one report, not the whole batch.
    */
   yieldWhen?: () => boolean
+  /**
+   * False while batches should not start (intake active recently): the step then asks for one job at a
+   * time. A burst's short gaps (a client reconnecting) do not start a batch that intake would wait for.
+   */
+  mayBatch?: () => boolean
 }
 
 /**
@@ -193,6 +198,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       return outcomes
     },
     get batchSize() {
+      if (deps.mayBatch && !deps.mayBatch()) return 1
       return Math.max(1, Math.min(maxBatch, Math.floor(budgetMs / Math.max(msPerReport, 0.01))))
     },
     get finishesJob() {
