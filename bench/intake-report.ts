@@ -17,6 +17,7 @@ interface Run {
   load: number
   /** Requests per CPU-second of the server during the measured run. */
   perCpu: number
+  perMainCpu: number
   rounds: number[]
 }
 
@@ -32,12 +33,15 @@ for (const f of readdirSync(out).sort()) {
     const load = Number(/^LOAD (\S+)$/m.exec(text)?.[1] ?? NaN)
     const ticks = /^CPU_TICKS (\d+) (\d+)$/m.exec(text)
     const perCpu = ticks && Number(ticks[1]) > 0 ? r.requests / (Number(ticks[1]) / Number(ticks[2])) : NaN
+    // The HTTP thread alone (the floors have no other busy thread; fixloop's processing thread is left out).
+    const main = /^MAIN_TICKS (\d+) (\d+)$/m.exec(text)
+    const perMainCpu = main && Number(main[1]) > 0 ? r.requests / (Number(main[1]) / Number(main[2])) : NaN
     const bySize = runs.get(m[1]) ?? new Map<string, Run>()
     runs.set(m[1], bySize)
     const prev = bySize.get(m[2])
     const rounds = [...(prev?.rounds ?? []), Math.round(r.rps)]
     const errors = r.connect_errors + r.read_errors + r.write_errors + r.timeouts
-    const cur: Run = { rps: r.rps, p50_us: r.p50_us, p99_us: r.p99_us, non2xx: r.non2xx, errors, load, perCpu, rounds }
+    const cur: Run = { rps: r.rps, p50_us: r.p50_us, p99_us: r.p99_us, non2xx: r.non2xx, errors, load, perCpu, perMainCpu, rounds }
     bySize.set(m[2], !prev || cur.rps > prev.rps ? cur : { ...prev, rounds })
     continue
   }
@@ -52,19 +56,19 @@ const x = (a: number, b: number) => `${(a / b).toFixed(2)}×`
 const lines: string[] = []
 for (const [size, bySize] of [...runs].sort((a, b) => Number(a[0]) - Number(b[0]))) {
   lines.push(`## ${n(Number(size))} rows before the run`, '', '```')
-  lines.push('server      req/s   p50 ms  p99 ms  non2xx  errors  load  req/cpu-s  rounds (req/s)')
+  lines.push('server      req/s   p50 ms  p99 ms  non2xx  errors  load  req/cpu-s  http-thread req/cpu-s  rounds (req/s)')
   for (const name of ['bare', 'floor', 'fixloop', 'baseline']) {
     const r = bySize.get(name)
     if (!r) continue
     lines.push(
-      `${name.padEnd(9)}${n(r.rps).padStart(8)}${ms(r.p50_us).padStart(9)}${ms(r.p99_us).padStart(8)}${String(r.non2xx).padStart(8)}${String(r.errors).padStart(8)}${r.load.toFixed(1).padStart(6)}${(Number.isNaN(r.perCpu) ? '-' : n(r.perCpu)).padStart(11)}  ${r.rounds.map(n).join(', ')}`,
+      `${name.padEnd(9)}${n(r.rps).padStart(8)}${ms(r.p50_us).padStart(9)}${ms(r.p99_us).padStart(8)}${String(r.non2xx).padStart(8)}${String(r.errors).padStart(8)}${r.load.toFixed(1).padStart(6)}${(Number.isNaN(r.perCpu) ? '-' : n(r.perCpu)).padStart(11)}${(Number.isNaN(r.perMainCpu) ? '-' : n(r.perMainCpu)).padStart(23)}  ${r.rounds.map(n).join(', ')}`,
     )
   }
   lines.push('```', '')
   const bare = bySize.get('bare')
   const floor = bySize.get('floor')
   const fix = bySize.get('fixloop')
-  if (bare && fix) lines.push(`- fixloop / bare floor: req/s **${x(fix.rps, bare.rps)}** (target ≥ 1.0×), p99 **${x(fix.p99_us, bare.p99_us)}** (target ≤ 1.5×), req per CPU-second ${x(fix.perCpu, bare.perCpu)}`)
+  if (bare && fix) lines.push(`- fixloop / bare floor: req/s **${x(fix.rps, bare.rps)}** (target ≥ 1.0×), p99 **${x(fix.p99_us, bare.p99_us)}** (target ≤ 1.5×), req per CPU-second ${x(fix.perCpu, bare.perCpu)} (HTTP thread alone ${x(fix.perMainCpu, bare.perMainCpu)})`)
   if (floor && fix) lines.push(`- fixloop / same-work floor: req/s **${x(fix.rps, floor.rps)}** (target ≥ 1.5×), p99 ${x(fix.p99_us, floor.p99_us)}`)
   const base = bySize.get('baseline')
   if (base && bare && floor) {

@@ -13,7 +13,7 @@
 # Usage: bash bench/intake.sh     (or: bun run bench:intake)
 # Knobs (env): BENCH_ROWS=1000000 (the large database; the empty one always runs) BENCH_DURATION=10
 #   BENCH_WARMUP=5 BENCH_CONNECTIONS=64 BENCH_ROUNDS=2 BENCH_DRAIN_MAX=120 BENCH_SERVER_CPU=0
-#   BENCH_LOAD_CPU=1 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
+#   BENCH_LOAD_CPU=1 BENCH_PIN_THREADS=1 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -47,15 +47,31 @@ trap cleanup EXIT
 
 # free_port, start_server, stop_server
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# fixloop's background threads (named "Worker" by Bun: the processing thread and the WAL checkpointer) go to
+# the load core, so the HTTP thread (and JSC's own helper threads, like the floors') keep the server core:
+# what "the worker never takes intake's core" means on a 2-core machine. BENCH_PIN_THREADS=0 leaves every
+# thread on the server core. Threads are named at start; both are up once /healthz answers.
+PIN_THREADS=${BENCH_PIN_THREADS:-1}
+pin_worker_threads() { # pid
+  local t n=0
+  for t in /proc/"$1"/task/*; do
+    [ "$(cat "$t/comm" 2>/dev/null)" = Worker ] || continue
+    taskset -pc "$LOAD_CPU" "$(basename "$t")" >/dev/null && n=$((n + 1))
+  done
+  log "pinned $n background thread(s) of pid $1 to cpu $LOAD_CPU"
+}
 proc_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+# The main (HTTP) thread alone: its task id is the process id.
+main_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/task/$1/stat"; }
 load() { # file port key pid
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1.warmup" 2>&1 ||
     log "warm-up wrk exited $? ($(tail -1 "$OUT/$1.warmup"))"
-  local t0; t0=$(proc_ticks "$4")
+  local t0 m0; t0=$(proc_ticks "$4"); m0=$(main_ticks "$4")
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1" 2>&1 ||
     log "wrk exited $? ($(tail -1 "$OUT/$1"))"
   echo "LOAD $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/$1"
   echo "CPU_TICKS $(($(proc_ticks "$4") - t0)) $(getconf CLK_TCK)" >>"$OUT/$1"
+  echo "MAIN_TICKS $(($(main_ticks "$4") - m0)) $(getconf CLK_TCK)" >>"$OUT/$1"
 }
 
 {
@@ -83,6 +99,7 @@ for size in $SIZES; do
     bin=$BIN; [ "$s" = baseline ] && bin=$BENCH_BASELINE_BIN
     p=$(free_port $((p + 1))); start_server "$s" "$p" env FIXLOOP_RATE_LIMIT_MULTIPLIER=100000 FIXLOOP_LOG_LEVEL=warn \
       "$bin" serve --host 127.0.0.1 --port "$p" --data-dir "$dir/$s"; PORT[$s]=$p
+    [ "$PIN_THREADS" = 1 ] && pin_worker_threads "${PID[$s]}"
   done
   # Only the server under load runs: the others are stopped (SIGSTOP), so a fixloop worker draining its
   # backlog never takes the core from another server's turn.

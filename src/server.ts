@@ -45,7 +45,11 @@ export interface RunningServer {
 export interface StartOptions {
   clock?: Clock
   log?: Logger
-  worker?: Partial<WorkerOptions> & { autoStart?: boolean }
+  /**
+   * `processingThread`: sanitize and cluster on their own thread (the default, except with an injected
+   * clock or `autoStart: false`: tests that drive the worker by hand keep everything on this thread).
+   */
+  worker?: Partial<WorkerOptions> & { autoStart?: boolean; processingThread?: boolean }
   /** `serve --demo`: serves /demo, a page with the widget mounted for this App public key. */
   demoPublicKey?: () => string | undefined
 }
@@ -67,7 +71,9 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   }
   const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
   checkpointer.start()
-  const services = createServices(ctx, log, options.worker, sandboxUnavailable)
+  const { autoStart: _autoStart, processingThread: threadOption, ...workerOptions } = options.worker ?? {}
+  const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
+  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
@@ -88,7 +94,11 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     sqlite: ctx.sqlite,
     dataDir: config.dataDir,
     minFreeBytes: config.minFreeDiskBytes,
-    worker: () => (options.worker?.autoStart === false ? { ok: true, reason: 'worker not started (test mode)' } : worker.health()),
+    worker: () => {
+      if (options.worker?.autoStart === false) return { ok: true, reason: 'worker not started (test mode)' }
+      const own = worker.health()
+      return own.ok && services.processingThread ? services.processingThread.health() : own
+    },
     checkpointer: () => checkpointer.health(),
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
@@ -118,7 +128,10 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   }
   const server = app.server!
   let stopping: Promise<void> | undefined
-  if (options.worker?.autoStart !== false) worker.start()
+  if (options.worker?.autoStart !== false) {
+    worker.start()
+    services.processingThread?.start()
+  }
   const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
   hub.start()
   webhooks.start(hub)
@@ -156,6 +169,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
         await webhooks.stop()
         await slack.stop()
         await worker.stop()
+        await services.processingThread?.stop()
         await checkpointer.stop()
         try {
           ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')

@@ -20,15 +20,17 @@ import { createTenantsService } from './modules/tenants/service'
 import { createConnectionsService } from './modules/connections/service'
 import { createAgentRunsService } from './modules/agent-runs/service'
 import { createBlobStore } from './storage/index'
-import { createClusterService } from './cluster/service'
-import { DEFAULT_THRESHOLDS } from './cluster/decide'
 import { createAgentRunner } from './agent/runner'
 import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
 import { createJobsRepo } from './worker/jobs-repo'
 import { createStartAgentStep } from './worker/steps/start-agent'
-import { createBatchWindows } from './worker/steps/release-batch'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
-import { createProcessFeedbackStep } from './worker/steps/process-feedback'
+import { createProcessing } from './worker/processing'
+import { ProcessingThread } from './worker/thread'
+import type { ClusterPort } from './cluster/port'
+import { takeTurnsForTransactions, WriteTurns } from './db/write-turns'
+import { DB_FILE } from './context'
+import { join } from 'node:path'
 import type { JobKind } from './lifecycle/jobs'
 import { createAdminsService } from './modules/admins/service'
 import { createSessionStore } from './modules/admins/sessions'
@@ -48,11 +50,25 @@ import { createSlashCommands } from './modules/chatops/commands'
 import { SlackApi } from './modules/chatops/slack-api'
 import { SlackNotifier } from './modules/chatops/notifier'
 
-export function createServices(ctx: Context, log: Logger, workerOptions: Partial<WorkerOptions> = {}, sandboxUnavailable: string | null = null) {
+export interface ServiceOptions {
+  worker?: Partial<WorkerOptions>
+  /**
+   * Sanitize, cluster and release batches on the processing thread (src/worker/thread-entry.ts, its own
+   * connection and core). Off, this thread's worker runs every job kind: tests that drive the worker
+   * with `tick()` and an injected clock.
+   */
+  processingThread?: boolean
+  sandboxUnavailable?: string | null
+}
+
+export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
   const { sqlite, clock, config } = ctx
+  const workerOptions = options.worker ?? {}
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, clock, wake)
-  const committer = new GroupCommitter(sqlite)
+  // Intake's group commits go first at the write lock; the processing thread waits its turn.
+  const turns = new WriteTurns()
+  const committer = new GroupCommitter(sqlite, turns)
   const directory = new CredentialDirectory(sqlite, ctx.box)
   const limiters = createRateLimiters(clock, config.rateLimitMultiplier)
   const tenants = createTenantsService(ctx)
@@ -70,34 +86,50 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
   }
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(sqlite, store, committer, clock, log, config.uploadGraceHours * 3600_000)
-  const cluster = createClusterService(sqlite, clock, DEFAULT_THRESHOLDS, lifecycle)
   const connections = createConnectionsService(ctx, lifecycle)
   const runner = createAgentRunner(sqlite, connections, lifecycle, clock, log, {
     dataDir: config.dataDir,
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
     publicUrl: config.publicUrl,
-    sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: sandboxUnavailable },
+    sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null },
     workDir: config.workDir,
   })
 
-  const jobs = createJobsRepo(sqlite)
-  const batches = createBatchWindows(sqlite, clock, jobs, lifecycle)
-  const steps: Record<JobKind, JobStep> = {
-    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish }),
-    batch_release: batches.step,
+  const ownSteps = {
     agent: createStartAgentStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
+  } satisfies Partial<Record<JobKind, JobStep>>
+  let worker: Worker
+  let cluster: ClusterPort
+  let processingThread: ProcessingThread | undefined
+  if (options.processingThread) {
+    const jobs = createJobsRepo(sqlite, Object.keys(ownSteps) as JobKind[])
+    worker = new Worker(jobs, ownSteps, clock, log, workerOptions)
+    const { busy: _busy, saturated: _saturated, ...threadOptions } = workerOptions
+    processingThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, threadOptions, () => worker.wake())
+    cluster = processingThread
+    const thread = processingThread
+    // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
+    takeTurnsForTransactions(sqlite, turns, 'intake')
+    wake.on(() => {
+      worker.wake()
+      thread.wake()
+    })
+  } else {
+    const jobs = createJobsRepo(sqlite)
+    const processing = createProcessing(sqlite, clock, lifecycle, jobs)
+    cluster = processing.port
+    // Submissions committed in the last 20 ms mean intake is busy: the worker paces itself; a full batch
+    // in the last 50 ms means intake saturates the core: the worker then takes only a small share of it.
+    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, {
+      busy: () => performance.now() - committer.lastCommitAt < 20,
+      saturated: () => performance.now() - committer.lastFullCommitAt < 50,
+      ...workerOptions,
+    })
+    wake.on(() => worker.wake())
   }
-  // Submissions committed in the last 20 ms mean intake is busy: the worker paces itself; a full batch
-  // in the last 50 ms means intake saturates the core: the worker then takes only a small share of it.
-  const worker = new Worker(jobs, steps, clock, log, {
-    busy: () => performance.now() - committer.lastCommitAt < 20,
-    saturated: () => performance.now() - committer.lastFullCommitAt < 50,
-    ...workerOptions,
-  })
-  wake.on(() => worker.wake())
-  scheduleUploadsGc(jobs, lifecycle, clock)
+  scheduleUploadsGc(createJobsRepo(sqlite), lifecycle, clock)
 
   const apps = createAppsRepo(ctx.db)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
@@ -114,7 +146,7 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     uploads,
     apps,
     feedback,
-    triage: createTriageService(ctx, cluster, lifecycle),
+    triage: createTriageService(ctx, cluster),
     agentRuns: createAgentRunsService(sqlite),
     tenants,
     connections,
@@ -123,9 +155,10 @@ export function createServices(ctx: Context, log: Logger, workerOptions: Partial
     adminAuth,
     console: createConsoleService(ctx, { admins, audit, tenants, connections }),
     inbox: createInbox(sqlite),
-    cluster,
     runner,
     worker,
+    /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */
+    processingThread,
     hub,
     events: createEventsService(createEventsRepo(sqlite), hub, apps),
     webhooks: createWebhooksService(ctx),

@@ -73,7 +73,7 @@ test('a BEGIN that finds the database busy is retried: the writes commit once th
 })
 
 test('a database busy for longer than the retry window fails the batch with SQLITE_BUSY, and later writes still commit', async () => {
-  const gc = new GroupCommitter(main, 512, 8, 60)
+  const gc = new GroupCommitter(main, undefined, 512, 8, 60)
   const insert = main.prepare('INSERT INTO t (v) VALUES (?)')
   other.run('BEGIN IMMEDIATE')
   const error = await gc.run(() => insert.run('lost').changes).catch((e) => e)

@@ -39,6 +39,20 @@ export class Logger {
     this.log('error', msg, fields)
   }
 
+  /** The level this logger writes from (another thread's logger is built with it). */
+  get threshold(): 'info' | 'warn' | 'silent' {
+    return this.level
+  }
+
+  /** Lines another thread's logger formatted (and filtered with this logger's threshold): written in order with ours. */
+  forward(text: string): void {
+    for (const line of text.split('\n')) if (line) this.buffer.push(line)
+    if (!this.scheduled && this.buffer.length > 0) {
+      this.scheduled = true
+      setImmediate(() => this.flush())
+    }
+  }
+
   flush(): void {
     this.scheduled = false
     if (this.buffer.length === 0) return

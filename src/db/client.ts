@@ -7,7 +7,11 @@ import * as schema from './schema'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 
-export function openDatabase(file: string): { sqlite: Database; db: Db } {
+/**
+ * `autoCheckpoint: false` for a second connection of the server (the processing thread): the checkpointer
+ * thread copies the WAL back, and the HTTP thread falls back to auto-checkpoints if it fails.
+ */
+export function openDatabase(file: string, options: { autoCheckpoint?: boolean } = {}): { sqlite: Database; db: Db } {
   const sqlite = new Database(file, { create: true, strict: true })
   // busy_timeout first: the switch to WAL itself needs a lock and can collide with a CLI process.
   sqlite.run('PRAGMA busy_timeout = 5000')
@@ -21,7 +25,7 @@ export function openDatabase(file: string): { sqlite: Database; db: Db } {
   // sanitizing in the file; ON (not FAST) also zeroes freelist pages.
   sqlite.run('PRAGMA secure_delete = ON')
   // Keep the WAL from growing without bound between checkpoints under a write burst.
-  sqlite.run('PRAGMA wal_autocheckpoint = 1000')
+  sqlite.run(`PRAGMA wal_autocheckpoint = ${options.autoCheckpoint === false ? 0 : 1000}`)
   sqlite.run('PRAGMA cache_size = -65536')
   sqlite.run('PRAGMA temp_store = MEMORY')
   sqlite.run('PRAGMA mmap_size = 268435456')

@@ -11,6 +11,7 @@
  * later, for up to `BUSY_RETRY_MS`, instead of answering every request of the batch with a 500.
  */
 import type { Database, Statement } from 'bun:sqlite'
+import type { WriteTurns } from './write-turns'
 
 /** How long a batch keeps retrying a BEGIN that found the database busy before its writes fail. */
 export const BUSY_RETRY_MS = 5000
@@ -48,6 +49,8 @@ export class GroupCommitter {
 
   constructor(
     private readonly sqlite: Database,
+    /** When another thread writes too: each batch takes the write lock ahead of it (write-turns.ts). */
+    private readonly turns?: WriteTurns,
     private readonly maxBatch = 512,
     private readonly fullBatch = 8,
     private readonly busyRetryMs = BUSY_RETRY_MS,
@@ -82,6 +85,11 @@ export class GroupCommitter {
     }
     const batch = this.queue
     if (batch.length === 0) return
+    if (this.turns) this.turns.intake(() => this.commitBatch(batch))
+    else this.commitBatch(batch)
+  }
+
+  private commitBatch(batch: Pending<unknown>[]): void {
     try {
       this.begin.run()
     } catch (e) {

@@ -3,7 +3,7 @@
  * inserted only by the lifecycle (`lifecycle.enqueue`), never here.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { JobKind } from '../lifecycle/jobs'
+import { JOB_KINDS, type JobKind } from '../lifecycle/jobs'
 
 export interface JobRow {
   id: number
@@ -19,10 +19,17 @@ export interface JobRow {
   created_at: number
 }
 
-export function createJobsRepo(sqlite: Database) {
+/**
+ * `kinds`: the job kinds this repo's worker runs (all when omitted). The processing thread runs `process`
+ * and `batch_release`, the HTTP thread's worker the rest; each claims and waits only for its own kinds.
+ */
+export function createJobsRepo(sqlite: Database, kinds?: readonly JobKind[]) {
+  // Spelled into the SQL: only the known kind names (JOB_KINDS), never a caller's string.
+  if (kinds?.some((k) => !JOB_KINDS.includes(k))) throw new Error(`unknown job kind in ${kinds.join(', ')}`)
+  const ofKinds = kinds ? `AND kind IN (${kinds.map((k) => `'${k}'`).join(', ')})` : ''
   const claim: Statement = sqlite.query(
     `UPDATE jobs SET lease_until = $leaseUntil, lease_owner = $owner, attempts = attempts + 1
-     WHERE id = (SELECT id FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now)
+     WHERE id = (SELECT id FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now) ${ofKinds}
                  ORDER BY run_after, id LIMIT 1)
      RETURNING *`,
   )
@@ -32,7 +39,7 @@ export function createJobsRepo(sqlite: Database) {
   const releaseAll = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_until IS NOT NULL AND id IN (SELECT value FROM json_each(?))')
   const owners = sqlite.query('SELECT DISTINCT lease_owner AS owner FROM jobs WHERE lease_until IS NOT NULL')
   const releaseOwner = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_until IS NOT NULL AND lease_owner IS ?')
-  const nextDue = sqlite.query('SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs')
+  const nextDue = sqlite.query(`SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE MAX(run_after, lease_until) END) AS at FROM jobs WHERE 1 ${ofKinds}`)
   const hasKind = sqlite.query('SELECT 1 FROM jobs WHERE kind = ? LIMIT 1')
   const runAfterOf = sqlite.query('SELECT run_after FROM jobs WHERE kind = ? AND app_id = ? LIMIT 1')
 

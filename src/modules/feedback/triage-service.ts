@@ -3,8 +3,7 @@
  * may be merged live here; the clustering itself (and its events) is src/cluster/service.ts.
  */
 import { ApiError } from '../../core/errors'
-import type { ClusterService } from '../../cluster/service'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { ClusterPort } from '../../cluster/port'
 import type { Context } from '../../context'
 import { createFeedbackRepo, type FeedbackRow } from './repo'
 import { isSanitized } from '../../sanitize/servable'
@@ -12,7 +11,7 @@ import { isSanitized } from '../../sanitize/servable'
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
 
-export function createTriageService(ctx: Context, cluster: ClusterService, lifecycle: Lifecycle) {
+export function createTriageService(ctx: Context, cluster: ClusterPort) {
   const repo = createFeedbackRepo(ctx.db)
 
   /**
@@ -37,7 +36,7 @@ export function createTriageService(ctx: Context, cluster: ClusterService, lifec
     /** Reports of the same App most similar to `id`, best first. */
     async similar(orgId: string, id: string, limit: number) {
       await load(orgId, id)
-      return cluster.similar(id, limit)
+      return await cluster.similar(id, limit)
     },
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, a lead of the same App. */
@@ -51,20 +50,14 @@ export function createTriageService(ctx: Context, cluster: ClusterService, lifec
       if (lead.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicateOfId })
       if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
       if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
-      cluster.merge(id, leadId)
+      await cluster.merge(id, leadId)
     },
 
     /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. */
     async unmerge(orgId: string, id: string): Promise<void> {
       const r = await load(orgId, id)
       if (!r.duplicateOfId) throw new ApiError('not_a_duplicate')
-      // One commit: an unmerged report is never left without the job that moves it on as a lead.
-      ctx.sqlite
-        .transaction(() => {
-          cluster.unmerge(id)
-          lifecycle.enqueue('process', { feedbackId: id })
-        })
-        .immediate()
+      await cluster.unmerge(id)
     },
   }
 }

@@ -1,0 +1,93 @@
+/**
+ * Intake goes first at SQLite's one write lock. The processing thread (src/worker/thread-entry.ts) and the
+ * HTTP thread write to the same WAL database on two connections. Left to SQLite's busy handler, the HTTP
+ * thread sleeps 1, 2, 5, 10… ms between retries while the processing thread, never sleeping, takes the
+ * lock again and again: measured with a thread committing 2 ms transactions back to back, an intake
+ * commit waited p99 179 ms (max 930 ms). With these turns it waited p99 2.4 ms: at most the one
+ * processing transaction already under way.
+ *
+ * Two flags in shared memory, Dekker-style (sequentially consistent Atomics):
+ *   [0] intake wants the lock   - set by the HTTP thread around each group commit;
+ *   [1] processing holds it     - set by the processing thread around each of its write transactions.
+ * The processing thread waits while intake wants the lock; intake waits (bounded) only for the
+ * transaction in hand. SQLite's busy_timeout stays underneath for every other writer (the CLI).
+ */
+import type { Database } from 'bun:sqlite'
+
+const WANTS = 0
+const HOLDS = 1
+
+/** How long intake waits for a processing transaction before it leaves the rest to busy_timeout. */
+const INTAKE_MAX_WAIT_MS = 250
+/** How long processing waits for intake in one go before it looks again (it never proceeds while intake wants). */
+const PROCESSING_WAIT_SLICE_MS = 50
+
+export class WriteTurns {
+  readonly flags: Int32Array
+
+  /** `shared` comes from another thread's WriteTurns (`turns.flags.buffer`), or is made here. */
+  constructor(shared?: SharedArrayBuffer) {
+    this.flags = new Int32Array(shared ?? new SharedArrayBuffer(8))
+  }
+
+  get buffer(): SharedArrayBuffer {
+    return this.flags.buffer as SharedArrayBuffer
+  }
+
+  /** HTTP thread: runs `write` (one whole transaction) ahead of any processing transaction not yet begun. */
+  intake<T>(write: () => T): T {
+    Atomics.store(this.flags, WANTS, 1)
+    try {
+      const deadline = performance.now() + INTAKE_MAX_WAIT_MS
+      while (Atomics.load(this.flags, HOLDS) === 1) {
+        const left = deadline - performance.now()
+        if (left <= 0) break
+        Atomics.wait(this.flags, HOLDS, 1, left)
+      }
+      return write()
+    } finally {
+      Atomics.store(this.flags, WANTS, 0)
+      Atomics.notify(this.flags, WANTS)
+    }
+  }
+
+  /** Processing thread: runs `write` (one whole transaction) when intake does not want the lock. */
+  processing<T>(write: () => T): T {
+    for (;;) {
+      while (Atomics.load(this.flags, WANTS) === 1) Atomics.wait(this.flags, WANTS, 1, PROCESSING_WAIT_SLICE_MS)
+      Atomics.store(this.flags, HOLDS, 1)
+      // Both sides store, then load the other's flag: at least one of them sees the other and yields.
+      if (Atomics.load(this.flags, WANTS) === 0) break
+      this.releaseHold()
+    }
+    try {
+      return write()
+    } finally {
+      this.releaseHold()
+    }
+  }
+
+  /** Also called by the HTTP thread when the processing thread ended without releasing its hold. */
+  releaseHold(): void {
+    Atomics.store(this.flags, HOLDS, 0)
+    Atomics.notify(this.flags, HOLDS)
+  }
+}
+
+/**
+ * Makes every outermost `sqlite.transaction(...)` of this connection take its turn on `side` (nested ones
+ * are savepoints inside the turn already held). Single-statement writes outside a transaction are short
+ * and left to busy_timeout.
+ */
+export function takeTurnsForTransactions(sqlite: Database, turns: WriteTurns, side: 'intake' | 'processing'): void {
+  const transaction = sqlite.transaction.bind(sqlite)
+  const take = side === 'intake' ? turns.intake.bind(turns) : turns.processing.bind(turns)
+  sqlite.transaction = ((fn: (...args: unknown[]) => unknown) => {
+    const tx = transaction(fn)
+    const inTurn =
+      <A extends unknown[], R>(run: (...args: A) => R) =>
+      (...args: A): R =>
+        sqlite.inTransaction ? run(...args) : take(() => run(...args))
+    return Object.assign(inTurn(tx), { deferred: inTurn(tx.deferred), immediate: inTurn(tx.immediate), exclusive: inTurn(tx.exclusive) })
+  }) as Database['transaction']
+}

@@ -1,0 +1,33 @@
+/**
+ * The processing side of the worker: sanitize, cluster and route reports (`process` jobs) and release
+ * batch windows (`batch_release`), with the App similarity indexes they need. Built once per process:
+ * on the processing thread in a server (thread-entry.ts), or in the HTTP thread when tests drive the
+ * worker with an injected clock (src/services.ts). Agent runs and upload collection stay on the HTTP
+ * thread either way: they mostly wait on child processes and the blob store.
+ */
+import type { Database } from 'bun:sqlite'
+import type { Clock } from '../core/clock'
+import type { Lifecycle } from '../lifecycle/lifecycle'
+import type { JobKind } from '../lifecycle/jobs'
+import { createClusterService } from '../cluster/service'
+import { DEFAULT_THRESHOLDS } from '../cluster/decide'
+import { localClusterPort } from '../cluster/port'
+import type { JobStep } from './loop'
+import type { JobsRepo } from './jobs-repo'
+import { createBatchWindows } from './steps/release-batch'
+import { createProcessFeedbackStep } from './steps/process-feedback'
+
+/** The job kinds the processing thread runs; the HTTP thread's worker runs the others. */
+export const PROCESSING_KINDS = ['process', 'batch_release'] as const satisfies readonly JobKind[]
+export type ProcessingKind = (typeof PROCESSING_KINDS)[number]
+
+export function createProcessing(sqlite: Database, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo) {
+  const cluster = createClusterService(sqlite, clock, DEFAULT_THRESHOLDS, lifecycle)
+  const batches = createBatchWindows(sqlite, clock, jobs, lifecycle)
+  const steps: Record<ProcessingKind, JobStep> = {
+    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish }),
+    batch_release: batches.step,
+  }
+  return { cluster, steps, port: localClusterPort(cluster, sqlite, lifecycle) }
+}
+export type Processing = ReturnType<typeof createProcessing>

@@ -1,0 +1,96 @@
+/**
+ * The processing thread (a Bun Worker): sanitizes, clusters and routes reports and releases batch
+ * windows, on its own SQLite connection, with the App similarity indexes in its own memory. The HTTP
+ * thread only takes submissions and answers reads, so intake never waits behind processing, and on a
+ * machine with two cores processing runs beside intake instead of between its requests.
+ *
+ * Messages in:  start {file, logLevel, workerOptions, turns} · wake · call {id, op, args} · stop
+ * Messages out: ready · wake (this thread queued work the HTTP thread runs, e.g. an agent job) ·
+ *               health {ok, reason} every second · reply {id, ok, value | message} · log {text} · stopped
+ * The protocol lives in thread.ts, the HTTP thread's side.
+ */
+import type { Database } from 'bun:sqlite'
+import { openDatabase } from '../db/client'
+import { takeTurnsForTransactions, WriteTurns } from '../db/write-turns'
+import { systemClock } from '../core/clock'
+import { Logger } from '../core/logger'
+import { createLifecycle } from '../lifecycle/lifecycle'
+import { createWakeSignal } from '../lifecycle/wake'
+import { createJobsRepo } from './jobs-repo'
+import { Worker as JobWorker } from './loop'
+import { createProcessing, PROCESSING_KINDS } from './processing'
+import type { ClusterPort } from '../cluster/port'
+import type { ThreadCall, ThreadStart } from './thread'
+
+declare const self: Worker
+
+const HEALTH_EVERY_MS = 1000
+
+let stopping: Promise<void> | undefined
+let health: ReturnType<typeof setInterval> | undefined
+let running: { sqlite: Database; worker: JobWorker; port: ClusterPort } | undefined
+
+function start(msg: ThreadStart): void {
+  const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
+  // The checkpointer thread copies the WAL back; this connection never checkpoints on its own.
+  const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
+  takeTurnsForTransactions(sqlite, new WriteTurns(msg.turns), 'processing')
+  const wake = createWakeSignal()
+  const lifecycle = createLifecycle(sqlite, systemClock, wake)
+  const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
+  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs)
+  const worker = new JobWorker(jobs, processing.steps, systemClock, log, msg.workerOptions)
+  // Work queued here may be the HTTP thread's (an agent job after a move to `queued`): tell it, once per turn.
+  let wakePosted = false
+  wake.on(() => {
+    worker.wake()
+    if (wakePosted) return
+    wakePosted = true
+    setImmediate(() => {
+      wakePosted = false
+      postMessage({ type: 'wake' })
+    })
+  })
+  running = { sqlite, worker, port: processing.port }
+  worker.start()
+  health = setInterval(() => postMessage({ type: 'health', ...worker.health() }), HEALTH_EVERY_MS)
+  postMessage({ type: 'ready' })
+  postMessage({ type: 'health', ...worker.health() })
+}
+
+async function answer(call: ThreadCall): Promise<void> {
+  try {
+    if (!running) throw new Error('the processing thread is not running')
+    const port = running.port
+    let value: unknown
+    if (call.op === 'prepare') value = await port.prepare(call.args[0])
+    else if (call.op === 'similar') value = await port.similar(call.args[0], call.args[1])
+    else if (call.op === 'merge') value = await port.merge(call.args[0], call.args[1])
+    else value = await port.unmerge(call.args[0])
+    postMessage({ type: 'reply', id: call.id, ok: true, value })
+  } catch (e) {
+    postMessage({ type: 'reply', id: call.id, ok: false, message: e instanceof Error ? e.message : String(e) })
+  }
+}
+
+async function stop(): Promise<void> {
+  if (health) clearInterval(health)
+  if (running) {
+    // Finishes the job in hand and hands back its leases before the connection closes.
+    await running.worker.stop()
+    running.sqlite.close()
+    running = undefined
+  }
+  postMessage({ type: 'stopped' })
+}
+
+self.onmessage = (e: MessageEvent) => {
+  const msg = e.data as { type: string }
+  if (msg.type === 'start') start(msg as ThreadStart)
+  else if (msg.type === 'wake') running?.worker.wake()
+  else if (msg.type === 'call') void answer(msg as ThreadCall)
+  else if (msg.type === 'stop') {
+    stopping ??= stop()
+  }
+}
+

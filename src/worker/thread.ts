@@ -1,0 +1,158 @@
+/**
+ * The HTTP thread's side of the processing thread (thread-entry.ts): starts it, wakes it when intake
+ * commits work, asks it the clustering questions triage needs (its index is the only one), reads its
+ * health for /readyz, restarts it if it dies, and stops it at shutdown after the job in hand.
+ */
+import type { Logger } from '../core/logger'
+import type { ClusterPort } from '../cluster/port'
+import type { SimilarEntry } from '../cluster/service'
+import type { WriteTurns } from '../db/write-turns'
+import type { WorkerOptions } from './loop'
+
+export interface ThreadStart {
+  type: 'start'
+  file: string
+  logLevel: 'info' | 'warn' | 'silent'
+  workerOptions: Partial<WorkerOptions>
+  turns: SharedArrayBuffer
+}
+
+type Op = { op: 'prepare'; args: [appId: string] } | { op: 'similar'; args: [id: string, limit: number] } | { op: 'merge'; args: [id: string, leadId: string] } | { op: 'unmerge'; args: [id: string] }
+export type ThreadCall = { type: 'call'; id: number } & Op
+
+/** Where the thread's module is: next to this file from source; under src/ in the compiled binary (a second entry point of "build"). */
+function entryUrl(): string {
+  const compiled = import.meta.url.includes('/$bunfs/')
+  return new URL(compiled ? './worker/thread-entry.ts' : './thread-entry.ts', import.meta.url).href
+}
+
+/** A thread silent this long is reported not ready (it beats every second). */
+const SILENT_LIMIT_MS = 30_000
+const RESTART_DELAY_MS = 1000
+const STOP_WAIT_MS = 15_000
+
+export class ProcessingThread implements ClusterPort {
+  private thread: Worker | undefined
+  private stopped = false
+  private lastHealth: { ok: boolean; reason?: string } = { ok: false, reason: 'the processing thread is starting' }
+  private lastBeatAt = performance.now()
+  private nextCallId = 1
+  private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
+  private wakePosted = false
+  private ready: Promise<void> = Promise.resolve()
+
+  constructor(
+    private readonly file: string,
+    private readonly turns: WriteTurns,
+    private readonly log: Logger,
+    private readonly workerOptions: Partial<WorkerOptions>,
+    /** The thread queued work this thread's worker runs. */
+    private readonly onWake: () => void,
+  ) {}
+
+  start(): void {
+    this.stopped = false
+    const thread = new Worker(entryUrl())
+    this.thread = thread
+    this.lastBeatAt = performance.now()
+    let markReady!: () => void
+    this.ready = new Promise<void>((resolve) => (markReady = resolve))
+    thread.onmessage = (e: MessageEvent) => {
+      const msg = e.data
+      this.lastBeatAt = performance.now()
+      if (msg.type === 'ready') markReady()
+      else if (msg.type === 'health') this.lastHealth = { ok: msg.ok, reason: msg.reason }
+      else if (msg.type === 'wake') this.onWake()
+      else if (msg.type === 'log') this.log.forward(msg.text)
+      else if (msg.type === 'reply') {
+        const call = this.calls.get(msg.id)
+        this.calls.delete(msg.id)
+        if (msg.ok) call?.resolve(msg.value)
+        else call?.reject(new Error(msg.message))
+      }
+    }
+    thread.onerror = (e) => {
+      e.preventDefault?.()
+      this.log.error('the processing thread failed; restarting it', { error: e.message })
+      this.restart(thread)
+    }
+    thread.addEventListener('close', () => this.restart(thread))
+    const start: ThreadStart = { type: 'start', file: this.file, logLevel: this.log.threshold, workerOptions: this.workerOptions, turns: this.turns.buffer }
+    thread.postMessage(start)
+  }
+
+  /** A thread that ended without being asked: its questions fail, its write turn is released, a new one starts. */
+  private restart(dead: Worker): void {
+    if (this.thread !== dead || this.stopped) return
+    this.thread = undefined
+    this.turns.releaseHold()
+    this.lastHealth = { ok: false, reason: 'the processing thread stopped; restarting it' }
+    for (const call of this.calls.values()) call.reject(new Error('the processing thread stopped'))
+    this.calls.clear()
+    dead.terminate()
+    setTimeout(() => {
+      if (!this.stopped && !this.thread) this.start()
+    }, RESTART_DELAY_MS)
+  }
+
+  /** Intake committed work: the thread looks for it now (one message per event-loop turn at most). */
+  wake(): void {
+    if (this.wakePosted || !this.thread) return
+    this.wakePosted = true
+    setImmediate(() => {
+      this.wakePosted = false
+      this.thread?.postMessage({ type: 'wake' })
+    })
+  }
+
+  /** For /readyz: what the thread last said about its job loop, or why it is not there. */
+  health(): { ok: boolean; reason?: string } {
+    if (!this.thread) return { ok: false, reason: 'the processing thread is not running' }
+    const silent = performance.now() - this.lastBeatAt
+    if (silent > SILENT_LIMIT_MS) return { ok: false, reason: `the processing thread has not answered for ${Math.round(silent / 1000)} s` }
+    return this.lastHealth
+  }
+
+  private async call<T>(op: Op): Promise<T> {
+    await this.ready
+    const thread = this.thread
+    if (!thread) throw new Error('the processing thread is not running')
+    const id = this.nextCallId++
+    return new Promise<T>((resolve, reject) => {
+      this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      thread.postMessage({ type: 'call', id, ...op } satisfies ThreadCall)
+    })
+  }
+
+  prepare(appId: string): Promise<void> {
+    return this.call({ op: 'prepare', args: [appId] })
+  }
+  similar(id: string, limit: number): Promise<SimilarEntry[]> {
+    return this.call({ op: 'similar', args: [id, limit] })
+  }
+  merge(id: string, leadId: string): Promise<void> {
+    return this.call({ op: 'merge', args: [id, leadId] })
+  }
+  unmerge(id: string): Promise<void> {
+    return this.call({ op: 'unmerge', args: [id] })
+  }
+
+  /** Lets the thread finish its job in hand and hand back its leases (bounded), then ends it. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    const thread = this.thread
+    this.thread = undefined
+    if (!thread) return
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, STOP_WAIT_MS)
+      thread.addEventListener('message', (e: MessageEvent) => e.data?.type === 'stopped' && resolve())
+      thread.postMessage({ type: 'stop' })
+    })
+    clearTimeout(timer)
+    thread.terminate()
+    this.turns.releaseHold()
+    for (const call of this.calls.values()) call.reject(new Error('the server is stopping'))
+    this.calls.clear()
+  }
+}
