@@ -4,6 +4,8 @@
  *   one (the CLI), and by nothing else: reports do not move the credential generation;
  * - a body with a Content-Length is judged by that length before a byte is read (413 at once), and is
  *   read whole even when it arrives in pieces; depth and Content-Type checks still apply on that path;
+ * - events carry the report's id in their own column, and a report's history still finds the events
+ *   stored before that column existed;
  * - OpenAPI still documents the submission's two optional headers.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -14,6 +16,7 @@ import { expectEnvelope, userToken } from './helpers-auth'
 import { openDatabase } from '../src/db/client'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { LIMITS } from '../src/core/limits'
+import { createInbox } from '../src/modules/admin-api/inbox-repo'
 
 const BODY = { text: 'The checkout button does nothing' }
 
@@ -130,6 +133,25 @@ describe('request body with a Content-Length', () => {
     const r2 = await rawRequest(head(form.length).replace('application/json', 'application/x-www-form-urlencoded'), [{ bytes: form, afterMs: 0 }], '"invalid_body"')
     expect(r2).toStartWith('HTTP/1.1 400')
   })
+})
+
+test("a report's history finds its events by feedback_id and the events stored before that column by their data", async () => {
+  const created = (await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: BODY })).body as { id: string }
+  const db = srv.ctx.sqlite
+  const stored = db.query("SELECT feedback_id AS feedbackId, seq FROM events WHERE type = 'feedback.received' AND json_extract(data, '$.feedbackId') = ?").get(created.id) as { feedbackId: string; seq: number }
+  expect(stored.feedbackId).toBe(created.id)
+  // An event as stored before migration 0013: the id only inside data (a later seq than the outbox's).
+  const legacySeq = (db.query('SELECT MAX(seq) AS s FROM events WHERE org_id = ?').get(t.orgId) as { s: number }).s + 1000
+  db.query("INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, 'feedback.status_changed', ?, ?)").run(
+    'f'.repeat(24), t.orgId, t.appId, legacySeq, JSON.stringify({ feedbackId: created.id, from: 'received', to: 'archived' }), Date.now(),
+  )
+  const history = createInbox(db).history(t.orgId, created.id).map((e) => [e.seq, e.type] as const)
+  // The worker may add its own moves meanwhile: both of these are there, oldest first, the legacy one last.
+  expect(history[0]).toEqual([stored.seq, 'feedback.received'])
+  expect(history.at(-1)).toEqual([legacySeq, 'feedback.status_changed'])
+  expect(history.map(([seq]) => seq)).toEqual(history.map(([seq]) => seq).sort((a, b) => a - b))
+  // Another Org's id finds nothing.
+  expect(createInbox(db).history('0'.repeat(24), created.id)).toEqual([])
 })
 
 test('OpenAPI documents the Idempotency-Key and X-Service-User-Token headers of POST /v1/feedback', async () => {
