@@ -47,25 +47,29 @@ trap cleanup EXIT
 
 # free_port, start_server, stop_server
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-# fixloop's background threads (named "Worker" by Bun: the processing thread and the WAL checkpointer) go to
-# the load core, so the HTTP thread (and JSC's own helper threads, like the floors') keep the server core:
-# what "the worker never takes intake's core" means on a 2-core machine. BENCH_PIN_THREADS=0 leaves every
-# thread on the server core. Threads are named at start; both are up once /healthz answers.
+# Every server's HTTP thread (the main thread: its task id is the process id) keeps the server core; every
+# other thread of the process (fixloop's processing and checkpointer threads, and the runtime's JIT and GC
+# helper threads, for the floors too) goes to the load core: what "the worker never takes intake's core"
+# means on a 2-core machine. Threads the runtime starts later inherit the main thread's core, so this runs
+# again before each measured run. BENCH_PIN_THREADS=0 leaves every thread of a server on the server core.
 PIN_THREADS=${BENCH_PIN_THREADS:-1}
-pin_worker_threads() { # pid
+pin_threads() { # pid
+  [ "$PIN_THREADS" = 1 ] || return 0
   local t n=0
   for t in /proc/"$1"/task/*; do
-    [ "$(cat "$t/comm" 2>/dev/null)" = Worker ] || continue
-    taskset -pc "$LOAD_CPU" "$(basename "$t")" >/dev/null && n=$((n + 1))
+    [ "$(basename "$t")" = "$1" ] && continue
+    taskset -pc "$LOAD_CPU" "$(basename "$t")" >/dev/null 2>&1 && n=$((n + 1))
   done
-  log "pinned $n background thread(s) of pid $1 to cpu $LOAD_CPU"
+  echo "pinned $n helper thread(s) of pid $1 to cpu $LOAD_CPU" >>"$OUT/pinning.log"
 }
 proc_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 # The main (HTTP) thread alone: its task id is the process id.
 main_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/task/$1/stat"; }
 load() { # file port key pid
+  pin_threads "$4"
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1.warmup" 2>&1 ||
     log "warm-up wrk exited $? ($(tail -1 "$OUT/$1.warmup"))"
+  pin_threads "$4" # again: threads started during the warm-up
   local t0 m0; t0=$(proc_ticks "$4"); m0=$(main_ticks "$4")
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/widget.lua "http://127.0.0.1:$2" -- "$3" >"$OUT/$1" 2>&1 ||
     log "wrk exited $? ($(tail -1 "$OUT/$1"))"
@@ -99,7 +103,6 @@ for size in $SIZES; do
     bin=$BIN; [ "$s" = baseline ] && bin=$BENCH_BASELINE_BIN
     p=$(free_port $((p + 1))); start_server "$s" "$p" env FIXLOOP_RATE_LIMIT_MULTIPLIER=100000 FIXLOOP_LOG_LEVEL=warn \
       "$bin" serve --host 127.0.0.1 --port "$p" --data-dir "$dir/$s"; PORT[$s]=$p
-    [ "$PIN_THREADS" = 1 ] && pin_worker_threads "${PID[$s]}"
   done
   # Only the server under load runs: the others are stopped (SIGSTOP), so a fixloop worker draining its
   # backlog never takes the core from another server's turn.

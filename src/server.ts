@@ -15,6 +15,7 @@ import { createServices, type Services } from './services'
 import { LIMITS } from './core/limits'
 import { join } from 'node:path'
 import { Checkpointer } from './db/checkpointer'
+import { WriteTurns } from './db/write-turns'
 import { lockDataDir } from './db/data-dir-lock'
 import { StartupError } from './core/startup-error'
 import { createReadiness } from './modules/health/readiness'
@@ -70,10 +71,12 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     throw e
   }
   const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
-  checkpointer.start()
+  // Intake's commit times, read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
+  const turns = new WriteTurns()
+  checkpointer.start(turns)
   const { autoStart: _autoStart, processingThread: threadOption, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
-  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable })
+  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).

@@ -25,7 +25,7 @@ import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
 import { createJobsRepo } from './worker/jobs-repo'
 import { createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
-import { createProcessing } from './worker/processing'
+import { createProcessing, PROCESSING_KINDS } from './worker/processing'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './cluster/port'
 import { takeTurnsForTransactions, WriteTurns } from './db/write-turns'
@@ -59,6 +59,8 @@ export interface ServiceOptions {
    */
   processingThread?: boolean
   sandboxUnavailable?: string | null
+  /** Shared with the checkpointer thread (server.ts); made here when absent. */
+  turns?: WriteTurns
 }
 
 export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
@@ -67,7 +69,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, clock, wake)
   // Intake's group commits go first at the write lock; the processing thread waits its turn.
-  const turns = new WriteTurns()
+  const turns = options.turns ?? new WriteTurns()
   const committer = new GroupCommitter(sqlite, turns)
   const directory = new CredentialDirectory(sqlite, ctx.box)
   const limiters = createRateLimiters(clock, config.rateLimitMultiplier)
@@ -112,10 +114,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     const thread = processingThread
     // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
     takeTurnsForTransactions(sqlite, turns, 'intake')
-    wake.on(() => {
-      worker.wake()
-      thread.wake()
-    })
+    wake.on((kind) => ((PROCESSING_KINDS as readonly JobKind[]).includes(kind) ? thread.wake() : worker.wake()))
   } else {
     const jobs = createJobsRepo(sqlite)
     const processing = createProcessing(sqlite, clock, lifecycle, jobs)

@@ -7,22 +7,42 @@
  * it among them, stay in fixloop.db-wal until overwritten (it reached 172 MB after 3,000 reports). So
  * every `truncateMs` a TRUNCATE checkpoint empties the file. It holds the write lock only briefly (the
  * PASSIVE ones leave little to copy) and gives up after `TRUNCATE_WAIT_MS` when a reader holds the log,
- * to try again at the next tick instead of stalling writers.
+ * to try again at the next tick instead of stalling writers, and runs right after a PASSIVE one, so it has
+ * little left to copy while it holds the write lock.
  *
- * Messages: {type:'start', file, intervalMs, truncateMs} → periodic checkpoints; {type:'stop'} → one
+ * Messages: {type:'start', file, intervalMs, truncateMs, turns?} → periodic checkpoints; {type:'stop'} → one
  * TRUNCATE, then {type:'stopped'}.
  */
 import { Database } from 'bun:sqlite'
+import { WriteTurns } from './write-turns'
 
 declare const self: Worker
 
-/** How long a TRUNCATE checkpoint waits for readers and writers before it tries again later. */
-const TRUNCATE_WAIT_MS = 200
+/**
+ * How long a TRUNCATE checkpoint waits for readers and writers before it tries again at the next tick
+ * (a second later). It holds the write lock while it waits, so intake waits as long: kept short.
+ */
+const TRUNCATE_WAIT_MS = 20
 const BUSY_TIMEOUT_MS = 5000
 
 let db: Database | undefined
 let timer: ReturnType<typeof setInterval> | undefined
 let lastTruncateAt = 0
+/** Intake's commit times, shared with the HTTP thread (write-turns.ts); absent when started without. */
+let turns: WriteTurns | undefined
+
+/**
+ * While intake saturates its core, the TRUNCATE waits (PASSIVE checkpoints go on): truncating a WAL that
+ * a burst grew to hundreds of MB took 150-400 ms on this project's VM, and the write lock is held for all
+ * of it, so every intake commit would wait as long. The processing thread paces itself during a burst
+ * too, so few values get scrubbed meanwhile. At most this long, then the TRUNCATE runs regardless.
+ */
+const MAX_TRUNCATE_DEFER_MS = 60_000
+const BURST_QUIET_MS = 1000
+
+function intakeSaturated(): boolean {
+  return turns !== undefined && turns.msSinceIntakeCommit(true) < BURST_QUIET_MS
+}
 
 /** Runs one checkpoint; true when it completed (SQLite reports busy = 0). */
 function checkpoint(mode: 'PASSIVE' | 'TRUNCATE'): boolean {
@@ -38,19 +58,25 @@ function checkpoint(mode: 'PASSIVE' | 'TRUNCATE'): boolean {
 }
 
 function truncate(waitMs: number): void {
+  // A TRUNCATE blocks writers while it copies frames and syncs the database file (measured: intake commits
+  // waited up to ~230 ms behind it). A PASSIVE checkpoint first does that copying and syncing without
+  // blocking anyone, so the TRUNCATE that follows has (almost) nothing left to copy: it only resets the file.
+  checkpoint('PASSIVE')
   db?.run(`PRAGMA busy_timeout = ${waitMs}`)
   if (checkpoint('TRUNCATE')) lastTruncateAt = Date.now()
   db?.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
 }
 
 function tick(truncateMs: number): void {
-  if (Date.now() - lastTruncateAt >= truncateMs) truncate(TRUNCATE_WAIT_MS)
+  const since = Date.now() - lastTruncateAt
+  if (since >= truncateMs && (since >= MAX_TRUNCATE_DEFER_MS || !intakeSaturated())) truncate(TRUNCATE_WAIT_MS)
   else checkpoint('PASSIVE')
 }
 
 self.onmessage = (event: MessageEvent) => {
-  const msg = event.data as { type: 'start'; file: string; intervalMs: number; truncateMs: number } | { type: 'stop' }
+  const msg = event.data as { type: 'start'; file: string; intervalMs: number; truncateMs: number; turns?: SharedArrayBuffer } | { type: 'stop' }
   if (msg.type === 'start') {
+    turns = msg.turns ? new WriteTurns(msg.turns) : undefined
     db = new Database(msg.file)
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
     lastTruncateAt = Date.now()

@@ -6,6 +6,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { Logger } from '../core/logger'
+import type { WriteTurns } from './write-turns'
 
 /**
  * Where the worker's module is. From source, next to this file. In the compiled binary every module is
@@ -17,7 +18,10 @@ function workerUrl(): string {
   return new URL(compiled ? './db/checkpointer-worker.ts' : './checkpointer-worker.ts', import.meta.url).href
 }
 
-/** A value overwritten in the database is gone from fixloop.db-wal within this long (plus a second). */
+/**
+ * A value overwritten in the database is gone from fixloop.db-wal within this long (plus a second), or,
+ * during a saturating intake burst, within a second after it (at most 60 s): see checkpointer-worker.ts.
+ */
 export const WAL_TRUNCATE_MS = 5000
 
 export class Checkpointer {
@@ -34,7 +38,8 @@ export class Checkpointer {
     private readonly truncateMs = WAL_TRUNCATE_MS,
   ) {}
 
-  start(): void {
+  /** `turns`: intake's commit times (write-turns.ts): the TRUNCATE waits out a saturating burst (at most 60 s). */
+  start(turns?: WriteTurns): void {
     const worker = new Worker(workerUrl())
     worker.onmessage = (e: MessageEvent) => {
       this.lastBeatAt = performance.now()
@@ -44,7 +49,7 @@ export class Checkpointer {
       this.log.error('checkpointer thread failed; checkpoints move back to the main thread', { error: e.message })
       this.fallBack()
     }
-    worker.postMessage({ type: 'start', file: this.file, intervalMs: this.intervalMs, truncateMs: this.truncateMs })
+    worker.postMessage({ type: 'start', file: this.file, intervalMs: this.intervalMs, truncateMs: this.truncateMs, turns: turns?.buffer })
     this.sqlite.run('PRAGMA wal_autocheckpoint = 0')
     this.worker = worker
   }

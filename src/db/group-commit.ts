@@ -131,6 +131,7 @@ export class GroupCommitter {
     }
     this.lastCommitAt = performance.now()
     if (batch.length >= this.fullBatch) this.lastFullCommitAt = this.lastCommitAt
+    this.turns?.noteIntakeCommit(batch.length >= this.fullBatch)
     batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
   }
 }

@@ -16,6 +16,10 @@ import type { Database } from 'bun:sqlite'
 
 const WANTS = 0
 const HOLDS = 1
+/** Date.now() (31 bits) of intake's last commit, and of its last commit that carried a full batch. */
+const LAST_COMMIT = 2
+const LAST_FULL_COMMIT = 3
+const MS_MASK = 0x7fffffff
 
 /** How long intake waits for a processing transaction before it leaves the rest to busy_timeout. */
 const INTAKE_MAX_WAIT_MS = 250
@@ -27,7 +31,25 @@ export class WriteTurns {
 
   /** `shared` comes from another thread's WriteTurns (`turns.flags.buffer`), or is made here. */
   constructor(shared?: SharedArrayBuffer) {
-    this.flags = new Int32Array(shared ?? new SharedArrayBuffer(8))
+    this.flags = new Int32Array(shared ?? new SharedArrayBuffer(16))
+    if (!shared) Atomics.store(this.flags, LAST_COMMIT, (Date.now() - 3_600_000) & MS_MASK)
+    if (!shared) Atomics.store(this.flags, LAST_FULL_COMMIT, (Date.now() - 3_600_000) & MS_MASK)
+  }
+
+  /**
+   * HTTP thread: a group commit just happened (`full`: it carried many writes, so requests arrive faster
+   * than one per event-loop turn: intake is using its whole core). The processing thread reads these to
+   * pace itself during a burst, so it does not take the CPU the load or intake need on a small machine.
+   */
+  noteIntakeCommit(full: boolean): void {
+    const now = Date.now() & MS_MASK
+    Atomics.store(this.flags, LAST_COMMIT, now)
+    if (full) Atomics.store(this.flags, LAST_FULL_COMMIT, now)
+  }
+
+  /** Milliseconds since intake's last commit (`full`: its last full batch); wraps after 24 days, harmlessly. */
+  msSinceIntakeCommit(full = false): number {
+    return ((Date.now() & MS_MASK) - Atomics.load(this.flags, full ? LAST_FULL_COMMIT : LAST_COMMIT)) & MS_MASK
   }
 
   get buffer(): SharedArrayBuffer {

@@ -51,7 +51,7 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
   function enqueue<K extends JobKind>(kind: K, target: JobTargets[K], runAfter = clock.now()): void {
     const t = target as { feedbackId?: string; appId?: string }
     repo.insertJob(kind, t.feedbackId ?? null, t.appId ?? null, runAfter, clock.now())
-    wake?.raise()
+    wake?.raise(kind)
   }
 
   /**
@@ -109,7 +109,7 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
     /** Queues an agent run for each report of the App that waited in `queued` for a repository. */
     enqueueWaitingRuns(appId: string): number {
       const n = repo.insertWaitingRuns(appId, clock.now())
-      if (n > 0) wake?.raise()
+      if (n > 0) wake?.raise('agent')
       return n
     },
 

@@ -33,6 +33,9 @@ export function createJobsRepo(sqlite: Database, kinds?: readonly JobKind[]) {
                  ORDER BY run_after, id LIMIT 1)
      RETURNING *`,
   )
+  // A read first: an UPDATE takes SQLite's write lock even when it matches nothing, and the other
+  // thread's writes would make an idle loop wait for it (db/write-turns.ts).
+  const anyDue = sqlite.query(`SELECT 1 FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now) ${ofKinds} LIMIT 1`)
   const finish = sqlite.query('DELETE FROM jobs WHERE id = ?')
   const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, last_error = ? WHERE id = ?')
   const defer = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, attempts = MAX(0, attempts - 1) WHERE id = ?')
@@ -44,7 +47,8 @@ export function createJobsRepo(sqlite: Database, kinds?: readonly JobKind[]) {
   const runAfterOf = sqlite.query('SELECT run_after FROM jobs WHERE kind = ? AND app_id = ? LIMIT 1')
 
   return {
-    claim: (now: number, leaseMs: number, owner: string): JobRow | null => claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null,
+    claim: (now: number, leaseMs: number, owner: string): JobRow | null =>
+      anyDue.get({ now }) === null ? null : (claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null),
     finish: (id: number) => finish.run(id),
     retry: (id: number, runAfter: number, error: string) => retry.run(runAfter, error.slice(0, 2000), id),
     /** Not a failure: run again later without using up an attempt. */

@@ -20,6 +20,7 @@ import { createJobsRepo } from './jobs-repo'
 import { Worker as JobWorker } from './loop'
 import { createProcessing, PROCESSING_KINDS } from './processing'
 import type { ClusterPort } from '../cluster/port'
+import type { JobKind } from '../lifecycle/jobs'
 import type { ThreadCall, ThreadStart } from './thread'
 
 declare const self: Worker
@@ -34,16 +35,24 @@ function start(msg: ThreadStart): void {
   const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
   // The checkpointer thread copies the WAL back; this connection never checkpoints on its own.
   const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
-  takeTurnsForTransactions(sqlite, new WriteTurns(msg.turns), 'processing')
+  const turns = new WriteTurns(msg.turns)
+  takeTurnsForTransactions(sqlite, turns, 'processing')
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, systemClock, wake)
   const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
   const processing = createProcessing(sqlite, systemClock, lifecycle, jobs)
-  const worker = new JobWorker(jobs, processing.steps, systemClock, log, msg.workerOptions)
+  // During an intake burst this thread paces itself like the in-thread worker does (loop.ts): on a machine
+  // with few cores its CPU would otherwise come out of intake's (or the load's); the backlog is durable
+  // and drains at full speed when the burst ends.
+  const worker = new JobWorker(jobs, processing.steps, systemClock, log, {
+    busy: () => turns.msSinceIntakeCommit() < 20,
+    saturated: () => turns.msSinceIntakeCommit(true) < 50,
+    ...msg.workerOptions,
+  })
   // Work queued here may be the HTTP thread's (an agent job after a move to `queued`): tell it, once per turn.
   let wakePosted = false
-  wake.on(() => {
-    worker.wake()
+  wake.on((kind) => {
+    if ((PROCESSING_KINDS as readonly JobKind[]).includes(kind)) return worker.wake()
     if (wakePosted) return
     wakePosted = true
     setImmediate(() => {

@@ -34,7 +34,9 @@ const STOP_WAIT_MS = 15_000
 export class ProcessingThread implements ClusterPort {
   private thread: Worker | undefined
   private stopped = false
-  private lastHealth: { ok: boolean; reason?: string } = { ok: false, reason: 'the processing thread is starting' }
+  private lastHealth: { ok: boolean; reason?: string } = { ok: true, reason: 'the processing thread is starting' }
+  private startedAt = performance.now()
+  private isReady = false
   private lastBeatAt = performance.now()
   private nextCallId = 1
   private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
@@ -55,12 +57,18 @@ export class ProcessingThread implements ClusterPort {
     const thread = new Worker(entryUrl())
     this.thread = thread
     this.lastBeatAt = performance.now()
+    this.startedAt = this.lastBeatAt
+    this.isReady = false
+    this.lastHealth = { ok: true, reason: 'the processing thread is starting' }
     let markReady!: () => void
     this.ready = new Promise<void>((resolve) => (markReady = resolve))
     thread.onmessage = (e: MessageEvent) => {
       const msg = e.data
       this.lastBeatAt = performance.now()
-      if (msg.type === 'ready') markReady()
+      if (msg.type === 'ready') {
+        this.isReady = true
+        markReady()
+      }
       else if (msg.type === 'health') this.lastHealth = { ok: msg.ok, reason: msg.reason }
       else if (msg.type === 'wake') this.onWake()
       else if (msg.type === 'log') this.log.forward(msg.text)
@@ -108,6 +116,12 @@ export class ProcessingThread implements ClusterPort {
   /** For /readyz: what the thread last said about its job loop, or why it is not there. */
   health(): { ok: boolean; reason?: string } {
     if (!this.thread) return { ok: false, reason: 'the processing thread is not running' }
+    // Starting takes a few milliseconds (loading its modules, opening its connection): not a failure,
+    // unless it takes longer than a thread that stopped answering would.
+    if (!this.isReady) {
+      const starting = performance.now() - this.startedAt
+      return starting > SILENT_LIMIT_MS ? { ok: false, reason: `the processing thread has not started in ${Math.round(starting / 1000)} s` } : this.lastHealth
+    }
     const silent = performance.now() - this.lastBeatAt
     if (silent > SILENT_LIMIT_MS) return { ok: false, reason: `the processing thread has not answered for ${Math.round(silent / 1000)} s` }
     return this.lastHealth

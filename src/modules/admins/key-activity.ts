@@ -17,6 +17,6 @@ export function createKeyActivity(sqlite: Database, clock: Clock) {
     if (last !== undefined && now - last < WRITE_EVERY_MS) return
     if (written.size >= MAX_TRACKED) written.clear()
     written.set(keyId, now)
-    upsert.run(keyId, now)
+    sqlite.transaction(() => upsert.run(keyId, now)).immediate()
   }
 }

@@ -106,7 +106,8 @@ export function createEventsRepo(sqlite: Database) {
     purgeBefore(before: number): number {
       let total = 0
       for (;;) {
-        const n = purge.run(before).changes
+        // A transaction per slice: it takes its write turn ahead of the processing thread (db/write-turns.ts).
+        const n = sqlite.transaction(() => purge.run(before).changes).immediate()
         total += n
         if (n < 5000) return total
       }

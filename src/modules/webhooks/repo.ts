@@ -82,6 +82,8 @@ export function createWebhooksRepo(sqlite: Database) {
                              AND d.id NOT IN (SELECT value FROM json_each($busy))
                            ORDER BY d.next_attempt_at LIMIT $limit)
               RETURNING *`),
+    // A read before the claim: an UPDATE takes the write lock even when nothing is due (db/write-turns.ts).
+    anyDue: q("SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
     releaseLeases: q('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL'),
     nextDue: q("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'"),
     settle: q(`UPDATE webhook_deliveries SET status = $status, attempts = attempts + 1, schedule_index = $scheduleIndex, next_attempt_at = $nextAttemptAt,
@@ -123,7 +125,7 @@ export function createWebhooksRepo(sqlite: Database) {
     insertDelivery: (id: string, webhookId: string, orgId: string, eventId: string, seq: number, type: string, payload: string, now: number) =>
       s.insertDelivery.run(id, webhookId, orgId, eventId, seq, type, payload, now, now, now),
     claim: (now: number, leaseUntil: number, limit: number, busy: string[]) =>
-      s.claim.all({ now, leaseUntil, limit, busy: JSON.stringify(busy) }) as DeliveryRow[],
+      s.anyDue.get(now) === null ? [] : sqlite.transaction(() => s.claim.all({ now, leaseUntil, limit, busy: JSON.stringify(busy) }) as DeliveryRow[]).immediate(),
     releaseLeases: () => s.releaseLeases.run(),
     nextDue: () => (s.nextDue.get() as { at: number | null }).at,
     settle: (p: { id: string; status: string; scheduleIndex: number; nextAttemptAt: number | null; lastStatus: number | null; now: number }) => s.settle.run(p),
@@ -142,7 +144,8 @@ export function createWebhooksRepo(sqlite: Database) {
       let n = 0
       for (const st of [s.purgeDeliveries, s.purgeAttempts]) {
         for (;;) {
-          const c = st.run(before).changes
+          // A transaction per slice: it takes its write turn ahead of the processing thread (db/write-turns.ts).
+          const c = sqlite.transaction(() => st.run(before).changes).immediate()
           n += c
           if (c < 5000) break
         }

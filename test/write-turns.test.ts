@@ -1,0 +1,128 @@
+/**
+ * Write turns (src/db/write-turns.ts): the HTTP thread's commits go ahead of the processing thread's at
+ * SQLite's one write lock. A real second thread (test/fixtures/turns-holder.ts) runs back-to-back 3 ms
+ * write transactions on its own connection; the main thread commits through `WriteTurns.intake` (as the
+ * group committer does). Checked: intake is never starved (every commit lands while the other thread
+ * keeps writing), the two never overlap, and without turns SQLite's own busy handler is what intake
+ * would face (the contrast case shows the other thread's transactions keep going between them).
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
+import { rmSync } from 'node:fs'
+import { takeTurnsForTransactions, WriteTurns } from '../src/db/write-turns'
+import { GroupCommitter } from '../src/db/group-commit'
+import { tempDir } from './harness'
+
+let dir: string
+beforeAll(() => {
+  dir = tempDir('fixloop-turns-')
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+function openDb(file: string): Database {
+  const db = new Database(file, { create: true })
+  db.run('PRAGMA busy_timeout = 5000')
+  db.run('PRAGMA journal_mode = WAL')
+  db.run('CREATE TABLE IF NOT EXISTS spans (who TEXT NOT NULL, started REAL NOT NULL, ended REAL NOT NULL)')
+  return db
+}
+
+async function startHolder(file: string, turns: WriteTurns, holdMs: number): Promise<Worker> {
+  const holder = new Worker(new URL('./fixtures/turns-holder.ts', import.meta.url).href)
+  await new Promise<void>((resolve) => {
+    holder.onmessage = (e) => e.data.type === 'started' && resolve()
+    holder.postMessage({ file, turns: turns.buffer, holdMs })
+  })
+  return holder
+}
+
+async function stopHolder(holder: Worker): Promise<number> {
+  const n = await new Promise<number>((resolve) => {
+    holder.onmessage = (e) => e.data.type === 'stopped' && resolve(e.data.n)
+    holder.postMessage({ type: 'stop' })
+  })
+  holder.terminate()
+  return n
+}
+
+const wallNow = () => performance.timeOrigin + performance.now()
+
+/**
+ * `batches` group commits of 5 writes each, a millisecond apart, as requests would arrive, while the other
+ * thread writes back to back. Each intake row stores when its batch asked (`started`) and when its write
+ * ran inside the transaction (`ended`). Returns the rows of both threads.
+ */
+async function race(withTurns: boolean, batches: number) {
+  const file = join(dir, `turns-${withTurns}.db`)
+  const db = openDb(file)
+  // Without turns, a short busy timeout: SQLite's busy handler alone may starve intake entirely.
+  if (!withTurns) db.run('PRAGMA busy_timeout = 300')
+  const turns = new WriteTurns()
+  if (withTurns) takeTurnsForTransactions(db, turns, 'intake')
+  const committer = new GroupCommitter(db, withTurns ? turns : undefined)
+  const insert = db.query('INSERT INTO spans (who, started, ended) VALUES (?, ?, ?)')
+  const holder = await startHolder(file, turns, 3)
+  let failed = 0
+  for (let i = 0; i < batches; i++) {
+    const asked = wallNow()
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => committer.run(() => insert.run('intake', asked, wallNow()))))
+    failed += results.filter((r) => r.status === 'rejected').length
+    await Bun.sleep(1)
+  }
+  // A customer move or an admin change: a plain transaction on the intake side.
+  const asked = wallNow()
+  if (withTurns) db.transaction(() => insert.run('intake-tx', asked, wallNow())).immediate()
+  const processed = await stopHolder(holder)
+  const rows = db.query('SELECT who, started, ended FROM spans ORDER BY started').all() as { who: string; started: number; ended: number }[]
+  db.close()
+  const intake = rows.filter((r) => r.who.startsWith('intake'))
+  const processing = rows.filter((r) => r.who === 'processing')
+  // How many processing transactions began while each intake write waited for the lock.
+  const overtaken = intake.map((w) => processing.filter((p) => p.started > w.started && p.started < w.ended).length)
+  return { intake, processing, processed, overtaken, turns, failed }
+}
+
+test('an intake commit waits for at most the one processing transaction under way, while that thread keeps writing', async () => {
+  const { intake, processing, processed, overtaken, turns, failed } = await race(true, 40)
+  expect(failed).toBe(0)
+  expect(intake.length).toBe(201)
+  expect(processed).toBeGreaterThan(0)
+  expect(processing.length).toBe(processed)
+  expect(Math.max(...overtaken)).toBeLessThanOrEqual(1)
+  // No intake write falls inside a processing transaction.
+  for (const w of intake) expect(processing.find((p) => w.ended > p.started && w.ended < p.ended)).toBeUndefined()
+  // The flags are back at rest: nobody wants or holds the lock.
+  expect(turns.flags[0]).toBe(0)
+  expect(turns.flags[1]).toBe(0)
+})
+
+test('without turns (SQLite\'s busy handler alone), the other thread overtakes waiting intake commits or starves them into SQLITE_BUSY', async () => {
+  const { intake, overtaken, failed } = await race(false, 8)
+  // Either commits failed outright (SQLITE_BUSY: a 500 for a submission) or waited through several of
+  // the other thread's transactions; in practice both.
+  expect(failed > 0 || Math.max(0, ...overtaken) > 1).toBe(true)
+  expect(intake.length + failed).toBe(40)
+  expect(Math.max(...overtaken)).toBeGreaterThan(1)
+})
+
+test('a processing thread that died holding its turn does not block intake: the hold is released', () => {
+  const turns = new WriteTurns()
+  Atomics.store(turns.flags, 1, 1) // "processing holds", and nobody will release it
+  turns.releaseHold()
+  let ran = false
+  turns.intake(() => (ran = true))
+  expect(ran).toBe(true)
+})
+
+test('intake commits are recorded for the processing thread to pace itself by', () => {
+  const turns = new WriteTurns()
+  expect(turns.msSinceIntakeCommit()).toBeGreaterThan(60_000)
+  turns.noteIntakeCommit(false)
+  expect(turns.msSinceIntakeCommit()).toBeLessThan(1000)
+  expect(turns.msSinceIntakeCommit(true)).toBeGreaterThan(60_000)
+  turns.noteIntakeCommit(true)
+  expect(turns.msSinceIntakeCommit(true)).toBeLessThan(1000)
+  // Another thread's view of the same memory sees the same times.
+  expect(new WriteTurns(turns.buffer).msSinceIntakeCommit(true)).toBeLessThan(1000)
+})
