@@ -99,6 +99,26 @@ describe('credential cache', () => {
     srv.admin.deleteApp(t.orgId, app.id)
     expectEnvelope(await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY }), 'unknown_app')
   })
+  test('without its generation row the cache is never trusted: a revocation still applies at once', async () => {
+    const db = srv.ctx.sqlite
+    const key = srv.admin.createKey(t.orgId, 'no generation row')
+    expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
+    const saved = generation()
+    db.run('DELETE FROM credential_generation')
+    try {
+      expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
+      // Revoked from another connection: the triggers have no row to raise, the cache must not be trusted anyway.
+      const { sqlite, db: other } = openDatabase(join(srv.dataDir, 'fixloop.db'))
+      try {
+        createTenantsService({ ...srv.ctx, sqlite, db: other }).revokeKey(t.orgId, key.id)
+      } finally {
+        sqlite.close()
+      }
+      expectEnvelope(await call(srv.url, 'GET', '/v1/apps', { auth: key.key }), 'invalid_authorization')
+    } finally {
+      db.query('INSERT INTO credential_generation (id, generation) VALUES (1, ?)').run(saved + 1)
+    }
+  })
 })
 
 describe('request body with a Content-Length', () => {

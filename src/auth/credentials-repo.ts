@@ -45,7 +45,8 @@ export class CredentialsRepo {
    * thread's, the CLI's). Other tables' commits leave it alone, so the cache survives the worker's writes.
    */
   credentialGeneration(): number {
-    return this.generation.get()?.generation ?? -1
+    // No row (it is never deleted, but if it were): NaN equals nothing, so the cache is never trusted.
+    return this.generation.get()?.generation ?? NaN
   }
 
   appByPublicKey(publicKey: string): RawApp | null {

@@ -17,7 +17,7 @@ import type { WriteTurns } from './write-turns'
 export const BUSY_RETRY_MS = 5000
 const BUSY_RETRY_DELAY_MS = 2
 
-const isBusy = (e: unknown): boolean => (e as { code?: unknown } | null)?.code === 'SQLITE_BUSY'
+const isBusy = (e: unknown): boolean => String((e as { code?: unknown } | null)?.code ?? '').startsWith('SQLITE_BUSY')
 
 interface Pending<T> {
   write: () => T
