@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { rmSync } from 'node:fs'
+import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 
 const PARAPHRASES = [
@@ -85,6 +86,19 @@ describe('the processing thread', () => {
     expect((await call(srv.url, 'GET', `/v1/feedback/${lead}`, { auth: t.key })).body.duplicateCount).toBe(0)
   })
 
+  test('a PATCH right after a submission never loses a race with the thread processing it', async () => {
+    const topics = ['cart', 'login', 'search', 'invoice', 'avatar', 'export', 'calendar', 'billing', 'wishlist', 'coupon']
+    const results = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const id = await submit(srv, t, `Race ${i}: the ${topics[i % topics.length]} screen ${i} shows error code E${1000 + i * 37} on save.`)
+        const r = await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
+        return { id, status: r.status, code: r.body?.error?.code }
+      }),
+    )
+    for (const r of results) expect([r.status, r.code]).toEqual([200, undefined])
+    for (const r of results) expect((await until(srv, t, r.id, (x) => x.status === 'archived')).status).toBe('archived')
+  })
+
   test('a thread that dies is reported by /readyz, restarted, and processing resumes', async () => {
     expect((await call(srv.url, 'GET', '/readyz')).status).toBe(200)
     const thread = srv.services.processingThread as unknown as { thread: Worker | undefined }
@@ -103,6 +117,17 @@ describe('the processing thread', () => {
     }
     expect(ready).toBe(200)
     const id = await submit(srv, t, 'After the restart: the wishlist heart icon does not save the product.')
+    expect((await until(srv, t, id, processed)).status).toBe('awaiting_manual')
+  })
+
+  test('a restarted thread takes back at once the leases its dead predecessor held (not after 60 s)', async () => {
+    const thread = srv.services.processingThread as unknown as { thread: Worker | undefined }
+    thread.thread!.terminate()
+    // While it is down: a report whose job the dead thread "had claimed" a moment before it died.
+    const id = await submit(srv, t, 'Leased by the dead thread: the coupon field rejects every code.')
+    const owner = `${currentLeaseOwner()}:processing`
+    srv.ctx.sqlite.query("UPDATE jobs SET lease_until = ?, lease_owner = ? WHERE feedback_id = ? AND kind = 'process'").run(Date.now() + 60_000, owner, id)
+    // Restarted after ~1 s; processed well before the 60 s lease would have run out.
     expect((await until(srv, t, id, processed)).status).toBe('awaiting_manual')
   })
 })

@@ -48,6 +48,7 @@ function start(msg: ThreadStart): void {
     busy: () => turns.msSinceIntakeCommit() < 20,
     saturated: () => turns.msSinceIntakeCommit(true) < 50,
     ...msg.workerOptions,
+    leaseOwnerRole: 'processing',
   })
   // Work queued here may be the HTTP thread's (an agent job after a move to `queued`): tell it, once per turn.
   let wakePosted = false

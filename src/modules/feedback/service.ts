@@ -46,9 +46,6 @@ export interface SubmitResult {
   replayed: boolean
 }
 
-/** How many times a customer move is tried on a row that another writer changed in between. */
-const PATCH_ATTEMPTS = 3
-
 function invalid(path: string, message: string): ApiError {
   return new ApiError('invalid_body', { issues: [{ path, message }] })
 }
@@ -199,17 +196,18 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     patch(orgId: string, id: string, body: PatchBody): { id: string; status: FeedbackStatus } {
       if (body.status === undefined) throw new ApiError('no_op')
       const to: CustomerTarget = body.status
-      // The processing thread moves reports on by itself, often right after they arrive: a compare-and-set
-      // lost to it is tried again on the fresh row (the FSM judges the move again), so only a row that
-      // keeps changing under the request answers 409 concurrent_update.
-      for (let attempt = 0; attempt < PATCH_ATTEMPTS; attempt++) {
-        const row = repo.get(orgId, id)
-        if (!row) throw new ApiError('not_found')
-        if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
-        // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
-        if (lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) return { id, status: to }
-      }
-      throw new ApiError('concurrent_update', { id })
+      // Read and move under one write lock: the processing thread (its own connection) cannot move the
+      // report in between, so a PATCH right after a submission does not lose a race it never saw.
+      return ctx.sqlite
+        .transaction(() => {
+          const row = repo.get(orgId, id)
+          if (!row) throw new ApiError('not_found')
+          if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
+          // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
+          if (!lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
+          return { id, status: to }
+        })
+        .immediate()
     },
   }
 }
