@@ -36,6 +36,8 @@ export class GroupCommitter {
    */
   lastFullCommitAt = -Infinity
 
+  /** While a batch waits (without blocking) for the processing thread's transaction to end. */
+  private waitingForTurn = false
   /** performance.now() when BEGIN first found the database busy, while a retry is pending. */
   private busySince: number | undefined
   private retryTimer: ReturnType<typeof setTimeout> | undefined
@@ -67,16 +69,34 @@ export class GroupCommitter {
   run<T>(write: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ write, resolve, reject } as Pending<unknown>)
-      if (this.retryTimer !== undefined) return
-      if (this.queue.length >= this.maxBatch) this.flush()
+      if (this.retryTimer !== undefined || this.waitingForTurn) return
+      if (this.queue.length >= this.maxBatch) this.flushSoon()
       else if (!this.scheduled) {
         this.scheduled = true
-        setImmediate(() => this.flush())
+        setImmediate(() => this.flushSoon())
       }
     })
   }
 
-  /** Commits everything queued now. Safe to call at any time (e.g. at shutdown). */
+  /**
+   * The usual path: when the processing thread is inside a write transaction, the event loop does not
+   * block on it: requests keep being read and queued, and the batch (bigger by then) commits as soon as
+   * that transaction ends (write-turns.ts).
+   */
+  private flushSoon(): void {
+    this.scheduled = false
+    if (this.turns?.processingHolds() && this.queue.length > 0 && this.retryTimer === undefined) {
+      this.waitingForTurn = true
+      void this.turns.awaitProcessingTurnEnd().then(() => {
+        this.waitingForTurn = false
+        this.flush()
+      })
+      return
+    }
+    this.flush()
+  }
+
+  /** Commits everything queued now, waiting (blocking, bounded) for a processing transaction under way. Safe to call at any time (e.g. at shutdown). */
   flush(): void {
     this.scheduled = false
     if (this.retryTimer !== undefined) {
