@@ -24,6 +24,15 @@ const walBytes = (file: string) => {
   }
 }
 
+/** Polls the WAL's size every 100 ms, at most `tries` times; true once it is empty. */
+async function walEmptied(file: string, tries: number): Promise<boolean> {
+  for (let i = 0; i < tries; i++) {
+    await Bun.sleep(100)
+    if (walBytes(file) === 0) return true
+  }
+  return false
+}
+
 test('no TRUNCATE during a saturating burst; the WAL is emptied within a tick or two after it', async () => {
   const file = join(dir, 'burst.db')
   const db = new Database(file, { create: true })
@@ -52,12 +61,7 @@ test('no TRUNCATE during a saturating burst; the WAL is emptied within a tick or
     expect(atBurstEnd).toBeGreaterThan(0)
     expect(atBurstEnd).toBeGreaterThanOrEqual(maxDuringBurstTail)
     // The burst is over: 1 s of quiet, then the next tick truncates.
-    let emptied = false
-    for (let i = 0; i < 60 && !emptied; i++) {
-      await Bun.sleep(100)
-      emptied = walBytes(file) === 0
-    }
-    expect(emptied).toBe(true)
+    expect(await walEmptied(file, 60)).toBe(true)
   } finally {
     await ckpt.stop()
     db.close()
@@ -77,12 +81,7 @@ test('without intake commit times (no turns) the TRUNCATE runs on its schedule, 
       for (let i = 0; i < 200; i++) insert.run('y'.repeat(500))
     })()
     expect(walBytes(file)).toBeGreaterThan(0)
-    let emptied = false
-    for (let i = 0; i < 30 && !emptied; i++) {
-      await Bun.sleep(100)
-      emptied = walBytes(file) === 0
-    }
-    expect(emptied).toBe(true)
+    expect(await walEmptied(file, 30)).toBe(true)
   } finally {
     await ckpt.stop()
     db.close()

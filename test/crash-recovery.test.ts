@@ -47,7 +47,8 @@ test('after kill -9 mid-backlog and a restart, a job leased by the dead process 
   }
   // The kill must have caught the worker holding a lease, or the test proves nothing.
   expect(leased).toBeDefined()
-  expect(leased!.lease_owner).toMatch(/^[^:]+:\d+:\d+$/)
+  // host:pid:start, and the role of the worker that held it (the processing thread's `process` jobs).
+  expect(leased!.lease_owner).toMatch(/^[^:]+:\d+:\d+(:processing)?$/)
 
   const restarted = Date.now()
   const server = await spawnServer(dataDir, ENV)

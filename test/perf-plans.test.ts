@@ -7,6 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { applyMigrations } from '../src/db/migrate'
+import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
 
 function plan(db: Database, sql: string): string {
   return (db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(' | ')
@@ -31,5 +32,23 @@ describe('cluster summary queries', () => {
     const names = (db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'feedback'").all() as { name: string }[]).map((r) => r.name)
     expect(names).toContain('feedback_dup_recent_idx')
     expect(names).not.toContain('feedback_dup_idx')
+  })
+})
+
+describe('event log of one report', () => {
+  const db = new Database(':memory:')
+  applyMigrations(db)
+
+  test("a report's history reads the feedback_id index, and events stored before it the legacy expression index, neither sorted", () => {
+    const p = plan(db, HISTORY_SQL.replaceAll('?1', "'o'").replaceAll('?2', "'f'"))
+    expect(p).toContain('events_feedback_id_idx (org_id=? AND feedback_id=?)')
+    expect(p).toContain('events_legacy_feedback_idx (org_id=? AND <expr>=?)')
+    expect(p).not.toContain('TEMP B-TREE')
+  })
+
+  test('a new event is indexed without parsing its JSON: the expression index only holds rows without feedback_id', () => {
+    const sql = (db.query("SELECT sql FROM sqlite_master WHERE name = 'events_legacy_feedback_idx'").get() as { sql: string }).sql
+    expect(sql).toContain('WHERE feedback_id IS NULL')
+    expect(db.query("SELECT 1 FROM sqlite_master WHERE name = 'events_feedback_idx'").get()).toBeNull()
   })
 })

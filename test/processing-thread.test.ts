@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { rmSync } from 'node:fs'
+import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 
 const PARAPHRASES = [
@@ -116,6 +117,17 @@ describe('the processing thread', () => {
     }
     expect(ready).toBe(200)
     const id = await submit(srv, t, 'After the restart: the wishlist heart icon does not save the product.')
+    expect((await until(srv, t, id, processed)).status).toBe('awaiting_manual')
+  })
+
+  test('a restarted thread takes back at once the leases its dead predecessor held (not after 60 s)', async () => {
+    const thread = srv.services.processingThread as unknown as { thread: Worker | undefined }
+    thread.thread!.terminate()
+    // While it is down: a report whose job the dead thread "had claimed" a moment before it died.
+    const id = await submit(srv, t, 'Leased by the dead thread: the coupon field rejects every code.')
+    const owner = `${currentLeaseOwner()}:processing`
+    srv.ctx.sqlite.query("UPDATE jobs SET lease_until = ?, lease_owner = ? WHERE feedback_id = ? AND kind = 'process'").run(Date.now() + 60_000, owner, id)
+    // Restarted after ~1 s; processed well before the 60 s lease would have run out.
     expect((await until(srv, t, id, processed)).status).toBe('awaiting_manual')
   })
 })

@@ -126,3 +126,31 @@ test('intake commits are recorded for the processing thread to pace itself by', 
   // Another thread's view of the same memory sees the same times.
   expect(new WriteTurns(turns.buffer).msSinceIntakeCommit(true)).toBeLessThan(1000)
 })
+
+test('a group commit that waits for a processing transaction does not block the event loop meanwhile', async () => {
+  const file = join(dir, 'async.db')
+  const db = openDb(file)
+  const turns = new WriteTurns()
+  const committer = new GroupCommitter(db, turns)
+  const insert = db.query('INSERT INTO spans (who, started, ended) VALUES (?, ?, ?)')
+  const holder = await startHolder(file, turns, 60)
+  try {
+    for (let i = 0; i < 200 && !turns.processingHolds(); i++) await Bun.sleep(1)
+    expect(turns.processingHolds()).toBe(true)
+    let turnsOfTheLoop = 0
+    let committed = false
+    const spin = () => {
+      turnsOfTheLoop++
+      if (!committed) setImmediate(spin)
+    }
+    setImmediate(spin)
+    await committer.run(() => insert.run('intake', wallNow(), wallNow()))
+    committed = true
+    // Blocking on the lock would have frozen the loop until the commit; it kept turning instead.
+    expect(turnsOfTheLoop).toBeGreaterThan(10)
+    expect((db.query("SELECT COUNT(*) AS n FROM spans WHERE who = 'intake'").get() as { n: number }).n).toBe(1)
+  } finally {
+    await stopHolder(holder)
+    db.close()
+  }
+})

@@ -1,10 +1,10 @@
 /**
  * In-memory lookup of credentials: `pub_` key → App (with its decoded signing secret) and
- * `sk_` key hash → Org. The admin CLI writes to the same database from another process, so before
- * every use the cache compares SQLite's `PRAGMA data_version`, which changes whenever another
- * connection commits; a change empties the cache, so a revoked key or a rotated secret fails at once.
- * data_version does not move for commits made on this same connection (an in-process admin, as in the
- * tests), so TEMP triggers on this connection count its own writes to apps and api_keys as well.
+ * `sk_` key hash → Org. Apps and keys change through the API (this connection), the dashboard, and the
+ * admin CLI (another process), so before every use the cache reads the credential generation, which
+ * triggers raise on every committed write to apps or api_keys whoever makes it; a change empties the
+ * cache, so a revoked key, a deleted App or a rotated secret fails on the very next request. Commits to
+ * other tables (every report, the worker's writes) do not move it, so they never empty the cache.
  */
 import type { Database } from 'bun:sqlite'
 import type { SecretBox } from '../core/crypto'
@@ -29,7 +29,7 @@ export class CredentialDirectory {
   private apps = new Map<string, KnownApp | null>()
   private keys = new Map<string, KnownKey | null>()
   private originIndex: { anyOrigin: boolean; origins: Set<string> } | undefined
-  private version = ''
+  private generation = -1
   private readonly repo: CredentialsRepo
 
   constructor(
@@ -39,11 +39,11 @@ export class CredentialDirectory {
     this.repo = new CredentialsRepo(sqlite)
   }
 
-  /** Drops everything cached if another connection has committed since the last look. */
+  /** Drops everything cached if apps or api_keys were written since the last look. */
   private refresh(): void {
-    const v = this.repo.writeVersion()
-    if (v !== this.version) {
-      this.version = v
+    const g = this.repo.credentialGeneration()
+    if (g !== this.generation) {
+      this.generation = g
       this.invalidate()
     }
   }

@@ -12,8 +12,17 @@ let counter = randomBytes(3).readUIntBE(0, 3)
 
 export const ID_PATTERN = '^[0-9a-f]{24}$'
 
+/** The id's first 18 characters (seconds + process random) for the last second seen: ids are made per request. */
+let prefixSecond = -1
+let prefix = ''
+
 export function newId(clock: Clock = systemClock): string {
   counter = (counter + 1) & 0xffffff
   const seconds = Math.floor(clock.now() / 1000) >>> 0
-  return seconds.toString(16).padStart(8, '0') + processRandom + counter.toString(16).padStart(6, '0')
+  if (seconds !== prefixSecond) {
+    prefixSecond = seconds
+    prefix = seconds.toString(16).padStart(8, '0') + processRandom
+  }
+  // 0x1000000 + counter is 7 hex digits; dropping the leading 1 zero-pads the counter to 6.
+  return prefix + (0x1000000 + counter).toString(16).slice(1)
 }

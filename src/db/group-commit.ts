@@ -5,9 +5,19 @@
  * WAL cost (one WAL frame set per batch instead of per row).
  *
  * A write that throws is undone on its own (a SAVEPOINT per write) and rejects only its caller.
+ *
+ * BEGIN can meet SQLITE_BUSY without waiting out busy_timeout (seen under load while the checkpointer
+ * thread truncates the WAL): nothing was written then, so the batch is tried again a few milliseconds
+ * later, for up to `BUSY_RETRY_MS`, instead of answering every request of the batch with a 500.
  */
-import type { Database } from 'bun:sqlite'
+import type { Database, Statement } from 'bun:sqlite'
 import type { WriteTurns } from './write-turns'
+
+/** How long a batch keeps retrying a BEGIN that found the database busy before its writes fail. */
+export const BUSY_RETRY_MS = 5000
+const BUSY_RETRY_DELAY_MS = 2
+
+const isBusy = (e: unknown): boolean => String((e as { code?: unknown } | null)?.code ?? '').startsWith('SQLITE_BUSY')
 
 interface Pending<T> {
   write: () => T
@@ -26,57 +36,115 @@ export class GroupCommitter {
    */
   lastFullCommitAt = -Infinity
 
+  /** While a batch waits (without blocking) for the processing thread's transaction to end. */
+  private waitingForTurn = false
+  /** performance.now() when BEGIN first found the database busy, while a retry is pending. */
+  private busySince: number | undefined
+  private retryTimer: ReturnType<typeof setTimeout> | undefined
+  // Prepared once: `sqlite.run(text)` compiles its statement again on every call, four times per write.
+  private readonly begin: Statement
+  private readonly commit: Statement
+  private readonly rollback: Statement
+  private readonly savepoint: Statement
+  private readonly release: Statement
+  private readonly rollbackTo: Statement
+
   constructor(
     private readonly sqlite: Database,
     /** When another thread writes too: each batch takes the write lock ahead of it (write-turns.ts). */
     private readonly turns?: WriteTurns,
     private readonly maxBatch = 512,
     private readonly fullBatch = 8,
-  ) {}
+    private readonly busyRetryMs = BUSY_RETRY_MS,
+  ) {
+    this.begin = sqlite.prepare('BEGIN IMMEDIATE')
+    this.commit = sqlite.prepare('COMMIT')
+    this.rollback = sqlite.prepare('ROLLBACK')
+    this.savepoint = sqlite.prepare('SAVEPOINT w')
+    this.release = sqlite.prepare('RELEASE w')
+    this.rollbackTo = sqlite.prepare('ROLLBACK TO w')
+  }
 
   /** Queues a synchronous write; resolves with its result once the batch has committed. */
   run<T>(write: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ write, resolve, reject } as Pending<unknown>)
-      if (this.queue.length >= this.maxBatch) this.flush()
+      if (this.retryTimer !== undefined || this.waitingForTurn) return
+      if (this.queue.length >= this.maxBatch) this.flushSoon()
       else if (!this.scheduled) {
         this.scheduled = true
-        setImmediate(() => this.flush())
+        setImmediate(() => this.flushSoon())
       }
     })
   }
 
-  /** Commits everything queued now. Safe to call at any time (e.g. at shutdown). */
-  flush(): void {
+  /**
+   * The usual path: when the processing thread is inside a write transaction, the event loop does not
+   * block on it: requests keep being read and queued, and the batch (bigger by then) commits as soon as
+   * that transaction ends (write-turns.ts).
+   */
+  private flushSoon(): void {
     this.scheduled = false
-    const batch = this.queue
-    if (batch.length === 0) return
-    this.queue = []
-    if (this.turns) this.turns.intake(() => this.commit(batch))
-    else this.commit(batch)
+    if (this.turns?.processingHolds() && this.queue.length > 0 && this.retryTimer === undefined) {
+      this.waitingForTurn = true
+      void this.turns.awaitProcessingTurnEnd().then(() => {
+        this.waitingForTurn = false
+        this.flush()
+      })
+      return
+    }
+    this.flush()
   }
 
-  private commit(batch: Pending<unknown>[]): void {
+  /** Commits everything queued now, waiting (blocking, bounded) for a processing transaction under way. Safe to call at any time (e.g. at shutdown). */
+  flush(): void {
+    this.scheduled = false
+    if (this.retryTimer !== undefined) {
+      clearTimeout(this.retryTimer)
+      this.retryTimer = undefined
+    }
+    const batch = this.queue
+    if (batch.length === 0) return
+    if (this.turns) this.turns.intake(() => this.commitBatch(batch))
+    else this.commitBatch(batch)
+  }
+
+  private commitBatch(batch: Pending<unknown>[]): void {
+    try {
+      this.begin.run()
+    } catch (e) {
+      this.busySince ??= performance.now()
+      if (isBusy(e) && performance.now() - this.busySince < this.busyRetryMs) {
+        // Nothing was written: keep the batch queued (later writes join it) and try again shortly.
+        this.retryTimer = setTimeout(() => this.flush(), BUSY_RETRY_DELAY_MS)
+        return
+      }
+      this.busySince = undefined
+      this.queue = []
+      for (const p of batch) p.reject(e)
+      return
+    }
+    this.busySince = undefined
+    this.queue = []
     const results: { ok: boolean; value: unknown }[] = []
     try {
-      this.sqlite.run('BEGIN IMMEDIATE')
       for (const p of batch) {
-        this.sqlite.run('SAVEPOINT w')
+        this.savepoint.run()
         try {
           results.push({ ok: true, value: p.write() })
-          this.sqlite.run('RELEASE w')
+          this.release.run()
         } catch (e) {
-          this.sqlite.run('ROLLBACK TO w')
-          this.sqlite.run('RELEASE w')
+          this.rollbackTo.run()
+          this.release.run()
           results.push({ ok: false, value: e })
         }
       }
-      this.sqlite.run('COMMIT')
+      this.commit.run()
     } catch (e) {
       try {
-        this.sqlite.run('ROLLBACK')
+        this.rollback.run()
       } catch {
-        // The failed BEGIN/COMMIT may have left no transaction open; nothing to undo.
+        // The failed COMMIT may have left no transaction open; nothing to undo.
       }
       for (const p of batch) p.reject(e)
       return

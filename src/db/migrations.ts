@@ -14,6 +14,7 @@ import m0008 from '../../migrations/0008_webhooks.sql' with { type: 'text' }
 import m0009 from '../../migrations/0009_ops.sql' with { type: 'text' }
 import m0010 from '../../migrations/0010_admin.sql' with { type: 'text' }
 import m0012 from '../../migrations/0012_perf.sql' with { type: 'text' }
+import m0013 from '../../migrations/0013_intake.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -32,4 +33,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0009_ops', sql: m0009 },
   { name: '0010_admin', sql: m0010 },
   { name: '0012_perf', sql: m0012 },
+  { name: '0013_intake', sql: m0013 },
 ]

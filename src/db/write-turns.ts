@@ -78,6 +78,22 @@ export class WriteTurns {
     return Atomics.load(this.flags, WANTS) === 1
   }
 
+  /** True while the processing thread is inside a write transaction. */
+  processingHolds(): boolean {
+    return Atomics.load(this.flags, HOLDS) === 1
+  }
+
+  /**
+   * HTTP thread, without blocking its event loop: marks that intake wants the lock (the processing thread
+   * starts no new transaction) and resolves when the one under way ends, or after `timeoutMs`. The caller
+   * then commits through `intake` (which clears the mark). Meanwhile requests keep being read and queued.
+   */
+  async awaitProcessingTurnEnd(timeoutMs = INTAKE_MAX_WAIT_MS): Promise<void> {
+    Atomics.store(this.flags, WANTS, 1)
+    const wait = Atomics.waitAsync(this.flags, HOLDS, 1, timeoutMs)
+    if (wait.async) await wait.value
+  }
+
   /** Processing thread: runs `write` (one whole transaction) when intake does not want the lock. */
   processing<T>(write: () => T): T {
     for (;;) {

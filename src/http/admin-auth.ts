@@ -8,6 +8,7 @@
  */
 import { Elysia } from 'elysia'
 import { ApiError } from '../core/errors'
+import { pathOfUrl } from './url-path'
 import { canSee, type AdminIdentity, type AdminsService } from '../modules/admins/service'
 import { csrfMatches, SESSION_COOKIE, SESSION_TTL_MS, type ActiveSession, type SessionStore } from '../modules/admins/sessions'
 
@@ -68,7 +69,7 @@ function checkCsrf(deps: AdminAuthDeps, request: Request, session: ActiveSession
 export function crossSiteGuard(deps: AdminAuthDeps) {
   return new Elysia({ name: 'admin-cross-site-guard' }).onRequest(({ request }) => {
     if (!isMutation(request.method)) return
-    const path = new URL(request.url).pathname
+    const path = pathOfUrl(request.url)
     const dashboardCall = path.startsWith('/admin/api/') || (path.startsWith('/v1/') && !request.headers.has('authorization') && hasSessionCookie(request))
     if (!dashboardCall) return
     if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')

@@ -13,6 +13,7 @@
  */
 import { Elysia } from 'elysia'
 import type { CredentialDirectory } from '../auth/directory'
+import { pathOfUrl } from './url-path'
 
 export const WIDGET_CORS_HEADERS = ['Authorization', 'X-Service-User-Token', 'Content-Type', 'Idempotency-Key']
 const EXPOSED_HEADERS = ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed']
@@ -26,17 +27,11 @@ function isWidgetRoute(method: string, path: string): boolean {
   return false
 }
 
-function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  const q = url.indexOf('?', start)
-  return q === -1 ? url.slice(start) : url.slice(start, q)
-}
-
 export function corsOrigin(directory: CredentialDirectory) {
   return (request: Request): boolean => {
     const origin = request.headers.get('origin')
     if (!origin) return false
-    const path = pathOf(request.url)
+    const path = pathOfUrl(request.url)
     const method = request.method === 'OPTIONS' ? (request.headers.get('access-control-request-method') ?? '').toUpperCase() : request.method
     if (!isWidgetRoute(method, path)) return false
     // An embedded upload URL names its App in the path: hold it to that App's origins, preflight included.
@@ -64,7 +59,7 @@ export function widgetCors() {
   return new Elysia({ name: 'widget-cors' }).onRequest(({ request, set }) => {
     const preflight = request.method === 'OPTIONS' && request.headers.has('access-control-request-method')
     const method = preflight ? (request.headers.get('access-control-request-method') ?? '').toUpperCase() : request.method
-    if (!isWidgetRoute(method, pathOf(request.url))) {
+    if (!isWidgetRoute(method, pathOfUrl(request.url))) {
       // @elysiajs/cors sets `Vary: Origin` on every answer; an sk_ route's answer does not vary by origin.
       delete set.headers.vary
       return

@@ -17,6 +17,7 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
+import { pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 
 const startedAt = new WeakMap<Request, number>()
@@ -108,7 +109,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
     .onParse({ as: 'global' }, async ({ request }) => {
       // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
       // parsers, which refuse an image/png body; the upload route streams the body itself.
-      const path = new URL(request.url).pathname
+      const path = pathOfUrl(request.url)
       if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path)) return null
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })

@@ -1,8 +1,9 @@
 /**
  * The one JSON body reader for every route. It runs before any validation, so no input can make the
  * server slow, fat or crash while parsing:
- * - bytes are counted as they arrive (a chunked body is measured in bytes received, not re-serialised),
- *   and reading stops at the limit with 413;
+ * - a body with a Content-Length is read in one call once the length is known to be within the limit
+ *   (HTTP framing caps it at that length); a chunked body is counted as it arrives (bytes received, not
+ *   re-serialised), and reading stops at the limit with 413;
  * - nesting deeper than MAX_JSON_DEPTH is refused with 400 before JSON.parse ever sees the text (deep
  *   arrays blow the parser's stack, and Elysia's validator error used to pretty-print the whole body);
  * - anything that is not `application/json` is refused with 400.
@@ -43,12 +44,35 @@ export function jsonDepthExceeds(bytes: Uint8Array, max = MAX_JSON_DEPTH): boole
   return false
 }
 
-/** Reads a request body, counting bytes as they arrive; more than `limit` is 413 (reading stops). */
+/** A Content-Length header as a byte count; undefined when absent or not plain digits. */
+function declaredLength(request: Request): number | undefined {
+  const value = request.headers.get('content-length')
+  if (value === null || !/^\d{1,16}$/.test(value)) return undefined
+  return Number(value)
+}
+
+/**
+ * Reads a request body; more than `limit` bytes is 413. A declared Content-Length is judged before a
+ * byte is read, then the body is read whole: HTTP framing ends it at that length, and one native read
+ * costs a fraction of a stream reader (measured: the stream's promise per chunk was ~10% of a
+ * submission's CPU). A chunked body (no length) is counted as it arrives and reading stops at the limit.
+ */
 export async function readBodyBounded(request: Request, limit: number): Promise<Uint8Array> {
-  if (!request.body) return new Uint8Array(0)
+  const length = declaredLength(request)
+  if (length !== undefined) {
+    if (length > limit) throw new ApiError('payload_too_large', { limitBytes: limit })
+    const bytes = await request.bytes()
+    // Framing guarantees this; the check keeps the limit true whatever the runtime does.
+    if (bytes.byteLength > limit) throw new ApiError('payload_too_large', { limitBytes: limit })
+    return bytes
+  }
+  return request.body ? readChunked(request.body, limit) : new Uint8Array(0)
+}
+
+async function readChunked(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let total = 0
-  const reader = request.body.getReader()
+  const reader = body.getReader()
   for (;;) {
     const { done, value } = await reader.read()
     if (done) break
@@ -72,8 +96,14 @@ export async function readBodyBounded(request: Request, limit: number): Promise<
 /** `application/json`, optionally with parameters (`; charset=utf-8`). */
 export function isJsonContentType(value: string | null): boolean {
   if (!value) return false
-  return value.split(';')[0].trim().toLowerCase() === 'application/json'
+  // What every client sends, answered without building strings.
+  if (value === 'application/json' || value === 'application/json; charset=utf-8') return true
+  const semi = value.indexOf(';')
+  return (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase() === 'application/json'
 }
+
+/** One fatal decoder for every body: decode() without `stream` keeps no state between calls. */
+const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * Reads and parses a JSON body with every guard above. An empty body is `undefined` (routes without a
@@ -87,7 +117,7 @@ export async function parseStrictJson(request: Request, limit: number): Promise<
   }
   if (jsonDepthExceeds(bytes)) throw invalid(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
   try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+    return JSON.parse(utf8.decode(bytes))
   } catch {
     throw invalid('malformed JSON (or not UTF-8)')
   }

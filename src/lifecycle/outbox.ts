@@ -34,7 +34,7 @@ export function createOutbox(sqlite: Database, clock: Clock) {
      RETURNING last_seq`,
   )
   const insert: Statement = sqlite.query(
-    'INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   )
 
   return {
@@ -42,7 +42,9 @@ export function createOutbox(sqlite: Database, clock: Clock) {
     append<T extends EventType>(event: OutboxEvent<T>): number {
       if (!sqlite.inTransaction) throw new Error('outbox.append must run inside the transaction of the change')
       const { last_seq: seq } = nextSeq.get(event.orgId) as { last_seq: number }
-      insert.run(newId(clock), event.orgId, event.appId, seq, event.type, JSON.stringify(event.data), clock.now())
+      // The report's id in its own column: indexed without parsing the JSON (a third of an event's insert).
+      const feedbackId = (event.data as { feedbackId?: unknown }).feedbackId
+      insert.run(newId(clock), event.orgId, event.appId, seq, event.type, JSON.stringify(event.data), clock.now(), typeof feedbackId === 'string' ? feedbackId : null)
       return seq
     },
   }

@@ -52,6 +52,11 @@ export interface WorkerOptions {
   saturated?: () => boolean
   saturatedPauseMs: number
   leaseMs: number
+  /**
+   * Set for a worker that may be restarted inside a running process (the processing thread): its leases
+   * carry this role, and a new start hands back the leases a dead predecessor of the same role held.
+   */
+  leaseOwnerRole?: string
   pollMs: number
   maxAttempts: number
   baseBackoffMs: number
@@ -71,8 +76,8 @@ export class Worker {
   private lastPassAt = performance.now()
   private jobStartedAt: number | undefined
   private readonly opts: WorkerOptions
-  /** This process as a lease owner. */
-  private readonly owner = currentLeaseOwner()
+  /** This worker as a lease owner: the process, and which of its workers (see `WorkerOptions.leaseOwnerRole`). */
+  private readonly owner: string
 
   constructor(
     private readonly jobs: JobsRepo,
@@ -82,6 +87,7 @@ export class Worker {
     opts: Partial<WorkerOptions> = {},
   ) {
     this.opts = { ...DEFAULT_WORKER_OPTIONS, ...opts }
+    this.owner = this.opts.leaseOwnerRole ? `${currentLeaseOwner()}:${this.opts.leaseOwnerRole}` : currentLeaseOwner()
   }
 
   backoffMs(attempts: number): number {
@@ -191,7 +197,8 @@ export class Worker {
     if (this.running) return
     this.running = true
     this.stopping = false
-    const reclaimed = this.jobs.reclaimOrphans(isLeaseOwnerGone)
+    // A lease of this very owner is a dead predecessor's (one worker per role and process).
+    const reclaimed = this.jobs.reclaimOrphans((owner) => owner === this.owner || isLeaseOwnerGone(owner))
     if (reclaimed > 0) this.log.info('reclaimed job leases of a stopped process', { jobs: reclaimed })
     this.schedule(0)
   }

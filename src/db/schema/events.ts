@@ -3,6 +3,7 @@
  * written in the same transaction as the change it records. Readers (pull feed, SSE, webhooks, Slack)
  * only ever read this table; nothing hooks into the write path.
  */
+import { sql } from 'drizzle-orm'
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 export const events = sqliteTable(
@@ -18,10 +19,20 @@ export const events = sqliteTable(
     /** JSON object: ids and states only, never report text. */
     data: text('data').notNull(),
     createdAt: integer('created_at').notNull(),
+    /**
+     * data.feedbackId, written by the outbox (migration 0013), so a report's status history is an index
+     * lookup without parsing JSON on every insert. Null for Org-wide events and for events stored before.
+     */
+    feedbackId: text('feedback_id'),
   },
-  // Migration 0010 also adds events_feedback_idx on (org_id, json_extract(data, '$.feedbackId')) for a
-  // report's status history. It is written in SQL only: drizzle-kit mangles expression indexes on SQLite.
-  (t) => [uniqueIndex('events_org_seq_uq').on(t.orgId, t.seq), index('events_created_idx').on(t.createdAt)],
+  // Events stored before 0013 (feedback_id null) stay findable through events_legacy_feedback_idx on
+  // (org_id, json_extract(data, '$.feedbackId'), seq) WHERE feedback_id IS NULL. It is written in SQL only:
+  // drizzle-kit mangles expression indexes on SQLite.
+  (t) => [
+    uniqueIndex('events_org_seq_uq').on(t.orgId, t.seq),
+    index('events_created_idx').on(t.createdAt),
+    index('events_feedback_id_idx').on(t.orgId, t.feedbackId, t.seq).where(sql`feedback_id IS NOT NULL`),
+  ],
 )
 
 /**

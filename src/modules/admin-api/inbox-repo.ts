@@ -56,6 +56,15 @@ export function idFloor(ms: number): string {
   return Math.max(0, Math.floor(ms / 1000)).toString(16).padStart(8, '0').slice(-8) + '0'.repeat(16)
 }
 
+/**
+ * A report's events, oldest first. Events carry the report's id in `feedback_id`; those stored before
+ * migration 0013 only inside `data`: each half reads its own index (test/perf-plans.test.ts).
+ */
+export const HISTORY_SQL = `SELECT seq, type, data, created_at AS createdAt FROM events WHERE org_id = ?1 AND feedback_id = ?2
+  UNION ALL
+  SELECT seq, type, data, created_at FROM events WHERE org_id = ?1 AND feedback_id IS NULL AND json_extract(data, '$.feedbackId') = ?2
+  ORDER BY seq LIMIT 500`
+
 export function createInbox(sqlite: Database) {
   return {
     list(orgId: string, adminId: string, q: InboxQuery) {
@@ -161,9 +170,7 @@ export function createInbox(sqlite: Database) {
     history(orgId: string, feedbackId: string) {
       return (
         sqlite
-          .query(
-            "SELECT seq, type, data, created_at AS createdAt FROM events WHERE org_id = ? AND json_extract(data, '$.feedbackId') = ? ORDER BY seq LIMIT 500",
-          )
+          .query(HISTORY_SQL)
           .all(orgId, feedbackId) as { seq: number; type: string; data: string; createdAt: number }[]
       ).map((e) => ({ seq: e.seq, type: e.type, data: JSON.parse(e.data) as Record<string, unknown>, createdAt: new Date(e.createdAt).toISOString() }))
     },

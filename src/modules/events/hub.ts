@@ -40,7 +40,15 @@ export class EventHub {
   }
 
   start(): void {
-    this.poller ??= setInterval(() => this.check(), this.opts.pollMs)
+    this.poller ??= setInterval(() => {
+      // A failed look (SQLITE_BUSY while the WAL is truncated) is simply repeated at the next poll; thrown
+      // from a timer it would end the process.
+      try {
+        this.check()
+      } catch {
+        // next poll
+      }
+    }, this.opts.pollMs)
     this.beater ??= setInterval(() => {
       for (const beat of this.heartbeats) beat()
     }, this.opts.heartbeatMs)

@@ -24,8 +24,6 @@ export interface Submission {
   /** Set in private mode (a verified user token). */
   user: UserIdentity | undefined
   body: SubmitBody
-  /** The body as JSON text, hashed to tell an idempotent retry from a different request. */
-  rawBody: string
   requestUserAgent: string | null
   idempotencyKey: string | undefined
   /** The client's address (public mode scopes Idempotency-Keys by it). */
@@ -52,10 +50,23 @@ function invalid(path: string, message: string): ApiError {
   return new ApiError('invalid_body', { issues: [{ path, message }] })
 }
 
-/** Checks the rules TypeBox cannot express: URL syntax, JSON byte sizes, attachment size. */
-function checkSubmission(body: SubmitBody): void {
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 320) : null)
+const jsonOrNull = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v))
+
+/** The JSON columns of a report, each encoded once (the size checks measure the same text). */
+interface EncodedJson {
+  viewport: string | null
+  consoleLogs: string | null
+  attachments: string | null
+  componentTarget: string | null
+  metadata: string | null
+}
+
+/** Checks the rules TypeBox cannot express (URL syntax, JSON byte sizes, attachment size) and encodes the JSON columns. */
+function checkAndEncode(body: SubmitBody): EncodedJson {
   if (body.url !== undefined && !URL.canParse(body.url)) throw invalid('/url', 'must be an absolute URL')
-  if (body.metadata !== undefined && jsonByteLength(body.metadata) > LIMITS.metadataMaxBytes) {
+  const metadata = jsonOrNull(body.metadata)
+  if (metadata !== null && metadata.length > LIMITS.metadataMaxBytes / 3 && Buffer.byteLength(metadata, 'utf8') > LIMITS.metadataMaxBytes) {
     throw invalid('/metadata', `must be at most ${LIMITS.metadataMaxBytes} bytes of JSON`)
   }
   const meta = body.componentTarget?.meta
@@ -67,10 +78,14 @@ function checkSubmission(body: SubmitBody): void {
       throw new ApiError('payload_too_large', { path: `/attachments/${i}/byteSize`, limitBytes: LIMITS.attachmentMaxBytes })
     }
   })
+  return {
+    viewport: jsonOrNull(body.viewport),
+    consoleLogs: jsonOrNull(body.consoleLogs),
+    attachments: jsonOrNull(body.attachments),
+    componentTarget: jsonOrNull(body.componentTarget),
+    metadata,
+  }
 }
-
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 320) : null)
-const jsonOrNull = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v))
 
 /** Every upload key a submission references, with the body path to name in an error. */
 function uploadRefs(body: SubmitBody) {
@@ -102,11 +117,13 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     return null
   }
 
-  function insertSubmission(s: Submission, now: number, refKeys: string[]): SubmitResult {
+  function insertSubmission(s: Submission, json: EncodedJson, now: number, refKeys: string[]): SubmitResult {
     const { app, user, body } = s
-    const requestHash = s.idempotencyKey ? sha256Hex(s.rawBody) : ''
+    // The parsed body re-encoded: a retry whose JSON differs only in spacing is the same request.
+    const requestHash = s.idempotencyKey ? sha256Hex(JSON.stringify(body)) : ''
+    const scopedKey = s.idempotencyKey ? scopedIdempotencyKey(s, s.idempotencyKey) : ''
     if (s.idempotencyKey) {
-      const seen = repo.getIdempotency(app.row.id, scopedIdempotencyKey(s, s.idempotencyKey))
+      const seen = repo.getIdempotency(app.row.id, scopedKey)
       if (seen && now - seen.createdAt < LIMITS.idempotencyTtlMs) {
         if (seen.requestHash !== requestHash) throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
         return { status: seen.statusCode, body: JSON.parse(seen.responseBody), replayed: true }
@@ -114,42 +131,29 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
     }
     const id = newId(clock)
     const identity = user
-      ? { mode: 'private', externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
-      : { mode: 'public', externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
+      ? { mode: 'private' as const, externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
+      : { mode: 'public' as const, externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
     repo.insert({
       id,
       orgId: app.row.orgId,
       appId: app.row.id,
-      status: 'received',
       severity: body.severity ?? null,
       text: body.text,
       url: body.url ?? null,
       userAgent: body.userAgent ?? s.requestUserAgent?.slice(0, LIMITS.userAgentMax) ?? null,
-      viewport: jsonOrNull(body.viewport),
-      consoleLogs: jsonOrNull(body.consoleLogs),
-      attachments: jsonOrNull(body.attachments),
-      componentTarget: jsonOrNull(body.componentTarget),
-      metadata: jsonOrNull(body.metadata),
+      ...json,
       submittedMode: identity.mode,
       externalUserId: identity.externalUserId,
       email: identity.email,
       submitterName: identity.name,
       userContext: jsonOrNull(user?.ctx),
       createdAt: now,
-      updatedAt: now,
     })
     lifecycle.received(ctx.sqlite, { orgId: app.row.orgId, appId: app.row.id, feedbackId: id })
     if (refKeys.length > 0) uploads.markReferenced(id, refKeys)
     const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
     if (s.idempotencyKey) {
-      repo.saveIdempotency({
-        appId: app.row.id,
-        key: scopedIdempotencyKey(s, s.idempotencyKey),
-        requestHash,
-        statusCode: 201,
-        responseBody: JSON.stringify(result.body),
-        createdAt: now,
-      })
+      repo.saveIdempotency({ appId: app.row.id, key: scopedKey, requestHash, statusCode: 201, responseBody: JSON.stringify(result.body), createdAt: now })
     }
     return result
   }
@@ -160,10 +164,10 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
      * acknowledged report survives kill -9.
      */
     async submit(s: Submission): Promise<SubmitResult> {
-      checkSubmission(s.body)
+      const json = checkAndEncode(s.body)
       const refs = uploadRefs(s.body)
       if (refs.length > 0) await uploads.seal(await uploads.checkReferences(s.app.row.id, refs))
-      return committer.run(() => insertSubmission(s, clock.now(), refs.map((r) => r.key)))
+      return committer.run(() => insertSubmission(s, json, clock.now(), refs.map((r) => r.key)))
     },
 
     /** A page of the Org's reports; an `appId` never in the Org is 404 app_not_found (a deleted App's reports stay listable). */

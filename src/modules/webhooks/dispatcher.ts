@@ -51,8 +51,14 @@ export class WebhookDispatcher {
   start(hub: EventHub): void {
     this.repo.releaseLeases()
     this.unsubscribe = hub.subscribeAll((orgId) => {
-      this.fanOut(orgId)
-      this.sendDue()
+      // Called from the hub's timer: an error here (SQLITE_BUSY under a write burst) must not end the
+      // process. The next tick fans out every Org again, so nothing is lost.
+      try {
+        this.fanOut(orgId)
+        this.sendDue()
+      } catch (e) {
+        this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) })
+      }
     })
     this.timer = setInterval(() => void this.tick(), this.opts.pollMs)
     void this.tick()
