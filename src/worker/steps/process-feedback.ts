@@ -194,7 +194,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
           })
         })
         .immediate()
-      msPerReport = 0.7 * msPerReport + 0.3 * ((performance.now() - t0) / started)
+      if (started > 0) msPerReport = 0.7 * msPerReport + 0.3 * ((performance.now() - t0) / started)
       return outcomes
     },
     get batchSize() {
