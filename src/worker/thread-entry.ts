@@ -26,7 +26,7 @@ import type { ThreadCall, ThreadStart } from './thread'
 declare const self: Worker
 
 const HEALTH_EVERY_MS = 1000
-const SATURATED_PAUSE_MS = 100
+const SATURATED_PAUSE_MS = 1000
 
 let stopping: Promise<void> | undefined
 let health: ReturnType<typeof setInterval> | undefined
@@ -53,7 +53,7 @@ function start(msg: ThreadStart): void {
   const worker = new JobWorker(jobs, processing.steps, systemClock, log, {
     busy: () => turns.msSinceIntakeCommit() < 20,
     saturated: () => turns.msSinceIntakeCommit(true) < 50,
-    // One report per 100 ms while intake saturates its core: each holds the write lock for its
+    // One report a second while intake saturates its core: each holds the write lock for its
     // transaction, and on a busy machine that thread can be preempted inside it (intake then waits).
     saturatedPauseMs: SATURATED_PAUSE_MS,
     ...msg.workerOptions,
