@@ -52,3 +52,42 @@ describe('event log of one report', () => {
     expect(db.query("SELECT 1 FROM sqlite_master WHERE name = 'events_feedback_idx'").get()).toBeNull()
   })
 })
+
+/**
+ * Each thread claims only its own job kinds (src/worker/jobs-repo.ts). Under a burst there are ~200k due
+ * `process` jobs: the HTTP thread's claim for `agent`/`uploads_gc` jobs scanned all of them (80-130 ms
+ * on the HTTP thread, once a second, measured) until the kind index; the processing thread's claim must
+ * keep walking the due-time index in order instead of sorting every due job.
+ */
+describe('job claims by kind', () => {
+  const db = new Database(':memory:')
+  applyMigrations(db)
+  const plans: string[] = []
+  const query = db.query.bind(db)
+  const spy = Object.assign(Object.create(db), {
+    query(sql: string) {
+      if (/^\s*(UPDATE jobs SET lease_until = \$leaseUntil|SELECT 1 FROM jobs WHERE run_after)/.test(sql)) plans.push(plan(db, sql))
+      return query(sql)
+    },
+  }) as Database
+
+  test("the HTTP thread's claims find its few kinds through the kind index", async () => {
+    const { createJobsRepo } = await import('../src/worker/jobs-repo')
+    plans.length = 0
+    createJobsRepo(spy, ['agent', 'uploads_gc'])
+    expect(plans.length).toBeGreaterThanOrEqual(2)
+    for (const p of plans) expect(p).toContain('jobs_kind_due_idx')
+  })
+
+  test("the processing thread's claim walks the due-time index in order (no sort of every due job)", async () => {
+    const { createJobsRepo } = await import('../src/worker/jobs-repo')
+    plans.length = 0
+    createJobsRepo(spy, ['process', 'batch_release'])
+    const single = plans.find((p) => p.includes('SCALAR SUBQUERY'))!
+    expect(single).toContain('jobs_due_idx')
+    expect(single).not.toContain('TEMP B-TREE')
+    const batch = plans.find((p) => p.includes('LIST SUBQUERY'))!
+    expect(batch).toContain('jobs_kind_due_idx (kind=? AND run_after<?)')
+    expect(batch).not.toContain('TEMP B-TREE')
+  })
+})
