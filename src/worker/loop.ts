@@ -63,6 +63,9 @@ export interface WorkerOptions {
   maxBackoffMs: number
 }
 
+/** Jobs one pass of the loop runs at most before it looks at the clock and its timers again. */
+const TICK_MAX_JOBS = 1000
+
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { busyPauseMs: 2, saturatedPauseMs: 25, leaseMs: 60_000, pollMs: 1_000, maxAttempts: 6, baseBackoffMs: 1_000, maxBackoffMs: 300_000 }
 
 export class Worker {
@@ -95,7 +98,7 @@ export class Worker {
   }
 
   /** Runs every job due now, one after another; resolves with how many ran. */
-  async tick(maxJobs = 1000): Promise<number> {
+  async tick(maxJobs = TICK_MAX_JOBS): Promise<number> {
     let ran = 0
     // A job claimed before a pause: the worker holds its lease while it waits for its turn.
     let next: JobRow | null = null
@@ -221,9 +224,12 @@ export class Worker {
       this.log.error('worker tick failed', { error: e instanceof Error ? e.message : String(e) })
       return 0
     })
-    await this.current
+    const ran = await this.current
     this.current = undefined
     if (!this.running) return
+    // A pass that hit its limit left work behind: back at once, without asking when the next job is due
+    // (that query reads every pending job of this worker's kinds: ~50 ms with a 300k-report backlog).
+    if (ran >= TICK_MAX_JOBS) return this.schedule(0)
     const due = this.jobs.nextDueAt()
     const wait = due === null ? this.opts.pollMs : Math.max(0, Math.min(this.opts.pollMs, due - this.clock.now()))
     this.schedule(wait)
