@@ -25,7 +25,7 @@ import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
 import { createJobsRepo } from './worker/jobs-repo'
 import { createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
-import { createProcessing, PROCESSING_KINDS } from './worker/processing'
+import { createProcessing, intakePacing, isProcessingKind } from './worker/processing'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './cluster/port'
 import { takeTurnsForTransactions, WriteTurns } from './db/write-turns'
@@ -114,18 +114,14 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     const thread = processingThread
     // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
     takeTurnsForTransactions(sqlite, turns, 'intake')
-    wake.on((kind) => ((PROCESSING_KINDS as readonly JobKind[]).includes(kind) ? thread.wake() : worker.wake()))
+    wake.on((kind) => (isProcessingKind(kind) ? thread.wake() : worker.wake()))
   } else {
     const jobs = createJobsRepo(sqlite)
     const processing = createProcessing(sqlite, clock, lifecycle, jobs)
     cluster = processing.port
-    // Submissions committed in the last 20 ms mean intake is busy: the worker paces itself; a full batch
-    // in the last 50 ms means intake saturates the core: the worker then takes only a small share of it.
-    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, {
-      busy: () => performance.now() - committer.lastCommitAt < 20,
-      saturated: () => performance.now() - committer.lastFullCommitAt < 50,
-      ...workerOptions,
-    })
+    // Sharing intake's thread, the worker paces itself while intake is busy, and takes only a small share
+    // of the core while intake saturates it.
+    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, { ...intakePacing(turns), ...workerOptions })
     wake.on(() => worker.wake())
   }
   scheduleUploadsGc(createJobsRepo(sqlite), lifecycle, clock)

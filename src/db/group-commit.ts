@@ -31,11 +31,6 @@ export class GroupCommitter {
   private scheduled = false
   /** performance.now() of the last commit: a cheap signal that writes are arriving. */
   lastCommitAt = -Infinity
-  /**
-   * performance.now() of the last commit that carried `fullBatch` writes or more: many requests landed
-   * in one event-loop turn, so intake is using the whole core (a trickle commits one write per batch).
-   */
-  lastFullCommitAt = -Infinity
 
   /** While a batch waits (without blocking) for the processing thread's transaction to end. */
   private waitingForTurn = false
@@ -201,7 +196,8 @@ export class GroupCommitter {
 
   private committed(writes: number): void {
     this.lastCommitAt = performance.now()
-    if (writes >= this.fullBatch) this.lastFullCommitAt = this.lastCommitAt
+    // A full batch: many requests landed in one event-loop turn, so intake is using its whole core (a
+    // trickle commits one write per batch). The worker's pacing reads it (worker/processing.ts).
     this.turns?.noteIntakeCommit(writes >= this.fullBatch)
   }
 }

@@ -14,12 +14,22 @@ import { DEFAULT_THRESHOLDS } from '../cluster/decide'
 import { localClusterPort } from '../cluster/port'
 import type { JobStep } from './loop'
 import type { JobsRepo } from './jobs-repo'
+import type { WriteTurns } from '../db/write-turns'
 import { createBatchWindows } from './steps/release-batch'
 import { createProcessFeedbackStep } from './steps/process-feedback'
 
 /** The job kinds the processing thread runs; the HTTP thread's worker runs the others. */
 export const PROCESSING_KINDS = ['process', 'batch_release'] as const satisfies readonly JobKind[]
 export type ProcessingKind = (typeof PROCESSING_KINDS)[number]
+export const isProcessingKind = (kind: JobKind): kind is ProcessingKind => (PROCESSING_KINDS as readonly JobKind[]).includes(kind)
+
+/**
+ * The worker's pacing (loop.ts `busy`, `saturated`), read from intake's commit times (write-turns.ts):
+ * a commit in the last 20 ms means intake is busy; a full batch in the last 50 ms means it saturates its core.
+ */
+export function intakePacing(turns: WriteTurns): { busy: () => boolean; saturated: () => boolean } {
+  return { busy: () => turns.msSinceIntakeCommit() < 20, saturated: () => turns.msSinceIntakeCommit(true) < 50 }
+}
 
 /**
  * `intake` (the processing thread's view of the HTTP thread, db/write-turns.ts): `yieldWhen` is true while

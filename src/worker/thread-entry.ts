@@ -18,9 +18,8 @@ import { createLifecycle } from '../lifecycle/lifecycle'
 import { createWakeSignal } from '../lifecycle/wake'
 import { createJobsRepo } from './jobs-repo'
 import { Worker as JobWorker } from './loop'
-import { createProcessing, PROCESSING_KINDS } from './processing'
+import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './processing'
 import type { ClusterPort } from '../cluster/port'
-import type { JobKind } from '../lifecycle/jobs'
 import type { ThreadCall, ThreadStart } from './thread'
 
 declare const self: Worker
@@ -41,18 +40,18 @@ function start(msg: ThreadStart): void {
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(sqlite, systemClock, wake)
   const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
+  const pacing = intakePacing(turns)
   // Batches of reports (process-feedback.ts) start once intake has been quiet for 250 ms and commit early
   // as soon as it is back: waiting for the lock, or committing again.
   const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, {
-    yieldWhen: () => turns.intakeWaiting() || turns.msSinceIntakeCommit() < 20,
+    yieldWhen: () => turns.intakeWaiting() || pacing.busy(),
     mayBatch: () => !turns.intakeWaiting() && turns.msSinceIntakeCommit() >= 250,
   })
   // During an intake burst this thread paces itself like the in-thread worker does (loop.ts): on a machine
   // with few cores its CPU would otherwise come out of intake's (or the load's); the backlog is durable
   // and drains at full speed when the burst ends.
   const worker = new JobWorker(jobs, processing.steps, systemClock, log, {
-    busy: () => turns.msSinceIntakeCommit() < 20,
-    saturated: () => turns.msSinceIntakeCommit(true) < 50,
+    ...pacing,
     // One report a second while intake saturates its core: each holds the write lock for its
     // transaction, and on a busy machine that thread can be preempted inside it (intake then waits).
     saturatedPauseMs: SATURATED_PAUSE_MS,
@@ -62,7 +61,7 @@ function start(msg: ThreadStart): void {
   // Work queued here may be the HTTP thread's (an agent job after a move to `queued`): tell it, once per turn.
   let wakePosted = false
   wake.on((kind) => {
-    if ((PROCESSING_KINDS as readonly JobKind[]).includes(kind)) return worker.wake()
+    if (isProcessingKind(kind)) return worker.wake()
     if (wakePosted) return
     wakePosted = true
     setImmediate(() => {
