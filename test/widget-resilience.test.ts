@@ -46,8 +46,10 @@ test('offline: queued (no "Thanks"), sent once when back online, not again after
     expect(await withText(e, 'Sent while offline')).toHaveLength(1)
     // A reload between the server's commit and the widget reading its 201 sends the queued report again,
     // with the same Idempotency-Key: the server answers with the stored 201 (a replay), stores nothing new.
+    // (The reload may abort the first response before the page sees it: then only the replay is seen.)
     const created = seen.filter((s) => s.status === 201)
-    expect(created.filter((s) => !s.replayed)).toHaveLength(1)
+    expect(created.length).toBeGreaterThanOrEqual(1)
+    expect(created.filter((s) => !s.replayed).length).toBeLessThanOrEqual(1)
     expect(new Set(created.map((s) => s.key)).size).toBe(1)
     const queued = await page.evaluate(
       () =>
