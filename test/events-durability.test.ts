@@ -10,6 +10,7 @@ import { rmSync } from 'node:fs'
 import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { ensureBinary } from './helpers-lifecycle'
 import { appendEvents, SseClient } from './events-helpers'
+import { LAST_SEQ_SQL } from '../src/lifecycle/outbox'
 import { Receiver } from './webhook-receiver'
 
 const ENV = { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_WEBHOOK_RETRY_SCALE: '0.001', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }
@@ -131,7 +132,7 @@ describe('kill -9', () => {
   test('SSE resumes exactly by Last-Event-ID across a restart', async () => {
     const db = new Database(join(dataDir, 'fixloop.db'))
     db.run('PRAGMA busy_timeout = 5000')
-    const start = (db.query('SELECT last_seq FROM event_counters WHERE org_id = ?').get(orgId) as { last_seq: number }).last_seq
+    const start = (db.query(LAST_SEQ_SQL).get(orgId) as { last_seq: number }).last_seq
     const one = await spawnServer(dataDir, ENV)
     const s1 = await SseClient.open(`${one.url}/v1/events/stream?after=${start}`, key)
     appendEvents(db, orgId, appId, 10)

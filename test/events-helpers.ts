@@ -4,17 +4,25 @@
  */
 import type { Database } from 'bun:sqlite'
 import { createOutbox } from '../src/lifecycle/outbox'
-import { systemClock } from '../src/core/clock'
+import { systemClock, type Clock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
 
-/** Appends `n` feedback.status_changed events for an Org, each in its own transaction; returns their seqs. */
-export function appendEvents(sqlite: Database, orgId: string, appId: string | null, n: number, type: 'feedback.status_changed' | 'feedback.received' = 'feedback.status_changed'): number[] {
-  const outbox = createOutbox(sqlite, systemClock)
+/** Appends `n` feedback.status_changed events for an Org, each in its own transaction; returns their seqs. `clock` stamps them (ids and created_at). */
+export function appendEvents(
+  sqlite: Database,
+  orgId: string,
+  appId: string | null,
+  n: number,
+  type: 'feedback.status_changed' | 'feedback.received' = 'feedback.status_changed',
+  clock: Clock = systemClock,
+): number[] {
+  const outbox = createOutbox(sqlite, clock)
   const seqs: number[] = []
   for (let i = 0; i < n; i++) {
     const data =
       type === 'feedback.received' ? { feedbackId: newId(), status: 'received' as const } : { feedbackId: newId(), from: 'sanitized' as const, to: 'queued' as const }
-    seqs.push(sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never))())
+    // IMMEDIATE, as the lifecycle's writes are: append reads the Org's last seq before it writes.
+    seqs.push(sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never)).immediate())
   }
   return seqs
 }

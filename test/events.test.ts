@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { appendEvents, SseClient } from './events-helpers'
 import { purgeExpired } from '../src/modules/events/retention'
+import { ManualClock } from '../src/core/clock'
 
 let server: TestServer
 let a: Tenant
@@ -101,8 +102,8 @@ describe('GET /v1/events (pull feed)', () => {
   })
 
   test('retention purges old events; seq keeps rising', async () => {
-    const old = appendEvents(server.ctx.sqlite, b.orgId, null, 2)
-    server.ctx.sqlite.query('UPDATE events SET created_at = ? WHERE org_id = ? AND seq IN (?, ?)').run(Date.now() - 31 * 86400_000, b.orgId, old[0], old[1])
+    // Stamped 31 days ago (their ids carry the creation second too, and retention ranges on them).
+    const old = appendEvents(server.ctx.sqlite, b.orgId, null, 2, 'feedback.status_changed', new ManualClock(Date.now() - 31 * 86400_000))
     const purged = purgeExpired(server.ctx)
     expect(purged.events).toBe(2)
     const r = await call(server.url, 'GET', '/v1/events?limit=500', { auth: b.key })

@@ -8,6 +8,8 @@ import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { applyMigrations } from '../src/db/migrate'
 import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
+import { LAST_SEQ_SQL } from '../src/lifecycle/outbox'
+import { PURGE_SQL } from '../src/modules/events/repo'
 
 function plan(db: Database, sql: string): string {
   return (db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(' | ')
@@ -50,6 +52,36 @@ describe('event log of one report', () => {
     const sql = (db.query("SELECT sql FROM sqlite_master WHERE name = 'events_legacy_feedback_idx'").get() as { sql: string }).sql
     expect(sql).toContain('WHERE feedback_id IS NULL')
     expect(db.query("SELECT 1 FROM sqlite_master WHERE name = 'events_feedback_idx'").get()).toBeNull()
+  })
+})
+
+/**
+ * Every event on the intake path reads its Org's next seq instead of upserting a counter row (migration
+ * 0015): the read must be two index seeks whatever the size of the Org's history, and retention, which
+ * lost its created_at index, must find old events through the primary key's index.
+ */
+describe('event seq and retention', () => {
+  const db = new Database(':memory:')
+  applyMigrations(db)
+
+  test("the next seq is a seek to the Org's newest event plus a primary-key read of its floor, no scan", () => {
+    const p = plan(db, LAST_SEQ_SQL)
+    expect(p).toContain('COVERING INDEX events_org_seq_uq (org_id=?)')
+    expect(p).toContain('event_counters USING INDEX sqlite_autoindex_event_counters_1 (org_id=?)')
+    expect(p).not.toContain('SCAN events')
+    expect(p).not.toContain('TEMP B-TREE')
+  })
+
+  test('retention ranges on the id (time-ordered) through the primary key, and no created_at index is written per event', () => {
+    const p = plan(db, PURGE_SQL.replace('?1', "'69230000'").replace('?2', '1'))
+    expect(p).toContain('sqlite_autoindex_events_1 (id<?)')
+    expect(p).not.toContain('SCAN events')
+    expect(db.query("SELECT 1 FROM sqlite_master WHERE name = 'events_created_idx'").get()).toBeNull()
+  })
+
+  test("the floor trigger's check of a deleted event is a seek too", () => {
+    const p = plan(db, "SELECT 1 FROM events WHERE org_id = 'o' AND seq > 5")
+    expect(p).toContain('COVERING INDEX events_org_seq_uq (org_id=? AND seq>?)')
   })
 })
 

@@ -16,6 +16,7 @@ import m0010 from '../../migrations/0010_admin.sql' with { type: 'text' }
 import m0012 from '../../migrations/0012_perf.sql' with { type: 'text' }
 import m0013 from '../../migrations/0013_intake.sql' with { type: 'text' }
 import m0014 from '../../migrations/0014_jobs_kind.sql' with { type: 'text' }
+import m0015 from '../../migrations/0015_intake_indexes.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -36,4 +37,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0012_perf', sql: m0012 },
   { name: '0013_intake', sql: m0013 },
   { name: '0014_jobs_kind', sql: m0014 },
+  { name: '0015_intake_indexes', sql: m0015 },
 ]

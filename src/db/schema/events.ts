@@ -27,17 +27,21 @@ export const events = sqliteTable(
   },
   // Events stored before 0013 (feedback_id null) stay findable through events_legacy_feedback_idx on
   // (org_id, json_extract(data, '$.feedbackId'), seq) WHERE feedback_id IS NULL. It is written in SQL only:
-  // drizzle-kit mangles expression indexes on SQLite.
+  // drizzle-kit mangles expression indexes on SQLite. No index on created_at: retention ranges on the id,
+  // which starts with the creation second (migration 0015 dropped events_created_idx, one b-tree less per event).
+  // Migration 0015 also adds the events_seq_floor trigger (SQL only): deleting an Org's newest event
+  // records its seq in event_counters, so the next seq never goes back (lifecycle/outbox.ts).
   (t) => [
     uniqueIndex('events_org_seq_uq').on(t.orgId, t.seq),
-    index('events_created_idx').on(t.createdAt),
     index('events_feedback_id_idx').on(t.orgId, t.feedbackId, t.seq).where(sql`feedback_id IS NOT NULL`),
   ],
 )
 
 /**
- * The last seq handed out per Org. Kept apart from `events` so retention can delete old events without
- * the next seq ever going back (MAX(seq) of an emptied table would restart at 1).
+ * A floor under each Org's seq: the seq of the newest event a delete removed (the events_seq_floor
+ * trigger writes it, migration 0015; before it, every append raised it). The next seq is one more than
+ * the larger of this and the Org's newest event, so retention can delete old events without the next seq
+ * ever going back (MAX(seq) of an emptied table would restart at 1). Appends never write it.
  */
 export const eventCounters = sqliteTable('event_counters', {
   orgId: text('org_id').primaryKey(),

@@ -5,6 +5,7 @@
  */
 import type { Database, Statement } from 'bun:sqlite'
 import { isoUtc } from '../../core/clock'
+import { LAST_SEQ_SQL } from '../../lifecycle/outbox'
 
 export interface EventRow {
   id: string
@@ -48,9 +49,26 @@ export interface EventPage {
   nextAfter: number
 }
 
+/**
+ * Every id made before the second after `before` (ms) sorts below this: ids start with their creation
+ * second in 8 hex digits (core/ids.ts). The caller still checks created_at for the exact cut.
+ */
+export function idsBefore(before: number): string {
+  const second = Math.max(0, Math.min(0xffffffff, Math.floor(before / 1000) + 1))
+  return second.toString(16).padStart(8, '0')
+}
+
+/**
+ * One slice of retention: ranged on the id (time-ordered: its first 8 hex digits are the creation second,
+ * from the clock that stamps created_at in the same call, lifecycle/outbox.ts), so the primary key's index
+ * finds old events and no index on created_at is written with every event (migration 0015).
+ * ?1 = idsBefore(cut), ?2 = the cut (ms).
+ */
+export const PURGE_SQL = 'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE id < ?1 AND created_at < ?2 LIMIT 5000)'
+
 export function createEventsRepo(sqlite: Database) {
-  const lastSeq: Statement = sqlite.query('SELECT last_seq FROM event_counters WHERE org_id = ?')
-  const purge: Statement = sqlite.query('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)')
+  const lastSeq: Statement = sqlite.query(LAST_SEQ_SQL)
+  const purge: Statement = sqlite.query(PURGE_SQL)
   const maxRowid: Statement = sqlite.query('SELECT COALESCE(MAX(rowid), 0) AS m FROM events')
   const orgsBetween: Statement = sqlite.query('SELECT DISTINCT org_id FROM events WHERE rowid > ? AND rowid <= ?')
   const rowsBetween: Statement = sqlite.query('SELECT * FROM events WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?')
@@ -82,7 +100,7 @@ export function createEventsRepo(sqlite: Database) {
         params.push(f.limit)
         const rows = pageStatement(types.length, !!f.appId).all(...params) as EventRow[]
         if (rows.length === f.limit) return { rows, nextAfter: rows[rows.length - 1].seq }
-        const last = (lastSeq.get(orgId) as { last_seq: number } | null)?.last_seq ?? 0
+        const last = (lastSeq.get(orgId) as { last_seq: number }).last_seq
         return { rows, nextAfter: Math.max(f.after, last, rows.at(-1)?.seq ?? 0) }
       })
       // A deferred transaction: the first SELECT takes the read snapshot both queries see.
@@ -98,8 +116,9 @@ export function createEventsRepo(sqlite: Database) {
     /** The events in the rowid range (from, to], at most `limit`, in commit order. */
     rowsBetween: (from: number, to: number, limit: number): EventRow[] => rowsBetween.all(from, to, limit) as EventRow[],
 
+    /** The Org's last seq (0 before its first event); retention never lowers it (lifecycle/outbox.ts). */
     lastSeq(orgId: string): number {
-      return (lastSeq.get(orgId) as { last_seq: number } | null)?.last_seq ?? 0
+      return (lastSeq.get(orgId) as { last_seq: number }).last_seq
     },
 
     /** Deletes events created before `before` (ms), in batches so no single write holds the lock long. */
@@ -107,7 +126,7 @@ export function createEventsRepo(sqlite: Database) {
       let total = 0
       for (;;) {
         // A transaction per slice: it takes its write turn ahead of the processing thread (db/write-turns.ts).
-        const n = sqlite.transaction(() => purge.run(before).changes).immediate()
+        const n = sqlite.transaction(() => purge.run(idsBefore(before), before).changes).immediate()
         total += n
         if (n < 5000) return total
       }
