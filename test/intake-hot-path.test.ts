@@ -1,7 +1,8 @@
 /**
  * What the cheaper submission path (bench/README.md, "HTTP thread cost") must still guarantee:
  * - the credential cache is emptied by every write to apps or api_keys, from this connection or another
- *   one (the CLI), and by nothing else: reports do not move the credential generation;
+ *   one (the CLI), and by nothing else: reports do not move the credential generation; the generation is
+ *   read once per event-loop turn, and again within it after a write on this connection;
  * - a body with a Content-Length is judged by that length before a byte is read (413 at once), and is
  *   read whole even when it arrives in pieces; depth and Content-Type checks still apply on that path;
  * - events carry the report's id in their own column, and a report's history still finds the events
@@ -17,6 +18,7 @@ import { openDatabase } from '../src/db/client'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { LIMITS } from '../src/core/limits'
 import { createInbox } from '../src/modules/admin-api/inbox-repo'
+import { CredentialDirectory } from '../src/auth/directory'
 
 const BODY = { text: 'The checkout button does nothing' }
 
@@ -99,6 +101,30 @@ describe('credential cache', () => {
     srv.admin.deleteApp(t.orgId, app.id)
     expectEnvelope(await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY }), 'unknown_app')
   })
+  test('the generation is read once per event-loop turn: a write on this connection is seen within the turn, another connection\'s from the next turn', async () => {
+    const directory = new CredentialDirectory(srv.ctx.sqlite, srv.ctx.box)
+    const a = srv.admin.createApp(t.orgId, { name: 'Turn A' })
+    const b = srv.admin.createApp(t.orgId, { name: 'Turn B' })
+    await Bun.sleep(0)
+    // One synchronous stretch of code = one turn. A write on this connection (the API, the dashboard) ...
+    expect(directory.appByPublicKey(a.publicKey)?.row.id).toBe(a.id)
+    srv.admin.deleteApp(t.orgId, a.id)
+    // ... is seen by the very next lookup, in the same turn.
+    expect(directory.appByPublicKey(a.publicKey)).toBeNull()
+
+    // Another connection's write (the CLI) within the turn belongs to requests read after it: the next turn.
+    expect(directory.appByPublicKey(b.publicKey)?.row.id).toBe(b.id)
+    const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
+    try {
+      createTenantsService({ ...srv.ctx, sqlite, db }).deleteApp(t.orgId, b.id)
+    } finally {
+      sqlite.close()
+    }
+    expect(directory.appByPublicKey(b.publicKey)?.row.id).toBe(b.id)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(directory.appByPublicKey(b.publicKey)).toBeNull()
+  })
+
   test('without its generation row the cache is never trusted: a revocation still applies at once', async () => {
     const db = srv.ctx.sqlite
     const key = srv.admin.createKey(t.orgId, 'no generation row')

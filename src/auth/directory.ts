@@ -1,10 +1,17 @@
 /**
  * In-memory lookup of credentials: `pub_` key → App (with its decoded signing secret) and
  * `sk_` key hash → Org. Apps and keys change through the API (this connection), the dashboard, and the
- * admin CLI (another process), so before every use the cache reads the credential generation, which
- * triggers raise on every committed write to apps or api_keys whoever makes it; a change empties the
- * cache, so a revoked key, a deleted App or a rotated secret fails on the very next request. Commits to
- * other tables (every report, the worker's writes) do not move it, so they never empty the cache.
+ * admin CLI (another process), so the cache reads the credential generation, which triggers raise on
+ * every committed write to apps or api_keys whoever makes it; a change empties the cache, so a revoked
+ * key, a deleted App or a rotated secret fails on the very next request. Commits to other tables (every
+ * report, the worker's writes) do not move it, so they never empty the cache.
+ *
+ * The generation is read once per event-loop turn, not per request: the requests of one turn were read
+ * from their sockets together, before that read, so a request that arrives after a revocation commits
+ * is judged in a later turn, with a fresh read. Within a turn, a write on this connection (an API call
+ * that rotated or revoked, `SELECT total_changes()`, no lock taken) makes the next use read it again.
+ * A read is a SQLite read transaction (~3.5 µs, 5 % of a widget submission's CPU) saved on every
+ * request but the first of a turn.
  */
 import type { Database } from 'bun:sqlite'
 import type { SecretBox } from '../core/crypto'
@@ -30,6 +37,9 @@ export class CredentialDirectory {
   private keys = new Map<string, KnownKey | null>()
   private originIndex: { anyOrigin: boolean; origins: Set<string> } | undefined
   private generation = -1
+  /** The generation was read in this event-loop turn, when this connection's change count was `changesAtCheck`. */
+  private checkedThisTurn = false
+  private changesAtCheck = -1
   private readonly repo: CredentialsRepo
 
   constructor(
@@ -39,13 +49,24 @@ export class CredentialDirectory {
     this.repo = new CredentialsRepo(sqlite)
   }
 
-  /** Drops everything cached if apps or api_keys were written since the last look. */
+  /** Drops everything cached if apps or api_keys were written since the last look (see the module comment). */
   private refresh(): void {
+    const changes = this.repo.connectionChanges()
+    if (this.checkedThisTurn && changes === this.changesAtCheck) return
+    if (!this.checkedThisTurn) {
+      this.checkedThisTurn = true
+      setImmediate(this.endTurn)
+    }
+    this.changesAtCheck = changes
     const g = this.repo.credentialGeneration()
     if (g !== this.generation) {
       this.generation = g
       this.invalidate()
     }
+  }
+
+  private readonly endTurn = (): void => {
+    this.checkedThisTurn = false
   }
 
   invalidate(): void {
