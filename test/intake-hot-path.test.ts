@@ -19,6 +19,7 @@ import { createTenantsService } from '../src/modules/tenants/service'
 import { LIMITS } from '../src/core/limits'
 import { createInbox } from '../src/modules/admin-api/inbox-repo'
 import { CredentialDirectory } from '../src/auth/directory'
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../src/http/strict-json'
 
 const BODY = { text: 'The checkout button does nothing' }
 
@@ -144,6 +145,29 @@ describe('credential cache', () => {
     } finally {
       db.query('INSERT INTO credential_generation (id, generation) VALUES (1, ?)').run(saved + 1)
     }
+  })
+})
+
+describe('the depth check before JSON.parse', () => {
+  const enc = (text: string) => new TextEncoder().encode(text)
+  const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
+
+  test('counts only real nesting: 64 levels pass, 65 do not, whether or not brackets are few', () => {
+    expect(jsonDepthExceeds(enc(nested(MAX_JSON_DEPTH)))).toBe(false)
+    expect(jsonDepthExceeds(enc(nested(MAX_JSON_DEPTH + 1)))).toBe(true)
+    // Many brackets, little depth (the exact scan decides): 500 sibling objects, brackets inside strings.
+    const siblings = JSON.stringify({ logs: Array.from({ length: 500 }, (_, i) => ({ m: `[{ line ${i} \\" [[{{` })) })
+    expect(jsonDepthExceeds(enc(siblings))).toBe(false)
+    expect(jsonDepthExceeds(enc(`{"a":"${'['.repeat(200)}"}`))).toBe(false)
+    // Deep after many shallow brackets.
+    expect(jsonDepthExceeds(enc(`[${'{},'.repeat(100)}${nested(MAX_JSON_DEPTH)}]`))).toBe(true)
+  })
+
+  test('a deep body is still 400 over HTTP, a wide one with many brackets is accepted', async () => {
+    const deep = `{"text":"x","metadata":{"a":${nested(MAX_JSON_DEPTH + 5)}}}`
+    expectEnvelope(await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, rawBody: deep, headers: { 'content-type': 'application/json' } }), 'invalid_body')
+    const wide = { text: 'x', consoleLogs: Array.from({ length: 80 }, (_, i) => ({ level: 'log', message: `[${i}] {ok}`, ts: i })) }
+    expect((await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: wide })).status).toBe(201)
   })
 })
 
