@@ -8,13 +8,13 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
-import { canSystemMove, type FeedbackStatus } from '../../core/fsm'
-import { sanitizeStored } from '../../sanitize/report'
+import { canSystemMove } from '../../core/fsm'
 import type { JobRow } from '../jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createProcessingRepo, type ProcessRow } from '../../modules/feedback/processing-repo'
+import { createProcessingRepo } from '../../modules/feedback/processing-repo'
+import { createSanitizeMoves } from './sanitize-report'
 import type { BatchWindows } from './release-batch'
 
 export interface ProcessDeps {
@@ -57,34 +57,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
   /** Milliseconds per report in recent batches (a moving average): sizes the next batch to the budget. */
   let msPerReport = 0.5
 
-  function moveTo(row: ProcessRow, to: FeedbackStatus): void {
-    if (!lifecycle.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
-  }
-
-  /** The row after a successful `moveTo` (the move bumps the version by one). */
-  const moved = (row: ProcessRow, to: FeedbackStatus): ProcessRow => ({ ...row, status: to, version: row.version + 1 })
-
-  /** Overwrites every free-text field with its sanitized value; the submitter's identity guides the echo rules. */
-  function sanitizeRow(row: ProcessRow, processed: boolean): ProcessRow {
-    const { columns, redactions } = sanitizeStored(
-      { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target },
-      { email: row.email, name: row.submitter_name, externalUserId: row.external_user_id },
-    )
-    const counts = JSON.stringify(redactions)
-    if (!repo.saveScrubbed(row.id, row.version, columns, counts, clock.now(), processed)) throw new Error('concurrent update; will retry')
-    return {
-      ...row,
-      // Sanitizing on the way leaves the version to the move that follows (one change, one bump).
-      version: processed ? row.version : row.version + 1,
-      text: columns.text,
-      url: columns.url,
-      user_agent: columns.userAgent,
-      console_logs: columns.consoleLogs,
-      metadata: columns.metadata,
-      component_target: columns.componentTarget,
-      redactions: counts,
-    }
-  }
+  const { moveTo, sanitizeRow, toSanitized } = createSanitizeMoves(sqlite, clock, lifecycle)
 
   /**
    * Takes the report as far as it can go now; runs inside one transaction. The row is read once: each
@@ -102,13 +75,9 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       }
       switch (row.status) {
         case 'received':
-          moveTo(row, 'sanitizing')
-          row = moved(row, 'sanitizing')
-          continue
         case 'sanitizing':
-          row = sanitizeRow(row, true)
-          moveTo(row, 'sanitized')
-          row = moved(row, 'sanitized')
+          // Often done already by the sanitize-ahead thread (../sanitize-ahead.ts) during a backlog.
+          row = toSanitized(row)
           continue
         case 'sanitized': {
           // Idempotent: a retry finds the report already clustered and only re-indexes it.

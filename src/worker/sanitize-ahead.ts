@@ -1,0 +1,82 @@
+/**
+ * Sanitize ahead: during a backlog, a second thread sanitizes reports the processing thread has not
+ * reached yet, so that thread only clusters and routes them. Sanitizing needs no shared state (no
+ * similarity index, no order), so it runs in parallel on another core: after a burst the HTTP thread's
+ * core is idle, and the drain uses both.
+ *
+ * - It works oldest first, `HEAD_GAP` jobs ahead of the processing thread (which goes oldest first too):
+ *   the reports that thread reaches next are already sanitized, the two do not collide on one report,
+ *   and a trickle of reports (a backlog shorter than the gap) is never touched here.
+ * - A chunk is read and sanitized outside any transaction, then written in one short transaction that
+ *   re-reads each row under the write lock: a row that changed meanwhile (claimed and sanitized by the
+ *   processing thread, archived by a customer) is left alone. The write is the processing job's own
+ *   (sanitize-report.ts): the row and its events end exactly as if the job had done it, and the job stays
+ *   in the queue to cluster and route the report.
+ * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
+ *   every report itself, as it always did.
+ */
+import type { Database, Statement } from 'bun:sqlite'
+import type { Clock } from '../core/clock'
+import type { Lifecycle } from '../lifecycle/lifecycle'
+import type { ProcessRow } from '../modules/feedback/processing-repo'
+import { createSanitizeMoves, scrub } from './steps/sanitize-report'
+
+/** The processing thread's next jobs, never taken here. */
+export const HEAD_GAP = 1024
+/** Reports read, sanitized and written per chunk: the write holds the lock ~50 µs a report. */
+export const CHUNK = 256
+
+export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
+  const moves = createSanitizeMoves(sqlite, clock, lifecycle)
+  // Job ids are AUTOINCREMENT: never reused, so "after the last chunk" is an id range. `+kind` keeps
+  // SQLite on the primary key (a range, in order) instead of the kind index (every process job, sorted).
+  const head: Statement = sqlite.query("SELECT id FROM jobs WHERE +kind = 'process' ORDER BY id LIMIT 1")
+  const pick: Statement = sqlite.query(
+    `SELECT j.id AS job_id, f.id, f.app_id, f.status, f.version, f.text, f.url, f.user_agent, f.console_logs, f.metadata,
+       f.component_target, f.email, f.submitter_name, f.external_user_id, f.duplicate_of_id, f.redactions
+     FROM jobs j JOIN feedback f ON f.id = j.feedback_id
+     WHERE +j.kind = 'process' AND j.id > ?1 AND (j.lease_until IS NULL OR j.lease_until < ?2)
+       AND f.status = 'received' AND f.duplicate_of_id IS NULL
+     ORDER BY j.id LIMIT ?3`,
+  )
+
+  /** The newest job examined: the next chunk starts after it (job ids only grow). */
+  let cursor = 0
+
+  return {
+    /**
+     * Sanitizes the next chunk of the backlog: `examined` reports were read (0: nothing to do ahead of
+     * the processing thread now), `sanitized` of them written here.
+     */
+    chunk(): { examined: number; sanitized: number } {
+      const oldest = (head.get() as { id: number } | null)?.id
+      if (oldest === undefined) return { examined: 0, sanitized: 0 }
+      // Just ahead of the processing thread, so the reports it reaches next are the ones sanitized here;
+      // when it has caught up, this thread jumps ahead of it again.
+      const after = Math.max(cursor, oldest + HEAD_GAP)
+      const rows = pick.all(after, clock.now(), CHUNK) as (ProcessRow & { job_id: number })[]
+      if (rows.length === 0) return { examined: 0, sanitized: 0 }
+      cursor = rows[rows.length - 1].job_id
+      // The CPU work, outside the write lock.
+      const scrubbed = rows.map((r) => scrub(r))
+      let done = 0
+      sqlite
+        .transaction(() => {
+          rows.forEach((read, i) => {
+            const now = moves.repo.get(read.id)
+            // Changed since it was read (the processing thread got there, a customer archived it): not ours.
+            if (!now || now.status !== 'received' || now.version !== read.version || now.duplicate_of_id || now.redactions !== null) return
+            try {
+              sqlite.transaction(() => moves.toSanitized(now, scrubbed[i]))()
+              done++
+            } catch {
+              // Left to the processing job, which retries and records failures.
+            }
+          })
+        })
+        .immediate()
+      return { examined: rows.length, sanitized: done }
+    },
+  }
+}
+export type SanitizeAhead = ReturnType<typeof createSanitizeAhead>
