@@ -53,7 +53,7 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
       if (oldest === undefined) return { examined: 0, sanitized: 0 }
       // Just ahead of the processing thread, so the reports it reaches next are the ones sanitized here;
       // when it has caught up, this thread jumps ahead of it again.
-      const after = Math.max(cursor, oldest + HEAD_GAP)
+      const after = Math.max(cursor, oldest + HEAD_GAP - 1)
       const rows = pick.all(after, clock.now(), CHUNK) as (ProcessRow & { job_id: number })[]
       if (rows.length === 0) return { examined: 0, sanitized: 0 }
       cursor = rows[rows.length - 1].job_id

@@ -48,6 +48,8 @@ function startSanitizer(msg: ThreadStart): void {
   takeTurnsForTransactions(sqlite, turns, 'sanitizer')
   const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqlite, systemClock))
   let stopped = false
+  /** Reports sanitized here since the thread started: reported with its health (tests, diagnostics). */
+  let sanitizedAhead = 0
   let wakeUp: (() => void) | undefined
   const nap = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -62,7 +64,9 @@ function startSanitizer(msg: ThreadStart): void {
       }
       let examined = 0
       try {
-        examined = ahead.chunk().examined
+        const done = ahead.chunk()
+        examined = done.examined
+        sanitizedAhead += done.sanitized
       } catch (e) {
         // The processing thread sanitizes whatever is left here; this one looks again later.
         log.warn('sanitizing ahead failed; the processing thread sanitizes those reports', { error: e instanceof Error ? e.message : String(e) })
@@ -72,9 +76,9 @@ function startSanitizer(msg: ThreadStart): void {
     }
   }
   sanitizing = { sqlite, wake: () => wakeUp?.(), done: loop(), stop: () => ((stopped = true), wakeUp?.()) }
-  health = setInterval(() => postMessage({ type: 'health', ok: true }), HEALTH_EVERY_MS)
+  health = setInterval(() => postMessage({ type: 'health', ok: true, sanitizedAhead }), HEALTH_EVERY_MS)
   postMessage({ type: 'ready' })
-  postMessage({ type: 'health', ok: true })
+  postMessage({ type: 'health', ok: true, sanitizedAhead })
 }
 
 function start(msg: ThreadStart): void {

@@ -44,6 +44,7 @@ export class ProcessingThread implements ClusterPort {
   private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   private wakePosted = false
   private ready: Promise<void> = Promise.resolve()
+  private sanitizedAheadCount = 0
 
   constructor(
     private readonly file: string,
@@ -83,7 +84,10 @@ export class ProcessingThread implements ClusterPort {
         this.isReady = true
         markReady()
       }
-      else if (msg.type === 'health') this.lastHealth = { ok: msg.ok, reason: msg.reason }
+      else if (msg.type === 'health') {
+        this.lastHealth = { ok: msg.ok, reason: msg.reason }
+        if (typeof msg.sanitizedAhead === 'number') this.sanitizedAheadCount = msg.sanitizedAhead
+      }
       else if (msg.type === 'wake') this.onWake()
       else if (msg.type === 'log') this.log.forward(msg.text)
       else if (msg.type === 'reply') {
@@ -125,6 +129,11 @@ export class ProcessingThread implements ClusterPort {
       this.wakePosted = false
       this.thread?.postMessage({ type: 'wake' })
     })
+  }
+
+  /** The sanitize-ahead thread: reports it sanitized since it started, as of its last health beat (≤ 1 s old). */
+  get sanitizedAhead(): number {
+    return this.sanitizedAheadCount
   }
 
   /** For /readyz: what the thread last said about its job loop, or why it is not there. */
