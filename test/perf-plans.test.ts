@@ -112,11 +112,9 @@ describe('sanitizing ahead and building an App index during a backlog', () => {
   }) as Database
 
   test('a chunk is a range of job ids in order, each report found by its id; the head is the first process job by id', async () => {
-    const { createSanitizeAhead } = await import('../src/worker/sanitize-ahead')
-    const { createLifecycle } = await import('../src/lifecycle/lifecycle')
-    const { systemClock } = await import('../src/core/clock')
+    const { createSanitizeAheadRepo } = await import('../src/worker/sanitize-ahead-repo')
     seen.length = 0
-    createSanitizeAhead(spy, systemClock, createLifecycle(db, systemClock))
+    createSanitizeAheadRepo(spy)
     const pick = plan(db, seen.find((s) => s.includes('JOIN feedback'))!)
     expect(pick).toContain('SEARCH j USING INTEGER PRIMARY KEY (rowid>?)')
     expect(pick).toContain('sqlite_autoindex_feedback_1 (id=?)')

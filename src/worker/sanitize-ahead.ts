@@ -15,10 +15,10 @@
  * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
  *   every report itself, as it always did.
  */
-import type { Database, Statement } from 'bun:sqlite'
+import type { Database } from 'bun:sqlite'
 import type { Clock } from '../core/clock'
 import type { Lifecycle } from '../lifecycle/lifecycle'
-import type { ProcessRow } from '../modules/feedback/processing-repo'
+import { createSanitizeAheadRepo } from './sanitize-ahead-repo'
 import { createSanitizeMoves, scrub } from './steps/sanitize-report'
 
 /** The processing thread's next jobs, never taken here. */
@@ -28,17 +28,7 @@ export const CHUNK = 256
 
 export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
   const moves = createSanitizeMoves(sqlite, clock, lifecycle)
-  // Job ids are AUTOINCREMENT: never reused, so "after the last chunk" is an id range. `+kind` keeps
-  // SQLite on the primary key (a range, in order) instead of the kind index (every process job, sorted).
-  const head: Statement = sqlite.query("SELECT id FROM jobs WHERE +kind = 'process' ORDER BY id LIMIT 1")
-  const pick: Statement = sqlite.query(
-    `SELECT j.id AS job_id, f.id, f.app_id, f.status, f.version, f.text, f.url, f.user_agent, f.console_logs, f.metadata,
-       f.component_target, f.email, f.submitter_name, f.external_user_id, f.duplicate_of_id, f.redactions
-     FROM jobs j JOIN feedback f ON f.id = j.feedback_id
-     WHERE +j.kind = 'process' AND j.id > ?1 AND (j.lease_until IS NULL OR j.lease_until < ?2)
-       AND f.status = 'received' AND f.duplicate_of_id IS NULL
-     ORDER BY j.id LIMIT ?3`,
-  )
+  const queue = createSanitizeAheadRepo(sqlite)
 
   /** The newest job examined: the next chunk starts after it (job ids only grow). */
   let cursor = 0
@@ -49,12 +39,12 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
      * the processing thread now), `sanitized` of them written here.
      */
     chunk(): { examined: number; sanitized: number } {
-      const oldest = (head.get() as { id: number } | null)?.id
+      const oldest = queue.firstProcessJob()
       if (oldest === undefined) return { examined: 0, sanitized: 0 }
       // Just ahead of the processing thread, so the reports it reaches next are the ones sanitized here;
       // when it has caught up, this thread jumps ahead of it again.
       const after = Math.max(cursor, oldest + HEAD_GAP - 1)
-      const rows = pick.all(after, clock.now(), CHUNK) as (ProcessRow & { job_id: number })[]
+      const rows = queue.receivedAfter(after, clock.now(), CHUNK)
       if (rows.length === 0) return { examined: 0, sanitized: 0 }
       cursor = rows[rows.length - 1].job_id
       // The CPU work, outside the write lock.
