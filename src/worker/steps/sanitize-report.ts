@@ -61,15 +61,25 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
     moveTo,
     moved,
     sanitizeRow,
-    /** `received` (or `sanitizing`, after a crash in between) → `sanitized`; returns the row as it now is. */
-    toSanitized(row: ProcessRow, scrubbed?: Scrubbed): ProcessRow {
-      if (row.status === 'received') {
-        moveTo(row, 'sanitizing')
-        row = moved(row, 'sanitizing')
+    /**
+     * `received` (or `sanitizing`, after a crash in between) → `sanitized`, in one write of the row
+     * (lifecycle.moveToSanitized); returns the row as it now is.
+     */
+    toSanitized(row: ProcessRow, scrubbed: Scrubbed = scrub(row)): ProcessRow {
+      const { columns, counts } = scrubbed
+      if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, columns, counts)) throw new Error('concurrent update; will retry')
+      return {
+        ...row,
+        status: 'sanitized',
+        version: row.version + (row.status === 'received' ? 2 : 1),
+        text: columns.text,
+        url: columns.url,
+        user_agent: columns.userAgent,
+        console_logs: columns.consoleLogs,
+        metadata: columns.metadata,
+        component_target: columns.componentTarget,
+        redactions: counts,
       }
-      row = sanitizeRow(row, true, scrubbed)
-      moveTo(row, 'sanitized')
-      return moved(row, 'sanitized')
     },
     repo,
   }
