@@ -31,7 +31,7 @@ import type { ClusterPort } from './cluster/port'
 import { takeTurnsForTransactions, WriteTurns } from './db/write-turns'
 import { DB_FILE } from './context'
 import { join } from 'node:path'
-import { availableParallelism } from 'node:os'
+import { cpus } from 'node:os'
 import type { JobKind } from './lifecycle/jobs'
 import { createAdminsService } from './modules/admins/service'
 import { createSessionStore } from './modules/admins/sessions'
@@ -61,7 +61,8 @@ export interface ServiceOptions {
   processingThread?: boolean
   /**
    * With the processing thread: a second thread sanitizes ahead of it during a backlog (worker/sanitize-ahead.ts).
-   * Default: when the machine has at least two cores (on one it would only take turns with processing).
+   * Default: when the machine has at least two cores (on one it would only take turns with processing). The
+   * machine's, not the process's current CPU affinity: a server started pinned to one core may be given more.
    */
   sanitizeAhead?: boolean
   sandboxUnavailable?: string | null
@@ -119,7 +120,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     processingThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, threadOptions, () => worker.wake())
     cluster = processingThread
     const thread = processingThread
-    if (options.sanitizeAhead ?? availableParallelism() >= 2) {
+    if (options.sanitizeAhead ?? cpus().length >= 2) {
       sanitizerThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, {}, () => {}, 'sanitizer')
     }
     const sanitizer = sanitizerThread
