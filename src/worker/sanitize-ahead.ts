@@ -19,7 +19,7 @@ import type { Database } from 'bun:sqlite'
 import type { Clock } from '../core/clock'
 import type { Lifecycle } from '../lifecycle/lifecycle'
 import { createSanitizeAheadRepo } from './sanitize-ahead-repo'
-import { createSanitizeMoves, scrub } from './steps/sanitize-report'
+import { scrub } from './steps/sanitize-report'
 
 /** The processing thread's next jobs, never taken here. */
 export const HEAD_GAP = 1024
@@ -27,7 +27,6 @@ export const HEAD_GAP = 1024
 export const CHUNK = 256
 
 export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
-  const moves = createSanitizeMoves(sqlite, clock, lifecycle)
   const queue = createSanitizeAheadRepo(sqlite)
 
   /** The newest job examined: the next chunk starts after it (job ids only grow). */
@@ -53,15 +52,9 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
       sqlite
         .transaction(() => {
           rows.forEach((read, i) => {
-            const now = moves.repo.get(read.id)
-            // Changed since it was read (the processing thread got there, a customer archived it): not ours.
-            if (!now || now.status !== 'received' || now.version !== read.version || now.duplicate_of_id || now.redactions !== null) return
-            try {
-              sqlite.transaction(() => moves.toSanitized(now, scrubbed[i]))()
-              done++
-            } catch {
-              // Left to the processing job, which retries and records failures.
-            }
+            // Compare-and-set on the version read: a report that changed meanwhile (the processing thread
+            // got there, a customer archived it) is not written (moveToSanitized returns false).
+            if (lifecycle.moveToSanitized(sqlite, read.id, read.version, scrubbed[i].columns, scrubbed[i].counts)) done++
           })
         })
         .immediate()
