@@ -36,6 +36,9 @@ const RESCORE = 15
 /** The newest reports scored when an index is built, to seed the App's threshold calibration. */
 const CALIBRATION_SEED = 40
 
+/** A report's sanitized columns before they are stored (a batch plans on them first: `plan`). */
+export type Sanitized = Pick<Row, 'text' | 'url' | 'component_target' | 'console_logs'> & { redactions: string }
+
 export interface SimilarEntry {
   id: string
   score: number
@@ -65,6 +68,21 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
    * lead's duplicate count so far (counted once, then kept up to date by each attachment).
    */
   let pending: { dirty: Set<string>; counts: Map<string, number> } | null = null
+
+  /**
+   * While a batch plans its reports before it writes them (`withPlans`): each planned report's lead (null:
+   * a lead of its own). Rows read meanwhile show these links before they are stored, so a later report of
+   * the batch never takes a planned duplicate for a lead.
+   */
+  let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined }> | null = null
+  /** A row as it will be once the batch's plans are written: its planned lead, its sanitized text and status. */
+  function withPlanned<T extends CandidateRow | null>(r: T): T {
+    if (!r || !planned) return r
+    const plan = planned.get(r.id)
+    if (!plan) return r
+    const s = plan.sanitized
+    return s ? { ...r, duplicate_of_id: plan.leadId, status: 'sanitized', text: s.text, url: s.url, redactions: s.redactions } : { ...r, duplicate_of_id: plan.leadId }
+  }
 
   /**
    * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
@@ -131,7 +149,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     // One statement for the whole shortlist.
     const rows = repo.getCandidates(near.map((c) => c.id))
     const found = near.flatMap((c) => {
-      const r = rows.get(c.id)
+      const r = withPlanned(rows.get(c.id) ?? null)
       return r && r.app_id === appId ? [{ r, id: r.id, wordScore: c.wordScore, text: r.text }] : []
     })
     const scores = blend(text, found)
@@ -190,6 +208,37 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     for (const id of movedIds) index.setLead(id, leadId)
   }
 
+  /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
+  function verdictFor(r: Row, f: Features): { leadId: string | null; reason: string } {
+    let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
+    if (r.merge_locked) return verdict
+    const index = indexFor(r.app_id)
+    const seenRoots = new Set<string>()
+    const ranked = rank(r.app_id, f, r.text, RESCORE)
+    // A lead is often among the candidates itself: its row was just read.
+    const candidateRows = new Map(ranked.map((c) => [c.id, c.row]))
+    // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
+    const thresholds = calibrate(baseThresholds, index.history)
+    index.history.add(ranked[0]?.score ?? 0)
+    for (const c of ranked) {
+      const rootId = c.duplicateOfId ?? c.id
+      if (seenRoots.has(rootId)) continue
+      const root = rootId === c.id ? c.row : (candidateRows.get(rootId) ?? withPlanned(row(rootId)))
+      if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
+      seenRoots.add(rootId)
+      // Against a cluster with duplicates, the whole cluster's vocabulary counts too.
+      const score = index.clusterSize(rootId) > 1 ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore)) : c.score
+      // Vetoes hold against the lead too, not only against the member that matched best.
+      const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
+      if (!rootFeatures) continue
+      const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
+      if (v.attach) return { leadId: rootId, reason: v.reason }
+      if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
+      if (seenRoots.size >= 5) break
+    }
+    return verdict
+  }
+
   function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
     const viaMember = decide(f, member, score, thresholds)
     if (!viaMember.attach) return viaMember
@@ -215,45 +264,73 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
         index.add(f, r.duplicate_of_id)
         return { leadId: r.duplicate_of_id, reason: 'already a duplicate' }
       }
-      let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
-      if (!r.merge_locked) {
-        const seenRoots = new Set<string>()
-        const ranked = rank(r.app_id, f, r.text, RESCORE)
-        // A lead is often among the candidates itself: its row was just read.
-        const candidateRows = new Map(ranked.map((c) => [c.id, c.row]))
-        // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
-        const thresholds = calibrate(baseThresholds, index.history)
-        index.history.add(ranked[0]?.score ?? 0)
-        for (const c of ranked) {
-          const rootId = c.duplicateOfId ?? c.id
-          if (seenRoots.has(rootId)) continue
-          const root = rootId === c.id ? c.row : (candidateRows.get(rootId) ?? row(rootId))
-          if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
-          seenRoots.add(rootId)
-          // Against a cluster with duplicates, the whole cluster's vocabulary counts too.
-          const index = indexFor(r.app_id)
-          const score =
-            index.clusterSize(rootId) > 1
-              ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
-              : c.score
-          // Vetoes hold against the lead too, not only against the member that matched best.
-          const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
-          if (!rootFeatures) continue
-          const v = rootId === c.id ? decide(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
-          if (v.attach) {
-            verdict = { leadId: rootId, reason: v.reason }
-            break
-          }
-          if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
-          if (seenRoots.size >= 5) break
-        }
-      }
+      const verdict = verdictFor(r, f)
       sqlite.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false)
         else leadChanged(id, 0)
       }).immediate()
       index.add(f, verdict.leadId)
       return verdict
+    },
+
+    /**
+     * Runs `fn` (a batch that plans its reports with `plan`, then writes them with `applyPlan`) with the
+     * planned links visible to every ranking in between.
+     */
+    withPlans<T>(fn: () => T): T {
+      if (planned) return fn()
+      planned = new Map()
+      try {
+        return fn()
+      } finally {
+        planned = null
+      }
+    },
+
+    /**
+     * The first half of `clusterReport`, for a batch, without the write lock: the verdict for a report
+     * that is not a duplicate (`sanitized`: its sanitized columns when they are not stored yet), indexed at
+     * once so the batch's later reports rank against it. Nothing is written: `applyPlan` does that, in order.
+     */
+    plan(id: string, sanitized?: Sanitized): { leadId: string | null; reason: string } | null {
+      const stored = row(id)
+      if (!stored || stored.duplicate_of_id) return null
+      const r: Row = sanitized ? { ...stored, ...sanitized, status: 'sanitized' } : stored
+      const index = indexFor(r.app_id)
+      // A retry of a batch that was handed back: the report may be indexed from its first plan.
+      index.remove(id)
+      const f = featuresOf(toInput(r))
+      const verdict = verdictFor(r, f)
+      index.add(f, verdict.leadId)
+      planned?.set(id, { leadId: verdict.leadId, sanitized })
+      return verdict
+    },
+
+    /**
+     * The second half, inside the batch's transaction: writes the planned verdict when its lead can still
+     * take the report; otherwise (the lead was archived or merged meanwhile) clusters the report again now.
+     */
+    applyPlan(id: string, verdict: { leadId: string | null; reason: string }): { leadId: string | null; reason: string } {
+      planned?.delete(id)
+      if (!verdict.leadId) {
+        sqlite.transaction(() => leadChanged(id, 0)).immediate()
+        return verdict
+      }
+      const self = row(id)
+      const lead = row(verdict.leadId)
+      if (self && !self.duplicate_of_id && !self.merge_locked && lead && !lead.duplicate_of_id && ATTACHABLE_LEAD_STATUSES.has(lead.status)) {
+        const leadId = verdict.leadId
+        sqlite.transaction(() => attach(id, leadId, false)).immediate()
+        return verdict
+      }
+      if (self) indexFor(self.app_id).remove(id)
+      return this.clusterReport(id)
+    },
+
+    /** A planned report that will not be written as planned (its row changed): out of the index and the plans. */
+    dropPlan(id: string, appId: string): void {
+      planned?.delete(id)
+      indexFor(appId).remove(id)
     },
 
     /** Other reports of the same App as `id`, best first. */
