@@ -20,13 +20,7 @@ import { parseStrictJson } from './strict-json'
 import { pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 
-/**
- * When the request reached onRequest, kept on Elysia's per-request context (one object from onRequest to
- * the error and after hooks): a WeakMap keyed by the Request cost ~1 µs a request.
- */
-interface Timed {
-  requestStartedAt?: number
-}
+const startedAt = new WeakMap<Request, number>()
 const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** Embedded-store uploads stream their own body (up to 15 MB) and are never parsed as JSON. */
@@ -90,16 +84,15 @@ function toApiError(code: string | number, error: unknown): ApiError {
 }
 
 /** Seconds since onRequest; 0 when the request never passed it. */
-function elapsedSeconds(context: object): number {
-  const t0 = (context as Timed).requestStartedAt
+function elapsedSeconds(request: Request): number {
+  const t0 = startedAt.get(request)
   return t0 === undefined ? 0 : (performance.now() - t0) / 1000
 }
 
 export function foundation(log: Logger, metrics?: RequestMetrics) {
   const app = new Elysia({ name: 'foundation' })
-    .onRequest((context) => {
-      const { request, set } = context
-      ;(context as Timed).requestStartedAt = performance.now()
+    .onRequest(({ request, set }) => {
+      startedAt.set(request, performance.now())
       const given = request.headers.get('x-request-id')
       set.headers['x-request-id'] = given && CLIENT_ID_RE.test(given) ? given : newId()
       // request.url is absolute: the path and query are what the client sent.
@@ -120,16 +113,15 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
       if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path)) return null
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
-    .onAfterHandle({ as: 'global' }, (context) => {
-      const { request, route, set, response } = context
+    .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {
       const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : 200
-      metrics?.observe(request.method, route || 'unmatched', status, elapsedSeconds(context))
+      metrics?.observe(request.method, route || 'unmatched', status, elapsedSeconds(request))
     })
     .onError({ as: 'global' }, (c) => {
       const { code, error, set, request } = c
       const apiError = toApiError(code, error)
       const route = 'route' in c && typeof c.route === 'string' && code !== 'NOT_FOUND' ? c.route : 'unmatched'
-      metrics?.observe(request.method, route || 'unmatched', apiError.status, elapsedSeconds(c))
+      metrics?.observe(request.method, route || 'unmatched', apiError.status, elapsedSeconds(request))
       const requestId = String(set.headers['x-request-id'] ?? newId())
       set.headers['x-request-id'] = requestId
       if (apiError.code === 'internal_error') {
@@ -153,9 +145,8 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
   // The per-request line is only registered when it will be written: Elysia schedules an extra task per
   // request for an after-response hook (measured: ~30% of a list request's CPU at log level warn).
   if (!log.enabled('info')) return app
-  return app.onAfterResponse({ as: 'global' }, (context) => {
-    const { request, set, route } = context
-    const t0 = (context as Timed).requestStartedAt
+  return app.onAfterResponse({ as: 'global' }, ({ request, set, route }) => {
+    const t0 = startedAt.get(request)
     log.info('request', {
       method: request.method,
       route: route || new URL(request.url).pathname,
