@@ -113,11 +113,24 @@ export function templatedSiblings(a: string, b: string): boolean {
   return named(onlyA, ta, la) && named(onlyB, tb, lb)
 }
 
-export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+/**
+ * The rules that refuse a merge whatever the score (numbers, versions, templated titles, polarity), or
+ * null. Apart from `decide` so a caller can skip computing a costly score for a pair that is refused anyway.
+ */
+export function veto(query: CandidateView['features'], candidate: CandidateView['features']): Verdict | null {
   if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'different numbers in titles' }
   if (disjoint(query.versions, candidate.versions)) return { attach: false, reason: 'different versions in titles' }
   if (templatedSiblings(query.title, candidate.title)) return { attach: false, reason: 'templated sibling titles (a different name substituted)' }
   if (query.polarity && candidate.polarity && query.polarity !== candidate.polarity) return { attach: false, reason: 'opposite symptoms (too often vs never)' }
+  return null
+}
+
+export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+  return veto(query, candidate) ?? decideOnScore(query, candidate, score, t)
+}
+
+/** `decide` for a pair `veto` let through: the score against the (possibly raised) thresholds. */
+export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
   // A very short report matches too much: it merges only on near-identical wording.
   const extra = Math.min(query.distinctWords, candidate.distinctWords) < SHORT_REPORT_WORDS ? SHORT_REPORT_EXTRA : 0
   if (score >= t.strong + extra) return { attach: true, reason: `strong similarity ${score.toFixed(2)}` }
