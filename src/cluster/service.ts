@@ -19,7 +19,7 @@ import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
 import { blend, combine } from './rerank'
 import { calibrate } from './calibrate'
-import { decide, decideOnScore, DEFAULT_THRESHOLDS, veto, type CandidateView, type Thresholds } from './decide'
+import { decide, decideOnScore, DEFAULT_THRESHOLDS, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
@@ -162,21 +162,23 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
    */
   function cachedCandidates(appId: string, near: { id: string; wordScore: number }[], index: AppIndex): Candidate[] {
     let missing: string[] | null = null
-    for (const c of near) if (texts.get(c.id) === undefined) (missing ??= []).push(c.id)
+    const held = near.map((c) => {
+      const text = texts.get(c.id)
+      if (text === undefined) (missing ??= []).push(c.id)
+      return text
+    })
     const rows = missing ? repo.getCandidates(missing) : null
     const out: Candidate[] = []
-    for (const c of near) {
-      let text = rows ? undefined : texts.get(c.id)
-      if (rows) {
-        const r = rows.get(c.id)
-        if (r) {
-          if (r.app_id !== appId) continue
-          remember(r)
-          text = r.text
-        } else text = texts.get(c.id)
+    for (let i = 0; i < near.length; i++) {
+      const c = near[i]
+      let text = held[i]
+      if (text === undefined) {
+        const r = rows!.get(c.id)
+        if (!r || r.app_id !== appId) continue
+        remember(r)
+        text = r.text
       }
-      if (text === undefined) continue
-      out.push({ id: c.id, wordScore: c.wordScore, text, duplicateOfId: index.doc(c.id)?.leadId ?? null, row: null })
+      out.push({ id: c.id, wordScore: c.wordScore, text, duplicateOfId: index.leadOf(c.id), row: null })
     }
     return out
   }
@@ -340,9 +342,11 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
           // A member the rules refuse whatever the score needs no cluster score (the costly part).
           let v = veto(f, c.features)
           if (!v) {
-            // Against a cluster with duplicates, the whole cluster's vocabulary counts too.
+            // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only
+            // raise the score: not computed when the member's own score already attaches (the verdict
+            // is the same; its reason then names the member's score).
             const score =
-              index.clusterSize(rootId) > 1
+              index.clusterSize(rootId) > 1 && !strongEnough(f, c.features, c.score, thresholds)
                 ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
                 : c.score
             v = rootId === c.id ? decideOnScore(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)

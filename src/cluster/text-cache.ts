@@ -3,7 +3,7 @@
  * SQLite for their texts alone (one statement, ~50 µs a report: 15 random B-tree seeks). A sanitized
  * report's text never changes (only a raw row is scrubbed, and raw rows are never indexed), so a cached
  * text cannot go stale; what can change (a lead's status, a report's cluster) is not kept here.
- * Bounded in entries and characters, least recently used out first; misses are read from the database.
+ * Bounded in entries and characters, oldest out first; misses are read from the database.
  */
 
 /** Characters held at most (~8 MB of one-byte text): ~40k widget reports, or ~4k long technical ones. */
@@ -23,14 +23,12 @@ export class TextCache {
     return this.texts.size
   }
 
-  /** The text, marked as recently used; undefined when not held. */
+  /**
+   * The text, or undefined when not held. Reading does not reorder (the oldest entry goes first): the
+   * candidates of a new report are mostly recent reports, and a re-read miss puts a text back at the end.
+   */
   get(id: string): string | undefined {
-    const text = this.texts.get(id)
-    if (text !== undefined) {
-      this.texts.delete(id)
-      this.texts.set(id, text)
-    }
-    return text
+    return this.texts.get(id)
   }
 
   /** Holds a sanitized report's text (never a raw one: the caller checks). */
