@@ -18,8 +18,9 @@ const RETRIEVAL_TERMS = 12
 const MAX_POSTINGS_PER_TERM = 1000
 
 export class AppIndex {
-  /** Reused score accumulator, one slot per indexed report. */
+  /** Reused score accumulator, one slot per indexed report, and the slots a query touched in it. */
   private acc = new Float64Array(1024)
+  private touched = new Int32Array(0)
   private termIds = new Map<string, number>()
   private df: number[] = []
   private postings: number[][] = []
@@ -261,21 +262,25 @@ export class AppIndex {
     if (this.acc.length < this.docs.slots) this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
     const acc = this.acc
     const alive = this.docs.aliveFlags
-    const touched: number[] = []
+    if (this.touched.length < RETRIEVAL_TERMS * MAX_POSTINGS_PER_TERM) this.touched = new Int32Array(RETRIEVAL_TERMS * MAX_POSTINGS_PER_TERM)
+    const touched = this.touched
+    let nTouched = 0
     for (const { tid, w, idf } of retrieval) {
       const list = this.postings[tid]
       const stop = Math.max(0, list.length - MAX_POSTINGS_PER_TERM)
+      const add = w * idf
       for (let i = list.length - 1; i >= stop; i--) {
         const slot = list[i]
         if (alive[slot] !== 1) continue
-        if (acc[slot] === 0) touched.push(slot)
-        acc[slot] += w * idf
+        if (acc[slot] === 0) touched[nTouched++] = slot
+        acc[slot] += add
       }
     }
     const selfSlot = this.slotOf.get(f.id)
     const keep = Math.max(limit * 3, 40)
     const top = new TopK(keep)
-    for (const slot of touched) {
+    for (let i = 0; i < nTouched; i++) {
+      const slot = touched[i]
       if (slot !== selfSlot) top.offer(slot, acc[slot])
       acc[slot] = 0
     }
