@@ -8,6 +8,11 @@
  * average, and the clusters the drain made (leads, largest cluster) so a faster run can be checked to have
  * done the same work. Bounded: N reports (default 4000), the drain stops after MAX_SECONDS (default 60).
  *
+ * `DRAIN_CORPUS=1`: the bodies are the labelled corpora's 763 reports instead (test/fixtures: short end-user
+ * notes with their pages, components and console errors, and long technical reports), in a fixed shuffled
+ * order; each pass after the first adds a line to every text ("Seen again …", outside the title), so a
+ * burst is realistic: few exact repeats, clusters of paraphrases, many singletons.
+ *
  * Usage: bun bench/drain-worker.ts [N=4000] [MAX_SECONDS=60]
  *   profile the drain alone: bun bench/drain-worker.ts 4000 60 --seed-only /tmp/d   (intake, then exit)
  *                            bun --cpu-prof-md --cpu-prof-dir=P bench/drain-worker.ts 0 60 --drain-only /tmp/d
@@ -21,6 +26,8 @@ import { loadConfig } from '../src/config'
 import { Logger } from '../src/core/logger'
 import { startServer } from '../src/server'
 import { createTenantsService } from '../src/modules/tenants/service'
+import { prng } from '../test/sanitize-fixtures'
+import type { Corpus } from '../test/fixtures/corpus'
 
 /** CPU seconds of this process's main thread (the one draining), from /proc: other threads (GC, checkpoints) apart. */
 function threadCpuSeconds(): number {
@@ -63,6 +70,28 @@ const bodies = Array.from({ length: 64 }, (_, k) => {
   })
 })
 
+/** The corpora's reports as widget bodies (DRAIN_CORPUS=1), shuffled once with a fixed seed. */
+function corpusBodies(n: number): string[] {
+  const rand = prng(11)
+  const reports = ['dedup-corpus.json', 'real-corpus.json']
+    .flatMap((f) => (JSON.parse(readFileSync(join(import.meta.dir, '..', 'test', 'fixtures', f), 'utf8')) as Corpus).apps.flatMap((a) => a.reports))
+    .sort(() => rand() - 0.5)
+  return Array.from({ length: n }, (_, k) => {
+    const r = reports[k % reports.length]
+    const pass = Math.floor(k / reports.length)
+    const ts = 1763880000000 + k * 1000
+    return JSON.stringify({
+      text: (pass === 0 ? r.text : `${r.text}\nSeen again by user ${pass} on ${pages[pass % pages.length]}.`).slice(0, 20_000),
+      url: r.url ?? `https://shop.example${pages[k % pages.length]}`,
+      severity: severities[k % 3],
+      viewport: { w: 1440, h: 900, dpr: 2 },
+      ...(r.consoleError ? { consoleLogs: [{ level: 'error', message: r.consoleError, ts }] } : {}),
+      ...(r.component ? { componentTarget: { name: r.component } } : {}),
+    })
+  })
+}
+const corpus = process.env.DRAIN_CORPUS === '1' && mode !== '--drain-only' ? corpusBodies(N) : null
+
 const dataDir = givenDir ?? mkdtempSync(join(tmpdir(), 'fixloop-drain-'))
 const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', FIXLOOP_AGENT_SANDBOX: 'off' })
 const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
@@ -78,7 +107,7 @@ try {
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (sent < N && mode !== '--drain-only') {
-        const body = bodies[sent++ % bodies.length]
+        const body = corpus ? corpus[sent++] : bodies[sent++ % bodies.length]
         const res = await fetch(`${server.url}/v1/feedback`, { method: 'POST', headers, body })
         if (res.status !== 201) failed++
         await res.arrayBuffer()

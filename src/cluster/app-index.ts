@@ -18,8 +18,9 @@ const RETRIEVAL_TERMS = 12
 const MAX_POSTINGS_PER_TERM = 1000
 
 export class AppIndex {
-  /** Reused score accumulator, one slot per indexed report. */
+  /** Reused score accumulator, one slot per indexed report, and the slots a query touched in it. */
   private acc = new Float64Array(1024)
+  private touched = new Int32Array(0)
   private termIds = new Map<string, number>()
   private df: number[] = []
   private postings: number[][] = []
@@ -127,13 +128,45 @@ export class AppIndex {
     if (leadId) this.link(id, leadId)
   }
 
-  /** Adds an indexed report's TF-IDF vector, scaled, to `into` (inside a query: `beginQuery` first). */
-  private vector(slot: number, into: Map<number, number>, scale: number): void {
+  /**
+   * Reused dense per-term tables (a generation stamp marks the entries of the current use): a cluster's
+   * centroid, and a query's word weights. Same sums in the same order as maps, without a map per query.
+   */
+  private centroid = new Float64Array(0)
+  private centroidStamp = new Uint32Array(0)
+  private centroidGen = 0
+  private touchedTerms: number[] = []
+  private queryWeight = new Float64Array(0)
+  private queryWeightStamp = new Uint32Array(0)
+  private queryWeightGen = 0
+
+  /** Sizes the per-term tables to the vocabulary; returns the next generation of each (0 wraps to a clear). */
+  private termTables(): void {
+    if (this.centroid.length < this.df.length) {
+      const size = Math.max(this.df.length, this.centroid.length * 2, 1024)
+      this.centroid = new Float64Array(size)
+      this.centroidStamp = new Uint32Array(size)
+      this.queryWeight = new Float64Array(size)
+      this.queryWeightStamp = new Uint32Array(size)
+      this.centroidGen = this.queryWeightGen = 0
+    }
+  }
+
+  /** Adds an indexed report's TF-IDF vector, scaled, to the centroid (inside a query: `beginQuery` first). */
+  private vector(slot: number, scale: number): void {
     const terms = this.docs.terms
     const tfs = this.docs.tfs
+    const centroid = this.centroid
+    const stamp = this.centroidStamp
+    const gen = this.centroidGen
     for (let i = this.docs.termsStart(slot), end = this.docs.termsEnd(slot); i < end; i++) {
       const tid = terms[i]
-      into.set(tid, (into.get(tid) ?? 0) + scale * tfs[i] * this.queryIdf(tid))
+      if (stamp[tid] !== gen) {
+        stamp[tid] = gen
+        centroid[tid] = 0
+        this.touchedTerms.push(tid)
+      }
+      centroid[tid] = centroid[tid] + scale * tfs[i] * this.queryIdf(tid)
     }
   }
 
@@ -143,33 +176,54 @@ export class AppIndex {
    * report does.
    */
   clusterScore(f: Features, rootId: string, maxMembers = 50): number {
-    const ids = [rootId, ...[...(this.members.get(rootId) ?? [])].slice(-maxMembers)].filter((id) => id !== f.id)
     this.beginQuery()
-    const centroid = new Map<number, number>()
+    this.termTables()
+    if (++this.centroidGen === 0xffffffff) {
+      this.centroidStamp.fill(0)
+      this.centroidGen = 1
+    }
+    this.touchedTerms.length = 0
     const terms = this.docs.terms
     const tfs = this.docs.tfs
-    for (const id of ids) {
+    const addMember = (id: string): void => {
+      if (id === f.id) return
       const slot = this.slotOf.get(id)
-      if (slot === undefined) continue
+      if (slot === undefined) return
       let norm = 0
       for (let i = this.docs.termsStart(slot), end = this.docs.termsEnd(slot); i < end; i++) norm += (tfs[i] * this.queryIdf(terms[i])) ** 2
-      if (norm > 0) this.vector(slot, centroid, 1 / Math.sqrt(norm))
+      if (norm > 0) this.vector(slot, 1 / Math.sqrt(norm))
     }
+    // The lead, then its newest `maxMembers` duplicates (a set keeps the order they joined in).
+    addMember(rootId)
+    const members = this.members.get(rootId)
+    if (members) {
+      let skip = members.size - maxMembers
+      for (const id of members) if (skip-- <= 0) addMember(id)
+    }
+    const centroid = this.centroid
+    const stamp = this.centroidStamp
+    const gen = this.centroidGen
     let dot = 0
     let cNorm = 0
     let qNorm = 0
-    for (const w of centroid.values()) cNorm += w * w
+    for (const tid of this.touchedTerms) cNorm += centroid[tid] * centroid[tid]
     for (const [word, tf] of f.tf) {
       const tid = this.termIds.get(word)
       const qw = tf * (tid === undefined ? Math.log(1 + (this.live + 1)) : this.queryIdf(tid))
       qNorm += qw * qw
-      if (tid !== undefined) dot += qw * (centroid.get(tid) ?? 0)
+      if (tid !== undefined) dot += qw * (stamp[tid] === gen ? centroid[tid] : 0)
     }
     return cNorm === 0 || qNorm === 0 ? 0 : dot / Math.sqrt(cNorm * qNorm)
   }
 
   clusterSize(rootId: string): number {
     return 1 + (this.members.get(rootId)?.size ?? 0)
+  }
+
+  /** The lead an indexed report duplicates (null for a lead, or a report not indexed). */
+  leadOf(id: string): string | null {
+    const slot = this.slotOf.get(id)
+    return slot === undefined ? null : this.docs.leadId(slot)
   }
 
   /** The stored features of an indexed report (what the merge rules compare). */
@@ -207,27 +261,43 @@ export class AppIndex {
       .slice(0, RETRIEVAL_TERMS)
     if (this.acc.length < this.docs.slots) this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
     const acc = this.acc
-    const touched: number[] = []
+    const alive = this.docs.aliveFlags
+    if (this.touched.length < RETRIEVAL_TERMS * MAX_POSTINGS_PER_TERM) this.touched = new Int32Array(RETRIEVAL_TERMS * MAX_POSTINGS_PER_TERM)
+    const touched = this.touched
+    let nTouched = 0
     for (const { tid, w, idf } of retrieval) {
       const list = this.postings[tid]
       const stop = Math.max(0, list.length - MAX_POSTINGS_PER_TERM)
+      const add = w * idf
       for (let i = list.length - 1; i >= stop; i--) {
         const slot = list[i]
-        if (!this.docs.isAlive(slot)) continue
-        if (acc[slot] === 0) touched.push(slot)
-        acc[slot] += w * idf
+        if (alive[slot] !== 1) continue
+        if (acc[slot] === 0) touched[nTouched++] = slot
+        acc[slot] += add
       }
     }
     const selfSlot = this.slotOf.get(f.id)
     const keep = Math.max(limit * 3, 40)
     const top = new TopK(keep)
-    for (const slot of touched) {
+    for (let i = 0; i < nTouched; i++) {
+      const slot = touched[i]
       if (slot !== selfSlot) top.offer(slot, acc[slot])
       acc[slot] = 0
     }
     // Full cosine for the best partial matches only.
     const shortlist = top.sorted()
-    const qWeights = new Map(query.map((q) => [q.tid, q.w]))
+    this.termTables()
+    if (++this.queryWeightGen === 0xffffffff) {
+      this.queryWeightStamp.fill(0)
+      this.queryWeightGen = 1
+    }
+    const qWeight = this.queryWeight
+    const qStamp = this.queryWeightStamp
+    const qGen = this.queryWeightGen
+    for (const q of query) {
+      qWeight[q.tid] = q.w
+      qStamp[q.tid] = qGen
+    }
     const scored: Scored[] = []
     const terms = this.docs.terms
     const tfs = this.docs.tfs
@@ -238,8 +308,7 @@ export class AppIndex {
         const tid = terms[i]
         const w = tfs[i] * this.queryIdf(tid)
         dNorm += w * w
-        const qw = qWeights.get(tid)
-        if (qw !== undefined) dot += qw * w
+        if (qStamp[tid] === qGen) dot += qWeight[tid] * w
       }
       if (dNorm > 0) scored.push({ id: this.docs.id(slot), wordScore: dot / (qNorm * Math.sqrt(dNorm)) })
     }

@@ -75,6 +75,26 @@ function titleTokens(title: string): string[] {
   return title.match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
 }
 
+/** A title's tokens and where each lowercased one last occurs. */
+interface TitleParts {
+  tokens: string[]
+  positions: Map<string, number>
+}
+
+/** Titles seen lately: a report is compared with up to 15 candidates, and a lead's title with many reports. */
+const titles = new Map<string, TitleParts>()
+
+function titleParts(title: string): TitleParts {
+  let parts = titles.get(title)
+  if (!parts) {
+    const tokens = titleTokens(title)
+    parts = { tokens, positions: new Map(tokens.map((t, i) => [t.toLowerCase(), i])) }
+    if (titles.size >= 4096) titles.clear()
+    titles.set(title, parts)
+  }
+  return parts
+}
+
 /** A token that names a thing rather than says something: a version, a module, a product, an OS. */
 function nameLike(token: string, position: number): boolean {
   return /\d|[-_./+#]/.test(token) || /[A-Z]/.test(token.slice(1)) || (position > 0 && /^[A-Z]/.test(token))
@@ -87,10 +107,10 @@ function nameLike(token: string, position: number): boolean {
  * texts are near-identical, so no score can tell them apart — only the substituted name can.
  */
 export function templatedSiblings(a: string, b: string): boolean {
-  const ta = titleTokens(a)
-  const tb = titleTokens(b)
-  const la = new Map(ta.map((t, i) => [t.toLowerCase(), i]))
-  const lb = new Map(tb.map((t, i) => [t.toLowerCase(), i]))
+  // One title twice: no token differs (what the rules below conclude, without the work).
+  if (a === b) return false
+  const { tokens: ta, positions: la } = titleParts(a)
+  const { tokens: tb, positions: lb } = titleParts(b)
   if (la.size < 3 || lb.size < 3) return false
   const onlyA = [...la.keys()].filter((t) => !lb.has(t))
   const onlyB = [...lb.keys()].filter((t) => !la.has(t))
@@ -113,13 +133,37 @@ export function templatedSiblings(a: string, b: string): boolean {
   return named(onlyA, ta, la) && named(onlyB, tb, lb)
 }
 
-export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+/**
+ * The rules that refuse a merge whatever the score (numbers, versions, templated titles, polarity), or
+ * null. Apart from `decide` so a caller can skip computing a costly score for a pair that is refused anyway.
+ */
+export function veto(query: CandidateView['features'], candidate: CandidateView['features']): Verdict | null {
   if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'different numbers in titles' }
   if (disjoint(query.versions, candidate.versions)) return { attach: false, reason: 'different versions in titles' }
   if (templatedSiblings(query.title, candidate.title)) return { attach: false, reason: 'templated sibling titles (a different name substituted)' }
   if (query.polarity && candidate.polarity && query.polarity !== candidate.polarity) return { attach: false, reason: 'opposite symptoms (too often vs never)' }
-  // A very short report matches too much: it merges only on near-identical wording.
-  const extra = Math.min(query.distinctWords, candidate.distinctWords) < SHORT_REPORT_WORDS ? SHORT_REPORT_EXTRA : 0
+  return null
+}
+
+export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+  return veto(query, candidate) ?? decideOnScore(query, candidate, score, t)
+}
+
+/** A very short report matches too much: it merges only on near-identical wording. */
+const shortExtra = (query: CandidateView['features'], candidate: CandidateView['features']): number =>
+  Math.min(query.distinctWords, candidate.distinctWords) < SHORT_REPORT_WORDS ? SHORT_REPORT_EXTRA : 0
+
+/**
+ * True when `score` alone attaches the pair (once `veto` let it through): a higher score cannot change
+ * that, so a caller may skip computing one (a cluster's centroid score only ever raises the score).
+ */
+export function strongEnough(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): boolean {
+  return score >= t.strong + shortExtra(query, candidate)
+}
+
+/** `decide` for a pair `veto` let through: the score against the (possibly raised) thresholds. */
+export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+  const extra = shortExtra(query, candidate)
   if (score >= t.strong + extra) return { attach: true, reason: `strong similarity ${score.toFixed(2)}` }
   const agree = corroboration(query, candidate)
   if (score >= t.moderate + extra && agree.length > 0) return { attach: true, reason: `similarity ${score.toFixed(2)} with same ${agree.join(', ')}` }

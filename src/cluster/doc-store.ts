@@ -96,6 +96,11 @@ export class DocStore {
     return slot
   }
 
+  /** 1 per live slot, 0 per removed one (read it again after a push: it may have grown). For hot loops. */
+  get aliveFlags(): Uint8Array {
+    return this.alive
+  }
+
   isAlive(slot: number): boolean {
     return this.alive[slot] === 1
   }

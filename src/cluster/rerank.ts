@@ -5,7 +5,6 @@
  * inflections the stemmer leaves apart, typos, partial class names in stack traces. Measured on long
  * real bug reports, the blend beat words alone for /similar R@1 and R@5 (docs/triage.md).
  */
-import { trigrams } from './features'
 
 export interface BlendWeights {
   /** Today's score: word TF-IDF cosine blended with raw trigram cosine by `todayWordWeight`. */
@@ -28,21 +27,67 @@ export interface GramVector {
   counts: Float32Array
 }
 
+/** Characters of a report read for its trigrams (as `trigrams` in tokenize.ts, which this matches). */
+const TRIGRAM_LIMIT = 2000
+
+/**
+ * A text as n-grams see it, as char codes in a reused buffer: lowercased, accents folded, every run of
+ * characters other than a-z and 0-9 one space, trimmed, cut to `limit` characters, with one space added
+ * on each side; returns the length. The same string as
+ * `' ' + fold(text).replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '`, built in one pass that
+ * stops at `limit` (a 20 kB stack trace is not lowercased and scanned whole for its first 2,000 characters).
+ */
+let normBuf = new Uint8Array(TRIGRAM_LIMIT + 2)
+function normalize(text: string, limit: number): number {
+  if (normBuf.length < limit + 2) normBuf = new Uint8Array(limit + 2)
+  const out = normBuf
+  // Plain ASCII is lowercased here; anything else the way tokenize.ts folds it (then only a-z, 0-9 count).
+  const ascii = !NON_ASCII.test(text)
+  const src = ascii ? text : foldNonAscii(text)
+  let n = 1
+  out[0] = 32
+  let gap = false
+  for (let i = 0; i < src.length; i++) {
+    let c = src.charCodeAt(i)
+    if (ascii && c >= 65 && c <= 90) c |= 0x20
+    if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
+      if (gap && n > 1) {
+        if (n - 1 >= limit) break
+        out[n++] = 32
+      }
+      gap = false
+      if (n - 1 >= limit) break
+      out[n++] = c
+    } else gap = true
+  }
+  out[n++] = 32
+  return n
+}
+const NON_ASCII = /[^\x00-\x7f]/
+const foldNonAscii = (text: string): string => {
+  const lower = text.toLowerCase()
+  return NON_ASCII.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
+}
+
 /**
  * Character 3-, 4- and 5-grams (letters and digits, spaces collapsed), each hashed to an int, as a
  * sorted vector: two sorted vectors meet in one merge pass, with no hash map per comparison.
  */
 export function charGrams(text: string, limit = CHAR_LIMIT): GramVector {
-  const lower = text.toLowerCase()
-  const plain = /[^\x00-\x7f]/.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
-  const norm = ' ' + plain.replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '
-  const all = new Int32Array(Math.max(0, 3 * (norm.length - 2)))
+  return charGramsOf(normBuf, normalize(text, limit))
+}
+
+let gramBuf = new Int32Array(3 * CHAR_LIMIT)
+/** The 3-5-grams of a normalized text (`norm[0..len)`). */
+function charGramsOf(norm: Uint8Array, len: number): GramVector {
+  if (gramBuf.length < 3 * len) gramBuf = new Int32Array(3 * len)
+  const all = gramBuf
   let n = 0
-  for (let i = 0; i + 3 <= norm.length; i++) {
+  for (let i = 0; i + 3 <= len; i++) {
     // FNV-1a over the gram, extended one character at a time: 3-, 4- and 5-grams from one pass.
     let h = 0x811c9dc5
-    for (let k = 0; k < 5 && i + k < norm.length; k++) {
-      h = Math.imul(h ^ norm.charCodeAt(i + k), 0x01000193)
+    for (let k = 0; k < 5 && i + k < len; k++) {
+      h = Math.imul(h ^ norm[i + k], 0x01000193)
       if (k >= 2) all[n++] = h ^ k
     }
   }
@@ -57,7 +102,7 @@ export function charGrams(text: string, limit = CHAR_LIMIT): GramVector {
       counts[u] = 1
     }
   }
-  return { keys: keys.subarray(0, u + 1), counts: counts.subarray(0, u + 1) }
+  return { keys: keys.slice(0, u + 1), counts: counts.slice(0, u + 1) }
 }
 
 /**
@@ -194,23 +239,79 @@ export interface Blended {
 }
 
 /** A report's character trigrams as a sorted vector, with the sum of its squared counts. */
-interface TrigramVector {
+export interface TrigramVector {
   keys: Int32Array
   counts: Float64Array
   sumSquares: number
 }
 
-function trigramVector(text: string): TrigramVector {
-  const map = trigrams(text)
-  const keys = Int32Array.from(map.keys()).sort()
-  const counts = new Float64Array(keys.length)
+/**
+ * Trigram counts by symbol: a normalized text has 37 symbols (space, 0-9, a-z), so a trigram is one of
+ * 37³ slots, in the same order as its key (three 7-bit codes): counting needs no map, and sorting only
+ * the distinct slots gives the keys in order.
+ */
+const SYMBOL = new Int8Array(128).fill(-1)
+const SYMBOL_CODE = new Int32Array(37)
+{
+  const symbols = ' 0123456789abcdefghijklmnopqrstuvwxyz'
+  for (let r = 0; r < symbols.length; r++) {
+    SYMBOL[symbols.charCodeAt(r)] = r
+    SYMBOL_CODE[r] = symbols.charCodeAt(r)
+  }
+}
+const triCount = new Uint16Array(37 * 37 * 37)
+const triStamp = new Uint32Array(37 * 37 * 37)
+let triGeneration = 0
+let triSlots = new Int32Array(TRIGRAM_LIMIT + 2)
+
+/** The trigram vector of a normalized text (`norm[0..len)`): what `trigrams` in tokenize.ts counts, sorted. */
+function trigramVectorOf(norm: Uint8Array, len: number): TrigramVector {
+  if (++triGeneration === 0xffffffff) {
+    triStamp.fill(0)
+    triGeneration = 1
+  }
+  const gen = triGeneration
+  if (triSlots.length < len) triSlots = new Int32Array(len)
+  let distinct = 0
+  for (let i = 0; i + 3 <= len; i++) {
+    const slot = SYMBOL[norm[i]] * 1369 + SYMBOL[norm[i + 1]] * 37 + SYMBOL[norm[i + 2]]
+    if (triStamp[slot] !== gen) {
+      triStamp[slot] = gen
+      triCount[slot] = 0
+      triSlots[distinct++] = slot
+    }
+    triCount[slot]++
+  }
+  const slots = triSlots.subarray(0, distinct).sort()
+  const keys = new Int32Array(distinct)
+  const counts = new Float64Array(distinct)
   let sumSquares = 0
-  for (let i = 0; i < keys.length; i++) {
-    const c = map.get(keys[i])!
-    counts[i] = c
-    sumSquares += c * c
+  for (let i = 0; i < distinct; i++) {
+    const slot = slots[i]
+    const a = (slot / 1369) | 0
+    const b = ((slot - a * 1369) / 37) | 0
+    const c = slot - a * 1369 - b * 37
+    keys[i] = (SYMBOL_CODE[a] << 14) | (SYMBOL_CODE[b] << 7) | SYMBOL_CODE[c]
+    const count = triCount[slot]
+    counts[i] = count
+    sumSquares += count * count
   }
   return { keys, counts, sumSquares }
+}
+
+/** Both n-gram vectors of a text, from one normalization (the char grams read the first CHAR_LIMIT characters of it). */
+export function gramsFromText(text: string): Grams {
+  const len = normalize(text, TRIGRAM_LIMIT)
+  const tri = trigramVectorOf(normBuf, len)
+  // The first CHAR_LIMIT characters and the closing space: the same text `charGrams` would normalize.
+  let charLen = len
+  if (len - 2 > CHAR_LIMIT) {
+    // The cut may leave a trailing space (the cut fell on a gap): as `.trim().slice(0, limit)` would.
+    charLen = CHAR_LIMIT + 1
+    normBuf[charLen++] = 32
+  }
+  const chars = charGramsOf(normBuf, charLen)
+  return { chars, tri }
 }
 
 /** Cosine of two trigram count vectors (the counts are integers: every sum is exact, as with maps). */
@@ -227,7 +328,7 @@ function trigramVectorCosine(a: TrigramVector, b: TrigramVector): number {
   return dot / Math.sqrt(a.sumSquares * b.sumSquares)
 }
 
-interface Grams {
+export interface Grams {
   chars: GramVector
   tri: TrigramVector
 }
@@ -247,7 +348,7 @@ function gramsOf(text: string): Grams {
     recent.set(text, hit) // most recently used last
     return hit
   }
-  const g = { chars: charGrams(text), tri: trigramVector(text) }
+  const g = gramsFromText(text)
   if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!)
   recent.set(text, g)
   return g

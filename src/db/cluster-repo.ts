@@ -7,6 +7,7 @@ import type { Database, Statement } from 'bun:sqlite'
 import type { FeedbackCoreColumns } from './feedback-row'
 
 export interface ClusterRow extends FeedbackCoreColumns {
+  created_at: number
   component_target: string | null
   console_logs: string | null
   merge_locked: number
@@ -15,7 +16,13 @@ export interface ClusterRow extends FeedbackCoreColumns {
 }
 
 /** A candidate of a ranking: a row without the columns only features are built from. */
-export type CandidateRow = Omit<ClusterRow, 'console_logs' | 'component_target'>
+export type CandidateRow = Omit<ClusterRow, 'console_logs' | 'component_target' | 'created_at'>
+
+/** What decides whether a report can take duplicates now (read fresh: another connection may archive it). */
+export interface RootState {
+  status: ClusterRow['status']
+  duplicate_of_id: string | null
+}
 
 export interface LeadSummary {
   duplicateCount: number
@@ -25,13 +32,14 @@ export interface LeadSummary {
 }
 
 export function createClusterRepo(sqlite: Database) {
-  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions'
+  const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions, created_at'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
   // A ranking's candidates: what ranking and the merge rules read (console logs and the component, the
   // largest columns, only feed features, which the similarity index already holds).
   const getRows: Statement = sqlite.query(
     'SELECT id, org_id, app_id, status, version, text, url, duplicate_of_id, merge_locked, redactions FROM feedback WHERE id IN (SELECT value FROM json_each(?))',
   )
+  const rootState: Statement = sqlite.query('SELECT status, duplicate_of_id FROM feedback WHERE id = ?')
   // The newest clustered reports of the App, oldest first (postings are walked newest-first from their end).
   // A report whose `process` job is still queued is not clustered yet, even when it is sanitized already
   // (worker/sanitize-ahead.ts): it joins the index when its job clusters it, not as a lead of its own.
@@ -44,8 +52,9 @@ export function createClusterRepo(sqlite: Database) {
   )
   const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
-  const dupTexts: Statement = sqlite.query('SELECT text FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
-  const dupStats: Statement = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = ?')
+  const dupTexts: Statement = sqlite.query('SELECT id, text FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
+  const dupStats: Statement = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(id) AS maxId FROM feedback WHERE duplicate_of_id = ?')
+  const rawDuplicate: Statement = sqlite.query('SELECT 1 FROM feedback WHERE duplicate_of_id = ? AND redactions IS NULL LIMIT 1')
   const saveLead: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
   )
@@ -53,6 +62,8 @@ export function createClusterRepo(sqlite: Database) {
 
   return {
     get: (id: string): ClusterRow | null => getRow.get(id) as ClusterRow | null,
+    /** A lead-to-be's status and link, or null when the report is gone. */
+    rootState: (id: string): RootState | null => rootState.get(id) as RootState | null,
     /** A ranking's candidates in one statement, by id (without their largest columns); missing ids are absent. */
     getCandidates(ids: string[]): Map<string, CandidateRow> {
       const out = new Map<string, CandidateRow>()
@@ -63,15 +74,22 @@ export function createClusterRepo(sqlite: Database) {
     iterateApp: (appId: string, limit: number): IterableIterator<ClusterRow> => loadApp.iterate(appId, limit) as IterableIterator<ClusterRow>,
     allOfApp: (appId: string, limit: number): ClusterRow[] => loadApp.all(appId, limit) as ClusterRow[],
     duplicateIds: (leadId: string): string[] => (duplicateIds.all(leadId) as { id: string }[]).map((d) => d.id),
-    /**
-     * The newest duplicates' texts (at most 200), each distinct one once, newest first, and how many
-     * texts that window holds, for the lead's consolidated text (a burst repeats one text many times).
-     */
-    duplicateTexts(leadId: string): { texts: string[]; count: number } {
-      const rows = dupTexts.all(leadId) as { text: string }[]
-      return { texts: [...new Set(rows.map((d) => d.text))], count: rows.length }
+    /** The newest sanitized duplicates (at most 200), newest first: ids and texts in step. */
+    duplicateTexts(leadId: string): { ids: string[]; texts: string[] } {
+      const rows = dupTexts.values(leadId) as [string, string][]
+      const ids: string[] = new Array(rows.length)
+      const texts: string[] = new Array(rows.length)
+      for (let i = 0; i < rows.length; i++) {
+        ids[i] = rows[i][0]
+        texts[i] = rows[i][1]
+      }
+      return { ids, texts }
     },
-    duplicateStats: (leadId: string): { n: number; last: number | null } => dupStats.get(leadId) as { n: number; last: number | null },
+    /** How many duplicates the lead has, the newest one's time and the greatest duplicate id (from the index alone). */
+    duplicateStats: (leadId: string): { n: number; last: number | null; maxId: string | null } =>
+      dupStats.get(leadId) as { n: number; last: number | null; maxId: string | null },
+    /** True when a duplicate of the lead is not sanitized yet (one merged raw before 0006). */
+    hasRawDuplicate: (leadId: string): boolean => rawDuplicate.get(leadId) !== null,
     saveLead: (leadId: string, s: LeadSummary, now: number) => saveLead.run(s.duplicateCount, s.lastDuplicateAt, s.theme, s.consolidatedText, now, leadId),
     /** Makes `id` a duplicate of `leadId` (its own summary is cleared); `locked` keeps clustering off it. */
     setDuplicate: (id: string, leadId: string, locked: boolean, now: number) => setDuplicate.run(leadId, locked ? 1 : 0, now, id),
