@@ -9,7 +9,8 @@ import { Database } from 'bun:sqlite'
 import { applyMigrations } from '../src/db/migrate'
 import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
 import { LAST_SEQ_SQL } from '../src/lifecycle/outbox'
-import { PURGE_SQL } from '../src/modules/events/repo'
+import { pageSql, PURGE_SQL } from '../src/modules/events/repo'
+import { listSql } from '../src/modules/feedback/repo'
 
 function plan(db: Database, sql: string): string {
   return (db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(' | ')
@@ -82,6 +83,38 @@ describe('event seq and retention', () => {
   test("the floor trigger's check of a deleted event is a seek too", () => {
     const p = plan(db, "SELECT 1 FROM events WHERE org_id = 'o' AND seq > 5")
     expect(p).toContain('COVERING INDEX events_org_seq_uq (org_id=? AND seq>?)')
+  })
+})
+
+/**
+ * The list page and the event pages bind their tenant values as `+?` (same plan, ~6 µs less per execution
+ * with bun's SQLite): every filter combination must still read its index in order, with no sort.
+ */
+describe('list and event pages', () => {
+  const db = new Database(':memory:')
+  applyMigrations(db)
+
+  test('every list filter combination walks its index in id order', () => {
+    for (const appId of [undefined, 'a'])
+      for (const status of [undefined, 'received'])
+        for (const cursor of [undefined, 'c'])
+          for (const includeDuplicates of [false, true]) {
+            const sql = listSql({ appId, status, cursor, includeDuplicates })
+            const p = plan(db, sql.replace(/\$(\w+)/g, (_, name: string) => (name === 'limit' ? '51' : `'${name}'`)))
+            const index = `feedback_${appId ? 'app' : 'org'}_${status ? 'status' : 'id'}_idx`
+            expect(p).toContain(index)
+            expect(p).not.toContain('TEMP B-TREE')
+          }
+  })
+
+  test('every event page (types, App filter) seeks events_org_seq_uq past the cursor, no sort', () => {
+    for (const types of [0, 3])
+      for (const withApp of [false, true]) {
+        let n = 0
+        const p = plan(db, pageSql(types, withApp).replace(/\?/g, () => (n++ === 0 ? "'o'" : "'1'")))
+        expect(p).toContain('events_org_seq_uq (org_id=? AND seq>?)')
+        expect(p).not.toContain('TEMP B-TREE')
+      }
   })
 })
 

@@ -66,6 +66,15 @@ export function idsBefore(before: number): string {
  */
 export const PURGE_SQL = 'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE id < ?1 AND created_at < ?2 LIMIT 5000)'
 
+/** One page of an Org's events: Org, after, `typeCount` types, the App when `withApp`, limit (bound in that order). */
+export function pageSql(typeCount: number, withApp: boolean): string {
+  const types = typeCount > 0 ? ` AND type IN (${Array(typeCount).fill('?').join(',')})` : ''
+  const app = withApp ? ' AND app_id = ?' : ''
+  // `+?`: same plan (events_org_seq_uq), without the ~6 µs per execution of a bound value compared
+  // straight to the ordered index (lifecycle/outbox.ts, LAST_SEQ_SQL; test/perf-plans.test.ts).
+  return `SELECT * FROM events WHERE org_id = +? AND seq > ?${types}${app} ORDER BY seq LIMIT ?`
+}
+
 export function createEventsRepo(sqlite: Database) {
   const lastSeq: Statement = sqlite.query(LAST_SEQ_SQL)
   const purge: Statement = sqlite.query(PURGE_SQL)
@@ -78,9 +87,7 @@ export function createEventsRepo(sqlite: Database) {
     const key = `${typeCount}|${withApp}`
     let st = statements.get(key)
     if (!st) {
-      const types = typeCount > 0 ? ` AND type IN (${Array(typeCount).fill('?').join(',')})` : ''
-      const app = withApp ? ' AND app_id = ?' : ''
-      st = sqlite.query(`SELECT * FROM events WHERE org_id = ? AND seq > ?${types}${app} ORDER BY seq LIMIT ?`)
+      st = sqlite.query(pageSql(typeCount, withApp))
       statements.set(key, st)
     }
     return st

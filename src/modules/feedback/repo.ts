@@ -63,6 +63,18 @@ export interface ListFilter {
   limit: number
 }
 
+/** The list page's SQL for one filter combination (the values are bound: $orgId, $appId, $status, $cursor, $limit). */
+export function listSql(f: Pick<ListFilter, 'appId' | 'status' | 'cursor' | 'includeDuplicates'>): string {
+  // With an appId the App's Org was checked by the caller; the tenant guard stays anyway.
+  // `+$x`: same plan, without the ~6 µs a bound value compared straight to the ordered index costs per
+  // execution with bun's SQLite (lifecycle/outbox.ts, LAST_SEQ_SQL; test/perf-plans.test.ts).
+  const conds = [f.appId ? 'app_id = +$appId AND org_id = +$orgId' : 'org_id = +$orgId']
+  if (f.status) conds.push('status = +$status')
+  if (f.cursor) conds.push('id < $cursor')
+  if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
+  return `SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $limit`
+}
+
 export function createFeedbackRepo(db: Db) {
   // The submission's writes are plain prepared statements: drizzle rebuilt their parameter lists per call
   // (fillPlaceholders), a measurable share of a submission's CPU.
@@ -115,12 +127,7 @@ export function createFeedbackRepo(db: Db) {
     const variant = [f.appId ? 'a' : 'o', f.status ? 's' : '', f.cursor ? 'c' : '', f.includeDuplicates ? 'd' : ''].join('')
     let stmt = listStatements.get(variant)
     if (!stmt) {
-      // With an appId the App's Org was checked by the caller; the tenant guard stays anyway.
-      const conds = [f.appId ? 'app_id = $appId AND org_id = $orgId' : 'org_id = $orgId']
-      if (f.status) conds.push('status = $status')
-      if (f.cursor) conds.push('id < $cursor')
-      if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
-      stmt = db.$client.query(`SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $limit`)
+      stmt = db.$client.query(listSql(f))
       listStatements.set(variant, stmt)
     }
     return stmt
