@@ -7,13 +7,16 @@
 #   fixloop- the compiled binary, its worker running as in production.
 # Every server is pinned to one core (taskset -c $BENCH_SERVER_CPU), wrk to the other. After the bursts,
 # with the floors stopped, the rate at which fixloop's worker drains its backlog (bench/drain.ts, bounded).
+# The drain runs with nothing else on the machine: the server's threads may then use both cores (its
+# processing thread on one, the sanitize-ahead thread on the other); BENCH_DRAIN_PINNED=1 keeps the
+# pinning of the load phase instead (every thread but the idle HTTP thread on the load core).
 # BENCH_BASELINE_BIN=/path/to/older/fixloop adds a fourth server, "baseline" (e.g. main's binary), taking
 # its turns like the others: before/after figures from one run, under the same machine load.
 #
 # Usage: bash bench/intake.sh     (or: bun run bench:intake)
 # Knobs (env): BENCH_ROWS=1000000 (the large database; the empty one always runs) BENCH_DURATION=10
 #   BENCH_WARMUP=5 BENCH_CONNECTIONS=64 BENCH_ROUNDS=2 BENCH_DRAIN_MAX=120 BENCH_SERVER_CPU=0
-#   BENCH_LOAD_CPU=1 BENCH_PIN_THREADS=1 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
+#   BENCH_LOAD_CPU=1 BENCH_PIN_THREADS=1 BENCH_DRAIN_PINNED=0 FIXLOOP_BIN=dist/fixloop BENCH_BASELINE_BIN= BENCH_OUT=bench/out/intake BENCH_KEEP=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -131,6 +134,11 @@ for size in $SIZES; do
   for s in $FIXLOOPS; do
     log "rows=$size: draining $s's backlog alone (at most ${DRAIN_MAX}s)"
     only "$s"
+    if [ "${BENCH_DRAIN_PINNED:-0}" != 1 ]; then
+      # Alone on the machine now: every thread of the server may run on either core.
+      taskset -apc "$SERVER_CPU,$LOAD_CPU" "${PID[$s]}" >/dev/null
+      echo "drain: every thread of pid ${PID[$s]} on cpus $SERVER_CPU,$LOAD_CPU" >>"$OUT/pinning.log"
+    fi
     bun bench/drain.ts "$dir/$s/fixloop.db" "$DRAIN_MAX" "${PID[$s]}" | tee "$OUT/$size.$s.drain.txt" >&2
   done
   for s in $FIXLOOPS; do kill -CONT "${PID[$s]}"; stop_server "$s"; done

@@ -134,6 +134,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   if (options.worker?.autoStart !== false) {
     worker.start()
     services.processingThread?.start()
+    services.sanitizerThread?.start()
   }
   const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
   hub.start()
@@ -172,7 +173,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
         await webhooks.stop()
         await slack.stop()
         await worker.stop()
-        await services.processingThread?.stop()
+        await Promise.all([services.sanitizerThread?.stop(), services.processingThread?.stop()])
         await checkpointer.stop()
         try {
           ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')

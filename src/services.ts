@@ -31,6 +31,7 @@ import type { ClusterPort } from './cluster/port'
 import { takeTurnsForTransactions, WriteTurns } from './db/write-turns'
 import { DB_FILE } from './context'
 import { join } from 'node:path'
+import { cpus } from 'node:os'
 import type { JobKind } from './lifecycle/jobs'
 import { createAdminsService } from './modules/admins/service'
 import { createSessionStore } from './modules/admins/sessions'
@@ -58,6 +59,12 @@ export interface ServiceOptions {
    * with `tick()` and an injected clock.
    */
   processingThread?: boolean
+  /**
+   * With the processing thread: a second thread sanitizes ahead of it during a backlog (worker/sanitize-ahead.ts).
+   * Default: when the machine has at least two cores (on one it would only take turns with processing). The
+   * machine's, not the process's current CPU affinity: a server started pinned to one core may be given more.
+   */
+  sanitizeAhead?: boolean
   sandboxUnavailable?: string | null
   /** Shared with the checkpointer thread (server.ts); made here when absent. */
   turns?: WriteTurns
@@ -105,6 +112,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   let worker: Worker
   let cluster: ClusterPort
   let processingThread: ProcessingThread | undefined
+  let sanitizerThread: ProcessingThread | undefined
   if (options.processingThread) {
     const jobs = createJobsRepo(sqlite, Object.keys(ownSteps) as JobKind[])
     worker = new Worker(jobs, ownSteps, clock, log, workerOptions)
@@ -112,9 +120,17 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     processingThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, threadOptions, () => worker.wake())
     cluster = processingThread
     const thread = processingThread
+    if (options.sanitizeAhead ?? cpus().length >= 2) {
+      sanitizerThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, {}, () => {}, 'sanitizer')
+    }
+    const sanitizer = sanitizerThread
     // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
     takeTurnsForTransactions(sqlite, turns, 'intake')
-    wake.on((kind) => (isProcessingKind(kind) ? thread.wake() : worker.wake()))
+    wake.on((kind) => {
+      if (!isProcessingKind(kind)) return worker.wake()
+      thread.wake()
+      if (kind === 'process') sanitizer?.wake()
+    })
   } else {
     const jobs = createJobsRepo(sqlite)
     const processing = createProcessing(sqlite, clock, lifecycle, jobs)
@@ -154,6 +170,8 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     worker,
     /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */
     processingThread,
+    /** Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it). */
+    sanitizerThread,
     hub,
     events: createEventsService(createEventsRepo(sqlite), hub, apps),
     webhooks: createWebhooksService(ctx),

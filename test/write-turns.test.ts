@@ -31,11 +31,11 @@ function openDb(file: string): Database {
   return db
 }
 
-async function startHolder(file: string, turns: WriteTurns, holdMs: number): Promise<Worker> {
+async function startHolder(file: string, turns: WriteTurns, holdMs: number, side: 'processing' | 'sanitizer' = 'processing'): Promise<Worker> {
   const holder = new Worker(new URL('./fixtures/turns-holder.ts', import.meta.url).href)
   await new Promise<void>((resolve) => {
     holder.onmessage = (e) => e.data.type === 'started' && resolve()
-    holder.postMessage({ file, turns: turns.buffer, holdMs })
+    holder.postMessage({ file, turns: turns.buffer, holdMs, side })
   })
   return holder
 }
@@ -56,14 +56,14 @@ const wallNow = () => performance.timeOrigin + performance.now()
  * thread writes back to back. Each intake row stores when its batch asked (`started`) and when its write
  * ran inside the transaction (`ended`). Returns the rows of both threads.
  */
-async function race(batches: number) {
-  const file = join(dir, 'turns.db')
+async function race(batches: number, holderSide: 'processing' | 'sanitizer' = 'processing') {
+  const file = join(dir, `turns-${holderSide}.db`)
   const db = openDb(file)
   const turns = new WriteTurns()
   takeTurnsForTransactions(db, turns, 'intake')
   const committer = new GroupCommitter(db, turns)
   const insert = db.query('INSERT INTO spans (who, started, ended) VALUES (?, ?, ?)')
-  const holder = await startHolder(file, turns, 3)
+  const holder = await startHolder(file, turns, 3, holderSide)
   let failed = 0
   for (let i = 0; i < batches; i++) {
     const asked = wallNow()
@@ -78,7 +78,7 @@ async function race(batches: number) {
   const rows = db.query('SELECT who, started, ended FROM spans ORDER BY started').all() as { who: string; started: number; ended: number }[]
   db.close()
   const intake = rows.filter((r) => r.who.startsWith('intake'))
-  const processing = rows.filter((r) => r.who === 'processing')
+  const processing = rows.filter((r) => r.who === holderSide)
   // How many processing transactions began while each intake write waited for the lock.
   const overtaken = intake.map((w) => processing.filter((p) => p.started > w.started && p.started < w.ended).length)
   return { intake, processing, processed, overtaken, turns, failed }
@@ -96,6 +96,53 @@ test('an intake commit waits for at most the one processing transaction under wa
   // The flags are back at rest: nobody wants or holds the lock.
   expect(turns.flags[0]).toBe(0)
   expect(turns.flags[1]).toBe(0)
+})
+
+test('intake goes ahead of the sanitize-ahead thread the same way', async () => {
+  const { intake, processing: sanitizer, processed, overtaken, turns, failed } = await race(30, 'sanitizer')
+  expect(failed).toBe(0)
+  expect(intake.length).toBe(151)
+  expect(processed).toBeGreaterThan(0)
+  expect(sanitizer.length).toBe(processed)
+  expect(Math.max(...overtaken)).toBeLessThanOrEqual(1)
+  for (const w of intake) expect(sanitizer.find((p) => w.ended > p.started && w.ended < p.ended)).toBeUndefined()
+  expect([...turns.flags.slice(0, 2), ...turns.flags.slice(4, 6)]).toEqual([0, 0, 0, 0])
+})
+
+test('the sanitizer goes ahead of the processing thread: each of its writes waits for at most the processing transaction under way', async () => {
+  const file = join(dir, 'sanitizer-first.db')
+  const db = openDb(file)
+  const turns = new WriteTurns()
+  takeTurnsForTransactions(db, turns, 'sanitizer')
+  const insert = db.query('INSERT INTO spans (who, started, ended) VALUES (?, ?, ?)')
+  const holder = await startHolder(file, turns, 3, 'processing')
+  for (let i = 0; i < 30; i++) {
+    const asked = wallNow()
+    db.transaction(() => insert.run('sanitizer', asked, wallNow())).immediate()
+    await Bun.sleep(1)
+  }
+  const processed = await stopHolder(holder)
+  const rows = db.query('SELECT who, started, ended FROM spans ORDER BY started').all() as { who: string; started: number; ended: number }[]
+  db.close()
+  const sanitizer = rows.filter((r) => r.who === 'sanitizer')
+  const processing = rows.filter((r) => r.who === 'processing')
+  expect(sanitizer.length).toBe(30)
+  expect(processing.length).toBe(processed)
+  expect(processed).toBeGreaterThan(0)
+  const overtaken = sanitizer.map((w) => processing.filter((p) => p.started > w.started && p.started < w.ended).length)
+  expect(Math.max(...overtaken)).toBeLessThanOrEqual(1)
+  expect([...turns.flags.slice(0, 2), ...turns.flags.slice(4, 6)]).toEqual([0, 0, 0, 0])
+})
+
+test('a sanitize-ahead thread that died holding its turn (or wanting it) blocks neither intake nor processing', () => {
+  const turns = new WriteTurns()
+  Atomics.store(turns.flags, 4, 1) // "the sanitizer wants"
+  Atomics.store(turns.flags, 5, 1) // "the sanitizer holds"
+  turns.releaseSanitizer()
+  let ran = 0
+  turns.intake(() => ran++)
+  turns.processing(() => ran++)
+  expect(ran).toBe(2)
 })
 
 test('a processing thread that died holding its turn does not block intake: the hold is released', () => {

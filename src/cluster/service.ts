@@ -38,6 +38,9 @@ const RESCORE = 15
 /** The newest reports scored when an index is built, to seed the App's threshold calibration. */
 const CALIBRATION_SEED = 40
 
+/** A report's sanitized columns before they are stored (a batch plans on them first: `plan`). */
+export type Sanitized = Pick<Row, 'text' | 'url' | 'component_target' | 'console_logs'> & { redactions: string }
+
 export interface SimilarEntry {
   id: string
   score: number
@@ -77,6 +80,21 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
    * whose in-memory state the database confirmed in this batch, and the reports the current item indexed.
    */
   let pending: { dirty: Set<string>; counts: Map<string, number>; trusted: Set<string>; indexed: { appId: string; id: string }[] } | null = null
+
+  /**
+   * While a batch plans its reports before it writes them (`withPlans`): each planned report's lead (null:
+   * a lead of its own). Rows read meanwhile show these links before they are stored, so a later report of
+   * the batch never takes a planned duplicate for a lead.
+   */
+  let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined }> | null = null
+  /** A row as it will be once the batch's plans are written: its planned lead, its sanitized text and status. */
+  function withPlanned<T extends CandidateRow | null>(r: T): T {
+    if (!r || !planned) return r
+    const plan = planned.get(r.id)
+    if (!plan) return r
+    const s = plan.sanitized
+    return s ? { ...r, duplicate_of_id: plan.leadId, status: 'sanitized', text: s.text, url: s.url, redactions: s.redactions } : { ...r, duplicate_of_id: plan.leadId }
+  }
 
   /**
    * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
@@ -149,7 +167,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     const rows = repo.getCandidates(near.map((c) => c.id))
     const out: Candidate[] = []
     for (const c of near) {
-      const r = rows.get(c.id)
+      const r = withPlanned(rows.get(c.id) ?? null)
       if (r && r.app_id === appId) out.push({ id: r.id, wordScore: c.wordScore, text: r.text, duplicateOfId: r.duplicate_of_id, row: r })
     }
     return out
@@ -173,7 +191,8 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       const c = near[i]
       let text = held[i]
       if (text === undefined) {
-        const r = rows!.get(c.id)
+        // A planned report's row is not written yet: its text is the sanitized one of its plan.
+        const r = withPlanned(rows!.get(c.id) ?? null)
         if (!r || r.app_id !== appId) continue
         remember(r)
         text = r.text
@@ -291,6 +310,56 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     }
   }
 
+  /** Whether a lead-to-be takes duplicates, as the batch's plans will leave it (`withPlanned`). */
+  function rootOf(id: string): RootState | null {
+    const r = repo.rootState(id)
+    const plan = r && planned?.get(id)
+    if (!plan) return r
+    return { status: plan.sanitized ? 'sanitized' : r!.status, duplicate_of_id: plan.leadId }
+  }
+
+  /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
+  function verdictFor(r: Row, f: Features): { leadId: string | null; reason: string } {
+    let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
+    if (r.merge_locked) return verdict
+    const index = indexFor(r.app_id)
+    const seenRoots = new Set<string>()
+    const ranked = rank(r.app_id, f, r.text, RESCORE, true)
+    // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
+    const thresholds = calibrate(baseThresholds, index.history)
+    index.history.add(ranked[0]?.score ?? 0)
+    // Whether a lead takes duplicates is read fresh, once per lead: another connection may have archived
+    // it (or moved it on) since it was indexed. (A batch's plan is checked again under the lock: applyPlan.)
+    const roots = new Map<string, RootState | null>()
+    for (const c of ranked) {
+      const rootId = c.duplicateOfId ?? c.id
+      if (seenRoots.has(rootId)) continue
+      let root = roots.get(rootId)
+      if (root === undefined) roots.set(rootId, (root = rootOf(rootId)))
+      if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
+      seenRoots.add(rootId)
+      // Vetoes hold against the lead too, not only against the member that matched best.
+      const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
+      if (!rootFeatures) continue
+      // A member the rules refuse whatever the score needs no cluster score (the costly part).
+      let v = veto(f, c.features)
+      if (!v) {
+        // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only raise
+        // the score: not computed when the member's own score already attaches (the verdict is the same;
+        // its reason then names the member's score).
+        const score =
+          index.clusterSize(rootId) > 1 && !strongEnough(f, c.features, c.score, thresholds)
+            ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
+            : c.score
+        v = rootId === c.id ? decideOnScore(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
+      }
+      if (v.attach) return { leadId: rootId, reason: v.reason }
+      if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
+      if (seenRoots.size >= 5) break
+    }
+    return verdict
+  }
+
   /** `decide` against a lead through one of its duplicates, the member's vetoes already passed. */
   function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
     const viaMember = decideOnScore(f, member, score, thresholds)
@@ -319,46 +388,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
         pending?.indexed.push({ appId: r.app_id, id })
         return { leadId: r.duplicate_of_id, reason: 'already a duplicate' }
       }
-      let verdict: { leadId: string | null; reason: string } = { leadId: null, reason: 'no similar report' }
-      if (!r.merge_locked) {
-        const seenRoots = new Set<string>()
-        const ranked = rank(r.app_id, f, r.text, RESCORE, true)
-        // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
-        const thresholds = calibrate(baseThresholds, index.history)
-        index.history.add(ranked[0]?.score ?? 0)
-        // Whether a lead takes duplicates is read now, under the write lock: it may have been archived
-        // (or moved on) by another connection since it was indexed. Once per lead.
-        const roots = new Map<string, RootState | null>()
-        for (const c of ranked) {
-          const rootId = c.duplicateOfId ?? c.id
-          if (seenRoots.has(rootId)) continue
-          let root = roots.get(rootId)
-          if (root === undefined) roots.set(rootId, (root = repo.rootState(rootId)))
-          if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
-          seenRoots.add(rootId)
-          // Vetoes hold against the lead too, not only against the member that matched best.
-          const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
-          if (!rootFeatures) continue
-          // A member the rules refuse whatever the score needs no cluster score (the costly part).
-          let v = veto(f, c.features)
-          if (!v) {
-            // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only
-            // raise the score: not computed when the member's own score already attaches (the verdict
-            // is the same; its reason then names the member's score).
-            const score =
-              index.clusterSize(rootId) > 1 && !strongEnough(f, c.features, c.score, thresholds)
-                ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
-                : c.score
-            v = rootId === c.id ? decideOnScore(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
-          }
-          if (v.attach) {
-            verdict = { leadId: rootId, reason: v.reason }
-            break
-          }
-          if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
-          if (seenRoots.size >= 5) break
-        }
-      }
+      const verdict = verdictFor(r, f)
       sqlite.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false, r)
         else leadChanged(id, 0)
@@ -366,6 +396,68 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       index.add(f, verdict.leadId)
       pending?.indexed.push({ appId: r.app_id, id })
       return verdict
+    },
+
+    /**
+     * Runs `fn` (a batch that plans its reports with `plan`, then writes them with `applyPlan`) with the
+     * planned links visible to every ranking in between.
+     */
+    withPlans<T>(fn: () => T): T {
+      if (planned) return fn()
+      planned = new Map()
+      try {
+        return fn()
+      } finally {
+        planned = null
+      }
+    },
+
+    /**
+     * The first half of `clusterReport`, for a batch, without the write lock: the verdict for a report
+     * that is not a duplicate (`sanitized`: its sanitized columns when they are not stored yet), indexed at
+     * once so the batch's later reports rank against it. Nothing is written: `applyPlan` does that, in order.
+     */
+    plan(id: string, sanitized?: Sanitized): { leadId: string | null; reason: string } | null {
+      const stored = row(id)
+      if (!stored || stored.duplicate_of_id) return null
+      const r: Row = sanitized ? { ...stored, ...sanitized, status: 'sanitized' } : stored
+      remember(r)
+      const index = indexFor(r.app_id)
+      // A retry of a batch that was handed back: the report may be indexed from its first plan.
+      index.remove(id)
+      const f = featuresOf(toInput(r))
+      const verdict = verdictFor(r, f)
+      index.add(f, verdict.leadId)
+      planned?.set(id, { leadId: verdict.leadId, sanitized })
+      return verdict
+    },
+
+    /**
+     * The second half, inside the batch's transaction: writes the planned verdict when its lead can still
+     * take the report; otherwise (the lead was archived or merged meanwhile) clusters the report again now.
+     */
+    applyPlan(id: string, verdict: { leadId: string | null; reason: string }): { leadId: string | null; reason: string } {
+      planned?.delete(id)
+      if (!verdict.leadId) {
+        sqlite.transaction(() => leadChanged(id, 0)).immediate()
+        return verdict
+      }
+      const self = row(id)
+      const lead = repo.rootState(verdict.leadId)
+      if (self && !self.duplicate_of_id && !self.merge_locked && lead && !lead.duplicate_of_id && ATTACHABLE_LEAD_STATUSES.has(lead.status)) {
+        const leadId = verdict.leadId
+        sqlite.transaction(() => attach(id, leadId, false, self)).immediate()
+        return verdict
+      }
+      if (self) indexFor(self.app_id).remove(id)
+      return this.clusterReport(id)
+    },
+
+    /** A planned report that will not be written as planned (its row changed): out of the index and the plans. */
+    dropPlan(id: string, appId: string): void {
+      planned?.delete(id)
+      texts.delete(id)
+      indexFor(appId).remove(id)
     },
 
     /** Other reports of the same App as `id`, best first. */

@@ -40,9 +40,12 @@ export function createClusterRepo(sqlite: Database) {
     'SELECT id, org_id, app_id, status, version, text, url, duplicate_of_id, merge_locked, redactions FROM feedback WHERE id IN (SELECT value FROM json_each(?))',
   )
   const rootState: Statement = sqlite.query('SELECT status, duplicate_of_id FROM feedback WHERE id = ?')
-  // The newest reports of the App, oldest first (postings are walked newest-first from their end).
+  // The newest clustered reports of the App, oldest first (postings are walked newest-first from their end).
+  // A report whose `process` job is still queued is not clustered yet, even when it is sanitized already
+  // (worker/sanitize-ahead.ts): it joins the index when its job clusters it, not as a lead of its own.
   const loadApp: Statement = sqlite.query(
-    `SELECT * FROM (SELECT ${cols} FROM feedback WHERE app_id = ?1 AND redactions IS NOT NULL ORDER BY id DESC LIMIT ?2) ORDER BY id`,
+    `SELECT * FROM (SELECT ${cols} FROM feedback f WHERE app_id = ?1 AND redactions IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = f.id AND +j.kind = 'process') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
   )
   const setDuplicate: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',

@@ -25,12 +25,41 @@ export interface StatusWrite {
   mergeRequestUrl: string | null | undefined
 }
 
+/** A report's sanitized free-text columns (as stored: JSON members encoded). */
+export interface ScrubbedColumns {
+  text: string
+  url: string | null
+  userAgent: string | null
+  consoleLogs: string | null
+  metadata: string | null
+  componentTarget: string | null
+}
+
+export interface SanitizedWrite {
+  id: string
+  version: number
+  /** 2 from `received`, 1 from `sanitizing`. */
+  moves: 1 | 2
+  now: number
+  columns: ScrubbedColumns
+  /** The redaction counts, JSON. */
+  redactions: string
+}
+
 export function createLifecycleRepo(sqlite: Database) {
   const state: Statement = sqlite.query('SELECT id, org_id AS orgId, app_id AS appId, status, version FROM feedback WHERE id = ?')
   const setStatus: Statement = sqlite.query(
     `UPDATE feedback SET status = $to, version = version + 1, updated_at = $now,
        failure_reason = CASE WHEN $keepReason THEN failure_reason ELSE $reason END,
        merge_request_url = CASE WHEN $keepUrl THEN merge_request_url ELSE $url END
+     WHERE id = $id AND version = $version`,
+  )
+  // received|sanitizing → sanitized with the scrubbed columns in one write: two moves (a version each) and
+  // the overwrite that sanitizing is (no version of its own), as three statements did.
+  const setSanitized: Statement = sqlite.query(
+    `UPDATE feedback SET status = 'sanitized', version = version + $moves, updated_at = $now, processed_at = $now, failure_reason = NULL,
+       text = $text, url = $url, user_agent = $userAgent, console_logs = $consoleLogs, metadata = $metadata,
+       component_target = $componentTarget, redactions = $redactions
      WHERE id = $id AND version = $version`,
   )
   const insertJob: Statement = sqlite.query('INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES (?, ?, ?, ?, ?)')
@@ -56,6 +85,25 @@ export function createLifecycleRepo(sqlite: Database) {
           reason: w.failureReason ?? null,
           keepUrl: w.mergeRequestUrl === undefined ? 1 : 0,
           url: w.mergeRequestUrl ?? null,
+        }).changes === 1
+      )
+    },
+    /** Compare-and-set on the row's version: false when another writer changed the row first. */
+    setSanitized(w: SanitizedWrite): boolean {
+      const { columns: c } = w
+      return (
+        setSanitized.run({
+          id: w.id,
+          version: w.version,
+          moves: w.moves,
+          now: w.now,
+          text: c.text,
+          url: c.url,
+          userAgent: c.userAgent,
+          consoleLogs: c.consoleLogs,
+          metadata: c.metadata,
+          componentTarget: c.componentTarget,
+          redactions: w.redactions,
         }).changes === 1
       )
     },

@@ -11,7 +11,7 @@ import { ApiError } from '../core/errors'
 import { canCustomerMove, canSystemMove, CUSTOMER_TARGETS, type CustomerTarget, type FeedbackStatus } from '../core/fsm'
 import type { EventPayloads, EventType } from './event-types'
 import type { JobKind, JobTargets } from './jobs'
-import { createLifecycleRepo } from './lifecycle-repo'
+import { createLifecycleRepo, type ScrubbedColumns } from './lifecycle-repo'
 import { createOutbox } from './outbox'
 import type { WakeSignal } from './wake'
 
@@ -91,8 +91,34 @@ export function createLifecycle(sqlite: Database, clock: Clock, wake?: WakeSigna
     return apply.immediate()
   }
 
+  /**
+   * `received` (or `sanitizing`, after a crash in between) → `sanitizing` → `sanitized`, storing the
+   * sanitized columns: the same row and the same `feedback.status_changed` events as two `move`s and the
+   * overwrite between them, in one write of the row. False (nothing changed) when the row is gone, moved
+   * on, or no longer at `version`. Joins the caller's transaction like `move`.
+   */
+  function moveToSanitized(tx: Database, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): boolean {
+    if (tx !== sqlite) throw new Error('lifecycle.moveToSanitized must join a transaction on the lifecycle\'s own connection')
+    return tx
+      .transaction(() => {
+        const row = repo.state(feedbackId)
+        if (!row || row.version !== version || (row.status !== 'received' && row.status !== 'sanitizing')) return false
+        const path: FeedbackStatus[] = row.status === 'received' ? ['received', 'sanitizing', 'sanitized'] : ['sanitizing', 'sanitized']
+        for (let i = 1; i < path.length; i++) {
+          if (!canSystemMove(path[i - 1], path[i])) throw new ApiError('invalid_transition', { from: path[i - 1], to: path[i] }, `illegal system move ${path[i - 1]} → ${path[i]}`)
+        }
+        if (!repo.setSanitized({ id: feedbackId, version, moves: (path.length - 1) as 1 | 2, now: clock.now(), columns, redactions })) return false
+        for (let i = 1; i < path.length; i++) {
+          outbox.append({ orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: path[i - 1], to: path[i] } })
+        }
+        return true
+      })
+      .immediate()
+  }
+
   return {
     move,
+    moveToSanitized,
     enqueue,
     statusAfterSanitize,
 

@@ -4,7 +4,10 @@
  * thread only takes submissions and answers reads, so intake never waits behind processing, and on a
  * machine with two cores processing runs beside intake instead of between its requests.
  *
- * Messages in:  start {file, logLevel, workerOptions, turns} · wake · call {id, op, args} · stop
+ * The same module is the sanitize-ahead thread when started with role `sanitizer` (sanitize-ahead.ts):
+ * it only sanitizes ahead of the processing thread during a backlog, and answers no calls.
+ *
+ * Messages in:  start {file, logLevel, workerOptions, turns, role} · wake · call {id, op, args} · stop
  * Messages out: ready · wake (this thread queued work the HTTP thread runs, e.g. an agent job) ·
  *               health {ok, reason} every second · reply {id, ok, value | message} · log {text} · stopped
  * The protocol lives in thread.ts, the HTTP thread's side.
@@ -21,6 +24,7 @@ import { Worker as JobWorker } from './loop'
 import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './processing'
 import type { ClusterPort } from '../cluster/port'
 import type { ThreadCall, ThreadStart } from './thread'
+import { createSanitizeAhead } from './sanitize-ahead'
 
 declare const self: Worker
 
@@ -30,8 +34,55 @@ const SATURATED_PAUSE_MS = 1000
 let stopping: Promise<void> | undefined
 let health: ReturnType<typeof setInterval> | undefined
 let running: { sqlite: Database; worker: JobWorker; port: ClusterPort } | undefined
+let sanitizing: { sqlite: Database; wake: () => void; done: Promise<void>; stop: () => void } | undefined
+
+/** Intake quiet this long before the sanitizer works ahead (the backlog waits; intake's core does not). */
+const SANITIZER_QUIET_MS = 250
+/** Nothing to do ahead: look again after this long, or when new reports are queued. */
+const SANITIZER_IDLE_MS = 1000
+
+function startSanitizer(msg: ThreadStart): void {
+  const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
+  const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
+  const turns = new WriteTurns(msg.turns)
+  takeTurnsForTransactions(sqlite, turns, 'sanitizer')
+  const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqlite, systemClock))
+  let stopped = false
+  /** Reports sanitized here since the thread started: reported with its health (tests, diagnostics). */
+  let sanitizedAhead = 0
+  let wakeUp: (() => void) | undefined
+  const nap = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => ((wakeUp = undefined), resolve()), ms)
+      wakeUp = () => (clearTimeout(timer), (wakeUp = undefined), resolve())
+    })
+  const loop = async () => {
+    while (!stopped) {
+      if (turns.msSinceIntakeCommit() < SANITIZER_QUIET_MS) {
+        await nap(SANITIZER_QUIET_MS)
+        continue
+      }
+      let examined = 0
+      try {
+        const done = ahead.chunk()
+        examined = done.examined
+        sanitizedAhead += done.sanitized
+      } catch (e) {
+        // The processing thread sanitizes whatever is left here; this one looks again later.
+        log.warn('sanitizing ahead failed; the processing thread sanitizes those reports', { error: e instanceof Error ? e.message : String(e) })
+      }
+      if (examined === 0) await nap(SANITIZER_IDLE_MS)
+      else await new Promise<void>((resolve) => setImmediate(resolve))
+    }
+  }
+  sanitizing = { sqlite, wake: () => wakeUp?.(), done: loop(), stop: () => ((stopped = true), wakeUp?.()) }
+  health = setInterval(() => postMessage({ type: 'health', ok: true, sanitizedAhead }), HEALTH_EVERY_MS)
+  postMessage({ type: 'ready' })
+  postMessage({ type: 'health', ok: true, sanitizedAhead })
+}
 
 function start(msg: ThreadStart): void {
+  if (msg.role === 'sanitizer') return startSanitizer(msg)
   const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
   // The checkpointer thread copies the WAL back; this connection never checkpoints on its own.
   const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
@@ -93,6 +144,13 @@ async function answer(call: ThreadCall): Promise<void> {
 
 async function stop(): Promise<void> {
   if (health) clearInterval(health)
+  if (sanitizing) {
+    // The chunk in hand commits (or not) as a whole; then the connection closes.
+    sanitizing.stop()
+    await sanitizing.done
+    sanitizing.sqlite.close()
+    sanitizing = undefined
+  }
   if (running) {
     // Finishes the job in hand and hands back its leases before the connection closes.
     await running.worker.stop()
@@ -105,7 +163,10 @@ async function stop(): Promise<void> {
 self.onmessage = (e: MessageEvent) => {
   const msg = e.data as { type: string }
   if (msg.type === 'start') start(msg as ThreadStart)
-  else if (msg.type === 'wake') running?.worker.wake()
+  else if (msg.type === 'wake') {
+    running?.worker.wake()
+    sanitizing?.wake()
+  }
   else if (msg.type === 'call') void answer(msg as ThreadCall)
   else if (msg.type === 'stop') {
     stopping ??= stop()

@@ -15,6 +15,8 @@ export interface ThreadStart {
   logLevel: 'info' | 'warn' | 'silent'
   workerOptions: Partial<WorkerOptions>
   turns: SharedArrayBuffer
+  /** `sanitizer`: the sanitize-ahead thread (sanitize-ahead.ts) instead of the processing thread. */
+  role: 'processing' | 'sanitizer'
 }
 
 type Op = { op: 'prepare'; args: [appId: string] } | { op: 'similar'; args: [id: string, limit: number] } | { op: 'merge'; args: [id: string, leadId: string] } | { op: 'unmerge'; args: [id: string] }
@@ -42,6 +44,7 @@ export class ProcessingThread implements ClusterPort {
   private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   private wakePosted = false
   private ready: Promise<void> = Promise.resolve()
+  private sanitizedAheadCount = 0
 
   constructor(
     private readonly file: string,
@@ -50,7 +53,19 @@ export class ProcessingThread implements ClusterPort {
     private readonly workerOptions: Partial<WorkerOptions>,
     /** The thread queued work this thread's worker runs. */
     private readonly onWake: () => void,
+    private readonly role: ThreadStart['role'] = 'processing',
   ) {}
+
+  /** How this thread is named in logs and health reasons. */
+  private get name(): string {
+    return this.role === 'processing' ? 'the processing thread' : 'the sanitize-ahead thread'
+  }
+
+  /** Clears the write-turn flags a thread that ended abruptly may have left set. */
+  private releaseTurns(): void {
+    if (this.role === 'processing') this.turns.releaseHold()
+    else this.turns.releaseSanitizer()
+  }
 
   start(): void {
     this.stopped = false
@@ -59,7 +74,7 @@ export class ProcessingThread implements ClusterPort {
     this.lastBeatAt = performance.now()
     this.startedAt = this.lastBeatAt
     this.isReady = false
-    this.lastHealth = { ok: true, reason: 'the processing thread is starting' }
+    this.lastHealth = { ok: true, reason: `${this.name} is starting` }
     let markReady!: () => void
     this.ready = new Promise<void>((resolve) => (markReady = resolve))
     thread.onmessage = (e: MessageEvent) => {
@@ -69,7 +84,10 @@ export class ProcessingThread implements ClusterPort {
         this.isReady = true
         markReady()
       }
-      else if (msg.type === 'health') this.lastHealth = { ok: msg.ok, reason: msg.reason }
+      else if (msg.type === 'health') {
+        this.lastHealth = { ok: msg.ok, reason: msg.reason }
+        if (typeof msg.sanitizedAhead === 'number') this.sanitizedAheadCount = msg.sanitizedAhead
+      }
       else if (msg.type === 'wake') this.onWake()
       else if (msg.type === 'log') this.log.forward(msg.text)
       else if (msg.type === 'reply') {
@@ -81,11 +99,11 @@ export class ProcessingThread implements ClusterPort {
     }
     thread.onerror = (e) => {
       e.preventDefault?.()
-      this.log.error('the processing thread failed; restarting it', { error: e.message })
+      this.log.error(`${this.name} failed; restarting it`, { error: e.message })
       this.restart(thread)
     }
     thread.addEventListener('close', () => this.restart(thread))
-    const start: ThreadStart = { type: 'start', file: this.file, logLevel: this.log.threshold, workerOptions: this.workerOptions, turns: this.turns.buffer }
+    const start: ThreadStart = { type: 'start', file: this.file, logLevel: this.log.threshold, workerOptions: this.workerOptions, turns: this.turns.buffer, role: this.role }
     thread.postMessage(start)
   }
 
@@ -93,8 +111,8 @@ export class ProcessingThread implements ClusterPort {
   private restart(dead: Worker): void {
     if (this.thread !== dead || this.stopped) return
     this.thread = undefined
-    this.turns.releaseHold()
-    this.lastHealth = { ok: false, reason: 'the processing thread stopped; restarting it' }
+    this.releaseTurns()
+    this.lastHealth = { ok: false, reason: `${this.name} stopped; restarting it` }
     for (const call of this.calls.values()) call.reject(new Error('the processing thread stopped'))
     this.calls.clear()
     dead.terminate()
@@ -113,17 +131,22 @@ export class ProcessingThread implements ClusterPort {
     })
   }
 
+  /** The sanitize-ahead thread: reports it sanitized since it started, as of its last health beat (≤ 1 s old). */
+  get sanitizedAhead(): number {
+    return this.sanitizedAheadCount
+  }
+
   /** For /readyz: what the thread last said about its job loop, or why it is not there. */
   health(): { ok: boolean; reason?: string } {
-    if (!this.thread) return { ok: false, reason: 'the processing thread is not running' }
+    if (!this.thread) return { ok: false, reason: `${this.name} is not running` }
     // Starting takes a few milliseconds (loading its modules, opening its connection): not a failure,
     // unless it takes longer than a thread that stopped answering would.
     if (!this.isReady) {
       const starting = performance.now() - this.startedAt
-      return starting > SILENT_LIMIT_MS ? { ok: false, reason: `the processing thread has not started in ${Math.round(starting / 1000)} s` } : this.lastHealth
+      return starting > SILENT_LIMIT_MS ? { ok: false, reason: `${this.name} has not started in ${Math.round(starting / 1000)} s` } : this.lastHealth
     }
     const silent = performance.now() - this.lastBeatAt
-    if (silent > SILENT_LIMIT_MS) return { ok: false, reason: `the processing thread has not answered for ${Math.round(silent / 1000)} s` }
+    if (silent > SILENT_LIMIT_MS) return { ok: false, reason: `${this.name} has not answered for ${Math.round(silent / 1000)} s` }
     return this.lastHealth
   }
 
@@ -165,7 +188,7 @@ export class ProcessingThread implements ClusterPort {
     })
     clearTimeout(timer)
     thread.terminate()
-    this.turns.releaseHold()
+    this.releaseTurns()
     for (const call of this.calls.values()) call.reject(new Error('the server is stopping'))
     this.calls.clear()
   }

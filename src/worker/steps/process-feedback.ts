@@ -8,13 +8,14 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
-import { canSystemMove, type FeedbackStatus } from '../../core/fsm'
-import { sanitizeStored } from '../../sanitize/report'
+import { canSystemMove } from '../../core/fsm'
 import type { JobRow } from '../jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createProcessingRepo, type ProcessRow } from '../../modules/feedback/processing-repo'
+import { createProcessingRepo } from '../../modules/feedback/processing-repo'
+import { createSanitizeMoves, scrub, type Scrubbed } from './sanitize-report'
+import type { ProcessRow } from '../../modules/feedback/processing-repo'
 import type { BatchWindows } from './release-batch'
 
 export interface ProcessDeps {
@@ -49,6 +50,15 @@ export interface ProcessDeps {
 export const DEFAULT_BATCH_SIZE = 512
 export const DEFAULT_BATCH_BUDGET_MS = 200
 
+/** A report of a batch, computed before the batch takes the write lock (see `runBatch`). */
+interface Plan {
+  /** The row as read then: written only if it is still at this version and status. */
+  row: ProcessRow
+  /** Its sanitized columns, when it was not sanitized yet. */
+  scrubbed: Scrubbed | undefined
+  verdict: { leadId: string | null; reason: string }
+}
+
 export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
   const repo = createProcessingRepo(sqlite)
   const { lifecycle } = deps
@@ -57,33 +67,52 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
   /** Milliseconds per report in recent batches (a moving average): sizes the next batch to the budget. */
   let msPerReport = 0.5
 
-  function moveTo(row: ProcessRow, to: FeedbackStatus): void {
-    if (!lifecycle.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
+  const { moveTo, sanitizeRow, toSanitized } = createSanitizeMoves(sqlite, clock, lifecycle)
+
+  /** A sanitized report that is a lead after clustering goes on: to a human or the agent queue, now or when its App's batch window closes. */
+  function route(row: ProcessRow): void {
+    const app = repo.routing(row.app_id)
+    if (app?.batchEnabled) {
+      // Waits in `sanitized` until the window closes; the batch_release job moves it on.
+      deps.batches.ensureWindow(row.app_id, app.batchWindowHours)
+      return
+    }
+    moveTo(row, lifecycle.statusAfterSanitize(app ?? { processingMode: 'manual' }))
   }
 
-  /** The row after a successful `moveTo` (the move bumps the version by one). */
-  const moved = (row: ProcessRow, to: FeedbackStatus): ProcessRow => ({ ...row, status: to, version: row.version + 1 })
-
-  /** Overwrites every free-text field with its sanitized value; the submitter's identity guides the echo rules. */
-  function sanitizeRow(row: ProcessRow, processed: boolean): ProcessRow {
-    const { columns, redactions } = sanitizeStored(
-      { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target },
-      { email: row.email, name: row.submitter_name, externalUserId: row.external_user_id },
-    )
-    const counts = JSON.stringify(redactions)
-    if (!repo.saveScrubbed(row.id, row.version, columns, counts, clock.now(), processed)) throw new Error('concurrent update; will retry')
-    return {
-      ...row,
-      // Sanitizing on the way leaves the version to the move that follows (one change, one bump).
-      version: processed ? row.version : row.version + 1,
-      text: columns.text,
-      url: columns.url,
-      user_agent: columns.userAgent,
-      console_logs: columns.consoleLogs,
-      metadata: columns.metadata,
-      component_target: columns.componentTarget,
-      redactions: counts,
+  /**
+   * A batch's first half, without the write lock (batches only): the report as read now, sanitized in
+   * memory when it is not yet, and its cluster verdict. Null: nothing to compute ahead (gone, a
+   * duplicate, archived...): `advance` handles it under the lock.
+   */
+  function planOf(feedbackId: string): Plan | null {
+    const row = repo.get(feedbackId)
+    if (!row || row.duplicate_of_id) return null
+    if (row.status !== 'received' && row.status !== 'sanitizing' && row.status !== 'sanitized') return null
+    const scrubbed = row.status === 'sanitized' ? undefined : scrub(row)
+    const sanitized = scrubbed && {
+      text: scrubbed.columns.text,
+      url: scrubbed.columns.url,
+      component_target: scrubbed.columns.componentTarget,
+      console_logs: scrubbed.columns.consoleLogs,
+      redactions: scrubbed.counts,
     }
+    const verdict = deps.cluster.plan(feedbackId, sanitized)
+    return verdict && { row, scrubbed, verdict }
+  }
+
+  /**
+   * A batch's second half, under the write lock: writes the plan if the row is still as it was read;
+   * otherwise (moved or changed meanwhile) the plan is dropped and the report advanced from scratch.
+   */
+  function applyPlan(feedbackId: string, plan: Plan | null): void {
+    const now = plan && repo.get(feedbackId)
+    if (!plan || !now || now.version !== plan.row.version || now.status !== plan.row.status || now.duplicate_of_id) {
+      if (plan) deps.cluster.dropPlan(feedbackId, plan.row.app_id)
+      return advance(feedbackId)
+    }
+    const row = plan.scrubbed ? toSanitized(now, plan.scrubbed) : now
+    if (!deps.cluster.applyPlan(feedbackId, plan.verdict).leadId) route(row)
   }
 
   /**
@@ -102,24 +131,13 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       }
       switch (row.status) {
         case 'received':
-          moveTo(row, 'sanitizing')
-          row = moved(row, 'sanitizing')
-          continue
         case 'sanitizing':
-          row = sanitizeRow(row, true)
-          moveTo(row, 'sanitized')
-          row = moved(row, 'sanitized')
+          // Often done already by the sanitize-ahead thread (../sanitize-ahead.ts) during a backlog.
+          row = toSanitized(row)
           continue
         case 'sanitized': {
           // Idempotent: a retry finds the report already clustered and only re-indexes it.
-          if (deps.cluster.clusterReport(row.id).leadId) return
-          const app = repo.routing(row.app_id)
-          if (app?.batchEnabled) {
-            // Waits in `sanitized` until the window closes; the batch_release job moves it on.
-            deps.batches.ensureWindow(row.app_id, app.batchWindowHours)
-            return
-          }
-          moveTo(row, lifecycle.statusAfterSanitize(app ?? { processingMode: 'manual' }))
+          if (!deps.cluster.clusterReport(row.id).leadId) route(row)
           return
         }
         default:
@@ -170,30 +188,57 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       const outcomes: unknown[] = jobs.map(() => undefined)
       let started = 0
       const t0 = performance.now()
-      sqlite
-        .transaction(() => {
-          deps.cluster.batch(() => {
-            jobs.forEach((job, i) => {
-              if (started > 0 && (performance.now() - t0 > budgetMs || deps.yieldWhen?.())) {
-                // Handed back where it was in the queue: the next batch starts with it.
-                outcomes[i] = new DeferJob(0, 'the batch gave the write lock back early', job.run_after)
-                return
-              }
-              started++
-              try {
-                sqlite.transaction(() =>
-                  deps.cluster.batchItem(() => {
-                    if (job.feedback_id) advance(job.feedback_id)
-                    deps.finishJob?.(job.id)
-                  }),
-                )()
-              } catch (e) {
-                outcomes[i] = e ?? new Error('processing failed')
-              }
+      const handBack = (i: number) => {
+        // Handed back where it was in the queue: the next batch starts with it.
+        outcomes[i] = new DeferJob(0, 'the batch gave the write lock back early', jobs[i].run_after)
+      }
+      deps.cluster.withPlans(() => {
+        // First half, without the write lock: sanitize and cluster each report in memory, in queue order
+        // (each is indexed at once, so the next ones rank against it). The other writers (intake, the
+        // sanitize-ahead thread) write meanwhile; this thread's CPU and theirs overlap.
+        const plans = jobs.map((job, i): Plan | null | undefined => {
+          if (started > 0 && (performance.now() - t0 > budgetMs || deps.yieldWhen?.())) {
+            handBack(i)
+            return undefined
+          }
+          started++
+          try {
+            return job.feedback_id ? planOf(job.feedback_id) : null
+          } catch (e) {
+            outcomes[i] = e ?? new Error('processing failed')
+            return undefined
+          }
+        })
+        // Second half, under the write lock: the plans written in one transaction, a savepoint each. It
+        // holds the lock for the writes only; if intake wants it meanwhile, the rest waits for a next batch.
+        let applied = 0
+        sqlite
+          .transaction(() => {
+            deps.cluster.batch(() => {
+              jobs.forEach((job, i) => {
+                const plan = plans[i]
+                if (plan === undefined) return
+                if (applied++ > 0 && deps.yieldWhen?.()) {
+                  if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
+                  handBack(i)
+                  return
+                }
+                try {
+                  sqlite.transaction(() =>
+                    deps.cluster.batchItem(() => {
+                      if (job.feedback_id) applyPlan(job.feedback_id, plan)
+                      deps.finishJob?.(job.id)
+                    }),
+                  )()
+                } catch (e) {
+                  if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
+                  outcomes[i] = e ?? new Error('processing failed')
+                }
+              })
             })
           })
-        })
-        .immediate()
+          .immediate()
+      })
       if (started > 0) msPerReport = 0.7 * msPerReport + 0.3 * ((performance.now() - t0) / started)
       return outcomes
     },

@@ -1,0 +1,65 @@
+/**
+ * Sanitize ahead: during a backlog, a second thread sanitizes reports the processing thread has not
+ * reached yet, so that thread only clusters and routes them. Sanitizing needs no shared state (no
+ * similarity index, no order), so it runs in parallel on another core: after a burst the HTTP thread's
+ * core is idle, and the drain uses both.
+ *
+ * - It works oldest first, `HEAD_GAP` jobs ahead of the processing thread (which goes oldest first too):
+ *   the reports that thread reaches next are already sanitized, the two do not collide on one report,
+ *   and a trickle of reports (a backlog shorter than the gap) is never touched here.
+ * - A chunk is read and sanitized outside any transaction, then written in one short transaction that
+ *   re-reads each row under the write lock: a row that changed meanwhile (claimed and sanitized by the
+ *   processing thread, archived by a customer) is left alone. The write is the processing job's own
+ *   (sanitize-report.ts): the row and its events end exactly as if the job had done it, and the job stays
+ *   in the queue to cluster and route the report.
+ * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
+ *   every report itself, as it always did.
+ */
+import type { Database } from 'bun:sqlite'
+import type { Clock } from '../core/clock'
+import type { Lifecycle } from '../lifecycle/lifecycle'
+import { createSanitizeAheadRepo } from './sanitize-ahead-repo'
+import { scrub } from './steps/sanitize-report'
+
+/** The processing thread's next jobs, never taken here. */
+export const HEAD_GAP = 1024
+/** Reports read, sanitized and written per chunk: the write holds the lock ~50 µs a report. */
+export const CHUNK = 256
+
+export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
+  const queue = createSanitizeAheadRepo(sqlite)
+
+  /** The newest job examined: the next chunk starts after it (job ids only grow). */
+  let cursor = 0
+
+  return {
+    /**
+     * Sanitizes the next chunk of the backlog: `examined` reports were read (0: nothing to do ahead of
+     * the processing thread now), `sanitized` of them written here.
+     */
+    chunk(): { examined: number; sanitized: number } {
+      const oldest = queue.firstProcessJob()
+      if (oldest === undefined) return { examined: 0, sanitized: 0 }
+      // Just ahead of the processing thread, so the reports it reaches next are the ones sanitized here;
+      // when it has caught up, this thread jumps ahead of it again.
+      const after = Math.max(cursor, oldest + HEAD_GAP - 1)
+      const rows = queue.receivedAfter(after, clock.now(), CHUNK)
+      if (rows.length === 0) return { examined: 0, sanitized: 0 }
+      cursor = rows[rows.length - 1].job_id
+      // The CPU work, outside the write lock.
+      const scrubbed = rows.map((r) => scrub(r))
+      let done = 0
+      sqlite
+        .transaction(() => {
+          rows.forEach((read, i) => {
+            // Compare-and-set on the version read: a report that changed meanwhile (the processing thread
+            // got there, a customer archived it) is not written (moveToSanitized returns false).
+            if (lifecycle.moveToSanitized(sqlite, read.id, read.version, scrubbed[i].columns, scrubbed[i].counts)) done++
+          })
+        })
+        .immediate()
+      return { examined: rows.length, sanitized: done }
+    },
+  }
+}
+export type SanitizeAhead = ReturnType<typeof createSanitizeAhead>

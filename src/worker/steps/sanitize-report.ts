@@ -1,0 +1,87 @@
+/**
+ * A report's way from `received` through `sanitizing` to `sanitized`: every free-text field overwritten
+ * with its sanitized value and both moves recorded, in the caller's transaction. Shared by the `process`
+ * job (process-feedback.ts) and the sanitize-ahead thread (../sanitize-ahead.ts), so a report ends the
+ * same whichever of them sanitized it: same columns, same version, same two events.
+ */
+import type { Database } from 'bun:sqlite'
+import type { Clock } from '../../core/clock'
+import type { FeedbackStatus } from '../../core/fsm'
+import { sanitizeStored, type StoredReport } from '../../sanitize/report'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { createProcessingRepo, type ProcessRow } from '../../modules/feedback/processing-repo'
+
+/** A report's sanitized columns and redaction counts (JSON), computed from one version of its row. */
+export interface Scrubbed {
+  columns: StoredReport
+  counts: string
+}
+
+/** Sanitizes a row's free-text columns; pure (no database), so it can run outside the write lock. */
+export function scrub(row: ProcessRow): Scrubbed {
+  const { columns, redactions } = sanitizeStored(
+    { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target },
+    { email: row.email, name: row.submitter_name, externalUserId: row.external_user_id },
+  )
+  return { columns, counts: JSON.stringify(redactions) }
+}
+
+export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
+  const repo = createProcessingRepo(sqlite)
+
+  function moveTo(row: ProcessRow, to: FeedbackStatus): void {
+    if (!lifecycle.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
+  }
+
+  /** The row after a successful `moveTo` (the move bumps the version by one). */
+  const moved = (row: ProcessRow, to: FeedbackStatus): ProcessRow => ({ ...row, status: to, version: row.version + 1 })
+
+  /**
+   * Overwrites every free-text field with its sanitized value (`scrubbed`: computed earlier from this
+   * same version of the row; computed here otherwise). `processed`: on the report's way to `sanitized`.
+   */
+  function sanitizeRow(row: ProcessRow, processed: boolean, scrubbed: Scrubbed = scrub(row)): ProcessRow {
+    const { columns, counts } = scrubbed
+    if (!repo.saveScrubbed(row.id, row.version, columns, counts, clock.now(), processed)) throw new Error('concurrent update; will retry')
+    return {
+      ...row,
+      // Sanitizing on the way leaves the version to the move that follows (one change, one bump).
+      version: processed ? row.version : row.version + 1,
+      text: columns.text,
+      url: columns.url,
+      user_agent: columns.userAgent,
+      console_logs: columns.consoleLogs,
+      metadata: columns.metadata,
+      component_target: columns.componentTarget,
+      redactions: counts,
+    }
+  }
+
+  return {
+    moveTo,
+    moved,
+    sanitizeRow,
+    /**
+     * `received` (or `sanitizing`, after a crash in between) → `sanitized`, in one write of the row
+     * (lifecycle.moveToSanitized); returns the row as it now is.
+     */
+    toSanitized(row: ProcessRow, scrubbed: Scrubbed = scrub(row)): ProcessRow {
+      const { columns, counts } = scrubbed
+      if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, columns, counts)) throw new Error('concurrent update; will retry')
+      return {
+        ...row,
+        status: 'sanitized',
+        version: row.version + (row.status === 'received' ? 2 : 1),
+        text: columns.text,
+        url: columns.url,
+        user_agent: columns.userAgent,
+        console_logs: columns.consoleLogs,
+        metadata: columns.metadata,
+        component_target: columns.componentTarget,
+        redactions: counts,
+      }
+    },
+    repo,
+  }
+}
+export type SanitizeMoves = ReturnType<typeof createSanitizeMoves>
