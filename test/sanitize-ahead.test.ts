@@ -16,60 +16,11 @@ import { systemClock } from '../src/core/clock'
 import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createSanitizeAhead, CHUNK, HEAD_GAP } from '../src/worker/sanitize-ahead'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { body, drain, eventsOf, expectSameEnd, rowOf, submitAll } from './drain-compare'
 
 const ENV = { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' }
 const EXTRA = 300
 const TOTAL = HEAD_GAP + EXTRA
-
-const TEMPLATES = [
-  (i: number) => `The checkout button does nothing when I click it after adding ${(i % 3) + 2} items to the cart. Spinner keeps turning.`,
-  (i: number) => `Login fails with "invalid session" right after the password reset mail (attempt ${i % 4}). password: hunter${i}secret`,
-  (i: number) => `Dark mode makes the invoice table unreadable on the billing page, white text on white. Contact me at user${i}@example.com`,
-  (i: number) => `Search for "lamp" returns shoes first; relevance looks broken since this morning. Token sk_live_4eC39HqLyjWDarjtT1zdp7dc${i}`,
-  (i: number) => `Export to CSV drops every row after the ${100 * ((i % 5) + 1)}th one in the orders report.`,
-  (i: number) => `App crashes on start: TypeError: Cannot read properties of undefined (reading 'total') in cart.js line ${i % 7}`,
-]
-
-function body(i: number) {
-  return {
-    text: TEMPLATES[i % TEMPLATES.length](i),
-    url: `https://shop.example/${['cart', 'login', 'billing', 'search', 'orders', 'app'][i % 6]}?session=abc${i}`,
-    severity: ['low', 'medium', 'high'][i % 3],
-    consoleLogs: [{ level: 'error', message: `failed with Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig${i}`, ts: 1_763_880_000_000 + i }],
-    metadata: { plan: 'pro', apiKey: `k_${i}_secretvalue` },
-  }
-}
-
-/** Submits TOTAL reports, in order (job order = submission order), 16 at a time; returns their ids in order. */
-async function submitAll(srv: TestServer, t: Tenant): Promise<string[]> {
-  const ids: string[] = new Array(TOTAL)
-  for (let i = 0; i < TOTAL; i += 16) {
-    const batch = Array.from({ length: Math.min(16, TOTAL - i) }, (_, k) => i + k)
-    // One at a time within the batch's order: ids must follow submission order for the comparison.
-    for (const n of batch) {
-      const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: body(n) })
-      expect(r.status).toBe(201)
-      ids[n] = r.body.id
-    }
-  }
-  return ids
-}
-
-async function drain(srv: TestServer): Promise<void> {
-  const sqlite = srv.ctx.sqlite
-  const left = () => (sqlite.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
-  for (let i = 0; i < 2000 && left() > 0; i++) await srv.worker.tick(500)
-  expect(left()).toBe(0)
-}
-
-type Row = Record<string, unknown>
-const rowOf = (db: Database, id: string) =>
-  db.query('SELECT id, status, version, text, url, console_logs, metadata, redactions, duplicate_of_id, duplicate_count, theme, consolidated_text FROM feedback WHERE id = ?').get(id) as Row
-const eventsOf = (db: Database, id: string) =>
-  (db.query('SELECT type, data FROM events WHERE feedback_id = ? ORDER BY seq').all(id) as { type: string; data: string }[]).map((e) => {
-    const d = JSON.parse(e.data) as Record<string, unknown>
-    return `${e.type}:${String(d.from ?? '')}>${String(d.to ?? d.status ?? '')}`
-  })
 
 function sanitizer(srv: TestServer) {
   const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
@@ -90,8 +41,8 @@ describe('sanitizing ahead of the processing thread', () => {
     b = await startTestServer(ENV, { worker: { autoStart: false } })
     ta = seedTenant(a.admin)
     tb = seedTenant(b.admin)
-    idsA = await submitAll(a, ta)
-    idsB = await submitAll(b, tb)
+    idsA = await submitAll(a, ta, TOTAL)
+    idsB = await submitAll(b, tb, TOTAL)
   }, 120_000)
   afterAll(async () => {
     await a.close()
@@ -149,26 +100,7 @@ describe('sanitizing ahead of the processing thread', () => {
     b.ctx.sqlite.run("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?", [idsB[HEAD_GAP + 10]])
     await drain(a)
     await drain(b)
-    const index = (ids: string[]) => new Map(ids.map((id, n) => [id, n]))
-    const posA = index(idsA)
-    const posB = index(idsB)
-    const comparable = (r: Row, pos: Map<string, number>) => ({
-      ...r,
-      id: pos.get(String(r.id)),
-      duplicate_of_id: r.duplicate_of_id === null ? null : pos.get(String(r.duplicate_of_id)),
-      // A lead's summary is rewritten once per batch that touched it (a version each), and where batches
-      // end depends on time, with or without sanitizing ahead: its count, theme and text must match.
-      version: Number(r.duplicate_count) > 0 ? 'a lead' : r.version,
-    })
-    let duplicates = 0
-    for (let n = 0; n < TOTAL; n++) {
-      const ra = comparable(rowOf(a.ctx.sqlite, idsA[n]), posA)
-      const rb = comparable(rowOf(b.ctx.sqlite, idsB[n]), posB)
-      // Report ids differ between the servers; the texts hold no id.
-      expect(ra).toEqual(rb)
-      expect(eventsOf(a.ctx.sqlite, idsA[n])).toEqual(eventsOf(b.ctx.sqlite, idsB[n]))
-      if (ra.duplicate_of_id !== null) duplicates++
-    }
+    const duplicates = expectSameEnd(a.ctx.sqlite, idsA, b.ctx.sqlite, idsB)
     // The comparison covered real clustering, not only leads.
     expect(duplicates).toBeGreaterThan(TOTAL / 2)
     // The report archived midway was scrubbed where it stands by its process job, as always.

@@ -87,14 +87,6 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
    * the batch never takes a planned duplicate for a lead.
    */
   let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined }> | null = null
-  /** A row as it will be once the batch's plans are written: its planned lead, its sanitized text and status. */
-  function withPlanned<T extends CandidateRow | null>(r: T): T {
-    if (!r || !planned) return r
-    const plan = planned.get(r.id)
-    if (!plan) return r
-    const s = plan.sanitized
-    return s ? { ...r, duplicate_of_id: plan.leadId, status: 'sanitized', text: s.text, url: s.url, redactions: s.redactions } : { ...r, duplicate_of_id: plan.leadId }
-  }
 
   /**
    * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
@@ -167,7 +159,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     const rows = repo.getCandidates(near.map((c) => c.id))
     const out: Candidate[] = []
     for (const c of near) {
-      const r = withPlanned(rows.get(c.id) ?? null)
+      const r = rows.get(c.id)
       if (r && r.app_id === appId) out.push({ id: r.id, wordScore: c.wordScore, text: r.text, duplicateOfId: r.duplicate_of_id, row: r })
     }
     return out
@@ -191,8 +183,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       const c = near[i]
       let text = held[i]
       if (text === undefined) {
-        // A planned report's row is not written yet: its text is the sanitized one of its plan.
-        const r = withPlanned(rows!.get(c.id) ?? null)
+        const r = rows!.get(c.id)
         if (!r || r.app_id !== appId) continue
         remember(r)
         text = r.text
@@ -300,22 +291,12 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     for (const id of movedIds) index.setLead(id, leadId)
   }
 
-  /** Runs a transaction of triage by hand; when it fails (rolled back), the leads' states are dropped. */
-  function undoneClears(fn: () => void): void {
-    try {
-      fn()
-    } catch (e) {
-      leads.clear()
-      throw e
-    }
-  }
-
-  /** Whether a lead-to-be takes duplicates, as the batch's plans will leave it (`withPlanned`). */
-  function rootOf(id: string): RootState | null {
-    const r = repo.rootState(id)
-    const plan = r && planned?.get(id)
-    if (!plan) return r
-    return { status: plan.sanitized ? 'sanitized' : r!.status, duplicate_of_id: plan.leadId }
+  /** Whether a root takes duplicates: read now (under the write lock in `clusterReport`), as planned in a batch's first half. */
+  function rootStateOf(rootId: string): RootState | null {
+    const plan = planned?.get(rootId)
+    if (!plan) return repo.rootState(rootId)
+    const stored = plan.sanitized ? null : repo.rootState(rootId)
+    return { status: plan.sanitized ? 'sanitized' : (stored?.status ?? 'sanitized'), duplicate_of_id: plan.leadId }
   }
 
   /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
@@ -328,14 +309,14 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
     const thresholds = calibrate(baseThresholds, index.history)
     index.history.add(ranked[0]?.score ?? 0)
-    // Whether a lead takes duplicates is read fresh, once per lead: another connection may have archived
-    // it (or moved it on) since it was indexed. (A batch's plan is checked again under the lock: applyPlan.)
+    // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
+    // connection since it was indexed. Once per lead.
     const roots = new Map<string, RootState | null>()
     for (const c of ranked) {
       const rootId = c.duplicateOfId ?? c.id
       if (seenRoots.has(rootId)) continue
       let root = roots.get(rootId)
-      if (root === undefined) roots.set(rootId, (root = rootOf(rootId)))
+      if (root === undefined) roots.set(rootId, (root = rootStateOf(rootId)))
       if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
       seenRoots.add(rootId)
       // Vetoes hold against the lead too, not only against the member that matched best.
@@ -344,9 +325,9 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       // A member the rules refuse whatever the score needs no cluster score (the costly part).
       let v = veto(f, c.features)
       if (!v) {
-        // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only raise
-        // the score: not computed when the member's own score already attaches (the verdict is the same;
-        // its reason then names the member's score).
+        // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only
+        // raise the score: not computed when the member's own score already attaches (the verdict
+        // is the same; its reason then names the member's score).
         const score =
           index.clusterSize(rootId) > 1 && !strongEnough(f, c.features, c.score, thresholds)
             ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
@@ -358,6 +339,16 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       if (seenRoots.size >= 5) break
     }
     return verdict
+  }
+
+  /** Runs a transaction of triage by hand; when it fails (rolled back), the leads' states are dropped. */
+  function undoneClears(fn: () => void): void {
+    try {
+      fn()
+    } catch (e) {
+      leads.clear()
+      throw e
+    }
   }
 
   /** `decide` against a lead through one of its duplicates, the member's vetoes already passed. */
@@ -421,10 +412,11 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       const stored = row(id)
       if (!stored || stored.duplicate_of_id) return null
       const r: Row = sanitized ? { ...stored, ...sanitized, status: 'sanitized' } : stored
-      remember(r)
       const index = indexFor(r.app_id)
       // A retry of a batch that was handed back: the report may be indexed from its first plan.
       index.remove(id)
+      // Later reports of the batch rank against its sanitized text (never its raw one) before it is stored.
+      remember(r)
       const f = featuresOf(toInput(r))
       const verdict = verdictFor(r, f)
       index.add(f, verdict.leadId)
@@ -436,8 +428,10 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
      * The second half, inside the batch's transaction: writes the planned verdict when its lead can still
      * take the report; otherwise (the lead was archived or merged meanwhile) clusters the report again now.
      */
-    applyPlan(id: string, verdict: { leadId: string | null; reason: string }): { leadId: string | null; reason: string } {
+    applyPlan(id: string, appId: string, verdict: { leadId: string | null; reason: string }): { leadId: string | null; reason: string } {
       planned?.delete(id)
+      // Indexed in the first half: a failure of this report's part rolls the index back too (batchItem).
+      pending?.indexed.push({ appId, id })
       if (!verdict.leadId) {
         sqlite.transaction(() => leadChanged(id, 0)).immediate()
         return verdict
@@ -456,8 +450,8 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     /** A planned report that will not be written as planned (its row changed): out of the index and the plans. */
     dropPlan(id: string, appId: string): void {
       planned?.delete(id)
-      texts.delete(id)
       indexFor(appId).remove(id)
+      texts.delete(id)
     },
 
     /** Other reports of the same App as `id`, best first. */

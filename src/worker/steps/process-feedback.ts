@@ -112,7 +112,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       return advance(feedbackId)
     }
     const row = plan.scrubbed ? toSanitized(now, plan.scrubbed) : now
-    if (!deps.cluster.applyPlan(feedbackId, plan.verdict).leadId) route(row)
+    if (!deps.cluster.applyPlan(feedbackId, row.app_id, plan.verdict).leadId) route(row)
   }
 
   /**
