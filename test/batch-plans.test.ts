@@ -79,7 +79,7 @@ describe('a batch planned without the write lock', () => {
     const sqlite = batched.ctx.sqlite
     // Archive the planned lead of this batch (the first new report: the rest are its copies or its
     // template's) as soon as the batch takes the write lock, i.e. between the two halves.
-    let archived: string | null = null
+    let archived = null as string | null
     let writeTransactions = 0
     // Intake quiet for a while: the worker batches (it goes one job at a time right after a commit).
     await Bun.sleep(60)

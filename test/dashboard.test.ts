@@ -215,7 +215,17 @@ describe('dashboard in Chromium against the binary', () => {
     expect(await page.getByText('390×844 @3x').count()).toBe(1)
     const shot = page.getByRole('img', { name: 'Screenshot 1' })
     await shot.waitFor()
-    expect(await shot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(1)
+    // Visible is not loaded: on a busy machine the image may still be on its way (its pixel is 1×1).
+    const naturalWidth = await shot.evaluate(
+      (img) =>
+        new Promise<number>((resolve) => {
+          const el = img as unknown as { complete: boolean; naturalWidth: number; addEventListener(t: string, f: () => void): void }
+          if (el.complete) return resolve(el.naturalWidth)
+          el.addEventListener('load', () => resolve(el.naturalWidth))
+          el.addEventListener('error', () => resolve(el.naturalWidth))
+        }),
+    )
+    expect(naturalWidth).toBe(1)
     await page.getByRole('heading', { name: 'History' }).waitFor()
     // The status history comes from the event log: received → … → awaiting_manual.
     await page.locator('ol.history li', { hasText: 'awaiting_manual' }).waitFor()

@@ -5,6 +5,7 @@
 import type { Database, Statement } from 'bun:sqlite'
 import type { FeedbackStatus } from '../core/fsm'
 import type { JobKind } from './jobs'
+import type { StoredReport } from '../sanitize/report'
 
 export interface FeedbackState {
   id: string
@@ -26,14 +27,7 @@ export interface StatusWrite {
 }
 
 /** A report's sanitized free-text columns (as stored: JSON members encoded). */
-export interface ScrubbedColumns {
-  text: string
-  url: string | null
-  userAgent: string | null
-  consoleLogs: string | null
-  metadata: string | null
-  componentTarget: string | null
-}
+export type ScrubbedColumns = StoredReport
 
 export interface SanitizedWrite {
   id: string

@@ -26,6 +26,22 @@ export function scrub(row: ProcessRow): Scrubbed {
   return { columns, counts: JSON.stringify(redactions) }
 }
 
+/** The row as it is once `scrubbed` is stored, at `status` and `version`. */
+function withScrubbed(row: ProcessRow, { columns, counts }: Scrubbed, status: FeedbackStatus, version: number): ProcessRow {
+  return {
+    ...row,
+    status,
+    version,
+    text: columns.text,
+    url: columns.url,
+    user_agent: columns.userAgent,
+    console_logs: columns.consoleLogs,
+    metadata: columns.metadata,
+    component_target: columns.componentTarget,
+    redactions: counts,
+  }
+}
+
 export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
   const repo = createProcessingRepo(sqlite)
 
@@ -33,8 +49,6 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
     if (!lifecycle.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
   }
 
-  /** The row after a successful `moveTo` (the move bumps the version by one). */
-  const moved = (row: ProcessRow, to: FeedbackStatus): ProcessRow => ({ ...row, status: to, version: row.version + 1 })
 
   /**
    * Overwrites every free-text field with its sanitized value (`scrubbed`: computed earlier from this
@@ -43,43 +57,20 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
   function sanitizeRow(row: ProcessRow, processed: boolean, scrubbed: Scrubbed = scrub(row)): ProcessRow {
     const { columns, counts } = scrubbed
     if (!repo.saveScrubbed(row.id, row.version, columns, counts, clock.now(), processed)) throw new Error('concurrent update; will retry')
-    return {
-      ...row,
-      // Sanitizing on the way leaves the version to the move that follows (one change, one bump).
-      version: processed ? row.version : row.version + 1,
-      text: columns.text,
-      url: columns.url,
-      user_agent: columns.userAgent,
-      console_logs: columns.consoleLogs,
-      metadata: columns.metadata,
-      component_target: columns.componentTarget,
-      redactions: counts,
-    }
+    // Sanitizing on the way leaves the version to the move that follows (one change, one bump).
+    return withScrubbed(row, scrubbed, row.status, processed ? row.version : row.version + 1)
   }
 
   return {
     moveTo,
-    moved,
     sanitizeRow,
     /**
      * `received` (or `sanitizing`, after a crash in between) → `sanitized`, in one write of the row
      * (lifecycle.moveToSanitized); returns the row as it now is.
      */
     toSanitized(row: ProcessRow, scrubbed: Scrubbed = scrub(row)): ProcessRow {
-      const { columns, counts } = scrubbed
-      if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, columns, counts)) throw new Error('concurrent update; will retry')
-      return {
-        ...row,
-        status: 'sanitized',
-        version: row.version + (row.status === 'received' ? 2 : 1),
-        text: columns.text,
-        url: columns.url,
-        user_agent: columns.userAgent,
-        console_logs: columns.consoleLogs,
-        metadata: columns.metadata,
-        component_target: columns.componentTarget,
-        redactions: counts,
-      }
+      if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
+      return withScrubbed(row, scrubbed, 'sanitized', row.version + (row.status === 'received' ? 2 : 1))
     },
     repo,
   }
