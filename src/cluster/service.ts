@@ -173,7 +173,8 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
   function cachedCandidates(appId: string, near: { id: string; wordScore: number }[], index: AppIndex): Candidate[] {
     let missing: string[] | null = null
     const held = near.map((c) => {
-      const text = texts.get(c.id)
+      // A report planned in this batch with its sanitized text not stored yet: that text, never the raw row's.
+      const text = texts.get(c.id) ?? planned?.get(c.id)?.sanitized?.text
       if (text === undefined) (missing ??= []).push(c.id)
       return text
     })
