@@ -108,6 +108,33 @@ describe('sanitizing ahead of the processing thread', () => {
   }, 120_000)
 })
 
+test('it works at most aheadMax reports past the gap: further ahead it would only take the lock from the reports needed now', async () => {
+  const srv = await startTestServer(ENV, { worker: { autoStart: false } })
+  try {
+    const t = seedTenant(srv.admin)
+    const ids = await submitAll(srv, t, 120)
+    const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
+    const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqlite, systemClock), { headGap: 16, aheadMax: 40 })
+    let sanitized = 0
+    let last = ahead.chunk()
+    for (let i = 0; i < 20 && last.examined > 0; i++, last = ahead.chunk()) sanitized += last.sanitized
+    expect(last.farAhead).toBe(true)
+    expect(sanitized).toBe(40)
+    const statuses = ids.map((id) => rowOf(srv.ctx.sqlite, id).status)
+    expect(statuses.slice(0, 16).every((s) => s === 'received')).toBe(true)
+    expect(statuses.slice(16, 56).every((s) => s === 'sanitized')).toBe(true)
+    expect(statuses.slice(56).every((s) => s === 'received')).toBe(true)
+    // The processing thread moves on: so does the window.
+    await srv.worker.tick(30)
+    for (let i = 0; i < 20 && ahead.chunk().examined > 0; i++);
+    expect(ids.slice(56, 86).every((id) => rowOf(srv.ctx.sqlite, id).status === 'sanitized')).toBe(true)
+    expect(rowOf(srv.ctx.sqlite, ids[86]).status).toBe('received')
+    sqlite.close()
+  } finally {
+    await srv.close()
+  }
+}, 60_000)
+
 test('in a real server the sanitize-ahead thread runs by default and helps drain a burst', async () => {
   const srv = await startTestServer(ENV)
   try {

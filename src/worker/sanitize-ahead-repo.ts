@@ -16,14 +16,14 @@ export function createSanitizeAheadRepo(sqlite: Database) {
     `SELECT j.id AS job_id, f.id, f.app_id, f.status, f.version, f.text, f.url, f.user_agent, f.console_logs, f.metadata,
        f.component_target, f.email, f.submitter_name, f.external_user_id, f.duplicate_of_id, f.redactions
      FROM jobs j JOIN feedback f ON f.id = j.feedback_id
-     WHERE +j.kind = 'process' AND j.id > ?1 AND (j.lease_until IS NULL OR j.lease_until < ?2)
+     WHERE +j.kind = 'process' AND j.id > ?1 AND j.id <= ?4 AND (j.lease_until IS NULL OR j.lease_until < ?2)
        AND f.status = 'received' AND f.duplicate_of_id IS NULL
      ORDER BY j.id LIMIT ?3`,
   )
   return {
     /** The oldest queued `process` job's id: where the processing thread works next. */
     firstProcessJob: (): number | undefined => (head.get() as { id: number } | null)?.id,
-    /** Up to `limit` raw reports whose `process` job comes after `jobId` and is not leased, in queue order. */
-    receivedAfter: (jobId: number, now: number, limit: number): QueuedReport[] => after.all(jobId, now, limit) as QueuedReport[],
+    /** Up to `limit` raw reports whose `process` job comes after `jobId` (up to `lastJobId`) and is not leased, in queue order. */
+    receivedAfter: (jobId: number, lastJobId: number, now: number, limit: number): QueuedReport[] => after.all(jobId, now, limit, lastJobId) as QueuedReport[],
   }
 }

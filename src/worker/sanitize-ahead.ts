@@ -23,10 +23,16 @@ import { scrub } from './steps/sanitize-report'
 
 /** The processing thread's next jobs, never taken here. */
 export const HEAD_GAP = 1024
+/**
+ * How far past the gap it works: about two seconds of the processing thread's work. Further ahead it
+ * would only take the write lock (~60 µs a report) from the reports that thread needs now.
+ */
+export const AHEAD_MAX = 4096
 /** Reports read, sanitized and written per chunk: the write holds the lock ~60 µs a report (bench/README.md). */
 export const CHUNK = 256
 
-export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
+/** `reach`: how far from the queue's head it works (tests make it small). */
+export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
   const queue = createSanitizeAheadRepo(sqlite)
 
   /** The newest job examined: the next chunk starts after it (job ids only grow). */
@@ -35,16 +41,18 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
   return {
     /**
      * Sanitizes the next chunk of the backlog: `examined` reports were read (0: nothing to do ahead of
-     * the processing thread now), `sanitized` of them written here.
+     * the processing thread now; `farAhead`: AHEAD_MAX past its gap already), `sanitized` of them written here.
      */
-    chunk(): { examined: number; sanitized: number } {
+    chunk(): { examined: number; sanitized: number; farAhead: boolean } {
       const oldest = queue.firstProcessJob()
-      if (oldest === undefined) return { examined: 0, sanitized: 0 }
+      if (oldest === undefined) return { examined: 0, sanitized: 0, farAhead: false }
       // Just ahead of the processing thread, so the reports it reaches next are the ones sanitized here;
       // when it has caught up, this thread jumps ahead of it again.
-      const after = Math.max(cursor, oldest + HEAD_GAP - 1)
-      const rows = queue.receivedAfter(after, clock.now(), CHUNK)
-      if (rows.length === 0) return { examined: 0, sanitized: 0 }
+      const after = Math.max(cursor, oldest + reach.headGap - 1)
+      const last = oldest + reach.headGap - 1 + reach.aheadMax
+      if (after >= last) return { examined: 0, sanitized: 0, farAhead: true }
+      const rows = queue.receivedAfter(after, last, clock.now(), CHUNK)
+      if (rows.length === 0) return { examined: 0, sanitized: 0, farAhead: false }
       cursor = rows[rows.length - 1].job_id
       // The CPU work, outside the write lock.
       const scrubbed = rows.map((r) => scrub(r))
@@ -58,7 +66,7 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
           })
         })
         .immediate()
-      return { examined: rows.length, sanitized: done }
+      return { examined: rows.length, sanitized: done, farAhead: false }
     },
   }
 }

@@ -38,6 +38,8 @@ let sanitizing: { sqlite: Database; wake: () => void; done: Promise<void>; stop:
 
 /** Intake quiet this long before the sanitizer works ahead (the backlog waits; intake's core does not). */
 const SANITIZER_QUIET_MS = 250
+/** Far enough ahead of the processing thread: look again after this long (it drains ~100 reports in it). */
+const SANITIZER_AHEAD_MS = 50
 /** Nothing to do ahead: look again after this long, or when new reports are queued. */
 const SANITIZER_IDLE_MS = 1000
 
@@ -63,15 +65,18 @@ function startSanitizer(msg: ThreadStart): void {
         continue
       }
       let examined = 0
+      let farAhead = false
       try {
         const done = ahead.chunk()
         examined = done.examined
+        farAhead = done.farAhead
         sanitizedAhead += done.sanitized
       } catch (e) {
         // The processing thread sanitizes whatever is left here; this one looks again later.
         log.warn('sanitizing ahead failed; the processing thread sanitizes those reports', { error: e instanceof Error ? e.message : String(e) })
       }
-      if (examined === 0) await nap(SANITIZER_IDLE_MS)
+      if (farAhead) await nap(SANITIZER_AHEAD_MS)
+      else if (examined === 0) await nap(SANITIZER_IDLE_MS)
       else await new Promise<void>((resolve) => setImmediate(resolve))
     }
   }
