@@ -181,7 +181,7 @@ describe('sanitizing ahead and building an App index during a backlog', () => {
     seen.length = 0
     createSanitizeAheadRepo(spy)
     const pick = plan(db, seen.find((s) => s.includes('JOIN feedback'))!)
-    expect(pick).toContain('SEARCH j USING INTEGER PRIMARY KEY (rowid>?)')
+    expect(pick).toContain('SEARCH j USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)')
     expect(pick).toContain('sqlite_autoindex_feedback_1 (id=?)')
     expect(pick).not.toContain('TEMP B-TREE')
     const head = plan(db, seen.find((s) => /ORDER BY id LIMIT 1/.test(s))!)
