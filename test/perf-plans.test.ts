@@ -12,6 +12,17 @@ import { LAST_SEQ_SQL } from '../src/lifecycle/outbox'
 import { pageSql, PURGE_SQL } from '../src/modules/events/repo'
 import { listSql } from '../src/modules/feedback/repo'
 
+/** `db` as a module sees it, with every statement it prepares told to `onQuery` first. */
+function recordingQueries(db: Database, onQuery: (sql: string) => void): Database {
+  const query = db.query.bind(db)
+  return Object.assign(Object.create(db), {
+    query(sql: string) {
+      onQuery(sql)
+      return query(sql)
+    },
+  }) as Database
+}
+
 function plan(db: Database, sql: string): string {
   return (db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(' | ')
 }
@@ -128,13 +139,9 @@ describe('job claims by kind', () => {
   const db = new Database(':memory:')
   applyMigrations(db)
   const plans: string[] = []
-  const query = db.query.bind(db)
-  const spy = Object.assign(Object.create(db), {
-    query(sql: string) {
-      if (/^\s*(UPDATE jobs SET lease_until = \$leaseUntil|SELECT 1 FROM jobs WHERE run_after)/.test(sql)) plans.push(plan(db, sql))
-      return query(sql)
-    },
-  }) as Database
+  const spy = recordingQueries(db, (sql) => {
+    if (/^\s*(UPDATE jobs SET lease_until = \$leaseUntil|SELECT 1 FROM jobs WHERE run_after)/.test(sql)) plans.push(plan(db, sql))
+  })
 
   test("the HTTP thread's claims find its few kinds through the kind index", async () => {
     const { createJobsRepo } = await import('../src/worker/jobs-repo')
@@ -168,13 +175,7 @@ describe('sanitizing ahead and building an App index during a backlog', () => {
   const db = new Database(':memory:')
   applyMigrations(db)
   const seen: string[] = []
-  const query = db.query.bind(db)
-  const spy = Object.assign(Object.create(db), {
-    query(sql: string) {
-      seen.push(sql)
-      return query(sql)
-    },
-  }) as Database
+  const spy = recordingQueries(db, (sql) => seen.push(sql))
 
   test('a chunk is a range of job ids in order, each report found by its id; the head is the first process job by id', async () => {
     const { createSanitizeAheadRepo } = await import('../src/worker/sanitize-ahead-repo')

@@ -86,7 +86,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
    * a lead of its own). Rows read meanwhile show these links before they are stored, so a later report of
    * the batch never takes a planned duplicate for a lead.
    */
-  let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined }> | null = null
+  let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined; row: Row }> | null = null
 
   /**
    * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports, in slices that yield to the
@@ -421,7 +421,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
       const f = featuresOf(toInput(r))
       const verdict = verdictFor(r, f)
       index.add(f, verdict.leadId)
-      planned?.set(id, { leadId: verdict.leadId, sanitized })
+      planned?.set(id, { leadId: verdict.leadId, sanitized, row: r })
       return verdict
     },
 
@@ -430,6 +430,8 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
      * take the report; otherwise (the lead was archived or merged meanwhile) clusters the report again now.
      */
     applyPlan(id: string, appId: string, verdict: { leadId: string | null; reason: string }): { leadId: string | null; reason: string } {
+      // The row as planned: the caller has checked it is still at that version (its sanitized columns stored now).
+      const plannedRow = planned?.get(id)?.row
       planned?.delete(id)
       // Indexed in the first half: a failure of this report's part rolls the index back too (batchItem).
       pending?.indexed.push({ appId, id })
@@ -437,7 +439,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
         sqlite.transaction(() => leadChanged(id, 0)).immediate()
         return verdict
       }
-      const self = row(id)
+      const self = plannedRow ?? row(id)
       const lead = repo.rootState(verdict.leadId)
       if (self && !self.duplicate_of_id && !self.merge_locked && lead && !lead.duplicate_of_id && ATTACHABLE_LEAD_STATUSES.has(lead.status)) {
         const leadId = verdict.leadId

@@ -143,15 +143,7 @@ export class GroupCommitter {
         failed = true
       }
       if (!failed) {
-        try {
-          this.commit.run()
-        } catch (e) {
-          this.rollbackQuietly()
-          for (const p of batch) p.reject(e)
-          return
-        }
-        this.committed(batch.length)
-        batch.forEach((p, i) => p.resolve(values[i]))
+        if (this.commitOrRejectAll(batch)) batch.forEach((p, i) => p.resolve(values[i]))
         return
       }
       try {
@@ -176,14 +168,25 @@ export class GroupCommitter {
           results.push({ ok: false, value: e })
         }
       }
-      this.commit.run()
     } catch (e) {
       this.rollbackQuietly()
       for (const p of batch) p.reject(e)
       return
     }
+    if (this.commitOrRejectAll(batch)) batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
+  }
+
+  /** COMMITs the batch's transaction; if that fails, rolls back and rejects every write of the batch (false). */
+  private commitOrRejectAll(batch: Pending<unknown>[]): boolean {
+    try {
+      this.commit.run()
+    } catch (e) {
+      this.rollbackQuietly()
+      for (const p of batch) p.reject(e)
+      return false
+    }
     this.committed(batch.length)
-    batch.forEach((p, i) => (results[i].ok ? p.resolve(results[i].value) : p.reject(results[i].value)))
+    return true
   }
 
   private rollbackQuietly(): void {

@@ -1,8 +1,8 @@
 /**
  * A report's way from `received` through `sanitizing` to `sanitized`: every free-text field overwritten
- * with its sanitized value and both moves recorded, in the caller's transaction. Shared by the `process`
- * job (process-feedback.ts) and the sanitize-ahead thread (../sanitize-ahead.ts), so a report ends the
- * same whichever of them sanitized it: same columns, same version, same two events.
+ * with its sanitized value and both moves recorded (lifecycle.moveToSanitized), in the caller's
+ * transaction. `scrub` is the pure half, shared with the sanitize-ahead thread (../sanitize-ahead.ts),
+ * which writes through the same lifecycle call: a report ends the same whichever of them sanitized it.
  */
 import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
@@ -72,7 +72,5 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
       if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
       return withScrubbed(row, scrubbed, 'sanitized', row.version + (row.status === 'received' ? 2 : 1))
     },
-    repo,
   }
 }
-export type SanitizeMoves = ReturnType<typeof createSanitizeMoves>
