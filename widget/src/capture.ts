@@ -2,41 +2,38 @@
  * Context recorded from the moment widget.js runs: a console ring buffer (log/info/warn/error/debug,
  * uncaught errors, unhandled rejections) and a summary of failed or slow fetch/XHR calls. Bounded as
  * the spec says: at most 500 entries, each message at most 1000 characters, credentials stripped.
+ * Logged objects are summarised without running page code (summarize.ts). The widget's own requests
+ * go through the fetch saved before patching (`rawFetch`), so they are never summarised, while the
+ * page's calls to the same origin (fixloop behind the app's reverse proxy) still are.
  */
 import type { ConsoleEntry, NetworkEntry } from './types'
 import { scrub, stripQueryValues } from './scrub'
+import { summarize } from './summarize'
+import { on } from './safe-dom'
 
 const MAX_ENTRIES = 500
 const MAX_MESSAGE = 1000
+const MAX_ARGS = 20
 const MAX_NETWORK = 50
 const LEVELS = ['log', 'info', 'warn', 'error', 'debug'] as const
 
 const logs: ConsoleEntry[] = []
 const requests: NetworkEntry[] = []
 let installed = false
-/** Calls to these URL prefixes (fixloop itself) are not summarised. */
-const ignoredPrefixes: string[] = []
 let slowMs = 3000
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return value
-  if (value instanceof Error) return `${value.name}: ${value.message}${value.stack ? '\n' + value.stack : ''}`
-  try {
-    const json = JSON.stringify(value)
-    return json === undefined ? String(value) : json
-  } catch {
-    return String(value)
-  }
-}
+/** The page's fetch before the widget wrapped it: the widget's own calls use it and are not recorded. */
+export let rawFetch: typeof fetch = (...args) => fetch(...args)
 
 function push(level: ConsoleEntry['level'], args: unknown[]): void {
-  const text = args.map(describe).join(' ').slice(0, MAX_MESSAGE * 2)
+  let text = ''
+  for (let i = 0; i < args.length && i < MAX_ARGS && text.length < MAX_MESSAGE * 2; i++) {
+    text += (i ? ' ' : '') + summarize(args[i], MAX_MESSAGE * 2 - text.length)
+  }
   logs.push({ level, message: scrub(text).slice(0, MAX_MESSAGE), ts: Date.now() })
   if (logs.length > MAX_ENTRIES) logs.splice(0, logs.length - MAX_ENTRIES)
 }
 
 function record(method: string, url: string, status: number, started: number): void {
-  if (ignoredPrefixes.some((p) => url.startsWith(p))) return
   const ms = Math.round(performance.now() - started)
   if (status > 0 && status < 400 && ms < slowMs) return
   requests.push({ method: method.toUpperCase(), url: stripQueryValues(url), status, ms, ts: Date.now() })
@@ -55,13 +52,14 @@ function patchConsole(): void {
       return original.apply(this, args)
     }
   }
-  addEventListener('error', (e) => push('error', ['Uncaught', e.error ?? e.message]))
-  addEventListener('unhandledrejection', (e) => push('error', ['Unhandled rejection:', e.reason]))
+  on(window, 'error', (e: ErrorEvent) => push('error', ['Uncaught', e.error ?? e.message]))
+  on(window, 'unhandledrejection', (e: PromiseRejectionEvent) => push('error', ['Unhandled rejection:', e.reason]))
 }
 
 function patchFetch(): void {
   const original = window.fetch
   if (!original) return
+  rawFetch = original.bind(window)
   window.fetch = function (input: RequestInfo | URL, init?: RequestInit) {
     const started = performance.now()
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url
@@ -92,9 +90,8 @@ function patchXhr(): void {
   }
 }
 
-/** Starts recording once per page; later calls only add ignored prefixes or change the slow threshold. */
-export function installCapture(ignore: string, slowRequestMs?: number): void {
-  if (!ignoredPrefixes.includes(ignore)) ignoredPrefixes.push(ignore)
+/** Starts recording once per page; later calls only change the slow threshold. */
+export function installCapture(slowRequestMs?: number): void {
   if (slowRequestMs) slowMs = slowRequestMs
   if (installed) return
   installed = true

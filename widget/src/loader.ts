@@ -6,48 +6,62 @@
  */
 import type { Core, FixloopOptions, WidgetUI } from './types'
 import { resolveStrings } from './strings'
-import { installCapture, consoleLogs, networkSummary } from './capture'
+import { installCapture, consoleLogs, networkSummary, rawFetch } from './capture'
 import { LAUNCHER_CSS, applyTheme } from './theme'
 import { hasQueuedReports } from './queue-peek'
+import { API_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, shared } from './safe-dom'
+import { allowScript, sandboxHTML, scriptURL } from './trusted'
 
 declare const __APP_FILE__: string
 
-const script = document.currentScript as HTMLScriptElement | null
+const script = currentScript()
 const scriptOrigin = script?.src ? new URL(script.src).origin : location.origin
 const scriptNonce = script?.nonce || script?.getAttribute('nonce') || undefined
-type Api = typeof Fixloop & { loaded?: true }
+type Api = typeof Fixloop
 /** widget.js included twice: the second copy only forwards its data-public-key to the first. */
-const earlier = (window as unknown as { Fixloop?: Api }).Fixloop
-if (!earlier?.loaded) installCapture(scriptOrigin)
+const earlier = shared[API_KEY] as Api | undefined
+if (!earlier) installCapture()
 
 let core: Core | undefined
 let ui: Promise<WidgetUI> | undefined
 const triggers = new Set<HTMLElement>()
 
 function deepActiveElement(): HTMLElement | null {
-  let el = document.activeElement
+  let el = activeElement()
   while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
-  return el instanceof HTMLElement && el !== document.body ? el : null
+  return el instanceof HTMLElement && el !== body() ? el : null
 }
 
 function loadUI(): Promise<WidgetUI> {
   if (!core) return Promise.reject(new Error('Fixloop.init() was not called'))
   const c = core
   ui ??= new Promise<WidgetUI>((resolve, reject) => {
-    const w = window as unknown as { __fixloopUI?: (core: Core) => WidgetUI }
-    if (w.__fixloopUI) return resolve(w.__fixloopUI(c))
-    const tag = document.createElement('script')
-    tag.src = `${c.endpoint}/widget/${__APP_FILE__}`
+    const factory = () => shared[UI_KEY] as ((core: Core) => WidgetUI) | undefined
+    const ready = factory()
+    if (ready) return resolve(ready(c))
+    const tag = createElement('script')
+    const src = `${c.endpoint}/widget/${__APP_FILE__}`
+    allowScript(src)
+    try {
+      tag.src = scriptURL(src)
+    } catch (e) {
+      ui = undefined
+      return reject(new Error(`fixloop UI blocked by Trusted Types: allow the policy "fixloop" (${(e as Error).message})`))
+    }
     tag.async = true
     tag.crossOrigin = 'anonymous'
     const nonce = c.options.nonce ?? scriptNonce
     if (nonce) tag.nonce = nonce
-    tag.onload = () => (w.__fixloopUI ? resolve(w.__fixloopUI(c)) : reject(new Error('fixloop UI did not register')))
+    tag.onload = () => {
+      const registered = factory()
+      if (registered) resolve(registered(c))
+      else reject(new Error('fixloop UI did not register'))
+    }
     tag.onerror = () => {
       ui = undefined
       reject(new Error('fixloop UI could not be loaded'))
     }
-    document.head.appendChild(tag)
+    ;(head() ?? body())!.appendChild(tag)
   })
   return ui
 }
@@ -66,16 +80,16 @@ function open(): void {
 
 function mount(options: FixloopOptions): void {
   const endpoint = (options.endpoint ?? scriptOrigin).replace(/\/+$/, '')
-  installCapture(endpoint, options.slowRequestMs)
-  const host = document.createElement('fixloop-widget')
+  installCapture(options.slowRequestMs)
+  const host = createElement('fixloop-widget' as 'div')
   const root = host.attachShadow({ mode: 'open' })
   const sheet = new CSSStyleSheet()
   sheet.replaceSync(LAUNCHER_CSS)
   root.adoptedStyleSheets = [sheet]
   const strings = resolveStrings(options.locale, options.strings)
-  core = { options, endpoint, host, root, strings, consoleLogs, network: networkSummary, trigger: null }
+  core = { options, endpoint, host, root, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML }
   if (options.autoInject !== false) {
-    const button = document.createElement('button')
+    const button = createElement('button')
     button.type = 'button'
     button.className = 'launcher'
     button.setAttribute('part', 'launcher')
@@ -85,8 +99,8 @@ function mount(options: FixloopOptions): void {
     root.appendChild(button)
   }
   if (options.theme) applyTheme(host, options.theme)
-  document.body.appendChild(host)
-  for (const el of triggers) el.addEventListener('click', open)
+  body()!.appendChild(host)
+  for (const el of triggers) on(el, 'click', open)
   if (openWhenMounted) open()
   hasQueuedReports().then(
     (waiting) => {
@@ -97,8 +111,8 @@ function mount(options: FixloopOptions): void {
 }
 
 function whenBody(run: () => void): void {
-  if (document.body) run()
-  else document.addEventListener('DOMContentLoaded', run, { once: true })
+  if (body()) run()
+  else on(document, 'DOMContentLoaded', run, { once: true })
 }
 
 /** window.Fixloop: the mount API of CONTRACT.md "Browser widget". */
@@ -115,14 +129,16 @@ const Fixloop = {
   /** Opens the widget from the customer's own button. */
   attachTo(el: HTMLElement): void {
     triggers.add(el)
-    if (core) el.addEventListener('click', open)
+    if (core) on(el, 'click', open)
   },
   setTheme(theme: Record<string, string>): void {
     if (core) applyTheme(core.host, theme)
   },
 }
 
-const api: Api = earlier?.loaded ? earlier : Object.assign(Fixloop, { loaded: true as const })
+const api: Api = earlier ?? Fixloop
+shared[API_KEY] = api
+// An own property of window: it shadows any element with id="Fixloop" for the page's scripts.
 ;(window as unknown as { Fixloop: Api }).Fixloop = api
 
 const key = script?.dataset.publicKey

@@ -3,6 +3,8 @@
  * bearer tokens, JWTs, API-key-shaped strings, key=value secrets, long opaque strings and the page's
  * own cookie values.
  */
+import { cookie } from './safe-dom'
+
 const PATTERNS: [RegExp, string][] = [
   [/\bBearer\s+[A-Za-z0-9._~+/=-]+/gi, 'Bearer [redacted]'],
   [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, '[redacted-jwt]'],
@@ -14,7 +16,7 @@ const PATTERNS: [RegExp, string][] = [
 
 function cookieValues(): string[] {
   try {
-    return document.cookie
+    return cookie()
       .split(';')
       .map((pair) => pair.slice(pair.indexOf('=') + 1).trim())
       .filter((v) => v.length >= 6)

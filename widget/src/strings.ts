@@ -7,6 +7,10 @@ export interface Strings {
   screenshotLegend: string
   screenshot: string
   preview: string
+  edit: string
+  editHelp: string
+  actualSize: string
+  done: string
   screenshotPending: string
   screenshotFailed: string
   redact: string
@@ -27,6 +31,8 @@ export interface Strings {
   cancelled: string
   failed: string
   close: string
+  another: string
+  sendShortcut: string
 }
 
 const en: Strings = {
@@ -36,7 +42,11 @@ const en: Strings = {
   placeholder: 'What happened? What did you expect?',
   screenshotLegend: 'Screenshot',
   screenshot: 'Include a screenshot of this page',
-  preview: 'Screenshot preview: drag over it to hide an area (or to crop)',
+  preview: 'Screenshot',
+  edit: 'Edit screenshot',
+  editHelp: 'Drag over the image to hide an area or to crop it. Keyboard: arrow keys move the box, Shift+arrow keys resize it, Enter applies.',
+  actualSize: 'Actual size',
+  done: 'Done',
   screenshotPending: 'Taking a screenshot…',
   screenshotFailed: 'No screenshot could be taken. You can attach an image instead.',
   redact: 'Hide an area',
@@ -57,6 +67,8 @@ const en: Strings = {
   cancelled: 'The report was not sent.',
   failed: 'The report could not be sent:',
   close: 'Close',
+  another: 'Report another problem',
+  sendShortcut: 'Ctrl+Enter sends',
 }
 
 const de: Partial<Strings> = {

@@ -71,6 +71,10 @@ export interface Core {
   network(): NetworkEntry[]
   /** The element focus returns to when the dialog closes. */
   trigger: HTMLElement | null
+  /** The page's fetch from before the widget wrapped it: the widget's own calls are not summarised. */
+  fetch: typeof fetch
+  /** The screenshot sandbox's srcdoc, TrustedHTML under Trusted Types (the loader owns the one policy). */
+  sandboxHTML(): string
 }
 
 /** What the lazily loaded UI gives back to the loader. */

@@ -1,4 +1,5 @@
 /** Entry of /widget/<hash>.js: registers the UI factory the loader calls on first open. */
 import { createUI } from './ui'
+import { UI_KEY, shared } from '../safe-dom'
 
-;(window as unknown as { __fixloopUI: typeof createUI }).__fixloopUI = createUI
+shared[UI_KEY] = createUI

@@ -2,6 +2,8 @@
  * The element picker: the user points at the broken element (mouse, or Tab/Enter with the keyboard,
  * Esc cancels) and gets back a componentTarget {name, meta: {selector, role, text}, bbox}.
  */
+import { activeElement, body, elementAt, off, on, queryAll, rootElement } from '../safe-dom'
+
 export interface Picked {
   element: Element
   target: { name: string; meta: { selector: string; role: string; text: string; component?: string }; bbox: { x: number; y: number; w: number; h: number } }
@@ -24,7 +26,7 @@ function roleOf(el: Element): string {
 export function selectorOf(el: Element): string {
   const parts: string[] = []
   let node: Element | null = el
-  while (node && node !== document.documentElement && parts.length < 6) {
+  while (node && node !== rootElement() && parts.length < 6) {
     if (node.id && /^[A-Za-z][\w-]*$/.test(node.id)) {
       parts.unshift('#' + node.id)
       break
@@ -59,7 +61,7 @@ export function pickElement(host: Element, outline: HTMLElement, banner: HTMLEle
   return new Promise((resolve) => {
     let candidate: Element | null = null
     const show = (el: Element | null) => {
-      candidate = el && el !== host && !host.contains(el) && el !== document.documentElement && el !== document.body ? el : null
+      candidate = el && el !== host && !host.contains(el) && el !== rootElement() && el !== body() ? el : null
       outline.hidden = !candidate
       if (!candidate) return
       const r = candidate.getBoundingClientRect()
@@ -68,24 +70,24 @@ export function pickElement(host: Element, outline: HTMLElement, banner: HTMLEle
       outline.style.setProperty('height', `${r.height}px`)
     }
     const finish = (result: Element | null) => {
-      document.removeEventListener('mousemove', onMove, true)
-      document.removeEventListener('click', onClick, true)
-      document.removeEventListener('keydown', onKey, true)
-      document.removeEventListener('focusin', onFocus, true)
+      off(document, 'mousemove', onMove, true)
+      off(document, 'click', onClick, true)
+      off(document, 'keydown', onKey, true)
+      off(document, 'focusin', onFocus, true)
       outline.hidden = true
       banner.hidden = true
       resolve(result ? { element: result, target: describeElement(result) } : null)
     }
-    const onMove = (e: MouseEvent) => show(document.elementFromPoint(e.clientX, e.clientY))
+    const onMove = (e: MouseEvent) => show(elementAt(e.clientX, e.clientY))
     const onClick = (e: MouseEvent) => {
       e.preventDefault()
       e.stopPropagation()
-      show(document.elementFromPoint(e.clientX, e.clientY))
+      show(elementAt(e.clientX, e.clientY))
       finish(candidate)
     }
-    const onFocus = () => show(document.activeElement)
+    const onFocus = () => show(activeElement())
     // Keyboard: Tab / Shift+Tab walk the page's focusable and component elements (the widget's own excluded).
-    const stops = [...document.querySelectorAll(KEYBOARD_STOPS)].filter((el) => !host.contains(el) && (el as HTMLElement).offsetParent !== null)
+    const stops = queryAll(KEYBOARD_STOPS).filter((el) => !host.contains(el) && (el as HTMLElement).offsetParent !== null)
     let index = -1
     const step = (delta: number) => {
       if (!stops.length) return
@@ -111,10 +113,10 @@ export function pickElement(host: Element, outline: HTMLElement, banner: HTMLEle
       }
     }
     banner.hidden = false
-    document.addEventListener('mousemove', onMove, true)
-    document.addEventListener('click', onClick, true)
-    document.addEventListener('keydown', onKey, true)
-    document.addEventListener('focusin', onFocus, true)
+    on(document, 'mousemove', onMove, true)
+    on(document, 'click', onClick, true)
+    on(document, 'keydown', onKey, true)
+    on(document, 'focusin', onFocus, true)
     show(null)
   })
 }

@@ -3,7 +3,8 @@
  * fixloop's own element left out, password inputs and [data-fixloop-mask] elements blacked out.
  * getDisplayMedia when the user asks for it and the context allows; a file input as the last resort.
  */
-import { domToCanvas } from 'modern-screenshot'
+import { createContext, destroyContext, domToCanvas } from 'modern-screenshot'
+import { body, createElement, queryAll, rootElement } from '../safe-dom'
 
 /** A rendered page: the whole document at scale 1, in page (CSS pixel) coordinates. */
 export interface PageShot {
@@ -17,16 +18,34 @@ export interface PageShot {
 const MASKED = 'input[type="password"], [data-fixloop-mask]'
 
 function maskRects(): DOMRect[] {
-  return [...document.querySelectorAll(MASKED)].map((el) => el.getBoundingClientRect())
+  return queryAll(MASKED).map((el) => el.getBoundingClientRect())
+}
+
+/**
+ * The renderer reads default styles from a blank iframe. The widget creates it (instead of
+ * modern-screenshot) so its srcdoc goes through the widget's Trusted Types policy, it is appended to
+ * the real <body> even when the page clobbers `document.body`, and it is removed afterwards.
+ */
+function styleSandbox(srcdoc: string): HTMLIFrameElement {
+  const frame = createElement('iframe')
+  frame.width = frame.height = '0'
+  frame.setAttribute('aria-hidden', 'true')
+  frame.tabIndex = -1
+  frame.style.setProperty('visibility', 'hidden')
+  frame.style.setProperty('position', 'fixed')
+  body()!.appendChild(frame)
+  frame.srcdoc = srcdoc
+  return frame
 }
 
 /** Renders the page without `exclude`, with masked elements painted black. */
-export async function renderPage(exclude: Element): Promise<PageShot> {
+export async function renderPage(exclude: Element, srcdoc: string): Promise<PageShot> {
   const scrollX = window.scrollX
   const scrollY = window.scrollY
   const rects = maskRects()
-  const doc = document.documentElement
-  const canvas = await domToCanvas(doc, {
+  const doc = rootElement()
+  const sandbox = styleSandbox(srcdoc)
+  const context = await createContext(doc, {
     scale: 1,
     // At least the viewport: a page shorter than the window still gives a full-window screenshot.
     width: Math.max(doc.scrollWidth, innerWidth),
@@ -34,13 +53,20 @@ export async function renderPage(exclude: Element): Promise<PageShot> {
     workerUrl: null,
     workerNumber: 0,
     font: false,
-    filter: (node) => node !== exclude,
-    backgroundColor: getComputedStyle(document.body).backgroundColor === 'rgba(0, 0, 0, 0)' ? '#ffffff' : null,
+    filter: (node) => node !== exclude && node !== sandbox,
+    backgroundColor: getComputedStyle(body()!).backgroundColor === 'rgba(0, 0, 0, 0)' ? '#ffffff' : null,
   })
-  const ctx = canvas.getContext('2d')!
-  ctx.fillStyle = '#000'
-  for (const r of rects) ctx.fillRect(r.left + scrollX, r.top + scrollY, r.width, r.height)
-  return { canvas, scrollX, scrollY, viewportW: innerWidth, viewportH: innerHeight }
+  ;(context as { sandbox?: HTMLIFrameElement }).sandbox = sandbox
+  try {
+    const canvas = await domToCanvas(context)
+    const ctx = canvas.getContext('2d')!
+    ctx.fillStyle = '#000'
+    for (const r of rects) ctx.fillRect(r.left + scrollX, r.top + scrollY, r.width, r.height)
+    return { canvas, scrollX, scrollY, viewportW: innerWidth, viewportH: innerHeight }
+  } finally {
+    destroyContext(context)
+    sandbox.remove()
+  }
 }
 
 /** A region of a canvas as a new canvas (clamped to the source). */
@@ -49,7 +75,7 @@ export function crop(src: HTMLCanvasElement, x: number, y: number, w: number, h:
   const sy = Math.max(0, Math.floor(y))
   const sw = Math.max(1, Math.min(src.width - sx, Math.ceil(w)))
   const sh = Math.max(1, Math.min(src.height - sy, Math.ceil(h)))
-  const out = document.createElement('canvas')
+  const out = createElement('canvas')
   out.width = sw
   out.height = sh
   out.getContext('2d')!.drawImage(src, sx, sy, sw, sh, 0, 0, sw, sh)
@@ -68,11 +94,11 @@ export function canCaptureScreen(): boolean {
 export async function captureScreen(): Promise<HTMLCanvasElement> {
   const stream = await navigator.mediaDevices.getDisplayMedia({ video: true, audio: false })
   try {
-    const video = document.createElement('video')
+    const video = createElement('video')
     video.muted = true
     video.srcObject = stream
     await video.play()
-    const canvas = document.createElement('canvas')
+    const canvas = createElement('canvas')
     canvas.width = video.videoWidth
     canvas.height = video.videoHeight
     canvas.getContext('2d')!.drawImage(video, 0, 0)
@@ -85,7 +111,7 @@ export async function captureScreen(): Promise<HTMLCanvasElement> {
 /** An image file drawn onto a canvas (so redaction and crop work on it too). */
 export async function canvasFromFile(file: Blob): Promise<HTMLCanvasElement> {
   const bitmap = await createImageBitmap(file)
-  const canvas = document.createElement('canvas')
+  const canvas = createElement('canvas')
   canvas.width = bitmap.width
   canvas.height = bitmap.height
   canvas.getContext('2d')!.drawImage(bitmap, 0, 0)

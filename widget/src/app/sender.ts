@@ -4,6 +4,7 @@
  * across tabs the Idempotency-Key makes a second send a replay, not a duplicate.
  */
 import type { Core } from '../types'
+import { on } from '../safe-dom'
 import { queuedReports, removeReport, type QueuedReport } from './queue'
 import { sendReport, TokenSource, type SendResult } from './transport'
 
@@ -16,7 +17,7 @@ export class Sender {
 
   constructor(private readonly core: Core) {
     this.tokens = new TokenSource(core.options.getUserToken)
-    addEventListener('online', () => void this.flush())
+    on(window, 'online', () => void this.flush())
   }
 
   /** Sends one report; the outcome is reported to the customer's callbacks. */
@@ -24,7 +25,7 @@ export class Sender {
     if (this.inFlight.has(report.key)) return { kind: 'later', status: 0, code: 'in_flight', message: 'already sending' }
     this.inFlight.add(report.key)
     try {
-      const result = await sendReport(report, this.tokens)
+      const result = await sendReport(this.core.fetch, report, this.tokens)
       const { onSubmitSuccess, onSubmitError } = this.core.options
       if (result.kind === 'sent') {
         await removeReport(report.key).catch(() => undefined)

@@ -63,14 +63,14 @@ async function failureOf(res: Response): Promise<HttpFailure> {
 }
 
 /** One request with the 429 policy and the 401 invalid_user_token refresh; throws HttpFailure. */
-async function request(tokens: TokenSource, build: (token?: string) => [string, RequestInit]): Promise<Response> {
+async function request(http: typeof fetch, tokens: TokenSource, build: (token?: string) => [string, RequestInit]): Promise<Response> {
   let refreshed = false
   for (let attempt = 0; ; attempt++) {
     const token = await tokens.current()
     const [url, init] = build(token)
     let res: Response
     try {
-      res = await fetch(url, init)
+      res = await http(url, init)
     } catch (e) {
       throw new HttpFailure(0, 'network_error', (e as Error).message || 'network error')
     }
@@ -97,10 +97,10 @@ function authHeaders(publicKey: string, token?: string): Record<string, string> 
   return h
 }
 
-async function upload(report: QueuedReport, tokens: TokenSource): Promise<void> {
+async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSource): Promise<void> {
   for (const item of report.blobs) {
     if (item.uploadedKey) continue
-    const res = await request(tokens, (token) => [
+    const res = await request(http, tokens, (token) => [
       `${report.endpoint}/v1/feedback/upload-url`,
       {
         method: 'POST',
@@ -111,7 +111,7 @@ async function upload(report: QueuedReport, tokens: TokenSource): Promise<void> 
     const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
     for (let attempt = 0; ; attempt++) {
       try {
-        const put = await fetch(grant.url, { method: grant.method || 'PUT', headers: grant.headers, body: item.blob })
+        const put = await http(grant.url, { method: grant.method || 'PUT', headers: grant.headers, body: item.blob })
         if (put.ok) break
         if (put.status < 500 || attempt >= 2) throw await failureOf(put)
       } catch (e) {
@@ -136,11 +136,14 @@ function finalBody(report: QueuedReport, privateMode: boolean): string {
   return JSON.stringify(payload)
 }
 
-/** Uploads and submits one queued report. */
-export async function sendReport(report: QueuedReport, tokens: TokenSource): Promise<SendResult> {
+/**
+ * Uploads and submits one queued report. `http` is the page's fetch from before the widget wrapped it,
+ * so the widget's own calls never show up in a report's request summary.
+ */
+export async function sendReport(http: typeof fetch, report: QueuedReport, tokens: TokenSource): Promise<SendResult> {
   try {
-    await upload(report, tokens)
-    const res = await request(tokens, (token) => [
+    await upload(http, report, tokens)
+    const res = await request(http, tokens, (token) => [
       `${report.endpoint}/v1/feedback`,
       {
         method: 'POST',

@@ -1,125 +1,43 @@
 /**
- * The report dialog (native <dialog> in the open shadow root) and the send flow: a report is queued,
- * then sent; "Thanks" is announced only after the 201. Esc closes; focus returns to the trigger.
+ * The report dialog (native <dialog> in the open shadow root), the full-window screenshot editor and
+ * the send flow: a report is queued, then sent; "Thanks" is announced only after the 201, and then the
+ * dialog switches to a confirmation state (the form is gone, "Close" has focus). Esc closes; focus
+ * returns to the trigger. What is sent always matches the "Include a screenshot" checkbox.
  */
 import type { Core, WidgetUI } from '../types'
 import { DIALOG_CSS } from './styles'
 import { h } from './dom'
-import { ScreenshotEditor } from './editor'
+import { ScreenshotEditor, type Tool } from './editor'
 import { renderPage, viewportOf, crop, toPng, canCaptureScreen, captureScreen, canvasFromFile, type PageShot } from './screenshot'
 import { pickElement, type Picked } from './picker'
 import { buildPayload, newIntentKey } from './payload'
 import { enqueue, type PendingBlob, type QueuedReport } from './queue'
 import { Sender } from './sender'
+import { createSvg, on } from '../safe-dom'
 
-export function createUI(core: Core): WidgetUI {
-  const { root, strings: s, options } = core
-  const sheet = new CSSStyleSheet()
-  sheet.replaceSync(DIALOG_CSS)
-  root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet]
-  const sender = new Sender(core)
+/** A check mark in a circle (decorative; the status text says what happened). */
+function checkIcon(): SVGSVGElement {
+  const svg = createSvg('svg')
+  svg.setAttribute('viewBox', '0 0 48 48')
+  svg.setAttribute('aria-hidden', 'true')
+  svg.setAttribute('class', 'check-icon')
+  const circle = createSvg('circle')
+  circle.setAttribute('cx', '24')
+  circle.setAttribute('cy', '24')
+  circle.setAttribute('r', '22')
+  const path = createSvg('path')
+  path.setAttribute('d', 'M14 25l7 7 13-15')
+  svg.append(circle, path)
+  return svg
+}
 
-  const textarea = h('textarea', { id: 'fl-text', name: 'text', required: true, maxlength: '8192', placeholder: s.placeholder })
-  const status = h('p', { role: 'status', 'aria-live': 'polite', class: 'status' })
-  const send = h('button', { type: 'submit', class: 'primary' }, s.send)
-  const cancel = h('button', { type: 'button' }, s.cancel)
-  const closeX = h('button', { type: 'button', class: 'icon', 'aria-label': s.close }, '×')
-  const include = h('input', { type: 'checkbox', id: 'fl-shot', checked: true })
-  const preview = h('canvas', { class: 'preview', role: 'img', 'aria-label': s.preview, hidden: true })
-  const shotNote = h('p', { class: 'note' })
-  const redactBtn = h('button', { type: 'button', 'aria-pressed': 'true' }, s.redact)
-  const cropBtn = h('button', { type: 'button', 'aria-pressed': 'false' }, s.crop)
-  const undoBtn = h('button', { type: 'button' }, s.undo)
-  const screenBtn = h('button', { type: 'button', hidden: !canCaptureScreen() }, s.captureScreen)
-  const file = h('input', { type: 'file', id: 'fl-file', accept: 'image/*', class: 'file' })
-  const pickBtn = h('button', { type: 'button' }, s.pick)
-  const pickedText = h('span', { id: 'fl-picked' })
-  const clearPick = h('button', { type: 'button' }, s.clearPick)
-  const pickedRow = h('p', { class: 'row note', hidden: true }, pickedText, clearPick)
-  const outline = h('div', { class: 'picker-outline', hidden: true })
-  const banner = h('div', { class: 'picker-banner', role: 'status', hidden: true }, s.pickHelp)
-  const tools = h('div', { class: 'row', hidden: true }, redactBtn, cropBtn, undoBtn)
-  const shotSet = h(
-    'fieldset',
-    {},
-    h('legend', {}, s.screenshotLegend),
-    h('label', { class: 'check', for: 'fl-shot' }, include, s.screenshot),
-    shotNote, preview, tools,
-    h('div', { class: 'row' }, screenBtn, h('label', { for: 'fl-file', class: 'file' }, s.attachFile), file),
-  )
-  const form = h(
-    'form',
-    { novalidate: true },
-    h('div', { class: 'head' }, h('h2', { id: 'fl-title' }, s.title), closeX),
-    h('label', { for: 'fl-text' }, s.describe),
-    textarea,
-    options.screenshot === false ? null : shotSet,
-    h('div', { class: 'row' }, pickBtn),
-    pickedRow,
-    status,
-    h('div', { class: 'actions' }, cancel, send),
-  )
-  const dialog = h('dialog', { 'aria-labelledby': 'fl-title' }, form)
-  root.append(dialog, outline, banner)
-
-  let editor: ScreenshotEditor | undefined
-  let page: PageShot | undefined
-  let shooting: Promise<void> | undefined
-  let picked: Picked | undefined
-  let picking = false
-  let busy = false
-
-  const say = (text: string, error = false) => {
-    status.textContent = text
-    status.classList.toggle('error', error)
-  }
-  const useCanvas = (canvas: HTMLCanvasElement) => {
-    editor = new ScreenshotEditor(preview, canvas, () => undefined)
-    setTool(editor.tool)
-    preview.hidden = false
-    tools.hidden = false
-    shotNote.textContent = ''
-  }
-  const setTool = (tool: 'redact' | 'crop') => {
-    if (editor) editor.tool = tool
-    redactBtn.setAttribute('aria-pressed', String(tool === 'redact'))
-    cropBtn.setAttribute('aria-pressed', String(tool === 'crop'))
-  }
-  const takeScreenshot = () => {
-    if (options.screenshot === false || !include.checked) return
-    shotNote.textContent = s.screenshotPending
-    shooting = renderPage(core.host).then(
-      (shot) => {
-        page = shot
-        useCanvas(viewportOf(shot))
-      },
-      () => {
-        shotNote.textContent = s.screenshotFailed
-      },
-    )
-  }
-  const reset = () => {
-    textarea.value = ''
-    editor = undefined
-    page = undefined
-    picked = undefined
-    pickedRow.hidden = true
-    preview.hidden = true
-    tools.hidden = true
-    file.value = ''
-  }
-
-  const restoreFocus = () => {
-    const target = core.trigger?.isConnected ? core.trigger : (root.querySelector('.launcher') as HTMLElement | null)
-    target?.focus()
-  }
-  dialog.addEventListener('close', () => {
-    if (!picking) restoreFocus()
-  })
-  // The modal dialog makes the page inert, but Tab would still leave for the browser's UI: wrap it.
+/** Keeps Tab and Shift+Tab inside a modal dialog (the browser would otherwise move to its own UI). */
+function trapTab(dialog: HTMLDialogElement, root: ShadowRoot): void {
   dialog.addEventListener('keydown', (e) => {
     if (e.key !== 'Tab') return
-    const items = [...dialog.querySelectorAll<HTMLElement>('button, textarea, input')].filter((el) => !(el as HTMLButtonElement).disabled && el.offsetParent !== null)
+    const items = [...dialog.querySelectorAll<HTMLElement>('button, textarea, input, [tabindex="0"]')].filter(
+      (el) => !(el as HTMLButtonElement).disabled && el.getClientRects().length > 0,
+    )
     const first = items[0]
     const last = items[items.length - 1]
     if (e.shiftKey && root.activeElement === first) {
@@ -130,19 +48,246 @@ export function createUI(core: Core): WidgetUI {
       first.focus()
     }
   })
-  const close = () => dialog.open && dialog.close()
+}
+
+export function createUI(core: Core): WidgetUI {
+  const { root, strings: s, options } = core
+  const sheet = new CSSStyleSheet()
+  sheet.replaceSync(DIALOG_CSS)
+  root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet]
+  const sender = new Sender(core)
+  const mac = /Mac|iP(hone|ad)/.test(navigator.platform)
+
+  // The report form.
+  const textarea = h('textarea', { id: 'fl-text', name: 'text', required: true, maxlength: '8192', placeholder: s.placeholder })
+  const status = h('p', { role: 'status', 'aria-live': 'polite', class: 'status' })
+  const send = h('button', { type: 'submit', class: 'primary', 'aria-keyshortcuts': 'Control+Enter Meta+Enter' }, s.send)
+  const cancel = h('button', { type: 'button' }, s.cancel)
+  const closeX = h('button', { type: 'button', class: 'icon', 'aria-label': s.close }, '×')
+  const include = h('input', { type: 'checkbox', id: 'fl-shot', checked: true })
+  const view = h('canvas', { 'aria-hidden': 'true' })
+  const thumb = h('button', { type: 'button', class: 'thumb', hidden: true }, view, h('span', {}, s.edit))
+  const shotNote = h('p', { class: 'note' })
+  const screenBtn = h('button', { type: 'button', hidden: !canCaptureScreen() }, s.captureScreen)
+  const file = h('input', { type: 'file', id: 'fl-file', accept: 'image/*', class: 'visually-hidden' })
+  const pickBtn = h('button', { type: 'button' }, s.pick)
+  const pickedText = h('span', { id: 'fl-picked' })
+  const clearPick = h('button', { type: 'button' }, s.clearPick)
+  const pickedRow = h('p', { class: 'row note', hidden: true }, pickedText, clearPick)
+  const outline = h('div', { class: 'picker-outline', hidden: true })
+  const banner = h('div', { class: 'picker-banner', role: 'status', hidden: true }, s.pickHelp)
+  const shotSet = h(
+    'fieldset',
+    {},
+    h('legend', {}, s.screenshotLegend),
+    h('label', { class: 'check', for: 'fl-shot' }, include, s.screenshot),
+    shotNote,
+    thumb,
+    h('div', { class: 'row' }, screenBtn, file, h('label', { for: 'fl-file', class: 'button' }, s.attachFile)),
+  )
+  const fields = h(
+    'div',
+    { class: 'fields' },
+    h('label', { for: 'fl-text' }, s.describe),
+    textarea,
+    options.screenshot === false ? null : shotSet,
+    h('div', { class: 'row' }, pickBtn),
+    pickedRow,
+  )
+  const actions = h('div', { class: 'actions' }, h('span', { class: 'note hint' }, mac ? s.sendShortcut.replace('Ctrl', '⌘') : s.sendShortcut), cancel, send)
+  const another = h('button', { type: 'button' }, s.another)
+  const doneClose = h('button', { type: 'button', class: 'primary' }, s.close)
+  const doneIcon = h('div', { class: 'done-icon', hidden: true }, checkIcon())
+  const doneActions = h('div', { class: 'actions', hidden: true }, another, doneClose)
+  const form = h(
+    'form',
+    { novalidate: true },
+    h('div', { class: 'head' }, h('h2', { id: 'fl-title' }, s.title), closeX),
+    fields,
+    doneIcon,
+    status,
+    actions,
+    doneActions,
+  )
+  const dialog = h('dialog', { 'aria-labelledby': 'fl-title' }, form)
+
+  // The full-window screenshot editor.
+  const redactBtn = h('button', { type: 'button', 'aria-pressed': 'true' }, s.redact)
+  const cropBtn = h('button', { type: 'button', 'aria-pressed': 'false' }, s.crop)
+  const undoBtn = h('button', { type: 'button' }, s.undo)
+  const zoomBtn = h('button', { type: 'button', 'aria-pressed': 'false' }, s.actualSize)
+  const editorDone = h('button', { type: 'button', class: 'primary' }, s.done)
+  const marker = h('div', { class: 'box', hidden: true })
+  const area = h('div', { class: 'area', tabindex: '0', role: 'application', 'aria-label': s.preview, 'aria-describedby': 'fl-edit-help' }, marker)
+  const stage = h('div', { class: 'stage' }, area)
+  const editorDialog = h(
+    'dialog',
+    { class: 'editor', 'aria-labelledby': 'fl-edit-title' },
+    h(
+      'div',
+      { class: 'toolbar' },
+      h('h2', { id: 'fl-edit-title' }, s.edit),
+      h('div', { class: 'row', role: 'group', 'aria-label': s.edit }, redactBtn, cropBtn, undoBtn, zoomBtn),
+      editorDone,
+    ),
+    h('p', { id: 'fl-edit-help', class: 'note help' }, s.editHelp),
+    stage,
+  )
+  root.append(dialog, editorDialog, outline, banner)
+
+  let editor: ScreenshotEditor | undefined
+  let page: PageShot | undefined
+  let shooting: Promise<void> | undefined
+  /** Bumped on reset: a screenshot that finishes after it belongs to the previous report. */
+  let generation = 0
+  let picked: Picked | undefined
+  let picking = false
+  let busy = false
+
+  const say = (text: string, tone: '' | 'error' | 'ok' = '') => {
+    status.textContent = text
+    status.className = `status ${tone}`
+  }
+  const showShot = () => {
+    thumb.hidden = !include.checked || !editor
+  }
+  const useCanvas = (canvas: HTMLCanvasElement) => {
+    editor = new ScreenshotEditor(view, canvas, area, stage, marker)
+    setTool(editor.tool)
+    include.checked = true
+    shotNote.textContent = ''
+    showShot()
+  }
+  const setTool = (tool: Tool) => {
+    if (editor) editor.tool = tool
+    redactBtn.setAttribute('aria-pressed', String(tool === 'redact'))
+    cropBtn.setAttribute('aria-pressed', String(tool === 'crop'))
+  }
+  /** Takes the DOM screenshot once per report; a failure unticks the checkbox so it says what is sent. */
+  const takeScreenshot = (): Promise<void> | undefined => {
+    if (options.screenshot === false || !include.checked || editor) return shooting
+    if (shooting) return shooting
+    const mine = generation
+    shotNote.textContent = s.screenshotPending
+    shooting = renderPage(core.host, core.sandboxHTML()).then(
+      (shot) => {
+        if (mine !== generation) return
+        page = shot
+        useCanvas(viewportOf(shot))
+      },
+      () => {
+        if (mine !== generation) return
+        include.checked = false
+        shotNote.textContent = s.screenshotFailed
+      },
+    ).finally(() => {
+      if (mine === generation) shooting = undefined
+    })
+    return shooting
+  }
+  const reset = () => {
+    generation++
+    textarea.value = ''
+    editor = undefined
+    page = undefined
+    shooting = undefined
+    picked = undefined
+    pickedRow.hidden = true
+    include.checked = true
+    shotNote.textContent = ''
+    showShot()
+    file.value = ''
+  }
+  /** The form for a new report (after a confirmation, or on open). */
+  const showForm = () => {
+    if (doneActions.hidden) return
+    reset()
+    say('')
+    doneIcon.hidden = doneActions.hidden = true
+    fields.hidden = actions.hidden = false
+  }
+  /** The report is safe (sent, or queued on this device): the form gives way to a confirmation. */
+  const showDone = (text: string) => {
+    reset()
+    say(text, 'ok')
+    fields.hidden = actions.hidden = true
+    doneIcon.hidden = doneActions.hidden = false
+    doneClose.focus()
+  }
+
+  const restoreFocus = () => {
+    const target = core.trigger?.isConnected ? core.trigger : (root.querySelector('.launcher') as HTMLElement | null)
+    target?.focus()
+  }
+  dialog.addEventListener('close', () => {
+    if (!picking) restoreFocus()
+  })
+  trapTab(dialog, root)
+  trapTab(editorDialog, root)
+  dialog.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !fields.hidden) {
+      e.preventDefault()
+      send.click()
+    }
+  })
+  const close = () => {
+    if (editorDialog.open) editorDialog.close()
+    if (dialog.open) dialog.close()
+  }
   cancel.addEventListener('click', close)
   closeX.addEventListener('click', close)
+  doneClose.addEventListener('click', close)
+  another.addEventListener('click', () => {
+    showForm()
+    textarea.focus()
+    void takeScreenshot()
+  })
+
+  // Editor: the thumbnail's canvas moves into the editor and back.
+  const openEditor = () => {
+    if (!editor) return
+    area.prepend(view)
+    editorDialog.showModal()
+    editor.layout()
+    editorDone.focus()
+  }
+  editorDialog.addEventListener('close', () => {
+    editor?.unlayout()
+    thumb.prepend(view)
+    if (dialog.open) thumb.focus()
+  })
+  thumb.addEventListener('click', openEditor)
+  editorDone.addEventListener('click', () => editorDialog.close())
   redactBtn.addEventListener('click', () => setTool('redact'))
   cropBtn.addEventListener('click', () => setTool('crop'))
   undoBtn.addEventListener('click', () => editor?.undo())
+  zoomBtn.addEventListener('click', () => {
+    if (!editor) return
+    editor.zoom = editor.zoom === 'fit' ? 'actual' : 'fit'
+    zoomBtn.setAttribute('aria-pressed', String(editor.zoom === 'actual'))
+    editor.layout()
+  })
+  view.addEventListener('pointerdown', (e) => editorDialog.open && editor?.pointerDown(e))
+  view.addEventListener('pointermove', (e) => editor?.pointerMove(e))
+  view.addEventListener('pointerup', (e) => editor?.pointerUp(e))
+  area.addEventListener('keydown', (e) => {
+    if ((e.ctrlKey || e.metaKey) && e.key === 'z') {
+      e.preventDefault()
+      editor?.undo()
+    } else editor?.key(e)
+  })
+  area.addEventListener('focus', () => editor?.focus())
+  area.addEventListener('blur', () => editor?.blur())
+  on(window, 'resize', () => editorDialog.open && editor?.layout())
+
   include.addEventListener('change', () => {
-    if (include.checked && !editor) takeScreenshot()
-    preview.hidden = tools.hidden = !include.checked || !editor
+    if (include.checked) void takeScreenshot()
+    else shotNote.textContent = ''
+    showShot()
   })
   file.addEventListener('change', () => {
     const f = file.files?.[0]
-    if (f) canvasFromFile(f).then(useCanvas, () => say(s.screenshotFailed, true))
+    if (f) canvasFromFile(f).then(useCanvas, () => say(s.screenshotFailed, 'error'))
   })
   screenBtn.addEventListener('click', () => {
     picking = true
@@ -179,10 +324,10 @@ export function createUI(core: Core): WidgetUI {
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault()
-    if (busy) return
+    if (busy || fields.hidden) return
     const text = textarea.value.trim()
     if (!text) {
-      say(s.describe, true)
+      say(s.describe, 'error')
       textarea.focus()
       return
     }
@@ -190,7 +335,8 @@ export function createUI(core: Core): WidgetUI {
     send.disabled = true
     say(s.sending)
     try {
-      await shooting?.catch(() => undefined)
+      // The checkbox is ticked: the screenshot is part of this report, even if it is still being taken.
+      if (include.checked) await takeScreenshot()
       let payload = buildPayload(core, text, picked?.target)
       if (options.beforeSend) {
         const changed = await options.beforeSend(payload)
@@ -210,19 +356,13 @@ export function createUI(core: Core): WidgetUI {
       const report: QueuedReport = { key: newIntentKey(), endpoint: core.endpoint, publicKey: options.publicKey, createdAt: Date.now(), payload, blobs }
       // Without IndexedDB (some private windows) the report is still sent, just not kept across reloads.
       const stored = await enqueue(report).catch(() => true)
-      if (!stored) return say(s.queueFull, true)
+      if (!stored) return say(s.queueFull, 'error')
       const result = await sender.send(report)
-      if (result.kind === 'sent') {
-        say(s.thanks)
-        reset()
-      } else if (result.kind === 'later') {
-        say(s.queued)
-        reset()
-      } else {
-        say(`${s.failed} ${result.message}`, true)
-      }
+      if (result.kind === 'sent') showDone(s.thanks)
+      else if (result.kind === 'later') showDone(s.queued)
+      else say(`${s.failed} ${result.message}`, 'error')
     } catch (err) {
-      say(`${s.failed} ${(err as Error).message}`, true)
+      say(`${s.failed} ${(err as Error).message}`, 'error')
     } finally {
       busy = false
       send.disabled = false
@@ -232,10 +372,11 @@ export function createUI(core: Core): WidgetUI {
   return {
     open() {
       if (dialog.open) return
-      if (!busy && status.textContent && !status.classList.contains('error')) say('')
+      showForm()
+      if (!busy && !status.classList.contains('error')) say('')
       dialog.showModal()
       textarea.focus()
-      if (!editor) takeScreenshot()
+      void takeScreenshot()
     },
     close,
     flush: () => sender.flush(),

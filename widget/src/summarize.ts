@@ -1,0 +1,127 @@
+/**
+ * A bounded, side-effect-free text summary of one logged value, built at log time (like a devtools
+ * preview). It never calls page code: no getters (accessor properties show as `[Getter]`), no toJSON,
+ * no toString; it reads own data properties through their descriptors, walks lazily (a million-element
+ * array costs as much as a ten-element one) and stops at MAX_DEPTH levels, MAX_KEYS entries per object,
+ * MAX_NODES values and `budget` characters overall. A Proxy's traps may run (ownKeys,
+ * getOwnPropertyDescriptor, getPrototypeOf), its `get` trap never does; a trap that throws ends that
+ * part of the summary, not the page's log call.
+ */
+const MAX_DEPTH = 3
+const MAX_KEYS = 20
+const MAX_NODES = 200
+
+interface Walk {
+  out: string
+  budget: number
+  nodes: number
+  seen: object[]
+}
+
+const { getOwnPropertyDescriptor: descriptor, getPrototypeOf } = Object
+
+/** A data property's value (own or inherited, a few levels up); undefined for accessors. */
+function dataValue(obj: object, key: PropertyKey): unknown {
+  for (let o: object | null = obj, i = 0; o && i < 8; o = getPrototypeOf(o), i++) {
+    const d = descriptor(o, key)
+    if (d) return 'value' in d ? d.value : undefined
+  }
+  return undefined
+}
+
+function typeName(obj: object): string {
+  try {
+    const ctor = dataValue(obj, 'constructor')
+    const name = typeof ctor === 'function' ? dataValue(ctor, 'name') : undefined
+    return typeof name === 'string' ? name : ''
+  } catch {
+    return ''
+  }
+}
+
+function emit(w: Walk, text: string): boolean {
+  if (w.out.length >= w.budget) return false
+  w.out += text.length > w.budget - w.out.length ? text.slice(0, w.budget - w.out.length) + '…' : text
+  return w.out.length < w.budget
+}
+
+function key(k: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)
+}
+
+function entries(w: Walk, obj: object, depth: number): void {
+  // for-in would collect every key first; Reflect.ownKeys on an array of a million elements too,
+  // so arrays walk their indices, everything else its own keys (capped).
+  const isArray = Array.isArray(obj)
+  const length = isArray ? Number(dataValue(obj, 'length')) || 0 : 0
+  const keys = isArray ? null : Reflect.ownKeys(obj).filter((k): k is string => typeof k === 'string')
+  const total = isArray ? length : keys!.length
+  emit(w, isArray ? '[' : '{')
+  let shown = 0
+  for (; shown < total && shown < MAX_KEYS; shown++) {
+    if (shown && !emit(w, ', ')) return
+    const k = isArray ? String(shown) : keys![shown]
+    if (!isArray) emit(w, key(k) + ': ')
+    const d = descriptor(obj, k)
+    if (!d) emit(w, isArray ? '<empty>' : 'undefined')
+    else if (!('value' in d)) emit(w, d.set && !d.get ? '[Setter]' : '[Getter]')
+    else value(w, d.value, depth + 1)
+    if (w.out.length >= w.budget) return
+  }
+  if (total > shown) emit(w, `${shown ? ', ' : ''}… ${total - shown} more`)
+  emit(w, isArray ? ']' : '}')
+}
+
+function value(w: Walk, v: unknown, depth: number): void {
+  if (++w.nodes > MAX_NODES) return void emit(w, '…')
+  switch (typeof v) {
+    case 'string':
+      return void emit(w, depth ? JSON.stringify(v.length > w.budget ? v.slice(0, w.budget) : v) : v)
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return void emit(w, String(v))
+    case 'bigint':
+      return void emit(w, `${v}n`)
+    case 'symbol':
+      return void emit(w, String(v))
+    case 'function':
+      return void emit(w, `[Function ${String(dataValue(v, 'name') ?? '') || '(anonymous)'}]`)
+  }
+  if (v === null) return void emit(w, 'null')
+  const obj = v as object
+  if (w.seen.includes(obj)) return void emit(w, '[Circular]')
+  try {
+    if (obj instanceof Error) {
+      const message = dataValue(obj, 'message')
+      const stack = dataValue(obj, 'stack')
+      return void emit(w, `${typeName(obj) || 'Error'}: ${typeof message === 'string' ? message : ''}${typeof stack === 'string' ? '\n' + stack : ''}`)
+    }
+    if (typeof Node !== 'undefined' && obj instanceof Node) {
+      const tag = dataValue(obj, 'nodeName')
+      return void emit(w, `[${typeName(obj) || 'Node'}${typeof tag === 'string' ? ' ' + tag.toLowerCase() : ''}]`)
+    }
+    if (obj instanceof Map || obj instanceof Set) {
+      // Only the size (a builtin getter): walking entries would grow the loader for little.
+      const size = descriptor(obj instanceof Map ? Map.prototype : Set.prototype, 'size')!.get!.call(obj)
+      return void emit(w, `${obj instanceof Map ? 'Map' : 'Set'}(${size})`)
+    }
+    if (ArrayBuffer.isView(obj)) return void emit(w, `${typeName(obj) || 'TypedArray'}(${dataValue(obj, 'length') ?? ''})`)
+    if (depth >= MAX_DEPTH) return void emit(w, Array.isArray(obj) ? '[…]' : '{…}')
+    const name = Array.isArray(obj) ? '' : typeName(obj)
+    if (name && name !== 'Object') emit(w, name + ' ')
+    w.seen.push(obj)
+    entries(w, obj, depth)
+    w.seen.pop()
+  } catch {
+    // A Proxy trap (or an exotic object) threw: that part of the summary ends here.
+    emit(w, '[unreadable]')
+  }
+}
+
+/** The summary of one console argument, at most `budget` characters (plus an ellipsis). */
+export function summarize(v: unknown, budget: number): string {
+  const w: Walk = { out: '', budget, nodes: 0, seen: [] }
+  value(w, v, 0)
+  return w.out
+}
