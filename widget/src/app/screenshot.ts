@@ -45,26 +45,27 @@ export async function renderPage(exclude: Element, srcdoc: string): Promise<Page
   const rects = maskRects()
   const doc = rootElement()
   const sandbox = styleSandbox(srcdoc)
-  const context = await createContext(doc, {
-    scale: 1,
-    // At least the viewport: a page shorter than the window still gives a full-window screenshot.
-    width: Math.max(doc.scrollWidth, innerWidth),
-    height: Math.max(doc.scrollHeight, innerHeight),
-    workerUrl: null,
-    workerNumber: 0,
-    font: false,
-    filter: (node) => node !== exclude && node !== sandbox,
-    backgroundColor: getComputedStyle(body()!).backgroundColor === 'rgba(0, 0, 0, 0)' ? '#ffffff' : null,
-  })
-  ;(context as { sandbox?: HTMLIFrameElement }).sandbox = sandbox
+  let context: Awaited<ReturnType<typeof createContext>> | undefined
   try {
+    context = await createContext(doc, {
+      scale: 1,
+      // At least the viewport: a page shorter than the window still gives a full-window screenshot.
+      width: Math.max(doc.scrollWidth, innerWidth),
+      height: Math.max(doc.scrollHeight, innerHeight),
+      workerUrl: null,
+      workerNumber: 0,
+      font: false,
+      filter: (node) => node !== exclude && node !== sandbox,
+      backgroundColor: getComputedStyle(body()!).backgroundColor === 'rgba(0, 0, 0, 0)' ? '#ffffff' : null,
+    })
+    ;(context as { sandbox?: HTMLIFrameElement }).sandbox = sandbox
     const canvas = await domToCanvas(context)
     const ctx = canvas.getContext('2d')!
     ctx.fillStyle = '#000'
     for (const r of rects) ctx.fillRect(r.left + scrollX, r.top + scrollY, r.width, r.height)
     return { canvas, scrollX, scrollY, viewportW: innerWidth, viewportH: innerHeight }
   } finally {
-    destroyContext(context)
+    if (context) destroyContext(context)
     sandbox.remove()
   }
 }

@@ -1,0 +1,227 @@
+/**
+ * The widget on hostile or unusual host pages, in Chromium against the compiled binary: elements whose
+ * id/name clobber the globals the widget reads, a page enforcing Trusted Types, console.log of values
+ * that are huge, have throwing or side-effecting getters, or are Proxies (summarised without running page
+ * code, bounded), and fixloop served on the app's own origin behind a reverse proxy (the app's failed
+ * calls to that origin are summarised, the widget's own calls are not).
+ */
+import { expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ROOT } from './harness'
+import { DEFAULT_BODY, freshContext, report, reports, scriptTag, watchPage, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+
+const env = widgetEnv()
+
+const byText = async (e: WidgetEnv, text: string) => report(e, (await reports(e)).find((r: any) => r.text === text).id)
+
+/** Elements that shadow `window.X` (any id) or `document.X` (img/form/embed/object name) for every X the widget reads. */
+const CLOBBER_GLOBALS = `
+<div id="__fixloopUI"></div>
+<form id="Fixloop" name="Fixloop"><input name="loaded"><input name="init"><input name="open"></form>
+<div id="addEventListener"></div>
+<img name="currentScript" alt=""><img name="cookie" alt=""><img name="body" alt=""><img name="head" alt="">
+<img name="documentElement" alt=""><img name="activeElement" alt=""><img name="querySelectorAll" alt="">
+<img name="elementFromPoint" alt=""><img name="addEventListener" alt=""><img name="removeEventListener" alt="">`
+/** The element factories: modern-screenshot (third-party) calls them on the document it renders. */
+const CLOBBER_FACTORIES = `<img name="createElement" alt=""><img name="createElementNS" alt=""><img name="createTextNode" alt="">`
+
+test('a page whose elements clobber the globals the widget reads: the widget mounts, opens, captures and sends', async () => {
+  const e = env()
+  const cookieScript = `<script>
+    Object.getOwnPropertyDescriptor(Document.prototype, 'cookie').set.call(document, 'sid=clobberCOOKIE123; path=/')
+  </script>`
+  for (const [path, extra, screenshot] of [
+    ['/clobber', CLOBBER_GLOBALS, true],
+    ['/clobber-factories', CLOBBER_GLOBALS + CLOBBER_FACTORIES, false],
+  ] as const) {
+    const url = e.page(path, { body: cookieScript + DEFAULT_BODY + extra, mount: scriptTag(e) })
+    const { context, page } = await freshContext(e)
+    try {
+      const watch = await watchPage(page)
+      await page.goto(url)
+      const w = widget(page)
+      await w.launcher.click()
+      await w.dialog.waitFor()
+      // The page's scripts see the real API, not the <form id="Fixloop">.
+      expect(await page.evaluate(() => typeof (window as any).Fixloop.open)).toBe('function')
+      await page.evaluate(() => console.log('session sid=clobberCOOKIE123 here'))
+      const text = `Clobbered page ${path}`
+      await w.text.fill(text)
+      const include = w.host.getByRole('checkbox', { name: 'Include a screenshot' })
+      if (screenshot) await w.host.getByRole('button', { name: 'Edit screenshot' }).waitFor()
+      else await w.host.getByText('No screenshot could be taken').waitFor()
+      // What is sent matches the checkbox: with the factories clobbered the renderer fails, the box is unticked.
+      expect(await include.isChecked()).toBe(screenshot)
+      await w.send.click()
+      await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+      const item = await byText(e, text)
+      expect(item.attachments).toHaveLength(screenshot ? 1 : 0)
+      const logged = item.consoleLogs.find((l: any) => l.message.startsWith('session'))
+      expect(logged.message).not.toContain('clobberCOOKIE123')
+      expect(watch.errors).toEqual([])
+      // The style sandbox iframe of the renderer is gone again.
+      expect(await page.evaluate(() => [...Document.prototype.querySelectorAll.call(document, 'iframe')].map((f: any) => f.outerHTML).join(' '))).toBe('')
+    } finally {
+      await context.close()
+    }
+  }
+})
+
+test('Trusted Types enforced: the widget loads its UI through the "fixloop" policy, captures and sends; no violation', async () => {
+  const e = env()
+  const nonce = 'tt' + Math.random().toString(36).slice(2)
+  const base = `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'none'; connect-src ${e.api}; img-src data: blob:; require-trusted-types-for 'script'`
+  const url = e.page('/trusted-types', { mount: scriptTag(e, `nonce="${nonce}"`), csp: `${base}; trusted-types fixloop` })
+  const { context, page } = await freshContext(e)
+  try {
+    const watch = await watchPage(page)
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.text.fill('Under Trusted Types')
+    await w.host.getByRole('button', { name: 'Edit screenshot' }).waitFor()
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    expect(await watch.violations()).toEqual([])
+    expect(watch.errors).toEqual([])
+    expect((await byText(e, 'Under Trusted Types')).attachments).toHaveLength(1)
+  } finally {
+    await context.close()
+  }
+  // A directive that does not allow the name: the widget says what to add instead of failing silently.
+  const denied = e.page('/trusted-types-denied', { mount: scriptTag(e, `nonce="${nonce}"`), csp: `${base}; trusted-types other` })
+  const second = await freshContext(e)
+  try {
+    const warnings: string[] = []
+    second.page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()))
+    await second.page.goto(denied)
+    await widget(second.page).launcher.click()
+    for (let i = 0; i < 50 && !warnings.some((w) => w.includes('"fixloop"')); i++) await second.page.waitForTimeout(100)
+    expect(warnings.some((w) => w.includes('trusted-types') && w.includes('"fixloop"'))).toBe(true)
+  } finally {
+    await second.context.close()
+  }
+})
+
+test('console.log of a huge array, throwing and side-effecting getters and Proxies: bounded summaries, no page code runs', async () => {
+  const e = env()
+  const url = e.page('/console-values', { mount: scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    const watch = await watchPage(page)
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.waitFor()
+    const seen = await page.evaluate(() => {
+      const counts = { getter: 0, toJSON: 0, proxyGet: 0, proxyOther: 0 }
+      const huge = new Array(1_000_000).fill(7)
+      console.log('huge', huge)
+      const tricky = {
+        ok: 1,
+        get boom(): number {
+          throw new Error('getter ran')
+        },
+        get count() {
+          counts.getter++
+          return 1
+        },
+        toJSON() {
+          counts.toJSON++
+          return 'serialised'
+        },
+      }
+      console.log('tricky', tricky)
+      const proxied = new Proxy(new Array(1_000_000).fill(1), {
+        get(t, k, r) {
+          counts.proxyGet++
+          return Reflect.get(t, k, r)
+        },
+        getOwnPropertyDescriptor(t, k) {
+          counts.proxyOther++
+          return Reflect.getOwnPropertyDescriptor(t, k)
+        },
+        ownKeys(t) {
+          counts.proxyOther++
+          return Reflect.ownKeys(t)
+        },
+      })
+      console.log('proxy', proxied)
+      console.log('hostile', new Proxy({}, { ownKeys() { throw new Error('trap') }, getPrototypeOf() { throw new Error('trap') } }))
+      console.log('deep', { a: { b: { c: { d: { e: 1 } } } } })
+      console.log('wide', Object.fromEntries(Array.from({ length: 1000 }, (_, i) => ['k' + i, i])))
+      const cyclic: any = { name: 'cyc' }
+      cyclic.self = cyclic
+      console.log('cyclic', cyclic)
+      console.log('error', new TypeError('bad input'))
+      return { counts }
+    })
+    expect(seen.counts).toEqual({ getter: 0, toJSON: 0, proxyGet: 0, proxyOther: expect.any(Number) })
+    // Bounded work on a Proxy of a million elements: a few dozen traps, not a million.
+    expect(seen.counts.proxyOther).toBeLessThan(100)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('Console values')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    const logs: string[] = (await byText(e, 'Console values')).consoleLogs.map((l: any) => l.message)
+    const msg = (prefix: string) => logs.find((m) => m.startsWith(prefix + ' '))!
+    expect(msg('huge')).toStartWith('huge [7, 7, 7')
+    expect(msg('huge')).toContain('… 999980 more]')
+    expect(msg('tricky')).toBe('tricky {ok: 1, boom: [Getter], count: [Getter], toJSON: [Function toJSON]}')
+    expect(msg('proxy')).toContain('… 999980 more]')
+    expect(msg('hostile')).toBe('hostile [unreadable]')
+    expect(msg('deep')).toBe('deep {a: {b: {c: {…}}}}')
+    expect(msg('wide')).toContain('k19: 19, … 980 more}')
+    expect(msg('cyclic')).toBe('cyclic {name: "cyc", self: [Circular]}')
+    expect(msg('error')).toStartWith('error TypeError: bad input')
+    expect(logs.every((m) => m.length <= 1000)).toBe(true)
+    expect(watch.errors).toEqual([])
+  } finally {
+    await context.close()
+  }
+})
+
+test("fixloop on the app's own origin (reverse proxy): the app's failed calls are summarised, the widget's own are not", async () => {
+  const e = env()
+  const uiFile = JSON.parse(readFileSync(join(ROOT, 'widget', 'dist', 'manifest.json'), 'utf8')).uiFile
+  // The customer origin forwards fixloop's paths to fixloop, as a reverse proxy would.
+  const forward = async (req: Request) => {
+    const u = new URL(req.url)
+    const headers = new Headers(req.headers)
+    headers.delete('host')
+    const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : await req.arrayBuffer()
+    const res = await fetch(e.api + u.pathname + u.search, { method: req.method, headers, body })
+    const out = new Headers(res.headers)
+    out.delete('content-encoding')
+    out.delete('content-length')
+    return new Response(await res.arrayBuffer(), { status: res.status, headers: out })
+  }
+  for (const path of ['/widget.js', `/widget/${uiFile}`, '/v1/feedback', '/v1/feedback/upload-url']) e.routes.set(path, forward)
+  e.routes.set('/api/orders', () => new Response('{"error":"boom"}', { status: 500 }))
+  const url = e.page('/same-origin', {
+    mount: `<script src="/widget.js"></script>
+<script>Fixloop.init({ publicKey: ${JSON.stringify(e.tenant.pub)}, slowRequestMs: 1 })</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    // A first report: its upload and submission (all slower than 1 ms) would be summarised if not excluded.
+    await w.launcher.click()
+    await w.text.fill('Same origin first')
+    await w.host.getByRole('button', { name: 'Edit screenshot' }).waitFor()
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    await page.evaluate(() => fetch('/api/orders?id=7').then((r) => r.status))
+    await w.host.getByRole('button', { name: 'Report another problem' }).click()
+    await w.text.fill('Same origin second')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    const network = (await byText(e, 'Same origin second')).submissionMeta.network as any[]
+    expect(network.map((n) => `${n.method} ${n.url} ${n.status}`)).toContain(`GET ${e.customer}/api/orders?id= 500`)
+    expect(network.filter((n) => n.url.includes('/v1/') || n.url.includes('/uploads'))).toEqual([])
+  } finally {
+    await context.close()
+  }
+})
