@@ -95,10 +95,12 @@ test('manual attach: the image is redacted and cropped in the browser before upl
     await w.host.getByLabel('Attach an image').setInputFiles({ name: 'shot.png', mimeType: 'image/png', buffer: whitePng(200, 100) })
     const preview = page.locator('fixloop-widget canvas')
     await page.waitForFunction(() => document.querySelector('fixloop-widget').shadowRoot.querySelector('canvas').width === 200)
+    // Edited in the full-window editor, where the image is shown fitted (never enlarged): 200x100 at 1:1.
+    await w.host.getByRole('button', { name: 'Edit screenshot' }).click()
     const box = (await preview.boundingBox())!
-    // The 200x100 image is letterboxed in the preview: map image pixels to screen points.
-    const scale = Math.min(box.width / 200, box.height / 100)
-    const at = (x: number, y: number) => [box.x + (box.width - 200 * scale) / 2 + x * scale, box.y + (box.height - 100 * scale) / 2 + y * scale] as const
+    expect(Math.round(box.width)).toBe(200)
+    const scale = box.width / 200
+    const at = (x: number, y: number) => [box.x + x * scale, box.y + y * scale] as const
     const drag = async (from: readonly [number, number], to: readonly [number, number]) => {
       await page.mouse.move(...from)
       await page.mouse.down()
@@ -108,6 +110,7 @@ test('manual attach: the image is redacted and cropped in the browser before upl
     await drag(at(20, 10), at(80, 40)) // "Hide an area" is the default tool
     await w.host.getByRole('button', { name: 'Crop' }).click()
     await drag(at(0, 0), at(200, 50))
+    await w.host.getByRole('button', { name: 'Done' }).click()
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
     const item = await report(e, (await reports(e)).find((r: any) => r.text === 'Attached image').id)

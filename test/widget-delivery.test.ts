@@ -114,6 +114,10 @@ test('fixloop serve --demo: creates the demo App, prints how to read reports, se
     await page.goto(`${base}/demo`)
     const w = widget(page)
     await page.click('#pay-button')
+    // The demo page is on fixloop's own origin: its failing request is still summarised.
+    const failing = page.waitForResponse((r) => r.url().includes('/v1/does-not-exist'))
+    await page.click('#fail-fetch')
+    await failing
     await w.launcher.click()
     await w.text.fill('Demo report')
     await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
@@ -124,6 +128,8 @@ test('fixloop serve --demo: creates the demo App, prints how to read reports, se
     expect(list.body.data.map((r: any) => r.text)).toEqual(['Demo report'])
     const item = await call(base, 'GET', `/v1/feedback/${list.body.data[0].id}`, { auth: sk })
     expect(item.body.consoleLogs.some((l: any) => l.message.includes('card declined'))).toBe(true)
+    const network = item.body.submissionMeta.network.map((n: any) => `${n.method} ${n.url} ${n.status}`)
+    expect(network).toEqual([`GET ${base}/v1/does-not-exist?secret= 404`])
   } finally {
     await browser.close()
     proc.kill('SIGTERM')

@@ -1,6 +1,6 @@
 /**
- * A bounded, side-effect-free text summary of one logged value, built at log time (like a devtools
- * preview). It never calls page code: no getters (accessor properties show as `[Getter]`), no toJSON,
+ * A bounded, side-effect-free text summary of one logged value (plain data reads as JSON), built at
+ * log time like a devtools preview. It never calls page code: no getters (accessor properties show as `[Getter]`), no toJSON,
  * no toString; it reads own data properties through their descriptors, walks lazily (a million-element
  * array costs as much as a ten-element one) and stops at MAX_DEPTH levels, MAX_KEYS entries per object,
  * MAX_NODES values and `budget` characters overall. A Proxy's traps may run (ownKeys,
@@ -45,10 +45,6 @@ function emit(w: Walk, text: string): boolean {
   return w.out.length < w.budget
 }
 
-function key(k: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)
-}
-
 function entries(w: Walk, obj: object, depth: number): void {
   // for-in would collect every key first; Reflect.ownKeys on an array of a million elements too,
   // so arrays walk their indices, everything else its own keys (capped).
@@ -59,16 +55,16 @@ function entries(w: Walk, obj: object, depth: number): void {
   emit(w, isArray ? '[' : '{')
   let shown = 0
   for (; shown < total && shown < MAX_KEYS; shown++) {
-    if (shown && !emit(w, ', ')) return
+    if (shown && !emit(w, ',')) return
     const k = isArray ? String(shown) : keys![shown]
-    if (!isArray) emit(w, key(k) + ': ')
+    if (!isArray) emit(w, JSON.stringify(k) + ':')
     const d = descriptor(obj, k)
     if (!d) emit(w, isArray ? '<empty>' : 'undefined')
     else if (!('value' in d)) emit(w, d.set && !d.get ? '[Setter]' : '[Getter]')
     else value(w, d.value, depth + 1)
     if (w.out.length >= w.budget) return
   }
-  if (total > shown) emit(w, `${shown ? ', ' : ''}… ${total - shown} more`)
+  if (total > shown) emit(w, `${shown ? ',' : ''}… ${total - shown} more`)
   emit(w, isArray ? ']' : '}')
 }
 
