@@ -66,7 +66,7 @@ async function pngPixels(page: Page, url: string, points: [number, number][]): P
     c.height = img.naturalHeight
     const ctx = c.getContext('2d')!
     ctx.drawImage(img, 0, 0)
-    return { size: [c.width, c.height] as [number, number], px: pts.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data).slice(0, 3)) }
+    return { size: [c.width, c.height] as [number, number], px: pts.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data as ArrayLike<number>).slice(0, 3)) }
   }, points)
   await viewer.close()
   return out
@@ -216,7 +216,7 @@ test('"Attach an image" is a styled, keyboard-reachable control with a visible f
     expect(inputBox.width).toBeLessThanOrEqual(1)
     const style = (sel: string) =>
       label.evaluate((el, which) => {
-        const other = (el.getRootNode() as ShadowRoot).querySelector(which)!
+        const other = (el.getRootNode() as any).querySelector(which)
         const a = getComputedStyle(el)
         const b = getComputedStyle(other)
         return { same: a.borderTopStyle === b.borderTopStyle && a.paddingTop === b.paddingTop && a.borderRadius === b.borderRadius, outline: a.outlineStyle }

@@ -61,7 +61,7 @@ test('a page whose elements clobber the globals the widget reads: the widget mou
       expect(logged.message).not.toContain('clobberCOOKIE123')
       expect(watch.errors).toEqual([])
       // The style sandbox iframe of the renderer is gone again.
-      expect(await page.evaluate(() => [...Document.prototype.querySelectorAll.call(document, 'iframe')].map((f: any) => f.outerHTML).join(' '))).toBe('')
+      expect(await page.evaluate(() => [...(window as any).Document.prototype.querySelectorAll.call(document, 'iframe')].map((f: any) => f.outerHTML).join(' '))).toBe('')
     } finally {
       await context.close()
     }
@@ -154,6 +154,14 @@ test('console.log of a huge array, throwing and side-effecting getters and Proxi
       cyclic.self = cyclic
       console.log('cyclic', cyclic)
       console.log('error', new TypeError('bad input'))
+      const fake = new Error('fake')
+      Object.defineProperty(fake, 'stack', {
+        get() {
+          counts.getter++
+          return 'page code ran'
+        },
+      })
+      console.log('stack-getter', fake)
       return { counts }
     })
     expect(seen.counts).toEqual({ getter: 0, toJSON: 0, proxyGet: 0, proxyOther: expect.any(Number) })
@@ -174,7 +182,8 @@ test('console.log of a huge array, throwing and side-effecting getters and Proxi
     expect(msg('deep')).toBe('deep {"a":{"b":{"c":{…}}}}')
     expect(msg('wide')).toContain('"k19":19,… 980 more}')
     expect(msg('cyclic')).toBe('cyclic {"name":"cyc","self":[Circular]}')
-    expect(msg('error')).toStartWith('error TypeError: bad input')
+    expect(msg('error')).toStartWith('error TypeError: bad input\n') // with the engine's stack
+    expect(msg('stack-getter')).toBe('stack-getter Error: fake')
     expect(logs.every((m) => m.length <= 1000)).toBe(true)
     expect(watch.errors).toEqual([])
   } finally {

@@ -20,13 +20,27 @@ interface Walk {
 
 const { getOwnPropertyDescriptor: descriptor, getPrototypeOf } = Object
 
-/** A data property's value (own or inherited, a few levels up); undefined for accessors. */
-function dataValue(obj: object, key: PropertyKey): unknown {
+/** A property's descriptor, own or inherited (a few levels up). */
+function find(obj: object, key: PropertyKey): PropertyDescriptor | undefined {
   for (let o: object | null = obj, i = 0; o && i < 8; o = getPrototypeOf(o), i++) {
     const d = descriptor(o, key)
-    if (d) return 'value' in d ? d.value : undefined
+    if (d) return d
   }
   return undefined
+}
+
+/** A data property's value (own or inherited); undefined for accessors, which are never called. */
+function dataValue(obj: object, key: PropertyKey): unknown {
+  const d = find(obj, key)
+  return d && 'value' in d ? d.value : undefined
+}
+
+/** The engine's own `stack` accessor (V8 puts one on every error): the one getter that may be called. */
+const engineStack = find(new Error(), 'stack')?.get
+
+function stackOf(err: Error): unknown {
+  const d = find(err, 'stack')
+  return d && ('value' in d ? d.value : d.get && d.get === engineStack ? d.get.call(err) : undefined)
 }
 
 function typeName(obj: object): string {
@@ -69,6 +83,15 @@ function entries(w: Walk, obj: object, depth: number): void {
 }
 
 function value(w: Walk, v: unknown, depth: number): void {
+  try {
+    walk(w, v, depth)
+  } catch {
+    // A Proxy trap (or an exotic object, e.g. a revoked Proxy) threw: that part of the summary ends here.
+    emit(w, '[unreadable]')
+  }
+}
+
+function walk(w: Walk, v: unknown, depth: number): void {
   if (++w.nodes > MAX_NODES) return void emit(w, '…')
   switch (typeof v) {
     case 'string':
@@ -87,31 +110,29 @@ function value(w: Walk, v: unknown, depth: number): void {
   if (v === null) return void emit(w, 'null')
   const obj = v as object
   if (w.seen.includes(obj)) return void emit(w, '[Circular]')
+  if (obj instanceof Error) {
+    const message = dataValue(obj, 'message')
+    const stack = stackOf(obj)
+    return void emit(w, `${typeName(obj) || 'Error'}: ${typeof message === 'string' ? message : ''}${typeof stack === 'string' ? '\n' + stack : ''}`)
+  }
+  if (typeof Node !== 'undefined' && obj instanceof Node) {
+    const tag = descriptor(Node.prototype, 'nodeName')!.get!.call(obj)
+    return void emit(w, `[${typeName(obj) || 'Node'}${typeof tag === 'string' ? ' ' + tag.toLowerCase() : ''}]`)
+  }
+  if (obj instanceof Map || obj instanceof Set) {
+    // Only the size (a builtin getter): walking entries would grow the loader for little.
+    const size = descriptor(obj instanceof Map ? Map.prototype : Set.prototype, 'size')!.get!.call(obj)
+    return void emit(w, `${obj instanceof Map ? 'Map' : 'Set'}(${size})`)
+  }
+  if (ArrayBuffer.isView(obj)) return void emit(w, `${typeName(obj) || 'TypedArray'}(${dataValue(obj, 'length') ?? ''})`)
+  if (depth >= MAX_DEPTH) return void emit(w, Array.isArray(obj) ? '[…]' : '{…}')
+  const name = Array.isArray(obj) ? '' : typeName(obj)
+  if (name && name !== 'Object') emit(w, name + ' ')
+  w.seen.push(obj)
   try {
-    if (obj instanceof Error) {
-      const message = dataValue(obj, 'message')
-      const stack = dataValue(obj, 'stack')
-      return void emit(w, `${typeName(obj) || 'Error'}: ${typeof message === 'string' ? message : ''}${typeof stack === 'string' ? '\n' + stack : ''}`)
-    }
-    if (typeof Node !== 'undefined' && obj instanceof Node) {
-      const tag = dataValue(obj, 'nodeName')
-      return void emit(w, `[${typeName(obj) || 'Node'}${typeof tag === 'string' ? ' ' + tag.toLowerCase() : ''}]`)
-    }
-    if (obj instanceof Map || obj instanceof Set) {
-      // Only the size (a builtin getter): walking entries would grow the loader for little.
-      const size = descriptor(obj instanceof Map ? Map.prototype : Set.prototype, 'size')!.get!.call(obj)
-      return void emit(w, `${obj instanceof Map ? 'Map' : 'Set'}(${size})`)
-    }
-    if (ArrayBuffer.isView(obj)) return void emit(w, `${typeName(obj) || 'TypedArray'}(${dataValue(obj, 'length') ?? ''})`)
-    if (depth >= MAX_DEPTH) return void emit(w, Array.isArray(obj) ? '[…]' : '{…}')
-    const name = Array.isArray(obj) ? '' : typeName(obj)
-    if (name && name !== 'Object') emit(w, name + ' ')
-    w.seen.push(obj)
     entries(w, obj, depth)
+  } finally {
     w.seen.pop()
-  } catch {
-    // A Proxy trap (or an exotic object) threw: that part of the summary ends here.
-    emit(w, '[unreadable]')
   }
 }
 

@@ -49,7 +49,7 @@ dialog.editor[open] { display: flex; }
 .area:focus-visible { outline: 3px solid var(--fixloop-accent-text); outline-offset: 3px; }
 .area canvas { display: block; cursor: crosshair; touch-action: none; }
 .box { position: absolute; pointer-events: none; }
-.box.redact { background: rgba(0,0,0,.6); outline: 2px solid #fff; }
+.box.redact { background: rgba(0,0,0,.6); outline: 2px solid #fff; box-shadow: 0 0 0 4px var(--fixloop-accent); }
 .box.crop { outline: 2px dashed #fff; box-shadow: 0 0 0 100000px rgba(0,0,0,.5); }
 .note { color: var(--fixloop-muted); margin: 0; }
 .status { min-height: 1.4em; margin: 0; }
