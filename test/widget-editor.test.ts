@@ -163,6 +163,7 @@ for (const viewport of [
       await marker.waitFor()
       for (let i = 0; i < 30; i++) await page.keyboard.press('ArrowLeft')
       for (let i = 0; i < 30; i++) await page.keyboard.press('ArrowUp')
+      await shot(page, `editor-keyboard-${tag}`)
       await page.keyboard.press('Enter')
       expect(await axeViolations(page)).toEqual([])
 

@@ -46,7 +46,7 @@ dialog.editor[open] { display: flex; }
 @media (max-width: 600px) { .toolbar { padding: 8px 12px; } .toolbar h2 { order: 1; } .toolbar .primary { order: 2; } .toolbar .row { order: 3; width: 100%; } .help { padding: 4px 12px; font-size: 12px; } }
 .stage { flex: 1; min-height: 0; overflow: auto; background: #374151; display: flex; }
 .area { position: relative; margin: auto; flex: none; border: 12px solid transparent; box-sizing: content-box; overflow: hidden; outline: none; line-height: 0; }
-.area:focus-visible { outline: 3px solid var(--fixloop-accent-text); outline-offset: 3px; }
+.area:focus-visible { outline: 3px solid var(--fixloop-accent-text); outline-offset: -8px; }
 .area canvas { display: block; cursor: crosshair; touch-action: none; }
 .box { position: absolute; pointer-events: none; }
 .box.redact { background: rgba(0,0,0,.6); outline: 2px solid #fff; box-shadow: 0 0 0 4px var(--fixloop-accent); }
