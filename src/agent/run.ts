@@ -4,7 +4,8 @@
  * `executeRun` turns the outcome into the run's result (the runner stores it). Everything that came from
  * the agent is scrubbed before it leaves this file.
  */
-import { rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
 import type { RepoConnection } from '../modules/connections/service'
 import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
@@ -199,7 +200,7 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
   })
 }
 
-/** Runs every phase; never throws. The workspace is removed whatever happened. */
+/** Runs every phase; never throws. The workspace is removed whatever happened (off the event loop). */
 export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOutcome> {
   const laps = new Laps()
   const token = c.conn.hostToken
@@ -225,7 +226,9 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
     const failure = e instanceof RunFailure ? e : new RunFailure(`internal error: ${e instanceof Error ? e.message : String(e)}`)
     return { status: failure.kind, usage: s.usage, timings: laps.timings, prUrl: s.prUrl, outputTail: s.outputTail, reason: c.scrub(failure.message) }
   } finally {
-    rmSync(c.ws.root, { recursive: true, force: true })
+    // Asynchronously: the agent decides how many files the workspace holds (a synchronous removal of
+    // 100,000 files would stall the server for seconds).
+    await rm(c.ws.root, { recursive: true, force: true }).catch(() => undefined)
   }
 }
 

@@ -1,9 +1,11 @@
 /**
- * The compiled binary against a hostile agent and a LOCAL remote (a bare repository on the same machine,
- * reached as a path, a symlink to it, or a file:// URL). Whatever the agent does to its clone's object
- * store, the remote's refs and every file it held stay byte for byte as they were, the agent never sees
- * another branch's content, and the guardrails judge the commit that is pushed (not objects the agent
- * could rewrite).
+ * The compiled binary against hostile agents (test/fixtures/agents), with a LOCAL remote: a bare repository
+ * on the same machine, reached as a path, a symlink to it, or a file:// URL.
+ *   - Whatever the agent does to its clone's object store, the remote's refs and every file it held stay
+ *     byte for byte as they were, the agent never sees another branch's content, and the guardrails judge
+ *     the commit that is pushed (not objects the agent could rewrite).
+ *   - An agent that fills .git/hooks or .git/info does not stall the server: /healthz keeps answering
+ *     while fixloop checks that metadata, and the check refuses the run once a bound is hit.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
@@ -42,7 +44,8 @@ beforeAll(async () => {
   dir = tempDir('fixloop-upstream-')
   dataDir = join(dir, 'data')
   t = await cliTenant(dataDir, ['--processing-mode', 'auto_pr'])
-  server = await spawnServer(dataDir, { FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS })
+  // The /healthz test polls fast: no rate limit in the way.
+  server = await spawnServer(dataDir, { FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
 }, 60_000)
 
 afterAll(async () => {
@@ -119,5 +122,45 @@ describe('a hostile agent cannot reach a local remote through its clone (compile
         }
       }, 60_000)
     }
+  }
+})
+
+describe('an agent that fills its git metadata does not stall the server (compiled binary)', () => {
+  const fillers: [string, string, RegExp][] = [
+    ['20,000 files in .git/info', 'many', /the agent filled git metadata with more than 2000 entries/],
+    ['300 sparse 8 MiB files in .git/hooks', 'big', /the agent wrote a 8388608-byte file into git metadata \(\.git\/hooks\/blob-\d+; limit 1048576 bytes\)/],
+    ['40 files of 1 MiB in .git/hooks', 'bulk', /the agent filled git metadata with more than 16777216 bytes/],
+  ]
+  for (const [name, mode, reason] of fillers) {
+    test(`${name}: every /healthz during the run answers in under 1 s; the run is refused with the bound`, async () => {
+      const bare = remote()
+      await cliJson(dataDir, ['app', 'connect-repo', t.appId, '--git-url', bare, '--host', 'none', '--agent', 'command', '--agent-command', `sh ${join(AGENTS, 'fill-meta.sh')} ${mode}`, '--timeout-seconds', '60'])
+      const sent = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: `Metadata filler ${mode}: the total is wrong` } })
+      expect(sent.status).toBe(201)
+      const id = sent.body.id as string
+      // Poll /healthz until the run ends (bounded: 90 s), recording the slowest answer.
+      let slowest = 0
+      let polls = 0
+      let item: { status: string } | undefined
+      const deadline = Date.now() + 90_000
+      while (Date.now() < deadline) {
+        const t0 = performance.now()
+        const h = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(10_000) })
+        slowest = Math.max(slowest, performance.now() - t0)
+        polls++
+        expect(h.status).toBe(200)
+        item = (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
+        if (item && ['pr_opened', 'failed'].includes(item.status)) break
+        await Bun.sleep(20)
+      }
+      expect(item?.status).toBe('failed')
+      const r = (await call(server.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
+      expect({ status: r.status, reason: r.guardrailReason, error: r.error, tail: r.outputTail }).toMatchObject({ tail: expect.stringContaining(`filled .git (${mode})`) })
+      expect(r.status).toBe('guardrailed')
+      expect(r.guardrailReason).toMatch(reason)
+      expect(branchExists(bare, r.branch)).toBe(false)
+      expect(polls).toBeGreaterThan(3)
+      expect(slowest).toBeLessThan(1000)
+    }, 120_000)
   }
 })
