@@ -3,9 +3,14 @@
  * manifest; restore checks it and refuses what it must; a restored server serves the same downloads.
  */
 import { describe, expect, test, beforeAll, afterAll } from 'bun:test'
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs'
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync, writeSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import { call, runBinary, spawnServer, tempDir } from './harness'
+import { pipeline } from 'node:stream/promises'
+import { extract } from 'tar-stream'
+import { BINARY, call, runBinary, spawnServer, tempDir } from './harness'
+import { manifestMac } from '../src/db/backup/mac'
+import { parseMasterKey } from '../src/core/master-key'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { PNG, serveExpectingExit, submitWithScreenshot } from './ops-helpers'
 
@@ -56,10 +61,10 @@ describe('backup → restore round trip with uploads', () => {
       await server.stop()
     }
     expect(statSync(out).mode & 0o777).toBe(0o600)
-    // A plain tar that any tool can list; the manifest comes last.
+    // A plain tar that any tool can list; the manifest comes last, then its MAC.
     const listing = Bun.spawnSync(['tar', 'tf', out]).stdout.toString().trim().split('\n')
     expect(listing[0]).toBe('fixloop.db')
-    expect(listing.at(-1)).toBe('manifest.json')
+    expect(listing.slice(-2)).toEqual(['manifest.json', 'manifest.hmac'])
     expect(listing).toContain('master.key')
     expect(listing.some((n) => n.startsWith('blobs/') && !n.endsWith('.type'))).toBe(true)
     const manifest = JSON.parse(Bun.spawnSync(['tar', 'xOf', out, 'manifest.json']).stdout.toString())
@@ -91,8 +96,15 @@ describe('backup → restore round trip with uploads', () => {
     expect(r.code).toBe(0)
     expect(Bun.spawnSync(['tar', 'tf', out]).stdout.toString()).not.toContain('master.key')
     const restored = join(work, 'restored-nokey')
-    const rr = await runBinary(['restore', '--from', out, '--data-dir', restored])
+    // No key anywhere: the archive's MAC cannot be checked, so nothing is restored.
+    const unverifiable = await runBinary(['restore', '--from', out, '--data-dir', restored])
+    expect(unverifiable.code).toBe(2)
+    expect(unverifiable.stderr).toContain("the archive's MAC cannot be checked without the master key")
+    expect(existsSync(restored)).toBe(false)
+    // The key given for the restore only (FIXLOOP_MASTER_KEY): verified, restored, and master.key stays out.
+    const rr = await runBinary(['restore', '--from', out, '--data-dir', restored], { FIXLOOP_MASTER_KEY: readFileSync(join(dataDir, 'master.key'), 'utf8').trim() })
     expect(rr.code).toBe(0)
+    expect(rr.stderr).toContain('manifest MAC verified with the key from FIXLOOP_MASTER_KEY')
     expect(rr.stderr).toContain('has no master key')
     const refused = await serveExpectingExit(restored)
     expect(refused.code).toBe(2)
@@ -138,7 +150,7 @@ describe('backup → restore round trip with uploads', () => {
     bytes[512 + 2000] ^= 0xff
     writeFileSync(out, bytes)
     const target = join(work, 'from-damaged')
-    const r = await runBinary(['restore', '--from', out, '--data-dir', target])
+    const r = await runBinary(['restore', '--from', out, '--data-dir', target], { FIXLOOP_MASTER_KEY: readFileSync(join(dataDir, 'master.key'), 'utf8').trim() })
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('does not match its checksum')
     expect(existsSync(join(target, 'fixloop.db'))).toBe(false)
@@ -195,3 +207,143 @@ test('rekey re-seals every secret; the old key is then refused and the new one w
   expect(refused.code).toBe(2)
   expect(refused.stderr).toContain('not the key this database')
 }, 60_000)
+
+/** Every entry of a (small) archive, in order. */
+async function readEntries(file: string): Promise<{ name: string; data: Buffer }[]> {
+  const out: { name: string; data: Buffer }[] = []
+  const ex = extract()
+  ex.on('entry', (h, stream, next) => {
+    const chunks: Buffer[] = []
+    stream.on('data', (c: unknown) => chunks.push(c as Buffer))
+    stream.on('end', () => {
+      out.push({ name: h.name, data: Buffer.concat(chunks) })
+      next()
+    })
+  })
+  await pipeline(createReadStream(file), ex as unknown as NodeJS.WritableStream)
+  return out
+}
+
+/** A POSIX ustar header for a regular file, as `fixloop backup` writes them. */
+function ustarHeader(name: string, size: number): Buffer {
+  const h = Buffer.alloc(512)
+  h.write(name, 0, 'utf8')
+  h.write('0000600\0', 100)
+  h.write('0000000\0', 108)
+  h.write('0000000\0', 116)
+  h.write(size.toString(8).padStart(11, '0') + '\0', 124)
+  h.write('00000000000\0', 136)
+  h.write('        ', 148)
+  h.write('0', 156)
+  h.write('ustar\0', 257)
+  h.write('00', 263)
+  let sum = 0
+  for (const b of h) sum += b
+  h.write(sum.toString(8).padStart(6, '0') + '\0 ', 148)
+  return h
+}
+
+/**
+ * Writes an archive entry by entry at explicit offsets; an entry given as `{ hole }` gets a header and
+ * that many bytes of data left as a hole in a sparse file (no disk used).
+ */
+function writeEntries(file: string, entries: ({ name: string; data: Buffer } | { name: string; hole: number })[]): void {
+  const fd = openSync(file, 'w', 0o600)
+  try {
+    let at = 0
+    for (const e of entries) {
+      const size = 'data' in e ? e.data.length : e.hole
+      writeSync(fd, ustarHeader(e.name, size), 0, 512, at)
+      if ('data' in e && size > 0) writeSync(fd, e.data, 0, size, at + 512)
+      at += 512 + Math.ceil(size / 512) * 512
+    }
+    writeSync(fd, Buffer.alloc(1024), 0, 1024, at)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+describe('restore refuses a tampered or oversized archive early, and writes nothing it has not checked', () => {
+  let good: string
+  let key: string
+  let entries: { name: string; data: Buffer }[]
+  const withKey = () => ({ FIXLOOP_MASTER_KEY: key })
+  beforeAll(async () => {
+    good = join(work, 'to-tamper.tar')
+    expect((await runBinary(['backup', '--out', good, '--data-dir', dataDir])).code).toBe(0)
+    key = readFileSync(join(dataDir, 'master.key'), 'utf8').trim()
+    entries = await readEntries(good)
+    expect(entries.map((e) => e.name).slice(-2)).toEqual(['manifest.json', 'manifest.hmac'])
+  })
+
+  const manifestOf = () => JSON.parse(entries.find((e) => e.name === 'manifest.json')!.data.toString())
+  const blobName = () => entries.find((e) => e.name.startsWith('blobs/'))!.name
+  const sign = (k: Uint8Array, manifest: Buffer) => ({ name: 'manifest.hmac', data: Buffer.from(manifestMac(k, manifest)) })
+  const realKey = () => parseMasterKey(key, 'test')
+  /** The archive with one blob replaced and the manifest recomputed to match it (self-consistent). */
+  const rewritten = (newBlob: Buffer) => {
+    const m = manifestOf()
+    const f = m.files.find((x: { path: string }) => x.path === blobName())
+    f.bytes = newBlob.length
+    f.sha256 = createHash('sha256').update(newBlob).digest('hex')
+    const manifest = Buffer.from(JSON.stringify(m))
+    const body = entries.filter((e) => !e.name.startsWith('manifest.')).map((e) => (e.name === blobName() ? { name: e.name, data: newBlob } : e))
+    return { body, manifest }
+  }
+  const mac = () => entries.find((e) => e.name === 'manifest.hmac')!
+
+  const cases: [string, () => Parameters<typeof writeEntries>[1], string[], RegExp][] = [
+    ['a blob rewritten and its checksum recomputed in the manifest, the MAC kept', () => {
+      const { body, manifest } = rewritten(Buffer.from('not the screenshot'))
+      return [...body, { name: 'manifest.json', data: manifest }, mac()]
+    }, [], /MAC does not match its manifest under the key from FIXLOOP_MASTER_KEY: the archive was tampered with/],
+    ['the same, the MAC recomputed with another key', () => {
+      const { body, manifest } = rewritten(Buffer.from('not the screenshot'))
+      return [...body, { name: 'manifest.json', data: manifest }, sign(new Uint8Array(32).fill(7), manifest)]
+    }, [], /MAC does not match its manifest/],
+    ['the MAC entry removed (an archive from before MACs, or stripped)', () => entries.filter((e) => e.name !== 'manifest.hmac'), [], /the archive has no MAC \(manifest\.hmac\).*--allow-unverified/],
+    ['an unlisted 1 GiB entry before the manifest', () => [...entries.slice(0, -2), { name: 'blobs/zz/unlisted', hole: 1024 ** 3 }, ...entries.slice(-2)], [], /holds blobs\/zz\/unlisted, which its manifest does not list/],
+    ['a listed blob grown to 1 GiB in the tar (manifest and MAC still those of the backup)', () => entries.map((e) => (e.name === blobName() ? { name: e.name, hole: 1024 ** 3 } : e)), [], /is 1073741824 bytes, its manifest says \d+/],
+    ['a 100 MiB manifest.json', () => [...entries.slice(0, -2), { name: 'manifest.json', hole: 100 * 1024 * 1024 }, entries.at(-1)!], [], /manifest\.json is 100\.0 MB, over the 64\.0 MB a fixloop backup writes: refused unread/],
+  ]
+  for (const [name, build, flags, message] of cases) {
+    test(`${name}: refused, nothing restored, nothing over 64 MiB written`, async () => {
+      const file = join(work, `tampered-${cases.findIndex((c) => c[0] === name)}.tar`)
+      writeEntries(file, build())
+      const target = join(work, `from-tampered-${cases.findIndex((c) => c[0] === name)}`)
+      // RLIMIT_FSIZE 64 MiB: a restore that wrote an oversized entry before refusing it would die (SIGXFSZ) or fail to write.
+      const proc = Bun.spawn(['prlimit', '--fsize=67108864', BINARY, 'restore', '--from', file, '--data-dir', target, ...flags], { env: { PATH: process.env.PATH ?? '', ...withKey() }, stdout: 'pipe', stderr: 'pipe' })
+      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited])
+      expect({ code, stderr: stderr.trim().split('\n').at(-1) }).toEqual({ code: 2, stderr: expect.stringMatching(message) })
+      expect(existsSync(target)).toBe(false)
+    }, 60_000)
+  }
+
+  test('an archive without a MAC restores with --allow-unverified, saying so; a MAC that does not match never does', async () => {
+    const stripped = join(work, 'stripped.tar')
+    writeEntries(stripped, entries.filter((e) => e.name !== 'manifest.hmac'))
+    const r = await runBinary(['restore', '--from', stripped, '--data-dir', join(work, 'from-stripped'), '--allow-unverified'], withKey())
+    expect(r.code).toBe(0)
+    expect(r.stderr).toContain('WARNING: the archive has no MAC')
+    const { body, manifest } = rewritten(Buffer.from('forged'))
+    const forged = join(work, 'forged.tar')
+    writeEntries(forged, [...body, { name: 'manifest.json', data: manifest }, mac()])
+    const f = await runBinary(['restore', '--from', forged, '--data-dir', join(work, 'from-forged'), '--allow-unverified'], withKey())
+    expect(f.code).toBe(2)
+    expect(f.stderr).toContain('MAC does not match')
+    // The archive's own key, put into the target first, verifies an untampered archive.
+    const target = join(work, 'key-first')
+    mkdirSync(target)
+    writeFileSync(join(target, 'master.key'), key + '\n', { mode: 0o600 })
+    const k = await runBinary(['restore', '--from', good, '--data-dir', target])
+    expect(k.code).toBe(0)
+    expect(k.stderr).toContain(`manifest MAC verified with the key from ${join(target, 'master.key')}`)
+    // A manifest re-signed with the real key (an archive damaged, not forged) still has every size checked.
+    const resigned = join(work, 'resigned.tar')
+    const { body: b2, manifest: m2 } = rewritten(Buffer.from('x'.repeat(10)))
+    writeEntries(resigned, [...b2.map((e) => (e.name === blobName() ? { name: e.name, data: Buffer.from('y'.repeat(10)) } : e)), { name: 'manifest.json', data: m2 }, sign(realKey(), m2)])
+    const d = await runBinary(['restore', '--from', resigned, '--data-dir', join(work, 'from-resigned')], withKey())
+    expect(d.code).toBe(2)
+    expect(d.stderr).toContain('does not match its checksum')
+  }, 60_000)
+})

@@ -74,6 +74,32 @@ describe('/openapi.json', () => {
   })
 })
 
+describe('what pr_opened with no URL means (branch mode)', () => {
+  /** The JSON schema of a 200 response, with a $ref followed once. */
+  const okSchema = (doc: any, path: string) => {
+    const s = doc.paths[path].get.responses['200'].content['application/json'].schema
+    return s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s
+  }
+  test('the OpenAPI fields and the docs say: the branch was pushed, no pull request was opened (host none or --pr-mode branch)', async () => {
+    const doc = (await call(srv.url, 'GET', '/openapi.json')).body
+    const feedback = okSchema(doc, '/v1/feedback/{id}').properties.mergeRequestUrl
+    const run = okSchema(doc, '/v1/agent-runs/{id}').properties.prUrl
+    for (const field of [feedback, run]) {
+      expect([field.type].flat().sort()).toEqual(['null', 'string'])
+      expect(field.description).toMatch(/pr_opened/)
+      expect(field.description).toMatch(/fixloop\/<feedback id>/)
+      expect(field.description).toMatch(/--host none/)
+      expect(field.description).toMatch(/--pr-mode branch/)
+    }
+    const api = await Bun.file(new URL('../docs/api.md', import.meta.url)).text()
+    const row = api.split('\n').find((l) => l.startsWith('| `pr_opened` |'))!
+    expect(row).toMatch(/`mergeRequestUrl` null/)
+    expect(row).toMatch(/branch `fixloop\/<feedback id>` was pushed/)
+    const agents = await Bun.file(new URL('../docs/agents.md', import.meta.url)).text()
+    expect(agents).toContain('### `pr_opened` without a URL')
+  })
+})
+
 describe('/docs', () => {
   test.skipIf(!!BROWSER_SKIP)('renders the explorer offline, with every route and a working "Try it out"', async () => {
     const page = await browser.newPage()

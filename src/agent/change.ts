@@ -1,48 +1,32 @@
 /**
- * Judging the whole change. The agent had write access to the clone's `.git`, so nothing it left there
- * is trusted: before the agent runs fixloop records the base commit, the refs and a fingerprint of the
- * git metadata that can make git run code or read things differently (config, hooks, info/: attributes,
- * exclude, grafts, sparse-checkout). Afterwards:
- *   1. `.git` must still be a directory with that metadata unchanged, and no ref but the work branch may
- *      differ (a switched-to branch with commits, a new tag, a `refs/replace/*` object): else guardrailed;
- *   2. the change is base..worktree, staged into a private index built from the base commit, whatever the
- *      agent did to HEAD, the index or the work branch (its own commits are flattened away);
- *   3. the diff is read by a bare `git diff-tree` between the two trees, so no `.gitattributes` (in the
- *      tree or the index) can hide a binary or text file behind `-diff`/`diff`, and no textconv runs;
- *   4. fixloop makes the one commit it pushes (`commit-tree` of that tree on the base).
+ * Judging the whole change by what is pushed. The agent had write access to its clone, `.git` included
+ * (objects too), so nothing in it is read as git data: fixloop keeps its own bare clone of the base commit
+ * (`base.git`, outside the sandbox, sharing no file with the agent's clone or the remote) and
+ *   1. refuses the run when the agent's `.git` is no longer a directory, its metadata that can make git run
+ *      code or read things differently changed (config, hooks, info/, objects/info/alternates, shallow;
+ *      read with bounds, src/agent/git-meta.ts), or a ref but the work branch differs (a switched-to
+ *      branch with commits, a new tag, a `refs/replace/*` object): guardrailed;
+ *   2. stages the agent's work tree FILES into a private index of `base.git` built from the base commit,
+ *      whatever the agent did to HEAD, its index, its commits or its object store;
+ *   3. reads the diff by a bare `git diff-tree` in `base.git` between the base commit and that tree, so
+ *      no `.gitattributes` can hide a file behind `-diff`, no textconv runs, and no object the agent
+ *      rewrote (a base blob made to look like the new one) can hide a change from the guardrails;
+ *   4. makes the one commit it pushes (`commit-tree` of that tree on the base) in `base.git`, and pushes
+ *      it from there: the commit judged is the commit pushed.
  */
-import { createHash } from 'node:crypto'
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, lstatSync } from 'node:fs'
 import { join } from 'node:path'
 import { execCommand } from './exec'
-import { gitOk } from './git'
+import { GitError, gitOk, GIT_SAFE } from './git'
+import { fingerprintMeta } from './git-meta'
 import type { DiffStats } from './guardrails'
 
-/** What the clone looked like when the agent got it. */
+/** What the agent's clone looked like when the agent got it. */
 export interface Baseline {
   base: string
   branch: string
   meta: Map<string, string>
   refs: string
-}
-
-/** Files under .git that change how git behaves: the agent must leave them alone. */
-function metaFingerprint(repo: string): Map<string, string> {
-  const out = new Map<string, string>()
-  const hash = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex')
-  const walk = (rel: string) => {
-    const full = join(repo, rel)
-    if (!existsSync(full)) return
-    const st = lstatSync(full)
-    if (st.isSymbolicLink()) out.set(rel, `symlink`)
-    else if (st.isDirectory()) for (const name of readdirSync(full)) walk(`${rel}/${name}`)
-    // Only regular files are read: a FIFO the agent planted would block the server on open.
-    else if (!st.isFile()) out.set(rel, `special:${st.mode.toString(8)}`)
-    else if (st.size > 8 * 1024 * 1024) out.set(rel, `large:${st.size}:${st.mtimeMs}`)
-    else out.set(rel, `${st.mode.toString(8)}:${hash(full)}`)
-  }
-  for (const rel of ['.git/config', '.git/hooks', '.git/info', '.git/objects/info', '.git/shallow', '.git/commondir']) walk(rel)
-  return out
 }
 
 function describeMeta(key: string): string {
@@ -60,16 +44,22 @@ async function refsExcept(repo: string, env: Record<string, string>, branch: str
     .join('\n')
 }
 
-export async function recordBaseline(repo: string, env: Record<string, string>, branch: string): Promise<Baseline> {
-  const base = (await gitOk(['rev-parse', '--verify', 'HEAD^{commit}'], repo, env, 'read the base commit')).trim()
-  return { base, branch, meta: metaFingerprint(repo), refs: await refsExcept(repo, env, branch) }
+/** Records the agent's clone before the agent runs; `base` is the base commit read from `base.git`. */
+export async function recordBaseline(repo: string, env: Record<string, string>, branch: string, base: string): Promise<Baseline> {
+  const head = (await gitOk(['rev-parse', '--verify', 'HEAD^{commit}'], repo, env, 'read the clone\'s HEAD')).trim()
+  if (head !== base) throw new Error(`the clone's HEAD (${head}) is not the base commit (${base})`)
+  const meta = await fingerprintMeta(repo)
+  if (!meta.ok) throw new Error(`the fresh clone's git metadata: ${meta.refused}`)
+  return { base, branch, meta: meta.files, refs: await refsExcept(repo, env, branch) }
 }
 
 /** Why the agent's git metadata or refs cannot be trusted, or null. Reads files only until the config is known good. */
 export async function tamperedGit(repo: string, env: Record<string, string>, b: Baseline): Promise<string | null> {
   const dotGit = join(repo, '.git')
   if (!existsSync(dotGit) || lstatSync(dotGit).isSymbolicLink() || !lstatSync(dotGit).isDirectory()) return 'the agent replaced the .git directory'
-  const after = metaFingerprint(repo)
+  const fingerprint = await fingerprintMeta(repo)
+  if (!fingerprint.ok) return fingerprint.refused
+  const after = fingerprint.files
   for (const [k, v] of after) if (b.meta.get(k) !== v) return `the agent changed ${describeMeta(k)}`
   for (const k of b.meta.keys()) if (!after.has(k)) return `the agent changed ${describeMeta(k)} (removed)`
   const refs = await refsExcept(repo, env, b.branch).catch(() => null)
@@ -82,29 +72,45 @@ export async function tamperedGit(repo: string, env: Record<string, string>, b: 
   return null
 }
 
-/** The tree of base + everything in the work tree, staged in a private index (not the agent's). */
-export async function stageWorktree(repo: string, env: Record<string, string>, indexFile: string, base: string): Promise<string> {
+/**
+ * The tree of base + every file in the agent's work tree, hashed into `base.git` through a private index
+ * (never the agent's index or object store; git skips every `.git` entry of a work tree).
+ */
+export async function stageWorktree(baseRepo: string, workTree: string, env: Record<string, string>, indexFile: string, base: string): Promise<string> {
   const ienv = { ...env, GIT_INDEX_FILE: indexFile }
-  await gitOk(['read-tree', base], repo, ienv, 'read the base tree')
-  await gitOk(['add', '-A'], repo, ienv, 'git add')
-  return (await gitOk(['write-tree'], repo, ienv, 'write the tree')).trim()
+  const at = [`--git-dir=${baseRepo}`, `--work-tree=${workTree}`]
+  await gitOk([...at, 'read-tree', base], workTree, ienv, 'read the base tree')
+  await gitOk([...at, 'add', '-A'], workTree, ienv, 'git add')
+  return (await gitOk([...at, 'write-tree'], workTree, ienv, 'write the tree')).trim()
 }
 
-/** Runs git on the repository as a bare one from outside the work tree: no in-tree attributes apply. */
-function bare(repo: string, outside: string, env: Record<string, string>, args: string[], what: string): Promise<string> {
-  return gitOk([`--git-dir=${join(repo, '.git')}`, '--bare', ...args], outside, env, what)
+/** Most diff output read whole (a change within the guardrails' limits is far smaller). */
+const DIFF_OUTPUT_BYTES = 32 * 1024 * 1024
+
+/** A change whose diff cannot be read whole: refused, never judged on a part of it. */
+export class ChangeTooLarge extends Error {}
+
+/**
+ * Runs git on fixloop's bare clone from outside any work tree (no in-tree attributes apply) and returns
+ * its WHOLE stdout: a diff judged on its tail alone would let the head of a large patch through unread.
+ */
+async function bare(baseRepo: string, outside: string, env: Record<string, string>, args: string[], what: string, stdin?: string): Promise<string> {
+  const r = await execCommand(['git', ...GIT_SAFE, `--git-dir=${baseRepo}`, '--bare', ...args], { cwd: outside, env, timeoutMs: 120_000, stdin, maxOutputBytes: DIFF_OUTPUT_BYTES })
+  if (r.code !== 0) throw new GitError(`${what} failed: ${r.timedOut ? 'timed out' : r.output.trim().split('\n').slice(-5).join(' | ')}`)
+  if (r.stdoutTruncated) throw new ChangeTooLarge(`change too large to judge: ${what} printed more than ${DIFF_OUTPUT_BYTES} bytes`)
+  return r.stdout
 }
 
-/** The diff base..tree, read without attributes, textconv or external diff drivers. */
-export async function diffTrees(repo: string, outside: string, env: Record<string, string>, base: string, tree: string): Promise<DiffStats> {
+/** The diff base..tree in `base.git`, read without attributes, textconv or external diff drivers. */
+export async function diffTrees(baseRepo: string, outside: string, env: Record<string, string>, base: string, tree: string): Promise<DiffStats> {
   const flags = ['-r', '--no-renames', '--no-textconv', '--no-ext-diff']
-  const numstat = await bare(repo, outside, env, ['diff-tree', ...flags, '--numstat', '-z', base, tree], 'git diff --numstat')
+  const numstat = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '--numstat', '-z', base, tree], 'git diff --numstat')
   const files: DiffStats['files'] = []
   for (const entry of numstat.split('\0').filter(Boolean)) {
     const [added, deleted, path] = entry.split('\t')
     files.push({ path, added: added === '-' ? 0 : Number(added), deleted: deleted === '-' ? 0 : Number(deleted), binary: added === '-', bytes: 0 })
   }
-  const raw = await bare(repo, outside, env, ['diff-tree', ...flags, '--raw', '-z', base, tree], 'git diff --raw')
+  const raw = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '--raw', '-z', base, tree], 'git diff --raw')
   const symlinks: string[] = []
   const gitlinks: string[] = []
   const newBlobs = new Map<string, string>()
@@ -119,22 +125,17 @@ export async function diffTrees(repo: string, outside: string, env: Record<strin
   }
   if (newBlobs.size > 0) {
     const shas = [...newBlobs.values()]
-    const sizes = await bareWithInput(repo, outside, env, ['cat-file', '--batch-check=%(objectsize)'], shas.join('\n') + '\n')
+    const sizes = await bare(baseRepo, outside, env, ['cat-file', '--batch-check=%(objectsize)'], 'git cat-file', shas.join('\n') + '\n')
     const bySha = new Map(shas.map((s, i) => [s, Number(sizes.split('\n')[i])]))
     for (const f of files) f.bytes = bySha.get(newBlobs.get(f.path) ?? '') ?? 0
   }
-  const patch = await bare(repo, outside, env, ['diff-tree', ...flags, '-p', '-U0', '--no-color', base, tree], 'git diff -U0')
+  const patch = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '-p', '-U0', '--no-color', base, tree], 'git diff -U0')
   const addedLines = patch.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++'))
   return { files, symlinks, gitlinks, addedLines }
 }
 
-async function bareWithInput(repo: string, outside: string, env: Record<string, string>, args: string[], input: string): Promise<string> {
-  const r = await execCommand(['git', `--git-dir=${join(repo, '.git')}`, '--bare', ...args], { cwd: outside, env, timeoutMs: 60_000, stdin: input, maxOutputBytes: 1024 * 1024 })
-  return r.stdout
-}
-
-/** fixloop's own commit of the judged tree on the base: the only commit pushed. */
-export async function commitTree(repo: string, env: Record<string, string>, base: string, tree: string, subject: string, body: string): Promise<string> {
+/** fixloop's own commit of the judged tree on the base, in `base.git`: the only commit pushed. */
+export async function commitTree(baseRepo: string, env: Record<string, string>, base: string, tree: string, subject: string, body: string): Promise<string> {
   const who = { GIT_AUTHOR_NAME: 'fixloop', GIT_AUTHOR_EMAIL: 'fixloop@users.noreply.localhost', GIT_COMMITTER_NAME: 'fixloop', GIT_COMMITTER_EMAIL: 'fixloop@users.noreply.localhost' }
-  return (await gitOk(['commit-tree', tree, '-p', base, '-m', subject, '-m', body], repo, { ...env, ...who }, 'commit')).trim()
+  return (await gitOk([`--git-dir=${baseRepo}`, 'commit-tree', tree, '-p', base, '-m', subject, '-m', body], baseRepo, { ...env, ...who }, 'commit')).trim()
 }

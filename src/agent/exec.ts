@@ -13,6 +13,8 @@ export interface ExecResult {
   output: string
   /** The last `maxOutputBytes` of stdout alone (agents print their JSON result there). */
   stdout: string
+  /** True when stdout was longer than `maxOutputBytes` (its head was dropped). */
+  stdoutTruncated: boolean
   ms: number
 }
 
@@ -32,10 +34,13 @@ export interface ExecOptions {
 class Tail {
   private chunks: Buffer[] = []
   private size = 0
+  /** Every byte pushed, kept or not. */
+  total = 0
   constructor(private readonly limit: number) {}
   push(chunk: Buffer): void {
     this.chunks.push(chunk)
     this.size += chunk.length
+    this.total += chunk.length
     while (this.size - this.chunks[0].length >= this.limit) this.size -= this.chunks.shift()!.length
   }
   toString(): string {
@@ -81,7 +86,7 @@ export function execCommand(argv: string[], opts: ExecOptions): Promise<ExecResu
       opts.signal?.removeEventListener('abort', onAbort)
       // Whatever the command left running in its group goes too.
       killGroup()
-      resolve({ code, timedOut, output: both.toString(), stdout: out.toString(), ms: Math.round(performance.now() - started) })
+      resolve({ code, timedOut, output: both.toString(), stdout: out.toString(), stdoutTruncated: out.total > limit, ms: Math.round(performance.now() - started) })
     }
     child.on('error', (e) => {
       both.push(Buffer.from(String(e.message)))

@@ -42,10 +42,10 @@ export function scrub(text: string, secrets: (string | null | undefined)[]): str
  * Settings on every git call after the clone: the agent may have planted hooks, an fsmonitor command or
  * attribute files, and none of them may run or count (the config itself is checked unchanged first).
  */
-const SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.attributesFile=/dev/null', '-c', 'protocol.file.allow=always']
+export const GIT_SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.attributesFile=/dev/null', '-c', 'protocol.file.allow=always']
 
 export async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs = 120_000): Promise<ExecResult> {
-  return execCommand(['git', ...SAFE, ...args], { cwd, env, timeoutMs })
+  return execCommand(['git', ...GIT_SAFE, ...args], { cwd, env, timeoutMs })
 }
 
 /** Runs git and throws a GitError when it fails. */

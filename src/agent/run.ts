@@ -4,9 +4,10 @@
  * `executeRun` turns the outcome into the run's result (the runner stores it). Everything that came from
  * the agent is scrubbed before it leaves this file.
  */
-import { rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
 import type { RepoConnection } from '../modules/connections/service'
-import { diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
+import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
 import { AUTH_USERNAMES, gitEnv, gitOk, gitWithToken, type GitAuth } from './git'
 import { checkGuardrails, type DiffStats } from './guardrails'
@@ -103,12 +104,24 @@ function prepare(c: RunContext, task: TaskInput): void {
   writeFileSync(c.ws.taskFile, buildTask(task), { mode: 0o600 })
 }
 
+/**
+ * Two clones, neither sharing a file with the remote or with each other. `--no-local` makes git fetch a
+ * path (or a symlink to one) through its transport like any URL: a local clone hard-links the remote's
+ * object files (an agent rewriting its own objects would rewrite the remote's) and ignores `--depth` and
+ * `--single-branch` (handing the agent every branch). fixloop's own bare clone, `base.git`, is where the
+ * change is judged, committed and pushed from; the agent gets a copy of it, its `origin` set back to the
+ * App's URL (no token in it).
+ */
 async function clone(c: RunContext, s: State): Promise<void> {
-  await gitWithToken(['clone', '--depth', '1', '--branch', c.conn.baseBranch, '--single-branch', '--no-tags', '--', c.conn.gitUrl, c.ws.repo], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'clone', 300_000).catch((e) => {
+  const base = c.conn.baseBranch
+  await gitWithToken(['clone', '--bare', '--no-local', '--depth', '1', '--branch', base, '--single-branch', '--no-tags', '--', c.conn.gitUrl, c.ws.baseRepo], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'clone', 300_000).catch((e) => {
     throw new RunFailure(e.message)
   })
+  const commit = (await gitOk([`--git-dir=${c.ws.baseRepo}`, 'rev-parse', '--verify', '--end-of-options', `refs/heads/${base}^{commit}`], c.ws.root, s.gitEnv, 'read the base commit')).trim()
+  await gitOk(['clone', '--no-local', '--no-tags', '--branch', base, '--', c.ws.baseRepo, c.ws.repo], c.ws.root, s.gitEnv, 'copy the clone for the agent', 300_000)
+  await gitOk(['remote', 'set-url', 'origin', '--', c.conn.gitUrl], c.ws.repo, s.gitEnv, 'set origin')
   await gitOk(['checkout', '-q', '-b', c.branch], c.ws.repo, s.gitEnv, 'create branch')
-  s.baseline = await recordBaseline(c.ws.repo, s.gitEnv, c.branch)
+  s.baseline = await recordBaseline(c.ws.repo, s.gitEnv, c.branch, commit)
 }
 
 /** Runs a shell command as the agent: in the sandbox, with the agent's environment, timeout and bounded output. */
@@ -151,22 +164,27 @@ async function verify(c: RunContext, s: State): Promise<void> {
   if (v.code !== 0) throw new RunFailure(`verify command failed (exit ${v.code}): ${lastLines(verifyTail, 10)}`)
 }
 
-/** The whole change against the base commit, or a guardrail refusal. Returns the judged tree and its diff. */
+/**
+ * The whole change against the base commit, or a guardrail refusal. Returns the judged tree and its diff,
+ * both read in fixloop's own `base.git` (src/agent/change.ts): what is judged is what is pushed.
+ */
 async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: DiffStats }> {
   const b = s.baseline!
   const tampered = await tamperedGit(c.ws.repo, s.gitEnv, b)
   if (tampered) throw new RunFailure(tampered, 'guardrailed')
-  const tree = await stageWorktree(c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)
-  const diff = await diffTrees(c.ws.repo, c.ws.root, s.gitEnv, b.base, tree)
+  const tree = await stageWorktree(c.ws.baseRepo, c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)
+  const diff = await diffTrees(c.ws.baseRepo, c.ws.root, s.gitEnv, b.base, tree).catch((e) => {
+    throw e instanceof ChangeTooLarge ? new RunFailure(e.message, 'guardrailed') : e
+  })
   const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths })
   if (reason) throw new RunFailure(reason, 'guardrailed')
   return { tree, diff }
 }
 
 async function push(c: RunContext, s: State, tree: string, title: string): Promise<void> {
-  const commit = await commitTree(c.ws.repo, s.gitEnv, s.baseline!.base, tree, title, `Report ${c.f.id}`)
-  // Pushed to the connection's URL (not the clone's `origin`, whatever its config says), hooks off.
-  await gitWithToken(['push', '--force', '--no-verify', '--', c.conn.gitUrl, `${commit}:refs/heads/${c.branch}`], c.ws.repo, s.gitEnv, s.auth, c.ws.credDir, 'push', 300_000).catch((e) => {
+  const commit = await commitTree(c.ws.baseRepo, s.gitEnv, s.baseline!.base, tree, title, `Report ${c.f.id}`)
+  // Pushed from base.git (never the agent's clone) to the connection's URL, hooks off.
+  await gitWithToken([`--git-dir=${c.ws.baseRepo}`, 'push', '--force', '--no-verify', '--', c.conn.gitUrl, `${commit}:refs/heads/${c.branch}`], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'push', 300_000).catch((e) => {
     throw new RunFailure(e.message)
   })
 }
@@ -182,7 +200,7 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
   })
 }
 
-/** Runs every phase; never throws. The workspace is removed whatever happened. */
+/** Runs every phase; never throws. The workspace is removed whatever happened (off the event loop). */
 export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOutcome> {
   const laps = new Laps()
   const token = c.conn.hostToken
@@ -208,7 +226,9 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
     const failure = e instanceof RunFailure ? e : new RunFailure(`internal error: ${e instanceof Error ? e.message : String(e)}`)
     return { status: failure.kind, usage: s.usage, timings: laps.timings, prUrl: s.prUrl, outputTail: s.outputTail, reason: c.scrub(failure.message) }
   } finally {
-    rmSync(c.ws.root, { recursive: true, force: true })
+    // Asynchronously: the agent decides how many files the workspace holds (a synchronous removal of
+    // 100,000 files would stall the server for seconds).
+    await rm(c.ws.root, { recursive: true, force: true }).catch(() => undefined)
   }
 }
 

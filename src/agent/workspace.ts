@@ -4,6 +4,8 @@
  * root never clean up each other's runs) and one per run inside it:
  *   repo/   the clone (the agent's, read-write)      home/  the agent's HOME
  *   out/    where the agent writes result.json        task.md  the task (read-only to the agent)
+ *   base.git/  fixloop's own bare clone: the base commit's objects, then the judged tree and the commit
+ *              that is pushed (never mounted into the sandbox, shares no file with repo/ or the remote)
  *   cred/   the credential helper during clone/push   (never mounted into the sandbox)
  */
 import { createHash } from 'node:crypto'
@@ -15,6 +17,8 @@ export interface Workspace extends WorkspacePaths {
   root: string
   credDir: string
   judgeIndex: string
+  /** fixloop's private bare clone, which the agent never sees (src/agent/change.ts). */
+  baseRepo: string
 }
 
 /** A private directory: created 0700, refused when it is a symlink or someone else's. */
@@ -45,6 +49,7 @@ export function createWorkspace(instance: string, runId: string): Workspace {
     taskFile: join(root, 'task.md'),
     credDir: join(root, 'cred'),
     judgeIndex: join(root, 'judge.index'),
+    baseRepo: join(root, 'base.git'),
   }
   for (const d of [root, ws.home, ws.outDir]) mkdirSync(d, { recursive: true, mode: 0o700 })
   return ws

@@ -11,7 +11,7 @@ import { restoreBackup } from '../db/backup/restore'
 import { rekey } from '../db/rekey'
 import { lockDataDir } from '../db/data-dir-lock'
 import { refuseNewerSchema } from '../db/schema-guard'
-import { masterKeyFile, parseMasterKey } from '../core/master-key'
+import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
 import { output, parseFlags, UsageError } from './args'
 
 export const MIGRATE_HELP = `Usage: fixloop migrate [--data-dir DIR] [--json]
@@ -24,10 +24,15 @@ with versions and SHA-256 checksums. The file is created with mode 0600.
                          without it, keep master.key yourself: the restored secrets need it.
 S3/MinIO objects are not in the archive: back up the bucket with its own tools (docs/operations.md).
 Progress goes to stderr.`
-export const RESTORE_HELP = `Usage: fixloop restore --from FILE --data-dir DIR [--force] [--json]
-Checks the archive's manifest and checksums, then restores the database, the blobs and (when the archive
-has it) master.key into DIR. DIR must be empty or missing unless --force, which replaces its database,
-blobs and master key. Refused while a server runs on DIR. Progress goes to stderr.`
+export const RESTORE_HELP = `Usage: fixloop restore --from FILE --data-dir DIR [--force] [--allow-unverified] [--json]
+Checks the archive's MAC (under the master key of the instance that wrote it: FIXLOOP_MASTER_KEY, else
+DIR/master.key, else the archive's own master.key), its manifest and checksums, then restores the
+database, the blobs and (when the archive has it) master.key into DIR. DIR must be empty or missing (a
+master.key alone is fine) unless --force, which replaces its database, blobs and master key. Refused while
+a server runs on DIR. Progress goes to stderr.
+  --allow-unverified   restore an archive whose MAC cannot be checked (none in it: written before fixloop
+                       signed backups; or no master key to check it with). A MAC that does not match is
+                       always refused.`
 export const REKEY_HELP = `Usage: fixloop rekey --old-key-file OLD --new-key-file NEW [--data-dir DIR] [--json]
 Re-seals every secret sealed with the master key (App signing secrets, repository host tokens, and every
 other column registered in src/db/sealed-columns.ts) from OLD to NEW in one transaction. A missing NEW
@@ -67,6 +72,7 @@ export async function runBackup(argv: string[]): Promise<void> {
       out,
       includeMasterKey,
       masterKeyText: config.masterKey,
+      masterKey: backupKey(config.dataDir, config.masterKey),
       storage: config.s3 ? 's3' : 'embedded',
       progress: stderr,
     })
@@ -79,15 +85,29 @@ export async function runBackup(argv: string[]): Promise<void> {
   }
 }
 
+/** The master key the archive's MAC is keyed by (the context already checked it against the database). */
+function backupKey(dataDir: string, fromEnv: string | undefined): Uint8Array {
+  const key = readMasterKey(dataDir, fromEnv)
+  if (!key) throw new UsageError(`no master key (FIXLOOP_MASTER_KEY or ${masterKeyFile(dataDir)}): the archive's MAC needs it`)
+  return key
+}
+
 export async function runRestore(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { from: { type: 'string' }, force: { type: 'boolean' } })
+  const { values } = parseFlags(argv, { from: { type: 'string' }, force: { type: 'boolean' }, 'allow-unverified': { type: 'boolean' } })
   if (values.help) return void process.stdout.write(RESTORE_HELP + '\n')
   if (!values.from) throw new UsageError('missing --from FILE')
   if (!values['data-dir'] && !process.env.FIXLOOP_DATA_DIR) throw new UsageError('missing --data-dir DIR (where to restore)')
   const config = loadConfig({ dataDir: values['data-dir'] })
-  const manifest = await restoreBackup({ from: resolve(values.from), dataDir: config.dataDir, force: values.force === true, progress: stderr })
-  if (!manifest.masterKeyIncluded && !config.masterKey && !existsSync(masterKeyFile(config.dataDir))) {
-    stderr(`restore: the archive has no master key: copy the original master.key into ${config.dataDir} (or set FIXLOOP_MASTER_KEY) before "fixloop serve"; without it the server refuses to start`)
+  const manifest = await restoreBackup({
+    from: resolve(values.from),
+    dataDir: config.dataDir,
+    force: values.force === true,
+    allowUnverified: values['allow-unverified'] === true,
+    masterKeyText: config.masterKey,
+    progress: stderr,
+  })
+  if (!manifest.masterKeyIncluded && !existsSync(masterKeyFile(config.dataDir))) {
+    stderr(`restore: the archive has no master key: copy the original master.key into ${config.dataDir} (or set FIXLOOP_MASTER_KEY for serve) before "fixloop serve"; without it the server refuses to start`)
   }
   output({ restored: config.dataDir, fixloopVersion: manifest.fixloopVersion, createdAt: manifest.createdAt, files: manifest.files.length, masterKeyIncluded: manifest.masterKeyIncluded }, values.json)
 }

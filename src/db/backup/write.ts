@@ -1,7 +1,7 @@
 /**
  * Writes one backup archive (format: manifest.ts) while the server may be running: the database through
  * VACUUM INTO (a consistent snapshot; concurrent writers are not blocked), then every blob the embedded
- * store holds, hashed while streamed, then the manifest. The file is written under a temporary name and
+ * store holds, hashed while streamed, then the manifest and its MAC under the master key (mac.ts). The file is written under a temporary name and
  * renamed only when complete, created 0600 (it holds reports, and with --include-master-key the key).
  */
 import type { Database } from 'bun:sqlite'
@@ -11,7 +11,8 @@ import { join, relative } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { Transform } from 'node:stream'
 import { pack as tarPack, type Pack } from 'tar-stream'
-import { BLOB_PREFIX, DB_ENTRY, FORMAT, FORMAT_VERSION, humanBytes, KEY_ENTRY, MANIFEST_NAME, throttled, type Manifest, type ManifestFile } from './manifest'
+import { BLOB_PREFIX, DB_ENTRY, FORMAT, FORMAT_VERSION, humanBytes, KEY_ENTRY, MAC_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, throttled, type Manifest, type ManifestFile } from './manifest'
+import { manifestMac } from './mac'
 import { VERSION } from '../../version'
 import { masterKeyFile } from '../../core/master-key'
 
@@ -23,6 +24,8 @@ export interface BackupOptions {
   storage: 'embedded' | 's3'
   /** Master key text to include when it comes from FIXLOOP_MASTER_KEY rather than master.key. */
   masterKeyText?: string
+  /** The master key: the archive's MAC is keyed by a key derived from it. */
+  masterKey: Uint8Array
   progress: (line: string) => void
 }
 
@@ -96,7 +99,11 @@ export async function writeBackup(o: BackupOptions): Promise<Manifest> {
       masterKeyIncluded: o.includeMasterKey,
       files,
     }
-    pack.entry({ name: MANIFEST_NAME, mode: 0o600 }, JSON.stringify(manifest, null, 2) + '\n')
+    // Compact, one file a line: restore reads at most MAX_MANIFEST_BYTES, so no larger one is written.
+    const text = Buffer.from(JSON.stringify(manifest).replace(/\},\{"path"/g, '},\n{"path"') + '\n')
+    if (text.length > MAX_MANIFEST_BYTES) throw new Error(`the manifest would be ${humanBytes(text.length)} (${files.length} files), over the ${humanBytes(MAX_MANIFEST_BYTES)} restore reads: too many blobs for one archive`)
+    pack.entry({ name: MANIFEST_NAME, mode: 0o600 }, text)
+    pack.entry({ name: MAC_NAME, mode: 0o600 }, manifestMac(o.masterKey, text))
     pack.finalize()
     await written
     renameSync(partial, o.out)

@@ -18,7 +18,10 @@ export const AgentRun = t.Object(
     tokensIn: int(),
     tokensOut: int(),
     costUsd: t.Number(),
-    prUrl: Nullable(t.String()),
+    prUrl: t.Union([t.String(), t.Null()], {
+      description:
+        'The pull/merge request the run opened. Null when it opened none: the run failed or was guardrailed, or it succeeded in branch mode (`--host none` or `--pr-mode branch`), where it pushed `branch` (`fixloop/<feedback id>`) and the report moved to `pr_opened` with `mergeRequestUrl` null.',
+    }),
     branch: t.String(),
     guardrailReason: Nullable(t.String()),
     error: Nullable(t.String()),

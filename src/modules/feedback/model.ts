@@ -110,7 +110,10 @@ const listMembers = {
   url: Nullable(t.String()),
   createdAt: t.String({ format: 'date-time' }),
   processedAt: Nullable(t.String({ format: 'date-time' })),
-  mergeRequestUrl: Nullable(t.String()),
+  mergeRequestUrl: t.Union([t.String(), t.Null()], {
+    description:
+      'The pull/merge request the agent run opened. Null on a `pr_opened` report when the run opened none: the App\'s repository is connected with `--host none` or `--pr-mode branch`, so the run pushed its branch `fixloop/<feedback id>` (the agent run\'s `branch`) and stopped there. Null in every other status.',
+  }),
   duplicateOfId: Nullable(Id),
   duplicateCount: int(),
   theme: Nullable(t.String()),
