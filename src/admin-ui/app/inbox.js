@@ -106,12 +106,14 @@ export function InboxPage({ org }) {
     return page
   }
   const [liveFrom, setLiveFrom] = useState(null)
+  const liveCount = useRef(0)
   useEffect(() => {
     setPages({ rows: [], next: null, error: null, loading: true })
     setCur(0)
     setChecked(new Set())
     setResults({})
     setLiveNote('')
+    liveCount.current = 0
     setLiveFrom(null)
     fetchPage().then(
       (p) => {
@@ -143,7 +145,12 @@ export function InboxPage({ org }) {
         const fresh = await fetchPage()
         const { rows, added } = mergeFresh(rowsRef.current, fresh.data)
         applyRows(rows)
-        if (added) setLiveNote(`${added} new report${added === 1 ? '' : 's'} at the top of the list.`)
+        // Cumulative, so each arrival changes the text and is announced again.
+        if (added) {
+          liveCount.current += added
+          const n = liveCount.current
+          setLiveNote(`${n} new report${n === 1 ? '' : 's'} since this list loaded, newest at the top.`)
+        }
         counts.reload()
       } catch {
         // The next event tries again.
