@@ -86,7 +86,7 @@ function Settings({ org, app, onSaved }) {
         <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>
       <div class="field"><label for="s-mode">Processing mode</label>
         <select id="s-mode" value=${f.processingMode} onChange=${set('processingMode')}>
-          <option value="manual">manual: wait for a human</option><option value="auto_pr">auto_pr: queue for the agent</option></select></div>
+          <option value="manual">${PROCESSING_LABELS.manual}</option><option value="auto_pr">${PROCESSING_LABELS.auto_pr}</option></select></div>
       <div class="field check"><input id="s-batch" type="checkbox" checked=${f.batchEnabled} onChange=${set('batchEnabled')} /><label for="s-batch">Batch reports into windows</label></div>
       <div class="field"><label for="s-window">Batch window (hours)</label><input id="s-window" type="number" min="1" max="720" value=${f.batchWindowHours} onInput=${set('batchWindowHours')} /></div>
       <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>Save settings</button>

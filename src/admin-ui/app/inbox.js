@@ -185,7 +185,13 @@ export function InboxPage({ org }) {
 
   const more = async () => {
     const p = await fetchPage(pages.next)
-    setPages({ ...pages, rows: [...pages.rows, ...p.data], next: p.nextCursor })
+    // Functional: rows the live stream added meanwhile stay; a row already listed is not listed twice.
+    setPages((cur) => {
+      const known = new Set(cur.rows.map((r) => r.id))
+      const rows = [...cur.rows, ...p.data.filter((r) => !known.has(r.id))]
+      rowsRef.current = rows
+      return { ...cur, rows, next: p.nextCursor }
+    })
   }
 
   const go = (change) => navigate(`/admin/o/${org.id}/inbox${qs({ ...filters, folder, ...change })}`)

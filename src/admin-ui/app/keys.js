@@ -55,7 +55,7 @@ export function KeysPage({ org }) {
       html`<div class="table-wrap" tabindex="0" role="region" aria-label="Key table"><table>
         <thead><tr><th scope="col">Prefix</th><th scope="col">Name</th><th scope="col">Created by</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
         <tbody>${keys.data.data.map(
-          (k) => html`<tr><td class="mono">${k.prefix}…</td><td>${k.name || '—'}</td><td>${k.createdBy}</td><td>${fmtDate(k.createdAt)}</td><td>${k.lastUsedAt ? fmtDate(k.lastUsedAt) : 'never'}</td>
+          (k) => html`<tr><td class="mono">${k.prefix}…</td><td>${k.name || '—'}</td><td>${ACTOR_LABELS[k.createdBy] || k.createdBy}</td><td>${fmtDate(k.createdAt)}</td><td>${k.lastUsedAt ? fmtDate(k.lastUsedAt) : 'never'}</td>
             <td>${k.revokedAt ? `revoked ${fmtDate(k.revokedAt)}` : html`<button type="button" class="danger small" onClick=${() => revoke(k)}>Revoke <span class="sr-only">${k.name || k.prefix}</span></button>`}</td></tr>`,
         )}</tbody></table></div>`}
     </section>`

@@ -28,7 +28,7 @@ export function Status({ status }) {
 }
 
 export const MODE_LABELS = { public: 'anonymous visitor', private: 'signed-in user' }
-export const PROCESSING_LABELS = { manual: 'Wait for a human', auto_pr: 'Queue for the agent' }
+export const PROCESSING_LABELS = { manual: 'Wait for a human', auto_pr: 'Queue for the agent automatically' }
 
 export const PHASE_LABELS = { prepare: 'prepare', clone: 'clone', agent: 'agent', verify: 'verify', guardrails: 'guardrails', push: 'push', pr: 'pull request' }
 
