@@ -262,11 +262,13 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard, issue 29 items 5–7, in Chromium ag
     await all.focus()
     await page.keyboard.press('Space')
     expect(await all.evaluate((el) => [(el as HTMLInputElement).indeterminate, (el as HTMLInputElement).checked])).toEqual([false, true])
-    // A queued report cannot be queued again: the page says so on its row without asking the API.
+    // A queued report cannot be queued again (the FSM): the page says so on its row without asking the API.
     const queuedRow = page.locator('li.row', { hasText: 'The pay button does nothing' })
     await page.getByRole('button', { name: 'Queue selected' }).click()
-    await queuedRow.locator('.result.bad', { hasText: 'cannot be queued' }).waitFor()
+    await queuedRow.locator('.result.bad', { hasText: 'Not queued: already queued for the agent' }).waitFor()
     await page.getByRole('status').filter({ hasText: /^Queued \d+ of \d+\./ }).waitFor()
+    // Each row's answer wraps under it on a phone: nothing sticks out sideways.
+    expect(await screenshots(page, 'live-inbox-bulk-result')).toEqual([])
     expect(await page.locator('li.row input[type="checkbox"]:checked').count()).toBe(0)
     expect(await page.getByRole('button', { name: 'Queue selected' }).isDisabled()).toBe(true)
   })

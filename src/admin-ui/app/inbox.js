@@ -213,7 +213,8 @@ export function InboxPage({ org }) {
     let ok = 0
     for (const r of rows) {
       if (!canCustomerMove(r.status, status)) {
-        out[r.id] = { ok: false, text: `Not ${done.toLowerCase()}: a report that is ${statusLabel(r.status).toLowerCase()} cannot be ${done.toLowerCase()}` }
+        const why = r.status === status ? `already ${statusLabel(r.status).toLowerCase()}` : `a report that is ${statusLabel(r.status).toLowerCase()} cannot be ${done.toLowerCase()}`
+        out[r.id] = { ok: false, text: `Not ${done.toLowerCase()}: ${why}` }
         continue
       }
       try {
