@@ -307,7 +307,9 @@ describe('dashboard in Chromium against the binary', () => {
     await checkPage('report-run')
     await page.getByRole('link', { name: 'Apps' }).click()
     await page.getByRole('columnheader', { name: 'Agent cost (30 days)' }).waitFor()
-    expect(await page.getByRole('row', { name: /Web shop/ }).getByRole('cell').nth(3).textContent()).toBe(String(runs.length))
+    // The costs arrive in their own request, after the table: wait for them rather than read a 0 too early.
+    const runsCell = page.getByRole('row', { name: /Web shop/ }).getByRole('cell').nth(3)
+    await eventually(async () => (await runsCell.textContent()) === String(runs.length), 10_000)
     await checkPage('apps')
   })
 
