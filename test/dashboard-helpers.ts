@@ -8,7 +8,8 @@ import type { Page } from 'playwright-core'
 import type { Subprocess } from 'bun'
 import { BINARY, freePort, ROOT } from './harness'
 
-export const OUT_DIR = join(ROOT, 'test-output')
+/** Where screenshots go: test-output/, or FIXLOOP_SCREENSHOT_DIR when set (to look at them outside the repo). */
+export const OUT_DIR = process.env.FIXLOOP_SCREENSHOT_DIR || join(ROOT, 'test-output')
 const AXE = readFileSync(join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
 
 export interface SpawnedServer {
@@ -53,6 +54,16 @@ export async function spawnWithStdout(dataDir: string, env: Record<string, strin
       await proc.exited
     },
   }
+}
+
+/**
+ * Waits until the page has drawn its data: loaded, no "Loading…" left, and a short quiet spell. Not
+ * 'networkidle': the inbox keeps its live event stream open, so the network is never idle there.
+ */
+export async function settle(page: Page): Promise<void> {
+  await page.waitForLoadState('load')
+  await page.waitForFunction(() => !document.body.innerText.includes('Loading…'), undefined, { timeout: 15_000 })
+  await page.waitForTimeout(300)
 }
 
 /** axe-core's violations on the current page (WCAG 2 A/AA and best practices), as readable lines. */

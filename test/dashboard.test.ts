@@ -12,7 +12,7 @@ import { launchBrowser } from './browser'
 import { call, eventually, freePort, runBinary, tempDir } from './harness'
 import { userToken } from './helpers-auth'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
-import { axeViolations, screenshots, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+import { axeViolations, screenshots, settle, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 
 const EMAIL = 'owner@example.com'
 const PASSWORD = 'correct horse battery'
@@ -25,7 +25,7 @@ let page: Page
 const state: { orgId?: string; appId?: string; pub?: string; secret?: string; key?: string; reports: string[] } = { reports: [] }
 
 async function checkPage(name: string): Promise<void> {
-  await page.waitForLoadState('networkidle')
+  await settle(page)
   expect(await axeViolations(page)).toEqual([])
   expect(await screenshots(page, name)).toEqual([])
 }
@@ -157,8 +157,8 @@ describe('dashboard in Chromium against the binary', () => {
   test('the audit log lists each reveal and rotation', async () => {
     await page.getByRole('link', { name: 'Audit log' }).click()
     await page.getByRole('heading', { name: /Audit log/ }).waitFor()
-    await page.getByRole('cell', { name: 'app.secret_revealed' }).waitFor()
-    expect(await page.getByRole('cell', { name: 'app.secret_rotated' }).count()).toBe(1)
+    await page.getByRole('cell', { name: 'Signing secret revealed' }).waitFor()
+    expect(await page.getByRole('cell', { name: 'Signing secret rotated' }).count()).toBe(1)
     await checkPage('audit')
   })
 
@@ -227,8 +227,8 @@ describe('dashboard in Chromium against the binary', () => {
     )
     expect(naturalWidth).toBe(1)
     await page.getByRole('heading', { name: 'History' }).waitFor()
-    // The status history comes from the event log: received → … → awaiting_manual.
-    await page.locator('ol.history li', { hasText: 'awaiting_manual' }).waitFor()
+    // The status history comes from the event log: received → … → awaiting a decision, in words.
+    await page.locator('ol.history li', { hasText: '→ Awaiting your decision' }).waitFor()
     await checkPage('report')
     await page.goBack()
     await row.waitFor()
@@ -262,7 +262,7 @@ describe('dashboard in Chromium against the binary', () => {
     await page.goBack()
   })
 
-  test('bulk queue shows each row’s own answer (409 for an archived report)', async () => {
+  test('bulk queue shows each row’s own answer (an archived report cannot be queued)', async () => {
     const a = await submit('Bulk one: the search box is slow')
     await eventually(async () => (await statusOf(a)) === 'awaiting_manual', 10_000)
     await page.goto(`${server.url}/admin/o/${state.orgId}/inbox?folder=all`)
@@ -272,10 +272,10 @@ describe('dashboard in Chromium against the binary', () => {
     await rowA.getByRole('checkbox').check()
     await rowArchived.getByRole('checkbox').check()
     await page.getByRole('button', { name: 'Queue selected' }).click()
-    await rowArchived.getByText('409 invalid_transition').waitFor()
+    await rowArchived.locator('.result.bad', { hasText: 'archived cannot be queued' }).waitFor()
     await rowA.locator('.result.ok').waitFor()
     expect(await page.getByRole('status').filter({ hasText: 'Queued 1 of 2' }).count()).toBe(1)
-    await screenshots(page, 'bulk-result')
+    expect(await screenshots(page, 'bulk-result')).toEqual([])
     expect(['queued', 'agent_running', 'failed']).toContain(await statusOf(a))
     state.reports.push(a)
   })
@@ -300,13 +300,16 @@ describe('dashboard in Chromium against the binary', () => {
     }, 15_000)
     await page.goto(`${server.url}/admin/o/${state.orgId}/r/${a}`)
     await page.getByRole('heading', { name: 'Agent runs' }).waitFor()
-    expect(await page.locator('article.run h3').first().textContent()).toContain(runs[0].status)
+    const runWords: Record<string, string> = { running: 'Running', succeeded: 'Succeeded', failed: 'Failed', guardrailed: 'Stopped by a guardrail' }
+    expect(await page.locator('article.run h3').first().textContent()).toContain(runWords[runs[0].status])
     expect(await page.getByRole('img', { name: /^Timeline: prepare/ }).count()).toBe(1)
     if (runs[0].error) expect(await page.locator('article.run').textContent()).toContain(runs[0].error)
     await checkPage('report-run')
     await page.getByRole('link', { name: 'Apps' }).click()
     await page.getByRole('columnheader', { name: 'Agent cost (30 days)' }).waitFor()
-    expect(await page.getByRole('row', { name: /Web shop/ }).getByRole('cell').nth(3).textContent()).toBe(String(runs.length))
+    // The costs arrive in their own request, after the table: wait for them rather than read a 0 too early.
+    const runsCell = page.getByRole('row', { name: /Web shop/ }).getByRole('cell').nth(3)
+    await eventually(async () => (await runsCell.textContent()) === String(runs.length), 10_000)
     await checkPage('apps')
   })
 
@@ -399,9 +402,9 @@ describe('dashboard in Chromium against the binary', () => {
       await submit('A report after the webhook exists')
       await eventually(() => received.length > 0, 15_000)
       await page.getByRole('button', { name: 'Deliveries' }).click()
-      const row = page.getByRole('row', { name: /feedback\.received/ }).first()
+      const row = page.getByRole('row', { name: /Report received/ }).first()
       await row.waitFor()
-      expect(await row.textContent()).toContain('succeeded')
+      expect(await row.textContent()).toContain('Delivered')
       await checkPage('webhooks')
       const before = received.length
       await row.getByRole('button', { name: /Redeliver/ }).click()

@@ -16,8 +16,11 @@ import inbox from './app/inbox.js' with { type: 'text' }
 import report from './app/report.js' with { type: 'text' }
 import account from './app/account.js' with { type: 'text' }
 import webhooks from './app/webhooks.js' with { type: 'text' }
+import labels from './app/labels.js' with { type: 'text' }
+import live from './app/live.js' with { type: 'text' }
 import css from './app/style.css' with { type: 'text' }
 import { createHash } from 'node:crypto'
+import { canCustomerMove, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../core/fsm'
 
 export interface Asset {
   /** The module specifier the import map resolves (null for the stylesheet). */
@@ -37,12 +40,30 @@ function asset(specifier: string | null, name: string, body: string, contentType
   return { specifier, url: `/admin/assets/${base}.${hash(clean)}.${ext}`, body: clean, contentType }
 }
 
+/**
+ * The FSM's customer moves for the browser, computed from src/core/fsm.ts when the server starts: the
+ * page offers exactly the moves PATCH /v1/feedback/:id accepts, so the two cannot disagree.
+ */
+export function fsmModule(): string {
+  const moves = Object.fromEntries(FEEDBACK_STATUSES.map((from) => [from, CUSTOMER_TARGETS.filter((to) => canCustomerMove(from, to))]))
+  return `// Generated from src/core/fsm.ts by src/admin-ui/assets.ts: the moves a person may ask for, per status.
+export const STATUSES = ${JSON.stringify(FEEDBACK_STATUSES)}
+const MOVES = ${JSON.stringify(moves)}
+/** The targets PATCH /v1/feedback/:id accepts from this status (queued, archived), in that order. */
+export const customerTargets = (status) => MOVES[status] || []
+export const canCustomerMove = (from, to) => customerTargets(from).includes(to)
+`
+}
+
 export const ASSETS: Asset[] = [
   asset('preact', 'preact.js', preact),
   asset('preact/hooks', 'hooks.js', hooks),
   asset('htm', 'htm.js', htm),
   asset('@fixloop/api', 'api.js', api),
   asset('@fixloop/ui', 'ui.js', ui),
+  asset('@fixloop/fsm', 'fsm.js', fsmModule()),
+  asset('@fixloop/labels', 'labels.js', labels),
+  asset('@fixloop/live', 'live.js', live),
   asset('@fixloop/auth', 'auth.js', auth),
   asset('@fixloop/apps', 'apps.js', apps),
   asset('@fixloop/keys', 'keys.js', keys),

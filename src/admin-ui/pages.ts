@@ -10,6 +10,7 @@ import { ApiError } from '../core/errors'
 import { readCookie, type AdminAuthDeps } from '../http/admin-auth'
 import { SESSION_COOKIE } from '../modules/admins/sessions'
 import { canSee } from '../modules/admins/service'
+import { FAVICON_ICO } from './favicon'
 
 const byUrl = new Map(ASSETS.map((a) => [a.url, a]))
 const importMap = JSON.stringify({ imports: Object.fromEntries(ASSETS.filter((a) => a.specifier).map((a) => [a.specifier, a.url])) })
@@ -24,6 +25,7 @@ const SHELL = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>fixloop admin</title>
+<link rel="icon" href="/favicon.ico" sizes="16x16 32x32">
 <link rel="stylesheet" href="${styleUrl}">
 <script type="importmap">${importMap}</script>
 <script type="module" src="${mainUrl}"></script>
@@ -79,10 +81,25 @@ function pageStatus(deps: AdminAuthDeps, lookups: PageLookups, request: Request)
   return 200
 }
 
-/** The /admin pages and /admin/assets/*. */
+/** A day in caches, then a cheap revalidation (the icon's URL is fixed, so it cannot be immutable). */
+const FAVICON_HEADERS = {
+  'content-type': 'image/x-icon',
+  'cache-control': 'public, max-age=86400',
+  etag: `"${createHash('sha256').update(FAVICON_ICO).digest('hex').slice(0, 16)}"`,
+  'x-content-type-options': 'nosniff',
+}
+
+/** GET /favicon.ico for every page the server has (browsers ask for it whether a page links it or not). */
+function favicon(request: Request): Response {
+  if (request.headers.get('if-none-match') === FAVICON_HEADERS.etag) return new Response(null, { status: 304, headers: FAVICON_HEADERS })
+  return new Response(FAVICON_ICO, { headers: FAVICON_HEADERS })
+}
+
+/** The /admin pages, /admin/assets/* and /favicon.ico. */
 export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups) {
   const page = (request?: Request) => new Response(SHELL, { status: request ? pageStatus(deps, lookups, request) : 200, headers: PAGE_HEADERS })
   return new Elysia({ name: 'dashboard-pages' })
+    .get('/favicon.ico', ({ request }) => favicon(request), { detail: { hide: true } })
     .get('/admin', () => page(), { detail: { summary: 'The admin dashboard (HTML)', description: 'Sign in with an admin created by `fixloop admin create` or the first-run setup link.', tags: ['admin'] } })
     .get('/admin/', () => page(), { detail: { hide: true } })
     .get('/admin/assets/:file', ({ params }) => {

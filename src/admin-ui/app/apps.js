@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, navigate, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
+import { PROCESSING_LABELS } from '@fixloop/labels'
 
 export function OrgsPage({ me, orgs, onChange }) {
   const [name, setName] = useState('')
@@ -14,7 +15,7 @@ export function OrgsPage({ me, orgs, onChange }) {
   return html`<h1>Orgs</h1>
     ${orgs.length === 0 && html`<p>No Org yet.${me.isOwner ? ' Create the first one below.' : ' Ask the instance owner to add you to one.'}</p>`}
     <ul class="cards">
-      ${orgs.map((o) => html`<li><${Link} href=${`/admin/o/${o.id}/inbox`}>${o.name}</${Link}> <span class="muted">${o.role} · <span class="mono">${o.id}</span></span></li>`)}
+      ${orgs.map((o) => html`<li><${Link} href=${`/admin/o/${o.id}/inbox`}>${o.name}</${Link}> <span class="muted">${o.role === 'owner' ? 'Owner' : 'Member'} · <span class="mono">${o.id}</span></span></li>`)}
     </ul>
     ${me.isOwner &&
     html`<section aria-labelledby="new-org"><h2 id="new-org">New Org</h2>
@@ -42,7 +43,7 @@ export function AppsPage({ org }) {
           <caption class="sr-only">Apps</caption>
           <thead><tr><th scope="col">Name</th><th scope="col">Public key</th><th scope="col">Mode</th><th scope="col">Agent runs (30 days)</th><th scope="col">Agent cost (30 days)</th><th scope="col">Created</th></tr></thead>
           <tbody>${apps.data.data.map(
-            (a) => html`<tr><td><${Link} href=${`/admin/o/${org.id}/apps/${a.id}`}>${a.name}</${Link}></td><td class="mono">${a.publicKey}</td><td>${a.processingMode}</td><td>${costOf(a.id).runs}</td><td>$${costOf(a.id).costUsd.toFixed(2)}</td><td>${fmtDate(a.createdAt)}</td></tr>`,
+            (a) => html`<tr><td><${Link} href=${`/admin/o/${org.id}/apps/${a.id}`}>${a.name}</${Link}></td><td class="mono">${a.publicKey}</td><td>${PROCESSING_LABELS[a.processingMode] || a.processingMode}</td><td>${costOf(a.id).runs}</td><td>$${costOf(a.id).costUsd.toFixed(2)}</td><td>${fmtDate(a.createdAt)}</td></tr>`,
           )}</tbody></table></div>`)}
     ${org.role === 'owner' &&
     html`<section aria-labelledby="new-app"><h2 id="new-app">New App</h2>
@@ -85,7 +86,7 @@ function Settings({ org, app, onSaved }) {
         <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>
       <div class="field"><label for="s-mode">Processing mode</label>
         <select id="s-mode" value=${f.processingMode} onChange=${set('processingMode')}>
-          <option value="manual">manual: wait for a human</option><option value="auto_pr">auto_pr: queue for the agent</option></select></div>
+          <option value="manual">${PROCESSING_LABELS.manual}</option><option value="auto_pr">${PROCESSING_LABELS.auto_pr}</option></select></div>
       <div class="field check"><input id="s-batch" type="checkbox" checked=${f.batchEnabled} onChange=${set('batchEnabled')} /><label for="s-batch">Batch reports into windows</label></div>
       <div class="field"><label for="s-window">Batch window (hours)</label><input id="s-window" type="number" min="1" max="720" value=${f.batchWindowHours} onInput=${set('batchWindowHours')} /></div>
       <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>Save settings</button>

@@ -1,12 +1,17 @@
 // The triage inbox: status folders, filters, newest first with cursor paging, unread marks, bulk moves
 // that show each row's own answer, and the keyboard: j/k move, x select, o open, q queue, e archive, ? help.
+// It stays current through the Org's event stream: new reports slide in at the top (announced politely,
+// focus stays where it is) and status changes show on their rows.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, Link, navigate, useLoad, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
+import { canCustomerMove } from '@fixloop/fsm'
+import { Status, statusLabel, MODE_LABELS } from '@fixloop/labels'
+import { watchEvents } from '@fixloop/live'
 
 export const FOLDERS = [
   ['inbox', 'Inbox'],
-  ['awaiting_manual', 'Awaiting manual'],
+  ['awaiting_manual', 'Awaiting decision'],
   ['queued', 'Queued'],
   ['running', 'Running'],
   ['pr_opened', 'PR opened'],
@@ -24,6 +29,25 @@ export const SHORTCUTS = [
   ['?', 'show this list'],
 ]
 
+/** The events that can change what an inbox list shows. */
+const LIVE_TYPES = ['feedback.received', 'feedback.status_changed', 'feedback.duplicate_attached', 'feedback.unmerged']
+const VERB = { queued: ['queue', 'Queued'], archived: ['archive', 'Archived'] }
+
+/**
+ * The rows after a fresh first page arrived: reports not yet listed join in id order (newest first),
+ * rows already listed take their fresh fields. Returns the rows and how many joined.
+ */
+export function mergeFresh(rows, fresh) {
+  const byId = new Map(fresh.map((r) => [r.id, r]))
+  const known = new Set(rows.map((r) => r.id))
+  // Only what sorts above the oldest loaded row: older reports belong to "Older reports".
+  const floor = rows.length ? rows[rows.length - 1].id : ''
+  const added = fresh.filter((r) => !known.has(r.id) && r.id > floor)
+  const merged = rows.map((r) => (byId.has(r.id) ? { ...r, ...byId.get(r.id) } : r)).concat(added)
+  merged.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+  return { rows: merged, added: added.length }
+}
+
 const typing = (e) => e.target.closest && e.target.closest('input, textarea, select, dialog')
 
 function Filters({ org, apps, params, onApply }) {
@@ -35,7 +59,7 @@ function Filters({ org, apps, params, onApply }) {
     ${field('f-q', 'Text contains', html`<input id="f-q" type="search" value=${f.q || ''} onInput=${set('q')} />`)}
     ${field('f-app', 'App', html`<select id="f-app" value=${f.appId || ''} onChange=${set('appId')}><option value="">Any</option>${apps.map((a) => html`<option value=${a.id}>${a.name}</option>`)}</select>`)}
     ${field('f-sev', 'Severity', html`<select id="f-sev" value=${f.severity || ''} onChange=${set('severity')}><option value="">Any</option><option>low</option><option>medium</option><option>high</option></select>`)}
-    ${field('f-mode', 'Submitter', html`<select id="f-mode" value=${f.mode || ''} onChange=${set('mode')}><option value="">Any</option><option value="public">public</option><option value="private">signed-in user</option></select>`)}
+    ${field('f-mode', 'Submitter', html`<select id="f-mode" value=${f.mode || ''} onChange=${set('mode')}><option value="">Any</option><option value="public">${MODE_LABELS.public}</option><option value="private">${MODE_LABELS.private}</option></select>`)}
     ${field('f-shot', 'Screenshot', html`<select id="f-shot" value=${f.hasScreenshot || ''} onChange=${set('hasScreenshot')}><option value="">Any</option><option value="true">with</option><option value="false">without</option></select>`)}
     ${field('f-console', 'Console log', html`<select id="f-console" value=${f.hasConsole || ''} onChange=${set('hasConsole')}><option value="">Any</option><option value="true">with</option><option value="false">without</option></select>`)}
     ${field('f-url', 'URL contains', html`<input id="f-url" value=${f.urlContains || ''} onInput=${set('urlContains')} />`)}
@@ -68,53 +92,142 @@ export function InboxPage({ org }) {
   }
   const [results, setResults] = useState({})
   const [summary, setSummary] = useState('')
+  const [liveNote, setLiveNote] = useState('')
+  const [liveState, setLiveState] = useState('')
   const [help, setHelp] = useState(false)
   const listRef = useRef(null)
+  const selectAllRef = useRef(null)
+  // The rows as the latest render saw them, for the stream's callbacks (they outlive a render).
+  const rowsRef = useRef([])
+  rowsRef.current = pages.rows
 
   const fetchPage = async (cursor) => {
     const page = await api('GET', `/admin/api/orgs/${org.id}/inbox${qs({ folder, ...filters, cursor, limit: 50 })}`)
     return page
   }
+  const [liveFrom, setLiveFrom] = useState(null)
+  const liveCount = useRef(0)
   useEffect(() => {
     setPages({ rows: [], next: null, error: null, loading: true })
     setCur(0)
     setChecked(new Set())
     setResults({})
+    setLiveNote('')
+    liveCount.current = 0
+    setLiveFrom(null)
     fetchPage().then(
-      (p) => setPages({ rows: p.data, next: p.nextCursor, error: null, loading: false }),
+      (p) => {
+        setPages({ rows: p.data, next: p.nextCursor, error: null, loading: false })
+        setLiveFrom(typeof p.eventSeq === 'number' ? p.eventSeq : null)
+      },
       (e) => setPages({ rows: [], next: null, error: e, loading: false }),
     )
   }, [key])
+
+  /** Puts fresh rows in; the current row stays current (by id), and focus stays on its element. */
+  const applyRows = (nextRows) => {
+    const curId = rowsRef.current[curRef.current] && rowsRef.current[curRef.current].id
+    const i = curId ? nextRows.findIndex((r) => r.id === curId) : -1
+    if (i >= 0 && i !== curRef.current) setCur(i)
+    rowsRef.current = nextRows
+    setPages((p) => ({ ...p, rows: nextRows }))
+  }
+
+  // Live: the stream starts after the seq the first page was read at; a burst of events costs one read.
+  useEffect(() => {
+    if (liveFrom === null) return undefined
+    let timer = null
+    let stale = false
+    const refresh = async () => {
+      timer = null
+      stale = false
+      try {
+        const fresh = await fetchPage()
+        const { rows, added } = mergeFresh(rowsRef.current, fresh.data)
+        applyRows(rows)
+        // Cumulative, so each arrival changes the text and is announced again.
+        if (added) {
+          liveCount.current += added
+          const n = liveCount.current
+          setLiveNote(`${n} new report${n === 1 ? '' : 's'} since this list loaded, newest at the top.`)
+        }
+        counts.reload()
+      } catch {
+        // The next event tries again.
+      }
+    }
+    const stop = watchEvents({
+      org: org.id,
+      after: liveFrom,
+      types: LIVE_TYPES,
+      onState: setLiveState,
+      onEvents: (events) => {
+        const known = new Map(rowsRef.current.map((r) => [r.id, r]))
+        let rows = null
+        for (const e of events) {
+          const id = e.data && e.data.feedbackId
+          if (e.type === 'feedback.status_changed' && known.has(id)) {
+            rows = rows || rowsRef.current.slice()
+            const at = rows.findIndex((r) => r.id === id)
+            rows[at] = { ...rows[at], status: e.data.to }
+          } else stale = true
+        }
+        if (rows) applyRows(rows)
+        if (stale && !timer) timer = setTimeout(refresh, 200)
+        else if (!stale) counts.reload()
+      },
+    })
+    return () => {
+      stop()
+      if (timer) clearTimeout(timer)
+    }
+  }, [key, liveFrom])
+
   const more = async () => {
     const p = await fetchPage(pages.next)
-    setPages({ ...pages, rows: [...pages.rows, ...p.data], next: p.nextCursor })
+    // Functional: rows the live stream added meanwhile stay; a row already listed is not listed twice.
+    setPages((cur) => {
+      const known = new Set(cur.rows.map((r) => r.id))
+      const rows = [...cur.rows, ...p.data.filter((r) => !known.has(r.id))]
+      rowsRef.current = rows
+      return { ...cur, rows, next: p.nextCursor }
+    })
   }
 
   const go = (change) => navigate(`/admin/o/${org.id}/inbox${qs({ ...filters, folder, ...change })}`)
   const targets = () => {
     const sel = checkedRef.current
-    if (sel.size) return pages.rows.filter((r) => sel.has(r.id))
-    return pages.rows[curRef.current] ? [pages.rows[curRef.current]] : []
+    if (sel.size) return rowsRef.current.filter((r) => sel.has(r.id))
+    return rowsRef.current[curRef.current] ? [rowsRef.current[curRef.current]] : []
   }
 
-  /** Moves each target through PATCH /v1/feedback/:id and shows each row's own answer. */
+  /**
+   * Moves each target through PATCH /v1/feedback/:id and shows each row's own answer. A row the FSM
+   * (src/core/fsm.ts, the module the API uses) does not let move there is not sent: its row says why.
+   */
   const move = async (status) => {
     const rows = targets()
     if (!rows.length) return
+    const [verb, done] = VERB[status]
     const out = { ...results }
     let ok = 0
     for (const r of rows) {
+      if (!canCustomerMove(r.status, status)) {
+        const why = r.status === status ? `already ${statusLabel(r.status).toLowerCase()}` : `a report that is ${statusLabel(r.status).toLowerCase()} cannot be ${done.toLowerCase()}`
+        out[r.id] = { ok: false, text: `Not ${done.toLowerCase()}: ${why}` }
+        continue
+      }
       try {
         await api('PATCH', `/v1/feedback/${r.id}`, { org: org.id, body: { status } })
-        out[r.id] = { ok: true, text: status === 'queued' ? 'queued' : 'archived' }
+        out[r.id] = { ok: true, text: done }
         ok++
       } catch (e) {
-        out[r.id] = { ok: false, text: `${e.status} ${e.code}` }
+        out[r.id] = { ok: false, text: `Not ${done.toLowerCase()}: ${e.message || e.code}` }
       }
     }
     setResults(out)
-    setPages((p) => ({ ...p, rows: p.rows.map((r) => (out[r.id] && out[r.id].ok ? { ...r, status } : r)) }))
-    setSummary(`${status === 'queued' ? 'Queued' : 'Archived'} ${ok} of ${rows.length}.${ok < rows.length ? ' See each row for the reason.' : ''}`)
+    applyRows(rowsRef.current.map((r) => (out[r.id] && out[r.id].ok ? { ...r, status } : r)))
+    setSummary(`${done} ${ok} of ${rows.length}.${ok < rows.length ? ` See each row for why the others were not ${verb === 'queue' ? 'queued' : 'archived'}.` : ''}`)
     setChecked(new Set())
   }
   const open = (r) => r && navigate(`/admin/o/${org.id}/r/${r.id}`)
@@ -123,6 +236,15 @@ export function InboxPage({ org }) {
     next.has(id) ? next.delete(id) : next.add(id)
     setChecked(next)
   }
+  const allChecked = pages.rows.length > 0 && pages.rows.every((r) => checked.has(r.id))
+  const someChecked = !allChecked && pages.rows.some((r) => checked.has(r.id))
+  const toggleAll = () => setChecked(allChecked ? new Set() : new Set(pages.rows.map((r) => r.id)))
+  // "Mixed" is a DOM property only: it is set after each render.
+  useEffect(() => {
+    if (selectAllRef.current) selectAllRef.current.indeterminate = someChecked
+  })
+  const selected = pages.rows.filter((r) => checked.has(r.id))
+  const canMoveSelected = (to) => selected.some((r) => canCustomerMove(r.status, to))
 
   useEffect(() => {
     const onKey = (e) => {
@@ -162,29 +284,33 @@ export function InboxPage({ org }) {
       <details class="filter-box" open=${Object.keys(filters).length > 0}><summary>Filters${Object.keys(filters).length ? ` (${Object.keys(filters).length})` : ''}</summary>
         <${Filters} org=${org} apps=${apps.data ? apps.data.data : []} params=${filters} onApply=${(f) => go({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])) })} />
       </details>
-      <div class="toolbar" role="toolbar" aria-label="Bulk actions">
-        <button type="button" onClick=${() => move('queued')} disabled=${!checked.size}>Queue selected</button>
-        <button type="button" onClick=${() => move('archived')} disabled=${!checked.size}>Archive selected</button>
+      <div class="toolbar" aria-label="Bulk actions" role="group">
+        <span class="select-all"><input type="checkbox" id="select-all" ref=${selectAllRef} checked=${allChecked} disabled=${!pages.rows.length}
+          onChange=${toggleAll} /><label for="select-all">Select all</label></span>
+        <button type="button" onClick=${() => move('queued')} disabled=${!canMoveSelected('queued')}>Queue selected</button>
+        <button type="button" onClick=${() => move('archived')} disabled=${!canMoveSelected('archived')}>Archive selected</button>
         <span class="muted">${checked.size} selected</span>
         <button type="button" class="link" onClick=${() => setHelp(true)}>Keyboard shortcuts</button>
       </div>
       <p role="status" class="summary">${summary}</p>
+      <p aria-live="polite" class="live-note muted small">${liveNote}</p>
+      ${liveState === 'reconnecting' && html`<p class="muted small">Live updates paused: reconnecting…</p>`}
       <${ErrorBox} error=${pages.error} />
       ${pages.loading && html`<p>Loading…</p>`}
       ${!pages.loading && !pages.rows.length && html`<p>${pages.next ? 'No match among the newest reports searched so far: search older ones below.' : 'No reports here.'}</p>`}
       <ul class="rows" ref=${listRef} aria-label="Reports">
         ${pages.rows.map(
-          (r, i) => html`<li class=${`row${i === cur ? ' current' : ''}${r.read ? '' : ' unread'}`} data-index=${i} tabindex=${i === cur ? 0 : -1} onFocus=${() => setCur(i)} aria-current=${i === cur ? 'true' : undefined}>
-            <input type="checkbox" id=${`sel-${r.id}`} checked=${checked.has(r.id)} onChange=${() => toggle(r.id)} aria-label=${`Select report ${r.id}`} />
+          (r, i) => html`<li key=${r.id} class=${`row${i === cur ? ' current' : ''}${r.read ? '' : ' unread'}`} data-index=${i} data-id=${r.id} tabindex=${i === cur ? 0 : -1} onFocus=${() => setCur(i)} aria-current=${i === cur ? 'true' : undefined}>
+            <input type="checkbox" id=${`sel-${r.id}`} checked=${checked.has(r.id)} onChange=${() => toggle(r.id)} aria-label=${`Select: ${(r.theme || r.text).slice(0, 60)}`} />
             <div class="row-body">
               <${Link} href=${`/admin/o/${org.id}/r/${r.id}`} class="row-text" tabindex="-1">${r.read ? '' : html`<span class="sr-only">Unread: </span>`}${r.theme || r.text.slice(0, 160)}</${Link}>
               <div class="row-meta muted">
-                <span class=${`status s-${r.status}`}>${r.status}</span>
-                ${r.severity && html`<span>${r.severity}</span>`}
+                <${Status} status=${r.status} />
+                ${r.severity && html`<span>${r.severity} severity</span>`}
                 <span>${appName(r.appId)}</span>
-                ${r.duplicateCount > 0 && html`<span>+${r.duplicateCount} duplicates</span>`}
+                ${r.duplicateCount > 0 && html`<span>+${r.duplicateCount} duplicate${r.duplicateCount === 1 ? '' : 's'}</span>`}
                 ${r.hasScreenshot && html`<span>screenshot</span>`}
-                ${r.hasConsole && html`<span>console</span>`}
+                ${r.hasConsole && html`<span>console log</span>`}
                 <time datetime=${r.createdAt}>${fmtDate(r.createdAt)}</time>
               </div>
             </div>

@@ -2,6 +2,26 @@
 import { useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
+import { auditLabel, words, ACTOR_LABELS } from '@fixloop/labels'
+
+/** Who did it, for people: the admin's email (the API resolves it), the CLI, or fixloop itself. */
+export function actorText(e) {
+  if (e.actorLabel) return e.actorLabel
+  if (ACTOR_LABELS[e.actor]) return ACTOR_LABELS[e.actor]
+  return e.actor.startsWith('admin:') ? 'An admin since deleted' : words(e.actor)
+}
+
+const VIA = { setup_link: 'first-run setup link', env: 'environment variables' }
+/** The entry's details that help a person (setting names, how an admin was made), never ids. */
+function detailText(e) {
+  const d = e.data || {}
+  const parts = []
+  if (Array.isArray(d.settings) && d.settings.length) parts.push(`settings: ${d.settings.map((k) => words(k.replace(/([a-z])([A-Z])/g, '$1 $2')).toLowerCase()).join(', ')}`)
+  if (d.via) parts.push(`via ${VIA[d.via] || words(d.via).toLowerCase()}`)
+  if (d.role) parts.push(`role: ${d.role}`)
+  if (d.gitUrl) parts.push(String(d.gitUrl))
+  return parts.join(' · ')
+}
 
 export function KeysPage({ org }) {
   const keys = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/keys`), [org.id])
@@ -35,7 +55,7 @@ export function KeysPage({ org }) {
       html`<div class="table-wrap" tabindex="0" role="region" aria-label="Key table"><table>
         <thead><tr><th scope="col">Prefix</th><th scope="col">Name</th><th scope="col">Created by</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
         <tbody>${keys.data.data.map(
-          (k) => html`<tr><td class="mono">${k.prefix}…</td><td>${k.name || '—'}</td><td>${k.createdBy}</td><td>${fmtDate(k.createdAt)}</td><td>${k.lastUsedAt ? fmtDate(k.lastUsedAt) : 'never'}</td>
+          (k) => html`<tr><td class="mono">${k.prefix}…</td><td>${k.name || '—'}</td><td>${ACTOR_LABELS[k.createdBy] || k.createdBy}</td><td>${fmtDate(k.createdAt)}</td><td>${k.lastUsedAt ? fmtDate(k.lastUsedAt) : 'never'}</td>
             <td>${k.revokedAt ? `revoked ${fmtDate(k.revokedAt)}` : html`<button type="button" class="danger small" onClick=${() => revoke(k)}>Revoke <span class="sr-only">${k.name || k.prefix}</span></button>`}</td></tr>`,
         )}</tbody></table></div>`}
     </section>`
@@ -47,9 +67,13 @@ export function AuditPage({ org }) {
   return html`<h1>Audit log of ${org.name}</h1>
     <${ErrorBox} error=${page.error} />
     ${page.data &&
-    html`<div class="table-wrap" tabindex="0" role="region" aria-label="Audit log table"><table>
-      <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead>
-      <tbody>${page.data.data.map((e) => html`<tr><td>${fmtDate(e.createdAt)}</td><td>${e.actor}</td><td>${e.action}</td><td class="mono">${e.targetId || ''}</td><td>${e.ip || ''}</td></tr>`)}</tbody>
+    html`<div class="table-wrap" tabindex="0" role="region" aria-label="Audit log table"><table class="stack">
+      <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead>
+      <tbody>${page.data.data.map(
+        (e) => html`<tr><td data-label="When">${fmtDate(e.createdAt)}</td><td data-label="Who">${actorText(e)}</td>
+          <td data-label="What">${auditLabel(e.action)}${detailText(e) && html`<br /><span class="muted small">${detailText(e)}</span>`}</td>
+          <td data-label="Target">${e.targetLabel || (e.targetId ? html`<span class="mono small">${e.targetId}</span>` : '—')}</td><td data-label="Address">${e.ip || '—'}</td></tr>`,
+      )}</tbody>
     </table></div>
     ${page.data.nextCursor && html`<button type="button" onClick=${() => setCursor(page.data.nextCursor)}>Older entries</button>`}`}`
 }

@@ -79,7 +79,8 @@ function App() {
   if (state.loading) return html`<main id="main"><p aria-live="polite">Loading…</p></main>`
   if (state.error) return html`<main id="main"><h1>fixloop</h1><${ErrorBox} error=${state.error} /></main>`
   if (!state.me) {
-    if (location.pathname === '/admin/setup') return html`<${Setup} onDone=${() => { navigate('/admin/orgs', true); load() }} />`
+    // After setup, the root page sends the new owner to the first Org's inbox (or to Orgs when none exists).
+    if (location.pathname === '/admin/setup') return html`<${Setup} onDone=${() => { setState((st) => ({ ...st, loading: true })); navigate('/admin', true); load() }} />`
     return html`<${SignIn} onDone=${load} />`
   }
   const { me, orgs } = state
@@ -87,7 +88,8 @@ function App() {
   let page = null
   // Pages outside an Org (Orgs, Account) keep the Org last worked in, so its menu stays.
   let orgId = sessionStorage.getItem('fixloop.org')
-  if (!orgs.some((o) => o.id === orgId)) orgId = null
+  // None worked in yet (a fresh session): the first Org, so the menu names a real one, not "Choose an Org".
+  if (!orgs.some((o) => o.id === orgId)) orgId = orgs.length ? orgs[0].id : null
   const m = /^o\/([0-9a-f]{24})\/(.*)$/.exec(rest)
   if (m) {
     orgId = m[1]

@@ -3,6 +3,23 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
+import { customerTargets } from '@fixloop/fsm'
+import { Status, historyText, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
+
+const RUN_LABELS = { running: 'Running', succeeded: 'Succeeded', failed: 'Failed', guardrailed: 'Stopped by a guardrail' }
+
+/** A value of the component's free-form meta as text: strings as they are, anything else as compact JSON. */
+const metaText = (v) => (typeof v === 'string' ? v : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v))
+
+/** The component the reporter pointed at: its name, each meta field on its own line, its box. */
+function Component({ ct }) {
+  const meta = Object.entries(ct.meta || {})
+  return html`<dl class="component">
+    <dt>Name</dt><dd class="mono">${ct.name}</dd>
+    ${meta.map(([k, v]) => html`<dt>${words(k.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase())}</dt><dd class=${typeof v === 'string' ? 'mono' : 'mono small'}>${metaText(v)}</dd>`)}
+    ${ct.bbox && html`<dt>Position</dt><dd>${Math.round(ct.bbox.x)}, ${Math.round(ct.bbox.y)} · ${Math.round(ct.bbox.w)}×${Math.round(ct.bbox.h)} px</dd>`}
+  </dl>`
+}
 
 const PHASES = [
   ['prepareMs', 'prepare'],
@@ -20,7 +37,7 @@ function Runs({ org, id }) {
       const t = r.timings
       const total = t.prepareMs + t.cloneMs + t.agentMs + t.pushMs + t.prMs || 1
       return html`<article class="run">
-        <h3>${r.status} · ${r.provider}${r.model ? ` (${r.model})` : ''} <span class="muted small">${fmtDate(r.startedAt || r.createdAt)}</span></h3>
+        <h3>${RUN_LABELS[r.status] || words(r.status)} · ${r.provider}${r.model ? ` (${r.model})` : ''} <span class="muted small">${fmtDate(r.startedAt || r.createdAt)}</span></h3>
         <div class="timeline" role="img" aria-label=${`Timeline: prepare ${t.prepareMs} ms, clone ${t.cloneMs} ms, agent ${t.agentMs} ms, push ${t.pushMs} ms, PR ${t.prMs} ms`}>
           ${PHASES.map(([k]) => html`<span class=${`seg ${k}`} style=${`width:${(100 * t[k]) / total}%`}></span>`)}
         </div>
@@ -88,6 +105,8 @@ export function ReportPage({ org, id }) {
   const shots = item.attachments.filter((a) => a.contentType.startsWith('image/'))
   const files = item.attachments.filter((a) => !a.contentType.startsWith('image/'))
   const ct = item.componentTarget
+  // Only the moves the FSM allows from here (the same module the API checks PATCH against).
+  const moves = customerTargets(item.status)
   const redactions = Object.entries(item.redactions || {})
   return html`<p class="crumbs"><${Link} href=${`/admin/o/${org.id}/inbox`}>Inbox</${Link}> / report <span class="mono">${id}</span></p>
   <div class="report">
@@ -99,21 +118,24 @@ export function ReportPage({ org, id }) {
         <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button></p>`}
       <${ErrorBox} error=${actError} />
       <div class="actions">
-        <span class=${`status s-${item.status}`}>${item.status}</span>
-        ${!item.duplicateOfId && html`<button type="button" disabled=${busy} onClick=${() => act('queued')}>Queue for agent</button>
-          <button type="button" disabled=${busy} onClick=${() => act('archived')}>Archive</button>`}
+        <span>Status: <${Status} status=${item.status} /></span>
+        ${!item.duplicateOfId &&
+        moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
       </div>
+      ${item.statusReason &&
+      html`<p class="notice reason"><strong>On hold.</strong> ${item.statusReason[0].toUpperCase() + item.statusReason.slice(1)}.${' '}
+        <${Link} href=${`/admin/o/${org.id}/apps/${item.appId}`}>Open the App’s settings</${Link}></p>`}
       <section aria-labelledby="text-h"><h2 id="text-h">Text</h2><p class="text">${item.text}</p>
         ${item.consolidatedText && item.duplicateCount > 0 && html`<h3>Consolidated</h3><p class="text">${item.consolidatedText}</p>`}</section>
       <dl class="facts">
-        <dt>Submitted</dt><dd>${fmtDate(item.createdAt)} by ${item.submittedBy.mode}${item.submittedBy.email ? ` (${item.submittedBy.email})` : ''}</dd>
+        <dt>Submitted</dt><dd>${fmtDate(item.createdAt)} by ${MODE_LABELS[item.submittedBy.mode] || item.submittedBy.mode}${item.submittedBy.email ? ` (${item.submittedBy.email})` : ''}</dd>
         <dt>Severity</dt><dd>${item.severity || '—'}</dd>
         <dt>URL</dt><dd class="break">${item.url || '—'}</dd>
         <dt>Viewport</dt><dd>${item.viewport ? `${item.viewport.w}×${item.viewport.h} @${item.viewport.dpr}x` : '—'}</dd>
         <dt>Browser</dt><dd class="break">${item.userAgent || '—'}</dd>
-        ${ct && html`<dt>Component</dt><dd class="mono break">${ct.name}${ct.meta ? ' ' + JSON.stringify(ct.meta) : ''}</dd>`}
-        <dt>Redactions</dt><dd>${redactions.length ? redactions.map(([k, v]) => `${k}: ${v}`).join(', ') : 'none'}</dd>
+        ${ct && html`<dt>Component</dt><dd><${Component} ct=${ct} /></dd>`}
+        <dt>Redactions</dt><dd>${redactions.length ? redactions.map(([k, v]) => `${words(k)}: ${v}`).join(', ') : 'none'}</dd>
         ${item.failureReason && html`<dt>Failure</dt><dd>${item.failureReason}</dd>`}
       </dl>
       ${(ct && ct.screenshotUrl) || shots.length
@@ -129,7 +151,7 @@ export function ReportPage({ org, id }) {
         <ul>${item.duplicates.map((d) => html`<li><${Link} href=${`/admin/o/${org.id}/r/${d.id}`}>${d.text.slice(0, 140)}</${Link}> <span class="muted small">${fmtDate(d.createdAt)}</span></li>`)}</ul></section>`}
       <section aria-labelledby="hist"><h2 id="hist">History</h2>
         ${history.data && !history.data.data.length && html`<p class="muted">No events recorded.</p>`}
-        <ol class="history">${history.data && history.data.data.map((e) => html`<li><time datetime=${e.createdAt}>${fmtDate(e.createdAt)}</time> ${e.type}${e.data.from ? ` ${e.data.from} → ${e.data.to}` : ''}</li>`)}</ol>
+        <ol class="history">${history.data && history.data.data.map((e) => html`<li><time datetime=${e.createdAt}>${fmtDate(e.createdAt)}</time> ${historyText(e)}</li>`)}</ol>
       </section>
       <${Runs} org=${org} id=${id} />
     </div>

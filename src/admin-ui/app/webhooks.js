@@ -2,6 +2,14 @@
 import { useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
+import { eventLabel, deliveryLabel } from '@fixloop/labels'
+
+/** The last attempt's answer in words: the HTTP status, or why there was none (timeout, refused …). */
+function lastAnswer(d) {
+  const last = d.log.length ? d.log[d.log.length - 1] : null
+  if (d.lastStatus !== null && d.lastStatus !== undefined) return `HTTP ${d.lastStatus}`
+  return (last && last.error) || '—'
+}
 
 function Deliveries({ org, hook }) {
   const [cursor, setCursor] = useState(undefined)
@@ -14,12 +22,13 @@ function Deliveries({ org, hook }) {
     ${page.data &&
     (page.data.data.length === 0
       ? html`<p class="muted">No deliveries yet.</p>`
-      : html`<div class="table-wrap" tabindex="0" role="region" aria-label=${`Deliveries to ${hook.url}`}><table>
-        <thead><tr><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Updated</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      : html`<div class="table-wrap" tabindex="0" role="region" aria-label=${`Deliveries to ${hook.url}`}><table class="deliveries stack">
+        <thead><tr><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Updated</th><th scope="col"><span class="sr-only">Actions</span></th><th scope="col">Last answer</th></tr></thead>
         <tbody>${page.data.data.map(
-          (d) => html`<tr><td>${d.eventType} <span class="muted">#${d.eventSeq}</span></td><td>${d.status}</td><td>${d.attempts}</td>
-            <td>${d.lastStatus ?? (d.log.length ? d.log[d.log.length - 1].error || '—' : '—')}</td><td>${fmtDate(d.updatedAt)}</td>
-            <td><button type="button" class="small" onClick=${() => redeliver(d)}>Redeliver <span class="sr-only">${d.eventType} #${d.eventSeq}</span></button></td></tr>`,
+          (d) => html`<tr><td data-label="Event">${eventLabel(d.eventType)} <span class="muted">#${d.eventSeq}</span></td><td data-label="State">${deliveryLabel(d.status, d.attempts)}</td>
+            <td data-label="Attempts">${d.attempts}</td><td data-label="Updated">${fmtDate(d.updatedAt)}</td>
+            <td class="action"><button type="button" class="small" onClick=${() => redeliver(d)}>Redeliver <span class="sr-only">${eventLabel(d.eventType)} #${d.eventSeq}</span></button></td>
+            <td data-label="Last answer" class="answer">${lastAnswer(d)}</td></tr>`,
         )}</tbody></table></div>
         ${page.data.nextCursor && html`<button type="button" onClick=${() => setCursor(page.data.nextCursor)}>Older deliveries</button>`}`)}`
 }
@@ -62,7 +71,7 @@ export function WebhooksPage({ org }) {
       hooks.data.data.map(
         (h) => html`<article class="run">
           <h3 class="break">${h.url}</h3>
-          <p>${h.enabled ? 'Enabled' : `Disabled${h.disabledReason ? `: ${h.disabledReason}` : ''}`} · events: ${h.events.length ? h.events.join(', ') : 'all'} · since ${fmtDate(h.createdAt)}</p>
+          <p>${h.enabled ? 'Enabled' : `Disabled${h.disabledReason ? `: ${h.disabledReason}` : ''}`} · events: ${h.events.length ? h.events.map(eventLabel).join(', ') : 'all'} · since ${fmtDate(h.createdAt)}</p>
           <div class="actions">
             <button type="button" aria-expanded=${open === h.id} onClick=${() => setOpen(open === h.id ? null : h.id)}>${open === h.id ? 'Hide deliveries' : 'Deliveries'}</button>
             <button type="button" class="danger" onClick=${() => remove(h)}>Delete <span class="sr-only">${h.url}</span></button>

@@ -32,6 +32,27 @@ export function createConsoleRepo(sqlite: Database) {
       return new Map((sqlite.query('SELECT id, email FROM admins').all() as { id: string; email: string }[]).map((a) => [`admin:${a.id}`, a.email]))
     },
 
+    /**
+     * Names for one audit page, by id: admins (email), and the Org's own Apps (deleted ones too, as the
+     * log outlives them), keys (name or prefix) and the Org itself. Ids of anything else stay unnamed.
+     */
+    auditNames(orgId: string, ids: string[]): Map<string, string> {
+      const out = new Map<string, string>()
+      const list = [...new Set(ids)].filter((id) => /^[0-9a-f]{24}$/.test(id))
+      if (!list.length) return out
+      const marks = list.map(() => '?').join(',')
+      const rows = sqlite
+        .query(
+          `SELECT id, email AS label FROM admins WHERE id IN (${marks})
+           UNION ALL SELECT id, 'App “' || name || '”' FROM apps WHERE org_id = ? AND id IN (${marks})
+           UNION ALL SELECT id, 'API key ' || CASE WHEN name <> '' THEN '“' || name || '”' ELSE key_prefix || '…' END FROM api_keys WHERE org_id = ? AND id IN (${marks})
+           UNION ALL SELECT id, 'Org “' || name || '”' FROM orgs WHERE id = ? AND id IN (${marks})`,
+        )
+        .all(...list, orgId, ...list, orgId, ...list, orgId, ...list) as { id: string; label: string }[]
+      for (const r of rows) out.set(r.id, r.label)
+      return out
+    },
+
     recordKeyCreator(keyId: string, actor: string): void {
       sqlite.query('INSERT INTO api_key_activity (key_id, created_by) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET created_by = excluded.created_by').run(keyId, actor)
     },

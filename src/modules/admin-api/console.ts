@@ -178,7 +178,14 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
 
     listAudit(actor: Actor, orgId: string, cursor: string | undefined, limit: number) {
       manage(actor, orgId)
-      return audit.list(null, { orgId, cursor, limit })
+      const page = audit.list(null, { orgId, cursor, limit })
+      // People read the log: "admin:<id>" becomes the admin's email, a target id the thing's name.
+      const adminOf = (a: string) => (a.startsWith('admin:') ? a.slice(6) : '')
+      const names = repo.auditNames(orgId, page.data.flatMap((e) => [adminOf(e.actor), e.targetId ?? '']))
+      return {
+        ...page,
+        data: page.data.map((e) => ({ ...e, actorLabel: names.get(adminOf(e.actor)) ?? null, targetLabel: (e.targetId && names.get(e.targetId)) ?? null })),
+      }
     },
   }
 }

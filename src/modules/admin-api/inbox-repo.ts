@@ -6,6 +6,7 @@
 import type { Database } from 'bun:sqlite'
 import { toListItem } from '../feedback/present'
 import type { ListRow } from '../feedback/repo'
+import { LAST_SEQ_SQL } from '../../lifecycle/outbox'
 
 /** Folder → the statuses it shows. "inbox" is everything not yet decided (new and awaiting a human). */
 export const FOLDERS = {
@@ -69,6 +70,9 @@ export function createInbox(sqlite: Database) {
   return {
     list(orgId: string, adminId: string, q: InboxQuery) {
       const limit = q.limit ?? 50
+      // Read before the rows: the page's live stream starts after this seq, so a report committed
+      // between the two reads is in the page, in the stream, or both (the page drops the repeat).
+      const eventSeq = (sqlite.query(LAST_SEQ_SQL).get(orgId) as { last_seq: number }).last_seq
       // Indexed conditions (Org, status, App, id range) pick a window of rows newest first; the
       // content filters (severity, text, URL, …) are applied inside that window only, so one request
       // reads at most SCAN_WINDOW rows however rare the match. A short page then still carries a
@@ -131,6 +135,7 @@ export function createInbox(sqlite: Database) {
       return {
         data: page.map((r) => ({ ...toListItem(r), hasScreenshot: !!r.hasScreenshot, hasConsole: !!r.hasConsole, read: !!r.isRead })),
         nextCursor: more ? page[page.length - 1].id : windowEnd,
+        eventSeq,
       }
     },
 
