@@ -53,6 +53,7 @@ describe('a member session against the binary', () => {
     await cli(dir, 'admin', 'create', '--email', 'owner@example.com', '--password-file', writePasswordFile(dir, 'o.txt', 'owner password 1'), '--org', orgId, '--role', 'owner')
     await cli(dir, 'admin', 'create', '--email', 'member@example.com', '--password-file', writePasswordFile(dir, 'm.txt', 'member password 1'), '--org', orgId, '--role', 'member')
     cliHookId = (await cli(dir, 'webhook', 'create', '--org', orgId, '--url', 'http://127.0.0.1:9/from-cli')).id
+    await cli(dir, 'chatops', 'slack', 'allow-user', '--org', orgId, '--team', 'T0777', '--user', 'U0777')
     server = await spawnServer(dir, ENV)
     owner = await signIn(server.url, 'owner@example.com', 'owner password 1')
     member = await signIn(server.url, 'member@example.com', 'member password 1')
@@ -129,9 +130,11 @@ describe('a member session against the binary', () => {
     expect(log.filter((e) => e.actor !== `admin:${owner.id}` && e.actor !== 'cli').map((e) => e.action)).toEqual([])
   })
 
-  test('fixloop webhook create (CLI) is audited as actor cli, with the host and never the secret', async () => {
-    const rows = (await auditOf(server.url, owner, orgId)).filter((e) => e.action === 'webhook.created' && e.actor === 'cli')
+  test('fixloop webhook create and chatops slack allow-user (CLI) are audited as actor cli, with the host and never the secret', async () => {
+    const log = await auditOf(server.url, owner, orgId)
+    const rows = log.filter((e) => e.action === 'webhook.created' && e.actor === 'cli')
     expect(rows.map((e) => [e.targetId, e.data.host])).toEqual([[cliHookId, '127.0.0.1:9']])
+    expect(log.filter((e) => e.action === 'slack.user_allowed' && e.actor === 'cli').map((e) => e.data)).toEqual([{ teamId: 'T0777', userId: 'U0777' }])
   })
 })
 
