@@ -24,6 +24,7 @@ import { consoleRoutes } from './modules/admin-api/console-routes'
 import { inboxRoutes } from './modules/admin-api/inbox-routes'
 import { dashboardPages } from './admin-ui/pages'
 import { crossSiteGuard } from './http/admin-auth'
+import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
@@ -99,7 +100,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(triageRoutes(auth, s.triage, feedback, publicUrl))
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
-    .use(tokenRoutes(auth, apps, directory))
+    .use(tokenRoutes(auth, apps, directory, s.audit))
     .use(sessionRoutes(s.adminAuth, s.audit, ctx.clock, ctx.config.rateLimitMultiplier))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
@@ -109,5 +110,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(slackCommandRoutes(s.slashCommands))
     .use(chatopsRoutes(auth, s.chatops))
 
+  // A /v1 or /admin/api route that says nothing about who may call it is refused here, before it can serve.
+  assertEveryRouteDeclaresAccess(app.routes)
   return app
 }

@@ -17,6 +17,9 @@ export const CHATOPS_HELP = `Usage:
 See docs/events.md for the Slack app setup.
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
+/** Operator changes go to the audit log as actor "cli", like the org/app/key commands'. */
+const CLI = { actor: 'cli' } as const
+
 const FLAGS = {
   org: { type: 'string' },
   app: { type: 'string' },
@@ -89,7 +92,7 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
             channel: need(values.channel, '--channel'),
             appId: values.app,
             events: parseList(values.events),
-          }),
+          }, CLI),
           json,
         )
       case 'list':
@@ -98,12 +101,12 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
         const id = need(positionals[2], 'CONNECTION_ID argument')
         const c = svc.repo.getAny(id)
         if (!c) throw new UsageError(`unknown connection: ${id}`)
-        return output(svc.disconnect(c.org_id, id), json)
+        return output(svc.disconnect(c.org_id, id, CLI), json)
       }
       case 'allow-user':
-        return output(svc.allowUser(orgId(), need(values.team, '--team'), need(values.user, '--user')), json)
+        return output(svc.allowUser(orgId(), need(values.team, '--team'), need(values.user, '--user'), CLI), json)
       case 'deny-user':
-        return output(svc.denyUser(orgId(), need(values.team, '--team'), need(values.user, '--user')), json)
+        return output(svc.denyUser(orgId(), need(values.team, '--team'), need(values.user, '--user'), CLI), json)
       case 'users':
         return output({ data: svc.users(orgId()) }, json)
     }

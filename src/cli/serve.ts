@@ -11,7 +11,8 @@ import { ensureDemoApp } from './demo'
 
 export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--demo]
 --demo: create (once) an Org "fixloop demo" with an App "Demo App", serve a page with the widget at
-/demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md).
+/demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md). Each start
+prints a new key and revokes the one the previous start printed.
 Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
 FIXLOOP_* settings in the README's configuration table.`
 
@@ -44,6 +45,9 @@ export async function runServe(argv: string[]): Promise<void> {
     const demo = ensureDemoApp(running)
     demoKey = demo.publicKey
     process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${demo.appId}; read its reports with: curl -H "Authorization: Bearer ${demo.apiKey}" ${running.url}/v1/feedback\n`)
+    if (demo.revokedPrefixes.length > 0) {
+      process.stdout.write(`The demo key printed by the previous start (${demo.revokedPrefixes.map((p) => `${p}…`).join(', ')}) is revoked: use the one above.\n`)
+    }
   }
   const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
   if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)

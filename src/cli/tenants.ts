@@ -239,6 +239,8 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
     // Operator actions go to the same audit log as the dashboard's (actor "cli"); never secret values.
     const audit = createAuditLog(ctx.sqlite, ctx.clock)
     const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: 'cli', action, targetId, data })
+    /** A change and its audit row commit together, or neither does. */
+    const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
     const appTarget = () => {
@@ -250,16 +252,24 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
     const cmd = `${group} ${sub}`
     switch (cmd) {
       case 'org create': {
-        const org = svc.createOrg(need(values.name, '--name'))
-        record(org.id, 'org.created', org.id, { name: org.name })
+        const name = need(values.name, '--name')
+        const org = atomically(() => {
+          const org = svc.createOrg(name)
+          record(org.id, 'org.created', org.id, { name: org.name })
+          return org
+        })
         return output({ id: org.id, name: org.name }, json)
       }
       case 'org list':
         return output({ data: svc.listOrgs() }, json)
       case 'key create': {
         // CONTRACT.md: exactly {"id", "key"}.
-        const key = svc.createKey(need(values.org, '--org'), values.name ?? '')
-        record(key.orgId, 'key.created', key.id, { name: key.name })
+        const orgId = need(values.org, '--org')
+        const key = atomically(() => {
+          const key = svc.createKey(orgId, values.name ?? '')
+          record(key.orgId, 'key.created', key.id, { name: key.name })
+          return key
+        })
         process.stderr.write('This key is shown once: store it now. fixloop keeps only its hash; a lost key is replaced with "fixloop key rotate".\n')
         return output({ id: key.id, key: key.key }, json)
       }
@@ -284,49 +294,71 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
       case 'key revoke': {
         const keyId = target()
         const orgId = svc.orgOfKey(keyId)
-        const out = svc.revokeKey(orgId, keyId)
-        record(orgId, 'key.revoked', keyId)
+        const out = atomically(() => {
+          const out = svc.revokeKey(orgId, keyId)
+          record(orgId, 'key.revoked', keyId)
+          return out
+        })
         return output(out, json)
       }
       case 'app create': {
         const s = settingsFrom(values)
         const orgId = need(values.org, '--org')
-        const app = svc.createApp(orgId, { ...s, name: need(s.name, '--name') })
-        record(orgId, 'app.created', app.id, { settings: Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined) })
+        const name = need(s.name, '--name')
+        const app = atomically(() => {
+          const app = svc.createApp(orgId, { ...s, name })
+          record(orgId, 'app.created', app.id, { settings: Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined) })
+          return app
+        })
         return output(app, json)
       }
       case 'app update': {
         const settings = settingsFrom(values)
         const { orgId, appId } = appTarget()
-        const app = svc.updateApp(orgId, appId, settings)
-        record(orgId, 'app.updated', appId, { settings: Object.keys(settings).filter((k) => settings[k as keyof typeof settings] !== undefined) })
+        const app = atomically(() => {
+          const app = svc.updateApp(orgId, appId, settings)
+          record(orgId, 'app.updated', appId, { settings: Object.keys(settings).filter((k) => settings[k as keyof typeof settings] !== undefined) })
+          return app
+        })
         return output(app, json)
       }
       case 'app list':
         return output({ data: svc.listApps(need(values.org, '--org')) }, json)
       case 'app rotate-secret': {
         const { orgId, appId } = appTarget()
-        const out = svc.rotateSecret(orgId, appId)
-        record(orgId, 'app.secret_rotated', appId)
+        const out = atomically(() => {
+          const out = svc.rotateSecret(orgId, appId)
+          record(orgId, 'app.secret_rotated', appId)
+          return out
+        })
         return output(out, json)
       }
       case 'app delete': {
         const { orgId, appId } = appTarget()
-        const out = svc.deleteApp(orgId, appId)
-        record(orgId, 'app.deleted', appId)
+        const out = atomically(() => {
+          const out = svc.deleteApp(orgId, appId)
+          record(orgId, 'app.deleted', appId)
+          return out
+        })
         return output(out, json)
       }
       case 'app connect-repo': {
         const input = connectionFrom(values)
         const { orgId, appId } = appTarget()
-        const out = connections().connect(orgId, appId, input)
-        record(orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: out.host, agent: out.agent })
+        const out = atomically(() => {
+          const out = connections().connect(orgId, appId, input)
+          record(orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: out.host, agent: out.agent })
+          return out
+        })
         return output(out, json)
       }
       case 'app disconnect-repo': {
         const { orgId, appId } = appTarget()
-        const out = connections().disconnect(orgId, appId)
-        record(orgId, 'app.repo_disconnected', appId)
+        const out = atomically(() => {
+          const out = connections().disconnect(orgId, appId)
+          record(orgId, 'app.repo_disconnected', appId)
+          return out
+        })
         return output(out, json)
       }
       default:

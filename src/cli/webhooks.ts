@@ -19,6 +19,9 @@ export const WEBHOOK_HELP = `Usage:
 Targets must resolve to public addresses unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1.
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
+/** Operator changes go to the audit log as actor "cli", like the org/app/key commands'. */
+const CLI = { actor: 'cli' } as const
+
 const FLAGS = {
   org: { type: 'string' },
   url: { type: 'string' },
@@ -74,7 +77,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       case 'create': {
         const orgId = need(values.org, '--org')
         if (!svc.repo.orgExists(orgId)) throw new UsageError(`unknown org: ${orgId}`)
-        const w = await svc.create(orgId, { url: need(values.url, '--url'), events: parseList(values.events), appId: values.app })
+        const w = await svc.create(orgId, { url: need(values.url, '--url'), events: parseList(values.events), appId: values.app }, CLI)
         // CONTRACT.md: exactly {"id", "url", "events", "secret"}.
         return output({ id: w.id, url: w.url, events: w.events, secret: w.secret }, json)
       }
@@ -84,22 +87,22 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
         return output({ data: svc.list(orgId) }, json)
       }
       case 'delete':
-        return output(svc.delete(orgOf(id()), id()), json)
+        return output(svc.delete(orgOf(id()), id(), CLI), json)
       case 'deliveries':
         return output(svc.deliveries(orgOf(id()), id(), { limit: 200 }), json)
       case 'redeliver': {
         const orgId = svc.repo.deliveryOrg(id())
         if (!orgId) throw new UsageError(`unknown delivery: ${id()}`)
-        return output(svc.redeliver(orgId, id()), json)
+        return output(svc.redeliver(orgId, id(), CLI), json)
       }
       case 'redeliver-failed':
-        return output(svc.redeliverFailed(orgOf(id()), id(), need(values.since, '--since'), need(values.until, '--until')), json)
+        return output(svc.redeliverFailed(orgOf(id()), id(), need(values.since, '--since'), need(values.until, '--until'), CLI), json)
       case 'rotate-secret':
-        return output(svc.rotateSecret(orgOf(id()), id()), json)
+        return output(svc.rotateSecret(orgOf(id()), id(), CLI), json)
       case 'test':
-        return output(svc.sendTest(orgOf(id()), id()), json)
+        return output(svc.sendTest(orgOf(id()), id(), CLI), json)
       case 'enable':
-        return output(svc.enable(orgOf(id()), id()), json)
+        return output(svc.enable(orgOf(id()), id(), CLI), json)
     }
   } finally {
     ctx.sqlite.close()

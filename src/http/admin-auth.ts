@@ -10,6 +10,7 @@ import { Elysia } from 'elysia'
 import { ApiError } from '../core/errors'
 import { pathOfUrl } from './url-path'
 import { canSee, type AdminIdentity, type AdminsService } from '../modules/admins/service'
+import type { Grant } from '../core/access'
 import { csrfMatches, SESSION_COOKIE, SESSION_TTL_MS, type ActiveSession, type SessionStore } from '../modules/admins/sessions'
 
 export interface AdminAuthDeps {
@@ -91,6 +92,14 @@ export function authenticateAdmin(deps: AdminAuthDeps, request: Request): AdminC
 /** The Org an admin acts on; one they cannot see is 404, like any other tenant's id. */
 export function requireOrg(admin: AdminIdentity, orgId: string, exists: (orgId: string) => boolean): void {
   if (!canSee(admin, orgId) || !exists(orgId)) throw new ApiError('not_found')
+}
+
+/** What an admin is in an Org they can see (the instance owner is instance_owner in every Org). */
+export function grantIn(admin: AdminIdentity, orgId: string): Grant {
+  if (admin.isOwner) return 'instance_owner'
+  const role = admin.roles.get(orgId)
+  if (role === undefined) throw new ApiError('not_found')
+  return role
 }
 
 function secureCookie(deps: AdminAuthDeps, request: Request): boolean {

@@ -12,7 +12,10 @@ import type { CredentialDirectory, KnownApp } from '../auth/directory'
 import { verifyUserToken, type UserIdentity } from '../auth/user-token'
 import type { RateLimiter, RateScope } from './rate-limit'
 import { clientAddress } from './client-address'
-import { authenticateAdmin, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
+import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
+import type { Grant } from '../core/access'
+import type { ActedBy } from '../modules/audit/index'
+import { accessGuard } from './access-guard'
 
 export interface AuthDeps {
   directory: CredentialDirectory
@@ -71,6 +74,10 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
 export interface OrgCaller {
   orgId: string
   keyId: string
+  /** What the caller is in this Org; the access guard checks it against the route's permission. */
+  grant: Grant
+  /** Who, for the audit log: "key:<id>" or "admin:<id>". */
+  actor: string
 }
 
 /**
@@ -83,7 +90,7 @@ function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<AuthDeps['
   if (!/^[0-9a-f]{24}$/.test(orgId)) throw new ApiError('invalid_authorization', { reason: 'a dashboard session names its Org in X-Fixloop-Org' })
   requireOrg(admin, orgId, deps.admin.orgExists)
   deps.limiters.orgKey.take(`session:${session.id}`)
-  return { orgId, keyId: `session:${session.id}` }
+  return { orgId, keyId: `session:${session.id}`, grant: grantIn(admin, orgId), actor: `admin:${admin.id}` }
 }
 
 export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
@@ -95,10 +102,15 @@ export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
   // Keyed by key id, never by the key itself: no credential is held in limiter memory.
   deps.limiters.orgKey.take(known.keyId)
   deps.keyUsed?.(known.keyId)
-  return { orgId: known.orgId, keyId: known.keyId }
+  return { orgId: known.orgId, keyId: known.keyId, grant: 'api_key', actor: `key:${known.keyId}` }
 }
 
-/** Scoped plugin: routes after `.use(orgAuth(deps))` get `org` in their context. */
+/** The audit log's "who" for an Org caller's change (the address only when it is written). */
+export function actedBy(deps: AuthDeps, org: OrgCaller, request: Request, server: Parameters<typeof clientAddress>[1]): ActedBy {
+  return { actor: org.actor, ip: clientAddress(request, server, deps.trustProxy) }
+}
+
+/** Scoped plugin: routes after `.use(orgAuth(deps))` get `org` in their context and the `access` option. */
 export function orgAuth(deps: AuthDeps) {
-  return new Elysia({ name: 'org-auth' }).derive({ as: 'scoped' }, ({ request }) => ({ org: authenticateOrg(deps, request) }))
+  return new Elysia({ name: 'org-auth' }).use(accessGuard()).derive({ as: 'scoped' }, ({ request }) => ({ org: authenticateOrg(deps, request) }))
 }

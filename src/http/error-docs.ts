@@ -50,6 +50,8 @@ export function errorSchemas(...codes: ErrorCode[]): Record<number, typeof Error
 
 /** Errors every `sk_` route can answer with. */
 export const ORG_AUTH_ERRORS: ErrorCode[] = ['missing_authorization', 'invalid_authorization', 'rate_limited']
+/** …and those a member's dashboard session is refused (403 forbidden): see PERMISSIONS in src/core/access.ts. */
+export const ORG_OWNER_ERRORS: ErrorCode[] = [...ORG_AUTH_ERRORS, 'forbidden']
 /** Errors every widget route can answer with. */
 export const WIDGET_AUTH_ERRORS: ErrorCode[] = [
   'missing_authorization',

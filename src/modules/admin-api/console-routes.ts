@@ -1,10 +1,12 @@
 /**
  * The dashboard's Org, App, key and audit routes. Every route names its Org in the path and is
- * answered only for Orgs the signed-in admin belongs to (404 otherwise); mutations need X-CSRF-Token.
+ * answered only for Orgs the signed-in admin belongs to (404 otherwise), and only with the role its
+ * `access` declares (403 otherwise); mutations need X-CSRF-Token.
  */
 import { Elysia, t } from 'elysia'
 import { errorSchemas } from '../../http/error-docs'
 import { authenticateAdmin, type AdminAuthDeps } from '../../http/admin-auth'
+import { accessGuard } from '../../http/access-guard'
 import { clientAddress } from '../../http/client-address'
 import { App, AppList } from '../apps/model'
 import type { ConsoleService } from './console'
@@ -18,23 +20,27 @@ const doc = (summary: string, description?: string) => ({ summary, description, 
 
 export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
   return new Elysia({ name: 'admin-console' })
+    .use(accessGuard({ orgExists: svc.orgExists }))
     .derive(({ request, server }) => {
-      const { admin } = authenticateAdmin(deps, request)
-      return { actor: { admin, ip: clientAddress(request, server, deps.trustProxy) } }
+      const caller = authenticateAdmin(deps, request)
+      return { caller, actor: { admin: caller.admin, ip: clientAddress(request, server, deps.trustProxy) } }
     })
-    .get('/admin/api/orgs', ({ actor }) => ({ data: svc.listOrgs(actor) }), { response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
+    .get('/admin/api/orgs', ({ actor }) => ({ data: svc.listOrgs(actor) }), { access: 'signed_in', response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
     .post('/admin/api/orgs', ({ actor, body }) => svc.createOrg(actor, body.name), {
+      access: 'orgs.create',
       body: OrgBody,
       parse: 'json',
       response: { 200: Org, ...errorSchemas(...AUTH, 'invalid_body', 'invalid_argument', 'forbidden') },
       detail: doc('Create an Org (instance owner)'),
     })
-    .get('/admin/api/orgs/:orgId/apps', ({ actor, params }) => ({ data: svc.listApps(actor, params.orgId) }), {
+    .get('/admin/api/orgs/:orgId/apps', ({ params }) => ({ data: svc.listApps(params.orgId) }), {
+      access: 'org.read',
       params: OrgParams,
       response: { 200: AppList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
       detail: doc("The Org's live Apps"),
     })
     .post('/admin/api/orgs/:orgId/apps', ({ actor, params, body }) => svc.createApp(actor, params.orgId, body), {
+      access: 'apps.manage',
       params: OrgParams,
       body: AppCreateBody,
       parse: 'json',
@@ -42,6 +48,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       detail: doc('Create an App', 'The signing secret is not in the response: reveal it with POST …/secret/reveal.'),
     })
     .patch('/admin/api/orgs/:orgId/apps/:appId', ({ actor, params, body }) => svc.updateApp(actor, params.orgId, params.appId, body), {
+      access: 'apps.manage',
       params: AppParams,
       body: AppUpdateBody,
       parse: 'json',
@@ -49,11 +56,13 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       detail: doc("Change an App's settings"),
     })
     .delete('/admin/api/orgs/:orgId/apps/:appId', ({ actor, params }) => svc.deleteApp(actor, params.orgId, params.appId), {
+      access: 'apps.manage',
       params: AppParams,
       response: { 200: t.Object({ id: t.String(), deletedAt: t.String() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc('Delete an App (its public key stops working; stored feedback stays)'),
     })
     .post('/admin/api/orgs/:orgId/apps/:appId/secret/reveal', ({ actor, params, body }) => svc.revealSecret(actor, params.orgId, params.appId, body.password), {
+      access: 'apps.manage',
       params: AppParams,
       body: PasswordBody,
       parse: 'json',
@@ -61,11 +70,13 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       detail: doc('Reveal the signing secret (password re-entered; audited)'),
     })
     .post('/admin/api/orgs/:orgId/apps/:appId/secret/rotate', ({ actor, params }) => svc.rotateSecret(actor, params.orgId, params.appId), {
+      access: 'apps.manage',
       params: AppParams,
       response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc('Rotate the signing secret', 'Every outstanding user token signed with the old secret stops working at once.'),
     })
-    .get('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.repo(actor, params.orgId, params.appId), {
+    .get('/admin/api/orgs/:orgId/apps/:appId/repo', ({ params }) => svc.repo(params.orgId, params.appId), {
+      access: 'apps.manage',
       params: AppParams,
       response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc("The App's repository and agent connection (never the token)"),
@@ -74,6 +85,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       '/admin/api/orgs/:orgId/apps/:appId/repo',
       ({ actor, params, body }) => svc.connectRepo(actor, params.orgId, params.appId, { ...body, hostToken: body.hostToken?.trim() || undefined }),
       {
+        access: 'repos.manage',
         params: AppParams,
         body: RepoBody,
         parse: 'json',
@@ -82,16 +94,19 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       },
     )
     .delete('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.disconnectRepo(actor, params.orgId, params.appId), {
+      access: 'repos.manage',
       params: AppParams,
       response: { 200: t.Object({ appId: t.String(), disconnected: t.Boolean() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc('Disconnect the repository (instance owner)'),
     })
-    .get('/admin/api/orgs/:orgId/keys', ({ actor, params }) => ({ data: svc.listKeys(actor, params.orgId) }), {
+    .get('/admin/api/orgs/:orgId/keys', ({ params }) => ({ data: svc.listKeys(params.orgId) }), {
+      access: 'keys.manage',
       params: OrgParams,
       response: { 200: ApiKeyList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
       detail: doc("The Org's sk_ keys (prefix only), newest first"),
     })
     .post('/admin/api/orgs/:orgId/keys', ({ actor, params, body }) => svc.createKey(actor, params.orgId, body.name), {
+      access: 'keys.manage',
       params: OrgParams,
       body: KeyBody,
       parse: 'json',
@@ -99,16 +114,19 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       detail: doc('Create an sk_ key (the key is in this response only)'),
     })
     .delete('/admin/api/orgs/:orgId/keys/:keyId', ({ actor, params }) => svc.revokeKey(actor, params.orgId, params.keyId), {
+      access: 'keys.manage',
       params: KeyParams,
       response: { 200: t.Object({ id: t.String(), revokedAt: t.String() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
       detail: doc('Revoke an sk_ key (refused at once)'),
     })
-    .get('/admin/api/orgs/:orgId/costs', ({ actor, params }) => ({ days: 30, data: svc.costs(actor, params.orgId, 30) }), {
+    .get('/admin/api/orgs/:orgId/costs', ({ params }) => ({ days: 30, data: svc.costs(params.orgId, 30) }), {
+      access: 'org.read',
       params: OrgParams,
       response: { 200: CostList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
       detail: doc('Agent runs, tokens and cost per App over the last 30 days'),
     })
-    .get('/admin/api/orgs/:orgId/audit', ({ actor, params, query }) => svc.listAudit(actor, params.orgId, query.cursor, query.limit ?? 50), {
+    .get('/admin/api/orgs/:orgId/audit', ({ params, query }) => svc.listAudit(params.orgId, query.cursor, query.limit ?? 50), {
+      access: 'audit.read',
       params: OrgParams,
       query: AuditQuery,
       response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden'),

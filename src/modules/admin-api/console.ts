@@ -1,14 +1,16 @@
 /**
- * What the dashboard does to Orgs, Apps and keys: the tenants service's rules, scoped to the signed-in
- * admin's Orgs (another Org's ids are 404) and written to the audit log. Secrets are shown only on an
- * explicit reveal with the password re-entered; each reveal is audited.
+ * What the dashboard does to Orgs, Apps and keys: the tenants service's rules, written to the audit log
+ * in the change's own transaction. Who may call what (another Org's ids are 404, a member's reach for
+ * an owner's setting is 403) is checked before any of this runs, by the `access` each route declares
+ * (src/core/access.ts, src/http/access-guard.ts). Secrets are shown only on an explicit reveal with the
+ * password re-entered; each reveal is audited.
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import type { AppSettings, TenantsService } from '../tenants/service'
 import type { AuditLog } from '../audit/index'
-import { canManage, canSee, type AdminIdentity, type AdminsService } from '../admins/service'
+import { canSee, type AdminIdentity, type AdminsService } from '../admins/service'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
 import { createConsoleRepo } from './console-repo'
 
@@ -29,13 +31,8 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
   const repo = createConsoleRepo(ctx.sqlite)
   const orgExists = repo.orgExists
 
-  function see(actor: Actor, orgId: string): void {
-    if (!canSee(actor.admin, orgId) || !orgExists(orgId)) throw new ApiError('not_found')
-  }
-  function manage(actor: Actor, orgId: string): void {
-    see(actor, orgId)
-    if (!canManage(actor.admin, orgId)) throw new ApiError('forbidden')
-  }
+  /** The change and its audit row commit together, or neither does. */
+  const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
   function appOf(orgId: string, appId: string): void {
     if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
@@ -56,44 +53,44 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
 
     /** Instance owners create Orgs (an Org admin administers the Orgs they were given). */
     createOrg(actor: Actor, name: string) {
-      if (!actor.admin.isOwner) throw new ApiError('forbidden')
-      const org = tenants.createOrg(name)
-      log(actor, org.id, 'org.created', org.id, { name: org.name })
-      return { ...org, role: 'owner' as const }
+      return atomically(() => {
+        const org = tenants.createOrg(name)
+        log(actor, org.id, 'org.created', org.id, { name: org.name })
+        return { ...org, role: 'owner' as const }
+      })
     },
 
-    listApps(actor: Actor, orgId: string) {
-      see(actor, orgId)
-      return tenants.listApps(orgId)
-    },
+    listApps: (orgId: string) => tenants.listApps(orgId),
 
     createApp(actor: Actor, orgId: string, s: AppSettings & { name: string }) {
-      manage(actor, orgId)
-      const { signingSecret: _shownOnRevealOnly, ...app } = tenants.createApp(orgId, s)
-      log(actor, orgId, 'app.created', app.id, { settings: Object.keys(s) })
-      return app
+      return atomically(() => {
+        const { signingSecret: _shownOnRevealOnly, ...app } = tenants.createApp(orgId, s)
+        log(actor, orgId, 'app.created', app.id, { settings: Object.keys(s) })
+        return app
+      })
     },
 
     updateApp(actor: Actor, orgId: string, appId: string, s: AppSettings) {
-      manage(actor, orgId)
       appOf(orgId, appId)
       if (Object.keys(s).length === 0) throw new ApiError('no_op')
-      const app = tenants.updateApp(orgId, appId, s)
-      log(actor, orgId, 'app.updated', appId, { settings: Object.keys(s) })
-      return app
+      return atomically(() => {
+        const app = tenants.updateApp(orgId, appId, s)
+        log(actor, orgId, 'app.updated', appId, { settings: Object.keys(s) })
+        return app
+      })
     },
 
     deleteApp(actor: Actor, orgId: string, appId: string) {
-      manage(actor, orgId)
       appOf(orgId, appId)
-      const out = tenants.deleteApp(orgId, appId)
-      log(actor, orgId, 'app.deleted', appId)
-      return out
+      return atomically(() => {
+        const out = tenants.deleteApp(orgId, appId)
+        log(actor, orgId, 'app.deleted', appId)
+        return out
+      })
     },
 
     /** The signing secret, after the admin re-entered their password. Audited. */
     async revealSecret(actor: Actor, orgId: string, appId: string, password: string) {
-      manage(actor, orgId)
       appOf(orgId, appId)
       await admins.confirmPassword(actor.admin.id, password)
       log(actor, orgId, 'app.secret_revealed', appId)
@@ -102,15 +99,15 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
 
     /** A new signing secret: every outstanding user token signed with the old one fails at once. */
     rotateSecret(actor: Actor, orgId: string, appId: string) {
-      manage(actor, orgId)
       appOf(orgId, appId)
-      const out = tenants.rotateSecret(orgId, appId)
-      log(actor, orgId, 'app.secret_rotated', appId)
-      return out
+      return atomically(() => {
+        const out = tenants.rotateSecret(orgId, appId)
+        log(actor, orgId, 'app.secret_rotated', appId)
+        return out
+      })
     },
 
-    repo(actor: Actor, orgId: string, appId: string) {
-      manage(actor, orgId)
+    repo(orgId: string, appId: string) {
       appOf(orgId, appId)
       return { connection: connections.get(orgId, appId) }
     },
@@ -121,26 +118,25 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
      * An empty token keeps the stored one.
      */
     connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
-      manage(actor, orgId)
       appOf(orgId, appId)
-      if (!actor.admin.isOwner) throw new ApiError('forbidden', undefined, 'Only the instance owner connects repositories: the agent runs commands on this server.')
       const hostToken = input.hostToken || connections.load(appId)?.hostToken || undefined
-      const connection = connections.connect(orgId, appId, { ...input, hostToken })
-      log(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken })
-      return { connection }
+      return atomically(() => {
+        const connection = connections.connect(orgId, appId, { ...input, hostToken })
+        log(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken })
+        return { connection }
+      })
     },
 
     disconnectRepo(actor: Actor, orgId: string, appId: string) {
-      manage(actor, orgId)
       appOf(orgId, appId)
-      if (!actor.admin.isOwner) throw new ApiError('forbidden')
-      const out = connections.disconnect(orgId, appId)
-      log(actor, orgId, 'app.repo_disconnected', appId)
-      return out
+      return atomically(() => {
+        const out = connections.disconnect(orgId, appId)
+        log(actor, orgId, 'app.repo_disconnected', appId)
+        return out
+      })
     },
 
-    listKeys(actor: Actor, orgId: string) {
-      manage(actor, orgId)
+    listKeys(orgId: string) {
       const activity = repo.keyActivity(orgId)
       const emails = repo.adminEmails()
       return tenants
@@ -155,29 +151,28 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
 
     /** Creates an `sk_` key; the plaintext is in this response only. */
     createKey(actor: Actor, orgId: string, name: string) {
-      manage(actor, orgId)
-      const key = tenants.createKey(orgId, name)
-      repo.recordKeyCreator(key.id, `admin:${actor.admin.id}`)
-      log(actor, orgId, 'key.created', key.id, { name })
+      const key = atomically(() => {
+        const key = tenants.createKey(orgId, name)
+        repo.recordKeyCreator(key.id, `admin:${actor.admin.id}`)
+        log(actor, orgId, 'key.created', key.id, { name })
+        return key
+      })
       return { id: key.id, key: key.key, name: key.name, prefix: key.key.slice(0, 7) }
     },
 
     revokeKey(actor: Actor, orgId: string, keyId: string) {
-      manage(actor, orgId)
       if (!repo.keyInOrg(orgId, keyId)) throw new ApiError('not_found')
-      const out = tenants.revokeKey(orgId, keyId)
-      log(actor, orgId, 'key.revoked', keyId)
-      return out
+      return atomically(() => {
+        const out = tenants.revokeKey(orgId, keyId)
+        log(actor, orgId, 'key.revoked', keyId)
+        return out
+      })
     },
 
     /** Agent spending per App over the last `days` days (runs, tokens, cost), from the runs table. */
-    costs(actor: Actor, orgId: string, days: number) {
-      see(actor, orgId)
-      return repo.costsSince(orgId, ctx.clock.now() - days * 86_400_000)
-    },
+    costs: (orgId: string, days: number) => repo.costsSince(orgId, ctx.clock.now() - days * 86_400_000),
 
-    listAudit(actor: Actor, orgId: string, cursor: string | undefined, limit: number) {
-      manage(actor, orgId)
+    listAudit(orgId: string, cursor: string | undefined, limit: number) {
       const page = audit.list(null, { orgId, cursor, limit })
       // People read the log: "admin:<id>" becomes the admin's email, a target id the thing's name.
       const adminOf = (a: string) => (a.startsWith('admin:') ? a.slice(6) : '')

@@ -5,7 +5,8 @@
 import { Elysia, t } from 'elysia'
 import type { Clock } from '../../core/clock'
 import { errorSchemas } from '../../http/error-docs'
-import { authenticateAdmin, requireOrg, type AdminAuthDeps } from '../../http/admin-auth'
+import { authenticateAdmin, type AdminAuthDeps } from '../../http/admin-auth'
+import { accessGuard } from '../../http/access-guard'
 import { IdParams } from '../feedback/model'
 import type { Inbox } from './inbox-repo'
 import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
@@ -16,11 +17,11 @@ const doc = (summary: string, description?: string) => ({ summary, description, 
 
 export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => boolean, clock: Clock) {
   return new Elysia({ name: 'admin-inbox' })
+    .use(accessGuard({ orgExists }))
     .derive(({ request }) => ({ caller: authenticateAdmin(deps, request) }))
     .get(
       '/admin/api/orgs/:orgId/inbox',
       ({ caller, params, query }) => {
-        requireOrg(caller.admin, params.orgId, orgExists)
         return inbox.list(params.orgId, caller.admin.id, {
           ...query,
           hasScreenshot: query.hasScreenshot === undefined ? undefined : query.hasScreenshot === 'true',
@@ -28,6 +29,7 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
         })
       },
       {
+        access: 'org.read',
         params: OrgParams,
         query: InboxQuery,
         response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found'),
@@ -37,15 +39,13 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
     .get(
       '/admin/api/orgs/:orgId/inbox/counts',
       ({ caller, params }) => {
-        requireOrg(caller.admin, params.orgId, orgExists)
         return inbox.counts(params.orgId, caller.admin.id)
       },
-      { params: OrgParams, response: errorSchemas(...AUTH, 'invalid_id', 'not_found'), detail: doc('Unread reports per folder (stops counting at 1000)') },
+      { access: 'org.read', params: OrgParams, response: errorSchemas(...AUTH, 'invalid_id', 'not_found'), detail: doc('Unread reports per folder (stops counting at 1000)') },
     )
     .post(
       '/admin/api/orgs/:orgId/reads',
       ({ caller, params, body }) => {
-        requireOrg(caller.admin, params.orgId, orgExists)
         if (body.read === false) {
           inbox.markUnread(params.orgId, caller.admin.id, body.ids)
           return { changed: body.ids.length }
@@ -53,6 +53,7 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
         return { changed: inbox.markRead(params.orgId, caller.admin.id, body.ids, clock.now()) }
       },
       {
+        access: 'org.read',
         params: OrgParams,
         body: IdsBody,
         parse: 'json',
@@ -63,10 +64,10 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
     .get(
       '/admin/api/orgs/:orgId/feedback/:id/history',
       ({ caller, params }) => {
-        requireOrg(caller.admin, params.orgId, orgExists)
         return { data: inbox.history(params.orgId, params.id) }
       },
       {
+        access: 'org.read',
         params: t.Object({ orgId: t.String({ pattern: ID_PATTERN }), id: IdParams.properties.id }, { additionalProperties: false }),
         response: errorSchemas(...AUTH, 'invalid_id', 'not_found'),
         detail: doc("A report's events (status changes, merges, agent runs), oldest first"),

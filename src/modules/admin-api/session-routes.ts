@@ -8,6 +8,7 @@ import type { Clock } from '../../core/clock'
 import { errorSchemas } from '../../http/error-docs'
 import { authenticateAdmin, clearedCookie, sessionCookie, type AdminAuthDeps } from '../../http/admin-auth'
 import { clientAddress } from '../../http/client-address'
+import { accessGuard } from '../../http/access-guard'
 import { RateLimiter } from '../../http/rate-limit'
 import type { AuditLog } from '../audit/index'
 import { newTotpSecret, totpUri } from '../admins/totp'
@@ -32,6 +33,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
   }
 
   return new Elysia({ name: 'admin-session' })
+    .use(accessGuard())
     .post(
       '/admin/api/setup',
       async ({ body, request, server, set }) => {
@@ -42,6 +44,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         return signIn(admin.id, request, ip, set)
       },
       {
+        access: 'anyone',
         body: SetupBody,
         parse: 'json',
         response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_setup_token', 'rate_limited') },
@@ -60,6 +63,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         return signIn(admin.id, request, ip, set)
       },
       {
+        access: 'anyone',
         body: LoginBody,
         parse: 'json',
         response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_credentials', 'csrf_failed', 'rate_limited') },
@@ -74,7 +78,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         const a = caller.admin
         return { id: a.id, email: a.email, isOwner: a.isOwner, totpEnabled: a.totpEnabled, csrfToken: caller.session.csrfToken, sessionId: caller.session.id }
       },
-      { response: { 200: Me, ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'The signed-in admin and the CSRF token', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', response: { 200: Me, ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'The signed-in admin and the CSRF token', tags: ['admin'], security: ADMIN_SESSION } },
     )
     .delete(
       '/admin/api/session',
@@ -83,9 +87,10 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         set.headers['set-cookie'] = clearedCookie(deps, request)
         return { signedOut: true }
       },
-      { response: { 200: t.Object({ signedOut: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'Sign out', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', response: { 200: t.Object({ signedOut: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'Sign out', tags: ['admin'], security: ADMIN_SESSION } },
     )
     .get('/admin/api/sessions', ({ caller }) => ({ data: sessions.list(caller.admin.id).map((s) => ({ ...s, current: s.id === caller.session.id })) }), {
+      access: 'signed_in',
       detail: { summary: "The signed-in admin's live sessions", tags: ['admin'], security: ADMIN_SESSION },
       response: errorSchemas(...AUTH_ERRORS),
     })
@@ -96,12 +101,13 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'session.revoked', targetId: params.id })
         return { id: params.id, revoked: true }
       },
-      { params: SessionParams, response: { 200: t.Object({ id: t.String(), revoked: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_id', 'not_found') }, detail: { summary: 'Revoke one of your sessions', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', params: SessionParams, response: { 200: t.Object({ id: t.String(), revoked: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_id', 'not_found') }, detail: { summary: 'Revoke one of your sessions', tags: ['admin'], security: ADMIN_SESSION } },
     )
     .post('/admin/api/me/totp/secret', ({ caller }) => {
       const secret = newTotpSecret()
       return { secret, uri: totpUri(secret, caller.admin.email) }
     }, {
+      access: 'signed_in',
       response: { 200: t.Object({ secret: t.String(), uri: t.String() }), ...errorSchemas(...AUTH_ERRORS) },
       detail: { summary: 'A new TOTP secret to scan (not active until confirmed with PUT /admin/api/me/totp)', tags: ['admin'], security: ADMIN_SESSION },
     })
@@ -113,7 +119,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
         return { totpEnabled: true }
       },
-      { body: TotpEnableBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP on (password + a current code)', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', body: TotpEnableBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP on (password + a current code)', tags: ['admin'], security: ADMIN_SESSION } },
     )
     .delete(
       '/admin/api/me/totp',
@@ -123,6 +129,6 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
         return { totpEnabled: false }
       },
-      { body: PasswordBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP off (password)', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', body: PasswordBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP off (password)', tags: ['admin'], security: ADMIN_SESSION } },
     )
 }

@@ -194,8 +194,3 @@ export type AdminsService = ReturnType<typeof createAdminsService>
 export function canSee(admin: AdminIdentity, orgId: string): boolean {
   return admin.isOwner || admin.roles.has(orgId)
 }
-
-/** May this admin change the Org's Apps, keys and secrets (Org owner or instance owner)? */
-export function canManage(admin: AdminIdentity, orgId: string): boolean {
-  return admin.isOwner || admin.roles.get(orgId) === 'owner'
-}

@@ -17,6 +17,7 @@ export function agentRunRoutes(auth: AuthDeps, runs: AgentRunsService) {
       '/v1/agent-runs/:id',
       ({ org, params }) => runs.get(org.orgId, params.id),
       {
+        access: 'org.read',
         params: IdParams,
         response: { 200: AgentRun, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
         detail: {
@@ -31,6 +32,7 @@ export function agentRunRoutes(auth: AuthDeps, runs: AgentRunsService) {
       '/v1/feedback/:id/agent-runs',
       ({ org, params }) => ({ data: runs.listFor(org.orgId, params.id) }),
       {
+        access: 'org.read',
         params: IdParams,
         response: { 200: AgentRunList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
         detail: { summary: "A report's agent runs, newest first", tags: ['agent runs'], security: BEARER_SK },

@@ -4,8 +4,9 @@
  */
 import { Elysia, t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
-import { orgAuth, type AuthDeps } from '../../http/auth'
-import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { accessGuard } from '../../http/access-guard'
+import { BEARER_SK, errorSchemas, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { readBodyBounded } from '../../http/strict-json'
 import type { ChatopsService } from './service'
 import type { SlashCommands } from './commands'
@@ -46,39 +47,45 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
     .use(orgAuth(auth))
     .post(
       '/v1/chatops/slack',
-      ({ org, body, set }) => {
+      ({ org, body, set, request, server }) => {
         set.status = 201
-        return chatops.connect(org.orgId, body)
+        return chatops.connect(org.orgId, body, actedBy(auth, org, request, server))
       },
       {
+        access: 'chatops.manage',
         body: ConnectBody,
         parse: 'json',
-        response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found', 'payload_too_large') },
+        response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'app_not_found', 'payload_too_large') },
         detail: doc('Connect a Slack channel', 'One parent message per lead report, updated in place as it moves; details and the PR link in its thread.'),
       },
     )
     .get('/v1/chatops/slack', ({ org }) => ({ data: chatops.list(org.orgId) }), {
-      response: { 200: t.NoValidate(t.Object({ data: t.Array(Connection) })), ...errorSchemas(...ORG_AUTH_ERRORS) },
+      access: 'chatops.manage',
+      response: { 200: t.NoValidate(t.Object({ data: t.Array(Connection) })), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('List Slack connections'),
     })
-    .delete('/v1/chatops/slack/:id', ({ org, params }) => chatops.disconnect(org.orgId, params.id), {
+    .delete('/v1/chatops/slack/:id', ({ org, params, request, server }) => chatops.disconnect(org.orgId, params.id, actedBy(auth, org, request, server)), {
+      access: 'chatops.manage',
       params: t.Object({ id: Id }, closed),
-      response: { 200: t.NoValidate(t.Object({ id: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
+      response: { 200: t.NoValidate(t.Object({ id: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'not_found') },
       detail: doc('Disconnect a Slack channel'),
     })
     .get('/v1/chatops/slack/users', ({ org }) => ({ data: chatops.users(org.orgId) }), {
-      response: { 200: t.NoValidate(t.Object({ data: t.Array(SlackUser) })), ...errorSchemas(...ORG_AUTH_ERRORS) },
+      access: 'chatops.manage',
+      response: { 200: t.NoValidate(t.Object({ data: t.Array(SlackUser) })), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('Slack users allowed to queue and archive through /fixloop'),
     })
-    .post('/v1/chatops/slack/users', ({ org, body }) => chatops.allowUser(org.orgId, body.teamId, body.userId), {
+    .post('/v1/chatops/slack/users', ({ org, body, request, server }) => chatops.allowUser(org.orgId, body.teamId, body.userId, actedBy(auth, org, request, server)), {
+      access: 'chatops.manage',
       body: UserBody,
       parse: 'json',
-      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(true) })), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body') },
+      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body') },
       detail: doc('Allow a Slack user to act for the Org', 'teamId and userId as Slack sends them with every slash command (T…, U…/W…).'),
     })
-    .delete('/v1/chatops/slack/users/:teamId/:userId', ({ org, params }) => chatops.denyUser(org.orgId, params.teamId, params.userId), {
+    .delete('/v1/chatops/slack/users/:teamId/:userId', ({ org, params, request, server }) => chatops.denyUser(org.orgId, params.teamId, params.userId, actedBy(auth, org, request, server)), {
+      access: 'chatops.manage',
       params: UserParams,
-      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(false) })), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
+      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(false) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'not_found') },
       detail: doc('Withdraw a Slack user'),
     })
 }
@@ -87,7 +94,7 @@ const SLASH_BODY_MAX_BYTES = 64 * 1024
 
 /** POST /v1/chatops/slack/:id/commands: Slack's slash-command request, verified by its signature. */
 export function slackCommandRoutes(commands: SlashCommands) {
-  return new Elysia({ name: 'chatops-commands' }).post(
+  return new Elysia({ name: 'chatops-commands' }).use(accessGuard()).post(
     '/v1/chatops/slack/:id/commands',
     async ({ params, request }) => {
       // The raw bytes, as Slack signed them (the JSON reader leaves this route alone). Slack's payloads are small.
@@ -95,6 +102,7 @@ export function slackCommandRoutes(commands: SlashCommands) {
       return commands.handle(params.id, request.headers, raw)
     },
     {
+      access: 'slack_signature',
       params: t.Object({ id: Id }, closed),
       response: {
         200: t.NoValidate(t.Object({ response_type: t.Literal('ephemeral'), text: t.String() })),

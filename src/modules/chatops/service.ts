@@ -2,7 +2,8 @@
  * Slack chat-ops connections and the Slack users allowed to act for an Org, shared by the API and the
  * CLI. The bot token and the signing secret are sealed at rest and never shown again. Mapping: a Slack
  * user is identified by (workspace team_id, user_id), both as Slack sends them with every slash
- * command; only pairs allowed for the Org may queue or archive through `/fixloop`.
+ * command; only pairs allowed for the Org may queue or archive through `/fixloop`. Every change takes
+ * who made it and is written to the audit log in the change's own transaction.
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
@@ -11,6 +12,7 @@ import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
 import { createEventsRepo } from '../events/repo'
 import { createChatopsRepo, type SlackConnectionRow } from './repo'
+import { createAuditLog, type ActedBy } from '../audit/index'
 
 /** What a connection posts about when no --events are given. */
 export const DEFAULT_SLACK_EVENTS = [
@@ -50,11 +52,13 @@ export function createChatopsService(ctx: Context) {
   const repo = createChatopsRepo(ctx.sqlite)
   const events = createEventsRepo(ctx.sqlite)
   const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
+  const audit = createAuditLog(ctx.sqlite, ctx.clock)
+  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
 
   return {
     repo,
 
-    connect(orgId: string, input: SlackConnectInput) {
+    connect(orgId: string, input: SlackConnectInput, by: ActedBy) {
       const token = input.botToken.trim()
       const secret = input.signingSecret.trim()
       if (!/^xox[bp]-[A-Za-z0-9-]{8,250}$/.test(token)) throw bad('/botToken', 'a Slack bot token starts with xoxb-')
@@ -68,7 +72,7 @@ export function createChatopsService(ctx: Context) {
       }
       const id = newId(ctx.clock)
       ctx.sqlite
-        .transaction(() =>
+        .transaction(() => {
           repo.insert({
             id,
             org_id: orgId,
@@ -80,28 +84,38 @@ export function createChatopsService(ctx: Context) {
             // From now on: a new connection does not replay the Org's history into the channel.
             cursor_seq: events.lastSeq(orgId),
             created_at: ctx.clock.now(),
-          }),
-        )
+          })
+          log(by, orgId, 'slack.connected', id, { channel: input.channel, appId: input.appId ?? null, events: list })
+        })
         .immediate()
       return present(repo.get(orgId, id)!)
     },
 
     list: (orgId: string) => repo.list(orgId).map(present),
 
-    disconnect(orgId: string, id: string) {
-      if (repo.softDelete(orgId, id, ctx.clock.now()) === 0) throw new ApiError('not_found')
+    disconnect(orgId: string, id: string, by: ActedBy) {
+      ctx.sqlite.transaction(() => {
+        if (repo.softDelete(orgId, id, ctx.clock.now()) === 0) throw new ApiError('not_found')
+        log(by, orgId, 'slack.disconnected', id)
+      }).immediate()
       return { id, deleted: true as const }
     },
 
-    allowUser(orgId: string, teamId: string, userId: string) {
+    allowUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
       if (!SLACK_ID_RE.test(teamId)) throw bad('/teamId', 'a Slack team id (T0123ABCD)')
       if (!SLACK_ID_RE.test(userId)) throw bad('/userId', 'a Slack user id (U0123ABCD or W0123ABCD)')
-      repo.allow(orgId, teamId, userId, ctx.clock.now())
+      ctx.sqlite.transaction(() => {
+        // Allowing a user twice changes nothing and is not logged twice.
+        if (repo.allow(orgId, teamId, userId, ctx.clock.now()) > 0) log(by, orgId, 'slack.user_allowed', `${teamId}/${userId}`, { teamId, userId })
+      }).immediate()
       return { teamId, userId, allowed: true as const }
     },
 
-    denyUser(orgId: string, teamId: string, userId: string) {
-      if (repo.deny(orgId, teamId, userId) === 0) throw new ApiError('not_found')
+    denyUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
+      ctx.sqlite.transaction(() => {
+        if (repo.deny(orgId, teamId, userId) === 0) throw new ApiError('not_found')
+        log(by, orgId, 'slack.user_denied', `${teamId}/${userId}`, { teamId, userId })
+      }).immediate()
       return { teamId, userId, allowed: false as const }
     },
 

@@ -21,6 +21,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
           limit: readIntQuery(request, 'limit', { min: 1, max: EVENTS_LIMIT_MAX }, EVENTS_LIMIT_DEFAULT),
         }) as { data: never[]; nextAfter: number },
       {
+        access: 'org.read',
         query: EventsQuery,
         response: { 200: t.NoValidate(EventsPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
@@ -37,6 +38,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
       ({ org, query, request }) =>
         events.stream(org.orgId, { ...query, after: readIntQuery(request, 'after', { min: 0, max: SEQ_MAX }, 0) }, request.headers.get('last-event-id')),
       {
+        access: 'org.read',
         query: StreamQuery,
         response: {
           200: t.String({ description: 'text/event-stream: "id: <seq>", "event: <type>", "data: <event JSON>"; a comment line at least every 15 s' }),

@@ -4,6 +4,7 @@ import { ApiError } from '../../core/errors'
 import { readIntQuery } from '../../http/query'
 import { LIMITS } from '../../core/limits'
 import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
+import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
 import { baseUrlOf } from '../uploads/index'
@@ -29,6 +30,7 @@ const SUBMIT_HEADERS = [
 
 export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) {
   return new Elysia({ name: 'feedback-widget' })
+    .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'submit') }))
     .post(
       '/v1/feedback',
@@ -63,6 +65,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
           security: BEARER_PUB,
           parameters: SUBMIT_HEADERS,
         },
+        access: 'widget',
       },
     )
 }
@@ -75,6 +78,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
       ({ org, query, request }) =>
         feedback.list(org.orgId, { ...query, limit: readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault) }),
       {
+        access: 'org.read',
         query: ListQuery,
         response: { 200: t.NoValidate(FeedbackPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
@@ -86,6 +90,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
       },
     )
     .get('/v1/feedback/:id', ({ org, params, request }) => feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl)), {
+      access: 'org.read',
       params: IdParams,
       response: { 200: t.NoValidate(FullFeedbackItem), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
       detail: {
@@ -95,6 +100,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
       },
     })
     .patch('/v1/feedback/:id', ({ org, params, body }) => feedback.patch(org.orgId, params.id, body), {
+      access: 'reports.triage',
       params: IdParams,
       body: PatchBody,
       parse: 'json',

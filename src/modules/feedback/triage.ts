@@ -40,6 +40,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
       '/v1/feedback/:id/similar',
       async ({ org, params, request }) => ({ data: await triage.similar(org.orgId, params.id, readIntQuery(request, 'limit', { min: 1, max: 50 }, 5)) }),
       {
+      access: 'org.read',
       params: IdParams,
       query: SimilarQuery,
       response: { 200: SimilarList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'not_yet_sanitized') },
@@ -58,6 +59,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
       {
+        access: 'reports.triage',
         params: IdParams,
         body: MergeBody,
         parse: 'json',
@@ -77,6 +79,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
       {
+        access: 'reports.triage',
         params: IdParams,
         response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_a_duplicate', 'not_yet_sanitized') },
         detail: {

@@ -1,11 +1,16 @@
-/** POST /v1/tokens/mint (sk): mints a private-mode user token signed with the App's secret (spec 4.8). */
+/**
+ * POST /v1/tokens/mint (sk): mints a private-mode user token signed with the App's secret (spec 4.8).
+ * Whoever holds the token submits as that end user, so a dashboard session's mint is audited; an sk_
+ * key's mints are its backend's everyday traffic (one per end-user session) and are not.
+ */
 import { Elysia, t } from 'elysia'
 import { int } from '../../core/schema'
 import { ApiError } from '../../core/errors'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
-import { orgAuth, type AuthDeps } from '../../http/auth'
-import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { BEARER_SK, errorSchemas, ORG_OWNER_ERRORS } from '../../http/error-docs'
+import type { AuditLog } from '../audit/index'
 import { mintUserToken } from '../../auth/user-token'
 import type { CredentialDirectory } from '../../auth/directory'
 import type { AppsRepo } from '../apps/repo'
@@ -21,10 +26,10 @@ export const MintBody = t.Object(
 )
 export const MintResponse = t.Object({ token: t.String(), expiresInSeconds: int() }, { additionalProperties: false })
 
-export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: CredentialDirectory) {
+export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: CredentialDirectory, audit: AuditLog) {
   return new Elysia({ name: 'tokens' }).use(orgAuth(auth)).post(
     '/v1/tokens/mint',
-    async ({ org, query, body }) => {
+    async ({ org, query, body, request, server }) => {
       if (body.ctx !== undefined && jsonByteLength(body.ctx) > LIMITS.tokenCtxMaxBytes) {
         throw new ApiError('invalid_body', { issues: [{ path: '/ctx', message: `must be at most ${LIMITS.tokenCtxMaxBytes} bytes of JSON` }] })
       }
@@ -34,13 +39,18 @@ export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: Credentia
       if (!known) throw new ApiError('app_not_found')
       const lifetime = body.expiresInSeconds ?? LIMITS.tokenLifetimeDefault
       const token = await mintUserToken(row.id, known.signingSecret, body.sub, body.ctx, lifetime, auth.clock.now())
+      if (org.grant !== 'api_key') {
+        const by = actedBy(auth, org, request, server)
+        audit.record({ orgId: org.orgId, actor: by.actor, ip: by.ip, action: 'token.minted', targetId: row.id, data: { sub: body.sub, expiresInSeconds: lifetime } })
+      }
       return { token, expiresInSeconds: lifetime }
     },
     {
+      access: 'tokens.mint',
       query: MintQuery,
       body: MintBody,
       parse: 'json',
-      response: { 200: MintResponse, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
+      response: { 200: MintResponse, ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'app_not_found') },
       detail: {
         summary: 'Mint a private-mode user token',
         tags: ['tokens'],

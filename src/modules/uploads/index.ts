@@ -4,6 +4,7 @@
  */
 import { Elysia } from 'elysia'
 import { authenticateWidget, type AuthDeps } from '../../http/auth'
+import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, errorSchemas, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { EmbeddedBlobStore } from '../../storage/embedded-store'
 import type { UploadsService } from './service'
@@ -17,8 +18,10 @@ export function baseUrlOf(request: Request, publicUrl: string | undefined): stri
 
 export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicUrl: string | undefined) {
   return new Elysia({ name: 'upload-url' })
+    .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'presign') }))
     .post('/v1/feedback/upload-url', ({ caller, body, request }) => uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId }, body, baseUrlOf(request, publicUrl)), {
+      access: 'widget',
       body: UploadUrlBody,
       parse: 'json',
       headers: t.Object({ 'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })) }),
@@ -34,6 +37,7 @@ export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicU
 
 export function embeddedUploadRoutes(uploads: UploadsService, embedded: EmbeddedBlobStore) {
   return new Elysia({ name: 'embedded-uploads' })
+    .use(accessGuard())
     .put(
       '/v1/uploads/:appId/:name',
       async ({ params, query, request, set }) => {
@@ -42,6 +46,7 @@ export function embeddedUploadRoutes(uploads: UploadsService, embedded: Embedded
         return { key: `${params.appId}/${params.name}`, uploaded: true as const }
       },
       {
+        access: 'signed_url',
         params: UploadParams,
         query: SignedQuery,
         parse: 'none',
@@ -53,6 +58,7 @@ export function embeddedUploadRoutes(uploads: UploadsService, embedded: Embedded
       },
     )
     .get('/v1/uploads/:appId/:name', ({ params, query }) => uploads.serveEmbedded(embedded, `${params.appId}/${params.name}`, query), {
+      access: 'signed_url',
       params: UploadParams,
       query: SignedQuery,
       response: { 200: t.Unknown({ description: 'The object, with its content type, nosniff and Content-Disposition: attachment' }), ...errorSchemas('invalid_signature', 'url_expired', 'not_found') },

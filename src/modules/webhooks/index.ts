@@ -1,7 +1,7 @@
 /** The webhooks API (sk, tenant-scoped): declarations and one service call each. */
 import { Elysia, t } from 'elysia'
-import { orgAuth, type AuthDeps } from '../../http/auth'
-import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { BEARER_SK, errorSchemas, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
 import {
   CreatedWebhook,
@@ -21,22 +21,23 @@ import {
 import type { WebhooksService } from './service'
 
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['webhooks'], security: BEARER_SK })
-const READ_ERRORS = [...ORG_AUTH_ERRORS, 'invalid_id', 'not_found'] as const
+const READ_ERRORS = [...ORG_OWNER_ERRORS, 'invalid_id', 'not_found'] as const
 
 export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
   return new Elysia({ name: 'webhooks' })
     .use(orgAuth(auth))
     .post(
       '/v1/webhooks',
-      async ({ org, body, set }) => {
-        const created = await webhooks.create(org.orgId, body)
+      async ({ org, body, set, request, server }) => {
+        const created = await webhooks.create(org.orgId, body, actedBy(auth, org, request, server))
         set.status = 201
         return created
       },
       {
+        access: 'webhooks.manage',
         body: CreateWebhookBody,
         parse: 'json',
-        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
+        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
         detail: doc(
           'Create a webhook endpoint',
           'Standard Webhooks 1.0 deliveries of the events committed from now on. The URL must resolve to public addresses (unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1). The whsec_ secret is returned once.',
@@ -44,42 +45,49 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       },
     )
     .get('/v1/webhooks', ({ org }) => ({ data: webhooks.list(org.orgId) }), {
-      response: { 200: t.NoValidate(WebhookList), ...errorSchemas(...ORG_AUTH_ERRORS) },
+      access: 'webhooks.manage',
+      response: { 200: t.NoValidate(WebhookList), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('List webhook endpoints'),
     })
     .get('/v1/webhooks/:id', ({ org, params }) => webhooks.get(org.orgId, params.id), {
+      access: 'webhooks.manage',
       params: WebhookParams,
       response: { 200: t.NoValidate(Webhook), ...errorSchemas(...READ_ERRORS) },
       detail: doc('Read one webhook endpoint'),
     })
-    .delete('/v1/webhooks/:id', ({ org, params }) => webhooks.delete(org.orgId, params.id), {
+    .delete('/v1/webhooks/:id', ({ org, params, request, server }) => webhooks.delete(org.orgId, params.id, actedBy(auth, org, request, server)), {
+      access: 'webhooks.manage',
       params: WebhookParams,
       response: { 200: t.NoValidate(Deleted), ...errorSchemas(...READ_ERRORS) },
       detail: doc('Delete a webhook endpoint', 'Pending deliveries are dropped; the delivery log stays until retention removes it.'),
     })
-    .post('/v1/webhooks/:id/rotate-secret', ({ org, params }) => webhooks.rotateSecret(org.orgId, params.id), {
+    .post('/v1/webhooks/:id/rotate-secret', ({ org, params, request, server }) => webhooks.rotateSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
+      access: 'webhooks.manage',
       params: WebhookParams,
       response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS) },
       detail: doc('Rotate the signing secret', 'For 24 hours every delivery carries two signatures (new and previous secret), space-separated.'),
     })
-    .post('/v1/webhooks/:id/enable', ({ org, params }) => webhooks.enable(org.orgId, params.id), {
+    .post('/v1/webhooks/:id/enable', ({ org, params, request, server }) => webhooks.enable(org.orgId, params.id, actedBy(auth, org, request, server)), {
+      access: 'webhooks.manage',
       params: WebhookParams,
       response: { 200: t.NoValidate(Webhook), ...errorSchemas(...READ_ERRORS) },
       detail: doc('Re-enable a disabled endpoint', 'Events from now on are delivered; use redeliver-failed for what failed before.'),
     })
     .post(
       '/v1/webhooks/:id/test',
-      ({ org, params, set }) => {
+      ({ org, params, set, request, server }) => {
         set.status = 202
-        return webhooks.sendTest(org.orgId, params.id)
+        return webhooks.sendTest(org.orgId, params.id, actedBy(auth, org, request, server))
       },
       {
+        access: 'webhooks.manage',
         params: WebhookParams,
         response: { 202: t.NoValidate(TestSent), ...errorSchemas(...READ_ERRORS, 'webhook_disabled') },
         detail: doc('Send a test event', 'Records a webhook.test event, delivered to this endpoint only.'),
       },
     )
     .get('/v1/webhooks/:id/deliveries', ({ org, params, query, request }) => webhooks.deliveries(org.orgId, params.id, { cursor: query.cursor, limit: readIntQuery(request, 'limit', { min: 1, max: 200 }, 50) }), {
+      access: 'webhooks.manage',
       params: WebhookParams,
       query: DeliveriesQuery,
       response: { 200: t.NoValidate(DeliveryPage), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
@@ -87,8 +95,9 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
     })
     .post(
       '/v1/webhooks/:id/redeliver-failed',
-      ({ org, params, body }) => webhooks.redeliverFailed(org.orgId, params.id, body.since, body.until),
+      ({ org, params, body, request, server }) => webhooks.redeliverFailed(org.orgId, params.id, body.since, body.until, actedBy(auth, org, request, server)),
       {
+        access: 'webhooks.manage',
         params: WebhookParams,
         body: RedeliverFailedBody,
         parse: 'json',
@@ -96,7 +105,8 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
         detail: doc('Redeliver every failed delivery created in a time range'),
       },
     )
-    .post('/v1/webhooks/deliveries/:id/redeliver', ({ org, params }) => webhooks.redeliver(org.orgId, params.id), {
+    .post('/v1/webhooks/deliveries/:id/redeliver', ({ org, params, request, server }) => webhooks.redeliver(org.orgId, params.id, actedBy(auth, org, request, server)), {
+      access: 'webhooks.manage',
       params: WebhookParams,
       response: { 200: t.NoValidate(Redelivered), ...errorSchemas(...READ_ERRORS, 'webhook_disabled', 'concurrent_update') },
       detail: doc('Redeliver one delivery', 'Same webhook-id, a fresh retry schedule.'),

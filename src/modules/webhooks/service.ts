@@ -2,7 +2,8 @@
  * The rules of webhook endpoints, shared by the HTTP routes and the CLI: create (SSRF-checked, secret
  * shown once and sealed at rest), list, delete, rotate (24-hour dual signing), send a test event,
  * read the delivery log, redeliver one delivery or every failed one in a time range, re-enable.
- * Every method takes the Org: another Org's ids are not_found.
+ * Every method takes the Org: another Org's ids are not_found. Every change takes who made it and is
+ * written to the audit log in the change's own transaction (ids and hosts, never a URL's path or a secret).
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
@@ -14,6 +15,7 @@ import { createEventsRepo } from '../events/repo'
 import { checkTarget } from './ssrf'
 import { newWebhookSecret } from './signature'
 import { createWebhooksRepo, type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
+import { createAuditLog, type ActedBy } from '../audit/index'
 
 export const ROTATION_OVERLAP_MS = 24 * 3600_000
 export const EVENT_FILTER_MAX = 50
@@ -72,6 +74,8 @@ export function createWebhooksService(ctx: Context) {
   const repo = createWebhooksRepo(ctx.sqlite)
   const events = createEventsRepo(ctx.sqlite)
   const outbox = createOutbox(ctx.sqlite, ctx.clock)
+  const audit = createAuditLog(ctx.sqlite, ctx.clock)
+  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
   const allowPrivate = ctx.config.webhookAllowPrivate
 
   function require(orgId: string, id: string): WebhookRow {
@@ -94,7 +98,7 @@ export function createWebhooksService(ctx: Context) {
     repo,
 
     /** Creates an endpoint that receives events from now on; the secret is in this answer only. */
-    async create(orgId: string, input: WebhookInput) {
+    async create(orgId: string, input: WebhookInput, by: ActedBy) {
       const eventTypes = checkEvents(input.events ?? [])
       if (input.appId) checkApp(orgId, input.appId)
       await checkTarget(input.url, allowPrivate, { allowUnresolved: true })
@@ -112,7 +116,13 @@ export function createWebhooksService(ctx: Context) {
       }
       // The cursor starts at the Org's last event, read in the insert's transaction: an endpoint gets
       // exactly the events committed after it exists.
-      ctx.sqlite.transaction(() => repo.insert({ ...row, cursorSeq: events.lastSeq(orgId) })).immediate()
+      ctx.sqlite
+        .transaction(() => {
+          repo.insert({ ...row, cursorSeq: events.lastSeq(orgId) })
+          // The host only: a webhook URL's path or query may carry a token of the receiver's.
+          log(by, orgId, 'webhook.created', id, { host: new URL(input.url).host, events: eventTypes, appId: row.appId })
+        })
+        .immediate()
       return { ...presentWebhook(require(orgId, id), ctx.clock.now()), secret }
     },
 
@@ -120,36 +130,51 @@ export function createWebhooksService(ctx: Context) {
 
     get: (orgId: string, id: string) => presentWebhook(require(orgId, id), ctx.clock.now()),
 
-    delete(orgId: string, id: string) {
+    delete(orgId: string, id: string, by: ActedBy) {
       require(orgId, id)
       ctx.sqlite.transaction(() => {
-        repo.softDelete(orgId, id, ctx.clock.now())
+        if (repo.softDelete(orgId, id, ctx.clock.now()) === 0) return
         repo.dropPending(id, ctx.clock.now())
-      })()
+        log(by, orgId, 'webhook.deleted', id)
+      }).immediate()
       return { id, deleted: true as const }
     },
 
     /** New secret; the old one keeps signing alongside it for 24 hours. */
-    rotateSecret(orgId: string, id: string) {
+    rotateSecret(orgId: string, id: string, by: ActedBy) {
       require(orgId, id)
       const secret = newWebhookSecret()
       const until = ctx.clock.now() + ROTATION_OVERLAP_MS
-      repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until)
+      ctx.sqlite.transaction(() => {
+        repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until)
+        log(by, orgId, 'webhook.secret_rotated', id)
+      }).immediate()
       return { id, secret, previousSecretValidUntil: isoUtc(until) }
     },
 
     /** Appends a webhook.test event; the dispatcher routes it to this endpoint only. */
-    sendTest(orgId: string, id: string) {
+    sendTest(orgId: string, id: string, by: ActedBy) {
       const w = require(orgId, id)
       if (w.enabled !== 1) throw new ApiError('webhook_disabled')
-      const seq = ctx.sqlite.transaction(() => outbox.append({ orgId, appId: w.app_id, type: 'webhook.test', data: { webhookId: id } })).immediate()
+      const seq = ctx.sqlite
+        .transaction(() => {
+          const seq = outbox.append({ orgId, appId: w.app_id, type: 'webhook.test', data: { webhookId: id } })
+          log(by, orgId, 'webhook.tested', id, { seq })
+          return seq
+        })
+        .immediate()
       return { webhookId: id, seq }
     },
 
-    enable(orgId: string, id: string) {
+    enable(orgId: string, id: string, by: ActedBy) {
       require(orgId, id)
       // Events that happened while disabled are not replayed; failed deliveries can be (redeliverFailed).
-      ctx.sqlite.transaction(() => repo.enable(orgId, id, events.lastSeq(orgId))).immediate()
+      ctx.sqlite
+        .transaction(() => {
+          repo.enable(orgId, id, events.lastSeq(orgId))
+          log(by, orgId, 'webhook.enabled', id)
+        })
+        .immediate()
       return presentWebhook(require(orgId, id), ctx.clock.now())
     },
 
@@ -168,18 +193,21 @@ export function createWebhooksService(ctx: Context) {
     },
 
     /** Sends one delivery again (same webhook-id), with a fresh retry schedule. */
-    redeliver(orgId: string, deliveryId: string) {
+    redeliver(orgId: string, deliveryId: string, by: ActedBy) {
       const d = repo.getDelivery(orgId, deliveryId)
       if (!d) throw new ApiError('not_found')
       const w = repo.get(orgId, d.webhook_id)
       if (!w) throw new ApiError('not_found')
       if (w.enabled !== 1) throw new ApiError('webhook_disabled')
-      if (repo.redeliver(orgId, deliveryId, ctx.clock.now()) === 0) throw new ApiError('concurrent_update', undefined, 'This delivery is being attempted right now; try again in a moment.')
+      ctx.sqlite.transaction(() => {
+        if (repo.redeliver(orgId, deliveryId, ctx.clock.now()) === 0) throw new ApiError('concurrent_update', undefined, 'This delivery is being attempted right now; try again in a moment.')
+        log(by, orgId, 'webhook.redelivered', w.id, { deliveryId })
+      }).immediate()
       return { id: deliveryId, status: 'pending' as const }
     },
 
     /** Sends again every failed delivery of the endpoint created in [since, until). */
-    redeliverFailed(orgId: string, id: string, since: string, until: string) {
+    redeliverFailed(orgId: string, id: string, since: string, until: string, by: ActedBy) {
       const w = require(orgId, id)
       if (w.enabled !== 1) throw new ApiError('webhook_disabled')
       const from = Date.parse(since)
@@ -187,7 +215,12 @@ export function createWebhooksService(ctx: Context) {
       if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
         throw new ApiError('invalid_body', { issues: [{ path: '/since', message: 'since and until must be ISO 8601 times with since < until' }] })
       }
-      return { webhookId: id, redelivered: repo.redeliverFailed(orgId, id, from, to, ctx.clock.now()) }
+      const redelivered = ctx.sqlite.transaction(() => {
+        const n = repo.redeliverFailed(orgId, id, from, to, ctx.clock.now())
+        log(by, orgId, 'webhook.failed_redelivered', id, { since, until, redelivered: n })
+        return n
+      }).immediate()
+      return { webhookId: id, redelivered }
     },
   }
 }

@@ -1,0 +1,208 @@
+/**
+ * The role matrix and the audit log, attacked from outside on the compiled binary (dist/fixloop): an Org
+ * member's dashboard session is refused on every owner-only /v1 route while an sk_ key keeps its
+ * powers, the owner's changes land in the audit log, `fixloop webhook create` is audited, and
+ * `serve --demo` leaves one live demo key however often it starts.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { BINARY, call, freePort, runBinary, spawnServer, tempDir } from './harness'
+import { writePasswordFile } from './dashboard-helpers'
+
+const ENV = { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_RATE_LIMIT_MULTIPLIER: '10' }
+
+async function cli(dir: string, ...args: string[]): Promise<any> {
+  const r = await runBinary([...args, '--data-dir', dir, '--json'], ENV)
+  expect(r.code, r.stderr).toBe(0)
+  return JSON.parse(r.stdout)
+}
+
+interface Session {
+  id: string
+  cookie: string
+  csrf: string
+}
+
+async function signIn(base: string, email: string, password: string): Promise<Session> {
+  const r = await call(base, 'POST', '/admin/api/session', { body: { email, password } })
+  expect(r.status).toBe(200)
+  return { id: r.body.id, cookie: r.headers.get('set-cookie')!.split(';')[0], csrf: r.body.csrfToken }
+}
+
+async function auditOf(base: string, s: Session, orgId: string): Promise<any[]> {
+  const r = await call(base, 'GET', `/admin/api/orgs/${orgId}/audit?limit=200`, { headers: { cookie: s.cookie } })
+  expect(r.status).toBe(200)
+  return r.body.data
+}
+
+describe('a member session against the binary', () => {
+  let dir: string
+  let server: Awaited<ReturnType<typeof spawnServer>>
+  let orgId: string
+  let appId: string
+  let key: string
+  let owner: Session
+  let member: Session
+  let cliHookId: string
+
+  beforeAll(async () => {
+    dir = tempDir('fixloop-access-')
+    orgId = (await cli(dir, 'org', 'create', '--name', 'Acme')).id
+    key = (await cli(dir, 'key', 'create', '--org', orgId)).key
+    appId = (await cli(dir, 'app', 'create', '--org', orgId, '--name', 'Web')).id
+    await cli(dir, 'admin', 'create', '--email', 'owner@example.com', '--password-file', writePasswordFile(dir, 'o.txt', 'owner password 1'), '--org', orgId, '--role', 'owner')
+    await cli(dir, 'admin', 'create', '--email', 'member@example.com', '--password-file', writePasswordFile(dir, 'm.txt', 'member password 1'), '--org', orgId, '--role', 'member')
+    cliHookId = (await cli(dir, 'webhook', 'create', '--org', orgId, '--url', 'http://127.0.0.1:9/from-cli')).id
+    await cli(dir, 'chatops', 'slack', 'allow-user', '--org', orgId, '--team', 'T0777', '--user', 'U0777')
+    server = await spawnServer(dir, ENV)
+    owner = await signIn(server.url, 'owner@example.com', 'owner password 1')
+    member = await signIn(server.url, 'member@example.com', 'member password 1')
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const as = (s: Session, method: string, path: string, body?: unknown) =>
+    call(server.url, method, path, { body, headers: { cookie: s.cookie, 'x-fixloop-org': orgId, ...(method === 'GET' ? {} : { 'x-csrf-token': s.csrf }) } })
+
+  /** Every owner-only /v1 route, with a body an owner would send. */
+  const OWNER_ONLY = (): [string, string, unknown?][] => [
+    ['POST', `/v1/tokens/mint?appId=${appId}`, { sub: 'victim' }],
+    ['POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/x' }],
+    ['GET', '/v1/webhooks'],
+    ['GET', `/v1/webhooks/${cliHookId}`],
+    ['POST', `/v1/webhooks/${cliHookId}/rotate-secret`],
+    ['POST', `/v1/webhooks/${cliHookId}/enable`],
+    ['POST', `/v1/webhooks/${cliHookId}/test`],
+    ['GET', `/v1/webhooks/${cliHookId}/deliveries`],
+    ['POST', `/v1/webhooks/${cliHookId}/redeliver-failed`, { since: '2020-01-01T00:00:00Z', until: '2030-01-01T00:00:00Z' }],
+    ['POST', '/v1/webhooks/deliveries/ffffffffffffffffffffffff/redeliver'],
+    ['DELETE', `/v1/webhooks/${cliHookId}`],
+    ['POST', '/v1/chatops/slack', { botToken: 'xoxb-1234567890-abcdef', signingSecret: 'b'.repeat(32), channel: 'C0123ABCD' }],
+    ['GET', '/v1/chatops/slack'],
+    ['DELETE', '/v1/chatops/slack/ffffffffffffffffffffffff'],
+    ['GET', '/v1/chatops/slack/users'],
+    ['POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0123' }],
+    ['DELETE', '/v1/chatops/slack/users/T0123/U0123'],
+  ]
+
+  test('each owner-only /v1 route refuses the member 403 forbidden with the error envelope, and changes nothing', async () => {
+    for (const [method, path, body] of OWNER_ONLY()) {
+      const r = await as(member, method, path, body)
+      expect(`${method} ${path} → ${r.status} ${r.body?.error?.code}`).toBe(`${method} ${path} → 403 forbidden`)
+      expect(Object.keys(r.body)).toEqual(['error'])
+      expect(Object.keys(r.body.error).sort()).toEqual(['code', 'message'])
+    }
+    // The endpoint the member tried to delete is still there, with its secret unrotated.
+    const hook = await call(server.url, 'GET', `/v1/webhooks/${cliHookId}`, { auth: key })
+    expect([hook.status, hook.body.previousSecretValidUntil]).toEqual([200, null])
+    // The member still triages: reads and moves reports through the same session.
+    expect((await as(member, 'GET', '/v1/feedback')).status).toBe(200)
+  })
+
+  test('an sk_ key keeps every power spec part 5 gives it', async () => {
+    const mint = await call(server.url, 'POST', `/v1/tokens/mint?appId=${appId}`, { auth: key, body: { sub: 'u1' } })
+    expect(mint.status).toBe(200)
+    expect((await call(server.url, 'GET', '/v1/webhooks', { auth: key })).status).toBe(200)
+    expect((await call(server.url, 'GET', '/v1/chatops/slack/users', { auth: key })).status).toBe(200)
+  })
+
+  test("the owner's changes through the same routes are audited with the owner and address", async () => {
+    const created = await as(owner, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/owner' })
+    expect(created.status).toBe(201)
+    expect((await as(owner, 'POST', `/v1/webhooks/${created.body.id}/rotate-secret`)).status).toBe(200)
+    expect((await as(owner, 'DELETE', `/v1/webhooks/${created.body.id}`)).status).toBe(200)
+    const slack = await as(owner, 'POST', '/v1/chatops/slack', { botToken: 'xoxb-1234567890-abcdef', signingSecret: 'b'.repeat(32), channel: 'C0123ABCD' })
+    expect(slack.status).toBe(201)
+    expect((await as(owner, 'POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0123' })).status).toBe(200)
+    expect((await as(owner, 'DELETE', `/v1/chatops/slack/${slack.body.id}`)).status).toBe(200)
+    expect((await as(owner, 'POST', `/v1/tokens/mint?appId=${appId}`, { sub: 'end-user-7' })).status).toBe(200)
+
+    const log = await auditOf(server.url, owner, orgId)
+    const mine = log.filter((e) => e.actor === `admin:${owner.id}`).map((e) => e.action)
+    for (const action of ['webhook.created', 'webhook.secret_rotated', 'webhook.deleted', 'slack.connected', 'slack.user_allowed', 'slack.disconnected', 'token.minted']) {
+      expect(mine).toContain(action)
+    }
+    expect(log.find((e) => e.action === 'webhook.created' && e.actor === `admin:${owner.id}`).ip).toBe('127.0.0.1')
+    // No member row: every one of the member's tries was refused before it changed anything.
+    expect(log.filter((e) => e.actor !== `admin:${owner.id}` && e.actor !== 'cli').map((e) => e.action)).toEqual([])
+  })
+
+  test('fixloop webhook create and chatops slack allow-user (CLI) are audited as actor cli, with the host and never the secret', async () => {
+    const log = await auditOf(server.url, owner, orgId)
+    const rows = log.filter((e) => e.action === 'webhook.created' && e.actor === 'cli')
+    expect(rows.map((e) => [e.targetId, e.data.host])).toEqual([[cliHookId, '127.0.0.1:9']])
+    expect(log.filter((e) => e.action === 'slack.user_allowed' && e.actor === 'cli').map((e) => e.data)).toEqual([{ teamId: 'T0777', userId: 'U0777' }])
+  })
+})
+
+/** `fixloop serve --demo` from the binary, until it has printed the demo key. */
+async function startDemo(dir: string, env: Record<string, string>) {
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--demo', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const reader = proc.stdout.getReader()
+  let out = ''
+  const deadline = Date.now() + 15_000
+  while (!/Bearer sk_\S+/.test(out) || !out.includes('\n', out.indexOf('/v1/feedback'))) {
+    if (Date.now() > deadline) throw new Error(`serve --demo printed no key in 15 s: ${out}`)
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`serve --demo exited: ${out}`)
+    out += new TextDecoder().decode(value)
+  }
+  // The revocation notice follows the key line in the same write burst; give it a moment.
+  await Bun.sleep(200)
+  const more = await Promise.race([reader.read(), Bun.sleep(300).then(() => undefined)])
+  if (more?.value) out += new TextDecoder().decode(more.value)
+  return {
+    url: `http://127.0.0.1:${port}`,
+    out,
+    key: out.match(/Bearer (sk_[A-Za-z0-9_-]+)/)![1],
+    async stop() {
+      reader.releaseLock()
+      proc.kill('SIGTERM')
+      await proc.exited
+    },
+  }
+}
+
+describe('serve --demo', () => {
+  test('a second start prints a new key and revokes the first: one live demo key, every change audited', async () => {
+    const dir = tempDir('fixloop-demo-keys-')
+    const env = { FIXLOOP_ADMIN_EMAIL: 'root@example.com', FIXLOOP_ADMIN_PASSWORD_FILE: writePasswordFile(dir, 'root.txt', 'root password 1') }
+    try {
+      const first = await startDemo(dir, env)
+      expect((await call(first.url, 'GET', '/v1/feedback', { auth: first.key })).status).toBe(200)
+      expect(first.out).not.toContain('revoked')
+      await first.stop()
+
+      const second = await startDemo(dir, env)
+      try {
+        expect(second.key).not.toBe(first.key)
+        expect(second.out).toContain(`(${first.key.slice(0, 7)}…) is revoked`)
+        const old = await call(second.url, 'GET', '/v1/feedback', { auth: first.key })
+        expect([old.status, old.body.error.code]).toEqual([401, 'invalid_authorization'])
+        expect((await call(second.url, 'GET', '/v1/feedback', { auth: second.key })).status).toBe(200)
+
+        const root = await signIn(second.url, 'root@example.com', 'root password 1')
+        const orgs = (await call(second.url, 'GET', '/admin/api/orgs', { headers: { cookie: root.cookie } })).body.data
+        const demoOrg = orgs.find((o: any) => o.name === 'fixloop demo').id
+        const keys = (await call(second.url, 'GET', `/admin/api/orgs/${demoOrg}/keys`, { headers: { cookie: root.cookie } })).body.data
+        expect(keys.filter((k: any) => k.revokedAt === null).map((k: any) => k.prefix)).toEqual([second.key.slice(0, 7)])
+        expect(keys.map((k: any) => k.createdBy)).toEqual(['serve --demo', 'serve --demo'])
+
+        const log = (await auditOf(second.url, root, demoOrg)).filter((e) => e.actor === 'system').map((e) => `${e.action} ${e.data.via}`)
+        expect(log.sort()).toEqual(['app.created serve --demo', 'key.created serve --demo', 'key.created serve --demo', 'key.revoked serve --demo', 'org.created serve --demo'])
+      } finally {
+        await second.stop()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
