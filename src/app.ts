@@ -49,7 +49,12 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
-  const app = new Elysia({ normalize: false })
+  // Strict routing: a path answers only in its one spelling (no trailing-slash or double-slash twin), so a
+  // proxy rule such as nginx's `location = /metrics` covers every request that reaches the route
+  // (src/http/url-path.ts says what Bun resolves before routing). standardHostname: false makes Elysia
+  // find the path after "http://" instead of guessing it starts past the 11th character, which a Host
+  // shorter than 4 characters broke: `Host: ab` + `/cd/metrics` was routed to /metrics.
+  const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
     .use(foundation(log, ops.metrics.requests))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
