@@ -1,6 +1,7 @@
 /**
  * Dashboard sign-in: first-run setup, sign in and out, the current admin, their sessions, TOTP.
- * Sign-in is rate-limited per address and per email; every failure looks the same.
+ * Failed sign-ins are throttled per address, per (email, address) and per email (sign-in-throttle.ts);
+ * every failure looks the same. The setup link is rate-limited per address.
  */
 import { Elysia } from 'elysia'
 import { ApiError } from '../../core/errors'
@@ -9,18 +10,20 @@ import { errorSchemas } from '../../http/error-docs'
 import { authenticateAdmin, clearedCookie, sessionCookie, type AdminAuthDeps } from '../../http/admin-auth'
 import { clientAddress } from '../../http/client-address'
 import { RateLimiter } from '../../http/rate-limit'
+import { createSignInThrottle } from './sign-in-throttle'
+import type { PasswordReentry } from './password-reentry'
 import type { AuditLog } from '../audit/index'
 import { newTotpSecret, totpUri } from '../admins/totp'
 import { ADMIN_SESSION, LoginBody, Me, PasswordBody, SessionParams, SetupBody, TotpEnableBody } from './model'
 import { t } from 'elysia'
 
 const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
-/** Ten tries, then one every six seconds: slow enough for guessing, quick enough for a typo. */
-const LOGIN_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
+/** Setup-link redemptions: ten tries, then one every six seconds. */
+const SETUP_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
 
-export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock, rateMultiplier: number) {
-  const byAddress = new RateLimiter(LOGIN_BUCKET, clock, rateMultiplier)
-  const byEmail = new RateLimiter(LOGIN_BUCKET, clock, rateMultiplier)
+export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, clock: Clock, rateMultiplier: number) {
+  const byAddress = new RateLimiter(SETUP_BUCKET, clock, rateMultiplier)
+  const throttle = createSignInThrottle(clock, rateMultiplier)
   const { admins, sessions } = deps
 
   function signIn(adminId: string, request: Request, ip: string, set: { headers: Record<string, string | number> }) {
@@ -53,9 +56,17 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
       async ({ body, request, server, set }) => {
         if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
         const ip = clientAddress(request, server, deps.trustProxy)
-        byAddress.take(ip)
-        byEmail.take(body.email.trim().toLowerCase())
-        const admin = await admins.verifyLogin(body.email, body.password, body.totp)
+        const account = body.email.trim().toLowerCase()
+        throttle.check(account, ip)
+        let admin
+        try {
+          admin = await admins.verifyLogin(body.email, body.password, body.totp)
+        } catch (e) {
+          const askingForCode = e instanceof ApiError && (e.details as { totpRequired?: boolean } | undefined)?.totpRequired && !body.totp
+          if (e instanceof ApiError && e.code === 'invalid_credentials' && !askingForCode) throttle.failed(account, ip)
+          throw e
+        }
+        throttle.succeeded(account, ip)
         audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
         return signIn(admin.id, request, ip, set)
       },
@@ -107,8 +118,8 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
     })
     .put(
       '/admin/api/me/totp',
-      async ({ caller, body }) => {
-        await admins.confirmPassword(caller.admin.id, body.password)
+      async ({ caller, body, request, server }) => {
+        await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_enable', ip: clientAddress(request, server, deps.trustProxy) })
         admins.setTotp(caller.admin.id, body.secret, body.code)
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
         return { totpEnabled: true }
@@ -117,8 +128,8 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
     )
     .delete(
       '/admin/api/me/totp',
-      async ({ caller, body }) => {
-        await admins.confirmPassword(caller.admin.id, body.password)
+      async ({ caller, body, request, server }) => {
+        await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_disable', ip: clientAddress(request, server, deps.trustProxy) })
         admins.setTotp(caller.admin.id, null)
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
         return { totpEnabled: false }

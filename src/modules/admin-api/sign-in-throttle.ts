@@ -1,0 +1,50 @@
+/**
+ * How sign-in is slowed down without letting a stranger lock the owner out. Only failures count, and
+ * three ways, each with exponential back-off (src/http/failure-throttle.ts):
+ * - per source (the client address of client-address.ts): one address guessing at many accounts;
+ * - per (account, source) pair: one address guessing at one account. A correct password from an
+ *   address that has not failed is still accepted, whatever other addresses did to the account;
+ * - per account, from every source together: a ceiling only a distributed attack reaches (then the
+ *   account waits, up to 15 minutes at a time, for everyone).
+ * A missing TOTP code (the first step of a TOTP sign-in) is not a failure; a wrong one is.
+ */
+import type { Clock } from '../../core/clock'
+import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../http/failure-throttle'
+
+const FIFTEEN_MINUTES = 15 * 60_000
+const HOUR = 3600_000
+
+export const SIGN_IN_BACKOFF = {
+  source: { freeFailures: 20, baseDelayMs: 1000, maxDelayMs: FIFTEEN_MINUTES, forgetAfterMs: HOUR },
+  pair: { freeFailures: 5, baseDelayMs: 1000, maxDelayMs: FIFTEEN_MINUTES, forgetAfterMs: HOUR },
+  account: { freeFailures: 500, baseDelayMs: 60_000, maxDelayMs: FIFTEEN_MINUTES, forgetAfterMs: HOUR },
+} as const satisfies Record<string, BackoffSpec>
+
+export function createSignInThrottle(clock: Clock, multiplier: number) {
+  const bySource = new FailureThrottle(SIGN_IN_BACKOFF.source, clock, multiplier)
+  const byPair = new FailureThrottle(SIGN_IN_BACKOFF.pair, clock, multiplier)
+  const byAccount = new FailureThrottle(SIGN_IN_BACKOFF.account, clock, multiplier)
+  // A newline cannot be in an email that reaches here (it is trimmed and lower-cased only) nor in an address.
+  const pairKey = (account: string, source: string) => `${account}\n${source}`
+
+  return {
+    /** 429 rate_limited with Retry-After while any of the three must wait; the password is not checked. */
+    check(account: string, source: string): void {
+      refuseWhileBlocked([
+        [bySource, source],
+        [byPair, pairKey(account, source)],
+        [byAccount, account],
+      ])
+    },
+    failed(account: string, source: string): void {
+      bySource.fail(source)
+      byPair.fail(pairKey(account, source))
+      byAccount.fail(account)
+    },
+    /** The pair starts over; the source does not (signing in to one's own account must not reset guessing at others). */
+    succeeded(account: string, source: string): void {
+      byPair.clear(pairKey(account, source))
+    },
+  }
+}
+export type SignInThrottle = ReturnType<typeof createSignInThrottle>
