@@ -10,7 +10,7 @@ import { call, seedTenant, startTestServer, type Reply, type TestServer } from '
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
-import { SIGN_IN_BACKOFF } from '../src/modules/admin-api/sign-in-throttle'
+import { SIGN_IN_BACKOFF, sourceKey } from '../src/modules/admin-api/sign-in-throttle'
 import { REENTRY_BACKOFF } from '../src/modules/admin-api/password-reentry'
 
 const OWNER = 'owner@example.com'
@@ -111,6 +111,27 @@ describe('sign-in throttling', () => {
     expect(statuses.slice(0, SOURCE_FREE)).toEqual(Array(SOURCE_FREE).fill(401))
     expect(statuses.slice(SOURCE_FREE)).toEqual([429, 429, 429])
     expect((await signIn(w, HOME, PASSWORD)).status).toBe(200)
+  })
+
+  test('an IPv6 source counts as its /64: rotating through it does not buy more tries', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < PAIR_FREE + 3; i++) statuses.push((await signIn(w, `2001:db8:aa:bb::${(i + 1).toString(16)}`, 'wrong')).status)
+    expect(statuses).toEqual([...Array(PAIR_FREE).fill(401), 429, 429, 429])
+    expect((await signIn(w, '2001:db8:aa:bc::1', PASSWORD)).status).toBe(200)
+  })
+
+  test.each([
+    ['192.0.2.1', '192.0.2.1'],
+    ['::ffff:192.0.2.1', '192.0.2.1'],
+    ['2001:db8:aa:bb::1', '2001:db8:aa:bb::/64'],
+    ['2001:0db8:00aa:00bb:1:2:3:4', '2001:db8:aa:bb::/64'],
+    ['2001:DB8:AA:BB:ffff::', '2001:db8:aa:bb::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['unknown', 'unknown'],
+    ['1::2::3', '1::2::3'],
+  ])('source key of %s is %s', (address, key) => {
+    expect(sourceKey(address)).toBe(key)
   })
 
   test('successes never count: the owner signs in again and again from one address', async () => {

@@ -7,6 +7,7 @@
  * - per account, from every source together: a ceiling only a distributed attack reaches (then the
  *   account waits, up to 15 minutes at a time, for everyone).
  * A missing TOTP code (the first step of a TOTP sign-in) is not a failure; a wrong one is.
+ * An IPv6 source counts as its /64: one host is usually handed a whole /64 and could rotate through it.
  */
 import type { Clock } from '../../core/clock'
 import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../http/failure-throttle'
@@ -20,6 +21,21 @@ export const SIGN_IN_BACKOFF = {
   account: { freeFailures: 500, baseDelayMs: 60_000, maxDelayMs: FIFTEEN_MINUTES, forgetAfterMs: HOUR },
 } as const satisfies Record<string, BackoffSpec>
 
+/** The source a failure is charged to: an IPv4 address as is, an IPv6 address as its /64 prefix. */
+export function sourceKey(address: string): string {
+  const a = address.replace(/%.*$/, '').toLowerCase()
+  if (a.startsWith('::ffff:') && a.includes('.')) return a.slice(7)
+  if (!a.includes(':')) return a
+  const halves = a.split('::')
+  if (halves.length > 2) return a
+  const [head, tail] = halves
+  const left = head ? head.split(':') : []
+  const right = tail === undefined ? [] : tail ? tail.split(':') : []
+  const groups = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
+  if (groups.length !== 8 || !groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return a
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`
+}
+
 export function createSignInThrottle(clock: Clock, multiplier: number) {
   const bySource = new FailureThrottle(SIGN_IN_BACKOFF.source, clock, multiplier)
   const byPair = new FailureThrottle(SIGN_IN_BACKOFF.pair, clock, multiplier)
@@ -29,21 +45,23 @@ export function createSignInThrottle(clock: Clock, multiplier: number) {
 
   return {
     /** 429 rate_limited with Retry-After while any of the three must wait; the password is not checked. */
-    check(account: string, source: string): void {
+    check(account: string, address: string): void {
+      const source = sourceKey(address)
       refuseWhileBlocked([
         [bySource, source],
         [byPair, pairKey(account, source)],
         [byAccount, account],
       ])
     },
-    failed(account: string, source: string): void {
+    failed(account: string, address: string): void {
+      const source = sourceKey(address)
       bySource.fail(source)
       byPair.fail(pairKey(account, source))
       byAccount.fail(account)
     },
     /** The pair starts over; the source does not (signing in to one's own account must not reset guessing at others). */
-    succeeded(account: string, source: string): void {
-      byPair.clear(pairKey(account, source))
+    succeeded(account: string, address: string): void {
+      byPair.clear(pairKey(account, sourceKey(address)))
     },
   }
 }
