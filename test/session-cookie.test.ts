@@ -43,10 +43,15 @@ async function signInFromPage(page: Page, base: string): Promise<number> {
 }
 
 /** GET /admin/api/session from the page: who the browser's cookies make us. */
-function whoAmI(page: Page): Promise<{ status: number; body: { email?: string; error?: { code: string; details?: { ambiguousCookie?: boolean } } } }> {
+interface WhoAmI {
+  status: number
+  body: { email?: string; error?: { code: string; details?: { ambiguousCookie?: boolean } } }
+}
+
+function whoAmI(page: Page): Promise<WhoAmI> {
   return page.evaluate(async () => {
     const r = await fetch('/admin/api/session')
-    return { status: r.status, body: await r.json() }
+    return { status: r.status, body: (await r.json()) as WhoAmI['body'] }
   })
 }
 

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
-import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../http/failure-throttle'
+import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../core/failure-throttle'
 import type { AdminsService } from '../admins/service'
 import type { AuditLog } from '../audit/index'
 

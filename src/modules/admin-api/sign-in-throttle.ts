@@ -1,6 +1,6 @@
 /**
  * How sign-in is slowed down without letting a stranger lock the owner out. Only failures count, and
- * three ways, each with exponential back-off (src/http/failure-throttle.ts):
+ * three ways, each with exponential back-off (src/core/failure-throttle.ts):
  * - per source (the client address of client-address.ts): one address guessing at many accounts;
  * - per (account, source) pair: one address guessing at one account. A correct password from an
  *   address that has not failed is still accepted, whatever other addresses did to the account;
@@ -10,7 +10,7 @@
  * An IPv6 source counts as its /64: one host is usually handed a whole /64 and could rotate through it.
  */
 import type { Clock } from '../../core/clock'
-import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../http/failure-throttle'
+import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../core/failure-throttle'
 
 const FIFTEEN_MINUTES = 15 * 60_000
 const HOUR = 3600_000

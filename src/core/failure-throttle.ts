@@ -9,8 +9,8 @@
  * Keys are opaque strings built by the caller. Memory stays bounded: forgotten keys are swept, and past
  * `maxKeys` the least recently failed key is dropped.
  */
-import type { Clock } from '../core/clock'
-import { ApiError } from '../core/errors'
+import type { Clock } from './clock'
+import { ApiError } from './errors'
 
 export interface BackoffSpec {
   freeFailures: number
