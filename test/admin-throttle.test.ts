@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Reply, type TestServer } from './harness'
 import { ManualClock } from '../src/core/clock'
+import { FailureThrottle } from '../src/core/failure-throttle'
 import { createAdminsService } from '../src/modules/admins/service'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
 import { SIGN_IN_BACKOFF, sourceKey } from '../src/modules/admin-api/sign-in-throttle'
@@ -85,6 +86,15 @@ describe('sign-in throttling', () => {
     expect((await signIn(w, HOME, PASSWORD)).status).toBe(200)
   })
 
+  test('a burst of parallel guesses gets no more password checks than the free failures', async () => {
+    const from = '192.0.2.60'
+    const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn(w, from, `parallel guess ${i}`)))
+    const statuses = replies.map((r) => r.status)
+    expect(statuses.filter((s) => s === 401).length).toBe(PAIR_FREE)
+    expect(statuses.filter((s) => s === 429).length).toBe(12 - PAIR_FREE)
+    expect((await signIn(w, HOME, PASSWORD)).status).toBe(200)
+  })
+
   test('the wait doubles with every further failure, up to 15 minutes', async () => {
     const from = '192.0.2.10'
     const waits: number[] = []
@@ -148,6 +158,34 @@ describe('sign-in throttling', () => {
       expect([r.status, r.body.error.details.totpRequired]).toEqual([401, true])
     }
     expect((await as(w, s, 'DELETE', '/admin/api/me/totp', { password: PASSWORD })).status).toBe(200)
+  })
+})
+
+describe('FailureThrottle', () => {
+  const spec = { freeFailures: 2, baseDelayMs: 1000, maxDelayMs: 8000, forgetAfterMs: 60_000 }
+
+  test('memory stays bounded under many keys; the oldest key goes first', () => {
+    const clock = new ManualClock(0)
+    const t = new FailureThrottle(spec, clock, 1, 100)
+    for (let i = 0; i < 1000; i++) t.fail(`k${i}`)
+    expect(t.size).toBe(100)
+    t.fail('k999')
+    t.fail('k999')
+    expect(t.waitMs('k999')).toBe(2000)
+    expect(t.waitMs('k0')).toBe(0)
+  })
+
+  test('a key quiet for forgetAfterMs starts over; swept keys free their memory', () => {
+    const clock = new ManualClock(0)
+    const t = new FailureThrottle(spec, clock)
+    for (let i = 0; i < 3; i++) t.fail('a')
+    expect(t.waitMs('a')).toBe(2000)
+    clock.advance(61_000)
+    expect(t.waitMs('a')).toBe(0)
+    t.fail('b')
+    expect(t.size).toBe(1)
+    t.fail('a')
+    expect(t.waitMs('a')).toBe(0)
   })
 })
 

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
-import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../core/failure-throttle'
+import { FailureThrottle, guard, type BackoffSpec } from '../../core/failure-throttle'
 import type { AdminsService } from '../admins/service'
 import type { AuditLog } from '../audit/index'
 
@@ -25,17 +25,13 @@ export function createPasswordReentry(admins: AdminsService, audit: AuditLog, cl
   return {
     /** Resolves when the password is the admin's; 401 invalid_credentials (audited) or 429 otherwise. */
     async confirm(adminId: string, password: string, at: ReentryContext): Promise<void> {
-      refuseWhileBlocked([[throttle, adminId]])
+      const wrong = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials'
       try {
-        await admins.confirmPassword(adminId, password)
+        await guard([{ throttle, key: adminId, clearOnSuccess: true }], () => admins.confirmPassword(adminId, password), wrong)
       } catch (e) {
-        if (e instanceof ApiError && e.code === 'invalid_credentials') {
-          throttle.fail(adminId)
-          audit.record({ orgId: at.orgId ?? null, actor: `admin:${adminId}`, action: 'admin.password_reentry_failed', targetId: at.targetId ?? adminId, data: { purpose: at.purpose }, ip: at.ip })
-        }
+        if (wrong(e)) audit.record({ orgId: at.orgId ?? null, actor: `admin:${adminId}`, action: 'admin.password_reentry_failed', targetId: at.targetId ?? adminId, data: { purpose: at.purpose }, ip: at.ip })
         throw e
       }
-      throttle.clear(adminId)
     },
   }
 }

@@ -57,16 +57,9 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
         if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
         const ip = clientAddress(request, server, deps.trustProxy)
         const account = body.email.trim().toLowerCase()
-        throttle.check(account, ip)
-        let admin
-        try {
-          admin = await admins.verifyLogin(body.email, body.password, body.totp)
-        } catch (e) {
-          const askingForCode = e instanceof ApiError && (e.details as { totpRequired?: boolean } | undefined)?.totpRequired && !body.totp
-          if (e instanceof ApiError && e.code === 'invalid_credentials' && !askingForCode) throttle.failed(account, ip)
-          throw e
-        }
-        throttle.succeeded(account, ip)
+        // A missing TOTP code (the form then asks for it) is not a failure; a wrong password or code is.
+        const isFailure = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials' && !(!body.totp && (e.details as { totpRequired?: boolean } | undefined)?.totpRequired)
+        const admin = await throttle.guard(account, ip, () => admins.verifyLogin(body.email, body.password, body.totp), isFailure)
         audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
         return signIn(admin.id, request, ip, set)
       },

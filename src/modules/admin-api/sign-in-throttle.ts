@@ -10,7 +10,7 @@
  * An IPv6 source counts as its /64: one host is usually handed a whole /64 and could rotate through it.
  */
 import type { Clock } from '../../core/clock'
-import { FailureThrottle, refuseWhileBlocked, type BackoffSpec } from '../../core/failure-throttle'
+import { FailureThrottle, guard, type BackoffSpec } from '../../core/failure-throttle'
 
 const FIFTEEN_MINUTES = 15 * 60_000
 const HOUR = 3600_000
@@ -44,24 +44,23 @@ export function createSignInThrottle(clock: Clock, multiplier: number) {
   const pairKey = (account: string, source: string) => `${account}\n${source}`
 
   return {
-    /** 429 rate_limited with Retry-After while any of the three must wait; the password is not checked. */
-    check(account: string, address: string): void {
+    /**
+     * Runs the password check for `account` from `address`: 429 rate_limited with Retry-After while any
+     * of the three must wait (the password is not checked); a failure (`isFailure`) counts on all three;
+     * a success starts the pair over, not the source (signing in to one's own account must not reset
+     * guessing at others) nor the account.
+     */
+    guard<T>(account: string, address: string, run: () => Promise<T>, isFailure: (error: unknown) => boolean): Promise<T> {
       const source = sourceKey(address)
-      refuseWhileBlocked([
-        [bySource, source],
-        [byPair, pairKey(account, source)],
-        [byAccount, account],
-      ])
-    },
-    failed(account: string, address: string): void {
-      const source = sourceKey(address)
-      bySource.fail(source)
-      byPair.fail(pairKey(account, source))
-      byAccount.fail(account)
-    },
-    /** The pair starts over; the source does not (signing in to one's own account must not reset guessing at others). */
-    succeeded(account: string, address: string): void {
-      byPair.clear(pairKey(account, sourceKey(address)))
+      return guard(
+        [
+          { throttle: bySource, key: source, clearOnSuccess: false },
+          { throttle: byPair, key: pairKey(account, source), clearOnSuccess: true },
+          { throttle: byAccount, key: account, clearOnSuccess: false },
+        ],
+        run,
+        isFailure,
+      )
     },
   }
 }
