@@ -10,7 +10,7 @@
  * before the first one failed, cannot buy more than the free failures (guard() does the bookkeeping).
  *
  * Keys are opaque strings built by the caller. Memory stays bounded: forgotten keys are swept, and past
- * `maxKeys` the least recently failed key is dropped.
+ * `maxKeys` the least recently used key is dropped.
  */
 import type { Clock } from './clock'
 import { ApiError } from './errors'
