@@ -50,7 +50,12 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   const { auth, directory, store, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
-  const app = new Elysia({ normalize: false })
+  // Strict routing: a path answers only in its one spelling (no trailing-slash or double-slash twin), so a
+  // proxy rule such as nginx's `location = /metrics` covers every request that reaches the route
+  // (src/http/url-path.ts says what Bun resolves before routing). standardHostname: false makes Elysia
+  // find the path after "http://" instead of guessing it starts past the 11th character, which a Host
+  // shorter than 4 characters broke: `Host: ab` + `/cd/metrics` was routed to /metrics.
+  const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
     .use(foundation(log, ops.metrics.requests))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
@@ -78,7 +83,8 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
                 type: 'apiKey',
                 in: 'cookie',
                 name: 'fixloop_admin',
-                description: 'Dashboard session (POST /admin/api/session). Mutations also need X-CSRF-Token. With X-Fixloop-Org: <orgId> the session may call the sk_ routes for that Org.',
+                description:
+                  'Dashboard session (POST /admin/api/session): the cookie is __Host-fixloop_admin over https, fixloop_admin over plain http; two of them are refused. Mutations also need X-CSRF-Token. With X-Fixloop-Org: <orgId> the session may call the sk_ routes for that Org.',
               },
             },
           },
@@ -101,7 +107,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory, s.audit))
-    .use(sessionRoutes(s.adminAuth, s.audit, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, ctx.clock, ctx.config.rateLimitMultiplier))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
     .use(dashboardPages(s.adminAuth, s.console))

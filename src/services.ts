@@ -38,6 +38,7 @@ import { createSessionStore } from './modules/admins/sessions'
 import { createKeyActivity } from './modules/admins/key-activity'
 import { createAuditLog } from './modules/audit/index'
 import { createConsoleService } from './modules/admin-api/console'
+import { createPasswordReentry } from './modules/admin-api/password-reentry'
 import { createInbox } from './modules/admin-api/inbox-repo'
 import { createConsoleRepo } from './modules/admin-api/console-repo'
 import type { AdminAuthDeps } from './http/admin-auth'
@@ -84,6 +85,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const admins = createAdminsService(sqlite, ctx.box, clock)
   const audit = createAuditLog(sqlite, clock)
+  const reentry = createPasswordReentry(admins, audit, clock, config.rateLimitMultiplier)
   const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(sqlite, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
@@ -164,7 +166,8 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     admins,
     audit,
     adminAuth,
-    console: createConsoleService(ctx, { admins, audit, tenants, connections }),
+    reentry,
+    console: createConsoleService(ctx, { reentry, audit, tenants, connections }),
     inbox: createInbox(sqlite),
     runner,
     worker,

@@ -8,6 +8,7 @@ import { call, seedTenant, startTestServer, type Reply, type Tenant, type TestSe
 import { createAdminsService } from '../src/modules/admins/service'
 import { totpCode, base32Decode } from '../src/modules/admins/totp'
 import { SCAN_WINDOW } from '../src/modules/admin-api/inbox-repo'
+import { SIGN_IN_BACKOFF } from '../src/modules/admin-api/sign-in-throttle'
 
 let server: TestServer
 let acme: Tenant
@@ -87,23 +88,41 @@ describe('sign-in and sessions', () => {
     expect((await as(owner, 'DELETE', `/admin/api/sessions/${theirs}`)).status).toBe(404)
   })
 
-  test('Secure is added when FIXLOOP_PUBLIC_URL is https', async () => {
+  test('two session cookies are refused, whichever comes first', async () => {
+    for (const cookie of [`${owner.cookie}; ${member.cookie}`, `${member.cookie}; ${owner.cookie}`, `${owner.cookie}; theme=dark; ${owner.cookie}`]) {
+      const r = await call(server.url, 'GET', '/admin/api/session', { headers: { cookie } })
+      expect([r.status, r.body.error.code, r.body.error.details.ambiguousCookie]).toEqual([401, 'not_signed_in', true])
+      const v1 = await call(server.url, 'GET', '/v1/feedback', { headers: { cookie, 'x-fixloop-org': acme.orgId } })
+      expect(v1.status).toBe(401)
+    }
+    expect((await call(server.url, 'GET', '/admin/api/session', { headers: { cookie: `theme=dark; ${owner.cookie}` } })).body.email).toBe('root@example.com')
+  })
+
+  test('over https the cookie is __Host-fixloop_admin (Secure) and the unprefixed name is not read', async () => {
     const s = await startTestServer({ FIXLOOP_PUBLIC_URL: 'https://fixloop.example' })
     try {
       await createAdminsService(s.ctx.sqlite, s.ctx.box, s.ctx.clock).create('a@example.com', 'a password 12')
       const r = await call(s.url, 'POST', '/admin/api/session', { body: { email: 'a@example.com', password: 'a password 12' } })
-      expect(r.headers.get('set-cookie')).toEndWith('; Secure')
+      const setCookie = r.headers.get('set-cookie')!
+      expect(setCookie).toMatch(/^__Host-fixloop_admin=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+; Secure$/)
+      const token = setCookie.split(';')[0].split('=')[1]
+      expect((await call(s.url, 'GET', '/admin/api/session', { headers: { cookie: `__Host-fixloop_admin=${token}` } })).status).toBe(200)
+      expect((await call(s.url, 'GET', '/admin/api/session', { headers: { cookie: `fixloop_admin=${token}` } })).status).toBe(401)
+      expect((await call(s.url, 'GET', '/admin/api/session', { headers: { cookie: `__host-fixloop_admin=${token}` } })).status).toBe(401)
+      const out = await call(s.url, 'DELETE', '/admin/api/session', { headers: { cookie: `__Host-fixloop_admin=${token}`, 'x-csrf-token': r.body.csrfToken } })
+      expect(out.headers.get('set-cookie')).toStartWith('__Host-fixloop_admin=; Path=/;')
     } finally {
       await s.close()
     }
   })
 
-  test('sign-in is rate-limited per address', async () => {
+  test('failed sign-ins are throttled per address', async () => {
     const s = await startTestServer()
     try {
       const codes: number[] = []
-      for (let i = 0; i < 12; i++) codes.push((await call(s.url, 'POST', '/admin/api/session', { body: { email: `u${i}@example.com`, password: 'wrong password' } })).status)
-      expect(codes.slice(0, 10).every((c) => c === 401)).toBe(true)
+      const free = SIGN_IN_BACKOFF.source.freeFailures
+      for (let i = 0; i < free; i++) codes.push((await call(s.url, 'POST', '/admin/api/session', { body: { email: `u${i}@example.com`, password: 'wrong password' } })).status)
+      expect(codes.every((c) => c === 401)).toBe(true)
       const last = await call(s.url, 'POST', '/admin/api/session', { body: { email: 'z@example.com', password: 'wrong password' } })
       expect(last.status).toBe(429)
       expect(Number(last.headers.get('retry-after'))).toBeGreaterThan(0)
@@ -255,7 +274,8 @@ describe('TOTP', () => {
     expect((await as(s, 'PUT', '/admin/api/me/totp', { secret, code: code(), password: 'totp password 1' })).status).toBe(200)
     const noCode = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'totp@example.com', password: 'totp password 1' } })
     expect([noCode.status, noCode.body.error.details.totpRequired]).toEqual([401, true])
-    await signIn('totp@example.com', 'totp password 1', code())
+    // The code that turned TOTP on is used up (it works once); the next step's code signs in.
+    await signIn('totp@example.com', 'totp password 1', totpCode(base32Decode(secret), Date.now() + 30_000))
   })
 })
 

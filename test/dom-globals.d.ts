@@ -8,3 +8,11 @@ declare const indexedDB: any
 declare function getComputedStyle(el: any): any
 declare function dispatchEvent(event: Event): boolean
 declare const XMLHttpRequest: any
+declare const HTMLElement: any
+type HTMLElement = any
+declare const HTMLInputElement: any
+type HTMLInputElement = any
+declare const Image: any
+declare const innerWidth: number
+declare const Node: any
+type Node = any

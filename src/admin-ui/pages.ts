@@ -7,8 +7,7 @@ import { Elysia } from 'elysia'
 import { createHash } from 'node:crypto'
 import { ASSETS } from './assets'
 import { ApiError } from '../core/errors'
-import { readCookie, type AdminAuthDeps } from '../http/admin-auth'
-import { SESSION_COOKIE } from '../modules/admins/sessions'
+import { resolveSession, type AdminAuthDeps } from '../http/admin-auth'
 import { canSee } from '../modules/admins/service'
 import { FAVICON_ICO } from './favicon'
 
@@ -71,7 +70,12 @@ export interface PageLookups {
 function pageStatus(deps: AdminAuthDeps, lookups: PageLookups, request: Request): number {
   const m = ORG_PAGE_RE.exec(new URL(request.url).pathname)
   if (!m) return 200
-  const session = deps.sessions.resolve(readCookie(request, SESSION_COOKIE))
+  let session
+  try {
+    session = resolveSession(deps, request)
+  } catch {
+    return 200 // two session cookies: the page says so (GET /admin/api/session explains)
+  }
   const admin = session && deps.admins.identity(session.adminId)
   if (!admin) return 200 // the sign-in form
   const [, orgId, kind, id] = m

@@ -17,6 +17,7 @@ import m0012 from '../../migrations/0012_perf.sql' with { type: 'text' }
 import m0013 from '../../migrations/0013_intake.sql' with { type: 'text' }
 import m0014 from '../../migrations/0014_jobs_kind.sql' with { type: 'text' }
 import m0015 from '../../migrations/0015_intake_indexes.sql' with { type: 'text' }
+import m0016 from '../../migrations/0016_totp_last_step.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -38,4 +39,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0013_intake', sql: m0013 },
   { name: '0014_jobs_kind', sql: m0014 },
   { name: '0015_intake_indexes', sql: m0015 },
+  { name: '0016_totp_last_step', sql: m0016 },
 ]

@@ -13,6 +13,15 @@ import { canSee, type AdminIdentity, type AdminsService } from '../modules/admin
 import type { Grant } from '../core/access'
 import { csrfMatches, SESSION_COOKIE, SESSION_TTL_MS, type ActiveSession, type SessionStore } from '../modules/admins/sessions'
 
+/**
+ * The session cookie's name. Over https it is `__Host-fixloop_admin`: a browser keeps such a cookie only
+ * when it was set Secure, with Path=/ and no Domain, by this very host, so nothing else (a sibling
+ * subdomain, a plain-http page, another port's app) can plant or shadow it. Over plain http (the default
+ * http://127.0.0.1:8080, a LAN address) the prefix is impossible (it needs Secure, which not every browser
+ * keeps over http) and the name is `fixloop_admin`. Each mode reads only its own name.
+ */
+export const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`
+
 export interface AdminAuthDeps {
   admins: AdminsService
   sessions: SessionStore
@@ -29,18 +38,46 @@ export interface AdminCaller {
 /** The header naming the Org a cookie-authenticated /v1 request acts on. */
 export const ORG_HEADER = 'x-fixloop-org'
 
-export function readCookie(request: Request, name: string): string | undefined {
+/** Every value sent under this cookie name, in the order the browser sent them. */
+export function readCookies(request: Request, name: string): string[] {
   const header = request.headers.get('cookie')
-  if (!header) return undefined
+  if (!header) return []
+  const values: string[] = []
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+    if (eq > 0 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim())
   }
-  return undefined
+  return values
 }
 
-export function hasSessionCookie(request: Request): boolean {
-  return readCookie(request, SESSION_COOKIE) !== undefined
+export function sessionCookieName(deps: AdminAuthDeps, request: Request): string {
+  return secureCookie(deps, request) ? SECURE_SESSION_COOKIE : SESSION_COOKIE
+}
+
+export type SessionCookie = { token: string } | { ambiguous: true } | undefined
+
+/**
+ * The session cookie of this request. Two of them (a second one planted for a parent domain or a longer
+ * path, which browsers send first) are ambiguous: neither is used, rather than letting the planted one
+ * sign the victim in as someone else.
+ */
+export function sessionCookieOf(deps: AdminAuthDeps, request: Request): SessionCookie {
+  const values = readCookies(request, sessionCookieName(deps, request))
+  if (values.length === 0) return undefined
+  return values.length === 1 ? { token: values[0] } : { ambiguous: true }
+}
+
+export function hasSessionCookie(deps: AdminAuthDeps, request: Request): boolean {
+  return sessionCookieOf(deps, request) !== undefined
+}
+
+const AMBIGUOUS = 'Two session cookies were sent, so neither is used (one may have been planted by another site). Clear the cookies of this site and sign in again.'
+
+/** The live session behind the request's cookie, or undefined (none, unknown, expired, revoked). Throws when ambiguous. */
+export function resolveSession(deps: AdminAuthDeps, request: Request): ActiveSession | undefined {
+  const cookie = sessionCookieOf(deps, request)
+  if (cookie && 'ambiguous' in cookie) throw new ApiError('not_signed_in', { ambiguousCookie: true }, AMBIGUOUS)
+  return deps.sessions.resolve(cookie?.token)
 }
 
 const isMutation = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method)
@@ -71,7 +108,7 @@ export function crossSiteGuard(deps: AdminAuthDeps) {
   return new Elysia({ name: 'admin-cross-site-guard' }).onRequest(({ request }) => {
     if (!isMutation(request.method)) return
     const path = pathOfUrl(request.url)
-    const dashboardCall = path.startsWith('/admin/api/') || (path.startsWith('/v1/') && !request.headers.has('authorization') && hasSessionCookie(request))
+    const dashboardCall = path.startsWith('/admin/api/') || (path.startsWith('/v1/') && !request.headers.has('authorization') && hasSessionCookie(deps, request))
     if (!dashboardCall) return
     if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
     const origin = request.headers.get('origin')
@@ -81,7 +118,7 @@ export function crossSiteGuard(deps: AdminAuthDeps) {
 
 /** The signed-in admin; mutations must pass the CSRF check. */
 export function authenticateAdmin(deps: AdminAuthDeps, request: Request): AdminCaller {
-  const session = deps.sessions.resolve(readCookie(request, SESSION_COOKIE))
+  const session = resolveSession(deps, request)
   if (!session) throw new ApiError('not_signed_in')
   const admin = deps.admins.identity(session.adminId)
   if (!admin) throw new ApiError('not_signed_in')
@@ -110,10 +147,10 @@ function secureCookie(deps: AdminAuthDeps, request: Request): boolean {
 
 export function sessionCookie(deps: AdminAuthDeps, request: Request, token: string): string {
   const secure = secureCookie(deps, request) ? '; Secure' : ''
-  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${SESSION_TTL_MS / 1000}${secure}`
+  return `${sessionCookieName(deps, request)}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${SESSION_TTL_MS / 1000}${secure}`
 }
 
 export function clearedCookie(deps: AdminAuthDeps, request: Request): string {
   const secure = secureCookie(deps, request) ? '; Secure' : ''
-  return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
+  return `${sessionCookieName(deps, request)}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
 }

@@ -94,7 +94,7 @@ function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<AuthDeps['
 }
 
 export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
-  if (deps.admin && !request.headers.has('authorization') && hasSessionCookie(request)) return authenticateAdminAsOrg(deps as Parameters<typeof authenticateAdminAsOrg>[0], request)
+  if (deps.admin && !request.headers.has('authorization') && hasSessionCookie(deps.admin, request)) return authenticateAdminAsOrg(deps as Parameters<typeof authenticateAdminAsOrg>[0], request)
   const key = bearerToken(request.headers.get('authorization'))
   if (!key.startsWith('sk_')) throw new ApiError('invalid_authorization', { reason: 'this route takes an Org API key (sk_...)' })
   const known = deps.directory.orgForApiKey(key)

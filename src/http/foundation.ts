@@ -17,7 +17,7 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
-import { pathOfUrl } from './url-path'
+import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 
 const startedAt = new WeakMap<Request, number>()
@@ -83,6 +83,9 @@ function toApiError(code: string | number, error: unknown): ApiError {
   return new ApiError('internal_error')
 }
 
+/** The path for a log line; a request refused for its Host has no path worth logging (url-path.ts). */
+const loggedPath = (url: string): string => (hasUsableHost(url) ? pathOfUrl(url) : '(invalid host)')
+
 /** Seconds since onRequest; 0 when the request never passed it. */
 function elapsedSeconds(request: Request): number {
   const t0 = startedAt.get(request)
@@ -95,8 +98,10 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
       startedAt.set(request, performance.now())
       const given = request.headers.get('x-request-id')
       set.headers['x-request-id'] = given && CLIENT_ID_RE.test(given) ? given : newId()
-      // request.url is absolute: the path and query are what the client sent.
       const url = request.url
+      // An invalid Host leaves Bun with a bare path for request.url (url-path.ts): nothing downstream
+      // could tell where its path starts, so it is refused before routing.
+      if (!hasUsableHost(url)) throw new ApiError('invalid_argument', { header: 'host' }, 'The Host header is not a valid host name.')
       const pathStart = url.indexOf('/', url.indexOf('//') + 2)
       if (url.length - pathStart > MAX_URL_BYTES) throw new ApiError('url_too_long', { limitBytes: MAX_URL_BYTES })
       if (headerBytes(request.headers) > MAX_HEADER_BYTES) throw new ApiError('headers_too_large', { limitBytes: MAX_HEADER_BYTES })
@@ -129,7 +134,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
         log.error('unhandled error', {
           requestId,
           method: request.method,
-          path: new URL(request.url).pathname,
+          path: loggedPath(request.url),
           error: error instanceof Error ? (error.stack ?? error.message) : String(error),
         })
         const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
@@ -149,7 +154,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
     const t0 = startedAt.get(request)
     log.info('request', {
       method: request.method,
-      route: route || new URL(request.url).pathname,
+      route: route || loggedPath(request.url),
       status: typeof set.status === 'number' ? set.status : 200,
       ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
       requestId: set.headers['x-request-id'],

@@ -65,7 +65,8 @@ function App() {
       const orgs = (await api('GET', '/admin/api/orgs')).data
       setState({ loading: false, me, orgs, error: null })
     } catch (e) {
-      setState({ loading: false, me: null, orgs: [], error: e.status === 401 ? null : e })
+      // 401 shows the sign-in form; two session cookies (details.ambiguousCookie) need the user to act.
+      setState({ loading: false, me: null, orgs: [], error: e.status === 401 && !(e.details && e.details.ambiguousCookie) ? null : e })
     }
   }
   useEffect(() => {

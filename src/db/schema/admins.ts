@@ -16,6 +16,11 @@ export const admins = sqliteTable(
     isOwner: integer('is_owner', { mode: 'boolean' }).notNull().default(false),
     /** Sealed TOTP secret (core/crypto.ts); null while TOTP is off. */
     totpSecretEnc: text('totp_secret_enc'),
+    /**
+     * The 30-second TOTP step whose code was last accepted: a code from that step or an earlier one is
+     * refused, so a code works once (RFC 6238 section 5.2). Null until a code is used.
+     */
+    totpLastStep: integer('totp_last_step'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -10,7 +10,8 @@ import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import type { AppSettings, TenantsService } from '../tenants/service'
 import type { AuditLog } from '../audit/index'
-import { canSee, type AdminIdentity, type AdminsService } from '../admins/service'
+import { canSee, type AdminIdentity } from '../admins/service'
+import type { PasswordReentry } from './password-reentry'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
 import { createConsoleRepo } from './console-repo'
 
@@ -20,13 +21,13 @@ export interface Actor {
 }
 
 export interface ConsoleDeps {
-  admins: AdminsService
+  reentry: PasswordReentry
   audit: AuditLog
   tenants: TenantsService
   connections: ConnectionsService
 }
 
-export function createConsoleService(ctx: Context, { admins, audit, tenants, connections }: ConsoleDeps) {
+export function createConsoleService(ctx: Context, { reentry, audit, tenants, connections }: ConsoleDeps) {
   const { box } = ctx
   const repo = createConsoleRepo(ctx.sqlite)
   const orgExists = repo.orgExists
@@ -89,10 +90,10 @@ export function createConsoleService(ctx: Context, { admins, audit, tenants, con
       })
     },
 
-    /** The signing secret, after the admin re-entered their password. Audited. */
+    /** The signing secret, after the admin re-entered their password (throttled; failures audited too). Audited. */
     async revealSecret(actor: Actor, orgId: string, appId: string, password: string) {
       appOf(orgId, appId)
-      await admins.confirmPassword(actor.admin.id, password)
+      await reentry.confirm(actor.admin.id, password, { purpose: 'secret_reveal', ip: actor.ip, orgId, targetId: appId })
       log(actor, orgId, 'app.secret_revealed', appId)
       return { signingSecret: box.open(repo.sealedSecret(appId)).toString('hex') }
     },

@@ -1,6 +1,7 @@
 /**
  * Dashboard sign-in: first-run setup, sign in and out, the current admin, their sessions, TOTP.
- * Sign-in is rate-limited per address and per email; every failure looks the same.
+ * Failed sign-ins are throttled per address, per (email, address) and per email (sign-in-throttle.ts);
+ * every failure looks the same. The setup link is rate-limited per address.
  */
 import { Elysia } from 'elysia'
 import { ApiError } from '../../core/errors'
@@ -10,18 +11,20 @@ import { authenticateAdmin, clearedCookie, sessionCookie, type AdminAuthDeps } f
 import { clientAddress } from '../../http/client-address'
 import { accessGuard } from '../../http/access-guard'
 import { RateLimiter } from '../../http/rate-limit'
+import { createSignInThrottle } from './sign-in-throttle'
+import type { PasswordReentry } from './password-reentry'
 import type { AuditLog } from '../audit/index'
 import { newTotpSecret, totpUri } from '../admins/totp'
 import { ADMIN_SESSION, LoginBody, Me, PasswordBody, SessionParams, SetupBody, TotpEnableBody } from './model'
 import { t } from 'elysia'
 
 const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
-/** Ten tries, then one every six seconds: slow enough for guessing, quick enough for a typo. */
-const LOGIN_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
+/** Setup-link redemptions: ten tries, then one every six seconds. */
+const SETUP_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
 
-export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock, rateMultiplier: number) {
-  const byAddress = new RateLimiter(LOGIN_BUCKET, clock, rateMultiplier)
-  const byEmail = new RateLimiter(LOGIN_BUCKET, clock, rateMultiplier)
+export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, clock: Clock, rateMultiplier: number) {
+  const byAddress = new RateLimiter(SETUP_BUCKET, clock, rateMultiplier)
+  const throttle = createSignInThrottle(clock, rateMultiplier)
   const { admins, sessions } = deps
 
   function signIn(adminId: string, request: Request, ip: string, set: { headers: Record<string, string | number> }) {
@@ -56,9 +59,10 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
       async ({ body, request, server, set }) => {
         if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
         const ip = clientAddress(request, server, deps.trustProxy)
-        byAddress.take(ip)
-        byEmail.take(body.email.trim().toLowerCase())
-        const admin = await admins.verifyLogin(body.email, body.password, body.totp)
+        const account = body.email.trim().toLowerCase()
+        // A missing TOTP code (the form then asks for it) is not a failure; a wrong password or code is.
+        const isFailure = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials' && !(!body.totp && (e.details as { totpRequired?: boolean } | undefined)?.totpRequired)
+        const admin = await throttle.guard(account, ip, () => admins.verifyLogin(body.email, body.password, body.totp), isFailure)
         audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
         return signIn(admin.id, request, ip, set)
       },
@@ -113,8 +117,8 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
     })
     .put(
       '/admin/api/me/totp',
-      async ({ caller, body }) => {
-        await admins.confirmPassword(caller.admin.id, body.password)
+      async ({ caller, body, request, server }) => {
+        await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_enable', ip: clientAddress(request, server, deps.trustProxy) })
         admins.setTotp(caller.admin.id, body.secret, body.code)
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
         return { totpEnabled: true }
@@ -123,8 +127,8 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, clock: Clock
     )
     .delete(
       '/admin/api/me/totp',
-      async ({ caller, body }) => {
-        await admins.confirmPassword(caller.admin.id, body.password)
+      async ({ caller, body, request, server }) => {
+        await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_disable', ip: clientAddress(request, server, deps.trustProxy) })
         admins.setTotp(caller.admin.id, null)
         audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
         return { totpEnabled: false }

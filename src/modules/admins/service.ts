@@ -11,7 +11,7 @@ import { ApiError } from '../../core/errors'
 import { newId } from '../../core/ids'
 import type { SecretBox } from '../../core/crypto'
 import { sha256Hex } from '../../core/secrets'
-import { base32Decode, verifyTotp } from './totp'
+import { base32Decode, matchTotp } from './totp'
 
 export const PASSWORD_MIN_LENGTH = 10
 export const PASSWORD_MAX_LENGTH = 1024
@@ -24,6 +24,7 @@ export interface AdminRow {
   password_hash: string
   is_owner: number
   totp_secret_enc: string | null
+  totp_last_step: number | null
   created_at: number
 }
 
@@ -58,6 +59,7 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
   const byEmail = sqlite.query('SELECT * FROM admins WHERE email = ?')
   const byId = sqlite.query('SELECT * FROM admins WHERE id = ?')
   const memberships = sqlite.query('SELECT org_id AS orgId, role FROM admin_memberships WHERE admin_id = ?')
+  const claimTotpStep = sqlite.query('UPDATE admins SET totp_last_step = ?1 WHERE id = ?2 AND (totp_last_step IS NULL OR totp_last_step < ?3)')
 
   function identityOf(row: AdminRow): AdminIdentity {
     const roles = new Map<string, OrgRole>()
@@ -119,7 +121,9 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
       if (!(await Bun.password.verify(password, row.password_hash))) throw new ApiError('invalid_credentials')
       if (row.totp_secret_enc) {
         if (!totp) throw new ApiError('invalid_credentials', { totpRequired: true }, 'Enter the 6-digit code from your authenticator app.')
-        if (!verifyTotp(box.open(row.totp_secret_enc), totp.trim(), clock.now())) throw new ApiError('invalid_credentials', { totpRequired: true })
+        const step = matchTotp(box.open(row.totp_secret_enc), totp.trim(), clock.now(), row.totp_last_step)
+        // The claim is one conditional write: of two sign-ins racing with the same code, one wins.
+        if (step === undefined || claimTotpStep.run(step, row.id, step).changes !== 1) throw new ApiError('invalid_credentials', { totpRequired: true })
       }
       return identityOf(row)
     },
@@ -138,6 +142,7 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
     /** Turns TOTP on with a secret the admin proved they hold (a valid code), or off with null. */
     setTotp(adminId: string, secretBase32: string | null, code?: string): void {
       let sealed: string | null = null
+      let step: number | undefined
       if (secretBase32 !== null) {
         let secret: Buffer
         try {
@@ -145,10 +150,12 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
         } catch {
           throw new ApiError('invalid_body', { issues: [{ path: '/secret', message: 'must be base32' }] })
         }
-        if (secret.length < 10 || !verifyTotp(secret, code ?? '', clock.now())) throw new ApiError('invalid_credentials', { totpRequired: true }, 'The code does not match this secret.')
+        step = secret.length < 10 ? undefined : matchTotp(secret, code ?? '', clock.now())
+        if (step === undefined) throw new ApiError('invalid_credentials', { totpRequired: true }, 'The code does not match this secret.')
         sealed = box.seal(secret)
       }
-      sqlite.query('UPDATE admins SET totp_secret_enc = ?, updated_at = ? WHERE id = ?').run(sealed, clock.now(), adminId)
+      // The code that turned TOTP on is used: it does not sign in afterwards.
+      sqlite.query('UPDATE admins SET totp_secret_enc = ?, totp_last_step = ?, updated_at = ? WHERE id = ?').run(sealed, step ?? null, clock.now(), adminId)
     },
 
     listForOrg(orgId: string) {

@@ -46,25 +46,45 @@ export function newTotpSecret(): string {
   return base32Encode(randomBytes(20))
 }
 
-/** The code for the step containing `timeMs` (RFC 4226 dynamic truncation). */
-export function totpCode(secret: Uint8Array, timeMs: number, digits = 6): string {
+/** The 30-second step containing `timeMs`: the counter the code is made from. */
+export function totpStep(timeMs: number): number {
+  return Math.floor(timeMs / 1000 / STEP_SECONDS)
+}
+
+/** The code for one step (RFC 4226 dynamic truncation). */
+function stepCode(secret: Uint8Array, step: number, digits: number): string {
   const counter = Buffer.alloc(8)
-  counter.writeBigUInt64BE(BigInt(Math.floor(timeMs / 1000 / STEP_SECONDS)))
+  counter.writeBigUInt64BE(BigInt(step))
   const mac = createHmac('sha1', secret).update(counter).digest()
   const offset = mac[mac.length - 1] & 0x0f
   const bin = mac.readUInt32BE(offset) & 0x7fffffff
   return String(bin % 10 ** digits).padStart(digits, '0')
 }
 
-/** Accepts the current code and its neighbours (±30 s of clock drift), compared in constant time. */
-export function verifyTotp(secret: Uint8Array, code: string, timeMs: number): boolean {
-  if (!/^\d{6}$/.test(code)) return false
-  let ok = false
-  for (const drift of [-1, 0, 1]) {
-    const expected = Buffer.from(totpCode(secret, timeMs + drift * STEP_SECONDS * 1000))
-    if (timingSafeEqual(expected, Buffer.from(code))) ok = true
+/** The code for the step containing `timeMs`. */
+export function totpCode(secret: Uint8Array, timeMs: number, digits = 6): string {
+  return stepCode(secret, totpStep(timeMs), digits)
+}
+
+/**
+ * The step whose code this is, among the current one and its neighbours (±30 s of clock drift), and
+ * only if it is later than `usedStep`, the step of the last code accepted: a code works once (RFC 6238
+ * section 5.2), and so does every earlier one. Every candidate is compared, in constant time.
+ */
+export function matchTotp(secret: Uint8Array, code: string, timeMs: number, usedStep: number | null = null): number | undefined {
+  if (!/^\d{6}$/.test(code)) return undefined
+  const now = totpStep(timeMs)
+  let matched: number | undefined
+  for (const step of [now - 1, now, now + 1]) {
+    const same = timingSafeEqual(Buffer.from(stepCode(secret, step, 6)), Buffer.from(code))
+    if (same && (usedStep === null || step > usedStep)) matched = step
   }
-  return ok
+  return matched
+}
+
+/** Is this a current code (any step within the drift, used or not)? */
+export function verifyTotp(secret: Uint8Array, code: string, timeMs: number): boolean {
+  return matchTotp(secret, code, timeMs) !== undefined
 }
 
 /** The otpauth:// URI an authenticator app imports (as a QR code or pasted). */

@@ -1,0 +1,154 @@
+/**
+ * Exponential back-off on failures (wrong passwords), kept in memory per key. Unlike a token bucket,
+ * only failures count: a caller who gets it right is never slowed down by its own attempts, and a key
+ * nobody fails on is never blocked. After `freeFailures` failures in a row the key is blocked for
+ * `baseDelayMs`, then twice as long after each further failure, up to `maxDelayMs`. A blocked attempt is
+ * refused before the password is checked and is not counted (so waiting is the only way forward, and
+ * hammering a blocked key does not lengthen anyone's block). A key quiet for `forgetAfterMs` starts over.
+ *
+ * Checks still under way count as failures until they end: a burst of parallel attempts, all started
+ * before the first one failed, cannot buy more than the free failures (guard() does the bookkeeping).
+ *
+ * Keys are opaque strings built by the caller. Memory stays bounded: forgotten keys are swept, and past
+ * `maxKeys` the least recently used key is dropped.
+ */
+import type { Clock } from './clock'
+import { ApiError } from './errors'
+
+export interface BackoffSpec {
+  freeFailures: number
+  baseDelayMs: number
+  maxDelayMs: number
+  forgetAfterMs: number
+}
+
+interface Entry {
+  failures: number
+  /** Attempts let through whose outcome is not known yet. */
+  pending: number
+  lastFailureAt: number
+  blockedUntil: number
+}
+
+/** How long a caller waits when only pending attempts (not yet failures) fill the free ones. */
+const PENDING_WAIT_MS = 1000
+
+export class FailureThrottle {
+  private entries = new Map<string, Entry>()
+  private lastSweep = 0
+  private readonly spec: BackoffSpec
+
+  constructor(
+    spec: BackoffSpec,
+    private readonly clock: Clock,
+    /** FIXLOOP_RATE_LIMIT_MULTIPLIER: scales the free failures, as it scales every other ceiling. */
+    multiplier = 1,
+    private readonly maxKeys = 50_000,
+  ) {
+    this.spec = { ...spec, freeFailures: Math.max(1, Math.round(spec.freeFailures * multiplier)) }
+  }
+
+  /** Milliseconds the key must still wait (0: it may try now). */
+  waitMs(key: string): number {
+    const now = this.clock.now()
+    const e = this.live(key, now)
+    if (!e) return 0
+    const blocked = Math.max(0, e.blockedUntil - now)
+    if (blocked > 0 || e.pending === 0 || e.failures + e.pending < this.spec.freeFailures) return blocked
+    return PENDING_WAIT_MS
+  }
+
+  /** An attempt is let through: it counts against the free failures until end() says how it went. */
+  begin(key: string): void {
+    const now = this.clock.now()
+    const e = this.live(key, now) ?? this.track(key, { failures: 0, pending: 0, lastFailureAt: now, blockedUntil: 0 })
+    e.pending += 1
+  }
+
+  /** The attempt begun for this key ended: a failure counts, a success clears the key when `clearOnSuccess`. */
+  end(key: string, failed: boolean, clearOnSuccess: boolean): void {
+    const e = this.entries.get(key)
+    if (e) e.pending = Math.max(0, e.pending - 1)
+    if (failed) this.fail(key)
+    else if (clearOnSuccess) this.clear(key)
+    else if (e && e.failures === 0 && e.pending === 0) this.entries.delete(key)
+  }
+
+  /** Counts one failure for the key (and blocks it once past the free ones). */
+  fail(key: string): void {
+    const now = this.clock.now()
+    this.sweep(now)
+    const e = this.live(key, now) ?? { failures: 0, pending: 0, lastFailureAt: now, blockedUntil: 0 }
+    e.failures += 1
+    e.lastFailureAt = now
+    const over = e.failures - this.spec.freeFailures
+    if (over >= 0) e.blockedUntil = now + Math.min(this.spec.maxDelayMs, this.spec.baseDelayMs * 2 ** Math.min(over, 40))
+    this.track(key, e)
+  }
+
+  /** (Re-)inserts: the map's order is the order of last use, so past maxKeys the oldest is dropped. */
+  private track(key: string, e: Entry): Entry {
+    this.entries.delete(key)
+    this.entries.set(key, e)
+    if (this.entries.size > this.maxKeys) this.entries.delete(this.entries.keys().next().value!)
+    return e
+  }
+
+  /** Forgets the key's failures (after a success). */
+  clear(key: string): void {
+    this.entries.delete(key)
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  private live(key: string, now: number): Entry | undefined {
+    const e = this.entries.get(key)
+    if (e && e.pending === 0 && now - e.lastFailureAt > this.spec.forgetAfterMs && now >= e.blockedUntil) {
+      this.entries.delete(key)
+      return undefined
+    }
+    return e
+  }
+
+  /** Once a minute, drops keys quiet long enough to be forgotten. */
+  private sweep(now: number): void {
+    if (now - this.lastSweep < 60_000) return
+    this.lastSweep = now
+    for (const [key, e] of this.entries) {
+      if (e.pending === 0 && now - e.lastFailureAt > this.spec.forgetAfterMs && now >= e.blockedUntil) this.entries.delete(key)
+    }
+  }
+}
+
+/** One throttle and the key an attempt is charged to; `clearOnSuccess`: a success forgets the key's failures. */
+export interface ThrottleKey {
+  throttle: FailureThrottle
+  key: string
+  clearOnSuccess: boolean
+}
+
+/**
+ * Runs one password check under the throttles: 429 rate_limited with Retry-After (and no check) while any
+ * key must wait; otherwise the attempt counts as pending on every key until it ends, then as a failure
+ * when `isFailure(error)` says so.
+ */
+export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFailure: (error: unknown) => boolean): Promise<T> {
+  let waitMs = 0
+  for (const { throttle, key } of keys) waitMs = Math.max(waitMs, throttle.waitMs(key))
+  if (waitMs > 0) {
+    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+    throw new ApiError('rate_limited', { retryAfterSeconds: retryAfter }).withHeaders({ 'retry-after': String(retryAfter) })
+  }
+  for (const { throttle, key } of keys) throttle.begin(key)
+  let failed = false
+  try {
+    return await run()
+  } catch (e) {
+    failed = isFailure(e)
+    throw e
+  } finally {
+    for (const { throttle, key, clearOnSuccess } of keys) throttle.end(key, failed, clearOnSuccess)
+  }
+}
