@@ -50,7 +50,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   const publicUrl = ctx.config.publicUrl
 
   const app = new Elysia({ normalize: false })
-    .use(foundation(log, ops.metrics.requests))
+    .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
     // widgetCors adds the rest there and answers their preflights.

@@ -40,7 +40,8 @@ export interface RunningServer {
   hub: EventHub
   webhooks: WebhookDispatcher
   slack: SlackNotifier
-  stop(): Promise<void>
+  /** `signal`: the signal that asked for the stop, logged when it arrives. */
+  stop(signal?: string): Promise<void>
 }
 
 export interface StartOptions {
@@ -161,7 +162,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     hub,
     webhooks,
     slack,
-    stop() {
+    stop(signal?: string) {
+      if (!stopping) log.info(signal ? `${signal} received: stopping` : 'stopping', { signal })
       stopping ??= (async () => {
         // Open event streams would hold the graceful stop below for its whole grace period.
         hub.stop()

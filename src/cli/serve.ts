@@ -47,8 +47,8 @@ export async function runServe(argv: string[]): Promise<void> {
   }
   const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
   if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
-  const shutdown = async () => {
-    await running.stop()
+  const shutdown = async (signal: NodeJS.Signals) => {
+    await running.stop(signal)
     process.exit(0)
   }
   process.once('SIGTERM', shutdown)
