@@ -186,21 +186,26 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
         // Open event streams would hold the graceful stop below for its whole grace period.
         hub.stop()
         stopRetention()
-        // Stop claiming at once: the workers finish the job in hand (bounded) while requests drain.
-        const workersStopped = phase('workers', async () => {
-          const [, ...threads] = await Promise.all([
-            worker.stop(),
-            services.sanitizerThread?.stop(WORKERS_STOP_MS) ?? true,
-            services.processingThread?.stop(WORKERS_STOP_MS) ?? true,
-          ])
-          return threads.every(Boolean)
-        })
+        // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
+        // answer the clustering calls of requests in flight).
+        const ownWorkerStopped = worker.stop()
+        services.sanitizerThread?.stopClaiming()
+        services.processingThread?.stopClaiming()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
         await phase('http', () => Promise.race([server.stop(false), Bun.sleep(HTTP_GRACE_MS).then(() => server.stop(true))]))
         committer.flush()
         await phase('agents', () => runner.stop())
         await phase('dispatchers', () => Promise.all([webhooks.stop(), slack.stop()]))
-        const threadsDone = await workersStopped
+        // The jobs in hand have had WORKERS_STOP_MS since the signal, whatever the drain took (then 250 ms to close).
+        const threadsLeft = Math.max(250, WORKERS_STOP_MS - (performance.now() - t0))
+        const threadsDone = await phase('workers', async () => {
+          const [, ...threads] = await Promise.all([
+            ownWorkerStopped,
+            services.sanitizerThread?.stop(threadsLeft) ?? true,
+            services.processingThread?.stop(threadsLeft) ?? true,
+          ])
+          return threads.every(Boolean)
+        })
         // The last TRUNCATE empties the WAL (values scrubbed since the last one leave the disk). It gets what
         // is left of the budget; cut off (a WAL of gigabytes after a long burst), it is finished at the next
         // start: a checkpoint is crash-safe and every commit is in the WAL either way.

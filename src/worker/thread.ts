@@ -174,6 +174,11 @@ export class ProcessingThread implements ClusterPort {
     return this.call({ op: 'unmerge', args: [id] })
   }
 
+  /** Shutdown begins: the thread claims no more jobs (the one in hand finishes) but still answers calls. */
+  stopClaiming(): void {
+    this.thread?.postMessage({ type: 'drain' })
+  }
+
   /**
    * Lets the thread finish its job in hand and hand back its leases, waiting at most `waitMs`, then ends
    * it. Returns whether it finished in time; if not, its leases run out or are reclaimed at the next
