@@ -45,7 +45,7 @@ export function joinMessages(rows: readonly EventRow[], filter: StreamFilter): U
   return out
 }
 
-const filterKey = (f: StreamFilter) => `${f.types?.join(',') ?? ''}|${f.appId ?? ''}`
+const filterKey = (f: StreamFilter) => JSON.stringify([f.types ?? null, f.appId ?? null])
 
 /** Consecutive events of one Org (seq `first`..`last`, no gap), read once for every caught-up stream. */
 export class EventBatch {
