@@ -56,7 +56,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   // find the path after "http://" instead of guessing it starts past the 11th character, which a Host
   // shorter than 4 characters broke: `Host: ab` + `/cd/metrics` was routed to /metrics.
   const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
-    .use(foundation(log, ops.metrics.requests))
+    .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
     // widgetCors adds the rest there and answers their preflights.

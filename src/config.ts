@@ -61,6 +61,8 @@ export interface Config {
   webhookRetryScale: number
   /** Interval of the comment line keeping idle event streams open (at most 15 s). */
   sseHeartbeatMs: number
+  /** Open event streams allowed per credential (`sk_` key or dashboard session). */
+  sseStreamsPerKey: number
   /** Base URL of Slack's Web API (a stub in tests). */
   slackApiUrl: string
 }
@@ -78,6 +80,12 @@ function parsePort(text: string, source: string): number {
 function parsePositive(text: string, source: string): number {
   const n = Number(text)
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${source}: must be a positive number, got "${text}"`)
+  return n
+}
+
+function parseCount(text: string, source: string): number {
+  const n = Number(text)
+  if (!Number.isSafeInteger(n) || n < 1) throw new ConfigError(`${source}: must be a whole number of at least 1, got "${text}"`)
   return n
 }
 
@@ -176,6 +184,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     sseHeartbeatMs: env.FIXLOOP_SSE_HEARTBEAT_SECONDS
       ? Math.min(15, parsePositive(env.FIXLOOP_SSE_HEARTBEAT_SECONDS, 'FIXLOOP_SSE_HEARTBEAT_SECONDS')) * 1000
       : 10_000,
+    sseStreamsPerKey: env.FIXLOOP_SSE_STREAMS_PER_KEY ? parseCount(env.FIXLOOP_SSE_STREAMS_PER_KEY, 'FIXLOOP_SSE_STREAMS_PER_KEY') : 100,
     slackApiUrl: parseHttpUrl(env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api', 'FIXLOOP_SLACK_API_URL'),
   })
 }

@@ -40,8 +40,18 @@ export interface RunningServer {
   hub: EventHub
   webhooks: WebhookDispatcher
   slack: SlackNotifier
-  stop(): Promise<void>
+  /** `signal`: the signal that asked for the stop, logged when it arrives. */
+  stop(signal?: string): Promise<void>
 }
+
+/**
+ * A stop (SIGTERM) ends within this long, under Docker's default 10 s stop timeout: requests get up to
+ * HTTP_GRACE_MS to finish, the workers up to WORKERS_STOP_MS (at the same time), the final WAL checkpoint
+ * what is left. docs/operations.md, "Stopping".
+ */
+export const STOP_BUDGET_MS = 6000
+const HTTP_GRACE_MS = 4000
+const WORKERS_STOP_MS = 4000
 
 export interface StartOptions {
   clock?: Clock
@@ -161,28 +171,60 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     hub,
     webhooks,
     slack,
-    stop() {
+    stop(signal?: string) {
+      if (!stopping) log.info(signal ? `${signal} received: stopping` : 'stopping', { signal })
       stopping ??= (async () => {
+        const t0 = performance.now()
+        const left = () => STOP_BUDGET_MS - (performance.now() - t0)
+        const ms: Record<string, number> = {}
+        const phase = async <T>(name: string, work: () => T | Promise<T>): Promise<T> => {
+          const t = performance.now()
+          const result = await work()
+          ms[name] = Math.round(performance.now() - t)
+          return result
+        }
         // Open event streams would hold the graceful stop below for its whole grace period.
         hub.stop()
         stopRetention()
+        // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
+        // answer the clustering calls of requests in flight).
+        const ownWorkerStopped = worker.stop()
+        services.sanitizerThread?.stopClaiming()
+        services.processingThread?.stopClaiming()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
-        await Promise.race([server.stop(false), Bun.sleep(5000).then(() => server.stop(true))])
+        await phase('http', () => Promise.race([server.stop(false), Bun.sleep(HTTP_GRACE_MS).then(() => server.stop(true))]))
         committer.flush()
-        await runner.stop()
-        await webhooks.stop()
-        await slack.stop()
-        await worker.stop()
-        await Promise.all([services.sanitizerThread?.stop(), services.processingThread?.stop()])
-        await checkpointer.stop()
-        try {
-          ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
-        } catch {
-          // A reader elsewhere may hold the WAL; the next start checkpoints it.
+        await phase('agents', () => runner.stop())
+        await phase('dispatchers', () => Promise.all([webhooks.stop(), slack.stop()]))
+        // The jobs in hand have had WORKERS_STOP_MS since the signal, whatever the drain took (then 250 ms to close).
+        const threadsLeft = Math.max(250, WORKERS_STOP_MS - (performance.now() - t0))
+        const threadsDone = await phase('workers', async () => {
+          const [, ...threads] = await Promise.all([
+            ownWorkerStopped,
+            services.sanitizerThread?.stop(threadsLeft) ?? true,
+            services.processingThread?.stop(threadsLeft) ?? true,
+          ])
+          return threads.every(Boolean)
+        })
+        // The last TRUNCATE empties the WAL (values scrubbed since the last one leave the disk). It gets what
+        // is left of the budget; cut off (a WAL of gigabytes after a long burst), it is finished at the next
+        // start: a checkpoint is crash-safe and every commit is in the WAL either way.
+        // A thread cut off may still hold the write lock: no final checkpoint then (it would wait for it).
+        const checkpointed = (await phase('checkpoint', () => checkpointer.stop(threadsDone ? Math.max(500, left()) : 0))) && threadsDone
+        if (checkpointed) {
+          try {
+            // The checkpointer just emptied it: this one is cheap, unless a CLI reader holds the WAL (then skip).
+            ctx.sqlite.run('PRAGMA busy_timeout = 200')
+            ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
+          } catch {
+            // A reader elsewhere may hold the WAL; the next start checkpoints it.
+          }
+        } else {
+          log.warn('stopping within the time limit: the WAL is left for the next start to checkpoint', { threadsFinished: threadsDone })
         }
         ctx.sqlite.close()
         lock.release()
-        log.info('fixloop stopped')
+        log.info('fixloop stopped', { ms: { total: Math.round(performance.now() - t0), ...ms } })
         log.flush()
       })()
       return stopping

@@ -176,7 +176,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     /** Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it). */
     sanitizerThread,
     hub,
-    events: createEventsService(createEventsRepo(sqlite), hub, apps),
+    events: createEventsService(createEventsRepo(sqlite), hub, apps, config.sseStreamsPerKey),
     webhooks: createWebhooksService(ctx),
     webhookDispatcher: new WebhookDispatcher(ctx, log),
     chatops: createChatopsService(ctx),

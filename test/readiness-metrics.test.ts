@@ -124,3 +124,64 @@ test('the start-up line names the version, the storage mode and the docs URL', a
     await proc.exited
   }
 }, 30_000)
+
+/** The one unlabelled sample of fixloop_jobs_oldest_age_seconds, scraped from the running binary. */
+async function oldestJobAge(url: string): Promise<number> {
+  const text = await (await fetch(url + '/metrics')).text()
+  const m = /^fixloop_jobs_oldest_age_seconds (\S+)$/m.exec(text)
+  if (!m) throw new Error(`no fixloop_jobs_oldest_age_seconds in:\n${text}`)
+  return Number(m[1])
+}
+
+test('fixloop_jobs_oldest_age_seconds counts only due work: an idle server with its hourly uploads_gc job scheduled stays ~0', async () => {
+  ensureBinary()
+  const dataDir = tempDir()
+  // First start: the server schedules its recurring uploads_gc job (created now, due in a minute).
+  let server = await spawnServer(dataDir)
+  await server.stop()
+  // As after the job's last hourly run: created 50 minutes ago, due in 10 minutes.
+  const { Database } = await import('bun:sqlite')
+  const db = new Database(join(dataDir, 'fixloop.db'))
+  const now = Date.now()
+  const scheduled = db.query("UPDATE jobs SET created_at = ?, run_after = ? WHERE kind = 'uploads_gc'").run(now - 50 * 60_000, now + 10 * 60_000).changes
+  db.close()
+  expect(scheduled).toBe(1)
+  server = await spawnServer(dataDir)
+  try {
+    await Bun.sleep(1500)
+    for (let i = 0; i < 3; i++) {
+      expect(await oldestJobAge(server.url)).toBeLessThan(1)
+      await Bun.sleep(300)
+    }
+  } finally {
+    await server.stop()
+  }
+}, 60_000)
+
+test('fixloop_jobs_oldest_age_seconds: a due job ages from its due time, a future one does not count', async () => {
+  const { Database } = await import('bun:sqlite')
+  const { applyMigrations } = await import('../src/db/migrate')
+  const { createMetrics } = await import('../src/modules/metrics/service')
+  const dataDir = tempDir()
+  const sqlite = new Database(join(dataDir, 'fixloop.db'))
+  applyMigrations(sqlite)
+  let now = 1_000_000_000_000
+  const metrics = createMetrics(sqlite, dataDir, { now: () => now } as never)
+  const age = () => Number(/^fixloop_jobs_oldest_age_seconds (\S+)$/m.exec(metrics.registry.render())![1])
+  const insert = sqlite.query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)')
+  const cases: { name: string; kind: string; runAfter: number; createdAt: number; expected: number }[] = [
+    { name: 'empty queue', kind: '', runAfter: 0, createdAt: 0, expected: 0 },
+    { name: 'scheduled an hour ahead, created 59 min ago', kind: 'uploads_gc', runAfter: now + 60_000, createdAt: now - 59 * 60_000, expected: 0 },
+    { name: 'due 30 s ago, created 30 s ago', kind: 'process', runAfter: now - 30_000, createdAt: now - 30_000, expected: 30 },
+    { name: 'retried: created 10 min ago, due again 90 s ago', kind: 'agent', runAfter: now - 90_000, createdAt: now - 600_000, expected: 90 },
+  ]
+  for (const c of cases) {
+    if (c.kind) insert.run(c.kind, c.runAfter, c.createdAt)
+    expect({ name: c.name, age: age() }).toEqual({ name: c.name, age: c.expected })
+  }
+  // Time passes: the scheduled job becomes due and ages from its due time, not from its creation.
+  sqlite.query("DELETE FROM jobs WHERE kind != 'uploads_gc'").run()
+  now += 2 * 60_000
+  expect(age()).toBe(60)
+  sqlite.close()
+})

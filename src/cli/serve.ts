@@ -1,6 +1,9 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
 import { ConfigError, loadConfig } from '../config'
-import { startServer } from '../server'
+import { startServer, STOP_BUDGET_MS } from '../server'
+
+/** How long past the stop budget the process waits before it leaves regardless (still under 10 s). */
+const STOP_BACKSTOP_EXTRA_MS = 1500
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
 import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
@@ -51,8 +54,15 @@ export async function runServe(argv: string[]): Promise<void> {
   }
   const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
   if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
-  const shutdown = async () => {
-    await running.stop()
+  const shutdown = async (signal: NodeJS.Signals) => {
+    // The stop is bounded phase by phase (server.ts, STOP_BUDGET_MS); this is the backstop if one hangs
+    // (an agent that ignores its abort): leave anyway, before Docker's 10 s SIGKILL. Jobs in hand are
+    // reclaimed at the next start; every acknowledged report is already committed.
+    setTimeout(() => {
+      process.stderr.write(`fixloop: stop took over ${STOP_BUDGET_MS + STOP_BACKSTOP_EXTRA_MS} ms; exiting now\n`)
+      process.exit(1)
+    }, STOP_BUDGET_MS + STOP_BACKSTOP_EXTRA_MS).unref()
+    await running.stop(signal)
     process.exit(0)
   }
   process.once('SIGTERM', shutdown)

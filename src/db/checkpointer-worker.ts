@@ -10,8 +10,8 @@
  * to try again at the next tick instead of stalling writers, and runs right after a PASSIVE one, so it has
  * little left to copy while it holds the write lock.
  *
- * Messages: {type:'start', file, intervalMs, truncateMs, turns?} → periodic checkpoints; {type:'stop'} → one
- * TRUNCATE, then {type:'stopped'}.
+ * Messages: {type:'start', file, intervalMs, truncateMs, turns?} → periodic checkpoints; {type:'stop', waitMs?} → one
+ * TRUNCATE (waiting at most waitMs for readers), then {type:'stopped', truncated}.
  */
 import { Database } from 'bun:sqlite'
 import { WriteTurns } from './write-turns'
@@ -57,14 +57,17 @@ function checkpoint(mode: 'PASSIVE' | 'TRUNCATE'): boolean {
   }
 }
 
-function truncate(waitMs: number): void {
+/** `waitMs`: how long the TRUNCATE may wait for readers and writers, counted from `since` (Date.now()). */
+function truncate(waitMs: number, since = Date.now()): boolean {
   // A TRUNCATE blocks writers while it copies frames and syncs the database file (measured: intake commits
   // waited up to ~230 ms behind it). A PASSIVE checkpoint first does that copying and syncing without
   // blocking anyone, so the TRUNCATE that follows has (almost) nothing left to copy: it only resets the file.
   checkpoint('PASSIVE')
-  db?.run(`PRAGMA busy_timeout = ${waitMs}`)
-  if (checkpoint('TRUNCATE')) lastTruncateAt = Date.now()
+  db?.run(`PRAGMA busy_timeout = ${Math.max(0, Math.round(since + waitMs - Date.now()))}`)
+  const done = checkpoint('TRUNCATE')
+  if (done) lastTruncateAt = Date.now()
   db?.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  return done
 }
 
 function tick(truncateMs: number): void {
@@ -74,7 +77,7 @@ function tick(truncateMs: number): void {
 }
 
 self.onmessage = (event: MessageEvent) => {
-  const msg = event.data as { type: 'start'; file: string; intervalMs: number; truncateMs: number; turns?: SharedArrayBuffer } | { type: 'stop' }
+  const msg = event.data as { type: 'start'; file: string; intervalMs: number; truncateMs: number; turns?: SharedArrayBuffer } | { type: 'stop'; waitMs?: number }
   if (msg.type === 'start') {
     turns = msg.turns ? new WriteTurns(msg.turns) : undefined
     db = new Database(msg.file)
@@ -84,9 +87,10 @@ self.onmessage = (event: MessageEvent) => {
     postMessage({ type: 'started' })
   } else if (msg.type === 'stop') {
     if (timer) clearInterval(timer)
-    truncate(BUSY_TIMEOUT_MS)
+    // Within the time the stop allows: a reader holding the WAL makes it give up rather than hold the exit.
+    const truncated = truncate(Math.min(BUSY_TIMEOUT_MS, msg.waitMs ?? BUSY_TIMEOUT_MS))
     db?.close()
     db = undefined
-    postMessage({ type: 'stopped' })
+    postMessage({ type: 'stopped', truncated })
   }
 }

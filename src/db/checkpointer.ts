@@ -24,6 +24,12 @@ function workerUrl(): string {
  */
 export const WAL_TRUNCATE_MS = 5000
 
+/**
+ * At shutdown, how long the last TRUNCATE waits for a reader (a CLI command, a backup) to let go of the
+ * WAL. Waiting longer rarely helps and would hold the exit; the next start truncates it instead.
+ */
+const FINAL_READER_WAIT_MS = 1000
+
 export class Checkpointer {
   private worker: Worker | undefined
   /** performance.now() of the thread's last report (a checkpoint or its start); readiness reads it. */
@@ -76,18 +82,25 @@ export class Checkpointer {
     }
   }
 
-  /** Ends the thread after a final TRUNCATE checkpoint (at most 5 s). */
-  async stop(): Promise<void> {
+  /**
+   * Ends the thread after a final TRUNCATE checkpoint, waiting at most `waitMs`. Returns whether the
+   * checkpoint finished; if not (a reader held the WAL, or a WAL of gigabytes after a long burst took
+   * longer to copy), the process may exit in the
+   * middle of it: a checkpoint is crash-safe, every commit is still in the WAL, and the next start
+   * finishes it (its first TRUNCATE comes within WAL_TRUNCATE_MS).
+   */
+  async stop(waitMs = 5000): Promise<boolean> {
     const worker = this.worker
-    if (!worker) return
+    if (!worker) return true
     this.worker = undefined
-    await Promise.race([
-      new Promise<void>((resolve) => {
-        worker.addEventListener('message', (e: MessageEvent) => e.data?.type === 'stopped' && resolve())
-        worker.postMessage({ type: 'stop' })
+    const finished = await Promise.race([
+      new Promise<boolean>((resolve) => {
+        worker.addEventListener('message', (e: MessageEvent) => e.data?.type === 'stopped' && resolve(e.data.truncated !== false))
+        worker.postMessage({ type: 'stop', waitMs: Math.min(FINAL_READER_WAIT_MS, Math.max(0, waitMs - 300)) })
       }),
-      Bun.sleep(5000),
+      Bun.sleep(Math.max(0, waitMs)).then(() => false),
     ])
     worker.terminate()
+    return finished
   }
 }

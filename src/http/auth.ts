@@ -12,6 +12,7 @@ import type { CredentialDirectory, KnownApp } from '../auth/directory'
 import { verifyUserToken, type UserIdentity } from '../auth/user-token'
 import type { RateLimiter, RateScope } from './rate-limit'
 import { clientAddress } from './client-address'
+import { noteCaller } from './request-caller'
 import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
 import type { Grant } from '../core/access'
 import type { ActedBy } from '../modules/audit/index'
@@ -58,6 +59,7 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
   if (!key.startsWith('pub_')) throw new ApiError('invalid_authorization', { reason: 'widget routes take an App public key (pub_...)' })
   const app = deps.directory.appByPublicKey(key)
   if (!app) throw new ApiError('unknown_app')
+  noteCaller(request, { orgId: app.row.orgId, appId: app.row.id })
   checkOrigin(app, request.headers.get('origin'))
   const token = request.headers.get('x-service-user-token')
   const clientIp = clientAddress(request, server, deps.trustProxy)
@@ -89,6 +91,7 @@ function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<AuthDeps['
   const orgId = request.headers.get(ORG_HEADER) ?? ''
   if (!/^[0-9a-f]{24}$/.test(orgId)) throw new ApiError('invalid_authorization', { reason: 'a dashboard session names its Org in X-Fixloop-Org' })
   requireOrg(admin, orgId, deps.admin.orgExists)
+  noteCaller(request, { orgId })
   deps.limiters.orgKey.take(`session:${session.id}`)
   return { orgId, keyId: `session:${session.id}`, grant: grantIn(admin, orgId), actor: `admin:${admin.id}` }
 }
@@ -99,6 +102,7 @@ export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
   if (!key.startsWith('sk_')) throw new ApiError('invalid_authorization', { reason: 'this route takes an Org API key (sk_...)' })
   const known = deps.directory.orgForApiKey(key)
   if (!known) throw new ApiError('invalid_authorization', { reason: 'unknown or revoked API key' })
+  noteCaller(request, { orgId: known.orgId })
   // Keyed by key id, never by the key itself: no credential is held in limiter memory.
   deps.limiters.orgKey.take(known.keyId)
   deps.keyUsed?.(known.keyId)

@@ -7,7 +7,8 @@
  * - URL and header sizes, answered with the envelope (Bun's own limit is raised above ours, see build);
  * - the one error handler that renders the spec's envelope; unknown errors become 500 internal_error
  *   with details.requestId, and their stack is logged, never sent;
- * - one log line per request;
+ * - one log line per request: method, route, status, time, request id, the client's address (the same
+ *   proxy rule as the rate limits, http/client-address.ts) and the Org/App it acted for, never a credential;
  * - request count and latency per route for GET /metrics, recorded in the after-handle and error hooks
  *   (inline in the request's own task: an after-response hook would cost an extra task per request).
  */
@@ -19,8 +20,12 @@ import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
 import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
+import { clientAddress } from './client-address'
+import { callerOf } from './request-caller'
 
 const startedAt = new WeakMap<Request, number>()
+/** The client address of each request, for its log line (kept only when request lines are logged). */
+const clientOf = new WeakMap<Request, string>()
 const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** Embedded-store uploads stream their own body (up to 15 MB) and are never parsed as JSON. */
@@ -92,10 +97,14 @@ function elapsedSeconds(request: Request): number {
   return t0 === undefined ? 0 : (performance.now() - t0) / 1000
 }
 
-export function foundation(log: Logger, metrics?: RequestMetrics) {
+/** `trustProxy`: FIXLOOP_TRUST_PROXY, so the logged client address is the one the rate limits use. */
+export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = false) {
+  const logRequests = log.enabled('info')
   const app = new Elysia({ name: 'foundation' })
-    .onRequest(({ request, set }) => {
+    .onRequest(({ request, set, server }) => {
       startedAt.set(request, performance.now())
+      // Read now: once the response is sent the socket may be gone, and with it the peer address.
+      if (logRequests) clientOf.set(request, clientAddress(request, server, trustProxy))
       const given = request.headers.get('x-request-id')
       set.headers['x-request-id'] = given && CLIENT_ID_RE.test(given) ? given : newId()
       const url = request.url
@@ -149,15 +158,19 @@ export function foundation(log: Logger, metrics?: RequestMetrics) {
     })
   // The per-request line is only registered when it will be written: Elysia schedules an extra task per
   // request for an after-response hook (measured: ~30% of a list request's CPU at log level warn).
-  if (!log.enabled('info')) return app
+  if (!logRequests) return app
   return app.onAfterResponse({ as: 'global' }, ({ request, set, route }) => {
     const t0 = startedAt.get(request)
+    const caller = callerOf(request)
     log.info('request', {
       method: request.method,
       route: route || loggedPath(request.url),
       status: typeof set.status === 'number' ? set.status : 200,
       ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
       requestId: set.headers['x-request-id'],
+      client: clientOf.get(request),
+      orgId: caller?.orgId,
+      appId: caller?.appId,
     })
   })
 }

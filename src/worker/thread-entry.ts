@@ -7,7 +7,8 @@
  * The same module is the sanitize-ahead thread when started with role `sanitizer` (sanitize-ahead.ts):
  * it only sanitizes ahead of the processing thread during a backlog, and answers no calls.
  *
- * Messages in:  start {file, logLevel, workerOptions, turns, role} · wake · call {id, op, args} · stop
+ * Messages in:  start {file, logLevel, workerOptions, turns, role} · wake · call {id, op, args} ·
+ *               drain (stop claiming, keep answering calls) · stop
  * Messages out: ready · wake (this thread queued work the HTTP thread runs, e.g. an agent job) ·
  *               health {ok, reason} every second · reply {id, ok, value | message} · log {text} · stopped
  * The protocol lives in thread.ts, the HTTP thread's side.
@@ -147,18 +148,33 @@ async function answer(call: ThreadCall): Promise<void> {
   }
 }
 
+let draining: Promise<void> | undefined
+
+/**
+ * Stops claiming at once (the job or sanitize chunk in hand finishes, the leases go back) while calls
+ * are still answered: requests in flight at shutdown may still ask for similar reports or a merge.
+ */
+function drain(): Promise<void> {
+  draining ??= (async () => {
+    if (sanitizing) {
+      // The chunk in hand commits (or not) as a whole.
+      sanitizing.stop()
+      await sanitizing.done
+    }
+    // Finishes the job in hand and hands back its leases.
+    if (running) await running.worker.stop()
+  })()
+  return draining
+}
+
 async function stop(): Promise<void> {
   if (health) clearInterval(health)
+  await drain()
   if (sanitizing) {
-    // The chunk in hand commits (or not) as a whole; then the connection closes.
-    sanitizing.stop()
-    await sanitizing.done
     sanitizing.sqlite.close()
     sanitizing = undefined
   }
   if (running) {
-    // Finishes the job in hand and hands back its leases before the connection closes.
-    await running.worker.stop()
     running.sqlite.close()
     running = undefined
   }
@@ -173,6 +189,7 @@ self.onmessage = (e: MessageEvent) => {
     sanitizing?.wake()
   }
   else if (msg.type === 'call') void answer(msg as ThreadCall)
+  else if (msg.type === 'drain') void drain()
   else if (msg.type === 'stop') {
     stopping ??= stop()
   }

@@ -174,16 +174,25 @@ export class ProcessingThread implements ClusterPort {
     return this.call({ op: 'unmerge', args: [id] })
   }
 
-  /** Lets the thread finish its job in hand and hand back its leases (bounded), then ends it. */
-  async stop(): Promise<void> {
+  /** Shutdown begins: the thread claims no more jobs (the one in hand finishes) but still answers calls. */
+  stopClaiming(): void {
+    this.thread?.postMessage({ type: 'drain' })
+  }
+
+  /**
+   * Lets the thread finish its job in hand and hand back its leases, waiting at most `waitMs`, then ends
+   * it. Returns whether it finished in time; if not, its leases run out or are reclaimed at the next
+   * start (lease-owner.ts) and its open transaction, if any, never commits.
+   */
+  async stop(waitMs = STOP_WAIT_MS): Promise<boolean> {
     this.stopped = true
     const thread = this.thread
     this.thread = undefined
-    if (!thread) return
+    if (!thread) return true
     let timer: ReturnType<typeof setTimeout> | undefined
-    await new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, STOP_WAIT_MS)
-      thread.addEventListener('message', (e: MessageEvent) => e.data?.type === 'stopped' && resolve())
+    const finished = await new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.max(0, waitMs))
+      thread.addEventListener('message', (e: MessageEvent) => e.data?.type === 'stopped' && resolve(true))
       thread.postMessage({ type: 'stop' })
     })
     clearTimeout(timer)
@@ -191,5 +200,6 @@ export class ProcessingThread implements ClusterPort {
     this.releaseTurns()
     for (const call of this.calls.values()) call.reject(new Error('the server is stopping'))
     this.calls.clear()
+    return finished
   }
 }

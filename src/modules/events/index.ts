@@ -36,7 +36,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
     .get(
       '/v1/events/stream',
       ({ org, query, request }) =>
-        events.stream(org.orgId, { ...query, after: readIntQuery(request, 'after', { min: 0, max: SEQ_MAX }, 0) }, request.headers.get('last-event-id')),
+        events.stream(org.orgId, org.keyId, { ...query, after: readIntQuery(request, 'after', { min: 0, max: SEQ_MAX }, 0) }, request.headers.get('last-event-id')),
       {
         access: 'org.read',
         query: StreamQuery,
@@ -47,7 +47,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
         detail: {
           summary: 'Live stream of events (Server-Sent Events)',
           description:
-            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most 5,000 open streams per Org (429 beyond).',
+            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most FIXLOOP_SSE_STREAMS_PER_KEY (default 100) open streams per API key or dashboard session, and 5,000 per Org: 429 rate_limited with Retry-After beyond.',
           tags: ['events'],
           security: BEARER_SK,
         },

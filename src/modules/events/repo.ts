@@ -80,7 +80,7 @@ export function createEventsRepo(sqlite: Database) {
   const purge: Statement = sqlite.query(PURGE_SQL)
   const maxRowid: Statement = sqlite.query('SELECT COALESCE(MAX(rowid), 0) AS m FROM events')
   const orgsBetween: Statement = sqlite.query('SELECT DISTINCT org_id FROM events WHERE rowid > ? AND rowid <= ?')
-  const rowsBetween: Statement = sqlite.query('SELECT * FROM events WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?')
+  const after: Statement = sqlite.query(pageSql(0, false))
   const statements = new Map<string, Statement>()
 
   function pageStatement(typeCount: number, withApp: boolean): Statement {
@@ -120,8 +120,8 @@ export function createEventsRepo(sqlite: Database) {
     /** Orgs with events in the rowid range (from, to]. */
     orgsBetween: (from: number, to: number): string[] => (orgsBetween.all(from, to) as { org_id: string }[]).map((r) => r.org_id),
 
-    /** The events in the rowid range (from, to], at most `limit`, in commit order. */
-    rowsBetween: (from: number, to: number, limit: number): EventRow[] => rowsBetween.all(from, to, limit) as EventRow[],
+    /** An Org's events with seq > `seq`, at most `limit`, in order: the hub's one read for all its streams. */
+    after: (orgId: string, seq: number, limit: number): EventRow[] => after.all(orgId, seq, limit) as EventRow[],
 
     /** The Org's last seq (0 before its first event); retention never lowers it (lifecycle/outbox.ts). */
     lastSeq(orgId: string): number {

@@ -1,6 +1,7 @@
 /**
  * The rules of the pull feed and the live stream: tenant scope (an appId of another Org is
- * app_not_found), the resume point (Last-Event-ID wins over `after`), the cap on open streams per Org.
+ * app_not_found), the resume point (Last-Event-ID wins over `after`), the caps on open streams per
+ * credential (FIXLOOP_SSE_STREAMS_PER_KEY) and per Org.
  */
 import { ApiError } from '../../core/errors'
 import type { AppsRepo } from '../apps/repo'
@@ -11,6 +12,16 @@ import { openEventStream } from './stream'
 
 /** Open streams per Org: far above any real use, low enough that one leaked key cannot exhaust the server. */
 export const STREAMS_PER_ORG_MAX = 5000
+/** Default open streams per credential (an `sk_` key or a dashboard session): FIXLOOP_SSE_STREAMS_PER_KEY. */
+export const STREAMS_PER_KEY_DEFAULT = 100
+
+function tooManyStreams(limit: number, scope: 'org' | 'key'): ApiError {
+  const message =
+    scope === 'org'
+      ? `At most ${limit} event streams per Org are open at once.`
+      : `At most ${limit} event streams per API key (or dashboard session) are open at once; close one, or raise FIXLOOP_SSE_STREAMS_PER_KEY.`
+  return new ApiError('rate_limited', { openStreams: limit, scope }, message).withHeaders({ 'retry-after': '60' })
+}
 
 export interface EventQuery {
   after?: number
@@ -29,7 +40,9 @@ function resumeFrom(header: string | null, after: number | undefined): number {
   return seq
 }
 
-export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsRepo) {
+export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsRepo, streamsPerKey = STREAMS_PER_KEY_DEFAULT) {
+  /** Open streams per credential id (`sk_` key id or `session:<id>`), never the credential itself. */
+  const openByKey = new Map<string, number>()
   const checkApp = (orgId: string, appId: string | undefined) => {
     if (appId && !apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
@@ -40,14 +53,23 @@ export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsR
       return { data: page.rows.map(presentEvent), nextAfter: page.nextAfter }
     },
 
-    stream(orgId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null): Response {
+    /** `keyId`: the credential the stream counts against (OrgCaller.keyId). */
+    stream(orgId: string, keyId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null): Response {
       checkApp(orgId, q.appId)
       const after = resumeFrom(lastEventId, q.after)
-      if (hub.countFor(orgId) >= STREAMS_PER_ORG_MAX) {
-        throw new ApiError('rate_limited', { openStreams: STREAMS_PER_ORG_MAX }, `At most ${STREAMS_PER_ORG_MAX} event streams per Org are open at once.`).withHeaders({ 'retry-after': '60' })
-      }
-      return openEventStream(repo, hub, orgId, { after, types: typesOf(q.types), appId: q.appId })
+      const mine = openByKey.get(keyId) ?? 0
+      if (mine >= streamsPerKey) throw tooManyStreams(streamsPerKey, 'key')
+      if (hub.countFor(orgId) >= STREAMS_PER_ORG_MAX) throw tooManyStreams(STREAMS_PER_ORG_MAX, 'org')
+      openByKey.set(keyId, mine + 1)
+      return openEventStream(repo, hub, orgId, { after, types: typesOf(q.types), appId: q.appId }, () => {
+        const n = (openByKey.get(keyId) ?? 1) - 1
+        if (n > 0) openByKey.set(keyId, n)
+        else openByKey.delete(keyId)
+      })
     },
+
+    /** Streams open on one credential (tests, diagnostics). */
+    openFor: (keyId: string): number => openByKey.get(keyId) ?? 0,
   }
 }
 export type EventsService = ReturnType<typeof createEventsService>

@@ -1,117 +1,106 @@
 /**
- * One Server-Sent Events response. The stream keeps only a cursor (the last seq sent) and reads the
- * outbox by seq whenever the shared hub says its Org has news and the client has room: a slow reader
- * fills the stream's small queue, then reading stops until it drains, so memory per connection is
- * bounded by the queue size plus one page. `id:` is the seq, so Last-Event-ID resumes exactly, even
- * across a restart (seq lives in the database, not in memory).
+ * One Server-Sent Events response. The stream keeps only a cursor (the last seq sent) and is in one of
+ * two modes:
+ * - live: its cursor is at the Org's head; it takes the batches the hub reads once for every stream of
+ *   the Org (hub.ts), one shared chunk per batch, with no query of its own;
+ * - behind: opened with an old cursor, or its client stopped reading while events came: it reads its
+ *   backlog a page per step through the hub's catch-up queue (catch-up.ts), which bounds the work per
+ *   event-loop turn, and turns live again when a page comes back short.
+ * A slow reader fills the stream's small queue, then reading stops until it drains, so memory per
+ * connection is bounded by the queue size plus one page. `id:` is the seq, so Last-Event-ID resumes
+ * exactly, even across a restart (seq lives in the database, not in memory).
  */
+import { joinMessages, type EventBatch, type StreamFilter } from './batch'
 import type { EventHub } from './hub'
-import { eventBody, type EventRow, type EventsRepo } from './repo'
+import type { EventsRepo } from './repo'
 
-export interface StreamFilter {
-  after: number
-  types?: readonly string[]
-  appId?: string
-}
+export type { StreamFilter } from './batch'
 
 /** Bytes queued per connection before reading pauses for a slow client. */
 const QUEUE_BYTES = 64 * 1024
-const PAGE = 100
+/** Events per catch-up read. */
+const PAGE = 200
 const encoder = new TextEncoder()
 
-/** One encoding per event, shared by every stream that sends it. */
-const encoded = new WeakMap<EventRow, Uint8Array>()
-function messageOf(row: EventRow): Uint8Array {
-  let bytes = encoded.get(row)
-  if (!bytes) encoded.set(row, (bytes = encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${eventBody(row)}\n\n`)))
-  return bytes
-}
-
-export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, filter: StreamFilter): Response {
+/** `onClose`: called once when the stream ends, however it ends (client gone, error, shutdown). */
+export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, filter: StreamFilter & { after: number }, onClose?: () => void): Response {
   let cursor = filter.after
-  let pumping = false
-  let again = false
+  let live = false
   let closed = false
-  /** Events may be waiting past the cursor: set when reading stopped for a full queue or news arrived. */
-  let behind = true
   const cleanups: (() => void)[] = []
-  let pumpNow: () => Promise<void> = async () => {}
+  const finish = () => {
+    if (closed) return false
+    closed = true
+    for (const c of cleanups) c()
+    onClose?.()
+    return true
+  }
+  let catchUpStep: () => boolean = () => false
 
   const stream = new ReadableStream<Uint8Array>(
     {
       start(controller) {
+        const room = () => (controller.desiredSize ?? 0) > 0
         const close = () => {
-          if (closed) return
-          closed = true
-          for (const c of cleanups) c()
+          if (!finish()) return
           try {
             controller.close()
           } catch {
             // Already closed by the client.
           }
         }
-        const pump = async () => {
-          if (pumping) return void (again = true)
-          pumping = true
+        const fallBehind = () => {
+          live = false
+          // With a full queue, pull() queues the catch-up once the client has drained it.
+          if (room()) hub.catchUp.add(catchUpStep)
+        }
+        // One page of the backlog; true while there is more and room for it.
+        catchUpStep = () => {
+          if (closed || live || !room()) return false
           try {
-            do {
-              again = false
-              while (!closed) {
-                // A full queue: stop reading; pull() resumes once the client has drained it.
-                if ((controller.desiredSize ?? 0) <= 0) {
-                  behind = true
-                  break
-                }
-                const page = repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
-                // The cursor moves first: enqueue can call pull() (and so pump) synchronously.
-                cursor = page.nextAfter
-                for (const row of page.rows) controller.enqueue(messageOf(row))
-                if (page.rows.length < PAGE) {
-                  behind = false
-                  break
-                }
-                // A long backlog: let other requests run between pages.
-                await new Promise((r) => setImmediate(r))
-              }
-            } while (again && !closed)
+            const page = repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
+            // The cursor moves first: enqueue can call pull() synchronously.
+            cursor = page.nextAfter
+            if (page.rows.length < PAGE) live = true
+            const bytes = joinMessages(page.rows, filter)
+            if (bytes.byteLength > 0) controller.enqueue(bytes)
           } catch {
             close()
-          } finally {
-            pumping = false
+            return false
           }
+          return !live && room()
         }
-        const wanted = (row: EventRow) => (!filter.types || filter.types.includes(row.type)) && (!filter.appId || row.app_id === filter.appId)
         cleanups.push(
-          hub.subscribe(orgId, (_org, rows) => {
-            // Caught up and with room: take the batch the hub read once for every stream, no query of our own.
-            if (rows && rows.length > 0 && !pumping && !closed && rows[0].seq === cursor + 1 && (controller.desiredSize ?? 0) > 0) {
-              // The cursor moves first: enqueue can call pull() (and so pump) synchronously.
-              cursor = rows[rows.length - 1].seq
-              for (const row of rows) if (wanted(row)) controller.enqueue(messageOf(row))
-              return
+          hub.subscribe(orgId, (batch: EventBatch) => {
+            if (closed || !live || batch.last <= cursor) return 0
+            // A gap (events between our cursor and this batch that we never saw), or no room: read on our own.
+            if (batch.first > cursor + 1 || !room()) {
+              fallBehind()
+              return 0
             }
-            behind = true
-            void pump()
+            const bytes = batch.bytesAfter(cursor, filter)
+            cursor = batch.last
+            if (bytes.byteLength > 0) controller.enqueue(bytes)
+            return bytes.byteLength
           }),
         )
         cleanups.push(
           hub.onHeartbeat(() => {
             // A client that is not reading gets no heartbeat either: its queue stays bounded.
-            if (!closed && (controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(': keep-alive\n\n'))
+            if (!closed && room()) controller.enqueue(encoder.encode(': keep-alive\n\n'))
           }),
         )
         cleanups.push(hub.onStop(close))
         controller.enqueue(encoder.encode(`retry: 2000\n: connected, after ${cursor}\n\n`))
-        pumpNow = pump
-        void pump()
+        // Every stream starts behind: it reads up to the head (usually one short page) before it is live.
+        hub.catchUp.add(catchUpStep)
       },
       pull() {
-        // Called after every read while there is room: only a stream with events waiting reads the database.
-        return behind ? pumpNow() : undefined
+        // Called after every read while there is room: only a stream with events waiting is queued.
+        if (!live && !closed) hub.catchUp.add(catchUpStep)
       },
       cancel() {
-        closed = true
-        for (const c of cleanups) c()
+        finish()
       },
     },
     { highWaterMark: QUEUE_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },

@@ -26,13 +26,13 @@ export function createMetrics(sqlite: Database, dataDir: string, clock: Clock) {
   const startedAt = Date.now()
   registry.add(() => requests.collect())
   registry.add((): MetricFamily[] => {
-    const s = repo.snapshot()
     const now = clock.now()
-    const oldest = s.jobsByKind.reduce((m, j) => Math.min(m, j.oldest), Infinity)
+    const s = repo.snapshot(now)
+    const oldest = s.jobsByKind.reduce((m, j) => Math.min(m, j.dueSince ?? Infinity), Infinity)
     return [
       { name: 'fixloop_reports', help: 'Feedback reports stored, by status.', type: 'gauge', samples: s.reportsByStatus.map((r) => ({ labels: { status: r.status }, value: r.n })) },
       { name: 'fixloop_jobs_backlog', help: 'Jobs waiting or running in the durable queue, by kind.', type: 'gauge', samples: s.jobsByKind.map((j) => ({ labels: { kind: j.kind }, value: j.n })) },
-      { name: 'fixloop_jobs_oldest_age_seconds', help: 'Age of the oldest job in the queue (0 when empty).', type: 'gauge', samples: [{ value: oldest === Infinity ? 0 : Math.max(0, (now - oldest) / 1000) }] },
+      { name: 'fixloop_jobs_oldest_age_seconds', help: 'Seconds the longest-waiting due job has been due (0 when no job is due).', type: 'gauge', samples: [{ value: oldest === Infinity ? 0 : Math.max(0, (now - oldest) / 1000) }] },
       { name: 'fixloop_agent_runs', help: 'Agent runs, by outcome (status).', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       { name: 'fixloop_agent_cost_usd', help: 'Agent cost reported by runs, in US dollars, by outcome.', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.cost })) },
       { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
