@@ -32,8 +32,27 @@ const SUFFIXES = ['token', 'apikey', 'accesskey', 'privatekey', 'secretkey', 'si
  */
 const QUERY_ONLY = new Set(['code', 'sig', 'signature', 'xamzsignature', 'xamzcredential', 'xgoogsignature', 'xgoogcredential', 'nonce', 'hmac'])
 
+/**
+ * Remembers a name check: the `key=value` detector asks about every key-like word of a report, and a
+ * report repeats the same few names (`key: … key: …`) thousands of times. Bounded: cleared when full.
+ */
+function memo(check: (key: string) => boolean): (key: string) => boolean {
+  const known = new Map<string, boolean>()
+  return (key) => {
+    let hit = known.get(key)
+    if (hit === undefined) {
+      if (known.size >= 4096) known.clear()
+      hit = check(key)
+      known.set(key, hit)
+    }
+    return hit
+  }
+}
+
 /** True when a value under this name is a secret wherever it appears. */
-export function isSensitiveKey(key: string): boolean {
+export const isSensitiveKey = memo(sensitiveKey)
+
+function sensitiveKey(key: string): boolean {
   // A token inside a name is an earlier redaction, not a word of the name: `[REDACTED:opaque_token]`
   // must not make its value look like a token's.
   const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
@@ -42,15 +61,13 @@ export function isSensitiveKey(key: string): boolean {
 }
 
 /** True when a value under this name is a password, which may be a pass phrase of several words. */
-export function isPassphraseKey(key: string): boolean {
+export const isPassphraseKey = memo((key: string): boolean => {
   const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
   return k.length <= 64 && (['pwd', 'pass'].includes(k) || CONTAINED.some((w) => w !== 'secret' && k.includes(w)))
-}
+})
 
 /** True when a URL parameter of this name is a secret. */
-export function isSensitiveParam(key: string): boolean {
-  return isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' ')))
-}
+export const isSensitiveParam = memo((key: string): boolean => isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' '))))
 
 /**
  * Values that cannot be secrets: booleans, empties, templates, and the words people write after a field

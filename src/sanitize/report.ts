@@ -8,7 +8,7 @@
  * and stay as they are: an upload key must keep pointing at its upload.
  */
 import { CREDENTIAL_RULES } from './rules'
-import { sanitizeJson, sanitizeText, type RedactionCounts } from './sanitize'
+import { sanitizeJson, sanitizeText, WITHHELD, type RedactionCounts } from './sanitize'
 import { rulesFor, type Submitter } from './submitter'
 import { token } from './tokens'
 import { sanitizeUrl } from './url'
@@ -50,8 +50,8 @@ export function sanitizeReport(report: ReportText, submitter?: Submitter): { rep
   }
 }
 
-/** The rule name counted when a report could not be sanitized and its text was withheld. */
-export const WITHHELD = 'unsanitizable'
+/** The rule name counted when a report (or one of its texts) could not be sanitized and was withheld. */
+export { WITHHELD }
 
 function withheld(report: ReportText): ReportText {
   const t = token(WITHHELD)

@@ -4,7 +4,7 @@
  * Credentials come first, so a password inside a URL is caught as a credential before the email rule
  * sees the `user@host` around it. docs/sanitizing.md is the readable version of this table.
  */
-import { isCardNumber } from './cards'
+import { cardLength } from './cards'
 import { isPlaceholder, shannonEntropy } from './entropy'
 import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
@@ -56,6 +56,16 @@ const PHRASE_WORD = /^ (?![#(\-])[^\s"'&;,<>(){}[\]\\]{1,64}/
 /** A pass phrase is at most this many words long; what follows is prose again. */
 const PHRASE_WORDS = 8
 
+/** A parameter's name comes just after `?`, `&`, `#` or `;` (the match starts with the name, or its quote). */
+const inQueryAt = (text: string, index: number): boolean => /[?&#;]/.test(text[index - 1] ?? '')
+
+/** The first look at a `key=value` match: is its key sensitive? (Most key-like words are not.) */
+function hasSensitiveKey(m: RegExpExecArray, text: string): boolean {
+  const key = m.groups?.key
+  if (key === undefined) return true // the cookie header
+  return inQueryAt(text, m.index) ? isSensitiveParam(key) : isSensitiveKey(key)
+}
+
 /**
  * Keeps `key=value` candidates whose key is sensitive (or a URL parameter such as `?code=`), and
  * stretches an unquoted value to its real end: past what the regex read, over an `&` that does not
@@ -65,9 +75,8 @@ const PHRASE_WORDS = 8
 function sensitiveKeyValue(c: Candidate): Candidate | null {
   const key = group(c, 'key')
   if (key === undefined) return c // the cookie header
-  const keyStart = c.match.indices!.groups!.q![0]
-  const inQuery = /[?&#;]/.test(c.text[keyStart - 1] ?? '')
-  if (!(inQuery ? isSensitiveParam(key) : isSensitiveKey(key))) return null
+  const keyStart = c.match.index
+  const inQuery = inQueryAt(c.text, keyStart)
   if (group(c, 'nl') !== undefined && !/(?:^|\n)[ \t]*(?:- )?$/.test(c.text.slice(Math.max(0, keyStart - 80), keyStart))) return null
   if (group(c, 'secret4') === undefined) return c
   let end = c.end
@@ -161,7 +170,7 @@ export const RULES: readonly Rule[] = [
     name: 'secret',
     kind: 'credential',
     mayMatch: hasSeparator,
-    detect: matcher([KEY_VALUE, COOKIE_HEADER], { narrow: sensitiveKeyValue }),
+    detect: matcher([KEY_VALUE, COOKIE_HEADER], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
     keep: (c) => isNonSecretValue(c.value),
   }),
   rule({
@@ -202,7 +211,7 @@ export const RULES: readonly Rule[] = [
     // Also dotted in groups of four (Amex 4-6-5), never a free run of dots (versions and builds).
     mayMatch: hasDigit,
     detect: matcher([/(?<![\w.,+])\d(?:[ -]?\d){11,18}(?!\d|[.,]\d)/, /(?<![\w.,+])\d{4}\.\d{4,6}\.\d{4,5}(?:\.\d{1,7})?(?!\d|[.,]\d)/], { narrow: narrowCard }),
-    keep: (c) => !isCardNumber(c.value),
+    keep: (c) => cardLength(c.value) !== c.value.length,
   }),
   rule({
     name: 'iban',
@@ -251,8 +260,11 @@ export const RULES: readonly Rule[] = [
     name: 'phone',
     kind: 'pii',
     mayMatch: hasDigit,
+    // The lookahead is where a phone shape can start (phone.ts): `+`, `(`, a trunk `0`, or a North
+    // American area code (after an optional `1`). Elsewhere, e.g. inside `1 1 1 1 …`, the detector
+    // fails at once instead of reading seven groups for phone.ts to reject.
     detect: matcher(
-      [/(?<![\w.,+$€£¥#/@-])\+\d{7,15}(?![\w-])/, /(?<![\w.,+$€£¥#/@-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,5}(?:[ ./-]\d{1,8}){1,6}(?!\w|[.,/-]\d)/],
+      [/(?<![\w.,+$€£¥#/@-])\+\d{7,15}(?![\w-])/, /(?<![\w.,+$€£¥#/@-])(?=[+(0]|1[ .-]?(?:\(|[2-9]\d{2}[ .-])|[2-9]\d{2}[ .-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,5}(?:[ ./-]\d{1,8}){1,6}(?!\w|[.,/-]\d)/],
       { narrow: narrowPhone },
     ),
     keep: (c) => isIdContext(c) || /^[:.]\d/.test(after(c)) || /\d[:.]$/.test(before(c)),
