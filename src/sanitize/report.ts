@@ -130,18 +130,6 @@ export function sanitizeStored(columns: StoredReport, submitter?: Submitter): { 
   return { columns: serialize(report), redactions }
 }
 
-/**
- * The columns of a report the worker has not sanitized (yet, or ever: archived or failed first), as a
- * read may show them: sanitized on the fly with the same rules, or withheld when that is impossible.
- */
-export function previewStored(columns: StoredReport, submitter?: Submitter): StoredReport {
-  try {
-    return sanitizeStored(columns, submitter).columns
-  } catch {
-    return { text: token(WITHHELD), url: null, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null }
-  }
-}
-
 function serialize(report: ReportText): StoredReport {
   return {
     text: report.text,

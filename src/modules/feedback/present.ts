@@ -3,9 +3,9 @@ import { isoUtc } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { FeedbackRow, ListRow } from './repo'
 import type { FeedbackItem, FullFeedbackItem } from './model'
-import { previewStored } from '../../sanitize/report'
-import { isSanitized, servableText } from '../../sanitize/servable'
-import { previews } from './preview-cache'
+import { WITHHELD } from '../../sanitize/report'
+import { isSanitized, PENDING_TEXT, servableText } from '../../sanitize/servable'
+import { token } from '../../sanitize/tokens'
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoUtc(ms))
 const parseOr = <T>(json: string | null, fallback: T): T => (json === null ? fallback : (JSON.parse(json) as T))
@@ -20,30 +20,26 @@ function submittedBy(row: ListRow): FeedbackItem['submittedBy'] {
 }
 
 /**
- * A report the worker has not sanitized (still `received` or `sanitizing`, or archived or failed before
- * it could be: no `redactions` yet) is shown sanitized on the fly with the same rules, so no read ever
- * serves a raw value; once the worker runs it stores the same text. The preview is made once per row
- * version (preview-cache.ts), not on every read.
+ * A report the worker has not sanitized (still `received` or `sanitizing`, or archived before it got
+ * there: no `redactions` yet) is served with its free text withheld: `text` is `[REDACTED:pending]`,
+ * `url`, `userAgent`, `submissionMeta` and `componentTarget` are null and `consoleLogs` is empty. Never raw, and never sanitized here: a report within every limit
+ * takes tens of milliseconds to sanitize, and the HTTP thread serves every other request meanwhile.
+ * The worker sanitizes it within moments; the next read shows it. A report that failed before it could
+ * be sanitized (a damaged row) says `[REDACTED:unsanitizable]` instead: it never will be.
  */
 function servable(row: FeedbackRow): FeedbackRow {
   if (isSanitized(row)) return row
-  const preview = previews.get(`${row.id}:${row.version}:full`, () =>
-    previewStored(row, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }),
-  )
-  return { ...row, ...preview }
+  const t = withheldText(row)
+  return { ...row, text: t, url: null, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null }
 }
 
 /** The same for a list entry, which carries only text and url of the free-text fields. */
 function servableListRow(row: ListRow): ListRow {
   if (isSanitized(row)) return row
-  const preview = previews.get(`${row.id}:${row.version}:list`, () =>
-    previewStored(
-      { text: row.text, url: row.url, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null },
-      { email: row.email, name: row.submitterName, externalUserId: row.externalUserId },
-    ),
-  )
-  return { ...row, text: preview.text, url: preview.url }
+  return { ...row, text: withheldText(row), url: null }
 }
+
+const withheldText = (row: { status: string }): string => (row.status === 'failed' ? token(WITHHELD) : PENDING_TEXT)
 
 export function toListItem(stored: ListRow): FeedbackItem {
   const row = servableListRow(stored)
