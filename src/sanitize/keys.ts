@@ -70,17 +70,33 @@ export const isPassphraseKey = memo((key: string): boolean => {
 export const isSensitiveParam = memo((key: string): boolean => isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' '))))
 
 /**
- * Values that cannot be secrets: booleans, empties, templates, and the words people write after a field
- * name in prose ("Token: expired", "enter your password: then click"). Kept so the report stays readable.
+ * Values that cannot be secrets: booleans, empties, templates, and words that say the value is missing
+ * or wrong ("Token: expired", "password = incorrect"). Kept so the report stays readable.
  */
 const NOT_A_SECRET =
-  /^(?:true|false|null|nil|none|undefined|empty|missing|required|invalid|expired|incorrect|wrong|hidden|unset|n\/a|yes|no|on|off|\*+|x+|\.+|-+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%s|the|a|an|and|or|but|then|is|was|it|not|field|box|input|please|again|still|too|when|after|before)$/i
+  /^(?:true|false|null|nil|none|undefined|empty|missing|required|invalid|expired|incorrect|wrong|hidden|unset|n\/a|yes|no|on|off|\*+|x+|\.+|-+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%s)$/i
+
+/**
+ * The words people write after a field name and a colon in prose ("enter your password: then click").
+ * After `=` they are values like any other: `secret=a` is configuration, not prose.
+ */
+const PROSE_WORD = /^(?:the|a|an|and|or|but|then|is|was|it|not|field|box|input|please|again|still|too|when|after|before)$/i
 
 /** An absolute file path (`PWD=/home/app/repo`, `password_file: /run/secrets/db`): names a place, holds no secret. */
 const FILE_PATH = /^(?:\/|~\/|[A-Za-z]:\\)[\w.\/\\-]*$/
 
-export function isNonSecretValue(value: string): boolean {
+/** `afterColon`: the value follows `name:` (prose words count as non-secrets), not `name=`. */
+export function isNonSecretValue(value: string, afterColon = true): boolean {
   const v = value.trim()
+  const notSecret = (w: string) => NOT_A_SECRET.test(w) || (afterColon && PROSE_WORD.test(w))
   // A prose word ends a sentence as often as not: `password: invalid.`
-  return v === '' || NOT_A_SECRET.test(v) || NOT_A_SECRET.test(v.replace(/[.!?:]+$/, '')) || FILE_PATH.test(v)
+  return v === '' || notSecret(v) || notSecret(v.replace(/[.!?:]+$/, '')) || FILE_PATH.test(v)
+}
+
+/** Words that make a bracketed name a template, not a value: `<your-token>`, `{password}`, `<API KEY HERE>`. */
+const TEMPLATE_WORD = /your|my|the|pass|pwd|secret|token|key|value|here|placeholder|redacted|hidden|insert|enter|example|sample|dummy|changeme|xxx/i
+
+/** The name inside `<…>` or `{…}` after a sensitive key: a template (kept) or a value (`<hunter2>`, `{hunter2}`)? */
+export function isTemplateName(inner: string): boolean {
+  return /^\d{1,2}$/.test(inner) || (/^[A-Za-z][A-Za-z _.-]*$/.test(inner) && (/^[A-Z][A-Z_.-]*$/.test(inner) || TEMPLATE_WORD.test(inner)))
 }

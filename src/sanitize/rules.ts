@@ -9,7 +9,7 @@ import { isPlaceholder, shannonEntropy } from './entropy'
 import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
-import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam } from './keys'
+import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName } from './keys'
 import { narrowCard, narrowIban, narrowIpv6, narrowPhone } from './narrow'
 import { contains, matcher, reslice, rule, type Candidate, type Rule } from './rule'
 
@@ -40,7 +40,7 @@ const hasSeparator = (text: string): boolean => /[:=：＝]/.test(text)
 // CJK punctuation and the full-width forms, so `：` and `＝` stay separators) rather than \p{L} with the
 // `u` flag, which made this rule — run at every word start of every field — seven times slower.
 const KEY_VALUE =
-  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}\r?\n[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
+  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}(?:\r?\n|\\(?:r\\)?n)[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|<(?<secret9>[^<>\s]{1,256})>|\{(?<secret10>[^{}\s]{1,256})\}|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
 
 /** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
@@ -49,12 +49,21 @@ const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1
 const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/
 /** The regex reads at most this much of an unquoted value, so that rejected keys stay cheap. */
 const UNQUOTED_READ = 256
-/** `&` inside a value (`Tr0ub4dor&3`), not the start of the next `&name=` parameter. */
-const AMP_IN_VALUE = /^&(?![\w.[\]-]{1,64}=)[^\s"'&;,<>(){}[\]\\]/
-/** One more word of a pass phrase on the same line (`correct horse battery staple`): letters, digits, symbols. */
-const PHRASE_WORD = /^ (?![#(\-])[^\s"'&;,<>(){}[\]\\]{1,64}/
+/**
+ * `&` or `,` inside a value (`Tr0ub4dor&3`, `a,b,c`), not the start of the next pair (`&name=`, `,name=`,
+ * `,name:`). A comma followed by a space is prose and ends the value.
+ */
+const SEPARATOR_IN_VALUE = /^(?:&(?![\w.[\]-]{1,64}=)|,(?![\w.[\]-]{1,64}[=:]))[^\s"'&;,<>(){}[\]\\]/
+/**
+ * One more word of a pass phrase on the same line (`correct horse battery staple`): letters, digits,
+ * symbols; not a comment, a bracket, a dash, nor the next `name=value` / `name: value` pair.
+ */
+const PHRASE_WORD = /^ (?![#(\-])(?![\w.[\]-]{1,64}[=:：＝])[^\s"'&;,<>(){}[\]\\]{1,64}/
 /** A pass phrase is at most this many words long; what follows is prose again. */
 const PHRASE_WORDS = 8
+
+/** Is the value of this `key: value` / `key=value` candidate written after a colon (prose-like)? */
+const afterColon = (c: Candidate): boolean => group(c, 'key') === undefined || /[:：]/.test(c.text.slice(c.match.index, c.start))
 
 /** A parameter's name comes just after `?`, `&`, `#` or `;` (the match starts with the name, or its quote). */
 const inQueryAt = (text: string, index: number): boolean => /[?&#;]/.test(text[index - 1] ?? '')
@@ -77,7 +86,8 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
   if (key === undefined) return c // the cookie header
   const keyStart = c.match.index
   const inQuery = inQueryAt(c.text, keyStart)
-  if (group(c, 'nl') !== undefined && !/(?:^|\n)[ \t]*(?:- )?$/.test(c.text.slice(Math.max(0, keyStart - 80), keyStart))) return null
+  // (A console line may carry its newlines escaped: `password:\\n  value`.)
+  if (group(c, 'nl') !== undefined && !/(?:^|\n|\\n)[ \t]*(?:- )?$/.test(c.text.slice(Math.max(0, keyStart - 80), keyStart))) return null
   if (group(c, 'secret4') === undefined) return c
   let end = c.end
   const extend = () => {
@@ -85,12 +95,13 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
   }
   extend()
   if (!inQuery) {
-    while (AMP_IN_VALUE.test(c.text.slice(end, end + 68))) {
+    while (SEPARATOR_IN_VALUE.test(c.text.slice(end, end + 68))) {
       end++
       extend()
     }
   }
-  if (!inQuery && isPassphraseKey(key) && /[:：]/.test(c.text.slice(keyStart, c.start)) && group(c, 'nl') === undefined && !isNonSecretValue(c.text.slice(c.start, end))) {
+  // A password runs on over the rest of its pass phrase, after `:` or `=` alike (`password=abc def ghi`).
+  if (!inQuery && isPassphraseKey(key) && group(c, 'nl') === undefined && !isNonSecretValue(c.text.slice(c.start, end), afterColon(c))) {
     for (let words = 1; words < PHRASE_WORDS && !/[.!?]$/.test(c.text.slice(c.start, end)); words++) {
       const word = PHRASE_WORD.exec(c.text.slice(end, end + 66))
       if (!word) break
@@ -171,7 +182,9 @@ export const RULES: readonly Rule[] = [
     kind: 'credential',
     mayMatch: hasSeparator,
     detect: matcher([KEY_VALUE, COOKIE_HEADER], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
-    keep: (c) => isNonSecretValue(c.value),
+    // A `<name>` or `{name}` value is a template when its name says so (`<your-token>`, `{password}`,
+    // `{0}`); prose words are values only after a colon (`password: then click`), not after `=`.
+    keep: (c) => (group(c, 'secret9') !== undefined || group(c, 'secret10') !== undefined ? isTemplateName(c.value) : isNonSecretValue(c.value, afterColon(c))),
   }),
   rule({
     name: 'opaque_token',
