@@ -130,6 +130,24 @@ export function sanitizeStored(columns: StoredReport, submitter?: Submitter): { 
   return { columns: serialize(report), redactions }
 }
 
+/**
+ * The columns of a report the worker has not sanitized yet, as a read may show them: sanitized on the fly
+ * with the same rules, or withheld when that is impossible. Reads call it only within a budget of
+ * characters (src/modules/feedback/present.ts): it costs the HTTP thread what the worker would pay.
+ */
+export function previewStored(columns: StoredReport, submitter?: Submitter): StoredReport {
+  try {
+    return sanitizeStored(columns, submitter).columns
+  } catch {
+    return { text: token(WITHHELD), url: null, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null }
+  }
+}
+
+/** Characters of free text a preview would read: what it costs, and what a read's budget is charged. */
+export function freeTextLength(c: StoredReport): number {
+  return c.text.length + (c.url?.length ?? 0) + (c.userAgent?.length ?? 0) + (c.consoleLogs?.length ?? 0) + (c.metadata?.length ?? 0) + (c.componentTarget?.length ?? 0)
+}
+
 function serialize(report: ReportText): StoredReport {
   return {
     text: report.text,

@@ -2,8 +2,9 @@
  * The one gate for free text that leaves a report's row: a served `duplicates[].text`, a `/similar`
  * text, a lead's `consolidatedText`, the agent's task. A row the worker has sanitized (it has its
  * `redactions`) serves its stored text; one it has not yet (or could not) serves a token instead, so no
- * path can hand on a raw value by forgetting to check. Full reads of a pending report withhold every
- * free-text member the same way (src/modules/feedback/present.ts): nothing is sanitized on a read.
+ * path can hand on a raw value by forgetting to check. Full reads of a pending report go through
+ * `previewStored`, once per row version and within a per-request budget of characters, and are served
+ * with every free-text member pending beyond it (src/modules/feedback/present.ts).
  */
 import { token } from './tokens'
 
