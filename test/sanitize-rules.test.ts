@@ -10,7 +10,7 @@ import { isIban } from '../src/sanitize/iban'
 import { parseIPv4, parseIPv6 } from '../src/sanitize/ip'
 import { isSensitiveKey, isSensitiveParam } from '../src/sanitize/keys'
 import { isPhoneShape } from '../src/sanitize/phone'
-import { sanitizeReport, sanitizeStored } from '../src/sanitize/report'
+import { previewStored, sanitizeReport, sanitizeStored } from '../src/sanitize/report'
 import { CREDENTIAL_RULES, RULES, sanitizeJson, sanitizeText, type RedactionCounts } from '../src/sanitize/sanitize'
 import { rulesFor } from '../src/sanitize/submitter'
 import { sanitizeUrl } from '../src/sanitize/url'
@@ -388,10 +388,11 @@ describe('sanitizeStored: what the worker writes back', () => {
     })
   })
 
-  test('a damaged JSON column makes the worker step throw (it retries), without quoting the row', () => {
+  test('a damaged JSON column makes the worker step throw (it retries); a preview withholds everything', () => {
     const damaged = { text: 'password=hunter2', url: null, userAgent: null, consoleLogs: '[{"level"', metadata: null, componentTarget: null }
-    expect(() => sanitizeStored(damaged)).toThrow('does not parse')
-    expect(sanitizeStored({ ...damaged, consoleLogs: null }).columns.text).toBe('password=[REDACTED:secret]')
+    expect(() => sanitizeStored(damaged)).toThrow()
+    expect(previewStored(damaged)).toEqual({ text: '[REDACTED:unsanitizable]', url: null, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null })
+    expect(previewStored({ ...damaged, consoleLogs: null }).text).toBe('password=[REDACTED:secret]')
   })
 })
 
