@@ -91,11 +91,15 @@ export function reslice(c: Candidate, start: number, end: number): Candidate {
  * with `secret` limits the replacement to that group (so `password=hunter2` keeps `password=`).
  */
 export function matcher(patterns: RegExp | RegExp[], options: MatcherOptions = {}): Rule['detect'] {
-  // Each pattern searches without group offsets (`d`): computing them makes every match several times
-  // slower, and the digit rules match at almost every position of a run of digits. Where the pattern has
-  // named groups to locate, a sticky copy with offsets reads the match again, once it is accepted.
-  const list = (Array.isArray(patterns) ? patterns : [patterns]).map((p) => new RegExp(p.source, [...new Set(p.flags.replace('d', '') + 'g')].join('')))
-  const exact = list.map((re) => (/\(\?<[A-Za-z]/.test(re.source) ? new RegExp(re.source, re.flags.replace('g', '') + 'dy') : undefined))
+  // Group offsets (`d`) only where a pattern has named groups to locate: computing them makes every match
+  // several times slower, and the digit rules match at almost every position of a run of digits. With an
+  // `accept` look (most matches dropped), the search runs without them and a sticky copy with offsets
+  // reads an accepted match again.
+  const source = Array.isArray(patterns) ? patterns : [patterns]
+  const named = (re: RegExp) => /\(\?<[A-Za-z]/.test(re.source)
+  const flagsOf = (re: RegExp, d: boolean) => [...new Set(re.flags.replace('d', '') + (d ? 'gd' : 'g'))].join('')
+  const list = source.map((p) => new RegExp(p.source, flagsOf(p, named(p) && !options.accept)))
+  const exact = source.map((p) => (named(p) && options.accept ? new RegExp(p.source, p.flags.replace(/[dg]/g, '') + 'dy') : undefined))
   const names = list.map(secretGroups)
   return (text: string) => {
     const found: Candidate[] = []
