@@ -85,8 +85,8 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
 
   /**
    * A batch's first half, without the write lock (batches only): the report as read now, sanitized in
-   * memory when it is not yet, and its cluster verdict. Null: nothing to compute ahead (gone, a
-   * duplicate, archived...): `advance` handles it under the lock.
+   * memory when it is not yet, and its cluster verdict. `plan` null: no verdict to compute ahead (gone, a
+   * duplicate, archived...): `advance` handles it under the lock, with `pre` (its sanitized columns).
    */
   function planOf(feedbackId: string): { plan: Plan | null; pre: Prescrubbed | undefined } {
     const row = repo.get(feedbackId)
@@ -142,7 +142,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
         case 'received':
         case 'sanitizing':
           // Often done already by the sanitize-ahead thread (../sanitize-ahead.ts) during a backlog.
-          row = row.redactions === null ? toSanitized(row, scrubbedFor(row, pre)) : row
+          row = toSanitized(row, scrubbedFor(row, pre))
           continue
         case 'sanitized': {
           // Idempotent: a retry finds the report already clustered and only re-indexes it.
@@ -184,7 +184,8 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
             .immediate()
           return
         } catch (e) {
-          // The row changed between the read and the lock (a customer's move): sanitize it again.
+          // The row's raw columns changed between the read and the lock (nothing in fixloop rewrites raw
+          // text; a status move does not count): sanitize it again.
           if (!(e instanceof StaleScrub)) throw e
           if (attempt >= STALE_RETRIES) throw new DeferJob(0, e.message, job.run_after)
         }

@@ -41,9 +41,9 @@ export interface Prescrubbed {
   scrubbed: Scrubbed
 }
 
-/** Sanitizes a row now, outside any transaction, if it still holds raw values. */
+/** Sanitizes a row now, outside any transaction, if it still holds raw values or is on its way to `sanitized`. */
 export function prescrub(row: ProcessRow | null): Prescrubbed | undefined {
-  if (!row || row.redactions !== null) return undefined
+  if (!row || (row.redactions !== null && row.status !== 'received' && row.status !== 'sanitizing')) return undefined
   const from = {} as Prescrubbed['from']
   for (const k of SCRUB_INPUTS) (from as Record<string, unknown>)[k] = row[k]
   return { id: row.id, from, scrubbed: scrub(row) }
