@@ -77,8 +77,8 @@ function hasSensitiveKey(m: RegExpExecArray, text: string): boolean {
 
 /**
  * Keeps `key=value` candidates whose key is sensitive (or a URL parameter such as `?code=`), and
- * stretches an unquoted value to its real end: past what the regex read, over an `&` that does not
- * start a parameter, and, for a password written after a colon, over the rest of a pass phrase.
+ * stretches an unquoted value to its real end: past what the regex read, over an `&` or `,` that does
+ * not start the next pair, and, for a password, over the rest of a pass phrase.
  * A value on the next line (YAML `password:\n  value`) counts only when the key starts its line.
  */
 function sensitiveKeyValue(c: Candidate): Candidate | null {
