@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { T } from './sanitize-fixtures'
+import { sanitizeText } from '../src/sanitize/sanitize'
 
 /** [what, the text submitted, fragments that must be gone]. */
 const MISSES: [string, string, string[]][] = [
@@ -27,6 +28,13 @@ const MISSES: [string, string, string[]][] = [
   ['a dotted card number', 'card 4111.1111.1111.1111 declined', ['4111.1111.1111.1111', '1111.1111']],
   ['a dotted SSN', 'SSN 219.09.9998', ['219.09.9998']],
   ['a lowercase AKIA key', `key ${T.awsLower} rejected`, [T.awsLower]],
+  // issue 28 item 6
+  ['a comma-separated password', 'password=a,b,c', ['a,b,c', 'b,c']],
+  ['a password in angle brackets', 'password=<hunter2>', ['hunter2']],
+  ['a password in braces', 'password={hunter2}', ['hunter2']],
+  ['a one-letter secret before another parameter', 'secret=a&b=c', ['secret=a&']],
+  ['a pass phrase after =', 'password=abc def ghi', ['abc', 'def', 'ghi']],
+  ['a YAML next-line value in an escaped console line', 'db:\\n  password:\\n    Yaml-Escaped-9', ['Yaml-Escaped-9']],
   ['a standard-base64 JWT', `token ${T.jwtStd}`, [T.jwtStd, T.jwtStd.split('.')[1], T.jwtStd.split('.')[2]]],
 ]
 
@@ -61,5 +69,50 @@ describe('values the sanitizer used to miss are gone from the served report', ()
       expect(text).toContain('[REDACTED:')
       for (const f of fragments) expect(text, f).not.toContain(JSON.stringify(f).slice(1, -1))
     })
+  }
+})
+
+/**
+ * Issue 28 item 6, value by value: what is redacted, and what stays. A password runs to the end of its
+ * pass phrase (up to 8 words on its line, ending at a sentence end, a comment, a bracket, a dash or the
+ * next `name=value` pair), after `=` as after `:`; `&` and `,` stay inside a value unless the next pair
+ * starts there; in `secret=a&b=c` the secret is `a` and `b=c` is another pair. Prose keeps its words.
+ */
+const EXACT: [string, string][] = [
+  ['password=a,b,c', 'password=[REDACTED:secret]'],
+  ['password=<hunter2>', 'password=<[REDACTED:secret]>'],
+  ['password={hunter2}', 'password={[REDACTED:secret]}'],
+  ['secret=a&b=c', 'secret=[REDACTED:secret]&b=c'],
+  ['password:\n  value', 'password:\n  [REDACTED:secret]'],
+  ['password:\\n  value', 'password:\\n  [REDACTED:secret]'],
+  ['password=abc def ghi', 'password=[REDACTED:secret]'],
+  ['password=abc def ghi\nnext line', 'password=[REDACTED:secret]\nnext line'],
+  ['password=hunter2, user=bob', 'password=[REDACTED:secret], user=bob'],
+  ['password=hunter2,user=bob', 'password=[REDACTED:secret],user=bob'],
+  ['password=abc def user=bob', 'password=[REDACTED:secret] user=bob'],
+  ['password=hunter2 # rotated', 'password=[REDACTED:secret] # rotated'],
+  ['otp=123456,valid=true', 'otp=[REDACTED:secret],valid=true'],
+  ['token=a', 'token=[REDACTED:secret]'],
+  // kept: prose, templates, words that say the value is missing or wrong
+  ['the password field is empty', 'the password field is empty'],
+  ['enter your password: then click login', 'enter your password: then click login'],
+  ['I typed my password, then it said wrong', 'I typed my password, then it said wrong'],
+  ['Password: invalid. Try again', 'Password: invalid. Try again'],
+  ['password = incorrect, try again', 'password = incorrect, try again'],
+  ['token: expired, refresh please', 'token: expired, refresh please'],
+  ['password=<your-password>', 'password=<your-password>'],
+  ['password=<PASSWORD>', 'password=<PASSWORD>'],
+  ['password={password}', 'password={password}'],
+  ['api_key={0}', 'api_key={0}'],
+  ['secret={{ secret }}', 'secret={{ secret }}'],
+  ['sessions=a,b,c', 'sessions=a,b,c'],
+  ['x=1,y=2 and a,b,c', 'x=1,y=2 and a,b,c'],
+  ['use {name} and <b>bold</b>', 'use {name} and <b>bold</b>'],
+  ['the key: value pairs are listed', 'the key: value pairs are listed'],
+]
+
+describe('sensitive values, exactly: what goes and what stays', () => {
+  for (const [input, expected] of EXACT) {
+    test(JSON.stringify(input), () => expect(sanitizeText(input, {})).toBe(expected))
   }
 })

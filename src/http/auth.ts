@@ -49,6 +49,8 @@ export interface WidgetCaller {
   app: KnownApp
   user: UserIdentity | undefined
   clientIp: string
+  /** Takes `extra` more tokens from the bucket this request was let in by (an expensive submission). */
+  charge(extra: number): void
 }
 
 /**
@@ -65,12 +67,16 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
   const clientIp = clientAddress(request, server, deps.trustProxy)
   if (token) {
     const user = await verifyUserToken(token, app.row.id, app.signingSecret, deps.clock.now())
-    deps.limiters[kind === 'submit' ? 'privateSubmit' : 'privatePresign'].take(`${app.row.id}|${user.sub}`)
-    return { app, user, clientIp }
+    const limiter = deps.limiters[kind === 'submit' ? 'privateSubmit' : 'privatePresign']
+    const bucket = `${app.row.id}|${user.sub}`
+    limiter.take(bucket)
+    return { app, user, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
   }
   if (!app.row.publicSubmissionEnabled) throw new ApiError('public_disabled')
-  deps.limiters[kind === 'submit' ? 'publicSubmit' : 'publicPresign'].take(`${app.row.id}|${clientIp}`)
-  return { app, user: undefined, clientIp }
+  const limiter = deps.limiters[kind === 'submit' ? 'publicSubmit' : 'publicPresign']
+  const bucket = `${app.row.id}|${clientIp}`
+  limiter.take(bucket)
+  return { app, user: undefined, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
 }
 
 export interface OrgCaller {

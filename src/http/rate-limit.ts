@@ -31,8 +31,11 @@ export class RateLimiter {
     this.spec = { capacity: spec.capacity * multiplier, refillPerSecond: spec.refillPerSecond * multiplier }
   }
 
-  /** Takes one token or throws 429 rate_limited with Retry-After in whole seconds (at least 1). */
-  take(key: string): void {
+  /**
+   * Takes `tokens` (default one) or throws 429 rate_limited with Retry-After in whole seconds (at least 1):
+   * how long until the bucket holds `retryNeeds` (default `tokens`), what the retried request will take.
+   */
+  take(key: string, tokens = 1, retryNeeds = tokens): void {
     const now = this.clock.now()
     this.sweep(now)
     const { capacity, refillPerSecond } = this.spec
@@ -44,12 +47,22 @@ export class RateLimiter {
       b.tokens = Math.min(capacity, b.tokens + ((now - b.updatedAt) / 1000) * refillPerSecond)
       b.updatedAt = now
     }
-    if (b.tokens >= 1) {
-      b.tokens -= 1
+    if (b.tokens >= tokens) {
+      b.tokens -= tokens
       return
     }
-    const retryAfter = Math.max(1, Math.ceil((1 - b.tokens) / refillPerSecond))
+    const retryAfter = Math.max(1, Math.ceil((retryNeeds - b.tokens) / refillPerSecond))
     throw new ApiError('rate_limited', { retryAfterSeconds: retryAfter }).withHeaders({ 'retry-after': String(retryAfter) })
+  }
+
+  /**
+   * After `take(key)` let the request in: takes `extra` more tokens for an expensive request (capped so that
+   * a retry can always succeed), or throws 429 with Retry-After for the whole request (`1 + extra`). The
+   * token taken first is not given back: the request was read.
+   */
+  charge(key: string, extra: number): void {
+    const more = Math.min(Math.floor(extra), Math.floor(this.spec.capacity) - 1)
+    if (more > 0) this.take(key, more, more + 1)
   }
 
   get size(): number {

@@ -32,8 +32,27 @@ const SUFFIXES = ['token', 'apikey', 'accesskey', 'privatekey', 'secretkey', 'si
  */
 const QUERY_ONLY = new Set(['code', 'sig', 'signature', 'xamzsignature', 'xamzcredential', 'xgoogsignature', 'xgoogcredential', 'nonce', 'hmac'])
 
+/**
+ * Remembers a name check: the `key=value` detector asks about every key-like word of a report, and a
+ * report repeats the same few names (`key: … key: …`) thousands of times. Bounded: cleared when full.
+ */
+function memo(check: (key: string) => boolean): (key: string) => boolean {
+  const known = new Map<string, boolean>()
+  return (key) => {
+    let hit = known.get(key)
+    if (hit === undefined) {
+      if (known.size >= 4096) known.clear()
+      hit = check(key)
+      known.set(key, hit)
+    }
+    return hit
+  }
+}
+
 /** True when a value under this name is a secret wherever it appears. */
-export function isSensitiveKey(key: string): boolean {
+export const isSensitiveKey = memo(sensitiveKey)
+
+function sensitiveKey(key: string): boolean {
   // A token inside a name is an earlier redaction, not a word of the name: `[REDACTED:opaque_token]`
   // must not make its value look like a token's.
   const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
@@ -42,28 +61,42 @@ export function isSensitiveKey(key: string): boolean {
 }
 
 /** True when a value under this name is a password, which may be a pass phrase of several words. */
-export function isPassphraseKey(key: string): boolean {
+export const isPassphraseKey = memo((key: string): boolean => {
   const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
   return k.length <= 64 && (['pwd', 'pass'].includes(k) || CONTAINED.some((w) => w !== 'secret' && k.includes(w)))
-}
+})
 
 /** True when a URL parameter of this name is a secret. */
-export function isSensitiveParam(key: string): boolean {
-  return isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' ')))
-}
+export const isSensitiveParam = memo((key: string): boolean => isSensitiveKey(key) || QUERY_ONLY.has(normalizeKey(key.replace(TOKEN_PATTERN, ' '))))
 
 /**
- * Values that cannot be secrets: booleans, empties, templates, and the words people write after a field
- * name in prose ("Token: expired", "enter your password: then click"). Kept so the report stays readable.
+ * Values that cannot be secrets: booleans, empties, templates, and words that say the value is missing
+ * or wrong ("Token: expired", "password = incorrect"). Kept so the report stays readable.
  */
 const NOT_A_SECRET =
-  /^(?:true|false|null|nil|none|undefined|empty|missing|required|invalid|expired|incorrect|wrong|hidden|unset|n\/a|yes|no|on|off|\*+|x+|\.+|-+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%s|the|a|an|and|or|but|then|is|was|it|not|field|box|input|please|again|still|too|when|after|before)$/i
+  /^(?:true|false|null|nil|none|undefined|empty|missing|required|invalid|expired|incorrect|wrong|hidden|unset|n\/a|yes|no|on|off|\*+|x+|\.+|-+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%s)$/i
+
+/**
+ * The words people write after a field name and a colon in prose ("enter your password: then click").
+ * After `=` they are values like any other: `secret=a` is configuration, not prose.
+ */
+const PROSE_WORD = /^(?:the|a|an|and|or|but|then|is|was|it|not|field|box|input|please|again|still|too|when|after|before)$/i
 
 /** An absolute file path (`PWD=/home/app/repo`, `password_file: /run/secrets/db`): names a place, holds no secret. */
 const FILE_PATH = /^(?:\/|~\/|[A-Za-z]:\\)[\w.\/\\-]*$/
 
-export function isNonSecretValue(value: string): boolean {
+/** `afterColon`: the value follows `name:` (prose words count as non-secrets), not `name=`. */
+export function isNonSecretValue(value: string, afterColon = true): boolean {
   const v = value.trim()
+  const notSecret = (w: string) => NOT_A_SECRET.test(w) || (afterColon && PROSE_WORD.test(w))
   // A prose word ends a sentence as often as not: `password: invalid.`
-  return v === '' || NOT_A_SECRET.test(v) || NOT_A_SECRET.test(v.replace(/[.!?:]+$/, '')) || FILE_PATH.test(v)
+  return v === '' || notSecret(v) || notSecret(v.replace(/[.!?:]+$/, '')) || FILE_PATH.test(v)
+}
+
+/** Words that make a bracketed name a template, not a value: `<your-token>`, `{password}`, `<API KEY HERE>`. */
+const TEMPLATE_WORD = /your|my|the|pass|pwd|secret|token|key|value|here|placeholder|redacted|hidden|insert|enter|example|sample|dummy|changeme|xxx/i
+
+/** The name inside `<…>` or `{…}` after a sensitive key: a template (kept) or a value (`<hunter2>`, `{hunter2}`)? */
+export function isTemplateName(inner: string): boolean {
+  return /^\d{1,2}$/.test(inner) || (/^[A-Za-z][A-Za-z _.-]*$/.test(inner) && (/^[A-Z][A-Z_.-]*$/.test(inner) || TEMPLATE_WORD.test(inner)))
 }

@@ -3,7 +3,7 @@
  * word, a run of hex and colons. Each trims the candidate to the real value or drops it (null); the
  * rule's guard then judges what is left.
  */
-import { isCardNumber } from './cards'
+import { cardLength } from './cards'
 import { ibanLength } from './iban'
 import { parseIPv6 } from './ip'
 import { phoneLength } from './phone'
@@ -11,11 +11,8 @@ import { reslice, type Candidate } from './rule'
 
 /** Trims a run of digit groups to the longest prefix that is a valid card number. */
 export function narrowCard(c: Candidate): Candidate {
-  const ends = [...c.value.matchAll(/\d+/g)].map((m) => m.index + m[0].length)
-  for (let i = ends.length - 1; i >= 0; i--) {
-    if (isCardNumber(c.value.slice(0, ends[i]))) return reslice(c, c.start, c.start + ends[i])
-  }
-  return c
+  const n = cardLength(c.value)
+  return n === 0 || n === c.value.length ? c : reslice(c, c.start, c.start + n)
 }
 
 /** Trims an IBAN candidate (which may run into the next word) to its country's length. */

@@ -8,7 +8,7 @@
  * and stay as they are: an upload key must keep pointing at its upload.
  */
 import { CREDENTIAL_RULES } from './rules'
-import { sanitizeJson, sanitizeText, type RedactionCounts } from './sanitize'
+import { sanitizeJson, sanitizeText, WITHHELD, type RedactionCounts } from './sanitize'
 import { rulesFor, type Submitter } from './submitter'
 import { token } from './tokens'
 import { sanitizeUrl } from './url'
@@ -50,8 +50,8 @@ export function sanitizeReport(report: ReportText, submitter?: Submitter): { rep
   }
 }
 
-/** The rule name counted when a report could not be sanitized and its text was withheld. */
-export const WITHHELD = 'unsanitizable'
+/** The rule name counted when a report (or one of its texts) could not be sanitized and was withheld. */
+export { WITHHELD }
 
 function withheld(report: ReportText): ReportText {
   const t = token(WITHHELD)
@@ -131,8 +131,9 @@ export function sanitizeStored(columns: StoredReport, submitter?: Submitter): { 
 }
 
 /**
- * The columns of a report the worker has not sanitized (yet, or ever: archived or failed first), as a
- * read may show them: sanitized on the fly with the same rules, or withheld when that is impossible.
+ * The columns of a report the worker has not sanitized yet, as a read may show them: sanitized on the fly
+ * with the same rules, or withheld when that is impossible. Reads call it only within a budget of
+ * characters (src/modules/feedback/present.ts): it costs the HTTP thread what the worker would pay.
  */
 export function previewStored(columns: StoredReport, submitter?: Submitter): StoredReport {
   try {
@@ -140,6 +141,11 @@ export function previewStored(columns: StoredReport, submitter?: Submitter): Sto
   } catch {
     return { text: token(WITHHELD), url: null, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null }
   }
+}
+
+/** Characters of free text a preview would read: what it costs, and what a read's budget is charged. */
+export function freeTextLength(c: StoredReport): number {
+  return c.text.length + (c.url?.length ?? 0) + (c.userAgent?.length ?? 0) + (c.consoleLogs?.length ?? 0) + (c.metadata?.length ?? 0) + (c.componentTarget?.length ?? 0)
 }
 
 function serialize(report: ReportText): StoredReport {

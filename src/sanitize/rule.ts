@@ -6,6 +6,13 @@
 import { token } from './tokens'
 
 /**
+ * The sanitizer's work, in characters its detectors read (a search that starts again inside a dropped
+ * candidate reads those characters again, and they count again). A deterministic measure, unlike time:
+ * test/sanitize-cost.test.ts holds it linear in the input on worst-case inputs.
+ */
+export const work = { characters: 0 }
+
+/**
  * Credential rules run on every field, the user agent included; PII rules on free text only
  * (a user agent is full of version numbers that PII detectors would have to second-guess).
  */
@@ -19,7 +26,7 @@ export interface Candidate {
   end: number
   /** `text.slice(start, end)`. */
   value: string
-  /** The detector's match, with group indices (`d` flag). */
+  /** The detector's match; with group indices (`d` flag) when its pattern has named groups. */
   match: RegExpExecArray
 }
 
@@ -42,6 +49,12 @@ export interface Rule {
 
 export interface MatcherOptions {
   /**
+   * A cheap first look at a match, before its group offsets are computed (`m.index`, `m[0]` and
+   * `m.groups` are there, `m.indices` is not): false drops it as `narrow` returning null would.
+   * Computing offsets costs more than the search itself, and most matches of a broad pattern are dropped.
+   */
+  accept?(m: RegExpExecArray, text: string): boolean
+  /**
    * Narrows an over-long candidate to the real value, or drops it (null). Detection, not judgement:
    * a dropped candidate was never one (a `key=value` whose key is not sensitive), and scanning resumes
    * one character after where it started.
@@ -49,11 +62,21 @@ export interface MatcherOptions {
   narrow?(c: Candidate): Candidate | null
 }
 
-/** The candidate's span: the first participating group named `secret…`, else the whole match. */
-function spanOf(m: RegExpExecArray): [number, number] {
+/** The names of a pattern's groups named `secret…`, in the order they appear. */
+const secretGroups = (re: RegExp): string[] => [...re.source.matchAll(/\(\?<(secret\w*)>/g)].map((m) => m[1])
+
+/**
+ * The candidate's span: the first participating group named `secret…` (`names`, precomputed: this runs
+ * for every match, and listing the match's groups each time was most of a rejected candidate's cost),
+ * else the whole match.
+ */
+function spanOf(m: RegExpExecArray, names: string[]): [number, number] {
   const groups = m.indices?.groups
   if (groups) {
-    for (const [name, span] of Object.entries(groups)) if (span && name.startsWith('secret')) return span
+    for (const name of names) {
+      const span = groups[name]
+      if (span) return span
+    }
   }
   return [m.index, m.index + m[0].length]
 }
@@ -68,25 +91,57 @@ export function reslice(c: Candidate, start: number, end: number): Candidate {
  * with `secret` limits the replacement to that group (so `password=hunter2` keeps `password=`).
  */
 export function matcher(patterns: RegExp | RegExp[], options: MatcherOptions = {}): Rule['detect'] {
-  const list = (Array.isArray(patterns) ? patterns : [patterns]).map((p) => new RegExp(p.source, [...new Set(p.flags + 'gd')].join('')))
+  // Group offsets (`d`) only where a pattern has named groups to locate: computing them makes every match
+  // several times slower, and the digit rules match at almost every position of a run of digits. With an
+  // `accept` look (most matches dropped), the search runs without them and a sticky copy with offsets
+  // reads an accepted match again.
+  const source = Array.isArray(patterns) ? patterns : [patterns]
+  const named = (re: RegExp) => /\(\?<[A-Za-z]/.test(re.source)
+  const flagsOf = (re: RegExp, d: boolean) => [...new Set(re.flags.replace('d', '') + (d ? 'gd' : 'g'))].join('')
+  const list = source.map((p) => new RegExp(p.source, flagsOf(p, named(p) && !options.accept)))
+  const exact = source.map((p) => (named(p) && options.accept ? new RegExp(p.source, p.flags.replace(/[dg]/g, '') + 'dy') : undefined))
+  const names = list.map(secretGroups)
   return (text: string) => {
     const found: Candidate[] = []
-    for (const re of list) {
+    let from = 0
+    for (let r = 0; r < list.length; r++) {
+      const re = list[r]
       re.lastIndex = 0
       for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+        // The characters this search went through, from where it started to the end of its match:
+        // a candidate dropped below is read again from one past its start, and that counts again.
+        work.characters += m.index + m[0].length - from
         if (m[0].length === 0) {
           re.lastIndex++
+          from = re.lastIndex
           continue
         }
-        const [start, end] = spanOf(m)
+        if (options.accept && !options.accept(m, text)) {
+          re.lastIndex = from = m.index + 1
+          continue
+        }
+        const withOffsets = exact[r]
+        if (withOffsets) {
+          // The same match (the same pattern from the same place), now with its groups' offsets.
+          withOffsets.lastIndex = m.index
+          m = withOffsets.exec(text) ?? m
+          work.characters += m[0].length
+        }
+        const [start, end] = spanOf(m, names[r])
         const c: Candidate | null = { text, start, end, value: text.slice(start, end), match: m }
         const narrowed = options.narrow ? options.narrow(c) : c
         if (narrowed) found.push(narrowed)
+        // A value read on past the match (`password=…&…`) is read by the narrowing: it counts too.
+        if (narrowed && narrowed.end > m.index + m[0].length) work.characters += narrowed.end - (m.index + m[0].length)
         // A dropped candidate consumes nothing: a real value may start inside it ("https://x/?token=…");
-        // a narrowed one only what it kept (one IBAN running into the next).
+        // a narrowed one only what it kept (one IBAN running into the next). One read past its match (`password=a&b`) consumes all it read: searching on inside it would find
+        // the same value's later parts again, each read again to the same end (quadratic).
         if (!narrowed) re.lastIndex = m.index + 1
-        else if (narrowed.end < m.index + m[0].length) re.lastIndex = Math.max(m.index + 1, narrowed.end)
+        else if (narrowed.end !== m.index + m[0].length) re.lastIndex = Math.max(m.index + 1, narrowed.end)
+        from = re.lastIndex
       }
+      work.characters += text.length - from
+      from = 0
     }
     if (list.length > 1) found.sort((a, b) => a.start - b.start || b.end - a.end)
     return found

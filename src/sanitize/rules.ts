@@ -4,12 +4,12 @@
  * Credentials come first, so a password inside a URL is caught as a credential before the email rule
  * sees the `user@host` around it. docs/sanitizing.md is the readable version of this table.
  */
-import { isCardNumber } from './cards'
+import { cardLength } from './cards'
 import { isPlaceholder, shannonEntropy } from './entropy'
 import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
-import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam } from './keys'
+import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName } from './keys'
 import { narrowCard, narrowIban, narrowIpv6, narrowPhone } from './narrow'
 import { contains, matcher, reslice, rule, type Candidate, type Rule } from './rule'
 
@@ -40,7 +40,7 @@ const hasSeparator = (text: string): boolean => /[:=：＝]/.test(text)
 // CJK punctuation and the full-width forms, so `：` and `＝` stay separators) rather than \p{L} with the
 // `u` flag, which made this rule — run at every word start of every field — seven times slower.
 const KEY_VALUE =
-  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}\r?\n[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
+  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}(?:\r?\n|\\(?:r\\)?n)[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|<(?<secret9>[^<>\s]{1,256})>|\{(?<secret10>[^{}\s]{1,256})\}|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
 
 /** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
@@ -49,26 +49,45 @@ const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1
 const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/
 /** The regex reads at most this much of an unquoted value, so that rejected keys stay cheap. */
 const UNQUOTED_READ = 256
-/** `&` inside a value (`Tr0ub4dor&3`), not the start of the next `&name=` parameter. */
-const AMP_IN_VALUE = /^&(?![\w.[\]-]{1,64}=)[^\s"'&;,<>(){}[\]\\]/
-/** One more word of a pass phrase on the same line (`correct horse battery staple`): letters, digits, symbols. */
-const PHRASE_WORD = /^ (?![#(\-])[^\s"'&;,<>(){}[\]\\]{1,64}/
+/**
+ * `&` or `,` inside a value (`Tr0ub4dor&3`, `a,b,c`), not the start of the next pair (`&name=`, `,name=`,
+ * `,name:`). A comma followed by a space is prose and ends the value.
+ */
+const SEPARATOR_IN_VALUE = /^(?:&(?![\w.[\]-]{1,64}=)|,(?![\w.[\]-]{1,64}[=:]))[^\s"'&;,<>(){}[\]\\]/
+/**
+ * One more word of a pass phrase on the same line (`correct horse battery staple`): letters, digits,
+ * symbols; not a comment, a bracket, a dash, nor the next `name=value` / `name: value` pair.
+ */
+const PHRASE_WORD = /^ (?![#(\-])(?![\w.[\]-]{1,64}[=:：＝])[^\s"'&;,<>(){}[\]\\]{1,64}/
 /** A pass phrase is at most this many words long; what follows is prose again. */
 const PHRASE_WORDS = 8
 
+/** Is the value of this `key: value` / `key=value` candidate written after a colon (prose-like)? */
+const afterColon = (c: Candidate): boolean => group(c, 'key') === undefined || /[:：]/.test(c.text.slice(c.match.index, c.start))
+
+/** A parameter's name comes just after `?`, `&`, `#` or `;` (the match starts with the name, or its quote). */
+const inQueryAt = (text: string, index: number): boolean => /[?&#;]/.test(text[index - 1] ?? '')
+
+/** The first look at a `key=value` match: is its key sensitive? (Most key-like words are not.) */
+function hasSensitiveKey(m: RegExpExecArray, text: string): boolean {
+  const key = m.groups?.key
+  if (key === undefined) return true // the cookie header
+  return inQueryAt(text, m.index) ? isSensitiveParam(key) : isSensitiveKey(key)
+}
+
 /**
  * Keeps `key=value` candidates whose key is sensitive (or a URL parameter such as `?code=`), and
- * stretches an unquoted value to its real end: past what the regex read, over an `&` that does not
- * start a parameter, and, for a password written after a colon, over the rest of a pass phrase.
+ * stretches an unquoted value to its real end: past what the regex read, over an `&` or `,` that does
+ * not start the next pair, and, for a password, over the rest of a pass phrase.
  * A value on the next line (YAML `password:\n  value`) counts only when the key starts its line.
  */
 function sensitiveKeyValue(c: Candidate): Candidate | null {
   const key = group(c, 'key')
   if (key === undefined) return c // the cookie header
-  const keyStart = c.match.indices!.groups!.q![0]
-  const inQuery = /[?&#;]/.test(c.text[keyStart - 1] ?? '')
-  if (!(inQuery ? isSensitiveParam(key) : isSensitiveKey(key))) return null
-  if (group(c, 'nl') !== undefined && !/(?:^|\n)[ \t]*(?:- )?$/.test(c.text.slice(Math.max(0, keyStart - 80), keyStart))) return null
+  const keyStart = c.match.index
+  const inQuery = inQueryAt(c.text, keyStart)
+  // (A console line may carry its newlines escaped: `password:\\n  value`.)
+  if (group(c, 'nl') !== undefined && !/(?:^|\n|\\n)[ \t]*(?:- )?$/.test(c.text.slice(Math.max(0, keyStart - 80), keyStart))) return null
   if (group(c, 'secret4') === undefined) return c
   let end = c.end
   const extend = () => {
@@ -76,12 +95,13 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
   }
   extend()
   if (!inQuery) {
-    while (AMP_IN_VALUE.test(c.text.slice(end, end + 68))) {
+    while (SEPARATOR_IN_VALUE.test(c.text.slice(end, end + 68))) {
       end++
       extend()
     }
   }
-  if (!inQuery && isPassphraseKey(key) && /[:：]/.test(c.text.slice(keyStart, c.start)) && group(c, 'nl') === undefined && !isNonSecretValue(c.text.slice(c.start, end))) {
+  // A password runs on over the rest of its pass phrase, after `:` or `=` alike (`password=abc def ghi`).
+  if (!inQuery && isPassphraseKey(key) && group(c, 'nl') === undefined && !isNonSecretValue(c.text.slice(c.start, end), afterColon(c))) {
     for (let words = 1; words < PHRASE_WORDS && !/[.!?]$/.test(c.text.slice(c.start, end)); words++) {
       const word = PHRASE_WORD.exec(c.text.slice(end, end + 66))
       if (!word) break
@@ -161,8 +181,10 @@ export const RULES: readonly Rule[] = [
     name: 'secret',
     kind: 'credential',
     mayMatch: hasSeparator,
-    detect: matcher([KEY_VALUE, COOKIE_HEADER], { narrow: sensitiveKeyValue }),
-    keep: (c) => isNonSecretValue(c.value),
+    detect: matcher([KEY_VALUE, COOKIE_HEADER], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
+    // A `<name>` or `{name}` value is a template when its name says so (`<your-token>`, `{password}`,
+    // `{0}`); prose words are values only after a colon (`password: then click`), not after `=`.
+    keep: (c) => (group(c, 'secret9') !== undefined || group(c, 'secret10') !== undefined ? isTemplateName(c.value) : isNonSecretValue(c.value, afterColon(c))),
   }),
   rule({
     name: 'opaque_token',
@@ -202,7 +224,7 @@ export const RULES: readonly Rule[] = [
     // Also dotted in groups of four (Amex 4-6-5), never a free run of dots (versions and builds).
     mayMatch: hasDigit,
     detect: matcher([/(?<![\w.,+])\d(?:[ -]?\d){11,18}(?!\d|[.,]\d)/, /(?<![\w.,+])\d{4}\.\d{4,6}\.\d{4,5}(?:\.\d{1,7})?(?!\d|[.,]\d)/], { narrow: narrowCard }),
-    keep: (c) => !isCardNumber(c.value),
+    keep: (c) => cardLength(c.value) !== c.value.length,
   }),
   rule({
     name: 'iban',
@@ -251,8 +273,11 @@ export const RULES: readonly Rule[] = [
     name: 'phone',
     kind: 'pii',
     mayMatch: hasDigit,
+    // The lookahead is where a phone shape can start (phone.ts): `+`, `(`, a trunk `0`, or a North
+    // American area code (after an optional `1`). Elsewhere, e.g. inside `1 1 1 1 …`, the detector
+    // fails at once instead of reading seven groups for phone.ts to reject.
     detect: matcher(
-      [/(?<![\w.,+$€£¥#/@-])\+\d{7,15}(?![\w-])/, /(?<![\w.,+$€£¥#/@-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,5}(?:[ ./-]\d{1,8}){1,6}(?!\w|[.,/-]\d)/],
+      [/(?<![\w.,+$€£¥#/@-])\+\d{7,15}(?![\w-])/, /(?<![\w.,+$€£¥#/@-])(?=[+(0]|1[ .-]?(?:\(|[2-9]\d{2}[ .-])|[2-9]\d{2}[ .-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,5}(?:[ ./-]\d{1,8}){1,6}(?!\w|[.,/-]\d)/],
       { narrow: narrowPhone },
     ),
     keep: (c) => isIdContext(c) || /^[:.]\d/.test(after(c)) || /\d[:.]$/.test(before(c)),

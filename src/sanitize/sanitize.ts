@@ -58,20 +58,31 @@ export function applyRule(text: string, rule: Rule, counts: RedactionCounts): st
 /**
  * Most texts are clean after one pass. A replacement can still open a new boundary (`…52+2848 9596`:
  * once the first number is a token, `+2848 9596` starts a phone number), so a changed text gets another
- * pass until nothing changes. Every pass only turns text into tokens and never touches a token, so this
- * ends quickly; the cap is a guard, not an expected limit.
+ * pass until nothing changes. Every pass reads the whole text, so the passes are the sanitizer's cost
+ * multiplier: a chain of values glued together (`card+phone+phone+…`, each hidden behind the one before)
+ * would take a pass per link. After MAX_PASSES a text that still changes is withheld whole
+ * (`[REDACTED:unsanitizable]`): never kept raw, and never more than MAX_PASSES passes of work. Real text
+ * needs two passes, rarely three.
  */
-const MAX_PASSES = 8
+export const MAX_PASSES = 4
+
+/** The rule name counted when a text could not be sanitized and was withheld. */
+export const WITHHELD = 'unsanitizable'
 
 /** Replaces every value the rules catch with its typed token, to a fixed point (idempotent). */
 export function sanitizeText(text: string, counts: RedactionCounts, rules: readonly Rule[] = RULES): string {
   let out = text
+  const found: RedactionCounts = {}
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     const before = out
-    for (const rule of rules) out = applyRule(out, rule, counts)
-    if (out === before) break
+    for (const rule of rules) out = applyRule(out, rule, found)
+    if (out === before) {
+      for (const [name, n] of Object.entries(found)) counts[name] = (counts[name] ?? 0) + n
+      return out
+    }
   }
-  return out
+  countRedaction(counts, WITHHELD)
+  return token(WITHHELD)
 }
 
 /** The token that replaces the whole value of a sensitive key in JSON. */

@@ -3,7 +3,8 @@
  * text, a lead's `consolidatedText`, the agent's task. A row the worker has sanitized (it has its
  * `redactions`) serves its stored text; one it has not yet (or could not) serves a token instead, so no
  * path can hand on a raw value by forgetting to check. Full reads of a pending report go through
- * `previewStored` (once per row version, cached: src/modules/feedback/preview-cache.ts).
+ * `previewStored`, once per row version and within a per-request budget of characters, and are served
+ * with every free-text member pending beyond it (src/modules/feedback/present.ts).
  */
 import { token } from './tokens'
 

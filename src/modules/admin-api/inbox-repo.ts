@@ -4,7 +4,7 @@
  * (org_id, status, id) index and a date range is an id range: a page costs the same at row 1M as at 1.
  */
 import type { Database } from 'bun:sqlite'
-import { toListItem } from '../feedback/present'
+import { previewBudget, toListItem } from '../feedback/present'
 import type { ListRow } from '../feedback/repo'
 import { LAST_SEQ_SQL } from '../../lifecycle/outbox'
 
@@ -132,8 +132,10 @@ export function createInbox(sqlite: Database) {
       }
       const more = rows.length > limit
       const page = more ? rows.slice(0, limit) : rows
+      // One read's budget of on-the-fly previews for the page's pending reports (present.ts).
+      const budget = previewBudget()
       return {
-        data: page.map((r) => ({ ...toListItem(r), hasScreenshot: !!r.hasScreenshot, hasConsole: !!r.hasConsole, read: !!r.isRead })),
+        data: page.map((r) => ({ ...toListItem(r, budget), hasScreenshot: !!r.hasScreenshot, hasConsole: !!r.hasConsole, read: !!r.isRead })),
         nextCursor: more ? page[page.length - 1].id : windowEnd,
         eventSeq,
       }

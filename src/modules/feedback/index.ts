@@ -7,6 +7,7 @@ import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
+import { extraTokens } from './submit-cost'
 import { baseUrlOf } from '../uploads/index'
 import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
 
@@ -39,6 +40,8 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
         if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
         }
+        // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
+        caller.charge(extraTokens(body))
         const result = await feedback.submit({
           app: caller.app,
           user: caller.user,

@@ -3,8 +3,8 @@ import { isoUtc } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { FeedbackRow, ListRow } from './repo'
 import type { FeedbackItem, FullFeedbackItem } from './model'
-import { previewStored } from '../../sanitize/report'
-import { isSanitized, servableText } from '../../sanitize/servable'
+import { freeTextLength, previewStored, type StoredReport } from '../../sanitize/report'
+import { isSanitized, PENDING_TEXT, servableText } from '../../sanitize/servable'
 import { previews } from './preview-cache'
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoUtc(ms))
@@ -20,33 +20,55 @@ function submittedBy(row: ListRow): FeedbackItem['submittedBy'] {
 }
 
 /**
- * A report the worker has not sanitized (still `received` or `sanitizing`, or archived or failed before
- * it could be: no `redactions` yet) is shown sanitized on the fly with the same rules, so no read ever
- * serves a raw value; once the worker runs it stores the same text. The preview is made once per row
- * version (preview-cache.ts), not on every read.
+ * A report the worker has not sanitized (still `received` or `sanitizing`, or archived before it got
+ * there: no `redactions` yet) is never served raw. Within a budget it is shown sanitized on the fly with
+ * the same rules (what the worker stores later is the same text), made once per row version
+ * (preview-cache.ts). The budget bounds what one read may cost the HTTP thread, which serves everyone
+ * meanwhile: PREVIEW_BUDGET_CHARS of free text per request (an ordinary report is far below it; one at
+ * every limit, ~510 K characters, is far above it). Past the budget the report is served pending: `text`
+ * `[REDACTED:pending]`, `url`, `userAgent`, `submissionMeta` and `componentTarget` null, `consoleLogs`
+ * empty; the worker sanitizes it within moments and the next read shows it.
  */
-function servable(row: FeedbackRow): FeedbackRow {
+export const PREVIEW_BUDGET_CHARS = 32 * 1024
+
+/** What previews one request may still make, in characters of free text. */
+export interface PreviewBudget {
+  chars: number
+}
+export const previewBudget = (): PreviewBudget => ({ chars: PREVIEW_BUDGET_CHARS })
+
+/** The cached preview of `columns`, or a new one if the budget allows it; undefined: serve it pending. */
+function preview(key: string, columns: StoredReport, row: ListRow, budget: PreviewBudget): StoredReport | undefined {
+  const hit = previews.peek(key)
+  if (hit) return hit
+  const cost = freeTextLength(columns)
+  if (cost > budget.chars) return undefined
+  budget.chars -= cost
+  return previews.get(key, () => previewStored(columns, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }))
+}
+
+function servable(row: FeedbackRow, budget: PreviewBudget): FeedbackRow {
   if (isSanitized(row)) return row
-  const preview = previews.get(`${row.id}:${row.version}:full`, () =>
-    previewStored(row, { email: row.email, name: row.submitterName, externalUserId: row.externalUserId }),
-  )
-  return { ...row, ...preview }
+  const shown = preview(`${row.id}:${row.version}:full`, row, row, budget)
+  if (shown) return { ...row, ...shown }
+  return { ...row, text: PENDING_TEXT, url: null, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null }
 }
 
 /** The same for a list entry, which carries only text and url of the free-text fields. */
-function servableListRow(row: ListRow): ListRow {
+function servableListRow(row: ListRow, budget: PreviewBudget): ListRow {
   if (isSanitized(row)) return row
-  const preview = previews.get(`${row.id}:${row.version}:list`, () =>
-    previewStored(
-      { text: row.text, url: row.url, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null },
-      { email: row.email, name: row.submitterName, externalUserId: row.externalUserId },
-    ),
-  )
-  return { ...row, text: preview.text, url: preview.url }
+  const columns = { text: row.text, url: row.url, userAgent: null, consoleLogs: null, metadata: null, componentTarget: null }
+  const shown = preview(`${row.id}:${row.version}:list`, columns, row, budget)
+  return { ...row, text: shown?.text ?? PENDING_TEXT, url: shown ? shown.url : null }
 }
 
-export function toListItem(stored: ListRow): FeedbackItem {
-  const row = servableListRow(stored)
+/** `budget`: shared by the rows of one request (a list page). */
+export function toListItem(stored: ListRow, budget: PreviewBudget = previewBudget()): FeedbackItem {
+  return listItemOf(servableListRow(stored, budget))
+}
+
+/** A row as served (sanitized, previewed or pending) in the list shape. */
+function listItemOf(row: ListRow): FeedbackItem {
   return {
     id: row.id,
     appId: row.appId,
@@ -68,9 +90,9 @@ export function toListItem(stored: ListRow): FeedbackItem {
 
 /** `statusReason`: why the report waits where it is, when something holds it up (see the service). */
 export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[], statusReason: string | null = null): FullFeedbackItem {
-  const row = servable(stored)
+  const row = servable(stored, previewBudget())
   return {
-    ...toListItem(row),
+    ...listItemOf(row),
     updatedAt: isoUtc(row.updatedAt),
     failureReason: row.failureReason,
     statusReason,

@@ -4,19 +4,23 @@
  * report, or listing a backlog again and again, costs the sanitizer nothing after the first read.
  * Bounded by the characters it holds; the oldest entries go first.
  */
-import type { StoredReport } from '../../sanitize/report'
+import { freeTextLength, type StoredReport } from '../../sanitize/report'
 
 /** About 16 MB of UTF-16: a few hundred full reports, thousands of list entries. */
 const BUDGET_CHARS = 8_000_000
 
-const sizeOf = (c: StoredReport): number =>
-  c.text.length + (c.url?.length ?? 0) + (c.userAgent?.length ?? 0) + (c.consoleLogs?.length ?? 0) + (c.metadata?.length ?? 0) + (c.componentTarget?.length ?? 0)
+const sizeOf = freeTextLength
 
 export class PreviewCache {
   private readonly entries = new Map<string, StoredReport>()
   private chars = 0
 
   constructor(private readonly budget = BUDGET_CHARS) {}
+
+  /** The cached preview under `key` (id, version and shape), if made already. */
+  peek(key: string): StoredReport | undefined {
+    return this.entries.get(key)
+  }
 
   /** The cached preview under `key` (id, version and shape), or `make()`'s, remembered. */
   get(key: string, make: () => StoredReport): StoredReport {

@@ -14,7 +14,7 @@ import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
 import { createFeedbackRepo, type FeedbackRow } from './repo'
 import { createAppsRepo } from '../apps/repo'
-import { toFullItem, toListItem } from './present'
+import { previewBudget, toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -177,7 +177,8 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
       const more = rows.length > limit
       const page = more ? rows.slice(0, limit) : rows
-      const data: FeedbackItem[] = page.map(toListItem)
+      const budget = previewBudget()
+      const data: FeedbackItem[] = page.map((row) => toListItem(row, budget))
       return { data, nextCursor: more ? page[page.length - 1].id : null }
     },
 

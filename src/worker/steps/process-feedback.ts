@@ -14,7 +14,7 @@ import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { createProcessingRepo } from '../../modules/feedback/processing-repo'
-import { createSanitizeMoves, scrub, type Scrubbed } from './sanitize-report'
+import { createSanitizeMoves, prescrub, scrubbedFor, StaleScrub, type Prescrubbed, type Scrubbed } from './sanitize-report'
 import type { ProcessRow } from '../../modules/feedback/processing-repo'
 import type { BatchWindows } from './release-batch'
 
@@ -50,6 +50,9 @@ export interface ProcessDeps {
 export const DEFAULT_BATCH_SIZE = 512
 export const DEFAULT_BATCH_BUDGET_MS = 200
 
+/** How often a single job sanitizes again outside the lock when its row changed in between. */
+const STALE_RETRIES = 3
+
 /** A report of a batch, computed before the batch takes the write lock (see `runBatch`). */
 interface Plan {
   /** The row as read then: written only if it is still at this version and status. */
@@ -82,14 +85,17 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
 
   /**
    * A batch's first half, without the write lock (batches only): the report as read now, sanitized in
-   * memory when it is not yet, and its cluster verdict. Null: nothing to compute ahead (gone, a
-   * duplicate, archived...): `advance` handles it under the lock.
+   * memory when it is not yet, and its cluster verdict. `plan` null: no verdict to compute ahead (gone, a
+   * duplicate, archived...): `advance` handles it under the lock, with `pre` (its sanitized columns).
    */
-  function planOf(feedbackId: string): Plan | null {
+  function planOf(feedbackId: string): { plan: Plan | null; pre: Prescrubbed | undefined } {
     const row = repo.get(feedbackId)
-    if (!row || row.duplicate_of_id) return null
-    if (row.status !== 'received' && row.status !== 'sanitizing' && row.status !== 'sanitized') return null
-    const scrubbed = row.status === 'sanitized' ? undefined : scrub(row)
+    // Sanitized now, outside the lock, whatever happens to it next (a duplicate or an archived report
+    // is scrubbed too, under the lock only written).
+    const pre = prescrub(row)
+    if (!row || row.duplicate_of_id) return { plan: null, pre }
+    if (row.status !== 'received' && row.status !== 'sanitizing' && row.status !== 'sanitized') return { plan: null, pre }
+    const scrubbed = row.status === 'sanitized' ? undefined : pre?.scrubbed
     const sanitized = scrubbed && {
       text: scrubbed.columns.text,
       url: scrubbed.columns.url,
@@ -98,42 +104,45 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       redactions: scrubbed.counts,
     }
     const verdict = deps.cluster.plan(feedbackId, sanitized)
-    return verdict && { row, scrubbed, verdict }
+    return { plan: verdict && { row, scrubbed, verdict }, pre }
   }
 
   /**
    * A batch's second half, under the write lock: writes the plan if the row is still as it was read;
    * otherwise (moved or changed meanwhile) the plan is dropped and the report advanced from scratch.
    */
-  function applyPlan(feedbackId: string, plan: Plan | null): void {
+  function applyPlan(feedbackId: string, plan: Plan | null, pre: Prescrubbed | undefined): void {
     const now = plan && repo.get(feedbackId)
     if (!plan || !now || now.version !== plan.row.version || now.status !== plan.row.status || now.duplicate_of_id) {
       if (plan) deps.cluster.dropPlan(feedbackId, plan.row.app_id)
-      return advance(feedbackId)
+      return advance(feedbackId, pre)
     }
-    const row = plan.scrubbed ? toSanitized(now, plan.scrubbed) : now
+    // The plan's sanitized columns, if they were computed from what the row still holds.
+    const row = plan.scrubbed ? toSanitized(now, scrubbedFor(now, pre)) : now
     if (!deps.cluster.applyPlan(feedbackId, row.app_id, plan.verdict).leadId) route(row)
   }
 
   /**
    * Takes the report as far as it can go now; runs inside one transaction. The row is read once: each
    * move of this step keeps it up to date (status, version), as the write lock keeps everyone else out.
+   * It never sanitizes: `pre` holds the row's sanitized columns, computed before the transaction; a row
+   * that changed since throws StaleScrub (nothing written, the caller sanitizes again outside the lock).
    */
-  function advance(feedbackId: string): void {
+  function advance(feedbackId: string, pre: Prescrubbed | undefined): void {
     let row = repo.get(feedbackId)
     for (let step = 0; step < 4; step++) {
       if (!row) return
       if (row.duplicate_of_id) {
         // A duplicate takes no steps of its own, but raw values are never kept (triage refuses to
         // merge a raw report; one a version before 0006 merged raw is scrubbed here).
-        if (row.redactions === null) sanitizeRow(row, false)
+        if (row.redactions === null) sanitizeRow(row, false, scrubbedFor(row, pre))
         return
       }
       switch (row.status) {
         case 'received':
         case 'sanitizing':
           // Often done already by the sanitize-ahead thread (../sanitize-ahead.ts) during a backlog.
-          row = toSanitized(row)
+          row = toSanitized(row, scrubbedFor(row, pre))
           continue
         case 'sanitized': {
           // Idempotent: a retry finds the report already clustered and only re-indexes it.
@@ -143,7 +152,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
         default:
           // Archived (or moved on by someone else) while waiting: no more lifecycle steps, but raw
           // values are never kept — a report that was never sanitized is scrubbed where it stands.
-          if (row.redactions === null) sanitizeRow(row, false)
+          if (row.redactions === null) sanitizeRow(row, false, scrubbedFor(row, pre))
           return
       }
     }
@@ -162,13 +171,25 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
       // rolls the report back to where it was, to be redone from there. IMMEDIATE: it reads before it
       // writes, and another process's write in between would otherwise fail it instead of waiting.
       const feedbackId = job.feedback_id
-      sqlite
-        .transaction(() => {
-          advance(feedbackId)
-          // The job is done exactly when these changes commit; a throw above keeps it for a retry.
-          deps.finishJob?.(job.id)
-        })
-        .immediate()
+      for (let attempt = 1; ; attempt++) {
+        // Sanitized here, before the transaction: the write lock is held for the writes only.
+        const pre = prescrub(attempt === 1 ? first : repo.get(feedbackId))
+        try {
+          sqlite
+            .transaction(() => {
+              advance(feedbackId, pre)
+              // The job is done exactly when these changes commit; a throw above keeps it for a retry.
+              deps.finishJob?.(job.id)
+            })
+            .immediate()
+          return
+        } catch (e) {
+          // The row's raw columns changed between the read and the lock (nothing in fixloop rewrites raw
+          // text; a status move does not count): sanitize it again.
+          if (!(e instanceof StaleScrub)) throw e
+          if (attempt >= STALE_RETRIES) throw new DeferJob(0, e.message, job.run_after)
+        }
+      }
     },
     /**
      * Many reports in ONE transaction (one commit), each in its own savepoint: a report that fails rolls
@@ -196,14 +217,14 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
         // First half, without the write lock: sanitize and cluster each report in memory, in queue order
         // (each is indexed at once, so the next ones rank against it). The other writers (intake, the
         // sanitize-ahead thread) write meanwhile; this thread's CPU and theirs overlap.
-        const plans = jobs.map((job, i): Plan | null | undefined => {
+        const plans = jobs.map((job, i): { plan: Plan | null; pre: Prescrubbed | undefined } | undefined => {
           if (started > 0 && (performance.now() - t0 > budgetMs || deps.yieldWhen?.())) {
             handBack(i)
             return undefined
           }
           started++
           try {
-            return job.feedback_id ? planOf(job.feedback_id) : null
+            return job.feedback_id ? planOf(job.feedback_id) : { plan: null, pre: undefined }
           } catch (e) {
             outcomes[i] = e ?? new Error('processing failed')
             return undefined
@@ -216,8 +237,8 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
           .transaction(() => {
             deps.cluster.batch(() => {
               jobs.forEach((job, i) => {
-                const plan = plans[i]
-                if (plan === undefined) return
+                if (plans[i] === undefined) return
+                const { plan, pre } = plans[i]
                 if (applied++ > 0 && deps.yieldWhen?.()) {
                   if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
                   handBack(i)
@@ -226,13 +247,15 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
                 try {
                   sqlite.transaction(() =>
                     deps.cluster.batchItem(() => {
-                      if (job.feedback_id) applyPlan(job.feedback_id, plan)
+                      if (job.feedback_id) applyPlan(job.feedback_id, plan, pre)
                       deps.finishJob?.(job.id)
                     }),
                   )()
                 } catch (e) {
                   if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
-                  outcomes[i] = e ?? new Error('processing failed')
+                  // Changed since it was sanitized: not a failure, the next batch sanitizes it again.
+                  if (e instanceof StaleScrub) handBack(i)
+                  else outcomes[i] = e ?? new Error('processing failed')
                 }
               })
             })

@@ -17,13 +17,49 @@ export interface Scrubbed {
   counts: string
 }
 
-/** Sanitizes a row's free-text columns; pure (no database), so it can run outside the write lock. */
+/** Sanitizes a row's free-text columns; pure (no database), so it runs outside the write lock. */
 export function scrub(row: ProcessRow): Scrubbed {
   const { columns, redactions } = sanitizeStored(
     { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target },
     { email: row.email, name: row.submitter_name, externalUserId: row.external_user_id },
   )
   return { columns, counts: JSON.stringify(redactions) }
+}
+
+/** What sanitizing reads from a row: its result depends on these columns and nothing else. */
+const SCRUB_INPUTS = ['text', 'url', 'user_agent', 'console_logs', 'metadata', 'component_target', 'email', 'submitter_name', 'external_user_id'] as const
+
+/**
+ * A row's sanitized columns computed before its transaction. Sanitizing never runs under the write lock
+ * (a heavy report costs milliseconds there, and intake waits for them): the write uses this, as long as
+ * the columns it was computed from are still the row's (a status move meanwhile changes none of them);
+ * otherwise nothing is written (`StaleScrub`) and the caller sanitizes again, outside the lock.
+ */
+export interface Prescrubbed {
+  id: string
+  from: Pick<ProcessRow, (typeof SCRUB_INPUTS)[number]>
+  scrubbed: Scrubbed
+}
+
+/** Sanitizes a row now, outside any transaction, if it still holds raw values or is on its way to `sanitized`. */
+export function prescrub(row: ProcessRow | null): Prescrubbed | undefined {
+  if (!row || (row.redactions !== null && row.status !== 'received' && row.status !== 'sanitizing')) return undefined
+  const from = {} as Prescrubbed['from']
+  for (const k of SCRUB_INPUTS) (from as Record<string, unknown>)[k] = row[k]
+  return { id: row.id, from, scrubbed: scrub(row) }
+}
+
+/** Thrown under the lock when a row needs sanitizing and was not sanitized beforehand from its columns. */
+export class StaleScrub extends Error {
+  constructor() {
+    super('the report changed after it was sanitized outside the write lock; will retry')
+  }
+}
+
+/** The sanitized columns of `row` computed beforehand, or StaleScrub: never sanitizes here. */
+export function scrubbedFor(row: ProcessRow, pre: Prescrubbed | undefined): Scrubbed {
+  if (!pre || pre.id !== row.id || SCRUB_INPUTS.some((k) => pre.from[k] !== row[k])) throw new StaleScrub()
+  return pre.scrubbed
 }
 
 /** The row as it is once `scrubbed` is stored, at `status` and `version`. */
@@ -51,10 +87,10 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
 
 
   /**
-   * Overwrites every free-text field with its sanitized value (`scrubbed`: computed earlier from this
-   * same version of the row; computed here otherwise). `processed`: on the report's way to `sanitized`.
+   * Overwrites every free-text field with its sanitized value (`scrubbed`: computed before the
+   * transaction from this same version of the row). `processed`: on the report's way to `sanitized`.
    */
-  function sanitizeRow(row: ProcessRow, processed: boolean, scrubbed: Scrubbed = scrub(row)): ProcessRow {
+  function sanitizeRow(row: ProcessRow, processed: boolean, scrubbed: Scrubbed): ProcessRow {
     const { columns, counts } = scrubbed
     if (!repo.saveScrubbed(row.id, row.version, columns, counts, clock.now(), processed)) throw new Error('concurrent update; will retry')
     // Sanitizing on the way leaves the version to the move that follows (one change, one bump).
@@ -68,7 +104,7 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
      * `received` (or `sanitizing`, after a crash in between) → `sanitized`, in one write of the row
      * (lifecycle.moveToSanitized); returns the row as it now is.
      */
-    toSanitized(row: ProcessRow, scrubbed: Scrubbed = scrub(row)): ProcessRow {
+    toSanitized(row: ProcessRow, scrubbed: Scrubbed): ProcessRow {
       if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
       return withScrubbed(row, scrubbed, 'sanitized', row.version + (row.status === 'received' ? 2 : 1))
     },
