@@ -1,7 +1,8 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { prepareDataDir } from '../db/data-dir'
 import { loadConfig } from '../config'
 import { createContext, requireExistingDataDir } from '../context'
 import { openDatabase } from '../db/client'
@@ -40,7 +41,7 @@ export function runMigrate(argv: string[]): void {
   const { values } = parseFlags(argv, {})
   if (values.help) return void process.stdout.write(MIGRATE_HELP + '\n')
   const config = loadConfig({ dataDir: values['data-dir'] })
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  prepareDataDir(config.dataDir)
   const file = join(config.dataDir, 'fixloop.db')
   const { sqlite } = openDatabase(file)
   try {
@@ -57,6 +58,9 @@ export async function runBackup(argv: string[]): Promise<void> {
   if (!values.out) throw new UsageError('missing --out FILE')
   const out = resolve(values.out)
   if (existsSync(out)) throw new UsageError(`${out} already exists; choose a new file`)
+  const folder = dirname(out)
+  if (!existsSync(folder)) throw new UsageError(`--out: the folder ${folder} does not exist; create it first (mkdir -p ${folder})`)
+  if (!statSync(folder).isDirectory()) throw new UsageError(`--out: ${folder} is not a folder`)
   const config = loadConfig({ dataDir: values['data-dir'] })
   const ctx = createContext(config, undefined, { existingOnly: true })
   try {

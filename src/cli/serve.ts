@@ -1,5 +1,7 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
-import { ConfigError, loadConfig } from '../config'
+import { ConfigError, loadConfig, type Config } from '../config'
+import { existsSync, rmSync } from 'node:fs'
+import { StartupError } from '../core/startup-error'
 import { startServer } from '../server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
@@ -8,12 +10,14 @@ import { createContext } from '../context'
 import { createAdminsService } from '../modules/admins/service'
 import { createAuditLog } from '../modules/audit/index'
 import { ensureDemoApp } from './demo'
+import { settingsHelp } from '../core/settings'
 
 export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--demo]
 --demo: create (once) an Org "fixloop demo" with an App "Demo App", serve a page with the widget at
 /demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md).
-Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
-FIXLOOP_* settings in the README's configuration table.`
+A data dir that does not exist yet is created (0700) with a notice on stderr: a new instance.
+
+${settingsHelp()}`
 
 export async function runServe(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
@@ -22,6 +26,19 @@ export async function runServe(argv: string[]): Promise<void> {
     return
   }
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
+  // A start refused for a busy port leaves nothing behind: the port is tried before the data dir is touched.
+  refuseBusyPort(config.host, config.port)
+  const existed = existsSync(config.dataDir)
+  try {
+    await start(config, values.demo === true)
+  } catch (e) {
+    // A data dir this start created and could not finish is removed: no half-made instance stays behind.
+    if (!existed) rmSync(config.dataDir, { recursive: true, force: true })
+    throw e
+  }
+}
+
+async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
   if ((config.adminEmail === undefined) !== (config.adminPasswordFile === undefined)) {
@@ -39,11 +56,11 @@ export async function runServe(argv: string[]): Promise<void> {
     boot.sqlite.close()
   }
   let demoKey: string | undefined
-  const running = startServer(config, values.demo ? { demoPublicKey: () => demoKey } : {})
-  if (values.demo) {
-    const demo = ensureDemoApp(running)
-    demoKey = demo.publicKey
-    process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${demo.appId}; read its reports with: curl -H "Authorization: Bearer ${demo.apiKey}" ${running.url}/v1/feedback\n`)
+  const running = startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
+  if (demo) {
+    const app = ensureDemoApp(running)
+    demoKey = app.publicKey
+    process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${app.appId}; read its reports with: curl -H "Authorization: Bearer ${app.apiKey}" ${running.url}/v1/feedback\n`)
   }
   const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
   if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
@@ -53,4 +70,22 @@ export async function runServe(argv: string[]): Promise<void> {
   }
   process.once('SIGTERM', shutdown)
   process.once('SIGINT', shutdown)
+}
+
+/**
+ * Refuses (exit 2) a port another process listens on, before anything is created. startServer still
+ * handles the port being taken between this check and its own listen.
+ */
+function refuseBusyPort(host: string, port: number): void {
+  if (port === 0) return
+  try {
+    Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE' || /in use/i.test((e as Error).message)) {
+      throw new StartupError(`${host}:${port} is already in use (another fixloop or another program listens there); choose another --port or stop it. Nothing was created.`)
+    }
+    if (code === 'EACCES') throw new StartupError(`no permission to listen on ${host}:${port} (ports below 1024 need privileges)`)
+    // Anything else (an address not on this machine): startServer's own listen reports it.
+  }
 }

@@ -82,7 +82,13 @@ export function parseTargetUrl(text: string): URL {
  * not resolve (yet, or from this network) is accepted with no addresses: every delivery resolves and
  * checks again before it connects, so nothing private can be reached through it later.
  */
-export async function checkTarget(text: string, allowPrivate: boolean, { allowUnresolved = false } = {}): Promise<CheckedTarget> {
+export const ALLOW_PRIVATE_HINT = 'to allow private targets, start "fixloop serve" with FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1'
+
+export async function checkTarget(
+  text: string,
+  allowPrivate: boolean,
+  { allowUnresolved = false, hint = ALLOW_PRIVATE_HINT }: { allowUnresolved?: boolean; hint?: string } = {},
+): Promise<CheckedTarget> {
   const url = parseTargetUrl(text)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   let addresses: { address: string; family: 4 | 6 }[]
@@ -101,7 +107,7 @@ export async function checkTarget(text: string, allowPrivate: boolean, { allowUn
   }
   if (!allowPrivate) {
     const bad = addresses.find((a) => !isPublicAddress(a.address))
-    if (bad) throw new ApiError('url_not_allowed', { reason: `${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address` })
+    if (bad) throw new ApiError('url_not_allowed', { reason: `${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address; ${hint}` })
   }
   return { url, addresses }
 }
