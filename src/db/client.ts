@@ -14,7 +14,7 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
  */
 export function openDatabase(file: string, options: { autoCheckpoint?: boolean } = {}): { sqlite: Database; db: Db } {
   // Owner-only from the first byte (reports not yet sanitized, sealed secrets); -wal/-shm inherit it.
-  createPrivateFile(file)
+  if (file !== ':memory:' && !file.startsWith('file:')) createPrivateFile(file)
   const sqlite = new Database(file, { create: true, strict: true })
   // busy_timeout first: the switch to WAL itself needs a lock and can collide with a CLI process.
   sqlite.run('PRAGMA busy_timeout = 5000')
