@@ -43,7 +43,7 @@ describe('errors are messages, not stack traces', () => {
 })
 
 describe('version', () => {
-  test.each([[['-v']], [['--version']], [['version']], [['version', '--data-dir', '/nonexistent/x']], [['--data-dir', '/nonexistent/x', 'version']], [['version', '--data-dir=/x']]])(
+  test.each([[['-v']], [['--version']], [['version']], [['version', '--data-dir', '/nonexistent/x']], [['--data-dir', '/nonexistent/x', 'version']], [['version', '--data-dir=/x']], [['--data-dir', '/x', '-v']], [['--data-dir=/x', '--version']]])(
     'fixloop %p prints the version and creates nothing',
     async (args) => {
       const r = await runBinary(args)
@@ -53,6 +53,14 @@ describe('version', () => {
   test('version --json --data-dir DIR → {"version"}', async () => {
     const r = await runBinary(['version', '--json', '--data-dir', dir])
     expect(JSON.parse(r.stdout)).toEqual({ version: VERSION })
+  })
+  test('only global flags: -v/--version is the version (with --json too), anything else the help', async () => {
+    expect(JSON.parse((await runBinary(['--json', '-v'])).stdout)).toEqual({ version: VERSION })
+    for (const args of [['--data-dir', '/x', '--help'], ['--data-dir', '/x'], ['--json'], ['help', '--data-dir', '/x']]) {
+      const r = await runBinary(args)
+      expect(r.code).toBe(0)
+      expect(r.stdout).toContain('Usage: fixloop')
+    }
   })
   test('other flags are still refused', async () => {
     expect((await runBinary(['version', '--port', '1'])).code).toBe(2)
