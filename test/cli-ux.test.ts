@@ -35,9 +35,10 @@ describe('errors are messages, not stack traces', () => {
     noTrace(r.stderr)
   })
 
-  test('backup --out under a file exits 2', async () => {
-    const r = await runBinary(['backup', '--out', join(dir, 'fixloop.db', 'b.tar'), '--data-dir', dir])
+  test.each([['under a file', () => join(dir, 'fixloop.db', 'b.tar')], ['into a folder that takes no files', () => '/proc/fixloop-backup.tar']])('backup --out %s exits 2', async (_name, out) => {
+    const r = await runBinary(['backup', '--out', out(), '--data-dir', dir])
     expect(r.code).toBe(2)
+    expect(r.stderr).toContain('fixloop: --out')
     noTrace(r.stderr)
   })
 })

@@ -35,6 +35,8 @@ other column registered in src/db/sealed-columns.ts) from OLD to NEW in one tran
 file is created with a fresh random key (0600). When <data-dir>/master.key holds OLD it is replaced by NEW;
 if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
 
+const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
+
 const stderr = (line: string) => process.stderr.write(line + '\n')
 
 export function runMigrate(argv: string[]): void {
@@ -73,6 +75,10 @@ export async function runBackup(argv: string[]): Promise<void> {
       masterKeyText: config.masterKey,
       storage: config.s3 ? 's3' : 'embedded',
       progress: stderr,
+    }).catch((e: NodeJS.ErrnoException) => {
+      // A folder that takes no files (read-only, full, not ours) is the operator's to fix, not a crash.
+      if (e.code && OUT_ERRORS.has(e.code)) throw new UsageError(`--out: cannot write ${out} (${e.code}); nothing was written`)
+      throw e
     })
     if (includeMasterKey) stderr(`backup: ${out} contains the master key; it was created with mode 0600: keep it as secret as the key itself`)
     if (config.s3) stderr('backup: uploads live in the S3 bucket and are not in the archive; back the bucket up with its own tools')
