@@ -146,6 +146,11 @@ describe('SSRF guard', () => {
     expect(r.body.error.code).toBe('url_not_allowed')
   })
 
+  test('the refusal of a private target says how to allow one', async () => {
+    const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://[::127.0.0.1]/' } })
+    expect(r.body.error.details.reason).toContain('FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1')
+  })
+
   test('a host that does not resolve yet is accepted at create time; each delivery resolves and checks it again', async () => {
     const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://no-such-host.invalid/x' } })
     expect(r.status).toBe(201)
