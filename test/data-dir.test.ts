@@ -110,6 +110,27 @@ describe('a start refused for a busy port leaves nothing behind', () => {
   })
 })
 
+describe('a start that fails after creating its data dir', () => {
+  test('removes what it created, missing parents included', async () => {
+    ensureBinary()
+    const base = fresh()
+    const r = await runBinary(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(base, 'a', 'data')], { FIXLOOP_MASTER_KEY: 'too-short' })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('FIXLOOP_MASTER_KEY must hold 32 bytes')
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+    expect(readdirSync(base)).toEqual([])
+  })
+  test('a missing FIXLOOP_ADMIN_PASSWORD_FILE is refused (exit 2) before anything is created', async () => {
+    ensureBinary()
+    const base = fresh()
+    const r = await runBinary(['serve', '--port', '0', '--data-dir', join(base, 'data')], { FIXLOOP_ADMIN_EMAIL: 'a@example.com', FIXLOOP_ADMIN_PASSWORD_FILE: join(base, 'nope') })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('FIXLOOP_ADMIN_PASSWORD_FILE')
+    expect(r.stderr).not.toContain('new instance')
+    expect(readdirSync(base)).toEqual([])
+  })
+})
+
 describe('owner-only files under umask 022', () => {
   test('serve + uploads + backup: the dir and its subdirs 0700, every file 0600 (WAL and SHM included)', async () => {
     ensureBinary()

@@ -1,6 +1,7 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
 import { ConfigError, loadConfig, type Config } from '../config'
 import { existsSync, rmSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { StartupError } from '../core/startup-error'
 import { startServer } from '../server'
 import { parseFlags } from './args'
@@ -28,12 +29,13 @@ export async function runServe(argv: string[]): Promise<void> {
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
   // A start refused for a busy port leaves nothing behind: the port is tried before the data dir is touched.
   refuseBusyPort(config.host, config.port)
-  const existed = existsSync(config.dataDir)
+  const created = firstMissingDir(config.dataDir)
   try {
     await start(config, values.demo === true)
   } catch (e) {
-    // A data dir this start created and could not finish is removed: no half-made instance stays behind.
-    if (!existed) rmSync(config.dataDir, { recursive: true, force: true })
+    // A data dir (and missing parents) this start created but could not finish is removed: no half-made
+    // instance stays behind.
+    if (created) rmSync(created, { recursive: true, force: true })
     throw e
   }
 }
@@ -43,6 +45,9 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
   if ((config.adminEmail === undefined) !== (config.adminPasswordFile === undefined)) {
     throw new ConfigError('FIXLOOP_ADMIN_EMAIL and FIXLOOP_ADMIN_PASSWORD_FILE go together: set both or neither')
+  }
+  if (config.adminPasswordFile !== undefined && !existsSync(config.adminPasswordFile)) {
+    throw new ConfigError(`FIXLOOP_ADMIN_PASSWORD_FILE: ${config.adminPasswordFile} does not exist`)
   }
   // The env admin exists before the port opens, so a client that sees /healthz can sign in with it.
   const boot = createContext(config)
@@ -70,6 +75,13 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   }
   process.once('SIGTERM', shutdown)
   process.once('SIGINT', shutdown)
+}
+
+/** The outermost directory of `path` that does not exist yet (what creating it would create), if any. */
+function firstMissingDir(path: string): string | undefined {
+  let missing: string | undefined
+  for (let p = path; !existsSync(p); p = dirname(p)) missing = p
+  return missing
 }
 
 /**
