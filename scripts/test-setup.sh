@@ -26,7 +26,8 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
-# Rebuilds OUTPUT only when a file among INPUTS is newer (or OUTPUT is missing).
+# Rebuilds OUTPUT only when a file among INPUTS is newer (or OUTPUT is missing). The inputs of the binary:
+# everything `bun run build` reads or embeds (sources, widget, migrations, the demo page, locked deps).
 stale() {
   local output=$1
   shift
@@ -34,7 +35,7 @@ stale() {
   [ -n "$(find "$@" -newer "$output" -type f -print -quit 2>/dev/null)" ]
 }
 
-if stale dist/fixloop src widget/src widget/build.ts migrations package.json bun.lock tsconfig.json; then
+if stale dist/fixloop src widget/src widget/build.ts migrations docs/widget-demo.html package.json bun.lock bunfig.toml tsconfig.json; then
   echo "test-setup: building dist/fixloop (sources changed since the last build)" >&2
   bun run build >&2
 else
