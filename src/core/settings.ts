@@ -42,7 +42,7 @@ export const SETTINGS: Setting[] = [
   {
     env: ['FIXLOOP_WEBHOOK_ALLOW_PRIVATE'],
     default: 'off',
-    meaning: '1: allow webhook targets on private/loopback/link-local addresses (set on serve; the CLI follows the server)',
+    meaning: '1: allow webhook targets on private/loopback/link-local addresses (set it on serve and on "webhook create")',
   },
   { env: ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS'], default: '15', meaning: 'time a webhook receiver has to answer (at most 15)' },
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
@@ -55,7 +55,7 @@ export function settingsHelp(): string {
   const names = SETTINGS.map((s) => [s.flag, s.env.join(', ')].filter(Boolean).join(' / '))
   const width = Math.min(40, Math.max(...names.map((n) => n.length)))
   const lines = SETTINGS.map((s, i) => {
-    const name = names[i].length > width ? `${names[i]}\n${' '.repeat(width + 4)}` : names[i].padEnd(width)
+    const name = names[i].length > width ? `${names[i]}\n${' '.repeat(width + 2)}` : names[i].padEnd(width)
     return `  ${name}  ${s.meaning} (default: ${s.default})`
   })
   return `Settings (a flag wins over its environment variable; the environment wins over the default):\n${lines.join('\n')}`
