@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what fixloop needs to build and test, then builds dist/fixloop.
-# Needs only Node.js/npm (Bun comes from the npm registry when it is missing).
+# Installs what fixloop needs to build and serve, then builds dist/fixloop: the production install.
+# Needs only Node.js/npm (Bun comes from the npm registry when it is missing). The test tooling (dev
+# dependencies, Chromium) is installed by `bun run test` itself (scripts/test-setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -9,24 +10,6 @@ if ! command -v bun >/dev/null 2>&1; then
   npm install -g bun@1 >&2
 fi
 echo "install.sh: bun $(bun --version)" >&2
-
-# The browser tests drive Debian's Chromium. Install it when we can (root or passwordless sudo with apt);
-# otherwise those tests skip and say why.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    as_root=""
-    [ "$(id -u)" = "0" ] || { sudo -n true 2>/dev/null && as_root="sudo -n"; }
-    if [ "$(id -u)" = "0" ] || [ -n "$as_root" ]; then
-      echo "install.sh: installing chromium for the browser tests" >&2
-      ($as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium) >&2 ||
-        echo "install.sh: could not install chromium; the browser tests will skip" >&2
-    else
-      echo "install.sh: chromium is missing and apt-get needs root: run 'sudo apt-get install chromium' or the browser tests skip" >&2
-    fi
-  else
-    echo "install.sh: chromium is missing (no apt-get here); the browser tests will skip" >&2
-  fi
-fi
 
 # The agent sandbox (docs/agents.md): `fixloop serve` refuses to start without bubblewrap.
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -39,8 +22,8 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
-# Dependencies exactly as locked.
-bun install --frozen-lockfile
+# The runtime and build dependencies exactly as locked; no development tooling.
+bun install --production --frozen-lockfile
 
 bun run build
 echo "install.sh: built $(pwd)/dist/fixloop" >&2

@@ -2,7 +2,7 @@
  * The process-wide dependencies every module takes: database, secret box, clock, config.
  * Built once by `serve` and by each CLI command; tests build one per temp data dir.
  */
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
@@ -14,6 +14,7 @@ import { systemClock, type Clock } from './core/clock'
 import { StartupError } from './core/startup-error'
 import { refuseNewerSchema } from './db/schema-guard'
 import { openMasterKey } from './db/master-key-check'
+import { DB_FILE, prepareDataDir } from './db/data-dir'
 
 export interface Context {
   config: Readonly<Config>
@@ -33,7 +34,7 @@ export interface ContextOptions {
   existingOnly?: boolean
 }
 
-export const DB_FILE = 'fixloop.db'
+export { DB_FILE }
 
 /** Refuses (StartupError) a data dir that does not exist or holds no database. */
 export function requireExistingDataDir(dataDir: string): void {
@@ -44,7 +45,7 @@ export function requireExistingDataDir(dataDir: string): void {
 export function createContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Context {
   const file = join(config.dataDir, DB_FILE)
   if (options.existingOnly) requireExistingDataDir(config.dataDir)
-  else mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  else prepareDataDir(config.dataDir)
   const { sqlite, db } = openDatabase(file)
   try {
     refuseNewerSchema(sqlite, file)

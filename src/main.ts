@@ -16,6 +16,9 @@ import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
 import { runChatopsCommand } from './cli/chatops'
+import { settingsHelp } from './core/settings'
+import { exitQuietlyOnClosedOutput } from './cli/closed-output'
+import { setDataDirNotices } from './db/data-dir'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -33,12 +36,31 @@ Commands:
   backup          write one archive: database + uploaded files + manifest
   restore         restore such an archive into a data dir
   rekey           re-seal every stored secret under a new master key
-  version         print the version (--json: {"version": "..."})
+  version         print the version (--json: {"version": "..."}); also -v, --version
 
 Global flags (before or after the command): --data-dir DIR (or FIXLOOP_DATA_DIR; default ./data),
 --json, --help. "fixloop <command> --help" shows a command's own flags.
+
 ${SERVE_HELP}
 `
+
+export const VERSION_HELP = `Usage: fixloop version [--json] [--data-dir DIR]   (also: fixloop -v, fixloop --version)
+Prints the version; --json prints {"version": "..."}. --data-dir is accepted (like every command) and unused.`
+
+/** `fixloop version`: takes the flags every command takes; the data dir is not read. */
+function runVersion(argv: string[]): void {
+  if (argv.includes('--help') || argv.includes('-h')) return void process.stdout.write(VERSION_HELP + '\n')
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === '--json' || a.startsWith('--data-dir=')) continue
+    if (a === '--data-dir' && argv[i + 1] !== undefined) {
+      i++
+      continue
+    }
+    throw new UsageError(`"fixloop version" takes only --json (and --data-dir), got "${a}"`)
+  }
+  process.stdout.write(argv.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
+}
 
 const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
 
@@ -67,10 +89,8 @@ async function main(argv: string[]): Promise<void> {
       return runRekey(rest)
     case 'version':
     case '--version':
-      if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write('Usage: fixloop version [--json]\nPrints the version; --json prints {"version": "..."}.\n')
-      for (const a of rest) if (a !== '--json') throw new UsageError(`"fixloop version" takes only --json, got "${a}"`)
-      process.stdout.write(rest.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
-      return
+    case '-v':
+      return runVersion(rest)
     case undefined:
     case 'help':
     case '--help':
@@ -82,6 +102,11 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+// Every file fixloop creates is owner-only (the data dir's files set their own modes too; this also
+// covers what libraries and SQLite create, and backup archives).
+process.umask(0o077)
+exitQuietlyOnClosedOutput(process.argv[2] === 'serve')
+setDataDirNotices((line) => process.stderr.write(line))
 main(process.argv.slice(2)).catch((e: unknown) => {
   // A 4xx ApiError (unknown org/app/key, a bad argument) is the operator's mistake, like bad usage.
   if (e instanceof ApiError && e.status < 500) {

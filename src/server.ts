@@ -21,7 +21,8 @@ import { StartupError } from './core/startup-error'
 import { createReadiness } from './modules/health/readiness'
 import { createMetrics } from './modules/metrics/service'
 import { VERSION } from './version'
-import { mkdirSync } from 'node:fs'
+import { prepareDataDir } from './db/data-dir'
+import { META, writeMeta } from './db/instance-meta'
 import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { startRetention } from './modules/events/retention'
 import type { EventHub } from './modules/events/hub'
@@ -71,7 +72,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
   if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
   // One server per data dir: taken before anything else touches the database, held until stop().
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  prepareDataDir(config.dataDir)
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
   let ctx: Context
   try {
@@ -80,6 +81,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     lock.release()
     throw e
   }
+  // The CLI reads the server's webhook rule to explain a refusal and warn about a target the server would refuse.
+  writeMeta(ctx.sqlite, META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
   const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
   // Intake's commit times, read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
   const turns = new WriteTurns()

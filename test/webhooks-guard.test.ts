@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { appendEvents } from './events-helpers'
 import { handSignature, Receiver } from './webhook-receiver'
-import { isPublicAddress } from '../src/modules/webhooks/ssrf'
+import { checkTarget, isPublicAddress, parseTargetUrl } from '../src/modules/webhooks/ssrf'
 import { ManualClock } from '../src/core/clock'
 import { RETRY_DELAYS_MS, retryDelayMs } from '../src/modules/webhooks/schedule'
 
@@ -26,11 +26,83 @@ describe('SSRF guard', () => {
     ['::ffff:7f00:1', false],
     ['::ffff:169.254.169.254', false],
     ['64:ff9b::a00:1', false],
+    // IPv4-compatible (::a.b.c.d, what http://[::127.0.0.1]/ parses to), public or not: deprecated, refused.
+    ['::7f00:1', false],
+    ['::127.0.0.1', false],
+    ['::a9fe:a9fe', false],
+    ['::808:808', false],
+    ['0:0:0:0:0:0:7f00:1', false],
+    // IPv4-translated (RFC 6145) and the other IPv4-mapped spellings.
+    ['::ffff:0:7f00:1', false],
+    ['0:0:0:0:0:ffff:a00:1', false],
+    ['::ffff:808:808', true],
+    // NAT64 well-known prefix: judged on the embedded IPv4 host (an IPv6-only network reaches public hosts so).
+    ['64:ff9b::7f00:1', false],
+    ['64:ff9b::a9fe:a9fe', false],
+    ['64:ff9b::c0a8:101', false],
+    ['64:ff9b::808:808', true],
+    ['64:ff9b:1::a00:1', false],
+    // 6to4 and Teredo embed an IPv4 relay or host: refused whole.
+    ['2002:7f00:1::1', false],
+    ['2002:a00:1::1', false],
+    ['2002:808:808::1', false],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', false],
+    ['2001:db8::1', false],
+    ['100::1', false],
     ['8.8.8.8', true],
     ['1.1.1.1', true],
     ['2606:4700:4700::1111', true],
   ])('%s public: %s', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected)
+  })
+
+  // Fuzz-style: every userinfo spelling (even empty) under every scheme/slash/host spelling the URL parser
+  // accepts is refused, and the same URL without it is accepted.
+  const schemes = ['http://', 'https://', 'HTTPS://', ' https://', '\thttp://', 'http:\\\\', 'https:/\\', 'http:///', 'http:']
+  const userinfos = ['@', ':@', '::@', 'u@', ':p@', 'u:p@', 'u:@', '%40@', 'a@b@', 'u\t@', '\n@']
+  const hosts = ['example.com', 'example.com:8443', '8.8.8.8', '[2606:4700::1111]']
+  const tails = ['', '/', '/hook?x=@y', '#@frag', '?a@b']
+  test('userinfo in any spelling is refused; the same URL without it is accepted', () => {
+    const wronglyAccepted: string[] = []
+    const wronglyRefused: string[] = []
+    for (const scheme of schemes)
+      for (const host of hosts)
+        for (const tail of tails) {
+          const plain = scheme + host + tail
+          try {
+            parseTargetUrl(plain)
+          } catch {
+            wronglyRefused.push(plain)
+          }
+          for (const info of userinfos) {
+            const text = scheme + info + host + tail
+            try {
+              new URL(text)
+            } catch {
+              continue // not a URL at all: refused anyway
+            }
+            try {
+              parseTargetUrl(text)
+              wronglyAccepted.push(text)
+            } catch (e) {
+              expect((e as { code: string }).code).toBe('url_not_allowed')
+            }
+          }
+        }
+    expect(wronglyAccepted).toEqual([])
+    expect(wronglyRefused).toEqual([])
+  })
+
+  test('the delivery-time check (what DNS answers at send time) uses the same rule as create time', async () => {
+    // checkTarget is what the dispatcher calls before every attempt; a literal stands for a DNS answer.
+    for (const host of ['[::7f00:1]', '[::ffff:7f00:1]', '[64:ff9b::a9fe:a9fe]', '[2002:a00:1::1]', 'localhost']) {
+      const refused = await checkTarget(`http://${host}/x`, false).then(
+        () => false,
+        (e) => e.code === 'url_not_allowed',
+      )
+      expect(`${host} ${refused}`).toBe(`${host} true`)
+    }
+    expect((await checkTarget('http://[64:ff9b::808:808]/x', false)).addresses).toEqual([{ address: '64:ff9b::808:808', family: 6 }])
   })
 
   let server: TestServer
@@ -58,10 +130,25 @@ describe('SSRF guard', () => {
     'http://10.0.0.1/x',
     'http://2130706433/x',
     'http://0x7f.1/x',
+    'http://[::127.0.0.1]/',
+    'http://[::7f00:1]:9/x',
+    'http://[0:0:0:0:0:0:a9fe:a9fe]/latest/meta-data/',
+    'http://[64:ff9b::127.0.0.1]/x',
+    'http://[64:ff9b::a9fe:a9fe]/x',
+    'http://[2002:7f00:1::]/x',
+    'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x',
+    'https://:@example.com/',
+    'https://@example.com/',
+    'https://user@example.com/',
   ])('without FIXLOOP_WEBHOOK_ALLOW_PRIVATE, %s is refused at create time', async (url) => {
     const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url } })
     expect(r.status).toBe(400)
     expect(r.body.error.code).toBe('url_not_allowed')
+  })
+
+  test('the refusal of a private target says how to allow one', async () => {
+    const r = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://[::127.0.0.1]/' } })
+    expect(r.body.error.details.reason).toContain('FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1')
   })
 
   test('a host that does not resolve yet is accepted at create time; each delivery resolves and checks it again', async () => {

@@ -67,20 +67,21 @@ export function formatTable(rows: Record<string, unknown>[]): string {
 }
 
 /**
- * Prints a result: one JSON object with --json; otherwise a list ({data: [...]}) as a table and anything
- * else as "key: value" lines.
+ * Prints a result: one JSON object with --json; otherwise a list ({data: [...]}, maybe with a cursor) as
+ * a table and anything else as "key: value" lines.
  */
 export function output(result: Record<string, unknown>, json: boolean | undefined): void {
   if (json) {
     process.stdout.write(JSON.stringify(result) + '\n')
     return
   }
-  const keys = Object.keys(result)
-  if (keys.length === 1 && keys[0] === 'data' && Array.isArray(result.data)) {
+  let rest = Object.entries(result)
+  // A page ({data: [...], nextCursor}) is a table, then its other fields that have a value.
+  if (Array.isArray(result.data)) {
     process.stdout.write(formatTable(result.data as Record<string, unknown>[]))
-    return
+    rest = rest.filter(([k, v]) => k !== 'data' && v !== null && v !== undefined)
   }
-  for (const [k, v] of Object.entries(result)) process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`)
+  for (const [k, v] of rest) process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`)
 }
 
 /**

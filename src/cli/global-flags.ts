@@ -12,14 +12,19 @@ export function hoistGlobalFlags(argv: string[]): string[] {
       if (argv[i + 1] === undefined) break
       globals.push(a, argv[i + 1])
       i += 2
-    } else if (a.startsWith('--data-dir=') || a === '--json' || a === '--help' || a === '-h' || a === '--version') {
+    } else if (a.startsWith('--data-dir=') || a === '--json' || a === '--help' || a === '-h' || a === '--version' || a === '-v') {
       globals.push(a)
       i++
     } else break
   }
   const rest = argv.slice(i)
-  if (rest.length === 0) return globals
-  // `fixloop --help` / `--version` alone keep their meaning; before a command they are that command's flags.
+  // Only global flags: `fixloop --data-dir D -v` is the version, anything else (`--data-dir D --help`) help.
+  if (rest.length === 0) {
+    if (globals.length === 0) return []
+    if (globals.includes('-v') || globals.includes('--version')) return ['version', ...globals.filter((a) => a !== '-v' && a !== '--version')]
+    return ['help']
+  }
+  // `fixloop --help` / `--version` / `-v` alone keep their meaning; before a command they are that command's flags.
   const [command, ...args] = rest
   return [command, ...args, ...globals]
 }

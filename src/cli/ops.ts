@@ -1,7 +1,8 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { prepareDataDir } from '../db/data-dir'
 import { loadConfig } from '../config'
 import { createContext, requireExistingDataDir } from '../context'
 import { openDatabase } from '../db/client'
@@ -39,13 +40,15 @@ other column registered in src/db/sealed-columns.ts) from OLD to NEW in one tran
 file is created with a fresh random key (0600). When <data-dir>/master.key holds OLD it is replaced by NEW;
 if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
 
+const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
+
 const stderr = (line: string) => process.stderr.write(line + '\n')
 
 export function runMigrate(argv: string[]): void {
   const { values } = parseFlags(argv, {})
   if (values.help) return void process.stdout.write(MIGRATE_HELP + '\n')
   const config = loadConfig({ dataDir: values['data-dir'] })
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  prepareDataDir(config.dataDir)
   const file = join(config.dataDir, 'fixloop.db')
   const { sqlite } = openDatabase(file)
   try {
@@ -62,6 +65,9 @@ export async function runBackup(argv: string[]): Promise<void> {
   if (!values.out) throw new UsageError('missing --out FILE')
   const out = resolve(values.out)
   if (existsSync(out)) throw new UsageError(`${out} already exists; choose a new file`)
+  const folder = dirname(out)
+  if (!existsSync(folder)) throw new UsageError(`--out: the folder ${folder} does not exist; create it first (mkdir -p ${folder})`)
+  if (!statSync(folder).isDirectory()) throw new UsageError(`--out: ${folder} is not a folder`)
   const config = loadConfig({ dataDir: values['data-dir'] })
   const ctx = createContext(config, undefined, { existingOnly: true })
   try {
@@ -75,6 +81,10 @@ export async function runBackup(argv: string[]): Promise<void> {
       masterKey: backupKey(config.dataDir, config.masterKey),
       storage: config.s3 ? 's3' : 'embedded',
       progress: stderr,
+    }).catch((e: NodeJS.ErrnoException) => {
+      // A folder that takes no files (read-only, full, not ours) is the operator's to fix, not a crash.
+      if (e.code && OUT_ERRORS.has(e.code)) throw new UsageError(`--out: cannot write ${out} (${e.code}); nothing was written`)
+      throw e
     })
     if (includeMasterKey) stderr(`backup: ${out} contains the master key; it was created with mode 0600: keep it as secret as the key itself`)
     if (config.s3) stderr('backup: uploads live in the S3 bucket and are not in the archive; back the bucket up with its own tools')

@@ -1,9 +1,9 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
-import { ConfigError, loadConfig } from '../config'
+import { ConfigError, loadConfig, type Config } from '../config'
+import { existsSync, rmSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { StartupError } from '../core/startup-error'
 import { startServer, STOP_BUDGET_MS } from '../server'
-
-/** How long past the stop budget the process waits before it leaves regardless (still under 10 s). */
-const STOP_BACKSTOP_EXTRA_MS = 1500
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
 import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
@@ -11,13 +11,18 @@ import { createContext } from '../context'
 import { createAdminsService } from '../modules/admins/service'
 import { createAuditLog } from '../modules/audit/index'
 import { ensureDemoApp } from './demo'
+import { settingsHelp } from '../core/settings'
+
+/** How long past the stop budget the process waits before it leaves regardless (still under 10 s). */
+const STOP_BACKSTOP_EXTRA_MS = 1500
 
 export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--demo]
 --demo: create (once) an Org "fixloop demo" with an App "Demo App", serve a page with the widget at
 /demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md). Each start
 prints a new key and revokes the one the previous start printed.
-Env: FIXLOOP_HOST, FIXLOOP_PORT, FIXLOOP_DATA_DIR (a flag wins over its env), and the other
-FIXLOOP_* settings in the README's configuration table.`
+A data dir that does not exist yet is created (0700) with a notice on stderr: a new instance.
+
+${settingsHelp()}`
 
 export async function runServe(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
@@ -26,10 +31,27 @@ export async function runServe(argv: string[]): Promise<void> {
     return
   }
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
+  // A start refused for a busy port leaves nothing behind: the port is tried before the data dir is touched.
+  refuseBusyPort(config.host, config.port)
+  const created = firstMissingDir(config.dataDir)
+  try {
+    await start(config, values.demo === true)
+  } catch (e) {
+    // A data dir (and missing parents) this start created but could not finish is removed: no half-made
+    // instance stays behind.
+    if (created) rmSync(created, { recursive: true, force: true })
+    throw e
+  }
+}
+
+async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
   if ((config.adminEmail === undefined) !== (config.adminPasswordFile === undefined)) {
     throw new ConfigError('FIXLOOP_ADMIN_EMAIL and FIXLOOP_ADMIN_PASSWORD_FILE go together: set both or neither')
+  }
+  if (config.adminPasswordFile !== undefined && !existsSync(config.adminPasswordFile)) {
+    throw new ConfigError(`FIXLOOP_ADMIN_PASSWORD_FILE: ${config.adminPasswordFile} does not exist`)
   }
   // The env admin exists before the port opens, so a client that sees /healthz can sign in with it.
   const boot = createContext(config)
@@ -43,13 +65,13 @@ export async function runServe(argv: string[]): Promise<void> {
     boot.sqlite.close()
   }
   let demoKey: string | undefined
-  const running = startServer(config, values.demo ? { demoPublicKey: () => demoKey } : {})
-  if (values.demo) {
-    const demo = ensureDemoApp(running)
-    demoKey = demo.publicKey
-    process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${demo.appId}; read its reports with: curl -H "Authorization: Bearer ${demo.apiKey}" ${running.url}/v1/feedback\n`)
-    if (demo.revokedPrefixes.length > 0) {
-      process.stdout.write(`The demo key printed by the previous start (${demo.revokedPrefixes.map((p) => `${p}…`).join(', ')}) is revoked: use the one above.\n`)
+  const running = startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
+  if (demo) {
+    const app = ensureDemoApp(running)
+    demoKey = app.publicKey
+    process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${app.appId}; read its reports with: curl -H "Authorization: Bearer ${app.apiKey}" ${running.url}/v1/feedback\n`)
+    if (app.revokedPrefixes.length > 0) {
+      process.stdout.write(`The demo key printed by the previous start (${app.revokedPrefixes.map((p) => `${p}…`).join(', ')}) is revoked: use the one above.\n`)
     }
   }
   const link = setupLink(createAdminsService(running.ctx.sqlite, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
@@ -67,4 +89,29 @@ export async function runServe(argv: string[]): Promise<void> {
   }
   process.once('SIGTERM', shutdown)
   process.once('SIGINT', shutdown)
+}
+
+/** The outermost directory of `path` that does not exist yet (what creating it would create), if any. */
+function firstMissingDir(path: string): string | undefined {
+  let missing: string | undefined
+  for (let p = path; !existsSync(p); p = dirname(p)) missing = p
+  return missing
+}
+
+/**
+ * Refuses (exit 2) a port another process listens on, before anything is created. startServer still
+ * handles the port being taken between this check and its own listen.
+ */
+function refuseBusyPort(host: string, port: number): void {
+  if (port === 0) return
+  try {
+    Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE' || /in use/i.test((e as Error).message)) {
+      throw new StartupError(`${host}:${port} is already in use (another fixloop or another program listens there); choose another --port or stop it. Nothing was created.`)
+    }
+    if (code === 'EACCES') throw new StartupError(`no permission to listen on ${host}:${port} (ports below 1024 need privileges)`)
+    // Anything else (an address not on this machine): startServer's own listen reports it.
+  }
 }

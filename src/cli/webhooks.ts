@@ -3,6 +3,8 @@ import { loadConfig } from '../config'
 import { createContext } from '../context'
 import { didYouMean } from './suggest'
 import { createWebhooksService } from '../modules/webhooks/service'
+import { checkTarget } from '../modules/webhooks/ssrf'
+import { META, readMeta } from '../db/instance-meta'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError } from './args'
 
 export const WEBHOOK_HELP = `Usage:
@@ -16,7 +18,9 @@ export const WEBHOOK_HELP = `Usage:
   fixloop webhook rotate-secret WEBHOOK_ID [--json]   new secret; the old one also signs for 24 hours
   fixloop webhook test WEBHOOK_ID [--json]            send a webhook.test event to this endpoint
   fixloop webhook enable WEBHOOK_ID [--json]          re-enable a disabled endpoint
-Targets must resolve to public addresses unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1.
+Targets must resolve to public addresses unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1: the server checks every
+delivery with its own setting, so set it on "fixloop serve"; "webhook create" needs it on the command too
+(it says so when the server allows private targets, and warns when the server would refuse one).
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
 /** Operator changes go to the audit log as actor "cli", like the org/app/key commands'. */
@@ -43,6 +47,39 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   enable: { flags: [], takesId: true },
 }
 
+type Delivery = ReturnType<ReturnType<typeof createWebhooksService>['deliveries']>['data'][number]
+
+/** The delivery log as a table for people: one row per attempt (a delivery not tried yet has one row). */
+function attemptRows(deliveries: Delivery[]): Record<string, unknown>[] {
+  return deliveries.flatMap((d): Record<string, unknown>[] => {
+    const base = { delivery: d.id, event: d.eventType, status: d.status, next: d.nextAttemptAt }
+    if (d.log.length === 0) return [{ ...base, attempt: null, at: null, response: null, ms: null, error: null }]
+    return d.log.map((a) => ({ ...base, attempt: a.attempt, at: a.at, response: a.responseStatus, ms: a.latencyMs, error: a.error }))
+  })
+}
+
+/**
+ * The webhook rule for private targets, on the CLI. The server decides at every delivery (its own
+ * FIXLOOP_WEBHOOK_ALLOW_PRIVATE, which it records in the database at start); the CLI allows a private
+ * target only with the variable set for the command too, and says which side lacks it.
+ */
+export function privateTargetRule(cliAllows: boolean, serverSetting: string | undefined): { hint: string; serverRefuses: boolean } {
+  const hint =
+    serverSetting === '1'
+      ? 'the server on this data dir allows private targets (FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1): set FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1 for this command too'
+      : 'to allow a private target, set FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1 both on "fixloop serve" and on this command'
+  return { hint, serverRefuses: cliAllows && serverSetting === '0' }
+}
+
+async function isPrivateTarget(url: string): Promise<boolean> {
+  try {
+    await checkTarget(url, false, { allowUnresolved: true })
+    return false
+  } catch {
+    return true
+  }
+}
+
 function need(value: string | undefined, what: string): string {
   if (value === undefined || value === '') throw new UsageError(`missing ${what}`)
   return value
@@ -66,7 +103,8 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const readOnly = sub === 'list' || sub === 'deliveries'
   const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
-    const svc = createWebhooksService(ctx)
+    const rule = privateTargetRule(ctx.config.webhookAllowPrivate, readMeta(ctx.sqlite, META.webhookAllowPrivate))
+    const svc = createWebhooksService(ctx, { privateHint: rule.hint })
     const orgOf = (webhookId: string) => {
       const w = svc.repo.getAny(webhookId)
       if (!w) throw new UsageError(`unknown webhook: ${webhookId}`)
@@ -77,7 +115,11 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       case 'create': {
         const orgId = need(values.org, '--org')
         if (!svc.repo.orgExists(orgId)) throw new UsageError(`unknown org: ${orgId}`)
-        const w = await svc.create(orgId, { url: need(values.url, '--url'), events: parseList(values.events), appId: values.app }, CLI)
+        const url = need(values.url, '--url')
+        const w = await svc.create(orgId, { url, events: parseList(values.events), appId: values.app }, CLI)
+        if (rule.serverRefuses && (await isPrivateTarget(url))) {
+          process.stderr.write(`fixloop: warning: ${url} is a private target and the server last started on this data dir runs without FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1: it refuses every delivery to it until restarted with FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1\n`)
+        }
         // CONTRACT.md: exactly {"id", "url", "events", "secret"}.
         return output({ id: w.id, url: w.url, events: w.events, secret: w.secret }, json)
       }
@@ -88,8 +130,10 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       }
       case 'delete':
         return output(svc.delete(orgOf(id()), id(), CLI), json)
-      case 'deliveries':
-        return output(svc.deliveries(orgOf(id()), id(), { limit: 200 }), json)
+      case 'deliveries': {
+        const page = svc.deliveries(orgOf(id()), id(), { limit: 200 })
+        return json ? output(page, true) : output({ data: attemptRows(page.data), nextCursor: page.nextCursor }, false)
+      }
       case 'redeliver': {
         const orgId = svc.repo.deliveryOrg(id())
         if (!orgId) throw new UsageError(`unknown delivery: ${id()}`)

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { decodeSecret } from './secrets'
+import { ConfigError } from '../config'
 
 export function masterKeyFile(dataDir: string): string {
   return join(dataDir, 'master.key')
@@ -18,9 +19,9 @@ export function parseMasterKey(text: string, where: string): Uint8Array {
   try {
     key = decodeSecret(text)
   } catch {
-    throw new Error(`${where} must hold 32 bytes as hex (64 characters)`)
+    throw new ConfigError(`${where} must hold 32 bytes as hex (64 characters)`)
   }
-  if (key.length !== 32) throw new Error(`${where} must hold 32 bytes as hex (64 characters)`)
+  if (key.length !== 32) throw new ConfigError(`${where} must hold 32 bytes as hex (64 characters)`)
   return key
 }
 

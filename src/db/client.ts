@@ -4,6 +4,7 @@
 import { Database } from 'bun:sqlite'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import * as schema from './schema'
+import { createPrivateFile } from './data-dir'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 
@@ -12,6 +13,8 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
  * thread copies the WAL back, and the HTTP thread falls back to auto-checkpoints if it fails.
  */
 export function openDatabase(file: string, options: { autoCheckpoint?: boolean } = {}): { sqlite: Database; db: Db } {
+  // Owner-only from the first byte (reports not yet sanitized, sealed secrets); -wal/-shm inherit it.
+  if (file !== ':memory:' && !file.startsWith('file:')) createPrivateFile(file)
   const sqlite = new Database(file, { create: true, strict: true })
   // busy_timeout first: the switch to WAL itself needs a lock and can collide with a CLI process.
   sqlite.run('PRAGMA busy_timeout = 5000')

@@ -8,6 +8,7 @@
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { StartupError } from '../core/startup-error'
+import { createPrivateFile } from './data-dir'
 
 export const LOCK_FILE = 'serve.lock'
 
@@ -18,6 +19,7 @@ export interface DataDirLock {
 /** Takes the lock or throws a StartupError naming `purpose` and the holder's situation. */
 export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
   const file = join(dataDir, LOCK_FILE)
+  createPrivateFile(file)
   const db = new Database(file, { create: true })
   try {
     db.run('PRAGMA busy_timeout = 0')

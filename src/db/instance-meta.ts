@@ -8,6 +8,8 @@ export const META = {
   migratedBy: 'migrated_by_version',
   /** Rewritten by every /readyz call: proves the database takes a write. */
   readinessProbe: 'readiness_probe',
+  /** '1' or '0': FIXLOOP_WEBHOOK_ALLOW_PRIVATE of the server last started on this database (the CLI reads it). */
+  webhookAllowPrivate: 'webhook_allow_private',
 } as const
 
 function hasTable(sqlite: Database): boolean {

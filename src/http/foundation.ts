@@ -23,6 +23,9 @@ import type { RequestMetrics } from '../modules/metrics/request-metrics'
 import { clientAddress } from './client-address'
 import { callerOf } from './request-caller'
 
+/** What Elysia puts on the JSON a handler returns: the error envelope carries exactly the same. */
+export const JSON_CONTENT_TYPE = 'application/json;charset=utf-8'
+
 const startedAt = new WeakMap<Request, number>()
 /** The client address of each request, for its log line (kept only when request lines are logged). */
 const clientOf = new WeakMap<Request, string>()
@@ -57,14 +60,17 @@ function allowedValues(schema: unknown): unknown[] | undefined {
  */
 function issuesOf(error: ValidationError): { path: string; message: string }[] {
   try {
-    const all = error.all
-    if (all.length > 0)
-      return all.slice(0, 20).map((e) => {
-        const path = 'path' in e && typeof e.path === 'string' ? e.path || '/' : '/'
-        const allowed = 'schema' in e ? allowedValues(e.schema) : undefined
-        const message = allowed ? `${path === '/' ? 'value' : path.slice(1)} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.summary ?? e.message)
-        return { path, message }
-      })
+    // TypeBox reports a missing property twice ("is missing", then "Expected integer" for the undefined
+    // value): one issue per path, the first (most specific) one.
+    const byPath = new Map<string, string>()
+    for (const e of error.all) {
+      const path = 'path' in e && typeof e.path === 'string' ? e.path || '/' : '/'
+      if (byPath.has(path)) continue
+      if (byPath.size === 20) break
+      const allowed = 'schema' in e ? allowedValues(e.schema) : undefined
+      byPath.set(path, allowed ? `${path === '/' ? 'value' : path.slice(1)} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.summary ?? e.message))
+    }
+    if (byPath.size > 0) return [...byPath].map(([path, message]) => ({ path, message }))
   } catch {
     // Fall through to the single message below.
   }
@@ -148,12 +154,12 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
         })
         const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
         set.status = 500
-        set.headers['content-type'] = 'application/json'
+        set.headers['content-type'] = JSON_CONTENT_TYPE
         return envelope
       }
       if (apiError.headers) Object.assign(set.headers, apiError.headers)
       set.status = apiError.status
-      set.headers['content-type'] = 'application/json'
+      set.headers['content-type'] = JSON_CONTENT_TYPE
       return apiError.toEnvelope()
     })
   // The per-request line is only registered when it will be written: Elysia schedules an extra task per

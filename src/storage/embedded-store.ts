@@ -4,8 +4,9 @@
  * (method, key, content type, size, expiry) under a key derived from the master key, so a URL cannot be
  * stretched to another object, size, type or time.
  */
+import { createPrivateFile } from '../db/data-dir'
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { linkSync, mkdirSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
+import { linkSync, mkdirSync, writeFileSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { UPLOAD_KEY_RE } from './blob-store'
@@ -89,6 +90,8 @@ export class EmbeddedBlobStore implements BlobStore {
     const file = this.pathOf(key)
     mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 })
     const tmp = `${file}.part-${process.pid}-${Date.now()}`
+    // Uploaded screenshots and attachments are as private as the database.
+    createPrivateFile(tmp)
     const sink = Bun.file(tmp).writer()
     let written = 0
     let outcome: 'ok' | 'too_large' | 'size_mismatch' | 'exists' = 'ok'
@@ -111,7 +114,7 @@ export class EmbeddedBlobStore implements BlobStore {
         rmSync(tmp, { force: true })
         return outcome
       }
-      await Bun.write(`${file}.type`, contentType)
+      writeFileSync(`${file}.type`, contentType, { mode: 0o600 })
       try {
         linkSync(tmp, file)
       } catch (e) {

@@ -4,6 +4,7 @@
  * store holds, hashed while streamed, then the manifest and its MAC under the master key (mac.ts). The file is written under a temporary name and
  * renamed only when complete, created 0600 (it holds reports, and with --include-master-key the key).
  */
+import { createPrivateFile } from '../data-dir'
 import type { Database } from 'bun:sqlite'
 import { createReadStream, createWriteStream, existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createHash } from 'node:crypto'
@@ -68,6 +69,8 @@ export async function writeBackup(o: BackupOptions): Promise<Manifest> {
   const written = pipeline(pack, sink)
   try {
     report('backup: copying the database (VACUUM INTO)', true)
+    // The copy holds the whole database: owner-only from the start (VACUUM INTO fills an empty file).
+    createPrivateFile(snapshot)
     o.sqlite.query('VACUUM INTO ?').run(snapshot)
     const files: ManifestFile[] = []
     files.push((await addFile(pack, DB_ENTRY, snapshot))!)

@@ -70,13 +70,20 @@ export function presentDelivery(d: DeliveryRow, attempts: AttemptRow[]) {
   }
 }
 
-export function createWebhooksService(ctx: Context) {
+export interface WebhooksServiceOptions {
+  /** Whether private targets are allowed (default: this process's FIXLOOP_WEBHOOK_ALLOW_PRIVATE). */
+  allowPrivate?: boolean
+  /** How a refusal of a private target tells the operator to allow one. */
+  privateHint?: string
+}
+
+export function createWebhooksService(ctx: Context, options: WebhooksServiceOptions = {}) {
   const repo = createWebhooksRepo(ctx.sqlite)
   const events = createEventsRepo(ctx.sqlite)
   const outbox = createOutbox(ctx.sqlite, ctx.clock)
   const audit = createAuditLog(ctx.sqlite, ctx.clock)
   const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
-  const allowPrivate = ctx.config.webhookAllowPrivate
+  const allowPrivate = options.allowPrivate ?? ctx.config.webhookAllowPrivate
 
   function require(orgId: string, id: string): WebhookRow {
     const w = repo.get(orgId, id)
@@ -101,7 +108,7 @@ export function createWebhooksService(ctx: Context) {
     async create(orgId: string, input: WebhookInput, by: ActedBy) {
       const eventTypes = checkEvents(input.events ?? [])
       if (input.appId) checkApp(orgId, input.appId)
-      await checkTarget(input.url, allowPrivate, { allowUnresolved: true })
+      await checkTarget(input.url, allowPrivate, { allowUnresolved: true, hint: options.privateHint })
       const secret = newWebhookSecret()
       const id = newId(ctx.clock)
       const row = {

@@ -18,10 +18,47 @@ export interface CheckedTarget {
 
 export const URL_MAX_LENGTH = 2048
 
-/** Only plain public unicast is a safe target; ipaddr.process() unwraps IPv4-mapped IPv6 first. */
+/**
+ * The IPv4 address an IPv6 address stands for, when it embeds one at a fixed place: IPv4-mapped
+ * (::ffff:a.b.c.d) and the NAT64 well-known prefix (64:ff9b::a.b.c.d, RFC 6052), which reach that IPv4
+ * host. 'refuse' for forms that are never a legitimate target: IPv4-compatible (::a.b.c.d, deprecated by
+ * RFC 4291, and some stacks still route it to the IPv4 host; this /96 holds :: and ::1 too) and
+ * IPv4-translated (::ffff:0:a.b.c.d). undefined when nothing is embedded at a fixed place; 6to4
+ * (2002::/16), Teredo (2001::/32) and the local-use NAT64 prefix (64:ff9b:1::/48) are then refused whole
+ * by their special-purpose range below.
+ */
+function embeddedIpv4(v6: ipaddr.IPv6): ipaddr.IPv4 | 'refuse' | undefined {
+  const p = v6.parts
+  const v4 = () => new ipaddr.IPv4([p[6] >> 8, p[6] & 0xff, p[7] >> 8, p[7] & 0xff])
+  const zero = (from: number, to: number) => p.slice(from, to).every((x) => x === 0)
+  if (zero(0, 6)) return 'refuse'
+  if (zero(0, 5) && p[5] === 0xffff) return v4()
+  if (zero(0, 4) && p[4] === 0xffff && p[5] === 0) return 'refuse'
+  if (p[0] === 0x64 && p[1] === 0xff9b && zero(2, 6)) return v4()
+  return undefined
+}
+
+/** Only plain public unicast is a safe target, judged on the IPv4 host behind any IPv6 form that embeds one. */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false
-  return ipaddr.process(address).range() === 'unicast'
+  const ip = ipaddr.parse(address)
+  if (ip.kind() === 'ipv4') return ip.range() === 'unicast'
+  const embedded = embeddedIpv4(ip as ipaddr.IPv6)
+  if (embedded === 'refuse') return false
+  if (embedded) return embedded.range() === 'unicast'
+  return ip.range() === 'unicast'
+}
+
+/**
+ * Whether the URL text has a userinfo part, even an empty one ("https://:@host/" parses to username ""
+ * and password "", which URL cannot tell from none). Read from the authority the way the WHATWG parser
+ * reads it: tabs and newlines removed, leading C0 controls and spaces trimmed, a backslash as a slash
+ * (http and https are special schemes), and any "@" before the path, query or fragment starts means userinfo.
+ */
+export function hasUserinfo(text: string): boolean {
+  const cleaned = text.replace(/[\t\n\r]/g, '').replace(/^[\u0000-\u0020]+/, '')
+  const authority = /^[a-z][a-z0-9+.-]*:[/\\]*([^/\\?#]*)/i.exec(cleaned)
+  return authority !== null && authority[1].includes('@')
 }
 
 /** Syntax: absolute http(s) URL, no credentials in it (they would end up in logs and delivery records). */
@@ -34,7 +71,9 @@ export function parseTargetUrl(text: string): URL {
   }
   if (text.length > URL_MAX_LENGTH) throw new ApiError('url_not_allowed', { reason: `longer than ${URL_MAX_LENGTH} characters` })
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError('url_not_allowed', { reason: 'only http and https URLs' })
-  if (url.username || url.password) throw new ApiError('url_not_allowed', { reason: 'credentials in the URL are not allowed; verify the signature instead' })
+  if (url.username || url.password || hasUserinfo(text)) {
+    throw new ApiError('url_not_allowed', { reason: 'credentials (a user@ part, even empty) in the URL are not allowed; verify the signature instead' })
+  }
   return url
 }
 
@@ -43,7 +82,13 @@ export function parseTargetUrl(text: string): URL {
  * not resolve (yet, or from this network) is accepted with no addresses: every delivery resolves and
  * checks again before it connects, so nothing private can be reached through it later.
  */
-export async function checkTarget(text: string, allowPrivate: boolean, { allowUnresolved = false } = {}): Promise<CheckedTarget> {
+export const ALLOW_PRIVATE_HINT = 'to allow private targets, start "fixloop serve" with FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1'
+
+export async function checkTarget(
+  text: string,
+  allowPrivate: boolean,
+  { allowUnresolved = false, hint = ALLOW_PRIVATE_HINT }: { allowUnresolved?: boolean; hint?: string } = {},
+): Promise<CheckedTarget> {
   const url = parseTargetUrl(text)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   let addresses: { address: string; family: 4 | 6 }[]
@@ -62,7 +107,7 @@ export async function checkTarget(text: string, allowPrivate: boolean, { allowUn
   }
   if (!allowPrivate) {
     const bad = addresses.find((a) => !isPublicAddress(a.address))
-    if (bad) throw new ApiError('url_not_allowed', { reason: `${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address` })
+    if (bad) throw new ApiError('url_not_allowed', { reason: `${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address; ${hint}` })
   }
   return { url, addresses }
 }

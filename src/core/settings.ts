@@ -1,0 +1,63 @@
+/**
+ * Every setting fixloop reads, with its flag, default and a one-line meaning: what `fixloop --help` and
+ * `fixloop serve --help` print (someone with only the binary sees them all), and what the README's
+ * configuration table must match (test/cli-ux.test.ts checks both ways against config.ts and
+ * the README, so a new knob cannot be added to one and forgotten in the others).
+ */
+export interface Setting {
+  /** The environment variable(s), as the README's table names them. */
+  env: string[]
+  flag?: string
+  /** The default, written as in the README's "Default" column. */
+  default: string
+  meaning: string
+}
+
+export const SETTINGS: Setting[] = [
+  { flag: '--host', env: ['FIXLOOP_HOST'], default: '127.0.0.1', meaning: 'address to listen on (0.0.0.0 in a container)' },
+  { flag: '--port', env: ['FIXLOOP_PORT'], default: '8080', meaning: 'port to listen on (0 picks a free one)' },
+  { flag: '--data-dir', env: ['FIXLOOP_DATA_DIR'], default: './data', meaning: 'database, blobs and master.key (created 0700 on first start, with a notice)' },
+  { env: ['FIXLOOP_MASTER_KEY'], default: '<data-dir>/master.key', meaning: '32-byte key (hex or base64) sealing stored secrets; unset: master.key, created 0600' },
+  { env: ['FIXLOOP_RATE_LIMIT_MULTIPLIER'], default: '1', meaning: 'multiplies every rate-limit ceiling and bucket capacity' },
+  { env: ['FIXLOOP_TRUST_PROXY'], default: 'off', meaning: '1: client address from the last X-Forwarded-For hop instead of the socket' },
+  { env: ['FIXLOOP_PUBLIC_URL'], default: 'the address the request came to', meaning: 'base URL clients reach the server at (upload URLs, PR links)' },
+  { env: ['FIXLOOP_ADMIN_EMAIL', 'FIXLOOP_ADMIN_PASSWORD_FILE'], default: 'unset', meaning: 'first dashboard admin, created at start while none exists (both or neither)' },
+  { env: ['FIXLOOP_LOG_LEVEL'], default: 'info', meaning: 'info (a line per request), warn (problems only) or silent' },
+  { env: ['FIXLOOP_METRICS_TOKEN'], default: 'unset (open)', meaning: 'bearer token GET /metrics requires' },
+  { env: ['FIXLOOP_MIN_FREE_DISK_MB'], default: '64', meaning: '/readyz is not ready below this free space on the data dir (0: off)' },
+  {
+    env: ['FIXLOOP_S3_ENDPOINT', 'FIXLOOP_S3_BUCKET', 'FIXLOOP_S3_ACCESS_KEY', 'FIXLOOP_S3_SECRET_KEY', 'FIXLOOP_S3_REGION'],
+    default: 'unset (us-east-1)',
+    meaning: 'S3/MinIO blob storage instead of the embedded store (the first four together)',
+  },
+  { env: ['FIXLOOP_AGENT_CONCURRENCY'], default: '2', meaning: 'most agent runs at once over all Apps' },
+  { env: ['FIXLOOP_AGENT_ENV'], default: 'unset', meaning: 'comma-separated names of extra variables passed to agent commands' },
+  { env: ['FIXLOOP_AGENT_SANDBOX'], default: 'bwrap', meaning: 'bwrap: agents run in a bubblewrap sandbox; off: unconfined (unsafe)' },
+  { env: ['FIXLOOP_AGENT_NETWORK'], default: 'on', meaning: 'whether sandboxed agents may use the network' },
+  { env: ['FIXLOOP_AGENT_SANDBOX_PATHS'], default: 'unset', meaning: 'colon-separated absolute host paths sandboxed agents may read' },
+  { env: ['FIXLOOP_WORK_DIR'], default: '<tmp>/fixloop-work-<uid>', meaning: 'where agent run workspaces live (outside the data dir)' },
+  { env: ['FIXLOOP_UPLOAD_GRACE_HOURS'], default: '24', meaning: 'uploads no submission references are removed after this long' },
+  { env: ['FIXLOOP_EVENT_RETENTION_DAYS'], default: '30', meaning: 'events older than this are purged' },
+  { env: ['FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS'], default: '14', meaning: 'webhook deliveries and their attempt log older than this are purged' },
+  {
+    env: ['FIXLOOP_WEBHOOK_ALLOW_PRIVATE'],
+    default: 'off',
+    meaning: '1: allow webhook targets on private/loopback/link-local addresses (set it on serve and on "webhook create")',
+  },
+  { env: ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS'], default: '15', meaning: 'time a webhook receiver has to answer (at most 15)' },
+  { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
+  { env: ['FIXLOOP_SSE_HEARTBEAT_SECONDS'], default: '10', meaning: 'comment line on idle event streams (at most 15)' },
+  { env: ['FIXLOOP_SSE_STREAMS_PER_KEY'], default: '100', meaning: 'event streams open at once per sk_ key or dashboard session (then 429)' },
+  { env: ['FIXLOOP_SLACK_API_URL'], default: 'https://slack.com/api', meaning: 'Slack Web API base URL (a proxy, or a stub in tests)' },
+]
+
+/** The settings as help text: one line per setting, "flag / ENV (default: …) meaning". */
+export function settingsHelp(): string {
+  const names = SETTINGS.map((s) => [s.flag, s.env.join(', ')].filter(Boolean).join(' / '))
+  const width = Math.min(40, Math.max(...names.map((n) => n.length)))
+  const lines = SETTINGS.map((s, i) => {
+    const name = names[i].length > width ? `${names[i]}\n${' '.repeat(width + 2)}` : names[i].padEnd(width)
+    return `  ${name}  ${s.meaning} (default: ${s.default})`
+  })
+  return `Settings (a flag wins over its environment variable; the environment wins over the default):\n${lines.join('\n')}`
+}

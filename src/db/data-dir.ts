@@ -1,0 +1,88 @@
+/**
+ * The data dir: where it is made, what it may hold, who may read it.
+ *
+ * - A data dir that does not exist, or exists without a database (an empty dir made by mkdtemp or a
+ *   Docker volume, or one holding only an operator's own files), becomes a NEW instance: never silently.
+ *   The first command to create the database says so on stderr with the absolute path, so a mistyped
+ *   --data-dir is seen at once instead of as a mysteriously empty instance.
+ * - Everything in it is owner-only: the dir 0700, files 0600 (the database holds reports not yet
+ *   sanitized and sealed secrets). New files are created so; an existing dir whose mode lets others in is
+ *   tightened at open (with a notice), since a 0700 dir keeps everything below it private.
+ */
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { StartupError } from '../core/startup-error'
+
+export const DB_FILE = 'fixloop.db'
+/** Files at the top of a data dir that must be owner-only (blobs/ is a 0700 dir of its own). */
+const PRIVATE_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'master.key', 'serve.lock']
+
+let notice: (line: string) => void = () => {}
+const announced = new Set<string>()
+
+/** Where notices go (the CLI: stderr). Library users and tests stay quiet by default. */
+export function setDataDirNotices(sink: (line: string) => void): void {
+  notice = sink
+}
+
+/**
+ * Creates `path` as an empty owner-only (0600) file unless it exists. SQLite gives the -wal and -shm
+ * files it makes later the database file's own mode, so creating the database this way covers them too.
+ */
+export function createPrivateFile(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600))
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+  }
+}
+
+/** chmod when the mode lets group or others in; returns whether it changed anything. */
+function tighten(path: string, mode: number): boolean {
+  let current: number
+  try {
+    current = statSync(path).mode & 0o777
+  } catch {
+    return false
+  }
+  if ((current & 0o077) === 0) return false
+  try {
+    chmodSync(path, mode)
+    return true
+  } catch {
+    return false // not ours (another user's dir): opening it will say what is wrong
+  }
+}
+
+export interface PreparedDataDir {
+  /** The directory did not exist and was made now. */
+  created: boolean
+  /** No database there yet: the command about to run makes a new instance. */
+  fresh: boolean
+}
+
+/**
+ * Makes the data dir ready to hold a database: created (0700, parents too) when missing, refused when
+ * it is a file, permissions tightened, and a new instance announced once per process and dir.
+ */
+export function prepareDataDir(dataDir: string): PreparedDataDir {
+  let created = false
+  if (!existsSync(dataDir)) {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    created = true
+  } else if (!statSync(dataDir).isDirectory()) {
+    throw new StartupError(`the data dir ${dataDir} is not a directory (check --data-dir or FIXLOOP_DATA_DIR)`)
+  }
+  const fresh = !existsSync(join(dataDir, DB_FILE))
+  const fixed = [dataDir, ...PRIVATE_FILES.map((f) => join(dataDir, f))].filter((p, i) => tighten(p, i === 0 ? 0o700 : 0o600))
+  if (fixed.length > 0) notice(`fixloop: made ${fixed.join(', ')} owner-only (they hold reports and sealed secrets)\n`)
+  if (fresh && !announced.has(dataDir)) {
+    announced.add(dataDir)
+    notice(
+      created
+        ? `fixloop: creating a new instance in ${dataDir} (the directory did not exist; if you meant an existing one, check --data-dir or FIXLOOP_DATA_DIR)\n`
+        : `fixloop: creating a new instance in ${dataDir} (it holds no ${DB_FILE} yet; if you meant an existing one, check --data-dir or FIXLOOP_DATA_DIR)\n`,
+    )
+  }
+  return { created, fresh }
+}

@@ -1,0 +1,198 @@
+/**
+ * The CLI for someone with only the binary: clear errors instead of stack traces, quiet exits when the
+ * reader of the output goes away, -v, every command taking --data-dir, and every setting in --help
+ * (from the one table src/core/settings.ts, checked here against config.ts and the README).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { BINARY, ROOT, eventually, runBinary, spawnServer, tempDir } from './harness'
+import { ensureBinary } from './helpers-lifecycle'
+import { SETTINGS } from '../src/core/settings'
+import { createContext } from '../src/context'
+import { loadConfig } from '../src/config'
+import { createTenantsService } from '../src/modules/tenants/service'
+import { privateTargetRule } from '../src/cli/webhooks'
+import { VERSION } from '../src/version'
+
+let dir: string
+let orgId: string
+beforeAll(async () => {
+  ensureBinary()
+  dir = tempDir()
+  orgId = JSON.parse((await runBinary(['org', 'create', '--name', 'Ops', '--json', '--data-dir', dir])).stdout).id
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const noTrace = (stderr: string) => expect(stderr).not.toMatch(/\n\s+at |Error:|\.ts:\d+/)
+
+describe('errors are messages, not stack traces', () => {
+  test('backup --out into a missing folder exits 2 and names the folder', async () => {
+    const out = join(dir, 'no', 'such', 'folder', 'b.tar')
+    const r = await runBinary(['backup', '--out', out, '--data-dir', dir])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain(`${join(dir, 'no', 'such', 'folder')} does not exist`)
+    noTrace(r.stderr)
+  })
+
+  test.each([['under a file', () => join(dir, 'fixloop.db', 'b.tar')], ['into a folder that takes no files', () => '/proc/fixloop-backup.tar']])('backup --out %s exits 2', async (_name, out) => {
+    const r = await runBinary(['backup', '--out', out(), '--data-dir', dir])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('fixloop: --out')
+    noTrace(r.stderr)
+  })
+})
+
+describe('version', () => {
+  test.each([[['-v']], [['--version']], [['version']], [['version', '--data-dir', '/nonexistent/x']], [['--data-dir', '/nonexistent/x', 'version']], [['version', '--data-dir=/x']], [['--data-dir', '/x', '-v']], [['--data-dir=/x', '--version']]])(
+    'fixloop %p prints the version and creates nothing',
+    async (args) => {
+      const r = await runBinary(args)
+      expect(r).toEqual({ code: 0, stdout: VERSION + '\n', stderr: '' })
+    },
+  )
+  test('version --json --data-dir DIR → {"version"}', async () => {
+    const r = await runBinary(['version', '--json', '--data-dir', dir])
+    expect(JSON.parse(r.stdout)).toEqual({ version: VERSION })
+  })
+  test('only global flags: -v/--version is the version (with --json too), anything else the help', async () => {
+    expect(JSON.parse((await runBinary(['--json', '-v'])).stdout)).toEqual({ version: VERSION })
+    for (const args of [['--data-dir', '/x', '--help'], ['--data-dir', '/x'], ['--json'], ['help', '--data-dir', '/x']]) {
+      const r = await runBinary(args)
+      expect(r.code).toBe(0)
+      expect(r.stdout).toContain('Usage: fixloop')
+    }
+  })
+  test('other flags are still refused', async () => {
+    expect((await runBinary(['version', '--port', '1'])).code).toBe(2)
+  })
+})
+
+describe('output to a pipe that closes early (| head)', () => {
+  let big: string
+  beforeAll(() => {
+    big = tempDir()
+    const ctx = createContext(loadConfig({ dataDir: big }, {}))
+    const tenants = createTenantsService(ctx)
+    // Far more than a pipe buffer (64 KiB) of output.
+    ctx.sqlite.transaction(() => {
+      for (let i = 0; i < 3000; i++) tenants.createOrg(`Org number ${i} with a long enough name to fill the pipe`)
+    })()
+    ctx.sqlite.close()
+  })
+  afterAll(() => rmSync(big, { recursive: true, force: true }))
+
+  for (const args of [['org', 'list'], ['org', 'list', '--json']]) {
+    test(`fixloop ${args.join(' ')} | head -1: exit 0, nothing on stderr`, async () => {
+      const proc = Bun.spawn(['bash', '-c', `'${BINARY}' ${args.join(' ')} --data-dir '${big}' | head -c 100 > /dev/null; echo "status=\${PIPESTATUS[0]}"`], { stdout: 'pipe', stderr: 'pipe' })
+      const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+      expect(stderr).toBe('')
+      expect(stdout.trim()).toBe('status=0')
+    })
+  }
+})
+
+describe('webhook deliveries for people', () => {
+  test('without --json: a table with one row per attempt, not raw JSON', async () => {
+    const env = { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_AGENT_SANDBOX: 'off' }
+    const receiver = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('ok') })
+    const d = tempDir()
+    try {
+      const cli = (args: string[]) => runBinary([...args, '--data-dir', d], env)
+      const org = JSON.parse((await cli(['org', 'create', '--name', 'Hooks', '--json'])).stdout).id
+      const w = JSON.parse((await cli(['webhook', 'create', '--org', org, '--url', `http://127.0.0.1:${receiver.port}/hook`, '--json'])).stdout)
+      const server = await spawnServer(d, env)
+      try {
+        expect((await cli(['webhook', 'test', w.id])).code).toBe(0)
+        await eventually(async () => JSON.parse((await cli(['webhook', 'deliveries', w.id, '--json'])).stdout).data[0]?.status === 'succeeded', 15_000)
+      } finally {
+        await server.stop()
+      }
+      const r = await cli(['webhook', 'deliveries', w.id])
+      expect(r.code).toBe(0)
+      const lines = r.stdout.trimEnd().split('\n')
+      expect(lines[0].split(/\s+/)).toEqual(['DELIVERY', 'EVENT', 'STATUS', 'NEXT', 'ATTEMPT', 'AT', 'RESPONSE', 'MS', 'ERROR'])
+      expect(lines[1]).toMatch(/webhook\.test\s+succeeded\s+-\s+1\s+\S+\s+200\s/)
+      expect(r.stdout).not.toContain('{')
+      expect(r.stdout).not.toMatch(/^data:/m)
+      // --json is unchanged: the page as one object.
+      const json = JSON.parse((await cli(['webhook', 'deliveries', w.id, '--json'])).stdout)
+      expect(json.data[0]).toMatchObject({ eventType: 'webhook.test', status: 'succeeded' })
+    } finally {
+      receiver.stop(true)
+      rmSync(d, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
+
+describe('FIXLOOP_WEBHOOK_ALLOW_PRIVATE on the CLI', () => {
+  test('a refusal says how to allow a private target', async () => {
+    const r = await runBinary(['webhook', 'create', '--org', orgId, '--url', 'http://127.0.0.1:9/x', '--data-dir', dir])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1')
+  })
+
+  test('the rule: the CLI needs the variable too; the hint names the side that lacks it; the server\'s refusal is warned about', () => {
+    expect(privateTargetRule(false, '1').hint).toContain('for this command too')
+    expect(privateTargetRule(false, undefined).hint).toContain('both on "fixloop serve" and on this command')
+    expect(privateTargetRule(true, '0').serverRefuses).toBe(true)
+    expect(privateTargetRule(true, '1').serverRefuses).toBe(false)
+    expect(privateTargetRule(true, undefined).serverRefuses).toBe(false)
+  })
+
+  test('after a server ran with it: the CLI without it is refused and told to set it for the command too', async () => {
+    const d = tempDir()
+    try {
+      const org = JSON.parse((await runBinary(['org', 'create', '--name', 'P', '--json', '--data-dir', d])).stdout).id
+      const server = await spawnServer(d, { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_AGENT_SANDBOX: 'off' })
+      await server.stop()
+      const refused = await runBinary(['webhook', 'create', '--org', org, '--url', 'http://127.0.0.1:9/x', '--data-dir', d])
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain('the server on this data dir allows private targets')
+      const allowed = await runBinary(['webhook', 'create', '--org', org, '--url', 'http://127.0.0.1:9/x', '--data-dir', d], { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
+      expect(allowed.code).toBe(0)
+      expect(allowed.stderr).toBe('')
+      // A server started without it: the CLI with it still creates, and warns that deliveries will be refused.
+      const strict = await spawnServer(d, { FIXLOOP_AGENT_SANDBOX: 'off' })
+      await strict.stop()
+      const warned = await runBinary(['webhook', 'create', '--org', org, '--url', 'http://127.0.0.1:9/y', '--data-dir', d], { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
+      expect(warned.code).toBe(0)
+      expect(warned.stderr).toContain('refuses every delivery')
+    } finally {
+      rmSync(d, { recursive: true, force: true })
+    }
+  }, 30_000)
+})
+
+describe('--help shows every setting', () => {
+  const envsInConfig = [...new Set([...readFileSync(join(ROOT, 'src', 'config.ts'), 'utf8').matchAll(/env\.(FIXLOOP_[A-Z0-9_]+)/g)].map((m) => m[1]))]
+  const settingEnvs = SETTINGS.flatMap((s) => s.env)
+
+  test('every variable config.ts reads is in the settings table, and nothing else is', () => {
+    expect(envsInConfig.filter((e) => !settingEnvs.includes(e))).toEqual([])
+    expect(settingEnvs.filter((e) => !envsInConfig.includes(e))).toEqual([])
+  })
+
+  test('the README table has the same rows and defaults', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const rows = readme.split('\n').filter((l) => /^\|( `--[a-z-]+`)? \| `FIXLOOP_/.test(l))
+    const table = rows.map((l) => {
+      const cells = l.split('|').map((c) => c.trim())
+      return { env: [...cells[2].matchAll(/FIXLOOP_[A-Z0-9_]+/g)].map((m) => m[0]), default: cells[3].replace(/`/g, '') }
+    })
+    expect(table).toEqual(SETTINGS.map((s) => ({ env: s.env, default: s.default })))
+  })
+
+  for (const args of [['--help'], ['serve', '--help']]) {
+    test(`fixloop ${args.join(' ')} lists every setting with its default and no pointer to the README`, async () => {
+      const r = await runBinary(args)
+      expect(r.code).toBe(0)
+      for (const s of SETTINGS) {
+        const line = r.stdout.split('\n').findIndex((l) => l.includes(s.env.join(', ')))
+        expect(`${s.env[0]} ${line >= 0}`).toBe(`${s.env[0]} true`)
+        expect(r.stdout).toContain(`(default: ${s.default})`)
+      }
+      expect(r.stdout).not.toContain("README's")
+    })
+  }
+})

@@ -1,0 +1,217 @@
+/**
+ * The data dir through the compiled binary: a new instance is announced, never silent; a start refused
+ * for a busy port leaves nothing behind; everything in the data dir is owner-only even under umask 022.
+ */
+import { afterAll, describe, expect, test } from 'bun:test'
+import { chmodSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { BINARY, call, freePort, runBinary, tempDir } from './harness'
+import { ensureBinary } from './helpers-lifecycle'
+import { submitWithScreenshot } from './ops-helpers'
+
+const dirs: string[] = []
+function fresh(): string {
+  const d = tempDir('fixloop-datadir-')
+  dirs.push(d)
+  return d
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+/** Runs the binary through sh with umask 022, the usual default that made the database 0644. */
+async function withUmask022(args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const quoted = args.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
+  const proc = Bun.spawn(['sh', '-c', `umask 022; exec '${BINARY}' ${quoted}`], { env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe', cwd })
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { code, stdout, stderr }
+}
+
+/** Every path under `root` (itself included) with its permission bits. */
+function modes(root: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (p: string) => {
+    const st = statSync(p)
+    out[relative(root, p) || '.'] = (st.mode & 0o777).toString(8)
+    if (st.isDirectory()) for (const e of readdirSync(p)) walk(join(p, e))
+  }
+  walk(root)
+  return out
+}
+
+describe('a new instance is never silent', () => {
+  const cases: [string, (base: string) => string, RegExp][] = [
+    ['a missing dir (parents too)', (base) => join(base, 'typo', 'data'), /creating a new instance in .*typo\/data \(the directory did not exist/],
+    ['an existing empty dir', (base) => base, /creating a new instance in .* \(it holds no fixloop\.db yet/],
+    [
+      'a dir holding only other files',
+      (base) => {
+        writeFileSync(join(base, 'admin-password'), 'x')
+        return base
+      },
+      /creating a new instance in .* \(it holds no fixloop\.db yet/,
+    ],
+  ]
+  for (const [name, make, message] of cases) {
+    for (const command of [['org', 'create', '--name', 'A'], ['migrate']]) {
+      test(`${command[0]} on ${name}: one notice with the absolute path, none the second time`, async () => {
+        ensureBinary()
+        const dir = make(fresh())
+        const first = await runBinary([...command, '--data-dir', dir, '--json'])
+        expect(first.code).toBe(0)
+        expect(first.stderr).toMatch(message)
+        expect(first.stderr).toContain(dir)
+        const again = await runBinary([...command, '--data-dir', dir, '--json'])
+        expect(again.code).toBe(0)
+        expect(again.stderr).not.toContain('new instance')
+      })
+    }
+  }
+
+  test('a relative --data-dir is announced as its absolute path; serve announces it too', async () => {
+    ensureBinary()
+    const cwd = fresh()
+    const port = await freePort()
+    const proc = Bun.spawn([BINARY, 'serve', '--port', String(port), '--data-dir', 'rel/data'], { cwd, env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_AGENT_SANDBOX: 'off' }, stdout: 'ignore', stderr: 'pipe' })
+    try {
+      for (let i = 0; i < 300; i++) {
+        if ((await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200) break
+        await Bun.sleep(50)
+      }
+    } finally {
+      proc.kill('SIGTERM')
+    }
+    await proc.exited
+    expect(await new Response(proc.stderr).text()).toContain(`creating a new instance in ${join(cwd, 'rel', 'data')} `)
+  })
+})
+
+describe('a start refused for a busy port leaves nothing behind', () => {
+  test.each([
+    ['a data dir that does not exist', false],
+    ['an existing instance', true],
+  ])('%s', async (_name, existing) => {
+    ensureBinary()
+    const base = fresh()
+    const dir = join(base, 'data')
+    if (existing) expect((await runBinary(['org', 'create', '--name', 'A', '--data-dir', dir])).code).toBe(0)
+    const before = existsSync(dir) ? readdirSync(dir).sort() : null
+    const busy = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('taken') })
+    try {
+      const r = await runBinary(['serve', '--host', '127.0.0.1', '--port', String(busy.port), '--data-dir', dir])
+      expect(r.code).toBe(2)
+      expect(r.stderr).toContain('already in use')
+      expect(r.stderr).not.toContain('new instance')
+    } finally {
+      busy.stop(true)
+    }
+    // No new dir, no key, no -wal/-shm or lock file.
+    expect(existsSync(dir) ? readdirSync(dir).sort() : null).toEqual(before)
+  })
+})
+
+describe('a start that fails after creating its data dir', () => {
+  test('removes what it created, missing parents included', async () => {
+    ensureBinary()
+    const base = fresh()
+    const r = await runBinary(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(base, 'a', 'data')], { FIXLOOP_MASTER_KEY: 'too-short' })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('FIXLOOP_MASTER_KEY must hold 32 bytes')
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+    expect(readdirSync(base)).toEqual([])
+  })
+  test('a missing FIXLOOP_ADMIN_PASSWORD_FILE is refused (exit 2) before anything is created', async () => {
+    ensureBinary()
+    const base = fresh()
+    const r = await runBinary(['serve', '--port', '0', '--data-dir', join(base, 'data')], { FIXLOOP_ADMIN_EMAIL: 'a@example.com', FIXLOOP_ADMIN_PASSWORD_FILE: join(base, 'nope') })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('FIXLOOP_ADMIN_PASSWORD_FILE')
+    expect(r.stderr).not.toContain('new instance')
+    expect(readdirSync(base)).toEqual([])
+  })
+})
+
+describe('owner-only files under umask 022', () => {
+  test('serve + uploads + backup: the dir and its subdirs 0700, every file 0600 (WAL and SHM included)', async () => {
+    ensureBinary()
+    const base = fresh()
+    const dir = join(base, 'data')
+    const cli = async (...args: string[]) => {
+      const r = await withUmask022([...args, '--data-dir', dir, '--json'])
+      expect(r.code).toBe(0)
+      return JSON.parse(r.stdout)
+    }
+    const org = await cli('org', 'create', '--name', 'Perms')
+    const app = await cli('app', 'create', '--org', org.id, '--name', 'Web')
+    const port = await freePort()
+    const proc = Bun.spawn(['sh', '-c', `umask 022; exec '${BINARY}' serve --host 127.0.0.1 --port ${port} --data-dir '${dir}'`], {
+      env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_AGENT_SANDBOX: 'off' },
+      stdout: 'ignore',
+      stderr: 'ignore',
+    })
+    const url = `http://127.0.0.1:${port}`
+    try {
+      for (let i = 0; i < 300; i++) {
+        if ((await fetch(url + '/healthz').catch(() => undefined))?.status === 200) break
+        await Bun.sleep(50)
+      }
+      await submitWithScreenshot(url, app.publicKey)
+      expect((await call(url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'one more' } })).status).toBe(201)
+      // While it runs: the WAL and shared-memory files exist and are private too.
+      const running = modes(dir)
+      expect(Object.keys(running)).toEqual(expect.arrayContaining(['fixloop.db-wal', 'fixloop.db-shm', 'master.key', 'serve.lock']))
+      expect(Object.keys(running).some((p) => p.startsWith('blobs/') && !statSync(join(dir, p)).isDirectory())).toBe(true)
+      const loose = Object.entries(running).filter(([p, m]) => m !== (statSync(join(dir, p)).isDirectory() ? '700' : '600'))
+      expect(loose).toEqual([])
+    } finally {
+      proc.kill('SIGTERM')
+      await proc.exited
+    }
+    const out = join(base, 'backup.tar')
+    const b = await withUmask022(['backup', '--out', out, '--data-dir', dir])
+    expect(b.code).toBe(0)
+    expect((statSync(out).mode & 0o777).toString(8)).toBe('600')
+    expect(readdirSync(base).sort()).toEqual(['backup.tar', 'data'])
+  }, 60_000)
+
+  test('an existing data dir others can read is made owner-only at open, with a notice', async () => {
+    ensureBinary()
+    const dir = join(fresh(), 'data')
+    expect((await runBinary(['org', 'create', '--name', 'A', '--data-dir', dir])).code).toBe(0)
+    chmodSync(dir, 0o755)
+    chmodSync(join(dir, 'fixloop.db'), 0o644)
+    const r = await runBinary(['org', 'create', '--name', 'B', '--data-dir', dir])
+    expect(r.code).toBe(0)
+    expect(r.stderr).toContain('owner-only')
+    expect((statSync(dir).mode & 0o777).toString(8)).toBe('700')
+    expect((statSync(join(dir, 'fixloop.db')).mode & 0o777).toString(8)).toBe('600')
+    // Nothing to say the next time.
+    expect((await runBinary(['org', 'list', '--data-dir', dir])).stderr).toBe('')
+  })
+
+  test('in-process (no umask from main.ts): the database and uploaded blobs are created 0600', async () => {
+    const { startTestServer, seedTenant } = await import('./harness')
+    const old = process.umask(0o022)
+    const server = await startTestServer()
+    try {
+      const t = seedTenant(server.admin)
+      await submitWithScreenshot(server.url, t.pub)
+      const loose = Object.entries(modes(server.dataDir)).filter(([p, m]) => m !== (statSync(join(server.dataDir, p)).isDirectory() ? '700' : '600'))
+      expect(JSON.stringify(loose)).toBe('[]')
+    } finally {
+      await server.close()
+      process.umask(old)
+    }
+  })
+})
+
+describe('a data dir path that is a file', () => {
+  test('is refused with exit 2', async () => {
+    ensureBinary()
+    const file = join(fresh(), 'not-a-dir')
+    writeFileSync(file, 'x')
+    const r = await runBinary(['org', 'create', '--name', 'A', '--data-dir', file])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('not a directory')
+  })
+})
