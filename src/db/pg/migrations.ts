@@ -1,0 +1,13 @@
+/**
+ * The PostgreSQL migration list, embedded into the binary like the SQLite one (src/db/migrations.ts):
+ * drizzle-kit generates migrations-pg/ from src/db/pg/schema (`bun run db:generate:pg`); files written by
+ * hand (triggers, seed rows) are made with `drizzle-kit generate --custom`. Add a line per new file.
+ */
+import type { Migration } from '../migrations'
+import p0000 from '../../../migrations-pg/0000_init.sql' with { type: 'text' }
+import p0001 from '../../../migrations-pg/0001_credential_generation.sql' with { type: 'text' }
+
+export const PG_MIGRATIONS: readonly Migration[] = [
+  { name: '0000_init', sql: p0000 },
+  { name: '0001_credential_generation', sql: p0001 },
+]

@@ -1,0 +1,55 @@
+/** Repository connections and agent-run audit records: the PostgreSQL twin of src/db/schema/agents.ts. */
+import { doublePrecision, index, integer, pgTable, text } from 'drizzle-orm/pg-core'
+import { counter, epochMs } from './columns'
+
+export const repoConnections = pgTable('repo_connections', {
+  appId: text('app_id').primaryKey(),
+  gitUrl: text('git_url').notNull(),
+  baseBranch: text('base_branch').notNull().default('main'),
+  hostKind: text('host_kind').notNull(),
+  hostApiUrl: text('host_api_url'),
+  hostRepo: text('host_repo'),
+  hostTokenEnc: text('host_token_enc'),
+  agentProvider: text('agent_provider').notNull(),
+  agentCommand: text('agent_command'),
+  model: text('model'),
+  timeoutSeconds: integer('timeout_seconds').notNull(),
+  prMode: text('pr_mode').notNull(),
+  verifyCommand: text('verify_command'),
+  maxFiles: integer('max_files').notNull(),
+  maxLines: integer('max_lines').notNull(),
+  denyPaths: text('deny_paths').notNull().default('[]'),
+  runsPerDay: integer('runs_per_day').notNull(),
+  maxCostUsdPerMonth: doublePrecision('max_cost_usd_per_month').notNull(),
+  createdAt: epochMs('created_at').notNull(),
+  updatedAt: epochMs('updated_at').notNull(),
+})
+
+export const agentRuns = pgTable(
+  'agent_runs',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+    provider: text('provider').notNull(),
+    model: text('model'),
+    status: text('status').notNull(),
+    tokensIn: counter('tokens_in').notNull().default(0),
+    tokensOut: counter('tokens_out').notNull().default(0),
+    costUsd: doublePrecision('cost_usd').notNull().default(0),
+    prUrl: text('pr_url'),
+    branch: text('branch').notNull(),
+    guardrailReason: text('guardrail_reason'),
+    error: text('error'),
+    timings: text('timings').notNull(),
+    summary: text('summary'),
+    outputTail: text('output_tail'),
+    sandboxPid: integer('sandbox_pid'),
+    sandboxStart: text('sandbox_start'),
+    startedAt: epochMs('started_at'),
+    endedAt: epochMs('ended_at'),
+    createdAt: epochMs('created_at').notNull(),
+  },
+  (t) => [index('agent_runs_feedback_idx').on(t.feedbackId, t.id), index('agent_runs_app_idx').on(t.appId, t.createdAt), index('agent_runs_status_idx').on(t.status)],
+)

@@ -1,0 +1,80 @@
+/** Feedback reports, the durable job table and Idempotency-Keys: the PostgreSQL twin of src/db/schema/feedback.ts. */
+import { sql } from 'drizzle-orm'
+import { bigint, boolean, index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { epochMs } from './columns'
+import { apps, orgs } from './tenants'
+
+export const feedback = pgTable(
+  'feedback',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id').notNull().references(() => orgs.id),
+    appId: text('app_id').notNull().references(() => apps.id),
+    status: text('status').notNull(),
+    version: integer('version').notNull().default(0),
+    severity: text('severity'),
+    text: text('text').notNull(),
+    url: text('url'),
+    userAgent: text('user_agent'),
+    viewport: text('viewport'),
+    consoleLogs: text('console_logs'),
+    attachments: text('attachments'),
+    componentTarget: text('component_target'),
+    metadata: text('metadata'),
+    submittedMode: text('submitted_mode').notNull(),
+    externalUserId: text('external_user_id'),
+    email: text('email'),
+    submitterName: text('submitter_name'),
+    userContext: text('user_context'),
+    redactions: text('redactions'),
+    createdAt: epochMs('created_at').notNull(),
+    updatedAt: epochMs('updated_at').notNull(),
+    processedAt: epochMs('processed_at'),
+    mergeRequestUrl: text('merge_request_url'),
+    duplicateOfId: text('duplicate_of_id'),
+    duplicateCount: integer('duplicate_count').notNull().default(0),
+    lastDuplicateAt: epochMs('last_duplicate_at'),
+    theme: text('theme'),
+    consolidatedText: text('consolidated_text'),
+    failureReason: text('failure_reason'),
+    mergeLocked: boolean('merge_locked').notNull().default(false),
+  },
+  (t) => [
+    index('feedback_org_id_idx').on(t.orgId, t.id),
+    index('feedback_app_id_idx').on(t.appId, t.id),
+    index('feedback_org_status_idx').on(t.orgId, t.status, t.id),
+    index('feedback_app_status_idx').on(t.appId, t.status, t.id),
+    index('feedback_dup_recent_idx').on(t.duplicateOfId, t.id, t.createdAt).where(sql`duplicate_of_id IS NOT NULL`),
+  ],
+)
+
+export const jobs = pgTable(
+  'jobs',
+  {
+    // An identity column: SQLite's AUTOINCREMENT rowid. "By default" so a copy from SQLite keeps its ids.
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    kind: text('kind').notNull(),
+    feedbackId: text('feedback_id'),
+    appId: text('app_id'),
+    runAfter: epochMs('run_after').notNull(),
+    leaseUntil: epochMs('lease_until'),
+    leaseOwner: text('lease_owner'),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    createdAt: epochMs('created_at').notNull(),
+  },
+  (t) => [index('jobs_due_idx').on(t.runAfter), index('jobs_feedback_idx').on(t.feedbackId), index('jobs_kind_due_idx').on(t.kind, t.runAfter)],
+)
+
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    appId: text('app_id').notNull(),
+    key: text('key').notNull(),
+    requestHash: text('request_hash').notNull(),
+    statusCode: integer('status_code').notNull(),
+    responseBody: text('response_body').notNull(),
+    createdAt: epochMs('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.key] }), index('idempotency_created_idx').on(t.createdAt)],
+)

@@ -1,0 +1,22 @@
+/** Upload keys issued by POST /v1/feedback/upload-url: the PostgreSQL twin of src/db/schema/uploads.ts. */
+import { sql } from 'drizzle-orm'
+import { index, integer, pgTable, text } from 'drizzle-orm/pg-core'
+import { epochMs } from './columns'
+
+export const uploads = pgTable(
+  'uploads',
+  {
+    key: text('key').primaryKey(),
+    appId: text('app_id').notNull(),
+    orgId: text('org_id').notNull(),
+    kind: text('kind').notNull(),
+    contentType: text('content_type').notNull(),
+    byteSize: integer('byte_size').notNull(),
+    filename: text('filename'),
+    createdAt: epochMs('created_at').notNull(),
+    expiresAt: epochMs('expires_at').notNull(),
+    uploadedAt: epochMs('uploaded_at'),
+    feedbackId: text('feedback_id'),
+  },
+  (t) => [index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`)],
+)

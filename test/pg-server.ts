@@ -1,0 +1,143 @@
+/**
+ * A real PostgreSQL for tests: Debian's `postgresql` package, a throw-away cluster (`initdb` in a temp
+ * dir) listening on a random loopback port, started once per test file and stopped after it; each suite
+ * asks for a fresh database. As root, the server runs as the `postgres` user (PostgreSQL refuses root).
+ * Password auth (scram) on TCP, so a wrong password is refused as on a real deployment.
+ */
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import postgres from 'postgres'
+import type { Subprocess } from 'bun'
+
+export interface PgServer {
+  /** postgres://postgres:<password>@127.0.0.1:<port>/postgres */
+  adminUrl: string
+  port: number
+  password: string
+  /** A new empty database; its URL. */
+  createDatabase(prefix?: string): Promise<string>
+  stop(): Promise<void>
+}
+
+/** The newest installed PostgreSQL's bin dir, or null when the package is missing. */
+export function pgBinDir(): string | null {
+  const base = '/usr/lib/postgresql'
+  if (!existsSync(base)) return null
+  const versions = readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'postgres'))).sort((a, b) => Number(b) - Number(a))
+  return versions[0] ? join(base, versions[0], 'bin') : null
+}
+
+/** Why PostgreSQL tests cannot run here, or null when they can. */
+export function pgMissingReason(): string | null {
+  return pgBinDir() ? null : 'PostgreSQL is not installed (apt-get install postgresql; .ci/run installs it)'
+}
+
+const asRoot = process.getuid?.() === 0
+
+function pgUserIds(): { uid: number; gid: number } {
+  const out = Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()
+  const gid = Bun.spawnSync(['id', '-g', 'postgres']).stdout.toString().trim()
+  if (!out) throw new Error('the postgres user does not exist (it comes with the postgresql package)')
+  return { uid: Number(out), gid: Number(gid) }
+}
+
+/**
+ * Runs a PostgreSQL program, as the postgres user when we are root. setpriv execs the program in place
+ * (runuser would stay as its parent and not pass our signals on), so stopping the server is one signal.
+ */
+function pgCommand(bin: string, args: string[]): string[] {
+  return asRoot ? ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--', bin, ...args] : [bin, ...args]
+}
+
+async function freePort(): Promise<number> {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+async function waitReady(url: string, proc: Subprocess, deadlineMs: number): Promise<void> {
+  while (Date.now() < deadlineMs) {
+    if (proc.exitCode !== null) throw new Error(`postgres exited with ${proc.exitCode}`)
+    const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} })
+    try {
+      await sql`SELECT 1`
+      return
+    } catch {
+      await Bun.sleep(100)
+    } finally {
+      await sql.end({ timeout: 1 })
+    }
+  }
+  throw new Error('postgres did not accept connections within 30 s')
+}
+
+export async function startPostgres(): Promise<PgServer> {
+  const bin = pgBinDir()
+  if (!bin) throw new Error(pgMissingReason()!)
+  const root = mkdtempSync(join(tmpdir(), 'fixloop-pg-'))
+  const dataDir = join(root, 'data')
+  const socketDir = join(root, 'sock')
+  const password = randomBytes(12).toString('hex')
+  const pwFile = join(root, 'pw')
+  writeFileSync(pwFile, password)
+  if (asRoot) {
+    const { uid, gid } = pgUserIds()
+    chmodSync(root, 0o700)
+    chownSync(root, uid, gid)
+    chownSync(pwFile, uid, gid)
+  }
+  const init = Bun.spawnSync(
+    pgCommand(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--pwfile', pwFile, '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--no-sync']),
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
+  if (init.exitCode !== 0) throw new Error(`initdb failed: ${init.stderr.toString()}`)
+  Bun.spawnSync(pgCommand('mkdir', ['-p', socketDir]))
+
+  let lastError: unknown
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort()
+    // fsync off and small buffers: a test cluster, thrown away after the file; durability is PostgreSQL's
+    // own business and is not what these tests check.
+    const proc = Bun.spawn(
+      pgCommand(join(bin, 'postgres'), [
+        '-D', dataDir, '-p', String(port), '-k', socketDir, '-c', 'listen_addresses=127.0.0.1',
+        '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+        '-c', 'shared_buffers=64MB',
+      ]),
+      { stdout: 'ignore', stderr: 'pipe' },
+    )
+    const adminUrl = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`
+    try {
+      await waitReady(adminUrl, proc, Date.now() + 30_000)
+    } catch (err) {
+      lastError = err
+      proc.kill('SIGKILL')
+      await proc.exited
+      continue
+    }
+    const admin = postgres(adminUrl, { max: 2, onnotice: () => {} })
+    return {
+      adminUrl,
+      port,
+      password,
+      async createDatabase(prefix = 'fixloop') {
+        const name = `${prefix}_${randomBytes(6).toString('hex')}`
+        await admin.unsafe(`CREATE DATABASE "${name}"`)
+        return `postgres://postgres:${password}@127.0.0.1:${port}/${name}`
+      },
+      async stop() {
+        await admin.end({ timeout: 1 })
+        proc.kill('SIGINT') // fast shutdown: ends sessions, no checkpoint wait worth having in a test
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000)
+        await proc.exited
+        clearTimeout(timer)
+        rmSync(root, { recursive: true, force: true })
+      },
+    }
+  }
+  rmSync(root, { recursive: true, force: true })
+  throw new Error(`could not start postgres: ${String(lastError)}`)
+}
