@@ -1,6 +1,6 @@
 /** Administrators, memberships, sessions, setup tokens, read marks, audit: the twin of src/db/schema/admins.ts. */
 import { boolean, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
-import { epochMs } from './columns'
+import { counter, epochMs } from './columns'
 
 export const admins = pgTable(
   'admins',
@@ -10,6 +10,7 @@ export const admins = pgTable(
     passwordHash: text('password_hash').notNull(),
     isOwner: boolean('is_owner').notNull().default(false),
     totpSecretEnc: text('totp_secret_enc'),
+    totpLastStep: counter('totp_last_step'),
     createdAt: epochMs('created_at').notNull(),
     updatedAt: epochMs('updated_at').notNull(),
   },
