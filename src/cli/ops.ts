@@ -31,9 +31,9 @@ DIR/master.key, else the archive's own master.key), its manifest and checksums, 
 database, the blobs and (when the archive has it) master.key into DIR. DIR must be empty or missing (a
 master.key alone is fine) unless --force, which replaces its database, blobs and master key. Refused while
 a server runs on DIR. Progress goes to stderr.
-  --allow-unverified   restore an archive whose MAC cannot be checked (none in it: written before fixloop
-                       signed backups; or no master key to check it with). A MAC that does not match is
-                       always refused.`
+  --allow-unverified   restore an archive without a MAC (written before fixloop signed backups) although
+                       a master key is at hand to check one. A MAC that does not match is always refused.
+                       With no master key anywhere nothing can be checked: it restores with a warning.`
 export const REKEY_HELP = `Usage: fixloop rekey --old-key-file OLD --new-key-file NEW [--data-dir DIR] [--json]
 Re-seals every secret sealed with the master key (App signing secrets, repository host tokens, and every
 other column registered in src/db/sealed-columns.ts) from OLD to NEW in one transaction. A missing NEW

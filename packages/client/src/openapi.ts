@@ -184,6 +184,9 @@ export interface FeedbackPage {
     url: string | null;
     createdAt: string;
     processedAt: string | null;
+    /**
+     * The pull/merge request the agent run opened. Null on a `pr_opened` report when the run opened none: the App's repository is connected with `--host none` or `--pr-mode branch`, so the run pushed its branch `fixloop/<feedback id>` (the agent run's `branch`) and stopped there. Null in every other status.
+     */
     mergeRequestUrl: string | null;
     /**
      * 24-character lowercase hex id
@@ -253,6 +256,9 @@ export interface FeedbackItem {
   url: string | null;
   createdAt: string;
   processedAt: string | null;
+  /**
+   * The pull/merge request the agent run opened. Null on a `pr_opened` report when the run opened none: the App's repository is connected with `--host none` or `--pr-mode branch`, so the run pushed its branch `fixloop/<feedback id>` (the agent run's `branch`) and stopped there. Null in every other status.
+   */
   mergeRequestUrl: string | null;
   /**
    * 24-character lowercase hex id
@@ -430,6 +436,9 @@ export interface AgentRun {
   tokensIn: number;
   tokensOut: number;
   costUsd: number;
+  /**
+   * The pull/merge request the run opened. Null when it opened none: the run failed or was guardrailed, or it succeeded in branch mode (`--host none` or `--pr-mode branch`), where it pushed `branch` (`fixloop/<feedback id>`) and the report moved to `pr_opened` with `mergeRequestUrl` null.
+   */
   prUrl: string | null;
   branch: string;
   guardrailReason: string | null;
@@ -468,6 +477,9 @@ export interface AgentRunList {
     tokensIn: number;
     tokensOut: number;
     costUsd: number;
+    /**
+     * The pull/merge request the run opened. Null when it opened none: the run failed or was guardrailed, or it succeeded in branch mode (`--host none` or `--pr-mode branch`), where it pushed `branch` (`fixloop/<feedback id>`) and the report moved to `pr_opened` with `mergeRequestUrl` null.
+     */
     prUrl: string | null;
     branch: string;
     guardrailReason: string | null;
@@ -768,6 +780,9 @@ export interface EventAgentRunSucceeded {
      * 24-character lowercase hex id
      */
     feedbackId: string;
+    /**
+     * Null in branch mode (`--host none` or `--pr-mode branch`): the branch was pushed, no pull request opened; the report is `pr_opened` with `mergeRequestUrl` null
+     */
     prUrl: string | null;
     branch: string;
     costUsd: number;

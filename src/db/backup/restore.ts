@@ -71,9 +71,11 @@ async function locate(from: string): Promise<Located> {
 /**
  * Checks the manifest's MAC with the first key there is: FIXLOOP_MASTER_KEY, the target's master.key, or
  * the archive's own master.key (which proves the archive intact, not who made it: anyone holding such an
- * archive holds the key). A MAC that does not match is always refused. An archive without a MAC (written
- * before fixloop signed its backups, or with the MAC stripped) or with no key to check it is refused unless
- * `allowUnverified`. Returns the line to report.
+ * archive holds the key). A MAC that does not match is always refused. With a key at hand, an archive
+ * without a MAC (written before fixloop signed its backups, or with the MAC stripped) is refused unless
+ * `allowUnverified`. With no key anywhere (the default `backup`, restored before master.key is copied),
+ * nothing can be checked, with or without a MAC: the archive is restored with a warning that says how to
+ * verify it, as CONTRACT.md's `restore` into an empty data dir requires. Returns the line to report.
  */
 function verifyMac(o: RestoreOptions, loc: Located): string {
   const targetKey = masterKeyFile(o.dataDir)
@@ -82,8 +84,10 @@ function verifyMac(o: RestoreOptions, loc: Located): string {
     if (!o.allowUnverified) throw new StartupError(`${why}; add --allow-unverified to restore it anyway (only an archive you know nobody changed)`)
     return `restore: WARNING: ${why}; restored anyway (--allow-unverified)`
   }
+  if (!source) {
+    return `restore: WARNING: the archive's MAC was not checked: no master key to check it with (set FIXLOOP_MASTER_KEY, or put the master.key of the instance that wrote it into ${o.dataDir} before restoring, to have it checked)`
+  }
   if (loc.mac === null) return unverified('the archive has no MAC (manifest.hmac): it was written by a fixloop that did not sign backups, or the MAC was removed, so its authenticity cannot be checked')
-  if (!source) return unverified(`the archive's MAC cannot be checked without the master key of the instance that wrote it: set FIXLOOP_MASTER_KEY, or put that master.key into ${o.dataDir} first`)
   let key: Uint8Array
   try {
     key = parseMasterKey(source.text, source.where)
