@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { call, eventually, spawnServer, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { branchExists, changedFiles, git, makeBareRepo, pushCommit, readFileAtBranch } from './git-fixtures'
@@ -51,11 +51,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
+  for (const bare of remotes) rmSync(dirname(bare), { recursive: true, force: true })
 })
 
 /** A fresh remote per test (an attack that worked must not spoil the next one): `main` and a branch only it holds. */
+const remotes: string[] = []
 function remote(): string {
   const bare = makeBareRepo(tempDir('fixloop-remote-'), REPO_FILES, 'main', 'shop')
+  remotes.push(bare)
   pushCommit(bare, 'secret-plans', { 'plans.txt': `${MARKER}\n` }, 'main', `Plans ${MARKER}`)
   return bare
 }

@@ -4,8 +4,8 @@
  * checks the run record (status, reason or error, timings) and the report's status.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, readdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, readdirSync, readFileSync, writeFileSync, chmodSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { branchExists, changedFiles, makeBareRepo, readFileAtBranch } from './git-fixtures'
@@ -75,6 +75,7 @@ async function finish(s: Setup, id: string) {
 async function teardown(s: Setup) {
   await s.srv.close()
   await s.stub.stop()
+  rmSync(dirname(s.bare), { recursive: true, force: true })
 }
 
 function expectTimings(run: { timings: Record<string, number> }) {
@@ -455,6 +456,7 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     } finally {
       await again.stop()
       await s.stub.stop()
+      rmSync(dirname(s.bare), { recursive: true, force: true })
     }
   })
 })

@@ -5,8 +5,8 @@
  * in responses, logs, run rows, PR bodies or the bare repository's objects; and no process is left.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { readFileSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { call, eventually, runBinary, seedTenant, spawnServer, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { branchExists, git, makeBareRepo, readFileAtBranch } from './git-fixtures'
@@ -91,6 +91,7 @@ describe('hostile agents', () => {
   afterAll(async () => {
     await s.srv.close()
     await s.stub.stop()
+    rmSync(dirname(s.bare), { recursive: true, force: true })
     delete process.env.MY_API_KEY
   })
 
