@@ -1,7 +1,8 @@
 /**
- * The PostgreSQL driver choice, proven where it will run: postgres.js inside a `bun build --compile`
- * binary, against a real PostgreSQL, under concurrency (Bun's built-in SQL client was passed over after
- * wrong-rows and hung-transaction reports; this is the check any replacement must pass too).
+ * The PostgreSQL driver choice, proven where it will run: node-postgres inside a `bun build --compile`
+ * binary, against a real PostgreSQL, under concurrency and connection loss (Bun's built-in SQL client was
+ * passed over after wrong-rows and hung-transaction reports, postgres.js after the hang below; this is the
+ * check any replacement must pass too).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
@@ -12,7 +13,7 @@ import { pgMissingReason, startPostgres, type PgServer } from './pg-server'
 const skip = pgMissingReason()
 if (skip) console.warn(`pg-driver: skipped: ${skip}`)
 
-describe.skipIf(Boolean(skip))('postgres.js in a compiled binary', () => {
+describe.skipIf(Boolean(skip))('node-postgres in a compiled binary', () => {
   let server: PgServer
   let dir: string
   let probe: string
@@ -29,24 +30,29 @@ describe.skipIf(Boolean(skip))('postgres.js in a compiled binary', () => {
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  test('concurrent queries, transactions, SKIP LOCKED claims and killed connections behave', async () => {
-    const url = await server.createDatabase('probe')
-    const proc = Bun.spawn([probe, url], { stdout: 'pipe', stderr: 'pipe' })
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 50_000) // a hung transaction fails the test, not CI
+  async function runProbe(url: string, ...args: string[]) {
+    const proc = Bun.spawn([probe, url, ...args], { stdout: 'pipe', stderr: 'pipe' })
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 40_000) // a hung query fails the test, not CI
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     clearTimeout(timer)
     expect({ code, err: code === 0 ? '' : err }).toEqual({ code: 0, err: '' })
-    const result = JSON.parse(out.trim().split('\n').at(-1)!)
+    return JSON.parse(out.trim().split('\n').at(-1)!)
+  }
+
+  test('concurrent queries, transactions and SKIP LOCKED claims behave', async () => {
+    const result = await runProbe(await server.createDatabase('probe'))
     expect(result.wrongRows).toBe(0)
     expect(result.claims).toEqual({ claimed: 600, distinct: 600, jobs: 600 })
     expect(result.rollbacks.committed).toBe(result.rollbacks.expected)
     expect(result.rollbacks.expected).toBeGreaterThan(200)
   })
 
-  // Known gap, found by this probe (issue 22, "a database restarted under a running server"): when the
-  // server terminates a pool's backends while queries are in flight, postgres.js under Bun can leave
-  // later queries waiting far past its reconnect backoff (observed: a batch of 50 unanswered for 27 s
-  // and more; the same script under Node answers within 6 s). Run it with
-  // `bun test/fixtures/pg-driver-probe.ts <url> kill`. To settle before any repository runs on PostgreSQL.
-  test.todo('a pool whose backends are terminated mid-load answers again within 2 s')
+  // A database restart or failover ends every connection at once. postgres.js, tried first, left later
+  // queries unanswered for 27 s and more under Bun in this scenario; node-postgres answers within ~130 ms.
+  test('after the server kills every busy connection, only in-flight queries fail and the pool answers again at once', async () => {
+    const { killed } = await runProbe(await server.createDatabase('kill'), 'kill')
+    expect(killed.unexpectedErrors).toEqual([])
+    expect(killed.correct).toBe(true)
+    expect(killed.recoveredMs).toBeLessThan(5_000)
+  })
 })

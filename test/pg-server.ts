@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, wri
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import postgres from 'postgres'
+import { openPool } from '../src/db/pg/client-options'
 import type { Subprocess } from 'bun'
 
 export interface PgServer {
@@ -61,14 +61,14 @@ async function freePort(): Promise<number> {
 async function waitReady(url: string, proc: Subprocess, deadlineMs: number): Promise<void> {
   while (Date.now() < deadlineMs) {
     if (proc.exitCode !== null) throw new Error(`postgres exited with ${proc.exitCode}`)
-    const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} })
+    const pool = openPool(url, 1)
     try {
-      await sql`SELECT 1`
+      await pool.query('SELECT 1')
       return
     } catch {
       await Bun.sleep(100)
     } finally {
-      await sql.end({ timeout: 1 })
+      await pool.end()
     }
   }
   throw new Error('postgres did not accept connections within 30 s')
@@ -118,18 +118,18 @@ export async function startPostgres(): Promise<PgServer> {
       await proc.exited
       continue
     }
-    const admin = postgres(adminUrl, { max: 2, onnotice: () => {} })
+    const admin = openPool(adminUrl, 2)
     return {
       adminUrl,
       port,
       password,
       async createDatabase(prefix = 'fixloop') {
         const name = `${prefix}_${randomBytes(6).toString('hex')}`
-        await admin.unsafe(`CREATE DATABASE "${name}"`)
+        await admin.query(`CREATE DATABASE "${name}"`)
         return `postgres://postgres:${password}@127.0.0.1:${port}/${name}`
       },
       async stop() {
-        await admin.end({ timeout: 1 })
+        await admin.end()
         proc.kill('SIGINT') // fast shutdown: ends sessions, no checkpoint wait worth having in a test
         const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000)
         await proc.exited

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { is, SQL, Table } from 'drizzle-orm'
 import { getTableConfig as sqliteConfig, SQLiteTable } from 'drizzle-orm/sqlite-core'
 import { getTableConfig as pgConfig, PgTable } from 'drizzle-orm/pg-core'
-import postgres from 'postgres'
+import type { Pool } from 'pg'
+import { openPool } from '../src/db/pg/client-options'
 import * as sqliteSchema from '../src/db/schema'
 import * as pgSchema from '../src/db/pg/schema'
 import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from '../src/db/pg/migrate'
@@ -116,34 +117,36 @@ if (skip) console.warn(`schema-parity: PostgreSQL part skipped: ${skip}`)
 
 describe.skipIf(Boolean(skip))('migrations-pg on a real PostgreSQL', () => {
   let server: PgServer
-  let sql: postgres.Sql
+  let pool: Pool
   let url: string
+  const rowsOf = async <T,>(text: string, values: unknown[] = []) => (await pool.query(text, values)).rows as T[]
 
   beforeAll(async () => {
     server = await startPostgres()
     url = await server.createDatabase('parity')
-    sql = postgres(url, { max: 4, onnotice: () => {} })
+    pool = openPool(url, 4)
   })
   afterAll(async () => {
-    await sql?.end({ timeout: 1 })
+    await pool?.end()
     await server?.stop()
   })
 
   test('three nodes migrating at once apply each migration exactly once', async () => {
-    const nodes = [0, 1, 2].map(() => postgres(url, { max: 1, onnotice: () => {} }))
+    const nodes = [0, 1, 2].map(() => openPool(url, 1))
     const results = await Promise.all(nodes.map((n) => applyPgMigrations(n)))
-    await Promise.all(nodes.map((n) => n.end({ timeout: 1 })))
+    await Promise.all(nodes.map((n) => n.end()))
     expect(results.flat().sort()).toEqual(PG_MIGRATIONS.map((m) => m.name).sort())
-    const rows = await sql`SELECT name FROM __migrations ORDER BY name`
+    const rows = await rowsOf<{ name: string }>('SELECT name FROM __migrations ORDER BY name')
     expect(rows.map((r) => r.name)).toEqual(PG_MIGRATIONS.map((m) => m.name))
-    expect(await pendingPgMigrations(sql)).toEqual([])
-    expect(await applyPgMigrations(sql)).toEqual([])
+    expect(await pendingPgMigrations(pool)).toEqual([])
+    expect(await applyPgMigrations(pool)).toEqual([])
   })
 
   test('the migrated database has exactly the columns of the pg-core tree', async () => {
-    const rows = await sql<{ table_name: string; column_name: string; data_type: string; is_nullable: string }[]>`
-      SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
-      WHERE table_schema = 'public' AND table_name <> '__migrations'`
+    const rows = await rowsOf<{ table_name: string; column_name: string; data_type: string; is_nullable: string }>(
+      `SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
+       WHERE table_schema = 'public' AND table_name <> '__migrations'`,
+    )
     const actual = rows.map((r) => `${r.table_name}.${r.column_name} ${r.data_type} ${r.is_nullable === 'NO' ? 'not null' : 'null'}`).sort()
     const expected = [...pgTables].flatMap(([table, shape]) =>
       Object.entries(shape.columns).map(([column, c]) => `${table}.${column} ${PG_DATA_TYPE[c.type]} ${c.notNull ? 'not null' : 'null'}`),
@@ -153,30 +156,31 @@ describe.skipIf(Boolean(skip))('migrations-pg on a real PostgreSQL', () => {
 
   test('the migrated database has exactly the indexes of the pg-core tree (and their uniqueness)', async () => {
     // Primary keys are compared above (as columns); here every other index, whatever its name.
-    const rows = await sql<{ name: string; unique: boolean }[]>`
-      SELECT i.relname AS name, x.indisunique AS unique FROM pg_index x
-      JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_namespace n ON n.oid = i.relnamespace
-      WHERE n.nspname = 'public' AND NOT x.indisprimary`
+    const rows = await rowsOf<{ name: string; unique: boolean }>(
+      `SELECT i.relname AS name, x.indisunique AS unique FROM pg_index x
+       JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_namespace n ON n.oid = i.relnamespace
+       WHERE n.nspname = 'public' AND NOT x.indisprimary`,
+    )
     const actual = rows.map((r) => `${r.name}${r.unique ? ' unique' : ''}`).sort()
     const expected = [...pgTables].flatMap(([, shape]) => Object.entries(shape.indexes).map(([name, i]) => `${name}${i.unique ? ' unique' : ''}`)).sort()
     expect(actual).toEqual(expected)
   })
 
   test('writes to apps and api_keys raise the credential generation (the trigger of 0001)', async () => {
-    const gen = async () => Number((await sql`SELECT generation FROM credential_generation WHERE id = 1`)[0]!.generation)
+    const gen = async () => Number((await rowsOf<{ generation: string }>('SELECT generation FROM credential_generation WHERE id = 1'))[0]!.generation)
     const before = await gen()
-    await sql`INSERT INTO orgs (id, name, created_at) VALUES ('o1', 'Acme', 1)`
+    await pool.query("INSERT INTO orgs (id, name, created_at) VALUES ('o1', 'Acme', 1)")
     expect(await gen()).toBe(before) // other tables leave it alone
-    await sql`INSERT INTO api_keys (id, org_id, key_hash, key_prefix, created_at) VALUES ('k1', 'o1', 'h', 'sk_', 1)`
+    await pool.query("INSERT INTO api_keys (id, org_id, key_hash, key_prefix, created_at) VALUES ('k1', 'o1', 'h', 'sk_', 1)")
     expect(await gen()).toBe(before + 1)
-    await sql`UPDATE api_keys SET revoked_at = 2 WHERE id = 'k1'`
+    await pool.query("UPDATE api_keys SET revoked_at = 2 WHERE id = 'k1'")
     expect(await gen()).toBe(before + 2)
   })
 
   test('a database migrated by a newer fixloop is recognised', async () => {
-    await sql`INSERT INTO __migrations (name, applied_at) VALUES ('9999_from_the_future', 1)`
-    expect(await unknownPgMigrations(sql)).toEqual(['9999_from_the_future'])
-    await sql`DELETE FROM __migrations WHERE name = '9999_from_the_future'`
-    expect(await unknownPgMigrations(sql)).toEqual([])
+    await pool.query("INSERT INTO __migrations (name, applied_at) VALUES ('9999_from_the_future', 1)")
+    expect(await unknownPgMigrations(pool)).toEqual(['9999_from_the_future'])
+    await pool.query("DELETE FROM __migrations WHERE name = '9999_from_the_future'")
+    expect(await unknownPgMigrations(pool)).toEqual([])
   })
 })

@@ -1,14 +1,17 @@
 /**
- * Options every fixloop PostgreSQL pool (postgres.js) is opened with.
- *
- * `backoff`: postgres.js counts connection errors pool-wide and waits `3^errors / 100` s (capped at 20 s)
- * before each reconnect. When a database restarts or a failover ends every connection at once, ten
- * errors make every connection of the pool wait up to 20 s: measured in Bun, a pool of 10 whose backends
- * were terminated answered again after 18 s (5.5 s in Node). fixloop's queries are short and a restart
- * should cost seconds, so the wait doubles from 50 ms and stops at 1 s. That alone does not settle it under
- * Bun: see the known gap in test/pg-driver.test.ts.
+ * How every fixloop PostgreSQL pool is opened. The driver is node-postgres (`pg`): under Bun (and in a
+ * `bun build --compile` binary) it answers again within ~130 ms after the server terminated every busy
+ * connection of a pool, failing exactly the queries that were in flight. postgres.js, tried first, left
+ * later queries waiting for many seconds in the same test (its pool-wide reconnect backoff reaches 20 s,
+ * and with a short backoff some queries still hung). test/pg-driver.test.ts holds both properties.
  */
-export const PG_CLIENT_OPTIONS = {
-  backoff: (errors: number) => Math.min(0.05 * 2 ** errors, 1),
-  onnotice: () => {},
-} as const
+import pg from 'pg'
+
+/** A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown. */
+export function openPool(url: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 10_000 })
+  // An idle client whose backend ended (restart, failover, pg_terminate_backend) emits 'error' on the
+  // pool; unhandled, that would end the process. The pool already discards that client.
+  pool.on('error', () => {})
+  return pool
+}
