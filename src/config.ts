@@ -23,6 +23,13 @@ export interface Config {
   trustProxy: boolean
   /** Master key (hex or base64 of 32 bytes); when absent, <dataDir>/master.key is used or created. */
   masterKey: string | undefined
+  /**
+   * FIXLOOP_DATABASE_URL: PostgreSQL instead of the data dir's SQLite (CONTRACT.md, cluster mode). Being
+   * built: in this version only `fixloop migrate` runs on it (docs/operations.md).
+   */
+  databaseUrl: string | undefined
+  /** FIXLOOP_REDIS_URL: Valkey/Redis for cluster mode (shared rate limits, wake-ups). */
+  redisUrl: string | undefined
   /** Absolute base URL clients reach this server at (upload URLs, PR links); unset: the address each request came to. */
   publicUrl: string | undefined
   s3: S3Config | undefined
@@ -106,6 +113,20 @@ function parseHttpUrl(text: string, source: string): string {
   return text.replace(/\/+$/, '')
 }
 
+/** A URL of one of `schemes`, or a ConfigError naming the variable (never echoing a password). */
+function parseServiceUrl(value: string | undefined, name: string, schemes: string[]): string | undefined {
+  if (!value) return undefined
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(`${name}: not a URL (expected ${schemes.map((s) => `${s}//…`).join(' or ')})`)
+  }
+  if (!schemes.includes(url.protocol)) throw new ConfigError(`${name}: the scheme must be ${schemes.join(' or ')}, got "${url.protocol}"`)
+  if (!url.hostname) throw new ConfigError(`${name}: names no host`)
+  return value
+}
+
 function s3FromEnv(env: Env): S3Config | undefined {
   const endpoint = env.FIXLOOP_S3_ENDPOINT
   const bucket = env.FIXLOOP_S3_BUCKET
@@ -152,6 +173,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       : 1,
     trustProxy: env.FIXLOOP_TRUST_PROXY ? parseBool(env.FIXLOOP_TRUST_PROXY, 'FIXLOOP_TRUST_PROXY') : false,
     masterKey: env.FIXLOOP_MASTER_KEY || undefined,
+    databaseUrl: parseServiceUrl(env.FIXLOOP_DATABASE_URL, 'FIXLOOP_DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: parseServiceUrl(env.FIXLOOP_REDIS_URL, 'FIXLOOP_REDIS_URL', ['redis:', 'rediss:']),
     publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
     s3: s3FromEnv(env),
     agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? Math.floor(parsePositive(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY')) || 1 : 2,

@@ -14,9 +14,12 @@ import { lockDataDir } from '../db/data-dir-lock'
 import { refuseNewerSchema } from '../db/schema-guard'
 import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
 import { output, parseFlags, UsageError } from './args'
+import { migratePostgres } from './postgres-mode'
 
 export const MIGRATE_HELP = `Usage: fixloop migrate [--data-dir DIR] [--json]
-Applies the embedded database migrations (serve also does this before the port opens).`
+Applies the embedded database migrations (serve also does this before the port opens). With
+FIXLOOP_DATABASE_URL set, applies the PostgreSQL migrations there instead (each in a transaction, safe
+when several nodes run it at once); the data dir is not touched.`
 export const BACKUP_HELP = `Usage: fixloop backup --out FILE [--include-master-key] [--data-dir DIR] [--json]
 Writes ONE archive (tar): a consistent copy of the database (SQLite VACUUM INTO, safe while the server
 runs), every uploaded screenshot and attachment of the embedded store (<data-dir>/blobs) and a manifest
@@ -44,10 +47,11 @@ const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQ
 
 const stderr = (line: string) => process.stderr.write(line + '\n')
 
-export function runMigrate(argv: string[]): void {
+export async function runMigrate(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, {})
   if (values.help) return void process.stdout.write(MIGRATE_HELP + '\n')
   const config = loadConfig({ dataDir: values['data-dir'] })
+  if (config.databaseUrl) return output({ applied: await migratePostgres(config.databaseUrl) }, values.json)
   prepareDataDir(config.dataDir)
   const file = join(config.dataDir, 'fixloop.db')
   const { sqlite } = openDatabase(file)

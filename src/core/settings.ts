@@ -18,6 +18,8 @@ export const SETTINGS: Setting[] = [
   { flag: '--port', env: ['FIXLOOP_PORT'], default: '8080', meaning: 'port to listen on (0 picks a free one)' },
   { flag: '--data-dir', env: ['FIXLOOP_DATA_DIR'], default: './data', meaning: 'database, blobs and master.key (created 0700 on first start, with a notice)' },
   { env: ['FIXLOOP_MASTER_KEY'], default: '<data-dir>/master.key', meaning: '32-byte key (hex or base64) sealing stored secrets; unset: master.key, created 0600' },
+  { env: ['FIXLOOP_DATABASE_URL'], default: 'unset (SQLite in the data dir)', meaning: 'postgres://USER:PASS@HOST:PORT/DB: PostgreSQL 15+ (in this version only "fixloop migrate" runs on it)' },
+  { env: ['FIXLOOP_REDIS_URL'], default: 'unset', meaning: 'redis://HOST:PORT: Valkey/Redis 7+ for cluster mode (with FIXLOOP_DATABASE_URL)' },
   { env: ['FIXLOOP_RATE_LIMIT_MULTIPLIER'], default: '1', meaning: 'multiplies every rate-limit ceiling and bucket capacity' },
   { env: ['FIXLOOP_TRUST_PROXY'], default: 'off', meaning: '1: client address from the last X-Forwarded-For hop instead of the socket' },
   { env: ['FIXLOOP_PUBLIC_URL'], default: 'the address the request came to', meaning: 'base URL clients reach the server at (upload URLs, PR links)' },

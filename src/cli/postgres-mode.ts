@@ -1,0 +1,53 @@
+/**
+ * FIXLOOP_DATABASE_URL on the CLI while PostgreSQL storage is being built (issue 22): `fixloop migrate`
+ * applies the PostgreSQL schema; every command that would read or write the data dir's SQLite refuses
+ * (exit 2) instead of quietly using a database the operator did not mean. `serve` first names what
+ * cluster mode needs and is missing (CONTRACT.md), so a deployment can be prepared now.
+ */
+import type { Config } from '../config'
+import { StartupError } from '../core/startup-error'
+import { connectPg, describeDatabase } from '../db/pg/connect'
+import { applyPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
+import { PG_MIGRATIONS } from '../db/pg/migrations'
+import { VERSION } from '../version'
+
+/** Applies pending PostgreSQL migrations; refuses a database a newer fixloop migrated. */
+export async function migratePostgres(url: string): Promise<string[]> {
+  const pool = await connectPg(url, 2)
+  try {
+    const unknown = await unknownPgMigrations(pool)
+    if (unknown.length > 0) {
+      throw new StartupError(
+        `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
+          `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
+      )
+    }
+    return await applyPgMigrations(pool)
+  } finally {
+    await pool.end()
+  }
+}
+
+/** What cluster mode needs besides the database (CONTRACT.md), as the variables to set. */
+export function missingForCluster(config: Readonly<Config>): string[] {
+  const missing: string[] = []
+  if (!config.redisUrl) missing.push('FIXLOOP_REDIS_URL')
+  if (!config.masterKey) missing.push('FIXLOOP_MASTER_KEY (the same on every node)')
+  if (!config.s3) missing.push('FIXLOOP_S3_ENDPOINT, FIXLOOP_S3_BUCKET, FIXLOOP_S3_ACCESS_KEY, FIXLOOP_S3_SECRET_KEY (blobs live in S3/MinIO)')
+  return missing
+}
+
+const NOT_YET = 'this version of fixloop runs only "fixloop migrate" on PostgreSQL (the rest is being built); unset FIXLOOP_DATABASE_URL to use the embedded SQLite in the data dir'
+
+/** Refuses `command` while FIXLOOP_DATABASE_URL is set, saying why and what to do. */
+export function refuseOnPostgres(command: string, config: Readonly<Config>): never {
+  if (command === 'serve') {
+    const missing = missingForCluster(config)
+    if (missing.length > 0) throw new StartupError(`FIXLOOP_DATABASE_URL is set, so serve runs in cluster mode, which also needs: ${missing.join('; ')}`)
+    throw new StartupError(`serve with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
+  }
+  if (command === 'backup' || command === 'restore') {
+    throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: back up PostgreSQL with pg_dump (and the bucket with its own tools); fixloop ${command} covers only the embedded SQLite data dir`)
+  }
+  throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
+}

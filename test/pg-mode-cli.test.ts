@@ -1,0 +1,114 @@
+/**
+ * FIXLOOP_DATABASE_URL through the compiled binary against a real PostgreSQL, as an operator would use it
+ * while PostgreSQL storage is being built: `fixloop migrate` applies the schema (once, also from three
+ * processes at once), refuses a newer schema, and says clearly what is wrong with a bad URL, a refused
+ * connection or wrong credentials, never printing the password; every command that would use the data
+ * dir's SQLite refuses (exit 2) and leaves no data dir behind; serve names what cluster mode lacks.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Pool } from 'pg'
+import { openPool } from '../src/db/pg/client-options'
+import { PG_MIGRATIONS } from '../src/db/pg/migrations'
+import { runBinary, tempDir } from './harness'
+import { pgMissingReason, startPostgres, type PgServer } from './pg-server'
+
+const skip = pgMissingReason()
+if (skip) console.warn(`pg-mode-cli: skipped: ${skip}`)
+
+describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary, real PostgreSQL)', () => {
+  let server: PgServer
+  let url: string
+  let pool: Pool
+  let work: string
+  const ALL = PG_MIGRATIONS.map((m) => m.name)
+
+  beforeAll(async () => {
+    server = await startPostgres()
+    url = await server.createDatabase('cli')
+    pool = openPool(url, 2)
+    work = tempDir('fixloop-pgcli-')
+  })
+  afterAll(async () => {
+    await pool?.end()
+    await server?.stop()
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  const dataDir = () => join(work, 'never-created')
+
+  test('three migrate processes at once apply every migration exactly once; a second run applies nothing', async () => {
+    const runs = await Promise.all([0, 1, 2].map(() => runBinary(['migrate', '--json', '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })))
+    for (const r of runs) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
+    const applied = runs.flatMap((r) => JSON.parse(r.stdout).applied as string[])
+    expect(applied.sort()).toEqual([...ALL].sort())
+    const again = await runBinary(['migrate', '--json'], { FIXLOOP_DATABASE_URL: url })
+    expect(JSON.parse(again.stdout)).toEqual({ applied: [] })
+    const { rows } = await pool.query('SELECT name FROM __migrations ORDER BY name')
+    expect(rows.map((r) => r.name)).toEqual(ALL)
+    // The data dir was never touched: PostgreSQL holds everything.
+    expect(existsSync(dataDir())).toBe(false)
+  })
+
+  test('a database migrated by a newer fixloop is refused, naming the migration', async () => {
+    await pool.query("INSERT INTO __migrations (name, applied_at) VALUES ('9999_from_the_future', 1)")
+    try {
+      const r = await runBinary(['migrate'], { FIXLOOP_DATABASE_URL: url })
+      expect(r.code).toBe(2)
+      expect(r.stderr).toContain('migrated by a newer fixloop')
+      expect(r.stderr).toContain('9999_from_the_future')
+    } finally {
+      await pool.query("DELETE FROM __migrations WHERE name = '9999_from_the_future'")
+    }
+  })
+
+  const faults: [string, () => string, RegExp][] = [
+    ['a URL of another scheme', () => 'mysql://root:pw@127.0.0.1/db', /FIXLOOP_DATABASE_URL: the scheme must be postgres: or postgresql:/],
+    ['not a URL', () => 'not a url at all', /FIXLOOP_DATABASE_URL: not a URL/],
+    ['a refused connection', () => `postgres://postgres:${server.password}@127.0.0.1:1/postgres`, /cannot reach PostgreSQL at postgres@127\.0\.0\.1:1\/postgres: connection refused/],
+    ['wrong credentials', () => `postgres://postgres:wrong-secret-pw@127.0.0.1:${server.port}/postgres`, /refused the credentials/],
+    ['a database that does not exist', () => `postgres://postgres:${server.password}@127.0.0.1:${server.port}/nope_db`, /the database does not exist/],
+  ]
+  for (const [name, makeUrl, message] of faults) {
+    test(`migrate with ${name}: exit 2, a clear sentence, no password, no stack`, async () => {
+      const r = await runBinary(['migrate'], { FIXLOOP_DATABASE_URL: makeUrl() })
+      expect(r.code).toBe(2)
+      expect(r.stderr).toMatch(message)
+      expect(r.stderr).not.toContain(server.password)
+      expect(r.stderr).not.toContain('wrong-secret-pw')
+      expect(r.stderr).not.toMatch(/\n\s+at /)
+    })
+  }
+
+  test('commands that would use the SQLite data dir refuse and create nothing', async () => {
+    for (const args of [['org', 'list'], ['key', 'list', '--org', 'a'.repeat(24)], ['admin', 'list'], ['rekey', '--old-key-file', '/x', '--new-key-file', '/y']]) {
+      const r = await runBinary([...args, '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
+      expect({ args, code: r.code }).toEqual({ args, code: 2 })
+      expect(r.stderr).toContain('runs only "fixloop migrate" on PostgreSQL')
+    }
+    const backup = await runBinary(['backup', '--out', join(work, 'b.tar'), '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
+    expect(backup.code).toBe(2)
+    expect(backup.stderr).toContain('pg_dump')
+    expect(existsSync(dataDir())).toBe(false)
+    expect(existsSync(join(work, 'b.tar'))).toBe(false)
+  })
+
+  test('serve names what cluster mode lacks, then says it is not available yet', async () => {
+    const bare = await runBinary(['serve', '--port', '0', '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
+    expect(bare.code).toBe(2)
+    for (const name of ['FIXLOOP_REDIS_URL', 'FIXLOOP_MASTER_KEY', 'FIXLOOP_S3_ENDPOINT']) expect(bare.stderr).toContain(name)
+    const full = await runBinary(['serve', '--port', '0', '--data-dir', dataDir()], {
+      FIXLOOP_DATABASE_URL: url,
+      FIXLOOP_REDIS_URL: 'redis://127.0.0.1:6379',
+      FIXLOOP_MASTER_KEY: 'ab'.repeat(32),
+      FIXLOOP_S3_ENDPOINT: 'http://127.0.0.1:9000',
+      FIXLOOP_S3_BUCKET: 'b',
+      FIXLOOP_S3_ACCESS_KEY: 'k',
+      FIXLOOP_S3_SECRET_KEY: 's',
+    })
+    expect(full.code).toBe(2)
+    expect(full.stderr).toContain('runs only "fixloop migrate" on PostgreSQL')
+    expect(existsSync(dataDir())).toBe(false)
+  })
+})
