@@ -128,6 +128,10 @@ async function unpack(from: string, staging: string, m: Manifest, loc: Located, 
   const stop = (e: StartupError) => {
     refusal ??= e
     source.destroy(e)
+    // The extractor too: a refusal found after the file was read to its end (a small archive, a checksum
+    // known only when an entry ends) would otherwise leave the pipeline waiting for a next() that never
+    // comes, and with nothing else pending the process ends with exit 0, as if the restore had worked.
+    ex.destroy(e)
   }
   ex.on('entry', (header, stream, next) => {
     const name = header.name
