@@ -166,6 +166,34 @@ describe('backup → restore round trip with uploads', () => {
     expect(existsSync(join(work, 'from-foreign'))).toBe(false)
   }, 60_000)
 
+  // A checksum refusal found when the LAST data entry ends, when the archive has usually been read to its
+  // end: the refusal must still end the restore with exit 2, every time. (A restore once exited 0 after a
+  // refusal, in CI; restore.ts now also destroys the extractor. This guards the outcome; it did not
+  // reproduce that race on demand.)
+  test('a damaged last blob (refused after the archive was read to its end) exits 2', async () => {
+    const out = join(work, 'damaged-last.tar')
+    expect((await runBinary(['backup', '--out', out, '--data-dir', dataDir])).code).toBe(0)
+    const bytes = readFileSync(out)
+    let last: { offset: number; size: number } | undefined
+    for (let at = 0; at + 512 <= bytes.length; ) {
+      const name = bytes.subarray(at, at + 100).toString('utf8').replace(/\0.*$/s, '')
+      if (!name) break
+      const size = parseInt(bytes.subarray(at + 124, at + 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8)
+      if (name.startsWith('blobs/') && size > 0) last = { offset: at + 512, size }
+      at += 512 + Math.ceil(size / 512) * 512
+    }
+    expect(last).toBeDefined()
+    bytes[last!.offset + last!.size - 1] ^= 0xff
+    writeFileSync(out, bytes)
+    const key = { FIXLOOP_MASTER_KEY: readFileSync(join(dataDir, 'master.key'), 'utf8').trim() }
+    for (let i = 0; i < 5; i++) {
+      const target = join(work, `from-damaged-last-${i}`)
+      const r = await runBinary(['restore', '--from', out, '--data-dir', target], key)
+      expect({ code: r.code, said: /does not match its checksum/.test(r.stderr) }).toEqual({ code: 2, said: true })
+      expect(existsSync(join(target, 'fixloop.db'))).toBe(false)
+    }
+  }, 60_000)
+
   test('backup refuses a missing data dir and creates nothing', async () => {
     const ghost = join(work, 'ghost')
     const r = await runBinary(['backup', '--out', join(work, 'ghost.tar'), '--data-dir', ghost])
