@@ -6,7 +6,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import type { Subprocess } from 'bun'
-import { BINARY, freePort, ROOT } from './harness'
+import { expect } from 'bun:test'
+import { BINARY, call, freePort, ROOT } from './harness'
 
 /** Where screenshots go: test-output/, or FIXLOOP_SCREENSHOT_DIR when set (to look at them outside the repo). */
 export const OUT_DIR = process.env.FIXLOOP_SCREENSHOT_DIR || join(ROOT, 'test-output')
@@ -104,6 +105,20 @@ export async function screenshots(page: Page, name: string): Promise<string[]> {
   }
   await page.setViewportSize(before)
   return overflow
+}
+
+/** Settled, free of axe-core violations, and photographed at 1280 and 375 px without sideways overflow. */
+export async function expectPageClean(page: Page, name: string): Promise<void> {
+  await settle(page)
+  expect(await axeViolations(page)).toEqual([])
+  expect(await screenshots(page, name)).toEqual([])
+}
+
+/** Submits a report in public mode as the widget would; its id. */
+export async function submitReport(baseUrl: string, pub: string | undefined, text: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await call(baseUrl, 'POST', '/v1/feedback', { auth: pub, body: { text, url: 'https://shop.example/cart', ...extra } })
+  expect(r.status).toBe(201)
+  return r.body.id
 }
 
 export function writePasswordFile(dir: string, name: string, password: string): string {

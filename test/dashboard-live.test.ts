@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BROWSER_SKIP, launchBrowser } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
-import { axeViolations, screenshots, settle, spawnWithStdout, type SpawnedServer } from './dashboard-helpers'
+import { screenshots, spawnWithStdout, type SpawnedServer, expectPageClean, submitReport } from './dashboard-helpers'
 import { canCustomerMove, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../src/core/fsm'
 
 const EMAIL = 'live-owner@example.com'
@@ -24,17 +24,9 @@ let page: Page
 const state: { orgId: string; appId: string; pub: string; key: string } = { orgId: '', appId: '', pub: '', key: '' }
 const notFound: string[] = []
 
-async function checkPage(name: string): Promise<void> {
-  await settle(page)
-  expect(await axeViolations(page)).toEqual([])
-  expect(await screenshots(page, name)).toEqual([])
-}
+const checkPage = (name: string) => expectPageClean(page, name)
 
-async function submit(text: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const r = await call(server.url, 'POST', '/v1/feedback', { auth: state.pub, body: { text, url: 'https://shop.example/cart', ...extra } })
-  expect(r.status).toBe(201)
-  return r.body.id
-}
+const submit = (text: string, extra: Record<string, unknown> = {}) => submitReport(server.url, state.pub, text, extra)
 const statusOf = async (id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: state.key })).body.status as string
 const settled = (id: string) => eventually(async () => (await statusOf(id)) === 'awaiting_manual', 10_000)
 

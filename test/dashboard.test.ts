@@ -12,7 +12,7 @@ import { launchBrowser } from './browser'
 import { call, eventually, freePort, runBinary, tempDir } from './harness'
 import { userToken } from './helpers-auth'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
-import { axeViolations, screenshots, settle, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+import { screenshots, spawnWithStdout, writePasswordFile, type SpawnedServer, expectPageClean, submitReport } from './dashboard-helpers'
 
 const EMAIL = 'owner@example.com'
 const PASSWORD = 'correct horse battery'
@@ -24,17 +24,9 @@ let context: BrowserContext
 let page: Page
 const state: { orgId?: string; appId?: string; pub?: string; secret?: string; key?: string; reports: string[] } = { reports: [] }
 
-async function checkPage(name: string): Promise<void> {
-  await settle(page)
-  expect(await axeViolations(page)).toEqual([])
-  expect(await screenshots(page, name)).toEqual([])
-}
+const checkPage = (name: string) => expectPageClean(page, name)
 
-async function submit(text: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const r = await call(server.url, 'POST', '/v1/feedback', { auth: state.pub, body: { text, url: 'https://shop.example/cart', ...extra } })
-  expect(r.status).toBe(201)
-  return r.body.id
-}
+const submit = (text: string, extra: Record<string, unknown> = {}) => submitReport(server.url, state.pub, text, extra)
 
 const statusOf = async (id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: state.key })).body.status as string
 
