@@ -10,15 +10,14 @@
  * Usage: bun bench/events.ts
  */
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, rmSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
+import { BIN, cliJson, ensureBinary, ROOT, waitFor } from './kit'
 import { createOutbox } from '../src/lifecycle/outbox'
 import { systemClock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
 
-const ROOT = resolve(import.meta.dir, '..')
-const BIN = process.env.FIXLOOP_BIN ?? join(ROOT, 'dist', 'fixloop')
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000)
 const DURATION = Number(process.env.BENCH_DURATION ?? 8)
 const CONNS = Number(process.env.BENCH_CONNECTIONS ?? 32)
@@ -27,24 +26,12 @@ const SSE_EVENTS = Number(process.env.BENCH_SSE_EVENTS ?? 200)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 const ENV = { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' }
 
-if (!existsSync(BIN)) Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT })
+ensureBinary()
 const dir = mkdtempSync(join(tmpdir(), 'fixloop-bench-events-'))
 const log = (m: string) => process.stderr.write(`[bench events] ${m}\n`)
 
-function cli(...args: string[]): Record<string, string> {
-  const r = Bun.spawnSync([BIN, ...args, '--data-dir', dir, '--json'], { env: ENV })
-  if (r.exitCode !== 0) throw new Error(r.stderr.toString())
-  return JSON.parse(r.stdout.toString())
-}
+const cli = (...args: string[]) => cliJson(dir, ENV, ...args)
 
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (check()) return true
-    await Bun.sleep(20)
-  }
-  return check()
-}
 
 /**
  * One open stream over a raw TCP socket (fetch caps concurrent requests per process), counting the
@@ -150,7 +137,9 @@ try {
   const outbox = createOutbox(db, systemClock)
   const append = (n: number, org = b) => {
     for (let i = 0; i < n; i++) {
-      db.transaction(() => outbox.append({ orgId: org.org, appId: org.app, type: 'feedback.status_changed', data: { feedbackId: newId(), from: 'sanitized', to: 'queued' } }))()
+      // IMMEDIATE, as outbox.append requires: a deferred one whose snapshot the server's writes outdated
+      // cannot upgrade to write (SQLITE_BUSY_SNAPSHOT, which no busy_timeout waits out).
+      db.transaction(() => outbox.append({ orgId: org.org, appId: org.app, type: 'feedback.status_changed', data: { feedbackId: newId(), from: 'sanitized', to: 'queued' } })).immediate()
     }
   }
   counter.n = 0

@@ -16,15 +16,14 @@
  * BENCH_BACKLOG=1000 FIXLOOP_BIN=dist/fixloop. Usage: bun bench/streams-intake.ts
  */
 import { Database } from 'bun:sqlite'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
+import { BIN, cliJson, ensureBinary, ROOT, waitFor } from './kit'
 import { createOutbox } from '../src/lifecycle/outbox'
 import { systemClock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
 
-const ROOT = resolve(import.meta.dir, '..')
-const BIN = process.env.FIXLOOP_BIN ?? join(ROOT, 'dist', 'fixloop')
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000)
 const DURATION = Number(process.env.BENCH_DURATION ?? 6)
 const CONNS = Number(process.env.BENCH_CONNECTIONS ?? 32)
@@ -39,25 +38,13 @@ const ENV = {
   FIXLOOP_SSE_STREAMS_PER_KEY: String(STREAMS),
 }
 
-if (!existsSync(BIN)) Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT })
+ensureBinary()
 const dir = mkdtempSync(join(tmpdir(), 'fixloop-bench-streams-'))
 const log = (m: string) => process.stderr.write(`[bench streams-intake] ${m}\n`)
 const uptime = () => Bun.spawnSync(['uptime']).stdout.toString().trim()
 
-function cli(...args: string[]): Record<string, string> {
-  const r = Bun.spawnSync([BIN, ...args, '--data-dir', dir, '--json'], { env: ENV })
-  if (r.exitCode !== 0) throw new Error(r.stderr.toString())
-  return JSON.parse(r.stdout.toString())
-}
+const cli = (...args: string[]) => cliJson(dir, ENV, ...args)
 
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (check()) return true
-    await Bun.sleep(50)
-  }
-  return check()
-}
 
 interface Stream {
   events: number
@@ -188,7 +175,7 @@ try {
   results.push(await phase(`${STREAMS} caught-up streams`))
   flow(false)
   const sent = lastSeq() - from
-  const complete = await waitFor(() => streams.every((s) => s.events >= sent), 60_000)
+  const complete = await waitFor(() => streams.every((s) => s.events >= sent), 60_000, 50)
   const short = streams.filter((s) => s.events < sent).length
   results.push({ phase: 'delivery after phase 2', eventsWritten: sent, everyStreamHasEvery: complete, streamsShort: short, streamsWithDuplicates: streams.filter((s) => s.events > sent).length })
   for (const s of streams) s.end()
