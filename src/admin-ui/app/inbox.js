@@ -2,7 +2,7 @@
 // that show each row's own answer, and the keyboard: j/k move, x select, o open, q queue, e archive, ? help.
 // It stays current through the Org's event stream: new reports slide in at the top (announced politely,
 // focus stays where it is) and status changes show on their rows.
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, Link, navigate, useLoad, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
 import { canCustomerMove } from '@fixloop/fsm'
@@ -239,8 +239,9 @@ export function InboxPage({ org }) {
   const allChecked = pages.rows.length > 0 && pages.rows.every((r) => checked.has(r.id))
   const someChecked = !allChecked && pages.rows.some((r) => checked.has(r.id))
   const toggleAll = () => setChecked(allChecked ? new Set() : new Set(pages.rows.map((r) => r.id)))
-  // "Mixed" is a DOM property only: it is set after each render.
-  useEffect(() => {
+  // "Mixed" is a DOM property only: it is set after each render, in the same task (a layout effect): a
+  // plain effect waits for the next frame, so the box briefly said "unchecked" to assistive technology.
+  useLayoutEffect(() => {
     if (selectAllRef.current) selectAllRef.current.indeterminate = someChecked
   })
   const selected = pages.rows.filter((r) => checked.has(r.id))
