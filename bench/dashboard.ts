@@ -26,8 +26,8 @@ const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-bench-dash-'))
 const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
 const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
 const tenants = createTenantsService(server.ctx)
-const org = tenants.createOrg('Bench')
-const apps = [tenants.createApp(org.id, { name: 'Web' }), tenants.createApp(org.id, { name: 'Mobile' })]
+const org = await tenants.createOrg('Bench')
+const apps = [await tenants.createApp(org.id, { name: 'Web' }), await tenants.createApp(org.id, { name: 'Mobile' })]
 await createAdminsService(server.ctx.sqlite, server.ctx.box, server.ctx.clock).create('bench@example.com', 'bench password')
 
 // Seed: ascending ids over the last 90 days, a realistic mix of statuses, severities and extras.

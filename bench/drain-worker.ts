@@ -97,8 +97,8 @@ const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_L
 const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
 try {
   const admin = createTenantsService(server.ctx)
-  const org = mode === '--drain-only' ? null : admin.createOrg('Drain')
-  const app = org ? admin.createApp(org.id, { name: 'Drain App' }) : { publicKey: '' }
+  const org = mode === '--drain-only' ? null : await admin.createOrg('Drain')
+  const app = org ? await admin.createApp(org.id, { name: 'Drain App' }) : { publicKey: '' }
   const headers = { authorization: `Bearer ${app.publicKey}`, 'content-type': 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0' }
 
   // Intake: N reports, CONCURRENCY in flight (bounded by N).

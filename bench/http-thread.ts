@@ -54,8 +54,8 @@ async function start(tree: string): Promise<Target> {
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, env)
   const server = startServer(config, { log: new Logger('error'), worker: { autoStart: false } })
   const admin = createTenantsService(server.ctx)
-  const org = admin.createOrg('Bench')
-  const app = admin.createApp(org.id, { name: 'Bench App' })
+  const org = await admin.createOrg('Bench')
+  const app = await admin.createApp(org.id, { name: 'Bench App' })
   return { tree, url: `http://127.0.0.1:${server.port}`, key: app.publicKey, stop: () => server.stop(), dataDir }
 }
 

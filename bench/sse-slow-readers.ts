@@ -12,7 +12,7 @@ import { appendEvents } from '../test/events-helpers'
 const STREAMS = Number(process.env.BENCH_SLOW_STREAMS ?? 20)
 const EVENTS = Number(process.env.BENCH_SLOW_EVENTS ?? 50_000)
 const server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-const t = seedTenant(server.admin)
+const t = await seedTenant(server.admin)
 const port = Number(new URL(server.url).port)
 const sockets: net.Socket[] = []
 try {

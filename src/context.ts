@@ -15,9 +15,17 @@ import { StartupError } from './core/startup-error'
 import { refuseNewerSchema } from './db/schema-guard'
 import { openMasterKey } from './db/master-key-check'
 import { DB_FILE, prepareDataDir } from './db/data-dir'
+import type { Storage } from './db/storage'
+import { sqliteStorage } from './db/sqlite/storage'
 
 export interface Context {
   config: Readonly<Config>
+  /** Where the rows live; repositories are built from it (src/db/storage.ts). */
+  storage: Storage
+  /**
+   * The SQLite connection, for modules not yet behind the storage port (issue 22 moves them one by one).
+   * TODO(issue 22): removed once every repository takes `storage`.
+   */
   sqlite: Database
   db: Db
   box: SecretBox
@@ -55,7 +63,7 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
     const box = new SecretBox(masterKey)
     // A separate key per purpose: a leaked URL signature says nothing about the sealing key.
     const urlSigningKey = createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
-    return { config, sqlite, db, box, urlSigningKey, clock }
+    return { config, storage: sqliteStorage(sqlite, db), sqlite, db, box, urlSigningKey, clock }
   } catch (e) {
     sqlite.close()
     throw e

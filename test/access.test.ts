@@ -27,8 +27,8 @@ async function signIn(email: string, password: string) {
 beforeAll(async () => {
   // Some 300 calls per caller below: a higher ceiling than the default per-key bucket.
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '20', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
-  acme = seedTenant(server.admin, {}, 'Acme')
-  other = seedTenant(server.admin, {}, 'Other')
+  acme = await seedTenant(server.admin, {}, 'Acme')
+  other = await seedTenant(server.admin, {}, 'Other')
   const admins = createAdminsService(server.ctx.sqlite, server.ctx.box, server.ctx.clock)
   await admins.create('root@example.com', 'root password 1')
   await admins.create('owner@example.com', 'owner password 1', [acme.orgId], 'owner')

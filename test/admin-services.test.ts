@@ -16,14 +16,14 @@ let b: Tenant
 
 beforeAll(async () => {
   srv = await startTestServer()
-  a = seedTenant(srv.admin, {}, 'Alpha')
-  b = seedTenant(srv.admin, {}, 'Beta')
+  a = await seedTenant(srv.admin, {}, 'Alpha')
+  b = await seedTenant(srv.admin, {}, 'Beta')
 })
 afterAll(() => srv.close())
 
-function failure(fn: () => unknown): { code: string; status: number; message: string } {
+async function failure(fn: () => unknown): Promise<{ code: string; status: number; message: string }> {
   try {
-    fn()
+    await fn()
   } catch (e) {
     expect(e).toBeInstanceOf(ApiError)
     const err = e as ApiError
@@ -37,57 +37,57 @@ function failure(fn: () => unknown): { code: string; status: number; message: st
 const GHOST = '0'.repeat(24)
 
 describe('tenants service', () => {
-  test('another Org\'s App: app_not_found (404), and the App is unchanged', () => {
-    const before = srv.admin.listApps(b.orgId)
-    expect(failure(() => srv.admin.updateApp(a.orgId, b.appId, { name: 'Stolen' }))).toEqual({ code: 'app_not_found', status: 404, message: `unknown app: ${b.appId}` })
-    expect(failure(() => srv.admin.rotateSecret(a.orgId, b.appId)).code).toBe('app_not_found')
-    expect(failure(() => srv.admin.deleteApp(a.orgId, b.appId)).code).toBe('app_not_found')
-    expect(srv.admin.listApps(b.orgId)).toEqual(before)
+  test('another Org\'s App: app_not_found (404), and the App is unchanged', async () => {
+    const before = await srv.admin.listApps(b.orgId)
+    expect(await failure(() => srv.admin.updateApp(a.orgId, b.appId, { name: 'Stolen' }))).toEqual({ code: 'app_not_found', status: 404, message: `unknown app: ${b.appId}` })
+    expect((await failure(() => srv.admin.rotateSecret(a.orgId, b.appId))).code).toBe('app_not_found')
+    expect((await failure(() => srv.admin.deleteApp(a.orgId, b.appId))).code).toBe('app_not_found')
+    expect(await srv.admin.listApps(b.orgId)).toEqual(before)
   })
 
-  test('another Org\'s key: key_not_found (404), and the key still works', () => {
-    expect(failure(() => srv.admin.revokeKey(a.orgId, b.keyId))).toEqual({ code: 'key_not_found', status: 404, message: `unknown key: ${b.keyId}` })
-    expect(srv.admin.listKeys(b.orgId).find((k) => k.id === b.keyId)?.revokedAt).toBeNull()
+  test('another Org\'s key: key_not_found (404), and the key still works', async () => {
+    expect(await failure(() => srv.admin.revokeKey(a.orgId, b.keyId))).toEqual({ code: 'key_not_found', status: 404, message: `unknown key: ${b.keyId}` })
+    expect((await srv.admin.listKeys(b.orgId)).find((k) => k.id === b.keyId)?.revokedAt).toBeNull()
   })
 
-  test('an unknown Org: org_not_found (404)', () => {
-    expect(failure(() => srv.admin.createKey(GHOST, 'x'))).toEqual({ code: 'org_not_found', status: 404, message: `unknown org: ${GHOST}` })
-    expect(failure(() => srv.admin.createApp(GHOST, { name: 'X' })).code).toBe('org_not_found')
-    expect(failure(() => srv.admin.listApps(GHOST)).code).toBe('org_not_found')
+  test('an unknown Org: org_not_found (404)', async () => {
+    expect(await failure(() => srv.admin.createKey(GHOST, 'x'))).toEqual({ code: 'org_not_found', status: 404, message: `unknown org: ${GHOST}` })
+    expect((await failure(() => srv.admin.createApp(GHOST, { name: 'X' }))).code).toBe('org_not_found')
+    expect((await failure(() => srv.admin.listApps(GHOST))).code).toBe('org_not_found')
   })
 
-  test('bad settings: invalid_argument (400); a slug in use: slug_taken (409)', () => {
-    expect(failure(() => srv.admin.createApp(a.orgId, { name: ' ' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
-    expect(failure(() => srv.admin.updateApp(a.orgId, a.appId, { slug: 'Not A Slug' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
-    expect(failure(() => srv.admin.updateApp(a.orgId, a.appId, { allowedOrigins: ['https://a.example/path'] })).message).toContain('not an origin')
-    srv.admin.createApp(a.orgId, { name: 'Taken', slug: 'taken' })
-    expect(failure(() => srv.admin.createApp(a.orgId, { name: 'Again', slug: 'taken' }))).toMatchObject({ code: 'slug_taken', status: 409 })
+  test('bad settings: invalid_argument (400); a slug in use: slug_taken (409)', async () => {
+    expect(await failure(() => srv.admin.createApp(a.orgId, { name: ' ' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
+    expect(await failure(() => srv.admin.updateApp(a.orgId, a.appId, { slug: 'Not A Slug' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
+    expect((await failure(() => srv.admin.updateApp(a.orgId, a.appId, { allowedOrigins: ['https://a.example/path'] }))).message).toContain('not an origin')
+    await srv.admin.createApp(a.orgId, { name: 'Taken', slug: 'taken' })
+    expect(await failure(() => srv.admin.createApp(a.orgId, { name: 'Again', slug: 'taken' }))).toMatchObject({ code: 'slug_taken', status: 409 })
     // The same slug in another Org is fine: slugs are per Org.
-    expect(srv.admin.createApp(b.orgId, { name: 'Taken too', slug: 'taken' }).slug).toBe('taken')
+    expect((await srv.admin.createApp(b.orgId, { name: 'Taken too', slug: 'taken' })).slug).toBe('taken')
   })
 
-  test('the Org of a bare id (the operator\'s lookups)', () => {
-    expect(srv.admin.orgOfApp(b.appId)).toBe(b.orgId)
-    expect(srv.admin.orgOfKey(a.keyId)).toBe(a.orgId)
-    expect(failure(() => srv.admin.orgOfApp(GHOST)).code).toBe('app_not_found')
-    expect(failure(() => srv.admin.orgOfKey(GHOST)).code).toBe('key_not_found')
+  test('the Org of a bare id (the operator\'s lookups)', async () => {
+    expect(await srv.admin.orgOfApp(b.appId)).toBe(b.orgId)
+    expect(await srv.admin.orgOfKey(a.keyId)).toBe(a.orgId)
+    expect((await failure(() => srv.admin.orgOfApp(GHOST))).code).toBe('app_not_found')
+    expect((await failure(() => srv.admin.orgOfKey(GHOST))).code).toBe('key_not_found')
   })
 })
 
 describe('connections service', () => {
-  test('another Org\'s App: app_not_found, nothing stored', () => {
+  test('another Org\'s App: app_not_found, nothing stored', async () => {
     const connections = srv.services.connections
-    expect(failure(() => connections.connect(a.orgId, b.appId, { gitUrl: 'https://git.example/acme/shop.git' })).code).toBe('app_not_found')
-    expect(failure(() => connections.disconnect(a.orgId, b.appId)).code).toBe('app_not_found')
-    expect(failure(() => connections.get(a.orgId, b.appId)).code).toBe('app_not_found')
+    expect((await failure(() => connections.connect(a.orgId, b.appId, { gitUrl: 'https://git.example/acme/shop.git' }))).code).toBe('app_not_found')
+    expect((await failure(() => connections.disconnect(a.orgId, b.appId))).code).toBe('app_not_found')
+    expect((await failure(() => connections.get(a.orgId, b.appId))).code).toBe('app_not_found')
     expect(connections.load(b.appId)).toBeNull()
     expect(connections.get(b.orgId, b.appId)).toBeNull()
   })
 
-  test('bad input: invalid_argument with the flag named', () => {
+  test('bad input: invalid_argument with the flag named', async () => {
     const connections = srv.services.connections
-    expect(failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'not a url' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
-    expect(failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'https://git.example/a/b.git', timeoutSeconds: -1 })).message).toContain('--timeout-seconds')
+    expect(await failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'not a url' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
+    expect((await failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'https://git.example/a/b.git', timeoutSeconds: -1 }))).message).toContain('--timeout-seconds')
     expect(connections.load(a.appId)).toBeNull()
   })
 

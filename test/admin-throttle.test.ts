@@ -252,7 +252,7 @@ describe('password re-entry', () => {
   let path: string
   beforeAll(async () => {
     w = await world()
-    const tenant = seedTenant(w.server.admin)
+    const tenant = await seedTenant(w.server.admin)
     s = await session(w)
     path = `/admin/api/orgs/${tenant.orgId}/apps/${tenant.appId}/secret/reveal`
   })

@@ -37,7 +37,7 @@ async function setup(kind: GitHostKind = 'github', env: Record<string, string> =
   // Tests poll with the sk_ key far faster than a client would: lift the per-key rate limit.
   // The fixture agents live in this repository: the sandbox shows their folder read-only.
   const srv = await startTestServer({ FIXLOOP_MASTER_KEY: MASTER_KEY, FIXLOOP_PUBLIC_URL: 'https://feedback.example.com', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS, ...env }, { log: new Logger('info', (line) => logs.push(line)) })
-  const t = seedTenant(srv.admin, { processingMode: 'auto_pr' })
+  const t = await seedTenant(srv.admin, { processingMode: 'auto_pr' })
   return { srv, t, stub, bare, logs }
 }
 
@@ -182,7 +182,7 @@ describe('a run that opens a pull request (GitHub)', () => {
 
   test('duplicates of the lead show the same mergeRequestUrl', async () => {
     connect(s, { agentCommand: agent('fix.sh') })
-    s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'manual' })
+    await s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'manual' })
     const lead = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'The coupon field rejects valid codes at checkout every time.' } })).body.id
     await eventually(async () => (await call(s.srv.url, 'GET', `/v1/feedback/${lead}`, { auth: s.t.key })).body.status === 'awaiting_manual')
     const dup = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Hi, the coupon field rejects valid codes at checkout every time. Thanks' } })).body.id
@@ -192,7 +192,7 @@ describe('a run that opens a pull request (GitHub)', () => {
     expect(item.status).toBe('pr_opened')
     const d = (await call(s.srv.url, 'GET', `/v1/feedback/${dup}`, { auth: s.t.key })).body
     expect(d.mergeRequestUrl).toBe(item.mergeRequestUrl)
-    s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'auto_pr' })
+    await s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'auto_pr' })
   })
 
   test('GET /v1/agent-runs/:id takes a run id or a feedback id; the list shows every run; other Orgs get 404', async () => {
@@ -202,7 +202,7 @@ describe('a run that opens a pull request (GitHub)', () => {
     expect(byRun.body).toEqual(run)
     const list = await call(s.srv.url, 'GET', `/v1/feedback/${id}/agent-runs`, { auth: s.t.key })
     expect(list.body.data.map((r: { id: string }) => r.id)).toEqual([run.id])
-    const stranger = seedTenant(s.srv.admin, {}, 'Stranger')
+    const stranger = await seedTenant(s.srv.admin, {}, 'Stranger')
     for (const path of [`/v1/agent-runs/${run.id}`, `/v1/agent-runs/${id}`, `/v1/feedback/${id}/agent-runs`]) {
       const r = await call(s.srv.url, 'GET', path, { auth: stranger.key })
       expect(r.status).toBe(404)

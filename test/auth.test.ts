@@ -27,10 +27,10 @@ const log = new ReplyLog()
 beforeAll(async () => {
   // A generous multiplier so the many requests of this suite never meet a rate limit by accident.
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  t = seedTenant(srv.admin)
-  other = seedTenant(srv.admin, {}, 'Other')
-  restricted = srv.admin.createApp(t.orgId, { name: 'Shop', allowedOrigins: [SHOP, 'https://admin.shop.example'] })
-  privateApp = srv.admin.createApp(t.orgId, { name: 'Private', publicSubmissionEnabled: false })
+  t = await seedTenant(srv.admin)
+  other = await seedTenant(srv.admin, {}, 'Other')
+  restricted = await srv.admin.createApp(t.orgId, { name: 'Shop', allowedOrigins: [SHOP, 'https://admin.shop.example'] })
+  privateApp = await srv.admin.createApp(t.orgId, { name: 'Private', publicSubmissionEnabled: false })
   const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: BODY })
   expect(r.status).toBe(201)
   itemId = r.body.id
@@ -158,10 +158,10 @@ describe('POST /v1/feedback (widget route) refuses bad credentials', () => {
   })
 
   test('a deleted App is refused at once with unknown_app', async () => {
-    const app = srv.admin.createApp(t.orgId, { name: 'Doomed' })
+    const app = await srv.admin.createApp(t.orgId, { name: 'Doomed' })
     const before = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(before.status).toBe(201)
-    srv.admin.deleteApp(t.orgId, app.id)
+    await srv.admin.deleteApp(t.orgId, app.id)
     const after = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(after.status).toBe(401)
     expectEnvelope(after, 'unknown_app')
@@ -173,13 +173,13 @@ describe('POST /v1/feedback (widget route) refuses bad credentials', () => {
   })
 
   test('turning public submission off applies to the very next request', async () => {
-    const app = srv.admin.createApp(t.orgId, { name: 'Toggle' })
+    const app = await srv.admin.createApp(t.orgId, { name: 'Toggle' })
     expect((await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })).status).toBe(201)
-    srv.admin.updateApp(t.orgId, app.id, { publicSubmissionEnabled: false })
+    await srv.admin.updateApp(t.orgId, app.id, { publicSubmissionEnabled: false })
     const r = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(r.status).toBe(403)
     expectEnvelope(r, 'public_disabled')
-    srv.admin.updateApp(t.orgId, app.id, { publicSubmissionEnabled: true, allowedOrigins: [SHOP] })
+    await srv.admin.updateApp(t.orgId, app.id, { publicSubmissionEnabled: true, allowedOrigins: [SHOP] })
     const noOrigin = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })
     expect(noOrigin.status).toBe(403)
     expectEnvelope(noOrigin, 'origin_not_allowed')
@@ -234,10 +234,10 @@ describe('sk routes refuse bad credentials', () => {
   })
 
   test('a revoked key is refused immediately on every route', async () => {
-    const fresh = srv.admin.createKey(t.orgId, 'soon revoked')
+    const fresh = await srv.admin.createKey(t.orgId, 'soon revoked')
     const ok = await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })
     expect(ok.status).toBe(200)
-    srv.admin.revokeKey(t.orgId, fresh.id)
+    await srv.admin.revokeKey(t.orgId, fresh.id)
     for (const route of skRoutes()) {
       await runScenario(
         srv.url,
@@ -254,12 +254,12 @@ describe('sk routes refuse bad credentials', () => {
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
       const cli = createTenantsService({ ...srv.ctx, sqlite, db })
-      const fresh = cli.createKey(t.orgId, 'cli key')
-      const app = cli.createApp(t.orgId, { name: 'CLI app' })
+      const fresh = await cli.createKey(t.orgId, 'cli key')
+      const app = await cli.createApp(t.orgId, { name: 'CLI app' })
       expect((await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })).status).toBe(200)
       expect((await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })).status).toBe(201)
-      cli.revokeKey(t.orgId, fresh.id)
-      cli.deleteApp(t.orgId, app.id)
+      await cli.revokeKey(t.orgId, fresh.id)
+      await cli.deleteApp(t.orgId, app.id)
       const r = await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })
       expect(r.status).toBe(401)
       expectEnvelope(r, 'invalid_authorization')
@@ -287,7 +287,7 @@ describe('rate limits (spec part 8) with FIXLOOP_RATE_LIMIT_MULTIPLIER=0.05', ()
 
   beforeAll(async () => {
     rl = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '0.05', FIXLOOP_TRUST_PROXY: '1' })
-    a = seedTenant(rl.admin)
+    a = await seedTenant(rl.admin)
   })
   afterAll(async () => {
     rlLog.expectNo5xx()
@@ -311,7 +311,7 @@ describe('rate limits (spec part 8) with FIXLOOP_RATE_LIMIT_MULTIPLIER=0.05', ()
     // Another address on the same App has its own bucket.
     expect((await rlLog.call(rl.url, 'POST', '/v1/feedback', { auth: a.pub, headers: xff('203.0.113.2'), body: BODY })).status).toBe(201)
     // The same address on another App has its own bucket.
-    const app2 = rl.admin.createApp(a.orgId, { name: 'Second' })
+    const app2 = await rl.admin.createApp(a.orgId, { name: 'Second' })
     expect((await rlLog.call(rl.url, 'POST', '/v1/feedback', { auth: app2.publicKey, headers: xff('203.0.113.1'), body: BODY })).status).toBe(201)
     // The trusted hop is the last one: a client cannot escape its bucket with a forged first hop.
     const spoofed = await rlLog.call(rl.url, 'POST', '/v1/feedback', { auth: a.pub, headers: xff('198.51.100.7, 203.0.113.1'), body: BODY })
@@ -319,7 +319,7 @@ describe('rate limits (spec part 8) with FIXLOOP_RATE_LIMIT_MULTIPLIER=0.05', ()
   })
 
   test('private bucket is per (sub, App), not per address: 6 pass, the 7th is 429', async () => {
-    const app = rl.admin.createApp(a.orgId, { name: 'Members', publicSubmissionEnabled: false })
+    const app = await rl.admin.createApp(a.orgId, { name: 'Members', publicSubmissionEnabled: false })
     const alice = await userToken(app.signingSecret, app.id, 'alice')
     for (let i = 0; i < 6; i++) {
       // A different address each time: the private bucket does not care.
@@ -333,7 +333,7 @@ describe('rate limits (spec part 8) with FIXLOOP_RATE_LIMIT_MULTIPLIER=0.05', ()
   })
 
   test('a rejected user token does not spend the user\'s bucket', async () => {
-    const app = rl.admin.createApp(a.orgId, { name: 'Members2', publicSubmissionEnabled: false })
+    const app = await rl.admin.createApp(a.orgId, { name: 'Members2', publicSubmissionEnabled: false })
     const bad = await userToken('00'.repeat(32), app.id, 'carol')
     for (let i = 0; i < 8; i++) {
       const r = await rlLog.call(rl.url, 'POST', '/v1/feedback', { auth: app.publicKey, headers: { 'x-service-user-token': bad }, body: BODY })
@@ -344,8 +344,8 @@ describe('rate limits (spec part 8) with FIXLOOP_RATE_LIMIT_MULTIPLIER=0.05', ()
   })
 
   test('sk bucket is per key: 5 requests pass, the 6th is 429; another key of the same Org is unaffected', async () => {
-    const k1 = rl.admin.createKey(a.orgId, 'k1')
-    const k2 = rl.admin.createKey(a.orgId, 'k2')
+    const k1 = await rl.admin.createKey(a.orgId, 'k1')
+    const k2 = await rl.admin.createKey(a.orgId, 'k2')
     for (let i = 0; i < 5; i++) expect((await rlLog.call(rl.url, 'GET', '/v1/apps', { auth: k1.key })).status).toBe(200)
     // Every sk route draws from the same per-key bucket.
     const limited = await rlLog.call(rl.url, 'GET', '/v1/feedback', { auth: k1.key, headers: xff('203.0.113.50') })
@@ -358,7 +358,7 @@ describe('rate limits (spec part 8) with FIXLOOP_RATE_LIMIT_MULTIPLIER=0.05', ()
   })
 
   test('the sk bucket refills continuously: after Retry-After the key works again', async () => {
-    const k = rl.admin.createKey(a.orgId, 'refill')
+    const k = await rl.admin.createKey(a.orgId, 'refill')
     let limited
     for (let i = 0; i < 10; i++) {
       const r = await rlLog.call(rl.url, 'GET', '/v1/apps', { auth: k.key })

@@ -41,8 +41,8 @@ describe('a batch planned without the write lock', () => {
     batched = await startTestServer(ENV, { worker: { autoStart: false } })
     // `busy` keeps the worker from batching: one job at a time, each computed and written under the lock.
     single = await startTestServer(ENV, { worker: { autoStart: false, busy: () => true, busyPauseMs: 0 } })
-    ta = seedTenant(batched.admin)
-    tb = seedTenant(single.admin)
+    ta = await seedTenant(batched.admin)
+    tb = await seedTenant(single.admin)
   }, 60_000)
   afterAll(async () => {
     await batched.close()
@@ -69,7 +69,7 @@ describe('a batch planned without the write lock', () => {
 
   test('a planned lead archived before the plan is written: the report is clustered again, never attached to it', async () => {
     // A fresh App, one report sent 40 times: the first is the lead every other one is planned to join.
-    const fresh = seedTenant(batched.admin)
+    const fresh = await seedTenant(batched.admin)
     const ids: string[] = []
     for (let i = 0; i < 40; i++) {
       const r = await call(batched.url, 'POST', '/v1/feedback', { auth: fresh.pub, body: body(7) })

@@ -19,8 +19,8 @@ let connectionId: string
 beforeAll(async () => {
   slack = new SlackStub(TOKEN, ['C0TRIAGE', 'C0OTHER'])
   server = await startTestServer({ FIXLOOP_SLACK_API_URL: slack.apiUrl, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  a = seedTenant(server.admin, {}, 'Acme')
-  b = seedTenant(server.admin, {}, 'Other')
+  a = await seedTenant(server.admin, {}, 'Acme')
+  b = await seedTenant(server.admin, {}, 'Other')
 })
 afterAll(async () => {
   await server.close()

@@ -70,14 +70,12 @@ describe('version', () => {
 
 describe('output to a pipe that closes early (| head)', () => {
   let big: string
-  beforeAll(() => {
+  beforeAll(async () => {
     big = tempDir()
     const ctx = createContext(loadConfig({ dataDir: big }, {}))
     const tenants = createTenantsService(ctx)
     // Far more than a pipe buffer (64 KiB) of output.
-    ctx.sqlite.transaction(() => {
-      for (let i = 0; i < 3000; i++) tenants.createOrg(`Org number ${i} with a long enough name to fill the pipe`)
-    })()
+    for (let i = 0; i < 3000; i++) await tenants.createOrg(`Org number ${i} with a long enough name to fill the pipe`)
     ctx.sqlite.close()
   })
   afterAll(() => rmSync(big, { recursive: true, force: true }))

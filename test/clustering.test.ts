@@ -28,7 +28,7 @@ describe('automatic clustering', () => {
   const clock = new ManualClock()
   beforeAll(async () => {
     srv = await startTestServer({}, { clock, worker: { autoStart: false } })
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(() => srv.close())
 
@@ -126,7 +126,7 @@ describe('automatic clustering', () => {
   })
 
   test('reports of another App are never candidates', async () => {
-    const other = seedTenant(srv.admin, {}, 'Other')
+    const other = await seedTenant(srv.admin, {}, 'Other')
     const id = await submit(srv, other, PARAPHRASES[0])
     await srv.worker.tick()
     expect((await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: other.key })).body.duplicateOfId).toBeNull()
@@ -140,7 +140,7 @@ describe('triage by hand', () => {
   let t: Tenant
   beforeAll(async () => {
     srv = await startTestServer({}, { worker: { autoStart: false } })
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(() => srv.close())
 
@@ -166,7 +166,7 @@ describe('triage by hand', () => {
       expect((await call(srv.url, 'GET', `/v1/feedback/${ids[0]}/similar?limit=${bad}`, { auth: t.key })).body.error.code).toBe('invalid_body')
     }
     expect((await call(srv.url, 'GET', '/v1/feedback/zz/similar', { auth: t.key })).body.error.code).toBe('invalid_id')
-    const stranger = seedTenant(srv.admin, {}, 'Stranger')
+    const stranger = await seedTenant(srv.admin, {}, 'Stranger')
     expect((await call(srv.url, 'GET', `/v1/feedback/${ids[0]}/similar`, { auth: stranger.key })).status).toBe(404)
   })
 
@@ -201,12 +201,12 @@ describe('triage by hand', () => {
     expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: c } })).body.error.code).toBe('invalid_body')
     expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: b, x: 1 } })).body.error.code).toBe('invalid_body')
     expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: '0'.repeat(24) } })).status).toBe(404)
-    const app2 = srv.admin.createApp(t.orgId, { name: 'Second App' })
+    const app2 = await srv.admin.createApp(t.orgId, { name: 'Second App' })
     const foreign = (await call(srv.url, 'POST', '/v1/feedback', { auth: app2.publicKey, body: { text: 'Totally other app report about the calendar.' } })).body.id
     await srv.worker.tick()
     expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: foreign } })).body.error.code).toBe('invalid_body')
     // Other Org's key: 404, not 403.
-    const stranger = seedTenant(srv.admin, {}, 'Stranger2')
+    const stranger = await seedTenant(srv.admin, {}, 'Stranger2')
     expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: stranger.key, body: { leadId: b } })).status).toBe(404)
   })
 
@@ -237,7 +237,7 @@ describe('batch windows', () => {
     const clock = new ManualClock()
     const srv = await startTestServer({}, { clock, worker: { autoStart: false } })
     try {
-      const t = seedTenant(srv.admin, { batchEnabled: true, batchWindowHours: 2, processingMode: 'auto_pr' })
+      const t = await seedTenant(srv.admin, { batchEnabled: true, batchWindowHours: 2, processingMode: 'auto_pr' })
       const lead = await submit(srv, t, PARAPHRASES[0])
       await srv.worker.tick()
       const dup = await submit(srv, t, PARAPHRASES[1])
@@ -277,7 +277,7 @@ describe('batch windows', () => {
   test('without batching each lead moves on as soon as it is sanitized', async () => {
     const srv = await startTestServer({}, { worker: { autoStart: false } })
     try {
-      const t = seedTenant(srv.admin, { processingMode: 'auto_pr' })
+      const t = await seedTenant(srv.admin, { processingMode: 'auto_pr' })
       const id = await submit(srv, t, UNRELATED)
       await srv.worker.tick()
       expect((await get(srv, t, id)).body.status).toBe('queued')

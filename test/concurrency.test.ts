@@ -77,7 +77,7 @@ describe('one server', () => {
 
   beforeAll(async () => {
     srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(() => srv.close())
 

@@ -22,7 +22,7 @@ const log = new ReplyLog()
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  t = seedTenant(srv.admin, { allowedOrigins: [SHOP] })
+  t = await seedTenant(srv.admin, { allowedOrigins: [SHOP] })
   const r = await log.call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, headers: { origin: SHOP }, body: BODY })
   expect(r.status).toBe(201)
   itemId = r.body.id
@@ -71,7 +71,7 @@ describe('preflight of the widget routes', () => {
   })
 
   test('an App with an empty list opens the preflight to any origin, at once', async () => {
-    open = srv.admin.createApp(t.orgId, { name: 'Open' })
+    open = await srv.admin.createApp(t.orgId, { name: 'Open' })
     expectPreflightAllowed(await preflight('/v1/feedback', EVIL, 'POST'), EVIL, 'POST')
     expectPreflightAllowed(await preflight('/v1/feedback', 'http://localhost:5173', 'POST'), 'http://localhost:5173', 'POST')
   })

@@ -36,8 +36,8 @@ let otherOwner: Session
 beforeAll(async () => {
   // Many sign-ins from one address below: a higher sign-in ceiling (its own test uses the default).
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '10' })
-  acme = seedTenant(server.admin, {}, 'Acme')
-  other = seedTenant(server.admin, {}, 'Other')
+  acme = await seedTenant(server.admin, {}, 'Acme')
+  other = await seedTenant(server.admin, {}, 'Other')
   const admins = createAdminsService(server.ctx.sqlite, server.ctx.box, server.ctx.clock)
   await admins.create('root@example.com', 'root password 1')
   await admins.create('member@example.com', 'member password 1', [acme.orgId], 'member')
@@ -308,7 +308,7 @@ describe('inbox', () => {
   })
 
   test('a filtered request reads at most one window of rows; the cursor continues the scan', async () => {
-    const third = seedTenant(server.admin, {}, 'Third')
+    const third = await seedTenant(server.admin, {}, 'Third')
     const s = owner
     const insert = server.ctx.sqlite.query(
       "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at) VALUES (?, ?, ?, 'awaiting_manual', ?, 'public', '{}', 0, 0)",

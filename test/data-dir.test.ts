@@ -194,7 +194,7 @@ describe('owner-only files under umask 022', () => {
     const old = process.umask(0o022)
     const server = await startTestServer()
     try {
-      const t = seedTenant(server.admin)
+      const t = await seedTenant(server.admin)
       await submitWithScreenshot(server.url, t.pub)
       const loose = Object.entries(modes(server.dataDir)).filter(([p, m]) => m !== (statSync(join(server.dataDir, p)).isDirectory() ? '700' : '600'))
       expect(JSON.stringify(loose)).toBe('[]')

@@ -67,7 +67,7 @@ describe('/openapi.json', () => {
 
   test('error codes documented for a route are the ones it sends', async () => {
     const doc = (await call(srv.url, 'GET', '/openapi.json')).body
-    const t = seedTenant(srv.admin)
+    const t = await seedTenant(srv.admin)
     const r = await call(srv.url, 'PATCH', '/v1/feedback/zzz', { auth: t.key, body: { status: 'archived' } })
     expect(r.status).toBe(400)
     expect(doc.paths['/v1/feedback/{id}'].patch.responses['400'].content['application/json'].schema.properties.error.properties.code.enum).toContain(r.body.error.code)
@@ -131,7 +131,7 @@ describe('responses match their documented schemas', () => {
     const { Value } = await import('@sinclair/typebox/value')
     const { FeedbackPage, FullFeedbackItem, SubmitResponse, PatchResponse } = await import('../src/modules/feedback/model')
     const { MintResponse } = await import('../src/modules/tokens/index')
-    const t = seedTenant(srv.admin)
+    const t = await seedTenant(srv.admin)
     const token = await call(srv.url, 'POST', `/v1/tokens/mint?appId=${t.appId}`, { auth: t.key, body: { sub: 'u1', ctx: { email: 'u@example.com' } } })
     expect(Value.Check(MintResponse, token.body)).toBe(true)
     const sub = await call(srv.url, 'POST', '/v1/feedback', {

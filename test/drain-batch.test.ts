@@ -24,7 +24,7 @@ let t: Tenant
 beforeAll(async () => {
   // Intake never counts as busy here: the worker batches as it does once a burst is over.
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { clock, worker: { autoStart: false, maxAttempts: 4, busy: () => false, saturated: () => false } })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 beforeEach(async () => {

@@ -17,7 +17,7 @@ const log = new ReplyLog()
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 
 afterAll(async () => {
@@ -306,7 +306,7 @@ describe('GET /v1/feedback query limits and paging', () => {
   })
 
   test('limit bounds the page size; cursors walk newest first to a null nextCursor', async () => {
-    const app = srv.admin.createApp(t.orgId, { name: 'Paging' })
+    const app = await srv.admin.createApp(t.orgId, { name: 'Paging' })
     const ids: string[] = []
     for (let i = 0; i < 5; i++) {
       const r = await log.call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: `page item ${i}` } })

@@ -22,7 +22,7 @@ let delivery: { secret: string; headers: Record<string, string>; body: string }
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
   rx = new Receiver()
-  const t = seedTenant(srv.admin)
+  const t = await seedTenant(srv.admin)
   const w = await call(srv.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: rx.url + '/ok/docs' } })
   await call(srv.url, 'POST', `/v1/webhooks/${w.body.id}/rotate-secret`, { auth: t.key })
   await call(srv.url, 'POST', `/v1/webhooks/${w.body.id}/test`, { auth: t.key })

@@ -35,7 +35,7 @@ describe('real submissions', () => {
     rx = new Receiver()
     slack = new SlackStub(TOKEN, ['C0E2E'])
     server = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_SLACK_API_URL: slack.apiUrl, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-    t = seedTenant(server.admin)
+    t = await seedTenant(server.admin)
   })
   afterAll(async () => {
     await server.close()

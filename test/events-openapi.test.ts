@@ -17,7 +17,7 @@ let t: Tenant
 let rx: Receiver
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
   rx = new Receiver()
 })
 afterAll(async () => {

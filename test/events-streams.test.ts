@@ -22,8 +22,8 @@ let b: Tenant
 
 beforeAll(async () => {
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_SSE_STREAMS_PER_KEY: String(CAP) })
-  a = seedTenant(server.admin, {}, 'Acme')
-  b = seedTenant(server.admin, {}, 'Busy')
+  a = await seedTenant(server.admin, {}, 'Acme')
+  b = await seedTenant(server.admin, {}, 'Busy')
 })
 afterAll(() => server.close())
 
@@ -81,7 +81,7 @@ describe('shared reads', () => {
 describe('many streams while events flow', () => {
   test('every stream gets every event exactly once and in order: behind, caught up, filtered, joining mid-flow', async () => {
     // B's key opens up to CAP streams: more keys of the same Org carry the rest.
-    const keys = Array.from({ length: 4 }, () => server.admin.createKey(b.orgId, 'streams').key)
+    const keys = await Promise.all(Array.from({ length: 4 }, async () => (await server.admin.createKey(b.orgId, 'streams')).key))
     const head = (await call(server.url, 'GET', '/v1/events?limit=1&types=webhook.test', { auth: b.key })).body.nextAfter as number
     const backlog = appendEvents(server.ctx.sqlite, b.orgId, b.appId, 900)
     const open = (key: string, query: string) => SseClient.open(`${server.url}/v1/events/stream?${query}`, key)
@@ -132,7 +132,7 @@ describe('streams per credential', () => {
     expect(body.error.message).not.toContain(a.key)
     expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
     // Another key of the same Org has its own allowance.
-    const other = server.admin.createKey(a.orgId, 'second')
+    const other = await server.admin.createKey(a.orgId, 'second')
     const theirs = await open(other.key)
     expect(theirs.status).toBe(200)
     // A stream that ends gives its slot back.

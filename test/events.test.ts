@@ -10,8 +10,8 @@ let b: Tenant
 
 beforeAll(async () => {
   server = await startTestServer({ FIXLOOP_SSE_HEARTBEAT_SECONDS: '0.3', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  a = seedTenant(server.admin, {}, 'Acme')
-  b = seedTenant(server.admin, {}, 'Other')
+  a = await seedTenant(server.admin, {}, 'Acme')
+  b = await seedTenant(server.admin, {}, 'Other')
 })
 afterAll(() => server.close())
 

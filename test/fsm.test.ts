@@ -88,8 +88,8 @@ describe('PATCH /v1/feedback/:id', () => {
   beforeAll(async () => {
     // The worker stays off: the statuses set here must not move underneath the test.
     srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' }, { worker: { autoStart: false } })
-    t = seedTenant(srv.admin)
-    other = seedTenant(srv.admin, {}, 'Other')
+    t = await seedTenant(srv.admin)
+    other = await seedTenant(srv.admin, {}, 'Other')
   })
   afterAll(() => srv.close())
 

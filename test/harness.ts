@@ -52,10 +52,10 @@ export interface Tenant {
 }
 
 /** Creates an Org with an sk_ key and one App, through the same service the CLI uses. */
-export function seedTenant(admin: TestServer['admin'], app: Partial<AppSettings> = {}, name = 'Acme'): Tenant {
-  const org = admin.createOrg(name)
-  const key = admin.createKey(org.id, 'test')
-  const created = admin.createApp(org.id, { name: `${name} App`, ...app })
+export async function seedTenant(admin: TestServer['admin'], app: Partial<AppSettings> = {}, name = 'Acme'): Promise<Tenant> {
+  const org = await admin.createOrg(name)
+  const key = await admin.createKey(org.id, 'test')
+  const created = await admin.createApp(org.id, { name: `${name} App`, ...app })
   return { orgId: org.id, key: key.key, keyId: key.id, appId: created.id, pub: created.publicKey, secret: created.signingSecret }
 }
 

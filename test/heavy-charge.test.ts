@@ -16,7 +16,7 @@ let t: Tenant
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_TRUST_PROXY: '1' }, { clock, worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 

@@ -13,7 +13,7 @@ let t: Tenant
 beforeAll(async () => {
   // Behind a trusted proxy the client address comes from X-Forwarded-For, so one test can be many clients.
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_TRUST_PROXY: 'true' }, { worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 

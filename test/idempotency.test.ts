@@ -15,8 +15,8 @@ let appB: { id: string; publicKey: string }
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { clock, worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
-  appB = srv.admin.createApp(t.orgId, { name: 'Second App' })
+  t = await seedTenant(srv.admin)
+  appB = await srv.admin.createApp(t.orgId, { name: 'Second App' })
 })
 afterAll(() => srv.close())
 

@@ -28,7 +28,7 @@ let t: Tenant
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(async () => {
   await srv.close()
@@ -76,18 +76,18 @@ describe('credential cache', () => {
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
       const cli = createTenantsService({ ...srv.ctx, sqlite, db })
-      const key = cli.createKey(t.orgId, 'cli')
+      const key = await cli.createKey(t.orgId, 'cli')
       expect(generation()).toBeGreaterThan(before)
       expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
-      cli.revokeKey(t.orgId, key.id)
+      await cli.revokeKey(t.orgId, key.id)
       expectEnvelope(await call(srv.url, 'GET', '/v1/apps', { auth: key.key }), 'invalid_authorization')
 
       // A private App's secret rotated elsewhere: a token signed with the old secret fails on the next request.
-      const app = cli.createApp(t.orgId, { name: 'Private', publicSubmissionEnabled: false })
+      const app = await cli.createApp(t.orgId, { name: 'Private', publicSubmissionEnabled: false })
       const oldToken = await userToken(app.signingSecret, app.id)
       const headers = { 'x-service-user-token': oldToken }
       expect((await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY, headers })).status).toBe(201)
-      const rotated = cli.rotateSecret(t.orgId, app.id)
+      const rotated = await cli.rotateSecret(t.orgId, app.id)
       expect((await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY, headers })).status).toBe(401)
       const fresh = await userToken(rotated.signingSecret, app.id)
       expect((await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY, headers: { 'x-service-user-token': fresh } })).status).toBe(201)
@@ -97,19 +97,19 @@ describe('credential cache', () => {
   })
 
   test('an App deleted through this server\'s own connection is unknown on the very next request', async () => {
-    const app = srv.admin.createApp(t.orgId, { name: 'Short-lived' })
+    const app = await srv.admin.createApp(t.orgId, { name: 'Short-lived' })
     expect((await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY })).status).toBe(201)
-    srv.admin.deleteApp(t.orgId, app.id)
+    await srv.admin.deleteApp(t.orgId, app.id)
     expectEnvelope(await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY }), 'unknown_app')
   })
   test('the generation is read once per event-loop turn: a write on this connection is seen within the turn, another connection\'s from the next turn', async () => {
     const directory = new CredentialDirectory(srv.ctx.sqlite, srv.ctx.box)
-    const a = srv.admin.createApp(t.orgId, { name: 'Turn A' })
-    const b = srv.admin.createApp(t.orgId, { name: 'Turn B' })
+    const a = await srv.admin.createApp(t.orgId, { name: 'Turn A' })
+    const b = await srv.admin.createApp(t.orgId, { name: 'Turn B' })
     await Bun.sleep(0)
     // One synchronous stretch of code = one turn. A write on this connection (the API, the dashboard) ...
     expect(directory.appByPublicKey(a.publicKey)?.row.id).toBe(a.id)
-    srv.admin.deleteApp(t.orgId, a.id)
+    await srv.admin.deleteApp(t.orgId, a.id)
     // ... is seen by the very next lookup, in the same turn.
     expect(directory.appByPublicKey(a.publicKey)).toBeNull()
 
@@ -128,7 +128,7 @@ describe('credential cache', () => {
 
   test('without its generation row the cache is never trusted: a revocation still applies at once', async () => {
     const db = srv.ctx.sqlite
-    const key = srv.admin.createKey(t.orgId, 'no generation row')
+    const key = await srv.admin.createKey(t.orgId, 'no generation row')
     expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
     const saved = generation()
     db.run('DELETE FROM credential_generation')

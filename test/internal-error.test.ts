@@ -10,7 +10,7 @@ test('unexpected errors: 500 internal_error with the request id, cause logged no
   const lines: string[] = []
   const srv = await startTestServer({}, { log: new Logger('info', (l) => lines.push(l)) })
   try {
-    const t = seedTenant(srv.admin)
+    const t = await seedTenant(srv.admin)
     // Break the storage under a route: the idempotency table disappears.
     srv.ctx.sqlite.run('DROP TABLE idempotency_keys')
     const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x' }, headers: { 'idempotency-key': 'k1' } })

@@ -11,7 +11,7 @@ let server: TestServer
 let t: Tenant
 beforeAll(async () => {
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  t = seedTenant(server.admin)
+  t = await seedTenant(server.admin)
 })
 afterAll(() => server.close())
 

@@ -23,7 +23,7 @@ beforeAll(async () => {
   bare = makeBareRepo(tempDir('fixloop-events-repo-'), { 'src/app.js': 'export const total = (xs) => xs.reduce((a, b) => a + b.price, 0)\n' }, 'main', 'shop')
   stub = await startGitHostStub({ kind: 'github', token: TOKEN, repos: [{ owner: 'acme', name: 'shop', barePath: bare }] })
   srv = await startTestServer({ FIXLOOP_MASTER_KEY: 'b2'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  t = seedTenant(srv.admin, { processingMode: 'auto_pr' })
+  t = await seedTenant(srv.admin, { processingMode: 'auto_pr' })
 })
 afterAll(async () => {
   await srv.close()
@@ -155,7 +155,7 @@ describe('the exact event sequence of a report', () => {
   }, 60_000)
 
   test('submission → awaiting_manual → archived (a customer move)', async () => {
-    srv.admin.updateApp(t.orgId, t.appId, { processingMode: 'manual' })
+    await srv.admin.updateApp(t.orgId, t.appId, { processingMode: 'manual' })
     const id = await report('Invoice PDF download button stays greyed out on Safari')
     await settle(id, ['awaiting_manual'])
     expect((await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })).status).toBe(200)

@@ -36,15 +36,15 @@ let wakes = 0
 let org: string
 let app: string
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = tempDir('fixloop-lifecycle-')
   ctx = createContext(loadConfig({ dataDir: dir }, { FIXLOOP_LOG_LEVEL: 'silent' }))
   const wake = createWakeSignal()
   wake.on(() => wakes++)
   lifecycle = createLifecycle(ctx.sqlite, ctx.clock, wake)
   const admin = createTenantsService(ctx)
-  org = admin.createOrg('Lifecycle').id
-  app = admin.createApp(org, { name: 'L' }).id
+  org = (await admin.createOrg('Lifecycle')).id
+  app = (await admin.createApp(org, { name: 'L' })).id
 })
 afterAll(() => {
   ctx.sqlite.close()

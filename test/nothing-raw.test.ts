@@ -31,7 +31,7 @@ const noRaw = (text: string) => RAW.filter((s) => text.includes(s))
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
   lead = await post('Checkout crashes on pay with a blank page')
   await srv.worker.tick() // the lead is processed; the report below waits in the backlog
   raw = await post(SECRET_TEXT)

@@ -22,9 +22,9 @@ const made: Made[] = []
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
-  appB = srv.admin.createApp(t.orgId, { name: 'Second App' })
-  stranger = seedTenant(srv.admin, {}, 'Stranger')
+  t = await seedTenant(srv.admin)
+  appB = await srv.admin.createApp(t.orgId, { name: 'Second App' })
+  stranger = await seedTenant(srv.admin, {}, 'Stranger')
   await submit(srv.url, stranger.pub, { text: 'another Org' })
 
   // 237 reports, one after another so their order is known: every fifth goes to the second App.

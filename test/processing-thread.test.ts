@@ -41,7 +41,7 @@ describe('the processing thread', () => {
   let t: Tenant
   beforeAll(async () => {
     srv = await startTestServer()
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(() => srv.close())
 
@@ -134,7 +134,7 @@ describe('the processing thread', () => {
 
 test('stop lets the thread finish and hands back every lease; a backlog left behind is processed after a restart', async () => {
   const srv = await startTestServer()
-  const t = seedTenant(srv.admin)
+  const t = await seedTenant(srv.admin)
   const ids = await Promise.all(Array.from({ length: 60 }, (_, i) => submit(srv, t, `Report ${i}: the ${['cart', 'search', 'login'][i % 3]} page shows error ${i * 7}.`)))
   await srv.stop()
   const db = new Database(join(srv.dataDir, 'fixloop.db'))

@@ -15,7 +15,7 @@ let t: Tenant
 beforeAll(async () => {
   // The server's own worker stays off: the worker under test is the only one claiming jobs.
   srv = await startTestServer({}, { worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 

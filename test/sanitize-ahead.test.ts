@@ -39,8 +39,8 @@ describe('sanitizing ahead of the processing thread', () => {
     // Worker not started: nothing is processed until the test drains it.
     a = await startTestServer(ENV, { worker: { autoStart: false } })
     b = await startTestServer(ENV, { worker: { autoStart: false } })
-    ta = seedTenant(a.admin)
-    tb = seedTenant(b.admin)
+    ta = await seedTenant(a.admin)
+    tb = await seedTenant(b.admin)
     idsA = await submitAll(a, ta, TOTAL)
     idsB = await submitAll(b, tb, TOTAL)
   }, 120_000)
@@ -111,7 +111,7 @@ describe('sanitizing ahead of the processing thread', () => {
 test('it works at most aheadMax reports past the gap: further ahead it would only take the lock from the reports needed now', async () => {
   const srv = await startTestServer(ENV, { worker: { autoStart: false } })
   try {
-    const t = seedTenant(srv.admin)
+    const t = await seedTenant(srv.admin)
     const ids = await submitAll(srv, t, 120)
     const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
     const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqlite, systemClock), { headGap: 16, aheadMax: 40 })
@@ -138,7 +138,7 @@ test('it works at most aheadMax reports past the gap: further ahead it would onl
 test('in a real server the sanitize-ahead thread runs by default and helps drain a burst', async () => {
   const srv = await startTestServer(ENV)
   try {
-    const t = seedTenant(srv.admin)
+    const t = await seedTenant(srv.admin)
     expect(srv.services.sanitizerThread).toBeDefined()
     const n = HEAD_GAP + 1200
     let next = 0

@@ -44,7 +44,7 @@ const served = new Map<string, string>()
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
   const ids = new Map<string, string>()
   for (const [what, text] of MISSES) {
     const body = { text: `Bug report: ${text}`, consoleLogs: [{ level: 'error', message: text, ts: 1 }], metadata: { note: text } }

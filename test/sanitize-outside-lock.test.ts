@@ -31,7 +31,7 @@ const precheck = probe.mayMatch!
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { clock, worker: { autoStart: false } })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
   probe.mayMatch = (text) => {
     sanitizedInTx.push(srv.ctx.sqlite.inTransaction)
     const change = duringSanitize

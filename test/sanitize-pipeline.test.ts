@@ -96,7 +96,7 @@ let itemText: string
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
   const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: BODY })
   expect(r.status).toBe(201)
   id = r.body.id
@@ -219,7 +219,7 @@ describe('before the worker has run', () => {
   test('a received report is served sanitized, never raw, and the worker then stores the same text', async () => {
     const paused = await startTestServer({}, { worker: { autoStart: false } })
     try {
-      const p = seedTenant(paused.admin)
+      const p = await seedTenant(paused.admin)
       const body = { text: `my key ${S.aws}, mail ${S.otherEmail}, I am ${IDENTITY.name}`, url: `https://x.example.com/?token=${S.session}`, identity: IDENTITY }
       const r = await call(paused.url, 'POST', '/v1/feedback', { auth: p.pub, body })
       expect(r.status).toBe(201)

@@ -12,7 +12,7 @@ let t: Tenant
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 
@@ -40,16 +40,16 @@ describe('owner/repo for the host API (CONTRACT)', () => {
 
 describe("a deleted App's reports", () => {
   test('GET /v1/feedback?appId=<deleted App> lists them; an App never in the Org is 404', async () => {
-    const app = srv.admin.createApp(t.orgId, { name: 'Soon gone' })
+    const app = await srv.admin.createApp(t.orgId, { name: 'Soon gone' })
     const posted = await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'report of an App about to be deleted' } })
     expect(posted.status).toBe(201)
-    srv.admin.deleteApp(t.orgId, app.id)
+    await srv.admin.deleteApp(t.orgId, app.id)
     const one = await call(srv.url, 'GET', `/v1/feedback/${posted.body.id}`, { auth: t.key })
     expect(one.status).toBe(200)
     const list = await call(srv.url, 'GET', `/v1/feedback?appId=${app.id}`, { auth: t.key })
     expect(list.status).toBe(200)
     expect(list.body.data.map((i: { id: string }) => i.id)).toEqual([posted.body.id])
-    const other = seedTenant(srv.admin, {}, 'Other')
+    const other = await seedTenant(srv.admin, {}, 'Other')
     expect((await call(srv.url, 'GET', `/v1/feedback?appId=${other.appId}`, { auth: t.key })).status).toBe(404)
   })
 })

@@ -5,7 +5,7 @@ let srv: TestServer
 let t: Tenant
 beforeAll(async () => {
   srv = await startTestServer()
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 

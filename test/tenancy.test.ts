@@ -26,10 +26,10 @@ async function submitTo(pub: string, text: string, headers: Record<string, strin
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  a = seedTenant(srv.admin, {}, 'Alpha')
-  b = seedTenant(srv.admin, {}, 'Beta')
-  a2 = srv.admin.createApp(a.orgId, { name: 'Alpha Members', publicSubmissionEnabled: false })
-  b2 = srv.admin.createApp(b.orgId, { name: 'Beta Two' })
+  a = await seedTenant(srv.admin, {}, 'Alpha')
+  b = await seedTenant(srv.admin, {}, 'Beta')
+  a2 = await srv.admin.createApp(a.orgId, { name: 'Alpha Members', publicSubmissionEnabled: false })
+  b2 = await srv.admin.createApp(b.orgId, { name: 'Beta Two' })
   for (let i = 0; i < 3; i++) {
     aItems.push(await submitTo(a.pub, `alpha public ${i}`))
     bItems.push(await submitTo(b.pub, `beta ${i}`))
@@ -172,12 +172,12 @@ describe('GET /v1/apps', () => {
   })
 
   test('a deleted App disappears from the list; a rotated secret never appears', async () => {
-    const extra = srv.admin.createApp(a.orgId, { name: 'Alpha Extra' })
-    const rotated = srv.admin.rotateSecret(a.orgId, extra.id)
+    const extra = await srv.admin.createApp(a.orgId, { name: 'Alpha Extra' })
+    const rotated = await srv.admin.rotateSecret(a.orgId, extra.id)
     const before = await log.call(srv.url, 'GET', '/v1/apps', { auth: a.key })
     expect(before.body.data.map((x: { id: string }) => x.id)).toContain(extra.id)
     for (const s of [...secretForms(extra.signingSecret), ...secretForms(rotated.signingSecret)]) expect(before.text).not.toContain(s)
-    srv.admin.deleteApp(a.orgId, extra.id)
+    await srv.admin.deleteApp(a.orgId, extra.id)
     const after = await log.call(srv.url, 'GET', '/v1/apps', { auth: a.key })
     expect(after.body.data.map((x: { id: string }) => x.id)).not.toContain(extra.id)
     log.expectNoLeak([...secretForms(extra.signingSecret), ...secretForms(rotated.signingSecret)])

@@ -49,7 +49,7 @@ describe('embedded store', () => {
   let t: Tenant
   beforeAll(async () => {
     srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(() => srv.close())
 
@@ -103,7 +103,7 @@ describe('S3 store (s3rver on loopback)', () => {
       FIXLOOP_S3_SECRET_KEY: 'S3RVER',
       FIXLOOP_RATE_LIMIT_MULTIPLIER: '100',
     })
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(async () => {
     await srv.close()

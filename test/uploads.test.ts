@@ -58,8 +58,8 @@ describe('embedded store', () => {
   let other: Tenant
   beforeAll(async () => {
     srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1' })
-    t = seedTenant(srv.admin)
-    other = seedTenant(srv.admin, {}, 'Other')
+    t = await seedTenant(srv.admin)
+    other = await seedTenant(srv.admin, {}, 'Other')
   })
   afterAll(() => srv.close())
 
@@ -164,7 +164,7 @@ describe('embedded store', () => {
     const clock = new ManualClock()
     const s2 = await startTestServer({}, { clock })
     try {
-      const t2 = seedTenant(s2.admin)
+      const t2 = await seedTenant(s2.admin)
       const up = await call(s2.url, 'POST', '/v1/feedback/upload-url', { auth: t2.pub, body: { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' } })
       clock.advance(16 * 60 * 1000)
       const r = await put(up.body.url, up.body.headers, PNG)
@@ -223,7 +223,7 @@ describe('embedded store', () => {
   test('upload-url rate limit: 120/min public', async () => {
     const s2 = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '0.025' }) // 3 per bucket
     try {
-      const t2 = seedTenant(s2.admin)
+      const t2 = await seedTenant(s2.admin)
       const statuses: number[] = []
       let last
       for (let i = 0; i < 4; i++) {
@@ -243,7 +243,7 @@ describe('unreferenced uploads are collected after the grace period', () => {
     const clock = new ManualClock()
     const srv = await startTestServer({ FIXLOOP_UPLOAD_GRACE_HOURS: '1' }, { clock, worker: { autoStart: false } })
     try {
-      const t = seedTenant(srv.admin)
+      const t = await seedTenant(srv.admin)
       const keep = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot' })
       await put(keep.body.url, keep.body.headers, PNG)
       const sub = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x', attachments: [{ key: keep.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length }] } })
@@ -281,7 +281,7 @@ describe('S3 store (s3rver on loopback)', () => {
       FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
       FIXLOOP_S3_SECRET_KEY: 'S3RVER',
     })
-    t = seedTenant(srv.admin)
+    t = await seedTenant(srv.admin)
   })
   afterAll(async () => {
     await srv.close()

@@ -34,9 +34,9 @@ const log = new ReplyLog()
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  a = seedTenant(srv.admin, { publicSubmissionEnabled: false }, 'Alpha')
-  a2 = srv.admin.createApp(a.orgId, { name: 'Alpha Public' })
-  b = seedTenant(srv.admin, { publicSubmissionEnabled: false }, 'Beta')
+  a = await seedTenant(srv.admin, { publicSubmissionEnabled: false }, 'Alpha')
+  a2 = await srv.admin.createApp(a.orgId, { name: 'Alpha Public' })
+  b = await seedTenant(srv.admin, { publicSubmissionEnabled: false }, 'Beta')
 })
 
 afterAll(async () => {
@@ -138,14 +138,14 @@ describe('user token rejections: all 401 invalid_user_token', () => {
   })
 
   test('rotating the secret invalidates outstanding tokens at once; tokens under the new secret work', async () => {
-    const app = srv.admin.createApp(a.orgId, { name: 'Rotating', publicSubmissionEnabled: false })
+    const app = await srv.admin.createApp(a.orgId, { name: 'Rotating', publicSubmissionEnabled: false })
     const minted = await mint(a.key, app.id, { sub: 'rot-user' })
     expect(minted.status).toBe(200)
     const local = await userToken(app.signingSecret, app.id, 'rot-local')
     expect((await submit(app.publicKey, minted.body.token)).status).toBe(201)
     expect((await submit(app.publicKey, local)).status).toBe(201)
 
-    const { signingSecret } = srv.admin.rotateSecret(a.orgId, app.id)
+    const { signingSecret } = await srv.admin.rotateSecret(a.orgId, app.id)
     expect(signingSecret).not.toBe(app.signingSecret)
     for (const old of [minted.body.token, local]) {
       const r = await submit(app.publicKey, old)
@@ -273,8 +273,8 @@ describe('signing secret encodings (decodeSecret)', () => {
 
 describe('POST /v1/tokens/mint', () => {
   test('404 app_not_found for another Org\'s App, an unknown App and a deleted App', async () => {
-    const gone = srv.admin.createApp(a.orgId, { name: 'Gone' })
-    srv.admin.deleteApp(a.orgId, gone.id)
+    const gone = await srv.admin.createApp(a.orgId, { name: 'Gone' })
+    await srv.admin.deleteApp(a.orgId, gone.id)
     const rows = [
       { name: 'another Org\'s App', appId: b.appId },
       { name: 'unknown App', appId: 'abcdefabcdefabcdefabcdef' },

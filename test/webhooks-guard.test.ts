@@ -110,7 +110,7 @@ describe('SSRF guard', () => {
   let rx: Receiver
   beforeAll(async () => {
     server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-    t = seedTenant(server.admin)
+    t = await seedTenant(server.admin)
     rx = new Receiver()
   })
   afterAll(async () => {
@@ -191,7 +191,7 @@ describe('with a manual clock', () => {
   const clock = new ManualClock()
   beforeAll(async () => {
     server = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { clock })
-    t = seedTenant(server.admin)
+    t = await seedTenant(server.admin)
     rx = new Receiver()
   })
   afterAll(async () => {

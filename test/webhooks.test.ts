@@ -16,8 +16,8 @@ beforeAll(async () => {
     FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000',
   })
   rx = new Receiver()
-  a = seedTenant(server.admin, {}, 'Acme')
-  b = seedTenant(server.admin, {}, 'Other')
+  a = await seedTenant(server.admin, {}, 'Acme')
+  b = await seedTenant(server.admin, {}, 'Other')
 })
 afterAll(async () => {
   await server.close()

@@ -30,7 +30,7 @@ beforeAll(async () => {
     { FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' },
     { clock, worker: { autoStart: false, leaseMs: LEASE_MS, baseBackoffMs: BASE_BACKOFF_MS, maxBackoffMs: 60_000, maxAttempts: MAX_ATTEMPTS } },
   )
-  t = seedTenant(srv.admin)
+  t = await seedTenant(srv.admin)
 })
 afterAll(() => srv.close())
 
@@ -103,7 +103,7 @@ describe('processing', () => {
   })
 
   test('auto_pr App: the item ends queued (waiting for a repository: no run starts)', async () => {
-    const app = srv.admin.createApp(t.orgId, { name: 'Auto App', processingMode: 'auto_pr' })
+    const app = await srv.admin.createApp(t.orgId, { name: 'Auto App', processingMode: 'auto_pr' })
     const id = await submitOne(undefined, app.publicKey)
     // The process job, then the agent job it queued; with no repository connected the item waits.
     expect(await srv.worker.tick()).toBe(2)
@@ -321,7 +321,7 @@ describe('the loop (real clock)', () => {
   beforeAll(async () => {
     // A one-minute poll: anything processed within a second was woken, not polled.
     live = await startTestServer({}, { worker: { pollMs: 60_000 } })
-    lt = seedTenant(live.admin)
+    lt = await seedTenant(live.admin)
   })
   afterAll(() => live.close())
 
@@ -344,7 +344,7 @@ describe('the loop (real clock)', () => {
   test('work written by another process is found by polling', async () => {
     const poller = await startTestServer({}, { worker: { pollMs: 100 } })
     try {
-      const pt = seedTenant(poller.admin)
+      const pt = await seedTenant(poller.admin)
       const other = openDataDb(poller.dataDir)
       const id = newId()
       const now = Date.now()

@@ -10,8 +10,6 @@
  */
 import type { RunningServer } from '../server'
 import { createTenantsService } from '../modules/tenants/service'
-import { createAuditLog } from '../modules/audit/index'
-import { createConsoleRepo } from '../modules/admin-api/console-repo'
 
 export const DEMO_ORG = 'fixloop demo'
 export const DEMO_APP = 'Demo App'
@@ -27,35 +25,18 @@ export interface DemoApp {
   revokedPrefixes: string[]
 }
 
-export function ensureDemoApp(running: RunningServer): DemoApp {
-  const { sqlite, clock } = running.ctx
+/**
+ * Not one transaction: the steps span several repositories, and each is idempotent (found by name, or
+ * made), so a start interrupted half-way is completed by the next one.
+ */
+export async function ensureDemoApp(running: RunningServer): Promise<DemoApp> {
   const tenants = createTenantsService(running.ctx)
-  const audit = createAuditLog(sqlite, clock)
-  const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) =>
-    audit.record({ orgId, actor: 'system', action, targetId, data: { via: 'serve --demo', ...data } })
-
-  return sqlite
-    .transaction((): DemoApp => {
-      let org = tenants.listOrgs().find((o) => o.name === DEMO_ORG)
-      if (!org) {
-        org = tenants.createOrg(DEMO_ORG)
-        record(org.id, 'org.created', org.id, { name: DEMO_ORG })
-      }
-      let app = tenants.listApps(org.id).find((a) => a.name === DEMO_APP)
-      if (!app) {
-        app = tenants.createApp(org.id, { name: DEMO_APP })
-        record(org.id, 'app.created', app.id, { settings: ['name'] })
-      }
-      const previous = tenants.listKeys(org.id).filter((k) => k.name === DEMO_KEY_NAME && k.revokedAt === null)
-      const key = tenants.createKey(org.id, DEMO_KEY_NAME)
-      // The dashboard's key list shows this as the creator.
-      createConsoleRepo(sqlite).recordKeyCreator(key.id, 'serve --demo')
-      record(org.id, 'key.created', key.id, { name: DEMO_KEY_NAME })
-      for (const old of previous) {
-        tenants.revokeKey(org.id, old.id)
-        record(org.id, 'key.revoked', old.id, { replacedBy: key.id })
-      }
-      return { publicKey: app.publicKey, appId: app.id, orgId: org.id, apiKey: key.key, revokedPrefixes: previous.map((k) => k.prefix) }
-    })
-    .immediate()
+  const by = { actor: 'system', note: { via: 'serve --demo' } }
+  const org = (await tenants.listOrgs()).find((o) => o.name === DEMO_ORG) ?? (await tenants.createOrg(DEMO_ORG, by))
+  const app = (await tenants.listApps(org.id)).find((a) => a.name === DEMO_APP) ?? (await tenants.createApp(org.id, { name: DEMO_APP }, by))
+  const previous = (await tenants.listKeys(org.id)).filter((k) => k.name === DEMO_KEY_NAME && k.revokedAt === null)
+  // The dashboard's key list shows "serve --demo" as the creator.
+  const key = await tenants.createKey(org.id, DEMO_KEY_NAME, { ...by, label: 'serve --demo' })
+  for (const old of previous) await tenants.revokeKey(org.id, old.id, { ...by, note: { ...by.note, replacedBy: key.id } })
+  return { publicKey: app.publicKey, appId: app.id, orgId: org.id, apiKey: key.key, revokedPrefixes: previous.map((k) => k.prefix) }
 }

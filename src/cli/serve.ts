@@ -67,7 +67,7 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   let demoKey: string | undefined
   const running = startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
   if (demo) {
-    const app = ensureDemoApp(running)
+    const app = await ensureDemoApp(running)
     demoKey = app.publicKey
     process.stdout.write(`Demo page: ${running.url}/demo\nDemo App ${app.appId}; read its reports with: curl -H "Authorization: Bearer ${app.apiKey}" ${running.url}/v1/feedback\n`)
     if (app.revokedPrefixes.length > 0) {

@@ -221,7 +221,7 @@ function need<T>(value: T | undefined, what: string): T {
   return value
 }
 
-export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): void {
+export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(argv, APP_FLAGS)
   const sub = positionals[0]
   if (values.help) {
@@ -243,108 +243,65 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
     const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
-    const appTarget = () => {
+    const appTarget = async () => {
       const appId = target()
-      return { orgId: svc.orgOfApp(appId), appId }
+      return { orgId: await svc.orgOfApp(appId), appId }
     }
     // Run jobs are queued in the database; a running server's worker picks them up at its next poll.
     const connections = () => createConnectionsService(ctx, createLifecycle(ctx.sqlite, ctx.clock))
+    /** Operator actions go to the audit log as the dashboard's do, in the change's own transaction. */
+    const cli = { actor: 'cli' }
+    const settingNames = (s: AppSettings) => Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined)
     const cmd = `${group} ${sub}`
     switch (cmd) {
       case 'org create': {
-        const name = need(values.name, '--name')
-        const org = atomically(() => {
-          const org = svc.createOrg(name)
-          record(org.id, 'org.created', org.id, { name: org.name })
-          return org
-        })
+        const org = await svc.createOrg(need(values.name, '--name'), cli)
         return output({ id: org.id, name: org.name }, json)
       }
       case 'org list':
-        return output({ data: svc.listOrgs() }, json)
+        return output({ data: await svc.listOrgs() }, json)
       case 'key create': {
         // CONTRACT.md: exactly {"id", "key"}.
-        const orgId = need(values.org, '--org')
-        const key = atomically(() => {
-          const key = svc.createKey(orgId, values.name ?? '')
-          record(key.orgId, 'key.created', key.id, { name: key.name })
-          return key
-        })
+        const key = await svc.createKey(need(values.org, '--org'), values.name ?? '', cli)
         process.stderr.write('This key is shown once: store it now. fixloop keeps only its hash; a lost key is replaced with "fixloop key rotate".\n')
         return output({ id: key.id, key: key.key }, json)
       }
       case 'key rotate': {
         const keyId = target()
-        const orgId = svc.orgOfKey(keyId)
-        const old = svc.listKeys(orgId).find((k) => k.id === keyId)
+        const old = (await svc.listKeys(await svc.orgOfKey(keyId))).find((k) => k.id === keyId)
         if (old?.revokedAt) throw new UsageError(`key ${keyId} is already revoked; create a new one with "fixloop key create"`)
-        // Both or neither: a rotation never leaves the Org with two live keys or none.
-        const fresh = ctx.sqlite.transaction(() => {
-          const k = svc.createKey(orgId, old?.name ?? '')
-          svc.revokeKey(orgId, keyId)
-          record(orgId, 'key.created', k.id, { name: k.name, rotatedFrom: keyId })
-          record(orgId, 'key.revoked', keyId, { rotatedTo: k.id })
-          return k
-        }).immediate()
+        const fresh = await svc.rotateKey(keyId, cli)
         process.stderr.write(`This key is shown once: store it now. The old key ${keyId} is revoked.\n`)
         return output({ id: fresh.id, key: fresh.key, revoked: keyId }, json)
       }
       case 'key list':
-        return output({ data: svc.listKeys(need(values.org, '--org')) }, json)
+        return output({ data: await svc.listKeys(need(values.org, '--org')) }, json)
       case 'key revoke': {
         const keyId = target()
-        const orgId = svc.orgOfKey(keyId)
-        const out = atomically(() => {
-          const out = svc.revokeKey(orgId, keyId)
-          record(orgId, 'key.revoked', keyId)
-          return out
-        })
-        return output(out, json)
+        return output(await svc.revokeKey(await svc.orgOfKey(keyId), keyId, cli), json)
       }
       case 'app create': {
         const s = settingsFrom(values)
-        const orgId = need(values.org, '--org')
-        const name = need(s.name, '--name')
-        const app = atomically(() => {
-          const app = svc.createApp(orgId, { ...s, name })
-          record(orgId, 'app.created', app.id, { settings: Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined) })
-          return app
-        })
-        return output(app, json)
+        return output(await svc.createApp(need(values.org, '--org'), { ...s, name: need(s.name, '--name') }, cli), json)
       }
       case 'app update': {
         const settings = settingsFrom(values)
-        const { orgId, appId } = appTarget()
-        const app = atomically(() => {
-          const app = svc.updateApp(orgId, appId, settings)
-          record(orgId, 'app.updated', appId, { settings: Object.keys(settings).filter((k) => settings[k as keyof typeof settings] !== undefined) })
-          return app
-        })
-        return output(app, json)
+        const { orgId, appId } = await appTarget()
+        return output(await svc.updateApp(orgId, appId, settings, cli), json)
       }
       case 'app list':
-        return output({ data: svc.listApps(need(values.org, '--org')) }, json)
+        return output({ data: await svc.listApps(need(values.org, '--org')) }, json)
       case 'app rotate-secret': {
-        const { orgId, appId } = appTarget()
-        const out = atomically(() => {
-          const out = svc.rotateSecret(orgId, appId)
-          record(orgId, 'app.secret_rotated', appId)
-          return out
-        })
-        return output(out, json)
+        const { orgId, appId } = await appTarget()
+        return output(await svc.rotateSecret(orgId, appId, cli), json)
       }
       case 'app delete': {
-        const { orgId, appId } = appTarget()
-        const out = atomically(() => {
-          const out = svc.deleteApp(orgId, appId)
-          record(orgId, 'app.deleted', appId)
-          return out
-        })
-        return output(out, json)
+        const { orgId, appId } = await appTarget()
+        return output(await svc.deleteApp(orgId, appId, cli), json)
       }
       case 'app connect-repo': {
         const input = connectionFrom(values)
-        const { orgId, appId } = appTarget()
+        const { orgId, appId } = await appTarget()
         const out = atomically(() => {
           const out = connections().connect(orgId, appId, input)
           record(orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: out.host, agent: out.agent })
@@ -353,7 +310,7 @@ export function runTenantCommand(group: 'org' | 'key' | 'app', argv: string[]): 
         return output(out, json)
       }
       case 'app disconnect-repo': {
-        const { orgId, appId } = appTarget()
+        const { orgId, appId } = await appTarget()
         const out = atomically(() => {
           const out = connections().disconnect(orgId, appId)
           record(orgId, 'app.repo_disconnected', appId)

@@ -7,9 +7,22 @@
  */
 import pg from 'pg'
 
+const INT8 = 20
+const NUMERIC = 1700
+
+/**
+ * Epoch milliseconds, seqs and counts are `bigint` columns (schema/columns.ts); node-postgres hands int8
+ * and numeric (`count(*)`, `sum`) back as strings, where SQLite gives numbers. Every value fixloop keeps
+ * stays below 2^53, so they are read as numbers, on fixloop's own pools only (not process-wide).
+ */
+function getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown {
+  if (oid === INT8 || oid === NUMERIC) return Number
+  return pg.types.getTypeParser(oid, format as 'text')
+}
+
 /** A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown. */
 export function openPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 10_000 })
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 10_000, types: { getTypeParser } })
   // An idle client whose backend ended (restart, failover, pg_terminate_backend) emits 'error' on the
   // pool; unhandled, that would end the process. The pool already discards that client.
   pool.on('error', () => {})

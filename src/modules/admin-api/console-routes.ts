@@ -25,7 +25,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       const caller = authenticateAdmin(deps, request)
       return { caller, actor: { admin: caller.admin, ip: clientAddress(request, server, deps.trustProxy) } }
     })
-    .get('/admin/api/orgs', ({ actor }) => ({ data: svc.listOrgs(actor) }), { access: 'signed_in', response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
+    .get('/admin/api/orgs', async ({ actor }) => ({ data: await svc.listOrgs(actor) }), { access: 'signed_in', response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
     .post('/admin/api/orgs', ({ actor, body }) => svc.createOrg(actor, body.name), {
       access: 'orgs.create',
       body: OrgBody,
@@ -33,7 +33,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       response: { 200: Org, ...errorSchemas(...AUTH, 'invalid_body', 'invalid_argument', 'forbidden') },
       detail: doc('Create an Org (instance owner)'),
     })
-    .get('/admin/api/orgs/:orgId/apps', ({ params }) => ({ data: svc.listApps(params.orgId) }), {
+    .get('/admin/api/orgs/:orgId/apps', async ({ params }) => ({ data: await svc.listApps(params.orgId) }), {
       access: 'org.read',
       params: OrgParams,
       response: { 200: AppList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
@@ -99,7 +99,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       response: { 200: t.Object({ appId: t.String(), disconnected: t.Boolean() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc('Disconnect the repository (instance owner)'),
     })
-    .get('/admin/api/orgs/:orgId/keys', ({ params }) => ({ data: svc.listKeys(params.orgId) }), {
+    .get('/admin/api/orgs/:orgId/keys', async ({ params }) => ({ data: await svc.listKeys(params.orgId) }), {
       access: 'keys.manage',
       params: OrgParams,
       response: { 200: ApiKeyList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },

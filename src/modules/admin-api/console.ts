@@ -9,7 +9,7 @@ import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import type { AppSettings, TenantsService } from '../tenants/service'
-import type { AuditLog } from '../audit/index'
+import type { ActedBy, AuditLog } from '../audit/index'
 import { canSee, type AdminIdentity } from '../admins/service'
 import type { PasswordReentry } from './password-reentry'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
@@ -37,6 +37,8 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
   function appOf(orgId: string, appId: string): void {
     if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
   }
+  /** The audit identity of a dashboard action. */
+  const by = (actor: Actor): ActedBy => ({ actor: `admin:${actor.admin.id}`, ip: actor.ip })
   const log = (actor: Actor, orgId: string | null, action: string, targetId: string | null, data: Record<string, unknown> = {}) =>
     audit.record({ orgId, actor: `admin:${actor.admin.id}`, action, targetId, data, ip: actor.ip })
 
@@ -45,49 +47,34 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     appInOrg: repo.appInOrg,
     feedbackInOrg: repo.feedbackInOrg,
 
-    listOrgs(actor: Actor) {
-      return tenants
-        .listOrgs()
+    async listOrgs(actor: Actor) {
+      return (await tenants.listOrgs())
         .filter((o) => canSee(actor.admin, o.id))
         .map((o) => ({ ...o, role: actor.admin.isOwner ? ('owner' as const) : actor.admin.roles.get(o.id)! }))
     },
 
     /** Instance owners create Orgs (an Org admin administers the Orgs they were given). */
-    createOrg(actor: Actor, name: string) {
-      return atomically(() => {
-        const org = tenants.createOrg(name)
-        log(actor, org.id, 'org.created', org.id, { name: org.name })
-        return { ...org, role: 'owner' as const }
-      })
+    async createOrg(actor: Actor, name: string) {
+      const org = await tenants.createOrg(name, by(actor))
+      return { ...org, role: 'owner' as const }
     },
 
     listApps: (orgId: string) => tenants.listApps(orgId),
 
-    createApp(actor: Actor, orgId: string, s: AppSettings & { name: string }) {
-      return atomically(() => {
-        const { signingSecret: _shownOnRevealOnly, ...app } = tenants.createApp(orgId, s)
-        log(actor, orgId, 'app.created', app.id, { settings: Object.keys(s) })
-        return app
-      })
+    async createApp(actor: Actor, orgId: string, s: AppSettings & { name: string }) {
+      const { signingSecret: _shownOnRevealOnly, ...app } = await tenants.createApp(orgId, s, by(actor))
+      return app
     },
 
-    updateApp(actor: Actor, orgId: string, appId: string, s: AppSettings) {
+    async updateApp(actor: Actor, orgId: string, appId: string, s: AppSettings) {
       appOf(orgId, appId)
       if (Object.keys(s).length === 0) throw new ApiError('no_op')
-      return atomically(() => {
-        const app = tenants.updateApp(orgId, appId, s)
-        log(actor, orgId, 'app.updated', appId, { settings: Object.keys(s) })
-        return app
-      })
+      return tenants.updateApp(orgId, appId, s, by(actor))
     },
 
-    deleteApp(actor: Actor, orgId: string, appId: string) {
+    async deleteApp(actor: Actor, orgId: string, appId: string) {
       appOf(orgId, appId)
-      return atomically(() => {
-        const out = tenants.deleteApp(orgId, appId)
-        log(actor, orgId, 'app.deleted', appId)
-        return out
-      })
+      return tenants.deleteApp(orgId, appId, by(actor))
     },
 
     /** The signing secret, after the admin re-entered their password (throttled; failures audited too). Audited. */
@@ -99,13 +86,9 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     /** A new signing secret: every outstanding user token signed with the old one fails at once. */
-    rotateSecret(actor: Actor, orgId: string, appId: string) {
+    async rotateSecret(actor: Actor, orgId: string, appId: string) {
       appOf(orgId, appId)
-      return atomically(() => {
-        const out = tenants.rotateSecret(orgId, appId)
-        log(actor, orgId, 'app.secret_rotated', appId)
-        return out
-      })
+      return tenants.rotateSecret(orgId, appId, by(actor))
     },
 
     repo(orgId: string, appId: string) {
@@ -137,11 +120,10 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
       })
     },
 
-    listKeys(orgId: string) {
+    async listKeys(orgId: string) {
       const activity = repo.keyActivity(orgId)
       const emails = repo.adminEmails()
-      return tenants
-        .listKeys(orgId)
+      return (await tenants.listKeys(orgId))
         .reverse()
         .map((k) => {
           const a = activity.get(k.id)
@@ -151,23 +133,14 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     /** Creates an `sk_` key; the plaintext is in this response only. */
-    createKey(actor: Actor, orgId: string, name: string) {
-      const key = atomically(() => {
-        const key = tenants.createKey(orgId, name)
-        repo.recordKeyCreator(key.id, `admin:${actor.admin.id}`)
-        log(actor, orgId, 'key.created', key.id, { name })
-        return key
-      })
+    async createKey(actor: Actor, orgId: string, name: string) {
+      const key = await tenants.createKey(orgId, name, by(actor))
       return { id: key.id, key: key.key, name: key.name, prefix: key.key.slice(0, 7) }
     },
 
-    revokeKey(actor: Actor, orgId: string, keyId: string) {
+    async revokeKey(actor: Actor, orgId: string, keyId: string) {
       if (!repo.keyInOrg(orgId, keyId)) throw new ApiError('not_found')
-      return atomically(() => {
-        const out = tenants.revokeKey(orgId, keyId)
-        log(actor, orgId, 'key.revoked', keyId)
-        return out
-      })
+      return tenants.revokeKey(orgId, keyId, by(actor))
     },
 
     /** Agent spending per App over the last `days` days (runs, tokens, cost), from the runs table. */

@@ -8,21 +8,8 @@ import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 
-/** Who made a change and from where: "admin:<id>", "key:<id>" (an sk_ key), "cli" or "system". */
-export interface ActedBy {
-  actor: string
-  ip?: string | null
-}
-
-export interface AuditEntry {
-  orgId: string | null
-  /** "admin:<id>", "key:<id>", "cli" or "system". */
-  actor: string
-  action: string
-  targetId?: string | null
-  data?: Record<string, unknown>
-  ip?: string | null
-}
+import type { AuditEntry } from './entry'
+export type { ActedBy, AuditEntry } from './entry'
 
 export interface AuditRecord {
   id: string

@@ -2,38 +2,51 @@
  * Org, API-key and App rows as administration changes them (the request path reads them through the
  * credential directory and modules/apps/repo.ts). Lookups that take no Org are the operator's: the CLI
  * is given a bare App or key id and finds its Org here.
+ *
+ * The port: one interface, a SQLite (src/db/sqlite/tenants.ts) and a PostgreSQL (src/db/pg/tenants.ts)
+ * implementation, both held to test/repos/tenants.cases.ts.
  */
-import { and, eq, isNull } from 'drizzle-orm'
-import type { Db } from '../../db/client'
-import { apiKeys, apps, orgs } from '../../db/schema'
+import type { apiKeys, apps, orgs } from '../../db/schema'
+import type { Storage } from '../../db/storage'
+import type { Clock } from '../../core/clock'
+import type { AuditEntry } from '../audit/entry'
 import type { AppRow } from '../apps/repo'
+import { createSqliteTenantsRepo } from '../../db/sqlite/tenants'
+import { createPgTenantsRepo } from '../../db/pg/tenants'
 
 export type OrgRow = typeof orgs.$inferSelect
 export type KeyRow = typeof apiKeys.$inferSelect
+export type NewKey = typeof apiKeys.$inferInsert
+export type NewApp = typeof apps.$inferInsert
 
-export function createTenantsRepo(db: Db) {
-  const live = isNull(apps.deletedAt)
-  return {
-    insertOrg: (row: OrgRow) => db.insert(orgs).values(row).run(),
-    org: (orgId: string): OrgRow | undefined => db.select().from(orgs).where(eq(orgs.id, orgId)).get(),
-    orgs: (): OrgRow[] => db.select().from(orgs).all(),
+/**
+ * Every write takes the audit rows to record with it (none: `[]`): the change and its audit rows commit
+ * in one transaction, or neither does.
+ */
+export interface TenantsRepo {
+  insertOrg(row: OrgRow, audit: AuditEntry[]): Promise<void>
+  org(orgId: string): Promise<OrgRow | undefined>
+  orgs(): Promise<OrgRow[]>
+  /** `createdBy` ("admin:<id>", "cli"…) is kept for the dashboard's key list. */
+  insertKey(row: NewKey, createdBy: string | null, audit: AuditEntry[]): Promise<void>
+  key(keyId: string): Promise<KeyRow | undefined>
+  keys(orgId: string): Promise<KeyRow[]>
+  /** Revokes the key unless it already is; the time it is (or was) revoked at. */
+  revokeKey(orgId: string, keyId: string, at: number, audit: AuditEntry[]): Promise<number>
+  /** A new key and the old one revoked, together: a rotation never leaves the Org with two live keys or none. */
+  rotateKey(fresh: NewKey, oldKeyId: string, at: number, audit: AuditEntry[]): Promise<void>
+  /** Inserts the App; false (nothing written) when a live App of the Org already uses its slug. */
+  insertApp(row: NewApp, audit: AuditEntry[]): Promise<boolean>
+  /** A live App by id alone (operator lookups); use `appInOrg` on tenant paths. */
+  liveApp(appId: string): Promise<AppRow | undefined>
+  appInOrg(orgId: string, appId: string): Promise<AppRow | undefined>
+  apps(orgId: string): Promise<AppRow[]>
+  /** The live App of the Org using `slug`, if any. */
+  appBySlug(orgId: string, slug: string): Promise<{ id: string } | undefined>
+  /** Applies the patch; false (nothing written) when it would give the App a slug a live App of its Org uses. */
+  updateApp(orgId: string, appId: string, patch: Partial<AppRow>, audit: AuditEntry[]): Promise<boolean>
+}
 
-    insertKey: (row: typeof apiKeys.$inferInsert) => db.insert(apiKeys).values(row).run(),
-    key: (keyId: string): KeyRow | undefined => db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get(),
-    keys: (orgId: string): KeyRow[] => db.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).all(),
-    revokeKey: (orgId: string, keyId: string, at: number) =>
-      db.update(apiKeys).set({ revokedAt: at }).where(and(eq(apiKeys.id, keyId), eq(apiKeys.orgId, orgId))).run(),
-
-    insertApp: (row: typeof apps.$inferInsert) => db.insert(apps).values(row).run(),
-    /** A live App by id alone (operator lookups); use `appInOrg` on tenant paths. */
-    liveApp: (appId: string): AppRow | undefined => db.select().from(apps).where(and(eq(apps.id, appId), live)).get(),
-    appInOrg: (orgId: string, appId: string): AppRow | undefined =>
-      db.select().from(apps).where(and(eq(apps.id, appId), eq(apps.orgId, orgId), live)).get(),
-    apps: (orgId: string): AppRow[] => db.select().from(apps).where(and(eq(apps.orgId, orgId), live)).all(),
-    /** The live App of the Org using `slug`, if any. */
-    appBySlug: (orgId: string, slug: string): { id: string } | undefined =>
-      db.select({ id: apps.id }).from(apps).where(and(eq(apps.orgId, orgId), eq(apps.slug, slug), live)).get(),
-    updateApp: (orgId: string, appId: string, patch: Partial<AppRow>) =>
-      db.update(apps).set(patch).where(and(eq(apps.id, appId), eq(apps.orgId, orgId))).run(),
-  }
+export function createTenantsRepo(storage: Storage, clock: Clock): TenantsRepo {
+  return storage.dialect === 'sqlite' ? createSqliteTenantsRepo(storage, clock) : createPgTenantsRepo(storage, clock)
 }

@@ -12,6 +12,7 @@ import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core
 import { toApp, type AppRow } from '../apps/repo'
 import type { App, ProcessingMode } from '../apps/model'
 import { createTenantsRepo } from './repo'
+import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
 
@@ -53,16 +54,22 @@ export function normalizeOrigin(text: string): string {
 
 export function createTenantsService(ctx: Context) {
   const { box, clock } = ctx
-  const repo = createTenantsRepo(ctx.db)
+  const repo = createTenantsRepo(ctx.storage, clock)
+  /** The audit rows of a change made by `by` (none when the caller records nobody, e.g. a test fixture). */
+  const note = (by: ActedBy | undefined, orgId: string, action: string, targetId: string, data?: Record<string, unknown>): AuditEntry[] => {
+    const e = auditEntry(by, orgId, action, targetId, data)
+    return e ? [e] : []
+  }
+  const settingNames = (s: AppSettings) => Object.keys(s).filter((k) => s[k as keyof AppSettings] !== undefined)
 
-  function requireOrg(orgId: string) {
-    const org = repo.org(orgId)
+  async function requireOrg(orgId: string) {
+    const org = await repo.org(orgId)
     if (!org) throw new ApiError('org_not_found', { orgId }, `unknown org: ${orgId}`)
     return org
   }
 
-  function requireApp(orgId: string, appId: string): AppRow {
-    const row = repo.appInOrg(orgId, appId)
+  async function requireApp(orgId: string, appId: string): Promise<AppRow> {
+    const row = await repo.appInOrg(orgId, appId)
     if (!row) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
     return row
   }
@@ -77,66 +84,80 @@ export function createTenantsService(ctx: Context) {
     }
   }
 
-  function slugTaken(orgId: string, slug: string, exceptId?: string): boolean {
-    const row = repo.appBySlug(orgId, slug)
+  async function slugTaken(orgId: string, slug: string, exceptId?: string): Promise<boolean> {
+    const row = await repo.appBySlug(orgId, slug)
     return !!row && row.id !== exceptId
   }
 
   return {
     /** The Org of a live App, for callers that hold only an App id (the operator's CLI). */
-    orgOfApp(appId: string): string {
-      const row = repo.liveApp(appId)
+    async orgOfApp(appId: string): Promise<string> {
+      const row = await repo.liveApp(appId)
       if (!row) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
       return row.orgId
     },
 
     /** The Org of an API key, for callers that hold only a key id (the operator's CLI). */
-    orgOfKey(keyId: string): string {
-      const key = repo.key(keyId)
+    async orgOfKey(keyId: string): Promise<string> {
+      const key = await repo.key(keyId)
       if (!key) throw new ApiError('key_not_found', { keyId }, `unknown key: ${keyId}`)
       return key.orgId
     },
 
-    createOrg(name: string): { id: string; name: string; createdAt: string } {
+    /** Changes made `by` someone are audited in their own transaction. */
+    async createOrg(name: string, by?: ActedBy): Promise<{ id: string; name: string; createdAt: string }> {
       if (!name.trim()) throw invalid('--name must not be empty')
       const row = { id: newId(clock), name: name.trim(), createdAt: clock.now() }
-      repo.insertOrg(row)
+      await repo.insertOrg(row, note(by, row.id, 'org.created', row.id, { name: row.name }))
       return { id: row.id, name: row.name, createdAt: isoUtc(row.createdAt) }
     },
 
-    listOrgs() {
-      return repo.orgs().map((o) => ({ id: o.id, name: o.name, createdAt: isoUtc(o.createdAt) }))
+    async listOrgs() {
+      return (await repo.orgs()).map((o) => ({ id: o.id, name: o.name, createdAt: isoUtc(o.createdAt) }))
     },
 
     /** Creates an `sk_` key; the plaintext is returned once and only its hash is stored. */
-    createKey(orgId: string, name = ''): { id: string; key: string; orgId: string; name: string } {
-      requireOrg(orgId)
+    async createKey(orgId: string, name = '', by?: ActedBy): Promise<{ id: string; key: string; orgId: string; name: string }> {
+      await requireOrg(orgId)
       const key = newApiKey()
       const id = newId(clock)
-      repo.insertKey({ id, orgId, name, keyHash: sha256Hex(key), keyPrefix: key.slice(0, 7), createdAt: clock.now() })
+      await repo.insertKey({ id, orgId, name, keyHash: sha256Hex(key), keyPrefix: key.slice(0, 7), createdAt: clock.now() }, by ? (by.label ?? by.actor) : null, note(by, orgId, 'key.created', id, { name }))
       return { id, key, orgId, name }
     },
 
-    listKeys(orgId: string) {
-      requireOrg(orgId)
-      return repo
-        .keys(orgId)
-        .map((k) => ({ id: k.id, name: k.name, prefix: k.keyPrefix, createdAt: isoUtc(k.createdAt), revokedAt: k.revokedAt ? isoUtc(k.revokedAt) : null }))
+    async listKeys(orgId: string) {
+      await requireOrg(orgId)
+      return (await repo.keys(orgId)).map((k) => ({ id: k.id, name: k.name, prefix: k.keyPrefix, createdAt: isoUtc(k.createdAt), revokedAt: k.revokedAt ? isoUtc(k.revokedAt) : null }))
     },
 
-    revokeKey(orgId: string, keyId: string): { id: string; revokedAt: string } {
-      const key = repo.key(keyId)
+    async revokeKey(orgId: string, keyId: string, by?: ActedBy): Promise<{ id: string; revokedAt: string }> {
+      const key = await repo.key(keyId)
       if (!key || key.orgId !== orgId) throw new ApiError('key_not_found', { keyId }, `unknown key: ${keyId}`)
-      const at = key.revokedAt ?? clock.now()
-      if (!key.revokedAt) repo.revokeKey(orgId, keyId, at)
+      const at = key.revokedAt ?? (await repo.revokeKey(orgId, keyId, clock.now(), note(by, orgId, 'key.revoked', keyId)))
       return { id: keyId, revokedAt: isoUtc(at) }
     },
 
-    createApp(orgId: string, s: AppSettings & { name: string }): App & { signingSecret: string } {
-      requireOrg(orgId)
+    /** A new key with the old one's name, and the old one revoked, in one transaction. */
+    async rotateKey(keyId: string, by?: ActedBy): Promise<{ id: string; key: string; revoked: string }> {
+      const old = await repo.key(keyId)
+      if (!old) throw new ApiError('key_not_found', { keyId }, `unknown key: ${keyId}`)
+      if (old.revokedAt) throw invalid(`key ${keyId} is already revoked; create a new one with "fixloop key create"`)
+      const key = newApiKey()
+      const id = newId(clock)
+      const now = clock.now()
+      await repo.rotateKey({ id, orgId: old.orgId, name: old.name, keyHash: sha256Hex(key), keyPrefix: key.slice(0, 7), createdAt: now }, keyId, now, [
+        ...note(by, old.orgId, 'key.created', id, { name: old.name, rotatedFrom: keyId }),
+        ...note(by, old.orgId, 'key.revoked', keyId, { rotatedTo: id }),
+      ])
+      return { id, key, revoked: keyId }
+    },
+
+    async createApp(orgId: string, s: AppSettings & { name: string }, by?: ActedBy): Promise<App & { signingSecret: string }> {
+      await requireOrg(orgId)
       checkSettings(s)
       const slug = s.slug ?? slugify(s.name)
-      if (slugTaken(orgId, slug)) throw new ApiError('slug_taken', { slug }, `slug "${slug}" is already used in this org; pass --slug`)
+      const taken = () => new ApiError('slug_taken', { slug }, `slug "${slug}" is already used in this org; pass --slug`)
+      if (await slugTaken(orgId, slug)) throw new ApiError('slug_taken', { slug }, `slug "${slug}" is already used in this org; pass --slug`)
       const secret = newSigningSecret()
       const now = clock.now()
       const row = {
@@ -155,19 +176,21 @@ export function createTenantsService(ctx: Context) {
         createdAt: now,
         updatedAt: now,
       }
-      repo.insertApp(row)
-      return { ...toApp(requireApp(orgId, row.id)), signingSecret: secret.toString('hex') }
+      // The check above gives the usual answer; the unique index settles a race with another writer.
+      if (!(await repo.insertApp(row, note(by, orgId, 'app.created', row.id, { settings: settingNames(s) })))) throw taken()
+      return { ...toApp(await requireApp(orgId, row.id)), signingSecret: secret.toString('hex') }
     },
 
-    listApps(orgId: string): App[] {
-      requireOrg(orgId)
-      return repo.apps(orgId).map(toApp)
+    async listApps(orgId: string): Promise<App[]> {
+      await requireOrg(orgId)
+      return (await repo.apps(orgId)).map(toApp)
     },
 
-    updateApp(orgId: string, appId: string, s: AppSettings): App {
-      requireApp(orgId, appId)
+    async updateApp(orgId: string, appId: string, s: AppSettings, by?: ActedBy): Promise<App> {
+      await requireApp(orgId, appId)
       checkSettings(s)
-      if (s.slug !== undefined && slugTaken(orgId, s.slug, appId)) throw new ApiError('slug_taken', { slug: s.slug }, `slug "${s.slug}" is already used in this org`)
+      const taken = () => new ApiError('slug_taken', { slug: s.slug }, `slug "${s.slug}" is already used in this org`)
+      if (s.slug !== undefined && (await slugTaken(orgId, s.slug, appId))) throw taken()
       const patch: Partial<AppRow> = { updatedAt: clock.now() }
       if (s.slug !== undefined) patch.slug = s.slug
       if (s.name !== undefined) patch.name = s.name.trim()
@@ -177,23 +200,23 @@ export function createTenantsService(ctx: Context) {
       if (s.batchEnabled !== undefined) patch.batchEnabled = s.batchEnabled
       if (s.batchWindowHours !== undefined) patch.batchWindowHours = s.batchWindowHours
       if (s.allowedOrigins !== undefined) patch.allowedOrigins = JSON.stringify(s.allowedOrigins.map(normalizeOrigin))
-      repo.updateApp(orgId, appId, patch)
-      return toApp(requireApp(orgId, appId))
+      if (!(await repo.updateApp(orgId, appId, patch, note(by, orgId, 'app.updated', appId, { settings: settingNames(s) })))) throw taken()
+      return toApp(await requireApp(orgId, appId))
     },
 
     /** Replaces the signing secret: every token signed with the old one fails at once. */
-    rotateSecret(orgId: string, appId: string): { signingSecret: string } {
-      requireApp(orgId, appId)
+    async rotateSecret(orgId: string, appId: string, by?: ActedBy): Promise<{ signingSecret: string }> {
+      await requireApp(orgId, appId)
       const secret = newSigningSecret()
-      repo.updateApp(orgId, appId, { signingSecretEnc: box.seal(secret), updatedAt: clock.now() })
+      await repo.updateApp(orgId, appId, { signingSecretEnc: box.seal(secret), updatedAt: clock.now() }, note(by, orgId, 'app.secret_rotated', appId))
       return { signingSecret: secret.toString('hex') }
     },
 
     /** Soft-deletes: the public key stops working (401 unknown_app); stored feedback stays readable. */
-    deleteApp(orgId: string, appId: string): { id: string; deletedAt: string } {
-      requireApp(orgId, appId)
+    async deleteApp(orgId: string, appId: string, by?: ActedBy): Promise<{ id: string; deletedAt: string }> {
+      await requireApp(orgId, appId)
       const at = clock.now()
-      repo.updateApp(orgId, appId, { deletedAt: at, updatedAt: at })
+      await repo.updateApp(orgId, appId, { deletedAt: at, updatedAt: at }, note(by, orgId, 'app.deleted', appId))
       return { id: appId, deletedAt: isoUtc(at) }
     },
   }

@@ -1,0 +1,62 @@
+/**
+ * The PostgreSQL store: one node-postgres pool and drizzle over it. A repository method is one business
+ * transaction: `tx(work)` runs `work` on one pooled connection between BEGIN and COMMIT; plain reads go
+ * to the pool (`q`). Helpers below keep the call sites short: `one`, `many`, `exec`.
+ */
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
+import type { Pool, PoolClient } from 'pg'
+import * as schema from './schema'
+import { withTransaction } from './transaction'
+
+export type PgDb = NodePgDatabase<typeof schema>
+/** Anything a statement can run on: the pool (autocommit) or a transaction's client. */
+export type PgQueryable = Pool | PoolClient
+
+export interface PgStorage {
+  readonly dialect: 'pg'
+  readonly pool: Pool
+  readonly db: PgDb
+  /** Runs `work` in one transaction on one connection; rolls back on any throw. */
+  tx<T>(work: (client: PoolClient, db: PgDb) => Promise<T>): Promise<T>
+}
+
+export function pgStorage(pool: Pool): PgStorage {
+  const db = drizzle({ client: pool, schema })
+  return {
+    dialect: 'pg',
+    pool,
+    db,
+    tx: (work) => withTransaction(pool, (client) => work(client, drizzle({ client, schema }))),
+  }
+}
+
+/** The first row of a query, or undefined. */
+export async function one<T>(q: PgQueryable, text: string, params: unknown[] = []): Promise<T | undefined> {
+  const r = await q.query(text, params)
+  return r.rows[0] as T | undefined
+}
+
+/** Every row of a query. */
+export async function many<T>(q: PgQueryable, text: string, params: unknown[] = []): Promise<T[]> {
+  const r = await q.query(text, params)
+  return r.rows as T[]
+}
+
+/** Runs a statement; the number of rows it changed. */
+export async function exec(q: PgQueryable, text: string, params: unknown[] = []): Promise<number> {
+  const r = await q.query(text, params)
+  return r.rowCount ?? 0
+}
+
+/** True for a unique-constraint violation (SQLSTATE 23505), optionally on one named constraint/index. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = driverError(err) as { code?: string; constraint?: string } | null
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint)
+}
+
+/** The driver's own error: drizzle wraps it (DrizzleQueryError) with the query text, the driver's in `cause`. */
+export function driverError(err: unknown): unknown {
+  let e = err as { cause?: unknown; code?: unknown } | null
+  for (let i = 0; i < 3 && e && e.code === undefined && e.cause; i++) e = e.cause as typeof e
+  return e
+}

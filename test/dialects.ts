@@ -1,0 +1,85 @@
+/**
+ * Runs one set of cases against both storage dialects: a fresh SQLite file (migrated) and a fresh
+ * PostgreSQL database (migrated) on the real server test/pg-server.ts starts, one server per test file.
+ * No mocks: the same repository code the server runs, on the real engines.
+ *
+ *   describeEachDialect('tenants repo', (fresh) => {
+ *     test('…', async () => { const { storage, clock } = await fresh(); … })
+ *   })
+ *
+ * `fresh()` gives a new, empty, migrated store per call (cheap: a temp file, or CREATE DATABASE); stores
+ * are closed and removed after the file. Without the postgresql package the PostgreSQL half fails with a
+ * message saying what to install (never skips silently).
+ */
+import { afterAll, describe } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase } from '../src/db/client'
+import { applyMigrations } from '../src/db/migrate'
+import { sqliteStorage } from '../src/db/sqlite/storage'
+import { pgStorage } from '../src/db/pg/storage'
+import { openPool } from '../src/db/pg/client-options'
+import { applyPgMigrations } from '../src/db/pg/migrate'
+import type { Dialect, Storage } from '../src/db/storage'
+import { startPostgres, type PgServer } from './pg-server'
+import type { Clock } from '../src/core/clock'
+
+export const DIALECTS: readonly Dialect[] = ['sqlite', 'pg']
+
+/** A settable clock for repository cases (epoch ms). */
+export function testClock(start = Date.UTC(2026, 0, 1)): Clock & { set(ms: number): void; advance(ms: number): void } {
+  let now = start
+  return { now: () => now, set: (ms) => void (now = ms), advance: (ms) => void (now += ms) }
+}
+
+export interface FreshStore {
+  storage: Storage
+  dialect: Dialect
+  clock: ReturnType<typeof testClock>
+  /** For PostgreSQL: the database URL (a second pool, a second "node"); for SQLite: the file path. */
+  location: string
+}
+
+let pg: Promise<PgServer> | undefined
+const closers: (() => Promise<void> | void)[] = []
+afterAll(async () => {
+  for (const close of closers.splice(0).reverse()) await close()
+  if (pg) await (await pg).stop()
+  pg = undefined
+})
+
+/** The file's PostgreSQL server, started on first use. */
+export function sharedPostgres(): Promise<PgServer> {
+  pg ??= startPostgres()
+  return pg
+}
+
+/** A new empty migrated store of `dialect`. */
+export async function freshStore(dialect: Dialect): Promise<FreshStore> {
+  const clock = testClock()
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'fixloop-repo-'))
+    const file = join(dir, 'fixloop.db')
+    const { sqlite, db } = openDatabase(file)
+    applyMigrations(sqlite)
+    closers.push(() => {
+      sqlite.close()
+      rmSync(dir, { recursive: true, force: true })
+    })
+    return { storage: sqliteStorage(sqlite, db), dialect, clock, location: file }
+  }
+  const server = await sharedPostgres()
+  const url = await server.createDatabase('repo')
+  const pool = openPool(url, 8)
+  await applyPgMigrations(pool)
+  closers.push(() => pool.end())
+  return { storage: pgStorage(pool), dialect, clock, location: url }
+}
+
+/** `body` once per dialect, inside describe(`${name} [sqlite]`) and describe(`${name} [pg]`). */
+export function describeEachDialect(name: string, body: (fresh: () => Promise<FreshStore>, dialect: Dialect) => void): void {
+  for (const dialect of DIALECTS) {
+    describe(`${name} [${dialect}]`, () => body(() => freshStore(dialect), dialect))
+  }
+}
