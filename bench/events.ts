@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BIN, cliJson, ensureBinary, ROOT, waitFor } from './kit'
-import { createOutbox } from '../src/lifecycle/outbox'
+import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
 

@@ -75,7 +75,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const { sqlite, clock, config } = ctx
   const workerOptions = options.worker ?? {}
   const wake = createWakeSignal()
-  const lifecycle = createLifecycle(sqlite, clock, wake)
+  const lifecycle = createLifecycle(ctx.storage, clock, wake)
   // Intake's group commits go first at the write lock; the processing thread waits its turn.
   const turns = options.turns ?? new WriteTurns()
   const committer = new GroupCommitter(sqlite, turns)

@@ -16,6 +16,7 @@ import { DeferJob } from '../src/worker/loop'
 import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { seedTenant, spawnServer, startTestServer, type Tenant, type TestServer } from './harness'
 import { cliTenant, crashTestDataDir, feedbackRow, jobsFor, openDataDb, submit } from './helpers-lifecycle'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 
 const clock = new ManualClock(Date.UTC(2025, 3, 1, 9, 0, 0))
 let srv: TestServer
@@ -94,7 +95,7 @@ describe('a batch', () => {
     const ids = [await distinct(), await distinct(), await distinct()]
     srv.ctx.sqlite.query("UPDATE feedback SET metadata = '[' WHERE id = ?").run(ids[1])
     const sqlite = srv.ctx.sqlite
-    const lifecycle = createLifecycle(sqlite, clock)
+    const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
     const jobs = createJobsRepo(sqlite)
     const deps = { cluster: createClusterService(sqlite, clock), batches: createBatchWindows(sqlite, clock, jobs, lifecycle), lifecycle, finishJob: jobs.finish }
     const claimed = jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())

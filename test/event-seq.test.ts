@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
 import { openDatabase } from '../src/db/client'
 import { applyMigrations } from '../src/db/migrate'
-import { createOutbox } from '../src/lifecycle/outbox'
+import { createOutbox } from '../src/db/sqlite/outbox'
 import { ManualClock, systemClock, type Clock } from '../src/core/clock'
 import { createEventsRepo, idsBefore } from '../src/modules/events/repo'
 

@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs'
 import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { ensureBinary } from './helpers-lifecycle'
 import { appendEvents, SseClient } from './events-helpers'
-import { LAST_SEQ_SQL } from '../src/lifecycle/outbox'
+import { LAST_SEQ_SQL } from '../src/db/sqlite/outbox'
 import { Receiver } from './webhook-receiver'
 
 const ENV = { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_WEBHOOK_RETRY_SCALE: '0.001', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }

@@ -3,7 +3,7 @@
  * lifecycle does, inside a transaction), and read an SSE stream with a plain fetch.
  */
 import type { Database } from 'bun:sqlite'
-import { createOutbox } from '../src/lifecycle/outbox'
+import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock, type Clock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
 

@@ -41,7 +41,7 @@ beforeAll(async () => {
   ctx = createContext(loadConfig({ dataDir: dir }, { FIXLOOP_LOG_LEVEL: 'silent' }))
   const wake = createWakeSignal()
   wake.on(() => wakes++)
-  lifecycle = createLifecycle(ctx.sqlite, ctx.clock, wake)
+  lifecycle = createLifecycle(ctx.storage, ctx.clock, wake)
   const admin = createTenantsService(ctx)
   org = (await admin.createOrg('Lifecycle')).id
   app = (await admin.createApp(org, { name: 'L' })).id
@@ -101,7 +101,7 @@ for (const by of ['system', 'customer'] as const) {
           const before = row(id)
           const wakesBefore = wakes
           if (legal) {
-            expect(lifecycle.move(ctx.sqlite, id, to, { by, reason: 'why it failed', prUrl: 'https://git.example/pr/1' })).toBe(true)
+            expect(lifecycle.sqlite!.move(ctx.sqlite, id, to, { by, reason: 'why it failed', prUrl: 'https://git.example/pr/1' })).toBe(true)
             const after = row(id)
             expect(after.status).toBe(to)
             expect(after.version).toBe(before.version + 1)
@@ -112,7 +112,7 @@ for (const by of ['system', 'customer'] as const) {
             expect(after.failure_reason).toBe(to === 'failed' ? 'why it failed' : to === 'archived' ? before.failure_reason : null)
             expect(after.merge_request_url).toBe(to === 'pr_opened' ? 'https://git.example/pr/1' : null)
           } else {
-            expectInvalidTransition(() => lifecycle.move(ctx.sqlite, id, to, { by }), from, to)
+            expectInvalidTransition(() => lifecycle.sqlite!.move(ctx.sqlite, id, to, { by }), from, to)
             expect(row(id)).toEqual(before)
             expect(eventsOf(id)).toEqual([])
             expect(jobsOf(id)).toEqual([])
@@ -127,12 +127,12 @@ describe('compare-and-set', () => {
   test('a stale version or an unexpected status: false, nothing written', () => {
     const id = reportIn('received')
     const { version } = row(id)
-    expect(lifecycle.move(ctx.sqlite, id, 'sanitizing', { by: 'system', version: version + 1 })).toBe(false)
-    expect(lifecycle.move(ctx.sqlite, id, 'sanitizing', { by: 'system', from: 'sanitizing' })).toBe(false)
-    expect(lifecycle.move(ctx.sqlite, newId(ctx.clock), 'sanitizing', { by: 'system' })).toBe(false)
+    expect(lifecycle.sqlite!.move(ctx.sqlite, id, 'sanitizing', { by: 'system', version: version + 1 })).toBe(false)
+    expect(lifecycle.sqlite!.move(ctx.sqlite, id, 'sanitizing', { by: 'system', from: 'sanitizing' })).toBe(false)
+    expect(lifecycle.sqlite!.move(ctx.sqlite, newId(ctx.clock), 'sanitizing', { by: 'system' })).toBe(false)
     expect(row(id)).toEqual({ status: 'received', version, failure_reason: null, merge_request_url: null })
     expect(eventsOf(id)).toEqual([])
-    expect(lifecycle.move(ctx.sqlite, id, 'sanitizing', { by: 'system', from: 'received', version })).toBe(true)
+    expect(lifecycle.sqlite!.move(ctx.sqlite, id, 'sanitizing', { by: 'system', from: 'received', version })).toBe(true)
   })
 
   test('a move whose event cannot be written is undone: status, event and job together or not at all', () => {
@@ -140,7 +140,7 @@ describe('compare-and-set', () => {
     const before = row(id)
     ctx.sqlite.run("CREATE TEMP TRIGGER refuse_events BEFORE INSERT ON main.events BEGIN SELECT RAISE(ABORT, 'outbox refused'); END")
     try {
-      expect(() => lifecycle.move(ctx.sqlite, id, 'queued', { by: 'system' })).toThrow('outbox refused')
+      expect(() => lifecycle.sqlite!.move(ctx.sqlite, id, 'queued', { by: 'system' })).toThrow('outbox refused')
     } finally {
       ctx.sqlite.run('DROP TRIGGER refuse_events')
     }
@@ -152,7 +152,7 @@ describe('compare-and-set', () => {
     const id = reportIn('sanitized')
     expect(() =>
       ctx.sqlite.transaction(() => {
-        lifecycle.move(ctx.sqlite, id, 'queued', { by: 'system' })
+        lifecycle.sqlite!.move(ctx.sqlite, id, 'queued', { by: 'system' })
         throw new Error('the rest of the change failed')
       })(),
     ).toThrow('the rest of the change failed')
@@ -171,9 +171,9 @@ describe('the rest of the lifecycle', () => {
 
   test('received: refuses to run outside the transaction that stores the report; inside, records the event and queues processing', () => {
     const id = reportIn('received')
-    expect(() => lifecycle.received(ctx.sqlite, { orgId: org, appId: app, feedbackId: id })).toThrow(/transaction/)
+    expect(() => lifecycle.sqlite!.received(ctx.sqlite, { orgId: org, appId: app, feedbackId: id })).toThrow(/transaction/)
     expect(eventsOf(id)).toEqual([])
-    ctx.sqlite.transaction(() => lifecycle.received(ctx.sqlite, { orgId: org, appId: app, feedbackId: id }))()
+    ctx.sqlite.transaction(() => lifecycle.sqlite!.received(ctx.sqlite, { orgId: org, appId: app, feedbackId: id }))()
     expect(eventsOf(id)).toEqual([{ type: 'feedback.received', data: { feedbackId: id, status: 'received' }, orgId: org, appId: app }])
     expect(jobsOf(id)).toEqual(['process'])
   })
@@ -181,11 +181,11 @@ describe('the rest of the lifecycle', () => {
   test('enqueueWaitingRuns: one agent job per queued lead without one, never a second', () => {
     const waiting = reportIn('queued')
     const hasJob = reportIn('sanitized')
-    lifecycle.move(ctx.sqlite, hasJob, 'queued', { by: 'system' })
+    lifecycle.sqlite!.move(ctx.sqlite, hasJob, 'queued', { by: 'system' })
     const dup = reportIn('queued')
     ctx.sqlite.query('UPDATE feedback SET duplicate_of_id = ? WHERE id = ?').run(waiting, dup)
-    lifecycle.enqueueWaitingRuns(app)
-    lifecycle.enqueueWaitingRuns(app)
+    lifecycle.sqlite!.enqueueWaitingRuns(app)
+    lifecycle.sqlite!.enqueueWaitingRuns(app)
     expect(jobsOf(waiting)).toEqual(['agent'])
     expect(jobsOf(hasJob)).toEqual(['agent'])
     expect(jobsOf(dup)).toEqual([])

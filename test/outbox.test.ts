@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/client'
 import { applyMigrations } from '../src/db/migrate'
-import { createOutbox } from '../src/lifecycle/outbox'
+import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock } from '../src/core/clock'
 
 function freshDb() {

@@ -8,7 +8,7 @@ import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { applyMigrations } from '../src/db/migrate'
 import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
-import { LAST_SEQ_SQL } from '../src/lifecycle/outbox'
+import { LAST_SEQ_SQL } from '../src/db/sqlite/outbox'
 import { pageSql, PURGE_SQL } from '../src/modules/events/repo'
 import { listSql } from '../src/modules/feedback/repo'
 

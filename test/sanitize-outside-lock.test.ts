@@ -17,6 +17,7 @@ import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRow, jobsFor, patchStatus, submit } from './helpers-lifecycle'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 
 const clock = new ManualClock(Date.UTC(2025, 3, 1, 9, 0, 0))
 let srv: TestServer
@@ -54,7 +55,7 @@ async function report(): Promise<string> {
 
 function step() {
   const sqlite = srv.ctx.sqlite
-  const lifecycle = createLifecycle(sqlite, clock)
+  const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
   const jobs = createJobsRepo(sqlite)
   const deps = { cluster: createClusterService(sqlite, clock), batches: createBatchWindows(sqlite, clock, jobs, lifecycle), lifecycle, finishJob: jobs.finish }
   return { jobs, step: createProcessFeedbackStep(sqlite, clock, deps) }

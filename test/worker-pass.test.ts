@@ -21,9 +21,9 @@ afterAll(() => {
 })
 
 test('a 3,500-job backlog drains in passes that ask for the next due time only once the work is done', async () => {
-  const lifecycle = createLifecycle(ctx.sqlite, ctx.clock)
+  const lifecycle = createLifecycle(ctx.storage, ctx.clock)
   ctx.sqlite.transaction(() => {
-    for (let i = 0; i < 3500; i++) lifecycle.enqueue('uploads_gc', {}, ctx.clock.now() - 1000)
+    for (let i = 0; i < 3500; i++) lifecycle.sqlite!.enqueue('uploads_gc', {}, ctx.clock.now() - 1000)
   })()
   const jobs = createJobsRepo(ctx.sqlite)
   let dueQueries = 0

@@ -66,7 +66,7 @@ const silent = new Logger('silent')
 
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
-  const lifecycle = createLifecycle(srv.ctx.sqlite, clock)
+  const lifecycle = createLifecycle(srv.ctx.storage, clock)
   const real = createProcessFeedbackStep(srv.ctx.sqlite, clock, {
     cluster: createClusterService(srv.ctx.sqlite, clock),
     batches: createBatchWindows(srv.ctx.sqlite, clock, createJobsRepo(srv.ctx.sqlite), lifecycle),

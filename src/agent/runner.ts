@@ -58,7 +58,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
   const workspaces = instanceDir(opts.workDir, opts.dataDir)
 
   function failItem(feedbackId: string, reason: string, from: 'queued' | 'agent_running'): void {
-    lifecycle.move(sqlite, feedbackId, 'failed', { by: 'system', from, reason })
+    lifecycle.sqlite!.move(sqlite, feedbackId, 'failed', { by: 'system', from, reason })
   }
 
   /** Records a run that ends before it starts (no repository, a cap reached). */
@@ -69,7 +69,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       runs.insertRun({ id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
       runs.endRun({ id, status: 'failed', model, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error, timings: JSON.stringify(zeroTimings()), summary: null, outputTail: null, endedAt: now })
       failItem(f.id, error, 'queued')
-      lifecycle.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.failed', { runId: id, feedbackId: f.id, error })
+      lifecycle.sqlite!.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.failed', { runId: id, feedbackId: f.id, error })
     })()
     log.warn('agent run not started', { runId: id, feedbackId: f.id, error })
   }
@@ -109,9 +109,9 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
     const now = clock.now()
     const branch = `fixloop/${f.id}`
     const moved = sqlite.transaction(() => {
-      if (!lifecycle.move(sqlite, f.id, 'agent_running', { by: 'system', from: 'queued' })) return false
+      if (!lifecycle.sqlite!.move(sqlite, f.id, 'agent_running', { by: 'system', from: 'queued' })) return false
       runs.insertRun({ id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
-      lifecycle.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.started', { runId, feedbackId: f.id, provider: conn.agentProvider })
+      lifecycle.sqlite!.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.started', { runId, feedbackId: f.id, provider: conn.agentProvider })
       return true
     }).immediate()
     if (!moved) return false
@@ -177,14 +177,14 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       })
       const scope = { orgId: f.org_id, appId: f.app_id }
       if (status === 'succeeded') {
-        lifecycle.move(sqlite, f.id, 'pr_opened', { by: 'system', from: 'agent_running', prUrl: r.prUrl })
+        lifecycle.sqlite!.move(sqlite, f.id, 'pr_opened', { by: 'system', from: 'agent_running', prUrl: r.prUrl })
         // Reports in the cluster point at the same pull request.
         if (r.prUrl) runs.shareUrl(f.id, r.prUrl, now)
-        lifecycle.record(scope, 'agent_run.succeeded', { runId, feedbackId: f.id, prUrl: r.prUrl, branch: `fixloop/${f.id}`, costUsd: r.usage.costUsd ?? 0 })
+        lifecycle.sqlite!.record(scope, 'agent_run.succeeded', { runId, feedbackId: f.id, prUrl: r.prUrl, branch: `fixloop/${f.id}`, costUsd: r.usage.costUsd ?? 0 })
       } else {
         failItem(f.id, `agent run ${runId} ${status}: ${r.reason ?? ''}`, 'agent_running')
-        if (status === 'guardrailed') lifecycle.record(scope, 'agent_run.guardrailed', { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' })
-        else lifecycle.record(scope, 'agent_run.failed', { runId, feedbackId: f.id, error: r.reason ?? '' })
+        if (status === 'guardrailed') lifecycle.sqlite!.record(scope, 'agent_run.guardrailed', { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' })
+        else lifecycle.sqlite!.record(scope, 'agent_run.failed', { runId, feedbackId: f.id, error: r.reason ?? '' })
       }
     })()
     log.info('agent run ended', { runId, feedbackId: f.id, status, prUrl: r.prUrl, reason: r.reason })
@@ -222,7 +222,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
         sqlite.transaction(() => {
           if (!runs.failInterrupted(r.id, reason, clock.now())) return
           failItem(r.feedback_id, `agent run ${r.id} failed: ${reason}`, 'agent_running')
-          lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'agent_run.failed', { runId: r.id, feedbackId: r.feedback_id, error: reason })
+          lifecycle.sqlite!.record({ orgId: r.org_id, appId: r.app_id }, 'agent_run.failed', { runId: r.id, feedbackId: r.feedback_id, error: reason })
         })()
       }
       // Workspaces of interrupted runs may hold a clone: remove them.

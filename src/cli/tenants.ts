@@ -248,7 +248,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       return { orgId: await svc.orgOfApp(appId), appId }
     }
     // Run jobs are queued in the database; a running server's worker picks them up at its next poll.
-    const connections = () => createConnectionsService(ctx, createLifecycle(ctx.sqlite, ctx.clock))
+    const connections = () => createConnectionsService(ctx, createLifecycle(ctx.storage, ctx.clock))
     /** Operator actions go to the audit log as the dashboard's do, in the change's own transaction. */
     const cli = { actor: 'cli' }
     const settingNames = (s: AppSettings) => Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined)

@@ -31,7 +31,7 @@ export function localClusterPort(cluster: ClusterService, sqlite: Database, life
       sqlite
         .transaction(() => {
           cluster.unmerge(id)
-          lifecycle.enqueue('process', { feedbackId: id })
+          lifecycle.sqlite!.enqueue('process', { feedbackId: id })
         })
         .immediate()
     },

@@ -24,6 +24,7 @@ import { consolidate, themeOf } from './consolidate'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
+import { sqliteStorage } from '../db/sqlite/storage'
 
 export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 /**
@@ -58,7 +59,7 @@ const toInput = (r: Row): ReportInput => ({
 })
 
 /** `lifecycle` records the events; a bench or a tool may leave it out (events are then still written). */
-export function createClusterService(sqlite: Database, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(sqlite, clock)) {
+export function createClusterService(sqlite: Database, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(sqliteStorage(sqlite), clock)) {
   const indexes = new Map<string, AppIndex>()
   const repo = createClusterRepo(sqlite)
   const building = new Map<string, Promise<void>>()
@@ -285,7 +286,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
     const duplicateCount = leadChanged(leadId, 1 + movedIds.length, joined)
     if (!r) return
     for (const feedbackId of [dupId, ...movedIds]) {
-      lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.duplicate_attached', { feedbackId, leadFeedbackId: leadId, duplicateCount, manual })
+      lifecycle.sqlite!.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.duplicate_attached', { feedbackId, leadFeedbackId: leadId, duplicateCount, manual })
     }
     const index = indexFor(r.app_id)
     index.setLead(dupId, leadId)
@@ -535,7 +536,7 @@ export function createClusterService(sqlite: Database, clock: Clock, baseThresho
           repo.setUnmerged(id, clock.now())
           const duplicateCount = refreshLead(formerLeadId)
           refreshLead(id)
-          lifecycle.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.unmerged', { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
+          lifecycle.sqlite!.record({ orgId: r.org_id, appId: r.app_id }, 'feedback.unmerged', { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
         }).immediate(),
       )
       indexFor(r.app_id).setLead(id, null)

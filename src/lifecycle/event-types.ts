@@ -37,3 +37,21 @@ export const EVENT_TYPES = [
 export function isEventType(value: unknown): value is EventType {
   return typeof value === 'string' && (EVENT_TYPES as readonly string[]).includes(value)
 }
+
+/** An event as a change records it (the outbox gives it its id, seq and time). */
+export interface OutboxEvent<T extends EventType = EventType> {
+  orgId: string
+  appId: string | null
+  type: T
+  data: EventPayloads[T]
+}
+
+export interface StoredEvent {
+  id: string
+  orgId: string
+  appId: string | null
+  seq: number
+  type: string
+  data: Record<string, unknown>
+  createdAt: number
+}

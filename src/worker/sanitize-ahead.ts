@@ -62,7 +62,7 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
           rows.forEach((read, i) => {
             // Compare-and-set on the version read: a report that changed meanwhile (the processing thread
             // got there, a customer archived it) is not written (moveToSanitized returns false).
-            if (lifecycle.moveToSanitized(sqlite, read.id, read.version, scrubbed[i].columns, scrubbed[i].counts)) done++
+            if (lifecycle.sqlite!.moveToSanitized(sqlite, read.id, read.version, scrubbed[i].columns, scrubbed[i].counts)) done++
           })
         })
         .immediate()

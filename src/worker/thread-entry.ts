@@ -26,6 +26,7 @@ import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } fr
 import type { ClusterPort } from '../cluster/port'
 import type { ThreadCall, ThreadStart } from './thread'
 import { createSanitizeAhead } from './sanitize-ahead'
+import { sqliteStorage } from '../db/sqlite/storage'
 
 declare const self: Worker
 
@@ -49,7 +50,7 @@ function startSanitizer(msg: ThreadStart): void {
   const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'sanitizer')
-  const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqlite, systemClock))
+  const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqliteStorage(sqlite), systemClock))
   let stopped = false
   /** Reports sanitized here since the thread started: reported with its health (tests, diagnostics). */
   let sanitizedAhead = 0
@@ -95,7 +96,7 @@ function start(msg: ThreadStart): void {
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'processing')
   const wake = createWakeSignal()
-  const lifecycle = createLifecycle(sqlite, systemClock, wake)
+  const lifecycle = createLifecycle(sqliteStorage(sqlite), systemClock, wake)
   const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
   const pacing = intakePacing(turns)
   // Batches of reports (process-feedback.ts) start once intake has been quiet for 250 ms and commit early

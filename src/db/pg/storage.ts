@@ -6,7 +6,9 @@
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
 import type { Pool, PoolClient } from 'pg'
 import * as schema from './schema'
-import { withTransaction } from './transaction'
+import { withTransaction, type OnCommit } from './transaction'
+
+export type { OnCommit }
 
 export type PgDb = NodePgDatabase<typeof schema>
 /** Anything a statement can run on: the pool (autocommit) or a transaction's client. */
@@ -16,8 +18,11 @@ export interface PgStorage {
   readonly dialect: 'pg'
   readonly pool: Pool
   readonly db: PgDb
-  /** Runs `work` in one transaction on one connection; rolls back on any throw. */
-  tx<T>(work: (client: PoolClient, db: PgDb) => Promise<T>): Promise<T>
+  /**
+   * Runs `work` in one transaction on one connection; rolls back on any throw. `onCommit` callbacks run
+   * after COMMIT (wake signals, cache invalidation), never after a rollback.
+   */
+  tx<T>(work: (client: PoolClient, db: PgDb, onCommit: OnCommit) => Promise<T>): Promise<T>
 }
 
 export function pgStorage(pool: Pool): PgStorage {
@@ -26,7 +31,7 @@ export function pgStorage(pool: Pool): PgStorage {
     dialect: 'pg',
     pool,
     db,
-    tx: (work) => withTransaction(pool, (client) => work(client, drizzle({ client, schema }))),
+    tx: (work) => withTransaction(pool, (client, onCommit) => work(client, drizzle({ client, schema }), onCommit)),
   }
 }
 

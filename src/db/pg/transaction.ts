@@ -6,13 +6,19 @@
  */
 import type { Pool, PoolClient } from 'pg'
 
-export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+/** Registers a callback to run once the transaction has committed (never after a rollback). */
+export type OnCommit = (callback: () => void) => void
+
+export async function withTransaction<T>(pool: Pool, work: (client: PoolClient, onCommit: OnCommit) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined
+  const committed: (() => void)[] = []
   try {
     await client.query('BEGIN')
-    const out = await work(client)
+    const out = await work(client, (callback) => committed.push(callback))
     await client.query('COMMIT')
+    // After COMMIT: a worker woken now finds the job it is woken for.
+    for (const callback of committed) callback()
     return out
   } catch (err) {
     await client.query('ROLLBACK').catch((rollbackError: Error) => {

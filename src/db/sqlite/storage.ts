@@ -3,6 +3,8 @@
  * (src/db/sqlite/, and the SQLite infrastructure beside it in src/db/) holds a `bun:sqlite` handle.
  */
 import type { Database } from 'bun:sqlite'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
+import * as schema from '../schema'
 import type { Db } from '../client'
 
 export interface SqliteStorage {
@@ -11,6 +13,7 @@ export interface SqliteStorage {
   readonly db: Db
 }
 
-export function sqliteStorage(sqlite: Database, db: Db): SqliteStorage {
-  return { dialect: 'sqlite', sqlite, db }
+/** The storage of an open connection; `db` is made when the caller has none (a thread's own connection). */
+export function sqliteStorage(sqlite: Database, db?: Db): SqliteStorage {
+  return { dialect: 'sqlite', sqlite, db: db ?? (drizzle({ client: sqlite, schema }) as Db) }
 }

@@ -6,7 +6,7 @@
 import type { Database } from 'bun:sqlite'
 import { previewBudget, toListItem } from '../feedback/present'
 import type { ListRow } from '../feedback/repo'
-import { LAST_SEQ_SQL } from '../../lifecycle/outbox'
+import { LAST_SEQ_SQL } from '../../db/sqlite/outbox'
 
 /** Folder → the statuses it shows. "inbox" is everything not yet decided (new and awaiting a human). */
 export const FOLDERS = {

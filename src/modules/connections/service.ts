@@ -215,7 +215,7 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
       }
       repo.upsert(row)
       // Reports that were waiting in `queued` for a repository get their run now.
-      lifecycle.enqueueWaitingRuns(appId)
+      lifecycle.sqlite!.enqueueWaitingRuns(appId)
       return view(repo.get(appId)!)
     },
 

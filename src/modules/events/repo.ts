@@ -5,7 +5,7 @@
  */
 import type { Database, Statement } from 'bun:sqlite'
 import { isoUtc } from '../../core/clock'
-import { LAST_SEQ_SQL } from '../../lifecycle/outbox'
+import { LAST_SEQ_SQL } from '../../db/sqlite/outbox'
 
 export interface EventRow {
   id: string

@@ -149,7 +149,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       userContext: jsonOrNull(user?.ctx),
       createdAt: now,
     })
-    lifecycle.received(ctx.sqlite, { orgId: app.row.orgId, appId: app.row.id, feedbackId: id })
+    lifecycle.sqlite!.received(ctx.sqlite, { orgId: app.row.orgId, appId: app.row.id, feedbackId: id })
     if (refKeys.length > 0) uploads.markReferenced(id, refKeys)
     const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
     if (s.idempotencyKey) {
@@ -205,7 +205,7 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
           if (!row) throw new ApiError('not_found')
           if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
           // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
-          if (!lifecycle.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
+          if (!lifecycle.sqlite!.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
           return { id, status: to }
         })
         .immediate()

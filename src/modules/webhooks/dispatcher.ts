@@ -8,7 +8,7 @@
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import { newId } from '../../core/ids'
-import { createOutbox } from '../../lifecycle/outbox'
+import { createOutbox } from '../../db/sqlite/outbox'
 import { VERSION } from '../../version'
 import { eventBody } from '../events/repo'
 import type { EventHub } from '../events/hub'

@@ -275,7 +275,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
     onGiveUp(job: JobRow, error: string): void {
       if (!job.feedback_id) return
       const row = repo.get(job.feedback_id)
-      if (row && canSystemMove(row.status, 'failed')) lifecycle.move(sqlite, row.id, 'failed', { by: 'system', version: row.version, reason: `processing failed: ${error}` })
+      if (row && canSystemMove(row.status, 'failed')) lifecycle.sqlite!.move(sqlite, row.id, 'failed', { by: 'system', version: row.version, reason: `processing failed: ${error}` })
     },
   }
 }

@@ -21,7 +21,7 @@ export function createBatchWindows(sqlite: Database, clock: Clock, jobs: JobsRep
       const existing = jobs.runAfterOf('batch_release', appId)
       if (existing !== null) return existing
       const closesAt = clock.now() + hours * 3600_000
-      lifecycle.enqueue('batch_release', { appId }, closesAt)
+      lifecycle.sqlite!.enqueue('batch_release', { appId }, closesAt)
       return closesAt
     },
 
@@ -32,7 +32,7 @@ export function createBatchWindows(sqlite: Database, clock: Clock, jobs: JobsRep
         const to = lifecycle.statusAfterSanitize(repo.routing(appId) ?? { processingMode: 'manual' })
         sqlite.transaction(() => {
           // A lead someone moved meanwhile is skipped (the move returns false); queued leads get their run.
-          for (const lead of repo.waitingLeads(appId)) lifecycle.move(sqlite, lead.id, to, { by: 'system', from: 'sanitized', version: lead.version })
+          for (const lead of repo.waitingLeads(appId)) lifecycle.sqlite!.move(sqlite, lead.id, to, { by: 'system', from: 'sanitized', version: lead.version })
         }).immediate()
       },
     } satisfies JobStep,

@@ -82,7 +82,7 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
   const repo = createProcessingRepo(sqlite)
 
   function moveTo(row: ProcessRow, to: FeedbackStatus): void {
-    if (!lifecycle.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
+    if (!lifecycle.sqlite!.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
   }
 
 
@@ -105,7 +105,7 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
      * (lifecycle.moveToSanitized); returns the row as it now is.
      */
     toSanitized(row: ProcessRow, scrubbed: Scrubbed): ProcessRow {
-      if (!lifecycle.moveToSanitized(sqlite, row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
+      if (!lifecycle.sqlite!.moveToSanitized(sqlite, row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
       return withScrubbed(row, scrubbed, 'sanitized', row.version + (row.status === 'received' ? 2 : 1))
     },
   }

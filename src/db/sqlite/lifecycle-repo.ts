@@ -1,44 +1,12 @@
 /**
- * The only SQL that writes a report's `status` or inserts a job. Everything else reaches these
- * statements through the lifecycle (lifecycle.ts), which checks the FSM and records the event.
+ * The only SQLite SQL that writes a report's `status` or inserts a job. Everything else reaches these
+ * statements through the lifecycle (lifecycle.ts beside it), which checks the FSM and records the event.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { FeedbackStatus } from '../core/fsm'
-import type { JobKind } from './jobs'
-import type { StoredReport } from '../sanitize/report'
+import type { JobKind } from '../../lifecycle/jobs'
+import type { FeedbackState, SanitizedWrite, StatusWrite } from '../../lifecycle/rules'
 
-export interface FeedbackState {
-  id: string
-  orgId: string
-  appId: string
-  status: FeedbackStatus
-  version: number
-}
-
-export interface StatusWrite {
-  id: string
-  version: number
-  to: FeedbackStatus
-  now: number
-  /** undefined keeps the stored failure reason; null clears it. */
-  failureReason: string | null | undefined
-  /** undefined keeps the stored URL. */
-  mergeRequestUrl: string | null | undefined
-}
-
-/** A report's sanitized free-text columns (as stored: JSON members encoded). */
-export type ScrubbedColumns = StoredReport
-
-export interface SanitizedWrite {
-  id: string
-  version: number
-  /** 2 from `received`, 1 from `sanitizing`. */
-  moves: 1 | 2
-  now: number
-  columns: ScrubbedColumns
-  /** The redaction counts, JSON. */
-  redactions: string
-}
+export type { FeedbackState, StatusWrite, ScrubbedColumns, SanitizedWrite } from '../../lifecycle/rules'
 
 export function createLifecycleRepo(sqlite: Database) {
   const state: Statement = sqlite.query('SELECT id, org_id AS orgId, app_id AS appId, status, version FROM feedback WHERE id = ?')

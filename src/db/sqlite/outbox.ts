@@ -10,26 +10,11 @@
  * before seq N+1 is handed out: a reader paging by `seq > after` never skips one, and no seq is reused.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { Clock } from '../core/clock'
-import { newId } from '../core/ids'
-import type { EventPayloads, EventType } from './event-types'
+import type { Clock } from '../../core/clock'
+import { newId } from '../../core/ids'
+import type { OutboxEvent } from '../../lifecycle/event-types'
 
-export interface OutboxEvent<T extends EventType = EventType> {
-  orgId: string
-  appId: string | null
-  type: T
-  data: EventPayloads[T]
-}
-
-export interface StoredEvent {
-  id: string
-  orgId: string
-  appId: string | null
-  seq: number
-  type: string
-  data: Record<string, unknown>
-  createdAt: number
-}
+export type { OutboxEvent, StoredEvent } from '../../lifecycle/event-types'
 
 /**
  * The last seq an Org has had (0 for none): its newest event, or the floor retention and other deletes
@@ -57,7 +42,7 @@ export function createOutbox(sqlite: Database, clock: Clock) {
      * before. Its first statement is a read, and a deferred transaction whose snapshot another connection
      * outdated cannot upgrade to write (SQLITE_BUSY_SNAPSHOT). Returns the event's seq.
      */
-    append<T extends EventType>(event: OutboxEvent<T>): number {
+    append(event: OutboxEvent): number {
       if (!sqlite.inTransaction) throw new Error('outbox.append must run inside the transaction of the change')
       const { seq } = nextSeq.get(event.orgId) as { seq: number }
       // The report's id in its own column: indexed without parsing the JSON (a third of an event's insert).

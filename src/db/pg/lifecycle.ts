@@ -1,0 +1,104 @@
+/**
+ * The lifecycle's PostgreSQL side: the same moves as src/db/sqlite/lifecycle.ts, joined to the caller's
+ * transaction (a `PgTx`: its client, and where to register after-commit work). The row is read
+ * `FOR UPDATE`, so a concurrent move of the same report waits and then re-decides on the new row; the
+ * UPDATE still compares the version. Rules come from lifecycle/rules.ts; only SQL is here. No other
+ * PostgreSQL code writes `feedback.status` or inserts a job (test/architecture.test.ts).
+ */
+import type { PoolClient } from 'pg'
+import type { Clock } from '../../core/clock'
+import type { FeedbackStatus } from '../../core/fsm'
+import type { EventPayloads } from '../../lifecycle/event-types'
+import type { JobKind, JobTargets } from '../../lifecycle/jobs'
+import type { ChangeEventType } from '../../lifecycle/lifecycle'
+import { decideMove, sanitizedPath, type FeedbackState, type MoveCause, type ScrubbedColumns, type StatusWrite } from '../../lifecycle/rules'
+import type { WakeSignal } from '../../lifecycle/wake'
+import { appendEventPg } from './outbox'
+import type { OnCommit } from './storage'
+
+/** A transaction a lifecycle write joins. */
+export interface PgTx {
+  client: PoolClient
+  onCommit: OnCommit
+}
+
+const STATE = 'SELECT id, org_id AS "orgId", app_id AS "appId", status, version FROM feedback WHERE id = $1 FOR UPDATE'
+const SET_STATUS = `UPDATE feedback SET status = $3, version = version + 1, updated_at = $4,
+    failure_reason = CASE WHEN $5 THEN failure_reason ELSE $6 END,
+    merge_request_url = CASE WHEN $7 THEN merge_request_url ELSE $8 END
+  WHERE id = $1 AND version = $2`
+const SET_SANITIZED = `UPDATE feedback SET status = 'sanitized', version = version + $3, updated_at = $4, processed_at = $4, failure_reason = NULL,
+    text = $5, url = $6, user_agent = $7, console_logs = $8, metadata = $9, component_target = $10, redactions = $11
+  WHERE id = $1 AND version = $2`
+const INSERT_JOB = 'INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ($1, $2, $3, $4, $5)'
+// Reports that waited in `queued` for a repository (no agent job of their own left).
+const INSERT_WAITING_RUNS = `INSERT INTO jobs (kind, feedback_id, run_after, created_at)
+  SELECT 'agent', f.id, $1, $1 FROM feedback f
+  WHERE f.app_id = $2 AND f.status = 'queued' AND f.duplicate_of_id IS NULL
+    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'agent' AND j.feedback_id = f.id)`
+
+export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
+  const state = async (tx: PgTx, id: string): Promise<FeedbackState | undefined> => (await tx.client.query<FeedbackState>(STATE, [id])).rows[0]
+  const setStatus = async (tx: PgTx, w: StatusWrite): Promise<boolean> =>
+    ((
+      await tx.client.query(SET_STATUS, [
+        w.id, w.version, w.to, w.now,
+        w.failureReason === undefined, w.failureReason ?? null,
+        w.mergeRequestUrl === undefined, w.mergeRequestUrl ?? null,
+      ])
+    ).rowCount ?? 0) === 1
+
+  async function enqueue<K extends JobKind>(tx: PgTx, kind: K, target: JobTargets[K], runAfter = clock.now()): Promise<void> {
+    const t = target as { feedbackId?: string; appId?: string }
+    await tx.client.query(INSERT_JOB, [kind, t.feedbackId ?? null, t.appId ?? null, runAfter, clock.now()])
+    tx.onCommit(() => wake?.raise(kind))
+  }
+
+  const record = <T extends ChangeEventType>(tx: PgTx, scope: { orgId: string; appId: string | null }, type: T, data: EventPayloads[T]): Promise<number> =>
+    appendEventPg(tx.client, clock, { orgId: scope.orgId, appId: scope.appId, type, data })
+
+  return {
+    enqueue,
+    record,
+
+    /** As src/db/sqlite/lifecycle.ts `move`: false when the row is gone or the caller's expectations lost. */
+    async move(tx: PgTx, feedbackId: string, to: FeedbackStatus, cause: MoveCause): Promise<boolean> {
+      const row = await state(tx, feedbackId)
+      const write = decideMove(row, to, cause, clock.now())
+      if (!row || !write || !(await setStatus(tx, write))) return false
+      await appendEventPg(tx.client, clock, { orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: row.status, to } })
+      if (to === 'queued') await enqueue(tx, 'agent', { feedbackId })
+      return true
+    },
+
+    /** As src/db/sqlite/lifecycle.ts `moveToSanitized`. */
+    async moveToSanitized(tx: PgTx, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean> {
+      const row = await state(tx, feedbackId)
+      const path = sanitizedPath(row, version)
+      if (!row || !path) return false
+      const c = columns
+      const { rowCount } = await tx.client.query(SET_SANITIZED, [
+        feedbackId, version, path.length - 1, clock.now(), c.text, c.url, c.userAgent, c.consoleLogs, c.metadata, c.componentTarget, redactions,
+      ])
+      if (rowCount !== 1) return false
+      for (let i = 1; i < path.length; i++) {
+        await appendEventPg(tx.client, clock, { orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: path[i - 1], to: path[i] } })
+      }
+      return true
+    },
+
+    /** A report was just stored in this transaction: records `feedback.received` and queues its processing. */
+    async received(tx: PgTx, r: { orgId: string; appId: string; feedbackId: string }): Promise<void> {
+      await appendEventPg(tx.client, clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
+      await enqueue(tx, 'process', { feedbackId: r.feedbackId })
+    },
+
+    /** Queues an agent run for each report of the App that waited in `queued` for a repository. */
+    async enqueueWaitingRuns(tx: PgTx, appId: string): Promise<number> {
+      const n = (await tx.client.query(INSERT_WAITING_RUNS, [clock.now(), appId])).rowCount ?? 0
+      if (n > 0) tx.onCommit(() => wake?.raise('agent'))
+      return n
+    },
+  }
+}
+export type PgLifecycle = ReturnType<typeof createPgLifecycle>

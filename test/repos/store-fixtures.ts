@@ -1,0 +1,22 @@
+/** Rows the repository cases need, written with plain SQL on either dialect (the same statement text). */
+import type { FreshStore } from '../dialects'
+import { createTenantsRepo } from '../../src/modules/tenants/repo'
+
+/** Runs SQL with `?` placeholders on the store's own connection; its rows. */
+export async function sql<T = Record<string, unknown>>(s: FreshStore, text: string, params: unknown[] = []): Promise<T[]> {
+  if (s.storage.dialect === 'sqlite') return s.storage.sqlite.query(text).all(...(params as never[])) as T[]
+  let i = 0
+  return (await s.storage.pool.query(text.replace(/\?/g, () => `$${++i}`), params)).rows as T[]
+}
+
+/** An Org with one App (ids `o1`/`a1` unless given). */
+export async function seedOrgApp(s: FreshStore, orgId = 'o1', appId = 'a1'): Promise<void> {
+  const repo = createTenantsRepo(s.storage, s.clock)
+  if (!(await repo.org(orgId))) await repo.insertOrg({ id: orgId, name: orgId, createdAt: 1 }, [])
+  await repo.insertApp({ id: appId, orgId, slug: appId, name: appId, publicKey: `pk_${appId}`, signingSecretEnc: 'x', createdAt: 1, updatedAt: 1 }, [])
+}
+
+/** A report row in `status` (default `received`). */
+export async function insertReport(s: FreshStore, id: string, status = 'received', orgId = 'o1', appId = 'a1'): Promise<void> {
+  await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES (?, ?, ?, ?, 'raw text', 'public', 1, 1)", [id, orgId, appId, status])
+}
