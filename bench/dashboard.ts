@@ -24,7 +24,7 @@ const BUDGET_MS = 100
 
 const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-bench-dash-'))
 const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
-const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
+const server = await startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
 const tenants = createTenantsService(server.ctx)
 const org = await tenants.createOrg('Bench')
 const apps = [await tenants.createApp(org.id, { name: 'Web' }), await tenants.createApp(org.id, { name: 'Mobile' })]

@@ -94,7 +94,7 @@ const corpus = process.env.DRAIN_CORPUS === '1' && mode !== '--drain-only' ? cor
 
 const dataDir = givenDir ?? mkdtempSync(join(tmpdir(), 'fixloop-drain-'))
 const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', FIXLOOP_AGENT_SANDBOX: 'off' })
-const server = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
+const server = await startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
 try {
   const admin = createTenantsService(server.ctx)
   const org = mode === '--drain-only' ? null : await admin.createOrg('Drain')

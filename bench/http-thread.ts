@@ -52,7 +52,7 @@ async function start(tree: string): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-http-thread-'))
   const env = { FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', FIXLOOP_AGENT_SANDBOX: 'off' }
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, env)
-  const server = startServer(config, { log: new Logger('error'), worker: { autoStart: false } })
+  const server = await startServer(config, { log: new Logger('error'), worker: { autoStart: false } })
   const admin = createTenantsService(server.ctx)
   const org = await admin.createOrg('Bench')
   const app = await admin.createApp(org.id, { name: 'Bench App' })

@@ -17,6 +17,12 @@ import { openMasterKey } from './db/master-key-check'
 import { DB_FILE, prepareDataDir } from './db/data-dir'
 import type { Storage } from './db/storage'
 import { sqliteStorage } from './db/sqlite/storage'
+import { pgStorage } from './db/pg/storage'
+import { connectPg, describeDatabase } from './db/pg/connect'
+import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from './db/pg/migrate'
+import { PG_MIGRATIONS } from './db/pg/migrations'
+import { openMasterKeyPg } from './db/pg/master-key'
+import { VERSION } from './version'
 
 export interface Context {
   config: Readonly<Config>
@@ -61,11 +67,55 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
     else if (pendingMigrations(sqlite).length > 0) throw new StartupError(`the database ${file} needs migrations first: run "fixloop migrate"`)
     const masterKey = openMasterKey(sqlite, config.dataDir, config.masterKey, !options.existingOnly)
     const box = new SecretBox(masterKey)
-    // A separate key per purpose: a leaked URL signature says nothing about the sealing key.
-    const urlSigningKey = createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
+    const urlSigningKey = urlSigningKeyOf(masterKey)
     return { config, storage: sqliteStorage(sqlite, db), sqlite, db, box, urlSigningKey, clock }
   } catch (e) {
     sqlite.close()
     throw e
   }
+}
+
+/** A separate key per purpose: a leaked URL signature says nothing about the sealing key. */
+const urlSigningKeyOf = (masterKey: Uint8Array) => createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
+
+/** Connections per process to PostgreSQL: the HTTP path, the worker and the dispatchers share them. */
+export const PG_POOL_SIZE = 16
+
+/**
+ * The context on PostgreSQL (FIXLOOP_DATABASE_URL): connects (clear errors, never the password), refuses a
+ * database a newer fixloop migrated, applies pending migrations (unless `existingOnly`: then they must be
+ * applied already), and checks FIXLOOP_MASTER_KEY against the database's check value.
+ */
+export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<Context> {
+  const url = config.databaseUrl
+  if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
+  const pool = await connectPg(url, PG_POOL_SIZE)
+  try {
+    const unknown = await unknownPgMigrations(pool)
+    if (unknown.length > 0) {
+      throw new StartupError(
+        `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
+          `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
+      )
+    }
+    if (!options.existingOnly) await applyPgMigrations(pool)
+    else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
+    const masterKey = await openMasterKeyPg(pool, config.masterKey)
+    // TODO(issue 22): `sqlite`/`db` go once every module takes `storage`; on PostgreSQL nothing may use them.
+    return { config, storage: pgStorage(pool), sqlite: undefined as never, db: undefined as never, box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock }
+  } catch (e) {
+    await pool.end().catch(() => {})
+    throw e
+  }
+}
+
+/** The context for `config`'s storage: PostgreSQL when FIXLOOP_DATABASE_URL is set, the data dir's SQLite otherwise. */
+export async function openContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<Context> {
+  return config.databaseUrl ? createPgContext(config, clock, options) : createContext(config, clock, options)
+}
+
+/** Closes the context's database connection(s). */
+export async function closeContext(ctx: Context): Promise<void> {
+  if (ctx.storage.dialect === 'sqlite') ctx.storage.sqlite.close()
+  else await ctx.storage.pool.end()
 }

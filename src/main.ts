@@ -16,7 +16,7 @@ import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
 import { runChatopsCommand } from './cli/chatops'
-import { refuseOnPostgres } from './cli/postgres-mode'
+import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-mode'
 import { settingsHelp } from './core/settings'
 import { exitQuietlyOnClosedOutput } from './cli/closed-output'
 import { setDataDirNotices } from './db/data-dir'
@@ -66,12 +66,14 @@ function runVersion(argv: string[]): void {
 const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
 
 /** Commands that open the data dir's SQLite: refused while FIXLOOP_DATABASE_URL is set (cli/postgres-mode.ts). */
-const SQLITE_COMMANDS = new Set(['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'backup', 'restore', 'rekey'])
+/** Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set (cli/postgres-mode.ts). */
+const SQLITE_COMMANDS = new Set(['admin', 'webhook', 'chatops', 'backup', 'restore', 'rekey'])
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = hoistGlobalFlags(argv)
-  if (command && SQLITE_COMMANDS.has(command) && process.env.FIXLOOP_DATABASE_URL && !rest.includes('--help') && !rest.includes('-h')) {
-    refuseOnPostgres(command, loadConfig({}))
+  if (command && process.env.FIXLOOP_DATABASE_URL && !rest.includes('--help') && !rest.includes('-h')) {
+    if (SQLITE_COMMANDS.has(command)) refuseOnPostgres(command, loadConfig({}))
+    if (command === 'serve') requireClusterSettings(loadConfig({}))
   }
   switch (command) {
     case 'serve':

@@ -5,7 +5,8 @@
  */
 import { ConfigError, type Config } from './config'
 import { sandboxProblem } from './agent/sandbox'
-import { createContext, type Context } from './context'
+import { closeContext, createContext, createPgContext, type Context } from './context'
+import { checkRedis } from './db/redis-check'
 import { createApp } from './app'
 import { Logger } from './core/logger'
 import type { Clock } from './core/clock'
@@ -66,7 +67,11 @@ export interface StartOptions {
   demoPublicKey?: () => string | undefined
 }
 
-export function startServer(config: Readonly<Config>, options: StartOptions = {}): RunningServer {
+/**
+ * Starts fixloop on the data dir's SQLite, or on PostgreSQL when FIXLOOP_DATABASE_URL is set (then Redis
+ * is checked too; the data dir holds only this node's local files).
+ */
+export async function startServer(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? new Logger(config.logLevel)
   // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
   const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
@@ -76,17 +81,22 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
   let ctx: Context
   try {
-    ctx = createContext(config, options.clock)
+    if (config.databaseUrl && config.redisUrl) await checkRedis(config.redisUrl)
+    ctx = config.databaseUrl ? await createPgContext(config, options.clock) : createContext(config, options.clock)
   } catch (e) {
     lock.release()
     throw e
   }
+  // The embedded store's own machinery: none of it exists on PostgreSQL.
+  const sqlite = ctx.storage.dialect === 'sqlite' ? ctx.storage.sqlite : undefined
   // The CLI reads the server's webhook rule to explain a refusal and warn about a target the server would refuse.
-  writeMeta(ctx.sqlite, META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
-  const checkpointer = new Checkpointer(ctx.sqlite, join(config.dataDir, 'fixloop.db'), log)
+  // TODO(issue 22): on PostgreSQL too (instance_meta), once the webhook CLI reads it there.
+  if (sqlite) writeMeta(sqlite, META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
+  const checkpointer = sqlite ? new Checkpointer(sqlite, join(config.dataDir, 'fixloop.db'), log) : undefined
   // Intake's commit times, read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
   const turns = new WriteTurns()
-  checkpointer.start(turns)
+  checkpointer?.start(turns)
+  const closeStorage = () => void closeContext(ctx)
   const { autoStart: _autoStart, processingThread: threadOption, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
   const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns })
@@ -94,8 +104,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
     if (services.connections.count() > 0) {
-      void checkpointer.stop()
-      ctx.sqlite.close()
+      void checkpointer?.stop()
+      closeStorage()
       lock.release()
       throw new ConfigError(`${sandboxUnavailable}. Apps have repositories connected, so agents would run unconfined.`)
     }
@@ -115,7 +125,7 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
       const own = worker.health()
       return own.ok && services.processingThread ? services.processingThread.health() : own
     },
-    checkpointer: () => checkpointer.health(),
+    checkpointer: () => checkpointer?.health() ?? { ok: true },
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
   })
@@ -132,8 +142,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
       maxRequestBodySize: MAX_STREAMED_BODY_BYTES,
     })
   } catch (e) {
-    void checkpointer.stop()
-    ctx.sqlite.close()
+    void checkpointer?.stop()
+    closeStorage()
     lock.release()
     const code = (e as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE' || /in use/i.test((e as Error).message)) {
@@ -213,19 +223,21 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
         // is left of the budget; cut off (a WAL of gigabytes after a long burst), it is finished at the next
         // start: a checkpoint is crash-safe and every commit is in the WAL either way.
         // A thread cut off may still hold the write lock: no final checkpoint then (it would wait for it).
-        const checkpointed = (await phase('checkpoint', () => checkpointer.stop(threadsDone ? Math.max(500, left()) : 0))) && threadsDone
-        if (checkpointed) {
+        const checkpointed = (await phase('checkpoint', () => checkpointer?.stop(threadsDone ? Math.max(500, left()) : 0) ?? true)) && threadsDone
+        if (!sqlite) {
+          // PostgreSQL: nothing to checkpoint; every commit is the server's.
+        } else if (checkpointed) {
           try {
             // The checkpointer just emptied it: this one is cheap, unless a CLI reader holds the WAL (then skip).
-            ctx.sqlite.run('PRAGMA busy_timeout = 200')
-            ctx.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
+            sqlite.run('PRAGMA busy_timeout = 200')
+            sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
           } catch {
             // A reader elsewhere may hold the WAL; the next start checkpoints it.
           }
         } else {
           log.warn('stopping within the time limit: the WAL is left for the next start to checkpoint', { threadsFinished: threadsDone })
         }
-        ctx.sqlite.close()
+        await closeContext(ctx)
         lock.release()
         log.info('fixloop stopped', { ms: { total: Math.round(performance.now() - t0), ...ms } })
         log.flush()

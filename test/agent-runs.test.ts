@@ -445,7 +445,7 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     await s.srv.stop()
     const { loadConfig } = await import('../src/config')
     const { startServer } = await import('../src/server')
-    const again = startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
+    const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
     try {
       const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get('f'.repeat(24)) as { status: string; error: string }
       expect(run.status).toBe('failed')

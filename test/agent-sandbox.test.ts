@@ -227,7 +227,7 @@ describe('crash recovery ends the sandbox', () => {
     await eventually(() => !survivors('hang-').some((l) => l.includes(feedbackId)) && !survivors(String(pid)).some((l) => l.includes('bwrap')), 5000)
     const { loadConfig } = await import('../src/config')
     const { startServer } = await import('../src/server')
-    const again = startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: masterKey, FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS }), { log: new Logger('silent') })
+    const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: masterKey, FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS }), { log: new Logger('silent') })
     try {
       const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get(runId) as { status: string; error: string }
       expect(run.status).toBe('failed')

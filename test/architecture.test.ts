@@ -35,7 +35,7 @@ const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'worker/agent', 'http', 'a
 type Layer = (typeof LAYERS)[number]
 
 /** Storage infrastructure under src/db/{sqlite,pg}/ (not a repository implementation): plain `db` layer. */
-const STORAGE_INFRA = /^db\/(pg\/(schema\/|storage|client-options|connect|migrate|migrations|transaction)|sqlite\/(storage|errors))/
+const STORAGE_INFRA = /^db\/(pg\/(schema\/|storage|client-options|connect|migrate|migrations|transaction|master-key|instance-meta)|sqlite\/(storage|errors))/
 
 /** A repository implementation of one dialect (src/db/sqlite/*, src/db/pg/*, except the infrastructure). */
 const isAdapter = (rel: string) => /^db\/(sqlite|pg)\//.test(rel) && !STORAGE_INFRA.test(rel)

@@ -10,6 +10,7 @@ import { startServer, type RunningServer, type StartOptions } from '../src/serve
 import { createTenantsService, type AppSettings } from '../src/modules/tenants/service'
 import { Logger } from '../src/core/logger'
 import type { Subprocess } from 'bun'
+import { clusterEnv, TEST_DIALECT } from './cluster-env'
 
 export const ROOT = resolve(import.meta.dir, '..')
 export const BINARY = join(ROOT, 'dist', 'fixloop')
@@ -25,11 +26,17 @@ export interface TestServer extends RunningServer {
   close(): Promise<void>
 }
 
+/**
+ * A server in this process on a temp data dir. With FIXLOOP_TEST_DIALECT=pg (scripts/test-pg.sh) it runs
+ * in PostgreSQL mode on a fresh database of the test file's own PostgreSQL, Redis and s3rver
+ * (test/cluster-env.ts); a test's own env still wins.
+ */
 export async function startTestServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
   const dataDir = tempDir()
+  if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv()), ...env }
   // Fixture agents (test/fixtures/agents) live in this repository: the agent sandbox shows their folder read-only.
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
-  const running = startServer(config, { log: new Logger('silent'), ...options })
+  const running = await startServer(config, { log: new Logger('silent'), ...options })
   const admin = createTenantsService(running.ctx)
   return {
     ...running,
@@ -102,6 +109,7 @@ export async function runBinary(args: string[], env: Record<string, string> = {}
 /** Starts `fixloop serve` from the compiled binary on a free port and waits for /healthz. */
 export async function spawnServer(dataDir: string, env: Record<string, string> = {}): Promise<{ url: string; proc: Subprocess; stop: () => Promise<void> }> {
   const port = await freePort()
+  if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv()), ...env }
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
     stdout: 'ignore',

@@ -147,7 +147,7 @@ test('stop lets the thread finish and hands back every lease; a backlog left beh
   const { startServer } = await import('../src/server')
   const { loadConfig } = await import('../src/config')
   const { Logger } = await import('../src/core/logger')
-  const again = startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir: srv.dataDir }, { FIXLOOP_LOG_LEVEL: 'silent' }), { log: new Logger('silent') })
+  const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir: srv.dataDir }, { FIXLOOP_LOG_LEVEL: 'silent' }), { log: new Logger('silent') })
   try {
     for (const id of ids) {
       for (let i = 0; i < 200; i++) {

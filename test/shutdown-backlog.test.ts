@@ -60,7 +60,7 @@ test(`SIGTERM with ${REPORTS} queued reports and a reader on the database: exits
   const dataDir = tempDir()
   // 1. The backlog, through the real intake path; the worker is not started, so every job stays queued.
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' })
-  const running = startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
+  const running = await startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
   const tenants = createTenantsService(running.ctx)
   const org = await tenants.createOrg('Backlog')
   const app = await tenants.createApp(org.id, { name: 'Shop' })

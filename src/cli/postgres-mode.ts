@@ -37,15 +37,16 @@ export function missingForCluster(config: Readonly<Config>): string[] {
   return missing
 }
 
-const NOT_YET = 'this version of fixloop runs only "fixloop migrate" on PostgreSQL (the rest is being built); unset FIXLOOP_DATABASE_URL to use the embedded SQLite in the data dir'
+const NOT_YET = 'this version of fixloop does not run this command on PostgreSQL yet (issue 22 is porting the rest); unset FIXLOOP_DATABASE_URL to use the embedded SQLite in the data dir'
+
+/** `serve` with FIXLOOP_DATABASE_URL: exit 2 naming every cluster-mode setting that is missing. */
+export function requireClusterSettings(config: Readonly<Config>): void {
+  const missing = missingForCluster(config)
+  if (missing.length > 0) throw new StartupError(`FIXLOOP_DATABASE_URL is set, so serve runs in cluster mode, which also needs: ${missing.join('; ')}`)
+}
 
 /** Refuses `command` while FIXLOOP_DATABASE_URL is set, saying why and what to do. */
 export function refuseOnPostgres(command: string, config: Readonly<Config>): never {
-  if (command === 'serve') {
-    const missing = missingForCluster(config)
-    if (missing.length > 0) throw new StartupError(`FIXLOOP_DATABASE_URL is set, so serve runs in cluster mode, which also needs: ${missing.join('; ')}`)
-    throw new StartupError(`serve with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
-  }
   if (command === 'backup' || command === 'restore') {
     throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: back up PostgreSQL with pg_dump (and the bucket with its own tools); fixloop ${command} covers only the embedded SQLite data dir`)
   }

@@ -65,7 +65,7 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
     boot.sqlite.close()
   }
   let demoKey: string | undefined
-  const running = startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
+  const running = await startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
   if (demo) {
     const app = await ensureDemoApp(running)
     demoKey = app.publicKey

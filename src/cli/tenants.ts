@@ -3,7 +3,7 @@
  * admin dashboard calls). A bare App or key id is resolved to its Org first; services take the Org.
  */
 import { loadConfig } from '../config'
-import { createContext } from '../context'
+import { closeContext, openContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
 import { createAuditLog } from '../modules/audit/index'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
@@ -233,7 +233,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
   checkUsage(`${group} ${sub}`, values, positionals, TENANT_HELP[group])
   // Read-only commands never create a data dir, a database or a master key: a typo is an error.
   const readOnly = sub === 'list'
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createTenantsService(ctx)
     // Operator actions go to the same audit log as the dashboard's (actor "cli"); never secret values.
@@ -322,6 +322,6 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)
     }
   } finally {
-    ctx.sqlite.close()
+    await closeContext(ctx)
   }
 }

@@ -5,6 +5,7 @@
 import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio'
 import type { S3Config } from '../config'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
+import { StartupError } from '../core/startup-error'
 
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3' as const
@@ -30,12 +31,13 @@ export class S3BlobStore implements BlobStore {
       exists = await this.client.bucketExists(this.cfg.bucket)
     } catch (e) {
       const err = e as { code?: string; message?: string }
-      throw new Error(
+      // A StartupError: `serve` exits 2 with this sentence, not 1 with a stack.
+      throw new StartupError(
         `S3 storage: cannot reach bucket "${this.cfg.bucket}" at ${this.cfg.endpoint}: ${err.code ?? ''} ${err.message ?? String(e)}`.trim() +
           ' (check FIXLOOP_S3_ENDPOINT, FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY)',
       )
     }
-    if (!exists) throw new Error(`S3 storage: bucket "${this.cfg.bucket}" does not exist at ${this.cfg.endpoint}; create it first (see README)`)
+    if (!exists) throw new StartupError(`S3 storage: bucket "${this.cfg.bucket}" does not exist at ${this.cfg.endpoint}; create it first (see README)`)
   }
 
   async presignPut(key: string, contentType: string, _byteSize: number, expiresAtMs: number, _base: string): Promise<PresignedPut> {

@@ -1,0 +1,121 @@
+/**
+ * What a PostgreSQL-mode fixloop needs, for tests: a real PostgreSQL (test/pg-server.ts), a real
+ * `redis-server` (Debian's package, on a random loopback port, no persistence) and s3rver, each started
+ * once per test file on first use and stopped after it; `clusterEnv()` gives the FIXLOOP_* variables of a
+ * fresh database (one per suite) on them.
+ *
+ * `FIXLOOP_TEST_DIALECT=pg` makes the harness (test/harness.ts) start every test server in PostgreSQL
+ * mode with this environment: the HTTP-level tests of the spec's routes run on both dialects that way
+ * (scripts/test-pg.sh lists them).
+ */
+import { afterAll } from 'bun:test'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import type S3rver from 's3rver'
+import type { Subprocess } from 'bun'
+import { sharedPostgres } from './dialects'
+
+export const TEST_DIALECT: 'sqlite' | 'pg' = process.env.FIXLOOP_TEST_DIALECT === 'pg' ? 'pg' : 'sqlite'
+
+/** One master key for the test file: every node of a test must hold the same one. */
+const MASTER_KEY = randomBytes(32).toString('hex')
+
+export interface RedisServer {
+  url: string
+  port: number
+  stop(): Promise<void>
+}
+
+function redisBinary(): string {
+  for (const p of ['/usr/bin/redis-server', '/usr/bin/valkey-server', '/usr/local/bin/redis-server']) if (existsSync(p)) return p
+  throw new Error('redis-server is missing: install Debian\'s redis-server package (.ci/run does)')
+}
+
+async function freeLoopbackPort(): Promise<number> {
+  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = s.port!
+  s.stop(true)
+  return port
+}
+
+/** A throw-away redis-server on loopback: no persistence, no protected-mode surprises. */
+export async function startRedis(): Promise<RedisServer> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freeLoopbackPort()
+    const dir = mkdtempSync(join(tmpdir(), 'fixloop-redis-'))
+    const proc: Subprocess = Bun.spawn([redisBinary(), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdout: 'ignore', stderr: 'ignore' })
+    const deadline = Date.now() + 10_000
+    let up = false
+    while (Date.now() < deadline && proc.exitCode === null) {
+      try {
+        const sock = await Bun.connect({ hostname: '127.0.0.1', port, socket: { data() {}, open() {}, close() {}, error() {} } })
+        sock.end()
+        up = true
+        break
+      } catch {
+        await Bun.sleep(30)
+      }
+    }
+    if (!up) {
+      proc.kill('SIGKILL')
+      await proc.exited
+      rmSync(dir, { recursive: true, force: true })
+      continue
+    }
+    return {
+      url: `redis://127.0.0.1:${port}`,
+      port,
+      async stop() {
+        proc.kill('SIGTERM')
+        await proc.exited
+        rmSync(dir, { recursive: true, force: true })
+      },
+    }
+  }
+  throw new Error('redis-server did not start')
+}
+
+let redis: Promise<RedisServer> | undefined
+let s3: Promise<{ server: S3rver; port: number; dir: string }> | undefined
+afterAll(async () => {
+  if (redis) await (await redis).stop()
+  if (s3) {
+    const { server, dir } = await s3
+    await server.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  redis = s3 = undefined
+})
+
+export function sharedRedis(): Promise<RedisServer> {
+  redis ??= startRedis()
+  return redis
+}
+
+function sharedS3(): Promise<{ server: S3rver; port: number; dir: string }> {
+  s3 ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fixloop-s3-'))
+    // Loaded on first use: most test files never need it, and it pulls in a whole web framework.
+    const { default: S3rverClass } = await import('s3rver')
+    const server = new S3rverClass({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: 'feedback', configs: [] }] })
+    const { port } = await server.run()
+    return { server, port, dir }
+  })()
+  return s3
+}
+
+/** FIXLOOP_* for a PostgreSQL-mode node on a fresh database (pass `databaseUrl` to share one between nodes). */
+export async function clusterEnv(databaseUrl?: string): Promise<Record<string, string>> {
+  const [pg, r, bucket] = await Promise.all([sharedPostgres(), sharedRedis(), sharedS3()])
+  return {
+    FIXLOOP_DATABASE_URL: databaseUrl ?? (await pg.createDatabase('node')),
+    FIXLOOP_REDIS_URL: r.url,
+    FIXLOOP_MASTER_KEY: MASTER_KEY,
+    FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${bucket.port}`,
+    FIXLOOP_S3_BUCKET: 'feedback',
+    FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
+    FIXLOOP_S3_SECRET_KEY: 'S3RVER',
+  }
+}
