@@ -18,6 +18,10 @@ export interface PgServer {
   password: string
   /** A new empty database; its URL. */
   createDatabase(prefix?: string): Promise<string>
+  /** Stops the server (fast shutdown: every session ended) and starts it again on the same port and files. */
+  restart(downMs?: number): Promise<void>
+  /** Stops the server, keeping its files (a database that went away); `restart` brings it back. */
+  halt(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -101,14 +105,16 @@ export async function startPostgres(): Promise<PgServer> {
     const port = await freePort()
     // fsync off and small buffers: a test cluster, thrown away after the file; durability is PostgreSQL's
     // own business and is not what these tests check.
-    const proc = Bun.spawn(
-      pgCommand(join(bin, 'postgres'), [
-        '-D', dataDir, '-p', String(port), '-k', socketDir, '-c', 'listen_addresses=127.0.0.1',
-        '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
-        '-c', 'shared_buffers=64MB',
-      ]),
-      { stdout: 'ignore', stderr: 'pipe' },
-    )
+    const spawnPostgres = () =>
+      Bun.spawn(
+        pgCommand(join(bin, 'postgres'), [
+          '-D', dataDir, '-p', String(port), '-k', socketDir, '-c', 'listen_addresses=127.0.0.1',
+          '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+          '-c', 'shared_buffers=64MB',
+        ]),
+        { stdout: 'ignore', stderr: 'pipe' },
+      )
+    let proc = spawnPostgres()
     const adminUrl = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`
     try {
       await waitReady(adminUrl, proc, Date.now() + 30_000)
@@ -118,7 +124,15 @@ export async function startPostgres(): Promise<PgServer> {
       await proc.exited
       continue
     }
-    const admin = openPool(adminUrl, 2)
+    let admin = openPool(adminUrl, 2)
+    const halt = async () => {
+      await admin.end().catch(() => {})
+      if (proc.exitCode !== null) return
+      proc.kill('SIGINT')
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000)
+      await proc.exited
+      clearTimeout(timer)
+    }
     return {
       adminUrl,
       port,
@@ -128,12 +142,17 @@ export async function startPostgres(): Promise<PgServer> {
         await admin.query(`CREATE DATABASE "${name}"`)
         return `postgres://postgres:${password}@127.0.0.1:${port}/${name}`
       },
+      halt,
+      async restart(downMs = 0) {
+        await halt()
+        await Bun.sleep(downMs)
+        proc = spawnPostgres()
+        await waitReady(adminUrl, proc, Date.now() + 30_000)
+        admin = openPool(adminUrl, 2)
+      },
       async stop() {
-        await admin.end()
-        proc.kill('SIGINT') // fast shutdown: ends sessions, no checkpoint wait worth having in a test
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000)
-        await proc.exited
-        clearTimeout(timer)
+        // fast shutdown: ends sessions, no checkpoint wait worth having in a test
+        await halt()
         rmSync(root, { recursive: true, force: true })
       },
     }
