@@ -32,7 +32,6 @@ const FAIL_INTERRUPTED = "UPDATE agent_runs SET status = 'failed', error = $1, e
 
 const RUN = 'SELECT * FROM agent_runs WHERE id = $1 AND org_id = $2'
 const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT 1'
-const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
 const REPORT = 'SELECT 1 FROM feedback WHERE id = $1 AND org_id = $2'
 
 const insertRun = (q: PgQueryable, r: RunRowInsert) =>
@@ -44,6 +43,8 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
   const side = lifecycle.pg
   if (!side) throw new Error('the agent-runs repository on PostgreSQL needs the lifecycle on PostgreSQL')
   const { pool } = storage
+  // Built here, not at load: the limit comes from the interface's module, which imports this one.
+  const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
 
