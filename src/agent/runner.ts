@@ -260,9 +260,14 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       })
     },
 
-    /** Waits for every run in progress to end. */
+    /** Waits for the reclaim at start, the starts in hand and every run in progress to end. */
     async idle(): Promise<void> {
-      while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done))
+      for (;;) {
+        const pending = starts
+        await pending
+        if (active.size === 0 && pending === starts) return
+        await Promise.all([...active.values()].map((a) => a.done))
+      }
     },
 
     /** At shutdown: kills running agents; their runs end as failed (interrupted). */
