@@ -99,8 +99,8 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(sqlite, store, committer, clock, log, config.uploadGraceHours * 3600_000)
   const connections = createConnectionsService(ctx, lifecycle)
-  const agentRuns = createAgentRunsRepo(ctx.storage, lifecycle)
-  const runner = createAgentRunner(agentRuns, connections, clock, log, {
+  const agentRunsRepo = createAgentRunsRepo(ctx.storage, lifecycle)
+  const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {
     dataDir: config.dataDir,
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
@@ -162,7 +162,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     apps,
     feedback,
     triage: createTriageService(ctx, cluster),
-    agentRuns: createAgentRunsService(agentRuns),
+    agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,
     connections,
     admins,
