@@ -19,6 +19,7 @@ import { createUploadsService } from './modules/uploads/service'
 import { createTenantsService } from './modules/tenants/service'
 import { createConnectionsService } from './modules/connections/service'
 import { createAgentRunsService } from './modules/agent-runs/service'
+import { createAgentRunsRepo } from './modules/agent-runs/repo'
 import { createBlobStore } from './storage/index'
 import { createAgentRunner } from './agent/runner'
 import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
@@ -98,7 +99,8 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(sqlite, store, committer, clock, log, config.uploadGraceHours * 3600_000)
   const connections = createConnectionsService(ctx, lifecycle)
-  const runner = createAgentRunner(sqlite, connections, lifecycle, clock, log, {
+  const agentRunsRepo = createAgentRunsRepo(ctx.storage, lifecycle)
+  const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {
     dataDir: config.dataDir,
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
@@ -160,7 +162,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     apps,
     feedback,
     triage: createTriageService(ctx, cluster),
-    agentRuns: createAgentRunsService(sqlite),
+    agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,
     connections,
     admins,

@@ -447,6 +447,8 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     const { startServer } = await import('../src/server')
     const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
     try {
+      // The reclaim at start is the runner's first turn (asynchronous: it may be on PostgreSQL).
+      await again.runner.idle()
       const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get('f'.repeat(24)) as { status: string; error: string }
       expect(run.status).toBe('failed')
       expect(run.error).toMatch(/^interrupted/)

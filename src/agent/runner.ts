@@ -11,16 +11,18 @@
  * Runs execute outside the worker loop (they take minutes), at most one per App and at most
  * `concurrency` in all. The phases live in src/agent/run.ts, the sandbox in src/agent/sandbox.ts. Runs
  * interrupted by a crash are failed at the next start (`recover`), and their sandboxes killed.
+ *
+ * Every write of a run (its start with the report's move and event, its end, a start that fails, a
+ * reclaim after a crash) is one transaction of the agent-runs repository (modules/agent-runs/repo.ts),
+ * on SQLite or PostgreSQL; the runner decides what is written.
  */
-import type { Database } from 'bun:sqlite'
 import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Clock } from '../core/clock'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import type { ConnectionsService, RepoConnection } from '../modules/connections/service'
-import type { Lifecycle } from '../lifecycle/lifecycle'
-import { createRunsRepo, type RunFeedbackRow as FeedbackRow } from './runs-repo'
+import type { AgentRunsRepo, RunFeedbackRow as FeedbackRow, RunOutcome } from '../modules/agent-runs/repo'
 import { PRESET_ENV, type AgentUsage } from './presets'
 import { agentEnvironment, executeRun, taskInput, zeroTimings, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
@@ -49,71 +51,77 @@ export interface RunnerOptions {
 /** Why a run could not start now; the job is tried again later. */
 export class RunnerBusy extends Error {}
 
-export function createAgentRunner(sqlite: Database, connections: ConnectionsService, lifecycle: Lifecycle, clock: Clock, log: Logger, opts: RunnerOptions) {
+export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsService, clock: Clock, log: Logger, opts: RunnerOptions) {
   const active = new Map<string, { appId: string; abort: AbortController; done: Promise<void> }>()
   const env = opts.env ?? process.env
 
-  const runs = createRunsRepo(sqlite)
-
   const workspaces = instanceDir(opts.workDir, opts.dataDir)
 
-  function failItem(feedbackId: string, reason: string, from: 'queued' | 'agent_running'): void {
-    lifecycle.sqlite!.move(sqlite, feedbackId, 'failed', { by: 'system', from, reason })
-  }
+  /** The report's move to `failed` that ends a run (or a start that failed). */
+  const failItem = (reason: string, from: 'queued' | 'agent_running'): RunOutcome['move'] => ({ to: 'failed', cause: { by: 'system', from, reason } })
 
   /** Records a run that ends before it starts (no repository, a cap reached). */
-  function recordFailedStart(f: FeedbackRow, provider: string, model: string | null, error: string): void {
+  async function recordFailedStart(f: FeedbackRow, provider: string, model: string | null, error: string): Promise<void> {
     const id = newId(clock)
     const now = clock.now()
-    sqlite.transaction(() => {
-      runs.insertRun({ id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
-      runs.endRun({ id, status: 'failed', model, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error, timings: JSON.stringify(zeroTimings()), summary: null, outputTail: null, endedAt: now })
-      failItem(f.id, error, 'queued')
-      lifecycle.sqlite!.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.failed', { runId: id, feedbackId: f.id, error })
-    })()
+    await runs.recordFailedStart(
+      { id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now },
+      { id, status: 'failed', model, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error, timings: JSON.stringify(zeroTimings()), summary: null, outputTail: null, endedAt: now },
+      { move: failItem(error, 'queued'), event: { type: 'agent_run.failed', data: { runId: id, feedbackId: f.id, error } } },
+    )
     log.warn('agent run not started', { runId: id, feedbackId: f.id, error })
   }
 
-  function capReached(conn: RepoConnection): string | null {
+  async function capReached(conn: RepoConnection): Promise<string | null> {
     const now = clock.now()
-    const today = runs.runsSince(conn.appId, now - 24 * 3600_000)
+    const today = await runs.runsSince(conn.appId, now - 24 * 3600_000)
     if (today >= conn.runsPerDay) return `cap reached: ${today} runs in the last 24 hours (limit ${conn.runsPerDay} per day)`
     const d = new Date(now)
     const monthStart = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
-    const spent = runs.costSince(conn.appId, monthStart)
+    const spent = await runs.costSince(conn.appId, monthStart)
     if (spent >= conn.maxCostUsdPerMonth) return `cap reached: $${spent.toFixed(2)} spent this month (limit $${conn.maxCostUsdPerMonth})`
     return null
+  }
+
+  /**
+   * Starts are taken one at a time, after the reclaim at start (`recover`): the check for a free slot and
+   * the run's row are never interleaved with another start of this process at an `await`, and a run is
+   * never started before the runs a crash left are failed (nor its workspace removed with theirs).
+   */
+  let starts: Promise<unknown> = Promise.resolve()
+  function inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const turn = starts.then(work)
+    starts = turn.catch(() => {})
+    return turn
   }
 
   /**
    * Starts a run for a queued report if a slot is free. Returns false when the report no longer
    * needs one (archived, a duplicate, already running). Throws RunnerBusy when it must wait.
    */
-  function start(feedbackId: string): boolean {
-    const f = runs.feedback(feedbackId)
+  async function start(feedbackId: string): Promise<boolean> {
+    const f = await runs.feedback(feedbackId)
     if (!f || f.status !== 'queued' || f.duplicate_of_id) return false
-    const conn = connections.load(f.app_id)
+    const conn = await connections.load(f.app_id)
     // No repository yet: the report waits in `queued`; `connect-repo` queues a run for it.
     if (!conn) return false
-    if (runs.runningCount(f.app_id) > 0 || [...active.values()].some((a) => a.appId === f.app_id)) {
+    if ((await runs.runningCount(f.app_id)) > 0 || [...active.values()].some((a) => a.appId === f.app_id)) {
       throw new RunnerBusy('another run of this App is in progress')
     }
     if (active.size >= opts.concurrency) throw new RunnerBusy(`all ${opts.concurrency} agent slots are busy`)
     // Never unconfined by accident: without a working sandbox every run fails at once, with the reason.
-    const cap = opts.sandbox.mode === 'bwrap' && opts.sandbox.unavailable ? `agents cannot run: ${opts.sandbox.unavailable}` : capReached(conn)
+    const cap = opts.sandbox.mode === 'bwrap' && opts.sandbox.unavailable ? `agents cannot run: ${opts.sandbox.unavailable}` : await capReached(conn)
     if (cap) {
-      recordFailedStart(f, conn.agentProvider, conn.model, cap)
+      await recordFailedStart(f, conn.agentProvider, conn.model, cap)
       return true
     }
     const runId = newId(clock)
     const now = clock.now()
     const branch = `fixloop/${f.id}`
-    const moved = sqlite.transaction(() => {
-      if (!lifecycle.sqlite!.move(sqlite, f.id, 'agent_running', { by: 'system', from: 'queued' })) return false
-      runs.insertRun({ id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now })
-      lifecycle.sqlite!.record({ orgId: f.org_id, appId: f.app_id }, 'agent_run.started', { runId, feedbackId: f.id, provider: conn.agentProvider })
-      return true
-    }).immediate()
+    const moved = await runs.startRun(
+      { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now },
+      { type: 'agent_run.started', data: { runId, feedbackId: f.id, provider: conn.agentProvider } },
+    )
     if (!moved) return false
     const abort = new AbortController()
     const done = execute(runId, f, conn, branch, abort.signal)
@@ -127,6 +135,14 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
   async function execute(runId: string, f: FeedbackRow, conn: RepoConnection, branch: string, signal: AbortSignal): Promise<void> {
     const passed = passedThrough(conn)
     const scrub = createScrubber([conn.hostToken, ...Object.values(passed)])
+    // The sandbox's PID is written as it starts and cleared as it ends, in that order (one after the other).
+    let sandboxWrites = Promise.resolve()
+    const recordSandbox = (pid: number | null) => {
+      const identity = pid === null ? null : processIdentity(pid)
+      sandboxWrites = sandboxWrites
+        .then(() => runs.setSandbox(runId, pid, identity))
+        .catch((e) => log.error('could not record an agent sandbox', { runId, error: e instanceof Error ? e.message : String(e) }))
+    }
     let outcome: Awaited<ReturnType<typeof executeRun>>
     try {
       const ws = createWorkspace(workspaces, runId)
@@ -142,25 +158,43 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
           scrub,
           signal,
           publicUrl: opts.publicUrl,
-          onSandbox: (pid) => runs.setSandbox(runId, pid, pid === null ? null : processIdentity(pid)),
+          onSandbox: recordSandbox,
         },
         taskInput(f),
       )
     } catch (e) {
       outcome = { status: 'failed', usage: {}, timings: zeroTimings(), prUrl: null, outputTail: null, reason: scrub(`internal error: ${e instanceof Error ? e.message : String(e)}`) }
     }
-    finish(runId, f, outcome.status, outcome)
+    await sandboxWrites
+    await finish(runId, f, outcome.status, outcome)
   }
 
-  function finish(
+  async function finish(
     runId: string,
     f: FeedbackRow,
     status: 'succeeded' | 'failed' | 'guardrailed',
     r: { usage: AgentUsage; timings: Timings; prUrl: string | null; outputTail: string | null; reason?: string },
-  ): void {
+  ): Promise<void> {
     const now = clock.now()
-    sqlite.transaction(() => {
-      runs.endRun({
+    const scope = { feedbackId: f.id, orgId: f.org_id, appId: f.app_id }
+    const outcome: RunOutcome =
+      status === 'succeeded'
+        ? {
+            move: { to: 'pr_opened', cause: { by: 'system', from: 'agent_running', prUrl: r.prUrl } },
+            // Reports in the cluster point at the same pull request.
+            shareUrl: r.prUrl,
+            event: { type: 'agent_run.succeeded', data: { runId, feedbackId: f.id, prUrl: r.prUrl, branch: `fixloop/${f.id}`, costUsd: r.usage.costUsd ?? 0 } },
+          }
+        : {
+            move: failItem(`agent run ${runId} ${status}: ${r.reason ?? ''}`, 'agent_running'),
+            event:
+              status === 'guardrailed'
+                ? { type: 'agent_run.guardrailed', data: { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' } }
+                : { type: 'agent_run.failed', data: { runId, feedbackId: f.id, error: r.reason ?? '' } },
+          }
+    await runs.finishRun(
+      scope,
+      {
         id: runId,
         status,
         model: r.usage.model ?? null,
@@ -174,19 +208,9 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
         summary: r.usage.summary ?? null,
         outputTail: r.outputTail,
         endedAt: now,
-      })
-      const scope = { orgId: f.org_id, appId: f.app_id }
-      if (status === 'succeeded') {
-        lifecycle.sqlite!.move(sqlite, f.id, 'pr_opened', { by: 'system', from: 'agent_running', prUrl: r.prUrl })
-        // Reports in the cluster point at the same pull request.
-        if (r.prUrl) runs.shareUrl(f.id, r.prUrl, now)
-        lifecycle.sqlite!.record(scope, 'agent_run.succeeded', { runId, feedbackId: f.id, prUrl: r.prUrl, branch: `fixloop/${f.id}`, costUsd: r.usage.costUsd ?? 0 })
-      } else {
-        failItem(f.id, `agent run ${runId} ${status}: ${r.reason ?? ''}`, 'agent_running')
-        if (status === 'guardrailed') lifecycle.sqlite!.record(scope, 'agent_run.guardrailed', { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' })
-        else lifecycle.sqlite!.record(scope, 'agent_run.failed', { runId, feedbackId: f.id, error: r.reason ?? '' })
-      }
-    })()
+      },
+      outcome,
+    )
     log.info('agent run ended', { runId, feedbackId: f.id, status, prUrl: r.prUrl, reason: r.reason })
   }
 
@@ -203,7 +227,7 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
   }
 
   return {
-    start,
+    start: (feedbackId: string): Promise<boolean> => inTurn(() => start(feedbackId)),
 
     /** This instance's workspace directory (outside the data dir). */
     workspaceDir: workspaces,
@@ -212,27 +236,38 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
       return active.size
     },
 
-    /** At start: runs left `running` by a crash or restart are failed, and their reports too. */
-    recover(): number {
-      const rows = runs.interrupted()
-      const reason = 'interrupted: fixloop stopped during the run (crash or restart); queue the report again to retry'
-      for (const r of rows) {
-        // The sandbox of a run whose server died may still be running: end it (and every process in it).
-        if (killRecorded(r.sandbox_pid, r.sandbox_start)) log.warn('killed the sandbox of an interrupted agent run', { runId: r.id, pid: r.sandbox_pid })
-        sqlite.transaction(() => {
-          if (!runs.failInterrupted(r.id, reason, clock.now())) return
-          failItem(r.feedback_id, `agent run ${r.id} failed: ${reason}`, 'agent_running')
-          lifecycle.sqlite!.record({ orgId: r.org_id, appId: r.app_id }, 'agent_run.failed', { runId: r.id, feedbackId: r.feedback_id, error: reason })
-        })()
-      }
-      // Workspaces of interrupted runs may hold a clone: remove them.
-      if (existsSync(workspaces)) for (const d of readdirSync(workspaces)) rmSync(join(workspaces, d), { recursive: true, force: true })
-      return rows.length
+    /**
+     * At start: runs left `running` by a crash or restart are failed, and their reports too. Starts wait
+     * for it. One process per data dir (SQLite) or, for now, per database (PostgreSQL, single node): every
+     * `running` row is a run of a process that is gone. TODO(issue 23): in cluster mode a run is reclaimed
+     * when its node's heartbeat stopped, not because this node started.
+     */
+    recover(): Promise<number> {
+      return inTurn(async () => {
+        const rows = await runs.interrupted()
+        const reason = 'interrupted: fixloop stopped during the run (crash or restart); queue the report again to retry'
+        for (const r of rows) {
+          // The sandbox of a run whose server died may still be running: end it (and every process in it).
+          if (killRecorded(r.sandbox_pid, r.sandbox_start)) log.warn('killed the sandbox of an interrupted agent run', { runId: r.id, pid: r.sandbox_pid })
+          await runs.failInterrupted(r, reason, clock.now(), {
+            move: failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
+            event: { type: 'agent_run.failed', data: { runId: r.id, feedbackId: r.feedback_id, error: reason } },
+          })
+        }
+        // Workspaces of interrupted runs may hold a clone: remove them.
+        if (existsSync(workspaces)) for (const d of readdirSync(workspaces)) rmSync(join(workspaces, d), { recursive: true, force: true })
+        return rows.length
+      })
     },
 
-    /** Waits for every run in progress to end. */
+    /** Waits for the reclaim at start, the starts in hand and every run in progress to end. */
     async idle(): Promise<void> {
-      while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done))
+      for (;;) {
+        const pending = starts
+        await pending
+        if (active.size === 0 && pending === starts) return
+        await Promise.all([...active.values()].map((a) => a.done))
+      }
     },
 
     /** At shutdown: kills running agents; their runs end as failed (interrupted). */

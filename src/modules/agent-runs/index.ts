@@ -30,7 +30,7 @@ export function agentRunRoutes(auth: AuthDeps, runs: AgentRunsService) {
     )
     .get(
       '/v1/feedback/:id/agent-runs',
-      ({ org, params }) => ({ data: runs.listFor(org.orgId, params.id) }),
+      async ({ org, params }) => ({ data: await runs.listFor(org.orgId, params.id) }),
       {
         access: 'org.read',
         params: IdParams,

@@ -1,6 +1,24 @@
-/** Agent-run reads for the API. Every query takes the Org, so another Org's ids find nothing. */
-import type { Database, Statement } from 'bun:sqlite'
+/**
+ * The `agent_runs` rows: the runner's transactions and the API's reads.
+ *
+ * The runner's writes are one method per business transaction: a run started (the report `queued` →
+ * `agent_running`, the run row, `agent_run.started`), a run that ended before it started, a run that
+ * ended, a run a crash interrupted; each commits the run row, the report's move and the run's event
+ * together or not at all. The runner decides what is written (rows, moves, events: src/agent/runner.ts);
+ * the repository makes it atomic. The API's reads take the Org, so another Org's ids find nothing.
+ *
+ * The port: this interface, a SQLite (src/db/sqlite/agent-runs.ts) and a PostgreSQL
+ * (src/db/pg/agent-runs.ts) implementation, both held to test/repos/agent-runs.test.ts.
+ */
+import type { Storage } from '../../db/storage'
+import type { FeedbackCoreColumns } from '../../db/feedback-row'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { EventPayloads } from '../../lifecycle/event-types'
+import type { MoveCause } from '../../lifecycle/rules'
+import { createSqliteAgentRunsRepo } from '../../db/sqlite/agent-runs'
+import { createPgAgentRunsRepo } from '../../db/pg/agent-runs'
 
+/** A run as the API reads it (raw columns). */
 export interface RunRow {
   id: string
   org_id: string
@@ -24,35 +42,118 @@ export interface RunRow {
   created_at: number
 }
 
-/** Agent-run reads for the API, prepared once. */
-export class AgentRunsRepo {
-  private readonly run: Statement
-  private readonly latest: Statement
-  private readonly all: Statement
-  private readonly report: Statement
+/** A report as a run reads it: what the task file and the PR are built from. */
+export interface RunFeedbackRow extends FeedbackCoreColumns {
+  theme: string | null
+  consolidated_text: string | null
+  duplicate_count: number
+  console_logs: string | null
+  component_target: string | null
+  attachments: string | null
+  /** Null until sanitized: the task then carries no text (src/sanitize/servable.ts). */
+  redactions: string | null
+}
 
-  constructor(sqlite: Database) {
-    this.run = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
-    this.latest = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
-    this.all = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 200')
-    this.report = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
-  }
+export interface RunRowInsert {
+  id: string
+  orgId: string
+  appId: string
+  feedbackId: string
+  provider: string
+  model: string | null
+  status: 'running' | 'failed'
+  branch: string
+  timings: string
+  startedAt: number
+  createdAt: number
+}
 
-  byId(orgId: string, id: string): RunRow | null {
-    return this.run.get(id, orgId) as RunRow | null
-  }
+export interface RunRowEnd {
+  id: string
+  status: 'succeeded' | 'failed' | 'guardrailed'
+  model: string | null
+  tokensIn: number
+  tokensOut: number
+  costUsd: number
+  prUrl: string | null
+  guardrailReason: string | null
+  error: string | null
+  timings: string
+  summary: string | null
+  outputTail: string | null
+  endedAt: number
+}
 
+/** A run left `running` by a crash or restart, with its sandbox's recorded PID and identity. */
+export interface InterruptedRun {
+  id: string
+  org_id: string
+  app_id: string
+  feedback_id: string
+  sandbox_pid: number | null
+  sandbox_start: string | null
+}
+
+type RunEventType = 'agent_run.started' | 'agent_run.succeeded' | 'agent_run.failed' | 'agent_run.guardrailed'
+/** An agent-run event, recorded in the transaction of the change it reports. */
+export type RunEvent = { [T in RunEventType]: { type: T; data: EventPayloads[T] } }[RunEventType]
+
+/** The report a run works on, and the Org and App its events belong to. */
+export interface RunScope {
+  feedbackId: string
+  orgId: string
+  appId: string
+}
+
+/** What a run's end writes beside its row: the report's move, the run's event, the PR URL shared with the lead's duplicates. */
+export interface RunOutcome {
+  move: { to: 'pr_opened' | 'failed'; cause: MoveCause }
+  event: RunEvent
+  /** Set when the run opened a pull request: every duplicate of the report points at it. */
+  shareUrl?: string | null
+}
+
+export interface AgentRunsRepo {
+  /** The report a run works on (raw columns), or null. */
+  feedback(feedbackId: string): Promise<RunFeedbackRow | null>
+  /** Runs of the App still `running`. */
+  runningCount(appId: string): Promise<number>
+  /** Runs of the App created at or after `since`. */
+  runsSince(appId: string, since: number): Promise<number>
+  /** What the App's runs created at or after `since` cost (USD). */
+  costSince(appId: string, since: number): Promise<number>
+  /**
+   * A run starts: the report `queued` → `agent_running`, the run row (`running`) and `event`, together.
+   * False (nothing written) when the report is no longer `queued` (archived, taken by another start).
+   */
+  startRun(run: RunRowInsert, event: RunEvent): Promise<boolean>
+  /** A run that ends before it starts (no sandbox, a cap reached): its row, ended, and the outcome, together. */
+  recordFailedStart(run: RunRowInsert, end: RunRowEnd, outcome: RunOutcome): Promise<void>
+  /** A run ended: its row, the report's move and the event (and the shared PR URL), together. */
+  finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<void>
+  /** Records the running sandbox's PID and identity (cleared with null when it ended). */
+  setSandbox(runId: string, pid: number | null, identity: string | null): Promise<void>
+  /**
+   * Runs left `running` by a process that is gone, oldest first. One process per data dir (SQLite) or
+   * per database (PostgreSQL, single node): at start every `running` row is such a run.
+   */
+  interrupted(): Promise<InterruptedRun[]>
+  /** Fails an interrupted run (if still `running`) with the outcome, together; false when it no longer ran. */
+  failInterrupted(run: InterruptedRun, error: string, endedAt: number, outcome: RunOutcome): Promise<boolean>
+
+  /** The Org's run by id. */
+  byId(orgId: string, id: string): Promise<RunRow | null>
   /** The report's latest run. */
-  latestFor(orgId: string, feedbackId: string): RunRow | null {
-    return this.latest.get(feedbackId, orgId) as RunRow | null
-  }
+  latestFor(orgId: string, feedbackId: string): Promise<RunRow | null>
+  /** The report's runs, newest first (at most RUN_LIST_LIMIT). */
+  allFor(orgId: string, feedbackId: string): Promise<RunRow[]>
+  feedbackInOrg(orgId: string, feedbackId: string): Promise<boolean>
+}
 
-  /** The report's runs, newest first (at most 200). */
-  allFor(orgId: string, feedbackId: string): RunRow[] {
-    return this.all.all(feedbackId, orgId) as RunRow[]
-  }
+/** The most runs a report's list returns. */
+export const RUN_LIST_LIMIT = 200
 
-  feedbackInOrg(orgId: string, feedbackId: string): boolean {
-    return this.report.get(feedbackId, orgId) !== null
-  }
+/** `lifecycle` is the one the writes join (its `sqlite` or `pg` side, by the storage's dialect). */
+export function createAgentRunsRepo(storage: Storage, lifecycle: Lifecycle): AgentRunsRepo {
+  return storage.dialect === 'sqlite' ? createSqliteAgentRunsRepo(storage, lifecycle) : createPgAgentRunsRepo(storage, lifecycle)
 }

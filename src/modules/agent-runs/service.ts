@@ -1,9 +1,8 @@
 /** Agent runs as the API shows them: one run (by run id, or a report's latest), or a report's runs. */
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
-import type { Database } from 'bun:sqlite'
 import type { AgentRun } from './model'
-import { AgentRunsRepo, type RunRow } from './repo'
+import type { AgentRunsRepo, RunRow } from './repo'
 
 function present(r: RunRow): typeof AgentRun.static {
   return {
@@ -29,19 +28,18 @@ function present(r: RunRow): typeof AgentRun.static {
   }
 }
 
-export function createAgentRunsService(sqlite: Database) {
-  const repo = new AgentRunsRepo(sqlite)
+export function createAgentRunsService(repo: AgentRunsRepo) {
   return {
     /** A run id returns that run; a feedback id returns that report's latest run; 404 otherwise. */
-    get(orgId: string, id: string): typeof AgentRun.static {
-      const row = repo.byId(orgId, id) ?? repo.latestFor(orgId, id)
+    async get(orgId: string, id: string): Promise<typeof AgentRun.static> {
+      const row = (await repo.byId(orgId, id)) ?? (await repo.latestFor(orgId, id))
       if (!row) throw new ApiError('not_found')
       return present(row)
     },
     /** Every run of a report, newest first (at most 200); 404 when the report is not in the Org. */
-    listFor(orgId: string, feedbackId: string): (typeof AgentRun.static)[] {
-      if (!repo.feedbackInOrg(orgId, feedbackId)) throw new ApiError('not_found')
-      return repo.allFor(orgId, feedbackId).map(present)
+    async listFor(orgId: string, feedbackId: string): Promise<(typeof AgentRun.static)[]> {
+      if (!(await repo.feedbackInOrg(orgId, feedbackId))) throw new ApiError('not_found')
+      return (await repo.allFor(orgId, feedbackId)).map(present)
     },
   }
 }

@@ -1,0 +1,280 @@
+/**
+ * modules/agent-runs/repo.ts on both dialects: the runner's transactions (start, a start that fails, the
+ * end of a run, the reclaim of runs a dead process left) with their rows, moves and events; a start
+ * racing a customer's archive; the caps' counts; the API's reads (order, limit, other Orgs' ids).
+ */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, type FreshStore } from '../dialects'
+import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { createAgentRunsRepo, RUN_LIST_LIMIT, type RunOutcome, type RunRowEnd, type RunRowInsert } from '../../src/modules/agent-runs/repo'
+import { insertReport, seedOrgApp, sql } from './store-fixtures'
+import { openPool } from '../../src/db/pg/client-options'
+import { pgStorage } from '../../src/db/pg/storage'
+import type { Storage } from '../../src/db/storage'
+
+const TIMINGS = JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 })
+
+function runRow(id: string, feedbackId: string, over: Partial<RunRowInsert> = {}): RunRowInsert {
+  return { id, orgId: 'o1', appId: 'a1', feedbackId, provider: 'command', model: null, status: 'running', branch: `fixloop/${feedbackId}`, timings: TIMINGS, startedAt: 1_000, createdAt: 1_000, ...over }
+}
+
+function endRow(id: string, over: Partial<RunRowEnd> = {}): RunRowEnd {
+  return { id, status: 'failed', model: null, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error: null, timings: TIMINGS, summary: null, outputTail: null, endedAt: 2_000, ...over }
+}
+
+const started = (runId: string, feedbackId: string) => ({ type: 'agent_run.started' as const, data: { runId, feedbackId, provider: 'command' } })
+const failed = (runId: string, feedbackId: string, error: string, from: 'queued' | 'agent_running'): RunOutcome => ({
+  move: { to: 'failed', cause: { by: 'system', from, reason: `run ${runId}: ${error}` } },
+  event: { type: 'agent_run.failed', data: { runId, feedbackId, error } },
+})
+
+async function setup(s: FreshStore, storage: Storage = s.storage) {
+  const lifecycle = createLifecycle(storage, s.clock)
+  return { lifecycle, repo: createAgentRunsRepo(storage, lifecycle) }
+}
+
+const report = async (s: FreshStore, id: string) =>
+  (await sql<{ status: string; version: number; failure_reason: string | null; merge_request_url: string | null }>(s, 'SELECT status, version, failure_reason, merge_request_url FROM feedback WHERE id = ?', [id]))[0]
+const events = async (s: FreshStore) =>
+  (await sql<{ type: string; data: string; seq: number }>(s, 'SELECT type, data, seq FROM events ORDER BY seq')).map((e) => [e.type, JSON.parse(e.data), e.seq])
+const runs = (s: FreshStore) => sql<Record<string, unknown>>(s, 'SELECT * FROM agent_runs ORDER BY id')
+
+describeEachDialect('agent-runs repo', (fresh) => {
+  test('startRun: queued → agent_running, the run row and agent_run.started together; a second start finds nothing to do', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    const { repo } = await setup(s)
+    expect(await repo.startRun(runRow('r1', 'f1', { model: 'm' }), started('r1', 'f1'))).toBe(true)
+    expect(await report(s, 'f1')).toEqual({ status: 'agent_running', version: 1, failure_reason: null, merge_request_url: null })
+    const [row] = await runs(s)
+    expect(row).toMatchObject({ id: 'r1', org_id: 'o1', app_id: 'a1', feedback_id: 'f1', provider: 'command', model: 'm', status: 'running', branch: 'fixloop/f1', tokens_in: 0, tokens_out: 0, cost_usd: 0, started_at: 1_000, created_at: 1_000, ended_at: null, sandbox_pid: null })
+    expect(await events(s)).toEqual([
+      ['feedback.status_changed', { feedbackId: 'f1', from: 'queued', to: 'agent_running' }, 1],
+      ['agent_run.started', { runId: 'r1', feedbackId: 'f1', provider: 'command' }, 2],
+    ])
+    expect(await repo.startRun(runRow('r2', 'f1'), started('r2', 'f1'))).toBe(false)
+    expect(await runs(s)).toHaveLength(1)
+    expect(await events(s)).toHaveLength(2)
+    expect(await repo.runningCount('a1')).toBe(1)
+  })
+
+  test('startRun on a report no longer queued, or gone: false, nothing written', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'archived')
+    const { repo } = await setup(s)
+    expect(await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))).toBe(false)
+    expect(await repo.startRun(runRow('r2', 'nope'), started('r2', 'nope'))).toBe(false)
+    expect(await runs(s)).toHaveLength(0)
+    expect(await events(s)).toHaveLength(0)
+    expect((await report(s, 'f1')).version).toBe(0)
+  })
+
+  test('a start that fails midway rolls back whole: the report stays queued, no event, no run row', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f0', 'queued')
+    await insertReport(s, 'f1', 'queued')
+    const { repo } = await setup(s)
+    expect(await repo.startRun(runRow('r1', 'f0'), started('r1', 'f0'))).toBe(true)
+    // The run id is taken: the INSERT fails after the move.
+    await expect(repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))).rejects.toThrow()
+    expect(await report(s, 'f1')).toMatchObject({ status: 'queued', version: 0 })
+    expect(await events(s)).toHaveLength(2)
+    expect((await runs(s)).map((r) => r.feedback_id)).toEqual(['f0'])
+  })
+
+  test('a start racing a customer archive (another connection): exactly one wins, and the rows say which', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    // On PostgreSQL the archive comes through a second pool (another node); SQLite has one writer.
+    const other = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
+    try {
+      const { repo } = await setup(s)
+      const customer = createLifecycle(other, s.clock)
+      const ids = Array.from({ length: 8 }, (_, i) => `f${i}`)
+      for (const id of ids) await insertReport(s, id, 'queued')
+      const outcomes = await Promise.all(
+        ids.map(async (id, i) => {
+          const start = () => repo.startRun(runRow(`r${i}`, id), started(`r${i}`, id))
+          // The customer's PATCH carries the version it read (If-Match): a start in between makes it lose.
+          const archive = () => customer.move(id, 'archived', { by: 'customer', version: 0 })
+          const [a, b] = i % 2 === 0 ? await Promise.all([start(), archive()]) : (await Promise.all([archive(), start()])).reverse()
+          return { id, started: a, archived: b }
+        }),
+      )
+      for (const o of outcomes) {
+        expect(o.started !== o.archived).toBe(true)
+        const row = await report(s, o.id)
+        expect(row).toMatchObject({ status: o.started ? 'agent_running' : 'archived', version: 1 })
+        expect(await sql(s, 'SELECT id FROM agent_runs WHERE feedback_id = ?', [o.id])).toHaveLength(o.started ? 1 : 0)
+        expect(await sql(s, 'SELECT id FROM events WHERE feedback_id = ?', [o.id])).toHaveLength(o.started ? 2 : 1)
+      }
+    } finally {
+      if (other.dialect === 'pg' && other !== s.storage) await other.pool.end()
+    }
+  })
+
+  test('finishRun succeeded: the run row, pr_opened with its URL, the duplicates pointed at it, agent_run.succeeded', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    await insertReport(s, 'd1', 'sanitized')
+    await insertReport(s, 'd2', 'sanitized')
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'f1' WHERE id IN ('d1', 'd2')")
+    const { repo } = await setup(s)
+    await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))
+    const url = 'https://git.example/pr/1'
+    await repo.finishRun(
+      { feedbackId: 'f1', orgId: 'o1', appId: 'a1' },
+      endRow('r1', { status: 'succeeded', model: 'm2', tokensIn: 1200, tokensOut: 340, costUsd: 0.125, prUrl: url, summary: 'fixed', outputTail: 'ok', endedAt: 5_000 }),
+      {
+        move: { to: 'pr_opened', cause: { by: 'system', from: 'agent_running', prUrl: url } },
+        shareUrl: url,
+        event: { type: 'agent_run.succeeded', data: { runId: 'r1', feedbackId: 'f1', prUrl: url, branch: 'fixloop/f1', costUsd: 0.125 } },
+      },
+    )
+    const [row] = await runs(s)
+    expect(row).toMatchObject({ status: 'succeeded', model: 'm2', tokens_in: 1200, tokens_out: 340, cost_usd: 0.125, pr_url: url, summary: 'fixed', output_tail: 'ok', ended_at: 5_000, error: null })
+    expect(await report(s, 'f1')).toMatchObject({ status: 'pr_opened', version: 2, merge_request_url: url })
+    for (const d of ['d1', 'd2']) expect(await report(s, d)).toMatchObject({ status: 'sanitized', version: 1, merge_request_url: url })
+    expect((await events(s)).slice(2)).toEqual([
+      ['feedback.status_changed', { feedbackId: 'f1', from: 'agent_running', to: 'pr_opened' }, 3],
+      ['agent_run.succeeded', { runId: 'r1', feedbackId: 'f1', prUrl: url, branch: 'fixloop/f1', costUsd: 0.125 }, 4],
+    ])
+    expect(await repo.runningCount('a1')).toBe(0)
+  })
+
+  test('finishRun guardrailed and failed: the report fails with its reason, the matching event', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    await insertReport(s, 'f2', 'queued')
+    const { repo } = await setup(s)
+    await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))
+    await repo.finishRun({ feedbackId: 'f1', orgId: 'o1', appId: 'a1' }, endRow('r1', { status: 'guardrailed', guardrailReason: 'too many files' }), {
+      move: { to: 'failed', cause: { by: 'system', from: 'agent_running', reason: 'agent run r1 guardrailed: too many files' } },
+      event: { type: 'agent_run.guardrailed', data: { runId: 'r1', feedbackId: 'f1', guardrailReason: 'too many files' } },
+    })
+    await repo.startRun(runRow('r2', 'f2'), started('r2', 'f2'))
+    await repo.finishRun({ feedbackId: 'f2', orgId: 'o1', appId: 'a1' }, endRow('r2', { error: 'boom' }), failed('r2', 'f2', 'boom', 'agent_running'))
+    expect(await report(s, 'f1')).toMatchObject({ status: 'failed', failure_reason: 'agent run r1 guardrailed: too many files' })
+    expect(await report(s, 'f2')).toMatchObject({ status: 'failed', failure_reason: 'run r2: boom' })
+    expect((await runs(s)).map((r) => [r.id, r.status, r.guardrail_reason, r.error])).toEqual([
+      ['r1', 'guardrailed', 'too many files', null],
+      ['r2', 'failed', null, 'boom'],
+    ])
+    expect((await events(s)).filter((e) => (e[0] as string).startsWith('agent_run.') && e[0] !== 'agent_run.started').map((e) => e[0])).toEqual(['agent_run.guardrailed', 'agent_run.failed'])
+  })
+
+  test('recordFailedStart: an ended failed run, the queued report failed, agent_run.failed, together', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    const { repo } = await setup(s)
+    const error = 'cap reached: 5 runs in the last 24 hours (limit 5 per day)'
+    await repo.recordFailedStart(runRow('r1', 'f1', { status: 'failed' }), endRow('r1', { error, endedAt: 1_000 }), failed('r1', 'f1', error, 'queued'))
+    const [row] = await runs(s)
+    expect(row).toMatchObject({ id: 'r1', status: 'failed', error, started_at: 1_000, ended_at: 1_000 })
+    expect(await report(s, 'f1')).toMatchObject({ status: 'failed', version: 1, failure_reason: `run r1: ${error}` })
+    expect(await events(s)).toEqual([
+      ['feedback.status_changed', { feedbackId: 'f1', from: 'queued', to: 'failed' }, 1],
+      ['agent_run.failed', { runId: 'r1', feedbackId: 'f1', error }, 2],
+    ])
+  })
+
+  test('caps: running runs, runs since, cost since (inclusive bound, per App)', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
+    const { repo } = await setup(s)
+    expect([await repo.runningCount('a1'), await repo.runsSince('a1', 0), await repo.costSince('a1', 0)]).toEqual([0, 0, 0])
+    const put = async (id: string, app: string, status: string, createdAt: number, cost: number) =>
+      sql(s, 'INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', [id, 'o1', app, 'fx', 'command', status, 'b', TIMINGS, cost, createdAt])
+    await put('r1', 'a1', 'succeeded', 100, 0.25)
+    await put('r2', 'a1', 'failed', 200, 0.5)
+    await put('r3', 'a1', 'running', 300, 0)
+    await put('r4', 'a2', 'running', 300, 9)
+    expect(await repo.runningCount('a1')).toBe(1)
+    expect(await repo.runsSince('a1', 200)).toBe(2)
+    expect(await repo.runsSince('a1', 301)).toBe(0)
+    expect(await repo.costSince('a1', 100)).toBe(0.75)
+    expect(await repo.costSince('a1', 200)).toBe(0.5)
+    expect(typeof (await repo.costSince('a1', 999))).toBe('number')
+  })
+
+  test('feedback: the columns a run reads, typed; null for an unknown id', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    const { repo } = await setup(s)
+    const f = await repo.feedback('f1')
+    expect(f).toEqual({
+      id: 'f1', org_id: 'o1', app_id: 'a1', status: 'queued', version: 0, text: 'raw text', url: null, theme: null, consolidated_text: null,
+      duplicate_count: 0, duplicate_of_id: null, console_logs: null, component_target: null, attachments: null, redactions: null,
+    })
+    expect(await repo.feedback('nope')).toBeNull()
+  })
+
+  test('reclaim at start: interrupted runs listed with their sandbox; failing one fails its report once, with its event', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    await insertReport(s, 'f2', 'queued')
+    const { repo } = await setup(s)
+    await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))
+    await repo.startRun(runRow('r2', 'f2'), started('r2', 'f2'))
+    await repo.setSandbox('r1', 4242, 'boot:123')
+    await repo.setSandbox('r2', 77, 'boot:9')
+    await repo.setSandbox('r2', null, null)
+    expect(await repo.interrupted()).toEqual([
+      { id: 'r1', org_id: 'o1', app_id: 'a1', feedback_id: 'f1', sandbox_pid: 4242, sandbox_start: 'boot:123' },
+      { id: 'r2', org_id: 'o1', app_id: 'a1', feedback_id: 'f2', sandbox_pid: null, sandbox_start: null },
+    ])
+    const [r1] = await repo.interrupted()
+    const reason = 'interrupted'
+    // Two reclaims of one run at once (two starts): one fails it, the other finds it no longer running.
+    const results = await Promise.all([1, 2].map(() => repo.failInterrupted(r1, reason, 9_000, failed('r1', 'f1', reason, 'agent_running'))))
+    expect(results.sort()).toEqual([false, true])
+    expect((await runs(s))[0]).toMatchObject({ status: 'failed', error: reason, ended_at: 9_000 })
+    expect(await report(s, 'f1')).toMatchObject({ status: 'failed', version: 2, failure_reason: 'run r1: interrupted' })
+    expect((await sql(s, "SELECT type FROM events WHERE feedback_id = 'f1' ORDER BY seq")).map((e) => e.type)).toEqual([
+      'feedback.status_changed', 'agent_run.started', 'feedback.status_changed', 'agent_run.failed',
+    ])
+    expect((await repo.interrupted()).map((r) => r.id)).toEqual(['r2'])
+  })
+
+  test('API reads: by id, latest, the list newest first and capped; other Orgs find nothing', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o2', 'b1')
+    await insertReport(s, 'f1', 'failed')
+    await insertReport(s, 'g1', 'failed', 'o2', 'b1')
+    const { repo } = await setup(s)
+    const n = RUN_LIST_LIMIT + 5
+    // Ids sort by creation (core/ids.ts): r000 … r204, the newest last.
+    const ids = Array.from({ length: n }, (_, i) => `r${String(i).padStart(3, '0')}`)
+    for (const id of ids) await repo.recordFailedStart(runRow(id, 'f1', { status: 'failed' }), endRow(id, { error: 'x' }), failed(id, 'f1', 'x', 'queued'))
+    await repo.recordFailedStart(runRow('z1', 'g1', { orgId: 'o2', appId: 'b1', status: 'failed' }), endRow('z1'), failed('z1', 'g1', 'x', 'queued'))
+
+    const one = await repo.byId('o1', 'r007')
+    expect(one).toMatchObject({ id: 'r007', org_id: 'o1', feedback_id: 'f1', status: 'failed', tokens_in: 0, cost_usd: 0, started_at: 1_000, ended_at: 2_000, created_at: 1_000, timings: TIMINGS })
+    expect(typeof one!.cost_usd).toBe('number')
+    expect((await repo.latestFor('o1', 'f1'))!.id).toBe(ids[n - 1])
+    const list = await repo.allFor('o1', 'f1')
+    expect(list.map((r) => r.id)).toEqual(ids.slice().reverse().slice(0, RUN_LIST_LIMIT))
+    expect(await repo.feedbackInOrg('o1', 'f1')).toBe(true)
+
+    // Another Org's ids: nothing, both ways.
+    expect(await repo.byId('o2', 'r007')).toBeNull()
+    expect(await repo.byId('o1', 'z1')).toBeNull()
+    expect(await repo.latestFor('o2', 'f1')).toBeNull()
+    expect(await repo.allFor('o2', 'f1')).toEqual([])
+    expect(await repo.feedbackInOrg('o2', 'f1')).toBe(false)
+    expect(await repo.feedbackInOrg('o1', 'g1')).toBe(false)
+    expect((await repo.allFor('o2', 'g1')).map((r) => r.id)).toEqual(['z1'])
+    expect(await repo.byId('o1', 'nope')).toBeNull()
+    expect(await repo.allFor('o1', 'nope')).toEqual([])
+  })
+})
