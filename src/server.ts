@@ -112,14 +112,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     log.warn('agents cannot run until bubblewrap works (no App has a repository connected yet)', { reason: sandboxUnavailable })
   }
   const { runner, worker, committer } = services
-  // Runs a crash or restart interrupted are failed (their reports can be queued again); the runner starts
-  // no run before this is done (on SQLite it is done before this line returns: its writes never wait).
-  void runner.recover().then(
-    (recovered) => {
-      if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-    },
-    (e) => log.error('could not fail the agent runs a restart interrupted', { error: e instanceof Error ? e.message : String(e) }),
-  )
+  // Runs a crash or restart interrupted are failed (their reports can be queued again), before the port opens.
+  const recovered = await runner.recover()
+  if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
   const metrics = createMetrics(ctx.sqlite, config.dataDir, ctx.clock)
   const readiness = createReadiness({
     sqlite: ctx.sqlite,
