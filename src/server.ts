@@ -105,9 +105,9 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   // Runs a crash or restart interrupted are failed (their reports can be queued again).
   const recovered = runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-  const metrics = createMetrics(ctx.sqlite, config.dataDir, ctx.clock)
+  const metrics = createMetrics(ctx.storage, config.dataDir, ctx.clock)
   const readiness = createReadiness({
-    sqlite: ctx.sqlite,
+    storage: ctx.storage,
     dataDir: config.dataDir,
     minFreeBytes: config.minFreeDiskBytes,
     worker: () => {
