@@ -47,7 +47,8 @@ export interface AdminsRepo {
    */
   redeemSetupToken(tokenHash: string, now: number, owner: AdminRow): Promise<boolean>
 
-  insertSession(row: SessionRow): Promise<void>
+  /** A new (unrevoked) session. */
+  insertSession(row: Omit<SessionRow, 'revokedAt'>): Promise<void>
   sessionByTokenHash(tokenHash: string): Promise<SessionRow | undefined>
   touchSession(sessionId: string, now: number): Promise<void>
   /** Unrevoked, unexpired sessions seen after `seenAfter`, newest first, at most 100. */

@@ -32,7 +32,7 @@ export function createSessionStore(storage: Storage, clock: Clock) {
       const csrfToken = randomBytes(24).toString('base64url')
       const id = newId(clock)
       const now = clock.now()
-      await repo.insertSession({ id, tokenHash: sha256Hex(token), adminId, csrfToken, userAgent: userAgent.slice(0, 300), ip, createdAt: now, lastSeenAt: now, expiresAt: now + SESSION_TTL_MS, revokedAt: null })
+      await repo.insertSession({ id, tokenHash: sha256Hex(token), adminId, csrfToken, userAgent: userAgent.slice(0, 300), ip, createdAt: now, lastSeenAt: now, expiresAt: now + SESSION_TTL_MS })
       return { token, session: { id, adminId, csrfToken } }
     },
 
