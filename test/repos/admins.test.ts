@@ -6,6 +6,9 @@ import { createTenantsRepo } from '../../src/modules/tenants/repo'
 import { pgStorage } from '../../src/db/pg/storage'
 import { openPool } from '../../src/db/pg/client-options'
 import { rows } from './raw'
+import { createAdminsService } from '../../src/modules/admins/service'
+import { SecretBox } from '../../src/core/crypto'
+import { base32Decode, newTotpSecret, totpCode } from '../../src/modules/admins/totp'
 
 const admin = (id: string, email: string, isOwner = false): AdminRow => ({
   id, email, passwordHash: `hash-${id}`, isOwner, totpSecretEnc: null, totpLastStep: null, createdAt: 1_000, updatedAt: 1_000,
@@ -85,6 +88,26 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     } else {
       const wins = await Promise.all([repo.claimTotpStep('a1', 6), repo.claimTotpStep('a1', 6)])
       expect(wins.filter(Boolean).length).toBe(1)
+    }
+  })
+
+  test('the service: two sign-ins racing with the same TOTP code, on two nodes: exactly one signs in', async () => {
+    const s = await fresh()
+    const box = new SecretBox(new Uint8Array(32).fill(3))
+    const one = createAdminsService(s.storage, box, s.clock)
+    const created = await one.create('t@example.com', 'a long password')
+    const secret = newTotpSecret()
+    await one.setTotp(created.id, secret, totpCode(base32Decode(secret), s.clock.now()))
+    s.clock.advance(30_000)
+    const code = totpCode(base32Decode(secret), s.clock.now())
+    const pool = dialect === 'pg' ? openPool(s.location, 2) : undefined
+    try {
+      const two = pool ? createAdminsService(pgStorage(pool), box, s.clock) : one
+      const outcomes = await Promise.allSettled([one.verifyLogin('t@example.com', 'a long password', code), two.verifyLogin('t@example.com', 'a long password', code)])
+      expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected'])
+      expect((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'invalid_credentials' })
+    } finally {
+      await pool?.end()
     }
   })
 
