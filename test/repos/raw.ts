@@ -19,5 +19,5 @@ export async function rows<T>(storage: Storage, sql: string, params: (string | n
   return (await storage.pool.query(numbered(sql), params)).rows as T[]
 }
 
-/** An Org, and Apps and keys in it, through the tenants repository. */
+/** A 24-hex id (the shape the dashboard names in audit pages), from a small number. */
 export const ID = (n: number) => n.toString(16).padStart(24, '0')
