@@ -3,12 +3,11 @@
  * routes over the services built once in src/services.ts; no logic, no service construction.
  */
 import { Elysia } from 'elysia'
-import { cors } from '@elysiajs/cors'
 import { openapi } from '@elysiajs/openapi'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
 import { foundation } from './http/foundation'
-import { corsOrigin, widgetCors } from './http/cors-policy'
+import { widgetCors } from './http/cors-policy'
 import { appRoutes } from './modules/apps/index'
 import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/index'
 import { tokenRoutes } from './modules/tokens/index'
@@ -36,8 +35,6 @@ import { metricsRoutes } from './modules/metrics/index'
 import type { Metrics } from './modules/metrics/service'
 import { rootRoutes } from './modules/health/root'
 
-/** An @elysiajs/cors header option switched off (see the CORS comment in createApp). */
-const OFF = false as unknown as string[]
 
 /** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
 export interface OpsDeps {
@@ -58,11 +55,9 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
     .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy))
     .use(crossSiteGuard(s.adminAuth))
-    // Only widget routes speak CORS (src/http/cors-policy.ts): the plugin decides the allowed origin,
-    // widgetCors adds the rest there and answers their preflights.
-    // (`false` turns the plugin's global header off at run time; its types only admit a list.)
-    .use(cors({ origin: corsOrigin(directory), methods: false, allowedHeaders: OFF, exposeHeaders: OFF, credentials: false, preflight: false }))
-    .use(widgetCors())
+    // Only widget routes speak CORS (src/http/cors-policy.ts): widgetCors decides the allowed origin there,
+    // adds the rest and answers their preflights.
+    .use(widgetCors(directory))
     .use(
       openapi({
         path: '/docs',

@@ -115,9 +115,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // Runs a crash or restart interrupted are failed (their reports can be queued again), before the port opens.
   const recovered = await runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-  const metrics = createMetrics(ctx.sqlite, config.dataDir, ctx.clock)
+  const metrics = createMetrics(ctx.storage, config.dataDir, ctx.clock)
   const readiness = createReadiness({
-    sqlite: ctx.sqlite,
+    storage: ctx.storage,
     dataDir: config.dataDir,
     minFreeBytes: config.minFreeDiskBytes,
     worker: () => {
@@ -125,7 +125,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
       const own = worker.health()
       return own.ok && services.processingThread ? services.processingThread.health() : own
     },
-    checkpointer: () => checkpointer?.health() ?? { ok: true },
+    checkpointer: checkpointer ? () => checkpointer.health() : undefined,
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
   })

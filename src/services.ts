@@ -80,21 +80,21 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   // Intake's group commits go first at the write lock; the processing thread waits its turn.
   const turns = options.turns ?? new WriteTurns()
   const committer = new GroupCommitter(sqlite, turns)
-  const directory = new CredentialDirectory(sqlite, ctx.box)
+  const directory = new CredentialDirectory(ctx.storage, ctx.box)
   const limiters = createRateLimiters(clock, config.rateLimitMultiplier)
   const tenants = createTenantsService(ctx)
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
-  const admins = createAdminsService(sqlite, ctx.box, clock)
-  const audit = createAuditLog(sqlite, clock)
+  const admins = createAdminsService(ctx.storage, ctx.box, clock)
+  const audit = createAuditLog(ctx.storage, clock)
   const reentry = createPasswordReentry(admins, audit, clock, config.rateLimitMultiplier)
-  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(sqlite, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
+  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.storage, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
     limiters,
     clock,
     trustProxy: config.trustProxy,
-    admin: { ...adminAuth, orgExists: createConsoleRepo(sqlite).orgExists },
-    keyUsed: createKeyActivity(sqlite, clock),
+    admin: { ...adminAuth, orgExists: createConsoleRepo(ctx.storage).orgExists },
+    keyUsed: createKeyActivity(ctx.storage, clock),
   }
   const store = createBlobStore(ctx)
   const uploads = createUploadsService(sqlite, store, committer, clock, log, config.uploadGraceHours * 3600_000)

@@ -143,14 +143,14 @@ describe('fixloop admin', () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1))
     const ctx = createContext(loadConfig({ dataDir: dir }, {}), clock)
     try {
-      const admins = createAdminsService(ctx.sqlite, ctx.box, clock)
-      const { token } = admins.issueSetupToken()
+      const admins = createAdminsService(ctx.storage, ctx.box, clock)
+      const { token } = await admins.issueSetupToken()
       clock.advance(30 * 60_000)
       await expect(admins.redeemSetupToken(token, 'a@example.com', 'a long password')).rejects.toMatchObject({ code: 'invalid_setup_token' })
-      const fresh = admins.issueSetupToken().token
+      const fresh = (await admins.issueSetupToken()).token
       clock.advance(29 * 60_000)
       await expect(admins.redeemSetupToken(fresh, 'a@example.com', 'a long password')).resolves.toMatchObject({ email: 'a@example.com' })
-      expect(admins.count()).toBe(1)
+      expect(await admins.count()).toBe(1)
     } finally {
       ctx.sqlite.close()
     }

@@ -147,7 +147,7 @@ describe('streams per credential', () => {
   })
 
   test(`a dashboard session is one credential too: its ${CAP + 1}th stream is 429`, async () => {
-    const admins = createAdminsService(server.ctx.sqlite, server.ctx.box, server.ctx.clock)
+    const admins = createAdminsService(server.ctx.storage, server.ctx.box, server.ctx.clock)
     await admins.create('streams@example.com', 'streams password 1', [a.orgId], 'owner')
     const signIn = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'streams@example.com', password: 'streams password 1' } })
     expect(signIn.status).toBe(200)

@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { expectEnvelope, userToken } from './helpers-auth'
 import { openDatabase } from '../src/db/client'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { LIMITS } from '../src/core/limits'
 import { createInbox } from '../src/modules/admin-api/inbox-repo'
@@ -103,27 +104,28 @@ describe('credential cache', () => {
     expectEnvelope(await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY }), 'unknown_app')
   })
   test('the generation is read once per event-loop turn: a write on this connection is seen within the turn, another connection\'s from the next turn', async () => {
-    const directory = new CredentialDirectory(srv.ctx.sqlite, srv.ctx.box)
+    const directory = new CredentialDirectory(srv.ctx.storage, srv.ctx.box)
     const a = await srv.admin.createApp(t.orgId, { name: 'Turn A' })
     const b = await srv.admin.createApp(t.orgId, { name: 'Turn B' })
     await Bun.sleep(0)
-    // One synchronous stretch of code = one turn. A write on this connection (the API, the dashboard) ...
-    expect(directory.appByPublicKey(a.publicKey)?.row.id).toBe(a.id)
+    // One stretch of code whose awaits all settle in microtasks (SQLite answers at once) = one turn.
+    // A write on this connection (the API, the dashboard) ...
+    expect((await directory.appByPublicKey(a.publicKey))?.row.id).toBe(a.id)
     await srv.admin.deleteApp(t.orgId, a.id)
     // ... is seen by the very next lookup, in the same turn.
-    expect(directory.appByPublicKey(a.publicKey)).toBeNull()
+    expect(await directory.appByPublicKey(a.publicKey)).toBeNull()
 
     // Another connection's write (the CLI) within the turn belongs to requests read after it: the next turn.
-    expect(directory.appByPublicKey(b.publicKey)?.row.id).toBe(b.id)
+    expect((await directory.appByPublicKey(b.publicKey))?.row.id).toBe(b.id)
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      createTenantsService({ ...srv.ctx, sqlite, db }).deleteApp(t.orgId, b.id)
+      await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db), sqlite, db }).deleteApp(t.orgId, b.id)
     } finally {
       sqlite.close()
     }
-    expect(directory.appByPublicKey(b.publicKey)?.row.id).toBe(b.id)
+    expect((await directory.appByPublicKey(b.publicKey))?.row.id).toBe(b.id)
     await new Promise((resolve) => setImmediate(resolve))
-    expect(directory.appByPublicKey(b.publicKey)).toBeNull()
+    expect(await directory.appByPublicKey(b.publicKey)).toBeNull()
   })
 
   test('without its generation row the cache is never trusted: a revocation still applies at once', async () => {
@@ -137,7 +139,7 @@ describe('credential cache', () => {
       // Revoked from another connection: the triggers have no row to raise, the cache must not be trusted anyway.
       const { sqlite, db: other } = openDatabase(join(srv.dataDir, 'fixloop.db'))
       try {
-        createTenantsService({ ...srv.ctx, sqlite, db: other }).revokeKey(t.orgId, key.id)
+        await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, other), sqlite, db: other }).revokeKey(t.orgId, key.id)
       } finally {
         sqlite.close()
       }

@@ -166,8 +166,10 @@ test('fixloop_jobs_oldest_age_seconds: a due job ages from its due time, a futur
   const sqlite = new Database(join(dataDir, 'fixloop.db'))
   applyMigrations(sqlite)
   let now = 1_000_000_000_000
-  const metrics = createMetrics(sqlite, dataDir, { now: () => now } as never)
-  const age = () => Number(/^fixloop_jobs_oldest_age_seconds (\S+)$/m.exec(metrics.registry.render())![1])
+  const { sqliteStorage } = await import('../src/db/sqlite/storage')
+  const { drizzle } = await import('drizzle-orm/bun-sqlite')
+  const metrics = createMetrics(sqliteStorage(sqlite, drizzle(sqlite) as never), dataDir, { now: () => now } as never)
+  const age = async () => Number(/^fixloop_jobs_oldest_age_seconds (\S+)$/m.exec(await metrics.registry.render())![1])
   const insert = sqlite.query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)')
   const cases: { name: string; kind: string; runAfter: number; createdAt: number; expected: number }[] = [
     { name: 'empty queue', kind: '', runAfter: 0, createdAt: 0, expected: 0 },
@@ -177,11 +179,11 @@ test('fixloop_jobs_oldest_age_seconds: a due job ages from its due time, a futur
   ]
   for (const c of cases) {
     if (c.kind) insert.run(c.kind, c.runAfter, c.createdAt)
-    expect({ name: c.name, age: age() }).toEqual({ name: c.name, age: c.expected })
+    expect({ name: c.name, age: await age() }).toEqual({ name: c.name, age: c.expected })
   }
   // Time passes: the scheduled job becomes due and ages from its due time, not from its creation.
   sqlite.query("DELETE FROM jobs WHERE kind != 'uploads_gc'").run()
   now += 2 * 60_000
-  expect(age()).toBe(60)
+  expect(await age()).toBe(60)
   sqlite.close()
 })

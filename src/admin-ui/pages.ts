@@ -62,26 +62,26 @@ const ORG_PAGE_RE = /^\/admin\/o\/([^/]+)(?:\/(apps|r)\/([^/]+))?/
  */
 /** The Org-scoped existence checks a page status needs (the console service has them). */
 export interface PageLookups {
-  orgExists(orgId: string): boolean
-  appInOrg(orgId: string, appId: string): boolean
-  feedbackInOrg(orgId: string, id: string): boolean
+  orgExists(orgId: string): Promise<boolean>
+  appInOrg(orgId: string, appId: string): Promise<boolean>
+  feedbackInOrg(orgId: string, id: string): Promise<boolean>
 }
 
-function pageStatus(deps: AdminAuthDeps, lookups: PageLookups, request: Request): number {
+async function pageStatus(deps: AdminAuthDeps, lookups: PageLookups, request: Request): Promise<number> {
   const m = ORG_PAGE_RE.exec(new URL(request.url).pathname)
   if (!m) return 200
   let session
   try {
-    session = resolveSession(deps, request)
+    session = await resolveSession(deps, request)
   } catch {
     return 200 // two session cookies: the page says so (GET /admin/api/session explains)
   }
-  const admin = session && deps.admins.identity(session.adminId)
+  const admin = session && (await deps.admins.identity(session.adminId))
   if (!admin) return 200 // the sign-in form
   const [, orgId, kind, id] = m
-  if (!canSee(admin, orgId) || !lookups.orgExists(orgId)) return 404
-  if (kind === 'apps' && !lookups.appInOrg(orgId, id)) return 404
-  if (kind === 'r' && !lookups.feedbackInOrg(orgId, id)) return 404
+  if (!canSee(admin, orgId) || !(await lookups.orgExists(orgId))) return 404
+  if (kind === 'apps' && !(await lookups.appInOrg(orgId, id))) return 404
+  if (kind === 'r' && !(await lookups.feedbackInOrg(orgId, id))) return 404
   return 200
 }
 
@@ -101,7 +101,7 @@ function favicon(request: Request): Response {
 
 /** The /admin pages, /admin/assets/* and /favicon.ico. */
 export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups) {
-  const page = (request?: Request) => new Response(SHELL, { status: request ? pageStatus(deps, lookups, request) : 200, headers: PAGE_HEADERS })
+  const page = async (request?: Request) => new Response(SHELL, { status: request ? await pageStatus(deps, lookups, request) : 200, headers: PAGE_HEADERS })
   return new Elysia({ name: 'dashboard-pages' })
     .get('/favicon.ico', ({ request }) => favicon(request), { detail: { hide: true } })
     .get('/admin', () => page(), { detail: { summary: 'The admin dashboard (HTML)', description: 'Sign in with an admin created by `fixloop admin create` or the first-run setup link.', tags: ['admin'] } })

@@ -11,13 +11,15 @@
  * is judged in a later turn, with a fresh read. Within a turn, a write on this connection (an API call
  * that rotated or revoked, `SELECT total_changes()`, no lock taken) makes the next use read it again.
  * A read is a SQLite read transaction (~3.5 µs, 5 % of a widget submission's CPU) saved on every
- * request but the first of a turn.
+ * request but the first of a turn. On PostgreSQL the read is a round trip, shared by every request of
+ * the turn (they wait for the one read in flight); every write this process makes there is awaited, so
+ * it commits in an earlier turn than the requests that may see it.
  */
-import type { Database } from 'bun:sqlite'
 import type { SecretBox } from '../core/crypto'
 import { sha256Hex } from '../core/secrets'
 import type { AppRow } from '../modules/apps/repo'
-import { CredentialsRepo, type RawApp } from './credentials-repo'
+import type { Storage } from '../db/storage'
+import { createCredentialsRepo, type CredentialsRepo } from './credentials-repo'
 
 export interface KnownApp {
   row: AppRow
@@ -37,36 +39,41 @@ export class CredentialDirectory {
   private keys = new Map<string, KnownKey | null>()
   private originIndex: { anyOrigin: boolean; origins: Set<string> } | undefined
   private generation = -1
-  /** The generation was read in this event-loop turn, when this connection's change count was `changesAtCheck`. */
+  /** The generation was read in this event-loop turn, when the local change count was `changesAtCheck`. */
   private checkedThisTurn = false
   private changesAtCheck = -1
+  /** This turn's generation read (every request of the turn waits for the same one). */
+  private check: Promise<void> | undefined
   private readonly repo: CredentialsRepo
 
   constructor(
-    sqlite: Database,
+    storage: Storage,
     private readonly box: SecretBox,
   ) {
-    this.repo = new CredentialsRepo(sqlite)
+    this.repo = createCredentialsRepo(storage)
   }
 
   /** Drops everything cached if apps or api_keys were written since the last look (see the module comment). */
-  private refresh(): void {
-    const changes = this.repo.connectionChanges()
-    if (this.checkedThisTurn && changes === this.changesAtCheck) return
+  private refresh(): Promise<void> | undefined {
+    const changes = this.repo.localChanges()
+    if (this.checkedThisTurn && changes === this.changesAtCheck) return this.check
     if (!this.checkedThisTurn) {
       this.checkedThisTurn = true
       setImmediate(this.endTurn)
     }
     this.changesAtCheck = changes
-    const g = this.repo.credentialGeneration()
-    if (g !== this.generation) {
-      this.generation = g
-      this.invalidate()
-    }
+    this.check = this.repo.credentialGeneration().then((g) => {
+      if (g !== this.generation) {
+        this.generation = g
+        this.invalidate()
+      }
+    })
+    return this.check
   }
 
   private readonly endTurn = (): void => {
     this.checkedThisTurn = false
+    this.check = undefined
   }
 
   invalidate(): void {
@@ -75,73 +82,63 @@ export class CredentialDirectory {
     this.originIndex = undefined
   }
 
-  appByPublicKey(publicKey: string): KnownApp | null {
-    this.refresh()
+  async appByPublicKey(publicKey: string): Promise<KnownApp | null> {
+    await this.refresh()
     const hit = this.apps.get(publicKey)
     if (hit !== undefined) return hit
-    const raw = this.repo.appByPublicKey(publicKey)
-    const known = raw ? this.toKnown(raw) : null
+    const generation = this.generation
+    const row = await this.repo.appByPublicKey(publicKey)
+    const known = row ? this.toKnown(row) : null
+    // A read that overlapped a newer generation's invalidation may be stale: answer it, do not keep it.
+    if (generation !== this.generation) return known
     if (this.apps.size >= MAX_CACHED) this.apps.clear()
     this.apps.set(publicKey, known)
     return known
   }
 
   /** The live App with this id (for routes that name the App in the path, like embedded uploads). */
-  appById(id: string): KnownApp | null {
-    const publicKey = this.repo.publicKeyOf(id)
+  async appById(id: string): Promise<KnownApp | null> {
+    const publicKey = await this.repo.publicKeyOf(id)
     return publicKey ? this.appByPublicKey(publicKey) : null
   }
 
   /** Looks an `sk_` key up by its SHA-256: the index lookup on the digest is the comparison. */
-  orgForApiKey(plaintext: string): KnownKey | null {
-    this.refresh()
+  async orgForApiKey(plaintext: string): Promise<KnownKey | null> {
+    await this.refresh()
     const hash = sha256Hex(plaintext)
     const hit = this.keys.get(hash)
     if (hit !== undefined) return hit
-    const raw = this.repo.keyByHash(hash)
-    const known = raw ? { keyId: raw.id, orgId: raw.org_id } : null
+    const generation = this.generation
+    const raw = await this.repo.keyByHash(hash)
+    const known = raw ? { keyId: raw.id, orgId: raw.orgId } : null
+    if (generation !== this.generation) return known
     if (this.keys.size >= MAX_CACHED) this.keys.clear()
     this.keys.set(hash, known)
     return known
   }
 
   /** For CORS preflights, which carry no key: is this origin accepted by at least one live App? */
-  anyAppAcceptsOrigin(origin: string): boolean {
-    this.refresh()
+  async anyAppAcceptsOrigin(origin: string): Promise<boolean> {
+    await this.refresh()
     if (!this.originIndex) {
+      const generation = this.generation
       const index = { anyOrigin: false, origins: new Set<string>() }
-      for (const originsJson of this.repo.allowedOriginLists()) {
+      for (const originsJson of await this.repo.allowedOriginLists()) {
         const list = JSON.parse(originsJson) as string[]
         if (list.length === 0) index.anyOrigin = true
         for (const o of list) index.origins.add(o)
       }
+      if (generation !== this.generation) return index.anyOrigin || index.origins.has(origin)
       this.originIndex = index
     }
     return this.originIndex.anyOrigin || this.originIndex.origins.has(origin)
   }
 
-  private toKnown(raw: RawApp): KnownApp {
-    const row: AppRow = {
-      id: raw.id,
-      orgId: raw.org_id,
-      slug: raw.slug,
-      name: raw.name,
-      description: raw.description,
-      publicKey: raw.public_key,
-      publicSubmissionEnabled: !!raw.public_submission_enabled,
-      processingMode: raw.processing_mode,
-      batchEnabled: !!raw.batch_enabled,
-      batchWindowHours: raw.batch_window_hours,
-      allowedOrigins: raw.allowed_origins,
-      signingSecretEnc: raw.signing_secret_enc,
-      createdAt: raw.created_at,
-      updatedAt: raw.updated_at,
-      deletedAt: raw.deleted_at,
-    }
+  private toKnown(row: AppRow): KnownApp {
     return {
       row,
-      allowedOrigins: new Set(JSON.parse(raw.allowed_origins) as string[]),
-      signingSecret: this.box.open(raw.signing_secret_enc),
+      allowedOrigins: new Set(JSON.parse(row.allowedOrigins) as string[]),
+      signingSecret: this.box.open(row.signingSecretEnc),
     }
   }
 }

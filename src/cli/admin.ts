@@ -42,15 +42,15 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   const password = readPassword(values['password-file'])
   const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
-    const admins = createAdminsService(ctx.sqlite, ctx.box, ctx.clock)
-    const audit = createAuditLog(ctx.sqlite, ctx.clock)
+    const admins = createAdminsService(ctx.storage, ctx.box, ctx.clock)
+    const audit = createAuditLog(ctx.storage, ctx.clock)
     if (sub === 'create') {
       const admin = await admins.create(values.email, password, values.org ?? [], role)
-      for (const orgId of values.org?.length ? values.org : [null]) audit.record({ orgId, actor: 'cli', action: 'admin.created', targetId: admin.id, data: { role } })
+      for (const orgId of values.org?.length ? values.org : [null]) await audit.record({ orgId, actor: 'cli', action: 'admin.created', targetId: admin.id, data: { role } })
       return output({ id: admin.id, email: admin.email }, values.json)
     }
     const admin = await admins.resetPassword(values.email, password)
-    audit.record({ orgId: null, actor: 'cli', action: 'admin.password_reset', targetId: admin.id })
+    await audit.record({ orgId: null, actor: 'cli', action: 'admin.password_reset', targetId: admin.id })
     return output({ id: admin.id, email: admin.email }, values.json)
   } finally {
     ctx.sqlite.close()

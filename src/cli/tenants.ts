@@ -5,7 +5,7 @@
 import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
-import { createAuditLog } from '../modules/audit/index'
+import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
@@ -237,8 +237,9 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
   try {
     const svc = createTenantsService(ctx)
     // Operator actions go to the same audit log as the dashboard's (actor "cli"); never secret values.
-    const audit = createAuditLog(ctx.sqlite, ctx.clock)
-    const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: 'cli', action, targetId, data })
+    // TODO(issue 22): joined to the SQLite transactions below (connections is not ported yet).
+    const writeAudit = sqliteAuditWriter(ctx.sqlite, ctx.clock)
+    const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => writeAudit({ orgId, actor: 'cli', action, targetId, data })
     /** A change and its audit row commit together, or neither does. */
     const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
     const json = values.json

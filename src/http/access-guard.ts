@@ -21,7 +21,7 @@ const ID_RE = new RegExp(ID_PATTERN)
 
 export interface AccessGuardOptions {
   /** For dashboard routes naming an Org in the path: an unknown Org is 404 like another tenant's. */
-  orgExists?: (orgId: string) => boolean
+  orgExists?: (orgId: string) => Promise<boolean>
 }
 
 interface GuardedContext {
@@ -31,7 +31,7 @@ interface GuardedContext {
 }
 
 /** Refuses the request unless its caller holds the route's permission. */
-function enforce(access: Access, ctx: GuardedContext, options: AccessGuardOptions): void {
+async function enforce(access: Access, ctx: GuardedContext, options: AccessGuardOptions): Promise<void> {
   if (!isPermission(access)) {
     // Open routes authenticate on their own; `signed_in` only needs the session the derive checked.
     if (access === 'signed_in' && !ctx.caller) throw new ApiError('not_signed_in')
@@ -52,7 +52,7 @@ function enforce(access: Access, ctx: GuardedContext, options: AccessGuardOption
   }
   if (!ID_RE.test(orgId)) throw new ApiError('invalid_id')
   if (!options.orgExists) throw new ApiError('internal_error')
-  requireOrg(admin, orgId, options.orgExists)
+  await requireOrg(admin, orgId, options.orgExists)
   if (!allows(grantIn(admin, orgId), access)) throw new ApiError('forbidden')
 }
 
@@ -63,7 +63,7 @@ export function accessGuard(options: AccessGuardOptions = {}) {
       const detail = { [ACCESS_EXTENSION]: access } as Record<string, string>
       // Widget, signed-URL and Slack routes check their own credential: no hook on the intake hot path.
       if (!isPermission(access) && access !== 'signed_in') return { detail }
-      return { detail, transform: (ctx) => enforce(access, ctx as unknown as GuardedContext, options) }
+      return { detail, transform: async (ctx) => enforce(access, ctx as unknown as GuardedContext, options) }
     },
   })
 }

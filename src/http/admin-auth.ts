@@ -74,7 +74,7 @@ export function hasSessionCookie(deps: AdminAuthDeps, request: Request): boolean
 const AMBIGUOUS = 'Two session cookies were sent, so neither is used (one may have been planted by another site). Clear the cookies of this site and sign in again.'
 
 /** The live session behind the request's cookie, or undefined (none, unknown, expired, revoked). Throws when ambiguous. */
-export function resolveSession(deps: AdminAuthDeps, request: Request): ActiveSession | undefined {
+export function resolveSession(deps: AdminAuthDeps, request: Request): Promise<ActiveSession | undefined> {
   const cookie = sessionCookieOf(deps, request)
   if (cookie && 'ambiguous' in cookie) throw new ApiError('not_signed_in', { ambiguousCookie: true }, AMBIGUOUS)
   return deps.sessions.resolve(cookie?.token)
@@ -117,18 +117,18 @@ export function crossSiteGuard(deps: AdminAuthDeps) {
 }
 
 /** The signed-in admin; mutations must pass the CSRF check. */
-export function authenticateAdmin(deps: AdminAuthDeps, request: Request): AdminCaller {
-  const session = resolveSession(deps, request)
+export async function authenticateAdmin(deps: AdminAuthDeps, request: Request): Promise<AdminCaller> {
+  const session = await resolveSession(deps, request)
   if (!session) throw new ApiError('not_signed_in')
-  const admin = deps.admins.identity(session.adminId)
+  const admin = await deps.admins.identity(session.adminId)
   if (!admin) throw new ApiError('not_signed_in')
   if (isMutation(request.method)) checkCsrf(deps, request, session)
   return { session, admin }
 }
 
 /** The Org an admin acts on; one they cannot see is 404, like any other tenant's id. */
-export function requireOrg(admin: AdminIdentity, orgId: string, exists: (orgId: string) => boolean): void {
-  if (!canSee(admin, orgId) || !exists(orgId)) throw new ApiError('not_found')
+export async function requireOrg(admin: AdminIdentity, orgId: string, exists: (orgId: string) => Promise<boolean>): Promise<void> {
+  if (!canSee(admin, orgId) || !(await exists(orgId))) throw new ApiError('not_found')
 }
 
 /** What an admin is in an Org they can see (the instance owner is instance_owner in every Org). */

@@ -24,9 +24,9 @@ export interface AuthDeps {
   clock: Clock
   trustProxy: boolean
   /** Dashboard sessions may call the Org routes too (cookie + X-Fixloop-Org + CSRF on mutations). */
-  admin?: AdminAuthDeps & { orgExists(orgId: string): boolean }
-  /** Told of every accepted `sk_` key (its last-used time, kept by the dashboard). */
-  keyUsed?: (keyId: string) => void
+  admin?: AdminAuthDeps & { orgExists(orgId: string): Promise<boolean> }
+  /** Told of every accepted `sk_` key (its last-used time, kept by the dashboard); a promise when it writes. */
+  keyUsed?: (keyId: string) => Promise<void> | undefined
 }
 
 /** RFC 6750: the scheme name is case-insensitive ("bearer", "BEARER"); one or more spaces follow it. */
@@ -59,7 +59,7 @@ export interface WidgetCaller {
 export async function authenticateWidget(deps: AuthDeps, request: Request, server: Parameters<typeof clientAddress>[1], kind: 'submit' | 'presign'): Promise<WidgetCaller> {
   const key = bearerToken(request.headers.get('authorization'))
   if (!key.startsWith('pub_')) throw new ApiError('invalid_authorization', { reason: 'widget routes take an App public key (pub_...)' })
-  const app = deps.directory.appByPublicKey(key)
+  const app = await deps.directory.appByPublicKey(key)
   if (!app) throw new ApiError('unknown_app')
   noteCaller(request, { orgId: app.row.orgId, appId: app.row.id })
   checkOrigin(app, request.headers.get('origin'))
@@ -92,26 +92,26 @@ export interface OrgCaller {
  * A signed-in dashboard admin acting on one of their Orgs: same routes, same rules, so everything the
  * dashboard does is something a script with an `sk_` key can do too.
  */
-function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<AuthDeps['admin']> }, request: Request): OrgCaller {
-  const { session, admin } = authenticateAdmin(deps.admin, request)
+async function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<AuthDeps['admin']> }, request: Request): Promise<OrgCaller> {
+  const { session, admin } = await authenticateAdmin(deps.admin, request)
   const orgId = request.headers.get(ORG_HEADER) ?? ''
   if (!/^[0-9a-f]{24}$/.test(orgId)) throw new ApiError('invalid_authorization', { reason: 'a dashboard session names its Org in X-Fixloop-Org' })
-  requireOrg(admin, orgId, deps.admin.orgExists)
+  await requireOrg(admin, orgId, deps.admin.orgExists)
   noteCaller(request, { orgId })
   deps.limiters.orgKey.take(`session:${session.id}`)
   return { orgId, keyId: `session:${session.id}`, grant: grantIn(admin, orgId), actor: `admin:${admin.id}` }
 }
 
-export function authenticateOrg(deps: AuthDeps, request: Request): OrgCaller {
+export async function authenticateOrg(deps: AuthDeps, request: Request): Promise<OrgCaller> {
   if (deps.admin && !request.headers.has('authorization') && hasSessionCookie(deps.admin, request)) return authenticateAdminAsOrg(deps as Parameters<typeof authenticateAdminAsOrg>[0], request)
   const key = bearerToken(request.headers.get('authorization'))
   if (!key.startsWith('sk_')) throw new ApiError('invalid_authorization', { reason: 'this route takes an Org API key (sk_...)' })
-  const known = deps.directory.orgForApiKey(key)
+  const known = await deps.directory.orgForApiKey(key)
   if (!known) throw new ApiError('invalid_authorization', { reason: 'unknown or revoked API key' })
   noteCaller(request, { orgId: known.orgId })
   // Keyed by key id, never by the key itself: no credential is held in limiter memory.
   deps.limiters.orgKey.take(known.keyId)
-  deps.keyUsed?.(known.keyId)
+  await deps.keyUsed?.(known.keyId)
   return { orgId: known.orgId, keyId: known.keyId, grant: 'api_key', actor: `key:${known.keyId}` }
 }
 
@@ -122,5 +122,5 @@ export function actedBy(deps: AuthDeps, org: OrgCaller, request: Request, server
 
 /** Scoped plugin: routes after `.use(orgAuth(deps))` get `org` in their context and the `access` option. */
 export function orgAuth(deps: AuthDeps) {
-  return new Elysia({ name: 'org-auth' }).use(accessGuard()).derive({ as: 'scoped' }, ({ request }) => ({ org: authenticateOrg(deps, request) }))
+  return new Elysia({ name: 'org-auth' }).use(accessGuard()).derive({ as: 'scoped' }, async ({ request }) => ({ org: await authenticateOrg(deps, request) }))
 }

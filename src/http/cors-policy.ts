@@ -7,9 +7,10 @@
  * the origin. The real request is then held to its own App's allowedOrigins (403 origin_not_allowed),
  * and its response only carries Access-Control-Allow-Origin when that App accepts the origin.
  *
- * @elysiajs/cors decides Access-Control-Allow-Origin (with `corsOrigin`); everything else a browser
- * needs (allowed methods and headers, exposed headers, the preflight answer) is added by `widgetCors`
- * on widget routes only, so an sk_ route answers with no CORS header at all.
+ * `widgetCors` decides Access-Control-Allow-Origin (with `corsOrigin`, which awaits the credential
+ * directory: a PostgreSQL lookup is asynchronous, which @elysiajs/cors's origin callback cannot be) and
+ * adds everything else a browser needs (allowed methods and headers, exposed headers, the preflight
+ * answer) on widget routes only, so an sk_ route answers with no CORS header at all.
  */
 import { Elysia } from 'elysia'
 import type { CredentialDirectory } from '../auth/directory'
@@ -28,7 +29,7 @@ function isWidgetRoute(method: string, path: string): boolean {
 }
 
 export function corsOrigin(directory: CredentialDirectory) {
-  return (request: Request): boolean => {
+  return async (request: Request): Promise<boolean> => {
     const origin = request.headers.get('origin')
     if (!origin) return false
     const path = pathOfUrl(request.url)
@@ -36,34 +37,32 @@ export function corsOrigin(directory: CredentialDirectory) {
     if (!isWidgetRoute(method, path)) return false
     // An embedded upload URL names its App in the path: hold it to that App's origins, preflight included.
     if (method === 'PUT') {
-      const app = directory.appById(path.split('/')[3] ?? '')
+      const app = await directory.appById(path.split('/')[3] ?? '')
       return !!app && (app.allowedOrigins.size === 0 || app.allowedOrigins.has(origin))
     }
     if (request.method === 'OPTIONS') return directory.anyAppAcceptsOrigin(origin)
     const auth = request.headers.get('authorization') ?? ''
     const key = /^bearer /i.test(auth) ? auth.slice(7).trim() : ''
     if (!key.startsWith('pub_')) return false
-    const app = directory.appByPublicKey(key)
+    const app = await directory.appByPublicKey(key)
     if (!app) return false
     return app.allowedOrigins.size === 0 || app.allowedOrigins.has(origin)
   }
 }
 
 /**
- * The CORS headers of the widget routes other than Access-Control-Allow-Origin, and the preflight's
+ * The CORS headers of the widget routes (Access-Control-Allow-Origin from `corsOrigin`), and the preflight's
  * 204. A preflight for any other route falls through to routing (404 in the envelope, no CORS header).
- * Mount after the @elysiajs/cors plugin (configured with `corsOrigin` and nothing else), whose
- * onRequest has set Access-Control-Allow-Origin by then.
  */
-export function widgetCors() {
-  return new Elysia({ name: 'widget-cors' }).onRequest(({ request, set }) => {
+export function widgetCors(directory: CredentialDirectory) {
+  const allowOrigin = corsOrigin(directory)
+  return new Elysia({ name: 'widget-cors' }).onRequest(async ({ request, set }) => {
     const preflight = request.method === 'OPTIONS' && request.headers.has('access-control-request-method')
     const method = preflight ? (request.headers.get('access-control-request-method') ?? '').toUpperCase() : request.method
-    if (!isWidgetRoute(method, pathOfUrl(request.url))) {
-      // @elysiajs/cors sets `Vary: Origin` on every answer; an sk_ route's answer does not vary by origin.
-      delete set.headers.vary
-      return
-    }
+    // An sk_ route's answer does not vary by origin: no CORS header at all.
+    if (!isWidgetRoute(method, pathOfUrl(request.url))) return
+    set.headers.vary = 'Origin'
+    if (await allowOrigin(request)) set.headers['access-control-allow-origin'] = request.headers.get('origin')!
     set.headers['access-control-expose-headers'] = EXPOSED_HEADERS.join(', ')
     if (!preflight) return
     set.headers['access-control-allow-methods'] = 'POST, PUT'

@@ -21,8 +21,8 @@ const doc = (summary: string, description?: string) => ({ summary, description, 
 export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
   return new Elysia({ name: 'admin-console' })
     .use(accessGuard({ orgExists: svc.orgExists }))
-    .derive(({ request, server }) => {
-      const caller = authenticateAdmin(deps, request)
+    .derive(async ({ request, server }) => {
+      const caller = await authenticateAdmin(deps, request)
       return { caller, actor: { admin: caller.admin, ip: clientAddress(request, server, deps.trustProxy) } }
     })
     .get('/admin/api/orgs', async ({ actor }) => ({ data: await svc.listOrgs(actor) }), { access: 'signed_in', response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
@@ -119,7 +119,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       response: { 200: t.Object({ id: t.String(), revokedAt: t.String() }), ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
       detail: doc('Revoke an sk_ key (refused at once)'),
     })
-    .get('/admin/api/orgs/:orgId/costs', ({ params }) => ({ days: 30, data: svc.costs(params.orgId, 30) }), {
+    .get('/admin/api/orgs/:orgId/costs', async ({ params }) => ({ days: 30, data: await svc.costs(params.orgId, 30) }), {
       access: 'org.read',
       params: OrgParams,
       response: { 200: CostList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },

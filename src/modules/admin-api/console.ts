@@ -14,6 +14,7 @@ import { canSee, type AdminIdentity } from '../admins/service'
 import type { PasswordReentry } from './password-reentry'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
 import { createConsoleRepo } from './console-repo'
+import { sqliteAuditWriter } from '../../db/sqlite/audit-writer'
 
 export interface Actor {
   admin: AdminIdentity
@@ -29,18 +30,24 @@ export interface ConsoleDeps {
 
 export function createConsoleService(ctx: Context, { reentry, audit, tenants, connections }: ConsoleDeps) {
   const { box } = ctx
-  const repo = createConsoleRepo(ctx.sqlite)
+  const repo = createConsoleRepo(ctx.storage)
   const orgExists = repo.orgExists
 
-  /** The change and its audit row commit together, or neither does. */
+  /**
+   * The change and its audit row commit together, or neither does.
+   * TODO(issue 22): the connections module is not ported yet; its changes run in a SQLite transaction
+   * here, with the audit row written by the joinable SQLite writer. Once connections takes `storage`,
+   * its repository methods take the AuditEntry[] instead.
+   */
   const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
-  function appOf(orgId: string, appId: string): void {
-    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
+  const writeAuditInTx = sqliteAuditWriter(ctx.sqlite, ctx.clock)
+  async function appOf(orgId: string, appId: string): Promise<void> {
+    if (!(await repo.appInOrg(orgId, appId))) throw new ApiError('app_not_found')
   }
   /** The audit identity of a dashboard action. */
   const by = (actor: Actor): ActedBy => ({ actor: `admin:${actor.admin.id}`, ip: actor.ip })
-  const log = (actor: Actor, orgId: string | null, action: string, targetId: string | null, data: Record<string, unknown> = {}) =>
-    audit.record({ orgId, actor: `admin:${actor.admin.id}`, action, targetId, data, ip: actor.ip })
+  const entry = (actor: Actor, orgId: string | null, action: string, targetId: string | null, data: Record<string, unknown> = {}) =>
+    ({ orgId, actor: `admin:${actor.admin.id}`, action, targetId, data, ip: actor.ip })
 
   return {
     orgExists,
@@ -67,32 +74,34 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     async updateApp(actor: Actor, orgId: string, appId: string, s: AppSettings) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       if (Object.keys(s).length === 0) throw new ApiError('no_op')
       return tenants.updateApp(orgId, appId, s, by(actor))
     },
 
     async deleteApp(actor: Actor, orgId: string, appId: string) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       return tenants.deleteApp(orgId, appId, by(actor))
     },
 
     /** The signing secret, after the admin re-entered their password (throttled; failures audited too). Audited. */
     async revealSecret(actor: Actor, orgId: string, appId: string, password: string) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       await reentry.confirm(actor.admin.id, password, { purpose: 'secret_reveal', ip: actor.ip, orgId, targetId: appId })
-      log(actor, orgId, 'app.secret_revealed', appId)
-      return { signingSecret: box.open(repo.sealedSecret(appId)).toString('hex') }
+      const sealed = await repo.sealedSecret(orgId, appId)
+      if (sealed === undefined) throw new ApiError('app_not_found')
+      await audit.record(entry(actor, orgId, 'app.secret_revealed', appId))
+      return { signingSecret: box.open(sealed).toString('hex') }
     },
 
     /** A new signing secret: every outstanding user token signed with the old one fails at once. */
     async rotateSecret(actor: Actor, orgId: string, appId: string) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       return tenants.rotateSecret(orgId, appId, by(actor))
     },
 
-    repo(orgId: string, appId: string) {
-      appOf(orgId, appId)
+    async repo(orgId: string, appId: string) {
+      await appOf(orgId, appId)
       return { connection: connections.get(orgId, appId) }
     },
 
@@ -101,28 +110,28 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
      * commands run on this server, which an Org admin must not be able to make it do.
      * An empty token keeps the stored one.
      */
-    connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
-      appOf(orgId, appId)
+    async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
+      await appOf(orgId, appId)
       const hostToken = input.hostToken || connections.load(appId)?.hostToken || undefined
       return atomically(() => {
         const connection = connections.connect(orgId, appId, { ...input, hostToken })
-        log(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken })
+        writeAuditInTx(entry(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken }))
         return { connection }
       })
     },
 
-    disconnectRepo(actor: Actor, orgId: string, appId: string) {
-      appOf(orgId, appId)
+    async disconnectRepo(actor: Actor, orgId: string, appId: string) {
+      await appOf(orgId, appId)
       return atomically(() => {
         const out = connections.disconnect(orgId, appId)
-        log(actor, orgId, 'app.repo_disconnected', appId)
+        writeAuditInTx(entry(actor, orgId, 'app.repo_disconnected', appId))
         return out
       })
     },
 
     async listKeys(orgId: string) {
-      const activity = repo.keyActivity(orgId)
-      const emails = repo.adminEmails()
+      const activity = await repo.keyActivity(orgId)
+      const emails = await repo.adminEmails()
       return (await tenants.listKeys(orgId))
         .reverse()
         .map((k) => {
@@ -139,18 +148,18 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     async revokeKey(actor: Actor, orgId: string, keyId: string) {
-      if (!repo.keyInOrg(orgId, keyId)) throw new ApiError('not_found')
+      if (!(await repo.keyInOrg(orgId, keyId))) throw new ApiError('not_found')
       return tenants.revokeKey(orgId, keyId, by(actor))
     },
 
     /** Agent spending per App over the last `days` days (runs, tokens, cost), from the runs table. */
     costs: (orgId: string, days: number) => repo.costsSince(orgId, ctx.clock.now() - days * 86_400_000),
 
-    listAudit(orgId: string, cursor: string | undefined, limit: number) {
-      const page = audit.list(null, { orgId, cursor, limit })
+    async listAudit(orgId: string, cursor: string | undefined, limit: number) {
+      const page = await audit.list(null, { orgId, cursor, limit })
       // People read the log: "admin:<id>" becomes the admin's email, a target id the thing's name.
       const adminOf = (a: string) => (a.startsWith('admin:') ? a.slice(6) : '')
-      const names = repo.auditNames(orgId, page.data.flatMap((e) => [adminOf(e.actor), e.targetId ?? '']))
+      const names = await repo.auditNames(orgId, page.data.flatMap((e) => [adminOf(e.actor), e.targetId ?? '']))
       return {
         ...page,
         data: page.data.map((e) => ({ ...e, actorLabel: names.get(adminOf(e.actor)) ?? null, targetLabel: (e.targetId && names.get(e.targetId)) ?? null })),

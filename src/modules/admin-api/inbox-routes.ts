@@ -15,10 +15,10 @@ import { ID_PATTERN } from '../../core/ids'
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
 
-export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => boolean, clock: Clock) {
+export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => Promise<boolean>, clock: Clock) {
   return new Elysia({ name: 'admin-inbox' })
     .use(accessGuard({ orgExists }))
-    .derive(({ request }) => ({ caller: authenticateAdmin(deps, request) }))
+    .derive(async ({ request }) => ({ caller: await authenticateAdmin(deps, request) }))
     .get(
       '/admin/api/orgs/:orgId/inbox',
       ({ caller, params, query }) => {

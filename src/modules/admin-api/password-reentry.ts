@@ -29,7 +29,7 @@ export function createPasswordReentry(admins: AdminsService, audit: AuditLog, cl
       try {
         await guard([{ throttle, key: adminId, clearOnSuccess: true }], () => admins.confirmPassword(adminId, password), wrong)
       } catch (e) {
-        if (wrong(e)) audit.record({ orgId: at.orgId ?? null, actor: `admin:${adminId}`, action: 'admin.password_reentry_failed', targetId: at.targetId ?? adminId, data: { purpose: at.purpose }, ip: at.ip })
+        if (wrong(e)) await audit.record({ orgId: at.orgId ?? null, actor: `admin:${adminId}`, action: 'admin.password_reentry_failed', targetId: at.targetId ?? adminId, data: { purpose: at.purpose }, ip: at.ip })
         throw e
       }
     },

@@ -27,11 +27,11 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
   const throttle = createSignInThrottle(clock, rateMultiplier)
   const { admins, sessions } = deps
 
-  function signIn(adminId: string, request: Request, ip: string, set: { headers: Record<string, string | number> }) {
-    const { token, session } = sessions.open(adminId, request.headers.get('user-agent') ?? '', ip)
+  async function signIn(adminId: string, request: Request, ip: string, set: { headers: Record<string, string | number> }) {
+    const { token, session } = await sessions.open(adminId, request.headers.get('user-agent') ?? '', ip)
     set.headers['set-cookie'] = sessionCookie(deps, request, token)
     set.headers['cache-control'] = 'no-store'
-    const admin = admins.identity(adminId)!
+    const admin = (await admins.identity(adminId))!
     return { id: admin.id, email: admin.email, isOwner: admin.isOwner, totpEnabled: admin.totpEnabled, csrfToken: session.csrfToken, sessionId: session.id }
   }
 
@@ -43,7 +43,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
         const ip = clientAddress(request, server, deps.trustProxy)
         byAddress.take(ip)
         const admin = await admins.redeemSetupToken(body.token, body.email, body.password)
-        audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.created', targetId: admin.id, data: { via: 'setup_link' }, ip })
+        await audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.created', targetId: admin.id, data: { via: 'setup_link' }, ip })
         return signIn(admin.id, request, ip, set)
       },
       {
@@ -63,7 +63,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
         // A missing TOTP code (the form then asks for it) is not a failure; a wrong password or code is.
         const isFailure = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials' && !(!body.totp && (e.details as { totpRequired?: boolean } | undefined)?.totpRequired)
         const admin = await throttle.guard(account, ip, () => admins.verifyLogin(body.email, body.password, body.totp), isFailure)
-        audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
+        await audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
         return signIn(admin.id, request, ip, set)
       },
       {
@@ -74,7 +74,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
         detail: { summary: 'Sign in (sets the HttpOnly session cookie)', description: 'details.totpRequired is true when the admin has TOTP and the code is missing or wrong.', tags: ['admin'] },
       },
     )
-    .derive(({ request }) => ({ caller: authenticateAdmin(deps, request) }))
+    .derive(async ({ request }) => ({ caller: await authenticateAdmin(deps, request) }))
     .get(
       '/admin/api/session',
       ({ caller, set }) => {
@@ -86,23 +86,23 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
     )
     .delete(
       '/admin/api/session',
-      ({ caller, request, set }) => {
-        sessions.revoke(caller.admin.id, caller.session.id)
+      async ({ caller, request, set }) => {
+        await sessions.revoke(caller.admin.id, caller.session.id)
         set.headers['set-cookie'] = clearedCookie(deps, request)
         return { signedOut: true }
       },
       { access: 'signed_in', response: { 200: t.Object({ signedOut: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'Sign out', tags: ['admin'], security: ADMIN_SESSION } },
     )
-    .get('/admin/api/sessions', ({ caller }) => ({ data: sessions.list(caller.admin.id).map((s) => ({ ...s, current: s.id === caller.session.id })) }), {
+    .get('/admin/api/sessions', async ({ caller }) => ({ data: (await sessions.list(caller.admin.id)).map((s) => ({ ...s, current: s.id === caller.session.id })) }), {
       access: 'signed_in',
       detail: { summary: "The signed-in admin's live sessions", tags: ['admin'], security: ADMIN_SESSION },
       response: errorSchemas(...AUTH_ERRORS),
     })
     .delete(
       '/admin/api/sessions/:id',
-      ({ caller, params }) => {
-        if (!sessions.revoke(caller.admin.id, params.id)) throw new ApiError('not_found')
-        audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'session.revoked', targetId: params.id })
+      async ({ caller, params }) => {
+        if (!(await sessions.revoke(caller.admin.id, params.id))) throw new ApiError('not_found')
+        await audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'session.revoked', targetId: params.id })
         return { id: params.id, revoked: true }
       },
       { access: 'signed_in', params: SessionParams, response: { 200: t.Object({ id: t.String(), revoked: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_id', 'not_found') }, detail: { summary: 'Revoke one of your sessions', tags: ['admin'], security: ADMIN_SESSION } },
@@ -119,8 +119,8 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
       '/admin/api/me/totp',
       async ({ caller, body, request, server }) => {
         await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_enable', ip: clientAddress(request, server, deps.trustProxy) })
-        admins.setTotp(caller.admin.id, body.secret, body.code)
-        audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
+        await admins.setTotp(caller.admin.id, body.secret, body.code)
+        await audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
         return { totpEnabled: true }
       },
       { access: 'signed_in', body: TotpEnableBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP on (password + a current code)', tags: ['admin'], security: ADMIN_SESSION } },
@@ -129,8 +129,8 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
       '/admin/api/me/totp',
       async ({ caller, body, request, server }) => {
         await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_disable', ip: clientAddress(request, server, deps.trustProxy) })
-        admins.setTotp(caller.admin.id, null)
-        audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
+        await admins.setTotp(caller.admin.id, null)
+        await audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
         return { totpEnabled: false }
       },
       { access: 'signed_in', body: PasswordBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP off (password)', tags: ['admin'], security: ADMIN_SESSION } },

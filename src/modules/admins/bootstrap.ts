@@ -14,16 +14,16 @@ export function readPasswordFile(path: string): string {
 
 /** FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE: creates the first admin, only while there is none. */
 export async function adminFromEnv(admins: AdminsService, audit: AuditLog, env: { email?: string; passwordFile?: string }): Promise<{ id: string; email: string } | undefined> {
-  if (!env.email || !env.passwordFile || admins.count() > 0) return undefined
+  if (!env.email || !env.passwordFile || (await admins.count()) > 0) return undefined
   const created = await admins.create(env.email, readPasswordFile(env.passwordFile))
-  audit.record({ orgId: null, actor: 'system', action: 'admin.created', targetId: created.id, data: { via: 'env' } })
+  await audit.record({ orgId: null, actor: 'system', action: 'admin.created', targetId: created.id, data: { via: 'env' } })
   return created
 }
 
 /** With no admin at all, a single-use setup link (30 minutes); otherwise undefined. */
-export function setupLink(admins: AdminsService, baseUrl: string): string | undefined {
-  if (admins.count() > 0) return undefined
-  const { token } = admins.issueSetupToken()
+export async function setupLink(admins: AdminsService, baseUrl: string): Promise<string | undefined> {
+  if ((await admins.count()) > 0) return undefined
+  const { token } = await admins.issueSetupToken()
   // In the fragment, so the token never reaches a request log or a proxy.
   return `${baseUrl}/admin/setup#token=${token}`
 }

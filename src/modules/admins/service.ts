@@ -3,7 +3,6 @@
  * Org membership and TOTP. There are no default credentials: an instance without an admin prints a
  * single-use setup link on start instead.
  */
-import type { Database } from 'bun:sqlite'
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
@@ -12,21 +11,13 @@ import { newId } from '../../core/ids'
 import type { SecretBox } from '../../core/crypto'
 import { sha256Hex } from '../../core/secrets'
 import { base32Decode, matchTotp } from './totp'
+import type { Storage } from '../../db/storage'
+import { createAdminsRepo, type AdminRow, type OrgRole } from './repo'
 
 export const PASSWORD_MIN_LENGTH = 10
 export const PASSWORD_MAX_LENGTH = 1024
 export const SETUP_LINK_TTL_MS = 30 * 60_000
-export type OrgRole = 'owner' | 'member'
-
-export interface AdminRow {
-  id: string
-  email: string
-  password_hash: string
-  is_owner: number
-  totp_secret_enc: string | null
-  totp_last_step: number | null
-  created_at: number
-}
+export type { AdminRow, OrgRole } from './repo'
 
 /** Who is signed in, with the Orgs they may see (null: every Org, the instance owner). */
 export interface AdminIdentity {
@@ -55,55 +46,41 @@ export function checkPassword(password: string): void {
 // Verified when the email is unknown, so a miss costs as long as a wrong password (no user enumeration).
 let dummyHash: Promise<string> | undefined
 
-export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clock) {
-  const byEmail = sqlite.query('SELECT * FROM admins WHERE email = ?')
-  const byId = sqlite.query('SELECT * FROM admins WHERE id = ?')
-  const memberships = sqlite.query('SELECT org_id AS orgId, role FROM admin_memberships WHERE admin_id = ?')
-  const claimTotpStep = sqlite.query('UPDATE admins SET totp_last_step = ?1 WHERE id = ?2 AND (totp_last_step IS NULL OR totp_last_step < ?3)')
+export function createAdminsService(storage: Storage, box: SecretBox, clock: Clock) {
+  const repo = createAdminsRepo(storage)
 
-  function identityOf(row: AdminRow): AdminIdentity {
+  async function identityOf(row: AdminRow): Promise<AdminIdentity> {
     const roles = new Map<string, OrgRole>()
-    for (const m of memberships.all(row.id) as { orgId: string; role: OrgRole }[]) roles.set(m.orgId, m.role)
-    return { id: row.id, email: row.email, isOwner: row.is_owner === 1, totpEnabled: row.totp_secret_enc !== null, roles }
+    for (const m of await repo.memberships(row.id)) roles.set(m.orgId, m.role)
+    return { id: row.id, email: row.email, isOwner: row.isOwner, totpEnabled: row.totpSecretEnc !== null, roles }
   }
 
   const service = {
-    count: (): number => (sqlite.query('SELECT COUNT(*) AS n FROM admins').get() as { n: number }).n,
+    count: (): Promise<number> => repo.count(),
 
     /** Creates an admin; without Orgs the admin owns the instance (sees and administers every Org). */
     async create(email: string, password: string, orgIds: string[] = [], role: OrgRole = 'owner'): Promise<{ id: string; email: string }> {
       const e = normalizeEmail(email)
       checkPassword(password)
       for (const orgId of orgIds) {
-        if (!sqlite.query('SELECT 1 FROM orgs WHERE id = ?').get(orgId)) throw new ApiError('not_found', { orgId }, `No Org ${orgId}.`)
+        if (!(await repo.orgExists(orgId))) throw new ApiError('not_found', { orgId }, `No Org ${orgId}.`)
       }
       const hash = await Bun.password.hash(password, { algorithm: 'argon2id' })
       const id = newId(clock)
       const now = clock.now()
-      sqlite.transaction(() => {
-        if (byEmail.get(e)) throw new ApiError('email_taken', { email: e })
-        sqlite.query('INSERT INTO admins (id, email, password_hash, is_owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(id, e, hash, orgIds.length === 0 ? 1 : 0, now, now)
-        for (const orgId of orgIds) service.addMember(id, orgId, role)
-      }).immediate()
+      const row: AdminRow = { id, email: e, passwordHash: hash, isOwner: orgIds.length === 0, totpSecretEnc: null, totpLastStep: null, createdAt: now, updatedAt: now }
+      if (!(await repo.insertAdmin(row, orgIds.map((orgId) => ({ orgId, role }))))) throw new ApiError('email_taken', { email: e })
       return { id, email: e }
-    },
-
-    addMember(adminId: string, orgId: string, role: OrgRole): void {
-      sqlite.query('INSERT INTO admin_memberships (admin_id, org_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (admin_id, org_id) DO UPDATE SET role = excluded.role').run(adminId, orgId, role, clock.now())
     },
 
     /** Sets a new password and revokes every session of the admin (a reset means "lock everyone out"). */
     async resetPassword(email: string, password: string): Promise<{ id: string; email: string }> {
       const e = normalizeEmail(email)
       checkPassword(password)
-      const row = byEmail.get(e) as AdminRow | null
+      const row = await repo.byEmail(e)
       if (!row) throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
       const hash = await Bun.password.hash(password, { algorithm: 'argon2id' })
-      const now = clock.now()
-      sqlite.transaction(() => {
-        sqlite.query('UPDATE admins SET password_hash = ?, updated_at = ? WHERE id = ?').run(hash, now, row.id)
-        sqlite.query('UPDATE admin_sessions SET revoked_at = ? WHERE admin_id = ? AND revoked_at IS NULL').run(now, row.id)
-      })()
+      await repo.setPassword(row.id, hash, clock.now())
       return { id: row.id, email: e }
     },
 
@@ -112,35 +89,35 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
      * except a missing code for a TOTP admin, which the sign-in form needs to know to ask for it.
      */
     async verifyLogin(email: string, password: string, totp: string | undefined): Promise<AdminIdentity> {
-      const row = byEmail.get(email.trim().toLowerCase()) as AdminRow | null
+      const row = await repo.byEmail(email.trim().toLowerCase())
       if (!row) {
         dummyHash ??= Bun.password.hash(randomBytes(16).toString('hex'), { algorithm: 'argon2id' })
         await Bun.password.verify(password, await dummyHash)
         throw new ApiError('invalid_credentials')
       }
-      if (!(await Bun.password.verify(password, row.password_hash))) throw new ApiError('invalid_credentials')
-      if (row.totp_secret_enc) {
+      if (!(await Bun.password.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials')
+      if (row.totpSecretEnc) {
         if (!totp) throw new ApiError('invalid_credentials', { totpRequired: true }, 'Enter the 6-digit code from your authenticator app.')
-        const step = matchTotp(box.open(row.totp_secret_enc), totp.trim(), clock.now(), row.totp_last_step)
-        // The claim is one conditional write: of two sign-ins racing with the same code, one wins.
-        if (step === undefined || claimTotpStep.run(step, row.id, step).changes !== 1) throw new ApiError('invalid_credentials', { totpRequired: true })
+        const step = matchTotp(box.open(row.totpSecretEnc), totp.trim(), clock.now(), row.totpLastStep)
+        // The claim is one compare-and-set: of two sign-ins racing with the same code, one wins.
+        if (step === undefined || !(await repo.claimTotpStep(row.id, step))) throw new ApiError('invalid_credentials', { totpRequired: true })
       }
       return identityOf(row)
     },
 
     /** Re-checks the password of a signed-in admin (before a secret is revealed or TOTP changed). */
     async confirmPassword(adminId: string, password: string): Promise<void> {
-      const row = byId.get(adminId) as AdminRow | null
-      if (!row || !(await Bun.password.verify(password, row.password_hash))) throw new ApiError('invalid_credentials', undefined, 'The password is not correct.')
+      const row = await repo.byId(adminId)
+      if (!row || !(await Bun.password.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials', undefined, 'The password is not correct.')
     },
 
-    identity(adminId: string): AdminIdentity | undefined {
-      const row = byId.get(adminId) as AdminRow | null
+    async identity(adminId: string): Promise<AdminIdentity | undefined> {
+      const row = await repo.byId(adminId)
       return row ? identityOf(row) : undefined
     },
 
     /** Turns TOTP on with a secret the admin proved they hold (a valid code), or off with null. */
-    setTotp(adminId: string, secretBase32: string | null, code?: string): void {
+    async setTotp(adminId: string, secretBase32: string | null, code?: string): Promise<void> {
       let sealed: string | null = null
       let step: number | undefined
       if (secretBase32 !== null) {
@@ -155,25 +132,18 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
         sealed = box.seal(secret)
       }
       // The code that turned TOTP on is used: it does not sign in afterwards.
-      sqlite.query('UPDATE admins SET totp_secret_enc = ?, totp_last_step = ?, updated_at = ? WHERE id = ?').run(sealed, step ?? null, clock.now(), adminId)
+      await repo.setTotp(adminId, sealed, step ?? null, clock.now())
     },
 
-    listForOrg(orgId: string) {
-      return (
-        sqlite
-          .query('SELECT a.id, a.email, m.role, a.created_at AS createdAt FROM admin_memberships m JOIN admins a ON a.id = m.admin_id WHERE m.org_id = ? ORDER BY a.email')
-          .all(orgId) as { id: string; email: string; role: OrgRole; createdAt: number }[]
-      ).map((a) => ({ ...a, createdAt: isoUtc(a.createdAt) }))
+    async listForOrg(orgId: string) {
+      return (await repo.listForOrg(orgId)).map((a) => ({ ...a, createdAt: isoUtc(a.createdAt) }))
     },
 
     /** A single-use setup token valid 30 minutes; only its hash is stored. Older unused ones are dropped. */
-    issueSetupToken(): { token: string; expiresAt: number } {
+    async issueSetupToken(): Promise<{ token: string; expiresAt: number }> {
       const token = randomBytes(24).toString('base64url')
       const now = clock.now()
-      sqlite.transaction(() => {
-        sqlite.query('DELETE FROM admin_setup_tokens WHERE used_at IS NULL').run()
-        sqlite.query('INSERT INTO admin_setup_tokens (token_hash, created_at, expires_at) VALUES (?, ?, ?)').run(sha256Hex(token), now, now + SETUP_LINK_TTL_MS)
-      })()
+      await repo.replaceSetupToken(sha256Hex(token), now, now + SETUP_LINK_TTL_MS)
       return { token, expiresAt: now + SETUP_LINK_TTL_MS }
     },
 
@@ -184,12 +154,8 @@ export function createAdminsService(sqlite: Database, box: SecretBox, clock: Clo
       const hash = await Bun.password.hash(password, { algorithm: 'argon2id' })
       const id = newId(clock)
       const now = clock.now()
-      sqlite.transaction(() => {
-        const row = sqlite.query('SELECT * FROM admin_setup_tokens WHERE token_hash = ?').get(sha256Hex(token)) as { expires_at: number; used_at: number | null } | null
-        if (!row || row.used_at !== null || row.expires_at <= now || service.count() > 0) throw new ApiError('invalid_setup_token')
-        sqlite.query('UPDATE admin_setup_tokens SET used_at = ? WHERE token_hash = ?').run(now, sha256Hex(token))
-        sqlite.query('INSERT INTO admins (id, email, password_hash, is_owner, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)').run(id, e, hash, now, now)
-      }).immediate()
+      const owner: AdminRow = { id, email: e, passwordHash: hash, isOwner: true, totpSecretEnc: null, totpLastStep: null, createdAt: now, updatedAt: now }
+      if (!(await repo.redeemSetupToken(sha256Hex(token), now, owner))) throw new ApiError('invalid_setup_token')
       return { id, email: e }
     },
   }

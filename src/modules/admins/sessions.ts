@@ -3,12 +3,13 @@
  * token; the table keeps only its SHA-256. Each session has its own CSRF token, which the page sends
  * back in X-CSRF-Token on every mutation.
  */
-import type { Database } from 'bun:sqlite'
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { sha256Hex } from '../../core/secrets'
+import type { Storage } from '../../db/storage'
+import { createAdminsRepo } from './repo'
 
 export const SESSION_COOKIE = 'fixloop_admin'
 export const SESSION_TTL_MS = 7 * 24 * 3600_000
@@ -21,59 +22,41 @@ export interface ActiveSession {
   csrfToken: string
 }
 
-interface SessionRow {
-  id: string
-  admin_id: string
-  csrf_token: string
-  user_agent: string
-  ip: string
-  created_at: number
-  last_seen_at: number
-  expires_at: number
-  revoked_at: number | null
-}
-
-export function createSessionStore(sqlite: Database, clock: Clock) {
-  const byToken = sqlite.query('SELECT * FROM admin_sessions WHERE token_hash = ?')
-  const touch = sqlite.query('UPDATE admin_sessions SET last_seen_at = ? WHERE id = ?')
+export function createSessionStore(storage: Storage, clock: Clock) {
+  const repo = createAdminsRepo(storage)
 
   return {
     /** Opens a session; returns the cookie value (shown once) and the CSRF token. */
-    open(adminId: string, userAgent: string, ip: string): { token: string; session: ActiveSession } {
+    async open(adminId: string, userAgent: string, ip: string): Promise<{ token: string; session: ActiveSession }> {
       const token = randomBytes(32).toString('base64url')
       const csrfToken = randomBytes(24).toString('base64url')
       const id = newId(clock)
       const now = clock.now()
-      sqlite
-        .query('INSERT INTO admin_sessions (id, token_hash, admin_id, csrf_token, user_agent, ip, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(id, sha256Hex(token), adminId, csrfToken, userAgent.slice(0, 300), ip, now, now, now + SESSION_TTL_MS)
+      await repo.insertSession({ id, tokenHash: sha256Hex(token), adminId, csrfToken, userAgent: userAgent.slice(0, 300), ip, createdAt: now, lastSeenAt: now, expiresAt: now + SESSION_TTL_MS })
       return { token, session: { id, adminId, csrfToken } }
     },
 
     /** The live session behind a cookie value, or undefined (unknown, expired, idle too long, revoked). */
-    resolve(token: string | undefined): ActiveSession | undefined {
+    async resolve(token: string | undefined): Promise<ActiveSession | undefined> {
       if (!token || token.length > 100) return undefined
-      const row = byToken.get(sha256Hex(token)) as SessionRow | null
+      const row = await repo.sessionByTokenHash(sha256Hex(token))
       const now = clock.now()
-      if (!row || row.revoked_at !== null || row.expires_at <= now || now - row.last_seen_at > SESSION_IDLE_MS) return undefined
+      if (!row || row.revokedAt !== null || row.expiresAt <= now || now - row.lastSeenAt > SESSION_IDLE_MS) return undefined
       // One write a minute at most: a busy page does not turn every read into a write.
-      if (now - row.last_seen_at > 60_000) touch.run(now, row.id)
-      return { id: row.id, adminId: row.admin_id, csrfToken: row.csrf_token }
+      if (now - row.lastSeenAt > 60_000) await repo.touchSession(row.id, now)
+      return { id: row.id, adminId: row.adminId, csrfToken: row.csrfToken }
     },
 
-    list(adminId: string) {
+    async list(adminId: string) {
       const now = clock.now()
-      return (
-        sqlite
-          .query('SELECT * FROM admin_sessions WHERE admin_id = ? AND revoked_at IS NULL AND expires_at > ? AND last_seen_at > ? ORDER BY id DESC LIMIT 100')
-          .all(adminId, now, now - SESSION_IDLE_MS) as SessionRow[]
-      ).map((r) => ({ id: r.id, userAgent: r.user_agent, ip: r.ip, createdAt: isoUtc(r.created_at), lastSeenAt: isoUtc(r.last_seen_at), expiresAt: isoUtc(r.expires_at) }))
+      return (await repo.liveSessions(adminId, now, now - SESSION_IDLE_MS)).map((r) => ({
+        id: r.id, userAgent: r.userAgent, ip: r.ip, createdAt: isoUtc(r.createdAt), lastSeenAt: isoUtc(r.lastSeenAt), expiresAt: isoUtc(r.expiresAt),
+      }))
     },
 
     /** Revokes one of the admin's sessions; false when it is not theirs or already gone. */
-    revoke(adminId: string, sessionId: string): boolean {
-      const res = sqlite.query('UPDATE admin_sessions SET revoked_at = ? WHERE id = ? AND admin_id = ? AND revoked_at IS NULL').run(clock.now(), sessionId, adminId)
-      return res.changes === 1
+    revoke(adminId: string, sessionId: string): Promise<boolean> {
+      return repo.revokeSession(adminId, sessionId, clock.now())
     },
   }
 }

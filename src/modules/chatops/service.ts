@@ -12,7 +12,8 @@ import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
 import { createEventsRepo } from '../events/repo'
 import { createChatopsRepo, type SlackConnectionRow } from './repo'
-import { createAuditLog, type ActedBy } from '../audit/index'
+import type { ActedBy } from '../audit/index'
+import { sqliteAuditWriter } from '../../db/sqlite/audit-writer'
 
 /** What a connection posts about when no --events are given. */
 export const DEFAULT_SLACK_EVENTS = [
@@ -52,8 +53,10 @@ export function createChatopsService(ctx: Context) {
   const repo = createChatopsRepo(ctx.sqlite)
   const events = createEventsRepo(ctx.sqlite)
   const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
-  const audit = createAuditLog(ctx.sqlite, ctx.clock)
-  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
+  // TODO(issue 22): written inside this module's SQLite transactions, joined; once the module is ported its
+  // repository methods take the AuditEntry[] instead.
+  const writeAudit = sqliteAuditWriter(ctx.sqlite, ctx.clock)
+  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => writeAudit({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
 
   return {
     repo,

@@ -18,8 +18,8 @@ export function healthRoutes(readiness: Readiness, version: string) {
     })
     .get(
       '/readyz',
-      () => {
-        const { ready, checks } = readiness.check()
+      async () => {
+        const { ready, checks } = await readiness.check()
         if (!ready) {
           const reason = Object.entries(checks)
             .filter(([, c]) => !c.ok)

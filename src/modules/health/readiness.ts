@@ -1,13 +1,14 @@
 /**
- * What GET /readyz checks, each with a reason an operator can act on: the database takes a write (a full
- * disk, a read-only mount or an I/O error fail it), the data dir's filesystem has room, the job worker is
- * running and not stuck on one job, the WAL checkpointer is alive, the master key matched its check value,
- * and every embedded migration is applied.
+ * What GET /readyz checks, each with a reason an operator can act on: the database (SQLite: takes a
+ * write, so a full disk, a read-only mount or an I/O error fail it; PostgreSQL: answers `SELECT 1` within
+ * 2 s), and every embedded migration is applied; the data dir's filesystem has room; the job worker is
+ * running and not stuck on one job; the WAL checkpointer is alive (SQLite only: PostgreSQL checkpoints
+ * itself); the master key matched its check value.
  */
-import type { Database } from 'bun:sqlite'
 import { statfsSync } from 'node:fs'
-import { pendingMigrations } from '../../db/migrate'
-import { META, writeMeta } from '../../db/instance-meta'
+import type { Storage } from '../../db/storage'
+import { sqliteDatabaseCheck } from '../../db/sqlite/readiness'
+import { pgDatabaseCheck } from '../../db/pg/readiness'
 
 export interface Check {
   ok: boolean
@@ -15,33 +16,28 @@ export interface Check {
 }
 
 export interface ReadinessDeps {
-  sqlite: Database
+  storage: Storage
   dataDir: string
   /** Below this many free bytes on the data dir's filesystem the server is not ready. */
   minFreeBytes: number
   worker: () => Check
-  checkpointer: () => Check
+  /** The SQLite WAL checkpointer; absent on PostgreSQL (no check of that name there). */
+  checkpointer?: () => Check
   masterKey: () => Check
 }
 
 export type ReadinessReport = { ready: boolean; checks: Record<string, Check> }
 
-function probe(fn: () => Check): Check {
+async function probe(fn: () => Check | Promise<Check>): Promise<Check> {
   try {
-    return fn()
+    return await fn()
   } catch (e) {
     return { ok: false, reason: e instanceof Error ? e.message : String(e) }
   }
 }
 
 export function createReadiness(d: ReadinessDeps) {
-  const database = (): Check => {
-    const pending = pendingMigrations(d.sqlite)
-    if (pending.length > 0) return { ok: false, reason: `migrations pending: ${pending.join(', ')}` }
-    // A real write (one small row, rewritten in place): SQLite answers SQLITE_FULL or SQLITE_READONLY here.
-    writeMeta(d.sqlite, META.readinessProbe, String(Date.now()))
-    return { ok: true }
-  }
+  const database = d.storage.dialect === 'sqlite' ? sqliteDatabaseCheck(d.storage) : pgDatabaseCheck(d.storage)
   const disk = (): Check => {
     const s = statfsSync(d.dataDir)
     const free = Number(s.bavail) * Number(s.bsize)
@@ -49,14 +45,16 @@ export function createReadiness(d: ReadinessDeps) {
     return { ok: true }
   }
   return {
-    check(): ReadinessReport {
-      const checks = {
-        database: probe(database),
-        disk: probe(disk),
-        worker: probe(d.worker),
-        checkpointer: probe(d.checkpointer),
-        masterKey: probe(d.masterKey),
-      }
+    async check(): Promise<ReadinessReport> {
+      const checkpointer = d.checkpointer
+      const [database_, disk_, worker, checkpointer_, masterKey] = await Promise.all([
+        probe(database),
+        probe(disk),
+        probe(d.worker),
+        checkpointer ? probe(checkpointer) : undefined,
+        probe(d.masterKey),
+      ])
+      const checks: Record<string, Check> = { database: database_, disk: disk_, worker, ...(checkpointer_ ? { checkpointer: checkpointer_ } : {}), masterKey }
       return { ready: Object.values(checks).every((c) => c.ok), checks }
     },
   }

@@ -14,7 +14,7 @@ export function metricsRoutes(registry: MetricsRegistry, token: string | undefin
   const expected = token ? digest(token) : undefined
   return new Elysia({ name: 'metrics' }).get(
     '/metrics',
-    ({ request, set }) => {
+    async ({ request, set }) => {
       if (expected) {
         const header = request.headers.get('authorization')
         if (!header) throw new ApiError('missing_authorization')
@@ -22,7 +22,7 @@ export function metricsRoutes(registry: MetricsRegistry, token: string | undefin
         if (!timingSafeEqual(digest(given), expected)) throw new ApiError('invalid_authorization')
       }
       set.headers['content-type'] = 'text/plain; version=0.0.4; charset=utf-8'
-      return registry.render()
+      return await registry.render()
     },
     {
       response: { 200: t.String({ description: 'Prometheus text exposition format 0.0.4' }), ...errorSchemas('missing_authorization', 'invalid_authorization') },

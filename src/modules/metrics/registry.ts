@@ -19,7 +19,8 @@ export interface MetricFamily {
   samples: Sample[]
 }
 
-export type Collector = () => MetricFamily[]
+/** May read the database (a promise): every collector of a scrape runs at once. */
+export type Collector = () => MetricFamily[] | Promise<MetricFamily[]>
 
 const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
 const escapeHelp = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')
@@ -50,7 +51,7 @@ export class MetricsRegistry {
     this.collectors.push(collector)
   }
 
-  render(): string {
-    return renderFamilies(this.collectors.flatMap((c) => c()))
+  async render(): Promise<string> {
+    return renderFamilies((await Promise.all(this.collectors.map((c) => c()))).flat())
   }
 }

@@ -3,10 +3,10 @@
  * reports by status, job backlog and oldest job age, agent runs and cost by outcome, WAL size and process
  * figures. Other modules add collectors to the returned registry (see docs/operations.md, "Metrics").
  */
-import type { Database } from 'bun:sqlite'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Clock } from '../../core/clock'
+import type { Storage } from '../../db/storage'
 import { MetricsRegistry, type MetricFamily } from './registry'
 import { RequestMetrics } from './request-metrics'
 import { createMetricsRepo } from './repo'
@@ -19,15 +19,15 @@ function walBytes(dataDir: string): number {
   }
 }
 
-export function createMetrics(sqlite: Database, dataDir: string, clock: Clock) {
+export function createMetrics(storage: Storage, dataDir: string, clock: Clock) {
   const requests = new RequestMetrics()
   const registry = new MetricsRegistry()
-  const repo = createMetricsRepo(sqlite)
+  const repo = createMetricsRepo(storage)
   const startedAt = Date.now()
   registry.add(() => requests.collect())
-  registry.add((): MetricFamily[] => {
+  registry.add(async (): Promise<MetricFamily[]> => {
     const now = clock.now()
-    const s = repo.snapshot(now)
+    const s = await repo.snapshot(now)
     const oldest = s.jobsByKind.reduce((m, j) => Math.min(m, j.dueSince ?? Infinity), Infinity)
     return [
       { name: 'fixloop_reports', help: 'Feedback reports stored, by status.', type: 'gauge', samples: s.reportsByStatus.map((r) => ({ labels: { status: r.status }, value: r.n })) },
@@ -36,9 +36,12 @@ export function createMetrics(sqlite: Database, dataDir: string, clock: Clock) {
       { name: 'fixloop_agent_runs', help: 'Agent runs, by outcome (status).', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       { name: 'fixloop_agent_cost_usd', help: 'Agent cost reported by runs, in US dollars, by outcome.', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.cost })) },
       { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
-      { name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge', samples: [{ value: walBytes(dataDir) }] },
       { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
       { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },
+      // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
+      ...(storage.dialect === 'sqlite'
+        ? [{ name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge' as const, samples: [{ value: walBytes(dataDir) }] }]
+        : []),
     ]
   })
   return { registry, requests }

@@ -35,13 +35,13 @@ export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: Credentia
       }
       const row = apps.getForOrg(org.orgId, query.appId)
       if (!row) throw new ApiError('app_not_found')
-      const known = directory.appByPublicKey(row.publicKey)
+      const known = await directory.appByPublicKey(row.publicKey)
       if (!known) throw new ApiError('app_not_found')
       const lifetime = body.expiresInSeconds ?? LIMITS.tokenLifetimeDefault
       const token = await mintUserToken(row.id, known.signingSecret, body.sub, body.ctx, lifetime, auth.clock.now())
       if (org.grant !== 'api_key') {
         const by = actedBy(auth, org, request, server)
-        audit.record({ orgId: org.orgId, actor: by.actor, ip: by.ip, action: 'token.minted', targetId: row.id, data: { sub: body.sub, expiresInSeconds: lifetime } })
+        await audit.record({ orgId: org.orgId, actor: by.actor, ip: by.ip, action: 'token.minted', targetId: row.id, data: { sub: body.sub, expiresInSeconds: lifetime } })
       }
       return { token, expiresInSeconds: lifetime }
     },

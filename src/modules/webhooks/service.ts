@@ -15,7 +15,8 @@ import { createEventsRepo } from '../events/repo'
 import { checkTarget } from './ssrf'
 import { newWebhookSecret } from './signature'
 import { createWebhooksRepo, type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
-import { createAuditLog, type ActedBy } from '../audit/index'
+import type { ActedBy } from '../audit/index'
+import { sqliteAuditWriter } from '../../db/sqlite/audit-writer'
 
 export const ROTATION_OVERLAP_MS = 24 * 3600_000
 export const EVENT_FILTER_MAX = 50
@@ -81,8 +82,10 @@ export function createWebhooksService(ctx: Context, options: WebhooksServiceOpti
   const repo = createWebhooksRepo(ctx.sqlite)
   const events = createEventsRepo(ctx.sqlite)
   const outbox = createOutbox(ctx.sqlite, ctx.clock)
-  const audit = createAuditLog(ctx.sqlite, ctx.clock)
-  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
+  // TODO(issue 22): written inside this module's SQLite transactions, joined; once the module is ported its
+  // repository methods take the AuditEntry[] instead.
+  const writeAudit = sqliteAuditWriter(ctx.sqlite, ctx.clock)
+  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => writeAudit({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
   const allowPrivate = options.allowPrivate ?? ctx.config.webhookAllowPrivate
 
   function require(orgId: string, id: string): WebhookRow {

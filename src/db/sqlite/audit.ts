@@ -1,0 +1,44 @@
+/** SQLite side of modules/audit/repo.ts. */
+import type { Clock } from '../../core/clock'
+import type { AuditRepo, AuditRow } from '../../modules/audit/repo'
+import type { SqliteStorage } from './storage'
+import { sqliteAuditWriter } from './audit-writer'
+
+interface RawAuditRow {
+  id: string
+  org_id: string | null
+  actor: string
+  action: string
+  target_id: string | null
+  data: string
+  ip: string | null
+  created_at: number
+}
+
+export function createSqliteAuditRepo({ sqlite }: SqliteStorage, clock: Clock): AuditRepo {
+  const write = sqliteAuditWriter(sqlite, clock)
+  return {
+    // One INSERT: its own (autocommit) transaction.
+    append: async (e) => write(e),
+    page: async (q) => {
+      const conds: string[] = []
+      const params: (string | number)[] = []
+      if (q.orgId) {
+        conds.push('org_id = ?')
+        params.push(q.orgId)
+      } else if (q.orgIds) {
+        conds.push(`org_id IN (${q.orgIds.map(() => '?').join(',') || 'NULL'})`)
+        params.push(...q.orgIds)
+      }
+      if (q.before) {
+        conds.push('id < ?')
+        params.push(q.before)
+      }
+      const where = conds.length ? `WHERE ${conds.join(' AND ')}` : ''
+      const rows = sqlite.query(`SELECT * FROM audit_log ${where} ORDER BY id DESC LIMIT ?`).all(...params, q.limit) as RawAuditRow[]
+      return rows.map(
+        (r): AuditRow => ({ id: r.id, orgId: r.org_id, actor: r.actor, action: r.action, targetId: r.target_id, data: r.data, ip: r.ip, createdAt: r.created_at }),
+      )
+    },
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Dashboard administrators' rows: admins, Org memberships, the first-run setup token, sessions, and the
+ * `sk_` keys' last use (api_key_activity). The rules (passwords, TOTP codes, session lifetimes) stay in
+ * service.ts and sessions.ts; each write here is one transaction.
+ *
+ * The port: one interface, a SQLite (src/db/sqlite/admins.ts) and a PostgreSQL (src/db/pg/admins.ts)
+ * implementation, both held to test/repos/admins.test.ts.
+ */
+import type { adminSessions, admins } from '../../db/schema'
+import type { Storage } from '../../db/storage'
+import { createSqliteAdminsRepo } from '../../db/sqlite/admins'
+import { createPgAdminsRepo } from '../../db/pg/admins'
+
+export type AdminRow = typeof admins.$inferSelect
+export type SessionRow = typeof adminSessions.$inferSelect
+export type OrgRole = 'owner' | 'member'
+
+export interface Membership {
+  orgId: string
+  role: OrgRole
+}
+
+export interface AdminsRepo {
+  count(): Promise<number>
+  byEmail(email: string): Promise<AdminRow | undefined>
+  byId(adminId: string): Promise<AdminRow | undefined>
+  /** The admin's Orgs and roles, by Org id. */
+  memberships(adminId: string): Promise<Membership[]>
+  orgExists(orgId: string): Promise<boolean>
+  /** Inserts the admin and its memberships together; false (nothing written) when the email is taken. */
+  insertAdmin(row: AdminRow, memberships: Membership[]): Promise<boolean>
+  /** Sets the password hash and revokes every live session of the admin, together. */
+  setPassword(adminId: string, passwordHash: string, now: number): Promise<void>
+  /**
+   * Compare-and-set of the last used TOTP step: true when `step` is later than the stored one (now stored).
+   * Of two sign-ins racing with the same code, exactly one gets true.
+   */
+  claimTotpStep(adminId: string, step: number): Promise<boolean>
+  setTotp(adminId: string, sealedSecret: string | null, lastStep: number | null, now: number): Promise<void>
+  /** The Org's admins, by email. */
+  listForOrg(orgId: string): Promise<{ id: string; email: string; role: OrgRole; createdAt: number }[]>
+  /** Drops every unused setup token and stores this one. */
+  replaceSetupToken(tokenHash: string, now: number, expiresAt: number): Promise<void>
+  /**
+   * Marks the token used and inserts the instance owner, together; false (nothing written) when the token
+   * is unknown, used, expired at `now`, or any admin already exists.
+   */
+  redeemSetupToken(tokenHash: string, now: number, owner: AdminRow): Promise<boolean>
+
+  /** A new (unrevoked) session. */
+  insertSession(row: Omit<SessionRow, 'revokedAt'>): Promise<void>
+  sessionByTokenHash(tokenHash: string): Promise<SessionRow | undefined>
+  touchSession(sessionId: string, now: number): Promise<void>
+  /** Unrevoked, unexpired sessions seen after `seenAfter`, newest first, at most 100. */
+  liveSessions(adminId: string, now: number, seenAfter: number): Promise<SessionRow[]>
+  /** Revokes one of the admin's sessions; false when it is not theirs or already revoked. */
+  revokeSession(adminId: string, sessionId: string, now: number): Promise<boolean>
+
+  /** Remembers when an `sk_` key was last used. */
+  keyUsed(keyId: string, at: number): Promise<void>
+}
+
+export function createAdminsRepo(storage: Storage): AdminsRepo {
+  return storage.dialect === 'sqlite' ? createSqliteAdminsRepo(storage) : createPgAdminsRepo(storage)
+}

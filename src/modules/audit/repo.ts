@@ -1,0 +1,37 @@
+/**
+ * The audit log's rows: one append in its own transaction (a change that must commit with its audit row
+ * passes `AuditEntry[]` into its own repository method instead, written by src/db/{sqlite,pg}/audit-writer.ts)
+ * and the newest-first page read.
+ *
+ * The port: one interface, a SQLite (src/db/sqlite/audit.ts) and a PostgreSQL (src/db/pg/audit.ts)
+ * implementation, both held to test/repos/audit.test.ts.
+ */
+import type { auditLog } from '../../db/schema'
+import type { Storage } from '../../db/storage'
+import type { Clock } from '../../core/clock'
+import type { AuditEntry } from './entry'
+import { createSqliteAuditRepo } from '../../db/sqlite/audit'
+import { createPgAuditRepo } from '../../db/pg/audit'
+
+export type AuditRow = typeof auditLog.$inferSelect
+
+export interface AuditPageQuery {
+  /** Only this Org's rows (wins over `orgIds`). */
+  orgId?: string
+  /** Only rows of these Orgs (an empty list: none); null or absent: every row. */
+  orgIds?: string[] | null
+  /** Rows with an id below this one. */
+  before?: string
+  limit: number
+}
+
+export interface AuditRepo {
+  /** Appends one entry in its own transaction; returns its id. */
+  append(e: AuditEntry): Promise<string>
+  /** Newest first (by id), at most `limit` rows. */
+  page(q: AuditPageQuery): Promise<AuditRow[]>
+}
+
+export function createAuditRepo(storage: Storage, clock: Clock): AuditRepo {
+  return storage.dialect === 'sqlite' ? createSqliteAuditRepo(storage, clock) : createPgAuditRepo(storage, clock)
+}

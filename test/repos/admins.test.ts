@@ -1,0 +1,179 @@
+/** modules/admins/repo.ts on both dialects: the same cases, the same answers. */
+import { expect, test } from 'bun:test'
+import { describeEachDialect } from '../dialects'
+import { createAdminsRepo, type AdminRow, type SessionRow } from '../../src/modules/admins/repo'
+import { createTenantsRepo } from '../../src/modules/tenants/repo'
+import { pgStorage } from '../../src/db/pg/storage'
+import { openPool } from '../../src/db/pg/client-options'
+import { rows } from './raw'
+import { createAdminsService } from '../../src/modules/admins/service'
+import { SecretBox } from '../../src/core/crypto'
+import { base32Decode, newTotpSecret, totpCode } from '../../src/modules/admins/totp'
+
+const admin = (id: string, email: string, isOwner = false): AdminRow => ({
+  id, email, passwordHash: `hash-${id}`, isOwner, totpSecretEnc: null, totpLastStep: null, createdAt: 1_000, updatedAt: 1_000,
+})
+const session = (id: string, adminId: string, over: Partial<SessionRow> = {}): SessionRow => ({
+  id, tokenHash: `th-${id}`, adminId, csrfToken: `csrf-${id}`, userAgent: 'ua', ip: '127.0.0.1', createdAt: 1_000, lastSeenAt: 1_000, expiresAt: 100_000, revokedAt: null, ...over,
+})
+
+describeEachDialect('admins repo', (fresh, dialect) => {
+  test('admins read back as written (booleans and epoch ms as JS values); memberships ordered by Org; emails unique', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    const tenants = createTenantsRepo(s.storage, s.clock)
+    await tenants.insertOrg({ id: 'o2', name: 'B', createdAt: 1 }, [])
+    await tenants.insertOrg({ id: 'o1', name: 'A', createdAt: 1 }, [])
+    expect(await repo.count()).toBe(0)
+    expect(await repo.orgExists('o1')).toBe(true)
+    expect(await repo.orgExists('nope')).toBe(false)
+    expect(await repo.insertAdmin(admin('a1', 'owner@example.com', true), [])).toBe(true)
+    expect(await repo.insertAdmin(admin('a2', 'm@example.com'), [{ orgId: 'o2', role: 'member' }, { orgId: 'o1', role: 'owner' }])).toBe(true)
+    // The same email again: refused, nothing written (no admin, no membership).
+    expect(await repo.insertAdmin(admin('a3', 'm@example.com'), [{ orgId: 'o1', role: 'owner' }])).toBe(false)
+    expect(await repo.byId('a3')).toBeUndefined()
+    expect(await repo.count()).toBe(2)
+    expect(await repo.byEmail('owner@example.com')).toEqual(admin('a1', 'owner@example.com', true))
+    const a2 = await repo.byId('a2')
+    expect(a2).toEqual(admin('a2', 'm@example.com'))
+    expect(typeof a2!.createdAt).toBe('number')
+    expect(await repo.memberships('a2')).toEqual([{ orgId: 'o1', role: 'owner' }, { orgId: 'o2', role: 'member' }])
+    expect(await repo.memberships('a3')).toEqual([])
+    expect(await repo.listForOrg('o1')).toEqual([{ id: 'a2', email: 'm@example.com', role: 'owner', createdAt: 1_000 }])
+    expect(await repo.listForOrg('o9')).toEqual([])
+  })
+
+  test('two creations racing for one email: exactly one is written', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    const results = await Promise.all([repo.insertAdmin(admin('r1', 'same@example.com'), []), repo.insertAdmin(admin('r2', 'same@example.com'), [])])
+    expect(results.filter(Boolean).length).toBe(1)
+    expect(await repo.count()).toBe(1)
+  })
+
+  test('TOTP steps: each later step is claimed once, an earlier or equal one never; setTotp resets it', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    await repo.insertAdmin(admin('a1', 'a@example.com'), [])
+    await repo.setTotp('a1', 'sealed', 10, 2_000)
+    expect(await repo.byId('a1')).toMatchObject({ totpSecretEnc: 'sealed', totpLastStep: 10, updatedAt: 2_000 })
+    expect(await repo.claimTotpStep('a1', 10)).toBe(false)
+    expect(await repo.claimTotpStep('a1', 9)).toBe(false)
+    expect(await repo.claimTotpStep('a1', 11)).toBe(true)
+    expect(await repo.claimTotpStep('a1', 11)).toBe(false)
+    expect(await repo.claimTotpStep('nobody', 99)).toBe(false)
+    await repo.setTotp('a1', null, null, 3_000)
+    expect(await repo.byId('a1')).toMatchObject({ totpSecretEnc: null, totpLastStep: null })
+    // Null last step: any step is later.
+    expect(await repo.claimTotpStep('a1', 1)).toBe(true)
+  })
+
+  test('two concurrent uses of one TOTP step, on two connections: exactly one wins', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    await repo.insertAdmin(admin('a1', 'a@example.com'), [])
+    await repo.setTotp('a1', 'sealed', 5, 2_000)
+    if (dialect === 'pg') {
+      // A second pool is a second node: the claims run on different connections at once, many rounds.
+      const other = openPool(s.location, 4)
+      try {
+        const repo2 = createAdminsRepo(pgStorage(other))
+        for (let step = 6; step < 26; step++) {
+          const wins = await Promise.all([repo.claimTotpStep('a1', step), repo2.claimTotpStep('a1', step), repo.claimTotpStep('a1', step), repo2.claimTotpStep('a1', step)])
+          expect(wins.filter(Boolean).length).toBe(1)
+        }
+      } finally {
+        await other.end()
+      }
+    } else {
+      const wins = await Promise.all([repo.claimTotpStep('a1', 6), repo.claimTotpStep('a1', 6)])
+      expect(wins.filter(Boolean).length).toBe(1)
+    }
+  })
+
+  test('the service: two sign-ins racing with the same TOTP code, on two nodes: exactly one signs in', async () => {
+    const s = await fresh()
+    const box = new SecretBox(new Uint8Array(32).fill(3))
+    const one = createAdminsService(s.storage, box, s.clock)
+    const created = await one.create('t@example.com', 'a long password')
+    const secret = newTotpSecret()
+    await one.setTotp(created.id, secret, totpCode(base32Decode(secret), s.clock.now()))
+    s.clock.advance(30_000)
+    const code = totpCode(base32Decode(secret), s.clock.now())
+    const pool = dialect === 'pg' ? openPool(s.location, 2) : undefined
+    try {
+      const two = pool ? createAdminsService(pgStorage(pool), box, s.clock) : one
+      const outcomes = await Promise.allSettled([one.verifyLogin('t@example.com', 'a long password', code), two.verifyLogin('t@example.com', 'a long password', code)])
+      expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected'])
+      expect((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'invalid_credentials' })
+    } finally {
+      await pool?.end()
+    }
+  })
+
+  test('a password change revokes every live session of the admin, no other', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    await repo.insertAdmin(admin('a1', 'a@example.com'), [])
+    await repo.insertAdmin(admin('a2', 'b@example.com'), [])
+    await repo.insertSession(session('s1', 'a1'))
+    await repo.insertSession(session('s2', 'a1'))
+    expect(await repo.revokeSession('a1', 's2', 500)).toBe(true)
+    await repo.insertSession(session('s3', 'a2'))
+    await repo.setPassword('a1', 'new-hash', 7_000)
+    expect((await repo.byId('a1'))?.passwordHash).toBe('new-hash')
+    expect((await repo.sessionByTokenHash('th-s1'))?.revokedAt).toBe(7_000)
+    expect((await repo.sessionByTokenHash('th-s2'))?.revokedAt).toBe(500)
+    expect((await repo.sessionByTokenHash('th-s3'))?.revokedAt).toBeNull()
+  })
+
+  test('sessions: read back, touched, listed newest first (live only), revoked once and only by their admin', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    await repo.insertAdmin(admin('a1', 'a@example.com'), [])
+    await repo.insertSession(session('s1', 'a1'))
+    await repo.insertSession(session('s2', 'a1'))
+    await repo.insertSession(session('s3', 'a1', { expiresAt: 2_000 }))
+    await repo.insertSession(session('s4', 'a1', { lastSeenAt: 10 }))
+    expect(await repo.sessionByTokenHash('th-s1')).toEqual(session('s1', 'a1'))
+    expect(await repo.sessionByTokenHash('nope')).toBeUndefined()
+    await repo.touchSession('s1', 4_000)
+    expect((await repo.sessionByTokenHash('th-s1'))?.lastSeenAt).toBe(4_000)
+    expect((await repo.liveSessions('a1', 3_000, 100)).map((r) => r.id)).toEqual(['s2', 's1'])
+    expect(await repo.revokeSession('a2', 's1', 5_000)).toBe(false)
+    expect(await repo.revokeSession('a1', 's1', 5_000)).toBe(true)
+    expect(await repo.revokeSession('a1', 's1', 6_000)).toBe(false)
+    expect((await repo.sessionByTokenHash('th-s1'))?.revokedAt).toBe(5_000)
+    expect((await repo.liveSessions('a1', 3_000, 100)).map((r) => r.id)).toEqual(['s2'])
+  })
+
+  test('setup tokens: a new one drops unused ones; redeemed once, before expiry, while there is no admin', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    await repo.replaceSetupToken('t1', 1_000, 5_000)
+    await repo.replaceSetupToken('t2', 1_000, 5_000)
+    expect(await repo.redeemSetupToken('t1', 2_000, admin('x1', 'x@example.com'))).toBe(false)
+    expect(await repo.redeemSetupToken('t2', 5_000, admin('x1', 'x@example.com'))).toBe(false)
+    expect(await repo.count()).toBe(0)
+    // Two redemptions of the same token at once: one owner.
+    const [a, b] = await Promise.all([repo.redeemSetupToken('t2', 2_000, admin('x1', 'x@example.com')), repo.redeemSetupToken('t2', 2_000, admin('x2', 'y@example.com'))])
+    expect([a, b].filter(Boolean).length).toBe(1)
+    expect(await repo.count()).toBe(1)
+    const owner = (await repo.byId(a ? 'x1' : 'x2'))!
+    expect(owner.isOwner).toBe(true)
+    // With an admin, a fresh token is refused.
+    await repo.replaceSetupToken('t3', 3_000, 9_000)
+    expect(await repo.redeemSetupToken('t3', 3_000, admin('x3', 'z@example.com'))).toBe(false)
+    const used = await rows<{ n: number }>(s.storage, 'SELECT COUNT(*) AS n FROM admin_setup_tokens WHERE used_at IS NOT NULL')
+    expect(Number(used[0].n)).toBe(1)
+  })
+
+  test('key use is upserted, its creator kept', async () => {
+    const s = await fresh()
+    const repo = createAdminsRepo(s.storage)
+    await repo.keyUsed('k1', 1_000)
+    await repo.keyUsed('k1', 2_000)
+    const r = await rows<{ key_id: string; last_used_at: number; created_by: string | null }>(s.storage, 'SELECT key_id, last_used_at, created_by FROM api_key_activity')
+    expect(r.map((x) => ({ ...x, last_used_at: Number(x.last_used_at) }))).toEqual([{ key_id: 'k1', last_used_at: 2_000, created_by: null }])
+  })
+})
