@@ -300,7 +300,23 @@ describe.skipIf(Boolean(skip))('fixloop migrate-db', () => {
     const bad = await runBinary(['migrate-db', '--to', 'mysql://u:hunter22@h/db', '--data-dir', dataDir])
     expect(bad.code).toBe(2)
     expect(bad.stderr).not.toContain('hunter22')
+    // Without --to, FIXLOOP_DATABASE_URL is the target (keeps the password off the command line).
+    const fromEnv = await runBinary(['migrate-db', '--data-dir', dataDir, '--json'], { FIXLOOP_DATABASE_URL: await pg.createDatabase('env') })
+    expect(fromEnv.code).toBe(0)
+    expect(JSON.parse(fromEnv.stdout).ok).toBe(true)
     expect((await runBinary(['--help'])).stdout).toContain('migrate-db')
     expect((await runBinary(['migrate-db', '--help'])).stdout).toContain('--to URL')
+  })
+
+  test('backup and restore in PostgreSQL mode point to pg_dump and pg_restore', async () => {
+    const env = { FIXLOOP_DATABASE_URL: url }
+    const backup = await runBinary(['backup', '--out', join(work, 'x.tar'), '--data-dir', dataDir], env)
+    expect(backup.code).toBe(2)
+    expect(backup.stderr).toContain('pg_dump --format=custom')
+    expect(backup.stderr).toContain('Backup and restore on PostgreSQL')
+    const restore = await runBinary(['restore', '--from', join(work, 'x.tar'), '--data-dir', join(work, 'r')], env)
+    expect(restore.code).toBe(2)
+    expect(restore.stderr).toContain('pg_restore')
+    expect(backup.stderr + restore.stderr).not.toContain(pg.password)
   })
 })

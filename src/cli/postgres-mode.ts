@@ -53,7 +53,11 @@ export function refuseOnPostgres(command: string, config: Readonly<Config>): nev
     throw new StartupError(`serve with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
   }
   if (command === 'backup' || command === 'restore') {
-    throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: back up PostgreSQL with pg_dump (and the bucket with its own tools); fixloop ${command} covers only the embedded SQLite data dir`)
+    const how =
+      command === 'backup'
+        ? 'back up PostgreSQL with pg_dump (pg_dump --format=custom), and the S3 bucket with its own tools (versioning, mc mirror)'
+        : 'restore PostgreSQL with pg_restore from a pg_dump archive, and the S3 bucket with its own tools'
+    throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${how}; fixloop ${command} covers only the embedded SQLite data dir (docs/operations.md, "Backup and restore on PostgreSQL")`)
   }
   throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
 }
