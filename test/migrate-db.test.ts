@@ -304,6 +304,10 @@ describe.skipIf(Boolean(skip))('fixloop migrate-db', () => {
     const fromEnv = await runBinary(['migrate-db', '--data-dir', dataDir, '--json'], { FIXLOOP_DATABASE_URL: await pg.createDatabase('env') })
     expect(fromEnv.code).toBe(0)
     expect(JSON.parse(fromEnv.stdout).ok).toBe(true)
+    // The password may come from PGPASSWORD instead of the URL.
+    const bare = (await pg.createDatabase('pgpassword')).replace(`:${pg.password}@`, '@')
+    const viaPgPassword = await runBinary(['migrate-db', '--to', bare, '--data-dir', dataDir, '--json'], { PGPASSWORD: pg.password })
+    expect(viaPgPassword.code).toBe(0)
     expect((await runBinary(['--help'])).stdout).toContain('migrate-db')
     expect((await runBinary(['migrate-db', '--help'])).stdout).toContain('--to URL')
   })
