@@ -14,6 +14,11 @@ import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
 import { applyPgMigrations } from '../src/db/pg/migrate'
 import { lockDataDir } from '../src/db/data-dir-lock'
+import { copyPlan, orderForCopy, toPg } from '../src/db/transfer/tables'
+import * as sqliteSchema from '../src/db/schema'
+import * as pgSchema from '../src/db/pg/schema'
+import { integer as liteInteger, sqliteTable, text as liteText } from 'drizzle-orm/sqlite-core'
+import { boolean as pgBoolean, pgTable, text as pgText } from 'drizzle-orm/pg-core'
 import { call, eventually, freePort, runBinary, seedTenant, startTestServer, tempDir, type Tenant } from './harness'
 import { ensureBinary } from './helpers-lifecycle'
 import { submitWithScreenshot } from './ops-helpers'
@@ -322,5 +327,46 @@ describe.skipIf(Boolean(skip))('fixloop migrate-db', () => {
     expect(restore.code).toBe(2)
     expect(restore.stderr).toContain('pg_restore')
     expect(backup.stderr + restore.stderr).not.toContain(pg.password)
+  })
+})
+
+describe('the copy plan', () => {
+  test('every table of both trees, referenced tables first, the seeded credential_generation last', () => {
+    const plan = copyPlan()
+    const names = plan.map((t) => t.name)
+    expect(names.length).toBeGreaterThan(20)
+    expect(new Set(names).size).toBe(names.length)
+    for (const table of ['feedback', 'jobs', 'events', 'event_counters', 'webhooks', 'instance_meta']) expect(names).toContain(table)
+    expect(names.indexOf('orgs')).toBeLessThan(names.indexOf('apps'))
+    expect(names.indexOf('apps')).toBeLessThan(names.indexOf('feedback'))
+    expect(names.at(-1)).toBe('credential_generation')
+    const apps = plan.find((t) => t.name === 'apps')!
+    expect(apps.columns.find((c) => c.name === 'batch_enabled')?.kind).toBe('bool')
+    expect(apps.columns.find((c) => c.name === 'created_at')?.kind).toBe('int64')
+    expect(plan.find((t) => t.name === 'admin_memberships')!.key).toEqual(['admin_id', 'org_id'])
+  })
+
+  test('trees that disagree stop the copy with every difference named', () => {
+    const extraLite = sqliteTable('only_lite', { id: liteText('id').primaryKey() })
+    const flagLite = sqliteTable('flags', { id: liteText('id').primaryKey(), on: liteInteger('on').notNull(), gone: liteText('gone') })
+    const flagPg = pgTable('flags', { id: pgText('id').primaryKey(), on: pgBoolean('on').notNull() })
+    expect(() => copyPlan({ ...sqliteSchema, extraLite, flagLite }, { ...pgSchema, flagPg })).toThrow(
+      /table only_lite is in the SQLite tree only.*flags\.on: SQLiteInteger cannot be copied into PgBoolean.*flags\.gone is in the SQLite tree only/,
+    )
+  })
+
+  test('a foreign-key cycle cannot be ordered', () => {
+    const t = (name: string, references: string[]) => ({ name, columns: [], key: ['id'], references })
+    expect(() => orderForCopy([t('a', ['b']), t('b', ['a'])])).toThrow('cycle')
+  })
+
+  test('values that do not fit their PostgreSQL column are refused with where they are', () => {
+    const at = () => 'jobs.attempts of the row with key 7'
+    expect(() => toPg('int32', 2n ** 31n, at)).toThrow('does not fit')
+    expect(() => toPg('int64', 'abc', at)).toThrow('jobs.attempts of the row with key 7: "abc" is not an integer')
+    expect(() => toPg('bool', 2n, at)).toThrow('not a boolean')
+    expect(toPg('int64', 2n ** 60n, at)).toBe('1152921504606846976')
+    expect(toPg('bool', 1n, at)).toBe(true)
+    expect(toPg('float', 3n, at)).toBe(3)
   })
 })

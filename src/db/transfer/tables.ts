@@ -71,10 +71,13 @@ function tablesOf<T>(schema: Record<string, unknown>, kind: new (...args: never[
   return Object.values(schema).filter((v) => is(v, kind as never)) as T[]
 }
 
-/** The tables of both trees, checked against each other, in foreign-key order (referenced first, seeded last). */
-export function copyPlan(): CopyTable[] {
-  const lite = new Map(tablesOf(sqliteSchema, SQLiteTable).map((t) => [sqliteConfig(t).name, sqliteConfig(t)]))
-  const pg = new Map(tablesOf(pgSchema, PgTable).map((t) => [pgConfig(t).name, pgConfig(t)]))
+/**
+ * The tables of both trees, checked against each other, in foreign-key order (referenced first, seeded
+ * last). The trees are parameters so a test can plant a disagreement.
+ */
+export function copyPlan(liteTree: Record<string, unknown> = sqliteSchema, pgTree: Record<string, unknown> = pgSchema): CopyTable[] {
+  const lite = new Map(tablesOf(liteTree, SQLiteTable).map((t) => [sqliteConfig(t).name, sqliteConfig(t)]))
+  const pg = new Map(tablesOf(pgTree, PgTable).map((t) => [pgConfig(t).name, pgConfig(t)]))
   const problems: string[] = []
   for (const name of lite.keys()) if (!pg.has(name)) problems.push(`table ${name} is in the SQLite tree only`)
   for (const name of pg.keys()) if (!lite.has(name)) problems.push(`table ${name} is in the PostgreSQL tree only`)
