@@ -114,7 +114,7 @@ function parseHttpUrl(text: string, source: string): string {
 }
 
 /** A URL of one of `schemes`, or a ConfigError naming the variable (never echoing a password). */
-function parseServiceUrl(value: string | undefined, name: string, schemes: string[]): string | undefined {
+export function parseServiceUrl(value: string | undefined, name: string, schemes: string[]): string | undefined {
   if (!value) return undefined
   let url: URL
   try {

@@ -10,6 +10,7 @@ import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate, runRekey, runRestore } from './cli/ops'
+import { runMigrateDb } from './cli/migrate-db'
 import { didYouMean } from './cli/suggest'
 import { hoistGlobalFlags } from './cli/global-flags'
 import { runAdminCommand } from './cli/admin'
@@ -34,6 +35,7 @@ Commands:
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
   chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
+  migrate-db      copy the data dir's SQLite into an empty PostgreSQL (--to postgres://…), verified
   backup          write one archive: database + uploaded files + manifest
   restore         restore such an archive into a data dir
   rekey           re-seal every stored secret under a new master key
@@ -63,11 +65,13 @@ function runVersion(argv: string[]): void {
   process.stdout.write(argv.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
 }
 
-const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'backup', 'restore', 'rekey', 'version', 'help']
+const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
 
-/** Commands that open the data dir's SQLite: refused while FIXLOOP_DATABASE_URL is set (cli/postgres-mode.ts). */
-/** Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set (cli/postgres-mode.ts). */
-const SQLITE_COMMANDS = new Set(['admin', 'webhook', 'chatops', 'backup', 'restore', 'rekey'])
+/**
+ * Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set
+ * (cli/postgres-mode.ts). Not migrate-db: it reads the SQLite on purpose and takes FIXLOOP_DATABASE_URL as its target.
+ */
+const SQLITE_COMMANDS = new Set(['webhook', 'chatops', 'backup', 'restore', 'rekey'])
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = hoistGlobalFlags(argv)
@@ -90,6 +94,8 @@ async function main(argv: string[]): Promise<void> {
       return runChatopsCommand(rest)
     case 'migrate':
       return runMigrate(rest)
+    case 'migrate-db':
+      return runMigrateDb(rest)
     case 'backup':
       return runBackup(rest)
     case 'restore':

@@ -112,6 +112,7 @@ function sqlViolations(rel: string, text: string): string[] {
 const SQLITE_INFRA = new Set([
   'db/client.ts', 'db/migrate.ts', 'db/group-commit.ts', 'db/write-turns.ts', 'db/checkpointer.ts', 'db/checkpointer-worker.ts',
   'db/backup/write.ts', 'db/data-dir-lock.ts', 'db/instance-meta.ts', 'db/master-key-check.ts', 'db/schema-guard.ts', 'db/rekey.ts',
+  'db/transfer/sqlite-source.ts',
 ])
 
 /**

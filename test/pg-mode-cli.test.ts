@@ -82,7 +82,7 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
   }
 
   test('commands not yet ported refuse and create nothing', async () => {
-    for (const args of [['admin', 'list'], ['rekey', '--old-key-file', '/x', '--new-key-file', '/y']]) {
+    for (const args of [['webhook', 'list', '--org', 'a'.repeat(24)], ['rekey', '--old-key-file', '/x', '--new-key-file', '/y']]) {
       const r = await runBinary([...args, '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
       expect({ args, code: r.code }).toEqual({ args, code: 2 })
       expect(r.stderr).toContain('does not run this command on PostgreSQL yet')

@@ -1,6 +1,6 @@
 /** `fixloop admin create|reset-password`: dashboard admins from the command line (passwords from files). */
 import { loadConfig } from '../config'
-import { createContext } from '../context'
+import { closeContext, openContext } from '../context'
 import { createAdminsService } from '../modules/admins/service'
 import { readPasswordFile } from '../modules/admins/bootstrap'
 import { createAuditLog } from '../modules/audit/index'
@@ -40,7 +40,7 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   if (role !== 'owner' && role !== 'member') throw new UsageError(`--role must be owner or member, got "${role}"`)
   if (!values.email) throw new UsageError('missing --email')
   const password = readPassword(values['password-file'])
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }))
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
     const admins = createAdminsService(ctx.storage, ctx.box, ctx.clock)
     const audit = createAuditLog(ctx.storage, ctx.clock)
@@ -53,6 +53,6 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
     await audit.record({ orgId: null, actor: 'cli', action: 'admin.password_reset', targetId: admin.id })
     return output({ id: admin.id, email: admin.email }, values.json)
   } finally {
-    ctx.sqlite.close()
+    await closeContext(ctx)
   }
 }

@@ -4,6 +4,7 @@
  * (exit 2) instead of quietly using a database the operator did not mean. `serve` first names what
  * cluster mode needs and is missing (CONTRACT.md), so a deployment can be prepared now.
  */
+import type { Pool } from 'pg'
 import type { Config } from '../config'
 import { StartupError } from '../core/startup-error'
 import { connectPg, describeDatabase } from '../db/pg/connect'
@@ -15,17 +16,22 @@ import { VERSION } from '../version'
 export async function migratePostgres(url: string): Promise<string[]> {
   const pool = await connectPg(url, 2)
   try {
-    const unknown = await unknownPgMigrations(pool)
-    if (unknown.length > 0) {
-      throw new StartupError(
-        `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
-          `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
-      )
-    }
-    return await applyPgMigrations(pool)
+    return await migratePostgresPool(pool, url)
   } finally {
     await pool.end()
   }
+}
+
+/** migratePostgres on an open pool (`url` only names the database in the refusal). */
+export async function migratePostgresPool(pool: Pool, url: string): Promise<string[]> {
+  const unknown = await unknownPgMigrations(pool)
+  if (unknown.length > 0) {
+    throw new StartupError(
+      `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
+        `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
+    )
+  }
+  return applyPgMigrations(pool)
 }
 
 /** What cluster mode needs besides the database (CONTRACT.md), as the variables to set. */
@@ -48,7 +54,11 @@ export function requireClusterSettings(config: Readonly<Config>): void {
 /** Refuses `command` while FIXLOOP_DATABASE_URL is set, saying why and what to do. */
 export function refuseOnPostgres(command: string, config: Readonly<Config>): never {
   if (command === 'backup' || command === 'restore') {
-    throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: back up PostgreSQL with pg_dump (and the bucket with its own tools); fixloop ${command} covers only the embedded SQLite data dir`)
+    const how =
+      command === 'backup'
+        ? 'back up PostgreSQL with pg_dump (pg_dump --format=custom), and the S3 bucket with its own tools (versioning, mc mirror)'
+        : 'restore PostgreSQL with pg_restore from a pg_dump archive, and the S3 bucket with its own tools'
+    throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${how}; fixloop ${command} covers only the embedded SQLite data dir (docs/operations.md, "Backup and restore on PostgreSQL")`)
   }
   throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
 }

@@ -7,7 +7,7 @@ import { startServer, STOP_BUDGET_MS } from '../server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../storage/index'
 import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
-import { createContext } from '../context'
+import { closeContext, openContext } from '../context'
 import { createAdminsService } from '../modules/admins/service'
 import { createAuditLog } from '../modules/audit/index'
 import { ensureDemoApp } from './demo'
@@ -54,7 +54,7 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
     throw new ConfigError(`FIXLOOP_ADMIN_PASSWORD_FILE: ${config.adminPasswordFile} does not exist`)
   }
   // The env admin exists before the port opens, so a client that sees /healthz can sign in with it.
-  const boot = createContext(config)
+  const boot = await openContext(config)
   try {
     const created = await adminFromEnv(createAdminsService(boot.storage, boot.box, boot.clock), createAuditLog(boot.storage, boot.clock), {
       email: config.adminEmail,
@@ -62,7 +62,7 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
     })
     if (created) process.stdout.write(`fixloop: created admin ${created.email} from FIXLOOP_ADMIN_EMAIL\n`)
   } finally {
-    boot.sqlite.close()
+    await closeContext(boot)
   }
   let demoKey: string | undefined
   const running = await startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
