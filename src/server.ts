@@ -3,6 +3,7 @@
  * the worker are built once (src/services.ts); SIGTERM/SIGINT stop accepting, finish in-flight
  * requests, flush pending commits and release leases.
  */
+import { countRepoConnectionsSync } from './db/sqlite/connections'
 import { ConfigError, type Config } from './config'
 import { sandboxProblem } from './agent/sandbox'
 import { createContext, type Context } from './context'
@@ -93,7 +94,8 @@ export function startServer(config: Readonly<Config>, options: StartOptions = {}
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
-    if (services.connections.count() > 0) {
+    // TODO(issue 22): `await services.connections.count()` once startServer is async; it starts on SQLite only until then.
+    if (countRepoConnectionsSync(ctx.sqlite) > 0) {
       void checkpointer.stop()
       ctx.sqlite.close()
       lock.release()

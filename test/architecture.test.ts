@@ -35,7 +35,7 @@ const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'worker/agent', 'http', 'a
 type Layer = (typeof LAYERS)[number]
 
 /** Storage infrastructure under src/db/{sqlite,pg}/ (not a repository implementation): plain `db` layer. */
-const STORAGE_INFRA = /^db\/(pg\/(schema\/|storage|client-options|connect|migrate|migrations|transaction)|sqlite\/(storage|errors))/
+const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit)\.ts$)|sqlite\/(storage|errors)\.ts$)/
 
 /** A repository implementation of one dialect (src/db/sqlite/*, src/db/pg/*, except the infrastructure). */
 const isAdapter = (rel: string) => /^db\/(sqlite|pg)\//.test(rel) && !STORAGE_INFRA.test(rel)
@@ -124,8 +124,8 @@ const NOT_YET_PORTED = new Set<string>([
   'auth/credentials-repo.ts', 'auth/directory.ts',
   'modules/admin-api/console-repo.ts', 'modules/admin-api/inbox-repo.ts', 'modules/admins/key-activity.ts', 'modules/admins/service.ts',
   'modules/admins/sessions.ts', 'modules/agent-runs/repo.ts', 'modules/agent-runs/service.ts', 'modules/audit/index.ts',
-  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/processing-repo.ts', 'modules/feedback/repo.ts',
-  'modules/health/readiness.ts', 'modules/metrics/repo.ts', 'modules/metrics/service.ts', 'modules/uploads/service.ts',
+  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/processing-repo.ts',
+  'modules/health/readiness.ts', 'modules/metrics/repo.ts', 'modules/metrics/service.ts',
   'modules/webhooks/repo.ts', 'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
   'worker/steps/process-feedback.ts', 'worker/steps/release-batch.ts', 'worker/steps/sanitize-report.ts', 'worker/thread-entry.ts',
 ])

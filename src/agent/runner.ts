@@ -89,10 +89,11 @@ export function createAgentRunner(sqlite: Database, connections: ConnectionsServ
    * Starts a run for a queued report if a slot is free. Returns false when the report no longer
    * needs one (archived, a duplicate, already running). Throws RunnerBusy when it must wait.
    */
-  function start(feedbackId: string): boolean {
+  async function start(feedbackId: string): Promise<boolean> {
     const f = runs.feedback(feedbackId)
     if (!f || f.status !== 'queued' || f.duplicate_of_id) return false
-    const conn = connections.load(f.app_id)
+    // The last await before the slot checks: from here to `active.set` nothing else runs on this thread.
+    const conn = await connections.load(f.app_id)
     // No repository yet: the report waits in `queued`; `connect-repo` queues a run for it.
     if (!conn) return false
     if (runs.runningCount(f.app_id) > 0 || [...active.values()].some((a) => a.appId === f.app_id)) {

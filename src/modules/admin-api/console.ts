@@ -91,9 +91,9 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
       return tenants.rotateSecret(orgId, appId, by(actor))
     },
 
-    repo(orgId: string, appId: string) {
+    async repo(orgId: string, appId: string) {
       appOf(orgId, appId)
-      return { connection: connections.get(orgId, appId) }
+      return { connection: await connections.get(orgId, appId) }
     },
 
     /**
@@ -101,23 +101,17 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
      * commands run on this server, which an Org admin must not be able to make it do.
      * An empty token keeps the stored one.
      */
-    connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
+    async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
       appOf(orgId, appId)
-      const hostToken = input.hostToken || connections.load(appId)?.hostToken || undefined
-      return atomically(() => {
-        const connection = connections.connect(orgId, appId, { ...input, hostToken })
-        log(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken })
-        return { connection }
-      })
+      const hostToken = input.hostToken || (await connections.load(appId))?.hostToken || undefined
+      // The connection, the runs it releases and its audit row commit together (connections/repo.ts).
+      const connection = await connections.connect(orgId, appId, { ...input, hostToken }, { ...by(actor), note: { tokenChanged: !!input.hostToken } })
+      return { connection }
     },
 
-    disconnectRepo(actor: Actor, orgId: string, appId: string) {
+    async disconnectRepo(actor: Actor, orgId: string, appId: string) {
       appOf(orgId, appId)
-      return atomically(() => {
-        const out = connections.disconnect(orgId, appId)
-        log(actor, orgId, 'app.repo_disconnected', appId)
-        return out
-      })
+      return connections.disconnect(orgId, appId, by(actor))
     },
 
     async listKeys(orgId: string) {

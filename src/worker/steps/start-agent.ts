@@ -12,10 +12,10 @@ export const AGENT_RETRY_MS = 5_000
 
 export function createStartAgentStep(runner: AgentRunner): JobStep {
   return {
-    run(job: JobRow): void {
+    async run(job: JobRow): Promise<void> {
       if (!job.feedback_id) return
       try {
-        runner.start(job.feedback_id)
+        await runner.start(job.feedback_id)
       } catch (e) {
         if (e instanceof RunnerBusy) throw new DeferJob(AGENT_RETRY_MS, e.message)
         throw e
