@@ -94,10 +94,10 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.duplicateOfId, leadId))).orderBy(desc(feedback.id)).limit(limit),
     customerMove: (orgId, id, to) =>
       storage.tx(async (client, _db, onCommit) => {
-        // The lifecycle's move locks the row (FOR UPDATE) and compares the version read here: a move
-        // that another writer made in between loses (`lost`), never applies twice.
+        // Read and move under the row's lock, as the SQLite side does under its write lock: a second move
+        // of the report waits here, then decides on the row the first one left (the FSM, not a lost race).
         const row = await one<{ version: number; duplicateOfId: string | null }>(
-          client, 'SELECT version, duplicate_of_id AS "duplicateOfId" FROM feedback WHERE org_id = $1 AND id = $2', [orgId, id],
+          client, 'SELECT version, duplicate_of_id AS "duplicateOfId" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, id],
         )
         if (!row) return { kind: 'not_found' as const }
         if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
