@@ -1,13 +1,13 @@
 /** modules/connections/repo.ts and modules/apps/repo.ts on both dialects. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createConnectionsRepo, type NewConnection } from '../../src/modules/connections/repo'
+import { createConnectionsRepo, type ConnectionRow } from '../../src/modules/connections/repo'
 import { createAppsRepo } from '../../src/modules/apps/repo'
 import { createTenantsRepo } from '../../src/modules/tenants/repo'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
-const conn = (appId: string, at: number, gitUrl = 'https://git.example/acme/shop.git'): NewConnection => ({
+const conn = (appId: string, at: number, gitUrl = 'https://git.example/acme/shop.git'): ConnectionRow => ({
   appId, gitUrl, baseBranch: 'main', hostKind: 'github', hostApiUrl: 'https://api.github.com', hostRepo: null, hostTokenEnc: 'sealed',
   agentProvider: 'command', agentCommand: 'true', model: null, timeoutSeconds: 900, prMode: 'ready', verifyCommand: null, maxFiles: 20,
   maxLines: 1000, denyPaths: '[]', runsPerDay: 20, maxCostUsdPerMonth: 12.5, createdAt: at, updatedAt: at,
