@@ -103,7 +103,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
-    if (services.connections.count() > 0) {
+    if ((await services.connections.count()) > 0) {
       void checkpointer?.stop()
       closeStorage()
       lock.release()

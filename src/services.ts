@@ -6,7 +6,7 @@
  */
 import type { Context } from './context'
 import type { Logger } from './core/logger'
-import { GroupCommitter } from './db/group-commit'
+import { createIntakeCommitter } from './db/intake-committer'
 import { CredentialDirectory } from './auth/directory'
 import { createRateLimiters } from './http/rate-limit'
 import type { AuthDeps } from './http/auth'
@@ -14,6 +14,7 @@ import { createLifecycle } from './lifecycle/lifecycle'
 import { createWakeSignal } from './lifecycle/wake'
 import { createAppsRepo } from './modules/apps/repo'
 import { createFeedbackService } from './modules/feedback/service'
+import { createFeedbackRepo } from './modules/feedback/repo'
 import { createTriageService } from './modules/feedback/triage-service'
 import { createUploadsService } from './modules/uploads/service'
 import { createTenantsService } from './modules/tenants/service'
@@ -79,7 +80,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const lifecycle = createLifecycle(ctx.storage, clock, wake)
   // Intake's group commits go first at the write lock; the processing thread waits its turn.
   const turns = options.turns ?? new WriteTurns()
-  const committer = new GroupCommitter(sqlite, turns)
+  const committer = createIntakeCommitter(ctx.storage, turns)
   const directory = new CredentialDirectory(ctx.storage, ctx.box)
   const limiters = createRateLimiters(clock, config.rateLimitMultiplier)
   const tenants = createTenantsService(ctx)
@@ -97,7 +98,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     keyUsed: createKeyActivity(ctx.storage, clock),
   }
   const store = createBlobStore(ctx)
-  const uploads = createUploadsService(sqlite, store, committer, clock, log, config.uploadGraceHours * 3600_000)
+  const uploads = createUploadsService(ctx.storage, store, committer, clock, log, config.uploadGraceHours * 3600_000)
   const connections = createConnectionsService(ctx, lifecycle)
   const agentRunsRepo = createAgentRunsRepo(ctx.storage, lifecycle)
   const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {
@@ -146,7 +147,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   }
   scheduleUploadsGc(createJobsRepo(sqlite), lifecycle, clock)
 
-  const apps = createAppsRepo(ctx.db)
+  const apps = createAppsRepo(ctx.storage)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
   // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
   const hub = new EventHub(createEventsRepo(sqlite), { pollMs: 100, heartbeatMs: config.sseHeartbeatMs })
@@ -161,7 +162,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     uploads,
     apps,
     feedback,
-    triage: createTriageService(ctx, cluster),
+    triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,
     connections,

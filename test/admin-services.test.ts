@@ -80,27 +80,27 @@ describe('connections service', () => {
     expect((await failure(() => connections.connect(a.orgId, b.appId, { gitUrl: 'https://git.example/acme/shop.git' }))).code).toBe('app_not_found')
     expect((await failure(() => connections.disconnect(a.orgId, b.appId))).code).toBe('app_not_found')
     expect((await failure(() => connections.get(a.orgId, b.appId))).code).toBe('app_not_found')
-    expect(connections.load(b.appId)).toBeNull()
-    expect(connections.get(b.orgId, b.appId)).toBeNull()
+    expect(await connections.load(b.appId)).toBeNull()
+    expect(await connections.get(b.orgId, b.appId)).toBeNull()
   })
 
   test('bad input: invalid_argument with the flag named', async () => {
     const connections = srv.services.connections
     expect(await failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'not a url' }))).toMatchObject({ code: 'invalid_argument', status: 400 })
     expect((await failure(() => connections.connect(a.orgId, a.appId, { gitUrl: 'https://git.example/a/b.git', timeoutSeconds: -1 }))).message).toContain('--timeout-seconds')
-    expect(connections.load(a.appId)).toBeNull()
+    expect(await connections.load(a.appId)).toBeNull()
   })
 
-  test('get: the stored connection without its token', () => {
+  test('get: the stored connection without its token', async () => {
     const connections = srv.services.connections
     const token = 'ghp_' + 'N4tReAlLyAtOkEnN4tReAlLyAtOkEn123456'
-    const stored = connections.connect(b.orgId, b.appId, { gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostToken: token })
-    const read = connections.get(b.orgId, b.appId)
+    const stored = await connections.connect(b.orgId, b.appId, { gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostToken: token })
+    const read = await connections.get(b.orgId, b.appId)
     expect(read).toEqual({ ...stored, updatedAt: read!.updatedAt })
     expect(read).toMatchObject({ gitUrl: 'https://git.example/beta/shop.git', host: 'github', hostRepo: 'beta/shop', hasHostToken: true })
     expect(JSON.stringify(read)).not.toContain(token)
-    expect(connections.disconnect(b.orgId, b.appId)).toEqual({ appId: b.appId, disconnected: true })
-    expect(connections.get(b.orgId, b.appId)).toBeNull()
+    expect(await connections.disconnect(b.orgId, b.appId)).toEqual({ appId: b.appId, disconnected: true })
+    expect(await connections.get(b.orgId, b.appId)).toBeNull()
   })
 })
 

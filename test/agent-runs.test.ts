@@ -99,7 +99,7 @@ describe('a run that opens a pull request (GitHub)', () => {
   afterAll(() => teardown(s))
 
   test('queued report → branch pushed, PR opened, report pr_opened, run succeeded with usage and timings', async () => {
-    connect(s, { gitUrl: s.bare, prMode: 'ready' })
+    await connect(s, { gitUrl: s.bare, prMode: 'ready' })
     // The stub finds the repository by owner/name; the remote URL's path must end with acme/shop.
     const { item, run, id } = await submitAndFinish(s)
     expect(run.status).toBe('succeeded')
@@ -146,7 +146,7 @@ describe('a run that opens a pull request (GitHub)', () => {
     const path = process.env.PATH
     process.env.PATH = `${dir}:${path}`
     try {
-      connect(s, { agentCommand: agent('fix.sh') })
+      await connect(s, { agentCommand: agent('fix.sh') })
       const { run } = await submitAndFinish(s, 'Argv case: the order total ignores discounts')
       expect(run.status).toBe('succeeded')
     } finally {
@@ -166,7 +166,7 @@ describe('a run that opens a pull request (GitHub)', () => {
     const marker = 'FIXLOOP_SHOULD_NOT_LEAK'
     process.env.FIXLOOP_TEST_SECRET = marker
     try {
-      connect(s, { agentCommand: agent('env-dump.sh') })
+      await connect(s, { agentCommand: agent('env-dump.sh') })
       const { run } = await submitAndFinish(s, 'Search box loses focus after typing two letters')
       expect(run.status).toBe('succeeded')
       const dump = readFileAtBranch(s.bare, run.branch, 'env-dump.txt')!
@@ -181,7 +181,7 @@ describe('a run that opens a pull request (GitHub)', () => {
   })
 
   test('duplicates of the lead show the same mergeRequestUrl', async () => {
-    connect(s, { agentCommand: agent('fix.sh') })
+    await connect(s, { agentCommand: agent('fix.sh') })
     await s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'manual' })
     const lead = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'The coupon field rejects valid codes at checkout every time.' } })).body.id
     await eventually(async () => (await call(s.srv.url, 'GET', `/v1/feedback/${lead}`, { auth: s.t.key })).body.status === 'awaiting_manual')
@@ -213,10 +213,10 @@ describe('a run that opens a pull request (GitHub)', () => {
   })
 
   test('a failed report can be queued again for a new run', async () => {
-    connect(s, { agentCommand: agent('crash.sh') })
+    await connect(s, { agentCommand: agent('crash.sh') })
     const first = await submitAndFinish(s, 'Order confirmation email has an empty subject line')
     expect(first.item.status).toBe('failed')
-    connect(s, { agentCommand: agent('fix.sh') })
+    await connect(s, { agentCommand: agent('fix.sh') })
     expect((await call(s.srv.url, 'PATCH', `/v1/feedback/${first.id}`, { auth: s.t.key, body: { status: 'queued' } })).status).toBe(200)
     const second = await finish(s, first.id)
     expect(second.item.status).toBe('pr_opened')
@@ -246,7 +246,7 @@ describe('guardrails', () => {
   ]
   for (const [name, script, overrides, reason] of cases) {
     test(name, async () => {
-      connect(s, { agentCommand: agent(script), ...overrides })
+      await connect(s, { agentCommand: agent(script), ...overrides })
       const before = s.stub.created.length
       const { run, item } = await submitAndFinish(s, `Guardrail case: ${name}`)
       expect(run.status).toBe('guardrailed')
@@ -271,7 +271,7 @@ describe('failures', () => {
   afterAll(() => teardown(s))
 
   test('the agent exits non-zero', async () => {
-    connect(s, { agentCommand: agent('crash.sh') })
+    await connect(s, { agentCommand: agent('crash.sh') })
     const { run, item } = await submitAndFinish(s, 'Crash case: footer links overlap')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/agent exited with code 3/)
@@ -282,7 +282,7 @@ describe('failures', () => {
   })
 
   test('the agent hangs past the timeout: the whole process group is killed', async () => {
-    connect(s, { agentCommand: agent('hang.sh'), timeoutSeconds: 2 })
+    await connect(s, { agentCommand: agent('hang.sh'), timeoutSeconds: 2 })
     const { run, id } = await submitAndFinish(s, 'Timeout case: the map never loads')
     expect(run.status).toBe('failed')
     expect(run.error).toBe('agent timed out after 2 s')
@@ -293,7 +293,7 @@ describe('failures', () => {
   })
 
   test('the verify command fails', async () => {
-    connect(s, { agentCommand: agent('fix.sh'), verifyCommand: 'echo "1 test failed: total()" >&2; exit 1' })
+    await connect(s, { agentCommand: agent('fix.sh'), verifyCommand: 'echo "1 test failed: total()" >&2; exit 1' })
     const { run } = await submitAndFinish(s, 'Verify case: discount rounding is off by a cent')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/verify command failed \(exit 1\): .*1 test failed/)
@@ -301,7 +301,7 @@ describe('failures', () => {
   })
 
   test('the clone fails', async () => {
-    connect(s, { gitUrl: join(tempDir(), 'missing.git') })
+    await connect(s, { gitUrl: join(tempDir(), 'missing.git') })
     const { run, item } = await submitAndFinish(s, 'Clone case: language switcher is missing')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/^clone failed/)
@@ -313,7 +313,7 @@ describe('failures', () => {
     writeFileSync(hook, '#!/bin/sh\necho "pushes are frozen" >&2\nexit 1\n')
     chmodSync(hook, 0o755)
     try {
-      connect(s, { agentCommand: agent('fix.sh') })
+      await connect(s, { agentCommand: agent('fix.sh') })
       const { run } = await submitAndFinish(s, 'Push case: the size chart is blurry')
       expect(run.status).toBe('failed')
       expect(run.error).toMatch(/^push failed: .*pushes are frozen/)
@@ -323,7 +323,7 @@ describe('failures', () => {
   })
 
   test('the host API answers with an error', async () => {
-    connect(s, { agentCommand: agent('fix.sh') })
+    await connect(s, { agentCommand: agent('fix.sh') })
     s.stub.failNext(500, { message: 'Server Error' })
     const { run, item } = await submitAndFinish(s, 'Host case: the login page flickers')
     expect(run.status).toBe('failed')
@@ -333,7 +333,7 @@ describe('failures', () => {
   })
 
   test('a wrong token: 401 from the host, and the token appears nowhere', async () => {
-    s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github', hostApiUrl: s.stub.apiUrl, hostRepo: 'acme/shop', hostToken: 'ghp_wrongwrongwrongwrongwrongwrong1234', agent: 'command', agentCommand: agent('fix.sh') })
+    await s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github', hostApiUrl: s.stub.apiUrl, hostRepo: 'acme/shop', hostToken: 'ghp_wrongwrongwrongwrongwrongwrong1234', agent: 'command', agentCommand: agent('fix.sh') })
     const { run } = await submitAndFinish(s, 'Token case: newsletter checkbox is pre-ticked')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/401 .*Bad credentials/)
@@ -342,7 +342,7 @@ describe('failures', () => {
   })
 
   test('the runs-per-day cap', async () => {
-    connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1 })
+    await connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1 })
     // Earlier tests of this App already ran today: the cap is reached at once.
     const { run, item } = await submitAndFinish(s, 'Cap case: product video does not autoplay')
     expect(run.status).toBe('failed')
@@ -351,7 +351,7 @@ describe('failures', () => {
   })
 
   test('the monthly cost cap', async () => {
-    connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1000, maxCostUsdPerMonth: 0.01 })
+    await connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1000, maxCostUsdPerMonth: 0.01 })
     const { run } = await submitAndFinish(s, 'Cost case: breadcrumb shows the wrong category')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/^cap reached: \$[\d.]+ spent this month \(limit \$0.01\)/)
@@ -368,7 +368,7 @@ describe('hosts: Gitea and GitLab, drafts', () => {
     test(`${kind}: a draft pull/merge request is opened with the host's auth header`, async () => {
       const s = await setup(kind)
       try {
-        connect(s, { prMode: 'draft' })
+        await connect(s, { prMode: 'draft' })
         const { run, item } = await submitAndFinish(s, `Draft case on ${kind}: price filter ignores the maximum`)
         expect(run.status).toBe('succeeded')
         expect(item.mergeRequestUrl).toBe(s.stub.created[0].url)
@@ -386,7 +386,7 @@ describe('hosts: Gitea and GitLab, drafts', () => {
   test('github draft mode sends draft: true', async () => {
     const s = await setup('github')
     try {
-      connect(s, { prMode: 'draft' })
+      await connect(s, { prMode: 'draft' })
       const { run } = await submitAndFinish(s, 'Draft case on github: search suggestions overlap the header')
       expect(run.status).toBe('succeeded')
       expect(s.stub.created[0].draft).toBe(true)
@@ -398,7 +398,7 @@ describe('hosts: Gitea and GitLab, drafts', () => {
   test('branch mode (host none): the branch is pushed, no request is opened', async () => {
     const s = await setup('github')
     try {
-      s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'none', agent: 'command', agentCommand: agent('fix.sh') })
+      await s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'none', agent: 'command', agentCommand: agent('fix.sh') })
       const { run, item } = await submitAndFinish(s, 'Branch case: the cookie banner covers the pay button')
       expect(run.status).toBe('succeeded')
       expect(run.prUrl).toBeNull()
@@ -416,7 +416,7 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
   test('two queued reports of one App never run at the same time', async () => {
     const s = await setup('github', { FIXLOOP_AGENT_CONCURRENCY: '4' })
     try {
-      connect(s, { agentCommand: `sleep 1 && ${agent('fix.sh')}` })
+      await connect(s, { agentCommand: `sleep 1 && ${agent('fix.sh')}` })
       const ids = await Promise.all(
         ['Serial one: the cart icon flickers', 'Serial two: returns form rejects dates'].map(
           async (text) => (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text } })).body.id as string,
@@ -487,15 +487,15 @@ describe('connect-repo rules', () => {
   test('the token is sealed at rest and never returned', async () => {
     const s = await setup('github')
     try {
-      const view = connect(s)
+      const view = await connect(s)
       expect(JSON.stringify(view)).not.toContain(TOKEN)
       expect(view.hasHostToken).toBe(true)
       const stored = JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM repo_connections').all())
       expect(stored).not.toContain(TOKEN)
       expect(readFileSync(join(s.srv.dataDir, 'fixloop.db')).includes(Buffer.from(TOKEN))).toBe(false)
-      expect(() => s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).toThrow(/must not carry credentials/)
-      expect(() => s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github' })).toThrow(/needs an access token/)
-      expect(() => s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, agent: 'command' })).toThrow(/needs --agent-command/)
+      await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).rejects.toThrow(/must not carry credentials/)
+      await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github' })).rejects.toThrow(/needs an access token/)
+      await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, agent: 'command' })).rejects.toThrow(/needs --agent-command/)
     } finally {
       await teardown(s)
     }

@@ -35,7 +35,7 @@ const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'worker/agent', 'http', 'a
 type Layer = (typeof LAYERS)[number]
 
 /** Storage infrastructure under src/db/{sqlite,pg}/ (not a repository implementation): plain `db` layer. */
-const STORAGE_INFRA = /^db\/(pg\/(schema\/|storage|client-options|connect|migrate|migrations|transaction|master-key|instance-meta)|sqlite\/(storage|errors))/
+const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|master-key|instance-meta)\.ts$)|sqlite\/(storage|errors)\.ts$)/
 
 /** A repository implementation of one dialect (src/db/sqlite/*, src/db/pg/*, except the infrastructure). */
 const isAdapter = (rel: string) => /^db\/(sqlite|pg)\//.test(rel) && !STORAGE_INFRA.test(rel)
@@ -122,8 +122,7 @@ const SQLITE_INFRA = new Set([
  */
 const NOT_YET_PORTED = new Set<string>([
   'context.ts', 'cluster/port.ts', 'cluster/service.ts', 'db/cluster-repo.ts', 'modules/admin-api/inbox-repo.ts',
-  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/processing-repo.ts', 'modules/feedback/repo.ts',
-  'modules/uploads/service.ts',
+  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/processing-repo.ts',
   'modules/webhooks/repo.ts', 'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
   'worker/steps/process-feedback.ts', 'worker/steps/release-batch.ts', 'worker/steps/sanitize-report.ts', 'worker/thread-entry.ts',
 ])

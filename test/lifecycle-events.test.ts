@@ -30,8 +30,8 @@ afterAll(async () => {
   await stub.stop()
 })
 
-function connect(script: string): void {
-  srv.services.connections.connect(t.orgId, t.appId, {
+async function connect(script: string): Promise<void> {
+  await srv.services.connections.connect(t.orgId, t.appId, {
     gitUrl: bare,
     host: 'github',
     hostApiUrl: stub.apiUrl,
@@ -92,7 +92,7 @@ const report = (text: string) => (texts.push(text), submit(text))
 
 describe('the exact event sequence of a report', () => {
   test('submission → pr_opened', async () => {
-    connect('fix.sh')
+    await connect('fix.sh')
     const id = await report('Cart total shows NaN whenever a product lacks a price tag')
     const item = await settle(id, ['pr_opened', 'failed'])
     expect(item.status).toBe('pr_opened')
@@ -116,7 +116,7 @@ describe('the exact event sequence of a report', () => {
   ]
   for (const [name, script, text, runStatus] of endings) {
     test(`submission → ${name}`, async () => {
-      connect(script)
+      await connect(script)
       const id = await report(text)
       expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
       const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
@@ -136,11 +136,11 @@ describe('the exact event sequence of a report', () => {
   }
 
   test('failed, then retried by the customer (PATCH queued) → pr_opened: the chain goes on from failed', async () => {
-    connect('crash.sh')
+    await connect('crash.sh')
     const id = await report('Shipping estimate widget divides by zero for weekend pickups')
     expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
     const before = eventsOf(id).length
-    connect('fix.sh')
+    await connect('fix.sh')
     expect((await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'queued' } })).status).toBe(200)
     const item = await settle(id, ['pr_opened'])
     expect(item.failureReason).toBeNull()

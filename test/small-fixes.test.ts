@@ -28,13 +28,13 @@ describe('owner/repo for the host API (CONTRACT)', () => {
   ]
   for (const [url, kind, want] of CASES) test(`${kind} ${url} → ${want}`, () => expect(hostRepoOf(url, kind)).toBe(want))
 
-  test('the stored connection the runner reads uses it; --host-repo still wins', () => {
+  test('the stored connection the runner reads uses it; --host-repo still wins', async () => {
     const connections = srv.services.connections
-    connections.connect(t.orgId, t.appId, { gitUrl: 'https://git.example/mirror/github/acme/shop.git', host: 'github', hostToken: 'ghp_' + 'x9'.repeat(18) })
-    expect(connections.get(t.orgId, t.appId)).toMatchObject({ hostRepo: 'acme/shop' })
-    expect(connections.load(t.appId)).toMatchObject({ hostRepo: 'acme/shop' })
-    connections.connect(t.orgId, t.appId, { gitUrl: 'https://git.example/mirror/github/acme/shop.git', host: 'github', hostToken: 'ghp_' + 'x9'.repeat(18), hostRepo: 'other/name' })
-    expect(connections.load(t.appId)).toMatchObject({ hostRepo: 'other/name' })
+    await connections.connect(t.orgId, t.appId, { gitUrl: 'https://git.example/mirror/github/acme/shop.git', host: 'github', hostToken: 'ghp_' + 'x9'.repeat(18) })
+    expect(await connections.get(t.orgId, t.appId)).toMatchObject({ hostRepo: 'acme/shop' })
+    expect(await connections.load(t.appId)).toMatchObject({ hostRepo: 'acme/shop' })
+    await connections.connect(t.orgId, t.appId, { gitUrl: 'https://git.example/mirror/github/acme/shop.git', host: 'github', hostToken: 'ghp_' + 'x9'.repeat(18), hostRepo: 'other/name' })
+    expect(await connections.load(t.appId)).toMatchObject({ hostRepo: 'other/name' })
   })
 })
 

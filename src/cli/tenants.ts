@@ -5,7 +5,6 @@
 import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
-import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
@@ -236,12 +235,6 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createTenantsService(ctx)
-    // Operator actions go to the same audit log as the dashboard's (actor "cli"); never secret values.
-    // TODO(issue 22): joined to the SQLite transactions below (connections is not ported yet).
-    const writeAudit = sqliteAuditWriter(ctx.sqlite, ctx.clock)
-    const record = (orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => writeAudit({ orgId, actor: 'cli', action, targetId, data })
-    /** A change and its audit row commit together, or neither does. */
-    const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
     const appTarget = async () => {
@@ -303,21 +296,11 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       case 'app connect-repo': {
         const input = connectionFrom(values)
         const { orgId, appId } = await appTarget()
-        const out = atomically(() => {
-          const out = connections().connect(orgId, appId, input)
-          record(orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: out.host, agent: out.agent })
-          return out
-        })
-        return output(out, json)
+        return output(await connections().connect(orgId, appId, input, cli), json)
       }
       case 'app disconnect-repo': {
         const { orgId, appId } = await appTarget()
-        const out = atomically(() => {
-          const out = connections().disconnect(orgId, appId)
-          record(orgId, 'app.repo_disconnected', appId)
-          return out
-        })
-        return output(out, json)
+        return output(await connections().disconnect(orgId, appId, cli), json)
       }
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)

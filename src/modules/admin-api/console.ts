@@ -101,8 +101,8 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     async repo(orgId: string, appId: string) {
-      await appOf(orgId, appId)
-      return { connection: connections.get(orgId, appId) }
+      appOf(orgId, appId)
+      return { connection: await connections.get(orgId, appId) }
     },
 
     /**
@@ -111,22 +111,16 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
      * An empty token keeps the stored one.
      */
     async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
-      await appOf(orgId, appId)
-      const hostToken = input.hostToken || connections.load(appId)?.hostToken || undefined
-      return atomically(() => {
-        const connection = connections.connect(orgId, appId, { ...input, hostToken })
-        writeAuditInTx(entry(actor, orgId, 'app.repo_connected', appId, { gitUrl: input.gitUrl, host: connection.host, agent: connection.agent, tokenChanged: !!input.hostToken }))
-        return { connection }
-      })
+      appOf(orgId, appId)
+      const hostToken = input.hostToken || (await connections.load(appId))?.hostToken || undefined
+      // The connection, the runs it releases and its audit row commit together (connections/repo.ts).
+      const connection = await connections.connect(orgId, appId, { ...input, hostToken }, { ...by(actor), note: { tokenChanged: !!input.hostToken } })
+      return { connection }
     },
 
     async disconnectRepo(actor: Actor, orgId: string, appId: string) {
-      await appOf(orgId, appId)
-      return atomically(() => {
-        const out = connections.disconnect(orgId, appId)
-        writeAuditInTx(entry(actor, orgId, 'app.repo_disconnected', appId))
-        return out
-      })
+      appOf(orgId, appId)
+      return connections.disconnect(orgId, appId, by(actor))
     },
 
     async listKeys(orgId: string) {

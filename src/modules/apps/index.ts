@@ -6,7 +6,7 @@ import { AppList } from './model'
 import { toApp, type AppsRepo } from './repo'
 
 export function appRoutes(auth: AuthDeps, apps: AppsRepo) {
-  return new Elysia({ name: 'apps' }).use(orgAuth(auth)).get('/v1/apps', ({ org }) => ({ data: apps.listForOrg(org.orgId).map(toApp) }), {
+  return new Elysia({ name: 'apps' }).use(orgAuth(auth)).get('/v1/apps', async ({ org }) => ({ data: (await apps.listForOrg(org.orgId)).map(toApp) }), {
     access: 'org.read',
     response: { 200: AppList, ...errorSchemas(...ORG_AUTH_ERRORS) },
     detail: { summary: 'List the Apps of your Org', tags: ['apps'], security: BEARER_SK },

@@ -1,11 +1,14 @@
 /**
- * App queries. Every read takes the Org in its signature, so a cross-Org id simply finds nothing.
+ * App reads on the request path. Every read takes the Org in its signature, so a cross-Org id simply
+ * finds nothing. The port: a SQLite side (src/db/sqlite/apps.ts, prepared statements) and a PostgreSQL
+ * side (src/db/pg/apps.ts), held to test/repos/apps.test.ts.
  */
-import { and, asc, eq, isNull, sql } from 'drizzle-orm'
-import type { Db } from '../../db/client'
-import { apps } from '../../db/schema'
+import type { apps } from '../../db/schema'
+import type { Storage } from '../../db/storage'
 import { isoUtc } from '../../core/clock'
 import type { App, ProcessingMode } from './model'
+import { createSqliteAppsRepo } from '../../db/sqlite/apps'
+import { createPgAppsRepo } from '../../db/pg/apps'
 
 export type AppRow = typeof apps.$inferSelect
 
@@ -25,31 +28,15 @@ export function toApp(row: AppRow): App {
   }
 }
 
-export function createAppsRepo(db: Db) {
-  const live = isNull(apps.deletedAt)
-  const listForOrg = db
-    .select()
-    .from(apps)
-    .where(and(eq(apps.orgId, sql.placeholder('orgId')), live))
-    .orderBy(asc(apps.id))
-    .prepare()
-  const getForOrg = db
-    .select()
-    .from(apps)
-    .where(and(eq(apps.orgId, sql.placeholder('orgId')), eq(apps.id, sql.placeholder('id')), live))
-    .prepare()
-  // Deleted Apps included: their feedback stays readable (and listable by appId) after the App is gone.
-  const everInOrg = db
-    .select({ id: apps.id })
-    .from(apps)
-    .where(and(eq(apps.orgId, sql.placeholder('orgId')), eq(apps.id, sql.placeholder('id'))))
-    .prepare()
-
-  return {
-    listForOrg: (orgId: string): AppRow[] => listForOrg.all({ orgId }),
-    getForOrg: (orgId: string, id: string): AppRow | undefined => getForOrg.get({ orgId, id }),
-    /** True when the App belongs (or belonged, before it was deleted) to the Org. */
-    everInOrg: (orgId: string, id: string): boolean => everInOrg.get({ orgId, id }) !== undefined,
-  }
+export interface AppsRepo {
+  /** The Org's live Apps, by id. */
+  listForOrg(orgId: string): Promise<AppRow[]>
+  /** A live App of the Org. */
+  getForOrg(orgId: string, id: string): Promise<AppRow | undefined>
+  /** True when the App belongs (or belonged, before it was deleted) to the Org. */
+  everInOrg(orgId: string, id: string): Promise<boolean>
 }
-export type AppsRepo = ReturnType<typeof createAppsRepo>
+
+export function createAppsRepo(storage: Storage): AppsRepo {
+  return storage.dialect === 'sqlite' ? createSqliteAppsRepo(storage) : createPgAppsRepo(storage)
+}

@@ -51,7 +51,7 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
     return row
   }
 
-  function answer(orgId: string, appId: string | null, teamId: string, userId: string, text: string): string {
+  async function answer(orgId: string, appId: string | null, teamId: string, userId: string, text: string): Promise<string> {
     const [verb = '', id = ''] = text.trim().split(/\s+/)
     if (!['status', 'queue', 'archive'].includes(verb) || !ID_RE.test(id)) return HELP
     const row = reportIn(orgId, appId, id)
@@ -66,7 +66,7 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
       return `You are not allowed to change reports of this organisation. An operator can allow you with: fixloop chatops slack allow-user --org ${orgId} --team ${teamId} --user ${userId}`
     }
     try {
-      const moved = feedback.patch(orgId, id, { status: verb === 'queue' ? 'queued' : 'archived' })
+      const moved = await feedback.patch(orgId, id, { status: verb === 'queue' ? 'queued' : 'archived' })
       log.info('slack command', { orgId, teamId, userId, verb, feedbackId: id })
       return `Report ${id} is now *${moved.status}*.`
     } catch (e) {
@@ -85,7 +85,7 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
      * Handles one slash-command request; returns the immediate acknowledgement. Throws
      * invalid_signature (403) for anything Slack did not sign with this connection's secret.
      */
-    handle(connectionId: string, headers: Headers, rawBody: string): { response_type: 'ephemeral'; text: string } {
+    async handle(connectionId: string, headers: Headers, rawBody: string): Promise<{ response_type: 'ephemeral'; text: string }> {
       const c = repo.getAny(connectionId)
       if (!c) throw new ApiError('not_found')
       const secret = ctx.box.open(c.signing_secret_sealed).toString()
@@ -97,12 +97,12 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
       const userId = form.get('user_id') ?? ''
       const text = (form.get('text') ?? '').slice(0, 200)
       const responseUrl = safeResponseUrl(form.get('response_url'))
-      if (!responseUrl) return { response_type: 'ephemeral', text: answer(c.org_id, c.app_id, teamId, userId, text) }
+      if (!responseUrl) return { response_type: 'ephemeral', text: await answer(c.org_id, c.app_id, teamId, userId, text) }
       // Acknowledge now, answer through response_url: the work must never hold Slack's 3-second window.
-      setTimeout(() => {
+      setTimeout(async () => {
         let reply: string
         try {
-          reply = answer(c.org_id, c.app_id, teamId, userId, text)
+          reply = await answer(c.org_id, c.app_id, teamId, userId, text)
         } catch (e) {
           log.error('slack command failed', { connectionId, error: e instanceof Error ? e.message : String(e) })
           reply = 'Something went wrong; the operator can find it in the server log.'

@@ -1,25 +1,35 @@
-/** Repository connections: one row per App (the token sealed), read by the runner when a run starts. */
-import { and, count, eq, isNull } from 'drizzle-orm'
-import type { Db } from '../../db/client'
-import { apps, repoConnections } from '../../db/schema'
+/**
+ * Repository connections: one row per App (the token sealed), read by the runner when a run starts.
+ * The port: a SQLite side (src/db/sqlite/connections.ts) and a PostgreSQL side
+ * (src/db/pg/connections.ts), held to test/repos/connections.test.ts.
+ */
+import type { repoConnections } from '../../db/schema'
+import type { Storage } from '../../db/storage'
+import type { Clock } from '../../core/clock'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { AuditEntry } from '../audit/entry'
+import { createSqliteConnectionsRepo } from '../../db/sqlite/connections'
+import { createPgConnectionsRepo } from '../../db/pg/connections'
 
 export type ConnectionRow = typeof repoConnections.$inferSelect
+export type NewConnection = typeof repoConnections.$inferInsert
 
-export function createConnectionsRepo(db: Db) {
-  return {
-    /** Is `appId` a live App of `orgId`? */
-    appInOrg: (orgId: string, appId: string): boolean =>
-      db.select({ id: apps.id }).from(apps).where(and(eq(apps.id, appId), eq(apps.orgId, orgId), isNull(apps.deletedAt))).get() !== undefined,
-    get: (appId: string): ConnectionRow | undefined => db.select().from(repoConnections).where(eq(repoConnections.appId, appId)).get(),
-    /** Creates or replaces the App's connection (keeping its creation time). */
-    upsert(row: typeof repoConnections.$inferInsert): void {
-      db.insert(repoConnections)
-        .values(row)
-        .onConflictDoUpdate({ target: repoConnections.appId, set: { ...row, createdAt: undefined } })
-        .run()
-    },
-    /** How many Apps have a repository connected (agents can run for them). */
-    count: (): number => db.select({ n: count() }).from(repoConnections).get()?.n ?? 0,
-    remove: (appId: string): boolean => (db.delete(repoConnections).where(eq(repoConnections.appId, appId)).run() as unknown as { changes: number }).changes > 0,
-  }
+export interface ConnectionsRepo {
+  /** Is `appId` a live App of `orgId`? */
+  appInOrg(orgId: string, appId: string): Promise<boolean>
+  get(appId: string): Promise<ConnectionRow | undefined>
+  /**
+   * Creates or replaces the App's connection (keeping its creation time) and queues an agent run for
+   * each report of the App that waited in `queued` for a repository, with the audit rows, in one
+   * transaction; the stored row.
+   */
+  connect(row: NewConnection, audit: AuditEntry[]): Promise<ConnectionRow>
+  /** Removes the App's connection; false (and nothing recorded) when it had none. */
+  remove(appId: string, audit: AuditEntry[]): Promise<boolean>
+  /** How many Apps have a repository connected (agents can run for them). */
+  count(): Promise<number>
+}
+
+export function createConnectionsRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): ConnectionsRepo {
+  return storage.dialect === 'sqlite' ? createSqliteConnectionsRepo(storage, lifecycle.sqlite!, clock) : createPgConnectionsRepo(storage, lifecycle.pg!, clock)
 }

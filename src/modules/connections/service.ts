@@ -9,6 +9,7 @@ import { denyPatternProblem } from '../../core/globs'
 import { isoUtc } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { createConnectionsRepo, type ConnectionRow } from './repo'
+import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 export const HOST_KINDS = ['github', 'gitea', 'gitlab', 'none'] as const
 export const AGENT_PROVIDERS = ['claude-code', 'codex', 'aider', 'command'] as const
@@ -149,10 +150,15 @@ function check(input: ConnectionInput): void {
 
 export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
   const { box, clock } = ctx
-  const repo = createConnectionsRepo(ctx.db)
+  const repo = createConnectionsRepo(ctx.storage, lifecycle, clock)
+  /** The audit rows of a change made by `by` (none when the caller records nobody, e.g. a test fixture). */
+  const note = (by: ActedBy | undefined, orgId: string, action: string, targetId: string, data?: Record<string, unknown>): AuditEntry[] => {
+    const e = auditEntry(by, orgId, action, targetId, data)
+    return e ? [e] : []
+  }
 
-  function requireApp(orgId: string, appId: string): void {
-    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
+  async function requireApp(orgId: string, appId: string): Promise<void> {
+    if (!(await repo.appInOrg(orgId, appId))) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
   }
 
   /** A stored row as the runner's connection, without decrypting the token. */
@@ -185,9 +191,12 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
   }
 
   return {
-    /** Creates or replaces the App's connection. The token is sealed; the result never carries it. */
-    connect(orgId: string, appId: string, input: ConnectionInput) {
-      requireApp(orgId, appId)
+    /**
+     * Creates or replaces the App's connection, queues the runs of reports that waited for one and records
+     * `app.repo_connected` by `by`, in one transaction. The token is sealed; the result never carries it.
+     */
+    async connect(orgId: string, appId: string, input: ConnectionInput, by?: ActedBy) {
+      await requireApp(orgId, appId)
       check(input)
       const host = input.host ?? 'none'
       const now = clock.now()
@@ -213,30 +222,29 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
         createdAt: now,
         updatedAt: now,
       }
-      repo.upsert(row)
-      // Reports that were waiting in `queued` for a repository get their run now.
-      lifecycle.sqlite!.enqueueWaitingRuns(appId)
-      return view(repo.get(appId)!)
+      const audit = note(by, orgId, 'app.repo_connected', appId, { gitUrl: row.gitUrl, host: row.hostKind, agent: row.agentProvider })
+      return view(await repo.connect(row, audit))
     },
 
     /** The App's connection as an operator sees it (no token), or null when it has none. */
     /** Apps with a repository connected, over every Org (serve refuses to start without a sandbox then). */
-    count: (): number => repo.count(),
+    count: (): Promise<number> => repo.count(),
 
-    get(orgId: string, appId: string) {
-      requireApp(orgId, appId)
-      const row = repo.get(appId)
+    async get(orgId: string, appId: string) {
+      await requireApp(orgId, appId)
+      const row = await repo.get(appId)
       return row ? view(row) : null
     },
 
-    disconnect(orgId: string, appId: string): { appId: string; disconnected: boolean } {
-      requireApp(orgId, appId)
-      return { appId, disconnected: repo.remove(appId) }
+    /** Removes the App's connection, recording `app.repo_disconnected` by `by` in the same transaction (nothing when it had none). */
+    async disconnect(orgId: string, appId: string, by?: ActedBy): Promise<{ appId: string; disconnected: boolean }> {
+      await requireApp(orgId, appId)
+      return { appId, disconnected: await repo.remove(appId, note(by, orgId, 'app.repo_disconnected', appId)) }
     },
 
     /** For the runner only: the connection with the token decrypted. */
-    load(appId: string): RepoConnection | null {
-      const row = repo.get(appId)
+    async load(appId: string): Promise<RepoConnection | null> {
+      const row = await repo.get(appId)
       if (!row) return null
       return { ...decode(row), hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null }
     },

@@ -1,11 +1,25 @@
 /**
- * Feedback queries. Every read takes the Org in its signature, so another Org's id finds nothing (404).
- * Hot statements are prepared once; list variants are prepared lazily, one per filter combination.
+ * Feedback storage: the submission (one transaction: the report, its `feedback.received` event and
+ * `process` job, the uploads it references and its Idempotency-Key answer), the list page, one report,
+ * and the customer's moves. Every read takes the Org in its signature, so another Org's id finds nothing
+ * (404).
+ *
+ * The port: this interface and its pure rules; the SQLite side (src/db/sqlite/feedback.ts: prepared
+ * statements, the group committer's synchronous batch) and the PostgreSQL side (src/db/pg/feedback.ts:
+ * the PostgreSQL group committer), both held to test/repos/feedback.test.ts.
  */
-import { and, desc, eq, isNull, lt, sql, type SQL } from 'drizzle-orm'
-import type { Statement } from 'bun:sqlite'
-import type { Db } from '../../db/client'
-import { feedback, jobs, repoConnections } from '../../db/schema'
+import type { feedback } from '../../db/schema'
+import type { Storage } from '../../db/storage'
+import type { Clock } from '../../core/clock'
+import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
+import { LIMITS } from '../../core/limits'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { createIntakeCommitter, pgCommitter, sqliteCommitter, type IntakeCommitter } from '../../db/intake-committer'
+import { createSqliteFeedbackRepo } from '../../db/sqlite/feedback'
+
+/** The SQLite list statement's text (test/perf-plans.test.ts checks its plans). */
+export { listSql } from '../../db/sqlite/feedback'
+import { createPgFeedbackRepo } from '../../db/pg/feedback'
 
 export type FeedbackRow = typeof feedback.$inferSelect
 
@@ -16,13 +30,6 @@ export type ListRow = Pick<
   | 'createdAt' | 'processedAt' | 'mergeRequestUrl' | 'duplicateOfId' | 'duplicateCount' | 'theme' | 'consolidatedText'
   | 'lastDuplicateAt' | 'redactions' | 'version'
 >
-
-const LIST_COLUMNS = [
-  'id', 'app_id AS appId', 'status', 'submitted_mode AS submittedMode', 'external_user_id AS externalUserId', 'email',
-  'submitter_name AS submitterName', 'severity', 'text', 'url', 'created_at AS createdAt', 'processed_at AS processedAt',
-  'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
-  'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions', 'version',
-].join(', ')
 
 /** A report as submitted: its JSON columns already encoded, no status (a new report is `received`). */
 export interface NewFeedback {
@@ -46,6 +53,9 @@ export interface NewFeedback {
   createdAt: number
 }
 
+/** A report to store: its id and time are given inside the write (in commit order). */
+export type ReportDraft = Omit<NewFeedback, 'id' | 'createdAt'>
+
 /** A stored Idempotency-Key: what the first request looked like and what it was answered. */
 export interface IdempotencyRow {
   requestHash: string
@@ -53,6 +63,24 @@ export interface IdempotencyRow {
   responseBody: string
   createdAt: number
 }
+
+/** The submission's Idempotency-Key, scoped (service.ts `scopedIdempotencyKey`) and its body's hash. */
+export interface IdempotencyClaim {
+  key: string
+  requestHash: string
+}
+
+export interface SubmitResult {
+  status: number
+  body: { id: string; status: FeedbackStatus }
+  replayed: boolean
+}
+
+/** What a submission did: stored (or replayed) its answer, or found its key used for another body. */
+export type SubmitOutcome = { kind: 'answered'; result: SubmitResult } | { kind: 'key_reused' }
+
+/** What a customer move did; `lost` when another writer moved the report first. */
+export type CustomerMoveOutcome = { kind: 'moved' } | { kind: 'not_found' } | { kind: 'duplicate'; leadId: string } | { kind: 'lost' }
 
 export interface ListFilter {
   orgId: string
@@ -63,100 +91,52 @@ export interface ListFilter {
   limit: number
 }
 
-/** The list page's SQL for one filter combination (the values are bound: $orgId, $appId, $status, $cursor, $limit). */
-export function listSql(f: Pick<ListFilter, 'appId' | 'status' | 'cursor' | 'includeDuplicates'>): string {
-  // With an appId the App's Org was checked by the caller; the tenant guard stays anyway.
-  // `+$x`: same plan, without the ~6 µs a bound value compared straight to the ordered index costs per
-  // execution with bun's SQLite (lifecycle/outbox.ts, LAST_SEQ_SQL; test/perf-plans.test.ts).
-  const conds = [f.appId ? 'app_id = +$appId AND org_id = +$orgId' : 'org_id = +$orgId']
-  if (f.status) conds.push('status = +$status')
-  if (f.cursor) conds.push('id < $cursor')
-  if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
-  return `SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $limit`
+/**
+ * What to do with a seen Idempotency-Key (pure, both sides): a live row with the same body replays its
+ * answer, with another body is `key_reused`; none (or an expired one) is a fresh submission.
+ */
+export function idempotencyVerdict(seen: IdempotencyRow | null | undefined, requestHash: string, now: number): SubmitOutcome | 'fresh' {
+  if (!seen || now - seen.createdAt >= LIMITS.idempotencyTtlMs) return 'fresh'
+  if (seen.requestHash !== requestHash) return { kind: 'key_reused' }
+  return { kind: 'answered', result: { status: seen.statusCode, body: JSON.parse(seen.responseBody), replayed: true } }
 }
 
-export function createFeedbackRepo(db: Db) {
-  // The submission's writes are plain prepared statements: drizzle rebuilt their parameter lists per call
-  // (fillPlaceholders), a measurable share of a submission's CPU.
-  const insertFeedback = db.$client.prepare(
-    `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
-       component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, created_at, updated_at)
-     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  )
-  const getOne = db
-    .select()
-    .from(feedback)
-    .where(and(eq(feedback.orgId, sql.placeholder('orgId')), eq(feedback.id, sql.placeholder('id'))))
-    .prepare()
-  const getIdempotent = db.$client.prepare<IdempotencyRow, [string, string]>(
-    'SELECT request_hash AS requestHash, status_code AS statusCode, response_body AS responseBody, created_at AS createdAt FROM idempotency_keys WHERE app_id = ? AND key = ?',
-  )
-  const insertIdempotent = db.$client.prepare(
-    `INSERT INTO idempotency_keys (app_id, key, request_hash, status_code, response_body, created_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (app_id, key) DO UPDATE SET request_hash = excluded.request_hash, status_code = excluded.status_code,
-       response_body = excluded.response_body, created_at = excluded.created_at`,
-  )
-  const duplicatesOf = db
-    .select()
-    .from(feedback)
-    .where(and(eq(feedback.orgId, sql.placeholder('orgId')), eq(feedback.duplicateOfId, sql.placeholder('leadId'))))
-    .orderBy(desc(feedback.id))
-    .limit(sql.placeholder('limit'))
-    .prepare()
+/** The answer to a stored submission (and what its Idempotency-Key replays). */
+export function createdAnswer(id: string): SubmitResult {
+  return { status: 201, body: { id, status: 'received' }, replayed: false }
+}
 
-  const connectionOf = db
-    .select({ appId: repoConnections.appId })
-    .from(repoConnections)
-    .where(eq(repoConnections.appId, sql.placeholder('appId')))
-    .prepare()
-
-  const batchClosesAt = db
-    .select({ runAfter: jobs.runAfter })
-    .from(jobs)
-    .where(and(eq(jobs.kind, 'batch_release'), eq(jobs.appId, sql.placeholder('appId'))))
-    .limit(1)
-    .prepare()
-
-  const listStatements = new Map<string, Statement>()
-
+export interface FeedbackRepo {
   /**
-   * The list page reads only the list's columns, straight from bun:sqlite with camelCase aliases: the
-   * full row (JSON blobs, user agent) and drizzle's per-row mapping cost ~40% of a list request.
+   * The submission's business transaction, all or nothing: the Idempotency-Key's verdict (a replay or
+   * `key_reused` writes nothing), the report in `received`, its `feedback.received` event and `process`
+   * job, `refKeys` uploads marked as the report's, and the key's answer stored. Runs in the intake
+   * group commit; resolves only after COMMIT.
    */
-  function listStatement(f: ListFilter): Statement {
-    const variant = [f.appId ? 'a' : 'o', f.status ? 's' : '', f.cursor ? 'c' : '', f.includeDuplicates ? 'd' : ''].join('')
-    let stmt = listStatements.get(variant)
-    if (!stmt) {
-      stmt = db.$client.query(listSql(f))
-      listStatements.set(variant, stmt)
-    }
-    return stmt
-  }
+  submit(draft: ReportDraft, refKeys: string[], idempotency: IdempotencyClaim | null): Promise<SubmitOutcome>
+  get(orgId: string, id: string): Promise<FeedbackRow | undefined>
+  /** Newest first; fetches one row past the page to know whether another page exists. */
+  list(f: ListFilter): Promise<ListRow[]>
+  duplicatesOf(orgId: string, leadId: string, limit: number): Promise<FeedbackRow[]>
+  /** Is the App connected to a repository (can its queued reports get an agent run)? */
+  hasRepoConnection(appId: string): Promise<boolean>
+  /** When the App's open batch window closes (epoch ms), or null when none is open. */
+  batchClosesAt(appId: string): Promise<number | null>
+  /**
+   * A customer move (spec part 3): reads the report and moves it under one lock (compare-and-set on the
+   * version read), so a move right after a submission never loses a race it never saw. Throws ApiError
+   * invalid_transition (the lifecycle's FSM) and changes nothing when the move is not allowed.
+   */
+  customerMove(orgId: string, id: string, to: CustomerTarget): Promise<CustomerMoveOutcome>
+}
 
-  return {
-    /** Stores a new report in status `received` (the lifecycle records its event and job in the same write). */
-    insert(r: NewFeedback): void {
-      insertFeedback.run(
-        r.id, r.orgId, r.appId, r.severity, r.text, r.url, r.userAgent, r.viewport, r.consoleLogs, r.attachments, r.componentTarget,
-        r.metadata, r.submittedMode, r.externalUserId, r.email, r.submitterName, r.userContext, r.createdAt, r.createdAt,
-      )
-    },
-    get: (orgId: string, id: string): FeedbackRow | undefined => getOne.get({ orgId, id }),
-    /** Newest first; fetches one row past the page to know whether another page exists. */
-    list(f: ListFilter): ListRow[] {
-      const params: Record<string, string | number> = { orgId: f.orgId, limit: f.limit + 1 }
-      if (f.appId) params.appId = f.appId
-      if (f.status) params.status = f.status
-      if (f.cursor) params.cursor = f.cursor
-      return listStatement(f).all(params) as ListRow[]
-    },
-    /** Is the App connected to a repository (can its queued reports get an agent run)? */
-    hasRepoConnection: (appId: string): boolean => connectionOf.get({ appId }) !== undefined,
-    /** When the App's open batch window closes (epoch ms), or null when none is open. */
-    batchClosesAt: (appId: string): number | null => batchClosesAt.get({ appId })?.runAfter ?? null,
-    duplicatesOf: (orgId: string, leadId: string, limit: number): FeedbackRow[] => duplicatesOf.all({ orgId, leadId, limit }),
-    getIdempotency: (appId: string, key: string): IdempotencyRow | null => getIdempotent.get(appId, key),
-    saveIdempotency: (row: { appId: string; key: string; requestHash: string; statusCode: number; responseBody: string; createdAt: number }) =>
-      insertIdempotent.run(row.appId, row.key, row.requestHash, row.statusCode, row.responseBody, row.createdAt),
-  }
+/**
+ * `committer`: the process's intake committer (services.ts); without one, the repository makes its
+ * own (tests, tools).
+ */
+export function createFeedbackRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock, committer?: IntakeCommitter): FeedbackRepo {
+  const c = committer ?? createIntakeCommitter(storage)
+  return storage.dialect === 'sqlite'
+    ? createSqliteFeedbackRepo(storage, lifecycle.sqlite!, clock, sqliteCommitter(c))
+    : createPgFeedbackRepo(storage, lifecycle.pg!, clock, pgCommitter(c))
 }

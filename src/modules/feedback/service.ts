@@ -5,14 +5,13 @@
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
-import { newId } from '../../core/ids'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { sha256Hex } from '../../core/secrets'
 import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
-import type { GroupCommitter } from '../../db/group-commit'
+import type { IntakeCommitter } from '../../db/intake-committer'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo, type FeedbackRow } from './repo'
+import { createFeedbackRepo, type FeedbackRow, type SubmitResult } from './repo'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
@@ -40,11 +39,7 @@ export function scopedIdempotencyKey(s: Pick<Submission, 'user' | 'clientIp'>, k
   return `${sha256Hex(scope).slice(0, 32)}:${key}`
 }
 
-export interface SubmitResult {
-  status: number
-  body: { id: string; status: FeedbackStatus }
-  replayed: boolean
-}
+export type { SubmitResult }
 
 function invalid(path: string, message: string): ApiError {
   return new ApiError('invalid_body', { issues: [{ path, message }] })
@@ -99,63 +94,22 @@ function uploadRefs(body: SubmitBody) {
   return refs
 }
 
-export function createFeedbackService(ctx: Context, committer: GroupCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
-  const repo = createFeedbackRepo(ctx.db)
-  const apps = createAppsRepo(ctx.db)
+export function createFeedbackService(ctx: Context, committer: IntakeCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
   const { clock } = ctx
+  const repo = createFeedbackRepo(ctx.storage, lifecycle, clock, committer)
+  const apps = createAppsRepo(ctx.storage)
 
   /** Why a report waits where it is, when nothing will move it on by itself. */
-  function statusReasonOf(row: FeedbackRow): string | null {
+  async function statusReasonOf(row: FeedbackRow): Promise<string | null> {
     if (row.duplicateOfId) return null
-    if (row.status === 'queued' && !repo.hasRepoConnection(row.appId)) {
+    if (row.status === 'queued' && !(await repo.hasRepoConnection(row.appId))) {
       return 'waiting for a repository: this App has none connected (fixloop app connect-repo); the agent run starts once one is'
     }
     if (row.status === 'sanitized') {
-      const closesAt = repo.batchClosesAt(row.appId)
+      const closesAt = await repo.batchClosesAt(row.appId)
       if (closesAt !== null) return `held in the App's batch window until ${isoUtc(closesAt)}; then it moves on with its cluster`
     }
     return null
-  }
-
-  function insertSubmission(s: Submission, json: EncodedJson, now: number, refKeys: string[]): SubmitResult {
-    const { app, user, body } = s
-    // The parsed body re-encoded: a retry whose JSON differs only in spacing is the same request.
-    const requestHash = s.idempotencyKey ? sha256Hex(JSON.stringify(body)) : ''
-    const scopedKey = s.idempotencyKey ? scopedIdempotencyKey(s, s.idempotencyKey) : ''
-    if (s.idempotencyKey) {
-      const seen = repo.getIdempotency(app.row.id, scopedKey)
-      if (seen && now - seen.createdAt < LIMITS.idempotencyTtlMs) {
-        if (seen.requestHash !== requestHash) throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
-        return { status: seen.statusCode, body: JSON.parse(seen.responseBody), replayed: true }
-      }
-    }
-    const id = newId(clock)
-    const identity = user
-      ? { mode: 'private' as const, externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
-      : { mode: 'public' as const, externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
-    repo.insert({
-      id,
-      orgId: app.row.orgId,
-      appId: app.row.id,
-      severity: body.severity ?? null,
-      text: body.text,
-      url: body.url ?? null,
-      userAgent: body.userAgent ?? s.requestUserAgent?.slice(0, LIMITS.userAgentMax) ?? null,
-      ...json,
-      submittedMode: identity.mode,
-      externalUserId: identity.externalUserId,
-      email: identity.email,
-      submitterName: identity.name,
-      userContext: jsonOrNull(user?.ctx),
-      createdAt: now,
-    })
-    lifecycle.sqlite!.received(ctx.sqlite, { orgId: app.row.orgId, appId: app.row.id, feedbackId: id })
-    if (refKeys.length > 0) uploads.markReferenced(id, refKeys)
-    const result: SubmitResult = { status: 201, body: { id, status: 'received' }, replayed: false }
-    if (s.idempotencyKey) {
-      repo.saveIdempotency({ appId: app.row.id, key: scopedKey, requestHash, statusCode: 201, responseBody: JSON.stringify(result.body), createdAt: now })
-    }
-    return result
   }
 
   return {
@@ -167,14 +121,39 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
       const json = checkAndEncode(s.body)
       const refs = uploadRefs(s.body)
       if (refs.length > 0) await uploads.seal(await uploads.checkReferences(s.app.row.id, refs))
-      return committer.run(() => insertSubmission(s, json, clock.now(), refs.map((r) => r.key)))
+      const { app, user, body } = s
+      const identity = user
+        ? { mode: 'private' as const, externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
+        : { mode: 'public' as const, externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
+      // The parsed body re-encoded: a retry whose JSON differs only in spacing is the same request.
+      const idempotency = s.idempotencyKey ? { key: scopedIdempotencyKey(s, s.idempotencyKey), requestHash: sha256Hex(JSON.stringify(body)) } : null
+      const outcome = await repo.submit(
+        {
+          orgId: app.row.orgId,
+          appId: app.row.id,
+          severity: body.severity ?? null,
+          text: body.text,
+          url: body.url ?? null,
+          userAgent: body.userAgent ?? s.requestUserAgent?.slice(0, LIMITS.userAgentMax) ?? null,
+          ...json,
+          submittedMode: identity.mode,
+          externalUserId: identity.externalUserId,
+          email: identity.email,
+          submitterName: identity.name,
+          userContext: jsonOrNull(user?.ctx),
+        },
+        refs.map((r) => r.key),
+        idempotency,
+      )
+      if (outcome.kind === 'key_reused') throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
+      return outcome.result
     },
 
     /** A page of the Org's reports; an `appId` never in the Org is 404 app_not_found (a deleted App's reports stay listable). */
-    list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
-      if (q.appId && !apps.everInOrg(orgId, q.appId)) throw new ApiError('app_not_found')
+    async list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
+      if (q.appId && !(await apps.everInOrg(orgId, q.appId))) throw new ApiError('app_not_found')
       const limit = q.limit ?? LIMITS.listLimitDefault
-      const rows = repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
+      const rows = await repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
       const more = rows.length > limit
       const page = more ? rows.slice(0, limit) : rows
       const budget = previewBudget()
@@ -184,31 +163,24 @@ export function createFeedbackService(ctx: Context, committer: GroupCommitter, u
 
     /** The full item; attachments and the component screenshot get short-lived download URLs. */
     async get(orgId: string, id: string, base: string): Promise<FullFeedbackItem> {
-      const row = repo.get(orgId, id)
+      const row = await repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
-      const dups = row.duplicateCount > 0 ? repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
-      const item = toFullItem(row, dups, statusReasonOf(row))
+      const dups = row.duplicateCount > 0 ? await repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
+      const item = toFullItem(row, dups, await statusReasonOf(row))
       for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
       if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
       return item
     },
 
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
-    patch(orgId: string, id: string, body: PatchBody): { id: string; status: FeedbackStatus } {
+    async patch(orgId: string, id: string, body: PatchBody): Promise<{ id: string; status: FeedbackStatus }> {
       if (body.status === undefined) throw new ApiError('no_op')
       const to: CustomerTarget = body.status
-      // Read and move under one write lock: the processing thread (its own connection) cannot move the
-      // report in between, so a PATCH right after a submission does not lose a race it never saw.
-      return ctx.sqlite
-        .transaction(() => {
-          const row = repo.get(orgId, id)
-          if (!row) throw new ApiError('not_found')
-          if (row.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: row.duplicateOfId })
-          // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
-          if (!lifecycle.sqlite!.move(ctx.sqlite, id, to, { by: 'customer', version: row.version })) throw new ApiError('concurrent_update', { id })
-          return { id, status: to }
-        })
-        .immediate()
+      const outcome = await repo.customerMove(orgId, id, to)
+      if (outcome.kind === 'not_found') throw new ApiError('not_found')
+      if (outcome.kind === 'duplicate') throw new ApiError('invalid_target', { leadFeedbackId: outcome.leadId })
+      if (outcome.kind === 'lost') throw new ApiError('concurrent_update', { id })
+      return { id, status: to }
     },
   }
 }

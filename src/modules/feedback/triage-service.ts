@@ -4,15 +4,15 @@
  */
 import { ApiError } from '../../core/errors'
 import type { ClusterPort } from '../../cluster/port'
-import type { Context } from '../../context'
-import { createFeedbackRepo, type FeedbackRow } from './repo'
+import type { FeedbackRepo, FeedbackRow } from './repo'
 import { isSanitized } from '../../sanitize/servable'
 
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
 
-export function createTriageService(ctx: Context, cluster: ClusterPort) {
-  const repo = createFeedbackRepo(ctx.db)
+/** `feedback`: the process's feedback repository (services.ts), read here for the tenant and state checks. */
+export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort) {
+  const repo = feedback
 
   /**
    * The report in the Org, its App's similarity index ready; 404 for another Org's id. A report the
@@ -21,7 +21,7 @@ export function createTriageService(ctx: Context, cluster: ClusterPort) {
    * into a cluster before its raw values are gone.
    */
   async function load(orgId: string, id: string): Promise<FeedbackRow> {
-    const row = repo.get(orgId, id)
+    const row = await repo.get(orgId, id)
     if (!row) throw new ApiError('not_found')
     requireSanitized(row)
     await cluster.prepare(row.appId)
@@ -43,7 +43,7 @@ export function createTriageService(ctx: Context, cluster: ClusterPort) {
     async merge(orgId: string, id: string, leadId: string): Promise<void> {
       const r = await load(orgId, id)
       if (id === leadId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'cannot merge a report into itself' }] })
-      const lead = repo.get(orgId, leadId)
+      const lead = await repo.get(orgId, leadId)
       if (!lead) throw new ApiError('not_found')
       requireSanitized(lead)
       if (lead.appId !== r.appId) throw new ApiError('invalid_body', { issues: [{ path: '/leadId', message: 'the lead belongs to another App' }] })

@@ -33,7 +33,7 @@ export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: Credentia
       if (body.ctx !== undefined && jsonByteLength(body.ctx) > LIMITS.tokenCtxMaxBytes) {
         throw new ApiError('invalid_body', { issues: [{ path: '/ctx', message: `must be at most ${LIMITS.tokenCtxMaxBytes} bytes of JSON` }] })
       }
-      const row = apps.getForOrg(org.orgId, query.appId)
+      const row = await apps.getForOrg(org.orgId, query.appId)
       if (!row) throw new ApiError('app_not_found')
       const known = await directory.appByPublicKey(row.publicKey)
       if (!known) throw new ApiError('app_not_found')

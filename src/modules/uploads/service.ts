@@ -3,12 +3,13 @@
  * submission references, presenting download URLs, and removing objects no submission ever used.
  */
 import { randomBytes } from 'node:crypto'
-import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { LIMITS } from '../../core/limits'
-import type { GroupCommitter } from '../../db/group-commit'
+import type { IntakeCommitter } from '../../db/intake-committer'
+import type { Storage } from '../../db/storage'
+import { createUploadsRepo, type UploadRow } from './repo'
 import type { BlobStore } from '../../storage/blob-store'
 import { ALLOWED_CONTENT_TYPES, baseContentType, safeFilename, UPLOAD_KEY_RE } from '../../storage/blob-store'
 import type { EmbeddedBlobStore } from '../../storage/embedded-store'
@@ -19,19 +20,7 @@ export const UPLOAD_URL_TTL_MS = 15 * 60 * 1000
 /** How long a download URL in GET /v1/feedback/:id stays valid. */
 export const DOWNLOAD_URL_TTL_MS = 10 * 60 * 1000
 
-export interface UploadRow {
-  key: string
-  app_id: string
-  org_id: string
-  kind: string
-  content_type: string
-  byte_size: number
-  filename: string | null
-  created_at: number
-  expires_at: number
-  uploaded_at: number | null
-  feedback_id: string | null
-}
+export type { UploadRow }
 
 export interface AttachmentLike {
   key: string
@@ -49,16 +38,13 @@ export interface CheckedReference {
 
 const invalid = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
 
-export function createUploadsService(sqlite: Database, store: BlobStore, committer: GroupCommitter, clock: Clock, log: Logger, graceMs: number) {
-  const insert = sqlite.query(
-    `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at)
-     VALUES ($key, $appId, $orgId, $kind, $contentType, $byteSize, $filename, $createdAt, $expiresAt)`,
-  )
-  const byKey = sqlite.query('SELECT * FROM uploads WHERE key = ?')
-  const markUploaded = sqlite.query('UPDATE uploads SET uploaded_at = ? WHERE key = ?')
-  const markReferenced = sqlite.query('UPDATE uploads SET feedback_id = ? WHERE key = ? AND feedback_id IS NULL')
-  const unreferenced = sqlite.query('SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?')
-  const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
+/**
+ * `committer`: the process's intake committer (services.ts), which the upload rows' writes join.
+ * Marking a submission's uploads as referenced is part of the submission's own transaction
+ * (modules/feedback/repo.ts).
+ */
+export function createUploadsService(storage: Storage, store: BlobStore, committer: IntakeCommitter, clock: Clock, log: Logger, graceMs: number) {
+  const repo = createUploadsRepo(storage, committer)
   /** Keys an embedded PUT is streaming to right now: a second PUT to one of them is refused at once. */
   const inFlight = new Set<string>()
 
@@ -77,19 +63,17 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
       const now = clock.now()
       const key = `${app.id}/${randomBytes(16).toString('hex')}`
       const expiresAt = now + UPLOAD_URL_TTL_MS
-      await committer.run(() =>
-        insert.run({
-          key,
-          appId: app.id,
-          orgId: app.orgId,
-          kind: body.kind,
-          contentType,
-          byteSize: body.byteSize,
-          filename: body.filename ?? null,
-          createdAt: now,
-          expiresAt,
-        }),
-      )
+      await repo.insert({
+        key,
+        appId: app.id,
+        orgId: app.orgId,
+        kind: body.kind,
+        contentType,
+        byteSize: body.byteSize,
+        filename: body.filename ?? null,
+        createdAt: now,
+        expiresAt,
+      })
       const put = await store.presignPut(key, contentType, body.byteSize, expiresAt, base)
       return { key, url: put.url, method: 'PUT' as const, headers: put.headers, expiresAt: isoUtc(expiresAt) }
     },
@@ -97,7 +81,7 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
     /** The embedded store's PUT: signature, expiry, type and size are all checked before and while streaming. */
     async acceptEmbeddedPut(embedded: EmbeddedBlobStore, key: string, query: { expires?: string; sig?: string }, request: Request): Promise<void> {
       if (!UPLOAD_KEY_RE.test(key)) throw new ApiError('not_found')
-      const row = byKey.get(key) as UploadRow | null
+      const row = await repo.byKey(key)
       const expires = Number(query.expires)
       if (!row || !query.sig || !Number.isInteger(expires) || !embedded.verify('PUT', key, row.content_type, row.byte_size, expires, query.sig)) {
         throw new ApiError('invalid_signature')
@@ -123,7 +107,7 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
         if (outcome === 'exists') throw new ApiError('already_uploaded')
         if (outcome === 'too_large') throw invalid('/', `more than the ${row.byte_size} bytes announced`)
         if (outcome === 'size_mismatch') throw invalid('/', `fewer than the ${row.byte_size} bytes announced`)
-        await committer.run(() => markUploaded.run(clock.now(), key))
+        await repo.markUploaded(key, clock.now())
       } finally {
         inFlight.delete(key)
       }
@@ -132,7 +116,7 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
     /** Serves an embedded object for a signed, unexpired GET URL. */
     async serveEmbedded(embedded: EmbeddedBlobStore, key: string, query: { expires?: string; sig?: string }): Promise<Response> {
       if (!UPLOAD_KEY_RE.test(key)) throw new ApiError('not_found')
-      const row = byKey.get(key) as UploadRow | null
+      const row = await repo.byKey(key)
       const expires = Number(query.expires)
       if (!row || !query.sig || !Number.isInteger(expires) || !embedded.verify('GET', key, row.content_type, 0, expires, query.sig)) {
         throw new ApiError('invalid_signature')
@@ -160,7 +144,7 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
     async checkReferences(appId: string, refs: { path: string; key: string; contentType?: string; byteSize?: number }[]): Promise<CheckedReference[]> {
       const checked: CheckedReference[] = []
       for (const ref of refs) {
-        const row = UPLOAD_KEY_RE.test(ref.key) ? (byKey.get(ref.key) as UploadRow | null) : null
+        const row = UPLOAD_KEY_RE.test(ref.key) ? await repo.byKey(ref.key) : undefined
         if (!row || row.app_id !== appId) throw invalid(ref.path, 'unknown upload key: not issued to this App')
         // An object another report already references was sealed then: that copy is the object.
         const sealed = row.feedback_id !== null
@@ -192,25 +176,20 @@ export function createUploadsService(sqlite: Database, store: BlobStore, committ
       }
     },
 
-    /** Inside the submission's transaction: the objects now belong to a report and are kept. */
-    markReferenced(feedbackId: string, keys: string[]): void {
-      for (const key of keys) markReferenced.run(feedbackId, key)
-    },
-
     async downloadUrl(key: string, base: string): Promise<string | undefined> {
-      const row = byKey.get(key) as UploadRow | null
+      const row = await repo.byKey(key)
       if (!row) return undefined
       return store.presignGet(row.feedback_id === null ? key : store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
     },
 
     /** Removes objects issued more than the grace period ago and never referenced. Returns how many. */
     async collectUnreferenced(limit = 500): Promise<number> {
-      const rows = unreferenced.all(clock.now() - graceMs, limit) as { key: string }[]
+      const keys = await repo.unreferenced(clock.now() - graceMs, limit)
       let removed = 0
-      for (const { key } of rows) {
+      for (const key of keys) {
         try {
           await store.remove(key)
-          deleteRow.run(key)
+          await repo.deleteUnreferenced(key)
           removed++
         } catch (e) {
           log.warn('could not remove unreferenced upload', { key, error: e instanceof Error ? e.message : String(e) })

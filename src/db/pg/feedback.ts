@@ -1,0 +1,107 @@
+/**
+ * PostgreSQL side of modules/feedback/repo.ts. The submission is one write in the PostgreSQL intake
+ * group commit (src/db/pg/group-commit.ts): the key's row is read `FOR UPDATE` (two retries of one key
+ * in flight at once: the second waits, then replays), and a first use of a key is settled by its
+ * primary key (`ON CONFLICT DO NOTHING`, then the winner's row replayed).
+ */
+import { and, desc, eq } from 'drizzle-orm'
+import { feedback } from './schema'
+import type { Clock } from '../../core/clock'
+import { newId } from '../../core/ids'
+import type { PgGroupCommitter, PgWriteTx } from './group-commit'
+import type { PgLifecycle } from './lifecycle'
+import { many, one, type PgStorage } from './storage'
+import { markReferencedPg } from './uploads'
+import {
+  createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
+  type SubmitOutcome,
+} from '../../modules/feedback/repo'
+
+const LIST_COLUMNS = [
+  'id', 'app_id AS "appId"', 'status', 'submitted_mode AS "submittedMode"', 'external_user_id AS "externalUserId"', 'email',
+  'submitter_name AS "submitterName"', 'severity', 'text', 'url', 'created_at AS "createdAt"', 'processed_at AS "processedAt"',
+  'merge_request_url AS "mergeRequestUrl"', 'duplicate_of_id AS "duplicateOfId"', 'duplicate_count AS "duplicateCount"', 'theme',
+  'consolidated_text AS "consolidatedText"', 'last_duplicate_at AS "lastDuplicateAt"', 'redactions', 'version',
+].join(', ')
+
+const INSERT_FEEDBACK = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
+    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, created_at, updated_at)
+  VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)`
+const IDEMPOTENCY_ROW = `SELECT request_hash AS "requestHash", status_code AS "statusCode", response_body AS "responseBody", created_at AS "createdAt"
+  FROM idempotency_keys WHERE app_id = $1 AND key = $2`
+// An expired row is replaced (the SQLite side's upsert); a live one another transaction stored first stays.
+const SAVE_IDEMPOTENCY = `INSERT INTO idempotency_keys (app_id, key, request_hash, status_code, response_body, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+  ON CONFLICT (app_id, key) DO UPDATE SET request_hash = excluded.request_hash, status_code = excluded.status_code,
+    response_body = excluded.response_body, created_at = excluded.created_at`
+// Takes the key's row lock before the verdict: a concurrent first use of the key waits here for the winner.
+const CLAIM_KEY = `INSERT INTO idempotency_keys (app_id, key, request_hash, status_code, response_body, created_at) VALUES ($1, $2, '', 0, '', 0)
+  ON CONFLICT (app_id, key) DO NOTHING`
+
+/** The list page's SQL for one filter combination; the values in `params`, numbered as pushed. */
+function listQuery(f: ListFilter): { text: string; params: unknown[] } {
+  const params: unknown[] = [f.orgId]
+  const conds = ['org_id = $1']
+  if (f.appId) conds.push(`app_id = $${params.push(f.appId)}`)
+  if (f.status) conds.push(`status = $${params.push(f.status)}`)
+  if (f.cursor) conds.push(`id < $${params.push(f.cursor)}`)
+  if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
+  const limit = params.push(f.limit + 1)
+  return { text: `SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $${limit}`, params }
+}
+
+export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle, clock: Clock, committer: PgGroupCommitter): FeedbackRepo {
+  const { db, pool } = storage
+  const first = <T>(rows: T[]): T | undefined => rows[0]
+
+  /** The key's verdict under its row lock (the row made, empty, when it is the key's first use). */
+  async function verdictOf({ client }: PgWriteTx, appId: string, claim: IdempotencyClaim, now: number): Promise<SubmitOutcome | 'fresh'> {
+    await client.query(CLAIM_KEY, [appId, claim.key])
+    const seen = await one<IdempotencyRow>(client, `${IDEMPOTENCY_ROW} FOR UPDATE`, [appId, claim.key])
+    // The placeholder this transaction (or an aborted one) made holds no answer: a fresh submission.
+    return seen && seen.statusCode !== 0 ? idempotencyVerdict(seen, claim.requestHash, now) : 'fresh'
+  }
+
+  async function store(tx: PgWriteTx, draft: ReportDraft, refKeys: string[], claim: IdempotencyClaim | null): Promise<SubmitOutcome> {
+    const now = clock.now()
+    if (claim) {
+      const verdict = await verdictOf(tx, draft.appId, claim, now)
+      if (verdict !== 'fresh') return verdict
+    }
+    const id = newId(clock)
+    const d = draft
+    await tx.client.query(INSERT_FEEDBACK, [
+      id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
+      d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now,
+    ])
+    await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id })
+    await markReferencedPg(tx.client, id, refKeys)
+    const result = createdAnswer(id)
+    if (claim) await tx.client.query(SAVE_IDEMPOTENCY, [d.appId, claim.key, claim.requestHash, result.status, JSON.stringify(result.body), now])
+    return { kind: 'answered', result }
+  }
+
+  return {
+    submit: (draft, refKeys, idempotency) => committer.run((tx) => store(tx, draft, refKeys, idempotency)),
+    get: async (orgId, id) => first(await db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.id, id)))),
+    list: async (f) => {
+      const q = listQuery(f)
+      return many<ListRow>(pool, q.text, q.params)
+    },
+    hasRepoConnection: async (appId) => (await one(pool, 'SELECT app_id FROM repo_connections WHERE app_id = $1', [appId])) !== undefined,
+    batchClosesAt: async (appId) =>
+      (await one<{ run_after: number }>(pool, "SELECT run_after FROM jobs WHERE kind = 'batch_release' AND app_id = $1 ORDER BY run_after LIMIT 1", [appId]))?.run_after ?? null,
+    duplicatesOf: async (orgId, leadId, limit) =>
+      db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.duplicateOfId, leadId))).orderBy(desc(feedback.id)).limit(limit),
+    customerMove: (orgId, id, to) =>
+      storage.tx(async (client, _db, onCommit) => {
+        // Read and move under the row's lock, as the SQLite side does under its write lock: a second move
+        // of the report waits here, then decides on the row the first one left (the FSM, not a lost race).
+        const row = await one<{ version: number; duplicateOfId: string | null }>(
+          client, 'SELECT version, duplicate_of_id AS "duplicateOfId" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, id],
+        )
+        if (!row) return { kind: 'not_found' as const }
+        if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
+        return (await lifecycle.move({ client, onCommit }, id, to, { by: 'customer', version: row.version })) ? { kind: 'moved' as const } : { kind: 'lost' as const }
+      }),
+  }
+}

@@ -1,0 +1,28 @@
+/** PostgreSQL side of modules/uploads/repo.ts. */
+import type { PoolClient } from 'pg'
+import type { PgGroupCommitter } from './group-commit'
+import { exec, many, one, type PgStorage } from './storage'
+import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
+
+/** Marks the objects as the report's, in the submission's transaction (src/db/pg/feedback.ts); one statement for all keys. */
+export async function markReferencedPg(client: PoolClient, feedbackId: string, keys: string[]): Promise<void> {
+  if (keys.length > 0) await client.query('UPDATE uploads SET feedback_id = $1 WHERE key = ANY($2::text[]) AND feedback_id IS NULL', [feedbackId, keys])
+}
+
+export function createPgUploadsRepo({ pool }: PgStorage, committer: PgGroupCommitter): UploadsRepo {
+  return {
+    insert: (r) =>
+      committer.run(async ({ client }) => {
+        await client.query(
+          `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [r.key, r.appId, r.orgId, r.kind, r.contentType, r.byteSize, r.filename, r.createdAt, r.expiresAt],
+        )
+      }),
+    byKey: (key) => one<UploadRow>(pool, 'SELECT * FROM uploads WHERE key = $1', [key]),
+    markUploaded: (key, at) => committer.run(async ({ client }) => void (await client.query('UPDATE uploads SET uploaded_at = $1 WHERE key = $2', [at, key]))),
+    unreferenced: async (before, limit) =>
+      (await many<{ key: string }>(pool, 'SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < $1 ORDER BY created_at, key LIMIT $2', [before, limit])).map((r) => r.key),
+    deleteUnreferenced: async (key) => (await exec(pool, 'DELETE FROM uploads WHERE key = $1 AND feedback_id IS NULL', [key])) > 0,
+  }
+}

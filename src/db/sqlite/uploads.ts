@@ -1,0 +1,31 @@
+/** SQLite side of modules/uploads/repo.ts. */
+import type { Database } from 'bun:sqlite'
+import type { GroupCommitter } from '../group-commit'
+import type { SqliteStorage } from './storage'
+import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
+
+/**
+ * `run(feedbackId, key)`: the object now belongs to a report and is kept. Run inside the submission's
+ * write (src/db/sqlite/feedback.ts); an upload another report referenced first keeps its report.
+ */
+export function prepareMarkReferenced(sqlite: Database) {
+  return sqlite.query<unknown, [string, string]>('UPDATE uploads SET feedback_id = ? WHERE key = ? AND feedback_id IS NULL')
+}
+
+export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: GroupCommitter): UploadsRepo {
+  const insert = sqlite.query(
+    `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at)
+     VALUES ($key, $appId, $orgId, $kind, $contentType, $byteSize, $filename, $createdAt, $expiresAt)`,
+  )
+  const byKey = sqlite.query<UploadRow, [string]>('SELECT * FROM uploads WHERE key = ?')
+  const markUploaded = sqlite.query('UPDATE uploads SET uploaded_at = ? WHERE key = ?')
+  const unreferenced = sqlite.query<{ key: string }, [number, number]>('SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?')
+  const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
+  return {
+    insert: (row) => committer.run(() => void insert.run({ ...row })),
+    byKey: async (key) => byKey.get(key) ?? undefined,
+    markUploaded: (key, at) => committer.run(() => void markUploaded.run(at, key)),
+    unreferenced: async (before, limit) => unreferenced.all(before, limit).map((r) => r.key),
+    deleteUnreferenced: async (key) => deleteRow.run(key).changes > 0,
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Upload keys: issued (POST /v1/feedback/upload-url), marked uploaded by an embedded PUT, marked as a
+ * report's by the submission that references them (inside the submission's own transaction: the
+ * feedback repository's sides call `markReferenced` of their dialect), and removed when never referenced.
+ *
+ * The port: this interface, a SQLite side (src/db/sqlite/uploads.ts) and a PostgreSQL side
+ * (src/db/pg/uploads.ts), held to test/repos/uploads.test.ts. Writes on the request path go through the
+ * intake group commit, like the submission's.
+ */
+import type { Storage } from '../../db/storage'
+import { createIntakeCommitter, pgCommitter, sqliteCommitter, type IntakeCommitter } from '../../db/intake-committer'
+import { createSqliteUploadsRepo } from '../../db/sqlite/uploads'
+import { createPgUploadsRepo } from '../../db/pg/uploads'
+
+/** An upload row as stored (column names as in the table, on both dialects). */
+export interface UploadRow {
+  key: string
+  app_id: string
+  org_id: string
+  kind: string
+  content_type: string
+  byte_size: number
+  filename: string | null
+  created_at: number
+  expires_at: number
+  uploaded_at: number | null
+  feedback_id: string | null
+}
+
+export interface NewUpload {
+  key: string
+  appId: string
+  orgId: string
+  kind: string
+  contentType: string
+  byteSize: number
+  filename: string | null
+  createdAt: number
+  expiresAt: number
+}
+
+export interface UploadsRepo {
+  insert(row: NewUpload): Promise<void>
+  byKey(key: string): Promise<UploadRow | undefined>
+  markUploaded(key: string, at: number): Promise<void>
+  /** Keys issued before `before` that no report references, oldest first. */
+  unreferenced(before: number, limit: number): Promise<string[]>
+  /** Deletes the row unless a report referenced it meanwhile; whether it did. */
+  deleteUnreferenced(key: string): Promise<boolean>
+}
+
+export function createUploadsRepo(storage: Storage, committer?: IntakeCommitter): UploadsRepo {
+  const c = committer ?? createIntakeCommitter(storage)
+  return storage.dialect === 'sqlite' ? createSqliteUploadsRepo(storage, sqliteCommitter(c)) : createPgUploadsRepo(storage, pgCommitter(c))
+}

@@ -1,0 +1,186 @@
+/** modules/feedback/repo.ts on both dialects: the submission's one transaction, idempotency, list paging, get, customer moves. */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, type FreshStore } from '../dialects'
+import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { createFeedbackRepo, type ReportDraft } from '../../src/modules/feedback/repo'
+import { createUploadsRepo } from '../../src/modules/uploads/repo'
+import { LIMITS } from '../../src/core/limits'
+import { insertReport, seedOrgApp, sql } from './store-fixtures'
+
+const draft = (text: string, orgId = 'o1', appId = 'a1'): ReportDraft => ({
+  orgId, appId, severity: 'high', text, url: 'https://shop.example/x', userAgent: 'ua', viewport: '{"w":1}', consoleLogs: null,
+  attachments: null, componentTarget: null, metadata: '{"k":1}', submittedMode: 'public', externalUserId: 'u1', email: null,
+  submitterName: null, userContext: null,
+})
+
+async function setup(s: FreshStore) {
+  await seedOrgApp(s, 'o1', 'a1')
+  await seedOrgApp(s, 'o1', 'a2')
+  await seedOrgApp(s, 'o2', 'b1')
+  const lifecycle = createLifecycle(s.storage, s.clock)
+  return createFeedbackRepo(s.storage, lifecycle, s.clock)
+}
+
+const count = async (s: FreshStore, table: string) => Number((await sql<{ n: number }>(s, `SELECT count(*) AS n FROM ${table}`))[0].n)
+
+describeEachDialect('feedback repo', (fresh) => {
+  test('a submission stores the report in received, its event and its process job; get reads it back typed', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const out = await repo.submit(draft('The total is NaN'), [], null)
+    if (out.kind !== 'answered') throw new Error('expected an answer')
+    expect(out.result).toMatchObject({ status: 201, replayed: false, body: { status: 'received' } })
+    const id = out.result.body.id
+    const row = await repo.get('o1', id)
+    expect(row).toMatchObject({ id, orgId: 'o1', appId: 'a1', status: 'received', version: 0, text: 'The total is NaN', metadata: '{"k":1}', createdAt: s.clock.now(), updatedAt: s.clock.now(), mergeLocked: false, duplicateCount: 0 })
+    expect(typeof row!.createdAt).toBe('number')
+    expect(await repo.get('o2', id)).toBeUndefined()
+    const events = await sql<{ type: string; data: string; seq: number }>(s, 'SELECT type, data, seq FROM events')
+    expect(events.map((e) => [e.type, JSON.parse(e.data), Number(e.seq)])).toEqual([['feedback.received', { feedbackId: id, status: 'received' }, 1]])
+    expect(await sql(s, 'SELECT kind, feedback_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id }])
+  })
+
+  test('all or nothing: a part that fails leaves no report, no event, no job, no key; the next submission works', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    await sql(s, 'ALTER TABLE jobs RENAME TO jobs_away')
+    await expect(repo.submit(draft('lost'), [], { key: 'k1', requestHash: 'h1' })).rejects.toThrow()
+    await sql(s, 'ALTER TABLE jobs_away RENAME TO jobs')
+    expect(await count(s, 'feedback')).toBe(0)
+    expect(await count(s, 'events')).toBe(0)
+    expect(await count(s, 'jobs')).toBe(0)
+    expect(await count(s, 'idempotency_keys')).toBe(0)
+    const out = await repo.submit(draft('kept'), [], { key: 'k1', requestHash: 'h1' })
+    expect(out.kind).toBe('answered')
+    expect(await count(s, 'feedback')).toBe(1)
+    // The failed attempt took no seq.
+    expect((await sql<{ seq: number }>(s, 'SELECT seq FROM events')).map((e) => Number(e.seq))).toEqual([1])
+  })
+
+  test('idempotency: the same key and body replay the first answer, another body is key_reused, an expired key is fresh', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const first = await repo.submit(draft('once'), [], { key: 'k', requestHash: 'h' })
+    if (first.kind !== 'answered') throw new Error('expected an answer')
+    const again = await repo.submit(draft('once'), [], { key: 'k', requestHash: 'h' })
+    expect(again).toEqual({ kind: 'answered', result: { status: 201, body: first.result.body, replayed: true } })
+    expect(await repo.submit(draft('other'), [], { key: 'k', requestHash: 'h2' })).toEqual({ kind: 'key_reused' })
+    // Keys are per App: the same key on another App is a new submission.
+    const otherApp = await repo.submit(draft('once', 'o1', 'a2'), [], { key: 'k', requestHash: 'h' })
+    expect(otherApp.kind === 'answered' && !otherApp.result.replayed).toBe(true)
+    expect(await count(s, 'feedback')).toBe(2)
+    s.clock.advance(LIMITS.idempotencyTtlMs)
+    const later = await repo.submit(draft('other'), [], { key: 'k', requestHash: 'h2' })
+    if (later.kind !== 'answered') throw new Error('expected an answer')
+    expect(later.result.replayed).toBe(false)
+    expect(later.result.body.id).not.toBe(first.result.body.id)
+    expect(await count(s, 'feedback')).toBe(3)
+    expect(await sql(s, "SELECT request_hash FROM idempotency_keys WHERE app_id = 'a1'")).toEqual([{ request_hash: 'h2' }])
+  })
+
+  test('concurrent submissions: one report per key, every other one stored, seqs without gaps', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const keyed = await Promise.all(Array.from({ length: 5 }, () => repo.submit(draft('retry'), [], { key: 'same', requestHash: 'h' })))
+    const plain = await Promise.all(Array.from({ length: 40 }, (_, i) => repo.submit(draft(`report ${i}`), [], null)))
+    const keyedIds = new Set(keyed.map((o) => (o.kind === 'answered' ? o.result.body.id : 'reused')))
+    expect(keyedIds.size).toBe(1)
+    expect(keyed.filter((o) => o.kind === 'answered' && o.result.replayed)).toHaveLength(4)
+    expect(new Set(plain.map((o) => (o.kind === 'answered' ? o.result.body.id : ''))).size).toBe(40)
+    expect(await count(s, 'feedback')).toBe(41)
+    const seqs = (await sql<{ seq: number }>(s, 'SELECT seq FROM events ORDER BY seq')).map((e) => Number(e.seq))
+    expect(seqs).toEqual(Array.from({ length: 41 }, (_, i) => i + 1))
+  })
+
+  test('the uploads a submission references become its own; one another report took first stays with that report', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const uploads = createUploadsRepo(s.storage)
+    for (const key of ['a1/x', 'a1/y']) {
+      await uploads.insert({ key, appId: 'a1', orgId: 'o1', kind: 'attachment', contentType: 'image/png', byteSize: 3, filename: null, createdAt: 1, expiresAt: 2 })
+    }
+    const one = await repo.submit(draft('with x'), ['a1/x'], null)
+    const two = await repo.submit(draft('with x and y'), ['a1/x', 'a1/y'], null)
+    if (one.kind !== 'answered' || two.kind !== 'answered') throw new Error('expected answers')
+    expect((await uploads.byKey('a1/x'))?.feedback_id).toBe(one.result.body.id)
+    expect((await uploads.byKey('a1/y'))?.feedback_id).toBe(two.result.body.id)
+  })
+
+  test('list: newest first, cursor paging, filters by status, App and duplicates; another Org finds nothing', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const ids: string[] = []
+    for (let i = 0; i < 7; i++) {
+      const out = await repo.submit(draft(`r${i}`, 'o1', i % 2 ? 'a2' : 'a1'), [], null)
+      if (out.kind === 'answered') ids.push(out.result.body.id)
+      s.clock.advance(1000)
+    }
+    await repo.submit(draft('other org', 'o2', 'b1'), [], null)
+    const newest = [...ids].reverse()
+    const base = { orgId: 'o1', includeDuplicates: false }
+    const page1 = await repo.list({ ...base, limit: 3 })
+    // One row past the page tells there is another.
+    expect(page1.map((r) => r.id)).toEqual(newest.slice(0, 4))
+    const page2 = await repo.list({ ...base, limit: 3, cursor: newest[2] })
+    expect(page2.map((r) => r.id)).toEqual(newest.slice(3, 7))
+    expect(page1[0]).toMatchObject({ appId: 'a1', status: 'received', submittedMode: 'public', externalUserId: 'u1', severity: 'high', text: 'r6', duplicateCount: 0, duplicateOfId: null, redactions: null, version: 0 })
+    expect(typeof page1[0].createdAt).toBe('number')
+    expect((await repo.list({ ...base, appId: 'a2', limit: 10 })).map((r) => r.id)).toEqual([ids[5], ids[3], ids[1]])
+    await sql(s, "UPDATE feedback SET status = 'archived' WHERE id = ?", [ids[0]])
+    await sql(s, 'UPDATE feedback SET duplicate_of_id = ? WHERE id = ?', [ids[6], ids[4]])
+    await sql(s, 'UPDATE feedback SET duplicate_count = 1 WHERE id = ?', [ids[6]])
+    expect((await repo.list({ ...base, status: 'archived', limit: 10 })).map((r) => r.id)).toEqual([ids[0]])
+    expect((await repo.list({ ...base, status: 'archived', appId: 'a2', limit: 10 })).map((r) => r.id)).toEqual([])
+    expect((await repo.list({ ...base, limit: 10 })).map((r) => r.id)).not.toContain(ids[4])
+    expect((await repo.list({ ...base, includeDuplicates: true, limit: 10 })).map((r) => r.id)).toContain(ids[4])
+    expect((await repo.duplicatesOf('o1', ids[6], 5)).map((r) => r.id)).toEqual([ids[4]])
+    expect(await repo.duplicatesOf('o2', ids[6], 5)).toEqual([])
+    // Another Org's list, and another Org's App id, find nothing of o1.
+    expect((await repo.list({ orgId: 'o2', includeDuplicates: true, limit: 50 })).map((r) => r.text)).toEqual(['other org'])
+    expect(await repo.list({ orgId: 'o2', appId: 'a1', includeDuplicates: true, limit: 50 })).toEqual([])
+  })
+
+  test('status reasons read the connection and the batch window', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    expect(await repo.hasRepoConnection('a1')).toBe(false)
+    expect(await repo.batchClosesAt('a1')).toBeNull()
+    await sql(s, "INSERT INTO repo_connections (app_id, git_url, host_kind, agent_provider, timeout_seconds, pr_mode, max_files, max_lines, runs_per_day, max_cost_usd_per_month, created_at, updated_at) VALUES ('a1', 'https://g/x.git', 'none', 'command', 60, 'branch', 1, 1, 1, 1, 1, 1)")
+    await createLifecycle(s.storage, s.clock).enqueue('batch_release', { appId: 'a1' }, 90_000)
+    expect(await repo.hasRepoConnection('a1')).toBe(true)
+    expect(await repo.hasRepoConnection('a2')).toBe(false)
+    expect(await repo.batchClosesAt('a1')).toBe(90_000)
+  })
+
+  test('customer moves: moved with its event, not_found for another Org, duplicate names its lead, a forbidden move throws', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    await insertReport(s, 'f1', 'awaiting_manual')
+    await insertReport(s, 'f2', 'awaiting_manual')
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'f1' WHERE id = 'f2'")
+    expect(await repo.customerMove('o2', 'f1', 'archived')).toEqual({ kind: 'not_found' })
+    expect(await repo.customerMove('o1', 'nope', 'archived')).toEqual({ kind: 'not_found' })
+    expect(await repo.customerMove('o1', 'f2', 'archived')).toEqual({ kind: 'duplicate', leadId: 'f1' })
+    expect(await repo.customerMove('o1', 'f1', 'queued')).toEqual({ kind: 'moved' })
+    expect((await repo.get('o1', 'f1'))).toMatchObject({ status: 'queued', version: 1 })
+    expect(await sql(s, 'SELECT kind, feedback_id FROM jobs')).toEqual([{ kind: 'agent', feedback_id: 'f1' }])
+    await expect(repo.customerMove('o1', 'f1', 'queued')).rejects.toMatchObject({ code: 'invalid_transition' })
+    expect(await count(s, 'events')).toBe(1)
+  })
+
+  test('concurrent customer moves of one report: exactly one wins, the others see the move made and are refused', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    await insertReport(s, 'f1', 'awaiting_manual')
+    await insertReport(s, 'f2', 'awaiting_manual')
+    for (const [id, to] of [['f1', 'archived'], ['f2', 'queued']] as const) {
+      const results = await Promise.allSettled([repo.customerMove('o1', id, to), repo.customerMove('o1', id, to), repo.customerMove('o1', id, to)])
+      expect(results.filter((r) => r.status === 'fulfilled' && r.value.kind === 'moved')).toHaveLength(1)
+      // Each read the row under the lock the winner held, after it committed: the move is no longer allowed.
+      expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason.code)).toEqual(['invalid_transition', 'invalid_transition'])
+      expect((await repo.get('o1', id))!.version).toBe(1)
+    }
+    expect(await count(s, 'events')).toBe(2)
+    expect(await count(s, 'jobs')).toBe(1)
+  })
+})

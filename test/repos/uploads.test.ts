@@ -1,0 +1,56 @@
+/** modules/uploads/repo.ts on both dialects: issue, uploaded, referenced by a submission, collected when never referenced. */
+import { expect, test } from 'bun:test'
+import { describeEachDialect } from '../dialects'
+import { createUploadsRepo, type NewUpload } from '../../src/modules/uploads/repo'
+import { createFeedbackRepo } from '../../src/modules/feedback/repo'
+import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { seedOrgApp } from './store-fixtures'
+
+const upload = (key: string, createdAt: number, filename: string | null = null): NewUpload => ({
+  key, appId: 'a1', orgId: 'o1', kind: 'attachment', contentType: 'image/png', byteSize: 1234, filename, createdAt, expiresAt: createdAt + 900_000,
+})
+
+describeEachDialect('uploads repo', (fresh) => {
+  test('a row reads back as written, typed; marked uploaded; an unknown key is undefined', async () => {
+    const s = await fresh()
+    const repo = createUploadsRepo(s.storage)
+    await repo.insert(upload('a1/k1', 1_000, 'shot.png'))
+    expect(await repo.byKey('a1/k1')).toEqual({
+      key: 'a1/k1', app_id: 'a1', org_id: 'o1', kind: 'attachment', content_type: 'image/png', byte_size: 1234, filename: 'shot.png',
+      created_at: 1_000, expires_at: 901_000, uploaded_at: null, feedback_id: null,
+    })
+    await repo.markUploaded('a1/k1', 5_000)
+    expect((await repo.byKey('a1/k1'))?.uploaded_at).toBe(5_000)
+    expect(await repo.byKey('a1/none')).toBeUndefined()
+    // The key is the primary key: a second row under it is refused.
+    await expect(repo.insert(upload('a1/k1', 2_000))).rejects.toThrow()
+  })
+
+  test('unreferenced: older than the cutoff, oldest first, limited; a referenced row is neither listed nor deleted', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createUploadsRepo(s.storage)
+    const feedback = createFeedbackRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    for (const [key, at] of [['a1/c', 3_000], ['a1/a', 1_000], ['a1/b', 2_000], ['a1/new', 50_000], ['a1/used', 500]] as const) await repo.insert(upload(key, at))
+    const out = await feedback.submit(
+      { orgId: 'o1', appId: 'a1', severity: null, text: 't', url: null, userAgent: null, viewport: null, consoleLogs: null, attachments: null, componentTarget: null, metadata: null, submittedMode: 'public', externalUserId: null, email: null, submitterName: null, userContext: null },
+      ['a1/used'],
+      null,
+    )
+    expect(out.kind).toBe('answered')
+    expect(await repo.unreferenced(10_000, 10)).toEqual(['a1/a', 'a1/b', 'a1/c'])
+    expect(await repo.unreferenced(10_000, 2)).toEqual(['a1/a', 'a1/b'])
+    expect(await repo.deleteUnreferenced('a1/used')).toBe(false)
+    expect(await repo.byKey('a1/used')).toBeDefined()
+    expect(await repo.deleteUnreferenced('a1/a')).toBe(true)
+    expect(await repo.deleteUnreferenced('a1/a')).toBe(false)
+    expect(await repo.unreferenced(10_000, 10)).toEqual(['a1/b', 'a1/c'])
+  })
+
+  test('writes of one turn share the group commit and each resolves after it', async () => {
+    const s = await fresh()
+    const repo = createUploadsRepo(s.storage)
+    await Promise.all(Array.from({ length: 30 }, (_, i) => repo.insert(upload(`a1/p${String(i).padStart(2, '0')}`, 100 + i))))
+    expect(await repo.unreferenced(1_000, 100)).toHaveLength(30)
+  })
+})
