@@ -1,5 +1,6 @@
 /** SQL of Slack connections, their parent messages and the Slack users allowed to act for an Org. */
 import type { Database, Statement } from 'bun:sqlite'
+import { LAST_SEQ_SQL } from '../../db/sqlite/outbox'
 
 export interface SlackConnectionRow {
   id: string
@@ -46,6 +47,7 @@ export function createChatopsRepo(sqlite: Database) {
     isAllowed: q('SELECT 1 FROM slack_users WHERE org_id = ? AND slack_team_id = ? AND slack_user_id = ?'),
     users: q('SELECT slack_team_id, slack_user_id, created_at FROM slack_users WHERE org_id = ? ORDER BY slack_team_id, slack_user_id'),
     eventsAfter: q('SELECT * FROM events WHERE org_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    lastSeq: q(LAST_SEQ_SQL),
     duplicates: q('SELECT COUNT(*) AS n FROM feedback WHERE duplicate_of_id = ?'),
     report: q('SELECT id, app_id, status, duplicate_of_id FROM feedback WHERE org_id = ? AND id = ?'),
     latestPr: q('SELECT pr_url FROM agent_runs WHERE feedback_id = ? AND pr_url IS NOT NULL ORDER BY created_at DESC LIMIT 1'),
@@ -71,6 +73,8 @@ export function createChatopsRepo(sqlite: Database) {
     users: (orgId: string) => s.users.all(orgId) as { slack_team_id: string; slack_user_id: string; created_at: number }[],
     eventsAfter: (orgId: string, after: number, limit: number) =>
       s.eventsAfter.all(orgId, after, limit) as { id: string; seq: number; type: string; app_id: string | null; data: string; created_at: number }[],
+    /** The Org's last seq (0 before its first event). */
+    lastSeq: (orgId: string) => (s.lastSeq.get(orgId) as { last_seq: number }).last_seq,
     /** How many reports are attached to a lead as duplicates. */
     duplicateCount: (leadId: string) => (s.duplicates.get(leadId) as { n: number }).n,
     /** A report of the Org (tenant-scoped), with what the slash command shows. */

@@ -10,7 +10,6 @@ import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
-import { createEventsRepo } from '../events/repo'
 import { createChatopsRepo, type SlackConnectionRow } from './repo'
 import { createAuditLog, type ActedBy } from '../audit/index'
 
@@ -50,7 +49,6 @@ function present(c: SlackConnectionRow) {
 
 export function createChatopsService(ctx: Context) {
   const repo = createChatopsRepo(ctx.sqlite)
-  const events = createEventsRepo(ctx.sqlite)
   const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
   const audit = createAuditLog(ctx.sqlite, ctx.clock)
   const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => audit.record({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
@@ -82,7 +80,7 @@ export function createChatopsService(ctx: Context) {
             signing_secret_sealed: ctx.box.seal(Buffer.from(secret)),
             event_types: JSON.stringify(list),
             // From now on: a new connection does not replay the Org's history into the channel.
-            cursor_seq: events.lastSeq(orgId),
+            cursor_seq: repo.lastSeq(orgId),
             created_at: ctx.clock.now(),
           })
           log(by, orgId, 'slack.connected', id, { channel: input.channel, appId: input.appId ?? null, events: list })
