@@ -121,7 +121,9 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
     claim: async (now, leaseUntil, limit, busy) => {
       // A read before the claim: most polls find nothing due, and those need no transaction.
       if (!(await one(pool, "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now]))) return []
-      return many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
+      const rows = await many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
+      // RETURNING has no order: oldest due first, as they were chosen.
+      return rows.sort((x, y) => (x.next_attempt_at ?? 0) - (y.next_attempt_at ?? 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
     },
     releaseLeases: async () => {
       // Not on PostgreSQL: other nodes' dispatchers hold live leases there. A dead node's leases run out
