@@ -124,7 +124,7 @@ const NOT_YET_PORTED = new Set<string>([
   'auth/credentials-repo.ts', 'auth/directory.ts',
   'modules/admin-api/console-repo.ts', 'modules/admin-api/inbox-repo.ts', 'modules/admins/key-activity.ts', 'modules/admins/service.ts',
   'modules/admins/sessions.ts', 'modules/agent-runs/repo.ts', 'modules/agent-runs/service.ts', 'modules/audit/index.ts',
-  'modules/chatops/repo.ts', 'modules/feedback/processing-repo.ts', 'modules/feedback/repo.ts',
+  'modules/feedback/processing-repo.ts', 'modules/feedback/repo.ts',
   'modules/health/readiness.ts', 'modules/metrics/repo.ts', 'modules/metrics/service.ts', 'modules/uploads/service.ts',
   'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
   'worker/steps/process-feedback.ts', 'worker/steps/release-batch.ts', 'worker/steps/sanitize-report.ts', 'worker/thread-entry.ts',

@@ -30,7 +30,7 @@ export function verifySlackSignature(signingSecret: string, timestamp: string | 
 const HELP = 'Usage: `/fixloop status <report id>` · `/fixloop queue <report id>` · `/fixloop archive <report id>`'
 
 export function createSlashCommands(ctx: Context, feedback: FeedbackService, api: SlackApi, log: Logger) {
-  const repo = createChatopsRepo(ctx.sqlite)
+  const repo = createChatopsRepo(ctx.storage, ctx.clock)
   const slackOrigin = new URL(ctx.config.slackApiUrl).origin
 
   /** response_url must point at Slack (or at the configured API host, e.g. a test stub): never elsewhere. */
@@ -45,28 +45,28 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
     return undefined
   }
 
-  function reportIn(orgId: string, appId: string | null, id: string) {
-    const row = repo.report(orgId, id)
+  async function reportIn(orgId: string, appId: string | null, id: string) {
+    const row = await repo.report(orgId, id)
     if (!row || (appId !== null && row.app_id !== appId)) return undefined
     return row
   }
 
-  function answer(orgId: string, appId: string | null, teamId: string, userId: string, text: string): string {
+  async function answer(orgId: string, appId: string | null, teamId: string, userId: string, text: string): Promise<string> {
     const [verb = '', id = ''] = text.trim().split(/\s+/)
     if (!['status', 'queue', 'archive'].includes(verb) || !ID_RE.test(id)) return HELP
-    const row = reportIn(orgId, appId, id)
+    const row = await reportIn(orgId, appId, id)
     if (!row) return `No report ${id} here.`
     if (verb === 'status') {
-      const dups = repo.duplicateCount(id)
-      const pr = repo.latestPrUrl(id)
+      const dups = await repo.duplicateCount(id)
+      const pr = await repo.latestPrUrl(id)
       const lead = row.duplicate_of_id ? ` (duplicate of ${row.duplicate_of_id})` : ''
       return `Report ${id}: *${row.status}*${lead}${dups ? ` · ${dups} duplicates` : ''}${pr ? ` · PR ${pr}` : ''}`
     }
-    if (!repo.isAllowed(orgId, teamId, userId)) {
+    if (!(await repo.isAllowed(orgId, teamId, userId))) {
       return `You are not allowed to change reports of this organisation. An operator can allow you with: fixloop chatops slack allow-user --org ${orgId} --team ${teamId} --user ${userId}`
     }
     try {
-      const moved = feedback.patch(orgId, id, { status: verb === 'queue' ? 'queued' : 'archived' })
+      const moved = await feedback.patch(orgId, id, { status: verb === 'queue' ? 'queued' : 'archived' })
       log.info('slack command', { orgId, teamId, userId, verb, feedbackId: id })
       return `Report ${id} is now *${moved.status}*.`
     } catch (e) {
@@ -85,8 +85,8 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
      * Handles one slash-command request; returns the immediate acknowledgement. Throws
      * invalid_signature (403) for anything Slack did not sign with this connection's secret.
      */
-    handle(connectionId: string, headers: Headers, rawBody: string): { response_type: 'ephemeral'; text: string } {
-      const c = repo.getAny(connectionId)
+    async handle(connectionId: string, headers: Headers, rawBody: string): Promise<{ response_type: 'ephemeral'; text: string }> {
+      const c = await repo.getAny(connectionId)
       if (!c) throw new ApiError('not_found')
       const secret = ctx.box.open(c.signing_secret_sealed).toString()
       if (!verifySlackSignature(secret, headers.get('x-slack-request-timestamp'), headers.get('x-slack-signature'), rawBody, ctx.clock.now())) {
@@ -97,12 +97,12 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
       const userId = form.get('user_id') ?? ''
       const text = (form.get('text') ?? '').slice(0, 200)
       const responseUrl = safeResponseUrl(form.get('response_url'))
-      if (!responseUrl) return { response_type: 'ephemeral', text: answer(c.org_id, c.app_id, teamId, userId, text) }
+      if (!responseUrl) return { response_type: 'ephemeral', text: await answer(c.org_id, c.app_id, teamId, userId, text) }
       // Acknowledge now, answer through response_url: the work must never hold Slack's 3-second window.
-      setTimeout(() => {
+      setTimeout(async () => {
         let reply: string
         try {
-          reply = answer(c.org_id, c.app_id, teamId, userId, text)
+          reply = await answer(c.org_id, c.app_id, teamId, userId, text)
         } catch (e) {
           log.error('slack command failed', { connectionId, error: e instanceof Error ? e.message : String(e) })
           reply = 'Something went wrong; the operator can find it in the server log.'
