@@ -168,7 +168,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     adminAuth,
     reentry,
     console: createConsoleService(ctx, { reentry, audit, tenants, connections }),
-    inbox: createInbox(sqlite),
+    inbox: createInbox(ctx.storage),
     runner,
     worker,
     /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */

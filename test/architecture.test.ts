@@ -122,7 +122,7 @@ const SQLITE_INFRA = new Set([
 const NOT_YET_PORTED = new Set<string>([
   'context.ts', 'cluster/port.ts', 'cluster/service.ts', 'db/cluster-repo.ts', 'agent/runner.ts', 'agent/runs-repo.ts',
   'auth/credentials-repo.ts', 'auth/directory.ts',
-  'modules/admin-api/console-repo.ts', 'modules/admin-api/inbox-repo.ts', 'modules/admins/key-activity.ts', 'modules/admins/service.ts',
+  'modules/admin-api/console-repo.ts', 'modules/admins/key-activity.ts', 'modules/admins/service.ts',
   'modules/admins/sessions.ts', 'modules/agent-runs/repo.ts', 'modules/agent-runs/service.ts', 'modules/audit/index.ts',
   'modules/feedback/processing-repo.ts', 'modules/feedback/repo.ts',
   'modules/health/readiness.ts', 'modules/metrics/repo.ts', 'modules/metrics/service.ts', 'modules/uploads/service.ts',
