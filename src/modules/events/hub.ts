@@ -76,11 +76,9 @@ export class EventHub {
     private readonly opts: EventHubOptions,
   ) {
     // Where the outbox stands now: events appended from here on are new. (On SQLite the read runs here.)
-    this.looking = repo
-      .look(null, false)
-      .then((l) => void (this.mark = l.mark))
-      .catch(() => {})
-      .finally(() => (this.looking = undefined))
+    this.check().catch(() => {
+      // The next poll takes the first look.
+    })
   }
 
   start(): void {
@@ -199,6 +197,7 @@ export class EventHub {
 
   private async look(): Promise<void> {
     const wanted = this.feeds.size > 0 || this.anyOrg.size > 0
+    // The first look (mark null) only learns where the outbox stands: it names no Org.
     const { mark, orgs } = await this.repo.look(this.mark, wanted)
     this.mark = mark
     if (!wanted) return

@@ -66,7 +66,9 @@ export class WebhookDispatcher {
     this.stopped = true
     clearInterval(this.timer)
     this.unsubscribe?.()
-    await Promise.allSettled([...this.inFlight.values()])
+    // A claim under way may still start attempts: wait for it, then for every attempt.
+    await this.claimRun?.catch(() => {})
+    await this.idle()
   }
 
   /** One full pass: fan out every Org with live endpoints, then send what is due. Tests call it directly. */
@@ -118,18 +120,23 @@ export class WebhookDispatcher {
       return
     }
     this.claiming = true
-    try {
-      do {
-        this.claimAgain = false
-        await this.claimAndSend()
-      } while (this.claimAgain && !this.stopped)
-    } finally {
-      this.claiming = false
+    const run = async () => {
+      try {
+        do {
+          this.claimAgain = false
+          await this.claimAndSend()
+        } while (this.claimAgain && !this.stopped)
+      } finally {
+        this.claiming = false
+      }
     }
+    this.claimRun = run()
+    await this.claimRun
   }
 
   private claiming = false
   private claimAgain = false
+  private claimRun: Promise<void> | undefined
 
   private async claimAndSend(): Promise<void> {
     const room = this.opts.concurrency - this.inFlight.size
