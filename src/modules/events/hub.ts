@@ -243,9 +243,12 @@ export class EventHub {
       if (!feed.handing) {
         if (!feed.pending) continue
         if (feed.seq === undefined) {
-          // Its start is still being read (or the read failed: read it again); it stays pending.
+          // Its start is still being read (or the read failed: read it again); it stays pending, and the
+          // fan-out goes on once the start is known (after a failed read: at the next poll).
           if (!feed.ready) this.readSeq(orgId, feed)
-          more = true
+          void feed.ready?.then(() => {
+            if (feed.seq !== undefined) this.fanOut()
+          })
           continue
         }
         if (bytes >= FAN_OUT_SLICE_BYTES || performance.now() >= end) return this.fanOutLater()
