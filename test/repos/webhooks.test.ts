@@ -210,4 +210,28 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(claimed).toHaveLength(60)
     expect(new Set(claimed).size).toBe(60)
   })
+
+  test('two dispatchers fanning out and settling at once (two pools on PostgreSQL): one delivery per event, one settle per attempt', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createWebhooksRepo(s.storage, s.clock)
+    await newHook(s, repo)
+    for (let i = 0; i < 30; i++) await record(s)
+    const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
+    const other = createWebhooksRepo(otherStorage, s.clock)
+    const now = s.clock.now()
+    const pass = async (r: WebhooksRepo) => {
+      while ((await r.fanOutPage('o1', 'w1', 7, everything, ids, now)) > 0);
+    }
+    await Promise.all([pass(repo), pass(other), pass(repo), pass(other)])
+    const rows = await sql<{ event_seq: number }>(s, 'SELECT event_seq FROM webhook_deliveries ORDER BY event_seq')
+    expect(rows.map((r) => r.event_seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1))
+    expect((await repo.getAny('w1'))!.cursor_seq).toBe(30)
+    const claimed = await repo.claim(now, now + 60_000, 30, [])
+    const results = await Promise.all(claimed.flatMap((d) => [repo.settle(outcome(d, 'succeeded', now)), other.settle(outcome(d, 'succeeded', now))]))
+    if (otherStorage !== s.storage && otherStorage.dialect === 'pg') await otherStorage.pool.end()
+    expect(results.filter((r) => r.settled)).toHaveLength(30)
+    expect(await sql(s, 'SELECT id FROM webhook_attempts')).toHaveLength(30)
+    expect((await sql<{ n: number }>(s, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'succeeded' AND attempts = 1"))[0].n).toBe(30)
+  })
 })
