@@ -150,7 +150,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const apps = createAppsRepo(ctx.storage)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
   // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
-  const hub = new EventHub(createEventsRepo(sqlite), { pollMs: 100, heartbeatMs: config.sseHeartbeatMs })
+  const hub = new EventHub(createEventsRepo(ctx.storage), { pollMs: 100, heartbeatMs: config.sseHeartbeatMs })
   const slackApi = new SlackApi(config.slackApiUrl)
 
   return {
@@ -171,7 +171,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     adminAuth,
     reentry,
     console: createConsoleService(ctx, { reentry, audit, tenants, connections }),
-    inbox: createInbox(sqlite),
+    inbox: createInbox(ctx.storage),
     runner,
     worker,
     /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */
@@ -179,7 +179,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     /** Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it). */
     sanitizerThread,
     hub,
-    events: createEventsService(createEventsRepo(sqlite), hub, apps, config.sseStreamsPerKey),
+    events: createEventsService(createEventsRepo(ctx.storage), hub, apps, config.sseStreamsPerKey),
     webhooks: createWebhooksService(ctx),
     webhookDispatcher: new WebhookDispatcher(ctx, log),
     chatops: createChatopsService(ctx),

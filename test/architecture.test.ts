@@ -121,9 +121,8 @@ const SQLITE_INFRA = new Set([
  * TODO(issue 22): empty.
  */
 const NOT_YET_PORTED = new Set<string>([
-  'context.ts', 'cluster/port.ts', 'cluster/service.ts', 'db/cluster-repo.ts', 'modules/admin-api/inbox-repo.ts',
-  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/processing-repo.ts',
-  'modules/webhooks/repo.ts', 'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
+  'context.ts', 'cluster/port.ts', 'cluster/service.ts', 'db/cluster-repo.ts', 'modules/feedback/processing-repo.ts',
+  'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
   'worker/steps/process-feedback.ts', 'worker/steps/release-batch.ts', 'worker/steps/sanitize-report.ts', 'worker/thread-entry.ts',
 ])
 

@@ -13,6 +13,7 @@ import type { Database } from 'bun:sqlite'
 import { openDatabase } from '../src/db/client'
 import { applyMigrations } from '../src/db/migrate'
 import { createOutbox } from '../src/db/sqlite/outbox'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { ManualClock, systemClock, type Clock } from '../src/core/clock'
 import { createEventsRepo, idsBefore } from '../src/modules/events/repo'
 
@@ -37,32 +38,32 @@ function appender(sqlite: Database, clock: Clock = systemClock) {
 const count = (sqlite: Database, sql: string, ...args: string[]) => (sqlite.query(sql).get(...args) as { n: number }).n
 
 describe('event seq without a counter write per event', () => {
-  test('retention that removes every event of an Org: the next seq still follows the last one, for the feed too', () => {
+  test('retention that removes every event of an Org: the next seq still follows the last one, for the feed too', async () => {
     const { sqlite } = freshDb()
     const old = new ManualClock(Date.now() - 40 * DAY_MS)
     const putOld = appender(sqlite, old)
     const put = appender(sqlite)
     const seqs = [putOld('a'), putOld('a'), putOld('a'), putOld('b')]
     expect(seqs).toEqual([1, 2, 3, 1])
-    const repo = createEventsRepo(sqlite)
-    expect(repo.purgeBefore(Date.now() - 30 * DAY_MS)).toBe(4)
+    const repo = createEventsRepo(sqliteStorage(sqlite))
+    expect(await repo.purgeBefore(Date.now() - 30 * DAY_MS)).toBe(4)
     expect(count(sqlite, 'SELECT COUNT(*) AS n FROM events')).toBe(0)
-    expect(repo.lastSeq('a')).toBe(3)
-    expect(repo.lastSeq('b')).toBe(1)
+    expect(await repo.lastSeq('a')).toBe(3)
+    expect(await repo.lastSeq('b')).toBe(1)
     // A cursor at the end of the purged events stays at the end; a webhook created now starts there.
-    expect(repo.page('a', { after: 0, limit: 10 })).toEqual({ rows: [], nextAfter: 3 })
+    expect(await repo.page('a', { after: 0, limit: 10 })).toEqual({ rows: [], nextAfter: 3 })
     expect([put('a'), put('b'), put('a')]).toEqual([4, 2, 5])
   })
 
-  test('retention keeps recent events and purges by age even when old events are the newest seqs', () => {
+  test('retention keeps recent events and purges by age even when old events are the newest seqs', async () => {
     const { sqlite } = freshDb()
     const clock = new ManualClock(Date.now())
     const put = appender(sqlite, clock)
     expect([put('a'), put('a')]).toEqual([1, 2])
     clock.set(Date.now() - 31 * DAY_MS) // a clock set back: old stamps on the newest seqs
     expect([put('a'), put('a')]).toEqual([3, 4])
-    const repo = createEventsRepo(sqlite)
-    expect(repo.purgeBefore(Date.now() - 30 * DAY_MS)).toBe(2)
+    const repo = createEventsRepo(sqliteStorage(sqlite))
+    expect(await repo.purgeBefore(Date.now() - 30 * DAY_MS)).toBe(2)
     expect((sqlite.query("SELECT seq FROM events WHERE org_id = 'a' ORDER BY seq").all() as { seq: number }[]).map((r) => r.seq)).toEqual([1, 2])
     clock.set(Date.now())
     expect(put('a')).toBe(5)
@@ -98,12 +99,12 @@ describe('event seq without a counter write per event', () => {
     expect(put('a')).toBe(3)
   })
 
-  test('a floor written before migration 0015 (when every append raised the counter) still holds', () => {
+  test('a floor written before migration 0015 (when every append raised the counter) still holds', async () => {
     const { sqlite } = freshDb()
     // A database whose events were all purged under the old scheme: only the counter remembers seq 41.
     sqlite.run("INSERT INTO event_counters (org_id, last_seq) VALUES ('a', 41)")
     expect(appender(sqlite)('a')).toBe(42)
-    expect(createEventsRepo(sqlite).lastSeq('a')).toBe(42)
+    expect(await createEventsRepo(sqliteStorage(sqlite)).lastSeq('a')).toBe(42)
   })
 
   test('two threads appending to one Org at once, each on its own connection: seqs 1..2n, none twice, no gap', async () => {

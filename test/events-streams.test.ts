@@ -12,6 +12,7 @@ import { appendEvents, SseClient } from './events-helpers'
 import { applyMigrations } from '../src/db/migrate'
 import { EventHub } from '../src/modules/events/hub'
 import { createEventsRepo, type EventsRepo } from '../src/modules/events/repo'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { openEventStream } from '../src/modules/events/stream'
 import { createAdminsService } from '../src/modules/admins/service'
 
@@ -57,7 +58,7 @@ describe('shared reads', () => {
     applyMigrations(sqlite)
     sqlite.run("INSERT INTO orgs (id, name, created_at) VALUES ('0000000000000000000000aa', 'Org', 0)")
     const orgId = '0000000000000000000000aa'
-    const real = createEventsRepo(sqlite)
+    const real = createEventsRepo(sqliteStorage(sqlite))
     // The real repo on a real database; only its per-stream read is counted.
     let ownReads = 0
     const repo: EventsRepo = { ...real, page: (o, f) => (ownReads++, real.page(o, f)) }

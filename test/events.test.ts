@@ -104,7 +104,7 @@ describe('GET /v1/events (pull feed)', () => {
   test('retention purges old events; seq keeps rising', async () => {
     // Stamped 31 days ago (their ids carry the creation second too, and retention ranges on them).
     const old = appendEvents(server.ctx.sqlite, b.orgId, null, 2, 'feedback.status_changed', new ManualClock(Date.now() - 31 * 86400_000))
-    const purged = purgeExpired(server.ctx)
+    const purged = await purgeExpired(server.ctx)
     expect(purged.events).toBe(2)
     const r = await call(server.url, 'GET', '/v1/events?limit=500', { auth: b.key })
     expect(r.body.data.map((e: { seq: number }) => e.seq)).not.toContain(old[0])

@@ -217,13 +217,13 @@ test("a report's history finds its events by feedback_id and the events stored b
   db.query("INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, 'feedback.status_changed', ?, ?)").run(
     'f'.repeat(24), t.orgId, t.appId, legacySeq, JSON.stringify({ feedbackId: created.id, from: 'received', to: 'archived' }), Date.now(),
   )
-  const history = createInbox(db).history(t.orgId, created.id).map((e) => [e.seq, e.type] as const)
+  const history = (await createInbox(srv.ctx.storage).history(t.orgId, created.id)).map((e) => [e.seq, e.type] as const)
   // The worker may add its own moves meanwhile: both of these are there, oldest first, the legacy one last.
   expect(history[0]).toEqual([stored.seq, 'feedback.received'])
   expect(history.at(-1)).toEqual([legacySeq, 'feedback.status_changed'])
   expect(history.map(([seq]) => seq)).toEqual(history.map(([seq]) => seq).sort((a, b) => a - b))
   // Another Org's id finds nothing.
-  expect(createInbox(db).history('0'.repeat(24), created.id)).toEqual([])
+  expect(await createInbox(srv.ctx.storage).history('0'.repeat(24), created.id)).toEqual([])
 })
 
 test('OpenAPI documents the Idempotency-Key and X-Service-User-Token headers of POST /v1/feedback', async () => {

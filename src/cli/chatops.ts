@@ -78,15 +78,15 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
   try {
     const svc = createChatopsService(ctx)
     const json = values.json
-    const orgId = () => {
+    const orgId = async () => {
       const id = need(values.org, '--org')
-      if (!svc.repo.orgExists(id)) throw new UsageError(`unknown org: ${id}`)
+      if (!(await svc.repo.orgExists(id))) throw new UsageError(`unknown org: ${id}`)
       return id
     }
     switch (sub) {
       case 'connect':
         return output(
-          svc.connect(orgId(), {
+          await svc.connect(await orgId(), {
             botToken: readSecret(need(values['bot-token-file'], '--bot-token-file'), 'bot-token-file'),
             signingSecret: readSecret(need(values['signing-secret-file'], '--signing-secret-file'), 'signing-secret-file'),
             channel: need(values.channel, '--channel'),
@@ -96,19 +96,19 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
           json,
         )
       case 'list':
-        return output({ data: svc.list(orgId()) }, json)
+        return output({ data: await svc.list(await orgId()) }, json)
       case 'disconnect': {
         const id = need(positionals[2], 'CONNECTION_ID argument')
-        const c = svc.repo.getAny(id)
+        const c = await svc.repo.getAny(id)
         if (!c) throw new UsageError(`unknown connection: ${id}`)
-        return output(svc.disconnect(c.org_id, id, CLI), json)
+        return output(await svc.disconnect(c.org_id, id, CLI), json)
       }
       case 'allow-user':
-        return output(svc.allowUser(orgId(), need(values.team, '--team'), need(values.user, '--user'), CLI), json)
+        return output(await svc.allowUser(await orgId(), need(values.team, '--team'), need(values.user, '--user'), CLI), json)
       case 'deny-user':
-        return output(svc.denyUser(orgId(), need(values.team, '--team'), need(values.user, '--user'), CLI), json)
+        return output(await svc.denyUser(await orgId(), need(values.team, '--team'), need(values.user, '--user'), CLI), json)
       case 'users':
-        return output({ data: svc.users(orgId()) }, json)
+        return output({ data: await svc.users(await orgId()) }, json)
     }
   } finally {
     ctx.sqlite.close()

@@ -47,7 +47,7 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   enable: { flags: [], takesId: true },
 }
 
-type Delivery = ReturnType<ReturnType<typeof createWebhooksService>['deliveries']>['data'][number]
+type Delivery = Awaited<ReturnType<ReturnType<typeof createWebhooksService>['deliveries']>>['data'][number]
 
 /** The delivery log as a table for people: one row per attempt (a delivery not tried yet has one row). */
 function attemptRows(deliveries: Delivery[]): Record<string, unknown>[] {
@@ -105,8 +105,8 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   try {
     const rule = privateTargetRule(ctx.config.webhookAllowPrivate, readMeta(ctx.sqlite, META.webhookAllowPrivate))
     const svc = createWebhooksService(ctx, { privateHint: rule.hint })
-    const orgOf = (webhookId: string) => {
-      const w = svc.repo.getAny(webhookId)
+    const orgOf = async (webhookId: string) => {
+      const w = await svc.repo.getAny(webhookId)
       if (!w) throw new UsageError(`unknown webhook: ${webhookId}`)
       return w.org_id
     }
@@ -114,7 +114,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
     switch (sub) {
       case 'create': {
         const orgId = need(values.org, '--org')
-        if (!svc.repo.orgExists(orgId)) throw new UsageError(`unknown org: ${orgId}`)
+        if (!(await svc.repo.orgExists(orgId))) throw new UsageError(`unknown org: ${orgId}`)
         const url = need(values.url, '--url')
         const w = await svc.create(orgId, { url, events: parseList(values.events), appId: values.app }, CLI)
         if (rule.serverRefuses && (await isPrivateTarget(url))) {
@@ -125,28 +125,28 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       }
       case 'list': {
         const orgId = need(values.org, '--org')
-        if (!svc.repo.orgExists(orgId)) throw new UsageError(`unknown org: ${orgId}`)
-        return output({ data: svc.list(orgId) }, json)
+        if (!(await svc.repo.orgExists(orgId))) throw new UsageError(`unknown org: ${orgId}`)
+        return output({ data: await svc.list(orgId) }, json)
       }
       case 'delete':
-        return output(svc.delete(orgOf(id()), id(), CLI), json)
+        return output(await svc.delete(await orgOf(id()), id(), CLI), json)
       case 'deliveries': {
-        const page = svc.deliveries(orgOf(id()), id(), { limit: 200 })
+        const page = await svc.deliveries(await orgOf(id()), id(), { limit: 200 })
         return json ? output(page, true) : output({ data: attemptRows(page.data), nextCursor: page.nextCursor }, false)
       }
       case 'redeliver': {
-        const orgId = svc.repo.deliveryOrg(id())
+        const orgId = await svc.repo.deliveryOrg(id())
         if (!orgId) throw new UsageError(`unknown delivery: ${id()}`)
-        return output(svc.redeliver(orgId, id(), CLI), json)
+        return output(await svc.redeliver(orgId, id(), CLI), json)
       }
       case 'redeliver-failed':
-        return output(svc.redeliverFailed(orgOf(id()), id(), need(values.since, '--since'), need(values.until, '--until'), CLI), json)
+        return output(await svc.redeliverFailed(await orgOf(id()), id(), need(values.since, '--since'), need(values.until, '--until'), CLI), json)
       case 'rotate-secret':
-        return output(svc.rotateSecret(orgOf(id()), id(), CLI), json)
+        return output(await svc.rotateSecret(await orgOf(id()), id(), CLI), json)
       case 'test':
-        return output(svc.sendTest(orgOf(id()), id(), CLI), json)
+        return output(await svc.sendTest(await orgOf(id()), id(), CLI), json)
       case 'enable':
-        return output(svc.enable(orgOf(id()), id(), CLI), json)
+        return output(await svc.enable(await orgOf(id()), id(), CLI), json)
     }
   } finally {
     ctx.sqlite.close()

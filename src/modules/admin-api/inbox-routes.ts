@@ -45,12 +45,12 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
     )
     .post(
       '/admin/api/orgs/:orgId/reads',
-      ({ caller, params, body }) => {
+      async ({ caller, params, body }) => {
         if (body.read === false) {
-          inbox.markUnread(params.orgId, caller.admin.id, body.ids)
+          await inbox.markUnread(params.orgId, caller.admin.id, body.ids)
           return { changed: body.ids.length }
         }
-        return { changed: inbox.markRead(params.orgId, caller.admin.id, body.ids, clock.now()) }
+        return { changed: await inbox.markRead(params.orgId, caller.admin.id, body.ids, clock.now()) }
       },
       {
         access: 'org.read',
@@ -63,8 +63,8 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
     )
     .get(
       '/admin/api/orgs/:orgId/feedback/:id/history',
-      ({ caller, params }) => {
-        return { data: inbox.history(params.orgId, params.id) }
+      async ({ caller, params }) => {
+        return { data: await inbox.history(params.orgId, params.id) }
       },
       {
         access: 'org.read',

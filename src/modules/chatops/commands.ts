@@ -30,7 +30,7 @@ export function verifySlackSignature(signingSecret: string, timestamp: string | 
 const HELP = 'Usage: `/fixloop status <report id>` · `/fixloop queue <report id>` · `/fixloop archive <report id>`'
 
 export function createSlashCommands(ctx: Context, feedback: FeedbackService, api: SlackApi, log: Logger) {
-  const repo = createChatopsRepo(ctx.sqlite)
+  const repo = createChatopsRepo(ctx.storage, ctx.clock)
   const slackOrigin = new URL(ctx.config.slackApiUrl).origin
 
   /** response_url must point at Slack (or at the configured API host, e.g. a test stub): never elsewhere. */
@@ -45,8 +45,8 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
     return undefined
   }
 
-  function reportIn(orgId: string, appId: string | null, id: string) {
-    const row = repo.report(orgId, id)
+  async function reportIn(orgId: string, appId: string | null, id: string) {
+    const row = await repo.report(orgId, id)
     if (!row || (appId !== null && row.app_id !== appId)) return undefined
     return row
   }
@@ -54,15 +54,15 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
   async function answer(orgId: string, appId: string | null, teamId: string, userId: string, text: string): Promise<string> {
     const [verb = '', id = ''] = text.trim().split(/\s+/)
     if (!['status', 'queue', 'archive'].includes(verb) || !ID_RE.test(id)) return HELP
-    const row = reportIn(orgId, appId, id)
+    const row = await reportIn(orgId, appId, id)
     if (!row) return `No report ${id} here.`
     if (verb === 'status') {
-      const dups = repo.duplicateCount(id)
-      const pr = repo.latestPrUrl(id)
+      const dups = await repo.duplicateCount(id)
+      const pr = await repo.latestPrUrl(id)
       const lead = row.duplicate_of_id ? ` (duplicate of ${row.duplicate_of_id})` : ''
       return `Report ${id}: *${row.status}*${lead}${dups ? ` · ${dups} duplicates` : ''}${pr ? ` · PR ${pr}` : ''}`
     }
-    if (!repo.isAllowed(orgId, teamId, userId)) {
+    if (!(await repo.isAllowed(orgId, teamId, userId))) {
       return `You are not allowed to change reports of this organisation. An operator can allow you with: fixloop chatops slack allow-user --org ${orgId} --team ${teamId} --user ${userId}`
     }
     try {
@@ -86,7 +86,7 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
      * invalid_signature (403) for anything Slack did not sign with this connection's secret.
      */
     async handle(connectionId: string, headers: Headers, rawBody: string): Promise<{ response_type: 'ephemeral'; text: string }> {
-      const c = repo.getAny(connectionId)
+      const c = await repo.getAny(connectionId)
       if (!c) throw new ApiError('not_found')
       const secret = ctx.box.open(c.signing_secret_sealed).toString()
       if (!verifySlackSignature(secret, headers.get('x-slack-request-timestamp'), headers.get('x-slack-signature'), rawBody, ctx.clock.now())) {

@@ -59,7 +59,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
         detail: doc('Connect a Slack channel', 'One parent message per lead report, updated in place as it moves; details and the PR link in its thread.'),
       },
     )
-    .get('/v1/chatops/slack', ({ org }) => ({ data: chatops.list(org.orgId) }), {
+    .get('/v1/chatops/slack', async ({ org }) => ({ data: await chatops.list(org.orgId) }), {
       access: 'chatops.manage',
       response: { 200: t.NoValidate(t.Object({ data: t.Array(Connection) })), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('List Slack connections'),
@@ -70,7 +70,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
       response: { 200: t.NoValidate(t.Object({ id: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'not_found') },
       detail: doc('Disconnect a Slack channel'),
     })
-    .get('/v1/chatops/slack/users', ({ org }) => ({ data: chatops.users(org.orgId) }), {
+    .get('/v1/chatops/slack/users', async ({ org }) => ({ data: await chatops.users(org.orgId) }), {
       access: 'chatops.manage',
       response: { 200: t.NoValidate(t.Object({ data: t.Array(SlackUser) })), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('Slack users allowed to queue and archive through /fixloop'),

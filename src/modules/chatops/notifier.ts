@@ -9,7 +9,7 @@
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
-import { createChatopsRepo, type SlackConnectionRow } from './repo'
+import { createChatopsRepo, type ChatopsRepo, type SlackConnectionRow } from './repo'
 import { SlackApi, SlackError } from './slack-api'
 
 interface Ev {
@@ -22,7 +22,7 @@ interface Ev {
 const PARENT_STATUSES = new Set(['awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 
 export class SlackNotifier {
-  private readonly repo
+  private readonly repo: ChatopsRepo
   private readonly busy = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
   private unsubscribe: (() => void) | undefined
@@ -34,14 +34,14 @@ export class SlackNotifier {
     private readonly log: Logger,
     private readonly publicUrl?: string,
   ) {
-    this.repo = createChatopsRepo(ctx.sqlite)
+    this.repo = createChatopsRepo(ctx.storage, ctx.clock)
   }
 
   start(hub: EventHub): void {
-    this.unsubscribe = hub.subscribeAll((orgId) => this.runOrg(orgId))
+    this.unsubscribe = hub.subscribeAll((orgId) => void this.runOrg(orgId))
     // Retries what Slack refused for a while (rate limit, outage) and catches up after a restart.
-    this.timer = setInterval(() => this.runAll(), 5000)
-    this.runAll()
+    this.timer = setInterval(() => void this.runAll(), 5000)
+    void this.runAll()
   }
 
   async stop(): Promise<void> {
@@ -50,8 +50,13 @@ export class SlackNotifier {
     await Promise.allSettled([...this.running])
   }
 
-  runAll(): void {
-    for (const orgId of this.repo.liveOrgs()) this.runOrg(orgId)
+  /** Starts draining every Org's connections; resolves once they are started (a read failure is logged, retried by the timer). */
+  async runAll(): Promise<void> {
+    try {
+      for (const orgId of await this.repo.liveOrgs()) await this.runOrg(orgId)
+    } catch (e) {
+      this.log.warn('slack notifier failed', { error: e instanceof Error ? e.message : String(e) })
+    }
   }
 
   /** Resolves when every connection has caught up (tests). */
@@ -59,8 +64,14 @@ export class SlackNotifier {
     while (this.running.size > 0) await Promise.allSettled([...this.running])
   }
 
-  private runOrg(orgId: string): void {
-    for (const c of this.repo.liveForOrg(orgId)) {
+  private async runOrg(orgId: string): Promise<void> {
+    let live: SlackConnectionRow[]
+    try {
+      live = await this.repo.liveForOrg(orgId)
+    } catch (e) {
+      return this.log.warn('slack notifier failed', { orgId, error: e instanceof Error ? e.message : String(e) })
+    }
+    for (const c of live) {
       if (this.busy.has(c.id)) continue
       this.busy.add(c.id)
       const p = this.drain(c.id)
@@ -75,28 +86,28 @@ export class SlackNotifier {
 
   private async drain(connectionId: string): Promise<void> {
     for (;;) {
-      const c = this.repo.getAny(connectionId)
+      const c = await this.repo.getAny(connectionId)
       if (!c) return
-      const rows = this.repo.eventsAfter(c.org_id, c.cursor_seq, 50)
+      const rows = await this.repo.eventsAfter(c.org_id, c.cursor_seq, 50)
       if (rows.length === 0) return
       // Catching up (after an outage, a restart, a burst): a parent about to be edited again later in this
       // page skips the intermediate edits, which only spend the channel's one write per second.
       const lastMove = new Map<string, number>()
       for (const e of rows) if (e.type === 'feedback.status_changed') lastMove.set(String(JSON.parse(e.data).feedbackId), e.seq)
       for (const e of rows) {
-        const fresh = this.repo.getAny(connectionId)
+        const fresh = await this.repo.getAny(connectionId)
         if (!fresh) return
         try {
           await this.handle(fresh, e, lastMove)
-          this.repo.advance(connectionId, e.seq, null)
+          await this.repo.advance(connectionId, e.seq, null)
         } catch (err) {
           if (err instanceof SlackError && err.transient) {
-            this.repo.setError(connectionId, err.code)
+            await this.repo.setError(connectionId, err.code)
             return // the cursor stays: retried on the next wake or timer
           }
           // A permanent refusal (channel_not_found, invalid_auth, …): recorded, and this event is skipped
           // so one bad message cannot block the channel forever.
-          this.repo.advance(connectionId, e.seq, err instanceof SlackError ? err.code : String(err))
+          await this.repo.advance(connectionId, e.seq, err instanceof SlackError ? err.code : String(err))
           this.log.warn('slack refused a message', { connectionId, seq: e.seq, error: err instanceof Error ? err.message : String(err) })
         }
       }
@@ -122,44 +133,44 @@ export class SlackNotifier {
     const now = this.ctx.clock.now()
 
     const ensureParent = async (leadId: string, status: string) => {
-      const existing = this.repo.thread(c.id, leadId)
+      const existing = await this.repo.thread(c.id, leadId)
       if (existing) return existing
-      const dupCount = this.repo.duplicateCount(leadId)
+      const dupCount = await this.repo.duplicateCount(leadId)
       const posted = await this.api.post(token, c.channel, this.parentText(leadId, status, dupCount))
       const row = { connection_id: c.id, lead_feedback_id: leadId, channel: posted.channel, ts: posted.ts, status, duplicate_count: dupCount, updated_at: now }
-      this.repo.saveThread(row)
+      await this.repo.saveThread(row)
       return row
     }
 
     switch (e.type) {
       case 'feedback.status_changed': {
         const to = String(d.to)
-        const thread = this.repo.thread(c.id, feedbackId)
+        const thread = await this.repo.thread(c.id, feedbackId)
         if (!thread) {
           if (PARENT_STATUSES.has(to)) await ensureParent(feedbackId, to)
           return
         }
         if ((lastMove.get(feedbackId) ?? e.seq) > e.seq) return
         await this.api.update(token, thread.channel, thread.ts, this.parentText(feedbackId, to, thread.duplicate_count))
-        this.repo.saveThread({ ...thread, status: to, updated_at: now })
+        await this.repo.saveThread({ ...thread, status: to, updated_at: now })
         return
       }
       case 'feedback.duplicate_attached':
       case 'feedback.unmerged': {
         const leadId = String(d.leadFeedbackId)
         // A report that had its own parent (a lead merged into another by hand) points at its new lead.
-        const own = e.type === 'feedback.duplicate_attached' ? this.repo.thread(c.id, feedbackId) : null
+        const own = e.type === 'feedback.duplicate_attached' ? await this.repo.thread(c.id, feedbackId) : null
         if (own) {
           await this.api.update(token, own.channel, own.ts, `:link: fixloop report ${feedbackId} — merged into ${leadId}\n${this.feedbackLink(leadId)}`)
-          this.repo.saveThread({ ...own, status: 'merged', updated_at: now })
+          await this.repo.saveThread({ ...own, status: 'merged', updated_at: now })
         }
-        const thread = this.repo.thread(c.id, leadId)
+        const thread = await this.repo.thread(c.id, leadId)
         if (!thread) return
         const count = Number(d.duplicateCount)
         await this.api.update(token, thread.channel, thread.ts, this.parentText(leadId, thread.status, count))
         const verb = e.type === 'feedback.unmerged' ? 'was split off from' : 'joined'
         await this.api.post(token, thread.channel, `Report ${feedbackId} ${verb} this cluster (${count} duplicate${count === 1 ? '' : 's'} now).`, thread.ts)
-        this.repo.saveThread({ ...thread, duplicate_count: count, updated_at: now })
+        await this.repo.saveThread({ ...thread, duplicate_count: count, updated_at: now })
         return
       }
       case 'agent_run.started':

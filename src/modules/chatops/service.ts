@@ -10,10 +10,8 @@ import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
-import { createEventsRepo } from '../events/repo'
 import { createChatopsRepo, type SlackConnectionRow } from './repo'
-import type { ActedBy } from '../audit/index'
-import { sqliteAuditWriter } from '../../db/sqlite/audit-writer'
+import type { ActedBy, AuditEntry } from '../audit/entry'
 
 /** What a connection posts about when no --events are given. */
 export const DEFAULT_SLACK_EVENTS = [
@@ -50,18 +48,15 @@ function present(c: SlackConnectionRow) {
 }
 
 export function createChatopsService(ctx: Context) {
-  const repo = createChatopsRepo(ctx.sqlite)
-  const events = createEventsRepo(ctx.sqlite)
+  const repo = createChatopsRepo(ctx.storage, ctx.clock)
   const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
-  // TODO(issue 22): written inside this module's SQLite transactions, joined; once the module is ported its
-  // repository methods take the AuditEntry[] instead.
-  const writeAudit = sqliteAuditWriter(ctx.sqlite, ctx.clock)
-  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => writeAudit({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
+  /** The audit row of a change, written by the repo in the change's own transaction. */
+  const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
 
   return {
     repo,
 
-    connect(orgId: string, input: SlackConnectInput, by: ActedBy) {
+    async connect(orgId: string, input: SlackConnectInput, by: ActedBy) {
       const token = input.botToken.trim()
       const secret = input.signingSecret.trim()
       if (!/^xox[bp]-[A-Za-z0-9-]{8,250}$/.test(token)) throw bad('/botToken', 'a Slack bot token starts with xoxb-')
@@ -70,59 +65,48 @@ export function createChatopsService(ctx: Context) {
       const list = [...new Set(input.events ?? DEFAULT_SLACK_EVENTS)]
       const unknown = list.filter((e) => !isEventType(e))
       if (unknown.length > 0) throw bad('/events', `unknown event type(s): ${unknown.join(', ')}`)
-      if (input.appId && !repo.appInOrg(orgId, input.appId)) {
+      if (input.appId && !(await repo.appInOrg(orgId, input.appId))) {
         throw new ApiError('app_not_found')
       }
       const id = newId(ctx.clock)
-      ctx.sqlite
-        .transaction(() => {
-          repo.insert({
-            id,
-            org_id: orgId,
-            app_id: input.appId ?? null,
-            channel: input.channel,
-            bot_token_sealed: ctx.box.seal(Buffer.from(token)),
-            signing_secret_sealed: ctx.box.seal(Buffer.from(secret)),
-            event_types: JSON.stringify(list),
-            // From now on: a new connection does not replay the Org's history into the channel.
-            cursor_seq: events.lastSeq(orgId),
-            created_at: ctx.clock.now(),
-          })
-          log(by, orgId, 'slack.connected', id, { channel: input.channel, appId: input.appId ?? null, events: list })
-        })
-        .immediate()
-      return present(repo.get(orgId, id)!)
+      // The cursor starts at the Org's last seq: a new connection does not replay the Org's history into the channel.
+      await repo.insert(
+        {
+          id,
+          org_id: orgId,
+          app_id: input.appId ?? null,
+          channel: input.channel,
+          bot_token_sealed: ctx.box.seal(Buffer.from(token)),
+          signing_secret_sealed: ctx.box.seal(Buffer.from(secret)),
+          event_types: JSON.stringify(list),
+          created_at: ctx.clock.now(),
+        },
+        [entry(by, orgId, 'slack.connected', id, { channel: input.channel, appId: input.appId ?? null, events: list })],
+      )
+      return present((await repo.get(orgId, id))!)
     },
 
-    list: (orgId: string) => repo.list(orgId).map(present),
+    list: async (orgId: string) => (await repo.list(orgId)).map(present),
 
-    disconnect(orgId: string, id: string, by: ActedBy) {
-      ctx.sqlite.transaction(() => {
-        if (repo.softDelete(orgId, id, ctx.clock.now()) === 0) throw new ApiError('not_found')
-        log(by, orgId, 'slack.disconnected', id)
-      }).immediate()
+    async disconnect(orgId: string, id: string, by: ActedBy) {
+      if (!(await repo.softDelete(orgId, id, ctx.clock.now(), [entry(by, orgId, 'slack.disconnected', id)]))) throw new ApiError('not_found')
       return { id, deleted: true as const }
     },
 
-    allowUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
+    async allowUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
       if (!SLACK_ID_RE.test(teamId)) throw bad('/teamId', 'a Slack team id (T0123ABCD)')
       if (!SLACK_ID_RE.test(userId)) throw bad('/userId', 'a Slack user id (U0123ABCD or W0123ABCD)')
-      ctx.sqlite.transaction(() => {
-        // Allowing a user twice changes nothing and is not logged twice.
-        if (repo.allow(orgId, teamId, userId, ctx.clock.now()) > 0) log(by, orgId, 'slack.user_allowed', `${teamId}/${userId}`, { teamId, userId })
-      }).immediate()
+      // Allowing a user twice changes nothing and is not logged twice.
+      await repo.allow(orgId, teamId, userId, ctx.clock.now(), [entry(by, orgId, 'slack.user_allowed', `${teamId}/${userId}`, { teamId, userId })])
       return { teamId, userId, allowed: true as const }
     },
 
-    denyUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
-      ctx.sqlite.transaction(() => {
-        if (repo.deny(orgId, teamId, userId) === 0) throw new ApiError('not_found')
-        log(by, orgId, 'slack.user_denied', `${teamId}/${userId}`, { teamId, userId })
-      }).immediate()
+    async denyUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
+      if (!(await repo.deny(orgId, teamId, userId, [entry(by, orgId, 'slack.user_denied', `${teamId}/${userId}`, { teamId, userId })]))) throw new ApiError('not_found')
       return { teamId, userId, allowed: false as const }
     },
 
-    users: (orgId: string) => repo.users(orgId).map((u) => ({ teamId: u.slack_team_id, userId: u.slack_user_id, createdAt: isoUtc(u.created_at) })),
+    users: async (orgId: string) => (await repo.users(orgId)).map((u) => ({ teamId: u.slack_team_id, userId: u.slack_user_id, createdAt: isoUtc(u.created_at) })),
   }
 }
 export type ChatopsService = ReturnType<typeof createChatopsService>

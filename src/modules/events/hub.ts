@@ -8,10 +8,15 @@
  * Streams that are behind read their backlog through the hub's CatchUpQueue (catch-up.ts), in bounded
  * slices between which the event loop serves requests. Nothing hooks into the write path: events written
  * by the worker, another thread or the CLI are seen the same way.
+ *
+ * The repository is async (SQLite or PostgreSQL). On SQLite its calls run their statement at once and
+ * only hand the result a microtask later, so a look and a fan-out slice still finish within the turn that
+ * started them; on PostgreSQL one look and one fan-out run at a time (a call that comes while one runs
+ * makes it go round once more).
  */
 import { EventBatch } from './batch'
 import { CatchUpQueue } from './catch-up'
-import type { EventsRepo } from './repo'
+import type { EventsRepo, WatchMark } from './repo'
 
 /** Told of a batch of new events of its Org (consecutive seqs, in order); returns the bytes it queued. */
 export type StreamListener = (batch: EventBatch) => number
@@ -39,7 +44,9 @@ export interface EventHubOptions {
 /** The open streams of one Org and how far the shared read has gone (the last seq handed to them). */
 interface OrgFeed {
   listeners: Set<StreamListener>
-  seq: number
+  /** Undefined until the Org's last seq at subscription time has been read (`ready`). */
+  seq: number | undefined
+  ready: Promise<void> | undefined
   /** New events may be waiting past `seq`. */
   pending: boolean
   /** A batch still being handed out: the listeners that have not had it yet. */
@@ -53,7 +60,13 @@ export class EventHub {
   private readonly closers = new Set<() => void>()
   /** Where streams that are behind read their backlog, a slice per turn. */
   readonly catchUp = new CatchUpQueue()
-  private lastRowid: number
+  private mark: WatchMark | null = null
+  /** The look in progress (one at a time), and whether another was asked for meanwhile. */
+  private looking: Promise<void> | undefined
+  private lookAgain = false
+  /** A fan-out slice in progress (one at a time), and whether another was asked for meanwhile. */
+  private fanning = false
+  private fanAgain = false
   private poller: ReturnType<typeof setInterval> | undefined
   private beater: ReturnType<typeof setInterval> | undefined
   private fanOutTimer: ReturnType<typeof setTimeout> | undefined
@@ -62,18 +75,19 @@ export class EventHub {
     private readonly repo: EventsRepo,
     private readonly opts: EventHubOptions,
   ) {
-    this.lastRowid = repo.maxRowid()
+    // Where the outbox stands now: events appended from here on are new. (On SQLite the read runs here.)
+    this.check().catch(() => {
+      // The next poll takes the first look.
+    })
   }
 
   start(): void {
     this.poller ??= setInterval(() => {
       // A failed look (SQLITE_BUSY while the WAL is truncated) is simply repeated at the next poll; thrown
       // from a timer it would end the process.
-      try {
-        this.check()
-      } catch {
+      this.check().catch(() => {
         // next poll
-      }
+      })
     }, this.opts.pollMs)
     this.beater ??= setInterval(() => {
       for (const beat of this.heartbeats) beat()
@@ -102,13 +116,42 @@ export class EventHub {
    */
   subscribe(orgId: string, listener: StreamListener): () => void {
     let feed = this.feeds.get(orgId)
-    if (!feed) this.feeds.set(orgId, (feed = { listeners: new Set(), seq: this.repo.lastSeq(orgId), pending: false }))
+    if (!feed) {
+      feed = { listeners: new Set(), seq: undefined, ready: undefined, pending: false }
+      this.feeds.set(orgId, feed)
+      this.readSeq(orgId, feed)
+    }
     feed.listeners.add(listener)
     const own = feed
     return () => {
       own.listeners.delete(listener)
       if (own.listeners.size === 0 && this.feeds.get(orgId) === own) this.feeds.delete(orgId)
     }
+  }
+
+  /**
+   * Resolves once the Org's feed knows where it starts. A stream waits for it before its first catch-up
+   * read, so that read's snapshot is no older than the feed's start: no event falls between the page that
+   * makes the stream live and the first batch the hub hands it.
+   */
+  whenReady(orgId: string): Promise<void> {
+    return this.feeds.get(orgId)?.ready ?? Promise.resolve()
+  }
+
+  /** Reads where a new feed starts (the Org's last seq at this moment); a failed read is tried again by fanOut. */
+  private readSeq(orgId: string, feed: OrgFeed): void {
+    const ready: Promise<void> = this.repo
+      .lastSeq(orgId)
+      .then(
+        (seq) => void (feed.seq ??= seq),
+        () => {
+          // Left undefined: the next fan-out reads it again.
+        },
+      )
+      .then(() => {
+        if (feed.ready === ready) feed.ready = undefined
+      })
+    feed.ready = ready
   }
 
   /** Listens for new events of every Org (the dispatchers). */
@@ -133,24 +176,36 @@ export class EventHub {
     return n
   }
 
-  /** Checks the outbox once; the timer calls it, tests and in-process writers may call it to skip the wait. */
-  check(): void {
-    if (this.feeds.size === 0 && this.anyOrg.size === 0) {
-      this.lastRowid = this.repo.maxRowid()
-      return
+  /**
+   * Checks the outbox once; the timer calls it, tests and in-process writers may call it to skip the wait.
+   * Resolves when the look is done (its fan-out may go on in later turns).
+   */
+  check(): Promise<void> {
+    if (this.looking) {
+      this.lookAgain = true
+      return this.looking
     }
-    const max = this.repo.maxRowid()
-    // Retention emptied the table and rowids restarted: everything up to max is new to us.
-    if (max < this.lastRowid) this.lastRowid = 0
-    if (max !== this.lastRowid) {
-      const orgs = this.repo.orgsBetween(this.lastRowid, max)
-      this.lastRowid = max
-      for (const orgId of orgs) {
-        const feed = this.feeds.get(orgId)
-        if (feed) feed.pending = true
-      }
-      for (const orgId of orgs) for (const listener of this.anyOrg) listener(orgId)
+    const run = async () => {
+      do {
+        this.lookAgain = false
+        await this.look()
+      } while (this.lookAgain)
     }
+    this.looking = run().finally(() => (this.looking = undefined))
+    return this.looking
+  }
+
+  private async look(): Promise<void> {
+    const wanted = this.feeds.size > 0 || this.anyOrg.size > 0
+    // The first look (mark null) only learns where the outbox stands: it names no Org.
+    const { mark, orgs } = await this.repo.look(this.mark, wanted)
+    this.mark = mark
+    if (!wanted) return
+    for (const orgId of orgs) {
+      const feed = this.feeds.get(orgId)
+      if (feed) feed.pending = true
+    }
+    for (const orgId of orgs) for (const listener of this.anyOrg) listener(orgId)
     this.fanOut()
   }
 
@@ -162,14 +217,44 @@ export class EventHub {
    * Org's next page is read only once every listener had the previous one.
    */
   private fanOut(): void {
+    if (this.fanning) {
+      this.fanAgain = true
+      return
+    }
+    this.fanning = true
+    this.fanOutSlice()
+      .catch(() => {
+        // The next poll tries again: the Orgs are still pending.
+      })
+      .finally(() => {
+        this.fanning = false
+        if (this.fanAgain) {
+          this.fanAgain = false
+          this.fanOutLater()
+        }
+      })
+  }
+
+  private async fanOutSlice(): Promise<void> {
     const end = performance.now() + FAN_OUT_SLICE_MS
     let bytes = 0
     let more = false
     for (const [orgId, feed] of this.feeds) {
       if (!feed.handing) {
         if (!feed.pending) continue
+        if (feed.seq === undefined) {
+          // Its start is still being read (or the read failed: read it again); it stays pending, and the
+          // fan-out goes on once the start is known (after a failed read: at the next poll).
+          if (!feed.ready) this.readSeq(orgId, feed)
+          void feed.ready?.then(() => {
+            if (feed.seq !== undefined) this.fanOut()
+          })
+          continue
+        }
         if (bytes >= FAN_OUT_SLICE_BYTES || performance.now() >= end) return this.fanOutLater()
-        const rows = this.repo.after(orgId, feed.seq, SHARED_PAGE)
+        const rows = await this.repo.after(orgId, feed.seq, SHARED_PAGE)
+        // The last stream of the Org left (or it was replaced) during the read.
+        if (this.feeds.get(orgId) !== feed) continue
         if (rows.length < SHARED_PAGE) feed.pending = false
         if (rows.length === 0) continue
         const batch = new EventBatch(orgId, rows)
@@ -191,11 +276,7 @@ export class EventHub {
   private fanOutLater(): void {
     this.fanOutTimer ??= setTimeout(() => {
       this.fanOutTimer = undefined
-      try {
-        this.fanOut()
-      } catch {
-        // The next poll tries again: the Orgs are still pending.
-      }
+      this.fanOut()
     }, 0)
   }
 }

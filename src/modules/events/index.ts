@@ -19,7 +19,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
           ...query,
           after: readIntQuery(request, 'after', { min: 0, max: SEQ_MAX }, 0),
           limit: readIntQuery(request, 'limit', { min: 1, max: EVENTS_LIMIT_MAX }, EVENTS_LIMIT_DEFAULT),
-        }) as { data: never[]; nextAfter: number },
+        }) as Promise<{ data: never[]; nextAfter: number }>,
       {
         access: 'org.read',
         query: EventsQuery,

@@ -3,9 +3,10 @@
  * order (lifecycle/outbox.ts), so `seq > after` never skips or repeats an event even while events are
  * being written. Retention deletes whole old rows; it never renumbers.
  */
-import type { Database, Statement } from 'bun:sqlite'
 import { isoUtc } from '../../core/clock'
-import { LAST_SEQ_SQL } from '../../db/sqlite/outbox'
+import type { Storage } from '../../db/storage'
+import { createSqliteEventsRepo } from '../../db/sqlite/events'
+import { createPgEventsRepo } from '../../db/pg/events'
 
 export interface EventRow {
   id: string
@@ -75,69 +76,39 @@ export function pageSql(typeCount: number, withApp: boolean): string {
   return `SELECT * FROM events WHERE org_id = +? AND seq > ?${types}${app} ORDER BY seq LIMIT ?`
 }
 
-export function createEventsRepo(sqlite: Database) {
-  const lastSeq: Statement = sqlite.query(LAST_SEQ_SQL)
-  const purge: Statement = sqlite.query(PURGE_SQL)
-  const maxRowid: Statement = sqlite.query('SELECT COALESCE(MAX(rowid), 0) AS m FROM events')
-  const orgsBetween: Statement = sqlite.query('SELECT DISTINCT org_id FROM events WHERE rowid > ? AND rowid <= ?')
-  const after: Statement = sqlite.query(pageSql(0, false))
-  const statements = new Map<string, Statement>()
+/**
+ * Where the shared watcher (hub.ts) stands in the outbox; opaque to it. SQLite: the newest row's rowid.
+ * PostgreSQL (no rowid): every Org's `event_counters.last_seq`, and their sum, which every committed
+ * append raises (and nothing lowers), so one cheap SUM tells whether anything changed.
+ */
+export type WatchMark = number | { total: number; seqs: ReadonlyMap<string, number> }
 
-  function pageStatement(typeCount: number, withApp: boolean): Statement {
-    const key = `${typeCount}|${withApp}`
-    let st = statements.get(key)
-    if (!st) {
-      st = sqlite.query(pageSql(typeCount, withApp))
-      statements.set(key, st)
-    }
-    return st
-  }
-
-  return {
-    /**
-     * One page of an Org's events after `after`. Read in one snapshot with the Org's last seq: when the
-     * page is not full, every event up to that seq was looked at, so nextAfter can skip past events the
-     * filters excluded instead of making the client scan them again.
-     */
-    page(orgId: string, f: EventFilter): EventPage {
-      const run = sqlite.transaction((): EventPage => {
-        const types = f.types ?? []
-        const params: (string | number)[] = [orgId, f.after, ...types]
-        if (f.appId) params.push(f.appId)
-        params.push(f.limit)
-        const rows = pageStatement(types.length, !!f.appId).all(...params) as EventRow[]
-        if (rows.length === f.limit) return { rows, nextAfter: rows[rows.length - 1].seq }
-        const last = (lastSeq.get(orgId) as { last_seq: number }).last_seq
-        return { rows, nextAfter: Math.max(f.after, last, rows.at(-1)?.seq ?? 0) }
-      })
-      // A deferred transaction: the first SELECT takes the read snapshot both queries see.
-      return run.deferred()
-    },
-
-    /** The newest row's rowid: the shared watcher's one cheap question per tick. */
-    maxRowid: (): number => (maxRowid.get() as { m: number }).m,
-
-    /** Orgs with events in the rowid range (from, to]. */
-    orgsBetween: (from: number, to: number): string[] => (orgsBetween.all(from, to) as { org_id: string }[]).map((r) => r.org_id),
-
-    /** An Org's events with seq > `seq`, at most `limit`, in order: the hub's one read for all its streams. */
-    after: (orgId: string, seq: number, limit: number): EventRow[] => after.all(orgId, seq, limit) as EventRow[],
-
-    /** The Org's last seq (0 before its first event); retention never lowers it (lifecycle/outbox.ts). */
-    lastSeq(orgId: string): number {
-      return (lastSeq.get(orgId) as { last_seq: number }).last_seq
-    },
-
-    /** Deletes events created before `before` (ms), in batches so no single write holds the lock long. */
-    purgeBefore(before: number): number {
-      let total = 0
-      for (;;) {
-        // A transaction per slice: it takes its write turn ahead of the processing thread (db/write-turns.ts).
-        const n = sqlite.transaction(() => purge.run(idsBefore(before), before).changes).immediate()
-        total += n
-        if (n < 5000) return total
-      }
-    },
-  }
+export interface WatchLook {
+  mark: WatchMark
+  /** Orgs with events appended since the previous mark (empty when `wantOrgs` was false). */
+  orgs: string[]
 }
-export type EventsRepo = ReturnType<typeof createEventsRepo>
+
+export interface EventsRepo {
+  /**
+   * One page of an Org's events after `after`. Read in one snapshot with the Org's last seq: when the
+   * page is not full, every event up to that seq was looked at, so nextAfter can skip past events the
+   * filters excluded instead of making the client scan them again.
+   */
+  page(orgId: string, f: EventFilter): Promise<EventPage>
+  /** An Org's events with seq > `seq`, at most `limit`, in order: the hub's one read for all its streams. */
+  after(orgId: string, seq: number, limit: number): Promise<EventRow[]>
+  /** The Org's last seq (0 before its first event); retention never lowers it. */
+  lastSeq(orgId: string): Promise<number>
+  /**
+   * The shared watcher's one cheap question per tick: the mark now and, when `wantOrgs`, the Orgs that
+   * got events since `since` (null: the first look, no Orgs).
+   */
+  look(since: WatchMark | null, wantOrgs: boolean): Promise<WatchLook>
+  /** Deletes events created before `before` (ms), in batches so no single write holds the lock long. */
+  purgeBefore(before: number): Promise<number>
+}
+
+export function createEventsRepo(storage: Storage): EventsRepo {
+  return storage.dialect === 'sqlite' ? createSqliteEventsRepo(storage) : createPgEventsRepo(storage)
+}

@@ -11,25 +11,25 @@ import { createEventsRepo } from './repo'
 const DAY_MS = 24 * 3600_000
 const EVERY_MS = 3600_000
 
-export function purgeExpired(ctx: Context): { events: number; deliveryLog: number } {
+export async function purgeExpired(ctx: Context): Promise<{ events: number; deliveryLog: number }> {
   const now = ctx.clock.now()
-  const events = createEventsRepo(ctx.sqlite).purgeBefore(now - ctx.config.eventRetentionDays * DAY_MS)
-  const deliveryLog = createWebhooksRepo(ctx.sqlite).purge(now - ctx.config.webhookLogRetentionDays * DAY_MS)
+  const events = await createEventsRepo(ctx.storage).purgeBefore(now - ctx.config.eventRetentionDays * DAY_MS)
+  const deliveryLog = await createWebhooksRepo(ctx.storage, ctx.clock).purge(now - ctx.config.webhookLogRetentionDays * DAY_MS)
   return { events, deliveryLog }
 }
 
 /** Starts the hourly purge; returns the function that stops it. */
 export function startRetention(ctx: Context, log: Logger): () => void {
-  const run = () => {
+  const run = async () => {
     try {
-      const n = purgeExpired(ctx)
+      const n = await purgeExpired(ctx)
       if (n.events + n.deliveryLog > 0) log.info('retention purge', n)
     } catch (e) {
       log.warn('retention purge failed; retried in an hour', { error: e instanceof Error ? e.message : String(e) })
     }
   }
-  const first = setTimeout(run, 5_000)
-  const timer = setInterval(run, EVERY_MS)
+  const first = setTimeout(() => void run(), 5_000)
+  const timer = setInterval(() => void run(), EVERY_MS)
   return () => {
     clearTimeout(first)
     clearInterval(timer)

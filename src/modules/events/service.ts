@@ -43,19 +43,19 @@ function resumeFrom(header: string | null, after: number | undefined): number {
 export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsRepo, streamsPerKey = STREAMS_PER_KEY_DEFAULT) {
   /** Open streams per credential id (`sk_` key id or `session:<id>`), never the credential itself. */
   const openByKey = new Map<string, number>()
-  const checkApp = (orgId: string, appId: string | undefined) => {
-    if (appId && !apps.getForOrg(orgId, appId)) throw new ApiError('app_not_found')
+  const checkApp = async (orgId: string, appId: string | undefined) => {
+    if (appId && !(await apps.getForOrg(orgId, appId))) throw new ApiError('app_not_found')
   }
   return {
-    list(orgId: string, q: EventQuery) {
-      checkApp(orgId, q.appId)
-      const page = repo.page(orgId, { after: q.after ?? 0, limit: q.limit ?? EVENTS_LIMIT_DEFAULT, types: typesOf(q.types), appId: q.appId })
+    async list(orgId: string, q: EventQuery) {
+      await checkApp(orgId, q.appId)
+      const page = await repo.page(orgId, { after: q.after ?? 0, limit: q.limit ?? EVENTS_LIMIT_DEFAULT, types: typesOf(q.types), appId: q.appId })
       return { data: page.rows.map(presentEvent), nextAfter: page.nextAfter }
     },
 
     /** `keyId`: the credential the stream counts against (OrgCaller.keyId). */
-    stream(orgId: string, keyId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null): Response {
-      checkApp(orgId, q.appId)
+    async stream(orgId: string, keyId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null): Promise<Response> {
+      await checkApp(orgId, q.appId)
       const after = resumeFrom(lastEventId, q.after)
       const mine = openByKey.get(keyId) ?? 0
       if (mine >= streamsPerKey) throw tooManyStreams(streamsPerKey, 'key')

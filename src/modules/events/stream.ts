@@ -35,7 +35,7 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
     onClose?.()
     return true
   }
-  let catchUpStep: () => boolean = () => false
+  let catchUpStep: () => Promise<boolean> = async () => false
 
   const stream = new ReadableStream<Uint8Array>(
     {
@@ -55,10 +55,13 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
           if (room()) hub.catchUp.add(catchUpStep)
         }
         // One page of the backlog; true while there is more and room for it.
-        catchUpStep = () => {
+        catchUpStep = async () => {
           if (closed || live || !room()) return false
           try {
-            const page = repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
+            // The first read waits for the Org's feed to know where it starts (hub.whenReady).
+            await hub.whenReady(orgId)
+            const page = await repo.page(orgId, { after: cursor, limit: PAGE, types: filter.types, appId: filter.appId })
+            if (closed) return false
             // The cursor moves first: enqueue can call pull() synchronously.
             cursor = page.nextAfter
             if (page.rows.length < PAGE) live = true

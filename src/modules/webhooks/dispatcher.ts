@@ -8,11 +8,9 @@
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import { newId } from '../../core/ids'
-import { createOutbox } from '../../db/sqlite/outbox'
 import { VERSION } from '../../version'
-import { eventBody } from '../events/repo'
 import type { EventHub } from '../events/hub'
-import { createWebhooksRepo, type DeliveryRow, type WebhookRow } from './repo'
+import { createWebhooksRepo, type DeliveryRow, type WebhookRow, type WebhooksRepo } from './repo'
 import { DISABLE_AFTER_FAILING_MS, parseRetryAfter, retryDelayMs } from './schedule'
 import { postOnce, type AttemptResult } from './sender'
 import { signatureHeader } from './signature'
@@ -29,8 +27,7 @@ export interface DispatcherOptions {
 const FANOUT_PAGE = 500
 
 export class WebhookDispatcher {
-  private readonly repo
-  private readonly outbox
+  private readonly repo: WebhooksRepo
   private readonly inFlight = new Map<string, Promise<void>>()
   private timer: ReturnType<typeof setInterval> | undefined
   private unsubscribe: (() => void) | undefined
@@ -42,40 +39,43 @@ export class WebhookDispatcher {
     private readonly log: Logger,
     opts: Partial<DispatcherOptions> = {},
   ) {
-    this.repo = createWebhooksRepo(ctx.sqlite)
-    this.outbox = createOutbox(ctx.sqlite, ctx.clock)
+    this.repo = createWebhooksRepo(ctx.storage, ctx.clock)
     this.opts = { concurrency: 16, pollMs: 200, random: Math.random, ...opts }
   }
 
   /** Starts delivering: releases leases a killed process left, catches up every Org, then follows the hub. */
   start(hub: EventHub): void {
-    this.repo.releaseLeases()
+    // Released before anything is claimed (on SQLite the statement runs at this call).
+    const released = this.repo.releaseLeases()
     this.unsubscribe = hub.subscribeAll((orgId) => {
       // Called from the hub's timer: an error here (SQLITE_BUSY under a write burst) must not end the
       // process. The next tick fans out every Org again, so nothing is lost.
-      try {
-        this.fanOut(orgId)
-        this.sendDue()
-      } catch (e) {
-        this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) })
-      }
+      void (async () => {
+        await this.fanOut(orgId)
+        await this.sendDue()
+      })().catch((e) => this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) }))
     })
     this.timer = setInterval(() => void this.tick(), this.opts.pollMs)
-    void this.tick()
+    void released.then(
+      () => this.tick(),
+      (e) => this.log.error('webhook leases not released', { error: e instanceof Error ? e.message : String(e) }),
+    )
   }
 
   async stop(): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
     this.unsubscribe?.()
-    await Promise.allSettled([...this.inFlight.values()])
+    // A claim under way may still start attempts: wait for it, then for every attempt.
+    await this.claimRun?.catch(() => {})
+    await this.idle()
   }
 
   /** One full pass: fan out every Org with live endpoints, then send what is due. Tests call it directly. */
   async tick(): Promise<void> {
     try {
-      for (const orgId of this.repo.liveOrgs()) this.fanOut(orgId)
-      this.sendDue()
+      for (const orgId of await this.repo.liveOrgs()) await this.fanOut(orgId)
+      await this.sendDue()
     } catch (e) {
       this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) })
     }
@@ -87,7 +87,7 @@ export class WebhookDispatcher {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
   }
 
-  private matches(w: WebhookRow, e: { type: string; app_id: string | null; data: string }): boolean {
+  private readonly matches = (w: WebhookRow, e: { type: string; app_id: string | null; data: string }): boolean => {
     if (e.type === 'webhook.test' || e.type === 'webhook.disabled') {
       const target = (JSON.parse(e.data) as { webhookId?: string }).webhookId
       // A test goes to its endpoint only; a disabled endpoint hears of itself only through the others.
@@ -100,44 +100,56 @@ export class WebhookDispatcher {
   }
 
   /** Turns the Org's events past each endpoint's cursor into delivery rows. */
-  fanOut(orgId: string): void {
-    for (const w of this.repo.liveForOrg(orgId)) {
+  async fanOut(orgId: string): Promise<void> {
+    for (const w of await this.repo.liveForOrg(orgId)) {
       // A read first: most wakes find nothing new for an endpoint, and those must not take the write lock.
-      if (this.repo.eventsAfter(orgId, w.cursor_seq, 1).length === 0) continue
+      if (!(await this.repo.hasEventsAfter(orgId, w.cursor_seq))) continue
       for (;;) {
-        const moved = this.ctx.sqlite
-          .transaction(() => {
-            const fresh = this.repo.getAny(w.id)
-            if (!fresh || fresh.enabled !== 1) return 0
-            const rows = this.repo.eventsAfter(orgId, fresh.cursor_seq, FANOUT_PAGE)
-            if (rows.length === 0) return 0
-            const now = this.ctx.clock.now()
-            for (const e of rows) {
-              if (this.matches(fresh, e)) this.repo.insertDelivery(newId(this.ctx.clock), w.id, orgId, e.id, e.seq, e.type, eventBody(e), now)
-            }
-            this.repo.advance(w.id, rows[rows.length - 1].seq, fresh.cursor_seq)
-            return rows.length
-          })
-          .immediate()
+        const moved = await this.repo.fanOutPage(orgId, w.id, FANOUT_PAGE, this.matches, () => newId(this.ctx.clock), this.ctx.clock.now())
         if (moved < FANOUT_PAGE) break
       }
     }
   }
 
   /** Claims due deliveries up to the concurrency limit and sends them. */
-  sendDue(): void {
+  async sendDue(): Promise<void> {
     if (this.stopped) return
+    // One claim at a time in this process: two overlapping claims would both count the same free room.
+    if (this.claiming) {
+      this.claimAgain = true
+      return
+    }
+    this.claiming = true
+    const run = async () => {
+      try {
+        do {
+          this.claimAgain = false
+          await this.claimAndSend()
+        } while (this.claimAgain && !this.stopped)
+      } finally {
+        this.claiming = false
+      }
+    }
+    this.claimRun = run()
+    await this.claimRun
+  }
+
+  private claiming = false
+  private claimAgain = false
+  private claimRun: Promise<void> | undefined
+
+  private async claimAndSend(): Promise<void> {
     const room = this.opts.concurrency - this.inFlight.size
     if (room <= 0) return
     const now = this.ctx.clock.now()
     // The lease outlives the timeout, so a live attempt is never claimed twice.
-    const claimed = this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()])
+    const claimed = await this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()])
     for (const d of claimed) {
       const p = this.attempt(d)
         .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
         .finally(() => {
           this.inFlight.delete(d.id)
-          this.sendDue()
+          this.sendDue().catch((e) => this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) }))
         })
       this.inFlight.set(d.id, p)
     }
@@ -150,8 +162,8 @@ export class WebhookDispatcher {
   }
 
   private async attempt(d: DeliveryRow): Promise<void> {
-    const w = this.repo.getAny(d.webhook_id)
-    if (!w || w.enabled !== 1) return
+    const w = await this.repo.getAny(d.webhook_id)
+    if (!w || !w.enabled) return
     const now = this.ctx.clock.now()
     const timestamp = Math.floor(now / 1000)
     const headers: Record<string, string> = {
@@ -170,62 +182,37 @@ export class WebhookDispatcher {
       const reason = (e as { details?: { reason?: string } }).details?.reason ?? (e instanceof Error ? e.message : String(e))
       result = { status: null, headers: {}, body: null, error: `target refused: ${reason}`, latencyMs: 0 }
     }
-    this.settle(d, w, headers, result)
+    await this.settle(d, w, headers, result)
   }
 
-  private settle(d: DeliveryRow, w: WebhookRow, headers: Record<string, string>, r: AttemptResult): void {
+  private async settle(d: DeliveryRow, w: WebhookRow, headers: Record<string, string>, r: AttemptResult): Promise<void> {
     const now = this.ctx.clock.now()
     const ok = r.status !== null && r.status >= 200 && r.status < 300
-    this.ctx.sqlite
-      .transaction(() => {
-        this.repo.insertAttempt({
-          id: newId(this.ctx.clock),
-          delivery_id: d.id,
-          webhook_id: w.id,
-          org_id: w.org_id,
-          attempt: d.attempts + 1,
-          request_headers: JSON.stringify(headers),
-          request_body: d.payload,
-          response_status: r.status,
-          response_body: r.body,
-          error: r.error,
-          latency_ms: r.latencyMs,
-          created_at: now,
-        })
-        if (ok) {
-          this.repo.settle({ id: d.id, status: 'succeeded', scheduleIndex: d.schedule_index, nextAttemptAt: null, lastStatus: r.status, now })
-          this.repo.markHealthy(w.id)
-          return
-        }
-        if (r.status === 410) {
-          this.repo.settle({ id: d.id, status: 'failed', scheduleIndex: d.schedule_index, nextAttemptAt: null, lastStatus: r.status, now })
-          this.disable(w, 'the endpoint answered 410 Gone', now)
-          return
-        }
-        const retryAfter = parseRetryAfter(r.headers['retry-after'], now)
-        // Another attempt of this endpoint may have disabled it meanwhile: then there is no next try.
-        const stillEnabled = this.repo.getAny(w.id)?.enabled === 1
-        const delay = stillEnabled ? retryDelayMs(d.schedule_index, this.ctx.config.webhookRetryScale, this.opts.random, retryAfter) : undefined
-        this.repo.settle({
-          id: d.id,
-          status: delay === undefined ? 'failed' : 'pending',
-          scheduleIndex: d.schedule_index + 1,
-          nextAttemptAt: delay === undefined ? null : now + delay,
-          lastStatus: r.status,
-          now,
-        })
-        if (!stillEnabled) return
-        const since = this.repo.markFailing(w.id, now)
-        if (now - since >= DISABLE_AFTER_FAILING_MS * this.ctx.config.webhookRetryScale) this.disable(w, 'every delivery failed for 5 days', now)
-      })
-      .immediate()
-  }
-
-  /** Disables the endpoint, fails what it still had pending, and records a webhook.disabled event. */
-  private disable(w: WebhookRow, reason: string, now: number): void {
-    if (this.repo.disable(w.id, reason) === 0) return
-    this.repo.dropPending(w.id, now)
-    this.outbox.append({ orgId: w.org_id, appId: w.app_id, type: 'webhook.disabled', data: { webhookId: w.id, reason } })
-    this.log.warn('webhook endpoint disabled', { webhookId: w.id, reason })
+    const retryAfter = ok ? undefined : parseRetryAfter(r.headers['retry-after'], now)
+    const done = await this.repo.settle({
+      attempt: {
+        id: newId(this.ctx.clock),
+        delivery_id: d.id,
+        webhook_id: w.id,
+        org_id: w.org_id,
+        attempt: d.attempts + 1,
+        request_headers: JSON.stringify(headers),
+        request_body: d.payload,
+        response_status: r.status,
+        response_body: r.body,
+        error: r.error,
+        latency_ms: r.latencyMs,
+        created_at: now,
+      },
+      delivery: d,
+      webhook: w,
+      kind: ok ? 'succeeded' : r.status === 410 ? 'gone' : 'failed',
+      lastStatus: r.status,
+      now,
+      retryDelay: () => retryDelayMs(d.schedule_index, this.ctx.config.webhookRetryScale, this.opts.random, retryAfter),
+      disableAfterMs: DISABLE_AFTER_FAILING_MS * this.ctx.config.webhookRetryScale,
+    })
+    if (!done.settled) this.log.warn('webhook attempt already settled elsewhere', { deliveryId: d.id })
+    if (done.disabled) this.log.warn('webhook endpoint disabled', { webhookId: w.id, reason: done.disabled })
   }
 }

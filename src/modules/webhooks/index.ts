@@ -44,7 +44,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
         ),
       },
     )
-    .get('/v1/webhooks', ({ org }) => ({ data: webhooks.list(org.orgId) }), {
+    .get('/v1/webhooks', async ({ org }) => ({ data: await webhooks.list(org.orgId) }), {
       access: 'webhooks.manage',
       response: { 200: t.NoValidate(WebhookList), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('List webhook endpoints'),

@@ -9,14 +9,11 @@ import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
-import { createOutbox } from '../../db/sqlite/outbox'
 import { isEventType } from '../../lifecycle/event-types'
-import { createEventsRepo } from '../events/repo'
 import { checkTarget } from './ssrf'
 import { newWebhookSecret } from './signature'
 import { createWebhooksRepo, type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
-import type { ActedBy } from '../audit/index'
-import { sqliteAuditWriter } from '../../db/sqlite/audit-writer'
+import type { ActedBy, AuditEntry } from '../audit/entry'
 
 export const ROTATION_OVERLAP_MS = 24 * 3600_000
 export const EVENT_FILTER_MAX = 50
@@ -33,7 +30,7 @@ export function presentWebhook(w: WebhookRow, now = Date.now()) {
     url: w.url,
     appId: w.app_id,
     events: JSON.parse(w.event_types) as string[],
-    enabled: w.enabled === 1,
+    enabled: w.enabled,
     disabledReason: w.disabled_reason,
     failingSince: w.failing_since === null ? null : isoUtc(w.failing_since),
     previousSecretValidUntil: w.previous_secret_until !== null && w.previous_secret_until > now ? isoUtc(w.previous_secret_until) : null,
@@ -79,23 +76,19 @@ export interface WebhooksServiceOptions {
 }
 
 export function createWebhooksService(ctx: Context, options: WebhooksServiceOptions = {}) {
-  const repo = createWebhooksRepo(ctx.sqlite)
-  const events = createEventsRepo(ctx.sqlite)
-  const outbox = createOutbox(ctx.sqlite, ctx.clock)
-  // TODO(issue 22): written inside this module's SQLite transactions, joined; once the module is ported its
-  // repository methods take the AuditEntry[] instead.
-  const writeAudit = sqliteAuditWriter(ctx.sqlite, ctx.clock)
-  const log = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}) => writeAudit({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
+  const repo = createWebhooksRepo(ctx.storage, ctx.clock)
+  /** The audit row of a change, written by the repo in the change's own transaction. */
+  const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
   const allowPrivate = options.allowPrivate ?? ctx.config.webhookAllowPrivate
 
-  function require(orgId: string, id: string): WebhookRow {
-    const w = repo.get(orgId, id)
+  async function require(orgId: string, id: string): Promise<WebhookRow> {
+    const w = await repo.get(orgId, id)
     if (!w) throw new ApiError('not_found')
     return w
   }
 
-  function checkApp(orgId: string, appId: string): void {
-    if (!repo.appInOrg(orgId, appId)) throw new ApiError('app_not_found')
+  async function checkApp(orgId: string, appId: string): Promise<void> {
+    if (!(await repo.appInOrg(orgId, appId))) throw new ApiError('app_not_found')
   }
 
   function checkEvents(list: string[]): string[] {
@@ -110,7 +103,7 @@ export function createWebhooksService(ctx: Context, options: WebhooksServiceOpti
     /** Creates an endpoint that receives events from now on; the secret is in this answer only. */
     async create(orgId: string, input: WebhookInput, by: ActedBy) {
       const eventTypes = checkEvents(input.events ?? [])
-      if (input.appId) checkApp(orgId, input.appId)
+      if (input.appId) await checkApp(orgId, input.appId)
       await checkTarget(input.url, allowPrivate, { allowUnresolved: true, hint: options.privateHint })
       const secret = newWebhookSecret()
       const id = newId(ctx.clock)
@@ -121,78 +114,54 @@ export function createWebhooksService(ctx: Context, options: WebhooksServiceOpti
         url: input.url,
         eventTypes: JSON.stringify(eventTypes),
         secretSealed: ctx.box.seal(Buffer.from(secret)),
-        cursorSeq: 0,
         createdAt: ctx.clock.now(),
       }
       // The cursor starts at the Org's last event, read in the insert's transaction: an endpoint gets
       // exactly the events committed after it exists.
-      ctx.sqlite
-        .transaction(() => {
-          repo.insert({ ...row, cursorSeq: events.lastSeq(orgId) })
-          // The host only: a webhook URL's path or query may carry a token of the receiver's.
-          log(by, orgId, 'webhook.created', id, { host: new URL(input.url).host, events: eventTypes, appId: row.appId })
-        })
-        .immediate()
-      return { ...presentWebhook(require(orgId, id), ctx.clock.now()), secret }
+      // The host only: a webhook URL's path or query may carry a token of the receiver's.
+      await repo.insert(row, [entry(by, orgId, 'webhook.created', id, { host: new URL(input.url).host, events: eventTypes, appId: row.appId })])
+      return { ...presentWebhook(await require(orgId, id), ctx.clock.now()), secret }
     },
 
-    list: (orgId: string) => repo.list(orgId).map((w) => presentWebhook(w, ctx.clock.now())),
+    list: async (orgId: string) => (await repo.list(orgId)).map((w) => presentWebhook(w, ctx.clock.now())),
 
-    get: (orgId: string, id: string) => presentWebhook(require(orgId, id), ctx.clock.now()),
+    get: async (orgId: string, id: string) => presentWebhook(await require(orgId, id), ctx.clock.now()),
 
-    delete(orgId: string, id: string, by: ActedBy) {
-      require(orgId, id)
-      ctx.sqlite.transaction(() => {
-        if (repo.softDelete(orgId, id, ctx.clock.now()) === 0) return
-        repo.dropPending(id, ctx.clock.now())
-        log(by, orgId, 'webhook.deleted', id)
-      }).immediate()
+    async delete(orgId: string, id: string, by: ActedBy) {
+      await require(orgId, id)
+      await repo.delete(orgId, id, ctx.clock.now(), [entry(by, orgId, 'webhook.deleted', id)])
       return { id, deleted: true as const }
     },
 
     /** New secret; the old one keeps signing alongside it for 24 hours. */
-    rotateSecret(orgId: string, id: string, by: ActedBy) {
-      require(orgId, id)
+    async rotateSecret(orgId: string, id: string, by: ActedBy) {
+      await require(orgId, id)
       const secret = newWebhookSecret()
       const until = ctx.clock.now() + ROTATION_OVERLAP_MS
-      ctx.sqlite.transaction(() => {
-        repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until)
-        log(by, orgId, 'webhook.secret_rotated', id)
-      }).immediate()
+      if (!(await repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until, [entry(by, orgId, 'webhook.secret_rotated', id)]))) throw new ApiError('not_found')
       return { id, secret, previousSecretValidUntil: isoUtc(until) }
     },
 
     /** Appends a webhook.test event; the dispatcher routes it to this endpoint only. */
-    sendTest(orgId: string, id: string, by: ActedBy) {
-      const w = require(orgId, id)
-      if (w.enabled !== 1) throw new ApiError('webhook_disabled')
-      const seq = ctx.sqlite
-        .transaction(() => {
-          const seq = outbox.append({ orgId, appId: w.app_id, type: 'webhook.test', data: { webhookId: id } })
-          log(by, orgId, 'webhook.tested', id, { seq })
-          return seq
-        })
-        .immediate()
+    async sendTest(orgId: string, id: string, by: ActedBy) {
+      const w = await require(orgId, id)
+      if (!w.enabled) throw new ApiError('webhook_disabled')
+      const seq = await repo.appendTest(w, (seq) => [entry(by, orgId, 'webhook.tested', id, { seq })])
       return { webhookId: id, seq }
     },
 
-    enable(orgId: string, id: string, by: ActedBy) {
-      require(orgId, id)
+    async enable(orgId: string, id: string, by: ActedBy) {
+      await require(orgId, id)
       // Events that happened while disabled are not replayed; failed deliveries can be (redeliverFailed).
-      ctx.sqlite
-        .transaction(() => {
-          repo.enable(orgId, id, events.lastSeq(orgId))
-          log(by, orgId, 'webhook.enabled', id)
-        })
-        .immediate()
-      return presentWebhook(require(orgId, id), ctx.clock.now())
+      await repo.enable(orgId, id, [entry(by, orgId, 'webhook.enabled', id)])
+      return presentWebhook(await require(orgId, id), ctx.clock.now())
     },
 
-    deliveries(orgId: string, id: string, opts: { limit?: number; cursor?: string } = {}) {
-      require(orgId, id)
+    async deliveries(orgId: string, id: string, opts: { limit?: number; cursor?: string } = {}) {
+      await require(orgId, id)
       const limit = opts.limit ?? 50
-      const rows = repo.deliveries(orgId, id, opts.cursor ?? 'g', limit)
-      const attempts = repo.attemptsOf(rows.map((r) => r.id))
+      const rows = await repo.deliveries(orgId, id, opts.cursor ?? 'g', limit)
+      const attempts = await repo.attemptsOf(rows.map((r) => r.id))
       const data = rows.map((d) =>
         presentDelivery(
           d,
@@ -203,33 +172,30 @@ export function createWebhooksService(ctx: Context, options: WebhooksServiceOpti
     },
 
     /** Sends one delivery again (same webhook-id), with a fresh retry schedule. */
-    redeliver(orgId: string, deliveryId: string, by: ActedBy) {
-      const d = repo.getDelivery(orgId, deliveryId)
+    async redeliver(orgId: string, deliveryId: string, by: ActedBy) {
+      const d = await repo.getDelivery(orgId, deliveryId)
       if (!d) throw new ApiError('not_found')
-      const w = repo.get(orgId, d.webhook_id)
+      const w = await repo.get(orgId, d.webhook_id)
       if (!w) throw new ApiError('not_found')
-      if (w.enabled !== 1) throw new ApiError('webhook_disabled')
-      ctx.sqlite.transaction(() => {
-        if (repo.redeliver(orgId, deliveryId, ctx.clock.now()) === 0) throw new ApiError('concurrent_update', undefined, 'This delivery is being attempted right now; try again in a moment.')
-        log(by, orgId, 'webhook.redelivered', w.id, { deliveryId })
-      }).immediate()
+      if (!w.enabled) throw new ApiError('webhook_disabled')
+      if (!(await repo.redeliver(orgId, deliveryId, ctx.clock.now(), [entry(by, orgId, 'webhook.redelivered', w.id, { deliveryId })]))) {
+        throw new ApiError('concurrent_update', undefined, 'This delivery is being attempted right now; try again in a moment.')
+      }
       return { id: deliveryId, status: 'pending' as const }
     },
 
     /** Sends again every failed delivery of the endpoint created in [since, until). */
-    redeliverFailed(orgId: string, id: string, since: string, until: string, by: ActedBy) {
-      const w = require(orgId, id)
-      if (w.enabled !== 1) throw new ApiError('webhook_disabled')
+    async redeliverFailed(orgId: string, id: string, since: string, until: string, by: ActedBy) {
+      const w = await require(orgId, id)
+      if (!w.enabled) throw new ApiError('webhook_disabled')
       const from = Date.parse(since)
       const to = Date.parse(until)
       if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
         throw new ApiError('invalid_body', { issues: [{ path: '/since', message: 'since and until must be ISO 8601 times with since < until' }] })
       }
-      const redelivered = ctx.sqlite.transaction(() => {
-        const n = repo.redeliverFailed(orgId, id, from, to, ctx.clock.now())
-        log(by, orgId, 'webhook.failed_redelivered', id, { since, until, redelivered: n })
-        return n
-      }).immediate()
+      const redelivered = await repo.redeliverFailed(orgId, id, from, to, ctx.clock.now(), (n) => [
+        entry(by, orgId, 'webhook.failed_redelivered', id, { since, until, redelivered: n }),
+      ])
       return { webhookId: id, redelivered }
     },
   }

@@ -1,0 +1,199 @@
+/**
+ * PostgreSQL side of modules/webhooks/repo.ts. Every read-then-write locks what it read (the endpoint row
+ * FOR UPDATE) or compares-and-sets in its UPDATE; due deliveries are claimed FOR UPDATE SKIP LOCKED, so
+ * two dispatchers (two nodes) never lease the same delivery.
+ */
+import type { PoolClient } from 'pg'
+import type { Clock } from '../../core/clock'
+import type { AuditEntry } from '../../modules/audit/entry'
+import { eventBody, type EventRow } from '../../modules/events/repo'
+import type { AttemptRow, DeliveryRow, SettleResult, WebhookRow, WebhooksRepo } from '../../modules/webhooks/repo'
+import { writeAuditPg } from './audit-writer'
+import { appendEventPg, PG_LAST_SEQ_SQL } from './outbox'
+import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
+
+const EVENT_COLUMNS = 'id, org_id, app_id, seq, type, data, created_at'
+const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = $1 WHERE webhook_id = $2 AND status = 'pending'"
+const CLAIM = `UPDATE webhook_deliveries SET lease_until = $2
+  WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+               WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
+                 AND w.enabled AND w.deleted_at IS NULL AND NOT (d.id = ANY($4::text[]))
+               ORDER BY d.next_attempt_at, d.id LIMIT $3
+               FOR UPDATE OF d SKIP LOCKED)
+  RETURNING *`
+const SETTLE = `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, schedule_index = $4, next_attempt_at = $5,
+  lease_until = NULL, last_status = $6, updated_at = $7 WHERE id = $1 AND attempts = $2`
+const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, delivery_id, webhook_id, org_id, attempt, request_headers, request_body, response_status, response_body, error, latency_ms, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const REDELIVER_SET = "status = 'pending', schedule_index = 0, next_attempt_at = $1, lease_until = NULL, updated_at = $1"
+
+export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): WebhooksRepo {
+  const { pool } = storage
+  const lastSeq = async (q: PgQueryable, orgId: string) => (await one<{ last_seq: number }>(q, PG_LAST_SEQ_SQL, [orgId]))!.last_seq
+  const getAny = async (q: PgQueryable, id: string, lock = false) =>
+    (await one<WebhookRow>(q, `SELECT * FROM webhooks WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [id])) ?? null
+  /** `change` and its audit rows in one transaction; a change that reports `false` records nothing. */
+  const audited = <T>(audit: (out: T) => AuditEntry[], change: (c: PoolClient) => Promise<T>): Promise<T> =>
+    storage.tx(async (client) => {
+      const out = await change(client)
+      if (out !== false) for (const e of audit(out)) await writeAuditPg(client, clock, e)
+      return out
+    })
+  const disable = async (c: PoolClient, w: Pick<WebhookRow, 'id' | 'org_id' | 'app_id'>, reason: string, now: number): Promise<boolean> => {
+    if ((await exec(c, 'UPDATE webhooks SET enabled = false, disabled_reason = $1 WHERE id = $2 AND enabled', [reason, w.id])) === 0) return false
+    await exec(c, DROP_PENDING, [now, w.id])
+    await appendEventPg(c, clock, { orgId: w.org_id, appId: w.app_id, type: 'webhook.disabled', data: { webhookId: w.id, reason } })
+    return true
+  }
+
+  return {
+    get: async (orgId, id) => (await one<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, id])) ?? null,
+    getAny: (id) => getAny(pool, id),
+    list: (orgId) => many<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id', [orgId]),
+    liveForOrg: (orgId) => many<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND deleted_at IS NULL AND enabled ORDER BY id', [orgId]),
+    liveOrgs: async () => (await many<{ org_id: string }>(pool, 'SELECT DISTINCT org_id FROM webhooks WHERE deleted_at IS NULL AND enabled ORDER BY org_id')).map((r) => r.org_id),
+    appInOrg: async (orgId, appId) => !!(await one(pool, 'SELECT 1 FROM apps WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, appId])),
+    orgExists: async (orgId) => !!(await one(pool, 'SELECT 1 FROM orgs WHERE id = $1', [orgId])),
+
+    insert: (row, audit) =>
+      audited(
+        () => audit,
+        async (c) => {
+          await exec(
+            c,
+            `INSERT INTO webhooks (id, org_id, app_id, url, event_types, secret_sealed, cursor_seq, enabled, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8)`,
+            [row.id, row.orgId, row.appId, row.url, row.eventTypes, row.secretSealed, await lastSeq(c, row.orgId), row.createdAt],
+          )
+        },
+      ),
+    delete: (orgId, id, now, audit) =>
+      audited(
+        () => audit,
+        async (c) => {
+          if ((await exec(c, 'UPDATE webhooks SET deleted_at = $1 WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL', [now, orgId, id])) === 0) return false
+          await exec(c, DROP_PENDING, [now, id])
+          return true
+        },
+      ),
+    rotate: (orgId, id, sealed, until, audit) =>
+      audited(
+        () => audit,
+        async (c) =>
+          (await exec(
+            c,
+            'UPDATE webhooks SET previous_secret_sealed = secret_sealed, previous_secret_until = $1, secret_sealed = $2 WHERE org_id = $3 AND id = $4 AND deleted_at IS NULL',
+            [until, sealed, orgId, id],
+          )) > 0,
+      ),
+    appendTest: (w, audit) => audited(audit, (c) => appendEventPg(c, clock, { orgId: w.org_id, appId: w.app_id, type: 'webhook.test', data: { webhookId: w.id } })),
+    enable: (orgId, id, audit) =>
+      audited(
+        () => audit,
+        async (c) =>
+          (await exec(
+            c,
+            'UPDATE webhooks SET enabled = true, disabled_reason = NULL, failing_since = NULL, cursor_seq = GREATEST(cursor_seq, $1) WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL',
+            [await lastSeq(c, orgId), orgId, id],
+          )) > 0,
+      ),
+
+    hasEventsAfter: async (orgId, after) => !!(await one(pool, 'SELECT 1 FROM events WHERE org_id = $1 AND seq > $2 ORDER BY seq LIMIT 1', [orgId, after])),
+    fanOutPage: (orgId, webhookId, limit, matches, newId, now) =>
+      storage.tx(async (c) => {
+        // The endpoint's row locked: two dispatchers fan out one endpoint's page one after the other.
+        const fresh = await getAny(c, webhookId, true)
+        if (!fresh || !fresh.enabled) return 0
+        const rows = await many<EventRow>(c, `SELECT ${EVENT_COLUMNS} FROM events WHERE org_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [orgId, fresh.cursor_seq, limit])
+        if (rows.length === 0) return 0
+        for (const e of rows) {
+          if (!matches(fresh, e)) continue
+          await exec(
+            c,
+            `INSERT INTO webhook_deliveries (id, webhook_id, org_id, event_id, event_seq, event_type, payload, status, next_attempt_at, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $8) ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+            [newId(), webhookId, orgId, e.id, e.seq, e.type, eventBody(e), now],
+          )
+        }
+        await exec(c, 'UPDATE webhooks SET cursor_seq = $1 WHERE id = $2 AND cursor_seq = $3', [rows[rows.length - 1].seq, webhookId, fresh.cursor_seq])
+        return rows.length
+      }),
+    claim: async (now, leaseUntil, limit, busy) => {
+      // A read before the claim: most polls find nothing due, and those need no transaction.
+      if (!(await one(pool, "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now]))) return []
+      const rows = await many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
+      // RETURNING has no order: oldest due first, as they were chosen.
+      return rows.sort((x, y) => (x.next_attempt_at ?? 0) - (y.next_attempt_at ?? 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
+    },
+    releaseLeases: async () => {
+      // Not on PostgreSQL: other nodes' dispatchers hold live leases there. A dead node's leases run out
+      // on their own (they outlive one attempt's timeout by a minute), then the deliveries are claimed again.
+    },
+    nextDue: async () => (await one<{ at: number | null }>(pool, "SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'"))!.at,
+    settle: (o) =>
+      storage.tx(async (c): Promise<SettleResult> => {
+        const { delivery: d, webhook: w, now } = o
+        let status: string
+        let scheduleIndex = d.schedule_index
+        let nextAttemptAt: number | null = null
+        // The endpoint's row first, in every path: a disable (which fails the endpoint's pending deliveries)
+        // and a settle then take their locks in one order, endpoint before delivery, and never deadlock.
+        const stillEnabled = (await getAny(c, w.id, true))?.enabled === true
+        if (o.kind === 'succeeded') status = 'succeeded'
+        else if (o.kind === 'gone') status = 'failed'
+        else {
+          // Another attempt of this endpoint may have disabled it meanwhile: then there is no next try.
+          const delay = stillEnabled ? o.retryDelay() : undefined
+          status = delay === undefined ? 'failed' : 'pending'
+          scheduleIndex = d.schedule_index + 1
+          nextAttemptAt = delay === undefined ? null : now + delay
+        }
+        if ((await exec(c, SETTLE, [d.id, d.attempts, status, scheduleIndex, nextAttemptAt, o.lastStatus, now])) === 0) return { settled: false }
+        const a: AttemptRow = o.attempt
+        await exec(c, INSERT_ATTEMPT, [a.id, a.delivery_id, a.webhook_id, a.org_id, a.attempt, a.request_headers, a.request_body, a.response_status, a.response_body, a.error, a.latency_ms, a.created_at])
+        if (o.kind === 'succeeded') {
+          await exec(c, 'UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [w.id])
+          return { settled: true }
+        }
+        if (o.kind === 'gone') {
+          const reason = 'the endpoint answered 410 Gone'
+          return (await disable(c, w, reason, now)) ? { settled: true, disabled: reason } : { settled: true }
+        }
+        if (!stillEnabled) return { settled: true }
+        const since = (await one<{ failing_since: number }>(c, 'UPDATE webhooks SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 RETURNING failing_since', [now, w.id]))?.failing_since ?? now
+        if (now - since < o.disableAfterMs) return { settled: true }
+        const reason = 'every delivery failed for 5 days'
+        return (await disable(c, w, reason, now)) ? { settled: true, disabled: reason } : { settled: true }
+      }),
+    disable: (w, reason, now) => storage.tx((c) => disable(c, w, reason, now)),
+
+    getDelivery: async (orgId, id) => (await one<DeliveryRow>(pool, 'SELECT * FROM webhook_deliveries WHERE org_id = $1 AND id = $2', [orgId, id])) ?? null,
+    deliveries: (orgId, webhookId, before, limit) =>
+      many<DeliveryRow>(pool, 'SELECT * FROM webhook_deliveries WHERE org_id = $1 AND webhook_id = $2 AND id < $3 ORDER BY id DESC LIMIT $4', [orgId, webhookId, before, limit]),
+    attemptsOf: (ids) => many<AttemptRow>(pool, 'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt', [ids]),
+    redeliver: (orgId, id, now, audit) =>
+      audited(() => audit, async (c) => (await exec(c, `UPDATE webhook_deliveries SET ${REDELIVER_SET} WHERE org_id = $2 AND id = $3 AND lease_until IS NULL`, [now, orgId, id])) > 0),
+    redeliverFailed: (orgId, webhookId, from, to, now, audit) =>
+      audited(audit, (c) =>
+        exec(c, `UPDATE webhook_deliveries SET ${REDELIVER_SET} WHERE org_id = $2 AND webhook_id = $3 AND status = 'failed' AND created_at >= $4 AND created_at < $5`, [
+          now, orgId, webhookId, from, to,
+        ]),
+      ),
+    deliveryOrg: async (id) => (await one<{ org_id: string }>(pool, 'SELECT org_id FROM webhook_deliveries WHERE id = $1', [id]))?.org_id ?? null,
+    purge: async (before) => {
+      let n = 0
+      const slices = [
+        "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' LIMIT 5000)",
+        'DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE created_at < $1 LIMIT 5000)',
+      ]
+      for (const text of slices) {
+        for (;;) {
+          const c = await exec(pool, text, [before])
+          n += c
+          if (c < 5000) break
+        }
+      }
+      return n
+    },
+  }
+}
