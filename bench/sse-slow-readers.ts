@@ -27,7 +27,7 @@ try {
   Bun.gc(true)
   const before = process.memoryUsage().rss
   appendEvents(server.ctx.sqlite, t.orgId, t.appId, EVENTS)
-  server.hub.check()
+  await server.hub.check()
   await Bun.sleep(3000)
   Bun.gc(true)
   const grown = (process.memoryUsage().rss - before) / 1048576

@@ -75,7 +75,7 @@ describe('posting to Slack', () => {
     ev('feedback.status_changed', { feedbackId: lead, from: 'agent_running', to: 'pr_opened' })
     ev('feedback.status_changed', { feedbackId: other, from: 'sanitized', to: 'queued' })
     appendEvent(server.ctx.sqlite, b.orgId, b.appId, 'feedback.status_changed', { feedbackId: newId(), from: 'sanitized', to: 'queued' })
-    server.hub.check()
+    await server.hub.check()
     await eventually(() => slack.parents('C0TRIAGE').length === 2 && slack.parents('C0TRIAGE')[0].text.includes('pr_opened'), 20_000)
     await server.slack.idle()
     const [parent, second] = slack.parents('C0TRIAGE')
@@ -95,7 +95,7 @@ describe('posting to Slack', () => {
     expect(slack.messages.length).toBe(2 + thread.length)
     // A lead merged by hand into another: its own parent now points at the new lead.
     ev('feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 2, manual: true })
-    server.hub.check()
+    await server.hub.check()
     await eventually(() => second.text.includes('merged into') && parent.text.includes('2 duplicates'), 10_000)
     expect(second.text).toContain(lead)
     expect(slack.violations).toEqual([])

@@ -79,15 +79,20 @@ export async function startRedis(): Promise<RedisServer> {
 
 let redis: Promise<RedisServer> | undefined
 let s3: Promise<{ server: S3rver; port: number; dir: string }> | undefined
-afterAll(async () => {
-  if (redis) await (await redis).stop()
-  if (s3) {
-    const { server, dir } = await s3
-    await server.close()
-    rmSync(dir, { recursive: true, force: true })
-  }
-  redis = s3 = undefined
-})
+// Only inside `bun test`: fixtures that import the harness also run as plain processes (test/fixtures/).
+try {
+  afterAll(async () => {
+    if (redis) await (await redis).stop()
+    if (s3) {
+      const { server, dir } = await s3
+      await server.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+    redis = s3 = undefined
+  })
+} catch {
+  // not under the test runner: nothing was started by this module to stop
+}
 
 export function sharedRedis(): Promise<RedisServer> {
   redis ??= startRedis()

@@ -43,11 +43,16 @@ export interface FreshStore {
 
 let pg: Promise<PgServer> | undefined
 const closers: (() => Promise<void> | void)[] = []
-afterAll(async () => {
-  for (const close of closers.splice(0).reverse()) await close()
-  if (pg) await (await pg).stop()
-  pg = undefined
-})
+// Only inside `bun test`: fixtures that import the harness also run as plain processes (test/fixtures/).
+try {
+  afterAll(async () => {
+    for (const close of closers.splice(0).reverse()) await close()
+    if (pg) await (await pg).stop()
+    pg = undefined
+  })
+} catch {
+  // not under the test runner: nothing was started by this module to stop
+}
 
 /** The file's PostgreSQL server, started on first use. */
 export function sharedPostgres(): Promise<PgServer> {

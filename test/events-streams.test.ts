@@ -70,7 +70,7 @@ describe('shared reads', () => {
     await Bun.sleep(50)
     const before = ownReads
     const burst = appendEvents(sqlite, orgId, null, 700)
-    hub.check()
+    await hub.check()
     await eventually(() => streams.every((s) => s.seqs.length >= 700), 10_000)
     expect(ownReads - before).toBe(0)
     for (const s of streams) expect(s.seqs).toEqual(burst)

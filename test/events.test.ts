@@ -191,7 +191,7 @@ describe('a slow SSE reader', () => {
     sock.pause() // stop reading: kernel buffers fill, then the server's small queue
     const total = 20_000 // ~6 MB of events, far beyond the socket buffers and the 64 KB queue
     appendEvents(server.ctx.sqlite, b.orgId, b.appId, total)
-    server.hub.check()
+    await server.hub.check()
     await Bun.sleep(500)
     sock.resume()
     await eventually(() => (Buffer.concat(chunks).toString().match(/\nid: /g)?.length ?? 0) >= total, 30_000)

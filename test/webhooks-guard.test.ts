@@ -163,7 +163,7 @@ describe('SSRF guard', () => {
     expect(outsider.status).toBe(201)
     server.ctx.sqlite.query('UPDATE webhooks SET url = ? WHERE id = ?').run(rx.url + '/ok/rebound', outsider.body.id)
     appendEvents(server.ctx.sqlite, t.orgId, t.appId, 1)
-    server.hub.check()
+    await server.hub.check()
     await server.webhooks.tick()
     const log = await call(server.url, 'GET', `/v1/webhooks/${outsider.body.id}/deliveries`, { auth: t.key })
     expect(log.body.data[0].log[0].error).toContain('target refused')
@@ -200,7 +200,7 @@ describe('with a manual clock', () => {
   })
 
   async function run(): Promise<void> {
-    server.hub.check()
+    await server.hub.check()
     await server.webhooks.tick()
   }
 

@@ -14,7 +14,7 @@ import { Logger } from '../../../src/core/logger'
 
 const out = join(import.meta.dir, '..', 'src', 'openapi.ts')
 const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-client-types-'))
-const server = startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent' }), {
+const server = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent' }), {
   log: new Logger('silent'),
   worker: { autoStart: false },
 })

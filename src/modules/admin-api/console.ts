@@ -14,7 +14,6 @@ import { canSee, type AdminIdentity } from '../admins/service'
 import type { PasswordReentry } from './password-reentry'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
 import { createConsoleRepo } from './console-repo'
-import { sqliteAuditWriter } from '../../db/sqlite/audit-writer'
 
 export interface Actor {
   admin: AdminIdentity
@@ -33,14 +32,6 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
   const repo = createConsoleRepo(ctx.storage)
   const orgExists = repo.orgExists
 
-  /**
-   * The change and its audit row commit together, or neither does.
-   * TODO(issue 22): the connections module is not ported yet; its changes run in a SQLite transaction
-   * here, with the audit row written by the joinable SQLite writer. Once connections takes `storage`,
-   * its repository methods take the AuditEntry[] instead.
-   */
-  const atomically = <T>(change: () => T): T => ctx.sqlite.transaction(change).immediate()
-  const writeAuditInTx = sqliteAuditWriter(ctx.sqlite, ctx.clock)
   async function appOf(orgId: string, appId: string): Promise<void> {
     if (!(await repo.appInOrg(orgId, appId))) throw new ApiError('app_not_found')
   }
@@ -101,7 +92,7 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     async repo(orgId: string, appId: string) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       return { connection: await connections.get(orgId, appId) }
     },
 
@@ -111,7 +102,7 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
      * An empty token keeps the stored one.
      */
     async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       const hostToken = input.hostToken || (await connections.load(appId))?.hostToken || undefined
       // The connection, the runs it releases and its audit row commit together (connections/repo.ts).
       const connection = await connections.connect(orgId, appId, { ...input, hostToken }, { ...by(actor), note: { tokenChanged: !!input.hostToken } })
@@ -119,7 +110,7 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     },
 
     async disconnectRepo(actor: Actor, orgId: string, appId: string) {
-      appOf(orgId, appId)
+      await appOf(orgId, appId)
       return connections.disconnect(orgId, appId, by(actor))
     },
 
