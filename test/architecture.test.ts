@@ -120,14 +120,13 @@ const SQLITE_INFRA = new Set([
  * TODO(issue 22): empty.
  */
 const NOT_YET_PORTED = new Set<string>([
-  'context.ts', 'cluster/port.ts', 'cluster/service.ts', 'db/cluster-repo.ts', 'agent/runner.ts', 'agent/runs-repo.ts',
+  'context.ts', 'agent/runner.ts', 'agent/runs-repo.ts',
   'auth/credentials-repo.ts', 'auth/directory.ts',
   'modules/admin-api/console-repo.ts', 'modules/admin-api/inbox-repo.ts', 'modules/admins/key-activity.ts', 'modules/admins/service.ts',
   'modules/admins/sessions.ts', 'modules/agent-runs/repo.ts', 'modules/agent-runs/service.ts', 'modules/audit/index.ts',
-  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/processing-repo.ts', 'modules/feedback/repo.ts',
+  'modules/chatops/repo.ts', 'modules/events/repo.ts', 'modules/feedback/repo.ts',
   'modules/health/readiness.ts', 'modules/metrics/repo.ts', 'modules/metrics/service.ts', 'modules/uploads/service.ts',
-  'modules/webhooks/repo.ts', 'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
-  'worker/steps/process-feedback.ts', 'worker/steps/release-batch.ts', 'worker/steps/sanitize-report.ts', 'worker/thread-entry.ts',
+  'modules/webhooks/repo.ts',
 ])
 
 /** Files that import `bun:sqlite` (type-only included) outside the SQLite side. */
