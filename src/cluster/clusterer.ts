@@ -276,7 +276,8 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const index = indexes.get(r.app_id)
       if (!index) return []
       const ids = new Set<string>()
-      for (const c of index.nearest(featuresOf(toInput(r)), Math.max(RESCORE, limit))) {
+      // One more than a ranking takes: the report itself may be in the index now and out of it when ranked (`plan`).
+      for (const c of index.nearest(featuresOf(toInput(r)), Math.max(RESCORE, limit) + 1)) {
         ids.add(c.id)
         ids.add(index.leadOf(c.id) ?? c.id)
       }

@@ -78,9 +78,13 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     }
   }
 
-  /** Recomputes a lead's count, last duplicate time, theme and consolidated text from its duplicates, in `tx`; returns the count. */
+  /**
+   * Recomputes a lead's count, last duplicate time, theme and consolidated text from its duplicates, in `tx`;
+   * returns the count. The lead's row is locked first: two changes of one cluster count one after the other
+   * (each counting the other's committed duplicates), never both from the same stale count.
+   */
   async function refreshLead(tx: PgTx, leadId: string): Promise<number> {
-    const lead = await repo.get(leadId, tx.client)
+    const lead = await repo.lock(tx, leadId)
     if (!lead) return 0
     const stats = await repo.duplicateStats(tx, leadId)
     // Never a summary of raw text: a report not sanitized yet has none.
@@ -98,7 +102,9 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
    */
   async function attach(tx: PgTx, dupId: string, leadId: string, manual: boolean): Promise<() => void> {
     const now = clock.now()
+    // The member, then its lead: every cluster change locks in this order.
     const r = await repo.lock(tx, dupId)
+    await repo.lockRoot(tx, leadId)
     const movedIds = await repo.duplicateIds(tx, dupId)
     await repo.setDuplicate(tx, dupId, leadId, manual, now)
     // Never chain: the duplicates of the merged item move to the new lead too.
@@ -130,13 +136,14 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
      * report. `ok` false: nothing was written (the caller rolls back and clusters again). `after`: the
      * index's update, once the transaction commits.
      */
-    async applyInTx(tx: PgTx, id: string, verdict: Verdict, self: { duplicate_of_id: string | null; merge_locked: number | boolean }): Promise<{ ok: boolean; after: () => void }> {
+    async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
       if (!verdict.leadId) {
         await refreshLead(tx, id)
         return { ok: true, after: () => {} }
       }
+      const self = await repo.lock(tx, id)
       const lead = await repo.lockRoot(tx, verdict.leadId)
-      if (self.duplicate_of_id || self.merge_locked || !lead || lead.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(lead.status)) return { ok: false, after: () => {} }
+      if (!self || self.duplicate_of_id || self.merge_locked || !lead || lead.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(lead.status)) return { ok: false, after: () => {} }
       return { ok: true, after: await attach(tx, id, verdict.leadId, false) }
     },
 

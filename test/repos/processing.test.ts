@@ -201,6 +201,22 @@ describeEachDialect('processing', (fresh, dialect) => {
     }
   })
 
+  test('merges into one lead at once: each counted (the lead is locked before its duplicates are counted)', async () => {
+    const s = await fresh()
+    const { lifecycle, worker, processing } = await setup(s)
+    const lead = await submit(s, lifecycle, PARAPHRASES[0])
+    const others = [
+      await submit(s, lifecycle, UNRELATED),
+      await submit(s, lifecycle, 'The dark mode toggle resets after every reload of the settings page.'),
+      await submit(s, lifecycle, 'Search results never show archived projects, even with the filter on.'),
+    ]
+    await worker.tick()
+    await Promise.all(others.map((id) => processing.port.merge(id, lead)))
+    expect((await row(s, lead)).duplicate_count).toBe(3)
+    const counts = (await events(s)).filter((e) => e.type === 'feedback.duplicate_attached').map((e) => e.duplicateCount)
+    expect(counts.sort()).toEqual([1, 2, 3])
+  })
+
   test('a customer move made on the row as it was before processing loses cleanly (compare-and-set on its version)', async () => {
     const s = await fresh()
     const { lifecycle, worker } = await setup(s)

@@ -85,7 +85,7 @@ export function createPgProcessFeedbackStep(storage: PgStorage, clock: Clock, de
       await repo.transaction(async (tx) => {
         const now = await lockAsRead(tx, read)
         if (scrubbed && !(await repo.moveToSanitized(tx, now.id, now.version, scrubbed.columns, scrubbed.counts))) throw new Replan('concurrent update')
-        const applied = await cluster.applyInTx(tx, now.id, verdict, { duplicate_of_id: now.duplicate_of_id, merge_locked: false })
+        const applied = await cluster.applyInTx(tx, now.id, verdict)
         if (!applied.ok) throw new Replan('the planned lead no longer takes duplicates')
         after = applied.after
         if (!verdict.leadId) {

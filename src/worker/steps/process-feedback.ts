@@ -233,34 +233,34 @@ export function createProcessFeedbackStep(storage: SqliteStorage, clock: Clock, 
         // holds the lock for the writes only; if intake wants it meanwhile, the rest waits for a next batch.
         let applied = 0
         repo.transaction(() => {
-            deps.cluster.batch(() => {
-              jobs.forEach((job, i) => {
-                if (plans[i] === undefined) return
-                const { plan, pre } = plans[i]
-                if (applied++ > 0 && deps.yieldWhen?.()) {
-                  if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
-                  handBack(i)
-                  return
-                }
-                try {
-                  // A savepoint inside the batch's transaction.
-                  repo.transaction(
-                    () =>
-                      deps.cluster.batchItem(() => {
-                        if (job.feedback_id) applyPlan(job.feedback_id, plan, pre)
-                        deps.finishJob?.(job.id)
-                      }),
-                    true,
-                  )
-                } catch (e) {
-                  if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
-                  // Changed since it was sanitized: not a failure, the next batch sanitizes it again.
-                  if (e instanceof StaleScrub) handBack(i)
-                  else outcomes[i] = e ?? new Error('processing failed')
-                }
-              })
+          deps.cluster.batch(() => {
+            jobs.forEach((job, i) => {
+              if (plans[i] === undefined) return
+              const { plan, pre } = plans[i]
+              if (applied++ > 0 && deps.yieldWhen?.()) {
+                if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
+                handBack(i)
+                return
+              }
+              try {
+                // A savepoint inside the batch's transaction.
+                repo.transaction(
+                  () =>
+                    deps.cluster.batchItem(() => {
+                      if (job.feedback_id) applyPlan(job.feedback_id, plan, pre)
+                      deps.finishJob?.(job.id)
+                    }),
+                  true,
+                )
+              } catch (e) {
+                if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
+                // Changed since it was sanitized: not a failure, the next batch sanitizes it again.
+                if (e instanceof StaleScrub) handBack(i)
+                else outcomes[i] = e ?? new Error('processing failed')
+              }
             })
           })
+        })
       })
       if (started > 0) msPerReport = 0.7 * msPerReport + 0.3 * ((performance.now() - t0) / started)
       return outcomes
