@@ -30,8 +30,7 @@ export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type Sim
  * the events; a bench or a tool may leave it out (events are then still written).
  */
 export function createClusterService(storage: SqliteStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(storage, clock)) {
-  const { sqlite } = storage
-  const repo = createSqliteClusterRepo(sqlite, lifecycle.sqlite)
+  const repo = createSqliteClusterRepo(storage.sqlite, lifecycle.sqlite)
   const core = createClusterer(repo, baseThresholds)
   const { indexFor, row, remember } = core
   /** What each lead's summary is built from, kept between batches (lead-states.ts). */
@@ -156,10 +155,10 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
         return { leadId: r.duplicate_of_id, reason: 'already a duplicate' }
       }
       const verdict = core.verdictFor(r, f)
-      sqlite.transaction(() => {
+      repo.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false, r)
         else leadChanged(id, 0)
-      }).immediate()
+      })
       index.add(f, verdict.leadId)
       pending?.indexed.push({ appId: r.app_id, id })
       return verdict
@@ -185,14 +184,14 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       // Indexed in the first half: a failure of this report's part rolls the index back too (batchItem).
       pending?.indexed.push({ appId, id })
       if (!verdict.leadId) {
-        sqlite.transaction(() => leadChanged(id, 0)).immediate()
+        repo.transaction(() => leadChanged(id, 0))
         return verdict
       }
       const self = plannedRow ?? row(id)
       const lead = repo.rootState(verdict.leadId)
       if (self && !self.duplicate_of_id && !self.merge_locked && lead && !lead.duplicate_of_id && ATTACHABLE_LEAD_STATUSES.has(lead.status)) {
         const leadId = verdict.leadId
-        sqlite.transaction(() => attach(id, leadId, false, self)).immediate()
+        repo.transaction(() => attach(id, leadId, false, self))
         return verdict
       }
       if (self) indexFor(self.app_id).remove(id)
@@ -253,10 +252,10 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       const formerLead = row(id)?.duplicate_of_id
       // IMMEDIATE: these transactions read before they write (see lifecycle.move).
       undoneClears(() =>
-        sqlite.transaction(() => {
+        repo.transaction(() => {
           attach(id, leadId, true)
           if (formerLead && formerLead !== leadId) refreshLead(formerLead)
-        }).immediate(),
+        }),
       )
     },
 
@@ -270,7 +269,7 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       const formerLeadId = r?.duplicate_of_id
       if (!formerLeadId && !requeue) return
       undoneClears(() =>
-        sqlite.transaction(() => {
+        repo.transaction(() => {
           if (r && formerLeadId) {
             repo.setUnmerged(id, clock.now())
             const duplicateCount = refreshLead(formerLeadId)
@@ -278,7 +277,7 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
             repo.recordUnmerged({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
           }
           if (requeue) repo.enqueueProcess(id)
-        }).immediate(),
+        }),
       )
       if (r && formerLeadId) indexFor(r.app_id).setLead(id, null)
     },

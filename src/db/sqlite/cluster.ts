@@ -76,6 +76,11 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     moveDuplicates: (fromLeadId: string, toLeadId: string, now: number) => moveDuplicates.run(toLeadId, now, fromLeadId),
     /** Makes a duplicate a lead again, locked against automatic clustering. */
     setUnmerged: (id: string, now: number) => setUnmerged.run(now, id),
+    /**
+     * Runs `work` (one cluster change: rows, events, jobs) in one IMMEDIATE transaction (it reads before it
+     * writes: see lifecycle.move), or as a savepoint of the caller's (a processing transaction, a batch).
+     */
+    transaction: <T>(work: () => T): T => sqlite.transaction(work).immediate(),
     /** Records `feedback.duplicate_attached` in the caller's transaction. */
     recordAttached(scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']): void {
       lifecycleSide().record(scope, 'feedback.duplicate_attached', data)
