@@ -20,7 +20,7 @@ import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
-import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, toInput, type Sanitized, type Verdict } from './clusterer'
+import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './clusterer'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
 
