@@ -11,7 +11,6 @@ import type { StoredReport } from '../../sanitize/report'
 import type { ProcessRow, RoutingRow } from '../../modules/feedback/processing-repo'
 import type { SqliteLifecycle } from './lifecycle'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
-import { createSqliteJobs } from './jobs'
 
 export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecycle) {
   const get: Statement = sqlite.query(
@@ -31,7 +30,7 @@ export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecy
   const waiting: Statement = sqlite.query(
     "SELECT id, version FROM feedback WHERE app_id = ? AND status = 'sanitized' AND duplicate_of_id IS NULL ORDER BY id",
   )
-  const jobs = createSqliteJobs(sqlite)
+  const windowCloses: Statement = sqlite.query("SELECT run_after FROM jobs WHERE kind = 'batch_release' AND app_id = ? LIMIT 1")
 
   return {
     get: (id: string): ProcessRow | null => get.get(id) as ProcessRow | null,
@@ -62,8 +61,8 @@ export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecy
     fail: (id: string, version: number, reason: string): boolean => lifecycle.move(sqlite, id, 'failed', { by: 'system', version, reason }),
     /** Makes sure the App has an open batch window (a `batch_release` job); returns when it closes (epoch ms). */
     ensureWindow(appId: string, closesAt: number): number {
-      const existing = jobs.runAfterOf('batch_release', appId)
-      if (existing !== null) return existing
+      const existing = (windowCloses.get(appId) as { run_after: number } | null)?.run_after
+      if (existing !== undefined) return existing
       lifecycle.enqueue('batch_release', { appId }, closesAt)
       return closesAt
     },
@@ -79,8 +78,6 @@ export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecy
         })
         .immediate()
     },
-    /** Deletes a job in the caller's transaction. */
-    finishJob: (jobId: number): void => jobs.finish(jobId),
     /** Runs `work` in one IMMEDIATE transaction (it reads before it writes); `nested`: a savepoint inside the caller's. */
     transaction<T>(work: () => T, nested = false): T {
       const tx = sqlite.transaction(work)
