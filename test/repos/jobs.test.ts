@@ -9,6 +9,10 @@ import { pgStorage } from '../../src/db/pg/storage'
 import { openDatabase } from '../../src/db/client'
 import { sqliteStorage } from '../../src/db/sqlite/storage'
 import type { Storage } from '../../src/db/storage'
+import { Worker } from '../../src/worker/loop'
+import { Logger } from '../../src/core/logger'
+import { createWakeSignal } from '../../src/lifecycle/wake'
+import { currentLeaseOwner } from '../../src/worker/lease-owner'
 
 const LEASE = 60_000
 
@@ -152,6 +156,41 @@ describeEachDialect('jobs repo', (fresh) => {
     expect(await jobs.hasKind('uploads_gc')).toBe(false)
     expect(await jobs.runAfterOf('batch_release', 'a1')).toBe(12345)
     expect(await jobs.runAfterOf('batch_release', 'a2')).toBeNull()
+  })
+
+  test('the worker loop: start hands back a dead predecessor\'s lease, a commit wakes it at once, stop waits for the job in hand', async () => {
+    const s = await fresh()
+    const wake = createWakeSignal()
+    const lc = createLifecycle(s.storage, s.clock, wake)
+    const jobs = createJobsRepo(s.storage)
+    // A lease of this very owner: a predecessor that died with it (the next start takes it back at once).
+    await lc.enqueue('uploads_gc', {})
+    await jobs.claim(s.clock.now(), LEASE, currentLeaseOwner())
+    const ran: number[] = []
+    let hold: Promise<void> | undefined
+    const worker = new Worker(jobs, { uploads_gc: { run: async (job) => void ran.push(job.id) }, agent: { run: () => hold } }, s.clock, new Logger('silent'), { pollMs: 60_000 })
+    wake.on(() => worker.wake())
+    await worker.start()
+    for (let i = 0; i < 100 && ran.length < 1; i++) await Bun.sleep(10)
+    expect(ran).toHaveLength(1)
+    // Woken by the commit, not by the (one-minute) poll.
+    await lc.enqueue('uploads_gc', {})
+    for (let i = 0; i < 100 && ran.length < 2; i++) await Bun.sleep(10)
+    expect(ran).toHaveLength(2)
+    let release!: () => void
+    hold = new Promise<void>((r) => (release = r))
+    await lc.enqueue('agent', { feedbackId: 'f1' })
+    for (let i = 0; i < 100; i++) {
+      if ((await sql(s, 'SELECT id FROM jobs WHERE lease_until IS NOT NULL')).length === 1) break
+      await Bun.sleep(10)
+    }
+    const stopping = worker.stop()
+    release()
+    await stopping
+    // The agent job finished (its step returned); nothing is left leased.
+    expect(await sql(s, 'SELECT id FROM jobs WHERE lease_until IS NOT NULL')).toEqual([])
+    expect(await sql(s, 'SELECT id FROM jobs')).toEqual([])
+    expect(worker.health().ok).toBe(false)
   })
 
   test('two nodes claiming at once never take the same job, and every job is claimed exactly once', async () => {
