@@ -11,6 +11,7 @@
  * merge decision, R@1/R@5/R@10 of /similar, ms per report and index build time.
  */
 import { Database } from 'bun:sqlite'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -84,7 +85,7 @@ export interface QualityResult {
 /** Feeds each App's reports through clustering in a shuffled order; scores pairs against the labels. */
 export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed = 7): QualityResult {
   const { sqlite, dir } = openBenchDb()
-  const cluster = createClusterService(sqlite, systemClock, thresholds)
+  const cluster = createClusterService(sqliteStorage(sqlite), systemClock, thresholds)
   const rand = prng(seed)
   let n = 1
   let tp = 0
@@ -200,7 +201,7 @@ function syntheticText(rand: () => number, next: () => string): string {
 /** Average ms to cluster one new report in an App that already holds `size` sanitized reports. */
 export function measureCost(corpus: Corpus, size: number, probes = 300): { size: number; msPerReport: number; buildMs: number } {
   const { sqlite, dir } = openBenchDb()
-  const cluster = createClusterService(sqlite, systemClock)
+  const cluster = createClusterService(sqliteStorage(sqlite), systemClock)
   const appId = hexId(0xb00000)
   insertApp(sqlite, appId)
   const rand = prng(size)

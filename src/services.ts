@@ -118,8 +118,17 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   let cluster: ClusterPort
   let processingThread: ProcessingThread | undefined
   let sanitizerThread: ProcessingThread | undefined
-  if (options.processingThread) {
-    const jobs = createJobsRepo(sqlite, Object.keys(ownSteps) as JobKind[])
+  if (ctx.storage.dialect === 'pg') {
+    // PostgreSQL, one node for now: this thread's worker runs every job kind (sanitizing and clustering
+    // too, with the App indexes in this process); no processing or sanitizer threads, and no pacing from
+    // SQLite's write turns (PostgreSQL has no single write lock for intake to wait on).
+    const jobs = createJobsRepo(ctx.storage)
+    const processing = createProcessing(ctx.storage, clock, lifecycle, jobs)
+    cluster = processing.port
+    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, workerOptions)
+    wake.on(() => worker.wake())
+  } else if (options.processingThread) {
+    const jobs = createJobsRepo(ctx.storage, Object.keys(ownSteps) as JobKind[])
     worker = new Worker(jobs, ownSteps, clock, log, workerOptions)
     const { busy: _busy, saturated: _saturated, ...threadOptions } = workerOptions
     processingThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, threadOptions, () => worker.wake())
@@ -137,15 +146,15 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
       if (kind === 'process') sanitizer?.wake()
     })
   } else {
-    const jobs = createJobsRepo(sqlite)
-    const processing = createProcessing(sqlite, clock, lifecycle, jobs)
+    const jobs = createJobsRepo(ctx.storage)
+    const processing = createProcessing(ctx.storage, clock, lifecycle, jobs)
     cluster = processing.port
     // Sharing intake's thread, the worker paces itself while intake is busy, and takes only a small share
     // of the core while intake saturates it.
     worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, { ...intakePacing(turns), ...workerOptions })
     wake.on(() => worker.wake())
   }
-  scheduleUploadsGc(createJobsRepo(sqlite), lifecycle, clock)
+  void scheduleUploadsGc(createJobsRepo(ctx.storage), lifecycle, clock).catch((e) => log.error('uploads collection not scheduled', { error: e instanceof Error ? e.message : String(e) }))
 
   const apps = createAppsRepo(ctx.storage)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)

@@ -121,9 +121,7 @@ const SQLITE_INFRA = new Set([
  * TODO(issue 22): empty.
  */
 const NOT_YET_PORTED = new Set<string>([
-  'context.ts', 'cluster/port.ts', 'cluster/service.ts', 'db/cluster-repo.ts', 'modules/feedback/processing-repo.ts',
-  'worker/jobs-repo.ts', 'worker/processing.ts', 'worker/sanitize-ahead-repo.ts', 'worker/sanitize-ahead.ts',
-  'worker/steps/process-feedback.ts', 'worker/steps/release-batch.ts', 'worker/steps/sanitize-report.ts', 'worker/thread-entry.ts',
+  'context.ts',
 ])
 
 /** Files that import `bun:sqlite` (type-only included) outside the SQLite side. */

@@ -4,6 +4,7 @@
  * threshold calibration.
  */
 import { describe, expect, test } from 'bun:test'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { firstLine, words } from '../src/cluster/tokenize'
 import { featuresOf, type ReportInput } from '../src/cluster/features'
 import { decide, DEFAULT_THRESHOLDS, templatedSiblings } from '../src/cluster/decide'
@@ -125,7 +126,7 @@ describe('calibration through the service', () => {
     const { rmSync } = await import('node:fs')
     const { sqlite, dir } = openBenchDb()
     try {
-      const cluster = createClusterService(sqlite, systemClock)
+      const cluster = createClusterService(sqliteStorage(sqlite), systemClock)
       const app = 'a'.repeat(24)
       insertApp(sqlite, app)
       expect(cluster.thresholdsFor(app).strong).toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)

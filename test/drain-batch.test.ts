@@ -96,11 +96,11 @@ describe('a batch', () => {
     srv.ctx.sqlite.query("UPDATE feedback SET metadata = '[' WHERE id = ?").run(ids[1])
     const sqlite = srv.ctx.sqlite
     const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
-    const jobs = createJobsRepo(sqlite)
-    const deps = { cluster: createClusterService(sqlite, clock), batches: createBatchWindows(sqlite, clock, jobs, lifecycle), lifecycle, finishJob: jobs.finish }
-    const claimed = jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())
+    const jobs = createJobsRepo(sqliteStorage(sqlite))
+    const deps = { cluster: createClusterService(sqliteStorage(sqlite), clock), batches: createBatchWindows(sqliteStorage(sqlite), clock, lifecycle), lifecycle, finishJob: jobs.sqlite!.finish }
+    const claimed = await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())
     expect(claimed.map((j) => j.feedback_id)).toEqual(ids)
-    const outcomes = await createProcessFeedbackStep(sqlite, clock, deps).runBatch!(claimed)
+    const outcomes = await createProcessFeedbackStep(sqliteStorage(sqlite), clock, deps).runBatch!(claimed)
     expect(outcomes[0]).toBeUndefined()
     expect(String(outcomes[1])).toContain('does not parse')
     expect(outcomes[2]).toBeUndefined()
@@ -108,20 +108,20 @@ describe('a batch', () => {
     expect(jobsFor(sqlite, ids[1])).toHaveLength(1)
     // A zero budget: the first report runs (a batch always makes progress), the rest are handed back.
     const more = [await distinct(), await distinct()]
-    const batch = jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner()).filter((j) => more.includes(j.feedback_id!))
-    const tight = await createProcessFeedbackStep(sqlite, clock, { ...deps, batchBudgetMs: 0 }).runBatch!(batch)
+    const batch = (await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())).filter((j) => more.includes(j.feedback_id!))
+    const tight = await createProcessFeedbackStep(sqliteStorage(sqlite), clock, { ...deps, batchBudgetMs: 0 }).runBatch!(batch)
     expect(tight[0]).toBeUndefined()
     expect(tight[1]).toBeInstanceOf(DeferJob)
     expect((tight[1] as DeferJob).runAfter).toBe(batch[1].run_after)
     expect(feedbackRow(sqlite, more[1]).status).toBe('received')
     // As the loop does with a handed-back job: its lease goes, its place in the queue stays.
-    jobs.defer(batch[1].id, (tight[1] as DeferJob).runAfter!)
+    await jobs.defer(batch[1].id, (tight[1] as DeferJob).runAfter!)
     // Another writer waiting for the lock (intake): the batch commits after the report in hand.
-    const waiting = jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner()).filter((j) => more.includes(j.feedback_id!))
+    const waiting = (await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())).filter((j) => more.includes(j.feedback_id!))
     expect(waiting.map((j) => j.feedback_id)).toEqual([more[1]])
     const third = await distinct()
-    const both = [...waiting, ...jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner()).filter((j) => j.feedback_id === third)]
-    const yielded = await createProcessFeedbackStep(sqlite, clock, { ...deps, yieldWhen: () => true }).runBatch!(both)
+    const both = [...waiting, ...(await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())).filter((j) => j.feedback_id === third)]
+    const yielded = await createProcessFeedbackStep(sqliteStorage(sqlite), clock, { ...deps, yieldWhen: () => true }).runBatch!(both)
     expect(yielded[0]).toBeUndefined()
     expect(yielded[1]).toBeInstanceOf(DeferJob)
     expect(feedbackRow(sqlite, more[1]).status).toBe('awaiting_manual')

@@ -144,17 +144,17 @@ describe('job claims by kind', () => {
   })
 
   test("the HTTP thread's claims find its few kinds through the kind index", async () => {
-    const { createJobsRepo } = await import('../src/worker/jobs-repo')
+    const { createSqliteJobs } = await import('../src/db/sqlite/jobs')
     plans.length = 0
-    createJobsRepo(spy, ['agent', 'uploads_gc'])
+    createSqliteJobs(spy, ['agent', 'uploads_gc'])
     expect(plans.length).toBeGreaterThanOrEqual(2)
     for (const p of plans) expect(p).toContain('jobs_kind_due_idx')
   })
 
   test("the processing thread's claim walks the due-time index in order (no sort of every due job)", async () => {
-    const { createJobsRepo } = await import('../src/worker/jobs-repo')
+    const { createSqliteJobs } = await import('../src/db/sqlite/jobs')
     plans.length = 0
-    createJobsRepo(spy, ['process', 'batch_release'])
+    createSqliteJobs(spy, ['process', 'batch_release'])
     const single = plans.find((p) => p.includes('SCALAR SUBQUERY'))!
     expect(single).toContain('jobs_due_idx')
     expect(single).not.toContain('TEMP B-TREE')
@@ -178,9 +178,9 @@ describe('sanitizing ahead and building an App index during a backlog', () => {
   const spy = recordingQueries(db, (sql) => seen.push(sql))
 
   test('a chunk is a range of job ids in order, each report found by its id; the head is the first process job by id', async () => {
-    const { createSanitizeAheadRepo } = await import('../src/worker/sanitize-ahead-repo')
+    const { createSqliteSanitizeAhead } = await import('../src/db/sqlite/sanitize-ahead')
     seen.length = 0
-    createSanitizeAheadRepo(spy)
+    createSqliteSanitizeAhead(spy)
     const pick = plan(db, seen.find((s) => s.includes('JOIN feedback'))!)
     expect(pick).toContain('SEARCH j USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)')
     expect(pick).toContain('sqlite_autoindex_feedback_1 (id=?)')
@@ -191,9 +191,9 @@ describe('sanitizing ahead and building an App index during a backlog', () => {
   })
 
   test("an App's index build checks each report's queued job by the report's id", async () => {
-    const { createClusterRepo } = await import('../src/db/cluster-repo')
+    const { createSqliteClusterRepo } = await import('../src/db/sqlite/cluster')
     seen.length = 0
-    createClusterRepo(spy)
+    createSqliteClusterRepo(spy)
     const load = plan(db, seen.find((s) => s.includes('NOT EXISTS'))!)
     expect(load).toContain('jobs_feedback_idx (feedback_id=?)')
     expect(load).toContain('feedback_app_id_idx (app_id=?)')

@@ -3,6 +3,7 @@
  * a stopped worker is not alive; a running checkpointer thread reports in. Real database, real jobs.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { systemClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { Worker, type JobStep } from '../src/worker/loop'
@@ -28,7 +29,7 @@ test('a worker holding one job longer than its lease is reported stuck; done, it
       await gate.promise
     },
   }
-  const w = new Worker(createJobsRepo(srv.ctx.sqlite), { process: step }, systemClock, new Logger('silent'), { leaseMs: 300, pollMs: 50 })
+  const w = new Worker(createJobsRepo(sqliteStorage(srv.ctx.sqlite)), { process: step }, systemClock, new Logger('silent'), { leaseMs: 300, pollMs: 50 })
   expect(w.health()).toMatchObject({ ok: false, reason: expect.stringContaining('not running') })
   w.start()
   expect(w.health().ok).toBe(true)

@@ -56,15 +56,15 @@ async function report(): Promise<string> {
 function step() {
   const sqlite = srv.ctx.sqlite
   const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
-  const jobs = createJobsRepo(sqlite)
-  const deps = { cluster: createClusterService(sqlite, clock), batches: createBatchWindows(sqlite, clock, jobs, lifecycle), lifecycle, finishJob: jobs.finish }
-  return { jobs, step: createProcessFeedbackStep(sqlite, clock, deps) }
+  const jobs = createJobsRepo(sqliteStorage(sqlite))
+  const deps = { cluster: createClusterService(sqliteStorage(sqlite), clock), batches: createBatchWindows(sqliteStorage(sqlite), clock, lifecycle), lifecycle, finishJob: jobs.sqlite!.finish }
+  return { jobs, step: createProcessFeedbackStep(sqliteStorage(sqlite), clock, deps) }
 }
 
 /** Runs the `process` jobs of `ids`, one at a time or as one batch. */
 async function process(ids: string[], how: 'single' | 'batch'): Promise<unknown[]> {
   const { jobs, step: s } = step()
-  const claimed = jobs.claimBatch('process', 100, clock.now(), 60_000, currentLeaseOwner()).filter((j) => ids.includes(j.feedback_id!))
+  const claimed = (await jobs.claimBatch('process', 100, clock.now(), 60_000, currentLeaseOwner())).filter((j) => ids.includes(j.feedback_id!))
   expect(claimed).toHaveLength(ids.length)
   if (how === 'batch') return s.runBatch!(claimed)
   const outcomes: unknown[] = []

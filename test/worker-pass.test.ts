@@ -4,6 +4,7 @@
  * the worker's kinds: ~50 ms per pass with a 300k-report backlog). Real SQLite, real clock.
  */
 import { afterAll, expect, test } from 'bun:test'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { rmSync } from 'node:fs'
 import { createContext } from '../src/context'
 import { loadConfig } from '../src/config'
@@ -25,7 +26,7 @@ test('a 3,500-job backlog drains in passes that ask for the next due time only o
   ctx.sqlite.transaction(() => {
     for (let i = 0; i < 3500; i++) lifecycle.sqlite!.enqueue('uploads_gc', {}, ctx.clock.now() - 1000)
   })()
-  const jobs = createJobsRepo(ctx.sqlite)
+  const jobs = createJobsRepo(sqliteStorage(ctx.sqlite))
   let dueQueries = 0
   const nextDueAt = jobs.nextDueAt
   jobs.nextDueAt = () => {

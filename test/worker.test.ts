@@ -4,6 +4,7 @@
  * tests see each step the worker commits, not only where it ends.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 import { ManualClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { newId } from '../src/core/ids'
@@ -67,9 +68,9 @@ const silent = new Logger('silent')
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
   const lifecycle = createLifecycle(srv.ctx.storage, clock)
-  const real = createProcessFeedbackStep(srv.ctx.sqlite, clock, {
-    cluster: createClusterService(srv.ctx.sqlite, clock),
-    batches: createBatchWindows(srv.ctx.sqlite, clock, createJobsRepo(srv.ctx.sqlite), lifecycle),
+  const real = createProcessFeedbackStep(sqliteStorage(srv.ctx.sqlite), clock, {
+    cluster: createClusterService(sqliteStorage(srv.ctx.sqlite), clock),
+    batches: createBatchWindows(sqliteStorage(srv.ctx.sqlite), clock, lifecycle),
     lifecycle,
   })
   const step: JobStep = {
@@ -80,7 +81,7 @@ function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
     },
     onGiveUp: real.onGiveUp,
   }
-  return new Worker(createJobsRepo(srv.ctx.sqlite), { process: step }, clock, silent, { leaseMs: LEASE_MS })
+  return new Worker(createJobsRepo(sqliteStorage(srv.ctx.sqlite)), { process: step }, clock, silent, { leaseMs: LEASE_MS })
 }
 
 describe('processing', () => {
@@ -170,7 +171,7 @@ describe('leases', () => {
   test('a job claimed by a worker that died is claimed again once its lease runs out, and completes', async () => {
     const id = await submitOne()
     // The "crashed" worker: claims the job, then never finishes it.
-    const claimed = createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS, currentLeaseOwner())
+    const claimed = await createJobsRepo(sqliteStorage(srv.ctx.sqlite)).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     expect(claimed?.feedback_id).toBe(id)
     expect(claimed?.lease_until).toBe(clock.now() + LEASE_MS)
 
@@ -187,7 +188,7 @@ describe('leases', () => {
 
   test('crash mid-job: an item left in sanitizing, with its job still leased, is finished after the lease', async () => {
     const id = await submitOne('Call me on jo@example.com')
-    createJobsRepo(srv.ctx.sqlite).claim(clock.now(), LEASE_MS, currentLeaseOwner())
+    await createJobsRepo(sqliteStorage(srv.ctx.sqlite)).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     forceStatus(srv.ctx.sqlite, id, 'sanitizing') // the dead worker's first commit
     clock.advance(LEASE_MS + 1)
     expect(await srv.worker.tick()).toBe(1)
@@ -264,7 +265,7 @@ describe('retries', () => {
   })
 
   test('backoff is capped at maxBackoffMs', () => {
-    const w = new Worker(createJobsRepo(srv.ctx.sqlite), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
+    const w = new Worker(createJobsRepo(sqliteStorage(srv.ctx.sqlite)), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
     expect([1, 2, 3, 4, 5, 30].map((a) => w.backoffMs(a))).toEqual([1000, 2000, 4000, 5000, 5000, 5000])
   })
 

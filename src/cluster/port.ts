@@ -1,13 +1,13 @@
 /**
  * What triage by hand (the sk_ routes, the dashboard) asks of clustering. The similarity index lives
- * with the worker that clusters new reports: on the processing thread in a server
+ * with the worker that clusters new reports: on SQLite on the processing thread in a server
  * (src/worker/thread.ts answers these calls by message), or in this thread when the worker runs here
- * (tests with an injected clock). Either way there is one index per App and every change to a cluster
- * goes through it, so the index never disagrees with the database.
+ * (tests with an injected clock, and PostgreSQL, where this thread's worker runs every job kind). Either
+ * way there is one index per App and every change to a cluster goes through it, so the index never
+ * disagrees with the database.
  */
-import type { Database } from 'bun:sqlite'
-import type { Lifecycle } from '../lifecycle/lifecycle'
 import type { ClusterService, SimilarEntry } from './service'
+import type { PgClusterService } from './pg-service'
 
 export interface ClusterPort {
   /** Builds the App's index if it is not built yet (in slices: it never blocks the thread that owns it). */
@@ -20,20 +20,13 @@ export interface ClusterPort {
   unmerge(id: string): Promise<void>
 }
 
-/** The port over a cluster service in this thread. */
-export function localClusterPort(cluster: ClusterService, sqlite: Database, lifecycle: Lifecycle): ClusterPort {
+/** The port over a cluster service in this thread (either dialect). */
+export function localClusterPort(cluster: ClusterService | PgClusterService): ClusterPort {
   return {
     prepare: (appId) => cluster.prepare(appId),
     similar: async (id, limit) => cluster.similar(id, limit),
     merge: async (id, leadId) => cluster.merge(id, leadId),
-    async unmerge(id) {
-      // One commit: an unmerged report is never left without the job that moves it on as a lead.
-      sqlite
-        .transaction(() => {
-          cluster.unmerge(id)
-          lifecycle.sqlite!.enqueue('process', { feedbackId: id })
-        })
-        .immediate()
-    },
+    // One commit: an unmerged report is never left without the job that moves it on as a lead.
+    unmerge: async (id) => cluster.unmerge(id, true),
   }
 }

@@ -16,3 +16,18 @@ export interface JobTargets {
   /** Remove uploads nothing referenced. */
   uploads_gc: Record<string, never>
 }
+
+/** A row of the durable job table, as both storage sides return it (snake_case, epoch ms as numbers). */
+export interface JobRow {
+  id: number
+  kind: string
+  feedback_id: string | null
+  /** App-wide jobs (batch release) name their App here. */
+  app_id: string | null
+  run_after: number
+  lease_until: number | null
+  lease_owner: string | null
+  attempts: number
+  last_error: string | null
+  created_at: number
+}

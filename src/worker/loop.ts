@@ -35,7 +35,7 @@ export interface JobStep {
   runBatch?(jobs: JobRow[]): Promise<unknown[]>
   /** How many jobs `runBatch` takes at most (default 1: `run` one at a time). */
   batchSize?: number
-  onGiveUp?(job: JobRow, error: string): void
+  onGiveUp?(job: JobRow, error: string): Promise<void> | void
   /** The step deletes its job in its own final transaction (one commit fewer per job); the loop does not. */
   finishesJob?: boolean
 }
@@ -75,6 +75,9 @@ export class Worker {
   private timer: ReturnType<typeof setTimeout> | undefined
   private current: Promise<number> | undefined
   private held = new Set<number>()
+  private started: Promise<void> = Promise.resolve()
+  /** Counts wake() calls, so one during an await of the loop is not lost. */
+  private wakes = 0
   /** performance.now() of the loop's last pass and of the job in hand's start (readiness: alive, not stuck). */
   private lastPassAt = performance.now()
   private jobStartedAt: number | undefined
@@ -103,14 +106,14 @@ export class Worker {
     // A job claimed before a pause: the worker holds its lease while it waits for its turn.
     let next: JobRow | null = null
     while (ran < maxJobs && !this.stopping) {
-      const job = next ?? this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+      const job = next ?? await this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
       next = null
       if (!job) break
       const step = this.steps[job.kind]
       // Batches only while intake is quiet: a batch is one write transaction, and an intake commit may wait
       // for the one under way (db/write-turns.ts); during a burst jobs go one at a time, as before.
       if (step?.runBatch && (step.batchSize ?? 1) > 1 && ran + 1 < maxJobs && !this.opts.busy?.()) {
-        const more = this.stopping ? [] : this.jobs.claimBatch(job.kind, Math.min(step.batchSize!, maxJobs - ran) - 1, this.clock.now(), this.opts.leaseMs, this.owner)
+        const more = this.stopping ? [] : await this.jobs.claimBatch(job.kind, Math.min(step.batchSize!, maxJobs - ran) - 1, this.clock.now(), this.opts.leaseMs, this.owner)
         ran += 1 + more.length
         await this.runBatch(step, [job, ...more])
       } else {
@@ -121,7 +124,7 @@ export class Worker {
       // submissions are pouring in, a longer pause, so intake latency does not queue behind processing.
       const pause = this.opts.saturated?.() ? this.opts.saturatedPauseMs : this.opts.busy?.() ? this.opts.busyPauseMs : 0
       if (pause > 0 && ran < maxJobs && !this.stopping) {
-        next = this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
+        next = await this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
         // Held, so stop() hands the lease back if it comes during the pause.
         if (next) this.held.add(next.id)
       }
@@ -137,9 +140,9 @@ export class Worker {
     try {
       if (!step) throw new Error(`no step for job kind "${job.kind}"`)
       await step.run(job)
-      if (!step.finishesJob) this.jobs.finish(job.id)
+      if (!step.finishesJob) await this.jobs.finish(job.id)
     } catch (e) {
-      this.failed(step, job, e)
+      await this.failed(step, job, e)
     } finally {
       this.held.delete(job.id)
       this.jobStartedAt = undefined
@@ -158,17 +161,17 @@ export class Worker {
       } catch (e) {
         outcomes = jobs.map(() => e ?? new Error('batch failed'))
       }
-      jobs.forEach((job, i) => {
+      for (const [i, job] of jobs.entries()) {
         const error = outcomes[i]
         try {
           if (error === undefined) {
-            if (!step.finishesJob) this.jobs.finish(job.id)
-          } else this.failed(step, job, error)
+            if (!step.finishesJob) await this.jobs.finish(job.id)
+          } else await this.failed(step, job, error)
         } catch (e) {
           // One job's bookkeeping failing must not leave the others unhandled (that one keeps its lease).
           this.log.error('job outcome not recorded', { jobId: job.id, kind: job.kind, error: e instanceof Error ? e.message : String(e) })
         }
-      })
+      }
     } finally {
       for (const job of jobs) this.held.delete(job.id)
       this.jobStartedAt = undefined
@@ -176,38 +179,53 @@ export class Worker {
   }
 
   /** A job that threw: deferred, retried with backoff, or given up after `maxAttempts`. */
-  private failed(step: JobStep | undefined, job: JobRow, e: unknown): void {
+  private async failed(step: JobStep | undefined, job: JobRow, e: unknown): Promise<void> {
     if (e instanceof DeferJob) {
-      this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs)
+      await this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs)
       return
     }
     const error = e instanceof Error ? e.message : String(e)
     if (job.attempts >= this.opts.maxAttempts) {
       this.log.warn('job gave up', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, error })
       try {
-        step?.onGiveUp?.(job, error)
+        await step?.onGiveUp?.(job, error)
       } finally {
-        this.jobs.finish(job.id)
+        await this.jobs.finish(job.id)
       }
     } else {
       const delay = this.backoffMs(job.attempts)
       this.log.warn('job failed, will retry', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, retryInMs: delay, error })
-      this.jobs.retry(job.id, this.clock.now() + delay, error)
+      await this.jobs.retry(job.id, this.clock.now() + delay, error)
     }
   }
 
-  start(): void {
-    if (this.running) return
+  /** Starts the loop; resolves once the leases of stopped owners are handed back and the first pass is scheduled. */
+  start(): Promise<void> {
+    if (this.running) return this.started
     this.running = true
     this.stopping = false
-    // A lease of this very owner is a dead predecessor's (one worker per role and process).
-    const reclaimed = this.jobs.reclaimOrphans((owner) => owner === this.owner || isLeaseOwnerGone(owner))
-    if (reclaimed > 0) this.log.info('reclaimed job leases of a stopped process', { jobs: reclaimed })
-    this.schedule(0)
+    // A lease of this very owner is a dead predecessor's (one worker per role and process). Held as the
+    // pass under way, so a wake() meanwhile does not claim (and then hand back) a lease of this owner.
+    this.current = this.jobs
+      .reclaimOrphans((owner) => owner === this.owner || isLeaseOwnerGone(owner))
+      .then((reclaimed) => {
+        if (reclaimed > 0) this.log.info('reclaimed job leases of a stopped process', { jobs: reclaimed })
+        return 0
+      })
+      .catch((e) => {
+        this.log.error('job leases not reclaimed', { error: e instanceof Error ? e.message : String(e) })
+        return 0
+      })
+    this.started = this.current.then(() => {
+      this.current = undefined
+      if (this.running) this.schedule(0)
+    })
+    return this.started
   }
 
   /** New work was committed in this process: run now instead of at the next poll. */
   wake(): void {
+    this.wakes++
     if (this.running && !this.current) this.schedule(0)
   }
 
@@ -230,7 +248,16 @@ export class Worker {
     // A pass that hit its limit left work behind: back at once, without asking when the next job is due
     // (that query reads every pending job of this worker's kinds: ~50 ms with a 300k-report backlog).
     if (ran >= TICK_MAX_JOBS) return this.schedule(0)
-    const due = this.jobs.nextDueAt()
+    // A wake while the next due time is read (an await on PostgreSQL) must not be overridden by the wait below.
+    const wakes = this.wakes
+    let due: number | null = null
+    try {
+      due = await this.jobs.nextDueAt()
+    } catch (e) {
+      this.log.error('worker could not read the next due job', { error: e instanceof Error ? e.message : String(e) })
+    }
+    if (!this.running) return
+    if (this.wakes !== wakes) return this.schedule(0)
     const wait = due === null ? this.opts.pollMs : Math.max(0, Math.min(this.opts.pollMs, due - this.clock.now()))
     this.schedule(wait)
   }
@@ -257,6 +284,6 @@ export class Worker {
     this.stopping = true
     if (this.timer) clearTimeout(this.timer)
     await this.current
-    if (this.held.size > 0) this.jobs.release([...this.held])
+    if (this.held.size > 0) await this.jobs.release([...this.held])
   }
 }

@@ -1,22 +1,25 @@
 /**
  * The processing side of the worker: sanitize, cluster and route reports (`process` jobs) and release
  * batch windows (`batch_release`), with the App similarity indexes they need. Built once per process:
- * on the processing thread in a server (thread-entry.ts), or in the HTTP thread when tests drive the
- * worker with an injected clock (src/services.ts). Agent runs and upload collection stay on the HTTP
+ * on SQLite on the processing thread in a server (thread-entry.ts), or in the HTTP thread when tests
+ * drive the worker with an injected clock (src/services.ts); on PostgreSQL in the main thread, whose
+ * worker runs every job kind (one node for now). Agent runs and upload collection stay on the HTTP
  * thread either way: they mostly wait on child processes and the blob store.
  */
-import type { Database } from 'bun:sqlite'
 import type { Clock } from '../core/clock'
+import type { Storage } from '../db/storage'
 import type { Lifecycle } from '../lifecycle/lifecycle'
 import type { JobKind } from '../lifecycle/jobs'
 import { createClusterService } from '../cluster/service'
+import { createPgClusterService } from '../cluster/pg-service'
 import { DEFAULT_THRESHOLDS } from '../cluster/decide'
-import { localClusterPort } from '../cluster/port'
+import { localClusterPort, type ClusterPort } from '../cluster/port'
 import type { JobStep } from './loop'
 import type { JobsRepo } from './jobs-repo'
 import type { WriteTurns } from '../db/write-turns'
 import { createBatchWindows } from './steps/release-batch'
 import { createProcessFeedbackStep } from './steps/process-feedback'
+import { createPgProcessFeedbackStep } from './steps/process-feedback-pg'
 
 /** The job kinds the processing thread runs; the HTTP thread's worker runs the others. */
 export const PROCESSING_KINDS = ['process', 'batch_release'] as const satisfies readonly JobKind[]
@@ -31,17 +34,30 @@ export function intakePacing(turns: WriteTurns): { busy: () => boolean; saturate
   return { busy: () => turns.msSinceIntakeCommit() < 20, saturated: () => turns.msSinceIntakeCommit(true) < 50 }
 }
 
+export interface Processing {
+  steps: Record<ProcessingKind, JobStep>
+  port: ClusterPort
+}
+
 /**
- * `intake` (the processing thread's view of the HTTP thread, db/write-turns.ts): `yieldWhen` is true while
- * intake is active (a batch of reports then commits early), `mayBatch` once it has been quiet a while.
+ * `intake` (SQLite: the processing thread's view of the HTTP thread, db/write-turns.ts): `yieldWhen` is
+ * true while intake is active (a batch of reports then commits early), `mayBatch` once it has been quiet a while.
  */
-export function createProcessing(sqlite: Database, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, intake?: { yieldWhen: () => boolean; mayBatch: () => boolean }) {
-  const cluster = createClusterService(sqlite, clock, DEFAULT_THRESHOLDS, lifecycle)
-  const batches = createBatchWindows(sqlite, clock, jobs, lifecycle)
+export function createProcessing(storage: Storage, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, intake?: { yieldWhen: () => boolean; mayBatch: () => boolean }): Processing {
+  const batches = createBatchWindows(storage, clock, lifecycle)
+  if (storage.dialect === 'pg') {
+    const cluster = createPgClusterService(storage, clock, DEFAULT_THRESHOLDS, lifecycle)
+    const steps: Record<ProcessingKind, JobStep> = {
+      process: createPgProcessFeedbackStep(storage, clock, { cluster, batches, lifecycle }),
+      batch_release: batches.step,
+    }
+    return { steps, port: localClusterPort(cluster) }
+  }
+  const cluster = createClusterService(storage, clock, DEFAULT_THRESHOLDS, lifecycle)
+  const finishJob = jobs.sqlite?.finish
   const steps: Record<ProcessingKind, JobStep> = {
-    process: createProcessFeedbackStep(sqlite, clock, { cluster, batches, lifecycle, finishJob: jobs.finish, ...intake }),
+    process: createProcessFeedbackStep(storage, clock, { cluster, batches, lifecycle, finishJob, ...intake }),
     batch_release: batches.step,
   }
-  return { cluster, steps, port: localClusterPort(cluster, sqlite, lifecycle) }
+  return { steps, port: localClusterPort(cluster) }
 }
-export type Processing = ReturnType<typeof createProcessing>

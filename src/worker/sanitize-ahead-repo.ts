@@ -1,29 +1,17 @@
 /**
- * The reads of the sanitize-ahead thread (sanitize-ahead.ts): where the processing thread's queue starts,
- * and the next chunk of `received` reports with a queued `process` job after a job id. Job ids are
- * AUTOINCREMENT (never reused), so "after the last chunk" is an id range. `+kind` keeps SQLite on the
- * primary key (a range, in order) instead of the kind index, through which it read and sorted every
- * `process` job per chunk (test/perf-plans.test.ts).
+ * What the sanitize-ahead thread (sanitize-ahead.ts) reads and writes: where the processing thread's
+ * queue starts, the next chunk of `received` reports with a queued `process` job after a job id, and the
+ * chunk's sanitized write. SQLite only (src/db/sqlite/sanitize-ahead.ts): on PostgreSQL there is no
+ * processing thread to sanitize ahead of.
  */
-import type { Database, Statement } from 'bun:sqlite'
-import type { ProcessRow } from '../modules/feedback/processing-repo'
+import type { SqliteStorage } from '../db/storage'
+import type { Lifecycle } from '../lifecycle/lifecycle'
+import { createSqliteSanitizeAhead } from '../db/sqlite/sanitize-ahead'
 
-export type QueuedReport = ProcessRow & { job_id: number }
+export type { QueuedReport } from '../db/sqlite/sanitize-ahead'
 
-export function createSanitizeAheadRepo(sqlite: Database) {
-  const head: Statement = sqlite.query("SELECT id FROM jobs WHERE +kind = 'process' ORDER BY id LIMIT 1")
-  const after: Statement = sqlite.query(
-    `SELECT j.id AS job_id, f.id, f.app_id, f.status, f.version, f.text, f.url, f.user_agent, f.console_logs, f.metadata,
-       f.component_target, f.email, f.submitter_name, f.external_user_id, f.duplicate_of_id, f.redactions
-     FROM jobs j JOIN feedback f ON f.id = j.feedback_id
-     WHERE +j.kind = 'process' AND j.id > ?1 AND j.id <= ?4 AND (j.lease_until IS NULL OR j.lease_until < ?2)
-       AND f.status = 'received' AND f.duplicate_of_id IS NULL
-     ORDER BY j.id LIMIT ?3`,
-  )
-  return {
-    /** The oldest queued `process` job's id: where the processing thread works next. */
-    firstProcessJob: (): number | undefined => (head.get() as { id: number } | null)?.id,
-    /** Up to `limit` raw reports whose `process` job comes after `jobId` (up to `lastJobId`) and is not leased, in queue order. */
-    receivedAfter: (jobId: number, lastJobId: number, now: number, limit: number): QueuedReport[] => after.all(jobId, now, limit, lastJobId) as QueuedReport[],
-  }
+export function createSanitizeAheadRepo(storage: SqliteStorage, lifecycle: Lifecycle) {
+  if (!lifecycle.sqlite) throw new Error('sanitizing ahead needs the lifecycle of the same SQLite store')
+  return createSqliteSanitizeAhead(storage.sqlite, lifecycle.sqlite)
 }
+export type SanitizeAheadRepo = ReturnType<typeof createSanitizeAheadRepo>

@@ -15,7 +15,7 @@
  * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
  *   every report itself, as it always did.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteStorage } from '../db/storage'
 import type { Clock } from '../core/clock'
 import type { Lifecycle } from '../lifecycle/lifecycle'
 import { createSanitizeAheadRepo } from './sanitize-ahead-repo'
@@ -32,8 +32,8 @@ export const AHEAD_MAX = 4096
 export const CHUNK = 256
 
 /** `reach`: how far from the queue's head it works (tests make it small). */
-export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: Lifecycle, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
-  const queue = createSanitizeAheadRepo(sqlite)
+export function createSanitizeAhead(storage: SqliteStorage, clock: Clock, lifecycle: Lifecycle, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
+  const queue = createSanitizeAheadRepo(storage, lifecycle)
 
   /** The newest job examined: the next chunk starts after it (job ids only grow). */
   let cursor = 0
@@ -56,16 +56,9 @@ export function createSanitizeAhead(sqlite: Database, clock: Clock, lifecycle: L
       cursor = rows[rows.length - 1].job_id
       // The CPU work, outside the write lock.
       const scrubbed = rows.map((r) => scrub(r))
-      let done = 0
-      sqlite
-        .transaction(() => {
-          rows.forEach((read, i) => {
-            // Compare-and-set on the version read: a report that changed meanwhile (the processing thread
-            // got there, a customer archived it) is not written (moveToSanitized returns false).
-            if (lifecycle.sqlite!.moveToSanitized(sqlite, read.id, read.version, scrubbed[i].columns, scrubbed[i].counts)) done++
-          })
-        })
-        .immediate()
+      // Compare-and-set on the version read: a report that changed meanwhile (the processing thread got
+      // there, a customer archived it) is not written (moveToSanitized returns false).
+      const done = queue.writeSanitized(rows.map((read, i) => ({ id: read.id, version: read.version, columns: scrubbed[i].columns, redactions: scrubbed[i].counts })))
       return { examined: rows.length, sanitized: done, farAhead: false }
     },
   }

@@ -13,7 +13,6 @@
  *               health {ok, reason} every second · reply {id, ok, value | message} · log {text} · stopped
  * The protocol lives in thread.ts, the HTTP thread's side.
  */
-import type { Database } from 'bun:sqlite'
 import { openDatabase } from '../db/client'
 import { takeTurnsForTransactions, WriteTurns } from '../db/write-turns'
 import { systemClock } from '../core/clock'
@@ -26,7 +25,7 @@ import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } fr
 import type { ClusterPort } from '../cluster/port'
 import type { ThreadCall, ThreadStart } from './thread'
 import { createSanitizeAhead } from './sanitize-ahead'
-import { sqliteStorage } from '../db/sqlite/storage'
+import { sqliteStorage, type SqliteStorage } from '../db/sqlite/storage'
 
 declare const self: Worker
 
@@ -35,8 +34,8 @@ const SATURATED_PAUSE_MS = 1000
 
 let stopping: Promise<void> | undefined
 let health: ReturnType<typeof setInterval> | undefined
-let running: { sqlite: Database; worker: JobWorker; port: ClusterPort } | undefined
-let sanitizing: { sqlite: Database; wake: () => void; done: Promise<void>; stop: () => void } | undefined
+let running: { storage: SqliteStorage; worker: JobWorker; port: ClusterPort } | undefined
+let sanitizing: { storage: SqliteStorage; wake: () => void; done: Promise<void>; stop: () => void } | undefined
 
 /** Intake quiet this long before the sanitizer works ahead (the backlog waits; intake's core does not). */
 const SANITIZER_QUIET_MS = 250
@@ -47,10 +46,11 @@ const SANITIZER_IDLE_MS = 1000
 
 function startSanitizer(msg: ThreadStart): void {
   const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
-  const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
+  const { sqlite, db } = openDatabase(msg.file, { autoCheckpoint: false })
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'sanitizer')
-  const ahead = createSanitizeAhead(sqlite, systemClock, createLifecycle(sqliteStorage(sqlite), systemClock))
+  const storage = sqliteStorage(sqlite, db)
+  const ahead = createSanitizeAhead(storage, systemClock, createLifecycle(storage, systemClock))
   let stopped = false
   /** Reports sanitized here since the thread started: reported with its health (tests, diagnostics). */
   let sanitizedAhead = 0
@@ -82,7 +82,7 @@ function startSanitizer(msg: ThreadStart): void {
       else await new Promise<void>((resolve) => setImmediate(resolve))
     }
   }
-  sanitizing = { sqlite, wake: () => wakeUp?.(), done: loop(), stop: () => ((stopped = true), wakeUp?.()) }
+  sanitizing = { storage, wake: () => wakeUp?.(), done: loop(), stop: () => ((stopped = true), wakeUp?.()) }
   health = setInterval(() => postMessage({ type: 'health', ok: true, sanitizedAhead }), HEALTH_EVERY_MS)
   postMessage({ type: 'ready' })
   postMessage({ type: 'health', ok: true, sanitizedAhead })
@@ -92,16 +92,18 @@ function start(msg: ThreadStart): void {
   if (msg.role === 'sanitizer') return startSanitizer(msg)
   const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
   // The checkpointer thread copies the WAL back; this connection never checkpoints on its own.
-  const { sqlite } = openDatabase(msg.file, { autoCheckpoint: false })
+  const { sqlite, db } = openDatabase(msg.file, { autoCheckpoint: false })
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'processing')
+  // This thread's own connection, as a store of its own: every repository here is built from it.
+  const storage = sqliteStorage(sqlite, db)
   const wake = createWakeSignal()
-  const lifecycle = createLifecycle(sqliteStorage(sqlite), systemClock, wake)
-  const jobs = createJobsRepo(sqlite, PROCESSING_KINDS)
+  const lifecycle = createLifecycle(storage, systemClock, wake)
+  const jobs = createJobsRepo(storage, PROCESSING_KINDS)
   const pacing = intakePacing(turns)
   // Batches of reports (process-feedback.ts) start once intake has been quiet for 250 ms and commit early
   // as soon as it is back: waiting for the lock, or committing again.
-  const processing = createProcessing(sqlite, systemClock, lifecycle, jobs, {
+  const processing = createProcessing(storage, systemClock, lifecycle, jobs, {
     yieldWhen: () => turns.intakeWaiting() || pacing.busy(),
     mayBatch: () => !turns.intakeWaiting() && turns.msSinceIntakeCommit() >= 250,
   })
@@ -127,8 +129,8 @@ function start(msg: ThreadStart): void {
       postMessage({ type: 'wake' })
     })
   })
-  running = { sqlite, worker, port: processing.port }
-  worker.start()
+  running = { storage, worker, port: processing.port }
+  void worker.start()
   health = setInterval(() => postMessage({ type: 'health', ...worker.health() }), HEALTH_EVERY_MS)
   postMessage({ type: 'ready' })
   postMessage({ type: 'health', ...worker.health() })
@@ -172,11 +174,11 @@ async function stop(): Promise<void> {
   if (health) clearInterval(health)
   await drain()
   if (sanitizing) {
-    sanitizing.sqlite.close()
+    sanitizing.storage.sqlite.close()
     sanitizing = undefined
   }
   if (running) {
-    running.sqlite.close()
+    running.storage.sqlite.close()
     running = undefined
   }
   postMessage({ type: 'stopped' })

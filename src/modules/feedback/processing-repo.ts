@@ -1,11 +1,15 @@
 /**
  * The queries of the `process` and `batch_release` jobs: the columns a report is sanitized from, the
  * App's routing settings, the leads waiting in a batch window, and the in-place overwrite of every
- * free-text field with its sanitized value. Status moves are not here: they go through the lifecycle.
+ * free-text field with its sanitized value. Status moves go through the lifecycle, joined on each side:
+ * src/db/sqlite/processing.ts (synchronous, in the processing step's SQLite transaction) and
+ * src/db/pg/processing.ts (a PgTx).
  */
-import type { Database, Statement } from 'bun:sqlite'
 import type { FeedbackStatus } from '../../core/fsm'
-import type { StoredReport } from '../../sanitize/report'
+import type { Storage } from '../../db/storage'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { createSqliteProcessing, type SqliteProcessing } from '../../db/sqlite/processing'
+import { createPgProcessing, type PgProcessing } from '../../db/pg/processing'
 
 /** A report as the `process` job reads it (raw columns, snake_case as stored). */
 export interface ProcessRow {
@@ -33,43 +37,62 @@ export interface RoutingRow {
   batchWindowHours: number
 }
 
-export function createProcessingRepo(sqlite: Database) {
-  const get: Statement = sqlite.query(
-    `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
-       email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = ?`,
-  )
-  const appOf: Statement = sqlite.query('SELECT app_id FROM feedback WHERE id = ?')
-  const routing: Statement = sqlite.query(
-    'SELECT processing_mode AS processingMode, batch_enabled AS batchEnabled, batch_window_hours AS batchWindowHours FROM apps WHERE id = ?',
-  )
-  const scrub: Statement = sqlite.query(
-    `UPDATE feedback SET version = version + (1 - $processed), updated_at = $now, processed_at = CASE WHEN $processed THEN $now ELSE processed_at END,
-       text = $text, url = $url, user_agent = $userAgent, console_logs = $consoleLogs, metadata = $metadata,
-       component_target = $componentTarget, redactions = $redactions
-     WHERE id = $id AND version = $version`,
-  )
-  const waiting: Statement = sqlite.query(
-    "SELECT id, version FROM feedback WHERE app_id = ? AND status = 'sanitized' AND duplicate_of_id IS NULL ORDER BY id",
-  )
+export interface ProcessingRepo {
+  get(id: string): Promise<ProcessRow | null>
+  /** The report's App, or null when the report is gone. */
+  appOf(id: string): Promise<string | null>
+  routing(appId: string): Promise<RoutingRow | null>
+  /** The App's sanitized leads waiting for its batch window to close, oldest first. */
+  waitingLeads(appId: string): Promise<{ id: string; version: number }[]>
+  /** Every waiting lead of the App moves on to `to` in one transaction; a lead moved meanwhile is skipped. Returns how many moved. */
+  releaseWaitingLeads(appId: string, to: FeedbackStatus): Promise<number>
+  /** A report whose processing gave up: `failed` with the cause, if still at `version`. */
+  fail(id: string, version: number, reason: string): Promise<boolean>
+  /** The SQLite side (synchronous, joins the caller's SQLite transaction); undefined on PostgreSQL. */
+  readonly sqlite: SqliteProcessing | undefined
+  /** The PostgreSQL side (joins a PgTx); undefined on SQLite. */
+  readonly pg: PgProcessing | undefined
+}
 
-  return {
-    get: (id: string): ProcessRow | null => get.get(id) as ProcessRow | null,
-    /** The report's App, or null when the report is gone. */
-    appOf: (id: string): string | null => (appOf.get(id) as { app_id: string } | null)?.app_id ?? null,
-    routing(appId: string): RoutingRow | null {
-      const r = routing.get(appId) as { processingMode: string; batchEnabled: number; batchWindowHours: number } | null
-      return r && { processingMode: r.processingMode, batchEnabled: r.batchEnabled === 1, batchWindowHours: r.batchWindowHours }
-    },
-    /**
-     * Overwrites the free-text columns with their sanitized values (compare-and-set on the version).
-     * `processed`: the report is being sanitized on its way, and the move to `sanitized` follows in the
-     * same transaction: processed_at is stamped and the version is left to that move, so sanitizing
-     * counts as one change (as it always has). Otherwise (scrubbed where it stands) it bumps the version.
-     */
-    saveScrubbed(id: string, version: number, columns: StoredReport, redactions: string, now: number, processed: boolean): boolean {
-      return scrub.run({ id, version, now, processed: processed ? 1 : 0, ...columns, redactions }).changes === 1
-    },
-    /** The App's sanitized leads waiting for its batch window to close, oldest first. */
-    waitingLeads: (appId: string): { id: string; version: number }[] => waiting.all(appId) as { id: string; version: number }[],
+export function createProcessingRepo(storage: Storage, lifecycle: Lifecycle): ProcessingRepo {
+  if (storage.dialect === 'sqlite') {
+    if (!lifecycle.sqlite) throw new Error('a SQLite processing repo needs the lifecycle of the same store')
+    const s = createSqliteProcessing(storage.sqlite, lifecycle.sqlite)
+    return {
+      get: async (id) => s.get(id),
+      appOf: async (id) => s.appOf(id),
+      routing: async (appId) => s.routing(appId),
+      waitingLeads: async (appId) => s.waitingLeads(appId),
+      releaseWaitingLeads: async (appId, to) => s.releaseWaitingLeads(appId, to),
+      fail: async (id, version, reason) => s.fail(id, version, reason),
+      sqlite: s,
+      pg: undefined,
+    }
   }
+  if (!lifecycle.pg) throw new Error('a PostgreSQL processing repo needs the lifecycle of the same store')
+  const p = createPgProcessing(storage, lifecycle.pg)
+  return {
+    get: p.get,
+    appOf: p.appOf,
+    routing: p.routing,
+    waitingLeads: p.waitingLeads,
+    releaseWaitingLeads: p.releaseWaitingLeads,
+    fail: p.fail,
+    sqlite: undefined,
+    pg: p,
+  }
+}
+
+/** The SQLite side alone, for the SQLite processing step (its transactions are synchronous). */
+export function sqliteProcessingSide(storage: Storage, lifecycle: Lifecycle): SqliteProcessing {
+  const side = createProcessingRepo(storage, lifecycle).sqlite
+  if (!side) throw new Error('the SQLite processing step needs a SQLite store')
+  return side
+}
+
+/** The PostgreSQL side alone, for the PostgreSQL processing step. */
+export function pgProcessingSide(storage: Storage, lifecycle: Lifecycle): PgProcessing {
+  const side = createProcessingRepo(storage, lifecycle).pg
+  if (!side) throw new Error('the PostgreSQL processing step needs a PostgreSQL store')
+  return side
 }

@@ -15,12 +15,12 @@ export function createCollectUploadsStep(uploads: UploadsService, lifecycle: Lif
     async run(): Promise<void> {
       // A full batch means there may be more: come back soon rather than in an hour.
       const removed = await uploads.collectUnreferenced(500)
-      lifecycle.sqlite!.enqueue('uploads_gc', {}, clock.now() + (removed === 500 ? 1000 : UPLOADS_GC_EVERY_MS))
+      await lifecycle.enqueue('uploads_gc', {}, clock.now() + (removed === 500 ? 1000 : UPLOADS_GC_EVERY_MS))
     },
   }
 }
 
 /** Makes sure one collection job is scheduled (at start). */
-export function scheduleUploadsGc(jobs: JobsRepo, lifecycle: Lifecycle, clock: Clock): void {
-  if (!jobs.hasKind('uploads_gc')) lifecycle.sqlite!.enqueue('uploads_gc', {}, clock.now() + 60_000)
+export async function scheduleUploadsGc(jobs: JobsRepo, lifecycle: Lifecycle, clock: Clock): Promise<void> {
+  if (!(await jobs.hasKind('uploads_gc'))) await lifecycle.enqueue('uploads_gc', {}, clock.now() + 60_000)
 }

@@ -6,14 +6,14 @@
  * reads the current status first, so a retry after a crash continues from wherever the last run stopped.
  * Only sanitized values are kept: the sanitizing step overwrites every free-text field in place.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteStorage } from '../../db/storage'
 import type { Clock } from '../../core/clock'
 import { canSystemMove } from '../../core/fsm'
 import type { JobRow } from '../jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createProcessingRepo } from '../../modules/feedback/processing-repo'
+import { sqliteProcessingSide } from '../../modules/feedback/processing-repo'
 import { createSanitizeMoves, prescrub, scrubbedFor, StaleScrub, type Prescrubbed, type Scrubbed } from './sanitize-report'
 import type { ProcessRow } from '../../modules/feedback/processing-repo'
 import type { BatchWindows } from './release-batch'
@@ -62,22 +62,23 @@ interface Plan {
   verdict: { leadId: string | null; reason: string }
 }
 
-export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: ProcessDeps): JobStep {
-  const repo = createProcessingRepo(sqlite)
+/** The `process` step on SQLite: synchronous transactions, batches, write turns (see docs/architecture.md). */
+export function createProcessFeedbackStep(storage: SqliteStorage, clock: Clock, deps: ProcessDeps): JobStep {
   const { lifecycle } = deps
+  const repo = sqliteProcessingSide(storage, lifecycle)
   const maxBatch = Math.max(1, deps.batchSize ?? DEFAULT_BATCH_SIZE)
   const budgetMs = deps.batchBudgetMs ?? DEFAULT_BATCH_BUDGET_MS
   /** Milliseconds per report in recent batches (a moving average): sizes the next batch to the budget. */
   let msPerReport = 0.5
 
-  const { moveTo, sanitizeRow, toSanitized } = createSanitizeMoves(sqlite, clock, lifecycle)
+  const { moveTo, sanitizeRow, toSanitized } = createSanitizeMoves(repo, clock)
 
   /** A sanitized report that is a lead after clustering goes on: to a human or the agent queue, now or when its App's batch window closes. */
   function route(row: ProcessRow): void {
     const app = repo.routing(row.app_id)
     if (app?.batchEnabled) {
       // Waits in `sanitized` until the window closes; the batch_release job moves it on.
-      deps.batches.ensureWindow(row.app_id, app.batchWindowHours)
+      repo.ensureWindow(row.app_id, deps.batches.closesAt(app.batchWindowHours))
       return
     }
     moveTo(row, lifecycle.statusAfterSanitize(app ?? { processingMode: 'manual' }))
@@ -175,13 +176,11 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
         // Sanitized here, before the transaction: the write lock is held for the writes only.
         const pre = prescrub(attempt === 1 ? first : repo.get(feedbackId))
         try {
-          sqlite
-            .transaction(() => {
-              advance(feedbackId, pre)
-              // The job is done exactly when these changes commit; a throw above keeps it for a retry.
-              deps.finishJob?.(job.id)
-            })
-            .immediate()
+          repo.transaction(() => {
+            advance(feedbackId, pre)
+            // The job is done exactly when these changes commit; a throw above keeps it for a retry.
+            deps.finishJob?.(job.id)
+          })
           return
         } catch (e) {
           // The row's raw columns changed between the read and the lock (nothing in fixloop rewrites raw
@@ -233,34 +232,35 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
         // Second half, under the write lock: the plans written in one transaction, a savepoint each. It
         // holds the lock for the writes only; if intake wants it meanwhile, the rest waits for a next batch.
         let applied = 0
-        sqlite
-          .transaction(() => {
-            deps.cluster.batch(() => {
-              jobs.forEach((job, i) => {
-                if (plans[i] === undefined) return
-                const { plan, pre } = plans[i]
-                if (applied++ > 0 && deps.yieldWhen?.()) {
-                  if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
-                  handBack(i)
-                  return
-                }
-                try {
-                  sqlite.transaction(() =>
+        repo.transaction(() => {
+          deps.cluster.batch(() => {
+            jobs.forEach((job, i) => {
+              if (plans[i] === undefined) return
+              const { plan, pre } = plans[i]
+              if (applied++ > 0 && deps.yieldWhen?.()) {
+                if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
+                handBack(i)
+                return
+              }
+              try {
+                // A savepoint inside the batch's transaction.
+                repo.transaction(
+                  () =>
                     deps.cluster.batchItem(() => {
                       if (job.feedback_id) applyPlan(job.feedback_id, plan, pre)
                       deps.finishJob?.(job.id)
                     }),
-                  )()
-                } catch (e) {
-                  if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
-                  // Changed since it was sanitized: not a failure, the next batch sanitizes it again.
-                  if (e instanceof StaleScrub) handBack(i)
-                  else outcomes[i] = e ?? new Error('processing failed')
-                }
-              })
+                  true,
+                )
+              } catch (e) {
+                if (plan && job.feedback_id) deps.cluster.dropPlan(job.feedback_id, plan.row.app_id)
+                // Changed since it was sanitized: not a failure, the next batch sanitizes it again.
+                if (e instanceof StaleScrub) handBack(i)
+                else outcomes[i] = e ?? new Error('processing failed')
+              }
             })
           })
-          .immediate()
+        })
       })
       if (started > 0) msPerReport = 0.7 * msPerReport + 0.3 * ((performance.now() - t0) / started)
       return outcomes
@@ -275,7 +275,7 @@ export function createProcessFeedbackStep(sqlite: Database, clock: Clock, deps: 
     onGiveUp(job: JobRow, error: string): void {
       if (!job.feedback_id) return
       const row = repo.get(job.feedback_id)
-      if (row && canSystemMove(row.status, 'failed')) lifecycle.sqlite!.move(sqlite, row.id, 'failed', { by: 'system', version: row.version, reason: `processing failed: ${error}` })
+      if (row && canSystemMove(row.status, 'failed')) repo.fail(row.id, row.version, `processing failed: ${error}`)
     },
   }
 }

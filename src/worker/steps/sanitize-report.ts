@@ -4,12 +4,11 @@
  * transaction. `scrub` is the pure half, shared with the sanitize-ahead thread (../sanitize-ahead.ts),
  * which writes through the same lifecycle call: a report ends the same whichever of them sanitized it.
  */
-import type { Database } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import { sanitizeStored, type StoredReport } from '../../sanitize/report'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createProcessingRepo, type ProcessRow } from '../../modules/feedback/processing-repo'
+import type { ProcessRow } from '../../modules/feedback/processing-repo'
+import type { SqliteProcessing } from '../../db/sqlite/processing'
 
 /** A report's sanitized columns and redaction counts (JSON), computed from one version of its row. */
 export interface Scrubbed {
@@ -63,7 +62,7 @@ export function scrubbedFor(row: ProcessRow, pre: Prescrubbed | undefined): Scru
 }
 
 /** The row as it is once `scrubbed` is stored, at `status` and `version`. */
-function withScrubbed(row: ProcessRow, { columns, counts }: Scrubbed, status: FeedbackStatus, version: number): ProcessRow {
+export function withScrubbed(row: ProcessRow, { columns, counts }: Scrubbed, status: FeedbackStatus, version: number): ProcessRow {
   return {
     ...row,
     status,
@@ -78,13 +77,11 @@ function withScrubbed(row: ProcessRow, { columns, counts }: Scrubbed, status: Fe
   }
 }
 
-export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: Lifecycle) {
-  const repo = createProcessingRepo(sqlite)
-
+/** The SQLite processing step's writes of a report, synchronous in its transaction (the repo's SQLite side). */
+export function createSanitizeMoves(repo: SqliteProcessing, clock: Clock) {
   function moveTo(row: ProcessRow, to: FeedbackStatus): void {
-    if (!lifecycle.sqlite!.move(sqlite, row.id, to, { by: 'system', from: row.status })) throw new Error('concurrent update; will retry')
+    if (!repo.move(row.id, to, row.status)) throw new Error('concurrent update; will retry')
   }
-
 
   /**
    * Overwrites every free-text field with its sanitized value (`scrubbed`: computed before the
@@ -105,7 +102,7 @@ export function createSanitizeMoves(sqlite: Database, clock: Clock, lifecycle: L
      * (lifecycle.moveToSanitized); returns the row as it now is.
      */
     toSanitized(row: ProcessRow, scrubbed: Scrubbed): ProcessRow {
-      if (!lifecycle.sqlite!.moveToSanitized(sqlite, row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
+      if (!repo.moveToSanitized(row.id, row.version, scrubbed.columns, scrubbed.counts)) throw new Error('concurrent update; will retry')
       return withScrubbed(row, scrubbed, 'sanitized', row.version + (row.status === 'received' ? 2 : 1))
     },
   }

@@ -1,37 +1,16 @@
 /**
- * The queries of near-duplicate clustering (src/cluster/service.ts): the report columns features are
- * built from, an App's newest reports for its similarity index, and the duplicate links and lead
- * summaries. Status is only read here; moves go through the lifecycle.
+ * The SQLite side of near-duplicate clustering's queries (the port: src/cluster/cluster-repo.ts): the
+ * report columns features are built from, an App's newest reports for its similarity index, and the
+ * duplicate links and lead summaries. Status is only read here; moves go through the lifecycle, and the
+ * events of a cluster change are recorded through the lifecycle's SQLite side in the caller's transaction.
+ * Synchronous: the processing step and a batch write many of these in one SQLite transaction.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { FeedbackCoreColumns } from './feedback-row'
+import type { CandidateRow, ClusterRow, LeadSummary, RootState } from '../../cluster/cluster-repo'
+import type { SqliteLifecycle } from './lifecycle'
+import type { EventPayloads } from '../../lifecycle/event-types'
 
-export interface ClusterRow extends FeedbackCoreColumns {
-  created_at: number
-  component_target: string | null
-  console_logs: string | null
-  merge_locked: number
-  /** Null until the worker has sanitized the row: such a row is never indexed, consolidated or served. */
-  redactions: string | null
-}
-
-/** A candidate of a ranking: a row without the columns only features are built from. */
-export type CandidateRow = Omit<ClusterRow, 'console_logs' | 'component_target' | 'created_at'>
-
-/** What decides whether a report can take duplicates now (read fresh: another connection may archive it). */
-export interface RootState {
-  status: ClusterRow['status']
-  duplicate_of_id: string | null
-}
-
-export interface LeadSummary {
-  duplicateCount: number
-  lastDuplicateAt: number | null
-  theme: string
-  consolidatedText: string
-}
-
-export function createClusterRepo(sqlite: Database) {
+export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLifecycle) {
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions, created_at'
   const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
   // A ranking's candidates: what ranking and the merge rules read (console logs and the component, the
@@ -97,5 +76,28 @@ export function createClusterRepo(sqlite: Database) {
     moveDuplicates: (fromLeadId: string, toLeadId: string, now: number) => moveDuplicates.run(toLeadId, now, fromLeadId),
     /** Makes a duplicate a lead again, locked against automatic clustering. */
     setUnmerged: (id: string, now: number) => setUnmerged.run(now, id),
+    /**
+     * Runs `work` (one cluster change: rows, events, jobs) in one IMMEDIATE transaction (it reads before it
+     * writes: see lifecycle.move), or as a savepoint of the caller's (a processing transaction, a batch).
+     */
+    transaction: <T>(work: () => T): T => sqlite.transaction(work).immediate(),
+    /** Records `feedback.duplicate_attached` in the caller's transaction. */
+    recordAttached(scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']): void {
+      lifecycleSide().record(scope, 'feedback.duplicate_attached', data)
+    },
+    /** Records `feedback.unmerged` in the caller's transaction. */
+    recordUnmerged(scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']): void {
+      lifecycleSide().record(scope, 'feedback.unmerged', data)
+    },
+    /** Queues the report's `process` job in the caller's transaction (an unmerged report moves on as a lead). */
+    enqueueProcess(feedbackId: string): void {
+      lifecycleSide().enqueue('process', { feedbackId })
+    },
+  }
+
+  function lifecycleSide(): SqliteLifecycle {
+    if (!lifecycle) throw new Error('this cluster repo records no events: build it with the lifecycle\'s SQLite side')
+    return lifecycle
   }
 }
+export type SqliteClusterRepo = ReturnType<typeof createSqliteClusterRepo>

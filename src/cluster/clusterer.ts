@@ -1,0 +1,365 @@
+/**
+ * The in-memory half of near-duplicate clustering, shared by both storage sides (src/cluster/service.ts
+ * on SQLite, src/cluster/pg-service.ts on PostgreSQL): the App similarity indexes, the text cache,
+ * ranking, and the verdict for a report (which open lead it duplicates). Nothing here writes; what it
+ * reads goes through `ClusterReads`, which is synchronous: on SQLite the repository's own statements, on
+ * PostgreSQL a snapshot of the rows a verdict needs, read just before (`shortlist` names them).
+ */
+import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
+import { AppIndex } from './app-index'
+import { featuresOf, type Features, type ReportInput } from './features'
+import { blend, combine } from './rerank'
+import { calibrate } from './calibrate'
+import { decide, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
+import { servableText } from '../sanitize/servable'
+import { TextCache } from './text-cache'
+
+export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
+/**
+ * Reports per App held in the similarity index: the newest ones. Duplicates of a bug arrive close
+ * together; older reports stay readable and mergeable by hand, they just stop attracting new ones.
+ */
+export const MAX_INDEXED_PER_APP = 100_000
+/** Reports indexed between two yields to the event loop while an index is built. */
+const BUILD_SLICE = 250
+/** How many of the best word-score candidates get the full (blended) score. */
+export const RESCORE = 15
+/** The newest reports scored when an index is built, to seed the App's threshold calibration. */
+const CALIBRATION_SEED = 40
+
+/** A report's sanitized columns before they are stored (a batch plans on them first: `plan`). */
+export type Sanitized = Pick<Row, 'text' | 'url' | 'component_target' | 'console_logs'> & { redactions: string }
+
+export interface SimilarEntry {
+  id: string
+  score: number
+  text: string
+  duplicateOfId: string | null
+}
+
+export type Verdict = { leadId: string | null; reason: string }
+
+/** What ranking and verdicts read from the store; synchronous (see the file's comment). */
+export interface ClusterReads {
+  get(id: string): Row | null
+  rootState(id: string): RootState | null
+  /** By id, without their largest columns; missing ids are absent. */
+  getCandidates(ids: string[]): Map<string, CandidateRow>
+  /** The App's newest `limit` clustered reports, oldest first (a blocking index build). */
+  allOfApp(appId: string, limit: number): Row[]
+}
+
+export const toInput = (r: Row): ReportInput => ({
+  id: r.id,
+  text: r.text,
+  url: r.url,
+  componentTarget: r.component_target,
+  consoleLogs: r.console_logs,
+  duplicateOfId: r.duplicate_of_id,
+})
+
+export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds) {
+  const indexes = new Map<string, AppIndex>()
+  const building = new Map<string, Promise<void>>()
+  const row = (id: string): Row | null => reads.get(id)
+  /** Sanitized reports' texts, for ranking without reading the candidates' rows (text-cache.ts). */
+  const texts = new TextCache()
+
+  /** Keeps a row's text for ranking, once it is sanitized (a raw text is never cached). */
+  const remember = (r: { id: string; text: string; redactions: string | null }): void => {
+    if (r.redactions !== null) texts.set(r.id, r.text)
+  }
+
+  /**
+   * While a batch plans its reports before it writes them (`withPlans`): each planned report's lead (null:
+   * a lead of its own). Rows read meanwhile show these links before they are stored, so a later report of
+   * the batch never takes a planned duplicate for a lead.
+   */
+  let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined; row: Row }> | null = null
+
+  /**
+   * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports (`load`), in slices that yield to
+   * the event loop, so a large App never blocks requests (1M stored reports would otherwise stall the
+   * process for seconds and hold every report in memory).
+   */
+  function prepare(appId: string, load: () => Iterable<Row> | Promise<Iterable<Row>>): Promise<void> {
+    if (indexes.has(appId)) return Promise.resolve()
+    let pending = building.get(appId)
+    if (!pending) {
+      pending = (async () => {
+        const index = new AppIndex()
+        let n = 0
+        const recent: Row[] = []
+        const rows = load()
+        for (const r of rows instanceof Promise ? await rows : rows) {
+          index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+          remember(r)
+          if (recent.push(r) > CALIBRATION_SEED) recent.shift()
+          if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
+        }
+        // A blocking build (indexFor) may have finished first: keep that one, which later changes went to.
+        if (indexes.has(appId)) return
+        indexes.set(appId, index)
+        seedCalibration(appId, recent)
+      })().finally(() => building.delete(appId))
+      building.set(appId, pending)
+    }
+    return pending
+  }
+
+  /** The App's index; built at once (blocking) if `prepare` was not awaited first. */
+  function indexFor(appId: string): AppIndex {
+    let index = indexes.get(appId)
+    if (!index) {
+      index = new AppIndex()
+      const rows = reads.allOfApp(appId, MAX_INDEXED_PER_APP)
+      for (const r of rows) {
+        index.add(featuresOf(toInput(r)), r.duplicate_of_id)
+        remember(r)
+      }
+      indexes.set(appId, index)
+      seedCalibration(appId, rows.slice(-CALIBRATION_SEED))
+    }
+    return index
+  }
+
+  /**
+   * Seeds a freshly built index's calibration with the best scores of the App's newest reports, so a
+   * restart does not send every App back to the conservative "no history" thresholds.
+   */
+  function seedCalibration(appId: string, recent: Row[]): void {
+    const index = indexes.get(appId)!
+    for (const r of recent) index.history.add(rank(appId, featuresOf(toInput(r)), r.text, RESCORE, true).find((c) => c.id !== r.id)?.score ?? 0)
+  }
+
+  /** Candidates best first, with the blended (word + trigram) score. */
+  type Ranked = SimilarEntry & { row: CandidateRow | null; features: CandidateView['features']; triScore: number; charScore: number }
+  type Candidate = { id: string; wordScore: number; text: string; duplicateOfId: string | null; row: CandidateRow | null }
+
+  /** A report's merge signals: from the index when it holds the report, else built from its full row. */
+  function featuresFor(id: string, index: AppIndex): CandidateView['features'] | null {
+    const doc = index.doc(id)
+    if (doc) return doc
+    const full = row(id)
+    return full ? featuresOf(toInput(full)) : null
+  }
+
+  /** The shortlist's rows, read in one statement (what /similar serves: current links, servable text). */
+  function storedCandidates(appId: string, near: { id: string; wordScore: number }[]): Candidate[] {
+    const rows = reads.getCandidates(near.map((c) => c.id))
+    const out: Candidate[] = []
+    for (const c of near) {
+      const r = rows.get(c.id)
+      if (r && r.app_id === appId) out.push({ id: r.id, wordScore: c.wordScore, text: r.text, duplicateOfId: r.duplicate_of_id, row: r })
+    }
+    return out
+  }
+
+  /**
+   * The shortlist for clustering: texts from the cache (a sanitized text never changes), the cluster
+   * links from the index (every change of a link goes through this service); only texts not cached are
+   * read, in one statement. Whether a lead still takes duplicates is read fresh by the caller.
+   */
+  function cachedCandidates(appId: string, near: { id: string; wordScore: number }[], index: AppIndex): Candidate[] {
+    let missing: string[] | null = null
+    const held = near.map((c) => {
+      // A report planned in this batch with its sanitized text not stored yet: that text, never the raw row's.
+      const text = texts.get(c.id) ?? planned?.get(c.id)?.sanitized?.text
+      if (text === undefined) (missing ??= []).push(c.id)
+      return text
+    })
+    const rows = missing ? reads.getCandidates(missing) : null
+    const out: Candidate[] = []
+    for (let i = 0; i < near.length; i++) {
+      const c = near[i]
+      let text = held[i]
+      if (text === undefined) {
+        const r = rows!.get(c.id)
+        if (!r || r.app_id !== appId) continue
+        remember(r)
+        text = r.text
+      }
+      out.push({ id: c.id, wordScore: c.wordScore, text, duplicateOfId: index.leadOf(c.id), row: null })
+    }
+    return out
+  }
+
+  /** `cached`: the clustering path (cachedCandidates); otherwise the rows are read (storedCandidates). */
+  function rank(appId: string, f: Features, text: string, limit: number, cached = false): Ranked[] {
+    const index = indexFor(appId)
+    const near = index.nearest(f, Math.max(RESCORE, limit))
+    const found = cached ? cachedCandidates(appId, near, index) : storedCandidates(appId, near)
+    const scores = blend(text, found)
+    const out: Ranked[] = []
+    for (let i = 0; i < found.length; i++) {
+      const c = found[i]
+      const features = featuresFor(c.id, index)
+      if (!features) continue
+      const { score, triScore, charScore } = scores[i]
+      out.push({ id: c.id, score: Math.round(score * 1000) / 1000, text: c.text, duplicateOfId: c.duplicateOfId, row: c.row, features, triScore, charScore })
+    }
+    return out.sort((a, b) => b.score - a.score)
+  }
+
+  /** Whether a root takes duplicates: read now (under the write lock on SQLite), as planned in a batch's first half. */
+  function rootStateOf(rootId: string): RootState | null {
+    const plan = planned?.get(rootId)
+    if (!plan) return reads.rootState(rootId)
+    const stored = plan.sanitized ? null : reads.rootState(rootId)
+    return { status: plan.sanitized ? 'sanitized' : (stored?.status ?? 'sanitized'), duplicate_of_id: plan.leadId }
+  }
+
+  /** `decide` against a lead through one of its duplicates, the member's vetoes already passed. */
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
+    const viaMember = decideOnScore(f, member, score, thresholds)
+    if (!viaMember.attach) return viaMember
+    const veto = decide(f, lead, 1, thresholds)
+    return veto.attach ? viaMember : veto
+  }
+
+  /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
+  function verdictFor(r: Row, f: Features): Verdict {
+    let verdict: Verdict = { leadId: null, reason: 'no similar report' }
+    if (r.merge_locked) return verdict
+    const index = indexFor(r.app_id)
+    const seenRoots = new Set<string>()
+    const ranked = rank(r.app_id, f, r.text, RESCORE, true)
+    // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
+    const thresholds = calibrate(baseThresholds, index.history)
+    index.history.add(ranked[0]?.score ?? 0)
+    // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
+    // connection since it was indexed. Once per lead.
+    const roots = new Map<string, RootState | null>()
+    for (const c of ranked) {
+      const rootId = c.duplicateOfId ?? c.id
+      if (seenRoots.has(rootId)) continue
+      let root = roots.get(rootId)
+      if (root === undefined) roots.set(rootId, (root = rootStateOf(rootId)))
+      if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
+      seenRoots.add(rootId)
+      // Vetoes hold against the lead too, not only against the member that matched best.
+      const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
+      if (!rootFeatures) continue
+      // A member the rules refuse whatever the score needs no cluster score (the costly part).
+      let v = veto(f, c.features)
+      if (!v) {
+        // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only
+        // raise the score: not computed when the member's own score already attaches (the verdict
+        // is the same; its reason then names the member's score).
+        const score =
+          index.clusterSize(rootId) > 1 && !strongEnough(f, c.features, c.score, thresholds)
+            ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
+            : c.score
+        v = rootId === c.id ? decideOnScore(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
+      }
+      if (v.attach) return { leadId: rootId, reason: v.reason }
+      if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
+      if (seenRoots.size >= 5) break
+    }
+    return verdict
+  }
+
+  return {
+    prepare,
+    indexFor,
+    row,
+    remember,
+    verdictFor,
+    /** The prepared App index, or undefined (PostgreSQL: an index is always prepared before it is used). */
+    preparedIndex: (appId: string): AppIndex | undefined => indexes.get(appId),
+
+    /**
+     * The ids a verdict for `r` (or a ranking of `limit`) reads: its nearest candidates and their leads.
+     * The App's index must be prepared. PostgreSQL reads these rows before it computes (ClusterReads).
+     */
+    shortlist(r: Row, limit = RESCORE): string[] {
+      const index = indexes.get(r.app_id)
+      if (!index) return []
+      const ids = new Set<string>()
+      // One more than a ranking takes: the report itself may be in the index now and out of it when ranked (`plan`).
+      for (const c of index.nearest(featuresOf(toInput(r)), Math.max(RESCORE, limit) + 1)) {
+        ids.add(c.id)
+        ids.add(index.leadOf(c.id) ?? c.id)
+      }
+      return [...ids]
+    },
+
+    /**
+     * Runs `fn` (a batch that plans its reports with `plan`, then writes them) with the planned links
+     * visible to every ranking in between.
+     */
+    withPlans<T>(fn: () => T): T {
+      if (planned) return fn()
+      planned = new Map()
+      try {
+        return fn()
+      } finally {
+        planned = null
+      }
+    },
+
+    /**
+     * The first half of clustering a report, without the write lock: the verdict for a report that is not
+     * a duplicate (`sanitized`: its sanitized columns when they are not stored yet), indexed at once so
+     * later reports rank against it. Nothing is written: the caller writes it (or drops it: `dropPlan`).
+     */
+    plan(id: string, sanitized?: Sanitized): Verdict | null {
+      const stored = row(id)
+      if (!stored || stored.duplicate_of_id) return null
+      const r: Row = sanitized ? { ...stored, ...sanitized, status: 'sanitized' } : stored
+      const index = indexFor(r.app_id)
+      // A retry of a batch that was handed back: the report may be indexed from its first plan.
+      index.remove(id)
+      // Later reports of the batch rank against its sanitized text (never its raw one) before it is stored.
+      remember(r)
+      const f = featuresOf(toInput(r))
+      const verdict = verdictFor(r, f)
+      index.add(f, verdict.leadId)
+      planned?.set(id, { leadId: verdict.leadId, sanitized, row: r })
+      return verdict
+    },
+
+    /** The row a report was planned from (its sanitized columns stored since), taken off the plans. */
+    takePlan(id: string): Row | undefined {
+      const r = planned?.get(id)?.row
+      planned?.delete(id)
+      return r
+    },
+
+    /** A planned report that will not be written as planned (its row changed): out of the index and the plans. */
+    dropPlan(id: string, appId: string): void {
+      planned?.delete(id)
+      indexes.get(appId)?.remove(id)
+      texts.delete(id)
+    },
+
+    /** Out of the index and the text cache (a write that rolled back). */
+    unindex(appId: string, id: string): void {
+      indexes.get(appId)?.remove(id)
+      texts.delete(id)
+    },
+
+    /** Other reports of the same App as `id`, best first. */
+    similar(id: string, limit: number): SimilarEntry[] {
+      const r = row(id)
+      if (!r) return []
+      return rank(r.app_id, featuresOf(toInput(r)), r.text, limit)
+        .filter((c) => c.id !== id)
+        .slice(0, limit)
+        .map(({ id, score, text, duplicateOfId, row }) => ({ id, score, text: servableText(text, row!), duplicateOfId }))
+    },
+
+    /** Drops the cached index of an App (tests; after bulk imports). */
+    forget(appId?: string): void {
+      if (appId) indexes.delete(appId)
+      else indexes.clear()
+      texts.clear()
+    },
+
+    indexSize: (appId: string): number => indexFor(appId).size,
+
+    /** The App's calibrated merge thresholds right now (calibrate.ts; tests and diagnostics). */
+    thresholdsFor: (appId: string): Thresholds => calibrate(baseThresholds, indexFor(appId).history),
+  }
+}
+export type Clusterer = ReturnType<typeof createClusterer>

@@ -1,0 +1,201 @@
+/**
+ * Near-duplicate clustering on PostgreSQL: the same indexes, rankings and verdicts as the SQLite service
+ * (src/cluster/clusterer.ts, shared), the same rows and events. The App indexes live in the process
+ * whose worker processes reports (one node for now: this process runs every job kind).
+ *
+ * A verdict is computed synchronously over a snapshot: the rows it reads (the report, its nearest
+ * candidates and their leads: `clusterer.shortlist`) are read in one statement just before. The write
+ * then checks in its transaction what the verdict assumed: the lead is read `FOR UPDATE` and must still
+ * take duplicates, else nothing is written and the caller clusters the report again.
+ */
+import type { Clock } from '../core/clock'
+import type { PgStorage } from '../db/storage'
+import { createPgClusterRepo } from '../db/pg/cluster'
+import type { PgTx } from '../db/pg/lifecycle'
+import type { Lifecycle } from '../lifecycle/lifecycle'
+import type { CandidateRow, ClusterRow as Row } from './cluster-repo'
+import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
+import { consolidate, themeOf } from './consolidate'
+import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
+
+export function createPgClusterService(storage: PgStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle) {
+  if (!lifecycle.pg) throw new Error('the PostgreSQL cluster service needs the lifecycle of the same store')
+  const repo = createPgClusterRepo(storage, lifecycle.pg)
+  /** The rows the computation under way may read (see the file's comment), and an App's rows while its index is built. */
+  let snapshot: Map<string, Row> = new Map()
+  const seeds = new Map<string, Map<string, Row>>()
+  const rowOf = (id: string): Row | null => {
+    const r = snapshot.get(id)
+    if (r) return r
+    for (const seed of seeds.values()) {
+      const s = seed.get(id)
+      if (s) return s
+    }
+    return null
+  }
+  const reads: ClusterReads = {
+    get: rowOf,
+    rootState: (id) => {
+      const r = rowOf(id)
+      return r && { status: r.status, duplicate_of_id: r.duplicate_of_id }
+    },
+    getCandidates(ids) {
+      const out = new Map<string, CandidateRow>()
+      for (const id of ids) {
+        const r = rowOf(id)
+        if (r) out.set(id, r)
+      }
+      return out
+    },
+    allOfApp() {
+      throw new Error('on PostgreSQL an App index is built by prepare() before it is used')
+    },
+  }
+  const core = createClusterer(reads, baseThresholds)
+
+  function prepare(appId: string): Promise<void> {
+    return core.prepare(appId, async () => {
+      const rows = await repo.loadApp(appId, MAX_INDEXED_PER_APP)
+      // The build seeds its calibration from these rows (the text cache may not hold them all).
+      seeds.set(appId, new Map(rows.map((r) => [r.id, r])))
+      return rows
+    }).finally(() => seeds.delete(appId))
+  }
+
+  /** Runs `compute` over a snapshot of `id`'s row (`override`: its sanitized columns) and every row its ranking reads. */
+  async function withSnapshot<T>(id: string, limit: number | undefined, compute: () => T, override?: Sanitized): Promise<T | null> {
+    const stored = await repo.get(id)
+    if (!stored) return null
+    await prepare(stored.app_id)
+    const r: Row = override ? { ...stored, ...override, status: 'sanitized' } : stored
+    const rows = await repo.rows(core.shortlist(r, limit))
+    rows.set(id, stored)
+    snapshot = rows
+    try {
+      return compute()
+    } finally {
+      snapshot = new Map()
+    }
+  }
+
+  /**
+   * Recomputes a lead's count, last duplicate time, theme and consolidated text from its duplicates, in `tx`;
+   * returns the count. The lead's row is locked first: two changes of one cluster count one after the other
+   * (each counting the other's committed duplicates), never both from the same stale count.
+   */
+  async function refreshLead(tx: PgTx, leadId: string): Promise<number> {
+    const lead = await repo.lock(tx, leadId)
+    if (!lead) return 0
+    const stats = await repo.duplicateStats(tx, leadId)
+    // Never a summary of raw text: a report not sanitized yet has none.
+    if (lead.redactions === null) return stats.n
+    const window = await repo.duplicateTexts(tx, leadId)
+    // Each distinct text once (a burst repeats one text many times); the header counts every one.
+    const distinct = [...new Set(window)]
+    await repo.saveLead(tx, leadId, { duplicateCount: stats.n, lastDuplicateAt: stats.last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, distinct, window.length) }, clock.now())
+    return stats.n
+  }
+
+  /**
+   * Makes `dupId` (and the duplicates it had) duplicates of `leadId` in `tx`; records each attachment.
+   * Returns what the index learns once the transaction commits.
+   */
+  async function attach(tx: PgTx, dupId: string, leadId: string, manual: boolean): Promise<() => void> {
+    const now = clock.now()
+    // The member, then its lead: every cluster change locks in this order.
+    const r = await repo.lock(tx, dupId)
+    await repo.lockRoot(tx, leadId)
+    const movedIds = await repo.duplicateIds(tx, dupId)
+    await repo.setDuplicate(tx, dupId, leadId, manual, now)
+    // Never chain: the duplicates of the merged item move to the new lead too.
+    if (movedIds.length > 0) await repo.moveDuplicates(tx, dupId, leadId, now)
+    const duplicateCount = await refreshLead(tx, leadId)
+    if (!r) return () => {}
+    for (const feedbackId of [dupId, ...movedIds]) {
+      await repo.recordAttached(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual })
+    }
+    return () => {
+      const index = core.preparedIndex(r.app_id)
+      index?.setLead(dupId, leadId)
+      for (const id of movedIds) index?.setLead(id, leadId)
+    }
+  }
+
+  return {
+    /** Builds the App's index without blocking. */
+    prepare,
+
+    /**
+     * The verdict for a report that is not a duplicate (`sanitized`: its sanitized columns when they are
+     * not stored yet), indexed at once; nothing is written: `applyInTx` writes it, or `dropPlan` undoes it.
+     */
+    plan: (id: string, sanitized?: Sanitized): Promise<Verdict | null> => withSnapshot(id, undefined, () => core.plan(id, sanitized), sanitized).then((v) => v ?? null),
+
+    /**
+     * Writes a planned verdict in the caller's transaction: the lead is locked and must still take the
+     * report. `ok` false: nothing was written (the caller rolls back and clusters again). `after`: the
+     * index's update, once the transaction commits.
+     */
+    async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
+      if (!verdict.leadId) {
+        await refreshLead(tx, id)
+        return { ok: true, after: () => {} }
+      }
+      const self = await repo.lock(tx, id)
+      const lead = await repo.lockRoot(tx, verdict.leadId)
+      if (!self || self.duplicate_of_id || self.merge_locked || !lead || lead.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(lead.status)) return { ok: false, after: () => {} }
+      return { ok: true, after: await attach(tx, id, verdict.leadId, false) }
+    },
+
+    /** A planned report that was not written as planned: out of the index. */
+    dropPlan: (id: string, appId: string): void => core.dropPlan(id, appId),
+
+    /** Other reports of the same App as `id`, best first. */
+    similar: async (id: string, limit: number): Promise<SimilarEntry[]> => (await withSnapshot(id, limit, () => core.similar(id, limit))) ?? [],
+
+    /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
+    async merge(id: string, leadId: string): Promise<void> {
+      const after = await repo.transaction(async (tx) => {
+        const formerLead = (await repo.lock(tx, id))?.duplicate_of_id
+        const indexed = await attach(tx, id, leadId, true)
+        if (formerLead && formerLead !== leadId) await refreshLead(tx, formerLead)
+        return indexed
+      })
+      after()
+    },
+
+    /**
+     * Makes a duplicate a lead of its own again (and keeps it so); records `feedback.unmerged`. `requeue`:
+     * its `process` job is queued in the same commit.
+     */
+    async unmerge(id: string, requeue = false): Promise<void> {
+      const appId = await repo.transaction(async (tx) => {
+        const r = await repo.lock(tx, id)
+        const formerLeadId = r?.duplicate_of_id
+        if (r && formerLeadId) {
+          await repo.setUnmerged(tx, id, clock.now())
+          const duplicateCount = await refreshLead(tx, formerLeadId)
+          await refreshLead(tx, id)
+          await repo.recordUnmerged(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
+        }
+        if (requeue) await repo.enqueueProcess(tx, id)
+        return r && formerLeadId ? r.app_id : null
+      })
+      if (appId) core.preparedIndex(appId)?.setLead(id, null)
+    },
+
+    /** Drops the cached index of an App (tests; after bulk imports). */
+    forget: core.forget,
+
+    async indexSize(appId: string): Promise<number> {
+      await prepare(appId)
+      return core.indexSize(appId)
+    },
+
+    async thresholdsFor(appId: string): Promise<Thresholds> {
+      await prepare(appId)
+      return core.thresholdsFor(appId)
+    },
+  }
+}
+export type PgClusterService = ReturnType<typeof createPgClusterService>

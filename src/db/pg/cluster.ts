@@ -1,0 +1,76 @@
+/**
+ * The PostgreSQL side of near-duplicate clustering's queries (the port: src/cluster/cluster-repo.ts). The
+ * reads of a verdict go to the pool just before it is computed (src/cluster/pg-service.ts); every change
+ * to a cluster joins one transaction (a PgTx) with its events, through the lifecycle's PostgreSQL side.
+ * Ids are compared byte-wise (`COLLATE "C"`), as SQLite does, wherever their order picks rows.
+ */
+import type { CandidateRow, ClusterRow, LeadSummary, RootState } from '../../cluster/cluster-repo'
+import type { EventPayloads } from '../../lifecycle/event-types'
+import type { PgLifecycle, PgTx } from './lifecycle'
+import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
+
+const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
+  merge_locked::int AS merge_locked, redactions, created_at`
+
+export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) {
+  const { pool } = storage
+  return {
+    get: async (id: string, q: PgQueryable = pool): Promise<ClusterRow | null> => (await one<ClusterRow>(q, `SELECT ${COLS} FROM feedback WHERE id = $1`, [id])) ?? null,
+    /** Full rows by id, in one statement; missing ids are absent. */
+    async rows(ids: string[]): Promise<Map<string, ClusterRow>> {
+      const out = new Map<string, ClusterRow>()
+      if (ids.length > 0) for (const r of await many<ClusterRow>(pool, `SELECT ${COLS} FROM feedback WHERE id = ANY($1::text[]) ORDER BY id`, [ids])) out.set(r.id, r)
+      return out
+    },
+    /**
+     * The App's newest `limit` clustered reports, oldest first. A report whose `process` job is still
+     * queued is not clustered yet: it joins the index when its job clusters it.
+     */
+    loadApp: (appId: string, limit: number): Promise<ClusterRow[]> =>
+      many<ClusterRow>(
+        pool,
+        `SELECT * FROM (SELECT ${COLS} FROM feedback f WHERE app_id = $1 AND redactions IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = f.id AND j.kind = 'process') ORDER BY id COLLATE "C" DESC LIMIT $2) t ORDER BY id COLLATE "C"`,
+        [appId, limit],
+      ),
+    /** A report's row, locked until the transaction ends (a concurrent change of its cluster waits). */
+    lock: async (tx: PgTx, id: string): Promise<ClusterRow | null> => (await one<ClusterRow>(tx.client, `SELECT ${COLS} FROM feedback WHERE id = $1 FOR UPDATE`, [id])) ?? null,
+    /** A lead-to-be's status and link, locked: it cannot be archived or merged away before this commit. */
+    lockRoot: async (tx: PgTx, id: string): Promise<RootState | null> =>
+      (await one<RootState>(tx.client, 'SELECT status, duplicate_of_id FROM feedback WHERE id = $1 FOR UPDATE', [id])) ?? null,
+    duplicateIds: async (tx: PgTx, leadId: string): Promise<string[]> =>
+      (await many<{ id: string }>(tx.client, 'SELECT id FROM feedback WHERE duplicate_of_id = $1 ORDER BY id COLLATE "C"', [leadId])).map((d) => d.id),
+    /** The newest sanitized duplicates (at most 200), newest first. */
+    duplicateTexts: async (tx: PgTx, leadId: string): Promise<string[]> =>
+      (await many<{ text: string }>(tx.client, 'SELECT text FROM feedback WHERE duplicate_of_id = $1 AND redactions IS NOT NULL ORDER BY id COLLATE "C" DESC LIMIT 200', [leadId])).map((d) => d.text),
+    duplicateStats: async (tx: PgTx, leadId: string): Promise<{ n: number; last: number | null }> =>
+      (await one<{ n: number; last: number | null }>(tx.client, 'SELECT COUNT(*) AS n, MAX(created_at) AS last FROM feedback WHERE duplicate_of_id = $1', [leadId]))!,
+    saveLead: (tx: PgTx, leadId: string, s: LeadSummary, now: number) =>
+      exec(
+        tx.client,
+        'UPDATE feedback SET duplicate_count = $1, last_duplicate_at = $2, theme = $3, consolidated_text = $4, version = version + 1, updated_at = $5 WHERE id = $6',
+        [s.duplicateCount, s.lastDuplicateAt, s.theme, s.consolidatedText, now, leadId],
+      ),
+    /** Makes `id` a duplicate of `leadId` (its own summary is cleared); `locked` keeps clustering off it. */
+    setDuplicate: (tx: PgTx, id: string, leadId: string, locked: boolean, now: number) =>
+      exec(
+        tx.client,
+        'UPDATE feedback SET duplicate_of_id = $1, merge_locked = $2, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = $3 WHERE id = $4',
+        [leadId, locked, now, id],
+      ),
+    /** Re-points every duplicate of `fromLeadId` at `toLeadId`. */
+    moveDuplicates: (tx: PgTx, fromLeadId: string, toLeadId: string, now: number) =>
+      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = $1, version = version + 1, updated_at = $2 WHERE duplicate_of_id = $3', [toLeadId, now, fromLeadId]),
+    /** Makes a duplicate a lead again, locked against automatic clustering. */
+    setUnmerged: (tx: PgTx, id: string, now: number) =>
+      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = TRUE, version = version + 1, updated_at = $1 WHERE id = $2', [now, id]),
+    recordAttached: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']) =>
+      lifecycle.record(tx, scope, 'feedback.duplicate_attached', data),
+    recordUnmerged: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']) => lifecycle.record(tx, scope, 'feedback.unmerged', data),
+    enqueueProcess: (tx: PgTx, feedbackId: string) => lifecycle.enqueue(tx, 'process', { feedbackId }),
+    /** One transaction of a cluster change. */
+    transaction: <T>(work: (tx: PgTx) => Promise<T>): Promise<T> => storage.tx((client, _db, onCommit) => work({ client, onCommit })),
+  }
+}
+export type PgClusterRepo = ReturnType<typeof createPgClusterRepo>
+export type { CandidateRow }
