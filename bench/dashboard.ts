@@ -16,6 +16,7 @@ import { startServer } from '../src/server'
 import { Logger } from '../src/core/logger'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { createAdminsService } from '../src/modules/admins/service'
+import { sqliteOf } from '../test/sqlite-of'
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' }, runs: { type: 'string', default: '20' } } })
 const ROWS = Number(values.rows)
@@ -36,14 +37,14 @@ const WORDS = 'checkout button login page blank screen search slow crash setting
 const t0 = performance.now()
 const start = Math.floor(Date.now() / 1000) - 90 * 86400
 const rand = randomBytes(5).toString('hex')
-const insert = server.ctx.sqlite.query(
+const insert = sqliteOf(server.ctx).query(
   `INSERT INTO feedback (id, org_id, app_id, status, version, severity, text, url, console_logs, submitted_mode, redactions, created_at, updated_at)
    VALUES (?, ?, ?, ?, 3, ?, ?, ?, ?, 'public', '{}', ?, ?)`,
 )
 let seed = 0x2545f491
 const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296)
 for (let done = 0; done < ROWS; ) {
-  server.ctx.sqlite.transaction(() => {
+  sqliteOf(server.ctx).transaction(() => {
     for (let i = 0; i < 50_000 && done < ROWS; i++, done++) {
       const secs = start + Math.floor((done / ROWS) * 90 * 86400)
       const id = secs.toString(16).padStart(8, '0') + rand + (done & 0xffffff).toString(16).padStart(6, '0')
@@ -54,7 +55,7 @@ for (let done = 0; done < ROWS; ) {
     }
   })()
 }
-server.ctx.sqlite.run('ANALYZE')
+sqliteOf(server.ctx).run('ANALYZE')
 console.log(`seeded ${ROWS.toLocaleString()} reports in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
 
 const login = await fetch(`${server.url}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.com', password: 'bench password' }) })
@@ -76,8 +77,8 @@ async function time(path: string): Promise<{ p50: number; p95: number }> {
 }
 
 // A cursor deep in the list: the oldest rows of the newest-first order.
-const deep = (server.ctx.sqlite.query('SELECT id FROM feedback WHERE org_id = ? ORDER BY id LIMIT 1 OFFSET 1000').get(org.id) as { id: string }).id
-const sample = (server.ctx.sqlite.query('SELECT id FROM feedback WHERE org_id = ? ORDER BY id DESC LIMIT 1 OFFSET 500000').get(org.id) as { id: string } | null)?.id ?? deep
+const deep = (sqliteOf(server.ctx).query('SELECT id FROM feedback WHERE org_id = ? ORDER BY id LIMIT 1 OFFSET 1000').get(org.id) as { id: string }).id
+const sample = (sqliteOf(server.ctx).query('SELECT id FROM feedback WHERE org_id = ? ORDER BY id DESC LIMIT 1 OFFSET 500000').get(org.id) as { id: string } | null)?.id ?? deep
 const cases: [string, string][] = [
   ['inbox (undecided)', `${base}/inbox`],
   ['awaiting manual', `${base}/inbox?folder=awaiting_manual`],

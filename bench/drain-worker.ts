@@ -28,6 +28,7 @@ import { startServer } from '../src/server'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { prng } from '../test/sanitize-fixtures'
 import type { Corpus } from '../test/fixtures/corpus'
+import { sqliteOf } from '../test/sqlite-of'
 
 /** CPU seconds of this process's main thread (the one draining), from /proc: other threads (GC, checkpoints) apart. */
 function threadCpuSeconds(): number {
@@ -115,7 +116,7 @@ try {
     }),
   )
   if (failed > 0) throw new Error(`${failed} submissions failed`)
-  const sqlite = server.ctx.sqlite
+  const sqlite = sqliteOf(server.ctx)
   const backlog = () => (sqlite.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
   const start = backlog()
   if (mode === '--seed-only') {

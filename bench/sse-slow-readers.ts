@@ -8,6 +8,7 @@
 import net from 'node:net'
 import { seedTenant, startTestServer } from '../test/harness'
 import { appendEvents } from '../test/events-helpers'
+import { sqliteOf } from '../test/sqlite-of'
 
 const STREAMS = Number(process.env.BENCH_SLOW_STREAMS ?? 20)
 const EVENTS = Number(process.env.BENCH_SLOW_EVENTS ?? 50_000)
@@ -26,12 +27,12 @@ try {
   }
   Bun.gc(true)
   const before = process.memoryUsage().rss
-  appendEvents(server.ctx.sqlite, t.orgId, t.appId, EVENTS)
+  appendEvents(sqliteOf(server.ctx), t.orgId, t.appId, EVENTS)
   await server.hub.check()
   await Bun.sleep(3000)
   Bun.gc(true)
   const grown = (process.memoryUsage().rss - before) / 1048576
-  const bytes = (server.ctx.sqlite.query('SELECT SUM(LENGTH(data)) + COUNT(*) * 150 AS b FROM events').get() as { b: number }).b / 1048576
+  const bytes = (sqliteOf(server.ctx).query('SELECT SUM(LENGTH(data)) + COUNT(*) * 150 AS b FROM events').get() as { b: number }).b / 1048576
   console.log(
     `${STREAMS} paused streams, ${EVENTS} events: RSS +${grown.toFixed(1)} MiB in all (includes writing the events); ` +
       `buffering every event would hold ~${bytes.toFixed(0)} MiB per stream, ${(bytes * STREAMS).toFixed(0)} MiB in all`,

@@ -5,9 +5,8 @@
 import { existsSync } from 'node:fs'
 import { createHmac } from 'node:crypto'
 import { join } from 'node:path'
-import type { Database } from 'bun:sqlite'
 import type { Config } from './config'
-import { openDatabase, type Db } from './db/client'
+import { openDatabase } from './db/client'
 import { applyMigrations, pendingMigrations } from './db/migrate'
 import { SecretBox } from './core/crypto'
 import { systemClock, type Clock } from './core/clock'
@@ -18,6 +17,7 @@ import { DB_FILE, prepareDataDir } from './db/data-dir'
 import type { Storage } from './db/storage'
 import { sqliteStorage } from './db/sqlite/storage'
 import { pgStorage } from './db/pg/storage'
+import type { Pool } from 'pg'
 import { connectPg, describeDatabase } from './db/pg/connect'
 import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from './db/pg/migrate'
 import { PG_MIGRATIONS } from './db/pg/migrations'
@@ -28,12 +28,6 @@ export interface Context {
   config: Readonly<Config>
   /** Where the rows live; repositories are built from it (src/db/storage.ts). */
   storage: Storage
-  /**
-   * The SQLite connection, for modules not yet behind the storage port (issue 22 moves them one by one).
-   * TODO(issue 22): removed once every repository takes `storage`.
-   */
-  sqlite: Database
-  db: Db
   box: SecretBox
   /** Key for the embedded store's signed upload/download URLs, derived from the master key. */
   urlSigningKey: Uint8Array
@@ -68,7 +62,7 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
     const masterKey = openMasterKey(sqlite, config.dataDir, config.masterKey, !options.existingOnly)
     const box = new SecretBox(masterKey)
     const urlSigningKey = urlSigningKeyOf(masterKey)
-    return { config, storage: sqliteStorage(sqlite, db), sqlite, db, box, urlSigningKey, clock }
+    return { config, storage: sqliteStorage(sqlite, db), box, urlSigningKey, clock }
   } catch (e) {
     sqlite.close()
     throw e
@@ -91,21 +85,25 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
   if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
   const pool = await connectPg(url, PG_POOL_SIZE)
   try {
-    const unknown = await unknownPgMigrations(pool)
-    if (unknown.length > 0) {
-      throw new StartupError(
-        `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
-          `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
-      )
-    }
+    await refuseNewerPgSchema(pool, url)
     if (!options.existingOnly) await applyPgMigrations(pool)
     else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
     const masterKey = await openMasterKeyPg(pool, config.masterKey)
-    // TODO(issue 22): `sqlite`/`db` go once every module takes `storage`; on PostgreSQL nothing may use them.
-    return { config, storage: pgStorage(pool), sqlite: undefined as never, db: undefined as never, box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock }
+    return { config, storage: pgStorage(pool), box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock }
   } catch (e) {
     await pool.end().catch(() => {})
     throw e
+  }
+}
+
+/** Refuses (StartupError) a PostgreSQL database a newer fixloop migrated, naming both versions. */
+export async function refuseNewerPgSchema(pool: Pool, url: string): Promise<void> {
+  const unknown = await unknownPgMigrations(pool)
+  if (unknown.length > 0) {
+    throw new StartupError(
+      `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
+        `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
+    )
   }
 }
 

@@ -71,7 +71,7 @@ const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', '
  * Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set
  * (cli/postgres-mode.ts). Not migrate-db: it reads the SQLite on purpose and takes FIXLOOP_DATABASE_URL as its target.
  */
-const SQLITE_COMMANDS = new Set(['webhook', 'chatops', 'backup', 'restore', 'rekey'])
+const SQLITE_COMMANDS = new Set(['backup', 'restore'])
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = hoistGlobalFlags(argv)

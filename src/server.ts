@@ -23,7 +23,8 @@ import { createReadiness } from './modules/health/readiness'
 import { createMetrics } from './modules/metrics/service'
 import { VERSION } from './version'
 import { prepareDataDir } from './db/data-dir'
-import { META, writeMeta } from './db/instance-meta'
+import { META } from './db/instance-meta'
+import { writeInstanceMeta } from './db/storage-meta'
 import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { startRetention } from './modules/events/retention'
 import type { EventHub } from './modules/events/hub'
@@ -90,8 +91,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // The embedded store's own machinery: none of it exists on PostgreSQL.
   const sqlite = ctx.storage.dialect === 'sqlite' ? ctx.storage.sqlite : undefined
   // The CLI reads the server's webhook rule to explain a refusal and warn about a target the server would refuse.
-  // TODO(issue 22): on PostgreSQL too (instance_meta), once the webhook CLI reads it there.
-  if (sqlite) writeMeta(sqlite, META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
+  await writeInstanceMeta(ctx.storage, META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
   const checkpointer = sqlite ? new Checkpointer(sqlite, join(config.dataDir, 'fixloop.db'), log) : undefined
   // Intake's commit times, read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
   const turns = new WriteTurns()

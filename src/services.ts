@@ -74,7 +74,7 @@ export interface ServiceOptions {
 }
 
 export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
-  const { sqlite, clock, config } = ctx
+  const { clock, config } = ctx
   const workerOptions = options.worker ?? {}
   const wake = createWakeSignal()
   const lifecycle = createLifecycle(ctx.storage, clock, wake)
@@ -139,7 +139,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     }
     const sanitizer = sanitizerThread
     // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
-    takeTurnsForTransactions(sqlite, turns, 'intake')
+    takeTurnsForTransactions(ctx.storage.sqlite, turns, 'intake')
     wake.on((kind) => {
       if (!isProcessingKind(kind)) return worker.wake()
       thread.wake()

@@ -12,6 +12,7 @@ import { call, seedTenant, startTestServer, type Tenant, type TestServer } from 
 import { createAdminsService } from '../src/modules/admins/service'
 import { accessGuard, assertEveryRouteDeclaresAccess } from '../src/http/access-guard'
 import type { Grant } from '../src/core/access'
+import { sqliteOf } from './sqlite-of'
 
 let server: TestServer
 let acme: Tenant
@@ -290,14 +291,14 @@ describe('what a member could do before is audited when an owner or a key does i
   })
 
   test('the audit row is in the change’s transaction: when it cannot be written, the change is not made', async () => {
-    server.ctx.sqlite.run(`CREATE TEMP TRIGGER refuse_audit BEFORE INSERT ON audit_log WHEN NEW.action = 'webhook.created' BEGIN SELECT RAISE(ABORT, 'audit refused'); END`)
+    sqliteOf(server.ctx).run(`CREATE TEMP TRIGGER refuse_audit BEFORE INSERT ON audit_log WHEN NEW.action = 'webhook.created' BEGIN SELECT RAISE(ABORT, 'audit refused'); END`)
     try {
       const r = await call(server.url, 'POST', '/v1/webhooks', { auth: acme.key, body: { url: 'http://127.0.0.1:9/atomic' } })
       expect(r.status).toBe(500)
       const list = await call(server.url, 'GET', '/v1/webhooks', { auth: acme.key })
       expect(list.body.data.map((w: any) => w.url)).not.toContain('http://127.0.0.1:9/atomic')
     } finally {
-      server.ctx.sqlite.run('DROP TRIGGER refuse_audit')
+      sqliteOf(server.ctx).run('DROP TRIGGER refuse_audit')
     }
   })
 })

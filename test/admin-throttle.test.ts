@@ -13,6 +13,7 @@ import { createAdminsService } from '../src/modules/admins/service'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
 import { SIGN_IN_BACKOFF, sourceKey } from '../src/modules/admin-api/sign-in-throttle'
 import { REENTRY_BACKOFF } from '../src/modules/admin-api/password-reentry'
+import { sqliteOf } from './sqlite-of'
 
 const OWNER = 'owner@example.com'
 const PASSWORD = 'owner password 1'
@@ -51,7 +52,7 @@ function as(w: World, s: Session, method: string, path: string, body?: unknown):
 }
 
 const auditRows = (w: World, action: string) =>
-  w.server.ctx.sqlite.query('SELECT actor, target_id AS targetId, org_id AS orgId, data, ip FROM audit_log WHERE action = ? ORDER BY id').all(action) as {
+  sqliteOf(w.server.ctx).query('SELECT actor, target_id AS targetId, org_id AS orgId, data, ip FROM audit_log WHERE action = ? ORDER BY id').all(action) as {
     actor: string
     targetId: string
     orgId: string | null
@@ -241,7 +242,7 @@ describe('TOTP codes work once (RFC 6238 section 5.2)', () => {
   })
 
   test('the step is kept in the database, so a restart does not forget it', () => {
-    const row = w.server.ctx.sqlite.query('SELECT totp_last_step AS step FROM admins WHERE email = ?').get(OWNER) as { step: number }
+    const row = sqliteOf(w.server.ctx).query('SELECT totp_last_step AS step FROM admins WHERE email = ?').get(OWNER) as { step: number }
     expect(row.step).toBe(Math.floor(w.clock.now() / 30_000) + 1)
   })
 })

@@ -14,6 +14,7 @@ import { Logger } from '../src/core/logger'
 import { parseAgentOutput } from '../src/agent/presets'
 import { execCommand } from '../src/agent/exec'
 import { survivors } from './process-helpers'
+import { sqliteOf } from './sqlite-of'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
@@ -85,7 +86,7 @@ function expectTimings(run: { timings: Record<string, number> }) {
 
 /** Every place the token or master key could leak to. */
 function expectNoSecrets(s: Setup, ...texts: string[]) {
-  const all = [...s.logs, ...texts, JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM agent_runs').all()), JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM repo_connections').all())].join('\n')
+  const all = [...s.logs, ...texts, JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM agent_runs').all()), JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM repo_connections').all())].join('\n')
   expect(all).not.toContain(TOKEN)
   expect(all).not.toContain(MASTER_KEY)
 }
@@ -435,11 +436,11 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     const s = await setup('github')
     const dataDir = s.srv.dataDir
     const now = Date.now()
-    s.srv.ctx.sqlite
+    sqliteOf(s.srv.ctx)
       .query(`UPDATE feedback SET status = 'agent_running' WHERE id = ?`)
       .run((await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Crash case: placeholder' } })).body.id)
-    const fid = (s.srv.ctx.sqlite.query("SELECT id FROM feedback WHERE status = 'agent_running'").get() as { id: string }).id
-    s.srv.ctx.sqlite
+    const fid = (sqliteOf(s.srv.ctx).query("SELECT id FROM feedback WHERE status = 'agent_running'").get() as { id: string }).id
+    sqliteOf(s.srv.ctx)
       .query("INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, started_at, created_at) VALUES (?, ?, ?, ?, 'command', 'running', ?, ?, ?, ?)")
       .run('f'.repeat(24), s.t.orgId, s.t.appId, fid, `fixloop/${fid}`, JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }), now, now)
     await s.srv.stop()
@@ -449,10 +450,10 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     try {
       // The reclaim at start is the runner's first turn (asynchronous: it may be on PostgreSQL).
       await again.runner.idle()
-      const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get('f'.repeat(24)) as { status: string; error: string }
+      const run = sqliteOf(again.ctx).query('SELECT status, error FROM agent_runs WHERE id = ?').get('f'.repeat(24)) as { status: string; error: string }
       expect(run.status).toBe('failed')
       expect(run.error).toMatch(/^interrupted/)
-      const f = again.ctx.sqlite.query('SELECT status, failure_reason FROM feedback WHERE id = ?').get(fid) as { status: string; failure_reason: string }
+      const f = sqliteOf(again.ctx).query('SELECT status, failure_reason FROM feedback WHERE id = ?').get(fid) as { status: string; failure_reason: string }
       expect(f.status).toBe('failed')
       expect(f.failure_reason).toContain('interrupted')
     } finally {
@@ -490,7 +491,7 @@ describe('connect-repo rules', () => {
       const view = await connect(s)
       expect(JSON.stringify(view)).not.toContain(TOKEN)
       expect(view.hasHostToken).toBe(true)
-      const stored = JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM repo_connections').all())
+      const stored = JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM repo_connections').all())
       expect(stored).not.toContain(TOKEN)
       expect(readFileSync(join(s.srv.dataDir, 'fixloop.db')).includes(Buffer.from(TOKEN))).toBe(false)
       await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).rejects.toThrow(/must not carry credentials/)

@@ -13,6 +13,7 @@ import { branchExists, git, makeBareRepo, readFileAtBranch } from './git-fixture
 import type { ConnectionInput } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
 import { survivors } from './process-helpers'
+import { sqliteOf } from './sqlite-of'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string, ...args: string[]) => `sh ${JSON.stringify(join(AGENTS, name))} ${args.map((a) => JSON.stringify(a)).join(' ')}`
@@ -75,8 +76,8 @@ function expectNothingLeaked(s: Setup, ...texts: unknown[]) {
   const all = [
     ...s.logs,
     ...texts.map((t) => JSON.stringify(t)),
-    JSON.stringify(s.srv.ctx.sqlite.query('SELECT * FROM agent_runs').all()),
-    JSON.stringify(s.srv.ctx.sqlite.query('SELECT failure_reason FROM feedback').all()),
+    JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM agent_runs').all()),
+    JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT failure_reason FROM feedback').all()),
     JSON.stringify(s.stub.requests.map((r) => r.body)),
     bareObjects(s.bare),
   ].join('\n')
@@ -178,7 +179,7 @@ describe('hostile agents', () => {
       consoleLogs: [{ level: 'error', message: `TypeError${inject}`, ts: Date.now() }],
     })
     await eventually(async () => (await call(s.srv.url, 'GET', `/v1/feedback/${id}`, { auth: s.t.key })).body.status === 'awaiting_manual')
-    s.srv.ctx.sqlite.query('UPDATE feedback SET theme = ? WHERE id = ?').run(`Fixes #1, closes #2 @acme/security-team${inject}`, id)
+    sqliteOf(s.srv.ctx).query('UPDATE feedback SET theme = ? WHERE id = ?').run(`Fixes #1, closes #2 @acme/security-team${inject}`, id)
     expect((await call(s.srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: s.t.key, body: { status: 'queued' } })).status).toBe(200)
     const { run } = await finish(s, id)
     await s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'auto_pr' })
@@ -231,11 +232,11 @@ describe('crash recovery ends the sandbox', () => {
     try {
       // The reclaim at start is the runner's first turn (asynchronous: it may be on PostgreSQL).
       await again.runner.idle()
-      const run = again.ctx.sqlite.query('SELECT status, error FROM agent_runs WHERE id = ?').get(runId) as { status: string; error: string }
+      const run = sqliteOf(again.ctx).query('SELECT status, error FROM agent_runs WHERE id = ?').get(runId) as { status: string; error: string }
       expect(run.status).toBe('failed')
       expect(run.error).toMatch(/^interrupted/)
-      expect((again.ctx.sqlite.query('SELECT status FROM feedback WHERE id = ?').get(feedbackId) as { status: string }).status).toBe('failed')
-      expect(again.ctx.sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE status = 'running'").get()).toEqual({ n: 0 })
+      expect((sqliteOf(again.ctx).query('SELECT status FROM feedback WHERE id = ?').get(feedbackId) as { status: string }).status).toBe('failed')
+      expect(sqliteOf(again.ctx).query("SELECT COUNT(*) AS n FROM agent_runs WHERE status = 'running'").get()).toEqual({ n: 0 })
     } finally {
       await again.stop()
     }

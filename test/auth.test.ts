@@ -9,6 +9,7 @@ import { call, seedTenant, startTestServer, type Tenant, type TestServer } from 
 import { openDatabase } from '../src/db/client'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { ReplyLog, expectEnvelope, expectRateLimited, runScenario, secretForms, userToken, type Scenario } from './helpers-auth'
+import { sqliteStorage } from '../src/db/sqlite/storage'
 
 const FAKE_ID = 'ffffffffffffffffffffffff'
 const UNKNOWN_SK = 'sk_' + 'A'.repeat(43)
@@ -253,7 +254,7 @@ describe('sk routes refuse bad credentials', () => {
     // The admin CLI is another process with its own SQLite connection: emulate it with a second one.
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      const cli = createTenantsService({ ...srv.ctx, sqlite, db })
+      const cli = createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db) })
       const fresh = await cli.createKey(t.orgId, 'cli key')
       const app = await cli.createApp(t.orgId, { name: 'CLI app' })
       expect((await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })).status).toBe(200)

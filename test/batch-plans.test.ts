@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import type { Database } from 'bun:sqlite'
 import { body, drain, expectSameEnd, rowOf, submitAll } from './drain-compare'
+import { sqliteOf } from './sqlite-of'
 
 /** Calls `before` ahead of each outermost IMMEDIATE transaction of `sqlite` (a write batch, or one job); returns the undo. */
 function beforeEachWriteTransaction(sqlite: Database, before: () => void): () => void {
@@ -52,7 +53,7 @@ describe('a batch planned without the write lock', () => {
   test('ends every report as one job at a time does: columns, clusters, summaries and events', async () => {
     const idsA = await submitAll(batched, ta, TOTAL)
     const idsB = await submitAll(single, tb, TOTAL)
-    const sqlite = batched.ctx.sqlite
+    const sqlite = sqliteOf(batched.ctx)
     let writeTransactions = 0
     const undo = beforeEachWriteTransaction(sqlite, () => writeTransactions++)
     try {
@@ -63,7 +64,7 @@ describe('a batch planned without the write lock', () => {
     // Really batched: far fewer write transactions than reports (one job at a time takes one each).
     expect(writeTransactions).toBeLessThan(TOTAL / 4)
     await drain(single)
-    const duplicates = expectSameEnd(batched.ctx.sqlite, idsA, single.ctx.sqlite, idsB)
+    const duplicates = expectSameEnd(sqliteOf(batched.ctx), idsA, sqliteOf(single.ctx), idsB)
     expect(duplicates).toBeGreaterThan(TOTAL / 2)
   }, 120_000)
 
@@ -76,7 +77,7 @@ describe('a batch planned without the write lock', () => {
       expect(r.status).toBe(201)
       ids.push(r.body.id)
     }
-    const sqlite = batched.ctx.sqlite
+    const sqlite = sqliteOf(batched.ctx)
     // Archive the planned lead of this batch (the first new report: the rest are its copies or its
     // template's) as soon as the batch takes the write lock, i.e. between the two halves.
     let archived = null as string | null

@@ -7,6 +7,7 @@ import { ensureBinary } from './helpers-lifecycle'
 import { appendEvent } from './events-helpers'
 import { SlackStub } from './slack-stub'
 import { newId } from '../src/core/ids'
+import { sqliteOf } from './sqlite-of'
 
 const TOKEN = 'xoxb-1234567890-abcdefghijkl'
 const SIGNING = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
@@ -50,7 +51,7 @@ describe('connecting Slack', () => {
     expect(r.body.commandPath).toBe(`/v1/chatops/slack/${connectionId}/commands`)
     expect(r.text).not.toContain(TOKEN)
     expect(r.text).not.toContain(SIGNING)
-    const row = JSON.stringify(server.ctx.sqlite.query('SELECT * FROM slack_connections WHERE id = ?').get(connectionId))
+    const row = JSON.stringify(sqliteOf(server.ctx).query('SELECT * FROM slack_connections WHERE id = ?').get(connectionId))
     expect(row).not.toContain(TOKEN)
     expect(row).not.toContain(SIGNING)
     const list = await call(server.url, 'GET', '/v1/chatops/slack', { auth: a.key })
@@ -66,7 +67,7 @@ describe('posting to Slack', () => {
     const dup = newId()
     const run = newId()
     const other = newId()
-    const ev = (type: string, data: Record<string, unknown>) => appendEvent(server.ctx.sqlite, a.orgId, a.appId, type, data)
+    const ev = (type: string, data: Record<string, unknown>) => appendEvent(sqliteOf(server.ctx), a.orgId, a.appId, type, data)
     ev('feedback.status_changed', { feedbackId: lead, from: 'received', to: 'sanitizing' }) // too early for a parent
     ev('feedback.status_changed', { feedbackId: lead, from: 'sanitized', to: 'awaiting_manual' })
     ev('feedback.duplicate_attached', { feedbackId: dup, leadFeedbackId: lead, duplicateCount: 1, manual: false })
@@ -74,7 +75,7 @@ describe('posting to Slack', () => {
     ev('agent_run.succeeded', { runId: run, feedbackId: lead, prUrl: 'https://git.example/acme/web/pull/7', branch: 'fixloop/x', costUsd: 0.1 })
     ev('feedback.status_changed', { feedbackId: lead, from: 'agent_running', to: 'pr_opened' })
     ev('feedback.status_changed', { feedbackId: other, from: 'sanitized', to: 'queued' })
-    appendEvent(server.ctx.sqlite, b.orgId, b.appId, 'feedback.status_changed', { feedbackId: newId(), from: 'sanitized', to: 'queued' })
+    appendEvent(sqliteOf(server.ctx), b.orgId, b.appId, 'feedback.status_changed', { feedbackId: newId(), from: 'sanitized', to: 'queued' })
     await server.hub.check()
     await eventually(() => slack.parents('C0TRIAGE').length === 2 && slack.parents('C0TRIAGE')[0].text.includes('pr_opened'), 20_000)
     await server.slack.idle()

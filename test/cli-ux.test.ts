@@ -14,6 +14,7 @@ import { loadConfig } from '../src/config'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { privateTargetRule } from '../src/cli/webhooks'
 import { VERSION } from '../src/version'
+import { sqliteOf } from './sqlite-of'
 
 let dir: string
 let orgId: string
@@ -76,7 +77,7 @@ describe('output to a pipe that closes early (| head)', () => {
     const tenants = createTenantsService(ctx)
     // Far more than a pipe buffer (64 KiB) of output.
     for (let i = 0; i < 3000; i++) await tenants.createOrg(`Org number ${i} with a long enough name to fill the pipe`)
-    ctx.sqlite.close()
+    sqliteOf(ctx).close()
   })
   afterAll(() => rmSync(big, { recursive: true, force: true }))
 

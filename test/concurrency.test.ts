@@ -9,6 +9,7 @@ import { canCustomerMove, type CustomerTarget, type FeedbackStatus } from '../sr
 import { eventually, seedTenant, spawnServer, startTestServer, tempDir, type Reply, type Tenant, type TestServer } from './harness'
 import { cliTenant, ensureBinary, feedbackRow, openDataDb, patchStatus, submit } from './helpers-lifecycle'
 import type { Database } from 'bun:sqlite'
+import { sqliteOf } from './sqlite-of'
 
 interface Attempt {
   id: string
@@ -85,26 +86,26 @@ describe('one server', () => {
   async function readyItem(): Promise<string> {
     // A number of its own in each text: identical texts would be clustered as duplicates of one lead.
     const r = await submit(srv.url, t.pub, { text: `Case ${++made}: the total is wrong` })
-    await eventually(() => feedbackRow(srv.ctx.sqlite, r.body.id).status === 'awaiting_manual')
+    await eventually(() => feedbackRow(sqliteOf(srv.ctx), r.body.id).status === 'awaiting_manual')
     return r.body.id
   }
 
   test('50 concurrent PATCHes on one item', async () => {
     const id = await readyItem()
-    const initial = feedbackRow(srv.ctx.sqlite, id)
+    const initial = feedbackRow(sqliteOf(srv.ctx), id)
     const targets = mix(50, 7)
     expect(new Set(targets).size).toBe(2)
     const attempts = await Promise.all(targets.map(async (to) => ({ id, to, reply: await patchStatus(srv.url, t.key, id, to) })))
-    expectConsistent(initial as never, attempts, feedbackRow(srv.ctx.sqlite, id))
+    expectConsistent(initial as never, attempts, feedbackRow(sqliteOf(srv.ctx), id))
   })
 
   test('50 concurrent PATCHes spread over five items', async () => {
     const ids = await Promise.all(Array.from({ length: 5 }, () => readyItem()))
-    const initial = new Map(ids.map((id) => [id, feedbackRow(srv.ctx.sqlite, id)]))
+    const initial = new Map(ids.map((id) => [id, feedbackRow(sqliteOf(srv.ctx), id)]))
     const targets = mix(50, 42)
     const attempts = await Promise.all(targets.map(async (to, i) => ({ id: ids[i % 5], to, reply: await patchStatus(srv.url, t.key, ids[i % 5], to) })))
     for (const id of ids) {
-      expectConsistent(initial.get(id) as never, attempts.filter((a) => a.id === id), feedbackRow(srv.ctx.sqlite, id))
+      expectConsistent(initial.get(id) as never, attempts.filter((a) => a.id === id), feedbackRow(sqliteOf(srv.ctx), id))
     }
   })
 
@@ -123,9 +124,9 @@ describe('one server', () => {
       expect(a.reply.status === 200 || (a.reply.status === 409 && a.reply.body.error.code === 'concurrent_update')).toBe(true)
     }
     const archived = new Set(replies.filter((a) => a.reply.status === 200).map((a) => a.id))
-    await eventually(() => ids.every((id) => (srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM jobs WHERE feedback_id = ?').get(id) as { n: number }).n === 0))
+    await eventually(() => ids.every((id) => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM jobs WHERE feedback_id = ?').get(id) as { n: number }).n === 0))
     for (const id of ids) {
-      const row = feedbackRow(srv.ctx.sqlite, id)
+      const row = feedbackRow(sqliteOf(srv.ctx), id)
       if (archived.has(id)) expect(row.status).toBe('archived')
       else expect(row.status).toBe('awaiting_manual')
     }

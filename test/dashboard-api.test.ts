@@ -9,6 +9,7 @@ import { createAdminsService } from '../src/modules/admins/service'
 import { totpCode, base32Decode } from '../src/modules/admins/totp'
 import { SCAN_WINDOW } from '../src/modules/admin-api/inbox-repo'
 import { SIGN_IN_BACKOFF } from '../src/modules/admin-api/sign-in-throttle'
+import { sqliteOf } from './sqlite-of'
 
 let server: TestServer
 let acme: Tenant
@@ -310,11 +311,11 @@ describe('inbox', () => {
   test('a filtered request reads at most one window of rows; the cursor continues the scan', async () => {
     const third = await seedTenant(server.admin, {}, 'Third')
     const s = owner
-    const insert = server.ctx.sqlite.query(
+    const insert = sqliteOf(server.ctx).query(
       "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at) VALUES (?, ?, ?, 'awaiting_manual', ?, 'public', '{}', 0, 0)",
     )
     const n = SCAN_WINDOW + 100
-    server.ctx.sqlite.transaction(() => {
+    sqliteOf(server.ctx).transaction(() => {
       // The needle is the oldest row: below the first window of newest rows.
       for (let i = 0; i < n; i++) insert.run('60000000' + (i + 1).toString(16).padStart(16, '0'), third.orgId, third.appId, i === 0 ? 'needle in a haystack' : 'hay')
     })()

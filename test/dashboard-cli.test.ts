@@ -11,6 +11,7 @@ import { createContext } from '../src/context'
 import { loadConfig } from '../src/config'
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
+import { sqliteOf } from './sqlite-of'
 
 const dirs: string[] = []
 const newDir = () => {
@@ -152,7 +153,7 @@ describe('fixloop admin', () => {
       await expect(admins.redeemSetupToken(fresh, 'a@example.com', 'a long password')).resolves.toMatchObject({ email: 'a@example.com' })
       expect(await admins.count()).toBe(1)
     } finally {
-      ctx.sqlite.close()
+      sqliteOf(ctx).close()
     }
   })
 })

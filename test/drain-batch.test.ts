@@ -17,6 +17,7 @@ import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { seedTenant, spawnServer, startTestServer, type Tenant, type TestServer } from './harness'
 import { cliTenant, crashTestDataDir, feedbackRow, jobsFor, openDataDb, submit } from './helpers-lifecycle'
 import { sqliteStorage } from '../src/db/sqlite/storage'
+import { sqliteOf } from './sqlite-of'
 
 const clock = new ManualClock(Date.UTC(2025, 3, 1, 9, 0, 0))
 let srv: TestServer
@@ -31,7 +32,7 @@ afterAll(() => srv.close())
 beforeEach(async () => {
   clock.advance(24 * 3600_000)
   await srv.worker.tick()
-  srv.ctx.sqlite.run("DELETE FROM jobs WHERE kind <> 'process'")
+  sqliteOf(srv.ctx).run("DELETE FROM jobs WHERE kind <> 'process'")
 })
 
 let n = 0
@@ -66,35 +67,35 @@ describe('a batch', () => {
     const ids = [await distinct(), await distinct(), await distinct(), await distinct(), await distinct()]
     const poisoned = ids[2]
     // Not JSON: sanitizing this report throws, every time.
-    srv.ctx.sqlite.query("UPDATE feedback SET console_logs = '{not json' WHERE id = ?").run(poisoned)
+    sqliteOf(srv.ctx).query("UPDATE feedback SET console_logs = '{not json' WHERE id = ?").run(poisoned)
     expect(await srv.worker.tick()).toBe(5)
     for (const id of ids.filter((id) => id !== poisoned)) {
-      expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
-      expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
-      expect(chainOf(srv.ctx.sqlite, id)).toEqual(FULL_CHAIN)
+      expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('awaiting_manual')
+      expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
+      expect(chainOf(sqliteOf(srv.ctx), id)).toEqual(FULL_CHAIN)
     }
     // Rolled back to before its step: still received, raw, no move recorded, its job kept for a retry.
-    const row = feedbackRow(srv.ctx.sqlite, poisoned)
+    const row = feedbackRow(sqliteOf(srv.ctx), poisoned)
     expect(row.status).toBe('received')
     expect(row.redactions).toBeNull()
-    expect(chainOf(srv.ctx.sqlite, poisoned)).toEqual(FULL_CHAIN.slice(0, 1))
-    const [job] = jobsFor(srv.ctx.sqlite, poisoned)
+    expect(chainOf(sqliteOf(srv.ctx), poisoned)).toEqual(FULL_CHAIN.slice(0, 1))
+    const [job] = jobsFor(sqliteOf(srv.ctx), poisoned)
     expect(job.attempts).toBe(1)
     expect(job.lease_until).toBeNull()
     expect(job.last_error).toContain('does not parse')
     expect(job.run_after).toBe(clock.now() + 1000)
     // Repaired, it goes through on the retry.
-    srv.ctx.sqlite.query('UPDATE feedback SET console_logs = NULL WHERE id = ?').run(poisoned)
+    sqliteOf(srv.ctx).query('UPDATE feedback SET console_logs = NULL WHERE id = ?').run(poisoned)
     clock.advance(1000)
     expect(await srv.worker.tick()).toBe(1)
-    expect(feedbackRow(srv.ctx.sqlite, poisoned).status).toBe('awaiting_manual')
-    expect(chainOf(srv.ctx.sqlite, poisoned)).toEqual(FULL_CHAIN)
+    expect(feedbackRow(sqliteOf(srv.ctx), poisoned).status).toBe('awaiting_manual')
+    expect(chainOf(sqliteOf(srv.ctx), poisoned)).toEqual(FULL_CHAIN)
   })
 
   test('runBatch answers per job, in order; past the time budget or when intake waits, the rest is handed back in its place', async () => {
     const ids = [await distinct(), await distinct(), await distinct()]
-    srv.ctx.sqlite.query("UPDATE feedback SET metadata = '[' WHERE id = ?").run(ids[1])
-    const sqlite = srv.ctx.sqlite
+    sqliteOf(srv.ctx).query("UPDATE feedback SET metadata = '[' WHERE id = ?").run(ids[1])
+    const sqlite = sqliteOf(srv.ctx)
     const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
     const jobs = createJobsRepo(sqliteStorage(sqlite))
     const deps = { cluster: createClusterService(sqliteStorage(sqlite), clock), batches: createBatchWindows(sqliteStorage(sqlite), clock, lifecycle), lifecycle, finishJob: jobs.sqlite!.finish }
@@ -140,18 +141,18 @@ describe('a batch', () => {
     ]
     const ids: string[] = []
     for (const text of texts) ids.push(await submitText(text))
-    const versionBefore = feedbackRow(srv.ctx.sqlite, ids[0]).version
+    const versionBefore = feedbackRow(sqliteOf(srv.ctx), ids[0]).version
     // Warm the App's calibration past its learning phase, so near-identical reports merge.
     expect(await srv.worker.tick()).toBeGreaterThanOrEqual(5)
-    const lead = feedbackRow(srv.ctx.sqlite, ids[0])
-    const dupIds = ids.slice(1).filter((id) => feedbackRow(srv.ctx.sqlite, id).duplicate_of_id === ids[0])
+    const lead = feedbackRow(sqliteOf(srv.ctx), ids[0])
+    const dupIds = ids.slice(1).filter((id) => feedbackRow(sqliteOf(srv.ctx), id).duplicate_of_id === ids[0])
     expect(dupIds.length).toBeGreaterThanOrEqual(3)
     // Each attachment's event: the lead's count right after it, 1, 2, 3… in order.
-    const counts = dupIds.map((id) => events(srv.ctx.sqlite, id).find((e) => e.type === 'feedback.duplicate_attached')!.data)
+    const counts = dupIds.map((id) => events(sqliteOf(srv.ctx), id).find((e) => e.type === 'feedback.duplicate_attached')!.data)
     expect(counts.map((d) => d.duplicateCount)).toEqual(dupIds.map((_, i) => i + 1))
     expect(counts.every((d) => d.leadFeedbackId === ids[0] && d.manual === false)).toBe(true)
     // The summary is what a full rebuild from the stored duplicates gives.
-    const dups = srv.ctx.sqlite.query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? ORDER BY id DESC').all(ids[0]) as { text: string; created_at: number }[]
+    const dups = sqliteOf(srv.ctx).query('SELECT text, created_at FROM feedback WHERE duplicate_of_id = ? ORDER BY id DESC').all(ids[0]) as { text: string; created_at: number }[]
     expect(lead.duplicate_count).toBe(dupIds.length)
     expect(lead.duplicate_count).toBe(dups.length)
     expect(lead.last_duplicate_at).toBe(Math.max(...dups.map((d) => d.created_at)))

@@ -7,6 +7,7 @@
 import type { Database } from 'bun:sqlite'
 import { expect } from 'bun:test'
 import { call, type Tenant, type TestServer } from './harness'
+import { sqliteOf } from './sqlite-of'
 
 export const TEMPLATES = [
   (i: number) => `The checkout button does nothing when I click it after adding ${(i % 3) + 2} items to the cart. Spinner keeps turning.`,
@@ -43,7 +44,7 @@ export async function submitAll(srv: TestServer, t: Tenant, total: number): Prom
 }
 
 export async function drain(srv: TestServer): Promise<void> {
-  const sqlite = srv.ctx.sqlite
+  const sqlite = sqliteOf(srv.ctx)
   const left = () => (sqlite.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
   for (let i = 0; i < 2000 && left() > 0; i++) await srv.worker.tick(500)
   expect(left()).toBe(0)

@@ -11,6 +11,7 @@ import { EVENT_TYPES } from '../src/lifecycle/event-types'
 import { EventsPage } from '../src/modules/events/model'
 import { CreatedWebhook, DeliveryPage, WebhookList } from '../src/modules/webhooks/model'
 import { newId } from '../src/core/ids'
+import { sqliteOf } from './sqlite-of'
 
 let srv: TestServer
 let t: Tenant
@@ -66,9 +67,9 @@ describe('/openapi.json (events)', () => {
   })
 
   test('responses conform to their schemas', async () => {
-    appendEvents(srv.ctx.sqlite, t.orgId, t.appId, 2)
-    appendEvent(srv.ctx.sqlite, t.orgId, t.appId, 'agent_run.succeeded', { runId: newId(), feedbackId: newId(), prUrl: null, branch: 'b', costUsd: 0 })
-    appendEvent(srv.ctx.sqlite, t.orgId, null, 'webhook.disabled', { webhookId: newId(), reason: 'gone' })
+    appendEvents(sqliteOf(srv.ctx), t.orgId, t.appId, 2)
+    appendEvent(sqliteOf(srv.ctx), t.orgId, t.appId, 'agent_run.succeeded', { runId: newId(), feedbackId: newId(), prUrl: null, branch: 'b', costUsd: 0 })
+    appendEvent(sqliteOf(srv.ctx), t.orgId, null, 'webhook.disabled', { webhookId: newId(), reason: 'gone' })
     const feed = await call(srv.url, 'GET', '/v1/events', { auth: t.key })
     expect(feed.body.data.length).toBe(4)
     expect([...Value.Errors(EventsPage, feed.body)].map((e) => `${e.path}: ${e.message}`)).toEqual([])

@@ -9,6 +9,7 @@ import { ManualClock } from '../src/core/clock'
 import { CHARS_PER_TOKEN, extraTokens } from '../src/modules/feedback/submit-cost'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { expectRateLimited } from './helpers-auth'
+import { sqliteOf } from './sqlite-of'
 
 const clock = new ManualClock(Date.UTC(2025, 5, 1, 9, 0, 0))
 let srv: TestServer
@@ -27,7 +28,7 @@ const HEAVY = {
 }
 const NORMAL = { text: 'The checkout button does nothing', consoleLogs: [{ level: 'error', message: 'TypeError: x is undefined', ts: 1 }] }
 const post = (ip: string, body: object) => call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, headers: { 'x-forwarded-for': ip }, body })
-const stored = (): number => (srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM feedback').get() as { n: number }).n
+const stored = (): number => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM feedback').get() as { n: number }).n
 
 /** 32 console messages of 1,000 characters after one of `first`. */
 const consoleOf = (first: number) => Array.from({ length: 33 }, (_, i) => ({ level: 'log', message: 'z'.repeat(i === 0 ? first : 1000), ts: i }))

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { userToken } from './helpers-auth'
+import { sqliteOf } from './sqlite-of'
 
 let srv: TestServer
 let t: Tenant
@@ -17,7 +18,7 @@ beforeAll(async () => {
 })
 afterAll(() => srv.close())
 
-const rows = (): number => (srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?').get(t.appId) as { n: number }).n
+const rows = (): number => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?').get(t.appId) as { n: number }).n
 const replayed = (r: Reply) => r.headers.get('idempotent-replayed') === 'true'
 const post = (headers: Record<string, string>, body: Record<string, unknown> = { text: 'The save button does nothing' }) =>
   call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body, headers: { 'idempotency-key': 'save-1', ...headers } })
@@ -62,7 +63,7 @@ describe('private mode: scoped by the token sub', () => {
   })
 
   test('the stored key does not hold the client address', () => {
-    const keys = srv.ctx.sqlite.query('SELECT key FROM idempotency_keys').all() as { key: string }[]
+    const keys = sqliteOf(srv.ctx).query('SELECT key FROM idempotency_keys').all() as { key: string }[]
     expect(keys.length).toBeGreaterThan(0)
     for (const { key } of keys) expect(key).not.toContain('198.51.100')
   })

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../src/core/clock'
 import { seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { submit } from './helpers-lifecycle'
+import { sqliteOf } from './sqlite-of'
 
 const DAY_MS = 24 * 3600 * 1000
 const clock = new ManualClock(Date.UTC(2025, 2, 1, 9, 0, 0))
@@ -20,7 +21,7 @@ beforeAll(async () => {
 })
 afterAll(() => srv.close())
 
-const rowsOf = (appId: string): number => (srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?').get(appId) as { n: number }).n
+const rowsOf = (appId: string): number => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?').get(appId) as { n: number }).n
 const withKey = (key: string) => ({ 'idempotency-key': key })
 const replayed = (r: Reply) => r.headers.get('idempotent-replayed')
 

@@ -21,6 +21,7 @@ import { LIMITS } from '../src/core/limits'
 import { createInbox } from '../src/modules/admin-api/inbox-repo'
 import { CredentialDirectory } from '../src/auth/directory'
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../src/http/strict-json'
+import { sqliteOf } from './sqlite-of'
 
 const BODY = { text: 'The checkout button does nothing' }
 
@@ -35,7 +36,7 @@ afterAll(async () => {
   await srv.close()
 })
 
-const generation = (): number => (srv.ctx.sqlite.query('SELECT generation FROM credential_generation WHERE id = 1').get() as { generation: number }).generation
+const generation = (): number => (sqliteOf(srv.ctx).query('SELECT generation FROM credential_generation WHERE id = 1').get() as { generation: number }).generation
 
 /** Sends raw bytes and resolves with everything the server answered once it has a complete reply head. */
 function rawRequest(head: string, pieces: { bytes: string; afterMs: number }[] = [], waitFor = '\r\n\r\n'): Promise<string> {
@@ -76,7 +77,7 @@ describe('credential cache', () => {
     // The admin CLI is another process with its own connection: a second connection stands in for it.
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      const cli = createTenantsService({ ...srv.ctx, sqlite, db })
+      const cli = createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db) })
       const key = await cli.createKey(t.orgId, 'cli')
       expect(generation()).toBeGreaterThan(before)
       expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
@@ -119,7 +120,7 @@ describe('credential cache', () => {
     expect((await directory.appByPublicKey(b.publicKey))?.row.id).toBe(b.id)
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db), sqlite, db }).deleteApp(t.orgId, b.id)
+      await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db) }).deleteApp(t.orgId, b.id)
     } finally {
       sqlite.close()
     }
@@ -129,7 +130,7 @@ describe('credential cache', () => {
   })
 
   test('without its generation row the cache is never trusted: a revocation still applies at once', async () => {
-    const db = srv.ctx.sqlite
+    const db = sqliteOf(srv.ctx)
     const key = await srv.admin.createKey(t.orgId, 'no generation row')
     expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
     const saved = generation()
@@ -139,7 +140,7 @@ describe('credential cache', () => {
       // Revoked from another connection: the triggers have no row to raise, the cache must not be trusted anyway.
       const { sqlite, db: other } = openDatabase(join(srv.dataDir, 'fixloop.db'))
       try {
-        await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, other), sqlite, db: other }).revokeKey(t.orgId, key.id)
+        await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, other) }).revokeKey(t.orgId, key.id)
       } finally {
         sqlite.close()
       }
@@ -209,7 +210,7 @@ describe('request body with a Content-Length', () => {
 
 test("a report's history finds its events by feedback_id and the events stored before that column by their data", async () => {
   const created = (await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: BODY })).body as { id: string }
-  const db = srv.ctx.sqlite
+  const db = sqliteOf(srv.ctx)
   const stored = db.query("SELECT feedback_id AS feedbackId, seq FROM events WHERE type = 'feedback.received' AND json_extract(data, '$.feedbackId') = ?").get(created.id) as { feedbackId: string; seq: number }
   expect(stored.feedbackId).toBe(created.id)
   // An event as stored before migration 0013: the id only inside data (a later seq than the outbox's).

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { makeBareRepo } from './git-fixtures'
+import { sqliteOf } from './sqlite-of'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
@@ -52,7 +53,7 @@ interface Event {
 
 /** Every event of the Org, in seq order. */
 function orgEvents(): Event[] {
-  return (srv.ctx.sqlite.query('SELECT seq, type, app_id, data FROM events WHERE org_id = ? ORDER BY seq').all(t.orgId) as { seq: number; type: string; app_id: string | null; data: string }[]).map(
+  return (sqliteOf(srv.ctx).query('SELECT seq, type, app_id, data FROM events WHERE org_id = ? ORDER BY seq').all(t.orgId) as { seq: number; type: string; app_id: string | null; data: string }[]).map(
     (e) => ({ seq: e.seq, type: e.type, appId: e.app_id, data: JSON.parse(e.data) }),
   )
 }
@@ -173,7 +174,7 @@ describe('the exact event sequence of a report', () => {
     expect(merged.status).toBe(200)
     const unmerged = await call(srv.url, 'POST', `/v1/feedback/${other}/unmerge`, { auth: t.key })
     expect(unmerged.status).toBe(200)
-    await eventually(() => srv.ctx.sqlite.query('SELECT 1 FROM jobs WHERE feedback_id = ?').get(other) === null)
+    await eventually(() => sqliteOf(srv.ctx).query('SELECT 1 FROM jobs WHERE feedback_id = ?').get(other) === null)
     expect(eventsOf(other)).toEqual([
       ...intake(other, 'awaiting_manual'),
       ['feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 1, manual: true }],
@@ -188,8 +189,8 @@ describe('the exact event sequence of a report', () => {
     const lead = await report(text)
     await settle(lead, ['awaiting_manual'])
     const dup = await report(text)
-    await eventually(() => (srv.ctx.sqlite.query('SELECT duplicate_of_id AS d FROM feedback WHERE id = ?').get(dup) as { d: string | null }).d === lead)
-    await eventually(() => srv.ctx.sqlite.query('SELECT 1 FROM jobs WHERE feedback_id = ?').get(dup) === null)
+    await eventually(() => (sqliteOf(srv.ctx).query('SELECT duplicate_of_id AS d FROM feedback WHERE id = ?').get(dup) as { d: string | null }).d === lead)
+    await eventually(() => sqliteOf(srv.ctx).query('SELECT 1 FROM jobs WHERE feedback_id = ?').get(dup) === null)
     expect(eventsOf(dup)).toEqual([
       ['feedback.received', { feedbackId: dup, status: 'received' }],
       moved(dup, 'received', 'sanitizing'),

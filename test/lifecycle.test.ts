@@ -16,6 +16,7 @@ import { createLifecycle, statusAfterSanitize, type Lifecycle } from '../src/lif
 import { createWakeSignal } from '../src/lifecycle/wake'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { tempDir } from './harness'
+import { sqliteOf } from './sqlite-of'
 
 const SYSTEM_EDGES = [
   'received→sanitizing', 'received→failed',
@@ -47,14 +48,14 @@ beforeAll(async () => {
   app = (await admin.createApp(org, { name: 'L' })).id
 })
 afterAll(() => {
-  ctx.sqlite.close()
+  sqliteOf(ctx).close()
   rmSync(dir, { recursive: true, force: true })
 })
 
 /** A report stored directly in `status` (a fixture: the state another writer or a crash left). */
 function reportIn(status: FeedbackStatus, failureReason: string | null = null): string {
   const id = newId(ctx.clock)
-  ctx.sqlite
+  sqliteOf(ctx)
     .query(
       `INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, failure_reason, created_at, updated_at)
        VALUES (?, ?, ?, ?, 'fixture', 'public', ?, 0, 0)`,
@@ -63,20 +64,20 @@ function reportIn(status: FeedbackStatus, failureReason: string | null = null): 
   return id
 }
 
-const row = (id: string) => ctx.sqlite.query('SELECT status, version, failure_reason, merge_request_url FROM feedback WHERE id = ?').get(id) as {
+const row = (id: string) => sqliteOf(ctx).query('SELECT status, version, failure_reason, merge_request_url FROM feedback WHERE id = ?').get(id) as {
   status: string
   version: number
   failure_reason: string | null
   merge_request_url: string | null
 }
 const eventsOf = (id: string) =>
-  (ctx.sqlite.query("SELECT type, data, org_id, app_id FROM events WHERE json_extract(data, '$.feedbackId') = ? ORDER BY seq").all(id) as {
+  (sqliteOf(ctx).query("SELECT type, data, org_id, app_id FROM events WHERE json_extract(data, '$.feedbackId') = ? ORDER BY seq").all(id) as {
     type: string
     data: string
     org_id: string
     app_id: string
   }[]).map((e) => ({ type: e.type, data: JSON.parse(e.data), orgId: e.org_id, appId: e.app_id }))
-const jobsOf = (id: string) => (ctx.sqlite.query('SELECT kind FROM jobs WHERE feedback_id = ? ORDER BY id').all(id) as { kind: string }[]).map((j) => j.kind)
+const jobsOf = (id: string) => (sqliteOf(ctx).query('SELECT kind FROM jobs WHERE feedback_id = ? ORDER BY id').all(id) as { kind: string }[]).map((j) => j.kind)
 
 function expectInvalidTransition(fn: () => unknown, from: string, to: string): void {
   let caught: unknown
@@ -101,7 +102,7 @@ for (const by of ['system', 'customer'] as const) {
           const before = row(id)
           const wakesBefore = wakes
           if (legal) {
-            expect(lifecycle.sqlite!.move(ctx.sqlite, id, to, { by, reason: 'why it failed', prUrl: 'https://git.example/pr/1' })).toBe(true)
+            expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, to, { by, reason: 'why it failed', prUrl: 'https://git.example/pr/1' })).toBe(true)
             const after = row(id)
             expect(after.status).toBe(to)
             expect(after.version).toBe(before.version + 1)
@@ -112,7 +113,7 @@ for (const by of ['system', 'customer'] as const) {
             expect(after.failure_reason).toBe(to === 'failed' ? 'why it failed' : to === 'archived' ? before.failure_reason : null)
             expect(after.merge_request_url).toBe(to === 'pr_opened' ? 'https://git.example/pr/1' : null)
           } else {
-            expectInvalidTransition(() => lifecycle.sqlite!.move(ctx.sqlite, id, to, { by }), from, to)
+            expectInvalidTransition(() => lifecycle.sqlite!.move(sqliteOf(ctx), id, to, { by }), from, to)
             expect(row(id)).toEqual(before)
             expect(eventsOf(id)).toEqual([])
             expect(jobsOf(id)).toEqual([])
@@ -127,22 +128,22 @@ describe('compare-and-set', () => {
   test('a stale version or an unexpected status: false, nothing written', () => {
     const id = reportIn('received')
     const { version } = row(id)
-    expect(lifecycle.sqlite!.move(ctx.sqlite, id, 'sanitizing', { by: 'system', version: version + 1 })).toBe(false)
-    expect(lifecycle.sqlite!.move(ctx.sqlite, id, 'sanitizing', { by: 'system', from: 'sanitizing' })).toBe(false)
-    expect(lifecycle.sqlite!.move(ctx.sqlite, newId(ctx.clock), 'sanitizing', { by: 'system' })).toBe(false)
+    expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', version: version + 1 })).toBe(false)
+    expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', from: 'sanitizing' })).toBe(false)
+    expect(lifecycle.sqlite!.move(sqliteOf(ctx), newId(ctx.clock), 'sanitizing', { by: 'system' })).toBe(false)
     expect(row(id)).toEqual({ status: 'received', version, failure_reason: null, merge_request_url: null })
     expect(eventsOf(id)).toEqual([])
-    expect(lifecycle.sqlite!.move(ctx.sqlite, id, 'sanitizing', { by: 'system', from: 'received', version })).toBe(true)
+    expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', from: 'received', version })).toBe(true)
   })
 
   test('a move whose event cannot be written is undone: status, event and job together or not at all', () => {
     const id = reportIn('sanitized')
     const before = row(id)
-    ctx.sqlite.run("CREATE TEMP TRIGGER refuse_events BEFORE INSERT ON main.events BEGIN SELECT RAISE(ABORT, 'outbox refused'); END")
+    sqliteOf(ctx).run("CREATE TEMP TRIGGER refuse_events BEFORE INSERT ON main.events BEGIN SELECT RAISE(ABORT, 'outbox refused'); END")
     try {
-      expect(() => lifecycle.sqlite!.move(ctx.sqlite, id, 'queued', { by: 'system' })).toThrow('outbox refused')
+      expect(() => lifecycle.sqlite!.move(sqliteOf(ctx), id, 'queued', { by: 'system' })).toThrow('outbox refused')
     } finally {
-      ctx.sqlite.run('DROP TRIGGER refuse_events')
+      sqliteOf(ctx).run('DROP TRIGGER refuse_events')
     }
     expect(row(id)).toEqual(before)
     expect(jobsOf(id)).toEqual([])
@@ -151,8 +152,8 @@ describe('compare-and-set', () => {
   test('inside a caller transaction that rolls back, the move is rolled back too', () => {
     const id = reportIn('sanitized')
     expect(() =>
-      ctx.sqlite.transaction(() => {
-        lifecycle.sqlite!.move(ctx.sqlite, id, 'queued', { by: 'system' })
+      sqliteOf(ctx).transaction(() => {
+        lifecycle.sqlite!.move(sqliteOf(ctx), id, 'queued', { by: 'system' })
         throw new Error('the rest of the change failed')
       })(),
     ).toThrow('the rest of the change failed')
@@ -171,9 +172,9 @@ describe('the rest of the lifecycle', () => {
 
   test('received: refuses to run outside the transaction that stores the report; inside, records the event and queues processing', () => {
     const id = reportIn('received')
-    expect(() => lifecycle.sqlite!.received(ctx.sqlite, { orgId: org, appId: app, feedbackId: id })).toThrow(/transaction/)
+    expect(() => lifecycle.sqlite!.received(sqliteOf(ctx), { orgId: org, appId: app, feedbackId: id })).toThrow(/transaction/)
     expect(eventsOf(id)).toEqual([])
-    ctx.sqlite.transaction(() => lifecycle.sqlite!.received(ctx.sqlite, { orgId: org, appId: app, feedbackId: id }))()
+    sqliteOf(ctx).transaction(() => lifecycle.sqlite!.received(sqliteOf(ctx), { orgId: org, appId: app, feedbackId: id }))()
     expect(eventsOf(id)).toEqual([{ type: 'feedback.received', data: { feedbackId: id, status: 'received' }, orgId: org, appId: app }])
     expect(jobsOf(id)).toEqual(['process'])
   })
@@ -181,9 +182,9 @@ describe('the rest of the lifecycle', () => {
   test('enqueueWaitingRuns: one agent job per queued lead without one, never a second', () => {
     const waiting = reportIn('queued')
     const hasJob = reportIn('sanitized')
-    lifecycle.sqlite!.move(ctx.sqlite, hasJob, 'queued', { by: 'system' })
+    lifecycle.sqlite!.move(sqliteOf(ctx), hasJob, 'queued', { by: 'system' })
     const dup = reportIn('queued')
-    ctx.sqlite.query('UPDATE feedback SET duplicate_of_id = ? WHERE id = ?').run(waiting, dup)
+    sqliteOf(ctx).query('UPDATE feedback SET duplicate_of_id = ? WHERE id = ?').run(waiting, dup)
     lifecycle.sqlite!.enqueueWaitingRuns(app)
     lifecycle.sqlite!.enqueueWaitingRuns(app)
     expect(jobsOf(waiting)).toEqual(['agent'])

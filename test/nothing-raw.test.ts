@@ -13,6 +13,7 @@ import { T } from './sanitize-fixtures'
 import { previews } from '../src/modules/feedback/preview-cache'
 import { PREVIEW_BUDGET_CHARS } from '../src/modules/feedback/present'
 import { RULES, type Rule } from '../src/sanitize/sanitize'
+import { sqliteOf } from './sqlite-of'
 
 const SECRET_TEXT = `Checkout crashes on pay. My key ${T.ghp} and password: correct horse battery staple, mail jane.doe@example.com`
 const RAW = [T.ghp, 'correct horse battery staple', 'horse', 'jane.doe@example.com']
@@ -62,7 +63,7 @@ describe('a report the worker has not sanitized yet', () => {
     const first = await call(srv.url, 'GET', `/v1/feedback/${raw}`, { auth: t.key })
     expect(first.status).toBe(200)
     expect(noRaw(first.text)).toEqual([])
-    const version = (srv.ctx.sqlite.query('SELECT version FROM feedback WHERE id = ?').get(raw) as { version: number }).version
+    const version = (sqliteOf(srv.ctx).query('SELECT version FROM feedback WHERE id = ?').get(raw) as { version: number }).version
     // Cached: asking again must not call the maker.
     expect(() => previews.get(`${raw}:${version}:full`, () => { throw new Error('sanitized again') })).not.toThrow()
     const second = await call(srv.url, 'GET', `/v1/feedback/${raw}`, { auth: t.key })
@@ -123,7 +124,7 @@ describe('reads sanitize within a budget, never a heavy report', () => {
 describe('once the worker has scrubbed it', () => {
   test('it can be merged, and no served text or stored column holds a raw value', async () => {
     await srv.worker.tick()
-    expect((srv.ctx.sqlite.query('SELECT redactions FROM feedback WHERE id = ?').get(raw) as { redactions: string | null }).redactions).not.toBeNull()
+    expect((sqliteOf(srv.ctx).query('SELECT redactions FROM feedback WHERE id = ?').get(raw) as { redactions: string | null }).redactions).not.toBeNull()
     const merged = await call(srv.url, 'POST', `/v1/feedback/${raw}/merge`, { auth: t.key, body: { leadId: lead } })
     expect(merged.status).toBe(200)
     const leadNow = await call(srv.url, 'GET', `/v1/feedback/${lead}`, { auth: t.key })
@@ -133,7 +134,7 @@ describe('once the worker has scrubbed it', () => {
     const similar = await call(srv.url, 'GET', `/v1/feedback/${lead}/similar`, { auth: t.key })
     expect(similar.status).toBe(200)
     for (const text of [leadNow.text, similar.text, (await call(srv.url, 'GET', '/v1/feedback?includeDuplicates=true', { auth: t.key })).text]) expect(noRaw(text)).toEqual([])
-    const rows = JSON.stringify(srv.ctx.sqlite.query('SELECT * FROM feedback').all())
+    const rows = JSON.stringify(sqliteOf(srv.ctx).query('SELECT * FROM feedback').all())
     expect(noRaw(rows)).toEqual([])
   })
 })

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { forceStatus, markDuplicate, submit } from './helpers-lifecycle'
+import { sqliteOf } from './sqlite-of'
 
 let srv: TestServer
 let t: Tenant
@@ -37,11 +38,11 @@ beforeAll(async () => {
   // A mix of statuses, as the worker and customers would leave them.
   made.forEach((m, i) => {
     const status = i % 7 === 0 ? 'archived' : i % 3 === 0 ? 'awaiting_manual' : i % 11 === 0 ? 'failed' : null
-    if (status) (forceStatus(srv.ctx.sqlite, m.id, status), (m.status = status))
+    if (status) (forceStatus(sqliteOf(srv.ctx), m.id, status), (m.status = status))
   })
   // Twelve clustered duplicates, each pointing at the report before it.
   for (let i = 10; i < 130; i += 10) {
-    markDuplicate(srv.ctx.sqlite, made[i].id, made[i - 1].id)
+    markDuplicate(sqliteOf(srv.ctx), made[i].id, made[i - 1].id)
     made[i].duplicate = true
   }
 })

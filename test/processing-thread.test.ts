@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { rmSync } from 'node:fs'
 import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { sqliteOf } from './sqlite-of'
 
 const PARAPHRASES = [
   'The checkout button does nothing when I click it on the payment page.',
@@ -126,7 +127,7 @@ describe('the processing thread', () => {
     // While it is down: a report whose job the dead thread "had claimed" a moment before it died.
     const id = await submit(srv, t, 'Leased by the dead thread: the coupon field rejects every code.')
     const owner = `${currentLeaseOwner()}:processing`
-    srv.ctx.sqlite.query("UPDATE jobs SET lease_until = ?, lease_owner = ? WHERE feedback_id = ? AND kind = 'process'").run(Date.now() + 60_000, owner, id)
+    sqliteOf(srv.ctx).query("UPDATE jobs SET lease_until = ?, lease_owner = ? WHERE feedback_id = ? AND kind = 'process'").run(Date.now() + 60_000, owner, id)
     // Restarted after ~1 s; processed well before the 60 s lease would have run out.
     expect((await until(srv, t, id, processed)).status).toBe('awaiting_manual')
   })

@@ -10,6 +10,7 @@ import { Worker, type JobStep } from '../src/worker/loop'
 import { createJobsRepo } from '../src/worker/jobs-repo'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { deferred, submit, waitFor } from './helpers-lifecycle'
+import { sqliteOf } from './sqlite-of'
 
 let srv: TestServer
 let t: Tenant
@@ -29,7 +30,7 @@ test('a worker holding one job longer than its lease is reported stuck; done, it
       await gate.promise
     },
   }
-  const w = new Worker(createJobsRepo(sqliteStorage(srv.ctx.sqlite)), { process: step }, systemClock, new Logger('silent'), { leaseMs: 300, pollMs: 50 })
+  const w = new Worker(createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))), { process: step }, systemClock, new Logger('silent'), { leaseMs: 300, pollMs: 50 })
   expect(w.health()).toMatchObject({ ok: false, reason: expect.stringContaining('not running') })
   w.start()
   expect(w.health().ok).toBe(true)

@@ -18,6 +18,7 @@ import { createSanitizeAhead, CHUNK, HEAD_GAP } from '../src/worker/sanitize-ahe
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { body, drain, eventsOf, expectSameEnd, rowOf, submitAll } from './drain-compare'
 import { sqliteStorage } from '../src/db/sqlite/storage'
+import { sqliteOf } from './sqlite-of'
 
 const ENV = { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' }
 const EXTRA = 300
@@ -59,7 +60,7 @@ describe('sanitizing ahead of the processing thread', () => {
     sqlite.transaction = ((fn: () => unknown) => {
       if (!raced) {
         raced = true
-        a.ctx.sqlite.run("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?", [archivedMidway])
+        sqliteOf(a.ctx).run("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?", [archivedMidway])
       }
       return transaction(fn)
     }) as Database['transaction']
@@ -75,7 +76,7 @@ describe('sanitizing ahead of the processing thread', () => {
     sqlite.close()
     expect(chunks).toBe(Math.ceil(EXTRA / CHUNK))
     expect(sanitized).toBe(EXTRA - 1)
-    const db = a.ctx.sqlite
+    const db = sqliteOf(a.ctx)
     // The processing thread's next reports: untouched, still raw.
     for (const id of idsA.slice(0, HEAD_GAP)) expect(rowOf(db, id).status).toBe('received')
     expect(String(rowOf(db, idsA[1]).text)).toContain('hunter1secret')
@@ -98,14 +99,14 @@ describe('sanitizing ahead of the processing thread', () => {
 
   test('after the drain every report ends exactly as on a server that never sanitized ahead', async () => {
     // The same change on B, without the sanitizer, so the two runs differ only in who sanitized.
-    b.ctx.sqlite.run("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?", [idsB[HEAD_GAP + 10]])
+    sqliteOf(b.ctx).run("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?", [idsB[HEAD_GAP + 10]])
     await drain(a)
     await drain(b)
-    const duplicates = expectSameEnd(a.ctx.sqlite, idsA, b.ctx.sqlite, idsB)
+    const duplicates = expectSameEnd(sqliteOf(a.ctx), idsA, sqliteOf(b.ctx), idsB)
     // The comparison covered real clustering, not only leads.
     expect(duplicates).toBeGreaterThan(TOTAL / 2)
     // The report archived midway was scrubbed where it stands by its process job, as always.
-    expect(rowOf(a.ctx.sqlite, archivedMidway).redactions).not.toBeNull()
+    expect(rowOf(sqliteOf(a.ctx), archivedMidway).redactions).not.toBeNull()
   }, 120_000)
 })
 
@@ -121,15 +122,15 @@ test('it works at most aheadMax reports past the gap: further ahead it would onl
     for (let i = 0; i < 20 && last.examined > 0; i++, last = ahead.chunk()) sanitized += last.sanitized
     expect(last.farAhead).toBe(true)
     expect(sanitized).toBe(40)
-    const statuses = ids.map((id) => rowOf(srv.ctx.sqlite, id).status)
+    const statuses = ids.map((id) => rowOf(sqliteOf(srv.ctx), id).status)
     expect(statuses.slice(0, 16).every((s) => s === 'received')).toBe(true)
     expect(statuses.slice(16, 56).every((s) => s === 'sanitized')).toBe(true)
     expect(statuses.slice(56).every((s) => s === 'received')).toBe(true)
     // The processing thread moves on: so does the window.
     await srv.worker.tick(30)
     for (let i = 0; i < 20 && ahead.chunk().examined > 0; i++);
-    expect(ids.slice(56, 86).every((id) => rowOf(srv.ctx.sqlite, id).status === 'sanitized')).toBe(true)
-    expect(rowOf(srv.ctx.sqlite, ids[86]).status).toBe('received')
+    expect(ids.slice(56, 86).every((id) => rowOf(sqliteOf(srv.ctx), id).status === 'sanitized')).toBe(true)
+    expect(rowOf(sqliteOf(srv.ctx), ids[86]).status).toBe('received')
     sqlite.close()
   } finally {
     await srv.close()
@@ -153,7 +154,7 @@ test('in a real server the sanitize-ahead thread runs by default and helps drain
         }
       }),
     )
-    const db = srv.ctx.sqlite
+    const db = sqliteOf(srv.ctx)
     const left = () => (db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
     for (let i = 0; i < 600 && left() > 0; i++) await Bun.sleep(100)
     expect(left()).toBe(0)

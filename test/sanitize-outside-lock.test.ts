@@ -18,6 +18,7 @@ import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRow, jobsFor, patchStatus, submit } from './helpers-lifecycle'
 import { sqliteStorage } from '../src/db/sqlite/storage'
+import { sqliteOf } from './sqlite-of'
 
 const clock = new ManualClock(Date.UTC(2025, 3, 1, 9, 0, 0))
 let srv: TestServer
@@ -34,7 +35,7 @@ beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }, { clock, worker: { autoStart: false } })
   t = await seedTenant(srv.admin)
   probe.mayMatch = (text) => {
-    sanitizedInTx.push(srv.ctx.sqlite.inTransaction)
+    sanitizedInTx.push(sqliteOf(srv.ctx).inTransaction)
     const change = duringSanitize
     duringSanitize = undefined
     change?.()
@@ -54,7 +55,7 @@ async function report(): Promise<string> {
 }
 
 function step() {
-  const sqlite = srv.ctx.sqlite
+  const sqlite = sqliteOf(srv.ctx)
   const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
   const jobs = createJobsRepo(sqliteStorage(sqlite))
   const deps = { cluster: createClusterService(sqliteStorage(sqlite), clock), batches: createBatchWindows(sqliteStorage(sqlite), clock, lifecycle), lifecycle, finishJob: jobs.sqlite!.finish }
@@ -89,32 +90,32 @@ describe('the process step sanitizes outside the write lock', () => {
       if (s.archive === 'before') for (const id of ids) expect((await patchStatus(srv.url, t.key, id, 'archived')).status).toBe(200)
       if (s.archive === 'while sanitizing') {
         duringSanitize = () => {
-          for (const id of ids) srv.ctx.sqlite.query("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?").run(id)
+          for (const id of ids) sqliteOf(srv.ctx).query("UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = ?").run(id)
         }
       }
       if (s.archive === 'text changed') {
         // Nothing in fixloop rewrites raw text; if something did, the sanitized copy of the old text must not be written.
         duringSanitize = () => {
-          for (const id of ids) srv.ctx.sqlite.query("UPDATE feedback SET text = text || ' and late@example.com' WHERE id = ?").run(id)
+          for (const id of ids) sqliteOf(srv.ctx).query("UPDATE feedback SET text = text || ' and late@example.com' WHERE id = ?").run(id)
         }
       }
       sanitizedInTx.length = 0
       let outcomes = await process(ids, s.how)
       // A batch hands such a report back (DeferJob, its place kept) to the next one.
       if (s.how === 'batch' && s.archive === 'text changed') {
-        srv.ctx.sqlite.run("UPDATE jobs SET lease_until = NULL WHERE kind = 'process'")
-        outcomes = await process(ids.filter((id) => jobsFor(srv.ctx.sqlite, id).length > 0), 'batch')
+        sqliteOf(srv.ctx).run("UPDATE jobs SET lease_until = NULL WHERE kind = 'process'")
+        outcomes = await process(ids.filter((id) => jobsFor(sqliteOf(srv.ctx), id).length > 0), 'batch')
       }
       expect(outcomes.filter((o) => o !== undefined)).toEqual([])
       expect(sanitizedInTx.length).toBeGreaterThan(0)
       expect(sanitizedInTx.filter((inTx) => inTx)).toEqual([])
       for (const id of ids) {
-        const row = feedbackRow(srv.ctx.sqlite, id)
+        const row = feedbackRow(sqliteOf(srv.ctx), id)
         expect(row.status).toBe(s.status)
         expect(String(row.text)).not.toContain('@example.com')
         expect(String(row.console_logs)).not.toContain('Zq8')
         expect(JSON.parse(String(row.redactions))).toEqual({ email: s.archive === 'text changed' ? 2 : 1, phone: 1, secret: 1 })
-        expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+        expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
       }
     })
   }

@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { B64, B64URL, T, prng, randomString } from './sanitize-fixtures'
+import { sqliteOf } from './sqlite-of'
 
 const rng = prng(0xfeed)
 const rand = (alphabet: string, n: number) => randomString(rng, alphabet, n)
@@ -156,18 +157,18 @@ describe('a report full of secrets, through the worker', () => {
   })
 
   test('the feedback row and the jobs table hold no planted value', () => {
-    const row = srv.ctx.sqlite.query('SELECT * FROM feedback WHERE id = ?').get(id) as Record<string, unknown>
+    const row = sqliteOf(srv.ctx).query('SELECT * FROM feedback WHERE id = ?').get(id) as Record<string, unknown>
     const freeText = JSON.stringify([row.text, row.url, row.user_agent, row.console_logs, row.metadata, row.component_target, row.redactions])
     for (const s of [...SECRETS, S.homeUser, ...ECHOES]) expect(freeText, s).not.toContain(s)
     const whole = JSON.stringify(row)
     for (const s of SECRETS) expect(whole, s).not.toContain(s)
-    const jobs = JSON.stringify(srv.ctx.sqlite.query('SELECT * FROM jobs').all())
+    const jobs = JSON.stringify(sqliteOf(srv.ctx).query('SELECT * FROM jobs').all())
     for (const s of SECRETS) expect(jobs, s).not.toContain(s)
-    expect(srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM jobs WHERE feedback_id = ?').get(id)).toEqual({ n: 0 })
+    expect(sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM jobs WHERE feedback_id = ?').get(id)).toEqual({ n: 0 })
   })
 
   test('after a checkpoint, neither the database file nor the WAL holds a planted value', () => {
-    const checkpoint = srv.ctx.sqlite.query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }
+    const checkpoint = sqliteOf(srv.ctx).query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }
     expect(checkpoint.busy).toBe(0)
     const files = ['fixloop.db', 'fixloop.db-wal'].map((f) => join(srv.dataDir, f)).filter((f) => existsSync(f))
     expect(files.length).toBeGreaterThanOrEqual(1)
@@ -201,12 +202,12 @@ describe('many reports of different sizes', () => {
     }
     // Similar texts may be clustered as duplicates (which stay `sanitized`): wait for sanitizing to end.
     const marks = ids.map(() => '?').join(',')
-    const pending = srv.ctx.sqlite.query(
+    const pending = sqliteOf(srv.ctx).query(
       `SELECT (SELECT COUNT(*) FROM feedback WHERE id IN (${marks}) AND status IN ('received', 'sanitizing'))
             + (SELECT COUNT(*) FROM jobs WHERE feedback_id IN (${marks})) AS n`,
     )
     await eventually(() => (pending.get(...ids, ...ids) as { n: number }).n === 0, 20_000)
-    expect((srv.ctx.sqlite.query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }).busy).toBe(0)
+    expect((sqliteOf(srv.ctx).query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }).busy).toBe(0)
     for (const file of ['fixloop.db', 'fixloop.db-wal'].map((f) => join(srv.dataDir, f)).filter((f) => existsSync(f))) {
       const bytes = readFileSync(file)
       const found = planted.filter((p) => bytes.indexOf(Buffer.from(p, 'utf8')) !== -1)

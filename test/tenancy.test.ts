@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { ReplyLog, expectEnvelope, secretForms, userToken } from './helpers-auth'
+import { sqliteOf } from './sqlite-of'
 
 const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'publicKey', 'publicSubmissionEnabled', 'slug']
 
@@ -45,7 +46,7 @@ beforeAll(async () => {
 
 /** Every encoding of every credential of both Orgs, plus the stored ciphertext of each secret. */
 function allSecrets(): string[] {
-  const encrypted = (srv.ctx.sqlite.query('SELECT signing_secret_enc AS enc FROM apps').all() as { enc: string }[]).map((r) => r.enc)
+  const encrypted = (sqliteOf(srv.ctx).query('SELECT signing_secret_enc AS enc FROM apps').all() as { enc: string }[]).map((r) => r.enc)
   expect(encrypted.length).toBeGreaterThanOrEqual(4)
   return [a.key, b.key, ...[a.secret, b.secret, a2.signingSecret, b2.signingSecret].flatMap(secretForms), ...encrypted]
 }

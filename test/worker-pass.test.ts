@@ -13,20 +13,21 @@ import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createJobsRepo } from '../src/worker/jobs-repo'
 import { Worker } from '../src/worker/loop'
 import { tempDir } from './harness'
+import { sqliteOf } from './sqlite-of'
 
 const dir = tempDir('fixloop-pass-')
 const ctx = createContext(loadConfig({ dataDir: dir }, { FIXLOOP_LOG_LEVEL: 'silent' }))
 afterAll(() => {
-  ctx.sqlite.close()
+  sqliteOf(ctx).close()
   rmSync(dir, { recursive: true, force: true })
 })
 
 test('a 3,500-job backlog drains in passes that ask for the next due time only once the work is done', async () => {
   const lifecycle = createLifecycle(ctx.storage, ctx.clock)
-  ctx.sqlite.transaction(() => {
+  sqliteOf(ctx).transaction(() => {
     for (let i = 0; i < 3500; i++) lifecycle.sqlite!.enqueue('uploads_gc', {}, ctx.clock.now() - 1000)
   })()
-  const jobs = createJobsRepo(sqliteStorage(ctx.sqlite))
+  const jobs = createJobsRepo(sqliteStorage(sqliteOf(ctx)))
   let dueQueries = 0
   const nextDueAt = jobs.nextDueAt
   jobs.nextDueAt = () => {
@@ -40,7 +41,7 @@ test('a 3,500-job backlog drains in passes that ask for the next due time only o
     for (let i = 0; i < 2000 && ran < 3500; i++) await Bun.sleep(5)
     await Bun.sleep(20)
     expect(ran).toBe(3500)
-    expect((ctx.sqlite.query('SELECT COUNT(*) AS n FROM jobs').get() as { n: number }).n).toBe(0)
+    expect((sqliteOf(ctx).query('SELECT COUNT(*) AS n FROM jobs').get() as { n: number }).n).toBe(0)
     // Passes of 1,000, 1,000, 1,000 and 500: only the last one, which ran out of work, asked.
     expect(dueQueries).toBe(1)
   } finally {

@@ -17,6 +17,7 @@ import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { deferred, feedbackRow, forceStatus, jobsFor, openDataDb, patchStatus, submit, waitFor } from './helpers-lifecycle'
 import { currentLeaseOwner } from '../src/worker/lease-owner'
+import { sqliteOf } from './sqlite-of'
 
 const LEASE_MS = 30_000
 const BASE_BACKOFF_MS = 1_000
@@ -40,8 +41,8 @@ beforeEach(async () => {
   // (other kinds, e.g. upload GC) are removed so that tick() counts only what a test enqueued.
   clock.advance(24 * 3600_000)
   await srv.worker.tick()
-  srv.ctx.sqlite.run("DELETE FROM jobs WHERE kind <> 'process'")
-  expect(srv.ctx.sqlite.query('SELECT COUNT(*) AS n FROM jobs').get()).toEqual({ n: 0 })
+  sqliteOf(srv.ctx).run("DELETE FROM jobs WHERE kind <> 'process'")
+  expect(sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM jobs').get()).toEqual({ n: 0 })
 })
 
 /**
@@ -50,7 +51,7 @@ beforeEach(async () => {
  * would see one change; the events are what every reader sees.
  */
 const moves = (id: string): string[] =>
-  (srv.ctx.sqlite.query("SELECT data ->> '$.from' AS old, data ->> '$.to' AS new FROM events WHERE feedback_id = ? AND type = 'feedback.status_changed' ORDER BY seq").all(id) as {
+  (sqliteOf(srv.ctx).query("SELECT data ->> '$.from' AS old, data ->> '$.to' AS new FROM events WHERE feedback_id = ? AND type = 'feedback.status_changed' ORDER BY seq").all(id) as {
     old: string
     new: string
   }[]).map((m) => `${m.old}→${m.new}`)
@@ -68,9 +69,9 @@ const silent = new Logger('silent')
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
   const lifecycle = createLifecycle(srv.ctx.storage, clock)
-  const real = createProcessFeedbackStep(sqliteStorage(srv.ctx.sqlite), clock, {
-    cluster: createClusterService(sqliteStorage(srv.ctx.sqlite), clock),
-    batches: createBatchWindows(sqliteStorage(srv.ctx.sqlite), clock, lifecycle),
+  const real = createProcessFeedbackStep(sqliteStorage(sqliteOf(srv.ctx)), clock, {
+    cluster: createClusterService(sqliteStorage(sqliteOf(srv.ctx)), clock),
+    batches: createBatchWindows(sqliteStorage(sqliteOf(srv.ctx)), clock, lifecycle),
     lifecycle,
   })
   const step: JobStep = {
@@ -81,20 +82,20 @@ function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
     },
     onGiveUp: real.onGiveUp,
   }
-  return new Worker(createJobsRepo(sqliteStorage(srv.ctx.sqlite)), { process: step }, clock, silent, { leaseMs: LEASE_MS })
+  return new Worker(createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))), { process: step }, clock, silent, { leaseMs: LEASE_MS })
 }
 
 describe('processing', () => {
   test('manual mode: received → sanitizing → sanitized → awaiting_manual, and the job is gone', async () => {
     const id = await submitOne()
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('received')
-    expect(jobsFor(srv.ctx.sqlite, id)).toHaveLength(1)
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('received')
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toHaveLength(1)
     expect(await srv.worker.tick()).toBe(1)
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→awaiting_manual'])
-    const row = feedbackRow(srv.ctx.sqlite, id)
+    const row = feedbackRow(sqliteOf(srv.ctx), id)
     expect(row.status).toBe('awaiting_manual')
     expect(row.processed_at).toBe(clock.now())
-    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
     const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
     expect(g.body.status).toBe('awaiting_manual')
     expect(g.body.statusReason).toBeNull()
@@ -109,7 +110,7 @@ describe('processing', () => {
     // The process job, then the agent job it queued; with no repository connected the item waits.
     expect(await srv.worker.tick()).toBe(2)
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→queued'])
-    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
     // The full item says why it waits, and how to move it on.
     const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
     expect(g.body.status).toBe('queued')
@@ -119,12 +120,12 @@ describe('processing', () => {
   test('an item archived before the worker runs stays archived, is still scrubbed, and its job is removed', async () => {
     const id = await submitOne(`Report ${++submitted}: export fails, write to archie@example.com`)
     expect((await patchStatus(srv.url, t.key, id, 'archived')).status).toBe(200)
-    expect(jobsFor(srv.ctx.sqlite, id)).toHaveLength(1)
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toHaveLength(1)
     expect(await srv.worker.tick()).toBe(1)
-    const row = feedbackRow(srv.ctx.sqlite, id)
+    const row = feedbackRow(sqliteOf(srv.ctx), id)
     expect(row.status).toBe('archived')
     expect(moves(id)).toEqual(['received→archived'])
-    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
     // No raw value is kept, even for a report that never went through its lifecycle.
     expect(String(row.text)).not.toContain('archie@example.com')
     expect(JSON.parse(String(row.redactions))).toEqual({ email: 1 })
@@ -147,16 +148,16 @@ describe('processing', () => {
     expect(r.status).toBe(201)
     const id = r.body.id
     const secrets = [email, apiKey, bearer, ghToken, urlPassword]
-    const rawRow = JSON.stringify(feedbackRow(srv.ctx.sqlite, id))
+    const rawRow = JSON.stringify(feedbackRow(sqliteOf(srv.ctx), id))
     // The check below can fail: before processing the raw values are there.
     expect(secrets.filter((s) => rawRow.includes(s))).toEqual(secrets)
 
     expect(await srv.worker.tick()).toBe(1)
-    const row = feedbackRow(srv.ctx.sqlite, id)
+    const row = feedbackRow(sqliteOf(srv.ctx), id)
     expect(row.status).toBe('awaiting_manual')
     const stored = JSON.stringify(row)
     expect(secrets.filter((s) => stored.includes(s))).toEqual([])
-    const jobs = JSON.stringify(srv.ctx.sqlite.query('SELECT * FROM jobs').all())
+    const jobs = JSON.stringify(sqliteOf(srv.ctx).query('SELECT * FROM jobs').all())
     expect(secrets.filter((s) => jobs.includes(s))).toEqual([])
     expect(row.text).toContain('[REDACTED:email]')
     expect(row.text).toContain('[REDACTED:fixloop_key]')
@@ -171,43 +172,43 @@ describe('leases', () => {
   test('a job claimed by a worker that died is claimed again once its lease runs out, and completes', async () => {
     const id = await submitOne()
     // The "crashed" worker: claims the job, then never finishes it.
-    const claimed = await createJobsRepo(sqliteStorage(srv.ctx.sqlite)).claim(clock.now(), LEASE_MS, currentLeaseOwner())
+    const claimed = await createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))).claim(clock.now(), LEASE_MS, currentLeaseOwner())
     expect(claimed?.feedback_id).toBe(id)
     expect(claimed?.lease_until).toBe(clock.now() + LEASE_MS)
 
     expect(await srv.worker.tick()).toBe(0)
     clock.advance(LEASE_MS - 1)
     expect(await srv.worker.tick()).toBe(0)
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('received')
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('received')
 
     clock.advance(2)
     expect(await srv.worker.tick()).toBe(1)
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
-    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('awaiting_manual')
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
   })
 
   test('crash mid-job: an item left in sanitizing, with its job still leased, is finished after the lease', async () => {
     const id = await submitOne('Call me on jo@example.com')
-    await createJobsRepo(sqliteStorage(srv.ctx.sqlite)).claim(clock.now(), LEASE_MS, currentLeaseOwner())
-    forceStatus(srv.ctx.sqlite, id, 'sanitizing') // the dead worker's first commit
+    await createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))).claim(clock.now(), LEASE_MS, currentLeaseOwner())
+    forceStatus(sqliteOf(srv.ctx), id, 'sanitizing') // the dead worker's first commit
     clock.advance(LEASE_MS + 1)
     expect(await srv.worker.tick()).toBe(1)
-    const row = feedbackRow(srv.ctx.sqlite, id)
+    const row = feedbackRow(sqliteOf(srv.ctx), id)
     expect(row.status).toBe('awaiting_manual')
     expect(row.text).toBe('Call me on [REDACTED:email]')
-    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
   })
 
   test('crash recovery: items left in sanitizing or sanitized by a stopped process are finished on the next tick', async () => {
     const a = await submitOne('Reach me at a.person@example.org please')
     const b = await submitOne()
-    forceStatus(srv.ctx.sqlite, a, 'sanitizing')
-    forceStatus(srv.ctx.sqlite, b, 'sanitizing')
-    forceStatus(srv.ctx.sqlite, b, 'sanitized')
+    forceStatus(sqliteOf(srv.ctx), a, 'sanitizing')
+    forceStatus(sqliteOf(srv.ctx), b, 'sanitizing')
+    forceStatus(sqliteOf(srv.ctx), b, 'sanitized')
     expect(await srv.worker.tick()).toBe(2)
-    expect(feedbackRow(srv.ctx.sqlite, a).status).toBe('awaiting_manual')
-    expect(feedbackRow(srv.ctx.sqlite, a).text).not.toContain('a.person@example.org')
-    expect(feedbackRow(srv.ctx.sqlite, b).status).toBe('awaiting_manual')
+    expect(feedbackRow(sqliteOf(srv.ctx), a).status).toBe('awaiting_manual')
+    expect(feedbackRow(sqliteOf(srv.ctx), a).text).not.toContain('a.person@example.org')
+    expect(feedbackRow(sqliteOf(srv.ctx), b).status).toBe('awaiting_manual')
     expect(moves(a).slice(-2)).toEqual(['sanitizing→sanitized', 'sanitized→awaiting_manual'])
     expect(moves(b).slice(-1)).toEqual(['sanitized→awaiting_manual'])
   })
@@ -227,7 +228,7 @@ describe('leases', () => {
     expect(w2Entered).toEqual([])
     gate.resolve()
     expect(await first).toBe(1)
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('awaiting_manual')
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→awaiting_manual'])
   })
 })
@@ -236,13 +237,13 @@ describe('retries', () => {
   test('a failing job backs off exponentially and, after maxAttempts, marks its item failed', async () => {
     const id = await submitOne()
     // Poison data: the console logs column is not JSON, so the sanitizing step throws every time.
-    srv.ctx.sqlite.query("UPDATE feedback SET console_logs = '{not json' WHERE id = ?").run(id)
+    sqliteOf(srv.ctx).query("UPDATE feedback SET console_logs = '{not json' WHERE id = ?").run(id)
 
     const delays: number[] = []
     for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
       const before = clock.now()
       expect(await srv.worker.tick()).toBe(1)
-      const [job] = jobsFor(srv.ctx.sqlite, id)
+      const [job] = jobsFor(sqliteOf(srv.ctx), id)
       expect(job.attempts).toBe(attempt)
       expect(job.lease_until).toBeNull()
       expect(job.last_error).toBeTruthy()
@@ -254,28 +255,28 @@ describe('retries', () => {
     }
     expect(delays).toEqual([BASE_BACKOFF_MS, 2 * BASE_BACKOFF_MS, 4 * BASE_BACKOFF_MS])
     // Each attempt runs in one transaction: the failed attempt left the item where it was.
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('received')
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('received')
 
     expect(await srv.worker.tick()).toBe(1)
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('failed')
-    expect(jobsFor(srv.ctx.sqlite, id)).toEqual([])
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('failed')
+    expect(jobsFor(sqliteOf(srv.ctx), id)).toEqual([])
     expect(moves(id)).toEqual(['received→failed'])
     // A failed item can be queued again by the customer.
     expect((await patchStatus(srv.url, t.key, id, 'queued')).status).toBe(200)
   })
 
   test('backoff is capped at maxBackoffMs', () => {
-    const w = new Worker(createJobsRepo(sqliteStorage(srv.ctx.sqlite)), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
+    const w = new Worker(createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
     expect([1, 2, 3, 4, 5, 30].map((a) => w.backoffMs(a))).toEqual([1000, 2000, 4000, 5000, 5000, 5000])
   })
 
   test('a job of an unknown kind is retried and finally dropped, never run', async () => {
-    srv.ctx.sqlite.query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('no-such-kind', clock.now(), clock.now())
+    sqliteOf(srv.ctx).query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('no-such-kind', clock.now(), clock.now())
     for (let i = 1; i <= MAX_ATTEMPTS; i++) {
       expect(await srv.worker.tick()).toBe(1)
       clock.advance(60_000)
     }
-    expect(srv.ctx.sqlite.query("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'no-such-kind'").get()).toEqual({ n: 0 })
+    expect(sqliteOf(srv.ctx).query("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'no-such-kind'").get()).toEqual({ n: 0 })
   })
 })
 
@@ -287,12 +288,12 @@ describe('stop()', () => {
     const w1 = extraWorker(gate.promise, entered)
     const running = w1.tick()
     await waitFor(() => entered.length === 1)
-    expect(jobsFor(srv.ctx.sqlite, id)[0].lease_until).toBe(clock.now() + LEASE_MS)
+    expect(jobsFor(sqliteOf(srv.ctx), id)[0].lease_until).toBe(clock.now() + LEASE_MS)
     await w1.stop()
-    expect(jobsFor(srv.ctx.sqlite, id)[0].lease_until).toBeNull()
+    expect(jobsFor(sqliteOf(srv.ctx), id)[0].lease_until).toBeNull()
     // No clock advance needed: the job is claimable now.
     expect(await srv.worker.tick()).toBe(1)
-    expect(feedbackRow(srv.ctx.sqlite, id).status).toBe('awaiting_manual')
+    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('awaiting_manual')
     gate.resolve()
     await running
     expect(moves(id)).toEqual(['received→sanitizing', 'sanitizing→sanitized', 'sanitized→awaiting_manual'])
@@ -309,7 +310,7 @@ describe('stop()', () => {
     gate.resolve()
     await stopped
     expect(entered).toHaveLength(1)
-    const left = srv.ctx.sqlite.query('SELECT feedback_id, lease_until FROM jobs ORDER BY id').all() as { feedback_id: string; lease_until: number | null }[]
+    const left = sqliteOf(srv.ctx).query('SELECT feedback_id, lease_until FROM jobs ORDER BY id').all() as { feedback_id: string; lease_until: number | null }[]
     expect(left).toHaveLength(2)
     expect(left.every((j) => j.lease_until === null && ids.includes(j.feedback_id))).toBe(true)
     expect(await srv.worker.tick()).toBe(2)
@@ -328,15 +329,15 @@ describe('the loop (real clock)', () => {
 
   test('a submission wakes the worker at once', async () => {
     const r = await submit(live.url, lt.pub, { text: 'Wake up' })
-    await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
+    await eventually(() => feedbackRow(sqliteOf(live.ctx), r.body.id).status === 'awaiting_manual', 1000)
   })
 
   test('a customer move to queued wakes it too: the agent job runs at once (no repository: it waits, with a reason)', async () => {
     const r = await submit(live.url, lt.pub, { text: 'Search results ignore the selected language' })
-    await eventually(() => feedbackRow(live.ctx.sqlite, r.body.id).status === 'awaiting_manual', 1000)
+    await eventually(() => feedbackRow(sqliteOf(live.ctx), r.body.id).status === 'awaiting_manual', 1000)
     expect((await patchStatus(live.url, lt.key, r.body.id, 'queued')).status).toBe(200)
     // The agent job was claimed and finished (nothing to run without a repository) long before a poll.
-    await eventually(() => jobsFor(live.ctx.sqlite, r.body.id).length === 0, 1000)
+    await eventually(() => jobsFor(sqliteOf(live.ctx), r.body.id).length === 0, 1000)
     const item = (await call(live.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: lt.key })).body
     expect(item.status).toBe('queued')
     expect(item.statusReason).toContain('connect-repo')
@@ -356,8 +357,8 @@ describe('the loop (real clock)', () => {
         other.query("INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES ('process', ?, ?, ?)").run(id, now, now)
       })()
       other.close()
-      await eventually(() => feedbackRow(poller.ctx.sqlite, id).status === 'awaiting_manual', 3000)
-      expect(feedbackRow(poller.ctx.sqlite, id).text).toBe('from elsewhere [REDACTED:email]')
+      await eventually(() => feedbackRow(sqliteOf(poller.ctx), id).status === 'awaiting_manual', 3000)
+      expect(feedbackRow(sqliteOf(poller.ctx), id).text).toBe('from elsewhere [REDACTED:email]')
     } finally {
       await poller.close()
     }

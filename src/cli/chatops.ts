@@ -1,7 +1,7 @@
 /** `fixloop chatops slack …`: thin commands over the chat-ops service (the same rules as the API). */
 import { readFileSync } from 'node:fs'
 import { loadConfig } from '../config'
-import { createContext } from '../context'
+import { closeContext, openContext } from '../context'
 import { createChatopsService } from '../modules/chatops/service'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError } from './args'
 
@@ -74,7 +74,7 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
 
   // Read-only commands never create a data dir, a database or a master key (issue 17).
   const readOnly = sub === 'list' || sub === 'users'
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const svc = createChatopsService(ctx)
     const json = values.json
@@ -111,6 +111,6 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
         return output({ data: await svc.users(await orgId()) }, json)
     }
   } finally {
-    ctx.sqlite.close()
+    await closeContext(ctx)
   }
 }

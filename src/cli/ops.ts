@@ -10,6 +10,9 @@ import { applyMigrations } from '../db/migrate'
 import { writeBackup } from '../db/backup/write'
 import { restoreBackup } from '../db/backup/restore'
 import { rekey } from '../db/rekey'
+import { rekeyPg } from '../db/pg/rekey'
+import { connectPg } from '../db/pg/connect'
+import { refuseNewerPgSchema } from '../context'
 import { lockDataDir } from '../db/data-dir-lock'
 import { refuseNewerSchema } from '../db/schema-guard'
 import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
@@ -74,10 +77,13 @@ export async function runBackup(argv: string[]): Promise<void> {
   if (!statSync(folder).isDirectory()) throw new UsageError(`--out: ${folder} is not a folder`)
   const config = loadConfig({ dataDir: values['data-dir'] })
   const ctx = createContext(config, undefined, { existingOnly: true })
+  // The embedded store only: main.ts refuses backup while FIXLOOP_DATABASE_URL is set (pg_dump's job).
+  if (ctx.storage.dialect !== 'sqlite') throw new Error('backup covers only the embedded SQLite')
+  const { sqlite } = ctx.storage
   try {
     const includeMasterKey = values['include-master-key'] === true
     const manifest = await writeBackup({
-      sqlite: ctx.sqlite,
+      sqlite,
       dataDir: config.dataDir,
       out,
       includeMasterKey,
@@ -95,7 +101,7 @@ export async function runBackup(argv: string[]): Promise<void> {
     const blobs = manifest.files.filter((f) => f.path.startsWith('blobs/')).length
     output({ backup: out, files: manifest.files.length, blobs, bytes: manifest.files.reduce((n, f) => n + f.bytes, 0), masterKeyIncluded: includeMasterKey }, values.json)
   } finally {
-    ctx.sqlite.close()
+    sqlite.close()
   }
 }
 
@@ -135,13 +141,13 @@ function readKeyFile(path: string, flag: string): Uint8Array {
   }
 }
 
-export function runRekey(argv: string[]): void {
+export async function runRekey(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { 'old-key-file': { type: 'string' }, 'new-key-file': { type: 'string' } })
   if (values.help) return void process.stdout.write(REKEY_HELP + '\n')
   if (!values['old-key-file']) throw new UsageError('missing --old-key-file PATH')
   if (!values['new-key-file']) throw new UsageError('missing --new-key-file PATH')
   const config = loadConfig({ dataDir: values['data-dir'] })
-  requireExistingDataDir(config.dataDir)
+  if (!config.databaseUrl) requireExistingDataDir(config.dataDir)
   const oldKey = readKeyFile(values['old-key-file'], '--old-key-file')
   const newPath = resolve(values['new-key-file'])
   let created = false
@@ -151,6 +157,18 @@ export function runRekey(argv: string[]): void {
   }
   const newKey = readKeyFile(newPath, '--new-key-file')
   if (Buffer.compare(Buffer.from(oldKey), Buffer.from(newKey)) === 0) throw new UsageError('--old-key-file and --new-key-file hold the same key')
+  if (config.databaseUrl) {
+    const pool = await connectPg(config.databaseUrl, 2)
+    try {
+      await refuseNewerPgSchema(pool, config.databaseUrl)
+      const resealed = await rekeyPg(pool, oldKey, newKey)
+      if (created) stderr(`rekey: created ${newPath} with a new random key (mode 0600)`)
+      stderr('rekey: set FIXLOOP_MASTER_KEY to the new key on every node before the next start (stop every node before a rekey: a running node keeps the old key in memory)')
+      return output({ resealed, keyFileReplaced: false }, values.json)
+    } finally {
+      await pool.end()
+    }
+  }
   const lock = lockDataDir(config.dataDir, 're-keying (a running server keeps the old key in memory)')
   const file = join(config.dataDir, 'fixloop.db')
   const { sqlite } = openDatabase(file)

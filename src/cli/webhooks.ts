@@ -1,10 +1,11 @@
 /** `fixloop webhook …`: thin commands over the webhooks service (the same rules as the API). */
 import { loadConfig } from '../config'
-import { createContext } from '../context'
+import { closeContext, openContext } from '../context'
+import { readInstanceMeta } from '../db/storage-meta'
 import { didYouMean } from './suggest'
 import { createWebhooksService } from '../modules/webhooks/service'
 import { checkTarget } from '../modules/webhooks/ssrf'
-import { META, readMeta } from '../db/instance-meta'
+import { META } from '../db/instance-meta'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError } from './args'
 
 export const WEBHOOK_HELP = `Usage:
@@ -101,9 +102,9 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
 
   // Read-only commands never create a data dir, a database or a master key (issue 17).
   const readOnly = sub === 'list' || sub === 'deliveries'
-  const ctx = createContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
-    const rule = privateTargetRule(ctx.config.webhookAllowPrivate, readMeta(ctx.sqlite, META.webhookAllowPrivate))
+    const rule = privateTargetRule(ctx.config.webhookAllowPrivate, await readInstanceMeta(ctx.storage, META.webhookAllowPrivate))
     const svc = createWebhooksService(ctx, { privateHint: rule.hint })
     const orgOf = async (webhookId: string) => {
       const w = await svc.repo.getAny(webhookId)
@@ -149,6 +150,6 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
         return output(await svc.enable(await orgOf(id()), id(), CLI), json)
     }
   } finally {
-    ctx.sqlite.close()
+    await closeContext(ctx)
   }
 }

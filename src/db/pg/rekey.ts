@@ -1,0 +1,42 @@
+/**
+ * `fixloop rekey` on PostgreSQL: every sealed value (sealed-columns.ts) re-sealed from the old master key to
+ * the new one, and the new check value recorded, in one transaction: every value moves or none does. Rows
+ * are locked as they are read, so a node still running cannot write a value sealed with the old key in
+ * between (stop every node first: a node keeps its key in memory).
+ */
+import type { Pool } from 'pg'
+import { SecretBox } from '../../core/crypto'
+import { keyCheckValue, keyMatchesCheck } from '../../core/master-key'
+import { StartupError } from '../../core/startup-error'
+import { META } from '../instance-meta'
+import { sealedColumns } from '../sealed-columns'
+import { readMetaPg, writeMetaPg } from './instance-meta'
+import { withTransaction } from './transaction'
+
+/** Returns how many values were re-sealed, per "table.column". */
+export async function rekeyPg(pool: Pool, oldKey: Uint8Array, newKey: Uint8Array): Promise<Record<string, number>> {
+  const check = await readMetaPg(pool, META.masterKeyCheck)
+  if (check !== undefined && !keyMatchesCheck(oldKey, check)) {
+    throw new StartupError('--old-key-file is not the key this database was sealed with (its check value does not match); nothing was changed')
+  }
+  const oldBox = new SecretBox(oldKey)
+  const newBox = new SecretBox(newKey)
+  return withTransaction(pool, async (tx) => {
+    const counts: Record<string, number> = {}
+    for (const c of sealedColumns()) {
+      const { rows } = await tx.query<{ k: string; v: string }>(`SELECT "${c.key}" AS k, "${c.column}" AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL FOR UPDATE`)
+      for (const r of rows) {
+        let plain: Buffer
+        try {
+          plain = oldBox.open(r.v)
+        } catch {
+          throw new StartupError(`${c.table}.${c.column} of ${r.k} does not open with --old-key-file; nothing was changed`)
+        }
+        await tx.query(`UPDATE "${c.table}" SET "${c.column}" = $1 WHERE "${c.key}" = $2`, [newBox.seal(plain), r.k])
+      }
+      counts[`${c.table}.${c.column}`] = rows.length
+    }
+    await writeMetaPg(tx, META.masterKeyCheck, keyCheckValue(newKey))
+    return counts
+  })
+}
