@@ -30,7 +30,7 @@ import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/coll
 import { createProcessing, intakePacing, isProcessingKind } from './worker/processing'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './cluster/port'
-import { takeTurnsForTransactions, WriteTurns } from './db/write-turns'
+import { takeTurnsForTransactions, WriteTurns } from './db/sqlite/write-turns'
 import { DB_FILE } from './context'
 import { join } from 'node:path'
 import { cpus } from 'node:os'

@@ -35,7 +35,7 @@ const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'worker/agent', 'http', 'a
 type Layer = (typeof LAYERS)[number]
 
 /** Storage infrastructure under src/db/{sqlite,pg}/ (not a repository implementation): plain `db` layer. */
-const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|master-key|instance-meta)\.ts$)|sqlite\/(storage|errors)\.ts$)/
+const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|master-key|instance-meta|rekey)\.ts$)|sqlite\/(storage|errors|client|migrate|group-commit|write-turns|checkpointer|checkpointer-worker|instance-meta|schema-guard|master-key-check|rekey)\.ts$)/
 
 /** A repository implementation of one dialect (src/db/sqlite/*, src/db/pg/*, except the infrastructure). */
 const isAdapter = (rel: string) => /^db\/(sqlite|pg)\//.test(rel) && !STORAGE_INFRA.test(rel)
@@ -108,11 +108,10 @@ function sqlViolations(rel: string, text: string): string[] {
   return SQL_TEXT.test(code) || SQL_CALL.test(code) ? [`src/${rel}: SQL outside a repo module`] : []
 }
 
-/** The SQLite infrastructure outside src/db/sqlite/ that may hold a `bun:sqlite` handle (embedded mode only). */
+/** The few files outside src/db/sqlite/ that may hold a `bun:sqlite` handle. */
 const SQLITE_INFRA = new Set([
-  'db/client.ts', 'db/migrate.ts', 'db/group-commit.ts', 'db/write-turns.ts', 'db/checkpointer.ts', 'db/checkpointer-worker.ts',
-  'db/backup/write.ts', 'db/data-dir-lock.ts', 'db/instance-meta.ts', 'db/master-key-check.ts', 'db/schema-guard.ts', 'db/rekey.ts',
-  'db/transfer/sqlite-source.ts',
+  // The data dir's lock is a SQLite file in either mode; backups and migrate-db's reader are embedded-mode tools.
+  'db/backup/write.ts', 'db/data-dir-lock.ts', 'db/transfer/sqlite-source.ts',
 ])
 
 /** Files that import `bun:sqlite` (type-only included) outside the SQLite side. */
@@ -130,7 +129,7 @@ describe('the detectors catch planted violations', () => {
 
   test('an import from a higher layer', () => {
     const planted = [
-      { rel: 'core/planted.ts', text: "import { x } from '../db/client'" },
+      { rel: 'core/planted.ts', text: "import { x } from '../db/sqlite/client'" },
       { rel: 'worker/planted.ts', text: "import type { AuthDeps } from '../http/auth'" },
       { rel: 'agent/planted.ts', text: "export { feedbackRoutes } from '../modules/feedback/index'" },
       { rel: 'modules/planted.ts', text: "import { startServer } from '../server'" },
@@ -138,7 +137,7 @@ describe('the detectors catch planted violations', () => {
     ]
     const lookup = (rel: string) => textOf.get(rel)
     expect(layerViolations(planted, lookup)).toEqual([
-      'src/core/planted.ts (core) imports src/db/client.ts (db)',
+      'src/core/planted.ts (core) imports src/db/sqlite/client.ts (db)',
       'src/worker/planted.ts (worker/agent) imports src/http/auth.ts (http)',
       'src/agent/planted.ts (worker/agent) imports src/modules/feedback/index.ts (http)',
       'src/modules/planted.ts (modules) imports src/server.ts (app)',

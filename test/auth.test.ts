@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { openDatabase } from '../src/db/client'
+import { openDatabase } from '../src/db/sqlite/client'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { ReplyLog, expectEnvelope, expectRateLimited, runScenario, secretForms, userToken, type Scenario } from './helpers-auth'
 import { sqliteStorage } from '../src/db/sqlite/storage'

@@ -1,5 +1,5 @@
 /**
- * The WAL checkpointer thread (src/db/checkpointer.ts) and intake bursts: a TRUNCATE holds SQLite's write
+ * The WAL checkpointer thread (src/db/sqlite/checkpointer.ts) and intake bursts: a TRUNCATE holds SQLite's write
  * lock while it resets the file (150-400 ms for a burst-sized WAL on this project's VM), so while intake
  * saturates its core (write-turns.ts records full group commits) the TRUNCATE waits and PASSIVE
  * checkpoints go on; once the burst is over, the WAL is truncated at the next tick.
@@ -8,8 +8,8 @@ import { afterAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { statSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { Checkpointer } from '../src/db/checkpointer'
-import { WriteTurns } from '../src/db/write-turns'
+import { Checkpointer } from '../src/db/sqlite/checkpointer'
+import { WriteTurns } from '../src/db/sqlite/write-turns'
 import { Logger } from '../src/core/logger'
 import { tempDir } from './harness'
 

@@ -1,5 +1,5 @@
 /**
- * The group committer (src/db/group-commit.ts) on real SQLite files: writes queued in one turn commit
+ * The group committer (src/db/sqlite/group-commit.ts) on real SQLite files: writes queued in one turn commit
  * together, a failing write is undone alone, nothing resolves before COMMIT, and a BEGIN that finds the
  * database busy (another connection holds the write lock) is tried again instead of failing the batch.
  */
@@ -8,7 +8,7 @@ import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from './harness'
-import { GroupCommitter } from '../src/db/group-commit'
+import { GroupCommitter } from '../src/db/sqlite/group-commit'
 
 let dir: string
 let file: string

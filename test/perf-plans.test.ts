@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { applyMigrations } from '../src/db/migrate'
+import { applyMigrations } from '../src/db/sqlite/migrate'
 import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
 import { LAST_SEQ_SQL } from '../src/db/sqlite/outbox'
 import { pageSql, PURGE_SQL } from '../src/modules/events/repo'

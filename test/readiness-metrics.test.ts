@@ -160,7 +160,7 @@ test('fixloop_jobs_oldest_age_seconds counts only due work: an idle server with 
 
 test('fixloop_jobs_oldest_age_seconds: a due job ages from its due time, a future one does not count', async () => {
   const { Database } = await import('bun:sqlite')
-  const { applyMigrations } = await import('../src/db/migrate')
+  const { applyMigrations } = await import('../src/db/sqlite/migrate')
   const { createMetrics } = await import('../src/modules/metrics/service')
   const dataDir = tempDir()
   const sqlite = new Database(join(dataDir, 'fixloop.db'))

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { openDatabase } from '../src/db/client'
+import { openDatabase } from '../src/db/sqlite/client'
 import { systemClock } from '../src/core/clock'
 import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createSanitizeAhead, CHUNK, HEAD_GAP } from '../src/worker/sanitize-ahead'

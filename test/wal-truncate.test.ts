@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { call, eventually, spawnServer } from './harness'
 import { cliTenant, crashTestDataDir } from './helpers-lifecycle'
 import { B64URL, prng, randomString } from './sanitize-fixtures'
-import { WAL_TRUNCATE_MS } from '../src/db/checkpointer'
+import { WAL_TRUNCATE_MS } from '../src/db/sqlite/checkpointer'
 
 const { dir, stops } = crashTestDataDir('fixloop-wal-')
 const rng = prng(0x3a1)

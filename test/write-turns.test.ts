@@ -1,5 +1,5 @@
 /**
- * Write turns (src/db/write-turns.ts): the HTTP thread's commits go ahead of the processing thread's at
+ * Write turns (src/db/sqlite/write-turns.ts): the HTTP thread's commits go ahead of the processing thread's at
  * SQLite's one write lock. A real second thread (test/fixtures/turns-holder.ts) runs back-to-back 3 ms
  * write transactions on its own connection; the main thread commits through `WriteTurns.intake` (as the
  * group committer does). Checked: intake is never starved (every commit lands while the other thread
@@ -13,8 +13,8 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { rmSync } from 'node:fs'
-import { takeTurnsForTransactions, WriteTurns } from '../src/db/write-turns'
-import { GroupCommitter } from '../src/db/group-commit'
+import { takeTurnsForTransactions, WriteTurns } from '../src/db/sqlite/write-turns'
+import { GroupCommitter } from '../src/db/sqlite/group-commit'
 import { tempDir } from './harness'
 
 let dir: string

@@ -5,7 +5,7 @@ import { readInstanceMeta } from '../db/storage-meta'
 import { didYouMean } from './suggest'
 import { createWebhooksService } from '../modules/webhooks/service'
 import { checkTarget } from '../modules/webhooks/ssrf'
-import { META } from '../db/instance-meta'
+import { META } from '../db/meta-keys'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError } from './args'
 
 export const WEBHOOK_HELP = `Usage:

@@ -1,7 +1,7 @@
 /**
  * The master key that seals signing secrets at rest: FIXLOOP_MASTER_KEY when set, otherwise
  * <dataDir>/master.key. Reading never creates; createMasterKeyFile does, and only the start-up check in
- * db/master-key-check.ts decides when that is allowed (never while sealed secrets exist).
+ * db/sqlite/master-key-check.ts decides when that is allowed (never while sealed secrets exist).
  */
 import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs'
 import { join } from 'node:path'

@@ -1,13 +1,13 @@
 /**
  * The process's group committer for intake writes (submissions, upload keys), of its storage's dialect:
- * src/db/group-commit.ts on SQLite (synchronous writes in one IMMEDIATE transaction per event-loop turn),
+ * src/db/sqlite/group-commit.ts on SQLite (synchronous writes in one IMMEDIATE transaction per event-loop turn),
  * src/db/pg/group-commit.ts on PostgreSQL (async writes in one transaction per batch). A repository's
  * SQLite side takes the first, its PostgreSQL side the second (`sqliteCommitter` / `pgCommitter`).
  */
-import { GroupCommitter } from './group-commit'
+import { GroupCommitter } from './sqlite/group-commit'
 import { PgGroupCommitter } from './pg/group-commit'
 import type { Storage } from './storage'
-import type { WriteTurns } from './write-turns'
+import type { WriteTurns } from './sqlite/write-turns'
 
 export type IntakeCommitter = GroupCommitter | PgGroupCommitter
 

@@ -1,6 +1,6 @@
 /** The `instance_meta` key/value table on either storage (keys: META in instance-meta.ts). */
 import type { Storage } from './storage'
-import { readMeta, writeMeta } from './instance-meta'
+import { readMeta, writeMeta } from './sqlite/instance-meta'
 import { readMetaPg, writeMetaPg } from './pg/instance-meta'
 
 export async function readInstanceMeta(storage: Storage, key: string): Promise<string | undefined> {

@@ -111,7 +111,7 @@ export class Worker {
       if (!job) break
       const step = this.steps[job.kind]
       // Batches only while intake is quiet: a batch is one write transaction, and an intake commit may wait
-      // for the one under way (db/write-turns.ts); during a burst jobs go one at a time, as before.
+      // for the one under way (db/sqlite/write-turns.ts); during a burst jobs go one at a time, as before.
       if (step?.runBatch && (step.batchSize ?? 1) > 1 && ran + 1 < maxJobs && !this.opts.busy?.()) {
         const more = this.stopping ? [] : await this.jobs.claimBatch(job.kind, Math.min(step.batchSize!, maxJobs - ran) - 1, this.clock.now(), this.opts.leaseMs, this.owner)
         ran += 1 + more.length

@@ -16,7 +16,7 @@ import { DEFAULT_THRESHOLDS } from '../cluster/decide'
 import { localClusterPort, type ClusterPort } from '../cluster/port'
 import type { JobStep } from './loop'
 import type { JobsRepo } from './jobs-repo'
-import type { WriteTurns } from '../db/write-turns'
+import type { WriteTurns } from '../db/sqlite/write-turns'
 import { createBatchWindows } from './steps/release-batch'
 import { createProcessFeedbackStep } from './steps/process-feedback'
 import { createPgProcessFeedbackStep } from './steps/process-feedback-pg'
@@ -40,7 +40,7 @@ export interface Processing {
 }
 
 /**
- * `intake` (SQLite: the processing thread's view of the HTTP thread, db/write-turns.ts): `yieldWhen` is
+ * `intake` (SQLite: the processing thread's view of the HTTP thread, db/sqlite/write-turns.ts): `yieldWhen` is
  * true while intake is active (a batch of reports then commits early), `mayBatch` once it has been quiet a while.
  */
 export function createProcessing(storage: Storage, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, intake?: { yieldWhen: () => boolean; mayBatch: () => boolean }): Processing {

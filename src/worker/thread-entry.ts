@@ -13,8 +13,8 @@
  *               health {ok, reason} every second · reply {id, ok, value | message} · log {text} · stopped
  * The protocol lives in thread.ts, the HTTP thread's side.
  */
-import { openDatabase } from '../db/client'
-import { takeTurnsForTransactions, WriteTurns } from '../db/write-turns'
+import { openDatabase } from '../db/sqlite/client'
+import { takeTurnsForTransactions, WriteTurns } from '../db/sqlite/write-turns'
 import { systemClock } from '../core/clock'
 import { Logger } from '../core/logger'
 import { createLifecycle } from '../lifecycle/lifecycle'

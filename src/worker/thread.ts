@@ -6,7 +6,7 @@
 import type { Logger } from '../core/logger'
 import type { ClusterPort } from '../cluster/port'
 import type { SimilarEntry } from '../cluster/service'
-import type { WriteTurns } from '../db/write-turns'
+import type { WriteTurns } from '../db/sqlite/write-turns'
 import type { WorkerOptions } from './loop'
 
 export interface ThreadStart {

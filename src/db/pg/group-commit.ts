@@ -1,5 +1,5 @@
 /**
- * Group commit on PostgreSQL: the twin of src/db/group-commit.ts. Every write queued during one
+ * Group commit on PostgreSQL: the twin of src/db/sqlite/group-commit.ts. Every write queued during one
  * event-loop turn runs, one after another, in ONE transaction on one pooled connection, and each
  * caller's promise settles only after that COMMIT: a 201 is never sent for a row that is not durable,
  * at one commit (one WAL flush, one BEGIN/COMMIT round trip pair) per batch instead of per request.

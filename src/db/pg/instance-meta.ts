@@ -1,4 +1,4 @@
-/** Reads and writes the `instance_meta` key/value table on PostgreSQL (keys: src/db/instance-meta.ts META). */
+/** Reads and writes the `instance_meta` key/value table on PostgreSQL (keys: src/db/sqlite/instance-meta.ts META). */
 import type { PgQueryable } from './storage'
 
 export async function readMetaPg(q: PgQueryable, key: string): Promise<string | undefined> {

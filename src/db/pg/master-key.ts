@@ -1,14 +1,14 @@
 /**
  * The master key on PostgreSQL: it comes from FIXLOOP_MASTER_KEY only (every node must hold the same key;
  * there is no data dir to keep a key file in), and the database keeps an HMAC of a constant under it
- * (instance_meta.master_key_check), as on SQLite (src/db/master-key-check.ts): a wrong key is refused at
+ * (instance_meta.master_key_check), as on SQLite (src/db/sqlite/master-key-check.ts): a wrong key is refused at
  * start instead of answering 500 to every request that opens a secret. Nodes starting at once agree: the
  * first check value written wins, and every node compares its key to that one.
  */
 import { SecretBox } from '../../core/crypto'
 import { keyCheckValue, keyMatchesCheck, parseMasterKey } from '../../core/master-key'
 import { StartupError } from '../../core/startup-error'
-import { META } from '../instance-meta'
+import { META } from '../meta-keys'
 import { sealedColumns } from '../sealed-columns'
 import type { PgQueryable } from './storage'
 import { readMetaPg } from './instance-meta'

@@ -7,7 +7,7 @@
  */
 import type { Pool } from 'pg'
 import type { Migration } from '../migrations'
-import { META } from '../instance-meta'
+import { META } from '../meta-keys'
 import { VERSION } from '../../version'
 import { PG_MIGRATIONS } from './migrations'
 import { withTransaction } from './transaction'

@@ -55,7 +55,7 @@ export function createSqliteEventsRepo({ sqlite }: SqliteStorage): EventsRepo {
     async purgeBefore(before) {
       let total = 0
       for (;;) {
-        // A transaction per slice: it takes its write turn ahead of the processing thread (db/write-turns.ts).
+        // A transaction per slice: it takes its write turn ahead of the processing thread (db/sqlite/write-turns.ts).
         const n = sqlite.transaction(() => purge.run(idsBefore(before), before).changes).immediate()
         total += n
         if (n < 5000) return total

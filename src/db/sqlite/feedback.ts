@@ -1,14 +1,14 @@
 /**
  * SQLite side of modules/feedback/repo.ts. Hot statements are prepared once; list variants are prepared
  * lazily, one per filter combination. The submission is one synchronous write in the intake group
- * commit (src/db/group-commit.ts): no transaction or statement of its own beyond the batch's.
+ * commit (src/db/sqlite/group-commit.ts): no transaction or statement of its own beyond the batch's.
  */
 import { and, desc, eq, sql } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import { feedback, jobs, repoConnections } from '../schema'
 import type { Clock } from '../../core/clock'
 import { newId } from '../../core/ids'
-import type { GroupCommitter } from '../group-commit'
+import type { GroupCommitter } from './group-commit'
 import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
 import { createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'

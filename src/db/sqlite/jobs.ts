@@ -31,7 +31,7 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
      RETURNING *`,
   )
   // A read first: an UPDATE takes SQLite's write lock even when it matches nothing, and the other
-  // thread's writes would make an idle loop wait for it (db/write-turns.ts).
+  // thread's writes would make an idle loop wait for it (db/sqlite/write-turns.ts).
   const anyDue = sqlite.query(`SELECT 1 FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now) ${ofKinds} LIMIT 1`)
   const finish = sqlite.query('DELETE FROM jobs WHERE id = ?')
   const retry = sqlite.query('UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = ?, last_error = ? WHERE id = ?')

@@ -1,7 +1,7 @@
 /** SQLite side of the /readyz `database` check (modules/health/readiness.ts). */
 import type { Check } from '../../modules/health/readiness'
-import { pendingMigrations } from '../migrate'
-import { META, writeMeta } from '../instance-meta'
+import { pendingMigrations } from './migrate'
+import { META, writeMeta } from './instance-meta'
 import type { SqliteStorage } from './storage'
 
 export function sqliteDatabaseCheck({ sqlite }: SqliteStorage): () => Check {

@@ -5,7 +5,7 @@
 import type { Database } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import * as schema from '../schema'
-import type { Db } from '../client'
+import type { Db } from './client'
 
 export interface SqliteStorage {
   readonly dialect: 'sqlite'

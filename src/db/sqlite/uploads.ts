@@ -1,6 +1,6 @@
 /** SQLite side of modules/uploads/repo.ts. */
 import type { Database } from 'bun:sqlite'
-import type { GroupCommitter } from '../group-commit'
+import type { GroupCommitter } from './group-commit'
 import type { SqliteStorage } from './storage'
 import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
 

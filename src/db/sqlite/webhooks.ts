@@ -42,7 +42,7 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
                              AND d.id NOT IN (SELECT value FROM json_each($busy))
                            ORDER BY d.next_attempt_at LIMIT $limit)
               RETURNING *`),
-    // A read before the claim: an UPDATE takes the write lock even when nothing is due (db/write-turns.ts).
+    // A read before the claim: an UPDATE takes the write lock even when nothing is due (db/sqlite/write-turns.ts).
     anyDue: q("SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
     releaseLeases: q('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL'),
     nextDue: q("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'"),
@@ -173,7 +173,7 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
       let n = 0
       for (const st of [s.purgeDeliveries, s.purgeAttempts]) {
         for (;;) {
-          // A transaction per slice: it takes its write turn ahead of the processing thread (db/write-turns.ts).
+          // A transaction per slice: it takes its write turn ahead of the processing thread (db/sqlite/write-turns.ts).
           const c = sqlite.transaction(() => st.run(before).changes).immediate()
           n += c
           if (c < 5000) break

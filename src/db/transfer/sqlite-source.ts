@@ -6,10 +6,10 @@
  */
 import { Database } from 'bun:sqlite'
 import { StartupError } from '../../core/startup-error'
-import { pendingMigrations } from '../migrate'
-import { refuseNewerSchema } from '../schema-guard'
+import { pendingMigrations } from '../sqlite/migrate'
+import { refuseNewerSchema } from '../sqlite/schema-guard'
 import { sealedColumns } from '../sealed-columns'
-import { META, readMeta } from '../instance-meta'
+import { META, readMeta } from '../sqlite/instance-meta'
 import type { CopyTable } from './tables'
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`

@@ -12,7 +12,7 @@ import { getTableConfig as sqliteConfig, SQLiteTable } from 'drizzle-orm/sqlite-
 import { getTableConfig as pgConfig, PgTable } from 'drizzle-orm/pg-core'
 import * as sqliteSchema from '../schema'
 import * as pgSchema from '../pg/schema'
-import { META } from '../instance-meta'
+import { META } from '../meta-keys'
 import { StartupError } from '../../core/startup-error'
 
 /** How a column's values are converted and compared; from the pg-core column type. */

@@ -32,7 +32,7 @@ export interface ProcessDeps {
    */
   batchBudgetMs?: number
   /**
-   * True while another writer waits for the write lock (the HTTP thread's intake: db/write-turns.ts): a
+   * True while another writer waits for the write lock (the HTTP thread's intake: db/sqlite/write-turns.ts): a
    * batch then starts no more reports and commits, so intake waits for one report, not the whole batch.
    */
   yieldWhen?: () => boolean

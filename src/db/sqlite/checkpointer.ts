@@ -5,17 +5,17 @@
  * value the worker scrubbed is gone from disk within that time (docs/security.md).
  */
 import type { Database } from 'bun:sqlite'
-import type { Logger } from '../core/logger'
+import type { Logger } from '../../core/logger'
 import type { WriteTurns } from './write-turns'
 
 /**
  * Where the worker's module is. From source, next to this file. In the compiled binary every module is
  * bundled into the executable (import.meta.url is the binary itself) and the worker, built as a second
- * entry point (package.json "build"), sits at its path under src/: db/checkpointer-worker.ts.
+ * entry point (package.json "build"), sits at its path under src/: db/sqlite/checkpointer-worker.ts.
  */
 function workerUrl(): string {
   const compiled = import.meta.url.includes('/$bunfs/')
-  return new URL(compiled ? './db/checkpointer-worker.ts' : './checkpointer-worker.ts', import.meta.url).href
+  return new URL(compiled ? './db/sqlite/checkpointer-worker.ts' : './checkpointer-worker.ts', import.meta.url).href
 }
 
 /**

@@ -3,10 +3,10 @@
  * older code over a newer schema corrupts data quietly. Names both versions, as Gitea does.
  */
 import type { Database } from 'bun:sqlite'
-import { MIGRATIONS, type Migration } from './migrations'
+import { MIGRATIONS, type Migration } from '../migrations'
 import { META, readMeta } from './instance-meta'
-import { StartupError } from '../core/startup-error'
-import { VERSION } from '../version'
+import { StartupError } from '../../core/startup-error'
+import { VERSION } from '../../version'
 
 /** Applied migrations this binary does not know, oldest first. */
 export function unknownMigrations(sqlite: Database, list: readonly Migration[] = MIGRATIONS): string[] {

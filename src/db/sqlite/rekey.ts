@@ -3,11 +3,11 @@
  * in one transaction, and records the new key's check value. Either every value moves or none does.
  */
 import type { Database } from 'bun:sqlite'
-import { SecretBox } from '../core/crypto'
-import { keyCheckValue, keyMatchesCheck } from '../core/master-key'
-import { StartupError } from '../core/startup-error'
+import { SecretBox } from '../../core/crypto'
+import { keyCheckValue, keyMatchesCheck } from '../../core/master-key'
+import { StartupError } from '../../core/startup-error'
 import { META, readMeta, writeMeta } from './instance-meta'
-import { sealedColumns } from './sealed-columns'
+import { sealedColumns } from '../sealed-columns'
 
 const tableExists = (sqlite: Database, table: string) =>
   !!sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)

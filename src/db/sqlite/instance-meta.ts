@@ -1,16 +1,7 @@
 /** Reads and writes the `instance_meta` key/value table (see schema/ops.ts). */
 import type { Database } from 'bun:sqlite'
 
-export const META = {
-  /** HMAC-SHA256 of a constant under the master key (hex): proves a key is the one the secrets were sealed with. */
-  masterKeyCheck: 'master_key_check',
-  /** The fixloop version that last applied a migration. */
-  migratedBy: 'migrated_by_version',
-  /** Rewritten by every /readyz call: proves the database takes a write. */
-  readinessProbe: 'readiness_probe',
-  /** '1' or '0': FIXLOOP_WEBHOOK_ALLOW_PRIVATE of the server last started on this database (the CLI reads it). */
-  webhookAllowPrivate: 'webhook_allow_private',
-} as const
+export { META } from '../meta-keys'
 
 function hasTable(sqlite: Database): boolean {
   return !!sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'instance_meta'").get()

@@ -4,11 +4,11 @@
  * the key (instance_meta.master_key_check), written at first start and compared at every start.
  */
 import type { Database } from 'bun:sqlite'
-import { SecretBox } from '../core/crypto'
-import { createMasterKeyFile, keyCheckValue, keyMatchesCheck, masterKeyFile, readMasterKey } from '../core/master-key'
-import { StartupError } from '../core/startup-error'
+import { SecretBox } from '../../core/crypto'
+import { createMasterKeyFile, keyCheckValue, keyMatchesCheck, masterKeyFile, readMasterKey } from '../../core/master-key'
+import { StartupError } from '../../core/startup-error'
 import { META, readMeta, writeMeta } from './instance-meta'
-import { sealedColumns } from './sealed-columns'
+import { sealedColumns } from '../sealed-columns'
 
 const tableExists = (sqlite: Database, table: string) =>
   !!sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)

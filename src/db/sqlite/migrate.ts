@@ -4,9 +4,9 @@
  * because BEGIN IMMEDIATE serialises them and each re-checks what is applied.
  */
 import type { Database } from 'bun:sqlite'
-import { MIGRATIONS, type Migration } from './migrations'
+import { MIGRATIONS, type Migration } from '../migrations'
 import { META, readMeta, writeMeta } from './instance-meta'
-import { VERSION } from '../version'
+import { VERSION } from '../../version'
 
 export function applyMigrations(sqlite: Database, list: readonly Migration[] = MIGRATIONS): string[] {
   sqlite.run('CREATE TABLE IF NOT EXISTS __migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)')

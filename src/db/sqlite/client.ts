@@ -3,8 +3,8 @@
  */
 import { Database } from 'bun:sqlite'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
-import * as schema from './schema'
-import { createPrivateFile } from './data-dir'
+import * as schema from '../schema'
+import { createPrivateFile } from '../data-dir'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 

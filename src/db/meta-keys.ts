@@ -1,0 +1,11 @@
+/** The keys of the `instance_meta` table, on either storage (src/db/storage-meta.ts reads and writes them). */
+export const META = {
+  /** HMAC-SHA256 of a constant under the master key (hex): proves a key is the one the secrets were sealed with. */
+  masterKeyCheck: 'master_key_check',
+  /** The fixloop version that last applied a migration. */
+  migratedBy: 'migrated_by_version',
+  /** Rewritten by every /readyz call: proves the database takes a write. */
+  readinessProbe: 'readiness_probe',
+  /** '1' or '0': FIXLOOP_WEBHOOK_ALLOW_PRIVATE of the server last started on this database (the CLI reads it). */
+  webhookAllowPrivate: 'webhook_allow_private',
+} as const
