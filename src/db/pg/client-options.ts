@@ -26,5 +26,9 @@ export function openPool(url: string, max = 10): pg.Pool {
   // An idle client whose backend ended (restart, failover, pg_terminate_backend) emits 'error' on the
   // pool; unhandled, that would end the process. The pool already discards that client.
   pool.on('error', () => {})
+  // A client checked out of the pool (a transaction between two statements, the group committer's batch)
+  // whose backend ends emits 'error' on itself; with no listener that would end the process. The error
+  // also reaches the client's next query, which fails, and the client is released as broken then.
+  pool.on('connect', (client) => client.on('error', () => {}))
   return pool
 }
