@@ -81,12 +81,19 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     })
   }
 
-  test('commands not yet ported refuse and create nothing', async () => {
-    for (const args of [['webhook', 'list', '--org', 'a'.repeat(24)], ['rekey', '--old-key-file', '/x', '--new-key-file', '/y']]) {
-      const r = await runBinary([...args, '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
-      expect({ args, code: r.code }).toEqual({ args, code: 2 })
-      expect(r.stderr).toContain('does not run this command on PostgreSQL yet')
+  test('every CLI command runs on PostgreSQL (not on a data dir it would create); backup points to pg_dump', async () => {
+    const env = { FIXLOOP_DATABASE_URL: url, FIXLOOP_MASTER_KEY: 'ab'.repeat(32) }
+    // The key seals secrets on PostgreSQL as on SQLite; there is no data dir to keep a generated one in.
+    const keyless = await runBinary(['org', 'create', '--name', 'No key', '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
+    expect([keyless.code, keyless.stderr]).toEqual([2, expect.stringContaining('FIXLOOP_MASTER_KEY is required')])
+    const org = await runBinary(['org', 'create', '--name', 'On PostgreSQL', '--json', '--data-dir', dataDir()], env)
+    expect(org.code).toBe(0)
+    const orgId = JSON.parse(org.stdout).id
+    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'list', '--org', orgId], ['admin', 'list']]) {
+      const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' })
     }
+    expect(JSON.parse((await runBinary(['org', 'list', '--json', '--data-dir', dataDir()], env)).stdout).data.map((o: { id: string }) => o.id)).toContain(orgId)
     const backup = await runBinary(['backup', '--out', join(work, 'b.tar'), '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
     expect(backup.code).toBe(2)
     expect(backup.stderr).toContain('pg_dump')

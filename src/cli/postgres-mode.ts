@@ -1,8 +1,8 @@
 /**
- * FIXLOOP_DATABASE_URL on the CLI while PostgreSQL storage is being built (issue 22): `fixloop migrate`
- * applies the PostgreSQL schema; every command that would read or write the data dir's SQLite refuses
- * (exit 2) instead of quietly using a database the operator did not mean. `serve` first names what
- * cluster mode needs and is missing (CONTRACT.md), so a deployment can be prepared now.
+ * FIXLOOP_DATABASE_URL on the CLI: `fixloop migrate` applies the PostgreSQL schema; `serve` first names
+ * every cluster-mode setting that is missing (CONTRACT.md); `backup` and `restore`, which cover only the
+ * embedded SQLite data dir, refuse (exit 2) and point to pg_dump instead of quietly backing up a database
+ * the operator does not use. Every other command runs on PostgreSQL.
  */
 import type { Pool } from 'pg'
 import type { Config } from '../config'
@@ -43,8 +43,6 @@ export function missingForCluster(config: Readonly<Config>): string[] {
   return missing
 }
 
-const NOT_YET = 'this version of fixloop does not run this command on PostgreSQL yet (issue 22 is porting the rest); unset FIXLOOP_DATABASE_URL to use the embedded SQLite in the data dir'
-
 /** `serve` with FIXLOOP_DATABASE_URL: exit 2 naming every cluster-mode setting that is missing. */
 export function requireClusterSettings(config: Readonly<Config>): void {
   const missing = missingForCluster(config)
@@ -60,5 +58,5 @@ export function refuseOnPostgres(command: string, config: Readonly<Config>): nev
         : 'restore PostgreSQL with pg_restore from a pg_dump archive, and the S3 bucket with its own tools'
     throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${how}; fixloop ${command} covers only the embedded SQLite data dir (docs/operations.md, "Backup and restore on PostgreSQL")`)
   }
-  throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: ${NOT_YET}`)
+  throw new StartupError(`${command} with FIXLOOP_DATABASE_URL: this command covers only the embedded SQLite data dir; unset FIXLOOP_DATABASE_URL to use it there`)
 }
