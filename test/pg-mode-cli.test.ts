@@ -89,7 +89,7 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     const org = await runBinary(['org', 'create', '--name', 'On PostgreSQL', '--json', '--data-dir', dataDir()], env)
     expect(org.code).toBe(0)
     const orgId = JSON.parse(org.stdout).id
-    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'list', '--org', orgId], ['admin', 'list']]) {
+    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'slack', 'list', '--org', orgId], ['admin', 'list']]) {
       const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
       expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' })
     }
