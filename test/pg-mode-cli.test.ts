@@ -6,7 +6,7 @@
  * dir's SQLite refuses (exit 2) and leaves no data dir behind; serve names what cluster mode lacks.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, rmSync } from 'node:fs'
+import { writeFileSync, existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
@@ -89,7 +89,9 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     const org = await runBinary(['org', 'create', '--name', 'On PostgreSQL', '--json', '--data-dir', dataDir()], env)
     expect(org.code).toBe(0)
     const orgId = JSON.parse(org.stdout).id
-    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'slack', 'list', '--org', orgId], ['admin', 'list']]) {
+    const pw = join(work, 'admin.pw')
+    writeFileSync(pw, 'a long enough password\n')
+    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'slack', 'list', '--org', orgId], ['admin', 'create', '--email', 'ops@example.com', '--password-file', pw]]) {
       const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
       expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' })
     }
