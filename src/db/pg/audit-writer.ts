@@ -5,7 +5,8 @@
 import type { Clock } from '../../core/clock'
 import { newId } from '../../core/ids'
 import type { AuditEntry } from '../../modules/audit/entry'
-import type { PgQueryable } from './storage'
+import type { PoolClient } from 'pg'
+import type { PgDb, PgQueryable, PgStorage } from './storage'
 
 export async function writeAuditPg(q: PgQueryable, clock: Clock, e: AuditEntry): Promise<string> {
   const id = newId(clock)
@@ -13,4 +14,20 @@ export async function writeAuditPg(q: PgQueryable, clock: Clock, e: AuditEntry):
     id, e.orgId, e.actor, e.action, e.targetId ?? null, JSON.stringify(e.data ?? {}), e.ip ?? null, clock.now(),
   ])
   return id
+}
+
+/** The audit rows of a change: fixed, or computed from what the change returned. */
+export type AuditRows<T> = AuditEntry[] | ((out: T) => AuditEntry[])
+
+/**
+ * `audited(audit, change)`: `change` and its audit rows in one transaction; a change that reports `false`
+ * (nothing written) records nothing.
+ */
+export function pgAudited(storage: PgStorage, clock: Clock) {
+  return <T>(audit: AuditRows<T>, change: (client: PoolClient, db: PgDb) => Promise<T>): Promise<T> =>
+    storage.tx(async (client, db) => {
+      const out = await change(client, db)
+      if (out !== false) for (const e of typeof audit === 'function' ? audit(out) : audit) await writeAuditPg(client, clock, e)
+      return out
+    })
 }

@@ -1,21 +1,13 @@
 /** PostgreSQL side of modules/chatops/repo.ts. */
-import type { PoolClient } from 'pg'
 import type { Clock } from '../../core/clock'
-import type { AuditEntry } from '../../modules/audit/entry'
 import type { ChatopsEvent, ChatopsRepo, SlackConnectionRow, SlackThreadRow } from '../../modules/chatops/repo'
-import { writeAuditPg } from './audit-writer'
+import { pgAudited } from './audit-writer'
 import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
 
 export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRepo {
   const { pool } = storage
-  /** `change` and its audit rows in one transaction; a change that reports `false` records nothing. */
-  const audited = <T>(audit: AuditEntry[], change: (c: PoolClient) => Promise<T>): Promise<T> =>
-    storage.tx(async (client) => {
-      const out = await change(client)
-      if (out !== false) for (const e of audit) await writeAuditPg(client, clock, e)
-      return out
-    })
+  const audited = pgAudited(storage, clock)
   return {
     insert: (r, audit) =>
       audited(audit, async (c) => {

@@ -5,25 +5,18 @@ import type { Clock } from '../../core/clock'
 import type { AuditEntry } from '../../modules/audit/entry'
 import type { TenantsRepo } from '../../modules/tenants/repo'
 import { isUniqueViolation, type PgDb, type PgStorage } from './storage'
-import { writeAuditPg } from './audit-writer'
-import type { PoolClient } from 'pg'
+import { pgAudited } from './audit-writer'
 
 export function createPgTenantsRepo(storage: PgStorage, clock: Clock): TenantsRepo {
   const { db } = storage
   const live = isNull(apps.deletedAt)
   const first = <T>(rows: T[]): T | undefined => rows[0]
-  /** `change` and its audit rows in one transaction; a change that reports `false` records nothing. */
-  const audited = <T>(audit: AuditEntry[], change: (tx: PgDb, client: PoolClient) => Promise<T>): Promise<T> =>
-    storage.tx(async (client, tx) => {
-      const out = await change(tx, client)
-      if (out !== false) for (const e of audit) await writeAuditPg(client, clock, e)
-      return out
-    })
+  const audited = pgAudited(storage, clock)
   const slugTaken = (e: unknown) => isUniqueViolation(e, 'apps_org_slug_uq')
   /** Runs `change`; false (and nothing written, nothing audited) when it broke the live-slug index. */
   const unlessSlugTaken = async (audit: AuditEntry[], change: (tx: PgDb) => Promise<unknown>): Promise<boolean> => {
     try {
-      return await audited(audit, async (tx) => {
+      return await audited(audit, async (_client, tx) => {
         await change(tx)
         return true
       })
@@ -40,12 +33,12 @@ export function createPgTenantsRepo(storage: PgStorage, clock: Clock): TenantsRe
     return at
   }
   return {
-    insertOrg: (row, audit) => audited(audit, async (tx) => void (await tx.insert(orgs).values(row))),
+    insertOrg: (row, audit) => audited(audit, async (_client, tx) => void (await tx.insert(orgs).values(row))),
     org: async (orgId) => first(await db.select().from(orgs).where(eq(orgs.id, orgId))),
     orgs: async () => db.select().from(orgs).orderBy(asc(orgs.id)),
 
     insertKey: (row, createdBy, audit) =>
-      audited(audit, async (tx, client) => {
+      audited(audit, async (client, tx) => {
         await tx.insert(apiKeys).values(row)
         if (createdBy) {
           await client.query(
@@ -56,9 +49,9 @@ export function createPgTenantsRepo(storage: PgStorage, clock: Clock): TenantsRe
       }),
     key: async (keyId) => first(await db.select().from(apiKeys).where(eq(apiKeys.id, keyId))),
     keys: async (orgId) => db.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).orderBy(asc(apiKeys.id)),
-    revokeKey: (orgId, keyId, at, audit) => audited(audit, (tx) => revoke(tx, orgId, keyId, at)),
+    revokeKey: (orgId, keyId, at, audit) => audited(audit, (_client, tx) => revoke(tx, orgId, keyId, at)),
     rotateKey: (fresh, oldKeyId, at, audit) =>
-      audited(audit, async (tx) => {
+      audited(audit, async (_client, tx) => {
         await tx.insert(apiKeys).values(fresh)
         await revoke(tx, fresh.orgId, oldKeyId, at)
       }),

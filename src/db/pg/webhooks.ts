@@ -5,10 +5,9 @@
  */
 import type { PoolClient } from 'pg'
 import type { Clock } from '../../core/clock'
-import type { AuditEntry } from '../../modules/audit/entry'
 import { eventBody, type EventRow } from '../../modules/events/repo'
 import type { AttemptRow, DeliveryRow, SettleResult, WebhookRow, WebhooksRepo } from '../../modules/webhooks/repo'
-import { writeAuditPg } from './audit-writer'
+import { pgAudited } from './audit-writer'
 import { appendEventPg, PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 
@@ -32,13 +31,7 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
   const lastSeq = async (q: PgQueryable, orgId: string) => (await one<{ last_seq: number }>(q, PG_LAST_SEQ_SQL, [orgId]))!.last_seq
   const getAny = async (q: PgQueryable, id: string, lock = false) =>
     (await one<WebhookRow>(q, `SELECT * FROM webhooks WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [id])) ?? null
-  /** `change` and its audit rows in one transaction; a change that reports `false` records nothing. */
-  const audited = <T>(audit: (out: T) => AuditEntry[], change: (c: PoolClient) => Promise<T>): Promise<T> =>
-    storage.tx(async (client) => {
-      const out = await change(client)
-      if (out !== false) for (const e of audit(out)) await writeAuditPg(client, clock, e)
-      return out
-    })
+  const audited = pgAudited(storage, clock)
   const disable = async (c: PoolClient, w: Pick<WebhookRow, 'id' | 'org_id' | 'app_id'>, reason: string, now: number): Promise<boolean> => {
     if ((await exec(c, 'UPDATE webhooks SET enabled = false, disabled_reason = $1 WHERE id = $2 AND enabled', [reason, w.id])) === 0) return false
     await exec(c, DROP_PENDING, [now, w.id])

@@ -19,3 +19,22 @@ export function sqliteAuditWriter(sqlite: Database, clock: Clock): SqliteAuditWr
     return id
   }
 }
+
+/** The audit rows of a change: fixed, or computed from what the change returned. */
+export type AuditRows<T> = AuditEntry[] | ((out: T) => AuditEntry[])
+
+/**
+ * `audited(audit, change)`: `change` and its audit rows in one IMMEDIATE transaction (the write lock before
+ * the first read); a change that reports `false` (nothing written) records nothing.
+ */
+export function sqliteAudited(sqlite: Database, clock: Clock) {
+  const writeAudit = sqliteAuditWriter(sqlite, clock)
+  return <T>(audit: AuditRows<T>, change: () => T): T =>
+    sqlite
+      .transaction(() => {
+        const out = change()
+        if (out !== false) for (const e of typeof audit === 'function' ? audit(out) : audit) writeAudit(e)
+        return out
+      })
+      .immediate()
+}

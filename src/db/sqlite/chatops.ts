@@ -1,15 +1,13 @@
 /** SQLite side of modules/chatops/repo.ts: the statements as they were, each change one IMMEDIATE transaction. */
 import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
-import type { AuditEntry } from '../../modules/audit/entry'
 import type { ChatopsEvent, ChatopsRepo, SlackConnectionRow, SlackThreadRow } from '../../modules/chatops/repo'
-import { sqliteAuditWriter } from './audit-writer'
+import { sqliteAudited } from './audit-writer'
 import { LAST_SEQ_SQL } from './outbox'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock): ChatopsRepo {
   const q = (sql: string): Statement => sqlite.query(sql)
-  const writeAudit = sqliteAuditWriter(sqlite, clock)
   const s = {
     insert: q(`INSERT INTO slack_connections (id, org_id, app_id, channel, bot_token_sealed, signing_secret_sealed, event_types, cursor_seq, created_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -36,15 +34,7 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
     appInOrg: q('SELECT 1 FROM apps WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     orgExists: q('SELECT 1 FROM orgs WHERE id = ?'),
   }
-  /** `change` and its audit rows in one IMMEDIATE transaction; a change that reports `false` records nothing. */
-  const audited = <T>(audit: AuditEntry[], change: () => T): T =>
-    sqlite
-      .transaction(() => {
-        const out = change()
-        if (out !== false) for (const e of audit) writeAudit(e)
-        return out
-      })
-      .immediate()
+  const audited = sqliteAudited(sqlite, clock)
   return {
     insert: async (r, audit) =>
       audited(audit, () => {

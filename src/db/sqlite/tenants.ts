@@ -2,28 +2,15 @@
 import { and, asc, eq, isNull } from 'drizzle-orm'
 import { apiKeys, apps, orgs } from '../schema'
 import type { Clock } from '../../core/clock'
-import type { AuditEntry } from '../../modules/audit/entry'
 import type { TenantsRepo } from '../../modules/tenants/repo'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
-import { sqliteAuditWriter } from './audit-writer'
+import { sqliteAudited } from './audit-writer'
 
 export function createSqliteTenantsRepo({ sqlite, db }: SqliteStorage, clock: Clock): TenantsRepo {
   const live = isNull(apps.deletedAt)
-  const writeAudit = sqliteAuditWriter(sqlite, clock)
   const keyCreator = sqlite.query('INSERT INTO api_key_activity (key_id, created_by) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET created_by = excluded.created_by')
-  /**
-   * `change` and its audit rows in one IMMEDIATE transaction (the write lock before the first read); a
-   * change that reports `false` (nothing written) records nothing.
-   */
-  const audited = <T>(audit: AuditEntry[], change: () => T): T =>
-    sqlite
-      .transaction(() => {
-        const out = change()
-        if (out !== false) for (const e of audit) writeAudit(e)
-        return out
-      })
-      .immediate()
+  const audited = sqliteAudited(sqlite, clock)
   /** False when the write hit the live-slug unique index (nothing was written). */
   const unlessSlugTaken = (write: () => unknown): boolean => {
     try {

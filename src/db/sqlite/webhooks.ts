@@ -1,10 +1,9 @@
 /** SQLite side of modules/webhooks/repo.ts: the statements as they were, each change one IMMEDIATE transaction. */
 import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
-import type { AuditEntry } from '../../modules/audit/entry'
 import { eventBody, type EventRow } from '../../modules/events/repo'
 import type { AttemptRow, DeliveryRow, SettleResult, WebhookRow, WebhooksRepo } from '../../modules/webhooks/repo'
-import { sqliteAuditWriter } from './audit-writer'
+import { sqliteAudited } from './audit-writer'
 import { createOutbox, LAST_SEQ_SQL } from './outbox'
 import type { SqliteStorage } from './storage'
 
@@ -13,7 +12,6 @@ const webhookOf = (r: RawWebhook | null): WebhookRow | null => (r ? { ...r, enab
 
 export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock): WebhooksRepo {
   const q = (sql: string): Statement => sqlite.query(sql)
-  const writeAudit = sqliteAuditWriter(sqlite, clock)
   const outbox = createOutbox(sqlite, clock)
   const s = {
     insert: q(`INSERT INTO webhooks (id, org_id, app_id, url, event_types, secret_sealed, cursor_seq, enabled, created_at)
@@ -66,15 +64,7 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
   }
   const lastSeq = (orgId: string) => (s.lastSeq.get(orgId) as { last_seq: number }).last_seq
   const getAny = (id: string) => webhookOf(s.getAny.get(id) as RawWebhook | null)
-  /** `change` and its audit rows in one IMMEDIATE transaction; a change that reports `false` records nothing. */
-  const audited = <T>(audit: (out: T) => AuditEntry[], change: () => T): T =>
-    sqlite
-      .transaction(() => {
-        const out = change()
-        if (out !== false) for (const e of audit(out)) writeAudit(e)
-        return out
-      })
-      .immediate()
+  const audited = sqliteAudited(sqlite, clock)
   const disable = (w: Pick<WebhookRow, 'id' | 'org_id' | 'app_id'>, reason: string, now: number): boolean => {
     if (s.disable.run(reason, w.id).changes === 0) return false
     s.dropPending.run(now, w.id)
