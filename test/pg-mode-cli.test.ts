@@ -103,6 +103,35 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     expect(existsSync(join(work, 'b.tar'))).toBe(false)
   })
 
+  test('rekey on PostgreSQL: every sealed secret moves to the new key in one transaction; the old key is refused after', async () => {
+    const url = await server.createDatabase('rekey')
+    const oldKey = 'ab'.repeat(32)
+    const env = { FIXLOOP_DATABASE_URL: url, FIXLOOP_MASTER_KEY: oldKey }
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Keys', '--json', '--data-dir', dataDir()], env)).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Sealed', '--json', '--data-dir', dataDir()], env)).stdout)
+    const oldFile = join(work, 'old.key')
+    const newFile = join(work, 'new.key')
+    writeFileSync(oldFile, oldKey + '\n')
+    writeFileSync(newFile, 'cd'.repeat(32) + '\n')
+    const wrong = await runBinary(['rekey', '--old-key-file', newFile, '--new-key-file', oldFile, '--data-dir', dataDir()], env)
+    expect(wrong.code).toBe(2)
+    const r = await runBinary(['rekey', '--old-key-file', oldFile, '--new-key-file', newFile, '--json', '--data-dir', dataDir()], env)
+    expect(r.code).toBe(0)
+    expect(JSON.parse(r.stdout).resealed['apps.signing_secret_enc']).toBe(1)
+    expect(r.stderr).toContain('FIXLOOP_MASTER_KEY')
+    const stale = await runBinary(['app', 'list', '--org', org.id, '--data-dir', dataDir()], env)
+    expect([stale.code, stale.stderr]).toEqual([2, expect.stringContaining('FIXLOOP_MASTER_KEY is not the key')])
+    const fresh = await runBinary(['app', 'rotate-secret', app.id, '--json', '--data-dir', dataDir()], { ...env, FIXLOOP_MASTER_KEY: 'cd'.repeat(32) })
+    expect(fresh.code).toBe(0)
+    const pool = openPool(url, 1)
+    try {
+      const { rows } = await pool.query('SELECT signing_secret_enc AS v FROM apps WHERE id = $1', [app.id])
+      expect(rows[0].v).toMatch(/^v1:/)
+    } finally {
+      await pool.end()
+    }
+  })
+
   test('serve names what cluster mode lacks; a bucket or Redis it cannot reach is exit 2 too', async () => {
     const bare = await runBinary(['serve', '--port', '0', '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
     expect(bare.code).toBe(2)

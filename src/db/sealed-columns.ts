@@ -7,6 +7,9 @@
  * from its own db file before the CLI runs: a column missing from this list would be unreadable after a
  * rekey. Tables that do not exist yet (a migration not applied) are skipped.
  */
+import type { SecretBox } from '../core/crypto'
+import { StartupError } from '../core/startup-error'
+
 export interface SealedColumn {
   table: string
   column: string
@@ -30,4 +33,18 @@ export function registerSealedColumn(c: SealedColumn): void {
 
 export function sealedColumns(): readonly SealedColumn[] {
   return COLUMNS
+}
+
+/**
+ * One sealed value of `c` (row `key`) opened with the old key and sealed with the new one (`fixloop rekey`,
+ * on either storage); a value the old key does not open stops the whole re-key.
+ */
+export function resealValue(c: SealedColumn, key: string, sealed: string, oldBox: SecretBox, newBox: SecretBox): string {
+  let plain: Buffer
+  try {
+    plain = oldBox.open(sealed)
+  } catch {
+    throw new StartupError(`${c.table}.${c.column} of ${key} does not open with --old-key-file; nothing was changed`)
+  }
+  return newBox.seal(plain)
 }

@@ -9,7 +9,7 @@ import { SecretBox } from '../../core/crypto'
 import { keyCheckValue, keyMatchesCheck } from '../../core/master-key'
 import { StartupError } from '../../core/startup-error'
 import { META } from '../meta-keys'
-import { sealedColumns } from '../sealed-columns'
+import { resealValue, sealedColumns } from '../sealed-columns'
 import { readMetaPg, writeMetaPg } from './instance-meta'
 import { withTransaction } from './transaction'
 
@@ -25,15 +25,7 @@ export async function rekeyPg(pool: Pool, oldKey: Uint8Array, newKey: Uint8Array
     const counts: Record<string, number> = {}
     for (const c of sealedColumns()) {
       const { rows } = await tx.query<{ k: string; v: string }>(`SELECT "${c.key}" AS k, "${c.column}" AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL FOR UPDATE`)
-      for (const r of rows) {
-        let plain: Buffer
-        try {
-          plain = oldBox.open(r.v)
-        } catch {
-          throw new StartupError(`${c.table}.${c.column} of ${r.k} does not open with --old-key-file; nothing was changed`)
-        }
-        await tx.query(`UPDATE "${c.table}" SET "${c.column}" = $1 WHERE "${c.key}" = $2`, [newBox.seal(plain), r.k])
-      }
+      for (const r of rows) await tx.query(`UPDATE "${c.table}" SET "${c.column}" = $1 WHERE "${c.key}" = $2`, [resealValue(c, r.k, r.v, oldBox, newBox), r.k])
       counts[`${c.table}.${c.column}`] = rows.length
     }
     await writeMetaPg(tx, META.masterKeyCheck, keyCheckValue(newKey))

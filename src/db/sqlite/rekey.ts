@@ -7,7 +7,7 @@ import { SecretBox } from '../../core/crypto'
 import { keyCheckValue, keyMatchesCheck } from '../../core/master-key'
 import { StartupError } from '../../core/startup-error'
 import { META, readMeta, writeMeta } from './instance-meta'
-import { sealedColumns } from '../sealed-columns'
+import { resealValue, sealedColumns } from '../sealed-columns'
 
 const tableExists = (sqlite: Database, table: string) =>
   !!sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)
@@ -27,15 +27,7 @@ export function rekey(sqlite: Database, oldKey: Uint8Array, newKey: Uint8Array):
         if (!tableExists(sqlite, c.table)) continue
         const rows = sqlite.query(`SELECT "${c.key}" AS k, "${c.column}" AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL`).all() as { k: string; v: string }[]
         const update = sqlite.query(`UPDATE "${c.table}" SET "${c.column}" = ? WHERE "${c.key}" = ?`)
-        for (const r of rows) {
-          let plain: Buffer
-          try {
-            plain = oldBox.open(r.v)
-          } catch {
-            throw new StartupError(`${c.table}.${c.column} of ${r.k} does not open with --old-key-file; nothing was changed`)
-          }
-          update.run(newBox.seal(plain), r.k)
-        }
+        for (const r of rows) update.run(resealValue(c, r.k, r.v, oldBox, newBox), r.k)
         counts[`${c.table}.${c.column}`] = rows.length
       }
       writeMeta(sqlite, META.masterKeyCheck, keyCheckValue(newKey))
