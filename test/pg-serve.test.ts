@@ -106,6 +106,34 @@ describe('serve on PostgreSQL (compiled binary)', () => {
     }
   })
 
+  test('the database dropped under a running server: /readyz 503 naming database, submissions 5xx, the process stays up', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv()), FIXLOOP_LOG_LEVEL: "warn" }
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Doomed', '--json', '--data-dir', dataDir()], own)).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Doomed', '--json', '--data-dir', dataDir()], own)).stdout)
+    const node = await spawnServer(dataDir(), own)
+    try {
+      expect((await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'before the drop' } })).status).toBe(201)
+      const pg = await sharedPostgres()
+      const admin = openPool(pg.adminUrl, 1)
+      try {
+        await admin.query(`DROP DATABASE "${new URL(own.FIXLOOP_DATABASE_URL).pathname.slice(1)}" WITH (FORCE)`)
+      } finally {
+        await admin.end()
+      }
+      const ready = await eventually(async () => {
+        const r = await call(node.url, 'GET', '/readyz')
+        return r.status === 503 ? r : undefined
+      }, 10_000)
+      expect(ready.body.error.details.checks.database.ok).toBe(false)
+      const after = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'after the drop' } })
+      expect(after.status).toBe(500)
+      expect(after.body.error.code).toBe('internal_error')
+      expect(node.proc.exitCode).toBeNull()
+    } finally {
+      await node.stop()
+    }
+  })
+
   test('a wrong master key and a database migrated by a newer fixloop are refused with exit 2', async () => {
     const wrongKey = await runBinary(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir()], { ...env, FIXLOOP_MASTER_KEY: 'cd'.repeat(32) })
     expect(wrongKey.code).toBe(2)
