@@ -136,7 +136,8 @@ for size in $SIZES; do
     only "$s"
     if [ "${BENCH_DRAIN_PINNED:-0}" != 1 ]; then
       # Alone on the machine now: every thread of the server may run on either core.
-      taskset -apc "$SERVER_CPU,$LOAD_CPU" "${PID[$s]}" >/dev/null
+      # A thread that ends while taskset walks the list makes it fail: not a reason to stop the run.
+      taskset -apc "$SERVER_CPU,$LOAD_CPU" "${PID[$s]}" >/dev/null 2>&1 || true
       echo "drain: every thread of pid ${PID[$s]} on cpus $SERVER_CPU,$LOAD_CPU" >>"$OUT/pinning.log"
     fi
     bun bench/drain.ts "$dir/$s/fixloop.db" "$DRAIN_MAX" "${PID[$s]}" | tee "$OUT/$size.$s.drain.txt" >&2

@@ -100,42 +100,52 @@ export async function preparePgFloorDatabase(url: string, rows: number, log: (li
       `INSERT INTO apps (id, org_id, slug, name, public_key, signing_secret_enc, created_at, updated_at) VALUES ($1, $2, 'floor', 'Floor', $3, 'v1:none', $4, $4)`,
       [APP_ID, ORG_ID, PUB_KEY, now],
     )
-    const started = performance.now()
-    // The primary key and the indexes are built once after the fill rather than maintained row by row
-    // (several times faster); the same definitions are recreated: the table ends up as the migrations made it.
-    const secondary = await pool.query<{ name: string; def: string }>(
-      `SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'feedback' AND indexname <> 'feedback_pkey'`,
-    )
-    for (const i of secondary.rows) await pool.query(`DROP INDEX "${i.name}"`)
-    await pool.query('ALTER TABLE feedback DROP CONSTRAINT feedback_pkey')
-    const start = Math.floor(now / 1000) - 90 * 86_400
-    const chunk = 250_000
-    for (let from = 1; from <= rows; from += chunk) {
-      const to = Math.min(rows, from + chunk - 1)
-      // One statement per chunk: ids are <seconds><10 fixed hex><counter>, ascending with g.
-      await pool.query(
-        `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, submitted_mode, created_at, updated_at)
-         SELECT lpad(to_hex(s), 8, '0') || 'f100f100f1' || lpad(to_hex(g), 6, '0'), $1, $2, 'awaiting_manual',
-                (ARRAY['low','medium','high'])[1 + g % 3],
-                'The ' || (ARRAY['checkout button','chart','search box','login form','invoice PDF'])[1 + g % 5] || ' ' ||
-                (ARRAY['does not respond','is cut off on mobile','shows the wrong total','loads forever'])[1 + g % 4] || ' (report ' || g || ')',
-                'https://shop.example/p/' || (g % 500), 'Mozilla/5.0 (X11; Linux x86_64)', 'public', s::bigint * 1000, s::bigint * 1000
-         FROM (SELECT g, $3::bigint + (g::bigint * 90 * 86400) / $4::bigint AS s FROM generate_series($5::int, $6::int) AS g) AS t`,
-        [ORG_ID, APP_ID, start, rows, from, to],
-      )
-      log(`pg-floor: filled ${to}/${rows} rows`)
-    }
-    await pool.query("SET maintenance_work_mem = '256MB'")
-    await pool.query('ALTER TABLE feedback ADD CONSTRAINT feedback_pkey PRIMARY KEY (id)')
-    for (const i of secondary.rows) await pool.query(i.def)
-    await pool.query('ANALYZE feedback')
-    await pool.query('ANALYZE jobs')
-    log(`pg-floor: ${rows} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+    await fillFeedback(pool, ORG_ID, APP_ID, rows, log)
     const plan = await pool.query(`EXPLAIN SELECT ${COLS} FROM feedback WHERE app_id = $1 AND duplicate_of_id IS NULL ORDER BY id DESC LIMIT 51`, [APP_ID])
     log(`pg-floor: GET plan: ${plan.rows.map((r) => String(r['QUERY PLAN']).trim()).join(' / ')}`)
   } finally {
     await pool.end()
   }
+}
+
+/**
+ * Fills `feedback` with `rows` reports of one App (status awaiting_manual, ids ascending over 90 days in
+ * fixloop's layout), dropping the table's indexes first and rebuilding them after (the same definitions).
+ * Used for the floor's database and, by bench/pg-intake.ts, for fixloop's own.
+ */
+export async function fillFeedback(pool: Pool, orgId: string, appId: string, rows: number, log: (line: string) => void = () => {}): Promise<void> {
+  const now = Date.now()
+  const started = performance.now()
+  // The primary key and the indexes are built once after the fill rather than maintained row by row
+  // (several times faster); the same definitions are recreated: the table ends up as the migrations made it.
+  const secondary = await pool.query<{ name: string; def: string }>(
+    `SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'feedback' AND indexname <> 'feedback_pkey'`,
+  )
+  for (const i of secondary.rows) await pool.query(`DROP INDEX "${i.name}"`)
+  await pool.query('ALTER TABLE feedback DROP CONSTRAINT feedback_pkey')
+  const start = Math.floor(now / 1000) - 90 * 86_400
+  const chunk = 250_000
+  for (let from = 1; from <= rows; from += chunk) {
+    const to = Math.min(rows, from + chunk - 1)
+    // One statement per chunk: ids are <seconds><10 fixed hex><counter>, ascending with g.
+    await pool.query(
+      `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, submitted_mode, created_at, updated_at)
+       SELECT lpad(to_hex(s), 8, '0') || 'f100f100f1' || lpad(to_hex(g), 6, '0'), $1, $2, 'awaiting_manual',
+              (ARRAY['low','medium','high'])[1 + g % 3],
+              'The ' || (ARRAY['checkout button','chart','search box','login form','invoice PDF'])[1 + g % 5] || ' ' ||
+              (ARRAY['does not respond','is cut off on mobile','shows the wrong total','loads forever'])[1 + g % 4] || ' (report ' || g || ')',
+              'https://shop.example/p/' || (g % 500), 'Mozilla/5.0 (X11; Linux x86_64)', 'public', s::bigint * 1000, s::bigint * 1000
+       FROM (SELECT g, $3::bigint + (g::bigint * 90 * 86400) / $4::bigint AS s FROM generate_series($5::int, $6::int) AS g) AS t`,
+      [orgId, appId, start, rows, from, to],
+    )
+    log(`pg-floor: filled ${to}/${rows} rows`)
+  }
+  await pool.query("SET maintenance_work_mem = '256MB'")
+  await pool.query('ALTER TABLE feedback ADD CONSTRAINT feedback_pkey PRIMARY KEY (id)')
+  for (const i of secondary.rows) await pool.query(i.def)
+  await pool.query('ANALYZE feedback')
+  await pool.query('ANALYZE jobs')
+  log(`pg-floor: ${rows} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`)
 }
 
 export interface PgFloor {

@@ -106,7 +106,14 @@ for (const sc of SCENARIOS) {
     const share = fixloop.requests > 0 ? ` (${Math.round((100 * unprocessed) / fixloop.requests)}% of the measured run's requests)` : ''
     lines.push(`${pad('', 24)}fixloop worker backlog at the end: ${unprocessed.toLocaleString('en-US')} accepted reports not yet processed${share}`)
   }
-  summary[sc.key] = { floor, fixloop, ratio, p99Ratio, efficiencyRatio: ef !== undefined && efFloor !== undefined ? ef / efFloor : null, target: sc.minRatio, met }
+  const baseline = read(`baseline-${sc.key}`)
+  if (baseline) {
+    lines.push(
+      `${pad('', 24)}${pad('baseline', 9)}${lpad(Math.round(baseline.rps).toLocaleString('en-US'), 10)}${lpad(ms(baseline.p50_us), 9)}${lpad(ms(baseline.p99_us), 9)}${lpad(String(errorsOf(baseline)), 8)}${lpad(pct(baseline.server_pct), 9)}${lpad(pct(baseline.core_pct), 7)}${lpad(perCpu(baseline), 11)}`,
+    )
+    lines.push(`${pad('', 24)}ratio fixloop/baseline (after/before): req/s ${(fixloop.rps / baseline.rps).toFixed(3)}x, p99 ${(fixloop.p99_us / baseline.p99_us).toFixed(3)}x`)
+  }
+  summary[sc.key] = { floor, fixloop, baseline: baseline ?? null, ratio, p99Ratio, efficiencyRatio: ef !== undefined && efFloor !== undefined ? ef / efFloor : null, target: sc.minRatio, met }
 }
 lines.push(allMet ? 'all targets met' : 'some targets missed')
 lines.push('srv cpu: share of one core the server used; core: how busy that core was in all (core minus srv = other work);')

@@ -12,6 +12,10 @@
 # Knobs (env): BENCH_ROWS=1000000 BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_POST_WARMUP=10 BENCH_CONNECTIONS=64 BENCH_ROUNDS=2
 #              BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 FIXLOOP_BIN=dist/fixloop BENCH_OUT=bench/out
 #              BENCH_KEEP=1 (keep the data dirs)
+#              BENCH_BASELINE_BIN=/path/to/older/fixloop: a third server, "baseline", on a copy of fixloop's
+#              seeded data dir, taking its turns in the GET rounds (floor, fixloop, baseline): before/after
+#              list figures from one run under the same machine load (POST before/after: bench/intake.sh).
+#              It must know every migration of FIXLOOP_BIN. BENCH_SKIP_POST=1 runs the GET scenarios only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -96,6 +100,8 @@ log "seeding $ROWS rows into fixloop's data dir and the floor's database"
 bun bench/seed.ts --bin "$BIN" --data-dir "$WORK/fixloop" --floor-db "$WORK/floor.db" --out "$OUT" --rows "$ROWS" | tee "$OUT/seed.log" >&2
 # shellcheck disable=SC1091
 source "$OUT/tenant.env"
+# The baseline's copy of the seeded data dir, taken before any server opens it.
+[ -z "${BENCH_BASELINE_BIN:-}" ] || cp -a "$WORK/fixloop" "$WORK/baseline"
 
 # --- both servers, pinned to the same core ----------------------------------------------------------
 FLOOR_PORT=$(free_port 28091)
@@ -105,17 +111,33 @@ FIXLOOP_PORT=$(free_port 28090)
 start_server fixloop "$FIXLOOP_PORT" env FIXLOOP_RATE_LIMIT_MULTIPLIER=100000 FIXLOOP_LOG_LEVEL=warn \
   "$BIN" serve --host 127.0.0.1 --port "$FIXLOOP_PORT" --data-dir "$WORK/fixloop"
 log "floor on 127.0.0.1:$FLOOR_PORT, fixloop on 127.0.0.1:$FIXLOOP_PORT"
+LIST_SERVERS="floor fixloop"
+declare -A PORT_OF=([floor]=$FLOOR_PORT [fixloop]=$FIXLOOP_PORT)
+if [ -n "${BENCH_BASELINE_BIN:-}" ]; then
+  BASELINE_PORT=$(free_port $((FIXLOOP_PORT + 1)))
+  start_server baseline "$BASELINE_PORT" env FIXLOOP_RATE_LIMIT_MULTIPLIER=100000 FIXLOOP_LOG_LEVEL=warn \
+    "$BENCH_BASELINE_BIN" serve --host 127.0.0.1 --port "$BASELINE_PORT" --data-dir "$WORK/baseline"
+  echo "baseline: $BENCH_BASELINE_BIN (built $(date -u -r "$BENCH_BASELINE_BIN" +%Y-%m-%dT%H:%M:%SZ))" >>"$OUT/machine.txt"
+  LIST_SERVERS="floor fixloop baseline"
+  PORT_OF[baseline]=$BASELINE_PORT
+  log "baseline on 127.0.0.1:$BASELINE_PORT"
+fi
 
 for round in $(seq "$ROUNDS"); do
-  for s in floor fixloop; do
-    port=$FLOOR_PORT; [ "$s" = fixloop ] && port=$FIXLOOP_PORT
-    load "$s-list-newest.r$round" "$s" "$port" list.lua "$SK_KEY"
+  for s in $LIST_SERVERS; do
+    load "$s-list-newest.r$round" "$s" "${PORT_OF[$s]}" list.lua "$SK_KEY"
   done
-  for s in floor fixloop; do
-    port=$FLOOR_PORT; [ "$s" = fixloop ] && port=$FIXLOOP_PORT
-    load "$s-list-cursor.r$round" "$s" "$port" list.lua "$SK_KEY" "$OUT/cursors.txt"
+  for s in $LIST_SERVERS; do
+    load "$s-list-cursor.r$round" "$s" "${PORT_OF[$s]}" list.lua "$SK_KEY" "$OUT/cursors.txt"
   done
 done
+[ -n "${PID[baseline]:-}" ] && stop_server baseline
+if [ "${BENCH_SKIP_POST:-0}" = 1 ]; then
+  stop_server floor; stop_server fixloop
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+  bun bench/report.ts "$OUT"
+  exit 0
+fi
 # POST last: it grows the tables, and fixloop's worker keeps processing the new rows afterwards.
 load floor-post.r1 floor "$FLOOR_PORT" post.lua "$PUB_KEY"
 stop_server floor

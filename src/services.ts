@@ -120,12 +120,14 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   let sanitizerThread: ProcessingThread | undefined
   if (ctx.storage.dialect === 'pg') {
     // PostgreSQL, one node for now: this thread's worker runs every job kind (sanitizing and clustering
-    // too, with the App indexes in this process); no processing or sanitizer threads, and no pacing from
-    // SQLite's write turns (PostgreSQL has no single write lock for intake to wait on).
+    // too, with the App indexes in this process); no processing or sanitizer threads, and no write turns
+    // (PostgreSQL has no single write lock for intake to wait on). Sharing intake's thread, the worker
+    // paces itself on intake's commits as on SQLite without the processing thread (the PostgreSQL group
+    // committer notes them in `turns`): during a burst it takes only a small share of the event loop.
     const jobs = createJobsRepo(ctx.storage)
     const processing = createProcessing(ctx.storage, clock, lifecycle, jobs)
     cluster = processing.port
-    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, workerOptions)
+    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, { ...intakePacing(turns), ...workerOptions })
     wake.on(() => worker.wake())
   } else if (options.processingThread) {
     const jobs = createJobsRepo(ctx.storage, Object.keys(ownSteps) as JobKind[])

@@ -13,7 +13,7 @@ export type IntakeCommitter = GroupCommitter | PgGroupCommitter
 
 /** One per process (services.ts): every intake write of the process joins its batches. */
 export function createIntakeCommitter(storage: Storage, turns?: WriteTurns): IntakeCommitter {
-  return storage.dialect === 'sqlite' ? new GroupCommitter(storage.sqlite, turns) : new PgGroupCommitter(storage.pool)
+  return storage.dialect === 'sqlite' ? new GroupCommitter(storage.sqlite, turns) : new PgGroupCommitter(storage.pool, turns)
 }
 
 export function sqliteCommitter(c: IntakeCommitter): GroupCommitter {

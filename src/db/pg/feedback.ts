@@ -10,7 +10,7 @@ import type { Clock } from '../../core/clock'
 import { newId } from '../../core/ids'
 import type { PgGroupCommitter, PgWriteTx } from './group-commit'
 import type { PgLifecycle } from './lifecycle'
-import { many, one, type PgStorage } from './storage'
+import { one, prepared, type PgStorage } from './storage'
 import { markReferencedPg } from './uploads'
 import {
   createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
@@ -69,11 +69,15 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
     }
     const id = newId(clock)
     const d = draft
-    await tx.client.query(INSERT_FEEDBACK, [
-      id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
-      d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now,
-    ])
-    await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id })
+    // The row, its event and its job in one statement (one round trip: see lifecycle `received`).
+    const report = {
+      sql: INSERT_FEEDBACK,
+      params: [
+        id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
+        d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now,
+      ],
+    }
+    await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, report)
     await markReferencedPg(tx.client, id, refKeys)
     const result = createdAnswer(id)
     if (claim) await tx.client.query(SAVE_IDEMPOTENCY, [d.appId, claim.key, claim.requestHash, result.status, JSON.stringify(result.body), now])
@@ -85,7 +89,8 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
     get: async (orgId, id) => first(await db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.id, id)))),
     list: async (f) => {
       const q = listQuery(f)
-      return many<ListRow>(pool, q.text, q.params)
+      // Named: planned once per connection (one text per filter combination, so a handful of names).
+      return (await pool.query(prepared(q.text, q.params))).rows as ListRow[]
     },
     hasRepoConnection: async (appId) => (await one(pool, 'SELECT app_id FROM repo_connections WHERE app_id = $1', [appId])) !== undefined,
     batchClosesAt: async (appId) =>

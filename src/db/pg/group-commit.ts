@@ -27,6 +27,11 @@
 import type { Pool, PoolClient } from 'pg'
 import type { OnCommit } from './transaction'
 
+/** Where intake's commits are noted for the worker's pacing (src/db/sqlite/write-turns.ts's WriteTurns has it). */
+export interface IntakeCommitNotes {
+  noteIntakeCommit(full: boolean): void
+}
+
 /** What a queued write is given: the batch transaction's client, and where to register after-commit work. */
 export interface PgWriteTx {
   client: PoolClient
@@ -56,7 +61,15 @@ export class PgGroupCommitter {
 
   constructor(
     private readonly pool: Pool,
+    /**
+     * Intake's commit times for the worker's pacing (worker/processing.ts `intakePacing`). On PostgreSQL the
+     * worker sanitizes and clusters on this same thread; unpaced, it took the event loop between a burst's
+     * batches (bench/pg-intake.ts: POST 0.12x the floor at concurrency 4), so requests waited behind it.
+     */
+    private readonly notes?: IntakeCommitNotes,
     private readonly maxBatch = 256,
+    /** A batch this big means requests arrive faster than one per event-loop turn: intake saturates its core. */
+    private readonly fullBatch = 8,
   ) {}
 
   /** Queues a write; resolves with its result once the batch it ran in has committed. */
@@ -118,6 +131,7 @@ export class PgGroupCommitter {
       }
       this.stats.batches++
       this.stats.writes += batch.length
+      this.notes?.noteIntakeCommit(batch.length >= this.fullBatch)
       batch.forEach((p, i) => {
         const o = outcomes[i]
         if (!o.ok) return p.reject(o.value)

@@ -35,6 +35,22 @@ export function pgStorage(pool: Pool): PgStorage {
   }
 }
 
+/**
+ * A named (prepared) statement for `text`: node-postgres parses and plans it once per connection, then
+ * only binds and executes it. For the hot paths (intake's insert, the list page, event appends): an
+ * unnamed statement is parsed and planned again on every call (bench/pg-intake.ts). The name is derived
+ * from the text, so one name never stands for two texts on a connection.
+ */
+export function prepared(text: string, values: unknown[]): { name: string; text: string; values: unknown[] } {
+  let name = preparedNames.get(text)
+  if (name === undefined) {
+    name = `fx_${Bun.hash(text).toString(36)}`
+    preparedNames.set(text, name)
+  }
+  return { name, text, values }
+}
+const preparedNames = new Map<string, string>()
+
 /** The first row of a query, or undefined. */
 export async function one<T>(q: PgQueryable, text: string, params: unknown[] = []): Promise<T | undefined> {
   const r = await q.query(text, params)
