@@ -9,7 +9,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { ManualClock } from '../src/core/clock'
-import { sqliteOf } from './sqlite-of'
+import { dbRow } from './sqlite-of'
 
 const PNG = new Uint8Array(2048).map((_, i) => (i * 31) % 256)
 
@@ -260,7 +260,7 @@ describe('unreferenced uploads are collected after the grace period', () => {
       expect(existsSync(join(srv.dataDir, 'blobs', keep.body.key))).toBe(true)
       const item = await call(srv.url, 'GET', `/v1/feedback/${sub.body.id}`, { auth: t.key })
       expect((await fetch(item.body.attachments[0].url)).status).toBe(200)
-      expect(sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM uploads').get()).toEqual({ n: 1 })
+      expect(await dbRow(srv.ctx, 'SELECT COUNT(*) AS n FROM uploads')).toEqual({ n: 1 })
     } finally {
       await srv.close()
     }
