@@ -7,6 +7,18 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 SUITES=(
+  test/smoke.test.ts
+  test/tenancy.test.ts
+  test/paging.test.ts
+  test/idempotency.test.ts
+  test/idempotency-scope.test.ts
+  test/errors-limits.test.ts
+  test/strict-types.test.ts
+  test/json-responses.test.ts
+  test/user-token.test.ts
+  test/cors.test.ts
+  test/uploads.test.ts
+  test/upload-races.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
