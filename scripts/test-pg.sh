@@ -19,6 +19,8 @@ SUITES=(
   test/cors.test.ts
   test/uploads.test.ts
   test/upload-races.test.ts
+  test/auth.test.ts
+  test/hostile-input.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
