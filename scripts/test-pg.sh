@@ -21,6 +21,7 @@ SUITES=(
   test/upload-races.test.ts
   test/auth.test.ts
   test/hostile-input.test.ts
+  test/events.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0

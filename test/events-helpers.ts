@@ -6,6 +6,8 @@ import type { Database } from 'bun:sqlite'
 import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock, type Clock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
+import { appendEventPg } from '../src/db/pg/outbox'
+import type { Context } from '../src/context'
 
 /** Appends `n` feedback.status_changed events for an Org, each in its own transaction; returns their seqs. `clock` stamps them (ids and created_at). */
 export function appendEvents(
@@ -23,6 +25,26 @@ export function appendEvents(
       type === 'feedback.received' ? { feedbackId: newId(), status: 'received' as const } : { feedbackId: newId(), from: 'sanitized' as const, to: 'queued' as const }
     // IMMEDIATE, as the lifecycle's writes are: append reads the Org's last seq before it writes.
     seqs.push(sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never)).immediate())
+  }
+  return seqs
+}
+
+/** `appendEvents` on whichever storage the server runs (SQLite or PostgreSQL), one transaction per event. */
+export async function appendEventsIn(
+  ctx: Pick<Context, 'storage'>,
+  orgId: string,
+  appId: string | null,
+  n: number,
+  type: 'feedback.status_changed' | 'feedback.received' = 'feedback.status_changed',
+  clock: Clock = systemClock,
+): Promise<number[]> {
+  const storage = ctx.storage
+  if (storage.dialect === 'sqlite') return appendEvents(storage.sqlite, orgId, appId, n, type, clock)
+  const seqs: number[] = []
+  for (let i = 0; i < n; i++) {
+    const data =
+      type === 'feedback.received' ? { feedbackId: newId(), status: 'received' as const } : { feedbackId: newId(), from: 'sanitized' as const, to: 'queued' as const }
+    seqs.push(await storage.tx((client) => appendEventPg(client, clock, { orgId, appId, type, data } as never)))
   }
   return seqs
 }
