@@ -22,6 +22,8 @@ SUITES=(
   test/auth.test.ts
   test/hostile-input.test.ts
   test/events.test.ts
+  test/small-fixes.test.ts
+  test/request-log.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
