@@ -129,6 +129,21 @@ export class SseClient {
 }
 
 /** Appends one event of any type with the given payload (as the lifecycle would), returns its seq. */
+/**
+ * `appendEvent` for each of `events` on whichever storage the server runs. On SQLite each is its own
+ * transaction, all in one synchronous stretch; on PostgreSQL they share one transaction, so there too no
+ * poll of the hub sees only some of them.
+ */
+export async function appendEventBatchIn(ctx: Pick<Context, 'storage'>, events: { orgId: string; appId: string | null; type: string; data: Record<string, unknown> }[]): Promise<number[]> {
+  const storage = ctx.storage
+  if (storage.dialect === 'sqlite') return events.map((e) => appendEvent(storage.sqlite, e.orgId, e.appId, e.type, e.data))
+  return storage.tx(async (client) => {
+    const seqs: number[] = []
+    for (const e of events) seqs.push(await appendEventPg(client, systemClock, e as never))
+    return seqs
+  })
+}
+
 export function appendEvent(sqlite: Database, orgId: string, appId: string | null, type: string, data: Record<string, unknown>): number {
   const outbox = createOutbox(sqlite, systemClock)
   return sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never))()
