@@ -26,6 +26,7 @@ SUITES=(
   test/request-log.test.ts
   test/webhooks.test.ts
   test/webhooks-guard.test.ts
+  test/chatops.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
