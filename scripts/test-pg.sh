@@ -27,6 +27,7 @@ SUITES=(
   test/webhooks.test.ts
   test/webhooks-guard.test.ts
   test/chatops.test.ts
+  test/lifecycle-events.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
