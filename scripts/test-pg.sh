@@ -28,6 +28,9 @@ SUITES=(
   test/webhooks-guard.test.ts
   test/chatops.test.ts
   test/lifecycle-events.test.ts
+  test/access.test.ts
+  test/heavy-charge.test.ts
+  test/internal-error.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
