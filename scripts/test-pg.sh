@@ -31,6 +31,7 @@ SUITES=(
   test/access.test.ts
   test/heavy-charge.test.ts
   test/internal-error.test.ts
+  test/dashboard-api.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
