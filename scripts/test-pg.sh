@@ -32,6 +32,8 @@ SUITES=(
   test/heavy-charge.test.ts
   test/internal-error.test.ts
   test/dashboard-api.test.ts
+  test/proxy-paths.test.ts
+  test/admin-services.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
