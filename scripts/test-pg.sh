@@ -34,6 +34,7 @@ SUITES=(
   test/dashboard-api.test.ts
   test/proxy-paths.test.ts
   test/admin-services.test.ts
+  test/fsm.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0

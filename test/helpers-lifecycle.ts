@@ -43,6 +43,13 @@ export function feedbackRow(sqlite: Database, id: string): FeedbackDbRow {
   return row
 }
 
+/** `feedbackRow` on whichever storage the server runs (SQLite or PostgreSQL). */
+export async function feedbackRowIn(ctx: Pick<Context, 'storage'>, id: string): Promise<FeedbackDbRow> {
+  const row = (await dbRows<FeedbackDbRow>(ctx, 'SELECT * FROM feedback WHERE id = ?', [id]))[0]
+  if (!row) throw new Error(`no feedback row ${id}`)
+  return row
+}
+
 /** Puts an item into a status directly, as another writer (or an earlier crash) would have left it. */
 export function forceStatus(sqlite: Database, id: string, status: string): void {
   const changes = sqlite.query('UPDATE feedback SET status = ?, version = version + 1 WHERE id = ?').run(status, id).changes
