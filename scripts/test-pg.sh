@@ -22,6 +22,7 @@ SUITES=(
   test/auth.test.ts
   test/hostile-input.test.ts
   test/events.test.ts
+  test/events-streams.test.ts
   test/small-fixes.test.ts
   test/request-log.test.ts
   test/webhooks.test.ts
