@@ -36,8 +36,8 @@ SUITES=(
   test/proxy-paths.test.ts
   test/admin-services.test.ts
   test/fsm.test.ts
-  test/session-cookie.test.ts
-  test/heavy-reports.test.ts
+  test/agent-runs.test.ts
+  test/admin-throttle.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
