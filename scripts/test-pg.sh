@@ -2,11 +2,44 @@
 # The second half of `bun run test`: the HTTP-level tests of the spec's routes again, with every test
 # server in PostgreSQL mode (FIXLOOP_TEST_DIALECT=pg: test/harness.ts starts it on a fresh database of the
 # file's own PostgreSQL, Redis and s3rver, test/cluster-env.ts). The repository cases already run on both
-# dialects in the first half (test/repos/). The list grows as issue 22's port reaches each route.
+# dialects in the first half (test/repos/). Kept to ~90 s on a 2-core machine. Not listed, though green on
+# PostgreSQL: heavy-reports (a load test, 11 s); events-e2e is not green there yet (after its kill -9 a
+# PostgreSQL node waits out the dead node's webhook leases, over a minute by design).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 SUITES=(
+  test/smoke.test.ts
+  test/tenancy.test.ts
+  test/paging.test.ts
+  test/idempotency.test.ts
+  test/idempotency-scope.test.ts
+  test/errors-limits.test.ts
+  test/strict-types.test.ts
+  test/json-responses.test.ts
+  test/user-token.test.ts
+  test/cors.test.ts
+  test/uploads.test.ts
+  test/upload-races.test.ts
+  test/auth.test.ts
+  test/hostile-input.test.ts
+  test/events.test.ts
+  test/events-streams.test.ts
+  test/small-fixes.test.ts
+  test/request-log.test.ts
+  test/webhooks.test.ts
+  test/webhooks-guard.test.ts
+  test/chatops.test.ts
+  test/lifecycle-events.test.ts
+  test/access.test.ts
+  test/heavy-charge.test.ts
+  test/internal-error.test.ts
+  test/dashboard-api.test.ts
+  test/proxy-paths.test.ts
+  test/admin-services.test.ts
+  test/fsm.test.ts
+  test/agent-runs.test.ts
+  test/admin-throttle.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0

@@ -13,7 +13,7 @@ import { createAdminsService } from '../src/modules/admins/service'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
 import { SIGN_IN_BACKOFF, sourceKey } from '../src/modules/admin-api/sign-in-throttle'
 import { REENTRY_BACKOFF } from '../src/modules/admin-api/password-reentry'
-import { sqliteOf } from './sqlite-of'
+import { dbRow, dbRows } from './sqlite-of'
 
 const OWNER = 'owner@example.com'
 const PASSWORD = 'owner password 1'
@@ -51,8 +51,8 @@ function as(w: World, s: Session, method: string, path: string, body?: unknown):
   return call(w.server.url, method, path, { body, headers: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'x-forwarded-for': HOME } })
 }
 
-const auditRows = (w: World, action: string) =>
-  sqliteOf(w.server.ctx).query('SELECT actor, target_id AS targetId, org_id AS orgId, data, ip FROM audit_log WHERE action = ? ORDER BY id').all(action) as {
+const auditRows = async (w: World, action: string) =>
+  (await dbRows(w.server.ctx, 'SELECT actor, target_id AS targetId, org_id AS orgId, data, ip FROM audit_log WHERE action = ? ORDER BY id', [action])) as {
     actor: string
     targetId: string
     orgId: string | null
@@ -241,8 +241,8 @@ describe('TOTP codes work once (RFC 6238 section 5.2)', () => {
     expect((await signIn(w, '192.0.2.52', PASSWORD, { totp: code(30_000) })).status).toBe(200)
   })
 
-  test('the step is kept in the database, so a restart does not forget it', () => {
-    const row = sqliteOf(w.server.ctx).query('SELECT totp_last_step AS step FROM admins WHERE email = ?').get(OWNER) as { step: number }
+  test('the step is kept in the database, so a restart does not forget it', async () => {
+    const row = (await dbRow(w.server.ctx, 'SELECT totp_last_step AS step FROM admins WHERE email = ?', [OWNER])) as { step: number }
     expect(row.step).toBe(Math.floor(w.clock.now() / 30_000) + 1)
   })
 })
@@ -264,7 +264,7 @@ describe('password re-entry', () => {
       const r = await as(w, s, 'POST', path, { password: `wrong ${i}` })
       expect([r.status, r.body.error.code]).toEqual([401, 'invalid_credentials'])
     }
-    const rows = auditRows(w, 'admin.password_reentry_failed')
+    const rows = await auditRows(w, 'admin.password_reentry_failed')
     expect(rows.length).toBe(REENTRY_BACKOFF.freeFailures)
     expect(rows.every((r) => JSON.parse(r.data).purpose === 'secret_reveal' && r.ip === HOME && r.orgId !== null)).toBe(true)
     expect(JSON.stringify(rows)).not.toContain('wrong 0')
@@ -284,7 +284,7 @@ describe('password re-entry', () => {
     const { secret } = (await as(w, s, 'POST', '/admin/api/me/totp/secret')).body
     const on = await as(w, s, 'PUT', '/admin/api/me/totp', { secret, code: totpCode(base32Decode(secret), w.clock.now()), password: 'not it either' })
     expect(on.status).toBe(401)
-    const purposes = auditRows(w, 'admin.password_reentry_failed').map((r) => JSON.parse(r.data).purpose)
+    const purposes = (await auditRows(w, 'admin.password_reentry_failed')).map((r) => JSON.parse(r.data).purpose)
     expect(purposes.slice(-2)).toEqual(['totp_disable', 'totp_enable'])
   })
 })

@@ -14,7 +14,8 @@ import { Logger } from '../src/core/logger'
 import { parseAgentOutput } from '../src/agent/presets'
 import { execCommand } from '../src/agent/exec'
 import { survivors } from './process-helpers'
-import { sqliteOf } from './sqlite-of'
+import { dbRow, dbRows, dbRun } from './sqlite-of'
+import { clusterEnv } from './cluster-env'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
@@ -85,8 +86,8 @@ function expectTimings(run: { timings: Record<string, number> }) {
 }
 
 /** Every place the token or master key could leak to. */
-function expectNoSecrets(s: Setup, ...texts: string[]) {
-  const all = [...s.logs, ...texts, JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM agent_runs').all()), JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM repo_connections').all())].join('\n')
+async function expectNoSecrets(s: Setup, ...texts: string[]): Promise<void> {
+  const all = [...s.logs, ...texts, JSON.stringify((await dbRows(s.srv.ctx, 'SELECT * FROM agent_runs'))), JSON.stringify((await dbRows(s.srv.ctx, 'SELECT * FROM repo_connections')))].join('\n')
   expect(all).not.toContain(TOKEN)
   expect(all).not.toContain(MASTER_KEY)
 }
@@ -133,7 +134,7 @@ describe('a run that opens a pull request (GitHub)', () => {
     // The workspace is removed afterwards, and none ever lived in the data dir.
     expect(readdirSync(s.srv.runner.workspaceDir)).toEqual([])
     expect(existsSync(join(s.srv.dataDir, 'workspaces'))).toBe(false)
-    expectNoSecrets(s, JSON.stringify(run), JSON.stringify(item))
+    await expectNoSecrets(s, JSON.stringify(run), JSON.stringify(item))
   })
 
   test('the token never appears in any git command line (a git wrapper records every argv)', async () => {
@@ -339,7 +340,7 @@ describe('failures', () => {
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/401 .*Bad credentials/)
     expect(run.error).not.toContain('ghp_wrong')
-    expectNoSecrets(s, JSON.stringify(run))
+    await expectNoSecrets(s, JSON.stringify(run))
   })
 
   test('the runs-per-day cap', async () => {
@@ -358,8 +359,8 @@ describe('failures', () => {
     expect(run.error).toMatch(/^cap reached: \$[\d.]+ spent this month \(limit \$0.01\)/)
   })
 
-  test('the token never appears in any log line, run record or error text', () => {
-    expectNoSecrets(s)
+  test('the token never appears in any log line, run record or error text', async () => {
+    await expectNoSecrets(s)
     expect(s.logs.some((l) => l.includes('agent run ended'))).toBe(true)
   })
 })
@@ -377,7 +378,7 @@ describe('hosts: Gitea and GitLab, drafts', () => {
         const post = s.stub.requests.find((r) => r.method === 'POST')!
         if (kind === 'gitea') expect(post.headers.authorization).toBe(`token ${TOKEN}`)
         else expect(post.headers['private-token']).toBe(TOKEN)
-        expectNoSecrets(s, JSON.stringify(run))
+        await expectNoSecrets(s, JSON.stringify(run))
       } finally {
         await teardown(s)
       }
@@ -436,24 +437,28 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     const s = await setup('github')
     const dataDir = s.srv.dataDir
     const now = Date.now()
-    sqliteOf(s.srv.ctx)
-      .query(`UPDATE feedback SET status = 'agent_running' WHERE id = ?`)
-      .run((await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Crash case: placeholder' } })).body.id)
-    const fid = (sqliteOf(s.srv.ctx).query("SELECT id FROM feedback WHERE status = 'agent_running'").get() as { id: string }).id
-    sqliteOf(s.srv.ctx)
-      .query("INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, started_at, created_at) VALUES (?, ?, ?, ?, 'command', 'running', ?, ?, ?, ?)")
-      .run('f'.repeat(24), s.t.orgId, s.t.appId, fid, `fixloop/${fid}`, JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }), now, now)
+    await dbRun(s.srv.ctx, `UPDATE feedback SET status = 'agent_running' WHERE id = ?`, [
+      (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Crash case: placeholder' } })).body.id,
+    ])
+    const fid = ((await dbRow(s.srv.ctx, "SELECT id FROM feedback WHERE status = 'agent_running'")) as { id: string }).id
+    await dbRun(
+      s.srv.ctx,
+      "INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, started_at, created_at) VALUES (?, ?, ?, ?, 'command', 'running', ?, ?, ?, ?)",
+      ['f'.repeat(24), s.t.orgId, s.t.appId, fid, `fixloop/${fid}`, JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }), now, now],
+    )
+    // The restarted node finds the same database: in PostgreSQL mode, the same one on the file's servers.
+    const dbEnv = s.srv.ctx.config.databaseUrl ? await clusterEnv(s.srv.ctx.config.databaseUrl) : {}
     await s.srv.stop()
     const { loadConfig } = await import('../src/config')
     const { startServer } = await import('../src/server')
-    const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
+    const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { ...dbEnv, FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
     try {
       // The reclaim at start is the runner's first turn (asynchronous: it may be on PostgreSQL).
       await again.runner.idle()
-      const run = sqliteOf(again.ctx).query('SELECT status, error FROM agent_runs WHERE id = ?').get('f'.repeat(24)) as { status: string; error: string }
+      const run = (await dbRow(again.ctx, 'SELECT status, error FROM agent_runs WHERE id = ?', ['f'.repeat(24)])) as { status: string; error: string }
       expect(run.status).toBe('failed')
       expect(run.error).toMatch(/^interrupted/)
-      const f = sqliteOf(again.ctx).query('SELECT status, failure_reason FROM feedback WHERE id = ?').get(fid) as { status: string; failure_reason: string }
+      const f = (await dbRow(again.ctx, 'SELECT status, failure_reason FROM feedback WHERE id = ?', [fid])) as { status: string; failure_reason: string }
       expect(f.status).toBe('failed')
       expect(f.failure_reason).toContain('interrupted')
     } finally {
@@ -491,9 +496,10 @@ describe('connect-repo rules', () => {
       const view = await connect(s)
       expect(JSON.stringify(view)).not.toContain(TOKEN)
       expect(view.hasHostToken).toBe(true)
-      const stored = JSON.stringify(sqliteOf(s.srv.ctx).query('SELECT * FROM repo_connections').all())
+      const stored = JSON.stringify((await dbRows(s.srv.ctx, 'SELECT * FROM repo_connections')))
       expect(stored).not.toContain(TOKEN)
-      expect(readFileSync(join(s.srv.dataDir, 'fixloop.db')).includes(Buffer.from(TOKEN))).toBe(false)
+      // The whole SQLite file too (PostgreSQL mode has no file: the stored row above is what it keeps).
+      if (s.srv.ctx.storage.dialect === 'sqlite') expect(readFileSync(join(s.srv.dataDir, 'fixloop.db')).includes(Buffer.from(TOKEN))).toBe(false)
       await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: `https://x:${TOKEN}@github.com/acme/shop.git`, host: 'github', hostToken: TOKEN })).rejects.toThrow(/must not carry credentials/)
       await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, host: 'github' })).rejects.toThrow(/needs an access token/)
       await expect(s.srv.services.connections.connect(s.t.orgId, s.t.appId, { gitUrl: s.bare, agent: 'command' })).rejects.toThrow(/needs --agent-command/)

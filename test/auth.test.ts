@@ -10,6 +10,8 @@ import { openDatabase } from '../src/db/sqlite/client'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { ReplyLog, expectEnvelope, expectRateLimited, runScenario, secretForms, userToken, type Scenario } from './helpers-auth'
 import { sqliteStorage } from '../src/db/sqlite/storage'
+import { pgStorage } from '../src/db/pg/storage'
+import { openPool } from '../src/db/pg/client-options'
 
 const FAKE_ID = 'ffffffffffffffffffffffff'
 const UNKNOWN_SK = 'sk_' + 'A'.repeat(43)
@@ -251,10 +253,12 @@ describe('sk routes refuse bad credentials', () => {
   })
 
   test('a key revoked and an App deleted from another connection (as the CLI does) are refused at once', async () => {
-    // The admin CLI is another process with its own SQLite connection: emulate it with a second one.
-    const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
+    // The admin CLI is another process with its own database connection: emulate it with a second one
+    // (a second pool in PostgreSQL mode).
+    const other = srv.ctx.config.databaseUrl ? pgStorage(openPool(srv.ctx.config.databaseUrl, 1)) : undefined
+    const file = other ? undefined : openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      const cli = createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db) })
+      const cli = createTenantsService({ ...srv.ctx, storage: other ?? sqliteStorage(file!.sqlite, file!.db) })
       const fresh = await cli.createKey(t.orgId, 'cli key')
       const app = await cli.createApp(t.orgId, { name: 'CLI app' })
       expect((await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })).status).toBe(200)
@@ -268,7 +272,8 @@ describe('sk routes refuse bad credentials', () => {
       expect(w.status).toBe(401)
       expectEnvelope(w, 'unknown_app')
     } finally {
-      sqlite.close()
+      file?.sqlite.close()
+      await other?.pool.end()
     }
   })
 

@@ -4,10 +4,10 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, eventually, runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { ensureBinary } from './helpers-lifecycle'
-import { appendEvent } from './events-helpers'
+import { appendEventBatchIn } from './events-helpers'
 import { SlackStub } from './slack-stub'
 import { newId } from '../src/core/ids'
-import { sqliteOf } from './sqlite-of'
+import { dbRow } from './sqlite-of'
 
 const TOKEN = 'xoxb-1234567890-abcdefghijkl'
 const SIGNING = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
@@ -51,7 +51,7 @@ describe('connecting Slack', () => {
     expect(r.body.commandPath).toBe(`/v1/chatops/slack/${connectionId}/commands`)
     expect(r.text).not.toContain(TOKEN)
     expect(r.text).not.toContain(SIGNING)
-    const row = JSON.stringify(sqliteOf(server.ctx).query('SELECT * FROM slack_connections WHERE id = ?').get(connectionId))
+    const row = JSON.stringify(await dbRow(server.ctx, 'SELECT * FROM slack_connections WHERE id = ?', [connectionId]))
     expect(row).not.toContain(TOKEN)
     expect(row).not.toContain(SIGNING)
     const list = await call(server.url, 'GET', '/v1/chatops/slack', { auth: a.key })
@@ -67,7 +67,8 @@ describe('posting to Slack', () => {
     const dup = newId()
     const run = newId()
     const other = newId()
-    const ev = (type: string, data: Record<string, unknown>) => appendEvent(sqliteOf(server.ctx), a.orgId, a.appId, type, data)
+    const batch: { orgId: string; appId: string | null; type: string; data: Record<string, unknown> }[] = []
+    const ev = (type: string, data: Record<string, unknown>) => batch.push({ orgId: a.orgId, appId: a.appId, type, data })
     ev('feedback.status_changed', { feedbackId: lead, from: 'received', to: 'sanitizing' }) // too early for a parent
     ev('feedback.status_changed', { feedbackId: lead, from: 'sanitized', to: 'awaiting_manual' })
     ev('feedback.duplicate_attached', { feedbackId: dup, leadFeedbackId: lead, duplicateCount: 1, manual: false })
@@ -75,7 +76,8 @@ describe('posting to Slack', () => {
     ev('agent_run.succeeded', { runId: run, feedbackId: lead, prUrl: 'https://git.example/acme/web/pull/7', branch: 'fixloop/x', costUsd: 0.1 })
     ev('feedback.status_changed', { feedbackId: lead, from: 'agent_running', to: 'pr_opened' })
     ev('feedback.status_changed', { feedbackId: other, from: 'sanitized', to: 'queued' })
-    appendEvent(sqliteOf(server.ctx), b.orgId, b.appId, 'feedback.status_changed', { feedbackId: newId(), from: 'sanitized', to: 'queued' })
+    batch.push({ orgId: b.orgId, appId: b.appId, type: 'feedback.status_changed', data: { feedbackId: newId(), from: 'sanitized', to: 'queued' } })
+    await appendEventBatchIn(server.ctx, batch)
     await server.hub.check()
     await eventually(() => slack.parents('C0TRIAGE').length === 2 && slack.parents('C0TRIAGE')[0].text.includes('pr_opened'), 20_000)
     await server.slack.idle()
@@ -95,7 +97,9 @@ describe('posting to Slack', () => {
     // Org B has no connection: nothing of it reached Slack.
     expect(slack.messages.length).toBe(2 + thread.length)
     // A lead merged by hand into another: its own parent now points at the new lead.
+    batch.length = 0
     ev('feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 2, manual: true })
+    await appendEventBatchIn(server.ctx, batch)
     await server.hub.check()
     await eventually(() => second.text.includes('merged into') && parent.text.includes('2 duplicates'), 10_000)
     expect(second.text).toContain(lead)

@@ -9,7 +9,7 @@ import { createAdminsService } from '../src/modules/admins/service'
 import { totpCode, base32Decode } from '../src/modules/admins/totp'
 import { SCAN_WINDOW } from '../src/modules/admin-api/inbox-repo'
 import { SIGN_IN_BACKOFF } from '../src/modules/admin-api/sign-in-throttle'
-import { sqliteOf } from './sqlite-of'
+import { dbRun, sqliteOf } from './sqlite-of'
 
 let server: TestServer
 let acme: Tenant
@@ -311,14 +311,25 @@ describe('inbox', () => {
   test('a filtered request reads at most one window of rows; the cursor continues the scan', async () => {
     const third = await seedTenant(server.admin, {}, 'Third')
     const s = owner
-    const insert = sqliteOf(server.ctx).query(
-      "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at) VALUES (?, ?, ?, 'awaiting_manual', ?, 'public', '{}', 0, 0)",
-    )
     const n = SCAN_WINDOW + 100
-    sqliteOf(server.ctx).transaction(() => {
-      // The needle is the oldest row: below the first window of newest rows.
-      for (let i = 0; i < n; i++) insert.run('60000000' + (i + 1).toString(16).padStart(16, '0'), third.orgId, third.appId, i === 0 ? 'needle in a haystack' : 'hay')
-    })()
+    // The needle is the oldest row: below the first window of newest rows.
+    const ids = Array.from({ length: n }, (_, i) => '60000000' + (i + 1).toString(16).padStart(16, '0'))
+    const texts = ids.map((_, i) => (i === 0 ? 'needle in a haystack' : 'hay'))
+    if (server.ctx.storage.dialect === 'pg') {
+      await dbRun(
+        server.ctx,
+        "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at) SELECT id, ?, ?, 'awaiting_manual', text, 'public', '{}', 0, 0 FROM unnest(?::text[], ?::text[]) AS r(id, text)",
+        [third.orgId, third.appId, ids, texts],
+      )
+    } else {
+      const sqlite = sqliteOf(server.ctx)
+      const insert = sqlite.query(
+        "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at) VALUES (?, ?, ?, 'awaiting_manual', ?, 'public', '{}', 0, 0)",
+      )
+      sqlite.transaction(() => {
+        for (let i = 0; i < n; i++) insert.run(ids[i], third.orgId, third.appId, texts[i])
+      })()
+    }
     const first = (await as(s, 'GET', `/admin/api/orgs/${third.orgId}/inbox?folder=all&q=needle`)).body
     expect(first.data).toEqual([])
     expect(first.nextCursor).toMatch(/^[0-9a-f]{24}$/)

@@ -10,6 +10,7 @@ import { ensureBinary } from './helpers-lifecycle'
 import { SseClient } from './events-helpers'
 import { Receiver } from './webhook-receiver'
 import { SlackStub } from './slack-stub'
+import { TEST_DIALECT, clusterEnv } from './cluster-env'
 
 type Ev = { id: string; seq: number; type: string; data: Record<string, string> }
 
@@ -90,7 +91,9 @@ describe('kill -9 during a burst of submissions (compiled binary)', () => {
   test('every event of the feed is delivered at least once; the feed is exact', async () => {
     ensureBinary()
     const dir = tempDir()
-    const env = { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_WEBHOOK_RETRY_SCALE: '0.001', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }
+    // The CLI and both servers share one database: the data dir's file, or in PostgreSQL mode one fresh database.
+    const dbEnv = TEST_DIALECT === 'pg' ? await clusterEnv() : {}
+    const env = { ...dbEnv, FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_WEBHOOK_RETRY_SCALE: '0.001', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' }
     const rx = new Receiver()
     try {
       const cli = async (...args: string[]) => JSON.parse((await runBinary([...args, '--data-dir', dir, '--json'], env)).stdout)

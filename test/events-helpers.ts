@@ -6,6 +6,8 @@ import type { Database } from 'bun:sqlite'
 import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock, type Clock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
+import { appendEventPg } from '../src/db/pg/outbox'
+import type { Context } from '../src/context'
 
 /** Appends `n` feedback.status_changed events for an Org, each in its own transaction; returns their seqs. `clock` stamps them (ids and created_at). */
 export function appendEvents(
@@ -25,6 +27,43 @@ export function appendEvents(
     seqs.push(sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never)).immediate())
   }
   return seqs
+}
+
+/**
+ * `appendEvents` on whichever storage the server runs. SQLite appends them one transaction each, all in
+ * one synchronous stretch (no reader runs in between); PostgreSQL appends them in one transaction, so
+ * there too no reader sees only some of them.
+ */
+export async function appendEventsIn(
+  ctx: Pick<Context, 'storage'>,
+  orgId: string,
+  appId: string | null,
+  n: number,
+  type: 'feedback.status_changed' | 'feedback.received' = 'feedback.status_changed',
+  clock: Clock = systemClock,
+): Promise<number[]> {
+  const storage = ctx.storage
+  if (storage.dialect === 'sqlite') return appendEvents(storage.sqlite, orgId, appId, n, type, clock)
+  if (n === 0) return []
+  // As appendEventPg (src/db/pg/outbox.ts) n times, in two statements: the Org's counter raised by n, then
+  // every row at once (the slow-reader test appends 20,000).
+  const datas = Array.from({ length: n }, () =>
+    type === 'feedback.received' ? { feedbackId: newId(), status: 'received' } : { feedbackId: newId(), from: 'sanitized', to: 'queued' },
+  )
+  return storage.tx(async (client) => {
+    const { rows } = await client.query<{ last_seq: number }>(
+      `INSERT INTO event_counters (org_id, last_seq) VALUES ($1, $2)
+       ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + $2 RETURNING last_seq`,
+      [orgId, n],
+    )
+    const seqs = Array.from({ length: n }, (_, i) => rows[0].last_seq - n + 1 + i)
+    await client.query(
+      `INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
+       SELECT id, $1, $2, seq, $3, data, $4, feedback_id FROM unnest($5::text[], $6::bigint[], $7::text[], $8::text[]) AS r(id, seq, data, feedback_id)`,
+      [orgId, appId, type, clock.now(), datas.map(() => newId(clock)), seqs, datas.map((d) => JSON.stringify(d)), datas.map((d) => d.feedbackId)],
+    )
+    return seqs
+  })
 }
 
 export interface SseMessage {
@@ -107,6 +146,21 @@ export class SseClient {
 }
 
 /** Appends one event of any type with the given payload (as the lifecycle would), returns its seq. */
+/**
+ * `appendEvent` for each of `events` on whichever storage the server runs. On SQLite each is its own
+ * transaction, all in one synchronous stretch; on PostgreSQL they share one transaction, so there too no
+ * poll of the hub sees only some of them.
+ */
+export async function appendEventBatchIn(ctx: Pick<Context, 'storage'>, events: { orgId: string; appId: string | null; type: string; data: Record<string, unknown> }[]): Promise<number[]> {
+  const storage = ctx.storage
+  if (storage.dialect === 'sqlite') return events.map((e) => appendEvent(storage.sqlite, e.orgId, e.appId, e.type, e.data))
+  return storage.tx(async (client) => {
+    const seqs: number[] = []
+    for (const e of events) seqs.push(await appendEventPg(client, systemClock, e as never))
+    return seqs
+  })
+}
+
 export function appendEvent(sqlite: Database, orgId: string, appId: string | null, type: string, data: Record<string, unknown>): number {
   const outbox = createOutbox(sqlite, systemClock)
   return sqlite.transaction(() => outbox.append({ orgId, appId, type, data } as never))()

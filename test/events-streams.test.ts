@@ -8,14 +8,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
-import { appendEvents, SseClient } from './events-helpers'
+import { appendEvents, appendEventsIn, SseClient } from './events-helpers'
 import { applyMigrations } from '../src/db/sqlite/migrate'
 import { EventHub } from '../src/modules/events/hub'
 import { createEventsRepo, type EventsRepo } from '../src/modules/events/repo'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { openEventStream } from '../src/modules/events/stream'
 import { createAdminsService } from '../src/modules/admins/service'
-import { sqliteOf } from './sqlite-of'
 
 const CAP = 3
 let server: TestServer
@@ -85,7 +84,7 @@ describe('many streams while events flow', () => {
     // B's key opens up to CAP streams: more keys of the same Org carry the rest.
     const keys = await Promise.all(Array.from({ length: 4 }, async () => (await server.admin.createKey(b.orgId, 'streams')).key))
     const head = (await call(server.url, 'GET', '/v1/events?limit=1&types=webhook.test', { auth: b.key })).body.nextAfter as number
-    const backlog = appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, 900)
+    const backlog = await appendEventsIn(server.ctx, b.orgId, b.appId, 900)
     const open = (key: string, query: string) => SseClient.open(`${server.url}/v1/events/stream?${query}`, key)
     // Behind by 900 events, and caught up (after = the head once the backlog is written).
     const behind = await Promise.all([open(keys[0], `after=${head}`), open(keys[0], `after=${head}`), open(keys[1], `after=${head}`)])
@@ -96,8 +95,8 @@ describe('many streams while events flow', () => {
     let late: SseClient[] = []
     // Bursts above the shared page (and above 256 a tick), between small ones, for a bounded number of rounds.
     for (let round = 0; round < 8; round++) {
-      flowing.push(...appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, round % 2 === 0 ? 450 : 7))
-      if (round === 3) received.push(...appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, 5, 'feedback.received'))
+      flowing.push(...await appendEventsIn(server.ctx, b.orgId, b.appId, round % 2 === 0 ? 450 : 7))
+      if (round === 3) received.push(...await appendEventsIn(server.ctx, b.orgId, b.appId, 5, 'feedback.received'))
       // Two streams join mid-flow from the start of the flow (they are behind while events keep coming).
       if (round === 4) late = await Promise.all([open(keys[3], `after=${backlog.at(-1)}`), open(keys[3], `after=${backlog.at(-1)}`)])
       await Bun.sleep(round % 3 === 0 ? 0 : 60)

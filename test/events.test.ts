@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { appendEvents, SseClient } from './events-helpers'
+import { appendEventsIn, SseClient } from './events-helpers'
 import { purgeExpired } from '../src/modules/events/retention'
 import { ManualClock } from '../src/core/clock'
-import { sqliteOf } from './sqlite-of'
 
 let server: TestServer
 let a: Tenant
@@ -18,8 +17,8 @@ afterAll(() => server.close())
 
 describe('GET /v1/events (pull feed)', () => {
   test('pages by seq with the documented shape, oldest first, tenant-scoped', async () => {
-    const seqs = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 5)
-    appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, 3)
+    const seqs = await appendEventsIn(server.ctx, a.orgId, a.appId, 5)
+    await appendEventsIn(server.ctx, b.orgId, b.appId, 3)
     const r = await call(server.url, 'GET', '/v1/events?limit=3', { auth: a.key })
     expect(r.status).toBe(200)
     expect(r.body.data.map((e: { seq: number }) => e.seq)).toEqual(seqs.slice(0, 3))
@@ -40,8 +39,8 @@ describe('GET /v1/events (pull feed)', () => {
 
   test('filters by types and appId; nextAfter skips past what the filter excluded', async () => {
     const before = (await call(server.url, 'GET', '/v1/events?limit=500', { auth: a.key })).body.nextAfter
-    appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 2, 'feedback.received')
-    appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 2)
+    await appendEventsIn(server.ctx, a.orgId, a.appId, 2, 'feedback.received')
+    await appendEventsIn(server.ctx, a.orgId, a.appId, 2)
     const r = await call(server.url, 'GET', `/v1/events?after=${before}&types=feedback.received`, { auth: a.key })
     expect(r.body.data.map((e: { type: string }) => e.type)).toEqual(['feedback.received', 'feedback.received'])
     expect(r.body.nextAfter).toBe(before + 4)
@@ -59,7 +58,7 @@ describe('GET /v1/events (pull feed)', () => {
     let written = 0
     const writer = (async () => {
       while (writing && written < 600) {
-        appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 3)
+        await appendEventsIn(server.ctx, a.orgId, a.appId, 3)
         written += 3
         await Bun.sleep(0)
       }
@@ -104,23 +103,23 @@ describe('GET /v1/events (pull feed)', () => {
 
   test('retention purges old events; seq keeps rising', async () => {
     // Stamped 31 days ago (their ids carry the creation second too, and retention ranges on them).
-    const old = appendEvents(sqliteOf(server.ctx), b.orgId, null, 2, 'feedback.status_changed', new ManualClock(Date.now() - 31 * 86400_000))
+    const old = await appendEventsIn(server.ctx, b.orgId, null, 2, 'feedback.status_changed', new ManualClock(Date.now() - 31 * 86400_000))
     const purged = await purgeExpired(server.ctx)
     expect(purged.events).toBe(2)
     const r = await call(server.url, 'GET', '/v1/events?limit=500', { auth: b.key })
     expect(r.body.data.map((e: { seq: number }) => e.seq)).not.toContain(old[0])
-    expect(appendEvents(sqliteOf(server.ctx), b.orgId, null, 1)[0]).toBe(old[1] + 1)
+    expect((await appendEventsIn(server.ctx, b.orgId, null, 1))[0]).toBe(old[1] + 1)
   })
 })
 
 describe('GET /v1/events/stream (SSE)', () => {
   test('replays after `after`, then streams new events live with id = seq; heartbeats come', async () => {
-    const c = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 1)[0]
+    const c = (await appendEventsIn(server.ctx, a.orgId, a.appId, 1))[0]
     const s = await SseClient.open(`${server.url}/v1/events/stream?after=${c - 1}`, a.key)
     expect(s.status).toBe(200)
     await eventually(() => s.messages.length === 1)
     expect(s.seqs).toEqual([c])
-    const more = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 3)
+    const more = await appendEventsIn(server.ctx, a.orgId, a.appId, 3)
     await eventually(() => s.messages.length === 4)
     expect(s.seqs).toEqual([c, ...more])
     const ev = JSON.parse(s.messages[1].data!)
@@ -131,15 +130,15 @@ describe('GET /v1/events/stream (SSE)', () => {
   })
 
   test('Last-Event-ID wins over after and resumes exactly; filters apply; Org B never sees A', async () => {
-    const seqs = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 4)
+    const seqs = await appendEventsIn(server.ctx, a.orgId, a.appId, 4)
     const s = await SseClient.open(`${server.url}/v1/events/stream?after=0`, a.key, { 'last-event-id': String(seqs[1]) })
     await eventually(() => s.messages.length >= 2)
     expect(s.seqs.slice(0, 2)).toEqual([seqs[2], seqs[3]])
     await s.close()
     const sb = await SseClient.open(`${server.url}/v1/events/stream?types=feedback.received`, b.key)
-    appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 2, 'feedback.received')
-    appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, 2)
-    const bs = appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, 1, 'feedback.received')
+    await appendEventsIn(server.ctx, a.orgId, a.appId, 2, 'feedback.received')
+    await appendEventsIn(server.ctx, b.orgId, b.appId, 2)
+    const bs = await appendEventsIn(server.ctx, b.orgId, b.appId, 1, 'feedback.received')
     await eventually(() => sb.messages.some((m) => Number(m.id) === bs[0]))
     expect(sb.messages.every((m) => m.event === 'feedback.received' && JSON.parse(m.data!).appId === b.appId)).toBe(true)
     await sb.close()
@@ -165,10 +164,10 @@ describe('many streams at once', () => {
     const all = await Promise.all(Array.from({ length: 5 }, () => SseClient.open(`${server.url}/v1/events/stream?after=${start}`, a.key)))
     const received = await SseClient.open(`${server.url}/v1/events/stream?after=${start}&types=feedback.received`, a.key)
     await Bun.sleep(200)
-    const small = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 40)
+    const small = await appendEventsIn(server.ctx, a.orgId, a.appId, 40)
     await Bun.sleep(150)
-    const big = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 700)
-    const rec = appendEvents(sqliteOf(server.ctx), a.orgId, a.appId, 3, 'feedback.received')
+    const big = await appendEventsIn(server.ctx, a.orgId, a.appId, 700)
+    const rec = await appendEventsIn(server.ctx, a.orgId, a.appId, 3, 'feedback.received')
     const want = [...small, ...big, ...rec]
     await eventually(() => all.every((c) => c.messages.length >= want.length) && received.messages.length >= 3, 15_000)
     await Bun.sleep(200)
@@ -191,7 +190,7 @@ describe('a slow SSE reader', () => {
     await eventually(() => Buffer.concat(chunks).toString().includes('connected'))
     sock.pause() // stop reading: kernel buffers fill, then the server's small queue
     const total = 20_000 // ~6 MB of events, far beyond the socket buffers and the 64 KB queue
-    appendEvents(sqliteOf(server.ctx), b.orgId, b.appId, total)
+    await appendEventsIn(server.ctx, b.orgId, b.appId, total)
     await server.hub.check()
     await Bun.sleep(500)
     sock.resume()

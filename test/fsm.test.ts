@@ -5,8 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { CUSTOMER_TARGETS, FEEDBACK_STATUSES, TERMINAL_STATUSES, canCustomerMove, canSystemMove, isFeedbackStatus, type FeedbackStatus } from '../src/core/fsm'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { feedbackRow, forceStatus, markDuplicate, patchStatus, submit } from './helpers-lifecycle'
-import { sqliteOf } from './sqlite-of'
+import { feedbackRowIn, forceStatusIn, markDuplicateIn, patchStatus, submit } from './helpers-lifecycle'
 
 /** Written out from the spec (part 3) and DESIGN.md, not copied from the module under test. */
 const CUSTOMER_EXPECTED: Record<'queued' | 'archived', FeedbackStatus[]> = {
@@ -97,17 +96,17 @@ describe('PATCH /v1/feedback/:id', () => {
   async function newItem(status?: FeedbackStatus): Promise<string> {
     const r = await submit(srv.url, t.pub, { text: 'The save button does nothing' })
     expect(r.status).toBe(201)
-    if (status && status !== 'received') forceStatus(sqliteOf(srv.ctx), r.body.id, status)
+    if (status && status !== 'received') await forceStatusIn(srv.ctx, r.body.id, status)
     return r.body.id
   }
 
   test('awaiting_manual → queued: 200 {id, status: queued}, stored with a new version', async () => {
     const id = await newItem('awaiting_manual')
-    const before = feedbackRow(sqliteOf(srv.ctx), id)
+    const before = (await feedbackRowIn(srv.ctx, id))
     const r = await patchStatus(srv.url, t.key, id, 'queued')
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ id, status: 'queued' })
-    const after = feedbackRow(sqliteOf(srv.ctx), id)
+    const after = (await feedbackRowIn(srv.ctx, id))
     expect(after.status).toBe('queued')
     expect(after.version).toBe(before.version + 1)
     const g = await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
@@ -123,7 +122,7 @@ describe('PATCH /v1/feedback/:id', () => {
     expect(second.status).toBe(409)
     expect(second.body.error.code).toBe('invalid_transition')
     expect(second.body.error.details).toEqual({ from: 'archived', to: 'archived' })
-    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('archived')
+    expect((await feedbackRowIn(srv.ctx, id)).status).toBe('archived')
   })
 
   // Every state × every customer target, over HTTP: the server enforces exactly the table above.
@@ -132,9 +131,9 @@ describe('PATCH /v1/feedback/:id', () => {
       const allowed = CUSTOMER_EXPECTED[to].includes(from)
       test(`HTTP ${from} → ${to}: ${allowed ? '200' : '409 invalid_transition'}`, async () => {
         const id = await newItem(from)
-        const version = feedbackRow(sqliteOf(srv.ctx), id).version
+        const version = (await feedbackRowIn(srv.ctx, id)).version
         const r = await patchStatus(srv.url, t.key, id, to)
-        const row = feedbackRow(sqliteOf(srv.ctx), id)
+        const row = (await feedbackRowIn(srv.ctx, id))
         if (allowed) {
           expect(r.status).toBe(200)
           expect(r.body).toEqual({ id, status: to })
@@ -154,14 +153,14 @@ describe('PATCH /v1/feedback/:id', () => {
   test('a clustered duplicate cannot be patched: 409 invalid_target with details.leadFeedbackId', async () => {
     const lead = await newItem('awaiting_manual')
     const dup = await newItem('awaiting_manual')
-    markDuplicate(sqliteOf(srv.ctx), dup, lead)
+    await markDuplicateIn(srv.ctx, dup, lead)
     for (const to of ['queued', 'archived']) {
       const r = await patchStatus(srv.url, t.key, dup, to)
       expect(r.status).toBe(409)
       expect(r.body.error.code).toBe('invalid_target')
       expect(r.body.error.details.leadFeedbackId).toBe(lead)
     }
-    expect(feedbackRow(sqliteOf(srv.ctx), dup).status).toBe('awaiting_manual')
+    expect((await feedbackRowIn(srv.ctx, dup)).status).toBe('awaiting_manual')
     // The lead itself is patchable.
     expect((await patchStatus(srv.url, t.key, lead, 'queued')).status).toBe(200)
   })
@@ -182,6 +181,6 @@ describe('PATCH /v1/feedback/:id', () => {
       expect({ name: c.name, status: r.status, code: r.body?.error?.code }).toEqual({ name: c.name, status: c.status, code: c.code })
     }
     // None of them changed the row.
-    expect(feedbackRow(sqliteOf(srv.ctx), id).status).toBe('awaiting_manual')
+    expect((await feedbackRowIn(srv.ctx, id)).status).toBe('awaiting_manual')
   })
 })

@@ -9,7 +9,7 @@ import { ManualClock } from '../src/core/clock'
 import { CHARS_PER_TOKEN, extraTokens } from '../src/modules/feedback/submit-cost'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { expectRateLimited } from './helpers-auth'
-import { sqliteOf } from './sqlite-of'
+import { dbRow } from './sqlite-of'
 
 const clock = new ManualClock(Date.UTC(2025, 5, 1, 9, 0, 0))
 let srv: TestServer
@@ -28,7 +28,7 @@ const HEAVY = {
 }
 const NORMAL = { text: 'The checkout button does nothing', consoleLogs: [{ level: 'error', message: 'TypeError: x is undefined', ts: 1 }] }
 const post = (ip: string, body: object) => call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, headers: { 'x-forwarded-for': ip }, body })
-const stored = (): number => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM feedback').get() as { n: number }).n
+const stored = async (): Promise<number> => (await dbRow<{ n: number }>(srv.ctx, 'SELECT COUNT(*) AS n FROM feedback'))!.n
 
 /** 32 console messages of 1,000 characters after one of `first`. */
 const consoleOf = (first: number) => Array.from({ length: 33 }, (_, i) => ({ level: 'log', message: 'z'.repeat(i === 0 ? first : 1000), ts: i }))
@@ -52,10 +52,10 @@ describe('the cost of a submission', () => {
 describe('heavy reports take more of the public bucket (60 tokens, 1 a second)', () => {
   test('three reports at every limit pass, the fourth is 429 with a Retry-After after which it passes', async () => {
     for (let i = 0; i < 3; i++) expect((await post('203.0.113.10', HEAVY)).status).toBe(201)
-    const before = stored()
+    const before = await stored()
     // 60 - 3 × 16 = 12 tokens: the request's first token leaves 11, and it needs 15 more.
     const retry = expectRateLimited(await post('203.0.113.10', HEAVY))
-    expect(stored()).toBe(before)
+    expect(await stored()).toBe(before)
     // The retry needs 16 with 11 in the bucket: 5 s at 1 token a second.
     expect(retry).toBe(5)
     clock.advance((retry - 1) * 1000)

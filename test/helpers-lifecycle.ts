@@ -8,6 +8,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { BINARY, ROOT, call, runBinary, tempDir, type Reply } from './harness'
+import { dbRows, dbRun } from './sqlite-of'
+import type { Context } from '../src/context'
 
 /** Builds dist/fixloop when it is missing (the CLI and crash tests need the real executable). */
 export function ensureBinary(): void {
@@ -41,6 +43,13 @@ export function feedbackRow(sqlite: Database, id: string): FeedbackDbRow {
   return row
 }
 
+/** `feedbackRow` on whichever storage the server runs (SQLite or PostgreSQL). */
+export async function feedbackRowIn(ctx: Pick<Context, 'storage'>, id: string): Promise<FeedbackDbRow> {
+  const row = (await dbRows<FeedbackDbRow>(ctx, 'SELECT * FROM feedback WHERE id = ?', [id]))[0]
+  if (!row) throw new Error(`no feedback row ${id}`)
+  return row
+}
+
 /** Puts an item into a status directly, as another writer (or an earlier crash) would have left it. */
 export function forceStatus(sqlite: Database, id: string, status: string): void {
   const changes = sqlite.query('UPDATE feedback SET status = ?, version = version + 1 WHERE id = ?').run(status, id).changes
@@ -51,6 +60,18 @@ export function forceStatus(sqlite: Database, id: string, status: string): void 
 export function markDuplicate(sqlite: Database, id: string, leadId: string): void {
   sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1 WHERE id = ?').run(leadId, id)
   sqlite.query('UPDATE feedback SET duplicate_count = duplicate_count + 1 WHERE id = ?').run(leadId)
+}
+
+/** `forceStatus` on whichever storage the server runs (SQLite or PostgreSQL). */
+export async function forceStatusIn(ctx: Pick<Context, 'storage'>, id: string, status: string): Promise<void> {
+  const rows = await dbRows(ctx, 'UPDATE feedback SET status = ?, version = version + 1 WHERE id = ? RETURNING id', [status, id])
+  if (rows.length !== 1) throw new Error(`no feedback row ${id}`)
+}
+
+/** `markDuplicate` on whichever storage the server runs (SQLite or PostgreSQL). */
+export async function markDuplicateIn(ctx: Pick<Context, 'storage'>, id: string, leadId: string): Promise<void> {
+  await dbRun(ctx, 'UPDATE feedback SET duplicate_of_id = ?, version = version + 1 WHERE id = ?', [leadId, id])
+  await dbRun(ctx, 'UPDATE feedback SET duplicate_count = duplicate_count + 1 WHERE id = ?', [leadId])
 }
 
 export function jobsFor(sqlite: Database, feedbackId: string): { id: number; run_after: number; lease_until: number | null; attempts: number; last_error: string | null }[] {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { readFileSync } from 'node:fs'
 import { runBinary, spawnServer, tempDir } from './harness'
+import { TEST_DIALECT, clusterEnv } from './cluster-env'
 
 let base: string
 let pid: number
@@ -15,22 +16,25 @@ let pub: string
 let key: string
 let appId: string
 let feedbackId: string
+/** The CLI and the server share one database: the data dir's SQLite file, or in PostgreSQL mode a fresh database. */
+let dbEnv: Record<string, string> = {}
 
 async function cli(dataDir: string, args: string[]) {
-  const r = await runBinary([...args, '--data-dir', dataDir, '--json'])
+  const r = await runBinary([...args, '--data-dir', dataDir, '--json'], dbEnv)
   if (r.code !== 0) throw new Error(r.stderr)
   return JSON.parse(r.stdout)
 }
 
 beforeAll(async () => {
   const dataDir = tempDir()
+  if (TEST_DIALECT === 'pg') dbEnv = await clusterEnv()
   const org = await cli(dataDir, ['org', 'create', '--name', 'Hostile'])
   key = (await cli(dataDir, ['key', 'create', '--org', org.id])).key
   const app = await cli(dataDir, ['app', 'create', '--org', org.id, '--name', 'Target'])
   pub = app.publicKey
   appId = app.id
   // NODE_ENV must not switch the binary out of production mode.
-  const server = await spawnServer(dataDir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', NODE_ENV: 'development' })
+  const server = await spawnServer(dataDir, { ...dbEnv, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', NODE_ENV: 'development' })
   base = server.url
   pid = server.proc.pid
   stop = server.stop

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { userToken } from './helpers-auth'
-import { sqliteOf } from './sqlite-of'
+import { dbRow, dbRows } from './sqlite-of'
 
 let srv: TestServer
 let t: Tenant
@@ -18,14 +18,14 @@ beforeAll(async () => {
 })
 afterAll(() => srv.close())
 
-const rows = (): number => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?').get(t.appId) as { n: number }).n
+const rows = async (): Promise<number> => (await dbRow<{ n: number }>(srv.ctx, 'SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?', [t.appId]))!.n
 const replayed = (r: Reply) => r.headers.get('idempotent-replayed') === 'true'
 const post = (headers: Record<string, string>, body: Record<string, unknown> = { text: 'The save button does nothing' }) =>
   call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body, headers: { 'idempotency-key': 'save-1', ...headers } })
 
 describe('public mode: scoped by client address', () => {
   test('two clients, same key and body: two reports; each client retry is a replay of its own', async () => {
-    const before = rows()
+    const before = await rows()
     const a = await post({ 'x-forwarded-for': '198.51.100.7' })
     const b = await post({ 'x-forwarded-for': '198.51.100.8' })
     expect([a.status, b.status]).toEqual([201, 201])
@@ -34,7 +34,7 @@ describe('public mode: scoped by client address', () => {
     const aAgain = await post({ 'x-forwarded-for': '198.51.100.7' })
     expect(replayed(aAgain)).toBe(true)
     expect(aAgain.body.id).toBe(a.body.id)
-    expect(rows()).toBe(before + 2)
+    expect(await rows()).toBe(before + 2)
   })
 
   test("another client's different body under the same key is not idempotency_key_reused", async () => {
@@ -49,7 +49,7 @@ describe('public mode: scoped by client address', () => {
 
 describe('private mode: scoped by the token sub', () => {
   test('two users from one address, same key and body: two reports; a user retry is a replay', async () => {
-    const before = rows()
+    const before = await rows()
     const alice = { 'x-service-user-token': await userToken(t.secret, t.appId, 'alice'), 'x-forwarded-for': '192.0.2.10' }
     const bob = { 'x-service-user-token': await userToken(t.secret, t.appId, 'bob'), 'x-forwarded-for': '192.0.2.10' }
     const a = await post(alice)
@@ -59,11 +59,11 @@ describe('private mode: scoped by the token sub', () => {
     const bAgain = await post({ ...bob, 'x-forwarded-for': '192.0.2.99' })
     expect(replayed(bAgain)).toBe(true)
     expect(bAgain.body.id).toBe(b.body.id)
-    expect(rows()).toBe(before + 2)
+    expect(await rows()).toBe(before + 2)
   })
 
-  test('the stored key does not hold the client address', () => {
-    const keys = sqliteOf(srv.ctx).query('SELECT key FROM idempotency_keys').all() as { key: string }[]
+  test('the stored key does not hold the client address', async () => {
+    const keys = await dbRows<{ key: string }>(srv.ctx, 'SELECT key FROM idempotency_keys')
     expect(keys.length).toBeGreaterThan(0)
     for (const { key } of keys) expect(key).not.toContain('198.51.100')
   })

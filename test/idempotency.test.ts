@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../src/core/clock'
 import { seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { submit } from './helpers-lifecycle'
-import { sqliteOf } from './sqlite-of'
+import { dbRow } from './sqlite-of'
 
 const DAY_MS = 24 * 3600 * 1000
 const clock = new ManualClock(Date.UTC(2025, 2, 1, 9, 0, 0))
@@ -21,13 +21,13 @@ beforeAll(async () => {
 })
 afterAll(() => srv.close())
 
-const rowsOf = (appId: string): number => (sqliteOf(srv.ctx).query('SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?').get(appId) as { n: number }).n
+const rowsOf = async (appId: string): Promise<number> => (await dbRow<{ n: number }>(srv.ctx, 'SELECT COUNT(*) AS n FROM feedback WHERE app_id = ?', [appId]))!.n
 const withKey = (key: string) => ({ 'idempotency-key': key })
 const replayed = (r: Reply) => r.headers.get('idempotent-replayed')
 
 describe('Idempotency-Key', () => {
   test('same key and body: the same 201 body, one row, Idempotent-Replayed: true on the retry', async () => {
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const body = { text: 'Retry me', severity: 'high' }
     const first = await submit(srv.url, t.pub, body, withKey('retry-1'))
     expect(first.status).toBe(201)
@@ -38,21 +38,21 @@ describe('Idempotency-Key', () => {
     expect(replayed(second)).toBe('true')
     const third = await submit(srv.url, t.pub, body, withKey('retry-1'))
     expect(third.body).toEqual(first.body)
-    expect(rowsOf(t.appId)).toBe(before + 1)
+    expect(await rowsOf(t.appId)).toBe(before + 1)
     // A request without a key is never deduplicated.
     const plain = await submit(srv.url, t.pub, body)
     expect(plain.body.id).not.toBe(first.body.id)
-    expect(rowsOf(t.appId)).toBe(before + 2)
+    expect(await rowsOf(t.appId)).toBe(before + 2)
   })
 
   test('same key, different body: 409 idempotency_key_reused, nothing stored', async () => {
     const first = await submit(srv.url, t.pub, { text: 'original' }, withKey('reuse-1'))
     expect(first.status).toBe(201)
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const other = await submit(srv.url, t.pub, { text: 'something else' }, withKey('reuse-1'))
     expect(other.status).toBe(409)
     expect(other.body.error.code).toBe('idempotency_key_reused')
-    expect(rowsOf(t.appId)).toBe(before)
+    expect(await rowsOf(t.appId)).toBe(before)
     // The key still answers for the original body.
     const again = await submit(srv.url, t.pub, { text: 'original' }, withKey('reuse-1'))
     expect(again.body).toEqual(first.body)
@@ -73,21 +73,21 @@ describe('Idempotency-Key', () => {
   })
 
   test('20 concurrent identical requests with one key: exactly one row, every response the same id', async () => {
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const body = { text: 'double-click storm' }
     const replies = await Promise.all(Array.from({ length: 20 }, () => submit(srv.url, t.pub, body, withKey('storm-1'))))
     expect(replies.map((r) => r.status)).toEqual(Array(20).fill(201))
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1)
     expect(replies.filter((r) => replayed(r) === null)).toHaveLength(1)
-    expect(rowsOf(t.appId)).toBe(before + 1)
+    expect(await rowsOf(t.appId)).toBe(before + 1)
   })
 
   test('concurrent requests with one key but two bodies: one row; the losers are replays or 409', async () => {
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, i) => submit(srv.url, t.pub, { text: i % 2 ? 'body A' : 'body B' }, withKey('storm-2'))),
     )
-    expect(rowsOf(t.appId)).toBe(before + 1)
+    expect(await rowsOf(t.appId)).toBe(before + 1)
     const ok = replies.filter((r) => r.status === 201)
     const refused = replies.filter((r) => r.status === 409)
     expect(ok.length + refused.length).toBe(20)
@@ -97,10 +97,10 @@ describe('Idempotency-Key', () => {
   })
 
   test('20 concurrent requests with 20 keys: 20 rows', async () => {
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => submit(srv.url, t.pub, { text: 'same text' }, withKey(`many-${i}`))))
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(20)
-    expect(rowsOf(t.appId)).toBe(before + 20)
+    expect(await rowsOf(t.appId)).toBe(before + 20)
   })
 
   test('after 24 h the key is forgotten', async () => {
@@ -112,12 +112,12 @@ describe('Idempotency-Key', () => {
     expect(stillRemembered.body.id).toBe(first.body.id)
     expect(replayed(stillRemembered)).toBe('true')
     clock.advance(1)
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const forgotten = await submit(srv.url, t.pub, body, withKey('day-1'))
     expect(forgotten.status).toBe(201)
     expect(forgotten.body.id).not.toBe(first.body.id)
     expect(replayed(forgotten)).toBeNull()
-    expect(rowsOf(t.appId)).toBe(before + 1)
+    expect(await rowsOf(t.appId)).toBe(before + 1)
     // The new submission is remembered in turn, and a different body is free to reuse an expired key.
     expect((await submit(srv.url, t.pub, body, withKey('day-1'))).body.id).toBe(forgotten.body.id)
     clock.advance(DAY_MS)
@@ -133,7 +133,7 @@ describe('Idempotency-Key', () => {
   })
 
   test('key validation: 255 printable characters is fine; 256, or a space, is 400 invalid_body and stores nothing', async () => {
-    const before = rowsOf(t.appId)
+    const before = await rowsOf(t.appId)
     const ok = await submit(srv.url, t.pub, { text: 'long key' }, withKey('k'.repeat(255)))
     expect(ok.status).toBe(201)
     for (const key of ['k'.repeat(256), 'two words']) {
@@ -141,6 +141,6 @@ describe('Idempotency-Key', () => {
       expect(r.status).toBe(400)
       expect(r.body.error.code).toBe('invalid_body')
     }
-    expect(rowsOf(t.appId)).toBe(before + 1)
+    expect(await rowsOf(t.appId)).toBe(before + 1)
   })
 })

@@ -5,7 +5,7 @@
 import { expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer } from './harness'
 import { Logger } from '../src/core/logger'
-import { sqliteOf } from './sqlite-of'
+import { dbRun } from './sqlite-of'
 
 test('unexpected errors: 500 internal_error with the request id, cause logged not sent', async () => {
   const lines: string[] = []
@@ -13,7 +13,7 @@ test('unexpected errors: 500 internal_error with the request id, cause logged no
   try {
     const t = await seedTenant(srv.admin)
     // Break the storage under a route: the idempotency table disappears.
-    sqliteOf(srv.ctx).run('DROP TABLE idempotency_keys')
+    await dbRun(srv.ctx, 'DROP TABLE idempotency_keys')
     const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x' }, headers: { 'idempotency-key': 'k1' } })
     expect(r.status).toBe(500)
     expect(r.body.error.code).toBe('internal_error')

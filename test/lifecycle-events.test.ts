@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { makeBareRepo } from './git-fixtures'
-import { sqliteOf } from './sqlite-of'
+import { dbRow, dbRows } from './sqlite-of'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const agent = (name: string) => `sh ${JSON.stringify(join(AGENTS, name))}`
@@ -52,15 +52,15 @@ interface Event {
 }
 
 /** Every event of the Org, in seq order. */
-function orgEvents(): Event[] {
-  return (sqliteOf(srv.ctx).query('SELECT seq, type, app_id, data FROM events WHERE org_id = ? ORDER BY seq').all(t.orgId) as { seq: number; type: string; app_id: string | null; data: string }[]).map(
+async function orgEvents(): Promise<Event[]> {
+  return ((await dbRows(srv.ctx, 'SELECT seq, type, app_id, data FROM events WHERE org_id = ? ORDER BY seq', [t.orgId])) as { seq: number; type: string; app_id: string | null; data: string }[]).map(
     (e) => ({ seq: e.seq, type: e.type, appId: e.app_id, data: JSON.parse(e.data) }),
   )
 }
 
 /** The events about one report, as `type data` pairs, with run ids normalised to "RUN". */
-function eventsOf(feedbackId: string): [string, Record<string, unknown>][] {
-  return orgEvents()
+async function eventsOf(feedbackId: string): Promise<[string, Record<string, unknown>][]> {
+  return (await orgEvents())
     .filter((e) => e.data.feedbackId === feedbackId)
     .map((e) => [e.type, e.data.runId ? { ...e.data, runId: 'RUN' } : e.data])
 }
@@ -98,7 +98,7 @@ describe('the exact event sequence of a report', () => {
     const item = await settle(id, ['pr_opened', 'failed'])
     expect(item.status).toBe('pr_opened')
     const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
-    expect(eventsOf(id)).toEqual([
+    expect((await eventsOf(id))).toEqual([
       ...intake(id, 'queued'),
       moved(id, 'queued', 'agent_running'),
       ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
@@ -107,7 +107,7 @@ describe('the exact event sequence of a report', () => {
     ])
     expect(item.mergeRequestUrl).toStartWith('http')
     // The run id in the events is the run's.
-    expect(orgEvents().filter((e) => e.data.feedbackId === id && e.data.runId).map((e) => e.data.runId)).toEqual([run.id, run.id])
+    expect((await orgEvents()).filter((e) => e.data.feedbackId === id && e.data.runId).map((e) => e.data.runId)).toEqual([run.id, run.id])
   }, 60_000)
 
   // A run that fails ends with agent_run.failed; one that breaks a guardrail with agent_run.guardrailed.
@@ -126,7 +126,7 @@ describe('the exact event sequence of a report', () => {
         runStatus === 'failed'
           ? ['agent_run.failed', { runId: 'RUN', feedbackId: id, error: run.error }]
           : ['agent_run.guardrailed', { runId: 'RUN', feedbackId: id, guardrailReason: run.guardrailReason }]
-      expect(eventsOf(id)).toEqual([
+      expect((await eventsOf(id))).toEqual([
         ...intake(id, 'queued'),
         moved(id, 'queued', 'agent_running'),
         ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
@@ -140,13 +140,13 @@ describe('the exact event sequence of a report', () => {
     await connect('crash.sh')
     const id = await report('Shipping estimate widget divides by zero for weekend pickups')
     expect((await settle(id, ['pr_opened', 'failed'])).status).toBe('failed')
-    const before = eventsOf(id).length
+    const before = (await eventsOf(id)).length
     await connect('fix.sh')
     expect((await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'queued' } })).status).toBe(200)
     const item = await settle(id, ['pr_opened'])
     expect(item.failureReason).toBeNull()
     const run = (await call(srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body
-    expect(eventsOf(id).slice(before)).toEqual([
+    expect((await eventsOf(id)).slice(before)).toEqual([
       moved(id, 'failed', 'queued'),
       moved(id, 'queued', 'agent_running'),
       ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
@@ -162,7 +162,7 @@ describe('the exact event sequence of a report', () => {
     expect((await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })).status).toBe(200)
     // A refused move (archived → queued) records nothing.
     expect((await call(srv.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'queued' } })).status).toBe(409)
-    expect(eventsOf(id)).toEqual([...intake(id, 'awaiting_manual'), moved(id, 'awaiting_manual', 'archived')])
+    expect((await eventsOf(id))).toEqual([...intake(id, 'awaiting_manual'), moved(id, 'awaiting_manual', 'archived')])
   })
 
   test('merge and unmerge', async () => {
@@ -174,14 +174,14 @@ describe('the exact event sequence of a report', () => {
     expect(merged.status).toBe(200)
     const unmerged = await call(srv.url, 'POST', `/v1/feedback/${other}/unmerge`, { auth: t.key })
     expect(unmerged.status).toBe(200)
-    await eventually(() => sqliteOf(srv.ctx).query('SELECT 1 FROM jobs WHERE feedback_id = ?').get(other) === null)
-    expect(eventsOf(other)).toEqual([
+    await eventually(async () => (await dbRow(srv.ctx, 'SELECT 1 FROM jobs WHERE feedback_id = ?', [other])) === undefined)
+    expect((await eventsOf(other))).toEqual([
       ...intake(other, 'awaiting_manual'),
       ['feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 1, manual: true }],
       ['feedback.unmerged', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 0 }],
     ])
     // The lead's own history has no trace of the merge: the events are about the report that moved.
-    expect(eventsOf(lead)).toEqual(intake(lead, 'awaiting_manual'))
+    expect((await eventsOf(lead))).toEqual(intake(lead, 'awaiting_manual'))
   })
 
   test('an automatic duplicate: attached by clustering, no moves of its own after sanitizing', async () => {
@@ -189,9 +189,9 @@ describe('the exact event sequence of a report', () => {
     const lead = await report(text)
     await settle(lead, ['awaiting_manual'])
     const dup = await report(text)
-    await eventually(() => (sqliteOf(srv.ctx).query('SELECT duplicate_of_id AS d FROM feedback WHERE id = ?').get(dup) as { d: string | null }).d === lead)
-    await eventually(() => sqliteOf(srv.ctx).query('SELECT 1 FROM jobs WHERE feedback_id = ?').get(dup) === null)
-    expect(eventsOf(dup)).toEqual([
+    await eventually(async () => ((await dbRow(srv.ctx, 'SELECT duplicate_of_id AS d FROM feedback WHERE id = ?', [dup])) as { d: string | null }).d === lead)
+    await eventually(async () => (await dbRow(srv.ctx, 'SELECT 1 FROM jobs WHERE feedback_id = ?', [dup])) === undefined)
+    expect((await eventsOf(dup))).toEqual([
       ['feedback.received', { feedbackId: dup, status: 'received' }],
       moved(dup, 'received', 'sanitizing'),
       moved(dup, 'sanitizing', 'sanitized'),
@@ -199,8 +199,8 @@ describe('the exact event sequence of a report', () => {
     ])
   })
 
-  test('every event is scoped to the App, seq rises by one per Org, and no payload carries report text', () => {
-    const all = orgEvents()
+  test('every event is scoped to the App, seq rises by one per Org, and no payload carries report text', async () => {
+    const all = await orgEvents()
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1))
     expect(all.every((e) => e.appId === t.appId)).toBe(true)
     const dump = JSON.stringify(all.map((e) => e.data))

@@ -4,8 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { forceStatus, markDuplicate, submit } from './helpers-lifecycle'
-import { sqliteOf } from './sqlite-of'
+import { forceStatusIn, markDuplicateIn, submit } from './helpers-lifecycle'
 
 let srv: TestServer
 let t: Tenant
@@ -36,13 +35,13 @@ beforeAll(async () => {
     made.push({ id: r.body.id, appId: app.id, status: 'received', duplicate: false })
   }
   // A mix of statuses, as the worker and customers would leave them.
-  made.forEach((m, i) => {
+  for (const [i, m] of made.entries()) {
     const status = i % 7 === 0 ? 'archived' : i % 3 === 0 ? 'awaiting_manual' : i % 11 === 0 ? 'failed' : null
-    if (status) (forceStatus(sqliteOf(srv.ctx), m.id, status), (m.status = status))
-  })
+    if (status) (await forceStatusIn(srv.ctx, m.id, status), (m.status = status))
+  }
   // Twelve clustered duplicates, each pointing at the report before it.
   for (let i = 10; i < 130; i += 10) {
-    markDuplicate(sqliteOf(srv.ctx), made[i].id, made[i - 1].id)
+    await markDuplicateIn(srv.ctx, made[i].id, made[i - 1].id)
     made[i].duplicate = true
   }
 })

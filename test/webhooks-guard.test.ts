@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { appendEvents } from './events-helpers'
+import { appendEventsIn } from './events-helpers'
 import { handSignature, Receiver } from './webhook-receiver'
 import { checkTarget, isPublicAddress, parseTargetUrl } from '../src/modules/webhooks/ssrf'
 import { ManualClock } from '../src/core/clock'
 import { RETRY_DELAYS_MS, retryDelayMs } from '../src/modules/webhooks/schedule'
-import { sqliteOf } from './sqlite-of'
+import { dbRow, dbRun } from './sqlite-of'
 
 describe('SSRF guard', () => {
   test.each([
@@ -162,8 +162,8 @@ describe('SSRF guard', () => {
     // An endpoint that passed the check once (as if its DNS answer later turned private).
     const outsider = await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: 'http://8.8.8.8/hook' } })
     expect(outsider.status).toBe(201)
-    sqliteOf(server.ctx).query('UPDATE webhooks SET url = ? WHERE id = ?').run(rx.url + '/ok/rebound', outsider.body.id)
-    appendEvents(sqliteOf(server.ctx), t.orgId, t.appId, 1)
+    await dbRun(server.ctx, 'UPDATE webhooks SET url = ? WHERE id = ?', [rx.url + '/ok/rebound', outsider.body.id])
+    await appendEventsIn(server.ctx, t.orgId, t.appId, 1)
     await server.hub.check()
     await server.webhooks.tick()
     const log = await call(server.url, 'GET', `/v1/webhooks/${outsider.body.id}/deliveries`, { auth: t.key })
@@ -207,7 +207,7 @@ describe('with a manual clock', () => {
 
   test('retries follow the schedule for over 24 hours, then the delivery fails; 5 days of failure disables with an event', async () => {
     const w = (await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: rx.url + '/fail' } })).body
-    appendEvents(sqliteOf(server.ctx), t.orgId, t.appId, 1)
+    await appendEventsIn(server.ctx, t.orgId, t.appId, 1)
     await run()
     expect(rx.at('/fail').length).toBe(1)
     clock.advance(4_000)
@@ -227,7 +227,7 @@ describe('with a manual clock', () => {
     // Keep failing new events until five days have passed since the first failure.
     for (let day = 0; day < 5; day++) {
       clock.advance(24 * 3600_000)
-      appendEvents(sqliteOf(server.ctx), t.orgId, t.appId, 1)
+      await appendEventsIn(server.ctx, t.orgId, t.appId, 1)
       await run()
     }
     const after = await call(server.url, 'GET', `/v1/webhooks/${w.id}`, { auth: t.key })
@@ -237,7 +237,7 @@ describe('with a manual clock', () => {
     expect(feed.body.data.map((e: { data: { webhookId: string } }) => e.data.webhookId)).toContain(w.id)
     // Re-enable, then redeliver every failed delivery of a time range.
     expect((await call(server.url, 'POST', `/v1/webhooks/${w.id}/enable`, { auth: t.key })).body.enabled).toBe(true)
-    sqliteOf(server.ctx).query('UPDATE webhooks SET url = ? WHERE id = ?').run(rx.url + '/ok/recovered', w.id)
+    await dbRun(server.ctx, 'UPDATE webhooks SET url = ? WHERE id = ?', [rx.url + '/ok/recovered', w.id])
     const range = await call(server.url, 'POST', `/v1/webhooks/${w.id}/redeliver-failed`, {
       auth: t.key,
       body: { since: new Date(clock.now() - 30 * 86400_000).toISOString(), until: new Date(clock.now() + 1000).toISOString() },
@@ -251,7 +251,7 @@ describe('with a manual clock', () => {
     const w = (await call(server.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: rx.url + '/ok/overlap' } })).body
     const rotated = (await call(server.url, 'POST', `/v1/webhooks/${w.id}/rotate-secret`, { auth: t.key })).body
     clock.advance(24 * 3600_000 + 1000)
-    appendEvents(sqliteOf(server.ctx), t.orgId, t.appId, 1)
+    await appendEventsIn(server.ctx, t.orgId, t.appId, 1)
     await run()
     const got = rx.at('/ok/overlap')[0]
     expect(got.signature).toBe(handSignature(rotated.secret, got.id, got.timestamp, got.body))

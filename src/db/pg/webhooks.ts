@@ -17,7 +17,7 @@ const CLAIM = `UPDATE webhook_deliveries SET lease_until = $2
   WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
                WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
                  AND w.enabled AND w.deleted_at IS NULL AND NOT (d.id = ANY($4::text[]))
-               ORDER BY d.next_attempt_at, d.id LIMIT $3
+               ORDER BY d.next_attempt_at, d.event_seq, d.id LIMIT $3
                FOR UPDATE OF d SKIP LOCKED)
   RETURNING *`
 const SETTLE = `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, schedule_index = $4, next_attempt_at = $5,
@@ -115,8 +115,10 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
       // A read before the claim: most polls find nothing due, and those need no transaction.
       if (!(await one(pool, "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now]))) return []
       const rows = await many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
-      // RETURNING has no order: oldest due first, as they were chosen.
-      return rows.sort((x, y) => (x.next_attempt_at ?? 0) - (y.next_attempt_at ?? 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
+      // RETURNING has no order: oldest due first, as they were chosen. Deliveries fanned out together share
+      // next_attempt_at, and ids minted in one millisecond are not ordered: the event's seq breaks the tie,
+      // so an endpoint gets one page of events in seq order (SQLite's claim follows the insertion order).
+      return rows.sort((x, y) => (x.next_attempt_at ?? 0) - (y.next_attempt_at ?? 0) || x.event_seq - y.event_seq || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
     },
     releaseLeases: async () => {
       // Not on PostgreSQL: other nodes' dispatchers hold live leases there. A dead node's leases run out

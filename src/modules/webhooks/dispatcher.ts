@@ -117,6 +117,9 @@ export class WebhookDispatcher {
     // One claim at a time in this process: two overlapping claims would both count the same free room.
     if (this.claiming) {
       this.claimAgain = true
+      // Resolve only once that run has claimed again: a caller (tick) waits for what is due to be in flight.
+      // On PostgreSQL a claim is a round trip, so the background timer's claim is often under way here.
+      await this.claimRun
       return
     }
     this.claiming = true
