@@ -21,7 +21,7 @@ import { pgProcessingSide, type ProcessRow } from '../../modules/feedback/proces
 import type { JobRow } from '../jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { BatchWindows } from './release-batch'
-import { prescrub, scrubbedFor, StaleScrub } from './sanitize-report'
+import { clusteringInput, prescrub, scrubbedFor, StaleScrub } from './sanitize-report'
 
 export interface PgProcessDeps {
   cluster: PgClusterService
@@ -69,14 +69,7 @@ export function createPgProcessFeedbackStep(storage: PgStorage, clock: Clock, de
   /** Plans (sanitizes, clusters in memory) and writes a report on its way; Replan when the plan no longer held. */
   async function advance(read: ProcessRow, jobId: number): Promise<void> {
     const pre = prescrub(read)
-    const scrubbed = read.status === 'sanitized' ? undefined : pre?.scrubbed
-    const sanitized = scrubbed && {
-      text: scrubbed.columns.text,
-      url: scrubbed.columns.url,
-      component_target: scrubbed.columns.componentTarget,
-      console_logs: scrubbed.columns.consoleLogs,
-      redactions: scrubbed.counts,
-    }
+    const { scrubbed, sanitized } = clusteringInput(read, pre)
     const verdict = await cluster.plan(read.id, sanitized)
     if (!verdict) throw new Replan('the report is gone or a duplicate now')
     const routing = (await repo.routing(read.app_id)) ?? { processingMode: 'manual', batchEnabled: false, batchWindowHours: 0 }

@@ -14,7 +14,7 @@ import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../cluster/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { sqliteProcessingSide } from '../../modules/feedback/processing-repo'
-import { createSanitizeMoves, prescrub, scrubbedFor, StaleScrub, type Prescrubbed, type Scrubbed } from './sanitize-report'
+import { clusteringInput, createSanitizeMoves, prescrub, scrubbedFor, StaleScrub, type Prescrubbed, type Scrubbed } from './sanitize-report'
 import type { ProcessRow } from '../../modules/feedback/processing-repo'
 import type { BatchWindows } from './release-batch'
 
@@ -96,14 +96,7 @@ export function createProcessFeedbackStep(storage: SqliteStorage, clock: Clock, 
     const pre = prescrub(row)
     if (!row || row.duplicate_of_id) return { plan: null, pre }
     if (row.status !== 'received' && row.status !== 'sanitizing' && row.status !== 'sanitized') return { plan: null, pre }
-    const scrubbed = row.status === 'sanitized' ? undefined : pre?.scrubbed
-    const sanitized = scrubbed && {
-      text: scrubbed.columns.text,
-      url: scrubbed.columns.url,
-      component_target: scrubbed.columns.componentTarget,
-      console_logs: scrubbed.columns.consoleLogs,
-      redactions: scrubbed.counts,
-    }
+    const { scrubbed, sanitized } = clusteringInput(row, pre)
     const verdict = deps.cluster.plan(feedbackId, sanitized)
     return { plan: verdict && { row, scrubbed, verdict }, pre }
   }

@@ -48,6 +48,22 @@ export function prescrub(row: ProcessRow | null): Prescrubbed | undefined {
   return { id: row.id, from, scrubbed: scrub(row) }
 }
 
+/**
+ * What clustering compares of a report on its way to `sanitized`: its freshly sanitized text (undefined when
+ * the row is sanitized already: clustering reads the stored columns then).
+ */
+export function clusteringInput(row: Pick<ProcessRow, 'status'>, pre: Prescrubbed | undefined) {
+  const scrubbed = row.status === 'sanitized' ? undefined : pre?.scrubbed
+  const sanitized = scrubbed && {
+    text: scrubbed.columns.text,
+    url: scrubbed.columns.url,
+    component_target: scrubbed.columns.componentTarget,
+    console_logs: scrubbed.columns.consoleLogs,
+    redactions: scrubbed.counts,
+  }
+  return { scrubbed, sanitized }
+}
+
 /** Thrown under the lock when a row needs sanitizing and was not sanitized beforehand from its columns. */
 export class StaleScrub extends Error {
   constructor() {
