@@ -7,10 +7,9 @@
 import type { Pool } from 'pg'
 import type { Config } from '../config'
 import { StartupError } from '../core/startup-error'
-import { connectPg, describeDatabase } from '../db/pg/connect'
-import { applyPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
-import { PG_MIGRATIONS } from '../db/pg/migrations'
-import { VERSION } from '../version'
+import { connectPg } from '../db/pg/connect'
+import { applyPgMigrations } from '../db/pg/migrate'
+import { refuseNewerPgSchema } from '../context'
 
 /** Applies pending PostgreSQL migrations; refuses a database a newer fixloop migrated. */
 export async function migratePostgres(url: string): Promise<string[]> {
@@ -24,13 +23,7 @@ export async function migratePostgres(url: string): Promise<string[]> {
 
 /** migratePostgres on an open pool (`url` only names the database in the refusal). */
 export async function migratePostgresPool(pool: Pool, url: string): Promise<string[]> {
-  const unknown = await unknownPgMigrations(pool)
-  if (unknown.length > 0) {
-    throw new StartupError(
-      `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
-        `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
-    )
-  }
+  await refuseNewerPgSchema(pool, url)
   return applyPgMigrations(pool)
 }
 
