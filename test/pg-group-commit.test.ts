@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
-import { PgGroupCommitter } from '../src/db/pg/group-commit'
+import { PgGroupCommitter, type PgBulk } from '../src/db/pg/group-commit'
 import { sharedPostgres } from './dialects'
 
 let pool: Pool
@@ -134,4 +134,41 @@ test('while a batch commits, new writes wait for the next one (one batch in flig
   expect(x2).toBe(x3)
   expect(x1).not.toBe(x2)
   expect(gc.stats.batches).toBe(2)
+})
+
+test('bulk items of one batch run as one step, in queue order, between the other writes', async () => {
+  await reset()
+  const gc = new PgGroupCommitter(pool)
+  const calls: number[][] = []
+  const bulk: PgBulk<number, string> = {
+    async writeMany({ client }, items) {
+      calls.push(items)
+      await client.query('INSERT INTO t (id) SELECT unnest($1::int[])', [items])
+      return items.map((i) => `row ${i}`)
+    },
+  }
+  const answers = await Promise.all([gc.runBulk(bulk, 1), gc.run(insert(100)), gc.runBulk(bulk, 2), gc.runBulk(bulk, 3), gc.run(insert(101))])
+  expect(answers.filter((a) => typeof a === 'string')).toEqual(['row 1', 'row 2', 'row 3'])
+  expect(calls).toEqual([[1, 2, 3]])
+  expect(await ids()).toEqual([1, 2, 3, 100, 101])
+})
+
+test('a bulk step with one bad item fails only that item: the batch runs again one item at a time', async () => {
+  await reset()
+  await pool.query('INSERT INTO t (id) VALUES (7)')
+  const gc = new PgGroupCommitter(pool)
+  const committed: number[][] = []
+  const bulk: PgBulk<number, number> = {
+    async writeMany({ client, onCommit }, items) {
+      await client.query('INSERT INTO t (id) SELECT unnest($1::int[])', [items])
+      onCommit(() => committed.push(items))
+      return items
+    },
+  }
+  const settled = await Promise.allSettled([5, 6, 7, 8].map((i) => gc.runBulk(bulk, i)))
+  expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled'])
+  expect(String((settled[2] as PromiseRejectedResult).reason)).toContain('duplicate key')
+  expect(await ids()).toEqual([5, 6, 7, 8])
+  // The rolled-back combined step's after-commit work was dropped; each surviving item's ran once.
+  expect(committed).toEqual([[5], [6], [8]])
 })

@@ -45,6 +45,9 @@ describeEachDialect('feedback repo', (fresh) => {
     const repo = await setup(s)
     await sql(s, 'ALTER TABLE jobs RENAME TO jobs_away')
     await expect(repo.submit(draft('lost'), [], { key: 'k1', requestHash: 'h1' })).rejects.toThrow()
+    // Plain submissions too (on PostgreSQL they are stored together, by one statement per batch).
+    const plain = await Promise.allSettled([repo.submit(draft('lost too'), [], null), repo.submit(draft('lost three'), [], null)])
+    expect(plain.map((p) => p.status)).toEqual(['rejected', 'rejected'])
     await sql(s, 'ALTER TABLE jobs_away RENAME TO jobs')
     expect(await count(s, 'feedback')).toBe(0)
     expect(await count(s, 'events')).toBe(0)
@@ -90,6 +93,29 @@ describeEachDialect('feedback repo', (fresh) => {
     expect(await count(s, 'feedback')).toBe(41)
     const seqs = (await sql<{ seq: number }>(s, 'SELECT seq FROM events ORDER BY seq')).map((e) => Number(e.seq))
     expect(seqs).toEqual(Array.from({ length: 41 }, (_, i) => i + 1))
+  })
+
+  test('one turn of plain submissions from two Orgs: every report its row, event and job; each Org its own gapless seqs in id order; a bad one fails alone', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    await repo.submit(draft('first of o2', 'o2', 'b1'), [], null)
+    // An App that does not exist breaks its row's foreign key: only that submission may fail.
+    const drafts = Array.from({ length: 30 }, (_, i) => (i === 17 ? draft('no such app', 'o1', 'missing') : i % 3 === 0 ? draft(`o2 ${i}`, 'o2', 'b1') : draft(`o1 ${i}`)))
+    const settled = await Promise.allSettled(drafts.map((d) => repo.submit(d, [], null)))
+    expect(settled.map((r, i) => (r.status === 'rejected') === (i === 17))).toEqual(drafts.map(() => true))
+    expect(await count(s, 'feedback')).toBe(30)
+    expect(await count(s, 'jobs')).toBe(30)
+    const events = await sql<{ org_id: string; seq: number; feedback_id: string; data: string }>(s, 'SELECT org_id, seq, feedback_id, data FROM events ORDER BY org_id, seq')
+    for (const org of ['o1', 'o2']) {
+      const mine = events.filter((e) => e.org_id === org)
+      expect(mine.map((e) => Number(e.seq))).toEqual(mine.map((_, i) => i + 1))
+      const ids = mine.map((e) => e.feedback_id)
+      expect(ids).toEqual([...ids].sort())
+      for (const e of mine) expect(JSON.parse(e.data)).toEqual({ feedbackId: e.feedback_id, status: 'received' })
+    }
+    expect(events.filter((e) => e.org_id === 'o2')).toHaveLength(11)
+    const jobs = await sql<{ feedback_id: string }>(s, "SELECT feedback_id FROM jobs WHERE kind = 'process'")
+    expect(new Set(jobs.map((j) => j.feedback_id))).toEqual(new Set(events.map((e) => e.feedback_id)))
   })
 
   test('the uploads a submission references become its own; one another report took first stays with that report', async () => {

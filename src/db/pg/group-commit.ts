@@ -13,6 +13,12 @@
  * two round trips.) Writes are closures of plain SQL on the given client: running one again is safe;
  * after-commit callbacks registered by a pass that was rolled back are dropped.
  *
+ * Bulk writes (`runBulk`): a kind of write that can be done for many callers by one statement (plain
+ * submissions: src/db/pg/feedback.ts) gathers the batch's items of that kind into one step. A batch runs
+ * its statements one after another on its one connection, so the round trips per write bound intake;
+ * one INSERT … SELECT FROM unnest(…) for the batch's reports makes that one per batch. When the gathered
+ * step fails, the savepoint pass runs each item alone, so one bad item still rejects only its caller.
+ *
  * A COMMIT that fails (the connection killed, a deferred constraint) rejects every write of the batch:
  * none of them is known durable. A connection that broke is destroyed, not returned to the pool, and the
  * next batch takes a fresh one.
@@ -40,10 +46,27 @@ export interface PgWriteTx {
 
 export type PgWrite<T> = (tx: PgWriteTx) => Promise<T>
 
+/**
+ * Writes of one kind that a batch runs as ONE statement: `writeMany` takes every item of the kind queued
+ * in the batch (in queue order) and answers one result per item, in order. One round trip for a batch's
+ * plain submissions instead of one each: on a batch's single connection the round trips are the cost.
+ */
+export interface PgBulk<I, R> {
+  writeMany(tx: PgWriteTx, items: I[]): Promise<R[]>
+}
+
 interface Pending<T> {
   write: PgWrite<T>
+  /** Set for a bulk write: the optimistic pass runs the batch's items of the same bulk together. */
+  bulk?: { kind: PgBulk<unknown, unknown>; item: unknown }
   resolve: (value: T) => void
   reject: (error: unknown) => void
+}
+
+/** What one pass runs as one step: a write, or a bulk kind's items together; `at` are their batch positions. */
+interface Unit {
+  at: number[]
+  run(tx: PgWriteTx): Promise<unknown[]>
 }
 
 interface Outcome {
@@ -76,6 +99,19 @@ export class PgGroupCommitter {
   run<T>(write: PgWrite<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ write, resolve, reject } as Pending<unknown>)
+      this.schedule()
+    })
+  }
+
+  /**
+   * Queues one item of a bulk kind; resolves with its result once the batch it ran in has committed. The
+   * items of one kind in a batch run as one `writeMany` at the first one's place; when that step fails,
+   * the batch runs again one item at a time (each under its own savepoint), so a bad item fails alone.
+   */
+  runBulk<I, R>(kind: PgBulk<I, R>, item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const single: PgWrite<R> = async (tx) => (await kind.writeMany(tx, [item]))[0]
+      this.queue.push({ write: single, bulk: { kind: kind as PgBulk<unknown, unknown>, item }, resolve, reject } as Pending<unknown>)
       this.schedule()
     })
   }
@@ -150,21 +186,23 @@ export class PgGroupCommitter {
   }
 
   /**
-   * Runs the batch's writes in order. Without savepoints (the optimistic pass) it stops at the first
-   * write that throws (the transaction is aborted then); with them each write is undone alone and the
-   * next one runs. A SAVEPOINT statement that fails throws: the connection is gone.
+   * Runs the batch's writes in order. Without savepoints (the optimistic pass) the items of each bulk kind
+   * run together, and the pass stops at the first step that throws (the transaction is aborted then);
+   * with them each write is undone alone and the next one runs. A SAVEPOINT statement that fails throws:
+   * the connection is gone. The outcomes are indexed like the batch.
    */
   private async pass(client: PoolClient, batch: Pending<unknown>[], savepoints: boolean): Promise<Outcome[]> {
     const outcomes: Outcome[] = []
-    for (const p of batch) {
+    for (const unit of savepoints ? singles(batch) : units(batch)) {
       const committed: (() => void)[] = []
       if (savepoints) await client.query('SAVEPOINT w')
       try {
-        const value = await p.write({ client, onCommit: (cb) => committed.push(cb) })
+        const values = await unit.run({ client, onCommit: (cb) => committed.push(cb) })
         if (savepoints) await client.query('RELEASE SAVEPOINT w')
-        outcomes.push({ ok: true, value, committed })
+        // A bulk step's after-commit work is the step's, done once: it rides on its first item.
+        unit.at.forEach((i, k) => (outcomes[i] = { ok: true, value: values[k], committed: k === 0 ? committed : [] }))
       } catch (e) {
-        outcomes.push({ ok: false, value: e, committed: [] })
+        for (const i of unit.at) outcomes[i] = { ok: false, value: e, committed: [] }
         if (!savepoints) return outcomes
         await client.query('ROLLBACK TO SAVEPOINT w')
         await client.query('RELEASE SAVEPOINT w')
@@ -172,4 +210,29 @@ export class PgGroupCommitter {
     }
     return outcomes
   }
+}
+
+/** Every write on its own (the savepoint pass). */
+function singles(batch: Pending<unknown>[]): Unit[] {
+  return batch.map((p, i) => ({ at: [i], run: async (tx) => [await p.write(tx)] }))
+}
+
+/** The optimistic pass's steps: each bulk kind's items gathered at its first item's place. */
+function units(batch: Pending<unknown>[]): Unit[] {
+  const steps: Unit[] = []
+  const byKind = new Map<PgBulk<unknown, unknown>, { at: number[]; items: unknown[] }>()
+  batch.forEach((p, i) => {
+    if (!p.bulk) return void steps.push({ at: [i], run: async (tx) => [await p.write(tx)] })
+    const group = byKind.get(p.bulk.kind)
+    if (group) {
+      group.at.push(i)
+      group.items.push(p.bulk.item)
+      return
+    }
+    const fresh = { at: [i], items: [p.bulk.item] }
+    byKind.set(p.bulk.kind, fresh)
+    const kind = p.bulk.kind
+    steps.push({ at: fresh.at, run: (tx) => kind.writeMany(tx, fresh.items) })
+  })
+  return steps
 }

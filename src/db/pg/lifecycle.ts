@@ -106,6 +106,37 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       tx.onCommit(() => wake?.raise('process'))
     },
 
+    /**
+     * Many reports stored in this transaction at once (intake's bulk step, src/db/pg/feedback.ts): their
+     * `feedback.received` events and `process` jobs in ONE statement with `reports` (the INSERT of their
+     * rows, its parameters numbered from $1). Each Org's counter is bumped once by its count, and its
+     * events take the seqs below the new value in the given order (which is the reports' id order).
+     */
+    async receivedMany(tx: PgTx, reports: { orgId: string; appId: string; feedbackId: string }[], insertReports: { sql: string; params: unknown[] }): Promise<void> {
+      const n = insertReports.params.length
+      const p = (k: number) => `$${n + k}`
+      const now = clock.now()
+      const text = `WITH report AS (${insertReports.sql}),
+  input AS (SELECT * FROM unnest(${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[]) WITH ORDINALITY AS t(feedback_id, org_id, app_id, event_id, data, ord)),
+  counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT org_id, count(*) FROM input GROUP BY org_id
+    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING org_id, last_seq),
+  event AS (INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
+    SELECT i.event_id, i.org_id, i.app_id,
+      c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
+      'feedback.received', i.data, ${p(6)}::bigint, i.feedback_id
+    FROM input i JOIN counter c ON c.org_id = i.org_id)
+  INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'process', feedback_id, NULL, ${p(6)}::bigint, ${p(6)}::bigint FROM input ORDER BY ord`
+      const events = reports.map((r) => appendEventParams(clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } }))
+      await tx.client.query(
+        prepared(text, [
+          ...insertReports.params,
+          reports.map((r) => r.feedbackId), reports.map((r) => r.orgId), reports.map((r) => r.appId),
+          events.map((e) => e[1]), events.map((e) => e[4]), now,
+        ]),
+      )
+      tx.onCommit(() => wake?.raise('process'))
+    },
+
     /** Queues an agent run for each report of the App that waited in `queued` for a repository. */
     async enqueueWaitingRuns(tx: PgTx, appId: string): Promise<number> {
       const n = (await tx.client.query(INSERT_WAITING_RUNS, [clock.now(), appId])).rowCount ?? 0
