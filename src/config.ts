@@ -72,6 +72,11 @@ export interface Config {
   sseStreamsPerKey: number
   /** Base URL of Slack's Web API (a stub in tests). */
   slackApiUrl: string
+  /**
+   * Cluster mode: how long a node's role lease lasts (renewed every third of it) and how long a silent
+   * node counts as alive; a dead node's jobs are taken over within about twice this.
+   */
+  nodeLeaseMs: number
 }
 
 export class ConfigError extends Error {}
@@ -209,5 +214,6 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       : 10_000,
     sseStreamsPerKey: env.FIXLOOP_SSE_STREAMS_PER_KEY ? parseCount(env.FIXLOOP_SSE_STREAMS_PER_KEY, 'FIXLOOP_SSE_STREAMS_PER_KEY') : 100,
     slackApiUrl: parseHttpUrl(env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api', 'FIXLOOP_SLACK_API_URL'),
+    nodeLeaseMs: env.FIXLOOP_NODE_LEASE_SECONDS ? Math.min(60, Math.max(1, parsePositive(env.FIXLOOP_NODE_LEASE_SECONDS, 'FIXLOOP_NODE_LEASE_SECONDS'))) * 1000 : 15_000,
   })
 }

@@ -111,7 +111,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     }
     log.warn('agents cannot run until bubblewrap works (no App has a repository connected yet)', { reason: sandboxUnavailable })
   }
-  const { runner, worker, committer } = services
+  const { runner, worker, committer, coordinator, processingWorker } = services
+  // Cluster mode: register this node and take what roles it can before any work starts (src/nodes/).
+  await coordinator.start()
   // Runs a crash or restart interrupted are failed (their reports can be queued again), before the port opens.
   const recovered = await runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
@@ -128,6 +130,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     checkpointer: checkpointer ? () => checkpointer.health() : undefined,
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
+    redis: services.redis ? () => services.redis!.check() : undefined,
+    node: ctx.storage.dialect === 'pg' ? () => ({ ...coordinator.status(), node: coordinator.nodeId }) : undefined,
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
   try {
@@ -143,6 +147,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     })
   } catch (e) {
     void checkpointer?.stop()
+    await coordinator.stop()
     closeStorage()
     lock.release()
     const code = (e as NodeJS.ErrnoException).code
@@ -154,16 +159,29 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   }
   const server = app.server!
   let stopping: Promise<void> | undefined
-  if (options.worker?.autoStart !== false) {
+  const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
+  hub.start()
+  const workersOn = options.worker?.autoStart !== false
+  if (workersOn) {
     worker.start()
     services.processingThread?.start()
     services.sanitizerThread?.start()
   }
-  const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
-  hub.start()
-  webhooks.start(hub)
-  slack.start(hub)
-  const stopRetention = startRetention(ctx, log)
+  // The roles' work follows the roles (every role, always, in the embedded mode): sanitizing and clustering
+  // with `processing`, deliveries with `dispatch`; a role lost mid-way stops its work at once.
+  let roleWork = Promise.resolve()
+  const stopRoles = coordinator.onRoleChange((role, held) => {
+    roleWork = roleWork.then(async () => {
+      if (role === 'processing' && processingWorker && workersOn) await (held ? processingWorker.start() : processingWorker.stop())
+      if (role === 'dispatch') {
+        if (held) {
+          webhooks.start(hub)
+          slack.start(hub)
+        } else await Promise.all([webhooks.stop(), slack.stop()])
+      }
+    })
+  })
+  const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
   log.info(`fixloop ${VERSION} listening on ${url} (storage: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
@@ -201,7 +219,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         stopRetention()
         // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
         // answer the clustering calls of requests in flight).
-        const ownWorkerStopped = worker.stop()
+        stopRoles()
+        const ownWorkerStopped = Promise.all([worker.stop(), roleWork.then(() => processingWorker?.stop())])
         services.sanitizerThread?.stopClaiming()
         services.processingThread?.stopClaiming()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.
@@ -237,6 +256,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         } else {
           log.warn('stopping within the time limit: the WAL is left for the next start to checkpoint', { threadsFinished: threadsDone })
         }
+        services.redis?.close()
+        // Last: the roles' leases go at once, so another node takes them without waiting for them to run out.
+        await coordinator.stop()
         await closeContext(ctx)
         lock.release()
         log.info('fixloop stopped', { ms: { total: Math.round(performance.now() - t0), ...ms } })

@@ -27,7 +27,11 @@ import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
 import { createJobsRepo } from './worker/jobs-repo'
 import { createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
-import { createProcessing, intakePacing, isProcessingKind } from './worker/processing'
+import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './worker/processing'
+import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
+import { createNodesRepo } from './nodes/nodes-repo'
+import { RedisLink } from './nodes/redis-link'
+import { createSharedRateLimiters } from './http/shared-rate-limit'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './cluster/port'
 import { takeTurnsForTransactions, WriteTurns } from './db/sqlite/write-turns'
@@ -82,7 +86,17 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const turns = options.turns ?? new WriteTurns()
   const committer = createIntakeCommitter(ctx.storage, turns)
   const directory = new CredentialDirectory(ctx.storage, ctx.box)
-  const limiters = createRateLimiters(clock, config.rateLimitMultiplier)
+  // Cluster mode: this process is one node of possibly several (src/nodes/); its id names its runs and
+  // leases, its roles come from leases in the database, its rate limits are shared through Redis. The
+  // embedded mode holds every role itself and keeps its buckets in memory.
+  const node = ctx.storage.dialect === 'pg' ? newNodeInfo() : undefined
+  const coordinator: Coordinator = node
+    ? new ClusterCoordinator(createNodesRepo(ctx.storage), node, log, { leaseMs: config.nodeLeaseMs, onSweep: async (dead) => void (await runner.failRunsOf(dead)) })
+    : soloCoordinator()
+  const redis = node && config.redisUrl ? new RedisLink(config.redisUrl) : undefined
+  const limiters = redis
+    ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log)
+    : createRateLimiters(clock, config.rateLimitMultiplier)
   const tenants = createTenantsService(ctx)
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const admins = createAdminsService(ctx.storage, ctx.box, clock)
@@ -108,6 +122,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     publicUrl: config.publicUrl,
     sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null },
     workDir: config.workDir,
+    nodeId: node?.id,
   })
 
   const ownSteps = {
@@ -118,17 +133,25 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   let cluster: ClusterPort
   let processingThread: ProcessingThread | undefined
   let sanitizerThread: ProcessingThread | undefined
+  /** Cluster mode: sanitizing and clustering run while this node holds the `processing` role (server.ts). */
+  let processingWorker: Worker | undefined
   if (ctx.storage.dialect === 'pg') {
-    // PostgreSQL, one node for now: this thread's worker runs every job kind (sanitizing and clustering
-    // too, with the App indexes in this process); no processing or sanitizer threads, and no write turns
-    // (PostgreSQL has no single write lock for intake to wait on). Sharing intake's thread, the worker
-    // paces itself on intake's commits as on SQLite without the processing thread (the PostgreSQL group
-    // committer notes them in `turns`): during a burst it takes only a small share of the event loop.
-    const jobs = createJobsRepo(ctx.storage)
-    const processing = createProcessing(ctx.storage, clock, lifecycle, jobs)
+    // PostgreSQL: this thread's workers, no processing or sanitizer threads, and no write turns (PostgreSQL
+    // has no single write lock for intake to wait on). Any node runs agent starts and housekeeping jobs;
+    // only the `processing` role's holder sanitizes and clusters, with the App indexes in its process.
+    // Sharing intake's thread, that worker paces itself on intake's commits as on SQLite without the
+    // processing thread (the PostgreSQL group committer notes them in `turns`).
+    const ownKinds = Object.keys(ownSteps) as JobKind[]
+    const processing = createProcessing(ctx.storage, clock, lifecycle, createJobsRepo(ctx.storage, PROCESSING_KINDS))
     cluster = processing.port
-    worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, { ...intakePacing(turns), ...workerOptions })
-    wake.on(() => worker.wake())
+    worker = new Worker(createJobsRepo(ctx.storage, ownKinds), ownSteps, clock, log, { ...workerOptions, clusterLeaseOwner: coordinator.nodeId })
+    const processor = new Worker(createJobsRepo(ctx.storage, PROCESSING_KINDS), processing.steps, clock, log, {
+      ...intakePacing(turns),
+      ...workerOptions,
+      clusterLeaseOwner: `${coordinator.nodeId}:processing`,
+    })
+    processingWorker = processor
+    wake.on((kind) => (isProcessingKind(kind) ? processor.wake() : worker.wake()))
   } else if (options.processingThread) {
     const jobs = createJobsRepo(ctx.storage, Object.keys(ownSteps) as JobKind[])
     worker = new Worker(jobs, ownSteps, clock, log, workerOptions)
@@ -189,6 +212,11 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     processingThread,
     /** Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it). */
     sanitizerThread,
+    /** Cluster mode: the worker that sanitizes and clusters while this node holds `processing` (server.ts). */
+    processingWorker,
+    coordinator,
+    /** Cluster mode: this node's Redis link (shared rate limits; /readyz checks it). */
+    redis,
     hub,
     events: createEventsService(createEventsRepo(ctx.storage), hub, apps, config.sseStreamsPerKey),
     webhooks: createWebhooksService(ctx),

@@ -26,6 +26,10 @@ export interface RedisServer {
   url: string
   port: number
   stop(): Promise<void>
+  /** Kills the server (SIGKILL: no goodbye to clients), keeping its port for `restart`. */
+  halt(): Promise<void>
+  /** Starts it again on the same port. */
+  restart(): Promise<void>
 }
 
 function redisBinary(): string {
@@ -40,27 +44,31 @@ async function freeLoopbackPort(): Promise<number> {
   return port
 }
 
+/** Spawns redis-server on `port`; the process once it accepts connections, or null if it did not come up. */
+async function spawnRedis(port: number, dir: string): Promise<Subprocess | null> {
+  const proc: Subprocess = Bun.spawn([redisBinary(), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdout: 'ignore', stderr: 'ignore' })
+  const deadline = Date.now() + 10_000
+  while (Date.now() < deadline && proc.exitCode === null) {
+    try {
+      const sock = await Bun.connect({ hostname: '127.0.0.1', port, socket: { data() {}, open() {}, close() {}, error() {} } })
+      sock.end()
+      return proc
+    } catch {
+      await Bun.sleep(30)
+    }
+  }
+  proc.kill('SIGKILL')
+  await proc.exited
+  return null
+}
+
 /** A throw-away redis-server on loopback: no persistence, no protected-mode surprises. */
 export async function startRedis(): Promise<RedisServer> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freeLoopbackPort()
     const dir = mkdtempSync(join(tmpdir(), 'fixloop-redis-'))
-    const proc: Subprocess = Bun.spawn([redisBinary(), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdout: 'ignore', stderr: 'ignore' })
-    const deadline = Date.now() + 10_000
-    let up = false
-    while (Date.now() < deadline && proc.exitCode === null) {
-      try {
-        const sock = await Bun.connect({ hostname: '127.0.0.1', port, socket: { data() {}, open() {}, close() {}, error() {} } })
-        sock.end()
-        up = true
-        break
-      } catch {
-        await Bun.sleep(30)
-      }
-    }
-    if (!up) {
-      proc.kill('SIGKILL')
-      await proc.exited
+    let proc = await spawnRedis(port, dir)
+    if (!proc) {
       rmSync(dir, { recursive: true, force: true })
       continue
     }
@@ -68,9 +76,18 @@ export async function startRedis(): Promise<RedisServer> {
       url: `redis://127.0.0.1:${port}`,
       port,
       async stop() {
-        proc.kill('SIGTERM')
-        await proc.exited
+        proc?.kill('SIGTERM')
+        await proc?.exited
         rmSync(dir, { recursive: true, force: true })
+      },
+      async halt() {
+        proc?.kill('SIGKILL')
+        await proc?.exited
+        proc = null
+      },
+      async restart() {
+        proc = await spawnRedis(port, dir)
+        if (!proc) throw new Error(`redis-server did not start again on port ${port}`)
       },
     }
   }

@@ -46,6 +46,11 @@ export interface RunnerOptions {
   sandbox: SandboxOptions
   /** Root of run workspaces, outside the data dir (FIXLOOP_WORK_DIR). */
   workDir: string
+  /**
+   * Cluster mode: this node's id, written on each run. At start only the runs no node claims are failed
+   * (every other node's runs go on); a dead node's runs are failed by the sweep (`failRunsOf`).
+   */
+  nodeId?: string
 }
 
 /** Why a run could not start now; the job is tried again later. */
@@ -60,12 +65,28 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
   /** The report's move to `failed` that ends a run (or a start that failed). */
   const failItem = (reason: string, from: 'queued' | 'agent_running'): RunOutcome['move'] => ({ to: 'failed', cause: { by: 'system', from, reason } })
 
+  const INTERRUPTED_REASON = 'interrupted: fixloop stopped during the run (crash or restart); queue the report again to retry'
+  /** Fails runs a stopped process left `running`; `killSandboxes`: end their recorded sandboxes (this host's). */
+  async function failInterrupted(rows: Awaited<ReturnType<AgentRunsRepo['interrupted']>>, killSandboxes: boolean): Promise<number> {
+    const reason = INTERRUPTED_REASON
+    for (const r of rows) {
+      // The sandbox of a run whose server died may still be running: end it (and every process in it).
+      if (killSandboxes && killRecorded(r.sandbox_pid, r.sandbox_start)) log.warn('killed the sandbox of an interrupted agent run', { runId: r.id, pid: r.sandbox_pid })
+      await runs.failInterrupted(r, reason, clock.now(), {
+        move: failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
+        event: { type: 'agent_run.failed', data: { runId: r.id, feedbackId: r.feedback_id, error: reason } },
+      })
+    }
+    return rows.length
+  }
+
+
   /** Records a run that ends before it starts (no repository, a cap reached). */
   async function recordFailedStart(f: FeedbackRow, provider: string, model: string | null, error: string): Promise<void> {
     const id = newId(clock)
     const now = clock.now()
     await runs.recordFailedStart(
-      { id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now },
+      { id, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider, model, status: 'failed', branch: `fixloop/${f.id}`, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now, nodeId: opts.nodeId ?? null },
       { id, status: 'failed', model, tokensIn: 0, tokensOut: 0, costUsd: 0, prUrl: null, guardrailReason: null, error, timings: JSON.stringify(zeroTimings()), summary: null, outputTail: null, endedAt: now },
       { move: failItem(error, 'queued'), event: { type: 'agent_run.failed', data: { runId: id, feedbackId: f.id, error } } },
     )
@@ -119,7 +140,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     const now = clock.now()
     const branch = `fixloop/${f.id}`
     const moved = await runs.startRun(
-      { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now },
+      { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now, nodeId: opts.nodeId ?? null },
       { type: 'agent_run.started', data: { runId, feedbackId: f.id, provider: conn.agentProvider } },
     )
     if (!moved) return false
@@ -244,20 +265,19 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
      */
     recover(): Promise<number> {
       return inTurn(async () => {
-        const rows = await runs.interrupted()
-        const reason = 'interrupted: fixloop stopped during the run (crash or restart); queue the report again to retry'
-        for (const r of rows) {
-          // The sandbox of a run whose server died may still be running: end it (and every process in it).
-          if (killRecorded(r.sandbox_pid, r.sandbox_start)) log.warn('killed the sandbox of an interrupted agent run', { runId: r.id, pid: r.sandbox_pid })
-          await runs.failInterrupted(r, reason, clock.now(), {
-            move: failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
-            event: { type: 'agent_run.failed', data: { runId: r.id, feedbackId: r.feedback_id, error: reason } },
-          })
-        }
-        // Workspaces of interrupted runs may hold a clone: remove them.
+        const n = await failInterrupted(await runs.interrupted(opts.nodeId === undefined ? undefined : null), true)
+        // Workspaces of interrupted runs may hold a clone: remove them (this node's own directory).
         if (existsSync(workspaces)) for (const d of readdirSync(workspaces)) rmSync(join(workspaces, d), { recursive: true, force: true })
-        return rows.length
+        return n
       })
+    },
+
+    /** Cluster mode: fails the runs of nodes the sweep found dead (their sandboxes died with them or run on another host). */
+    async failRunsOf(nodeIds: string[]): Promise<number> {
+      if (nodeIds.length === 0) return 0
+      const n = await failInterrupted(await runs.interrupted(nodeIds), false)
+      if (n > 0) log.warn('failed the agent runs of nodes that stopped beating', { runs: n, nodes: nodeIds })
+      return n
     },
 
     /** Waits for the reclaim at start, the starts in hand and every run in progress to end. */

@@ -10,7 +10,7 @@ import { ApiError } from '../core/errors'
 import type { Clock } from '../core/clock'
 import type { CredentialDirectory, KnownApp } from '../auth/directory'
 import { verifyUserToken, type UserIdentity } from '../auth/user-token'
-import type { RateLimiter, RateScope } from './rate-limit'
+import type { Limiter, RateScope } from './rate-limit'
 import { clientAddress } from './client-address'
 import { noteCaller } from './request-caller'
 import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
@@ -20,7 +20,7 @@ import { accessGuard } from './access-guard'
 
 export interface AuthDeps {
   directory: CredentialDirectory
-  limiters: Record<RateScope, RateLimiter>
+  limiters: Record<RateScope, Limiter>
   clock: Clock
   trustProxy: boolean
   /** Dashboard sessions may call the Org routes too (cookie + X-Fixloop-Org + CSRF on mutations). */
@@ -50,7 +50,7 @@ export interface WidgetCaller {
   user: UserIdentity | undefined
   clientIp: string
   /** Takes `extra` more tokens from the bucket this request was let in by (an expensive submission). */
-  charge(extra: number): void
+  charge(extra: number): void | Promise<void>
 }
 
 /**
@@ -69,13 +69,15 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
     const user = await verifyUserToken(token, app.row.id, app.signingSecret, deps.clock.now())
     const limiter = deps.limiters[kind === 'submit' ? 'privateSubmit' : 'privatePresign']
     const bucket = `${app.row.id}|${user.sub}`
-    limiter.take(bucket)
+    const taken = limiter.take(bucket)
+    if (taken) await taken
     return { app, user, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
   }
   if (!app.row.publicSubmissionEnabled) throw new ApiError('public_disabled')
   const limiter = deps.limiters[kind === 'submit' ? 'publicSubmit' : 'publicPresign']
   const bucket = `${app.row.id}|${clientIp}`
-  limiter.take(bucket)
+  const taken = limiter.take(bucket)
+  if (taken) await taken // a shared (Redis) limiter answers later; the in-memory one has answered
   return { app, user: undefined, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
 }
 
@@ -98,7 +100,8 @@ async function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<Auth
   if (!/^[0-9a-f]{24}$/.test(orgId)) throw new ApiError('invalid_authorization', { reason: 'a dashboard session names its Org in X-Fixloop-Org' })
   await requireOrg(admin, orgId, deps.admin.orgExists)
   noteCaller(request, { orgId })
-  deps.limiters.orgKey.take(`session:${session.id}`)
+  const taken = deps.limiters.orgKey.take(`session:${session.id}`)
+  if (taken) await taken
   return { orgId, keyId: `session:${session.id}`, grant: grantIn(admin, orgId), actor: `admin:${admin.id}` }
 }
 
@@ -110,7 +113,8 @@ export async function authenticateOrg(deps: AuthDeps, request: Request): Promise
   if (!known) throw new ApiError('invalid_authorization', { reason: 'unknown or revoked API key' })
   noteCaller(request, { orgId: known.orgId })
   // Keyed by key id, never by the key itself: no credential is held in limiter memory.
-  deps.limiters.orgKey.take(known.keyId)
+  const taken = deps.limiters.orgKey.take(known.keyId)
+  if (taken) await taken
   await deps.keyUsed?.(known.keyId)
   return { orgId: known.orgId, keyId: known.keyId, grant: 'api_key', actor: `key:${known.keyId}` }
 }

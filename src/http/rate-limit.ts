@@ -13,12 +13,21 @@ export interface BucketSpec {
   refillPerSecond: number
 }
 
+/**
+ * A limiter of one scope: in memory (this file, the embedded mode) or shared by the nodes of a cluster
+ * (src/http/shared-rate-limit.ts: a promise, one Redis round trip). Callers await only a promise.
+ */
+export interface Limiter {
+  take(key: string, tokens?: number, retryNeeds?: number): void | Promise<void>
+  charge(key: string, extra: number): void | Promise<void>
+}
+
 interface Bucket {
   tokens: number
   updatedAt: number
 }
 
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private buckets = new Map<string, Bucket>()
   private lastSweep = 0
   private readonly spec: BucketSpec

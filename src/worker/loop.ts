@@ -57,6 +57,11 @@ export interface WorkerOptions {
    * carry this role, and a new start hands back the leases a dead predecessor of the same role held.
    */
   leaseOwnerRole?: string
+  /**
+   * Cluster mode: the owner its leases carry (`<node id>` or `<node id>:<role>`), and no check of other
+   * owners at start (the maintenance leader's sweep frees the leases of dead nodes: src/nodes/).
+   */
+  clusterLeaseOwner?: string
   pollMs: number
   maxAttempts: number
   baseBackoffMs: number
@@ -93,7 +98,7 @@ export class Worker {
     opts: Partial<WorkerOptions> = {},
   ) {
     this.opts = { ...DEFAULT_WORKER_OPTIONS, ...opts }
-    this.owner = this.opts.leaseOwnerRole ? `${currentLeaseOwner()}:${this.opts.leaseOwnerRole}` : currentLeaseOwner()
+    this.owner = this.opts.clusterLeaseOwner ?? (this.opts.leaseOwnerRole ? `${currentLeaseOwner()}:${this.opts.leaseOwnerRole}` : currentLeaseOwner())
   }
 
   backoffMs(attempts: number): number {
@@ -207,7 +212,7 @@ export class Worker {
     // A lease of this very owner is a dead predecessor's (one worker per role and process). Held as the
     // pass under way, so a wake() meanwhile does not claim (and then hand back) a lease of this owner.
     this.current = this.jobs
-      .reclaimOrphans((owner) => owner === this.owner || isLeaseOwnerGone(owner))
+      .reclaimOrphans((owner) => owner === this.owner || (this.opts.clusterLeaseOwner === undefined && isLeaseOwnerGone(owner)))
       .then((reclaimed) => {
         if (reclaimed > 0) this.log.info('reclaimed job leases of a stopped process', { jobs: reclaimed })
         return 0

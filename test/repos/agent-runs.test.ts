@@ -15,7 +15,7 @@ import type { Storage } from '../../src/db/storage'
 const TIMINGS = JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 })
 
 function runRow(id: string, feedbackId: string, over: Partial<RunRowInsert> = {}): RunRowInsert {
-  return { id, orgId: 'o1', appId: 'a1', feedbackId, provider: 'command', model: null, status: 'running', branch: `fixloop/${feedbackId}`, timings: TIMINGS, startedAt: 1_000, createdAt: 1_000, ...over }
+  return { id, orgId: 'o1', appId: 'a1', feedbackId, provider: 'command', model: null, status: 'running', branch: `fixloop/${feedbackId}`, timings: TIMINGS, startedAt: 1_000, createdAt: 1_000, nodeId: null, ...over }
 }
 
 function endRow(id: string, over: Partial<RunRowEnd> = {}): RunRowEnd {

@@ -18,8 +18,8 @@ import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 const GET_FEEDBACK =
   'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = $1'
 const SHARE_URL = 'UPDATE feedback SET merge_request_url = $1, version = version + 1, updated_at = $2 WHERE duplicate_of_id = $3'
-const INSERT_RUN = `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+const INSERT_RUN = `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at, node_id)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 const UPDATE_RUN = `UPDATE agent_runs SET status = $2, model = $3, tokens_in = $4, tokens_out = $5, cost_usd = $6,
     pr_url = $7, guardrail_reason = $8, error = $9, timings = $10, summary = $11, output_tail = $12, ended_at = $13
   WHERE id = $1`
@@ -27,6 +27,8 @@ const RUNNING_FOR_APP = "SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 
 const RUNS_SINCE = 'SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const COST_SINCE = 'SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const INTERRUPTED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' ORDER BY id"
+const INTERRUPTED_UNCLAIMED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' AND node_id IS NULL ORDER BY id"
+const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' AND node_id = ANY($1::text[]) ORDER BY id"
 const SET_SANDBOX = 'UPDATE agent_runs SET sandbox_pid = $1, sandbox_start = $2 WHERE id = $3'
 const FAIL_INTERRUPTED = "UPDATE agent_runs SET status = 'failed', error = $1, ended_at = $2 WHERE id = $3 AND status = 'running'"
 
@@ -35,7 +37,7 @@ const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 
 const REPORT = 'SELECT 1 FROM feedback WHERE id = $1 AND org_id = $2'
 
 const insertRun = (q: PgQueryable, r: RunRowInsert) =>
-  exec(q, INSERT_RUN, [r.id, r.orgId, r.appId, r.feedbackId, r.provider, r.model, r.status, r.branch, r.timings, r.startedAt, r.createdAt])
+  exec(q, INSERT_RUN, [r.id, r.orgId, r.appId, r.feedbackId, r.provider, r.model, r.status, r.branch, r.timings, r.startedAt, r.createdAt, r.nodeId])
 const updateRun = (q: PgQueryable, e: RunRowEnd) =>
   exec(q, UPDATE_RUN, [e.id, e.status, e.model, e.tokensIn, e.tokensOut, e.costUsd, e.prUrl, e.guardrailReason, e.error, e.timings, e.summary, e.outputTail, e.endedAt])
 
@@ -84,7 +86,8 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
       }),
 
     setSandbox: async (id, pid, identity) => void (await exec(pool, SET_SANDBOX, [pid, identity, id])),
-    interrupted: () => many<InterruptedRun>(pool, INTERRUPTED),
+    interrupted: (nodes) =>
+      nodes === undefined ? many<InterruptedRun>(pool, INTERRUPTED) : nodes === null ? many<InterruptedRun>(pool, INTERRUPTED_UNCLAIMED) : many<InterruptedRun>(pool, INTERRUPTED_OF, [nodes]),
 
     failInterrupted: (r, error, endedAt, outcome) =>
       tx(async (t) => {

@@ -58,6 +58,8 @@ export const agentRuns = sqliteTable(
     sandboxPid: integer('sandbox_pid'),
     /** That process's identity: `<boot id>:<start time in clock ticks>`, so a reused PID is never killed. */
     sandboxStart: text('sandbox_start'),
+    /** Cluster mode: the node running it (src/nodes/); when that node dies, the sweep fails the run. */
+    nodeId: text('node_id'),
     startedAt: integer('started_at'),
     endedAt: integer('ended_at'),
     createdAt: integer('created_at').notNull(),

@@ -10,3 +10,32 @@ export const instanceMeta = sqliteTable('instance_meta', {
   value: text('value').notNull(),
   updatedAt: integer('updated_at').notNull(),
 })
+
+/**
+ * The fixloop processes serving this database (cluster mode): each `serve` registers itself at start and
+ * beats every few seconds; a node whose beat is older than the dead-node limit is gone, and the
+ * maintenance leader frees the job leases it held. Times are epoch ms on the database's clock.
+ */
+export const clusterNodes = sqliteTable('cluster_nodes', {
+  id: text('id').primaryKey(),
+  host: text('host').notNull(),
+  pid: integer('pid').notNull(),
+  version: text('version').notNull(),
+  startedAt: integer('started_at').notNull(),
+  heartbeatAt: integer('heartbeat_at').notNull(),
+  /** The leases it held at its last beat, comma-separated (for /readyz and the operator). */
+  roles: text('roles').notNull().default(''),
+})
+
+/**
+ * Singleton leases (cluster mode): one row per role (`processing`, `maintenance`, `dispatch`); the holder
+ * renews before `expires_at` (database clock); another node takes it only after. `token` rises with each
+ * new holder: a fencing token that writes made under the lease compare.
+ */
+export const leases = sqliteTable('leases', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  token: integer('token').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  acquiredAt: integer('acquired_at').notNull(),
+})

@@ -18,8 +18,8 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
   )
   const shareUrl: Statement = sqlite.query('UPDATE feedback SET merge_request_url = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const insertRun: Statement = sqlite.query(
-    `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at)
-     VALUES ($id, $orgId, $appId, $feedbackId, $provider, $model, $status, $branch, $timings, $startedAt, $createdAt)`,
+    `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at, node_id)
+     VALUES ($id, $orgId, $appId, $feedbackId, $provider, $model, $status, $branch, $timings, $startedAt, $createdAt, $nodeId)`,
   )
   const updateRun: Statement = sqlite.query(
     `UPDATE agent_runs SET status = $status, model = $model, tokens_in = $tokensIn, tokens_out = $tokensOut, cost_usd = $costUsd,
@@ -29,7 +29,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
   const runningForApp: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
   const runsSince: Statement = sqlite.query('SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND created_at >= ?')
   const costSince: Statement = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' ORDER BY id")
+  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id FROM agent_runs WHERE status = 'running' ORDER BY id")
   const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
   const failInterrupted: Statement = sqlite.query("UPDATE agent_runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'running'")
 
@@ -80,7 +80,11 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
     },
 
     setSandbox: async (id, pid, identity) => void setSandbox.run(pid, identity, id),
-    interrupted: async () => interrupted.all() as InterruptedRun[],
+    interrupted: async (nodes) => {
+      const all = interrupted.all() as (InterruptedRun & { node_id: string | null })[]
+      const pick = nodes === undefined ? all : nodes === null ? all.filter((r) => r.node_id === null) : all.filter((r) => r.node_id !== null && nodes.includes(r.node_id))
+      return pick.map(({ node_id: _n, ...r }) => r)
+    },
 
     async failInterrupted(r, error, endedAt, outcome) {
       return sqlite.transaction(() => {

@@ -66,6 +66,8 @@ export interface RunRowInsert {
   timings: string
   startedAt: number
   createdAt: number
+  /** Cluster mode: the node running it; null in the embedded mode. */
+  nodeId: string | null
 }
 
 export interface RunRowEnd {
@@ -134,10 +136,12 @@ export interface AgentRunsRepo {
   /** Records the running sandbox's PID and identity (cleared with null when it ended). */
   setSandbox(runId: string, pid: number | null, identity: string | null): Promise<void>
   /**
-   * Runs left `running` by a process that is gone, oldest first. One process per data dir (SQLite) or
-   * per database (PostgreSQL, single node): at start every `running` row is such a run.
+   * Runs left `running` by a process that is gone, oldest first. Embedded mode (no `nodes`): one process
+   * per data dir, so at start every `running` row is such a run. Cluster mode: the runs of the given
+   * nodes (dead ones, named by the sweep), or with `nodes` null the runs no node claims (from before
+   * cluster mode).
    */
-  interrupted(): Promise<InterruptedRun[]>
+  interrupted(nodes?: string[] | null): Promise<InterruptedRun[]>
   /** Fails an interrupted run (if still `running`) with the outcome, together; false when it no longer ran. */
   failInterrupted(run: InterruptedRun, error: string, endedAt: number, outcome: RunOutcome): Promise<boolean>
 

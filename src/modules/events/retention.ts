@@ -18,9 +18,13 @@ export async function purgeExpired(ctx: Context): Promise<{ events: number; deli
   return { events, deliveryLog }
 }
 
-/** Starts the hourly purge; returns the function that stops it. */
-export function startRetention(ctx: Context, log: Logger): () => void {
+/**
+ * Starts the hourly purge; returns the function that stops it. `mine`: in cluster mode only the node
+ * holding the `maintenance` role purges (idempotent anyway: two purges delete the same rows once).
+ */
+export function startRetention(ctx: Context, log: Logger, mine: () => boolean = () => true): () => void {
   const run = async () => {
+    if (!mine()) return
     try {
       const n = await purgeExpired(ctx)
       if (n.events + n.deliveryLog > 0) log.info('retention purge', n)

@@ -41,7 +41,8 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
         }
         // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
-        caller.charge(extraTokens(body))
+        const charged = caller.charge(extraTokens(body))
+        if (charged) await charged
         const result = await feedback.submit({
           app: caller.app,
           user: caller.user,

@@ -8,7 +8,14 @@ import { ApiError } from '../../core/errors'
 import { errorSchemas } from '../../http/error-docs'
 import type { Readiness } from './readiness'
 
-const CheckSchema = t.Object({ ok: t.Boolean(), reason: t.Optional(t.String()) })
+const CheckSchema = t.Object({
+  ok: t.Boolean(),
+  reason: t.Optional(t.String()),
+  // Cluster mode's `node` check: this node's id, the roles it holds and the live nodes it counts.
+  node: t.Optional(t.String()),
+  roles: t.Optional(t.Array(t.String())),
+  liveNodes: t.Optional(t.Integer()),
+})
 
 export function healthRoutes(readiness: Readiness, version: string) {
   return new Elysia({ name: 'health' })

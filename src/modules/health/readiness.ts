@@ -13,6 +13,10 @@ import { pgDatabaseCheck } from '../../db/pg/readiness'
 export interface Check {
   ok: boolean
   reason?: string
+  /** The `node` check of cluster mode: which node answered, its roles, the live nodes it counts. */
+  node?: string
+  roles?: string[]
+  liveNodes?: number
 }
 
 export interface ReadinessDeps {
@@ -24,6 +28,10 @@ export interface ReadinessDeps {
   /** The SQLite WAL checkpointer; absent on PostgreSQL (no check of that name there). */
   checkpointer?: () => Check
   masterKey: () => Check
+  /** Cluster mode: Valkey/Redis answers a PING (shared rate limits; a fallback runs meanwhile). */
+  redis?: () => Promise<Check>
+  /** Cluster mode: this node's heartbeat reached the database; its roles. */
+  node?: () => Check
 }
 
 export type ReadinessReport = { ready: boolean; checks: Record<string, Check> }
@@ -47,14 +55,24 @@ export function createReadiness(d: ReadinessDeps) {
   return {
     async check(): Promise<ReadinessReport> {
       const checkpointer = d.checkpointer
-      const [database_, disk_, worker, checkpointer_, masterKey] = await Promise.all([
+      const [database_, disk_, worker, checkpointer_, masterKey, redis, node] = await Promise.all([
         probe(database),
         probe(disk),
         probe(d.worker),
         checkpointer ? probe(checkpointer) : undefined,
         probe(d.masterKey),
+        d.redis ? probe(d.redis) : undefined,
+        d.node ? probe(d.node) : undefined,
       ])
-      const checks: Record<string, Check> = { database: database_, disk: disk_, worker, ...(checkpointer_ ? { checkpointer: checkpointer_ } : {}), masterKey }
+      const checks: Record<string, Check> = {
+        database: database_,
+        disk: disk_,
+        worker,
+        ...(checkpointer_ ? { checkpointer: checkpointer_ } : {}),
+        masterKey,
+        ...(redis ? { redis } : {}),
+        ...(node ? { node } : {}),
+      }
       return { ready: Object.values(checks).every((c) => c.ok), checks }
     },
   }

@@ -45,6 +45,8 @@ export class WebhookDispatcher {
 
   /** Starts delivering: releases leases a killed process left, catches up every Org, then follows the hub. */
   start(hub: EventHub): void {
+    // Cluster mode starts it again when this node takes the `dispatch` role back (src/nodes/coordinator.ts).
+    this.stopped = false
     // Released before anything is claimed (on SQLite the statement runs at this call).
     const released = this.repo.releaseLeases()
     this.unsubscribe = hub.subscribeAll((orgId) => {

@@ -47,6 +47,7 @@ export const agentRuns = pgTable(
     outputTail: text('output_tail'),
     sandboxPid: integer('sandbox_pid'),
     sandboxStart: text('sandbox_start'),
+    nodeId: text('node_id'),
     startedAt: epochMs('started_at'),
     endedAt: epochMs('ended_at'),
     createdAt: epochMs('created_at').notNull(),

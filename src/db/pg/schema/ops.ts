@@ -1,9 +1,29 @@
 /** Facts about the instance (master key check, schema version): the PostgreSQL twin of src/db/schema/ops.ts. */
-import { pgTable, text } from 'drizzle-orm/pg-core'
-import { epochMs } from './columns'
+import { integer, pgTable, text } from 'drizzle-orm/pg-core'
+import { counter, epochMs } from './columns'
 
 export const instanceMeta = pgTable('instance_meta', {
   key: text('key').primaryKey(),
   value: text('value').notNull(),
   updatedAt: epochMs('updated_at').notNull(),
+})
+
+/** Nodes serving this database: the twin of src/db/schema/ops.ts `clusterNodes`. */
+export const clusterNodes = pgTable('cluster_nodes', {
+  id: text('id').primaryKey(),
+  host: text('host').notNull(),
+  pid: integer('pid').notNull(),
+  version: text('version').notNull(),
+  startedAt: epochMs('started_at').notNull(),
+  heartbeatAt: epochMs('heartbeat_at').notNull(),
+  roles: text('roles').notNull().default(''),
+})
+
+/** Singleton leases with a fencing token: the twin of src/db/schema/ops.ts `leases`. */
+export const leases = pgTable('leases', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  token: counter('token').notNull(),
+  expiresAt: epochMs('expires_at').notNull(),
+  acquiredAt: epochMs('acquired_at').notNull(),
 })

@@ -1,0 +1,100 @@
+/**
+ * This node's connection to Valkey/Redis (cluster mode), through Bun's own client. A command that cannot
+ * be answered within `timeoutMs` (the server down, the network cut) fails fast instead of queueing: the
+ * callers have a fallback (src/http/shared-rate-limit.ts) and a request must never wait on Redis. After a
+ * failure the link stays down for `retryMs` (callers go straight to their fallback), then connects anew:
+ * Redis coming back is noticed without a restart.
+ */
+import { RedisClient } from 'bun'
+import { describeRedis } from '../db/redis-check'
+
+export class RedisUnavailable extends Error {}
+
+export class RedisLink {
+  private client: RedisClient | undefined
+  private connecting: Promise<RedisClient> | undefined
+  private downUntil = 0
+  private lastError: string | undefined
+  readonly where: string
+
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs = 500,
+    private readonly retryMs = 1_000,
+  ) {
+    this.where = describeRedis(url)
+  }
+
+  /** Sends one command; throws RedisUnavailable when the server cannot answer now, or the server's own error. */
+  async send(command: string, args: string[]): Promise<unknown> {
+    if (performance.now() < this.downUntil) throw new RedisUnavailable(this.lastError ?? 'Redis is unavailable')
+    try {
+      const client = this.client ?? (await this.connect())
+      return await this.bounded(client.send(command, args))
+    } catch (e) {
+      // A reply error (NOSCRIPT, WRONGTYPE …) comes from a working server: the caller handles it.
+      if (!(e instanceof RedisUnavailable) && isReplyError(e)) throw e
+      this.markDown(e)
+      throw e instanceof RedisUnavailable ? e : new RedisUnavailable(this.lastError)
+    }
+  }
+
+  /** For /readyz: a PING within the timeout. */
+  async check(): Promise<{ ok: boolean; reason?: string }> {
+    try {
+      const pong = await this.send('PING', [])
+      return pong === 'PONG' ? { ok: true } : { ok: false, reason: `Redis at ${this.where} answered PING with ${JSON.stringify(pong)}` }
+    } catch (e) {
+      return { ok: false, reason: `Redis at ${this.where} is unreachable: ${e instanceof Error ? e.message : String(e)}` }
+    }
+  }
+
+  close(): void {
+    this.client?.close()
+    this.client = undefined
+    this.downUntil = Number.POSITIVE_INFINITY
+    this.lastError = 'closed'
+  }
+
+  private connect(): Promise<RedisClient> {
+    this.connecting ??= (async () => {
+      const client = new RedisClient(this.url, { connectionTimeout: this.timeoutMs * 2, autoReconnect: false, maxRetries: 0, enableOfflineQueue: false })
+      client.onclose = () => {
+        if (this.client === client) this.client = undefined
+      }
+      try {
+        await this.bounded(client.connect())
+      } catch (e) {
+        client.close()
+        throw e
+      }
+      this.client = client
+      return client
+    })().finally(() => (this.connecting = undefined))
+    return this.connecting
+  }
+
+  private bounded<T>(p: Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    return Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new RedisUnavailable(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)
+      }),
+    ]).finally(() => clearTimeout(timer))
+  }
+
+  private markDown(e: unknown): void {
+    this.lastError = e instanceof Error ? e.message : String(e)
+    this.downUntil = performance.now() + this.retryMs
+    const c = this.client
+    this.client = undefined
+    c?.close()
+  }
+}
+
+/** An error reply of the server (as opposed to no connection). */
+function isReplyError(e: unknown): boolean {
+  const message = e instanceof Error ? e.message : ''
+  return /^(ERR|NOSCRIPT|WRONGTYPE|BUSY|NOPERM|OOM|READONLY|LOADING|EXECABORT|MOVED|ASK)\b/.test(message)
+}
