@@ -21,6 +21,7 @@ import { lockDataDir } from './db/data-dir-lock'
 import { StartupError } from './core/startup-error'
 import { createReadiness } from './modules/health/readiness'
 import { createMetrics } from './modules/metrics/service'
+import { ROLES } from './nodes/coordinator'
 import { VERSION } from './version'
 import { prepareDataDir } from './db/data-dir'
 import { META } from './db/meta-keys'
@@ -118,6 +119,15 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const recovered = await runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
   const metrics = createMetrics(ctx.storage, config.dataDir, ctx.clock)
+  if (ctx.storage.dialect === 'pg') {
+    // Cluster mode: which node answers the scrape, and what it does (the database-wide gauges are the
+    // same on every node).
+    metrics.registry.add(() => [
+      { name: 'fixloop_node_info', help: 'This node (cluster mode): its id and version.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId, version: VERSION }, value: 1 }] },
+      { name: 'fixloop_node_role', help: 'Roles this node holds (1) or not (0).', type: 'gauge', samples: ROLES.map((role) => ({ labels: { node: coordinator.nodeId, role }, value: coordinator.holds(role) ? 1 : 0 })) },
+      { name: 'fixloop_cluster_live_nodes', help: 'Nodes that beat within one lease period, as this node last counted.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId }, value: coordinator.liveNodes() }] },
+    ])
+  }
   const readiness = createReadiness({
     storage: ctx.storage,
     dataDir: config.dataDir,

@@ -80,15 +80,15 @@ async function rolesSettled(live: Node[], timeoutMs = 20_000): Promise<Record<st
 
 let sent = 0
 /** POSTs one report to `n` as its own client address; the id when acknowledged (201), else the status. */
-async function submit(n: Node, text?: string, address?: string): Promise<{ status: number; id?: string; retryAfter?: string | null }> {
+async function submit(n: Node, text?: string, address?: string): Promise<{ status: number; id?: string; retryAfter?: string | null; error?: unknown }> {
   const i = sent++
   const res = await fetch(`${n.url}/v1/feedback`, {
     method: 'POST',
     headers: { authorization: `Bearer ${tenant.pub}`, 'content-type': 'application/json', 'x-forwarded-for': address ?? `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` },
     body: JSON.stringify({ text: text ?? `Report ${i}: ${WORDS[i % WORDS.length]} ${WORDS[(i * 7 + 3) % WORDS.length]} fails on page ${i}` }),
   })
-  const body = (await res.json().catch(() => ({}))) as { id?: string }
-  return { status: res.status, id: res.status === 201 ? body.id : undefined, retryAfter: res.headers.get('retry-after') }
+  const body = (await res.json().catch(() => ({}))) as { id?: string; error?: unknown }
+  return { status: res.status, id: res.status === 201 ? body.id : undefined, retryAfter: res.headers.get('retry-after'), error: body.error }
 }
 const WORDS = ['checkout', 'invoice', 'avatar', 'search', 'export', 'login', 'calendar', 'upload', 'billing', 'sidebar', 'map', 'chart', 'profile', 'cart']
 
@@ -133,6 +133,7 @@ beforeAll(async () => {
     FIXLOOP_LOG_LEVEL: 'warn',
     FIXLOOP_NODE_LEASE_SECONDS: '3',
     FIXLOOP_TRUST_PROXY: '1',
+    FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1',
   }
   pool = openPool(env.FIXLOOP_DATABASE_URL, 2)
   const org = await cli(['org', 'create', '--name', 'Acme'])
@@ -168,12 +169,29 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     expect(new Set(Object.values(holders)).size).toBe(3)
     const { rows } = await pool.query('SELECT count(*)::int AS n FROM cluster_nodes')
     expect(rows[0].n).toBe(3)
+    // /metrics says which node answered and what it holds.
+    for (const [role, n] of Object.entries(holders)) {
+      const text = await (await fetch(`${n.url}/metrics`)).text()
+      const id = (await readiness(n)).node.node!
+      expect(text).toContain(`fixloop_node_role{node="${id}",role="${role}"} 1`)
+      expect(text).toContain(`fixloop_cluster_live_nodes{node="${id}"} 3`)
+    }
   }, 30_000)
 
   test('a read on any node sees a write made on another', async () => {
     const r = await submit(nodes[0])
     expect(r.status).toBe(201)
     for (const n of nodes) expect((await call(n.url, 'GET', `/v1/feedback/${r.id}`, { auth: tenant.key })).status).toBe(200)
+  })
+
+  test('a key revoked through one node (the CLI) is refused by every node within a second', async () => {
+    const key = await cli(['key', 'create', '--org', tenant.orgId])
+    for (const n of nodes) expect((await call(n.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
+    const revoked = await runBinary(['key', 'revoke', key.id, '--data-dir', dataDir()], env)
+    expect(revoked.code).toBe(0)
+    const t0 = Date.now()
+    for (const n of nodes) await eventually(async () => ((await call(n.url, 'GET', '/v1/apps', { auth: key.key })).status === 401 ? true : undefined), 1_000)
+    expect(Date.now() - t0).toBeLessThan(1_000)
   })
 
   test('3,000 reports sent round-robin: every one stored once and sanitized exactly once', async () => {
@@ -207,6 +225,120 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     expect(refused.length).toBe(90 - accepted)
     expect(Number(refused[0].retryAfter)).toBeGreaterThanOrEqual(1)
   }, 60_000)
+})
+
+describe('events, webhooks and uploads across nodes', () => {
+  test('an SSE stream on one node carries the events committed on the others, seq rising without a gap; Last-Event-ID resumes on a third', async () => {
+    const start = (await pool.query<{ n: number }>('SELECT COALESCE(max(seq), 0)::int AS n FROM events WHERE org_id = $1', [tenant.orgId])).rows[0].n
+    const stream = await fetch(`${nodes[0].url}/v1/events/stream?after=${start}&types=feedback.received`, { headers: { authorization: `Bearer ${tenant.key}` } })
+    expect(stream.status).toBe(200)
+    const reader = stream.body!.getReader()
+    const seen: { seq: number; at: number }[] = []
+    let buffer = ''
+    const reading = (async () => {
+      const decoder = new TextDecoder()
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return
+        buffer += decoder.decode(value, { stream: true })
+        let cut: number
+        while ((cut = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, cut)
+          buffer = buffer.slice(cut + 2)
+          const id = frame.match(/^id: ?(\d+)$/m)
+          if (id) seen.push({ seq: Number(id[1]), at: Date.now() })
+        }
+      }
+    })()
+    const sentAt: number[] = []
+    const ids: string[] = []
+    for (let i = 0; i < 12; i++) {
+      sentAt.push(Date.now())
+      const r = await submit(nodes[1 + (i % 2)])
+      expect(r.status).toBe(201)
+      ids.push(r.id!)
+    }
+    await eventually(() => (seen.length >= 12 ? true : undefined), 10_000)
+    await reader.cancel()
+    await reading.catch(() => {})
+    // Strictly rising (the Org's processing events take the seqs in between: the filter leaves them out).
+    const seqs = seen.slice(0, 12).map((e) => e.seq)
+    expect(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1])).toBe(true)
+    // Typically within a second of the commit on another node.
+    const lags = seen.slice(0, 12).map((e, i) => e.at - sentAt[i])
+    expect(lags.filter((ms) => ms < 1_000).length).toBeGreaterThanOrEqual(10)
+    // The pull feed on a third node has the same events, and a resumed stream there starts right after the given id.
+    const feed = await call(nodes[2].url, 'GET', `/v1/events?after=${start}&types=feedback.received&limit=12`, { auth: tenant.key })
+    expect(feed.body.data.map((e: { seq: number }) => e.seq)).toEqual(seqs)
+    expect(new Set(feed.body.data.map((e: { data: { feedbackId: string } }) => e.data.feedbackId))).toEqual(new Set(ids))
+    const resumed = await fetch(`${nodes[2].url}/v1/events/stream?types=feedback.received`, { headers: { authorization: `Bearer ${tenant.key}`, 'last-event-id': String(seqs[5]) } })
+    const r2 = resumed.body!.getReader()
+    let text = ''
+    const deadline = Date.now() + 5_000
+    while ((text.match(/^id: /gm)?.length ?? 0) < 6 && Date.now() < deadline) {
+      const { value, done } = await r2.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+    await r2.cancel()
+    expect([...text.matchAll(/^id: ?(\d+)$/gm)].slice(0, 6).map((m) => Number(m[1]))).toEqual(seqs.slice(6))
+  }, 30_000)
+
+  test('each event reaches a webhook endpoint once, whichever node committed it', async () => {
+    const received = new Map<string, number>()
+    const receiver = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      async fetch(req) {
+        const body = (await req.json()) as { id: string }
+        received.set(body.id, (received.get(body.id) ?? 0) + 1)
+        return new Response('ok')
+      },
+    })
+    try {
+      const hook = await cli(['webhook', 'create', '--org', tenant.orgId, '--url', `http://127.0.0.1:${receiver.port}/hook`, '--events', 'feedback.received'])
+      expect(hook.secret).toMatch(/^whsec_/)
+      const ids: string[] = []
+      for (let i = 0; i < 30; i++) {
+        const r = await submit(nodes[i % 3])
+        expect(r.status).toBe(201)
+        ids.push(r.id!)
+      }
+      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM events WHERE type = 'feedback.received' AND feedback_id = ANY($1::text[])`, [ids])
+      expect(rows).toHaveLength(30)
+      await eventually(() => (rows.every((e) => received.has(e.id)) ? true : undefined), 20_000)
+      // A moment more: a second delivery of any of them would show up now.
+      await Bun.sleep(1_500)
+      expect(rows.map((e) => received.get(e.id))).toEqual(rows.map(() => 1))
+    } finally {
+      receiver.stop(true)
+    }
+  }, 40_000)
+
+  test('an upload URL from one node, the upload to S3, the submission on another, the read on a third', async () => {
+    const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
+    const issued = await fetch(`${nodes[0].url}/v1/feedback/upload-url`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.pub}`, 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.20' },
+      body: JSON.stringify({ contentType: 'image/png', byteSize: png.length, kind: 'attachment', filename: 'x.png' }),
+    })
+    expect(issued.status).toBe(200)
+    const u = (await issued.json()) as { key: string; url: string; headers: Record<string, string> }
+    expect(new URL(u.url).port).not.toBe(new URL(nodes[0].url).port)
+    expect((await fetch(u.url, { method: 'PUT', headers: u.headers, body: png })).status).toBeLessThan(300)
+    const sub = await fetch(`${nodes[1].url}/v1/feedback`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.pub}`, 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.21' },
+      body: JSON.stringify({ text: 'The attached screenshot shows the broken header', attachments: [{ key: u.key, kind: 'attachment', contentType: 'image/png', byteSize: png.length }] }),
+    })
+    expect(sub.status).toBe(201)
+    const { id } = (await sub.json()) as { id: string }
+    const item = await call(nodes[2].url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })
+    expect(item.body.attachments).toHaveLength(1)
+    const download = await fetch(item.body.attachments[0].url)
+    expect(download.status).toBe(200)
+    expect(Buffer.from(await download.arrayBuffer()).equals(png)).toBe(true)
+  }, 30_000)
 })
 
 describe('faults', () => {
@@ -259,7 +391,7 @@ describe('faults', () => {
     const ids: string[] = []
     for (let i = 0; i < 20; i++) {
       const r = await submit(survivor)
-      expect(r.status).toBe(201)
+      expect([r.status, r.error]).toEqual([201, undefined])
       ids.push(r.id!)
     }
     await eventually(async () => {

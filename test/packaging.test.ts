@@ -12,16 +12,23 @@ const unit = readFileSync(join(ROOT, 'packaging', 'fixloop.service'), 'utf8')
 const hasSystemdAnalyze = Bun.spawnSync(['sh', '-c', 'command -v systemd-analyze']).exitCode === 0
 if (!hasSystemdAnalyze) console.warn('systemd unit check skipped: systemd-analyze is not installed (.ci/run installs systemd)')
 
-test.skipIf(!hasSystemdAnalyze)('systemd-analyze verify accepts packaging/fixloop.service', () => {
-  ensureBinary()
-  // The unit names the installed path; verify checks that it exists, so point it at the fresh build.
-  const dir = tempDir()
-  const file = join(dir, 'fixloop.service')
-  writeFileSync(file, unit.replaceAll('/usr/local/bin/fixloop', BINARY))
-  const r = Bun.spawnSync(['systemd-analyze', 'verify', file])
-  const out = r.stdout.toString() + r.stderr.toString()
-  expect(out.split('\n').filter((l) => l.includes('fixloop.service'))).toEqual([])
-  expect(r.exitCode).toBe(0)
+for (const path of ['fixloop.service', 'cluster/fixloop-node.service']) {
+  test.skipIf(!hasSystemdAnalyze)(`systemd-analyze verify accepts packaging/${path}`, () => {
+    ensureBinary()
+    // The unit names the installed path; verify checks that it exists, so point it at the fresh build.
+    const dir = tempDir()
+    const file = join(dir, 'fixloop.service')
+    writeFileSync(file, readFileSync(join(ROOT, 'packaging', path), 'utf8').replaceAll('/usr/local/bin/fixloop', BINARY))
+    const r = Bun.spawnSync(['systemd-analyze', 'verify', file])
+    const out = r.stdout.toString() + r.stderr.toString()
+    expect(out.split('\n').filter((l) => l.includes('fixloop.service'))).toEqual([])
+    expect(r.exitCode).toBe(0)
+  })
+}
+
+test('the cluster node unit reads the shared settings and hands its work over on stop', () => {
+  const node = readFileSync(join(ROOT, 'packaging', 'cluster', 'fixloop-node.service'), 'utf8').split('\n')
+  for (const line of ['EnvironmentFile=/etc/fixloop/cluster.env', 'DynamicUser=yes', 'ProtectSystem=strict', 'RestartPreventExitStatus=2', 'KillSignal=SIGTERM']) expect(node).toContain(line)
 })
 
 test('the unit is hardened and owns its data dir', () => {

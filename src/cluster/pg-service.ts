@@ -62,13 +62,32 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     }).finally(() => seeds.delete(appId))
   }
 
+  /** Sets the index's lead links to what `rows` say; true when one differed. */
+  function correctLinks(appId: string, rows: Map<string, Row>): boolean {
+    const index = core.preparedIndex(appId)
+    if (!index) return false
+    let changed = false
+    for (const row of rows.values()) {
+      if (row.app_id !== appId || index.doc(row.id) === undefined) continue
+      if (index.leadOf(row.id) !== row.duplicate_of_id) {
+        index.setLead(row.id, row.duplicate_of_id)
+        changed = true
+      }
+    }
+    return changed
+  }
+
   /** Runs `compute` over a snapshot of `id`'s row (`override`: its sanitized columns) and every row its ranking reads. */
   async function withSnapshot<T>(id: string, limit: number | undefined, compute: () => T, override?: Sanitized): Promise<T | null> {
     const stored = await repo.get(id)
     if (!stored) return null
     await prepare(stored.app_id)
     const r: Row = override ? { ...stored, ...override, status: 'sanitized' } : stored
-    const rows = await repo.rows(core.shortlist(r, limit))
+    let rows = await repo.rows(core.shortlist(r, limit))
+    // Cluster mode: another node may have merged or unmerged by hand since this index learned a link
+    // (its own index took the change, this one did not). The rows just read are the truth: correct the
+    // links they show, and read again once if any changed (the shortlist follows the links).
+    if (correctLinks(stored.app_id, rows)) rows = await repo.rows(core.shortlist(r, limit))
     rows.set(id, stored)
     snapshot = rows
     try {

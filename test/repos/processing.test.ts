@@ -133,6 +133,25 @@ describeEachDialect('processing', (fresh, dialect) => {
     expect(similar.slice(0, 2).map((c) => c.id).sort()).toEqual([...dups].sort())
   })
 
+  // Cluster mode only: the embedded mode has one process with an index (every merge goes through it).
+  test.skipIf(dialect !== 'pg')('a merge by hand on another node is seen by the processing index: a new report joins the lead, never the merged duplicate', async () => {
+    const s = await fresh()
+    const { lifecycle, worker } = await setup(s)
+    const lead = await submit(s, lifecycle, PARAPHRASES[0])
+    const invoice = await submit(s, lifecycle, UNRELATED)
+    expect(await worker.tick()).toBe(2)
+    expect(await row(s, invoice)).toMatchObject({ duplicate_of_id: null })
+    // Another process (node) merges the invoice report into the checkout lead: the processing index did not take part.
+    await (await setupPort(s)).merge(invoice, lead)
+    const again = await submit(s, lifecycle, 'My invoice PDF downloads as an empty file from the billing settings page.')
+    expect(await worker.tick()).toBe(1)
+    const r = await row(s, again)
+    // Joined to the merged report's lead: the index corrected the link it learned before the merge.
+    expect(r.duplicate_of_id).toBe(lead)
+    expect(r.status).not.toBe('received')
+    expect(await sql(s, "SELECT id FROM jobs WHERE kind = 'process'")).toEqual([])
+  })
+
   test('merge and unmerge through the cluster port: rows, events, counts; unmerge queues the process job in its commit', async () => {
     const s = await fresh()
     const { lifecycle, worker, processing } = await setup(s)

@@ -1,0 +1,199 @@
+/**
+ * Cluster mode on this machine (issue 23): 1, 2 and 3 `fixloop serve` nodes on one PostgreSQL, one
+ * redis-server and s3rver, all on loopback. For each node count, on a fresh database:
+ * - intake: POST /v1/feedback spread evenly over the nodes (one load child per node, keep-alive fetch,
+ *   NODES_CONCURRENCY requests in flight in all), NODES_SECONDS measured after NODES_WARMUP;
+ * - drain: the `process` backlog the burst left, timed until it is empty (bounded by NODES_DRAIN_MAX s):
+ *   sanitizing and clustering run on the node holding the `processing` role only;
+ * - round trips per submitted report: Redis commands (INFO commandstats, every node's) and PostgreSQL
+ *   statements (pg_stat_statements, preloaded by restarting the throw-away server once), over the
+ *   measured intake window (the worker's statements included: it runs during the burst, paced).
+ * On 2 cores this shows the overhead of more nodes, not scaling: every node, PostgreSQL, Redis and the
+ * load share the same two cores.
+ *
+ * Usage: bun bench/nodes.ts
+ * Env: NODES_COUNTS (1,2,3) NODES_SECONDS (6) NODES_WARMUP (2) NODES_CONCURRENCY (48)
+ *      NODES_MAX_REQUESTS (200000) NODES_DRAIN_MAX (120) FIXLOOP_BIN (dist/fixloop)
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import type { Subprocess } from 'bun'
+import { openPool } from '../src/db/pg/client-options'
+import { runLoadInChild, type LoadResult } from './pg-floor'
+import { startPostgres } from '../test/pg-server'
+import { startRedis } from '../test/cluster-env'
+
+const envInt = (name: string, fallback: number) => (process.env[name] === undefined ? fallback : Number(process.env[name]))
+const COUNTS = (process.env.NODES_COUNTS ?? '1,2,3').split(',').map(Number)
+const SECONDS = envInt('NODES_SECONDS', 6)
+const WARMUP = envInt('NODES_WARMUP', 2)
+const CONCURRENCY = envInt('NODES_CONCURRENCY', 48)
+const MAX_REQUESTS = envInt('NODES_MAX_REQUESTS', 200_000)
+const DRAIN_MAX = envInt('NODES_DRAIN_MAX', 120)
+const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
+
+const log = (line: string) => process.stderr.write(`[nodes ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
+const uptime = () => Bun.spawnSync(['uptime']).stdout.toString().trim().replace(/^.*load average/, 'load average')
+
+async function freePort(): Promise<number> {
+  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = s.port!
+  s.stop(true)
+  return port
+}
+
+async function cli(args: string[], env: Record<string, string>, dataDir: string): Promise<any> {
+  const proc = Bun.spawn([BIN, ...args, '--json', '--data-dir', dataDir], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${code}: ${err}`)
+  return JSON.parse(out)
+}
+
+async function waitReady(url: string, proc: Subprocess): Promise<void> {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`a node exited with ${proc.exitCode} at start`)
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await Bun.sleep(100)
+  }
+  throw new Error('a node did not become ready within 60 s')
+}
+
+/** Commands Redis has run so far (all of them: the rate-limit script, PINGs). */
+async function redisCommands(port: number): Promise<number> {
+  const { RedisClient } = await import('bun')
+  const c = new RedisClient(`redis://127.0.0.1:${port}`)
+  try {
+    const info = String(await c.send('INFO', ['stats']))
+    return Number(info.match(/total_commands_processed:(\d+)/)?.[1] ?? 0)
+  } finally {
+    c.close()
+  }
+}
+
+interface Row {
+  nodes: number
+  intake: LoadResult
+  drain: { backlog: number; seconds: number; rate: number; left: number }
+  redisPerReport: number
+  pgPerReport: number
+  load: string
+}
+
+async function main(): Promise<void> {
+  const cleanups: (() => Promise<void>)[] = []
+  const rows: Row[] = []
+  try {
+    log(`start; ${uptime()}`)
+    const pg = await startPostgres()
+    cleanups.push(() => pg.stop())
+    const a = openPool(pg.adminUrl, 1)
+    await a.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    await a.end()
+    await pg.restart()
+    const redis = await startRedis()
+    cleanups.push(() => redis.stop())
+    const s3Dir = mkdtempSync(join(tmpdir(), 'fixloop-s3-'))
+    const { default: S3rver } = await import('s3rver')
+    const s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Dir, configureBuckets: [{ name: 'feedback', configs: [] }] })
+    const { port: s3Port } = await s3.run()
+    cleanups.push(async () => {
+      await s3.close()
+      rmSync(s3Dir, { recursive: true, force: true })
+    })
+    const masterKey = randomBytes(32).toString('hex')
+
+    for (const count of COUNTS) {
+      const databaseUrl = await pg.createDatabase(`nodes${count}`)
+      const env: Record<string, string> = {
+        FIXLOOP_DATABASE_URL: databaseUrl,
+        FIXLOOP_REDIS_URL: redis.url,
+        FIXLOOP_MASTER_KEY: masterKey,
+        FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
+        FIXLOOP_S3_BUCKET: 'feedback',
+        FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
+        FIXLOOP_S3_SECRET_KEY: 'S3RVER',
+        FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000',
+        FIXLOOP_LOG_LEVEL: 'warn',
+      }
+      const setupDir = mkdtempSync(join(tmpdir(), 'fixloop-nodes-cli-'))
+      const org = await cli(['org', 'create', '--name', 'Bench'], env, setupDir)
+      const app = await cli(['app', 'create', '--org', org.id, '--name', 'Shop'], env, setupDir)
+      rmSync(setupDir, { recursive: true, force: true })
+      const db = openPool(databaseUrl, 2)
+      await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
+      const nodes: { url: string; proc: Subprocess; dir: string }[] = []
+      try {
+        for (let i = 0; i < count; i++) {
+          const port = await freePort()
+          const dir = mkdtempSync(join(tmpdir(), 'fixloop-nodes-'))
+          const proc = Bun.spawn([BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir], { env: { ...process.env, ...env }, stdout: 'ignore', stderr: 'inherit' })
+          nodes.push({ url: `http://127.0.0.1:${port}`, proc, dir })
+        }
+        await Promise.all(nodes.map((n) => waitReady(n.url, n.proc)))
+        log(`${count} node(s) ready`)
+        const spread = (seconds: number) =>
+          Promise.all(nodes.map((n) => runLoadInChild('post', n.url, app.publicKey, { concurrency: Math.max(1, Math.round(CONCURRENCY / count)), maxRequests: Math.ceil(MAX_REQUESTS / count), maxSeconds: seconds })))
+        await spread(WARMUP)
+        const pending = async () => Number((await db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'")).rows[0].n)
+        // Start from an empty backlog: the warm-up's reports processed first (bounded).
+        for (let i = 0; i < DRAIN_MAX * 5 && (await pending()) > 0; i++) await Bun.sleep(200)
+        await db.query('SELECT pg_stat_statements_reset()')
+        const redis0 = await redisCommands(redis.port)
+        const parts = await spread(SECONDS)
+        const redis1 = await redisCommands(redis.port)
+        const statements = Number((await db.query(`SELECT COALESCE(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rows[0].n)
+        const load = uptime()
+        const requests = parts.reduce((n, p) => n + p.requests, 0)
+        const intake: LoadResult = {
+          requests,
+          errors: parts.reduce((n, p) => n + p.errors, 0),
+          seconds: Math.max(...parts.map((p) => p.seconds)),
+          rps: parts.reduce((n, p) => n + p.rps, 0),
+          p50Ms: Math.max(...parts.map((p) => p.p50Ms)),
+          p99Ms: Math.max(...parts.map((p) => p.p99Ms)),
+        }
+        const backlog = await pending()
+        const t0 = performance.now()
+        let left = backlog
+        while (left > 0 && performance.now() - t0 < DRAIN_MAX * 1000) {
+          await Bun.sleep(250)
+          left = await pending()
+        }
+        const seconds = (performance.now() - t0) / 1000
+        const drain = { backlog, seconds, rate: (backlog - left) / seconds, left }
+        const row: Row = { nodes: count, intake, drain, redisPerReport: (redis1 - redis0) / Math.max(1, requests), pgPerReport: statements / Math.max(1, requests), load }
+        rows.push(row)
+        log(`${count} node(s): ${intake.rps.toFixed(0)} req/s (p99 ${intake.p99Ms.toFixed(1)} ms, errors ${intake.errors}), drain ${drain.rate.toFixed(0)} reports/s (${backlog} in ${seconds.toFixed(1)} s, ${left} left), ${row.redisPerReport.toFixed(2)} Redis and ${row.pgPerReport.toFixed(2)} PostgreSQL round trips per report; ${load}`)
+      } finally {
+        for (const n of nodes) {
+          n.proc.kill('SIGTERM')
+          await n.proc.exited
+          rmSync(n.dir, { recursive: true, force: true })
+        }
+        await db.end()
+      }
+    }
+    const lines = [
+      `nodes: ${new Date().toISOString()}; ${SECONDS} s measured after ${WARMUP} s warm-up; ${CONCURRENCY} POSTs in flight spread over the nodes; cores: ${navigator.hardwareConcurrency}`,
+      'PostgreSQL: test/pg-server.ts (fsync=off, synchronous_commit=off); redis-server and s3rver; loopback, nothing pinned',
+      '',
+      '| nodes | intake req/s | p99 ms | errors | backlog after the burst | drain reports/s | Redis round trips per report | PostgreSQL statements per report (worker included) | load |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+      ...rows.map((r) => `| ${r.nodes} | ${r.intake.rps.toFixed(0)} | ${r.intake.p99Ms.toFixed(1)} | ${r.intake.errors} | ${r.drain.backlog} | ${r.drain.rate.toFixed(0)}${r.drain.left > 0 ? ` (${r.drain.left} left at ${DRAIN_MAX} s)` : ''} | ${r.redisPerReport.toFixed(2)} | ${r.pgPerReport.toFixed(2)} | ${r.load} |`),
+      '',
+      'On 2 cores every node, PostgreSQL, Redis and the load generator share the same cores: more nodes show the overhead of coordination, not scaling.',
+    ]
+    process.stdout.write(lines.join('\n') + '\n')
+  } finally {
+    for (const c of cleanups.reverse()) await c().catch((e: Error) => log(`cleanup: ${e.message}`))
+  }
+}
+
+await main()
