@@ -3,7 +3,8 @@
  * redis-server and s3rver, all on loopback. For each node count, on a fresh database:
  * - intake: POST /v1/feedback spread evenly over the nodes (one load child per node, keep-alive fetch,
  *   NODES_CONCURRENCY requests in flight in all), NODES_SECONDS measured after NODES_WARMUP;
- * - drain: the `process` backlog the burst left, timed until it is empty (bounded by NODES_DRAIN_MAX s):
+ * - drain: the `process` backlog the burst left, timed until it is empty or NODES_DRAIN_MAX s have passed
+ *   (the rate is what was processed in that time):
  *   sanitizing and clustering run on the node holding the `processing` role only;
  * - round trips per submitted report: Redis commands (INFO commandstats, every node's) and PostgreSQL
  *   statements (pg_stat_statements, preloaded by restarting the throw-away server once), over the
@@ -13,7 +14,7 @@
  *
  * Usage: bun bench/nodes.ts
  * Env: NODES_COUNTS (1,2,3) NODES_SECONDS (6) NODES_WARMUP (2) NODES_CONCURRENCY (48)
- *      NODES_MAX_REQUESTS (200000) NODES_DRAIN_MAX (120) FIXLOOP_BIN (dist/fixloop)
+ *      NODES_MAX_REQUESTS (200000) NODES_WARMUP_REQUESTS (600) NODES_DRAIN_MAX (60) FIXLOOP_BIN (dist/fixloop)
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -31,7 +32,8 @@ const SECONDS = envInt('NODES_SECONDS', 6)
 const WARMUP = envInt('NODES_WARMUP', 2)
 const CONCURRENCY = envInt('NODES_CONCURRENCY', 48)
 const MAX_REQUESTS = envInt('NODES_MAX_REQUESTS', 200_000)
-const DRAIN_MAX = envInt('NODES_DRAIN_MAX', 120)
+const DRAIN_MAX = envInt('NODES_DRAIN_MAX', 60)
+const WARMUP_REQUESTS = envInt('NODES_WARMUP_REQUESTS', 600)
 const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
 
 const log = (line: string) => process.stderr.write(`[nodes ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
@@ -65,13 +67,18 @@ async function waitReady(url: string, proc: Subprocess): Promise<void> {
   throw new Error('a node did not become ready within 60 s')
 }
 
-/** Commands Redis has run so far (all of them: the rate-limit script, PINGs). */
-async function redisCommands(port: number): Promise<number> {
+/**
+ * Round trips Redis has answered so far: top-level commands only (EVALSHA, EVAL, PING …). Commands a
+ * script runs inside (TIME, HMGET, HSET, PEXPIRE) are counted by Redis too, but cost no round trip.
+ */
+async function redisRoundTrips(port: number): Promise<number> {
   const { RedisClient } = await import('bun')
   const c = new RedisClient(`redis://127.0.0.1:${port}`)
   try {
-    const info = String(await c.send('INFO', ['stats']))
-    return Number(info.match(/total_commands_processed:(\d+)/)?.[1] ?? 0)
+    const info = String(await c.send('INFO', ['commandstats']))
+    let n = 0
+    for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) if (!['time', 'hmget', 'hset', 'pexpire', 'info'].includes(m[1])) n += Number(m[2])
+    return n
   } finally {
     c.close()
   }
@@ -138,16 +145,17 @@ async function main(): Promise<void> {
         }
         await Promise.all(nodes.map((n) => waitReady(n.url, n.proc)))
         log(`${count} node(s) ready`)
-        const spread = (seconds: number) =>
-          Promise.all(nodes.map((n) => runLoadInChild('post', n.url, app.publicKey, { concurrency: Math.max(1, Math.round(CONCURRENCY / count)), maxRequests: Math.ceil(MAX_REQUESTS / count), maxSeconds: seconds })))
-        await spread(WARMUP)
+        const spread = (seconds: number, maxRequests = MAX_REQUESTS) =>
+          Promise.all(nodes.map((n) => runLoadInChild('post', n.url, app.publicKey, { concurrency: Math.max(1, Math.round(CONCURRENCY / count)), maxRequests: Math.ceil(maxRequests / count), maxSeconds: seconds })))
+        // A short warm-up (JIT, pools, the App's index), small enough to drain before the measured run.
+        await spread(WARMUP, WARMUP_REQUESTS)
         const pending = async () => Number((await db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'")).rows[0].n)
         // Start from an empty backlog: the warm-up's reports processed first (bounded).
-        for (let i = 0; i < DRAIN_MAX * 5 && (await pending()) > 0; i++) await Bun.sleep(200)
+        for (let i = 0; i < 60 * 5 && (await pending()) > 0; i++) await Bun.sleep(200)
         await db.query('SELECT pg_stat_statements_reset()')
-        const redis0 = await redisCommands(redis.port)
+        const redis0 = await redisRoundTrips(redis.port)
         const parts = await spread(SECONDS)
-        const redis1 = await redisCommands(redis.port)
+        const redis1 = await redisRoundTrips(redis.port)
         const statements = Number((await db.query(`SELECT COALESCE(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rows[0].n)
         const load = uptime()
         const requests = parts.reduce((n, p) => n + p.requests, 0)
@@ -160,6 +168,7 @@ async function main(): Promise<void> {
           p99Ms: Math.max(...parts.map((p) => p.p99Ms)),
         }
         const backlog = await pending()
+        await db.query('SELECT pg_stat_statements_reset()')
         const t0 = performance.now()
         let left = backlog
         while (left > 0 && performance.now() - t0 < DRAIN_MAX * 1000) {
@@ -168,6 +177,14 @@ async function main(): Promise<void> {
         }
         const seconds = (performance.now() - t0) / 1000
         const drain = { backlog, seconds, rate: (backlog - left) / seconds, left }
+        // What the processing node asks PostgreSQL per processed report (its first bottleneck).
+        const top = await db.query<{ calls: string; query: string }>(
+          `SELECT calls, query FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY calls DESC LIMIT 14`,
+        )
+        const processed = Math.max(1, backlog - left)
+        const drainStatements = top.rows.reduce((n, r) => n + Number(r.calls), 0)
+        log(`${count} node(s) drain: ~${(drainStatements / processed).toFixed(1)} statements per processed report (top 14):`)
+        for (const r of top.rows) log(`  ${(Number(r.calls) / processed).toFixed(2)}  ${r.query.replace(/\s+/g, ' ').slice(0, 130)}`)
         const row: Row = { nodes: count, intake, drain, redisPerReport: (redis1 - redis0) / Math.max(1, requests), pgPerReport: statements / Math.max(1, requests), load }
         rows.push(row)
         log(`${count} node(s): ${intake.rps.toFixed(0)} req/s (p99 ${intake.p99Ms.toFixed(1)} ms, errors ${intake.errors}), drain ${drain.rate.toFixed(0)} reports/s (${backlog} in ${seconds.toFixed(1)} s, ${left} left), ${row.redisPerReport.toFixed(2)} Redis and ${row.pgPerReport.toFixed(2)} PostgreSQL round trips per report; ${load}`)
