@@ -181,6 +181,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // with `processing`, deliveries with `dispatch`; a role lost mid-way stops its work at once.
   let roleWork = Promise.resolve()
   const stopRoles = coordinator.onRoleChange((role, held) => {
+    // One change after another; a change that fails (the database away while a worker hands its leases
+    // back) is logged and must not stop the changes after it.
     roleWork = roleWork.then(async () => {
       if (role === 'processing' && processingWorker && workersOn) await (held ? processingWorker.start() : processingWorker.stop())
       if (role === 'dispatch') {
@@ -189,7 +191,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
           slack.start(hub)
         } else await Promise.all([webhooks.stop(), slack.stop()])
       }
-    })
+    }).catch((e) => log.error('a role change was not carried out in full', { role, held, error: e instanceof Error ? e.message : String(e) }))
   })
   const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`

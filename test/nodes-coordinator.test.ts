@@ -1,0 +1,100 @@
+/**
+ * src/nodes/coordinator.ts on a real PostgreSQL, with short leases (600 ms): nodes share the three roles,
+ * a node stopped cleanly hands its roles over at once, a node that cannot reach the database stops acting
+ * on its roles before its leases can have passed to another node, and takes them back when it can. Each
+ * "node" is a coordinator on its own pool, as separate processes would be.
+ */
+import { afterAll, expect, test } from 'bun:test'
+import type { Pool } from 'pg'
+import { freshStore } from './dialects'
+import { eventually } from './harness'
+import { openPool } from '../src/db/pg/client-options'
+import { pgStorage } from '../src/db/pg/storage'
+import { createNodesRepo } from '../src/nodes/nodes-repo'
+import { ClusterCoordinator, ROLES, newNodeInfo, type Role } from '../src/nodes/coordinator'
+import { Logger } from '../src/core/logger'
+
+const LEASE_MS = 600
+const pools: Pool[] = []
+const coordinators: ClusterCoordinator[] = []
+afterAll(async () => {
+  for (const c of coordinators) await c.stop().catch(() => {})
+  for (const p of pools) await p.end().catch(() => {})
+})
+
+async function node(url: string) {
+  const pool = openPool(url, 2)
+  pools.push(pool)
+  const changes: [Role, boolean][] = []
+  const c = new ClusterCoordinator(createNodesRepo(pgStorage(pool)), newNodeInfo(), new Logger('silent'), { leaseMs: LEASE_MS })
+  c.onRoleChange((role, held) => changes.push([role, held]))
+  coordinators.push(c)
+  return { c, pool, changes }
+}
+
+const heldBy = (nodes: { c: ClusterCoordinator }[]) => ROLES.map((r) => nodes.filter((n) => n.c.holds(r)).length)
+
+test('two nodes: every role held by exactly one of them, spread 2 + 1; a clean stop hands the roles over at once', async () => {
+  const s = await freshStore('pg')
+  const a = await node(s.location)
+  const b = await node(s.location)
+  await a.c.start()
+  // Alone, the first node holds every role.
+  expect(ROLES.map((r) => a.c.holds(r))).toEqual([true, true, true])
+  expect(a.changes).toEqual(ROLES.map((r) => [r, true]))
+  await b.c.start()
+  await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 5_000)
+  expect(heldBy([a, b])).toEqual([1, 1, 1])
+  // `processing` stays where it was (its indexes); `dispatch` is the first role given up.
+  expect(a.c.holds('processing')).toBe(true)
+  expect(b.c.holds('dispatch')).toBe(true)
+  expect(a.c.liveNodes()).toBe(2)
+  const t0 = Date.now()
+  await a.c.stop()
+  // `dispatch` given up for `b` earlier, the other two at the stop.
+  expect(a.changes.filter(([, held]) => !held).map(([r]) => r).sort()).toEqual(['dispatch', 'maintenance', 'processing'])
+  await eventually(() => (ROLES.every((r) => b.c.holds(r)) ? true : undefined), 3_000)
+  // Well within one lease period: the stop released the leases instead of letting them run out.
+  expect(Date.now() - t0).toBeLessThan(LEASE_MS + 600)
+  const tokens = (await pools[1].query<{ name: string; token: number }>('SELECT name, token FROM leases ORDER BY name')).rows
+  // Every role changed holder at least once since it was first taken: its fencing token rose.
+  expect(tokens.filter((t) => t.name !== 'dispatch').every((t) => t.token >= 2)).toBe(true)
+}, 20_000)
+
+/** A login role of its own for a node, so that one node alone can be cut off. */
+async function nodeUrl(admin: Pool, base: string, name: string): Promise<string> {
+  await admin.query(`CREATE ROLE ${name} LOGIN PASSWORD 'x'`)
+  await admin.query(`GRANT ALL ON SCHEMA public TO ${name}`)
+  await admin.query(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${name}`)
+  const url = new URL(base)
+  url.username = name
+  url.password = 'x'
+  return url.toString()
+}
+
+test('a node cut off from the database stops acting on its roles before the lease can pass; another takes them after', async () => {
+  const s = await freshStore('pg')
+  const admin = openPool(s.location, 1)
+  pools.push(admin)
+  const a = await node(await nodeUrl(admin, s.location, 'node_a'))
+  const b = await node(await nodeUrl(admin, s.location, 'node_b'))
+  await a.c.start()
+  await b.c.start()
+  await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 5_000)
+  expect(a.c.holds('processing')).toBe(true)
+  // Node `a` loses its database: its connections are ended and new ones refused.
+  await admin.query('ALTER ROLE node_a NOLOGIN')
+  await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'node_a'")
+  const lostAt = Date.now()
+  await eventually(() => (ROLES.every((r) => !a.c.holds(r)) ? true : undefined), LEASE_MS * 3)
+  const aGaveUp = Date.now()
+  await eventually(() => (ROLES.every((r) => b.c.holds(r)) ? true : undefined), LEASE_MS * 8)
+  // `a` stopped acting within one lease period of its last renewal; `b` holds everything now.
+  expect(aGaveUp - lostAt).toBeLessThanOrEqual(LEASE_MS + 400)
+  expect(a.c.status().ok).toBe(false)
+  expect(heldBy([a, b])).toEqual([1, 1, 1])
+  // Back: `a` beats again and, over its share, `b` gives roles back to it.
+  await admin.query('ALTER ROLE node_a LOGIN')
+  await eventually(() => (a.c.status().ok && a.c.status().roles.length >= 1 ? true : undefined), LEASE_MS * 10)
+  expect(heldBy([a, b])).toEqual([1, 1, 1])
+}, 30_000)
