@@ -156,6 +156,20 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await sql(s, "SELECT id FROM audit_log WHERE action = 'webhook.redelivered'")).toHaveLength(1)
   })
 
+  test('releaseLeases hands every leased pending delivery back (a dispatcher starting: the leases are a predecessor\'s)', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createWebhooksRepo(s.storage, s.clock)
+    await newHook(s, repo)
+    for (let i = 0; i < 2; i++) await record(s)
+    await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
+    const now = s.clock.now()
+    expect(await repo.claim(now, now + 60_000, 5, [])).toHaveLength(2)
+    expect(await repo.claim(now, now + 60_000, 5, [])).toEqual([])
+    await repo.releaseLeases()
+    expect(await repo.claim(now, now + 60_000, 5, [])).toHaveLength(2)
+  })
+
   test('failures retry, then disable the endpoint once failing lasts long enough (webhook.disabled recorded); 410 disables at once', async () => {
     const s = await fresh()
     await seedOrgApp(s)

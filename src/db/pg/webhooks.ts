@@ -121,8 +121,11 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
       return rows.sort((x, y) => (x.next_attempt_at ?? 0) - (y.next_attempt_at ?? 0) || x.event_seq - y.event_seq || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
     },
     releaseLeases: async () => {
-      // Not on PostgreSQL: other nodes' dispatchers hold live leases there. A dead node's leases run out
-      // on their own (they outlive one attempt's timeout by a minute), then the deliveries are claimed again.
+      // Called by the dispatcher as it starts, which in cluster mode is when its node takes the `dispatch`
+      // role: the one node that delivers. Leases left are its predecessor's (a node that died or lost the
+      // role): handed back at once rather than after they run out (a minute past one attempt's timeout).
+      // An attempt the predecessor still had in flight may then be sent twice, with the same webhook-id.
+      await exec(pool, "UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL AND status = 'pending'")
     },
     nextDue: async () => (await one<{ at: number | null }>(pool, "SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'"))!.at,
     settle: (o) =>

@@ -133,7 +133,7 @@ export interface WebhooksRepo {
    * claimed by one dispatcher only (PostgreSQL: FOR UPDATE SKIP LOCKED).
    */
   claim(now: number, leaseUntil: number, limit: number, busy: string[]): Promise<DeliveryRow[]>
-  /** Releases every lease (a restarted single process: the leases were its own). */
+  /** Releases every lease: the dispatcher starting (the one process, or the node taking the `dispatch` role) holds none yet, so every lease left is a predecessor's. */
   releaseLeases(): Promise<void>
   nextDue(): Promise<number | null>
   /**
