@@ -100,7 +100,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const closeStorage = () => void closeContext(ctx)
   const { autoStart: _autoStart, processingThread: threadOption, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
-  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns })
+  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns, injectedClock: options.clock !== undefined })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
@@ -118,7 +118,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // Runs a crash or restart interrupted are failed (their reports can be queued again), before the port opens.
   const recovered = await runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-  const metrics = createMetrics(ctx.storage, config.dataDir, ctx.clock)
+  const metrics = createMetrics(ctx.storage, config.dataDir, ctx.clock, () => coordinator.holds('maintenance'))
   if (ctx.storage.dialect === 'pg') {
     // Cluster mode: which node answers the scrape, and what it does (the database-wide gauges are the
     // same on every node).

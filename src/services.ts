@@ -75,6 +75,8 @@ export interface ServiceOptions {
   sandboxUnavailable?: string | null
   /** Shared with the checkpointer thread (server.ts); made here when absent. */
   turns?: WriteTurns
+  /** A test injected the clock: shared rate limits follow it too (not the Redis server's clock). */
+  injectedClock?: boolean
 }
 
 export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
@@ -95,7 +97,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     : soloCoordinator()
   const redis = node && config.redisUrl ? new RedisLink(config.redisUrl) : undefined
   const limiters = redis
-    ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log)
+    ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log, options.injectedClock ? clock : undefined)
     : createRateLimiters(clock, config.rateLimitMultiplier)
   const tenants = createTenantsService(ctx)
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.

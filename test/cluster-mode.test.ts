@@ -175,6 +175,8 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
       const id = (await readiness(n)).node.node!
       expect(text).toContain(`fixloop_node_role{node="${id}",role="${role}"} 1`)
       expect(text).toContain(`fixloop_cluster_live_nodes{node="${id}"} 3`)
+      // The database-wide gauges come from the maintenance holder only.
+      expect(text.includes('fixloop_jobs_oldest_age_seconds')).toBe(role === 'maintenance')
     }
   }, 30_000)
 

@@ -14,15 +14,19 @@ import type { Logger } from '../core/logger'
 import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 import { RATE_LIMITS, RateLimiter, type BucketSpec, type Limiter, type RateScope } from './rate-limit'
 
-// KEYS[1] the bucket; ARGV: capacity, refill per second, tokens wanted, tokens a retry needs.
+// KEYS[1] the bucket; ARGV: capacity, refill per second, tokens wanted, tokens a retry needs, and (tests with
+// an injected clock only) the time in epoch ms; without it the Redis server's own clock counts.
 // Answers {1, 0} when taken, {0, retry-after seconds} when refused. Tokens are kept as a decimal string.
 const TAKE_SCRIPT = `
 local capacity = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local want = tonumber(ARGV[3])
 local need = tonumber(ARGV[4])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(ARGV[5])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(b[1])
 local at = tonumber(b[2])
@@ -58,6 +62,8 @@ export class SharedRateLimiter implements Limiter {
     private readonly multiplier: number,
     private readonly liveNodes: () => number,
     private readonly log: Logger,
+    /** Tests that inject a clock: the buckets follow it instead of the Redis server's clock. */
+    private readonly testClock?: Clock,
   ) {
     const s = RATE_LIMITS[scope]
     this.spec = { capacity: s.capacity * multiplier, refillPerSecond: s.refillPerSecond * multiplier }
@@ -84,6 +90,7 @@ export class SharedRateLimiter implements Limiter {
 
   private async evalTake(key: string, tokens: number, retryNeeds: number): Promise<unknown> {
     const args = ['1', `fixloop:rl:${this.scope}:${key}`, String(this.spec.capacity), String(this.spec.refillPerSecond), String(tokens), String(retryNeeds)]
+    if (this.testClock) args.push(String(this.testClock.now()))
     try {
       return await this.link.send('EVALSHA', [TAKE_SHA, ...args])
     } catch (e) {
@@ -109,8 +116,8 @@ export class SharedRateLimiter implements Limiter {
 }
 
 /** Every scope's shared limiter over one link. */
-export function createSharedRateLimiters(link: RedisLink, clock: Clock, multiplier: number, liveNodes: () => number, log: Logger): Record<RateScope, Limiter> {
+export function createSharedRateLimiters(link: RedisLink, clock: Clock, multiplier: number, liveNodes: () => number, log: Logger, testClock?: Clock): Record<RateScope, Limiter> {
   const out = {} as Record<RateScope, Limiter>
-  for (const scope of Object.keys(RATE_LIMITS) as RateScope[]) out[scope] = new SharedRateLimiter(scope, link, clock, multiplier, liveNodes, log)
+  for (const scope of Object.keys(RATE_LIMITS) as RateScope[]) out[scope] = new SharedRateLimiter(scope, link, clock, multiplier, liveNodes, log, testClock)
   return out
 }

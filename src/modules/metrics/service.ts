@@ -19,7 +19,12 @@ function walBytes(dataDir: string): number {
   }
 }
 
-export function createMetrics(storage: Storage, dataDir: string, clock: Clock) {
+/**
+ * `databaseWide`: whether this process reports the database-wide gauges (reports, jobs, agent runs,
+ * deliveries). In cluster mode only the `maintenance` holder does: N nodes scraped would otherwise read
+ * the same figures from the database N times.
+ */
+export function createMetrics(storage: Storage, dataDir: string, clock: Clock, databaseWide: () => boolean = () => true) {
   const requests = new RequestMetrics()
   const registry = new MetricsRegistry()
   const repo = createMetricsRepo(storage)
@@ -27,6 +32,11 @@ export function createMetrics(storage: Storage, dataDir: string, clock: Clock) {
   registry.add(() => requests.collect())
   registry.add(async (): Promise<MetricFamily[]> => {
     const now = clock.now()
+    const own: MetricFamily[] = [
+      { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
+      { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },
+    ]
+    if (!databaseWide()) return own
     const s = await repo.snapshot(now)
     const oldest = s.jobsByKind.reduce((m, j) => Math.min(m, j.dueSince ?? Infinity), Infinity)
     return [
@@ -36,8 +46,7 @@ export function createMetrics(storage: Storage, dataDir: string, clock: Clock) {
       { name: 'fixloop_agent_runs', help: 'Agent runs, by outcome (status).', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       { name: 'fixloop_agent_cost_usd', help: 'Agent cost reported by runs, in US dollars, by outcome.', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.cost })) },
       { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
-      { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
-      { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },
+      ...own,
       // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
       ...(storage.dialect === 'sqlite'
         ? [{ name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge' as const, samples: [{ value: walBytes(dataDir) }] }]
