@@ -43,4 +43,5 @@ SUITES=(
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
-FIXLOOP_TEST_DIALECT=pg exec bun test --timeout 60000 "${SUITES[@]}"
+# Two worker processes: most suites wait on servers and subprocesses, so two files at once fit two cores.
+FIXLOOP_TEST_DIALECT=pg exec bun test --timeout 60000 --parallel=2 "${SUITES[@]}"
