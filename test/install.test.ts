@@ -13,7 +13,7 @@ const TEST_TOOLING = ['deno', 'playwright-core', 's3rver', 'standardwebhooks', '
 
 describe('package.json', () => {
   test('the test command builds only through the staleness check of scripts/test-setup.sh', () => {
-    expect(pkg.scripts.test).toBe('bash scripts/test-setup.sh && bun test --timeout 60000 && bash scripts/test-pg.sh')
+    expect(pkg.scripts.test).toBe('bash scripts/test-setup.sh && bun test --timeout 60000 --parallel=2 && bash scripts/test-pg.sh')
   })
   test('no unused load generator (autocannon); the widget build dependency (esbuild) is a dependency', () => {
     expect(pkg.devDependencies.autocannon).toBeUndefined()
