@@ -23,8 +23,7 @@ import { randomBytes } from 'node:crypto'
 import type { Subprocess } from 'bun'
 import { openPool } from '../src/db/pg/client-options'
 import { runLoadInChild, type LoadResult } from './pg-floor'
-import { startPostgres } from '../test/pg-server'
-import { startRedis } from '../test/cluster-env'
+import { startClusterServices } from './cluster-services'
 
 const envInt = (name: string, fallback: number) => (process.env[name] === undefined ? fallback : Number(process.env[name]))
 const COUNTS = (process.env.NODES_COUNTS ?? '1,2,3').split(',').map(Number)
@@ -98,22 +97,9 @@ async function main(): Promise<void> {
   const rows: Row[] = []
   try {
     log(`start; ${uptime()}`)
-    const pg = await startPostgres()
-    cleanups.push(() => pg.stop())
-    const a = openPool(pg.adminUrl, 1)
-    await a.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-    await a.end()
-    await pg.restart()
-    const redis = await startRedis()
-    cleanups.push(() => redis.stop())
-    const s3Dir = mkdtempSync(join(tmpdir(), 'fixloop-s3-'))
-    const { default: S3rver } = await import('s3rver')
-    const s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Dir, configureBuckets: [{ name: 'feedback', configs: [] }] })
-    const { port: s3Port } = await s3.run()
-    cleanups.push(async () => {
-      await s3.close()
-      rmSync(s3Dir, { recursive: true, force: true })
-    })
+    const services = await startClusterServices({ statements: true })
+    cleanups.push(() => services.stop())
+    const { pg, redis, s3Port } = services
     const masterKey = randomBytes(32).toString('hex')
 
     for (const count of COUNTS) {
