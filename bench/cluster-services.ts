@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Subprocess } from 'bun'
 import { openPool } from '../src/db/pg/client-options'
 import { startPostgres, type PgServer } from '../test/pg-server'
 import { startRedis, type RedisServer } from '../test/cluster-env'
@@ -47,4 +48,35 @@ export async function startClusterServices(opts: { statements: boolean }): Promi
     await stop()
     throw e
   }
+}
+
+/** A free loopback port (a server bound and closed). */
+export async function freePort(): Promise<number> {
+  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = s.port!
+  s.stop(true)
+  return port
+}
+
+/** `<bin> <args> --json --data-dir <dir>` with `env` added; its parsed output, or an Error with its stderr. */
+export async function cliAsync(bin: string, args: string[], env: Record<string, string>, dataDir: string): Promise<any> {
+  const proc = Bun.spawn([bin, ...args, '--json', '--data-dir', dataDir], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${code}: ${err}`)
+  return JSON.parse(out)
+}
+
+/** Waits (at most 60 s) for a started server to answer /readyz with 200; throws if it exits first. */
+export async function waitReady(url: string, proc: Subprocess): Promise<void> {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`fixloop exited with ${proc.exitCode} at start`)
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await Bun.sleep(100)
+  }
+  throw new Error('fixloop did not become ready within 60 s')
 }

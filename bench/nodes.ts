@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto'
 import type { Subprocess } from 'bun'
 import { openPool } from '../src/db/pg/client-options'
 import { runLoadInChild, type LoadResult } from './pg-floor'
-import { startClusterServices } from './cluster-services'
+import { cliAsync, freePort, startClusterServices, waitReady } from './cluster-services'
 
 const envInt = (name: string, fallback: number) => (process.env[name] === undefined ? fallback : Number(process.env[name]))
 const COUNTS = (process.env.NODES_COUNTS ?? '1,2,3').split(',').map(Number)
@@ -38,33 +38,8 @@ const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixl
 const log = (line: string) => process.stderr.write(`[nodes ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
 const uptime = () => Bun.spawnSync(['uptime']).stdout.toString().trim().replace(/^.*load average/, 'load average')
 
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port!
-  s.stop(true)
-  return port
-}
 
-async function cli(args: string[], env: Record<string, string>, dataDir: string): Promise<any> {
-  const proc = Bun.spawn([BIN, ...args, '--json', '--data-dir', dataDir], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  if (code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${code}: ${err}`)
-  return JSON.parse(out)
-}
 
-async function waitReady(url: string, proc: Subprocess): Promise<void> {
-  const deadline = Date.now() + 60_000
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`a node exited with ${proc.exitCode} at start`)
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return
-    } catch {
-      // not listening yet
-    }
-    await Bun.sleep(100)
-  }
-  throw new Error('a node did not become ready within 60 s')
-}
 
 /**
  * Round trips Redis has answered so far: top-level commands only (EVALSHA, EVAL, PING …). Commands a
@@ -116,8 +91,8 @@ async function main(): Promise<void> {
         FIXLOOP_LOG_LEVEL: 'warn',
       }
       const setupDir = mkdtempSync(join(tmpdir(), 'fixloop-nodes-cli-'))
-      const org = await cli(['org', 'create', '--name', 'Bench'], env, setupDir)
-      const app = await cli(['app', 'create', '--org', org.id, '--name', 'Shop'], env, setupDir)
+      const org = await cliAsync(BIN, ['org', 'create', '--name', 'Bench'], env, setupDir)
+      const app = await cliAsync(BIN, ['app', 'create', '--org', org.id, '--name', 'Shop'], env, setupDir)
       rmSync(setupDir, { recursive: true, force: true })
       const db = openPool(databaseUrl, 2)
       await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')

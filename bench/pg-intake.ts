@@ -30,10 +30,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import type { Subprocess } from 'bun'
 import { openPool } from '../src/db/pg/client-options'
 import { fillFeedback, PUB_KEY, SK_KEY, preparePgFloorDatabase, runLoadInChild, startPgFloor, type LoadResult } from './pg-floor'
-import { startClusterServices } from './cluster-services'
+import { cliAsync, freePort, startClusterServices, waitReady } from './cluster-services'
 
 const envInt = (name: string, fallback: number) => (process.env[name] === undefined ? fallback : Number(process.env[name]))
 const ROWS = envInt('PG_INTAKE_ROWS', 1_000_000)
@@ -49,33 +48,8 @@ const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixl
 const log = (line: string) => process.stderr.write(`[pg-intake ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
 const uptime = () => Bun.spawnSync(['uptime']).stdout.toString().trim()
 
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port!
-  s.stop(true)
-  return port
-}
 
-/** `fixloop <args> --json` with `env`; its parsed output. */
-async function cli(args: string[], env: Record<string, string>, dataDir: string): Promise<any> {
-  const proc = Bun.spawn([BIN, ...args, '--json', '--data-dir', dataDir], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  if (code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${code}: ${err}`)
-  return JSON.parse(out)
-}
 
-async function waitHealthy(url: string, proc: Subprocess, deadlineMs: number): Promise<void> {
-  while (Date.now() < deadlineMs) {
-    if (proc.exitCode !== null) throw new Error(`fixloop exited with ${proc.exitCode} at start`)
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return
-    } catch {
-      // not listening yet
-    }
-    await Bun.sleep(100)
-  }
-  throw new Error('fixloop did not become ready within 60 s')
-}
 
 interface Statements {
   calls: number
@@ -110,9 +84,9 @@ async function main(): Promise<void> {
       FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000',
       FIXLOOP_LOG_LEVEL: 'warn',
     }
-    const org = await cli(['org', 'create', '--name', 'Bench'], env, dataDir)
-    const key = await cli(['key', 'create', '--org', org.id], env, dataDir)
-    const app = await cli(['app', 'create', '--org', org.id, '--name', 'Shop'], env, dataDir)
+    const org = await cliAsync(BIN, ['org', 'create', '--name', 'Bench'], env, dataDir)
+    const key = await cliAsync(BIN, ['key', 'create', '--org', org.id], env, dataDir)
+    const app = await cliAsync(BIN, ['app', 'create', '--org', org.id, '--name', 'Shop'], env, dataDir)
     const tenant = { orgId: org.id as string, appId: app.id as string, pub: app.publicKey as string, sk: key.key as string }
     const admin = openPool(fixloopUrl, 2)
     cleanups.push(() => admin.end())
@@ -135,7 +109,7 @@ async function main(): Promise<void> {
       await proc.exited
       clearTimeout(timer)
     })
-    await waitHealthy(fixloopBase, proc, Date.now() + 60_000)
+    await waitReady(fixloopBase, proc)
     log(`floor on ${floor.url}, fixloop (${BIN}) on ${fixloopBase}`)
 
     // Steady state: one report, processed (the App's similarity index is built on the first one).
