@@ -17,6 +17,9 @@ import type { Pool } from 'pg'
 import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
 import { openPool } from '../src/db/pg/client-options'
+import { SlackStub } from './slack-stub'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 type Node = Awaited<ReturnType<typeof spawnServer>>
 
@@ -26,6 +29,8 @@ let redis: RedisServer
 const dirs: string[] = []
 const nodes: Node[] = []
 let tenant: { orgId: string; key: string; appId: string; pub: string }
+const SLACK_TOKEN = 'xoxb-cluster-0123456789'
+let slack: SlackStub
 
 const dataDir = () => {
   const d = tempDir('fixloop-cluster-node-')
@@ -127,6 +132,7 @@ async function sanitizedCounts(ids: string[]): Promise<Map<string, number>> {
 
 beforeAll(async () => {
   redis = await startRedis()
+  slack = new SlackStub(SLACK_TOKEN, ['C0CLUSTER'])
   env = {
     ...(await clusterEnv()),
     FIXLOOP_REDIS_URL: redis.url,
@@ -134,6 +140,7 @@ beforeAll(async () => {
     FIXLOOP_NODE_LEASE_SECONDS: '3',
     FIXLOOP_TRUST_PROXY: '1',
     FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1',
+    FIXLOOP_SLACK_API_URL: slack.apiUrl,
   }
   pool = openPool(env.FIXLOOP_DATABASE_URL, 2)
   const org = await cli(['org', 'create', '--name', 'Acme'])
@@ -147,6 +154,7 @@ afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()))
   await pool?.end()
   await redis?.stop()
+  slack?.stop()
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
@@ -316,6 +324,41 @@ describe('events, webhooks and uploads across nodes', () => {
       receiver.stop(true)
     }
   }, 40_000)
+
+  test('each lead is posted to the Slack channel once, whichever node committed it, at most one write a second', async () => {
+    // An Org of its own: only these reports reach its channel.
+    const org = await cli(['org', 'create', '--name', 'Slacked'])
+    const app = await cli(['app', 'create', '--org', org.id, '--name', 'Desk'])
+    const dir = dataDir()
+    writeFileSync(join(dir, 'token'), SLACK_TOKEN)
+    writeFileSync(join(dir, 'signing'), '0123456789abcdef0123456789abcdef')
+    const connected = await runBinary(['chatops', 'slack', 'connect', '--org', org.id, '--bot-token-file', join(dir, 'token'), '--signing-secret-file', join(dir, 'signing'), '--channel', 'C0CLUSTER', '--json', '--data-dir', dir], env)
+    expect(connected.code).toBe(0)
+    const texts = ['The export button downloads an empty CSV file', 'Dark mode makes the sidebar labels unreadable', 'Search never returns results for quoted phrases', 'The calendar shows meetings one hour late after the time change', 'Uploading a profile picture fails with a spinner forever', 'The invoice total ignores the discount code']
+    const ids: string[] = []
+    for (const [i, text] of texts.entries()) {
+      const r = await fetch(`${nodes[i % 3].url}/v1/feedback`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${app.publicKey}`, 'content-type': 'application/json', 'x-forwarded-for': `198.51.100.${40 + i}` },
+        body: JSON.stringify({ text }),
+      })
+      expect(r.status).toBe(201)
+      ids.push(((await r.json()) as { id: string }).id)
+    }
+    const leads = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM feedback WHERE id = ANY($1::text[]) AND duplicate_of_id IS NULL AND status NOT IN ('received', 'sanitizing')`, [ids])).rows[0].n
+    const expected = await eventually(async () => {
+      const n = await leads()
+      const processed = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM feedback WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')`, [ids])).rows[0].n
+      return processed === ids.length ? n : undefined
+    }, 20_000)
+    await eventually(() => (slack.parents('C0CLUSTER').length >= expected ? true : undefined), 30_000)
+    // A moment more: a second post of any lead would show up now.
+    await Bun.sleep(2_000)
+    const parents = slack.parents('C0CLUSTER')
+    expect(parents).toHaveLength(expected)
+    expect(new Set(parents.map((m) => m.text)).size).toBe(expected)
+    expect(slack.violations).toEqual([])
+  }, 60_000)
 
   test('an upload URL from one node, the upload to S3, the submission on another, the read on a third', async () => {
     const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
