@@ -13,7 +13,7 @@ import type { JobKind, JobTargets } from '../../lifecycle/jobs'
 import type { ChangeEventType } from '../../lifecycle/lifecycle'
 import { decideMove, sanitizedPath, type FeedbackState, type MoveCause, type ScrubbedColumns, type StatusWrite } from '../../lifecycle/rules'
 import type { WakeSignal } from '../../lifecycle/wake'
-import { appendEventParams, appendEventParts, appendEventPg } from './outbox'
+import { appendEventParams, appendEventParts, appendEventPg, appendEventsPg } from './outbox'
 import { prepared, type OnCommit } from './storage'
 
 /** A transaction a lifecycle write joins. */
@@ -23,10 +23,17 @@ export interface PgTx {
 }
 
 const STATE = 'SELECT id, org_id AS "orgId", app_id AS "appId", status, version FROM feedback WHERE id = $1 FOR UPDATE'
-const SET_STATUS = `UPDATE feedback SET status = $3, version = version + 1, updated_at = $4,
-    failure_reason = CASE WHEN $5 THEN failure_reason ELSE $6 END,
-    merge_request_url = CASE WHEN $7 THEN merge_request_url ELSE $8 END
-  WHERE id = $1 AND version = $2`
+// The status write (compare-and-set on the version) and, only when it wrote, the Org's counter bump and
+// the event ($9-$15: appendEventParams's order): one round trip. Answers how many rows moved (0 or 1).
+const MOVE_WITH_EVENT = `WITH moved AS (UPDATE feedback SET status = $3, version = version + 1, updated_at = $4,
+      failure_reason = CASE WHEN $5::boolean THEN failure_reason ELSE $6::text END,
+      merge_request_url = CASE WHEN $7::boolean THEN merge_request_url ELSE $8::text END
+    WHERE id = $1 AND version = $2 RETURNING id),
+  counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT $9::text, 1 FROM moved
+    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq),
+  event AS (INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
+    SELECT $10::text, $9::text, $11::text, counter.last_seq, $12::text, $13::text, $14::bigint, $15::text FROM counter)
+  SELECT count(*)::int AS n FROM moved`
 const SET_SANITIZED = `UPDATE feedback SET status = 'sanitized', version = version + $3, updated_at = $4, processed_at = $4, failure_reason = NULL,
     text = $5, url = $6, user_agent = $7, console_logs = $8, metadata = $9, component_target = $10, redactions = $11
   WHERE id = $1 AND version = $2`
@@ -39,14 +46,18 @@ const INSERT_WAITING_RUNS = `INSERT INTO jobs (kind, feedback_id, run_after, cre
 
 export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
   const state = async (tx: PgTx, id: string): Promise<FeedbackState | undefined> => (await tx.client.query<FeedbackState>(STATE, [id])).rows[0]
-  const setStatus = async (tx: PgTx, w: StatusWrite): Promise<boolean> =>
-    ((
-      await tx.client.query(SET_STATUS, [
-        w.id, w.version, w.to, w.now,
-        w.failureReason === undefined, w.failureReason ?? null,
-        w.mergeRequestUrl === undefined, w.mergeRequestUrl ?? null,
-      ])
-    ).rowCount ?? 0) === 1
+  /** The status write and its `feedback.status_changed` event in one statement; false when the row's version moved. */
+  const setStatusWithEvent = async (tx: PgTx, w: StatusWrite, event: unknown[]): Promise<boolean> =>
+    (
+      await tx.client.query<{ n: number }>(
+        prepared(MOVE_WITH_EVENT, [
+          w.id, w.version, w.to, w.now,
+          w.failureReason === undefined, w.failureReason ?? null,
+          w.mergeRequestUrl === undefined, w.mergeRequestUrl ?? null,
+          ...event,
+        ]),
+      )
+    ).rows[0].n === 1
 
   async function enqueue<K extends JobKind>(tx: PgTx, kind: K, target: JobTargets[K], runAfter = clock.now()): Promise<void> {
     const t = target as { feedbackId?: string; appId?: string }
@@ -65,8 +76,9 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     async move(tx: PgTx, feedbackId: string, to: FeedbackStatus, cause: MoveCause): Promise<boolean> {
       const row = await state(tx, feedbackId)
       const write = decideMove(row, to, cause, clock.now())
-      if (!row || !write || !(await setStatus(tx, write))) return false
-      await appendEventPg(tx.client, clock, { orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: row.status, to } })
+      if (!row || !write) return false
+      const event = appendEventParams(clock, { orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: row.status, to } })
+      if (!(await setStatusWithEvent(tx, write, event))) return false
       if (to === 'queued') await enqueue(tx, 'agent', { feedbackId })
       return true
     },
@@ -81,9 +93,9 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
         feedbackId, version, path.length - 1, clock.now(), c.text, c.url, c.userAgent, c.consoleLogs, c.metadata, c.componentTarget, redactions,
       ])
       if (rowCount !== 1) return false
-      for (let i = 1; i < path.length; i++) {
-        await appendEventPg(tx.client, clock, { orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: path[i - 1], to: path[i] } })
-      }
+      // The path's events in one statement (received → sanitizing → sanitized is two).
+      const steps = path.slice(1).map((to, i) => ({ orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed' as const, data: { feedbackId, from: path[i], to } }))
+      await appendEventsPg(tx.client, clock, steps)
       return true
     },
 

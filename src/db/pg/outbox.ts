@@ -45,3 +45,26 @@ export function appendEventParams(clock: Clock, event: OutboxEvent): unknown[] {
   const feedbackId = (event.data as { feedbackId?: unknown }).feedbackId
   return [event.orgId, newId(clock), event.appId, event.type, JSON.stringify(event.data), clock.now(), typeof feedbackId === 'string' ? feedbackId : null]
 }
+
+// Several events of ONE Org in one statement: the counter bumped by their count, the events numbered
+// below the new value in the given order ($1 the Org, $2 the count, then one array per column).
+const APPEND_MANY = `WITH counter AS (INSERT INTO event_counters (org_id, last_seq) VALUES ($1::text, $2::bigint)
+    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING last_seq)
+  INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
+  SELECT e.id, $1::text, e.app_id, counter.last_seq - $2::bigint + e.ord, e.type, e.data, e.created_at, e.feedback_id
+  FROM counter, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS e(id, app_id, type, data, created_at, feedback_id, ord)`
+
+/**
+ * Appends several events of one Org, in order, in the caller's transaction: one round trip (a report's
+ * way through received → sanitizing → sanitized records two). Seqs as `appendEventPg` would give them one
+ * after another.
+ */
+export async function appendEventsPg(q: PgQueryable, clock: Clock, events: OutboxEvent[]): Promise<void> {
+  if (events.length === 0) return
+  if (events.length === 1) return void (await appendEventPg(q, clock, events[0]))
+  const orgId = events[0].orgId
+  if (events.some((e) => e.orgId !== orgId)) throw new Error('appendEventsPg appends the events of one Org')
+  const rows = events.map((e) => appendEventParams(clock, e))
+  // appendEventParams's order: Org, event id, App, type, data, created_at, feedback id.
+  await q.query(prepared(APPEND_MANY, [orgId, events.length, rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3]), rows.map((r) => r[4]), rows.map((r) => r[5]), rows.map((r) => r[6])]))
+}
