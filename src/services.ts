@@ -222,10 +222,10 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     hub,
     events: createEventsService(createEventsRepo(ctx.storage), hub, apps, config.sseStreamsPerKey),
     webhooks: createWebhooksService(ctx),
-    webhookDispatcher: new WebhookDispatcher(ctx, log),
+    webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
     chatops: createChatopsService(ctx),
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
-    slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl),
+    slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
   }
 }
 export type Services = ReturnType<typeof createServices>

@@ -7,7 +7,7 @@
  * 30 s; Redis down is a fallback and a 503 naming `redis` on /readyz, never a 5xx, and its return is
  * noticed without a restart.
  *
- * Nodes run with FIXLOOP_NODE_LEASE_SECONDS=3 (leases of 3 s, renewed every second: takeovers in seconds)
+ * Nodes run with FIXLOOP_NODE_LEASE_SECONDS=5 (leases of 5 s, renewed every 1.7 s: takeovers in seconds)
  * and FIXLOOP_TRUST_PROXY=1 (each load request names its own client address, so only the rate-limit case
  * shares a bucket).
  */
@@ -137,7 +137,7 @@ beforeAll(async () => {
     ...(await clusterEnv()),
     FIXLOOP_REDIS_URL: redis.url,
     FIXLOOP_LOG_LEVEL: 'warn',
-    FIXLOOP_NODE_LEASE_SECONDS: '3',
+    FIXLOOP_NODE_LEASE_SECONDS: '5',
     FIXLOOP_TRUST_PROXY: '1',
     FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1',
     FIXLOOP_SLACK_API_URL: slack.apiUrl,

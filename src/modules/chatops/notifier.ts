@@ -33,6 +33,12 @@ export class SlackNotifier {
     private readonly api: SlackApi,
     private readonly log: Logger,
     private readonly publicUrl?: string,
+    /**
+     * Cluster mode: true while this node holds the `dispatch` role. Checked before every message: a
+     * drain paced at Slack's one write a second can outlast the role, and a node that lost it must not
+     * post what the new holder posts too.
+     */
+    private readonly mayAct: () => boolean = () => true,
   ) {
     this.repo = createChatopsRepo(ctx.storage, ctx.clock)
   }
@@ -95,6 +101,7 @@ export class SlackNotifier {
       const lastMove = new Map<string, number>()
       for (const e of rows) if (e.type === 'feedback.status_changed') lastMove.set(String(JSON.parse(e.data).feedbackId), e.seq)
       for (const e of rows) {
+        if (!this.mayAct()) return // the role moved on: the cursor stays for the node that has it now
         const fresh = await this.repo.getAny(connectionId)
         if (!fresh) return
         try {

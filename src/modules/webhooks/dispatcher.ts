@@ -22,6 +22,8 @@ export interface DispatcherOptions {
   /** How often due retries are looked for when nothing else wakes the dispatcher. */
   pollMs: number
   random: () => number
+  /** Cluster mode: true while this node holds the `dispatch` role; no claim is made without it. */
+  mayAct: () => boolean
 }
 
 const FANOUT_PAGE = 500
@@ -40,7 +42,7 @@ export class WebhookDispatcher {
     opts: Partial<DispatcherOptions> = {},
   ) {
     this.repo = createWebhooksRepo(ctx.storage, ctx.clock)
-    this.opts = { concurrency: 16, pollMs: 200, random: Math.random, ...opts }
+    this.opts = { concurrency: 16, pollMs: 200, random: Math.random, mayAct: () => true, ...opts }
   }
 
   /** Starts delivering: releases leases a killed process left, catches up every Org, then follows the hub. */
@@ -145,7 +147,7 @@ export class WebhookDispatcher {
 
   private async claimAndSend(): Promise<void> {
     const room = this.opts.concurrency - this.inFlight.size
-    if (room <= 0) return
+    if (room <= 0 || !this.opts.mayAct()) return
     const now = this.ctx.clock.now()
     // The lease outlives the timeout, so a live attempt is never claimed twice.
     const claimed = await this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()])
