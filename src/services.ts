@@ -144,10 +144,11 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     // Sharing intake's thread, that worker paces itself on intake's commits as on SQLite without the
     // processing thread (the PostgreSQL group committer notes them in `turns`).
     const ownKinds = Object.keys(ownSteps) as JobKind[]
-    const processing = createProcessing(ctx.storage, clock, lifecycle, createJobsRepo(ctx.storage, PROCESSING_KINDS))
+    const processingJobs = createJobsRepo(ctx.storage, PROCESSING_KINDS)
+    const processing = createProcessing(ctx.storage, clock, lifecycle, processingJobs)
     cluster = processing.port
     worker = new Worker(createJobsRepo(ctx.storage, ownKinds), ownSteps, clock, log, { ...workerOptions, clusterLeaseOwner: coordinator.nodeId })
-    const processor = new Worker(createJobsRepo(ctx.storage, PROCESSING_KINDS), processing.steps, clock, log, {
+    const processor = new Worker(processingJobs, processing.steps, clock, log, {
       ...intakePacing(turns),
       ...workerOptions,
       clusterLeaseOwner: `${coordinator.nodeId}:processing`,

@@ -22,6 +22,14 @@ export interface Limiter {
   charge(key: string, extra: number): void | Promise<void>
 }
 
+/**
+ * The extra tokens `charge` takes for an expensive request: capped one below the bucket's capacity, so a
+ * retry (which takes its first token too) can always succeed. 0: nothing more to take.
+ */
+export function chargeable(spec: BucketSpec, extra: number): number {
+  return Math.max(0, Math.min(Math.floor(extra), Math.floor(spec.capacity) - 1))
+}
+
 interface Bucket {
   tokens: number
   updatedAt: number
@@ -70,7 +78,7 @@ export class RateLimiter implements Limiter {
    * token taken first is not given back: the request was read.
    */
   charge(key: string, extra: number): void {
-    const more = Math.min(Math.floor(extra), Math.floor(this.spec.capacity) - 1)
+    const more = chargeable(this.spec, extra)
     if (more > 0) this.take(key, more, more + 1)
   }
 

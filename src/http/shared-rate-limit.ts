@@ -12,7 +12,7 @@ import { ApiError } from '../core/errors'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
-import { RATE_LIMITS, RateLimiter, type BucketSpec, type Limiter, type RateScope } from './rate-limit'
+import { chargeable, RATE_LIMITS, RateLimiter, type BucketSpec, type Limiter, type RateScope } from './rate-limit'
 
 // KEYS[1] the bucket; ARGV: capacity, refill per second, tokens wanted, tokens a retry needs, and (tests with
 // an injected clock only) the time in epoch ms; without it the Redis server's own clock counts.
@@ -84,7 +84,7 @@ export class SharedRateLimiter implements Limiter {
   }
 
   async charge(key: string, extra: number): Promise<void> {
-    const more = Math.min(Math.floor(extra), Math.floor(this.spec.capacity) - 1)
+    const more = chargeable(this.spec, extra)
     if (more > 0) await this.take(key, more, more + 1)
   }
 

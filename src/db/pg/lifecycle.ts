@@ -25,14 +25,13 @@ export interface PgTx {
 const STATE = 'SELECT id, org_id AS "orgId", app_id AS "appId", status, version FROM feedback WHERE id = $1 FOR UPDATE'
 // The status write (compare-and-set on the version) and, only when it wrote, the Org's counter bump and
 // the event ($9-$15: appendEventParams's order): one round trip. Answers how many rows moved (0 or 1).
+const MOVE_EVENT = appendEventParts(9, 'moved')
 const MOVE_WITH_EVENT = `WITH moved AS (UPDATE feedback SET status = $3, version = version + 1, updated_at = $4,
       failure_reason = CASE WHEN $5::boolean THEN failure_reason ELSE $6::text END,
       merge_request_url = CASE WHEN $7::boolean THEN merge_request_url ELSE $8::text END
     WHERE id = $1 AND version = $2 RETURNING id),
-  counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT $9::text, 1 FROM moved
-    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq),
-  event AS (INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
-    SELECT $10::text, $9::text, $11::text, counter.last_seq, $12::text, $13::text, $14::bigint, $15::text FROM counter)
+  ${MOVE_EVENT.counter},
+  event AS (${MOVE_EVENT.insert})
   SELECT count(*)::int AS n FROM moved`
 const SET_SANITIZED = `UPDATE feedback SET status = 'sanitized', version = version + $3, updated_at = $4, processed_at = $4, failure_reason = NULL,
     text = $5, url = $6, user_agent = $7, console_logs = $8, metadata = $9, component_target = $10, redactions = $11

@@ -19,9 +19,11 @@ import { prepared, type PgQueryable } from './storage'
  * statement of its own (lifecycle `received`). Parameters after the bump are cast: in `INSERT … SELECT` PostgreSQL
  * would otherwise type them as text.
  */
-export function appendEventParts(first: number): { counter: string; insert: string } {
+export function appendEventParts(first: number, onlyIf?: string): { counter: string; insert: string } {
+  // `onlyIf`: a CTE of the same statement; the bump (and so the event) happens only when it has a row.
+  const bump = onlyIf ? `SELECT $${first}::text, 1 FROM ${onlyIf}` : `VALUES ($${first}::text, 1)`
   return {
-    counter: `counter AS (INSERT INTO event_counters (org_id, last_seq) VALUES ($${first}::text, 1)
+    counter: `counter AS (INSERT INTO event_counters (org_id, last_seq) ${bump}
     ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq)`,
     insert: `INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
     SELECT $${first + 1}::text, $${first}::text, $${first + 2}::text, counter.last_seq, $${first + 3}::text, $${first + 4}::text, $${first + 5}::bigint, $${first + 6}::text FROM counter`,
