@@ -125,6 +125,13 @@ async function unpack(from: string, staging: string, m: Manifest, loc: Located, 
   let refusal: StartupError | undefined
   const source = createReadStream(from)
   const ex = tarExtract()
+  // A refusal destroys the streams with its error, and the extractor passes it on to the open entry's
+  // stream a tick later, which can be after every pipeline listening to that stream has settled. Without
+  // a listener of our own that late emit is an uncaught error (exit 1 and a crash report instead of the
+  // refusal). The error itself is not lost: it is `refusal`, or the pipeline's rejection below.
+  const ignoreLateError = () => {}
+  source.on('error', ignoreLateError)
+  ex.on('error', ignoreLateError)
   const stop = (e: StartupError) => {
     refusal ??= e
     source.destroy(e)
@@ -134,6 +141,7 @@ async function unpack(from: string, staging: string, m: Manifest, loc: Located, 
     ex.destroy(e)
   }
   ex.on('entry', (header, stream, next) => {
+    stream.on('error', ignoreLateError)
     const name = header.name
     const fail = (msg: string) => {
       stop(new StartupError(msg))
