@@ -73,10 +73,24 @@ export class ScoreHistory {
 }
 
 /** The thresholds for an App with this history. */
-export function calibrate(base: Thresholds, history: ScoreHistory): Thresholds {
+/**
+ * What people's triage decisions taught about an App (src/cluster/learn.ts computes it from the stored
+ * decisions): how far its merge bars move from the calibrated ones. Positive after an automatic merge was
+ * undone; negative only once confirmed decisions show the automatic merges would stay right.
+ */
+export interface Learned {
+  mergeShift: number
+}
+
+export const NOTHING_LEARNED: Learned = { mergeShift: 0 }
+
+/** The thresholds for an App with this history (and what its people's decisions taught). */
+export function calibrate(base: Thresholds, history: ScoreHistory, learned: Learned = NOTHING_LEARNED): Thresholds {
   const c = CALIBRATION
   const raise = history.count < c.minHistory ? c.learningRaise : Math.min(c.maxRaise, Math.max(0, history.median() + c.margin - base.strong))
   // A corroborated merge (same component or console error) carries evidence no text score has:
   // it moves half as far.
-  return { strong: base.strong + raise, moderate: base.moderate + raise * c.corroboratedShare }
+  const strong = base.strong + raise + learned.mergeShift
+  const moderate = base.moderate + raise * c.corroboratedShare + learned.mergeShift
+  return { strong, moderate, suggest: Math.min(base.suggest, moderate) }
 }

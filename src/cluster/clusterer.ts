@@ -37,7 +37,18 @@ export interface SimilarEntry {
   duplicateOfId: string | null
 }
 
-export type Verdict = { leadId: string | null; reason: string }
+/** A lead offered to a person instead of merged (CONTRACT.md "Duplicate suggestions"). */
+export interface Suggestion {
+  leadId: string
+  score: number
+  reason: string
+}
+
+/**
+ * `leadId`: the lead the report is merged into automatically (null: it stays a lead); `score`: that
+ * merge's score; `suggestion`: when not merged, the best lead close enough to offer (at most one).
+ */
+export type Verdict = { leadId: string | null; reason: string; score?: number; suggestion?: Suggestion | null }
 
 /** What ranking and verdicts read from the store; synchronous (see the file's comment). */
 export interface ClusterReads {
@@ -220,7 +231,8 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
   function verdictFor(r: Row, f: Features): Verdict {
     let verdict: Verdict = { leadId: null, reason: 'no similar report' }
-    if (r.merge_locked) return verdict
+    let suggestion: Suggestion | null = null
+    if (r.merge_locked) return { ...verdict, suggestion }
     const index = indexFor(r.app_id)
     const seenRoots = new Set<string>()
     const ranked = rank(r.app_id, f, r.text, RESCORE, true)
@@ -252,11 +264,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
             : c.score
         v = rootId === c.id ? decideOnScore(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
       }
-      if (v.attach) return { leadId: rootId, reason: v.reason }
+      if (v.attach) return { leadId: rootId, reason: v.reason, score: c.score, suggestion: null }
+      if (!v.attach && v.suggest && !suggestion) suggestion = { leadId: rootId, score: c.score, reason: v.reason }
       if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
       if (seenRoots.size >= 5) break
     }
-    return verdict
+    return { ...verdict, suggestion }
   }
 
   return {

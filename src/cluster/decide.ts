@@ -13,13 +13,18 @@ export interface Thresholds {
   strong: number
   /** Attach on this score when a corroborating signal agrees. */
   moderate: number
+  /**
+   * Below the merge bars and at least this score (a pair no veto refused): the lead is suggested to a
+   * person instead of merged (CONTRACT.md "Duplicate suggestions").
+   */
+  suggest: number
 }
 
 /**
  * Tuned on both corpora (test/fixtures/dedup-corpus.json, test/fixtures/real-corpus.json) for merge
  * precision first (bench/cluster.ts). An App's own thresholds start above these (see calibrate.ts).
  */
-export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.42, moderate: 0.32 }
+export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.42, moderate: 0.32, suggest: 0.3 }
 
 /** What the merge rules compare besides the score (features of a new report, or a stored one). */
 export interface MergeSignals {
@@ -68,7 +73,8 @@ function disjoint(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   return true
 }
 
-export type Verdict = { attach: true; reason: string } | { attach: false; reason: string }
+/** `suggest`: not sure enough to merge, close enough to offer the lead to a person (score ≥ `Thresholds.suggest`). */
+export type Verdict = { attach: true; reason: string } | { attach: false; reason: string; suggest?: boolean }
 
 /** Title tokens as typed (case kept: an inner capital marks a name), trailing punctuation dropped. */
 function titleTokens(title: string): string[] {
@@ -167,5 +173,6 @@ export function decideOnScore(query: CandidateView['features'], candidate: Candi
   if (score >= t.strong + extra) return { attach: true, reason: `strong similarity ${score.toFixed(2)}` }
   const agree = corroboration(query, candidate)
   if (score >= t.moderate + extra && agree.length > 0) return { attach: true, reason: `similarity ${score.toFixed(2)} with same ${agree.join(', ')}` }
+  if (score >= t.suggest + extra) return { attach: false, suggest: true, reason: `similarity ${score.toFixed(2)} below the merge bar ${(t.strong + extra).toFixed(2)}` }
   return { attach: false, reason: `similarity ${score.toFixed(2)} too low` }
 }
