@@ -2,7 +2,10 @@
  * A real HTTP receiver on loopback for webhook tests. It verifies every request with an implementation
  * that is not fixloop's (the `standardwebhooks` package, and a hand-computed HMAC), and behaves per
  * path: /ok answers 200, /flaky/N fails the first N attempts of each message, /gone answers 410,
- * /slow never answers in time, /redirect sends a 302 to /ok, /busy answers 429 with Retry-After.
+ * /slow never answers in time, /redirect sends a 302 to /ok, /busy answers 429 with Retry-After,
+ * /jitter/… answers 200 after 0-29 ms (by message id, so a later message can finish first), and
+ * /jitter-flaky/… is /jitter/… that fails each message's first attempt when its seq is odd.
+ * `mostOpen` holds, per path, how many of its requests were ever open at once.
  */
 import { createHmac } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
@@ -28,6 +31,8 @@ export class Receiver {
   /** Secret per path prefix (set after creating the endpoint). */
   readonly secrets = new Map<string, string>()
   private readonly attemptsById = new Map<string, number>()
+  private readonly open = new Map<string, number>()
+  readonly mostOpen = new Map<string, number>()
   private server: ReturnType<typeof Bun.serve>
 
   constructor() {
@@ -65,6 +70,18 @@ export class Receiver {
         if (url.pathname === '/redirect') return new Response(null, { status: 302, headers: { location: `${this.url}/ok` } })
         if (url.pathname === '/busy') return n === 1 ? new Response('busy', { status: 429, headers: { 'retry-after': '600' } }) : new Response('ok')
         if (url.pathname === '/fail') return new Response('down', { status: 500 })
+        if (url.pathname.startsWith('/jitter')) {
+          const now = (this.open.get(url.pathname) ?? 0) + 1
+          this.open.set(url.pathname, now)
+          this.mostOpen.set(url.pathname, Math.max(now, this.mostOpen.get(url.pathname) ?? 0))
+          try {
+            await Bun.sleep(createHmac('sha256', 'jitter').update(h('webhook-id')).digest()[0] % 30)
+          } finally {
+            this.open.set(url.pathname, this.open.get(url.pathname)! - 1)
+          }
+          const odd = (JSON.parse(body) as { seq: number }).seq % 2 === 1
+          if (url.pathname.startsWith('/jitter-flaky/') && odd && n === 1) return new Response('not yet', { status: 503 })
+        }
         return new Response('ok')
       },
     })

@@ -123,20 +123,24 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await repo.nextDue()).toBeNull()
   })
 
-  test('claim leases due deliveries once, skips busy and leased ones; settle is compare-and-set on the attempt count', async () => {
+  test('claim: one delivery in flight per endpoint, the due one of the lowest seq, busy ones skipped; settle is compare-and-set on the attempt count', async () => {
     const s = await fresh()
     await seedOrgApp(s)
     const repo = createWebhooksRepo(s.storage, s.clock)
     await newHook(s, repo)
+    await newHook(s, repo, 'w2')
     for (let i = 0; i < 3; i++) await record(s)
     await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
+    await repo.fanOutPage('o1', 'w2', 10, everything, ids, s.clock.now())
     const now = s.clock.now()
-    const all = await sql<{ id: string }>(s, 'SELECT id FROM webhook_deliveries ORDER BY id')
-    const first = await repo.claim(now, now + 60_000, 2, [all[0].id])
-    expect(first.map((d) => d.id)).toEqual([all[1].id, all[2].id])
-    expect(await repo.claim(now, now + 60_000, 5, [])).toEqual([all[0].id].map((id) => expect.objectContaining({ id })))
+    const of = async (w: string) => (await sql<{ id: string }>(s, 'SELECT id FROM webhook_deliveries WHERE webhook_id = ? ORDER BY event_seq', [w])).map((r) => r.id)
+    const [all, w2] = [await of('w1'), await of('w2')]
+    // The lowest seq of w1 is busy in this process: its next one; one per endpoint, whatever the limit.
+    const first = await repo.claim(now, now + 60_000, 5, [all[0]])
+    expect(first.map((d) => d.id).sort()).toEqual([all[1], w2[0]].sort())
+    // Both endpoints have an attempt in flight: nothing more until one settles.
     expect(await repo.claim(now, now + 60_000, 5, [])).toEqual([])
-    const d = first[0]
+    const d = first.find((x) => x.id === all[1])!
     expect(typeof d.lease_until).toBe('number')
     expect(await repo.redeliver('o1', d.id, now, [by('webhook.redelivered', 'w1')])).toBe(false)
     expect(await repo.settle(outcome(d, 'succeeded', now))).toEqual({ settled: true })
@@ -146,9 +150,11 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await repo.getDelivery('o1', d.id)).toMatchObject({ status: 'succeeded', attempts: 1, lease_until: null, last_status: 200 })
     expect(await repo.getDelivery('o2', d.id)).toBeNull()
     expect(await repo.deliveryOrg(d.id)).toBe('o1')
-    const log = await repo.attemptsOf([d.id, first[1].id])
+    const log = await repo.attemptsOf([d.id, all[0]])
     expect(log.map((a) => [a.delivery_id, a.attempt])).toEqual([[d.id, 1]])
-    expect((await repo.deliveries('o1', 'w1', 'g', 10)).map((x) => x.id)).toEqual([all[2].id, all[1].id, all[0].id])
+    // Settled: w1's next is its lowest pending seq again (all[0], no longer busy), w2 still in flight.
+    expect((await repo.claim(now, now + 60_000, 5, [])).map((x) => x.id)).toEqual([all[0]])
+    expect((await repo.deliveries('o1', 'w1', 'g', 10)).map((x) => x.id)).toEqual([...all].sort().reverse())
     expect(await repo.deliveries('o2', 'w1', 'g', 10)).toEqual([])
     // Redelivered: pending again with a fresh schedule, audited.
     expect(await repo.redeliver('o1', d.id, now, [by('webhook.redelivered', 'w1')])).toBe(true)
@@ -164,10 +170,10 @@ describeEachDialect('webhooks repo', (fresh) => {
     for (let i = 0; i < 2; i++) await record(s)
     await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
     const now = s.clock.now()
-    expect(await repo.claim(now, now + 60_000, 5, [])).toHaveLength(2)
+    const [held] = await repo.claim(now, now + 60_000, 5, [])
     expect(await repo.claim(now, now + 60_000, 5, [])).toEqual([])
     await repo.releaseLeases()
-    expect(await repo.claim(now, now + 60_000, 5, [])).toHaveLength(2)
+    expect((await repo.claim(now, now + 60_000, 5, [])).map((d) => d.id)).toEqual([held.id])
   })
 
   test('failures retry, then disable the endpoint once failing lasts long enough (webhook.disabled recorded); 410 disables at once', async () => {
@@ -201,28 +207,46 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await sql(s, 'SELECT id FROM webhook_deliveries')).toHaveLength(0)
   })
 
-  test('two dispatchers claiming at once (two pools on PostgreSQL): each delivery is claimed once', async () => {
+  test('two dispatchers claiming and settling at once (two pools on PostgreSQL): each delivery claimed once, never two in flight for one endpoint, each endpoint in seq order', async () => {
     const s = await fresh()
     await seedOrgApp(s)
     const repo = createWebhooksRepo(s.storage, s.clock)
-    await newHook(s, repo)
-    for (let i = 0; i < 60; i++) await record(s)
-    await repo.fanOutPage('o1', 'w1', 100, everything, ids, s.clock.now())
+    const hooks = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6']
+    for (const h of hooks) await newHook(s, repo, h)
+    for (let i = 0; i < 10; i++) await record(s)
+    for (const h of hooks) await repo.fanOutPage('o1', h, 100, everything, ids, s.clock.now())
     const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
     const other = createWebhooksRepo(otherStorage, s.clock)
     const now = s.clock.now()
-    const claimed: string[] = []
+    const claimed: { id: string; webhook: string; seq: number }[] = []
+    const inFlight = new Set<string>()
+    const twice: string[] = []
     const worker = async (r: WebhooksRepo) => {
-      for (;;) {
+      for (let rounds = 0; rounds < 200; rounds++) {
         const got = await r.claim(now, now + 60_000, 3, [])
-        if (got.length === 0) return
-        claimed.push(...got.map((d) => d.id))
+        if (got.length === 0) {
+          if (claimed.length === 60) return
+          await Bun.sleep(1)
+          continue
+        }
+        for (const d of got) {
+          if (inFlight.has(d.webhook_id)) twice.push(d.webhook_id)
+          inFlight.add(d.webhook_id)
+          claimed.push({ id: d.id, webhook: d.webhook_id, seq: d.event_seq })
+        }
+        await Bun.sleep(1)
+        for (const d of got) {
+          inFlight.delete(d.webhook_id)
+          await r.settle({ ...outcome(d, 'succeeded', now), webhook: { id: d.webhook_id, org_id: 'o1', app_id: null } })
+        }
       }
     }
     await Promise.all([worker(repo), worker(other), worker(repo), worker(other)])
     if (otherStorage !== s.storage && otherStorage.dialect === 'pg') await otherStorage.pool.end()
+    expect(twice).toEqual([])
     expect(claimed).toHaveLength(60)
-    expect(new Set(claimed).size).toBe(60)
+    expect(new Set(claimed.map((c) => c.id)).size).toBe(60)
+    for (const h of hooks) expect(claimed.filter((c) => c.webhook === h).map((c) => c.seq)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
   })
 
   test('two dispatchers fanning out and settling at once (two pools on PostgreSQL): one delivery per event, one settle per attempt', async () => {
@@ -241,8 +265,12 @@ describeEachDialect('webhooks repo', (fresh) => {
     const rows = await sql<{ event_seq: number }>(s, 'SELECT event_seq FROM webhook_deliveries ORDER BY event_seq')
     expect(rows.map((r) => r.event_seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1))
     expect((await repo.getAny('w1'))!.cursor_seq).toBe(30)
-    const claimed = await repo.claim(now, now + 60_000, 30, [])
-    const results = await Promise.all(claimed.flatMap((d) => [repo.settle(outcome(d, 'succeeded', now)), other.settle(outcome(d, 'succeeded', now))]))
+    const results: { settled: boolean }[] = []
+    for (let i = 0; i < 30; i++) {
+      const [d] = await repo.claim(now, now + 60_000, 30, [])
+      expect(d.event_seq).toBe(i + 1)
+      results.push(...(await Promise.all([repo.settle(outcome(d, 'succeeded', now)), other.settle(outcome(d, 'succeeded', now))])))
+    }
     if (otherStorage !== s.storage && otherStorage.dialect === 'pg') await otherStorage.pool.end()
     expect(results.filter((r) => r.settled)).toHaveLength(30)
     expect(await sql(s, 'SELECT id FROM webhook_attempts')).toHaveLength(30)

@@ -13,12 +13,23 @@ import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const EVENT_COLUMNS = 'id, org_id, app_id, seq, type, data, created_at'
 const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = $1 WHERE webhook_id = $2 AND status = 'pending'"
+/**
+ * In order per endpoint: at most one attempt in flight for an endpoint (a live lease), and its next one is
+ * the due delivery of the lowest seq. The endpoint's row is locked (SKIP LOCKED) while it is chosen, so two
+ * dispatchers claiming at once (a `dispatch` handover) never both start an attempt for one endpoint.
+ */
 const CLAIM = `UPDATE webhook_deliveries SET lease_until = $2
-  WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-               WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
-                 AND w.enabled AND w.deleted_at IS NULL AND NOT (d.id = ANY($4::text[]))
-               ORDER BY d.next_attempt_at, d.event_seq, d.id LIMIT $3
-               FOR UPDATE OF d SKIP LOCKED)
+  WHERE id IN (SELECT next.id FROM webhooks w
+               CROSS JOIN LATERAL (SELECT d.id FROM webhook_deliveries d
+                                   WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $1
+                                     AND NOT (d.id = ANY($4::text[]))
+                                   ORDER BY d.event_seq LIMIT 1) next
+               WHERE w.enabled AND w.deleted_at IS NULL
+                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b
+                                 WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= $1 AND b.status = 'pending')
+               LIMIT $3
+               FOR UPDATE OF w SKIP LOCKED)
+    AND status = 'pending' AND (lease_until IS NULL OR lease_until < $1)
   RETURNING *`
 const SETTLE = `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, schedule_index = $4, next_attempt_at = $5,
   lease_until = NULL, last_status = $6, updated_at = $7 WHERE id = $1 AND attempts = $2`
@@ -114,11 +125,7 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
     claim: async (now, leaseUntil, limit, busy) => {
       // A read before the claim: most polls find nothing due, and those need no transaction.
       if (!(await one(pool, "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now]))) return []
-      const rows = await many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
-      // RETURNING has no order: oldest due first, as they were chosen. Deliveries fanned out together share
-      // next_attempt_at, and ids minted in one millisecond are not ordered: the event's seq breaks the tie,
-      // so an endpoint gets one page of events in seq order (SQLite's claim follows the insertion order).
-      return rows.sort((x, y) => (x.next_attempt_at ?? 0) - (y.next_attempt_at ?? 0) || x.event_seq - y.event_seq || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
+      return many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
     },
     releaseLeases: async () => {
       // Called by the dispatcher as it starts, which in cluster mode is when its node takes the `dispatch`

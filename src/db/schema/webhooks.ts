@@ -3,6 +3,7 @@
  * event outbox by a per-endpoint cursor) and the attempt log; Slack chat-ops connections, the parent
  * message of each lead report, and the Slack users allowed to act for an Org.
  */
+import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 export const webhooks = sqliteTable(
@@ -59,6 +60,9 @@ export const webhookDeliveries = sqliteTable(
     uniqueIndex('webhook_deliveries_event_uq').on(t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
     index('webhook_deliveries_created_idx').on(t.createdAt),
+    // The ordered claim: an endpoint's next pending delivery in seq order, and whether one is in flight.
+    index('webhook_deliveries_endpoint_idx').on(t.webhookId, t.status, t.eventSeq),
+    index('webhook_deliveries_leased_idx').on(t.webhookId).where(sql`lease_until IS NOT NULL`),
   ],
 )
 

@@ -1,4 +1,5 @@
 /** Webhook endpoints, deliveries, attempts and Slack chat-ops: the PostgreSQL twin of src/db/schema/webhooks.ts. */
+import { sql } from 'drizzle-orm'
 import { boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { counter, epochMs } from './columns'
 
@@ -46,6 +47,9 @@ export const webhookDeliveries = pgTable(
     uniqueIndex('webhook_deliveries_event_uq').on(t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
     index('webhook_deliveries_created_idx').on(t.createdAt),
+    // The ordered claim: an endpoint's next pending delivery in seq order, and whether one is in flight.
+    index('webhook_deliveries_endpoint_idx').on(t.webhookId, t.status, t.eventSeq),
+    index('webhook_deliveries_leased_idx').on(t.webhookId).where(sql`lease_until IS NOT NULL`),
   ],
 )
 

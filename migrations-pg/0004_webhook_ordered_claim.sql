@@ -1,0 +1,2 @@
+CREATE INDEX "webhook_deliveries_endpoint_idx" ON "webhook_deliveries" USING btree ("webhook_id","status","event_seq");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_leased_idx" ON "webhook_deliveries" USING btree ("webhook_id") WHERE lease_until IS NOT NULL;
