@@ -126,6 +126,12 @@ export async function startServer(config: Readonly<Config>, options: StartOption
       { name: 'fixloop_node_info', help: 'This node (cluster mode): its id and version.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId, version: VERSION }, value: 1 }] },
       { name: 'fixloop_node_role', help: 'Roles this node holds (1) or not (0).', type: 'gauge', samples: ROLES.map((role) => ({ labels: { node: coordinator.nodeId, role }, value: coordinator.holds(role) ? 1 : 0 })) },
       { name: 'fixloop_cluster_live_nodes', help: 'Nodes that beat within one lease period, as this node last counted.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId }, value: coordinator.liveNodes() }] },
+      {
+        name: 'fixloop_wake_messages_total',
+        help: 'Cross-node wake-ups through Redis pub/sub: published by this node, and heard from others.',
+        type: 'counter',
+        samples: (['published', 'heard'] as const).map((direction) => ({ labels: { node: coordinator.nodeId, direction }, value: services.wakeBus?.counts[direction] ?? 0 })),
+      },
     ])
   }
   const readiness = createReadiness({
@@ -171,6 +177,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   let stopping: Promise<void> | undefined
   const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
   hub.start()
+  services.wakeBus?.start()
   const workersOn = options.worker?.autoStart !== false
   if (workersOn) {
     worker.start()
@@ -268,6 +275,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         } else {
           log.warn('stopping within the time limit: the WAL is left for the next start to checkpoint', { threadsFinished: threadsDone })
         }
+        services.wakeBus?.stop()
+        services.stopEventSignal?.()
         services.redis?.close()
         // Last: the roles' leases go at once, so another node takes them without waiting for them to run out.
         await coordinator.stop()

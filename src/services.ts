@@ -31,6 +31,8 @@ import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } fr
 import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
 import { createNodesRepo } from './nodes/nodes-repo'
 import { RedisLink } from './nodes/redis-link'
+import { CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
+import { onEventsCommitted } from './db/pg/event-signal'
 import { createSharedRateLimiters } from './http/shared-rate-limit'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './cluster/port'
@@ -38,7 +40,7 @@ import { takeTurnsForTransactions, WriteTurns } from './db/sqlite/write-turns'
 import { DB_FILE } from './context'
 import { join } from 'node:path'
 import { cpus } from 'node:os'
-import type { JobKind } from './lifecycle/jobs'
+import { isJobKind, type JobKind } from './lifecycle/jobs'
 import { createAdminsService } from './modules/admins/service'
 import { createSessionStore } from './modules/admins/sessions'
 import { createKeyActivity } from './modules/admins/key-activity'
@@ -133,6 +135,10 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   } satisfies Partial<Record<JobKind, JobStep>>
   let worker: Worker
   let cluster: ClusterPort
+  /** Cluster mode: what a wake-up heard from another node does here (a job of that kind was queued there). */
+  let wakeLocally: (kind: JobKind) => void = () => {}
+  // Cluster mode: wake-ups across nodes through Redis pub/sub. Set below, once the hub exists.
+  let wakeBus: WakeBus | undefined
   let processingThread: ProcessingThread | undefined
   let sanitizerThread: ProcessingThread | undefined
   /** Cluster mode: sanitizing and clustering run while this node holds the `processing` role (server.ts). */
@@ -154,7 +160,13 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
       clusterLeaseOwner: `${coordinator.nodeId}:processing`,
     })
     processingWorker = processor
-    wake.on((kind) => (isProcessingKind(kind) ? processor.wake() : worker.wake()))
+    const ownWorker = worker
+    wakeLocally = (kind) => (isProcessingKind(kind) ? processor.wake() : ownWorker.wake())
+    // Jobs queued here wake this node's workers at once, and the other nodes' through Redis (wake-bus.ts).
+    wake.on((kind) => {
+      wakeLocally(kind)
+      wakeBus?.publish(kind)
+    })
   } else if (options.processingThread) {
     const jobs = createJobsRepo(ctx.storage, Object.keys(ownSteps) as JobKind[])
     worker = new Worker(jobs, ownSteps, clock, log, workerOptions)
@@ -187,7 +199,21 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const apps = createAppsRepo(ctx.storage)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
   // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
-  const hub = new EventHub(createEventsRepo(ctx.storage), { pollMs: 100, heartbeatMs: config.sseHeartbeatMs })
+  // On PostgreSQL the hub is woken by every commit that appended events (this process's at once, other
+  // nodes' through Redis pub/sub), so its poll is only the safety net for lost messages and for events
+  // another process (the CLI) wrote. SQLite has no such signal from the processing thread: it polls.
+  const hub = new EventHub(createEventsRepo(ctx.storage), { pollMs: node ? CLUSTER_SAFETY_POLL_MS : 100, heartbeatMs: config.sseHeartbeatMs })
+  let stopEventSignal: (() => void) | undefined
+  if (node) {
+    if (redis && config.redisUrl) {
+      wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what) => (what === 'events' ? void hub.check().catch(() => {}) : isJobKind(what) && wakeLocally(what)), log)
+    }
+    stopEventSignal = onEventsCommitted(() => {
+      // A failed look is repeated by the safety poll.
+      hub.check().catch(() => {})
+      wakeBus?.publish('events')
+    })
+  }
   const slackApi = new SlackApi(config.slackApiUrl)
 
   return {
@@ -220,6 +246,10 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     coordinator,
     /** Cluster mode: this node's Redis link (shared rate limits; /readyz checks it). */
     redis,
+    /** Cluster mode: wake-ups across nodes (server.ts starts and stops it). */
+    wakeBus,
+    /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */
+    stopEventSignal,
     hub,
     events: createEventsService(createEventsRepo(ctx.storage), hub, apps, config.sseStreamsPerKey),
     webhooks: createWebhooksService(ctx),

@@ -5,6 +5,8 @@
 export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc'] as const
 export type JobKind = (typeof JOB_KINDS)[number]
 
+export const isJobKind = (s: string): s is JobKind => (JOB_KINDS as readonly string[]).includes(s)
+
 /** The target each job kind needs. */
 export interface JobTargets {
   /** Sanitize, cluster and route one report. */

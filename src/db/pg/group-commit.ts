@@ -32,6 +32,7 @@
  */
 import type { Pool, PoolClient } from 'pg'
 import type { OnCommit } from './transaction'
+import { eventsBegin, eventsCommitted } from './event-signal'
 
 /** Where intake's commits are noted for the worker's pacing (src/db/sqlite/write-turns.ts's WriteTurns has it). */
 export interface IntakeCommitNotes {
@@ -149,12 +150,14 @@ export class PgGroupCommitter {
     const onError = (e: Error) => void (broken = e)
     client.on('error', onError)
     try {
+      eventsBegin(client)
       await client.query('BEGIN')
       let outcomes = await this.pass(client, batch, false)
       if (outcomes.some((o) => !o.ok)) {
         await client.query('ROLLBACK')
         // A single write needs no second pass: its failure is the batch's, and nothing is left to commit.
         if (batch.length === 1) return batch[0].reject(outcomes[0].value)
+        eventsBegin(client)
         await client.query('BEGIN')
         outcomes = await this.pass(client, batch, true)
       }
@@ -165,6 +168,7 @@ export class PgGroupCommitter {
         for (const p of batch) p.reject(e)
         return
       }
+      eventsCommitted(client)
       this.stats.batches++
       this.stats.writes += batch.length
       this.notes?.noteIntakeCommit(batch.length >= this.fullBatch)

@@ -15,6 +15,7 @@ import { decideMove, sanitizedPath, type FeedbackState, type MoveCause, type Scr
 import type { WakeSignal } from '../../lifecycle/wake'
 import { appendEventParams, appendEventParts, appendEventPg, appendEventsPg } from './outbox'
 import { prepared, type OnCommit } from './storage'
+import { noteEventsAppended } from './event-signal'
 
 /** A transaction a lifecycle write joins. */
 export interface PgTx {
@@ -46,17 +47,21 @@ const INSERT_WAITING_RUNS = `INSERT INTO jobs (kind, feedback_id, run_after, cre
 export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
   const state = async (tx: PgTx, id: string): Promise<FeedbackState | undefined> => (await tx.client.query<FeedbackState>(STATE, [id])).rows[0]
   /** The status write and its `feedback.status_changed` event in one statement; false when the row's version moved. */
-  const setStatusWithEvent = async (tx: PgTx, w: StatusWrite, event: unknown[]): Promise<boolean> =>
-    (
-      await tx.client.query<{ n: number }>(
-        prepared(MOVE_WITH_EVENT, [
-          w.id, w.version, w.to, w.now,
-          w.failureReason === undefined, w.failureReason ?? null,
-          w.mergeRequestUrl === undefined, w.mergeRequestUrl ?? null,
-          ...event,
-        ]),
-      )
-    ).rows[0].n === 1
+  const setStatusWithEvent = async (tx: PgTx, w: StatusWrite, event: unknown[]): Promise<boolean> => {
+    const moved =
+      (
+        await tx.client.query<{ n: number }>(
+          prepared(MOVE_WITH_EVENT, [
+            w.id, w.version, w.to, w.now,
+            w.failureReason === undefined, w.failureReason ?? null,
+            w.mergeRequestUrl === undefined, w.mergeRequestUrl ?? null,
+            ...event,
+          ]),
+        )
+      ).rows[0].n === 1
+    if (moved) noteEventsAppended(tx.client)
+    return moved
+  }
 
   async function enqueue<K extends JobKind>(tx: PgTx, kind: K, target: JobTargets[K], runAfter = clock.now()): Promise<void> {
     const t = target as { feedbackId?: string; appId?: string }
@@ -114,6 +119,7 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       const text = `WITH ${report ? `report AS (${report.sql}), ` : ''}${ev.counter}, event AS (${ev.insert})
   INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ('process', $${job}::text, NULL, $${job + 1}::bigint, $${job + 1}::bigint)`
       await tx.client.query(prepared(text, [...before, ...event, r.feedbackId, clock.now()]))
+      noteEventsAppended(tx.client)
       tx.onCommit(() => wake?.raise('process'))
     },
 
@@ -145,6 +151,7 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
           events.map((e) => e[1]), events.map((e) => e[4]), now,
         ]),
       )
+      noteEventsAppended(tx.client)
       tx.onCommit(() => wake?.raise('process'))
     },
 

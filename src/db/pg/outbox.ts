@@ -11,6 +11,7 @@ import type { Clock } from '../../core/clock'
 import { newId } from '../../core/ids'
 import type { OutboxEvent } from '../../lifecycle/event-types'
 import { prepared, type PgQueryable } from './storage'
+import { noteEventsAppended } from './event-signal'
 
 /**
  * The Org's counter bumped and the event's row inserted in ONE statement: one round trip instead of two,
@@ -19,6 +20,7 @@ import { prepared, type PgQueryable } from './storage'
  * statement of its own (lifecycle `received`). Parameters after the bump are cast: in `INSERT … SELECT` PostgreSQL
  * would otherwise type them as text.
  */
+/** A caller that runs these parts itself tells the live fan-out with `noteEventsAppended` (event-signal.ts). */
 export function appendEventParts(first: number, onlyIf?: string): { counter: string; insert: string } {
   // `onlyIf`: a CTE of the same statement; the bump (and so the event) happens only when it has a row.
   const bump = onlyIf ? `SELECT $${first}::text, 1 FROM ${onlyIf}` : `VALUES ($${first}::text, 1)`
@@ -38,6 +40,7 @@ export const PG_LAST_SEQ_SQL = 'SELECT COALESCE((SELECT last_seq FROM event_coun
 /** Appends one event in the caller's transaction (`q` must be that transaction's client); its seq. */
 export async function appendEventPg(q: PgQueryable, clock: Clock, event: OutboxEvent): Promise<number> {
   const { rows } = await q.query<{ seq: number }>(prepared(APPEND_EVENT, appendEventParams(clock, event)))
+  noteEventsAppended(q)
   return rows[0].seq
 }
 
@@ -69,4 +72,5 @@ export async function appendEventsPg(q: PgQueryable, clock: Clock, events: Outbo
   const rows = events.map((e) => appendEventParams(clock, e))
   // appendEventParams's order: Org, event id, App, type, data, created_at, feedback id.
   await q.query(prepared(APPEND_MANY, [orgId, events.length, rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3]), rows.map((r) => r[4]), rows.map((r) => r[5]), rows.map((r) => r[6])]))
+  noteEventsAppended(q)
 }

@@ -5,6 +5,7 @@
  * caller).
  */
 import type { Pool, PoolClient } from 'pg'
+import { eventsBegin, eventsCommitted } from './event-signal'
 
 /** Registers a callback to run once the transaction has committed (never after a rollback). */
 export type OnCommit = (callback: () => void) => void
@@ -14,9 +15,11 @@ export async function withTransaction<T>(pool: Pool, work: (client: PoolClient, 
   let broken: Error | undefined
   const committed: (() => void)[] = []
   try {
+    eventsBegin(client)
     await client.query('BEGIN')
     const out = await work(client, (callback) => committed.push(callback))
     await client.query('COMMIT')
+    eventsCommitted(client)
     // After COMMIT: a worker woken now finds the job it is woken for.
     for (const callback of committed) callback()
     return out

@@ -1,0 +1,111 @@
+/**
+ * Wake-ups across nodes (cluster mode) through Valkey/Redis pub/sub. A node that commits events or queues
+ * jobs publishes one short message on one channel: `<node id> <what>`, where `what` is `events` or a job
+ * kind. Every other node hears it and looks at once: its event hub reads the outbox (SSE streams, webhook
+ * and Slack dispatch), its workers claim. The message carries no data: the database stays the only source,
+ * and readers catch up from their own cursors. Pub/sub is at-most-once (a node that is reconnecting misses
+ * messages), so every reader keeps a safety poll; a lost message costs at most that poll's delay.
+ *
+ * Publishing is throttled per `what` (one message per `throttleMs`, the last one never dropped): under an
+ * intake burst a commit happens every few milliseconds, and one wake per window is all the readers need.
+ * Not LISTEN/NOTIFY: NOTIFY takes a lock that serializes every committing transaction (DESIGN.md).
+ */
+import { RedisClient } from 'bun'
+import type { Logger } from '../core/logger'
+import type { RedisLink } from './redis-link'
+
+export const WAKE_CHANNEL = 'fixloop:wake'
+/** How often a cluster node's event hub reads the outbox when nothing woke it (DESIGN.md: a 1 s safety poll). */
+export const CLUSTER_SAFETY_POLL_MS = 1_000
+
+export class WakeBus {
+  private subscriber: RedisClient | undefined
+  private stopped = false
+  /** The subscription failed and has not come back yet (logged once per outage). */
+  private down = false
+  private reconnect: ReturnType<typeof setTimeout> | undefined
+  /** Per `what`: when the last message went out, and whether one is scheduled. */
+  private readonly sent = new Map<string, number>()
+  private readonly scheduled = new Set<string>()
+  /** Messages published and heard (from other nodes), for /metrics and tests. */
+  readonly counts = { published: 0, heard: 0 }
+
+  constructor(
+    private readonly url: string,
+    private readonly link: RedisLink,
+    private readonly nodeId: string,
+    private readonly onWake: (what: string) => void,
+    private readonly log: Logger,
+    private readonly throttleMs = 20,
+    private readonly retryMs = 1_000,
+  ) {}
+
+  /** Subscribes (and keeps subscribing after a lost connection, every `retryMs`). */
+  start(): void {
+    this.stopped = false
+    void this.subscribe()
+  }
+
+  stop(): void {
+    this.stopped = true
+    clearTimeout(this.reconnect)
+    this.subscriber?.close()
+    this.subscriber = undefined
+  }
+
+  /** Tells the other nodes that `what` happened here (events committed, or a job of that kind queued). */
+  publish(what: string): void {
+    if (this.stopped || this.scheduled.has(what)) return
+    const wait = (this.sent.get(what) ?? -Infinity) + this.throttleMs - performance.now()
+    if (wait <= 0) return this.send(what)
+    this.scheduled.add(what)
+    setTimeout(() => {
+      this.scheduled.delete(what)
+      this.send(what)
+    }, wait)
+  }
+
+  private send(what: string): void {
+    this.sent.set(what, performance.now())
+    this.counts.published++
+    // Fire and forget: Redis away means the readers' safety polls carry the news (RedisLink fails fast).
+    this.link.send('PUBLISH', [WAKE_CHANNEL, `${this.nodeId} ${what}`]).catch(() => {})
+  }
+
+  private async subscribe(): Promise<void> {
+    if (this.stopped) return
+    const client = new RedisClient(this.url, { connectionTimeout: 1_000, autoReconnect: false, maxRetries: 0, enableOfflineQueue: false })
+    client.onclose = () => {
+      if (this.subscriber !== client) return
+      this.subscriber = undefined
+      this.retry()
+    }
+    try {
+      await client.connect()
+      await client.subscribe(WAKE_CHANNEL, (message) => this.heard(message))
+      if (this.stopped) return client.close()
+      this.subscriber = client
+      if (this.down) this.log.info('cross-node wake-ups back', { redis: this.link.where })
+      this.down = false
+    } catch (e) {
+      client.close()
+      // Once per outage: the retries go on every `retryMs` without a line each.
+      if (!this.down) this.log.warn('cross-node wake-ups unavailable: readers fall back to their 1 s safety poll', { redis: this.link.where, error: e instanceof Error ? e.message : String(e) })
+      this.down = true
+      this.retry()
+    }
+  }
+
+  private retry(): void {
+    if (this.stopped) return
+    clearTimeout(this.reconnect)
+    this.reconnect = setTimeout(() => void this.subscribe(), this.retryMs)
+  }
+
+  private heard(message: string): void {
+    const space = message.indexOf(' ')
+    if (space <= 0 || message.slice(0, space) === this.nodeId) return
+    this.counts.heard++
+    this.onWake(message.slice(space + 1))
+  }
+}
