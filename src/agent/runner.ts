@@ -143,6 +143,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now, nodeId: opts.nodeId ?? null },
       { type: 'agent_run.started', data: { runId, feedbackId: f.id, provider: conn.agentProvider } },
     )
+    // Another node started a run of this App since the check above: wait, as for a run of this node.
+    if (moved === 'app_busy') throw new RunnerBusy('another run of this App is in progress')
     if (!moved) return false
     const abort = new AbortController()
     const done = execute(runId, f, conn, branch, abort.signal)
@@ -259,9 +261,10 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
 
     /**
      * At start: runs left `running` by a crash or restart are failed, and their reports too. Starts wait
-     * for it. One process per data dir (SQLite) or, for now, per database (PostgreSQL, single node): every
-     * `running` row is a run of a process that is gone. TODO(issue 23): in cluster mode a run is reclaimed
-     * when its node's heartbeat stopped, not because this node started.
+     * for it. Embedded mode: one process per data dir, so every `running` row is a run of a process that
+     * is gone. Cluster mode: only runs no node claims (from before cluster mode); a run of a node that
+     * stopped beating is failed by the maintenance holder's sweep (`failRunsOf`), never because this node
+     * started.
      */
     recover(): Promise<number> {
       return inTurn(async () => {

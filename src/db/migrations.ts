@@ -20,6 +20,7 @@ import m0015 from '../../migrations/0015_intake_indexes.sql' with { type: 'text'
 import m0016 from '../../migrations/0016_totp_last_step.sql' with { type: 'text' }
 import m0017 from '../../migrations/0017_cluster_nodes.sql' with { type: 'text' }
 import m0018 from '../../migrations/0018_webhook_ordered_claim.sql' with { type: 'text' }
+import m0019 from '../../migrations/0019_one_run_per_app.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -44,4 +45,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0016_totp_last_step', sql: m0016 },
   { name: '0017_cluster_nodes', sql: m0017 },
   { name: '0018_webhook_ordered_claim', sql: m0018 },
+  { name: '0019_one_run_per_app', sql: m0019 },
 ]

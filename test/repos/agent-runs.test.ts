@@ -59,6 +59,30 @@ describeEachDialect('agent-runs repo', (fresh) => {
     expect(await repo.runningCount('a1')).toBe(1)
   })
 
+  test('one run in progress per App, whichever node starts it: a second start of another report of the App is app_busy, nothing written', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    await insertReport(s, 'f2', 'queued')
+    // Two nodes: each checked runningCount (0) before either started; on PostgreSQL two pools at once.
+    const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 2)) : s.storage
+    const [{ repo: a }, { repo: b }] = [await setup(s), await setup(s, otherStorage)]
+    const outcomes = await Promise.all([a.startRun(runRow('r1', 'f1'), started('r1', 'f1')), b.startRun(runRow('r2', 'f2', { nodeId: 'node_b' }), started('r2', 'f2'))])
+    if (otherStorage !== s.storage && otherStorage.dialect === 'pg') await otherStorage.pool.end()
+    expect(outcomes.map(String).sort()).toEqual(['app_busy', 'true'])
+    expect(await a.runningCount('a1')).toBe(1)
+    // The loser's start left nothing: its report still queued, one run row, one start's events.
+    const loser = outcomes[0] === 'app_busy' ? 'f1' : 'f2'
+    const statuses = { f1: (await report(s, 'f1')).status, f2: (await report(s, 'f2')).status }
+    expect(statuses[loser]).toBe('queued')
+    expect(await runs(s)).toHaveLength(1)
+    expect((await events(s)).map((e) => e[0])).toEqual(['feedback.status_changed', 'agent_run.started'])
+    // Once the run ended, the App's next start goes through.
+    const [winner] = await runs(s)
+    await a.finishRun({ feedbackId: String(winner.feedback_id), orgId: 'o1', appId: 'a1' }, endRow(String(winner.id), { status: 'succeeded' }), { move: { to: 'failed', cause: { by: 'system', from: 'agent_running', reason: 'test' } }, event: { type: 'agent_run.failed', data: { runId: String(winner.id), feedbackId: String(winner.feedback_id), error: 'test' } } })
+    expect(await a.startRun(runRow('r3', loser), started('r3', loser))).toBe(true)
+  })
+
   test('startRun on a report no longer queued, or gone: false, nothing written', async () => {
     const s = await fresh()
     await seedOrgApp(s)
@@ -77,7 +101,8 @@ describeEachDialect('agent-runs repo', (fresh) => {
     await insertReport(s, 'f0', 'queued')
     await insertReport(s, 'f1', 'queued')
     const { repo } = await setup(s)
-    expect(await repo.startRun(runRow('r1', 'f0'), started('r1', 'f0'))).toBe(true)
+    // Not `running`, so the App's one-run-in-progress index is not what fails below.
+    expect(await repo.startRun(runRow('r1', 'f0', { status: 'failed' }), started('r1', 'f0'))).toBe(true)
     // The run id is taken: the INSERT fails after the move.
     await expect(repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))).rejects.toThrow()
     expect(await report(s, 'f1')).toMatchObject({ status: 'queued', version: 0 })
@@ -94,10 +119,14 @@ describeEachDialect('agent-runs repo', (fresh) => {
       const { repo } = await setup(s)
       const customer = createLifecycle(other, s.clock)
       const ids = Array.from({ length: 8 }, (_, i) => `f${i}`)
-      for (const id of ids) await insertReport(s, id, 'queued')
+      // One App per report: an App has one run in progress at a time.
+      for (const [i, id] of ids.entries()) {
+        await seedOrgApp(s, 'o1', `app${i}`)
+        await insertReport(s, id, 'queued', 'o1', `app${i}`)
+      }
       const outcomes = await Promise.all(
         ids.map(async (id, i) => {
-          const start = () => repo.startRun(runRow(`r${i}`, id), started(`r${i}`, id))
+          const start = () => repo.startRun(runRow(`r${i}`, id, { appId: `app${i}` }), started(`r${i}`, id))
           // The customer's PATCH carries the version it read (If-Match): a start in between makes it lose.
           const archive = () => customer.move(id, 'archived', { by: 'customer', version: 0 })
           const [a, b] = i % 2 === 0 ? await Promise.all([start(), archive()]) : (await Promise.all([archive(), start()])).reverse()
@@ -220,17 +249,18 @@ describeEachDialect('agent-runs repo', (fresh) => {
   test('reclaim at start: interrupted runs listed with their sandbox; failing one fails its report once, with its event', async () => {
     const s = await fresh()
     await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
     await insertReport(s, 'f1', 'queued')
-    await insertReport(s, 'f2', 'queued')
+    await insertReport(s, 'f2', 'queued', 'o1', 'a2')
     const { repo } = await setup(s)
     await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))
-    await repo.startRun(runRow('r2', 'f2'), started('r2', 'f2'))
+    await repo.startRun(runRow('r2', 'f2', { appId: 'a2' }), started('r2', 'f2'))
     await repo.setSandbox('r1', 4242, 'boot:123')
     await repo.setSandbox('r2', 77, 'boot:9')
     await repo.setSandbox('r2', null, null)
     expect(await repo.interrupted()).toEqual([
       { id: 'r1', org_id: 'o1', app_id: 'a1', feedback_id: 'f1', sandbox_pid: 4242, sandbox_start: 'boot:123' },
-      { id: 'r2', org_id: 'o1', app_id: 'a1', feedback_id: 'f2', sandbox_pid: null, sandbox_start: null },
+      { id: 'r2', org_id: 'o1', app_id: 'a2', feedback_id: 'f2', sandbox_pid: null, sandbox_start: null },
     ])
     const [r1] = await repo.interrupted()
     const reason = 'interrupted'

@@ -13,7 +13,7 @@ import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { AgentRunsRepo, InterruptedRun, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { PgTx } from './lifecycle'
-import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
+import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const GET_FEEDBACK =
   'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = $1'
@@ -65,11 +65,15 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
     costSince: async (appId, since) => (await one<{ usd: number }>(pool, COST_SINCE, [appId, since]))!.usd,
 
     startRun: (r, event) =>
-      tx(async (t) => {
+      tx(async (t): Promise<boolean | 'app_busy'> => {
         if (!(await side.move(t, r.feedbackId, 'agent_running', { by: 'system', from: 'queued' }))) return false
         await insertRun(t.client, r)
         await side.record(t, { orgId: r.orgId, appId: r.appId }, event.type, event.data)
         return true
+      }).catch((e) => {
+        // One `running` run per App (agent_runs_one_running_per_app_uq), whichever node started the other.
+        if (isUniqueViolation(e, 'agent_runs_one_running_per_app_uq')) return 'app_busy' as const
+        throw e
       }),
 
     recordFailedStart: (r, end, outcome) =>

@@ -9,6 +9,7 @@ import p0001 from '../../../migrations-pg/0001_credential_generation.sql' with {
 import p0002 from '../../../migrations-pg/0002_totp_last_step.sql' with { type: 'text' }
 import p0003 from '../../../migrations-pg/0003_cluster_nodes.sql' with { type: 'text' }
 import p0004 from '../../../migrations-pg/0004_webhook_ordered_claim.sql' with { type: 'text' }
+import p0005 from '../../../migrations-pg/0005_one_run_per_app.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -16,4 +17,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0002_totp_last_step', sql: p0002 },
   { name: '0003_cluster_nodes', sql: p0003 },
   { name: '0004_webhook_ordered_claim', sql: p0004 },
+  { name: '0005_one_run_per_app', sql: p0005 },
 ]

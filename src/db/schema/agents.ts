@@ -1,5 +1,6 @@
 /** Repository connections (one per App) and the audit record of every agent run. */
-import { index, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { sql } from 'drizzle-orm'
+import { index, uniqueIndex, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 
 export const repoConnections = sqliteTable('repo_connections', {
   appId: text('app_id').primaryKey(),
@@ -64,5 +65,8 @@ export const agentRuns = sqliteTable(
     endedAt: integer('ended_at'),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [index('agent_runs_feedback_idx').on(t.feedbackId, t.id), index('agent_runs_app_idx').on(t.appId, t.createdAt), index('agent_runs_status_idx').on(t.status)],
+  (t) => [index('agent_runs_feedback_idx').on(t.feedbackId, t.id), index('agent_runs_app_idx').on(t.appId, t.createdAt), index('agent_runs_status_idx').on(t.status),
+    // At most one run in progress per App, whichever node starts it (two nodes checking first could both start).
+    uniqueIndex('agent_runs_one_running_per_app_uq').on(t.appId).where(sql`status = 'running'`),
+  ],
 )

@@ -8,6 +8,7 @@ import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { AgentRunsRepo, InterruptedRun, RunFeedbackRow, RunOutcome, RunRow, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { SqliteStorage } from './storage'
+import { isSqliteUniqueViolation } from './errors'
 
 export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle): AgentRunsRepo {
   const side = lifecycle.sqlite
@@ -54,14 +55,20 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
     costSince: async (appId, since) => (costSince.get(appId, since) as { usd: number }).usd,
 
     async startRun(r, event) {
-      return sqlite
-        .transaction(() => {
-          if (!side.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from: 'queued' })) return false
-          insertRun.run({ ...r })
-          side.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
-          return true
-        })
-        .immediate()
+      try {
+        return sqlite
+          .transaction(() => {
+            if (!side.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from: 'queued' })) return false
+            insertRun.run({ ...r })
+            side.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
+            return true
+          })
+          .immediate()
+      } catch (e) {
+        // One `running` run per App (agent_runs_one_running_per_app_uq): the whole start rolled back.
+        if (isSqliteUniqueViolation(e, 'agent_runs.app_id')) return 'app_busy'
+        throw e
+      }
     },
 
     async recordFailedStart(r, end, outcome) {

@@ -126,9 +126,11 @@ export interface AgentRunsRepo {
   costSince(appId: string, since: number): Promise<number>
   /**
    * A run starts: the report `queued` → `agent_running`, the run row (`running`) and `event`, together.
-   * False (nothing written) when the report is no longer `queued` (archived, taken by another start).
+   * False (nothing written) when the report is no longer `queued` (archived, taken by another start);
+   * 'app_busy' (nothing written) when another run of the App is in progress, started by another node
+   * since the caller checked (a unique index allows one `running` row per App).
    */
-  startRun(run: RunRowInsert, event: RunEvent): Promise<boolean>
+  startRun(run: RunRowInsert, event: RunEvent): Promise<boolean | 'app_busy'>
   /** A run that ends before it starts (no sandbox, a cap reached): its row, ended, and the outcome, together. */
   recordFailedStart(run: RunRowInsert, end: RunRowEnd, outcome: RunOutcome): Promise<void>
   /** A run ended: its row, the report's move and the event (and the shared PR URL), together. */

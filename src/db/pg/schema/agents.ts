@@ -1,5 +1,6 @@
 /** Repository connections and agent-run audit records: the PostgreSQL twin of src/db/schema/agents.ts. */
-import { doublePrecision, index, integer, pgTable, text } from 'drizzle-orm/pg-core'
+import { sql } from 'drizzle-orm'
+import { doublePrecision, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { counter, epochMs } from './columns'
 
 export const repoConnections = pgTable('repo_connections', {
@@ -52,5 +53,8 @@ export const agentRuns = pgTable(
     endedAt: epochMs('ended_at'),
     createdAt: epochMs('created_at').notNull(),
   },
-  (t) => [index('agent_runs_feedback_idx').on(t.feedbackId, t.id), index('agent_runs_app_idx').on(t.appId, t.createdAt), index('agent_runs_status_idx').on(t.status)],
+  (t) => [index('agent_runs_feedback_idx').on(t.feedbackId, t.id), index('agent_runs_app_idx').on(t.appId, t.createdAt), index('agent_runs_status_idx').on(t.status),
+    // At most one run in progress per App, whichever node starts it (two nodes checking first could both start).
+    uniqueIndex('agent_runs_one_running_per_app_uq').on(t.appId).where(sql`status = 'running'`),
+  ],
 )
