@@ -22,6 +22,7 @@ import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 import { clientAddress } from './client-address'
 import { callerOf } from './request-caller'
+import { storageUnavailable } from '../db/unavailable'
 
 /** What Elysia puts on the JSON a handler returns: the error envelope carries exactly the same. */
 export const JSON_CONTENT_TYPE = 'application/json;charset=utf-8'
@@ -146,14 +147,17 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       set.headers['x-request-id'] = requestId
       if (apiError.code === 'internal_error') {
         apiError.headers = undefined
-        log.error('unhandled error', {
+        // The database away (a restart, a failover, the network): 503 with Retry-After, the same envelope.
+        const retryAfter = error instanceof ApiError ? null : storageUnavailable(error)
+        log.error(retryAfter === null ? 'unhandled error' : 'database unavailable', {
           requestId,
           method: request.method,
           path: loggedPath(request.url),
-          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+          error: retryAfter === null && error instanceof Error ? (error.stack ?? error.message) : error instanceof Error ? error.message : String(error),
         })
         const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
-        set.status = 500
+        set.status = retryAfter === null ? 500 : 503
+        if (retryAfter !== null) set.headers['retry-after'] = String(retryAfter)
         set.headers['content-type'] = JSON_CONTENT_TYPE
         return envelope
       }

@@ -1,0 +1,27 @@
+/**
+ * Whether an error means the database cannot be reached right now (as opposed to a bug or bad data): the
+ * request then answers 503 with Retry-After, so load balancers and clients retry instead of reporting a
+ * server fault. PostgreSQL: connection exceptions (SQLSTATE class 08), the server shutting down or
+ * starting (57P01-57P03), too many connections (53300), the socket refused or cut, the pool's wait for a
+ * connection timing out. SQLite: the database busy past the retry window (another process holding the
+ * write lock). Anything else stays a 500.
+ */
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300'])
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|connect ECONNREFUSED/i
+
+/** Seconds a client should wait before retrying, or null when the error is not the database being away. */
+export function storageUnavailable(err: unknown): number | null {
+  let e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown } | null
+  for (let i = 0; i < 4 && e; i++) {
+    const code = typeof e.code === 'string' ? e.code : ''
+    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return 1
+    if (code.length === 5 && (code.startsWith('08') || PG_UNAVAILABLE.has(code))) return 5
+    if (SOCKET_CODES.has(code)) return 5
+    if (typeof e.message === 'string' && DRIVER_MESSAGES.test(e.message)) return 5
+    // An AggregateError (a connect to every resolved address refused) holds the causes in `errors`.
+    if (Array.isArray(e.errors) && e.errors.some((x) => storageUnavailable(x) !== null)) return 5
+    e = e.cause as typeof e
+  }
+  return null
+}

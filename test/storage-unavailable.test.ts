@@ -1,0 +1,66 @@
+/**
+ * The database away (PostgreSQL stopped under a running server): requests answer 503 with Retry-After and
+ * the spec's internal_error envelope (a requestId), never a 500, and the server answers again once the
+ * database is back, without a restart. The classifier's table covers both dialects' errors.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { clusterEnv } from './cluster-env'
+import { startPostgres, type PgServer } from './pg-server'
+import { storageUnavailable } from '../src/db/unavailable'
+
+describe('storageUnavailable tells the database being away from other errors', () => {
+  const cases: [string, unknown, number | null][] = [
+    ['PostgreSQL shutting down (57P01)', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), 5],
+    ['connection exception class 08 (08006)', Object.assign(new Error('connection failure'), { code: '08006' }), 5],
+    ['too many connections (53300)', Object.assign(new Error('sorry, too many clients already'), { code: '53300' }), 5],
+    ['socket refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 5],
+    ["pg's pool gave up waiting", new Error('timeout exceeded when trying to connect'), 5],
+    ['the backend gone mid-query', new Error('Connection terminated unexpectedly'), 5],
+    ['wrapped by drizzle (cause)', Object.assign(new Error('Failed query: select 1'), { cause: Object.assign(new Error('x'), { code: '57P03' }) }), 5],
+    ['every address refused (AggregateError)', new AggregateError([Object.assign(new Error('a'), { code: 'ECONNREFUSED' })], 'connect failed'), 5],
+    ['SQLite busy past the retry window', Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }), 1],
+    ['a unique violation (our bug or a race, not an outage)', Object.assign(new Error('duplicate key'), { code: '23505' }), null],
+    ['a syntax error', Object.assign(new Error('syntax error'), { code: '42601' }), null],
+    ['SQLite constraint', Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_UNIQUE' }), null],
+    ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')"), null],
+    ['not an error at all', 'boom', null],
+  ]
+  for (const [name, err, want] of cases) test(name, () => expect(storageUnavailable(err)).toBe(want))
+})
+
+describe('PostgreSQL stopped under a running server', () => {
+  let pg: PgServer
+  let server: TestServer
+  let t: Tenant
+  beforeAll(async () => {
+    pg = await startPostgres()
+    server = await startTestServer({ ...(await clusterEnv(await pg.createDatabase('away'))), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    t = await seedTenant(server.admin)
+  }, 60_000)
+  afterAll(async () => {
+    await server?.close().catch(() => {})
+    await pg?.stop()
+  })
+
+  test('503 with Retry-After and the internal_error envelope while it is away; 200 again once it is back', async () => {
+    expect((await call(server.url, 'GET', '/v1/feedback', { auth: t.key })).status).toBe(200)
+    await pg.halt()
+    try {
+      for (const [method, path, opts] of [
+        ['GET', '/v1/feedback', { auth: t.key }],
+        ['POST', '/v1/feedback', { auth: t.pub, body: { text: 'the export button does nothing' } }],
+      ] as const) {
+        const r = await call(server.url, method, path, opts)
+        expect({ path, status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') }).toEqual({ path, status: 503, code: 'internal_error', retry: '5' })
+        expect(r.body.error.details.requestId).toBe(r.headers.get('x-request-id'))
+      }
+      const ready = await call(server.url, 'GET', '/readyz')
+      expect(ready.status).toBe(503)
+    } finally {
+      await pg.restart()
+    }
+    await eventually(async () => ((await call(server.url, 'GET', '/v1/feedback', { auth: t.key })).status === 200 ? true : undefined), 20_000)
+    expect((await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'back again: the export works' } })).status).toBe(201)
+  }, 60_000)
+})
