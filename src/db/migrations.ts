@@ -19,6 +19,7 @@ import m0014 from '../../migrations/0014_jobs_kind.sql' with { type: 'text' }
 import m0015 from '../../migrations/0015_intake_indexes.sql' with { type: 'text' }
 import m0016 from '../../migrations/0016_totp_last_step.sql' with { type: 'text' }
 import m0017 from '../../migrations/0017_cluster_nodes.sql' with { type: 'text' }
+import m0018 from '../../migrations/0018_triage_suggestions.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -42,4 +43,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0015_intake_indexes', sql: m0015 },
   { name: '0016_totp_last_step', sql: m0016 },
   { name: '0017_cluster_nodes', sql: m0017 },
+  { name: '0018_triage_suggestions', sql: m0018 },
 ]

@@ -8,10 +8,12 @@ import p0000 from '../../../migrations-pg/0000_init.sql' with { type: 'text' }
 import p0001 from '../../../migrations-pg/0001_credential_generation.sql' with { type: 'text' }
 import p0002 from '../../../migrations-pg/0002_totp_last_step.sql' with { type: 'text' }
 import p0003 from '../../../migrations-pg/0003_cluster_nodes.sql' with { type: 'text' }
+import p0004 from '../../../migrations-pg/0004_triage_suggestions.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
   { name: '0001_credential_generation', sql: p0001 },
   { name: '0002_totp_last_step', sql: p0002 },
   { name: '0003_cluster_nodes', sql: p0003 },
+  { name: '0004_triage_suggestions', sql: p0004 },
 ]

@@ -53,6 +53,17 @@ export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort
       await cluster.merge(id, leadId)
     },
 
+    /**
+     * Rejects the report's suggested lead: the suggestion is cleared and that lead is never suggested for
+     * it again; the decision teaches the App's bars (learn.ts). Without a suggestion nothing changes (a
+     * repeated click answers the same item).
+     */
+    async rejectSuggestion(orgId: string, id: string): Promise<void> {
+      const r = await load(orgId, id)
+      if (!r.suggestedLeadId) return
+      await cluster.rejectSuggestion(id)
+    },
+
     /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. */
     async unmerge(orgId: string, id: string): Promise<void> {
       const r = await load(orgId, id)

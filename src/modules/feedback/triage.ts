@@ -73,6 +73,25 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
       },
     )
     .post(
+      '/v1/feedback/:id/reject-suggestion',
+      async ({ org, params, request }) => {
+        await triage.rejectSuggestion(org.orgId, params.id)
+        return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
+      },
+      {
+        access: 'reports.triage',
+        params: IdParams,
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_yet_sanitized') },
+        detail: {
+          summary: 'Reject this report\'s suggested lead (suggestedDuplicateOf)',
+          description:
+            'Answers the updated item, with suggestedDuplicateOf null. That lead is never suggested (nor merged automatically) for this report again, and the decision moves the App\'s merge bars (docs/triage.md "Learning from the people who triage"). A report without a suggestion is answered unchanged (idempotent).',
+          tags: ['triage'],
+          security: BEARER_SK,
+        },
+      },
+    )
+    .post(
       '/v1/feedback/:id/unmerge',
       async ({ org, params, request }) => {
         await triage.unmerge(org.orgId, params.id)
