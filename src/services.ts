@@ -199,7 +199,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     uploads,
     apps,
     feedback,
-    triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster),
+    triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,
     connections,

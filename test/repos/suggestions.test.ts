@@ -144,7 +144,7 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect(before.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
     await processing.port.unmerge(dup)
     expect(await row(s, dup)).toMatchObject({ duplicate_of_id: null, merge_score: null, merge_reason: null })
-    expect(await decisions(s)).toEqual([{ feedback_id: dup, lead_id: lead, kind: 'unmerged', score: merged.merge_score }])
+    expect(await decisions(s)).toEqual([{ feedback_id: dup, lead_id: lead, kind: 'unmerged', score: merged.merge_score! }])
     const after = await processing.port.triageState('a1')
     const floor = Math.round((merged.merge_score! + LEARNING.raiseAbove) * 1000) / 1000
     expect(after.learned.raisedTo).toBe(floor)
