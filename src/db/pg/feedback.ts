@@ -132,6 +132,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       (await one<{ run_after: number }>(pool, "SELECT run_after FROM jobs WHERE kind = 'batch_release' AND app_id = $1 ORDER BY run_after LIMIT 1", [appId]))?.run_after ?? null,
     duplicatesOf: async (orgId, leadId, limit) =>
       db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.duplicateOfId, leadId))).orderBy(desc(feedback.id)).limit(limit),
+    orgOf: async (id) => (await one<{ org_id: string }>(pool, 'SELECT org_id FROM feedback WHERE id = $1', [id]))?.org_id,
     async leadStates(orgId, ids) {
       const out = new Map<string, RootState>()
       if (ids.length > 0) {

@@ -58,6 +58,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
        response_body = excluded.response_body, created_at = excluded.created_at`,
   )
   const markReferenced = prepareMarkReferenced(sqlite)
+  const orgOf = sqlite.prepare<{ org_id: string }, [string]>('SELECT org_id FROM feedback WHERE id = ?')
   const leadStates = sqlite.prepare<RootState & { id: string }, [string, string]>(
     'SELECT id, status, duplicate_of_id FROM feedback WHERE org_id = ? AND id IN (SELECT value FROM json_each(?))',
   )
@@ -135,6 +136,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
     hasRepoConnection: async (appId) => connectionOf.get({ appId }) !== undefined,
     batchClosesAt: async (appId) => batchClosesAt.get({ appId })?.runAfter ?? null,
     duplicatesOf: async (orgId, leadId, limit) => duplicatesOf.all({ orgId, leadId, limit }),
+    orgOf: async (id) => orgOf.get(id)?.org_id,
     async leadStates(orgId, ids) {
       const out = new Map<string, RootState>()
       if (ids.length > 0) for (const r of leadStates.all(orgId, JSON.stringify(ids))) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id })

@@ -120,6 +120,8 @@ export interface FeedbackRepo {
   /** Newest first; fetches one row past the page to know whether another page exists. */
   list(f: ListFilter): Promise<ListRow[]>
   duplicatesOf(orgId: string, leadId: string, limit: number): Promise<FeedbackRow[]>
+  /** The Org of a report, for callers that hold only its id (the operator's CLI). */
+  orgOf(id: string): Promise<string | undefined>
   /** Status and lead link of the Org's reports among `ids` (the leads suggestions point at); missing ids are absent. */
   leadStates(orgId: string, ids: string[]): Promise<Map<string, RootState>>
   /** Is the App connected to a repository (can its queued reports get an agent run)? */

@@ -12,7 +12,7 @@ import type { IntakeCommitter } from '../../db/intake-committer'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
 import { createFeedbackRepo, type FeedbackRow, type ListRow, type SubmitResult } from './repo'
-import { servedSuggestionLead } from '../../cluster/suggestions'
+import { suggestedLeadsOf } from './suggested'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
@@ -113,21 +113,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
     return null
   }
 
-  /**
-   * The suggested lead each row shows now (src/cluster/suggestions.ts): its stored lead, followed to that
-   * lead's lead when it was merged since; null when it no longer takes duplicates. At most two reads per
-   * page, none when no row carries a suggestion.
-   */
-  async function suggestedLeads(orgId: string, rows: ListRow[]): Promise<Map<string, string | null>> {
-    const out = new Map<string, string | null>()
-    const stored = rows.filter((r) => r.suggestedLeadId && !r.duplicateOfId)
-    if (stored.length === 0) return out
-    const states = await repo.leadStates(orgId, [...new Set(stored.map((r) => r.suggestedLeadId!))])
-    const roots = [...new Set([...states.values()].flatMap((s) => (s.duplicate_of_id && !states.has(s.duplicate_of_id) ? [s.duplicate_of_id] : [])))]
-    if (roots.length > 0) for (const [id, state] of await repo.leadStates(orgId, roots)) states.set(id, state)
-    for (const r of stored) out.set(r.id, servedSuggestionLead(r.id, r.suggestedLeadId, (id) => states.get(id) ?? null))
-    return out
-  }
+  const suggestedLeads = (orgId: string, rows: ListRow[]) => suggestedLeadsOf(repo, orgId, rows)
 
   return {
     /**
