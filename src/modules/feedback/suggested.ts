@@ -7,7 +7,11 @@ import type { FeedbackRepo, ListRow } from './repo'
  * lead's lead when it was merged since; null when it no longer takes duplicates. At most two reads per
  * page, none when no row carries a suggestion.
  */
-export async function suggestedLeadsOf(repo: Pick<FeedbackRepo, 'leadStates'>, orgId: string, rows: ListRow[]): Promise<Map<string, string | null>> {
+export async function suggestedLeadsOf(
+  repo: Pick<FeedbackRepo, 'leadStates'>,
+  orgId: string,
+  rows: Pick<ListRow, 'id' | 'duplicateOfId' | 'suggestedLeadId'>[],
+): Promise<Map<string, string | null>> {
   const out = new Map<string, string | null>()
   const stored = rows.filter((r) => r.suggestedLeadId && !r.duplicateOfId)
   if (stored.length === 0) return out
