@@ -56,7 +56,7 @@ beforeAll(async () => {
   await page.keyboard.press('Tab')
   await page.keyboard.type(PASSWORD)
   await page.keyboard.press('Enter')
-  await page.getByRole('heading', { name: 'Orgs' }).waitFor()
+  await page.getByRole('button', { name: /Sign out/ }).waitFor()
 })
 
 afterAll(async () => {
