@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { LEARNING, learnedFor, lessonOf, NO_LESSON, type Decision } from '../src/cluster/learn'
-import { calibrate, NOTHING_LEARNED, ScoreHistory } from '../src/cluster/calibrate'
+import { CALIBRATION, calibrate, NOTHING_LEARNED, ScoreHistory } from '../src/cluster/calibrate'
 import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/cluster/decide'
 
 const many = (n: number, kind: Decision['kind'], from: number, step = 0.001): Decision[] => Array.from({ length: n }, (_, i) => ({ kind, score: from + i * step }))
@@ -39,10 +39,19 @@ describe('lessonOf: what the decisions teach', () => {
 })
 
 describe('learnedFor + calibrate: the App bars', () => {
-  const bars = (lesson: ReturnType<typeof lessonOf>) => {
-    const l = learnedFor(lesson, PLAIN)
-    return { strong: Math.max(PLAIN.strong + l.mergeShift, l.mergeFloor), moderate: Math.max(PLAIN.moderate + l.mergeShift, l.mergeFloor) }
+  // A base whose calibration (a new App: no history) gives PLAIN, so the bars below are calibrate's own.
+  const base: Thresholds = {
+    strong: PLAIN.strong - CALIBRATION.learningRaise,
+    moderate: PLAIN.moderate - CALIBRATION.learningRaise * CALIBRATION.corroboratedShare,
+    suggest: PLAIN.suggest,
   }
+  const history = new ScoreHistory()
+  test('the base calibrates to the plain bars', () => {
+    const plain = calibrate(base, history)
+    expect(plain.strong).toBeCloseTo(PLAIN.strong, 9)
+    expect(plain.moderate).toBeCloseTo(PLAIN.moderate, 9)
+  })
+  const bars = (lesson: ReturnType<typeof lessonOf>) => calibrate(base, history, learnedFor(lesson, calibrate(base, history)))
   const cases: [string, Decision[], { strong: number; moderate: number }][] = [
     ['nothing learned: the calibrated bars', [], { strong: 0.75, moderate: 0.6 }],
     ['an unmerge at 0.81 raises both bars to 0.83 at once', [{ kind: 'unmerged', score: 0.81 }], { strong: 0.83, moderate: 0.83 }],

@@ -81,7 +81,7 @@ export class ScoreHistory {
  */
 export interface Learned {
   mergeShift: number
-  mergeFloor: number
+  mergeFloor?: number
 }
 
 export const NOTHING_LEARNED: Learned = { mergeShift: 0, mergeFloor: 0 }
@@ -92,7 +92,8 @@ export function calibrate(base: Thresholds, history: ScoreHistory, learned: Lear
   const raise = history.count < c.minHistory ? c.learningRaise : Math.min(c.maxRaise, Math.max(0, history.median() + c.margin - base.strong))
   // A corroborated merge (same component or console error) carries evidence no text score has:
   // it moves half as far.
-  const strong = Math.max(base.strong + raise + learned.mergeShift, learned.mergeFloor)
-  const moderate = Math.max(base.moderate + raise * c.corroboratedShare + learned.mergeShift, learned.mergeFloor)
+  const floor = learned.mergeFloor ?? 0
+  const strong = Math.max(base.strong + raise + learned.mergeShift, floor)
+  const moderate = Math.max(base.moderate + raise * c.corroboratedShare + learned.mergeShift, floor)
   return { strong, moderate, suggest: Math.min(base.suggest, moderate) }
 }

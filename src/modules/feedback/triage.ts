@@ -89,7 +89,8 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'invalid_target', 'invalid_transition', 'not_yet_sanitized') },
         detail: {
           summary: 'Merge this report into a lead (its own duplicates move along)',
-          description: 'leadId must be a lead of the same App (409 invalid_target with leadFeedbackId when it is a duplicate). Automatic clustering leaves merged rows alone afterwards.',
+          description:
+            'leadId must be a lead of the same App (409 invalid_target with leadFeedbackId when it is a duplicate). Automatic clustering leaves merged rows alone afterwards. With leadId = the report\'s suggestedDuplicateOf.id the merge confirms the suggestion (a decision the App\'s merge bars learn from).',
           tags: ['triage'],
           security: BEARER_SK,
         },
