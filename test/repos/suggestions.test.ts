@@ -15,6 +15,9 @@ import { Logger } from '../../src/core/logger'
 import { LEARNING } from '../../src/cluster/learn'
 import { LESSON_TTL_MS } from '../../src/cluster/clusterer'
 import { seedOrgApp, sql } from './store-fixtures'
+import { createClusterService } from '../../src/cluster/service'
+import { createPgClusterService } from '../../src/cluster/pg-service'
+import { DEFAULT_THRESHOLDS } from '../../src/cluster/decide'
 
 const LEAD = 'The checkout button does nothing when I click it on the payment page.'
 /** Close to LEAD, not close enough to merge on a new App's conservative bars: a suggestion. */
@@ -127,6 +130,23 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     await processing.port.rejectSuggestion(near)
     expect(await decisions(s)).toHaveLength(1)
     expect(JSON.parse((await row(s, near)).rejected_lead_ids!)).toEqual([lead])
+  })
+
+  test('a rejected lead is never offered again: clustering the report again suggests (and merges) anything but it', async () => {
+    const s = await fresh()
+    const { processing, lead, near } = await suggested(s)
+    await processing.port.rejectSuggestion(near)
+    // A cluster service of its own (a restart, another node) plans the report again from its row.
+    const lifecycle = createLifecycle(s.storage, s.clock)
+    const again = s.storage.dialect === 'sqlite' ? createClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle) : createPgClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle)
+    const verdict = await again.plan(near)
+    expect(verdict).not.toBeNull()
+    expect(verdict!.leadId).not.toBe(lead)
+    expect(verdict!.suggestion?.leadId).not.toBe(lead)
+    // The same row without its rejection would be offered that lead: the skip is what differs.
+    await sql(s, 'UPDATE feedback SET rejected_lead_ids = NULL WHERE id = ?', [near])
+    const fresh2 = s.storage.dialect === 'sqlite' ? createClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle) : createPgClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle)
+    expect((await fresh2.plan(near))!.suggestion?.leadId).toBe(lead)
   })
 
   test('an unmerge of an automatic merge raises the App bars above its score at once; of a merge by hand, it teaches nothing', async () => {
