@@ -16,6 +16,7 @@ import { hoistGlobalFlags } from './cli/global-flags'
 import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
+import { runFeedbackCommand } from './cli/feedback'
 import { runChatopsCommand } from './cli/chatops'
 import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-mode'
 import { settingsHelp } from './core/settings'
@@ -33,6 +34,7 @@ Commands:
   app             create, update, list, rotate-secret or delete Apps
   admin           create dashboard admins, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  feedback        triage near-duplicates: suggestions, merge, reject-suggestion
   chatops         connect Slack (fixloop chatops slack --help)
   migrate         apply database migrations
   migrate-db      copy the data dir's SQLite into an empty PostgreSQL (--to postgres://…), verified
@@ -65,7 +67,7 @@ function runVersion(argv: string[]): void {
   process.stdout.write(argv.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
 }
 
-const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'chatops', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
+const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'feedback', 'chatops', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
 
 /**
  * Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set
@@ -90,6 +92,8 @@ async function main(argv: string[]): Promise<void> {
       return runAdminCommand(rest)
     case 'webhook':
       return runWebhookCommand(rest)
+    case 'feedback':
+      return runFeedbackCommand(rest)
     case 'chatops':
       return runChatopsCommand(rest)
     case 'migrate':

@@ -225,7 +225,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     uploads,
     apps,
     feedback,
-    triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster),
+    triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,
     connections,
@@ -234,7 +234,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     adminAuth,
     reentry,
     console: createConsoleService(ctx, { reentry, audit, tenants, connections }),
-    inbox: createInbox(ctx.storage),
+    inbox: createInbox(ctx.storage, createFeedbackRepo(ctx.storage, lifecycle, clock, committer)),
     runner,
     worker,
     /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */

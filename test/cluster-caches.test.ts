@@ -99,7 +99,9 @@ describe('lead summaries kept between batches', () => {
     expectSummaryFromDb(sqlite, lead)
     expectSummaryFromDb(sqlite, dups[2])
     // The next batch starts from the database's figures, not from what was kept before the hand edits.
-    const more = [add(sqlite, checkoutText(20)), add(sqlite, checkoutText(21))]
+    // (The unmerge of an automatic merge raised the App's bars above that merge's score (learn.ts): texts
+    // the same as the lead's still merge.)
+    const more = [add(sqlite, checkoutText(42)), add(sqlite, checkoutText(21))]
     expect(inBatch(sqlite, cluster, more)).toEqual([lead, lead])
     expectSummaryFromDb(sqlite, lead)
     expect(summaries(sqlite, lead).stored.count).toBe(6 + 1 - 1 + 2)

@@ -286,3 +286,138 @@ describe('batch windows', () => {
     }
   })
 })
+
+describe('duplicate suggestions over HTTP', () => {
+  let srv: TestServer
+  let t: Tenant
+  beforeAll(async () => {
+    srv = await startTestServer({}, { worker: { autoStart: false } })
+    t = await seedTenant(srv.admin)
+  })
+  afterAll(() => srv.close())
+
+  const LEAD = 'The checkout button does nothing when I click it on the payment page.'
+  /** Close to LEAD, below a new App's merge bar: suggested, not merged. */
+  const NEAR = 'The checkout button is slow when I click it on the payment page, it takes ten seconds.'
+  const post = (path: string, body?: unknown, auth = t.key) => call(srv.url, 'POST', path, { auth, body })
+
+  /** A fresh lead and a report suggested as its duplicate (each pair in its own App: no cross-talk). */
+  async function pair(): Promise<{ lead: string; near: string; app: { id: string; publicKey: string } }> {
+    const app = await srv.admin.createApp(t.orgId, { name: `App ${Math.random()}` })
+    const send = async (text: string) => (await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text, url: 'https://shop.example/checkout/payment' } })).body.id as string
+    const lead = await send(LEAD)
+    await srv.worker.tick()
+    const near = await send(NEAR)
+    await srv.worker.tick()
+    return { lead, near, app }
+  }
+
+  test('a suggested report: suggestedDuplicateOf {id, score, reason} in the item and the list; null on the lead; duplicateMatch null on leads', async () => {
+    const { lead, near, app } = await pair()
+    const item = (await get(srv, t, near)).body
+    expect(item.duplicateOfId).toBeNull()
+    expect(Object.keys(item.suggestedDuplicateOf).sort()).toEqual(['id', 'reason', 'score'])
+    expect(item.suggestedDuplicateOf.id).toBe(lead)
+    expect(item.suggestedDuplicateOf.score).toBeGreaterThan(0)
+    expect(item.suggestedDuplicateOf.score).toBeLessThan(1)
+    expect(item.suggestedDuplicateOf.reason).toMatch(/below the merge bar/)
+    expect(item.duplicateMatch).toBeNull()
+    expect((await get(srv, t, lead)).body.suggestedDuplicateOf).toBeNull()
+    const listed = (await call(srv.url, 'GET', `/v1/feedback?appId=${app.id}`, { auth: t.key })).body.data
+    expect(listed.find((i: { id: string }) => i.id === near).suggestedDuplicateOf).toEqual(item.suggestedDuplicateOf)
+    expect(listed.find((i: { id: string }) => i.id === lead).suggestedDuplicateOf).toBeNull()
+    // The event carries ids and the score, never the reason (it may quote the reports' words).
+    const events = (await call(srv.url, 'GET', `/v1/events?after=0&limit=500&types=feedback.duplicate_suggested&appId=${app.id}`, { auth: t.key })).body.data
+    expect(events.map((e: { data: unknown }) => e.data)).toEqual([{ feedbackId: near, leadFeedbackId: lead, score: item.suggestedDuplicateOf.score }])
+  })
+
+  test('an automatic duplicate serves duplicateMatch {automatic: true, score, reason}', async () => {
+    const { lead, app } = await pair()
+    const dup = (await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: LEAD, url: 'https://shop.example/checkout/payment' } })).body.id
+    await srv.worker.tick()
+    const item = (await get(srv, t, dup)).body
+    expect(item.duplicateOfId).toBe(lead)
+    expect(item.duplicateMatch.automatic).toBe(true)
+    expect(item.duplicateMatch.score).toBeGreaterThan(0.5)
+    expect(item.duplicateMatch.reason).toMatch(/similarity/)
+    expect(item.suggestedDuplicateOf).toBeNull()
+  })
+
+  test('confirm: merge into the suggested lead → 200, suggestion gone, duplicateMatch of a merge by hand with the suggestion\'s score', async () => {
+    const { lead, near } = await pair()
+    const score = (await get(srv, t, near)).body.suggestedDuplicateOf.score
+    const r = await post(`/v1/feedback/${near}/merge`, { leadId: lead })
+    expect(r.status).toBe(200)
+    expect(r.body.duplicateOfId).toBe(lead)
+    expect(r.body.suggestedDuplicateOf).toBeNull()
+    expect(r.body.duplicateMatch).toEqual({ automatic: false, score, reason: 'confirmed suggestion' })
+  })
+
+  test('reject: 200 the item with suggestedDuplicateOf null; again: 200 unchanged; the App\'s decisions count it', async () => {
+    const { near, app } = await pair()
+    const r = await post(`/v1/feedback/${near}/reject-suggestion`)
+    expect(r.status).toBe(200)
+    expect(r.body.id).toBe(near)
+    expect(r.body.suggestedDuplicateOf).toBeNull()
+    const again = await post(`/v1/feedback/${near}/reject-suggestion`)
+    expect(again.status).toBe(200)
+    expect(again.body.suggestedDuplicateOf).toBeNull()
+    const state = await call(srv.url, 'GET', `/v1/apps/${app.id}/triage`, { auth: t.key })
+    expect(state.status).toBe(200)
+    expect(state.body.learned.decisions).toEqual({ confirmed: 0, rejected: 1, unmerged: 0 })
+    expect(state.body.bars.merge).toBeGreaterThan(state.body.bars.suggest)
+  })
+
+  test('a stale suggestion: its lead merged into another lead shows that lead; archived, or merged into the report itself, shows none', async () => {
+    const merged = await pair()
+    const other = (await call(srv.url, 'POST', '/v1/feedback', { auth: merged.app.publicKey, body: { text: 'Invoices PDF export is empty for every customer.' } })).body.id
+    await srv.worker.tick()
+    expect((await post(`/v1/feedback/${merged.lead}/merge`, { leadId: other })).status).toBe(200)
+    expect((await get(srv, t, merged.near)).body.suggestedDuplicateOf.id).toBe(other)
+    // Confirming what is shown works on the lead shown.
+    const confirmed = await post(`/v1/feedback/${merged.near}/merge`, { leadId: other })
+    expect(confirmed.body.duplicateMatch.reason).toBe('confirmed suggestion')
+
+    const archived = await pair()
+    expect((await call(srv.url, 'PATCH', `/v1/feedback/${archived.lead}`, { auth: t.key, body: { status: 'archived' } })).status).toBe(200)
+    expect((await get(srv, t, archived.near)).body.suggestedDuplicateOf).toBeNull()
+
+    const self = await pair()
+    expect((await post(`/v1/feedback/${self.lead}/merge`, { leadId: self.near })).status).toBe(200)
+    expect((await get(srv, t, self.near)).body.suggestedDuplicateOf).toBeNull()
+  })
+
+  test('reject-suggestion refuses what it must: bad id, another Org\'s report (404), a report not sanitized yet (409), junk bodies and queries', async () => {
+    const { near, app } = await pair()
+    expect((await post('/v1/feedback/zz/reject-suggestion')).body.error.code).toBe('invalid_id')
+    expect((await post(`/v1/feedback/${'0'.repeat(24)}/reject-suggestion`)).status).toBe(404)
+    const stranger = await seedTenant(srv.admin, {}, 'Stranger3')
+    const foreign = await post(`/v1/feedback/${near}/reject-suggestion`, undefined, stranger.key)
+    expect(foreign.status).toBe(404)
+    expect((await get(srv, t, near)).body.suggestedDuplicateOf).not.toBeNull()
+    const raw = (await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'Not sanitized yet: the map does not load.' } })).body.id
+    const early = await post(`/v1/feedback/${raw}/reject-suggestion`)
+    expect(early.status).toBe(409)
+    expect(early.body.error.code).toBe('not_yet_sanitized')
+    // Junk: deep nesting, huge values, junk query parameters. Never a 5xx; the suggestion stays unless the call is valid.
+    let deep: unknown = 1
+    for (let i = 0; i < 5000; i++) deep = [deep]
+    const junk = [
+      await call(srv.url, 'POST', `/v1/feedback/${near}/reject-suggestion`, { auth: t.key, rawBody: JSON.stringify(deep), headers: { 'content-type': 'application/json' } }),
+      await call(srv.url, 'POST', `/v1/feedback/${near}/reject-suggestion`, { auth: t.key, rawBody: '{"a":' + '9'.repeat(100_000) + '}', headers: { 'content-type': 'application/json' } }),
+      await call(srv.url, 'POST', `/v1/feedback/${near}/reject-suggestion`, { auth: t.key, rawBody: '{not json', headers: { 'content-type': 'application/json' } }),
+      await call(srv.url, 'POST', `/v1/feedback/${near}/reject-suggestion?limit=${'9'.repeat(5000)}&x[y][z]=1`, { auth: t.key }),
+      await call(srv.url, 'POST', `/v1/feedback/${'f'.repeat(10_000)}/reject-suggestion`, { auth: t.key }),
+      await call(srv.url, 'GET', `/v1/apps/${app.id}/triage?x=${'%00'.repeat(1000)}`, { auth: t.key }),
+      await call(srv.url, 'GET', `/v1/apps/${'0'.repeat(24)}/triage`, { auth: t.key }),
+      await call(srv.url, 'GET', `/v1/apps/${app.id}/triage`, { auth: stranger.key }),
+    ]
+    for (const r of junk) {
+      expect(r.status).toBeGreaterThanOrEqual(200)
+      expect(r.status).toBeLessThan(500)
+      if (r.status >= 400) expect(typeof r.body.error.code).toBe('string')
+    }
+    expect(junk[6].body.error.code).toBe('app_not_found')
+    expect(junk[7].status).toBe(404)
+  })
+})

@@ -177,7 +177,7 @@ describe('the exact event sequence of a report', () => {
     await eventually(async () => (await dbRow(srv.ctx, 'SELECT 1 FROM jobs WHERE feedback_id = ?', [other])) === undefined)
     expect((await eventsOf(other))).toEqual([
       ...intake(other, 'awaiting_manual'),
-      ['feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 1, manual: true }],
+      ['feedback.duplicate_attached', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 1, manual: true, automatic: false, score: null }],
       ['feedback.unmerged', { feedbackId: other, leadFeedbackId: lead, duplicateCount: 0 }],
     ])
     // The lead's own history has no trace of the merge: the events are about the report that moved.
@@ -195,7 +195,7 @@ describe('the exact event sequence of a report', () => {
       ['feedback.received', { feedbackId: dup, status: 'received' }],
       moved(dup, 'received', 'sanitizing'),
       moved(dup, 'sanitizing', 'sanitized'),
-      ['feedback.duplicate_attached', { feedbackId: dup, leadFeedbackId: lead, duplicateCount: 1, manual: false }],
+      ['feedback.duplicate_attached', { feedbackId: dup, leadFeedbackId: lead, duplicateCount: 1, manual: false, automatic: true, score: 1 }],
     ])
   })
 

@@ -102,6 +102,19 @@ beforeAll(async () => {
       expect(r.status).toBe(200)
     }
     await eventually(() => rx.received.length > 0, 15_000)
+    // A suggestion and a rejected one: a triage decision, scores (floats) and a rejected lead list cross over.
+    // In an App of their own: a new App's conservative bars suggest these pairs rather than merge them.
+    const triageApp = await server.admin.createApp(a.orgId, { name: 'Triage' })
+    const settle = async (text: string) => {
+      const id = (await call(server.url, 'POST', '/v1/feedback', { auth: triageApp.publicKey, body: { text, url: 'https://shop.example/checkout/payment' } })).body.id
+      await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: a.key })).body.status === 'awaiting_manual', 15_000)
+      return id
+    }
+    await settle('The checkout button does nothing when I click it on the payment page.')
+    const near = await settle('The checkout button is slow when I click it on the payment page, it takes ten seconds.')
+    await settle('The search field on the orders page ignores the enter key completely.')
+    await settle('The search field on the orders page is slow when I press enter, about ten seconds.')
+    expect((await call(server.url, 'POST', `/v1/feedback/${near}/reject-suggestion`, { auth: a.key })).status).toBe(200)
     const pw = join(work, 'pw')
     writeFileSync(pw, 'correct horse battery staple\n')
     const admin = await runBinary(['admin', 'create', '--email', 'owner@example.com', '--password-file', pw, '--data-dir', dataDir, '--json'])
@@ -146,22 +159,26 @@ describe.skipIf(Boolean(skip))('fixloop migrate-db', () => {
       expect(t.sha256).toMatch(/^[0-9a-f]{64}$/)
     }
     // The tables the server filled are all there, with the rows SQLite holds.
-    for (const table of ['orgs', 'api_keys', 'apps', 'feedback', 'uploads', 'events', 'idempotency_keys', 'webhooks', 'webhook_deliveries', 'webhook_attempts', 'admins', 'audit_log']) {
+    for (const table of ['orgs', 'api_keys', 'apps', 'feedback', 'uploads', 'events', 'idempotency_keys', 'webhooks', 'webhook_deliveries', 'webhook_attempts', 'admins', 'audit_log', 'triage_decisions']) {
       const n = sqliteRows<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`)[0]!.n
       expect({ table, n: n > 0 }).toEqual({ table, n: true })
       expect({ table, rows: byTable.get(table)?.rows }).toEqual({ table, rows: n })
     }
     const p = pool(url)
-    for (const table of ['feedback', 'events', 'webhooks', 'audit_log']) {
+    for (const table of ['feedback', 'events', 'webhooks', 'audit_log', 'triage_decisions']) {
       expect(Number((await p.query(`SELECT COUNT(*) AS n FROM ${table}`)).rows[0].n)).toBe(byTable.get(table)!.rows)
     }
+    // Scores are floats on both sides, equal after the copy; the suggestion columns came along.
+    const scores = (await p.query('SELECT kind, score FROM triage_decisions')).rows
+    expect(scores).toEqual(sqliteRows<{ kind: string; score: number }>('SELECT kind, score FROM triage_decisions'))
+    expect(Number((await p.query('SELECT COUNT(*) AS n FROM feedback WHERE suggested_score IS NOT NULL')).rows[0].n)).toBeGreaterThan(0)
   })
 
   test('values arrive typed: booleans, epoch ms as numbers, JSON text, sealed secrets as they were', async () => {
     const p = pool(url)
     const apps = (await p.query('SELECT id, public_submission_enabled, batch_enabled, allowed_origins, signing_secret_enc, created_at FROM apps ORDER BY id')).rows
     const liteApps = sqliteRows<Record<string, unknown>>('SELECT id, public_submission_enabled, batch_enabled, allowed_origins, signing_secret_enc, created_at FROM apps ORDER BY id')
-    expect(apps.length).toBe(2)
+    expect(apps.length).toBe(3) // Acme, Beta and the Triage App of the suggestions
     for (const [i, row] of apps.entries()) {
       const lite = liteApps[i]!
       expect(row.public_submission_enabled).toBe(lite.public_submission_enabled === 1)

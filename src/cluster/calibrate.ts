@@ -74,15 +74,17 @@ export class ScoreHistory {
 
 /** The thresholds for an App with this history. */
 /**
- * What people's triage decisions taught about an App (src/cluster/learn.ts computes it from the stored
- * decisions): how far its merge bars move from the calibrated ones. Positive after an automatic merge was
- * undone; negative only once confirmed decisions show the automatic merges would stay right.
+ * What people's triage decisions taught about an App (src/cluster/learn.ts `learnedFor` computes it from
+ * the stored decisions): `mergeShift` moves both merge bars (negative only once confirmed decisions show
+ * the automatic merges would stay right); `mergeFloor` is the least either bar may be (after an
+ * automatic merge was undone: above that merge's score; 0: no floor).
  */
 export interface Learned {
   mergeShift: number
+  mergeFloor?: number
 }
 
-export const NOTHING_LEARNED: Learned = { mergeShift: 0 }
+export const NOTHING_LEARNED: Learned = { mergeShift: 0, mergeFloor: 0 }
 
 /** The thresholds for an App with this history (and what its people's decisions taught). */
 export function calibrate(base: Thresholds, history: ScoreHistory, learned: Learned = NOTHING_LEARNED): Thresholds {
@@ -90,7 +92,8 @@ export function calibrate(base: Thresholds, history: ScoreHistory, learned: Lear
   const raise = history.count < c.minHistory ? c.learningRaise : Math.min(c.maxRaise, Math.max(0, history.median() + c.margin - base.strong))
   // A corroborated merge (same component or console error) carries evidence no text score has:
   // it moves half as far.
-  const strong = base.strong + raise + learned.mergeShift
-  const moderate = base.moderate + raise * c.corroboratedShare + learned.mergeShift
+  const floor = learned.mergeFloor ?? 0
+  const strong = Math.max(base.strong + raise + learned.mergeShift, floor)
+  const moderate = Math.max(base.moderate + raise * c.corroboratedShare + learned.mergeShift, floor)
   return { strong, moderate, suggest: Math.min(base.suggest, moderate) }
 }

@@ -10,6 +10,7 @@ import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
 import { blend, combine } from './rerank'
 import { calibrate } from './calibrate'
+import { learnedFor, lessonOf, NO_LESSON, type Decision, type Lesson } from './learn'
 import { decide, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
@@ -58,6 +59,25 @@ export interface ClusterReads {
   getCandidates(ids: string[]): Map<string, CandidateRow>
   /** The App's newest `limit` clustered reports, oldest first (a blocking index build). */
   allOfApp(appId: string, limit: number): Row[]
+  /**
+   * The App's newest triage decisions (learn.ts), read when the App's lesson is stale. Absent on
+   * PostgreSQL, where the caller reads them before a verdict (`learnFrom`).
+   */
+  decisions?(appId: string): Decision[]
+}
+
+/** How long an App's lesson is trusted before its decisions are read again (a decision recorded by another node or thread). */
+export const LESSON_TTL_MS = 1000
+
+/** The ids of a row's rejected leads (a JSON array; anything else counts as none). */
+export function rejectedLeads(json: string | null): Set<string> {
+  if (!json) return new Set()
+  try {
+    const ids = JSON.parse(json)
+    return new Set(Array.isArray(ids) ? ids.filter((v): v is string => typeof v === 'string') : [])
+  } catch {
+    return new Set()
+  }
 }
 
 export const toInput = (r: Row): ReportInput => ({
@@ -75,6 +95,25 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   const row = (id: string): Row | null => reads.get(id)
   /** Sanitized reports' texts, for ranking without reading the candidates' rows (text-cache.ts). */
   const texts = new TextCache()
+  /** Each App's lesson from its triage decisions (learn.ts), and when it was read (performance.now()). */
+  const lessons = new Map<string, { lesson: Lesson; at: number }>()
+
+  /** The App's lesson: cached, read again once `LESSON_TTL_MS` old (or dropped by a decision recorded here). */
+  function lessonFor(appId: string): Lesson {
+    const held = lessons.get(appId)
+    if (held && (performance.now() - held.at < LESSON_TTL_MS || !reads.decisions)) return held.lesson
+    if (!reads.decisions) return NO_LESSON
+    const lesson = lessonOf(reads.decisions(appId))
+    lessons.set(appId, { lesson, at: performance.now() })
+    return lesson
+  }
+
+  /** The App's thresholds now: calibrated from its score history, moved by what its people taught. */
+  function thresholdsOf(appId: string, index: AppIndex): Thresholds {
+    const plain = calibrate(baseThresholds, index.history)
+    const lesson = lessonFor(appId)
+    return lesson === NO_LESSON ? plain : calibrate(baseThresholds, index.history, learnedFor(lesson, plain))
+  }
 
   /** Keeps a row's text for ranking, once it is sanitized (a raw text is never cached). */
   const remember = (r: { id: string; text: string; redactions: string | null }): void => {
@@ -237,14 +276,16 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     const seenRoots = new Set<string>()
     const ranked = rank(r.app_id, f, r.text, RESCORE, true)
     // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
-    const thresholds = calibrate(baseThresholds, index.history)
+    const thresholds = thresholdsOf(r.app_id, index)
     index.history.add(ranked[0]?.score ?? 0)
+    // Leads a person rejected for this report are never offered (nor merged) again.
+    const rejected = rejectedLeads(r.rejected_lead_ids)
     // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
     // connection since it was indexed. Once per lead.
     const roots = new Map<string, RootState | null>()
     for (const c of ranked) {
       const rootId = c.duplicateOfId ?? c.id
-      if (seenRoots.has(rootId)) continue
+      if (seenRoots.has(rootId) || rejected.has(rootId)) continue
       let root = roots.get(rootId)
       if (root === undefined) roots.set(rootId, (root = rootStateOf(rootId)))
       if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
@@ -366,13 +407,34 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     forget(appId?: string): void {
       if (appId) indexes.delete(appId)
       else indexes.clear()
+      if (appId) lessons.delete(appId)
+      else lessons.clear()
       texts.clear()
     },
 
     indexSize: (appId: string): number => indexFor(appId).size,
 
-    /** The App's calibrated merge thresholds right now (calibrate.ts; tests and diagnostics). */
-    thresholdsFor: (appId: string): Thresholds => calibrate(baseThresholds, indexFor(appId).history),
+    /** The App's merge thresholds right now (calibrated, moved by its lesson: calibrate.ts, learn.ts). */
+    thresholdsFor: (appId: string): Thresholds => thresholdsOf(appId, indexFor(appId)),
+
+    /** The App's lesson now (read when stale), for display: its bars' reasons. */
+    lessonFor,
+
+    /** True when the App's lesson must be read before the next verdict (PostgreSQL: `learnFrom`). */
+    lessonStale: (appId: string): boolean => {
+      const held = lessons.get(appId)
+      return !held || performance.now() - held.at >= LESSON_TTL_MS
+    },
+
+    /** Takes the App's decisions as read now (PostgreSQL, before a verdict). */
+    learnFrom(appId: string, decisions: Decision[]): void {
+      lessons.set(appId, { lesson: lessonOf(decisions), at: performance.now() })
+    },
+
+    /** Drops the App's lesson: a decision was just recorded here, the next verdict reads them again. */
+    forgetLesson(appId: string): void {
+      lessons.delete(appId)
+    },
   }
 }
 export type Clusterer = ReturnType<typeof createClusterer>

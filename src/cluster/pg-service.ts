@@ -13,10 +13,12 @@ import type { PgStorage } from '../db/storage'
 import { createPgClusterRepo } from '../db/pg/cluster'
 import type { PgTx } from '../db/pg/lifecycle'
 import type { Lifecycle } from '../lifecycle/lifecycle'
-import type { CandidateRow, ClusterRow as Row } from './cluster-repo'
+import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './cluster-repo'
 import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { consolidate, themeOf } from './consolidate'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
+import { LEARNING } from './learn'
+import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
 export function createPgClusterService(storage: PgStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle) {
   if (!lifecycle.pg) throw new Error('the PostgreSQL cluster service needs the lifecycle of the same store')
@@ -77,11 +79,21 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     return changed
   }
 
+  /**
+   * Reads the App's triage decisions when its lesson is stale (older than LESSON_TTL_MS, or dropped by a
+   * decision recorded on this node): a decision recorded on another node moves this node's bars within
+   * about a second, and one recorded here before the next verdict.
+   */
+  async function freshLesson(appId: string): Promise<void> {
+    if (core.lessonStale(appId)) core.learnFrom(appId, await repo.decisions(appId, LEARNING.window))
+  }
+
   /** Runs `compute` over a snapshot of `id`'s row (`override`: its sanitized columns) and every row its ranking reads. */
   async function withSnapshot<T>(id: string, limit: number | undefined, compute: () => T, override?: Sanitized): Promise<T | null> {
     const stored = await repo.get(id)
     if (!stored) return null
     await prepare(stored.app_id)
+    await freshLesson(stored.app_id)
     const r: Row = override ? { ...stored, ...override, status: 'sanitized' } : stored
     let rows = await repo.rows(core.shortlist(r, limit))
     // Cluster mode: another node may have merged or unmerged by hand since this index learned a link
@@ -119,25 +131,42 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
    * Makes `dupId` (and the duplicates it had) duplicates of `leadId` in `tx`; records each attachment.
    * Returns what the index learns once the transaction commits.
    */
-  async function attach(tx: PgTx, dupId: string, leadId: string, manual: boolean): Promise<() => void> {
+  async function attach(tx: PgTx, dupId: string, leadId: string, manual: boolean, why: MergeWhy): Promise<() => void> {
     const now = clock.now()
     // The member, then its lead: every cluster change locks in this order.
     const r = await repo.lock(tx, dupId)
     await repo.lockRoot(tx, leadId)
     const movedIds = await repo.duplicateIds(tx, dupId)
-    await repo.setDuplicate(tx, dupId, leadId, manual, now)
+    await repo.setDuplicate(tx, dupId, leadId, manual, why, now)
     // Never chain: the duplicates of the merged item move to the new lead too.
     if (movedIds.length > 0) await repo.moveDuplicates(tx, dupId, leadId, now)
     const duplicateCount = await refreshLead(tx, leadId)
     if (!r) return () => {}
     for (const feedbackId of [dupId, ...movedIds]) {
-      await repo.recordAttached(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual })
+      await repo.recordAttached(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual, automatic: !manual, score: why.score })
     }
     return () => {
       const index = core.preparedIndex(r.app_id)
       index?.setLead(dupId, leadId)
       for (const id of movedIds) index?.setLead(id, leadId)
     }
+  }
+
+  /**
+   * A stored suggestion's lead and its lead's lead, read in `tx` (not locked: a merge locks the member,
+   * then its target, in that order only), as a lookup for `currentLeadOf`.
+   */
+  async function rootsOf(tx: PgTx, leadId: string | null): Promise<(id: string) => RootState | null> {
+    const states = new Map<string, RootState>()
+    if (leadId) {
+      const lead = await repo.get(leadId, tx.client)
+      if (lead) states.set(leadId, lead)
+      if (lead?.duplicate_of_id) {
+        const root = await repo.get(lead.duplicate_of_id, tx.client)
+        if (root) states.set(lead.duplicate_of_id, root)
+      }
+    }
+    return (id) => states.get(id) ?? null
   }
 
   return {
@@ -158,12 +187,20 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
       if (!verdict.leadId) {
         await refreshLead(tx, id)
+        const s = verdict.suggestion
+        if (s) {
+          const self = await repo.lock(tx, id)
+          if (self && !self.duplicate_of_id) {
+            await repo.setSuggestion(tx, id, s, clock.now())
+            await repo.recordSuggested(tx, { orgId: self.org_id, appId: self.app_id }, { feedbackId: id, leadFeedbackId: s.leadId, score: s.score })
+          }
+        }
         return { ok: true, after: () => {} }
       }
       const self = await repo.lock(tx, id)
       const lead = await repo.lockRoot(tx, verdict.leadId)
       if (!self || self.duplicate_of_id || self.merge_locked || !lead || lead.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(lead.status)) return { ok: false, after: () => {} }
-      return { ok: true, after: await attach(tx, id, verdict.leadId, false) }
+      return { ok: true, after: await attach(tx, id, verdict.leadId, false, whyAutomatic(verdict)) }
     },
 
     /** A planned report that was not written as planned: out of the index. */
@@ -174,13 +211,38 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
     async merge(id: string, leadId: string): Promise<void> {
+      let learned: string | null = null
       const after = await repo.transaction(async (tx) => {
-        const formerLead = (await repo.lock(tx, id))?.duplicate_of_id
-        const indexed = await attach(tx, id, leadId, true)
+        const r = await repo.lock(tx, id)
+        const formerLead = r?.duplicate_of_id
+        // The suggested lead (as served: followed to its current lead) confirmed: a decision to learn from.
+        const confirmed = r ? confirmedSuggestion(r, leadId, await rootsOf(tx, r.suggested_lead_id)) : null
+        const indexed = await attach(tx, id, leadId, true, confirmed ? { score: confirmed.score, reason: 'confirmed suggestion' } : MERGED_BY_HAND)
         if (formerLead && formerLead !== leadId) await refreshLead(tx, formerLead)
+        if (r && confirmed) {
+          await repo.recordDecision(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'confirmed', score: confirmed.score }, clock.now())
+          learned = r.app_id
+        }
         return indexed
       })
       after()
+      if (learned) core.forgetLesson(learned)
+    },
+
+    /**
+     * Rejects the report's suggestion: it is cleared, its lead (as served) is never suggested for this
+     * report again, and the decision is stored for the App's lesson. No suggestion: nothing changes.
+     */
+    async rejectSuggestion(id: string): Promise<void> {
+      const learned = await repo.transaction(async (tx) => {
+        const r = await repo.lock(tx, id)
+        if (!r || !r.suggested_lead_id || r.suggested_score === null) return null
+        const leadId = currentLeadOf(r.suggested_lead_id, await rootsOf(tx, r.suggested_lead_id)) ?? r.suggested_lead_id
+        if (!(await repo.rejectSuggestion(tx, id, leadId, clock.now()))) return null
+        await repo.recordDecision(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'rejected', score: r.suggested_score }, clock.now())
+        return r.app_id
+      })
+      if (learned) core.forgetLesson(learned)
     },
 
     /**
@@ -192,6 +254,10 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
         const r = await repo.lock(tx, id)
         const formerLeadId = r?.duplicate_of_id
         if (r && formerLeadId) {
+          // An automatic merge undone: the App's bars rise above its score (learn.ts).
+          if (!r.merge_locked && r.merge_score !== null) {
+            await repo.recordDecision(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId: formerLeadId, kind: 'unmerged', score: r.merge_score }, clock.now())
+          }
           await repo.setUnmerged(tx, id, clock.now())
           const duplicateCount = await refreshLead(tx, formerLeadId)
           await refreshLead(tx, id)
@@ -200,7 +266,10 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
         if (requeue) await repo.enqueueProcess(tx, id)
         return r && formerLeadId ? r.app_id : null
       })
-      if (appId) core.preparedIndex(appId)?.setLead(id, null)
+      if (appId) {
+        core.preparedIndex(appId)?.setLead(id, null)
+        core.forgetLesson(appId)
+      }
     },
 
     /** Drops the cached index of an App (tests; after bulk imports). */
@@ -213,7 +282,15 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
 
     async thresholdsFor(appId: string): Promise<Thresholds> {
       await prepare(appId)
+      await freshLesson(appId)
       return core.thresholdsFor(appId)
+    },
+
+    /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
+    async triageState(appId: string) {
+      await prepare(appId)
+      await freshLesson(appId)
+      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId))
     },
   }
 }

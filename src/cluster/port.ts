@@ -8,6 +8,7 @@
  */
 import type { ClusterService, SimilarEntry } from './service'
 import type { PgClusterService } from './pg-service'
+import type { TriageState } from './suggestions'
 
 export interface ClusterPort {
   /** Builds the App's index if it is not built yet (in slices: it never blocks the thread that owns it). */
@@ -18,6 +19,10 @@ export interface ClusterPort {
   merge(id: string, leadId: string): Promise<void>
   /** Makes a duplicate a lead again and queues its `process` job in the same commit. */
   unmerge(id: string): Promise<void>
+  /** Clears the report's suggestion, never to offer that lead again; records the decision. */
+  rejectSuggestion(id: string): Promise<void>
+  /** The App's merge bars now and what its people's decisions taught. */
+  triageState(appId: string): Promise<TriageState>
 }
 
 /** The port over a cluster service in this thread (either dialect). */
@@ -28,5 +33,7 @@ export function localClusterPort(cluster: ClusterService | PgClusterService): Cl
     merge: async (id, leadId) => cluster.merge(id, leadId),
     // One commit: an unmerged report is never left without the job that moves it on as a lead.
     unmerge: async (id) => cluster.unmerge(id, true),
+    rejectSuggestion: async (id) => cluster.rejectSuggestion(id),
+    triageState: async (appId) => cluster.triageState(appId),
   }
 }

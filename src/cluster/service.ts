@@ -14,13 +14,15 @@
 import type { Clock } from '../core/clock'
 import type { SqliteStorage } from '../db/storage'
 import { createSqliteClusterRepo } from '../db/sqlite/cluster'
-import type { ClusterRow as Row } from './cluster-repo'
+import type { ClusterRow as Row, MergeWhy } from './cluster-repo'
 import { createLifecycle, type Lifecycle } from '../lifecycle/lifecycle'
 import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
-import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './clusterer'
+import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, toInput, type Suggestion, type Verdict } from './clusterer'
+import { LEARNING } from './learn'
+import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
 
@@ -31,7 +33,7 @@ export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type Sim
  */
 export function createClusterService(storage: SqliteStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(storage, clock)) {
   const repo = createSqliteClusterRepo(storage.sqlite, lifecycle.sqlite)
-  const core = createClusterer(repo, baseThresholds)
+  const core = createClusterer({ ...repo, decisions: (appId) => repo.decisions(appId, LEARNING.window) }, baseThresholds)
   const { indexFor, row, remember } = core
   /** What each lead's summary is built from, kept between batches (lead-states.ts). */
   const leads = new LeadStates()
@@ -104,10 +106,10 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
    * a transaction. `known`: the report's row when the caller has just read it (attachment changes none
    * of the columns used here).
    */
-  function attach(dupId: string, leadId: string, manual: boolean, known?: Row): void {
+  function attach(dupId: string, leadId: string, manual: boolean, why: MergeWhy, known?: Row): void {
     const now = clock.now()
     const movedIds = repo.duplicateIds(dupId)
-    repo.setDuplicate(dupId, leadId, manual, now)
+    repo.setDuplicate(dupId, leadId, manual, why, now)
     // Never chain: the duplicates of the merged item move to the new lead too.
     if (movedIds.length > 0) repo.moveDuplicates(dupId, leadId, now)
     // It is no lead any more: what its summary was built from goes.
@@ -117,11 +119,19 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
     const duplicateCount = leadChanged(leadId, 1 + movedIds.length, joined)
     if (!r) return
     for (const feedbackId of [dupId, ...movedIds]) {
-      repo.recordAttached({ orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual })
+      repo.recordAttached({ orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual, automatic: !manual, score: why.score })
     }
     const index = indexFor(r.app_id)
     index.setLead(dupId, leadId)
     for (const id of movedIds) index.setLead(id, leadId)
+  }
+
+  /** A lead verdict's writes (call inside a transaction): its summary, and the suggestion with its event when there is one. */
+  function stayLead(id: string, r: Pick<Row, 'org_id' | 'app_id'> | null, suggestion: Suggestion | null | undefined): void {
+    leadChanged(id, 0)
+    if (!suggestion || !r) return
+    repo.setSuggestion(id, suggestion, clock.now())
+    repo.recordSuggested({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadFeedbackId: suggestion.leadId, score: suggestion.score })
   }
 
   /** Runs a transaction of triage by hand; when it fails (rolled back), the leads' states are dropped. */
@@ -156,8 +166,8 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       }
       const verdict = core.verdictFor(r, f)
       repo.transaction(() => {
-        if (verdict.leadId) attach(id, verdict.leadId, false, r)
-        else leadChanged(id, 0)
+        if (verdict.leadId) attach(id, verdict.leadId, false, whyAutomatic(verdict), r)
+        else stayLead(id, r, verdict.suggestion)
       })
       index.add(f, verdict.leadId)
       pending?.indexed.push({ appId: r.app_id, id })
@@ -184,14 +194,15 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       // Indexed in the first half: a failure of this report's part rolls the index back too (batchItem).
       pending?.indexed.push({ appId, id })
       if (!verdict.leadId) {
-        repo.transaction(() => leadChanged(id, 0))
+        // The row is read only when there is a suggestion to write (its Org scopes the event).
+        repo.transaction(() => stayLead(id, verdict.suggestion ? (plannedRow ?? row(id)) : null, verdict.suggestion))
         return verdict
       }
       const self = plannedRow ?? row(id)
       const lead = repo.rootState(verdict.leadId)
       if (self && !self.duplicate_of_id && !self.merge_locked && lead && !lead.duplicate_of_id && ATTACHABLE_LEAD_STATUSES.has(lead.status)) {
         const leadId = verdict.leadId
-        repo.transaction(() => attach(id, leadId, false, self))
+        repo.transaction(() => attach(id, leadId, false, whyAutomatic(verdict), self))
         return verdict
       }
       if (self) indexFor(self.app_id).remove(id)
@@ -249,14 +260,42 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
     merge(id: string, leadId: string): void {
-      const formerLead = row(id)?.duplicate_of_id
+      let learned: string | null = null
       // IMMEDIATE: these transactions read before they write (see lifecycle.move).
       undoneClears(() =>
         repo.transaction(() => {
-          attach(id, leadId, true)
+          const r = row(id)
+          const formerLead = r?.duplicate_of_id
+          // The suggested lead (as served: followed to its current lead) confirmed: a decision to learn from.
+          const confirmed = r ? confirmedSuggestion(r, leadId, repo.rootState) : null
+          attach(id, leadId, true, confirmed ? { score: confirmed.score, reason: 'confirmed suggestion' } : MERGED_BY_HAND, r ?? undefined)
           if (formerLead && formerLead !== leadId) refreshLead(formerLead)
+          if (r && confirmed) {
+            repo.recordDecision({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'confirmed', score: confirmed.score }, clock.now())
+            learned = r.app_id
+          }
         }),
       )
+      if (learned) core.forgetLesson(learned)
+    },
+
+    /**
+     * Rejects the report's suggestion: it is cleared, its lead (as served) is never suggested for this
+     * report again, and the decision is stored for the App's lesson. No suggestion: nothing changes.
+     */
+    rejectSuggestion(id: string): void {
+      let learned: string | null = null
+      undoneClears(() =>
+        repo.transaction(() => {
+          const r = row(id)
+          if (!r || !r.suggested_lead_id || r.suggested_score === null) return
+          const leadId = currentLeadOf(r.suggested_lead_id, repo.rootState) ?? r.suggested_lead_id
+          if (!repo.rejectSuggestion(id, leadId, clock.now())) return
+          repo.recordDecision({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'rejected', score: r.suggested_score }, clock.now())
+          learned = r.app_id
+        }),
+      )
+      if (learned) core.forgetLesson(learned)
     },
 
     /**
@@ -271,6 +310,10 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       undoneClears(() =>
         repo.transaction(() => {
           if (r && formerLeadId) {
+            // An automatic merge undone: the App's bars rise above its score (learn.ts).
+            if (!r.merge_locked && r.merge_score !== null) {
+              repo.recordDecision({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId: formerLeadId, kind: 'unmerged', score: r.merge_score }, clock.now())
+            }
             repo.setUnmerged(id, clock.now())
             const duplicateCount = refreshLead(formerLeadId)
             refreshLead(id)
@@ -279,7 +322,10 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
           if (requeue) repo.enqueueProcess(id)
         }),
       )
-      if (r && formerLeadId) indexFor(r.app_id).setLead(id, null)
+      if (r && formerLeadId) {
+        indexFor(r.app_id).setLead(id, null)
+        core.forgetLesson(r.app_id)
+      }
     },
 
     /** Drops the cached index of an App (tests; after bulk imports). */
@@ -290,8 +336,13 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
 
     indexSize: core.indexSize,
 
-    /** The App's calibrated merge thresholds right now (calibrate.ts; tests and diagnostics). */
+    /** The App's merge thresholds right now (calibrated and moved by its lesson; tests and diagnostics). */
     thresholdsFor: core.thresholdsFor,
+
+    /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
+    triageState(appId: string) {
+      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId))
+    },
   }
 }
 export type ClusterService = ReturnType<typeof createClusterService>

@@ -7,7 +7,10 @@ import type { FeedbackStatus } from '../core/fsm'
 export interface EventPayloads {
   'feedback.received': { feedbackId: string; status: FeedbackStatus }
   'feedback.status_changed': { feedbackId: string; from: FeedbackStatus; to: FeedbackStatus; reason?: string | null }
-  'feedback.duplicate_attached': { feedbackId: string; leadFeedbackId: string; duplicateCount: number; manual: boolean }
+  /** `score`: the merge's score (null for a merge by hand that confirmed no suggestion); `automatic` is `!manual`. */
+  'feedback.duplicate_attached': { feedbackId: string; leadFeedbackId: string; duplicateCount: number; manual: boolean; automatic: boolean; score: number | null }
+  /** Clustering offered a lead instead of merging (its reason stays on the item: it may quote the reports' words). */
+  'feedback.duplicate_suggested': { feedbackId: string; leadFeedbackId: string; score: number }
   'feedback.unmerged': { feedbackId: string; leadFeedbackId: string; duplicateCount: number }
   'agent_run.started': { runId: string; feedbackId: string; provider: string }
   'agent_run.phase': { runId: string; feedbackId: string; phase: 'prepare' | 'clone' | 'agent' | 'verify' | 'guardrails' | 'push' | 'pr'; ms: number }
@@ -24,6 +27,7 @@ export const EVENT_TYPES = [
   'feedback.received',
   'feedback.status_changed',
   'feedback.duplicate_attached',
+  'feedback.duplicate_suggested',
   'feedback.unmerged',
   'agent_run.started',
   'agent_run.phase',

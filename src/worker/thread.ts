@@ -6,6 +6,7 @@
 import type { Logger } from '../core/logger'
 import type { ClusterPort } from '../cluster/port'
 import type { SimilarEntry } from '../cluster/service'
+import type { TriageState } from '../cluster/suggestions'
 import type { WriteTurns } from '../db/sqlite/write-turns'
 import type { WorkerOptions } from './loop'
 
@@ -19,7 +20,13 @@ export interface ThreadStart {
   role: 'processing' | 'sanitizer'
 }
 
-type Op = { op: 'prepare'; args: [appId: string] } | { op: 'similar'; args: [id: string, limit: number] } | { op: 'merge'; args: [id: string, leadId: string] } | { op: 'unmerge'; args: [id: string] }
+type Op =
+  | { op: 'prepare'; args: [appId: string] }
+  | { op: 'similar'; args: [id: string, limit: number] }
+  | { op: 'merge'; args: [id: string, leadId: string] }
+  | { op: 'unmerge'; args: [id: string] }
+  | { op: 'rejectSuggestion'; args: [id: string] }
+  | { op: 'triageState'; args: [appId: string] }
 export type ThreadCall = { type: 'call'; id: number } & Op
 
 /** Where the thread's module is: next to this file from source; under src/ in the compiled binary (a second entry point of "build"). */
@@ -172,6 +179,12 @@ export class ProcessingThread implements ClusterPort {
   }
   unmerge(id: string): Promise<void> {
     return this.call({ op: 'unmerge', args: [id] })
+  }
+  rejectSuggestion(id: string): Promise<void> {
+    return this.call({ op: 'rejectSuggestion', args: [id] })
+  }
+  triageState(appId: string): Promise<TriageState> {
+    return this.call({ op: 'triageState', args: [appId] })
   }
 
   /** Shutdown begins: the thread claims no more jobs (the one in hand finishes) but still answers calls. */

@@ -70,6 +70,19 @@ describe('every method against the server', () => {
     expect(unmerged.duplicateOfId).toBeNull()
   })
 
+  test('a suggestion: shown on the item, rejected with feedback.rejectSuggestion; apps.triage counts the decision', async () => {
+    const lead = await client.feedback.submit({ text: 'The checkout button does nothing when I click it on the payment page.', url: 'https://shop.example/checkout/payment' })
+    await client.feedback.waitFor(lead.id, { until: 'awaiting_manual', timeoutMs: 15_000 })
+    const near = await client.feedback.submit({ text: 'The checkout button is slow when I click it on the payment page, it takes ten seconds.', url: 'https://shop.example/checkout/payment' })
+    const item = await client.feedback.waitFor(near.id, { until: 'awaiting_manual', timeoutMs: 15_000 })
+    expect(item.suggestedDuplicateOf?.id).toBe(lead.id)
+    const rejected = await client.feedback.rejectSuggestion(near.id)
+    expect(rejected.suggestedDuplicateOf).toBeNull()
+    const state = await client.apps.triage(s.appId)
+    expect(state.learned.decisions.rejected).toBe(1)
+    expect(state.bars.merge).toBeGreaterThan(0)
+  })
+
   test('tokens.mint gives a token the server accepts in private mode', async () => {
     const { token, expiresInSeconds } = await client.tokens.mint({ appId: s.appId, sub: 'user-7', ctx: { plan: 'pro' }, expiresInSeconds: 120 })
     expect(expiresInSeconds).toBe(120)

@@ -121,9 +121,15 @@ describeEachDialect('processing', (fresh, dialect) => {
     expect(await row(s, unrelated)).toMatchObject({ status: 'awaiting_manual', duplicate_of_id: null, duplicate_count: 0 })
     const attached = (await events(s)).filter((e) => e.type === 'feedback.duplicate_attached')
     expect(attached).toEqual([
-      { type: 'feedback.duplicate_attached', feedbackId: dups[0], leadFeedbackId: lead, duplicateCount: 1, manual: false },
-      { type: 'feedback.duplicate_attached', feedbackId: dups[1], leadFeedbackId: lead, duplicateCount: 2, manual: false },
+      { type: 'feedback.duplicate_attached', feedbackId: dups[0], leadFeedbackId: lead, duplicateCount: 1, manual: false, automatic: true, score: expect.any(Number) },
+      { type: 'feedback.duplicate_attached', feedbackId: dups[1], leadFeedbackId: lead, duplicateCount: 2, manual: false, automatic: true, score: expect.any(Number) },
     ])
+    // Each automatic merge keeps its score and reason on the duplicate, the score its event carried.
+    for (const [i, d] of dups.entries()) {
+      const [why] = await sql<{ merge_score: number; merge_reason: string }>(s, 'SELECT merge_score, merge_reason FROM feedback WHERE id = ?', [d])
+      expect(why.merge_score).toBe(attached[i].score)
+      expect(why.merge_reason).toMatch(/similarity/)
+    }
     const [{ consolidated_text }] = await sql<{ consolidated_text: string }>(s, 'SELECT consolidated_text FROM feedback WHERE id = ?', [lead])
     expect(consolidated_text.startsWith(PARAPHRASES[0])).toBe(true)
     expect(consolidated_text).toContain('Firefox')
@@ -163,7 +169,9 @@ describeEachDialect('processing', (fresh, dialect) => {
     expect(await row(s, b)).toMatchObject({ duplicate_of_id: a, theme: null })
     expect(Boolean((await row(s, b)).merge_locked)).toBe(true)
     expect((await row(s, a)).duplicate_count).toBe(1)
-    expect((await events(s)).slice(before)).toEqual([{ type: 'feedback.duplicate_attached', feedbackId: b, leadFeedbackId: a, duplicateCount: 1, manual: true }])
+    expect((await events(s)).slice(before)).toEqual([
+      { type: 'feedback.duplicate_attached', feedbackId: b, leadFeedbackId: a, duplicateCount: 1, manual: true, automatic: false, score: null },
+    ])
     expect((await processing.port.similar(a, 5)).find((c) => c.id === b)?.duplicateOfId).toBe(a)
 
     await processing.port.unmerge(b)

@@ -41,6 +41,7 @@ const OPERATIONS: Record<string, { response?: string; body?: string; query?: str
   'PATCH /v1/feedback/{id}': { body: 'FeedbackUpdateParams', response: 'FeedbackUpdateResult' },
   'GET /v1/feedback/{id}/similar': { query: 'SimilarParams', response: 'SimilarList' },
   'POST /v1/feedback/{id}/merge': { body: 'MergeParams' },
+  'GET /v1/apps/{id}/triage': { response: 'AppTriageState' },
   'GET /v1/agent-runs/{id}': { response: 'AgentRun' },
   'GET /v1/feedback/{id}/agent-runs': { response: 'AgentRunList' },
   'POST /v1/tokens/mint': { body: 'MintParams', response: 'MintResult' },

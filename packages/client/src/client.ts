@@ -39,6 +39,11 @@ class Apps {
       (page) => ({ data: page.data, next: null }),
     )
   }
+
+  /** The App's merge bars now and what its people's triage decisions taught. */
+  triage(appId: string, opts?: RequestOptions): Promise<T.AppTriageState> {
+    return this.core.request({ method: 'GET', path: `/v1/apps/${enc(appId)}/triage` }, opts)
+  }
 }
 
 export interface WaitForOptions {
@@ -82,6 +87,11 @@ class Feedback {
 
   unmerge(id: string, opts?: RequestOptions): Promise<T.FeedbackItem> {
     return this.core.request({ method: 'POST', path: `/v1/feedback/${enc(id)}/unmerge` }, opts)
+  }
+
+  /** Rejects the report's suggested lead (`suggestedDuplicateOf`); confirm one with `merge(id, suggestedDuplicateOf.id)`. */
+  rejectSuggestion(id: string, opts?: RequestOptions): Promise<T.FeedbackItem> {
+    return this.core.request({ method: 'POST', path: `/v1/feedback/${enc(id)}/reject-suggestion` }, opts)
   }
 
   /**

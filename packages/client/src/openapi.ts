@@ -196,6 +196,34 @@ export interface FeedbackPage {
     theme: string | null;
     consolidatedText: string | null;
     lastDuplicateAt: string | null;
+    /**
+     * A lead of the same App this report resembles, not close enough to merge automatically: confirm with POST /v1/feedback/:id/merge {leadId: id}, reject with POST /v1/feedback/:id/reject-suggestion. Null when there is none, once the report is a duplicate, and when the suggested lead no longer takes duplicates (archived, resolved, gone); a suggested lead merged since into another lead is shown as that lead.
+     */
+    suggestedDuplicateOf: {
+      /**
+       * 24-character lowercase hex id
+       */
+      id: string;
+      score: number;
+      reason: string;
+    } | null;
+    /**
+     * On a duplicate: how it became one. Null on a lead.
+     */
+    duplicateMatch: {
+      /**
+       * True when clustering merged it, false for a merge by hand
+       */
+      automatic: boolean;
+      /**
+       * The merge's score (a merge by hand: the confirmed suggestion's score, else null)
+       */
+      score: number | null;
+      /**
+       * Why it was merged, e.g. "strong similarity 0.81"; null for a merge by hand of a pair not suggested
+       */
+      reason: string | null;
+    } | null;
   }[];
   /**
    * 24-character lowercase hex id
@@ -268,6 +296,34 @@ export interface FeedbackItem {
   theme: string | null;
   consolidatedText: string | null;
   lastDuplicateAt: string | null;
+  /**
+   * A lead of the same App this report resembles, not close enough to merge automatically: confirm with POST /v1/feedback/:id/merge {leadId: id}, reject with POST /v1/feedback/:id/reject-suggestion. Null when there is none, once the report is a duplicate, and when the suggested lead no longer takes duplicates (archived, resolved, gone); a suggested lead merged since into another lead is shown as that lead.
+   */
+  suggestedDuplicateOf: {
+    /**
+     * 24-character lowercase hex id
+     */
+    id: string;
+    score: number;
+    reason: string;
+  } | null;
+  /**
+   * On a duplicate: how it became one. Null on a lead.
+   */
+  duplicateMatch: {
+    /**
+     * True when clustering merged it, false for a merge by hand
+     */
+    automatic: boolean;
+    /**
+     * The merge's score (a merge by hand: the confirmed suggestion's score, else null)
+     */
+    score: number | null;
+    /**
+     * Why it was merged, e.g. "strong similarity 0.81"; null for a merge by hand of a pair not suggested
+     */
+    reason: string | null;
+  } | null;
   updatedAt: string;
   /**
    * Why the item is failed; null otherwise
@@ -423,6 +479,38 @@ export interface MergeParams {
   leadId: string;
 }
 
+export interface AppTriageState {
+  bars: {
+    /**
+     * Merged automatically at this score or above
+     */
+    merge: number;
+    /**
+     * Merged at this score or above when the same component or console error agrees
+     */
+    corroboratedMerge: number;
+    /**
+     * Below the merge bars and at least this score: the lead is suggested instead
+     */
+    suggest: number;
+  };
+  learned: {
+    /**
+     * Both merge bars at least this, after an automatic merge was undone; null: none was
+     */
+    raisedTo: number | null;
+    /**
+     * The lowest bar the decisions prove ≥ 95 % right; null: not proven yet
+     */
+    provenBar: number | null;
+    decisions: {
+      confirmed: number;
+      rejected: number;
+      unmerged: number;
+    };
+  };
+}
+
 export interface AgentRun {
   id: string;
   appId: string;
@@ -536,6 +624,7 @@ export interface EventPage {
     | EventFeedbackReceived
     | EventFeedbackStatusChanged
     | EventFeedbackDuplicateAttached
+    | EventFeedbackDuplicateSuggested
     | EventFeedbackUnmerged
     | EventAgentRunStarted
     | EventAgentRunPhase
@@ -660,6 +749,44 @@ export interface EventFeedbackDuplicateAttached {
     leadFeedbackId: string;
     duplicateCount: number;
     manual: boolean;
+    /**
+     * True when clustering merged it, false for a merge by hand (absent on events recorded before 0.2)
+     */
+    automatic?: boolean;
+    /**
+     * The merge's score; null for a merge by hand that confirmed no suggestion
+     */
+    score?: number | null;
+  };
+}
+/**
+ * The feedback.duplicate_suggested event
+ */
+export interface EventFeedbackDuplicateSuggested {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "feedback.duplicate_suggested";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    leadFeedbackId: string;
+    score: number;
   };
 }
 /**
@@ -913,7 +1040,7 @@ export interface EventListQuery {
    */
   limit?: number;
   /**
-   * Comma-separated event types (feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test)
+   * Comma-separated event types (feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test)
    */
   types?: string;
   /**
@@ -953,7 +1080,7 @@ export interface WebhookCreateParams {
    */
   url: string;
   /**
-   * Event types to send; empty or absent: all. Known: feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test
+   * Event types to send; empty or absent: all. Known: feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test
    *
    * @maxItems 50
    */

@@ -23,6 +23,7 @@ export type FeedbackListItem = Open<Api.FeedbackPage['data'][number]>
 export type FeedbackPage = Open<Api.FeedbackPage>
 export type FeedbackStatus = FeedbackItem['status']
 export type SimilarReport = Open<Api.SimilarList['data'][number]>
+export type AppTriageState = Open<Api.AppTriageState>
 export type AgentRun = Open<Api.AgentRun>
 export type UploadUrl = Open<Api.UploadUrl>
 export type FeedbackSubmitResult = Open<Api.FeedbackSubmitResult>

@@ -207,6 +207,28 @@ function Repo({ org, app, me }) {
     </form><${ErrorBox} error=${error || disconnectError} /></section>`
 }
 
+/**
+ * How the App tells duplicates apart now: its merge and suggestion bars, and the people's decisions they
+ * learned from (docs/triage.md "Learning from the people who triage").
+ */
+function Dedup({ org, app }) {
+  const state = useLoad(() => api('GET', `/v1/apps/${app.id}/triage`, { org: org.id }), [app.id])
+  const bar = (n) => n.toFixed(2)
+  const d = state.data
+  return html`<section aria-labelledby="dedup"><h2 id="dedup">Duplicate detection</h2>
+    <${ErrorBox} error=${state.error} />
+    ${d &&
+    html`<dl class="facts wide">
+      <dt>Merged automatically</dt><dd>at similarity ${bar(d.bars.merge)} or more</dd>
+      <dt>With the same component or console error</dt><dd>at ${bar(d.bars.corroboratedMerge)} or more</dd>
+      <dt>Suggested to a person</dt><dd>from ${bar(d.bars.suggest)} up to the merge bar</dd>
+      <dt>Learned from</dt><dd>${d.learned.decisions.confirmed} confirmed, ${d.learned.decisions.rejected} rejected suggestion${d.learned.decisions.rejected === 1 ? '' : 's'}; ${d.learned.decisions.unmerged} automatic merge${d.learned.decisions.unmerged === 1 ? '' : 's'} undone</dd>
+      <dt>Raised after an unmerge</dt><dd>${d.learned.raisedTo === null ? 'no' : `to at least ${bar(d.learned.raisedTo)}`}</dd>
+      <dt>Proven lower bar</dt><dd>${d.learned.provenBar === null ? 'not yet (needs 20 decisions, 95 % confirmed)' : bar(d.learned.provenBar)}</dd>
+    </dl>`}
+  </section>`
+}
+
 export function AppPage({ org, appId, me }) {
   const apps = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps`), [org.id, appId])
   const [app, setApp] = useState(null)
@@ -222,6 +244,7 @@ export function AppPage({ org, appId, me }) {
       <${CopyField} label="Widget script tag" id="snippet" value=${snippet} multiline=${true} />
     </section>
     <${Settings} key=${current.id} org=${org} app=${current} onSaved=${setApp} />
+    <${Dedup} org=${org} app=${current} />
     ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
     ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
     <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>`

@@ -1,5 +1,6 @@
 // The triage inbox: status folders, filters, newest first with cursor paging, unread marks, bulk moves
-// that show each row's own answer, and the keyboard: j/k move, x select, o open, q queue, e archive, ? help.
+// that show each row's own answer, and the keyboard: j/k move, x select, o open, q queue, e archive,
+// y/n confirm or reject the current report's suggested duplicate, ? help.
 // It stays current through the Org's event stream: new reports slide in at the top (announced politely,
 // focus stays where it is) and status changes show on their rows.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
@@ -26,11 +27,13 @@ export const SHORTCUTS = [
   ['o or Enter', 'open the current report'],
   ['q', 'queue the selected reports (or the current one) for the agent'],
   ['e', 'archive the selected reports (or the current one)'],
+  ['y', 'confirm the current report’s suggested duplicate (merge it into the suggested report)'],
+  ['n', 'reject the current report’s suggested duplicate'],
   ['?', 'show this list'],
 ]
 
 /** The events that can change what an inbox list shows. */
-const LIVE_TYPES = ['feedback.received', 'feedback.status_changed', 'feedback.duplicate_attached', 'feedback.unmerged']
+const LIVE_TYPES = ['feedback.received', 'feedback.status_changed', 'feedback.duplicate_attached', 'feedback.duplicate_suggested', 'feedback.unmerged']
 const VERB = { queued: ['queue', 'Queued'], archived: ['archive', 'Archived'] }
 
 /**
@@ -230,6 +233,47 @@ export function InboxPage({ org }) {
     setSummary(`${done} ${ok} of ${rows.length}.${ok < rows.length ? ` See each row for why the others were not ${verb === 'queue' ? 'queued' : 'archived'}.` : ''}`)
     setChecked(new Set())
   }
+  /**
+   * Confirms (merge into the suggested lead: the row leaves the list, its lead takes it) or rejects the
+   * current row's suggestion; the row says what happened, or why nothing did.
+   */
+  const decide = async (confirm) => {
+    const r = rowsRef.current[curRef.current]
+    if (!r) return
+    const out = { ...results }
+    const s = r.suggestedDuplicateOf
+    if (!s) {
+      out[r.id] = { ok: false, text: 'No suggested duplicate' }
+      setResults(out)
+      setSummary('The current report has no suggested duplicate.')
+      return
+    }
+    try {
+      if (confirm) {
+        await api('POST', `/v1/feedback/${r.id}/merge`, { org: org.id, body: { leadId: s.id } })
+        const rows = rowsRef.current.filter((x) => x.id !== r.id)
+        applyRows(rows)
+        const next = Math.min(curRef.current, Math.max(0, rows.length - 1))
+        setCur(next)
+        // The row that had focus is gone: focus moves to the row now current, once it is drawn.
+        setTimeout(() => {
+          const el = listRef.current && listRef.current.querySelector(`[data-index="${next}"]`)
+          if (el) el.focus()
+        }, 0)
+        setSummary('Merged into the suggested report.')
+        counts.reload()
+        return
+      }
+      await api('POST', `/v1/feedback/${r.id}/reject-suggestion`, { org: org.id })
+      out[r.id] = { ok: true, text: 'Suggestion rejected' }
+      applyRows(rowsRef.current.map((x) => (x.id === r.id ? { ...x, suggestedDuplicateOf: null } : x)))
+      setSummary('Suggestion rejected: it will not be suggested again for this report.')
+    } catch (e) {
+      out[r.id] = { ok: false, text: `Not ${confirm ? 'merged' : 'rejected'}: ${e.message || e.code}` }
+      setSummary(out[r.id].text)
+    }
+    setResults(out)
+  }
   const open = (r) => r && navigate(`/admin/o/${org.id}/r/${r.id}`)
   const toggle = (id) => {
     const next = new Set(checkedRef.current)
@@ -263,6 +307,8 @@ export function InboxPage({ org }) {
       else if ((e.key === 'o' || (e.key === 'Enter' && e.target.dataset && e.target.dataset.index)) && rows[cur]) open(rows[cur])
       else if (e.key === 'q') move('queued')
       else if (e.key === 'e') move('archived')
+      else if (e.key === 'y') decide(true)
+      else if (e.key === 'n') decide(false)
       else if (e.key === '?') setHelp(true)
       else return
       e.preventDefault()
@@ -310,6 +356,7 @@ export function InboxPage({ org }) {
                 ${r.severity && html`<span>${r.severity} severity</span>`}
                 <span>${appName(r.appId)}</span>
                 ${r.duplicateCount > 0 && html`<span>+${r.duplicateCount} duplicate${r.duplicateCount === 1 ? '' : 's'}</span>`}
+                ${r.suggestedDuplicateOf && html`<span class="suggested">possible duplicate (${Math.round(r.suggestedDuplicateOf.score * 100)}%; y confirms, n rejects)</span>`}
                 ${r.hasScreenshot && html`<span>screenshot</span>`}
                 ${r.hasConsole && html`<span>console log</span>`}
                 <time datetime=${r.createdAt}>${fmtDate(r.createdAt)}</time>

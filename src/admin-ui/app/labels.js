@@ -37,6 +37,7 @@ export const EVENT_LABELS = {
   'feedback.received': 'Report received',
   'feedback.status_changed': 'Status changed',
   'feedback.duplicate_attached': 'Duplicate attached',
+  'feedback.duplicate_suggested': 'Duplicate suggested',
   'feedback.unmerged': 'Duplicate unmerged',
   'agent_run.started': 'Agent run started',
   'agent_run.phase': 'Agent run phase',
@@ -57,7 +58,11 @@ export function historyText(e) {
     case 'feedback.status_changed':
       return `${statusLabel(d.from)} → ${statusLabel(d.to)}${d.reason ? `: ${d.reason}` : ''}`
     case 'feedback.duplicate_attached':
-      return d.manual ? 'Merged into another report by hand' : 'Recognised as a duplicate of another report'
+      return d.manual
+        ? `Merged into another report by hand${typeof d.score === 'number' ? ` (confirmed a suggestion, similarity ${Math.round(d.score * 100)}%)` : ''}`
+        : `Recognised as a duplicate of another report${typeof d.score === 'number' ? ` (similarity ${Math.round(d.score * 100)}%)` : ''}`
+    case 'feedback.duplicate_suggested':
+      return `Suggested as a possible duplicate of another report (similarity ${Math.round((d.score || 0) * 100)}%)`
     case 'feedback.unmerged':
       return 'Unmerged: stands alone again'
     case 'agent_run.started':

@@ -78,6 +78,41 @@ function Similar({ org, item, onMerged }) {
   </aside>`
 }
 
+const pct = (score) => `${Math.round(score * 100)}%`
+
+/**
+ * A lead clustering offered instead of merging (docs/triage.md "Suggestions: the second tier"): which
+ * one, how close, why; Confirm merges into it, Reject never offers it again. Both teach the App's bars.
+ */
+function Suggestion({ org, item, onDone }) {
+  const s = item.suggestedDuplicateOf
+  const lead = useLoad(() => (s ? api('GET', `/v1/feedback/${s.id}`, { org: org.id }) : Promise.resolve(null)), [s && s.id])
+  const [act, busy, error] = useAction(async (what) => {
+    if (what === 'confirm') await api('POST', `/v1/feedback/${item.id}/merge`, { org: org.id, body: { leadId: s.id } })
+    else await api('POST', `/v1/feedback/${item.id}/reject-suggestion`, { org: org.id })
+    onDone()
+  })
+  if (!s) return null
+  const name = lead.data ? lead.data.theme || lead.data.text.slice(0, 120) : s.id
+  return html`<section aria-labelledby="suggestion-h" class="notice suggestion">
+    <h2 id="suggestion-h">Possible duplicate</h2>
+    <p>This report may be a duplicate of <${Link} href=${`/admin/o/${org.id}/r/${s.id}`}>${name}</${Link}>: similarity <strong>${pct(s.score)}</strong>, not enough to merge on its own.</p>
+    <p class="muted small">Why: ${s.reason}</p>
+    <div class="actions">
+      <button type="button" class="primary" disabled=${busy} onClick=${() => act('confirm')}>Confirm duplicate</button>
+      <button type="button" disabled=${busy} onClick=${() => act('reject')}>Not a duplicate</button>
+    </div>
+    <${ErrorBox} error=${error} />
+  </section>`
+}
+
+/** How a duplicate became one: merged automatically (score, reason) or by hand. */
+function matchText(m) {
+  if (!m) return ''
+  if (m.automatic) return `Merged automatically: similarity ${m.score === null ? '—' : pct(m.score)}${m.reason ? ` (${m.reason})` : ''}.`
+  return m.score === null ? 'Merged by hand.' : `Merged by hand, confirming a suggestion (similarity ${pct(m.score)}).`
+}
+
 export function ReportPage({ org, id }) {
   const [item, setItem] = useState(null)
   const [error, setError] = useState(null)
@@ -113,10 +148,11 @@ export function ReportPage({ org, id }) {
     <div class="report-main">
       <h1>${item.theme || 'Report'}</h1>
       ${item.duplicateOfId &&
-      html`<p class="notice">This report is a duplicate and read-only. <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>
+      html`<p class="notice">This report is a duplicate and read-only. ${matchText(item.duplicateMatch)} <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>
         <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>
         <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button></p>`}
       <${ErrorBox} error=${actError} />
+      <${Suggestion} org=${org} item=${item} onDone=${reload} />
       <div class="actions">
         <span>Status: <${Status} status=${item.status} /></span>
         ${!item.duplicateOfId &&

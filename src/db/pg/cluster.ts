@@ -4,13 +4,15 @@
  * to a cluster joins one transaction (a PgTx) with its events, through the lifecycle's PostgreSQL side.
  * Ids are compared byte-wise (`COLLATE "C"`), as SQLite does, wherever their order picks rows.
  */
-import type { CandidateRow, ClusterRow, LeadSummary, RootState } from '../../cluster/cluster-repo'
+import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../cluster/cluster-repo'
+import type { Suggestion } from '../../cluster/clusterer'
+import type { Decision } from '../../cluster/learn'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
-  merge_locked::int AS merge_locked, redactions, created_at`
+  merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score`
 
 export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) {
   const { pool } = storage
@@ -51,19 +53,58 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
         'UPDATE feedback SET duplicate_count = $1, last_duplicate_at = $2, theme = $3, consolidated_text = $4, version = version + 1, updated_at = $5 WHERE id = $6',
         [s.duplicateCount, s.lastDuplicateAt, s.theme, s.consolidatedText, now, leadId],
       ),
-    /** Makes `id` a duplicate of `leadId` (its own summary is cleared); `locked` keeps clustering off it. */
-    setDuplicate: (tx: PgTx, id: string, leadId: string, locked: boolean, now: number) =>
+    /**
+     * Makes `id` a duplicate of `leadId` (its own summary and suggestion are cleared); `locked` keeps
+     * clustering off it; `why`: the merge's score and reason.
+     */
+    setDuplicate: (tx: PgTx, id: string, leadId: string, locked: boolean, why: MergeWhy, now: number) =>
       exec(
         tx.client,
-        'UPDATE feedback SET duplicate_of_id = $1, merge_locked = $2, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = $3 WHERE id = $4',
-        [leadId, locked, now, id],
+        `UPDATE feedback SET duplicate_of_id = $1, merge_locked = $2, merge_score = $3, merge_reason = $4, suggested_lead_id = NULL, suggested_score = NULL,
+           suggested_reason = NULL, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = $5 WHERE id = $6`,
+        [leadId, locked, why.score, why.reason, now, id],
       ),
+    /** Stores a report's suggested lead (null: none). */
+    setSuggestion: (tx: PgTx, id: string, s: Suggestion | null, now: number) =>
+      exec(tx.client, 'UPDATE feedback SET suggested_lead_id = $1, suggested_score = $2, suggested_reason = $3, version = version + 1, updated_at = $4 WHERE id = $5', [
+        s?.leadId ?? null,
+        s?.score ?? null,
+        s?.reason ?? null,
+        now,
+        id,
+      ]),
+    /** Clears the report's suggestion and remembers `leadId` (its lead as served) as rejected; false when it had none. */
+    async rejectSuggestion(tx: PgTx, id: string, leadId: string, now: number): Promise<boolean> {
+      const r = await tx.client.query(
+        `UPDATE feedback SET rejected_lead_ids = (SELECT json_agg(DISTINCT v)::text FROM (SELECT json_array_elements_text(COALESCE(rejected_lead_ids, '[]')::json) AS v
+           UNION SELECT $1::text) u), suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL, version = version + 1, updated_at = $2
+         WHERE id = $3 AND suggested_lead_id IS NOT NULL`,
+        [leadId, now, id],
+      )
+      return (r.rowCount ?? 0) > 0
+    },
+    /** Stores a person's decision about a scored pair (learn.ts). */
+    recordDecision: (tx: PgTx, scope: { orgId: string; appId: string }, d: StoredDecision, now: number) =>
+      exec(tx.client, 'INSERT INTO triage_decisions (org_id, app_id, feedback_id, lead_id, kind, score, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        scope.orgId,
+        scope.appId,
+        d.feedbackId,
+        d.leadId,
+        d.kind,
+        d.score,
+        now,
+      ]),
+    /** The App's newest decisions (at most `limit`), from the pool: read before a verdict when the App's lesson is stale. */
+    decisions: (appId: string, limit: number): Promise<Decision[]> =>
+      many<Decision>(pool, 'SELECT kind, score FROM triage_decisions WHERE app_id = $1 ORDER BY id DESC LIMIT $2', [appId, limit]),
+    recordSuggested: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_suggested']) =>
+      lifecycle.record(tx, scope, 'feedback.duplicate_suggested', data),
     /** Re-points every duplicate of `fromLeadId` at `toLeadId`. */
     moveDuplicates: (tx: PgTx, fromLeadId: string, toLeadId: string, now: number) =>
       exec(tx.client, 'UPDATE feedback SET duplicate_of_id = $1, version = version + 1, updated_at = $2 WHERE duplicate_of_id = $3', [toLeadId, now, fromLeadId]),
     /** Makes a duplicate a lead again, locked against automatic clustering. */
     setUnmerged: (tx: PgTx, id: string, now: number) =>
-      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = TRUE, version = version + 1, updated_at = $1 WHERE id = $2', [now, id]),
+      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = TRUE, merge_score = NULL, merge_reason = NULL, version = version + 1, updated_at = $1 WHERE id = $2', [now, id]),
     recordAttached: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']) =>
       lifecycle.record(tx, scope, 'feedback.duplicate_attached', data),
     recordUnmerged: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']) => lifecycle.record(tx, scope, 'feedback.unmerged', data),

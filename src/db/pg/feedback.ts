@@ -10,18 +10,21 @@ import type { Clock } from '../../core/clock'
 import { newId } from '../../core/ids'
 import type { PgBulk, PgGroupCommitter, PgWriteTx } from './group-commit'
 import type { PgLifecycle } from './lifecycle'
-import { one, prepared, type PgStorage } from './storage'
+import { many, one, prepared, type PgStorage } from './storage'
 import { markReferencedPg } from './uploads'
 import {
   createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
   type SubmitOutcome,
 } from '../../modules/feedback/repo'
+import type { RootState } from '../../cluster/cluster-repo'
 
 const LIST_COLUMNS = [
   'id', 'app_id AS "appId"', 'status', 'submitted_mode AS "submittedMode"', 'external_user_id AS "externalUserId"', 'email',
   'submitter_name AS "submitterName"', 'severity', 'text', 'url', 'created_at AS "createdAt"', 'processed_at AS "processedAt"',
   'merge_request_url AS "mergeRequestUrl"', 'duplicate_of_id AS "duplicateOfId"', 'duplicate_count AS "duplicateCount"', 'theme',
   'consolidated_text AS "consolidatedText"', 'last_duplicate_at AS "lastDuplicateAt"', 'redactions', 'version',
+  'suggested_lead_id AS "suggestedLeadId"', 'suggested_score AS "suggestedScore"', 'suggested_reason AS "suggestedReason"',
+  'merge_score AS "mergeScore"', 'merge_reason AS "mergeReason"', 'merge_locked AS "mergeLocked"',
 ].join(', ')
 
 const INSERT_FEEDBACK = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
@@ -129,6 +132,15 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       (await one<{ run_after: number }>(pool, "SELECT run_after FROM jobs WHERE kind = 'batch_release' AND app_id = $1 ORDER BY run_after LIMIT 1", [appId]))?.run_after ?? null,
     duplicatesOf: async (orgId, leadId, limit) =>
       db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.duplicateOfId, leadId))).orderBy(desc(feedback.id)).limit(limit),
+    orgOf: async (id) => (await one<{ org_id: string }>(pool, 'SELECT org_id FROM feedback WHERE id = $1', [id]))?.org_id,
+    async leadStates(orgId, ids) {
+      const out = new Map<string, RootState>()
+      if (ids.length > 0) {
+        const rows = await many<RootState & { id: string }>(pool, 'SELECT id, status, duplicate_of_id FROM feedback WHERE org_id = $1 AND id = ANY($2::text[])', [orgId, ids])
+        for (const r of rows) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id })
+      }
+      return out
+    },
     customerMove: (orgId, id, to) =>
       storage.tx(async (client, _db, onCommit) => {
         // Read and move under the row's lock, as the SQLite side does under its write lock: a second move

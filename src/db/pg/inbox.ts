@@ -12,6 +12,8 @@ const columns = () => [
   'f.submitter_name AS "submitterName"', 'f.severity', 'f.text', 'f.url', 'f.created_at AS "createdAt"', 'f.processed_at AS "processedAt"',
   'f.merge_request_url AS "mergeRequestUrl"', 'f.duplicate_of_id AS "duplicateOfId"', 'f.duplicate_count AS "duplicateCount"', 'f.theme',
   'f.consolidated_text AS "consolidatedText"', 'f.last_duplicate_at AS "lastDuplicateAt"', 'f.redactions',
+  'f.suggested_lead_id AS "suggestedLeadId"', 'f.suggested_score AS "suggestedScore"', 'f.suggested_reason AS "suggestedReason"',
+  'f.merge_score AS "mergeScore"', 'f.merge_reason AS "mergeReason"', 'f.merge_locked AS "mergeLocked"',
   `${HAS_SCREENSHOT} AS "hasScreenshot"`,
   `(f.console_logs IS NOT NULL AND f.console_logs <> '[]') AS "hasConsole"`,
   'r.read_at IS NOT NULL AS "isRead"',

@@ -10,6 +10,7 @@ import p0002 from '../../../migrations-pg/0002_totp_last_step.sql' with { type: 
 import p0003 from '../../../migrations-pg/0003_cluster_nodes.sql' with { type: 'text' }
 import p0004 from '../../../migrations-pg/0004_webhook_ordered_claim.sql' with { type: 'text' }
 import p0005 from '../../../migrations-pg/0005_one_run_per_app.sql' with { type: 'text' }
+import p0006 from '../../../migrations-pg/0006_triage_suggestions.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -18,4 +19,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0003_cluster_nodes', sql: p0003 },
   { name: '0004_webhook_ordered_claim', sql: p0004 },
   { name: '0005_one_run_per_app', sql: p0005 },
+  { name: '0006_triage_suggestions', sql: p0006 },
 ]

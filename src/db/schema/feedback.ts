@@ -1,6 +1,6 @@
 /** Feedback reports, the durable job table and remembered Idempotency-Keys. */
 import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { apps, orgs } from './tenants'
 
 export const feedback = sqliteTable(
@@ -44,6 +44,18 @@ export const feedback = sqliteTable(
     failureReason: text('failure_reason'),
     /** Set by a manual merge or unmerge: automatic clustering leaves this row alone from then on. */
     mergeLocked: integer('merge_locked', { mode: 'boolean' }).notNull().default(false),
+    /**
+     * A lead clustering offered instead of merging (docs/triage.md "Suggestions: the second tier"): its id,
+     * score and reason; all null when there is none. Cleared when the report becomes a duplicate.
+     */
+    suggestedLeadId: text('suggested_lead_id'),
+    suggestedScore: real('suggested_score'),
+    suggestedReason: text('suggested_reason'),
+    /** Leads a person rejected as this report's suggestion, JSON array of ids: never suggested again. */
+    rejectedLeadIds: text('rejected_lead_ids'),
+    /** On a duplicate: the score and reason of the merge that made it one (null score: merged by hand, or before 0018). */
+    mergeScore: real('merge_score'),
+    mergeReason: text('merge_reason'),
   },
   (t) => [
     index('feedback_org_id_idx').on(t.orgId, t.id),
@@ -91,4 +103,25 @@ export const idempotencyKeys = sqliteTable(
     createdAt: integer('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.appId, t.key] }), index('idempotency_created_idx').on(t.createdAt)],
+)
+
+/**
+ * People's triage decisions on near-duplicates, per App: what src/cluster/learn.ts moves the App's merge
+ * bars from (confirmed and rejected suggestions, unmerges of automatic merges), with the score clustering
+ * gave the pair. Ids and scores only, never report text.
+ */
+export const triageDecisions = sqliteTable(
+  'triage_decisions',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+    leadId: text('lead_id').notNull(),
+    /** `confirmed` | `rejected` | `unmerged` (learn.ts `DecisionKind`). */
+    kind: text('kind').notNull(),
+    score: real('score').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('triage_decisions_app_idx').on(t.appId, t.id)],
 )

@@ -6,13 +6,16 @@
  * Synchronous: the processing step and a batch write many of these in one SQLite transaction.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { CandidateRow, ClusterRow, LeadSummary, RootState } from '../../cluster/cluster-repo'
+import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../cluster/cluster-repo'
+import type { Suggestion } from '../../cluster/clusterer'
+import type { Decision } from '../../cluster/learn'
 import type { SqliteLifecycle } from './lifecycle'
 import type { EventPayloads } from '../../lifecycle/event-types'
 
 export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLifecycle) {
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions, created_at'
-  const getRow: Statement = sqlite.query(`SELECT ${cols} FROM feedback WHERE id = ?`)
+  // A single report also carries its triage columns (its suggestion, rejected leads, merge score).
+  const getRow: Statement = sqlite.query(`SELECT ${cols}, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score FROM feedback WHERE id = ?`)
   // A ranking's candidates: what ranking and the merge rules read (console logs and the component, the
   // largest columns, only feed features, which the similarity index already holds).
   const getRows: Statement = sqlite.query(
@@ -26,9 +29,24 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     `SELECT * FROM (SELECT ${cols} FROM feedback f WHERE app_id = ?1 AND redactions IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = f.id AND +j.kind = 'process') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
   )
+  // A duplicate loses its suggestion and keeps why it was merged, in the statement that makes it one.
   const setDuplicate: Statement = sqlite.query(
-    'UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?',
+    `UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, merge_score = ?, merge_reason = ?, suggested_lead_id = NULL, suggested_score = NULL,
+       suggested_reason = NULL, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?`,
   )
+  const setSuggestion: Statement = sqlite.query(
+    'UPDATE feedback SET suggested_lead_id = ?, suggested_score = ?, suggested_reason = ?, version = version + 1, updated_at = ? WHERE id = ?',
+  )
+  // A rejection: the suggestion goes, its lead joins the rejected ones (each once).
+  const rejectSuggestion: Statement = sqlite.query(
+    `UPDATE feedback SET rejected_lead_ids = (SELECT json_group_array(value) FROM (SELECT value FROM json_each(COALESCE(rejected_lead_ids, '[]'))
+       UNION SELECT ?)), suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL, version = version + 1, updated_at = ?
+     WHERE id = ? AND suggested_lead_id IS NOT NULL`,
+  )
+  const insertDecision: Statement = sqlite.query(
+    'INSERT INTO triage_decisions (org_id, app_id, feedback_id, lead_id, kind, score, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  )
+  const decisions: Statement = sqlite.query('SELECT kind, score FROM triage_decisions WHERE app_id = ? ORDER BY id DESC LIMIT ?')
   const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
   const dupTexts: Statement = sqlite.query('SELECT id, text FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
@@ -37,7 +55,9 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
   const saveLead: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
   )
-  const setUnmerged: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, version = version + 1, updated_at = ? WHERE id = ?')
+  const setUnmerged: Statement = sqlite.query(
+    'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, merge_score = NULL, merge_reason = NULL, version = version + 1, updated_at = ? WHERE id = ?',
+  )
 
   return {
     get: (id: string): ClusterRow | null => getRow.get(id) as ClusterRow | null,
@@ -70,8 +90,20 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     /** True when a duplicate of the lead is not sanitized yet (one merged raw before 0006). */
     hasRawDuplicate: (leadId: string): boolean => rawDuplicate.get(leadId) !== null,
     saveLead: (leadId: string, s: LeadSummary, now: number) => saveLead.run(s.duplicateCount, s.lastDuplicateAt, s.theme, s.consolidatedText, now, leadId),
-    /** Makes `id` a duplicate of `leadId` (its own summary is cleared); `locked` keeps clustering off it. */
-    setDuplicate: (id: string, leadId: string, locked: boolean, now: number) => setDuplicate.run(leadId, locked ? 1 : 0, now, id),
+    /**
+     * Makes `id` a duplicate of `leadId` (its own summary and suggestion are cleared); `locked` keeps
+     * clustering off it; `why`: the merge's score and reason.
+     */
+    setDuplicate: (id: string, leadId: string, locked: boolean, why: MergeWhy, now: number) => setDuplicate.run(leadId, locked ? 1 : 0, why.score, why.reason, now, id),
+    /** Stores a report's suggested lead (null: none). */
+    setSuggestion: (id: string, s: Suggestion | null, now: number) => setSuggestion.run(s?.leadId ?? null, s?.score ?? null, s?.reason ?? null, now, id),
+    /** Clears the report's suggestion and remembers `leadId` (its lead as served) as rejected; false when it had none. */
+    rejectSuggestion: (id: string, leadId: string, now: number): boolean => rejectSuggestion.run(leadId, now, id).changes > 0,
+    /** Stores a person's decision about a scored pair (learn.ts). */
+    recordDecision: (scope: { orgId: string; appId: string }, d: StoredDecision, now: number) =>
+      insertDecision.run(scope.orgId, scope.appId, d.feedbackId, d.leadId, d.kind, d.score, now),
+    /** The App's newest decisions (at most `limit`). */
+    decisions: (appId: string, limit: number): Decision[] => decisions.all(appId, limit) as Decision[],
     /** Re-points every duplicate of `fromLeadId` at `toLeadId`. */
     moveDuplicates: (fromLeadId: string, toLeadId: string, now: number) => moveDuplicates.run(toLeadId, now, fromLeadId),
     /** Makes a duplicate a lead again, locked against automatic clustering. */
@@ -84,6 +116,10 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     /** Records `feedback.duplicate_attached` in the caller's transaction. */
     recordAttached(scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']): void {
       lifecycleSide().record(scope, 'feedback.duplicate_attached', data)
+    },
+    /** Records `feedback.duplicate_suggested` in the caller's transaction. */
+    recordSuggested(scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_suggested']): void {
+      lifecycleSide().record(scope, 'feedback.duplicate_suggested', data)
     },
     /** Records `feedback.unmerged` in the caller's transaction. */
     recordUnmerged(scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']): void {

@@ -13,12 +13,15 @@ import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
 import { createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
 import { prepareMarkReferenced } from './uploads'
+import type { RootState } from '../../cluster/cluster-repo'
 
 const LIST_COLUMNS = [
   'id', 'app_id AS appId', 'status', 'submitted_mode AS submittedMode', 'external_user_id AS externalUserId', 'email',
   'submitter_name AS submitterName', 'severity', 'text', 'url', 'created_at AS createdAt', 'processed_at AS processedAt',
   'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
   'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions', 'version',
+  'suggested_lead_id AS suggestedLeadId', 'suggested_score AS suggestedScore', 'suggested_reason AS suggestedReason',
+  'merge_score AS mergeScore', 'merge_reason AS mergeReason', 'merge_locked AS mergeLocked',
 ].join(', ')
 
 /** The list page's SQL for one filter combination (the values are bound: $orgId, $appId, $status, $cursor, $limit). */
@@ -55,6 +58,10 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
        response_body = excluded.response_body, created_at = excluded.created_at`,
   )
   const markReferenced = prepareMarkReferenced(sqlite)
+  const orgOf = sqlite.prepare<{ org_id: string }, [string]>('SELECT org_id FROM feedback WHERE id = ?')
+  const leadStates = sqlite.prepare<RootState & { id: string }, [string, string]>(
+    'SELECT id, status, duplicate_of_id FROM feedback WHERE org_id = ? AND id IN (SELECT value FROM json_each(?))',
+  )
   const duplicatesOf = db
     .select()
     .from(feedback)
@@ -129,6 +136,12 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
     hasRepoConnection: async (appId) => connectionOf.get({ appId }) !== undefined,
     batchClosesAt: async (appId) => batchClosesAt.get({ appId })?.runAfter ?? null,
     duplicatesOf: async (orgId, leadId, limit) => duplicatesOf.all({ orgId, leadId, limit }),
+    orgOf: async (id) => orgOf.get(id)?.org_id,
+    async leadStates(orgId, ids) {
+      const out = new Map<string, RootState>()
+      if (ids.length > 0) for (const r of leadStates.all(orgId, JSON.stringify(ids))) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id })
+      return out
+    },
     customerMove: async (orgId, id, to) =>
       // Read and move under one write lock: the processing thread (its own connection) cannot move the
       // report in between, so a PATCH right after a submission does not lose a race it never saw.

@@ -7,7 +7,8 @@
  * held to test/repos/inbox.test.ts. Status moves from the inbox go through the /v1 routes (the lifecycle).
  */
 import { previewBudget, toListItem } from '../feedback/present'
-import type { ListRow } from '../feedback/repo'
+import type { FeedbackRepo, ListRow } from '../feedback/repo'
+import { suggestedLeadsOf } from '../feedback/suggested'
 import type { FeedbackItem } from '../feedback/model'
 import type { Storage } from '../../db/storage'
 import { createSqliteInbox } from '../../db/sqlite/inbox'
@@ -52,6 +53,8 @@ export const COLUMNS = [
   'f.submitter_name AS submitterName', 'f.severity', 'f.text', 'f.url', 'f.created_at AS createdAt', 'f.processed_at AS processedAt',
   'f.merge_request_url AS mergeRequestUrl', 'f.duplicate_of_id AS duplicateOfId', 'f.duplicate_count AS duplicateCount', 'f.theme',
   'f.consolidated_text AS consolidatedText', 'f.last_duplicate_at AS lastDuplicateAt', 'f.redactions',
+  'f.suggested_lead_id AS suggestedLeadId', 'f.suggested_score AS suggestedScore', 'f.suggested_reason AS suggestedReason',
+  'f.merge_score AS mergeScore', 'f.merge_reason AS mergeReason', 'f.merge_locked AS mergeLocked',
   `${HAS_SCREENSHOT} AS hasScreenshot`,
   "(f.console_logs IS NOT NULL AND f.console_logs <> '[]') AS hasConsole",
   'r.read_at IS NOT NULL AS isRead',
@@ -106,7 +109,8 @@ export function inboxPage(rows: InboxRow[], limit: number, windowEnd: string | n
   // One read's budget of on-the-fly previews for the page's pending reports (present.ts).
   const budget = previewBudget()
   return {
-    data: page.map((r) => ({ ...toListItem(r, budget), hasScreenshot: !!r.hasScreenshot, hasConsole: !!r.hasConsole, read: !!r.isRead })),
+    // The stored suggestion as is: createInbox's list serves it as it stands now.
+    data: page.map((r) => ({ ...toListItem(r, budget, r.suggestedLeadId), hasScreenshot: !!r.hasScreenshot, hasConsole: !!r.hasConsole, read: !!r.isRead })),
     nextCursor: more ? page[page.length - 1].id : windowEnd,
     eventSeq,
   }
@@ -119,6 +123,28 @@ export const historyEntry = (e: { seq: number; type: string; data: string; creat
   createdAt: new Date(e.createdAt).toISOString(),
 })
 
-export function createInbox(storage: Storage): Inbox {
-  return storage.dialect === 'sqlite' ? createSqliteInbox(storage) : createPgInbox(storage)
+/**
+ * `feedback`: reads the leads the page's suggestions point at, so each row shows its suggestion as the
+ * API does (src/modules/feedback/suggested.ts: followed to the current lead, none when stale). Without
+ * it (tests of the queries alone) the stored suggestion is shown as stored.
+ */
+export function createInbox(storage: Storage, feedback?: Pick<FeedbackRepo, 'leadStates'>): Inbox {
+  const inbox = storage.dialect === 'sqlite' ? createSqliteInbox(storage) : createPgInbox(storage)
+  if (!feedback) return inbox
+  return {
+    ...inbox,
+    async list(orgId, adminId, q) {
+      const page = await inbox.list(orgId, adminId, q)
+      // The rows hold the stored suggestion; at most two reads, none when no row has one.
+      const stored = page.data.flatMap((i) => (i.suggestedDuplicateOf ? [{ id: i.id, duplicateOfId: i.duplicateOfId, suggestedLeadId: i.suggestedDuplicateOf.id }] : []))
+      if (stored.length === 0) return page
+      const leads = await suggestedLeadsOf(feedback, orgId, stored)
+      for (const item of page.data) {
+        if (!item.suggestedDuplicateOf) continue
+        const lead = leads.get(item.id) ?? null
+        item.suggestedDuplicateOf = lead ? { ...item.suggestedDuplicateOf, id: lead } : null
+      }
+      return page
+    },
+  }
 }

@@ -39,7 +39,15 @@ export const StreamQuery = t.Object({ after: t.Optional(Cursor), types: t.Option
 const PAYLOADS: Record<(typeof EVENT_TYPES)[number], TSchema> = {
   'feedback.received': t.Object({ feedbackId: Id, status: Status }),
   'feedback.status_changed': t.Object({ feedbackId: Id, from: Status, to: Status, reason: t.Optional(t.Union([t.String(), t.Null()])) }),
-  'feedback.duplicate_attached': t.Object({ feedbackId: Id, leadFeedbackId: Id, duplicateCount: t.Integer(), manual: t.Boolean() }),
+  'feedback.duplicate_attached': t.Object({
+    feedbackId: Id,
+    leadFeedbackId: Id,
+    duplicateCount: t.Integer(),
+    manual: t.Boolean(),
+    automatic: t.Optional(t.Boolean({ description: 'True when clustering merged it, false for a merge by hand (absent on events recorded before 0.2)' })),
+    score: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], { description: 'The merge\'s score; null for a merge by hand that confirmed no suggestion' })),
+  }),
+  'feedback.duplicate_suggested': t.Object({ feedbackId: Id, leadFeedbackId: Id, score: t.Number({ minimum: 0, maximum: 1 }) }),
   'feedback.unmerged': t.Object({ feedbackId: Id, leadFeedbackId: Id, duplicateCount: t.Integer() }),
   'agent_run.started': t.Object({ runId: Id, feedbackId: Id, provider: t.String() }),
   'agent_run.phase': t.Object({

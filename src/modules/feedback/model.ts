@@ -119,6 +119,30 @@ const listMembers = {
   theme: Nullable(t.String()),
   consolidatedText: Nullable(t.String()),
   lastDuplicateAt: Nullable(t.String({ format: 'date-time' })),
+  suggestedDuplicateOf: Nullable(
+    t.Object(
+      {
+        id: Id,
+        score: t.Number({ minimum: 0, maximum: 1 }),
+        reason: t.String(),
+      },
+      {
+        ...closed,
+        description:
+          'A lead of the same App this report resembles, not close enough to merge automatically: confirm with POST /v1/feedback/:id/merge {leadId: id}, reject with POST /v1/feedback/:id/reject-suggestion. Null when there is none, once the report is a duplicate, and when the suggested lead no longer takes duplicates (archived, resolved, gone); a suggested lead merged since into another lead is shown as that lead.',
+      },
+    ),
+  ),
+  duplicateMatch: Nullable(
+    t.Object(
+      {
+        automatic: t.Boolean({ description: 'True when clustering merged it, false for a merge by hand' }),
+        score: Nullable(t.Number({ minimum: 0, maximum: 1, description: 'The merge\'s score (a merge by hand: the confirmed suggestion\'s score, else null)' })),
+        reason: Nullable(t.String({ description: 'Why it was merged, e.g. "strong similarity 0.81"; null for a merge by hand of a pair not suggested' })),
+      },
+      { ...closed, description: 'On a duplicate: how it became one. Null on a lead.' },
+    ),
+  ),
 }
 
 export const FeedbackItem = t.Object(listMembers, closed)

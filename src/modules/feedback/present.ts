@@ -62,13 +62,28 @@ function servableListRow(row: ListRow, budget: PreviewBudget): ListRow {
   return { ...row, text: shown?.text ?? PENDING_TEXT, url: shown ? shown.url : null }
 }
 
-/** `budget`: shared by the rows of one request (a list page). */
-export function toListItem(stored: ListRow, budget: PreviewBudget = previewBudget()): FeedbackItem {
-  return listItemOf(servableListRow(stored, budget))
+/**
+ * `budget`: shared by the rows of one request (a list page). `suggestedLead`: the row's suggested lead as
+ * served now (src/cluster/suggestions.ts `servedSuggestionLead`; null: none or stale).
+ */
+export function toListItem(stored: ListRow, budget: PreviewBudget = previewBudget(), suggestedLead: string | null = null): FeedbackItem {
+  return listItemOf(servableListRow(stored, budget), suggestedLead)
+}
+
+/** The stored suggestion served with `leadId` (the lead it points at now), or null. */
+function suggestionOf(row: ListRow, leadId: string | null): FeedbackItem['suggestedDuplicateOf'] {
+  if (!leadId || row.duplicateOfId || row.suggestedScore === null) return null
+  return { id: leadId, score: row.suggestedScore, reason: row.suggestedReason ?? '' }
+}
+
+/** How a duplicate became one (null on a lead). A merge by hand keeps merge_locked set; clustering never does. */
+function matchOf(row: ListRow): FeedbackItem['duplicateMatch'] {
+  if (!row.duplicateOfId) return null
+  return { automatic: !row.mergeLocked, score: row.mergeScore, reason: row.mergeReason }
 }
 
 /** A row as served (sanitized, previewed or pending) in the list shape. */
-function listItemOf(row: ListRow): FeedbackItem {
+function listItemOf(row: ListRow, suggestedLead: string | null): FeedbackItem {
   return {
     id: row.id,
     appId: row.appId,
@@ -85,14 +100,16 @@ function listItemOf(row: ListRow): FeedbackItem {
     theme: row.theme,
     consolidatedText: row.consolidatedText === null ? null : servableText(row.consolidatedText, row),
     lastDuplicateAt: isoOrNull(row.lastDuplicateAt),
+    suggestedDuplicateOf: suggestionOf(row, suggestedLead),
+    duplicateMatch: matchOf(row),
   }
 }
 
 /** `statusReason`: why the report waits where it is, when something holds it up (see the service). */
-export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[], statusReason: string | null = null): FullFeedbackItem {
+export function toFullItem(stored: FeedbackRow, duplicates: FeedbackRow[], statusReason: string | null = null, suggestedLead: string | null = null): FullFeedbackItem {
   const row = servable(stored, previewBudget())
   return {
-    ...listItemOf(row),
+    ...listItemOf(row, suggestedLead),
     updatedAt: isoUtc(row.updatedAt),
     failureReason: row.failureReason,
     statusReason,

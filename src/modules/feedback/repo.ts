@@ -9,6 +9,7 @@
  * the PostgreSQL group committer), both held to test/repos/feedback.test.ts.
  */
 import type { feedback } from '../../db/schema'
+import type { RootState } from '../../cluster/cluster-repo'
 import type { Storage } from '../../db/storage'
 import type { Clock } from '../../core/clock'
 import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
@@ -28,7 +29,8 @@ export type ListRow = Pick<
   FeedbackRow,
   | 'id' | 'appId' | 'status' | 'submittedMode' | 'externalUserId' | 'email' | 'submitterName' | 'severity' | 'text' | 'url'
   | 'createdAt' | 'processedAt' | 'mergeRequestUrl' | 'duplicateOfId' | 'duplicateCount' | 'theme' | 'consolidatedText'
-  | 'lastDuplicateAt' | 'redactions' | 'version'
+  | 'lastDuplicateAt' | 'redactions' | 'version' | 'suggestedLeadId' | 'suggestedScore' | 'suggestedReason' | 'mergeScore'
+  | 'mergeReason' | 'mergeLocked'
 >
 
 /** A report as submitted: its JSON columns already encoded, no status (a new report is `received`). */
@@ -118,6 +120,10 @@ export interface FeedbackRepo {
   /** Newest first; fetches one row past the page to know whether another page exists. */
   list(f: ListFilter): Promise<ListRow[]>
   duplicatesOf(orgId: string, leadId: string, limit: number): Promise<FeedbackRow[]>
+  /** The Org of a report, for callers that hold only its id (the operator's CLI). */
+  orgOf(id: string): Promise<string | undefined>
+  /** Status and lead link of the Org's reports among `ids` (the leads suggestions point at); missing ids are absent. */
+  leadStates(orgId: string, ids: string[]): Promise<Map<string, RootState>>
   /** Is the App connected to a repository (can its queued reports get an agent run)? */
   hasRepoConnection(appId: string): Promise<boolean>
   /** When the App's open batch window closes (epoch ms), or null when none is open. */

@@ -11,7 +11,8 @@ import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import type { IntakeCommitter } from '../../db/intake-committer'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo, type FeedbackRow, type SubmitResult } from './repo'
+import { createFeedbackRepo, type FeedbackRow, type ListRow, type SubmitResult } from './repo'
+import { suggestedLeadsOf } from './suggested'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
@@ -112,6 +113,8 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
     return null
   }
 
+  const suggestedLeads = (orgId: string, rows: ListRow[]) => suggestedLeadsOf(repo, orgId, rows)
+
   return {
     /**
      * Stores a report, its `feedback.received` event and its first job in one transaction; resolves only after COMMIT, so an
@@ -157,7 +160,8 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const more = rows.length > limit
       const page = more ? rows.slice(0, limit) : rows
       const budget = previewBudget()
-      const data: FeedbackItem[] = page.map((row) => toListItem(row, budget))
+      const leads = await suggestedLeads(orgId, page)
+      const data: FeedbackItem[] = page.map((row) => toListItem(row, budget, leads.get(row.id) ?? null))
       return { data, nextCursor: more ? page[page.length - 1].id : null }
     },
 
@@ -166,7 +170,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const row = await repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       const dups = row.duplicateCount > 0 ? await repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
-      const item = toFullItem(row, dups, await statusReasonOf(row))
+      const item = toFullItem(row, dups, await statusReasonOf(row), (await suggestedLeads(orgId, [row])).get(row.id) ?? null)
       for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
       if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
       return item

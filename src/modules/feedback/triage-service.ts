@@ -6,12 +6,17 @@ import { ApiError } from '../../core/errors'
 import type { ClusterPort } from '../../cluster/port'
 import type { FeedbackRepo, FeedbackRow } from './repo'
 import { isSanitized } from '../../sanitize/servable'
+import type { AppsRepo } from '../apps/repo'
+import type { TriageState } from '../../cluster/suggestions'
 
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
 
-/** `feedback`: the process's feedback repository (services.ts), read here for the tenant and state checks. */
-export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort) {
+/**
+ * `feedback`: the process's feedback repository (services.ts), read here for the tenant and state checks;
+ * `apps`: for an App's merge bars (its Org checked).
+ */
+export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort, apps: AppsRepo) {
   const repo = feedback
 
   /**
@@ -51,6 +56,24 @@ export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort
       if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
       if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
       await cluster.merge(id, leadId)
+    },
+
+    /**
+     * Rejects the report's suggested lead: the suggestion is cleared and that lead is never suggested for
+     * it again; the decision teaches the App's bars (learn.ts). Without a suggestion nothing changes (a
+     * repeated click answers the same item).
+     */
+    async rejectSuggestion(orgId: string, id: string): Promise<void> {
+      const r = await load(orgId, id)
+      if (!r.suggestedLeadId) return
+      await cluster.rejectSuggestion(id)
+    },
+
+    /** The App's merge bars now and what its people's decisions taught; 404 app_not_found for another Org's App. */
+    async triageState(orgId: string, appId: string): Promise<TriageState> {
+      if (!(await apps.getForOrg(orgId, appId))) throw new ApiError('app_not_found')
+      await cluster.prepare(appId)
+      return await cluster.triageState(appId)
     },
 
     /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. */

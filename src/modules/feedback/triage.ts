@@ -33,6 +33,29 @@ export const SimilarList = t.Object(
 )
 export const MergeBody = t.Object({ leadId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
 
+const Bar = t.Number({ minimum: 0 })
+export const AppTriageState = t.Object(
+  {
+    bars: t.Object(
+      {
+        merge: t.Number({ description: 'Merged automatically at this score or above' }),
+        corroboratedMerge: t.Number({ description: 'Merged at this score or above when the same component or console error agrees' }),
+        suggest: t.Number({ description: 'Below the merge bars and at least this score: the lead is suggested instead' }),
+      },
+      { additionalProperties: false },
+    ),
+    learned: t.Object(
+      {
+        raisedTo: t.Union([Bar, t.Null()], { description: 'Both merge bars at least this, after an automatic merge was undone; null: none was' }),
+        provenBar: t.Union([Bar, t.Null()], { description: 'The lowest bar the decisions prove ≥ 95 % right; null: not proven yet' }),
+        decisions: t.Object({ confirmed: t.Integer(), rejected: t.Integer(), unmerged: t.Integer() }, { additionalProperties: false }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+
 export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: FeedbackService, publicUrl: string | undefined) {
   return new Elysia({ name: 'feedback-triage' })
     .use(orgAuth(auth))
@@ -66,7 +89,38 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'not_found', 'invalid_target', 'invalid_transition', 'not_yet_sanitized') },
         detail: {
           summary: 'Merge this report into a lead (its own duplicates move along)',
-          description: 'leadId must be a lead of the same App (409 invalid_target with leadFeedbackId when it is a duplicate). Automatic clustering leaves merged rows alone afterwards.',
+          description:
+            'leadId must be a lead of the same App (409 invalid_target with leadFeedbackId when it is a duplicate). Automatic clustering leaves merged rows alone afterwards. With leadId = the report\'s suggestedDuplicateOf.id the merge confirms the suggestion (a decision the App\'s merge bars learn from).',
+          tags: ['triage'],
+          security: BEARER_SK,
+        },
+      },
+    )
+    .get('/v1/apps/:id/triage', async ({ org, params }) => triage.triageState(org.orgId, params.id), {
+      access: 'org.read',
+      params: IdParams,
+      response: { 200: AppTriageState, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'app_not_found') },
+      detail: {
+        summary: 'The App\'s merge bars now, and what its people\'s triage decisions taught',
+        description: 'docs/triage.md "Learning from the people who triage": the counts are of the newest 500 decisions.',
+        tags: ['triage'],
+        security: BEARER_SK,
+      },
+    })
+    .post(
+      '/v1/feedback/:id/reject-suggestion',
+      async ({ org, params, request }) => {
+        await triage.rejectSuggestion(org.orgId, params.id)
+        return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
+      },
+      {
+        access: 'reports.triage',
+        params: IdParams,
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_yet_sanitized') },
+        detail: {
+          summary: 'Reject this report\'s suggested lead (suggestedDuplicateOf)',
+          description:
+            'Answers the updated item, with suggestedDuplicateOf null. That lead is never suggested (nor merged automatically) for this report again, and the decision moves the App\'s merge bars (docs/triage.md "Learning from the people who triage"). A report without a suggestion is answered unchanged (idempotent).',
           tags: ['triage'],
           security: BEARER_SK,
         },

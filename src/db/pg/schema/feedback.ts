@@ -1,6 +1,6 @@
 /** Feedback reports, the durable job table and Idempotency-Keys: the PostgreSQL twin of src/db/schema/feedback.ts. */
 import { sql } from 'drizzle-orm'
-import { bigint, boolean, index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { bigint, boolean, doublePrecision, index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
 import { epochMs } from './columns'
 import { apps, orgs } from './tenants'
 
@@ -38,6 +38,12 @@ export const feedback = pgTable(
     consolidatedText: text('consolidated_text'),
     failureReason: text('failure_reason'),
     mergeLocked: boolean('merge_locked').notNull().default(false),
+    suggestedLeadId: text('suggested_lead_id'),
+    suggestedScore: doublePrecision('suggested_score'),
+    suggestedReason: text('suggested_reason'),
+    rejectedLeadIds: text('rejected_lead_ids'),
+    mergeScore: doublePrecision('merge_score'),
+    mergeReason: text('merge_reason'),
   },
   (t) => [
     index('feedback_org_id_idx').on(t.orgId, t.id),
@@ -77,4 +83,20 @@ export const idempotencyKeys = pgTable(
     createdAt: epochMs('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.appId, t.key] }), index('idempotency_created_idx').on(t.createdAt)],
+)
+
+/** People's triage decisions on near-duplicates: the twin of src/db/schema/feedback.ts `triageDecisions`. */
+export const triageDecisions = pgTable(
+  'triage_decisions',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+    leadId: text('lead_id').notNull(),
+    kind: text('kind').notNull(),
+    score: doublePrecision('score').notNull(),
+    createdAt: epochMs('created_at').notNull(),
+  },
+  (t) => [index('triage_decisions_app_idx').on(t.appId, t.id)],
 )

@@ -1,0 +1,89 @@
+/**
+ * Learning an App's merge bars from the people who triage it (docs/triage.md "Learning from the people
+ * who triage"). Pure: the stored decisions in, what they teach out; calibrate.ts applies it.
+ *
+ * - An unmerge of an automatic merge raises the App's bars at once: both merge bars go to at least that
+ *   merge's score + `LEARNING.raiseAbove`, never down (a person said this score was not sure enough).
+ * - The bars only go down when the decisions prove a lower bar: among the decisions scoring at least a
+ *   candidate bar b, confirmed / (confirmed + rejected + unmerged) ≥ `LEARNING.precision`, with at least
+ *   `LEARNING.minDecisions` of them, at b and at every candidate above it (read from the top down: the
+ *   first candidate that fails stops the descent). Never below `LEARNING.lowestBar`.
+ * - Nothing learned (a new App, or too few decisions): the calibrated bars, which start conservative.
+ */
+import type { Learned } from './calibrate'
+import type { Thresholds } from './decide'
+
+/** What a person decided about a pair clustering scored (the pair's score). */
+export type DecisionKind = 'confirmed' | 'rejected' | 'unmerged'
+export const DECISION_KINDS: readonly DecisionKind[] = ['confirmed', 'rejected', 'unmerged']
+
+export interface Decision {
+  kind: DecisionKind
+  score: number
+}
+
+/** The learning rule's knobs (docs/triage.md explains each). */
+export const LEARNING = {
+  /** How far above an undone automatic merge's score the bars go. */
+  raiseAbove: 0.02,
+  /** The share of right decisions at or above a bar before automatic merges may start there. */
+  precision: 0.95,
+  /** Decisions needed at or above a bar before it counts as proven. */
+  minDecisions: 20,
+  /** The lowest merge bar decisions can bring an App to. */
+  lowestBar: 0.5,
+  /** The newest decisions per App that count (older ones describe an App that has moved on). */
+  window: 500,
+}
+
+/** What an App's decisions teach, whatever its calibration is now (`learnedFor` applies it to the bars). */
+export interface Lesson {
+  /** Both merge bars at least this (0: no automatic merge was undone). */
+  raiseTo: number
+  /** The lowest proven bar, or null when the decisions prove none. */
+  provenBar: number | null
+  counts: Record<DecisionKind, number>
+}
+
+export const NO_LESSON: Lesson = { raiseTo: 0, provenBar: null, counts: { confirmed: 0, rejected: 0, unmerged: 0 } }
+
+const round = (n: number): number => Math.round(n * 1000) / 1000
+
+/** The lesson of an App's decisions (at most `LEARNING.window`, any order). */
+export function lessonOf(decisions: readonly Decision[]): Lesson {
+  const counts = { confirmed: 0, rejected: 0, unmerged: 0 }
+  let raiseTo = 0
+  const valid: Decision[] = []
+  for (const d of decisions.slice(0, LEARNING.window)) {
+    if (!Number.isFinite(d.score) || !(d.kind in counts)) continue
+    counts[d.kind]++
+    valid.push(d)
+    if (d.kind === 'unmerged') raiseTo = Math.max(raiseTo, round(d.score + LEARNING.raiseAbove))
+  }
+  // Best score first: each prefix is the set of decisions at or above its last score.
+  valid.sort((a, b) => b.score - a.score)
+  let provenBar: number | null = null
+  let right = 0
+  for (let i = 0; i < valid.length; i++) {
+    if (valid[i].kind === 'confirmed') right++
+    // Ties: a bar at this score takes every decision with it.
+    if (i + 1 < valid.length && valid[i + 1].score === valid[i].score) continue
+    const n = i + 1
+    if (n < LEARNING.minDecisions) continue
+    if (right / n < LEARNING.precision) break
+    provenBar = round(valid[i].score)
+  }
+  return { raiseTo, provenBar, counts }
+}
+
+/**
+ * How the App's calibrated bars (`plain`: calibrate without anything learned) move: raised to `raiseTo`,
+ * then down to the proven bar when it is lower (never below `LEARNING.lowestBar`).
+ */
+export function learnedFor(lesson: Lesson, plain: Thresholds): Learned {
+  const raised = Math.max(plain.strong, lesson.raiseTo)
+  if (lesson.provenBar === null || lesson.provenBar >= raised) return { mergeShift: 0, mergeFloor: lesson.raiseTo }
+  const lowered = Math.max(lesson.provenBar, LEARNING.lowestBar)
+  if (lowered >= raised) return { mergeShift: 0, mergeFloor: lesson.raiseTo }
+  return { mergeShift: round(Math.min(0, lowered - plain.strong)), mergeFloor: Math.min(lesson.raiseTo, lowered) }
+}

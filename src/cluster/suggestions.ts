@@ -1,0 +1,63 @@
+/**
+ * The rules of the second tier (docs/triage.md "Suggestions: the second tier"), shared by both storage
+ * sides and by the API that serves them: what a stored suggestion points at now, when a merge by hand
+ * confirms it, what an automatic merge records, and how an App's bars are shown.
+ */
+import type { MergeWhy, RootState } from './cluster-repo'
+import { ATTACHABLE_LEAD_STATUSES, type Verdict } from './clusterer'
+import type { Thresholds } from './decide'
+import type { Lesson } from './learn'
+
+/** What a merge by hand that confirmed no suggestion records: no score, no reason. */
+export const MERGED_BY_HAND: MergeWhy = { score: null, reason: null }
+
+/** What an automatic merge records on the duplicate: the verdict's score and reason. */
+export const whyAutomatic = (v: Verdict): MergeWhy => ({ score: v.score ?? null, reason: v.reason })
+
+/**
+ * The lead a stored suggestion points at now, or null when it is no lead any more. A suggested lead
+ * merged since into another lead is followed to that lead (duplicates never chain: one step); a lead
+ * that no longer takes duplicates (archived, resolved, gone) is no suggestion.
+ */
+export function currentLeadOf(leadId: string, look: (id: string) => RootState | null): string | null {
+  let id = leadId
+  let state = look(id)
+  if (state?.duplicate_of_id) {
+    id = state.duplicate_of_id
+    state = look(id)
+  }
+  if (!state || state.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(state.status)) return null
+  return id
+}
+
+/** The suggestion as served for report `selfId` (null: none, or stale: see `currentLeadOf`; never the report itself). */
+export function servedSuggestionLead(selfId: string, leadId: string | null, look: (id: string) => RootState | null): string | null {
+  if (!leadId) return null
+  const current = currentLeadOf(leadId, look)
+  return current === selfId ? null : current
+}
+
+/** The stored suggestion's score when merging `r` into `leadId` confirms it, else null. */
+export function confirmedSuggestion(
+  r: { id: string; suggested_lead_id: string | null; suggested_score: number | null },
+  leadId: string,
+  look: (id: string) => RootState | null,
+): { score: number } | null {
+  if (r.suggested_score === null) return null
+  return servedSuggestionLead(r.id, r.suggested_lead_id, look) === leadId ? { score: r.suggested_score } : null
+}
+
+/** An App's merge bars and what its people's decisions taught (GET /v1/apps/:id/triage, the dashboard). */
+export interface TriageState {
+  bars: { merge: number; corroboratedMerge: number; suggest: number }
+  learned: { raisedTo: number | null; provenBar: number | null; decisions: Lesson['counts'] }
+}
+
+const round = (n: number): number => Math.round(n * 1000) / 1000
+
+export function triageStateOf(t: Thresholds, lesson: Lesson): TriageState {
+  return {
+    bars: { merge: round(t.strong), corroboratedMerge: round(t.moderate), suggest: round(t.suggest) },
+    learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, decisions: { ...lesson.counts } },
+  }
+}

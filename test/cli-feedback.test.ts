@@ -1,0 +1,108 @@
+/**
+ * `fixloop feedback suggestions|merge|reject-suggestion`, run as the compiled binary against the data
+ * dir of a running `fixloop serve`: --json shapes, the people's table, the change seen by the API at
+ * once, errors on stderr with a non-zero exit and nothing on stdout.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { call, runBinary, spawnServer, tempDir } from './harness'
+import { cliJson, cliTenant, ensureBinary, submit } from './helpers-lifecycle'
+
+const LEAD = 'The checkout button does nothing when I click it on the payment page.'
+const NEAR = 'The checkout button is slow when I click it on the payment page, it takes ten seconds.'
+const URL_ = 'https://shop.example/checkout/payment'
+
+let dataDir: string
+let server: Awaited<ReturnType<typeof spawnServer>>
+let tenant: Awaited<ReturnType<typeof cliTenant>>
+
+beforeAll(async () => {
+  ensureBinary()
+  dataDir = tempDir('fixloop-cli-feedback-')
+  tenant = await cliTenant(dataDir)
+  server = await spawnServer(dataDir)
+})
+afterAll(async () => {
+  await server?.stop()
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+/** Waits until the report is processed (a lead moves to awaiting_manual). */
+async function settled(id: string): Promise<any> {
+  for (let i = 0; i < 200; i++) {
+    const r = await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })
+    if (r.body.status === 'awaiting_manual' || r.body.duplicateOfId) return r.body
+    await Bun.sleep(50)
+  }
+  throw new Error(`report ${id} was not processed`)
+}
+
+/** A lead and a report suggested as its duplicate, in a new App of the tenant's Org (no cross-talk between tests). */
+async function pair(): Promise<{ lead: string; near: string; appId: string }> {
+  const app = await cliJson(dataDir, ['app', 'create', '--org', tenant.orgId, '--name', `App ${Math.random()}`])
+  const lead = (await submit(server.url, app.publicKey, { text: LEAD, url: URL_ })).body.id
+  await settled(lead)
+  const near = (await submit(server.url, app.publicKey, { text: NEAR, url: URL_ })).body.id
+  await settled(near)
+  return { lead, near, appId: app.id }
+}
+
+describe('fixloop feedback', () => {
+  test('suggestions --json lists the suggested reports with the App bars; the table shows lead, score, reason', async () => {
+    const { lead, near, appId } = await pair()
+    const out = await cliJson(dataDir, ['feedback', 'suggestions', '--app', appId])
+    expect(Object.keys(out).sort()).toEqual(['bars', 'data', 'learned'])
+    const mine = out.data.find((d: { id: string }) => d.id === near)
+    expect(mine.suggestedDuplicateOf.id).toBe(lead)
+    expect(mine.text).toBe(NEAR)
+    expect(out.data.find((d: { id: string }) => d.id === lead)).toBeUndefined()
+    expect(out.bars.merge).toBeGreaterThan(out.bars.suggest)
+    const table = await runBinary(['feedback', 'suggestions', '--app', appId, '--data-dir', dataDir])
+    expect(table.code).toBe(0)
+    expect(table.stdout).toMatch(/^ID\s+LEAD\s+SCORE\s+REASON\s+TEXT/)
+    expect(table.stdout).toContain(near)
+    expect(table.stdout).toMatch(/bars: \{"merge":/)
+  })
+
+  test('reject-suggestion --json prints the report without its suggestion; the API agrees; the decision is counted', async () => {
+    const { near, appId } = await pair()
+    const out = await cliJson(dataDir, ['feedback', 'reject-suggestion', near])
+    expect(out.id).toBe(near)
+    expect(out.suggestedDuplicateOf).toBeNull()
+    expect((await call(server.url, 'GET', `/v1/feedback/${near}`, { auth: tenant.key })).body.suggestedDuplicateOf).toBeNull()
+    // The server learns a decision another process recorded within about a second (LESSON_TTL_MS).
+    let rejected = 0
+    for (let i = 0; i < 40 && rejected === 0; i++) {
+      rejected = (await call(server.url, 'GET', `/v1/apps/${appId}/triage`, { auth: tenant.key })).body.learned.decisions.rejected
+      if (rejected === 0) await Bun.sleep(100)
+    }
+    expect(rejected).toBe(1)
+  })
+
+  test('merge --lead confirms: the report is a duplicate of the lead, matched by hand with the suggestion score', async () => {
+    const { lead, near } = await pair()
+    const score = (await call(server.url, 'GET', `/v1/feedback/${near}`, { auth: tenant.key })).body.suggestedDuplicateOf.score
+    const out = await cliJson(dataDir, ['feedback', 'merge', near, '--lead', lead])
+    expect(out.duplicateOfId).toBe(lead)
+    expect(out.duplicateMatch).toEqual({ automatic: false, score, reason: 'confirmed suggestion' })
+    expect((await call(server.url, 'GET', `/v1/feedback/${lead}`, { auth: tenant.key })).body.duplicateCount).toBe(1)
+  })
+
+  test('errors: stderr, a non-zero exit, nothing on stdout', async () => {
+    const cases: [string[], RegExp][] = [
+      [['feedback'], /missing command/],
+      [['feedback', 'sugestions', '--app', tenant.appId], /unknown command.*suggestions/s],
+      [['feedback', 'suggestions'], /missing --app/],
+      [['feedback', 'suggestions', '--app', '0'.repeat(24)], /unknown app/],
+      [['feedback', 'merge', '0'.repeat(24)], /missing --lead/],
+      [['feedback', 'merge', '0'.repeat(24), '--lead', '1'.repeat(24)], /unknown report/],
+      [['feedback', 'reject-suggestion'], /missing FEEDBACK_ID/],
+      [['feedback', 'reject-suggestion', '0'.repeat(24), '--lead', 'x'], /does not take --lead/],
+    ]
+    for (const [args, message] of cases) {
+      const r = await runBinary([...args, '--data-dir', dataDir])
+      expect({ args, code: r.code === 0 ? 0 : 'non-zero', stdout: r.stdout }).toEqual({ args, code: 'non-zero', stdout: '' })
+      expect(r.stderr).toMatch(message)
+    }
+  })
+})

@@ -1,0 +1,83 @@
+/**
+ * Learning an App's merge bars from people's decisions (src/cluster/learn.ts, applied by calibrate.ts):
+ * table tests of the rule docs/triage.md "Learning from the people who triage" states, including its
+ * worked example.
+ */
+import { describe, expect, test } from 'bun:test'
+import { LEARNING, learnedFor, lessonOf, NO_LESSON, type Decision } from '../src/cluster/learn'
+import { CALIBRATION, calibrate, NOTHING_LEARNED, ScoreHistory } from '../src/cluster/calibrate'
+import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/cluster/decide'
+
+const many = (n: number, kind: Decision['kind'], from: number, step = 0.001): Decision[] => Array.from({ length: n }, (_, i) => ({ kind, score: from + i * step }))
+const PLAIN: Thresholds = { strong: 0.75, moderate: 0.6, suggest: 0.3 }
+
+describe('lessonOf: what the decisions teach', () => {
+  const cases: [string, Decision[], { raiseTo: number; provenBar: number | null }][] = [
+    ['nothing decided: nothing learned', [], { raiseTo: 0, provenBar: null }],
+    ['one unmerge of an automatic merge at 0.81: bars at least 0.83', [{ kind: 'unmerged', score: 0.81 }], { raiseTo: 0.83, provenBar: null }],
+    ['two unmerges: the higher one counts', [{ kind: 'unmerged', score: 0.7 }, { kind: 'unmerged', score: 0.9 }], { raiseTo: 0.92, provenBar: null }],
+    ['19 confirmations: one short of proof', many(19, 'confirmed', 0.6), { raiseTo: 0, provenBar: null }],
+    ['20 confirmations from 0.6: proven down to 0.6', many(20, 'confirmed', 0.6), { raiseTo: 0, provenBar: 0.6 }],
+    ['20 right above 0.65, then a rejection at 0.62: proven to 0.65 (21 at 0.62 would be 95.2 %, still proven)', [...many(20, 'confirmed', 0.65), { kind: 'rejected', score: 0.62 }], { raiseTo: 0, provenBar: 0.62 }],
+    ['20 right above 0.65, then two rejections at 0.62 (90.9 %): the descent stops at 0.65', [...many(20, 'confirmed', 0.65), { kind: 'rejected', score: 0.62 }, { kind: 'rejected', score: 0.62 }], { raiseTo: 0, provenBar: 0.65 }],
+    ['half rejected: nothing proven', [...many(20, 'confirmed', 0.6), ...many(20, 'rejected', 0.6)], { raiseTo: 0, provenBar: null }],
+    ['an unmerge counts against the proof too', [...many(19, 'confirmed', 0.7), { kind: 'unmerged', score: 0.8 }, { kind: 'unmerged', score: 0.8 }], { raiseTo: 0.82, provenBar: null }],
+    ['scores that are not numbers are ignored', [{ kind: 'unmerged', score: NaN }, { kind: 'confirmed', score: Infinity }], { raiseTo: 0, provenBar: null }],
+  ]
+  for (const [name, decisions, want] of cases) {
+    test(name, () => {
+      const got = lessonOf(decisions)
+      expect({ raiseTo: got.raiseTo, provenBar: got.provenBar }).toEqual(want)
+    })
+  }
+
+  test('counts per kind; only the newest LEARNING.window decisions count', () => {
+    const lesson = lessonOf([...many(3, 'confirmed', 0.5), ...many(2, 'rejected', 0.5), { kind: 'unmerged', score: 0.9 }])
+    expect(lesson.counts).toEqual({ confirmed: 3, rejected: 2, unmerged: 1 })
+    expect(lessonOf(many(LEARNING.window + 50, 'rejected', 0.5, 0)).counts.rejected).toBe(LEARNING.window)
+  })
+})
+
+describe('learnedFor + calibrate: the App bars', () => {
+  // A base whose calibration (a new App: no history) gives PLAIN, so the bars below are calibrate's own.
+  const base: Thresholds = {
+    strong: PLAIN.strong - CALIBRATION.learningRaise,
+    moderate: PLAIN.moderate - CALIBRATION.learningRaise * CALIBRATION.corroboratedShare,
+    suggest: PLAIN.suggest,
+  }
+  const history = new ScoreHistory()
+  test('the base calibrates to the plain bars', () => {
+    const plain = calibrate(base, history)
+    expect(plain.strong).toBeCloseTo(PLAIN.strong, 9)
+    expect(plain.moderate).toBeCloseTo(PLAIN.moderate, 9)
+  })
+  const bars = (lesson: ReturnType<typeof lessonOf>) => calibrate(base, history, learnedFor(lesson, calibrate(base, history)))
+  const cases: [string, Decision[], { strong: number; moderate: number }][] = [
+    ['nothing learned: the calibrated bars', [], { strong: 0.75, moderate: 0.6 }],
+    ['an unmerge at 0.81 raises both bars to 0.83 at once', [{ kind: 'unmerged', score: 0.81 }], { strong: 0.83, moderate: 0.83 }],
+    ['an unmerge below the bars (0.6, merged on corroboration) raises the corroborated bar only', [{ kind: 'unmerged', score: 0.6 }], { strong: 0.75, moderate: 0.62 }],
+    ['proven at 0.65: both bars move down by 0.10', many(20, 'confirmed', 0.65), { strong: 0.65, moderate: 0.5 }],
+    ['proven at 0.3: never below LEARNING.lowestBar', many(20, 'confirmed', 0.3), { strong: LEARNING.lowestBar, moderate: 0.35 }],
+    ['proven at 0.9, above the bar: no change (proof never raises)', many(20, 'confirmed', 0.9), { strong: 0.75, moderate: 0.6 }],
+    ['raised to 0.83, then 40 confirmations from 0.7 prove 0.7: down to 0.7', [{ kind: 'unmerged', score: 0.81 }, ...many(40, 'confirmed', 0.7)], { strong: 0.7, moderate: 0.7 }],
+  ]
+  for (const [name, decisions, want] of cases) {
+    test(name, () => {
+      const got = bars(lessonOf(decisions))
+      expect({ strong: Math.round(got.strong * 1000) / 1000, moderate: Math.round(got.moderate * 1000) / 1000 }).toEqual(want)
+    })
+  }
+
+  test('calibrate applies the shift and the floor to both merge bars; nothing learned changes nothing', () => {
+    const history = new ScoreHistory()
+    const plain = calibrate(DEFAULT_THRESHOLDS, history)
+    expect(calibrate(DEFAULT_THRESHOLDS, history, NOTHING_LEARNED)).toEqual(plain)
+    expect(calibrate(DEFAULT_THRESHOLDS, history, learnedFor(NO_LESSON, plain))).toEqual(plain)
+    const raised = calibrate(DEFAULT_THRESHOLDS, history, { mergeShift: 0, mergeFloor: 0.95 })
+    expect(raised.strong).toBe(0.95)
+    expect(raised.moderate).toBe(0.95)
+    const lowered = calibrate(DEFAULT_THRESHOLDS, history, { mergeShift: -0.05, mergeFloor: 0 })
+    expect(lowered.strong).toBeCloseTo(plain.strong - 0.05, 6)
+    expect(lowered.moderate).toBeCloseTo(plain.moderate - 0.05, 6)
+  })
+})

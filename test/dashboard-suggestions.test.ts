@@ -1,0 +1,136 @@
+/**
+ * Duplicate suggestions in the dashboard, in Chromium against the compiled binary, keyboard only: the
+ * report page shows the suggested lead (its theme, score, reason) with Confirm and Reject; the inbox
+ * confirms (y) and rejects (n) the current row's suggestion and lists both keys in its help; the App page
+ * shows its merge bars and the decisions they learned from. Every page passes axe-core and is
+ * photographed at 1280 and 375 px (FIXLOOP_SCREENSHOT_DIR, default test-output/).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import type { Browser, Page } from 'playwright-core'
+import { launchBrowser } from './browser'
+import { call, eventually, runBinary, tempDir } from './harness'
+import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { expectPageClean, screenshots, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+
+const EMAIL = 'triage@example.com'
+const PASSWORD = 'triage password 42'
+/** Three pairs: a lead and a report close to it, below a new App's merge bar (suggested, not merged). */
+const PAIRS = [
+  ['The checkout button does nothing when I click it on the payment page.', 'The checkout button is slow when I click it on the payment page, it takes ten seconds.'],
+  ['The search field on the orders page ignores the enter key completely.', 'The search field on the orders page is slow when I press enter, about ten seconds.'],
+  ['The profile picture upload fails with an error on the account settings page.', 'Uploading a profile picture on the account settings page takes a minute, then nothing changes.'],
+]
+
+let dir: string
+let server: SpawnedServer
+let browser: Browser
+let page: Page
+let tenant: Awaited<ReturnType<typeof cliTenant>>
+const pairs: { lead: string; near: string }[] = []
+
+const item = async (id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })).body
+
+beforeAll(async () => {
+  ensureBinary()
+  dir = tempDir('fixloop-dash-suggest-')
+  tenant = await cliTenant(dir)
+  const admin = await runBinary(['admin', 'create', '--email', EMAIL, '--password-file', writePasswordFile(dir, 'pw', PASSWORD), '--data-dir', dir])
+  expect(admin.code).toBe(0)
+  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
+  for (const [leadText, nearText] of PAIRS) {
+    const lead = await submitReport(server.url, tenant.pub, leadText)
+    await eventually(async () => (await item(lead)).status === 'awaiting_manual', 10_000)
+    const near = await submitReport(server.url, tenant.pub, nearText)
+    await eventually(async () => (await item(near)).status === 'awaiting_manual', 10_000)
+    expect((await item(near)).suggestedDuplicateOf?.id).toBe(lead)
+    pairs.push({ lead, near })
+  }
+  browser = await launchBrowser()
+  page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
+  page.on('pageerror', (e) => console.error('page error:', e.message))
+  // Sign in, keyboard only.
+  await page.goto(server.url + '/admin')
+  await page.getByLabel('Email').focus()
+  await page.keyboard.type(EMAIL)
+  await page.keyboard.press('Tab')
+  await page.keyboard.type(PASSWORD)
+  await page.keyboard.press('Enter')
+  await page.getByRole('button', { name: /Sign out/ }).waitFor()
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await server?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('duplicate suggestions in the dashboard', () => {
+  test('the report page shows the suggested lead, its score and reason; Confirm merges into it (keyboard)', async () => {
+    const { lead, near } = pairs[0]
+    await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${near}`)
+    const box = page.getByRole('region', { name: 'Possible duplicate' })
+    await box.waitFor()
+    const leadTheme = (await item(lead)).theme as string
+    await box.getByRole('link', { name: leadTheme }).waitFor()
+    expect(await box.textContent()).toMatch(/similarity \d+%/)
+    expect(await box.textContent()).toContain('below the merge bar')
+    await expectPageClean(page, 'report-suggestion')
+    await box.getByRole('button', { name: 'Confirm duplicate' }).focus()
+    await page.keyboard.press('Enter')
+    await page.getByRole('link', { name: 'Go to lead' }).waitFor()
+    expect(await page.locator('p.notice').first().textContent()).toContain('confirming a suggestion')
+    const merged = await item(near)
+    expect(merged.duplicateOfId).toBe(lead)
+    expect(merged.duplicateMatch.reason).toBe('confirmed suggestion')
+    await expectPageClean(page, 'report-confirmed')
+  })
+
+  test('the inbox: the row says "possible duplicate"; n rejects, y confirms the current row’s suggestion; ? lists both', async () => {
+    await page.goto(`${server.url}/admin/o/${tenant.orgId}/inbox`)
+    const rowOf = (text: string) => page.locator('li.row', { hasText: text })
+    // Newest first: pair 3's near report, then its lead, then pair 2's near report.
+    await rowOf(PAIRS[2][1].slice(0, 40)).locator('.suggested').waitFor()
+    await page.locator('body').press('?')
+    const help = page.getByRole('dialog', { name: 'Keyboard shortcuts' })
+    await help.waitFor()
+    expect(await help.textContent()).toContain('confirm the current report’s suggested duplicate')
+    expect(await help.textContent()).toContain('reject the current report’s suggested duplicate')
+    await screenshots(page, 'inbox-shortcuts')
+    await page.keyboard.press('Escape')
+    await help.waitFor({ state: 'detached' })
+    await expectPageClean(page, 'inbox-suggestions')
+
+    // The first row is current: n rejects its suggestion.
+    expect(await page.locator('li.row.current').textContent()).toContain(PAIRS[2][1].slice(0, 40))
+    await page.keyboard.press('n')
+    await rowOf(PAIRS[2][1].slice(0, 40)).locator('.result.ok', { hasText: 'Suggestion rejected' }).waitFor()
+    expect((await item(pairs[2].near)).suggestedDuplicateOf).toBeNull()
+    expect(await rowOf(PAIRS[2][1].slice(0, 40)).locator('.suggested').count()).toBe(0)
+
+    // j j: pair 2's near report; y merges it into its suggested lead and it leaves the list.
+    await page.keyboard.press('j')
+    await page.keyboard.press('j')
+    expect(await page.locator('li.row.current').textContent()).toContain(PAIRS[1][1].slice(0, 40))
+    await page.keyboard.press('y')
+    await page.getByRole('status').filter({ hasText: 'Merged into the suggested report' }).waitFor()
+    await rowOf(PAIRS[1][1].slice(0, 40)).waitFor({ state: 'detached' })
+    expect((await item(pairs[1].near)).duplicateOfId).toBe(pairs[1].lead)
+    // Focus stays on a row, so the keyboard goes on working.
+    expect(await page.evaluate('document.activeElement.classList.contains("row")')).toBe(true)
+    // A row without a suggestion: y says so and changes nothing.
+    await page.keyboard.press('y')
+    await page.getByRole('status').filter({ hasText: 'no suggested duplicate' }).waitFor()
+    await screenshots(page, 'inbox-decided')
+  })
+
+  test('the App page shows its bars and the decisions they learned from', async () => {
+    await page.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
+    const section = page.getByRole('region', { name: 'Duplicate detection' })
+    await section.getByText(/2 confirmed, 1 rejected suggestion; 0 automatic merges undone/).waitFor()
+    const state = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
+    expect(await section.textContent()).toContain(`at similarity ${state.bars.merge.toFixed(2)} or more`)
+    expect(await section.textContent()).toContain(`from ${state.bars.suggest.toFixed(2)} up to the merge bar`)
+    await expectPageClean(page, 'app-dedup')
+  })
+})
