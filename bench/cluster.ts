@@ -21,6 +21,8 @@ import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/cluster/decide'
 import { systemClock } from '../src/core/clock'
 import { prng } from '../test/sanitize-fixtures'
 import type { Corpus, CorpusReport } from '../test/fixtures/corpus'
+import { sanitizeText } from '../src/sanitize/sanitize'
+import type { Suggestion } from '../src/cluster/clusterer'
 
 type Report = CorpusReport
 
@@ -76,6 +78,17 @@ export interface QualityResult {
   recallAt10: number
   /** Share of all reports attached automatically to a lead of another bug. */
   wrongAttach: number
+  /**
+   * Of the reports with an earlier true duplicate (one of their group arrived before them): the share
+   * whose automatic merge or single suggested lead is a true duplicate.
+   */
+  suggestionHit: number
+  /** Suggestions made per clustered report (at most one each). */
+  suggestionsPerReport: number
+  /** Of the suggestions made: the share whose lead is a true duplicate. */
+  suggestionPrecision: number
+  /** Each report's best verdict score and whether its lead was right (bench --dump; choosing the bars). */
+  decisions: { score: number; right: boolean; merged: boolean }[]
   tp: number
   fp: number
   fn: number
@@ -95,17 +108,39 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
   let wrong = 0
   let eligible = 0
   let reports = 0
+  let withEarlier = 0
+  let hit = 0
+  let suggested = 0
+  let suggestedRight = 0
+  const decisions: QualityResult['decisions'] = []
   for (const app of corpus.apps) {
     const appId = hexId(0xa00000 + n++)
     insertApp(sqlite, appId)
     const order = [...app.reports].sort(() => rand() - 0.5)
     const idOf = new Map<string, string>()
+    const groupById = new Map<string, string>()
+    const seenGroups = new Set<string>()
     for (const r of order) {
       const id = hexId(n++)
       idOf.set(r.id, id)
-      insertReport(sqlite, appId, id, r, n)
-      cluster.clusterReport(id)
+      groupById.set(id, r.group)
+      // As production stores it: sanitized (versions that look like IPv4 addresses included).
+      insertReport(sqlite, appId, id, { ...r, text: sanitizeText(r.text, {}) }, n)
+      // The verdict as the clusterer made it (its suggestion included).
+      const v = cluster.clusterReport(id) as { leadId: string | null; score?: number; suggestion?: Suggestion | null }
       reports++
+      const lead = v.leadId ?? v.suggestion?.leadId ?? null
+      const right = lead !== null && groupById.get(lead) === r.group
+      if (seenGroups.has(r.group)) {
+        withEarlier++
+        if (right) hit++
+      }
+      if (v.suggestion) {
+        suggested++
+        if (right) suggestedRight++
+      }
+      if (lead !== null) decisions.push({ score: v.leadId ? (v.score ?? 0) : v.suggestion!.score, right, merged: v.leadId !== null })
+      seenGroups.add(r.group)
     }
     const root = new Map<string, string>()
     const groupOfId = new Map(app.reports.map((r) => [idOf.get(r.id)!, r.group]))
@@ -143,6 +178,10 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
     recallAt5: rAt(5),
     recallAt10: rAt(10),
     wrongAttach: reports === 0 ? 0 : wrong / reports,
+    suggestionHit: withEarlier === 0 ? 1 : hit / withEarlier,
+    suggestionsPerReport: reports === 0 ? 0 : suggested / reports,
+    suggestionPrecision: suggested === 0 ? 1 : suggestedRight / suggested,
+    decisions,
     tp,
     fp,
     fn,
@@ -249,7 +288,31 @@ function printQuality(name: string, corpus: Corpus, targets: string): void {
   console.log(`  wrong-attach    max ${(max((r) => r.wrongAttach) * 100).toFixed(2)} % avg ${(avg((r) => r.wrongAttach) * 100).toFixed(2)} % of reports`)
   console.log(`  merge precision min ${f(min((r) => r.precision))} avg ${f(avg((r) => r.precision))}`)
   console.log(`  merge recall    min ${f(min((r) => r.recall))} avg ${f(avg((r) => r.recall))}  [order 1: tp ${q.tp}, fp ${q.fp}, fn ${q.fn}]`)
+  console.log(`  suggestion hit  min ${f(min((r) => r.suggestionHit))} avg ${f(avg((r) => r.suggestionHit))} (reports with an earlier true duplicate whose merge or suggestion is one)`)
+  console.log(`  suggestions     ${f(avg((r) => r.suggestionsPerReport))} per report, ${f(avg((r) => r.suggestionPrecision))} of them a true duplicate`)
   console.log(`  /similar R@1 ${f(min((r) => r.recallAt1))}  R@5 ${f(min((r) => r.recallAt5))}  R@10 ${f(min((r) => r.recallAt10))} (min over orders)`)
+}
+
+/**
+ * `--dump`: with nothing merged and every non-vetoed best lead suggested, how often the best lead is a
+ * true duplicate per score band (what the merge and suggestion bars are chosen from).
+ */
+function dumpBands(name: string, corpus: Corpus): void {
+  const all = [1, 2, 3].flatMap((seed) => measureQuality(corpus, { strong: 9, moderate: 9, suggest: 0 }, seed).decisions)
+  console.log(`${name}: best non-vetoed lead per report, 3 orders`)
+  for (let lo = 0.2; lo < 1; lo += 0.05) {
+    const band = all.filter((d) => d.score >= lo && d.score < lo + 0.05)
+    const above = all.filter((d) => d.score >= lo)
+    if (band.length === 0) continue
+    const share = (xs: typeof all) => (xs.filter((d) => d.right).length / Math.max(1, xs.length)).toFixed(2)
+    console.log(`  [${lo.toFixed(2)}, ${(lo + 0.05).toFixed(2)}): ${String(band.length).padStart(4)} leads, ${share(band)} right; ≥ ${lo.toFixed(2)}: ${String(above.length).padStart(4)}, ${share(above)} right`)
+  }
+}
+
+if (import.meta.main && process.argv.includes('--dump')) {
+  dumpBands('tuning', JSON.parse(readFileSync(CORPUS_PATH, 'utf8')) as Corpus)
+  dumpBands('evaluation', JSON.parse(readFileSync(REAL_CORPUS_PATH, 'utf8')) as Corpus)
+  process.exit(0)
 }
 
 if (import.meta.main) {

@@ -51,6 +51,27 @@ export function isVersionContext(c: Candidate): boolean {
   return VERSION_BEFORE.test(b) || /(?:^|[\s(;,])[A-Za-z][\w.-]*\/$/.test(b) || /^-[A-Za-z]/.test(after(c))
 }
 
+/**
+ * "Upgrade jackson-databind to 2.9.10.2", "Bump com.fasterxml.jackson.core:jackson-databind from
+ * 2.9.10.1 to 2.9.10.2", "…:jackson-databind:2.9.10.3": a four-part number after an upgrade verb and a
+ * package name, or in a Maven coordinate, is that package's version. Trackers file one such issue per
+ * version, and the clustering compares the versions to keep them apart (docs/triage.md); redacted, two
+ * versions became one placeholder. Private-range quads (10.*, 172.16-31.*, 192.168.*) stay addresses
+ * ("update the DNS to 10.1.1.5"), and so does a quad after a plain word ("update the proxy to …").
+ */
+// The package name must look like one (`jackson-databind`, `org.foo:bar`, `@scope/pkg`, `log4j`): a plain
+// word ("update the proxy to …") may name a host.
+const UPGRADE_BEFORE =
+  /\b(?:upgrad|bump|updat|downgrad|pin)\w*\s+(?:the\s+)?(?:[\w@/]*[-.:@/][\w.:@/-]*\w|[a-z]+\d[a-z\d]*)\s+(?:(?:dependency|package|library|version)\s+)?(?:from\s+\S+\s+)?(?:from|to)\s+$/i
+const MAVEN_BEFORE = /[A-Za-z][\w.-]*:[A-Za-z][\w.-]*:$/
+
+export function isPackageVersionContext(c: Candidate, octets: readonly number[]): boolean {
+  const [a, b] = octets
+  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return false
+  const line = before(c, 120)
+  return UPGRADE_BEFORE.test(line) || MAVEN_BEFORE.test(line)
+}
+
 /** Words that make a grouped number an id, a price or a version, not a phone number. */
 const ID_BEFORE = /(?:\b(?:order|invoice|ticket|case|ref|reference|sku|id|build|version|ver|v|serial|tracking|iban|bic|account|acct|isbn|ean|upc)\b\.?|#|\$|€|£|¥)[\s:#=-]{0,3}$/i
 
