@@ -14,13 +14,21 @@ export const CALIBRATION = {
   /** Reports an App must have scored before its own distribution is trusted. */
   minHistory: 30,
   /** How much higher the thresholds are while an App has less history than that. */
-  learningRaise: 0.15,
+  learningRaise: 0.1,
   /** How far above the App's median best-match score a report must score to merge on the score alone. */
   margin: 0.3,
   /** The most the calibration raises the thresholds (beyond this nothing would merge at all). */
-  maxRaise: 0.35,
+  maxRaise: 0.15,
   /** The share of the raise applied to the corroborated (moderate) threshold. */
   corroboratedShare: 0.5,
+  /**
+   * How far above the App's median best-match score a lead must score to be suggested (never below
+   * the base floor): in an App whose unrelated reports already look alike, a lead at the background
+   * score is as often another bug as the same one.
+   */
+  suggestMargin: 0.05,
+  /** Scores an App must have before the suggestion floor follows its median (a person checks each one). */
+  minSuggestHistory: 10,
 }
 
 /** Scores kept per App: the newest ones, so the calibration follows the App as it changes. */
@@ -92,5 +100,7 @@ export function calibrate(base: Thresholds, history: ScoreHistory, learned: Lear
   // it moves half as far.
   const strong = base.strong + raise + learned.mergeShift
   const moderate = base.moderate + raise * c.corroboratedShare + learned.mergeShift
-  return { strong, moderate, suggest: Math.min(base.suggest, moderate) }
+  // Suggestions follow the App's background from the start: a person only reads them.
+  const suggest = history.count < c.minSuggestHistory ? base.suggest : Math.max(base.suggest, history.median() + c.suggestMargin)
+  return { strong, moderate, suggest: Math.min(suggest, moderate) }
 }

@@ -24,7 +24,7 @@ export interface Thresholds {
  * Tuned on both corpora (test/fixtures/dedup-corpus.json, test/fixtures/real-corpus.json) for merge
  * precision first (bench/cluster.ts). An App's own thresholds start above these (see calibrate.ts).
  */
-export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.42, moderate: 0.32, suggest: 0.3 }
+export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.75, moderate: 0.55, suggest: 0.3 }
 
 /** What the merge rules compare besides the score (features of a new report, or a stored one). */
 export interface MergeSignals {

@@ -160,7 +160,8 @@ export function sharedNames(a: string, b: string, limit = 3): string[] {
   const out: string[] = []
   for (let i = 0; i < ta.length && out.length < limit; i++) {
     const t = ta[i]
-    if (lb.has(t.toLowerCase()) && nameLike(t, i) && !out.includes(t)) out.push(t)
+    // A capital first only marks a name inside a sentence, and the two titles' sentences may start apart.
+    if (lb.has(t.toLowerCase()) && nameLike(t, 0) && !out.includes(t)) out.push(t)
   }
   return out
 }
