@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/cluster/tokenize'
 import { numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
-import { decide, DEFAULT_THRESHOLDS } from '../src/cluster/decide'
+import { confirmOnLead, decide, decideOnScore, DEFAULT_THRESHOLDS } from '../src/cluster/decide'
 import { featuresOf } from '../src/cluster/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
@@ -40,9 +40,9 @@ describe('templated siblings: one or few substituted tokens', () => {
 
 describe('scopes', () => {
   test('a scope is split off the title; labels are no scope', () => {
-    expect(splitScope('[en-US] Date picker shows week numbers')).toEqual({ scope: 'en-us', core: 'date picker shows week numbers' })
-    expect(splitScope('core: Fix NPE in reader (Windows)')).toEqual({ scope: 'core windows', core: 'fix npe in reader' })
-    expect(splitScope('[Bug] Crash on save').scope).toBe('')
+    expect(splitScope('[en-US] Date picker shows week numbers')).toEqual({ scopes: ['en-us'], core: 'date picker shows week numbers' })
+    expect(splitScope('core: Fix NPE in reader (Windows)')).toEqual({ scopes: ['core', 'windows'], core: 'fix npe in reader' })
+    expect(splitScope('[Bug] Crash on save').scopes).toEqual([])
   })
   const CASES: [string, string, ReturnType<typeof scopeDifference>][] = [
     ['[en-US] Date picker shows week numbers', '[De] Date picker shows week numbers', 'sibling'],
@@ -51,6 +51,8 @@ describe('scopes', () => {
     ['[Bug] Crash on save', 'Crash on save', null],
     ['[core] Crash on save', '[core] Crash on save', null],
     ['[core] Crash on save', '[ui] Crash on load', null],
+    ['[Backport 3.4] S3A: list is slow', 'S3A: list is slow', 'one-sided'],
+    ['[Backport 3.4] S3A: list is slow', '[Backport 3.5] S3A: list is slow', 'sibling'],
   ]
   for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(scopeDifference(a, b)).toBe(want))
 })
@@ -114,5 +116,24 @@ describe('verdicts: vetoes are neither merged nor suggested; merge blocks are su
   })
   test('shared names for the reason', () => {
     expect(sharedNames('NPE in BlockReader.read on HDFS-1234', 'HDFS-1234: BlockReader.read NPE')).toEqual(['NPE', 'BlockReader.read', 'HDFS-1234'])
+  })
+})
+
+describe('through a duplicate, held against its lead', () => {
+  const q = features('q', 'S3A: get requests are not retried on SlowDown\nbody')
+  const member = features('m', 'S3A get requests are not retried on SlowDown errors\nbody')
+  test('a veto on the lead refuses the merge and the suggestion a member would give', () => {
+    const lead = features('l', 'S3A: put requests are not retried on SlowDown\nbody')
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.99), 0.99)).toMatchObject({ attach: false, reason: expect.stringContaining('veto') })
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, DEFAULT_THRESHOLDS.suggest + 0.01), 0.31).attach).toBe(false)
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, DEFAULT_THRESHOLDS.suggest + 0.01), 0.31)).not.toHaveProperty('suggest', true)
+  })
+  test('a merge block on the lead suggests instead, with the score that was reached', () => {
+    const lead = features('l', '[Backport 3.4] S3A: get requests are not retried on SlowDown\nbody')
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.93), 0.93)).toMatchObject({ attach: false, suggest: true, reason: expect.stringMatching(/^similarity 0\.93; .*scope on one title only/) })
+  })
+  test('a lead without veto or block keeps the member\'s verdict', () => {
+    const lead = features('l', 'S3A: get requests are not retried on SlowDown\nother body')
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.99), 0.99).attach).toBe(true)
   })
 })

@@ -106,6 +106,19 @@ export function strongEnough(query: CandidateView['features'], candidate: Candid
   return score >= t.strong + shortExtra(query, candidate)
 }
 
+/**
+ * A verdict reached through one of a lead's duplicates (`viaMember`), held against the lead itself: a
+ * veto on the lead refuses the merge *and* the suggestion; a merge block on it turns a merge into a
+ * suggestion (its reason keeps the member's score).
+ */
+export function confirmOnLead(query: CandidateView['features'], lead: CandidateView['features'], viaMember: Verdict, score: number): Verdict {
+  if (!viaMember.attach && !viaMember.suggest) return viaMember
+  const refused = veto(query, lead)
+  if (refused) return refused
+  const block = viaMember.attach ? mergeBlock(query, lead) : null
+  return block ? { attach: false, suggest: true, reason: `similarity ${score.toFixed(2)}; ${likeness(query, lead)}; not merged: ${block}` } : viaMember
+}
+
 /** Why a pair is alike, in a few words: identical titles, or the names both titles carry. */
 function likeness(query: CandidateView['features'], candidate: CandidateView['features']): string {
   if (query.title.toLowerCase() === candidate.title.toLowerCase()) return 'same title'

@@ -100,39 +100,41 @@ export function templatedSiblings(a: string, b: string): boolean {
  */
 const LABELS = new Set('bug bugs bugfix fix issue question help feature request enhancement regression wip draft urgent critical minor major'.split(' '))
 
-/** A title's scope (leading `[..]` groups or a `scope:` prefix, a trailing `(..)`/`[..]`) and the rest. */
-export function splitScope(title: string): { scope: string; core: string } {
+/** A title's scopes (leading `[..]` groups or a `scope:` prefix, a trailing `(..)`/`[..]`) and the rest. */
+export function splitScope(title: string): { scopes: string[]; core: string } {
   let core = title.replace(PLACEHOLDER, '\u0000').trim()
-  const scopes: string[] = []
+  const found: string[] = []
   for (let i = 0; i < 4; i++) {
     const m = core.match(/^\[([^\]]{1,40})\]\s*|^([A-Za-z][\w.\-/]{0,30})\s*:\s+|^\(([^)]{1,40})\)\s*/)
     if (!m) break
-    scopes.push(m[1] ?? m[2] ?? m[3])
+    found.push(m[1] ?? m[2] ?? m[3])
     core = core.slice(m[0].length)
   }
   const tail = core.match(/\s*[([]([^)\]]{1,40})[)\]]$/)
   if (tail) {
-    scopes.push(tail[1])
+    found.push(tail[1])
     core = core.slice(0, tail.index)
   }
-  const scope = scopes
+  const scopes = found
     .map((s) => s.trim().toLowerCase())
     .filter((s) => s && !s.split(/[\s/,-]+/).every((w) => LABELS.has(w)))
     .sort()
-    .join(' ')
-  return { scope, core: core.toLowerCase().replace(/[^\p{L}\p{N}\u0000]+/gu, ' ').trim() }
+  return { scopes, core: core.toLowerCase().replace(/[^\p{L}\p{N}\u0000]+/gu, ' ').trim() }
 }
 
 /**
  * The same sentence under different scopes: "[en-US] Date picker shows week numbers" / "[De] …" (a
- * sibling: `'sibling'`), or a scope on one side only, "[Backport 2.x] Fix NPE in reader" / "Fix NPE in
- * reader" (`'one-sided'`: maybe the backport of that fix, maybe the reporter's own tag), else null.
+ * sibling: `'sibling'`), or a scope added on one side only, "[Backport 2.x] Fix NPE in reader" / "Fix
+ * NPE in reader" (`'one-sided'`: maybe the backport of that fix, maybe the reporter's own tag), else null.
  */
 export function scopeDifference(a: string, b: string): 'sibling' | 'one-sided' | null {
   const sa = splitScope(a)
   const sb = splitScope(b)
-  if (sa.core !== sb.core || sa.scope === sb.scope || sa.core.split(' ').length < 2) return null
-  return sa.scope && sb.scope ? 'sibling' : 'one-sided'
+  if (sa.core !== sb.core || sa.core.split(' ').length < 2) return null
+  const onlyA = sa.scopes.filter((s) => !sb.scopes.includes(s))
+  const onlyB = sb.scopes.filter((s) => !sa.scopes.includes(s))
+  if (onlyA.length === 0 && onlyB.length === 0) return null
+  return onlyA.length > 0 && onlyB.length > 0 ? 'sibling' : 'one-sided'
 }
 
 /** Either title holds a value the sanitizer redacted: equal or different, nothing can tell. */
