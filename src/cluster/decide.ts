@@ -6,6 +6,7 @@
  * branch-3.2" / "… to branch-3.3").
  */
 import type { Features } from './features'
+import { words } from './tokenize'
 import { disjointVersions, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
@@ -44,8 +45,25 @@ export interface CandidateView {
   text: string
 }
 
+/** Content words a title needs before two identical ones count as evidence ("Build fails" does not). */
+export const TITLE_MATCH_WORDS = 5
+
 /**
- * Which signals other than text agree between the two reports. The same page alone does not
+ * Two identical, specific titles (≥ `TITLE_MATCH_WORDS` content words, no redacted value): people who
+ * hit one bug often type one summary and then add different details. Generic titles ("Build fails")
+ * are left out, and the vetoes have already compared the titles' numbers and names.
+ */
+export function titleMatch(a: CandidateView['features'], b: CandidateView['features']): boolean {
+  if (a.title.toLowerCase() !== b.title.toLowerCase() || a.title.includes('[REDACTED:')) return false
+  // Typed words, not their parts: "OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException" is
+  // three (a class, a verb, an exception: what every bug of that component says).
+  let n = 0
+  for (const token of a.title.split(/\s+/)) if (words(token).length > 0 && ++n >= TITLE_MATCH_WORDS) return true
+  return false
+}
+
+/**
+ * Which signals other than the score agree between the two reports. The same page alone does not
  * corroborate: "same page, another bug" is the most common look-alike (measured on the corpus, it
  * brought most wrong merges). It counts only alongside the same component or console error.
  */
@@ -54,6 +72,7 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
   if (a.component && a.component === b.component) out.push('component')
   if (a.errorFp && a.errorFp === b.errorFp) out.push('consoleError')
   if (out.length > 0 && a.page && a.page === b.page) out.push('page')
+  if (titleMatch(a, b)) out.push('title')
   return out
 }
 
@@ -123,7 +142,7 @@ export function confirmOnLead(query: CandidateView['features'], lead: CandidateV
 function likeness(query: CandidateView['features'], candidate: CandidateView['features']): string {
   if (query.title.toLowerCase() === candidate.title.toLowerCase()) return 'same title'
   const names = sharedNames(query.title, candidate.title)
-  return names.length > 0 ? `titles share ${names.join(', ')}` : 'alike bodies'
+  return names.length > 0 ? `titles share ${names.join(', ')}` : 'alike texts'
 }
 
 /**
