@@ -1,14 +1,18 @@
 /**
- * Clustering benchmark: quality on both labelled corpora (test/fixtures/dedup-corpus.json, the tuning
- * corpus of short end-user reports; test/fixtures/real-corpus.json, the evaluation corpus of long
- * technical reports) and cost per report as an App grows (1k, 10k, 100k sanitized reports), through
- * the real cluster service on a real SQLite file.
+ * Clustering benchmark: quality on the three labelled corpora (test/fixtures/dedup-corpus.json, the
+ * tuning corpus of short end-user reports; test/fixtures/real-corpus.json, the evaluation corpus of
+ * long technical reports; test/fixtures/tracker-corpus.json, tracker conventions, evaluation only) and
+ * cost per report as an App grows (1k, 10k, 100k sanitized reports), through the real cluster service
+ * on a real SQLite file. Corpus texts are sanitized first, as production stores them.
  *
  *   bun bench/cluster.ts            # quality + scale (1k, 10k, 100k)
  *   bun bench/cluster.ts --quality  # quality only
+ *   bun bench/cluster.ts --dump     # how often the best non-vetoed lead is right, per score band (choosing the bars)
  *
  * Prints wrong-attach % (reports attached to another bug's lead), pairwise precision/recall of the
- * merge decision, R@1/R@5/R@10 of /similar, ms per report and index build time.
+ * automatic merges, the suggestion hit rate (reports with an earlier true duplicate whose merge or
+ * suggestion is one), suggestions per report and their share right, each App's bars, R@1/R@5/R@10 of
+ * /similar, ms per report and index build time.
  */
 import { Database } from 'bun:sqlite'
 import { sqliteStorage } from '../src/db/sqlite/storage'

@@ -1,11 +1,11 @@
 /**
- * Per-App merge thresholds. One global threshold does not transfer between Apps: in an App of long
- * technical reports (stack traces, shared templates, user-agent lines) two *different* bugs already
- * score what two paraphrases score in an App of short end-user notes. So each App's thresholds are set
- * from its own score distribution: the best score each new report reached against the App before it
- * (mostly against a different bug, since most reports are not duplicates). The median of those is the
- * App's background similarity; an automatic merge needs a clear margin above it. Until an App has
- * enough history, it merges only on very high scores.
+ * Per-App bars. The background similarity differs between Apps: in an App of long technical reports
+ * (stack traces, shared templates, user-agent lines) two *different* bugs already score what two
+ * paraphrases score in an App of short end-user notes. Each App records the best score every new report
+ * reached against it (mostly against a different bug, since most reports are not duplicates); the
+ * median is the App's background. The merge bars only ever go *up* from it (a bar that followed a low
+ * background down merged different bugs on real reports); the suggestion floor follows it. A new App
+ * starts with higher merge bars until it has enough history.
  */
 import type { Thresholds } from './decide'
 
@@ -15,7 +15,7 @@ export const CALIBRATION = {
   minHistory: 30,
   /** How much higher the thresholds are while an App has less history than that. */
   learningRaise: 0.1,
-  /** How far above the App's median best-match score a report must score to merge on the score alone. */
+  /** How far above the App's median best-match score a report must score to merge on the score alone (never below the base bar). */
   margin: 0.3,
   /** The most the calibration raises the thresholds (beyond this nothing would merge at all). */
   maxRaise: 0.15,
