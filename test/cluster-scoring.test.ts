@@ -36,6 +36,11 @@ describe('words', () => {
     expect(words('connection')).toEqual(words('connections'))
     expect(words('address')).not.toEqual(words('dress'))
   })
+  test('bare numbers of a body (line numbers, timestamps, ports, durations) are no words; those of the title are', () => {
+    const f = featuresOf(input('a', 'Error 502 on save\nat Reader.read(Reader.java:412) 12:30:45 after 30 ms, 502 again'))
+    expect(f.tf.has('502')).toBe(true)
+    for (const noise of ['412', '12', '30', '45']) expect(f.tf.has(noise)).toBe(false)
+  })
   test('sublinear term weights: a class named forty times in a stack trace does not outweigh the title', () => {
     const trace = Array.from({ length: 40 }, (_, i) => `at BlockReader.read(BlockReader.java:${i})`).join('\n')
     const f = featuresOf(input('a', `Checkpoint upload hangs\n${trace}`))
