@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/cluster/tokenize'
-import { numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
+import { nameAddedOnOneSide, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
 import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/cluster/decide'
 import { featuresOf } from '../src/cluster/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
@@ -55,6 +55,26 @@ describe('scopes', () => {
     ['[Backport 3.4] S3A: list is slow', '[Backport 3.5] S3A: list is slow', 'sibling'],
   ]
   for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(scopeDifference(a, b)).toBe(want))
+})
+
+describe('a name added on one title only', () => {
+  const CASES: [string, string, boolean][] = [
+    ['Tooltip flickers on hover', 'Tooltip flickers on hover in Firefox', true],
+    ['Build fails', 'Build fails on Centos 7', true],
+    ['Export drops the header row', 'Export drops the header row with ExcelWriter', true],
+    ['The checkout button does nothing', 'Hi team, the checkout button does nothing', false], // no name added
+    ['Export drops the header row', 'Export drops the header row again', false],
+    ['Tooltip flickers on hover', 'Tooltip flickers on hover', false],
+    ['Tooltip flickers on hover', 'Tooltip flickers in Firefox', false], // a swap, not an addition
+  ]
+  for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(nameAddedOnOneSide(a, b)).toBe(want))
+  test('blocks the merge, suggests the lead', () => {
+    expect(decide(features('a', 'Tooltip flickers on hover\nbody'), features('b', 'Tooltip flickers on hover in Firefox\nbody'), 0.99)).toMatchObject({
+      attach: false,
+      suggest: true,
+      reason: expect.stringContaining('a name on one title only'),
+    })
+  })
 })
 
 describe('numbers: identifiers are names, not numbers', () => {

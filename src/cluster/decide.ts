@@ -8,7 +8,7 @@
  */
 import type { Features } from './features'
 import { words } from './tokenize'
-import { disjointVersions, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
+import { disjointVersions, nameAddedOnOneSide, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
@@ -107,6 +107,7 @@ export function veto(query: CandidateView['features'], candidate: CandidateView[
 export function mergeBlock(query: CandidateView['features'], candidate: CandidateView['features']): string | null {
   if (scopeDifference(query.title, candidate.title) === 'one-sided') return 'a scope on one title only'
   if (redactedInTitles(query.title, candidate.title)) return 'a redacted value in a title'
+  if (nameAddedOnOneSide(query.title, candidate.title)) return 'a name on one title only'
   return null
 }
 

@@ -137,6 +137,26 @@ export function scopeDifference(a: string, b: string): 'sibling' | 'one-sided' |
   return onlyA.length > 0 && onlyB.length > 0 ? 'sibling' : 'one-sided'
 }
 
+/**
+ * One title is the other plus one to three tokens, at least one a name: "Tooltip flickers" / "Tooltip
+ * flickers in Firefox", "Build fails" / "Build fails on Centos 7". Maybe the same bug told more
+ * precisely, maybe the platform-specific one of a family: a person decides.
+ */
+export function nameAddedOnOneSide(a: string, b: string): boolean {
+  if (a === b) return false
+  const pa = titleParts(a)
+  const pb = titleParts(b)
+  const [small, big] = pa.positions.size <= pb.positions.size ? [pa, pb] : [pb, pa]
+  if (small.positions.size < 2) return false
+  for (const t of small.positions.keys()) if (!big.positions.has(t)) return false
+  const added = [...big.positions.keys()].filter((t) => !small.positions.has(t))
+  if (added.length < 1 || added.length > 3) return false
+  return added.some((t) => {
+    const i = big.positions.get(t)!
+    return nameLike(big.tokens[i], i)
+  })
+}
+
 /** Either title holds a value the sanitizer redacted: equal or different, nothing can tell. */
 export function redactedInTitles(a: string, b: string): boolean {
   PLACEHOLDER.lastIndex = 0
