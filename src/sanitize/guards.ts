@@ -56,8 +56,8 @@ export function isVersionContext(c: Candidate): boolean {
  * 2.9.10.1 to 2.9.10.2", "…:jackson-databind:2.9.10.3": a four-part number after an upgrade verb and a
  * package name, or in a Maven coordinate, is that package's version. Trackers file one such issue per
  * version, and the clustering compares the versions to keep them apart (docs/triage.md); redacted, two
- * versions became one placeholder. Private-range quads (10.*, 172.16-31.*, 192.168.*) stay addresses
- * ("update the DNS to 10.1.1.5"), and so does a quad after a plain word ("update the proxy to …").
+ * versions became one placeholder. Only a quad whose first part is below 50 (and not the private 10.*)
+ * can be such a version; a quad after a plain word ("update the proxy to …") stays an address too.
  */
 // The package name must look like one (`jackson-databind`, `org.foo:bar`, `@scope/pkg`, `log4j`): a plain
 // word ("update the proxy to …") may name a host.
@@ -66,8 +66,9 @@ const UPGRADE_BEFORE =
 const MAVEN_BEFORE = /[A-Za-z][\w.-]*:[A-Za-z][\w.-]*:$/
 
 export function isPackageVersionContext(c: Candidate, octets: readonly number[]): boolean {
-  const [a, b] = octets
-  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return false
+  // Versions start small (2.9.10.2, 4.1.100.1, 1.78.1.1); most of the address space does not, so an
+  // address after "update api-gateway to" mostly stays redacted too.
+  if (octets[0] >= 50 || octets[0] === 10) return false
   const line = before(c, 120)
   return UPGRADE_BEFORE.test(line) || MAVEN_BEFORE.test(line)
 }
