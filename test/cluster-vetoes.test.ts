@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/cluster/tokenize'
-import { nameAddedOnOneSide, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
+import { nameAddedOnOneSide, nameVariant, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
 import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/cluster/decide'
 import { featuresOf } from '../src/cluster/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
@@ -49,6 +49,7 @@ describe('scopes', () => {
     ['[Backport 2.x] Fix NPE in reader', 'Fix NPE in reader', 'one-sided'],
     ['Crash on save (iOS)', 'Crash on save', 'one-sided'],
     ['[Bug] Crash on save', 'Crash on save', null],
+    ['Error: cannot open the settings page', 'cannot open the settings page', null],
     ['[core] Crash on save', '[core] Crash on save', null],
     ['[core] Crash on save', '[ui] Crash on load', null],
     ['[Backport 3.4] S3A: list is slow', 'S3A: list is slow', 'one-sided'],
@@ -73,6 +74,27 @@ describe('a name added on one title only', () => {
       attach: false,
       suggest: true,
       reason: expect.stringContaining('a name on one title only'),
+    })
+  })
+})
+
+describe('one name written two ways: not a sibling, but no automatic merge', () => {
+  const CASES: [string, string, boolean][] = [
+    ['S3 listing is slow on large buckets', 'S3A listing is slow on large buckets', true],
+    ['Upgrade log4j to 2.17.1', 'Upgrade log4j2 to 2.17.1', true],
+    ['S3 listing is slow on large buckets', 'GCS listing is slow on large buckets', false],
+  ]
+  for (const [a, b, want] of CASES) {
+    test(`${a} / ${b} → ${want}`, () => {
+      expect(nameVariant(a, b)).toBe(want)
+      expect(templatedSiblings(a, b)).toBe(!want)
+    })
+  }
+  test('suggested, with the reason', () => {
+    expect(decide(features('a', 'S3 listing is slow on large buckets\nbody'), features('b', 'S3A listing is slow on large buckets\nbody'), 0.99)).toMatchObject({
+      attach: false,
+      suggest: true,
+      reason: expect.stringContaining('one name written two ways'),
     })
   })
 })

@@ -8,7 +8,7 @@
  */
 import type { Features } from './features'
 import { words } from './tokenize'
-import { disjointVersions, nameAddedOnOneSide, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
+import { disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
@@ -108,6 +108,7 @@ export function mergeBlock(query: CandidateView['features'], candidate: Candidat
   if (scopeDifference(query.title, candidate.title) === 'one-sided') return 'a scope on one title only'
   if (redactedInTitles(query.title, candidate.title)) return 'a redacted value in a title'
   if (nameAddedOnOneSide(query.title, candidate.title)) return 'a name on one title only'
+  if (nameVariant(query.title, candidate.title)) return 'one name written two ways'
   return null
 }
 

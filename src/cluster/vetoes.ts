@@ -85,7 +85,7 @@ export function templatedSiblings(a: string, b: string): boolean {
   const wa = new Set(words(onlyA.join(' ')))
   const wb = new Set(words(onlyB.join(' ')))
   if (wa.size > 0 && wb.size > 0 && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w))) return false
-  if (onlyA.length === 1 && onlyB.length === 1) return !(GLUE.has(onlyA[0]) && GLUE.has(onlyB[0]))
+  if (onlyA.length === 1 && onlyB.length === 1) return !(GLUE.has(onlyA[0]) && GLUE.has(onlyB[0])) && !isVariant(onlyA[0], onlyB[0])
   const named = (only: string[], tokens: string[], pos: Map<string, number>) =>
     only.some((t) => {
       const i = pos.get(t)!
@@ -94,11 +94,28 @@ export function templatedSiblings(a: string, b: string): boolean {
   return named(onlyA, ta, la) && named(onlyB, tb, lb)
 }
 
+/** One name written two ways, one the other plus a suffix: `s3` / `s3a`, `log4j` / `log4j2`, `npe` / `npes`. */
+const isVariant = (a: string, b: string): boolean => a !== b && (a.startsWith(b) || b.startsWith(a))
+
+/**
+ * Two titles that differ only by one name written two ways ("S3 listing is slow" / "S3A listing is
+ * slow"): often one thing named loosely (the number veto used to refuse these true pairs), sometimes
+ * two (`log4j` / `log4j2`). Not a veto: a merge block, so a person decides.
+ */
+export function nameVariant(a: string, b: string): boolean {
+  if (a === b) return false
+  const la = titleParts(a).positions
+  const lb = titleParts(b).positions
+  const onlyA = [...la.keys()].filter((t) => !lb.has(t))
+  const onlyB = [...lb.keys()].filter((t) => !la.has(t))
+  return onlyA.length === 1 && onlyB.length === 1 && isVariant(onlyA[0], onlyB[0])
+}
+
 /**
  * Tags that label a report rather than scope it ("[Bug] Crash on save" is "Crash on save"): a
  * different or missing one of these is no scope.
  */
-const LABELS = new Set('bug bugs bugfix fix issue question help feature request enhancement regression wip draft urgent critical minor major'.split(' '))
+const LABELS = new Set('bug bugs bugfix fix issue question help feature request enhancement regression wip draft urgent critical minor major error problem todo note proposal rfc discussion'.split(' '))
 
 /** A title's scopes (leading `[..]` groups or a `scope:` prefix, a trailing `(..)`/`[..]`) and the rest. */
 export function splitScope(title: string): { scopes: string[]; core: string } {
