@@ -62,13 +62,17 @@ function nameLike(token: string, position: number): boolean {
  */
 const GLUE = new Set('a an the of in on at to for with from by into onto is are was were be been this that it its via when while after before'.split(' '))
 
+/** One name written two ways, one the other plus a suffix: `s3` / `s3a`, `log4j` / `log4j2`, `npe` / `npes`. */
+const isVariant = (a: string, b: string): boolean => a !== b && (a.startsWith(b) || b.startsWith(a))
+
 /**
  * Templated siblings: two titles ≥ 60 % identical that swap one or two tokens ("Backport X to
  * branch-3.2" / "branch-3.3", "Build fails on Centos 7" / "on Centos 8", "S3 get fails" / "S3 put
  * fails", "[en-US] label missing" / "[De] label missing"). Projects file one issue per branch, platform,
  * verb or locale on purpose; their texts are near-identical, so no score can tell them apart — only the
  * substituted token can. A one-for-one swap counts whatever its length unless both are glue words, an
- * inflection or a synonym ("crashes" / "crashed"); a swap of two tokens needs a name on each side.
+ * inflection or a synonym ("crashes" / "crashed"), or one name written two ways (`nameVariant`); a
+ * swap of two tokens needs a name on each side.
  */
 export function templatedSiblings(a: string, b: string): boolean {
   // One title twice: no token differs (what the rules below conclude, without the work).
@@ -93,9 +97,6 @@ export function templatedSiblings(a: string, b: string): boolean {
     })
   return named(onlyA, ta, la) && named(onlyB, tb, lb)
 }
-
-/** One name written two ways, one the other plus a suffix: `s3` / `s3a`, `log4j` / `log4j2`, `npe` / `npes`. */
-const isVariant = (a: string, b: string): boolean => a !== b && (a.startsWith(b) || b.startsWith(a))
 
 /**
  * Two titles that differ only by one name written two ways ("S3 listing is slow" / "S3A listing is
