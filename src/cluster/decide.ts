@@ -114,6 +114,7 @@ export function mergeBlock(query: CandidateView['features'], candidate: Candidat
 
 export { numbersVeto, templatedSiblings }
 
+/** The verdict on one pair: a veto, else the score against the bars (`decideOnScore`). */
 export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
   return veto(query, candidate) ?? decideOnScore(query, candidate, score, t)
 }
