@@ -36,6 +36,11 @@ describe('words', () => {
     expect(words('connection')).toEqual(words('connections'))
     expect(words('address')).not.toEqual(words('dress'))
   })
+  test('bare numbers of a body (line numbers, timestamps, ports, durations) are no words; those of the title are', () => {
+    const f = featuresOf(input('a', 'Error 502 on save\nat Reader.read(Reader.java:412) 12:30:45 after 30 ms, 502 again'))
+    expect(f.tf.has('502')).toBe(true)
+    for (const noise of ['412', '12', '30', '45']) expect(f.tf.has(noise)).toBe(false)
+  })
   test('sublinear term weights: a class named forty times in a stack trace does not outweigh the title', () => {
     const trace = Array.from({ length: 40 }, (_, i) => `at BlockReader.read(BlockReader.java:${i})`).join('\n')
     const f = featuresOf(input('a', `Checkpoint upload hangs\n${trace}`))
@@ -98,23 +103,41 @@ describe('per-App calibration', () => {
     const t = calibrate(base, new ScoreHistory())
     expect(t.strong).toBeCloseTo(base.strong + CALIBRATION.learningRaise)
   })
-  test('an App whose unrelated reports already look alike gets a higher threshold, capped', () => {
+  test('an App whose unrelated reports already look alike gets a higher threshold, capped; none goes below the base', () => {
     const quiet = new ScoreHistory()
     const noisy = new ScoreHistory()
     const extreme = new ScoreHistory()
     for (let i = 0; i < 100; i++) {
       quiet.add(0.02 + (i % 10) / 100)
-      noisy.add(0.35 + (i % 10) / 100)
+      noisy.add(0.5 + (i % 10) / 100)
       extreme.add(0.95)
     }
     const q = calibrate(base, quiet)
     const n = calibrate(base, noisy)
+    // Short end-user notes (low background) keep the base bar: it is never lowered by calibration.
     expect(q.strong).toBeCloseTo(base.strong)
     expect(n.strong).toBeCloseTo(noisy.median() + CALIBRATION.margin)
     expect(n.strong).toBeGreaterThan(q.strong)
     expect(calibrate(base, extreme).strong).toBeCloseTo(base.strong + CALIBRATION.maxRaise)
     // The corroborated threshold moves by a share of the raise only.
     expect(n.moderate - base.moderate).toBeCloseTo((n.strong - base.strong) * CALIBRATION.corroboratedShare)
+  })
+  test('the suggestion floor follows the background (median + margin), never below the base nor above the corroborated bar', () => {
+    const quiet = new ScoreHistory()
+    const noisy = new ScoreHistory()
+    for (let i = 0; i < 100; i++) {
+      quiet.add(0.1)
+      noisy.add(0.5)
+    }
+    expect(calibrate(base, quiet).suggest).toBeCloseTo(base.suggest)
+    expect(calibrate(base, noisy).suggest).toBeCloseTo(0.5 + CALIBRATION.suggestMargin)
+    const t = calibrate(base, noisy)
+    expect(t.suggest).toBeLessThanOrEqual(t.moderate)
+    expect(t.suggest).toBeLessThan(t.strong)
+  })
+  test('the bars are conservative: an automatic merge needs ≥ 0.75 in every App, ≥ 0.85 in a new one', () => {
+    expect(base.strong).toBeGreaterThanOrEqual(0.75)
+    expect(calibrate(base, new ScoreHistory()).strong).toBeGreaterThanOrEqual(0.85)
   })
 })
 
@@ -134,7 +157,7 @@ describe('calibration through the service', () => {
       const parts = ['cache', 'resolver', 'installer', 'lockfile', 'cli', 'index', 'build', 'docs']
       for (let i = 0; i < 60; i++) {
         const id = (i + 1).toString(16).padStart(24, '0')
-        insertReport(sqlite, app, id, { text: `Nightly job ${i} for ${parts[i % 8]}-${i} reports a failure\nThe ${parts[(i * 3) % 8]} step of run ${i} exited with status 1 on the build agent.` }, i)
+        insertReport(sqlite, app, id, { text: `Nightly job ${i} for ${parts[i % 8]}-${i} reports a failure on the build agent\nThe ${parts[(i * 3) % 8]} step of run ${i} exited with status 1 on the build agent, the nightly job for ${parts[i % 8]} reports a failure.` }, i)
         cluster.clusterReport(id)
       }
       const calibrated = cluster.thresholdsFor(app).strong

@@ -74,7 +74,7 @@ describe('duplicate suggestions in the dashboard', () => {
     const leadTheme = (await item(lead)).theme as string
     await box.getByRole('link', { name: leadTheme }).waitFor()
     expect(await box.textContent()).toMatch(/similarity \d+%/)
-    expect(await box.textContent()).toContain('below the merge bar')
+    expect(await box.textContent()).toContain('< merge bar')
     await expectPageClean(page, 'report-suggestion')
     await box.getByRole('button', { name: 'Confirm duplicate' }).focus()
     await page.keyboard.press('Enter')

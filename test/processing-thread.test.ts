@@ -13,10 +13,11 @@ import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { sqliteOf } from './sqlite-of'
 
+// Near-verbatim repeats: what a new App merges automatically (docs/triage.md, the merge bar).
 const PARAPHRASES = [
   'The checkout button does nothing when I click it on the payment page.',
   'Hi team, the checkout button does nothing when I click it on the payment page. Thanks!',
-  'Checkout button does nothing when I click it on the payment page - tried twice in Firefox.',
+  'The checkout button does nothing when I click it on the payment page. Seen in Firefox.',
 ]
 const UNRELATED = 'My invoice PDF downloads as an empty file from the billing settings.'
 

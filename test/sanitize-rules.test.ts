@@ -89,6 +89,16 @@ describe('exact replacements: structure stays, only the value goes', () => {
     ['IBAN DE89 3704 0044 0532 0130 00 EUR', 'IBAN [REDACTED:iban] EUR'],
     ['call 555-123-4567 2024', 'call [REDACTED:phone] 2024'],
     ['from 203.0.113.9:8443', 'from [REDACTED:ipv4]:8443'],
+    // A package's four-part version after an upgrade verb stays (the clustering compares versions);
+    // after a plain word, or in a private range, a quad is still an address.
+    ['Upgrade jackson-databind to 2.9.10.2', 'Upgrade jackson-databind to 2.9.10.2'],
+    ['Bump com.fasterxml.jackson.core:jackson-databind from 2.9.10.1 to 2.9.10.2', 'Bump com.fasterxml.jackson.core:jackson-databind from 2.9.10.1 to 2.9.10.2'],
+    ['com.fasterxml.jackson.core:jackson-databind:2.9.10.3', 'com.fasterxml.jackson.core:jackson-databind:2.9.10.3'],
+    ['Updated proxy to 41.24.111.5', 'Updated proxy to [REDACTED:ipv4]'],
+    ['Update jackson-databind to 10.20.30.40', 'Update jackson-databind to [REDACTED:ipv4]'],
+    ['Updated api-gateway to 81.24.111.5', 'Updated api-gateway to [REDACTED:ipv4]'],
+    ['Upgrade netty-codec-http to 4.1.100.1', 'Upgrade netty-codec-http to 4.1.100.1'],
+    ['jackson-databind 81.24.111.5 fails', 'jackson-databind [REDACTED:ipv4] fails'],
     ['[2001:db8::1]:443', '[[REDACTED:ipv6]]:443'],
     ['card 4111-1111-1111-1111 exp 12/27', 'card [REDACTED:credit_card] exp 12/27'],
   ]

@@ -1,11 +1,11 @@
 /**
- * Per-App merge thresholds. One global threshold does not transfer between Apps: in an App of long
- * technical reports (stack traces, shared templates, user-agent lines) two *different* bugs already
- * score what two paraphrases score in an App of short end-user notes. So each App's thresholds are set
- * from its own score distribution: the best score each new report reached against the App before it
- * (mostly against a different bug, since most reports are not duplicates). The median of those is the
- * App's background similarity; an automatic merge needs a clear margin above it. Until an App has
- * enough history, it merges only on very high scores.
+ * Per-App bars. The background similarity differs between Apps: in an App of long technical reports
+ * (stack traces, shared templates, user-agent lines) two *different* bugs already score what two
+ * paraphrases score in an App of short end-user notes. Each App records the best score every new report
+ * reached against it (mostly against a different bug, since most reports are not duplicates); the
+ * median is the App's background. The merge bars only ever go *up* from it (a bar that followed a low
+ * background down merged different bugs on real reports); the suggestion floor follows it. A new App
+ * starts with higher merge bars until it has enough history.
  */
 import type { Thresholds } from './decide'
 
@@ -14,13 +14,21 @@ export const CALIBRATION = {
   /** Reports an App must have scored before its own distribution is trusted. */
   minHistory: 30,
   /** How much higher the thresholds are while an App has less history than that. */
-  learningRaise: 0.15,
-  /** How far above the App's median best-match score a report must score to merge on the score alone. */
+  learningRaise: 0.1,
+  /** How far above the App's median best-match score a report must score to merge on the score alone (never below the base bar). */
   margin: 0.3,
   /** The most the calibration raises the thresholds (beyond this nothing would merge at all). */
-  maxRaise: 0.35,
+  maxRaise: 0.15,
   /** The share of the raise applied to the corroborated (moderate) threshold. */
   corroboratedShare: 0.5,
+  /**
+   * How far above the App's median best-match score a lead must score to be suggested (never below
+   * the base floor): in an App whose unrelated reports already look alike, a lead at the background
+   * score is as often another bug as the same one.
+   */
+  suggestMargin: 0.05,
+  /** Scores an App must have before the suggestion floor follows its median (a person checks each one). */
+  minSuggestHistory: 10,
 }
 
 /** Scores kept per App: the newest ones, so the calibration follows the App as it changes. */
@@ -95,5 +103,7 @@ export function calibrate(base: Thresholds, history: ScoreHistory, learned: Lear
   const floor = learned.mergeFloor ?? 0
   const strong = Math.max(base.strong + raise + learned.mergeShift, floor)
   const moderate = Math.max(base.moderate + raise * c.corroboratedShare + learned.mergeShift, floor)
-  return { strong, moderate, suggest: Math.min(base.suggest, moderate) }
+  // Suggestions follow the App's background from the start: a person only reads them.
+  const suggest = history.count < c.minSuggestHistory ? base.suggest : Math.max(base.suggest, history.median() + c.suggestMargin)
+  return { strong, moderate, suggest: Math.min(suggest, moderate) }
 }

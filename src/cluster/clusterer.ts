@@ -11,7 +11,7 @@ import { featuresOf, type Features, type ReportInput } from './features'
 import { blend, combine } from './rerank'
 import { calibrate } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, type Decision, type Lesson } from './learn'
-import { decide, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
+import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
 
@@ -261,10 +261,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
 
   /** `decide` against a lead through one of its duplicates, the member's vetoes already passed. */
   function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
-    const viaMember = decideOnScore(f, member, score, thresholds)
-    if (!viaMember.attach) return viaMember
-    const veto = decide(f, lead, 1, thresholds)
-    return veto.attach ? viaMember : veto
+    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds), score)
   }
 
   /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */

@@ -1,12 +1,14 @@
 /**
- * The merge decision. Precision comes first: a wrong merge hides a real bug, a missed merge only costs
- * a second agent run. A report attaches to a lead only on a strong score, or on a moderate score
- * corroborated by the same page, component or console error; and never when the two title lines carry
- * different identifying numbers (versions, error codes) or are templated siblings ("Backport X to
- * branch-3.2" / "… to branch-3.3").
+ * The merge decision, in two tiers. Precision comes first: a wrong automatic merge hides a distinct bug
+ * behind another one, a missed merge only costs a person one look. A report merges into a lead only on
+ * a sure score (the merge bar), or a lesser one corroborated by the same component, console error or
+ * specific title; below that, down to a floor, the lead is suggested to a person. The vetoes
+ * (vetoes.ts) refuse both; a merge block turns a merge into a suggestion. docs/triage.md has the bars
+ * and their measured figures.
  */
 import type { Features } from './features'
 import { words } from './tokenize'
+import { disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
@@ -21,10 +23,12 @@ export interface Thresholds {
 }
 
 /**
- * Tuned on both corpora (test/fixtures/dedup-corpus.json, test/fixtures/real-corpus.json) for merge
- * precision first (bench/cluster.ts). An App's own thresholds start above these (see calibrate.ts).
+ * The floors of every App's bars (calibrate.ts only raises the merge bars). 0.75: on a held-out set of
+ * real public bug reports almost every automatic merge above it was right, while the former
+ * calibrated bars (0.45–0.6) joined different bugs two times in three. The corroborated bar and the
+ * suggestion floor were checked on the tuning and evaluation corpora (bench/cluster.ts).
  */
-export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.42, moderate: 0.32, suggest: 0.3 }
+export const DEFAULT_THRESHOLDS: Thresholds = { strong: 0.75, moderate: 0.55, suggest: 0.3 }
 
 /** What the merge rules compare besides the score (features of a new report, or a stored one). */
 export interface MergeSignals {
@@ -44,8 +48,25 @@ export interface CandidateView {
   text: string
 }
 
+/** Content words a title needs before two identical ones count as evidence ("Build fails" does not). */
+export const TITLE_MATCH_WORDS = 5
+
 /**
- * Which signals other than text agree between the two reports. The same page alone does not
+ * Two identical, specific titles (≥ `TITLE_MATCH_WORDS` content words, no redacted value): people who
+ * hit one bug often type one summary and then add different details. Generic titles ("Build fails")
+ * are left out, and the vetoes have already compared the titles' numbers and names.
+ */
+export function titleMatch(a: CandidateView['features'], b: CandidateView['features']): boolean {
+  if (a.title.toLowerCase() !== b.title.toLowerCase() || a.title.includes('[REDACTED:')) return false
+  // Typed words, not their parts: "OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException" is
+  // three (a class, a verb, an exception: what every bug of that component says).
+  let n = 0
+  for (const token of a.title.split(/\s+/)) if (words(token).length > 0 && ++n >= TITLE_MATCH_WORDS) return true
+  return false
+}
+
+/**
+ * Which signals other than the score agree between the two reports. The same page alone does not
  * corroborate: "same page, another bug" is the most common look-alike (measured on the corpus, it
  * brought most wrong merges). It counts only alongside the same component or console error.
  */
@@ -54,103 +75,46 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
   if (a.component && a.component === b.component) out.push('component')
   if (a.errorFp && a.errorFp === b.errorFp) out.push('consoleError')
   if (out.length > 0 && a.page && a.page === b.page) out.push('page')
+  if (titleMatch(a, b)) out.push('title')
   return out
-}
-
-/** Two first lines naming different numbers (versions, codes, counts, in order) describe different cases. */
-export function numbersVeto(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length === 0 || b.length === 0) return false
-  return a.length !== b.length || a.some((n, i) => n !== b[i])
 }
 
 /** Reports with fewer distinct content words than this ("search broken") need a much higher score. */
 export const SHORT_REPORT_WORDS = 4
 export const SHORT_REPORT_EXTRA = 0.2
 
-function disjoint(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  if (a.size === 0 || b.size === 0) return false
-  for (const v of a) if (b.has(v)) return false
-  return true
-}
-
 /** `suggest`: not sure enough to merge, close enough to offer the lead to a person (score ≥ `Thresholds.suggest`). */
 export type Verdict = { attach: true; reason: string } | { attach: false; reason: string; suggest?: boolean }
 
-/** Title tokens as typed (case kept: an inner capital marks a name), trailing punctuation dropped. */
-function titleTokens(title: string): string[] {
-  return title.match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
-}
-
-/** A title's tokens and where each lowercased one last occurs. */
-interface TitleParts {
-  tokens: string[]
-  positions: Map<string, number>
-}
-
-/** Titles seen lately: a report is compared with up to 15 candidates, and a lead's title with many reports. */
-const titles = new Map<string, TitleParts>()
-
-function titleParts(title: string): TitleParts {
-  let parts = titles.get(title)
-  if (!parts) {
-    const tokens = titleTokens(title)
-    parts = { tokens, positions: new Map(tokens.map((t, i) => [t.toLowerCase(), i])) }
-    if (titles.size >= 4096) titles.clear()
-    titles.set(title, parts)
-  }
-  return parts
-}
-
-/** A token that names a thing rather than says something: a version, a module, a product, an OS. */
-function nameLike(token: string, position: number): boolean {
-  return /\d|[-_./+#]/.test(token) || /[A-Z]/.test(token.slice(1)) || (position > 0 && /^[A-Z]/.test(token))
-}
-
 /**
- * Templated siblings: two titles ≥ 60 % identical that swap one or two name-like tokens ("Backport X
- * to branch-3.2" / "branch-3.3", "Build fails on Centos 7" / "on Centos 8", "module-a build fails" /
- * "module-b build fails"). Projects file one issue per branch, platform or module on purpose; their
- * texts are near-identical, so no score can tell them apart — only the substituted name can.
- */
-export function templatedSiblings(a: string, b: string): boolean {
-  // One title twice: no token differs (what the rules below conclude, without the work).
-  if (a === b) return false
-  const { tokens: ta, positions: la } = titleParts(a)
-  const { tokens: tb, positions: lb } = titleParts(b)
-  if (la.size < 3 || lb.size < 3) return false
-  const onlyA = [...la.keys()].filter((t) => !lb.has(t))
-  const onlyB = [...lb.keys()].filter((t) => !la.has(t))
-  const shared = la.size - onlyA.length
-  if (shared / Math.max(la.size, lb.size) < 0.6) return false
-  if (onlyA.length < 1 || onlyA.length > 2 || onlyB.length < 1 || onlyB.length > 2) return false
-  // Inflections, stop words and the synonym table make no substitution ("crashes" / "crashed").
-  const wa = new Set(words(onlyA.join(' ')))
-  const wb = new Set(words(onlyB.join(' ')))
-  const content = wa.size > 0 && wb.size > 0
-  if (content && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w))) return false
-  // One word swapped for another in an otherwise identical title names another thing ("cache build
-  // fails" / "cli build fails"); otherwise at least one swapped token per side must look like a name.
-  if (content && onlyA.length === 1 && onlyB.length === 1) return true
-  const named = (only: string[], tokens: string[], pos: Map<string, number>) =>
-    only.some((t) => {
-      const i = pos.get(t)!
-      return nameLike(tokens[i], i)
-    })
-  return named(onlyA, ta, la) && named(onlyB, tb, lb)
-}
-
-/**
- * The rules that refuse a merge whatever the score (numbers, versions, templated titles, polarity), or
- * null. Apart from `decide` so a caller can skip computing a costly score for a pair that is refused anyway.
+ * The vetoes (vetoes.ts): the pair describes different cases whatever the score, so it is neither
+ * merged nor suggested (a person would only reject it). Apart from `decide` so a caller can skip
+ * computing a costly score for a pair that is refused anyway.
  */
 export function veto(query: CandidateView['features'], candidate: CandidateView['features']): Verdict | null {
-  if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'different numbers in titles' }
-  if (disjoint(query.versions, candidate.versions)) return { attach: false, reason: 'different versions in titles' }
-  if (templatedSiblings(query.title, candidate.title)) return { attach: false, reason: 'templated sibling titles (a different name substituted)' }
-  if (query.polarity && candidate.polarity && query.polarity !== candidate.polarity) return { attach: false, reason: 'opposite symptoms (too often vs never)' }
+  if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'veto: different numbers in titles' }
+  if (disjointVersions(query.versions, candidate.versions)) return { attach: false, reason: 'veto: different versions in titles' }
+  if (templatedSiblings(query.title, candidate.title)) return { attach: false, reason: 'veto: templated sibling titles (one name swapped)' }
+  if (scopeDifference(query.title, candidate.title) === 'sibling') return { attach: false, reason: 'veto: same title under another scope' }
+  if (oppositePolarity(query.polarity, candidate.polarity)) return { attach: false, reason: 'veto: opposite symptoms (too often vs never)' }
   return null
 }
 
+/**
+ * The merge blocks (vetoes.ts): the pair may be one bug, but the titles cannot show it with
+ * confidence, so a score high enough to merge only suggests the lead to a person.
+ */
+export function mergeBlock(query: CandidateView['features'], candidate: CandidateView['features']): string | null {
+  if (scopeDifference(query.title, candidate.title) === 'one-sided') return 'a scope on one title only'
+  if (redactedInTitles(query.title, candidate.title)) return 'a redacted value in a title'
+  if (nameAddedOnOneSide(query.title, candidate.title)) return 'a name on one title only'
+  if (nameVariant(query.title, candidate.title)) return 'one name written two ways'
+  return null
+}
+
+export { numbersVeto, templatedSiblings }
+
+/** The verdict on one pair: a veto, else the score against the bars (`decideOnScore`). */
 export function decide(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
   return veto(query, candidate) ?? decideOnScore(query, candidate, score, t)
 }
@@ -167,12 +131,45 @@ export function strongEnough(query: CandidateView['features'], candidate: Candid
   return score >= t.strong + shortExtra(query, candidate)
 }
 
-/** `decide` for a pair `veto` let through: the score against the (possibly raised) thresholds. */
+/**
+ * A verdict reached through one of a lead's duplicates (`viaMember`), held against the lead itself: a
+ * veto on the lead refuses the merge *and* the suggestion; a merge block on it turns a merge into a
+ * suggestion (its reason keeps the member's score).
+ */
+export function confirmOnLead(query: CandidateView['features'], lead: CandidateView['features'], viaMember: Verdict, score: number): Verdict {
+  if (!viaMember.attach && !viaMember.suggest) return viaMember
+  const refused = veto(query, lead)
+  if (refused) return refused
+  const block = viaMember.attach ? mergeBlock(query, lead) : null
+  return block ? { attach: false, suggest: true, reason: `similarity ${score.toFixed(2)}; ${likeness(query, lead)}; not merged: ${block}` } : viaMember
+}
+
+/** Why a pair is alike, in a few words: identical titles, or the names both titles carry. */
+function likeness(query: CandidateView['features'], candidate: CandidateView['features']): string {
+  if (query.title.toLowerCase() === candidate.title.toLowerCase()) return 'same title'
+  const names = sharedNames(query.title, candidate.title)
+  return names.length > 0 ? `titles share ${names.join(', ')}` : 'alike texts'
+}
+
+/**
+ * `decide` for a pair `veto` let through: the score against the (possibly raised) bars. Its reason says
+ * the score, the bar it cleared and what the two reports share; a merge block turns a merge into a
+ * suggestion and says which.
+ */
 export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
   const extra = shortExtra(query, candidate)
-  if (score >= t.strong + extra) return { attach: true, reason: `strong similarity ${score.toFixed(2)}` }
-  const agree = corroboration(query, candidate)
-  if (score >= t.moderate + extra && agree.length > 0) return { attach: true, reason: `similarity ${score.toFixed(2)} with same ${agree.join(', ')}` }
-  if (score >= t.suggest + extra) return { attach: false, suggest: true, reason: `similarity ${score.toFixed(2)} below the merge bar ${(t.strong + extra).toFixed(2)}` }
-  return { attach: false, reason: `similarity ${score.toFixed(2)} too low` }
+  const s = score.toFixed(2)
+  let merge: string | null = null
+  if (score >= t.strong + extra) merge = `similarity ${s} ≥ merge bar ${(t.strong + extra).toFixed(2)}`
+  else if (score >= t.moderate + extra) {
+    const agree = corroboration(query, candidate)
+    if (agree.length > 0) merge = `similarity ${s} ≥ ${(t.moderate + extra).toFixed(2)} with same ${agree.join(', ')}`
+  }
+  if (merge) {
+    const block = mergeBlock(query, candidate)
+    if (!block) return { attach: true, reason: `${merge}; ${likeness(query, candidate)}; no veto` }
+    return { attach: false, suggest: true, reason: `similarity ${s}; ${likeness(query, candidate)}; not merged: ${block}` }
+  }
+  if (score >= t.suggest + extra) return { attach: false, suggest: true, reason: `similarity ${s} < merge bar ${(t.strong + extra).toFixed(2)}; ${likeness(query, candidate)}` }
+  return { attach: false, reason: `similarity ${s} too low` }
 }

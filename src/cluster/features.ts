@@ -56,11 +56,14 @@ function componentName(componentTarget: string | null): string | null {
   }
 }
 
+/** A bare number in a body: a line number, a timestamp part, a port, a duration (noise between reports). */
+const NOISE_NUMBER = /^\d+$/
+
 export function featuresOf(r: ReportInput): Features {
   const counts = new Map<string, number>()
   const head = firstLine(r.text)
-  for (const w of words(r.text)) counts.set(w, (counts.get(w) ?? 0) + 1)
   const inTitle = new Set(words(head))
+  for (const w of words(r.text)) if (!(NOISE_NUMBER.test(w) && !inTitle.has(w))) counts.set(w, (counts.get(w) ?? 0) + 1)
   // Sublinear: a stack trace naming one class forty times must not drown the rest of the report.
   const tf = new Map<string, number>()
   for (const [w, c] of counts) tf.set(w, (1 + Math.log(c)) * (inTitle.has(w) ? TITLE_WEIGHT : 1))

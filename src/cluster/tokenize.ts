@@ -137,11 +137,20 @@ export function firstLine(text: string): string {
 }
 
 /**
- * The numbers of a line in order: versions (2.3.1), codes (502, e1234, #4411) and counts. Order matters:
- * "report 0 from client 1" and "report 1 from client 0" are different cases.
+ * The numbers of a line in order: versions (2.3.1, v2), codes (502, e1234, #4411) and quantities (2gb,
+ * 500ms). Order matters: "report 0 from client 1" and "report 1 from client 0" are different cases.
+ * Identifiers that merely contain a digit are names, not numbers: `s3` and `s3a`, `log4j`, `http2`,
+ * `utf8`, `x86_64`, `ipv4` (and a sanitizer placeholder `[REDACTED:ipv4]`, whose value is unknown).
  */
 export function identifyingNumbers(line: string): string[] {
-  return [...line.toLowerCase().matchAll(/\bv?\d+(?:\.\d+)+\b|\b[a-z#]*\d+[a-z]*\b/g)].map((m) => m[0].replace(/^v/, ''))
+  const out: string[] = []
+  for (const m of line.toLowerCase().replace(/\[redacted:[a-z0-9_]+\]/g, ' ').matchAll(/\bv?\d+(?:\.\d+)+\b|#?\b[a-z_]*\d[a-z0-9_]*\b/g)) {
+    const t = m[0]
+    // A letter first: a number only as a version (v2) or a code (e1234, err502: two letters or fewer… or a digit run of 3+).
+    if (/^[a-z_]/.test(t) && !/^v\d/.test(t) && !/^[a-z]{1,3}\d{3,}$/.test(t)) continue
+    out.push(t.replace(/^v(?=\d)/, ''))
+  }
+  return out
 }
 
 /** Every version string in the text (2.3.1, v10.4): two reports naming disjoint versions differ. */

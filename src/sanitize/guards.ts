@@ -51,6 +51,28 @@ export function isVersionContext(c: Candidate): boolean {
   return VERSION_BEFORE.test(b) || /(?:^|[\s(;,])[A-Za-z][\w.-]*\/$/.test(b) || /^-[A-Za-z]/.test(after(c))
 }
 
+/**
+ * "Upgrade jackson-databind to 2.9.10.2", "Bump com.fasterxml.jackson.core:jackson-databind from
+ * 2.9.10.1 to 2.9.10.2", "…:jackson-databind:2.9.10.3": a four-part number after an upgrade verb and a
+ * package name, or in a Maven coordinate, is that package's version. Trackers file one such issue per
+ * version, and the clustering compares the versions to keep them apart (docs/triage.md); redacted, two
+ * versions became one placeholder. Only a quad whose first part is below 50 (and not the private 10.*)
+ * can be such a version; a quad after a plain word ("update the proxy to …") stays an address too.
+ */
+// The package name must look like one (`jackson-databind`, `org.foo:bar`, `@scope/pkg`, `log4j`): a plain
+// word ("update the proxy to …") may name a host.
+const UPGRADE_BEFORE =
+  /\b(?:upgrad|bump|updat|downgrad|pin)\w*\s+(?:the\s+)?(?:[\w@/]*[-.:@/][\w.:@/-]*\w|[a-z]+\d[a-z\d]*)\s+(?:(?:dependency|package|library|version)\s+)?(?:from\s+\S+\s+)?(?:from|to)\s+$/i
+const MAVEN_BEFORE = /[A-Za-z][\w.-]*:[A-Za-z][\w.-]*:$/
+
+export function isPackageVersionContext(c: Candidate, octets: readonly number[]): boolean {
+  // Versions start small (2.9.10.2, 4.1.100.1, 1.78.1.1); most of the address space does not, so an
+  // address after "update api-gateway to" mostly stays redacted too.
+  if (octets[0] >= 50 || octets[0] === 10) return false
+  const line = before(c, 120)
+  return UPGRADE_BEFORE.test(line) || MAVEN_BEFORE.test(line)
+}
+
 /** Words that make a grouped number an id, a price or a version, not a phone number. */
 const ID_BEFORE = /(?:\b(?:order|invoice|ticket|case|ref|reference|sku|id|build|version|ver|v|serial|tracking|iban|bic|account|acct|isbn|ean|upc)\b\.?|#|\$|€|£|¥)[\s:#=-]{0,3}$/i
 

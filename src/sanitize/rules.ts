@@ -6,7 +6,7 @@
  */
 import { cardLength } from './cards'
 import { isPlaceholder, shannonEntropy } from './entropy'
-import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isVersionContext, mixesCharacterClasses } from './guards'
+import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isPackageVersionContext, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
 import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName } from './keys'
@@ -265,8 +265,9 @@ export const RULES: readonly Rule[] = [
       const octets = parseIPv4(c.value)
       if (!octets) return true
       // Loopback, unspecified and netmasks name no one; single-digit quads (1.2.3.4, 8.8.8.8) are
-      // far more often versions or public resolvers than a person's address.
-      return octets[0] === 127 || octets.every((o) => o === 0) || isNetmask(octets) || octets.every((o) => o < 10) || isVersionContext(c)
+      // far more often versions or public resolvers than a person's address. A package's version after an
+      // upgrade verb ("Upgrade jackson-databind to 2.9.10.2") stays, so versions can be told apart.
+      return octets[0] === 127 || octets.every((o) => o === 0) || isNetmask(octets) || octets.every((o) => o < 10) || isVersionContext(c) || isPackageVersionContext(c, octets)
     },
   }),
   rule({

@@ -91,7 +91,7 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect(r.suggested_lead_id).toBe(lead)
     expect(r.suggested_score).toBeGreaterThan(0)
     expect(r.suggested_score).toBeLessThan(1)
-    expect(r.suggested_reason).toMatch(/below the merge bar/)
+    expect(r.suggested_reason).toMatch(/< merge bar/)
     const sent = (await events(s)).filter((e) => e.type === 'feedback.duplicate_suggested')
     expect(sent).toEqual([{ type: 'feedback.duplicate_suggested', feedbackId: near, leadFeedbackId: lead, score: r.suggested_score }])
     // The lead itself has none; an unrelated report neither.

@@ -1,0 +1,203 @@
+/**
+ * The vetoes and merge blocks (src/cluster/vetoes.ts) as scenario tables, on title pairs shaped like
+ * public trackers' templated issues: one version, branch, verb or locale substituted; a scope on one
+ * side; versions through the sanitizer; identifiers that contain digits. Written for these tests (the
+ * held-out corpus the issue measures on stays unseen).
+ */
+import { describe, expect, test } from 'bun:test'
+import { identifyingNumbers } from '../src/cluster/tokenize'
+import { nameAddedOnOneSide, nameVariant, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
+import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/cluster/decide'
+import { featuresOf } from '../src/cluster/features'
+import { sanitizeText } from '../src/sanitize/sanitize'
+
+const features = (id: string, text: string) => featuresOf({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
+/** The verdict on two reports as stored: sanitized first, as the pipeline does. */
+const verdict = (a: string, b: string, score: number) => decide(features('a', sanitizeText(a, {})), features('b', sanitizeText(b, {})), score)
+
+describe('templated siblings: one or few substituted tokens', () => {
+  const SIBLINGS: [string, string][] = [
+    ['S3A: get of an object larger than 5 GB fails', 'S3A: put of an object larger than 5 GB fails'],
+    ['[en-US] Date picker shows week numbers', '[De] Date picker shows week numbers'],
+    ['Backport HDFS-1234 to branch-3.2', 'Backport HDFS-1234 to branch-3.3'],
+    ['Build fails on Centos 7', 'Build fails on Centos 8'],
+    ['Add missing translations for the fr locale', 'Add missing translations for the it locale'],
+    ['Tooltip flickers in Firefox', 'Tooltip flickers in Chrome'],
+    ['cache build fails on main', 'cli build fails on main'],
+  ]
+  for (const [a, b] of SIBLINGS) test(`${a} / ${b}`, () => expect(templatedSiblings(a, b)).toBe(true))
+
+  const NOT_SIBLINGS: [string, string][] = [
+    ['Export crashes with grouped rows', 'Export crashed with grouped rows'], // inflection
+    ['Search shows nothing', 'Search shows empty'], // synonym table
+    ['Crash on save in the editor', 'Crash in save in the editor'], // glue words only
+    ['Crash in the export', 'Freeze while scrolling the grid fast'], // unrelated
+    ['The checkout button does nothing', 'Hi team, the checkout button does nothing'], // words added, none swapped
+    ['NPE in BlockReader.read', 'NPE in BlockReader.read'], // one title twice
+  ]
+  for (const [a, b] of NOT_SIBLINGS) test(`not: ${a} / ${b}`, () => expect(templatedSiblings(a, b)).toBe(false))
+})
+
+describe('scopes', () => {
+  test('a scope is split off the title; labels are no scope', () => {
+    expect(splitScope('[en-US] Date picker shows week numbers')).toEqual({ scopes: ['en-us'], core: 'date picker shows week numbers' })
+    expect(splitScope('core: Fix NPE in reader (Windows)')).toEqual({ scopes: ['core', 'windows'], core: 'fix npe in reader' })
+    expect(splitScope('[Bug] Crash on save').scopes).toEqual([])
+  })
+  const CASES: [string, string, ReturnType<typeof scopeDifference>][] = [
+    ['[en-US] Date picker shows week numbers', '[De] Date picker shows week numbers', 'sibling'],
+    ['[Backport 2.x] Fix NPE in reader', 'Fix NPE in reader', 'one-sided'],
+    ['Crash on save (iOS)', 'Crash on save', 'one-sided'],
+    ['[Bug] Crash on save', 'Crash on save', null],
+    ['Error: cannot open the settings page', 'cannot open the settings page', null],
+    ['[core] Crash on save', '[core] Crash on save', null],
+    ['[core] Crash on save', '[ui] Crash on load', null],
+    ['[Backport 3.4] S3A: list is slow', 'S3A: list is slow', 'one-sided'],
+    ['[Backport 3.4] S3A: list is slow', '[Backport 3.5] S3A: list is slow', 'sibling'],
+  ]
+  for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(scopeDifference(a, b)).toBe(want))
+})
+
+describe('a name added on one title only', () => {
+  const CASES: [string, string, boolean][] = [
+    ['Tooltip flickers on hover', 'Tooltip flickers on hover in Firefox', true],
+    ['Build fails', 'Build fails on Centos 7', true],
+    ['Export drops the header row', 'Export drops the header row with ExcelWriter', true],
+    ['The checkout button does nothing', 'Hi team, the checkout button does nothing', false], // no name added
+    ['Export drops the header row', 'Export drops the header row again', false],
+    ['Tooltip flickers on hover', 'Tooltip flickers on hover', false],
+    ['Tooltip flickers on hover', 'Tooltip flickers in Firefox', false], // a swap, not an addition
+  ]
+  for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(nameAddedOnOneSide(a, b)).toBe(want))
+  test('blocks the merge, suggests the lead', () => {
+    expect(decide(features('a', 'Tooltip flickers on hover\nbody'), features('b', 'Tooltip flickers on hover in Firefox\nbody'), 0.99)).toMatchObject({
+      attach: false,
+      suggest: true,
+      reason: expect.stringContaining('a name on one title only'),
+    })
+  })
+})
+
+describe('one name written two ways: not a sibling, but no automatic merge', () => {
+  const CASES: [string, string, boolean][] = [
+    ['S3 listing is slow on large buckets', 'S3A listing is slow on large buckets', true],
+    ['Upgrade log4j to 2.17.1', 'Upgrade log4j2 to 2.17.1', true],
+    ['S3 listing is slow on large buckets', 'GCS listing is slow on large buckets', false],
+  ]
+  for (const [a, b, want] of CASES) {
+    test(`${a} / ${b} → ${want}`, () => {
+      expect(nameVariant(a, b)).toBe(want)
+      expect(templatedSiblings(a, b)).toBe(!want)
+    })
+  }
+  test('suggested, with the reason', () => {
+    expect(decide(features('a', 'S3 listing is slow on large buckets\nbody'), features('b', 'S3A listing is slow on large buckets\nbody'), 0.99)).toMatchObject({
+      attach: false,
+      suggest: true,
+      reason: expect.stringContaining('one name written two ways'),
+    })
+  })
+})
+
+describe('numbers: identifiers are names, not numbers', () => {
+  const CASES: [string, string[]][] = [
+    ['S3A committer fails on s3 buckets', []],
+    ['log4j2 over http2 with utf8 on x86_64', []],
+    ['Upgrade jackson-databind to 2.9.10.2', ['2.9.10.2']],
+    ['Error 502 on #4411 (e1234)', ['502', '#4411', 'e1234']],
+    ['Fails on v2 and v10.1', ['2', '10.1']],
+    ['Upload over 2GB takes 500ms', ['2gb', '500ms']],
+    ['Cannot reach [REDACTED:ipv4]', []],
+  ]
+  for (const [line, want] of CASES) test(line, () => expect(identifyingNumbers(line)).toEqual(want))
+  test('"s3" and "s3a" no longer veto a true pair; different versions still do', () => {
+    expect(numbersVeto(identifyingNumbers('S3A listing is slow'), identifyingNumbers('Listing s3 buckets is slow'))).toBe(false)
+    expect(numbersVeto(identifyingNumbers('Upgrade X to 2.9.10.2'), identifyingNumbers('Upgrade X to 2.9.10.3'))).toBe(true)
+  })
+})
+
+describe('versions through the sanitizer', () => {
+  test('two versions of a package stay different values, one version stays equal', () => {
+    const a = 'Upgrade jackson-databind to 2.9.10.2\nFixes CVE-2020-1234. Same template body as every upgrade.'
+    const b = 'Upgrade jackson-databind to 2.9.10.3\nFixes CVE-2020-5678. Same template body as every upgrade.'
+    expect(verdict(a, b, 0.99)).toMatchObject({ attach: false, reason: expect.stringContaining('veto') })
+    expect(verdict(a, a.replace('CVE-2020-1234', 'the CVE'), 0.99).attach).toBe(true)
+  })
+  test('a quad the sanitizer redacts cannot be compared: never merged, only suggested', () => {
+    const a = 'Requests to 81.24.111.5 time out\nlong body'
+    const b = 'Requests to 81.24.111.6 time out\nlong body'
+    expect(sanitizeText(a, {})).toContain('[REDACTED:ipv4]')
+    expect(redactedInTitles(sanitizeText(a, {}), 'plain')).toBe(true)
+    expect(verdict(a, b, 0.99)).toMatchObject({ attach: false, suggest: true, reason: expect.stringContaining('redacted') })
+  })
+})
+
+describe('verdicts: vetoes are neither merged nor suggested; merge blocks are suggested', () => {
+  const CASES: { a: string; b: string; attach: boolean; suggest: boolean | undefined; reason: string }[] = [
+    { a: 'S3A: get fails on large objects', b: 'S3A: put fails on large objects', attach: false, suggest: undefined, reason: 'veto: templated sibling' },
+    { a: '[en-US] Date picker shows week numbers', b: '[De] Date picker shows week numbers', attach: false, suggest: undefined, reason: 'veto' },
+    { a: '[Backport 2.x] Fix NPE in BlockReader', b: 'Fix NPE in BlockReader', attach: false, suggest: true, reason: 'scope on one title only' },
+    { a: 'NPE in BlockReader.read on HDFS-1234', b: 'NPE in BlockReader.read on HDFS-1234', attach: true, suggest: undefined, reason: 'same title' },
+    { a: 'NPE in BlockReader.read when closing', b: 'BlockReader.read throws NPE after close', attach: true, suggest: undefined, reason: 'titles share' },
+  ]
+  for (const c of CASES) {
+    test(`${c.a} / ${c.b}`, () => {
+      const v = decide(features('a', c.a + '\nbody text here'), features('b', c.b + '\nbody text here'), 0.99)
+      expect(v.attach).toBe(c.attach)
+      expect('suggest' in v ? v.suggest : undefined).toBe(c.suggest)
+      expect(v.reason).toContain(c.reason)
+    })
+  }
+  test('below the merge bar, at or above the suggestion floor: suggested, with the score and the bar', () => {
+    const a = features('a', 'NPE in BlockReader.read when closing\nbody')
+    const b = features('b', 'BlockReader.read throws NPE after close\nbody')
+    const v = decide(a, b, DEFAULT_THRESHOLDS.suggest + 0.01)
+    expect(v).toMatchObject({ attach: false, suggest: true })
+    expect(v.reason).toContain(DEFAULT_THRESHOLDS.strong.toFixed(2))
+    expect(decide(a, b, DEFAULT_THRESHOLDS.suggest - 0.01)).toMatchObject({ attach: false, reason: expect.stringContaining('too low') })
+  })
+  test('shared names for the reason', () => {
+    expect(sharedNames('NPE in BlockReader.read on HDFS-1234', 'HDFS-1234: BlockReader.read NPE')).toEqual(['NPE', 'BlockReader.read', 'HDFS-1234'])
+  })
+})
+
+describe('through a duplicate, held against its lead', () => {
+  const q = features('q', 'S3A: get requests are not retried on SlowDown\nbody')
+  const member = features('m', 'S3A get requests are not retried on SlowDown errors\nbody')
+  test('a veto on the lead refuses the merge and the suggestion a member would give', () => {
+    const lead = features('l', 'S3A: put requests are not retried on SlowDown\nbody')
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.99), 0.99)).toMatchObject({ attach: false, reason: expect.stringContaining('veto') })
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, DEFAULT_THRESHOLDS.suggest + 0.01), 0.31).attach).toBe(false)
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, DEFAULT_THRESHOLDS.suggest + 0.01), 0.31)).not.toHaveProperty('suggest', true)
+  })
+  test('a merge block on the lead suggests instead, with the score that was reached', () => {
+    const lead = features('l', '[Backport 3.4] S3A: get requests are not retried on SlowDown\nbody')
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.93), 0.93)).toMatchObject({ attach: false, suggest: true, reason: expect.stringMatching(/^similarity 0\.93; .*scope on one title only/) })
+  })
+  test('a lead without veto or block keeps the member\'s verdict', () => {
+    const lead = features('l', 'S3A: get requests are not retried on SlowDown\nother body')
+    expect(confirmOnLead(q, lead, decideOnScore(q, member, 0.99), 0.99).attach).toBe(true)
+  })
+})
+
+describe('a title match corroborates like a component does', () => {
+  const CASES: [string, string, boolean][] = [
+    ['The checkout button does nothing after adding two items to the cart', 'The checkout button does nothing after adding two items to the cart', true],
+    ['the checkout button does nothing after adding two items to the cart', 'The checkout button does nothing after adding two items to the cart', true],
+    // A class, a verb and an exception: what every bug of that component says.
+    ['OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException', 'OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException', false],
+    ['Build fails', 'Build fails', false],
+    ['Requests to [REDACTED:ipv4] time out after five whole minutes', 'Requests to [REDACTED:ipv4] time out after five whole minutes', false],
+    ['The checkout button does nothing after adding two items to the cart', 'The checkout button does nothing after adding three items to the cart', false],
+  ]
+  for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(titleMatch(features('a', a + '\nbody'), features('b', b + '\nother'))).toBe(want))
+  test('between the corroborated bar and the merge bar, a title match merges; a paraphrased title is suggested', () => {
+    const a = features('a', 'The checkout button does nothing after adding two items to the cart\nThe spinner keeps turning.')
+    const same = features('b', 'The checkout button does nothing after adding two items to the cart\nTried twice on Firefox.')
+    const other = features('c', 'Checkout button dead after two items are in the cart\nSeen on Firefox.')
+    const score = (DEFAULT_THRESHOLDS.moderate + DEFAULT_THRESHOLDS.strong) / 2
+    expect(corroboration(a, same)).toEqual(['title'])
+    expect(decide(a, same, score)).toMatchObject({ attach: true, reason: expect.stringContaining('with same title') })
+    expect(decide(a, other, score)).toMatchObject({ attach: false, suggest: true })
+  })
+})
