@@ -23,10 +23,7 @@ export interface Config {
   trustProxy: boolean
   /** Master key (hex or base64 of 32 bytes); when absent, <dataDir>/master.key is used or created. */
   masterKey: string | undefined
-  /**
-   * FIXLOOP_DATABASE_URL: PostgreSQL instead of the data dir's SQLite (CONTRACT.md, cluster mode). Being
-   * built: in this version only `fixloop migrate` runs on it (docs/operations.md).
-   */
+  /** FIXLOOP_DATABASE_URL: PostgreSQL instead of the data dir's SQLite (CONTRACT.md, cluster mode). */
   databaseUrl: string | undefined
   /** FIXLOOP_REDIS_URL: Valkey/Redis for cluster mode (shared rate limits, wake-ups). */
   redisUrl: string | undefined

@@ -7,6 +7,7 @@ import { ConfigError, type Config } from './config'
 import { sandboxProblem } from './agent/sandbox'
 import { closeContext, createContext, createPgContext, type Context } from './context'
 import { checkRedis } from './db/redis-check'
+import { describeDatabase } from './db/pg/connect'
 import { createApp } from './app'
 import { Logger } from './core/logger'
 import type { Clock } from './core/clock'
@@ -79,7 +80,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
   if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
   // One server per data dir: taken before anything else touches the database, held until stop().
-  prepareDataDir(config.dataDir)
+  // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
+  prepareDataDir(config.dataDir, { announce: !config.databaseUrl })
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
   let ctx: Context
   try {
@@ -203,10 +205,11 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
-  log.info(`fixloop ${VERSION} listening on ${url} (storage: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
+  log.info(`fixloop ${VERSION} listening on ${url} (${config.databaseUrl ? `database: PostgreSQL ${describeDatabase(config.databaseUrl)}` : `database: SQLite in ${config.dataDir}`}; blobs: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
     url,
     version: VERSION,
     storage: config.s3 ? 's3' : 'embedded',
+    database: config.databaseUrl ? 'postgresql' : 'sqlite',
     docs: `${base}/docs`,
     dataDir: config.dataDir,
   })

@@ -17,6 +17,7 @@ test('migrate applies the embedded migrations once; a second run applies none', 
   const first = await runBinary(['migrate', '--data-dir', dataDir, '--json'])
   expect(first.code).toBe(0)
   expect(JSON.parse(first.stdout).applied).toEqual(MIGRATIONS.map((m) => m.name))
+  expect(JSON.parse(first.stdout).database).toBe(`SQLite ${join(dataDir, 'fixloop.db')}`)
   const second = await runBinary(['migrate', '--data-dir', dataDir, '--json'])
   expect(JSON.parse(second.stdout).applied).toEqual([])
 })

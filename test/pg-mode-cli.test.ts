@@ -44,7 +44,10 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     const applied = runs.flatMap((r) => JSON.parse(r.stdout).applied as string[])
     expect(applied.sort()).toEqual([...ALL].sort())
     const again = await runBinary(['migrate', '--json'], { FIXLOOP_DATABASE_URL: url })
-    expect(JSON.parse(again.stdout)).toEqual({ applied: [] })
+    // It names the database it migrated (an operator without the settings loaded would see SQLite here).
+    expect(JSON.parse(again.stdout)).toEqual({ database: `PostgreSQL ${new URL(url).username}@127.0.0.1:${server.port}/${new URL(url).pathname.slice(1)}`, applied: [] })
+    const plain = await runBinary(['migrate'], { FIXLOOP_DATABASE_URL: url })
+    expect(plain.stdout.split('\n')[0]).toMatch(/^database: PostgreSQL \S+@127\.0\.0\.1:\d+\/\S+$/)
     const { rows } = await pool.query('SELECT name FROM __migrations ORDER BY name')
     expect(rows.map((r) => r.name)).toEqual(ALL)
     // The data dir was never touched: PostgreSQL holds everything.
@@ -80,6 +83,23 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
       expect(r.stderr).not.toMatch(/\n\s+at /)
     })
   }
+
+  test('a role that may not create tables (a database it does not own, PostgreSQL 15): exit 2 saying what to grant, no stack', async () => {
+    const weakUrl = new URL(await server.createDatabase('notowned'))
+    await pool.query("CREATE ROLE weak_role LOGIN PASSWORD 'weak-pw-123'")
+    try {
+      weakUrl.username = 'weak_role'
+      weakUrl.password = 'weak-pw-123'
+      const r = await runBinary(['migrate'], { FIXLOOP_DATABASE_URL: weakUrl.toString() })
+      expect(r.code).toBe(2)
+      expect(r.stderr).toMatch(/the database role may not create or change fixloop's tables \(permission denied for schema public\): make it the database's owner/)
+      expect(r.stderr).not.toMatch(/\n\s+at /)
+      expect(r.stderr).not.toContain('weak-pw-123')
+    } finally {
+      await pool.query('DROP OWNED BY weak_role').catch(() => {})
+      await pool.query('DROP ROLE weak_role').catch(() => {})
+    }
+  })
 
   test('every CLI command runs on PostgreSQL (not on a data dir it would create); backup points to pg_dump', async () => {
     const env = { FIXLOOP_DATABASE_URL: url, FIXLOOP_MASTER_KEY: 'ab'.repeat(32) }

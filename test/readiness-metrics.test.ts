@@ -117,7 +117,7 @@ test('the start-up line names the version, the storage mode and the docs URL', a
       text += new TextDecoder().decode(value)
     }
     const line = JSON.parse(text.split('\n').find((l) => l.includes('listening'))!)
-    expect(line.msg).toMatch(/^fixloop \d+\.\d+\.\d+ listening on http:\/\/127\.0\.0\.1:\d+ \(storage: embedded; docs: http:\/\/127\.0\.0\.1:\d+\/docs\)$/)
+    expect(line.msg).toMatch(/^fixloop \d+\.\d+\.\d+ listening on http:\/\/127\.0\.0\.1:\d+ \(database: SQLite in \S+; blobs: embedded; docs: http:\/\/127\.0\.0\.1:\d+\/docs\)$/)
     expect(line.storage).toBe('embedded')
   } finally {
     proc.kill('SIGTERM')

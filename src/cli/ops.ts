@@ -1,4 +1,5 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
+import { describeDatabase } from '../db/pg/connect'
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { dirname, join, resolve } from 'node:path'
@@ -22,7 +23,8 @@ import { migratePostgres } from './postgres-mode'
 export const MIGRATE_HELP = `Usage: fixloop migrate [--data-dir DIR] [--json]
 Applies the embedded database migrations (serve also does this before the port opens). With
 FIXLOOP_DATABASE_URL set, applies the PostgreSQL migrations there instead (each in a transaction, safe
-when several nodes run it at once); the data dir is not touched.`
+when several nodes run it at once); the data dir is not touched. Prints which database it migrated
+("database: PostgreSQL user@host:port/db" or "database: SQLite <file>") and the migrations it applied.`
 export const BACKUP_HELP = `Usage: fixloop backup --out FILE [--include-master-key] [--data-dir DIR] [--json]
 Writes ONE archive (tar): a consistent copy of the database (SQLite VACUUM INTO, safe while the server
 runs), every uploaded screenshot and attachment of the embedded store (<data-dir>/blobs) and a manifest
@@ -54,13 +56,15 @@ export async function runMigrate(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, {})
   if (values.help) return void process.stdout.write(MIGRATE_HELP + '\n')
   const config = loadConfig({ dataDir: values['data-dir'] })
-  if (config.databaseUrl) return output({ applied: await migratePostgres(config.databaseUrl) }, values.json)
+  // Named first: without FIXLOOP_DATABASE_URL in its environment a cluster's operator would migrate a new
+  // SQLite instance in ./data and read "applied: [...]" as success.
+  if (config.databaseUrl) return output({ database: `PostgreSQL ${describeDatabase(config.databaseUrl)}`, applied: await migratePostgres(config.databaseUrl) }, values.json)
   prepareDataDir(config.dataDir)
   const file = join(config.dataDir, 'fixloop.db')
   const { sqlite } = openDatabase(file)
   try {
     refuseNewerSchema(sqlite, file)
-    output({ applied: applyMigrations(sqlite) }, values.json)
+    output({ database: `SQLite ${file}`, applied: applyMigrations(sqlite) }, values.json)
   } finally {
     sqlite.close()
   }

@@ -18,7 +18,7 @@ export const SETTINGS: Setting[] = [
   { flag: '--port', env: ['FIXLOOP_PORT'], default: '8080', meaning: 'port to listen on (0 picks a free one)' },
   { flag: '--data-dir', env: ['FIXLOOP_DATA_DIR'], default: './data', meaning: 'database, blobs and master.key (created 0700 on first start, with a notice)' },
   { env: ['FIXLOOP_MASTER_KEY'], default: '<data-dir>/master.key', meaning: '32-byte key (hex or base64) sealing stored secrets; unset: master.key, created 0600' },
-  { env: ['FIXLOOP_DATABASE_URL'], default: 'unset (SQLite in the data dir)', meaning: 'postgres://USER:PASS@HOST:PORT/DB: PostgreSQL 15+ (in this version only "fixloop migrate" runs on it)' },
+  { env: ['FIXLOOP_DATABASE_URL'], default: 'unset (SQLite in the data dir)', meaning: 'postgres://USER:PASS@HOST:PORT/DB: PostgreSQL 15+ holds every table instead of the data dir (cluster mode: also needs FIXLOOP_REDIS_URL, FIXLOOP_MASTER_KEY and S3)' },
   { env: ['FIXLOOP_REDIS_URL'], default: 'unset', meaning: 'redis://HOST:PORT: Valkey/Redis 7+ for cluster mode (with FIXLOOP_DATABASE_URL): shared rate limits' },
   { env: ['FIXLOOP_NODE_LEASE_SECONDS'], default: '15', meaning: 'cluster mode: role lease length (renewed every third); a dead node\'s work moves within about twice this' },
   { env: ['FIXLOOP_RATE_LIMIT_MULTIPLIER'], default: '1', meaning: 'multiplies every rate-limit ceiling and bucket capacity' },

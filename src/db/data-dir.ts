@@ -65,7 +65,7 @@ export interface PreparedDataDir {
  * Makes the data dir ready to hold a database: created (0700, parents too) when missing, refused when
  * it is a file, permissions tightened, and a new instance announced once per process and dir.
  */
-export function prepareDataDir(dataDir: string): PreparedDataDir {
+export function prepareDataDir(dataDir: string, options: { announce?: boolean } = {}): PreparedDataDir {
   let created = false
   if (!existsSync(dataDir)) {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 })
@@ -76,7 +76,7 @@ export function prepareDataDir(dataDir: string): PreparedDataDir {
   const fresh = !existsSync(join(dataDir, DB_FILE))
   const fixed = [dataDir, ...PRIVATE_FILES.map((f) => join(dataDir, f))].filter((p, i) => tighten(p, i === 0 ? 0o700 : 0o600))
   if (fixed.length > 0) notice(`fixloop: made ${fixed.join(', ')} owner-only (they hold reports and sealed secrets)\n`)
-  if (fresh && !announced.has(dataDir)) {
+  if (fresh && options.announce !== false && !announced.has(dataDir)) {
     announced.add(dataDir)
     notice(
       created

@@ -11,11 +11,25 @@ import { META } from '../meta-keys'
 import { VERSION } from '../../version'
 import { PG_MIGRATIONS } from './migrations'
 import { withTransaction } from './transaction'
+import { driverError } from './storage'
+import { StartupError } from '../../core/startup-error'
 
 /** Any fixed 64-bit number, private to fixloop's migrations ("fixloop" in ASCII). */
 const MIGRATION_LOCK = '28826413560721264'
 
 const ENSURE_TABLE = 'CREATE TABLE IF NOT EXISTS __migrations (name text PRIMARY KEY, applied_at bigint NOT NULL)'
+
+/**
+ * A role that may not create tables (PostgreSQL 15 no longer lets every role create in `public`): a
+ * sentence saying what to grant, instead of the driver's bare "permission denied for schema public".
+ */
+function privilegeRefusal(err: unknown): StartupError | null {
+  const e = driverError(err) as { code?: string; message?: string } | null
+  if (e?.code !== '42501') return null
+  return new StartupError(
+    `the database role may not create or change fixloop's tables (${e.message}): make it the database's owner (createdb -O ROLE DB, or ALTER DATABASE DB OWNER TO ROLE) or, as the owner, GRANT CREATE ON SCHEMA public TO ROLE; then run fixloop migrate again`,
+  )
+}
 
 /** Applies what is pending; returns the names applied by this call (empty when another node did them). */
 export async function applyPgMigrations(pool: Pool, list: readonly Migration[] = PG_MIGRATIONS): Promise<string[]> {
@@ -31,6 +45,8 @@ export async function applyPgMigrations(pool: Pool, list: readonly Migration[] =
       }
       await tx.query('INSERT INTO __migrations (name, applied_at) VALUES ($1, $2)', [m.name, Date.now()])
       return true
+    }).catch((e) => {
+      throw privilegeRefusal(e) ?? e
     })
     if (ran) applied.push(m.name)
   }
