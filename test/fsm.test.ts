@@ -17,23 +17,27 @@ const SYSTEM_EXPECTED: Record<FeedbackStatus, FeedbackStatus[]> = {
   received: ['sanitizing', 'failed'],
   sanitizing: ['sanitized', 'failed'],
   sanitized: ['awaiting_manual', 'queued', 'failed'],
-  awaiting_manual: [],
+  // Closing the loop (CONTRACT.md): a PR closed unmerged goes back to a person; reopened, it is pr_opened again.
+  awaiting_manual: ['pr_opened'],
   queued: ['agent_running', 'failed'],
   agent_running: ['pr_opened', 'failed', 'queued'],
-  pr_opened: [],
+  pr_opened: ['resolved', 'awaiting_manual'],
+  resolved: [],
   failed: [],
   archived: [],
 }
 
 describe('pure FSM', () => {
   test('the status set holds every state the spec names', () => {
-    for (const s of ['received', 'sanitizing', 'sanitized', 'awaiting_manual', 'queued', 'pr_opened', 'failed', 'archived']) {
+    for (const s of ['received', 'sanitizing', 'sanitized', 'awaiting_manual', 'queued', 'pr_opened', 'resolved', 'failed', 'archived']) {
       expect(isFeedbackStatus(s)).toBe(true)
     }
     expect(isFeedbackStatus('bogus')).toBe(false)
     expect(isFeedbackStatus(undefined)).toBe(false)
     expect([...CUSTOMER_TARGETS].sort()).toEqual(['archived', 'queued'])
-    expect([...TERMINAL_STATUSES].sort()).toEqual(['archived', 'pr_opened'])
+    expect([...TERMINAL_STATUSES].sort()).toEqual(['archived', 'resolved'])
+    // pr_opened: no customer move out of it (spec part 3); the system's only (resolved, or back to a person).
+    for (const to of CUSTOMER_TARGETS) expect(canCustomerMove('pr_opened', to)).toBe(false)
   })
 
   for (const to of ['queued', 'archived'] as const) {

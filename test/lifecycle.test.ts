@@ -24,6 +24,8 @@ const SYSTEM_EDGES = [
   'sanitized→awaiting_manual', 'sanitized→queued', 'sanitized→failed',
   'queued→agent_running', 'queued→failed',
   'agent_running→pr_opened', 'agent_running→failed', 'agent_running→queued',
+  // Closing the loop (CONTRACT.md): merged, or closed unmerged (back to a person), or reopened.
+  'pr_opened→resolved', 'pr_opened→awaiting_manual', 'awaiting_manual→pr_opened',
 ]
 const CUSTOMER_EDGES = [
   'sanitized→queued', 'awaiting_manual→queued', 'failed→queued',

@@ -4,7 +4,9 @@
  *
  *   received → sanitizing → sanitized → awaiting_manual | queued
  *   queued → agent_running → pr_opened | failed
- *   customer: sanitized | awaiting_manual | failed → queued;  any state but pr_opened/archived → archived
+ *   pr_opened → resolved (its pull/merge request merged, or its tracker issue closed)
+ *             | awaiting_manual (closed without merge: back to a person);  awaiting_manual → pr_opened (reopened)
+ *   customer: sanitized | awaiting_manual | failed → queued;  any state but pr_opened/resolved/archived → archived
  */
 export const FEEDBACK_STATUSES = [
   'received',
@@ -14,14 +16,19 @@ export const FEEDBACK_STATUSES = [
   'queued',
   'agent_running',
   'pr_opened',
+  'resolved',
   'failed',
   'archived',
 ] as const
 
 export type FeedbackStatus = (typeof FEEDBACK_STATUSES)[number]
 
-/** pr_opened is the terminal-success state; archived is terminal by dismissal. */
-export const TERMINAL_STATUSES: ReadonlySet<FeedbackStatus> = new Set(['pr_opened', 'archived'])
+/**
+ * Nothing leaves these: resolved (CONTRACT.md "Closing the loop": the fix was merged; terminal success)
+ * and archived (dismissal). pr_opened, the spec's success state, stays closed to customers; only the
+ * system moves it on, as its pull/merge request is merged or closed.
+ */
+export const TERMINAL_STATUSES: ReadonlySet<FeedbackStatus> = new Set(['resolved', 'archived'])
 
 export const CUSTOMER_TARGETS = ['queued', 'archived'] as const
 export type CustomerTarget = (typeof CUSTOMER_TARGETS)[number]
@@ -35,10 +42,11 @@ const SYSTEM_MOVES: Record<FeedbackStatus, ReadonlySet<FeedbackStatus>> = {
   received: new Set(['sanitizing', 'failed']),
   sanitizing: new Set(['sanitized', 'failed']),
   sanitized: new Set(['awaiting_manual', 'queued', 'failed']),
-  awaiting_manual: new Set([]),
+  awaiting_manual: new Set(['pr_opened']),
   queued: new Set(['agent_running', 'failed']),
   agent_running: new Set(['pr_opened', 'failed', 'queued']),
-  pr_opened: new Set([]),
+  pr_opened: new Set(['resolved', 'awaiting_manual']),
+  resolved: new Set([]),
   failed: new Set([]),
   archived: new Set([]),
 }

@@ -35,6 +35,7 @@ export interface FeedbackSubmitResult {
     | "queued"
     | "agent_running"
     | "pr_opened"
+    | "resolved"
     | "failed"
     | "archived";
 }
@@ -171,6 +172,7 @@ export interface FeedbackPage {
       | "queued"
       | "agent_running"
       | "pr_opened"
+      | "resolved"
       | "failed"
       | "archived";
     submittedBy: {
@@ -244,6 +246,7 @@ export interface FeedbackListParams {
     | "queued"
     | "agent_running"
     | "pr_opened"
+    | "resolved"
     | "failed"
     | "archived";
   /**
@@ -271,6 +274,7 @@ export interface FeedbackItem {
     | "queued"
     | "agent_running"
     | "pr_opened"
+    | "resolved"
     | "failed"
     | "archived";
   submittedBy: {
@@ -451,6 +455,7 @@ export interface FeedbackUpdateResult {
     | "queued"
     | "agent_running"
     | "pr_opened"
+    | "resolved"
     | "failed"
     | "archived";
 }
@@ -670,6 +675,7 @@ export interface EventFeedbackReceived {
       | "queued"
       | "agent_running"
       | "pr_opened"
+      | "resolved"
       | "failed"
       | "archived";
   };
@@ -705,6 +711,7 @@ export interface EventFeedbackStatusChanged {
       | "queued"
       | "agent_running"
       | "pr_opened"
+      | "resolved"
       | "failed"
       | "archived";
     to:
@@ -715,6 +722,7 @@ export interface EventFeedbackStatusChanged {
       | "queued"
       | "agent_running"
       | "pr_opened"
+      | "resolved"
       | "failed"
       | "archived";
     reason?: string | null;

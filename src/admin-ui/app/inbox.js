@@ -16,6 +16,7 @@ export const FOLDERS = [
   ['queued', 'Queued'],
   ['running', 'Running'],
   ['pr_opened', 'PR opened'],
+  ['resolved', 'Resolved'],
   ['failed', 'Failed'],
   ['archived', 'Archived'],
   ['all', 'All'],

@@ -10,6 +10,7 @@ export const STATUS_LABELS = {
   queued: 'Queued for the agent',
   agent_running: 'Agent working',
   pr_opened: 'Pull request opened',
+  resolved: 'Resolved',
   failed: 'Failed',
   archived: 'Archived',
 }

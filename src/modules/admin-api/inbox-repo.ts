@@ -21,6 +21,7 @@ export const FOLDERS = {
   queued: ['queued'],
   running: ['agent_running'],
   pr_opened: ['pr_opened'],
+  resolved: ['resolved'],
   failed: ['failed'],
   archived: ['archived'],
   all: [],
