@@ -86,9 +86,17 @@ export class WebhookDispatcher {
     await this.idle()
   }
 
-  /** Resolves when no attempt is in flight (tests). */
+  /**
+   * Resolves when no attempt is in flight and no claim is under way (tests, stop). An attempt that ends
+   * claims the endpoint's next delivery (one in flight per endpoint): on PostgreSQL that claim is a round
+   * trip, so waiting for the attempts alone could return between two deliveries of a backlog.
+   */
   async idle(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
+    for (;;) {
+      if (this.claiming && this.claimRun) await this.claimRun.catch(() => {})
+      else if (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
+      else return
+    }
   }
 
   private readonly matches = (w: WebhookRow, e: { type: string; app_id: string | null; data: string }): boolean => {
