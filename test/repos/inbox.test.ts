@@ -93,7 +93,7 @@ describeEachDialect('inbox repo', (fresh) => {
     // Another admin has their own marks.
     expect((await inbox.list('o1', 'ad2', {})).data.every((r) => !r.read)).toBe(true)
     const counts = await inbox.counts('o1', 'ad1')
-    expect(counts).toEqual({ inbox: 1, awaiting_manual: 1, queued: 2, running: 0, pr_opened: 0, failed: 0 } as never)
+    expect(counts).toEqual({ inbox: 1, awaiting_manual: 1, queued: 2, running: 0, pr_opened: 0, resolved: 0, failed: 0 } as never)
     await inbox.markUnread('o1', 'ad1', [ids[0], theirs])
     await inbox.markUnread('o2', 'ad1', [ids[1]])
     expect((await inbox.list('o1', 'ad1', {})).data.map((r) => r.read)).toEqual([false, true, false])
