@@ -219,12 +219,14 @@ describe('errors by code', () => {
 
 describe('retries that are safe', () => {
   test('a 429 from the real rate limiter is retried after Retry-After, then succeeds', async () => {
-    const limited = await seededServer() // the real ceilings: 100-request burst per sk_ key
+    // The real limiter with its ceilings scaled down (100-request burst per sk_ key, 10 a second → 5 and
+    // one every 2 s): the bucket stays empty between the drain and the call below even on a loaded machine.
+    const limited = await seededServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '0.05' })
     try {
       const retries: RetryInfo[] = []
       const c = new Fixloop({ apiKey: limited.key, baseUrl: limited.url, onRetry: (r) => retries.push(r) })
       const drain = await Promise.all(
-        Array.from({ length: 110 }, () => fetch(`${limited.url}/v1/apps`, { headers: { authorization: `Bearer ${limited.key}` } }).then((r) => r.status)),
+        Array.from({ length: 12 }, () => fetch(`${limited.url}/v1/apps`, { headers: { authorization: `Bearer ${limited.key}` } }).then((r) => r.status)),
       )
       expect(drain).toContain(429)
       const started = Date.now()
@@ -237,7 +239,7 @@ describe('retries that are safe', () => {
       expect(retries[0].delayMs).toBeGreaterThanOrEqual(after * 1000)
       expect(Date.now() - started).toBeGreaterThanOrEqual(after * 1000)
       // With retries off the same wall is a RateLimitError carrying retryAfterSeconds.
-      await Promise.all(Array.from({ length: 110 }, () => fetch(`${limited.url}/v1/apps`, { headers: { authorization: `Bearer ${limited.key}` } })))
+      await Promise.all(Array.from({ length: 12 }, () => fetch(`${limited.url}/v1/apps`, { headers: { authorization: `Bearer ${limited.key}` } })))
       const err: any = await c.apps.list({ maxRetries: 0 }).then(() => null, (e) => e)
       expect(err).toBeInstanceOf(RateLimitError)
       expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1)
