@@ -102,10 +102,18 @@ export async function reports(env: WidgetEnv): Promise<any[]> {
   return r.body.data
 }
 
+/**
+ * One report through the sk API, once the worker has sanitized it: until then its console, network and
+ * error logs are not served (never raw), and on a loaded machine the worker may be a moment behind.
+ */
 export async function report(env: WidgetEnv, id: string): Promise<any> {
-  const r = await call(env.api, 'GET', `/v1/feedback/${id}`, { auth: env.tenant.key })
-  if (r.status !== 200) throw new Error(`get failed: ${r.status} ${r.text}`)
-  return r.body
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    const r = await call(env.api, 'GET', `/v1/feedback/${id}`, { auth: env.tenant.key })
+    if (r.status !== 200) throw new Error(`get failed: ${r.status} ${r.text}`)
+    if (!['received', 'sanitizing'].includes(r.body.status) || Date.now() > deadline) return r.body
+    await Bun.sleep(50)
+  }
 }
 
 /** The widget's shadow-DOM parts, found by role and name as a user (or a screen reader) finds them. */
