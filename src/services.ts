@@ -56,6 +56,7 @@ import { createEventsService } from './modules/events/service'
 import { createWebhooksService } from './modules/webhooks/service'
 import { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { createChatopsService } from './modules/chatops/service'
+import { createGitHooksService } from './modules/git-hooks/service'
 import { createSlashCommands } from './modules/chatops/commands'
 import { SlackApi } from './modules/chatops/slack-api'
 import { SlackNotifier } from './modules/chatops/notifier'
@@ -255,6 +256,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     webhooks: createWebhooksService(ctx),
     webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
     chatops: createChatopsService(ctx),
+    gitHooks: createGitHooksService({ storage: ctx.storage, lifecycle, clock, connections }),
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
   }
