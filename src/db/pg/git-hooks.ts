@@ -10,6 +10,10 @@ const REPORT_OF_PR = `SELECT f.id, f.org_id AS "orgId", f.app_id AS "appId", f.s
    FROM agent_runs r JOIN feedback f ON f.id = r.feedback_id
   WHERE r.app_id = $1 AND r.pr_url = $2 AND f.app_id = r.app_id AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
   ORDER BY r.id DESC LIMIT 1`
+const OPEN_PRS = `SELECT r.id AS "runId", f.id, f.org_id AS "orgId", f.app_id AS "appId", f.status, f.merge_request_url AS "prUrl"
+       FROM agent_runs r JOIN feedback f ON f.id = r.feedback_id
+      WHERE r.status = 'succeeded' AND r.pr_url IS NOT NULL AND r.id > $1 AND f.status = 'pr_opened' AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
+      ORDER BY r.id LIMIT $2`
 const REMEMBER = 'INSERT INTO git_host_deliveries (app_id, delivery_id, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING'
 const FORGET = 'DELETE FROM git_host_deliveries WHERE app_id = $1 AND received_at < $2'
 const SUBMITTER = 'SELECT submitted_mode, external_user_id FROM feedback WHERE id = $1'
@@ -21,6 +25,8 @@ export function createPgGitHooksRepo(storage: PgStorage, lifecycle: Lifecycle, c
   if (!side) throw new Error('the git-hooks repository on PostgreSQL needs the lifecycle on PostgreSQL')
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   return {
+    openPullRequests: async (afterRunId, limit) =>
+      (await many<PrReport & { runId: string }>(storage.pool, OPEN_PRS, [afterRunId, limit])).map(({ runId, ...report }) => ({ runId, report })),
     reportOfPr: (appId, prUrl) => one<PrReport>(storage.pool, REPORT_OF_PR, [appId, prUrl]),
     receive: (appId, deliveryId, apply) =>
       tx(async (t) => {

@@ -19,9 +19,18 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
   const remember: Statement = sqlite.query('INSERT INTO git_host_deliveries (app_id, delivery_id, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING')
   const forget: Statement = sqlite.query('DELETE FROM git_host_deliveries WHERE app_id = ? AND received_at < ?')
   const submitter: Statement = sqlite.query('SELECT submitted_mode, external_user_id FROM feedback WHERE id = ?')
+  // The succeeded runs (agent_runs_status_idx), not the whole feedback table.
+  const openPrs: Statement = sqlite.query(
+    `SELECT r.id AS runId, f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl
+       FROM agent_runs r JOIN feedback f ON f.id = r.feedback_id
+      WHERE r.status = 'succeeded' AND r.pr_url IS NOT NULL AND r.id > ? AND f.status = 'pr_opened' AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
+      ORDER BY r.id LIMIT ?`,
+  )
   const duplicates: Statement = sqlite.query('SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id')
 
   return {
+    openPullRequests: async (afterRunId, limit) =>
+      (openPrs.all(afterRunId, limit) as (PrReport & { runId: string })[]).map(({ runId, ...report }) => ({ runId, report })),
     reportOfPr: async (appId, prUrl) => (reportOfPr.get(appId, prUrl) as PrReport | null) ?? undefined,
     receive: async (appId, deliveryId, apply) =>
       sqlite

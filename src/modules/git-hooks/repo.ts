@@ -42,6 +42,11 @@ export interface GitHooksRepo {
    * the change applies to is left alone (`unchanged`).
    */
   receive(appId: string, deliveryId: string, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
+  /**
+   * Polling: up to `limit` lead reports in `pr_opened` with the pull/merge request their run opened, the
+   * runs after `afterRunId` in run order (a cursor: '' from the start), each with that run's id.
+   */
+  openPullRequests(afterRunId: string, limit: number): Promise<{ runId: string; report: PrReport }[]>
 }
 
 export function createGitHooksRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
