@@ -129,9 +129,16 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null },
     workDir: config.workDir,
     nodeId: node?.id,
+    reviewIterationsMax: config.reviewIterationsMax,
   })
 
-  const gitHooks = createGitHooksService({ storage: ctx.storage, lifecycle, clock, connections })
+  const gitHooks = createGitHooksService({
+    storage: ctx.storage,
+    lifecycle,
+    clock,
+    connections,
+    onReview: (r) => runner.startReview({ feedbackId: r.report.id, prUrl: r.report.prUrl, text: r.text, author: r.author }),
+  })
   const prPollEveryMs = config.prPollMinutes * 60_000
   const ownSteps = {
     agent: createStartAgentStep(runner),

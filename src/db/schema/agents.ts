@@ -63,6 +63,10 @@ export const agentRuns = sqliteTable(
     sandboxStart: text('sandbox_start'),
     /** Cluster mode: the node running it (src/nodes/); when that node dies, the sweep fails the run. */
     nodeId: text('node_id'),
+    /** What started the run: `report` (the report was queued) or `review` (a review asked for changes on its PR). */
+    trigger: text('trigger').notNull().default('report'),
+    /** A review iteration's request (sanitized, bounded): fed to the agent as untrusted text. */
+    reviewText: text('review_text'),
     startedAt: integer('started_at'),
     endedAt: integer('ended_at'),
     createdAt: integer('created_at').notNull(),

@@ -50,6 +50,10 @@ export const agentRuns = pgTable(
     sandboxPid: integer('sandbox_pid'),
     sandboxStart: text('sandbox_start'),
     nodeId: text('node_id'),
+    /** What started the run: `report` (the report was queued) or `review` (a review asked for changes on its PR). */
+    trigger: text('trigger').notNull().default('report'),
+    /** A review iteration's request (sanitized, bounded): fed to the agent as untrusted text. */
+    reviewText: text('review_text'),
     startedAt: epochMs('started_at'),
     endedAt: epochMs('ended_at'),
     createdAt: epochMs('created_at').notNull(),
