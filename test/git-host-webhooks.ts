@@ -19,7 +19,7 @@ const repoOf = (url: string) => {
   return { web: m?.[1] ?? 'http://127.0.0.1', fullName: m?.[2] ?? 'acme/shop' }
 }
 
-function githubBody(kind: HookKind, pr: PrRef, text: string): { event: string; body: unknown } {
+function githubBody(kind: HookKind, pr: PrRef, text: string, association: string): { event: string; body: unknown } {
   const { web, fullName } = repoOf(pr.url)
   const pull = {
     url: `${web}/repos/${fullName}/pulls/${pr.number}`, id: 1000 + pr.number, html_url: pr.url, number: pr.number,
@@ -36,11 +36,11 @@ function githubBody(kind: HookKind, pr: PrRef, text: string): { event: string; b
     case 'reopened':
       return { event: 'pull_request', body: { action: 'reopened', number: pr.number, pull_request: pull, repository, sender } }
     case 'changes_requested':
-      return { event: 'pull_request_review', body: { action: 'submitted', review: { id: 5, user: sender, body: text, state: 'changes_requested', html_url: `${pr.url}#pullrequestreview-5`, submitted_at: '2026-11-25T01:00:00Z' }, pull_request: pull, repository, sender } }
+      return { event: 'pull_request_review', body: { action: 'submitted', review: { id: 5, user: sender, body: text, state: 'changes_requested', author_association: association, html_url: `${pr.url}#pullrequestreview-5`, submitted_at: '2026-11-25T01:00:00Z' }, pull_request: pull, repository, sender } }
     case 'comment':
       return {
         event: 'issue_comment',
-        body: { action: 'created', issue: { number: pr.number, html_url: pr.url, title: pull.title, state: 'open', pull_request: { url: pull.url, html_url: pr.url, diff_url: `${pr.url}.diff` } }, comment: { id: 77, body: text, user: sender, html_url: `${pr.url}#issuecomment-77` }, repository, sender },
+        body: { action: 'created', issue: { number: pr.number, html_url: pr.url, title: pull.title, state: 'open', pull_request: { url: pull.url, html_url: pr.url, diff_url: `${pr.url}.diff` } }, comment: { id: 77, body: text, user: sender, author_association: association, html_url: `${pr.url}#issuecomment-77` }, repository, sender },
       }
   }
 }
@@ -80,9 +80,9 @@ function gitlabBody(kind: HookKind, pr: PrRef, text: string): { event: string; b
 }
 
 /** A delivery of `kind` about `pr`, signed with `secret` (pass `sign: false` for none, `forge: true` for a Forgejo's header names). */
-export function delivery(host: HookHost, kind: HookKind, pr: PrRef, secret: string, opts: { text?: string; id?: string; sign?: boolean; forgejo?: boolean } = {}): Delivery {
+export function delivery(host: HookHost, kind: HookKind, pr: PrRef, secret: string, opts: { text?: string; id?: string; sign?: boolean; forgejo?: boolean; association?: string } = {}): Delivery {
   const text = opts.text ?? '/fixloop please also handle the empty cart'
-  const { event, body } = host === 'github' ? githubBody(kind, pr, text) : host === 'gitea' ? giteaBody(kind, pr, text) : gitlabBody(kind, pr, text)
+  const { event, body } = host === 'github' ? githubBody(kind, pr, text, opts.association ?? 'MEMBER') : host === 'gitea' ? giteaBody(kind, pr, text) : gitlabBody(kind, pr, text)
   const raw = JSON.stringify(body)
   const id = opts.id ?? randomUUID()
   const headers: Record<string, string> = { 'content-type': 'application/json' }

@@ -22,6 +22,14 @@ export type HostNews =
 /** Comments addressed to fixloop start with this (docs/agents.md "Review iteration"). */
 export const COMMAND_PREFIX = '/fixloop'
 
+/**
+ * GitHub says how a commenter or reviewer relates to the repository (`author_association`): only people
+ * with write access may start a review iteration, so a stranger commenting on a public repository's pull
+ * request cannot spend the App's agent budget. Gitea/Forgejo and GitLab payloads carry no such field.
+ */
+const GITHUB_WRITERS = new Set(['OWNER', 'MEMBER', 'COLLABORATOR'])
+const githubWriter = (o: Obj | null): boolean => GITHUB_WRITERS.has(String(o?.author_association))
+
 const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest()
 
 /** Equal strings, in time independent of where they differ (both hashed first: lengths never leak). */
@@ -85,7 +93,7 @@ export function readNews(host: GitHookHost, headers: Headers, body: unknown): Ho
   }
   const review = obj(b.review)
   // GitHub: pull_request_review, review.state "changes_requested". Gitea: pull_request_review_rejected, review.type.
-  if (host === 'github' && event === 'pull_request_review' && action === 'submitted' && prUrl && String(review?.state).toLowerCase() === 'changes_requested') {
+  if (host === 'github' && event === 'pull_request_review' && action === 'submitted' && prUrl && String(review?.state).toLowerCase() === 'changes_requested' && githubWriter(review)) {
     return { kind: 'review', prUrl, text: text(review?.body) ?? '', author: login(review?.user) }
   }
   if (host === 'gitea' && event === 'pull_request_review_rejected' && prUrl) {
@@ -94,6 +102,7 @@ export function readNews(host: GitHookHost, headers: Headers, body: unknown): Ho
   const comment = obj(b.comment)
   const commentText = text(comment?.body)
   if (!addressed(commentText)) return null
+  if (host === 'github' && !githubWriter(comment)) return null
   // A review comment on a line of the diff (GitHub), or a comment on the pull request's conversation.
   if (event === 'pull_request_review_comment' && action === 'created' && prUrl) return { kind: 'review', prUrl, text: commentText, author: login(comment?.user) }
   if (event === 'issue_comment' && action === 'created') {
