@@ -89,7 +89,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       // The sandbox of a run whose server died may still be running: end it (and every process in it).
       if (killSandboxes && killRecorded(r.sandbox_pid, r.sandbox_start)) log.warn('killed the sandbox of an interrupted agent run', { runId: r.id, pid: r.sandbox_pid })
       await runs.failInterrupted(r, reason, clock.now(), {
-        move: failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
+        // A review iteration leaves its pull request open: the report goes back to it (URL kept).
+        move: r.trigger === 'review' ? { to: 'pr_opened', cause: { by: 'system', from: 'agent_running' } } : failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
         event: { type: 'agent_run.failed', data: { runId: r.id, feedbackId: r.feedback_id, error: reason } },
       })
     }

@@ -29,7 +29,7 @@ export interface MoveCause {
   version?: number
   /** Stored as the report's failure reason when it moves to `failed`. */
   reason?: string
-  /** The pull/merge request of a move to `pr_opened`. */
+  /** The pull/merge request of a move to `pr_opened` (undefined keeps the stored one: a review iteration's return). */
   prUrl?: string | null
 }
 
@@ -89,7 +89,7 @@ export function decideMove(row: FeedbackState | null | undefined, to: FeedbackSt
     now,
     // A report that moves on starts clean: the old failure no longer describes it.
     failureReason: to === 'failed' ? (cause.reason?.slice(0, 1000) ?? null) : to === 'archived' ? undefined : null,
-    mergeRequestUrl: to === 'pr_opened' ? (cause.prUrl ?? null) : undefined,
+    mergeRequestUrl: to === 'pr_opened' && cause.prUrl !== undefined ? cause.prUrl : undefined,
   }
 }
 

@@ -104,6 +104,8 @@ export interface InterruptedRun {
   feedback_id: string
   sandbox_pid: number | null
   sandbox_start: string | null
+  /** A review iteration's report goes back to its open pull request, not to `failed`. */
+  trigger: string
 }
 
 type RunEventType = 'agent_run.started' | 'agent_run.succeeded' | 'agent_run.failed' | 'agent_run.guardrailed'
