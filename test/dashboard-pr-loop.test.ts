@@ -80,3 +80,20 @@ test('the report page shows the PR state and the review iterations; a merge webh
   expect(await page.locator('.pr-state').textContent()).toBe('Pull request: merged')
   await expectPageClean(page, 'report-pr-merged')
 }, 60_000)
+
+test('the App page names the webhook URL; fixloop app rotate-webhook-secret prints a new secret, and the old one stops working at once', async () => {
+  await page.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
+  await page.getByRole('heading', { name: 'Repository and agent' }).waitFor()
+  expect(await page.getByText('Git host webhook:').textContent()).toContain(`${server.url}/v1/git-hooks/${tenant.appId}`)
+  await expectPageClean(page, 'app-webhook-url')
+  const rotated = await cliJson(dir, ['app', 'rotate-webhook-secret', tenant.appId])
+  expect(rotated).toMatchObject({ appId: tenant.appId, webhookPath: `/v1/git-hooks/${tenant.appId}` })
+  expect(rotated.webhookSecret).not.toBe(secret)
+  const pr = { url: 'https://github.com/acme/shop/pull/99', number: 99, head: 'fixloop/x' }
+  expect((await send(server.url, tenant.appId, delivery('github', 'closed', pr, secret))).status).toBe(401)
+  expect((await send(server.url, tenant.appId, delivery('github', 'closed', pr, rotated.webhookSecret))).body).toEqual({ received: true, outcome: 'ignored' })
+  // Audited.
+  const db = openDataDb(dir)
+  expect(db.query("SELECT action FROM audit_log WHERE action = 'app.webhook_secret_rotated' AND target_id = ?").all(tenant.appId)).toHaveLength(1)
+  db.close()
+}, 60_000)
