@@ -39,7 +39,7 @@ export function gitHookRoutes(hooks: GitHooksService) {
         summary: 'Git host webhook (called by GitHub, Gitea/Forgejo or GitLab)',
         description:
           "Verified with the App's webhook secret (`fixloop app connect-repo` prints it once; `fixloop app rotate-webhook-secret` replaces it): GitHub `X-Hub-Signature-256`, Gitea `X-Gitea-Signature` / Forgejo `X-Forgejo-Signature` (hex HMAC-SHA256 of the body), GitLab `X-Gitlab-Token`. A delivery id seen before is acknowledged and ignored; a delivery about a pull request fixloop did not open changes nothing. docs/agents.md \"Following the pull request\".",
-        tags: ['agents'],
+        tags: ['agent runs'],
         requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: "The host's webhook payload (pull_request, pull_request_review, issue_comment, Merge Request Hook, Note Hook)" } } } },
       },
     },
