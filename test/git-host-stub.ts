@@ -1,5 +1,7 @@
 /**
- * A strict local stand-in for the create-pull-request endpoints of GitHub, Gitea/Forgejo and GitLab.
+ * A strict local stand-in for the create-pull-request endpoints of GitHub, Gitea/Forgejo and GitLab, the
+ * read-one-pull-request endpoints (polling), and the hosts' webhooks: `deliver` changes a pull request
+ * (merge, close, reopen) or reviews it and sends the real-shaped, signed delivery (test/git-host-webhooks.ts).
  * The real hosts cannot run in tests, so this one answers like them: the same paths, auth headers, status
  * codes and error bodies, and it checks branches against a real bare repository. Anything the real host
  * would refuse, this refuses too; where the hosts are lenient in ways fixloop must not rely on (a JSON
@@ -42,10 +44,19 @@ export interface GitHostStub {
   setPullState(number: number, state: PullState, repo?: string): void
   /** Makes the next read of a pull request answer `status` (e.g. 429) with `Retry-After: retryAfter` seconds; calls queue up. */
   throttleNextRead(status: number, retryAfter: number): void
+  /** Where the host sends its webhooks, and the secret it signs them with (as set in the host's webhook settings). */
+  setWebhook(url: string, secret: string): void
+  /**
+   * What the host does when a pull request changes or is reviewed: `merged`/`closed`/`reopened` set its
+   * state, then (like every event) a real-shaped delivery is sent to the webhook, signed with the
+   * configured secret (`opts.secret` forges it with another, `opts.sign: false` sends none). The receiver's answer.
+   */
+  deliver(kind: HookKind, number: number, opts?: { text?: string; secret?: string; sign?: boolean; id?: string; association?: string }): Promise<{ status: number; body: any; id: string }>
   stop(): Promise<void>
 }
 
 export type PullState = 'open' | 'closed' | 'merged'
+import { delivery, type HookKind } from './git-host-webhooks'
 interface Reply { status: number; body: unknown; headers?: Record<string, string> }
 interface OpenPull { number: number; head: string; base: string; state?: PullState; url?: string }
 interface RepoState { repo: StubRepo; id: number; pulls: OpenPull[] }
@@ -357,6 +368,7 @@ export async function startGitHostStub(opts: { kind: GitHostKind; token: string;
   const created: CreatedPull[] = []
   const failures: Reply[] = []
   const readFailures: Reply[] = []
+  let webhook: { url: string; secret: string } | null = null
   const repos: RepoState[] = opts.repos.map((repo, i) => ({ repo, id: i + 1, pulls: [] }))
   let base = ''
   let lock: Promise<unknown> = Promise.resolve()
@@ -408,6 +420,23 @@ export async function startGitHostStub(opts: { kind: GitHostKind; token: string;
       const pull = r?.pulls.find(p => p.number === number)
       if (!pull) throw new Error(`the stub has no pull request ${number}`)
       pull.state = state
+    },
+    setWebhook(url, secret) {
+      webhook = { url, secret }
+    },
+    async deliver(kind, number, o = {}) {
+      if (!webhook) throw new Error('the stub has no webhook: setWebhook(url, secret) first')
+      const r = repos.find(x => x.pulls.some(p => p.number === number))
+      const pull = r?.pulls.find(p => p.number === number)
+      if (!pull) throw new Error(`the stub has no pull request ${number}`)
+      if (kind === 'merged' || kind === 'closed') pull.state = kind
+      if (kind === 'reopened') pull.state = 'open'
+      const d = delivery(opts.kind, kind, { url: pull.url!, number, head: pull.head, base: pull.base }, o.secret ?? webhook.secret, o)
+      const res = await fetch(webhook.url, { method: 'POST', headers: d.headers, body: d.body })
+      const text = await res.text()
+      let body: unknown = text
+      try { body = JSON.parse(text) } catch { /* keep the text */ }
+      return { status: res.status, body, id: d.id }
     },
     throttleNextRead(status, retryAfter) {
       readFailures.push({ status, body: defaultFailure(opts.kind, status, base), headers: { 'retry-after': String(retryAfter) } })
