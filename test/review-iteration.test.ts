@@ -119,3 +119,20 @@ test('a change request iterates on the same branch and PR; a hostile review is h
   expect((await item(id)).status).toBe('resolved')
   for (const line of logs) expect(line).not.toContain(TOKEN)
 }, 60_000)
+
+test('a review iteration interrupted by a crash: at the next start its report goes back to its open pull request (not failed), the run failed', async () => {
+  const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The coupon field rejects valid codes', url: 'https://shop.example/cart' } })
+  const id = r.body.id
+  const first = await eventually(async () => ((await item(id)).status === 'pr_opened' ? item(id) : undefined), 30_000)
+  await srv.runner.idle()
+  // A review iteration was running when the process died (as the runner writes its start).
+  const runs = (await import('../src/modules/agent-runs/repo')).createAgentRunsRepo(srv.ctx.storage, srv.services.lifecycle)
+  const runId = 'c'.repeat(23) + '1'
+  expect(await runs.startReviewRun({ id: runId, orgId: t.orgId, appId: t.appId, feedbackId: id, provider: 'command', model: null, status: 'running', branch: `fixloop/${id}`, timings: '{"prepareMs":0,"cloneMs":0,"agentMs":0,"pushMs":0,"prMs":0}', startedAt: Date.now(), createdAt: Date.now(), nodeId: null, reviewText: 'x' }, { type: 'agent_run.started', data: { runId, feedbackId: id, provider: 'command' } })).toBe(true)
+  expect((await item(id)).status).toBe('agent_running')
+  expect(await srv.runner.recover()).toBe(1)
+  const after = await item(id)
+  expect([after.status, after.mergeRequestUrl]).toEqual(['pr_opened', first.mergeRequestUrl])
+  const run = (await call(srv.url, 'GET', `/v1/agent-runs/${runId}`, { auth: t.key })).body
+  expect([run.trigger, run.status]).toEqual(['review', 'failed'])
+}, 60_000)
