@@ -40,6 +40,8 @@ SUITES=(
   test/fsm.test.ts
   test/agent-runs.test.ts
   test/admin-throttle.test.ts
+  test/git-hooks.test.ts
+  test/review-iteration.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0

@@ -27,6 +27,7 @@ import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
+import { gitHookRoutes } from './modules/git-hooks/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
@@ -109,6 +110,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(eventRoutes(auth, s.events))
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))
+    .use(gitHookRoutes(s.gitHooks))
     .use(chatopsRoutes(auth, s.chatops))
 
   // A /v1 or /admin/api route that says nothing about who may call it is refused here, before it can serve.

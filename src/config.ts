@@ -32,6 +32,10 @@ export interface Config {
   s3: S3Config | undefined
   /** Most agent runs at once over all Apps (runs of one App are always one at a time). */
   agentConcurrency: number
+  /** Minutes between polls of the open pull/merge requests fixloop opened (FIXLOOP_PR_POLL_MINUTES, default 10; 0: off). */
+  prPollMinutes: number
+  /** Review iterations per pull request at most (FIXLOOP_REVIEW_ITERATIONS_MAX, default 3; 0: none). */
+  reviewIterationsMax: number
   /** Names of extra environment variables passed to agent commands (e.g. a proxy or API base URL). */
   agentPassEnv: string[]
   /** `bwrap` (default): agents run in a bubblewrap sandbox; `off`: unconfined (unsafe, FIXLOOP_AGENT_SANDBOX). */
@@ -89,6 +93,13 @@ function parsePort(text: string, source: string): number {
 function parsePositive(text: string, source: string): number {
   const n = Number(text)
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${source}: must be a positive number, got "${text}"`)
+  return n
+}
+
+/** A whole number from 0 (off) to `max`. */
+function parseMinutesOrOff(text: string, source: string, max: number): number {
+  const n = Number(text)
+  if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new ConfigError(`${source}: must be a whole number from 0 (off) to ${max}, got "${text}"`)
   return n
 }
 
@@ -180,6 +191,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
     s3: s3FromEnv(env),
     agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? Math.floor(parsePositive(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY')) || 1 : 2,
+    prPollMinutes: env.FIXLOOP_PR_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_PR_POLL_MINUTES, 'FIXLOOP_PR_POLL_MINUTES', 24 * 60) : 10,
+    reviewIterationsMax: env.FIXLOOP_REVIEW_ITERATIONS_MAX ? parseMinutesOrOff(env.FIXLOOP_REVIEW_ITERATIONS_MAX, 'FIXLOOP_REVIEW_ITERATIONS_MAX', 100) : 3,
     agentPassEnv: (env.FIXLOOP_AGENT_ENV ?? '')
       .split(',')
       .map((n) => n.trim())

@@ -27,6 +27,7 @@ import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
 import { createJobsRepo } from './worker/jobs-repo'
 import { createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
+import { createPollPullRequestsStep, schedulePrPoll } from './worker/steps/poll-pull-requests'
 import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './worker/processing'
 import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
 import { createNodesRepo } from './nodes/nodes-repo'
@@ -56,6 +57,7 @@ import { createEventsService } from './modules/events/service'
 import { createWebhooksService } from './modules/webhooks/service'
 import { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { createChatopsService } from './modules/chatops/service'
+import { createGitHooksService } from './modules/git-hooks/service'
 import { createSlashCommands } from './modules/chatops/commands'
 import { SlackApi } from './modules/chatops/slack-api'
 import { SlackNotifier } from './modules/chatops/notifier'
@@ -127,11 +129,21 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null },
     workDir: config.workDir,
     nodeId: node?.id,
+    reviewIterationsMax: config.reviewIterationsMax,
   })
 
+  const gitHooks = createGitHooksService({
+    storage: ctx.storage,
+    lifecycle,
+    clock,
+    connections,
+    onReview: (r) => runner.startReview({ feedbackId: r.report.id, prUrl: r.report.prUrl, text: r.text, author: r.author }),
+  })
+  const prPollEveryMs = config.prPollMinutes * 60_000
   const ownSteps = {
     agent: createStartAgentStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
+    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs }),
   } satisfies Partial<Record<JobKind, JobStep>>
   let worker: Worker
   let cluster: ClusterPort
@@ -195,6 +207,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     wake.on(() => worker.wake())
   }
   void scheduleUploadsGc(createJobsRepo(ctx.storage), lifecycle, clock).catch((e) => log.error('uploads collection not scheduled', { error: e instanceof Error ? e.message : String(e) }))
+  void schedulePrPoll(createJobsRepo(ctx.storage), lifecycle, clock, prPollEveryMs).catch((e) => log.error('pull request polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
 
   const apps = createAppsRepo(ctx.storage)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
@@ -255,6 +268,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     webhooks: createWebhooksService(ctx),
     webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
     chatops: createChatopsService(ctx),
+    gitHooks,
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
   }

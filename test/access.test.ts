@@ -60,6 +60,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'PUT /v1/uploads/{appId}/{name}': { access: 'signed_url' },
   'GET /v1/uploads/{appId}/{name}': { access: 'signed_url' },
   'POST /v1/chatops/slack/{id}/commands': { access: 'slack_signature' },
+  'POST /v1/git-hooks/{appId}': { access: 'git_host_signature' },
   'GET /v1/feedback': { access: 'org.read', allowed: ALL },
   'GET /v1/feedback/{id}': { access: 'org.read', allowed: ALL },
   'PATCH /v1/feedback/{id}': { access: 'reports.triage', allowed: ALL },

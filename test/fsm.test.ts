@@ -3,7 +3,7 @@
  * through PATCH /v1/feedback/:id on a real server.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { CUSTOMER_TARGETS, FEEDBACK_STATUSES, TERMINAL_STATUSES, canCustomerMove, canSystemMove, isFeedbackStatus, type FeedbackStatus } from '../src/core/fsm'
+import { CUSTOMER_TARGETS, FEEDBACK_STATUSES, TERMINAL_STATUSES, canCustomerMove, canFollowLead, canSystemMove, isFeedbackStatus, type FeedbackStatus } from '../src/core/fsm'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn, markDuplicateIn, patchStatus, submit } from './helpers-lifecycle'
 
@@ -21,7 +21,8 @@ const SYSTEM_EXPECTED: Record<FeedbackStatus, FeedbackStatus[]> = {
   awaiting_manual: ['pr_opened'],
   queued: ['agent_running', 'failed'],
   agent_running: ['pr_opened', 'failed', 'queued'],
-  pr_opened: ['resolved', 'awaiting_manual'],
+  // Review iteration (docs/agents.md): a change request runs the agent again on the same branch.
+  pr_opened: ['resolved', 'awaiting_manual', 'agent_running'],
   resolved: [],
   failed: [],
   archived: [],
@@ -55,6 +56,18 @@ describe('pure FSM', () => {
       for (const to of FEEDBACK_STATUSES) {
         const expected = SYSTEM_EXPECTED[from].includes(to)
         if (canSystemMove(from, to) !== expected) wrong.push(`${from} → ${to}: expected ${expected}`)
+      }
+    }
+    expect(wrong).toEqual([])
+  })
+
+  test('a duplicate follows its lead only to resolved, from where it waits (never from archived, a terminal, or mid-sanitizing)', () => {
+    const FOLLOWS: FeedbackStatus[] = ['sanitized', 'awaiting_manual', 'queued', 'failed', 'pr_opened']
+    const wrong: string[] = []
+    for (const from of FEEDBACK_STATUSES) {
+      for (const to of FEEDBACK_STATUSES) {
+        const expected = to === 'resolved' && FOLLOWS.includes(from)
+        if (canFollowLead(from, to) !== expected) wrong.push(`${from} → ${to}: expected ${expected}`)
       }
     }
     expect(wrong).toEqual([])

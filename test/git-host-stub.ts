@@ -1,5 +1,7 @@
 /**
- * A strict local stand-in for the create-pull-request endpoints of GitHub, Gitea/Forgejo and GitLab.
+ * A strict local stand-in for the create-pull-request endpoints of GitHub, Gitea/Forgejo and GitLab, the
+ * read-one-pull-request endpoints (polling), and the hosts' webhooks: `deliver` changes a pull request
+ * (merge, close, reopen) or reviews it and sends the real-shaped, signed delivery (test/git-host-webhooks.ts).
  * The real hosts cannot run in tests, so this one answers like them: the same paths, auth headers, status
  * codes and error bodies, and it checks branches against a real bare repository. Anything the real host
  * would refuse, this refuses too; where the hosts are lenient in ways fixloop must not rely on (a JSON
@@ -38,11 +40,25 @@ export interface GitHostStub {
    * without creating anything; calls queue up, one per create. The body defaults to the host's usual one.
    */
   failNext(status: number, body?: unknown): void
+  /** Sets a pull request's state, as a merge, a close or a reopen on the host would (the repository's first unless `repo` says). */
+  setPullState(number: number, state: PullState, repo?: string): void
+  /** Makes the next read of a pull request answer `status` (e.g. 429) with `Retry-After: retryAfter` seconds; calls queue up. */
+  throttleNextRead(status: number, retryAfter: number): void
+  /** Where the host sends its webhooks, and the secret it signs them with (as set in the host's webhook settings). */
+  setWebhook(url: string, secret: string): void
+  /**
+   * What the host does when a pull request changes or is reviewed: `merged`/`closed`/`reopened` set its
+   * state, then (like every event) a real-shaped delivery is sent to the webhook, signed with the
+   * configured secret (`opts.secret` forges it with another, `opts.sign: false` sends none). The receiver's answer.
+   */
+  deliver(kind: HookKind, number: number, opts?: { text?: string; secret?: string; sign?: boolean; id?: string; association?: string }): Promise<{ status: number; body: any; id: string }>
   stop(): Promise<void>
 }
 
-interface Reply { status: number; body: unknown }
-interface OpenPull { number: number; head: string; base: string }
+export type PullState = 'open' | 'closed' | 'merged'
+import { delivery, type HookKind } from './git-host-webhooks'
+interface Reply { status: number; body: unknown; headers?: Record<string, string> }
+interface OpenPull { number: number; head: string; base: string; state?: PullState; url?: string }
 interface RepoState { repo: StubRepo; id: number; pulls: OpenPull[] }
 interface Ctx { req: Request; path: string[]; raw: string; base: string; repos: RepoState[]; token: string; record(p: CreatedPull): void }
 
@@ -111,6 +127,17 @@ async function github(c: Ctx, isCreate: boolean): Promise<Reply> {
   if (path.length === 3 && req.method === 'GET') {
     return reply(200, { id: state.id, name, full_name: `${owner}/${name}`, private: true, html_url: `https://github.example/${owner}/${name}`, default_branch: await defaultBranch(barePath) })
   }
+  // GET /repos/{owner}/{repo}/pulls/{pull_number} (https://docs.github.com/rest/pulls/pulls#get-a-pull-request)
+  if (path.length === 5 && path[3] === 'pulls' && req.method === 'GET') {
+    const pull = state.pulls.find(p => String(p.number) === path[4])
+    if (!pull) return ghError(404, 'Not Found')
+    const st = pull.state ?? 'open'
+    return reply(200, {
+      url: `${c.base}/repos/${owner}/${name}/pulls/${pull.number}`, id: state.id * 1000 + pull.number, number: pull.number, html_url: pull.url,
+      state: st === 'open' ? 'open' : 'closed', merged: st === 'merged', merged_at: st === 'merged' ? '2026-11-25T01:00:00Z' : null,
+      closed_at: st === 'open' ? null : '2026-11-25T01:00:00Z', draft: false, head: { ref: pull.head }, base: { ref: pull.base },
+    })
+  }
   if (!isCreate) return ghError(404, 'Not Found')
 
   if (!isJson(req)) return ghError(415, `Unsupported 'Content-Type' header: ${req.headers.get('content-type') ?? '(none)'}; send application/json`)
@@ -146,7 +173,7 @@ async function github(c: Ctx, isCreate: boolean): Promise<Reply> {
   const draft = body.draft === true
   const title = body.title as string
   const text = (body.body as string | null | undefined) ?? ''
-  state.pulls.push({ number, head, base })
+  state.pulls.push({ number, head, base, url: htmlUrl })
   c.record({ kind: 'github', repo: `${owner}/${name}`, number, title, head, base, body: text, draft, url: htmlUrl })
   return reply(201, {
     id: state.id * 1000 + number, number, state: 'open', draft, title, body: text || null, html_url: htmlUrl,
@@ -176,6 +203,16 @@ async function gitea(c: Ctx, isCreate: boolean): Promise<Reply> {
   // The stub's repositories behave as public ones: readable anonymously, writable only with the token.
   if (path.length === 5 && req.method === 'GET') {
     return reply(200, { id: state.id, name, full_name: `${owner}/${name}`, private: false, html_url: `https://gitea.example/${owner}/${name}`, default_branch: await defaultBranch(barePath) })
+  }
+  // GET /api/v1/repos/{owner}/{repo}/pulls/{index}
+  if (path.length === 7 && path[5] === 'pulls' && req.method === 'GET') {
+    const pull = state.pulls.find(p => String(p.number) === path[6])
+    if (!pull) return notFound()
+    const st = pull.state ?? 'open'
+    return reply(200, {
+      id: state.id * 1000 + pull.number, url: pull.url, number: pull.number, html_url: pull.url, state: st === 'open' ? 'open' : 'closed',
+      merged: st === 'merged', merged_at: st === 'merged' ? '2026-11-25T01:00:00Z' : null, head: { ref: pull.head, label: pull.head }, base: { ref: pull.base, label: pull.base },
+    })
   }
   if (!isCreate) return notFound()
   if (!signedIn) return err(401, 'token is required')
@@ -212,7 +249,7 @@ async function gitea(c: Ctx, isCreate: boolean): Promise<Reply> {
   const title = body.title as string
   const text = (body.body as string | undefined) ?? ''
   const draft = GITEA_WIP.test(title)
-  state.pulls.push({ number, head, base })
+  state.pulls.push({ number, head, base, url: htmlUrl })
   c.record({ kind: 'gitea', repo: `${owner}/${name}`, number, title, head, base, body: text, draft, url: htmlUrl })
   return reply(201, {
     id: state.id * 1000 + number, url: htmlUrl, number, title, body: text, state: 'open', draft, is_locked: false,
@@ -242,6 +279,16 @@ async function gitlab(c: Ctx, isCreate: boolean): Promise<Reply> {
     if (!state) return reply(404, { message: '404 Project Not Found' })
     const { owner, name, barePath } = state.repo
     return reply(200, { id: state.id, name, path_with_namespace: `${owner}/${name}`, web_url: `https://gitlab.example/${owner}/${name}`, default_branch: await defaultBranch(barePath) })
+  }
+  // GET /api/v4/projects/{id}/merge_requests/{merge_request_iid}
+  if (path.length === 6 && path[4] === 'merge_requests' && req.method === 'GET') {
+    const pull = state?.pulls.find(p => String(p.number) === path[5])
+    if (!state || !pull) return reply(404, { message: '404 Not found' })
+    const st = pull.state ?? 'open'
+    return reply(200, {
+      id: state.id * 1000 + pull.number, iid: pull.number, project_id: state.id, state: st === 'open' ? 'opened' : st, web_url: pull.url,
+      source_branch: pull.head, target_branch: pull.base, merged_at: st === 'merged' ? '2026-11-25T01:00:00Z' : null,
+    })
   }
   if (!isCreate) return reply(404, { error: '404 Not Found' })
 
@@ -278,7 +325,7 @@ async function gitlab(c: Ctx, isCreate: boolean): Promise<Reply> {
   const webUrl = `https://gitlab.example/${owner}/${name}/-/merge_requests/${iid}`
   const draft = GITLAB_DRAFT.test(title!)
   const description = params.description ?? ''
-  state.pulls.push({ number: iid, head: source!, base: target! })
+  state.pulls.push({ number: iid, head: source!, base: target!, url: webUrl })
   c.record({ kind: 'gitlab', repo: `${owner}/${name}`, number: iid, title: title!, head: source!, base: target!, body: description, draft, url: webUrl })
   return reply(201, {
     id: state.id * 1000 + iid, iid, project_id: state.id, title, description: description || null, state: 'opened',
@@ -320,6 +367,8 @@ export async function startGitHostStub(opts: { kind: GitHostKind; token: string;
   const requests: StubRequest[] = []
   const created: CreatedPull[] = []
   const failures: Reply[] = []
+  const readFailures: Reply[] = []
+  let webhook: { url: string; secret: string } | null = null
   const repos: RepoState[] = opts.repos.map((repo, i) => ({ repo, id: i + 1, pulls: [] }))
   let base = ''
   let lock: Promise<unknown> = Promise.resolve()
@@ -329,6 +378,7 @@ export async function startGitHostStub(opts: { kind: GitHostKind; token: string;
     if (!path) return reply(400, { message: 'Bad Request' })
     const isCreate = isCreatePath(opts.kind, req.method, path)
     if (isCreate && failures.length) return failures.shift()!
+    if (req.method === 'GET' && readFailures.length && /\/(pulls|merge_requests)\/\d+$/.test(new URL(req.url).pathname)) return readFailures.shift()!
     const ctx: Ctx = { req, path, raw, base, repos, token: opts.token, record: p => created.push(p) }
     try {
       return await HANDLERS[opts.kind](ctx, isCreate)
@@ -349,9 +399,9 @@ export async function startGitHostStub(opts: { kind: GitHostKind; token: string;
       requests.push(entry)
       const run = lock.then(() => handle(req, raw))
       lock = run.catch(() => undefined)
-      const { status, body: out } = await run
+      const { status, body: out, headers } = await run
       entry.status = status
-      return new Response(JSON.stringify(out), { status, headers: { 'content-type': 'application/json; charset=utf-8' } })
+      return new Response(JSON.stringify(out), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } })
     },
   })
   base = `http://127.0.0.1:${server.port}`
@@ -364,6 +414,32 @@ export async function startGitHostStub(opts: { kind: GitHostKind; token: string;
     created,
     failNext(status, body) {
       failures.push(reply(status, body ?? defaultFailure(opts.kind, status, base)))
+    },
+    setPullState(number, state, repo) {
+      const r = repo ? repos.find(x => `${x.repo.owner}/${x.repo.name}` === repo) : repos[0]
+      const pull = r?.pulls.find(p => p.number === number)
+      if (!pull) throw new Error(`the stub has no pull request ${number}`)
+      pull.state = state
+    },
+    setWebhook(url, secret) {
+      webhook = { url, secret }
+    },
+    async deliver(kind, number, o = {}) {
+      if (!webhook) throw new Error('the stub has no webhook: setWebhook(url, secret) first')
+      const r = repos.find(x => x.pulls.some(p => p.number === number))
+      const pull = r?.pulls.find(p => p.number === number)
+      if (!pull) throw new Error(`the stub has no pull request ${number}`)
+      if (kind === 'merged' || kind === 'closed') pull.state = kind
+      if (kind === 'reopened') pull.state = 'open'
+      const d = delivery(opts.kind, kind, { url: pull.url!, number, head: pull.head, base: pull.base }, o.secret ?? webhook.secret, o)
+      const res = await fetch(webhook.url, { method: 'POST', headers: d.headers, body: d.body })
+      const text = await res.text()
+      let body: unknown = text
+      try { body = JSON.parse(text) } catch { /* keep the text */ }
+      return { status: res.status, body, id: d.id }
+    },
+    throttleNextRead(status, retryAfter) {
+      readFailures.push({ status, body: defaultFailure(opts.kind, status, base), headers: { 'retry-after': String(retryAfter) } })
     },
     async stop() {
       await server.stop(true)

@@ -26,6 +26,8 @@ const SYSTEM_EDGES = [
   'agent_running→pr_opened', 'agent_running→failed', 'agent_running→queued',
   // Closing the loop (CONTRACT.md): merged, or closed unmerged (back to a person), or reopened.
   'pr_opened→resolved', 'pr_opened→awaiting_manual', 'awaiting_manual→pr_opened',
+  // Review iteration: a change request runs the agent again on the same branch.
+  'pr_opened→agent_running',
 ]
 const CUSTOMER_EDGES = [
   'sanitized→queued', 'awaiting_manual→queued', 'failed→queued',

@@ -64,3 +64,60 @@ export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: s
   if (typeof url !== 'string') throw new HostError(`${kind} API answered ${res.status} without a ${kind === 'gitlab' ? 'web_url' : 'html_url'}`)
   return url
 }
+
+/** A pull/merge request's state on its host, as polling reads it. */
+export type PullState = 'open' | 'merged' | 'closed'
+
+/** The host throttled the read: try again after `retryAfterMs`. */
+export class HostThrottled extends HostError {
+  constructor(readonly retryAfterMs: number) {
+    super(`the git host asked to wait ${Math.ceil(retryAfterMs / 1000)} s (Retry-After)`)
+  }
+}
+
+/** The number of the pull/merge request at `webUrl` (…/pull/7, …/pulls/7, …/-/merge_requests/7), or null. */
+export function pullNumberOf(webUrl: string): number | null {
+  const m = /\/(?:pull|pulls|merge_requests)\/(\d{1,10})\/?$/.exec(webUrl)
+  return m ? Number(m[1]) : null
+}
+
+/** Retry-After in ms (seconds or an HTTP date), bounded to an hour; null when absent or unreadable. */
+function retryAfterMs(value: string | null, now = Date.now()): number | null {
+  if (!value) return null
+  const seconds = /^\d{1,7}$/.test(value.trim()) ? Number(value.trim()) * 1000 : Date.parse(value) - now
+  return Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1000), 3600_000) : null
+}
+
+/**
+ * Reads the state of pull/merge request `number`: GitHub GET /repos/{o}/{r}/pulls/{n}, Gitea GET
+ * /repos/{o}/{r}/pulls/{n}, GitLab GET /projects/{path}/merge_requests/{iid}. Throws HostThrottled on 429
+ * (or a 403 with Retry-After, GitHub's secondary limit), HostError otherwise; never carries the token.
+ */
+export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, number: number, timeoutMs = 15_000): Promise<PullState> {
+  const url = kind === 'gitlab' ? `${apiUrl}/projects/${encodeURIComponent(hostRepo)}/merge_requests/${number}` : `${apiUrl}/repos/${hostRepo}/pulls/${number}`
+  const headers: Record<string, string> =
+    kind === 'github'
+      ? { accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'x-github-api-version': '2022-11-28', 'user-agent': 'fixloop' }
+      : kind === 'gitea'
+        ? { accept: 'application/json', authorization: `token ${token}`, 'user-agent': 'fixloop' }
+        : { accept: 'application/json', 'private-token': token, 'user-agent': 'fixloop' }
+  let res: Response
+  try {
+    res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' })
+  } catch (e) {
+    throw new HostError(scrub(`${kind} API unreachable at ${apiUrl}: ${e instanceof Error ? e.message : String(e)}`, [token]))
+  }
+  const wait = retryAfterMs(res.headers.get('retry-after'))
+  if (res.status === 429 || (res.status === 403 && wait !== null)) throw new HostThrottled(wait ?? 60_000)
+  const text = await res.text()
+  if (!res.ok) throw new HostError(scrub(`${kind} API answered ${res.status} when reading the ${kind === 'gitlab' ? 'merge' : 'pull'} request ${number}: ${text.slice(0, 200)}`, [token]))
+  let body: Record<string, unknown>
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw new HostError(`${kind} API answered ${res.status} without JSON`)
+  }
+  // GitLab: opened | closed | locked | merged (locked: a transient state of an open request).
+  if (kind === 'gitlab') return body.state === 'merged' ? 'merged' : body.state === 'closed' ? 'closed' : 'open'
+  return body.merged === true ? 'merged' : body.state === 'closed' ? 'closed' : 'open'
+}

@@ -66,6 +66,12 @@ export interface RunContext {
   publicUrl: string | undefined
   /** Records the sandbox's PID while it runs (null when it ended). */
   onSandbox(pid: number | null): void
+  /**
+   * A review iteration: the clone starts from the pull request's branch (`branch`, with the earlier fix),
+   * the new commit goes on top of it (a fast-forward push, never forced) and no request is opened: the
+   * open one, `prUrl`, updates itself.
+   */
+  review?: { prUrl: string | null }
 }
 
 const OUTPUT_TAIL_BYTES = 16 * 1024
@@ -113,14 +119,15 @@ function prepare(c: RunContext, task: TaskInput): void {
  * App's URL (no token in it).
  */
 async function clone(c: RunContext, s: State): Promise<void> {
-  const base = c.conn.baseBranch
+  // A review iteration works on the pull request's branch: its head is the commit the change is judged against.
+  const base = c.review ? c.branch : c.conn.baseBranch
   await gitWithToken(['clone', '--bare', '--no-local', '--depth', '1', '--branch', base, '--single-branch', '--no-tags', '--', c.conn.gitUrl, c.ws.baseRepo], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'clone', 300_000).catch((e) => {
     throw new RunFailure(e.message)
   })
   const commit = (await gitOk([`--git-dir=${c.ws.baseRepo}`, 'rev-parse', '--verify', '--end-of-options', `refs/heads/${base}^{commit}`], c.ws.root, s.gitEnv, 'read the base commit')).trim()
   await gitOk(['clone', '--no-local', '--no-tags', '--branch', base, '--', c.ws.baseRepo, c.ws.repo], c.ws.root, s.gitEnv, 'copy the clone for the agent', 300_000)
   await gitOk(['remote', 'set-url', 'origin', '--', c.conn.gitUrl], c.ws.repo, s.gitEnv, 'set origin')
-  await gitOk(['checkout', '-q', '-b', c.branch], c.ws.repo, s.gitEnv, 'create branch')
+  if (!c.review) await gitOk(['checkout', '-q', '-b', c.branch], c.ws.repo, s.gitEnv, 'create branch')
   s.baseline = await recordBaseline(c.ws.repo, s.gitEnv, c.branch, commit)
 }
 
@@ -184,12 +191,18 @@ async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: Dif
 async function push(c: RunContext, s: State, tree: string, title: string): Promise<void> {
   const commit = await commitTree(c.ws.baseRepo, s.gitEnv, s.baseline!.base, tree, title, `Report ${c.f.id}`)
   // Pushed from base.git (never the agent's clone) to the connection's URL, hooks off.
-  await gitWithToken([`--git-dir=${c.ws.baseRepo}`, 'push', '--force', '--no-verify', '--', c.conn.gitUrl, `${commit}:refs/heads/${c.branch}`], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'push', 300_000).catch((e) => {
+  // A review iteration's commit follows the branch's head: pushed without --force, so a branch moved
+  // meanwhile (the reviewer pushed) refuses it instead of losing their commit.
+  await gitWithToken([`--git-dir=${c.ws.baseRepo}`, 'push', ...(c.review ? [] : ['--force']), '--no-verify', '--', c.conn.gitUrl, `${commit}:refs/heads/${c.branch}`], c.ws.root, s.gitEnv, s.auth, c.ws.credDir, 'push', 300_000).catch((e) => {
     throw new RunFailure(e.message)
   })
 }
 
 async function openRequest(c: RunContext, s: State, title: string, diff: DiffStats): Promise<void> {
+  if (c.review) {
+    s.prUrl = c.review.prUrl
+    return
+  }
   if (c.conn.prMode === 'branch' || c.conn.hostKind === 'none') return
   const body = prBody(
     { feedbackId: c.f.id, theme: c.f.theme, duplicateCount: c.f.duplicate_count, usage: s.usage, files: diff.files.length, lines: diff.files.reduce((n, x) => n + x.added + x.deleted, 0), publicUrl: c.publicUrl },
@@ -215,7 +228,7 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
     await verify(c, s)
     laps.lap('agentMs')
     const { tree, diff } = await judge(c, s)
-    const title = prTitle(c.f.theme, c.f.text, c.scrub)
+    const title = c.review ? `fixloop: review iteration for report ${c.f.id}` : prTitle(c.f.theme, c.f.text, c.scrub)
     await push(c, s, tree, title)
     laps.lap('pushMs')
     await openRequest(c, s, title, diff)

@@ -29,6 +29,7 @@ import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
 import { createScrubber } from './scrubber'
 import { createWorkspace, instanceDir } from './workspace'
+import { sanitizeText } from '../sanitize/sanitize'
 
 export type { Timings } from './run'
 
@@ -51,10 +52,25 @@ export interface RunnerOptions {
    * (every other node's runs go on); a dead node's runs are failed by the sweep (`failRunsOf`).
    */
   nodeId?: string
+  /** Review iterations per pull request at most (FIXLOOP_REVIEW_ITERATIONS_MAX; 0: none). */
+  reviewIterationsMax?: number
 }
 
 /** Why a run could not start now; the job is tried again later. */
 export class RunnerBusy extends Error {}
+
+/** A review asking for changes on the pull request of a report (text as the host sent it: hostile, bounded by the caller). */
+export interface ReviewIteration {
+  feedbackId: string
+  prUrl: string
+  text: string
+  author: string | null
+}
+
+/** A review's text as the agent and the run row get it: sanitized like report text, bounded. */
+export function sanitizeReview(text: string): string {
+  return sanitizeText(text.slice(0, 8000), {})
+}
 
 export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsService, clock: Clock, log: Logger, opts: RunnerOptions) {
   const active = new Map<string, { appId: string; abort: AbortController; done: Promise<void> }>()
@@ -73,7 +89,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       // The sandbox of a run whose server died may still be running: end it (and every process in it).
       if (killSandboxes && killRecorded(r.sandbox_pid, r.sandbox_start)) log.warn('killed the sandbox of an interrupted agent run', { runId: r.id, pid: r.sandbox_pid })
       await runs.failInterrupted(r, reason, clock.now(), {
-        move: failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
+        // A review iteration leaves its pull request open: the report goes back to it (URL kept).
+        move: r.trigger === 'review' ? { to: 'pr_opened', cause: { by: 'system', from: 'agent_running' } } : failItem(`agent run ${r.id} failed: ${reason}`, 'agent_running'),
         event: { type: 'agent_run.failed', data: { runId: r.id, feedbackId: r.feedback_id, error: reason } },
       })
     }
@@ -155,7 +172,47 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     return true
   }
 
-  async function execute(runId: string, f: FeedbackRow, conn: RepoConnection, branch: string, signal: AbortSignal): Promise<void> {
+  /**
+   * A review iteration on a report's open pull request: the agent runs again on the request's branch
+   * with the review added to its task, under the same sandbox, guardrails and caps (the App's runs per
+   * day and monthly spend, and at most `reviewIterationsMax` iterations per request); the report moves
+   * pr_opened → agent_running → pr_opened whatever the run's outcome (the request stays open; the run
+   * records the failure). Returns why it did not start, or null when it started.
+   */
+  async function startReview(r: ReviewIteration): Promise<string | null> {
+    const f = await runs.feedback(r.feedbackId)
+    if (!f || f.status !== 'pr_opened' || f.duplicate_of_id) return 'the report is not waiting on an open pull request'
+    const conn = await connections.load(f.app_id)
+    if (!conn) return 'no repository connected'
+    const max = opts.reviewIterationsMax ?? 3
+    const done = await runs.reviewRuns(f.id)
+    if (done >= max) return `iteration cap reached: ${done} review iterations on this pull request (limit ${max})`
+    if ((await runs.runningCount(f.app_id)) > 0 || [...active.values()].some((a) => a.appId === f.app_id)) return 'another run of this App is in progress; ask again when it ends'
+    if (active.size >= opts.concurrency) return `all ${opts.concurrency} agent slots are busy; ask again later`
+    if (opts.sandbox.mode === 'bwrap' && opts.sandbox.unavailable) return `agents cannot run: ${opts.sandbox.unavailable}`
+    const cap = await capReached(conn)
+    if (cap) return cap
+    const runId = newId(clock)
+    const now = clock.now()
+    const branch = `fixloop/${f.id}`
+    const reviewText = sanitizeReview(r.text)
+    const started = await runs.startReviewRun(
+      { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now, nodeId: opts.nodeId ?? null, reviewText },
+      { type: 'agent_run.started', data: { runId, feedbackId: f.id, provider: conn.agentProvider } },
+    )
+    if (started === 'app_busy') return 'another run of this App is in progress; ask again when it ends'
+    if (!started) return 'the report is not waiting on an open pull request'
+    const abort = new AbortController()
+    const review = { prUrl: r.prUrl, text: reviewText, author: r.author === null ? null : sanitizeReview(r.author).slice(0, 100) }
+    const done2 = execute(runId, f, conn, branch, abort.signal, review)
+      .catch((e) => log.error('agent run crashed', { runId, error: e instanceof Error ? e.message : String(e) }))
+      .finally(() => active.delete(runId))
+    active.set(runId, { appId: f.app_id, abort, done: done2 })
+    log.info('review iteration started', { runId, feedbackId: f.id, appId: f.app_id })
+    return null
+  }
+
+  async function execute(runId: string, f: FeedbackRow, conn: RepoConnection, branch: string, signal: AbortSignal, review?: { prUrl: string; text: string; author: string | null }): Promise<void> {
     const passed = passedThrough(conn)
     const scrub = createScrubber([conn.hostToken, ...Object.values(passed)])
     // The sandbox's PID is written as it starts and cleared as it ends, in that order (one after the other).
@@ -182,14 +239,15 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           signal,
           publicUrl: opts.publicUrl,
           onSandbox: recordSandbox,
+          review: review ? { prUrl: review.prUrl } : undefined,
         },
-        taskInput(f),
+        { ...taskInput(f), review: review ? { text: review.text, author: review.author } : undefined },
       )
     } catch (e) {
       outcome = { status: 'failed', usage: {}, timings: zeroTimings(), prUrl: null, outputTail: null, reason: scrub(`internal error: ${e instanceof Error ? e.message : String(e)}`) }
     }
     await sandboxWrites
-    await finish(runId, f, outcome.status, outcome)
+    await finish(runId, f, outcome.status, outcome, review?.prUrl)
   }
 
   async function finish(
@@ -197,11 +255,21 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     f: FeedbackRow,
     status: 'succeeded' | 'failed' | 'guardrailed',
     r: { usage: AgentUsage; timings: Timings; prUrl: string | null; outputTail: string | null; reason?: string },
+    /** A review iteration's pull request: the report goes back to it whatever the outcome. */
+    reviewOf?: string,
   ): Promise<void> {
     const now = clock.now()
     const scope = { feedbackId: f.id, orgId: f.org_id, appId: f.app_id }
-    const outcome: RunOutcome =
+    const event: RunOutcome['event'] =
       status === 'succeeded'
+        ? { type: 'agent_run.succeeded', data: { runId, feedbackId: f.id, prUrl: r.prUrl, branch: `fixloop/${f.id}`, costUsd: r.usage.costUsd ?? 0 } }
+        : status === 'guardrailed'
+          ? { type: 'agent_run.guardrailed', data: { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' } }
+          : { type: 'agent_run.failed', data: { runId, feedbackId: f.id, error: r.reason ?? '' } }
+    const outcome: RunOutcome =
+      reviewOf !== undefined
+        ? { move: { to: 'pr_opened', cause: { by: 'system', from: 'agent_running', prUrl: reviewOf } }, event }
+        : status === 'succeeded'
         ? {
             move: { to: 'pr_opened', cause: { by: 'system', from: 'agent_running', prUrl: r.prUrl } },
             // Reports in the cluster point at the same pull request.
@@ -251,6 +319,9 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
 
   return {
     start: (feedbackId: string): Promise<boolean> => inTurn(() => start(feedbackId)),
+
+    /** Starts a review iteration now, or says why not (src/modules/git-hooks: the webhook answers with it). */
+    startReview: (r: ReviewIteration): Promise<string | null> => inTurn(() => startReview(r)),
 
     /** This instance's workspace directory (outside the data dir). */
     workspaceDir: workspaces,

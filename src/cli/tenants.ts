@@ -31,6 +31,7 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   fixloop app delete APP_ID [--json]            the public key stops working (401 unknown_app)
   fixloop app connect-repo APP_ID --git-url URL [repository settings] [--json]
   fixloop app disconnect-repo APP_ID [--json]
+  fixloop app rotate-webhook-secret APP_ID [--json]   new git-host webhook secret, printed once (docs/agents.md)
 Settings:
   --name NAME  --slug SLUG  --description TEXT
   --public-submission true|false        default true
@@ -178,6 +179,7 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'app delete': { flags: [], takesId: true },
   'app connect-repo': { flags: REPO_FLAGS, takesId: true },
   'app disconnect-repo': { flags: [], takesId: true },
+  'app rotate-webhook-secret': { flags: [], takesId: true },
 }
 
 /** The help of one command: its usage lines from the group's help, plus the settings sections it takes. */
@@ -301,6 +303,10 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       case 'app disconnect-repo': {
         const { orgId, appId } = await appTarget()
         return output(await connections().disconnect(orgId, appId, cli), json)
+      }
+      case 'app rotate-webhook-secret': {
+        const { orgId, appId } = await appTarget()
+        return output(await connections().rotateWebhookSecret(orgId, appId, cli), json)
       }
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)

@@ -41,9 +41,10 @@ export type Permission = keyof typeof PERMISSIONS
 /**
  * Routes no role applies to, declared all the same so that every route says how it is protected:
  * `anyone` (first-run setup, sign-in), `signed_in` (any admin, about themselves or their Org list),
- * `widget` (an App public key), `signed_url` (an upload URL's own signature), `slack_signature`.
+ * `widget` (an App public key), `signed_url` (an upload URL's own signature), `slack_signature`,
+ * `git_host_signature` (a git host's webhook, signed with the App's webhook secret).
  */
-export const OPEN_ACCESS = ['anyone', 'signed_in', 'widget', 'signed_url', 'slack_signature'] as const
+export const OPEN_ACCESS = ['anyone', 'signed_in', 'widget', 'signed_url', 'slack_signature', 'git_host_signature'] as const
 export type OpenAccess = (typeof OPEN_ACCESS)[number]
 
 export type Access = Permission | OpenAccess

@@ -34,6 +34,8 @@ export const SETTINGS: Setting[] = [
     meaning: 'S3/MinIO blob storage instead of the embedded store (the first four together)',
   },
   { env: ['FIXLOOP_AGENT_CONCURRENCY'], default: '2', meaning: 'most agent runs at once over all Apps' },
+  { env: ['FIXLOOP_PR_POLL_MINUTES'], default: '10', meaning: 'minutes between polls of the open pull/merge requests fixloop opened (0: off)' },
+  { env: ['FIXLOOP_REVIEW_ITERATIONS_MAX'], default: '3', meaning: 'review iterations per pull request at most (0: none)' },
   { env: ['FIXLOOP_AGENT_ENV'], default: 'unset', meaning: 'comma-separated names of extra variables passed to agent commands' },
   { env: ['FIXLOOP_AGENT_SANDBOX'], default: 'bwrap', meaning: 'bwrap: agents run in a bubblewrap sandbox; off: unconfined (unsafe)' },
   { env: ['FIXLOOP_AGENT_NETWORK'], default: 'on', meaning: 'whether sandboxed agents may use the network' },

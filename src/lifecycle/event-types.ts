@@ -12,6 +12,12 @@ export interface EventPayloads {
   /** Clustering offered a lead instead of merging (its reason stays on the item: it may quote the reports' words). */
   'feedback.duplicate_suggested': { feedbackId: string; leadFeedbackId: string; score: number }
   'feedback.unmerged': { feedbackId: string; leadFeedbackId: string; duplicateCount: number }
+  /**
+   * A report was resolved: its lead's pull/merge request was merged (one event for the lead and one for
+   * each duplicate that followed it). `externalUserId`: the submitter's id from the user token, only for a
+   * report submitted in private mode (null otherwise); never the report's text or email.
+   */
+  'feedback.resolved': { feedbackId: string; leadFeedbackId: string; prUrl: string | null; externalUserId: string | null }
   'agent_run.started': { runId: string; feedbackId: string; provider: string }
   'agent_run.phase': { runId: string; feedbackId: string; phase: 'prepare' | 'clone' | 'agent' | 'verify' | 'guardrails' | 'push' | 'pr'; ms: number }
   'agent_run.succeeded': { runId: string; feedbackId: string; prUrl: string | null; branch: string; costUsd: number }
@@ -29,6 +35,7 @@ export const EVENT_TYPES = [
   'feedback.duplicate_attached',
   'feedback.duplicate_suggested',
   'feedback.unmerged',
+  'feedback.resolved',
   'agent_run.started',
   'agent_run.phase',
   'agent_run.succeeded',

@@ -2,7 +2,7 @@
  * The job kinds of the durable queue, spelled once. Each kind names what its job is about: a report
  * (`feedbackId`), an App (`appId`) or nothing (housekeeping). `enqueue` takes exactly that target.
  */
-export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc'] as const
+export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc', 'pr_poll'] as const
 export type JobKind = (typeof JOB_KINDS)[number]
 
 export const isJobKind = (s: string): s is JobKind => (JOB_KINDS as readonly string[]).includes(s)
@@ -17,6 +17,8 @@ export interface JobTargets {
   batch_release: { appId: string }
   /** Remove uploads nothing referenced. */
   uploads_gc: Record<string, never>
+  /** Poll the state of the open pull/merge requests fixloop opened (FIXLOOP_PR_POLL_MINUTES). */
+  pr_poll: Record<string, never>
 }
 
 /** A row of the durable job table, as both storage sides return it (snake_case, epoch ms as numbers). */

@@ -4,7 +4,7 @@
  * answer says. No SQL, no clock.
  */
 import { ApiError } from '../core/errors'
-import { canCustomerMove, canSystemMove, CUSTOMER_TARGETS, type CustomerTarget, type FeedbackStatus } from '../core/fsm'
+import { canCustomerMove, canFollowLead, canSystemMove, CUSTOMER_TARGETS, type CustomerTarget, type FeedbackStatus } from '../core/fsm'
 import type { StoredReport } from '../sanitize/report'
 
 /** The columns of a report the lifecycle decides on. */
@@ -18,15 +18,18 @@ export interface FeedbackState {
 
 /** Who asks for a move, and what the caller knows about the row. */
 export interface MoveCause {
-  /** A customer (sk_ PATCH) may only make the moves of spec part 3; the system only its own edges. */
-  by: 'customer' | 'system'
+  /**
+   * A customer (sk_ PATCH) may only make the moves of spec part 3; the system only its own edges;
+   * `lead` is a duplicate following its lead (core/fsm.ts `canFollowLead`: only to `resolved`).
+   */
+  by: 'customer' | 'system' | 'lead'
   /** Move only if the report is still in this status (otherwise `move` returns false). */
   from?: FeedbackStatus
   /** Move only if the row still has this version (otherwise `move` returns false). */
   version?: number
   /** Stored as the report's failure reason when it moves to `failed`. */
   reason?: string
-  /** The pull/merge request of a move to `pr_opened`. */
+  /** The pull/merge request of a move to `pr_opened` (undefined keeps the stored one: a review iteration's return). */
   prUrl?: string | null
 }
 
@@ -77,8 +80,8 @@ export function decideMove(row: FeedbackState | null | undefined, to: FeedbackSt
   if (cause.from !== undefined && row.status !== cause.from) return null
   if (cause.version !== undefined && row.version !== cause.version) return null
   const from = row.status
-  const allowed = cause.by === 'customer' ? isCustomerTarget(to) && canCustomerMove(from, to) : canSystemMove(from, to)
-  if (!allowed) throw new ApiError('invalid_transition', { from, to }, cause.by === 'system' ? `illegal system move ${from} → ${to}` : undefined)
+  const allowed = cause.by === 'customer' ? isCustomerTarget(to) && canCustomerMove(from, to) : cause.by === 'lead' ? canFollowLead(from, to) : canSystemMove(from, to)
+  if (!allowed) throw new ApiError('invalid_transition', { from, to }, cause.by === 'customer' ? undefined : `illegal ${cause.by} move ${from} → ${to}`)
   return {
     id: row.id,
     version: row.version,
@@ -86,7 +89,7 @@ export function decideMove(row: FeedbackState | null | undefined, to: FeedbackSt
     now,
     // A report that moves on starts clean: the old failure no longer describes it.
     failureReason: to === 'failed' ? (cause.reason?.slice(0, 1000) ?? null) : to === 'archived' ? undefined : null,
-    mergeRequestUrl: to === 'pr_opened' ? (cause.prUrl ?? null) : undefined,
+    mergeRequestUrl: to === 'pr_opened' && cause.prUrl !== undefined ? cause.prUrl : undefined,
   }
 }
 

@@ -59,6 +59,29 @@ describeEachDialect('agent-runs repo', (fresh) => {
     expect(await repo.runningCount('a1')).toBe(1)
   })
 
+  test('startReviewRun: pr_opened → agent_running, the run row with trigger review and its sanitized request; reviewRuns counts them; a report not in pr_opened finds nothing to do', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'pr_opened')
+    await insertReport(s, 'f2', 'queued')
+    const { repo } = await setup(s)
+    expect(await repo.reviewRuns('f1')).toBe(0)
+    expect(await repo.startReviewRun(runRow('r1', 'f2', { reviewText: 'x' }), started('r1', 'f2'))).toBe(false)
+    expect(await repo.startReviewRun(runRow('r2', 'f1', { reviewText: 'handle [REDACTED:email]' }), started('r2', 'f1'))).toBe(true)
+    expect((await report(s, 'f1')).status).toBe('agent_running')
+    expect((await runs(s)).map((r) => [r.id, r.trigger, r.review_text])).toEqual([['r2', 'review', 'handle [REDACTED:email]']])
+    expect(await repo.reviewRuns('f1')).toBe(1)
+    expect((await events(s)).map((e) => e[0])).toEqual(['feedback.status_changed', 'agent_run.started'])
+    // A report's own run is trigger report.
+    expect(await repo.startRun(runRow('r3', 'f2', { appId: 'a1' }), started('r3', 'f2'))).toBe('app_busy')
+    await repo.finishRun({ feedbackId: 'f1', orgId: 'o1', appId: 'a1' }, endRow('r2', { status: 'succeeded' }), { move: { to: 'pr_opened', cause: { by: 'system', from: 'agent_running', prUrl: 'https://git.example/pr/1' } }, event: { type: 'agent_run.succeeded', data: { runId: 'r2', feedbackId: 'f1', prUrl: 'https://git.example/pr/1', branch: 'fixloop/f1', costUsd: 0 } } })
+    expect(await report(s, 'f1')).toMatchObject({ status: 'pr_opened', merge_request_url: 'https://git.example/pr/1' })
+    expect(await repo.startRun(runRow('r3', 'f2'), started('r3', 'f2'))).toBe(true)
+    expect((await runs(s)).map((r) => [r.id, r.trigger, r.review_text])).toEqual([['r2', 'review', 'handle [REDACTED:email]'], ['r3', 'report', null]])
+    expect(await repo.reviewRuns('f1')).toBe(1)
+    expect(await repo.reviewRuns('f2')).toBe(0)
+  })
+
   test('one run in progress per App, whichever node starts it: a second start of another report of the App is app_busy, nothing written', async () => {
     const s = await fresh()
     await seedOrgApp(s)
@@ -259,8 +282,8 @@ describeEachDialect('agent-runs repo', (fresh) => {
     await repo.setSandbox('r2', 77, 'boot:9')
     await repo.setSandbox('r2', null, null)
     expect(await repo.interrupted()).toEqual([
-      { id: 'r1', org_id: 'o1', app_id: 'a1', feedback_id: 'f1', sandbox_pid: 4242, sandbox_start: 'boot:123' },
-      { id: 'r2', org_id: 'o1', app_id: 'a2', feedback_id: 'f2', sandbox_pid: null, sandbox_start: null },
+      { id: 'r1', org_id: 'o1', app_id: 'a1', feedback_id: 'f1', sandbox_pid: 4242, sandbox_start: 'boot:123', trigger: 'report' },
+      { id: 'r2', org_id: 'o1', app_id: 'a2', feedback_id: 'f2', sandbox_pid: null, sandbox_start: null, trigger: 'report' },
     ])
     const [r1] = await repo.interrupted()
     const reason = 'interrupted'
@@ -273,6 +296,19 @@ describeEachDialect('agent-runs repo', (fresh) => {
       'feedback.status_changed', 'agent_run.started', 'feedback.status_changed', 'agent_run.failed',
     ])
     expect((await repo.interrupted()).map((r) => r.id)).toEqual(['r2'])
+  })
+
+  test('reclaim of an interrupted review iteration: its report goes back to pr_opened, the URL kept', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'pr_opened')
+    await sql(s, "UPDATE feedback SET merge_request_url = 'https://git.example/pr/9' WHERE id = 'f1'")
+    const { repo } = await setup(s)
+    await repo.startReviewRun(runRow('r1', 'f1', { reviewText: 'x' }), started('r1', 'f1'))
+    const [r1] = await repo.interrupted()
+    expect(r1.trigger).toBe('review')
+    expect(await repo.failInterrupted(r1, 'interrupted', 9_000, { move: { to: 'pr_opened', cause: { by: 'system', from: 'agent_running' } }, event: { type: 'agent_run.failed', data: { runId: 'r1', feedbackId: 'f1', error: 'interrupted' } } })).toBe(true)
+    expect(await report(s, 'f1')).toMatchObject({ status: 'pr_opened', merge_request_url: 'https://git.example/pr/9' })
   })
 
   test('API reads: by id, latest, the list newest first and capped; other Orgs find nothing', async () => {

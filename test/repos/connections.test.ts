@@ -8,7 +8,7 @@ import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
 const conn = (appId: string, at: number, gitUrl = 'https://git.example/acme/shop.git'): ConnectionRow => ({
-  appId, gitUrl, baseBranch: 'main', hostKind: 'github', hostApiUrl: 'https://api.github.com', hostRepo: null, hostTokenEnc: 'sealed',
+  appId, gitUrl, baseBranch: 'main', hostKind: 'github', hostApiUrl: 'https://api.github.com', hostRepo: null, hostTokenEnc: 'sealed', webhookSecretEnc: 'sealed-hook',
   agentProvider: 'command', agentCommand: 'true', model: null, timeoutSeconds: 900, prMode: 'ready', verifyCommand: null, maxFiles: 20,
   maxLines: 1000, denyPaths: '[]', runsPerDay: 20, maxCostUsdPerMonth: 12.5, createdAt: at, updatedAt: at,
 })
@@ -60,6 +60,18 @@ describeEachDialect('connections repo', (fresh) => {
     expect(await repo.get('a1')).toBeUndefined()
     expect(await repo.count()).toBe(0)
     expect(await auditActions(s)).toEqual(['app.repo_disconnected'])
+  })
+
+  test('setWebhookSecret: replaces the sealed secret with its audit row; false (nothing recorded) without a connection', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createConnectionsRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    expect(await repo.setWebhookSecret('a1', 'sealed-2', audit('app.webhook_secret_rotated'))).toBe(false)
+    expect(await auditActions(s)).toEqual([])
+    await repo.connect(conn('a1', 1_000), [])
+    expect(await repo.setWebhookSecret('a1', 'sealed-2', audit('app.webhook_secret_rotated'))).toBe(true)
+    expect((await repo.get('a1'))?.webhookSecretEnc).toBe('sealed-2')
+    expect(await auditActions(s)).toEqual(['app.webhook_secret_rotated'])
   })
 
   test('appInOrg: live Apps of the Org only', async () => {

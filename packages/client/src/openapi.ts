@@ -543,6 +543,7 @@ export interface AgentRun {
     pushMs: number;
     prMs: number;
   };
+  trigger: "report" | "review";
   /**
    * The agent's own summary of its change
    */
@@ -584,6 +585,7 @@ export interface AgentRunList {
       pushMs: number;
       prMs: number;
     };
+    trigger: "report" | "review";
     /**
      * The agent's own summary of its change
      */
@@ -631,6 +633,7 @@ export interface EventPage {
     | EventFeedbackDuplicateAttached
     | EventFeedbackDuplicateSuggested
     | EventFeedbackUnmerged
+    | EventFeedbackResolved
     | EventAgentRunStarted
     | EventAgentRunPhase
     | EventAgentRunSucceeded
@@ -825,6 +828,43 @@ export interface EventFeedbackUnmerged {
      */
     leadFeedbackId: string;
     duplicateCount: number;
+  };
+}
+/**
+ * The feedback.resolved event
+ */
+export interface EventFeedbackResolved {
+  /**
+   * Stable event id; the webhook-id header of its deliveries
+   */
+  id: string;
+  /**
+   * Rises by one per Org with every event: the cursor
+   */
+  seq: number;
+  type: "feedback.resolved";
+  createdAt: string;
+  /**
+   * 24-character lowercase hex id
+   */
+  appId: string | null;
+  data: {
+    /**
+     * 24-character lowercase hex id
+     */
+    feedbackId: string;
+    /**
+     * 24-character lowercase hex id
+     */
+    leadFeedbackId: string;
+    /**
+     * The merged pull/merge request
+     */
+    prUrl: string | null;
+    /**
+     * The submitter's `sub` from the user token, for a report submitted in private mode; null otherwise. Never the report's text or email.
+     */
+    externalUserId: string | null;
   };
 }
 /**
@@ -1048,7 +1088,7 @@ export interface EventListQuery {
    */
   limit?: number;
   /**
-   * Comma-separated event types (feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test)
+   * Comma-separated event types (feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, feedback.resolved, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test)
    */
   types?: string;
   /**
@@ -1088,7 +1128,7 @@ export interface WebhookCreateParams {
    */
   url: string;
   /**
-   * Event types to send; empty or absent: all. Known: feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test
+   * Event types to send; empty or absent: all. Known: feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, feedback.resolved, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test
    *
    * @maxItems 50
    */

@@ -145,6 +145,8 @@ function Repo({ org, app, me }) {
   const current = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`), [app.id])
   const [f, setF] = useState(null)
   const [saved, setSaved] = useState('')
+  /** The git host's webhook secret, shown once right after the first connection (docs/agents.md). */
+  const [hookSecret, setHookSecret] = useState(null)
   const c = current.data && current.data.connection
   const form = f || {
     gitUrl: c ? c.gitUrl : '',
@@ -166,7 +168,8 @@ function Repo({ org, app, me }) {
   const [save, busy, error] = useAction(async () => {
     const body = { ...form, maxFiles: Number(form.maxFiles), maxLines: Number(form.maxLines), runsPerDay: Number(form.runsPerDay), maxCostUsdPerMonth: Number(form.maxCostUsdPerMonth) }
     for (const k of ['hostApiUrl', 'agentCommand', 'model', 'verifyCommand', 'hostToken']) if (!body[k]) delete body[k]
-    await api('PUT', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`, { body })
+    const res = await api('PUT', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`, { body })
+    setHookSecret(res && res.connection && res.connection.webhookSecret ? { secret: res.connection.webhookSecret, path: res.connection.webhookPath } : null)
     setF(null)
     setSaved('Connected.')
     current.reload()
@@ -183,6 +186,8 @@ function Repo({ org, app, me }) {
   return html`<section aria-labelledby="repo"><h2 id="repo">Repository and agent</h2>
     <p>${c ? html`Connected to <span class="mono break">${c.gitUrl}</span>${c.hasHostToken ? ' (token stored)' : ''}.` : 'Not connected: queued reports wait for a repository.'}
       ${ro ? ' Only the instance owner changes this: the agent runs commands on this server.' : ''}</p>
+    ${c && c.webhookPath && html`<p class="muted">Git host webhook: <span class="mono break">${location.origin}${c.webhookPath}</span> (merges, closes and reviews of fixloop's pull requests; docs/agents.md).</p>`}
+    ${hookSecret && html`<p class="notice" role="status">Webhook secret, shown once: <code class="mono break">${hookSecret.secret}</code>. Set it as the webhook's secret on your git host; <code>fixloop app rotate-webhook-secret ${app.id}</code> makes a new one.</p>`}
     <form class="grid" onSubmit=${(e) => (e.preventDefault(), save())}>
       <fieldset disabled=${ro}>
       <legend class="sr-only">Repository and agent</legend>

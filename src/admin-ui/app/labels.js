@@ -96,6 +96,7 @@ export const AUDIT_LABELS = {
   'app.secret_rotated': 'Signing secret rotated',
   'app.repo_connected': 'Repository connected',
   'app.repo_disconnected': 'Repository disconnected',
+  'app.webhook_secret_rotated': 'Git webhook secret rotated',
   'key.created': 'API key created',
   'key.revoked': 'API key revoked',
   'webhook.created': 'Webhook endpoint added',

@@ -29,6 +29,19 @@ const PHASES = [
   ['prMs', 'pull request'],
 ]
 
+/**
+ * The pull request's state, as fixloop last learned it (webhooks or polling, docs/agents.md): read from
+ * the report's status, since every change of the request moves the report.
+ */
+export function prState(item) {
+  if (!item.mergeRequestUrl) return null
+  if (item.status === 'resolved') return 'merged'
+  if (item.status === 'awaiting_manual') return 'closed without merge'
+  if (item.status === 'agent_running') return 'open, iterating on a review'
+  if (item.status === 'pr_opened') return 'open'
+  return null
+}
+
 function Runs({ org, id }) {
   const runs = useLoad(() => api('GET', `/v1/feedback/${id}/agent-runs`, { org: org.id }), [id])
   if (!runs.data || !runs.data.data.length) return null
@@ -37,7 +50,7 @@ function Runs({ org, id }) {
       const t = r.timings
       const total = t.prepareMs + t.cloneMs + t.agentMs + t.pushMs + t.prMs || 1
       return html`<article class="run">
-        <h3>${RUN_LABELS[r.status] || words(r.status)} · ${r.provider}${r.model ? ` (${r.model})` : ''} <span class="muted small">${fmtDate(r.startedAt || r.createdAt)}</span></h3>
+        <h3>${r.trigger === 'review' ? 'Review iteration · ' : ''}${RUN_LABELS[r.status] || words(r.status)} · ${r.provider}${r.model ? ` (${r.model})` : ''} <span class="muted small">${fmtDate(r.startedAt || r.createdAt)}</span></h3>
         <div class="timeline" role="img" aria-label=${`Timeline: prepare ${t.prepareMs} ms, clone ${t.cloneMs} ms, agent ${t.agentMs} ms, push ${t.pushMs} ms, PR ${t.prMs} ms`}>
           ${PHASES.map(([k]) => html`<span class=${`seg ${k}`} style=${`width:${(100 * t[k]) / total}%`}></span>`)}
         </div>
@@ -158,6 +171,7 @@ export function ReportPage({ org, id }) {
         ${!item.duplicateOfId &&
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
+        ${prState(item) && html`<span class="pr-state">Pull request: <strong>${prState(item)}</strong></span>`}
       </div>
       ${item.statusReason &&
       html`<p class="notice reason"><strong>On hold.</strong> ${item.statusReason[0].toUpperCase() + item.statusReason.slice(1)}.${' '}

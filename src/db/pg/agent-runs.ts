@@ -10,7 +10,7 @@
  * a start takes the App's slot in the database.
  */
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import type { AgentRunsRepo, InterruptedRun, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
+import type { AgentRunsRepo, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { PgTx } from './lifecycle'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
@@ -18,17 +18,18 @@ import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } 
 const GET_FEEDBACK =
   'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = $1'
 const SHARE_URL = 'UPDATE feedback SET merge_request_url = $1, version = version + 1, updated_at = $2 WHERE duplicate_of_id = $3'
-const INSERT_RUN = `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at, node_id)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const INSERT_RUN = `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at, node_id, trigger, review_text)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+const REVIEW_RUNS = "SELECT COUNT(*) AS n FROM agent_runs WHERE feedback_id = $1 AND trigger = 'review'"
 const UPDATE_RUN = `UPDATE agent_runs SET status = $2, model = $3, tokens_in = $4, tokens_out = $5, cost_usd = $6,
     pr_url = $7, guardrail_reason = $8, error = $9, timings = $10, summary = $11, output_tail = $12, ended_at = $13
   WHERE id = $1`
 const RUNNING_FOR_APP = "SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 AND status = 'running'"
 const RUNS_SINCE = 'SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const COST_SINCE = 'SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
-const INTERRUPTED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' ORDER BY id"
-const INTERRUPTED_UNCLAIMED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' AND node_id IS NULL ORDER BY id"
-const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start FROM agent_runs WHERE status = 'running' AND node_id = ANY($1::text[]) ORDER BY id"
+const INTERRUPTED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' ORDER BY id"
+const INTERRUPTED_UNCLAIMED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id IS NULL ORDER BY id"
+const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id = ANY($1::text[]) ORDER BY id"
 const SET_SANDBOX = 'UPDATE agent_runs SET sandbox_pid = $1, sandbox_start = $2 WHERE id = $3'
 const FAIL_INTERRUPTED = "UPDATE agent_runs SET status = 'failed', error = $1, ended_at = $2 WHERE id = $3 AND status = 'running'"
 
@@ -37,7 +38,7 @@ const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 
 const REPORT = 'SELECT 1 FROM feedback WHERE id = $1 AND org_id = $2'
 
 const insertRun = (q: PgQueryable, r: RunRowInsert) =>
-  exec(q, INSERT_RUN, [r.id, r.orgId, r.appId, r.feedbackId, r.provider, r.model, r.status, r.branch, r.timings, r.startedAt, r.createdAt, r.nodeId])
+  exec(q, INSERT_RUN, [r.id, r.orgId, r.appId, r.feedbackId, r.provider, r.model, r.status, r.branch, r.timings, r.startedAt, r.createdAt, r.nodeId, r.trigger ?? 'report', r.reviewText ?? null])
 const updateRun = (q: PgQueryable, e: RunRowEnd) =>
   exec(q, UPDATE_RUN, [e.id, e.status, e.model, e.tokensIn, e.tokensOut, e.costUsd, e.prUrl, e.guardrailReason, e.error, e.timings, e.summary, e.outputTail, e.endedAt])
 
@@ -58,23 +59,28 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
     await side!.record(t, { orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
   }
 
+  function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened'): Promise<boolean | 'app_busy'> {
+    return tx(async (t): Promise<boolean | 'app_busy'> => {
+      if (!(await side!.move(t, r.feedbackId, 'agent_running', { by: 'system', from }))) return false
+      await insertRun(t.client, r)
+      await side!.record(t, { orgId: r.orgId, appId: r.appId }, event.type, event.data)
+      return true
+    }).catch((e) => {
+      // One `running` run per App (agent_runs_one_running_per_app_uq), whichever node started the other.
+      if (isUniqueViolation(e, 'agent_runs_one_running_per_app_uq')) return 'app_busy' as const
+      throw e
+    })
+  }
+
   return {
     feedback: async (id) => (await one<RunFeedbackRow>(pool, GET_FEEDBACK, [id])) ?? null,
     runningCount: (appId) => count(RUNNING_FOR_APP, [appId]),
     runsSince: (appId, since) => count(RUNS_SINCE, [appId, since]),
     costSince: async (appId, since) => (await one<{ usd: number }>(pool, COST_SINCE, [appId, since]))!.usd,
 
-    startRun: (r, event) =>
-      tx(async (t): Promise<boolean | 'app_busy'> => {
-        if (!(await side.move(t, r.feedbackId, 'agent_running', { by: 'system', from: 'queued' }))) return false
-        await insertRun(t.client, r)
-        await side.record(t, { orgId: r.orgId, appId: r.appId }, event.type, event.data)
-        return true
-      }).catch((e) => {
-        // One `running` run per App (agent_runs_one_running_per_app_uq), whichever node started the other.
-        if (isUniqueViolation(e, 'agent_runs_one_running_per_app_uq')) return 'app_busy' as const
-        throw e
-      }),
+    startRun: (r, event) => start(r, event, 'queued'),
+    startReviewRun: (r, event) => start({ ...r, trigger: 'review' }, event, 'pr_opened'),
+    reviewRuns: (feedbackId) => count(REVIEW_RUNS, [feedbackId]),
 
     recordFailedStart: (r, end, outcome) =>
       tx(async (t) => {

@@ -31,6 +31,12 @@ export function createPgConnectionsRepo(storage: PgStorage, lifecycle: PgLifecyc
         if (removed) for (const e of audit) await writeAuditPg(client, clock, e)
         return removed
       }),
+    setWebhookSecret: (appId, sealed, audit) =>
+      storage.tx(async (client, tx) => {
+        const set = (await tx.update(repoConnections).set({ webhookSecretEnc: sealed, updatedAt: clock.now() }).where(eq(repoConnections.appId, appId)).returning({ appId: repoConnections.appId })).length > 0
+        if (set) for (const e of audit) await writeAuditPg(client, clock, e)
+        return set
+      }),
     count: async () => (await db.select({ n: count() }).from(repoConnections))[0]?.n ?? 0,
   }
 }

@@ -1,6 +1,6 @@
 /** Repository connections (one per App) and the audit record of every agent run. */
 import { sql } from 'drizzle-orm'
-import { index, uniqueIndex, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, primaryKey, uniqueIndex, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 
 export const repoConnections = sqliteTable('repo_connections', {
   appId: text('app_id').primaryKey(),
@@ -13,6 +13,8 @@ export const repoConnections = sqliteTable('repo_connections', {
   hostRepo: text('host_repo'),
   /** AES-256-GCM sealed access token (core/crypto.ts); never returned, never logged. */
   hostTokenEnc: text('host_token_enc'),
+  /** AES-256-GCM sealed secret the git host signs its webhooks with (docs/agents.md "Following the pull request"). */
+  webhookSecretEnc: text('webhook_secret_enc'),
   /** claude-code | codex | aider | command */
   agentProvider: text('agent_provider').notNull(),
   agentCommand: text('agent_command'),
@@ -61,6 +63,10 @@ export const agentRuns = sqliteTable(
     sandboxStart: text('sandbox_start'),
     /** Cluster mode: the node running it (src/nodes/); when that node dies, the sweep fails the run. */
     nodeId: text('node_id'),
+    /** What started the run: `report` (the report was queued) or `review` (a review asked for changes on its PR). */
+    trigger: text('trigger').notNull().default('report'),
+    /** A review iteration's request (sanitized, bounded): fed to the agent as untrusted text. */
+    reviewText: text('review_text'),
     startedAt: integer('started_at'),
     endedAt: integer('ended_at'),
     createdAt: integer('created_at').notNull(),
@@ -69,4 +75,18 @@ export const agentRuns = sqliteTable(
     // At most one run in progress per App, whichever node starts it (two nodes checking first could both start).
     uniqueIndex('agent_runs_one_running_per_app_uq').on(t.appId).where(sql`status = 'running'`),
   ],
+)
+
+/**
+ * Git-host webhook deliveries already handled (their delivery id per App), so a replayed delivery is
+ * acknowledged and ignored. Kept for a bounded time (GIT_DELIVERY_RETENTION_MS), pruned as new ones arrive.
+ */
+export const gitHostDeliveries = sqliteTable(
+  'git_host_deliveries',
+  {
+    appId: text('app_id').notNull(),
+    deliveryId: text('delivery_id').notNull(),
+    receivedAt: integer('received_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.deliveryId] }), index('git_host_deliveries_received_idx').on(t.receivedAt)],
 )

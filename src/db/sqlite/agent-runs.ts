@@ -5,7 +5,7 @@
  */
 import type { Statement } from 'bun:sqlite'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import type { AgentRunsRepo, InterruptedRun, RunFeedbackRow, RunOutcome, RunRow, RunScope } from '../../modules/agent-runs/repo'
+import type { AgentRunsRepo, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
@@ -19,18 +19,19 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
   )
   const shareUrl: Statement = sqlite.query('UPDATE feedback SET merge_request_url = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const insertRun: Statement = sqlite.query(
-    `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at, node_id)
-     VALUES ($id, $orgId, $appId, $feedbackId, $provider, $model, $status, $branch, $timings, $startedAt, $createdAt, $nodeId)`,
+    `INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, model, status, branch, timings, started_at, created_at, node_id, trigger, review_text)
+     VALUES ($id, $orgId, $appId, $feedbackId, $provider, $model, $status, $branch, $timings, $startedAt, $createdAt, $nodeId, $trigger, $reviewText)`,
   )
   const updateRun: Statement = sqlite.query(
     `UPDATE agent_runs SET status = $status, model = $model, tokens_in = $tokensIn, tokens_out = $tokensOut, cost_usd = $costUsd,
        pr_url = $prUrl, guardrail_reason = $guardrailReason, error = $error, timings = $timings, summary = $summary,
        output_tail = $outputTail, ended_at = $endedAt WHERE id = $id`,
   )
+  const reviewRuns: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE feedback_id = ? AND trigger = 'review'")
   const runningForApp: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
   const runsSince: Statement = sqlite.query('SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND created_at >= ?')
   const costSince: Statement = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id FROM agent_runs WHERE status = 'running' ORDER BY id")
+  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id, trigger FROM agent_runs WHERE status = 'running' ORDER BY id")
   const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
   const failInterrupted: Statement = sqlite.query("UPDATE agent_runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'running'")
 
@@ -48,32 +49,39 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
     side!.record({ orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
   }
 
+  /** The insert's parameters: every column named (trigger and review text default for a report's run). */
+  const row = (r: RunRowInsert) => ({ ...r, trigger: r.trigger ?? 'report', reviewText: r.reviewText ?? null })
+
+  function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened'): boolean | 'app_busy' {
+    try {
+      return sqlite
+        .transaction(() => {
+          if (!side!.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from })) return false
+          insertRun.run(row(r))
+          side!.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
+          return true
+        })
+        .immediate()
+    } catch (e) {
+      // One `running` run per App (agent_runs_one_running_per_app_uq): the whole start rolled back.
+      if (isSqliteUniqueViolation(e, 'agent_runs.app_id')) return 'app_busy'
+      throw e
+    }
+  }
+
   return {
     feedback: async (id) => getFeedback.get(id) as RunFeedbackRow | null,
     runningCount: async (appId) => (runningForApp.get(appId) as { n: number }).n,
     runsSince: async (appId, since) => (runsSince.get(appId, since) as { n: number }).n,
     costSince: async (appId, since) => (costSince.get(appId, since) as { usd: number }).usd,
 
-    async startRun(r, event) {
-      try {
-        return sqlite
-          .transaction(() => {
-            if (!side.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from: 'queued' })) return false
-            insertRun.run({ ...r })
-            side.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
-            return true
-          })
-          .immediate()
-      } catch (e) {
-        // One `running` run per App (agent_runs_one_running_per_app_uq): the whole start rolled back.
-        if (isSqliteUniqueViolation(e, 'agent_runs.app_id')) return 'app_busy'
-        throw e
-      }
-    },
+    startRun: async (r, event) => start(r, event, 'queued'),
+    startReviewRun: async (r, event) => start({ ...r, trigger: 'review' }, event, 'pr_opened'),
+    reviewRuns: async (feedbackId) => (reviewRuns.get(feedbackId) as { n: number }).n,
 
     async recordFailedStart(r, end, outcome) {
       sqlite.transaction(() => {
-        insertRun.run({ ...r })
+        insertRun.run(row(r))
         updateRun.run({ ...end })
         settle({ feedbackId: r.feedbackId, orgId: r.orgId, appId: r.appId }, outcome, end.endedAt)
       })()

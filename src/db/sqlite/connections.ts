@@ -36,6 +36,14 @@ export function createSqliteConnectionsRepo({ sqlite, db }: SqliteStorage, lifec
           return removed
         })
         .immediate(),
+    setWebhookSecret: async (appId, sealed, audit) =>
+      sqlite
+        .transaction(() => {
+          const set = (db.update(repoConnections).set({ webhookSecretEnc: sealed, updatedAt: clock.now() }).where(eq(repoConnections.appId, appId)).run() as unknown as { changes: number }).changes > 0
+          if (set) for (const e of audit) writeAudit(e)
+          return set
+        })
+        .immediate(),
     count: async () => db.select({ n: count() }).from(repoConnections).get()?.n ?? 0,
   }
 }

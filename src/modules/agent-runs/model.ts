@@ -29,6 +29,9 @@ export const AgentRun = t.Object(
       { prepareMs: int(), cloneMs: int(), agentMs: int(), pushMs: int(), prMs: int() },
       { additionalProperties: false },
     ),
+    trigger: t.Union([t.Literal('report'), t.Literal('review')], {
+      description: 'Additive: what started the run. `report`: the report was queued; `review`: a review asked for changes on its pull request and the agent iterated on the same branch (docs/agents.md "Review iteration").',
+    }),
     summary: Nullable(t.String({ description: "The agent's own summary of its change" })),
     outputTail: Nullable(t.String({ description: 'The last 16 KB of the agent (and verify) output, secrets removed' })),
     startedAt: Nullable(t.String({ format: 'date-time' })),

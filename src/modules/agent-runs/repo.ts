@@ -40,7 +40,13 @@ export interface RunRow {
   started_at: number | null
   ended_at: number | null
   created_at: number
+  /** `report` | `review` (a review iteration on the report's pull request). */
+  trigger: string
+  review_text: string | null
 }
+
+/** What started a run. */
+export type RunTrigger = 'report' | 'review'
 
 /** A report as a run reads it: what the task file and the PR are built from. */
 export interface RunFeedbackRow extends FeedbackCoreColumns {
@@ -68,6 +74,10 @@ export interface RunRowInsert {
   createdAt: number
   /** Cluster mode: the node running it; null in the embedded mode. */
   nodeId: string | null
+  /** Default `report`. */
+  trigger?: RunTrigger
+  /** A review iteration's request, sanitized. */
+  reviewText?: string | null
 }
 
 export interface RunRowEnd {
@@ -94,6 +104,8 @@ export interface InterruptedRun {
   feedback_id: string
   sandbox_pid: number | null
   sandbox_start: string | null
+  /** A review iteration's report goes back to its open pull request, not to `failed`. */
+  trigger: string
 }
 
 type RunEventType = 'agent_run.started' | 'agent_run.succeeded' | 'agent_run.failed' | 'agent_run.guardrailed'
@@ -131,6 +143,13 @@ export interface AgentRunsRepo {
    * since the caller checked (a unique index allows one `running` row per App).
    */
   startRun(run: RunRowInsert, event: RunEvent): Promise<boolean | 'app_busy'>
+  /**
+   * A review iteration starts: the report `pr_opened` → `agent_running`, the run row (trigger `review`)
+   * and `event`, together; false / 'app_busy' as for `startRun`.
+   */
+  startReviewRun(run: RunRowInsert, event: RunEvent): Promise<boolean | 'app_busy'>
+  /** How many review iterations the report's pull request had (every run with trigger `review`). */
+  reviewRuns(feedbackId: string): Promise<number>
   /** A run that ends before it starts (no sandbox, a cap reached): its row, ended, and the outcome, together. */
   recordFailedStart(run: RunRowInsert, end: RunRowEnd, outcome: RunOutcome): Promise<void>
   /** A run ended: its row, the report's move and the event (and the shared PR URL), together. */

@@ -20,6 +20,7 @@ function present(r: RunRow): typeof AgentRun.static {
     guardrailReason: r.guardrail_reason,
     error: r.error,
     timings: JSON.parse(r.timings),
+    trigger: r.trigger === 'review' ? 'review' : 'report',
     summary: r.summary,
     outputTail: r.output_tail,
     startedAt: r.started_at === null ? null : isoUtc(r.started_at),

@@ -26,6 +26,8 @@ export interface ConnectionsRepo {
   connect(row: NewConnection, audit: AuditEntry[]): Promise<ConnectionRow>
   /** Removes the App's connection; false (and nothing recorded) when it had none. */
   remove(appId: string, audit: AuditEntry[]): Promise<boolean>
+  /** Replaces the App's sealed webhook secret with the audit rows; false (nothing recorded) when it has no connection. */
+  setWebhookSecret(appId: string, sealed: string, audit: AuditEntry[]): Promise<boolean>
   /** How many Apps have a repository connected (agents can run for them). */
   count(): Promise<number>
 }

@@ -4,6 +4,7 @@
  * a run starts. Bad input is ApiError invalid_argument; an App not in the Org is app_not_found.
  */
 import type { Context } from '../../context'
+import { randomBytes } from 'node:crypto'
 import { ApiError } from '../../core/errors'
 import { denyPatternProblem } from '../../core/globs'
 import { isoUtc } from '../../core/clock'
@@ -70,6 +71,16 @@ export interface RepoConnection {
   denyPaths: string[]
   runsPerDay: number
   maxCostUsdPerMonth: number
+  /** The secret the git host signs its webhooks with (decrypted), or null before one was generated. */
+  webhookSecret: string | null
+}
+
+/** The route a git host sends its webhooks to, for an App (docs/agents.md "Following the pull request"). */
+export const gitWebhookPath = (appId: string) => `/v1/git-hooks/${appId}`
+
+/** A new webhook secret: 32 random bytes, base64url (no character a host's settings form would mangle). */
+function newWebhookSecret(): string {
+  return randomBytes(32).toString('base64url')
 }
 
 /** Where each host's REST API lives when --host-api-url is not given. */
@@ -162,7 +173,7 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
   }
 
   /** A stored row as the runner's connection, without decrypting the token. */
-  function decode(row: ConnectionRow): Omit<RepoConnection, 'hostToken'> {
+  function decode(row: ConnectionRow): Omit<RepoConnection, 'hostToken' | 'webhookSecret'> {
     return {
       appId: row.appId,
       gitUrl: row.gitUrl,
@@ -187,7 +198,7 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
   /** What the CLI prints: the connection with CLI flag names, and only whether a token is stored. */
   function view(row: ConnectionRow) {
     const { hostKind, agentProvider, ...rest } = decode(row)
-    return { ...rest, host: hostKind, agent: agentProvider, hasHostToken: row.hostTokenEnc !== null, updatedAt: isoUtc(row.updatedAt) }
+    return { ...rest, host: hostKind, agent: agentProvider, hasHostToken: row.hostTokenEnc !== null, webhookPath: gitWebhookPath(row.appId), hasWebhookSecret: row.webhookSecretEnc !== null, updatedAt: isoUtc(row.updatedAt) }
   }
 
   return {
@@ -200,6 +211,10 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
       check(input)
       const host = input.host ?? 'none'
       const now = clock.now()
+      // The webhook secret is made once, at the first connection, and kept when the connection is
+      // replaced (the host keeps signing with it); `rotateWebhookSecret` replaces it. Shown only when made.
+      const kept = (await repo.get(appId))?.webhookSecretEnc ?? null
+      const fresh = kept === null ? newWebhookSecret() : null
       const row = {
         appId,
         gitUrl: input.gitUrl,
@@ -208,6 +223,7 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
         hostApiUrl: input.hostApiUrl?.replace(/\/+$/, '') ?? defaultApiUrl(host, input.gitUrl),
         hostRepo: input.hostRepo ?? null,
         hostTokenEnc: input.hostToken ? box.seal(Buffer.from(input.hostToken, 'utf8')) : null,
+        webhookSecretEnc: fresh === null ? kept : box.seal(Buffer.from(fresh, 'utf8')),
         agentProvider: input.agent ?? 'claude-code',
         agentCommand: input.agentCommand ?? null,
         model: input.model ?? null,
@@ -223,7 +239,21 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
         updatedAt: now,
       }
       const audit = note(by, orgId, 'app.repo_connected', appId, { gitUrl: row.gitUrl, host: row.hostKind, agent: row.agentProvider })
-      return view(await repo.connect(row, audit))
+      const stored = view(await repo.connect(row, audit))
+      return fresh === null ? stored : { ...stored, webhookSecret: fresh }
+    },
+
+    /**
+     * A new webhook secret for the App's connection, shown once (the result's `webhookSecret`): set it in
+     * the git host's webhook settings. Records `app.webhook_secret_rotated`. not_found without a connection.
+     */
+    async rotateWebhookSecret(orgId: string, appId: string, by?: ActedBy): Promise<{ appId: string; webhookPath: string; webhookSecret: string }> {
+      await requireApp(orgId, appId)
+      const secret = newWebhookSecret()
+      if (!(await repo.setWebhookSecret(appId, box.seal(Buffer.from(secret, 'utf8')), note(by, orgId, 'app.webhook_secret_rotated', appId)))) {
+        throw new ApiError('not_found', { appId }, `app ${appId} has no repository connected (fixloop app connect-repo)`)
+      }
+      return { appId, webhookPath: gitWebhookPath(appId), webhookSecret: secret }
     },
 
     /** The App's connection as an operator sees it (no token), or null when it has none. */
@@ -246,7 +276,11 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
     async load(appId: string): Promise<RepoConnection | null> {
       const row = await repo.get(appId)
       if (!row) return null
-      return { ...decode(row), hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null }
+      return {
+        ...decode(row),
+        hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null,
+        webhookSecret: row.webhookSecretEnc ? box.open(row.webhookSecretEnc).toString('utf8') : null,
+      }
     },
   }
 }

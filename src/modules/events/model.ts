@@ -49,6 +49,12 @@ const PAYLOADS: Record<(typeof EVENT_TYPES)[number], TSchema> = {
   }),
   'feedback.duplicate_suggested': t.Object({ feedbackId: Id, leadFeedbackId: Id, score: t.Number({ minimum: 0, maximum: 1 }) }),
   'feedback.unmerged': t.Object({ feedbackId: Id, leadFeedbackId: Id, duplicateCount: t.Integer() }),
+  'feedback.resolved': t.Object({
+    feedbackId: Id,
+    leadFeedbackId: Id,
+    prUrl: t.Union([t.String(), t.Null()], { description: 'The merged pull/merge request' }),
+    externalUserId: t.Union([t.String(), t.Null()], { description: "The submitter's `sub` from the user token, for a report submitted in private mode; null otherwise. Never the report's text or email." }),
+  }),
   'agent_run.started': t.Object({ runId: Id, feedbackId: Id, provider: t.String() }),
   'agent_run.phase': t.Object({
     runId: Id,

@@ -1,6 +1,6 @@
 /** Repository connections and agent-run audit records: the PostgreSQL twin of src/db/schema/agents.ts. */
 import { sql } from 'drizzle-orm'
-import { doublePrecision, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { counter, epochMs } from './columns'
 
 export const repoConnections = pgTable('repo_connections', {
@@ -11,6 +11,7 @@ export const repoConnections = pgTable('repo_connections', {
   hostApiUrl: text('host_api_url'),
   hostRepo: text('host_repo'),
   hostTokenEnc: text('host_token_enc'),
+  webhookSecretEnc: text('webhook_secret_enc'),
   agentProvider: text('agent_provider').notNull(),
   agentCommand: text('agent_command'),
   model: text('model'),
@@ -49,6 +50,10 @@ export const agentRuns = pgTable(
     sandboxPid: integer('sandbox_pid'),
     sandboxStart: text('sandbox_start'),
     nodeId: text('node_id'),
+    /** What started the run: `report` (the report was queued) or `review` (a review asked for changes on its PR). */
+    trigger: text('trigger').notNull().default('report'),
+    /** A review iteration's request (sanitized, bounded): fed to the agent as untrusted text. */
+    reviewText: text('review_text'),
     startedAt: epochMs('started_at'),
     endedAt: epochMs('ended_at'),
     createdAt: epochMs('created_at').notNull(),
@@ -57,4 +62,14 @@ export const agentRuns = pgTable(
     // At most one run in progress per App, whichever node starts it (two nodes checking first could both start).
     uniqueIndex('agent_runs_one_running_per_app_uq').on(t.appId).where(sql`status = 'running'`),
   ],
+)
+
+export const gitHostDeliveries = pgTable(
+  'git_host_deliveries',
+  {
+    appId: text('app_id').notNull(),
+    deliveryId: text('delivery_id').notNull(),
+    receivedAt: epochMs('received_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.deliveryId] }), index('git_host_deliveries_received_idx').on(t.receivedAt)],
 )

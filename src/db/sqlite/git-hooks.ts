@@ -1,0 +1,63 @@
+/** SQLite side of modules/git-hooks/repo.ts: moves and events join the lifecycle's SQLite side in the delivery's transaction. */
+import type { Statement } from 'bun:sqlite'
+import type { Clock } from '../../core/clock'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { canFollowLead } from '../../core/fsm'
+import { CHANGE_MOVES, GIT_DELIVERY_RETENTION_MS, resolvedUserId, type DuplicateRow, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import type { SqliteStorage } from './storage'
+
+export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
+  const side = lifecycle.sqlite
+  if (!side) throw new Error('the git-hooks repository on SQLite needs the lifecycle on SQLite')
+  // The App's runs are few (runs per day are capped): agent_runs_app_idx bounds the search.
+  const reportOfPr: Statement = sqlite.query(
+    `SELECT f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl
+       FROM agent_runs r JOIN feedback f ON f.id = r.feedback_id
+      WHERE r.app_id = ? AND r.pr_url = ? AND f.app_id = r.app_id AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
+      ORDER BY r.id DESC LIMIT 1`,
+  )
+  const remember: Statement = sqlite.query('INSERT INTO git_host_deliveries (app_id, delivery_id, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING')
+  const forget: Statement = sqlite.query('DELETE FROM git_host_deliveries WHERE app_id = ? AND received_at < ?')
+  const submitter: Statement = sqlite.query('SELECT submitted_mode, external_user_id FROM feedback WHERE id = ?')
+  // The succeeded runs (agent_runs_status_idx), not the whole feedback table.
+  const openPrs: Statement = sqlite.query(
+    `SELECT r.id AS runId, f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl
+       FROM agent_runs r JOIN feedback f ON f.id = r.feedback_id
+      WHERE r.status = 'succeeded' AND r.pr_url IS NOT NULL AND r.id > ? AND f.status = 'pr_opened' AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
+      ORDER BY r.id LIMIT ?`,
+  )
+  const duplicates: Statement = sqlite.query('SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id')
+
+  return {
+    openPullRequests: async (afterRunId, limit) =>
+      (openPrs.all(afterRunId, limit) as (PrReport & { runId: string })[]).map(({ runId, ...report }) => ({ runId, report })),
+    reportOfPr: async (appId, prUrl) => (reportOfPr.get(appId, prUrl) as PrReport | null) ?? undefined,
+    receive: async (appId, deliveryId, apply) =>
+      sqlite
+        .transaction(() => {
+          const now = clock.now()
+          if ((remember.run(appId, deliveryId, now) as { changes: number }).changes === 0) return { outcome: 'replayed' as const }
+          forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
+          if (!apply) return { outcome: 'unchanged' as const }
+          const { report, change } = apply
+          const { from, to } = CHANGE_MOVES[change]
+          if (!side.move(sqlite, report.id, to, { by: 'system', from, prUrl: report.prUrl })) return { outcome: 'unchanged' as const }
+          const moved = [report.id]
+          if (change === 'merged') {
+            const scope = { orgId: report.orgId, appId: report.appId }
+            const resolved = (id: string, who: { submitted_mode: string; external_user_id: string | null }) =>
+              side.record(scope, 'feedback.resolved', { feedbackId: id, leadFeedbackId: report.id, prUrl: report.prUrl, externalUserId: resolvedUserId(who) })
+            resolved(report.id, submitter.get(report.id) as { submitted_mode: string; external_user_id: string | null })
+            for (const d of duplicates.all(report.id) as DuplicateRow[]) {
+              if (!canFollowLead(d.status, 'resolved')) continue
+              if (side.move(sqlite, d.id, 'resolved', { by: 'lead', from: d.status })) {
+                moved.push(d.id)
+                resolved(d.id, d)
+              }
+            }
+          }
+          return { outcome: 'moved' as const, moved }
+        })
+        .immediate(),
+  }
+}

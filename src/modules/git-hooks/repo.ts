@@ -1,0 +1,72 @@
+/**
+ * What following a pull/merge request stores: the deliveries already handled (replay safety) and the
+ * moves a host's news makes (merged → resolved with the lead's duplicates, closed → awaiting_manual,
+ * reopened → pr_opened), each delivery one transaction. The port: a SQLite side
+ * (src/db/sqlite/git-hooks.ts) and a PostgreSQL side (src/db/pg/git-hooks.ts), held to
+ * test/repos/git-hooks.test.ts.
+ */
+import type { FeedbackStatus } from '../../core/fsm'
+import type { Storage } from '../../db/storage'
+import type { Clock } from '../../core/clock'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import { createSqliteGitHooksRepo } from '../../db/sqlite/git-hooks'
+import { createPgGitHooksRepo } from '../../db/pg/git-hooks'
+
+/** What the host says happened to the pull/merge request. */
+export type PrChange = 'merged' | 'closed' | 'reopened'
+
+/** The lead report a pull/merge request of fixloop's belongs to. */
+export interface PrReport {
+  id: string
+  orgId: string
+  appId: string
+  status: FeedbackStatus
+  prUrl: string
+}
+
+/** How a delivery ended: a replay (seen before), no change (not fixloop's PR, or its report not where the news applies), or the moves made. */
+export type Received = { outcome: 'replayed' } | { outcome: 'unchanged' } | { outcome: 'moved'; moved: string[] }
+
+/** A delivery id is remembered this long (hosts redeliver within hours; a replay later than this is refused by its signature's age on no host, so the window is generous). */
+export const GIT_DELIVERY_RETENTION_MS = 30 * 24 * 3600_000
+
+export interface GitHooksRepo {
+  /** The lead report of the App whose pull/merge request is `prUrl` (opened by one of its agent runs), or undefined. */
+  reportOfPr(appId: string, prUrl: string): Promise<PrReport | undefined>
+  /**
+   * Records the delivery (`replayed` when the App saw its id before: nothing else happens) and applies
+   * `change` to `report` when given, in one transaction; forgets the App's deliveries older than the
+   * retention. merged: the lead pr_opened → resolved, then each duplicate that can follow its lead
+   * (core/fsm.ts canFollowLead), with `feedback.resolved` for each report resolved; closed: pr_opened →
+   * awaiting_manual (the URL kept); reopened: awaiting_manual → pr_opened. A report not in the status
+   * the change applies to is left alone (`unchanged`).
+   */
+  receive(appId: string, deliveryId: string, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
+  /**
+   * Polling: up to `limit` lead reports in `pr_opened` with the pull/merge request their run opened, the
+   * runs after `afterRunId` in run order (a cursor: '' from the start), each with that run's id.
+   */
+  openPullRequests(afterRunId: string, limit: number): Promise<{ runId: string; report: PrReport }[]>
+}
+
+export function createGitHooksRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
+  return storage.dialect === 'sqlite' ? createSqliteGitHooksRepo(storage, lifecycle, clock) : createPgGitHooksRepo(storage, lifecycle, clock)
+}
+
+/** The status a change applies to, and where it moves the lead. */
+export const CHANGE_MOVES: Record<PrChange, { from: FeedbackStatus; to: FeedbackStatus }> = {
+  merged: { from: 'pr_opened', to: 'resolved' },
+  closed: { from: 'pr_opened', to: 'awaiting_manual' },
+  reopened: { from: 'awaiting_manual', to: 'pr_opened' },
+}
+
+/** A duplicate's columns the follow-up needs. */
+export interface DuplicateRow {
+  id: string
+  status: FeedbackStatus
+  submitted_mode: string
+  external_user_id: string | null
+}
+
+/** The submitter's id a `feedback.resolved` event carries: only for a private-mode report (the user token's sub). */
+export const resolvedUserId = (r: { submitted_mode: string; external_user_id: string | null }): string | null => (r.submitted_mode === 'private' ? r.external_user_id : null)

@@ -1,0 +1,77 @@
+/**
+ * Following the pull/merge requests fixloop opened, from the git host's webhooks: each delivery is
+ * authenticated with the App's webhook secret (its host's scheme, constant time), recorded by its
+ * delivery id (a replay is acknowledged and ignored), and its news applied: merged, closed, reopened
+ * (modules/git-hooks/repo.ts), or a review asking for changes handed to the review iteration. A delivery
+ * about a pull request fixloop did not open changes nothing. docs/agents.md "Following the pull request".
+ */
+import type { Clock } from '../../core/clock'
+import { ApiError } from '../../core/errors'
+import type { Storage } from '../../db/storage'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { ConnectionsService } from '../connections/service'
+import { deliveryIdOf, readNews, verifyDelivery, type GitHookHost, type HostNews } from './deliveries'
+import { createGitHooksRepo, type PrReport, type Received } from './repo'
+
+/** A review asking for changes on a report's pull request (the text is hostile input, bounded). */
+export interface ReviewRequest {
+  report: PrReport
+  text: string
+  author: string | null
+}
+
+/**
+ * What a delivery did, as the host is answered (the host only looks at the 2xx): `moved`, `unchanged`
+ * (fixloop's PR, but its report is not where the news applies), `replayed`, `ignored` (not about a PR
+ * fixloop opened for this App), `review_queued`, `review_refused` (with the reason: a cap reached, …).
+ */
+export interface DeliveryResult {
+  outcome: Received['outcome'] | 'ignored' | 'review_queued' | 'review_refused'
+  reason?: string
+}
+
+const unauthenticated = () => new ApiError('invalid_authorization', undefined, 'The webhook signature (or GitLab token) is missing or does not match this App\'s webhook secret.')
+
+export function createGitHooksService(deps: {
+  storage: Storage
+  lifecycle: Lifecycle
+  clock: Clock
+  connections: Pick<ConnectionsService, 'load'>
+  /** Starts a review iteration (src/agent/); its refusal reason (a cap reached, no run possible) or null. */
+  onReview?: (review: ReviewRequest) => Promise<string | null>
+}) {
+  const repo = createGitHooksRepo(deps.storage, deps.lifecycle, deps.clock)
+
+  return {
+    repo,
+    /**
+     * One delivery for `appId`: 401 invalid_authorization unless the App has a git host and a webhook secret
+     * and the delivery is signed with it (so an unknown App and a wrong signature look alike); 400
+     * invalid_body when the signed body is not a JSON object.
+     */
+    async receive(appId: string, headers: Headers, raw: Uint8Array): Promise<DeliveryResult> {
+      const conn = await deps.connections.load(appId)
+      if (!conn || conn.hostKind === 'none' || !conn.webhookSecret) throw unauthenticated()
+      const host = conn.hostKind as GitHookHost
+      if (!verifyDelivery(host, headers, raw, conn.webhookSecret)) throw unauthenticated()
+      let body: unknown
+      try {
+        body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw))
+      } catch {
+        throw new ApiError('invalid_body', undefined, 'The delivery is not JSON: set the webhook\'s content type to application/json.')
+      }
+      const deliveryId = deliveryIdOf(host, headers, raw)
+      const news: HostNews | null = readNews(host, headers, body)
+      const report = news ? await repo.reportOfPr(appId, news.prUrl) : undefined
+      const received = await repo.receive(appId, deliveryId, news?.kind === 'change' && report ? { report, change: news.change } : null)
+      if (received.outcome === 'replayed') return { outcome: 'replayed' }
+      // Not about a pull request fixloop opened for this App (or not news fixloop follows): nothing changes.
+      if (!news || !report) return { outcome: 'ignored' }
+      if (news.kind === 'change') return { outcome: received.outcome }
+      if (!deps.onReview) return { outcome: 'review_refused', reason: 'review iterations are not enabled on this server' }
+      const refused = await deps.onReview({ report, text: news.text, author: news.author })
+      return refused ? { outcome: 'review_refused', reason: refused } : { outcome: 'review_queued' }
+    },
+  }
+}
+export type GitHooksService = ReturnType<typeof createGitHooksService>

@@ -1,0 +1,112 @@
+/**
+ * The polling fallback (worker/steps/poll-pull-requests.ts) on both dialects against the git-host stubs
+ * (real-shaped GET pull/merge request answers): a merged request resolves its report and the lead's
+ * duplicates, a closed one sends it back to awaiting_manual, an open one changes nothing, a host's
+ * Retry-After ends the pass without losing its place, and only requests fixloop opened are read.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { describeEachDialect, type FreshStore } from './dialects'
+import { tempDir } from './harness'
+import { git, makeBareRepo, pushCommit } from './git-fixtures'
+import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
+import { openPullRequest } from '../src/agent/hosts'
+import { createLifecycle } from '../src/lifecycle/lifecycle'
+import { createGitHooksRepo } from '../src/modules/git-hooks/repo'
+import { createPollPullRequestsStep } from '../src/worker/steps/poll-pull-requests'
+import type { RepoConnection } from '../src/modules/connections/service'
+import { Logger } from '../src/core/logger'
+import { seedOrgApp, sql } from './repos/store-fixtures'
+
+const TOKEN = 'stub-token-poll'
+let dir: string
+let barePath: string
+const stubs = {} as Record<GitHostKind, GitHostStub>
+const HOSTS = ['github', 'gitea', 'gitlab'] as const
+
+beforeAll(async () => {
+  dir = tempDir('fixloop-poll-')
+  barePath = makeBareRepo(dir, { 'src/app.js': 'let total = null\n' })
+  pushCommit(barePath, 'fixloop/b0', { 'src/f.js': '// fix\n' })
+  for (let i = 1; i < 40; i++) git([`--git-dir=${barePath}`, 'branch', `fixloop/b${i}`, 'fixloop/b0'])
+  for (const kind of HOSTS) stubs[kind] = await startGitHostStub({ kind, token: TOKEN, repos: [{ owner: 'acme', name: 'app', barePath }] })
+})
+afterAll(async () => {
+  for (const stub of Object.values(stubs)) await stub.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const connection = (kind: GitHostKind, appId: string): RepoConnection => ({
+  appId, gitUrl: barePath, baseBranch: 'main', hostKind: kind, hostApiUrl: stubs[kind].apiUrl, hostRepo: 'acme/app', hostToken: TOKEN, agentProvider: 'command', agentCommand: 'true',
+  model: null, timeoutSeconds: 60, prMode: 'ready', verifyCommand: null, maxFiles: 20, maxLines: 1000, denyPaths: [], runsPerDay: 20, maxCostUsdPerMonth: 50, webhookSecret: null,
+})
+
+let branch = 0
+/** A lead in pr_opened whose run opened a real request on the stub; returns its id and the request's number. */
+async function openedReport(s: FreshStore, kind: GitHostKind, id: string, appId = 'a1'): Promise<{ id: string; number: number }> {
+  const head = `fixloop/b${branch++}`
+  const url = await openPullRequest(kind, stubs[kind].apiUrl, TOKEN, 'acme/app', { title: 'fix', body: 'b', head, base: 'main', draft: false })
+  await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at, merge_request_url) VALUES (?, 'o1', ?, 'pr_opened', 't', 'public', 1, 1, ?)", [id, appId, url])
+  await sql(s, "INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, pr_url, created_at) VALUES (?, 'o1', ?, ?, 'command', 'succeeded', ?, '{}', ?, 1)", [`run-${id}`, appId, id, head, url])
+  return { id, number: Number(/(\d+)$/.exec(url)![1]) }
+}
+const statusOf = async (s: FreshStore, id: string) => (await sql<{ status: string }>(s, 'SELECT status FROM feedback WHERE id = ?', [id]))[0].status
+
+describeEachDialect('pull request polling', (fresh) => {
+  for (const kind of HOSTS) {
+    test(`${kind}: merged → resolved (duplicates follow), closed → awaiting_manual, open → unchanged`, async () => {
+      const s = await fresh()
+      await seedOrgApp(s)
+      const lifecycle = createLifecycle(s.storage, s.clock)
+      const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+      const merged = await openedReport(s, kind, `${kind}-m`)
+      const closed = await openedReport(s, kind, `${kind}-c`)
+      const open = await openedReport(s, kind, `${kind}-o`)
+      await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at, duplicate_of_id) VALUES (?, 'o1', 'a1', 'sanitized', 't', 'public', 1, 1, ?)", [`${kind}-dup`, merged.id])
+      expect(await step.pass()).toMatchObject({ read: 3, moved: 0, failed: 0, full: false })
+      stubs[kind].setPullState(merged.number, 'merged')
+      stubs[kind].setPullState(closed.number, 'closed')
+      expect(await step.pass()).toMatchObject({ read: 3, moved: 2, failed: 0 })
+      expect([await statusOf(s, merged.id), await statusOf(s, `${kind}-dup`), await statusOf(s, closed.id), await statusOf(s, open.id)]).toEqual(['resolved', 'resolved', 'awaiting_manual', 'pr_opened'])
+      expect((await sql<{ type: string }>(s, "SELECT type FROM events WHERE type = 'feedback.resolved'")).length).toBe(2)
+      // Only the open one is read now.
+      expect(await step.pass()).toMatchObject({ read: 1, moved: 0 })
+      // The reads carried the token in the host's header only, never in the URL.
+      for (const r of stubs[kind].requests.filter((q) => q.method === 'GET')) expect(r.path).not.toContain(TOKEN)
+    })
+  }
+
+  test('a host that throttles (429 Retry-After) ends the pass; the next pass picks up where it stopped', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const lifecycle = createLifecycle(s.storage, s.clock)
+    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+    const a = await openedReport(s, 'github', 'thr-a')
+    stubs.github.setPullState(a.number, 'merged')
+    stubs.github.throttleNextRead(429, 42)
+    expect(await step.pass()).toMatchObject({ read: 0, moved: 0, throttledMs: 42_000 })
+    expect(await statusOf(s, a.id)).toBe('pr_opened')
+    expect(await step.pass()).toMatchObject({ read: 1, moved: 1 })
+    // run() queues the next pass after the host's wait, not the usual interval.
+    stubs.github.throttleNextRead(429, 30)
+    await openedReport(s, 'github', 'thr-b')
+    await step.run({} as never)
+    const [job] = await sql<{ run_after: number }>(s, "SELECT run_after FROM jobs WHERE kind = 'pr_poll'")
+    expect(Number(job.run_after)).toBe(s.clock.now() + 30_000)
+  })
+
+  test('reports fixloop did not open a request for, duplicates and other statuses are never read', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const lifecycle = createLifecycle(s.storage, s.clock)
+    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    await openedReport(s, 'github', 'seen')
+    await openedReport(s, 'github', 'manual')
+    await sql(s, "UPDATE feedback SET status = 'awaiting_manual' WHERE id = 'manual'")
+    await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at, merge_request_url) VALUES ('norun', 'o1', 'a1', 'pr_opened', 't', 'public', 1, 1, 'https://github.example/acme/app/pull/999')")
+    expect((await hooks.openPullRequests('', 50)).map((p) => p.report.id)).toEqual(['seen'])
+    expect((await hooks.openPullRequests('run-seen', 50)).map((p) => p.report.id)).toEqual([])
+  })
+})
