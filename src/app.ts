@@ -27,6 +27,7 @@ import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
+import { mailRoutes, meRoutes, unsubscribeRoutes } from './modules/mail/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
@@ -110,6 +111,9 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))
     .use(chatopsRoutes(auth, s.chatops))
+    .use(mailRoutes(auth, s.mail))
+    .use(unsubscribeRoutes(s.mail))
+    .use(meRoutes(auth, s.mail))
 
   // A /v1 or /admin/api route that says nothing about who may call it is refused here, before it can serve.
   assertEveryRouteDeclaresAccess(app.routes)

@@ -59,6 +59,8 @@ import { createChatopsService } from './modules/chatops/service'
 import { createSlashCommands } from './modules/chatops/commands'
 import { SlackApi } from './modules/chatops/slack-api'
 import { SlackNotifier } from './modules/chatops/notifier'
+import { createMailService } from './modules/mail/service'
+import { Mailer } from './modules/mail/mailer'
 
 export interface ServiceOptions {
   worker?: Partial<WorkerOptions>
@@ -257,6 +259,9 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     chatops: createChatopsService(ctx),
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
+    mail: createMailService(ctx),
+    /** Reporters' "fixed" mails: runs with the `dispatch` role (server.ts), like the webhook and Slack dispatchers. */
+    mailer: new Mailer(ctx, log, { publicUrl: config.publicUrl, mayAct: () => coordinator.holds('dispatch') }),
   }
 }
 export type Services = ReturnType<typeof createServices>

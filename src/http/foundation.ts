@@ -36,6 +36,8 @@ const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 const UPLOAD_PATH = /^\/v1\/uploads\//
 /** Slack's slash commands are form-encoded and signed over the raw bytes: that route reads its own body. */
 const SLACK_COMMAND_PATH = /^\/v1\/chatops\/slack\/[^/]+\/commands$/
+/** RFC 8058 one-click unsubscribe: mail clients POST `List-Unsubscribe=One-Click` form-encoded; the route ignores the body. */
+const UNSUBSCRIBE_PATH = /^\/v1\/mail\/unsubscribe$/
 
 /** Longest request URL (path + query) fixloop answers; signed upload URLs stay far below it. */
 export const MAX_URL_BYTES = 16 * 1024
@@ -131,7 +133,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
       // parsers, which refuse an image/png body; the upload route streams the body itself.
       const path = pathOfUrl(request.url)
-      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path)) return null
+      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path) || UNSUBSCRIBE_PATH.test(path)) return null
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {

@@ -11,6 +11,7 @@ import p0003 from '../../../migrations-pg/0003_cluster_nodes.sql' with { type: '
 import p0004 from '../../../migrations-pg/0004_webhook_ordered_claim.sql' with { type: 'text' }
 import p0005 from '../../../migrations-pg/0005_one_run_per_app.sql' with { type: 'text' }
 import p0006 from '../../../migrations-pg/0006_triage_suggestions.sql' with { type: 'text' }
+import p0007 from '../../../migrations-pg/0007_loop_notify_mail.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -20,4 +21,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0004_webhook_ordered_claim', sql: p0004 },
   { name: '0005_one_run_per_app', sql: p0005 },
   { name: '0006_triage_suggestions', sql: p0006 },
+  { name: '0007_loop_notify_mail', sql: p0007 },
 ]
