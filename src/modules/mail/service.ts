@@ -25,7 +25,7 @@ export interface SmtpInput {
   from: string
 }
 
-export interface SmtpView {
+export type SmtpView = {
   appId: string
   host: string
   port: number
