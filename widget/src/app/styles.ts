@@ -62,9 +62,14 @@ dialog.editor[open] { display: flex; }
 .notify, .email { display: flex; flex-direction: column; gap: 6px; }
 input[type="email"] { font: inherit; color: var(--fixloop-fg); background: var(--fixloop-bg); border: 1px solid var(--fixloop-border); border-radius: 6px; padding: 8px; }
 input[aria-invalid="true"] { border-color: var(--fixloop-danger); }
+.field-error { color: var(--fixloop-danger); }
+.email input, .field-error { scroll-margin-bottom: 72px; }
 button.link { border: 0; background: none; color: var(--fixloop-accent); text-decoration: underline; padding: 4px 6px; }
 .mine-view { display: flex; flex-direction: column; gap: 8px; }
 .mine-view h3 { font-size: 15px; margin: 0; }
+.mine-view h3:focus { outline: none; }
+.head .row { flex-wrap: nowrap; gap: 2px; flex: none; }
+.head h2 { min-width: 0; }
 .mine { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 8px; max-height: min(420px, calc(100vh - 220px)); overflow: auto; }
 .mine li { border: 1px solid var(--fixloop-border); border-radius: 6px; padding: 8px 10px; }
 .mine-text { margin: 0 0 4px; overflow-wrap: anywhere; }

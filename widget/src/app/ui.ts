@@ -92,7 +92,10 @@ export function createUI(core: Core): WidgetUI {
   const notify = h('input', { type: 'checkbox', id: 'fl-notify' })
   const notifyText = h('span', {}, s.notify)
   const email = h('input', { type: 'email', id: 'fl-email', name: 'email', autocomplete: 'email', maxlength: '254', value: options.identity?.email ?? '' })
-  const emailRow = h('div', { class: 'email', hidden: true }, h('label', { for: 'fl-email' }, s.email), email)
+  // The field's own message (under it, tied by aria-describedby): on a small screen the status line may sit below the fold.
+  const emailError = h('p', { id: 'fl-email-error', class: 'note field-error', role: 'status', 'aria-live': 'polite', hidden: true }, s.emailNeeded)
+  email.setAttribute('aria-describedby', 'fl-email-error')
+  const emailRow = h('div', { class: 'email', hidden: true }, h('label', { for: 'fl-email' }, s.email), email, emailError)
   const notifyRow = h('div', { class: 'notify', hidden: privateMode }, h('label', { class: 'check', for: 'fl-notify' }, notify, notifyText), emailRow)
   const fields = h(
     'div',
@@ -217,6 +220,7 @@ export function createUI(core: Core): WidgetUI {
     notify.checked = false
     emailRow.hidden = true
     email.removeAttribute('aria-invalid')
+    emailError.hidden = true
   }
   /** The form for a new report (after a confirmation, or on open). */
   const showForm = () => {
@@ -414,11 +418,15 @@ export function createUI(core: Core): WidgetUI {
     const address = email.value.trim()
     if (notifyMe && !privateMode && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(address)) {
       email.setAttribute('aria-invalid', 'true')
-      say(s.emailNeeded, 'error')
+      emailError.hidden = false
+      say('')
       email.focus()
+      // Above the sticky buttons (scroll-margin in styles.ts), so the message is seen, not only announced.
+      emailError.scrollIntoView({ block: 'nearest' })
       return
     }
     email.removeAttribute('aria-invalid')
+    emailError.hidden = true
     busy = true
     send.disabled = true
     say(s.sending)
