@@ -10,6 +10,8 @@ import { forceStatusIn, feedbackRowIn, markDuplicateIn } from './helpers-lifecyc
 import { userToken } from './helpers-auth'
 import { dbRows, dbRun } from './sqlite-of'
 import { qpDecode, startSmtpSink, type SmtpSink } from './smtp-sink'
+import { Mailer } from '../src/modules/mail/mailer'
+import { Logger } from '../src/core/logger'
 
 let server: TestServer
 let t: Tenant
@@ -188,6 +190,24 @@ describe('the fixed mail', () => {
     await server.services.mailer.wake()
     expect((await outbox(again)).state).toBe('unsubscribed')
     expect(sink.mails.length).toBe(before + 1)
+  })
+
+  test('a node without the dispatch role neither queues nor sends', async () => {
+    const id = await submitReport({ text: 'Role check report', notifyEmail: true, identity: { email: 'role@example.com' } })
+    await server.services.mailer.stop() // the role holder steps aside for this case
+    try {
+      await resolve(id)
+      const before = sink.mails.length
+      const bystander = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => false })
+      await bystander.pass()
+      expect(await outbox(id)).toBeUndefined()
+      expect(sink.mails.length).toBe(before)
+      await new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true }).pass()
+      expect((await outbox(id)).state).toBe('sent')
+      expect(sink.mails.length).toBe(before + 1)
+    } finally {
+      server.services.mailer.start(server.hub)
+    }
   })
 
   test('a lead and its duplicate: one mail each, by their own moves, none twice', async () => {
