@@ -109,6 +109,38 @@ describe('SMTP settings API', () => {
     expect((await call(server.url, 'GET', `/v1/apps/${other.appId}/smtp`, { auth: other.key })).status).toBe(404)
   })
 
+  test('fuzz: deep nesting, huge values, junk ids and queries get the envelope, never a 5xx', async () => {
+    const deep = JSON.parse('['.repeat(5000) + ']'.repeat(5000))
+    const cases: [string, string, unknown][] = [
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), host: deep }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), host: 'h'.repeat(100_000) }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), password: 'p'.repeat(100_000) }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), port: 1e308 }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, 'not an object'],
+      ['PUT', '/v1/apps/zz/smtp', smtpOf(25)],
+      ['POST', `/v1/apps/${t.appId}/smtp/test`, { to: 'x'.repeat(10_000) }],
+      ['POST', `/v1/apps/${t.appId}/smtp/test`, { to: 'a@b.example\r\nBcc: c@d.example' }],
+      ['GET', '/v1/feedback/zz/notification', undefined],
+      ['GET', `/v1/feedback/${'f'.repeat(24)}/notification`, undefined],
+    ]
+    for (const [method, path, body] of cases) {
+      const r = await call(server.url, method, path, { auth: t.key, body })
+      expect(r.status).toBeGreaterThanOrEqual(400)
+      expect(r.status).toBeLessThan(500)
+      expect(r.body.error.code).toBeString()
+    }
+    // A query parameter a route does not read is ignored, as on GET /v1/feedback/:id.
+    const junk = await call(server.url, 'GET', `/v1/apps/${t.appId}/smtp?junk[a][b]=1&${'x'.repeat(2000)}=1`, { auth: t.key })
+    expect(junk.status).toBe(200)
+    expect(junk.text).not.toContain('s3cret-pass')
+    for (const q of ['', '?token=', `?token=${'a'.repeat(100_000)}`, '?token=a&token=b', '?token=%00%0d%0a']) {
+      for (const method of ['GET', 'POST']) {
+        const r = await fetch(`${server.url}/v1/mail/unsubscribe${q}`, { method, body: method === 'POST' ? '['.repeat(10_000) : undefined })
+        expect([404, 414, 431]).toContain(r.status)
+      }
+    }
+  })
+
   test('a test mail goes through the settings; a refused login comes back as sent: false', async () => {
     const before = sink.mails.length
     const r = await call(server.url, 'POST', `/v1/apps/${t.appId}/smtp/test`, { auth: t.key, body: { to: 'ops@shop.example' } })

@@ -106,4 +106,12 @@ describeEachDialect('mail repo', (fresh) => {
     expect(await repo.appName('a1')).toBe('a1')
     expect(await repo.reportText(ids[0])).toEqual({ text: 'raw text', redactions: null })
   })
+
+  test('the reads use their partial indexes (SQLite plans): no scan of the feedback table', async () => {
+    const s = await fresh()
+    if (s.dialect !== 'sqlite') return
+    const plan = (q: string) => (s.storage as any).sqlite.query(`EXPLAIN QUERY PLAN ${q}`).all().map((r: any) => r.detail).join(' | ')
+    expect(plan("SELECT id FROM feedback WHERE app_id = 'a' AND external_user_id = 'u' AND submitted_mode = 'private' ORDER BY id DESC LIMIT 5")).toContain('feedback_private_sub_idx')
+    expect(plan("SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT 20")).toContain('feedback_notify_due_idx')
+  })
 })
