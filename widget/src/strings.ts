@@ -36,6 +36,8 @@ export interface Strings {
   notify: string
   /** Private mode: the token's address; {email} is replaced. */
   notifyAt: string
+  /** Private mode before the token is known. */
+  notifyAccount: string
   email: string
   emailNeeded: string
   yourReports: string
@@ -86,6 +88,7 @@ const en: Strings = {
   sendShortcut: 'Ctrl+Enter sends',
   notify: 'Email me when this is fixed',
   notifyAt: 'Email me at {email} when this is fixed',
+  notifyAccount: 'Email me at my account\'s address when this is fixed',
   email: 'Your email',
   emailNeeded: 'Enter your email address to be told when it is fixed.',
   yourReports: 'Your reports',

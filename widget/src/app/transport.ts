@@ -28,6 +28,10 @@ export class TokenSource {
   get enabled(): boolean {
     return !!this.get
   }
+  /** The cached token while fresh, without asking the page for one (naming the address must not cost a token call). */
+  peek(): string | undefined {
+    return this.token && Date.now() <= this.expMs - 30_000 ? this.token : undefined
+  }
   async current(force = false): Promise<string | undefined> {
     if (!this.get) return undefined
     if (force || !this.token || Date.now() > this.expMs - 30_000) {

@@ -229,6 +229,7 @@ export function createUI(core: Core): WidgetUI {
     say('')
     doneIcon.hidden = doneActions.hidden = true
     fields.hidden = actions.hidden = false
+    offerNotify()
   }
   const statusLabel = (status: string) =>
     status === 'resolved' ? s.statusFixed
@@ -278,16 +279,17 @@ export function createUI(core: Core): WidgetUI {
     emailRow.hidden = privateMode || !notify.checked
     if (!emailRow.hidden && !email.value) email.focus()
   })
-  /** Private mode: the checkbox is offered only when the token carries an address, and names it. */
-  const offerNotify = async () => {
+  /**
+   * Private mode: the label names the token's address once a token is at hand (never fetched just for
+   * this: the page's getUserToken is called when a report is sent, as before); a token without ctx.email
+   * hides the box. Before any token, the label says the account's address is used.
+   */
+  const offerNotify = () => {
     if (!privateMode) return
-    try {
-      const address = tokenEmail(await sender.tokens.current())
-      notifyRow.hidden = !address
-      if (address) notifyText.textContent = s.notifyAt.replace('{email}', address)
-    } catch {
-      notifyRow.hidden = true
-    }
+    const token = sender.tokens.peek()
+    const address = tokenEmail(token)
+    notifyRow.hidden = !!token && !address
+    notifyText.textContent = address ? s.notifyAt.replace('{email}', address) : s.notifyAccount
   }
   /** The report is safe (sent, or queued on this device): the form gives way to a confirmation. */
   const showDone = (text: string) => {
@@ -434,7 +436,10 @@ export function createUI(core: Core): WidgetUI {
       // The checkbox is ticked: the screenshot is part of this report, even if it is still being taken.
       if (include.checked) await takeScreenshot()
       let payload = buildPayload(core, text, picked?.target)
-      if (notifyMe) {
+      // Private mode: the token is needed now anyway (the upload and the submission send it); one without
+      // an address cannot be told, so the opt-in is dropped rather than the report refused.
+      const canNotify = notifyMe && (!privateMode || !!tokenEmail(await sender.tokens.current()))
+      if (canNotify) {
         payload.notifyEmail = true
         if (!privateMode) payload.identity = { ...payload.identity, email: address }
       }
@@ -475,7 +480,7 @@ export function createUI(core: Core): WidgetUI {
       if (!mineView.hidden) hideMine()
       showForm()
       if (!busy && !status.classList.contains('error')) say('')
-      void offerNotify()
+      offerNotify()
       dialog.showModal()
       textarea.focus()
       void takeScreenshot()
