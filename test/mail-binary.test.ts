@@ -4,7 +4,7 @@
  * SMTP server, and a report resolved while `fixloop serve` runs gets its one mail from the server's mailer.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { writeFileSync, rmSync } from 'node:fs'
+import { readFileSync, writeFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
@@ -43,6 +43,15 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
   const sent = await cliJson(dir, ['app', 'smtp-test', t.appId, '--to', 'ops@crash.example'])
   expect(sent).toEqual({ sent: true, to: 'o***@crash.example' })
   expect(sink.mails.at(-1)!.to).toEqual(['ops@crash.example'])
+  expect(sink.mails.at(-1)!.user).toBe('bin')
+
+  // rekey re-seals the SMTP password with the other secrets; the login still works under the new key.
+  const oldKey = join(dir, 'old.key')
+  writeFileSync(oldKey, readFileSync(join(dir, 'master.key')))
+  const rekey = await runBinary(['rekey', '--old-key-file', oldKey, '--new-key-file', join(dir, 'new.key'), '--data-dir', dir, '--json'])
+  expect(rekey.code).toBe(0)
+  expect(JSON.parse(rekey.stdout).resealed['app_smtp.password_sealed']).toBe(1)
+  expect((await cliJson(dir, ['app', 'smtp-test', t.appId, '--to', 'ops@crash.example'])).sent).toBe(true)
   expect(sink.mails.at(-1)!.user).toBe('bin')
 
   const srv = await spawnServer(dir)
