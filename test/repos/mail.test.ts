@@ -107,6 +107,24 @@ describeEachDialect('mail repo', (fresh) => {
     expect(await repo.reportText(ids[0])).toEqual({ text: 'raw text', redactions: null })
   })
 
+  test('an idle claim takes no write lock (SQLite): another writer holding it does not block the mailer', async () => {
+    const s = await fresh()
+    if (s.dialect !== 'sqlite') return
+    const { Database } = await import('bun:sqlite')
+    const other = new Database(s.location)
+    other.exec('PRAGMA busy_timeout = 0')
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      const repo = createMailRepo(s.storage, s.clock)
+      const t0 = performance.now()
+      expect(await repo.claim(100, 1000, 5)).toEqual([])
+      expect(performance.now() - t0).toBeLessThan(1000)
+    } finally {
+      other.exec('ROLLBACK')
+      other.close()
+    }
+  })
+
   test('the reads use their partial indexes (SQLite plans): no scan of the feedback table', async () => {
     const s = await fresh()
     if (s.dialect !== 'sqlite') return

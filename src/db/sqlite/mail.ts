@@ -22,6 +22,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
               WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
                                     ORDER BY next_attempt_at LIMIT ?3)
               RETURNING *`),
+    anyDue: q(`SELECT 1 FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1) LIMIT 1`),
     settle: q(`UPDATE mail_outbox SET state = ?, last_error = ?, settled_at = ?, email_sealed = NULL, lease_until = NULL WHERE feedback_id = ? AND state = 'pending'`),
     retry: q(`UPDATE mail_outbox SET next_attempt_at = ?, last_error = ?, lease_until = NULL WHERE feedback_id = ? AND state = 'pending'`),
     isUnsub: q('SELECT 1 FROM mail_unsubscribes WHERE app_id = ? AND email_hash = ?'),
@@ -49,7 +50,10 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
           return added
         })
         .immediate(),
-    claim: async (now, leaseMs, limit) => sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit) as OutboxRow[]).immediate(),
+    // A read first: the write lock (IMMEDIATE) is taken only when a row is due, never on an idle wake-up,
+    // so the mailer costs the intake's single writer nothing while there is no mail to send.
+    claim: async (now, leaseMs, limit) =>
+      s.anyDue.get(now) === null ? [] : sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit) as OutboxRow[]).immediate(),
     settle: async (id, state, error, now) => s.settle.run(state, error, now, id).changes > 0,
     retryLater: async (id, nextAt, error) => void s.retry.run(nextAt, error, id),
     isUnsubscribed: async (appId, hash) => !!s.isUnsub.get(appId, hash),

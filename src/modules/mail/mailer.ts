@@ -36,6 +36,8 @@ export const retryDelayMs = (attempts: number) => Math.min(RETRY_CAP_MS, RETRY_B
 /** A claim outlives the slowest attempt (three 15 s timeouts) with room to spare. */
 const LEASE_MS = 120_000
 const BATCH = 20
+/** Events wake the mailer at most this often (a burst of submissions is thousands of events). */
+const WAKE_GAP_MS = 250
 
 export class Mailer {
   private readonly repo: MailRepo
@@ -65,13 +67,26 @@ export class Mailer {
 
   start(hub: EventHub): void {
     if (this.timer) return
-    // An event may be a move to resolved: look (cheap: a partial index holds only opted-in resolved reports).
-    this.unsubscribe = hub.subscribeAll(() => void this.wake())
+    // An event may be a move to resolved: look (cheap: a partial index holds only opted-in resolved
+    // reports), at most every WAKE_GAP_MS however many events a burst of submissions commits.
+    this.unsubscribe = hub.subscribeAll(() => this.soon())
     this.timer = setInterval(() => void this.wake(), this.opts.pollMs)
     void this.wake()
   }
 
+  private pending: ReturnType<typeof setTimeout> | undefined
+
+  private soon(): void {
+    if (this.pending) return
+    this.pending = setTimeout(() => {
+      this.pending = undefined
+      void this.wake()
+    }, WAKE_GAP_MS)
+  }
+
   async stop(): Promise<void> {
+    clearTimeout(this.pending)
+    this.pending = undefined
     clearInterval(this.timer)
     this.timer = undefined
     this.unsubscribe?.()
