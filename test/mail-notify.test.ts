@@ -195,6 +195,15 @@ describe('the fixed mail', () => {
     await server.services.mailer.wake()
     await server.services.mailer.wake()
     expect(sink.mails.length).toBe(before + 1)
+    expect((await outbox(opted)).state).toBe('sent')
+    // A value the master key does not open leaves the due index at once (given up, never read again).
+    const garbled = await submitReport({ text: 'Garbled address report', notifyEmail: true, identity: { email: 'g@example.com' } })
+    await dbRun(server.ctx, "UPDATE feedback SET notify_email_sealed = 'v1:AAAA' WHERE id = ?", [garbled]) // before it is due
+    await resolve(garbled)
+    await server.services.mailer.wake()
+    expect(await outbox(garbled)).toMatchObject({ state: 'failed', email_masked: '***', email_sealed: null })
+    expect((await feedbackRowIn(server.ctx, garbled)).notify_email_sealed).toBeNull()
+    expect(sink.mails.length).toBe(before + 1)
 
     // The dashboard's view: who was notified.
     const n = await call(server.url, 'GET', `/v1/feedback/${opted}/notification`, { auth: t.key })

@@ -121,21 +121,24 @@ export class Mailer {
     for (let round = 0; round < 50; round++) {
       const due = await this.repo.dueReports(BATCH)
       for (const r of due) {
-        let address: string
+        let address: string | null = null
         try {
           address = this.ctx.box.open(r.notify_email_sealed).toString()
         } catch {
-          continue // sealed under another key: rekey's job; never logged
+          // Not sealed by this master key (a value from elsewhere): queued and given up at once, so the
+          // report leaves the due index instead of being read again on every pass. Never logged.
         }
+        const now = this.ctx.clock.now()
         await this.repo.enqueue({
           feedbackId: r.id,
           orgId: r.org_id,
           appId: r.app_id,
           emailSealed: r.notify_email_sealed,
-          emailHash: addressHash(this.keys.addressHashKey, address),
-          emailMasked: maskAddress(address),
-          now: this.ctx.clock.now(),
+          emailHash: address === null ? 'unreadable' : addressHash(this.keys.addressHashKey, address),
+          emailMasked: address === null ? '***' : maskAddress(address),
+          now,
         })
+        if (address === null) await this.repo.settle(r.id, 'failed', 'the address does not open with the master key', now)
       }
       if (due.length < BATCH) break
     }
