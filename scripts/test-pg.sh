@@ -18,6 +18,8 @@ SUITES=(
   test/strict-types.test.ts
   test/json-responses.test.ts
   test/user-token.test.ts
+  test/mail-notify.test.ts
+  test/me-feedback.test.ts
   test/cors.test.ts
   test/uploads.test.ts
   test/upload-races.test.ts

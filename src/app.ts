@@ -28,6 +28,7 @@ import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
+import { mailRoutes, meRoutes, unsubscribeRoutes } from './modules/mail/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
@@ -112,6 +113,9 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(slackCommandRoutes(s.slashCommands))
     .use(gitHookRoutes(s.gitHooks))
     .use(chatopsRoutes(auth, s.chatops))
+    .use(mailRoutes(auth, s.mail))
+    .use(unsubscribeRoutes(s.mail))
+    .use(meRoutes(auth, s.mail))
 
   // A /v1 or /admin/api route that says nothing about who may call it is refused here, before it can serve.
   assertEveryRouteDeclaresAccess(app.routes)

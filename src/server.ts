@@ -198,13 +198,15 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         if (held) {
           webhooks.start(hub)
           slack.start(hub)
-        } else await Promise.all([webhooks.stop(), slack.stop()])
+          services.mailer.start(hub)
+        } else await Promise.all([webhooks.stop(), slack.stop(), services.mailer.stop()])
       }
     }).catch((e) => log.error('a role change was not carried out in full', { role, held, error: e instanceof Error ? e.message : String(e) }))
   })
   const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
+  services.mailer.listeningAt(url)
   log.info(`fixloop ${VERSION} listening on ${url} (${config.databaseUrl ? `database: PostgreSQL ${describeDatabase(config.databaseUrl)}` : `database: SQLite in ${config.dataDir}`}; blobs: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
     url,
     version: VERSION,
@@ -249,7 +251,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         await phase('http', () => Promise.race([server.stop(false), Bun.sleep(HTTP_GRACE_MS).then(() => server.stop(true))]))
         committer.flush()
         await phase('agents', () => runner.stop())
-        await phase('dispatchers', () => Promise.all([webhooks.stop(), slack.stop()]))
+        await phase('dispatchers', () => Promise.all([webhooks.stop(), slack.stop(), services.mailer.stop()]))
         // The jobs in hand have had WORKERS_STOP_MS since the signal, whatever the drain took (then 250 ms to close).
         const threadsLeft = Math.max(250, WORKERS_STOP_MS - (performance.now() - t0))
         const threadsDone = await phase('workers', async () => {

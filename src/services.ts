@@ -61,6 +61,8 @@ import { createGitHooksService } from './modules/git-hooks/service'
 import { createSlashCommands } from './modules/chatops/commands'
 import { SlackApi } from './modules/chatops/slack-api'
 import { SlackNotifier } from './modules/chatops/notifier'
+import { createMailService } from './modules/mail/service'
+import { Mailer } from './modules/mail/mailer'
 
 export interface ServiceOptions {
   worker?: Partial<WorkerOptions>
@@ -271,6 +273,9 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     gitHooks,
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
+    mail: createMailService(ctx),
+    /** Reporters' "fixed" mails: runs with the `dispatch` role (server.ts), like the webhook and Slack dispatchers. */
+    mailer: new Mailer(ctx, log, { publicUrl: config.publicUrl, mayAct: () => coordinator.holds('dispatch') }),
   }
 }
 export type Services = ReturnType<typeof createServices>

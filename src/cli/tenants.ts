@@ -11,6 +11,8 @@ import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type C
 import { createLifecycle } from '../lifecycle/lifecycle'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError } from './args'
 import { didYouMean } from './suggest'
+import { createMailService } from '../modules/mail/service'
+import { TLS_MODES } from '../modules/mail/repo'
 
 export const TENANT_HELP: Record<string, string> = {
   org: `Usage:
@@ -32,6 +34,14 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   fixloop app connect-repo APP_ID --git-url URL [repository settings] [--json]
   fixloop app disconnect-repo APP_ID [--json]
   fixloop app rotate-webhook-secret APP_ID [--json]   new git-host webhook secret, printed once (docs/agents.md)
+  fixloop app smtp APP_ID --host HOST --port N --tls none|starttls|tls --from ADDRESS [--user U --password-file PATH] [--json]
+  fixloop app smtp APP_ID --clear [--json]     remove the SMTP settings (no more reporter mails)
+  fixloop app smtp APP_ID [--json]             show them (the password never: "passwordSet")
+  fixloop app smtp-test APP_ID --to ADDRESS [--json]   send a test mail through them
+SMTP settings (smtp; reporters who asked are mailed when their report is resolved, docs/email.md):
+  --host HOST  --port N (25, 465, 587)  --tls none|starttls|tls  --from "Name <noreply@example.com>"
+  --user USER  --password-file PATH     the password is the file's first line, stored encrypted, never shown;
+                                        without --password-file a stored password is kept
 Settings:
   --name NAME  --slug SLUG  --description TEXT
   --public-submission true|false        default true
@@ -87,7 +97,16 @@ const APP_FLAGS = {
   'deny-paths': { type: 'string', multiple: true },
   'runs-per-day': { type: 'string' },
   'max-cost-usd-per-month': { type: 'string' },
+  port: { type: 'string' },
+  tls: { type: 'string' },
+  user: { type: 'string' },
+  'password-file': { type: 'string' },
+  from: { type: 'string' },
+  clear: { type: 'boolean' },
+  to: { type: 'string' },
 } as const
+
+const SMTP_FLAGS = ['host', 'port', 'tls', 'user', 'password-file', 'from', 'clear']
 
 const REPO_FLAGS = [
   'git-url', 'base-branch', 'host', 'host-api-url', 'host-repo', 'host-token-file', 'agent', 'agent-command', 'model', 'timeout-seconds',
@@ -117,6 +136,19 @@ function readToken(path: string | undefined): string | undefined {
   const token = text.trim()
   if (!token) throw new UsageError(`--host-token-file: ${path} is empty`)
   return token
+}
+
+/** The first line of a secret file (an SMTP password), never from the command line. */
+function readSecretLine(path: string, flag: string): string {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new UsageError(`--${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+  const line = text.split(/\r?\n/)[0]
+  if (!line) throw new UsageError(`--${flag}: ${path} is empty`)
+  return line
 }
 
 function connectionFrom(v: Record<string, string | string[] | boolean | undefined>): ConnectionInput {
@@ -180,6 +212,8 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'app connect-repo': { flags: REPO_FLAGS, takesId: true },
   'app disconnect-repo': { flags: [], takesId: true },
   'app rotate-webhook-secret': { flags: [], takesId: true },
+  'app smtp': { flags: SMTP_FLAGS, takesId: true },
+  'app smtp-test': { flags: ['to'], takesId: true },
 }
 
 /** The help of one command: its usage lines from the group's help, plus the settings sections it takes. */
@@ -191,12 +225,13 @@ export function commandHelp(group: string, sub: string): string {
     if (start < 0) return ''
     const end = text.indexOf('\n', text.indexOf('\n', start + 1) + 1)
     const rest = text.slice(start + 1)
-    const stop = rest.search(/\n(Settings|Repository settings|Flags)[^\n]*:/)
+    const stop = rest.search(/\n(Settings|Repository settings|SMTP settings|Flags)[^\n]*:/)
     return stop < 0 || end < 0 ? rest : rest.slice(0, stop)
   }
   const parts = ['Usage:', ...usage]
   if (group === 'app' && (sub === 'create' || sub === 'update')) parts.push(section('Settings:'))
   if (group === 'app' && sub === 'connect-repo') parts.push(section('Repository settings'))
+  if (group === 'app' && sub === 'smtp') parts.push(section('SMTP settings'))
   parts.push('Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data), --json, --help')
   return parts.join('\n')
 }
@@ -307,6 +342,40 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       case 'app rotate-webhook-secret': {
         const { orgId, appId } = await appTarget()
         return output(await connections().rotateWebhookSecret(orgId, appId, cli), json)
+      }
+      case 'app smtp': {
+        const { orgId, appId } = await appTarget()
+        const mail = createMailService(ctx)
+        const given = SMTP_FLAGS.filter((f) => values[f as keyof typeof values] !== undefined)
+        if (values.clear) {
+          if (given.length > 1) throw new UsageError('--clear takes no other SMTP flag')
+          return output(await mail.deleteSmtp(orgId, appId, cli), json)
+        }
+        if (given.length === 0) return output(await mail.getSmtp(orgId, appId), json)
+        const password = values['password-file'] === undefined ? undefined : readSecretLine(values['password-file'], 'password-file')
+        return output(
+          await mail.putSmtp(
+            orgId,
+            appId,
+            {
+              host: need(values.host, '--host'),
+              port: need(parseIntFlag(values.port, 'port'), '--port'),
+              tls: need(oneOfFlag(values.tls, 'tls', TLS_MODES), '--tls'),
+              user: values.user ?? null,
+              password,
+              from: need(values.from, '--from'),
+            },
+            cli,
+          ),
+          json,
+        )
+      }
+      case 'app smtp-test': {
+        const { orgId, appId } = await appTarget()
+        const r = await createMailService(ctx).testSmtp(orgId, appId, need(values.to, '--to'))
+        output(r, json)
+        if (!r.sent) process.exitCode = 1
+        return
       }
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)

@@ -27,6 +27,8 @@ export const PERMISSIONS = {
   'webhooks.manage': ORG_OWNERS_AND_KEYS,
   /** Slack connections and the Slack users allowed to queue and archive. */
   'chatops.manage': ORG_OWNERS_AND_KEYS,
+  /** An App's SMTP settings (the reporters' "fixed" mails), their test mail. */
+  'mail.manage': ORG_OWNERS_AND_KEYS,
   /** Create, change and delete Apps; reveal and rotate signing secrets; see the repository connection. */
   'apps.manage': ORG_OWNERS,
   /** `sk_` keys. */

@@ -25,6 +25,9 @@ const COLUMNS: SealedColumn[] = [
   { table: 'slack_connections', column: 'bot_token_sealed', key: 'id' },
   { table: 'slack_connections', column: 'signing_secret_sealed', key: 'id' },
   { table: 'admins', column: 'totp_secret_enc', key: 'id' },
+  { table: 'app_smtp', column: 'password_sealed', key: 'app_id' },
+  { table: 'feedback', column: 'notify_email_sealed', key: 'id' },
+  { table: 'mail_outbox', column: 'email_sealed', key: 'feedback_id' },
 ]
 
 export function registerSealedColumn(c: SealedColumn): void {

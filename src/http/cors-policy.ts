@@ -1,6 +1,7 @@
 /**
  * Which cross-origin requests a browser may make. Only the widget routes are open to browsers:
- * POST /v1/feedback and POST /v1/feedback/upload-url (and the embedded store's PUT). `sk_` routes are
+ * POST /v1/feedback and POST /v1/feedback/upload-url (and the embedded store's PUT), and GET /v1/me/feedback
+ * (the widget's "Your reports": a pub_ key plus a user token). `sk_` routes are
  * server-side only and get no Access-Control-Allow-Origin.
  *
  * A preflight carries no key, so it cannot name the App: it is allowed when some live App accepts
@@ -22,8 +23,11 @@ const PREFLIGHT_MAX_AGE = 600
 
 const WIDGET_POST_PATHS = new Set(['/v1/feedback', '/v1/feedback/upload-url'])
 
+const WIDGET_GET_PATHS = new Set(['/v1/me/feedback'])
+
 function isWidgetRoute(method: string, path: string): boolean {
   if (method === 'POST') return WIDGET_POST_PATHS.has(path)
+  if (method === 'GET') return WIDGET_GET_PATHS.has(path)
   if (method === 'PUT') return path.startsWith('/v1/uploads/')
   return false
 }
@@ -57,7 +61,7 @@ export function corsOrigin(directory: CredentialDirectory) {
 export function widgetCors(directory: CredentialDirectory) {
   const allowOrigin = corsOrigin(directory)
   const preflightAnswer = (headers: Record<string, string | number>) => {
-    headers['access-control-allow-methods'] = 'POST, PUT'
+    headers['access-control-allow-methods'] = 'GET, POST, PUT'
     headers['access-control-allow-headers'] = WIDGET_CORS_HEADERS.join(', ')
     headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE)
     return new Response(null, { status: 204, headers: headers as Record<string, string> })

@@ -33,6 +33,23 @@ export interface Strings {
   close: string
   another: string
   sendShortcut: string
+  notify: string
+  /** Private mode: the token's address; {email} is replaced. */
+  notifyAt: string
+  /** Private mode before the token is known. */
+  notifyAccount: string
+  email: string
+  emailNeeded: string
+  yourReports: string
+  back: string
+  loading: string
+  noReports: string
+  loadFailed: string
+  statusReceived: string
+  statusWorking: string
+  statusReview: string
+  statusFixed: string
+  statusClosed: string
 }
 
 const en: Strings = {
@@ -69,6 +86,21 @@ const en: Strings = {
   close: 'Close',
   another: 'Report another problem',
   sendShortcut: 'Ctrl+Enter sends',
+  notify: 'Email me when this is fixed',
+  notifyAt: 'Email me at {email} when this is fixed',
+  notifyAccount: 'Email me at my account\'s address when this is fixed',
+  email: 'Your email',
+  emailNeeded: 'Enter your email address to be told when it is fixed.',
+  yourReports: 'Your reports',
+  back: 'Back',
+  loading: 'Loading…',
+  noReports: 'You have not reported any problem yet.',
+  loadFailed: 'Your reports could not be loaded.',
+  statusReceived: 'Received',
+  statusWorking: 'Being worked on',
+  statusReview: 'Fix in review',
+  statusFixed: 'Fixed',
+  statusClosed: 'Closed',
 }
 
 const de: Partial<Strings> = {
@@ -80,6 +112,13 @@ const de: Partial<Strings> = {
   sending: 'Wird gesendet…',
   thanks: 'Danke! Ihre Meldung wurde gesendet.',
   close: 'Schließen',
+  notify: 'Per E-Mail benachrichtigen, wenn es behoben ist',
+  notifyAt: 'An {email} schreiben, wenn es behoben ist',
+  email: 'Ihre E-Mail-Adresse',
+  emailNeeded: 'Geben Sie Ihre E-Mail-Adresse an, um benachrichtigt zu werden.',
+  yourReports: 'Ihre Meldungen',
+  back: 'Zurück',
+  statusFixed: 'Behoben',
 }
 
 const fr: Partial<Strings> = {
@@ -91,6 +130,13 @@ const fr: Partial<Strings> = {
   sending: 'Envoi…',
   thanks: 'Merci ! Votre signalement a été envoyé.',
   close: 'Fermer',
+  notify: 'Me prévenir par e-mail une fois corrigé',
+  notifyAt: 'M\'écrire à {email} une fois corrigé',
+  email: 'Votre e-mail',
+  emailNeeded: 'Indiquez votre adresse e-mail pour être prévenu.',
+  yourReports: 'Vos signalements',
+  back: 'Retour',
+  statusFixed: 'Corrigé',
 }
 
 const LOCALES: Record<string, Partial<Strings>> = { de, fr }

@@ -57,6 +57,8 @@ export interface SubmitPayload {
   componentTarget?: { name: string; meta?: Record<string, unknown>; bbox?: { x: number; y: number; w: number; h: number }; screenshotKey?: string }
   metadata?: Record<string, unknown>
   identity?: { email?: string; name?: string; externalUserId?: string }
+  /** The reporter asked to be emailed once the report is resolved. */
+  notifyEmail?: boolean
   severity?: 'low' | 'medium' | 'high' | null
 }
 

@@ -116,6 +116,10 @@ export interface FeedbackSubmitParams {
     name?: string;
     externalUserId?: string;
   };
+  /**
+   * The reporter asks to be emailed once the report is resolved (docs/email.md). Needs identity.email (public mode) or an email in the user token's ctx (private mode), else 400 invalid_body. The address is stored encrypted and used only for that mail.
+   */
+  notifyEmail?: boolean;
 }
 
 export interface UploadUrl {

@@ -70,6 +70,24 @@ function Runs({ org, id }) {
   </section>`
 }
 
+const MAIL_LABELS = { pending: 'Queued', sent: 'Sent', failed: 'Failed', unsubscribed: 'Unsubscribed', no_smtp: 'Not sent: the App has no SMTP settings' }
+
+/** Who was told the report is resolved: the reporter's "fixed" mail (masked address, state, time); nothing when they did not ask. */
+function Notified({ org, id, status }) {
+  const n = useLoad(() => api('GET', `/v1/feedback/${id}/notification`, { org: org.id }).catch((e) => (e && e.status === 404 ? null : Promise.reject(e))), [id, status])
+  if (!n.data) return null
+  const m = n.data
+  return html`<section aria-labelledby="notified-h"><h2 id="notified-h">Who was notified</h2>
+    <dl class="facts">
+      <dt>Reporter</dt><dd class="mono">${m.address}</dd>
+      <dt>Mail</dt><dd>${MAIL_LABELS[m.state] || words(m.state)}${m.attempts > 1 ? ` after ${m.attempts} attempts` : ''}</dd>
+      <dt>${m.settledAt ? 'When' : 'Queued'}</dt><dd><time datetime=${m.settledAt || m.queuedAt}>${fmtDate(m.settledAt || m.queuedAt)}</time></dd>
+      ${m.nextAttemptAt && html`<dt>Next attempt</dt><dd><time datetime=${m.nextAttemptAt}>${fmtDate(m.nextAttemptAt)}</time></dd>`}
+      ${m.lastError && html`<dt>Last error</dt><dd class="break">${m.lastError}</dd>`}
+    </dl>
+  </section>`
+}
+
 function Similar({ org, item, onMerged }) {
   const sim = useLoad(() => api('GET', `/v1/feedback/${item.id}/similar?limit=10`, { org: org.id }), [item.id, item.duplicateOfId])
   const [merge, busy, error] = useAction(async (leadId) => {
@@ -204,6 +222,7 @@ export function ReportPage({ org, id }) {
         <ol class="history">${history.data && history.data.data.map((e) => html`<li><time datetime=${e.createdAt}>${fmtDate(e.createdAt)}</time> ${historyText(e)}</li>`)}</ol>
       </section>
       <${Runs} org=${org} id=${id} />
+      <${Notified} org=${org} id=${id} status=${item.status} />
     </div>
     <${Similar} org=${org} item=${item} onMerged=${reload} />
   </div>`

@@ -18,7 +18,7 @@ import {
 } from '../../modules/feedback/repo'
 import type { RootState } from '../../cluster/cluster-repo'
 
-const LIST_COLUMNS = [
+export const LIST_COLUMNS = [
   'id', 'app_id AS "appId"', 'status', 'submitted_mode AS "submittedMode"', 'external_user_id AS "externalUserId"', 'email',
   'submitter_name AS "submitterName"', 'severity', 'text', 'url', 'created_at AS "createdAt"', 'processed_at AS "processedAt"',
   'merge_request_url AS "mergeRequestUrl"', 'duplicate_of_id AS "duplicateOfId"', 'duplicate_count AS "duplicateCount"', 'theme',
@@ -28,17 +28,17 @@ const LIST_COLUMNS = [
 ].join(', ')
 
 const INSERT_FEEDBACK = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
-    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, created_at, updated_at)
-  VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)`
+    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
+  VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, $18, $18)`
 // The bulk step's rows (see `plainSubmissions`): one array per column, $18 the time of all.
 const INSERT_FEEDBACK_MANY = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
-    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, created_at, updated_at)
+    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
   SELECT id, org_id, app_id, 'received', severity, text, url, user_agent, viewport, console_logs, attachments,
-    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, $18::bigint, $18::bigint
+    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, $18::bigint, $18::bigint
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-    $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[]) WITH ORDINALITY
+    $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $19::text[]) WITH ORDINALITY
     AS t(id, org_id, app_id, severity, text, url, user_agent, viewport, console_logs, attachments,
-      component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, ord)
+      component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, ord)
   ORDER BY ord`
 /** A draft's columns in INSERT_FEEDBACK_MANY's order, after the id. */
 const DRAFT_COLUMNS = [
@@ -92,7 +92,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       sql: INSERT_FEEDBACK,
       params: [
         id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
-        d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now,
+        d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now, d.notifyEmailSealed ?? null,
       ],
     }
     await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, report)
@@ -111,7 +111,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       const now = clock.now()
       const ids = drafts.map(() => newId(clock))
       const params: unknown[] = [ids, ...DRAFT_COLUMNS.map((c) => drafts.map((d) => d[c]))]
-      params.push(now)
+      params.push(now, drafts.map((d) => d.notifyEmailSealed ?? null))
       const reports = drafts.map((d, i) => ({ orgId: d.orgId, appId: d.appId, feedbackId: ids[i] }))
       await lifecycle.receivedMany(tx, reports, { sql: INSERT_FEEDBACK_MANY, params })
       return ids.map((id) => ({ kind: 'answered' as const, result: createdAnswer(id) }))

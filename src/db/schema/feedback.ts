@@ -56,6 +56,12 @@ export const feedback = sqliteTable(
     /** On a duplicate: the score and reason of the merge that made it one (null score: merged by hand, or before 0018). */
     mergeScore: real('merge_score'),
     mergeReason: text('merge_reason'),
+    /**
+     * The address to tell when this report is resolved (the reporter opted in with notifyEmail), sealed with
+     * the master key; null when they did not. Moved into mail_outbox (and cleared here) once the report is
+     * resolved, so it lives only as long as it is needed (docs/email.md).
+     */
+    notifyEmailSealed: text('notify_email_sealed'),
   },
   (t) => [
     index('feedback_org_id_idx').on(t.orgId, t.id),
@@ -64,6 +70,10 @@ export const feedback = sqliteTable(
     index('feedback_app_status_idx').on(t.appId, t.status, t.id),
     // A lead's newest duplicates (ORDER BY id DESC LIMIT 200) straight from the index, and its count and
     // latest time without reading a row: a cluster of 10k duplicates otherwise costs a full sort per attach.
+    // GET /v1/me/feedback: one user's reports of one App, newest first (private mode only).
+    index('feedback_private_sub_idx').on(t.appId, t.externalUserId, t.id).where(sql`submitted_mode = 'private'`),
+    // The mailer's scan: resolved reports whose reporter is still to be told (tiny: rows leave it once queued).
+    index('feedback_notify_due_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND status = 'resolved'`),
     index('feedback_dup_recent_idx').on(t.duplicateOfId, t.id, t.createdAt).where(sql`duplicate_of_id IS NOT NULL`),
   ],
 )

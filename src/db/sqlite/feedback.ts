@@ -15,7 +15,7 @@ import { createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyR
 import { prepareMarkReferenced } from './uploads'
 import type { RootState } from '../../cluster/cluster-repo'
 
-const LIST_COLUMNS = [
+export const LIST_COLUMNS = [
   'id', 'app_id AS appId', 'status', 'submitted_mode AS submittedMode', 'external_user_id AS externalUserId', 'email',
   'submitter_name AS submitterName', 'severity', 'text', 'url', 'created_at AS createdAt', 'processed_at AS processedAt',
   'merge_request_url AS mergeRequestUrl', 'duplicate_of_id AS duplicateOfId', 'duplicate_count AS duplicateCount', 'theme',
@@ -41,8 +41,8 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   // (fillPlaceholders), a measurable share of a submission's CPU.
   const insertFeedback = sqlite.prepare(
     `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
-       component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, created_at, updated_at)
-     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
+     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
   const getOne = db
     .select()
@@ -103,7 +103,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   function insert(id: string, r: ReportDraft, now: number): void {
     insertFeedback.run(
       id, r.orgId, r.appId, r.severity, r.text, r.url, r.userAgent, r.viewport, r.consoleLogs, r.attachments, r.componentTarget,
-      r.metadata, r.submittedMode, r.externalUserId, r.email, r.submitterName, r.userContext, now, now,
+      r.metadata, r.submittedMode, r.externalUserId, r.email, r.submitterName, r.userContext, r.notifyEmailSealed ?? null, now, now,
     )
   }
 

@@ -81,6 +81,12 @@ export const SubmitBody = t.Object(
     componentTarget: t.Optional(ComponentTarget),
     metadata: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'At most 4 KB of JSON' })),
     identity: t.Optional(Identity),
+    notifyEmail: t.Optional(
+      t.Boolean({
+        description:
+          'The reporter asks to be emailed once the report is resolved (docs/email.md). Needs identity.email (public mode) or an email in the user token\'s ctx (private mode), else 400 invalid_body. The address is stored encrypted and used only for that mail.',
+      }),
+    ),
   },
   closed,
 )

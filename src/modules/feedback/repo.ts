@@ -52,6 +52,8 @@ export interface NewFeedback {
   email: string | null
   submitterName: string | null
   userContext: string | null
+  /** notifyEmail: the reporter's address sealed with the master key (docs/email.md); null/absent otherwise. */
+  notifyEmailSealed?: string | null
   createdAt: number
 }
 

@@ -13,6 +13,7 @@ import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
 import { createFeedbackRepo, type FeedbackRow, type ListRow, type SubmitResult } from './repo'
 import { suggestedLeadsOf } from './suggested'
+import { isMailAddress } from '../mail/address'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
@@ -41,6 +42,20 @@ export function scopedIdempotencyKey(s: Pick<Submission, 'user' | 'clientIp'>, k
 }
 
 export type { SubmitResult }
+
+/**
+ * The address a `notifyEmail: true` submission will be told at: identity.email (public mode) or the user
+ * token's ctx.email (private mode), which must look like one address (no spaces, no second @, no line
+ * breaks: it becomes a mail header). Anything else is invalid_body naming where the address was looked for.
+ */
+export function notifyAddress(privateMode: boolean, email: string | null): string {
+  const path = privateMode ? 'header:X-Service-User-Token/ctx/email' : '/identity/email'
+  if (email === null) {
+    throw invalid('/notifyEmail', privateMode ? 'needs an email in the user token\'s ctx (ctx.email)' : 'needs identity.email (the address to tell)')
+  }
+  if (!isMailAddress(email)) throw invalid(path, 'must be one email address (name@domain) to use notifyEmail')
+  return email
+}
 
 function invalid(path: string, message: string): ApiError {
   return new ApiError('invalid_body', { issues: [{ path, message }] })
@@ -128,6 +143,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const identity = user
         ? { mode: 'private' as const, externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
         : { mode: 'public' as const, externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
+      const notifyEmailSealed = body.notifyEmail === true ? ctx.box.seal(Buffer.from(notifyAddress(user !== undefined, identity.email))) : null
       // The parsed body re-encoded: a retry whose JSON differs only in spacing is the same request.
       const idempotency = s.idempotencyKey ? { key: scopedIdempotencyKey(s, s.idempotencyKey), requestHash: sha256Hex(JSON.stringify(body)) } : null
       const outcome = await repo.submit(
@@ -144,6 +160,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
           email: identity.email,
           submitterName: identity.name,
           userContext: jsonOrNull(user?.ctx),
+          notifyEmailSealed,
         },
         refs.map((r) => r.key),
         idempotency,

@@ -11,7 +11,7 @@ import { sendReport, TokenSource, type SendResult } from './transport'
 const RETRY_LATER_MS = 30_000
 
 export class Sender {
-  private readonly tokens: TokenSource
+  readonly tokens: TokenSource
   private readonly inFlight = new Set<string>()
   private timer?: ReturnType<typeof setTimeout>
 

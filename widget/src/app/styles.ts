@@ -59,6 +59,22 @@ dialog.editor[open] { display: flex; }
 .picker-banner { position: fixed; left: 50%; top: 12px; transform: translateX(-50%); z-index: var(--fixloop-z);
   font: 600 14px/1.4 var(--fixloop-font); background: var(--fixloop-fg); color: var(--fixloop-bg); padding: 8px 14px; border-radius: 6px; max-width: calc(100vw - 32px); }
 @media (max-height: 820px) { .thumb canvas { max-height: 130px; } textarea { min-height: 72px; } }
+.notify, .email { display: flex; flex-direction: column; gap: 6px; }
+input[type="email"] { font: inherit; color: var(--fixloop-fg); background: var(--fixloop-bg); border: 1px solid var(--fixloop-border); border-radius: 6px; padding: 8px; }
+input[aria-invalid="true"] { border-color: var(--fixloop-danger); }
+.field-error { color: var(--fixloop-danger); }
+.email input, .field-error { scroll-margin-bottom: 72px; }
+button.link { border: 0; background: none; color: var(--fixloop-accent); text-decoration: underline; padding: 4px 6px; }
+.mine-view { display: flex; flex-direction: column; gap: 8px; }
+.mine-view h3 { font-size: 15px; margin: 0; }
+.mine-view h3:focus { outline: none; }
+.head .row { flex-wrap: nowrap; gap: 2px; flex: none; }
+.head h2 { min-width: 0; }
+.mine { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 8px; max-height: min(420px, calc(100vh - 220px)); overflow: auto; }
+.mine li { border: 1px solid var(--fixloop-border); border-radius: 6px; padding: 8px 10px; }
+.mine-text { margin: 0 0 4px; overflow-wrap: anywhere; }
+.badge { font-weight: 600; font-size: 12px; border-radius: 999px; padding: 2px 8px; border: 1px solid var(--fixloop-border); color: var(--fixloop-fg); }
+.badge.fixed { background: var(--fixloop-accent); border-color: var(--fixloop-accent); color: var(--fixloop-accent-text); }
 [hidden] { display: none !important; }
 @media (prefers-reduced-motion: no-preference) { dialog[open] { animation: fl-in .12s ease-out; } }
 @keyframes fl-in { from { opacity: 0; transform: translateY(8px); } }

@@ -28,6 +28,10 @@ export class TokenSource {
   get enabled(): boolean {
     return !!this.get
   }
+  /** The cached token while fresh, without asking the page for one (naming the address must not cost a token call). */
+  peek(): string | undefined {
+    return this.token && Date.now() <= this.expMs - 30_000 ? this.token : undefined
+  }
   async current(force = false): Promise<string | undefined> {
     if (!this.get) return undefined
     if (force || !this.token || Date.now() > this.expMs - 30_000) {
@@ -158,4 +162,31 @@ export async function sendReport(http: typeof fetch, report: QueuedReport, token
     const retryable = f.status === 0 || f.status >= 500 || f.status === 429 || f.status === 408
     return { kind: retryable ? 'later' : 'rejected', status: f.status, code: f.code, message: f.message }
   }
+}
+
+/** The address in a user token's ctx.email (read, not verified: the server verifies the token), if any. */
+export function tokenEmail(token: string | undefined): string | undefined {
+  if (!token) return undefined
+  try {
+    const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
+    const json = decodeURIComponent(escape(atob(part)))
+    const email = JSON.parse(json)?.ctx?.email
+    return typeof email === 'string' && email.length > 0 ? email : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export interface MyReport {
+  id: string
+  status: string
+  createdAt: string
+  text: string
+}
+
+/** GET /v1/me/feedback: the signed-in user's reports (first page), with the token refresh of every call. */
+export async function listMine(http: typeof fetch, endpoint: string, publicKey: string, tokens: TokenSource): Promise<MyReport[]> {
+  const res = await request(http, tokens, (token) => [`${endpoint}/v1/me/feedback?limit=20`, { headers: authHeaders(publicKey, token) }])
+  const body = (await res.json()) as { data: MyReport[] }
+  return body.data
 }

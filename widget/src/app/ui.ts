@@ -13,6 +13,7 @@ import { pickElement, type Picked } from './picker'
 import { buildPayload, newIntentKey } from './payload'
 import { enqueue, type PendingBlob, type QueuedReport } from './queue'
 import { Sender } from './sender'
+import { listMine, tokenEmail, type MyReport } from './transport'
 import { createSvg, on } from '../safe-dom'
 
 /** A check mark in a circle (decorative; the status text says what happened). */
@@ -85,6 +86,17 @@ export function createUI(core: Core): WidgetUI {
     thumb,
     h('div', { class: 'row' }, screenBtn, file, h('label', { for: 'fl-file', class: 'button' }, s.attachFile)),
   )
+  // "Email me when this is fixed": public mode asks for the address (prefilled from `identity`),
+  // private mode uses the user token's ctx.email and says which address that is.
+  const privateMode = !!options.getUserToken
+  const notify = h('input', { type: 'checkbox', id: 'fl-notify' })
+  const notifyText = h('span', {}, s.notify)
+  const email = h('input', { type: 'email', id: 'fl-email', name: 'email', autocomplete: 'email', maxlength: '254', value: options.identity?.email ?? '' })
+  // The field's own message (under it, tied by aria-describedby): on a small screen the status line may sit below the fold.
+  const emailError = h('p', { id: 'fl-email-error', class: 'note field-error', role: 'status', 'aria-live': 'polite', hidden: true }, s.emailNeeded)
+  email.setAttribute('aria-describedby', 'fl-email-error')
+  const emailRow = h('div', { class: 'email', hidden: true }, h('label', { for: 'fl-email' }, s.email), email, emailError)
+  const notifyRow = h('div', { class: 'notify', hidden: privateMode }, h('label', { class: 'check', for: 'fl-notify' }, notify, notifyText), emailRow)
   const fields = h(
     'div',
     { class: 'fields' },
@@ -93,7 +105,14 @@ export function createUI(core: Core): WidgetUI {
     options.screenshot === false ? null : shotSet,
     h('div', { class: 'row' }, pickBtn),
     pickedRow,
+    notifyRow,
   )
+  // Private mode: "Your reports", the signed-in user's reports with their status (GET /v1/me/feedback).
+  const mineBtn = h('button', { type: 'button', class: 'link', hidden: !privateMode }, s.yourReports)
+  const mineTitle = h('h3', { id: 'fl-mine-title', tabindex: '-1' }, s.yourReports)
+  const mineList = h('ul', { class: 'mine', 'aria-labelledby': 'fl-mine-title' })
+  const mineBack = h('button', { type: 'button' }, s.back)
+  const mineView = h('section', { class: 'mine-view', hidden: true, 'aria-labelledby': 'fl-mine-title' }, mineTitle, mineList, h('div', { class: 'actions' }, mineBack))
   const actions = h('div', { class: 'actions' }, h('span', { class: 'note hint' }, mac ? s.sendShortcut.replace('Ctrl', '⌘') : s.sendShortcut), cancel, send)
   const another = h('button', { type: 'button' }, s.another)
   const doneClose = h('button', { type: 'button', class: 'primary' }, s.close)
@@ -102,8 +121,9 @@ export function createUI(core: Core): WidgetUI {
   const form = h(
     'form',
     { novalidate: true },
-    h('div', { class: 'head' }, h('h2', { id: 'fl-title' }, s.title), closeX),
+    h('div', { class: 'head' }, h('h2', { id: 'fl-title' }, s.title), h('div', { class: 'row' }, mineBtn, closeX)),
     fields,
+    mineView,
     doneIcon,
     status,
     actions,
@@ -197,6 +217,10 @@ export function createUI(core: Core): WidgetUI {
     shotNote.textContent = ''
     showShot()
     file.value = ''
+    notify.checked = false
+    emailRow.hidden = true
+    email.removeAttribute('aria-invalid')
+    emailError.hidden = true
   }
   /** The form for a new report (after a confirmation, or on open). */
   const showForm = () => {
@@ -205,6 +229,67 @@ export function createUI(core: Core): WidgetUI {
     say('')
     doneIcon.hidden = doneActions.hidden = true
     fields.hidden = actions.hidden = false
+    offerNotify()
+  }
+  const statusLabel = (status: string) =>
+    status === 'resolved' ? s.statusFixed
+    : status === 'archived' ? s.statusClosed
+    : status === 'pr_opened' ? s.statusReview
+    : ['received', 'sanitizing', 'sanitized', 'awaiting_manual'].includes(status) ? s.statusReceived
+    : s.statusWorking
+  const renderMine = (items: MyReport[]) => {
+    mineList.replaceChildren(
+      ...items.map((r) => {
+        const text = r.text.length > 140 ? `${r.text.slice(0, 140)}…` : r.text
+        const when = new Date(r.createdAt)
+        return h(
+          'li',
+          {},
+          h('p', { class: 'mine-text' }, text),
+          h('p', { class: 'row note' }, h('span', { class: `badge ${r.status === 'resolved' ? 'fixed' : ''}` }, statusLabel(r.status)), h('time', { datetime: r.createdAt }, when.toLocaleDateString())),
+        )
+      }),
+    )
+    if (items.length === 0) mineList.replaceChildren(h('li', { class: 'note' }, s.noReports))
+  }
+  /** The form gives way to the list of the user's reports; Back returns to the form as it was. */
+  const showMine = async () => {
+    fields.hidden = actions.hidden = true
+    doneIcon.hidden = doneActions.hidden = true
+    mineView.hidden = false
+    mineList.replaceChildren()
+    say(s.loading)
+    mineTitle.focus()
+    try {
+      renderMine(await listMine(core.fetch, core.endpoint, options.publicKey, sender.tokens))
+      say('')
+    } catch {
+      say(s.loadFailed, 'error')
+    }
+  }
+  const hideMine = () => {
+    mineView.hidden = true
+    fields.hidden = actions.hidden = false
+    say('')
+    mineBtn.focus()
+  }
+  mineBtn.addEventListener('click', () => void (mineView.hidden ? showMine() : hideMine()))
+  mineBack.addEventListener('click', hideMine)
+  notify.addEventListener('change', () => {
+    emailRow.hidden = privateMode || !notify.checked
+    if (!emailRow.hidden && !email.value) email.focus()
+  })
+  /**
+   * Private mode: the label names the token's address once a token is at hand (never fetched just for
+   * this: the page's getUserToken is called when a report is sent, as before); a token without ctx.email
+   * hides the box. Before any token, the label says the account's address is used.
+   */
+  const offerNotify = () => {
+    if (!privateMode) return
+    const token = sender.tokens.peek()
+    const address = tokenEmail(token)
+    notifyRow.hidden = !!token && !address
+    notifyText.textContent = address ? s.notifyAt.replace('{email}', address) : s.notifyAccount
   }
   /** The report is safe (sent, or queued on this device): the form gives way to a confirmation. */
   const showDone = (text: string) => {
@@ -331,6 +416,19 @@ export function createUI(core: Core): WidgetUI {
       textarea.focus()
       return
     }
+    const notifyMe = notify.checked && !notifyRow.hidden
+    const address = email.value.trim()
+    if (notifyMe && !privateMode && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(address)) {
+      email.setAttribute('aria-invalid', 'true')
+      emailError.hidden = false
+      say('')
+      email.focus()
+      // Above the sticky buttons (scroll-margin in styles.ts), so the message is seen, not only announced.
+      emailError.scrollIntoView({ block: 'nearest' })
+      return
+    }
+    email.removeAttribute('aria-invalid')
+    emailError.hidden = true
     busy = true
     send.disabled = true
     say(s.sending)
@@ -338,6 +436,13 @@ export function createUI(core: Core): WidgetUI {
       // The checkbox is ticked: the screenshot is part of this report, even if it is still being taken.
       if (include.checked) await takeScreenshot()
       let payload = buildPayload(core, text, picked?.target)
+      // Private mode: the token is needed now anyway (the upload and the submission send it); one without
+      // an address cannot be told, so the opt-in is dropped rather than the report refused.
+      const canNotify = notifyMe && (!privateMode || !!tokenEmail(await sender.tokens.current()))
+      if (canNotify) {
+        payload.notifyEmail = true
+        if (!privateMode) payload.identity = { ...payload.identity, email: address }
+      }
       if (options.beforeSend) {
         const changed = await options.beforeSend(payload)
         if (!changed) return say(s.cancelled)
@@ -372,8 +477,10 @@ export function createUI(core: Core): WidgetUI {
   return {
     open() {
       if (dialog.open) return
+      if (!mineView.hidden) hideMine()
       showForm()
       if (!busy && !status.classList.contains('error')) say('')
+      offerNotify()
       dialog.showModal()
       textarea.focus()
       void takeScreenshot()

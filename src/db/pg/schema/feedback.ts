@@ -44,8 +44,11 @@ export const feedback = pgTable(
     rejectedLeadIds: text('rejected_lead_ids'),
     mergeScore: doublePrecision('merge_score'),
     mergeReason: text('merge_reason'),
+    notifyEmailSealed: text('notify_email_sealed'),
   },
   (t) => [
+    index('feedback_private_sub_idx').on(t.appId, t.externalUserId, t.id).where(sql`submitted_mode = 'private'`),
+    index('feedback_notify_due_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND status = 'resolved'`),
     index('feedback_org_id_idx').on(t.orgId, t.id),
     index('feedback_app_id_idx').on(t.appId, t.id),
     index('feedback_org_status_idx').on(t.orgId, t.status, t.id),

@@ -1,0 +1,85 @@
+/** PostgreSQL side of modules/mail/repo.ts. */
+import type { Clock } from '../../core/clock'
+import type { ListRow } from '../../modules/feedback/repo'
+import type { DueReport, MailRepo, OutboxRow, SmtpRow } from '../../modules/mail/repo'
+import { pgAudited } from './audit-writer'
+import { LIST_COLUMNS } from './feedback'
+import { exec, many, one, type PgStorage } from './storage'
+
+export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
+  const { pool } = storage
+  const audited = pgAudited(storage, clock)
+  return {
+    smtp: async (appId) => (await one<SmtpRow>(pool, 'SELECT * FROM app_smtp WHERE app_id = $1', [appId])) ?? null,
+    putSmtp: (r, audit) =>
+      audited(audit, async (c) => {
+        await exec(
+          c,
+          `INSERT INTO app_smtp (app_id, org_id, host, port, tls_mode, username, password_sealed, from_address, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+           ON CONFLICT (app_id) DO UPDATE SET host = excluded.host, port = excluded.port, tls_mode = excluded.tls_mode, username = excluded.username,
+             password_sealed = excluded.password_sealed, from_address = excluded.from_address, updated_at = excluded.updated_at`,
+          [r.app_id, r.org_id, r.host, r.port, r.tls_mode, r.username, r.password_sealed, r.from_address, r.updated_at],
+        )
+      }),
+    deleteSmtp: (appId, audit) => audited(audit, async (c) => (await exec(c, 'DELETE FROM app_smtp WHERE app_id = $1', [appId])) > 0),
+    dueReports: (limit) =>
+      many<DueReport>(pool, `SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT $1`, [limit]),
+    enqueue: (r) =>
+      storage.tx(async (c) => {
+        const added =
+          (await exec(
+            c,
+            `INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7) ON CONFLICT (feedback_id) DO NOTHING`,
+            [r.feedbackId, r.orgId, r.appId, r.emailSealed, r.emailHash, r.emailMasked, r.now],
+          )) > 0
+        await exec(c, 'UPDATE feedback SET notify_email_sealed = NULL WHERE id = $1', [r.feedbackId])
+        return added
+      }),
+    // SKIP LOCKED: two nodes claiming at once take different rows, never the same one.
+    claim: (now, leaseMs, limit) =>
+      many<OutboxRow>(
+        pool,
+        `UPDATE mail_outbox SET lease_until = $1, attempts = attempts + 1
+         WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
+                               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [now + leaseMs, now, limit],
+      ),
+    settle: async (id, state, error, now) =>
+      (await exec(
+        pool,
+        `UPDATE mail_outbox SET state = $1, last_error = $2, settled_at = $3, email_sealed = NULL, lease_until = NULL WHERE feedback_id = $4 AND state = 'pending'`,
+        [state, error, now, id],
+      )) > 0,
+    retryLater: async (id, nextAt, error) =>
+      void (await exec(pool, `UPDATE mail_outbox SET next_attempt_at = $1, last_error = $2, lease_until = NULL WHERE feedback_id = $3 AND state = 'pending'`, [nextAt, error, id])),
+    isUnsubscribed: async (appId, hash) => !!(await one(pool, 'SELECT 1 FROM mail_unsubscribes WHERE app_id = $1 AND email_hash = $2', [appId, hash])),
+    unsubscribe: (appId, hash, now) =>
+      storage.tx(async (c) => {
+        const added = (await exec(c, 'INSERT INTO mail_unsubscribes (app_id, email_hash, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [appId, hash, now])) > 0
+        await exec(
+          c,
+          `UPDATE mail_outbox SET state = 'unsubscribed', settled_at = $1, email_sealed = NULL, lease_until = NULL WHERE app_id = $2 AND email_hash = $3 AND state = 'pending'`,
+          [now, appId, hash],
+        )
+        return added
+      }),
+    outboxOf: async (orgId, id) => (await one<OutboxRow>(pool, 'SELECT * FROM mail_outbox WHERE org_id = $1 AND feedback_id = $2', [orgId, id])) ?? null,
+    reportsOf: (appId, sub, cursor, limit) =>
+      cursor
+        ? many<ListRow>(
+            pool,
+            `SELECT ${LIST_COLUMNS} FROM feedback WHERE app_id = $1 AND external_user_id = $2 AND submitted_mode = 'private' AND id < $4 ORDER BY id DESC LIMIT $3`,
+            [appId, sub, limit + 1, cursor],
+          )
+        : many<ListRow>(pool, `SELECT ${LIST_COLUMNS} FROM feedback WHERE app_id = $1 AND external_user_id = $2 AND submitted_mode = 'private' ORDER BY id DESC LIMIT $3`, [
+            appId,
+            sub,
+            limit + 1,
+          ]),
+    appName: async (appId) => (await one<{ name: string }>(pool, 'SELECT name FROM apps WHERE id = $1', [appId]))?.name ?? null,
+    latestPrUrl: async (id) => (await one<{ merge_request_url: string | null }>(pool, 'SELECT merge_request_url FROM feedback WHERE id = $1', [id]))?.merge_request_url ?? null,
+    reportText: async (id) => (await one<{ text: string; redactions: string | null }>(pool, 'SELECT text, redactions FROM feedback WHERE id = $1', [id])) ?? null,
+  }
+}

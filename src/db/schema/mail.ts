@@ -1,0 +1,59 @@
+/**
+ * Telling reporters that their report was fixed (docs/email.md): each App's SMTP settings, the mail
+ * outbox (one row per report, so one mail per resolution whatever retries, restarts or nodes do) and the
+ * addresses that unsubscribed from an App's mails.
+ */
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+
+export const appSmtp = sqliteTable('app_smtp', {
+  appId: text('app_id').primaryKey(),
+  orgId: text('org_id').notNull(),
+  host: text('host').notNull(),
+  port: integer('port').notNull(),
+  /** none | starttls | tls */
+  tlsMode: text('tls_mode').notNull(),
+  username: text('username'),
+  /** Sealed with the master key; never returned by the API. */
+  passwordSealed: text('password_sealed'),
+  fromAddress: text('from_address').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+export const mailOutbox = sqliteTable(
+  'mail_outbox',
+  {
+    /** One row per report: the primary key is what makes a second mail impossible. */
+    feedbackId: text('feedback_id').primaryKey(),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    /** Sealed recipient; cleared once the row is settled (sent, unsubscribed, given up). */
+    emailSealed: text('email_sealed'),
+    /** HMAC of the lower-cased address (unsubscribe lookups without keeping the address). */
+    emailHash: text('email_hash').notNull(),
+    /** j***@example.com: what the dashboard shows. */
+    emailMasked: text('email_masked').notNull(),
+    /** pending | sent | failed (given up) | unsubscribed | no_smtp */
+    state: text('state').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    leaseUntil: integer('lease_until'),
+    lastError: text('last_error'),
+    createdAt: integer('created_at').notNull(),
+    settledAt: integer('settled_at'),
+  },
+  (t) => [
+    index('mail_outbox_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
+    index('mail_outbox_app_idx').on(t.appId, t.feedbackId),
+  ],
+)
+
+export const mailUnsubscribes = sqliteTable(
+  'mail_unsubscribes',
+  {
+    appId: text('app_id').notNull(),
+    emailHash: text('email_hash').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.emailHash] })],
+)

@@ -1,0 +1,193 @@
+/**
+ * Tells reporters that their report was resolved (docs/email.md). Two steps, both idempotent:
+ *  1. queue: a report in `resolved` whose reporter opted in (feedback.notify_email_sealed set) gets ONE
+ *     row in mail_outbox (its primary key is the report id), and the address leaves the report row in the
+ *     same transaction. A report reaches `resolved` only by its own move (feedback.status_changed to
+ *     resolved; duplicates follow their lead with moves of their own), and `resolved` is terminal, so one
+ *     row is one mail per resolution.
+ *  2. send: pending rows are claimed with a lease (one claimer per row, also across nodes), sent through
+ *     the App's SMTP server, and settled; a failure is retried with exponential backoff, never blocking
+ *     anything else (the lifecycle never waits for mail).
+ * In cluster mode only the node holding the `dispatch` role runs it (like the webhook and Slack dispatchers).
+ */
+import type { Context } from '../../context'
+import type { Logger } from '../../core/logger'
+import type { EventHub } from '../events/hub'
+import { addressHash, maskAddress } from './address'
+import { resolvedMessage } from './message'
+import { createMailRepo, type MailRepo, type OutboxRow } from './repo'
+import { MailError, sendMail } from './transport'
+import { mailKeys, unsubscribeToken } from './unsubscribe-token'
+import { isSanitized } from '../../sanitize/servable'
+
+export interface MailerOptions {
+  /** Cluster mode: true while this node holds the `dispatch` role; nothing is claimed or sent without it. */
+  mayAct: () => boolean
+  /** Where unsubscribe links point: FIXLOOP_PUBLIC_URL; unset, the listening address (server.ts, `listeningAt`). */
+  publicUrl: string | undefined
+  pollMs: number
+}
+
+/** Backoff after the n-th failed attempt: 30 s, 1 min, 2 min, … capped at 1 h; given up after MAX_ATTEMPTS (about a day). */
+export const MAX_ATTEMPTS = 12
+const RETRY_BASE_MS = 30_000
+const RETRY_CAP_MS = 3_600_000
+export const retryDelayMs = (attempts: number) => Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** Math.max(0, attempts - 1))
+/** A claim outlives the slowest attempt (three 15 s timeouts) with room to spare. */
+const LEASE_MS = 120_000
+const BATCH = 20
+/** Events wake the mailer at most this often (a burst of submissions is thousands of events). */
+const WAKE_GAP_MS = 250
+
+export class Mailer {
+  private readonly repo: MailRepo
+  private readonly keys: ReturnType<typeof mailKeys>
+  private readonly opts: MailerOptions
+  private timer: ReturnType<typeof setInterval> | undefined
+  private unsubscribe: (() => void) | undefined
+  private running: Promise<void> | undefined
+  private again = false
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly log: Logger,
+    opts: Partial<MailerOptions>,
+  ) {
+    this.repo = createMailRepo(ctx.storage, ctx.clock)
+    this.keys = mailKeys(ctx.urlSigningKey)
+    this.opts = { mayAct: () => true, pollMs: 5000, publicUrl: undefined, ...opts }
+  }
+
+  private listenUrl = 'http://127.0.0.1'
+
+  /** The server's own address, for unsubscribe links when no public URL is configured. */
+  listeningAt(url: string): void {
+    this.listenUrl = url
+  }
+
+  start(hub: EventHub): void {
+    if (this.timer) return
+    // An event may be a move to resolved: look (cheap: a partial index holds only opted-in resolved
+    // reports), at most every WAKE_GAP_MS however many events a burst of submissions commits.
+    this.unsubscribe = hub.subscribeAll(() => this.soon())
+    this.timer = setInterval(() => void this.wake(), this.opts.pollMs)
+    void this.wake()
+  }
+
+  private pending: ReturnType<typeof setTimeout> | undefined
+
+  private soon(): void {
+    if (this.pending) return
+    this.pending = setTimeout(() => {
+      this.pending = undefined
+      void this.wake()
+    }, WAKE_GAP_MS)
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.pending)
+    this.pending = undefined
+    clearInterval(this.timer)
+    this.timer = undefined
+    this.unsubscribe?.()
+    this.unsubscribe = undefined
+    await this.running
+  }
+
+  /** Runs a pass now (or once more after the current one); resolves when the passes are done. */
+  wake(): Promise<void> {
+    if (this.running) {
+      this.again = true
+      return this.running
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false
+          await this.pass()
+        } while (this.again)
+      } catch (e) {
+        this.log.warn('mailer pass failed', { error: e instanceof Error ? e.message : String(e) })
+      } finally {
+        this.running = undefined
+      }
+    })()
+    return this.running
+  }
+
+  /** One bounded pass: queue what became due, then send what is due. */
+  async pass(): Promise<void> {
+    if (!this.opts.mayAct()) return
+    for (let round = 0; round < 50; round++) {
+      const due = await this.repo.dueReports(BATCH)
+      for (const r of due) {
+        let address: string | null = null
+        try {
+          address = this.ctx.box.open(r.notify_email_sealed).toString()
+        } catch {
+          // Not sealed by this master key (a value from elsewhere): queued and given up at once, so the
+          // report leaves the due index instead of being read again on every pass. Never logged.
+        }
+        const now = this.ctx.clock.now()
+        await this.repo.enqueue({
+          feedbackId: r.id,
+          orgId: r.org_id,
+          appId: r.app_id,
+          emailSealed: r.notify_email_sealed,
+          emailHash: address === null ? 'unreadable' : addressHash(this.keys.addressHashKey, address),
+          emailMasked: address === null ? '***' : maskAddress(address),
+          now,
+        })
+        if (address === null) await this.repo.settle(r.id, 'failed', 'the address does not open with the master key', now)
+      }
+      if (due.length < BATCH) break
+    }
+    for (let round = 0; round < 50 && this.opts.mayAct(); round++) {
+      const claimed = await this.repo.claim(this.ctx.clock.now(), LEASE_MS, BATCH)
+      for (const row of claimed) {
+        if (!this.opts.mayAct()) return // the lease runs out; the node with the role takes it then
+        await this.deliver(row)
+      }
+      if (claimed.length < BATCH) break
+    }
+  }
+
+  private async deliver(row: OutboxRow): Promise<void> {
+    const now = () => this.ctx.clock.now()
+    if (await this.repo.isUnsubscribed(row.app_id, row.email_hash)) return void (await this.repo.settle(row.feedback_id, 'unsubscribed', null, now()))
+    const smtp = await this.repo.smtp(row.app_id)
+    if (!smtp) return void (await this.repo.settle(row.feedback_id, 'no_smtp', 'the App has no SMTP settings', now()))
+    if (!row.email_sealed) return void (await this.repo.settle(row.feedback_id, 'failed', 'no address', now()))
+    try {
+      const to = this.ctx.box.open(row.email_sealed).toString()
+      const report = await this.reportOf(row)
+      const token = unsubscribeToken(this.keys.unsubscribeKey, row.app_id, row.email_hash)
+      const msg = resolvedMessage({
+        appName: (await this.repo.appName(row.app_id)) ?? 'fixloop',
+        feedbackId: row.feedback_id,
+        sanitizedText: report,
+        prUrl: await this.repo.latestPrUrl(row.feedback_id),
+        unsubscribeUrl: `${this.opts.publicUrl ?? this.listenUrl}/v1/mail/unsubscribe?token=${token}`,
+        unsubscribeMailto: null,
+      })
+      await sendMail(this.ctx.box, smtp, { to, ...msg })
+      await this.repo.settle(row.feedback_id, 'sent', null, now())
+    } catch (e) {
+      const reason = e instanceof Error ? e.message.slice(0, 300) : String(e)
+      const permanent = e instanceof MailError && e.permanent
+      if (permanent || row.attempts >= MAX_ATTEMPTS) {
+        await this.repo.settle(row.feedback_id, 'failed', reason, now())
+        this.log.warn('mail to a reporter given up', { feedbackId: row.feedback_id, attempts: row.attempts, error: reason })
+      } else {
+        await this.repo.retryLater(row.feedback_id, now() + retryDelayMs(row.attempts), reason)
+        this.log.info('mail to a reporter failed; retried later', { feedbackId: row.feedback_id, attempts: row.attempts, error: reason })
+      }
+    }
+  }
+
+  /** The report's sanitized text, or null when it has none (never the raw text). */
+  private async reportOf(row: OutboxRow): Promise<string | null> {
+    const report = await this.repo.reportText(row.feedback_id)
+    return report && isSanitized(report) ? report.text : null
+  }
+}

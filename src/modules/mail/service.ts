@@ -1,0 +1,168 @@
+/**
+ * Mail rules callable from the routes and the CLI: an App's SMTP settings (the password sealed, never
+ * returned), a test mail, unsubscribes, a report's mail for the dashboard, and a signed-in reporter's
+ * own reports (GET /v1/me/feedback).
+ */
+import type { Context } from '../../context'
+import { ApiError } from '../../core/errors'
+import { isoUtc } from '../../core/clock'
+import { LIMITS } from '../../core/limits'
+import type { ActedBy, AuditEntry } from '../audit/entry'
+import { createAppsRepo } from '../apps/repo'
+import { previewBudget, toListItem } from '../feedback/present'
+import { isMailAddress, maskAddress } from './address'
+import { createMailRepo, TLS_MODES, type SmtpRow, type TlsMode } from './repo'
+import { MailError, sendMail } from './transport'
+import { mailKeys, verifyUnsubscribeToken } from './unsubscribe-token'
+
+export interface SmtpInput {
+  host: string
+  port: number
+  tls: TlsMode
+  user?: string | null
+  /** Omitted: keep the stored password (if any); null: remove it. */
+  password?: string | null
+  from: string
+}
+
+export type SmtpView = {
+  appId: string
+  host: string
+  port: number
+  tls: TlsMode
+  user: string | null
+  passwordSet: boolean
+  from: string
+  updatedAt: string
+}
+
+const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^\[[0-9A-Fa-f:.]{2,45}\]$/
+
+const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
+
+/** `Name <a@b.c>` or `a@b.c`; the name without quotes, angle brackets or line breaks. */
+export function isFromAddress(from: string): boolean {
+  const m = /^([^<>"\r\n]{0,100}?)\s*<([^<>\s]+)>$/.exec(from)
+  return m ? isMailAddress(m[2]) : isMailAddress(from)
+}
+
+export function viewOf(r: SmtpRow): SmtpView {
+  return { appId: r.app_id, host: r.host, port: r.port, tls: r.tls_mode, user: r.username, passwordSet: r.password_sealed !== null, from: r.from_address, updatedAt: isoUtc(r.updated_at) }
+}
+
+export function createMailService(ctx: Context) {
+  const repo = createMailRepo(ctx.storage, ctx.clock)
+  const apps = createAppsRepo(ctx.storage)
+  const keys = mailKeys(ctx.urlSigningKey)
+  const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
+
+  async function liveApp(orgId: string, appId: string) {
+    const app = await apps.getForOrg(orgId, appId)
+    if (!app) throw new ApiError('app_not_found')
+    return app
+  }
+
+  return {
+    repo,
+
+    async getSmtp(orgId: string, appId: string): Promise<SmtpView> {
+      await liveApp(orgId, appId)
+      const row = await repo.smtp(appId)
+      if (!row) throw new ApiError('not_found')
+      return viewOf(row)
+    },
+
+    async putSmtp(orgId: string, appId: string, input: SmtpInput, by: ActedBy): Promise<SmtpView> {
+      await liveApp(orgId, appId)
+      const host = input.host.trim()
+      if (!HOST_RE.test(host)) throw bad('/host', 'a host name or [IP address]')
+      if (!Number.isInteger(input.port) || input.port < 1 || input.port > 65535) throw bad('/port', 'a port 1-65535')
+      if (!(TLS_MODES as readonly string[]).includes(input.tls)) throw bad('/tls', `one of ${TLS_MODES.join(', ')}`)
+      if (!isFromAddress(input.from.trim())) throw bad('/from', 'an address (noreply@example.com) or "Name <noreply@example.com>"')
+      const user = input.user?.trim() || null
+      if (user !== null && /[\r\n]/.test(user)) throw bad('/user', 'one line')
+      const before = await repo.smtp(appId)
+      const passwordSealed =
+        input.password === undefined ? (before?.password_sealed ?? null) : input.password === null || input.password === '' ? null : ctx.box.seal(Buffer.from(input.password))
+      const row: SmtpRow = {
+        app_id: appId,
+        org_id: orgId,
+        host,
+        port: input.port,
+        tls_mode: input.tls,
+        username: user,
+        password_sealed: passwordSealed,
+        from_address: input.from.trim(),
+        updated_at: ctx.clock.now(),
+      }
+      // The audit row names what changed, never the password.
+      await repo.putSmtp(row, [entry(by, orgId, 'app.smtp_set', appId, { host, port: input.port, tls: input.tls, user, passwordSet: passwordSealed !== null })])
+      return viewOf(row)
+    },
+
+    async deleteSmtp(orgId: string, appId: string, by: ActedBy) {
+      await liveApp(orgId, appId)
+      if (!(await repo.deleteSmtp(appId, [entry(by, orgId, 'app.smtp_cleared', appId)]))) throw new ApiError('not_found')
+      return { appId, deleted: true as const }
+    },
+
+    /** Sends a test mail to `to` through the App's settings; the SMTP server's answer comes back, never the password. */
+    async testSmtp(orgId: string, appId: string, to: string) {
+      const app = await liveApp(orgId, appId)
+      if (!isMailAddress(to)) throw bad('/to', 'one email address')
+      const row = await repo.smtp(appId)
+      if (!row) throw new ApiError('not_found')
+      try {
+        await sendMail(ctx.box, row, {
+          to,
+          subject: `fixloop test mail for ${app.name.replace(/[\r\n]+/g, ' ').slice(0, 120)}`,
+          text: 'This is a test mail from fixloop: the SMTP settings of this App work.\nReporters who ask to be told get their "fixed" mail this way.',
+          headers: { 'Auto-Submitted': 'auto-generated' },
+        })
+        return { sent: true as const, to: maskAddress(to) }
+      } catch (e) {
+        return { sent: false as const, to: maskAddress(to), error: e instanceof MailError ? e.message : 'mail failed' }
+      }
+    },
+
+    /** The token's App and address hash, or null for a token that is not genuine. */
+    checkUnsubscribe: (token: string) => verifyUnsubscribeToken(keys.unsubscribeKey, token),
+
+    async unsubscribe(token: string): Promise<boolean> {
+      const t = verifyUnsubscribeToken(keys.unsubscribeKey, token)
+      if (!t) return false
+      await repo.unsubscribe(t.appId, t.emailHash, ctx.clock.now())
+      return true
+    },
+
+    /** The report's mail for the dashboard: masked address, state and times; null when none was asked for. */
+    async notification(orgId: string, feedbackId: string) {
+      const row = await repo.outboxOf(orgId, feedbackId)
+      if (!row) return null
+      return {
+        address: row.email_masked,
+        state: row.state,
+        attempts: row.attempts,
+        lastError: row.last_error,
+        queuedAt: isoUtc(row.created_at),
+        settledAt: row.settled_at === null ? null : isoUtc(row.settled_at),
+        nextAttemptAt: row.state === 'pending' ? isoUtc(row.next_attempt_at) : null,
+      }
+    },
+
+    /** One signed-in user's reports of one App, newest first (text sanitized, as every read serves it). */
+    async mine(appId: string, sub: string, q: { cursor?: string; limit: number }) {
+      const rows = await repo.reportsOf(appId, sub, q.cursor, q.limit)
+      const more = rows.length > q.limit
+      const page = more ? rows.slice(0, q.limit) : rows
+      const budget = previewBudget()
+      const data = page.map((row) => {
+        const item = toListItem(row, budget, null)
+        return { id: item.id, status: item.status, createdAt: item.createdAt, text: item.text }
+      })
+      return { data, nextCursor: more ? page[page.length - 1].id : null }
+    },
+    limits: { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax, def: LIMITS.listLimitDefault },
+  }
+}
+export type MailService = ReturnType<typeof createMailService>

@@ -1,0 +1,299 @@
+/**
+ * Telling the reporter (docs/email.md), end to end on a real server and a real SMTP server: the opt-in at
+ * submission, the App's SMTP settings through the API, exactly one mail per resolved report (duplicates
+ * each by their own move), its content and unsubscribe headers, the one-click unsubscribe, retries after
+ * the SMTP server was down, and nothing without opt-in.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { forceStatusIn, feedbackRowIn, markDuplicateIn } from './helpers-lifecycle'
+import { userToken } from './helpers-auth'
+import { dbRows, dbRun } from './sqlite-of'
+import { qpDecode, startSmtpSink, type SmtpSink } from './smtp-sink'
+import { Mailer } from '../src/modules/mail/mailer'
+import { Logger } from '../src/core/logger'
+
+let server: TestServer
+let t: Tenant
+let sink: SmtpSink
+
+beforeAll(async () => {
+  server = await startTestServer()
+  t = await seedTenant(server.admin, { name: 'Shop' })
+  sink = await startSmtpSink(0, { user: 'mailer', pass: 's3cret-pass' })
+})
+afterAll(async () => {
+  await sink?.stop()
+  await server?.close()
+})
+
+const smtpOf = (port: number) => ({ host: '127.0.0.1', port, tls: 'none', user: 'mailer', password: 's3cret-pass', from: 'Shop <noreply@shop.example>' })
+
+async function submitReport(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body, headers })
+  expect(r.status).toBe(201)
+  const id = r.body.id as string
+  // The worker sanitizes it (the mail quotes sanitized text only).
+  await eventually(async () => (await feedbackRowIn(server.ctx, id)).redactions !== null)
+  return id
+}
+
+/** The report's way to `resolved` through the lifecycle: forced to pr_opened, then the system move (a merge). */
+async function resolve(id: string) {
+  await forceStatusIn(server.ctx, id, 'pr_opened')
+  expect(await server.services.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })).toBe(true)
+}
+
+const outbox = async (id: string) => (await dbRows<Record<string, any>>(server.ctx, 'SELECT * FROM mail_outbox WHERE feedback_id = ?', [id]))[0]
+
+describe('opt-in at submission', () => {
+  test.each([
+    ['public mode without identity.email', { text: 'The cart is empty', notifyEmail: true }, '/notifyEmail'],
+    ['public mode with a malformed address', { text: 'The cart is empty', notifyEmail: true, identity: { email: 'a@b' } }, '/identity/email'],
+    ['an address that smuggles a header', { text: 'The cart is empty', notifyEmail: true, identity: { email: 'a@b.example\r\nBcc: x@y.example' } }, '/identity/email'],
+    ['notifyEmail not a boolean', { text: 'The cart is empty', notifyEmail: 'yes', identity: { email: 'ann@example.com' } }, null],
+  ])('%s: 400 invalid_body', async (_name, body, path) => {
+    const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body })
+    expect(r.status).toBe(400)
+    expect(r.body.error.code).toBe('invalid_body')
+    if (path) expect(JSON.stringify(r.body.error.details.issues)).toContain(path)
+  })
+
+  test('private mode needs ctx.email in the user token', async () => {
+    const token = await userToken(t.secret, t.appId, 'u-no-mail', { ctx: { plan: 'pro' } })
+    const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Broken', notifyEmail: true }, headers: { 'X-Service-User-Token': token } })
+    expect(r.status).toBe(400)
+    expect(r.body.error.message + JSON.stringify(r.body.error.details)).toContain('ctx.email')
+  })
+
+  test('the address is stored sealed, nowhere in clear beside the identity, and never in events', async () => {
+    const id = await submitReport({ text: 'Checkout button is grey', notifyEmail: true, identity: { email: 'sealed.person@example.com' } })
+    const row = await feedbackRowIn(server.ctx, id)
+    expect(String(row.notify_email_sealed)).toStartWith('v1:')
+    expect(String(row.notify_email_sealed)).not.toContain('sealed.person')
+    const events = await dbRows<{ data: string }>(server.ctx, 'SELECT data FROM events WHERE feedback_id = ?', [id])
+    expect(events.length).toBeGreaterThan(0)
+    for (const e of events) expect(e.data).not.toContain('sealed.person')
+  })
+})
+
+describe('SMTP settings API', () => {
+  test('set, read (password never returned), clear; validation; cross-Org 404', async () => {
+    const put = await call(server.url, 'PUT', `/v1/apps/${t.appId}/smtp`, { auth: t.key, body: smtpOf(sink.port) })
+    expect(put.status).toBe(200)
+    expect(put.body).toMatchObject({ appId: t.appId, host: '127.0.0.1', tls: 'none', user: 'mailer', passwordSet: true })
+    expect(put.text).not.toContain('s3cret-pass')
+    const get = await call(server.url, 'GET', `/v1/apps/${t.appId}/smtp`, { auth: t.key })
+    expect(get.body.passwordSet).toBe(true)
+    expect(get.text).not.toContain('s3cret-pass')
+    const stored = (await dbRows<{ password_sealed: string }>(server.ctx, 'SELECT password_sealed FROM app_smtp WHERE app_id = ?', [t.appId]))[0]
+    expect(stored.password_sealed).toStartWith('v1:')
+    const audit = await dbRows<{ data: string }>(server.ctx, "SELECT data FROM audit_log WHERE action = 'app.smtp_set'")
+    for (const a of audit) expect(a.data).not.toContain('s3cret-pass')
+
+    for (const [body, path] of [
+      [{ ...smtpOf(25), host: 'bad host\r\n' }, '/host'],
+      [{ ...smtpOf(25), port: 70000 }, 'port'],
+      [{ ...smtpOf(25), tls: 'ssl3' }, 'tls'],
+      [{ ...smtpOf(25), from: 'x\r\nBcc: a@b.c' }, '/from'],
+      [{ ...smtpOf(25), extra: 1 }, ''],
+    ] as const) {
+      const r = await call(server.url, 'PUT', `/v1/apps/${t.appId}/smtp`, { auth: t.key, body })
+      expect(r.status).toBe(400)
+      expect(r.body.error.code).toBe('invalid_body')
+      expect(JSON.stringify(r.body.error.details)).toContain(path)
+    }
+    const other = await seedTenant(server.admin, {}, 'Other')
+    expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/smtp`, { auth: other.key })).status).toBe(404)
+    expect((await call(server.url, 'PUT', `/v1/apps/${t.appId}/smtp`, { auth: other.key, body: smtpOf(25) })).status).toBe(404)
+    expect((await call(server.url, 'GET', `/v1/apps/${other.appId}/smtp`, { auth: other.key })).status).toBe(404)
+  })
+
+  test('fuzz: deep nesting, huge values, junk ids and queries get the envelope, never a 5xx', async () => {
+    const deep = JSON.parse('['.repeat(5000) + ']'.repeat(5000))
+    const cases: [string, string, unknown][] = [
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), host: deep }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), host: 'h'.repeat(100_000) }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), password: 'p'.repeat(100_000) }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, { ...smtpOf(25), port: 1e308 }],
+      ['PUT', `/v1/apps/${t.appId}/smtp`, 'not an object'],
+      ['PUT', '/v1/apps/zz/smtp', smtpOf(25)],
+      ['POST', `/v1/apps/${t.appId}/smtp/test`, { to: 'x'.repeat(10_000) }],
+      ['POST', `/v1/apps/${t.appId}/smtp/test`, { to: 'a@b.example\r\nBcc: c@d.example' }],
+      ['GET', '/v1/feedback/zz/notification', undefined],
+      ['GET', `/v1/feedback/${'f'.repeat(24)}/notification`, undefined],
+    ]
+    for (const [method, path, body] of cases) {
+      const r = await call(server.url, method, path, { auth: t.key, body })
+      expect(r.status).toBeGreaterThanOrEqual(400)
+      expect(r.status).toBeLessThan(500)
+      expect(r.body.error.code).toBeString()
+    }
+    // A query parameter a route does not read is ignored, as on GET /v1/feedback/:id.
+    const junk = await call(server.url, 'GET', `/v1/apps/${t.appId}/smtp?junk[a][b]=1&${'x'.repeat(2000)}=1`, { auth: t.key })
+    expect(junk.status).toBe(200)
+    expect(junk.text).not.toContain('s3cret-pass')
+    for (const q of ['', '?token=', `?token=${'a'.repeat(100_000)}`, '?token=a&token=b', '?token=%00%0d%0a']) {
+      for (const method of ['GET', 'POST']) {
+        const r = await fetch(`${server.url}/v1/mail/unsubscribe${q}`, { method, body: method === 'POST' ? '['.repeat(10_000) : undefined })
+        expect([404, 414, 431]).toContain(r.status)
+      }
+    }
+  })
+
+  test('a test mail goes through the settings; a refused login comes back as sent: false', async () => {
+    const before = sink.mails.length
+    const r = await call(server.url, 'POST', `/v1/apps/${t.appId}/smtp/test`, { auth: t.key, body: { to: 'ops@shop.example' } })
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ sent: true, to: 'o***@shop.example' })
+    expect(sink.mails.length).toBe(before + 1)
+    expect(sink.mails.at(-1)!.user).toBe('mailer')
+    const other = await seedTenant(server.admin, {}, 'Wrongpass')
+    await call(server.url, 'PUT', `/v1/apps/${other.appId}/smtp`, { auth: other.key, body: { ...smtpOf(sink.port), password: 'nope' } })
+    const bad = await call(server.url, 'POST', `/v1/apps/${other.appId}/smtp/test`, { auth: other.key, body: { to: 'ops@shop.example' } })
+    expect(bad.body.sent).toBe(false)
+    expect(bad.text).not.toContain('nope')
+  })
+})
+
+describe('the fixed mail', () => {
+  test('exactly one mail to the reporter, with the safe excerpt, the PR link and one-click unsubscribe; none without opt-in', async () => {
+    await call(server.url, 'PUT', `/v1/apps/${t.appId}/smtp`, { auth: t.key, body: smtpOf(sink.port) })
+    const secretText = 'Login fails after reset. My token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 and the page just spins forever without telling me anything useful at all'
+    const opted = await submitReport({ text: secretText, notifyEmail: true, identity: { email: 'ann@example.com' } })
+    const silent = await submitReport({ text: 'Search ignores accents', identity: { email: 'bob@example.com' } })
+    await dbRun(server.ctx, "UPDATE feedback SET merge_request_url = 'https://git.example/shop/pulls/7' WHERE id = ?", [opted])
+    const before = sink.mails.length
+    await resolve(opted)
+    await resolve(silent)
+    await server.services.mailer.wake()
+    await eventually(async () => (await outbox(opted))?.state === 'sent')
+    await server.services.mailer.wake()
+    const mine = sink.mails.slice(before)
+    expect(mine.length).toBe(1)
+    const m = mine[0]
+    expect(m.to).toEqual(['ann@example.com'])
+    expect(m.from).toBe('noreply@shop.example')
+    expect(m.headers.get('subject')).toBe(`Fixed: your report ${opted} to Shop`)
+    expect(m.headers.get('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click')
+    const listUnsub = m.headers.get('list-unsubscribe')!
+    expect(listUnsub).toMatch(/^<http:\/\/127\.0\.0\.1:\d+\/v1\/mail\/unsubscribe\?token=[0-9a-f.]+>$/)
+    const body = qpDecode(m.body)
+    expect(body).toContain(opted)
+    expect(body).toContain('https://git.example/shop/pulls/7')
+    expect(body).not.toContain('ghp_abcdefghijklmnopqrstuvwxyz')
+    expect(body).toContain('[REDACTED')
+    expect(body).not.toContain('telling me anything useful') // the excerpt is short
+    // The address left the report; the outbox keeps only its mask once sent.
+    expect((await feedbackRowIn(server.ctx, opted)).notify_email_sealed).toBeNull()
+    const row = await outbox(opted)
+    expect(row).toMatchObject({ state: 'sent', email_masked: 'a***@example.com', email_sealed: null })
+    expect(await outbox(silent)).toBeUndefined()
+
+    // Retries, restarts, a second pass: no second mail (the row is the report's one mail).
+    await dbRun(server.ctx, "UPDATE feedback SET notify_email_sealed = 'v1:AAAA' WHERE id = ?", [opted])
+    await server.services.mailer.wake()
+    await server.services.mailer.wake()
+    expect(sink.mails.length).toBe(before + 1)
+    expect((await outbox(opted)).state).toBe('sent')
+    // A value the master key does not open leaves the due index at once (given up, never read again).
+    const garbled = await submitReport({ text: 'Garbled address report', notifyEmail: true, identity: { email: 'g@example.com' } })
+    await dbRun(server.ctx, "UPDATE feedback SET notify_email_sealed = 'v1:AAAA' WHERE id = ?", [garbled]) // before it is due
+    await resolve(garbled)
+    await server.services.mailer.wake()
+    expect(await outbox(garbled)).toMatchObject({ state: 'failed', email_masked: '***', email_sealed: null })
+    expect((await feedbackRowIn(server.ctx, garbled)).notify_email_sealed).toBeNull()
+    expect(sink.mails.length).toBe(before + 1)
+
+    // The dashboard's view: who was notified.
+    const n = await call(server.url, 'GET', `/v1/feedback/${opted}/notification`, { auth: t.key })
+    expect(n.body).toMatchObject({ address: 'a***@example.com', state: 'sent', attempts: 1 })
+    expect((await call(server.url, 'GET', `/v1/feedback/${silent}/notification`, { auth: t.key })).status).toBe(404)
+    const other = await seedTenant(server.admin, {}, 'Peek')
+    expect((await call(server.url, 'GET', `/v1/feedback/${opted}/notification`, { auth: other.key })).status).toBe(404)
+
+    // The one-click unsubscribe: GET confirms (changes nothing), POST unsubscribes; a forged token does nothing.
+    const url = listUnsub.slice(1, -1)
+    const page = await fetch(url)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toContain('<form method="post"')
+    expect((await dbRows(server.ctx, 'SELECT * FROM mail_unsubscribes')).length).toBe(0)
+    const forged = url.replace(/.$/, (c) => (c === '0' ? '1' : '0'))
+    expect((await fetch(forged, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(404)
+    expect((await fetch(`${server.url}/v1/mail/unsubscribe?token=${'x'.repeat(5000)}`)).status).toBe(404)
+    const one = await fetch(url, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    expect(one.status).toBe(200)
+    expect((await dbRows(server.ctx, 'SELECT * FROM mail_unsubscribes')).length).toBe(1)
+
+    // Unsubscribed: the next resolved report of the same address gets no mail.
+    const again = await submitReport({ text: 'Another thing broke', notifyEmail: true, identity: { email: 'ANN@example.com' } })
+    await resolve(again)
+    await server.services.mailer.wake()
+    expect((await outbox(again)).state).toBe('unsubscribed')
+    expect(sink.mails.length).toBe(before + 1)
+  })
+
+  test('a node without the dispatch role neither queues nor sends', async () => {
+    const id = await submitReport({ text: 'Role check report', notifyEmail: true, identity: { email: 'role@example.com' } })
+    await server.services.mailer.stop() // the role holder steps aside for this case
+    try {
+      await resolve(id)
+      const before = sink.mails.length
+      const bystander = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => false })
+      await bystander.pass()
+      expect(await outbox(id)).toBeUndefined()
+      expect(sink.mails.length).toBe(before)
+      await new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true }).pass()
+      expect((await outbox(id)).state).toBe('sent')
+      expect(sink.mails.length).toBe(before + 1)
+    } finally {
+      server.services.mailer.start(server.hub)
+    }
+  })
+
+  test('a lead and its duplicate: one mail each, by their own moves, none twice', async () => {
+    const lead = await submitReport({ text: 'Dark mode flickers', notifyEmail: true, identity: { email: 'lead@example.com' } })
+    const dup = await submitReport({ text: 'Dark mode flickers on iPad', notifyEmail: true, identity: { email: 'dup@example.com' } })
+    await markDuplicateIn(server.ctx, dup, lead)
+    const before = sink.mails.length
+    await resolve(lead)
+    await server.services.mailer.wake()
+    expect(sink.mails.slice(before).map((m) => m.to[0])).toEqual(['lead@example.com'])
+    await resolve(dup)
+    await server.services.mailer.wake()
+    await server.services.mailer.wake()
+    expect(sink.mails.slice(before).map((m) => m.to[0]).sort()).toEqual(['dup@example.com', 'lead@example.com'])
+  })
+
+  test('an SMTP server down at the first attempt: retried later, delivered once it is up', async () => {
+    const port = await freePort()
+    const app = await seedTenant(server.admin, { name: 'Downtime' }, 'Down')
+    await call(server.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body: { host: '127.0.0.1', port, tls: 'none', from: 'noreply@down.example' } })
+    const r = await call(server.url, 'POST', '/v1/feedback', { auth: app.pub, body: { text: 'Export hangs', notifyEmail: true, identity: { email: 'cy@example.com' } } })
+    const id = r.body.id
+    await eventually(async () => (await feedbackRowIn(server.ctx, id)).redactions !== null)
+    await forceStatusIn(server.ctx, id, 'pr_opened')
+    await server.services.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })
+    await server.services.mailer.wake()
+    const failed = await outbox(id)
+    expect(failed).toMatchObject({ state: 'pending', attempts: 1 })
+    expect(failed.last_error).toMatch(/ECONNREFUSED|ESOCKET|connect/i)
+    expect(Number(failed.next_attempt_at)).toBeGreaterThan(Date.now() + 20_000) // backoff, not a hot loop
+    // The lifecycle went on regardless.
+    expect((await feedbackRowIn(server.ctx, id)).status).toBe('resolved')
+    const late = await startSmtpSink(port)
+    try {
+      await server.services.mailer.wake()
+      expect(late.mails.length).toBe(0) // not before its time
+      await dbRun(server.ctx, 'UPDATE mail_outbox SET next_attempt_at = 0 WHERE feedback_id = ?', [id]) // the backoff elapsed
+      await server.services.mailer.wake()
+      expect(late.mails.map((m) => m.to[0])).toEqual(['cy@example.com'])
+      expect(await outbox(id)).toMatchObject({ state: 'sent', attempts: 2 })
+      await dbRun(server.ctx, 'UPDATE mail_outbox SET next_attempt_at = 0 WHERE feedback_id = ?', [id])
+      await server.services.mailer.wake()
+      expect(late.mails.length).toBe(1)
+    } finally {
+      await late.stop()
+    }
+  })
+})

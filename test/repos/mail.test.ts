@@ -1,0 +1,135 @@
+/** modules/mail/repo.ts on both dialects: SMTP settings with audit rows, the outbox (one row per report, lease claims, settle, retry), unsubscribes, a user's reports. */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, type FreshStore } from '../dialects'
+import { createMailRepo, type SmtpRow } from '../../src/modules/mail/repo'
+import type { AuditEntry } from '../../src/modules/audit/entry'
+import { insertReport, seedOrgApp, sql } from './store-fixtures'
+
+const by = (action: string, targetId: string): AuditEntry => ({ orgId: 'o1', actor: 'cli', action, targetId, data: {} })
+const smtp = (over: Partial<SmtpRow> = {}): SmtpRow => ({
+  app_id: 'a1', org_id: 'o1', host: 'mail.example', port: 587, tls_mode: 'starttls', username: 'u', password_sealed: 'v1:pw', from_address: 'noreply@x.example', updated_at: 5, ...over,
+})
+
+async function resolvedOptIn(s: FreshStore, id: string, appId = 'a1', orgId = 'o1') {
+  await insertReport(s, id, 'resolved', orgId, appId)
+  await sql(s, 'UPDATE feedback SET notify_email_sealed = ? WHERE id = ?', [`v1:${id}`, id])
+}
+
+const outboxRow = (id: string, now = 100, appId = 'a1') => ({ feedbackId: id, orgId: 'o1', appId, emailSealed: `v1:${id}`, emailHash: 'h-ann', emailMasked: 'a***@x.example', now })
+
+describeEachDialect('mail repo', (fresh) => {
+  test('SMTP settings: put (upsert) and delete, each with its audit row', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createMailRepo(s.storage, s.clock)
+    expect(await repo.smtp('a1')).toBeNull()
+    await repo.putSmtp(smtp(), [by('app.smtp_set', 'a1')])
+    await repo.putSmtp(smtp({ host: 'smtp2.example', port: 465, tls_mode: 'tls', password_sealed: null }), [by('app.smtp_set', 'a1')])
+    expect(await repo.smtp('a1')).toMatchObject({ host: 'smtp2.example', port: 465, tls_mode: 'tls', password_sealed: null, updated_at: 5 })
+    expect(await repo.deleteSmtp('a1', [by('app.smtp_cleared', 'a1')])).toBe(true)
+    expect(await repo.deleteSmtp('a1', [by('app.smtp_cleared', 'a1')])).toBe(false)
+    expect((await sql<{ action: string }>(s, 'SELECT action FROM audit_log ORDER BY action')).map((a) => a.action)).toEqual(['app.smtp_cleared', 'app.smtp_set', 'app.smtp_set'])
+  })
+
+  test('due reports: resolved and opted in only; enqueue once, moving the address off the report', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createMailRepo(s.storage, s.clock)
+    await resolvedOptIn(s, 'f1')
+    await insertReport(s, 'f2', 'resolved') // no opt-in
+    await insertReport(s, 'f3', 'pr_opened')
+    await sql(s, "UPDATE feedback SET notify_email_sealed = 'v1:f3' WHERE id = 'f3'") // opted in, not resolved yet
+    expect((await repo.dueReports(10)).map((r) => r.id)).toEqual(['f1'])
+    expect(await repo.enqueue(outboxRow('f1'))).toBe(true)
+    expect(await repo.dueReports(10)).toEqual([])
+    expect((await sql<{ n: string | null }>(s, "SELECT notify_email_sealed AS n FROM feedback WHERE id = 'f1'"))[0].n).toBeNull()
+    // A second enqueue (another node, a retry) leaves the one row as it is.
+    expect(await repo.enqueue({ ...outboxRow('f1'), emailMasked: 'other' })).toBe(false)
+    expect((await sql(s, 'SELECT * FROM mail_outbox'))).toHaveLength(1)
+    expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ state: 'pending', attempts: 0, email_masked: 'a***@x.example' })
+    expect(await repo.outboxOf('o2', 'f1')).toBeNull()
+  })
+
+  test('claims: one claimer per row while the lease lives; retry later; settle once', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createMailRepo(s.storage, s.clock)
+    await resolvedOptIn(s, 'f1')
+    await repo.enqueue(outboxRow('f1', 100))
+    const [a, b] = await Promise.all([repo.claim(100, 1000, 5), repo.claim(100, 1000, 5)])
+    expect(a.length + b.length).toBe(1)
+    expect([...a, ...b][0]).toMatchObject({ feedback_id: 'f1', attempts: 1, lease_until: 1100 })
+    expect(await repo.claim(500, 1000, 5)).toEqual([]) // leased
+    await repo.retryLater('f1', 5000, 'ECONNREFUSED')
+    expect(await repo.claim(4999, 1000, 5)).toEqual([]) // not due yet
+    const again = await repo.claim(5000, 1000, 5)
+    expect(again).toHaveLength(1)
+    expect(again[0]).toMatchObject({ attempts: 2, last_error: 'ECONNREFUSED' })
+    expect(await repo.claim(7000, 1000, 5)).toHaveLength(1) // a lease that ran out (a dead node) is taken over
+    expect(await repo.settle('f1', 'sent', null, 7100)).toBe(true)
+    expect(await repo.settle('f1', 'failed', 'x', 7200)).toBe(false)
+    expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ state: 'sent', email_sealed: null, settled_at: 7100, lease_until: null })
+    expect(await repo.claim(99999, 1000, 5)).toEqual([])
+  })
+
+  test('unsubscribe: recorded once per App and address, ends that address\'s pending mails of that App only', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
+    const repo = createMailRepo(s.storage, s.clock)
+    await resolvedOptIn(s, 'f1')
+    await resolvedOptIn(s, 'f2', 'a2')
+    await repo.enqueue(outboxRow('f1'))
+    await repo.enqueue(outboxRow('f2', 100, 'a2'))
+    expect(await repo.unsubscribe('a1', 'h-ann', 200)).toBe(true)
+    expect(await repo.unsubscribe('a1', 'h-ann', 300)).toBe(false)
+    expect(await repo.isUnsubscribed('a1', 'h-ann')).toBe(true)
+    expect(await repo.isUnsubscribed('a2', 'h-ann')).toBe(false)
+    expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ state: 'unsubscribed', email_sealed: null })
+    expect(await repo.outboxOf('o1', 'f2')).toMatchObject({ state: 'pending' })
+  })
+
+  test("a user's reports: private mode, that sub, that App, newest first, paged", async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
+    const repo = createMailRepo(s.storage, s.clock)
+    const ids = ['000000000000000000000001', '000000000000000000000002', '000000000000000000000003', '000000000000000000000004', '000000000000000000000005']
+    for (const id of ids) await insertReport(s, id)
+    await sql(s, "UPDATE feedback SET submitted_mode = 'private', external_user_id = 'u1' WHERE id IN (?, ?, ?)", [ids[0], ids[1], ids[2]])
+    await sql(s, "UPDATE feedback SET submitted_mode = 'public', external_user_id = 'u1' WHERE id = ?", [ids[3]]) // self-declared: never listed
+    await sql(s, "UPDATE feedback SET submitted_mode = 'private', external_user_id = 'u2' WHERE id = ?", [ids[4]])
+    expect((await repo.reportsOf('a1', 'u1', undefined, 2)).map((r) => r.id)).toEqual([ids[2], ids[1], ids[0]])
+    expect((await repo.reportsOf('a1', 'u1', ids[1], 2)).map((r) => r.id)).toEqual([ids[0]])
+    expect(await repo.reportsOf('a2', 'u1', undefined, 10)).toEqual([])
+    expect((await repo.reportsOf('a1', 'u2', undefined, 10)).map((r) => r.id)).toEqual([ids[4]])
+    expect(await repo.appName('a1')).toBe('a1')
+    expect(await repo.reportText(ids[0])).toEqual({ text: 'raw text', redactions: null })
+  })
+
+  test('an idle claim takes no write lock (SQLite): another writer holding it does not block the mailer', async () => {
+    const s = await fresh()
+    if (s.dialect !== 'sqlite') return
+    const { Database } = await import('bun:sqlite')
+    const other = new Database(s.location)
+    other.exec('PRAGMA busy_timeout = 0')
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      const repo = createMailRepo(s.storage, s.clock)
+      const t0 = performance.now()
+      expect(await repo.claim(100, 1000, 5)).toEqual([])
+      expect(performance.now() - t0).toBeLessThan(1000)
+    } finally {
+      other.exec('ROLLBACK')
+      other.close()
+    }
+  })
+
+  test('the reads use their partial indexes (SQLite plans): no scan of the feedback table', async () => {
+    const s = await fresh()
+    if (s.dialect !== 'sqlite') return
+    const plan = (q: string) => (s.storage as any).sqlite.query(`EXPLAIN QUERY PLAN ${q}`).all().map((r: any) => r.detail).join(' | ')
+    expect(plan("SELECT id FROM feedback WHERE app_id = 'a' AND external_user_id = 'u' AND submitted_mode = 'private' ORDER BY id DESC LIMIT 5")).toContain('feedback_private_sub_idx')
+    expect(plan("SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT 20")).toContain('feedback_notify_due_idx')
+  })
+})
