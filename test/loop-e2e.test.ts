@@ -135,6 +135,9 @@ test.skipIf(!!BROWSER_SKIP)('widget report → agent fix → change request → 
   expect(mail.headers.get('subject')).toContain(id)
   expect(mail.headers.get('list-unsubscribe')).toStartWith(`<${e.api}/`)
   expect(mail.headers.get('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click')
+  for (const secret of [HOST_TOKEN, e.tenant.secret, e.tenant.key]) expect(mail.raw).not.toContain(secret)
+  const notification = await call(e.api, 'GET', `/v1/feedback/${id}/notification`, { auth: e.tenant.key })
+  expect(notification.body).toMatchObject({ address: 'a***@acme.test', state: 'sent', attempts: 1 })
 
   // 6. The same user, back on the page: "Your reports", by keyboard only, shows it fixed.
   const { context, page } = await freshContext(e)
