@@ -145,3 +145,21 @@ export async function freshContext(env: WidgetEnv, viewport = { width: 1280, hei
   const page = await context.newPage()
   return { context, page }
 }
+
+/** What has the keyboard focus, through shadow roots: `tag#id:text` (for keyboard-only tests). */
+export function focused(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    let el = document.activeElement
+    while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
+    return `${el?.tagName.toLowerCase()}${el?.id ? '#' + el.id : ''}:${(el?.textContent ?? '').trim().slice(0, 50)}`
+  })
+}
+
+/** Tabs until the focused element's description matches (bounded). */
+export async function tabTo(page: Page, match: RegExp): Promise<void> {
+  for (let i = 0; i < 30; i++) {
+    if (match.test(await focused(page))) return
+    await page.keyboard.press('Tab')
+  }
+  throw new Error(`never focused ${match}; last: ${await focused(page)}`)
+}

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs'
 import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import { signUserToken } from '../packages/client/src/user-token'
-import { freshContext, reports, scriptTag, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+import { focused, freshContext, reports, scriptTag, tabTo, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 import { openDataDb } from './helpers-lifecycle'
 import { eventually } from './harness'
 import { loadConfig } from '../src/config'
@@ -25,23 +25,6 @@ async function axeViolations(page: Page): Promise<string[]> {
     const result = await (window as any).axe.run(document, { resultTypes: ['violations'] })
     return result.violations.map((v: any) => `${v.id}: ${v.nodes.map((n: any) => n.target.join(' ')).join(', ')}`)
   })
-}
-
-function focused(page: Page): Promise<string> {
-  return page.evaluate(() => {
-    let el = document.activeElement
-    while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
-    return `${el?.tagName.toLowerCase()}${el?.id ? '#' + el.id : ''}:${(el?.textContent ?? '').trim().slice(0, 50)}`
-  })
-}
-
-/** Tabs until the focused element's description matches (bounded). */
-async function tabTo(page: Page, match: RegExp): Promise<void> {
-  for (let i = 0; i < 30; i++) {
-    if (match.test(await focused(page))) return
-    await page.keyboard.press('Tab')
-  }
-  throw new Error(`never focused ${match}; last: ${await focused(page)}`)
 }
 
 const notifySealed = (e: WidgetEnv, id: string) => {
