@@ -1,9 +1,14 @@
 /**
  * Sends one message through an App's SMTP server with nodemailer. A transport per message (mails are rare:
  * one per resolved report) so changed settings apply at once and no connection idles between them.
- * Timeouts are short: a hung server costs one attempt, never a stuck mailer.
+ * Timeouts are short: a hung server costs one attempt, never a stuck mailer. Every connection first passes
+ * the SMTP address guard (smtp-guard.ts) and then goes to the very address it checked: nodemailer is
+ * given that IP as its host (so it resolves nothing itself) and the configured name as the TLS server
+ * name (SNI and certificate verification still use the real host name).
  */
+import net from 'node:net'
 import nodemailer from 'nodemailer'
+import { checkSmtpHost, SMTP_GUARD_REFUSAL, SMTP_HOST_UNRESOLVED } from './smtp-guard'
 import type { SecretBox } from '../../core/crypto'
 import type { SmtpRow } from './repo'
 
@@ -26,10 +31,22 @@ export class MailError extends Error {
 
 const TIMEOUT_MS = 15_000
 
-export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
+/**
+ * Sends `mail`; throws MailError. A host the guard refuses is a failed attempt that is not permanent (the
+ * settings or the DNS answer may be fixed, and a refused attempt connects nowhere): the mailer retries it
+ * on its backoff, like a server that is down.
+ */
+export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, { allowPrivate }: { allowPrivate: boolean }): Promise<void> {
+  const checked = await checkSmtpHost(smtp.host, allowPrivate)
+  if (!checked.ok) throw new MailError(checked.why === 'refused' ? SMTP_GUARD_REFUSAL : SMTP_HOST_UNRESOLVED, false)
+  const name = smtp.host.replace(/^\[|\]$/g, '')
+  // An IP literal has no name to verify a certificate against (Node's default); a name is kept for TLS.
+  const servername = net.isIP(name) ? undefined : name
   const transport = nodemailer.createTransport({
-    host: smtp.host,
+    host: checked.address.address,
     port: smtp.port,
+    servername,
+    tls: servername ? { servername } : undefined,
     secure: smtp.tls_mode === 'tls',
     requireTLS: smtp.tls_mode === 'starttls',
     ignoreTLS: smtp.tls_mode === 'none',
