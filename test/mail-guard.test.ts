@@ -7,11 +7,18 @@
  * FIXLOOP_TEST_DIALECT=pg. The existing mail tests show the knob on: their SMTP server on 127.0.0.1 works.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import net from 'node:net'
+import tls from 'node:tls'
+import { startSmtpSink } from './smtp-sink'
+import { tempDir } from './harness'
 import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn } from './helpers-lifecycle'
 import { createMailRepo, type SmtpRow } from '../src/modules/mail/repo'
 import { SMTP_GUARD_REFUSAL } from '../src/modules/mail/smtp-guard'
+import { MailError, sendVia } from '../src/modules/mail/transport'
 
 let server: TestServer
 let t: Tenant
@@ -163,5 +170,78 @@ describe('FIXLOOP_SMTP_ALLOW_PRIVATE off', () => {
     const q = await call(server.url, 'PUT', `/v1/apps/${t.appId}/smtp?host=8.8.8.8&allowPrivate=1`, { auth: t.key, body: smtpOf('127.0.0.1') })
     expect(q.status).toBe(400)
     expect(connections).toBe(0)
+  })
+})
+
+describe('FIXLOOP_SMTP_ALLOW_PRIVATE=1 (a local relay)', () => {
+  let relayServer: TestServer
+  let app: Tenant
+  beforeAll(async () => {
+    relayServer = await startTestServer({ FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
+    app = await seedTenant(relayServer.admin, { name: 'Relay' }, 'RelayOrg')
+  })
+  afterAll(async () => {
+    await relayServer?.close()
+  })
+
+  test('a name resolving to loopback is saved and the test mail reaches the relay there', async () => {
+    const sink = await startSmtpSink(0)
+    try {
+      const put = await call(relayServer.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body: smtpOf('localhost', sink.port) })
+      expect(put.status).toBe(200)
+      const r = await call(relayServer.url, 'POST', `/v1/apps/${app.appId}/smtp/test`, { auth: app.key, body: { to: 'ops@relay.example' } })
+      expect(r.body).toEqual({ sent: true, to: 'o***@relay.example' })
+      expect(sink.mails.map((m) => m.to[0])).toEqual(['ops@relay.example'])
+    } finally {
+      await sink.stop()
+    }
+  })
+
+  test('connecting to the checked IP keeps the configured name for TLS (SNI), and an IP literal sends none', async () => {
+    // A real TLS listener with a self-signed certificate: the client's verification fails (as it must),
+    // after the ClientHello told us which server name it asked for.
+    const dir = tempDir('fixloop-smtp-tls-')
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+    const secure = { key: readFileSync(join(dir, 'k.pem')), cert: readFileSync(join(dir, 'c.pem')) }
+    const asked: string[] = []
+    let handshakes = 0
+    const tlsServer = tls.createServer({ ...secure, SNICallback: (name, cb) => (asked.push(name), cb(null, tls.createSecureContext(secure))) }, (socket) => socket.end('220 tls.test ESMTP\r\n'))
+    tlsServer.on('connection', () => handshakes++)
+    tlsServer.on('tlsClientError', () => {})
+    await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve))
+    const port = (tlsServer.address() as net.AddressInfo).port
+    try {
+      for (const host of ['localhost', '127.0.0.1']) {
+        await call(relayServer.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body: { ...smtpOf(host, port), tls: 'tls' } })
+        const r = await call(relayServer.url, 'POST', `/v1/apps/${app.appId}/smtp/test`, { auth: app.key, body: { to: 'ops@relay.example' } })
+        expect(r.body.sent).toBe(false)
+        expect(r.body.error).not.toContain('SMTP address guard')
+      }
+      expect(handshakes).toBe(2)
+      expect(asked).toEqual(['localhost'])
+    } finally {
+      await new Promise((resolve) => tlsServer.close(resolve))
+    }
+  })
+})
+
+describe('the checked addresses of a name, in resolver order', () => {
+  const row = (port: number): SmtpRow => ({ app_id: 'a', org_id: 'o', host: 'relay.test', port, tls_mode: 'none', username: null, password_sealed: null, from_address: 'noreply@relay.test', updated_at: 0 })
+  const mail = { to: 'ops@relay.test', subject: 's', text: 't', headers: {} }
+
+  test('an address that refuses the connection is passed over for the next', async () => {
+    const sink = await startSmtpSink(0)
+    try {
+      // 127.0.0.2 is loopback too, but nothing listens there on the sink's port: ECONNREFUSED.
+      await sendVia([{ address: '127.0.0.2', family: 4 }, { address: '127.0.0.1', family: 4 }], undefined, server.ctx.box, row(sink.port), mail)
+      expect(sink.mails.map((m) => m.to[0])).toEqual(['ops@relay.test'])
+      // Only refused addresses: the last error, not permanent (the mailer retries on its backoff).
+      const err = await sendVia([{ address: '127.0.0.2', family: 4 }, { address: '127.0.0.3', family: 4 }], undefined, server.ctx.box, row(sink.port), mail).catch((e) => e)
+      expect(err).toBeInstanceOf(MailError)
+      expect(err.message).toContain('ECONNREFUSED')
+      expect(err.permanent).toBe(false)
+    } finally {
+      await sink.stop()
+    }
   })
 })

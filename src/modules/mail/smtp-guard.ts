@@ -14,12 +14,15 @@ export const SMTP_GUARD_REFUSAL =
 
 export const SMTP_HOST_UNRESOLVED = 'the SMTP host does not resolve'
 
-export type SmtpHostCheck = { ok: true; address: CheckedAddress } | { ok: false; why: 'refused' | 'unresolved' }
+export type SmtpHostCheck = { ok: true; addresses: CheckedAddress[] } | { ok: false; why: 'refused' | 'unresolved' }
 
-/** Resolves the host once and judges every address; the first one (resolver order) is the one to connect to. */
+/** Connection attempts per message at most, one per checked address in resolver order (two 30 s setups stay inside the mailer's 2-minute lease). */
+export const MAX_ADDRESSES_TRIED = 2
+
+/** Resolves the host once and judges every address; the checked ones (resolver order, at most MAX_ADDRESSES_TRIED) are what to connect to. */
 export async function checkSmtpHost(host: string, allowPrivate: boolean): Promise<SmtpHostCheck> {
   const addresses = await resolveHost(host)
   if (addresses.length === 0) return { ok: false, why: 'unresolved' }
   if (refusedAddress(addresses, allowPrivate)) return { ok: false, why: 'refused' }
-  return { ok: true, address: addresses[0] }
+  return { ok: true, addresses: addresses.slice(0, MAX_ADDRESSES_TRIED) }
 }
