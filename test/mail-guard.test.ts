@@ -245,3 +245,13 @@ describe('the checked addresses of a name, in resolver order', () => {
     }
   })
 })
+
+describe('FIXLOOP_SMTP_ALLOW_PRIVATE parsing', () => {
+  test('off by default, 1 turns it on, anything unreadable stops the start', async () => {
+    const { loadConfig, ConfigError } = await import('../src/config')
+    expect(loadConfig({}, {}).smtpAllowPrivate).toBe(false)
+    expect(loadConfig({}, { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' }).smtpAllowPrivate).toBe(true)
+    expect(loadConfig({}, { FIXLOOP_SMTP_ALLOW_PRIVATE: '0' }).smtpAllowPrivate).toBe(false)
+    expect(() => loadConfig({}, { FIXLOOP_SMTP_ALLOW_PRIVATE: 'maybe' })).toThrow(ConfigError)
+  })
+})
