@@ -63,6 +63,8 @@ export interface Config {
   webhookLogRetentionDays: number
   /** Allow webhook targets on private, loopback and link-local addresses (tests, intranets). */
   webhookAllowPrivate: boolean
+  /** Allow App SMTP servers on private, loopback and link-local addresses (a local relay, an internal mail server, tests). */
+  smtpAllowPrivate: boolean
   /** Time a webhook receiver has to answer before the attempt counts as failed. */
   webhookTimeoutMs: number
   /** Multiplies every delay of the webhook retry schedule (tests shrink 27 hours to seconds). */
@@ -215,6 +217,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')
       : 14,
     webhookAllowPrivate: env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE, 'FIXLOOP_WEBHOOK_ALLOW_PRIVATE') : false,
+    smtpAllowPrivate: env.FIXLOOP_SMTP_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_SMTP_ALLOW_PRIVATE, 'FIXLOOP_SMTP_ALLOW_PRIVATE') : false,
     webhookTimeoutMs: env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS
       ? Math.min(15, parsePositive(env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS, 'FIXLOOP_WEBHOOK_TIMEOUT_SECONDS')) * 1000
       : 15_000,

@@ -86,8 +86,8 @@ export function openDataDb(dataDir: string): Database {
 }
 
 /** Runs a CLI command with --json against a data dir; fails loudly unless it exits 0 with one JSON object. */
-export async function cliJson(dataDir: string, args: string[]): Promise<any> {
-  const r = await runBinary([...args, '--data-dir', dataDir, '--json'])
+export async function cliJson(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<any> {
+  const r = await runBinary([...args, '--data-dir', dataDir, '--json'], env)
   if (r.code !== 0) throw new Error(`fixloop ${args.join(' ')} exited ${r.code}: ${r.stderr}`)
   const lines = r.stdout.trim().split('\n')
   if (lines.length !== 1) throw new Error(`expected one line of JSON, got:\n${r.stdout}`)

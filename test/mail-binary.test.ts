@@ -2,6 +2,8 @@
  * Mail through the compiled binary (nodemailer inside `bun build --compile`): the CLI sets, shows and
  * clears an App's SMTP settings (password from a file, never printed), `app smtp-test` delivers to a real
  * SMTP server, and a report resolved while `fixloop serve` runs gets its one mail from the server's mailer.
+ * The sink listens on 127.0.0.1, so the CLI and the server run with FIXLOOP_SMTP_ALLOW_PRIVATE=1 (a local
+ * relay); without it the CLI refuses that host.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync, rmSync } from 'node:fs'
@@ -16,6 +18,7 @@ import { qpDecode, startSmtpSink, type SmtpSink } from './smtp-sink'
 
 let dir: string
 let sink: SmtpSink
+const LOCAL_RELAY = { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' }
 beforeAll(async () => {
   ensureBinary()
   dir = tempDir('fixloop-mail-bin-')
@@ -31,7 +34,10 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
   const pwFile = join(dir, 'smtp-password')
   writeFileSync(pwFile, 'pw-from-file\n')
   const args = ['app', 'smtp', t.appId, '--host', '127.0.0.1', '--port', String(sink.port), '--tls', 'none', '--user', 'bin', '--password-file', pwFile, '--from', 'Crash <noreply@crash.example>']
-  const set = await runBinary([...args, '--data-dir', dir, '--json'])
+  const refused = await runBinary([...args, '--data-dir', dir, '--json'])
+  expect(refused.code).not.toBe(0)
+  expect(refused.stderr).toContain('FIXLOOP_SMTP_ALLOW_PRIVATE=1')
+  const set = await runBinary([...args, '--data-dir', dir, '--json'], LOCAL_RELAY)
   expect(set.code).toBe(0)
   expect(set.stdout).not.toContain('pw-from-file')
   expect(JSON.parse(set.stdout)).toMatchObject({ host: '127.0.0.1', port: sink.port, tls: 'none', user: 'bin', passwordSet: true })
@@ -40,7 +46,7 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
   expect(bad.code).not.toBe(0)
   expect(bad.stderr).toContain('--tls must be one of none, starttls, tls')
 
-  const sent = await cliJson(dir, ['app', 'smtp-test', t.appId, '--to', 'ops@crash.example'])
+  const sent = await cliJson(dir, ['app', 'smtp-test', t.appId, '--to', 'ops@crash.example'], LOCAL_RELAY)
   expect(sent).toEqual({ sent: true, to: 'o***@crash.example' })
   expect(sink.mails.at(-1)!.to).toEqual(['ops@crash.example'])
   expect(sink.mails.at(-1)!.user).toBe('bin')
@@ -51,10 +57,10 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
   const rekey = await runBinary(['rekey', '--old-key-file', oldKey, '--new-key-file', join(dir, 'new.key'), '--data-dir', dir, '--json'])
   expect(rekey.code).toBe(0)
   expect(JSON.parse(rekey.stdout).resealed['app_smtp.password_sealed']).toBe(1)
-  expect((await cliJson(dir, ['app', 'smtp-test', t.appId, '--to', 'ops@crash.example'])).sent).toBe(true)
+  expect((await cliJson(dir, ['app', 'smtp-test', t.appId, '--to', 'ops@crash.example'], LOCAL_RELAY)).sent).toBe(true)
   expect(sink.mails.at(-1)!.user).toBe('bin')
 
-  const srv = await spawnServer(dir)
+  const srv = await spawnServer(dir, LOCAL_RELAY)
   try {
     const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Invoice PDF is blank', notifyEmail: true, identity: { email: 'dee@example.com' } } })
     expect(r.status).toBe(201)

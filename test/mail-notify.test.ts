@@ -18,7 +18,7 @@ let t: Tenant
 let sink: SmtpSink
 
 beforeAll(async () => {
-  server = await startTestServer()
+  server = await startTestServer({ FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
   t = await seedTenant(server.admin, { name: 'Shop' })
   sink = await startSmtpSink(0, { user: 'mailer', pass: 's3cret-pass' })
 })

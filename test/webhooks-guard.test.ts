@@ -2,61 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { appendEventsIn } from './events-helpers'
 import { handSignature, Receiver } from './webhook-receiver'
-import { checkTarget, isPublicAddress, parseTargetUrl } from '../src/modules/webhooks/ssrf'
+import { checkTarget, parseTargetUrl } from '../src/modules/webhooks/ssrf'
 import { ManualClock } from '../src/core/clock'
 import { RETRY_DELAYS_MS, retryDelayMs } from '../src/modules/webhooks/schedule'
 import { dbRow, dbRun } from './sqlite-of'
 
 describe('SSRF guard', () => {
-  test.each([
-    ['127.0.0.1', false],
-    ['10.1.2.3', false],
-    ['172.16.0.1', false],
-    ['192.168.1.1', false],
-    ['100.64.0.1', false],
-    ['169.254.169.254', false],
-    ['0.0.0.0', false],
-    ['255.255.255.255', false],
-    ['224.0.0.1', false],
-    ['::1', false],
-    ['::', false],
-    ['fe80::1', false],
-    ['fd00:ec2::254', false],
-    ['fc00::1', false],
-    ['::ffff:127.0.0.1', false],
-    ['::ffff:7f00:1', false],
-    ['::ffff:169.254.169.254', false],
-    ['64:ff9b::a00:1', false],
-    // IPv4-compatible (::a.b.c.d, what http://[::127.0.0.1]/ parses to), public or not: deprecated, refused.
-    ['::7f00:1', false],
-    ['::127.0.0.1', false],
-    ['::a9fe:a9fe', false],
-    ['::808:808', false],
-    ['0:0:0:0:0:0:7f00:1', false],
-    // IPv4-translated (RFC 6145) and the other IPv4-mapped spellings.
-    ['::ffff:0:7f00:1', false],
-    ['0:0:0:0:0:ffff:a00:1', false],
-    ['::ffff:808:808', true],
-    // NAT64 well-known prefix: judged on the embedded IPv4 host (an IPv6-only network reaches public hosts so).
-    ['64:ff9b::7f00:1', false],
-    ['64:ff9b::a9fe:a9fe', false],
-    ['64:ff9b::c0a8:101', false],
-    ['64:ff9b::808:808', true],
-    ['64:ff9b:1::a00:1', false],
-    // 6to4 and Teredo embed an IPv4 relay or host: refused whole.
-    ['2002:7f00:1::1', false],
-    ['2002:a00:1::1', false],
-    ['2002:808:808::1', false],
-    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', false],
-    ['2001:db8::1', false],
-    ['100::1', false],
-    ['8.8.8.8', true],
-    ['1.1.1.1', true],
-    ['2606:4700:4700::1111', true],
-  ])('%s public: %s', (address, expected) => {
-    expect(isPublicAddress(address)).toBe(expected)
-  })
-
   // Fuzz-style: every userinfo spelling (even empty) under every scheme/slash/host spelling the URL parser
   // accepts is refused, and the same URL without it is accepted.
   const schemes = ['http://', 'https://', 'HTTPS://', ' https://', '\thttp://', 'http:\\\\', 'https:/\\', 'http:///', 'http:']

@@ -49,6 +49,11 @@ export const SETTINGS: Setting[] = [
     default: 'off',
     meaning: '1: allow webhook targets on private/loopback/link-local addresses (set it on serve and on "webhook create")',
   },
+  {
+    env: ['FIXLOOP_SMTP_ALLOW_PRIVATE'],
+    default: 'off',
+    meaning: '1: allow App SMTP servers on private/loopback/link-local addresses, e.g. a local relay (set it on serve and on "app smtp")',
+  },
   { env: ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS'], default: '15', meaning: 'time a webhook receiver has to answer (at most 15)' },
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
   { env: ['FIXLOOP_SSE_HEARTBEAT_SECONDS'], default: '10', meaning: 'comment line on idle event streams (at most 15)' },

@@ -74,7 +74,7 @@ export function mailRoutes(auth: AuthDeps, mail: MailService) {
       response: { 200: t.NoValidate(SmtpView), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'payload_too_large') },
       detail: doc(
         'Set the App\'s SMTP settings',
-        'Used to email reporters who asked to be told when their report is resolved (docs/email.md). tls: none (plain), starttls (upgrade required), tls (implicit TLS, port 465).',
+        'Used to email reporters who asked to be told when their report is resolved (docs/email.md). tls: none (plain), starttls (upgrade required), tls (implicit TLS, port 465). The host must resolve to public addresses unless the server runs with FIXLOOP_SMTP_ALLOW_PRIVATE=1 (400 invalid_body on /host otherwise); it is checked again before every connection.',
       ),
     })
     .delete('/v1/apps/:id/smtp', ({ org, params, request, server }) => mail.deleteSmtp(org.orgId, params.id, actedBy(auth, org, request, server)), {
@@ -92,7 +92,10 @@ export function mailRoutes(auth: AuthDeps, mail: MailService) {
         200: t.NoValidate(t.Object({ sent: t.Boolean(), to: t.String(), error: t.Optional(t.String()) })),
         ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'not_found'),
       },
-      detail: doc('Send a test mail', '200 with sent: false and the SMTP server\'s answer when it refused or could not be reached.'),
+      detail: doc(
+        'Send a test mail',
+        '200 with sent: false and the SMTP server\'s answer when it refused or could not be reached; when the SMTP address guard refuses the host (private, loopback, link-local or reserved, FIXLOOP_SMTP_ALLOW_PRIVATE off), only "refused by the SMTP address guard: …" and nothing is connected to.',
+      ),
     })
     .get(
       '/v1/feedback/:id/notification',

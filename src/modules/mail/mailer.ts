@@ -170,7 +170,7 @@ export class Mailer {
         unsubscribeUrl: `${this.opts.publicUrl ?? this.listenUrl}/v1/mail/unsubscribe?token=${token}`,
         unsubscribeMailto: null,
       })
-      await sendMail(this.ctx.box, smtp, { to, ...msg })
+      await sendMail(this.ctx.box, smtp, { to, ...msg }, { allowPrivate: this.ctx.config.smtpAllowPrivate })
       await this.repo.settle(row.feedback_id, 'sent', null, now())
     } catch (e) {
       const reason = e instanceof Error ? e.message.slice(0, 300) : String(e)

@@ -12,6 +12,7 @@ import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toListItem } from '../feedback/present'
 import { isMailAddress, maskAddress } from './address'
 import { createMailRepo, TLS_MODES, type SmtpRow, type TlsMode } from './repo'
+import { checkSmtpHost } from './smtp-guard'
 import { MailError, sendMail } from './transport'
 import { mailKeys, verifyUnsubscribeToken } from './unsubscribe-token'
 
@@ -37,6 +38,9 @@ export type SmtpView = {
 }
 
 const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^\[[0-9A-Fa-f:.]{2,45}\]$/
+
+const PRIVATE_HOST =
+  'refused by the SMTP address guard: the host is, or resolves to, a private, loopback, link-local or reserved address; to use a local relay or an internal mail server, set FIXLOOP_SMTP_ALLOW_PRIVATE=1 on "fixloop serve" (and on "fixloop app smtp")'
 
 const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
 
@@ -81,6 +85,10 @@ export function createMailService(ctx: Context) {
       if (!isFromAddress(input.from.trim())) throw bad('/from', 'an address (noreply@example.com) or "Name <noreply@example.com>"')
       const user = input.user?.trim() || null
       if (user !== null && /[\r\n]/.test(user)) throw bad('/user', 'one line')
+      // The address rule, last (it may ask DNS). A name that does not resolve (yet, or from here) is kept:
+      // every connection checks again before it is made.
+      const guard = await checkSmtpHost(host, ctx.config.smtpAllowPrivate)
+      if (!guard.ok && guard.why === 'refused') throw bad('/host', PRIVATE_HOST)
       const before = await repo.smtp(appId)
       const passwordSealed =
         input.password === undefined ? (before?.password_sealed ?? null) : input.password === null || input.password === '' ? null : ctx.box.seal(Buffer.from(input.password))
@@ -106,19 +114,27 @@ export function createMailService(ctx: Context) {
       return { appId, deleted: true as const }
     },
 
-    /** Sends a test mail to `to` through the App's settings; the SMTP server's answer comes back, never the password. */
+    /**
+     * Sends a test mail to `to` through the App's settings; the SMTP server's answer comes back, never the
+     * password. A host the address guard refuses gets only SMTP_GUARD_REFUSAL: nothing was connected to.
+     */
     async testSmtp(orgId: string, appId: string, to: string) {
       const app = await liveApp(orgId, appId)
       if (!isMailAddress(to)) throw bad('/to', 'one email address')
       const row = await repo.smtp(appId)
       if (!row) throw new ApiError('not_found')
       try {
-        await sendMail(ctx.box, row, {
-          to,
-          subject: `fixloop test mail for ${app.name.replace(/[\r\n]+/g, ' ').slice(0, 120)}`,
-          text: 'This is a test mail from fixloop: the SMTP settings of this App work.\nReporters who ask to be told get their "fixed" mail this way.',
-          headers: { 'Auto-Submitted': 'auto-generated' },
-        })
+        await sendMail(
+          ctx.box,
+          row,
+          {
+            to,
+            subject: `fixloop test mail for ${app.name.replace(/[\r\n]+/g, ' ').slice(0, 120)}`,
+            text: 'This is a test mail from fixloop: the SMTP settings of this App work.\nReporters who ask to be told get their "fixed" mail this way.',
+            headers: { 'Auto-Submitted': 'auto-generated' },
+          },
+          { allowPrivate: ctx.config.smtpAllowPrivate },
+        )
         return { sent: true as const, to: maskAddress(to) }
       } catch (e) {
         return { sent: false as const, to: maskAddress(to), error: e instanceof MailError ? e.message : 'mail failed' }

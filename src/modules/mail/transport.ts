@@ -1,9 +1,15 @@
 /**
  * Sends one message through an App's SMTP server with nodemailer. A transport per message (mails are rare:
  * one per resolved report) so changed settings apply at once and no connection idles between them.
- * Timeouts are short: a hung server costs one attempt, never a stuck mailer.
+ * Timeouts are short: a hung server costs one attempt, never a stuck mailer. Every connection first passes
+ * the SMTP address guard (smtp-guard.ts) and then goes to the very address it checked: nodemailer is
+ * given that IP as its host (so it resolves nothing itself) and the configured name as the TLS server
+ * name (SNI and certificate verification still use the real host name).
  */
+import net from 'node:net'
 import nodemailer from 'nodemailer'
+import type { CheckedAddress } from '../../core/address-guard'
+import { checkSmtpHost, SMTP_GUARD_REFUSAL, SMTP_HOST_UNRESOLVED } from './smtp-guard'
 import type { SecretBox } from '../../core/crypto'
 import type { SmtpRow } from './repo'
 
@@ -19,17 +25,56 @@ export class MailError extends Error {
   constructor(
     message: string,
     readonly permanent: boolean,
+    /** The connection itself failed (refused, timed out): nothing reached the server, another address may be tried. */
+    readonly notConnected = false,
   ) {
     super(message)
   }
 }
 
 const TIMEOUT_MS = 15_000
+/**
+ * Errors of a connection that was never made, or of a server that never greeted: nothing was said to it.
+ * A later socket error or timeout might follow a delivered message, so it never moves on to another address.
+ */
+const NOT_CONNECTED = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL/
+const SETUP_TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT'])
 
-export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
+/**
+ * Sends `mail`; throws MailError. A host the guard refuses is a failed attempt that is not permanent (the
+ * settings or the DNS answer may be fixed, and a refused attempt connects nowhere): the mailer retries it
+ * on its backoff, like a server that is down. The checked addresses are tried in resolver order, moving
+ * on only when a connection could not be made (nothing was said to that server yet).
+ */
+export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, { allowPrivate }: { allowPrivate: boolean }): Promise<void> {
+  const checked = await checkSmtpHost(smtp.host, allowPrivate)
+  if (!checked.ok) throw new MailError(checked.why === 'refused' ? SMTP_GUARD_REFUSAL : SMTP_HOST_UNRESOLVED, false)
+  const name = smtp.host.replace(/^\[|\]$/g, '')
+  // An IP literal has no name to verify a certificate against (Node's default); a name is kept for TLS.
+  await sendVia(checked.addresses, net.isIP(name) ? undefined : name, box, smtp, mail)
+}
+
+/** Tries the checked addresses in order, moving on only when nothing was said to the previous one. */
+export async function sendVia(addresses: CheckedAddress[], servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
+  let last: MailError | undefined
+  for (const { address } of addresses) {
+    try {
+      return await sendTo(address, servername, box, smtp, mail)
+    } catch (e) {
+      last = e as MailError
+      if (!(e instanceof MailError) || !e.notConnected) throw e
+    }
+  }
+  throw last ?? new MailError('mail failed', false)
+}
+
+async function sendTo(address: string, servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
   const transport = nodemailer.createTransport({
-    host: smtp.host,
+    // The checked IP: nodemailer resolves nothing itself, so no second DNS answer is used.
+    host: address,
     port: smtp.port,
+    servername,
+    tls: servername ? { servername } : undefined,
     secure: smtp.tls_mode === 'tls',
     requireTLS: smtp.tls_mode === 'starttls',
     ignoreTLS: smtp.tls_mode === 'none',
@@ -44,11 +89,12 @@ export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail
   try {
     await transport.sendMail({ from: smtp.from_address, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers })
   } catch (e) {
-    const err = e as { responseCode?: number; code?: string; message?: string }
+    const err = e as { responseCode?: number; code?: string; command?: string; message?: string; timeoutType?: string }
     const code = err.responseCode
     // 5xx on the envelope or data is the server refusing this message for good; auth and connection errors may heal.
     const permanent = typeof code === 'number' && code >= 500 && code < 600 && err.code !== 'EAUTH'
-    throw new MailError(describe(err), permanent)
+    const notConnected = err.command === 'CONN' && (NOT_CONNECTED.test(`${err.code} ${err.message}`) || SETUP_TIMEOUTS.has(err.timeoutType ?? ''))
+    throw new MailError(describe(err), permanent, notConnected)
   } finally {
     transport.close()
   }
