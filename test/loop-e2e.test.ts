@@ -25,9 +25,13 @@ const HOST_TOKEN = 'ghp_' + 'E2eLoopT0kenZ9xW8vU7tS6rQ5pO4nM3lK2j'
 const USER = { sub: 'ada-1', email: 'ada@acme.test' }
 const TEXT = 'Cart total shows NaN when an item has no price'
 
+// The test's SMTP server listens on loopback: a local relay, which the SMTP address guard allows only
+// with FIXLOOP_SMTP_ALLOW_PRIVATE (on serve and on the CLI that stores the settings).
+const SMTP_LOCAL = { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' }
 const env = widgetEnv(['--public-submission', 'false', '--processing-mode', 'auto_pr'], {
   FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS,
   FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000',
+  ...SMTP_LOCAL,
 })
 let stub: GitHostStub
 let sink: SmtpSink
@@ -47,7 +51,7 @@ beforeAll(async () => {
   ])
   // The host's webhook settings: fixloop's route for the App and the secret connect-repo printed once.
   stub.setWebhook(`${e.api}${connected.webhookPath}`, connected.webhookSecret)
-  await cliJson(e.dataDir, ['app', 'smtp', e.tenant.appId, '--host', '127.0.0.1', '--port', String(sink.port), '--tls', 'none', '--from', 'Acme <noreply@acme.test>'])
+  await cliJson(e.dataDir, ['app', 'smtp', e.tenant.appId, '--host', '127.0.0.1', '--port', String(sink.port), '--tls', 'none', '--from', 'Acme <noreply@acme.test>'], SMTP_LOCAL)
   // The customer's backend mints the signed-in user's token with the App's signing secret.
   e.routes.set('/app/token', async () => new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: USER.sub, ctx: { email: USER.email } })))
 }, 60_000)
