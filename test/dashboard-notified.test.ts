@@ -43,9 +43,9 @@ beforeAll(async () => {
   dir = tempDir('fixloop-dash-notified-')
   sink = await startSmtpSink()
   tenant = await cliTenant(dir)
-  await cliJson(dir, ['app', 'smtp', tenant.appId, '--host', '127.0.0.1', '--port', String(sink.port), '--tls', 'none', '--from', 'noreply@crash.example'])
+  await cliJson(dir, ['app', 'smtp', tenant.appId, '--host', '127.0.0.1', '--port', String(sink.port), '--tls', 'none', '--from', 'noreply@crash.example'], { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' }) // a local relay: the test's SMTP server on loopback
   expect((await runBinary(['admin', 'create', '--email', EMAIL, '--password-file', writePasswordFile(dir, 'pw', PASSWORD), '--data-dir', dir])).code).toBe(0)
-  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
+  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
   browser = await launchBrowser()
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   await page.goto(server.url + '/admin')
