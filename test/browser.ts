@@ -1,5 +1,5 @@
 /** Launches Debian's Chromium through playwright-core (no browser download), headless, for page tests. */
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type Page } from 'playwright-core'
 import { existsSync } from 'node:fs'
 
 export const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p))
@@ -27,4 +27,15 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-sync',
     ],
   })
+}
+
+/** Signs in to the dashboard at `baseUrl` as a keyboard user does (type, Tab, Enter); resolves once signed in. */
+export async function signInByKeyboard(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
+  await page.goto(baseUrl + '/admin')
+  await page.getByLabel('Email').focus()
+  await page.keyboard.type(email)
+  await page.keyboard.press('Tab')
+  await page.keyboard.type(password)
+  await page.keyboard.press('Enter')
+  await page.getByRole('button', { name: /Sign out/ }).waitFor()
 }

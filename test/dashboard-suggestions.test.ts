@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser } from './browser'
+import { launchBrowser, signInByKeyboard } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, screenshots, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -50,13 +50,7 @@ beforeAll(async () => {
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   page.on('pageerror', (e) => console.error('page error:', e.message))
   // Sign in, keyboard only.
-  await page.goto(server.url + '/admin')
-  await page.getByLabel('Email').focus()
-  await page.keyboard.type(EMAIL)
-  await page.keyboard.press('Tab')
-  await page.keyboard.type(PASSWORD)
-  await page.keyboard.press('Enter')
-  await page.getByRole('button', { name: /Sign out/ }).waitFor()
+  await signInByKeyboard(page, server.url, EMAIL, PASSWORD)
 })
 
 afterAll(async () => {

@@ -18,7 +18,7 @@ import { git, makeBareRepo } from './git-fixtures'
 import { call, eventually, tempDir } from './harness'
 import { cliJson } from './helpers-lifecycle'
 import { startSmtpSink, type SmtpSink } from './smtp-sink'
-import { focused, freshContext, reports, tabTo, widget, widgetEnv } from './widget-fixture'
+import { focused, freshContext, openByKeyboard, reports, tabTo, widgetEnv } from './widget-fixture'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const HOST_TOKEN = 'ghp_' + 'E2eLoopT0kenZ9xW8vU7tS6rQ5pO4nM3lK2j'
@@ -81,11 +81,7 @@ test.skipIf(!!BROWSER_SKIP)('widget report → agent fix → change request → 
     const { context, page } = await freshContext(e)
     try {
       await page.goto(url)
-      const w = widget(page)
-      await w.launcher.waitFor()
-      await w.launcher.focus()
-      await page.keyboard.press('Enter')
-      await w.dialog.waitFor()
+      const w = await openByKeyboard(page)
       await page.keyboard.type(TEXT)
       await tabTo(page, /^input#fl-notify/)
       await page.keyboard.press('Space')
@@ -147,11 +143,7 @@ test.skipIf(!!BROWSER_SKIP)('widget report → agent fix → change request → 
   const { context, page } = await freshContext(e)
   try {
     await page.goto(url)
-    const w = widget(page)
-    await w.launcher.waitFor()
-    await w.launcher.focus()
-    await page.keyboard.press('Enter')
-    await w.dialog.waitFor()
+    const w = await openByKeyboard(page)
     await tabTo(page, /^button:Your reports/)
     await page.keyboard.press('Enter')
     const list = w.host.getByRole('list', { name: 'Your reports' })

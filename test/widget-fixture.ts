@@ -129,6 +129,16 @@ export function widget(page: Page) {
   }
 }
 
+/** Opens the widget as a keyboard user does (focus the launcher, Enter); its parts, with the dialog open. */
+export async function openByKeyboard(page: Page): Promise<ReturnType<typeof widget>> {
+  const w = widget(page)
+  await w.launcher.waitFor()
+  await w.launcher.focus()
+  await page.keyboard.press('Enter')
+  await w.dialog.waitFor()
+  return w
+}
+
 /** Records CSP violations and page errors for assertions. */
 export async function watchPage(page: Page): Promise<{ violations: () => Promise<string[]>; errors: string[] }> {
   const errors: string[] = []

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs'
 import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import { signUserToken } from '../packages/client/src/user-token'
-import { focused, freshContext, reports, scriptTag, tabTo, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+import { focused, freshContext, openByKeyboard, reports, scriptTag, tabTo, widgetEnv, type WidgetEnv } from './widget-fixture'
 import { openDataDb } from './helpers-lifecycle'
 import { eventually } from './harness'
 import { loadConfig } from '../src/config'
@@ -56,11 +56,7 @@ test('public mode: the email field appears when ticked, is required, and the opt
     const { context, page } = await freshContext(e, { width, height: width === 375 ? 740 : 800 })
     try {
       await page.goto(url)
-      const w = widget(page)
-      await w.launcher.waitFor()
-      await w.launcher.focus()
-      await page.keyboard.press('Enter')
-      await w.dialog.waitFor()
+      const w = await openByKeyboard(page)
       await page.keyboard.type(`Coupon field rejects valid codes (${width})`)
       await tabTo(page, /^input#fl-notify/)
       await page.keyboard.press('Space')
@@ -113,11 +109,7 @@ test('private mode: the token\'s address is named; "Your reports" lists the user
     const { context, page } = await freshContext(e, { width, height: width === 375 ? 740 : 800 })
     try {
       await page.goto(url)
-      const w = widget(page)
-      await w.launcher.waitFor()
-      await w.launcher.focus()
-      await page.keyboard.press('Enter')
-      await w.dialog.waitFor()
+      const w = await openByKeyboard(page)
       // No token yet (the page is asked for one when a report is sent): the label says which address, generically.
       await w.host.getByLabel("Email me at my account's address when this is fixed").waitFor()
       expect(await w.host.getByLabel('Your email').isVisible()).toBe(false)
