@@ -104,7 +104,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory, s.audit))
-    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock))
     .use(dashboardPages(s.adminAuth, s.console))

@@ -35,6 +35,8 @@ import { RedisLink } from './nodes/redis-link'
 import { CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
 import { onEventsCommitted } from './db/pg/event-signal'
 import { createSharedRateLimiters } from './http/shared-rate-limit'
+import { localThrottles, sharedThrottles } from './http/shared-failure-throttle'
+import { clusterIdOf } from './db/storage-meta'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './cluster/port'
 import { takeTurnsForTransactions, WriteTurns } from './db/sqlite/write-turns'
@@ -109,7 +111,12 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const admins = createAdminsService(ctx.storage, ctx.box, clock)
   const audit = createAuditLog(ctx.storage, clock)
-  const reentry = createPasswordReentry(admins, audit, clock, config.rateLimitMultiplier)
+  // Sign-in and password re-entry back-off: one count per key for the whole cluster (a balancer spreads
+  // guesses over the nodes), in memory on a single node.
+  const throttles = redis
+    ? sharedThrottles(redis, clock, config.rateLimitMultiplier, log, () => clusterIdOf(ctx.storage), options.injectedClock ? clock : undefined)
+    : localThrottles(clock, config.rateLimitMultiplier)
+  const reentry = createPasswordReentry(admins, audit, throttles)
   const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.storage, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
@@ -248,6 +255,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     audit,
     adminAuth,
     reentry,
+    throttles,
     console: createConsoleService(ctx, { reentry, audit, tenants, connections }),
     inbox: createInbox(ctx.storage, createFeedbackRepo(ctx.storage, lifecycle, clock, committer)),
     runner,

@@ -242,6 +242,22 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     expect(refused.length).toBe(90 - accepted)
     expect(Number(refused[0].retryAfter)).toBeGreaterThanOrEqual(1)
   }, 60_000)
+
+  test('dashboard sign-in back-off holds across the nodes: wrong passwords spread over three nodes add up', async () => {
+    // 5 free failures per (email, address) pair in all, not 5 per node (15 before the shared throttle).
+    const codes: number[] = []
+    for (let i = 0; i < 8; i++) {
+      const r = await fetch(`${nodes[i % 3].url}/admin/api/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.66' },
+        body: JSON.stringify({ email: 'guess@example.com', password: `wrong password ${i}` }),
+      })
+      codes.push(r.status)
+      await r.body?.cancel()
+    }
+    expect(codes.slice(0, 5)).toEqual([401, 401, 401, 401, 401])
+    expect(codes.slice(5)).toEqual([429, 429, 429])
+  }, 30_000)
 })
 
 describe('events, webhooks and uploads across nodes', () => {

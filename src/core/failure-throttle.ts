@@ -30,10 +30,20 @@ interface Entry {
   blockedUntil: number
 }
 
+/**
+ * What guard() needs of a throttle: this in-memory one, or the cluster's shared one
+ * (src/http/shared-failure-throttle.ts), whose answers come from Redis.
+ */
+export interface Throttle {
+  waitMs(key: string): number | Promise<number>
+  begin(key: string): void
+  end(key: string, failed: boolean, clearOnSuccess: boolean): void | Promise<void>
+}
+
 /** How long a caller waits when only pending attempts (not yet failures) fill the free ones. */
 const PENDING_WAIT_MS = 1000
 
-export class FailureThrottle {
+export class FailureThrottle implements Throttle {
   private entries = new Map<string, Entry>()
   private lastSweep = 0
   private readonly spec: BackoffSpec
@@ -124,7 +134,7 @@ export class FailureThrottle {
 
 /** One throttle and the key an attempt is charged to; `clearOnSuccess`: a success forgets the key's failures. */
 export interface ThrottleKey {
-  throttle: FailureThrottle
+  throttle: Throttle
   key: string
   clearOnSuccess: boolean
 }
@@ -136,7 +146,8 @@ export interface ThrottleKey {
  */
 export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFailure: (error: unknown) => boolean): Promise<T> {
   let waitMs = 0
-  for (const { throttle, key } of keys) waitMs = Math.max(waitMs, throttle.waitMs(key))
+  const waits = await Promise.all(keys.map(({ throttle, key }) => throttle.waitMs(key)))
+  for (const w of waits) waitMs = Math.max(waitMs, w)
   if (waitMs > 0) {
     const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
     throw new ApiError('rate_limited', { retryAfterSeconds: retryAfter }).withHeaders({ 'retry-after': String(retryAfter) })
@@ -149,6 +160,6 @@ export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFai
     failed = isFailure(e)
     throw e
   } finally {
-    for (const { throttle, key, clearOnSuccess } of keys) throttle.end(key, failed, clearOnSuccess)
+    await Promise.all(keys.map(({ throttle, key, clearOnSuccess }) => throttle.end(key, failed, clearOnSuccess)))
   }
 }

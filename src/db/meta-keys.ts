@@ -8,4 +8,9 @@ export const META = {
   readinessProbe: 'readiness_probe',
   /** '1' or '0': FIXLOOP_WEBHOOK_ALLOW_PRIVATE of the server last started on this database (the CLI reads it). */
   webhookAllowPrivate: 'webhook_allow_private',
+  /**
+   * A random id (hex) made once per database: the nodes of one cluster share it, so keys they keep in a
+   * Redis that another fixloop (another database) may share are told apart by it.
+   */
+  clusterId: 'cluster_id',
 } as const

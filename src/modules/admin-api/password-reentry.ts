@@ -3,9 +3,9 @@
  * Failures are audited (admin.password_reentry_failed, with what was attempted) and throttled per admin
  * with exponential back-off: a stolen session cannot be used to guess the password at full speed.
  */
-import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
-import { FailureThrottle, guard, type BackoffSpec } from '../../core/failure-throttle'
+import { guard, type BackoffSpec } from '../../core/failure-throttle'
+import type { ThrottleFactory } from '../../http/shared-failure-throttle'
 import type { AdminsService } from '../admins/service'
 import type { AuditLog } from '../audit/index'
 
@@ -20,8 +20,8 @@ export interface ReentryContext {
   targetId?: string | null
 }
 
-export function createPasswordReentry(admins: AdminsService, audit: AuditLog, clock: Clock, multiplier: number) {
-  const throttle = new FailureThrottle(REENTRY_BACKOFF, clock, multiplier)
+export function createPasswordReentry(admins: AdminsService, audit: AuditLog, throttles: ThrottleFactory) {
+  const throttle = throttles('reentry', REENTRY_BACKOFF)
   return {
     /** Resolves when the password is the admin's; 401 invalid_credentials (audited) or 429 otherwise. */
     async confirm(adminId: string, password: string, at: ReentryContext): Promise<void> {

@@ -12,6 +12,7 @@ import { clientAddress } from '../../http/client-address'
 import { accessGuard } from '../../http/access-guard'
 import { RateLimiter } from '../../http/rate-limit'
 import { createSignInThrottle } from './sign-in-throttle'
+import type { ThrottleFactory } from '../../http/shared-failure-throttle'
 import type { PasswordReentry } from './password-reentry'
 import type { AuditLog } from '../audit/index'
 import { newTotpSecret, totpUri } from '../admins/totp'
@@ -22,9 +23,9 @@ const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 /** Setup-link redemptions: ten tries, then one every six seconds. */
 const SETUP_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
 
-export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, clock: Clock, rateMultiplier: number) {
+export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, throttles: ThrottleFactory, clock: Clock, rateMultiplier: number) {
   const byAddress = new RateLimiter(SETUP_BUCKET, clock, rateMultiplier)
-  const throttle = createSignInThrottle(clock, rateMultiplier)
+  const throttle = createSignInThrottle(throttles)
   const { admins, sessions } = deps
 
   async function signIn(adminId: string, request: Request, ip: string, set: { headers: Record<string, string | number> }) {

@@ -9,8 +9,8 @@
  * A missing TOTP code (the first step of a TOTP sign-in) is not a failure; a wrong one is.
  * An IPv6 source counts as its /64: one host is usually handed a whole /64 and could rotate through it.
  */
-import type { Clock } from '../../core/clock'
-import { FailureThrottle, guard, type BackoffSpec } from '../../core/failure-throttle'
+import { guard, type BackoffSpec } from '../../core/failure-throttle'
+import type { ThrottleFactory } from '../../http/shared-failure-throttle'
 
 const FIFTEEN_MINUTES = 15 * 60_000
 const HOUR = 3600_000
@@ -36,10 +36,11 @@ export function sourceKey(address: string): string {
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`
 }
 
-export function createSignInThrottle(clock: Clock, multiplier: number) {
-  const bySource = new FailureThrottle(SIGN_IN_BACKOFF.source, clock, multiplier)
-  const byPair = new FailureThrottle(SIGN_IN_BACKOFF.pair, clock, multiplier)
-  const byAccount = new FailureThrottle(SIGN_IN_BACKOFF.account, clock, multiplier)
+/** `throttles`: in memory on one node, shared through Redis by every node of a cluster. */
+export function createSignInThrottle(throttles: ThrottleFactory) {
+  const bySource = throttles('sign-in:source', SIGN_IN_BACKOFF.source)
+  const byPair = throttles('sign-in:pair', SIGN_IN_BACKOFF.pair)
+  const byAccount = throttles('sign-in:account', SIGN_IN_BACKOFF.account)
   // A newline cannot be in an email that reaches here (it is trimmed and lower-cased only) nor in an address.
   const pairKey = (account: string, source: string) => `${account}\n${source}`
 

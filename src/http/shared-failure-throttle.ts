@@ -1,0 +1,149 @@
+/**
+ * The sign-in and password re-entry back-off (src/core/failure-throttle.ts) across all nodes of a
+ * cluster. Behind a balancer an attacker's guesses land on every node in turn: with each node counting
+ * alone, N nodes would allow N times the free failures and N separate blocks. Here the failures and the
+ * block of each key live in Valkey/Redis, updated by one Lua script (atomic, on the Redis server's
+ * clock, one round trip), so every node refuses a blocked key.
+ *
+ * What stays per node: the attempts still under way (the in-memory throttle's `pending`), which only
+ * matter within one burst and are bounded by the local throttle. When Redis cannot answer, a node never
+ * refuses or waits for it: it falls back to its own in-memory counts, which every failure also updates.
+ */
+import type { Clock } from '../core/clock'
+import { FailureThrottle, type BackoffSpec, type Throttle } from '../core/failure-throttle'
+import type { Logger } from '../core/logger'
+import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+
+// KEYS[1] the key's hash. ARGV: 'wait' | 'fail' | 'clear', free failures, base delay ms, max delay ms,
+// forget after ms, and (tests with an injected clock only) now in epoch ms.
+// 'wait' answers the ms the key must still wait; 'fail' counts one failure and answers the new wait.
+const SCRIPT = `
+local op = ARGV[1]
+if op == 'clear' then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+local free = tonumber(ARGV[2])
+local base = tonumber(ARGV[3])
+local maxDelay = tonumber(ARGV[4])
+local forget = tonumber(ARGV[5])
+local now = tonumber(ARGV[6])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local h = redis.call('HMGET', KEYS[1], 'failures', 'last', 'blocked')
+local failures = tonumber(h[1]) or 0
+local last = tonumber(h[2]) or now
+local blocked = tonumber(h[3]) or 0
+if now - last > forget and now >= blocked then
+  failures = 0
+  blocked = 0
+end
+if op == 'fail' then
+  failures = failures + 1
+  last = now
+  local over = failures - free
+  if over >= 0 then blocked = now + math.min(maxDelay, base * 2 ^ math.min(over, 40)) end
+  redis.call('HSET', KEYS[1], 'failures', failures, 'last', last, 'blocked', blocked)
+  redis.call('PEXPIRE', KEYS[1], math.max(forget, blocked - now) + 1000)
+end
+return math.max(0, blocked - now)
+`
+const SCRIPT_SHA = new Bun.CryptoHasher('sha1').update(SCRIPT).digest('hex')
+
+export class SharedFailureThrottle implements Throttle {
+  private readonly local: FailureThrottle
+  private readonly spec: BackoffSpec
+  private warnedAt = 0
+
+  constructor(
+    /** Names the throttle's keys in Redis (`fixloop:<cluster>:ft:<name>:<key>`). */
+    private readonly name: string,
+    spec: BackoffSpec,
+    private readonly link: RedisLink,
+    private readonly clock: Clock,
+    multiplier: number,
+    private readonly log: Logger,
+    /** The database's cluster id: another fixloop sharing this Redis keeps its own counts. */
+    private readonly cluster: () => Promise<string>,
+    /** Tests that inject a clock: the blocks follow it instead of the Redis server's clock. */
+    private readonly testClock?: Clock,
+  ) {
+    this.local = new FailureThrottle(spec, clock, multiplier)
+    this.spec = { ...spec, freeFailures: Math.max(1, Math.round(spec.freeFailures * multiplier)) }
+  }
+
+  async waitMs(key: string): Promise<number> {
+    const local = this.local.waitMs(key)
+    const shared = await this.run('wait', key)
+    return Math.max(local, shared ?? 0)
+  }
+
+  begin(key: string): void {
+    this.local.begin(key)
+  }
+
+  async end(key: string, failed: boolean, clearOnSuccess: boolean): Promise<void> {
+    this.local.end(key, failed, clearOnSuccess)
+    if (failed) await this.run('fail', key)
+    else if (clearOnSuccess) await this.run('clear', key)
+  }
+
+  /** The script's answer (ms to wait), or null when Redis cannot answer (the local counts stand in). */
+  private async run(op: 'wait' | 'fail' | 'clear', key: string): Promise<number | null> {
+    const s = this.spec
+    let cluster: string
+    try {
+      cluster = await this.cluster()
+    } catch (e) {
+      this.warn(e)
+      return null
+    }
+    const args = ['1', `fixloop:${cluster}:ft:${this.name}:${key}`, op, String(s.freeFailures), String(s.baseDelayMs), String(s.maxDelayMs), String(s.forgetAfterMs)]
+    if (this.testClock) args.push(String(this.testClock.now()))
+    try {
+      let answer: unknown
+      try {
+        answer = await this.link.send('EVALSHA', [SCRIPT_SHA, ...args])
+      } catch (e) {
+        if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e
+        // First use on this server (or after a restart or SCRIPT FLUSH): EVAL loads it.
+        answer = await this.link.send('EVAL', [SCRIPT, ...args])
+      }
+      return Number(answer) || 0
+    } catch (e) {
+      this.warn(e)
+      return null
+    }
+  }
+
+  private warn(e: unknown): void {
+    const now = this.clock.now()
+    if (now - this.warnedAt < 60_000) return
+    this.warnedAt = now
+    const message = e instanceof Error ? e.message : String(e)
+    if (e instanceof RedisUnavailable) this.log.warn('Redis unavailable: sign-in back-off counts on this node only', { throttle: this.name, error: message })
+    else this.log.error('shared sign-in back-off failed; counting on this node only', { throttle: this.name, error: message })
+  }
+}
+
+/** Makes the throttles of one process: shared through Redis in cluster mode, in memory otherwise. */
+export type ThrottleFactory = (name: string, spec: BackoffSpec) => Throttle
+
+export function localThrottles(clock: Clock, multiplier: number): ThrottleFactory {
+  return (_name, spec) => new FailureThrottle(spec, clock, multiplier)
+}
+
+/** `cluster` is read once it answers (the database may be away at the first sign-in), then kept. */
+export function sharedThrottles(link: RedisLink, clock: Clock, multiplier: number, log: Logger, cluster: () => Promise<string>, testClock?: Clock): ThrottleFactory {
+  let known: Promise<string> | undefined
+  const clusterOnce = () => {
+    known ??= cluster().catch((e) => {
+      known = undefined
+      throw e
+    })
+    return known
+  }
+  return (name, spec) => new SharedFailureThrottle(name, spec, link, clock, multiplier, log, clusterOnce, testClock)
+}

@@ -1,0 +1,136 @@
+/**
+ * The sign-in back-off across the nodes of a cluster (src/http/shared-failure-throttle.ts), on a real
+ * redis-server: guesses spread over two nodes are counted together, a block on one node holds on the
+ * other, a success clears it everywhere, quiet keys are forgotten, and a node whose Redis is gone keeps
+ * counting on its own instead of failing sign-in.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { startRedis, type RedisServer } from './cluster-env'
+import { RedisLink } from '../src/nodes/redis-link'
+import { guard, type BackoffSpec } from '../src/core/failure-throttle'
+import { localThrottles, sharedThrottles, type ThrottleFactory } from '../src/http/shared-failure-throttle'
+import { ApiError } from '../src/core/errors'
+import { Logger } from '../src/core/logger'
+import { ManualClock } from '../src/core/clock'
+
+let redis: RedisServer
+const links: RedisLink[] = []
+const spec: BackoffSpec = { freeFailures: 4, baseDelayMs: 10_000, maxDelayMs: 60_000, forgetAfterMs: 3_600_000 }
+const silent = new Logger('silent')
+const cluster = async () => 'c1'
+
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  for (const l of links) l.close()
+  await redis?.stop()
+})
+
+function link(url = redis.url) {
+  const l = new RedisLink(url)
+  links.push(l)
+  return l
+}
+
+class WrongPassword extends Error {}
+const wrong = (e: unknown) => e instanceof WrongPassword
+
+/** One attempt through guard(): 'failed', 'ok' or 'blocked' (429 before the password is checked). */
+async function attempt(throttles: ThrottleFactory, name: string, key: string, correct: boolean): Promise<'failed' | 'ok' | 'blocked'> {
+  const throttle = throttles(name, spec)
+  try {
+    await guard([{ throttle, key, clearOnSuccess: true }], async () => {
+      if (!correct) throw new WrongPassword()
+    }, wrong)
+    return 'ok'
+  } catch (e) {
+    if (e instanceof WrongPassword) return 'failed'
+    if (e instanceof ApiError && e.code === 'rate_limited') return 'blocked'
+    throw e
+  }
+}
+
+test('failures on two nodes add up: the key is blocked on both after the free failures of ONE node', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T00:00:00Z'))
+  const nodeA = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const nodeB = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const outcomes: string[] = []
+  // Alternate nodes, as a round-robin balancer would: 4 free failures in all, then both refuse.
+  for (let i = 0; i < 6; i++) outcomes.push(await attempt(i % 2 === 0 ? nodeA : nodeB, 'sign-in:pair', 'alice\n203.0.113.9', false))
+  expect(outcomes).toEqual(['failed', 'failed', 'failed', 'failed', 'blocked', 'blocked'])
+  expect(await attempt(nodeA, 'sign-in:pair', 'alice\n203.0.113.9', true)).toBe('blocked')
+  expect(await attempt(nodeB, 'sign-in:pair', 'alice\n203.0.113.9', true)).toBe('blocked')
+
+  // The same guesses on two separate in-memory throttles (what every node did before): never blocked.
+  const localA = localThrottles(clock, 1)('sign-in:pair', spec)
+  const localB = localThrottles(clock, 1)('sign-in:pair', spec)
+  const local: string[] = []
+  for (let i = 0; i < 6; i++) local.push(await attempt(() => (i % 2 === 0 ? localA : localB), 'x', 'k', false))
+  expect(local).not.toContain('blocked')
+})
+
+test('the block ends on every node after its delay; the next failure doubles it; a success clears it everywhere', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T01:00:00Z'))
+  const nodeA = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const nodeB = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const key = 'bob\n198.51.100.7'
+  for (let i = 0; i < 4; i++) expect(await attempt(nodeA, 'sign-in:pair', key, false)).toBe('failed')
+  expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('blocked')
+  const throttle = nodeB('sign-in:pair', spec)
+  expect(await throttle.waitMs(key)).toBe(10_000)
+  clock.advance(10_001)
+  expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('failed') // the 5th failure: blocked 20 s
+  expect(await nodeA('sign-in:pair', spec).waitMs(key)).toBe(20_000)
+  clock.advance(20_001)
+  expect(await attempt(nodeA, 'sign-in:pair', key, true)).toBe('ok')
+  // Cleared in Redis: the other node lets the next wrong guess through as a first failure.
+  expect(await nodeB('sign-in:pair', spec).waitMs(key)).toBe(0)
+  for (let i = 0; i < 4; i++) expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('failed')
+  expect(await attempt(nodeA, 'sign-in:pair', key, false)).toBe('blocked')
+})
+
+test('throttles and keys are apart: another name or another key is not blocked', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T02:00:00Z'))
+  const node = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  for (let i = 0; i < 4; i++) await attempt(node, 'reentry', 'admin-1', false)
+  expect(await attempt(node, 'reentry', 'admin-1', true)).toBe('blocked')
+  expect(await attempt(node, 'reentry', 'admin-2', true)).toBe('ok')
+  expect(await attempt(node, 'sign-in:account', 'admin-1', true)).toBe('ok')
+})
+
+test('a key quiet for forgetAfterMs starts over on every node', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T03:00:00Z'))
+  const nodeA = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const nodeB = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  for (let i = 0; i < 3; i++) await attempt(nodeA, 'sign-in:source', '192.0.2.1', false)
+  clock.advance(spec.forgetAfterMs + 1)
+  // Three old failures are forgotten: four new ones are free again.
+  for (let i = 0; i < 4; i++) expect(await attempt(nodeB, 'sign-in:source', '192.0.2.1', false)).toBe('failed')
+  expect(await attempt(nodeA, 'sign-in:source', '192.0.2.1', false)).toBe('blocked')
+})
+
+test('Redis gone: sign-in is neither refused nor delayed for it; the node counts on its own', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T04:00:00Z'))
+  // A port nothing listens on: every call fails fast.
+  const dead = new RedisLink('redis://127.0.0.1:1')
+  links.push(dead)
+  const node = sharedThrottles(dead, clock, 1, silent, cluster, clock)
+  const started = Date.now()
+  expect(await attempt(node, 'sign-in:pair', 'carol\n192.0.2.2', true)).toBe('ok')
+  expect(Date.now() - started).toBeLessThan(10_000)
+  // One throttle object keeps its local counts (the routes make each throttle once).
+  const throttle = node('sign-in:pair', spec)
+  const outcomes: string[] = []
+  for (let i = 0; i < 5; i++) outcomes.push(await attempt(() => throttle, 'x', 'carol\n192.0.2.2', false))
+  expect(outcomes).toEqual(['failed', 'failed', 'failed', 'failed', 'blocked'])
+})
+
+test('another cluster sharing the Redis keeps its own counts (keys carry the database\'s cluster id)', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T05:00:00Z'))
+  const ours = sharedThrottles(link(), clock, 1, silent, async () => 'aaaa', clock)
+  const theirs = sharedThrottles(link(), clock, 1, silent, async () => 'bbbb', clock)
+  for (let i = 0; i < 4; i++) await attempt(ours, 'sign-in:source', '192.0.2.50', false)
+  expect(await attempt(ours, 'sign-in:source', '192.0.2.50', true)).toBe('blocked')
+  expect(await attempt(theirs, 'sign-in:source', '192.0.2.50', true)).toBe('ok')
+})
