@@ -20,7 +20,7 @@ import { Checkpointer } from './db/sqlite/checkpointer'
 import { WriteTurns } from './db/sqlite/write-turns'
 import { lockDataDir } from './db/data-dir-lock'
 import { StartupError } from './core/startup-error'
-import { createReadiness } from './modules/health/readiness'
+import { createReadiness, nodeCheck } from './modules/health/readiness'
 import { createMetrics } from './modules/metrics/service'
 import { ROLES } from './nodes/coordinator'
 import { VERSION } from './version'
@@ -149,7 +149,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
     redis: services.redis ? () => services.redis!.check() : undefined,
-    node: ctx.storage.dialect === 'pg' ? () => ({ ...coordinator.status(), node: coordinator.nodeId }) : undefined,
+    node: ctx.storage.dialect === 'pg' ? () => nodeCheck(coordinator.status(), coordinator.nodeId, services.unheardPeers()) : undefined,
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
   try {

@@ -32,7 +32,8 @@ import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } fr
 import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
 import { createNodesRepo } from './nodes/nodes-repo'
 import { RedisLink } from './nodes/redis-link'
-import { CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
+import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
+import { PeerCheck } from './nodes/peer-check'
 import { onEventsCommitted } from './db/pg/event-signal'
 import { createSharedRateLimiters } from './http/shared-rate-limit'
 import { localThrottles, sharedThrottles } from './http/shared-failure-throttle'
@@ -101,9 +102,26 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   // embedded mode holds every role itself and keeps its buckets in memory.
   const node = ctx.storage.dialect === 'pg' ? newNodeInfo() : undefined
   const coordinator: Coordinator = node
-    ? new ClusterCoordinator(createNodesRepo(ctx.storage), node, log, { leaseMs: config.nodeLeaseMs, onSweep: async (dead) => void (await runner.failRunsOf(dead)) })
+    ? new ClusterCoordinator(createNodesRepo(ctx.storage), node, log, {
+        leaseMs: config.nodeLeaseMs,
+        onSweep: async (dead) => void (await runner.failRunsOf(dead)),
+        // Each beat announces this node on its Redis and checks that every live peer is heard there too.
+        onBeat: (peers) => {
+          wakeBus?.publish(ANNOUNCE)
+          // Not listening (this node's Redis is away: /readyz names it): nothing can be heard, nothing is judged.
+          peerCheck?.observe(wakeBus?.listening ? peers : [], performance.now())
+          const unheard = peerCheck?.unheardPeers() ?? []
+          if (unheard.length > 0 && Date.now() - peerWarnedAt > 300_000) {
+            peerWarnedAt = Date.now()
+            log.warn('live nodes are not heard on this node\'s Redis: their Redis is down, or they use another FIXLOOP_REDIS_URL (rate limits and wake-ups are split meanwhile)', { unheardPeers: unheard, redis: redis?.where })
+          }
+        },
+      })
     : soloCoordinator()
   const redis = node && config.redisUrl ? new RedisLink(config.redisUrl) : undefined
+  // Set once the wake bus exists (below); read at each beat, which starts only when the server starts.
+  let peerCheck: PeerCheck | undefined
+  let peerWarnedAt = 0
   const limiters = redis
     ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log, options.injectedClock ? clock : undefined)
     : createRateLimiters(clock, config.rateLimitMultiplier)
@@ -229,6 +247,8 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   if (node) {
     if (redis && config.redisUrl) {
       wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what) => (what === 'events' ? void hub.check().catch(() => {}) : isJobKind(what) && wakeLocally(what)), log)
+      const bus = wakeBus
+      peerCheck = new PeerCheck(config.nodeLeaseMs, (id) => bus.heardAt(id))
     }
     stopEventSignal = onEventsCommitted(() => {
       // A failed look is repeated by the safety poll.
@@ -271,6 +291,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     redis,
     /** Cluster mode: wake-ups across nodes (server.ts starts and stops it). */
     wakeBus,
+    unheardPeers: () => peerCheck?.unheardPeers() ?? [],
     /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */
     stopEventSignal,
     hub,

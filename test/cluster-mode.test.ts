@@ -56,6 +56,8 @@ interface NodeCheck {
   node?: string
   roles?: string[]
   liveNodes?: number
+  unheardPeers?: string[]
+  warning?: string
 }
 
 /** The `node` and `redis` checks of a node's /readyz (from the 200 or from the 503's details). */
@@ -258,6 +260,33 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     expect(codes.slice(0, 5)).toEqual([401, 401, 401, 401, 401])
     expect(codes.slice(5)).toEqual([429, 429, 429])
   }, 30_000)
+
+  test('a node started with another FIXLOOP_REDIS_URL is named on /readyz, both ways, as a warning (all stay ready)', async () => {
+    const otherRedis = await startRedis()
+    const stray = await spawnServer(dataDir(), { ...env, FIXLOOP_REDIS_URL: otherRedis.url })
+    try {
+      const strayId = (await readiness(stray)).node.node!
+      const ours = await Promise.all(nodes.map(async (n) => (await readiness(n)).node.node!))
+      // The stray node hears none of the three; each of the three misses the stray one (and only it).
+      await eventually(async () => {
+        const s = await readiness(stray)
+        return JSON.stringify(s.node.unheardPeers ?? []) === JSON.stringify([...ours].sort()) ? true : undefined
+      }, 20_000)
+      await eventually(async () => {
+        const r = await readiness(nodes[0])
+        return JSON.stringify(r.node.unheardPeers ?? []) === JSON.stringify([strayId]) ? r : undefined
+      }, 20_000)
+      const r = await readiness(nodes[0])
+      expect(r.status).toBe(200)
+      expect(r.node.warning).toContain('FIXLOOP_REDIS_URL')
+      expect((await readiness(stray)).status).toBe(200)
+    } finally {
+      await stray.stop()
+      await otherRedis.stop()
+    }
+    // Gone from the database: nobody is named any more.
+    await eventually(async () => ((await readiness(nodes[0])).node.unheardPeers === undefined ? true : undefined), 20_000)
+  }, 60_000)
 })
 
 describe('events, webhooks and uploads across nodes', () => {

@@ -66,6 +66,8 @@ export interface ClusterCoordinatorOptions {
   leaseMs: number
   /** Told what a sweep freed (the server fails the agent runs of dead nodes there). */
   onSweep?: (deadNodes: string[]) => Promise<void>
+  /** After each beat that reached the database: the other nodes alive now (src/nodes/peer-check.ts). */
+  onBeat?: (peers: string[]) => void
 }
 
 /** A fresh node id per process start (`node_` + 16 hex): job leases and agent runs name it. */
@@ -152,9 +154,11 @@ export class ClusterCoordinator implements Coordinator {
     const { leaseMs } = this.opts
     try {
       await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)))
-      this.live = Math.max(1, (await this.repo.alive(leaseMs)).length)
+      const alive = await this.repo.alive(leaseMs)
+      this.live = Math.max(1, alive.length)
       this.lastBeatOk = true
       this.lastError = undefined
+      this.opts.onBeat?.(alive.map((n) => n.id).filter((id) => id !== this.nodeId))
     } catch (e) {
       this.lastBeatOk = false
       this.lastError = `heartbeat failed: ${errorText(e)}`

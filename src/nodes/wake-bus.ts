@@ -15,6 +15,8 @@ import type { Logger } from '../core/logger'
 import type { RedisLink } from './redis-link'
 
 export const WAKE_CHANNEL = 'fixloop:wake'
+/** What a node publishes at each heartbeat: "I am here, on this Redis" (src/nodes/peer-check.ts). */
+export const ANNOUNCE = 'hello'
 /** How often a cluster node's event hub reads the outbox when nothing woke it (DESIGN.md: a 1 s safety poll). */
 export const CLUSTER_SAFETY_POLL_MS = 1_000
 
@@ -29,6 +31,8 @@ export class WakeBus {
   private readonly scheduled = new Set<string>()
   /** Messages published and heard (from other nodes), for /metrics and tests. */
   readonly counts = { published: 0, heard: 0 }
+  /** When each other node was last heard (performance.now()): peer-check.ts compares it with the database. */
+  private readonly lastHeard = new Map<string, number>()
 
   constructor(
     private readonly url: string,
@@ -102,10 +106,26 @@ export class WakeBus {
     this.reconnect = setTimeout(() => void this.subscribe(), this.retryMs)
   }
 
+  /** Subscribed now (what others publish reaches this node). */
+  get listening(): boolean {
+    return this.subscriber !== undefined
+  }
+
+  /** When `nodeId` was last heard on this bus (any message), or undefined. */
+  heardAt(nodeId: string): number | undefined {
+    return this.lastHeard.get(nodeId)
+  }
+
   private heard(message: string): void {
     const space = message.indexOf(' ')
-    if (space <= 0 || message.slice(0, space) === this.nodeId) return
+    const from = message.slice(0, space)
+    if (space <= 0 || from === this.nodeId) return
     this.counts.heard++
-    this.onWake(message.slice(space + 1))
+    // Bounded: node ids are made per process start; forget the oldest past a few hundred.
+    this.lastHeard.delete(from)
+    this.lastHeard.set(from, performance.now())
+    if (this.lastHeard.size > 512) this.lastHeard.delete(this.lastHeard.keys().next().value!)
+    const what = message.slice(space + 1)
+    if (what !== ANNOUNCE) this.onWake(what)
   }
 }

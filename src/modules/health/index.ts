@@ -15,6 +15,9 @@ const CheckSchema = t.Object({
   node: t.Optional(t.String()),
   roles: t.Optional(t.Array(t.String())),
   liveNodes: t.Optional(t.Integer()),
+  // Live nodes not heard on this node's Redis (a warning: the node stays ready).
+  unheardPeers: t.Optional(t.Array(t.String())),
+  warning: t.Optional(t.String()),
 })
 
 export function healthRoutes(readiness: Readiness, version: string) {

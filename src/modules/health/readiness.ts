@@ -17,6 +17,21 @@ export interface Check {
   node?: string
   roles?: string[]
   liveNodes?: number
+  /** The `node` check: live nodes this node does not hear on its Redis (src/nodes/peer-check.ts). */
+  unheardPeers?: string[]
+  /** Something to look at that does not make the node unready. */
+  warning?: string
+}
+
+/** The `node` check of cluster mode: the coordinator's status, and the peers not heard on this Redis (a warning). */
+export function nodeCheck(status: { ok: boolean; roles: string[]; liveNodes: number; reason?: string }, nodeId: string, unheardPeers: string[]): Check {
+  const check: Check = { ...status, node: nodeId }
+  if (unheardPeers.length === 0) return check
+  return {
+    ...check,
+    unheardPeers,
+    warning: `${unheardPeers.length} live node(s) are not heard on this node's Redis: their Redis is down, or they use another FIXLOOP_REDIS_URL (every node must use the same one)`,
+  }
 }
 
 export interface ReadinessDeps {
