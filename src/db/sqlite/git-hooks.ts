@@ -3,7 +3,7 @@ import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { canFollowLead } from '../../core/fsm'
-import { CHANGE_MOVES, GIT_DELIVERY_RETENTION_MS, resolvedUserId, type DuplicateRow, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import { CHANGE_MOVES, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX, pendingFull, resolvedUserId, type DuplicateRow, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
@@ -26,12 +26,30 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
       WHERE r.status = 'succeeded' AND r.pr_url IS NOT NULL AND r.id > ? AND f.status = 'pr_opened' AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
       ORDER BY r.id LIMIT ?`,
   )
+  const insertPending: Statement = sqlite.query(
+    'INSERT INTO pending_reviews (id, org_id, app_id, feedback_id, pr_url, text, author, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  )
+  const pendingCount: Statement = sqlite.query('SELECT COUNT(*) AS n FROM pending_reviews WHERE feedback_id = ?')
   const duplicates: Statement = sqlite.query('SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id')
 
   return {
     openPullRequests: async (afterRunId, limit) =>
       (openPrs.all(afterRunId, limit) as (PrReport & { runId: string })[]).map(({ runId, ...report }) => ({ runId, report })),
     reportOfPr: async (appId, prUrl) => (reportOfPr.get(appId, prUrl) as PrReport | null) ?? undefined,
+    queueReview: async (appId, deliveryId, review) =>
+      sqlite
+        .transaction(() => {
+          const now = clock.now()
+          if ((remember.run(appId, deliveryId, now) as { changes: number }).changes === 0) return { outcome: 'replayed' as const }
+          forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
+          const { report } = review
+          const waiting = (pendingCount.get(report.id) as { n: number }).n
+          if (waiting >= PENDING_REVIEWS_MAX) return { outcome: 'review_refused' as const, reason: pendingFull(waiting) }
+          insertPending.run(review.id, report.orgId, report.appId, report.id, report.prUrl, review.text, review.author, now)
+          side.enqueue('review', { feedbackId: report.id })
+          return { outcome: 'review_queued' as const, position: waiting + 1 }
+        })
+        .immediate(),
     receive: async (appId, deliveryId, apply) =>
       sqlite
         .transaction(() => {

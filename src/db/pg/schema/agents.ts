@@ -73,3 +73,25 @@ export const gitHostDeliveries = pgTable(
   },
   (t) => [primaryKey({ columns: [t.appId, t.deliveryId] }), index('git_host_deliveries_received_idx').on(t.receivedAt)],
 )
+
+/**
+ * Reviews asking for changes that wait for a review iteration (the App's slot or every agent slot was
+ * busy when they came): the text and author sanitized and bounded as the run would store them, never the
+ * host's raw text. A `review` job starts the iteration; its start removes the rows it took, in its own
+ * transaction. docs/agents.md "Review iteration".
+ */
+export const pendingReviews = pgTable(
+  'pending_reviews',
+  {
+    /** Time-ordered (core/ids.ts): the order reviews are combined in. */
+    id: text('id').primaryKey(),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+    prUrl: text('pr_url').notNull(),
+    text: text('text').notNull(),
+    author: text('author'),
+    receivedAt: epochMs('received_at').notNull(),
+  },
+  (t) => [index('pending_reviews_feedback_idx').on(t.feedbackId, t.id)],
+)

@@ -1,0 +1,12 @@
+CREATE TABLE `pending_reviews` (
+	`id` text PRIMARY KEY NOT NULL,
+	`org_id` text NOT NULL,
+	`app_id` text NOT NULL,
+	`feedback_id` text NOT NULL,
+	`pr_url` text NOT NULL,
+	`text` text NOT NULL,
+	`author` text,
+	`received_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `pending_reviews_feedback_idx` ON `pending_reviews` (`feedback_id`,`id`);
