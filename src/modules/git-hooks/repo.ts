@@ -24,6 +24,9 @@ export interface PrReport {
   prUrl: string
 }
 
+/** How long polling keeps reading a request closed without merge, for a reopen (docs/agents.md "Polling"). */
+export const CLOSED_PR_POLL_MS = 30 * 24 * 3600_000
+
 /** A review waiting for its iteration (text and author sanitized and bounded). */
 export interface QueuedReview {
   id: string
@@ -50,8 +53,9 @@ export interface GitHooksRepo {
    * `change` to `report` when given, in one transaction; forgets the App's deliveries older than the
    * retention. merged: the lead pr_opened → resolved, then each duplicate that can follow its lead
    * (core/fsm.ts canFollowLead), with `feedback.resolved` for each report resolved; closed: pr_opened →
-   * awaiting_manual (the URL kept); reopened: awaiting_manual → pr_opened. A report not in the status
-   * the change applies to is left alone (`unchanged`).
+   * awaiting_manual (the URL kept; the close remembered in closed_pull_requests for polling, forgotten by
+   * a reopen or a merge, and after CLOSED_PR_POLL_MS); reopened: awaiting_manual → pr_opened. A report not
+   * in the status the change applies to is left alone (`unchanged`).
    */
   receive(appId: string, deliveryId: string, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
   /**
@@ -67,6 +71,12 @@ export interface GitHooksRepo {
    * runs after `afterRunId` in run order (a cursor: '' from the start), each with that run's id.
    */
   openPullRequests(afterRunId: string, limit: number): Promise<{ runId: string; report: PrReport }[]>
+  /**
+   * Polling: up to `limit` lead reports in `awaiting_manual` whose pull/merge request was closed without
+   * merge at or after `closedSince` (closed_pull_requests, the URL still theirs), after `afterFeedbackId`
+   * in id order (a cursor: '' from the start), so a reopen is seen without webhooks.
+   */
+  closedPullRequests(afterFeedbackId: string, closedSince: number, limit: number): Promise<PrReport[]>
 }
 
 export function createGitHooksRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {

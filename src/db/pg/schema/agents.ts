@@ -95,3 +95,19 @@ export const pendingReviews = pgTable(
   },
   (t) => [index('pending_reviews_feedback_idx').on(t.feedbackId, t.id)],
 )
+
+/**
+ * Pull/merge requests of fixloop's that were closed without merge (their report went to awaiting_manual,
+ * keeping the URL): polling reads them for CLOSED_PR_POLL_DAYS after the close, so a reopen is seen without
+ * webhooks too. Written with the close's move, removed by a reopen or a merge, pruned after the window.
+ */
+export const closedPullRequests = pgTable(
+  'closed_pull_requests',
+  {
+    feedbackId: text('feedback_id').primaryKey(),
+    appId: text('app_id').notNull(),
+    prUrl: text('pr_url').notNull(),
+    closedAt: epochMs('closed_at').notNull(),
+  },
+  (t) => [index('closed_pull_requests_closed_idx').on(t.closedAt)],
+)

@@ -1,3 +1,11 @@
+CREATE TABLE `closed_pull_requests` (
+	`feedback_id` text PRIMARY KEY NOT NULL,
+	`app_id` text NOT NULL,
+	`pr_url` text NOT NULL,
+	`closed_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `closed_pull_requests_closed_idx` ON `closed_pull_requests` (`closed_at`);--> statement-breakpoint
 CREATE TABLE `pending_reviews` (
 	`id` text PRIMARY KEY NOT NULL,
 	`org_id` text NOT NULL,
