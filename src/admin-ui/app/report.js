@@ -48,7 +48,7 @@ function Runs({ org, id }) {
   const waiting = runs.data.pendingReviews || []
   return html`<section aria-labelledby="runs"><h2 id="runs">Agent runs</h2>
     ${waiting.length > 0 && html`<div class="pending-reviews" role="status"><h3>${waiting.length === 1 ? 'A review waits' : `${waiting.length} reviews wait`} for an iteration</h3>
-      <p class="muted small">Another agent run had the slot; the iteration starts when it ends${waiting.length > 1 ? ' (the reviews run as one iteration)' : ''}.</p>
+      <p class="muted small">The iteration starts as soon as the App's agent slot is free${waiting.length > 1 ? ' (the reviews run as one iteration)' : ''}.</p>
       <ul>${waiting.map((w) => html`<li>${w.author ? html`<span class="mono">${w.author}</span>` : 'A reviewer'} · ${fmtDate(w.receivedAt)}</li>`)}</ul></div>`}
     ${runs.data.data.map((r) => {
       const t = r.timings
