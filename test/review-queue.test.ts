@@ -14,6 +14,8 @@ import { startServer, type RunningServer } from '../src/server'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { createAgentRunsRepo } from '../src/modules/agent-runs/repo'
 import { Logger } from '../src/core/logger'
+import { createReviewStep } from '../src/worker/steps/start-agent'
+import type { JobRow } from '../src/worker/jobs-repo'
 import { combineReviews, COMBINED_REVIEWS_MAX, REVIEW_TEXT_MAX } from '../src/agent/runner'
 import { call, eventually, seedTenant, tempDir, type Tenant } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
@@ -112,7 +114,37 @@ test('reviews that come while the App is busy are queued, shown, survive a resta
   expect(two).toBeGreaterThan(one)
   expect(task).toContain('Review 2 of 2 (by reviewer)')
   expect(stub.created).toHaveLength(2)
+  ids = { a, b }
 }, 90_000)
+
+let ids: { a: string; b: string }
+
+test('a queued review whose request is merged meanwhile is dropped when its turn comes; a review job that gives up drops its reviews', async () => {
+  const { a, b } = ids
+  const runs = createAgentRunsRepo(srv.ctx.storage, srv.services.lifecycle)
+  const hold = async (feedbackId: string, n: number) => {
+    const id = 'e'.repeat(23) + n
+    expect(await runs.startReviewRun({ id, orgId: t.orgId, appId: t.appId, feedbackId, provider: 'command', model: null, status: 'running', branch: `fixloop/${feedbackId}`, timings: '{"prepareMs":0,"cloneMs":0,"agentMs":0,"pushMs":0,"prMs":0}', startedAt: Date.now(), createdAt: Date.now(), nodeId: null, reviewText: 'x' }, { type: 'agent_run.started', data: { runId: id, feedbackId, provider: 'command' } })).toBe(true)
+  }
+  const prA = stub.created.find((p) => p.head === `fixloop/${a}`)!
+  const prB = stub.created.find((p) => p.head === `fixloop/${b}`)!
+  const before = (await runsOf(a)).data.length
+
+  // b's own iteration holds the slot: a review of b waits for it (not refused), and so does one of a.
+  await hold(b, 1)
+  expect((await stub.deliver('comment', prB.number, { text: '/fixloop one more thing' })).body).toMatchObject({ outcome: 'review_queued', position: 1 })
+  expect((await stub.deliver('changes_requested', prA.number, { text: 'Rename the helper.' })).body).toMatchObject({ outcome: 'review_queued', position: 1 })
+  // A job that gave up (it kept failing) drops its reviews: none waits forever.
+  await createReviewStep(srv.runner).onGiveUp!({ feedback_id: b } as JobRow, 'boom')
+  expect((await runsOf(b)).pendingReviews).toEqual([])
+
+  // a's request is merged before its turn: when the slot frees, its review is dropped, no run starts.
+  expect((await stub.deliver('merged', prA.number)).body.outcome).toBe('moved')
+  expect(await srv.runner.recover()).toBe(1)
+  await eventually(async () => (await runsOf(a)).pendingReviews.length === 0, 15_000)
+  expect((await runsOf(a)).data).toHaveLength(before)
+  expect((await item(a)).status).toBe('resolved')
+}, 60_000)
 
 test('combineReviews: one review as it is; several in order with their authors, bounded, the cut said', () => {
   expect(combineReviews([{ text: 'only', author: 'a' }])).toEqual({ text: 'only', author: 'a' })

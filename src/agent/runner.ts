@@ -365,6 +365,13 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     reviewRefusal,
     /** Why a run of the App would wait now, or null (the webhook's answer for a queued review). */
     busyReason,
+    /** Gives up the reviews waiting on the report (their job gave up), with a warning in the log. */
+    async dropQueuedReviews(feedbackId: string, reason: string): Promise<void> {
+      const waiting = await runs.pendingReviews(feedbackId)
+      if (waiting.length === 0) return
+      await runs.dropPendingReviews(waiting.map((w) => w.id))
+      log.warn('queued reviews dropped', { feedbackId, reviews: waiting.length, reason })
+    },
     /** Starts the iteration for the reviews waiting on the report (the `review` job); RunnerBusy: wait. */
     startQueuedReview: (feedbackId: string): Promise<boolean> => inTurn(() => startQueuedReview(feedbackId)),
 

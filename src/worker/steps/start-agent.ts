@@ -40,5 +40,9 @@ export function createReviewStep(runner: AgentRunner): JobStep {
         throw e
       }
     },
+    // A start that kept failing (not waiting: failing) gives its reviews up, so none waits forever.
+    async onGiveUp(job: JobRow, error: string): Promise<void> {
+      if (job.feedback_id) await runner.dropQueuedReviews(job.feedback_id, `the iteration could not start: ${error}`)
+    },
   }
 }
