@@ -16,5 +16,7 @@ CREATE TABLE "pending_reviews" (
 	"received_at" bigint NOT NULL
 );
 --> statement-breakpoint
+ALTER TABLE "slack_connections" ADD COLUMN "drain_owner" text;--> statement-breakpoint
+ALTER TABLE "slack_connections" ADD COLUMN "drain_until" bigint;--> statement-breakpoint
 CREATE INDEX "closed_pull_requests_closed_idx" ON "closed_pull_requests" USING btree ("closed_at");--> statement-breakpoint
 CREATE INDEX "pending_reviews_feedback_idx" ON "pending_reviews" USING btree ("feedback_id","id");

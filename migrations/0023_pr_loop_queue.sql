@@ -17,4 +17,6 @@ CREATE TABLE `pending_reviews` (
 	`received_at` integer NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX `pending_reviews_feedback_idx` ON `pending_reviews` (`feedback_id`,`id`);
+CREATE INDEX `pending_reviews_feedback_idx` ON `pending_reviews` (`feedback_id`,`id`);--> statement-breakpoint
+ALTER TABLE `slack_connections` ADD `drain_owner` text;--> statement-breakpoint
+ALTER TABLE `slack_connections` ADD `drain_until` integer;
