@@ -59,6 +59,24 @@ export function createGitHooksService(deps: {
 }) {
   const repo = createGitHooksRepo(deps.storage, deps.lifecycle, deps.clock)
 
+  /**
+   * A review asking for changes on fixloop's pull request: refused with the reason (a cap reached, …),
+   * or stored with the delivery and queued; the iteration starts as soon as the App's slot is free.
+   */
+  async function queueReview(appId: string, deliveryId: string, r: ReviewRequest): Promise<DeliveryResult> {
+    const reviews = deps.reviews
+    const refused = reviews ? await reviews.reviewRefusal(r.report.id) : 'review iterations are not enabled on this server'
+    if (refused) {
+      const received = await repo.receive(appId, deliveryId, null)
+      return received.outcome === 'replayed' ? { outcome: 'replayed' } : { outcome: 'review_refused', reason: refused }
+    }
+    const clean = reviews!.sanitize({ text: r.text, author: r.author })
+    const queued = await repo.queueReview(appId, deliveryId, { id: newId(deps.clock), report: r.report, ...clean })
+    if (queued.outcome !== 'review_queued') return queued
+    const busy = await reviews!.busyReason(r.report.appId)
+    return { outcome: 'review_queued', position: queued.position, reason: busy ? `waiting: ${busy}; the iteration starts when it ends` : 'starting now' }
+  }
+
   return {
     repo,
     /**
@@ -80,30 +98,12 @@ export function createGitHooksService(deps: {
       const deliveryId = deliveryIdOf(host, headers, raw)
       const news: HostNews | null = readNews(host, headers, body)
       const report = news ? await repo.reportOfPr(appId, news.prUrl) : undefined
-      if (news?.kind === 'review' && report) return this.review(appId, deliveryId, { report, text: news.text, author: news.author })
+      if (news?.kind === 'review' && report) return queueReview(appId, deliveryId, { report, text: news.text, author: news.author })
       const received = await repo.receive(appId, deliveryId, news?.kind === 'change' && report ? { report, change: news.change } : null)
       if (received.outcome === 'replayed') return { outcome: 'replayed' }
       // Not about a pull request fixloop opened for this App (or not news fixloop follows): nothing changes.
       if (!news || !report) return { outcome: 'ignored' }
       return { outcome: received.outcome }
-    },
-
-    /**
-     * A review asking for changes on fixloop's pull request: refused with the reason (a cap reached, …),
-     * or stored with the delivery and queued; the iteration starts as soon as the App's slot is free.
-     */
-    async review(appId: string, deliveryId: string, r: ReviewRequest): Promise<DeliveryResult> {
-      const reviews = deps.reviews
-      const refused = reviews ? await reviews.reviewRefusal(r.report.id) : 'review iterations are not enabled on this server'
-      if (refused) {
-        const received = await repo.receive(appId, deliveryId, null)
-        return received.outcome === 'replayed' ? { outcome: 'replayed' } : { outcome: 'review_refused', reason: refused }
-      }
-      const clean = reviews!.sanitize({ text: r.text, author: r.author })
-      const queued = await repo.queueReview(appId, deliveryId, { id: newId(deps.clock), report: r.report, ...clean })
-      if (queued.outcome !== 'review_queued') return queued
-      const busy = await reviews!.busyReason(r.report.appId)
-      return { outcome: 'review_queued', position: queued.position, reason: busy ? `waiting: ${busy}; the iteration starts when it ends` : 'starting now' }
     },
   }
 }
