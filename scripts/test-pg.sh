@@ -44,6 +44,7 @@ SUITES=(
   test/admin-throttle.test.ts
   test/git-hooks.test.ts
   test/review-iteration.test.ts
+  test/review-queue.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0

@@ -22,10 +22,10 @@ import { createConnectionsService } from './modules/connections/service'
 import { createAgentRunsService } from './modules/agent-runs/service'
 import { createAgentRunsRepo } from './modules/agent-runs/repo'
 import { createBlobStore } from './storage/index'
-import { createAgentRunner } from './agent/runner'
+import { createAgentRunner, sanitizeReview, sanitizeReviewAuthor } from './agent/runner'
 import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
 import { createJobsRepo } from './worker/jobs-repo'
-import { createStartAgentStep } from './worker/steps/start-agent'
+import { createReviewStep, createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
 import { createPollPullRequestsStep, schedulePrPoll } from './worker/steps/poll-pull-requests'
 import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './worker/processing'
@@ -164,11 +164,12 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     lifecycle,
     clock,
     connections,
-    onReview: (r) => runner.startReview({ feedbackId: r.report.id, prUrl: r.report.prUrl, text: r.text, author: r.author }),
+    reviews: { reviewRefusal: runner.reviewRefusal, busyReason: runner.busyReason, sanitize: (r) => ({ text: sanitizeReview(r.text), author: sanitizeReviewAuthor(r.author) }) },
   })
   const prPollEveryMs = config.prPollMinutes * 60_000
   const ownSteps = {
     agent: createStartAgentStep(runner),
+    review: createReviewStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
     pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs }),
   } satisfies Partial<Record<JobKind, JobStep>>

@@ -213,3 +213,45 @@ describe('configuration', () => {
     expect(() => loadConfig({}, { FIXLOOP_EVENT_RETENTION_DAYS: '-1' })).toThrow(ConfigError)
   })
 })
+
+describe('two nodes at a dispatch handover', () => {
+  test('the lead message is posted once: the new holder waits while the old holder\'s post is in flight, then only edits it', async () => {
+    // The server's own notifier steps aside: two notifiers stand for two nodes on the same database.
+    await server.slack.stop()
+    const { SlackNotifier } = await import('../src/modules/chatops/notifier')
+    const { SlackApi } = await import('../src/modules/chatops/slack-api')
+    const { Logger } = await import('../src/core/logger')
+    let oldHolds = true
+    const oldNode = new SlackNotifier(server.ctx, new SlackApi(slack.apiUrl), new Logger('silent'), undefined, () => oldHolds)
+    const newNode = new SlackNotifier(server.ctx, new SlackApi(slack.apiUrl), new Logger('silent'), undefined, () => !oldHolds)
+    const lead = newId()
+    const before = slack.parents('C0TRIAGE').length
+    await appendEventBatchIn(server.ctx, [{ orgId: a.orgId, appId: a.appId, type: 'feedback.status_changed', data: { feedbackId: lead, from: 'sanitized', to: 'awaiting_manual' } }])
+    // The old holder posts the lead message; Slack is slow to answer; its 5 s role lease runs out meanwhile.
+    await Bun.sleep(1100) // the channel's one write a second, after the tests before
+    slack.delayNext(1500)
+    const seen = slack.received
+    await oldNode.runAll()
+    await eventually(() => slack.received > seen, 5_000)
+    oldHolds = false
+    // The new holder drains the same connection while that post is in flight: it must not post it again.
+    await newNode.runAll()
+    await newNode.idle()
+    await oldNode.idle()
+    await newNode.runAll()
+    await newNode.idle()
+    const mine = () => slack.parents('C0TRIAGE').filter((m) => m.text.includes(lead))
+    expect(mine()).toHaveLength(1)
+    // What comes next is the new holder's: an edit of that one message, no second parent.
+    await Bun.sleep(1100) // the channel's one write a second (the new node's own pacing starts fresh)
+    await appendEventBatchIn(server.ctx, [{ orgId: a.orgId, appId: a.appId, type: 'feedback.status_changed', data: { feedbackId: lead, from: 'awaiting_manual', to: 'queued' } }])
+    await newNode.runAll()
+    await newNode.idle()
+    expect(mine()).toHaveLength(1)
+    expect(mine()[0].text).toContain('*queued*')
+    expect(slack.parents('C0TRIAGE').length).toBe(before + 1)
+    expect(slack.violations).toEqual([])
+    await oldNode.stop()
+    await newNode.stop()
+  }, 30_000)
+})

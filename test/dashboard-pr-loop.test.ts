@@ -1,7 +1,8 @@
 /**
  * Following the pull request in the dashboard, in Chromium against the compiled binary: the report page
- * shows the pull request's state (open, then merged after a signed merge webhook) and lists review
- * iterations (runs with trigger `review`) apart from the report's own run. The page passes axe-core and
+ * shows the pull request's state (open, then merged after a signed merge webhook), lists review
+ * iterations (runs with trigger `review`) apart from the report's own run, and the reviews waiting for an
+ * iteration (who and when). The page passes axe-core and
  * is photographed at 1280 and 375 px.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
@@ -56,6 +57,10 @@ test('the report page shows the PR state and the review iterations; a merge webh
       .run(rid, tenant.orgId, tenant.appId, id, status, `fixloop/${id}`, JSON.stringify({ prepareMs: 1, cloneMs: 2, agentMs: 3, pushMs: 4, prMs: 5 }), url, at, at, trigger)
   run('aaaaaaaaaaaaaaaaaaaaaaa1', 'report', 'succeeded', Date.now() - 60_000)
   run('aaaaaaaaaaaaaaaaaaaaaaa2', 'review', 'guardrailed', Date.now())
+  // Two reviews wait for the next iteration (the App's slot was busy when they came).
+  for (const [rid, author] of [['pr00000000000000000000a1', 'octo-reviewer'], ['pr00000000000000000000a2', null]] as const) {
+    db.query("INSERT INTO pending_reviews (id, org_id, app_id, feedback_id, pr_url, text, author, received_at) VALUES (?, ?, ?, ?, ?, 'Please handle [EMAIL] too', ?, ?)").run(rid, tenant.orgId, tenant.appId, id, url, author, Date.now())
+  }
   db.close()
 
   await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${id}`)
@@ -65,6 +70,11 @@ test('the report page shows the PR state and the review iterations; a merge webh
   expect(headings.length).toBe(2)
   expect(headings[0]).toStartWith('Review iteration · Stopped by a guardrail')
   expect(headings[1]).toStartWith('Succeeded')
+  const waiting = page.locator('.pending-reviews')
+  expect(await waiting.getByRole('heading').textContent()).toBe('2 reviews wait for an iteration')
+  expect(await waiting.locator('li').allTextContents()).toEqual([expect.stringContaining('octo-reviewer'), expect.stringContaining('A reviewer')])
+  // Who and when, never the review's text.
+  expect(await waiting.textContent()).not.toContain('Please handle')
   await expectPageClean(page, 'report-pr-open')
 
   const merged = await send(server.url, tenant.appId, delivery('github', 'merged', { url, number: 12, head: `fixloop/${id}` }, secret))

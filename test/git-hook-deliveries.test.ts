@@ -24,6 +24,7 @@ describe('readNews: each host, each event', () => {
   }
   ROWS.push(['github', 'changes_requested', { text: 'Use a guard clause' }, { kind: 'review', prUrl: PR.github, text: 'Use a guard clause', author: 'reviewer' }])
   ROWS.push(['gitea', 'changes_requested', { text: 'Use a guard clause' }, { kind: 'review', prUrl: PR.gitea, text: 'Use a guard clause', author: 'reviewer' }])
+  ROWS.push(['gitlab', 'changes_requested', {}, { kind: 'review', prUrl: PR.gitlab, text: expect.stringContaining('requested changes'), author: 'reviewer' }])
   ROWS.push(['gitea', 'merged', { forgejo: true }, { kind: 'change', prUrl: PR.gitea, change: 'merged' }])
   // GitHub: only people with write access start an iteration.
   ROWS.push(['github', 'changes_requested', { association: 'NONE' }, null])
@@ -42,6 +43,12 @@ describe('readNews: each host, each event', () => {
     }
     expect(readNews('github', new Headers({ 'x-github-event': 'push' }), { action: 'closed', pull_request: { html_url: PR.github, merged: true } })).toBeNull()
     expect(readNews('gitlab', new Headers({ 'x-gitlab-event': 'Merge Request Hook' }), { object_attributes: { url: PR.gitlab, action: 'update' } })).toBeNull()
+    // An update whose reviewer already requested changes before (another field changed), or junk reviewers.
+    const was = { id: 9, username: 'reviewer', state: 'requested_changes' }
+    expect(readNews('gitlab', new Headers({ 'x-gitlab-event': 'Merge Request Hook' }), { object_attributes: { url: PR.gitlab, action: 'update' }, changes: { reviewers: { previous: [was], current: [was] } } })).toBeNull()
+    for (const reviewers of [null, 'x', { current: 'x' }, { current: [null, 1, { state: 'approved', id: 1 }] }]) {
+      expect(readNews('gitlab', new Headers({ 'x-gitlab-event': 'Merge Request Hook' }), { object_attributes: { url: PR.gitlab, action: 'update' }, changes: { reviewers } })).toBeNull()
+    }
     expect(readNews('gitlab', new Headers({ 'x-gitlab-event': 'Note Hook' }), { object_attributes: { note: '/fixloop x', noteable_type: 'Issue' }, merge_request: { url: PR.gitlab } })).toBeNull()
   })
 

@@ -72,7 +72,16 @@ function gitlabBody(kind: HookKind, pr: PrRef, text: string): { event: string; b
   const project = { id: 42, name: fullName.split('/').pop(), path_with_namespace: fullName, web_url: `${web}/${fullName}` }
   const user = { id: 9, name: 'Reviewer', username: 'reviewer' }
   const mr = { id: 1000 + pr.number, iid: pr.number, url: pr.url, source_branch: pr.head, target_branch: pr.base ?? 'main', title: 'fix: the report', state: kind === 'merged' ? 'merged' : kind === 'closed' ? 'closed' : 'opened' }
-  if (kind === 'comment' || kind === 'changes_requested') {
+  if (kind === 'changes_requested') {
+    // GitLab 17.x+: a review submitted with "Request changes" is a merge request update whose reviewer state changed.
+    const before = { id: 9, name: 'Reviewer', username: 'reviewer', state: 'unreviewed', re_requested: false }
+    const after = { ...before, state: 'requested_changes' }
+    return {
+      event: 'Merge Request Hook',
+      body: { object_kind: 'merge_request', event_type: 'merge_request', user, project, object_attributes: { ...mr, action: 'update' }, reviewers: [after], changes: { reviewers: { previous: [before], current: [after] } }, repository: { name: project.name, homepage: project.web_url } },
+    }
+  }
+  if (kind === 'comment') {
     return { event: 'Note Hook', body: { object_kind: 'note', event_type: 'note', user, project, object_attributes: { id: 77, note: text, noteable_type: 'MergeRequest', url: `${pr.url}#note_77` }, merge_request: mr } }
   }
   const action = { merged: 'merge', closed: 'close', reopened: 'reopen' }[kind]

@@ -1,7 +1,8 @@
 /**
  * The polling fallback (worker/steps/poll-pull-requests.ts) on both dialects against the git-host stubs
  * (real-shaped GET pull/merge request answers): a merged request resolves its report and the lead's
- * duplicates, a closed one sends it back to awaiting_manual, an open one changes nothing, a host's
+ * duplicates, a closed one sends it back to awaiting_manual, a closed one reopened (within 30 days) comes
+ * back to pr_opened, an open one changes nothing, a host's
  * Retry-After ends the pass without losing its place, and only requests fixloop opened are read.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
@@ -12,7 +13,7 @@ import { git, makeBareRepo, pushCommit } from './git-fixtures'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { openPullRequest } from '../src/agent/hosts'
 import { createLifecycle } from '../src/lifecycle/lifecycle'
-import { createGitHooksRepo } from '../src/modules/git-hooks/repo'
+import { CLOSED_PR_POLL_MS, createGitHooksRepo } from '../src/modules/git-hooks/repo'
 import { createPollPullRequestsStep } from '../src/worker/steps/poll-pull-requests'
 import type { RepoConnection } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
@@ -28,7 +29,7 @@ beforeAll(async () => {
   dir = tempDir('fixloop-poll-')
   barePath = makeBareRepo(dir, { 'src/app.js': 'let total = null\n' })
   pushCommit(barePath, 'fixloop/b0', { 'src/f.js': '// fix\n' })
-  for (let i = 1; i < 40; i++) git([`--git-dir=${barePath}`, 'branch', `fixloop/b${i}`, 'fixloop/b0'])
+  for (let i = 1; i < 60; i++) git([`--git-dir=${barePath}`, 'branch', `fixloop/b${i}`, 'fixloop/b0'])
   for (const kind of HOSTS) stubs[kind] = await startGitHostStub({ kind, token: TOKEN, repos: [{ owner: 'acme', name: 'app', barePath }] })
 })
 afterAll(async () => {
@@ -70,8 +71,8 @@ describeEachDialect('pull request polling', (fresh) => {
       expect(await step.pass()).toMatchObject({ read: 3, moved: 2, failed: 0 })
       expect([await statusOf(s, merged.id), await statusOf(s, `${kind}-dup`), await statusOf(s, closed.id), await statusOf(s, open.id)]).toEqual(['resolved', 'resolved', 'awaiting_manual', 'pr_opened'])
       expect((await sql<{ type: string }>(s, "SELECT type FROM events WHERE type = 'feedback.resolved'")).length).toBe(2)
-      // Only the open one is read now.
-      expect(await step.pass()).toMatchObject({ read: 1, moved: 0 })
+      // Now the open one, and the closed one (for a reopen).
+      expect(await step.pass()).toMatchObject({ read: 2, moved: 0 })
       // The reads carried the token in the host's header only, never in the URL.
       for (const r of stubs[kind].requests.filter((q) => q.method === 'GET')) expect(r.path).not.toContain(TOKEN)
     })
@@ -108,5 +109,62 @@ describeEachDialect('pull request polling', (fresh) => {
     await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at, merge_request_url) VALUES ('norun', 'o1', 'a1', 'pr_opened', 't', 'public', 1, 1, 'https://github.example/acme/app/pull/999')")
     expect((await hooks.openPullRequests('', 50)).map((p) => p.report.id)).toEqual(['seen'])
     expect((await hooks.openPullRequests('run-seen', 50)).map((p) => p.report.id)).toEqual([])
+  })
+
+  for (const kind of HOSTS) {
+    test(`${kind}: a closed request reopened on the host brings its report back to pr_opened (event); reopened and merged since: resolved`, async () => {
+      const s = await fresh()
+      await seedOrgApp(s)
+      const lifecycle = createLifecycle(s.storage, s.clock)
+      const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+      const a = await openedReport(s, kind, `${kind}-ra`)
+      const b = await openedReport(s, kind, `${kind}-rb`)
+      stubs[kind].setPullState(a.number, 'closed')
+      stubs[kind].setPullState(b.number, 'closed')
+      expect(await step.pass()).toMatchObject({ read: 2, moved: 2 })
+      expect([await statusOf(s, a.id), await statusOf(s, b.id)]).toEqual(['awaiting_manual', 'awaiting_manual'])
+      // Still closed: read, nothing moves.
+      s.clock.advance(60_000)
+      expect(await step.pass()).toMatchObject({ read: 2, moved: 0 })
+      // Reopened on the host (no webhook): back to pr_opened, with the status event a webhook would make.
+      stubs[kind].setPullState(a.number, 'open')
+      // Reopened and merged between two passes: reopened, then resolved.
+      stubs[kind].setPullState(b.number, 'merged')
+      expect(await step.pass()).toMatchObject({ read: 2, moved: 3, failed: 0 })
+      expect([await statusOf(s, a.id), await statusOf(s, b.id)]).toEqual(['pr_opened', 'resolved'])
+      const moves = (await sql<{ data: string }>(s, "SELECT data FROM events WHERE type = 'feedback.status_changed' ORDER BY seq")).map((e) => JSON.parse(e.data))
+      expect(moves.filter((m) => m.feedbackId === a.id).map((m) => `${m.from}>${m.to}`)).toEqual(['pr_opened>awaiting_manual', 'awaiting_manual>pr_opened'])
+      expect(moves.filter((m) => m.feedbackId === b.id).map((m) => `${m.from}>${m.to}`)).toEqual(['pr_opened>awaiting_manual', 'awaiting_manual>pr_opened', 'pr_opened>resolved'])
+      // Both forgotten as closed requests: a is polled as open again, b not at all.
+      expect(await hooks.closedPullRequests('', 0, 50)).toEqual([])
+      expect(await step.pass()).toMatchObject({ read: 1, moved: 0 })
+    })
+  }
+
+  test('closed requests are read for 30 days after the close, then forgotten; a report a person moved to awaiting_manual (no close) is never read', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const lifecycle = createLifecycle(s.storage, s.clock)
+    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+    const closed = await openedReport(s, 'github', 'old-close')
+    const manual = await openedReport(s, 'github', 'by-hand')
+    stubs.github.setPullState(closed.number, 'closed')
+    expect(await step.pass()).toMatchObject({ read: 2, moved: 1 })
+    // However a person got it there, no close was seen: its request is not polled.
+    await sql(s, "UPDATE feedback SET status = 'awaiting_manual' WHERE id = ?", [manual.id])
+    expect((await hooks.closedPullRequests('', 0, 50)).map((r) => r.id)).toEqual([closed.id])
+    s.clock.advance(CLOSED_PR_POLL_MS - 1)
+    expect(await step.pass()).toMatchObject({ read: 1, moved: 0 })
+    s.clock.advance(2)
+    // Past the window: not read; even reopened, the report stays with the person (a webhook still moves it).
+    stubs.github.setPullState(closed.number, 'open')
+    expect(await step.pass()).toMatchObject({ read: 0, moved: 0 })
+    expect(await statusOf(s, closed.id)).toBe('awaiting_manual')
+    // Forgotten by the next change a delivery applies.
+    const other = await openedReport(s, 'github', 'other')
+    await hooks.receive('a1', 'd-other', { report: (await hooks.reportOfPr('a1', (await sql<{ merge_request_url: string }>(s, "SELECT merge_request_url FROM feedback WHERE id = 'other'"))[0]!.merge_request_url))!, change: 'closed' })
+    expect((await sql<{ feedback_id: string }>(s, 'SELECT feedback_id FROM closed_pull_requests ORDER BY feedback_id')).map((r) => r.feedback_id)).toEqual([other.id])
   })
 })

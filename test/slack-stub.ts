@@ -20,6 +20,9 @@ export class SlackStub {
   readonly responses: { path: string; body: Record<string, unknown>; at: number }[] = []
   readonly violations: string[] = []
   private readonly lastWrite = new Map<string, number>()
+  private readonly delays: number[] = []
+  /** Web API requests received so far (counted on arrival, before any delay). */
+  received = 0
   private seq = 0
   private server: ReturnType<typeof Bun.serve>
 
@@ -55,6 +58,9 @@ export class SlackStub {
     }
     const method = url.pathname.replace(/^\/api\//, '')
     if (req.method !== 'POST' || !['chat.postMessage', 'chat.update'].includes(method)) return Response.json({ ok: false, error: 'unknown_method' }, { status: 404 })
+    this.received++
+    const delay = this.delays.shift()
+    if (delay) await Bun.sleep(delay)
     const fail = (error: string) => {
       this.calls.push({ method, at: Date.now(), ok: false, error })
       return Response.json({ ok: false, error })
@@ -96,6 +102,11 @@ export class SlackStub {
     this.messages.push({ channel, ts, text: body.text, threadTs: body.thread_ts as string | undefined, edits: [] })
     this.calls.push({ method, at: now, ok: true })
     return Response.json({ ok: true, channel, ts, message: { text: body.text } })
+  }
+
+  /** The next Web API request is answered only after `ms` (a slow Slack: the call is in flight meanwhile); calls queue up. */
+  delayNext(ms: number): void {
+    this.delays.push(ms)
   }
 
   stop(): void {

@@ -59,17 +59,29 @@ export interface RunnerOptions {
 /** Why a run could not start now; the job is tried again later. */
 export class RunnerBusy extends Error {}
 
-/** A review asking for changes on the pull request of a report (text as the host sent it: hostile, bounded by the caller). */
-export interface ReviewIteration {
-  feedbackId: string
-  prUrl: string
-  text: string
-  author: string | null
+/** A review's text as it is stored, and the agent and the run row get it: sanitized like report text, bounded. */
+export function sanitizeReview(text: string): string {
+  return sanitizeText(text.slice(0, REVIEW_TEXT_MAX), {})
 }
 
-/** A review's text as the agent and the run row get it: sanitized like report text, bounded. */
-export function sanitizeReview(text: string): string {
-  return sanitizeText(text.slice(0, 8000), {})
+/** A review's author as stored: sanitized, one short line. */
+export const sanitizeReviewAuthor = (author: string | null): string | null => (author === null ? null : sanitizeReview(author).replace(/\s+/g, ' ').slice(0, 100))
+
+/** One review's text at most, and the reviews of one iteration combined at most (characters). */
+export const REVIEW_TEXT_MAX = 8000
+export const COMBINED_REVIEWS_MAX = 16000
+
+/**
+ * The reviews of one iteration as the agent gets them: one review as it is; several in arrival order,
+ * each headed by its author, the whole bounded (COMBINED_REVIEWS_MAX; what is cut is said). Authors: the
+ * distinct ones, comma-separated, bounded.
+ */
+export function combineReviews(reviews: { text: string; author: string | null }[]): { text: string; author: string | null } {
+  if (reviews.length === 1) return { text: reviews[0]!.text, author: reviews[0]!.author }
+  let text = reviews.map((r, i) => `Review ${i + 1} of ${reviews.length}${r.author ? ` (by ${r.author})` : ''}:\n${r.text}`).join('\n\n---\n\n')
+  if (text.length > COMBINED_REVIEWS_MAX) text = `${text.slice(0, COMBINED_REVIEWS_MAX)}\n[… ${text.length - COMBINED_REVIEWS_MAX} more characters of the reviews left out]`
+  const authors = [...new Set(reviews.map((r) => r.author).filter((a): a is string => a !== null))]
+  return { text, author: authors.length ? authors.join(', ').slice(0, 100) : null }
 }
 
 export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsService, clock: Clock, log: Logger, opts: RunnerOptions) {
@@ -172,44 +184,73 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     return true
   }
 
+  /** Why a run of the App cannot start now (its slot or every slot busy), or null when one could. */
+  async function busyReason(appId: string): Promise<string | null> {
+    if ((await runs.runningCount(appId)) > 0 || [...active.values()].some((a) => a.appId === appId)) return 'another run of this App is in progress'
+    if (active.size >= opts.concurrency) return `all ${opts.concurrency} agent slots are busy`
+    return null
+  }
+
   /**
-   * A review iteration on a report's open pull request: the agent runs again on the request's branch
-   * with the review added to its task, under the same sandbox, guardrails and caps (the App's runs per
-   * day and monthly spend, and at most `reviewIterationsMax` iterations per request); the report moves
-   * pr_opened → agent_running → pr_opened whatever the run's outcome (the request stays open; the run
-   * records the failure). Returns why it did not start, or null when it started.
+   * Why a review of the report's pull request is refused rather than queued, or null: the report is not
+   * waiting on an open request (`agent_running` is: an iteration of it is in progress, the review waits for
+   * it), no repository, the per-PR iteration cap or the App's spend caps reached, agents cannot run.
    */
-  async function startReview(r: ReviewIteration): Promise<string | null> {
-    const f = await runs.feedback(r.feedbackId)
-    if (!f || f.status !== 'pr_opened' || f.duplicate_of_id) return 'the report is not waiting on an open pull request'
+  async function reviewRefusal(feedbackId: string): Promise<string | null> {
+    const f = await runs.feedback(feedbackId)
+    if (!f || (f.status !== 'pr_opened' && f.status !== 'agent_running') || f.duplicate_of_id) return 'the report is not waiting on an open pull request'
     const conn = await connections.load(f.app_id)
     if (!conn) return 'no repository connected'
     const max = opts.reviewIterationsMax ?? 3
     const done = await runs.reviewRuns(f.id)
     if (done >= max) return `iteration cap reached: ${done} review iterations on this pull request (limit ${max})`
-    if ((await runs.runningCount(f.app_id)) > 0 || [...active.values()].some((a) => a.appId === f.app_id)) return 'another run of this App is in progress; ask again when it ends'
-    if (active.size >= opts.concurrency) return `all ${opts.concurrency} agent slots are busy; ask again later`
     if (opts.sandbox.mode === 'bwrap' && opts.sandbox.unavailable) return `agents cannot run: ${opts.sandbox.unavailable}`
-    const cap = await capReached(conn)
-    if (cap) return cap
+    return await capReached(conn)
+  }
+
+  /**
+   * A review iteration on a report's open pull request, for the reviews waiting on it (pending_reviews,
+   * queued by the webhook): one iteration for all of them, their texts combined in arrival order
+   * (`combineReviews`, bounded). The agent runs again on the request's branch with the reviews added to its
+   * task, under the same sandbox, guardrails and caps (the App's runs per day and monthly spend, and at
+   * most `reviewIterationsMax` iterations per request); the report moves pr_opened → agent_running →
+   * pr_opened whatever the run's outcome (the request stays open; the run records the failure). Throws
+   * RunnerBusy while the App's slot (or every slot) is taken: the `review` job waits. Reviews that can no
+   * longer run (the report moved on, a cap reached) are dropped, with a warning in the log.
+   */
+  async function startQueuedReview(feedbackId: string): Promise<boolean> {
+    const waiting = await runs.pendingReviews(feedbackId)
+    if (waiting.length === 0) return false
+    const f = await runs.feedback(feedbackId)
+    // An iteration of this report is in progress: the reviews wait for it (it is the App's run).
+    if (f?.status === 'agent_running' && !f.duplicate_of_id) throw new RunnerBusy('an iteration of this pull request is in progress')
+    const refused = await reviewRefusal(feedbackId)
+    if (refused || !f) {
+      await runs.dropPendingReviews(waiting.map((w) => w.id))
+      log.warn('queued reviews dropped', { feedbackId, reviews: waiting.length, reason: refused })
+      return false
+    }
+    const busy = await busyReason(f.app_id)
+    if (busy) throw new RunnerBusy(busy)
+    const conn = (await connections.load(f.app_id))!
     const runId = newId(clock)
     const now = clock.now()
     const branch = `fixloop/${f.id}`
-    const reviewText = sanitizeReview(r.text)
+    const review = combineReviews(waiting)
     const started = await runs.startReviewRun(
-      { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now, nodeId: opts.nodeId ?? null, reviewText },
+      { id: runId, orgId: f.org_id, appId: f.app_id, feedbackId: f.id, provider: conn.agentProvider, model: conn.model, status: 'running', branch, timings: JSON.stringify(zeroTimings()), startedAt: now, createdAt: now, nodeId: opts.nodeId ?? null, reviewText: review.text },
       { type: 'agent_run.started', data: { runId, feedbackId: f.id, provider: conn.agentProvider } },
+      waiting.map((w) => w.id),
     )
-    if (started === 'app_busy') return 'another run of this App is in progress; ask again when it ends'
-    if (!started) return 'the report is not waiting on an open pull request'
+    if (started === 'app_busy') throw new RunnerBusy('another run of this App is in progress')
+    if (!started) return false
     const abort = new AbortController()
-    const review = { prUrl: r.prUrl, text: reviewText, author: r.author === null ? null : sanitizeReview(r.author).slice(0, 100) }
-    const done2 = execute(runId, f, conn, branch, abort.signal, review)
+    const done = execute(runId, f, conn, branch, abort.signal, { prUrl: waiting[0]!.pr_url, ...review })
       .catch((e) => log.error('agent run crashed', { runId, error: e instanceof Error ? e.message : String(e) }))
       .finally(() => active.delete(runId))
-    active.set(runId, { appId: f.app_id, abort, done: done2 })
-    log.info('review iteration started', { runId, feedbackId: f.id, appId: f.app_id })
-    return null
+    active.set(runId, { appId: f.app_id, abort, done })
+    log.info('review iteration started', { runId, feedbackId: f.id, appId: f.app_id, reviews: waiting.length })
+    return true
   }
 
   async function execute(runId: string, f: FeedbackRow, conn: RepoConnection, branch: string, signal: AbortSignal, review?: { prUrl: string; text: string; author: string | null }): Promise<void> {
@@ -320,8 +361,19 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
   return {
     start: (feedbackId: string): Promise<boolean> => inTurn(() => start(feedbackId)),
 
-    /** Starts a review iteration now, or says why not (src/modules/git-hooks: the webhook answers with it). */
-    startReview: (r: ReviewIteration): Promise<string | null> => inTurn(() => startReview(r)),
+    /** Why a review of the report's pull request is refused (the webhook answers with it), or null: it is queued. */
+    reviewRefusal,
+    /** Why a run of the App would wait now, or null (the webhook's answer for a queued review). */
+    busyReason,
+    /** Gives up the reviews waiting on the report (their job gave up), with a warning in the log. */
+    async dropQueuedReviews(feedbackId: string, reason: string): Promise<void> {
+      const waiting = await runs.pendingReviews(feedbackId)
+      if (waiting.length === 0) return
+      await runs.dropPendingReviews(waiting.map((w) => w.id))
+      log.warn('queued reviews dropped', { feedbackId, reviews: waiting.length, reason })
+    },
+    /** Starts the iteration for the reviews waiting on the report (the `review` job); RunnerBusy: wait. */
+    startQueuedReview: (feedbackId: string): Promise<boolean> => inTurn(() => startQueuedReview(feedbackId)),
 
     /** This instance's workspace directory (outside the data dir). */
     workspaceDir: workspaces,

@@ -66,6 +66,27 @@ describeEachDialect('chatops repo', (fresh) => {
     expect(await repo.getAny('c1')).toMatchObject({ cursor_seq: 3, last_error: 'channel_not_found' })
   })
 
+  test('drain claim: one owner at a time (compare-and-set), renewed by its owner, taken over once expired, released only by its owner; none on a disconnected connection', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createChatopsRepo(s.storage, s.clock)
+    await connect(s, repo)
+    expect(await repo.claimDrain('c1', 'nodeA', 100, 130)).toBe(true)
+    expect(await repo.claimDrain('c1', 'nodeB', 110, 140)).toBe(false)
+    expect(await repo.claimDrain('c1', 'nodeA', 120, 150)).toBe(true) // renewed
+    expect(await repo.claimDrain('c1', 'nodeB', 149, 179)).toBe(false)
+    expect(await repo.claimDrain('c1', 'nodeB', 150, 180)).toBe(true) // expired: taken over
+    expect(await repo.claimDrain('c1', 'nodeA', 151, 181)).toBe(false)
+    await repo.releaseDrain('c1', 'nodeA') // not A's any more: nothing changes
+    expect(await repo.claimDrain('c1', 'nodeA', 152, 182)).toBe(false)
+    await repo.releaseDrain('c1', 'nodeB')
+    expect(await sql(s, "SELECT drain_owner, drain_until FROM slack_connections WHERE id = 'c1'")).toEqual([{ drain_owner: null, drain_until: null }])
+    expect(await repo.claimDrain('c1', 'nodeA', 153, 183)).toBe(true)
+    await repo.softDelete('o1', 'c1', 5, [by('slack.disconnected', 'c1')])
+    expect(await repo.claimDrain('c1', 'nodeA', 154, 184)).toBe(false)
+    expect(await repo.claimDrain('nope', 'nodeA', 154, 184)).toBe(false)
+  })
+
   test('threads upsert by (connection, lead)', async () => {
     const s = await fresh()
     await seedOrgApp(s)

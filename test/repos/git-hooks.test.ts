@@ -4,7 +4,8 @@
  */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createGitHooksRepo, GIT_DELIVERY_RETENTION_MS } from '../../src/modules/git-hooks/repo'
+import { createGitHooksRepo, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX } from '../../src/modules/git-hooks/repo'
+import { createAgentRunsRepo } from '../../src/modules/agent-runs/repo'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
@@ -96,5 +97,60 @@ describeEachDialect('git-hooks repo', (fresh) => {
     s.clock.advance(GIT_DELIVERY_RETENTION_MS + 1)
     await repo.receive('a1', 'new', null)
     expect((await sql<{ delivery_id: string }>(s, 'SELECT delivery_id FROM git_host_deliveries')).map((r) => r.delivery_id)).toEqual(['new'])
+  })
+
+  test('queueReview: stored with the delivery and a review job, positions count up, a replay stores nothing, a full queue refuses', async () => {
+    const s = await fresh()
+    await seedPr(s)
+    const repo = await open(s)
+    const report = (await repo.reportOfPr('a1', PR))!
+    expect(await repo.queueReview('a1', 'r1', { id: 'pr0000000000000000000001', report, text: 'handle the empty cart', author: 'rev' })).toEqual({ outcome: 'review_queued', position: 1 })
+    expect(await repo.queueReview('a1', 'r2', { id: 'pr0000000000000000000002', report, text: 'and the coupon', author: null })).toEqual({ outcome: 'review_queued', position: 2 })
+    expect(await repo.queueReview('a1', 'r1', { id: 'pr0000000000000000000003', report, text: 'replayed', author: null })).toEqual({ outcome: 'replayed' })
+    expect(await sql(s, 'SELECT id, org_id, app_id, feedback_id, pr_url, text, author FROM pending_reviews ORDER BY id')).toEqual([
+      { id: 'pr0000000000000000000001', org_id: 'o1', app_id: 'a1', feedback_id: 'lead', pr_url: PR, text: 'handle the empty cart', author: 'rev' },
+      { id: 'pr0000000000000000000002', org_id: 'o1', app_id: 'a1', feedback_id: 'lead', pr_url: PR, text: 'and the coupon', author: null },
+    ])
+    expect(await sql(s, "SELECT kind, feedback_id FROM jobs WHERE kind = 'review'")).toEqual([{ kind: 'review', feedback_id: 'lead' }, { kind: 'review', feedback_id: 'lead' }])
+    for (let i = 3; i <= PENDING_REVIEWS_MAX; i++) expect((await repo.queueReview('a1', `r${i}`, { id: `pr${String(i).padStart(22, '0')}`, report, text: 'x', author: null })).outcome).toBe('review_queued')
+    const full = await repo.queueReview('a1', 'rfull', { id: 'pr9999999999999999999999', report, text: 'one too many', author: null })
+    expect(full).toMatchObject({ outcome: 'review_refused' })
+    expect((await sql<{ n: number }>(s, 'SELECT COUNT(*) AS n FROM pending_reviews'))[0]!.n).toEqual(PENDING_REVIEWS_MAX)
+    // The refused delivery is remembered too: its redelivery is a replay.
+    expect(await repo.queueReview('a1', 'rfull', { id: 'pr9999999999999999999998', report, text: 'again', author: null })).toEqual({ outcome: 'replayed' })
+  })
+
+  test('agent-runs: waiting reviews oldest first; a review run\'s start takes the ones it combined, in its transaction; a start that finds the report moved takes none; drop; the API read is Org-scoped', async () => {
+    const s = await fresh()
+    await seedPr(s)
+    await insertReport(s, 'other', 'pr_opened')
+    const lifecycle = createLifecycle(s.storage, s.clock)
+    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    const runs = createAgentRunsRepo(s.storage, lifecycle)
+    const report = (await hooks.reportOfPr('a1', PR))!
+    await hooks.queueReview('a1', 'r2', { id: 'pr0000000000000000000002', report, text: 'second', author: 'b' })
+    await hooks.queueReview('a1', 'r1', { id: 'pr0000000000000000000001', report, text: 'first', author: 'a' })
+    const waiting = await runs.pendingReviews('lead')
+    expect(waiting.map((w) => [w.text, w.author, w.pr_url])).toEqual([['first', 'a', PR], ['second', 'b', PR]])
+    expect(Number(waiting[0]!.received_at)).toBe(s.clock.now())
+    expect((await runs.pendingReviewsFor('o1', 'lead')).map((w) => [w.author, Number(w.receivedAt)])).toEqual([['a', s.clock.now()], ['b', s.clock.now()]])
+    expect(await runs.pendingReviewsFor('o2', 'lead')).toEqual([])
+    const run = (id: string, feedbackId: string) => ({ id, orgId: 'o1', appId: 'a1', feedbackId, provider: 'command', model: null, status: 'running' as const, branch: `fixloop/${feedbackId}`, timings: '{}', startedAt: 1, createdAt: 1, nodeId: null, reviewText: 'first\n---\nsecond' })
+    const started = { type: 'agent_run.started' as const, data: { runId: 'x', feedbackId: 'lead', provider: 'command' } }
+    // The report is not in pr_opened: nothing is written, the reviews still wait.
+    await sql(s, "UPDATE feedback SET status = 'awaiting_manual' WHERE id = 'lead'")
+    expect(await runs.startReviewRun(run('run2', 'lead'), started, waiting.map((w) => w.id))).toBe(false)
+    expect(await runs.pendingReviews('lead')).toHaveLength(2)
+    await sql(s, "UPDATE feedback SET status = 'pr_opened' WHERE id = 'lead'")
+    expect(await runs.startReviewRun(run('run2', 'lead'), started, waiting.map((w) => w.id))).toBe(true)
+    expect(await runs.pendingReviews('lead')).toEqual([])
+    expect(await sql(s, "SELECT trigger, review_text FROM agent_runs WHERE id = 'run2'")).toEqual([{ trigger: 'review', review_text: 'first\n---\nsecond' }])
+    // The App's slot is taken: another start is app_busy and takes nothing.
+    const lone = await hooks.queueReview('a1', 'r3', { id: 'pr0000000000000000000003', report: { ...report, id: 'other' }, text: 'other', author: null })
+    expect(lone).toMatchObject({ outcome: 'review_queued', position: 1 })
+    expect(await runs.startReviewRun(run('run3', 'other'), started, ['pr0000000000000000000003'])).toBe('app_busy')
+    expect(await runs.pendingReviews('other')).toHaveLength(1)
+    await runs.dropPendingReviews(['pr0000000000000000000003'])
+    expect(await runs.pendingReviews('other')).toEqual([])
   })
 })

@@ -602,6 +602,16 @@ export interface AgentRunList {
     endedAt: string | null;
     createdAt: string;
   }[];
+  /**
+   * Reviews asking for changes that wait for a review iteration (the App's run slot was busy), oldest first; they run as one iteration. docs/agents.md "Review iteration".
+   */
+  pendingReviews: {
+    /**
+     * The reviewer's login as the host named it (sanitized), if any
+     */
+    author: string | null;
+    receivedAt: string;
+  }[];
 }
 
 export interface MintResult {

@@ -44,8 +44,12 @@ export function prState(item) {
 
 function Runs({ org, id }) {
   const runs = useLoad(() => api('GET', `/v1/feedback/${id}/agent-runs`, { org: org.id }), [id])
-  if (!runs.data || !runs.data.data.length) return null
+  if (!runs.data || (!runs.data.data.length && !(runs.data.pendingReviews || []).length)) return null
+  const waiting = runs.data.pendingReviews || []
   return html`<section aria-labelledby="runs"><h2 id="runs">Agent runs</h2>
+    ${waiting.length > 0 && html`<div class="pending-reviews" role="status"><h3>${waiting.length === 1 ? 'A review waits' : `${waiting.length} reviews wait`} for an iteration</h3>
+      <p class="muted small">The iteration starts as soon as the App's agent slot is free${waiting.length > 1 ? ' (the reviews run as one iteration)' : ''}.</p>
+      <ul>${waiting.map((w) => html`<li>${w.author ? html`<span class="mono">${w.author}</span>` : 'A reviewer'} · ${fmtDate(w.receivedAt)}</li>`)}</ul></div>`}
     ${runs.data.data.map((r) => {
       const t = r.timings
       const total = t.prepareMs + t.cloneMs + t.agentMs + t.pushMs + t.prMs || 1

@@ -10,7 +10,8 @@
  * a start takes the App's slot in the database.
  */
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import type { AgentRunsRepo, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
+import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
+import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { PgTx } from './lifecycle'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
@@ -33,6 +34,8 @@ const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, san
 const SET_SANDBOX = 'UPDATE agent_runs SET sandbox_pid = $1, sandbox_start = $2 WHERE id = $3'
 const FAIL_INTERRUPTED = "UPDATE agent_runs SET status = 'failed', error = $1, ended_at = $2 WHERE id = $3 AND status = 'running'"
 
+const DROP_PENDING = 'DELETE FROM pending_reviews WHERE id = ANY($1::text[])'
+
 const RUN = 'SELECT * FROM agent_runs WHERE id = $1 AND org_id = $2'
 const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT 1'
 const REPORT = 'SELECT 1 FROM feedback WHERE id = $1 AND org_id = $2'
@@ -47,6 +50,8 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
   if (!side) throw new Error('the agent-runs repository on PostgreSQL needs the lifecycle on PostgreSQL')
   const { pool } = storage
   // Built here, not at load: the limit comes from the interface's module, which imports this one.
+  const PENDING = `SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = $1 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
+  const PENDING_FOR = `SELECT author, received_at AS "receivedAt" FROM pending_reviews WHERE feedback_id = $1 AND org_id = $2 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
   const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
@@ -59,10 +64,11 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
     await side!.record(t, { orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
   }
 
-  function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened'): Promise<boolean | 'app_busy'> {
+  function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened', consumed: string[] = []): Promise<boolean | 'app_busy'> {
     return tx(async (t): Promise<boolean | 'app_busy'> => {
       if (!(await side!.move(t, r.feedbackId, 'agent_running', { by: 'system', from }))) return false
       await insertRun(t.client, r)
+      if (consumed.length > 0) await exec(t.client, DROP_PENDING, [consumed])
       await side!.record(t, { orgId: r.orgId, appId: r.appId }, event.type, event.data)
       return true
     }).catch((e) => {
@@ -79,7 +85,10 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
     costSince: async (appId, since) => (await one<{ usd: number }>(pool, COST_SINCE, [appId, since]))!.usd,
 
     startRun: (r, event) => start(r, event, 'queued'),
-    startReviewRun: (r, event) => start({ ...r, trigger: 'review' }, event, 'pr_opened'),
+    startReviewRun: (r, event, consumed) => start({ ...r, trigger: 'review' }, event, 'pr_opened', consumed),
+    pendingReviews: (feedbackId) => many<PendingReview>(pool, PENDING, [feedbackId]),
+    dropPendingReviews: async (ids) => void (await exec(pool, DROP_PENDING, [ids])),
+    pendingReviewsFor: (orgId, feedbackId) => many<{ author: string | null; receivedAt: number }>(pool, PENDING_FOR, [feedbackId, orgId]),
     reviewRuns: (feedbackId) => count(REVIEW_RUNS, [feedbackId]),
 
     recordFailedStart: (r, end, outcome) =>

@@ -28,6 +28,14 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
       audited(audit, async (c) => (await exec(c, 'UPDATE slack_connections SET deleted_at = $1 WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL', [now, orgId, id])) > 0),
     advance: async (id, seq, error) => void (await exec(pool, 'UPDATE slack_connections SET cursor_seq = $1, last_error = $2 WHERE id = $3 AND cursor_seq < $1', [seq, error, id])),
     setError: async (id, error) => void (await exec(pool, 'UPDATE slack_connections SET last_error = $1 WHERE id = $2', [error, id])),
+    claimDrain: async (id, owner, now, until) =>
+      (await exec(
+        pool,
+        `UPDATE slack_connections SET drain_owner = $1, drain_until = $3
+          WHERE id = $4 AND deleted_at IS NULL AND (drain_owner IS NULL OR drain_owner = $1 OR drain_until IS NULL OR drain_until <= $2)`,
+        [owner, now, until, id],
+      )) > 0,
+    releaseDrain: async (id, owner) => void (await exec(pool, 'UPDATE slack_connections SET drain_owner = NULL, drain_until = NULL WHERE id = $1 AND drain_owner = $2', [id, owner])),
     thread: async (connectionId, leadId) =>
       (await one<SlackThreadRow>(pool, 'SELECT * FROM slack_threads WHERE connection_id = $1 AND lead_feedback_id = $2', [connectionId, leadId])) ?? null,
     saveThread: async (t) =>

@@ -90,3 +90,41 @@ export const gitHostDeliveries = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.appId, t.deliveryId] }), index('git_host_deliveries_received_idx').on(t.receivedAt)],
 )
+
+/**
+ * Reviews asking for changes that wait for a review iteration (the App's slot or every agent slot was
+ * busy when they came): the text and author sanitized and bounded as the run would store them, never the
+ * host's raw text. A `review` job starts the iteration; its start removes the rows it took, in its own
+ * transaction. docs/agents.md "Review iteration".
+ */
+export const pendingReviews = sqliteTable(
+  'pending_reviews',
+  {
+    /** Time-ordered (core/ids.ts): the order reviews are combined in. */
+    id: text('id').primaryKey(),
+    orgId: text('org_id').notNull(),
+    appId: text('app_id').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+    prUrl: text('pr_url').notNull(),
+    text: text('text').notNull(),
+    author: text('author'),
+    receivedAt: integer('received_at').notNull(),
+  },
+  (t) => [index('pending_reviews_feedback_idx').on(t.feedbackId, t.id)],
+)
+
+/**
+ * Pull/merge requests of fixloop's that were closed without merge (their report went to awaiting_manual,
+ * keeping the URL): polling reads them for CLOSED_PR_POLL_DAYS after the close, so a reopen is seen without
+ * webhooks too. Written with the close's move, removed by a reopen or a merge, pruned after the window.
+ */
+export const closedPullRequests = sqliteTable(
+  'closed_pull_requests',
+  {
+    feedbackId: text('feedback_id').primaryKey(),
+    appId: text('app_id').notNull(),
+    prUrl: text('pr_url').notNull(),
+    closedAt: integer('closed_at').notNull(),
+  },
+  (t) => [index('closed_pull_requests_closed_idx').on(t.closedAt)],
+)

@@ -100,6 +100,13 @@ export const slackConnections = sqliteTable(
     cursorSeq: integer('cursor_seq').notNull().default(0),
     /** The last error Slack answered (e.g. channel_not_found), shown by `chatops slack list`. */
     lastError: text('last_error'),
+    /**
+     * Which notifier drains the connection now, and until when (epoch ms): claimed, compare-and-set, right
+     * before each Slack call, so two nodes overlapping at a dispatch handover never post the same event
+     * (modules/chatops/notifier.ts). Null when nobody drains it.
+     */
+    drainOwner: text('drain_owner'),
+    drainUntil: integer('drain_until'),
     createdAt: integer('created_at').notNull(),
     deletedAt: integer('deleted_at'),
   },

@@ -5,7 +5,8 @@
  */
 import type { Statement } from 'bun:sqlite'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import type { AgentRunsRepo, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
+import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
+import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
@@ -35,6 +36,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
   const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
   const failInterrupted: Statement = sqlite.query("UPDATE agent_runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'running'")
 
+  const pending: Statement = sqlite.query(`SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = ? ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`)
+  const dropPending: Statement = sqlite.query('DELETE FROM pending_reviews WHERE id = ?')
+  const pendingFor: Statement = sqlite.query(`SELECT author, received_at AS receivedAt FROM pending_reviews WHERE feedback_id = ? AND org_id = ? ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`)
+
   // The API's reads: every one takes the Org.
   const run: Statement = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
   const latest: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
@@ -52,12 +57,13 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
   /** The insert's parameters: every column named (trigger and review text default for a report's run). */
   const row = (r: RunRowInsert) => ({ ...r, trigger: r.trigger ?? 'report', reviewText: r.reviewText ?? null })
 
-  function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened'): boolean | 'app_busy' {
+  function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened', consumed: string[] = []): boolean | 'app_busy' {
     try {
       return sqlite
         .transaction(() => {
           if (!side!.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from })) return false
           insertRun.run(row(r))
+          for (const id of consumed) dropPending.run(id)
           side!.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
           return true
         })
@@ -76,7 +82,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
     costSince: async (appId, since) => (costSince.get(appId, since) as { usd: number }).usd,
 
     startRun: async (r, event) => start(r, event, 'queued'),
-    startReviewRun: async (r, event) => start({ ...r, trigger: 'review' }, event, 'pr_opened'),
+    startReviewRun: async (r, event, consumed) => start({ ...r, trigger: 'review' }, event, 'pr_opened', consumed),
+    pendingReviews: async (feedbackId) => pending.all(feedbackId) as PendingReview[],
+    dropPendingReviews: async (ids) => sqlite.transaction(() => ids.forEach((id) => dropPending.run(id)))(),
+    pendingReviewsFor: async (orgId, feedbackId) => pendingFor.all(feedbackId, orgId) as { author: string | null; receivedAt: number }[],
     reviewRuns: async (feedbackId) => (reviewRuns.get(feedbackId) as { n: number }).n,
 
     async recordFailedStart(r, end, outcome) {

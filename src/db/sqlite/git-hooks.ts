@@ -3,7 +3,7 @@ import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { canFollowLead } from '../../core/fsm'
-import { CHANGE_MOVES, GIT_DELIVERY_RETENTION_MS, resolvedUserId, type DuplicateRow, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import { CHANGE_MOVES, CLOSED_PR_POLL_MS, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX, pendingFull, resolvedUserId, type DuplicateRow, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
@@ -26,12 +26,42 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
       WHERE r.status = 'succeeded' AND r.pr_url IS NOT NULL AND r.id > ? AND f.status = 'pr_opened' AND f.duplicate_of_id IS NULL AND f.merge_request_url = r.pr_url
       ORDER BY r.id LIMIT ?`,
   )
+  const insertPending: Statement = sqlite.query(
+    'INSERT INTO pending_reviews (id, org_id, app_id, feedback_id, pr_url, text, author, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  )
+  const pendingCount: Statement = sqlite.query('SELECT COUNT(*) AS n FROM pending_reviews WHERE feedback_id = ?')
+  const rememberClose: Statement = sqlite.query(
+    'INSERT INTO closed_pull_requests (feedback_id, app_id, pr_url, closed_at) VALUES (?, ?, ?, ?) ON CONFLICT (feedback_id) DO UPDATE SET app_id = excluded.app_id, pr_url = excluded.pr_url, closed_at = excluded.closed_at',
+  )
+  const forgetClose: Statement = sqlite.query('DELETE FROM closed_pull_requests WHERE feedback_id = ?')
+  const pruneCloses: Statement = sqlite.query('DELETE FROM closed_pull_requests WHERE closed_at < ?')
+  const closedPrs: Statement = sqlite.query(
+    `SELECT f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl
+       FROM closed_pull_requests c JOIN feedback f ON f.id = c.feedback_id
+      WHERE c.feedback_id > ? AND c.closed_at >= ? AND f.status = 'awaiting_manual' AND f.duplicate_of_id IS NULL AND f.merge_request_url = c.pr_url
+      ORDER BY c.feedback_id LIMIT ?`,
+  )
   const duplicates: Statement = sqlite.query('SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id')
 
   return {
     openPullRequests: async (afterRunId, limit) =>
       (openPrs.all(afterRunId, limit) as (PrReport & { runId: string })[]).map(({ runId, ...report }) => ({ runId, report })),
+    closedPullRequests: async (after, since, limit) => closedPrs.all(after, since, limit) as PrReport[],
     reportOfPr: async (appId, prUrl) => (reportOfPr.get(appId, prUrl) as PrReport | null) ?? undefined,
+    queueReview: async (appId, deliveryId, review) =>
+      sqlite
+        .transaction(() => {
+          const now = clock.now()
+          if ((remember.run(appId, deliveryId, now) as { changes: number }).changes === 0) return { outcome: 'replayed' as const }
+          forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
+          const { report } = review
+          const waiting = (pendingCount.get(report.id) as { n: number }).n
+          if (waiting >= PENDING_REVIEWS_MAX) return { outcome: 'review_refused' as const, reason: pendingFull(waiting) }
+          insertPending.run(review.id, report.orgId, report.appId, report.id, report.prUrl, review.text, review.author, now)
+          side.enqueue('review', { feedbackId: report.id })
+          return { outcome: 'review_queued' as const, position: waiting + 1 }
+        })
+        .immediate(),
     receive: async (appId, deliveryId, apply) =>
       sqlite
         .transaction(() => {
@@ -43,6 +73,9 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
           const { from, to } = CHANGE_MOVES[change]
           if (!side.move(sqlite, report.id, to, { by: 'system', from, prUrl: report.prUrl })) return { outcome: 'unchanged' as const }
           const moved = [report.id]
+          pruneCloses.run(now - CLOSED_PR_POLL_MS)
+          if (change === 'closed') rememberClose.run(report.id, report.appId, report.prUrl, now)
+          else forgetClose.run(report.id)
           if (change === 'merged') {
             const scope = { orgId: report.orgId, appId: report.appId }
             const resolved = (id: string, who: { submitted_mode: string; external_user_id: string | null }) =>

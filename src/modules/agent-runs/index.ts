@@ -30,12 +30,12 @@ export function agentRunRoutes(auth: AuthDeps, runs: AgentRunsService) {
     )
     .get(
       '/v1/feedback/:id/agent-runs',
-      async ({ org, params }) => ({ data: await runs.listFor(org.orgId, params.id) }),
+      ({ org, params }) => runs.listFor(org.orgId, params.id),
       {
         access: 'org.read',
         params: IdParams,
         response: { 200: AgentRunList, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found') },
-        detail: { summary: "A report's agent runs, newest first", tags: ['agent runs'], security: BEARER_SK },
+        detail: { summary: "A report's agent runs, newest first, and the reviews waiting for an iteration", tags: ['agent runs'], security: BEARER_SK },
       },
     )
 }

@@ -41,4 +41,21 @@ export const AgentRun = t.Object(
   { additionalProperties: false },
 )
 
-export const AgentRunList = t.Object({ data: t.Array(AgentRun) }, { additionalProperties: false })
+/** A review waiting for its iteration on the report's pull request (who and when; the text goes to the agent only). */
+export const PendingReview = t.Object(
+  {
+    author: t.Union([t.String(), t.Null()], { description: "The reviewer's login as the host named it (sanitized), if any" }),
+    receivedAt: t.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+)
+
+export const AgentRunList = t.Object(
+  {
+    data: t.Array(AgentRun),
+    pendingReviews: t.Array(PendingReview, {
+      description: 'Reviews asking for changes that wait for a review iteration (the App\'s run slot was busy), oldest first; they run as one iteration. docs/agents.md "Review iteration".',
+    }),
+  },
+  { additionalProperties: false },
+)

@@ -127,6 +127,15 @@ export interface RunOutcome {
   shareUrl?: string | null
 }
 
+/** A review waiting for its iteration (pending_reviews; text and author already sanitized). */
+export interface PendingReview {
+  id: string
+  pr_url: string
+  text: string
+  author: string | null
+  received_at: number
+}
+
 export interface AgentRunsRepo {
   /** The report a run works on (raw columns), or null. */
   feedback(feedbackId: string): Promise<RunFeedbackRow | null>
@@ -145,9 +154,16 @@ export interface AgentRunsRepo {
   startRun(run: RunRowInsert, event: RunEvent): Promise<boolean | 'app_busy'>
   /**
    * A review iteration starts: the report `pr_opened` → `agent_running`, the run row (trigger `review`)
-   * and `event`, together; false / 'app_busy' as for `startRun`.
+   * and `event`, together, removing the waiting reviews it takes (`consumed`, pending_reviews ids);
+   * false / 'app_busy' as for `startRun` (nothing written, the reviews still wait).
    */
-  startReviewRun(run: RunRowInsert, event: RunEvent): Promise<boolean | 'app_busy'>
+  startReviewRun(run: RunRowInsert, event: RunEvent, consumed?: string[]): Promise<boolean | 'app_busy'>
+  /** The reviews waiting for an iteration on the report's pull request (pending_reviews), oldest first, at most PENDING_REVIEWS_MAX. */
+  pendingReviews(feedbackId: string): Promise<PendingReview[]>
+  /** Removes waiting reviews that will never run (the report moved on, a cap reached). */
+  dropPendingReviews(ids: string[]): Promise<void>
+  /** The API's read: the reviews waiting on the Org's report (who, when; never the text). */
+  pendingReviewsFor(orgId: string, feedbackId: string): Promise<{ author: string | null; receivedAt: number }[]>
   /** How many review iterations the report's pull request had (every run with trigger `review`). */
   reviewRuns(feedbackId: string): Promise<number>
   /** A run that ends before it starts (no sandbox, a cap reached): its row, ended, and the outcome, together. */

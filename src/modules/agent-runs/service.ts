@@ -1,7 +1,7 @@
 /** Agent runs as the API shows them: one run (by run id, or a report's latest), or a report's runs. */
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
-import type { AgentRun } from './model'
+import type { AgentRun, AgentRunList } from './model'
 import type { AgentRunsRepo, RunRow } from './repo'
 
 function present(r: RunRow): typeof AgentRun.static {
@@ -38,9 +38,10 @@ export function createAgentRunsService(repo: AgentRunsRepo) {
       return present(row)
     },
     /** Every run of a report, newest first (at most 200); 404 when the report is not in the Org. */
-    async listFor(orgId: string, feedbackId: string): Promise<(typeof AgentRun.static)[]> {
+    async listFor(orgId: string, feedbackId: string): Promise<typeof AgentRunList.static> {
       if (!(await repo.feedbackInOrg(orgId, feedbackId))) throw new ApiError('not_found')
-      return (await repo.allFor(orgId, feedbackId)).map(present)
+      const [runs, waiting] = await Promise.all([repo.allFor(orgId, feedbackId), repo.pendingReviewsFor(orgId, feedbackId)])
+      return { data: runs.map(present), pendingReviews: waiting.map((w) => ({ author: w.author, receivedAt: isoUtc(Number(w.receivedAt)) })) }
     },
   }
 }

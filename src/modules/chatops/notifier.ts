@@ -5,7 +5,15 @@
  * thread. Messages carry ids, states, counts and URLs, never report text: Slack is a third party.
  * Each connection has a cursor over the outbox, advanced only after Slack accepted the event's calls,
  * so a crash or a Slack outage delays messages, never loses them.
+ *
+ * Exactly once across nodes: a notifier drains a connection only while it holds the connection's drain
+ * claim (slack_connections.drain_owner/drain_until, compare-and-set), renewed for DRAIN_CLAIM_MS right
+ * before every Slack call. At a dispatch handover the new holder's drain finds the old holder's claim
+ * live while that one's call is in flight, and waits (the next wake or the 5 s timer) until the old
+ * holder has recorded the result and advanced the cursor, or its claim ran out (it died). Only a crash
+ * between Slack's answer and the cursor's advance can still repeat a message: Slack has no idempotency key.
  */
+import { randomUUID } from 'node:crypto'
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
@@ -19,6 +27,12 @@ interface Ev {
   data: string
 }
 
+/** How long a drain claim lasts from its last renewal: longer than one Slack call (10 s timeout) and the writes after it. */
+export const DRAIN_CLAIM_MS = 30_000
+
+/** This notifier no longer holds the connection's drain claim (or the dispatch role): nothing is sent. */
+class LostClaim extends Error {}
+
 const PARENT_STATUSES = new Set(['awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 
 export class SlackNotifier {
@@ -27,6 +41,8 @@ export class SlackNotifier {
   private timer: ReturnType<typeof setInterval> | undefined
   private unsubscribe: (() => void) | undefined
   private readonly running = new Set<Promise<void>>()
+  /** This notifier as a drain claim's owner (one per process and start). */
+  private readonly owner = randomUUID()
 
   constructor(
     private readonly ctx: Context,
@@ -90,7 +106,27 @@ export class SlackNotifier {
     }
   }
 
+  /** Claims or renews the connection's drain claim for this notifier. */
+  private claim(connectionId: string): Promise<boolean> {
+    const now = this.ctx.clock.now()
+    return this.repo.claimDrain(connectionId, this.owner, now, now + DRAIN_CLAIM_MS)
+  }
+
   private async drain(connectionId: string): Promise<void> {
+    // Another notifier (node) is posting this connection's events: it goes on, this one comes back later.
+    if (!this.mayAct() || !(await this.claim(connectionId))) return
+    try {
+      await this.drainClaimed(connectionId)
+    } finally {
+      await this.repo.releaseDrain(connectionId, this.owner)
+    }
+  }
+
+  private async drainClaimed(connectionId: string): Promise<void> {
+    // Right before each Slack call (after the wait for the channel's turn): still ours, or nothing is sent.
+    const guard = async () => {
+      if (!this.mayAct() || !(await this.claim(connectionId))) throw new LostClaim('the drain claim moved to another node')
+    }
     for (;;) {
       const c = await this.repo.getAny(connectionId)
       if (!c) return
@@ -105,9 +141,10 @@ export class SlackNotifier {
         const fresh = await this.repo.getAny(connectionId)
         if (!fresh) return
         try {
-          await this.handle(fresh, e, lastMove)
+          await this.handle(fresh, e, lastMove, guard)
           await this.repo.advance(connectionId, e.seq, null)
         } catch (err) {
+          if (err instanceof LostClaim) return // the cursor stays for the notifier that holds the claim now
           if (err instanceof SlackError && err.transient) {
             await this.repo.setError(connectionId, err.code)
             return // the cursor stays: retried on the next wake or timer
@@ -130,7 +167,7 @@ export class SlackNotifier {
     return `:memo: fixloop report ${leadId} — *${status}*${dup}\n${this.feedbackLink(leadId)}`
   }
 
-  private async handle(c: SlackConnectionRow, e: Ev, lastMove: Map<string, number>): Promise<void> {
+  private async handle(c: SlackConnectionRow, e: Ev, lastMove: Map<string, number>, guard: () => Promise<void>): Promise<void> {
     const types = JSON.parse(c.event_types) as string[]
     if (!types.includes(e.type)) return
     if (c.app_id !== null && e.app_id !== c.app_id) return
@@ -143,7 +180,7 @@ export class SlackNotifier {
       const existing = await this.repo.thread(c.id, leadId)
       if (existing) return existing
       const dupCount = await this.repo.duplicateCount(leadId)
-      const posted = await this.api.post(token, c.channel, this.parentText(leadId, status, dupCount))
+      const posted = await this.api.post(token, c.channel, this.parentText(leadId, status, dupCount), undefined, guard)
       const row = { connection_id: c.id, lead_feedback_id: leadId, channel: posted.channel, ts: posted.ts, status, duplicate_count: dupCount, updated_at: now }
       await this.repo.saveThread(row)
       return row
@@ -158,7 +195,7 @@ export class SlackNotifier {
           return
         }
         if ((lastMove.get(feedbackId) ?? e.seq) > e.seq) return
-        await this.api.update(token, thread.channel, thread.ts, this.parentText(feedbackId, to, thread.duplicate_count))
+        await this.api.update(token, thread.channel, thread.ts, this.parentText(feedbackId, to, thread.duplicate_count), guard)
         await this.repo.saveThread({ ...thread, status: to, updated_at: now })
         return
       }
@@ -168,15 +205,15 @@ export class SlackNotifier {
         // A report that had its own parent (a lead merged into another by hand) points at its new lead.
         const own = e.type === 'feedback.duplicate_attached' ? await this.repo.thread(c.id, feedbackId) : null
         if (own) {
-          await this.api.update(token, own.channel, own.ts, `:link: fixloop report ${feedbackId} — merged into ${leadId}\n${this.feedbackLink(leadId)}`)
+          await this.api.update(token, own.channel, own.ts, `:link: fixloop report ${feedbackId} — merged into ${leadId}\n${this.feedbackLink(leadId)}`, guard)
           await this.repo.saveThread({ ...own, status: 'merged', updated_at: now })
         }
         const thread = await this.repo.thread(c.id, leadId)
         if (!thread) return
         const count = Number(d.duplicateCount)
-        await this.api.update(token, thread.channel, thread.ts, this.parentText(leadId, thread.status, count))
+        await this.api.update(token, thread.channel, thread.ts, this.parentText(leadId, thread.status, count), guard)
         const verb = e.type === 'feedback.unmerged' ? 'was split off from' : 'joined'
-        await this.api.post(token, thread.channel, `Report ${feedbackId} ${verb} this cluster (${count} duplicate${count === 1 ? '' : 's'} now).`, thread.ts)
+        await this.api.post(token, thread.channel, `Report ${feedbackId} ${verb} this cluster (${count} duplicate${count === 1 ? '' : 's'} now).`, thread.ts, guard)
         await this.repo.saveThread({ ...thread, duplicate_count: count, updated_at: now })
         return
       }
@@ -193,7 +230,7 @@ export class SlackNotifier {
               : e.type === 'agent_run.failed'
                 ? `:x: Agent run ${d.runId} failed: ${String(d.error).slice(0, 300)}`
                 : `:warning: Agent run ${d.runId} was stopped by a guardrail: ${String(d.guardrailReason).slice(0, 300)}`
-        await this.api.post(token, thread.channel, text, thread.ts)
+        await this.api.post(token, thread.channel, text, thread.ts, guard)
         return
       }
       default:

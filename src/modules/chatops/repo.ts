@@ -20,6 +20,8 @@ export interface SlackConnectionRow {
   event_types: string
   cursor_seq: number
   last_error: string | null
+  drain_owner?: string | null
+  drain_until?: number | null
   created_at: number
   deleted_at: number | null
 }
@@ -63,6 +65,14 @@ export interface ChatopsRepo {
   /** Moves the cursor to `seq` (never back) and records the last error (null: none). */
   advance(id: string, seq: number, error: string | null): Promise<void>
   setError(id: string, error: string): Promise<void>
+  /**
+   * Claims (or renews) the right to post the connection's events until `until`, compare-and-set: true
+   * when `owner` holds it now (it was free, expired at `now`, or `owner`'s already); false when another
+   * notifier holds it, or the connection is gone.
+   */
+  claimDrain(id: string, owner: string, now: number, until: number): Promise<boolean>
+  /** Gives the claim up (only `owner`'s own). */
+  releaseDrain(id: string, owner: string): Promise<void>
   thread(connectionId: string, leadId: string): Promise<SlackThreadRow | null>
   saveThread(t: SlackThreadRow): Promise<void>
   /** Allows a Slack user for the Org; false (nothing written, nothing audited) when already allowed. */

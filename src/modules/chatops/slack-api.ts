@@ -31,9 +31,12 @@ export class SlackApi {
     if (at > now) await Bun.sleep(at - now)
   }
 
-  private async call(method: string, token: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  private async call(method: string, token: string, body: Record<string, unknown>, beforeSend?: () => Promise<void>): Promise<Record<string, unknown>> {
     const channel = String(body.channel)
     await this.pace(channel)
+    // Checked after the wait for the channel's turn, just before the request: the caller may have lost the
+    // right to send meanwhile (modules/chatops/notifier.ts), and then it throws and nothing is sent.
+    await beforeSend?.()
     try {
       return await this.send(method, token, body)
     } finally {
@@ -68,13 +71,13 @@ export class SlackApi {
   }
 
   /** Posts a message (a thread reply when threadTs is given); returns Slack's ts of it. */
-  async post(token: string, channel: string, text: string, threadTs?: string): Promise<{ ts: string; channel: string }> {
-    const r = await this.call('chat.postMessage', token, { channel, text, ...(threadTs ? { thread_ts: threadTs } : {}), unfurl_links: false })
+  async post(token: string, channel: string, text: string, threadTs?: string, beforeSend?: () => Promise<void>): Promise<{ ts: string; channel: string }> {
+    const r = await this.call('chat.postMessage', token, { channel, text, ...(threadTs ? { thread_ts: threadTs } : {}), unfurl_links: false }, beforeSend)
     return { ts: String(r.ts), channel: String(r.channel ?? channel) }
   }
 
-  async update(token: string, channel: string, ts: string, text: string): Promise<void> {
-    await this.call('chat.update', token, { channel, ts, text })
+  async update(token: string, channel: string, ts: string, text: string, beforeSend?: () => Promise<void>): Promise<void> {
+    await this.call('chat.update', token, { channel, ts, text }, beforeSend)
   }
 
   /** Answers a slash command through its response_url (valid 30 minutes, up to 5 answers). */

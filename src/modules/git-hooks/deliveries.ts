@@ -114,6 +114,20 @@ export function readNews(host: GitHookHost, headers: Headers, body: unknown): Ho
   return null
 }
 
+/**
+ * GitLab (17.x and later) sends a "Merge Request Hook" with action `update` when a reviewer submits a review
+ * with **Request changes**: `changes.reviewers.current` holds that reviewer with state `requested_changes`
+ * (not so in `previous`). The review's own comments come as separate notes; the iteration is told so.
+ */
+const GITLAB_REQUESTED_CHANGES = 'A reviewer requested changes on the merge request (GitLab review state "Request changes"); their comments are on the merge request.'
+const REVIEWERS_READ = 100
+function reviewerRequestingChanges(reviewers: Obj | null): string | null | undefined {
+  const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.slice(0, REVIEWERS_READ).map(obj).filter((o): o is Obj => o !== null) : [])
+  const before = new Set(list(reviewers?.previous).filter((r) => r.state === 'requested_changes').map((r) => String(r.id)))
+  const now = list(reviewers?.current).find((r) => r.state === 'requested_changes' && !before.has(String(r.id)))
+  return now ? (str(now.username) ?? null) : undefined
+}
+
 const login = (user: unknown): string | null => str(obj(user)?.login) ?? str(obj(user)?.username)
 
 function gitlabNews(event: string, b: Obj): HostNews | null {
@@ -123,7 +137,9 @@ function gitlabNews(event: string, b: Obj): HostNews | null {
     const prUrl = str(attrs.url)
     if (!prUrl) return null
     const change = ({ merge: 'merged', close: 'closed', reopen: 'reopened' } as const)[String(attrs.action) as 'merge' | 'close' | 'reopen']
-    return change ? { kind: 'change', prUrl, change } : null
+    if (change) return { kind: 'change', prUrl, change }
+    const reviewer = attrs.action === 'update' ? reviewerRequestingChanges(obj(obj(b.changes)?.reviewers)) : null
+    return reviewer === undefined || reviewer === null ? null : { kind: 'review', prUrl, text: GITLAB_REQUESTED_CHANGES, author: reviewer }
   }
   if (event === 'Note Hook' && attrs.noteable_type === 'MergeRequest') {
     const note = text(attrs.note)

@@ -24,6 +24,21 @@ export interface PrReport {
   prUrl: string
 }
 
+/** How long polling keeps reading a request closed without merge, for a reopen (docs/agents.md "Polling"). */
+export const CLOSED_PR_POLL_MS = 30 * 24 * 3600_000
+
+/** A review waiting for its iteration (text and author sanitized and bounded). */
+export interface QueuedReview {
+  id: string
+  report: PrReport
+  text: string
+  author: string | null
+}
+
+/** Reviews that may wait on one pull request; one more is refused (a flood of comments is bounded). */
+export const PENDING_REVIEWS_MAX = 10
+export const pendingFull = (n: number) => `${n} reviews already wait for an iteration on this pull request (limit ${PENDING_REVIEWS_MAX}); ask again once they ran`
+
 /** How a delivery ended: a replay (seen before), no change (not fixloop's PR, or its report not where the news applies), or the moves made. */
 export type Received = { outcome: 'replayed' } | { outcome: 'unchanged' } | { outcome: 'moved'; moved: string[] }
 
@@ -38,15 +53,30 @@ export interface GitHooksRepo {
    * `change` to `report` when given, in one transaction; forgets the App's deliveries older than the
    * retention. merged: the lead pr_opened → resolved, then each duplicate that can follow its lead
    * (core/fsm.ts canFollowLead), with `feedback.resolved` for each report resolved; closed: pr_opened →
-   * awaiting_manual (the URL kept); reopened: awaiting_manual → pr_opened. A report not in the status
-   * the change applies to is left alone (`unchanged`).
+   * awaiting_manual (the URL kept; the close remembered in closed_pull_requests for polling, forgotten by
+   * a reopen or a merge, and after CLOSED_PR_POLL_MS); reopened: awaiting_manual → pr_opened. A report not
+   * in the status the change applies to is left alone (`unchanged`).
    */
   receive(appId: string, deliveryId: string, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
+  /**
+   * A review asking for changes, queued for a review iteration (docs/agents.md "Review iteration"): records
+   * the delivery (`replayed` when seen before: nothing else happens), stores the review (already sanitized
+   * and bounded by the caller) in pending_reviews and queues a `review` job for the report, in one
+   * transaction; `position` is how many reviews of this pull request now wait (this one included).
+   * `review_refused` (only the delivery recorded) when PENDING_REVIEWS_MAX already wait.
+   */
+  queueReview(appId: string, deliveryId: string, review: QueuedReview): Promise<{ outcome: 'replayed' } | { outcome: 'review_queued'; position: number } | { outcome: 'review_refused'; reason: string }>
   /**
    * Polling: up to `limit` lead reports in `pr_opened` with the pull/merge request their run opened, the
    * runs after `afterRunId` in run order (a cursor: '' from the start), each with that run's id.
    */
   openPullRequests(afterRunId: string, limit: number): Promise<{ runId: string; report: PrReport }[]>
+  /**
+   * Polling: up to `limit` lead reports in `awaiting_manual` whose pull/merge request was closed without
+   * merge at or after `closedSince` (closed_pull_requests, the URL still theirs), after `afterFeedbackId`
+   * in id order (a cursor: '' from the start), so a reopen is seen without webhooks.
+   */
+  closedPullRequests(afterFeedbackId: string, closedSince: number, limit: number): Promise<PrReport[]>
 }
 
 export function createGitHooksRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {

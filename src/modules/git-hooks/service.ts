@@ -2,11 +2,12 @@
  * Following the pull/merge requests fixloop opened, from the git host's webhooks: each delivery is
  * authenticated with the App's webhook secret (its host's scheme, constant time), recorded by its
  * delivery id (a replay is acknowledged and ignored), and its news applied: merged, closed, reopened
- * (modules/git-hooks/repo.ts), or a review asking for changes handed to the review iteration. A delivery
+ * (modules/git-hooks/repo.ts), or a review asking for changes queued for the review iteration. A delivery
  * about a pull request fixloop did not open changes nothing. docs/agents.md "Following the pull request".
  */
 import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
+import { newId } from '../../core/ids'
 import type { Storage } from '../../db/storage'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { ConnectionsService } from '../connections/service'
@@ -23,11 +24,24 @@ export interface ReviewRequest {
 /**
  * What a delivery did, as the host is answered (the host only looks at the 2xx): `moved`, `unchanged`
  * (fixloop's PR, but its report is not where the news applies), `replayed`, `ignored` (not about a PR
- * fixloop opened for this App), `review_queued`, `review_refused` (with the reason: a cap reached, …).
+ * fixloop opened for this App), `review_queued` (with its position and whether it waits),
+ * `review_refused` (with the reason: a cap reached, …).
  */
 export interface DeliveryResult {
   outcome: Received['outcome'] | 'ignored' | 'review_queued' | 'review_refused'
   reason?: string
+  /** review_queued: how many reviews of this pull request wait (this one included; they run as one iteration). */
+  position?: number
+}
+
+/** What the review iteration needs from the agent runner (src/agent/runner.ts). */
+export interface ReviewQueue {
+  /** Why a review of the report's request is refused (a cap reached, no run possible), or null: queue it. */
+  reviewRefusal(feedbackId: string): Promise<string | null>
+  /** Why a run of the App would wait now, or null: the reply's reason for a queued review. */
+  busyReason(appId: string): Promise<string | null>
+  /** The review as stored: sanitized and bounded like report text. */
+  sanitize(review: { text: string; author: string | null }): { text: string; author: string | null }
 }
 
 const unauthenticated = () => new ApiError('invalid_authorization', undefined, 'The webhook signature (or GitLab token) is missing or does not match this App\'s webhook secret.')
@@ -37,10 +51,31 @@ export function createGitHooksService(deps: {
   lifecycle: Lifecycle
   clock: Clock
   connections: Pick<ConnectionsService, 'load'>
-  /** Starts a review iteration (src/agent/); its refusal reason (a cap reached, no run possible) or null. */
-  onReview?: (review: ReviewRequest) => Promise<string | null>
+  /**
+   * Review iterations (src/agent/): a review is refused with the reason, or stored and queued (a `review`
+   * job starts the iteration when the App's slot is free, after a restart too).
+   */
+  reviews?: ReviewQueue
 }) {
   const repo = createGitHooksRepo(deps.storage, deps.lifecycle, deps.clock)
+
+  /**
+   * A review asking for changes on fixloop's pull request: refused with the reason (a cap reached, …),
+   * or stored with the delivery and queued; the iteration starts as soon as the App's slot is free.
+   */
+  async function queueReview(appId: string, deliveryId: string, r: ReviewRequest): Promise<DeliveryResult> {
+    const reviews = deps.reviews
+    const refused = reviews ? await reviews.reviewRefusal(r.report.id) : 'review iterations are not enabled on this server'
+    if (refused) {
+      const received = await repo.receive(appId, deliveryId, null)
+      return received.outcome === 'replayed' ? { outcome: 'replayed' } : { outcome: 'review_refused', reason: refused }
+    }
+    const clean = reviews!.sanitize({ text: r.text, author: r.author })
+    const queued = await repo.queueReview(appId, deliveryId, { id: newId(deps.clock), report: r.report, ...clean })
+    if (queued.outcome !== 'review_queued') return queued
+    const busy = await reviews!.busyReason(r.report.appId)
+    return { outcome: 'review_queued', position: queued.position, reason: busy ? `waiting: ${busy}; the iteration starts when it ends` : 'starting now' }
+  }
 
   return {
     repo,
@@ -63,14 +98,12 @@ export function createGitHooksService(deps: {
       const deliveryId = deliveryIdOf(host, headers, raw)
       const news: HostNews | null = readNews(host, headers, body)
       const report = news ? await repo.reportOfPr(appId, news.prUrl) : undefined
+      if (news?.kind === 'review' && report) return queueReview(appId, deliveryId, { report, text: news.text, author: news.author })
       const received = await repo.receive(appId, deliveryId, news?.kind === 'change' && report ? { report, change: news.change } : null)
       if (received.outcome === 'replayed') return { outcome: 'replayed' }
       // Not about a pull request fixloop opened for this App (or not news fixloop follows): nothing changes.
       if (!news || !report) return { outcome: 'ignored' }
-      if (news.kind === 'change') return { outcome: received.outcome }
-      if (!deps.onReview) return { outcome: 'review_refused', reason: 'review iterations are not enabled on this server' }
-      const refused = await deps.onReview({ report, text: news.text, author: news.author })
-      return refused ? { outcome: 'review_refused', reason: refused } : { outcome: 'review_queued' }
+      return { outcome: received.outcome }
     },
   }
 }

@@ -84,6 +84,13 @@ export const slackConnections = pgTable(
     eventTypes: text('event_types').notNull().default('[]'),
     cursorSeq: counter('cursor_seq').notNull().default(0),
     lastError: text('last_error'),
+    /**
+     * Which notifier drains the connection now, and until when (epoch ms): claimed, compare-and-set, right
+     * before each Slack call, so two nodes overlapping at a dispatch handover never post the same event
+     * (modules/chatops/notifier.ts). Null when nobody drains it.
+     */
+    drainOwner: text('drain_owner'),
+    drainUntil: epochMs('drain_until'),
     createdAt: epochMs('created_at').notNull(),
     deletedAt: epochMs('deleted_at'),
   },

@@ -1,0 +1,22 @@
+CREATE TABLE `closed_pull_requests` (
+	`feedback_id` text PRIMARY KEY NOT NULL,
+	`app_id` text NOT NULL,
+	`pr_url` text NOT NULL,
+	`closed_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `closed_pull_requests_closed_idx` ON `closed_pull_requests` (`closed_at`);--> statement-breakpoint
+CREATE TABLE `pending_reviews` (
+	`id` text PRIMARY KEY NOT NULL,
+	`org_id` text NOT NULL,
+	`app_id` text NOT NULL,
+	`feedback_id` text NOT NULL,
+	`pr_url` text NOT NULL,
+	`text` text NOT NULL,
+	`author` text,
+	`received_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `pending_reviews_feedback_idx` ON `pending_reviews` (`feedback_id`,`id`);--> statement-breakpoint
+ALTER TABLE `slack_connections` ADD `drain_owner` text;--> statement-breakpoint
+ALTER TABLE `slack_connections` ADD `drain_until` integer;
