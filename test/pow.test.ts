@@ -47,7 +47,7 @@ describe('the ALTCHA v1 scheme', () => {
   ])('%s: refused (%s)', (_name, s, reason) => {
     const v = verifyPowSolution(KEY, s as never, NOW)
     expect(v.ok).toBe(false)
-    expect(!v.ok && v.reason).toBe(reason)
+    expect(!v.ok && (v.reason as string)).toBe(reason)
   })
 
   test('expired: proof_of_work_required / expired', () => {
