@@ -52,9 +52,10 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
     /** A public submission's classification, or null when it is not spam (or not classified). */
     async classify(app: PowApp, ip: string, text: string, signals: ClientSignals | undefined, solved: SolvedChallenge | undefined): Promise<SpamMark | null> {
       const level = levelOf(app)
+      // Before any work: the intake path of a spec client on an App without the defence costs nothing more.
+      if (!signals && level === 'off') return null
       const addressPerMinute = meter.hit(`sub:${app.id}|${ip}`)
       const repeatAddresses = repeats.note(app.id, ip, text)
-      if (!signals && level === 'off') return null
       const input = {
         honeypot: signals?.honeypot,
         formMs: signals?.formMs,
