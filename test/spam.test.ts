@@ -98,6 +98,18 @@ describe('intake classification', () => {
     expect((await get(guarded, bad)).spam.reasons).toContain('honeypot')
   })
 
+  test("spamEvents: true records the spam report's feedback.received (nothing more); \"not spam\" then does not repeat it", async () => {
+    const loud = await seedTenant(server.admin, { spamEvents: true }, 'Loud')
+    const id = await submit(loud, { text: 'Visit my casino', clientSignals: { honeypot: 'x' } })
+    expect((await get(loud, id)).spam.reasons).toEqual(['honeypot'])
+    expect(await received(loud, id)).toBe(1)
+    await Bun.sleep(200)
+    expect((await get(loud, id)).status).toBe('received')
+    await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: loud.key, body: { spam: false } })
+    await eventually(async () => (await get(loud, id)).status === 'awaiting_manual')
+    expect(await received(loud, id)).toBe(1)
+  })
+
   test('private mode is never classified', async () => {
     const { userToken } = await import('./helpers-auth')
     const token = await userToken(a.secret, a.appId, 'ann')
