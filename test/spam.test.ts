@@ -101,7 +101,7 @@ describe('intake classification', () => {
   test("spamEvents: true records the spam report's feedback.received (nothing more); \"not spam\" then does not repeat it", async () => {
     const loud = await seedTenant(server.admin, { spamEvents: true }, 'Loud')
     const id = await submit(loud, { text: 'Visit my casino', clientSignals: { honeypot: 'x' } })
-    expect((await get(loud, id)).spam.reasons).toEqual(['honeypot'])
+    expect((await get(loud, id)).spam.reasons).toEqual(['honeypot', 'spam_phrases'])
     expect(await received(loud, id)).toBe(1)
     await Bun.sleep(200)
     expect((await get(loud, id)).status).toBe('received')
