@@ -228,7 +228,8 @@ describe.skipIf(TEST_DIALECT !== 'pg')('cluster mode (PostgreSQL + Redis)', () =
   }, 60_000)
 })
 
-describe('the compiled binary', () => {
+// SQLite mode: the CLI writes the tenant into the data dir the binary then serves (cluster-mode.test.ts covers PostgreSQL nodes).
+describe.skipIf(TEST_DIALECT === 'pg')('the compiled binary', () => {
   test('an App made with --proof-of-work normal asks for, verifies and spends a solution; a honeypot report goes to the spam folder', async () => {
     const { ensureBinary, cliTenant } = await import('./helpers-lifecycle')
     const { spawnServer, tempDir } = await import('./harness')
