@@ -144,6 +144,21 @@ describe('spam by hand', () => {
     expect(triage.inFolder).toBeGreaterThanOrEqual(1)
   })
 
+  test('a lead marked spam takes no duplicates: the same report later is a lead of its own; after "not spam" it gathers again', async () => {
+    const text = 'The invoice PDF download shows a blank page in Firefox when the invoice has more than ten lines'
+    const lead = await submit(a, { text })
+    await eventually(async () => (await get(a, lead)).status === 'awaiting_manual')
+    expect((await call(server.url, 'PATCH', `/v1/feedback/${lead}`, { auth: a.key, body: { spam: true } })).status).toBe(200)
+    const second = await submit(a, { text })
+    await eventually(async () => (await get(a, second)).status === 'awaiting_manual')
+    expect((await get(a, second)).duplicateOfId).toBeNull()
+    expect((await get(a, second)).suggestedDuplicateOf).toBeNull()
+    // Restored: the next one finds a lead again (the newer one, or the restored one).
+    expect((await call(server.url, 'PATCH', `/v1/feedback/${lead}`, { auth: a.key, body: { spam: false } })).status).toBe(200)
+    const third = await submit(a, { text })
+    await eventually(async () => [lead, second].includes((await get(a, third)).duplicateOfId))
+  })
+
   test.each([
     ['spam and status at once', { spam: true, status: 'archived' }, 400, 'invalid_body'],
     ['spam as a string', { spam: 'yes' }, 400, 'invalid_body'],
