@@ -136,6 +136,8 @@ describe('spam by hand', () => {
     const r = await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: a.key, body: { spam: true } })
     expect(r.status).toBe(200)
     expect(r.body.spam.reasons).toEqual(['marked_by_hand', 'spam_phrases', 'link_density'])
+    const again = await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: a.key, body: { spam: true } })
+    expect(again.body.spam).toEqual(r.body.spam) // idempotent: the mark as stored, nothing learned twice
     expect(await list(a)).not.toContain(id)
     expect(await list(a, '&spam=only')).toContain(id)
     const triage = (await call(server.url, 'GET', `/v1/apps/${a.appId}/triage`, { auth: a.key })).body.spam
