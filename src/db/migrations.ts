@@ -25,6 +25,7 @@ import m0020 from '../../migrations/0020_triage_suggestions.sql' with { type: 't
 import m0021 from '../../migrations/0021_pr_loop.sql' with { type: 'text' }
 import m0022 from '../../migrations/0022_loop_notify_mail.sql' with { type: 'text' }
 import m0023 from '../../migrations/0023_pr_loop_queue.sql' with { type: 'text' }
+import m0024 from '../../migrations/0024_abuse_defence.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -54,4 +55,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0021_pr_loop', sql: m0021 },
   { name: '0022_loop_notify_mail', sql: m0022 },
   { name: '0023_pr_loop_queue', sql: m0023 },
+  { name: '0024_abuse_defence', sql: m0024 },
 ]

@@ -14,6 +14,7 @@ import p0006 from '../../../migrations-pg/0006_triage_suggestions.sql' with { ty
 import p0007 from '../../../migrations-pg/0007_pr_loop.sql' with { type: 'text' }
 import p0008 from '../../../migrations-pg/0008_loop_notify_mail.sql' with { type: 'text' }
 import p0009 from '../../../migrations-pg/0009_pr_loop_queue.sql' with { type: 'text' }
+import p0010 from '../../../migrations-pg/0010_abuse_defence.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -26,4 +27,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0007_pr_loop', sql: p0007 },
   { name: '0008_loop_notify_mail', sql: p0008 },
   { name: '0009_pr_loop_queue', sql: p0009 },
+  { name: '0010_abuse_defence', sql: p0010 },
 ]
