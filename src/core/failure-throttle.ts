@@ -163,3 +163,10 @@ export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFai
     await Promise.all(keys.map(({ throttle, key, clearOnSuccess }) => throttle.end(key, failed, clearOnSuccess)))
   }
 }
+
+/** Makes the throttles of one process: in memory here, shared through Redis in cluster mode (src/http/shared-failure-throttle.ts). */
+export type ThrottleFactory = (name: string, spec: BackoffSpec) => Throttle
+
+export function localThrottles(clock: Clock, multiplier: number): ThrottleFactory {
+  return (_name, spec) => new FailureThrottle(spec, clock, multiplier)
+}

@@ -10,7 +10,7 @@
  * refuses or waits for it: it falls back to its own in-memory counts, which every failure also updates.
  */
 import type { Clock } from '../core/clock'
-import { FailureThrottle, type BackoffSpec, type Throttle } from '../core/failure-throttle'
+import { FailureThrottle, type BackoffSpec, type Throttle, type ThrottleFactory } from '../core/failure-throttle'
 import type { Logger } from '../core/logger'
 import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 
@@ -126,13 +126,6 @@ export class SharedFailureThrottle implements Throttle {
     if (e instanceof RedisUnavailable) this.log.warn('Redis unavailable: sign-in back-off counts on this node only', { throttle: this.name, error: message })
     else this.log.error('shared sign-in back-off failed; counting on this node only', { throttle: this.name, error: message })
   }
-}
-
-/** Makes the throttles of one process: shared through Redis in cluster mode, in memory otherwise. */
-export type ThrottleFactory = (name: string, spec: BackoffSpec) => Throttle
-
-export function localThrottles(clock: Clock, multiplier: number): ThrottleFactory {
-  return (_name, spec) => new FailureThrottle(spec, clock, multiplier)
 }
 
 /** `cluster` is read once it answers (the database may be away at the first sign-in), then kept. */

@@ -5,7 +5,7 @@
  */
 import { ApiError } from '../../core/errors'
 import { guard, type BackoffSpec } from '../../core/failure-throttle'
-import type { ThrottleFactory } from '../../http/shared-failure-throttle'
+import type { ThrottleFactory } from '../../core/failure-throttle'
 import type { AdminsService } from '../admins/service'
 import type { AuditLog } from '../audit/index'
 

@@ -10,7 +10,7 @@
  * An IPv6 source counts as its /64: one host is usually handed a whole /64 and could rotate through it.
  */
 import { guard, type BackoffSpec } from '../../core/failure-throttle'
-import type { ThrottleFactory } from '../../http/shared-failure-throttle'
+import type { ThrottleFactory } from '../../core/failure-throttle'
 
 const FIFTEEN_MINUTES = 15 * 60_000
 const HOUR = 3600_000
