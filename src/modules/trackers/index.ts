@@ -105,8 +105,8 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
       {
         access: 'trackers.manage',
         params: AppParams,
-        response: { 204: t.Void(), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found', 'tracker_not_connected') },
-        detail: doc("Disconnect the App's issue tracker", 'Stops syncing; the links of existing issues stay readable on their reports.'),
+        response: errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found', 'tracker_not_connected'),
+        detail: { ...doc("Disconnect the App's issue tracker", '204 (no body): syncing stops; the links of existing issues stay readable on their reports.'), responses: { 204: { description: 'Disconnected' } } },
       },
     )
     .post('/v1/apps/:id/tracker/rotate-webhook-secret', ({ org, params, request, server }) => trackers.rotateWebhookSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
