@@ -237,6 +237,21 @@ describe('routes', () => {
     expect((await call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}`, { body: {} })).status).toBe(401)
   }, 60_000)
 
+  test('push by rule: a lead entering awaiting_manual with a chosen severity; another severity is not pushed', async () => {
+    const t = await seedTenant(server.admin, {}, 'Severity')
+    expect((await connect(t, stubs.github, { rules: { minDuplicates: null, onAwaitingManual: ['high', 'unset'] } })).status).toBe(200)
+    const before = stubs.github.issues.size
+    const low = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Dark mode toggle forgets its setting after a reload on Safari', severity: 'low' } })
+    const high = await submit(t, 'Search results flicker and jump while typing in the product filter')
+    const issue = await synced(t, high)
+    expect(stubs.github.issues.get(Number(issue.key.slice(1)))!.labels).toEqual(['fixloop', 'severity:high'])
+    await eventually(async () => (await item(t, low.body.id)).status === 'awaiting_manual', 15_000)
+    await server.services.trackerRules.runAll()
+    await server.services.trackerRules.idle()
+    expect((await item(t, low.body.id)).trackerIssue).toBeNull()
+    expect(stubs.github.issues.size).toBe(before + 1)
+  }, 60_000)
+
   test('the address guard: a tracker on a private address is refused unless the operator allows it', async () => {
     const strict = await startTestServer({ FIXLOOP_TRACKER_POLL_MINUTES: '0' }, { worker: { autoStart: false } })
     try {
