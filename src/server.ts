@@ -136,6 +136,12 @@ export async function startServer(config: Readonly<Config>, options: StartOption
       },
     ])
   }
+  // Issue-tracker connections whose last call failed, by kind (docs/trackers.md "Failures").
+  metrics.registry.add(async () => {
+    const byKind = new Map<string, number>()
+    for (const f of await services.trackers.failing()) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1)
+    return [{ name: 'fixloop_tracker_connections_failing', help: 'Issue-tracker connections whose last call failed, by tracker kind.', type: 'gauge', samples: [...byKind].map(([kind, value]) => ({ labels: { kind }, value })) }]
+  })
   const readiness = createReadiness({
     storage: ctx.storage,
     dataDir: config.dataDir,

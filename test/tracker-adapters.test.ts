@@ -113,7 +113,7 @@ describe('REST failures become TrackerErrors (never the token)', () => {
   ]
   for (const [name, path, failure, wait] of cases) {
     test(name, async () => {
-      const e = await call(path).catch((x) => x)
+      const e = (await call(path).catch((x: unknown) => x)) as TrackerError
       expect(e).toBeInstanceOf(TrackerError)
       expect(e.failure).toBe(failure)
       expect(e.message).not.toContain(TOKEN)
@@ -124,19 +124,19 @@ describe('REST failures become TrackerErrors (never the token)', () => {
     })
   }
   test('nothing listening: unreachable', async () => {
-    const e = await callTracker('gitea', TOKEN, { method: 'GET', url: 'http://127.0.0.1:9/x', headers: {}, what: 'testing' }).catch((x) => x)
+    const e = (await callTracker('gitea', TOKEN, { method: 'GET', url: 'http://127.0.0.1:9/x', headers: {}, what: 'testing' }).catch((x: unknown) => x)) as TrackerError
     expect(e.failure).toBe('unreachable')
   })
   test('an adapter names the project of a wrong answer shape', async () => {
     const target: TrackerTarget = { kind: 'gitlab', apiUrl: `http://127.0.0.1:${server.port}/200`, project: 'a/b', token: TOKEN }
-    const e = await adapterFor('gitlab')!.readIssue(target, '1').catch((x) => x)
+    const e = (await adapterFor("gitlab")!.readIssue(target, "1").catch((x: unknown) => x)) as TrackerError
     expect(e).toBeInstanceOf(TrackerError)
     expect(e.message).not.toContain(TOKEN)
   })
 })
 
 describe('state mapping', () => {
-  const cases: [string, { name: string; category: 'open' | 'done' | 'canceled' }, Record<string, 'resolved' | 'reopen' | 'ignore'>, string][] = [
+  const cases: [string, { name: string; category: 'open' | 'done' | 'canceled' }, Record<string, 'resolved' | 'reopen' | 'ignore'>, 'resolved' | 'reopen' | 'ignore'][] = [
     ['done → resolved', { name: 'closed', category: 'done' }, {}, 'resolved'],
     ['open → reopen', { name: 'open', category: 'open' }, {}, 'reopen'],
     ['canceled → ignore', { name: 'not_planned', category: 'canceled' }, {}, 'ignore'],

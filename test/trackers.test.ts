@@ -185,6 +185,7 @@ for (const kind of ['github', 'gitlab', 'gitea'] as const) {
       expect(ready.body.checks.trackers).toMatchObject({ ok: false, advisory: true })
       expect(ready.body.checks.trackers.failing.map((f: any) => f.appId)).toContain(t.appId)
       expect(ready.text).not.toContain(stub.token)
+      expect((await call(server.url, 'GET', '/metrics')).text).toMatch(new RegExp(`^fixloop_tracker_connections_failing\\{kind="${kind}"\\} [1-9]`, 'm'))
       // The job waits for the tracker's Retry-After, not the worker's own backoff.
       const job = (await q("SELECT run_after FROM jobs WHERE kind = 'tracker_push' AND feedback_id = ?", [lead]))[0]
       expect(job.run_after - t0).toBeGreaterThanOrEqual(115_000)
