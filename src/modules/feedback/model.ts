@@ -8,6 +8,7 @@ import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
 import { FEEDBACK_STATUSES, CUSTOMER_TARGETS } from '../../core/fsm'
+import { TrackerIssueSchema } from '../trackers/model'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
@@ -93,8 +94,6 @@ export const SubmitBody = t.Object(
 export type SubmitBody = Static<typeof SubmitBody>
 
 export const SubmitResponse = t.Object({ id: Id, status: oneOf(FEEDBACK_STATUSES) }, closed)
-
-import { TrackerIssueSchema } from '../trackers/model'
 
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 
