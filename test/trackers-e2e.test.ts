@@ -90,4 +90,17 @@ test('rule push → issue on the tracker → closed there (signed webhook) → l
   expect(JSON.stringify(show)).not.toContain(stub.token)
   const again = await cliJson(dir, ['tracker', 'push', '--feedback', lead])
   expect(again).toMatchObject({ created: false, key: '#1', state: 'closed' })
+
+  // Rotating the webhook secret: the old one no longer verifies. Disconnecting: the link stays readable.
+  const rotated = await cliJson(dir, ['tracker', 'rotate-webhook-secret', '--app', tenant.appId])
+  expect(rotated.webhookSecret).not.toBe(secret)
+  issue.state = 'open'
+  expect((await hook(issueHook(stub, 'reopened', issue, secret))).status).toBe(401)
+  expect((await hook(issueHook(stub, 'reopened', issue, rotated.webhookSecret))).body.outcome).toBe('moved')
+  for (const id of [lead, dup1, dup2]) expect((await item(id)).status).toBe('awaiting_manual')
+  expect(await cliJson(dir, ['tracker', 'disconnect', '--app', tenant.appId])).toEqual({ appId: tenant.appId, disconnected: true })
+  const gone = await runBinary(['tracker', 'show', '--app', tenant.appId, '--data-dir', dir])
+  expect(gone.code).toBe(2)
+  expect(gone.stderr).toContain('no tracker connected')
+  expect((await item(lead)).trackerIssue).toMatchObject({ key: '#1', syncState: 'synced' })
 }, 90_000)

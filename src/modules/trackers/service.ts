@@ -286,7 +286,8 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       const existing = await repo.issue(feedbackId)
       if (existing && existing.sync_state !== 'deleted' && (!conn || existing.kind === conn.kind)) return { created: false, trackerIssue: issueView(existing) }
       if (!conn) throw new ApiError('tracker_not_connected', { appId: lead.app_id })
-      if (existing) throw new ApiError('invalid_transition', undefined, 'The issue of this report was deleted on the tracker; fixloop does not create it again.')
+      if (existing?.sync_state === 'deleted') throw new ApiError('invalid_transition', undefined, 'The issue of this report was deleted on the tracker; fixloop does not create it again.')
+      if (existing) throw new ApiError('invalid_transition', undefined, `This report already has an issue in the App's previous tracker (${existing.kind}); one issue per lead.`)
       await repo.queuePushes(lead.app_id, { create: [{ feedbackId, orgId, kind: conn.kind }], refresh: [] })
       return { created: true, trackerIssue: issueView((await repo.issue(feedbackId))!) }
     },
