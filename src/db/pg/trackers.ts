@@ -66,7 +66,7 @@ export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, c
     lead: (id) => one<LeadForTracker>(pool, Q.lead, [id]),
     reportsOf: async (ids) => (ids.length === 0 ? [] : many(pool, `SELECT id, severity, duplicate_of_id FROM feedback WHERE id IN (${list(ids.length)}) ORDER BY id`, ids)),
     issue: (id) => one<TrackerIssueRow>(pool, Q.issue, [id]),
-    issuesOf: async (ids) => (ids.length === 0 ? [] : many<TrackerIssueRow>(pool, `SELECT * FROM tracker_issues WHERE feedback_id IN (${list(ids.length)}) ORDER BY feedback_id`, ids)),
+    issuesOf: async (ids) => (ids.length === 0 ? [] : many<TrackerIssueRow>(pool, 'SELECT * FROM tracker_issues WHERE feedback_id = ANY($1::text[]) ORDER BY feedback_id', [ids])),
     issueByTrackerId: (appId, kind, issueId) => one<TrackerIssueRow>(pool, Q.issueByTrackerId, [appId, kind, issueId]),
     queuePushes: (appId, p) =>
       tx(async (t) => {
