@@ -76,6 +76,16 @@ describe('hostile deliveries: null or bounded news, never a throw', () => {
     expect(read('closed', { number: 7, state: 'closed', pull_request: {} })).toBeNull()
     expect(gh.parseWebhook(new Headers({ 'x-github-event': 'issue_comment' }), { action: 'created', issue: { number: 7 } }, enc('x'))).toBeNull()
   })
+
+  test('GitLab: close and reopen of an issue (confidential too); the "update" delivery GitLab sends beside them is not news', () => {
+    const gl = adapterFor('gitlab')!
+    const body = (action: string) => ({ object_kind: 'issue', user: { username: 'ada' }, project: { id: 42, path_with_namespace: 'acme/shop' }, object_attributes: { iid: 3, state: action === 'close' ? 'closed' : 'opened', action } })
+    const h = (event: string) => new Headers({ 'x-gitlab-event': event, 'x-gitlab-event-uuid': 'u-1' })
+    expect(gl.parseWebhook(h('Issue Hook'), body('close'), enc('x'))).toEqual({ issueId: '3', state: { name: 'closed', category: 'done' }, actor: 'ada', deliveryId: 'u-1', projects: ['acme/shop', '42'] })
+    expect(gl.parseWebhook(h('Confidential Issue Hook'), body('reopen'), enc('x'))!.state).toEqual({ name: 'opened', category: 'open' })
+    expect(gl.parseWebhook(h('Issue Hook'), body('update'), enc('x'))).toBeNull()
+    expect(gl.parseWebhook(h('Merge Request Hook'), body('close'), enc('x'))).toBeNull()
+  })
 })
 
 describe('REST failures become TrackerErrors (never the token)', () => {

@@ -51,7 +51,9 @@ export const gitlab: TrackerAdapter = {
   },
   parseWebhook(h, body, raw): TrackerNews | null {
     const b = obj(body)
-    if (!b || h.get('x-gitlab-event') !== 'Issue Hook') return null
+    const event = h.get('x-gitlab-event')
+    // Confidential issues come as their own event, with the same payload.
+    if (!b || (event !== 'Issue Hook' && event !== 'Confidential Issue Hook')) return null
     const attrs = obj(b.object_attributes)
     const action = attrs?.action
     if (action !== 'close' && action !== 'reopen') return null
