@@ -159,7 +159,7 @@ describe('state mapping', () => {
 
 describe('the issue draft', () => {
   const lead = (over: Partial<LeadForTracker> = {}): LeadForTracker => ({
-    id: 'f1', org_id: 'o1', app_id: 'a1', status: 'awaiting_manual', severity: null, theme: null, text: 'raw?', consolidated_text: null, attachments: null, duplicate_of_id: null, duplicate_count: 0, ...over,
+    id: 'f1', org_id: 'o1', app_id: 'a1', status: 'awaiting_manual', severity: null, theme: null, text: 'raw?', consolidated_text: null, attachments: null, duplicate_of_id: null, duplicate_count: 0, redactions: '{}', ...over,
   })
   test('title: the theme, else the text on one line, bounded', () => {
     expect(titleOf(lead({ theme: 'Checkout total wrong', text: 'x' }))).toBe('Checkout total wrong')

@@ -253,6 +253,21 @@ describe('routes', () => {
     expect(stubs.github.issues.size).toBe(before + 1)
   }, 60_000)
 
+  test('a report processing gave up on before sanitizing is never pushed (its text is raw)', async () => {
+    const t = await seedTenant(server.admin, {}, 'Raw')
+    expect((await connect(t, stubs.github)).status).toBe(200)
+    const id = (await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Raw secret hunter2 in a report' } })).body.id
+    await eventually(async () => (await item(t, id)).status === 'awaiting_manual', 15_000)
+    // As processing leaves a report it gave up on: failed, never sanitized (its text as submitted).
+    await q("UPDATE feedback SET status = 'failed', redactions = NULL, text = 'Raw secret hunter2 in a report' WHERE id = ?", [id])
+    const calls = stubs.github.requests.length
+    expect((await call(server.url, 'POST', `/v1/feedback/${id}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    const link = await eventually(async () => ((await item(t, id)).trackerIssue?.syncState === 'failing' ? (await item(t, id)).trackerIssue : undefined), 15_000)
+    expect(link.lastError).toContain('never sanitized')
+    expect(stubs.github.requests.length).toBe(calls)
+    expect(JSON.stringify(stubs.github.requests)).not.toContain('hunter2')
+  }, 60_000)
+
   test('the address guard: a tracker on a private address is refused unless the operator allows it', async () => {
     const strict = await startTestServer({ FIXLOOP_TRACKER_POLL_MINUTES: '0' }, { worker: { autoStart: false } })
     try {

@@ -73,6 +73,8 @@ export interface LeadForTracker {
   attachments: string | null
   duplicate_of_id: string | null
   duplicate_count: number
+  /** Null until the report was sanitized (src/sanitize/servable.ts): nothing is pushed before. */
+  redactions: string | null
 }
 
 /** A lead to link (a pending tracker issue row). */
@@ -166,7 +168,7 @@ export const TRACKER_SQL = {
   connectedOrgs: 'SELECT DISTINCT org_id FROM tracker_connections ORDER BY org_id',
   connectionsOf: 'SELECT * FROM tracker_connections WHERE org_id = ? ORDER BY app_id',
   eventsAfter: 'SELECT seq, type, data FROM events WHERE org_id = ? AND seq > ? AND app_id = ? ORDER BY seq LIMIT ?',
-  lead: `SELECT id, org_id, app_id, status, severity, theme, text, consolidated_text, attachments, duplicate_of_id, duplicate_count FROM feedback WHERE id = ?`,
+  lead: `SELECT id, org_id, app_id, status, severity, theme, text, consolidated_text, attachments, duplicate_of_id, duplicate_count, redactions FROM feedback WHERE id = ?`,
   issue: 'SELECT * FROM tracker_issues WHERE feedback_id = ?',
   issueByTrackerId: 'SELECT * FROM tracker_issues WHERE app_id = ? AND kind = ? AND issue_id = ?',
   insertLink: `INSERT INTO tracker_issues (feedback_id, org_id, app_id, kind, sync_state, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (feedback_id) DO NOTHING`,
