@@ -15,6 +15,7 @@ import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
 import { TrackerError, type TrackerKind } from '../../trackers/adapter'
 import { adapterFor } from '../../trackers/registry'
+import { isSanitized } from '../../sanitize/servable'
 import { commentDue, draftOf, growthComment } from './draft'
 import { actionFor } from './mapping'
 import type { TrackerConnectionRow } from './repo'
@@ -51,7 +52,12 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       const lead = await repo.lead(feedbackId)
       // Merged into another lead since: it follows that lead's issue; its own is left as it was.
       if (!lead || lead.duplicate_of_id !== null) return { done: true }
-      if (NOT_SANITIZED.has(lead.status)) return { done: false, retryInMs: 30_000, reason: 'the report is not sanitized yet' }
+      if (!isSanitized(lead)) {
+        if (NOT_SANITIZED.has(lead.status)) return { done: false, retryInMs: 30_000, reason: 'the report is not sanitized yet' }
+        // Processing gave up before sanitizing: its text is raw, and raw text never leaves fixloop.
+        await repo.saveIssue(feedbackId, { sync_state: 'failing', last_error: 'the report was never sanitized: only sanitized text is pushed', retry_at: null }, clock.now())
+        return { done: true }
+      }
       const adapter = adapterFor(conn.kind as TrackerKind)
       const size = 1 + lead.duplicate_count
       const now = clock.now()
