@@ -253,6 +253,33 @@ describe('routes', () => {
     expect(stubs.github.issues.size).toBe(before + 1)
   }, 60_000)
 
+  test('polling: a close the webhook never delivered resolves the lead; an unmerged report has no issue of its own, the lead\'s text shrinks', async () => {
+    const t = await seedTenant(server.admin, {}, 'Poll')
+    expect((await connect(t, stubs.github, { stateMap: { not_planned: 'resolved' } })).status).toBe(200)
+    const lead = await submit(t, 'Exporting the invoice list to CSV drops the last row every time')
+    const dup = await submit(t, 'Map widget on the store locator renders grey tiles only')
+    expect((await call(server.url, 'POST', `/v1/feedback/${dup}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+    expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    const issue = stubs.github.issues.get(Number((await synced(t, lead)).key.slice(1)))!
+    await eventually(() => issue.body.includes('**Reports:** 2'), 15_000)
+    // Unmerged: the report is a lead again, without an issue; the lead's issue says 1 report (no comment for a shrink).
+    expect((await call(server.url, 'POST', `/v1/feedback/${dup}/unmerge`, { auth: t.key })).status).toBe(200)
+    expect((await item(t, dup)).trackerIssue).toBeNull()
+    await eventually(() => issue.body.includes('**Reports:** 1'), 15_000)
+    const comments = issue.comments.length
+    // Closed as not planned on the tracker, no webhook: the next poll reads it; the state map makes it resolved.
+    issue.state = 'closed'
+    issue.stateReason = 'not_planned'
+    const pass = await server.services.trackerSync.pollPass('')
+    expect(pass.read).toBeGreaterThanOrEqual(1)
+    expect((await item(t, lead)).status).toBe('resolved')
+    expect((await item(t, lead)).trackerIssue.state).toBe('not_planned')
+    expect((await item(t, dup)).status).toBe('awaiting_manual')
+    // Polled again: the same state, nothing new.
+    await server.services.trackerSync.pollPass('')
+    expect(issue.comments.length).toBe(comments)
+  }, 60_000)
+
   test('a report processing gave up on before sanitizing is never pushed (its text is raw)', async () => {
     const t = await seedTenant(server.admin, {}, 'Raw')
     expect((await connect(t, stubs.github)).status).toBe(200)
