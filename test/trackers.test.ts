@@ -8,6 +8,7 @@
  * deleted on the tracker, and hostile input on every new route (never a 5xx).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createHmac } from 'node:crypto'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { BOT, issueHook, startTrackerStub, STUB_PROJECT, type HookDelivery, type StubKind, type TrackerStub } from './tracker-stub'
 import { sql } from './repos/store-fixtures'
@@ -236,6 +237,14 @@ describe('routes', () => {
     expect((await item(t, lead)).trackerIssue.syncState).toBe('synced')
     // Disconnected: the webhook of that App is 401 like an unknown App.
     expect((await call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}`, { body: {} })).status).toBe(401)
+    // A deleted App's connection is gone too: a correctly signed delivery is refused like an unknown App's.
+    const gone = await seedTenant(server.admin, {}, 'Gone')
+    const secret = (await connect(gone, stubs.github)).body.webhookSecret
+    const body = JSON.stringify({ action: 'closed', issue: { number: 1, state: 'closed' }, repository: { full_name: STUB_PROJECT }, sender: { login: 'x' } })
+    const signed = { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }
+    expect((await call(server.url, 'POST', `/v1/tracker-hooks/${gone.appId}`, { rawBody: body, headers: signed })).body.outcome).toBe('ignored')
+    await server.admin.deleteApp(gone.orgId, gone.appId)
+    expect((await call(server.url, 'POST', `/v1/tracker-hooks/${gone.appId}`, { rawBody: body, headers: signed })).status).toBe(401)
   }, 60_000)
 
   test('push by rule: a lead entering awaiting_manual with a chosen severity; another severity is not pushed', async () => {

@@ -35,7 +35,10 @@ export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, c
   const ISSUE_FOR_UPDATE = `${Q.issue} FOR UPDATE`
   const LEAD_FOR_UPDATE = `${Q.leadState} FOR UPDATE`
   const DUPLICATES_FOR_UPDATE = `${Q.duplicates} FOR UPDATE`
-  const PUSHABLE_FOR_UPDATE = numbered(`SELECT t.sync_state, EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = t.feedback_id AND j.kind = 'tracker_push') AS queued FROM tracker_issues t WHERE t.feedback_id = ? FOR UPDATE OF t`)
+  // The link locked first; the job looked for in a statement of its own after the lock is held, so it sees
+  // (READ COMMITTED: a new snapshot) the job a transaction that held the lock before committed.
+  const LINK_FOR_UPDATE = numbered('SELECT sync_state FROM tracker_issues WHERE feedback_id = ? FOR UPDATE')
+  const PUSH_QUEUED = numbered("SELECT EXISTS (SELECT 1 FROM jobs WHERE feedback_id = ? AND kind = 'tracker_push') AS queued")
   const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ')
 
   return {
@@ -74,10 +77,10 @@ export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, c
         const now = clock.now()
         for (const l of p.create) await exec(t.client, Q.insertLink, [l.feedbackId, l.orgId, appId, l.kind, now, now])
         for (const id of new Set([...p.create.map((l) => l.feedbackId), ...p.refresh])) {
-          const link = await one<{ sync_state: string; queued: boolean }>(t.client, PUSHABLE_FOR_UPDATE, [id])
+          const link = await one<{ sync_state: string }>(t.client, LINK_FOR_UPDATE, [id])
           if (!link || link.sync_state === 'deleted') continue
           await exec(t.client, Q.markPending, [now, id])
-          if (!link.queued) await side.enqueue(t, 'tracker_push', { feedbackId: id })
+          if (!(await one<{ queued: boolean }>(t.client, PUSH_QUEUED, [id]))!.queued) await side.enqueue(t, 'tracker_push', { feedbackId: id })
         }
         return true
       }),

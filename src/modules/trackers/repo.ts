@@ -154,7 +154,8 @@ export function createTrackersRepo(storage: Storage, lifecycle: Lifecycle, clock
  * Kept here so the two dialects cannot drift.
  */
 export const TRACKER_SQL = {
-  connection: 'SELECT * FROM tracker_connections WHERE app_id = ?',
+  // A deleted App's connection is gone for every use (webhook 401, no push, no poll) while its row stays.
+  connection: 'SELECT c.* FROM tracker_connections c JOIN apps a ON a.id = c.app_id AND a.deleted_at IS NULL WHERE c.app_id = ?',
   insertConnection: `INSERT INTO tracker_connections (app_id, org_id, kind, api_url, project, account, token_sealed, webhook_secret_sealed, actor, state_map, rules, event_cursor, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT MAX(seq) FROM events WHERE org_id = ?), 0), ?, ?)
     ON CONFLICT (app_id) DO UPDATE SET kind = excluded.kind, api_url = excluded.api_url, project = excluded.project, account = excluded.account,
@@ -166,7 +167,7 @@ export const TRACKER_SQL = {
   pendingCount: "SELECT COUNT(*) AS n FROM tracker_issues WHERE app_id = ? AND sync_state IN ('pending', 'failing')",
   failing: 'SELECT app_id, org_id, kind, last_error, last_error_at, retry_at FROM tracker_connections WHERE last_error IS NOT NULL ORDER BY app_id LIMIT 100',
   connectedOrgs: 'SELECT DISTINCT org_id FROM tracker_connections ORDER BY org_id',
-  connectionsOf: 'SELECT * FROM tracker_connections WHERE org_id = ? ORDER BY app_id',
+  connectionsOf: 'SELECT c.* FROM tracker_connections c JOIN apps a ON a.id = c.app_id AND a.deleted_at IS NULL WHERE c.org_id = ? ORDER BY c.app_id',
   eventsAfter: 'SELECT seq, type, data FROM events WHERE org_id = ? AND seq > ? AND app_id = ? ORDER BY seq LIMIT ?',
   lead: `SELECT id, org_id, app_id, status, severity, theme, text, consolidated_text, attachments, duplicate_of_id, duplicate_count, redactions FROM feedback WHERE id = ?`,
   issue: 'SELECT * FROM tracker_issues WHERE feedback_id = ?',
@@ -182,7 +183,8 @@ export const TRACKER_SQL = {
   markDeleted: "UPDATE tracker_issues SET sync_state = 'deleted', last_error = NULL, retry_at = NULL, updated_at = ? WHERE feedback_id = ?",
   leadState: 'SELECT status, duplicate_of_id, org_id, app_id, merge_request_url, submitted_mode, external_user_id FROM feedback WHERE id = ?',
   duplicates: 'SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id',
-  openIssues: `SELECT t.*, 1 + f.duplicate_count AS cluster_size FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND c.kind = t.kind JOIN feedback f ON f.id = t.feedback_id
+  openIssues: `SELECT t.*, 1 + f.duplicate_count AS cluster_size FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND c.kind = t.kind
+    JOIN apps a ON a.id = t.app_id AND a.deleted_at IS NULL JOIN feedback f ON f.id = t.feedback_id
     WHERE t.feedback_id > ? AND t.issue_id IS NOT NULL AND t.sync_state <> 'deleted' ORDER BY t.feedback_id LIMIT ?`,
 } as const
 
