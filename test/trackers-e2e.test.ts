@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createHmac, randomUUID } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, eventually, spawnServer, tempDir, runBinary } from './harness'
+import { BINARY, call, eventually, spawnServer, tempDir, runBinary } from './harness'
 import { cliJson, cliTenant } from './helpers-lifecycle'
 import { BOT, issueHook, startTrackerStub, STUB_PROJECT, type TrackerStub } from './tracker-stub'
 
@@ -98,6 +98,17 @@ test('rule push → issue on the tracker → closed there (signed webhook) → l
   expect((await hook(issueHook(stub, 'reopened', issue, secret))).status).toBe(401)
   expect((await hook(issueHook(stub, 'reopened', issue, rotated.webhookSecret))).body.outcome).toBe('moved')
   for (const id of [lead, dup1, dup2]) expect((await item(id)).status).toBe('awaiting_manual')
+  // Reconnect with the token on standard input (and the env var): the connection, no new secret.
+  const piped = Bun.spawn([BINARY, 'tracker', 'connect', '--app', tenant.appId, '--kind', 'github', '--api-url', stub.apiUrl, '--project', STUB_PROJECT, '--token-file', '-', '--data-dir', dir, '--json'], { env: { PATH: process.env.PATH ?? '', ...LOCAL }, stdin: new TextEncoder().encode(`${stub.token}\n`), stdout: 'pipe', stderr: 'pipe' })
+  const pipedOut = await new Response(piped.stdout).text()
+  const pipedCode = await piped.exited
+  expect({ pipedCode, err: await new Response(piped.stderr).text() }).toEqual({ pipedCode: 0, err: "" })
+  expect(JSON.parse(pipedOut)).toMatchObject({ actor: BOT, rules: { minDuplicates: 2 } })
+  expect(pipedOut).not.toContain('webhookSecret')
+  const viaEnv = await runBinary(['tracker', 'connect', '--app', tenant.appId, '--kind', 'github', '--api-url', stub.apiUrl, '--project', STUB_PROJECT, '--data-dir', dir, '--json'], { ...LOCAL, FIXLOOP_TRACKER_TOKEN: 'revoked-token' })
+  expect(viaEnv.code).toBe(2)
+  expect(viaEnv.stderr).toContain('401')
+  expect(viaEnv.stderr).not.toContain('revoked-token')
   expect(await cliJson(dir, ['tracker', 'disconnect', '--app', tenant.appId])).toEqual({ appId: tenant.appId, disconnected: true })
   const gone = await runBinary(['tracker', 'show', '--app', tenant.appId, '--data-dir', dir])
   expect(gone.code).toBe(2)

@@ -21,8 +21,8 @@ export const TRACKER_HELP = `Usage:
   fixloop tracker disconnect --app APP_ID [--json]       stops syncing; issue links stay on their reports
   fixloop tracker rotate-webhook-secret --app APP_ID     a new webhook secret, shown once
   fixloop tracker push --feedback FEEDBACK_ID [--json]   create the lead's issue (a job does it; idempotent)
-The token is read from the first line of --token-file PATH, or from FIXLOOP_TRACKER_TOKEN when no file is
-given, never from the command line (shell history); required on the first connect, omitted keeps the
+The token is read from the first line of --token-file PATH (- for standard input), or from
+FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect, omitted keeps the
 stored one. --project: owner/repo (github, gitea), group/project or id (gitlab), project key (jira), team
 id (linear). --api-url: required for gitlab (…/api/v4), gitea (…/api/v1), jira (https://SITE.atlassian.net).
 Tracker URLs must resolve to public addresses unless FIXLOOP_TRACKER_ALLOW_PRIVATE=1 (set it on "fixloop
@@ -59,11 +59,12 @@ function need(value: string | undefined, what: string): string {
 }
 
 /** The token: the first line of --token-file, else FIXLOOP_TRACKER_TOKEN, else none (keep the stored one). */
-function readToken(path: string | undefined): string | undefined {
+async function readToken(path: string | undefined): Promise<string | undefined> {
   if (path === undefined) return process.env.FIXLOOP_TRACKER_TOKEN?.trim() || undefined
   let text: string
   try {
-    text = readFileSync(path, 'utf8')
+    // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
+    text = path === '-' ? await Bun.stdin.text() : readFileSync(path, 'utf8')
   } catch (e) {
     throw new UsageError(`--token-file: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
   }
@@ -119,12 +120,13 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
         const severities = values['on-awaiting-manual']?.split(',').map((s) => s.trim()).filter(Boolean)
         for (const s of severities ?? []) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw new UsageError(`--on-awaiting-manual takes ${SEVERITY_CHOICES.join(', ')}, got "${s}"`)
         const before = (await svc.get(orgId, appId, base)).tracker
+        const token = await readToken(values['token-file'])
         const input: TrackerInput = {
           kind: kind as TrackerKind,
           project: need(values.project, '--project'),
           ...(values['api-url'] !== undefined ? { apiUrl: values['api-url'] } : {}),
           ...(values.account !== undefined ? { account: values.account } : {}),
-          ...(readToken(values['token-file']) !== undefined ? { token: readToken(values['token-file']) } : {}),
+          ...(token !== undefined ? { token } : {}),
           ...(values['state-map'] !== undefined ? { stateMap: parseStateMapFlag(values['state-map']) } : before ? { stateMap: before.stateMap } : {}),
           rules: {
             minDuplicates: min === undefined ? (before?.rules.minDuplicates ?? null) : min === 'off' ? null : parseIntFlag(min, 'min-duplicates')!,
