@@ -19,6 +19,7 @@ SUITES=(
   test/json-responses.test.ts
   test/user-token.test.ts
   test/mail-notify.test.ts
+  test/trackers.test.ts
   test/me-feedback.test.ts
   test/pow.test.ts
   test/spam.test.ts

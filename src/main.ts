@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from './config'
 import { ApiError } from './core/errors'
 import { UsageError } from './cli/args'
 import { runServe, SERVE_HELP } from './cli/serve'
+import { runTrackerCommand } from './cli/trackers'
 import { runTenantCommand } from './cli/tenants'
 import { runBackup, runMigrate, runRekey, runRestore } from './cli/ops'
 import { runMigrateDb } from './cli/migrate-db'
@@ -36,6 +37,7 @@ Commands:
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
   feedback        triage near-duplicates: suggestions, merge, reject-suggestion
   chatops         connect Slack (fixloop chatops slack --help)
+  tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), push a report
   migrate         apply database migrations
   migrate-db      copy the data dir's SQLite into an empty PostgreSQL (--to postgres://…), verified
   backup          write one archive: database + uploaded files + manifest
@@ -67,7 +69,7 @@ function runVersion(argv: string[]): void {
   process.stdout.write(argv.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
 }
 
-const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'feedback', 'chatops', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
+const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'feedback', 'chatops', 'tracker', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
 
 /**
  * Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set
@@ -96,6 +98,8 @@ async function main(argv: string[]): Promise<void> {
       return runFeedbackCommand(rest)
     case 'chatops':
       return runChatopsCommand(rest)
+    case 'tracker':
+      return runTrackerCommand(rest)
     case 'migrate':
       return runMigrate(rest)
     case 'migrate-db':

@@ -127,6 +127,12 @@ beforeAll(async () => {
   // written by hand, since retention runs after days. Beta's counter must come out at this floor.
   const db = new Database(join(dataDir, 'fixloop.db'))
   db.run('INSERT INTO event_counters (org_id, last_seq) VALUES (?, 500) ON CONFLICT (org_id) DO UPDATE SET last_seq = 500', [b.orgId])
+  // An issue-tracker connection and one issue link (docs/trackers.md), as the sync writes them.
+  db.run(
+    "INSERT INTO tracker_connections (app_id, org_id, kind, api_url, project, token_sealed, webhook_secret_sealed, actor, state_map, rules, event_cursor, last_error, last_error_at, retry_at, created_at, updated_at) VALUES (?, ?, 'github', 'https://api.github.com', 'acme/shop', 'v1:sealed-token', 'v1:sealed-secret', 'fixloop-bot', '{\"won''t fix\":\"resolved\"}', '{\"minDuplicates\":2,\"onAwaitingManual\":[\"high\"]}', 7, 'github answered 429', 1795000000000, 1795000060000, 1795000000000, 1795000000000)",
+    [a.appId, a.orgId],
+  )
+  db.run("INSERT INTO tracker_issues (feedback_id, org_id, app_id, kind, issue_id, issue_key, issue_url, state_name, state_category, pushed_size, sync_state, attempts, created_at, updated_at) VALUES ('trk-lead', ?, ?, 'github', '7', '#7', 'https://github.com/acme/shop/issues/7', 'open', 'open', 3, 'synced', 0, 1, 2)", [a.orgId, a.appId])
   db.run('PRAGMA wal_checkpoint(TRUNCATE)')
   db.close()
 }, 120_000)
@@ -159,7 +165,7 @@ describe.skipIf(Boolean(skip))('fixloop migrate-db', () => {
       expect(t.sha256).toMatch(/^[0-9a-f]{64}$/)
     }
     // The tables the server filled are all there, with the rows SQLite holds.
-    for (const table of ['orgs', 'api_keys', 'apps', 'feedback', 'uploads', 'events', 'idempotency_keys', 'webhooks', 'webhook_deliveries', 'webhook_attempts', 'admins', 'audit_log', 'triage_decisions']) {
+    for (const table of ['orgs', 'api_keys', 'apps', 'feedback', 'uploads', 'events', 'idempotency_keys', 'webhooks', 'webhook_deliveries', 'webhook_attempts', 'admins', 'audit_log', 'triage_decisions', 'tracker_connections', 'tracker_issues']) {
       const n = sqliteRows<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`)[0]!.n
       expect({ table, n: n > 0 }).toEqual({ table, n: true })
       expect({ table, rows: byTable.get(table)?.rows }).toEqual({ table, rows: n })

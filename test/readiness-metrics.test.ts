@@ -39,7 +39,7 @@ test('/readyz is 503 with the reason on a full disk, and ready again once space 
   try {
     const ready = await call(server.url, 'GET', '/readyz')
     expect(ready.status).toBe(200)
-    expect(Object.keys(ready.body.checks).sort()).toEqual(['checkpointer', 'database', 'disk', 'masterKey', 'worker'])
+    expect(Object.keys(ready.body.checks).sort()).toEqual(['checkpointer', 'database', 'disk', 'masterKey', 'trackers', 'worker'])
     // Fill the filesystem: dd stops at ENOSPC.
     Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(m.dir, 'filler')}`, 'bs=1M', 'count=64'])
     const full = await call(server.url, 'GET', '/readyz')

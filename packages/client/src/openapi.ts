@@ -259,6 +259,24 @@ export interface FeedbackPage {
        */
       reason: string | null;
     } | null;
+    /**
+     * The report's issue in the App's tracker (a duplicate shows its lead's); null when it has none. docs/trackers.md.
+     */
+    trackerIssue: {
+      kind: "github" | "gitlab" | "gitea" | "jira" | "linear";
+      /**
+       * #12, PROJ-7, ENG-3; null until created.
+       */
+      key: string | null;
+      url: string | null;
+      /**
+       * The tracker's state name as last seen.
+       */
+      state: string | null;
+      syncState: "pending" | "synced" | "failing" | "deleted";
+      lastError: string | null;
+      syncedAt: string | null;
+    } | null;
   }[];
   /**
    * 24-character lowercase hex id
@@ -372,6 +390,24 @@ export interface FeedbackItem {
      * Why it was merged, e.g. "strong similarity 0.81"; null for a merge by hand of a pair not suggested
      */
     reason: string | null;
+  } | null;
+  /**
+   * The report's issue in the App's tracker (a duplicate shows its lead's); null when it has none. docs/trackers.md.
+   */
+  trackerIssue: {
+    kind: "github" | "gitlab" | "gitea" | "jira" | "linear";
+    /**
+     * #12, PROJ-7, ENG-3; null until created.
+     */
+    key: string | null;
+    url: string | null;
+    /**
+     * The tracker's state name as last seen.
+     */
+    state: string | null;
+    syncState: "pending" | "synced" | "failing" | "deleted";
+    lastError: string | null;
+    syncedAt: string | null;
   } | null;
   updatedAt: string;
   /**

@@ -8,6 +8,7 @@ import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
 import { FEEDBACK_STATUSES, CUSTOMER_TARGETS } from '../../core/fsm'
+import { TrackerIssueSchema } from '../trackers/model'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
@@ -172,6 +173,7 @@ const listMembers = {
       { ...closed, description: 'On a duplicate: how it became one. Null on a lead.' },
     ),
   ),
+  trackerIssue: t.Union([TrackerIssueSchema, t.Null()], { description: "The report's issue in the App's tracker (a duplicate shows its lead's); null when it has none. docs/trackers.md." }),
 }
 
 export const FeedbackItem = t.Object(listMembers, closed)

@@ -109,6 +109,8 @@ function listItemOf(row: ListRow, suggestedLead: string | null): FeedbackItem {
     suggestedDuplicateOf: suggestionOf(row, suggestedLead),
     spam: spamOf(row),
     duplicateMatch: matchOf(row),
+    // Filled by the feedback service (one read per page: modules/trackers/service.ts issuesFor).
+    trackerIssue: null,
   }
 }
 

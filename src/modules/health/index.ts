@@ -18,6 +18,11 @@ const CheckSchema = t.Object({
   // Live nodes not heard on this node's Redis (a warning: the node stays ready).
   unheardPeers: t.Optional(t.Array(t.String())),
   warning: t.Optional(t.String()),
+  // The advisory `trackers` check: failing issue-tracker connections, never a reason for 503.
+  advisory: t.Optional(t.Boolean()),
+  failing: t.Optional(
+    t.Array(t.Object({ appId: t.String(), kind: t.String(), lastError: t.Union([t.String(), t.Null()]), lastErrorAt: t.Union([t.String(), t.Null()]), retryAt: t.Union([t.String(), t.Null()]) })),
+  ),
 })
 
 export function healthRoutes(readiness: Readiness, version: string) {
@@ -32,7 +37,7 @@ export function healthRoutes(readiness: Readiness, version: string) {
         const { ready, checks } = await readiness.check()
         if (!ready) {
           const reason = Object.entries(checks)
-            .filter(([, c]) => !c.ok)
+            .filter(([, c]) => !c.ok && !c.advisory)
             .map(([name, c]) => `${name}: ${c.reason ?? 'failed'}`)
             .join('; ')
           throw new ApiError('not_ready', { reason, checks })

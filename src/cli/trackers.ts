@@ -1,0 +1,153 @@
+/** `fixloop tracker …`: thin commands over the trackers service (the same rules as PUT /v1/apps/:id/tracker). */
+import { readFileSync } from 'node:fs'
+import { loadConfig } from '../config'
+import { closeContext, openContext } from '../context'
+import { createLifecycle } from '../lifecycle/lifecycle'
+import { createTrackersService, SEVERITY_CHOICES, type SeverityChoice, type TrackerInput } from '../modules/trackers/service'
+import { MAPPED_ACTIONS } from '../modules/trackers/mapping'
+import { TRACKER_KINDS, type TrackerKind } from '../trackers/adapter'
+import type { NewsAction } from '../modules/trackers/repo'
+import { createTenantsService } from '../modules/tenants/service'
+import { COMMON_FLAGS, output, parseFlags, parseIntFlag, UsageError } from './args'
+import { didYouMean } from './suggest'
+
+export const TRACKER_HELP = `Usage:
+  fixloop tracker connect --app APP_ID --kind github|gitlab|gitea|jira|linear --project P
+        [--api-url URL] [--account EMAIL] [--token-file PATH]
+        [--state-map "name=resolved,Won't Fix=ignore,…"] [--min-duplicates N|off] [--on-awaiting-manual high,medium,low,unset]
+        connects (or reconnects) the App's issue tracker; the token is checked with the tracker
+        prints the connection and, on the first connect, the webhook secret (shown this once)
+  fixloop tracker show --app APP_ID [--json]             the connection and its health (never a secret)
+  fixloop tracker disconnect --app APP_ID [--json]       stops syncing; issue links stay on their reports
+  fixloop tracker rotate-webhook-secret --app APP_ID     a new webhook secret, shown once
+  fixloop tracker push --feedback FEEDBACK_ID [--json]   create the lead's issue (a job does it; idempotent)
+The token is read from the first line of --token-file PATH (- for standard input), or from
+FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect, omitted keeps the
+stored one. --project: owner/repo (github, gitea), group/project or id (gitlab), project key (jira), team
+id (linear). --api-url: required for gitlab (…/api/v4), gitea (…/api/v1), jira (https://SITE.atlassian.net).
+Tracker URLs must resolve to public addresses unless FIXLOOP_TRACKER_ALLOW_PRIVATE=1 (set it on "fixloop
+serve" too). docs/trackers.md.
+Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
+
+const CLI = { actor: 'cli' } as const
+
+const FLAGS = {
+  app: { type: 'string' },
+  feedback: { type: 'string' },
+  kind: { type: 'string' },
+  project: { type: 'string' },
+  'api-url': { type: 'string' },
+  account: { type: 'string' },
+  'token-file': { type: 'string' },
+  'state-map': { type: 'string' },
+  'min-duplicates': { type: 'string' },
+  'on-awaiting-manual': { type: 'string' },
+} as const
+
+const CONNECT_FLAGS = ['app', 'kind', 'project', 'api-url', 'account', 'token-file', 'state-map', 'min-duplicates', 'on-awaiting-manual']
+const COMMANDS: Record<string, string[]> = {
+  connect: CONNECT_FLAGS,
+  show: ['app'],
+  disconnect: ['app'],
+  'rotate-webhook-secret': ['app'],
+  push: ['feedback'],
+}
+
+function need(value: string | undefined, what: string): string {
+  if (value === undefined || value === '') throw new UsageError(`missing ${what}`)
+  return value
+}
+
+/** The token: the first line of --token-file, else FIXLOOP_TRACKER_TOKEN, else none (keep the stored one). */
+async function readToken(path: string | undefined): Promise<string | undefined> {
+  if (path === undefined) return process.env.FIXLOOP_TRACKER_TOKEN?.trim() || undefined
+  let text: string
+  try {
+    // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
+    text = path === '-' ? await Bun.stdin.text() : readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new UsageError(`--token-file: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+  const token = text.split(/\r?\n/)[0].trim()
+  if (!token) throw new UsageError(`--token-file: ${path} is empty`)
+  return token
+}
+
+/** "Done=resolved,Won't Fix=ignore" → { Done: 'resolved', "Won't Fix": 'ignore' } */
+export function parseStateMapFlag(value: string | undefined): Record<string, NewsAction> | undefined {
+  if (value === undefined) return undefined
+  const out: Record<string, NewsAction> = {}
+  for (const part of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = part.lastIndexOf('=')
+    const name = part.slice(0, eq).trim()
+    const action = part.slice(eq + 1).trim()
+    if (eq <= 0 || !name || !(MAPPED_ACTIONS as readonly string[]).includes(action)) throw new UsageError(`--state-map: "${part}" must be NAME=${MAPPED_ACTIONS.join('|')}`)
+    out[name] = action as NewsAction
+  }
+  return out
+}
+
+export async function runTrackerCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(argv, FLAGS)
+  if (values.help) return void process.stdout.write(TRACKER_HELP + '\n')
+  const sub = positionals[0]
+  if (!sub) throw new UsageError(`missing command\n\n${TRACKER_HELP}`)
+  const allowed = COMMANDS[sub]
+  if (!allowed) throw new UsageError(`unknown command "fixloop tracker ${sub}".${didYouMean(sub, Object.keys(COMMANDS), 'tracker ')}\n\n${TRACKER_HELP}`)
+  for (const flag of Object.keys(values)) if (!(flag in COMMON_FLAGS) && !allowed.includes(flag)) throw new UsageError(`"fixloop tracker ${sub}" does not take --${flag}`)
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}" for "fixloop tracker ${sub}"`)
+
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: sub === 'show' })
+  try {
+    const svc = createTrackersService(ctx, createLifecycle(ctx.storage, ctx.clock))
+    const base = `http://${ctx.config.host.includes(':') ? `[${ctx.config.host}]` : ctx.config.host}:${ctx.config.port}`
+    const orgOf = (appId: string) => createTenantsService(ctx).orgOfApp(appId)
+    const json = values.json
+    if (sub === 'push') {
+      const feedbackId = need(values.feedback, '--feedback')
+      const lead = await svc.repo.lead(feedbackId)
+      if (!lead) throw new UsageError(`unknown feedback: ${feedbackId}`)
+      const out = await svc.push(lead.org_id, feedbackId)
+      return output({ feedbackId, created: out.created, ...out.trackerIssue }, json)
+    }
+    const appId = need(values.app, '--app')
+    const orgId = await orgOf(appId)
+    switch (sub) {
+      case 'connect': {
+        const kind = need(values.kind, '--kind')
+        if (!(TRACKER_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind must be one of ${TRACKER_KINDS.join(', ')}, got "${kind}"`)
+        const min = values['min-duplicates']
+        const severities = values['on-awaiting-manual']?.split(',').map((s) => s.trim()).filter(Boolean)
+        for (const s of severities ?? []) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw new UsageError(`--on-awaiting-manual takes ${SEVERITY_CHOICES.join(', ')}, got "${s}"`)
+        const before = (await svc.get(orgId, appId, base)).tracker
+        const token = await readToken(values['token-file'])
+        const input: TrackerInput = {
+          kind: kind as TrackerKind,
+          project: need(values.project, '--project'),
+          ...(values['api-url'] !== undefined ? { apiUrl: values['api-url'] } : {}),
+          ...(values.account !== undefined ? { account: values.account } : {}),
+          ...(token !== undefined ? { token } : {}),
+          ...(values['state-map'] !== undefined ? { stateMap: parseStateMapFlag(values['state-map']) } : before ? { stateMap: before.stateMap } : {}),
+          rules: {
+            minDuplicates: min === undefined ? (before?.rules.minDuplicates ?? null) : min === 'off' ? null : parseIntFlag(min, 'min-duplicates')!,
+            onAwaitingManual: severities ? (severities as SeverityChoice[]) : (before?.rules.onAwaitingManual ?? []),
+          },
+        }
+        const out = await svc.connect(orgId, appId, input, base, CLI)
+        return output({ appId, ...out.tracker, ...(out.webhookSecret ? { webhookSecret: out.webhookSecret } : {}) }, json)
+      }
+      case 'show': {
+        const { tracker } = await svc.get(orgId, appId, base)
+        if (!tracker) throw new UsageError(`app ${appId} has no tracker connected (fixloop tracker connect)`)
+        return output({ appId, ...tracker }, json)
+      }
+      case 'disconnect':
+        await svc.disconnect(orgId, appId, CLI)
+        return output({ appId, disconnected: true }, json)
+      case 'rotate-webhook-secret':
+        return output({ appId, ...(await svc.rotateWebhookSecret(orgId, appId, CLI)) }, json)
+    }
+  } finally {
+    await closeContext(ctx)
+  }
+}

@@ -1,0 +1,355 @@
+/**
+ * Issue-tracker sync on a real server, for GitHub, GitLab and Gitea against stubs that check requests like
+ * the real APIs (test/tracker-stub.ts): connect (the token checked with GET /user, never echoed), push by
+ * hand (title, fenced sanitized text, labels per tracker), the tracker's signed webhooks (close → the lead
+ * and its duplicate resolved with events; reopen → back to a person; fixloop's own changes, replays and
+ * forged signatures change nothing), push by rule (a lead reaching N duplicates; a growth comment),
+ * failures (429 with Retry-After, a revoked token: health and /readyz, never a 503 or the token), an issue
+ * deleted on the tracker, and hostile input on every new route (never a 5xx).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createHmac } from 'node:crypto'
+import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { BOT, issueHook, startTrackerStub, STUB_PROJECT, type HookDelivery, type StubKind, type TrackerStub } from './tracker-stub'
+import { sql } from './repos/store-fixtures'
+import type { FreshStore } from './dialects'
+
+let server: TestServer
+const stubs = {} as Record<StubKind, TrackerStub>
+const PUBLIC = 'https://fixloop.example'
+const q = (text: string, params: unknown[] = []) => sql<any>({ storage: server.ctx.storage } as FreshStore, text, params)
+
+beforeAll(async () => {
+  for (const kind of ['github', 'gitlab', 'gitea'] as const) stubs[kind] = startTrackerStub(kind)
+  server = await startTestServer({ FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_PUBLIC_URL: PUBLIC, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+})
+afterAll(async () => {
+  await server?.close()
+  for (const s of Object.values(stubs)) s.stop()
+})
+
+const TOPICS = [
+  'The checkout total ignores the discount code when paying with a gift card',
+  'Password reset email never arrives for addresses with a plus sign',
+  'Map widget on the store locator renders grey tiles only',
+  'Exporting the invoice list to CSV drops the last row every time',
+  'Dark mode toggle forgets its setting after a reload on Safari',
+  'Search results flicker and jump while typing in the product filter',
+]
+let topic = 0
+async function submit(t: Tenant, text = TOPICS[topic++ % TOPICS.length] + ` #${topic}`): Promise<string> {
+  const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text, severity: 'high' } })
+  expect(r.status).toBe(201)
+  await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })).body.status === 'awaiting_manual', 15_000)
+  return r.body.id
+}
+const connect = (t: Tenant, stub: TrackerStub, extra: Record<string, unknown> = {}) =>
+  call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind: stub.kind, ...(stub.kind === 'github' ? { apiUrl: stub.apiUrl } : { apiUrl: stub.apiUrl }), project: STUB_PROJECT, token: stub.token, ...extra } })
+const item = async (t: Tenant, id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
+const send = (t: Tenant, d: HookDelivery) => call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}`, { rawBody: d.body, headers: d.headers })
+const synced = (t: Tenant, id: string) => eventually(async () => ((await item(t, id)).trackerIssue?.syncState === 'synced' ? (await item(t, id)).trackerIssue : undefined), 15_000)
+
+for (const kind of ['github', 'gitlab', 'gitea'] as const) {
+  describe(`${kind}`, () => {
+    let t: Tenant
+    let secret: string
+    let stub: TrackerStub
+    beforeAll(async () => {
+      stub = stubs[kind]
+      t = await seedTenant(server.admin, {}, `Trk ${kind}`)
+    })
+
+    test('connect: the token checked with the tracker and never shown; the webhook secret once; GET shows the connection', async () => {
+      const bad = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: stub.apiUrl, project: STUB_PROJECT, token: 'wrong-token-value' } })
+      expect(bad.status).toBe(400)
+      expect(bad.body.error.code).toBe('invalid_argument')
+      expect(bad.body.error.message).toContain('401')
+      expect(bad.text).not.toContain('wrong-token-value')
+      expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body).toEqual({ tracker: null })
+
+      const r = await connect(t, stub, { stateMap: { 'Won\'t Fix': 'resolved' } })
+      expect(r.status).toBe(200)
+      secret = r.body.webhookSecret
+      expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
+      expect(r.text).not.toContain(stub.token)
+      expect(r.body.tracker).toMatchObject({ kind, apiUrl: stub.apiUrl, project: STUB_PROJECT, actor: BOT, account: null, webhookUrl: `${PUBLIC}/v1/tracker-hooks/${t.appId}`, stateMap: { "won't fix": 'resolved' }, rules: { minDuplicates: null, onAwaitingManual: [] } })
+      expect(r.body.tracker.health).toEqual({ state: 'ok', lastError: null, lastErrorAt: null, retryAt: null, pending: 0 })
+      // Reconnect without a token keeps the stored one, and the secret (not shown again).
+      const again = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: stub.apiUrl, project: STUB_PROJECT } })
+      expect(again.status).toBe(200)
+      expect(again.body.webhookSecret).toBeUndefined()
+      const shown = await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })
+      expect(shown.body.tracker.actor).toBe(BOT)
+      expect(shown.text).not.toContain(stub.token)
+      expect(shown.text).not.toContain(secret)
+      // The token is sealed at rest.
+      expect(JSON.stringify(await q('SELECT * FROM tracker_connections WHERE app_id = ?', [t.appId]))).not.toContain(stub.token)
+    }, 30_000)
+
+    test('push by hand: one issue per lead with the title, the fenced sanitized text and labels; idempotent; a duplicate shows and refuses', async () => {
+      const lead = await submit(t, 'The checkout total ignores the discount code @octocat ```` see <b>html</b> my email is shopper@example.com')
+      const before = stub.issues.size
+      const pushed = await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })
+      expect(pushed.status).toBe(202)
+      expect(pushed.body.trackerIssue).toMatchObject({ kind, key: null, url: null, syncState: 'pending' })
+      const issue = await synced(t, lead)
+      expect(stub.issues.size).toBe(before + 1)
+      const created = [...stub.issues.values()].at(-1)!
+      expect(issue).toMatchObject({ kind, key: `#${created.number}`, state: kind === 'gitlab' ? 'opened' : 'open', lastError: null })
+      expect(issue.url).toContain(`/issues/${created.number}`)
+      expect(created.title).toStartWith('The checkout total ignores the discount code')
+      // Sanitized (the address is gone) and fenced longer than any backtick run in it: no mention or HTML acts.
+      expect(created.body).not.toContain('shopper@example.com')
+      expect(created.body).toContain('`````text\n')
+      expect(created.body).toContain(`${PUBLIC}/admin/o/${t.orgId}/r/${lead}`)
+      expect(created.body).toContain('**Severity:** high')
+      expect(created.labels).toEqual(kind === 'github' ? ['fixloop', 'severity:high'] : kind === 'gitlab' ? 'fixloop,severity:high' : [11, 12])
+      const again = await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })
+      expect(again.status).toBe(200)
+      expect(again.body.trackerIssue.key).toBe(`#${created.number}`)
+      expect(stub.issues.size).toBe(before + 1)
+
+      const dup = await submit(t, 'Password reset email never arrives for addresses with a plus sign (dup)')
+      expect((await call(server.url, 'POST', `/v1/feedback/${dup}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+      expect((await item(t, dup)).trackerIssue.key).toBe(`#${created.number}`)
+      const refused = await call(server.url, 'POST', `/v1/feedback/${dup}/tracker-issue`, { auth: t.key })
+      expect(refused.status).toBe(409)
+      expect(refused.body.error).toMatchObject({ code: 'invalid_target', details: { leadFeedbackId: lead } })
+      const list = await call(server.url, 'GET', `/v1/feedback?appId=${t.appId}&includeDuplicates=true`, { auth: t.key })
+      expect(list.body.data.filter((i: any) => i.trackerIssue?.key === `#${created.number}`).map((i: any) => i.id).sort()).toEqual([lead, dup].sort())
+
+      // Closed on the tracker (signed webhook): the lead and its duplicate resolved, the events in the feed.
+      const seqBefore = (await call(server.url, 'GET', '/v1/events?limit=500', { auth: t.key })).body.data.length
+      created.state = 'closed'
+      const echo = await send(t, issueHook(stub, 'closed', created, secret, BOT))
+      expect(echo.body).toEqual({ received: true, outcome: 'echo' })
+      const forged = await send(t, issueHook(stub, 'closed', created, 'not-the-secret'))
+      expect(forged.status).toBe(401)
+      expect(forged.body.error.code).toBe('invalid_authorization')
+      const otherRepo = await send(t, issueHook(stub, 'closed', created, secret, 'maintainer', 'acme/other'))
+      expect(otherRepo.body.outcome).toBe('ignored')
+      expect((await item(t, lead)).status).toBe('awaiting_manual')
+      const close = issueHook(stub, 'closed', created, secret)
+      expect((await send(t, close)).body).toEqual({ received: true, outcome: 'moved' })
+      expect((await item(t, lead)).status).toBe('resolved')
+      expect((await item(t, dup)).status).toBe('resolved')
+      expect((await send(t, close)).body.outcome).toBe('replayed')
+      const feed = (await call(server.url, 'GET', '/v1/events?limit=500', { auth: t.key })).body.data.slice(seqBefore)
+      expect(feed.filter((e: any) => e.type === 'feedback.resolved').map((e: any) => e.data.feedbackId).sort()).toEqual([lead, dup].sort())
+      expect(feed.filter((e: any) => e.type === 'feedback.status_changed').map((e: any) => [e.data.feedbackId, e.data.to]).sort()).toEqual([[dup, 'resolved'], [lead, 'resolved']].sort())
+      expect(JSON.stringify(feed)).not.toContain('shopper@example.com')
+      expect((await item(t, lead)).trackerIssue.state).toBe('closed')
+
+      // Reopened: back to a person, the duplicate with it.
+      created.state = 'open'
+      expect((await send(t, issueHook(stub, 'reopened', created, secret))).body.outcome).toBe('moved')
+      expect((await item(t, lead)).status).toBe('awaiting_manual')
+      expect((await item(t, dup)).status).toBe('awaiting_manual')
+    }, 60_000)
+
+    test('push by rule: a lead reaching minDuplicates gets an issue; the cluster growing updates it with a comment', async () => {
+      expect((await connect(t, stub, { rules: { minDuplicates: 1, onAwaitingManual: [] } })).status).toBe(200)
+      const lead = await submit(t, 'Map widget on the store locator renders grey tiles only')
+      const dup1 = await submit(t, 'Exporting the invoice list to CSV drops the last row every time')
+      expect((await item(t, lead)).trackerIssue).toBeNull()
+      expect((await call(server.url, 'POST', `/v1/feedback/${dup1}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+      const issue = await synced(t, lead)
+      const created = stub.issues.get(Number(issue.key.slice(1)))!
+      expect(created.body).toContain('**Reports:** 2')
+      expect(created.comments).toEqual([])
+      const dup2 = await submit(t, 'Dark mode toggle forgets its setting after a reload on Safari')
+      expect((await call(server.url, 'POST', `/v1/feedback/${dup2}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+      await eventually(() => created.body.includes('**Reports:** 3'), 15_000)
+      // Never commented yet: the first growth is commented at once.
+      await eventually(() => created.comments.length === 1, 15_000)
+      expect(created.comments[0]).toContain('3 in all, was 2')
+      expect(stub.issues.size).toBeGreaterThan(0)
+    }, 60_000)
+
+    test('failures: rate limited (Retry-After honoured), token revoked: shown in health and /readyz (advisory, still 200), never the token; an issue deleted on the tracker', async () => {
+      const lead = await submit(t, 'Search results flicker and jump while typing in the product filter')
+      stub.faults.push({ status: 429, headers: { 'retry-after': '120' }, body: { message: 'API rate limit exceeded' } })
+      const t0 = Date.now()
+      expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+      const failing = await eventually(async () => {
+        const v = (await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body.tracker
+        return v.health.state === 'failing' ? v : undefined
+      }, 15_000)
+      expect(failing.health.lastError).toContain('429')
+      expect(failing.health.pending).toBeGreaterThanOrEqual(1)
+      expect(Date.parse(failing.health.retryAt) - t0).toBeGreaterThanOrEqual(115_000)
+      const link = (await item(t, lead)).trackerIssue
+      expect(link).toMatchObject({ syncState: 'failing', key: null })
+      expect(link.lastError).toContain('rate limit')
+      const ready = await call(server.url, 'GET', '/readyz')
+      expect(ready.status).toBe(200)
+      expect(ready.body.checks.trackers).toMatchObject({ ok: false, advisory: true })
+      expect(ready.body.checks.trackers.failing.map((f: any) => f.appId)).toContain(t.appId)
+      expect(ready.text).not.toContain(stub.token)
+      expect((await call(server.url, 'GET', '/metrics')).text).toMatch(new RegExp(`^fixloop_tracker_connections_failing\\{kind="${kind}"\\} [1-9]`, 'm'))
+      // The job waits for the tracker's Retry-After, not the worker's own backoff.
+      const job = (await q("SELECT run_after FROM jobs WHERE kind = 'tracker_push' AND feedback_id = ?", [lead]))[0]
+      expect(job.run_after - t0).toBeGreaterThanOrEqual(115_000)
+
+      // The token revoked: the next push fails unauthorized (a new token is connected to recover).
+      await q("UPDATE jobs SET run_after = 0 WHERE kind = 'tracker_push' AND feedback_id = ?", [lead])
+      for (let i = 0; i < 3; i++) stub.faults.push({ status: 401, body: { message: 'Bad credentials' } })
+      server.services.worker.wake()
+      await eventually(async () => ((await item(t, lead)).trackerIssue.lastError ?? '').includes('401'), 15_000)
+      expect(JSON.stringify(await item(t, lead))).not.toContain(stub.token)
+      stub.faults.length = 0
+      await q("UPDATE jobs SET run_after = 0 WHERE kind = 'tracker_push' AND feedback_id = ?", [lead])
+      server.services.worker.wake()
+      const issue = await synced(t, lead)
+      expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body.tracker.health.state).toBe('ok')
+
+      // Deleted on the tracker: polling marks the link deleted; nothing moves; no push again.
+      stub.issues.get(Number(issue.key.slice(1)))!.deleted = true
+      await server.services.trackerSync.pollPass('')
+      expect((await item(t, lead)).trackerIssue.syncState).toBe('deleted')
+      expect((await item(t, lead)).status).toBe('awaiting_manual')
+      expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(409)
+    }, 60_000)
+  })
+}
+
+describe('routes', () => {
+  test('no tracker: 409 tracker_not_connected; rotate, disconnect (links stay readable); another Org\'s ids are 404', async () => {
+    const t = await seedTenant(server.admin, {}, 'Routes')
+    const other = await seedTenant(server.admin, {}, 'Other')
+    const lead = await submit(t)
+    const none = await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })
+    expect(none.status).toBe(409)
+    expect(none.body.error.code).toBe('tracker_not_connected')
+    expect((await call(server.url, 'POST', `/v1/apps/${t.appId}/tracker/rotate-webhook-secret`, { auth: t.key })).body.error.code).toBe('tracker_not_connected')
+    expect((await connect(t, stubs.github)).status).toBe(200)
+    const rotated = await call(server.url, 'POST', `/v1/apps/${t.appId}/tracker/rotate-webhook-secret`, { auth: t.key })
+    expect(rotated.body.webhookSecret).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    await synced(t, lead)
+    // Another Org's key: 404 for the report, app_not_found for the App.
+    expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: other.key })).status).toBe(404)
+    expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: other.key })).body.error.code).toBe('app_not_found')
+    expect((await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: other.key, body: { kind: 'github', project: 'a/b', token: 'x' } })).body.error.code).toBe('app_not_found')
+    const del = await call(server.url, 'DELETE', `/v1/apps/${t.appId}/tracker`, { auth: t.key })
+    expect(del.status).toBe(204)
+    expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body).toEqual({ tracker: null })
+    expect((await item(t, lead)).trackerIssue.syncState).toBe('synced')
+    // Disconnected: the webhook of that App is 401 like an unknown App.
+    expect((await call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}`, { body: {} })).status).toBe(401)
+    // A deleted App's connection is gone too: a correctly signed delivery is refused like an unknown App's.
+    const gone = await seedTenant(server.admin, {}, 'Gone')
+    const secret = (await connect(gone, stubs.github)).body.webhookSecret
+    const body = JSON.stringify({ action: 'closed', issue: { number: 1, state: 'closed' }, repository: { full_name: STUB_PROJECT }, sender: { login: 'x' } })
+    const signed = { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }
+    expect((await call(server.url, 'POST', `/v1/tracker-hooks/${gone.appId}`, { rawBody: body, headers: signed })).body.outcome).toBe('ignored')
+    await server.admin.deleteApp(gone.orgId, gone.appId)
+    expect((await call(server.url, 'POST', `/v1/tracker-hooks/${gone.appId}`, { rawBody: body, headers: signed })).status).toBe(401)
+  }, 60_000)
+
+  test('push by rule: a lead entering awaiting_manual with a chosen severity; another severity is not pushed', async () => {
+    const t = await seedTenant(server.admin, {}, 'Severity')
+    expect((await connect(t, stubs.github, { rules: { minDuplicates: null, onAwaitingManual: ['high', 'unset'] } })).status).toBe(200)
+    const before = stubs.github.issues.size
+    const low = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Dark mode toggle forgets its setting after a reload on Safari', severity: 'low' } })
+    const high = await submit(t, 'Search results flicker and jump while typing in the product filter')
+    const issue = await synced(t, high)
+    expect(stubs.github.issues.get(Number(issue.key.slice(1)))!.labels).toEqual(['fixloop', 'severity:high'])
+    await eventually(async () => (await item(t, low.body.id)).status === 'awaiting_manual', 15_000)
+    await server.services.trackerRules.runAll()
+    await server.services.trackerRules.idle()
+    expect((await item(t, low.body.id)).trackerIssue).toBeNull()
+    expect(stubs.github.issues.size).toBe(before + 1)
+  }, 60_000)
+
+  test('polling: a close the webhook never delivered resolves the lead; an unmerged report has no issue of its own, the lead\'s text shrinks', async () => {
+    const t = await seedTenant(server.admin, {}, 'Poll')
+    expect((await connect(t, stubs.github, { stateMap: { not_planned: 'resolved' } })).status).toBe(200)
+    const lead = await submit(t, 'Exporting the invoice list to CSV drops the last row every time')
+    const dup = await submit(t, 'Map widget on the store locator renders grey tiles only')
+    expect((await call(server.url, 'POST', `/v1/feedback/${dup}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+    expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    const issue = stubs.github.issues.get(Number((await synced(t, lead)).key.slice(1)))!
+    await eventually(() => issue.body.includes('**Reports:** 2'), 15_000)
+    // Unmerged: the report is a lead again, without an issue; the lead's issue says 1 report (no comment for a shrink).
+    expect((await call(server.url, 'POST', `/v1/feedback/${dup}/unmerge`, { auth: t.key })).status).toBe(200)
+    expect((await item(t, dup)).trackerIssue).toBeNull()
+    await eventually(() => issue.body.includes('**Reports:** 1'), 15_000)
+    const comments = issue.comments.length
+    // Closed as not planned on the tracker, no webhook: the next poll reads it; the state map makes it resolved.
+    issue.state = 'closed'
+    issue.stateReason = 'not_planned'
+    const pass = await server.services.trackerSync.pollPass('')
+    expect(pass.read).toBeGreaterThanOrEqual(1)
+    expect((await item(t, lead)).status).toBe('resolved')
+    expect((await item(t, lead)).trackerIssue.state).toBe('not_planned')
+    expect((await item(t, dup)).status).toBe('awaiting_manual')
+    // Polled again: the same state, nothing new.
+    await server.services.trackerSync.pollPass('')
+    expect(issue.comments.length).toBe(comments)
+  }, 60_000)
+
+  test('a report processing gave up on before sanitizing is never pushed (its text is raw)', async () => {
+    const t = await seedTenant(server.admin, {}, 'Raw')
+    expect((await connect(t, stubs.github)).status).toBe(200)
+    const id = (await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Raw secret hunter2 in a report' } })).body.id
+    await eventually(async () => (await item(t, id)).status === 'awaiting_manual', 15_000)
+    // As processing leaves a report it gave up on: failed, never sanitized (its text as submitted).
+    await q("UPDATE feedback SET status = 'failed', redactions = NULL, text = 'Raw secret hunter2 in a report' WHERE id = ?", [id])
+    const calls = stubs.github.requests.length
+    expect((await call(server.url, 'POST', `/v1/feedback/${id}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    const link = await eventually(async () => ((await item(t, id)).trackerIssue?.syncState === 'failing' ? (await item(t, id)).trackerIssue : undefined), 15_000)
+    expect(link.lastError).toContain('never sanitized')
+    expect(stubs.github.requests.length).toBe(calls)
+    expect(JSON.stringify(stubs.github.requests)).not.toContain('hunter2')
+  }, 60_000)
+
+  test('the address guard: a tracker on a private address is refused unless the operator allows it', async () => {
+    const strict = await startTestServer({ FIXLOOP_TRACKER_POLL_MINUTES: '0' }, { worker: { autoStart: false } })
+    try {
+      const t = await seedTenant(strict.admin, {}, 'Strict')
+      const calls = stubs.github.requests.length
+      const r = await call(strict.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind: 'github', apiUrl: stubs.github.apiUrl, project: STUB_PROJECT, token: stubs.github.token } })
+      expect(r.status).toBe(400)
+      expect(r.body.error.message).toContain('address guard')
+      // Refused before anything was sent to the tracker.
+      expect(stubs.github.requests.length).toBe(calls)
+    } finally {
+      await strict.close()
+    }
+  }, 30_000)
+
+  test('bad input: the envelope with the right code, never a 5xx (fuzzed bodies, ids, deep nesting, huge values)', async () => {
+    const t = await seedTenant(server.admin, {}, 'Fuzz')
+    const deep = '['.repeat(200) + ']'.repeat(200)
+    const bodies: unknown[] = [
+      null, [], 'x', 1, {}, { kind: 'svn', project: 'a/b', token: 't' }, { kind: 'github', project: 'a/b', token: 't', extra: 1 },
+      { kind: 'gitlab', project: 'a/b', token: 't' }, { kind: 'github', project: 'not a repo', token: 't' }, { kind: 'github', project: 'a/b' },
+      { kind: 'github', project: 'a/b', token: 't', apiUrl: 'ftp://x' }, { kind: 'github', project: 'a/b', token: 't', apiUrl: 'https://u:p@api.github.com' },
+      { kind: 'github', project: 'a/b', token: 't', stateMap: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`s${i}`, 'resolved'])) },
+      { kind: 'github', project: 'a/b', token: 't', stateMap: { done: 'close' } }, { kind: 'github', project: 'a/b', token: 't', rules: { minDuplicates: 0, onAwaitingManual: [] } },
+      { kind: 'github', project: 'a/b', token: 't', rules: { minDuplicates: 2, onAwaitingManual: ['urgent'] } }, { kind: 'github', project: 'a'.repeat(100_000), token: 't' },
+      { kind: 'github', project: 'a/b', token: 'x'.repeat(10_000) }, { kind: 'jira', project: 'PROJ', token: 't' },
+    ]
+    for (const body of bodies) {
+      const r = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body })
+      expect({ body, status: r.status < 500 && r.status >= 400 }).toEqual({ body, status: true })
+      expect(r.body.error.code).toMatch(/^(invalid_body|invalid_argument|payload_too_large)$/)
+    }
+    const deepR = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, rawBody: deep, headers: { 'content-type': 'application/json' } })
+    expect(deepR.status).toBe(400)
+    for (const path of ['/v1/apps/..%2F/tracker', '/v1/apps/x%00/tracker', `/v1/apps/${'a'.repeat(5000)}/tracker`, `/v1/apps/${t.appId}/tracker?junk=1&org=2`, '/v1/feedback/%ff/tracker-issue']) {
+      for (const method of ['GET', 'PUT', 'DELETE', 'POST']) {
+        const r = await call(server.url, method, path, { auth: t.key, body: method === 'PUT' ? { kind: 'github', project: 'a/b', token: 't' } : undefined })
+        expect({ path, method, s: r.status < 500 }).toEqual({ path, method, s: true })
+      }
+    }
+    // The webhook: unknown App and bad bodies are 401 before anything is parsed; deep or huge bodies are refused.
+    for (const raw of ['{}', deep, 'not json', '{"action":"closed","issue":{"number":1}}', 'x'.repeat(2 * 1024 * 1024)]) {
+      for (const app of [t.appId, 'nope', 'a'.repeat(300)]) {
+        const r = await call(server.url, 'POST', `/v1/tracker-hooks/${app}`, { rawBody: raw, headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-hub-signature-256': 'sha256=00' } })
+        expect({ raw: raw.slice(0, 20), app: app.slice(0, 10), s: r.status >= 400 && r.status < 500 }).toEqual({ raw: raw.slice(0, 20), app: app.slice(0, 10), s: true })
+      }
+    }
+  }, 60_000)
+})
