@@ -46,7 +46,7 @@ function layerOf(rel: string, text: string): Layer {
   if (rel.startsWith('db/') || rel.startsWith('storage/') || rel === 'context.ts') return 'db'
   if (rel.startsWith('lifecycle/')) return 'lifecycle'
   if (isRouteFile(rel, text) || rel.startsWith('http/') || rel.startsWith('admin-ui/')) return 'http'
-  if (rel.startsWith('modules/') || rel.startsWith('cluster/') || rel.startsWith('auth/') || rel.startsWith('nodes/') || rel.startsWith('trackers/')) return 'modules'
+  if (rel.startsWith('modules/') || rel.startsWith('trackers/') || rel.startsWith('cluster/') || rel.startsWith('auth/') || rel.startsWith('nodes/')) return 'modules'
   if (rel.startsWith('worker/') || rel.startsWith('agent/')) return 'worker/agent'
   if (['app.ts', 'server.ts', 'services.ts', 'main.ts', 'production-mode.ts'].includes(rel) || rel.startsWith('cli/')) return 'app'
   throw new Error(`src/${rel} has no layer: add it to layerOf in test/architecture.test.ts`)

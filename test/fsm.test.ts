@@ -16,15 +16,17 @@ const CUSTOMER_EXPECTED: Record<'queued' | 'archived', FeedbackStatus[]> = {
 const SYSTEM_EXPECTED: Record<FeedbackStatus, FeedbackStatus[]> = {
   received: ['sanitizing', 'failed'],
   sanitizing: ['sanitized', 'failed'],
-  sanitized: ['awaiting_manual', 'queued', 'failed'],
+  // Issue-tracker sync (docs/trackers.md): a lead whose tracker issue is closed is resolved from where it waits.
+  sanitized: ['awaiting_manual', 'queued', 'failed', 'resolved'],
   // Closing the loop (CONTRACT.md): a PR closed unmerged goes back to a person; reopened, it is pr_opened again.
-  awaiting_manual: ['pr_opened'],
+  awaiting_manual: ['pr_opened', 'resolved'],
   queued: ['agent_running', 'failed'],
   agent_running: ['pr_opened', 'failed', 'queued'],
   // Review iteration (docs/agents.md): a change request runs the agent again on the same branch.
   pr_opened: ['resolved', 'awaiting_manual', 'agent_running'],
-  resolved: [],
-  failed: [],
+  // A reopened tracker issue brings its resolved lead back to a person.
+  resolved: ['awaiting_manual'],
+  failed: ['resolved'],
   archived: [],
 }
 
@@ -61,26 +63,26 @@ describe('pure FSM', () => {
     expect(wrong).toEqual([])
   })
 
-  test('a duplicate follows its lead only to resolved, from where it waits (never from archived, a terminal, or mid-sanitizing)', () => {
+  test('a duplicate follows its lead to resolved, from where it waits (never from archived or mid-sanitizing), and back from resolved to awaiting_manual (a reopened tracker issue)', () => {
     const FOLLOWS: FeedbackStatus[] = ['sanitized', 'awaiting_manual', 'queued', 'failed', 'pr_opened']
     const wrong: string[] = []
     for (const from of FEEDBACK_STATUSES) {
       for (const to of FEEDBACK_STATUSES) {
-        const expected = to === 'resolved' && FOLLOWS.includes(from)
+        const expected = (to === 'resolved' && FOLLOWS.includes(from)) || (to === 'awaiting_manual' && from === 'resolved')
         if (canFollowLead(from, to) !== expected) wrong.push(`${from} → ${to}: expected ${expected}`)
       }
     }
     expect(wrong).toEqual([])
   })
 
-  test('system invariants: no self-loops, nothing leaves a terminal state, only customers archive', () => {
+  test('system invariants: no self-loops, nothing leaves archived, resolved only back to a person (a reopened tracker issue), only customers archive', () => {
     for (const s of FEEDBACK_STATUSES) {
       expect(canSystemMove(s, s)).toBe(false)
       expect(canSystemMove(s, 'archived')).toBe(false)
       expect(canSystemMove(s, 'received')).toBe(false)
     }
     for (const terminal of TERMINAL_STATUSES) {
-      for (const to of FEEDBACK_STATUSES) expect(canSystemMove(terminal, to)).toBe(false)
+      for (const to of FEEDBACK_STATUSES) expect(canSystemMove(terminal, to)).toBe(terminal === 'resolved' && to === 'awaiting_manual')
       for (const to of CUSTOMER_TARGETS) expect(canCustomerMove(terminal, to)).toBe(false)
     }
   })

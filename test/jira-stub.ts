@@ -113,7 +113,7 @@ export async function startJiraStub(opts: { email?: string; token?: string } = {
 
   const view = (i: JiraIssue) => ({
     id: i.id, key: i.key, self: `${base}/rest/api/3/issue/${i.id}`,
-    fields: { summary: i.summary, status: { self: `${base}/rest/api/3/status/${STATUS_IDS[i.status.name] ?? '1'}`, name: i.status.name, id: STATUS_IDS[i.status.name] ?? '1', statusCategory: { key: i.status.category, name: { new: 'To Do', indeterminate: 'In Progress', done: 'Done' }[i.status.category] } } },
+    fields: { summary: i.summary, project: { self: `${base}/rest/api/3/project/${PROJECTS[i.project]?.id}`, id: PROJECTS[i.project]?.id, key: i.project, name: i.project }, status: { self: `${base}/rest/api/3/status/${STATUS_IDS[i.status.name] ?? '1'}`, name: i.status.name, id: STATUS_IDS[i.status.name] ?? '1', statusCategory: { key: i.status.category, name: { new: 'To Do', indeterminate: 'In Progress', done: 'Done' }[i.status.category] } } },
   })
 
   async function handle(req: Request, raw: string): Promise<Reply> {

@@ -141,7 +141,7 @@ describe('Jira adapter: webhooks', () => {
   test('a status change, correctly signed, reads as news with the actor and delivery id', async () => {
     const sent = await stub.setStatus('PROJ-1', 'Done', 'done', { id: 'b7f3c1e2-delivery' })
     expect(jira.verifyWebhook(last().headers, last().raw, SECRET)).toBe(true)
-    expect(parsed()).toEqual({ issueId: 'PROJ-1', state: { name: 'Done', category: 'done' }, actor: '60c1f3a2b4d5e6f7a8b9c0d1', deliveryId: sent!.id })
+    expect(parsed()).toEqual({ issueId: 'PROJ-1', state: { name: 'Done', category: 'done' }, actor: '60c1f3a2b4d5e6f7a8b9c0d1', deliveryId: sent!.id, projects: ['PROJ'] })
   })
 
   test('fixloop\u2019s own change names its account as the actor', async () => {
@@ -200,6 +200,8 @@ describe('Jira adapter: webhooks', () => {
   test('a status change without the issue\u2019s fields falls back to the changelog\u2019s name', () => {
     const news = jira.parseWebhook(new Headers(), { webhookEvent: 'jira:issue_updated', issue: { key: 'PROJ-1', fields: { status: 'Done' } }, changelog: { items: [{ fieldId: 'status', toString: 'Done' }] } }, new Uint8Array([1]))
     expect(news!.state).toEqual({ name: 'Done', category: 'done' })
+    // No fields.project: the key's prefix names the project.
+    expect(news!.projects).toEqual(['PROJ'])
   })
 })
 

@@ -124,7 +124,7 @@ describe('Linear adapter: webhooks', () => {
     clock.set(Date.now())
     const sent = await stub.setState(issueId, 'Done')
     expect(linear.verifyWebhook(last().headers, last().raw, SECRET)).toBe(true)
-    expect(parsed()).toEqual({ issueId, state: { name: 'Done', category: 'done' }, actor: 'e5d4c3b2-2222-4ccc-8ddd-0123456789ab', deliveryId: sent!.id })
+    expect(parsed()).toEqual({ issueId, state: { name: 'Done', category: 'done' }, actor: 'e5d4c3b2-2222-4ccc-8ddd-0123456789ab', deliveryId: sent!.id, projects: [stub.teamId] })
   })
 
   test('a replayed delivery older than a minute (or from the future) fails verification', async () => {

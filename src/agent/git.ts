@@ -32,11 +32,8 @@ export function gitEnv(home: string): Record<string, string> {
 export class GitError extends Error {}
 
 /** Replaces every occurrence of the secrets in a text (for errors and output tails). */
-export function scrub(text: string, secrets: (string | null | undefined)[]): string {
-  let out = text
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('***')
-  return out
-}
+import { scrub } from '../core/outbound'
+export { scrub }
 
 /**
  * Settings on every git call after the clone: the agent may have planted hooks, an fsmonitor command or

@@ -3,7 +3,7 @@
  * Gitea/Forgejo and GitLab. The token goes in the auth header only.
  */
 import type { HostKind } from '../modules/connections/service'
-import { scrub } from './git'
+import { retryAfterMs, scrub } from '../core/outbound'
 
 export interface PullRequest {
   title: string
@@ -81,12 +81,6 @@ export function pullNumberOf(webUrl: string): number | null {
   return m ? Number(m[1]) : null
 }
 
-/** Retry-After in ms (seconds or an HTTP date), bounded to an hour; null when absent or unreadable. */
-function retryAfterMs(value: string | null, now = Date.now()): number | null {
-  if (!value) return null
-  const seconds = /^\d{1,7}$/.test(value.trim()) ? Number(value.trim()) * 1000 : Date.parse(value) - now
-  return Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1000), 3600_000) : null
-}
 
 /**
  * Reads the state of pull/merge request `number`: GitHub GET /repos/{o}/{r}/pulls/{n}, Gitea GET

@@ -8,8 +8,11 @@
  *             | awaiting_manual (closed without merge: back to a person);  awaiting_manual → pr_opened (reopened)
  *   pr_opened → agent_running (a review asked for changes: the agent iterates on the same branch, and
  *             agent_running → pr_opened again when the new commit is pushed)
+ *   tracker (issue 26, docs/trackers.md): sanitized | awaiting_manual | failed | pr_opened → resolved when
+ *             the lead's tracker issue is closed; resolved → awaiting_manual when it is reopened
  *   duplicates follow their lead: sanitized | awaiting_manual | queued | failed | pr_opened → resolved
- *             when the lead is resolved (`canFollowLead`; never from archived: a dismissal stays)
+ *             when the lead is resolved, and resolved → awaiting_manual when a reopened tracker issue
+ *             brings the lead back (`canFollowLead`; never from archived: a dismissal stays)
  *   customer: sanitized | awaiting_manual | failed → queued;  any state but pr_opened/resolved/archived → archived
  */
 export const FEEDBACK_STATUSES = [
@@ -28,8 +31,9 @@ export const FEEDBACK_STATUSES = [
 export type FeedbackStatus = (typeof FEEDBACK_STATUSES)[number]
 
 /**
- * Nothing leaves these: resolved (CONTRACT.md "Closing the loop": the fix was merged; terminal success)
- * and archived (dismissal). pr_opened, the spec's success state, stays closed to customers; only the
+ * Nothing leaves these by a person's hand: resolved (CONTRACT.md "Closing the loop": the fix was merged or
+ * its tracker issue closed; only a reopened tracker issue takes it back to awaiting_manual) and archived
+ * (dismissal). pr_opened, the spec's success state, stays closed to customers; only the
  * system moves it on, as its pull/merge request is merged or closed.
  */
 export const TERMINAL_STATUSES: ReadonlySet<FeedbackStatus> = new Set(['resolved', 'archived'])
@@ -45,13 +49,13 @@ const CUSTOMER_MOVES: Record<CustomerTarget, ReadonlySet<FeedbackStatus>> = {
 const SYSTEM_MOVES: Record<FeedbackStatus, ReadonlySet<FeedbackStatus>> = {
   received: new Set(['sanitizing', 'failed']),
   sanitizing: new Set(['sanitized', 'failed']),
-  sanitized: new Set(['awaiting_manual', 'queued', 'failed']),
-  awaiting_manual: new Set(['pr_opened']),
+  sanitized: new Set(['awaiting_manual', 'queued', 'failed', 'resolved']),
+  awaiting_manual: new Set(['pr_opened', 'resolved']),
   queued: new Set(['agent_running', 'failed']),
   agent_running: new Set(['pr_opened', 'failed', 'queued']),
   pr_opened: new Set(['resolved', 'awaiting_manual', 'agent_running']),
-  resolved: new Set([]),
-  failed: new Set([]),
+  resolved: new Set(['awaiting_manual']),
+  failed: new Set(['resolved']),
   archived: new Set([]),
 }
 
@@ -76,7 +80,14 @@ export function canSystemMove(from: FeedbackStatus, to: FeedbackStatus): boolean
  */
 const FOLLOWS_LEAD_FROM: ReadonlySet<FeedbackStatus> = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'pr_opened'])
 
-/** May a duplicate move from `from` to `to` because its lead moved there? Only to `resolved`. */
+/**
+ * May a duplicate move from `from` to `to` because its lead moved there? To `resolved` (the lead was
+ * resolved), and from `resolved` back to `awaiting_manual` (the lead's tracker issue was reopened).
+ */
 export function canFollowLead(from: FeedbackStatus, to: FeedbackStatus): boolean {
+  if (to === 'awaiting_manual') return from === 'resolved'
   return to === 'resolved' && FOLLOWS_LEAD_FROM.has(from)
 }
+
+/** The statuses a lead leaves for `resolved` when its tracker issue is closed (issue 26). */
+export const TRACKER_RESOLVES_FROM: ReadonlySet<FeedbackStatus> = new Set(['sanitized', 'awaiting_manual', 'failed', 'pr_opened'])

@@ -2,7 +2,7 @@
  * The job kinds of the durable queue, spelled once. Each kind names what its job is about: a report
  * (`feedbackId`), an App (`appId`) or nothing (housekeeping). `enqueue` takes exactly that target.
  */
-export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc', 'pr_poll'] as const
+export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc', 'pr_poll', 'tracker_push', 'tracker_poll'] as const
 export type JobKind = (typeof JOB_KINDS)[number]
 
 export const isJobKind = (s: string): s is JobKind => (JOB_KINDS as readonly string[]).includes(s)
@@ -19,6 +19,10 @@ export interface JobTargets {
   uploads_gc: Record<string, never>
   /** Poll the state of the open pull/merge requests fixloop opened (FIXLOOP_PR_POLL_MINUTES). */
   pr_poll: Record<string, never>
+  /** Create, update or comment on a lead's tracker issue (docs/trackers.md "Push"). */
+  tracker_push: { feedbackId: string }
+  /** Poll the state of the tracker issues fixloop created (FIXLOOP_TRACKER_POLL_MINUTES). */
+  tracker_poll: Record<string, never>
 }
 
 /** A row of the durable job table, as both storage sides return it (snake_case, epoch ms as numbers). */

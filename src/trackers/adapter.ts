@@ -66,6 +66,12 @@ export interface TrackerNews {
   deliveryId: string
   /** The issue was deleted on the tracker side. */
   deleted?: boolean
+  /**
+   * The names the delivery gives the issue's project (GitHub/Gitea owner/repo, GitLab path and numeric
+   * id, Jira key, Linear team id), when it says: news about another project than the connection's is
+   * ignored (issue numbers repeat across repositories). Additive (issue 26, h-trk).
+   */
+  projects?: string[]
 }
 
 /** Who the token acts as (read once at connect): lets the sync service ignore its own echoes. */

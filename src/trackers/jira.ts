@@ -165,7 +165,9 @@ function jiraNews(headers: Headers, body: unknown, raw: Uint8Array): TrackerNews
   const deliveryId = deliveryIdOf(headers.get('x-atlassian-webhook-identifier'), raw)
   const current = str(status?.name)
   const currentState = current ? jiraState(current, str(obj(status?.statusCategory)?.key)) : null
-  if (event === 'jira:issue_deleted') return { issueId: key, state: currentState ?? { name: '', category: 'open' }, actor, deliveryId, deleted: true }
+  // The project: fields.project.key when the payload has it, else the issue key's prefix (PROJ of PROJ-7).
+  const projects = [...new Set([str(obj(obj(issue?.fields)?.project)?.key), key.slice(0, key.lastIndexOf('-'))].filter((p): p is string => !!p))]
+  if (event === 'jira:issue_deleted') return { issueId: key, state: currentState ?? { name: '', category: 'open' }, actor, deliveryId, deleted: true, projects }
   // An update matters when it changed the status; an edit of the summary (fixloop's own) does not.
   const items = obj(b?.changelog)?.items
   if (!Array.isArray(items)) return null
@@ -175,5 +177,5 @@ function jiraNews(headers: Headers, body: unknown, raw: Uint8Array): TrackerNews
   // payload's issue is trimmed (the category is then guessed from the name, and the sync's poll corrects it).
   const state = currentState ?? jiraState(str(change.toString) ?? '', /^(done|closed|resolved)$/i.test(str(change.toString) ?? '') ? 'done' : null)
   if (!state.name) return null
-  return { issueId: key, state, actor, deliveryId }
+  return { issueId: key, state, actor, deliveryId, projects }
 }

@@ -227,12 +227,14 @@ function linearNews(headers: Headers, body: unknown, raw: Uint8Array): TrackerNe
   const deliveryId = deliveryIdOf(headers.get('linear-delivery'), raw)
   const state = obj(data?.state)
   const current = str(state?.name) ? linearState(str(state?.name)!, str(state?.type)) : null
-  if (b.action === 'remove') return { issueId: id, state: current ?? { name: '', category: 'open' }, actor, deliveryId, deleted: true }
+  // The team: data.teamId (Linear's issue payload), or data.team.id.
+  const projects = [...new Set([str(data?.teamId), str(obj(data?.team)?.id)].filter((p): p is string => !!p))]
+  if (b.action === 'remove') return { issueId: id, state: current ?? { name: '', category: 'open' }, actor, deliveryId, deleted: true, projects }
   if (b.action !== 'update' || !current) return null
   // An update matters when it moved the state (updatedFrom names the changed fields' old values).
   const from = obj(b.updatedFrom)
   if (from && !('stateId' in from)) return null
-  return { issueId: id, state: current, actor, deliveryId }
+  return { issueId: id, state: current, actor, deliveryId, projects }
 }
 
 export const linearAdapter: TrackerAdapter = createLinearAdapter()

@@ -5,7 +5,7 @@
  * Retry-After, 5xx and network errors unreachable, other 4xx rejected); Linear's GraphQL errors, which
  * arrive with 200 or 400, are mapped by src/trackers/linear.ts on top.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { retryAfterMs, scrub } from '../core/outbound'
 import { TrackerError, type TrackerFailure } from './adapter'
 
 /** A tracker's answer is read up to this many bytes; a longer one is refused (a hostile or broken API). */
@@ -36,14 +36,6 @@ export interface Call {
   signal?: AbortSignal
 }
 
-/** Retry-After in ms (seconds or an HTTP date), bounded to [1 s, 1 h]; null when absent or unreadable. */
-export function retryAfterMs(value: string | null, now = Date.now()): number | null {
-  if (!value) return null
-  const v = value.trim()
-  const ms = /^\d{1,9}$/.test(v) ? Number(v) * 1000 : Date.parse(v) - now
-  return Number.isFinite(ms) ? Math.min(Math.max(ms, 1000), 3600_000) : null
-}
-
 /** Reads a body up to RESPONSE_MAX_BYTES, or null when it is longer. */
 async function boundedText(res: Response): Promise<string | null> {
   if (!res.body) return ''
@@ -69,13 +61,6 @@ export function failureOfStatus(status: number): TrackerFailure {
   if (status === 429) return 'rate_limited'
   if (status >= 500) return 'unreachable'
   return 'rejected'
-}
-
-/** Every occurrence of each secret (4 characters or more) replaced by ***, as src/agent/git.ts `scrub` does. */
-export function scrub(text: string, secrets: string[]): string {
-  let out = text
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('***')
-  return out
 }
 
 /** One printable line of at most DETAIL_MAX characters, credentials scrubbed. */
@@ -122,22 +107,7 @@ export async function send(c: Call, passStatuses: (status: number) => boolean = 
   throw new TrackerError(failure, detail(`${c.vendor} API answered ${res.status} while ${c.doing}: ${text}`, c.secrets), res.status, wait)
 }
 
-// ---------------------------------------------------------------- webhooks
-
-const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest()
-
-/** Equal strings, in time independent of where they differ (both hashed first: lengths never leak). */
-export function constantTimeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(sha256(a), sha256(b))
-}
-
-export const hmacHex = (secret: string, raw: Uint8Array): string => createHmac('sha256', secret).update(raw).digest('hex')
-
-/** A delivery id from a header when it is printable and bounded, else the body's hash (a byte-identical replay is still recognised). */
-export function deliveryIdOf(header: string | null, raw: Uint8Array): string {
-  if (header && /^[\x21-\x7e]{1,128}$/.test(header)) return header
-  return `sha256:${sha256(raw).toString('hex')}`
-}
+export { constantTimeEqual, deliveryIdOr as deliveryIdOf, hmacSha256Hex as hmacHex } from '../core/outbound'
 
 // ---------------------------------------------------------------- reading hostile JSON
 

@@ -8,7 +8,7 @@
  *   Gitea   X-Gitea-Signature (or X-Forgejo-Signature): <hex HMAC-SHA256>; X-Gitea-Event (X-Forgejo-Event); X-Gitea-Delivery
  *   GitLab  X-Gitlab-Token: the secret itself; X-Gitlab-Event; X-Gitlab-Event-UUID
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { constantTimeEqual, deliveryIdOr, hmacSha256Hex } from '../../core/outbound'
 import type { PrChange } from './repo'
 
 export type GitHookHost = 'github' | 'gitea' | 'gitlab'
@@ -30,12 +30,7 @@ export const COMMAND_PREFIX = '/fixloop'
 const GITHUB_WRITERS = new Set(['OWNER', 'MEMBER', 'COLLABORATOR'])
 const githubWriter = (o: Obj | null): boolean => GITHUB_WRITERS.has(String(o?.author_association))
 
-const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest()
-
-/** Equal strings, in time independent of where they differ (both hashed first: lengths never leak). */
-export function constantTimeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(sha256(a), sha256(b))
-}
+export { constantTimeEqual }
 
 /** Is the delivery signed (GitHub, Gitea) or tokened (GitLab) with `secret`? */
 export function verifyDelivery(host: GitHookHost, headers: Headers, raw: Uint8Array, secret: string): boolean {
@@ -43,7 +38,7 @@ export function verifyDelivery(host: GitHookHost, headers: Headers, raw: Uint8Ar
     const token = headers.get('x-gitlab-token')
     return token !== null && constantTimeEqual(token, secret)
   }
-  const mac = createHmac('sha256', secret).update(raw).digest('hex')
+  const mac = hmacSha256Hex(secret, raw)
   if (host === 'github') {
     const given = headers.get('x-hub-signature-256')
     return given !== null && constantTimeEqual(given.trim().toLowerCase(), `sha256=${mac}`)
@@ -59,8 +54,7 @@ export function verifyDelivery(host: GitHookHost, headers: Headers, raw: Uint8Ar
 export function deliveryIdOf(host: GitHookHost, headers: Headers, raw: Uint8Array): string {
   const id =
     host === 'github' ? headers.get('x-github-delivery') : host === 'gitea' ? (headers.get('x-gitea-delivery') ?? headers.get('x-forgejo-delivery')) : (headers.get('x-gitlab-event-uuid') ?? headers.get('idempotency-key'))
-  if (id && /^[\x21-\x7e]{1,128}$/.test(id)) return id
-  return `sha256:${sha256(raw).toString('hex')}`
+  return deliveryIdOr(id, raw)
 }
 
 type Obj = Record<string, unknown>

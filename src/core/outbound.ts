@@ -1,0 +1,40 @@
+/**
+ * Small rules shared by every outbound HTTP client that talks to a git host or an issue tracker
+ * (src/agent/hosts.ts, src/trackers/*) and by every inbound webhook check (src/modules/git-hooks/,
+ * src/modules/trackers/): secrets kept out of messages, Retry-After read the same way, signatures and
+ * tokens compared in constant time, and a webhook delivery's id or the hash of its body.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+
+/** `text` with every secret (4 characters or more) replaced by ***: error messages never carry a token. */
+export function scrub(text: string, secrets: (string | null | undefined)[]): string {
+  let out = text
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('***')
+  return out
+}
+
+/** Retry-After in ms (seconds or an HTTP date), bounded to [1 s, 1 h]; null when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | null {
+  if (!value) return null
+  const seconds = /^\d{1,7}$/.test(value.trim()) ? Number(value.trim()) * 1000 : Date.parse(value) - now
+  return Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1000), 3600_000) : null
+}
+
+const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest()
+
+/** Equal strings, in time independent of where they differ (both hashed first: lengths never leak). */
+export function constantTimeEqual(a: string, b: string): boolean {
+  return timingSafeEqual(sha256(a), sha256(b))
+}
+
+/** The hex HMAC-SHA256 of a delivery's raw body (GitHub's and Gitea's webhook signatures). */
+export const hmacSha256Hex = (secret: string, raw: Uint8Array): string => createHmac('sha256', secret).update(raw).digest('hex')
+
+/**
+ * The delivery id a host sent (bounded, printable), or the body's hash when it sent none: a
+ * byte-identical replay is then still recognised.
+ */
+export function deliveryIdOr(id: string | null, raw: Uint8Array): string {
+  if (id && /^[\x21-\x7e]{1,128}$/.test(id)) return id
+  return `sha256:${sha256(raw).toString('hex')}`
+}

@@ -1,0 +1,199 @@
+/**
+ * What issue-tracker sync stores (docs/trackers.md): each App's tracker connection (token and webhook
+ * secret sealed, push rules, health, the cursor the push rules read the Org's events from) and one
+ * tracker issue link per lead (the issue, what was last pushed, the sync state). The port: a SQLite side
+ * (src/db/sqlite/trackers.ts) and a PostgreSQL side (src/db/pg/trackers.ts), held to
+ * test/repos/trackers.test.ts. Status moves a tracker's news makes go through the lifecycle in the
+ * news's own transaction; no tracker call ever runs inside one.
+ */
+import { TRACKER_RESOLVES_FROM, canFollowLead, type FeedbackStatus } from '../../core/fsm'
+import type { Clock } from '../../core/clock'
+import type { Storage } from '../../db/storage'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { AuditEntry } from '../audit/entry'
+import { createSqliteTrackersRepo } from '../../db/sqlite/trackers'
+import { createPgTrackersRepo } from '../../db/pg/trackers'
+
+export interface TrackerConnectionRow {
+  app_id: string
+  org_id: string
+  kind: string
+  api_url: string
+  project: string
+  account: string | null
+  token_sealed: string
+  webhook_secret_sealed: string
+  actor: string | null
+  state_map: string
+  rules: string
+  event_cursor: number
+  last_error: string | null
+  last_error_at: number | null
+  retry_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+/** What a connect writes (the cursor, the health and the creation time are the repository's). */
+export type ConnectionWrite = Omit<TrackerConnectionRow, 'event_cursor' | 'last_error' | 'last_error_at' | 'retry_at'>
+
+export type SyncState = 'pending' | 'synced' | 'failing' | 'deleted'
+
+export interface TrackerIssueRow {
+  feedback_id: string
+  org_id: string
+  app_id: string
+  kind: string
+  issue_id: string | null
+  issue_key: string | null
+  issue_url: string | null
+  state_name: string | null
+  state_category: string | null
+  pushed_size: number
+  commented_at: number | null
+  sync_state: SyncState
+  last_error: string | null
+  attempts: number
+  retry_at: number | null
+  synced_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+/** The lead's columns a push reads: sanitized text only (`text` is overwritten by sanitizing). */
+export interface LeadForTracker {
+  id: string
+  org_id: string
+  app_id: string
+  status: FeedbackStatus
+  severity: string | null
+  theme: string | null
+  text: string
+  consolidated_text: string | null
+  attachments: string | null
+  duplicate_of_id: string | null
+  duplicate_count: number
+}
+
+/** A lead to link (a pending tracker issue row). */
+export interface LinkInit {
+  feedbackId: string
+  orgId: string
+  kind: string
+}
+
+/** After a push call: the fields that changed. */
+export type IssuePatch = Partial<Pick<TrackerIssueRow, 'issue_id' | 'issue_key' | 'issue_url' | 'state_name' | 'state_category' | 'pushed_size' | 'commented_at' | 'sync_state' | 'last_error' | 'attempts' | 'retry_at' | 'synced_at'>>
+
+/** What the tracker's news does to the lead (after the state mapping and the echo check). */
+export type NewsAction = 'resolved' | 'reopen' | 'ignore'
+
+export interface NewsApply {
+  /** The delivery id (webhook) or null (polling: nothing to replay). */
+  deliveryId: string | null
+  feedbackId: string
+  state: { name: string; category: string }
+  deleted: boolean
+  action: NewsAction
+}
+
+export type NewsResult = { outcome: 'replayed' } | { outcome: 'unchanged' } | { outcome: 'deleted' } | { outcome: 'moved'; moved: string[] }
+
+/** The replay table is the git hooks' (git_host_deliveries): tracker delivery ids are kept apart by this prefix. */
+export const trackerDeliveryId = (id: string) => `tracker:${id}`
+
+export interface TrackersRepo {
+  connection(appId: string): Promise<TrackerConnectionRow | undefined>
+  /** Creates or replaces the App's connection; a new one reads the Org's events from its newest seq on (history is not pushed). */
+  putConnection(row: ConnectionWrite, audit: AuditEntry[]): Promise<void>
+  removeConnection(appId: string, audit: AuditEntry[]): Promise<boolean>
+  setWebhookSecret(appId: string, sealed: string, now: number, audit: AuditEntry[]): Promise<boolean>
+  setHealth(appId: string, health: { error: string | null; at: number | null; retryAt: number | null }): Promise<void>
+  /** Links of the App still to be pushed (pending or failing). */
+  pendingCount(appId: string): Promise<number>
+  /** Connections whose last call failed (readiness details). */
+  failing(): Promise<Pick<TrackerConnectionRow, 'app_id' | 'org_id' | 'kind' | 'last_error' | 'last_error_at' | 'retry_at'>[]>
+  /** Orgs with at least one tracker connection (the push rules read their events). */
+  connectedOrgs(): Promise<string[]>
+  connectionsOf(orgId: string): Promise<TrackerConnectionRow[]>
+  /** The App's events after `seq` (the Org's seq), oldest first. */
+  eventsAfter(orgId: string, appId: string, seq: number, limit: number): Promise<{ seq: number; type: string; data: string }[]>
+  lead(feedbackId: string): Promise<LeadForTracker | undefined>
+  /** Severity and lead-ness of reports (the awaiting_manual rule). */
+  reportsOf(ids: string[]): Promise<{ id: string; severity: string | null; duplicate_of_id: string | null }[]>
+  issue(feedbackId: string): Promise<TrackerIssueRow | undefined>
+  issuesOf(feedbackIds: string[]): Promise<TrackerIssueRow[]>
+  issueByTrackerId(appId: string, kind: string, issueId: string): Promise<TrackerIssueRow | undefined>
+  /**
+   * One transaction: a pending link for each `create` lead that has none, a push job for each such lead
+   * and each `refresh` lead whose link is live (not deleted) and has no push job queued yet, and the App's
+   * event cursor moved `cursor.from` → `cursor.to` (false, and nothing written, when another node moved it first).
+   */
+  queuePushes(appId: string, p: { create: LinkInit[]; refresh: string[]; cursor?: { from: number; to: number } }): Promise<boolean>
+  saveIssue(feedbackId: string, patch: IssuePatch, now: number): Promise<void>
+  /**
+   * One delivery (or one polled state) in one transaction: the delivery id remembered (`replayed` when
+   * seen), the link's state recorded (`unchanged` when it equals the recorded one), the lead moved
+   * (resolved: from TRACKER_RESOLVES_FROM, with `feedback.resolved` for it and each duplicate that
+   * follows; reopen: resolved → awaiting_manual with its resolved duplicates). Deleted: the link is
+   * marked deleted, nothing moves.
+   */
+  applyNews(appId: string, news: NewsApply): Promise<NewsResult>
+  /** Polling: live links with an issue, after `afterFeedbackId` in id order, with their lead's cluster size. */
+  openIssues(afterFeedbackId: string, limit: number): Promise<(TrackerIssueRow & { cluster_size: number })[]>
+}
+
+export function createTrackersRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): TrackersRepo {
+  return storage.dialect === 'sqlite' ? createSqliteTrackersRepo(storage, lifecycle, clock) : createPgTrackersRepo(storage, lifecycle, clock)
+}
+
+/**
+ * The statements both sides run, written with `?` placeholders (the PostgreSQL side numbers them).
+ * Kept here so the two dialects cannot drift.
+ */
+export const TRACKER_SQL = {
+  connection: 'SELECT * FROM tracker_connections WHERE app_id = ?',
+  insertConnection: `INSERT INTO tracker_connections (app_id, org_id, kind, api_url, project, account, token_sealed, webhook_secret_sealed, actor, state_map, rules, event_cursor, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT MAX(seq) FROM events WHERE org_id = ?), 0), ?, ?)
+    ON CONFLICT (app_id) DO UPDATE SET kind = excluded.kind, api_url = excluded.api_url, project = excluded.project, account = excluded.account,
+      token_sealed = excluded.token_sealed, webhook_secret_sealed = excluded.webhook_secret_sealed, actor = excluded.actor, state_map = excluded.state_map,
+      rules = excluded.rules, last_error = NULL, last_error_at = NULL, retry_at = NULL, updated_at = excluded.updated_at`,
+  removeConnection: 'DELETE FROM tracker_connections WHERE app_id = ?',
+  setSecret: 'UPDATE tracker_connections SET webhook_secret_sealed = ?, updated_at = ? WHERE app_id = ?',
+  setHealth: 'UPDATE tracker_connections SET last_error = ?, last_error_at = ?, retry_at = ? WHERE app_id = ?',
+  pendingCount: "SELECT COUNT(*) AS n FROM tracker_issues WHERE app_id = ? AND sync_state IN ('pending', 'failing')",
+  failing: 'SELECT app_id, org_id, kind, last_error, last_error_at, retry_at FROM tracker_connections WHERE last_error IS NOT NULL ORDER BY app_id LIMIT 100',
+  connectedOrgs: 'SELECT DISTINCT org_id FROM tracker_connections ORDER BY org_id',
+  connectionsOf: 'SELECT * FROM tracker_connections WHERE org_id = ? ORDER BY app_id',
+  eventsAfter: 'SELECT seq, type, data FROM events WHERE org_id = ? AND seq > ? AND app_id = ? ORDER BY seq LIMIT ?',
+  lead: `SELECT id, org_id, app_id, status, severity, theme, text, consolidated_text, attachments, duplicate_of_id, duplicate_count FROM feedback WHERE id = ?`,
+  issue: 'SELECT * FROM tracker_issues WHERE feedback_id = ?',
+  issueByTrackerId: 'SELECT * FROM tracker_issues WHERE app_id = ? AND kind = ? AND issue_id = ?',
+  insertLink: `INSERT INTO tracker_issues (feedback_id, org_id, app_id, kind, sync_state, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (feedback_id) DO NOTHING`,
+  /** A link that may be pushed (not deleted, of the connection's kind), and whether a push job is already queued for it. */
+  pushable: `SELECT t.sync_state, t.kind, EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = t.feedback_id AND j.kind = 'tracker_push') AS queued FROM tracker_issues t WHERE t.feedback_id = ?`,
+  markPending: "UPDATE tracker_issues SET sync_state = CASE WHEN sync_state = 'synced' THEN 'pending' ELSE sync_state END, updated_at = ? WHERE feedback_id = ?",
+  moveCursor: 'UPDATE tracker_connections SET event_cursor = ? WHERE app_id = ? AND event_cursor = ?',
+  remember: 'INSERT INTO git_host_deliveries (app_id, delivery_id, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+  forget: 'DELETE FROM git_host_deliveries WHERE app_id = ? AND received_at < ?',
+  setState: 'UPDATE tracker_issues SET state_name = ?, state_category = ?, updated_at = ? WHERE feedback_id = ?',
+  markDeleted: "UPDATE tracker_issues SET sync_state = 'deleted', last_error = NULL, retry_at = NULL, updated_at = ? WHERE feedback_id = ?",
+  leadState: 'SELECT status, duplicate_of_id, org_id, app_id, merge_request_url, submitted_mode, external_user_id FROM feedback WHERE id = ?',
+  duplicates: 'SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id',
+  openIssues: `SELECT t.*, 1 + f.duplicate_count AS cluster_size FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND c.kind = t.kind JOIN feedback f ON f.id = t.feedback_id
+    WHERE t.feedback_id > ? AND t.issue_id IS NOT NULL AND t.sync_state <> 'deleted' ORDER BY t.feedback_id LIMIT ?`,
+} as const
+
+/** The columns `saveIssue` may write, in a fixed order. */
+export const PATCH_COLUMNS = ['issue_id', 'issue_key', 'issue_url', 'state_name', 'state_category', 'pushed_size', 'commented_at', 'sync_state', 'last_error', 'attempts', 'retry_at', 'synced_at'] as const
+
+/** The moves a tracker's news makes, decided on the lead's row (pure: both sides ask here). */
+export function newsMove(action: NewsAction, lead: { status: FeedbackStatus; duplicate_of_id: string | null }): { from: FeedbackStatus; to: FeedbackStatus } | null {
+  if (lead.duplicate_of_id !== null) return null
+  if (action === 'resolved' && TRACKER_RESOLVES_FROM.has(lead.status)) return { from: lead.status, to: 'resolved' }
+  if (action === 'reopen' && lead.status === 'resolved') return { from: 'resolved', to: 'awaiting_manual' }
+  return null
+}
+
+/** Does a duplicate in `status` follow its lead's move to `to`? */
+export const duplicateFollows = (status: FeedbackStatus, to: FeedbackStatus) => canFollowLead(status, to)

@@ -1,0 +1,86 @@
+/**
+ * One REST call to a tracker, as every REST adapter makes it: a bounded time, no redirects (a redirect
+ * could carry the token elsewhere), the answer's JSON, and every failure a TrackerError whose message
+ * names the tracker's answer and never the token: unreachable (network, timeout, 5xx), unauthorized
+ * (401, a 403 that is no rate limit), rate_limited (429, or 403 with Retry-After or an exhausted
+ * X-RateLimit-Remaining: GitHub's primary and secondary limits), not_found (404, 410: deleted), rejected
+ * (another 4xx: a field the tracker refused).
+ */
+import { retryAfterMs, scrub } from '../core/outbound'
+import { TrackerError, type TrackerKind } from './adapter'
+
+export const TRACKER_TIMEOUT_MS = 15_000
+/** What of an answer's text an error message quotes at most. */
+const QUOTE_MAX = 300
+
+export interface TrackerCall {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH'
+  url: string
+  headers: Record<string, string>
+  body?: unknown
+  /** What the call does, for messages: "creating the issue". */
+  what: string
+}
+
+/** The tracker's own words for a failure: message / error / errors fields, else the text's start. */
+function quoteOf(text: string): string {
+  try {
+    const b = JSON.parse(text) as Record<string, unknown>
+    const m = b.message ?? b.error ?? b.errors ?? b.errorMessages
+    if (m !== undefined) return (typeof m === 'string' ? m : JSON.stringify(m)).slice(0, QUOTE_MAX)
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, QUOTE_MAX).replace(/\s+/g, ' ')
+}
+
+/** GitHub's X-RateLimit-Reset (epoch seconds) as a wait, bounded to an hour. */
+function resetWaitMs(reset: string | null, now = Date.now()): number | null {
+  if (!reset || !/^\d{1,12}$/.test(reset)) return null
+  return Math.min(Math.max(Number(reset) * 1000 - now, 1000), 3600_000)
+}
+
+export async function callTracker(kind: TrackerKind, token: string, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
+  const timeout = AbortSignal.timeout(TRACKER_TIMEOUT_MS)
+  let res: Response
+  try {
+    res = await fetch(call.url, {
+      method: call.method,
+      headers: { 'user-agent': 'fixloop', ...(call.body === undefined ? {} : { 'content-type': 'application/json' }), ...call.headers },
+      body: call.body === undefined ? undefined : JSON.stringify(call.body),
+      redirect: 'error',
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    })
+  } catch (e) {
+    throw new TrackerError('unreachable', scrub(`${kind} unreachable when ${call.what}: ${e instanceof Error ? e.message : String(e)}`, [token]))
+  }
+  const text = (await res.text()).slice(0, 1024 * 1024)
+  if (res.ok) {
+    if (text.trim() === '') return {}
+    try {
+      return JSON.parse(text)
+    } catch {
+      throw new TrackerError('unreachable', `${kind} answered ${res.status} without JSON when ${call.what}`, res.status)
+    }
+  }
+  const message = scrub(`${kind} answered ${res.status} when ${call.what}: ${quoteOf(text)}`, [token])
+  const wait = retryAfterMs(res.headers.get('retry-after'))
+  const exhausted = res.headers.get('x-ratelimit-remaining') === '0'
+  if (res.status === 429 || (res.status === 403 && (wait !== null || exhausted))) {
+    throw new TrackerError('rate_limited', message, res.status, wait ?? resetWaitMs(res.headers.get('x-ratelimit-reset')) ?? 60_000)
+  }
+  if (res.status === 401 || res.status === 403) throw new TrackerError('unauthorized', message, res.status)
+  if (res.status === 404 || res.status === 410) throw new TrackerError('not_found', message, res.status)
+  if (res.status >= 500) throw new TrackerError('unreachable', message, res.status, wait)
+  throw new TrackerError('rejected', message, res.status)
+}
+
+type Obj = Record<string, unknown>
+/** Reading hostile JSON: an object or null, a bounded non-empty string or null. */
+export const obj = (v: unknown): Obj | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : null)
+export const str = (v: unknown, max = 2048): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : null)
+/** A positive integer id (issue number, iid) as text, or null. */
+export const intId = (v: unknown): string | null => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? String(v) : typeof v === 'string' && /^[1-9]\d{0,15}$/.test(v) ? v : null)
+
+/** An answer without a field the adapter needs. */
+export const malformed = (kind: TrackerKind, what: string) => new TrackerError('rejected', `${kind} answered without ${what}`)

@@ -1,0 +1,159 @@
+/**
+ * modules/trackers/repo.ts on both dialects: a connection's cursor starting at the Org's newest event,
+ * pending links and their one push job, the moves a tracker's news makes (closed → the lead and its
+ * duplicates resolved with their events; reopened → back to awaiting_manual; the same state twice, a
+ * replayed delivery, a deleted issue or a duplicate's link move nothing), and the polling list.
+ */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, type FreshStore } from '../dialects'
+import { createTrackersRepo, type ConnectionWrite } from '../../src/modules/trackers/repo'
+import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { insertReport, seedOrgApp, sql } from './store-fixtures'
+
+const conn = (over: Partial<ConnectionWrite> = {}): ConnectionWrite => ({
+  app_id: 'a1',
+  org_id: 'o1',
+  kind: 'github',
+  api_url: 'https://api.github.com',
+  project: 'acme/shop',
+  account: null,
+  token_sealed: 'sealed-token',
+  webhook_secret_sealed: 'sealed-secret',
+  actor: 'fixloop-bot',
+  state_map: '{}',
+  rules: '{"minDuplicates":2,"onAwaitingManual":[]}',
+  created_at: 10,
+  updated_at: 10,
+  ...over,
+})
+
+const events = async (s: FreshStore) => (await sql<{ type: string; data: string }>(s, 'SELECT type, data FROM events ORDER BY seq')).map((e) => [e.type, JSON.parse(e.data)])
+const statuses = async (s: FreshStore) => Object.fromEntries((await sql<{ id: string; status: string }>(s, 'SELECT id, status FROM feedback ORDER BY id')).map((r) => [r.id, r.status]))
+const jobs = async (s: FreshStore) => sql<{ kind: string; feedback_id: string }>(s, 'SELECT kind, feedback_id FROM jobs ORDER BY id')
+
+/** A lead in `status` with duplicates in the given statuses, linked to tracker issue #7 (state open). */
+async function seedLinked(s: FreshStore, status: string, dupStatuses: string[] = []) {
+  await seedOrgApp(s)
+  await insertReport(s, 'lead', status)
+  await sql(s, "UPDATE feedback SET submitted_mode = 'private', external_user_id = 'u-lead', duplicate_count = ? WHERE id = 'lead'", [dupStatuses.length])
+  for (const [i, st] of dupStatuses.entries()) {
+    await insertReport(s, `dup${i}`, st)
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'lead' WHERE id = ?", [`dup${i}`])
+  }
+  const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+  await repo.putConnection(conn(), [])
+  await repo.queuePushes('a1', { create: [{ feedbackId: 'lead', orgId: 'o1', kind: 'github' }], refresh: [] })
+  await repo.saveIssue('lead', { issue_id: '7', issue_key: '#7', issue_url: 'https://github.com/acme/shop/issues/7', state_name: 'open', state_category: 'open', sync_state: 'synced', pushed_size: 1 + dupStatuses.length }, 20)
+  await sql(s, 'DELETE FROM jobs')
+  return repo
+}
+
+describeEachDialect('trackers repo', (fresh) => {
+  test('a new connection reads events from the Org\'s newest seq on; a replaced one keeps its cursor; remove', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await sql(s, "INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES ('e1', 'o1', 'a1', 41, 'feedback.received', '{}', 1)")
+    const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    await repo.putConnection(conn(), [])
+    expect((await repo.connection('a1'))!.event_cursor).toBe(41)
+    expect(await repo.queuePushes('a1', { create: [], refresh: [], cursor: { from: 41, to: 45 } })).toBe(true)
+    // Another node moved it first: nothing written.
+    expect(await repo.queuePushes('a1', { create: [{ feedbackId: 'x', orgId: 'o1', kind: 'github' }], refresh: [], cursor: { from: 41, to: 50 } })).toBe(false)
+    expect(await repo.issue('x')).toBeUndefined()
+    await repo.setHealth('a1', { error: 'github answered 401', at: 5, retryAt: 9 })
+    await repo.putConnection(conn({ project: 'acme/other', updated_at: 11 }), [])
+    const row = (await repo.connection('a1'))!
+    expect([row.event_cursor, row.project, row.created_at, row.updated_at, row.last_error]).toEqual([45, 'acme/other', 10, 11, null])
+    expect(await repo.connectedOrgs()).toEqual(['o1'])
+    expect(await repo.removeConnection('a1', [])).toBe(true)
+    expect(await repo.removeConnection('a1', [])).toBe(false)
+    expect(await repo.connection('a1')).toBeUndefined()
+  })
+
+  test('queuePushes: one pending link and one push job per lead, however often asked; refresh only links that exist; failing health listed', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'lead', 'awaiting_manual')
+    const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    await repo.putConnection(conn(), [])
+    const link = { feedbackId: 'lead', orgId: 'o1', kind: 'github' }
+    await repo.queuePushes('a1', { create: [link], refresh: ['other'] })
+    await repo.queuePushes('a1', { create: [link], refresh: ['lead'] })
+    expect(await jobs(s)).toEqual([{ kind: 'tracker_push', feedback_id: 'lead' }])
+    expect((await repo.issue('lead'))!.sync_state).toBe('pending')
+    expect(await repo.issue('other')).toBeUndefined()
+    expect(await repo.pendingCount('a1')).toBe(1)
+    await repo.saveIssue('lead', { issue_id: '7', sync_state: 'synced', attempts: 0 }, 30)
+    expect(await repo.pendingCount('a1')).toBe(0)
+    expect((await repo.issueByTrackerId('a1', 'github', '7'))!.feedback_id).toBe('lead')
+    expect(await repo.issueByTrackerId('a1', 'gitlab', '7')).toBeUndefined()
+    await repo.setHealth('a1', { error: 'github unreachable', at: 5, retryAt: 9 })
+    expect(await repo.failing()).toEqual([{ app_id: 'a1', org_id: 'o1', kind: 'github', last_error: 'github unreachable', last_error_at: 5, retry_at: 9 }])
+  })
+
+  test('closed: the lead and each duplicate that can follow resolved, status and feedback.resolved events; a replay and the same state again change nothing', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'awaiting_manual', ['sanitized', 'archived', 'received'])
+    const closed = { deliveryId: 'd1', feedbackId: 'lead', state: { name: 'closed', category: 'done' }, deleted: false, action: 'resolved' as const }
+    expect(await repo.applyNews('a1', closed)).toEqual({ outcome: 'moved', moved: ['lead', 'dup0'] })
+    expect(await statuses(s)).toEqual({ lead: 'resolved', dup0: 'resolved', dup1: 'archived', dup2: 'received' })
+    expect(await events(s)).toEqual([
+      ['feedback.status_changed', { feedbackId: 'lead', from: 'awaiting_manual', to: 'resolved' }],
+      ['feedback.resolved', { feedbackId: 'lead', leadFeedbackId: 'lead', prUrl: null, externalUserId: 'u-lead' }],
+      ['feedback.status_changed', { feedbackId: 'dup0', from: 'sanitized', to: 'resolved' }],
+      ['feedback.resolved', { feedbackId: 'dup0', leadFeedbackId: 'lead', prUrl: null, externalUserId: null }],
+    ])
+    expect(await repo.applyNews('a1', closed)).toEqual({ outcome: 'replayed' })
+    expect(await repo.applyNews('a1', { ...closed, deliveryId: 'd2' })).toEqual({ outcome: 'unchanged' })
+    expect(await repo.applyNews('a1', { ...closed, deliveryId: null })).toEqual({ outcome: 'unchanged' })
+    expect((await repo.issue('lead'))!.state_name).toBe('closed')
+    expect(await events(s)).toHaveLength(4)
+  })
+
+  test('reopened: a resolved lead and its resolved duplicates back to awaiting_manual; a lead not resolved stays', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'resolved', ['resolved', 'archived'])
+    await sql(s, "UPDATE tracker_issues SET state_name = 'closed'")
+    const reopen = { deliveryId: 'r1', feedbackId: 'lead', state: { name: 'open', category: 'open' }, deleted: false, action: 'reopen' as const }
+    expect(await repo.applyNews('a1', reopen)).toEqual({ outcome: 'moved', moved: ['lead', 'dup0'] })
+    expect(await statuses(s)).toEqual({ lead: 'awaiting_manual', dup0: 'awaiting_manual', dup1: 'archived' })
+    expect((await events(s)).map((e) => e[0])).toEqual(['feedback.status_changed', 'feedback.status_changed'])
+    // Reopened again while awaiting_manual (after a close fixloop did not act on): the state is recorded, nothing moves.
+    await sql(s, "UPDATE tracker_issues SET state_name = 'closed'")
+    expect(await repo.applyNews('a1', { ...reopen, deliveryId: 'r2' })).toEqual({ outcome: 'unchanged' })
+    expect((await repo.issue('lead'))!.state_name).toBe('open')
+  })
+
+  test('ignore, a deleted issue, a lead merged into another: nothing moves; a deleted link is not synced or polled again', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'awaiting_manual')
+    expect(await repo.applyNews('a1', { deliveryId: 'i1', feedbackId: 'lead', state: { name: 'not_planned', category: 'canceled' }, deleted: false, action: 'ignore' })).toEqual({ outcome: 'unchanged' })
+    expect((await repo.issue('lead'))!.state_name).toBe('not_planned')
+    await insertReport(s, 'other', 'awaiting_manual')
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'other' WHERE id = 'lead'")
+    expect(await repo.applyNews('a1', { deliveryId: 'i2', feedbackId: 'lead', state: { name: 'closed', category: 'done' }, deleted: false, action: 'resolved' })).toEqual({ outcome: 'unchanged' })
+    expect((await repo.openIssues('', 10)).map((r) => [r.feedback_id, r.cluster_size])).toEqual([['lead', 1]])
+    expect(await repo.applyNews('a1', { deliveryId: 'i3', feedbackId: 'lead', state: { name: 'closed', category: 'done' }, deleted: true, action: 'ignore' })).toEqual({ outcome: 'deleted' })
+    expect((await repo.issue('lead'))!.sync_state).toBe('deleted')
+    expect(await repo.openIssues('', 10)).toEqual([])
+    await repo.queuePushes('a1', { create: [], refresh: ['lead'] })
+    expect(await jobs(s)).toEqual([])
+    expect(await statuses(s)).toEqual({ lead: 'awaiting_manual', other: 'awaiting_manual' })
+    expect(await events(s)).toEqual([])
+  })
+
+  test('eventsAfter: the App\'s events after a seq, oldest first; reportsOf', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
+    for (const [id, app, seq] of [['e1', 'a1', 1], ['e2', 'a2', 2], ['e3', 'a1', 3], ['e4', 'a1', 4]] as const) {
+      await sql(s, "INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES (?, 'o1', ?, ?, 'feedback.received', '{}', 1)", [id, app, seq])
+    }
+    const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    expect((await repo.eventsAfter('o1', 'a1', 1, 10)).map((e) => e.seq)).toEqual([3, 4])
+    expect((await repo.eventsAfter('o1', 'a1', 0, 1)).map((e) => e.seq)).toEqual([1])
+    await insertReport(s, 'r1', 'awaiting_manual')
+    await sql(s, "UPDATE feedback SET severity = 'high' WHERE id = 'r1'")
+    expect(await repo.reportsOf(['r1', 'nope'])).toEqual([{ id: 'r1', severity: 'high', duplicate_of_id: null }])
+  })
+})
