@@ -28,6 +28,7 @@ import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
+import { trackerHookRoutes, trackerRoutes } from './modules/trackers/index'
 import { mailRoutes, meRoutes, unsubscribeRoutes } from './modules/mail/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
@@ -112,6 +113,8 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))
     .use(gitHookRoutes(s.gitHooks))
+    .use(trackerRoutes(auth, s.trackers, publicUrl))
+    .use(trackerHookRoutes(s.trackers))
     .use(chatopsRoutes(auth, s.chatops))
     .use(mailRoutes(auth, s.mail))
     .use(unsubscribeRoutes(s.mail))

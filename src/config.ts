@@ -34,6 +34,10 @@ export interface Config {
   agentConcurrency: number
   /** Minutes between polls of the open pull/merge requests fixloop opened (FIXLOOP_PR_POLL_MINUTES, default 10; 0: off). */
   prPollMinutes: number
+  /** FIXLOOP_TRACKER_POLL_MINUTES: how often the state of tracker issues is polled (0 = off; webhooks only). */
+  trackerPollMinutes: number
+  /** FIXLOOP_TRACKER_ALLOW_PRIVATE: tracker API URLs may resolve to private addresses (a self-hosted tracker inside the network). */
+  trackerAllowPrivate: boolean
   /** Review iterations per pull request at most (FIXLOOP_REVIEW_ITERATIONS_MAX, default 3; 0: none). */
   reviewIterationsMax: number
   /** Names of extra environment variables passed to agent commands (e.g. a proxy or API base URL). */
@@ -193,6 +197,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
     s3: s3FromEnv(env),
     agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? Math.floor(parsePositive(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY')) || 1 : 2,
+    trackerPollMinutes: env.FIXLOOP_TRACKER_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_TRACKER_POLL_MINUTES, 'FIXLOOP_TRACKER_POLL_MINUTES', 24 * 60) : 10,
+    trackerAllowPrivate: env.FIXLOOP_TRACKER_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_TRACKER_ALLOW_PRIVATE, 'FIXLOOP_TRACKER_ALLOW_PRIVATE') : false,
     prPollMinutes: env.FIXLOOP_PR_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_PR_POLL_MINUTES, 'FIXLOOP_PR_POLL_MINUTES', 24 * 60) : 10,
     reviewIterationsMax: env.FIXLOOP_REVIEW_ITERATIONS_MAX ? parseMinutesOrOff(env.FIXLOOP_REVIEW_ITERATIONS_MAX, 'FIXLOOP_REVIEW_ITERATIONS_MAX', 100) : 3,
     agentPassEnv: (env.FIXLOOP_AGENT_ENV ?? '')

@@ -150,6 +150,10 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     masterKey: () => ({ ok: true }),
     redis: services.redis ? () => services.redis!.check() : undefined,
     node: ctx.storage.dialect === 'pg' ? () => ({ ...coordinator.status(), node: coordinator.nodeId }) : undefined,
+    trackers: async () => {
+      const failing = await services.trackers.failing()
+      return failing.length === 0 ? { ok: true } : { ok: false, reason: `${failing.length} issue-tracker connection(s) failing (advisory: docs/trackers.md "Failures")`, failing }
+    },
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
   try {
@@ -199,7 +203,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
           webhooks.start(hub)
           slack.start(hub)
           services.mailer.start(hub)
-        } else await Promise.all([webhooks.stop(), slack.stop(), services.mailer.stop()])
+          services.trackerRules.start(hub)
+        } else await Promise.all([webhooks.stop(), slack.stop(), services.mailer.stop(), services.trackerRules.stop()])
       }
     }).catch((e) => log.error('a role change was not carried out in full', { role, held, error: e instanceof Error ? e.message : String(e) }))
   })
@@ -251,7 +256,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         await phase('http', () => Promise.race([server.stop(false), Bun.sleep(HTTP_GRACE_MS).then(() => server.stop(true))]))
         committer.flush()
         await phase('agents', () => runner.stop())
-        await phase('dispatchers', () => Promise.all([webhooks.stop(), slack.stop(), services.mailer.stop()]))
+        await phase('dispatchers', () => Promise.all([webhooks.stop(), slack.stop(), services.mailer.stop(), services.trackerRules.stop()]))
         // The jobs in hand have had WORKERS_STOP_MS since the signal, whatever the drain took (then 250 ms to close).
         const threadsLeft = Math.max(250, WORKERS_STOP_MS - (performance.now() - t0))
         const threadsDone = await phase('workers', async () => {

@@ -28,6 +28,10 @@ import { createJobsRepo } from './worker/jobs-repo'
 import { createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
 import { createPollPullRequestsStep, schedulePrPoll } from './worker/steps/poll-pull-requests'
+import { createPollTrackerIssuesStep, createPushTrackerIssueStep, scheduleTrackerPoll } from './worker/steps/tracker-sync'
+import { createTrackersService } from './modules/trackers/service'
+import { createTrackerSync } from './modules/trackers/sync'
+import { TrackerRulesWatcher } from './modules/trackers/rules-watcher'
 import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './worker/processing'
 import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
 import { createNodesRepo } from './nodes/nodes-repo'
@@ -142,10 +146,16 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     onReview: (r) => runner.startReview({ feedbackId: r.report.id, prUrl: r.report.prUrl, text: r.text, author: r.author }),
   })
   const prPollEveryMs = config.prPollMinutes * 60_000
+  // Issue-tracker sync (docs/trackers.md): pushes and polls are durable jobs, never in intake's or a move's transaction.
+  const trackers = createTrackersService(ctx, lifecycle)
+  const trackerSync = createTrackerSync({ trackers, clock, log, publicUrl: config.publicUrl })
+  const trackerPollEveryMs = config.trackerPollMinutes * 60_000
   const ownSteps = {
     agent: createStartAgentStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
     pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs }),
+    tracker_push: createPushTrackerIssueStep(trackerSync),
+    tracker_poll: createPollTrackerIssuesStep({ sync: trackerSync, lifecycle, clock, everyMs: trackerPollEveryMs }),
   } satisfies Partial<Record<JobKind, JobStep>>
   let worker: Worker
   let cluster: ClusterPort
@@ -210,6 +220,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   }
   void scheduleUploadsGc(createJobsRepo(ctx.storage), lifecycle, clock).catch((e) => log.error('uploads collection not scheduled', { error: e instanceof Error ? e.message : String(e) }))
   void schedulePrPoll(createJobsRepo(ctx.storage), lifecycle, clock, prPollEveryMs).catch((e) => log.error('pull request polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
+  void scheduleTrackerPoll(createJobsRepo(ctx.storage), lifecycle, clock, trackerPollEveryMs).catch((e) => log.error('tracker polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
 
   const apps = createAppsRepo(ctx.storage)
   const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
@@ -271,6 +282,10 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
     chatops: createChatopsService(ctx),
     gitHooks,
+    trackers,
+    trackerSync,
+    /** The push rules over the events: runs with the `dispatch` role (server.ts), like the dispatchers. */
+    trackerRules: new TrackerRulesWatcher(trackers.repo, log, () => coordinator.holds('dispatch')),
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
     mail: createMailService(ctx),

@@ -29,6 +29,8 @@ export const PERMISSIONS = {
   'chatops.manage': ORG_OWNERS_AND_KEYS,
   /** An App's SMTP settings (the reporters' "fixed" mails), their test mail. */
   'mail.manage': ORG_OWNERS_AND_KEYS,
+  /** An App's issue-tracker connection (docs/trackers.md): its token, webhook secret, rules and health. */
+  'trackers.manage': ORG_OWNERS_AND_KEYS,
   /** Create, change and delete Apps; reveal and rotate signing secrets; see the repository connection. */
   'apps.manage': ORG_OWNERS,
   /** `sk_` keys. */
@@ -44,9 +46,10 @@ export type Permission = keyof typeof PERMISSIONS
  * Routes no role applies to, declared all the same so that every route says how it is protected:
  * `anyone` (first-run setup, sign-in), `signed_in` (any admin, about themselves or their Org list),
  * `widget` (an App public key), `signed_url` (an upload URL's own signature), `slack_signature`,
- * `git_host_signature` (a git host's webhook, signed with the App's webhook secret).
+ * `git_host_signature` (a git host's webhook, signed with the App's webhook secret), `tracker_signature`
+ * (an issue tracker's webhook, signed with the App's tracker webhook secret).
  */
-export const OPEN_ACCESS = ['anyone', 'signed_in', 'widget', 'signed_url', 'slack_signature', 'git_host_signature'] as const
+export const OPEN_ACCESS = ['anyone', 'signed_in', 'widget', 'signed_url', 'slack_signature', 'git_host_signature', 'tracker_signature'] as const
 export type OpenAccess = (typeof OPEN_ACCESS)[number]
 
 export type Access = Permission | OpenAccess

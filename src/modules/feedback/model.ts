@@ -94,6 +94,8 @@ export type SubmitBody = Static<typeof SubmitBody>
 
 export const SubmitResponse = t.Object({ id: Id, status: oneOf(FEEDBACK_STATUSES) }, closed)
 
+import { TrackerIssueSchema } from '../trackers/model'
+
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 
 export const SubmittedBy = t.Object(
@@ -149,6 +151,7 @@ const listMembers = {
       { ...closed, description: 'On a duplicate: how it became one. Null on a lead.' },
     ),
   ),
+  trackerIssue: t.Union([TrackerIssueSchema, t.Null()], { description: "The report's issue in the App's tracker (a duplicate shows its lead's); null when it has none. docs/trackers.md." }),
 }
 
 export const FeedbackItem = t.Object(listMembers, closed)

@@ -102,6 +102,8 @@ function listItemOf(row: ListRow, suggestedLead: string | null): FeedbackItem {
     lastDuplicateAt: isoOrNull(row.lastDuplicateAt),
     suggestedDuplicateOf: suggestionOf(row, suggestedLead),
     duplicateMatch: matchOf(row),
+    // Filled by the feedback service (one read per page: modules/trackers/service.ts issuesFor).
+    trackerIssue: null,
   }
 }
 

@@ -16,6 +16,8 @@ import { suggestedLeadsOf } from './suggested'
 import { isMailAddress } from '../mail/address'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
+import { createTrackersRepo } from '../trackers/repo'
+import { issueView } from '../trackers/service'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -114,6 +116,18 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
   const { clock } = ctx
   const repo = createFeedbackRepo(ctx.storage, lifecycle, clock, committer)
   const apps = createAppsRepo(ctx.storage)
+  const trackerIssues = createTrackersRepo(ctx.storage, lifecycle, clock)
+
+  /** The tracker issue of each report: its own as a lead, its lead's as a duplicate (one read per page). */
+  async function withTrackerIssues<T extends { id: string; duplicateOfId: string | null; trackerIssue: unknown }>(items: T[]): Promise<T[]> {
+    if (items.length === 0) return items
+    const rows = new Map((await trackerIssues.issuesOf([...new Set(items.map((i) => i.duplicateOfId ?? i.id))])).map((r) => [r.feedback_id, r]))
+    for (const i of items) {
+      const r = rows.get(i.duplicateOfId ?? i.id)
+      i.trackerIssue = r ? issueView(r) : null
+    }
+    return items
+  }
 
   /** Why a report waits where it is, when nothing will move it on by itself. */
   async function statusReasonOf(row: FeedbackRow): Promise<string | null> {
@@ -178,7 +192,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const page = more ? rows.slice(0, limit) : rows
       const budget = previewBudget()
       const leads = await suggestedLeads(orgId, page)
-      const data: FeedbackItem[] = page.map((row) => toListItem(row, budget, leads.get(row.id) ?? null))
+      const data: FeedbackItem[] = await withTrackerIssues(page.map((row) => toListItem(row, budget, leads.get(row.id) ?? null)))
       return { data, nextCursor: more ? page[page.length - 1].id : null }
     },
 
@@ -187,7 +201,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const row = await repo.get(orgId, id)
       if (!row) throw new ApiError('not_found')
       const dups = row.duplicateCount > 0 ? await repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
-      const item = toFullItem(row, dups, await statusReasonOf(row), (await suggestedLeads(orgId, [row])).get(row.id) ?? null)
+      const [item] = await withTrackerIssues([toFullItem(row, dups, await statusReasonOf(row), (await suggestedLeads(orgId, [row])).get(row.id) ?? null)])
       for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
       if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
       return item

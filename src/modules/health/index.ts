@@ -15,6 +15,11 @@ const CheckSchema = t.Object({
   node: t.Optional(t.String()),
   roles: t.Optional(t.Array(t.String())),
   liveNodes: t.Optional(t.Integer()),
+  // The advisory `trackers` check: failing issue-tracker connections, never a reason for 503.
+  advisory: t.Optional(t.Boolean()),
+  failing: t.Optional(
+    t.Array(t.Object({ appId: t.String(), kind: t.String(), lastError: t.Union([t.String(), t.Null()]), lastErrorAt: t.Union([t.String(), t.Null()]), retryAt: t.Union([t.String(), t.Null()]) })),
+  ),
 })
 
 export function healthRoutes(readiness: Readiness, version: string) {
@@ -29,7 +34,7 @@ export function healthRoutes(readiness: Readiness, version: string) {
         const { ready, checks } = await readiness.check()
         if (!ready) {
           const reason = Object.entries(checks)
-            .filter(([, c]) => !c.ok)
+            .filter(([, c]) => !c.ok && !c.advisory)
             .map(([name, c]) => `${name}: ${c.reason ?? 'failed'}`)
             .join('; ')
           throw new ApiError('not_ready', { reason, checks })

@@ -17,6 +17,12 @@ export interface Check {
   node?: string
   roles?: string[]
   liveNodes?: number
+  /**
+   * Advisory: shown, never a reason for 503 (readiness is about this node). The `trackers` check: the
+   * issue-tracker connections whose last call failed (docs/trackers.md "Failures").
+   */
+  advisory?: boolean
+  failing?: { appId: string; kind: string; lastError: string | null; lastErrorAt: string | null; retryAt: string | null }[]
 }
 
 export interface ReadinessDeps {
@@ -32,6 +38,8 @@ export interface ReadinessDeps {
   redis?: () => Promise<Check>
   /** Cluster mode: this node's heartbeat reached the database; its roles. */
   node?: () => Check
+  /** Issue-tracker connections whose last call failed (advisory). */
+  trackers?: () => Promise<Check>
 }
 
 export type ReadinessReport = { ready: boolean; checks: Record<string, Check> }
@@ -55,7 +63,7 @@ export function createReadiness(d: ReadinessDeps) {
   return {
     async check(): Promise<ReadinessReport> {
       const checkpointer = d.checkpointer
-      const [database_, disk_, worker, checkpointer_, masterKey, redis, node] = await Promise.all([
+      const [database_, disk_, worker, checkpointer_, masterKey, redis, node, trackers] = await Promise.all([
         probe(database),
         probe(disk),
         probe(d.worker),
@@ -63,6 +71,7 @@ export function createReadiness(d: ReadinessDeps) {
         probe(d.masterKey),
         d.redis ? probe(d.redis) : undefined,
         d.node ? probe(d.node) : undefined,
+        d.trackers ? probe(d.trackers).then((c) => ({ ...c, advisory: true })) : undefined,
       ])
       const checks: Record<string, Check> = {
         database: database_,
@@ -72,8 +81,9 @@ export function createReadiness(d: ReadinessDeps) {
         masterKey,
         ...(redis ? { redis } : {}),
         ...(node ? { node } : {}),
+        ...(trackers ? { trackers } : {}),
       }
-      return { ready: Object.values(checks).every((c) => c.ok), checks }
+      return { ready: Object.values(checks).every((c) => c.ok || c.advisory === true), checks }
     },
   }
 }

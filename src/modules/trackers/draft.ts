@@ -1,0 +1,73 @@
+/**
+ * The issue fixloop writes for a lead (docs/trackers.md "What is pushed"): the title the dashboard shows
+ * (the lead's theme, else the start of its text), the consolidated sanitized text (never the raw report)
+ * inside a code fence, so @mentions, #references, links and HTML in a report never act on the tracker,
+ * then the cluster size, the severity, a link to the report on the dashboard and the number of
+ * screenshots (viewed on that page: no screenshot URL leaves fixloop). Labels: `fixloop` and
+ * `severity:<level>`. Pure.
+ */
+import type { IssueDraft } from '../../trackers/adapter'
+import type { LeadForTracker } from './repo'
+
+export const TITLE_MAX = 200
+/** What of the text an issue body carries at most (trackers cap bodies at 65k characters and less). */
+export const BODY_TEXT_MAX = 20_000
+
+const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim()
+
+/** The dashboard's report page, when the server knows its public address (FIXLOOP_PUBLIC_URL). */
+export const reportPageUrl = (publicUrl: string | undefined, lead: { org_id: string; id: string }) =>
+  publicUrl ? `${publicUrl}/admin/o/${encodeURIComponent(lead.org_id)}/r/${encodeURIComponent(lead.id)}` : null
+
+export function titleOf(lead: Pick<LeadForTracker, 'theme' | 'text'>): string {
+  const t = oneLine(lead.theme || lead.text)
+  return (t.length > TITLE_MAX ? `${t.slice(0, TITLE_MAX - 1)}…` : t) || 'User feedback'
+}
+
+/** A code fence longer than any run of backticks in `text` (CommonMark: a shorter run cannot close it). */
+function fenced(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length))
+  const fence = '`'.repeat(longest + 1)
+  return `${fence}text\n${text}\n${fence}`
+}
+
+function screenshotCount(attachments: string | null): number {
+  if (!attachments) return 0
+  try {
+    const list = JSON.parse(attachments) as unknown
+    return Array.isArray(list) ? Math.min(list.length, 1000) : 0
+  } catch {
+    return 0
+  }
+}
+
+export function draftOf(lead: LeadForTracker, publicUrl: string | undefined): IssueDraft {
+  const size = 1 + lead.duplicate_count
+  const raw = lead.consolidated_text || lead.text
+  const text = raw.length > BODY_TEXT_MAX ? `${raw.slice(0, BODY_TEXT_MAX)}\n[… cut at ${BODY_TEXT_MAX} characters]` : raw
+  const page = reportPageUrl(publicUrl, lead)
+  const shots = screenshotCount(lead.attachments)
+  const lines = [
+    fenced(text),
+    '',
+    `- **Reports:** ${size} (${size === 1 ? 'no duplicates' : `the lead and ${size - 1} duplicate${size === 2 ? '' : 's'}`})`,
+    `- **Severity:** ${lead.severity ?? 'unset'}`,
+    `- **Report:** ${page ?? `fixloop report \`${lead.id}\``}`,
+  ]
+  if (shots > 0) lines.push(`- **Screenshots:** ${shots}${page ? `, on the report page: ${page}` : ''}`)
+  lines.push('', '_Synced by fixloop: this text is replaced when the cluster grows; comment below instead of editing it._')
+  return { title: titleOf(lead), body: lines.join('\n'), labels: ['fixloop', ...(lead.severity ? [`severity:${lead.severity}`] : [])] }
+}
+
+/** The comment posted when the cluster grows. */
+export function growthComment(before: number, after: number, publicUrl: string | undefined, lead: { org_id: string; id: string }): string {
+  const page = reportPageUrl(publicUrl, lead)
+  return `fixloop: ${after - before} more report${after - before === 1 ? '' : 's'} joined this cluster (${after} in all, was ${before}).${page ? ` ${page}` : ''}`
+}
+
+/** One comment per COMMENT_EVERY_MS at most, unless the cluster at least doubled since the last pushed size. */
+export const COMMENT_EVERY_MS = 60 * 60_000
+export function commentDue(before: number, after: number, commentedAt: number | null, now: number): boolean {
+  if (after <= before) return false
+  return commentedAt === null || now - commentedAt >= COMMENT_EVERY_MS || after >= 2 * Math.max(before, 1)
+}

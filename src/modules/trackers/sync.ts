@@ -1,0 +1,137 @@
+/**
+ * The work of the tracker jobs (docs/trackers.md "Push", "Pull", "Failures"), outside any transaction:
+ *
+ * - `pushLead`: creates the lead's issue, or replaces its text and comments when the cluster grew
+ *   (draft.ts: at most one comment an hour unless the cluster doubled). A TrackerError marks the link
+ *   failing with the tracker's answer and the connection's health, and asks to run again after the
+ *   tracker's Retry-After or an exponential backoff (30 s doubling to an hour), whichever is longer. An
+ *   issue gone on the tracker (not_found on an issue fixloop created) marks the link deleted: no more
+ *   syncing, nothing moves.
+ * - `pollPass`: reads the state of up to POLL_BATCH live issues and applies it like a webhook delivery
+ *   (no echo there: fixloop never changes an issue's state); a lead whose cluster size differs from what
+ *   was pushed is queued again (the fallback for a growth the push job missed).
+ */
+import type { Clock } from '../../core/clock'
+import type { Logger } from '../../core/logger'
+import { TrackerError, type TrackerKind } from '../../trackers/adapter'
+import { adapterFor } from '../../trackers/registry'
+import { commentDue, draftOf, growthComment } from './draft'
+import { actionFor } from './mapping'
+import type { TrackerConnectionRow } from './repo'
+import { parseStateMap, type TrackersService } from './service'
+
+export const PUSH_BACKOFF_BASE_MS = 30_000
+export const PUSH_BACKOFF_MAX_MS = 3600_000
+export const POLL_BATCH = 50
+/** A push re-reads the cluster after it wrote and goes again this many times at most. */
+const PUSH_ROUNDS = 3
+
+export const pushBackoffMs = (attempts: number) => Math.min(PUSH_BACKOFF_MAX_MS, PUSH_BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1))
+
+/** What a push asks of its job: done, or run again in `retryInMs` (a failure, or a lead not sanitized yet). */
+export type PushOutcome = { done: true } | { done: false; retryInMs: number; reason: string }
+
+const NOT_SANITIZED = new Set(['received', 'sanitizing'])
+
+export function createTrackerSync(deps: { trackers: TrackersService; clock: Clock; log: Logger; publicUrl: string | undefined }) {
+  const { trackers, clock, log } = deps
+  const repo = trackers.repo
+
+  async function healthy(conn: TrackerConnectionRow): Promise<void> {
+    if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
+  }
+
+  async function pushLead(feedbackId: string): Promise<PushOutcome> {
+    for (let round = 0; round < PUSH_ROUNDS; round++) {
+      const link = await repo.issue(feedbackId)
+      if (!link || link.sync_state === 'deleted') return { done: true }
+      const conn = await repo.connection(link.app_id)
+      // Disconnected (or connected to another kind since): the link stays readable, nothing is synced.
+      if (!conn || conn.kind !== link.kind) return { done: true }
+      const lead = await repo.lead(feedbackId)
+      // Merged into another lead since: it follows that lead's issue; its own is left as it was.
+      if (!lead || lead.duplicate_of_id !== null) return { done: true }
+      if (NOT_SANITIZED.has(lead.status)) return { done: false, retryInMs: 30_000, reason: 'the report is not sanitized yet' }
+      const adapter = adapterFor(conn.kind as TrackerKind)
+      const size = 1 + lead.duplicate_count
+      const now = clock.now()
+      if (link.issue_id !== null && size === link.pushed_size) {
+        if (link.sync_state !== 'synced') await repo.saveIssue(feedbackId, { sync_state: 'synced', last_error: null, attempts: 0, retry_at: null }, now)
+        return { done: true }
+      }
+      try {
+        if (!adapter) throw new TrackerError('rejected', `${conn.kind} is not available on this server`)
+        const target = await trackers.targetOf(conn)
+        const draft = draftOf(lead, deps.publicUrl)
+        if (link.issue_id === null) {
+          const issue = await adapter.createIssue(target, draft)
+          await repo.saveIssue(
+            feedbackId,
+            { issue_id: issue.id, issue_key: issue.key, issue_url: issue.url, state_name: issue.state.name, state_category: issue.state.category, pushed_size: size, sync_state: 'synced', last_error: null, attempts: 0, retry_at: null, synced_at: clock.now() },
+            clock.now(),
+          )
+        } else {
+          await adapter.updateIssue(target, link.issue_id, { title: draft.title, body: draft.body })
+          const comment = commentDue(link.pushed_size, size, link.commented_at, now)
+          if (comment) await adapter.addComment(target, link.issue_id, growthComment(link.pushed_size, size, deps.publicUrl, lead))
+          await repo.saveIssue(feedbackId, { pushed_size: size, ...(comment ? { commented_at: now } : {}), sync_state: 'synced', last_error: null, attempts: 0, retry_at: null, synced_at: clock.now() }, clock.now())
+        }
+        await healthy(conn)
+      } catch (e) {
+        if (!(e instanceof TrackerError)) throw e
+        if (e.failure === 'not_found' && link.issue_id !== null) {
+          await repo.applyNews(link.app_id, { deliveryId: null, feedbackId, state: { name: link.state_name ?? 'deleted', category: link.state_category ?? 'open' }, deleted: true, action: 'ignore' })
+          return { done: true }
+        }
+        const attempts = link.attempts + 1
+        const wait = Math.max(e.retryAfterMs ?? 0, pushBackoffMs(attempts))
+        const retryAt = clock.now() + wait
+        await repo.saveIssue(feedbackId, { sync_state: 'failing', last_error: e.message, attempts, retry_at: retryAt }, clock.now())
+        await repo.setHealth(conn.app_id, { error: e.message, at: clock.now(), retryAt })
+        log.warn('tracker push failed', { feedbackId, kind: conn.kind, failure: e.failure, status: e.status, retryInMs: wait, error: e.message })
+        return { done: false, retryInMs: wait, reason: e.message }
+      }
+    }
+    return { done: true }
+  }
+
+  /** One polling pass from `cursor` (a lead id); the next cursor ('' when the pass reached the end) and a throttle wait, if the tracker asked. */
+  async function pollPass(cursor: string): Promise<{ cursor: string; read: number; moved: number; throttledMs?: number }> {
+    const batch = await repo.openIssues(cursor, POLL_BATCH)
+    const conns = new Map<string, TrackerConnectionRow | undefined>()
+    let read = 0
+    let moved = 0
+    for (const link of batch) {
+      if (!conns.has(link.app_id)) conns.set(link.app_id, await repo.connection(link.app_id))
+      const conn = conns.get(link.app_id)
+      const adapter = conn ? adapterFor(conn.kind as TrackerKind) : null
+      if (conn && adapter && link.issue_id !== null) {
+        try {
+          const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id)
+          read++
+          const r = await repo.applyNews(link.app_id, { deliveryId: null, feedbackId: link.feedback_id, state: issue.state, deleted: false, action: actionFor(issue.state, parseStateMap(conn.state_map)) })
+          if (r.outcome === 'moved') moved++
+          if (link.cluster_size !== link.pushed_size && link.sync_state === 'synced') await repo.queuePushes(link.app_id, { create: [], refresh: [link.feedback_id] })
+          await healthy(conn)
+          conn.last_error = null
+        } catch (e) {
+          if (!(e instanceof TrackerError)) throw e
+          if (e.failure === 'not_found') {
+            await repo.applyNews(link.app_id, { deliveryId: null, feedbackId: link.feedback_id, state: { name: 'deleted', category: 'open' }, deleted: true, action: 'ignore' })
+          } else {
+            const retryAt = e.retryAfterMs === null ? null : clock.now() + e.retryAfterMs
+            await repo.setHealth(conn.app_id, { error: e.message, at: clock.now(), retryAt })
+            conn.last_error = e.message
+            log.warn('tracker poll failed', { feedbackId: link.feedback_id, kind: conn.kind, failure: e.failure, error: e.message })
+            if (e.failure === 'rate_limited') return { cursor: link.feedback_id, read, moved, throttledMs: e.retryAfterMs ?? 60_000 }
+          }
+        }
+      }
+      cursor = link.feedback_id
+    }
+    return { cursor: batch.length === POLL_BATCH ? cursor : '', read, moved }
+  }
+
+  return { pushLead, pollPass }
+}
+export type TrackerSync = ReturnType<typeof createTrackerSync>

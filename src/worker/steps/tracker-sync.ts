@@ -1,0 +1,47 @@
+/**
+ * The tracker jobs (docs/trackers.md): `tracker_push` (one lead's issue created or brought up to date;
+ * a failure runs it again after the tracker's Retry-After or the backoff, never counted as a give-up) and
+ * the recurring `tracker_poll` (the state of live issues every FIXLOOP_TRACKER_POLL_MINUTES; a tracker's
+ * 429 ends the pass, the next starts where it stopped once the wait is over).
+ */
+import type { Clock } from '../../core/clock'
+import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { TrackerSync } from '../../modules/trackers/sync'
+import type { JobsRepo } from '../jobs-repo'
+import { DeferJob, type JobStep } from '../loop'
+
+const NEXT_BATCH_MS = 5_000
+
+export function createPushTrackerIssueStep(sync: TrackerSync): JobStep {
+  return {
+    async run(job) {
+      if (!job.feedback_id) return
+      const out = await sync.pushLead(job.feedback_id)
+      if (!out.done) throw new DeferJob(out.retryInMs, out.reason)
+    },
+  }
+}
+
+export function createPollTrackerIssuesStep(deps: { sync: TrackerSync; lifecycle: Lifecycle; clock: Clock; everyMs: number }): JobStep & { pass(): ReturnType<TrackerSync['pollPass']> } {
+  /** Where the next pass starts (a lead id): kept across passes of this process; another node starts over. */
+  let cursor = ''
+  const pass = async () => {
+    const out = await deps.sync.pollPass(cursor)
+    cursor = out.cursor
+    return out
+  }
+  return {
+    pass,
+    async run() {
+      if (deps.everyMs <= 0) return
+      const done = await pass()
+      const next = done.throttledMs ?? (done.cursor !== '' ? NEXT_BATCH_MS : deps.everyMs)
+      await deps.lifecycle.enqueue('tracker_poll', {}, deps.clock.now() + next)
+    },
+  }
+}
+
+/** Makes sure one tracker poll job is scheduled (at start), when polling is on. */
+export async function scheduleTrackerPoll(jobs: JobsRepo, lifecycle: Lifecycle, clock: Clock, everyMs: number): Promise<void> {
+  if (everyMs > 0 && !(await jobs.hasKind('tracker_poll'))) await lifecycle.enqueue('tracker_poll', {}, clock.now() + Math.min(everyMs, 60_000))
+}
