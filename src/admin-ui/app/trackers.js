@@ -74,6 +74,15 @@ function Webhook({ t, secret, onDone }) {
 }
 
 export function TrackerSection({ org, app }) {
+  // The connection (token, webhook secret, rules) is the Org owners' (permission trackers.manage).
+  if (org.role !== 'owner') {
+    return html`<section aria-labelledby="tracker"><h2 id="tracker">Issue tracker</h2>
+      <p class="muted">Org owners connect an issue tracker here. Members push leads from a report’s page.</p></section>`
+  }
+  return html`<${TrackerForm} org=${org} app=${app} />`
+}
+
+function TrackerForm({ org, app }) {
   const current = useLoad(() => loadTracker(org, app.id), [app.id])
   const [f, setF] = useState(null)
   const [secret, setSecret] = useState(null)
@@ -131,17 +140,16 @@ export function TrackerSection({ org, app }) {
   if (current.error) return html`<section aria-labelledby="tracker">${heading}<${ErrorBox} error=${current.error} /></section>`
   if (t === undefined) return html`<section aria-labelledby="tracker">${heading}<p class="muted">This server does not offer issue-tracker sync.</p></section>`
   const kind = KINDS[form.kind] || KINDS.github
-  const ro = org.role !== 'owner'
   const field = (id, label, input, hint) => html`<div class="field"><label for=${id}>${label}</label>${input}${hint && html`<small id=${`${id}-hint`}>${hint}</small>`}</div>`
   return html`<section aria-labelledby="tracker">${heading}
     <p>${t
       ? html`Leads become issues in ${TRACKER_NAMES[t.kind] || t.kind}; closing an issue there resolves the lead and its duplicates.`
       : 'Not connected. Connect GitHub Issues, GitLab, Gitea, Jira or Linear to push leads as issues and get their state back (docs/trackers.md).'}
-      ${ro ? ' Only Org owners change this.' : ''}</p>
+</p>
     ${t && html`<${Health} t=${t} />`}
     ${t && html`<${Webhook} t=${t} secret=${secret} onDone=${() => setSecret(null)} />`}
     <form class="grid" onSubmit=${(e) => (e.preventDefault(), save())}>
-      <fieldset disabled=${ro}>
+      <fieldset>
       <legend class="sr-only">Issue tracker connection</legend>
       ${field('t-kind', 'Tracker', html`<select id="t-kind" value=${form.kind} onChange=${set('kind')}>${Object.keys(KINDS).map((k) => html`<option value=${k}>${TRACKER_NAMES[k]}</option>`)}</select>`)}
       ${field('t-project', kind.project, html`<input id="t-project" required maxlength="300" value=${form.project} onInput=${set('project')} aria-describedby="t-project-hint" />`, kind.projectHint)}
@@ -186,7 +194,12 @@ const POLL_MAX = 60
 /** The report's tracker issue, or the button that pushes the lead (reports that are no duplicate). */
 export function TrackerIssue({ org, item }) {
   const [issue, setIssue] = useState(item.trackerIssue || null)
-  const tracker = useLoad(() => (item.trackerIssue || item.duplicateOfId ? Promise.resolve(null) : loadTracker(org, item.appId).catch(() => null)), [item.appId, item.id])
+  // A member may push but not read the connection (403): the button then names no tracker, and a push
+  // without one answers 409 tracker_not_connected, shown as the error.
+  const tracker = useLoad(
+    () => (item.trackerIssue || item.duplicateOfId ? Promise.resolve(null) : loadTracker(org, item.appId).catch((e) => (e && e.status === 403 ? { kind: null } : null))),
+    [item.appId, item.id],
+  )
   useEffect(() => setIssue(item.trackerIssue || null), [item.id, item.trackerIssue && item.trackerIssue.syncState])
   const pending = issue && issue.syncState === 'pending'
   useEffect(() => {
@@ -207,7 +220,7 @@ export function TrackerIssue({ org, item }) {
     const res = await api('POST', `/v1/feedback/${item.id}/tracker-issue`, { org: org.id })
     setIssue(res.trackerIssue)
   })
-  const name = (k) => TRACKER_NAMES[k] || k
+  const name = (k) => TRACKER_NAMES[k] || k || 'the tracker'
   if (issue) {
     return html`<section aria-labelledby="tracker-issue-h" class="tracker-issue"><h2 id="tracker-issue-h">${name(issue.kind)} issue</h2>
       <p>${issue.url && issue.key
@@ -222,7 +235,7 @@ export function TrackerIssue({ org, item }) {
   const t = tracker.data
   if (!t || item.duplicateOfId) return null
   return html`<div class="actions tracker-push">
-    <button type="button" disabled=${busy} onClick=${push}>Create issue in ${name(t.kind)}</button>
+    <button type="button" disabled=${busy} onClick=${push}>${t.kind ? `Create issue in ${name(t.kind)}` : 'Create tracker issue'}</button>
     <${ErrorBox} error=${error} />
   </div>`
 }
