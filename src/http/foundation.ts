@@ -36,8 +36,8 @@ const CLIENT_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 const UPLOAD_PATH = /^\/v1\/uploads\//
 /** Slack's slash commands are form-encoded and signed over the raw bytes: that route reads its own body. */
 const SLACK_COMMAND_PATH = /^\/v1\/chatops\/slack\/[^/]+\/commands$/
-/** Git-host webhooks: read raw by their route, which verifies the signature over the exact bytes. */
-const GIT_HOOK_PATH = /^\/v1\/git-hooks\/[^/]+$/
+/** Git-host and issue-tracker webhooks: read raw by their route, which verifies the signature over the exact bytes. */
+const GIT_HOOK_PATH = /^\/v1\/(git|tracker)-hooks\/[^/]+$/
 /** RFC 8058 one-click unsubscribe: mail clients POST `List-Unsubscribe=One-Click` form-encoded; the route ignores the body. */
 const UNSUBSCRIBE_PATH = /^\/v1\/mail\/unsubscribe$/
 
