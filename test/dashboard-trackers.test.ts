@@ -17,6 +17,7 @@ import { startJiraStub, type JiraStub } from './jira-stub'
 
 const EMAIL = 'trackers@example.com'
 const PASSWORD = 'trackers password 42'
+const MEMBER = 'member@example.com'
 
 let dir: string
 let server: SpawnedServer
@@ -34,6 +35,8 @@ beforeAll(async () => {
   jira = await startJiraStub()
   tenant = await cliTenant(dir)
   expect((await runBinary(['admin', 'create', '--email', EMAIL, '--password-file', writePasswordFile(dir, 'pw', PASSWORD), '--data-dir', dir])).code).toBe(0)
+  const member = ['admin', 'create', '--email', MEMBER, '--password-file', writePasswordFile(dir, 'mpw', PASSWORD), '--org', tenant.orgId, '--role', 'member', '--data-dir', dir]
+  expect((await runBinary(member)).code).toBe(0)
   // The Jira stub listens on loopback: the operator knob for private tracker addresses lets it through.
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_PUBLIC_URL: 'http://127.0.0.1' })
   routes = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key })).status !== 404
@@ -123,3 +126,26 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   expect(jira.issues.get(key)!.summary.length).toBeGreaterThan(0)
   await expectPageClean(page, 'report-tracker-issue')
 }, 90_000)
+
+test.skipIf(!!BROWSER_SKIP)('a member sees no connection form but pushes a lead from its report page', async () => {
+  if (!routes) return
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  try {
+    const member = await context.newPage()
+    await signInByKeyboard(member, server.url, MEMBER, PASSWORD)
+    await member.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
+    const section = member.getByRole('region', { name: 'Issue tracker' })
+    await section.getByText('Org owners connect an issue tracker here.').waitFor()
+    expect(await section.getByLabel('Access token').count()).toBe(0)
+    const id = await submitReport(server.url, tenant.pub, 'The invoice PDF is blank')
+    await member.goto(`${server.url}/admin/o/${tenant.orgId}/r/${id}`)
+    // The member may not read the connection (which tracker), so the button names none.
+    const push = member.getByRole('button', { name: 'Create tracker issue' })
+    await push.waitFor()
+    await push.press('Enter')
+    await member.getByRole('link', { name: /^PROJ-\d+$/ }).waitFor({ timeout: 20_000 })
+    await expectPageClean(member, 'report-tracker-issue-member')
+  } finally {
+    await context.close()
+  }
+}, 60_000)
