@@ -16,6 +16,7 @@ import inbox from './app/inbox.js' with { type: 'text' }
 import report from './app/report.js' with { type: 'text' }
 import account from './app/account.js' with { type: 'text' }
 import webhooks from './app/webhooks.js' with { type: 'text' }
+import trackers from './app/trackers.js' with { type: 'text' }
 import labels from './app/labels.js' with { type: 'text' }
 import live from './app/live.js' with { type: 'text' }
 import css from './app/style.css' with { type: 'text' }
@@ -64,6 +65,7 @@ export const ASSETS: Asset[] = [
   asset('@fixloop/fsm', 'fsm.js', fsmModule()),
   asset('@fixloop/labels', 'labels.js', labels),
   asset('@fixloop/live', 'live.js', live),
+  asset('@fixloop/trackers', 'trackers.js', trackers),
   asset('@fixloop/auth', 'auth.js', auth),
   asset('@fixloop/apps', 'apps.js', apps),
   asset('@fixloop/keys', 'keys.js', keys),

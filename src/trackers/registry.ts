@@ -6,13 +6,14 @@ import type { TrackerAdapter, TrackerKind } from './adapter'
 import { gitea } from './gitea'
 import { github } from './github'
 import { gitlab } from './gitlab'
+import { saasAdapters } from './saas'
 
 const ADAPTERS: Partial<Record<TrackerKind, TrackerAdapter>> = {
   github,
   gitlab,
   gitea,
-  // jira: the Jira Cloud adapter (src/trackers/jira.ts)
-  // linear: the Linear adapter (src/trackers/linear.ts)
+  // Jira Cloud (src/trackers/jira.ts) and Linear (src/trackers/linear.ts)
+  ...saasAdapters,
 }
 
 /** The adapter for `kind`, or null while that kind has none on this build. */

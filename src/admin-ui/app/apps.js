@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, navigate, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
 import { PROCESSING_LABELS } from '@fixloop/labels'
+import { TrackerSection } from '@fixloop/trackers'
 
 export function OrgsPage({ me, orgs, onChange }) {
   const [name, setName] = useState('')
@@ -252,5 +253,6 @@ export function AppPage({ org, appId, me }) {
     <${Dedup} org=${org} app=${current} />
     ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
     ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
+    <${TrackerSection} key=${`tracker-${current.id}`} org=${org} app=${current} />
     <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>`
 }

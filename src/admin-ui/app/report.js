@@ -5,6 +5,7 @@ import { api } from '@fixloop/api'
 import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
 import { customerTargets } from '@fixloop/fsm'
 import { Status, historyText, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
+import { TrackerIssue } from '@fixloop/trackers'
 
 const RUN_LABELS = { running: 'Running', succeeded: 'Succeeded', failed: 'Failed', guardrailed: 'Stopped by a guardrail' }
 
@@ -195,6 +196,7 @@ export function ReportPage({ org, id }) {
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
         ${prState(item) && html`<span class="pr-state">Pull request: <strong>${prState(item)}</strong></span>`}
       </div>
+      <${TrackerIssue} key=${`tracker-${item.id}`} org=${org} item=${item} />
       ${item.statusReason &&
       html`<p class="notice reason"><strong>On hold.</strong> ${item.statusReason[0].toUpperCase() + item.statusReason.slice(1)}.${' '}
         <${Link} href=${`/admin/o/${org.id}/apps/${item.appId}`}>Open the App’s settings</${Link}></p>`}

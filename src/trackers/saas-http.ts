@@ -1,0 +1,117 @@
+/**
+ * The HTTP call the Jira Cloud and Linear adapters share: one request, bounded in time and size, every
+ * failure a TrackerError whose message has the credentials scrubbed out. The vendors' status codes are
+ * mapped to the seam's failures here once (401/403 unauthorized, 404 not_found, 429 rate_limited with the
+ * Retry-After, 5xx and network errors unreachable, other 4xx rejected); Linear's GraphQL errors, which
+ * arrive with 200 or 400, are mapped by src/trackers/linear.ts on top.
+ */
+import { retryAfterMs, scrub } from '../core/outbound'
+import { TrackerError, type TrackerFailure } from './adapter'
+
+/** A tracker's answer is read up to this many bytes; a longer one is refused (a hostile or broken API). */
+export const RESPONSE_MAX_BYTES = 2 * 1024 * 1024
+const TIMEOUT_MS = 20_000
+/** What of a vendor's error text goes into our message (after scrubbing). */
+const DETAIL_MAX = 200
+
+export interface Answer {
+  status: number
+  headers: Headers
+  text: string
+  /** The parsed JSON body, or undefined when the body is empty or not JSON. */
+  json: unknown
+}
+
+export interface Call {
+  /** For messages: "Jira", "Linear". */
+  vendor: string
+  /** For messages: what fixloop was doing ("creating the issue"). */
+  doing: string
+  url: string
+  method: 'GET' | 'POST' | 'PUT'
+  headers: Record<string, string>
+  body?: unknown
+  /** Every credential form that must never appear in a message (the token, a Basic header value). */
+  secrets: string[]
+  signal?: AbortSignal
+}
+
+/** Reads a body up to RESPONSE_MAX_BYTES, or null when it is longer. */
+async function boundedText(res: Response): Promise<string | null> {
+  if (!res.body) return ''
+  const reader = res.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > RESPONSE_MAX_BYTES) {
+      await reader.cancel().catch(() => {})
+      return null
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+export function failureOfStatus(status: number): TrackerFailure {
+  if (status === 401 || status === 403) return 'unauthorized'
+  if (status === 404) return 'not_found'
+  if (status === 429) return 'rate_limited'
+  if (status >= 500) return 'unreachable'
+  return 'rejected'
+}
+
+/** One printable line of at most DETAIL_MAX characters, credentials scrubbed. */
+export function detail(text: string, secrets: string[]): string {
+  const line = scrub(text, secrets).replace(/[\x00-\x1f\x7f]+/g, ' ').trim()
+  return line.length > DETAIL_MAX ? `${line.slice(0, DETAIL_MAX - 1)}…` : line
+}
+
+/**
+ * Sends the call and returns the answer of any status the caller wants to read itself (2xx, and 400 for
+ * GraphQL); every other outcome is thrown as a TrackerError. Redirects are not followed: an API that
+ * redirects is misconfigured, and following would carry the credentials to another host.
+ */
+export async function send(c: Call, passStatuses: (status: number) => boolean = (s) => s >= 200 && s < 300): Promise<Answer> {
+  const signals = [AbortSignal.timeout(TIMEOUT_MS), ...(c.signal ? [c.signal] : [])]
+  let res: Response
+  try {
+    res = await fetch(c.url, {
+      method: c.method,
+      headers: { accept: 'application/json', 'user-agent': 'fixloop', ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}), ...c.headers },
+      body: c.body !== undefined ? JSON.stringify(c.body) : undefined,
+      redirect: 'manual',
+      signal: AbortSignal.any(signals),
+    })
+  } catch (e) {
+    throw new TrackerError('unreachable', detail(`${c.vendor} API unreachable while ${c.doing}: ${e instanceof Error ? e.message : String(e)}`, c.secrets))
+  }
+  let text: string | null
+  try {
+    text = await boundedText(res)
+  } catch (e) {
+    throw new TrackerError('unreachable', detail(`${c.vendor} API broke off its answer while ${c.doing}: ${e instanceof Error ? e.message : String(e)}`, c.secrets), res.status)
+  }
+  if (text === null) throw new TrackerError('rejected', `${c.vendor} API answered ${res.status} with more than ${RESPONSE_MAX_BYTES} bytes while ${c.doing}`, res.status)
+  let json: unknown
+  try {
+    json = text ? JSON.parse(text) : undefined
+  } catch {
+    json = undefined
+  }
+  if (passStatuses(res.status)) return { status: res.status, headers: res.headers, text, json }
+  const failure = res.status >= 300 && res.status < 400 ? 'rejected' : failureOfStatus(res.status)
+  const wait = failure === 'rate_limited' ? (retryAfterMs(res.headers.get('retry-after')) ?? 60_000) : null
+  throw new TrackerError(failure, detail(`${c.vendor} API answered ${res.status} while ${c.doing}: ${text}`, c.secrets), res.status, wait)
+}
+
+export { constantTimeEqual, deliveryIdOr as deliveryIdOf, hmacSha256Hex as hmacHex } from '../core/outbound'
+
+// ---------------------------------------------------------------- reading hostile JSON
+
+export type Obj = Record<string, unknown>
+export const obj = (v: unknown): Obj | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : null)
+/** A non-empty string of at most `max` characters, else null. */
+export const str = (v: unknown, max = 256): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : null)
