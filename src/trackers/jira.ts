@@ -1,6 +1,6 @@
 /**
  * Jira Cloud through its REST API v3 (https://developer.atlassian.com/cloud/jira/platform/rest/v3/).
- * docs/trackers-jira-linear.md says what is pushed and how to configure the webhook.
+ * docs/trackers.md says what is pushed and how to configure the webhook.
  *
  *   auth        Authorization: Basic base64(<account e-mail>:<API token>)        ("Basic auth for REST APIs")
  *   whoAmI      GET  /rest/api/3/myself → { accountId, displayName }            ("Myself")

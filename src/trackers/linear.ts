@@ -1,6 +1,6 @@
 /**
  * Linear through its GraphQL API (https://linear.app/developers/graphql), at `${apiUrl}/graphql`.
- * docs/trackers-jira-linear.md says what is pushed and how to configure the webhook.
+ * docs/trackers.md says what is pushed and how to configure the webhook.
  *
  *   auth        Authorization: <personal API key> (lin_api_…, sent as is); an OAuth access token is sent as
  *               "Bearer <token>" (lin_oauth_…, or a token given with "Bearer " in front)   ("Authentication")

@@ -67,7 +67,7 @@ function Webhook({ t, secret, onDone }) {
     html`<p><strong>Copy the webhook secret now.</strong> It is shown this once.</p>
       <${CopyField} label="Webhook secret" id="tracker-hook-secret" value=${secret} />
       <p class="hint">${linear
-        ? 'Linear generates its own secret in its form: create the webhook with the API instead (docs/trackers-jira-linear.md), passing this secret.'
+        ? 'Linear generates its own secret in its form: create the webhook with the API instead (docs/trackers.md), passing this secret.'
         : 'Set it as the secret of the webhook on the tracker (events: issues; Jira: issue updated and deleted).'}</p>
       <button type="button" onClick=${onDone}>Done</button>`}
   </div>`
