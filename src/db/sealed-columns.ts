@@ -20,6 +20,7 @@ export interface SealedColumn {
 const COLUMNS: SealedColumn[] = [
   { table: 'apps', column: 'signing_secret_enc', key: 'id' },
   { table: 'repo_connections', column: 'host_token_enc', key: 'app_id' },
+  { table: 'repo_connections', column: 'webhook_secret_enc', key: 'app_id' },
   { table: 'webhooks', column: 'secret_sealed', key: 'id' },
   { table: 'webhooks', column: 'previous_secret_sealed', key: 'id' },
   { table: 'slack_connections', column: 'bot_token_sealed', key: 'id' },
