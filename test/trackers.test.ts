@@ -214,6 +214,29 @@ for (const kind of ['github', 'gitlab', 'gitea'] as const) {
 }
 
 describe('routes', () => {
+  test('a webhook secret the tracker made (Linear\'s form) replaces fixloop\'s: deliveries verify with it only; never shown back; bad values refused', async () => {
+    const t = await seedTenant(server.admin, {}, 'Trk own secret')
+    const stub = stubs.github
+    const first = await connect(t, stub)
+    const made = first.body.webhookSecret as string
+    const theirs = 'whsec_made-by-the-tracker-0123456789'
+    const r = await connect(t, stub, { webhookSecret: theirs })
+    expect(r.status).toBe(200)
+    expect(r.body.webhookSecret).toBeUndefined()
+    expect(r.text).not.toContain(theirs)
+    const issue = { number: 999_001, state: 'closed' } as any
+    // An issue fixloop never created: authenticated and ignored; the old secret is refused now.
+    expect((await send(t, issueHook(stub, 'closed', issue, theirs))).body.outcome).toBe('ignored')
+    expect((await send(t, issueHook(stub, 'closed', issue, made))).status).toBe(401)
+    for (const webhookSecret of ['short', 'has a space in it 0123456789', 'x'.repeat(257), 42]) {
+      const bad = await connect(t, stub, { webhookSecret })
+      expect(bad.status).toBe(400)
+      expect(['invalid_body', 'invalid_argument']).toContain(bad.body.error.code)
+    }
+    // A refused value changed nothing.
+    expect((await send(t, issueHook(stub, 'closed', issue, theirs))).body.outcome).toBe('ignored')
+  })
+
   test('no tracker: 409 tracker_not_connected; rotate, disconnect (links stay readable); another Org\'s ids are 404', async () => {
     const t = await seedTenant(server.admin, {}, 'Routes')
     const other = await seedTenant(server.admin, {}, 'Other')

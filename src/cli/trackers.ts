@@ -13,7 +13,7 @@ import { didYouMean } from './suggest'
 
 export const TRACKER_HELP = `Usage:
   fixloop tracker connect --app APP_ID --kind github|gitlab|gitea|jira|linear --project P
-        [--api-url URL] [--account EMAIL] [--token-file PATH]
+        [--api-url URL] [--account EMAIL] [--token-file PATH] [--webhook-secret-file PATH]
         [--state-map "name=resolved,Won't Fix=ignore,…"] [--min-duplicates N|off] [--on-awaiting-manual high,medium,low,unset]
         connects (or reconnects) the App's issue tracker; the token is checked with the tracker
         prints the connection and, on the first connect, the webhook secret (shown this once)
@@ -23,7 +23,8 @@ export const TRACKER_HELP = `Usage:
   fixloop tracker push --feedback FEEDBACK_ID [--json]   create the lead's issue (a job does it; idempotent)
 The token is read from the first line of --token-file PATH (- for standard input), or from
 FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect, omitted keeps the
-stored one. --project: owner/repo (github, gitea), group/project or id (gitlab), project key (jira), team
+stored one. --webhook-secret-file PATH: a signing secret the tracker made (Linear's webhook form makes its
+own), read the same way, replaces fixloop's. --project: owner/repo (github, gitea), group/project or id (gitlab), project key (jira), team
 id (linear). --api-url: required for gitlab (…/api/v4), gitea (…/api/v1), jira (https://SITE.atlassian.net).
 Tracker URLs must resolve to public addresses unless FIXLOOP_TRACKER_ALLOW_PRIVATE=1 (set it on "fixloop
 serve" too). docs/trackers.md.
@@ -39,12 +40,13 @@ const FLAGS = {
   'api-url': { type: 'string' },
   account: { type: 'string' },
   'token-file': { type: 'string' },
+  'webhook-secret-file': { type: 'string' },
   'state-map': { type: 'string' },
   'min-duplicates': { type: 'string' },
   'on-awaiting-manual': { type: 'string' },
 } as const
 
-const CONNECT_FLAGS = ['app', 'kind', 'project', 'api-url', 'account', 'token-file', 'state-map', 'min-duplicates', 'on-awaiting-manual']
+const CONNECT_FLAGS = ['app', 'kind', 'project', 'api-url', 'account', 'token-file', 'webhook-secret-file', 'state-map', 'min-duplicates', 'on-awaiting-manual']
 const COMMANDS: Record<string, string[]> = {
   connect: CONNECT_FLAGS,
   show: ['app'],
@@ -61,16 +63,21 @@ function need(value: string | undefined, what: string): string {
 /** The token: the first line of --token-file, else FIXLOOP_TRACKER_TOKEN, else none (keep the stored one). */
 async function readToken(path: string | undefined): Promise<string | undefined> {
   if (path === undefined) return process.env.FIXLOOP_TRACKER_TOKEN?.trim() || undefined
+  return readSecretFile(path, '--token-file')
+}
+
+/** The first line of a file (- for standard input), for a secret that must not be on the command line. */
+async function readSecretFile(path: string, flag: string): Promise<string> {
   let text: string
   try {
     // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
     text = path === '-' ? await Bun.stdin.text() : readFileSync(path, 'utf8')
   } catch (e) {
-    throw new UsageError(`--token-file: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    throw new UsageError(`${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
   }
-  const token = text.split(/\r?\n/)[0].trim()
-  if (!token) throw new UsageError(`--token-file: ${path} is empty`)
-  return token
+  const value = text.split(/\r?\n/)[0].trim()
+  if (!value) throw new UsageError(`${flag}: ${path} is empty`)
+  return value
 }
 
 /** "Done=resolved,Won't Fix=ignore" → { Done: 'resolved', "Won't Fix": 'ignore' } */
@@ -121,12 +128,15 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
         for (const s of severities ?? []) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw new UsageError(`--on-awaiting-manual takes ${SEVERITY_CHOICES.join(', ')}, got "${s}"`)
         const before = (await svc.get(orgId, appId, base)).tracker
         const token = await readToken(values['token-file'])
+        if (values['token-file'] === '-' && values['webhook-secret-file'] === '-') throw new UsageError('--token-file and --webhook-secret-file cannot both read standard input')
+        const webhookSecret = values['webhook-secret-file'] === undefined ? undefined : await readSecretFile(values['webhook-secret-file'], '--webhook-secret-file')
         const input: TrackerInput = {
           kind: kind as TrackerKind,
           project: need(values.project, '--project'),
           ...(values['api-url'] !== undefined ? { apiUrl: values['api-url'] } : {}),
           ...(values.account !== undefined ? { account: values.account } : {}),
           ...(token !== undefined ? { token } : {}),
+          ...(webhookSecret !== undefined ? { webhookSecret } : {}),
           ...(values['state-map'] !== undefined ? { stateMap: parseStateMapFlag(values['state-map']) } : before ? { stateMap: before.stateMap } : {}),
           rules: {
             minDuplicates: min === undefined ? (before?.rules.minDuplicates ?? null) : min === 'off' ? null : parseIntFlag(min, 'min-duplicates')!,

@@ -67,7 +67,7 @@ function Webhook({ t, secret, onDone }) {
     html`<p><strong>Copy the webhook secret now.</strong> It is shown this once.</p>
       <${CopyField} label="Webhook secret" id="tracker-hook-secret" value=${secret} />
       <p class="hint">${linear
-        ? 'Linear generates its own secret in its form: create the webhook with the API instead (docs/trackers.md), passing this secret.'
+        ? 'Linear’s webhook form makes its own secret: paste that one into “Linear webhook signing secret” above and save again (or create the webhook with the API passing this secret, docs/trackers.md).'
         : 'Set it as the secret of the webhook on the tracker (events: issues; Jira: issue updated and deleted).'}</p>
       <button type="button" onClick=${onDone}>Done</button>`}
   </div>`
@@ -96,6 +96,7 @@ function TrackerForm({ org, app }) {
     project: t ? t.project : '',
     account: t && t.account ? t.account : '',
     token: '',
+    webhookSecret: '',
     stateMap: stateMapText(t && t.stateMap),
     minDuplicates: t && t.rules && t.rules.minDuplicates !== null ? String(t.rules.minDuplicates) : '',
     onAwaitingManual: t && t.rules ? t.rules.onAwaitingManual : [],
@@ -115,6 +116,7 @@ function TrackerForm({ org, app }) {
     }
     if (form.apiUrl.trim()) body.apiUrl = form.apiUrl.trim()
     if (form.token) body.token = form.token
+    if (form.kind === 'linear' && form.webhookSecret.trim()) body.webhookSecret = form.webhookSecret.trim()
     if (form.kind === 'jira' && form.account.trim()) body.account = form.account.trim()
     const res = await api('PUT', `/v1/apps/${app.id}/tracker`, { org: org.id, body })
     setSecret(res.webhookSecret || null)
@@ -156,6 +158,7 @@ function TrackerForm({ org, app }) {
       ${field('t-api', 'API URL', html`<input id="t-api" type="url" required=${kind.apiNeeded} placeholder=${kind.api} value=${form.apiUrl} onInput=${set('apiUrl')} aria-describedby="t-api-hint" />`, kind.apiNeeded ? `e.g. ${kind.api}` : `Empty: ${kind.api}`)}
       ${form.kind === 'jira' && field('t-account', 'Account e-mail', html`<input id="t-account" type="email" required autocomplete="off" value=${form.account} onInput=${set('account')} aria-describedby="t-account-hint" />`, 'The Atlassian account the API token belongs to.')}
       ${field('t-token', 'Access token', html`<input id="t-token" type="password" autocomplete="off" required=${!t} value=${form.token} onInput=${set('token')} aria-describedby="t-token-hint" />`, `${kind.token} ${t ? 'Empty keeps the stored token.' : 'Stored encrypted, never shown again.'}`)}
+      ${form.kind === 'linear' && field('t-hook-secret', 'Linear webhook signing secret', html`<input id="t-hook-secret" type="password" autocomplete="off" minlength="16" value=${form.webhookSecret} onInput=${set('webhookSecret')} aria-describedby="t-hook-secret-hint" />`, 'Linear’s webhook form makes its own secret: paste it here after creating the webhook. Empty keeps the current one. Stored encrypted, never shown again.')}
       <div class="field wide"><label for="t-map">State mapping</label>
         <textarea id="t-map" rows="3" class="mono" aria-describedby="t-map-hint" aria-invalid=${mapError ? 'true' : undefined} value=${form.stateMap} onInput=${set('stateMap')} placeholder="deployed = resolved"></textarea>
         <small id="t-map-hint">One per line: “tracker state = resolved | reopen | ignore”. States not listed follow their category (done resolves, open reopens).</small></div>

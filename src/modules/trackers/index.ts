@@ -44,6 +44,14 @@ const TrackerBody = t.Object(
     project: t.String({ minLength: 1, maxLength: 300, description: 'owner/repo (github, gitea), group/project or numeric id (gitlab), project key (jira), team id (linear).' }),
     token: t.Optional(t.String({ minLength: 1, maxLength: 4096, description: 'Required on the first connect; omitted keeps the stored one. Sealed at rest, never returned.' })),
     account: t.Optional(t.String({ minLength: 3, maxLength: 320, description: 'Jira Cloud: the e-mail of the API token.' })),
+    webhookSecret: t.Optional(
+      t.String({
+        minLength: 16,
+        maxLength: 256,
+        pattern: '^[\\x21-\\x7e]+$',
+        description: "The webhook signing secret the tracker made (Linear's webhook form makes its own): replaces the App's tracker webhook secret. Sealed at rest, never returned. Omitted: fixloop makes one on the first connect and keeps it.",
+      }),
+    ),
     stateMap: t.Optional(StateMap),
     rules: t.Optional(Rules),
   },

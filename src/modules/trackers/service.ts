@@ -35,6 +35,8 @@ export interface TrackerInput {
   project: string
   token?: string
   account?: string
+  /** A signing secret the tracker made (Linear's webhook form): replaces fixloop's own. */
+  webhookSecret?: string
   stateMap?: Record<string, NewsAction>
   rules?: { minDuplicates: number | null; onAwaitingManual: SeverityChoice[] }
 }
@@ -228,7 +230,10 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
         if (e instanceof TrackerError) throw invalid(`the tracker refused the connection: ${e.message}`)
         throw e
       }
-      const fresh = before ? null : newSecret()
+      if (input.webhookSecret !== undefined && !/^[\x21-\x7e]{16,256}$/.test(input.webhookSecret)) throw invalid('webhookSecret must be 16-256 printable characters without spaces')
+      // The tracker's own secret when given (never shown back: the caller has it); else one made on the first connect.
+      const fresh = before || input.webhookSecret !== undefined ? null : newSecret()
+      const secret = input.webhookSecret ?? fresh
       const now = clock.now()
       await repo.putConnection(
         {
@@ -239,14 +244,14 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
           project: input.project,
           account: input.account ?? null,
           token_sealed: box.seal(Buffer.from(token, 'utf8')),
-          webhook_secret_sealed: fresh === null ? before!.webhook_secret_sealed : box.seal(Buffer.from(fresh, 'utf8')),
+          webhook_secret_sealed: secret === null ? before!.webhook_secret_sealed : box.seal(Buffer.from(secret, 'utf8')),
           actor,
           state_map: JSON.stringify(stateMap),
           rules: JSON.stringify(rules),
           created_at: now,
           updated_at: now,
         },
-        note(by, orgId, 'app.tracker_connected', appId, { kind: input.kind, apiUrl, project: input.project, tokenChanged: input.token !== undefined }),
+        note(by, orgId, 'app.tracker_connected', appId, { kind: input.kind, apiUrl, project: input.project, tokenChanged: input.token !== undefined, webhookSecretSet: input.webhookSecret !== undefined }),
       )
       const tracker = await view((await repo.connection(appId))!, baseUrl)
       return fresh === null ? { tracker } : { tracker, webhookSecret: fresh }
