@@ -35,6 +35,21 @@ test.each([
   expect(searchRange({ ...challenge, challenge: challenge.challenge.toUpperCase() }, 0, maxnumber + 1)).toBe(secret)
 })
 
+test.each([
+  ['a salt shorter than a block', 'feed'],
+  ['the server's salt shape (a full block before the tail)', 'a1b2c3d4e5f6a1b2c3d4e5f6?expires=1764050000&app=0123456789abcdef01234567&max=100000&'],
+  ['a salt of exactly one block', 's'.repeat(64)],
+  ['a salt whose tail plus digits needs a second block', 't'.repeat(60)],
+  ['a salt of two full blocks and a tail', 'u'.repeat(150)],
+])('searchRange uses the salt midstate correctly: %s', (_name, salt) => {
+  for (const secret of [7, 98_765]) expect(searchRange({ salt, challenge: nodeSha(salt + secret), maxnumber: 100_000 }, 0, 100_001)).toBe(secret)
+})
+
+test('a challenge that is not 64 hex digits is never "solved"', () => {
+  expect(searchRange({ salt: 'x', challenge: 'zz', maxnumber: 10 }, 0, 11)).toBe(-1)
+  expect(searchRange({ salt: 'x', challenge: nodeSha('x1').slice(0, 63), maxnumber: 10 }, 0, 11)).toBe(-1)
+})
+
 test('searchRange stays inside [from, to) and never past maxnumber', () => {
   const salt = 'feedface'
   const challenge = { salt, challenge: nodeSha(salt + 500), maxnumber: 499 }
