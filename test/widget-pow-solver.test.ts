@@ -37,7 +37,7 @@ test.each([
 
 test.each([
   ['a salt shorter than a block', 'feed'],
-  ['the server's salt shape (a full block before the tail)', 'a1b2c3d4e5f6a1b2c3d4e5f6?expires=1764050000&app=0123456789abcdef01234567&max=100000&'],
+  ['the server’s salt shape (a full block before the tail)', 'a1b2c3d4e5f6a1b2c3d4e5f6?expires=1764050000&app=0123456789abcdef01234567&max=100000&'],
   ['a salt of exactly one block', 's'.repeat(64)],
   ['a salt whose tail plus digits needs a second block', 't'.repeat(60)],
   ['a salt of two full blocks and a tail', 'u'.repeat(150)],
