@@ -42,7 +42,7 @@ function encode(c: PowChallenge, number: number): string {
 }
 
 /** The search on the main thread, a slice at a time, yielding to the page between slices. */
-function solveInSlices(c: PowChallenge): Promise<number> {
+export function solveInSlices(c: PowChallenge): Promise<number> {
   return new Promise((resolve) => {
     let n = 0
     let step = 2000
