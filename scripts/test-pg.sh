@@ -20,6 +20,7 @@ SUITES=(
   test/user-token.test.ts
   test/mail-notify.test.ts
   test/me-feedback.test.ts
+  test/pow.test.ts
   test/cors.test.ts
   test/uploads.test.ts
   test/upload-races.test.ts

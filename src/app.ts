@@ -36,6 +36,7 @@ import type { Readiness } from './modules/health/readiness'
 import { metricsRoutes } from './modules/metrics/index'
 import type { Metrics } from './modules/metrics/service'
 import { rootRoutes } from './modules/health/root'
+import { challengeRoutes } from './modules/abuse/index'
 
 
 /** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
@@ -96,8 +97,9 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(rootRoutes(VERSION))
     .use(healthRoutes(ops.readiness, VERSION))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
-    .use(widgetFeedbackRoutes(auth, feedback))
-    .use(uploadUrlRoutes(auth, uploads, publicUrl))
+    .use(challengeRoutes(auth, s.pow))
+    .use(widgetFeedbackRoutes(auth, feedback, s.pow))
+    .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, publicUrl))
     .use(triageRoutes(auth, s.triage, feedback, publicUrl))

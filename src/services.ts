@@ -32,6 +32,8 @@ import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } fr
 import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
 import { createNodesRepo } from './nodes/nodes-repo'
 import { RedisLink } from './nodes/redis-link'
+import { createPowService, powKeyOf } from './abuse/pow-service'
+import { createAbuseRepo } from './abuse/abuse-repo'
 import { CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
 import { onEventsCommitted } from './db/pg/event-signal'
 import { createSharedRateLimiters } from './http/shared-rate-limit'
@@ -106,6 +108,9 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log, options.injectedClock ? clock : undefined)
     : createRateLimiters(clock, config.rateLimitMultiplier)
   const tenants = createTenantsService(ctx)
+  // Proof of work (issue 27): challenges signed with a key derived from the master key; spent solutions in
+  // the database, or in Redis (cluster mode) with the database as its fallback.
+  const pow = createPowService({ key: powKeyOf(ctx.urlSigningKey), clock, repo: createAbuseRepo(ctx.storage), redis, log })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const admins = createAdminsService(ctx.storage, ctx.box, clock)
   const audit = createAuditLog(ctx.storage, clock)
@@ -240,6 +245,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     uploads,
     apps,
     feedback,
+    pow,
     triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,

@@ -62,6 +62,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'POST /v1/chatops/slack/{id}/commands': { access: 'slack_signature' },
   'POST /v1/git-hooks/{appId}': { access: 'git_host_signature' },
   'GET /v1/me/feedback': { access: 'widget' },
+  'GET /v1/widget/challenge': { access: 'widget' },
   'GET /v1/mail/unsubscribe': { access: 'anyone' },
   'POST /v1/mail/unsubscribe': { access: 'anyone' },
   'GET /v1/feedback/{id}/notification': { access: 'org.read', allowed: ALL },

@@ -46,7 +46,7 @@ function layerOf(rel: string, text: string): Layer {
   if (rel.startsWith('db/') || rel.startsWith('storage/') || rel === 'context.ts') return 'db'
   if (rel.startsWith('lifecycle/')) return 'lifecycle'
   if (isRouteFile(rel, text) || rel.startsWith('http/') || rel.startsWith('admin-ui/')) return 'http'
-  if (rel.startsWith('modules/') || rel.startsWith('cluster/') || rel.startsWith('auth/') || rel.startsWith('nodes/')) return 'modules'
+  if (rel.startsWith('modules/') || rel.startsWith('cluster/') || rel.startsWith('auth/') || rel.startsWith('nodes/') || rel.startsWith('abuse/')) return 'modules'
   if (rel.startsWith('worker/') || rel.startsWith('agent/')) return 'worker/agent'
   if (['app.ts', 'server.ts', 'services.ts', 'main.ts', 'production-mode.ts'].includes(rel) || rel.startsWith('cli/')) return 'app'
   throw new Error(`src/${rel} has no layer: add it to layerOf in test/architecture.test.ts`)
@@ -99,7 +99,7 @@ const isRepoModule = (rel: string) => rel.startsWith('db/') || /(^|\/)repo\.ts$/
 /** Folders (and route files) where SQL must never appear: it belongs in a repo module. */
 function mustHaveNoSql(rel: string, text: string): boolean {
   if (isRepoModule(rel)) return false
-  return ['worker/', 'agent/', 'cluster/', 'lifecycle/', 'http/', 'auth/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
+  return ['worker/', 'agent/', 'cluster/', 'lifecycle/', 'http/', 'auth/', 'abuse/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
 }
 
 function sqlViolations(rel: string, text: string): string[] {

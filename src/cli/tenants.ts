@@ -9,6 +9,7 @@ import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { createLifecycle } from '../lifecycle/lifecycle'
+import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError } from './args'
 import { didYouMean } from './suggest'
 import { createMailService } from '../modules/mail/service'
@@ -50,6 +51,9 @@ Settings:
   --processing-mode manual|auto_pr      default manual
   --batch true|false                    default false
   --batch-window-hours N                default 24 (1-720)
+  --proof-of-work off|normal|high       default off; public-mode submissions must solve a challenge first
+                                        (the widget does it; docs/widget.md "Abuse defence"); recommended: normal
+  --spam-events true|false              default false: reports classified as spam emit no events (webhooks, Slack)
 Repository settings (connect-repo; the token is read from a file, never from the command line):
   --git-url URL                 https://host/owner/repo.git, git@host:owner/repo.git or a local path
   --base-branch NAME            default main
@@ -81,6 +85,8 @@ const APP_FLAGS = {
   'processing-mode': { type: 'string' },
   batch: { type: 'string' },
   'batch-window-hours': { type: 'string' },
+  'proof-of-work': { type: 'string' },
+  'spam-events': { type: 'string' },
   'git-url': { type: 'string' },
   'base-branch': { type: 'string' },
   host: { type: 'string' },
@@ -180,6 +186,8 @@ function settingsFrom(v: Record<string, string | string[] | boolean | undefined>
   if (mode !== undefined && !(PROCESSING_MODES as readonly string[]).includes(mode)) {
     throw new UsageError(`--processing-mode must be one of ${PROCESSING_MODES.join(', ')}, got "${mode}"`)
   }
+  const pow = v['proof-of-work'] as string | undefined
+  if (pow !== undefined && !isProofOfWorkLevel(pow)) throw new UsageError(`--proof-of-work must be one of ${PROOF_OF_WORK_LEVELS.join(', ')}, got "${pow}"`)
   return {
     name: v.name as string | undefined,
     slug: v.slug as string | undefined,
@@ -189,10 +197,12 @@ function settingsFrom(v: Record<string, string | string[] | boolean | undefined>
     processingMode: mode as ProcessingMode | undefined,
     batchEnabled: parseBoolFlag(v.batch as string | undefined, 'batch'),
     batchWindowHours: parseIntFlag(v['batch-window-hours'] as string | undefined, 'batch-window-hours'),
+    proofOfWork: pow,
+    spamEvents: parseBoolFlag(v['spam-events'] as string | undefined, 'spam-events'),
   }
 }
 
-const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours']
+const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events']
 
 /**
  * The flags each command accepts and whether it takes an id argument. The groups share one parser,

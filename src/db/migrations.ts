@@ -24,6 +24,7 @@ import m0019 from '../../migrations/0019_one_run_per_app.sql' with { type: 'text
 import m0020 from '../../migrations/0020_triage_suggestions.sql' with { type: 'text' }
 import m0021 from '../../migrations/0021_pr_loop.sql' with { type: 'text' }
 import m0022 from '../../migrations/0022_loop_notify_mail.sql' with { type: 'text' }
+import m0023 from '../../migrations/0023_abuse_defence.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0020_triage_suggestions', sql: m0020 },
   { name: '0021_pr_loop', sql: m0021 },
   { name: '0022_loop_notify_mail', sql: m0022 },
+  { name: '0023_abuse_defence', sql: m0023 },
 ]

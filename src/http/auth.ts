@@ -53,10 +53,14 @@ export interface WidgetCaller {
   charge(extra: number): void | Promise<void>
 }
 
+export type WidgetRequestKind = 'submit' | 'presign' | 'challenge'
+const PRIVATE_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'privateSubmit', presign: 'privatePresign', challenge: 'privateChallenge' }
+const PUBLIC_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'publicSubmit', presign: 'publicPresign', challenge: 'publicChallenge' }
+
 /**
- * Authenticates a widget request. `submit` and `presign` differ only in which buckets they draw from.
+ * Authenticates a widget request. `submit`, `presign` and `challenge` differ only in which buckets they draw from.
  */
-export async function authenticateWidget(deps: AuthDeps, request: Request, server: Parameters<typeof clientAddress>[1], kind: 'submit' | 'presign'): Promise<WidgetCaller> {
+export async function authenticateWidget(deps: AuthDeps, request: Request, server: Parameters<typeof clientAddress>[1], kind: WidgetRequestKind): Promise<WidgetCaller> {
   const key = bearerToken(request.headers.get('authorization'))
   if (!key.startsWith('pub_')) throw new ApiError('invalid_authorization', { reason: 'widget routes take an App public key (pub_...)' })
   const app = await deps.directory.appByPublicKey(key)
@@ -67,14 +71,14 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
   const clientIp = clientAddress(request, server, deps.trustProxy)
   if (token) {
     const user = await verifyUserToken(token, app.row.id, app.signingSecret, deps.clock.now())
-    const limiter = deps.limiters[kind === 'submit' ? 'privateSubmit' : 'privatePresign']
+    const limiter = deps.limiters[PRIVATE_SCOPE[kind]]
     const bucket = `${app.row.id}|${user.sub}`
     const taken = limiter.take(bucket)
     if (taken) await taken
     return { app, user, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
   }
   if (!app.row.publicSubmissionEnabled) throw new ApiError('public_disabled')
-  const limiter = deps.limiters[kind === 'submit' ? 'publicSubmit' : 'publicPresign']
+  const limiter = deps.limiters[PUBLIC_SCOPE[kind]]
   const bucket = `${app.row.id}|${clientIp}`
   const taken = limiter.take(bucket)
   if (taken) await taken // a shared (Redis) limiter answers later; the in-memory one has answered

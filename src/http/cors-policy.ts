@@ -1,7 +1,7 @@
 /**
  * Which cross-origin requests a browser may make. Only the widget routes are open to browsers:
- * POST /v1/feedback and POST /v1/feedback/upload-url (and the embedded store's PUT), and GET /v1/me/feedback
- * (the widget's "Your reports": a pub_ key plus a user token). `sk_` routes are
+ * POST /v1/feedback and POST /v1/feedback/upload-url (and the embedded store's PUT), GET /v1/me/feedback
+ * (the widget's "Your reports": a pub_ key plus a user token) and GET /v1/widget/challenge (proof of work). `sk_` routes are
  * server-side only and get no Access-Control-Allow-Origin.
  *
  * A preflight carries no key, so it cannot name the App: it is allowed when some live App accepts
@@ -17,13 +17,13 @@ import { Elysia } from 'elysia'
 import type { CredentialDirectory } from '../auth/directory'
 import { pathOfUrl } from './url-path'
 
-export const WIDGET_CORS_HEADERS = ['Authorization', 'X-Service-User-Token', 'Content-Type', 'Idempotency-Key']
+export const WIDGET_CORS_HEADERS = ['Authorization', 'X-Service-User-Token', 'Content-Type', 'Idempotency-Key', 'X-Fixloop-Proof-Of-Work']
 const EXPOSED_HEADERS = ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed']
 const PREFLIGHT_MAX_AGE = 600
 
 const WIDGET_POST_PATHS = new Set(['/v1/feedback', '/v1/feedback/upload-url'])
 
-const WIDGET_GET_PATHS = new Set(['/v1/me/feedback'])
+const WIDGET_GET_PATHS = new Set(['/v1/me/feedback', '/v1/widget/challenge'])
 
 function isWidgetRoute(method: string, path: string): boolean {
   if (method === 'POST') return WIDGET_POST_PATHS.has(path)

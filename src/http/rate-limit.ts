@@ -103,6 +103,9 @@ export const RATE_LIMITS = {
   privateSubmit: { capacity: 120, refillPerSecond: 2 },
   publicPresign: { capacity: 120, refillPerSecond: 2 },
   privatePresign: { capacity: 240, refillPerSecond: 4 },
+  // GET /v1/widget/challenge (proof of work): a widget asks one per submission and one per upload URL.
+  publicChallenge: { capacity: 120, refillPerSecond: 2 },
+  privateChallenge: { capacity: 240, refillPerSecond: 4 },
   orgKey: { capacity: 100, refillPerSecond: 10 },
 } as const satisfies Record<string, BucketSpec>
 

@@ -13,6 +13,7 @@ import p0005 from '../../../migrations-pg/0005_one_run_per_app.sql' with { type:
 import p0006 from '../../../migrations-pg/0006_triage_suggestions.sql' with { type: 'text' }
 import p0007 from '../../../migrations-pg/0007_pr_loop.sql' with { type: 'text' }
 import p0008 from '../../../migrations-pg/0008_loop_notify_mail.sql' with { type: 'text' }
+import p0009 from '../../../migrations-pg/0009_abuse_defence.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -24,4 +25,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0006_triage_suggestions', sql: p0006 },
   { name: '0007_pr_loop', sql: p0007 },
   { name: '0008_loop_notify_mail', sql: p0008 },
+  { name: '0009_abuse_defence', sql: p0009 },
 ]

@@ -62,8 +62,17 @@ export const feedback = sqliteTable(
      * resolved, so it lives only as long as it is needed (docs/email.md).
      */
     notifyEmailSealed: text('notify_email_sealed'),
+    /**
+     * The spam classification (docs/api.md "Spam"): set when the report went to the spam folder (the score,
+     * the reasons as a JSON array, when). All null for an ordinary report, and again after "not spam".
+     */
+    spamScore: real('spam_score'),
+    spamReasons: text('spam_reasons'),
+    spamMarkedAt: integer('spam_marked_at'),
   },
   (t) => [
+    // The spam folder, newest first; tiny next to the table (only spam rows).
+    index('feedback_spam_idx').on(t.orgId, t.id).where(sql`spam_marked_at IS NOT NULL`),
     index('feedback_org_id_idx').on(t.orgId, t.id),
     index('feedback_app_id_idx').on(t.appId, t.id),
     index('feedback_org_status_idx').on(t.orgId, t.status, t.id),

@@ -39,6 +39,10 @@ export const apps = sqliteTable(
     batchWindowHours: integer('batch_window_hours').notNull().default(24),
     /** JSON array of origins. */
     allowedOrigins: text('allowed_origins').notNull().default('[]'),
+    /** Proof of work asked of public-mode submissions: 'off' | 'normal' | 'high' (docs/widget.md "Abuse defence"). */
+    proofOfWork: text('proof_of_work').notNull().default('off'),
+    /** Whether reports classified as spam still emit events (webhooks, Slack, the feed); off by default. */
+    spamEvents: integer('spam_events', { mode: 'boolean' }).notNull().default(false),
     /** AES-256-GCM sealed signing secret (see core/crypto.ts). */
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: integer('created_at').notNull(),

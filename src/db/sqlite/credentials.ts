@@ -16,6 +16,8 @@ interface RawApp {
   batch_enabled: number
   batch_window_hours: number
   allowed_origins: string
+  proof_of_work: string
+  spam_events: number
   signing_secret_enc: string
   created_at: number
   updated_at: number
@@ -34,6 +36,8 @@ const toAppRow = (raw: RawApp): AppRow => ({
   batchEnabled: !!raw.batch_enabled,
   batchWindowHours: raw.batch_window_hours,
   allowedOrigins: raw.allowed_origins,
+  proofOfWork: raw.proof_of_work,
+  spamEvents: !!raw.spam_events,
   signingSecretEnc: raw.signing_secret_enc,
   createdAt: raw.created_at,
   updatedAt: raw.updated_at,

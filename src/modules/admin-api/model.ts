@@ -1,4 +1,5 @@
 /** TypeBox schemas of the dashboard's own routes (/admin/api/…), closed like every other body. */
+import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
 import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { oneOf, int } from '../../core/schema'
@@ -46,6 +47,8 @@ const settings = {
   processingMode: t.Optional(oneOf(PROCESSING_MODES)),
   batchEnabled: t.Optional(t.Boolean()),
   batchWindowHours: t.Optional(int({ minimum: 1, maximum: 720 })),
+  proofOfWork: t.Optional(oneOf(PROOF_OF_WORK_LEVELS)),
+  spamEvents: t.Optional(t.Boolean()),
 }
 export const AppCreateBody = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), ...settings }, closed)
 export const AppUpdateBody = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), ...settings }, closed)

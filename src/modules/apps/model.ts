@@ -2,6 +2,7 @@
 import { oneOf } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
+import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
 
 export const PROCESSING_MODES = ['manual', 'auto_pr'] as const
 export type ProcessingMode = (typeof PROCESSING_MODES)[number]
@@ -18,6 +19,10 @@ export const App = t.Object(
     batchEnabled: t.Boolean(),
     batchWindowHours: t.Number(),
     allowedOrigins: t.Array(t.String()),
+    proofOfWork: oneOf(PROOF_OF_WORK_LEVELS, {
+      description: 'Proof of work asked of public-mode submissions and upload URLs (GET /v1/widget/challenge); off by default, so a client that knows nothing of it keeps working',
+    }),
+    spamEvents: t.Boolean({ description: 'Whether reports classified as spam still emit events (webhooks, Slack, the feed); default false' }),
     createdAt: t.String({ format: 'date-time' }),
   },
   { additionalProperties: false },

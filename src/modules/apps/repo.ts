@@ -9,6 +9,7 @@ import { isoUtc } from '../../core/clock'
 import type { App, ProcessingMode } from './model'
 import { createSqliteAppsRepo } from '../../db/sqlite/apps'
 import { createPgAppsRepo } from '../../db/pg/apps'
+import { levelOf } from '../../abuse/pow-service'
 
 export type AppRow = typeof apps.$inferSelect
 
@@ -24,6 +25,8 @@ export function toApp(row: AppRow): App {
     batchEnabled: row.batchEnabled,
     batchWindowHours: row.batchWindowHours,
     allowedOrigins: JSON.parse(row.allowedOrigins) as string[],
+    proofOfWork: levelOf(row),
+    spamEvents: row.spamEvents,
     createdAt: isoUtc(row.createdAt),
   }
 }

@@ -7,6 +7,7 @@ import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
+import { POW_HEADER, type PowService } from '../../abuse/pow-service'
 import { extraTokens } from './submit-cost'
 import { baseUrlOf } from '../uploads/index'
 import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
@@ -27,9 +28,18 @@ const SUBMIT_HEADERS = [
     required: false,
     schema: { description: 'HS256 user token (private mode)', type: 'string' as const },
   },
+  {
+    name: POW_HEADER,
+    in: 'header' as const,
+    required: false,
+    schema: {
+      description: 'Public mode, when the App asks for proof of work: base64 of the solved challenge\'s JSON {algorithm, challenge, number, salt, signature} (GET /v1/widget/challenge); one request per solution. Ignored in private mode and when the App\'s proofOfWork is off.',
+      type: 'string' as const,
+    },
+  },
 ]
 
-export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) {
+export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pow: PowService) {
   return new Elysia({ name: 'feedback-widget' })
     .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'submit') }))
@@ -40,6 +50,8 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
         if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
         }
+        // Public mode on an App that asks for proof of work: a valid, unused solution or 403 (docs/api.md).
+        if (!caller.user) await pow.check({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientIp, request.headers.get(POW_HEADER))
         // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
         const charged = caller.charge(extraTokens(body))
         if (charged) await charged
@@ -62,7 +74,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService) 
         // The two headers are read by name and documented in detail.parameters: a `headers` schema would
         // make Elysia copy every request header into an object per request. The 201 is built by
         // FeedbackService from a fixed shape, so it is documented but not re-validated on the way out.
-        response: { 201: t.NoValidate(SubmitResponse), ...errorSchemas(...WIDGET_AUTH_ERRORS, 'invalid_body', 'payload_too_large', 'idempotency_key_reused') },
+        response: { 201: t.NoValidate(SubmitResponse), ...errorSchemas(...WIDGET_AUTH_ERRORS, 'proof_of_work_required', 'proof_of_work_invalid', 'invalid_body', 'payload_too_large', 'idempotency_key_reused') },
         detail: {
           summary: 'Submit a feedback report',
           tags: ['widget'],

@@ -10,6 +10,7 @@ import { newId } from '../../core/ids'
 import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
 import { toApp, type AppRow } from '../apps/repo'
+import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS, type ProofOfWorkLevel } from '../../abuse/difficulty'
 import type { App, ProcessingMode } from '../apps/model'
 import { createTenantsRepo } from './repo'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
@@ -25,6 +26,8 @@ export interface AppSettings {
   processingMode?: ProcessingMode
   batchEnabled?: boolean
   batchWindowHours?: number
+  proofOfWork?: ProofOfWorkLevel
+  spamEvents?: boolean
 }
 
 export function slugify(name: string): string {
@@ -82,6 +85,7 @@ export function createTenantsService(ctx: Context) {
     if (s.batchWindowHours !== undefined && (!Number.isInteger(s.batchWindowHours) || s.batchWindowHours < 1 || s.batchWindowHours > 720)) {
       throw invalid(`--batch-window-hours must be an integer from 1 to 720, got "${s.batchWindowHours}"`)
     }
+    if (s.proofOfWork !== undefined && !isProofOfWorkLevel(s.proofOfWork)) throw invalid(`--proof-of-work must be one of ${PROOF_OF_WORK_LEVELS.join(', ')}, got "${s.proofOfWork}"`)
   }
 
   async function slugTaken(orgId: string, slug: string, exceptId?: string): Promise<boolean> {
@@ -171,6 +175,8 @@ export function createTenantsService(ctx: Context) {
         processingMode: s.processingMode ?? 'manual',
         batchEnabled: s.batchEnabled ?? false,
         batchWindowHours: s.batchWindowHours ?? 24,
+        proofOfWork: s.proofOfWork ?? 'off',
+        spamEvents: s.spamEvents ?? false,
         allowedOrigins: JSON.stringify((s.allowedOrigins ?? []).map(normalizeOrigin)),
         signingSecretEnc: box.seal(secret),
         createdAt: now,
@@ -199,6 +205,8 @@ export function createTenantsService(ctx: Context) {
       if (s.processingMode !== undefined) patch.processingMode = s.processingMode
       if (s.batchEnabled !== undefined) patch.batchEnabled = s.batchEnabled
       if (s.batchWindowHours !== undefined) patch.batchWindowHours = s.batchWindowHours
+      if (s.proofOfWork !== undefined) patch.proofOfWork = s.proofOfWork
+      if (s.spamEvents !== undefined) patch.spamEvents = s.spamEvents
       if (s.allowedOrigins !== undefined) patch.allowedOrigins = JSON.stringify(s.allowedOrigins.map(normalizeOrigin))
       if (!(await repo.updateApp(orgId, appId, patch, note(by, orgId, 'app.updated', appId, { settings: settingNames(s) })))) throw taken()
       return toApp(await requireApp(orgId, appId))

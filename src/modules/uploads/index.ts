@@ -10,29 +10,41 @@ import type { EmbeddedBlobStore } from '../../storage/embedded-store'
 import type { UploadsService } from './service'
 import { SignedQuery, UploadParams, UploadUrlBody, UploadUrlResponse } from './model'
 import { t } from 'elysia'
+import { POW_HEADER, type PowService } from '../../abuse/pow-service'
 
 /** The absolute URL a client reached us at (FIXLOOP_PUBLIC_URL when set, else the request's own). */
 export function baseUrlOf(request: Request, publicUrl: string | undefined): string {
   return publicUrl ?? new URL(request.url).origin
 }
 
-export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicUrl: string | undefined) {
+export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicUrl: string | undefined, pow: PowService) {
   return new Elysia({ name: 'upload-url' })
     .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'presign') }))
-    .post('/v1/feedback/upload-url', ({ caller, body, request }) => uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId }, body, baseUrlOf(request, publicUrl)), {
+    .post(
+      '/v1/feedback/upload-url',
+      async ({ caller, body, request }) => {
+        // Public mode on an App that asks for proof of work: a valid, unused solution or 403 (docs/api.md).
+        if (!caller.user) await pow.check({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientIp, request.headers.get(POW_HEADER))
+        return uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId }, body, baseUrlOf(request, publicUrl))
+      },
+      {
       access: 'widget',
       body: UploadUrlBody,
       parse: 'json',
-      headers: t.Object({ 'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })) }),
-      response: { 200: UploadUrlResponse, ...errorSchemas(...WIDGET_AUTH_ERRORS, 'invalid_body', 'payload_too_large') },
+      headers: t.Object({
+        'x-service-user-token': t.Optional(t.String({ description: 'HS256 user token (private mode)' })),
+        [POW_HEADER]: t.Optional(t.String({ description: 'Public mode, when the App asks for proof of work: a solved challenge (as on POST /v1/feedback)' })),
+      }),
+      response: { 200: UploadUrlResponse, ...errorSchemas(...WIDGET_AUTH_ERRORS, 'proof_of_work_required', 'proof_of_work_invalid', 'invalid_body', 'payload_too_large') },
       detail: {
         summary: 'Get a presigned URL to upload a screenshot or attachment',
         description: 'PUT exactly byteSize bytes of contentType to the returned url with the returned headers, then reference the key in a submission. The URL expires after 15 minutes.',
         tags: ['widget'],
         security: BEARER_PUB,
       },
-    })
+      },
+    )
 }
 
 export function embeddedUploadRoutes(uploads: UploadsService, embedded: EmbeddedBlobStore) {

@@ -45,8 +45,12 @@ export const feedback = pgTable(
     mergeScore: doublePrecision('merge_score'),
     mergeReason: text('merge_reason'),
     notifyEmailSealed: text('notify_email_sealed'),
+    spamScore: doublePrecision('spam_score'),
+    spamReasons: text('spam_reasons'),
+    spamMarkedAt: epochMs('spam_marked_at'),
   },
   (t) => [
+    index('feedback_spam_idx').on(t.orgId, t.id).where(sql`spam_marked_at IS NOT NULL`),
     index('feedback_private_sub_idx').on(t.appId, t.externalUserId, t.id).where(sql`submitted_mode = 'private'`),
     index('feedback_notify_due_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND status = 'resolved'`),
     index('feedback_org_id_idx').on(t.orgId, t.id),

@@ -37,6 +37,8 @@ export const apps = pgTable(
     batchEnabled: boolean('batch_enabled').notNull().default(false),
     batchWindowHours: integer('batch_window_hours').notNull().default(24),
     allowedOrigins: text('allowed_origins').notNull().default('[]'),
+    proofOfWork: text('proof_of_work').notNull().default('off'),
+    spamEvents: boolean('spam_events').notNull().default(false),
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: epochMs('created_at').notNull(),
     updatedAt: epochMs('updated_at').notNull(),

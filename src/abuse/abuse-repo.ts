@@ -1,0 +1,35 @@
+/**
+ * The abuse defence's rows: spent proof-of-work solutions (single use) and each App's learned spam
+ * factors. The port: a SQLite side (src/db/sqlite/abuse.ts) and a PostgreSQL side (src/db/pg/abuse.ts),
+ * held to test/repos/abuse.test.ts.
+ */
+import type { Storage } from '../db/storage'
+import { createSqliteAbuseRepo } from '../db/sqlite/abuse'
+import { createPgAbuseRepo } from '../db/pg/abuse'
+
+export interface SpamLearningRow {
+  appId: string
+  /** JSON object: reason → weight factor (src/abuse/learn.ts). */
+  factors: string
+  notSpam: number
+  markedSpam: number
+  updatedAt: number
+}
+
+export interface AbuseRepo {
+  /**
+   * Claims a solution's signature until `expiresAt` (epoch ms): true the first time, false when it was
+   * claimed before (a replay). `INSERT … ON CONFLICT DO NOTHING`: the unique key settles two racing claims.
+   */
+  claimPow(signature: string, expiresAt: number): Promise<boolean>
+  /** Forgets spent solutions that expired before `now`; how many. */
+  purgePow(now: number): Promise<number>
+  /** An App's learned factors, when it has any. */
+  learning(appId: string): Promise<SpamLearningRow | undefined>
+  /** Stores an App's factors and counts one decision by hand (`not_spam` or `spam`). */
+  saveLearning(appId: string, factors: string, decision: 'not_spam' | 'spam', now: number): Promise<void>
+}
+
+export function createAbuseRepo(storage: Storage): AbuseRepo {
+  return storage.dialect === 'sqlite' ? createSqliteAbuseRepo(storage) : createPgAbuseRepo(storage)
+}

@@ -1,0 +1,208 @@
+/**
+ * Proof of work (issue 27): the ALTCHA v1 scheme (src/abuse/pow.ts) as a table of forgeries, the
+ * difficulty rules, and over HTTP: GET /v1/widget/challenge, the check on POST /v1/feedback and
+ * /v1/feedback/upload-url (missing, replayed, expired, forged, wrong App, too easy, malformed), private
+ * mode skipping it, 'off' ignoring the header, the flood raise, CORS. Runs on PostgreSQL + Redis too
+ * (scripts/test-pg.sh), where the single use is Redis's SET NX.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createPowChallenge, decodePowHeader, powHeaderOf, solvePowChallenge, verifyPowSolution, type PowChallenge } from '../src/abuse/pow'
+import { requiredMaxnumber, POW_MAXNUMBER, ADDRESS_FLOOD_PER_MINUTE } from '../src/abuse/difficulty'
+import { FloodMeter } from '../src/abuse/flood-meter'
+import { powKeyOf } from '../src/abuse/pow-service'
+import { ManualClock } from '../src/core/clock'
+import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { userToken } from './helpers-auth'
+
+const KEY = Buffer.alloc(32, 7)
+const APP = 'a'.repeat(24)
+const NOW = 1_800_000_000_000
+
+function solved(c: PowChallenge, over: Record<string, unknown> = {}) {
+  const number = solvePowChallenge(c)!
+  return { algorithm: c.algorithm, challenge: c.challenge, number, salt: c.salt, signature: c.signature, ...over }
+}
+
+describe('the ALTCHA v1 scheme', () => {
+  const c = createPowChallenge(KEY, APP, 1000, NOW + 60_000)
+  const good = solved(c)
+
+  test('a solved challenge verifies, carrying its App, difficulty and expiry', () => {
+    expect(c.salt).toMatch(/^[0-9a-f]{24}\?expires=\d+&app=a{24}&max=1000&$/)
+    expect(verifyPowSolution(KEY, good, NOW)).toEqual({ ok: true, solved: { appId: APP, maxnumber: 1000, expiresAt: Math.floor((NOW + 60_000) / 1000) * 1000, signature: c.signature } })
+    expect(decodePowHeader(powHeaderOf(c, good.number))).toEqual(good)
+  })
+
+  const other = createPowChallenge(Buffer.alloc(32, 8), APP, 1000, NOW + 60_000)
+  const saltOf = (text: string) => text
+  test.each([
+    ['another key signed it', solved(other), 'forged'],
+    ['a wrong number', { ...good, number: (good.number + 1) % 1001 }, 'forged'],
+    ['a number above maxnumber', { ...good, number: 1001 }, 'forged'],
+    ['a changed salt (later expiry)', { ...good, salt: saltOf(good.salt.replace(/expires=\d+/, 'expires=9999999999')) }, 'forged'],
+    ['digits moved from number to salt (splicing)', { ...good, salt: good.salt.slice(0, -1) + String(good.number), number: 0 }, 'malformed'],
+    ['another algorithm', { ...good, algorithm: 'SHA-1' }, 'malformed'],
+    ['a salt without our parameters', { ...good, salt: 'abc' }, 'malformed'],
+    ['an uppercase challenge', { ...good, challenge: good.challenge.toUpperCase() }, 'malformed'],
+  ])('%s: refused (%s)', (_name, s, reason) => {
+    const v = verifyPowSolution(KEY, s as never, NOW)
+    expect(v.ok).toBe(false)
+    expect(!v.ok && v.reason).toBe(reason)
+  })
+
+  test('expired: proof_of_work_required / expired', () => {
+    expect(verifyPowSolution(KEY, good, NOW + 61_000)).toEqual({ ok: false, code: 'proof_of_work_required', reason: 'expired' })
+  })
+
+  test.each([
+    ['empty', ''],
+    ['not base64', '***'],
+    ['base64 of junk', Buffer.from('nope').toString('base64')],
+    ['an array', Buffer.from('[1,2]').toString('base64')],
+    ['null', Buffer.from('null').toString('base64')],
+    ['a string number', Buffer.from(JSON.stringify({ ...good, number: '5' })).toString('base64')],
+    ['a negative number', Buffer.from(JSON.stringify({ ...good, number: -1 })).toString('base64')],
+    ['a fractional number', Buffer.from(JSON.stringify({ ...good, number: 1.5 })).toString('base64')],
+    ['a missing field', Buffer.from(JSON.stringify({ ...good, signature: undefined })).toString('base64')],
+    ['huge', 'A'.repeat(5000)],
+    ['deep nesting', Buffer.from('['.repeat(2000)).toString('base64').slice(0, 2000)],
+  ])('header %s: not decoded', (_name, header) => {
+    expect(decodePowHeader(header)).toBeUndefined()
+  })
+})
+
+describe('difficulty', () => {
+  test.each([
+    ['off', 0, 0, 0],
+    ['normal', 0, 0, POW_MAXNUMBER.normal],
+    ['high', 0, 0, POW_MAXNUMBER.high],
+    ['normal, App flooding', 601, 0, POW_MAXNUMBER.normal * 4],
+    ['normal, address flooding', 0, 21, POW_MAXNUMBER.normal * 4],
+    ['high, both', 601, 21, POW_MAXNUMBER.high * 16],
+    ['off, flooding: still off', 10_000, 10_000, 0],
+  ] as const)('%s', (_name, app, address, want) => {
+    const level = _name.split(',')[0] as 'off' | 'normal' | 'high'
+    expect(requiredMaxnumber(level, { appPerMinute: app, addressPerMinute: address })).toBe(want)
+  })
+
+  test('the flood meter: a sliding minute in two windows, bounded keys', () => {
+    const clock = new ManualClock(60_000 * 100)
+    const m = new FloodMeter(clock, 3)
+    for (let i = 0; i < 30; i++) m.hit('x')
+    expect(m.rate('x')).toBe(30)
+    clock.advance(90_000) // half-way into the next window: half of 30 remains counted
+    expect(m.rate('x')).toBe(15)
+    clock.advance(60_000)
+    expect(m.rate('x')).toBe(0)
+    m.hit('a'), m.hit('b'), m.hit('c'), m.hit('d') // the 4th key evicts idle ones first
+    expect(m.rate('d')).toBe(1)
+  })
+})
+
+describe('over HTTP', () => {
+  let server: TestServer
+  let normal: Tenant
+  let other: Tenant
+  let off: Tenant
+  let flood: Tenant
+  beforeAll(async () => {
+    server = await startTestServer()
+    normal = await seedTenant(server.admin, { proofOfWork: 'normal' }, 'Normal')
+    other = await seedTenant(server.admin, { proofOfWork: 'normal' }, 'Other')
+    off = await seedTenant(server.admin, {}, 'Off')
+    flood = await seedTenant(server.admin, { proofOfWork: 'normal' }, 'Flood')
+  })
+  afterAll(() => server?.close())
+
+  const challenge = async (t: Tenant, headers: Record<string, string> = {}) => {
+    const r = await call(server.url, 'GET', '/v1/widget/challenge', { auth: t.pub, headers })
+    expect(r.status).toBe(200)
+    return r.body
+  }
+  const solve = async (t: Tenant) => {
+    const { challenge: c } = await challenge(t)
+    return powHeaderOf(c, solvePowChallenge(c)!)
+  }
+  const submit = (t: Tenant, pow: string | undefined, body: unknown = { text: 'The save button does nothing' }, headers: Record<string, string> = {}) =>
+    call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body, headers: { ...(pow === undefined ? {} : { 'X-Fixloop-Proof-Of-Work': pow }), ...headers } })
+  const refused = (r: { status: number; body: any }, code: string, reason: string) => {
+    expect(r.status).toBe(403)
+    expect(r.body.error.code).toBe(code)
+    expect(r.body.error.details.reason).toBe(reason)
+  }
+
+  test('the App field: off by default, in GET /v1/apps, changed by update', async () => {
+    const apps = await call(server.url, 'GET', '/v1/apps', { auth: off.key })
+    expect(apps.body.data[0]).toMatchObject({ proofOfWork: 'off', spamEvents: false })
+    expect((await call(server.url, 'GET', '/v1/apps', { auth: normal.key })).body.data[0].proofOfWork).toBe('normal')
+    await expect(server.admin.updateApp(off.orgId, off.appId, { proofOfWork: 'hard' as never })).rejects.toThrow(/proof-of-work/)
+  })
+
+  test("challenge: required on a 'normal' App, not on 'off' nor in private mode", async () => {
+    const body = await challenge(normal)
+    expect(body).toMatchObject({ required: true, difficulty: 'normal', challenge: { algorithm: 'SHA-256', maxnumber: POW_MAXNUMBER.normal } })
+    expect(Object.keys(body.challenge).sort()).toEqual(['algorithm', 'challenge', 'maxnumber', 'salt', 'signature'])
+    expect(body.challenge.salt).toContain(`app=${normal.appId}`)
+    expect(await challenge(off)).toEqual({ required: false, difficulty: 'off', challenge: null })
+    const token = await userToken(normal.secret, normal.appId, 'ann')
+    expect(await challenge(normal, { 'X-Service-User-Token': token })).toEqual({ required: false, difficulty: 'off', challenge: null })
+    const bad = await call(server.url, 'GET', '/v1/widget/challenge', { auth: 'pub_nope' })
+    expect(bad.status).toBe(401)
+    expect((await call(server.url, 'GET', '/v1/widget/challenge?junk=%00&x=' + 'y'.repeat(5000), { auth: normal.pub })).status).toBe(200)
+  })
+
+  test('a solved challenge is accepted once; the replay counts as missing', async () => {
+    const pow = await solve(normal)
+    expect((await submit(normal, pow)).status).toBe(201)
+    refused(await submit(normal, pow), 'proof_of_work_required', 'replayed')
+    refused(await submit(normal, undefined), 'proof_of_work_required', 'missing')
+    refused(await submit(normal, ''), 'proof_of_work_required', 'missing')
+  })
+
+  test('forged, wrong App, too easy, expired and malformed solutions are refused with their reason', async () => {
+    const key = powKeyOf(server.ctx.urlSigningKey)
+    const now = Date.now()
+    const forged = createPowChallenge(Buffer.alloc(32, 1), normal.appId, POW_MAXNUMBER.normal, now + 60_000)
+    refused(await submit(normal, powHeaderOf(forged, solvePowChallenge(forged)!)), 'proof_of_work_invalid', 'forged')
+    refused(await submit(normal, await solve(other)), 'proof_of_work_invalid', 'wrong_app')
+    const easy = createPowChallenge(key, normal.appId, 10, now + 60_000)
+    const tooEasy = await submit(normal, powHeaderOf(easy, solvePowChallenge(easy)!))
+    refused(tooEasy, 'proof_of_work_invalid', 'too_easy')
+    expect(tooEasy.body.error.details.required).toBe(POW_MAXNUMBER.normal)
+    const old = createPowChallenge(key, normal.appId, POW_MAXNUMBER.normal, now - 1000)
+    refused(await submit(normal, powHeaderOf(old, solvePowChallenge(old)!)), 'proof_of_work_required', 'expired')
+    for (const junk of ['x', 'e30=', 'A'.repeat(3000), Buffer.from('{"algorithm":{"a":[[[[]]]]}}').toString('base64')]) refused(await submit(normal, junk), 'proof_of_work_invalid', 'malformed')
+  })
+
+  test("private mode skips the check; 'off' ignores the header, even junk", async () => {
+    const token = await userToken(normal.secret, normal.appId, 'ann')
+    expect((await submit(normal, undefined, { text: 'private report' }, { 'X-Service-User-Token': token })).status).toBe(201)
+    expect((await submit(off, undefined)).status).toBe(201)
+    expect((await submit(off, 'junk!')).status).toBe(201)
+  })
+
+  test('upload-url asks the same, and a solution spent there is not good for the submission', async () => {
+    const body = { contentType: 'image/png', byteSize: 10, kind: 'screenshot' }
+    refused(await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: normal.pub, body }), 'proof_of_work_required', 'missing')
+    const pow = await solve(normal)
+    expect((await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: normal.pub, body, headers: { 'X-Fixloop-Proof-Of-Work': pow } })).status).toBe(200)
+    refused(await submit(normal, pow), 'proof_of_work_required', 'replayed')
+    expect((await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: off.pub, body })).status).toBe(200)
+  })
+
+  test('an address that floods gets harder challenges, and an easier solution is then too easy', async () => {
+    const first = await solve(flood)
+    let last: any
+    for (let i = 0; i <= ADDRESS_FLOOD_PER_MINUTE; i++) last = await challenge(flood)
+    expect(last.challenge.maxnumber).toBe(POW_MAXNUMBER.normal * 4)
+    refused(await submit(flood, first), 'proof_of_work_invalid', 'too_easy')
+  })
+
+  test('CORS: the challenge route and the header are open to the widget', async () => {
+    const pre = await fetch(server.url + '/v1/widget/challenge', { method: 'OPTIONS', headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } })
+    expect(pre.status).toBe(204)
+    expect(pre.headers.get('access-control-allow-headers')).toContain('X-Fixloop-Proof-Of-Work')
+    const r = await call(server.url, 'GET', '/v1/widget/challenge', { auth: normal.pub, headers: { origin: 'https://shop.example' } })
+    expect(r.headers.get('access-control-allow-origin')).toBe('https://shop.example')
+  })
+})

@@ -1,0 +1,29 @@
+/** src/abuse/abuse-repo.ts on both dialects: single-use proof-of-work claims (racing too), purge, spam learning rows. */
+import { expect, test } from 'bun:test'
+import { describeEachDialect } from '../dialects'
+import { createAbuseRepo } from '../../src/abuse/abuse-repo'
+
+describeEachDialect('abuse repo', (fresh) => {
+  test('a signature is claimed once; concurrent claims: exactly one wins; expired ones are purged', async () => {
+    const s = await fresh()
+    const repo = createAbuseRepo(s.storage)
+    expect(await repo.claimPow('a'.repeat(64), 1_000)).toBe(true)
+    expect(await repo.claimPow('a'.repeat(64), 1_000)).toBe(false)
+    const race = await Promise.all(Array.from({ length: 8 }, () => repo.claimPow('b'.repeat(64), 5_000)))
+    expect(race.filter(Boolean).length).toBe(1)
+    expect(await repo.purgePow(2_000)).toBe(1) // a: expired at 1000; b: still held
+    expect(await repo.claimPow('b'.repeat(64), 5_000)).toBe(false)
+    expect(await repo.claimPow('a'.repeat(64), 9_000)).toBe(true) // forgotten after its expiry (its challenge is refused as expired anyway)
+  })
+
+  test('spam learning: factors replaced, decisions counted per App', async () => {
+    const s = await fresh()
+    const repo = createAbuseRepo(s.storage)
+    expect(await repo.learning('app1')).toBeUndefined()
+    await repo.saveLearning('app1', '{"links":0.8}', 'not_spam', 10)
+    await repo.saveLearning('app1', '{"links":0.64}', 'not_spam', 20)
+    await repo.saveLearning('app1', '{"links":0.7}', 'spam', 30)
+    expect(await repo.learning('app1')).toEqual({ appId: 'app1', factors: '{"links":0.7}', notSpam: 2, markedSpam: 1, updatedAt: 30 })
+    expect(await repo.learning('app2')).toBeUndefined()
+  })
+})
