@@ -43,6 +43,14 @@ function record(page: Page, e: WidgetEnv) {
   return seen
 }
 
+/** Waits for the confirmation; a failure says what the widget's status line said instead. */
+async function thanks(page: Page): Promise<void> {
+  const status = widget(page).host.getByRole('status').filter({ hasText: /Thanks|could not|not sent|saved/i })
+  await status.first().waitFor({ timeout: 20_000 })
+  const said = await status.first().textContent()
+  if (!/Thanks/.test(said ?? '')) throw new Error(`the widget said: ${said}`)
+}
+
 async function sendAndWaitForThanks(page: Page, text: string): Promise<void> {
   const w = widget(page)
   await w.launcher.click()
@@ -50,7 +58,7 @@ async function sendAndWaitForThanks(page: Page, text: string): Promise<void> {
   await w.text.fill(text)
   await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
   await w.send.click()
-  await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor({ timeout: 20_000 })
+  await thanks(page)
 }
 
 const strictCsp = (e: WidgetEnv, nonce: string, extra = '') =>
@@ -159,7 +167,7 @@ test('keyboard only: Tab never reaches the honeypot, Ctrl+Enter sends with a pro
     expect(violations).toEqual([])
     await w.text.focus()
     await page.keyboard.press('Control+Enter')
-    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor({ timeout: 20_000 })
+    await thanks(page)
     expect(seen.statuses).toEqual([201])
     proofOf(seen.submits[0])
   } finally {
@@ -183,7 +191,7 @@ test('a bot that fills every input trips the honeypot: it gets its 201, the repo
       for (const el of root.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>('textarea, input[type=text]')) el.value = 'Cheap watches https://spam.example/buy (bot)'
     })
     await w.send.click()
-    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor({ timeout: 20_000 })
+    await thanks(page)
     expect(seen.statuses).toEqual([201])
     const body = JSON.parse(seen.submits[0].postData()!)
     expect(body.clientSignals.honeypot).toBe('Cheap watches https://spam.example/buy (bot)')
