@@ -71,6 +71,7 @@ function Settings({ org, app, onSaved }) {
     batchEnabled: app.batchEnabled,
     batchWindowHours: app.batchWindowHours,
     proofOfWork: app.proofOfWork || 'off',
+    spamEvents: !!app.spamEvents,
   })
   const [saved, setSaved] = useState(false)
   const set = (k) => (e) => setF({ ...f, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value })
@@ -95,6 +96,7 @@ function Settings({ org, app, onSaved }) {
         <small id="pow-hint">The widget solves a small puzzle before each public report: bots pay, people do not notice (docs/widget.md, "Abuse defence").</small></div>
       ${f.publicSubmissionEnabled && f.proofOfWork === 'off' &&
       html`<p class="notice wide" id="pow-advice">This App accepts public reports and its key is in your web pages: turn proof of work on (Normal) so a bot flood lands in the spam folder, not the inbox. Backend scripts in public mode then solve a challenge too, or use private mode.</p>`}
+      <div class="field check"><input id="s-spam-events" type="checkbox" checked=${f.spamEvents} onChange=${set('spamEvents')} /><label for="s-spam-events">Spam still sends events (webhooks, Slack)</label></div>
       <div class="field wide"><label for="s-origins">Allowed origins</label>
         <textarea id="s-origins" rows="3" aria-describedby="origins-hint" value=${f.allowedOrigins} onInput=${set('allowedOrigins')}></textarea>
         <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>
