@@ -16,7 +16,7 @@
  * Chromium spends solving at each difficulty (the widget's own Worker code, and the main-thread fallback).
  *
  * Usage: bun run build && bun bench/flood.ts [--junk 10000] [--addresses 200] [--real 100] [--solving 150]
- *        [--cpu-reports 250] [--browser-solves 12]
+ *        [--cpu-reports 250] [--browser-solves 12] [--phases flood,cpu,browser]
  */
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -37,6 +37,8 @@ const SOLVING = arg('solving', 150)
 /** At most ~290: challenges + submissions of the 'normal' App must stay under its flood threshold (600 a minute). */
 const CPU_REPORTS = arg('cpu-reports', 250)
 const BROWSER_SOLVES = arg('browser-solves', 12)
+/** Which parts run (default all): flood, cpu, browser. */
+const PHASES = (process.argv.includes('--phases') ? process.argv[process.argv.indexOf('--phases') + 1] : 'flood,cpu,browser').split(',')
 const CONCURRENCY = 24
 const PROOF = 'x-fixloop-proof-of-work'
 
@@ -492,10 +494,12 @@ async function main(): Promise<void> {
   const t = await tenant(dataDir, { flood_normal: 'normal', flood_off: 'off', cpu_off: 'off', cpu_normal: 'normal', browser_normal: 'normal', browser_high: 'high' })
   const server = await serve(dataDir)
   try {
-    await flood(server.url, t, 'flood_normal', true)
-    await flood(server.url, t, 'flood_off', false)
-    await cpuCost(server.url, server.pid, t)
-    await browserSolves(server.url, t)
+    if (PHASES.includes('flood')) {
+      await flood(server.url, t, 'flood_normal', true)
+      await flood(server.url, t, 'flood_off', false)
+    }
+    if (PHASES.includes('cpu')) await cpuCost(server.url, server.pid, t)
+    if (PHASES.includes('browser')) await browserSolves(server.url, t)
   } finally {
     await server.stop()
     rmSync(dataDir, { recursive: true, force: true })
