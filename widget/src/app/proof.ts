@@ -87,11 +87,11 @@ export class Proofs {
   }
 
   /**
-   * The header value for one request ('' when the App does not ask), consuming the prepared solution
-   * and starting the next one. A challenge that cannot be fetched gives '': the server then decides,
+   * The header value for one request ('' when the App does not ask), consuming the prepared solution;
+   * `more`: another request follows (the report after an upload), so the next one is prepared now. A challenge that cannot be fetched gives '': the server then decides,
    * and a refusal makes the caller discard() and ask once more.
    */
-  async take(): Promise<string> {
+  async take(more: boolean): Promise<string> {
     let pending = this.prepared
     if (!pending) pending = this.prepare().catch(() => undefined)
     this.prepared = undefined
@@ -103,8 +103,8 @@ export class Proofs {
     try {
       let got = await pending
       if (got && got.expiresAt - EXPIRY_MARGIN_MS < Date.now()) got = await this.prepare().catch(() => undefined)
-      // The App asks for proof of work: have the next one ready for the next request (an upload, then the report).
-      if (got?.header) this.prefetch()
+      // The App asks for proof of work: have the next one ready for the request that follows.
+      if (got?.header && more) this.prefetch()
       return got?.header ?? ''
     } finally {
       clearTimeout(timer)

@@ -76,14 +76,14 @@ const PROOF_REFUSALS = ['proof_of_work_required', 'proof_of_work_invalid']
  * One request with the 429 policy, the 401 invalid_user_token refresh and (public mode, `proofs` given)
  * a fresh proof-of-work solution per attempt; throws HttpFailure.
  */
-async function request(http: typeof fetch, tokens: TokenSource, build: (token?: string) => [string, RequestInit], proofs?: Proofs): Promise<Response> {
+async function request(http: typeof fetch, tokens: TokenSource, build: (token?: string) => [string, RequestInit], proofs?: Proofs, more = false): Promise<Response> {
   let refreshed = false
   let reproved = false
   for (let attempt = 0; ; attempt++) {
     const token = await tokens.current()
     const [url, init] = build(token)
     if (proofs && !tokens.enabled) {
-      const proof = await proofs.take()
+      const proof = await proofs.take(more)
       if (proof) init.headers = { ...(init.headers as Record<string, string>), [PROOF_HEADER]: proof }
     }
     let res: Response
@@ -130,7 +130,7 @@ async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSou
         headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json' },
         body: JSON.stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
       },
-    ], proofs)
+    ], proofs, true)
     const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
     for (let attempt = 0; ; attempt++) {
       try {

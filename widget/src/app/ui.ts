@@ -460,8 +460,9 @@ export function createUI(core: Core): WidgetUI {
         if (!changed) return say(s.cancelled)
         payload = changed
       }
+      // Public mode only: a user token already says who is reporting.
       const bait = honeypot.value
-      payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: bait.slice(0, 200) } : {}) }
+      if (!privateMode) payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: bait.slice(0, 200) } : {}) }
       const blobs: PendingBlob[] = []
       if (include.checked && editor) {
         const c = editor.canvas
