@@ -335,6 +335,7 @@ export function createUI(core: Core): WidgetUI {
   closeX.addEventListener('click', close)
   doneClose.addEventListener('click', close)
   another.addEventListener('click', () => {
+    sender.proofs?.prefetch()
     showForm()
     textarea.focus()
     void takeScreenshot()
