@@ -21,6 +21,7 @@ SUITES=(
   test/mail-notify.test.ts
   test/me-feedback.test.ts
   test/pow.test.ts
+  test/spam.test.ts
   test/cors.test.ts
   test/uploads.test.ts
   test/upload-races.test.ts

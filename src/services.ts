@@ -34,6 +34,7 @@ import { createNodesRepo } from './nodes/nodes-repo'
 import { RedisLink } from './nodes/redis-link'
 import { createPowService, powKeyOf } from './abuse/pow-service'
 import { createAbuseRepo } from './abuse/abuse-repo'
+import { createSpamIntake } from './abuse/spam-intake'
 import { CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
 import { onEventsCommitted } from './db/pg/event-signal'
 import { createSharedRateLimiters } from './http/shared-rate-limit'
@@ -110,7 +111,10 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const tenants = createTenantsService(ctx)
   // Proof of work (issue 27): challenges signed with a key derived from the master key; spent solutions in
   // the database, or in Redis (cluster mode) with the database as its fallback.
-  const pow = createPowService({ key: powKeyOf(ctx.urlSigningKey), clock, repo: createAbuseRepo(ctx.storage), redis, log })
+  const abuseRepo = createAbuseRepo(ctx.storage)
+  const pow = createPowService({ key: powKeyOf(ctx.urlSigningKey), clock, repo: abuseRepo, redis, log })
+  // The spam signals known at intake, in memory (src/abuse/spam-intake.ts); the same flood meter as the proof of work.
+  const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const admins = createAdminsService(ctx.storage, ctx.box, clock)
   const audit = createAuditLog(ctx.storage, clock)
@@ -217,7 +221,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   void schedulePrPoll(createJobsRepo(ctx.storage), lifecycle, clock, prPollEveryMs).catch((e) => log.error('pull request polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
 
   const apps = createAppsRepo(ctx.storage)
-  const feedback = createFeedbackService(ctx, committer, uploads, lifecycle)
+  const feedback = createFeedbackService(ctx, committer, uploads, lifecycle, spamIntake)
   // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
   // On PostgreSQL the hub is woken by every commit that appended events (this process's at once, other
   // nodes' through Redis pub/sub), so its poll is only the safety net for lost messages and for events
@@ -246,6 +250,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     apps,
     feedback,
     pow,
+    spamIntake,
     triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,

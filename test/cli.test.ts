@@ -18,9 +18,11 @@ const APP_KEYS = [
   'id',
   'name',
   'processingMode',
+  'proofOfWork',
   'publicKey',
   'publicSubmissionEnabled',
   'slug',
+  'spamEvents',
 ].sort()
 
 const dirs: string[] = []
@@ -92,6 +94,7 @@ describe('commands and their --json output', () => {
     const app = await cliJson(dataDir, [
       'app', 'create', '--org', orgId, '--name', 'Full', '--slug', 'full-app', '--public-submission', 'false',
       '--allowed-origins', 'https://a.example,https://B.example/', '--processing-mode', 'auto_pr', '--batch', 'true', '--batch-window-hours', '6',
+      '--proof-of-work', 'high', '--spam-events', 'true',
     ])
     expect(app).toMatchObject({
       slug: 'full-app',
@@ -100,17 +103,21 @@ describe('commands and their --json output', () => {
       processingMode: 'auto_pr',
       batchEnabled: true,
       batchWindowHours: 6,
+      proofOfWork: 'high',
+      spamEvents: true,
     })
   })
 
   test('app update → the App (no secret); unchanged settings stay', async () => {
     const app = await cliJson(dataDir, ['app', 'create', '--org', orgId, '--name', 'To Update', '--allowed-origins', 'https://x.example'])
-    const updated = await cliJson(dataDir, ['app', 'update', app.id, '--processing-mode', 'auto_pr', '--batch-window-hours', '48', '--name', 'Renamed'])
+    const updated = await cliJson(dataDir, ['app', 'update', app.id, '--processing-mode', 'auto_pr', '--batch-window-hours', '48', '--name', 'Renamed', '--proof-of-work', 'normal'])
     expect(Object.keys(updated).sort()).toEqual(APP_KEYS)
     expect(updated).toMatchObject({
       id: app.id,
       publicKey: app.publicKey,
       name: 'Renamed',
+      proofOfWork: 'normal',
+      spamEvents: false,
       processingMode: 'auto_pr',
       batchWindowHours: 48,
       allowedOrigins: ['https://x.example'],
@@ -168,7 +175,7 @@ describe('--help', () => {
     const key = (await runBinary(['key', '--help'])).stdout
     for (const c of ['key create', 'key revoke']) expect(key).toContain(c)
     const app = (await runBinary(['app', '--help'])).stdout
-    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours']) {
+    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events']) {
       expect(app).toContain(c)
     }
   })
@@ -186,6 +193,8 @@ describe('errors: non-zero exit, message on stderr, nothing on stdout', () => {
     ['--processing-mode bogus', () => ['app', 'create', '--org', orgId, '--name', 'X', '--processing-mode', 'bogus'], /processing-mode/],
     ['--batch-window-hours abc', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch-window-hours', 'abc'], /batch-window-hours/],
     ['--batch-window-hours 0', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch-window-hours', '0'], /batch-window-hours/],
+    ['--proof-of-work hard', () => ['app', 'create', '--org', orgId, '--name', 'X', '--proof-of-work', 'hard'], /proof-of-work/],
+    ['--spam-events maybe', () => ['app', 'update', '0'.repeat(24), '--spam-events', 'maybe'], /spam-events/],
     ['--batch yes', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch', 'yes'], /batch/],
     ['--allowed-origins not an origin', () => ['app', 'create', '--org', orgId, '--name', 'X', '--allowed-origins', 'https://a.example/path'], /origin/],
     ['bad flag on update', () => ['app', 'update', '0'.repeat(24), '--processing-mode', 'bogus'], /processing-mode/],

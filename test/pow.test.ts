@@ -47,7 +47,7 @@ describe('the ALTCHA v1 scheme', () => {
   ])('%s: refused (%s)', (_name, s, reason) => {
     const v = verifyPowSolution(KEY, s as never, NOW)
     expect(v.ok).toBe(false)
-    expect(!v.ok && v.reason).toBe(reason)
+    expect(!v.ok && (v.reason as string)).toBe(reason)
   })
 
   test('expired: proof_of_work_required / expired', () => {
@@ -206,3 +206,33 @@ describe('over HTTP', () => {
     expect(r.headers.get('access-control-allow-origin')).toBe('https://shop.example')
   })
 })
+
+describe('the compiled binary', () => {
+  test('an App made with --proof-of-work normal asks for, verifies and spends a solution; a honeypot report goes to the spam folder', async () => {
+    const { ensureBinary, cliTenant } = await import('./helpers-lifecycle')
+    const { spawnServer, tempDir } = await import('./harness')
+    const { rmSync } = await import('node:fs')
+    ensureBinary()
+    const dir = tempDir('fixloop-pow-bin-')
+    const t = await cliTenant(dir, ['--proof-of-work', 'normal'])
+    const srv = await spawnServer(dir)
+    try {
+      refusedCode(await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'no proof' } }), 'proof_of_work_required')
+      const c = (await call(srv.url, 'GET', '/v1/widget/challenge', { auth: t.pub })).body.challenge
+      const pow = powHeaderOf(c, solvePowChallenge(c)!)
+      const ok = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'bot', clientSignals: { honeypot: 'x' } }, headers: { 'X-Fixloop-Proof-Of-Work': pow } })
+      expect(ok.status).toBe(201)
+      refusedCode(await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'again' }, headers: { 'X-Fixloop-Proof-Of-Work': pow } }), 'proof_of_work_required')
+      const folder = await call(srv.url, 'GET', '/v1/feedback?spam=only', { auth: t.key })
+      expect(folder.body.data.map((d: any) => [d.id, d.spam.reasons])).toEqual([[ok.body.id, ['honeypot']]])
+    } finally {
+      await srv.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
+
+function refusedCode(r: { status: number; body: any }, code: string) {
+  expect(r.status).toBe(403)
+  expect(r.body.error.code).toBe(code)
+}

@@ -8,7 +8,8 @@ import { eventually, seedTenant, startTestServer, type Tenant, type TestServer }
 import { ReplyLog, expectEnvelope, secretForms, userToken } from './helpers-auth'
 import { dbRows } from './sqlite-of'
 
-const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'publicKey', 'publicSubmissionEnabled', 'slug']
+// Spec 2.1's fields, plus the additive abuse-defence settings (docs/api.md: proofOfWork, spamEvents).
+const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'proofOfWork', 'publicKey', 'publicSubmissionEnabled', 'slug', 'spamEvents']
 
 let srv: TestServer
 let a: Tenant

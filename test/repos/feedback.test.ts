@@ -40,6 +40,56 @@ describeEachDialect('feedback repo', (fresh) => {
     expect(await sql(s, 'SELECT kind, feedback_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id }])
   })
 
+  test('spam at intake: the row with its mark, no process job, the event only when asked; mixed with plain submissions', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const ids = async (outs: Awaited<ReturnType<typeof repo.submit>>[]) => outs.map((o) => (o.kind === 'answered' ? o.result.body.id : ''))
+    const [quiet, plain, loud] = await ids(
+      await Promise.all([
+        repo.submit({ ...draft('bot text'), spam: { score: 1, reasons: '["honeypot"]', emitEvent: false } }, [], null),
+        repo.submit(draft('a real one'), [], null),
+        repo.submit({ ...draft('bot text 2'), spam: { score: 0.9, reasons: '["too_fast","address_flood"]', emitEvent: true } }, [], null),
+      ]),
+    )
+    expect(await repo.get('o1', quiet)).toMatchObject({ status: 'received', spamScore: 1, spamReasons: '["honeypot"]', spamMarkedAt: s.clock.now() })
+    expect(await repo.get('o1', plain)).toMatchObject({ spamScore: null, spamReasons: null, spamMarkedAt: null })
+    expect((await sql<{ feedback_id: string }>(s, 'SELECT feedback_id FROM jobs')).map((j) => j.feedback_id)).toEqual([plain])
+    const events = (await sql<{ data: string }>(s, "SELECT data FROM events WHERE type = 'feedback.received' ORDER BY seq")).map((e) => JSON.parse(e.data).feedbackId)
+    expect(events.sort()).toEqual([plain, loud].sort())
+    // The list: spam hidden by default, alone with only, all with include.
+    const listed = async (spam: 'exclude' | 'only' | 'include') => (await repo.list({ orgId: 'o1', includeDuplicates: false, spam, limit: 10 })).map((r) => r.id).sort()
+    expect(await listed('exclude')).toEqual([plain])
+    expect(await listed('only')).toEqual([quiet, loud].sort())
+    expect(await listed('include')).toEqual([quiet, plain, loud].sort())
+    expect(await repo.spamCount('a1')).toBe(2)
+  })
+
+  test('setSpam: "not spam" restores an intake spam report (event + process job, once); spam by hand only on undecided leads', async () => {
+    const s = await fresh()
+    const repo = await setup(s)
+    const out = await repo.submit({ ...draft('bot'), spam: { score: 1, reasons: '["honeypot"]', emitEvent: false } }, [], null)
+    const id = out.kind === 'answered' ? out.result.body.id : ''
+    expect(await repo.setSpam('o2', id, { spam: false, emitEvent: true }, 7)).toEqual({ kind: 'not_found' })
+    expect(await repo.setSpam('o1', id, { spam: false, emitEvent: true }, 7)).toEqual({ kind: 'changed', appId: 'a1', status: 'received', reasons: '["honeypot"]' })
+    expect(await repo.setSpam('o1', id, { spam: false, emitEvent: true }, 8)).toEqual({ kind: 'unchanged', appId: 'a1', status: 'received' })
+    expect(await sql(s, 'SELECT kind, feedback_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id }])
+    expect((await sql<{ type: string }>(s, 'SELECT type FROM events')).map((e) => e.type)).toEqual(['feedback.received'])
+    expect(await repo.get('o1', id)).toMatchObject({ spamScore: null, spamMarkedAt: null, updatedAt: 7 })
+    // By hand: a plain received report (its job stays: "not spam" then queues no second one).
+    expect(await repo.setSpam('o1', id, { spam: true, score: 1, reasons: '["marked_by_hand"]' }, 9)).toMatchObject({ kind: 'changed', reasons: null })
+    expect(await repo.setSpam('o1', id, { spam: false, emitEvent: true }, 10)).toMatchObject({ kind: 'changed' })
+    expect(Number((await sql<{ n: number }>(s, 'SELECT count(*) AS n FROM jobs'))[0].n)).toBe(1)
+    await insertReport(s, 'f-arch', 'archived')
+    await insertReport(s, 'f-lead', 'awaiting_manual')
+    await insertReport(s, 'f-dup', 'awaiting_manual')
+    await sql(s, 'UPDATE feedback SET duplicate_of_id = ? WHERE id = ?', ['f-lead', 'f-dup'])
+    await sql(s, 'UPDATE feedback SET duplicate_count = 1 WHERE id = ?', ['f-lead'])
+    const mark = { spam: true as const, score: 1, reasons: '[]' }
+    expect(await repo.setSpam('o1', 'f-arch', mark, 11)).toEqual({ kind: 'not_allowed', status: 'archived' })
+    expect(await repo.setSpam('o1', 'f-lead', mark, 11)).toEqual({ kind: 'not_allowed', status: 'awaiting_manual' })
+    expect(await repo.setSpam('o1', 'f-dup', mark, 11)).toEqual({ kind: 'duplicate', leadId: 'f-lead' })
+  })
+
   test('all or nothing: a part that fails leaves no report, no event, no job, no key; the next submission works', async () => {
     const s = await fresh()
     const repo = await setup(s)

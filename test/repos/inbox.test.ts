@@ -50,6 +50,26 @@ describeEachDialect('inbox repo', (fresh) => {
     expect((await inbox.list('o2', 'ad1', { appId: 'a1' })).data).toEqual([])
   })
 
+  test('the spam folder: only spam, whatever its status, newest first; every other folder and the counts leave spam out', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o2', 'a2')
+    const ids = await reports(s, 4)
+    const [received] = await reports(s, 1, 'received')
+    const [theirs] = await reports(s, 1, 'received', 'o2', 'a2')
+    for (const id of [ids[1], received, theirs]) await sql(s, `UPDATE feedback SET spam_score = 1, spam_reasons = '["honeypot"]', spam_marked_at = 5 WHERE id = ?`, [id])
+    const inbox = createInbox(s.storage)
+    const spam = await inbox.list('o1', 'ad1', { folder: 'spam' })
+    expect(spam.data.map((r) => r.id)).toEqual([received, ids[1]].sort().reverse())
+    expect(spam.data[0].spam).toEqual({ score: 1, reasons: ['honeypot'], markedAt: new Date(5).toISOString() })
+    expect((await inbox.list('o1', 'ad1', { folder: 'spam', q: 'nothing like this' })).data).toEqual([])
+    expect((await inbox.list('o1', 'ad1', {})).data.map((r) => r.id)).toEqual([ids[3], ids[2], ids[0]])
+    expect((await inbox.list('o1', 'ad1', {})).data[0].spam).toBeNull()
+    expect((await inbox.list('o1', 'ad1', { folder: 'all' })).data).toHaveLength(3)
+    const counts = await inbox.counts('o1', 'ad1')
+    expect([counts.spam, counts.inbox, counts.awaiting_manual]).toEqual([2, 3, 3])
+  })
+
   test('filters: App, dates, severity, mode, URL and text (case-insensitive), screenshot and console', async () => {
     const s = await fresh()
     await seedOrgApp(s)
@@ -93,7 +113,7 @@ describeEachDialect('inbox repo', (fresh) => {
     // Another admin has their own marks.
     expect((await inbox.list('o1', 'ad2', {})).data.every((r) => !r.read)).toBe(true)
     const counts = await inbox.counts('o1', 'ad1')
-    expect(counts).toEqual({ inbox: 1, awaiting_manual: 1, queued: 2, running: 0, pr_opened: 0, resolved: 0, failed: 0 } as never)
+    expect(counts).toEqual({ inbox: 1, awaiting_manual: 1, queued: 2, running: 0, pr_opened: 0, resolved: 0, failed: 0, spam: 0 } as never)
     await inbox.markUnread('o1', 'ad1', [ids[0], theirs])
     await inbox.markUnread('o2', 'ad1', [ids[1]])
     expect((await inbox.list('o1', 'ad1', {})).data.map((r) => r.read)).toEqual([false, true, false])

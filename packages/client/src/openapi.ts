@@ -18,6 +18,11 @@ export interface AppList {
     batchEnabled: boolean;
     batchWindowHours: number;
     allowedOrigins: string[];
+    proofOfWork: "off" | "normal" | "high";
+    /**
+     * Whether reports classified as spam still emit events (webhooks, Slack, the feed); default false
+     */
+    spamEvents: boolean;
     createdAt: string;
   }[];
 }
@@ -120,6 +125,19 @@ export interface FeedbackSubmitParams {
    * The reporter asks to be emailed once the report is resolved (docs/email.md). Needs identity.email (public mode) or an email in the user token's ctx (private mode), else 400 invalid_body. The address is stored encrypted and used only for that mail.
    */
   notifyEmail?: boolean;
+  /**
+   * Signals of the widget (abuse defence, docs/api.md): a report that trips them is still answered 201, and classified as spam
+   */
+  clientSignals?: {
+    /**
+     * The widget's hidden field's content (a person leaves it empty)
+     */
+    honeypot?: string;
+    /**
+     * Milliseconds between the form opening and its submission
+     */
+    formMs?: number;
+  };
 }
 
 export interface UploadUrl {
@@ -214,6 +232,17 @@ export interface FeedbackPage {
       reason: string;
     } | null;
     /**
+     * Set when the report is in the spam folder; null otherwise
+     */
+    spam: {
+      score: number;
+      /**
+       * The signals that fired (docs/api.md "Spam classification")
+       */
+      reasons: string[];
+      markedAt: string;
+    } | null;
+    /**
      * On a duplicate: how it became one. Null on a lead.
      */
     duplicateMatch: {
@@ -259,6 +288,7 @@ export interface FeedbackListParams {
   cursor?: string;
   limit?: number;
   includeDuplicates?: boolean;
+  spam?: "exclude" | "only" | "include";
 }
 
 export interface FeedbackItem {
@@ -314,6 +344,17 @@ export interface FeedbackItem {
     id: string;
     score: number;
     reason: string;
+  } | null;
+  /**
+   * Set when the report is in the spam folder; null otherwise
+   */
+  spam: {
+    score: number;
+    /**
+     * The signals that fired (docs/api.md "Spam classification")
+     */
+    reasons: string[];
+    markedAt: string;
   } | null;
   /**
    * On a duplicate: how it became one. Null on a lead.
@@ -462,10 +503,25 @@ export interface FeedbackUpdateResult {
     | "resolved"
     | "failed"
     | "archived";
+  /**
+   * Set when the report is in the spam folder; null otherwise
+   */
+  spam?: {
+    score: number;
+    /**
+     * The signals that fired (docs/api.md "Spam classification")
+     */
+    reasons: string[];
+    markedAt: string;
+  } | null;
 }
 
 export interface FeedbackUpdateParams {
   status?: "queued" | "archived";
+  /**
+   * false: not spam (restores the report into the normal lifecycle); true: mark as spam by hand. Not with status.
+   */
+  spam?: boolean;
 }
 
 export interface SimilarList {
@@ -516,6 +572,33 @@ export interface AppTriageState {
       confirmed: number;
       rejected: number;
       unmerged: number;
+    };
+  };
+  /**
+   * The abuse defence (docs/api.md "Spam classification")
+   */
+  spam: {
+    /**
+     * Reports in the App's spam folder (counted up to 100,000)
+     */
+    inFolder: number;
+    /**
+     * Reports people marked "not spam"
+     */
+    notSpam: number;
+    /**
+     * Reports people marked spam by hand
+     */
+    markedSpam: number;
+    /**
+     * What the decisions taught: reason → weight factor (absent: 1)
+     */
+    factors: {
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(.*)$".
+       */
+      [k: string]: number | undefined;
     };
   };
 }

@@ -13,7 +13,7 @@ import type { PgLifecycle } from './lifecycle'
 import { many, one, prepared, type PgStorage } from './storage'
 import { markReferencedPg } from './uploads'
 import {
-  createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
+  createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
   type SubmitOutcome,
 } from '../../modules/feedback/repo'
 import type { RootState } from '../../cluster/cluster-repo'
@@ -25,11 +25,17 @@ export const LIST_COLUMNS = [
   'consolidated_text AS "consolidatedText"', 'last_duplicate_at AS "lastDuplicateAt"', 'redactions', 'version',
   'suggested_lead_id AS "suggestedLeadId"', 'suggested_score AS "suggestedScore"', 'suggested_reason AS "suggestedReason"',
   'merge_score AS "mergeScore"', 'merge_reason AS "mergeReason"', 'merge_locked AS "mergeLocked"',
+  'spam_score AS "spamScore"', 'spam_reasons AS "spamReasons"', 'spam_marked_at AS "spamMarkedAt"',
 ].join(', ')
 
 const INSERT_FEEDBACK = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
     component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
   VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, $18, $18)`
+// A report classified as spam at intake (issue 27): the same row with its mark.
+const INSERT_SPAM = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
+    component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at,
+    spam_score, spam_reasons, spam_marked_at)
+  VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, $18, $18, $20, $21, $18)`
 // The bulk step's rows (see `plainSubmissions`): one array per column, $18 the time of all.
 const INSERT_FEEDBACK_MANY = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
     component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
@@ -63,6 +69,8 @@ function listQuery(f: ListFilter): { text: string; params: unknown[] } {
   if (f.status) conds.push(`status = $${params.push(f.status)}`)
   if (f.cursor) conds.push(`id < $${params.push(f.cursor)}`)
   if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
+  const spam = spamListCondition(f.spam)
+  if (spam) conds.push(spam)
   const limit = params.push(f.limit + 1)
   return { text: `SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $${limit}`, params }
 }
@@ -88,14 +96,12 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
     const id = newId(clock)
     const d = draft
     // The row, its event and its job in one statement (one round trip: see lifecycle `received`).
-    const report = {
-      sql: INSERT_FEEDBACK,
-      params: [
-        id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
-        d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now, d.notifyEmailSealed ?? null,
-      ],
-    }
-    await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, report)
+    const params = [
+      id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
+      d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now, d.notifyEmailSealed ?? null,
+    ]
+    if (d.spam) await lifecycle.receivedAsSpam(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, { sql: INSERT_SPAM, params: [...params, d.spam.score, d.spam.reasons] }, d.spam.emitEvent)
+    else await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, { sql: INSERT_FEEDBACK, params })
     await markReferencedPg(tx.client, id, refKeys)
     const result = createdAnswer(id)
     if (claim) await tx.client.query(SAVE_IDEMPOTENCY, [d.appId, claim.key, claim.requestHash, result.status, JSON.stringify(result.body), now])
@@ -120,7 +126,8 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
 
   return {
     submit: (draft, refKeys, idempotency) =>
-      refKeys.length === 0 && !idempotency ? committer.runBulk(plainSubmissions, draft) : committer.run((tx) => store(tx, draft, refKeys, idempotency)),
+      // Spam (rare) goes the one-by-one way: the bulk statement stores ordinary reports only.
+      refKeys.length === 0 && !idempotency && !draft.spam ? committer.runBulk(plainSubmissions, draft) : committer.run((tx) => store(tx, draft, refKeys, idempotency)),
     get: async (orgId, id) => first(await db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.id, id)))),
     list: async (f) => {
       const q = listQuery(f)
@@ -152,5 +159,27 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
         if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
         return (await lifecycle.move({ client, onCommit }, id, to, { by: 'customer', version: row.version })) ? { kind: 'moved' as const } : { kind: 'lost' as const }
       }),
+    setSpam: (orgId, id, change, now) =>
+      storage.tx(async (client, _db, onCommit) => {
+        const row = await one<{ appId: string; status: string; duplicateOfId: string | null; duplicateCount: number; spamMarkedAt: number | null; spamReasons: string | null }>(
+          client,
+          `SELECT app_id AS "appId", status, duplicate_of_id AS "duplicateOfId", duplicate_count AS "duplicateCount", spam_marked_at AS "spamMarkedAt",
+             spam_reasons AS "spamReasons" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+          [orgId, id],
+        )
+        if (!row) return { kind: 'not_found' as const }
+        const verdict = spamChangeVerdict(row, change)
+        if (verdict !== 'apply') return verdict
+        const set = 'UPDATE feedback SET spam_score = $1, spam_reasons = $2, spam_marked_at = $3, updated_at = $4 WHERE id = $5'
+        if (change.spam) await client.query(set, [change.score, change.reasons, now, now, id])
+        else {
+          await client.query(set, [null, null, null, now, id])
+          const job = await one(client, "SELECT 1 FROM jobs WHERE kind = 'process' AND feedback_id = $1", [id])
+          if (row.status === 'received' && !job) await lifecycle.restoredFromSpam({ client, onCommit }, { orgId, appId: row.appId, feedbackId: id }, change.emitEvent)
+        }
+        return { kind: 'changed' as const, appId: row.appId, status: row.status, reasons: row.spamReasons }
+      }),
+    spamCount: async (appId) =>
+      (await one<{ n: number }>(pool, 'SELECT COUNT(*)::int AS n FROM (SELECT 1 FROM feedback WHERE app_id = $1 AND spam_marked_at IS NOT NULL LIMIT 100000) c', [appId]))!.n,
   }
 }

@@ -2,7 +2,7 @@
  * PostgreSQL side of modules/admin-api/inbox-repo.ts: the same window-then-filter query. Aliases are
  * quoted (PostgreSQL folds unquoted names to lower case); `instr` is `strpos`; JSON is read with `->>`.
  */
-import { FOLDERS, HAS_SCREENSHOT, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { FOLDERS, spamCondition, HAS_SCREENSHOT, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
 import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
 
@@ -14,6 +14,7 @@ const columns = () => [
   'f.consolidated_text AS "consolidatedText"', 'f.last_duplicate_at AS "lastDuplicateAt"', 'f.redactions',
   'f.suggested_lead_id AS "suggestedLeadId"', 'f.suggested_score AS "suggestedScore"', 'f.suggested_reason AS "suggestedReason"',
   'f.merge_score AS "mergeScore"', 'f.merge_reason AS "mergeReason"', 'f.merge_locked AS "mergeLocked"',
+  'f.spam_score AS "spamScore"', 'f.spam_reasons AS "spamReasons"', 'f.spam_marked_at AS "spamMarkedAt"',
   `${HAS_SCREENSHOT} AS "hasScreenshot"`,
   `(f.console_logs IS NOT NULL AND f.console_logs <> '[]') AS "hasConsole"`,
   'r.read_at IS NOT NULL AS "isRead"',
@@ -36,7 +37,7 @@ export function createPgInbox({ pool }: PgStorage): Inbox {
         params.push(v)
         return `$${params.length}`
       }
-      const range: string[] = [`f.org_id = ${p(orgId)}`, 'f.duplicate_of_id IS NULL']
+      const range: string[] = [`f.org_id = ${p(orgId)}`, 'f.duplicate_of_id IS NULL', spamCondition(q.folder)]
       const statuses: readonly string[] = FOLDERS[q.folder ?? 'inbox']
       if (statuses.length) range.push(`f.status = ANY(${p([...statuses])}::text[])`)
       if (q.appId) range.push(`f.app_id = ${p(q.appId)}`)
@@ -79,7 +80,7 @@ export function createPgInbox({ pool }: PgStorage): Inbox {
         const row = await one<{ n: number }>(
           pool,
           `SELECT COUNT(*)::int AS n FROM (SELECT 1 FROM feedback f LEFT JOIN admin_reads r ON r.admin_id = $1 AND r.feedback_id = f.id
-             WHERE f.org_id = $2 AND f.status = ANY($3::text[]) AND f.duplicate_of_id IS NULL AND r.read_at IS NULL LIMIT 1000) c`,
+             WHERE f.org_id = $2 AND (cardinality($3::text[]) = 0 OR f.status = ANY($3::text[])) AND ${spamCondition(folder)} AND f.duplicate_of_id IS NULL AND r.read_at IS NULL LIMIT 1000) c`,
           [adminId, orgId, [...statuses]],
         )
         out[folder] = row!.n

@@ -123,6 +123,18 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       tx.onCommit(() => wake?.raise('process'))
     },
 
+    /** As src/db/sqlite/lifecycle.ts `receivedAsSpam`: the report's INSERT, and the event only when asked. */
+    async receivedAsSpam(tx: PgTx, r: { orgId: string; appId: string; feedbackId: string }, report: { sql: string; params: unknown[] }, emitEvent: boolean): Promise<void> {
+      await tx.client.query(prepared(report.sql, report.params))
+      if (emitEvent) await appendEventPg(tx.client, clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
+    },
+
+    /** As src/db/sqlite/lifecycle.ts `restoredFromSpam`. */
+    async restoredFromSpam(tx: PgTx, r: { orgId: string; appId: string; feedbackId: string }, emitEvent: boolean): Promise<void> {
+      if (emitEvent) await appendEventPg(tx.client, clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
+      await enqueue(tx, 'process', { feedbackId: r.feedbackId })
+    },
+
     /**
      * Many reports stored in this transaction at once (intake's bulk step, src/db/pg/feedback.ts): their
      * `feedback.received` events and `process` jobs in ONE statement with `reports` (the INSERT of their

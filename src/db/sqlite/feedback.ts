@@ -11,7 +11,7 @@ import { newId } from '../../core/ids'
 import type { GroupCommitter } from './group-commit'
 import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
-import { createdAnswer, idempotencyVerdict, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
+import { createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
 import { prepareMarkReferenced } from './uploads'
 import type { RootState } from '../../cluster/cluster-repo'
 
@@ -22,10 +22,11 @@ export const LIST_COLUMNS = [
   'consolidated_text AS consolidatedText', 'last_duplicate_at AS lastDuplicateAt', 'redactions', 'version',
   'suggested_lead_id AS suggestedLeadId', 'suggested_score AS suggestedScore', 'suggested_reason AS suggestedReason',
   'merge_score AS mergeScore', 'merge_reason AS mergeReason', 'merge_locked AS mergeLocked',
+  'spam_score AS spamScore', 'spam_reasons AS spamReasons', 'spam_marked_at AS spamMarkedAt',
 ].join(', ')
 
 /** The list page's SQL for one filter combination (the values are bound: $orgId, $appId, $status, $cursor, $limit). */
-export function listSql(f: Pick<ListFilter, 'appId' | 'status' | 'cursor' | 'includeDuplicates'>): string {
+export function listSql(f: Pick<ListFilter, 'appId' | 'status' | 'cursor' | 'includeDuplicates' | 'spam'>): string {
   // With an appId the App's Org was checked by the caller; the tenant guard stays anyway.
   // `+$x`: same plan, without the ~6 µs a bound value compared straight to the ordered index costs per
   // execution with bun's SQLite (lifecycle/outbox.ts, LAST_SEQ_SQL; test/perf-plans.test.ts).
@@ -33,6 +34,8 @@ export function listSql(f: Pick<ListFilter, 'appId' | 'status' | 'cursor' | 'inc
   if (f.status) conds.push('status = +$status')
   if (f.cursor) conds.push('id < $cursor')
   if (!f.includeDuplicates) conds.push('duplicate_of_id IS NULL')
+  const spam = spamListCondition(f.spam)
+  if (spam) conds.push(spam)
   return `SELECT ${LIST_COLUMNS} FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT $limit`
 }
 
@@ -41,9 +44,17 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   // (fillPlaceholders), a measurable share of a submission's CPU.
   const insertFeedback = sqlite.prepare(
     `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
-       component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
-     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at,
+       spam_score, spam_reasons, spam_marked_at)
+     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
+  const spamState = sqlite.prepare<{ appId: string; orgId: string; status: string; duplicateOfId: string | null; duplicateCount: number; spamMarkedAt: number | null; spamReasons: string | null }, [string, string]>(
+    `SELECT app_id AS appId, org_id AS orgId, status, duplicate_of_id AS duplicateOfId, duplicate_count AS duplicateCount, spam_marked_at AS spamMarkedAt,
+       spam_reasons AS spamReasons FROM feedback WHERE org_id = ? AND id = ?`,
+  )
+  const setSpam = sqlite.prepare('UPDATE feedback SET spam_score = ?, spam_reasons = ?, spam_marked_at = ?, updated_at = ? WHERE id = ?')
+  const processJob = sqlite.prepare<{ n: number }, [string]>("SELECT 1 AS n FROM jobs WHERE kind = 'process' AND feedback_id = ?")
+  const spamCount = sqlite.prepare<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM (SELECT 1 FROM feedback WHERE app_id = ? AND spam_marked_at IS NOT NULL LIMIT 100000)')
   const getOne = db
     .select()
     .from(feedback)
@@ -90,7 +101,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
    * full row (JSON blobs, user agent) and drizzle's per-row mapping cost ~40% of a list request.
    */
   function listStatement(f: ListFilter): Statement {
-    const variant = [f.appId ? 'a' : 'o', f.status ? 's' : '', f.cursor ? 'c' : '', f.includeDuplicates ? 'd' : ''].join('')
+    const variant = [f.appId ? 'a' : 'o', f.status ? 's' : '', f.cursor ? 'c' : '', f.includeDuplicates ? 'd' : '', f.spam ?? 'exclude'].join('')
     let stmt = listStatements.get(variant)
     if (!stmt) {
       stmt = sqlite.query(listSql(f))
@@ -104,6 +115,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
     insertFeedback.run(
       id, r.orgId, r.appId, r.severity, r.text, r.url, r.userAgent, r.viewport, r.consoleLogs, r.attachments, r.componentTarget,
       r.metadata, r.submittedMode, r.externalUserId, r.email, r.submitterName, r.userContext, r.notifyEmailSealed ?? null, now, now,
+      r.spam?.score ?? null, r.spam?.reasons ?? null, r.spam ? now : null,
     )
   }
 
@@ -119,7 +131,8 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
         }
         const id = newId(clock)
         insert(id, draft, now)
-        lifecycle.received(sqlite, { orgId: draft.orgId, appId: draft.appId, feedbackId: id })
+        if (draft.spam) lifecycle.receivedAsSpam(sqlite, { orgId: draft.orgId, appId: draft.appId, feedbackId: id }, draft.spam.emitEvent)
+        else lifecycle.received(sqlite, { orgId: draft.orgId, appId: draft.appId, feedbackId: id })
         for (const key of refKeys) markReferenced.run(id, key)
         const result = createdAnswer(id)
         if (idempotency) insertIdempotent.run(draft.appId, idempotency.key, idempotency.requestHash, result.status, JSON.stringify(result.body), now)
@@ -154,5 +167,21 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
           return lifecycle.move(sqlite, id, to, { by: 'customer', version: row.version }) ? { kind: 'moved' as const } : { kind: 'lost' as const }
         })
         .immediate(),
+    setSpam: async (orgId, id, change, now) =>
+      sqlite
+        .transaction(() => {
+          const row = spamState.get(orgId, id)
+          if (!row) return { kind: 'not_found' as const }
+          const verdict = spamChangeVerdict(row, change)
+          if (verdict !== 'apply') return verdict
+          if (change.spam) setSpam.run(change.score, change.reasons, now, now, id)
+          else {
+            setSpam.run(null, null, null, now, id)
+            if (row.status === 'received' && !processJob.get(id)) lifecycle.restoredFromSpam(sqlite, { orgId, appId: row.appId, feedbackId: id }, change.emitEvent)
+          }
+          return { kind: 'changed' as const, appId: row.appId, status: row.status, reasons: row.spamReasons }
+        })
+        .immediate(),
+    spamCount: async (appId) => spamCount.get(appId)!.n,
   }
 }

@@ -1,5 +1,5 @@
 /** SQLite side of modules/admin-api/inbox-repo.ts: the queries as they were. */
-import { COLUMNS, FOLDERS, HAS_SCREENSHOT, HISTORY_SQL, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { COLUMNS, FOLDERS, spamCondition, HAS_SCREENSHOT, HISTORY_SQL, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
 import { LAST_SEQ_SQL } from './outbox'
 import type { SqliteStorage } from './storage'
 
@@ -14,7 +14,7 @@ export function createSqliteInbox({ sqlite }: SqliteStorage): Inbox {
       // content filters (severity, text, URL, …) are applied inside that window only, so one request
       // reads at most SCAN_WINDOW rows however rare the match. A short page then still carries a
       // nextCursor: the scan continues below the window.
-      const range: string[] = ['f.org_id = ?', 'f.duplicate_of_id IS NULL']
+      const range: string[] = ['f.org_id = ?', 'f.duplicate_of_id IS NULL', spamCondition(q.folder)]
       const rangeParams: (string | number)[] = [orgId]
       const statuses: readonly string[] = FOLDERS[q.folder ?? 'inbox']
       if (statuses.length) {
@@ -75,7 +75,7 @@ export function createSqliteInbox({ sqlite }: SqliteStorage): Inbox {
         if (folder === 'all' || folder === 'archived') continue
         const row = sqlite
           .query(
-            `SELECT COUNT(*) AS n FROM (SELECT 1 FROM feedback f LEFT JOIN admin_reads r ON r.admin_id = ? AND r.feedback_id = f.id WHERE f.org_id = ? AND f.status IN (${statuses.map(() => '?').join(',')}) AND f.duplicate_of_id IS NULL AND r.read_at IS NULL LIMIT 1000)`,
+            `SELECT COUNT(*) AS n FROM (SELECT 1 FROM feedback f LEFT JOIN admin_reads r ON r.admin_id = ? AND r.feedback_id = f.id WHERE f.org_id = ?${statuses.length ? ` AND f.status IN (${statuses.map(() => '?').join(',')})` : ''} AND ${spamCondition(folder)} AND f.duplicate_of_id IS NULL AND r.read_at IS NULL LIMIT 1000)`,
           )
           .get(adminId, orgId, ...statuses) as { n: number }
         out[folder] = row.n

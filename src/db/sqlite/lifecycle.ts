@@ -89,6 +89,25 @@ export function createSqliteLifecycle(sqlite: Database, clock: Clock, wake?: Wak
       enqueue('process', { feedbackId: r.feedbackId })
     },
 
+    /**
+     * A report was just stored as spam (issue 27): no `process` job (never sanitized, clustered or run
+     * while it is spam), and `feedback.received` only when the App's `spamEvents` asks for it.
+     */
+    receivedAsSpam(tx: Database, r: { orgId: string; appId: string; feedbackId: string }, emitEvent: boolean): void {
+      if (tx !== sqlite || !tx.inTransaction) throw new Error('lifecycle.receivedAsSpam must run in the transaction that stores the report')
+      if (emitEvent) outbox.append({ orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
+    },
+
+    /**
+     * "Not spam" on a report stored as spam and never processed (issue 27): it joins the normal lifecycle
+     * as if it had just arrived: `feedback.received` (unless it was emitted at intake) and its `process` job.
+     */
+    restoredFromSpam(tx: Database, r: { orgId: string; appId: string; feedbackId: string }, emitEvent: boolean): void {
+      if (tx !== sqlite || !tx.inTransaction) throw new Error('lifecycle.restoredFromSpam must run in a transaction')
+      if (emitEvent) outbox.append({ orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
+      enqueue('process', { feedbackId: r.feedbackId })
+    },
+
     /** Queues an agent run for each report of the App that waited in `queued` for a repository. */
     enqueueWaitingRuns(appId: string): number {
       const n = repo.insertWaitingRuns(appId, clock.now())

@@ -25,8 +25,13 @@ export const FOLDERS = {
   failed: ['failed'],
   archived: ['archived'],
   all: [],
+  /** The spam folder (issue 27): reports classified as spam, whatever their status; every other folder hides them. */
+  spam: [],
 } as const satisfies Record<string, readonly string[]>
 export type Folder = keyof typeof FOLDERS
+
+/** The folder's spam condition: the spam folder shows only spam (its small partial index), the others none. */
+export const spamCondition = (folder: Folder | undefined): string => (folder === 'spam' ? 'f.spam_marked_at IS NOT NULL' : 'f.spam_marked_at IS NULL')
 
 /** Most rows one filtered inbox request reads (see list()). */
 export const SCAN_WINDOW = 20_000
@@ -56,6 +61,7 @@ export const COLUMNS = [
   'f.consolidated_text AS consolidatedText', 'f.last_duplicate_at AS lastDuplicateAt', 'f.redactions',
   'f.suggested_lead_id AS suggestedLeadId', 'f.suggested_score AS suggestedScore', 'f.suggested_reason AS suggestedReason',
   'f.merge_score AS mergeScore', 'f.merge_reason AS mergeReason', 'f.merge_locked AS mergeLocked',
+  'f.spam_score AS spamScore', 'f.spam_reasons AS spamReasons', 'f.spam_marked_at AS spamMarkedAt',
   `${HAS_SCREENSHOT} AS hasScreenshot`,
   "(f.console_logs IS NOT NULL AND f.console_logs <> '[]') AS hasConsole",
   'r.read_at IS NOT NULL AS isRead',

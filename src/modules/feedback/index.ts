@@ -8,6 +8,7 @@ import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
 import { POW_HEADER, type PowService } from '../../abuse/pow-service'
+import type { SpamIntake } from '../../abuse/spam-intake'
 import { extraTokens } from './submit-cost'
 import { baseUrlOf } from '../uploads/index'
 import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
@@ -39,7 +40,7 @@ const SUBMIT_HEADERS = [
   },
 ]
 
-export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pow: PowService) {
+export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pow: PowService, spamIntake: SpamIntake) {
   return new Elysia({ name: 'feedback-widget' })
     .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'submit') }))
@@ -51,7 +52,13 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, 
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
         }
         // Public mode on an App that asks for proof of work: a valid, unused solution or 403 (docs/api.md).
-        if (!caller.user) await pow.check({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientIp, request.headers.get(POW_HEADER))
+        // Then the spam signals known now (in memory): a report that trips them is answered 201 all the same.
+        let spam = null
+        if (!caller.user) {
+          const app = { id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }
+          const solved = await pow.check(app, caller.clientIp, request.headers.get(POW_HEADER))
+          spam = await spamIntake.classify(app, caller.clientIp, body.text, body.clientSignals, solved)
+        }
         // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
         const charged = caller.charge(extraTokens(body))
         if (charged) await charged
@@ -62,6 +69,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, 
           requestUserAgent: request.headers.get('user-agent'),
           idempotencyKey: key,
           clientIp: caller.clientIp,
+          spam,
         })
         set.status = result.status
         if (result.replayed) set.headers['idempotent-replayed'] = 'true'
@@ -99,7 +107,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
         response: { 200: t.NoValidate(FeedbackPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
           summary: 'List feedback, newest first (cursor paging)',
-          description: `Duplicates are hidden unless includeDuplicates=true. nextCursor is null on the last page. Limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}.`,
+          description: `Duplicates are hidden unless includeDuplicates=true; spam unless spam=include (both) or spam=only (the spam folder). nextCursor is null on the last page. Limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}.`,
           tags: ['feedback'],
           security: BEARER_SK,
         },
@@ -122,7 +130,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
       parse: 'json',
       response: { 200: PatchResponse, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'no_op', 'not_found', 'invalid_transition', 'concurrent_update', 'invalid_target') },
       detail: {
-        summary: 'Move an item: queued (enter the agent queue) or archived (dismiss)',
+        summary: 'Move an item: queued (enter the agent queue) or archived (dismiss); or { spam: false } (not spam: restore) / { spam: true } (mark spam)',
         tags: ['feedback'],
         security: BEARER_SK,
       },

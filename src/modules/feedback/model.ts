@@ -69,6 +69,18 @@ export const Identity = t.Object(
   closed,
 )
 
+/** GET /v1/feedback?spam=: hide spam (default), only the spam folder, or both. */
+export const SPAM_FILTERS = ['exclude', 'only', 'include'] as const
+export type SpamFilter = (typeof SPAM_FILTERS)[number]
+
+export const ClientSignals = t.Object(
+  {
+    honeypot: t.Optional(t.String({ maxLength: 1000, description: "The widget's hidden field's content (a person leaves it empty)" })),
+    formMs: t.Optional(int({ minimum: 0, maximum: 86_400_000, description: 'Milliseconds between the form opening and its submission' })),
+  },
+  { ...closed, description: 'Signals of the widget (abuse defence, docs/api.md): a report that trips them is still answered 201, and classified as spam' },
+)
+
 export const SubmitBody = t.Object(
   {
     text: t.String({ minLength: LIMITS.textMin, maxLength: LIMITS.textMax }),
@@ -87,6 +99,7 @@ export const SubmitBody = t.Object(
           'The reporter asks to be emailed once the report is resolved (docs/email.md). Needs identity.email (public mode) or an email in the user token\'s ctx (private mode), else 400 invalid_body. The address is stored encrypted and used only for that mail.',
       }),
     ),
+    clientSignals: t.Optional(ClientSignals),
   },
   closed,
 )
@@ -104,6 +117,15 @@ export const SubmittedBy = t.Object(
     name: Nullable(t.String()),
   },
   closed,
+)
+
+export const SpamMark = t.Object(
+  {
+    score: t.Number({ minimum: 0, maximum: 1 }),
+    reasons: t.Array(t.String(), { description: 'The signals that fired (docs/api.md "Spam classification")' }),
+    markedAt: t.String({ format: 'date-time' }),
+  },
+  { ...closed, description: 'Set when the report is in the spam folder; null otherwise' },
 )
 
 const listMembers = {
@@ -139,6 +161,7 @@ const listMembers = {
       },
     ),
   ),
+  spam: Nullable(SpamMark),
   duplicateMatch: Nullable(
     t.Object(
       {
@@ -186,6 +209,7 @@ export const ListQuery = t.Object(
     cursor: t.Optional(t.String({ pattern: ID_PATTERN, description: 'The id of the last item of the previous page' })),
     limit: t.Optional(t.Numeric({ minimum: LIMITS.listLimitMin, maximum: LIMITS.listLimitMax, multipleOf: 1, default: LIMITS.listLimitDefault })),
     includeDuplicates: t.Optional(t.BooleanString({ default: false })),
+    spam: t.Optional(oneOf(SPAM_FILTERS, { description: 'exclude (default): hide spam; only: the spam folder; include: both' })),
   },
   closed,
 )
@@ -195,7 +219,13 @@ export const FeedbackPage = t.Object({ data: t.Array(FeedbackItem), nextCursor: 
 
 export const IdParams = t.Object({ id: Id }, closed)
 
-export const PatchBody = t.Object({ status: t.Optional(oneOf(CUSTOMER_TARGETS)) }, closed)
+export const PatchBody = t.Object(
+  {
+    status: t.Optional(oneOf(CUSTOMER_TARGETS)),
+    spam: t.Optional(t.Boolean({ description: 'false: not spam (restores the report into the normal lifecycle); true: mark as spam by hand. Not with status.' })),
+  },
+  closed,
+)
 export type PatchBody = Static<typeof PatchBody>
 
-export const PatchResponse = t.Object({ id: Id, status: oneOf(FEEDBACK_STATUSES) }, closed)
+export const PatchResponse = t.Object({ id: Id, status: oneOf(FEEDBACK_STATUSES), spam: t.Optional(Nullable(SpamMark)) }, closed)

@@ -82,6 +82,12 @@ function matchOf(row: ListRow): FeedbackItem['duplicateMatch'] {
   return { automatic: !row.mergeLocked, score: row.mergeScore, reason: row.mergeReason }
 }
 
+/** The spam classification as served (null: not spam). */
+function spamOf(row: ListRow): FeedbackItem['spam'] {
+  if (row.spamMarkedAt === null || row.spamMarkedAt === undefined) return null
+  return { score: row.spamScore ?? 0, reasons: parseOr<string[]>(row.spamReasons, []), markedAt: isoUtc(row.spamMarkedAt) }
+}
+
 /** A row as served (sanitized, previewed or pending) in the list shape. */
 function listItemOf(row: ListRow, suggestedLead: string | null): FeedbackItem {
   return {
@@ -101,6 +107,7 @@ function listItemOf(row: ListRow, suggestedLead: string | null): FeedbackItem {
     consolidatedText: row.consolidatedText === null ? null : servableText(row.consolidatedText, row),
     lastDuplicateAt: isoOrNull(row.lastDuplicateAt),
     suggestedDuplicateOf: suggestionOf(row, suggestedLead),
+    spam: spamOf(row),
     duplicateMatch: matchOf(row),
   }
 }

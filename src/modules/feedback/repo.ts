@@ -30,7 +30,7 @@ export type ListRow = Pick<
   | 'id' | 'appId' | 'status' | 'submittedMode' | 'externalUserId' | 'email' | 'submitterName' | 'severity' | 'text' | 'url'
   | 'createdAt' | 'processedAt' | 'mergeRequestUrl' | 'duplicateOfId' | 'duplicateCount' | 'theme' | 'consolidatedText'
   | 'lastDuplicateAt' | 'redactions' | 'version' | 'suggestedLeadId' | 'suggestedScore' | 'suggestedReason' | 'mergeScore'
-  | 'mergeReason' | 'mergeLocked'
+  | 'mergeReason' | 'mergeLocked' | 'spamScore' | 'spamReasons' | 'spamMarkedAt'
 >
 
 /** A report as submitted: its JSON columns already encoded, no status (a new report is `received`). */
@@ -54,6 +54,11 @@ export interface NewFeedback {
   userContext: string | null
   /** notifyEmail: the reporter's address sealed with the master key (docs/email.md); null/absent otherwise. */
   notifyEmailSealed?: string | null
+  /**
+   * Classified as spam at intake (issue 27): stored with its mark in the same INSERT, with no `process`
+   * job, and `feedback.received` only when `emitEvent` (the App's spamEvents).
+   */
+  spam?: { score: number; reasons: string; emitEvent: boolean } | null
   createdAt: number
 }
 
@@ -86,13 +91,47 @@ export type SubmitOutcome = { kind: 'answered'; result: SubmitResult } | { kind:
 /** What a customer move did; `lost` when another writer moved the report first. */
 export type CustomerMoveOutcome = { kind: 'moved' } | { kind: 'not_found' } | { kind: 'duplicate'; leadId: string } | { kind: 'lost' }
 
+/** A spam decision by hand (PATCH /v1/feedback/:id { spam }). */
+export type SpamChange = { spam: true; score: number; reasons: string } | { spam: false; emitEvent: boolean }
+
+/** What a spam decision did; `changed` carries the reasons the report had (the score learns from them). */
+export type SpamChangeOutcome =
+  | { kind: 'changed'; appId: string; status: string; reasons: string | null }
+  | { kind: 'unchanged'; appId: string; status: string }
+  | { kind: 'not_found' }
+  | { kind: 'duplicate'; leadId: string }
+  | { kind: 'not_allowed'; status: string }
+
+/** Statuses a report may be marked spam in by hand: not yet decided (a lead with no duplicates). */
+export const SPAM_MARKABLE = ['received', 'sanitizing', 'sanitized', 'awaiting_manual'] as const
+
+/** The spam decision's verdict on the row as read (pure, both sides). */
+export function spamChangeVerdict(
+  row: { appId: string; status: string; duplicateOfId: string | null; duplicateCount: number; spamMarkedAt: number | null },
+  change: SpamChange,
+): SpamChangeOutcome | 'apply' {
+  if (row.duplicateOfId) return { kind: 'duplicate', leadId: row.duplicateOfId }
+  const isSpam = row.spamMarkedAt !== null
+  if (isSpam === change.spam) return { kind: 'unchanged', appId: row.appId, status: row.status }
+  if (change.spam && (row.duplicateCount > 0 || !(SPAM_MARKABLE as readonly string[]).includes(row.status))) return { kind: 'not_allowed', status: row.status }
+  return 'apply'
+}
+
 export interface ListFilter {
   orgId: string
   appId?: string
   status?: string
   cursor?: string
   includeDuplicates: boolean
+  /** exclude (default): hide spam; only: the spam folder; include: both. */
+  spam?: 'exclude' | 'only' | 'include'
   limit: number
+}
+
+/** The list's spam condition, or null for `include`. */
+export function spamListCondition(spam: ListFilter['spam']): string | null {
+  if (spam === 'include') return null
+  return spam === 'only' ? 'spam_marked_at IS NOT NULL' : 'spam_marked_at IS NULL'
 }
 
 /**
@@ -136,6 +175,14 @@ export interface FeedbackRepo {
    * invalid_transition (the lifecycle's FSM) and changes nothing when the move is not allowed.
    */
   customerMove(orgId: string, id: string, to: CustomerTarget): Promise<CustomerMoveOutcome>
+  /**
+   * A spam decision by hand, under the row's lock: `spam: true` marks it; `spam: false` clears the mark and,
+   * for a report stored as spam and never processed (`received`, no `process` job), starts its normal
+   * lifecycle (`feedback.received` when `emitEvent`, and its `process` job) in the same transaction.
+   */
+  setSpam(orgId: string, id: string, change: SpamChange, now: number): Promise<SpamChangeOutcome>
+  /** How many of the App's reports are in the spam folder (bounded: stops at 100,000). */
+  spamCount(appId: string): Promise<number>
 }
 
 /**

@@ -11,12 +11,16 @@ import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import type { IntakeCommitter } from '../../db/intake-committer'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo, type FeedbackRow, type ListRow, type SubmitResult } from './repo'
+import { createFeedbackRepo, type FeedbackRow, type ListRow, type SpamChange, type SubmitResult } from './repo'
+import { createAbuseRepo } from '../../abuse/abuse-repo'
+import { contentReasons } from '../../abuse/spam-score'
+import { learnFrom, parseFactors } from '../../abuse/spam-learn'
+import type { SpamMark } from '../../abuse/spam-intake'
 import { suggestedLeadsOf } from './suggested'
 import { isMailAddress } from '../mail/address'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
-import type { FeedbackItem, FullFeedbackItem, PatchBody, SubmitBody } from './model'
+import type { FeedbackItem, FullFeedbackItem, PatchBody, SpamFilter, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 
@@ -29,6 +33,8 @@ export interface Submission {
   idempotencyKey: string | undefined
   /** The client's address (public mode scopes Idempotency-Keys by it). */
   clientIp: string
+  /** Classified as spam at intake (src/abuse/spam-intake.ts); stored with the report, answered 201 all the same. */
+  spam?: SpamMark | null
 }
 
 /**
@@ -110,10 +116,11 @@ function uploadRefs(body: SubmitBody) {
   return refs
 }
 
-export function createFeedbackService(ctx: Context, committer: IntakeCommitter, uploads: UploadsService, lifecycle: Lifecycle) {
+export function createFeedbackService(ctx: Context, committer: IntakeCommitter, uploads: UploadsService, lifecycle: Lifecycle, spamHooks?: { forget(appId: string): void }) {
   const { clock } = ctx
   const repo = createFeedbackRepo(ctx.storage, lifecycle, clock, committer)
   const apps = createAppsRepo(ctx.storage)
+  const abuse = createAbuseRepo(ctx.storage)
 
   /** Why a report waits where it is, when nothing will move it on by itself. */
   async function statusReasonOf(row: FeedbackRow): Promise<string | null> {
@@ -161,6 +168,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
           submitterName: identity.name,
           userContext: jsonOrNull(user?.ctx),
           notifyEmailSealed,
+          spam: s.spam ? { score: s.spam.score, reasons: JSON.stringify(s.spam.reasons), emitEvent: app.row.spamEvents } : null,
         },
         refs.map((r) => r.key),
         idempotency,
@@ -170,10 +178,10 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
     },
 
     /** A page of the Org's reports; an `appId` never in the Org is 404 app_not_found (a deleted App's reports stay listable). */
-    async list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean }) {
+    async list(orgId: string, q: { appId?: string; status?: string; cursor?: string; limit?: number; includeDuplicates?: boolean; spam?: SpamFilter }) {
       if (q.appId && !(await apps.everInOrg(orgId, q.appId))) throw new ApiError('app_not_found')
       const limit = q.limit ?? LIMITS.listLimitDefault
-      const rows = await repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, limit })
+      const rows = await repo.list({ orgId, appId: q.appId, status: q.status, cursor: q.cursor, includeDuplicates: q.includeDuplicates ?? false, spam: q.spam ?? 'exclude', limit })
       const more = rows.length > limit
       const page = more ? rows.slice(0, limit) : rows
       const budget = previewBudget()
@@ -193,8 +201,48 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       return item
     },
 
+    /** The App's spam folder size and what its decisions taught (GET /v1/apps/:id/triage; the App's Org is checked by the caller). */
+    async spamState(appId: string) {
+      const learned = await abuse.learning(appId)
+      return { inFolder: await repo.spamCount(appId), notSpam: learned?.notSpam ?? 0, markedSpam: learned?.markedSpam ?? 0, factors: parseFactors(learned?.factors) as Record<string, number> }
+    },
+
+    /**
+     * A spam decision by hand (issue 27): marks or clears, and teaches the App's score (src/abuse/spam-learn.ts):
+     * "not spam" weighs the reasons that fired less, "spam" weighs the report's content reasons more.
+     */
+    async setSpam(orgId: string, id: string, spam: boolean): Promise<{ id: string; status: FeedbackStatus; spam: FeedbackItem['spam'] }> {
+      let change: SpamChange
+      let taught: string[] = []
+      const row = await repo.get(orgId, id)
+      if (!row) throw new ApiError('not_found')
+      if (spam) {
+        const content = contentReasons(row.text)
+        taught = [...(content.phrases > 0 ? ['spam_phrases'] : []), ...(content.linkDensity ? ['link_density'] : [])]
+        change = { spam: true, score: 1, reasons: JSON.stringify(['marked_by_hand', ...taught]) }
+      } else {
+        // feedback.received was recorded at intake when the App asked for spam events then; else now.
+        const app = await apps.getForOrg(orgId, row.appId)
+        change = { spam: false, emitEvent: !(app?.spamEvents ?? false) }
+      }
+      const now = clock.now()
+      const outcome = await repo.setSpam(orgId, id, change, now)
+      if (outcome.kind === 'not_found') throw new ApiError('not_found')
+      if (outcome.kind === 'duplicate') throw new ApiError('invalid_target', { leadFeedbackId: outcome.leadId })
+      if (outcome.kind === 'not_allowed') throw new ApiError('invalid_transition', { from: outcome.status, spam: true, reason: 'only an undecided lead with no duplicates can be marked spam' })
+      if (outcome.kind === 'changed') {
+        if (!spam) taught = outcome.reasons ? (JSON.parse(outcome.reasons) as string[]) : []
+        const learned = await abuse.learning(outcome.appId)
+        await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
+        spamHooks?.forget(outcome.appId)
+      }
+      return { id, status: outcome.status as FeedbackStatus, spam: spam ? { score: 1, reasons: JSON.parse((change as { reasons: string }).reasons), markedAt: isoUtc(now) } : null }
+    },
+
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
-    async patch(orgId: string, id: string, body: PatchBody): Promise<{ id: string; status: FeedbackStatus }> {
+    async patch(orgId: string, id: string, body: PatchBody): Promise<{ id: string; status: FeedbackStatus; spam?: FeedbackItem['spam'] }> {
+      if (body.spam !== undefined && body.status !== undefined) throw invalid('/spam', 'spam and status cannot be changed in one request')
+      if (body.spam !== undefined) return this.setSpam(orgId, id, body.spam)
       if (body.status === undefined) throw new ApiError('no_op')
       const to: CustomerTarget = body.status
       const outcome = await repo.customerMove(orgId, id, to)

@@ -52,6 +52,15 @@ export const AppTriageState = t.Object(
       },
       { additionalProperties: false },
     ),
+    spam: t.Object(
+      {
+        inFolder: t.Integer({ description: "Reports in the App's spam folder (counted up to 100,000)" }),
+        notSpam: t.Integer({ description: 'Reports people marked "not spam"' }),
+        markedSpam: t.Integer({ description: 'Reports people marked spam by hand' }),
+        factors: t.Record(t.String(), t.Number(), { description: 'What the decisions taught: reason → weight factor (absent: 1)' }),
+      },
+      { additionalProperties: false, description: 'The abuse defence (docs/api.md "Spam classification")' },
+    ),
   },
   { additionalProperties: false },
 )
@@ -96,7 +105,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         },
       },
     )
-    .get('/v1/apps/:id/triage', async ({ org, params }) => triage.triageState(org.orgId, params.id), {
+    .get('/v1/apps/:id/triage', async ({ org, params }) => ({ ...(await triage.triageState(org.orgId, params.id)), spam: await feedback.spamState(params.id) }), {
       access: 'org.read',
       params: IdParams,
       response: { 200: AppTriageState, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'app_not_found') },

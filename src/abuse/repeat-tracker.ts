@@ -1,0 +1,57 @@
+/**
+ * "The same text from many addresses" (issue 27), in memory per node: for each App and normalized text
+ * hash, the distinct addresses that sent it within the window. Bounded: at most `maxTexts` texts and
+ * REPEAT_ADDRESSES + 1 addresses per text are kept (more is not more telling); old texts are dropped first.
+ */
+import { createHash } from 'node:crypto'
+import type { Clock } from '../core/clock'
+import { normalizeText, REPEAT_ADDRESSES, REPEAT_WINDOW_MS } from './spam-score'
+
+/** Texts shorter than this (normalized) are not compared: "it does not work" from many people is normal. */
+export const REPEAT_MIN_CHARS = 24
+
+interface Seen {
+  firstAt: number
+  addresses: Set<string>
+}
+
+export class RepeatTracker {
+  private readonly texts = new Map<string, Seen>()
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly maxTexts = 20_000,
+  ) {}
+
+  /** Notes `address` sending `text` to `appId`; how many distinct addresses sent it within the window. */
+  note(appId: string, address: string, text: string): number {
+    const norm = normalizeText(text)
+    if (norm.length < REPEAT_MIN_CHARS) return 1
+    const key = appId + ':' + createHash('sha256').update(norm).digest('base64')
+    const now = this.clock.now()
+    let seen = this.texts.get(key)
+    if (seen && now - seen.firstAt > REPEAT_WINDOW_MS) {
+      this.texts.delete(key)
+      seen = undefined
+    }
+    if (!seen) {
+      if (this.texts.size >= this.maxTexts) this.evict(now)
+      seen = { firstAt: now, addresses: new Set() }
+      this.texts.set(key, seen)
+    }
+    if (seen.addresses.size <= REPEAT_ADDRESSES) seen.addresses.add(address)
+    return seen.addresses.size
+  }
+
+  private evict(now: number): void {
+    for (const [k, s] of this.texts) if (now - s.firstAt > REPEAT_WINDOW_MS) this.texts.delete(k)
+    // Still full (a flood of distinct texts): drop the oldest half (Map keeps insertion order).
+    if (this.texts.size >= this.maxTexts) {
+      let n = this.texts.size / 2
+      for (const k of this.texts.keys()) {
+        if (n-- <= 0) break
+        this.texts.delete(k)
+      }
+    }
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The spam classification at intake (issue 27): the signals known when a report arrives (the widget's
+ * honeypot and form time, the address's rate, the same text from many addresses, a proof of work solved
+ * at a raised difficulty, the text) weighed by src/abuse/spam-score.ts, in memory: no statement on the
+ * submission's hot path (the App's learned factors are read only when a signal fired, and cached).
+ *
+ * A spec client on an App without proof of work (no clientSignals, `proofOfWork: off`) is never
+ * classified at intake: fixloop cannot tell its ordinary traffic (one backend, one address, many reports)
+ * from a flood, and the App's owner has not asked for the defence. Private mode is never classified.
+ */
+import type { Clock } from '../core/clock'
+import type { AbuseRepo } from './abuse-repo'
+import { POW_MAXNUMBER } from './difficulty'
+import type { FloodMeter } from './flood-meter'
+import type { SolvedChallenge } from './pow'
+import { levelOf, type PowApp } from './pow-service'
+import { RepeatTracker } from './repeat-tracker'
+import { parseFactors, type SpamFactors } from './spam-learn'
+import { spamScore } from './spam-score'
+
+export interface ClientSignals {
+  honeypot?: string
+  formMs?: number
+}
+
+export interface SpamMark {
+  score: number
+  reasons: string[]
+}
+
+const FACTORS_TTL_MS = 30_000
+
+export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: FloodMeter; repeats?: RepeatTracker }) {
+  const { clock, repo, meter } = deps
+  const repeats = deps.repeats ?? new RepeatTracker(clock)
+  const cache = new Map<string, { at: number; factors: SpamFactors }>()
+
+  async function factorsOf(appId: string): Promise<SpamFactors> {
+    const hit = cache.get(appId)
+    if (hit && clock.now() - hit.at < FACTORS_TTL_MS) return hit.factors
+    const factors = parseFactors((await repo.learning(appId))?.factors)
+    if (cache.size > 10_000) cache.clear()
+    cache.set(appId, { at: clock.now(), factors })
+    return factors
+  }
+
+  return {
+    /** Forget an App's cached factors (after a decision by hand on this node). */
+    forget: (appId: string) => void cache.delete(appId),
+    factorsOf,
+
+    /** A public submission's classification, or null when it is not spam (or not classified). */
+    async classify(app: PowApp, ip: string, text: string, signals: ClientSignals | undefined, solved: SolvedChallenge | undefined): Promise<SpamMark | null> {
+      const level = levelOf(app)
+      // Before any work: the intake path of a spec client on an App without the defence costs nothing more.
+      if (!signals && level === 'off') return null
+      const addressPerMinute = meter.hit(`sub:${app.id}|${ip}`)
+      const repeatAddresses = repeats.note(app.id, ip, text)
+      const input = {
+        honeypot: signals?.honeypot,
+        formMs: signals?.formMs,
+        addressPerMinute,
+        repeatAddresses,
+        powRaised: solved !== undefined && level !== 'off' && solved.maxnumber > POW_MAXNUMBER[level],
+        text,
+      }
+      const plain = spamScore(input)
+      if (plain.reasons.length === 0) return null
+      const verdict = spamScore(input, await factorsOf(app.id))
+      return verdict.spam ? { score: verdict.score, reasons: verdict.reasons } : null
+    },
+  }
+}
+export type SpamIntake = ReturnType<typeof createSpamIntake>
