@@ -315,12 +315,12 @@ async function classify(base: string, t: Tenant, appId: string): Promise<Map<str
   return out
 }
 
-/** Waits until no report of the App is still being received or sanitized (bounded). */
+/** Waits until no report of the App is still being received or sanitized (bounded); spam waits in `received` unprocessed by design. */
 async function drain(base: string, t: Tenant, appId: string, maxMs = 180_000): Promise<void> {
   const deadline = Date.now() + maxMs
   while (Date.now() < deadline) {
     const all = await classify(base, t, appId)
-    if (![...all.values()].some((v) => v.status === 'received' || v.status === 'sanitizing')) return
+    if (![...all.values()].some((v) => !v.spam && (v.status === 'received' || v.status === 'sanitizing'))) return
     await Bun.sleep(1000)
   }
   console.warn(`  (processing not drained after ${maxMs / 1000} s)`)

@@ -16,6 +16,8 @@ import { focused, freshContext, openByKeyboard, report, reports, scriptTag, watc
 
 const env = widgetEnv(['--proof-of-work', 'normal'])
 const PROOF = 'x-fixloop-proof-of-work'
+/** Longer than the score's too_fast bar (1,500 ms from opening the form). */
+const HUMAN_MS = 1700
 
 /** The decoded proof of a request, checked like the server does the arithmetic (not the signature). */
 function proofOf(req: Request): { number: number; salt: string; challenge: string; signature: string } {
@@ -57,6 +59,8 @@ async function sendAndWaitForThanks(page: Page, text: string): Promise<void> {
   await w.dialog.waitFor()
   await w.text.fill(text)
   await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
+  // A person takes more than a second and a half (a faster form counts as a bot's: too_fast).
+  await page.waitForTimeout(HUMAN_MS)
   await w.send.click()
   await thanks(page)
 }

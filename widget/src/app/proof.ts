@@ -62,6 +62,8 @@ export function solveInSlices(c: PowChallenge): Promise<number> {
 
 export class Proofs {
   private prepared?: Promise<Prepared | undefined>
+  /** Whether the App asked for proof of work in its latest challenge answer (known before the solving ends). */
+  private asked?: Promise<boolean>
   private workerURL?: string
   private workerRefused = false
   lastSolver?: SolverKind
@@ -81,6 +83,16 @@ export class Proofs {
     if (!this.prepared) this.prepared = this.prepare().catch(() => undefined)
   }
 
+  /**
+   * Whether the App has the abuse defence on (its latest challenge answer said `required`); fetches one
+   * when none was asked yet. The widget sends its bot signals (clientSignals) only then: an App whose owner
+   * left proof of work off gets exactly the reports it got before.
+   */
+  async defended(): Promise<boolean> {
+    if (!this.asked) this.prefetch()
+    return (await this.asked) ?? false
+  }
+
   /** Drops the prepared solution (a refusal said it is used, expired or no longer enough). */
   discard(): void {
     this.prepared = undefined
@@ -88,8 +100,9 @@ export class Proofs {
 
   /**
    * The header value for one request ('' when the App does not ask), consuming the prepared solution;
-   * `more`: another request follows (the report after an upload), so the next one is prepared now. A challenge that cannot be fetched gives '': the server then decides,
-   * and a refusal makes the caller discard() and ask once more.
+   * `more`: another request follows (the report after an upload), so the next one is prepared now. A
+   * challenge that cannot be fetched gives '': the server then decides, and a refusal makes the caller
+   * discard() and ask once more.
    */
   async take(more: boolean): Promise<string> {
     let pending = this.prepared
@@ -113,9 +126,12 @@ export class Proofs {
   }
 
   private async prepare(): Promise<Prepared | undefined> {
-    const res = await this.http(`${this.endpoint}/v1/widget/challenge`, { headers: { authorization: `Bearer ${this.publicKey}` } })
-    if (!res.ok) return undefined
-    const body = (await res.json()) as ChallengeResponse
+    const answer = this.http(`${this.endpoint}/v1/widget/challenge`, { headers: { authorization: `Bearer ${this.publicKey}` } }).then(
+      (res) => (res.ok ? (res.json() as Promise<ChallengeResponse>) : undefined),
+    )
+    this.asked = answer.then((b) => !!b?.required, () => false)
+    const body = await answer
+    if (!body) return undefined
     if (!body.required || !body.challenge) return { header: '', expiresAt: Infinity }
     const c = body.challenge
     const number = await this.solve(c)

@@ -461,9 +461,10 @@ export function createUI(core: Core): WidgetUI {
         if (!changed) return say(s.cancelled)
         payload = changed
       }
-      // Public mode only: a user token already says who is reporting.
+      // Public mode, on an App with the abuse defence on (proof of work): a user token already says who is
+      // reporting, and an App left at the defaults gets exactly the reports it got before.
       const bait = honeypot.value
-      if (!privateMode) payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: bait.slice(0, 200) } : {}) }
+      if (!privateMode && (await sender.proofs?.defended())) payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: bait.slice(0, 200) } : {}) }
       const blobs: PendingBlob[] = []
       if (include.checked && editor) {
         const c = editor.canvas
