@@ -16,7 +16,7 @@
  * Chromium spends solving at each difficulty (the widget's own Worker code, and the main-thread fallback).
  *
  * Usage: bun run build && bun bench/flood.ts [--junk 10000] [--addresses 200] [--real 100] [--solving 150]
- *        [--cpu-reports 250] [--browser-solves 12] [--phases flood,cpu,browser]
+ *        [--cpu-reports 250] [--browser-solves 12] [--phases flood,cpu,browser] (flood = pow,off)
  */
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -299,15 +299,27 @@ async function pool<T, R>(items: T[], n: number, fn: (item: T) => Promise<R>): P
   return results
 }
 
+/** GET with the sk key, waiting out a 429's Retry-After (bounded). */
+async function getJson(url: string, key: string): Promise<any> {
+  for (let attempt = 0; attempt < 30; attempt++) {
+    const r = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
+    if (r.status === 429) {
+      await Bun.sleep(1000 * Number(r.headers.get('retry-after') ?? 1))
+      continue
+    }
+    if (r.status !== 200) throw new Error(`GET ${url} answered ${r.status}: ${await r.text()}`)
+    return r.json()
+  }
+  throw new Error(`GET ${url}: still rate limited`)
+}
+
 /** Every report of the App with its spam mark (spam=include), duplicates too; bounded paging. */
 async function classify(base: string, t: Tenant, appId: string): Promise<Map<string, { spam: boolean; status: string; duplicateOfId: string | null }>> {
   const out = new Map<string, { spam: boolean; status: string; duplicateOfId: string | null }>()
   let cursor: string | undefined
   for (let page = 0; page < 1000; page++) {
     const q = new URLSearchParams({ appId, includeDuplicates: 'true', spam: 'include', limit: '100', ...(cursor ? { cursor } : {}) })
-    const r = await fetch(`${base}/v1/feedback?${q}`, { headers: { authorization: `Bearer ${t.key}` } })
-    if (r.status !== 200) throw new Error(`list answered ${r.status}: ${await r.text()}`)
-    const body = (await r.json()) as any
+    const body = await getJson(`${base}/v1/feedback?${q}`, t.key)
     for (const item of body.data) out.set(item.id, { spam: !!item.spam, status: item.status, duplicateOfId: item.duplicateOfId ?? null })
     cursor = body.nextCursor
     if (!cursor) break
@@ -332,8 +344,7 @@ async function inboxCount(base: string, t: Tenant, appId: string): Promise<Set<s
   let cursor: string | undefined
   for (let page = 0; page < 1000; page++) {
     const q = new URLSearchParams({ appId, limit: '100', ...(cursor ? { cursor } : {}) })
-    const r = await fetch(`${base}/v1/feedback?${q}`, { headers: { authorization: `Bearer ${t.key}` } })
-    const body = (await r.json()) as any
+    const body = await getJson(`${base}/v1/feedback?${q}`, t.key)
     for (const item of body.data) ids.add(item.id)
     cursor = body.nextCursor
     if (!cursor) break
@@ -386,11 +397,11 @@ async function flood(base: string, t: Tenant, appName: string, withProof: boolea
     console.log(`  the bench's own solving (node:crypto): ${hashesDone.toLocaleString('en')} hashes, ${(solveMs / 1000).toFixed(1)} s`)
   }
   if (realCaught.length) {
-    const detail = await fetch(`${base}/v1/feedback/${realCaught[0].id}`, { headers: { authorization: `Bearer ${t.key}` } }).then((r) => r.json() as any)
+    const detail = await getJson(`${base}/v1/feedback/${realCaught[0].id}`, t.key)
     console.log(`  e.g. a real report caught: ${JSON.stringify(detail.spam)} — "${String(detail.text).slice(0, 100)}"`)
   }
   if (junkNotSpam.length) {
-    const detail = await fetch(`${base}/v1/feedback/${junkNotSpam[0].id}`, { headers: { authorization: `Bearer ${t.key}` } }).then((r) => r.json() as any)
+    const detail = await getJson(`${base}/v1/feedback/${junkNotSpam[0].id}`, t.key)
     console.log(`  e.g. junk let through (${junkNotSpam[0].job.kind}): spam ${JSON.stringify(detail.spam)} — "${String(detail.text).slice(0, 100)}"`)
   }
 }
@@ -494,10 +505,8 @@ async function main(): Promise<void> {
   const t = await tenant(dataDir, { flood_normal: 'normal', flood_off: 'off', cpu_off: 'off', cpu_normal: 'normal', browser_normal: 'normal', browser_high: 'high' })
   const server = await serve(dataDir)
   try {
-    if (PHASES.includes('flood')) {
-      await flood(server.url, t, 'flood_normal', true)
-      await flood(server.url, t, 'flood_off', false)
-    }
+    if (PHASES.includes('flood') || PHASES.includes('pow')) await flood(server.url, t, 'flood_normal', true)
+    if (PHASES.includes('flood') || PHASES.includes('off')) await flood(server.url, t, 'flood_off', false)
     if (PHASES.includes('cpu')) await cpuCost(server.url, server.pid, t)
     if (PHASES.includes('browser')) await browserSolves(server.url, t)
   } finally {

@@ -115,6 +115,8 @@ describe('abuse defence in the dashboard', () => {
     expect(await rows.count()).toBe(bots.length)
     const tag = rows.first().locator('.spam-tag')
     expect(await tag.textContent()).toMatch(/Spam, score \d\.\d\d: .*honeypot/)
+    // Spam is never handed to the agent from here.
+    expect(await page.getByRole('button', { name: 'Queue selected' }).isDisabled()).toBe(true)
     await expectPageClean(page, 'inbox-spam-folder')
     // Keyboard: the first row is current; "s" says it is not spam.
     await page.locator('[data-index="0"]').focus()
@@ -139,6 +141,8 @@ describe('abuse defence in the dashboard', () => {
     const box = page.getByRole('region', { name: 'Classified as spam' })
     await box.waitFor()
     expect(await box.textContent()).toMatch(/Score \d\.\d\d: .*honeypot/i)
+    // Spam is not clustered: no similar-reports lookup (it would only say "not yet sanitized").
+    expect(await page.getByRole('complementary', { name: 'Similar reports' }).textContent()).toContain('Spam is not clustered')
     await expectPageClean(page, 'report-spam')
     await box.getByRole('button', { name: 'Not spam' }).focus()
     await page.keyboard.press('Enter')

@@ -338,6 +338,7 @@ export function InboxPage({ org }) {
       else if (e.key === 'k') focusRow(Math.max(0, cur - 1))
       else if (e.key === 'x' && rows[cur]) toggle(rows[cur].id)
       else if ((e.key === 'o' || (e.key === 'Enter' && e.target.dataset && e.target.dataset.index)) && rows[cur]) open(rows[cur])
+      else if (e.key === 'q' && folder === 'spam') setSummary('Spam is not queued for the agent: say “Not spam” (s) first.')
       else if (e.key === 'q') move('queued')
       else if (e.key === 'e') move('archived')
       else if (e.key === 'y') decide(true)
@@ -368,7 +369,7 @@ export function InboxPage({ org }) {
       <div class="toolbar" aria-label="Bulk actions" role="group">
         <span class="select-all"><input type="checkbox" id="select-all" ref=${selectAllRef} checked=${allChecked} disabled=${!pages.rows.length}
           onChange=${toggleAll} /><label for="select-all">Select all</label></span>
-        <button type="button" onClick=${() => move('queued')} disabled=${!canMoveSelected('queued')}>Queue selected</button>
+        <button type="button" onClick=${() => move('queued')} disabled=${folder === 'spam' || !canMoveSelected('queued')}>Queue selected</button>
         <button type="button" onClick=${() => move('archived')} disabled=${!canMoveSelected('archived')}>Archive selected</button>
         ${folder === 'spam'
           ? html`<button type="button" onClick=${() => setSpam(false)} disabled=${!selected.length}>Not spam</button>`

@@ -138,7 +138,7 @@ function Suggestion({ org, item, onDone }) {
 }
 
 /** A spam classification's reasons as words ("honeypot filled, no proof of work"). */
-export const spamReasons = (spam) => (spam && spam.reasons && spam.reasons.length ? spam.reasons.map((r) => words(String(r).replace(/_/g, ' '))).join(', ') : 'no reason recorded')
+export const spamReasons = (spam) => (spam && spam.reasons && spam.reasons.length ? spam.reasons.map((r) => String(r).replace(/_/g, ' ')).join(', ') : 'no reason recorded')
 
 /**
  * The spam classification (docs/widget.md "Abuse defence"): why, and "Not spam", which puts the report
@@ -249,6 +249,8 @@ export function ReportPage({ org, id }) {
       <${Runs} org=${org} id=${id} />
       <${Notified} org=${org} id=${id} status=${item.status} />
     </div>
-    <${Similar} org=${org} item=${item} onMerged=${reload} />
+    ${item.spam
+      ? html`<aside aria-labelledby="similar" class="side"><h2 id="similar">Similar reports</h2><p class="muted">Spam is not clustered: say “Not spam” to process this report and compare it with the others.</p></aside>`
+      : html`<${Similar} org=${org} item=${item} onMerged=${reload} />`}
   </div>`
 }
