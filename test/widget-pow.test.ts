@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto'
 import axe from 'axe-core'
 import type { Page, Request } from 'playwright-core'
 import { call } from './harness'
+import { cliJson } from './helpers-lifecycle'
 import { focused, freshContext, openByKeyboard, report, reports, scriptTag, watchPage, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv(['--proof-of-work', 'normal'])
@@ -205,6 +206,55 @@ test('a bot that fills every input trips the honeypot: it gets its 201, the repo
     expect(spam.status).toBe(200)
     const caught = spam.body.data.find((r: any) => r.text.includes('(bot)'))
     expect(caught?.spam?.reasons?.join(' ')).toContain('honeypot')
+  } finally {
+    await context.close()
+  }
+})
+
+test('at "high" under a strict CSP (main-thread slices) Send says "Checking you’re not a bot…", the page keeps answering, then Thanks', async () => {
+  const e = env()
+  const high = await cliJson(e.dataDir, ['app', 'create', '--org', e.tenant.orgId, '--name', 'High App', '--proof-of-work', 'high'])
+  const nonce = 'n0nce-high'
+  const mount = `<script src="${e.api}/widget.js" data-public-key="${high.publicKey}" nonce="${nonce}" async></script>`
+  const url = e.page('/high', { mount, csp: strictCsp(e, nonce), body: '<main><h1>Acme</h1><p>Content</p></main>' })
+  const { context, page } = await freshContext(e)
+  try {
+    const seen = record(page, e)
+    // A slow network for the challenge: Send is pressed before the solution can be ready.
+    await page.route(`${e.api}/v1/widget/challenge`, async (route) => {
+      await Bun.sleep(1200)
+      await route.continue()
+    })
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.dialog.waitFor()
+    await w.text.fill('Sent at once, while the proof of work is still being fetched and solved')
+    await w.host.getByRole('checkbox', { name: /screenshot/i }).uncheck()
+    // The page's event loop while the widget waits and solves: a 0 ms timer fires within a slice (12 ms) or so.
+    const lag = page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          let worst = 0
+          let last = performance.now()
+          const until = last + 2500
+          const tick = () => {
+            const now = performance.now()
+            worst = Math.max(worst, now - last)
+            last = now
+            if (now < until) setTimeout(tick, 0)
+            else resolve(worst)
+          }
+          setTimeout(tick, 0)
+        }),
+    )
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Checking you’re not a bot…' }).waitFor({ timeout: 10_000 })
+    expect(await lag).toBeLessThan(100)
+    await thanks(page)
+    expect(seen.workers).toBe(0)
+    expect(seen.statuses).toEqual([201])
+    expect(proofOf(seen.submits[0]).salt).toContain('max=600000')
   } finally {
     await context.close()
   }
