@@ -90,7 +90,22 @@ export class Proofs {
    */
   async defended(): Promise<boolean> {
     if (!this.asked) this.prefetch()
-    return (await this.asked) ?? false
+    return (await this.waiting(this.asked!)) ?? false
+  }
+
+  /** `p`, telling onWaiting when Send has waited for it more than 150 ms (and when the wait is over). */
+  private async waiting<T>(p: Promise<T>): Promise<T> {
+    let waited = false
+    const timer = setTimeout(() => {
+      waited = true
+      this.onWaiting(true)
+    }, 150)
+    try {
+      return await p
+    } finally {
+      clearTimeout(timer)
+      if (waited) this.onWaiting(false)
+    }
   }
 
   /** Drops the prepared solution (a refusal said it is used, expired or no longer enough). */
@@ -108,21 +123,11 @@ export class Proofs {
     let pending = this.prepared
     if (!pending) pending = this.prepare().catch(() => undefined)
     this.prepared = undefined
-    let waiting = false
-    const timer = setTimeout(() => {
-      waiting = true
-      this.onWaiting(true)
-    }, 150)
-    try {
-      let got = await pending
-      if (got && got.expiresAt - EXPIRY_MARGIN_MS < Date.now()) got = await this.prepare().catch(() => undefined)
-      // The App asks for proof of work: have the next one ready for the request that follows.
-      if (got?.header && more) this.prefetch()
-      return got?.header ?? ''
-    } finally {
-      clearTimeout(timer)
-      if (waiting) this.onWaiting(false)
-    }
+    let got = await this.waiting(pending)
+    if (got && got.expiresAt - EXPIRY_MARGIN_MS < Date.now()) got = await this.waiting(this.prepare().catch(() => undefined))
+    // The App asks for proof of work: have the next one ready for the request that follows.
+    if (got?.header && more) this.prefetch()
+    return got?.header ?? ''
   }
 
   private async prepare(): Promise<Prepared | undefined> {
