@@ -60,7 +60,7 @@ afterAll(async () => {
 
 /** One setting of the App as the dashboard's own API reads it (the signed-in session). */
 async function appSetting(name: string): Promise<unknown> {
-  const apps = await page.evaluate(async (org) => (await fetch(`/admin/api/orgs/${org}/apps`)).json(), tenant.orgId)
+  const apps: any = await page.evaluate(async (org) => (await fetch(`/admin/api/orgs/${org}/apps`)).json(), tenant.orgId)
   return apps.data.find((a: any) => a.id === tenant.appId)[name]
 }
 

@@ -202,7 +202,7 @@ test('a bot that fills every input trips the honeypot: it gets its 201, the repo
     // What a form-filling bot does: every input and textarea gets a value.
     await page.evaluate(() => {
       const root = document.querySelector('fixloop-widget')!.shadowRoot!
-      for (const el of root.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>('textarea, input[type=text]')) el.value = 'Cheap watches https://spam.example/buy (bot)'
+      for (const el of root.querySelectorAll('textarea, input[type=text]') as any[]) el.value = 'Cheap watches https://spam.example/buy (bot)'
     })
     await w.send.click()
     await thanks(page)
