@@ -12,8 +12,6 @@ import { searchRange, type PowChallenge } from '../pow/solve'
 declare const __POW_WORKER__: string
 
 export const PROOF_HEADER = 'x-fixloop-proof-of-work'
-/** Which solver ran last ('worker' | 'main'); for the tests' and the page's own curiosity, nothing depends on it. */
-export type SolverKind = 'worker' | 'main'
 
 interface ChallengeResponse {
   required: boolean
@@ -66,7 +64,6 @@ export class Proofs {
   private asked?: Promise<boolean>
   private workerURL?: string
   private workerRefused = false
-  lastSolver?: SolverKind
 
   constructor(
     private readonly http: typeof fetch,
@@ -149,14 +146,12 @@ export class Proofs {
       try {
         return this.solveInWorker(c).catch(() => {
           this.workerRefused = true
-          this.lastSolver = 'main'
           return solveInSlices(c)
         })
       } catch {
         this.workerRefused = true
       }
     }
-    this.lastSolver = 'main'
     return solveInSlices(c)
   }
 
@@ -167,7 +162,6 @@ export class Proofs {
     return new Promise<number>((resolve, reject) => {
       worker.onmessage = (e: MessageEvent<number>) => {
         worker.terminate()
-        this.lastSolver = 'worker'
         resolve(e.data)
       }
       worker.onerror = (e) => {
