@@ -227,11 +227,12 @@ test("a report's history finds its events by feedback_id and the events stored b
   expect(await createInbox(srv.ctx.storage).history('0'.repeat(24), created.id)).toEqual([])
 })
 
-test('OpenAPI documents the Idempotency-Key and X-Service-User-Token headers of POST /v1/feedback', async () => {
+test('OpenAPI documents the Idempotency-Key, X-Service-User-Token and X-Fixloop-Proof-Of-Work headers of POST /v1/feedback', async () => {
   const spec = (await call(srv.url, 'GET', '/openapi.json')).body
   const params = spec.paths['/v1/feedback'].post.parameters as { name: string; in: string; required: boolean }[]
   expect(params.map((p) => [p.name, p.in, p.required])).toEqual([
     ['idempotency-key', 'header', false],
     ['x-service-user-token', 'header', false],
+    ['x-fixloop-proof-of-work', 'header', false],
   ])
 })

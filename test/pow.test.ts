@@ -13,6 +13,7 @@ import { powKeyOf } from '../src/abuse/pow-service'
 import { ManualClock } from '../src/core/clock'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { userToken } from './helpers-auth'
+import { TEST_DIALECT } from './cluster-env'
 
 const KEY = Buffer.alloc(32, 7)
 const APP = 'a'.repeat(24)
@@ -207,7 +208,28 @@ describe('over HTTP', () => {
   })
 })
 
-describe('the compiled binary', () => {
+describe.skipIf(TEST_DIALECT !== 'pg')('cluster mode (PostgreSQL + Redis)', () => {
+  test('a solution spent on one node is refused on another (Redis SET NX); a challenge of one node verifies on the other', async () => {
+    const first = await startTestServer()
+    const second = await startTestServer({ FIXLOOP_DATABASE_URL: first.ctx.config.databaseUrl! })
+    try {
+      const t = await seedTenant(first.admin, { proofOfWork: 'normal' }, 'Cluster')
+      const c = (await call(first.url, 'GET', '/v1/widget/challenge', { auth: t.pub })).body.challenge
+      const pow = powHeaderOf(c, solvePowChallenge(c)!)
+      const headers = { 'X-Fixloop-Proof-Of-Work': pow }
+      expect((await call(second.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'via node two' }, headers })).status).toBe(201)
+      const replay = await call(first.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'replayed on node one' }, headers })
+      expect(replay.status).toBe(403)
+      expect(replay.body.error.details.reason).toBe('replayed')
+    } finally {
+      await second.close()
+      await first.close()
+    }
+  }, 60_000)
+})
+
+// SQLite mode: the CLI writes the tenant into the data dir the binary then serves (cluster-mode.test.ts covers PostgreSQL nodes).
+describe.skipIf(TEST_DIALECT === 'pg')('the compiled binary', () => {
   test('an App made with --proof-of-work normal asks for, verifies and spends a solution; a honeypot report goes to the spam folder', async () => {
     const { ensureBinary, cliTenant } = await import('./helpers-lifecycle')
     const { spawnServer, tempDir } = await import('./harness')

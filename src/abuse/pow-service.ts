@@ -76,6 +76,7 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
     /** GET /v1/widget/challenge: a fresh challenge at the difficulty required now (null when the App asks none). */
     challenge(app: PowApp, ip: string): ChallengeAnswer {
       const difficulty = levelOf(app)
+      if (difficulty === 'off') return { required: false, difficulty, challenge: null }
       const max = required(app, ip)
       if (max === 0) return { required: false, difficulty, challenge: null }
       return { required: true, difficulty, challenge: createPowChallenge(key, app.id, max, clock.now() + POW_CHALLENGE_TTL_MS) }
@@ -87,6 +88,8 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
      * solved challenge, or undefined when the App asks none (the header is then ignored).
      */
     async check(app: PowApp, ip: string, header: string | null): Promise<SolvedChallenge | undefined> {
+      // The hot path of an App without the defence: nothing counted, nothing read.
+      if (levelOf(app) === 'off') return undefined
       const max = required(app, ip)
       if (max === 0) return undefined
       if (header === null || header === '') throw new ApiError('proof_of_work_required', { reason: 'missing', difficulty: levelOf(app) })

@@ -20,6 +20,8 @@ export interface ClusterRow extends FeedbackCoreColumns {
   suggested_score: number | null
   /** On an automatic duplicate: its merge's score (what an unmerge teaches the App's bars from). */
   merge_score: number | null
+  /** Set when the report was marked spam (read where a lead's state is decided; absent on SQLite's rows). */
+  spam_marked_at?: number | null
 }
 
 /** The columns of a row about suggestions and decisions (not read for a ranking's candidates). */
@@ -32,6 +34,8 @@ export type CandidateRow = Omit<ClusterRow, 'console_logs' | 'component_target' 
 export interface RootState {
   status: ClusterRow['status']
   duplicate_of_id: string | null
+  /** Set when a person marked the lead spam (issue 27): it takes no duplicates while it is. */
+  spam_marked_at?: number | null
 }
 
 /** Why a report became a duplicate: the merge's score and reason (both null for a merge by hand). */

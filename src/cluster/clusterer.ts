@@ -16,6 +16,11 @@ import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
 
 export const ATTACHABLE_LEAD_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
+
+/** Whether a root takes duplicates now: a lead, in an attachable status, not marked spam (issue 27: spam never gathers real reports). */
+export function takesDuplicates(root: RootState | null | undefined): root is RootState {
+  return !!root && !root.duplicate_of_id && !root.spam_marked_at && ATTACHABLE_LEAD_STATUSES.has(root.status)
+}
 /**
  * Reports per App held in the similarity index: the newest ones. Duplicates of a bug arrive close
  * together; older reports stay readable and mergeable by hand, they just stop attracting new ones.
@@ -256,7 +261,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     const plan = planned?.get(rootId)
     if (!plan) return reads.rootState(rootId)
     const stored = plan.sanitized ? null : reads.rootState(rootId)
-    return { status: plan.sanitized ? 'sanitized' : (stored?.status ?? 'sanitized'), duplicate_of_id: plan.leadId }
+    return { status: plan.sanitized ? 'sanitized' : (stored?.status ?? 'sanitized'), duplicate_of_id: plan.leadId, spam_marked_at: stored?.spam_marked_at ?? null }
   }
 
   /** `decide` against a lead through one of its duplicates, the member's vetoes already passed. */
@@ -285,7 +290,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       if (seenRoots.has(rootId) || rejected.has(rootId)) continue
       let root = roots.get(rootId)
       if (root === undefined) roots.set(rootId, (root = rootStateOf(rootId)))
-      if (!root || !ATTACHABLE_LEAD_STATUSES.has(root.status) || root.duplicate_of_id) continue
+      if (!takesDuplicates(root)) continue
       seenRoots.add(rootId)
       // Vetoes hold against the lead too, not only against the member that matched best.
       const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)

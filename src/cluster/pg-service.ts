@@ -14,7 +14,7 @@ import { createPgClusterRepo } from '../db/pg/cluster'
 import type { PgTx } from '../db/pg/lifecycle'
 import type { Lifecycle } from '../lifecycle/lifecycle'
 import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './cluster-repo'
-import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
+import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { consolidate, themeOf } from './consolidate'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { LEARNING } from './learn'
@@ -39,7 +39,7 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     get: rowOf,
     rootState: (id) => {
       const r = rowOf(id)
-      return r && { status: r.status, duplicate_of_id: r.duplicate_of_id }
+      return r && { status: r.status, duplicate_of_id: r.duplicate_of_id, spam_marked_at: r.spam_marked_at ?? null }
     },
     getCandidates(ids) {
       const out = new Map<string, CandidateRow>()
@@ -199,7 +199,7 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
       }
       const self = await repo.lock(tx, id)
       const lead = await repo.lockRoot(tx, verdict.leadId)
-      if (!self || self.duplicate_of_id || self.merge_locked || !lead || lead.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(lead.status)) return { ok: false, after: () => {} }
+      if (!self || self.duplicate_of_id || self.merge_locked || !takesDuplicates(lead)) return { ok: false, after: () => {} }
       return { ok: true, after: await attach(tx, id, verdict.leadId, false, whyAutomatic(verdict)) }
     },
 

@@ -20,7 +20,7 @@ import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
-import { ATTACHABLE_LEAD_STATUSES, createClusterer, MAX_INDEXED_PER_APP, toInput, type Suggestion, type Verdict } from './clusterer'
+import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, toInput, type Suggestion, type Verdict } from './clusterer'
 import { LEARNING } from './learn'
 import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
@@ -200,7 +200,7 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       }
       const self = plannedRow ?? row(id)
       const lead = repo.rootState(verdict.leadId)
-      if (self && !self.duplicate_of_id && !self.merge_locked && lead && !lead.duplicate_of_id && ATTACHABLE_LEAD_STATUSES.has(lead.status)) {
+      if (self && !self.duplicate_of_id && !self.merge_locked && takesDuplicates(lead)) {
         const leadId = verdict.leadId
         repo.transaction(() => attach(id, leadId, false, whyAutomatic(verdict), self))
         return verdict

@@ -4,7 +4,7 @@
  * confirms it, what an automatic merge records, and how an App's bars are shown.
  */
 import type { MergeWhy, RootState } from './cluster-repo'
-import { ATTACHABLE_LEAD_STATUSES, type Verdict } from './clusterer'
+import { takesDuplicates, type Verdict } from './clusterer'
 import type { Thresholds } from './decide'
 import type { Lesson } from './learn'
 
@@ -26,7 +26,7 @@ export function currentLeadOf(leadId: string, look: (id: string) => RootState | 
     id = state.duplicate_of_id
     state = look(id)
   }
-  if (!state || state.duplicate_of_id || !ATTACHABLE_LEAD_STATUSES.has(state.status)) return null
+  if (!takesDuplicates(state)) return null
   return id
 }
 

@@ -27,3 +27,20 @@ describeEachDialect('abuse repo', (fresh) => {
     expect(await repo.learning('app2')).toBeUndefined()
   })
 })
+
+describeEachDialect('proof-of-work single use without Redis', (fresh) => {
+  test('Redis unreachable: the claim falls back to the database, so a replay is still refused', async () => {
+    const { createPowService, powKeyOf } = await import('../../src/abuse/pow-service')
+    const { RedisLink } = await import('../../src/nodes/redis-link')
+    const { powHeaderOf, solvePowChallenge } = await import('../../src/abuse/pow')
+    const s = await fresh()
+    const redis = new RedisLink('redis://127.0.0.1:1', 200, 60_000) // nothing listens on port 1
+    const pow = createPowService({ key: powKeyOf(Buffer.alloc(32, 5)), clock: s.clock, repo: createAbuseRepo(s.storage), redis })
+    const app = { id: 'a'.repeat(24), proofOfWork: 'normal' }
+    const { challenge } = pow.challenge(app, '198.51.100.7')
+    const header = powHeaderOf(challenge!, solvePowChallenge(challenge!)!)
+    expect((await pow.check(app, '198.51.100.7', header))?.appId).toBe(app.id)
+    await expect(pow.check(app, '198.51.100.7', header)).rejects.toMatchObject({ code: 'proof_of_work_required', details: { reason: 'replayed' } })
+    redis.close()
+  })
+})

@@ -12,7 +12,7 @@ import type { PgLifecycle, PgTx } from './lifecycle'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
-  merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score`
+  merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score, spam_marked_at`
 
 export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) {
   const { pool } = storage
@@ -39,7 +39,7 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
     lock: async (tx: PgTx, id: string): Promise<ClusterRow | null> => (await one<ClusterRow>(tx.client, `SELECT ${COLS} FROM feedback WHERE id = $1 FOR UPDATE`, [id])) ?? null,
     /** A lead-to-be's status and link, locked: it cannot be archived or merged away before this commit. */
     lockRoot: async (tx: PgTx, id: string): Promise<RootState | null> =>
-      (await one<RootState>(tx.client, 'SELECT status, duplicate_of_id FROM feedback WHERE id = $1 FOR UPDATE', [id])) ?? null,
+      (await one<RootState>(tx.client, 'SELECT status, duplicate_of_id, spam_marked_at FROM feedback WHERE id = $1 FOR UPDATE', [id])) ?? null,
     duplicateIds: async (tx: PgTx, leadId: string): Promise<string[]> =>
       (await many<{ id: string }>(tx.client, 'SELECT id FROM feedback WHERE duplicate_of_id = $1 ORDER BY id COLLATE "C"', [leadId])).map((d) => d.id),
     /** The newest sanitized duplicates (at most 200), newest first. */

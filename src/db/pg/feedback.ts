@@ -143,8 +143,8 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
     async leadStates(orgId, ids) {
       const out = new Map<string, RootState>()
       if (ids.length > 0) {
-        const rows = await many<RootState & { id: string }>(pool, 'SELECT id, status, duplicate_of_id FROM feedback WHERE org_id = $1 AND id = ANY($2::text[])', [orgId, ids])
-        for (const r of rows) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id })
+        const rows = await many<RootState & { id: string }>(pool, 'SELECT id, status, duplicate_of_id, spam_marked_at FROM feedback WHERE org_id = $1 AND id = ANY($2::text[])', [orgId, ids])
+        for (const r of rows) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id, spam_marked_at: r.spam_marked_at })
       }
       return out
     },

@@ -21,7 +21,7 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
   const getRows: Statement = sqlite.query(
     'SELECT id, org_id, app_id, status, version, text, url, duplicate_of_id, merge_locked, redactions FROM feedback WHERE id IN (SELECT value FROM json_each(?))',
   )
-  const rootState: Statement = sqlite.query('SELECT status, duplicate_of_id FROM feedback WHERE id = ?')
+  const rootState: Statement = sqlite.query('SELECT status, duplicate_of_id, spam_marked_at FROM feedback WHERE id = ?')
   // The newest clustered reports of the App, oldest first (postings are walked newest-first from their end).
   // A report whose `process` job is still queued is not clustered yet, even when it is sanitized already
   // (worker/sanitize-ahead.ts): it joins the index when its job clusters it, not as a lead of its own.

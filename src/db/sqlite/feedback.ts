@@ -71,7 +71,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   const markReferenced = prepareMarkReferenced(sqlite)
   const orgOf = sqlite.prepare<{ org_id: string }, [string]>('SELECT org_id FROM feedback WHERE id = ?')
   const leadStates = sqlite.prepare<RootState & { id: string }, [string, string]>(
-    'SELECT id, status, duplicate_of_id FROM feedback WHERE org_id = ? AND id IN (SELECT value FROM json_each(?))',
+    'SELECT id, status, duplicate_of_id, spam_marked_at FROM feedback WHERE org_id = ? AND id IN (SELECT value FROM json_each(?))',
   )
   const duplicatesOf = db
     .select()
@@ -152,7 +152,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
     orgOf: async (id) => orgOf.get(id)?.org_id,
     async leadStates(orgId, ids) {
       const out = new Map<string, RootState>()
-      if (ids.length > 0) for (const r of leadStates.all(orgId, JSON.stringify(ids))) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id })
+      if (ids.length > 0) for (const r of leadStates.all(orgId, JSON.stringify(ids))) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id, spam_marked_at: r.spam_marked_at })
       return out
     },
     customerMove: async (orgId, id, to) =>

@@ -137,6 +137,39 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
 
   const suggestedLeads = (orgId: string, rows: ListRow[]) => suggestedLeadsOf(repo, orgId, rows)
 
+  /**
+   * A spam decision by hand (issue 27): marks or clears, and teaches the App's score (src/abuse/spam-learn.ts):
+   * "not spam" weighs the reasons that fired less, "spam" weighs the report's content reasons more.
+   */
+  async function setSpam(orgId: string, id: string, spam: boolean): Promise<{ id: string; status: FeedbackStatus; spam: FeedbackItem['spam'] }> {
+    let change: SpamChange
+    let taught: string[] = []
+    const row = await repo.get(orgId, id)
+    if (!row) throw new ApiError('not_found')
+    if (spam) {
+      const content = contentReasons(row.text)
+      taught = [...(content.phrases > 0 ? ['spam_phrases'] : []), ...(content.linkDensity ? ['link_density'] : [])]
+      change = { spam: true, score: 1, reasons: JSON.stringify(['marked_by_hand', ...taught]) }
+    } else {
+      // feedback.received was recorded at intake when the App asked for spam events then; else now.
+      const app = await apps.getForOrg(orgId, row.appId)
+      change = { spam: false, emitEvent: !(app?.spamEvents ?? false) }
+    }
+    const now = clock.now()
+    const outcome = await repo.setSpam(orgId, id, change, now)
+    if (outcome.kind === 'not_found') throw new ApiError('not_found')
+    if (outcome.kind === 'duplicate') throw new ApiError('invalid_target', { leadFeedbackId: outcome.leadId })
+    if (outcome.kind === 'not_allowed') throw new ApiError('invalid_transition', { from: outcome.status, spam: true, reason: 'only an undecided lead with no duplicates can be marked spam' })
+    if (outcome.kind === 'changed') {
+      if (!spam) taught = outcome.reasons ? (JSON.parse(outcome.reasons) as string[]) : []
+      const learned = await abuse.learning(outcome.appId)
+      await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
+      spamHooks?.forget(outcome.appId)
+    }
+    if (outcome.kind === 'unchanged') return { id, status: outcome.status as FeedbackStatus, spam: toListItem(row).spam }
+    return { id, status: outcome.status as FeedbackStatus, spam: spam ? { score: 1, reasons: JSON.parse((change as { reasons: string }).reasons), markedAt: isoUtc(now) } : null }
+  }
+
   return {
     /**
      * Stores a report, its `feedback.received` event and its first job in one transaction; resolves only after COMMIT, so an
@@ -207,42 +240,12 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       return { inFolder: await repo.spamCount(appId), notSpam: learned?.notSpam ?? 0, markedSpam: learned?.markedSpam ?? 0, factors: parseFactors(learned?.factors) as Record<string, number> }
     },
 
-    /**
-     * A spam decision by hand (issue 27): marks or clears, and teaches the App's score (src/abuse/spam-learn.ts):
-     * "not spam" weighs the reasons that fired less, "spam" weighs the report's content reasons more.
-     */
-    async setSpam(orgId: string, id: string, spam: boolean): Promise<{ id: string; status: FeedbackStatus; spam: FeedbackItem['spam'] }> {
-      let change: SpamChange
-      let taught: string[] = []
-      const row = await repo.get(orgId, id)
-      if (!row) throw new ApiError('not_found')
-      if (spam) {
-        const content = contentReasons(row.text)
-        taught = [...(content.phrases > 0 ? ['spam_phrases'] : []), ...(content.linkDensity ? ['link_density'] : [])]
-        change = { spam: true, score: 1, reasons: JSON.stringify(['marked_by_hand', ...taught]) }
-      } else {
-        // feedback.received was recorded at intake when the App asked for spam events then; else now.
-        const app = await apps.getForOrg(orgId, row.appId)
-        change = { spam: false, emitEvent: !(app?.spamEvents ?? false) }
-      }
-      const now = clock.now()
-      const outcome = await repo.setSpam(orgId, id, change, now)
-      if (outcome.kind === 'not_found') throw new ApiError('not_found')
-      if (outcome.kind === 'duplicate') throw new ApiError('invalid_target', { leadFeedbackId: outcome.leadId })
-      if (outcome.kind === 'not_allowed') throw new ApiError('invalid_transition', { from: outcome.status, spam: true, reason: 'only an undecided lead with no duplicates can be marked spam' })
-      if (outcome.kind === 'changed') {
-        if (!spam) taught = outcome.reasons ? (JSON.parse(outcome.reasons) as string[]) : []
-        const learned = await abuse.learning(outcome.appId)
-        await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
-        spamHooks?.forget(outcome.appId)
-      }
-      return { id, status: outcome.status as FeedbackStatus, spam: spam ? { score: 1, reasons: JSON.parse((change as { reasons: string }).reasons), markedAt: isoUtc(now) } : null }
-    },
+    setSpam,
 
     /** A customer move (spec part 3) applied with compare-and-set on the row's version. */
     async patch(orgId: string, id: string, body: PatchBody): Promise<{ id: string; status: FeedbackStatus; spam?: FeedbackItem['spam'] }> {
       if (body.spam !== undefined && body.status !== undefined) throw invalid('/spam', 'spam and status cannot be changed in one request')
-      if (body.spam !== undefined) return this.setSpam(orgId, id, body.spam)
+      if (body.spam !== undefined) return setSpam(orgId, id, body.spam)
       if (body.status === undefined) throw new ApiError('no_op')
       const to: CustomerTarget = body.status
       const outcome = await repo.customerMove(orgId, id, to)
