@@ -1,7 +1,7 @@
 /**
  * Private mode: the App refuses public submissions; the widget asks the customer's getUserToken()
  * before submitting, refreshes a token about to expire, asks once more on 401 invalid_user_token, and
- * never sends `identity` alongside a token.
+ * never sends `identity` alongside a token, nor asks for a proof of work.
  */
 import { expect, test } from 'bun:test'
 import { signUserToken } from '../packages/client/src/user-token'
@@ -39,6 +39,9 @@ test('an expired token is refreshed once after 401 invalid_user_token; identity 
     const statuses: number[] = []
     page.on('request', (r) => r.url() === `${e.api}/v1/feedback` && r.method() === 'POST' && bodies.push(r.postDataJSON()))
     page.on('response', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.request().method() === 'POST' && statuses.push(r.status()))
+    // Private mode never asks for (or solves) a proof of work: the user token is the proof.
+    const challenges: string[] = []
+    page.on('request', (r) => (r.url().includes('/v1/widget/challenge') || 'x-fixloop-proof-of-work' in r.headers()) && challenges.push(r.url()))
     await page.goto(url)
     const w = widget(page)
     await w.launcher.click()
@@ -50,6 +53,7 @@ test('an expired token is refreshed once after 401 invalid_user_token; identity 
     // The upload-url request met the expired token first: one 401, then everything succeeded.
     expect(statuses.filter((s) => s === 401)).toHaveLength(1)
     expect(bodies.every((b) => !('identity' in b))).toBe(true)
+    expect(challenges).toEqual([])
     const item = await report(e, (await reports(e)).find((r: any) => r.text === 'Private report').id)
     expect(item.submittedBy).toMatchObject({ mode: 'private', externalUserId: 'user-42' })
     expect(item.userContext).toEqual({ email: 'ada@acme.test', plan: 'pro' })
@@ -67,6 +71,9 @@ test('a cached token is re-used while fresh and refreshed before its exp (no 401
   try {
     const statuses: number[] = []
     page.on('response', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.request().method() === 'POST' && statuses.push(r.status()))
+    // Private mode never asks for (or solves) a proof of work: the user token is the proof.
+    const challenges: string[] = []
+    page.on('request', (r) => (r.url().includes('/v1/widget/challenge') || 'x-fixloop-proof-of-work' in r.headers()) && challenges.push(r.url()))
     await page.goto(url)
     const w = widget(page)
     const submit = async (text: string) => {

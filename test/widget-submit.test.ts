@@ -20,9 +20,9 @@ test('a report with screenshot and console context arrives, readable and downloa
     await page.goto(url)
     const w = widget(page)
     await w.launcher.waitFor()
-    const submits: { headers: Record<string, string>; status: number }[] = []
+    const submits: { headers: Record<string, string>; status: number; body: any }[] = []
     page.on('response', async (res) => {
-      if (res.url() === `${e.api}/v1/feedback` && res.request().method() === 'POST') submits.push({ headers: res.request().headers(), status: res.status() })
+      if (res.url() === `${e.api}/v1/feedback` && res.request().method() === 'POST') submits.push({ headers: res.request().headers(), status: res.status(), body: res.request().postDataJSON() })
     })
     await page.evaluate(() => {
       console.log('cart loaded', { items: 2 })
@@ -48,6 +48,9 @@ test('a report with screenshot and console context arrives, readable and downloa
     expect(submits).toHaveLength(1)
     expect(submits[0].status).toBe(201)
     expect(submits[0].headers['idempotency-key']).toMatch(/^fl-[0-9a-f]{32}$/)
+    // An App left at the defaults (proof of work off): no proof, no bot signals, never scored.
+    expect(submits[0].headers['x-fixloop-proof-of-work']).toBeUndefined()
+    expect(submits[0].body.clientSignals).toBeUndefined()
 
     const list = await reports(e)
     expect(list).toHaveLength(1)

@@ -32,7 +32,9 @@ const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`
 
 /** Builds both files, prints their sizes, and writes them only when they fit the budgets. */
 export async function buildWidget(): Promise<{ loader: number; total: number; uiFile: string; over: string[] }> {
-  const ui = await bundle('app/main.ts')
+  // The proof-of-work Worker's script is a string inside the UI file (started from a blob: URL).
+  const worker = await bundle('pow/worker.ts')
+  const ui = await bundle('app/main.ts', { __POW_WORKER__: JSON.stringify(worker) })
   const hash = new Bun.CryptoHasher('sha256').update(ui).digest('hex').slice(0, 16)
   const uiFile = `ui-${hash}.js`
   const loader = await bundle('loader.ts', { __APP_FILE__: JSON.stringify(uiFile) })

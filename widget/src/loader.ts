@@ -12,6 +12,12 @@ import { hasQueuedReports } from './queue-peek'
 import { API_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, shared } from './safe-dom'
 import { allowScript, sandboxHTML, scriptURL } from './trusted'
 
+/** The proof-of-work Worker's blob: URL, blessed by the one `fixloop` policy (it is the widget's own code). */
+const workerURL = (url: string): string => {
+  allowScript(url)
+  return scriptURL(url)
+}
+
 declare const __APP_FILE__: string
 
 const script = currentScript()
@@ -87,7 +93,7 @@ function mount(options: FixloopOptions): void {
   sheet.replaceSync(LAUNCHER_CSS)
   root.adoptedStyleSheets = [sheet]
   const strings = resolveStrings(options.locale, options.strings)
-  core = { options, endpoint, host, root, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML }
+  core = { options, endpoint, host, root, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML, workerURL }
   if (options.autoInject !== false) {
     const button = createElement('button')
     button.type = 'button'

@@ -25,6 +25,10 @@ export interface Strings {
   cancel: string
   send: string
   sending: string
+  /** Shown while Send waits for the proof of work (rare: it is prepared when the form opens). */
+  checking: string
+  /** The honeypot's label (never seen or announced: the field is hidden from people and screen readers). */
+  honeypot: string
   thanks: string
   queued: string
   queueFull: string
@@ -78,6 +82,8 @@ const en: Strings = {
   cancel: 'Cancel',
   send: 'Send',
   sending: 'Sending…',
+  checking: 'Checking you’re not a bot…',
+  honeypot: 'Leave this field empty',
   thanks: 'Thanks! Your report was sent.',
   queued: 'You seem to be offline. Your report is saved on this device and will be sent automatically.',
   queueFull: 'Too many reports are waiting to be sent from this device. Please try again later.',
@@ -110,6 +116,7 @@ const de: Partial<Strings> = {
   send: 'Senden',
   cancel: 'Abbrechen',
   sending: 'Wird gesendet…',
+  checking: 'Wir prüfen, dass Sie kein Bot sind…',
   thanks: 'Danke! Ihre Meldung wurde gesendet.',
   close: 'Schließen',
   notify: 'Per E-Mail benachrichtigen, wenn es behoben ist',
@@ -128,6 +135,7 @@ const fr: Partial<Strings> = {
   send: 'Envoyer',
   cancel: 'Annuler',
   sending: 'Envoi…',
+  checking: 'Nous vérifions que vous n’êtes pas un robot…',
   thanks: 'Merci ! Votre signalement a été envoyé.',
   close: 'Fermer',
   notify: 'Me prévenir par e-mail une fois corrigé',

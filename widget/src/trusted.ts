@@ -1,7 +1,8 @@
 /**
  * Trusted Types: under `require-trusted-types-for 'script'` a plain string may not become a script URL
- * or HTML. The widget creates one policy, named `fixloop`, that blesses exactly two values: the URL of
- * its own lazily loaded UI file and the fixed blank document of the screenshot renderer's style sandbox.
+ * or HTML. The widget creates one policy, named `fixloop`, that blesses exactly three values: the URL of
+ * its own lazily loaded UI file, the blob: URL of its proof-of-work Worker (its own bundled code) and the
+ * fixed blank document of the screenshot renderer's style sandbox.
  * Anything else passed to it throws. Without Trusted Types (or when the page's `trusted-types` directive
  * does not allow the name) the plain string is used and the browser's rules decide.
  */

@@ -60,6 +60,8 @@ export interface SubmitPayload {
   /** The reporter asked to be emailed once the report is resolved. */
   notifyEmail?: boolean
   severity?: 'low' | 'medium' | 'high' | null
+  /** Cheap bot signals (docs/widget.md "Abuse defence"): the honeypot's value if a bot filled it, ms from open to Send. */
+  clientSignals?: { honeypot?: string; formMs?: number }
 }
 
 /** What the loader hands to the lazily loaded UI. */
@@ -77,6 +79,8 @@ export interface Core {
   fetch: typeof fetch
   /** The screenshot sandbox's srcdoc, TrustedHTML under Trusted Types (the loader owns the one policy). */
   sandboxHTML(): string
+  /** The proof-of-work Worker's blob: URL, as a TrustedScriptURL under Trusted Types (the loader owns the policy). */
+  workerURL(url: string): string
 }
 
 /** What the lazily loaded UI gives back to the loader. */

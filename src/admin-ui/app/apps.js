@@ -54,6 +54,13 @@ export function AppsPage({ org }) {
       </form><${ErrorBox} error=${error} /></section>`}`
 }
 
+/** The App's proof-of-work levels (contract "Abuse defence"; off by default so plain public clients keep working). */
+const POW_LEVELS = [
+  ['off', 'Off'],
+  ['normal', 'Normal (recommended for public Apps)'],
+  ['high', 'High (under attack; slower on old phones)'],
+]
+
 function Settings({ org, app, onSaved }) {
   const [f, setF] = useState({
     name: app.name,
@@ -64,6 +71,8 @@ function Settings({ org, app, onSaved }) {
     processingMode: app.processingMode,
     batchEnabled: app.batchEnabled,
     batchWindowHours: app.batchWindowHours,
+    proofOfWork: app.proofOfWork || 'off',
+    spamEvents: !!app.spamEvents,
   })
   const [saved, setSaved] = useState(false)
   const set = (k) => (e) => setF({ ...f, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value })
@@ -82,6 +91,13 @@ function Settings({ org, app, onSaved }) {
       <div class="field"><label for="s-slug">Slug</label><input id="s-slug" required pattern="[a-z0-9][a-z0-9-]{0,63}" value=${f.slug} onInput=${set('slug')} /></div>
       <div class="field wide"><label for="s-desc">Description</label><textarea id="s-desc" rows="2" value=${f.description} onInput=${set('description')}></textarea></div>
       <div class="field check"><input id="s-public" type="checkbox" checked=${f.publicSubmissionEnabled} onChange=${set('publicSubmissionEnabled')} /><label for="s-public">Accept public submissions (no user token)</label></div>
+      <div class="field"><label for="s-pow">Proof of work</label>
+        <select id="s-pow" value=${f.proofOfWork} onChange=${set('proofOfWork')} aria-describedby="pow-hint">
+          ${POW_LEVELS.map(([v, label]) => html`<option value=${v}>${label}</option>`)}</select>
+        <small id="pow-hint">The widget solves a small puzzle before each public report: bots pay, people do not notice (docs/widget.md, "Abuse defence").</small></div>
+      ${f.publicSubmissionEnabled && f.proofOfWork === 'off' &&
+      html`<p class="notice wide" id="pow-advice">This App accepts public reports and its key is in your web pages: turn proof of work on (Normal) so a bot flood lands in the spam folder, not the inbox. Backend scripts in public mode then solve a challenge too, or use private mode.</p>`}
+      <div class="field check"><input id="s-spam-events" type="checkbox" checked=${f.spamEvents} onChange=${set('spamEvents')} /><label for="s-spam-events">Spam still sends events (webhooks, Slack)</label></div>
       <div class="field wide"><label for="s-origins">Allowed origins</label>
         <textarea id="s-origins" rows="3" aria-describedby="origins-hint" value=${f.allowedOrigins} onInput=${set('allowedOrigins')}></textarea>
         <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>

@@ -1,6 +1,7 @@
 // The triage inbox: status folders, filters, newest first with cursor paging, unread marks, bulk moves
 // that show each row's own answer, and the keyboard: j/k move, x select, o open, q queue, e archive,
-// y/n confirm or reject the current report's suggested duplicate, ? help.
+// y/n confirm or reject the current report's suggested duplicate, s spam / not spam, ? help.
+// The Spam folder lists what the spam score filed away (score and reasons on each row).
 // It stays current through the Org's event stream: new reports slide in at the top (announced politely,
 // focus stays where it is) and status changes show on their rows.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
@@ -9,6 +10,9 @@ import { html, Link, navigate, useLoad, ErrorBox, Dialog, fmtDate } from '@fixlo
 import { canCustomerMove } from '@fixloop/fsm'
 import { Status, statusLabel, MODE_LABELS } from '@fixloop/labels'
 import { watchEvents } from '@fixloop/live'
+
+/** A row's spam reasons as words: "honeypot filled, no proof of work". */
+const reasonText = (spam) => (spam.reasons && spam.reasons.length ? spam.reasons.map((r) => String(r).replace(/_/g, ' ')).join(', ') : 'no reason recorded')
 
 export const FOLDERS = [
   ['inbox', 'Inbox'],
@@ -19,6 +23,7 @@ export const FOLDERS = [
   ['resolved', 'Resolved'],
   ['failed', 'Failed'],
   ['archived', 'Archived'],
+  ['spam', 'Spam'],
   ['all', 'All'],
 ]
 const FILTERS = ['appId', 'severity', 'mode', 'hasScreenshot', 'hasConsole', 'urlContains', 'from', 'to', 'q']
@@ -30,6 +35,7 @@ export const SHORTCUTS = [
   ['e', 'archive the selected reports (or the current one)'],
   ['y', 'confirm the current report’s suggested duplicate (merge it into the suggested report)'],
   ['n', 'reject the current report’s suggested duplicate'],
+  ['s', 'mark the selected reports (or the current one) as spam; in the Spam folder: not spam'],
   ['?', 'show this list'],
 ]
 
@@ -235,6 +241,32 @@ export function InboxPage({ org }) {
     setChecked(new Set())
   }
   /**
+   * Marks the targets as spam, or (in the Spam folder) as not spam, through PATCH /v1/feedback/:id
+   * {"spam": …}; each row says what happened. A row that changed leaves this folder's meaning, so the
+   * counts are read again.
+   */
+  const setSpam = async (spam) => {
+    const rows = targets()
+    if (!rows.length) return
+    const done = spam ? 'Marked as spam' : 'Not spam'
+    const out = { ...results }
+    let ok = 0
+    for (const r of rows) {
+      try {
+        const item = await api('PATCH', `/v1/feedback/${r.id}`, { org: org.id, body: { spam } })
+        out[r.id] = { ok: true, text: done, spam: item && 'spam' in item ? item.spam : spam ? r.spam : null }
+        ok++
+      } catch (e) {
+        out[r.id] = { ok: false, text: `Not changed: ${e.message || e.code}` }
+      }
+    }
+    setResults(out)
+    applyRows(rowsRef.current.map((r) => (out[r.id] && out[r.id].ok ? { ...r, spam: out[r.id].spam } : r)))
+    setSummary(`${done}: ${ok} of ${rows.length}.`)
+    setChecked(new Set())
+    counts.reload()
+  }
+  /**
    * Confirms (merge into the suggested lead: the row leaves the list, its lead takes it) or rejects the
    * current row's suggestion; the row says what happened, or why nothing did.
    */
@@ -306,10 +338,12 @@ export function InboxPage({ org }) {
       else if (e.key === 'k') focusRow(Math.max(0, cur - 1))
       else if (e.key === 'x' && rows[cur]) toggle(rows[cur].id)
       else if ((e.key === 'o' || (e.key === 'Enter' && e.target.dataset && e.target.dataset.index)) && rows[cur]) open(rows[cur])
+      else if (e.key === 'q' && folder === 'spam') setSummary('Spam is not queued for the agent: say “Not spam” (s) first.')
       else if (e.key === 'q') move('queued')
       else if (e.key === 'e') move('archived')
       else if (e.key === 'y') decide(true)
       else if (e.key === 'n') decide(false)
+      else if (e.key === 's') setSpam(folder !== 'spam')
       else if (e.key === '?') setHelp(true)
       else return
       e.preventDefault()
@@ -335,8 +369,11 @@ export function InboxPage({ org }) {
       <div class="toolbar" aria-label="Bulk actions" role="group">
         <span class="select-all"><input type="checkbox" id="select-all" ref=${selectAllRef} checked=${allChecked} disabled=${!pages.rows.length}
           onChange=${toggleAll} /><label for="select-all">Select all</label></span>
-        <button type="button" onClick=${() => move('queued')} disabled=${!canMoveSelected('queued')}>Queue selected</button>
+        <button type="button" onClick=${() => move('queued')} disabled=${folder === 'spam' || !canMoveSelected('queued')}>Queue selected</button>
         <button type="button" onClick=${() => move('archived')} disabled=${!canMoveSelected('archived')}>Archive selected</button>
+        ${folder === 'spam'
+          ? html`<button type="button" onClick=${() => setSpam(false)} disabled=${!selected.length}>Not spam</button>`
+          : html`<button type="button" onClick=${() => setSpam(true)} disabled=${!selected.length}>Mark as spam</button>`}
         <span class="muted">${checked.size} selected</span>
         <button type="button" class="link" onClick=${() => setHelp(true)}>Keyboard shortcuts</button>
       </div>
@@ -360,6 +397,7 @@ export function InboxPage({ org }) {
                 ${r.suggestedDuplicateOf && html`<span class="suggested">possible duplicate (${Math.round(r.suggestedDuplicateOf.score * 100)}%; y confirms, n rejects)</span>`}
                 ${r.hasScreenshot && html`<span>screenshot</span>`}
                 ${r.hasConsole && html`<span>console log</span>`}
+                ${r.spam && html`<span class="spam-tag">Spam, score ${Number(r.spam.score).toFixed(2)}: ${reasonText(r.spam)}</span>`}
                 <time datetime=${r.createdAt}>${fmtDate(r.createdAt)}</time>
               </div>
             </div>

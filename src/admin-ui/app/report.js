@@ -142,6 +142,28 @@ function Suggestion({ org, item, onDone }) {
   </section>`
 }
 
+/** A spam classification's reasons as words ("honeypot filled, no proof of work"). */
+export const spamReasons = (spam) => (spam && spam.reasons && spam.reasons.length ? spam.reasons.map((r) => String(r).replace(/_/g, ' ')).join(', ') : 'no reason recorded')
+
+/**
+ * The spam classification (docs/widget.md "Abuse defence"): why, and "Not spam", which puts the report
+ * back into the normal lifecycle and teaches the App's score ("Mark as spam" is with the status moves).
+ */
+function Spam({ org, item, onDone }) {
+  const [mark, busy, error] = useAction(async (spam) => {
+    await api('PATCH', `/v1/feedback/${item.id}`, { org: org.id, body: { spam } })
+    onDone()
+  })
+  if (!item.spam) return null
+  return html`<section aria-labelledby="spam-h" class="notice spam">
+    <h2 id="spam-h">Classified as spam</h2>
+    <p>Score <strong>${Number(item.spam.score).toFixed(2)}</strong>: ${spamReasons(item.spam)}.${item.spam.markedAt ? html` <span class="muted small">Since <time datetime=${item.spam.markedAt}>${fmtDate(item.spam.markedAt)}</time>.</span>` : ''}</p>
+    <p class="muted small">Spam stays out of the inbox, clusters, agent runs, webhooks and Slack.</p>
+    <div class="actions"><button type="button" class="primary" disabled=${busy} onClick=${() => mark(false)}>Not spam</button></div>
+    <${ErrorBox} error=${error} />
+  </section>`
+}
+
 /** How a duplicate became one: merged automatically (score, reason) or by hand. */
 function matchText(m) {
   if (!m) return ''
@@ -168,7 +190,8 @@ export function ReportPage({ org, id }) {
       const oldLead = item.duplicateOfId
       await api('POST', `/v1/feedback/${id}/unmerge`, { org: org.id })
       await api('POST', `/v1/feedback/${oldLead}/merge`, { org: org.id, body: { leadId: id } })
-    } else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
+    } else if (what === 'spam') await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { spam: true } })
+    else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
     reload()
   })
   if (error) return html`<h1>${error.status === 404 ? '404 ' : ''}Report not found</h1><${ErrorBox} error=${error} />`
@@ -188,11 +211,13 @@ export function ReportPage({ org, id }) {
         <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>
         <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button></p>`}
       <${ErrorBox} error=${actError} />
+      <${Spam} org=${org} item=${item} onDone=${reload} />
       <${Suggestion} org=${org} item=${item} onDone=${reload} />
       <div class="actions">
         <span>Status: <${Status} status=${item.status} /></span>
         ${!item.duplicateOfId &&
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
+        ${!item.duplicateOfId && !item.spam && html`<button type="button" disabled=${busy} onClick=${() => act('spam')}>Mark as spam</button>`}
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
         ${prState(item) && html`<span class="pr-state">Pull request: <strong>${prState(item)}</strong></span>`}
       </div>
@@ -230,6 +255,8 @@ export function ReportPage({ org, id }) {
       <${Runs} org=${org} id=${id} />
       <${Notified} org=${org} id=${id} status=${item.status} />
     </div>
-    <${Similar} org=${org} item=${item} onMerged=${reload} />
+    ${item.spam
+      ? html`<aside aria-labelledby="similar" class="side"><h2 id="similar">Similar reports</h2><p class="muted">Spam is not clustered: say “Not spam” to process this report and compare it with the others.</p></aside>`
+      : html`<${Similar} org=${org} item=${item} onMerged=${reload} />`}
   </div>`
 }

@@ -7,16 +7,22 @@ import type { Core } from '../types'
 import { on } from '../safe-dom'
 import { queuedReports, removeReport, type QueuedReport } from './queue'
 import { sendReport, TokenSource, type SendResult } from './transport'
+import { Proofs } from './proof'
 
 const RETRY_LATER_MS = 30_000
 
 export class Sender {
   readonly tokens: TokenSource
+  /** Public mode's proof-of-work solutions (private mode skips them: the user token is the proof). */
+  readonly proofs?: Proofs
   private readonly inFlight = new Set<string>()
   private timer?: ReturnType<typeof setTimeout>
+  /** The dialog's "Checking you're not a bot…" while a Send waits for its proof of work. */
+  onProofWait?: (waiting: boolean) => void
 
   constructor(private readonly core: Core) {
     this.tokens = new TokenSource(core.options.getUserToken)
+    if (!this.tokens.enabled) this.proofs = new Proofs(core.fetch, core.endpoint, core.options.publicKey, core.workerURL, (waiting) => this.onProofWait?.(waiting))
     on(window, 'online', () => void this.flush())
   }
 
@@ -25,7 +31,7 @@ export class Sender {
     if (this.inFlight.has(report.key)) return { kind: 'later', status: 0, code: 'in_flight', message: 'already sending' }
     this.inFlight.add(report.key)
     try {
-      const result = await sendReport(this.core.fetch, report, this.tokens)
+      const result = await sendReport(this.core.fetch, report, this.tokens, this.proofs)
       const { onSubmitSuccess, onSubmitError } = this.core.options
       if (result.kind === 'sent') {
         await removeReport(report.key).catch(() => undefined)

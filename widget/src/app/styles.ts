@@ -18,6 +18,7 @@ legend { font-weight: 600; padding: 0 4px; }
 button.thumb { display: flex; flex-direction: column; align-items: center; gap: 6px; padding: 6px; width: 100%; cursor: zoom-in; }
 .thumb canvas { display: block; max-width: 100%; max-height: 180px; height: auto; border: 1px solid var(--fixloop-border); }
 .thumb span { text-decoration: underline; }
+.trap { position: absolute; left: -10000px; top: auto; width: 1px; height: 1px; overflow: hidden; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 label.button { display: inline-block; font: 600 13px/1.2 var(--fixloop-font); border-radius: 6px; padding: 8px 12px; cursor: pointer;
   border: 1px solid var(--fixloop-border); background: var(--fixloop-bg); color: var(--fixloop-fg); }

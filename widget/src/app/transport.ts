@@ -1,9 +1,13 @@
 /**
  * Sending one report: user token (private mode), uploads (upload-url + PUT with retry), then
  * POST /v1/feedback with the report's one Idempotency-Key. 429 waits Retry-After plus jitter with
- * exponential backoff; a network error or 5xx leaves the report queued for later.
+ * exponential backoff; a network error or 5xx leaves the report queued for later. In public mode each
+ * upload-url and submission attempt carries its own proof-of-work solution when the App asks for one; a
+ * refusal of the proof (403 proof_of_work_required / proof_of_work_invalid) fetches a new challenge and
+ * retries once.
  */
 import { saveReport, type QueuedReport } from './queue'
+import { PROOF_HEADER, type Proofs } from './proof'
 
 export type SendResult =
   | { kind: 'sent'; id: string; status: string }
@@ -66,12 +70,22 @@ async function failureOf(res: Response): Promise<HttpFailure> {
   return new HttpFailure(res.status, code, message, Number.isFinite(ra) && ra >= 0 ? ra * 1000 : undefined)
 }
 
-/** One request with the 429 policy and the 401 invalid_user_token refresh; throws HttpFailure. */
-async function request(http: typeof fetch, tokens: TokenSource, build: (token?: string) => [string, RequestInit]): Promise<Response> {
+const PROOF_REFUSALS = ['proof_of_work_required', 'proof_of_work_invalid']
+
+/**
+ * One request with the 429 policy, the 401 invalid_user_token refresh and (public mode, `proofs` given)
+ * a fresh proof-of-work solution per attempt; throws HttpFailure.
+ */
+async function request(http: typeof fetch, tokens: TokenSource, build: (token?: string) => [string, RequestInit], proofs?: Proofs, more = false): Promise<Response> {
   let refreshed = false
+  let reproved = false
   for (let attempt = 0; ; attempt++) {
     const token = await tokens.current()
     const [url, init] = build(token)
+    if (proofs && !tokens.enabled) {
+      const proof = await proofs.take(more)
+      if (proof) init.headers = { ...(init.headers as Record<string, string>), [PROOF_HEADER]: proof }
+    }
     let res: Response
     try {
       res = await http(url, init)
@@ -83,6 +97,11 @@ async function request(http: typeof fetch, tokens: TokenSource, build: (token?: 
     if (res.status === 401 && failure.code === 'invalid_user_token' && tokens.enabled && !refreshed) {
       refreshed = true
       await tokens.current(true)
+      continue
+    }
+    if (res.status === 403 && PROOF_REFUSALS.includes(failure.code) && proofs && !tokens.enabled && !reproved) {
+      reproved = true
+      proofs.discard()
       continue
     }
     if (res.status === 429 && attempt < MAX_ATTEMPTS) {
@@ -101,7 +120,7 @@ function authHeaders(publicKey: string, token?: string): Record<string, string> 
   return h
 }
 
-async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSource): Promise<void> {
+async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSource, proofs?: Proofs): Promise<void> {
   for (const item of report.blobs) {
     if (item.uploadedKey) continue
     const res = await request(http, tokens, (token) => [
@@ -111,7 +130,7 @@ async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSou
         headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json' },
         body: JSON.stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
       },
-    ])
+    ], proofs, true)
     const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
     for (let attempt = 0; ; attempt++) {
       try {
@@ -144,9 +163,9 @@ function finalBody(report: QueuedReport, privateMode: boolean): string {
  * Uploads and submits one queued report. `http` is the page's fetch from before the widget wrapped it,
  * so the widget's own calls never show up in a report's request summary.
  */
-export async function sendReport(http: typeof fetch, report: QueuedReport, tokens: TokenSource): Promise<SendResult> {
+export async function sendReport(http: typeof fetch, report: QueuedReport, tokens: TokenSource, proofs?: Proofs): Promise<SendResult> {
   try {
-    await upload(http, report, tokens)
+    await upload(http, report, tokens, proofs)
     const res = await request(http, tokens, (token) => [
       `${report.endpoint}/v1/feedback`,
       {
@@ -154,7 +173,7 @@ export async function sendReport(http: typeof fetch, report: QueuedReport, token
         headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json', 'idempotency-key': report.key },
         body: finalBody(report, tokens.enabled),
       },
-    ])
+    ], proofs)
     const body = (await res.json()) as { id: string; status: string }
     return { kind: 'sent', id: body.id, status: body.status }
   } catch (e) {

@@ -37,7 +37,7 @@ function trapTab(dialog: HTMLDialogElement, root: ShadowRoot): void {
   dialog.addEventListener('keydown', (e) => {
     if (e.key !== 'Tab') return
     const items = [...dialog.querySelectorAll<HTMLElement>('button, textarea, input, [tabindex="0"]')].filter(
-      (el) => !(el as HTMLButtonElement).disabled && el.getClientRects().length > 0,
+      (el) => !(el as HTMLButtonElement).disabled && el.tabIndex >= 0 && el.getClientRects().length > 0,
     )
     const first = items[0]
     const last = items[items.length - 1]
@@ -97,11 +97,16 @@ export function createUI(core: Core): WidgetUI {
   email.setAttribute('aria-describedby', 'fl-email-error')
   const emailRow = h('div', { class: 'email', hidden: true }, h('label', { for: 'fl-email' }, s.email), email, emailError)
   const notifyRow = h('div', { class: 'notify', hidden: privateMode }, h('label', { class: 'check', for: 'fl-notify' }, notify, notifyText), emailRow)
+  // The honeypot: off-screen, hidden from assistive technology and out of the tab order, so people never
+  // meet it; a bot that fills every input does. Its value (and the time from open to Send) go in clientSignals.
+  const honeypot = h('input', { type: 'text', id: 'fl-website', name: 'website', tabindex: '-1', autocomplete: 'off' })
+  const trap = h('div', { class: 'trap', 'aria-hidden': 'true' }, h('label', { for: 'fl-website' }, s.honeypot), honeypot)
   const fields = h(
     'div',
     { class: 'fields' },
     h('label', { for: 'fl-text' }, s.describe),
     textarea,
+    trap,
     options.screenshot === false ? null : shotSet,
     h('div', { class: 'row' }, pickBtn),
     pickedRow,
@@ -163,6 +168,11 @@ export function createUI(core: Core): WidgetUI {
   let picked: Picked | undefined
   let picking = false
   let busy = false
+  /** When the current form was opened (clientSignals.formMs). */
+  let openedAt = Date.now()
+  sender.onProofWait = (waiting) => {
+    if (busy) say(waiting ? s.checking : s.sending)
+  }
 
   const say = (text: string, tone: '' | 'error' | 'ok' = '') => {
     status.textContent = text
@@ -217,6 +227,8 @@ export function createUI(core: Core): WidgetUI {
     shotNote.textContent = ''
     showShot()
     file.value = ''
+    honeypot.value = ''
+    openedAt = Date.now()
     notify.checked = false
     emailRow.hidden = true
     email.removeAttribute('aria-invalid')
@@ -323,6 +335,7 @@ export function createUI(core: Core): WidgetUI {
   closeX.addEventListener('click', close)
   doneClose.addEventListener('click', close)
   another.addEventListener('click', () => {
+    sender.proofs?.prefetch()
     showForm()
     textarea.focus()
     void takeScreenshot()
@@ -448,6 +461,10 @@ export function createUI(core: Core): WidgetUI {
         if (!changed) return say(s.cancelled)
         payload = changed
       }
+      // Public mode, on an App with the abuse defence on (proof of work): a user token already says who is
+      // reporting, and an App left at the defaults gets exactly the reports it got before.
+      const bait = honeypot.value
+      if (!privateMode && (await sender.proofs?.defended())) payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: bait.slice(0, 200) } : {}) }
       const blobs: PendingBlob[] = []
       if (include.checked && editor) {
         const c = editor.canvas
@@ -478,6 +495,9 @@ export function createUI(core: Core): WidgetUI {
     open() {
       if (dialog.open) return
       if (!mineView.hidden) hideMine()
+      if (!textarea.value) openedAt = Date.now()
+      // Public mode with proof of work on: the solution is prepared while the user types.
+      sender.proofs?.prefetch()
       showForm()
       if (!busy && !status.classList.contains('error')) say('')
       offerNotify()
