@@ -4,7 +4,7 @@
  * makes a report spam, whatever the App learned.
  */
 import { describe, expect, test } from 'bun:test'
-import { contentReasons, CONTENT_CAP, spamScore, SPAM_THRESHOLD, type SpamSignals } from '../src/abuse/spam-score'
+import { contentReasons, CONTENT_CAP, LINK_FLOOD_ADDRESSES, linkedSites, spamScore, SPAM_THRESHOLD, templateOf, type SpamSignals } from '../src/abuse/spam-score'
 import { FACTOR_MAX, FACTOR_MIN, learnFrom, parseFactors } from '../src/abuse/spam-learn'
 import { RepeatTracker } from '../src/abuse/repeat-tracker'
 import { ManualClock } from '../src/core/clock'
@@ -39,6 +39,12 @@ describe('spamScore', () => {
     ['spam phrases and links, by content alone', { ...base, text: `Buy now cheap viagra online casino ${LINK_LIST}` }, false, ['spam_phrases', 'link_density']],
     ['spam content with a raised proof of work', { ...base, powRaised: true, text: `Buy now cheap viagra online casino ${LINK_LIST}` }, false, null],
     ['spam content from a flooding address', { ...base, addressPerMinute: 30, text: `Buy now cheap viagra ${LINK_LIST}` }, true, null],
+    ['no widget signals on an App with proof of work, alone', { ...base, noWidgetSignals: true }, false, ['no_widget_signals']],
+    ['a script (no widget signals) with spam content at a raised proof of work', { ...base, noWidgetSignals: true, powRaised: true, text: `Buy now cheap viagra online casino ${LINK_LIST}` }, true, ['pow_raised', 'no_widget_signals', 'spam_phrases', 'link_density']],
+    ['a backend script sending a real long report during a flood', { ...base, noWidgetSignals: true, powRaised: true, text: LONG_BUG_REPORT }, false, null],
+    ['links to a site many addresses link to, alone', { ...base, linkFloodAddresses: 8 }, false, ['link_flood']],
+    ['links to that site from a script with spam content', { ...base, linkFloodAddresses: 12, noWidgetSignals: true, text: `Buy now cheap viagra ${LINK_LIST}` }, true, null],
+    ['seven addresses linking one site: not yet a flood', { ...base, linkFloodAddresses: 7 }, false, []],
   ] as [string, SpamSignals, boolean, string[] | null][])('%s', (_name, signals, spam, reasons) => {
     const v = spamScore(signals)
     expect(v.spam).toBe(spam)
@@ -51,6 +57,8 @@ describe('spamScore', () => {
     const v = spamScore({ ...base, powRaised: true, text: `Buy now cheap viagra casino seo services backlinks ${LINK_LIST}` }, { spam_phrases: FACTOR_MAX, link_density: FACTOR_MAX, pow_raised: 1 })
     expect(v.score).toBeLessThan(SPAM_THRESHOLD)
     expect(CONTENT_CAP + 0.15).toBeLessThan(SPAM_THRESHOLD)
+    // The widget on an App with proof of work sends signals: a person's report never has no_widget_signals.
+    expect(spamScore({ ...base, formMs: 20_000, honeypot: '', powRaised: true, text: `Buy now cheap viagra ${LINK_LIST}` }).spam).toBe(false)
   })
 
   test('learned factors weigh a reason less: "not spam" twice on too_fast keeps a fast typist out of the folder', () => {
@@ -89,6 +97,26 @@ describe('learning', () => {
 })
 
 describe('RepeatTracker', () => {
+  test('templates: the same text with other numbers counts as the same; other words do not', () => {
+    const t = new RepeatTracker(new ManualClock(1_000_000), 100)
+    expect(t.note('a', '1.1.1.1', 'Get 50% off today at https://deals.example/?ref=6864 only $19')).toBe(1)
+    expect(t.note('a', '2.2.2.2', 'Get 70% off today at https://deals.example/?ref=12 only $9')).toBe(2)
+    expect(t.note('a', '3.3.3.3', 'Get 70% off tomorrow at https://deals.example/?ref=12 only $9')).toBe(1)
+    expect(templateOf('Error 500 on page 3 of 12')).toBe('error 0 on page 0 of 0')
+  })
+
+  test('links: distinct addresses per linked site, the App\'s own sites never counted', () => {
+    const t = new RepeatTracker(new ManualClock(1_000_000), 100)
+    const own = new Set(['shop.example.com'])
+    for (let i = 1; i <= 9; i++) {
+      const n = t.noteLinks('a', `10.0.0.${i}`, `see https://www.Spam-Site.example/p/${i} and https://shop.example.com/cart`, own)
+      expect(n).toBe(Math.min(i, LINK_FLOOD_ADDRESSES + 1))
+    }
+    // Only the App's own site: nothing counted however many people link it.
+    for (let i = 1; i <= 20; i++) expect(t.noteLinks('a', `10.1.0.${i}`, 'broken: https://shop.example.com/checkout', own)).toBe(0)
+    expect(linkedSites('a http://A.example/x www.b.example/y https://c.example. and mailto:x@d.example')).toEqual(['a.example', 'b.example', 'c.example'])
+  })
+
   test('distinct addresses per App and text, within the window, short texts ignored', () => {
     const clock = new ManualClock(1_000_000)
     const t = new RepeatTracker(clock, 100)

@@ -1,11 +1,12 @@
 /**
- * "The same text from many addresses" (issue 27), in memory per node: for each App and normalized text
- * hash, the distinct addresses that sent it within the window. Bounded: at most `maxTexts` texts and
- * REPEAT_ADDRESSES + 1 addresses per text are kept (more is not more telling); old texts are dropped first.
+ * "The same text from many addresses" and "links to one site from many addresses" (issue 27), in memory
+ * per node: for each App and text template (digits masked) or linked site, the distinct addresses that
+ * sent it within the window. Bounded: at most `maxTexts` keys and a few more addresses per key than the
+ * signal needs are kept (more is not more telling); old keys are dropped first.
  */
 import { createHash } from 'node:crypto'
 import type { Clock } from '../core/clock'
-import { normalizeText, REPEAT_ADDRESSES, REPEAT_WINDOW_MS } from './spam-score'
+import { LINK_FLOOD_ADDRESSES, linkedSites, REPEAT_ADDRESSES, REPEAT_WINDOW_MS, templateOf } from './spam-score'
 
 /** Texts shorter than this (normalized) are not compared: "it does not work" from many people is normal. */
 export const REPEAT_MIN_CHARS = 24
@@ -23,11 +24,27 @@ export class RepeatTracker {
     private readonly maxTexts = 20_000,
   ) {}
 
-  /** Notes `address` sending `text` to `appId`; how many distinct addresses sent it within the window. */
+  /** Notes `address` sending `text` to `appId`; how many distinct addresses sent its template within the window. */
   note(appId: string, address: string, text: string): number {
-    const norm = normalizeText(text)
+    const norm = templateOf(text)
     if (norm.length < REPEAT_MIN_CHARS) return 1
-    const key = appId + ':' + createHash('sha256').update(norm).digest('base64')
+    return this.count(appId + ':t:' + createHash('sha256').update(norm).digest('base64'), address, REPEAT_ADDRESSES)
+  }
+
+  /**
+   * Notes `address` linking to the sites of `text` (except `ownSites`: the App's own pages, which every
+   * real reporter may link); the most distinct addresses that linked to one of them within the window.
+   */
+  noteLinks(appId: string, address: string, text: string, ownSites: ReadonlySet<string>): number {
+    let most = 0
+    for (const site of linkedSites(text)) {
+      if (ownSites.has(site)) continue
+      most = Math.max(most, this.count(`${appId}:l:${site}`, address, LINK_FLOOD_ADDRESSES))
+    }
+    return most
+  }
+
+  private count(key: string, address: string, enough: number): number {
     const now = this.clock.now()
     let seen = this.texts.get(key)
     if (seen && now - seen.firstAt > REPEAT_WINDOW_MS) {
@@ -39,7 +56,7 @@ export class RepeatTracker {
       seen = { firstAt: now, addresses: new Set() }
       this.texts.set(key, seen)
     }
-    if (seen.addresses.size <= REPEAT_ADDRESSES) seen.addresses.add(address)
+    if (seen.addresses.size <= enough) seen.addresses.add(address)
     return seen.addresses.size
   }
 

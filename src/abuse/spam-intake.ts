@@ -50,18 +50,23 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
     factorsOf,
 
     /** A public submission's classification, or null when it is not spam (or not classified). */
-    async classify(app: PowApp, ip: string, text: string, signals: ClientSignals | undefined, solved: SolvedChallenge | undefined): Promise<SpamMark | null> {
+    /** `ownSites`: the host names of the App's own pages (its allowed origins, the report's page URL). */
+    async classify(app: PowApp, ip: string, text: string, signals: ClientSignals | undefined, solved: SolvedChallenge | undefined, ownSites: ReadonlySet<string> = new Set()): Promise<SpamMark | null> {
       const level = levelOf(app)
       // Before any work: the intake path of a spec client on an App without the defence costs nothing more.
       if (!signals && level === 'off') return null
       const addressPerMinute = meter.hit(`sub:${app.id}|${ip}`)
       const repeatAddresses = repeats.note(app.id, ip, text)
+      const linkFloodAddresses = repeats.noteLinks(app.id, ip, text, ownSites)
       const input = {
         honeypot: signals?.honeypot,
         formMs: signals?.formMs,
         addressPerMinute,
         repeatAddresses,
         powRaised: solved !== undefined && level !== 'off' && solved.maxnumber > POW_MAXNUMBER[level],
+        // The widget sends clientSignals whenever the App asks for proof of work; a script rarely does.
+        noWidgetSignals: level !== 'off' && !signals,
+        linkFloodAddresses,
         text,
       }
       const plain = spamScore(input)

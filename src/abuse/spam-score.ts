@@ -10,13 +10,16 @@
  * | address_flood   | 0.45   | the address sent more than ADDRESS_SUBMISSIONS_PER_MINUTE reports to the App in the last minute |
  * | repeated_text   | 0.45   | the same text (normalized) came from REPEAT_ADDRESSES or more addresses within REPEAT_WINDOW_MS |
  * | pow_raised      | 0.15   | the proof of work was solved at a raised (flood) difficulty |
+ * | no_widget_signals | 0.15 | the App asks for proof of work, yet the submission carries no clientSignals (the widget always sends them there; a script does not) |
+ * | link_flood      | 0.30   | the text links to a site that LINK_FLOOD_ADDRESSES or more addresses linked within REPEAT_WINDOW_MS (not the App's own sites) |
  * | spam_phrases    | 0.30   | each known spam phrase (SPAM_PHRASES), at most two counted |
  * | link_density    | 0.30   | at least 4 links, and more than one link per 8 words (a list of links, not a report that cites some) |
  *
  * Content alone never makes spam: the content reasons (spam_phrases, link_density) together count for at
  * most CONTENT_CAP (0.45), so a long bug report full of links and stack traces, or one that happens to use
  * a phrase, stays below the threshold unless the sender also behaved like a bot. Content plus a raised
- * proof of work is 0.6: still not spam.
+ * proof of work is 0.6: still not spam. Behaviour that only a bot shows across many addresses (the same
+ * template, links to the same foreign site) adds to it.
  */
 export const SPAM_THRESHOLD = 0.7
 export const MIN_FORM_MS = 1500
@@ -24,8 +27,9 @@ export const ADDRESS_SUBMISSIONS_PER_MINUTE = 10
 export const REPEAT_ADDRESSES = 4
 export const REPEAT_WINDOW_MS = 10 * 60_000
 export const CONTENT_CAP = 0.45
+export const LINK_FLOOD_ADDRESSES = 8
 
-export const SPAM_REASONS = ['honeypot', 'too_fast', 'address_flood', 'repeated_text', 'pow_raised', 'spam_phrases', 'link_density'] as const
+export const SPAM_REASONS = ['honeypot', 'too_fast', 'address_flood', 'repeated_text', 'pow_raised', 'no_widget_signals', 'link_flood', 'spam_phrases', 'link_density'] as const
 export type SpamReason = (typeof SPAM_REASONS)[number]
 
 export const SPAM_WEIGHTS: Record<SpamReason, number> = {
@@ -34,6 +38,8 @@ export const SPAM_WEIGHTS: Record<SpamReason, number> = {
   address_flood: 0.45,
   repeated_text: 0.45,
   pow_raised: 0.15,
+  no_widget_signals: 0.15,
+  link_flood: 0.3,
   spam_phrases: 0.3,
   link_density: 0.3,
 }
@@ -63,6 +69,10 @@ export interface SpamSignals {
   repeatAddresses: number
   /** The proof of work was solved at a raised difficulty. */
   powRaised: boolean
+  /** The App asks for proof of work and the submission carried no clientSignals. */
+  noWidgetSignals?: boolean
+  /** The most addresses that linked, within the window, to any one foreign site this text links to. */
+  linkFloodAddresses?: number
   text: string
 }
 
@@ -70,6 +80,25 @@ export interface SpamVerdict {
   score: number
   reasons: SpamReason[]
   spam: boolean
+}
+
+/**
+ * The text as a template: normalized, every run of digits one `0`. Bots vary numbers ("?ref=6864", "only
+ * $19") to dodge an exact match; "the same text from many addresses" compares templates.
+ */
+export function templateOf(text: string): string {
+  return normalizeText(text).replace(/\p{N}+/gu, '0')
+}
+
+/** The sites (host names, lower case, without `www.`) a text links to, at most 8. */
+export function linkedSites(text: string): string[] {
+  const out = new Set<string>()
+  for (const m of text.slice(0, 8192).matchAll(/\bhttps?:\/\/([a-z0-9.-]{1,253})|\bwww\.([a-z0-9-]{1,63}\.[a-z0-9.-]{1,190})/gi)) {
+    const host = (m[1] ?? `www.${m[2]}`).toLowerCase().replace(/^www\./, '').replace(/\.+$/, '')
+    if (host.includes('.')) out.add(host)
+    if (out.size >= 8) break
+  }
+  return [...out]
 }
 
 /** Lowercase, accents and punctuation folded to spaces, runs of spaces collapsed: the text as compared. */
@@ -104,6 +133,8 @@ export function spamScore(s: SpamSignals, factors: Partial<Record<SpamReason, nu
   if (s.addressPerMinute > ADDRESS_SUBMISSIONS_PER_MINUTE) fired.push(['address_flood', 1])
   if (s.repeatAddresses >= REPEAT_ADDRESSES) fired.push(['repeated_text', 1])
   if (s.powRaised) fired.push(['pow_raised', 1])
+  if (s.noWidgetSignals) fired.push(['no_widget_signals', 1])
+  if ((s.linkFloodAddresses ?? 0) >= LINK_FLOOD_ADDRESSES) fired.push(['link_flood', 1])
   const content = contentReasons(s.text)
   if (content.phrases > 0) fired.push(['spam_phrases', content.phrases])
   if (content.linkDensity) fired.push(['link_density', 1])

@@ -40,6 +40,19 @@ const SUBMIT_HEADERS = [
   },
 ]
 
+/** The App's own sites (host names without `www.`): its allowed origins and the page the report was sent from. */
+function ownSitesOf(allowedOrigins: ReadonlySet<string>, pageUrl: string | undefined): Set<string> {
+  const sites = new Set<string>()
+  for (const u of [...allowedOrigins, ...(pageUrl ? [pageUrl] : [])]) {
+    try {
+      sites.add(new URL(u).hostname.toLowerCase().replace(/^www\./, ''))
+    } catch {
+      // not a URL: nothing to exclude
+    }
+  }
+  return sites
+}
+
 export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pow: PowService, spamIntake: SpamIntake) {
   return new Elysia({ name: 'feedback-widget' })
     .use(accessGuard())
@@ -57,7 +70,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, 
         if (!caller.user) {
           const app = { id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }
           const solved = await pow.check(app, caller.clientIp, request.headers.get(POW_HEADER))
-          spam = await spamIntake.classify(app, caller.clientIp, body.text, body.clientSignals, solved)
+          spam = await spamIntake.classify(app, caller.clientIp, body.text, body.clientSignals, solved, ownSitesOf(caller.app.allowedOrigins, body.url))
         }
         // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
         const charged = caller.charge(extraTokens(body))
