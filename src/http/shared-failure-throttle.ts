@@ -103,15 +103,7 @@ export class SharedFailureThrottle implements Throttle {
     const args = ['1', `fixloop:${cluster}:ft:${this.name}:${key}`, op, String(s.freeFailures), String(s.baseDelayMs), String(s.maxDelayMs), String(s.forgetAfterMs)]
     if (this.testClock) args.push(String(this.testClock.now()))
     try {
-      let answer: unknown
-      try {
-        answer = await this.link.send('EVALSHA', [SCRIPT_SHA, ...args])
-      } catch (e) {
-        if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e
-        // First use on this server (or after a restart or SCRIPT FLUSH): EVAL loads it.
-        answer = await this.link.send('EVAL', [SCRIPT, ...args])
-      }
-      return Number(answer) || 0
+      return Number(await this.link.evalScript(SCRIPT, SCRIPT_SHA, args)) || 0
     } catch (e) {
       this.warn(e)
       return null

@@ -91,13 +91,7 @@ export class SharedRateLimiter implements Limiter {
   private async evalTake(key: string, tokens: number, retryNeeds: number): Promise<unknown> {
     const args = ['1', `fixloop:rl:${this.scope}:${key}`, String(this.spec.capacity), String(this.spec.refillPerSecond), String(tokens), String(retryNeeds)]
     if (this.testClock) args.push(String(this.testClock.now()))
-    try {
-      return await this.link.send('EVALSHA', [TAKE_SHA, ...args])
-    } catch (e) {
-      if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e
-      // First use on this server (or after a restart or SCRIPT FLUSH): EVAL loads it.
-      return this.link.send('EVAL', [TAKE_SCRIPT, ...args])
-    }
+    return this.link.evalScript(TAKE_SCRIPT, TAKE_SHA, args)
   }
 
   /** This node's share of the limit while Redis is away. */

@@ -39,6 +39,20 @@ export class RedisLink {
     }
   }
 
+  /**
+   * Runs a Lua script by its SHA-1 (EVALSHA, one round trip), loading it with EVAL the first time this
+   * server sees it (or after a restart or SCRIPT FLUSH answered NOSCRIPT). `keysAndArgs`: the key count,
+   * the keys, then the arguments, as EVAL takes them.
+   */
+  async evalScript(script: string, sha: string, keysAndArgs: string[]): Promise<unknown> {
+    try {
+      return await this.send('EVALSHA', [sha, ...keysAndArgs])
+    } catch (e) {
+      if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e
+      return this.send('EVAL', [script, ...keysAndArgs])
+    }
+  }
+
   /** For /readyz: a PING within the timeout. */
   async check(): Promise<{ ok: boolean; reason?: string }> {
     try {
