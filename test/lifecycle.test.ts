@@ -28,6 +28,8 @@ const SYSTEM_EDGES = [
   'pr_opened→resolved', 'pr_opened→awaiting_manual', 'awaiting_manual→pr_opened',
   // Review iteration: a change request runs the agent again on the same branch.
   'pr_opened→agent_running',
+  // Issue-tracker sync (docs/trackers.md): the lead's tracker issue closed, or reopened after that.
+  'sanitized→resolved', 'awaiting_manual→resolved', 'failed→resolved', 'resolved→awaiting_manual',
 ]
 const CUSTOMER_EDGES = [
   'sanitized→queued', 'awaiting_manual→queued', 'failed→queued',

@@ -142,6 +142,13 @@ function Suggestion({ org, item, onDone }) {
   </section>`
 }
 
+/**
+ * May a person mark this report as spam? What the server allows (src/modules/feedback/repo.ts SPAM_MARKABLE):
+ * a lead without duplicates that nobody has decided on yet (not queued, not run, not archived).
+ */
+const SPAM_MARKABLE = ['received', 'sanitizing', 'sanitized', 'awaiting_manual']
+const spamMarkable = (item) => !item.duplicateOfId && !item.spam && !item.duplicateCount && SPAM_MARKABLE.includes(item.status)
+
 /** A spam classification's reasons as words ("honeypot filled, no proof of work"). */
 export const spamReasons = (spam) => (spam && spam.reasons && spam.reasons.length ? spam.reasons.map((r) => String(r).replace(/_/g, ' ')).join(', ') : 'no reason recorded')
 
@@ -217,7 +224,7 @@ export function ReportPage({ org, id }) {
         <span>Status: <${Status} status=${item.status} /></span>
         ${!item.duplicateOfId &&
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
-        ${!item.duplicateOfId && !item.spam && html`<button type="button" disabled=${busy} onClick=${() => act('spam')}>Mark as spam</button>`}
+        ${spamMarkable(item) && html`<button type="button" disabled=${busy} onClick=${() => act('spam')}>Mark as spam</button>`}
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
         ${prState(item) && html`<span class="pr-state">Pull request: <strong>${prState(item)}</strong></span>`}
       </div>
