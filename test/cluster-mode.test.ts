@@ -213,21 +213,23 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     expect(Date.now() - t0).toBeLessThan(1_000)
   })
 
-  test('3,000 reports sent round-robin: every one stored once and sanitized exactly once', async () => {
-    const { acknowledged, refused } = await burst(() => nodes, 3000)
+  // 1,200 reports: many group-commit batches on each node and many processing claims (bench/nodes.ts
+  // measures the rates); more only makes the suite longer.
+  test('1,200 reports sent round-robin: every one stored once and sanitized exactly once', async () => {
+    const { acknowledged, refused } = await burst(() => nodes, 1200)
     expect(refused).toBe(0)
-    expect(new Set(acknowledged).size).toBe(3000)
+    expect(new Set(acknowledged).size).toBe(1200)
     const done = await eventually(async () => {
       const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM feedback WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')`, [acknowledged])
-      return rows[0].n === 3000 ? rows[0].n : undefined
+      return rows[0].n === 1200 ? rows[0].n : undefined
     }, 120_000)
-    expect(done).toBe(3000)
+    expect(done).toBe(1200)
     const counts = await sanitizedCounts(acknowledged)
-    expect(counts.size).toBe(3000)
+    expect(counts.size).toBe(1200)
     expect([...counts.values()].every((n) => n === 1)).toBe(true)
     // One `feedback.received` each, and the Org's seqs without a gap or a repeat.
     const { rows: received } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM events WHERE type = 'feedback.received' AND feedback_id = ANY($1::text[])`, [acknowledged])
-    expect(received[0].n).toBe(3000)
+    expect(received[0].n).toBe(1200)
     const { rows: seqs } = await pool.query<{ n: number; min: number; max: number }>('SELECT count(*)::int AS n, min(seq)::int AS min, max(seq)::int AS max FROM events WHERE org_id = $1', [tenant.orgId])
     expect(seqs[0].max - seqs[0].min + 1).toBe(seqs[0].n)
     expect((await pool.query("SELECT count(*)::int AS n FROM jobs WHERE kind = 'process'")).rows[0].n).toBe(0)
