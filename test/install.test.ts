@@ -14,7 +14,7 @@ const TEST_TOOLING = ['deno', 'playwright-core', 's3rver', 'standardwebhooks', '
 describe('package.json', () => {
   test('the test command builds only through the staleness check of scripts/test-setup.sh', () => {
     // write-turns.test.ts measures thread scheduling by the wall clock: it runs alone, after the parallel pass.
-    expect(pkg.scripts.test).toBe('bash scripts/test-setup.sh && bun test --timeout 60000 --parallel=2 --path-ignore-patterns=test/write-turns.test.ts && bun test --timeout 60000 test/write-turns.test.ts && bash scripts/test-pg.sh')
+    expect(pkg.scripts.test).toBe('bash scripts/test-setup.sh && bun test --timeout 60000 --parallel=3 --path-ignore-patterns=test/write-turns.test.ts && bun test --timeout 60000 test/write-turns.test.ts && bash scripts/test-pg.sh')
   })
   test('no unused load generator (autocannon); the widget build dependency (esbuild) is a dependency', () => {
     expect(pkg.devDependencies.autocannon).toBeUndefined()
