@@ -78,14 +78,14 @@ test('the block ends on every node after its delay; the next failure doubles it;
   for (let i = 0; i < 4; i++) expect(await attempt(nodeA, 'sign-in:pair', key, false)).toBe('failed')
   expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('blocked')
   const throttle = nodeB('sign-in:pair', spec)
-  expect(await throttle.waitMs(key)).toBe(10_000)
+  expect(await throttle.sharedWaitMs!(key)).toBe(10_000)
   clock.advance(10_001)
   expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('failed') // the 5th failure: blocked 20 s
-  expect(await nodeA('sign-in:pair', spec).waitMs(key)).toBe(20_000)
+  expect(await nodeA('sign-in:pair', spec).sharedWaitMs!(key)).toBe(20_000)
   clock.advance(20_001)
   expect(await attempt(nodeA, 'sign-in:pair', key, true)).toBe('ok')
   // Cleared in Redis: the other node lets the next wrong guess through as a first failure.
-  expect(await nodeB('sign-in:pair', spec).waitMs(key)).toBe(0)
+  expect(await nodeB('sign-in:pair', spec).sharedWaitMs!(key)).toBe(0)
   for (let i = 0; i < 4; i++) expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('failed')
   expect(await attempt(nodeA, 'sign-in:pair', key, false)).toBe('blocked')
 })
@@ -133,4 +133,20 @@ test('another cluster sharing the Redis keeps its own counts (keys carry the dat
   for (let i = 0; i < 4; i++) await attempt(ours, 'sign-in:source', '192.0.2.50', false)
   expect(await attempt(ours, 'sign-in:source', '192.0.2.50', true)).toBe('blocked')
   expect(await attempt(theirs, 'sign-in:source', '192.0.2.50', true)).toBe('ok')
+})
+
+test('a burst of parallel guesses on one node gets no more password checks than the free failures', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T06:00:00Z'))
+  const throttle = sharedThrottles(link(), clock, 1, silent, cluster, clock)('sign-in:pair', spec)
+  let checks = 0
+  const outcomes = await Promise.all(
+    Array.from({ length: 12 }, () =>
+      attempt(() => throttle, 'x', 'dave\n192.0.2.3', false).then((o) => {
+        if (o === 'failed') checks++
+        return o
+      }),
+    ),
+  )
+  expect(checks).toBe(spec.freeFailures)
+  expect(outcomes.filter((o) => o === 'blocked').length).toBe(12 - spec.freeFailures)
 })

@@ -35,7 +35,10 @@ interface Entry {
  * (src/http/shared-failure-throttle.ts), whose answers come from Redis.
  */
 export interface Throttle {
-  waitMs(key: string): number | Promise<number>
+  /** What this process knows, synchronously: guard() checks it and begins in one go (no await between). */
+  waitMs(key: string): number
+  /** What the other nodes know (the shared throttle), asked after the attempt has begun here. */
+  sharedWaitMs?(key: string): Promise<number>
   begin(key: string): void
   end(key: string, failed: boolean, clearOnSuccess: boolean): void | Promise<void>
 }
@@ -145,14 +148,17 @@ export interface ThrottleKey {
  * when `isFailure(error)` says so.
  */
 export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFailure: (error: unknown) => boolean): Promise<T> {
-  let waitMs = 0
-  const waits = await Promise.all(keys.map(({ throttle, key }) => throttle.waitMs(key)))
-  for (const w of waits) waitMs = Math.max(waitMs, w)
-  if (waitMs > 0) {
-    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
-    throw new ApiError('rate_limited', { retryAfterSeconds: retryAfter }).withHeaders({ 'retry-after': String(retryAfter) })
-  }
+  // This process's view is checked and the attempt begun in the same tick: a burst of parallel attempts
+  // sees each other as pending. Only then the other nodes' view (Redis), which takes a round trip.
+  refuseWhileWaiting(Math.max(0, ...keys.map(({ throttle, key }) => throttle.waitMs(key))))
   for (const { throttle, key } of keys) throttle.begin(key)
+  const shared = await Promise.all(keys.map(({ throttle, key }) => throttle.sharedWaitMs?.(key) ?? 0))
+  const sharedWait = Math.max(0, ...shared)
+  if (sharedWait > 0) {
+    // Refused before the check: not a failure, nothing to clear.
+    await Promise.all(keys.map(({ throttle, key }) => throttle.end(key, false, false)))
+    refuseWhileWaiting(sharedWait)
+  }
   let failed = false
   try {
     return await run()
@@ -162,6 +168,13 @@ export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFai
   } finally {
     await Promise.all(keys.map(({ throttle, key, clearOnSuccess }) => throttle.end(key, failed, clearOnSuccess)))
   }
+}
+
+/** 429 rate_limited with Retry-After while `waitMs` > 0. */
+function refuseWhileWaiting(waitMs: number): void {
+  if (waitMs <= 0) return
+  const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+  throw new ApiError('rate_limited', { retryAfterSeconds: retryAfter }).withHeaders({ 'retry-after': String(retryAfter) })
 }
 
 /** Makes the throttles of one process: in memory here, shared through Redis in cluster mode (src/http/shared-failure-throttle.ts). */

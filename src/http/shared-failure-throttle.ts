@@ -74,10 +74,13 @@ export class SharedFailureThrottle implements Throttle {
     this.spec = { ...spec, freeFailures: Math.max(1, Math.round(spec.freeFailures * multiplier)) }
   }
 
-  async waitMs(key: string): Promise<number> {
-    const local = this.local.waitMs(key)
-    const shared = await this.run('wait', key)
-    return Math.max(local, shared ?? 0)
+  waitMs(key: string): number {
+    return this.local.waitMs(key)
+  }
+
+  /** The block every node sees (0 when Redis cannot answer: the local counts stand in). */
+  async sharedWaitMs(key: string): Promise<number> {
+    return (await this.run('wait', key)) ?? 0
   }
 
   begin(key: string): void {
