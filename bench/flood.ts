@@ -23,6 +23,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { launchBrowser } from '../test/browser'
+import { freePort, waitReady } from './cluster-services'
 
 const ROOT = resolve(import.meta.dir, '..')
 const BINARY = process.env.FIXLOOP_BENCH_BINARY ?? join(ROOT, 'dist', 'fixloop')
@@ -71,21 +72,14 @@ async function tenant(dataDir: string, apps: Record<string, string>): Promise<Te
 }
 
 async function serve(dataDir: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
+  const port = await freePort()
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_TRUST_PROXY: '1' },
     stdout: 'ignore',
     stderr: 'inherit',
   })
   const url = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    if (await fetch(url + '/healthz').then((r) => r.ok, () => false)) break
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error('fixloop serve did not start')
-    await Bun.sleep(50)
-  }
+  await waitReady(url, proc)
   return {
     url,
     pid: proc.pid,
