@@ -65,7 +65,7 @@ export interface StartOptions {
    * `processingThread`: sanitize and cluster on their own thread (the default, except with an injected
    * clock or `autoStart: false`: tests that drive the worker by hand keep everything on this thread).
    */
-  worker?: Partial<WorkerOptions> & { autoStart?: boolean; processingThread?: boolean }
+  worker?: Partial<WorkerOptions> & { autoStart?: boolean; processingThread?: boolean; batchBudgetMs?: number }
   /** `serve --demo`: serves /demo, a page with the widget mounted for this App public key. */
   demoPublicKey?: () => string | undefined
 }
@@ -100,9 +100,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const turns = new WriteTurns()
   checkpointer?.start(turns)
   const closeStorage = () => void closeContext(ctx)
-  const { autoStart: _autoStart, processingThread: threadOption, ...workerOptions } = options.worker ?? {}
+  const { autoStart: _autoStart, processingThread: threadOption, batchBudgetMs, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
-  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns, injectedClock: options.clock !== undefined })
+  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns, injectedClock: options.clock !== undefined, batchBudgetMs })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).

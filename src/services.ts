@@ -94,6 +94,12 @@ export interface ServiceOptions {
   turns?: WriteTurns
   /** A test injected the clock: shared rate limits follow it too (not the Redis server's clock). */
   injectedClock?: boolean
+  /**
+   * How long one processing batch may hold the write lock (SQLite, this thread's worker; default
+   * DEFAULT_BATCH_BUDGET_MS). Tests that count batches set a long one, so a loaded machine's slowness does
+   * not decide how many reports share a batch.
+   */
+  batchBudgetMs?: number
 }
 
 export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
@@ -247,7 +253,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     })
   } else {
     const jobs = createJobsRepo(ctx.storage)
-    const processing = createProcessing(ctx.storage, clock, lifecycle, jobs)
+    const processing = createProcessing(ctx.storage, clock, lifecycle, jobs, undefined, options.batchBudgetMs)
     cluster = processing.port
     // Sharing intake's thread, the worker paces itself while intake is busy, and takes only a small share
     // of the core while intake saturates it.

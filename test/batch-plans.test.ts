@@ -39,7 +39,8 @@ describe('a batch planned without the write lock', () => {
   let ta: Tenant
   let tb: Tenant
   beforeAll(async () => {
-    batched = await startTestServer(ENV, { worker: { autoStart: false } })
+    // A long batch budget: how many reports share a batch is then the worker's choice, not the machine's speed.
+    batched = await startTestServer(ENV, { worker: { autoStart: false, batchBudgetMs: 60_000 } })
     // `busy` keeps the worker from batching: one job at a time, each computed and written under the lock.
     single = await startTestServer(ENV, { worker: { autoStart: false, busy: () => true, busyPauseMs: 0 } })
     ta = await seedTenant(batched.admin)

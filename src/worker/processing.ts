@@ -43,7 +43,14 @@ export interface Processing {
  * `intake` (SQLite: the processing thread's view of the HTTP thread, db/sqlite/write-turns.ts): `yieldWhen` is
  * true while intake is active (a batch of reports then commits early), `mayBatch` once it has been quiet a while.
  */
-export function createProcessing(storage: Storage, clock: Clock, lifecycle: Lifecycle, jobs: JobsRepo, intake?: { yieldWhen: () => boolean; mayBatch: () => boolean }): Processing {
+export function createProcessing(
+  storage: Storage,
+  clock: Clock,
+  lifecycle: Lifecycle,
+  jobs: JobsRepo,
+  intake?: { yieldWhen: () => boolean; mayBatch: () => boolean },
+  batchBudgetMs?: number,
+): Processing {
   const batches = createBatchWindows(storage, clock, lifecycle)
   if (storage.dialect === 'pg') {
     const cluster = createPgClusterService(storage, clock, DEFAULT_THRESHOLDS, lifecycle)
@@ -56,7 +63,7 @@ export function createProcessing(storage: Storage, clock: Clock, lifecycle: Life
   const cluster = createClusterService(storage, clock, DEFAULT_THRESHOLDS, lifecycle)
   const finishJob = jobs.sqlite?.finish
   const steps: Record<ProcessingKind, JobStep> = {
-    process: createProcessFeedbackStep(storage, clock, { cluster, batches, lifecycle, finishJob, ...intake }),
+    process: createProcessFeedbackStep(storage, clock, { cluster, batches, lifecycle, finishJob, batchBudgetMs, ...intake }),
     batch_release: batches.step,
   }
   return { steps, port: localClusterPort(cluster) }
