@@ -57,6 +57,17 @@ describe('/openapi.json', () => {
     expect(conflict.properties.error.properties.code.enum).toContain('idempotency_key_reused')
   })
 
+  test('closing the loop (CONTRACT.md): the resolved status, notifyEmail, the run\'s trigger, the reporter\'s and the git host\'s routes', async () => {
+    const doc = (await call(srv.url, 'GET', '/openapi.json')).body
+    const ok = (path: string, method: string) => doc.paths[path]?.[method]?.responses['200'].content['application/json'].schema
+    expect(ok('/v1/feedback/{id}', 'get').properties.status.enum).toContain('resolved')
+    expect(ok('/v1/me/feedback', 'get').properties.data.items.properties.status.enum).toContain('resolved')
+    expect(ok('/v1/me/feedback', 'get').properties.data.items.required.sort()).toEqual(['createdAt', 'id', 'status', 'text'])
+    expect(ok('/v1/agent-runs/{id}', 'get').properties.trigger.enum).toEqual(['report', 'review'])
+    expect(doc.paths['/v1/feedback'].post.requestBody.content['application/json'].schema.properties.notifyEmail.type).toBe('boolean')
+    expect(doc.paths['/v1/git-hooks/{appId}']?.post).toBeDefined()
+  })
+
   test('passes an OpenAPI 3.1 schema validator', async () => {
     const { Validator } = await import('@seriousme/openapi-schema-validator')
     const doc = (await call(srv.url, 'GET', '/openapi.json')).body

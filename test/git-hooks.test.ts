@@ -6,10 +6,12 @@
  */
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { delivery, send, type HookHost } from './git-host-webhooks'
 import { sql } from './repos/store-fixtures'
 import type { FreshStore } from './dialects'
+import { SseClient } from './events-helpers'
+import { Receiver } from './webhook-receiver'
 
 let server: TestServer
 const q = (text: string, params: unknown[] = []) => sql<any>({ storage: server.ctx.storage } as FreshStore, text, params)
@@ -36,11 +38,15 @@ async function setUp(host: HookHost) {
 const status = async (id: string) => (await q('SELECT status FROM feedback WHERE id = ?', [id]))[0].status
 const eventTypes = async (orgId: string) => (await q('SELECT type, data FROM events WHERE org_id = ? ORDER BY seq', [orgId])).map((e: any) => [e.type, JSON.parse(e.data)])
 
+let rx: Receiver
 beforeAll(async () => {
-  server = await startTestServer()
+  // The customer's webhook receiver listens on loopback.
+  server = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
+  rx = new Receiver()
 })
 afterAll(async () => {
   await server?.close()
+  rx?.stop()
 })
 
 for (const host of ['github', 'gitea', 'gitlab'] as const) {
@@ -101,6 +107,34 @@ for (const host of ['github', 'gitea', 'gitlab'] as const) {
     })
   })
 }
+
+describe('feedback.resolved for the customer\'s backend', () => {
+  test('a merge reaches the SSE stream and a webhook subscription too: one per report resolved, the sub, never the text', async () => {
+    const s = await setUp('github')
+    const path = `/ok/resolved-${s.tenant.appId}`
+    const sub = await call(server.url, 'POST', '/v1/webhooks', { auth: s.tenant.key, body: { url: rx.url + path, events: ['feedback.resolved'] } })
+    expect(sub.status).toBe(201)
+    rx.secrets.set(path, sub.body.secret)
+    const stream = await SseClient.open(`${server.url}/v1/events/stream?types=feedback.resolved`, s.tenant.key)
+    try {
+      expect(stream.status).toBe(200)
+      expect((await send(server.url, s.tenant.appId, delivery('github', 'merged', s.pr, s.secret))).body.outcome).toBe('moved')
+      const expected = [
+        { feedbackId: s.lead, leadFeedbackId: s.lead, prUrl: s.pr.url, externalUserId: `sub-${s.lead}` },
+        { feedbackId: s.dup, leadFeedbackId: s.lead, prUrl: s.pr.url, externalUserId: `sub-${s.dup}` },
+      ]
+      const streamed = await eventually(() => (stream.messages.filter((m) => m.event === 'feedback.resolved').length >= 2 ? stream.messages : undefined))
+      expect(streamed.filter((m) => m.event === 'feedback.resolved').map((m) => JSON.parse(m.data!).data)).toEqual(expected)
+      const posted = await eventually(() => (rx.at(path).length >= 2 ? rx.at(path) : undefined))
+      expect(posted.every((r) => r.verified)).toBe(true)
+      // Ordered by the events' seq (a delivery's arrival order is not the contract).
+      expect(posted.map((r) => JSON.parse(r.body)).sort((a, b) => a.seq - b.seq).map((e) => [e.type, e.data])).toEqual(expected.map((d) => ['feedback.resolved', d]))
+      for (const text of [JSON.stringify(streamed), JSON.stringify(posted)]) expect(text).not.toContain('hunter2')
+    } finally {
+      await stream.close()
+    }
+  })
+})
 
 describe('the route', () => {
   test('Forgejo header names are accepted', async () => {

@@ -14,6 +14,8 @@ import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { git, makeBareRepo, readFileAtBranch } from './git-fixtures'
 import { delivery, send } from './git-host-webhooks'
 import { Logger } from '../src/core/logger'
+import { sql } from './repos/store-fixtures'
+import type { FreshStore } from './dialects'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const TOKEN = 'ghp_' + 'R8nZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4k'
@@ -140,4 +142,40 @@ test('a review iteration interrupted by a crash: at the next start its report go
   expect([after.status, after.mergeRequestUrl]).toEqual(['pr_opened', first.mergeRequestUrl])
   const run = (await call(srv.url, 'GET', `/v1/agent-runs/${runId}`, { auth: t.key })).body
   expect([run.trigger, run.status]).toEqual(['review', 'failed'])
+}, 60_000)
+
+test("the App's spend caps count review iterations: a review over the runs-per-day or the monthly cost cap is refused with the reason, nothing runs", async () => {
+  const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The wishlist loses items after sign-in', url: 'https://shop.example/wishlist' } })
+  const id = r.body.id
+  const first = await eventually(async () => ((await item(id)).status === 'pr_opened' ? item(id) : undefined), 30_000)
+  await srv.runner.idle()
+  const branch = `fixloop/${id}`
+  const pr = { url: first.mergeRequestUrl, number: stub.created.find((p) => p.head === branch)!.number, head: branch }
+  const head = headOf(branch)
+  const before = (await runs(id)).length
+  const conn = { gitUrl: bare, host: 'github' as const, hostApiUrl: stub.apiUrl, hostRepo: 'acme/shop', hostToken: TOKEN, agent: 'command' as const, agentCommand: `sh ${JSON.stringify(join(AGENTS, 'review.sh'))}`, timeoutSeconds: 30 }
+  const review = (text: string) => send(srv.url, t.appId, delivery('github', 'changes_requested', pr, secret, { text }))
+  try {
+    // Runs per day: the App's runs today (reports and iterations alike) already exceed 1.
+    await srv.services.connections.connect(t.orgId, t.appId, { ...conn, runsPerDay: 1 })
+    const perDay = await review('Keep the wishlist in the order it was saved.')
+    expect(perDay.body).toMatchObject({ received: true, outcome: 'review_refused' })
+    expect(perDay.body.reason).toMatch(/^cap reached: \d+ runs in the last 24 hours \(limit 1 per day\)/)
+    // The monthly cost: the report's own run cost $0.02 this month, over a $0.01 limit.
+    await srv.services.connections.connect(t.orgId, t.appId, { ...conn, runsPerDay: 1000, maxCostUsdPerMonth: 0.01 })
+    await sql({ storage: srv.ctx.storage } as FreshStore, 'UPDATE agent_runs SET cost_usd = 0.02 WHERE feedback_id = ?', [id])
+    const perMonth = await review('Keep the wishlist in the order it was saved.')
+    expect(perMonth.body).toMatchObject({ received: true, outcome: 'review_refused' })
+    expect(perMonth.body.reason).toMatch(/^cap reached: \$0\.02 spent this month \(limit \$0\.01\)/)
+    // Nothing ran, nothing waits: the report stays on its pull request, the branch as it was.
+    await srv.runner.idle()
+    const after = await call(srv.url, 'GET', `/v1/feedback/${id}/agent-runs`, { auth: t.key })
+    expect(after.body.data).toHaveLength(before)
+    expect(after.body.pendingReviews).toEqual([])
+    expect((await item(id)).status).toBe('pr_opened')
+    expect(headOf(branch)).toBe(head)
+  } finally {
+    await sql({ storage: srv.ctx.storage } as FreshStore, 'UPDATE agent_runs SET cost_usd = 0 WHERE feedback_id = ?', [id])
+    await srv.services.connections.connect(t.orgId, t.appId, { ...conn, runsPerDay: 20, maxCostUsdPerMonth: 50 })
+  }
 }, 60_000)
