@@ -3,7 +3,8 @@
  * src/admin-ui/app/trackers.js): an owner connects Jira Cloud (the strict Jira stub, test/jira-stub.ts)
  * from the App page by keyboard, sees the webhook URL and the secret once and the connection's health;
  * on a lead's report page "Create issue in Jira" pushes it and the issue's key appears as a link with its
- * state and sync state. A server without the tracker routes shows a note and no push button. Every page
+ * state and sync state. A tracker that fails shows on both pages (the report's sync state with the tracker's
+ * answer, the App's health with the next retry). A server without the tracker routes shows a note and no push button. Every page
  * axe-core clean and photographed at 1280 and 375 px (FIXLOOP_SCREENSHOT_DIR, default test-output/).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
@@ -38,7 +39,8 @@ beforeAll(async () => {
   const member = ['admin', 'create', '--email', MEMBER, '--password-file', writePasswordFile(dir, 'mpw', PASSWORD), '--org', tenant.orgId, '--role', 'member', '--data-dir', dir]
   expect((await runBinary(member)).code).toBe(0)
   // The Jira stub listens on loopback: the operator knob for private tracker addresses lets it through.
-  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_PUBLIC_URL: 'http://127.0.0.1' })
+  // Polling off: a poll would take the failure the failing case sets up for a push.
+  server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_PUBLIC_URL: 'http://127.0.0.1', FIXLOOP_TRACKER_POLL_MINUTES: '0' })
   routes = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key })).status !== 404
   browser = await launchBrowser()
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
@@ -148,4 +150,27 @@ test.skipIf(!!BROWSER_SKIP)('a member sees no connection form but pushes a lead 
   } finally {
     await context.close()
   }
+}, 60_000)
+
+test.skipIf(!!BROWSER_SKIP)('a failing tracker: the report page shows it with the tracker\'s answer, the App page the health and the next retry', async () => {
+  if (!routes) return
+  const id = await submitReport(server.url, tenant.pub, 'The order history page shows yesterday twice')
+  jira.failNext(429, 3600)
+  await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${id}`)
+  const push = page.getByRole('button', { name: 'Create issue in Jira' })
+  await push.waitFor()
+  await push.press('Enter')
+  await page.getByRole('status').filter({ hasText: 'Failing, retrying' }).waitFor({ timeout: 20_000 })
+  await page.getByText(/answered 429/).waitFor()
+  expect(await page.content()).not.toContain(jira.token)
+  await expectPageClean(page, 'report-tracker-failing')
+
+  await page.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
+  const section = page.getByRole('region', { name: 'Issue tracker' })
+  await section.getByText('Failing', { exact: true }).waitFor()
+  await section.getByText(/answered 429/).waitFor()
+  await section.getByText('Next retry').waitFor()
+  await section.getByText('1 waiting to sync', { exact: false }).waitFor()
+  expect(await page.content()).not.toContain(jira.token)
+  await expectPageClean(page, 'app-tracker-failing')
 }, 60_000)

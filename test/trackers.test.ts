@@ -312,6 +312,30 @@ describe('routes', () => {
     expect(issue.comments.length).toBe(comments)
   }, 60_000)
 
+  test('polling rate limited: the pass ends with the tracker\'s Retry-After, shown in the health; the next pass starts with the refused issue', async () => {
+    const t = await seedTenant(server.admin, {}, 'Poll throttle')
+    expect((await connect(t, stubs.github)).status).toBe(200)
+    const lead = await submit(t, 'Search results flicker and jump while typing in the product filter')
+    expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    await synced(t, lead)
+    const from = stubs.github.requests.length
+    stubs.github.faults.push({ status: 429, headers: { 'retry-after': '90' }, body: { message: 'API rate limit exceeded' } })
+    const t0 = Date.now()
+    const pass = await server.services.trackerSync.pollPass('')
+    expect(pass.throttledMs).toBe(90_000)
+    const refused = stubs.github.requests.slice(from).filter((r) => r.method === 'GET')
+    expect(refused.length).toBe(1)
+    const app = (await q("SELECT app_id FROM tracker_issues WHERE kind = 'github' AND issue_id = ?", [refused[0].path.split('/').at(-1)]))[0]?.app_id
+    const ready = await call(server.url, 'GET', '/readyz')
+    const entry = ready.body.checks.trackers.failing.find((f: any) => f.appId === app)
+    expect(entry.lastError).toContain('429')
+    expect(Date.parse(entry.retryAt) - t0).toBeGreaterThanOrEqual(85_000)
+    // The poll job waits for it, then goes on from where it stopped: the refused issue is read first.
+    const next = stubs.github.requests.length
+    await server.services.trackerSync.pollPass(pass.cursor)
+    expect(stubs.github.requests.slice(next).find((r) => r.method === 'GET')?.path).toBe(refused[0].path)
+  }, 60_000)
+
   test('a report processing gave up on before sanitizing is never pushed (its text is raw)', async () => {
     const t = await seedTenant(server.admin, {}, 'Raw')
     expect((await connect(t, stubs.github)).status).toBe(200)
@@ -365,8 +389,30 @@ describe('routes', () => {
       for (const method of ['GET', 'PUT', 'DELETE', 'POST']) {
         const r = await call(server.url, method, path, { auth: t.key, body: method === 'PUT' ? { kind: 'github', project: 'a/b', token: 't' } : undefined })
         expect({ path, method, s: r.status < 500 }).toEqual({ path, method, s: true })
+        if (r.status >= 400) expect({ path, method, code: typeof r.body?.error?.code }).toEqual({ path, method, code: 'string' })
       }
     }
+    // The push and rotate routes: junk ids, junk query parameters, junk bodies (they take none), deep nesting and huge values.
+    const lead = await submit(t)
+    const junk = `x=${'%00'.repeat(200)}&a[b][c]=1&limit=${'9'.repeat(5000)}`
+    const pushAndRotate: [string, string | undefined, number[]][] = [
+      [`/v1/feedback/${lead}/tracker-issue?${junk}`, undefined, [409]],
+      [`/v1/feedback/${lead}/tracker-issue`, deep, [400, 409]],
+      [`/v1/feedback/${lead}/tracker-issue`, `{"a":"${'x'.repeat(200_000)}"}`, [400, 409]],
+      [`/v1/feedback/${'f'.repeat(10_000)}/tracker-issue`, undefined, [400, 404]],
+      ['/v1/feedback/..%2F..%2Fapps/tracker-issue', undefined, [400, 404]],
+      [`/v1/apps/${t.appId}/tracker/rotate-webhook-secret?${junk}`, undefined, [409]],
+      [`/v1/apps/${t.appId}/tracker/rotate-webhook-secret`, deep, [400, 409]],
+      [`/v1/apps/${'0'.repeat(24)}/tracker/rotate-webhook-secret`, undefined, [404]],
+      [`/v1/apps/${'a'.repeat(5000)}/tracker/rotate-webhook-secret`, undefined, [400, 404]],
+    ]
+    for (const [path, raw, codes] of pushAndRotate) {
+      const r = await call(server.url, 'POST', path, { auth: t.key, ...(raw === undefined ? {} : { rawBody: raw, headers: { 'content-type': 'application/json' } }) })
+      expect({ path: path.slice(0, 60), status: r.status, code: typeof r.body?.error?.code }).toEqual({ path: path.slice(0, 60), status: codes.includes(r.status) ? r.status : -1, code: 'string' })
+    }
+    // The webhook with junk query parameters and a forged signature: 401 with the envelope.
+    const junkHook = await call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}?${junk}`, { rawBody: '{}', headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=00' } })
+    expect([junkHook.status, junkHook.body.error.code]).toEqual([401, 'invalid_authorization'])
     // The webhook: unknown App and bad bodies are 401 before anything is parsed; deep or huge bodies are refused.
     for (const raw of ['{}', deep, 'not json', '{"action":"closed","issue":{"number":1}}', 'x'.repeat(2 * 1024 * 1024)]) {
       for (const app of [t.appId, 'nope', 'a'.repeat(300)]) {

@@ -12,8 +12,8 @@ export const TRACKER_NAMES = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea
 const KINDS = {
   github: { project: 'Repository (owner/repo)', projectHint: 'e.g. acme/shop', api: 'https://api.github.com', apiNeeded: false, token: 'A token with Issues read and write on the repository.' },
   gitlab: { project: 'Project path or id', projectHint: 'e.g. acme/shop or 42', api: 'https://gitlab.example.com/api/v4', apiNeeded: true, token: 'A project or personal access token with the api scope.' },
-  gitea: { project: 'Repository (owner/repo)', projectHint: 'e.g. acme/shop', api: 'https://gitea.example.com/api/v1', apiNeeded: true, token: 'An access token with write:issue.' },
-  jira: { project: 'Project key', projectHint: 'e.g. PROJ', api: 'https://acme.atlassian.net', apiNeeded: true, token: 'An Atlassian API token of the account below.' },
+  gitea: { project: 'Repository (owner/repo)', projectHint: 'e.g. acme/shop', api: 'https://gitea.example.com/api/v1', apiNeeded: true, token: 'An access token with write:issue and read:user.' },
+  jira: { project: 'Project key', projectHint: 'e.g. PROJ', api: 'https://acme.atlassian.net', apiNeeded: true, token: 'An Atlassian API token of the account e-mail above.' },
   linear: { project: 'Team id', projectHint: 'the team’s UUID', api: 'https://api.linear.app', apiNeeded: false, token: 'A personal API key (lin_api_…).' },
 }
 const SEVERITIES = ['low', 'medium', 'high', 'unset']

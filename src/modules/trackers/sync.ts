@@ -129,7 +129,8 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
             await repo.setHealth(conn.app_id, { error: e.message, at: clock.now(), retryAt })
             conn.last_error = e.message
             log.warn('tracker poll failed', { feedbackId: link.feedback_id, kind: conn.kind, failure: e.failure, error: e.message })
-            if (e.failure === 'rate_limited') return { cursor: link.feedback_id, read, moved, throttledMs: e.retryAfterMs ?? 60_000 }
+            // The next pass starts with this issue again (the cursor is still the one before it).
+            if (e.failure === 'rate_limited') return { cursor, read, moved, throttledMs: e.retryAfterMs ?? 60_000 }
           }
         }
       }
