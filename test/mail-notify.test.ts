@@ -265,6 +265,34 @@ describe('the fixed mail', () => {
     expect(sink.mails.slice(before).map((m) => m.to[0]).sort()).toEqual(['dup@example.com', 'lead@example.com'])
   })
 
+  test('one mail per address per resolution: the same person (any case) on a lead and its duplicates is told once; another address gets its own', async () => {
+    const lead = await submitReport({ text: 'Totals round wrongly', notifyEmail: true, identity: { email: 'Dana.Same@example.com' } })
+    const dup = await submitReport({ text: 'Totals round wrongly in the cart', notifyEmail: true, identity: { email: 'dana.same@EXAMPLE.com' } })
+    const later = await submitReport({ text: 'Totals round wrongly on invoices', notifyEmail: true, identity: { email: 'DANA.SAME@example.com' } })
+    const other = await submitReport({ text: 'Totals round wrongly for me too', notifyEmail: true, identity: { email: 'eve.other@example.com' } })
+    for (const d of [dup, later, other]) await markDuplicateIn(server.ctx, d, lead)
+    const before = sink.mails.length
+    // The lead and two duplicates resolved together (one pass), a third duplicate after the mail went out.
+    await resolve(lead)
+    await resolve(dup)
+    await resolve(other)
+    await server.services.mailer.wake()
+    await resolve(later)
+    await server.services.mailer.wake()
+    await server.services.mailer.wake()
+    const sent = sink.mails.slice(before).map((m) => m.to[0].toLowerCase()).sort()
+    expect(sent).toEqual(['dana.same@example.com', 'eve.other@example.com'])
+    expect((await outbox(lead)).state).toBe('sent')
+    expect((await outbox(other)).state).toBe('sent')
+    for (const id of [dup, later]) {
+      expect(await outbox(id)).toMatchObject({ state: 'same_address', email_sealed: null, lead_id: lead })
+      expect((await feedbackRowIn(server.ctx, id)).notify_email_sealed).toBeNull()
+      const n = await call(server.url, 'GET', `/v1/feedback/${id}/notification`, { auth: t.key })
+      expect(n.body.state).toBe('same_address')
+      expect(n.body.address).toMatch(/^d\*\*\*@example\.com$/i)
+    }
+  })
+
   test('an SMTP server down at the first attempt: retried later, delivered once it is up', async () => {
     const port = await freePort()
     const app = await seedTenant(server.admin, { name: 'Downtime' }, 'Down')

@@ -15,7 +15,7 @@ async function resolvedOptIn(s: FreshStore, id: string, appId = 'a1', orgId = 'o
   await sql(s, 'UPDATE feedback SET notify_email_sealed = ? WHERE id = ?', [`v1:${id}`, id])
 }
 
-const outboxRow = (id: string, now = 100, appId = 'a1') => ({ feedbackId: id, orgId: 'o1', appId, emailSealed: `v1:${id}`, emailHash: 'h-ann', emailMasked: 'a***@x.example', now })
+const outboxRow = (id: string, now = 100, appId = 'a1', leadId: string | null = id) => ({ feedbackId: id, orgId: 'o1', appId, emailSealed: `v1:${id}`, emailHash: 'h-ann', emailMasked: 'a***@x.example', leadId, now })
 
 describeEachDialect('mail repo', (fresh) => {
   test('SMTP settings: put (upsert) and delete, each with its audit row', async () => {
@@ -48,6 +48,20 @@ describeEachDialect('mail repo', (fresh) => {
     expect((await sql(s, 'SELECT * FROM mail_outbox'))).toHaveLength(1)
     expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ state: 'pending', attempts: 0, email_masked: 'a***@x.example' })
     expect(await repo.outboxOf('o2', 'f1')).toBeNull()
+  })
+
+  test('one mail per address per lead: a duplicate to an address the lead already mails is settled same_address; another address is queued', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createMailRepo(s.storage, s.clock)
+    for (const id of ['f1', 'f2', 'f3']) await resolvedOptIn(s, id)
+    expect(await repo.enqueue(outboxRow('f1'))).toBe(true)
+    expect(await repo.enqueue(outboxRow('f2', 100, 'a1', 'f1'))).toBe(false)
+    expect(await repo.enqueue({ ...outboxRow('f3', 100, 'a1', 'f1'), emailHash: 'h-bob' })).toBe(true)
+    expect(await repo.outboxOf('o1', 'f2')).toMatchObject({ state: 'same_address', email_sealed: null, settled_at: 100, lead_id: 'f1' })
+    expect(await repo.outboxOf('o1', 'f3')).toMatchObject({ state: 'pending', lead_id: 'f1' })
+    expect(await repo.dueReports(10)).toEqual([])
+    expect((await repo.claim(100, 1000, 5)).map((r) => r.feedback_id).sort()).toEqual(['f1', 'f3'])
   })
 
   test('claims: one claimer per row while the lease lives; retry later; settle once', async () => {

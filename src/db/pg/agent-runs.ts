@@ -14,6 +14,7 @@ import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
 import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { PgTx } from './lifecycle'
+import { createPgPrChanges } from './pr-changes'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const GET_FEEDBACK =
@@ -55,13 +56,15 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
   const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
+  const prChanges = createPgPrChanges(side)
 
-  /** The report's move, the shared URL and the event of a run's end; in the caller's transaction. */
+  /** As src/db/sqlite/agent-runs.ts `settle`: the run's move, shared URL and event, then the news held during the run. */
   async function settle(t: PgTx, scope: RunScope, outcome: RunOutcome, now: number): Promise<void> {
     await side!.move(t, scope.feedbackId, outcome.move.to, outcome.move.cause)
     // Reports in the cluster point at the same pull request.
     if (outcome.shareUrl) await exec(t.client, SHARE_URL, [outcome.shareUrl, now, scope.feedbackId])
     await side!.record(t, { orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
+    await prChanges.applyDeferred(t, scope.feedbackId, now)
   }
 
   function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened', consumed: string[] = []): Promise<boolean | 'app_busy'> {

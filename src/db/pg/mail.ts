@@ -23,16 +23,29 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
       }),
     deleteSmtp: (appId, audit) => audited(audit, async (c) => (await exec(c, 'DELETE FROM app_smtp WHERE app_id = $1', [appId])) > 0),
     dueReports: (limit) =>
-      many<DueReport>(pool, `SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT $1`, [limit]),
+      many<DueReport>(pool, `SELECT id, org_id, app_id, notify_email_sealed, COALESCE(duplicate_of_id, id) AS lead_id FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT $1`, [limit]),
     enqueue: (r) =>
       storage.tx(async (c) => {
-        const added =
-          (await exec(
-            c,
-            `INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7) ON CONFLICT (feedback_id) DO NOTHING`,
-            [r.feedbackId, r.orgId, r.appId, r.emailSealed, r.emailHash, r.emailMasked, r.now],
-          )) > 0
+        // One mail per address per resolution of a lead (as src/db/sqlite/mail.ts). The lead's row lock
+        // makes two queueings for one lead (two nodes while the dispatch role moves) take turns.
+        let covered = false
+        if (r.leadId !== null) {
+          await exec(c, 'SELECT 1 FROM feedback WHERE id = $1 FOR UPDATE', [r.leadId])
+          covered = (await one(c, `SELECT 1 FROM mail_outbox WHERE lead_id = $1 AND email_hash = $2 AND app_id = $3 AND state <> 'same_address' LIMIT 1`, [r.leadId, r.emailHash, r.appId])) !== undefined
+        }
+        const added = covered
+          ? (await exec(
+              c,
+              `INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at, settled_at, lead_id)
+               VALUES ($1, $2, $3, NULL, $4, $5, 'same_address', 0, $6, $6, $6, $7) ON CONFLICT (feedback_id) DO NOTHING`,
+              [r.feedbackId, r.orgId, r.appId, r.emailHash, r.emailMasked, r.now, r.leadId],
+            ), false)
+          : (await exec(
+              c,
+              `INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at, lead_id)
+               VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $8) ON CONFLICT (feedback_id) DO NOTHING`,
+              [r.feedbackId, r.orgId, r.appId, r.emailSealed, r.emailHash, r.emailMasked, r.now, r.leadId],
+            )) > 0
         await exec(c, 'UPDATE feedback SET notify_email_sealed = NULL WHERE id = $1', [r.feedbackId])
         return added
       }),

@@ -16,6 +16,7 @@ import p0008 from '../../../migrations-pg/0008_loop_notify_mail.sql' with { type
 import p0009 from '../../../migrations-pg/0009_pr_loop_queue.sql' with { type: 'text' }
 import p0010 from '../../../migrations-pg/0010_abuse_defence.sql' with { type: 'text' }
 import p0011 from '../../../migrations-pg/0011_tracker_sync.sql' with { type: 'text' }
+import p0012 from '../../../migrations-pg/0012_pr_news_and_one_mail.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -30,4 +31,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0009_pr_loop_queue', sql: p0009 },
   { name: '0010_abuse_defence', sql: p0010 },
   { name: '0011_tracker_sync', sql: p0011 },
+  { name: '0012_pr_news_and_one_mail', sql: p0012 },
 ]

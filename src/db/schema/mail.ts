@@ -33,7 +33,7 @@ export const mailOutbox = sqliteTable(
     emailHash: text('email_hash').notNull(),
     /** j***@example.com: what the dashboard shows. */
     emailMasked: text('email_masked').notNull(),
-    /** pending | sent | failed (given up) | unsubscribed | no_smtp */
+    /** pending | sent | failed (given up) | unsubscribed | no_smtp | same_address (another report of the lead carries the mail) */
     state: text('state').notNull(),
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: integer('next_attempt_at').notNull(),
@@ -41,10 +41,17 @@ export const mailOutbox = sqliteTable(
     lastError: text('last_error'),
     createdAt: integer('created_at').notNull(),
     settledAt: integer('settled_at'),
+    /**
+     * The lead the report was resolved with (its own id for a lead): one mail per address per lead's
+     * resolution, so a reporter who opted in on a lead and on its duplicate is told once. Null on rows
+     * queued before this column.
+     */
+    leadId: text('lead_id'),
   },
   (t) => [
     index('mail_outbox_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
     index('mail_outbox_app_idx').on(t.appId, t.feedbackId),
+    index('mail_outbox_lead_idx').on(t.leadId, t.emailHash),
   ],
 )
 

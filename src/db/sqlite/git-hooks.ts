@@ -1,9 +1,9 @@
-/** SQLite side of modules/git-hooks/repo.ts: moves and events join the lifecycle's SQLite side in the delivery's transaction. */
+/** SQLite side of modules/git-hooks/repo.ts: moves and events (src/db/sqlite/pr-changes.ts) join the lifecycle's SQLite side in the delivery's transaction. */
 import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { canFollowLead } from '../../core/fsm'
-import { CHANGE_MOVES, CLOSED_PR_POLL_MS, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX, pendingFull, resolvedUserId, type DuplicateRow, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import { GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX, pendingFull, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import { createSqlitePrChanges } from './pr-changes'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
@@ -18,7 +18,6 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
   )
   const remember: Statement = sqlite.query('INSERT INTO git_host_deliveries (app_id, delivery_id, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING')
   const forget: Statement = sqlite.query('DELETE FROM git_host_deliveries WHERE app_id = ? AND received_at < ?')
-  const submitter: Statement = sqlite.query('SELECT submitted_mode, external_user_id FROM feedback WHERE id = ?')
   // The succeeded runs (agent_runs_status_idx), not the whole feedback table.
   const openPrs: Statement = sqlite.query(
     `SELECT r.id AS runId, f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl
@@ -30,18 +29,13 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
     'INSERT INTO pending_reviews (id, org_id, app_id, feedback_id, pr_url, text, author, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   )
   const pendingCount: Statement = sqlite.query('SELECT COUNT(*) AS n FROM pending_reviews WHERE feedback_id = ?')
-  const rememberClose: Statement = sqlite.query(
-    'INSERT INTO closed_pull_requests (feedback_id, app_id, pr_url, closed_at) VALUES (?, ?, ?, ?) ON CONFLICT (feedback_id) DO UPDATE SET app_id = excluded.app_id, pr_url = excluded.pr_url, closed_at = excluded.closed_at',
-  )
-  const forgetClose: Statement = sqlite.query('DELETE FROM closed_pull_requests WHERE feedback_id = ?')
-  const pruneCloses: Statement = sqlite.query('DELETE FROM closed_pull_requests WHERE closed_at < ?')
   const closedPrs: Statement = sqlite.query(
     `SELECT f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl
        FROM closed_pull_requests c JOIN feedback f ON f.id = c.feedback_id
       WHERE c.feedback_id > ? AND c.closed_at >= ? AND f.status = 'awaiting_manual' AND f.duplicate_of_id IS NULL AND f.merge_request_url = c.pr_url
       ORDER BY c.feedback_id LIMIT ?`,
   )
-  const duplicates: Statement = sqlite.query('SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id')
+  const changes = createSqlitePrChanges(sqlite, side)
 
   return {
     openPullRequests: async (afterRunId, limit) =>
@@ -70,26 +64,10 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
           forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
           if (!apply) return { outcome: 'unchanged' as const }
           const { report, change } = apply
-          const { from, to } = CHANGE_MOVES[change]
-          if (!side.move(sqlite, report.id, to, { by: 'system', from, prUrl: report.prUrl })) return { outcome: 'unchanged' as const }
-          const moved = [report.id]
-          pruneCloses.run(now - CLOSED_PR_POLL_MS)
-          if (change === 'closed') rememberClose.run(report.id, report.appId, report.prUrl, now)
-          else forgetClose.run(report.id)
-          if (change === 'merged') {
-            const scope = { orgId: report.orgId, appId: report.appId }
-            const resolved = (id: string, who: { submitted_mode: string; external_user_id: string | null }) =>
-              side.record(scope, 'feedback.resolved', { feedbackId: id, leadFeedbackId: report.id, prUrl: report.prUrl, externalUserId: resolvedUserId(who) })
-            resolved(report.id, submitter.get(report.id) as { submitted_mode: string; external_user_id: string | null })
-            for (const d of duplicates.all(report.id) as DuplicateRow[]) {
-              if (!canFollowLead(d.status, 'resolved')) continue
-              if (side.move(sqlite, d.id, 'resolved', { by: 'lead', from: d.status })) {
-                moved.push(d.id)
-                resolved(d.id, d)
-              }
-            }
-          }
-          return { outcome: 'moved' as const, moved }
+          const moved = changes.apply(report, change, now)
+          if (moved) return { outcome: 'moved' as const, moved }
+          // Its review iteration is running: the news waits for the run's end (src/db/sqlite/agent-runs.ts).
+          return changes.defer(report, change, now) ? { outcome: 'deferred' as const } : { outcome: 'unchanged' as const }
         })
         .immediate(),
   }

@@ -14,9 +14,13 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
                 ON CONFLICT (app_id) DO UPDATE SET host = excluded.host, port = excluded.port, tls_mode = excluded.tls_mode, username = excluded.username,
                   password_sealed = excluded.password_sealed, from_address = excluded.from_address, updated_at = excluded.updated_at`),
     deleteSmtp: q('DELETE FROM app_smtp WHERE app_id = ?'),
-    due: q(`SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT ?`),
-    enqueue: q(`INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (feedback_id) DO NOTHING`),
+    due: q(`SELECT id, org_id, app_id, notify_email_sealed, COALESCE(duplicate_of_id, id) AS lead_id FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT ?`),
+    enqueue: q(`INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at, lead_id)
+                VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (feedback_id) DO NOTHING`),
+    // mail_outbox_lead_idx: the lead's rows to this address.
+    leadMailed: q(`SELECT 1 FROM mail_outbox WHERE lead_id = ? AND email_hash = ? AND app_id = ? AND state <> 'same_address' LIMIT 1`),
+    enqueueCovered: q(`INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at, settled_at, lead_id)
+                VALUES (?, ?, ?, NULL, ?, ?, 'same_address', 0, ?, ?, ?, ?) ON CONFLICT (feedback_id) DO NOTHING`),
     clearAddress: q('UPDATE feedback SET notify_email_sealed = NULL WHERE id = ?'),
     claim: q(`UPDATE mail_outbox SET lease_until = ?1, attempts = attempts + 1
               WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
@@ -45,7 +49,12 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     enqueue: async (r) =>
       sqlite
         .transaction(() => {
-          const added = s.enqueue.run(r.feedbackId, r.orgId, r.appId, r.emailSealed, r.emailHash, r.emailMasked, r.now, r.now).changes > 0
+          // One mail per address per resolution of a lead: a duplicate's reporter who is the lead's (or
+          // another duplicate's) is told by that mail. Read in the write transaction, so never two.
+          const covered = r.leadId !== null && s.leadMailed.get(r.leadId, r.emailHash, r.appId) !== null
+          const added = covered
+            ? (s.enqueueCovered.run(r.feedbackId, r.orgId, r.appId, r.emailHash, r.emailMasked, r.now, r.now, r.now, r.leadId), false)
+            : s.enqueue.run(r.feedbackId, r.orgId, r.appId, r.emailSealed, r.emailHash, r.emailMasked, r.now, r.now, r.leadId).changes > 0
           s.clearAddress.run(r.feedbackId)
           return added
         })

@@ -168,7 +168,12 @@ export interface AgentRunsRepo {
   reviewRuns(feedbackId: string): Promise<number>
   /** A run that ends before it starts (no sandbox, a cap reached): its row, ended, and the outcome, together. */
   recordFailedStart(run: RunRowInsert, end: RunRowEnd, outcome: RunOutcome): Promise<void>
-  /** A run ended: its row, the report's move and the event (and the shared PR URL), together. */
+  /**
+   * A run ended: its row, the report's move and the event (and the shared PR URL), together; then, in the
+   * same transaction, the pull request's news that came while it ran (deferred_pr_changes, held by the
+   * git-hooks repo: a merge resolves the report and its duplicates, a close sends it to awaiting_manual),
+   * or that news dropped when the report no longer waits on that request. `failInterrupted` does the same.
+   */
   finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<void>
   /** Records the running sandbox's PID and identity (cleared with null when it ended). */
   setSandbox(runId: string, pid: number | null, identity: string | null): Promise<void>

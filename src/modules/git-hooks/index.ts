@@ -29,7 +29,7 @@ export function gitHookRoutes(hooks: GitHooksService) {
         200: t.NoValidate(
           t.Object({
             received: t.Literal(true),
-            outcome: t.String({ description: 'moved | unchanged | replayed | ignored | review_queued | review_refused' }),
+            outcome: t.String({ description: 'moved | unchanged | deferred | replayed | ignored | review_queued | review_refused' }),
             reason: t.Optional(t.String()),
             position: t.Optional(t.Integer({ minimum: 1, description: 'review_queued: how many reviews of this pull request wait for an iteration, this one included' })),
           }),

@@ -39,8 +39,12 @@ export interface QueuedReview {
 export const PENDING_REVIEWS_MAX = 10
 export const pendingFull = (n: number) => `${n} reviews already wait for an iteration on this pull request (limit ${PENDING_REVIEWS_MAX}); ask again once they ran`
 
-/** How a delivery ended: a replay (seen before), no change (not fixloop's PR, or its report not where the news applies), or the moves made. */
-export type Received = { outcome: 'replayed' } | { outcome: 'unchanged' } | { outcome: 'moved'; moved: string[] }
+/**
+ * How a delivery ended: a replay (seen before), no change (not fixloop's PR, or its report not where the
+ * news applies), the moves made, or `deferred`: a review iteration of the report is running, so the news
+ * (merged, closed; a reopen cancels a held close) is held and applied when the run ends.
+ */
+export type Received = { outcome: 'replayed' } | { outcome: 'unchanged' } | { outcome: 'deferred' } | { outcome: 'moved'; moved: string[] }
 
 /** A delivery id is remembered this long (hosts redeliver within hours; a replay later than this is refused by its signature's age on no host, so the window is generous). */
 export const GIT_DELIVERY_RETENTION_MS = 30 * 24 * 3600_000
@@ -54,8 +58,10 @@ export interface GitHooksRepo {
    * retention. merged: the lead pr_opened → resolved, then each duplicate that can follow its lead
    * (core/fsm.ts canFollowLead), with `feedback.resolved` for each report resolved; closed: pr_opened →
    * awaiting_manual (the URL kept; the close remembered in closed_pull_requests for polling, forgotten by
-   * a reopen or a merge, and after CLOSED_PR_POLL_MS); reopened: awaiting_manual → pr_opened. A report not
-   * in the status the change applies to is left alone (`unchanged`).
+   * a reopen or a merge, and after CLOSED_PR_POLL_MS); reopened: awaiting_manual → pr_opened. A lead in
+   * `agent_running` on this request (a review iteration runs) gets the news held in deferred_pr_changes
+   * (`deferred`), applied with these same moves in the transaction that ends the run (the agent-runs repo).
+   * Any other report not in the status the change applies to is left alone (`unchanged`).
    */
   receive(appId: string, deliveryId: string, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
   /**

@@ -23,7 +23,8 @@ export interface ReviewRequest {
 
 /**
  * What a delivery did, as the host is answered (the host only looks at the 2xx): `moved`, `unchanged`
- * (fixloop's PR, but its report is not where the news applies), `replayed`, `ignored` (not about a PR
+ * (fixloop's PR, but its report is not where the news applies), `deferred` (a review iteration of the
+ * report is running: the merge or close is held and applied when the run ends), `replayed`, `ignored` (not about a PR
  * fixloop opened for this App), `review_queued` (with its position and whether it waits),
  * `review_refused` (with the reason: a cap reached, …).
  */

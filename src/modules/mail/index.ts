@@ -47,7 +47,7 @@ const AppParams = t.Object({ id: Id }, closed)
 const Notification = t.Object(
   {
     address: t.String({ description: 'Masked: j***@example.com' }),
-    state: oneOf(['pending', 'sent', 'failed', 'unsubscribed', 'no_smtp']),
+    state: oneOf(['pending', 'sent', 'failed', 'unsubscribed', 'no_smtp', 'same_address']),
     attempts: t.Integer(),
     lastError: t.Union([t.String(), t.Null()]),
     queuedAt: t.String({ format: 'date-time' }),

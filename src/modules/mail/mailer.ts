@@ -2,9 +2,10 @@
  * Tells reporters that their report was resolved (docs/email.md). Two steps, both idempotent:
  *  1. queue: a report in `resolved` whose reporter opted in (feedback.notify_email_sealed set) gets ONE
  *     row in mail_outbox (its primary key is the report id), and the address leaves the report row in the
- *     same transaction. A report reaches `resolved` only by its own move (feedback.status_changed to
- *     resolved; duplicates follow their lead with moves of their own), and `resolved` is terminal, so one
- *     row is one mail per resolution.
+ *     same transaction, so a report is mailed once. The lead and its duplicates are resolved together, and
+ *     one person may have opted in on several of them: a row whose address (its keyed hash, of the
+ *     lower-cased address) already has a mail for the same lead is settled `same_address`, never sent, so
+ *     it is one mail per address per resolution of a lead.
  *  2. send: pending rows are claimed with a lease (one claimer per row, also across nodes), sent through
  *     the App's SMTP server, and settled; a failure is retried with exponential backoff, never blocking
  *     anything else (the lifecycle never waits for mail).
@@ -136,6 +137,8 @@ export class Mailer {
           emailSealed: r.notify_email_sealed,
           emailHash: address === null ? 'unreadable' : addressHash(this.keys.addressHashKey, address),
           emailMasked: address === null ? '***' : maskAddress(address),
+          // Matched on the hash of the lower-cased address: one mail per address for the lead's resolution.
+          leadId: address === null ? null : r.lead_id,
           now,
         })
         if (address === null) await this.repo.settle(r.id, 'failed', 'the address does not open with the master key', now)

@@ -26,8 +26,12 @@ export interface SmtpRow {
   updated_at: number
 }
 
-/** What the outbox ends in: sent, given up (failed), the address unsubscribed, or the App had no SMTP settings. */
-export const SETTLED_STATES = ['sent', 'failed', 'unsubscribed', 'no_smtp'] as const
+/**
+ * What the outbox ends in: sent, given up (failed), the address unsubscribed, the App had no SMTP settings,
+ * or `same_address`: another report of the same lead already carries the mail to that address (one mail
+ * per address per resolution of a lead; never sent).
+ */
+export const SETTLED_STATES = ['sent', 'failed', 'unsubscribed', 'no_smtp', 'same_address'] as const
 export type SettledState = (typeof SETTLED_STATES)[number]
 export type OutboxState = 'pending' | SettledState
 
@@ -45,6 +49,8 @@ export interface OutboxRow {
   last_error: string | null
   created_at: number
   settled_at: number | null
+  /** The lead the report was resolved with (its own id for a lead); null on rows from before. */
+  lead_id: string | null
 }
 
 /** A resolved report whose reporter asked to be told and is not queued yet. */
@@ -53,6 +59,8 @@ export interface DueReport {
   org_id: string
   app_id: string
   notify_email_sealed: string
+  /** Its lead (its own id for a lead). */
+  lead_id: string
 }
 
 export interface NewOutboxRow {
@@ -62,6 +70,8 @@ export interface NewOutboxRow {
   emailSealed: string
   emailHash: string
   emailMasked: string
+  /** The report's lead; null: not matched against other rows (an address that could not be read). */
+  leadId: string | null
   now: number
 }
 
@@ -74,7 +84,9 @@ export interface MailRepo {
   dueReports(limit: number): Promise<DueReport[]>
   /**
    * Queues the report's one mail and clears its sealed address on the report, in one transaction. A row
-   * already there (another node, a retry) is left as it is: false.
+   * already there (another node, a retry) is left as it is: false. When another report of the same lead
+   * already has a mail to the same address (same `emailHash`: the keyed hash of the lower-cased address)
+   * that is not itself `same_address`, the row is settled `same_address` at once (no mail): false.
    */
   enqueue(row: NewOutboxRow): Promise<boolean>
   /** Leases up to `limit` due pending rows (next attempt passed, no live lease) for `leaseMs`; one claimer wins each row. */

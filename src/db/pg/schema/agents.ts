@@ -111,3 +111,17 @@ export const closedPullRequests = pgTable(
   },
   (t) => [index('closed_pull_requests_closed_idx').on(t.closedAt)],
 )
+
+/**
+ * What the git host said about a pull/merge request while a run of its report was in progress (the report
+ * `agent_running`, where merged/closed cannot apply yet): at most one per report, applied (or dropped, when
+ * the report no longer waits on that request) in the transaction that ends the run. A merge is kept over a
+ * later close; a reopen cancels a close. docs/agents.md "News during a review iteration".
+ */
+export const deferredPrChanges = pgTable('deferred_pr_changes', {
+  feedbackId: text('feedback_id').primaryKey(),
+  appId: text('app_id').notNull(),
+  prUrl: text('pr_url').notNull(),
+  change: text('change').notNull(),
+  receivedAt: epochMs('received_at').notNull(),
+})

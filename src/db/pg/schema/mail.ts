@@ -31,10 +31,17 @@ export const mailOutbox = pgTable(
     lastError: text('last_error'),
     createdAt: epochMs('created_at').notNull(),
     settledAt: epochMs('settled_at'),
+    /**
+     * The lead the report was resolved with (its own id for a lead): one mail per address per lead's
+     * resolution, so a reporter who opted in on a lead and on its duplicate is told once. Null on rows
+     * queued before this column.
+     */
+    leadId: text('lead_id'),
   },
   (t) => [
     index('mail_outbox_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
     index('mail_outbox_app_idx').on(t.appId, t.feedbackId),
+    index('mail_outbox_lead_idx').on(t.leadId, t.emailHash),
   ],
 )
 
