@@ -49,6 +49,7 @@ SUITES=(
   test/git-hooks.test.ts
   test/review-iteration.test.ts
   test/review-queue.test.ts
+  test/pr-news-during-iteration.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
