@@ -269,6 +269,6 @@ export function AppPage({ org, appId, me }) {
     <${Dedup} org=${org} app=${current} />
     ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
     ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
-    <${TrackerSection} key=${`tracker-${current.id}`} org=${org} app=${current} />
-    <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>`
+    <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>
+    <${TrackerSection} key=${`tracker-${current.id}`} org=${org} app=${current} />`
 }
