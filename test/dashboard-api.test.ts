@@ -376,11 +376,25 @@ describe('documented and robust', () => {
     ['GET', '/admin/api/orgs/{org}/inbox?hasScreenshot=maybe&from=yesterday', undefined],
     ['POST', '/admin/api/orgs/{org}/reads', { ids: Array(500).fill('0'.repeat(24)) }],
     ['POST', '/admin/api/orgs/{org}/keys', { name: 5 }],
+    // The abuse defence's App settings (docs/api.md "App settings").
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { proofOfWork: 'hard' }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { proofOfWork: 1 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { proofOfWork: null }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { proofOfWork: 'NORMAL' }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamEvents: 'true' }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamEvents: { a: 1 } }],
+    ['POST', '/admin/api/orgs/{org}/apps', { name: 'Fuzzed', proofOfWork: ['normal'] }],
   ]
   test.each(JUNK)('%s %s with junk: a 4xx envelope, never a 5xx', async (method, path, body) => {
-    const r = await as(owner, method, path.replace('{org}', acme.orgId), body)
+    const r = await as(owner, method, path.replace('{org}', acme.orgId).replace('{app}', acme.appId), body)
     expect(r.status).toBeGreaterThanOrEqual(400)
     expect(r.status).toBeLessThan(500)
     expect(r.body.error.code).toBeString()
+  })
+
+  test('junk abuse-defence settings leave the App as it was', async () => {
+    const apps = (await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/apps`)).body.data
+    expect(apps.find((a: any) => a.id === acme.appId)).toMatchObject({ proofOfWork: 'off', spamEvents: false })
+    expect(apps.some((a: any) => a.name === 'Fuzzed')).toBe(false)
   })
 })

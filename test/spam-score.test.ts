@@ -4,7 +4,9 @@
  * makes a report spam, whatever the App learned.
  */
 import { describe, expect, test } from 'bun:test'
-import { contentReasons, CONTENT_CAP, LINK_FLOOD_ADDRESSES, linkedSites, spamScore, SPAM_THRESHOLD, templateOf, type SpamSignals } from '../src/abuse/spam-score'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { contentReasons, CONTENT_CAP, LINK_FLOOD_ADDRESSES, linkedSites, spamScore, SPAM_REASONS, SPAM_THRESHOLD, templateOf, type SpamSignals } from '../src/abuse/spam-score'
 import { FACTOR_MAX, FACTOR_MIN, learnFrom, parseFactors } from '../src/abuse/spam-learn'
 import { RepeatTracker } from '../src/abuse/repeat-tracker'
 import { ManualClock } from '../src/core/clock'
@@ -129,5 +131,25 @@ describe('RepeatTracker', () => {
     clock.advance(11 * 60_000)
     expect(t.note('a', '5.5.5.5', text)).toBe(1)
     for (let i = 0; i < 500; i++) t.note('a', `9.9.9.${i % 250}`, `distinct text number ${i} with enough characters`)
+  })
+})
+
+describe('the reasons as documented', () => {
+  const doc = (name: string) => readFileSync(join(import.meta.dir, '..', 'docs', name), 'utf8')
+  const names = (text: string) => [...text.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]).sort()
+
+  test("docs/api.md's list of spam.reasons is every reason the score gives, plus marked_by_hand, and no other", () => {
+    const api = doc('api.md')
+    const at = api.indexOf('name the signals that fired')
+    expect(at).toBeGreaterThan(0)
+    const list = api.slice(api.indexOf(':\n', at) + 2, api.indexOf('\n\n', at))
+    expect(names(list)).toEqual([...SPAM_REASONS, 'marked_by_hand'].sort())
+  })
+
+  test("docs/widget.md's table of the score has one row per reason", () => {
+    const widget = doc('widget.md')
+    const section = widget.slice(widget.indexOf('## Abuse defence: the server side'))
+    const rows = [...section.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]).sort()
+    expect(rows).toEqual([...SPAM_REASONS].sort())
   })
 })
