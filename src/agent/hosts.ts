@@ -3,7 +3,7 @@
  * Gitea/Forgejo and GitLab. The token goes in the auth header only.
  */
 import type { HostKind } from '../modules/connections/service'
-import { retryAfterMs, scrub } from '../core/outbound'
+import { githubHeaders, retryAfterMs, scrub } from '../core/outbound'
 
 export interface PullRequest {
   title: string
@@ -21,7 +21,7 @@ function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string,
     case 'github':
       return {
         url: `${apiUrl}/repos/${path}/pulls`,
-        headers: { ...json, accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'x-github-api-version': '2022-11-28' },
+        headers: { ...json, ...githubHeaders(token) },
         body: { title: pr.title, head: pr.head, base: pr.base, body: pr.body, draft: pr.draft },
       }
     case 'gitea':
@@ -91,7 +91,7 @@ export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: 
   const url = kind === 'gitlab' ? `${apiUrl}/projects/${encodeURIComponent(hostRepo)}/merge_requests/${number}` : `${apiUrl}/repos/${hostRepo}/pulls/${number}`
   const headers: Record<string, string> =
     kind === 'github'
-      ? { accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'x-github-api-version': '2022-11-28', 'user-agent': 'fixloop' }
+      ? { ...githubHeaders(token), 'user-agent': 'fixloop' }
       : kind === 'gitea'
         ? { accept: 'application/json', authorization: `token ${token}`, 'user-agent': 'fixloop' }
         : { accept: 'application/json', 'private-token': token, 'user-agent': 'fixloop' }

@@ -20,6 +20,11 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | n
   return Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1000), 3600_000) : null
 }
 
+/** GitHub's REST headers for a token (pull requests and issues alike): its media type and pinned API version. */
+export function githubHeaders(token: string): Record<string, string> {
+  return { accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'x-github-api-version': '2022-11-28' }
+}
+
 const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest()
 
 /** Equal strings, in time independent of where they differ (both hashed first: lengths never leak). */

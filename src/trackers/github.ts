@@ -6,11 +6,11 @@
  * classic token with `repo`), as `Authorization: Bearer`. Webhook: the `issues` event, signed with
  * X-Hub-Signature-256, id in X-GitHub-Delivery; actions closed, reopened, deleted are news.
  */
-import { constantTimeEqual, deliveryIdOr, hmacSha256Hex } from '../core/outbound'
+import { constantTimeEqual, deliveryIdOr, githubHeaders, hmacSha256Hex } from '../core/outbound'
 import type { TrackedIssue, TrackerAdapter, TrackerNews, TrackerState, TrackerTarget } from './adapter'
 import { callTracker, intId, malformed, obj, str } from './http'
 
-const headers = (t: TrackerTarget) => ({ accept: 'application/vnd.github+json', authorization: `Bearer ${t.token}`, 'x-github-api-version': '2022-11-28' })
+const headers = (t: TrackerTarget) => githubHeaders(t.token)
 const repoUrl = (t: TrackerTarget) => `${t.apiUrl}/repos/${t.project.split('/').map(encodeURIComponent).join('/')}`
 
 /** open → open; closed as not planned → canceled (name not_planned); closed otherwise → done. */
