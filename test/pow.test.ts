@@ -228,6 +228,76 @@ describe.skipIf(TEST_DIALECT !== 'pg')('cluster mode (PostgreSQL + Redis)', () =
   }, 60_000)
 })
 
+// Real redis-server (its own, halted and restarted here) + the real database of the pass (SQLite or PostgreSQL).
+describe('single use across a Redis outage (both dialects)', () => {
+  test('a solution claimed in the database while Redis was down is refused on every node once it is back; the database is written only within the window', async () => {
+    const [{ freshStore }, { startRedis }, { RedisLink }, { createPowService }, { createAbuseRepo }] = await Promise.all([
+      import('./dialects'),
+      import('./cluster-env'),
+      import('../src/nodes/redis-link'),
+      import('../src/abuse/pow-service'),
+      import('../src/abuse/abuse-repo'),
+    ])
+    const store = await freshStore(TEST_DIALECT)
+    const redisServer = await startRedis()
+    const repo = createAbuseRepo(store.storage)
+    let dbClaims = 0
+    const counted = { ...repo, claimPow: (signature: string, expiresAt: number) => (dbClaims++, repo.claimPow(signature, expiresAt)) }
+    // Two nodes: each its own Redis link (short retry, so it notices Redis back quickly), one database, one Redis.
+    const links = [new RedisLink(redisServer.url, 200, 50), new RedisLink(redisServer.url, 200, 50), new RedisLink(redisServer.url, 200, 50)]
+    const [one, two] = links.slice(0, 2).map((redis) => createPowService({ key: KEY, clock: store.clock, repo: counted, redis }))
+    const probe = links[2]!
+    const app = { id: APP, proofOfWork: 'normal' }
+    let ip = 0
+    const fresh = () => {
+      const { challenge: c } = one!.challenge(app, `198.51.100.${++ip}`)
+      return powHeaderOf(c!, solvePowChallenge(c!)!)
+    }
+    const accepted = async (node: typeof one, header: string) => expect((await node!.check(app, `203.0.113.${++ip}`, header))?.appId).toBe(APP)
+    const replayed = (node: typeof one, header: string) =>
+      expect(node!.check(app, `203.0.113.${++ip}`, header)).rejects.toMatchObject({ code: 'proof_of_work_required', details: { reason: 'replayed' } })
+    try {
+      const before = fresh()
+      await accepted(one, before)
+      await replayed(two, before)
+      expect(dbClaims).toBe(0) // Redis alone
+
+      await redisServer.halt()
+      const a = fresh()
+      await accepted(one, a) // the database stands in
+      await replayed(one, a)
+      expect(dbClaims).toBe(2)
+
+      await redisServer.restart()
+      // Every link answers again (so no claim below goes to the database for want of Redis) …
+      for (const link of links) {
+        for (const deadline = Date.now() + 5_000; !(await link.check()).ok && Date.now() < deadline; ) await Bun.sleep(50)
+      }
+      // … and node one gets no request: its timer publishes the marker by itself.
+      for (const deadline = Date.now() + 5_000; Date.now() < deadline; await Bun.sleep(100)) {
+        if (await probe.send('GET', ['fixloop:pow:db-until']).catch(() => null)) break
+      }
+      await replayed(two, a) // another node, which never fell back
+      await replayed(one, a)
+      const b = fresh()
+      await accepted(two, b)
+      await replayed(one, b)
+      await replayed(two, b)
+      expect(dbClaims).toBeGreaterThan(2) // within the window Redis's grants are claimed in the database too
+
+      store.clock.advance(11 * 60_000) // past the window (and a's expiry)
+      const writes = dbClaims
+      const c = fresh()
+      await accepted(one, c)
+      await replayed(two, c)
+      expect(dbClaims).toBe(writes)
+    } finally {
+      for (const link of links) link.close()
+      await redisServer.stop()
+    }
+  }, 60_000)
+})
+
 // SQLite mode: the CLI writes the tenant into the data dir the binary then serves (cluster-mode.test.ts covers PostgreSQL nodes).
 describe.skipIf(TEST_DIALECT === 'pg')('the compiled binary', () => {
   test('an App made with --proof-of-work normal asks for, verifies and spends a solution; a honeypot report goes to the spam folder', async () => {

@@ -4,17 +4,20 @@
  * error codes of docs/api.md ("Proof of work"); the single use is claimed last, so a solution refused for
  * another reason is not spent.
  *
- * Single use: a solution's signature is remembered until its challenge expires: in the database
- * (`pow_spent`, every node of a cluster sees it) or, in cluster mode with Redis, with SET NX PX (one round
- * trip; the database when Redis cannot answer, so a replay is never let through for want of Redis).
+ * Single use (src/abuse/pow-single-use.ts): a solution's signature is remembered until its challenge
+ * expires, in the database (`pow_spent`) or, in cluster mode, in Redis with SET NX PX, the database
+ * standing in while Redis cannot answer. The claims made in the database during an outage are also
+ * checked there for 10 minutes after it, so they are not accepted again once Redis is back; a Redis that
+ * restarts without persistence still forgets the claims it held (docs/security.md).
  */
 import { createHmac } from 'node:crypto'
 import type { Clock } from '../core/clock'
 import { ApiError } from '../core/errors'
 import type { Logger } from '../core/logger'
-import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import type { RedisLink } from '../nodes/redis-link'
 import type { AbuseRepo } from './abuse-repo'
 import { FloodMeter } from './flood-meter'
+import { createPowSingleUse } from './pow-single-use'
 import { isProofOfWorkLevel, POW_CHALLENGE_TTL_MS, requiredMaxnumber, type ProofOfWorkLevel } from './difficulty'
 import { createPowChallenge, decodePowHeader, verifyPowSolution, type PowChallenge, type SolvedChallenge } from './pow'
 
@@ -42,8 +45,9 @@ export function levelOf(app: PowApp): ProofOfWorkLevel {
 }
 
 export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: AbuseRepo; redis?: RedisLink; log?: Logger; meter?: FloodMeter }) {
-  const { key, clock, repo, redis } = deps
+  const { key, clock, repo } = deps
   const meter = deps.meter ?? new FloodMeter(clock)
+  const singleUse = createPowSingleUse(deps)
   let lastPurge = 0
 
   /** Counts one public request of `ip` to `appId`; the difficulty required now. */
@@ -59,15 +63,7 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
       lastPurge = now
       repo.purgePow(now).catch((e) => deps.log?.warn('purging spent proofs of work failed', { error: e instanceof Error ? e.message : String(e) }))
     }
-    if (redis) {
-      try {
-        const ttl = Math.max(1, s.expiresAt - now)
-        return (await redis.send('SET', [`fixloop:pow:${s.signature}`, '1', 'NX', 'PX', String(ttl)])) === 'OK'
-      } catch (e) {
-        if (!(e instanceof RedisUnavailable)) throw e
-      }
-    }
-    return repo.claimPow(s.signature, s.expiresAt)
+    return singleUse.claim(s)
   }
 
   return {
