@@ -56,7 +56,12 @@ export function createSqliteTrackersRepo({ sqlite }: SqliteStorage, lifecycle: L
     lead: async (id) => (q(Q.lead).get(id) as LeadForTracker | null) ?? undefined,
     reportsOf: async (ids) => (ids.length === 0 ? [] : (q(`SELECT id, severity, duplicate_of_id FROM feedback WHERE id IN (${placeholders(ids.length)}) ORDER BY id`).all(...ids) as never)),
     issue: async (id) => (q(Q.issue).get(id) as TrackerIssueRow | null) ?? undefined,
-    issuesOf: async (ids) => (ids.length === 0 ? [] : (q('SELECT t.* FROM json_each(?) j JOIN tracker_issues t ON t.feedback_id = j.value ORDER BY t.feedback_id').all(JSON.stringify(ids)) as TrackerIssueRow[])),
+    // Every list page asks: an instance without any tracker issue (most, and every one before its first
+    // push) answers from one probe of the table instead of encoding and joining the page's ids.
+    issuesOf: async (ids) =>
+      ids.length === 0 || q('SELECT 1 FROM tracker_issues LIMIT 1').get() === null
+        ? []
+        : (q('SELECT t.* FROM json_each(?) j JOIN tracker_issues t ON t.feedback_id = j.value ORDER BY t.feedback_id').all(JSON.stringify(ids)) as TrackerIssueRow[]),
     issueByTrackerId: async (appId, kind, issueId) => (q(Q.issueByTrackerId).get(appId, kind, issueId) as TrackerIssueRow | null) ?? undefined,
     queuePushes: async (appId, p) =>
       tx(() => {
