@@ -3,7 +3,8 @@
  * src/admin-ui/app/trackers.js): an owner connects Jira Cloud (the strict Jira stub, test/jira-stub.ts)
  * from the App page by keyboard, sees the webhook URL and the secret once and the connection's health;
  * on a lead's report page "Create issue in Jira" pushes it and the issue's key appears as a link with its
- * state and sync state. A tracker that fails shows on both pages (the report's sync state with the tracker's
+ * state and sync state. A report with a pull request resolved through its tracker issue (a "Deployed" status
+ * the dashboard's state mapping makes `resolved`) does not claim the request was merged. A tracker that fails shows on both pages (the report's sync state with the tracker's
  * answer, the App's health with the next retry). A server without the tracker routes shows a note and no push button. Every page
  * axe-core clean and photographed at 1280 and 375 px (FIXLOOP_SCREENSHOT_DIR, default test-output/).
  */
@@ -11,8 +12,8 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import { BROWSER_SKIP, launchBrowser, signInByKeyboard } from './browser'
-import { call, runBinary, tempDir } from './harness'
-import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { call, eventually, runBinary, tempDir } from './harness'
+import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
 import { expectPageClean, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 import { startJiraStub, type JiraStub } from './jira-stub'
 
@@ -28,6 +29,8 @@ let jira: JiraStub
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 /** Whether this build serves the tracker routes (GET /v1/apps/:id/tracker is not a 404). */
 let routes = false
+/** The webhook secret the connect case saw once, for the Jira stub's deliveries. */
+let webhookSecret = ''
 
 beforeAll(async () => {
   if (BROWSER_SKIP) return
@@ -103,6 +106,7 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   const secret = section.getByLabel('Webhook secret')
   await secret.waitFor()
   expect(await secret.inputValue()).not.toBe('')
+  webhookSecret = await secret.inputValue()
   expect(await section.getByLabel('Webhook URL').inputValue()).toContain(tenant.appId)
   await section.getByText('OK', { exact: true }).waitFor()
   // The token is never shown again: the field is empty and nothing on the page carries it.
@@ -150,6 +154,37 @@ test.skipIf(!!BROWSER_SKIP)('a member sees no connection form but pushes a lead 
   } finally {
     await context.close()
   }
+}, 60_000)
+
+test.skipIf(!!BROWSER_SKIP)('a report whose pull request is open, resolved through its tracker issue, does not say "merged"', async () => {
+  if (!routes) return
+  expect(webhookSecret).not.toBe('')
+  jira.setWebhook(`${server.url}/v1/tracker-hooks/${tenant.appId}`, webhookSecret)
+  const id = await submitReport(server.url, tenant.pub, 'The coupon field rejects lowercase codes')
+  await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })).body.status === 'awaiting_manual' || undefined, 15_000)
+  expect((await call(server.url, 'POST', `/v1/feedback/${id}/tracker-issue`, { auth: tenant.key })).status).toBe(202)
+  const key = await eventually(async () => {
+    const v = (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })).body.trackerIssue
+    return v && v.syncState === 'synced' ? (v.key as string) : undefined
+  }, 20_000)
+  // The report's run opened a pull request (as the runner writes it), still open on the host.
+  const db = openDataDb(dir)
+  db.query("UPDATE feedback SET status = 'pr_opened', merge_request_url = ?, version = version + 1 WHERE id = ?").run('https://github.com/acme/shop/pull/31', id)
+  db.close()
+  await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${id}`)
+  await page.getByRole('link', { name: key }).waitFor()
+  expect(await page.locator('.pr-state').textContent()).toBe('Pull request: open')
+
+  // A person moves the Jira issue to "Deployed" (an in-progress status; the mapping entered on the App
+  // page, "deployed = resolved", makes it resolve the report): the pull request is still open.
+  const sent = await jira.setStatus(key, 'Deployed', 'indeterminate')
+  expect(JSON.parse(sent!.text).outcome).toBe('moved')
+  await page.reload()
+  await page.getByRole('link', { name: key }).waitFor()
+  expect((await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })).body.status).toBe('resolved')
+  expect(await page.locator('.pr-state').textContent()).toBe(`Resolved by its pull request or its tracker issue ${key}`)
+  expect(await page.content()).not.toContain('Pull request: <strong>merged')
+  await expectPageClean(page, 'report-resolved-by-tracker')
 }, 60_000)
 
 test.skipIf(!!BROWSER_SKIP)('a failing tracker: the report page shows it with the tracker\'s answer, the App page the health and the next retry', async () => {

@@ -37,6 +37,12 @@ export const STATES = [
   { id: 'a1b2c3d4-0000-4000-8000-000000000003', name: 'In Progress', type: 'started' },
   { id: 'a1b2c3d4-0000-4000-8000-000000000004', name: 'Done', type: 'completed' },
   { id: 'a1b2c3d4-0000-4000-8000-000000000005', name: 'Canceled', type: 'canceled' },
+  // A team's own workflow (Linear lets a team add states of any type): Triage, where new issues land;
+  // "In Review" and "Shipped" (deployed, not yet confirmed) as started-type states before Done. fixloop's
+  // defaults read all three as open; a connection's state mapping says otherwise (docs/trackers.md).
+  { id: 'a1b2c3d4-0000-4000-8000-000000000006', name: 'Triage', type: 'triage' },
+  { id: 'a1b2c3d4-0000-4000-8000-000000000007', name: 'In Review', type: 'started' },
+  { id: 'a1b2c3d4-0000-4000-8000-000000000008', name: 'Shipped', type: 'started' },
 ] as const
 
 export interface LinearStub {

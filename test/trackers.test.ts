@@ -5,12 +5,14 @@
  * and its duplicate resolved with events; reopen → back to a person; fixloop's own changes, replays and
  * forged signatures change nothing), push by rule (a lead reaching N duplicates; a growth comment),
  * failures (429 with Retry-After, a revoked token: health and /readyz, never a 503 or the token), an issue
- * deleted on the tracker, and hostile input on every new route (never a 5xx).
+ * deleted on the tracker, and hostile input on every new route (never a 5xx). Polling, with a GitHub
+ * state map and a Linear team's own workflow (test/linear-stub.ts) read through its state map.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { BOT, issueHook, startTrackerStub, STUB_PROJECT, type HookDelivery, type StubKind, type TrackerStub } from './tracker-stub'
+import { startLinearStub } from './linear-stub'
 import { sql } from './repos/store-fixtures'
 import type { FreshStore } from './dialects'
 
@@ -334,6 +336,42 @@ describe('routes', () => {
     const next = stubs.github.requests.length
     await server.services.trackerSync.pollPass(pass.cursor)
     expect(stubs.github.requests.slice(next).find((r) => r.method === 'GET')?.path).toBe(refused[0].path)
+  }, 60_000)
+
+  test('polling a Linear team\'s own workflow: the state map applies to the states the poll reads (Shipped resolves, In Review is ignored, Triage reopens)', async () => {
+    // No webhook set on the stub: the poll is the only way the states come back.
+    const linear = await startLinearStub()
+    try {
+      const t = await seedTenant(server.admin, {}, 'Poll linear')
+      const stateMap = { Shipped: 'resolved', 'In Review': 'ignore', Triage: 'reopen' }
+      expect((await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind: 'linear', apiUrl: linear.url, project: linear.teamId, token: linear.apiKey, stateMap } })).status).toBe(200)
+      const lead = await submit(t, 'Exporting the invoice list to CSV drops the last row every time')
+      const dup = await submit(t, 'Map widget on the store locator renders grey tiles only')
+      expect((await call(server.url, 'POST', `/v1/feedback/${dup}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+      expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+      const key = (await synced(t, lead)).key
+      const issue = [...linear.issues.values()].find((i) => i.identifier === key)!
+      const steps: [Parameters<typeof linear.setState>[1], string][] = [
+        // Started-type states: by their type both would reopen (nothing to reopen at first, then the resolved lead).
+        ['Shipped', 'resolved'],
+        ['In Review', 'resolved'],
+        ['Triage', 'awaiting_manual'],
+        ['Shipped', 'resolved'],
+      ]
+      for (const [state, status] of steps) {
+        const seq = (await call(server.url, 'GET', '/v1/events?limit=500', { auth: t.key })).body.data.length
+        await linear.setState(issue.id, state)
+        await server.services.trackerSync.pollPass('')
+        const [l, d] = [await item(t, lead), await item(t, dup)]
+        expect({ state, lead: l.status, dup: d.status, seen: l.trackerIssue.state }).toEqual({ state, lead: status, dup: status, seen: state })
+        const feed = (await call(server.url, 'GET', '/v1/events?limit=500', { auth: t.key })).body.data.slice(seq)
+        const resolved = feed.filter((e: any) => e.type === 'feedback.resolved').map((e: any) => e.data.feedbackId).sort()
+        expect({ state, resolved }).toEqual({ state, resolved: state === 'Shipped' ? [lead, dup].sort() : [] })
+        if (state === 'In Review') expect(feed.filter((e: any) => e.type === 'feedback.status_changed')).toEqual([])
+      }
+    } finally {
+      await linear.stop()
+    }
   }, 60_000)
 
   test('a report processing gave up on before sanitizing is never pushed (its text is raw)', async () => {

@@ -32,15 +32,26 @@ const PHASES = [
 
 /**
  * The pull request's state, as fixloop last learned it (webhooks or polling, docs/agents.md): read from
- * the report's status, since every change of the request moves the report.
+ * the report's status, since every change of the request moves the report. Its tracker issue moves the
+ * report too (docs/trackers.md "Pull": closed → resolved, reopened → back to a person, whatever the
+ * request's state), and nothing stored says which of the two made the last move: a report with a tracker
+ * issue says what is certain instead of naming a merge or a close that may not have happened.
  */
 export function prState(item) {
   if (!item.mergeRequestUrl) return null
-  if (item.status === 'resolved') return 'merged'
-  if (item.status === 'awaiting_manual') return 'closed without merge'
-  if (item.status === 'agent_running') return 'open, iterating on a review'
-  if (item.status === 'pr_opened') return 'open'
+  const tracked = item.trackerIssue && item.trackerIssue.key
+  if (item.status === 'resolved') return tracked ? { text: `Resolved by its pull request or its tracker issue ${tracked}` } : { state: 'merged' }
+  if (item.status === 'awaiting_manual') return tracked ? { text: `Back with a person: its pull request was closed or its tracker issue ${tracked} reopened` } : { state: 'closed without merge' }
+  if (item.status === 'agent_running') return { state: 'open, iterating on a review' }
+  if (item.status === 'pr_opened') return { state: 'open' }
   return null
+}
+
+/** The pull request line of the report's actions: its state, or what is known when that is not. */
+function PrState({ item }) {
+  const s = prState(item)
+  if (!s) return null
+  return s.state ? html`<span class="pr-state">Pull request: <strong>${s.state}</strong></span>` : html`<span class="pr-state">${s.text}</span>`
 }
 
 function Runs({ org, id }) {
@@ -226,7 +237,7 @@ export function ReportPage({ org, id }) {
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
         ${spamMarkable(item) && html`<button type="button" disabled=${busy} onClick=${() => act('spam')}>Mark as spam</button>`}
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
-        ${prState(item) && html`<span class="pr-state">Pull request: <strong>${prState(item)}</strong></span>`}
+        <${PrState} item=${item} />
       </div>
       <${TrackerIssue} key=${`tracker-${item.id}`} org=${org} item=${item} />
       ${item.statusReason &&
