@@ -6,9 +6,11 @@
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { contentReasons, CONTENT_CAP, LINK_FLOOD_ADDRESSES, linkedSites, spamScore, SPAM_REASONS, SPAM_THRESHOLD, templateOf, type SpamSignals } from '../src/abuse/spam-score'
+import { contentReasons, CONTENT_CAP, LIKE_SPAM_SIMILARITY, LINK_FLOOD_ADDRESSES, linkedSites, spamScore, SPAM_REASONS, SPAM_THRESHOLD, SPAM_WEIGHTS, templateOf, type SpamSignals } from '../src/abuse/spam-score'
 import { FACTOR_MAX, FACTOR_MIN, learnFrom, parseFactors } from '../src/abuse/spam-learn'
 import { RepeatTracker } from '../src/abuse/repeat-tracker'
+import { SPAM_RING_WINDOW_MS, SpamRing } from '../src/abuse/spam-ring'
+import { trigramCosines, trigramVector, trigramVectorCosine } from '../src/cluster/rerank'
 import { ManualClock } from '../src/core/clock'
 
 const base: SpamSignals = { addressPerMinute: 1, repeatAddresses: 1, powRaised: false, text: 'The save button does nothing on the settings page.' }
@@ -47,6 +49,11 @@ describe('spamScore', () => {
     ['links to a site many addresses link to, alone', { ...base, linkFloodAddresses: 8 }, false, ['link_flood']],
     ['links to that site from a script with spam content', { ...base, linkFloodAddresses: 12, noWidgetSignals: true, text: `Buy now cheap viagra ${LINK_LIST}` }, true, null],
     ['seven addresses linking one site: not yet a flood', { ...base, linkFloodAddresses: 7 }, false, []],
+    ['like a held spam text, alone', { ...base, likeSpam: 0.8 }, false, ['like_spam']],
+    ['like a held spam text, with a spam phrase', { ...base, likeSpam: 0.6, text: 'Our SEO services put your site first' }, true, ['like_spam', 'spam_phrases']],
+    ['like a held spam text, from a flooding address', { ...base, likeSpam: 0.6, addressPerMinute: 30 }, true, ['address_flood', 'like_spam']],
+    ['like a held spam text, at a raised proof of work: not enough', { ...base, likeSpam: 0.9, powRaised: true }, false, ['pow_raised', 'like_spam']],
+    ['just under the likeness bar', { ...base, likeSpam: LIKE_SPAM_SIMILARITY - 0.01, addressPerMinute: 30 }, false, ['address_flood']],
   ] as [string, SpamSignals, boolean, string[] | null][])('%s', (_name, signals, spam, reasons) => {
     const v = spamScore(signals)
     expect(v.spam).toBe(spam)
@@ -131,6 +138,93 @@ describe('RepeatTracker', () => {
     clock.advance(11 * 60_000)
     expect(t.note('a', '5.5.5.5', text)).toBe(1)
     for (let i = 0; i < 500; i++) t.note('a', `9.9.9.${i % 250}`, `distinct text number ${i} with enough characters`)
+  })
+})
+
+const SPAM_PITCH = 'Boost your website traffic today! Our SEO services put your site on the first page of Google. Visit https://rank-boost.example/offer?ref=6864 for a free audit.'
+const APP = 'app_1'
+
+describe('SpamRing (like_spam)', () => {
+  const ringWith = (...texts: string[]) => {
+    const clock = new ManualClock(1_000_000)
+    const ring = new SpamRing(clock, 200, 10)
+    for (const t of texts) ring.add(APP, t)
+    return { clock, ring }
+  }
+
+  test.each([
+    ['the same pitch, reworded, other link', 'Want more visitors to your website? Our SEO service will get your site onto Google first page. Free audit at https://seo-kings.example/free today!', true],
+    ['the same pitch, reordered', 'Free audit: our SEO services put your website on the first page of Google and boost your traffic. Visit https://top-rank.example now', true],
+    ['the pitch verbatim with other numbers', SPAM_PITCH.replace('6864', '12'), true],
+    ['a genuine report sharing "checkout" and "page"', 'The checkout page shows a blank screen after I click Pay, on Firefox 121. Console says TypeError: cart is undefined', false],
+    ['a genuine report about the website', 'Your website search does not find products by their SKU, only by name', false],
+    ['a genuine report about Google sign-in on the first page', 'Login with Google fails with an error on the first page after sign in', false],
+  ])('%s', (_name, text, fires) => {
+    const { ring } = ringWith(SPAM_PITCH, 'Hello admin, I noticed your checkout page could convert much better. Our agency builds high converting pages, see https://conv-pros.example/case for examples.')
+    const like = ring.likeness(APP, text)!
+    expect(like.best >= LIKE_SPAM_SIMILARITY).toBe(fires)
+    expect(spamScore({ ...base, text, likeSpam: like.best }).reasons.includes('like_spam')).toBe(fires)
+  })
+
+  test('like_spam alone stays under the threshold whatever the App learned (the intake skips it then)', () => {
+    expect(SPAM_WEIGHTS.like_spam * FACTOR_MAX).toBeLessThan(SPAM_THRESHOLD)
+    expect(spamScore({ ...base, likeSpam: 1 }, { like_spam: FACTOR_MAX }).spam).toBe(false)
+  })
+
+  test('trigramCosines gives trigramVectorCosine\'s figures, one query against many', () => {
+    const texts = [SPAM_PITCH, 'The checkout page is blank', '', 'Ünïcödé façade — naïve café', LONG_BUG_REPORT, SPAM_PITCH.toUpperCase()]
+    const vectors = texts.map((t) => trigramVector(t))
+    for (const q of vectors) expect([...trigramCosines(q, vectors)]).toEqual(vectors.map((v) => trigramVectorCosine(q, v)))
+  })
+
+  test('an App holding no spam computes nothing; another App\'s spam does not count', () => {
+    const { ring } = ringWith(SPAM_PITCH)
+    expect(ring.likeness('app_2', SPAM_PITCH)).toBeNull()
+    expect(ring.likeness(APP, SPAM_PITCH)!.best).toBeCloseTo(1, 6)
+  })
+
+  test('bounded: the last texts per App, near copies refresh one slot, Apps fed longest ago dropped', () => {
+    const clock = new ManualClock(1_000_000)
+    const ring = new SpamRing(clock, 5, 3)
+    for (let i = 0; i < 8; i++) ring.add(APP, `distinct pitch number ${'abcdefghij'[i]} ${'xyz'.repeat(i)} for ${['casino', 'pills', 'loans', 'watches', 'followers', 'essays', 'forex', 'crypto'][i]}`)
+    expect(ring.count(APP)).toBe(5)
+    // The first texts were pushed out: the oldest is no longer held as itself.
+    expect(ring.likeness(APP, 'distinct pitch number a  for casino')!.best).toBeLessThan(0.99)
+    const before = ring.count(APP)
+    for (let i = 0; i < 10; i++) ring.add(APP, SPAM_PITCH.replace('6864', String(i)))
+    expect(ring.count(APP)).toBe(before) // a full ring: still 5, the copies took one slot
+    expect(ring.likeness(APP, 'distinct pitch number h xyzxyzxyzxyzxyzxyzxyz for crypto')!.best).toBeCloseTo(1, 6)
+    ring.add('b', SPAM_PITCH)
+    ring.add('c', SPAM_PITCH)
+    ring.add('d', SPAM_PITCH) // a fourth App: the one fed longest ago (APP) goes
+    expect(ring.count(APP)).toBe(0)
+    expect(ring.count('d')).toBe(1)
+  })
+
+  test('expiry: an hour after it was held, a text counts no more', () => {
+    const { clock, ring } = ringWith(SPAM_PITCH)
+    clock.advance(SPAM_RING_WINDOW_MS / 2)
+    ring.add(APP, 'Earn money from home with our crypto trading bot, 300% returns guaranteed. Join now at https://coin-rocket.example/join')
+    clock.advance(SPAM_RING_WINDOW_MS / 2)
+    expect(ring.count(APP)).toBe(1)
+    expect(ring.likeness(APP, SPAM_PITCH)!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    clock.advance(SPAM_RING_WINDOW_MS / 2)
+    expect(ring.count(APP)).toBe(0)
+    expect(ring.likeness(APP, SPAM_PITCH)).toBeNull()
+  })
+
+  test('"not spam" takes the text (and its near copies) out, and only those', () => {
+    const genuine = 'The pay button on the checkout page stays grey after I enter my card, on Firefox 128.'
+    // Held twice (a genuine report caught by an autofilled honeypot, and the same bug from another person).
+    const { ring } = ringWith(SPAM_PITCH, genuine, 'Since the update the pay button on the checkout page stays grey once I enter my card details (Chrome 126).')
+    expect(ring.count(APP)).toBe(3)
+    expect(ring.likeness(APP, genuine)!.best).toBeCloseTo(1, 6)
+    expect(ring.remove(APP, genuine)).toBe(2)
+    expect(ring.likeness(APP, genuine)!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    expect(ring.likeness(APP, SPAM_PITCH)!.best).toBeCloseTo(1, 6)
+    expect(ring.remove(APP, SPAM_PITCH)).toBe(1)
+    expect(ring.likeness(APP, SPAM_PITCH)).toBeNull()
+    expect(ring.remove('nobody', SPAM_PITCH)).toBe(0)
   })
 })
 

@@ -129,6 +129,40 @@ describe('intake classification', () => {
   })
 })
 
+describe('like_spam: rewordings of spam already caught', () => {
+  const PITCH = 'Boost your website traffic today! Our SEO services put your site on the first page of Google. Visit https://rank-boost.example/offer?ref=6864 for a free audit.'
+  const REWORDED = 'Want more visitors to your website? Our SEO services will get your site onto Google first page. Free audit at https://seo-kings.example/free today!'
+  const HONEST = { honeypot: '', formMs: 25_000 }
+
+  test('after one pitch caught by the honeypot, a reworded one with only a spam phrase is spam; a real report stays; "not spam" clears it', async () => {
+    const echo = await seedTenant(server.admin, {}, 'Echo')
+    const other = await seedTenant(server.admin, {}, 'Other')
+    // Alone, the rewording scores a spam phrase (0.3): not spam, on an App that holds no spam.
+    const alone = await submit(other, { text: REWORDED, clientSignals: HONEST })
+    expect((await get(other, alone)).spam).toBeNull()
+
+    const caught = await submit(echo, { text: PITCH, clientSignals: { honeypot: 'https://rank-boost.example', formMs: 600 } })
+    expect((await get(echo, caught)).spam.reasons).toContain('honeypot')
+    const variant = await submit(echo, { text: REWORDED, clientSignals: HONEST })
+    const mark = (await get(echo, variant)).spam
+    expect(mark.reasons).toEqual(['like_spam', 'spam_phrases'])
+    expect(mark.score).toBeGreaterThanOrEqual(0.7)
+    expect(await list(echo, '&spam=only')).toEqual(expect.arrayContaining([caught, variant]))
+
+    // A real report sharing words ("website", "page", "click here") and a phrase: compared, and stays in the inbox.
+    const real = await submit(echo, { text: 'The checkout page of your website shows a blank screen when I click here on Pay, on Firefox 121.', clientSignals: HONEST })
+    expect((await get(echo, real)).spam).toBeNull()
+    expect(await list(echo)).toContain(real)
+
+    // "Not spam" on the rewording: the App's score learns, and the text no longer resembles held spam.
+    expect((await call(server.url, 'PATCH', `/v1/feedback/${variant}`, { auth: echo.key, body: { spam: false } })).status).toBe(200)
+    const triage = await call(server.url, 'GET', `/v1/apps/${echo.appId}/triage`, { auth: echo.key })
+    expect(triage.body.spam.factors).toMatchObject({ like_spam: 0.8, spam_phrases: 0.8 })
+    const again = await submit(echo, { text: REWORDED, clientSignals: HONEST })
+    expect((await get(echo, again)).spam).toBeNull()
+  })
+})
+
 describe('spam by hand', () => {
   test('{ spam: true } marks an undecided report, hides it, teaches the App; not twice', async () => {
     const id = await submit(a, { text: 'Cheap viagra and online casino https://x.example https://y.example https://z.example https://w.example' })

@@ -7,6 +7,11 @@
  * A spec client on an App without proof of work (no clientSignals, `proofOfWork: off`) is never
  * classified at intake: fixloop cannot tell its ordinary traffic (one backend, one address, many reports)
  * from a flood, and the App's owner has not asked for the defence. Private mode is never classified.
+ *
+ * `like_spam` compares the text with the App's spam of the last hour (src/abuse/spam-ring.ts) only when
+ * it can decide: another signal fired, the report is not spam without it, and the App holds spam (an App
+ * nobody floods pays one map lookup; a report that trips nothing pays nothing). The ring is fed once a
+ * spam report is stored (`noteSpam`) or marked by hand; "not spam" by hand takes the text out (`notSpam`).
  */
 import type { Clock } from '../core/clock'
 import type { AbuseRepo } from './abuse-repo'
@@ -15,6 +20,7 @@ import type { FloodMeter } from './flood-meter'
 import type { SolvedChallenge } from './pow'
 import { levelOf, type PowApp } from './pow-service'
 import { RepeatTracker } from './repeat-tracker'
+import { SpamRing, type Likeness } from './spam-ring'
 import { parseFactors, type SpamFactors } from './spam-learn'
 import { spamScore } from './spam-score'
 
@@ -26,13 +32,16 @@ export interface ClientSignals {
 export interface SpamMark {
   score: number
   reasons: string[]
+  /** The text's likeness to the App's held spam, when computed: `noteSpam` reuses its vector. */
+  like?: Likeness
 }
 
 const FACTORS_TTL_MS = 30_000
 
-export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: FloodMeter; repeats?: RepeatTracker }) {
+export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: FloodMeter; repeats?: RepeatTracker; ring?: SpamRing }) {
   const { clock, repo, meter } = deps
   const repeats = deps.repeats ?? new RepeatTracker(clock)
+  const ring = deps.ring ?? new SpamRing(clock)
   const cache = new Map<string, { at: number; factors: SpamFactors }>()
 
   async function factorsOf(appId: string): Promise<SpamFactors> {
@@ -48,6 +57,11 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
     /** Forget an App's cached factors (after a decision by hand on this node). */
     forget: (appId: string) => void cache.delete(appId),
     factorsOf,
+
+    /** A report of the App was stored as spam (at intake, `mark` its classification) or marked spam by hand. */
+    noteSpam: (appId: string, text: string, mark?: SpamMark | null) => ring.add(appId, text, mark?.like),
+    /** A report of the App was declared "not spam" by hand: its text no longer makes others `like_spam`. */
+    notSpam: (appId: string, text: string) => void ring.remove(appId, text),
 
     /** A public submission's classification, or null when it is not spam (or not classified). */
     /** `ownSites`: the host names of the App's own pages (its allowed origins, the report's page URL). */
@@ -70,9 +84,15 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
         text,
       }
       const plain = spamScore(input)
+      // like_spam alone never reaches the threshold (its weight × FACTOR_MAX is under it): with no other
+      // signal the texts are not compared.
       if (plain.reasons.length === 0) return null
-      const verdict = spamScore(input, await factorsOf(app.id))
-      return verdict.spam ? { score: verdict.score, reasons: verdict.reasons } : null
+      const factors = await factorsOf(app.id)
+      let verdict = spamScore(input, factors)
+      // Spam already: like_spam would only lengthen the reasons. Else compared if the App holds spam.
+      const like = verdict.spam ? null : ring.likeness(app.id, text)
+      if (like) verdict = spamScore({ ...input, likeSpam: like.best }, factors)
+      return verdict.spam ? { score: verdict.score, reasons: verdict.reasons, ...(like ? { like } : {}) } : null
     },
   }
 }

@@ -118,7 +118,14 @@ function uploadRefs(body: SubmitBody) {
   return refs
 }
 
-export function createFeedbackService(ctx: Context, committer: IntakeCommitter, uploads: UploadsService, lifecycle: Lifecycle, spamHooks?: { forget(appId: string): void }) {
+/** What the intake's spam score learns from the service (src/abuse/spam-intake.ts): decisions, spam stored. */
+export interface SpamHooks {
+  forget(appId: string): void
+  noteSpam(appId: string, text: string, mark?: SpamMark | null): void
+  notSpam(appId: string, text: string): void
+}
+
+export function createFeedbackService(ctx: Context, committer: IntakeCommitter, uploads: UploadsService, lifecycle: Lifecycle, spamHooks?: SpamHooks) {
   const { clock } = ctx
   const repo = createFeedbackRepo(ctx.storage, lifecycle, clock, committer)
   const apps = createAppsRepo(ctx.storage)
@@ -179,6 +186,9 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const learned = await abuse.learning(outcome.appId)
       await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
       spamHooks?.forget(outcome.appId)
+      // like_spam (this node): a text marked spam makes its rewordings suspect; "not spam" clears it.
+      if (spam) spamHooks?.noteSpam(outcome.appId, row.text)
+      else spamHooks?.notSpam(outcome.appId, row.text)
     }
     if (outcome.kind === 'unchanged') return { id, status: outcome.status as FeedbackStatus, spam: toListItem(row).spam }
     return { id, status: outcome.status as FeedbackStatus, spam: spam ? { score: 1, reasons: JSON.parse((change as { reasons: string }).reasons), markedAt: isoUtc(now) } : null }
@@ -221,6 +231,7 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
         idempotency,
       )
       if (outcome.kind === 'key_reused') throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
+      if (s.spam && !outcome.result.replayed) spamHooks?.noteSpam(app.row.id, body.text, s.spam)
       return outcome.result
     },
 
