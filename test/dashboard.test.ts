@@ -107,14 +107,14 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByLabel('Allowed origins').fill('https://shop.example')
     await page.getByLabel('Batch window (hours)').fill('12')
     await page.getByRole('button', { name: 'Save settings' }).click()
-    await page.getByText('Saved.').waitFor()
+    await page.getByText('Saved.', { exact: true }).waitFor()
     const apps: any = await page.evaluate(async (orgId) => (await fetch(`/admin/api/orgs/${orgId}/apps`)).json(), state.orgId!)
     expect(apps.data[0].allowedOrigins).toEqual(['https://shop.example'])
     expect(apps.data[0].batchWindowHours).toBe(12)
     // Back to any origin, so the API calls below need no Origin header.
     await page.getByLabel('Allowed origins').fill('')
     await page.getByRole('button', { name: 'Save settings' }).click()
-    await page.getByText('Saved.').waitFor()
+    await page.getByText('Saved.', { exact: true }).waitFor()
   })
 
   test('reveal needs the password; rotate warns, and the old user token then fails at the API', async () => {
@@ -283,7 +283,7 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByLabel('Agent command').fill('true')
     await page.getByLabel('Host access token').fill('tok-never-shown-123')
     await page.getByRole('button', { name: 'Connect repository' }).click()
-    await page.getByText('Connected.').waitFor()
+    await page.getByText('Connected.', { exact: true }).waitFor()
     expect(await page.content()).not.toContain('tok-never-shown-123')
     await checkPage('app-repo')
     const runs = await eventually(async () => {

@@ -136,7 +136,7 @@ describeEachDialect('events repo', (fresh) => {
     await append(s, 'o1', 3)
     await append(s, 'o2', 1)
     await hub.check()
-    for (let i = 0; i < 100 && got.length < 3; i++) await Bun.sleep(10)
+    for (let i = 0; i < 500 && got.length < 3; i++) await Bun.sleep(10)
     expect(got).toEqual([3, 4, 5])
     expect(orgs.sort()).toEqual(['o1', 'o2'])
     await hub.check()

@@ -171,11 +171,11 @@ describeEachDialect('jobs repo', (fresh) => {
     const worker = new Worker(jobs, { uploads_gc: { run: async (job) => void ran.push(job.id) }, agent: { run: () => hold } }, s.clock, new Logger('silent'), { pollMs: 60_000 })
     wake.on(() => worker.wake())
     await worker.start()
-    for (let i = 0; i < 100 && ran.length < 1; i++) await Bun.sleep(10)
+    for (let i = 0; i < 500 && ran.length < 1; i++) await Bun.sleep(10)
     expect(ran).toHaveLength(1)
     // Woken by the commit, not by the (one-minute) poll.
     await lc.enqueue('uploads_gc', {})
-    for (let i = 0; i < 100 && ran.length < 2; i++) await Bun.sleep(10)
+    for (let i = 0; i < 500 && ran.length < 2; i++) await Bun.sleep(10)
     expect(ran).toHaveLength(2)
     let release!: () => void
     hold = new Promise<void>((r) => (release = r))

@@ -43,16 +43,16 @@ describeEachDialect('lifecycle', (fresh) => {
     await insertReport(s, 'f1', 'awaiting_manual')
     const wake = createWakeSignal()
     const woken: JobKind[] = []
-    let jobsWhenWoken = -1
+    // What a worker woken by the signal would read: the job must be committed by then.
+    let jobsWhenWoken: Promise<number> | undefined
     wake.on((k) => {
       woken.push(k)
-      void sql(s, 'SELECT id FROM jobs').then((r) => (jobsWhenWoken = r.length))
+      jobsWhenWoken = sql(s, 'SELECT id FROM jobs').then((r) => r.length)
     })
     const lc = createLifecycle(s.storage, s.clock, wake)
     expect(await lc.move('f1', 'queued', { by: 'customer' })).toBe(true)
     expect(woken).toEqual(['agent'])
-    await Bun.sleep(50)
-    expect(jobsWhenWoken).toBe(1)
+    expect(await jobsWhenWoken).toBe(1)
     const [job] = await sql<{ kind: string; feedback_id: string; run_after: number }>(s, 'SELECT kind, feedback_id, run_after FROM jobs')
     expect(job).toEqual({ kind: 'agent', feedback_id: 'f1', run_after: s.clock.now() })
     expect(await lc.move('f1', 'agent_running', { by: 'system' })).toBe(true)
