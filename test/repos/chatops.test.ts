@@ -66,7 +66,7 @@ describeEachDialect('chatops repo', (fresh) => {
     expect(await repo.getAny('c1')).toMatchObject({ cursor_seq: 3, last_error: 'channel_not_found' })
   })
 
-  test('drain claim: one owner at a time (compare-and-set), renewed by its owner, taken over once expired, released only by its owner; none on a disconnected connection', async () => {
+  test('drain claim: one owner at a time (compare-and-set), renewed by its owner, taken over once expired, released only by its owner (as of a given time); none on a disconnected connection', async () => {
     const s = await fresh()
     await seedOrgApp(s)
     const repo = createChatopsRepo(s.storage, s.clock)
@@ -77,11 +77,17 @@ describeEachDialect('chatops repo', (fresh) => {
     expect(await repo.claimDrain('c1', 'nodeB', 149, 179)).toBe(false)
     expect(await repo.claimDrain('c1', 'nodeB', 150, 180)).toBe(true) // expired: taken over
     expect(await repo.claimDrain('c1', 'nodeA', 151, 181)).toBe(false)
-    await repo.releaseDrain('c1', 'nodeA') // not A's any more: nothing changes
+    await repo.releaseDrain('c1', 'nodeA', 151) // not A's any more: nothing changes
     expect(await repo.claimDrain('c1', 'nodeA', 152, 182)).toBe(false)
-    await repo.releaseDrain('c1', 'nodeB')
-    expect(await sql(s, "SELECT drain_owner, drain_until FROM slack_connections WHERE id = 'c1'")).toEqual([{ drain_owner: null, drain_until: null }])
-    expect(await repo.claimDrain('c1', 'nodeA', 153, 183)).toBe(true)
+    // Released after a write: the owner may take it again at once, another node only from `until` on
+    // (the channel's pace carried across a handover).
+    await repo.releaseDrain('c1', 'nodeB', 1152)
+    expect(await sql(s, "SELECT drain_owner, drain_until FROM slack_connections WHERE id = 'c1'")).toEqual([{ drain_owner: 'nodeB', drain_until: 1152 }])
+    expect(await repo.claimDrain('c1', 'nodeA', 153, 183)).toBe(false)
+    expect(await repo.claimDrain('c1', 'nodeB', 153, 183)).toBe(true)
+    await repo.releaseDrain('c1', 'nodeB', 1153)
+    expect(await repo.claimDrain('c1', 'nodeA', 1152, 1182)).toBe(false)
+    expect(await repo.claimDrain('c1', 'nodeA', 1153, 1183)).toBe(true)
     await repo.softDelete('o1', 'c1', 5, [by('slack.disconnected', 'c1')])
     expect(await repo.claimDrain('c1', 'nodeA', 154, 184)).toBe(false)
     expect(await repo.claimDrain('nope', 'nodeA', 154, 184)).toBe(false)

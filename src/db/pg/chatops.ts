@@ -35,7 +35,7 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
           WHERE id = $4 AND deleted_at IS NULL AND (drain_owner IS NULL OR drain_owner = $1 OR drain_until IS NULL OR drain_until <= $2)`,
         [owner, now, until, id],
       )) > 0,
-    releaseDrain: async (id, owner) => void (await exec(pool, 'UPDATE slack_connections SET drain_owner = NULL, drain_until = NULL WHERE id = $1 AND drain_owner = $2', [id, owner])),
+    releaseDrain: async (id, owner, until) => void (await exec(pool, 'UPDATE slack_connections SET drain_until = $3 WHERE id = $1 AND drain_owner = $2', [id, owner, until])),
     thread: async (connectionId, leadId) =>
       (await one<SlackThreadRow>(pool, 'SELECT * FROM slack_threads WHERE connection_id = $1 AND lead_feedback_id = $2', [connectionId, leadId])) ?? null,
     saveThread: async (t) =>

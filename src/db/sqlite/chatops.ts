@@ -22,7 +22,7 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
     setError: q('UPDATE slack_connections SET last_error = ? WHERE id = ?'),
     claimDrain: q(`UPDATE slack_connections SET drain_owner = ?1, drain_until = ?3
                    WHERE id = ?4 AND deleted_at IS NULL AND (drain_owner IS NULL OR drain_owner = ?1 OR drain_until IS NULL OR drain_until <= ?2)`),
-    releaseDrain: q('UPDATE slack_connections SET drain_owner = NULL, drain_until = NULL WHERE id = ? AND drain_owner = ?'),
+    releaseDrain: q('UPDATE slack_connections SET drain_until = ?3 WHERE id = ?1 AND drain_owner = ?2'),
     thread: q('SELECT * FROM slack_threads WHERE connection_id = ? AND lead_feedback_id = ?'),
     saveThread: q(`INSERT INTO slack_threads (connection_id, lead_feedback_id, channel, ts, status, duplicate_count, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (connection_id, lead_feedback_id) DO UPDATE SET status = excluded.status, duplicate_count = excluded.duplicate_count, updated_at = excluded.updated_at`),
@@ -53,7 +53,7 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
     advance: async (id, seq, error) => void s.advance.run(seq, error, id),
     setError: async (id, error) => void s.setError.run(error, id),
     claimDrain: async (id, owner, now, until) => s.claimDrain.run(owner, now, until, id).changes > 0,
-    releaseDrain: async (id, owner) => void s.releaseDrain.run(id, owner),
+    releaseDrain: async (id, owner, until) => void s.releaseDrain.run(id, owner, until),
     thread: async (connectionId, leadId) => s.thread.get(connectionId, leadId) as SlackThreadRow | null,
     saveThread: async (t) => void s.saveThread.run(t.connection_id, t.lead_feedback_id, t.channel, t.ts, t.status, t.duplicate_count, t.updated_at),
     allow: async (orgId, teamId, userId, now, audit) => audited(audit, () => s.allow.run(orgId, teamId, userId, now).changes > 0),

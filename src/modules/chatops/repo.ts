@@ -71,8 +71,12 @@ export interface ChatopsRepo {
    * notifier holds it, or the connection is gone.
    */
   claimDrain(id: string, owner: string, now: number, until: number): Promise<boolean>
-  /** Gives the claim up (only `owner`'s own). */
-  releaseDrain(id: string, owner: string): Promise<void>
+  /**
+   * Gives the claim up (only `owner`'s own) as of `until`: another notifier may take it from then on, the
+   * owner at once. A drain that wrote to Slack passes its last write + the channel's pacing interval, so
+   * the next node's first write keeps Slack's one write a second per channel; one that wrote nothing, now.
+   */
+  releaseDrain(id: string, owner: string, until: number): Promise<void>
   thread(connectionId: string, leadId: string): Promise<SlackThreadRow | null>
   saveThread(t: SlackThreadRow): Promise<void>
   /** Allows a Slack user for the Org; false (nothing written, nothing audited) when already allowed. */

@@ -15,7 +15,8 @@ export class SlackError extends Error {
   }
 }
 
-const CHANNEL_INTERVAL_MS = 1000
+/** Slack's pace for one channel: one write a second. */
+export const CHANNEL_INTERVAL_MS = 1000
 const TIMEOUT_MS = 10_000
 
 export class SlackApi {
