@@ -11,12 +11,15 @@ import { createTenantsService, type AppSettings } from '../src/modules/tenants/s
 import { Logger } from '../src/core/logger'
 import type { Subprocess } from 'bun'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
+import { rememberTempDir } from './temp-dirs'
 
 export const ROOT = resolve(import.meta.dir, '..')
 export const BINARY = join(ROOT, 'dist', 'fixloop')
 
 export function tempDir(prefix = 'fixloop-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  rememberTempDir(dir)
+  return dir
 }
 
 export interface TestServer extends RunningServer {
