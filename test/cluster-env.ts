@@ -9,13 +9,12 @@
  * (scripts/test-pg.sh lists them).
  */
 import { afterAll } from 'bun:test'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { existsSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import type S3rver from 's3rver'
 import type { Subprocess } from 'bun'
 import { sharedPostgres } from './dialects'
+import { tempDir } from './temp-dirs'
 
 export const TEST_DIALECT: 'sqlite' | 'pg' = process.env.FIXLOOP_TEST_DIALECT === 'pg' ? 'pg' : 'sqlite'
 
@@ -66,7 +65,7 @@ async function spawnRedis(port: number, dir: string): Promise<Subprocess | null>
 export async function startRedis(): Promise<RedisServer> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freeLoopbackPort()
-    const dir = mkdtempSync(join(tmpdir(), 'fixloop-redis-'))
+    const dir = tempDir('fixloop-redis-')
     let proc = await spawnRedis(port, dir)
     if (!proc) {
       rmSync(dir, { recursive: true, force: true })
@@ -118,7 +117,7 @@ export function sharedRedis(): Promise<RedisServer> {
 
 function sharedS3(): Promise<{ server: S3rver; port: number; dir: string }> {
   s3 ??= (async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fixloop-s3-'))
+    const dir = tempDir('fixloop-s3-')
     // Loaded on first use: most test files never need it, and it pulls in a whole web framework.
     const { default: S3rverClass } = await import('s3rver')
     const server = new S3rverClass({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: 'feedback', configs: [] }] })

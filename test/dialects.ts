@@ -12,8 +12,7 @@
  * message saying what to install (never skips silently).
  */
 import { afterAll, describe } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/sqlite/client'
 import { applyMigrations } from '../src/db/sqlite/migrate'
@@ -24,6 +23,7 @@ import { applyPgMigrations } from '../src/db/pg/migrate'
 import type { Dialect, Storage } from '../src/db/storage'
 import { startPostgres, type PgServer } from './pg-server'
 import type { Clock } from '../src/core/clock'
+import { tempDir } from './temp-dirs'
 
 export const DIALECTS: readonly Dialect[] = ['sqlite', 'pg']
 
@@ -64,7 +64,7 @@ export function sharedPostgres(): Promise<PgServer> {
 export async function freshStore(dialect: Dialect): Promise<FreshStore> {
   const clock = testClock()
   if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'fixloop-repo-'))
+    const dir = tempDir('fixloop-repo-')
     const file = join(dir, 'fixloop.db')
     const { sqlite, db } = openDatabase(file)
     applyMigrations(sqlite)

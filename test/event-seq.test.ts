@@ -6,8 +6,7 @@
  * threads at once, and check that no seq is ever handed out twice or goes back.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
 import { openDatabase } from '../src/db/sqlite/client'
@@ -16,13 +15,14 @@ import { createOutbox } from '../src/db/sqlite/outbox'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { ManualClock, systemClock, type Clock } from '../src/core/clock'
 import { createEventsRepo, idsBefore } from '../src/modules/events/repo'
+import { tempDir } from './temp-dirs'
 
 const DAY_MS = 24 * 3600_000
 const dirs: string[] = []
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 function freshDb(): { sqlite: Database; file: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'fixloop-seq-'))
+  const dir = tempDir('fixloop-seq-')
   dirs.push(dir)
   const file = join(dir, 'fixloop.db')
   const { sqlite } = openDatabase(file)

@@ -3,9 +3,9 @@
  * the git host would hold), and these helpers read it back the way a reviewer would see the pull request.
  * Everything goes through the `git` binary; nothing is faked.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { tempDir } from './temp-dirs'
 
 /**
  * Identity and settings for every commit the fixtures make. Signing is off and hooks point nowhere so a
@@ -30,7 +30,7 @@ function writeTree(root: string, files: Record<string, string>): void {
 
 /** Commits `files` in a scratch work tree checked out at `from` and pushes the result to `branch`. */
 function commitFiles(barePath: string, from: string | null, branch: string, files: Record<string, string>, message: string): void {
-  const work = mkdtempSync(join(tmpdir(), 'fixloop-git-work-'))
+  const work = tempDir('fixloop-git-work-')
   try {
     if (from === null) git(['init', '--quiet', `--initial-branch=${branch}`, work])
     else git(['clone', '--quiet', '--branch', from, barePath, work])

@@ -2,8 +2,7 @@
  * Test harness: real temp data dirs, real migrations, real keys, a real HTTP server on a loopback
  * port (in-process or the compiled binary). No test bypasses auth.
  */
-import { mkdtempSync, rmSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
 import { startServer, type RunningServer, type StartOptions } from '../src/server'
@@ -11,16 +10,12 @@ import { createTenantsService, type AppSettings } from '../src/modules/tenants/s
 import { Logger } from '../src/core/logger'
 import type { Subprocess } from 'bun'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
-import { rememberTempDir } from './temp-dirs'
+import { tempDir } from './temp-dirs'
 
 export const ROOT = resolve(import.meta.dir, '..')
 export const BINARY = join(ROOT, 'dist', 'fixloop')
 
-export function tempDir(prefix = 'fixloop-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix))
-  rememberTempDir(dir)
-  return dir
-}
+export { tempDir }
 
 export interface TestServer extends RunningServer {
   dataDir: string

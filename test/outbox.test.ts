@@ -1,14 +1,13 @@
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/sqlite/client'
 import { applyMigrations } from '../src/db/sqlite/migrate'
 import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock } from '../src/core/clock'
+import { tempDir } from './temp-dirs'
 
 function freshDb() {
-  const { sqlite } = openDatabase(join(mkdtempSync(join(tmpdir(), 'fixloop-outbox-')), 'fixloop.db'))
+  const { sqlite } = openDatabase(join(tempDir('fixloop-outbox-'), 'fixloop.db'))
   applyMigrations(sqlite)
   return sqlite
 }

@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { pgMissingReason, startPostgres, type PgServer } from './pg-server'
+import { tempDir } from './temp-dirs'
 
 const skip = pgMissingReason()
 if (skip) console.warn(`pg-driver: skipped: ${skip}`)
@@ -20,7 +20,7 @@ describe.skipIf(Boolean(skip))('node-postgres in a compiled binary', () => {
 
   beforeAll(async () => {
     server = await startPostgres()
-    dir = mkdtempSync(join(tmpdir(), 'fixloop-pgprobe-'))
+    dir = tempDir('fixloop-pgprobe-')
     probe = join(dir, 'probe')
     const build = Bun.spawnSync(['bun', 'build', '--compile', join(import.meta.dir, 'fixtures', 'pg-driver-probe.ts'), '--outfile', probe], { stderr: 'pipe' })
     if (build.exitCode !== 0) throw new Error(build.stderr.toString())

@@ -4,12 +4,12 @@
  * asks for a fresh database. As root, the server runs as the `postgres` user (PostgreSQL refuses root).
  * Password auth (scram) on TCP, so a wrong password is refused as on a real deployment.
  */
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { chmodSync, chownSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { openPool } from '../src/db/pg/client-options'
 import type { Subprocess } from 'bun'
+import { tempDir } from './temp-dirs'
 
 export interface PgServer {
   /** postgres://postgres:<password>@127.0.0.1:<port>/postgres */
@@ -81,7 +81,7 @@ async function waitReady(url: string, proc: Subprocess, deadlineMs: number): Pro
 export async function startPostgres(): Promise<PgServer> {
   const bin = pgBinDir()
   if (!bin) throw new Error(pgMissingReason()!)
-  const root = mkdtempSync(join(tmpdir(), 'fixloop-pg-'))
+  const root = tempDir('fixloop-pg-')
   const dataDir = join(root, 'data')
   const socketDir = join(root, 'sock')
   const password = randomBytes(12).toString('hex')

@@ -5,9 +5,7 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createServer, type Server, type Socket } from 'node:net'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
 import { describeEachDialect, sharedPostgres } from '../dialects'
 import { createMetricsRepo } from '../../src/modules/metrics/repo'
 import { createMetrics } from '../../src/modules/metrics/service'
@@ -18,8 +16,9 @@ import { openPool } from '../../src/db/pg/client-options'
 import { pgDatabaseCheck } from '../../src/db/pg/readiness'
 import type { Storage } from '../../src/db/storage'
 import { run } from './raw'
+import { tempDir } from '../temp-dirs'
 
-const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-readiness-'))
+const dataDir = tempDir('fixloop-readiness-')
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 const ok = (): Check => ({ ok: true })
 const readinessOf = (storage: Storage) => createReadiness({ storage, dataDir, minFreeBytes: 0, worker: ok, checkpointer: storage.dialect === 'sqlite' ? ok : undefined, masterKey: ok })
