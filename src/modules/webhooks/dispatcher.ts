@@ -111,8 +111,25 @@ export class WebhookDispatcher {
     return types.length === 0 || types.includes(e.type)
   }
 
+  /**
+   * Fan-outs and claims of this process take turns. On PostgreSQL a fan-out locks the endpoint's row and a
+   * claim skips endpoints whose row is locked (SKIP LOCKED, so nodes never wait on each other): a claim
+   * overlapping this process's own fan-out (the poll timer's, a wake's) would pass over a delivery that
+   * is due, and leave it for the next pass.
+   */
+  private turn: Promise<unknown> = Promise.resolve()
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work)
+    this.turn = run.catch(() => {})
+    return run
+  }
+
   /** Turns the Org's events past each endpoint's cursor into delivery rows. */
-  async fanOut(orgId: string): Promise<void> {
+  fanOut(orgId: string): Promise<void> {
+    return this.inTurn(() => this.fanOutNow(orgId))
+  }
+
+  private async fanOutNow(orgId: string): Promise<void> {
     for (const w of await this.repo.liveForOrg(orgId)) {
       // A read first: most wakes find nothing new for an endpoint, and those must not take the write lock.
       if (!(await this.repo.hasEventsAfter(orgId, w.cursor_seq))) continue
@@ -158,7 +175,7 @@ export class WebhookDispatcher {
     if (room <= 0 || !this.opts.mayAct()) return
     const now = this.ctx.clock.now()
     // The lease outlives the timeout, so a live attempt is never claimed twice.
-    const claimed = await this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()])
+    const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()]))
     for (const d of claimed) {
       const p = this.attempt(d)
         .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
