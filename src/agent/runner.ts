@@ -30,6 +30,7 @@ import type { SandboxOptions } from './sandbox'
 import { createScrubber } from './scrubber'
 import { createWorkspace, instanceDir } from './workspace'
 import { sanitizeText } from '../sanitize/sanitize'
+import { createTurns } from '../core/turns'
 
 export type { Timings } from './run'
 
@@ -138,12 +139,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
    * the run's row are never interleaved with another start of this process at an `await`, and a run is
    * never started before the runs a crash left are failed (nor its workspace removed with theirs).
    */
-  let starts: Promise<unknown> = Promise.resolve()
-  function inTurn<T>(work: () => Promise<T>): Promise<T> {
-    const turn = starts.then(work)
-    starts = turn.catch(() => {})
-    return turn
-  }
+  const inTurn = createTurns()
 
   /**
    * Starts a run for a queued report if a slot is free. Returns false when the report no longer
@@ -409,9 +405,9 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     /** Waits for the reclaim at start, the starts in hand and every run in progress to end. */
     async idle(): Promise<void> {
       for (;;) {
-        const pending = starts
+        const pending = inTurn.tail
         await pending
-        if (active.size === 0 && pending === starts) return
+        if (active.size === 0 && pending === inTurn.tail) return
         await Promise.all([...active.values()].map((a) => a.done))
       }
     },

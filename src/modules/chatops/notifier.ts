@@ -115,22 +115,22 @@ export class SlackNotifier {
   private async drain(connectionId: string): Promise<void> {
     // Another notifier (node) is posting this connection's events: it goes on, this one comes back later.
     if (!this.mayAct() || !(await this.claim(connectionId))) return
-    const calls = { made: 0 }
+    const calls = { made: false }
     try {
       await this.drainClaimed(connectionId, calls)
     } finally {
       // Each node paces its own writes; the claim carries the pace across a handover: another node may
       // write to the channel only a pacing interval after this drain's last call (this node at once).
       const now = this.ctx.clock.now()
-      await this.repo.releaseDrain(connectionId, this.owner, calls.made > 0 ? now + CHANNEL_INTERVAL_MS : now)
+      await this.repo.releaseDrain(connectionId, this.owner, calls.made ? now + CHANNEL_INTERVAL_MS : now)
     }
   }
 
-  private async drainClaimed(connectionId: string, calls: { made: number }): Promise<void> {
+  private async drainClaimed(connectionId: string, calls: { made: boolean }): Promise<void> {
     // Right before each Slack call (after the wait for the channel's turn): still ours, or nothing is sent.
     const guard = async () => {
       if (!this.mayAct() || !(await this.claim(connectionId))) throw new LostClaim('the drain claim moved to another node')
-      calls.made++
+      calls.made = true
     }
     for (;;) {
       const c = await this.repo.getAny(connectionId)

@@ -8,6 +8,7 @@
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import { newId } from '../../core/ids'
+import { createTurns } from '../../core/turns'
 import { VERSION } from '../../version'
 import type { EventHub } from '../events/hub'
 import { createWebhooksRepo, type DeliveryRow, type WebhookRow, type WebhooksRepo } from './repo'
@@ -117,12 +118,7 @@ export class WebhookDispatcher {
    * overlapping this process's own fan-out (the poll timer's, a wake's) would pass over a delivery that
    * is due, and leave it for the next pass.
    */
-  private turn: Promise<unknown> = Promise.resolve()
-  private inTurn<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.turn.then(work)
-    this.turn = run.catch(() => {})
-    return run
-  }
+  private readonly inTurn = createTurns()
 
   /** Turns the Org's events past each endpoint's cursor into delivery rows. */
   fanOut(orgId: string): Promise<void> {
