@@ -8,21 +8,33 @@ cd "$(dirname "$0")/.."
 # what serving needs. A no-op when they are already there.
 bun install --frozen-lockfile >&2
 
-# The browser tests drive Debian's Chromium. Installed when we can (root or passwordless sudo with apt);
-# otherwise those tests skip and say why.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    as_root=""
-    [ "$(id -u)" = "0" ] || { sudo -n true 2>/dev/null && as_root="sudo -n"; }
-    if [ "$(id -u)" = "0" ] || [ -n "$as_root" ]; then
-      echo "test-setup: installing chromium for the browser tests" >&2
-      ($as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium) >&2 ||
-        echo "test-setup: could not install chromium; the browser tests will skip" >&2
-    else
-      echo "test-setup: chromium is missing and apt-get needs root: run 'sudo apt-get install chromium' or the browser tests skip" >&2
-    fi
+# What the tests run besides bun, all from Debian's packages (one list, also what CI gets): Chromium for the
+# browser tests, a real PostgreSQL and redis-server for the storage and cluster tests, nginx and caddy in
+# front of the binary (test/proxy-paths.test.ts), bubblewrap for the agent sandbox, systemd-analyze for the
+# unit file, python3 for the webhook snippet of docs/events.md, faketime for a node with a shifted clock,
+# sqlite3 to inspect files. Installed when we can (root, or passwordless sudo, with apt); otherwise the
+# tests that need a missing one skip and say why.
+need=()
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+have chromium || have chromium-browser || need+=(chromium)
+have nginx || need+=(nginx)
+have caddy || need+=(caddy)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+have redis-server || need+=(redis-server)
+have bwrap || need+=(bubblewrap)
+have systemd-analyze || need+=(systemd)
+have python3 || need+=(python3)
+have faketime || need+=(faketime)
+have sqlite3 || need+=(sqlite3)
+if [ ${#need[@]} -gt 0 ]; then
+  as_root=""
+  [ "$(id -u)" = "0" ] || { sudo -n true 2>/dev/null && as_root="sudo -n"; }
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = "0" ] || [ -n "$as_root" ]; }; then
+    echo "test-setup: installing ${need[*]} for the tests" >&2
+    ($as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq "${need[@]}") >&2 ||
+      echo "test-setup: could not install ${need[*]}; the tests that need them will skip or fail" >&2
   else
-    echo "test-setup: chromium is missing (no apt-get here); the browser tests will skip" >&2
+    echo "test-setup: missing ${need[*]} (installing needs apt-get as root): run 'sudo apt-get install ${need[*]}' or the tests that need them skip" >&2
   fi
 fi
 

@@ -12,9 +12,35 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const TEST_TOOLING = ['deno', 'playwright-core', 's3rver', 'standardwebhooks', 'edge-runtime']
 
 describe('package.json', () => {
-  test('the test command builds only through the staleness check of scripts/test-setup.sh', () => {
+  test('the test command builds only through the staleness check of scripts/test-setup.sh, runs every pass and ends with one total', () => {
+    expect(pkg.scripts.test).toBe('bash scripts/test.sh')
+    const script = readFileSync(join(ROOT, 'scripts/test.sh'), 'utf8')
+    const steps = script.split('\n').filter((l) => /^(bash scripts\/test-setup\.sh|run )/.test(l))
     // write-turns.test.ts measures thread scheduling by the wall clock: it runs alone, after the parallel pass.
-    expect(pkg.scripts.test).toBe('bash scripts/test-setup.sh && bun test --timeout 60000 --parallel=3 --path-ignore-patterns=test/write-turns.test.ts && bun test --timeout 60000 test/write-turns.test.ts && bash scripts/test-pg.sh')
+    expect(steps).toEqual([
+      'bash scripts/test-setup.sh || exit 1',
+      'run bun test --timeout 60000 --parallel=3 --path-ignore-patterns=test/write-turns.test.ts',
+      'run bun test --timeout 60000 test/write-turns.test.ts',
+      'run bash scripts/test-pg.sh',
+    ])
+    expect(script).toContain('echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"')
+  })
+
+  test('the total counts every run, and a run that failed without a count still fails it', async () => {
+    // scripts/test.sh's summing, run on three summaries as bun prints them (the last run crashed: exit 1, no count).
+    const dir = tempDir('fixloop-total-')
+    const fakeBin = join(dir, 'bin')
+    mkdirSync(fakeBin)
+    const fake = (name: string, body: string) => Bun.write(join(fakeBin, name), `#!/usr/bin/env bash\n${body}\n`).then(() => Bun.spawnSync(['chmod', '+x', join(fakeBin, name)]))
+    await fake('bun', 'case "$*" in *--parallel*) printf " 10 pass\\n 1 skip\\n 1 fail\\n";; *) printf " 2 pass\\n 0 fail\\n";; esac; exit 0')
+    mkdirSync(join(dir, 'scripts'))
+    cpSync(join(ROOT, 'scripts/test.sh'), join(dir, 'scripts/test.sh'))
+    await Bun.write(join(dir, 'scripts/test-setup.sh'), 'true\n')
+    await Bun.write(join(dir, 'scripts/test-pg.sh'), 'echo " 5 pass"; exit 1\n')
+    const proc = Bun.spawn(['bash', 'scripts/test.sh'], { cwd: dir, env: { PATH: `${fakeBin}:${process.env.PATH}` }, stdout: 'pipe', stderr: 'pipe' })
+    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+    expect(code).toBe(1)
+    expect(out.trim().split('\n').at(-1)).toBe('total: 17 passed, 1 failed, 1 skipped')
   })
   test('no unused load generator (autocannon); the widget build dependency (esbuild) is a dependency', () => {
     expect(pkg.devDependencies.autocannon).toBeUndefined()

@@ -269,6 +269,40 @@ describe.skipIf(Boolean(skip))('fixloop migrate-db', () => {
     expect(Object.entries(left).filter(([t, n]) => n > 0 && t !== 'instance_meta' && t !== 'credential_generation')).toEqual([])
   })
 
+  test('Ctrl-C mid-copy: exit 130 with a sentence saying it was rolled back and is safe to rerun; a rerun copies it all', async () => {
+    const fresh = await pg.createDatabase('interrupted')
+    const p = pool(fresh)
+    await applyPgMigrations(p)
+    // A SHARE lock on feedback lets the copy read (and write the tables before it), then stall on feedback's
+    // first INSERT: a moment that is certainly mid-copy, inside the copy's open transaction.
+    const holder = await p.connect()
+    await holder.query('BEGIN')
+    await holder.query('LOCK TABLE feedback IN SHARE MODE')
+    const proc = Bun.spawn([join(import.meta.dir, '..', 'dist', 'fixloop'), 'migrate-db', '--to', fresh, '--data-dir', dataDir], {
+      env: { PATH: process.env.PATH ?? '' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    try {
+      await eventually(async () => Number((await p.query("SELECT COUNT(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'feedback' AND NOT l.granted")).rows[0].n) > 0, 20_000)
+      proc.kill('SIGINT')
+      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited])
+      expect(code).toBe(130)
+      expect(stderr).toContain('migrate-db: interrupted (SIGINT): the copy was not committed')
+      expect(stderr).toContain('It is safe to run migrate-db again.')
+      expect(stderr).not.toContain(pg.password)
+    } finally {
+      await holder.query('ROLLBACK')
+      holder.release()
+    }
+    const left = await counts(p)
+    expect(Object.entries(left).filter(([t, n]) => n > 0 && t !== 'instance_meta' && t !== 'credential_generation')).toEqual([])
+    // The data dir's lock went with the process: the rerun is not refused, and it copies everything.
+    const again = await migrateDb(fresh, '--json')
+    expect(again.code).toBe(0)
+    expect(JSON.parse(again.stdout).ok).toBe(true)
+  }, 60_000)
+
   test('a wrong password or no server: exit 2, a clear sentence, no password in the output', async () => {
     const fresh = await pg.createDatabase('auth')
     const wrong = fresh.replace(`:${pg.password}@`, ':not-the-password-xyz@')

@@ -79,7 +79,8 @@ function notesFor(report: CopyReport, key: KeyAdvice, sealed: Record<string, num
     notes.push(
       `${blobs} uploaded files stay in ${blobsDir}: PostgreSQL mode keeps uploads in S3/MinIO (FIXLOOP_S3_*), so copy them to the bucket before starting: ` +
         `each file ${blobsDir}/<appId>/<name> (not the .type files beside them) becomes the object sealed/<appId>/<name>, ` +
-        `e.g. mc mirror --exclude '*.type' --exclude '*.part-*' ${blobsDir}/ ALIAS/BUCKET/sealed/`,
+        `e.g. mcli mirror --exclude '*.type' --exclude '*.part-*' ${blobsDir}/ ALIAS/BUCKET/sealed/ (MinIO's client) or ` +
+        `aws --endpoint-url S3_ENDPOINT s3 sync --exclude '*.type' --exclude '*.part-*' ${blobsDir}/ s3://BUCKET/sealed/`,
     )
   } else notes.push(`no uploaded files in ${blobsDir}: nothing to copy to the bucket.`)
   if (report.ok) notes.push(`${dbFile} was read only and is unchanged: keep it (and a backup) until the PostgreSQL-mode server runs well.`)
@@ -100,8 +101,9 @@ export async function runMigrateDb(argv: string[]): Promise<void> {
   const plan = copyPlan()
 
   const lock = lockDataDir(config.dataDir, 'migrating it to PostgreSQL (a running server keeps writing to it)')
+  const dbFile = join(config.dataDir, DB_FILE)
+  const stopInterrupts = explainInterrupts(target, dbFile)
   try {
-    const dbFile = join(config.dataDir, DB_FILE)
     const source = openSqliteSource(dbFile)
     try {
       const pool = await connectPg(url, 2)
@@ -127,7 +129,30 @@ export async function runMigrateDb(argv: string[]): Promise<void> {
       source.close()
     }
   } finally {
+    stopInterrupts()
     lock.release()
+  }
+}
+
+/**
+ * Ctrl-C (or SIGTERM) mid-copy: the copy's one transaction is still open, so the connection closing with the
+ * process makes PostgreSQL roll it back. Say so, rather than exiting 130 in silence and leaving the operator to
+ * wonder what state the target is in. Returns the function that removes the handlers.
+ */
+function explainInterrupts(target: string, dbFile: string): () => void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    stderr(
+      `migrate-db: interrupted (${signal}): the copy was not committed, so PostgreSQL rolls it back; no report, App or ` +
+        `key was written to ${target} (its schema migrations may already be applied, which a new run accepts) and ` +
+        `${dbFile} is unchanged. It is safe to run migrate-db again.`,
+    )
+    process.exit(signal === 'SIGINT' ? 130 : 143)
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  return () => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
   }
 }
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `bun run test`: the whole suite, then ONE total. Three bun test runs, each printing its own summary:
+#   1. every test file on SQLite (and test/repos/ on both dialects), three files at a time;
+#   2. test/write-turns.test.ts alone (it measures who waits for the write lock: another file's load skews it);
+#   3. the HTTP suites again with every test server on PostgreSQL (scripts/test-pg.sh).
+# The last line is "total: N passed, N failed, N skipped" over all three; the exit status is non-zero when
+# any run failed (also when a run crashed before printing its summary).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/test-setup.sh || exit 1
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+run() {
+  "$@" 2>&1 | tee -a "$log"
+  local s=${PIPESTATUS[0]}
+  [ "$s" -eq 0 ] || status=$s
+}
+run bun test --timeout 60000 --parallel=3 --path-ignore-patterns=test/write-turns.test.ts
+run bun test --timeout 60000 test/write-turns.test.ts
+run bash scripts/test-pg.sh
+
+sum() { grep -Eo "^ *[0-9]+ $1\$" "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}'; }
+pass=$(sum pass)
+fail=$(sum fail)
+skip=$(sum skip)
+# A run that failed without counting a failure (a crash, a file that did not load) still fails the total.
+if [ "$status" -ne 0 ] && [ "$fail" = "0" ]; then fail=1; fi
+echo
+echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"
+exit "$status"
