@@ -195,3 +195,68 @@ describe('the sources', () => {
     expect(FILES.flatMap((f) => sqlViolations(f.rel, f.text))).toEqual([])
   })
 })
+
+/** Files that import each other in a loop (strongly connected components of more than one file; Tarjan). */
+function importCircles(files: { rel: string; text: string }[]): string[][] {
+  const known = new Set(files.map((f) => f.rel))
+  const edges = new Map(files.map((f) => [f.rel, [...new Set(importsOf(f.rel, f.text).filter((t) => known.has(t) && t !== f.rel))]]))
+  let next = 0
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const onStack = new Set<string>()
+  const stack: string[] = []
+  const circles: string[][] = []
+  const visit = (v: string) => {
+    index.set(v, next)
+    low.set(v, next++)
+    stack.push(v)
+    onStack.add(v)
+    for (const w of edges.get(v)!) {
+      if (!index.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+    }
+    if (low.get(v) === index.get(v)) {
+      const c: string[] = []
+      let w: string
+      do {
+        w = stack.pop()!
+        onStack.delete(w)
+        c.push(w)
+      } while (w !== v)
+      if (c.length > 1) circles.push(c.sort())
+    }
+  }
+  for (const f of files) if (!index.has(f.rel)) visit(f.rel)
+  return circles
+}
+
+/** Places that decide the dialect (`dialect === …`), and files outside src/db/ importing a dialect folder. */
+const dialectTests = (files: { text: string }[]) => files.reduce((n, f) => n + (f.text.match(/dialect\s*(===|!==)/g)?.length ?? 0), 0)
+const dialectImporters = (files: { rel: string; text: string }[]) => files.filter((f) => !f.rel.startsWith('db/') && importsOf(f.rel, f.text).some((t) => /^db\/(sqlite|pg)\//.test(t))).map((f) => f.rel)
+
+/**
+ * A ratchet while the store moves to one store per dialect (issue 37): the storage port's import circles, the
+ * dialect switches and the files outside src/db/ that import a dialect folder may only go down. Lower the
+ * numbers as each step lands; the goal is 0 circles, ≤ 3 switches and ≤ 10 importers (the composition roots,
+ * the two processing engines, the migrate/transfer CLI).
+ */
+const CEILING = { circles: 25, dialectTests: 37, dialectImporters: 38 }
+
+describe('the storage wiring does not grow more tangled (issue 37 ratchet)', () => {
+  test('the circle detector finds a planted loop, and only loops', () => {
+    const planted = [
+      { rel: 'modules/a/repo.ts', text: "import { x } from '../../db/sqlite/a'" },
+      { rel: 'db/sqlite/a.ts', text: "import type { ARepo } from '../../modules/a/repo'" },
+      { rel: 'modules/b.ts', text: "import { y } from './a/repo'" },
+    ]
+    expect(importCircles(planted)).toEqual([['db/sqlite/a.ts', 'modules/a/repo.ts']])
+    expect(dialectImporters(planted)).toEqual(['modules/a/repo.ts'])
+  })
+
+  test(`at most ${CEILING.circles} import circles, ${CEILING.dialectTests} dialect switches, ${CEILING.dialectImporters} dialect importers outside src/db/`, () => {
+    const now = { circles: importCircles(FILES).length, dialectTests: dialectTests(FILES), dialectImporters: dialectImporters(FILES).length }
+    expect({ circles: now.circles <= CEILING.circles, dialectTests: now.dialectTests <= CEILING.dialectTests, dialectImporters: now.dialectImporters <= CEILING.dialectImporters }).toEqual({ circles: true, dialectTests: true, dialectImporters: true })
+  })
+})
