@@ -4,10 +4,10 @@
  * forged or missing signature (401), a replayed delivery (2xx, ignored), a PR fixloop did not open (2xx,
  * ignored), junk bodies (4xx, never 5xx).
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { delivery, send, type HookHost } from './git-host-webhooks'
+import { delivery, send, type Delivery, type HookHost } from './git-host-webhooks'
 import { sql } from './repos/store-fixtures'
 import type { FreshStore } from './dialects'
 import { SseClient } from './events-helpers'
@@ -35,6 +35,12 @@ async function setUp(host: HookHost) {
   await q("INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, pr_url, created_at) VALUES (?, ?, ?, ?, 'command', 'succeeded', ?, '{}', ?, 1)", [run, tenant.orgId, tenant.appId, lead, `fixloop/${lead}`, url])
   return { tenant, secret, pr: { url, number: n, head: `fixloop/${lead}` }, lead, dup, other }
 }
+/** The same delivery (the same signed body) under a fresh delivery id: the id headers are not signed. */
+const withNewId = (d: Delivery): Delivery => ({
+  ...d,
+  id: randomUUID(),
+  headers: Object.fromEntries(Object.entries(d.headers).map(([k, v]) => [k, /-delivery$|^x-gitlab-event-uuid$/.test(k) ? randomUUID() : v])),
+})
 const status = async (id: string) => (await q('SELECT status FROM feedback WHERE id = ?', [id]))[0].status
 const eventTypes = async (orgId: string) => (await q('SELECT type, data FROM events WHERE org_id = ? ORDER BY seq', [orgId])).map((e: any) => [e.type, JSON.parse(e.data)])
 
@@ -69,17 +75,23 @@ for (const host of ['github', 'gitea', 'gitlab'] as const) {
       const before = (await eventTypes(s.tenant.orgId)).length
       // The same delivery again (a replay, or the host's redelivery): acknowledged, ignored.
       expect(await send(server.url, s.tenant.appId, d)).toEqual({ status: 200, body: { received: true, outcome: 'replayed' } })
-      // Another merge delivery for a report already resolved: nothing changes.
-      expect((await send(server.url, s.tenant.appId, delivery(host, 'merged', s.pr, s.secret))).body.outcome).toBe('unchanged')
+      // The same signed body under a new delivery id (the id is an unsigned header): a replay too.
+      expect((await send(server.url, s.tenant.appId, withNewId(d))).body.outcome).toBe('replayed')
+      // Another merge delivery (another body) for a report already resolved: nothing changes.
+      expect((await send(server.url, s.tenant.appId, delivery(host, 'merged', { ...s.pr, base: 'release' }, s.secret))).body.outcome).toBe('unchanged')
       expect((await eventTypes(s.tenant.orgId)).length).toBe(before)
     })
 
     test('closed without merge → awaiting_manual keeping the URL; reopened → pr_opened', async () => {
       const s = await setUp(host)
-      expect((await send(server.url, s.tenant.appId, delivery(host, 'closed', s.pr, s.secret))).body.outcome).toBe('moved')
+      const close = delivery(host, 'closed', s.pr, s.secret)
+      expect((await send(server.url, s.tenant.appId, close)).body.outcome).toBe('moved')
       expect((await q('SELECT status, merge_request_url FROM feedback WHERE id = ?', [s.lead]))[0]).toEqual({ status: 'awaiting_manual', merge_request_url: s.pr.url })
       expect(await status(s.dup)).toBe('sanitized')
       expect((await send(server.url, s.tenant.appId, delivery(host, 'reopened', s.pr, s.secret))).body.outcome).toBe('moved')
+      expect(await status(s.lead)).toBe('pr_opened')
+      // The captured close replayed under a fresh delivery id: recognised by its body, the reopened PR stays open.
+      expect((await send(server.url, s.tenant.appId, withNewId(close))).body).toEqual({ received: true, outcome: 'replayed' })
       expect(await status(s.lead)).toBe('pr_opened')
     })
 

@@ -161,17 +161,36 @@ describe('the issue draft', () => {
   const lead = (over: Partial<LeadForTracker> = {}): LeadForTracker => ({
     id: 'f1', org_id: 'o1', app_id: 'a1', status: 'awaiting_manual', severity: null, theme: null, text: 'raw?', consolidated_text: null, attachments: null, duplicate_of_id: null, duplicate_count: 0, redactions: '{}', ...over,
   })
-  test('title: the theme, else the text on one line, bounded', () => {
+  test('title: the theme, else the text\'s first line, on one line, bounded', () => {
     expect(titleOf(lead({ theme: 'Checkout total wrong', text: 'x' }))).toBe('Checkout total wrong')
-    expect(titleOf(lead({ text: 'line one\nline\ttwo\u0000' }))).toBe('line one line two')
+    expect(titleOf(lead({ text: 'line\tone\u0000 two\nline three' }))).toBe('line one two')
     expect(titleOf(lead({ text: 'y'.repeat(500) })).length).toBe(200)
-    expect(titleOf(lead({ text: '   ' }))).toBe('User feedback')
+    expect(titleOf(lead({ text: '   ' }))).toBe('a user report')
+  })
+  test('title: neutralized like a pull request\'s: no closing keyword closes an issue, no team is pinged, no link or markup acts', () => {
+    const title = titleOf(lead({ theme: '@team Fixes #1, closes acme/shop#2, resolves GH-3 see https://evil.test/x <b>`x`</b>' }))
+    expect(title).toBe("@ team Fixes # 1, closes acme/shop# 2, resolves GH- 3 see [link] 'b''x''/b'")
+    expect(title).not.toMatch(/#\d|@\w|GH-\d|https?:/)
+    expect(draftOf(lead({ theme: '@acme/security Fixes #12' }), undefined).title).toBe('@ acme/security Fixes # 12')
+  })
+  test('attachments: screenshots counted as screenshots, recordings and other files named apart', () => {
+    const attachments = JSON.stringify([
+      { key: 'k1', kind: 'screenshot', contentType: 'image/png' },
+      { key: 'k2', kind: 'attachment', contentType: 'text/plain' },
+    ])
+    const d = draftOf(lead({ attachments }), 'https://fx.example')
+    expect(d.body).toContain('**Attachments:** 1 screenshot, 1 other file, on the report page: https://fx.example/admin/o/o1/r/f1')
+    expect(d.body).not.toContain('2 screenshots')
+    const many = JSON.stringify([...Array(3)].map((_, i) => ({ key: `s${i}`, kind: 'screenshot', contentType: 'image/png' })).concat([{ key: 'r', kind: 'recording', contentType: 'application/json' }]))
+    expect(draftOf(lead({ attachments: many }), undefined).body).toContain('**Attachments:** 3 screenshots, 1 screen recording\n')
+    expect(draftOf(lead({ attachments: '[]' }), undefined).body).not.toContain('Attachments')
+    expect(draftOf(lead({ attachments: 'not json' }), undefined).body).not.toContain('Attachments')
   })
   test('body: the consolidated text fenced past its longest backtick run; labels from severity; links from the public URL', () => {
-    const d = draftOf(lead({ consolidated_text: 'a ``` b ```` c @octocat', severity: 'low', duplicate_count: 2, attachments: '[{"key":"k1"},{"key":"k2"}]' }), 'https://fx.example')
+    const d = draftOf(lead({ consolidated_text: 'a ``` b ```` c @octocat', severity: 'low', duplicate_count: 2, attachments: '[{"key":"k1","kind":"screenshot"},{"key":"k2","kind":"screenshot"}]' }), 'https://fx.example')
     expect(d.body.startsWith('`````text\na ``` b ```` c @octocat\n`````')).toBe(true)
     expect(d.body).toContain('**Reports:** 3 (the lead and 2 duplicates)')
-    expect(d.body).toContain('**Screenshots:** 2, on the report page: https://fx.example/admin/o/o1/r/f1')
+    expect(d.body).toContain('**Attachments:** 2 screenshots, on the report page: https://fx.example/admin/o/o1/r/f1')
     expect(d.labels).toEqual(['fixloop', 'severity:low'])
     expect(draftOf(lead(), undefined).body).toContain('fixloop report `f1`')
     expect(draftOf(lead({ text: 'z'.repeat(30_000) }), undefined).body.length).toBeLessThan(21_000)

@@ -76,13 +76,14 @@ function shapeProblem(body: unknown, spec: Record<string, { type: 'string' | 'st
   return null
 }
 
-export function startTrackerStub(kind: StubKind, token = `tok-${kind}-${randomUUID()}`): TrackerStub {
+/** A stub of `kind` serving one repository/project, `project` (another one answers 404, as a repository the token cannot see). */
+export function startTrackerStub(kind: StubKind, token = `tok-${kind}-${randomUUID()}`, project = STUB_PROJECT): TrackerStub {
   const issues = new Map<number, StubIssue>()
   const requests: StubRequest[] = []
   const faults: Fault[] = []
   let next = 1
   const prefix = kind === 'github' ? '' : kind === 'gitlab' ? '/api/v4' : '/api/v1'
-  const base = kind === 'gitlab' ? `${prefix}/projects/${encodeURIComponent(STUB_PROJECT)}` : `${prefix}/repos/${STUB_PROJECT}`
+  const base = kind === 'gitlab' ? `${prefix}/projects/${encodeURIComponent(project)}` : `${prefix}/repos/${project}`
   let url = ''
 
   function authorized(h: Headers): boolean {
@@ -90,7 +91,7 @@ export function startTrackerStub(kind: StubKind, token = `tok-${kind}-${randomUU
     if (kind === 'gitlab') return h.get('private-token') === token
     return h.get('authorization') === `token ${token}`
   }
-  const webUrl = (n: number) => (kind === 'gitlab' ? `${url}/${STUB_PROJECT}/-/issues/${n}` : `${url}/${STUB_PROJECT}/issues/${n}`)
+  const webUrl = (n: number) => (kind === 'gitlab' ? `${url}/${project}/-/issues/${n}` : `${url}/${project}/issues/${n}`)
   const view = (i: StubIssue) =>
     kind === 'gitlab'
       ? { id: 9000 + i.number, iid: i.number, title: i.title, description: i.body, state: i.state === 'open' ? 'opened' : 'closed', labels: i.labels, web_url: webUrl(i.number) }

@@ -39,6 +39,9 @@ beforeAll(async () => {
     expect(raw.stdout + raw.stderr).not.toContain(stub.token)
     const connected = JSON.parse(raw.stdout)
     expect(connected).toMatchObject({ appId: tenant.appId, kind, actor: BOT, rules: { minDuplicates: 2, onAwaitingManual: [] } })
+    // The CLI does not know the server's port or address: no guessed http://127.0.0.1:8080 URL, the path and a hint instead.
+    expect(connected).toMatchObject({ webhookUrl: null, webhookPath: `/v1/tracker-hooks/${tenant.appId}` })
+    expect(connected.webhookUrlHint).toContain('FIXLOOP_PUBLIC_URL')
     secrets[kind] = connected.webhookSecret
   }
   // Warnings and up on stdout, kept: no log line may carry a token.
@@ -120,6 +123,10 @@ for (const kind of KINDS) {
 
       const show = await cliJson(dir, ['tracker', 'show', '--app', t.appId])
       expect(show.health).toMatchObject({ state: 'ok', pending: 0 })
+      expect(show.webhookUrl).toBeNull()
+      const withPublic = await runBinary(['tracker', 'show', '--app', t.appId, '--data-dir', dir, '--json'], { FIXLOOP_PUBLIC_URL: 'https://fixloop.example/' })
+      expect(JSON.parse(withPublic.stdout)).toMatchObject({ webhookUrl: `https://fixloop.example/v1/tracker-hooks/${t.appId}`, webhookPath: `/v1/tracker-hooks/${t.appId}` })
+      expect(JSON.parse(withPublic.stdout).webhookUrlHint).toBeUndefined()
       expect(JSON.stringify(show)).not.toContain(stub.token)
       expect(await cliJson(dir, ['tracker', 'push', '--feedback', lead])).toMatchObject({ created: false, key: '#1', state: 'closed' })
 

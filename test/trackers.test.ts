@@ -9,7 +9,7 @@
  * state map and a Linear team's own workflow (test/linear-stub.ts) read through its state map.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createHmac } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { BOT, issueHook, startTrackerStub, STUB_PROJECT, type HookDelivery, type StubKind, type TrackerStub } from './tracker-stub'
 import { startLinearStub } from './linear-stub'
@@ -49,6 +49,8 @@ const connect = (t: Tenant, stub: TrackerStub, extra: Record<string, unknown> = 
   call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind: stub.kind, ...(stub.kind === 'github' ? { apiUrl: stub.apiUrl } : { apiUrl: stub.apiUrl }), project: STUB_PROJECT, token: stub.token, ...extra } })
 const item = async (t: Tenant, id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
 const send = (t: Tenant, d: HookDelivery) => call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}`, { rawBody: d.body, headers: d.headers })
+/** The same delivery (the same signed body) under a fresh delivery id: the id headers are not signed. */
+const withNewId = (d: HookDelivery): HookDelivery => ({ ...d, headers: Object.fromEntries(Object.entries(d.headers).map(([k, v]) => [k, /-delivery$|^x-gitlab-event-uuid$/.test(k) ? randomUUID() : v])) })
 const synced = (t: Tenant, id: string) => eventually(async () => ((await item(t, id)).trackerIssue?.syncState === 'synced' ? (await item(t, id)).trackerIssue : undefined), 15_000)
 
 for (const kind of ['github', 'gitlab', 'gitea'] as const) {
@@ -147,6 +149,10 @@ for (const kind of ['github', 'gitlab', 'gitea'] as const) {
       expect((await send(t, issueHook(stub, 'reopened', created, secret))).body.outcome).toBe('moved')
       expect((await item(t, lead)).status).toBe('awaiting_manual')
       expect((await item(t, dup)).status).toBe('awaiting_manual')
+      // The captured close replayed under a fresh delivery id (an unsigned header): the same signed body, so a replay.
+      expect((await send(t, withNewId(close))).body.outcome).toBe('replayed')
+      expect((await item(t, lead)).status).toBe('awaiting_manual')
+      expect((await item(t, dup)).status).toBe('awaiting_manual')
     }, 60_000)
 
     test('push by rule: a lead reaching minDuplicates gets an issue; the cluster growing updates it with a comment', async () => {
@@ -161,9 +167,9 @@ for (const kind of ['github', 'gitlab', 'gitea'] as const) {
       expect(created.comments).toEqual([])
       const dup2 = await submit(t, 'Dark mode toggle forgets its setting after a reload on Safari')
       expect((await call(server.url, 'POST', `/v1/feedback/${dup2}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
-      await eventually(() => created.body.includes('**Reports:** 3'), 15_000)
+      await eventually(() => created.body.includes('**Reports:** 3'), 30_000)
       // Never commented yet: the first growth is commented at once.
-      await eventually(() => created.comments.length === 1, 15_000)
+      await eventually(() => created.comments.length === 1, 30_000)
       expect(created.comments[0]).toContain('3 in all, was 2')
       expect(stub.issues.size).toBeGreaterThan(0)
     }, 60_000)
@@ -216,6 +222,73 @@ for (const kind of ['github', 'gitlab', 'gitea'] as const) {
 }
 
 describe('routes', () => {
+  test('the App\'s tracker moved to another repository of the same kind: old links are frozen (no update, comment, poll or delivery reaches the issue of the same number there), shown in their own project; pushing again is refused', async () => {
+    for (const kind of ['github', 'gitlab', 'gitea'] as const) {
+      const t = await seedTenant(server.admin, {}, `Move ${kind}`)
+      const stub = stubs[kind]
+      const secret = (await connect(t, stub)).body.webhookSecret as string
+      const lead = await submit(t, `Exporting the invoice list to CSV drops the last row (${kind} move)`)
+      expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+      const n = Number((await synced(t, lead)).key.slice(1))
+      // Another repository the same token reaches, with an unrelated issue of every number up to n.
+      const other = startTrackerStub(kind, stub.token, 'acme/other')
+      try {
+        for (let i = 1; i <= n; i++) other.issues.set(i, { number: i, title: `unrelated ${i}`, body: 'theirs', labels: null, state: 'open', stateReason: null, comments: [], deleted: false })
+        const moved = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: other.apiUrl, project: 'acme/other', rules: { minDuplicates: 1, onAwaitingManual: [] } } })
+        expect(moved.status).toBe(200)
+        // A duplicate joins the old lead: its push would PATCH and comment on the other repository's #n.
+        const dup = await submit(t, `Dark mode toggle forgets its setting after a reload (${kind} move)`)
+        expect((await call(server.url, 'POST', `/v1/feedback/${dup}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+        await server.services.trackerRules.runAll()
+        await server.services.trackerRules.idle()
+        await eventually(async () => (await q("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'tracker_push' AND feedback_id = ?", [lead]))[0].n == 0, 20_000)
+        // Polling skips it; the other repository's #n closed (signed, delivered) does not resolve the old lead.
+        await server.services.trackerSync.pollPass('')
+        other.issues.get(n)!.state = 'closed'
+        expect((await send(t, issueHook(other, 'closed', other.issues.get(n)!, secret, 'maintainer', 'acme/other'))).body.outcome).toBe('ignored')
+        expect((await item(t, lead)).status).toBe('awaiting_manual')
+        expect(other.requests.filter((r) => new RegExp(`/issues/${n}(/|$)`).test(r.path)).map((r) => r.method)).toEqual([])
+        expect(other.issues.get(n)).toMatchObject({ title: `unrelated ${n}`, body: 'theirs', comments: [] })
+        // Shown as the issue of its own project; one issue per lead: no second one in the new repository.
+        expect((await item(t, lead)).trackerIssue).toMatchObject({ kind, project: STUB_PROJECT, key: `#${n}` })
+        expect((await item(t, dup)).trackerIssue).toMatchObject({ project: STUB_PROJECT })
+        const again = await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })
+        expect(again.status).toBe(409)
+        expect(again.body.error.message).toContain(STUB_PROJECT)
+        // The App's health does not count the frozen link as pending.
+        expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body.tracker.health.pending).toBe(0)
+      } finally {
+        other.stop()
+      }
+    }
+  }, 120_000)
+
+  test('40 duplicates attached one by one: the issue is updated a few times, not once per attach, and ends saying 41 reports', async () => {
+    const t = await seedTenant(server.admin, {}, 'Coalesce')
+    const stub = stubs.github
+    expect((await connect(t, stub)).status).toBe(200)
+    const lead = await submit(t, 'The checkout total ignores the discount code when paying with a gift card (coalesce)')
+    expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+    const n = Number((await synced(t, lead)).key.slice(1))
+    const issue = stub.issues.get(n)!
+    const path = `/repos/${STUB_PROJECT}/issues/${n}`
+    const ids = Array.from({ length: 40 }, () => randomUUID().replace(/-/g, '').slice(0, 24))
+    for (const id of ids) {
+      await q("INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at) VALUES (?, ?, ?, 'awaiting_manual', 'the same checkout bug', 'public', '{}', 1, 1)", [id, t.orgId, t.appId])
+    }
+    for (const id of ids) {
+      expect((await call(server.url, 'POST', `/v1/feedback/${id}/merge`, { auth: t.key, body: { leadId: lead } })).status).toBe(200)
+      // Each attach seen on its own (as when they come minutes apart).
+      await server.services.trackerRules.runAll()
+      await server.services.trackerRules.idle()
+    }
+    await eventually(() => issue.body.includes('**Reports:** 41'), 40_000)
+    const patches = stub.requests.filter((r) => r.method === 'PATCH' && r.path === path).length
+    expect(patches).toBeGreaterThanOrEqual(1)
+    expect(patches).toBeLessThan(10)
+    expect(issue.comments.length).toBeLessThanOrEqual(patches)
+  }, 120_000)
+
   test('a webhook secret the tracker made (Linear\'s form) replaces fixloop\'s: deliveries verify with it only; never shown back; bad values refused', async () => {
     const t = await seedTenant(server.admin, {}, 'Trk own secret')
     const stub = stubs.github
@@ -299,7 +372,7 @@ describe('routes', () => {
     // Unmerged: the report is a lead again, without an issue; the lead's issue says 1 report (no comment for a shrink).
     expect((await call(server.url, 'POST', `/v1/feedback/${dup}/unmerge`, { auth: t.key })).status).toBe(200)
     expect((await item(t, dup)).trackerIssue).toBeNull()
-    await eventually(() => issue.body.includes('**Reports:** 1'), 15_000)
+    await eventually(() => issue.body.includes('**Reports:** 1'), 30_000)
     const comments = issue.comments.length
     // Closed as not planned on the tracker, no webhook: the next poll reads it; the state map makes it resolved.
     issue.state = 'closed'

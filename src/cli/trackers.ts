@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createLifecycle } from '../lifecycle/lifecycle'
-import { createTrackersService, SEVERITY_CHOICES, type SeverityChoice, type TrackerInput } from '../modules/trackers/service'
+import { createTrackersService, SEVERITY_CHOICES, trackerWebhookPath, type SeverityChoice, type TrackerInput, type TrackerView } from '../modules/trackers/service'
 import { MAPPED_ACTIONS } from '../modules/trackers/mapping'
 import { TRACKER_KINDS, type TrackerKind } from '../trackers/adapter'
 import type { NewsAction } from '../modules/trackers/repo'
@@ -94,6 +94,22 @@ export function parseStateMapFlag(value: string | undefined): Record<string, New
   return out
 }
 
+/**
+ * The connection as the CLI prints it. The command does not know where the server is reached (its port,
+ * its proxy): without FIXLOOP_PUBLIC_URL the webhook URL is unknown, so `webhookUrl` is null and
+ * `webhookPath` with a hint says what to append it to (never a guessed http://127.0.0.1:8080 URL).
+ */
+export function cliTrackerView(appId: string, tracker: TrackerView, publicUrl: string | undefined): Record<string, unknown> {
+  if (publicUrl) return { appId, ...tracker, webhookPath: trackerWebhookPath(appId) }
+  return {
+    appId,
+    ...tracker,
+    webhookUrl: null,
+    webhookPath: trackerWebhookPath(appId),
+    webhookUrlHint: "the server's public address followed by webhookPath; set FIXLOOP_PUBLIC_URL (as on the server) to have it printed",
+  }
+}
+
 export async function runTrackerCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(argv, FLAGS)
   if (values.help) return void process.stdout.write(TRACKER_HELP + '\n')
@@ -144,12 +160,12 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
           },
         }
         const out = await svc.connect(orgId, appId, input, base, CLI)
-        return output({ appId, ...out.tracker, ...(out.webhookSecret ? { webhookSecret: out.webhookSecret } : {}) }, json)
+        return output({ ...cliTrackerView(appId, out.tracker, ctx.config.publicUrl), ...(out.webhookSecret ? { webhookSecret: out.webhookSecret } : {}) }, json)
       }
       case 'show': {
         const { tracker } = await svc.get(orgId, appId, base)
         if (!tracker) throw new UsageError(`app ${appId} has no tracker connected (fixloop tracker connect)`)
-        return output({ appId, ...tracker }, json)
+        return output(cliTrackerView(appId, tracker, ctx.config.publicUrl), json)
       }
       case 'disconnect':
         await svc.disconnect(orgId, appId, CLI)

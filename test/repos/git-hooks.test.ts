@@ -4,7 +4,8 @@
  */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createGitHooksRepo, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX } from '../../src/modules/git-hooks/repo'
+import { createGitHooksRepo, deliveryKeys, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX } from '../../src/modules/git-hooks/repo'
+import { deliveryIdOr } from '../../src/core/outbound'
 import { createAgentRunsRepo } from '../../src/modules/agent-runs/repo'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
@@ -72,6 +73,27 @@ describeEachDialect('git-hooks repo', (fresh) => {
     expect(await events(s)).toHaveLength(2)
     // The same delivery id for another App is another delivery.
     expect(await repo.receive('a2', 'd1', null)).toEqual({ outcome: 'unchanged' })
+  })
+
+  test('a delivery replayed under a new id is a replay by its body hash: a close does not close the reopened PR again, a review is not queued twice', async () => {
+    const s = await fresh()
+    await seedPr(s)
+    const repo = await open(s)
+    const body = new TextEncoder().encode('{"action":"closed"}')
+    const close = deliveryKeys('id-1', body)
+    expect(close).toHaveLength(2)
+    expect((await repo.receive('a1', close, { report: (await repo.reportOfPr('a1', PR))!, change: 'closed' })).outcome).toBe('moved')
+    expect((await repo.receive('a1', deliveryKeys('id-2', new TextEncoder().encode('{"action":"reopened"}')), { report: (await repo.reportOfPr('a1', PR))!, change: 'reopened' })).outcome).toBe('moved')
+    expect(await repo.receive('a1', deliveryKeys('id-3', body), { report: (await repo.reportOfPr('a1', PR))!, change: 'closed' })).toEqual({ outcome: 'replayed' })
+    expect(await statuses(s)).toEqual({ lead: 'pr_opened' })
+    const report = (await repo.reportOfPr('a1', PR))!
+    const review = new TextEncoder().encode('{"comment":"/fixloop handle the empty cart"}')
+    expect((await repo.queueReview('a1', deliveryKeys('c-1', review), { id: 'pr0000000000000000000001', report, text: 'handle the empty cart', author: 'rev' })).outcome).toBe('review_queued')
+    expect(await repo.queueReview('a1', deliveryKeys('c-2', review), { id: 'pr0000000000000000000002', report, text: 'handle the empty cart', author: 'rev' })).toEqual({ outcome: 'replayed' })
+    expect(await sql(s, 'SELECT COUNT(*) AS n FROM pending_reviews').then((r: any[]) => Number(r[0].n))).toBe(1)
+    // With no id (an old host): the body's hash is its only key, remembered once.
+    expect((await repo.receive('a2', deliveryKeys(deliveryIdOr(null, body), body), null)).outcome).toBe('unchanged')
+    expect((await repo.receive('a2', deliveryKeys(deliveryIdOr(null, body), body), null)).outcome).toBe('replayed')
   })
 
   test('closed → awaiting_manual keeping the URL; reopened → pr_opened; no feedback.resolved', async () => {

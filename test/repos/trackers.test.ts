@@ -6,7 +6,7 @@
  */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createTrackersRepo, type ConnectionWrite } from '../../src/modules/trackers/repo'
+import { createTrackersRepo, PUSH_DEBOUNCE_MS, type ConnectionWrite } from '../../src/modules/trackers/repo'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
@@ -30,6 +30,7 @@ const conn = (over: Partial<ConnectionWrite> = {}): ConnectionWrite => ({
 const events = async (s: FreshStore) => (await sql<{ type: string; data: string }>(s, 'SELECT type, data FROM events ORDER BY seq')).map((e) => [e.type, JSON.parse(e.data)])
 const statuses = async (s: FreshStore) => Object.fromEntries((await sql<{ id: string; status: string }>(s, 'SELECT id, status FROM feedback ORDER BY id')).map((r) => [r.id, r.status]))
 const jobs = async (s: FreshStore) => sql<{ kind: string; feedback_id: string }>(s, 'SELECT kind, feedback_id FROM jobs ORDER BY id')
+const runAfters = async (s: FreshStore) => (await sql<{ run_after: number }>(s, "SELECT run_after FROM jobs WHERE kind = 'tracker_push' ORDER BY id")).map((r) => Number(r.run_after))
 
 /** A lead in `status` with duplicates in the given statuses, linked to tracker issue #7 (state open). */
 async function seedLinked(s: FreshStore, status: string, dupStatuses: string[] = []) {
@@ -42,7 +43,7 @@ async function seedLinked(s: FreshStore, status: string, dupStatuses: string[] =
   }
   const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
   await repo.putConnection(conn(), [])
-  await repo.queuePushes('a1', { create: [{ feedbackId: 'lead', orgId: 'o1', kind: 'github' }], refresh: [] })
+  await repo.queuePushes('a1', { create: [{ feedbackId: 'lead', orgId: 'o1', kind: 'github', project: 'acme/shop' }], refresh: [] })
   await repo.saveIssue('lead', { issue_id: '7', issue_key: '#7', issue_url: 'https://github.com/acme/shop/issues/7', state_name: 'open', state_category: 'open', sync_state: 'synced', pushed_size: 1 + dupStatuses.length }, 20)
   await sql(s, 'DELETE FROM jobs')
   return repo
@@ -58,7 +59,7 @@ describeEachDialect('trackers repo', (fresh) => {
     expect((await repo.connection('a1'))!.event_cursor).toBe(41)
     expect(await repo.queuePushes('a1', { create: [], refresh: [], cursor: { from: 41, to: 45 } })).toBe(true)
     // Another node moved it first: nothing written.
-    expect(await repo.queuePushes('a1', { create: [{ feedbackId: 'x', orgId: 'o1', kind: 'github' }], refresh: [], cursor: { from: 41, to: 50 } })).toBe(false)
+    expect(await repo.queuePushes('a1', { create: [{ feedbackId: 'x', orgId: 'o1', kind: 'github', project: 'acme/shop' }], refresh: [], cursor: { from: 41, to: 50 } })).toBe(false)
     expect(await repo.issue('x')).toBeUndefined()
     await repo.setHealth('a1', { error: 'github answered 401', at: 5, retryAt: 9 })
     await repo.putConnection(conn({ project: 'acme/other', updated_at: 11 }), [])
@@ -76,7 +77,7 @@ describeEachDialect('trackers repo', (fresh) => {
     await insertReport(s, 'lead', 'awaiting_manual')
     const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
     await repo.putConnection(conn(), [])
-    const link = { feedbackId: 'lead', orgId: 'o1', kind: 'github' }
+    const link = { feedbackId: 'lead', orgId: 'o1', kind: 'github', project: 'acme/shop' }
     await repo.queuePushes('a1', { create: [link], refresh: ['other'] })
     await repo.queuePushes('a1', { create: [link], refresh: ['lead'] })
     expect(await jobs(s)).toEqual([{ kind: 'tracker_push', feedback_id: 'lead' }])
@@ -85,8 +86,10 @@ describeEachDialect('trackers repo', (fresh) => {
     expect(await repo.pendingCount('a1')).toBe(1)
     await repo.saveIssue('lead', { issue_id: '7', sync_state: 'synced', attempts: 0 }, 30)
     expect(await repo.pendingCount('a1')).toBe(0)
-    expect((await repo.issueByTrackerId('a1', 'github', '7'))!.feedback_id).toBe('lead')
-    expect(await repo.issueByTrackerId('a1', 'gitlab', '7')).toBeUndefined()
+    expect((await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'acme/shop' }, '7'))!.feedback_id).toBe('lead')
+    expect((await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'ACME/Shop' }, '7'))!.feedback_id).toBe('lead')
+    expect(await repo.issueByTrackerId({ app_id: 'a1', kind: 'gitlab', project: 'acme/shop' }, '7')).toBeUndefined()
+    expect(await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'acme/other' }, '7')).toBeUndefined()
     await repo.setHealth('a1', { error: 'github unreachable', at: 5, retryAt: 9 })
     expect(await repo.failing()).toEqual([{ app_id: 'a1', org_id: 'o1', kind: 'github', last_error: 'github unreachable', last_error_at: 5, retry_at: 9 }])
   })
@@ -155,5 +158,68 @@ describeEachDialect('trackers repo', (fresh) => {
     await insertReport(s, 'r1', 'awaiting_manual')
     await sql(s, "UPDATE feedback SET severity = 'high' WHERE id = 'r1'")
     expect(await repo.reportsOf(['r1', 'nope'])).toEqual([{ id: 'r1', severity: 'high', duplicate_of_id: null }])
+  })
+
+  test('a link keeps its project: after the connection moved to another project it is not pushed, polled nor matched; a link of the new project with the same number lives beside it; moving back revives it', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'awaiting_manual')
+    expect((await repo.issue('lead'))!.project).toBe('acme/shop')
+    await repo.putConnection(conn({ project: 'acme/other', updated_at: 11 }), [])
+    // The other project's issue #7 is another issue: no delivery about it finds the old link, polling skips it, no push.
+    expect(await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'acme/other' }, '7')).toBeUndefined()
+    expect(await repo.openIssues('', 10)).toEqual([])
+    await repo.queuePushes('a1', { create: [], refresh: ['lead'] })
+    expect(await jobs(s)).toEqual([])
+    expect((await repo.issue('lead'))!.sync_state).toBe('synced')
+    // A lead of the new project gets issue #7 there: both links stand (the unique key has the project).
+    await insertReport(s, 'newlead', 'awaiting_manual')
+    await repo.queuePushes('a1', { create: [{ feedbackId: 'newlead', orgId: 'o1', kind: 'github', project: 'acme/other' }], refresh: [] })
+    await repo.saveIssue('newlead', { issue_id: '7', issue_key: '#7', state_name: 'open', state_category: 'open', sync_state: 'synced', pushed_size: 1 }, 30)
+    expect((await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'acme/other' }, '7'))!.feedback_id).toBe('newlead')
+    expect((await repo.openIssues('', 10)).map((r) => r.feedback_id)).toEqual(['newlead'])
+    // Back to the first project (its name in another case is the same repository): the old link is live again.
+    await repo.putConnection(conn({ project: 'Acme/Shop', updated_at: 12 }), [])
+    expect((await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'Acme/Shop' }, '7'))!.feedback_id).toBe('lead')
+    expect((await repo.openIssues('', 10)).map((r) => r.feedback_id)).toEqual(['lead'])
+  })
+
+  test('a replay under a new delivery id (the same body, so the same body hash) is a replay; another body under a seen id too', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'awaiting_manual')
+    const closed = { deliveryId: ['d1', 'sha256:aaaa'], feedbackId: 'lead', state: { name: 'closed', category: 'done' }, deleted: false, action: 'resolved' as const }
+    expect((await repo.applyNews('a1', closed)).outcome).toBe('moved')
+    // Reopened on the tracker (and in fixloop): the captured close replayed with a fresh id changes nothing.
+    expect((await repo.applyNews('a1', { deliveryId: ['d2', 'sha256:bbbb'], feedbackId: 'lead', state: { name: 'open', category: 'open' }, deleted: false, action: 'reopen' })).outcome).toBe('moved')
+    expect(await repo.applyNews('a1', { ...closed, deliveryId: ['d3', 'sha256:aaaa'] })).toEqual({ outcome: 'replayed' })
+    expect(await repo.applyNews('a1', { ...closed, deliveryId: ['d1', 'sha256:cccc'] })).toEqual({ outcome: 'replayed' })
+    expect(await statuses(s)).toEqual({ lead: 'awaiting_manual' })
+    // Another App's deliveries are its own: the same keys there are news.
+    await seedOrgApp(s, 'o1', 'a2')
+    expect((await repo.applyNews('a2', { ...closed, deliveryId: ['d3', 'sha256:aaaa'] })).outcome).toBe('moved')
+  })
+
+  test('pushes of an existing issue are coalesced: one job, PUSH_DEBOUNCE_MS on, however many changes ask; a change during a running push queues one more', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'awaiting_manual')
+    const now = s.clock.now()
+    for (let i = 0; i < 40; i++) {
+      await repo.queuePushes('a1', { create: [], refresh: ['lead'] })
+      s.clock.advance(100)
+    }
+    expect(await jobs(s)).toEqual([{ kind: 'tracker_push', feedback_id: 'lead' }])
+    expect(await runAfters(s)).toEqual([now + PUSH_DEBOUNCE_MS])
+    // A worker took it (leased): it may have read the lead before the next change, so that change queues one more, debounced too.
+    await sql(s, "UPDATE jobs SET lease_until = ?, lease_owner = 'w' WHERE kind = 'tracker_push'", [s.clock.now() + 60_000])
+    await repo.queuePushes('a1', { create: [], refresh: ['lead'] })
+    await repo.queuePushes('a1', { create: [], refresh: ['lead'] })
+    expect(await runAfters(s)).toEqual([now + PUSH_DEBOUNCE_MS, s.clock.now() + PUSH_DEBOUNCE_MS])
+    // A new issue is created at once; a change while its creation runs adds nothing (the push re-reads the lead after creating).
+    await insertReport(s, 'fresh', 'awaiting_manual')
+    await sql(s, 'DELETE FROM jobs')
+    await repo.queuePushes('a1', { create: [{ feedbackId: 'fresh', orgId: 'o1', kind: 'github', project: 'acme/shop' }], refresh: [] })
+    expect(await runAfters(s)).toEqual([s.clock.now()])
+    await sql(s, "UPDATE jobs SET lease_until = ?, lease_owner = 'w'", [s.clock.now() + 60_000])
+    await repo.queuePushes('a1', { create: [], refresh: ['fresh'] })
+    expect(await runAfters(s)).toEqual([s.clock.now()])
   })
 })

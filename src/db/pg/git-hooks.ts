@@ -1,7 +1,7 @@
 /** PostgreSQL side of modules/git-hooks/repo.ts: the same rows, moves and events (src/db/pg/pr-changes.ts) as src/db/sqlite/git-hooks.ts. */
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX, pendingFull, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import { GIT_DELIVERY_RETENTION_MS, keyList, PENDING_REVIEWS_MAX, pendingFull, type DeliveryKeys, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
 import type { PgTx } from './lifecycle'
 import { createPgPrChanges } from './pr-changes'
 import { exec, many, one, type PgStorage } from './storage'
@@ -30,15 +30,21 @@ export function createPgGitHooksRepo(storage: PgStorage, lifecycle: Lifecycle, c
   if (!side) throw new Error('the git-hooks repository on PostgreSQL needs the lifecycle on PostgreSQL')
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const changes = createPgPrChanges(side)
+  /** Every key remembered; false when one of them was already (a replay). */
+  const rememberAll = async (t: PgTx, appId: string, keys: DeliveryKeys, now: number): Promise<boolean> => {
+    let fresh = true
+    for (const key of keyList(keys)) if ((await exec(t.client, REMEMBER, [appId, key, now])) === 0) fresh = false
+    return fresh
+  }
   return {
     openPullRequests: async (afterRunId, limit) =>
       (await many<PrReport & { runId: string }>(storage.pool, OPEN_PRS, [afterRunId, limit])).map(({ runId, ...report }) => ({ runId, report })),
     closedPullRequests: (after, since, limit) => many<PrReport>(storage.pool, CLOSED_PRS, [after, since, limit]),
     reportOfPr: (appId, prUrl) => one<PrReport>(storage.pool, REPORT_OF_PR, [appId, prUrl]),
-    queueReview: (appId, deliveryId, review) =>
+    queueReview: (appId, delivery, review) =>
       tx(async (t) => {
         const now = clock.now()
-        if ((await exec(t.client, REMEMBER, [appId, deliveryId, now])) === 0) return { outcome: 'replayed' as const }
+        if (!(await rememberAll(t, appId, delivery, now))) return { outcome: 'replayed' as const }
         await exec(t.client, FORGET, [appId, now - GIT_DELIVERY_RETENTION_MS])
         const { report } = review
         await exec(t.client, LOCK_REPORT, [report.id])
@@ -48,10 +54,10 @@ export function createPgGitHooksRepo(storage: PgStorage, lifecycle: Lifecycle, c
         await side.enqueue(t, 'review', { feedbackId: report.id })
         return { outcome: 'review_queued' as const, position: waiting + 1 }
       }),
-    receive: (appId, deliveryId, apply) =>
+    receive: (appId, delivery, apply) =>
       tx(async (t) => {
         const now = clock.now()
-        if ((await exec(t.client, REMEMBER, [appId, deliveryId, now])) === 0) return { outcome: 'replayed' as const }
+        if (!(await rememberAll(t, appId, delivery, now))) return { outcome: 'replayed' as const }
         await exec(t.client, FORGET, [appId, now - GIT_DELIVERY_RETENTION_MS])
         if (!apply) return { outcome: 'unchanged' as const }
         const { report, change } = apply

@@ -7,8 +7,9 @@ import {
   duplicateFollows,
   newsMove,
   PATCH_COLUMNS,
+  pushPlan,
   TRACKER_SQL,
-  trackerDeliveryId,
+  trackerDeliveryKeys,
   type LeadForTracker,
   type TrackerConnectionRow,
   type TrackerIssueRow,
@@ -37,8 +38,7 @@ export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, c
   const DUPLICATES_FOR_UPDATE = `${Q.duplicates} FOR UPDATE`
   // The link locked first; the job looked for in a statement of its own after the lock is held, so it sees
   // (READ COMMITTED: a new snapshot) the job a transaction that held the lock before committed.
-  const LINK_FOR_UPDATE = numbered('SELECT sync_state FROM tracker_issues WHERE feedback_id = ? FOR UPDATE')
-  const PUSH_QUEUED = numbered("SELECT EXISTS (SELECT 1 FROM jobs WHERE feedback_id = ? AND kind = 'tracker_push') AS queued")
+  const LINK_FOR_UPDATE = `${Q.issue} FOR UPDATE`
   const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ')
 
   return {
@@ -70,17 +70,20 @@ export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, c
     reportsOf: async (ids) => (ids.length === 0 ? [] : many(pool, `SELECT id, severity, duplicate_of_id FROM feedback WHERE id IN (${list(ids.length)}) ORDER BY id`, ids)),
     issue: (id) => one<TrackerIssueRow>(pool, Q.issue, [id]),
     issuesOf: async (ids) => (ids.length === 0 ? [] : many<TrackerIssueRow>(pool, 'SELECT * FROM tracker_issues WHERE feedback_id = ANY($1::text[]) ORDER BY feedback_id', [ids])),
-    issueByTrackerId: (appId, kind, issueId) => one<TrackerIssueRow>(pool, Q.issueByTrackerId, [appId, kind, issueId]),
+    issueByTrackerId: (conn, issueId) => one<TrackerIssueRow>(pool, Q.issueByTrackerId, [conn.app_id, conn.kind, conn.project, issueId]),
     queuePushes: (appId, p) =>
       tx(async (t) => {
         if (p.cursor && (await exec(t.client, Q.moveCursor, [p.cursor.to, appId, p.cursor.from])) === 0) return false
         const now = clock.now()
-        for (const l of p.create) await exec(t.client, Q.insertLink, [l.feedbackId, l.orgId, appId, l.kind, now, now])
+        for (const l of p.create) await exec(t.client, Q.insertLink, [l.feedbackId, l.orgId, appId, l.kind, l.project, now, now])
         for (const id of new Set([...p.create.map((l) => l.feedbackId), ...p.refresh])) {
-          const link = await one<{ sync_state: string }>(t.client, LINK_FOR_UPDATE, [id])
-          if (!link || link.sync_state === 'deleted') continue
+          const link = await one<TrackerIssueRow>(t.client, LINK_FOR_UPDATE, [id])
+          if (!link || link.sync_state === 'deleted' || !(await one<{ live: boolean }>(t.client, Q.follows, [id]))!.live) continue
           await exec(t.client, Q.markPending, [now, id])
-          if (!(await one<{ queued: boolean }>(t.client, PUSH_QUEUED, [id]))!.queued) await side.enqueue(t, 'tracker_push', { feedbackId: id })
+          const waiting = (await one<{ waiting: boolean }>(t.client, Q.pushWaiting, [id, now]))!.waiting
+          const running = (await one<{ running: boolean }>(t.client, Q.pushRunning, [id, now]))!.running
+          const plan = pushPlan(link, { waiting, running }, now)
+          if (plan) await side.enqueue(t, 'tracker_push', { feedbackId: id }, plan.runAfter)
         }
         return true
       }),
@@ -97,7 +100,9 @@ export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, c
       tx(async (t) => {
         const now = clock.now()
         if (news.deliveryId !== null) {
-          if ((await exec(t.client, Q.remember, [appId, trackerDeliveryId(news.deliveryId), now])) === 0) return { outcome: 'replayed' as const }
+          let fresh = true
+          for (const key of trackerDeliveryKeys(news.deliveryId)) if ((await exec(t.client, Q.remember, [appId, key, now])) === 0) fresh = false
+          if (!fresh) return { outcome: 'replayed' as const }
           await exec(t.client, Q.forget, [appId, now - GIT_DELIVERY_RETENTION_MS])
         }
         // The lead first, then its link (the order every cluster change locks in: member, then lead).

@@ -41,6 +41,12 @@ export const trackerIssues = sqliteTable(
     orgId: text('org_id').notNull(),
     appId: text('app_id').notNull(),
     kind: text('kind').notNull(),
+    /**
+     * The connection's project when the link was made (owner/repo, group/project, Jira key, Linear team):
+     * issue numbers are per project, so a link is synced only while the connection is of this kind and
+     * project (modules/trackers/repo.ts linkFollows). '' for a link whose project was unknown at the migration.
+     */
+    project: text('project').notNull().default(''),
     /** The id API calls take (number, iid, key, id); null until the issue is created. */
     issueId: text('issue_id'),
     issueKey: text('issue_key'),
@@ -60,5 +66,5 @@ export const trackerIssues = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
-  (t) => [uniqueIndex('tracker_issues_issue_uq').on(t.appId, t.kind, t.issueId), index('tracker_issues_app_state_idx').on(t.appId, t.syncState)],
+  (t) => [uniqueIndex('tracker_issues_issue_uq').on(t.appId, t.kind, t.project, t.issueId), index('tracker_issues_app_state_idx').on(t.appId, t.syncState)],
 )

@@ -2,7 +2,7 @@
 import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX, pendingFull, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
+import { GIT_DELIVERY_RETENTION_MS, keyList, PENDING_REVIEWS_MAX, pendingFull, type DeliveryKeys, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
 import { createSqlitePrChanges } from './pr-changes'
 import type { SqliteStorage } from './storage'
 
@@ -36,17 +36,23 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
       ORDER BY c.feedback_id LIMIT ?`,
   )
   const changes = createSqlitePrChanges(sqlite, side)
+  /** Every key remembered; false when one of them was already (a replay). */
+  const rememberAll = (appId: string, keys: DeliveryKeys, now: number): boolean => {
+    let fresh = true
+    for (const key of keyList(keys)) if ((remember.run(appId, key, now) as { changes: number }).changes === 0) fresh = false
+    return fresh
+  }
 
   return {
     openPullRequests: async (afterRunId, limit) =>
       (openPrs.all(afterRunId, limit) as (PrReport & { runId: string })[]).map(({ runId, ...report }) => ({ runId, report })),
     closedPullRequests: async (after, since, limit) => closedPrs.all(after, since, limit) as PrReport[],
     reportOfPr: async (appId, prUrl) => (reportOfPr.get(appId, prUrl) as PrReport | null) ?? undefined,
-    queueReview: async (appId, deliveryId, review) =>
+    queueReview: async (appId, delivery, review) =>
       sqlite
         .transaction(() => {
           const now = clock.now()
-          if ((remember.run(appId, deliveryId, now) as { changes: number }).changes === 0) return { outcome: 'replayed' as const }
+          if (!rememberAll(appId, delivery, now)) return { outcome: 'replayed' as const }
           forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
           const { report } = review
           const waiting = (pendingCount.get(report.id) as { n: number }).n
@@ -56,11 +62,11 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: L
           return { outcome: 'review_queued' as const, position: waiting + 1 }
         })
         .immediate(),
-    receive: async (appId, deliveryId, apply) =>
+    receive: async (appId, delivery, apply) =>
       sqlite
         .transaction(() => {
           const now = clock.now()
-          if ((remember.run(appId, deliveryId, now) as { changes: number }).changes === 0) return { outcome: 'replayed' as const }
+          if (!rememberAll(appId, delivery, now)) return { outcome: 'replayed' as const }
           forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
           if (!apply) return { outcome: 'unchanged' as const }
           const { report, change } = apply

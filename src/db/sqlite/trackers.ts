@@ -7,8 +7,9 @@ import {
   duplicateFollows,
   newsMove,
   PATCH_COLUMNS,
+  pushPlan,
   TRACKER_SQL as Q,
-  trackerDeliveryId,
+  trackerDeliveryKeys,
   type LeadForTracker,
   type TrackerConnectionRow,
   type TrackerIssueRow,
@@ -62,17 +63,18 @@ export function createSqliteTrackersRepo({ sqlite }: SqliteStorage, lifecycle: L
       ids.length === 0 || q('SELECT 1 FROM tracker_issues LIMIT 1').get() === null
         ? []
         : (q('SELECT t.* FROM json_each(?) j JOIN tracker_issues t ON t.feedback_id = j.value ORDER BY t.feedback_id').all(JSON.stringify(ids)) as TrackerIssueRow[]),
-    issueByTrackerId: async (appId, kind, issueId) => (q(Q.issueByTrackerId).get(appId, kind, issueId) as TrackerIssueRow | null) ?? undefined,
+    issueByTrackerId: async (conn, issueId) => (q(Q.issueByTrackerId).get(conn.app_id, conn.kind, conn.project, issueId) as TrackerIssueRow | null) ?? undefined,
     queuePushes: async (appId, p) =>
       tx(() => {
         if (p.cursor && changes(q(Q.moveCursor).run(p.cursor.to, appId, p.cursor.from)) === 0) return false
         const now = clock.now()
-        for (const l of p.create) q(Q.insertLink).run(l.feedbackId, l.orgId, appId, l.kind, now, now)
+        for (const l of p.create) q(Q.insertLink).run(l.feedbackId, l.orgId, appId, l.kind, l.project, now, now)
         for (const id of new Set([...p.create.map((l) => l.feedbackId), ...p.refresh])) {
-          const link = q(Q.pushable).get(id) as { sync_state: string; queued: number } | null
-          if (!link || link.sync_state === 'deleted') continue
+          const link = q(Q.issue).get(id) as TrackerIssueRow | null
+          if (!link || link.sync_state === 'deleted' || !(q(Q.follows).get(id) as { live: number }).live) continue
           q(Q.markPending).run(now, id)
-          if (!link.queued) side.enqueue('tracker_push', { feedbackId: id })
+          const plan = pushPlan(link, { waiting: !!(q(Q.pushWaiting).get(id, now) as { waiting: number }).waiting, running: !!(q(Q.pushRunning).get(id, now) as { running: number }).running }, now)
+          if (plan) side.enqueue('tracker_push', { feedbackId: id }, plan.runAfter)
         }
         return true
       }),
@@ -85,7 +87,9 @@ export function createSqliteTrackersRepo({ sqlite }: SqliteStorage, lifecycle: L
       tx(() => {
         const now = clock.now()
         if (news.deliveryId !== null) {
-          if (changes(q(Q.remember).run(appId, trackerDeliveryId(news.deliveryId), now)) === 0) return { outcome: 'replayed' as const }
+          let fresh = true
+          for (const key of trackerDeliveryKeys(news.deliveryId)) if (changes(q(Q.remember).run(appId, key, now)) === 0) fresh = false
+          if (!fresh) return { outcome: 'replayed' as const }
           q(Q.forget).run(appId, now - GIT_DELIVERY_RETENTION_MS)
         }
         const link = q(Q.issue).get(news.feedbackId) as TrackerIssueRow | null

@@ -11,6 +11,7 @@ import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { createSqliteGitHooksRepo } from '../../db/sqlite/git-hooks'
 import { createPgGitHooksRepo } from '../../db/pg/git-hooks'
+import { deliveryIdOr } from '../../core/outbound'
 
 /** What the host says happened to the pull/merge request. */
 export type PrChange = 'merged' | 'closed' | 'reopened'
@@ -49,11 +50,25 @@ export type Received = { outcome: 'replayed' } | { outcome: 'unchanged' } | { ou
 /** A delivery id is remembered this long (hosts redeliver within hours; a replay later than this is refused by its signature's age on no host, so the window is generous). */
 export const GIT_DELIVERY_RETENTION_MS = 30 * 24 * 3600_000
 
+/**
+ * What a delivery is remembered by (git_host_deliveries, per App): one key, or several. The delivery id
+ * is an unsigned header, so a captured delivery replayed under a new id carries the same signed body: a
+ * webhook delivery is remembered by its id AND its body's hash (`deliveryKeys`), and a delivery any of
+ * whose keys was seen within GIT_DELIVERY_RETENTION_MS is a replay (docs/security.md "Replays").
+ */
+export type DeliveryKeys = string | readonly string[]
+
+/** The distinct keys of `k`, in order. */
+export const keyList = (k: DeliveryKeys): string[] => [...new Set(typeof k === 'string' ? [k] : k)]
+
+/** A webhook delivery's keys: the host's id and the sha-256 of its raw body (the same key when the host sent no id). */
+export const deliveryKeys = (id: string, raw: Uint8Array): string[] => keyList([id, deliveryIdOr(null, raw)])
+
 export interface GitHooksRepo {
   /** The lead report of the App whose pull/merge request is `prUrl` (opened by one of its agent runs), or undefined. */
   reportOfPr(appId: string, prUrl: string): Promise<PrReport | undefined>
   /**
-   * Records the delivery (`replayed` when the App saw its id before: nothing else happens) and applies
+   * Records the delivery (`replayed` when the App saw one of its keys before: nothing else happens) and applies
    * `change` to `report` when given, in one transaction; forgets the App's deliveries older than the
    * retention. merged: the lead pr_opened → resolved, then each duplicate that can follow its lead
    * (core/fsm.ts canFollowLead), with `feedback.resolved` for each report resolved; closed: pr_opened →
@@ -63,7 +78,7 @@ export interface GitHooksRepo {
    * (`deferred`), applied with these same moves in the transaction that ends the run (the agent-runs repo).
    * Any other report not in the status the change applies to is left alone (`unchanged`).
    */
-  receive(appId: string, deliveryId: string, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
+  receive(appId: string, delivery: DeliveryKeys, apply: { report: PrReport; change: PrChange } | null): Promise<Received>
   /**
    * A review asking for changes, queued for a review iteration (docs/agents.md "Review iteration"): records
    * the delivery (`replayed` when seen before: nothing else happens), stores the review (already sanitized
@@ -71,7 +86,7 @@ export interface GitHooksRepo {
    * transaction; `position` is how many reviews of this pull request now wait (this one included).
    * `review_refused` (only the delivery recorded) when PENDING_REVIEWS_MAX already wait.
    */
-  queueReview(appId: string, deliveryId: string, review: QueuedReview): Promise<{ outcome: 'replayed' } | { outcome: 'review_queued'; position: number } | { outcome: 'review_refused'; reason: string }>
+  queueReview(appId: string, delivery: DeliveryKeys, review: QueuedReview): Promise<{ outcome: 'replayed' } | { outcome: 'review_queued'; position: number } | { outcome: 'review_refused'; reason: string }>
   /**
    * Polling: up to `limit` lead reports in `pr_opened` with the pull/merge request their run opened, the
    * runs after `afterRunId` in run order (a cursor: '' from the start), each with that run's id.

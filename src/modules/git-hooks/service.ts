@@ -1,7 +1,7 @@
 /**
  * Following the pull/merge requests fixloop opened, from the git host's webhooks: each delivery is
  * authenticated with the App's webhook secret (its host's scheme, constant time), recorded by its
- * delivery id (a replay is acknowledged and ignored), and its news applied: merged, closed, reopened
+ * delivery id and its body's hash (a replay, under the same id or a new one, is acknowledged and ignored), and its news applied: merged, closed, reopened
  * (modules/git-hooks/repo.ts), or a review asking for changes queued for the review iteration. A delivery
  * about a pull request fixloop did not open changes nothing. docs/agents.md "Following the pull request".
  */
@@ -12,7 +12,7 @@ import type { Storage } from '../../db/storage'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { ConnectionsService } from '../connections/service'
 import { deliveryIdOf, readNews, verifyDelivery, type GitHookHost, type HostNews } from './deliveries'
-import { createGitHooksRepo, type PrReport, type Received } from './repo'
+import { createGitHooksRepo, deliveryKeys, type DeliveryKeys, type PrReport, type Received } from './repo'
 
 /** A review asking for changes on a report's pull request (the text is hostile input, bounded). */
 export interface ReviewRequest {
@@ -64,15 +64,15 @@ export function createGitHooksService(deps: {
    * A review asking for changes on fixloop's pull request: refused with the reason (a cap reached, …),
    * or stored with the delivery and queued; the iteration starts as soon as the App's slot is free.
    */
-  async function queueReview(appId: string, deliveryId: string, r: ReviewRequest): Promise<DeliveryResult> {
+  async function queueReview(appId: string, delivery: DeliveryKeys, r: ReviewRequest): Promise<DeliveryResult> {
     const reviews = deps.reviews
     const refused = reviews ? await reviews.reviewRefusal(r.report.id) : 'review iterations are not enabled on this server'
     if (refused) {
-      const received = await repo.receive(appId, deliveryId, null)
+      const received = await repo.receive(appId, delivery, null)
       return received.outcome === 'replayed' ? { outcome: 'replayed' } : { outcome: 'review_refused', reason: refused }
     }
     const clean = reviews!.sanitize({ text: r.text, author: r.author })
-    const queued = await repo.queueReview(appId, deliveryId, { id: newId(deps.clock), report: r.report, ...clean })
+    const queued = await repo.queueReview(appId, delivery, { id: newId(deps.clock), report: r.report, ...clean })
     if (queued.outcome !== 'review_queued') return queued
     const busy = await reviews!.busyReason(r.report.appId)
     return { outcome: 'review_queued', position: queued.position, reason: busy ? `waiting: ${busy}; the iteration starts when it ends` : 'starting now' }
@@ -96,11 +96,12 @@ export function createGitHooksService(deps: {
       } catch {
         throw new ApiError('invalid_body', undefined, 'The delivery is not JSON: set the webhook\'s content type to application/json.')
       }
-      const deliveryId = deliveryIdOf(host, headers, raw)
+      // Its id and its body's hash: a signed body replayed under a new (unsigned) id is still a replay.
+      const delivery = deliveryKeys(deliveryIdOf(host, headers, raw), raw)
       const news: HostNews | null = readNews(host, headers, body)
       const report = news ? await repo.reportOfPr(appId, news.prUrl) : undefined
-      if (news?.kind === 'review' && report) return queueReview(appId, deliveryId, { report, text: news.text, author: news.author })
-      const received = await repo.receive(appId, deliveryId, news?.kind === 'change' && report ? { report, change: news.change } : null)
+      if (news?.kind === 'review' && report) return queueReview(appId, delivery, { report, text: news.text, author: news.author })
+      const received = await repo.receive(appId, delivery, news?.kind === 'change' && report ? { report, change: news.change } : null)
       if (received.outcome === 'replayed') return { outcome: 'replayed' }
       // Not about a pull request fixloop opened for this App (or not news fixloop follows): nothing changes.
       if (!news || !report) return { outcome: 'ignored' }

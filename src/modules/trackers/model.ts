@@ -8,6 +8,7 @@ const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Un
 export const TrackerIssueSchema = t.Object(
   {
     kind: oneOf(TRACKER_KINDS),
+    project: Nullable(t.String({ description: "The tracker project the issue is in (owner/repo, group/project, Jira key, Linear team); another than the connection's when the App's tracker moved since: that link is no longer synced." })),
     key: Nullable(t.String({ description: '#12, PROJ-7, ENG-3; null until created.' })),
     url: Nullable(t.String()),
     state: Nullable(t.String({ description: "The tracker's state name as last seen." })),

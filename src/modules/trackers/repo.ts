@@ -13,6 +13,7 @@ import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { AuditEntry } from '../audit/entry'
 import { createSqliteTrackersRepo } from '../../db/sqlite/trackers'
 import { createPgTrackersRepo } from '../../db/pg/trackers'
+import { keyList, type DeliveryKeys } from '../git-hooks/repo'
 
 export interface TrackerConnectionRow {
   app_id: string
@@ -44,6 +45,8 @@ export interface TrackerIssueRow {
   org_id: string
   app_id: string
   kind: string
+  /** The connection's project when the link was made: the link is synced only while it is still the connection's (linkFollows). */
+  project: string
   issue_id: string | null
   issue_key: string | null
   issue_url: string | null
@@ -82,6 +85,8 @@ export interface LinkInit {
   feedbackId: string
   orgId: string
   kind: string
+  /** The connection's project (the link keeps it). */
+  project: string
 }
 
 /** After a push call: the fields that changed. */
@@ -91,8 +96,8 @@ export type IssuePatch = Partial<Pick<TrackerIssueRow, 'issue_id' | 'issue_key' 
 export type NewsAction = 'resolved' | 'reopen' | 'ignore'
 
 export interface NewsApply {
-  /** The delivery id (webhook) or null (polling: nothing to replay). */
-  deliveryId: string | null
+  /** The delivery's keys, its id and its body's hash (webhook: git-hooks/repo.ts deliveryKeys), or null (polling: nothing to replay). */
+  deliveryId: DeliveryKeys | null
   feedbackId: string
   state: { name: string; category: string }
   deleted: boolean
@@ -101,8 +106,39 @@ export interface NewsApply {
 
 export type NewsResult = { outcome: 'replayed' } | { outcome: 'unchanged' } | { outcome: 'deleted' } | { outcome: 'moved'; moved: string[] }
 
-/** The replay table is the git hooks' (git_host_deliveries): tracker delivery ids are kept apart by this prefix. */
-export const trackerDeliveryId = (id: string) => `tracker:${id}`
+/** The replay table is the git hooks' (git_host_deliveries): tracker delivery keys are kept apart by this prefix. */
+export const trackerDeliveryKeys = (keys: DeliveryKeys): string[] => keyList(keys).map((k) => `tracker:${k}`)
+
+/**
+ * Is the link one of the connection's issues? Issue numbers (GitHub, Gitea, GitLab iid) are per project:
+ * after the App's tracker moved to another project (or kind), an old link's number names an unrelated
+ * issue there. Such a link is frozen: never pushed, commented, polled, nor matched by a delivery; it keeps
+ * showing the issue in its own project (docs/trackers.md "Changing the project"). Project names compare
+ * case-insensitively (owner/repo, group/project paths and Jira keys do on their trackers).
+ * LINK_FOLLOWS is the same rule in SQL (`c` the connection, `t` the link).
+ */
+export const linkFollows = (conn: Pick<TrackerConnectionRow, 'kind' | 'project'>, link: Pick<TrackerIssueRow, 'kind' | 'project'>): boolean =>
+  conn.kind === link.kind && conn.project.toLowerCase() === link.project.toLowerCase()
+const LINK_FOLLOWS = 'c.kind = t.kind AND LOWER(c.project) = LOWER(t.project)'
+
+/**
+ * A push of an issue that exists waits this long after the change that asked for it, so a burst of
+ * changes (40 duplicates attached one by one) makes one update of the issue, not one each: a change
+ * that comes while that push waits finds it queued and adds nothing; the push reads the lead when it
+ * runs, so the issue says the last state. A new issue is created at once.
+ */
+export const PUSH_DEBOUNCE_MS = 10_000
+
+/**
+ * What queuePushes does for one lead whose link may be pushed (pure: both sides ask here): a push job
+ * now (a new issue), one after PUSH_DEBOUNCE_MS (an issue that exists), or none (one waits already; or
+ * one runs and the issue does not exist yet: that push creates it and re-reads the lead after).
+ */
+export function pushPlan(link: { issue_id: string | null }, jobs: { waiting: boolean; running: boolean }, now: number): { runAfter: number } | null {
+  if (jobs.waiting) return null
+  if (link.issue_id === null) return jobs.running ? null : { runAfter: now }
+  return { runAfter: now + PUSH_DEBOUNCE_MS }
+}
 
 export interface TrackersRepo {
   connection(appId: string): Promise<TrackerConnectionRow | undefined>
@@ -125,11 +161,14 @@ export interface TrackersRepo {
   reportsOf(ids: string[]): Promise<{ id: string; severity: string | null; duplicate_of_id: string | null }[]>
   issue(feedbackId: string): Promise<TrackerIssueRow | undefined>
   issuesOf(feedbackIds: string[]): Promise<TrackerIssueRow[]>
-  issueByTrackerId(appId: string, kind: string, issueId: string): Promise<TrackerIssueRow | undefined>
+  /** The link of the connection's issue `issueId` (its kind and project: linkFollows). */
+  issueByTrackerId(conn: Pick<TrackerConnectionRow, 'app_id' | 'kind' | 'project'>, issueId: string): Promise<TrackerIssueRow | undefined>
   /**
    * One transaction: a pending link for each `create` lead that has none, a push job for each such lead
-   * and each `refresh` lead whose link is live (not deleted) and has no push job queued yet, and the App's
-   * event cursor moved `cursor.from` → `cursor.to` (false, and nothing written, when another node moved it first).
+   * and each `refresh` lead whose link is live (not deleted, of the connection's kind and project) and has
+   * no push job waiting yet (one that runs already does not count: it may have read the lead before this
+   * change), the push of an issue that exists delayed by PUSH_DEBOUNCE_MS; and the App's event cursor
+   * moved `cursor.from` → `cursor.to` (false, and nothing written, when another node moved it first).
    */
   queuePushes(appId: string, p: { create: LinkInit[]; refresh: string[]; cursor?: { from: number; to: number } }): Promise<boolean>
   saveIssue(feedbackId: string, patch: IssuePatch, now: number): Promise<void>
@@ -171,10 +210,14 @@ export const TRACKER_SQL = {
   eventsAfter: 'SELECT seq, type, data FROM events WHERE org_id = ? AND seq > ? AND app_id = ? ORDER BY seq LIMIT ?',
   lead: `SELECT id, org_id, app_id, status, severity, theme, text, consolidated_text, attachments, duplicate_of_id, duplicate_count, redactions FROM feedback WHERE id = ?`,
   issue: 'SELECT * FROM tracker_issues WHERE feedback_id = ?',
-  issueByTrackerId: 'SELECT * FROM tracker_issues WHERE app_id = ? AND kind = ? AND issue_id = ?',
-  insertLink: `INSERT INTO tracker_issues (feedback_id, org_id, app_id, kind, sync_state, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (feedback_id) DO NOTHING`,
-  /** A link that may be pushed (not deleted, of the connection's kind), and whether a push job is already queued for it. */
-  pushable: `SELECT t.sync_state, t.kind, EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = t.feedback_id AND j.kind = 'tracker_push') AS queued FROM tracker_issues t WHERE t.feedback_id = ?`,
+  issueByTrackerId: 'SELECT * FROM tracker_issues WHERE app_id = ? AND kind = ? AND LOWER(project) = LOWER(?) AND issue_id = ?',
+  insertLink: `INSERT INTO tracker_issues (feedback_id, org_id, app_id, kind, project, sync_state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (feedback_id) DO NOTHING`,
+  /** Whether the link follows its App's connection (LINK_FOLLOWS). */
+  follows: `SELECT EXISTS (SELECT 1 FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id WHERE t.feedback_id = ? AND ${LINK_FOLLOWS}) AS live`,
+  /** Whether a push job of the lead waits (not yet taken by a worker, or its lease ran out: it runs again). */
+  pushWaiting: "SELECT EXISTS (SELECT 1 FROM jobs WHERE feedback_id = ? AND kind = 'tracker_push' AND (lease_until IS NULL OR lease_until < ?)) AS waiting",
+  /** Whether a push job of the lead runs now. */
+  pushRunning: "SELECT EXISTS (SELECT 1 FROM jobs WHERE feedback_id = ? AND kind = 'tracker_push' AND lease_until >= ?) AS running",
   markPending: "UPDATE tracker_issues SET sync_state = CASE WHEN sync_state = 'synced' THEN 'pending' ELSE sync_state END, updated_at = ? WHERE feedback_id = ?",
   moveCursor: 'UPDATE tracker_connections SET event_cursor = ? WHERE app_id = ? AND event_cursor = ?',
   remember: 'INSERT INTO git_host_deliveries (app_id, delivery_id, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
@@ -183,7 +226,7 @@ export const TRACKER_SQL = {
   markDeleted: "UPDATE tracker_issues SET sync_state = 'deleted', last_error = NULL, retry_at = NULL, updated_at = ? WHERE feedback_id = ?",
   leadState: 'SELECT status, duplicate_of_id, org_id, app_id, merge_request_url, submitted_mode, external_user_id FROM feedback WHERE id = ?',
   duplicates: 'SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id',
-  openIssues: `SELECT t.*, 1 + f.duplicate_count AS cluster_size FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND c.kind = t.kind
+  openIssues: `SELECT t.*, 1 + f.duplicate_count AS cluster_size FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND ${LINK_FOLLOWS}
     JOIN apps a ON a.id = t.app_id AND a.deleted_at IS NULL JOIN feedback f ON f.id = t.feedback_id
     WHERE t.feedback_id > ? AND t.issue_id IS NOT NULL AND t.sync_state <> 'deleted' ORDER BY t.feedback_id LIMIT ?`,
 } as const

@@ -112,6 +112,6 @@ export class TrackerRulesWatcher {
       if (r.duplicate_of_id !== null) continue
       if (byCount.has(r.id) || (waiting.has(r.id) && wanted.has((r.severity ?? 'unset') as never))) create.add(r.id)
     }
-    return { create: [...create].map((feedbackId) => ({ feedbackId, orgId: conn.org_id, kind: conn.kind })), refresh: [...refresh] }
+    return { create: [...create].map((feedbackId) => ({ feedbackId, orgId: conn.org_id, kind: conn.kind, project: conn.project })), refresh: [...refresh] }
   }
 }

@@ -18,7 +18,8 @@ import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 import { createAppsRepo } from '../apps/repo'
 import { hasUserinfo } from '../webhooks/ssrf'
 import { actionFor, MAPPED_ACTIONS, type StateMap } from './mapping'
-import { createTrackersRepo, type NewsAction, type TrackerConnectionRow, type TrackerIssueRow } from './repo'
+import { createTrackersRepo, linkFollows, type NewsAction, type TrackerConnectionRow, type TrackerIssueRow } from './repo'
+import { deliveryKeys } from '../git-hooks/repo'
 
 export const SEVERITY_CHOICES = ['low', 'medium', 'high', 'unset'] as const
 export type SeverityChoice = (typeof SEVERITY_CHOICES)[number]
@@ -57,6 +58,8 @@ export interface TrackerView {
 
 export interface TrackerIssueView {
   kind: TrackerKind
+  /** The project the issue is in (the connection's when the link was made; null when unknown, from before links kept it). */
+  project: string | null
   key: string | null
   url: string | null
   state: string | null
@@ -93,6 +96,7 @@ export function parseRules(text: string): PushRules {
 export function issueView(row: TrackerIssueRow): TrackerIssueView {
   return {
     kind: row.kind as TrackerKind,
+    project: row.project === '' ? null : row.project,
     key: row.issue_key,
     url: row.issue_url,
     state: row.state_name,
@@ -289,11 +293,14 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       if (lead.duplicate_of_id) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicate_of_id })
       const conn = await repo.connection(lead.app_id)
       const existing = await repo.issue(feedbackId)
-      if (existing && existing.sync_state !== 'deleted' && (!conn || existing.kind === conn.kind)) return { created: false, trackerIssue: issueView(existing) }
+      if (existing && existing.sync_state !== 'deleted' && (!conn || linkFollows(conn, existing))) return { created: false, trackerIssue: issueView(existing) }
       if (!conn) throw new ApiError('tracker_not_connected', { appId: lead.app_id })
       if (existing?.sync_state === 'deleted') throw new ApiError('invalid_transition', undefined, 'The issue of this report was deleted on the tracker; fixloop does not create it again.')
-      if (existing) throw new ApiError('invalid_transition', undefined, `This report already has an issue in the App's previous tracker (${existing.kind}); one issue per lead.`)
-      await repo.queuePushes(lead.app_id, { create: [{ feedbackId, orgId, kind: conn.kind }], refresh: [] })
+      if (existing) {
+        const where = existing.kind === conn.kind ? `project ${existing.project === '' ? '(unknown)' : existing.project}` : `tracker (${existing.kind})`
+        throw new ApiError('invalid_transition', undefined, `This report already has an issue in the App's previous ${where}; one issue per lead.`)
+      }
+      await repo.queuePushes(lead.app_id, { create: [{ feedbackId, orgId, kind: conn.kind, project: conn.project }], refresh: [] })
       return { created: true, trackerIssue: issueView((await repo.issue(feedbackId))!) }
     },
 
@@ -333,12 +340,14 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       if (!news) return { outcome: 'ignored' }
       const project = conn.project.toLowerCase()
       if (news.projects && !news.projects.some((p) => p.toLowerCase() === project)) return { outcome: 'ignored' }
-      const link = await repo.issueByTrackerId(appId, conn.kind, news.issueId)
-      if (!link) return { outcome: 'ignored' }
+      // A link of the connection's project only: the same issue number in another project is another issue.
+      const link = await repo.issueByTrackerId(conn, news.issueId)
+      if (!link || !linkFollows(conn, link)) return { outcome: 'ignored' }
       // Loop prevention: a change made with fixloop's own token is fixloop's echo.
       if (news.actor !== null && conn.actor !== null && news.actor === conn.actor) return { outcome: 'echo' }
       const action = actionFor(news.state, parseStateMap(conn.state_map))
-      const r = await repo.applyNews(appId, { deliveryId: news.deliveryId, feedbackId: link.feedback_id, state: news.state, deleted: news.deleted === true, action })
+      // Its id and its body's hash: a signed body replayed under a new (unsigned) delivery id is still a replay.
+      const r = await repo.applyNews(appId, { deliveryId: deliveryKeys(news.deliveryId, raw), feedbackId: link.feedback_id, state: news.state, deleted: news.deleted === true, action })
       return { outcome: r.outcome }
     },
 

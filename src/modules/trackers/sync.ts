@@ -18,7 +18,7 @@ import { adapterFor } from '../../trackers/registry'
 import { isSanitized } from '../../sanitize/servable'
 import { commentDue, draftOf, growthComment } from './draft'
 import { actionFor } from './mapping'
-import type { TrackerConnectionRow } from './repo'
+import { linkFollows, type TrackerConnectionRow } from './repo'
 import { parseStateMap, type TrackersService } from './service'
 
 export const PUSH_BACKOFF_BASE_MS = 30_000
@@ -47,8 +47,8 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       const link = await repo.issue(feedbackId)
       if (!link || link.sync_state === 'deleted') return { done: true }
       const conn = await repo.connection(link.app_id)
-      // Disconnected (or connected to another kind since): the link stays readable, nothing is synced.
-      if (!conn || conn.kind !== link.kind) return { done: true }
+      // Disconnected (or connected to another kind or project since): the link stays readable, nothing is synced.
+      if (!conn || !linkFollows(conn, link)) return { done: true }
       const lead = await repo.lead(feedbackId)
       // Merged into another lead since: it follows that lead's issue; its own is left as it was.
       if (!lead || lead.duplicate_of_id !== null) return { done: true }
@@ -111,7 +111,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       if (!conns.has(link.app_id)) conns.set(link.app_id, await repo.connection(link.app_id))
       const conn = conns.get(link.app_id)
       const adapter = conn ? adapterFor(conn.kind as TrackerKind) : null
-      if (conn && adapter && link.issue_id !== null) {
+      if (conn && adapter && link.issue_id !== null && linkFollows(conn, link)) {
         try {
           const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id)
           read++

@@ -29,6 +29,7 @@ export const trackerIssues = pgTable(
     orgId: text('org_id').notNull(),
     appId: text('app_id').notNull(),
     kind: text('kind').notNull(),
+    project: text('project').notNull().default(''),
     issueId: text('issue_id'),
     issueKey: text('issue_key'),
     issueUrl: text('issue_url'),
@@ -44,5 +45,5 @@ export const trackerIssues = pgTable(
     createdAt: epochMs('created_at').notNull(),
     updatedAt: epochMs('updated_at').notNull(),
   },
-  (t) => [uniqueIndex('tracker_issues_issue_uq').on(t.appId, t.kind, t.issueId), index('tracker_issues_app_state_idx').on(t.appId, t.syncState)],
+  (t) => [uniqueIndex('tracker_issues_issue_uq').on(t.appId, t.kind, t.project, t.issueId), index('tracker_issues_app_state_idx').on(t.appId, t.syncState)],
 )
