@@ -129,6 +129,8 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   const key = (await link.textContent())!
   expect(await link.getAttribute('href')).toBe(`${jira.url}/browse/${key}`)
   await page.getByText('In sync').waitFor({ timeout: 20_000 })
+  // The project the issue is in (a link keeps it when the App's tracker moves to another project).
+  expect(await page.locator('.tracker-issue .tracker-project').textContent()).toBe('PROJ')
   expect(jira.issues.get(key)!.summary.length).toBeGreaterThan(0)
   await expectPageClean(page, 'report-tracker-issue')
 }, 90_000)

@@ -164,7 +164,7 @@ test("the App's spend caps count review iterations: a review over the runs-per-d
     // The monthly cost: the report's own run cost $0.02 this month, over a $0.01 limit.
     await srv.services.connections.connect(t.orgId, t.appId, { ...conn, runsPerDay: 1000, maxCostUsdPerMonth: 0.01 })
     await sql({ storage: srv.ctx.storage } as FreshStore, 'UPDATE agent_runs SET cost_usd = 0.02 WHERE feedback_id = ?', [id])
-    const perMonth = await review('Keep the wishlist in the order it was saved.')
+    const perMonth = await review('Keep the wishlist in the order it was saved, please.')
     expect(perMonth.body).toMatchObject({ received: true, outcome: 'review_refused' })
     expect(perMonth.body.reason).toMatch(/^cap reached: \$0\.02 spent this month \(limit \$0\.01\)/)
     // Nothing ran, nothing waits: the report stays on its pull request, the branch as it was.

@@ -46,7 +46,7 @@ interface Scenario {
   connect: () => Record<string, unknown>
   /** The stub's issue (by the key fixloop shows), or undefined. */
   issue: (key: string) => { title: string; body: string } | undefined
-  close: (key: string, opts?: { secret?: string; actor?: string }) => Promise<{ status: number; text: string } | null>
+  close: (key: string, opts?: { secret?: string; actor?: string }) => Promise<{ status: number; text: string; body: string; headers: Record<string, string> } | null>
   reopen: (key: string, opts?: { actor?: string }) => Promise<{ status: number; text: string } | null>
   setWebhook: (url: string, secret: string) => void
   ownActor: () => string
@@ -119,6 +119,11 @@ for (const s of SCENARIOS) {
       const reopened = await s.reopen(issue.key)
       expect(JSON.parse(reopened!.text).outcome).toBe('moved')
       await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth })).body.status === 'awaiting_manual' || undefined, 10_000)
+      // The captured close replayed under a fresh delivery id (an unsigned header): its signed body is the same, so a replay.
+      const headers = Object.fromEntries(Object.entries(closed!.headers).map(([k, v]) => [k, k === 'x-atlassian-webhook-identifier' || k === 'linear-delivery' ? crypto.randomUUID() : v]))
+      const replay = await fetch(`${server.url}/v1/tracker-hooks/${t.appId}`, { method: 'POST', headers, body: closed!.body })
+      expect(((await replay.json()) as { outcome: string }).outcome).toBe('replayed')
+      expect((await call(server.url, 'GET', `/v1/feedback/${id}`, { auth })).body.status).toBe('awaiting_manual')
     }, 90_000)
   })
 }

@@ -9,6 +9,8 @@ import { describeEachDialect, type FreshStore } from '../dialects'
 import { createTrackersRepo, PUSH_DEBOUNCE_MS, type ConnectionWrite } from '../../src/modules/trackers/repo'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
+import { MIGRATIONS } from '../../src/db/migrations'
+import { PG_MIGRATIONS } from '../../src/db/pg/migrations'
 
 const conn = (over: Partial<ConnectionWrite> = {}): ConnectionWrite => ({
   app_id: 'a1',
@@ -221,5 +223,24 @@ describeEachDialect('trackers repo', (fresh) => {
     await sql(s, "UPDATE jobs SET lease_until = ?, lease_owner = 'w'", [s.clock.now() + 60_000])
     await repo.queuePushes('a1', { create: [], refresh: ['fresh'] })
     expect(await runAfters(s)).toEqual([s.clock.now()])
+  })
+
+  test('the migration gives existing links the App\'s current project (same kind only; none without a connection)', async () => {
+    const s = await fresh()
+    const repo = await seedLinked(s, 'awaiting_manual')
+    await seedOrgApp(s, 'o1', 'a2')
+    await insertReport(s, 'other-kind', 'awaiting_manual')
+    await insertReport(s, 'no-conn', 'awaiting_manual', 'o1', 'a2')
+    await sql(s, "INSERT INTO tracker_issues (feedback_id, org_id, app_id, kind, issue_id, sync_state, created_at, updated_at) VALUES ('other-kind', 'o1', 'a1', 'gitlab', '7', 'synced', 1, 1), ('no-conn', 'o1', 'a2', 'github', '7', 'synced', 1, 1)")
+    await sql(s, "UPDATE tracker_issues SET project = ''")
+    // The backfill statement of this dialect's migration (the last statement of the file), run again on rows as they were before it.
+    const migration = (s.dialect === 'sqlite' ? MIGRATIONS : PG_MIGRATIONS).find((m) => m.name.endsWith('_tracker_link_project'))!
+    await sql(s, migration.sql.split('--> statement-breakpoint').at(-1)!.replace(/^\s*--.*$/gm, '').trim())
+    expect(await sql(s, 'SELECT feedback_id, project FROM tracker_issues ORDER BY feedback_id')).toEqual([
+      { feedback_id: 'lead', project: 'acme/shop' },
+      { feedback_id: 'no-conn', project: '' },
+      { feedback_id: 'other-kind', project: '' },
+    ])
+    expect((await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'acme/shop' }, '7'))!.feedback_id).toBe('lead')
   })
 })

@@ -229,6 +229,7 @@ export function TrackerIssue({ org, item }) {
       <p>${issue.url && issue.key
         ? html`<a href=${issue.url} rel="noreferrer noopener" target="_blank" class="mono">${issue.key}</a>`
         : html`<span class="muted">Not created yet</span>`}
+        ${issue.project && html` <span class="muted">in <span class="mono tracker-project">${issue.project}</span></span>`}
         ${issue.state && html` · <span class="tracker-state">${issue.state}</span>`}
         ${' · '}<span class=${`badge ${issue.syncState === 'failing' ? 'bad' : issue.syncState === 'synced' ? 'ok' : ''}`} role="status">${SYNC_LABELS[issue.syncState] || issue.syncState}</span>
         ${issue.syncedAt && html` <span class="muted small">synced <time datetime=${issue.syncedAt}>${fmtDate(issue.syncedAt)}</time></span>`}</p>
