@@ -173,6 +173,9 @@ describeEachDialect('trackers repo', (fresh) => {
     await repo.queuePushes('a1', { create: [], refresh: ['lead'] })
     expect(await jobs(s)).toEqual([])
     expect((await repo.issue('lead'))!.sync_state).toBe('synced')
+    // A frozen link waits for nothing: the connection's health does not count it.
+    await repo.saveIssue('lead', { sync_state: 'failing' }, 25)
+    expect(await repo.pendingCount('a1')).toBe(0)
     // A lead of the new project gets issue #7 there: both links stand (the unique key has the project).
     await insertReport(s, 'newlead', 'awaiting_manual')
     await repo.queuePushes('a1', { create: [{ feedbackId: 'newlead', orgId: 'o1', kind: 'github', project: 'acme/other' }], refresh: [] })
@@ -183,6 +186,7 @@ describeEachDialect('trackers repo', (fresh) => {
     await repo.putConnection(conn({ project: 'Acme/Shop', updated_at: 12 }), [])
     expect((await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'Acme/Shop' }, '7'))!.feedback_id).toBe('lead')
     expect((await repo.openIssues('', 10)).map((r) => r.feedback_id)).toEqual(['lead'])
+    expect(await repo.pendingCount('a1')).toBe(1)
   })
 
   test('a replay under a new delivery id (the same body, so the same body hash) is a replay; another body under a seen id too', async () => {

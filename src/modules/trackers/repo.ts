@@ -147,7 +147,7 @@ export interface TrackersRepo {
   removeConnection(appId: string, audit: AuditEntry[]): Promise<boolean>
   setWebhookSecret(appId: string, sealed: string, now: number, audit: AuditEntry[]): Promise<boolean>
   setHealth(appId: string, health: { error: string | null; at: number | null; retryAt: number | null }): Promise<void>
-  /** Links of the App still to be pushed (pending or failing). */
+  /** Links of the App still to be pushed (pending or failing; of the connection's kind and project). */
   pendingCount(appId: string): Promise<number>
   /** Connections whose last call failed (readiness details). */
   failing(): Promise<Pick<TrackerConnectionRow, 'app_id' | 'org_id' | 'kind' | 'last_error' | 'last_error_at' | 'retry_at'>[]>
@@ -203,7 +203,8 @@ export const TRACKER_SQL = {
   removeConnection: 'DELETE FROM tracker_connections WHERE app_id = ?',
   setSecret: 'UPDATE tracker_connections SET webhook_secret_sealed = ?, updated_at = ? WHERE app_id = ?',
   setHealth: 'UPDATE tracker_connections SET last_error = ?, last_error_at = ?, retry_at = ? WHERE app_id = ?',
-  pendingCount: "SELECT COUNT(*) AS n FROM tracker_issues WHERE app_id = ? AND sync_state IN ('pending', 'failing')",
+  // Links of the connection's project only: a frozen link (another project) waits for nothing.
+  pendingCount: `SELECT COUNT(*) AS n FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND ${LINK_FOLLOWS} WHERE t.app_id = ? AND t.sync_state IN ('pending', 'failing')`,
   failing: 'SELECT app_id, org_id, kind, last_error, last_error_at, retry_at FROM tracker_connections WHERE last_error IS NOT NULL ORDER BY app_id LIMIT 100',
   connectedOrgs: 'SELECT DISTINCT org_id FROM tracker_connections ORDER BY org_id',
   connectionsOf: 'SELECT c.* FROM tracker_connections c JOIN apps a ON a.id = c.app_id AND a.deleted_at IS NULL WHERE c.org_id = ? ORDER BY c.app_id',
