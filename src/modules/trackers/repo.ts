@@ -127,7 +127,7 @@ const LINK_FOLLOWS = 'c.kind = t.kind AND LOWER(c.project) = LOWER(t.project)'
  * that comes while that push waits finds it queued and adds nothing; the push reads the lead when it
  * runs, so the issue says the last state. A new issue is created at once.
  */
-export const PUSH_DEBOUNCE_MS = 10_000
+export const PUSH_DEBOUNCE_MS = 5_000
 
 /**
  * What queuePushes does for one lead whose link may be pushed (pure: both sides ask here): a push job
