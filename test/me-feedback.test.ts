@@ -89,7 +89,7 @@ describe('GET /v1/me/feedback', () => {
     ['a private App', false],
   ])('%s without X-Service-User-Token: 401 invalid_user_token', async (_name, publicSubmissionEnabled) => {
     const app = await server.admin.createApp(a.orgId, { name: `Me ${publicSubmissionEnabled}`, publicSubmissionEnabled })
-    for (const headers of [{}, { 'X-Service-User-Token': '' }]) {
+    for (const headers of [{}, { 'X-Service-User-Token': '' }] as Record<string, string>[]) {
       const r = await call(server.url, 'GET', '/v1/me/feedback', { auth: app.publicKey, headers })
       expect(r.status).toBe(401)
       expect(r.body.error.code).toBe('invalid_user_token')
