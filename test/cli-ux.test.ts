@@ -8,7 +8,7 @@ import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, ROOT, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { ensureBinary } from './helpers-lifecycle'
-import { SETTINGS } from '../src/core/settings'
+import { KNOWN_VARIABLES, OTHER_VARIABLES, SETTINGS } from '../src/core/settings'
 import { createContext } from '../src/context'
 import { loadConfig } from '../src/config'
 import { createTenantsService } from '../src/modules/tenants/service'
@@ -180,6 +180,18 @@ describe('--help shows every setting', () => {
       return { env: [...cells[2].matchAll(/FIXLOOP_[A-Z0-9_]+/g)].map((m) => m[0]), default: cells[3].replace(/`/g, '') }
     })
     expect(table).toEqual(SETTINGS.map((s) => ({ env: s.env, default: s.default })))
+  })
+
+  test('the README lists every other known variable, and every FIXLOOP_* name the source uses is known', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const rows = readme.split('\n').filter((l) => /^\| `FIXLOOP_[A-Z0-9_]+` \|/.test(l)).map((l) => /FIXLOOP_[A-Z0-9_]+/.exec(l)![0])
+    expect(rows).toEqual(OTHER_VARIABLES.map((v) => v.env))
+    const used = new Set<string>()
+    for (const file of new Bun.Glob('src/**/*.ts').scanSync(ROOT)) {
+      for (const m of readFileSync(join(ROOT, file), 'utf8').matchAll(/FIXLOOP_[A-Z0-9_]*[A-Z0-9]\b/g)) used.add(m[0])
+    }
+    used.delete('FIXLOOP_S3') // `FIXLOOP_S3_*` in prose
+    expect([...used].filter((v) => !KNOWN_VARIABLES.includes(v)).sort()).toEqual([])
   })
 
   for (const args of [['--help'], ['serve', '--help']]) {
