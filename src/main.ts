@@ -24,6 +24,7 @@ import { settingsHelp } from './core/settings'
 import { exitQuietlyOnClosedOutput } from './cli/closed-output'
 import { setDataDirNotices } from './db/data-dir'
 import { unknownSettingWarnings } from './cli/unknown-settings'
+import { setProcessRole } from './core/process-role'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -82,6 +83,7 @@ async function main(argv: string[]): Promise<void> {
   // Before anything reads the environment: a mistyped setting would otherwise pass silently.
   for (const line of unknownSettingWarnings(process.env)) process.stderr.write(line + '\n')
   const [command, ...rest] = hoistGlobalFlags(argv)
+  setProcessRole(command === 'serve' ? 'serve' : 'command')
   if (command && process.env.FIXLOOP_DATABASE_URL && !rest.includes('--help') && !rest.includes('-h')) {
     if (SQLITE_COMMANDS.has(command)) refuseOnPostgres(command, loadConfig({}))
     if (command === 'serve') requireClusterSettings(loadConfig({}))

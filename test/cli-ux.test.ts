@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, ROOT, eventually, runBinary, spawnServer, tempDir } from './harness'
-import { ensureBinary } from './helpers-lifecycle'
+import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { KNOWN_VARIABLES, OTHER_VARIABLES, SETTINGS } from '../src/core/settings'
 import { createContext } from '../src/context'
 import { loadConfig } from '../src/config'
@@ -206,4 +206,33 @@ describe('--help shows every setting', () => {
       expect(r.stdout).not.toContain("README's")
     })
   }
+})
+
+// Issue 36 item 8: the CLI's address guards run in the CLI's process, with the CLI's environment: a
+// refusal says what is true there (set the variable for this command), never "on the server allows it".
+describe('address-guard refusals from the CLI name the CLI command, not the server', () => {
+  test('app smtp, app smtp-test and tracker connect', async () => {
+    ensureBinary()
+    const dir = tempDir()
+    const t = await cliTenant(dir)
+    const smtp = ['app', 'smtp', t.appId, '--port', '25', '--tls', 'none', '--from', 'noreply@shop.example', '--data-dir', dir]
+    const saved = await runBinary([...smtp, '--host', '127.0.0.1'])
+    expect(saved.code).toBe(2)
+    for (const out of [saved.stderr]) {
+      expect(out).toContain('FIXLOOP_SMTP_ALLOW_PRIVATE=1 for this command')
+      expect(out).not.toContain('on the server allows it')
+    }
+    expect((await runBinary([...smtp, '--host', '127.0.0.1'], { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })).code).toBe(0)
+    // The server allows it, the command does not: the command says so of itself.
+    const test1 = await runBinary(['app', 'smtp-test', t.appId, '--to', 'ops@shop.example', '--data-dir', dir, '--json'])
+    expect(test1.code).toBe(1)
+    const answer = JSON.parse(test1.stdout)
+    expect(answer.sent).toBe(false)
+    expect(answer.error).toContain('FIXLOOP_SMTP_ALLOW_PRIVATE=1 for this command')
+    expect(answer.error).not.toContain('on the server allows it')
+    const tracker = await runBinary(['tracker', 'connect', '--app', t.appId, '--kind', 'gitlab', '--api-url', 'http://127.0.0.1:9/api/v4', '--project', 'acme/app', '--data-dir', dir], { FIXLOOP_TRACKER_TOKEN: 'glpat-test' })
+    expect(tracker.code).not.toBe(0)
+    expect(tracker.stderr).toContain('FIXLOOP_TRACKER_ALLOW_PRIVATE=1 for this command')
+    expect(tracker.stderr).not.toContain('on the server allows it')
+  }, 60_000)
 })
