@@ -10,7 +10,7 @@ import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
 import { blend, combine } from './rerank'
 import { calibrate } from './calibrate'
-import { learnedFor, lessonOf, NO_LESSON, type Decision, type Lesson } from './learn'
+import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
@@ -418,6 +418,17 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
 
     /** The App's merge thresholds right now (calibrated, moved by its lesson: calibrate.ts, learn.ts). */
     thresholdsFor: (appId: string): Thresholds => thresholdsOf(appId, indexFor(appId)),
+
+    /**
+     * The App's thresholds once an automatic merge scoring `score` were undone (what the dashboard says
+     * at the Unmerge button): the same calibration and lesson, with that unmerge's raise added.
+     */
+    thresholdsIfUnmerged(appId: string, score: number): Thresholds {
+      const index = indexFor(appId)
+      const lesson = lessonFor(appId)
+      const after: Lesson = { ...lesson, raiseTo: Math.max(lesson.raiseTo, raiseAfterUnmerge(score)) }
+      return calibrate(baseThresholds, index.history, learnedFor(after, calibrate(baseThresholds, index.history)))
+    },
 
     /** The App's lesson now (read when stale), for display: its bars' reasons. */
     lessonFor,

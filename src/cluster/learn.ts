@@ -56,6 +56,13 @@ export const NO_LESSON: Lesson = { raiseTo: 0, provenBar: null, counts: { confir
 
 const round = (n: number): number => Math.round(n * 1000) / 1000
 
+/** A reset's counts (`kind`, `n` rows, any order) as one record per kind; unknown kinds are ignored. */
+export function decisionCounts(rows: readonly { kind: string; n: number }[]): Record<DecisionKind, number> {
+  const counts: Record<DecisionKind, number> = { confirmed: 0, rejected: 0, unmerged: 0 }
+  for (const r of rows) if (r.kind in counts) counts[r.kind as DecisionKind] += r.n
+  return counts
+}
+
 /** Both merge bars at least this after an automatic merge scoring `score` is undone (capped below 1). */
 export function raiseAfterUnmerge(score: number): number {
   return Math.min(round(score + LEARNING.raiseAbove), LEARNING.highestRaise)

@@ -17,7 +17,9 @@ import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './clu
 import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { consolidate, themeOf } from './consolidate'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
-import { LEARNING } from './learn'
+import { decisionCounts, LEARNING, type DecisionKind } from './learn'
+import { writeAuditPg } from '../db/pg/audit-writer'
+import type { AuditEntry } from '../modules/audit/entry'
 import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
 export function createPgClusterService(storage: PgStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle) {
@@ -287,10 +289,21 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     },
 
     /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
-    async triageState(appId: string) {
+    async triageState(appId: string, unmergeScore?: number) {
       await prepare(appId)
       await freshLesson(appId)
-      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId))
+      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore))
+    },
+
+    /** Deletes the App's decisions and writes `audit` with the counts, in one commit; this node's lesson goes at once, others' within LESSON_TTL_MS. */
+    async resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>> {
+      const removed = await repo.transaction(async (tx) => {
+        const counts = decisionCounts(await repo.clearDecisions(tx, appId))
+        if (audit) await writeAuditPg(tx.client, clock, { ...audit, data: { ...audit.data, removed: counts } })
+        return counts
+      })
+      core.forgetLesson(appId)
+      return removed
     },
   }
 }

@@ -21,7 +21,9 @@ import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
 import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, toInput, type Suggestion, type Verdict } from './clusterer'
-import { LEARNING } from './learn'
+import { decisionCounts, LEARNING, type DecisionKind } from './learn'
+import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
+import type { AuditEntry } from '../modules/audit/entry'
 import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
@@ -33,6 +35,7 @@ export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type Sim
  */
 export function createClusterService(storage: SqliteStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(storage, clock)) {
   const repo = createSqliteClusterRepo(storage.sqlite, lifecycle.sqlite)
+  const writeAudit = sqliteAuditWriter(storage.sqlite, clock)
   const core = createClusterer({ ...repo, decisions: (appId) => repo.decisions(appId, LEARNING.window) }, baseThresholds)
   const { indexFor, row, remember } = core
   /** What each lead's summary is built from, kept between batches (lead-states.ts). */
@@ -340,8 +343,19 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
     thresholdsFor: core.thresholdsFor,
 
     /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
-    triageState(appId: string) {
-      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId))
+    triageState(appId: string, unmergeScore?: number) {
+      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore))
+    },
+
+    /** Deletes the App's decisions and writes `audit` with the counts, in one commit; the lesson goes at once. */
+    resetLearning(appId: string, audit: AuditEntry | null): Record<DecisionKind, number> {
+      const removed = repo.transaction(() => {
+        const counts = decisionCounts(repo.clearDecisions(appId))
+        if (audit) writeAudit({ ...audit, data: { ...audit.data, removed: counts } })
+        return counts
+      })
+      core.forgetLesson(appId)
+      return removed
     },
   }
 }

@@ -94,6 +94,12 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
         d.score,
         now,
       ]),
+    /** Deletes every decision of the App (a reset of what its bars learned), in `tx`; how many of each kind went. */
+    async clearDecisions(tx: PgTx, appId: string): Promise<{ kind: string; n: number }[]> {
+      const counts = await many<{ kind: string; n: string | number }>(tx.client, 'SELECT kind, COUNT(*) AS n FROM triage_decisions WHERE app_id = $1 GROUP BY kind', [appId])
+      await exec(tx.client, 'DELETE FROM triage_decisions WHERE app_id = $1', [appId])
+      return counts.map((c) => ({ kind: c.kind, n: Number(c.n) }))
+    },
     /** The App's newest decisions (at most `limit`), from the pool: read before a verdict when the App's lesson is stale. */
     decisions: (appId: string, limit: number): Promise<Decision[]> =>
       many<Decision>(pool, 'SELECT kind, score FROM triage_decisions WHERE app_id = $1 ORDER BY id DESC LIMIT $2', [appId, limit]),
