@@ -187,6 +187,8 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
      * index's update, once the transaction commits.
      */
     async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
+      // The calibrations the verdicts changed, with this verdict (what every reader shows).
+      for (const [appId, s] of core.takeCalibrations()) await repo.saveCalibration(tx, appId, s, clock.now())
       if (!verdict.leadId) {
         await refreshLead(tx, id)
         const s = verdict.suggestion
@@ -292,7 +294,9 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     async triageState(appId: string, unmergeScore?: number) {
       await prepare(appId)
       await freshLesson(appId)
-      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore))
+      // The calibration the clustering node stored: every node and the CLI show the same bars.
+      const stored = await repo.calibration(appId)
+      return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
     },
 
     /** Deletes the App's decisions and writes `audit` with the counts, in one commit; this node's lesson goes at once, others' within LESSON_TTL_MS. */

@@ -28,6 +28,7 @@ import m0023 from '../../migrations/0023_pr_loop_queue.sql' with { type: 'text' 
 import m0024 from '../../migrations/0024_abuse_defence.sql' with { type: 'text' }
 import m0025 from '../../migrations/0025_tracker_sync.sql' with { type: 'text' }
 import m0026 from '../../migrations/0026_pr_news_and_one_mail.sql' with { type: 'text' }
+import m0027 from '../../migrations/0027_app_calibration.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -60,4 +61,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0024_abuse_defence', sql: m0024 },
   { name: '0025_tracker_sync', sql: m0025 },
   { name: '0026_pr_news_and_one_mail', sql: m0026 },
+  { name: '0027_app_calibration', sql: m0027 },
 ]

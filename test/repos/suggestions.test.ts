@@ -209,6 +209,21 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect(lead).toBeTruthy()
   })
 
+  test('one source of truth: another process (its own cluster service and history) shows the bars the clustering process stored', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const { processing, lifecycle, worker } = setup(s)
+    for (const text of [LEAD, SAME, NEAR, UNRELATED, LEAD, UNRELATED, NEAR, SAME, LEAD, UNRELATED, NEAR, SAME]) {
+      await submit(s, lifecycle, text)
+      await worker.tick()
+    }
+    const stored = await sql<{ scored: number; median: number }>(s, "SELECT scored, median FROM app_calibration WHERE app_id = 'a1'")
+    expect(stored.length).toBe(1)
+    expect(stored[0].scored).toBe(12)
+    const other = createProcessing(s.storage, s.clock, createLifecycle(s.storage, s.clock), createJobsRepo(s.storage, PROCESSING_KINDS))
+    expect((await other.port.triageState('a1')).bars).toEqual((await processing.port.triageState('a1')).bars)
+  })
+
   test('a reset forgets what the bars learned: the decisions go, audited with their counts, the bars are the calibrated ones at once', async () => {
     const s = await fresh()
     await seedOrgApp(s)

@@ -17,6 +17,7 @@ import p0009 from '../../../migrations-pg/0009_pr_loop_queue.sql' with { type: '
 import p0010 from '../../../migrations-pg/0010_abuse_defence.sql' with { type: 'text' }
 import p0011 from '../../../migrations-pg/0011_tracker_sync.sql' with { type: 'text' }
 import p0012 from '../../../migrations-pg/0012_pr_news_and_one_mail.sql' with { type: 'text' }
+import p0013 from '../../../migrations-pg/0013_app_calibration.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -32,4 +33,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0010_abuse_defence', sql: p0010 },
   { name: '0011_tracker_sync', sql: p0011 },
   { name: '0012_pr_news_and_one_mail', sql: p0012 },
+  { name: '0013_app_calibration', sql: p0013 },
 ]
