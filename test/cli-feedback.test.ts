@@ -48,6 +48,32 @@ async function pair(): Promise<{ lead: string; near: string; appId: string }> {
 }
 
 describe('fixloop feedback', () => {
+  test('the triage routes refuse junk with the error envelope, never a 5xx; reset answers the counts and is 404 across Orgs; the CLI resets too', async () => {
+    const app = await cliJson(dataDir, ['app', 'create', '--org', tenant.orgId, '--name', `Fuzz ${Math.random()}`])
+    for (const q of ['?unmergeScore=abc', '?unmergeScore=2', '?unmergeScore=-1', '?unmergeScore=%00', '?junk=1', '?unmergeScore=1&unmergeScore=2', '?unmergeScore[a][b]=1', `?unmergeScore=${'9'.repeat(5000)}`]) {
+      const r = await call(server.url, 'GET', `/v1/apps/${app.id}/triage${q}`, { auth: tenant.key })
+      expect(r.status, q).toBe(400)
+      expect(r.body.error.code, q).toBe('invalid_body')
+    }
+    const ok = await call(server.url, 'GET', `/v1/apps/${app.id}/triage?unmergeScore=1`, { auth: tenant.key })
+    expect(ok.status).toBe(200)
+    expect(ok.body.afterUnmerge.merge).toBeLessThan(1)
+    for (const id of ['zz', 'f'.repeat(5000), '%00']) {
+      const r = await call(server.url, 'POST', `/v1/apps/${id}/triage/reset`, { auth: tenant.key })
+      expect(r.status).toBeGreaterThanOrEqual(400)
+      expect(r.status).toBeLessThan(500)
+    }
+    const other = await cliJson(dataDir, ['org', 'create', '--name', 'Other'])
+    const otherKey = await cliJson(dataDir, ['key', 'create', '--org', other.id])
+    expect((await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: otherKey.key })).status).toBe(404)
+    const reset = await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: tenant.key, body: { junk: { a: { b: 1 } } } })
+    expect(reset.status).toBe(200)
+    expect(reset.body.removed).toEqual({ confirmed: 0, rejected: 0, unmerged: 0 })
+    const cli = await cliJson(dataDir, ['app', 'triage-reset', app.id])
+    expect(cli.removed).toEqual({ confirmed: 0, rejected: 0, unmerged: 0 })
+    expect(Object.keys(cli).sort()).toEqual(['bars', 'learned', 'removed'])
+  })
+
   // Issue 36 item 5: ONE source of truth for an App's bars: the CLI (its own process) says what the API
   // and the dashboard say, for an App with history (identical reports among others) and an unmerge.
   test('suggestions --json shows the same bars as GET /v1/apps/:id/triage', async () => {
