@@ -102,6 +102,17 @@ function parsePositive(text: string, source: string): number {
   return n
 }
 
+/**
+ * A number in (`min`, `max`] when `min` is 0 (a positive number), else in [`min`, `max`]. Out of range is
+ * refused, never clamped: a clamp let `FIXLOOP_NODE_LEASE_SECONDS=500` run with 60 without a word.
+ */
+function parseInRange(text: string, source: string, min: number, max: number): number {
+  const n = Number(text)
+  const ok = Number.isFinite(n) && (min === 0 ? n > 0 : n >= min) && n <= max
+  if (!ok) throw new ConfigError(min === 0 ? `${source}: must be a positive number of at most ${max}, got "${text}"` : `${source}: must be a number between ${min} and ${max}, got "${text}"`)
+  return n
+}
+
 /** A whole number from 0 (off) to `max`. */
 function parseMinutesOrOff(text: string, source: string, max: number): number {
   const n = Number(text)
@@ -196,7 +207,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     redisUrl: parseServiceUrl(env.FIXLOOP_REDIS_URL, 'FIXLOOP_REDIS_URL', ['redis:', 'rediss:']),
     publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
     s3: s3FromEnv(env),
-    agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? Math.floor(parsePositive(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY')) || 1 : 2,
+    agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? parseCount(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY') : 2,
     trackerPollMinutes: env.FIXLOOP_TRACKER_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_TRACKER_POLL_MINUTES, 'FIXLOOP_TRACKER_POLL_MINUTES', 24 * 60) : 10,
     trackerAllowPrivate: env.FIXLOOP_TRACKER_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_TRACKER_ALLOW_PRIVATE, 'FIXLOOP_TRACKER_ALLOW_PRIVATE') : false,
     prPollMinutes: env.FIXLOOP_PR_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_PR_POLL_MINUTES, 'FIXLOOP_PR_POLL_MINUTES', 24 * 60) : 10,
@@ -225,14 +236,14 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     webhookAllowPrivate: env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_WEBHOOK_ALLOW_PRIVATE, 'FIXLOOP_WEBHOOK_ALLOW_PRIVATE') : false,
     smtpAllowPrivate: env.FIXLOOP_SMTP_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_SMTP_ALLOW_PRIVATE, 'FIXLOOP_SMTP_ALLOW_PRIVATE') : false,
     webhookTimeoutMs: env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS
-      ? Math.min(15, parsePositive(env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS, 'FIXLOOP_WEBHOOK_TIMEOUT_SECONDS')) * 1000
+      ? parseInRange(env.FIXLOOP_WEBHOOK_TIMEOUT_SECONDS, 'FIXLOOP_WEBHOOK_TIMEOUT_SECONDS', 0, 15) * 1000
       : 15_000,
     webhookRetryScale: env.FIXLOOP_WEBHOOK_RETRY_SCALE ? parsePositive(env.FIXLOOP_WEBHOOK_RETRY_SCALE, 'FIXLOOP_WEBHOOK_RETRY_SCALE') : 1,
     sseHeartbeatMs: env.FIXLOOP_SSE_HEARTBEAT_SECONDS
-      ? Math.min(15, parsePositive(env.FIXLOOP_SSE_HEARTBEAT_SECONDS, 'FIXLOOP_SSE_HEARTBEAT_SECONDS')) * 1000
+      ? parseInRange(env.FIXLOOP_SSE_HEARTBEAT_SECONDS, 'FIXLOOP_SSE_HEARTBEAT_SECONDS', 0, 15) * 1000
       : 10_000,
     sseStreamsPerKey: env.FIXLOOP_SSE_STREAMS_PER_KEY ? parseCount(env.FIXLOOP_SSE_STREAMS_PER_KEY, 'FIXLOOP_SSE_STREAMS_PER_KEY') : 100,
     slackApiUrl: parseHttpUrl(env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api', 'FIXLOOP_SLACK_API_URL'),
-    nodeLeaseMs: env.FIXLOOP_NODE_LEASE_SECONDS ? Math.min(60, Math.max(1, parsePositive(env.FIXLOOP_NODE_LEASE_SECONDS, 'FIXLOOP_NODE_LEASE_SECONDS'))) * 1000 : 15_000,
+    nodeLeaseMs: env.FIXLOOP_NODE_LEASE_SECONDS ? parseInRange(env.FIXLOOP_NODE_LEASE_SECONDS, 'FIXLOOP_NODE_LEASE_SECONDS', 1, 60) * 1000 : 15_000,
   })
 }

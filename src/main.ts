@@ -23,6 +23,8 @@ import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-mode'
 import { settingsHelp } from './core/settings'
 import { exitQuietlyOnClosedOutput } from './cli/closed-output'
 import { setDataDirNotices } from './db/data-dir'
+import { unknownSettingWarnings } from './cli/unknown-settings'
+import { setProcessRole } from './core/process-role'
 
 const HELP = `fixloop ${VERSION}: self-hosted feedback intake and triage
 
@@ -78,7 +80,10 @@ const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'feedback', 
 const SQLITE_COMMANDS = new Set(['backup', 'restore'])
 
 async function main(argv: string[]): Promise<void> {
+  // Before anything reads the environment: a mistyped setting would otherwise pass silently.
+  for (const line of unknownSettingWarnings(process.env)) process.stderr.write(line + '\n')
   const [command, ...rest] = hoistGlobalFlags(argv)
+  setProcessRole(command === 'serve' ? 'serve' : 'command')
   if (command && process.env.FIXLOOP_DATABASE_URL && !rest.includes('--help') && !rest.includes('-h')) {
     if (SQLITE_COMMANDS.has(command)) refuseOnPostgres(command, loadConfig({}))
     if (command === 'serve') requireClusterSettings(loadConfig({}))

@@ -84,6 +84,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'POST /v1/feedback/{id}/unmerge': { access: 'reports.triage', allowed: ALL },
   'POST /v1/feedback/{id}/reject-suggestion': { access: 'reports.triage', allowed: ALL },
   'GET /v1/apps/{id}/triage': { access: 'org.read', allowed: ALL },
+  'POST /v1/apps/{id}/triage/reset': { access: 'reports.triage', allowed: ALL },
   'GET /v1/agent-runs/{id}': { access: 'org.read', allowed: ALL },
   'GET /v1/feedback/{id}/agent-runs': { access: 'org.read', allowed: ALL },
   'GET /v1/apps': { access: 'org.read', allowed: ALL },

@@ -207,8 +207,11 @@ describe('configuration', () => {
     expect(loadConfig({}, { FIXLOOP_SLACK_API_URL: 'http://127.0.0.1:9/api/' }).slackApiUrl).toBe('http://127.0.0.1:9/api')
     expect(loadConfig({}, {}).slackApiUrl).toBe('https://slack.com/api')
     expect(() => loadConfig({}, { FIXLOOP_WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(ConfigError)
-    expect(loadConfig({}, { FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '60' }).webhookTimeoutMs).toBe(15_000)
-    expect(loadConfig({}, { FIXLOOP_SSE_HEARTBEAT_SECONDS: '60' }).sseHeartbeatMs).toBe(15_000)
+    // Above the maximum is refused, not clamped (issue 36 item 10).
+    expect(() => loadConfig({}, { FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '60' })).toThrow(ConfigError)
+    expect(() => loadConfig({}, { FIXLOOP_SSE_HEARTBEAT_SECONDS: '60' })).toThrow(ConfigError)
+    expect(loadConfig({}, { FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '15' }).webhookTimeoutMs).toBe(15_000)
+    expect(loadConfig({}, { FIXLOOP_SSE_HEARTBEAT_SECONDS: '0.3' }).sseHeartbeatMs).toBe(300)
     expect(loadConfig({}, { FIXLOOP_EVENT_RETENTION_DAYS: '7' }).eventRetentionDays).toBe(7)
     expect(() => loadConfig({}, { FIXLOOP_EVENT_RETENTION_DAYS: '-1' })).toThrow(ConfigError)
   })

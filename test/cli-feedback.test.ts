@@ -48,6 +48,67 @@ async function pair(): Promise<{ lead: string; near: string; appId: string }> {
 }
 
 describe('fixloop feedback', () => {
+  test('the triage routes refuse junk with the error envelope, never a 5xx; reset answers the counts and is 404 across Orgs; the CLI resets too', async () => {
+    const app = await cliJson(dataDir, ['app', 'create', '--org', tenant.orgId, '--name', `Fuzz ${Math.random()}`])
+    for (const q of ['?unmergeScore=abc', '?unmergeScore=2', '?unmergeScore=-1', '?unmergeScore=%00', '?junk=1', '?unmergeScore=1&unmergeScore=2', '?unmergeScore[a][b]=1', `?unmergeScore=${'9'.repeat(5000)}`]) {
+      const r = await call(server.url, 'GET', `/v1/apps/${app.id}/triage${q}`, { auth: tenant.key })
+      expect(r.status, q).toBe(400)
+      expect(r.body.error.code, q).toBe('invalid_body')
+    }
+    const ok = await call(server.url, 'GET', `/v1/apps/${app.id}/triage?unmergeScore=1`, { auth: tenant.key })
+    expect(ok.status).toBe(200)
+    expect(ok.body.afterUnmerge.merge).toBeLessThan(1)
+    for (const id of ['zz', 'f'.repeat(5000), '%00']) {
+      const r = await call(server.url, 'POST', `/v1/apps/${id}/triage/reset`, { auth: tenant.key })
+      expect(r.status).toBeGreaterThanOrEqual(400)
+      expect(r.status).toBeLessThan(500)
+    }
+    const other = await cliJson(dataDir, ['org', 'create', '--name', 'Other'])
+    const otherKey = await cliJson(dataDir, ['key', 'create', '--org', other.id])
+    expect((await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: otherKey.key })).status).toBe(404)
+    const reset = await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: tenant.key, body: { junk: { a: { b: 1 } } } })
+    expect(reset.status).toBe(200)
+    expect(reset.body.removed).toEqual({ confirmed: 0, rejected: 0, unmerged: 0 })
+    const cli = await cliJson(dataDir, ['app', 'triage-reset', app.id])
+    expect(cli.removed).toEqual({ confirmed: 0, rejected: 0, unmerged: 0 })
+    expect(Object.keys(cli).sort()).toEqual(['bars', 'learned', 'removed'])
+  })
+
+  // Issue 36 item 5: ONE source of truth for an App's bars: the CLI (its own process) says what the API
+  // and the dashboard say, for an App with history (identical reports among others) and an unmerge.
+  test('suggestions --json shows the same bars as GET /v1/apps/:id/triage', async () => {
+    const app = await cliJson(dataDir, ['app', 'create', '--org', tenant.orgId, '--name', `Bars ${Math.random()}`])
+    const texts = [
+      'The invoice PDF downloads as an empty file from the billing page.',
+      'Dark mode resets to light every time I reload the dashboard.',
+      'The invoice PDF downloads as an empty file from the billing page.',
+      'Push notifications arrive twice on Android after the last update.',
+      'The map on the store locator never finishes loading in Firefox.',
+      'Dark mode resets to light every time I reload the dashboard.',
+      'Exporting the report to CSV cuts off the last column.',
+      'The chat widget covers the cookie banner on small phones.',
+      'Password reset emails take more than an hour to arrive.',
+      'The map on the store locator never finishes loading in Firefox.',
+      'Sorting the orders table by date puts May before April.',
+      'The avatar upload rejects PNG files larger than one megabyte.',
+      'Exporting the report to CSV cuts off the last column.',
+    ]
+    const ids: string[] = []
+    for (const text of texts) {
+      const id = (await submit(server.url, app.publicKey, { text, url: URL_ })).body.id
+      await settled(id)
+      ids.push(id)
+    }
+    const twin = (await call(server.url, 'GET', `/v1/feedback/${ids[2]}`, { auth: tenant.key })).body
+    expect(twin.duplicateMatch?.automatic).toBe(true)
+    expect((await call(server.url, 'POST', `/v1/feedback/${ids[2]}/unmerge`, { auth: tenant.key })).status).toBe(200)
+    const api = (await call(server.url, 'GET', `/v1/apps/${app.id}/triage`, { auth: tenant.key })).body
+    const cli = await cliJson(dataDir, ['feedback', 'suggestions', '--app', app.id])
+    expect(cli.bars).toEqual(api.bars)
+    expect(cli.learned).toEqual(api.learned)
+    expect(api.bars.merge).toBeLessThan(1)
+  })
+
   test('suggestions --json lists the suggested reports with the App bars; the table shows lead, score, reason', async () => {
     const { lead, near, appId } = await pair()
     const out = await cliJson(dataDir, ['feedback', 'suggestions', '--app', appId])

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, ROOT, eventually, runBinary, spawnServer, tempDir } from './harness'
-import { ensureBinary } from './helpers-lifecycle'
-import { SETTINGS } from '../src/core/settings'
+import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { KNOWN_VARIABLES, OTHER_VARIABLES, SETTINGS } from '../src/core/settings'
 import { createContext } from '../src/context'
 import { loadConfig } from '../src/config'
 import { createTenantsService } from '../src/modules/tenants/service'
@@ -182,6 +182,18 @@ describe('--help shows every setting', () => {
     expect(table).toEqual(SETTINGS.map((s) => ({ env: s.env, default: s.default })))
   })
 
+  test('the README lists every other known variable, and every FIXLOOP_* name the source uses is known', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const rows = readme.split('\n').filter((l) => /^\| `FIXLOOP_[A-Z0-9_]+` \|/.test(l)).map((l) => /FIXLOOP_[A-Z0-9_]+/.exec(l)![0])
+    expect(rows).toEqual(OTHER_VARIABLES.map((v) => v.env))
+    const used = new Set<string>()
+    for (const file of new Bun.Glob('src/**/*.ts').scanSync(ROOT)) {
+      for (const m of readFileSync(join(ROOT, file), 'utf8').matchAll(/FIXLOOP_[A-Z0-9_]*[A-Z0-9]\b/g)) used.add(m[0])
+    }
+    used.delete('FIXLOOP_S3') // `FIXLOOP_S3_*` in prose
+    expect([...used].filter((v) => !KNOWN_VARIABLES.includes(v)).sort()).toEqual([])
+  })
+
   for (const args of [['--help'], ['serve', '--help']]) {
     test(`fixloop ${args.join(' ')} lists every setting with its default and no pointer to the README`, async () => {
       const r = await runBinary(args)
@@ -194,4 +206,33 @@ describe('--help shows every setting', () => {
       expect(r.stdout).not.toContain("README's")
     })
   }
+})
+
+// Issue 36 item 8: the CLI's address guards run in the CLI's process, with the CLI's environment: a
+// refusal says what is true there (set the variable for this command), never "on the server allows it".
+describe('address-guard refusals from the CLI name the CLI command, not the server', () => {
+  test('app smtp, app smtp-test and tracker connect', async () => {
+    ensureBinary()
+    const dir = tempDir()
+    const t = await cliTenant(dir)
+    const smtp = ['app', 'smtp', t.appId, '--port', '25', '--tls', 'none', '--from', 'noreply@shop.example', '--data-dir', dir]
+    const saved = await runBinary([...smtp, '--host', '127.0.0.1'])
+    expect(saved.code).toBe(2)
+    for (const out of [saved.stderr]) {
+      expect(out).toContain('FIXLOOP_SMTP_ALLOW_PRIVATE=1 for this command')
+      expect(out).not.toContain('on the server allows it')
+    }
+    expect((await runBinary([...smtp, '--host', '127.0.0.1'], { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })).code).toBe(0)
+    // The server allows it, the command does not: the command says so of itself.
+    const test1 = await runBinary(['app', 'smtp-test', t.appId, '--to', 'ops@shop.example', '--data-dir', dir, '--json'])
+    expect(test1.code).toBe(1)
+    const answer = JSON.parse(test1.stdout)
+    expect(answer.sent).toBe(false)
+    expect(answer.error).toContain('FIXLOOP_SMTP_ALLOW_PRIVATE=1 for this command')
+    expect(answer.error).not.toContain('on the server allows it')
+    const tracker = await runBinary(['tracker', 'connect', '--app', t.appId, '--kind', 'gitlab', '--api-url', 'http://127.0.0.1:9/api/v4', '--project', 'acme/app', '--data-dir', dir], { FIXLOOP_TRACKER_TOKEN: 'glpat-test' })
+    expect(tracker.code).not.toBe(0)
+    expect(tracker.stderr).toContain('FIXLOOP_TRACKER_ALLOW_PRIVATE=1 for this command')
+    expect(tracker.stderr).not.toContain('on the server allows it')
+  }, 60_000)
 })

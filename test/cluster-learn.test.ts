@@ -22,6 +22,9 @@ describe('lessonOf: what the decisions teach', () => {
     ['20 right above 0.65, then two rejections at 0.62 (90.9 %): the descent stops at 0.65', [...many(20, 'confirmed', 0.65), { kind: 'rejected', score: 0.62 }, { kind: 'rejected', score: 0.62 }], { raiseTo: 0, provenBar: 0.65 }],
     ['half rejected: nothing proven', [...many(20, 'confirmed', 0.6), ...many(20, 'rejected', 0.6)], { raiseTo: 0, provenBar: null }],
     ['an unmerge counts against the proof too', [...many(19, 'confirmed', 0.7), { kind: 'unmerged', score: 0.8 }, { kind: 'unmerged', score: 0.8 }], { raiseTo: 0.82, provenBar: null }],
+    // issue 36 item 5: one unmerge of an identical pair says the pair was wrong, not that identity is no evidence
+    ['an unmerge of an identical pair (1.00): bars at least LEARNING.highestRaise, never above 1', [{ kind: 'unmerged', score: 1 }], { raiseTo: LEARNING.highestRaise, provenBar: null }],
+    ['an unmerge at 0.94: capped at LEARNING.highestRaise too', [{ kind: 'unmerged', score: 0.94 }], { raiseTo: LEARNING.highestRaise, provenBar: null }],
     ['scores that are not numbers are ignored', [{ kind: 'unmerged', score: NaN }, { kind: 'confirmed', score: Infinity }], { raiseTo: 0, provenBar: null }],
   ]
   for (const [name, decisions, want] of cases) {
@@ -59,6 +62,7 @@ describe('learnedFor + calibrate: the App bars', () => {
     ['proven at 0.65: both bars move down by 0.10', many(20, 'confirmed', 0.65), { strong: 0.65, moderate: 0.5 }],
     ['proven at 0.3: never below LEARNING.lowestBar', many(20, 'confirmed', 0.3), { strong: LEARNING.lowestBar, moderate: 0.35 }],
     ['proven at 0.9, above the bar: no change (proof never raises)', many(20, 'confirmed', 0.9), { strong: 0.75, moderate: 0.6 }],
+    ['an unmerge of an identical pair: both bars 0.95, identical reports still merge', [{ kind: 'unmerged', score: 1 }], { strong: 0.95, moderate: 0.95 }],
     ['raised to 0.83, then 40 confirmations from 0.7 prove 0.7: down to 0.7', [{ kind: 'unmerged', score: 0.81 }, ...many(40, 'confirmed', 0.7)], { strong: 0.7, moderate: 0.7 }],
   ]
   for (const [name, decisions, want] of cases) {
@@ -67,6 +71,14 @@ describe('learnedFor + calibrate: the App bars', () => {
       expect({ strong: Math.round(got.strong * 1000) / 1000, moderate: Math.round(got.moderate * 1000) / 1000 }).toEqual(want)
     })
   }
+
+  test('after any number of unmerges, even of identical pairs, a score of 1 is above every merge bar', () => {
+    const lesson = lessonOf([{ kind: 'unmerged', score: 1 }, { kind: 'unmerged', score: 0.999 }, { kind: 'unmerged', score: 0.97 }])
+    const got = bars(lesson)
+    expect(LEARNING.highestRaise).toBeLessThan(1)
+    expect(got.strong).toBeLessThan(1)
+    expect(got.moderate).toBeLessThan(1)
+  })
 
   test('calibrate applies the shift and the floor to both merge bars; nothing learned changes nothing', () => {
     const history = new ScoreHistory()

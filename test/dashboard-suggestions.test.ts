@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { Database } from 'bun:sqlite'
 import type { Browser, Page } from 'playwright-core'
 import { launchBrowser, signInByKeyboard } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
@@ -126,5 +128,50 @@ describe('duplicate suggestions in the dashboard', () => {
     expect(await section.textContent()).toContain(`at similarity ${state.bars.merge.toFixed(2)} or more`)
     expect(await section.textContent()).toContain(`from ${state.bars.suggest.toFixed(2)} up to the merge bar`)
     await expectPageClean(page, 'app-dedup')
+  })
+  // Issue 36 item 5: the Unmerge button says what the unmerge will change; one unmerge of an identical
+  // pair leaves automatic merging on (bars below 1); the App page resets what the bars learned (audited).
+  test('Unmerge says what it changes; an identical pair unmerged keeps the bars below 1; the App page resets them', async () => {
+    const before = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
+    const twin = await submitReport(server.url, tenant.pub, PAIRS[0][0])
+    await eventually(async () => (await item(twin)).duplicateMatch?.automatic === true, 10_000)
+    const score = (await item(twin)).duplicateMatch.score
+    const preview = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage?unmergeScore=${score}`, { auth: tenant.key })).body.afterUnmerge
+    expect(preview.merge).toBeLessThan(1)
+    await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${twin}`)
+    const says = page.getByText(/Unmerging raises this App’s automatic merge bar|Unmerging raises this App's automatic merge bar/)
+    await says.waitFor()
+    expect(await says.textContent()).toBe(`Unmerging raises this App's automatic merge bar from ${before.bars.merge.toFixed(2)} to ${preview.merge.toFixed(2)}.`)
+    await screenshots(page, 'report-unmerge-effect')
+    await page.getByRole('button', { name: 'Unmerge', exact: true }).click()
+    await eventually(async () => (await item(twin)).duplicateOfId === null, 10_000)
+    const after = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
+    expect(after.bars.merge).toBe(preview.merge)
+    expect(after.bars.merge).toBeLessThan(1)
+    // The same text once more is still merged automatically: identity is evidence.
+    const again = await submitReport(server.url, tenant.pub, PAIRS[0][0])
+    await eventually(async () => (await item(again)).duplicateMatch?.automatic === true, 10_000)
+
+    await page.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
+    const section = page.getByRole('region', { name: 'Duplicate detection' })
+    await section.getByText(`at similarity ${after.bars.merge.toFixed(2)} or more`).waitFor()
+    await screenshots(page, 'app-dedup-raised')
+    page.once('dialog', (d) => void d.accept())
+    await section.getByRole('button', { name: 'Reset what the bars learned' }).click()
+    await section.getByRole('status').getByText(/Reset: 4 decisions forgotten/).waitFor()
+    const reset = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
+    expect(reset.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
+    await section.getByText(`at similarity ${reset.bars.merge.toFixed(2)} or more`).waitFor()
+    await expectPageClean(page, 'app-dedup-reset')
+    const db = new Database(join(dir, 'fixloop.db'), { readonly: true })
+    try {
+      const rows = db.query("SELECT actor, target_id, data FROM audit_log WHERE action = 'app.triage_reset'").all() as { actor: string; target_id: string; data: string }[]
+      expect(rows.length).toBe(1)
+      expect(rows[0].actor).toStartWith('admin:')
+      expect(rows[0].target_id).toBe(tenant.appId)
+      expect(JSON.parse(rows[0].data).removed).toEqual({ confirmed: 2, rejected: 1, unmerged: 1 })
+    } finally {
+      db.close()
+    }
   })
 })

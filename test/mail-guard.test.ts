@@ -17,7 +17,7 @@ import { tempDir } from './harness'
 import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn } from './helpers-lifecycle'
 import { createMailRepo, type SmtpRow } from '../src/modules/mail/repo'
-import { SMTP_GUARD_REFUSAL } from '../src/modules/mail/smtp-guard'
+import { smtpGuardRefusal } from '../src/modules/mail/smtp-guard'
 import { MailError, sendVia } from '../src/modules/mail/transport'
 
 let server: TestServer
@@ -102,7 +102,7 @@ describe('FIXLOOP_SMTP_ALLOW_PRIVATE off', () => {
       await storeDirectly(host, port)
       const r = await call(server.url, 'POST', `/v1/apps/${t.appId}/smtp/test`, { auth: t.key, body: { to: 'ops@shop.example' } })
       expect(r.status).toBe(200)
-      expect(r.body).toEqual({ sent: false, to: 'o***@shop.example', error: SMTP_GUARD_REFUSAL })
+      expect(r.body).toEqual({ sent: false, to: 'o***@shop.example', error: smtpGuardRefusal() })
       answers.add(r.text)
     }
     expect(answers.size).toBe(1) // an open port, a closed one and a metadata address look alike
@@ -120,7 +120,7 @@ describe('FIXLOOP_SMTP_ALLOW_PRIVATE off', () => {
     await server.services.mailer.wake()
     const n = await call(server.url, 'GET', `/v1/feedback/${id}/notification`, { auth: t.key })
     expect(n.status).toBe(200)
-    expect(n.body).toMatchObject({ state: 'pending', attempts: 1, lastError: SMTP_GUARD_REFUSAL })
+    expect(n.body).toMatchObject({ state: 'pending', attempts: 1, lastError: smtpGuardRefusal() })
     expect(Date.parse(n.body.nextAttemptAt)).toBeGreaterThan(Date.now() + 20_000)
     expect(connections).toBe(0)
   })

@@ -82,6 +82,27 @@ describe('GET /v1/me/feedback', () => {
     expect(r2.body.error.code).toBe('invalid_authorization')
   })
 
+  // Issue 36 item 2: a missing credential on a read is 401 invalid_user_token, on a private App as on a
+  // public one; never 403 public_disabled, which is about submitting without a token.
+  test.each([
+    ['a public App', true],
+    ['a private App', false],
+  ])('%s without X-Service-User-Token: 401 invalid_user_token', async (_name, publicSubmissionEnabled) => {
+    const app = await server.admin.createApp(a.orgId, { name: `Me ${publicSubmissionEnabled}`, publicSubmissionEnabled })
+    for (const headers of [{}, { 'X-Service-User-Token': '' }] as Record<string, string>[]) {
+      const r = await call(server.url, 'GET', '/v1/me/feedback', { auth: app.publicKey, headers })
+      expect(r.status).toBe(401)
+      expect(r.body.error.code).toBe('invalid_user_token')
+      expect(r.body.error.message).not.toMatch(/public submission/i)
+    }
+    // A private App's submission without a token is still the spec's 403 public_disabled.
+    if (!publicSubmissionEnabled) {
+      const post = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'no token' } })
+      expect(post.status).toBe(403)
+      expect(post.body.error.code).toBe('public_disabled')
+    }
+  })
+
   test.each([
     ['?cursor=' + 'f'.repeat(5000)],
     ['?cursor=zz'],

@@ -266,3 +266,24 @@ export const LOOK_ALIKES: string[] = [
   'a-very-long-css-class-name-for-the-primary-navigation-bar',
   'useEffectCleanupFunctionForSubscriptionManager',
 ]
+
+/**
+ * A password followed by prose: [input, fragments of the secret that must be gone, prose that must stay].
+ * A value that is already a complete secret (8+ characters mixing letters with digits or symbols, or
+ * quoted) ends where it ends, and the sentence after it is evidence. A short or word-like first token
+ * is the start of a pass phrase and runs on (`password=abc def ghi`), as far as the pass-phrase rule goes.
+ */
+export const SECRET_THEN_PROSE: [string, string[], string[]][] = [
+  // complete secrets: the sentence after them stays
+  ['… and the form sent password=hunter2-Zq9xWv to the marmalade endpoint', ['hunter2', 'Zq9xWv'], ['and the form sent password=', ' to the marmalade endpoint']],
+  ['DB_PASSWORD=Tr0ub4dor&3 npm start', ['Tr0ub4dor', '&3'], [' npm start']],
+  ['login failed with password: S3cure!pass9 after the reset email', ['S3cure!pass9', 'pass9'], [' after the reset email']],
+  ['passwort: Geheim#42x steht im Formular', ['Geheim#42x'], [' steht im Formular']],
+  ['password="long phrase in quotes" then the page froze', ['long phrase in quotes'], [' then the page froze']],
+  ['db_password=9f8e7d6c5b4a and then it crashed', ['9f8e7d6c5b4a'], [' and then it crashed']],
+  // short or word-like first tokens: a pass phrase, redacted whole
+  ['password=abc def ghi', ['abc', 'def', 'ghi'], ['password=']],
+  ['password: correct horse battery staple', ['correct', 'horse', 'battery', 'staple'], ['password: ']],
+  ['passphrase=Correct horse battery staple. The login still failed', ['Correct', 'horse', 'battery', 'staple'], [' The login still failed']],
+  ['password=hunter2 again and again', ['hunter2'], ['password=']],
+]

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { T } from './sanitize-fixtures'
+import { SECRET_THEN_PROSE, T } from './sanitize-fixtures'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
 /** [what, the text submitted, fragments that must be gone]. */
@@ -41,6 +41,8 @@ const MISSES: [string, string, string[]][] = [
 let srv: TestServer
 let t: Tenant
 const served = new Map<string, string>()
+/** SECRET_THEN_PROSE's inputs, served: [text, console message, metadata value]. */
+const servedProse = new Map<string, [string, string, string]>()
 
 beforeAll(async () => {
   srv = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
@@ -59,6 +61,16 @@ beforeAll(async () => {
     })
     served.set(what, JSON.stringify([done.body.text, done.body.consoleLogs, done.body.submissionMeta]))
   }
+  for (const [input] of SECRET_THEN_PROSE) {
+    const body = { text: input, consoleLogs: [{ level: 'error', message: input, ts: 1 }], metadata: { note: input } }
+    const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body })
+    expect(r.status).toBe(201)
+    const done = await eventually(async () => {
+      const g = await call(srv.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })
+      return g.status === 200 && g.body.status !== 'received' && g.body.status !== 'sanitizing' ? g : undefined
+    })
+    servedProse.set(input, [done.body.text, done.body.consoleLogs[0].message, done.body.submissionMeta.note])
+  }
 })
 afterAll(() => srv.close())
 
@@ -68,6 +80,19 @@ describe('values the sanitizer used to miss are gone from the served report', ()
       const text = served.get(what)!
       expect(text).toContain('[REDACTED:')
       for (const f of fragments) expect(text, f).not.toContain(JSON.stringify(f).slice(1, -1))
+    })
+  }
+})
+
+/** Issue 36 item 1: the sentence after a complete password is evidence, in text, console and metadata alike. */
+describe('the prose after a password stays in the served report', () => {
+  for (const [input, secret, prose] of SECRET_THEN_PROSE) {
+    test(JSON.stringify(input), () => {
+      const [text, message, note] = servedProse.get(input)!
+      for (const [where, value] of [['text', text], ['console', message], ['metadata', note]] as const) {
+        for (const s of secret) expect(value, where).not.toContain(s)
+        for (const p of prose) expect(value, where).toContain(p)
+      }
     })
   }
 })
@@ -90,6 +115,9 @@ const EXACT: [string, string][] = [
   ['password=hunter2, user=bob', 'password=[REDACTED:secret], user=bob'],
   ['password=hunter2,user=bob', 'password=[REDACTED:secret],user=bob'],
   ['password=abc def user=bob', 'password=[REDACTED:secret] user=bob'],
+  // issue 36 item 1: a complete secret ends where it ends; the sentence after it stays
+  ['the form sent password=hunter2-Zq9xWv to the marmalade endpoint', 'the form sent password=[REDACTED:secret] to the marmalade endpoint'],
+  ['password: correct horse battery staple', 'password: [REDACTED:secret]'],
   ['password=hunter2 # rotated', 'password=[REDACTED:secret] # rotated'],
   ['otp=123456,valid=true', 'otp=[REDACTED:secret],valid=true'],
   ['token=a', 'token=[REDACTED:secret]'],

@@ -14,7 +14,7 @@ import { previewStored, sanitizeReport, sanitizeStored } from '../src/sanitize/r
 import { CREDENTIAL_RULES, RULES, sanitizeJson, sanitizeText, type RedactionCounts } from '../src/sanitize/sanitize'
 import { rulesFor } from '../src/sanitize/submitter'
 import { sanitizeUrl } from '../src/sanitize/url'
-import { B64URL, LOOK_ALIKES, T, TRUE_POSITIVES, prng, randomString } from './sanitize-fixtures'
+import { B64URL, LOOK_ALIKES, SECRET_THEN_PROSE, T, TRUE_POSITIVES, prng, randomString } from './sanitize-fixtures'
 
 function run(text: string, rules = RULES): { out: string; counts: RedactionCounts } {
   const counts: RedactionCounts = {}
@@ -53,6 +53,17 @@ describe('true positives', () => {
       expect(out).toContain(`[REDACTED:${rule}]`)
       for (const p of planted) expect(out).not.toContain(p)
       expect(sanitizeText(out, {})).toBe(out)
+    })
+  }
+})
+
+describe('a password, then prose: a complete secret ends where it ends, a pass phrase runs on', () => {
+  for (const [input, secret, prose] of SECRET_THEN_PROSE) {
+    test(short(input), () => {
+      const { out, counts } = run(input)
+      expect(counts.secret, out).toBe(1)
+      for (const s of secret) expect(out).not.toContain(s)
+      for (const p of prose) expect(out).toContain(p)
     })
   }
 })

@@ -127,3 +127,44 @@ test('CLI ergonomics: version --json, did-you-mean, global flags first, tables, 
     await server.stop()
   }
 }, 60_000)
+
+// Issue 36 item 10: settings that passed silently. An unknown FIXLOOP_* variable gets one warning line
+// naming the closest known setting (serve and CLI alike); an out-of-range value is refused (exit 2).
+test('a mistyped FIXLOOP_* variable is named on stderr with the closest known setting, by the CLI and by serve', async () => {
+  ensureBinary()
+  const dir = tempDir()
+  await cliTenant(dir)
+  const typos = { FIXLOOP_DATABASE_URI: 'postgres://u:p@127.0.0.1:1/db', FIXLOOP_DATA_DIRR: '/tmp/elsewhere', FIXLOOP_PROT: '9999' }
+  const cli = await runBinary(['org', 'list', '--data-dir', dir], typos)
+  expect(cli.code).toBe(0)
+  const lines = cli.stderr.split('\n').filter((l) => l.includes('unknown setting'))
+  expect(lines.length).toBe(3)
+  expect(lines.find((l) => l.includes('FIXLOOP_DATABASE_URI'))).toContain('FIXLOOP_DATABASE_URL')
+  expect(lines.find((l) => l.includes('FIXLOOP_DATA_DIRR'))).toContain('FIXLOOP_DATA_DIR')
+  expect(lines.find((l) => l.includes('FIXLOOP_PROT'))).toContain('FIXLOOP_PORT')
+  // The value is never echoed (FIXLOOP_DATABASE_URI holds a password).
+  expect(cli.stderr).not.toContain('u:p@')
+  // serve says it too (here before it refuses an out-of-range lease, so it exits at once).
+  const serve = await serveExpectingExit(dir, [], { FIXLOOP_PROT: '9999', FIXLOOP_NODE_LEASE_SECONDS: '500' })
+  expect(serve.code).toBe(2)
+  expect(serve.stderr).toContain('unknown setting FIXLOOP_PROT')
+  expect(serve.stderr).toContain('FIXLOOP_PORT')
+  // Known names, the tracker token included, are never warned about.
+  const known = await runBinary(['org', 'list', '--data-dir', dir], { FIXLOOP_TRACKER_TOKEN: 'x', FIXLOOP_LOG_LEVEL: 'warn' })
+  expect(known.stderr).not.toContain('unknown setting')
+}, 30_000)
+
+test.each([
+  ['FIXLOOP_NODE_LEASE_SECONDS', '500', '1 and 60'],
+  ['FIXLOOP_NODE_LEASE_SECONDS', '0.5', '1 and 60'],
+  ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS', '60', '15'],
+  ['FIXLOOP_SSE_HEARTBEAT_SECONDS', '60', '15'],
+  ['FIXLOOP_AGENT_CONCURRENCY', '0.5', 'whole number'],
+])('%s=%s is refused with exit 2 and a clear sentence, not clamped', async (name, value, says) => {
+  ensureBinary()
+  const r = await runBinary(['org', 'list', '--data-dir', tempDir()], { [name]: value })
+  expect(r.code).toBe(2)
+  expect(r.stderr).toContain(name)
+  expect(r.stderr).toContain(says)
+  expect(r.stderr).toContain(value)
+})

@@ -4,7 +4,7 @@
  * the database's dialect). A report or App id is resolved to its Org first.
  */
 import { loadConfig } from '../config'
-import { closeContext, openContext } from '../context'
+import { closeContext, openContext, type Context } from '../context'
 import { createLifecycle } from '../lifecycle/lifecycle'
 import { createJobsRepo } from '../worker/jobs-repo'
 import { createProcessing, PROCESSING_KINDS } from '../worker/processing'
@@ -45,6 +45,17 @@ function need(value: string | undefined, what: string): string {
   return value
 }
 
+/**
+ * The triage service over this process's own cluster service and the store (`feedback …`, `app
+ * triage-reset`): every change goes through the same transactions as the server's.
+ */
+export function cliTriageService(ctx: Context) {
+  const lifecycle = createLifecycle(ctx.storage, ctx.clock)
+  const repo = createFeedbackRepo(ctx.storage, lifecycle, ctx.clock)
+  const port = createProcessing(ctx.storage, ctx.clock, lifecycle, createJobsRepo(ctx.storage, PROCESSING_KINDS)).port
+  return { lifecycle, repo, triage: createTriageService(repo, port, createAppsRepo(ctx.storage)) }
+}
+
 export async function runFeedbackCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(argv, FLAGS)
   if (values.help) return void process.stdout.write(FEEDBACK_HELP + '\n')
@@ -64,11 +75,7 @@ export async function runFeedbackCommand(argv: string[]): Promise<void> {
   // Every command reads an existing store: a typo never creates a data dir.
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: true })
   try {
-    const lifecycle = createLifecycle(ctx.storage, ctx.clock)
-    const repo = createFeedbackRepo(ctx.storage, lifecycle, ctx.clock)
-    // This process's own cluster service: every change goes through the same transactions as the server's.
-    const port = createProcessing(ctx.storage, ctx.clock, lifecycle, createJobsRepo(ctx.storage, PROCESSING_KINDS)).port
-    const triage = createTriageService(repo, port, createAppsRepo(ctx.storage))
+    const { repo, triage } = cliTriageService(ctx)
     const json = values.json
     const orgOfReport = async (feedbackId: string) => {
       const orgId = await repo.orgOf(feedbackId)

@@ -12,6 +12,7 @@ import { createLifecycle } from '../lifecycle/lifecycle'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError } from './args'
 import { didYouMean } from './suggest'
+import { cliTriageService } from './feedback'
 import { createMailService } from '../modules/mail/service'
 import { TLS_MODES } from '../modules/mail/repo'
 
@@ -39,6 +40,8 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   fixloop app smtp APP_ID --clear [--json]     remove the SMTP settings (no more reporter mails)
   fixloop app smtp APP_ID [--json]             show them (the password never: "passwordSet")
   fixloop app smtp-test APP_ID --to ADDRESS [--json]   send a test mail through them
+  fixloop app triage-reset APP_ID [--json]     forget what the App's merge bars learned from triage decisions
+        (deletes them; audited); prints the counts removed and the bars now (docs/triage.md)
 SMTP settings (smtp; reporters who asked are mailed when their report is resolved, docs/email.md):
   --host HOST  --port N (25, 465, 587)  --tls none|starttls|tls  --from "Name <noreply@example.com>"
   --user USER  --password-file PATH     the password is the file's first line, stored encrypted, never shown;
@@ -225,6 +228,7 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'app rotate-webhook-secret': { flags: [], takesId: true },
   'app smtp': { flags: SMTP_FLAGS, takesId: true },
   'app smtp-test': { flags: ['to'], takesId: true },
+  'app triage-reset': { flags: [], takesId: true },
 }
 
 /** The help of one command: its usage lines from the group's help, plus the settings sections it takes. */
@@ -380,6 +384,11 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
           ),
           json,
         )
+      }
+      case 'app triage-reset': {
+        const { orgId, appId } = await appTarget()
+        const { removed, state } = await cliTriageService(ctx).triage.resetLearning(orgId, appId, cli)
+        return output({ removed, bars: state.bars, learned: state.learned }, json)
       }
       case 'app smtp-test': {
         const { orgId, appId } = await appTarget()

@@ -80,7 +80,41 @@ export class ScoreHistory {
   }
 }
 
-/** The thresholds for an App with this history. */
+/**
+ * What calibrate reads of an App's history: how many reports it scored and their median best score.
+ * A live ScoreHistory (the process that clusters) or a stored snapshot (`app_calibration`: every
+ * process that shows the App's bars reads that, so the API, the dashboard and the CLI show the same).
+ */
+export interface CalibrationInput {
+  readonly count: number
+  median(): number
+}
+
+/** A stored calibration: what the process that clusters last wrote for the App. */
+export interface CalibrationSnapshot {
+  scored: number
+  median: number
+}
+
+/**
+ * The median as calibrate uses it: to a thousandth, so a stored snapshot (a REAL / double column) gives
+ * exactly the bars the live history gives.
+ */
+export const calibrationMedian = (input: CalibrationInput): number => Math.round(input.median() * 1000) / 1000
+
+/**
+ * What to store of a live history: the count up to what calibrate looks at (`minHistory`; more changes
+ * nothing) and the median as calibrate uses it. Equal snapshots give equal bars.
+ */
+export function snapshotOf(history: CalibrationInput): CalibrationSnapshot {
+  return { scored: Math.min(history.count, CALIBRATION.minHistory), median: calibrationMedian(history) }
+}
+
+/** A stored snapshot as calibrate's input. */
+export function inputOf(s: CalibrationSnapshot): CalibrationInput {
+  return { count: s.scored, median: () => s.median }
+}
+
 /**
  * What people's triage decisions taught about an App (src/cluster/learn.ts `learnedFor` computes it from
  * the stored decisions): `mergeShift` moves both merge bars (negative only once confirmed decisions show
@@ -95,15 +129,16 @@ export interface Learned {
 export const NOTHING_LEARNED: Learned = { mergeShift: 0, mergeFloor: 0 }
 
 /** The thresholds for an App with this history (and what its people's decisions taught). */
-export function calibrate(base: Thresholds, history: ScoreHistory, learned: Learned = NOTHING_LEARNED): Thresholds {
+export function calibrate(base: Thresholds, history: CalibrationInput, learned: Learned = NOTHING_LEARNED): Thresholds {
   const c = CALIBRATION
-  const raise = history.count < c.minHistory ? c.learningRaise : Math.min(c.maxRaise, Math.max(0, history.median() + c.margin - base.strong))
+  const median = calibrationMedian(history)
+  const raise = history.count < c.minHistory ? c.learningRaise : Math.min(c.maxRaise, Math.max(0, median + c.margin - base.strong))
   // A corroborated merge (same component or console error) carries evidence no text score has:
   // it moves half as far.
   const floor = learned.mergeFloor ?? 0
   const strong = Math.max(base.strong + raise + learned.mergeShift, floor)
   const moderate = Math.max(base.moderate + raise * c.corroboratedShare + learned.mergeShift, floor)
   // Suggestions follow the App's background from the start: a person only reads them.
-  const suggest = history.count < c.minSuggestHistory ? base.suggest : Math.max(base.suggest, history.median() + c.suggestMargin)
+  const suggest = history.count < c.minSuggestHistory ? base.suggest : Math.max(base.suggest, median + c.suggestMargin)
   return { strong, moderate, suggest: Math.min(suggest, moderate) }
 }

@@ -9,8 +9,8 @@ import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
 import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
 import { blend, combine } from './rerank'
-import { calibrate } from './calibrate'
-import { learnedFor, lessonOf, NO_LESSON, type Decision, type Lesson } from './learn'
+import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
+import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
@@ -113,11 +113,25 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return lesson
   }
 
-  /** The App's thresholds now: calibrated from its score history, moved by what its people taught. */
-  function thresholdsOf(appId: string, index: AppIndex): Thresholds {
-    const plain = calibrate(baseThresholds, index.history)
+  /** The App's thresholds from this calibration input, moved by what its people taught. */
+  function thresholdsWith(appId: string, input: CalibrationInput): Thresholds {
+    const plain = calibrate(baseThresholds, input)
     const lesson = lessonFor(appId)
-    return lesson === NO_LESSON ? plain : calibrate(baseThresholds, index.history, learnedFor(lesson, plain))
+    return lesson === NO_LESSON ? plain : calibrate(baseThresholds, input, learnedFor(lesson, plain))
+  }
+
+  /** The App's thresholds now: calibrated from its score history, moved by what its people taught. */
+  const thresholdsOf = (appId: string, index: AppIndex): Thresholds => thresholdsWith(appId, index.history)
+
+  /** Each App's calibration as last handed out to be stored (`takeCalibrations`), and the changed ones since. */
+  const savedCalibration = new Map<string, string>()
+  const changedCalibration = new Map<string, CalibrationSnapshot>()
+
+  /** Notes the App's calibration for storing when it differs from what was stored last. */
+  function noteCalibration(appId: string, index: AppIndex): void {
+    const snap = snapshotOf(index.history)
+    if (savedCalibration.get(appId) === `${snap.scored}|${snap.median}`) changedCalibration.delete(appId)
+    else changedCalibration.set(appId, snap)
   }
 
   /** Keeps a row's text for ranking, once it is sanitized (a raw text is never cached). */
@@ -280,6 +294,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
     const thresholds = thresholdsOf(r.app_id, index)
     index.history.add(ranked[0]?.score ?? 0)
+    noteCalibration(r.app_id, index)
     // Leads a person rejected for this report are never offered (nor merged) again.
     const rejected = rejectedLeads(r.rejected_lead_ids)
     // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
@@ -418,6 +433,34 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
 
     /** The App's merge thresholds right now (calibrated, moved by its lesson: calibrate.ts, learn.ts). */
     thresholdsFor: (appId: string): Thresholds => thresholdsOf(appId, indexFor(appId)),
+
+    /**
+     * The App's thresholds as every reader shows them: from the calibration the clustering process stored
+     * (`stored`, table app_calibration), else (nothing stored yet) from this process's own history.
+     */
+    shownThresholds: (appId: string, stored: CalibrationSnapshot | null): Thresholds => thresholdsWith(appId, stored ? inputOf(stored) : indexFor(appId).history),
+
+    /**
+     * The App's thresholds once an automatic merge scoring `score` were undone (what the dashboard says
+     * at the Unmerge button): the same calibration and lesson, with that unmerge's raise added.
+     */
+    thresholdsIfUnmerged(appId: string, score: number, stored: CalibrationSnapshot | null): Thresholds {
+      const input = stored ? inputOf(stored) : indexFor(appId).history
+      const lesson = lessonFor(appId)
+      const after: Lesson = { ...lesson, raiseTo: Math.max(lesson.raiseTo, raiseAfterUnmerge(score)) }
+      return calibrate(baseThresholds, input, learnedFor(after, calibrate(baseThresholds, input)))
+    },
+
+    /**
+     * The Apps whose calibration changed since the last call, to store with the verdicts being written
+     * (app_calibration); handed out once each.
+     */
+    takeCalibrations(): [appId: string, snapshot: CalibrationSnapshot][] {
+      const out = [...changedCalibration]
+      for (const [appId, s] of out) savedCalibration.set(appId, `${s.scored}|${s.median}`)
+      changedCalibration.clear()
+      return out
+    },
 
     /** The App's lesson now (read when stale), for display: its bars' reasons. */
     lessonFor,

@@ -3,7 +3,8 @@
  * who triage"). Pure: the stored decisions in, what they teach out; calibrate.ts applies it.
  *
  * - An unmerge of an automatic merge raises the App's bars at once: both merge bars go to at least that
- *   merge's score + `LEARNING.raiseAbove`, never down (a person said this score was not sure enough).
+ *   merge's score + `LEARNING.raiseAbove`, never down (a person said this score was not sure enough),
+ *   and never above `LEARNING.highestRaise` (identical reports keep merging).
  * - The bars only go down when the decisions prove a lower bar: among the decisions scoring at least a
  *   candidate bar b, confirmed / (confirmed + rejected + unmerged) ≥ `LEARNING.precision`, with at least
  *   `LEARNING.minDecisions` of them, at b and at every candidate above it (read from the top down: the
@@ -26,6 +27,12 @@ export interface Decision {
 export const LEARNING = {
   /** How far above an undone automatic merge's score the bars go. */
   raiseAbove: 0.02,
+  /**
+   * The highest an unmerge raises the bars. Below 1: one unmerge of an identical pair says that pair was
+   * wrong (it is never merged again: an unmerged report is left alone), not that identity is no evidence;
+   * a raise to 1.02 turned automatic merging off for the whole App.
+   */
+  highestRaise: 0.95,
   /** The share of right decisions at or above a bar before automatic merges may start there. */
   precision: 0.95,
   /** Decisions needed at or above a bar before it counts as proven. */
@@ -49,6 +56,18 @@ export const NO_LESSON: Lesson = { raiseTo: 0, provenBar: null, counts: { confir
 
 const round = (n: number): number => Math.round(n * 1000) / 1000
 
+/** A reset's counts (`kind`, `n` rows, any order) as one record per kind; unknown kinds are ignored. */
+export function decisionCounts(rows: readonly { kind: string; n: number }[]): Record<DecisionKind, number> {
+  const counts: Record<DecisionKind, number> = { confirmed: 0, rejected: 0, unmerged: 0 }
+  for (const r of rows) if (r.kind in counts) counts[r.kind as DecisionKind] += r.n
+  return counts
+}
+
+/** Both merge bars at least this after an automatic merge scoring `score` is undone (capped below 1). */
+export function raiseAfterUnmerge(score: number): number {
+  return Math.min(round(score + LEARNING.raiseAbove), LEARNING.highestRaise)
+}
+
 /** The lesson of an App's decisions (at most `LEARNING.window`, any order). */
 export function lessonOf(decisions: readonly Decision[]): Lesson {
   const counts = { confirmed: 0, rejected: 0, unmerged: 0 }
@@ -58,7 +77,7 @@ export function lessonOf(decisions: readonly Decision[]): Lesson {
     if (!Number.isFinite(d.score) || !(d.kind in counts)) continue
     counts[d.kind]++
     valid.push(d)
-    if (d.kind === 'unmerged') raiseTo = Math.max(raiseTo, round(d.score + LEARNING.raiseAbove))
+    if (d.kind === 'unmerged') raiseTo = Math.max(raiseTo, raiseAfterUnmerge(d.score))
   }
   // Best score first: each prefix is the set of decisions at or above its last score.
   valid.sort((a, b) => b.score - a.score)

@@ -17,7 +17,9 @@ import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './clu
 import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { consolidate, themeOf } from './consolidate'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
-import { LEARNING } from './learn'
+import { decisionCounts, LEARNING, type DecisionKind } from './learn'
+import { writeAuditPg } from '../db/pg/audit-writer'
+import type { AuditEntry } from '../modules/audit/entry'
 import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
 export function createPgClusterService(storage: PgStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle) {
@@ -185,6 +187,8 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
      * index's update, once the transaction commits.
      */
     async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
+      // The calibrations the verdicts changed, with this verdict (what every reader shows).
+      for (const [appId, s] of core.takeCalibrations()) await repo.saveCalibration(tx, appId, s, clock.now())
       if (!verdict.leadId) {
         await refreshLead(tx, id)
         const s = verdict.suggestion
@@ -287,10 +291,23 @@ export function createPgClusterService(storage: PgStorage, clock: Clock, baseThr
     },
 
     /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
-    async triageState(appId: string) {
+    async triageState(appId: string, unmergeScore?: number) {
       await prepare(appId)
       await freshLesson(appId)
-      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId))
+      // The calibration the clustering node stored: every node and the CLI show the same bars.
+      const stored = await repo.calibration(appId)
+      return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
+    },
+
+    /** Deletes the App's decisions and writes `audit` with the counts, in one commit; this node's lesson goes at once, others' within LESSON_TTL_MS. */
+    async resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>> {
+      const removed = await repo.transaction(async (tx) => {
+        const counts = decisionCounts(await repo.clearDecisions(tx, appId))
+        if (audit) await writeAuditPg(tx.client, clock, { ...audit, data: { ...audit.data, removed: counts } })
+        return counts
+      })
+      core.forgetLesson(appId)
+      return removed
     },
   }
 }

@@ -9,6 +9,8 @@
 import type { ClusterService, SimilarEntry } from './service'
 import type { PgClusterService } from './pg-service'
 import type { TriageState } from './suggestions'
+import type { DecisionKind } from './learn'
+import type { AuditEntry } from '../modules/audit/entry'
 
 export interface ClusterPort {
   /** Builds the App's index if it is not built yet (in slices: it never blocks the thread that owns it). */
@@ -21,8 +23,13 @@ export interface ClusterPort {
   unmerge(id: string): Promise<void>
   /** Clears the report's suggestion, never to offer that lead again; records the decision. */
   rejectSuggestion(id: string): Promise<void>
-  /** The App's merge bars now and what its people's decisions taught. */
-  triageState(appId: string): Promise<TriageState>
+  /** The App's merge bars now and what its people's decisions taught (`unmergeScore`: and the bars once such a merge were undone). */
+  triageState(appId: string, unmergeScore?: number): Promise<TriageState>
+  /**
+   * Forgets what the App's bars learned: deletes its triage decisions and writes `audit` (with the counts
+   * removed) in one commit; the App's bars are the calibrated ones from the next verdict on.
+   */
+  resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>>
 }
 
 /** The port over a cluster service in this thread (either dialect). */
@@ -34,6 +41,7 @@ export function localClusterPort(cluster: ClusterService | PgClusterService): Cl
     // One commit: an unmerged report is never left without the job that moves it on as a lead.
     unmerge: async (id) => cluster.unmerge(id, true),
     rejectSuggestion: async (id) => cluster.rejectSuggestion(id),
-    triageState: async (appId) => cluster.triageState(appId),
+    triageState: async (appId, unmergeScore) => cluster.triageState(appId, unmergeScore),
+    resetLearning: async (appId, audit) => cluster.resetLearning(appId, audit),
   }
 }

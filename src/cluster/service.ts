@@ -21,7 +21,9 @@ import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
 import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, toInput, type Suggestion, type Verdict } from './clusterer'
-import { LEARNING } from './learn'
+import { decisionCounts, LEARNING, type DecisionKind } from './learn'
+import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
+import type { AuditEntry } from '../modules/audit/entry'
 import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
@@ -33,6 +35,11 @@ export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type Sim
  */
 export function createClusterService(storage: SqliteStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(storage, clock)) {
   const repo = createSqliteClusterRepo(storage.sqlite, lifecycle.sqlite)
+  const writeAudit = sqliteAuditWriter(storage.sqlite, clock)
+  /** The calibrations the verdicts just made changed, stored in the verdict's transaction (what every reader shows). */
+  const storeCalibrations = (): void => {
+    for (const [appId, s] of core.takeCalibrations()) repo.saveCalibration(appId, s, clock.now())
+  }
   const core = createClusterer({ ...repo, decisions: (appId) => repo.decisions(appId, LEARNING.window) }, baseThresholds)
   const { indexFor, row, remember } = core
   /** What each lead's summary is built from, kept between batches (lead-states.ts). */
@@ -168,6 +175,7 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       repo.transaction(() => {
         if (verdict.leadId) attach(id, verdict.leadId, false, whyAutomatic(verdict), r)
         else stayLead(id, r, verdict.suggestion)
+        storeCalibrations()
       })
       index.add(f, verdict.leadId)
       pending?.indexed.push({ appId: r.app_id, id })
@@ -195,14 +203,20 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
       pending?.indexed.push({ appId, id })
       if (!verdict.leadId) {
         // The row is read only when there is a suggestion to write (its Org scopes the event).
-        repo.transaction(() => stayLead(id, verdict.suggestion ? (plannedRow ?? row(id)) : null, verdict.suggestion))
+        repo.transaction(() => {
+          stayLead(id, verdict.suggestion ? (plannedRow ?? row(id)) : null, verdict.suggestion)
+          storeCalibrations()
+        })
         return verdict
       }
       const self = plannedRow ?? row(id)
       const lead = repo.rootState(verdict.leadId)
       if (self && !self.duplicate_of_id && !self.merge_locked && takesDuplicates(lead)) {
         const leadId = verdict.leadId
-        repo.transaction(() => attach(id, leadId, false, whyAutomatic(verdict), self))
+        repo.transaction(() => {
+          attach(id, leadId, false, whyAutomatic(verdict), self)
+          storeCalibrations()
+        })
         return verdict
       }
       if (self) indexFor(self.app_id).remove(id)
@@ -340,8 +354,21 @@ export function createClusterService(storage: SqliteStorage, clock: Clock, baseT
     thresholdsFor: core.thresholdsFor,
 
     /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
-    triageState(appId: string) {
-      return triageStateOf(core.thresholdsFor(appId), core.lessonFor(appId))
+    triageState(appId: string, unmergeScore?: number) {
+      // The calibration the clustering process stored: every process shows the same bars (API, CLI).
+      const stored = repo.calibration(appId)
+      return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
+    },
+
+    /** Deletes the App's decisions and writes `audit` with the counts, in one commit; the lesson goes at once. */
+    resetLearning(appId: string, audit: AuditEntry | null): Record<DecisionKind, number> {
+      const removed = repo.transaction(() => {
+        const counts = decisionCounts(repo.clearDecisions(appId))
+        if (audit) writeAudit({ ...audit, data: { ...audit.data, removed: counts } })
+        return counts
+      })
+      core.forgetLesson(appId)
+      return removed
     },
   }
 }

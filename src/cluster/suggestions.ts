@@ -51,13 +51,20 @@ export function confirmedSuggestion(
 export interface TriageState {
   bars: { merge: number; corroboratedMerge: number; suggest: number }
   learned: { raisedTo: number | null; provenBar: number | null; decisions: Lesson['counts'] }
+  /** Asked with an automatic merge's score: the merge bars once that merge were undone. */
+  afterUnmerge?: { merge: number; corroboratedMerge: number }
 }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000
 
-export function triageStateOf(t: Thresholds, lesson: Lesson): TriageState {
+/**
+ * THE App's bars as every reader shows them (API, dashboard, CLI): one function over the thresholds the
+ * App's cluster service computes. `after`: the thresholds if an automatic merge were undone.
+ */
+export function triageStateOf(t: Thresholds, lesson: Lesson, after?: Thresholds): TriageState {
   return {
     bars: { merge: round(t.strong), corroboratedMerge: round(t.moderate), suggest: round(t.suggest) },
     learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, decisions: { ...lesson.counts } },
+    ...(after ? { afterUnmerge: { merge: round(after.strong), corroboratedMerge: round(after.moderate) } } : {}),
   }
 }

@@ -67,6 +67,19 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_SLACK_API_URL'], default: 'https://slack.com/api', meaning: 'Slack Web API base URL (a proxy, or a stub in tests)' },
 ]
 
+/**
+ * Variables fixloop knows that are not server settings: read by one command, or set by fixloop for the
+ * commands it runs. Known, so never warned about as a typo; listed under the README's settings table.
+ */
+export const OTHER_VARIABLES: { env: string; meaning: string }[] = [
+  { env: 'FIXLOOP_TRACKER_TOKEN', meaning: '`fixloop tracker connect`: the tracker token when no `--token-file` is given (never on the command line)' },
+  { env: 'FIXLOOP_TASK_FILE', meaning: 'set by fixloop for agent commands: the task file they read' },
+  { env: 'FIXLOOP_RESULT_FILE', meaning: 'set by fixloop for agent commands: where they may write their result' },
+]
+
+/** Every FIXLOOP_* name fixloop knows: the settings and the other variables. */
+export const KNOWN_VARIABLES: readonly string[] = [...SETTINGS.flatMap((s) => s.env), ...OTHER_VARIABLES.map((v) => v.env)]
+
 /** The settings as help text: one line per setting, "flag / ENV (default: …) meaning". */
 export function settingsHelp(): string {
   const names = SETTINGS.map((s) => [s.flag, s.env.join(', ')].filter(Boolean).join(' / '))

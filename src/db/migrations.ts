@@ -29,6 +29,7 @@ import m0024 from '../../migrations/0024_abuse_defence.sql' with { type: 'text' 
 import m0025 from '../../migrations/0025_tracker_sync.sql' with { type: 'text' }
 import m0026 from '../../migrations/0026_pr_news_and_one_mail.sql' with { type: 'text' }
 import m0027 from '../../migrations/0027_tracker_link_project.sql' with { type: 'text' }
+import m0028 from '../../migrations/0028_app_calibration.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -62,4 +63,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0025_tracker_sync', sql: m0025 },
   { name: '0026_pr_news_and_one_mail', sql: m0026 },
   { name: '0027_tracker_link_project', sql: m0027 },
+  { name: '0028_app_calibration', sql: m0028 },
 ]

@@ -53,12 +53,15 @@ export interface WidgetCaller {
   charge(extra: number): void | Promise<void>
 }
 
-export type WidgetRequestKind = 'submit' | 'presign' | 'challenge'
-const PRIVATE_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'privateSubmit', presign: 'privatePresign', challenge: 'privateChallenge' }
-const PUBLIC_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'publicSubmit', presign: 'publicPresign', challenge: 'publicChallenge' }
+/** `mine` (GET /v1/me/feedback) reads one user's reports: it needs a user token and shares the upload-URL buckets. */
+export type WidgetRequestKind = 'submit' | 'presign' | 'challenge' | 'mine'
+const PRIVATE_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'privateSubmit', presign: 'privatePresign', challenge: 'privateChallenge', mine: 'privatePresign' }
+const PUBLIC_SCOPE: Record<Exclude<WidgetRequestKind, 'mine'>, RateScope> = { submit: 'publicSubmit', presign: 'publicPresign', challenge: 'publicChallenge' }
 
 /**
  * Authenticates a widget request. `submit`, `presign` and `challenge` differ only in which buckets they draw from.
+ * A `mine` request without a user token is a missing credential (401 invalid_user_token) on any App:
+ * `public_disabled` (403) is about submitting without one, and says nothing true about a read.
  */
 export async function authenticateWidget(deps: AuthDeps, request: Request, server: Parameters<typeof clientAddress>[1], kind: WidgetRequestKind): Promise<WidgetCaller> {
   const key = bearerToken(request.headers.get('authorization'))
@@ -77,6 +80,7 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
     if (taken) await taken
     return { app, user, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
   }
+  if (kind === 'mine') throw new ApiError('invalid_user_token', { reason: "X-Service-User-Token is required: this route lists the signed-in user's reports" })
   if (!app.row.publicSubmissionEnabled) throw new ApiError('public_disabled')
   const limiter = deps.limiters[PUBLIC_SCOPE[kind]]
   const bucket = `${app.row.id}|${clientIp}`

@@ -93,6 +93,21 @@ export function isNonSecretValue(value: string, afterColon = true): boolean {
   return v === '' || notSecret(v) || notSecret(v.replace(/[.!?:]+$/, '')) || FILE_PATH.test(v)
 }
 
+/** Letters only, words joined by a hyphen or an apostrophe at most: a dictionary word, a pass phrase's first word. */
+const WORD_LIKE = /^[\p{L}\p{M}]+(?:['’-][\p{L}\p{M}]+)*$/u
+/** From this many characters on, a value that mixes letters with digits or symbols is a whole password. */
+const COMPLETE_SECRET_LENGTH = 8
+
+/**
+ * Does this first token of a password's value start a pass phrase that runs on over the next words?
+ * Only when it is short or word-like (`password=abc def ghi`, `password: correct horse battery staple`).
+ * A value that is already a complete secret (`hunter2-Zq9xWv`, `Tr0ub4dor&3`) ends where it ends: the
+ * sentence after it ("… to the marmalade endpoint") is the report's evidence, not more of the secret.
+ */
+export function startsPassPhrase(firstToken: string): boolean {
+  return [...firstToken].length < COMPLETE_SECRET_LENGTH || WORD_LIKE.test(firstToken)
+}
+
 /** Words that make a bracketed name a template, not a value: `<your-token>`, `{password}`, `<API KEY HERE>`. */
 const TEMPLATE_WORD = /your|my|the|pass|pwd|secret|token|key|value|here|placeholder|redacted|hidden|insert|enter|example|sample|dummy|changeme|xxx/i
 

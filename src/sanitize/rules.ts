@@ -9,7 +9,7 @@ import { isPlaceholder, shannonEntropy } from './entropy'
 import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isPackageVersionContext, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
-import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName } from './keys'
+import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName, startsPassPhrase } from './keys'
 import { narrowCard, narrowIban, narrowIpv6, narrowPhone } from './narrow'
 import { contains, matcher, reslice, rule, type Candidate, type Rule } from './rule'
 
@@ -100,8 +100,10 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
       extend()
     }
   }
-  // A password runs on over the rest of its pass phrase, after `:` or `=` alike (`password=abc def ghi`).
-  if (!inQuery && isPassphraseKey(key) && group(c, 'nl') === undefined && !isNonSecretValue(c.text.slice(c.start, end), afterColon(c))) {
+  // A password runs on over the rest of its pass phrase, after `:` or `=` alike (`password=abc def ghi`),
+  // when its first word starts one; a complete secret ends where it ends (`password=hunter2-Zq9xWv to …`).
+  const first = c.text.slice(c.start, end)
+  if (!inQuery && isPassphraseKey(key) && group(c, 'nl') === undefined && !isNonSecretValue(first, afterColon(c)) && startsPassPhrase(first)) {
     for (let words = 1; words < PHRASE_WORDS && !/[.!?]$/.test(c.text.slice(c.start, end)); words++) {
       const word = PHRASE_WORD.exec(c.text.slice(end, end + 66))
       if (!word) break

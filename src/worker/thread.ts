@@ -7,6 +7,8 @@ import type { Logger } from '../core/logger'
 import type { ClusterPort } from '../cluster/port'
 import type { SimilarEntry } from '../cluster/service'
 import type { TriageState } from '../cluster/suggestions'
+import type { DecisionKind } from '../cluster/learn'
+import type { AuditEntry } from '../modules/audit/entry'
 import type { WriteTurns } from '../db/sqlite/write-turns'
 import type { WorkerOptions } from './loop'
 
@@ -26,7 +28,8 @@ type Op =
   | { op: 'merge'; args: [id: string, leadId: string] }
   | { op: 'unmerge'; args: [id: string] }
   | { op: 'rejectSuggestion'; args: [id: string] }
-  | { op: 'triageState'; args: [appId: string] }
+  | { op: 'triageState'; args: [appId: string, unmergeScore?: number] }
+  | { op: 'resetLearning'; args: [appId: string, audit: AuditEntry | null] }
 export type ThreadCall = { type: 'call'; id: number } & Op
 
 /** Where the thread's module is: next to this file from source; under src/ in the compiled binary (a second entry point of "build"). */
@@ -183,8 +186,11 @@ export class ProcessingThread implements ClusterPort {
   rejectSuggestion(id: string): Promise<void> {
     return this.call({ op: 'rejectSuggestion', args: [id] })
   }
-  triageState(appId: string): Promise<TriageState> {
-    return this.call({ op: 'triageState', args: [appId] })
+  triageState(appId: string, unmergeScore?: number): Promise<TriageState> {
+    return this.call({ op: 'triageState', args: [appId, unmergeScore] })
+  }
+  resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>> {
+    return this.call({ op: 'resetLearning', args: [appId, audit] })
   }
 
   /** Shutdown begins: the thread claims no more jobs (the one in hand finishes) but still answers calls. */

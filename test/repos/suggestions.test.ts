@@ -12,7 +12,7 @@ import { createJobsRepo } from '../../src/worker/jobs-repo'
 import { createProcessing, PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
-import { LEARNING } from '../../src/cluster/learn'
+import { raiseAfterUnmerge } from '../../src/cluster/learn'
 import { LESSON_TTL_MS } from '../../src/cluster/clusterer'
 import { seedOrgApp, sql } from './store-fixtures'
 import { createClusterService } from '../../src/cluster/service'
@@ -162,18 +162,23 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect(merged.merge_reason).toMatch(/similarity/)
     const before = await processing.port.triageState('a1')
     expect(before.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
+    // What the dashboard says at the Unmerge button: the bars once this merge were undone.
+    const preview = (await processing.port.triageState('a1', merged.merge_score!)).afterUnmerge!
     await processing.port.unmerge(dup)
     expect(await row(s, dup)).toMatchObject({ duplicate_of_id: null, merge_score: null, merge_reason: null })
     expect(await decisions(s)).toEqual([{ feedback_id: dup, lead_id: lead, kind: 'unmerged', score: merged.merge_score! }])
     const after = await processing.port.triageState('a1')
-    const floor = Math.round((merged.merge_score! + LEARNING.raiseAbove) * 1000) / 1000
+    const floor = raiseAfterUnmerge(merged.merge_score!)
     expect(after.learned.raisedTo).toBe(floor)
     expect(after.bars.merge).toBeGreaterThanOrEqual(Math.max(floor, before.bars.merge))
     expect(after.bars.corroboratedMerge).toBeGreaterThanOrEqual(floor)
-    // The same text again is no longer merged: its score is below the raised bar (it is suggested instead).
+    expect({ merge: after.bars.merge, corroboratedMerge: after.bars.corroboratedMerge }).toEqual(preview)
+    // Issue 36 item 5: the merge undone scored 1.00 (the same text); the bars stay below 1, so the same
+    // text once more is still merged automatically (identity is evidence), not merely suggested.
+    expect(merged.merge_score).toBeGreaterThan(after.bars.merge)
     const again = await submit(s, lifecycle, SAME)
     await worker.tick()
-    expect((await row(s, again)).duplicate_of_id).toBeNull()
+    expect((await row(s, again)).duplicate_of_id).not.toBeNull()
 
     // A merge by hand undone: no decision.
     const other = await submit(s, lifecycle, UNRELATED)
@@ -199,7 +204,46 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     await new Promise((r) => setTimeout(r, LESSON_TTL_MS + 50))
     const after = await processing.port.triageState('a1')
     expect(after.learned.decisions.unmerged).toBe(1)
-    expect(after.bars.merge).toBeGreaterThan(Math.max(before.bars.merge, score))
+    expect(after.bars.merge).toBe(Math.max(before.bars.merge, raiseAfterUnmerge(score)))
+    expect(after.bars.merge).toBeGreaterThan(before.bars.merge)
     expect(lead).toBeTruthy()
+  })
+
+  test('one source of truth: another process (its own cluster service and history) shows the bars the clustering process stored', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const { processing, lifecycle, worker } = setup(s)
+    for (const text of [LEAD, SAME, NEAR, UNRELATED, LEAD, UNRELATED, NEAR, SAME, LEAD, UNRELATED, NEAR, SAME]) {
+      await submit(s, lifecycle, text)
+      await worker.tick()
+    }
+    const stored = await sql<{ scored: number; median: number }>(s, "SELECT scored, median FROM app_calibration WHERE app_id = 'a1'")
+    expect(stored.length).toBe(1)
+    expect(stored[0].scored).toBe(12)
+    const other = createProcessing(s.storage, s.clock, createLifecycle(s.storage, s.clock), createJobsRepo(s.storage, PROCESSING_KINDS))
+    expect((await other.port.triageState('a1')).bars).toEqual((await processing.port.triageState('a1')).bars)
+  })
+
+  test('a reset forgets what the bars learned: the decisions go, audited with their counts, the bars are the calibrated ones at once', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const { processing, lifecycle, worker } = setup(s)
+    await submit(s, lifecycle, LEAD)
+    await worker.tick()
+    const dup = await submit(s, lifecycle, SAME)
+    await worker.tick()
+    const before = await processing.port.triageState('a1')
+    await processing.port.unmerge(dup)
+    expect((await processing.port.triageState('a1')).bars.merge).toBeGreaterThan(before.bars.merge)
+    const removed = await processing.port.resetLearning('a1', { orgId: 'o1', actor: 'cli', action: 'app.triage_reset', targetId: 'a1', data: {} })
+    expect(removed).toEqual({ confirmed: 0, rejected: 0, unmerged: 1 })
+    expect(await decisions(s)).toEqual([])
+    const reset = await processing.port.triageState('a1')
+    expect(reset.bars).toEqual(before.bars)
+    expect(reset.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
+    const audit = await sql<{ actor: string; action: string; target_id: string; data: string }>(s, "SELECT actor, action, target_id, data FROM audit_log WHERE action = 'app.triage_reset'")
+    expect(audit.map((a) => ({ ...a, data: JSON.parse(a.data) }))).toEqual([{ actor: 'cli', action: 'app.triage_reset', target_id: 'a1', data: { removed: { confirmed: 0, rejected: 0, unmerged: 1 } } }])
+    // Nothing to forget: an empty reset, still audited.
+    expect(await processing.port.resetLearning('a1', null)).toEqual({ confirmed: 0, rejected: 0, unmerged: 0 })
   })
 })

@@ -235,10 +235,19 @@ function Repo({ org, app, me }) {
  */
 function Dedup({ org, app }) {
   const state = useLoad(() => api('GET', `/v1/apps/${app.id}/triage`, { org: org.id }), [app.id])
+  const [done, setDone] = useState(null)
+  const [reset, busy, resetError] = useAction(async () => {
+    if (!confirm('Forget what the merge bars learned from this App\'s triage decisions? They are deleted; the bars go back to the calibrated ones.')) return
+    const r = await api('POST', `/v1/apps/${app.id}/triage/reset`, { org: org.id })
+    const n = r.removed.confirmed + r.removed.rejected + r.removed.unmerged
+    setDone(`Reset: ${n} decision${n === 1 ? '' : 's'} forgotten; merged automatically at ${bar(r.bars.merge)} or more.`)
+    state.reload()
+  })
   const bar = (n) => n.toFixed(2)
   const d = state.data
+  const learned = d && d.learned.decisions.confirmed + d.learned.decisions.rejected + d.learned.decisions.unmerged > 0
   return html`<section aria-labelledby="dedup"><h2 id="dedup">Duplicate detection</h2>
-    <${ErrorBox} error=${state.error} />
+    <${ErrorBox} error=${state.error || resetError} />
     ${d &&
     html`<dl class="facts wide">
       <dt>Merged automatically</dt><dd>at similarity ${bar(d.bars.merge)} or more</dd>
@@ -247,7 +256,10 @@ function Dedup({ org, app }) {
       <dt>Learned from</dt><dd>${d.learned.decisions.confirmed} confirmed, ${d.learned.decisions.rejected} rejected suggestion${d.learned.decisions.rejected === 1 ? '' : 's'}; ${d.learned.decisions.unmerged} automatic merge${d.learned.decisions.unmerged === 1 ? '' : 's'} undone</dd>
       <dt>Raised after an unmerge</dt><dd>${d.learned.raisedTo === null ? 'no' : `to at least ${bar(d.learned.raisedTo)}`}</dd>
       <dt>Proven lower bar</dt><dd>${d.learned.provenBar === null ? 'not yet (needs 20 decisions, 95 % confirmed)' : bar(d.learned.provenBar)}</dd>
-    </dl>`}
+    </dl>
+    <div class="actions"><button type="button" disabled=${busy || !learned} onClick=${reset}>Reset what the bars learned</button>
+      <span class="muted small">${learned ? 'Deletes the decisions above; audited.' : 'Nothing learned yet.'}</span>
+      ${done && html`<span role="status">${done}</span>`}</div>`}
   </section>`
 }
 

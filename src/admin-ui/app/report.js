@@ -182,6 +182,24 @@ function Spam({ org, item, onDone }) {
   </section>`
 }
 
+/**
+ * What an Unmerge will change, said next to the button: undoing an automatic merge raises the App's merge
+ * bars (docs/triage.md); the server computes the bars after it (`?unmergeScore`), with the rule it applies.
+ */
+function UnmergeEffect({ org, item }) {
+  const m = item.duplicateMatch
+  const automatic = !!(m && m.automatic && m.score !== null)
+  const state = useLoad(() => (automatic ? api('GET', `/v1/apps/${item.appId}/triage?unmergeScore=${m.score}`, { org: org.id }) : Promise.resolve(null)), [item.id, automatic])
+  if (!automatic) return html`<span class="muted small unmerge-effect">Unmerging a merge made by hand changes no merge bar.</span>`
+  const d = state.data
+  if (!d || !d.afterUnmerge) return null
+  const from = d.bars.merge.toFixed(2)
+  const to = d.afterUnmerge.merge.toFixed(2)
+  return html`<span class="muted small unmerge-effect">${to === from
+    ? `Unmerging leaves this App's automatic merge bar at ${from}.`
+    : `Unmerging raises this App's automatic merge bar from ${from} to ${to}.`}</span>`
+}
+
 /** How a duplicate became one: merged automatically (score, reason) or by hand. */
 function matchText(m) {
   if (!m) return ''
@@ -227,7 +245,8 @@ export function ReportPage({ org, id }) {
       ${item.duplicateOfId &&
       html`<p class="notice">This report is a duplicate and read-only. ${matchText(item.duplicateMatch)} <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>
         <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>
-        <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button></p>`}
+        <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button>
+        <${UnmergeEffect} org=${org} item=${item} /></p>`}
       <${ErrorBox} error=${actError} />
       <${Spam} org=${org} item=${item} onDone=${reload} />
       <${Suggestion} org=${org} item=${item} onDone=${reload} />

@@ -7,6 +7,7 @@
 import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../cluster/cluster-repo'
 import type { Suggestion } from '../../cluster/clusterer'
 import type { Decision } from '../../cluster/learn'
+import type { CalibrationSnapshot } from '../../cluster/calibrate'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
@@ -94,6 +95,21 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
         d.score,
         now,
       ]),
+    /** The App's calibration as the clustering process last stored it, or null (none yet). */
+    calibration: async (appId: string): Promise<CalibrationSnapshot | null> => (await one<CalibrationSnapshot>(pool, 'SELECT scored, median FROM app_calibration WHERE app_id = $1', [appId])) ?? null,
+    /** Stores the App's calibration, in `tx` (with the verdict that changed it). */
+    saveCalibration: (tx: PgTx, appId: string, s: CalibrationSnapshot, now: number) =>
+      exec(
+        tx.client,
+        'INSERT INTO app_calibration (app_id, scored, median, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, updated_at = excluded.updated_at',
+        [appId, s.scored, s.median, now],
+      ),
+    /** Deletes every decision of the App (a reset of what its bars learned), in `tx`; how many of each kind went. */
+    async clearDecisions(tx: PgTx, appId: string): Promise<{ kind: string; n: number }[]> {
+      const counts = await many<{ kind: string; n: string | number }>(tx.client, 'SELECT kind, COUNT(*) AS n FROM triage_decisions WHERE app_id = $1 GROUP BY kind', [appId])
+      await exec(tx.client, 'DELETE FROM triage_decisions WHERE app_id = $1', [appId])
+      return counts.map((c) => ({ kind: c.kind, n: Number(c.n) }))
+    },
     /** The App's newest decisions (at most `limit`), from the pool: read before a verdict when the App's lesson is stale. */
     decisions: (appId: string, limit: number): Promise<Decision[]> =>
       many<Decision>(pool, 'SELECT kind, score FROM triage_decisions WHERE app_id = $1 ORDER BY id DESC LIMIT $2', [appId, limit]),

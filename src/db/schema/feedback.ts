@@ -144,3 +144,16 @@ export const triageDecisions = sqliteTable(
   },
   (t) => [index('triage_decisions_app_idx').on(t.appId, t.id)],
 )
+
+/**
+ * Each App's calibration as its clustering last computed it (src/cluster/calibrate.ts): how many reports
+ * it has scored (capped at what calibrate looks at) and the median best-match score, rounded as calibrate
+ * uses it. Written by the process that clusters, with its verdicts; read by every process that shows the
+ * App's bars (API, dashboard, CLI), so all of them show the bars clustering uses.
+ */
+export const appCalibration = sqliteTable('app_calibration', {
+  appId: text('app_id').primaryKey(),
+  scored: integer('scored').notNull(),
+  median: real('median').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})

@@ -9,6 +9,7 @@ import type { Database, Statement } from 'bun:sqlite'
 import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../cluster/cluster-repo'
 import type { Suggestion } from '../../cluster/clusterer'
 import type { Decision } from '../../cluster/learn'
+import type { CalibrationSnapshot } from '../../cluster/calibrate'
 import type { SqliteLifecycle } from './lifecycle'
 import type { EventPayloads } from '../../lifecycle/event-types'
 
@@ -47,6 +48,12 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     'INSERT INTO triage_decisions (org_id, app_id, feedback_id, lead_id, kind, score, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   )
   const decisions: Statement = sqlite.query('SELECT kind, score FROM triage_decisions WHERE app_id = ? ORDER BY id DESC LIMIT ?')
+  const decisionCounts: Statement = sqlite.query('SELECT kind, COUNT(*) AS n FROM triage_decisions WHERE app_id = ? GROUP BY kind')
+  const deleteDecisions: Statement = sqlite.query('DELETE FROM triage_decisions WHERE app_id = ?')
+  const readCalibration: Statement = sqlite.query('SELECT scored, median FROM app_calibration WHERE app_id = ?')
+  const saveCalibration: Statement = sqlite.query(
+    'INSERT INTO app_calibration (app_id, scored, median, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, updated_at = excluded.updated_at',
+  )
   const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
   const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
   const dupTexts: Statement = sqlite.query('SELECT id, text FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
@@ -104,6 +111,16 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
       insertDecision.run(scope.orgId, scope.appId, d.feedbackId, d.leadId, d.kind, d.score, now),
     /** The App's newest decisions (at most `limit`). */
     decisions: (appId: string, limit: number): Decision[] => decisions.all(appId, limit) as Decision[],
+    /** The App's calibration as the clustering process last stored it, or null (none yet). */
+    calibration: (appId: string): CalibrationSnapshot | null => (readCalibration.get(appId) as CalibrationSnapshot | null) ?? null,
+    /** Stores the App's calibration, in the caller's transaction (with the verdict that changed it). */
+    saveCalibration: (appId: string, s: CalibrationSnapshot, now: number) => void saveCalibration.run(appId, s.scored, s.median, now),
+    /** Deletes every decision of the App (a reset of what its bars learned), in the caller's transaction; how many of each kind went. */
+    clearDecisions(appId: string): { kind: string; n: number }[] {
+      const counts = decisionCounts.all(appId) as { kind: string; n: number }[]
+      deleteDecisions.run(appId)
+      return counts
+    },
     /** Re-points every duplicate of `fromLeadId` at `toLeadId`. */
     moveDuplicates: (fromLeadId: string, toLeadId: string, now: number) => moveDuplicates.run(toLeadId, now, fromLeadId),
     /** Makes a duplicate a lead again, locked against automatic clustering. */

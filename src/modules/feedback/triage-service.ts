@@ -8,6 +8,8 @@ import type { FeedbackRepo, FeedbackRow } from './repo'
 import { isSanitized } from '../../sanitize/servable'
 import type { AppsRepo } from '../apps/repo'
 import type { TriageState } from '../../cluster/suggestions'
+import type { DecisionKind } from '../../cluster/learn'
+import { auditEntry, type ActedBy } from '../audit/entry'
 
 /** Statuses a report may be merged from by hand. */
 const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
@@ -70,10 +72,22 @@ export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort
     },
 
     /** The App's merge bars now and what its people's decisions taught; 404 app_not_found for another Org's App. */
-    async triageState(orgId: string, appId: string): Promise<TriageState> {
+    async triageState(orgId: string, appId: string, unmergeScore?: number): Promise<TriageState> {
       if (!(await apps.getForOrg(orgId, appId))) throw new ApiError('app_not_found')
       await cluster.prepare(appId)
-      return await cluster.triageState(appId)
+      return await cluster.triageState(appId, unmergeScore)
+    },
+
+    /**
+     * Forgets what the App's bars learned from its people (docs/triage.md "Resetting what an App
+     * learned"): its decisions are deleted, audited as `app.triage_reset` with the counts removed; the
+     * bars are the calibrated ones from the next verdict on. 404 app_not_found for another Org's App.
+     */
+    async resetLearning(orgId: string, appId: string, by: ActedBy | undefined): Promise<{ removed: Record<DecisionKind, number>; state: TriageState }> {
+      if (!(await apps.getForOrg(orgId, appId))) throw new ApiError('app_not_found')
+      await cluster.prepare(appId)
+      const removed = await cluster.resetLearning(appId, auditEntry(by, orgId, 'app.triage_reset', appId))
+      return { removed, state: await cluster.triageState(appId) }
     },
 
     /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. */

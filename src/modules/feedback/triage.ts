@@ -2,7 +2,7 @@
  * Triage by hand (additive, sk; CONTRACT.md): similar reports, merge into a lead, unmerge.
  */
 import { Elysia, t } from 'elysia'
-import { orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { ID_PATTERN } from '../../core/ids'
 import type { TriageService } from './triage-service'
@@ -34,6 +34,11 @@ export const SimilarList = t.Object(
 export const MergeBody = t.Object({ leadId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
 
 const Bar = t.Number({ minimum: 0 })
+const DecisionCounts = t.Object({ confirmed: t.Integer(), rejected: t.Integer(), unmerged: t.Integer() }, { additionalProperties: false })
+const TriageQuery = t.Object(
+  { unmergeScore: t.Optional(t.Numeric({ minimum: 0, maximum: 1, description: "An automatic merge's score: the answer adds `afterUnmerge`" })) },
+  { additionalProperties: false },
+)
 export const AppTriageState = t.Object(
   {
     bars: t.Object(
@@ -48,9 +53,15 @@ export const AppTriageState = t.Object(
       {
         raisedTo: t.Union([Bar, t.Null()], { description: 'Both merge bars at least this, after an automatic merge was undone; null: none was' }),
         provenBar: t.Union([Bar, t.Null()], { description: 'The lowest bar the decisions prove ≥ 95 % right; null: not proven yet' }),
-        decisions: t.Object({ confirmed: t.Integer(), rejected: t.Integer(), unmerged: t.Integer() }, { additionalProperties: false }),
+        decisions: DecisionCounts,
       },
       { additionalProperties: false },
+    ),
+    afterUnmerge: t.Optional(
+      t.Object(
+        { merge: t.Number(), corroboratedMerge: t.Number() },
+        { additionalProperties: false, description: 'With ?unmergeScore: the merge bars once an automatic merge of that score were undone' },
+      ),
     ),
     spam: t.Object(
       {
@@ -105,17 +116,43 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         },
       },
     )
-    .get('/v1/apps/:id/triage', async ({ org, params }) => ({ ...(await triage.triageState(org.orgId, params.id)), spam: await feedback.spamState(params.id) }), {
-      access: 'org.read',
-      params: IdParams,
-      response: { 200: AppTriageState, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'app_not_found') },
-      detail: {
-        summary: 'The App\'s merge bars now, and what its people\'s triage decisions taught',
-        description: 'docs/triage.md "Learning from the people who triage": the counts are of the newest 500 decisions.',
-        tags: ['triage'],
-        security: BEARER_SK,
+    .get(
+      '/v1/apps/:id/triage',
+      async ({ org, params, query }) => ({ ...(await triage.triageState(org.orgId, params.id, query.unmergeScore)), spam: await feedback.spamState(params.id) }),
+      {
+        access: 'org.read',
+        params: IdParams,
+        query: TriageQuery,
+        response: { 200: AppTriageState, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'invalid_body', 'app_not_found') },
+        detail: {
+          summary: 'The App\'s merge bars now, and what its people\'s triage decisions taught',
+          description:
+            'docs/triage.md "Learning from the people who triage": the counts are of the newest 500 decisions. With ?unmergeScore=S (an automatic merge\'s score, 0-1), `afterUnmerge` says what the merge bars would be once that merge were undone (the dashboard says it at the Unmerge button).',
+          tags: ['triage'],
+          security: BEARER_SK,
+        },
       },
-    })
+    )
+    .post(
+      '/v1/apps/:id/triage/reset',
+      async ({ org, params, request, server }) => {
+        const { removed, state } = await triage.resetLearning(org.orgId, params.id, actedBy(auth, org, request, server))
+        return { removed, ...state, spam: await feedback.spamState(params.id) }
+      },
+      {
+        // Whoever may unmerge (which raises the bars) may reset them.
+        access: 'reports.triage',
+        params: IdParams,
+        response: { 200: t.Composite([t.Object({ removed: DecisionCounts }), AppTriageState], { additionalProperties: false }), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'app_not_found') },
+        detail: {
+          summary: 'Forget what the App\'s merge bars learned from its people',
+          description:
+            'Deletes the App\'s triage decisions (confirmed, rejected, unmerged): its bars are the calibrated ones again, at once. Audited (`app.triage_reset`, with the counts removed). Answers the counts removed and the App\'s triage state after the reset. docs/triage.md "Resetting what an App learned".',
+          tags: ['triage'],
+          security: BEARER_SK,
+        },
+      },
+    )
     .post(
       '/v1/feedback/:id/reject-suggestion',
       async ({ org, params, request }) => {

@@ -175,9 +175,9 @@ export function meRoutes(auth: AuthDeps, mail: MailService) {
     .get(
       '/v1/me/feedback',
       async ({ request, server }) => {
-        const caller = await authenticateWidget(auth, request, server, 'presign')
+        const caller = await authenticateWidget(auth, request, server, 'mine')
         const user = caller.user
-        if (!user) throw new ApiError('invalid_user_token', { reason: "X-Service-User-Token is required: this route lists the signed-in user's reports" })
+        if (!user) throw new ApiError('invalid_user_token') // never: a `mine` caller without a token is refused above
         const cursor = new URL(request.url).searchParams.get('cursor') ?? undefined
         const limit = readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault)
         return mail.mine(caller.app.row.id, user.sub, { cursor, limit })

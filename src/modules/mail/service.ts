@@ -7,6 +7,7 @@ import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import { LIMITS } from '../../core/limits'
+import { allowPrivateHint } from '../../core/process-role'
 import type { ActedBy, AuditEntry } from '../audit/entry'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toListItem } from '../feedback/present'
@@ -39,8 +40,9 @@ export type SmtpView = {
 
 const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^\[[0-9A-Fa-f:.]{2,45}\]$/
 
-const PRIVATE_HOST =
-  'refused by the SMTP address guard: the host is, or resolves to, a private, loopback, link-local or reserved address; to use a local relay or an internal mail server, set FIXLOOP_SMTP_ALLOW_PRIVATE=1 on "fixloop serve" (and on "fixloop app smtp")'
+/** The save-time refusal; the hint names the process that refused (the server, or this CLI command). */
+const privateHost = (): string =>
+  `refused by the SMTP address guard: the host is, or resolves to, a private, loopback, link-local or reserved address; for a local relay or an internal mail server, ${allowPrivateHint('FIXLOOP_SMTP_ALLOW_PRIVATE')}`
 
 const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
 
@@ -88,7 +90,7 @@ export function createMailService(ctx: Context) {
       // The address rule, last (it may ask DNS). A name that does not resolve (yet, or from here) is kept:
       // every connection checks again before it is made.
       const guard = await checkSmtpHost(host, ctx.config.smtpAllowPrivate)
-      if (!guard.ok && guard.why === 'refused') throw bad('/host', PRIVATE_HOST)
+      if (!guard.ok && guard.why === 'refused') throw bad('/host', privateHost())
       const before = await repo.smtp(appId)
       const passwordSealed =
         input.password === undefined ? (before?.password_sealed ?? null) : input.password === null || input.password === '' ? null : ctx.box.seal(Buffer.from(input.password))
@@ -116,7 +118,7 @@ export function createMailService(ctx: Context) {
 
     /**
      * Sends a test mail to `to` through the App's settings; the SMTP server's answer comes back, never the
-     * password. A host the address guard refuses gets only SMTP_GUARD_REFUSAL: nothing was connected to.
+     * password. A host the address guard refuses gets only smtpGuardRefusal(): nothing was connected to.
      */
     async testSmtp(orgId: string, appId: string, to: string) {
       const app = await liveApp(orgId, appId)

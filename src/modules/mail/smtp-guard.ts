@@ -7,10 +7,14 @@
  * FIXLOOP_SMTP_ALLOW_PRIVATE=1 lifts the rule (a local relay, an internal mail server).
  */
 import { refusedAddress, resolveHost, type CheckedAddress } from '../../core/address-guard'
+import { allowPrivateHint } from '../../core/process-role'
 
-/** The one answer a refusal gets, wherever it is shown (test mail, outbox row, dashboard): no address, no port, no DNS answer. */
-export const SMTP_GUARD_REFUSAL =
-  'refused by the SMTP address guard: the host is, or resolves to, a private, loopback, link-local or reserved address (FIXLOOP_SMTP_ALLOW_PRIVATE=1 on the server allows it)'
+/**
+ * The one answer a refusal gets, wherever it is shown (test mail, outbox row, dashboard): no address, no
+ * port, no DNS answer; the hint names the process that refused (the server, or this CLI command).
+ */
+export const smtpGuardRefusal = (): string =>
+  `refused by the SMTP address guard: the host is, or resolves to, a private, loopback, link-local or reserved address (${allowPrivateHint('FIXLOOP_SMTP_ALLOW_PRIVATE')})`
 
 export const SMTP_HOST_UNRESOLVED = 'the SMTP host does not resolve'
 

@@ -9,7 +9,7 @@
 import net from 'node:net'
 import nodemailer from 'nodemailer'
 import type { CheckedAddress } from '../../core/address-guard'
-import { checkSmtpHost, SMTP_GUARD_REFUSAL, SMTP_HOST_UNRESOLVED } from './smtp-guard'
+import { checkSmtpHost, smtpGuardRefusal, SMTP_HOST_UNRESOLVED } from './smtp-guard'
 import type { SecretBox } from '../../core/crypto'
 import type { SmtpRow } from './repo'
 
@@ -48,7 +48,7 @@ const SETUP_TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT'])
  */
 export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, { allowPrivate }: { allowPrivate: boolean }): Promise<void> {
   const checked = await checkSmtpHost(smtp.host, allowPrivate)
-  if (!checked.ok) throw new MailError(checked.why === 'refused' ? SMTP_GUARD_REFUSAL : SMTP_HOST_UNRESOLVED, false)
+  if (!checked.ok) throw new MailError(checked.why === 'refused' ? smtpGuardRefusal() : SMTP_HOST_UNRESOLVED, false)
   const name = smtp.host.replace(/^\[|\]$/g, '')
   // An IP literal has no name to verify a certificate against (Node's default); a name is kept for TLS.
   await sendVia(checked.addresses, net.isIP(name) ? undefined : name, box, smtp, mail)

@@ -17,6 +17,7 @@ import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 import { createAppsRepo } from '../apps/repo'
 import { hasUserinfo } from '../webhooks/ssrf'
+import { allowPrivateHint } from '../../core/process-role'
 import { actionFor, MAPPED_ACTIONS, type StateMap } from './mapping'
 import { createTrackersRepo, linkFollows, type NewsAction, type TrackerConnectionRow, type TrackerIssueRow } from './repo'
 import { deliveryKeys } from '../git-hooks/repo'
@@ -158,7 +159,7 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
     const addresses = await resolveHost(host)
     if (addresses.length === 0) throw new TrackerError('unreachable', `the tracker host ${host} does not resolve`)
     const bad = refusedAddress(addresses, config.trackerAllowPrivate)
-    if (bad) throw new TrackerError('rejected', `refused by the tracker address guard: ${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address (FIXLOOP_TRACKER_ALLOW_PRIVATE=1 on the server allows it)`)
+    if (bad) throw new TrackerError('rejected', `refused by the tracker address guard: ${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address (${allowPrivateHint('FIXLOOP_TRACKER_ALLOW_PRIVATE')})`)
   }
 
   /** The connection as one call's target: the token unsealed, the address checked. */

@@ -107,3 +107,11 @@ export const triageDecisions = pgTable(
   },
   (t) => [index('triage_decisions_app_idx').on(t.appId, t.id)],
 )
+
+/** Each App's calibration as its clustering last computed it: the twin of src/db/schema/feedback.ts `appCalibration`. */
+export const appCalibration = pgTable('app_calibration', {
+  appId: text('app_id').primaryKey(),
+  scored: integer('scored').notNull(),
+  median: doublePrecision('median').notNull(),
+  updatedAt: epochMs('updated_at').notNull(),
+})
