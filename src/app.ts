@@ -103,7 +103,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, publicUrl))
-    .use(triageRoutes(auth, s.triage, feedback, publicUrl))
+    .use(triageRoutes(auth, s.triage, feedback, publicUrl, s.audit))
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory, s.audit))

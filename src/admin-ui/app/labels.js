@@ -101,6 +101,9 @@ export const AUDIT_LABELS = {
   'key.revoked': 'API key revoked',
   'webhook.created': 'Webhook endpoint added',
   'webhook.deleted': 'Webhook endpoint deleted',
+  'feedback.merged': 'Report merged into a lead',
+  'feedback.unmerged': 'Report unmerged from its lead',
+  'feedback.marked_fixed': 'Report marked as fixed',
 }
 export const auditLabel = (action) => AUDIT_LABELS[action] || words(action)
 
