@@ -205,6 +205,13 @@ export function InboxPage({ org }) {
   }
 
   const go = (change) => navigate(`/admin/o/${org.id}/inbox${qs({ ...filters, folder, ...change })}`)
+  // On a phone the folders are one row that scrolls sideways: keep the open one in view.
+  const foldersRef = useRef(null)
+  useLayoutEffect(() => {
+    const open = foldersRef.current && foldersRef.current.querySelector('[aria-current="page"]')
+    const row = open && open.closest('ul')
+    if (row && row.scrollWidth > row.clientWidth) row.scrollLeft = Math.max(0, open.offsetLeft - row.offsetLeft - 8)
+  }, [folder])
   const targets = () => {
     const sel = checkedRef.current
     if (sel.size) return rowsRef.current.filter((r) => sel.has(r.id))
@@ -355,7 +362,7 @@ export function InboxPage({ org }) {
   const appName = (id) => (apps.data && (apps.data.data.find((a) => a.id === id) || {}).name) || ''
   const c = counts.data || {}
   return html`<div class="inbox">
-    <nav aria-label="Folders" class="folders"><ul>
+    <nav aria-label="Folders" class="folders" ref=${foldersRef}><ul>
       ${FOLDERS.map(
         ([id, label]) => html`<li><${Link} href=${`/admin/o/${org.id}/inbox${qs({ ...filters, folder: id })}`} aria-current=${folder === id ? 'page' : undefined}>
           ${label}${c[id] ? html` <span class="badge"><span class="sr-only">, unread: </span>${c[id] >= 1000 ? '999+' : c[id]}</span>` : ''}</${Link}></li>`,
