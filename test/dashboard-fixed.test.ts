@@ -182,7 +182,7 @@ test.skipIf(!!BROWSER_SKIP)('on a 375 px phone the inbox\'s first row starts nea
   await settle(page)
   await page.setViewportSize({ width: 375, height: 740 })
   await page.waitForTimeout(100)
-  const y = await page.locator('.rows .row').first().evaluate((el) => el.getBoundingClientRect().top + scrollY)
+  const y = await page.locator('.rows .row').first().evaluate((el) => el.getBoundingClientRect().top + window.scrollY)
   await page.setViewportSize({ width: 1280, height: 800 })
   expect(await axeViolations(page)).toEqual([])
   expect(await screenshots(page, 'inbox-phone')).toEqual([])
