@@ -39,7 +39,7 @@ beforeAll(async () => {
   page.on('console', (m) => void (m.type() === 'error' && problems.push(`console: ${m.text()}`)))
   page.on('response', (r) => void (r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`)))
   await signInByKeyboard(page, server.url, EMAIL, PASSWORD)
-}, 60_000)
+}, 90_000)
 
 afterAll(async () => {
   await browser?.close()
@@ -89,7 +89,7 @@ test.skipIf(!!BROWSER_SKIP)('"Mark as fixed" resolves a lead by hand with its du
   expect(auditRows('feedback.marked_fixed')).toEqual([{ actor: `admin:${adminId}`, target_id: lead, data: JSON.stringify({ appId: tenant.appId, from: 'awaiting_manual', duplicatesResolved: 1 }) }])
   await expectPageClean(page, 'report-marked-fixed')
   expect(problems).toEqual([])
-}, 60_000)
+}, 90_000)
 
 test.skipIf(!!BROWSER_SKIP)('branch mode reads "Branch pushed" (not "Pull request opened"), says no request was opened, and offers "Mark as fixed"', async () => {
   const id = await submitReport(server.url, tenant.pub, 'Search results ignore the category filter.')
@@ -112,7 +112,7 @@ test.skipIf(!!BROWSER_SKIP)('branch mode reads "Branch pushed" (not "Pull reques
   await page.keyboard.press('Enter')
   await eventually(async () => (await statusOf(id)) === 'resolved', 10_000)
   expect(problems).toEqual([])
-}, 60_000)
+}, 90_000)
 
 test.skipIf(!!BROWSER_SKIP)('the network requests and the host page\'s metadata are shown beside the console, as text; no failed request for a report without a mail', async () => {
   const metadata = {
@@ -149,7 +149,7 @@ test.skipIf(!!BROWSER_SKIP)('the network requests and the host page\'s metadata 
   await expectPageClean(page, 'report-network')
   // No mail was asked for: the page asked for nothing that is not there.
   expect(problems).toEqual([])
-}, 60_000)
+}, 90_000)
 
 test.skipIf(!!BROWSER_SKIP)('a duplicate\'s notice keeps "Go to lead", Unmerge and Make lead apart; dashboard merges and unmerges are audited with who and what', async () => {
   const lead = await submitReport(server.url, tenant.pub, 'The newsletter signup form rejects valid email addresses.')
@@ -174,7 +174,7 @@ test.skipIf(!!BROWSER_SKIP)('a duplicate\'s notice keeps "Go to lead", Unmerge a
   // An sk_ key's merges are its backend's traffic, not audited (as its token mints are not).
   expect((await call(server.url, 'POST', `/v1/feedback/${other}/merge`, { auth: tenant.key, body: { leadId: lead } })).status).toBe(200)
   expect(auditRows('feedback.merged')).toHaveLength(1)
-}, 60_000)
+}, 90_000)
 
 test.skipIf(!!BROWSER_SKIP)('on a 375 px phone the inbox\'s first row starts near the top', async () => {
   await page.goto(`${server.url}/admin/o/${tenant.orgId}/inbox?folder=all`)
@@ -187,7 +187,7 @@ test.skipIf(!!BROWSER_SKIP)('on a 375 px phone the inbox\'s first row starts nea
   expect(await axeViolations(page)).toEqual([])
   expect(await screenshots(page, 'inbox-phone')).toEqual([])
   expect(y).toBeLessThanOrEqual(320)
-}, 60_000)
+}, 90_000)
 
 test.skipIf(!!BROWSER_SKIP)('`/` is a small styled page linking the dashboard and the docs, and /demo under --demo only', async () => {
   // Without --demo: no demo link, in the page or the JSON.
@@ -215,4 +215,4 @@ test.skipIf(!!BROWSER_SKIP)('`/` is a small styled page linking the dashboard an
     rmSync(demoDir, { recursive: true, force: true })
   }
   expect(problems).toEqual([])
-}, 60_000)
+}, 90_000)
