@@ -108,6 +108,13 @@ test.skipIf(!!BROWSER_SKIP)('branch mode reads "Branch pushed" (not "Pull reques
   expect(actions).not.toContain('Pull request opened')
   expect(await page.locator('article.run').textContent()).toContain('none opened (branch mode)')
   await expectPageClean(page, 'report-branch-pushed')
+  // The inbox row says it too.
+  await page.goto(`${server.url}/admin/o/${tenant.orgId}/inbox?folder=pr_opened`)
+  const row = page.locator(`.rows [data-id="${id}"]`)
+  await row.waitFor()
+  expect(await row.locator('.status').textContent()).toBe('Branch pushed')
+  await page.goto(reportUrl(id))
+  await page.getByRole('button', { name: 'Mark as fixed' }).waitFor()
   await tabTo('Mark as fixed')
   await page.keyboard.press('Enter')
   await eventually(async () => (await statusOf(id)) === 'resolved', 10_000)

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
 import { canResolveByHand, customerTargets } from '@fixloop/fsm'
-import { Status, historyText, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
+import { ItemStatus, historyText, isBranchPushed, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
 import { TrackerIssue } from '@fixloop/trackers'
 
 const RUN_LABELS = { running: 'Running', succeeded: 'Succeeded', failed: 'Failed', guardrailed: 'Stopped by a guardrail' }
@@ -46,17 +46,6 @@ export function prState(item) {
   if (item.status === 'agent_running') return { state: 'open, iterating on a review' }
   if (item.status === 'pr_opened') return { state: 'open' }
   return null
-}
-
-/**
- * Branch mode (docs/agents.md "pr_opened without a URL"): the run pushed its branch and opened no request,
- * so `pr_opened` means "branch pushed" here, and nothing will ever say it was merged: a person marks it fixed.
- */
-export const isBranchPushed = (item) => item.status === 'pr_opened' && !item.mergeRequestUrl
-
-/** The report's status as a badge; `pr_opened` without a request reads "Branch pushed". */
-function ReportStatus({ item }) {
-  return isBranchPushed(item) ? html`<span class="status s-pr_opened">Branch pushed</span>` : html`<${Status} status=${item.status} />`
 }
 
 /** The pull request line of the report's actions: its state, or what is known when that is not. */
@@ -274,7 +263,7 @@ export function ReportPage({ org, id }) {
       <${Spam} org=${org} item=${item} onDone=${reload} />
       <${Suggestion} org=${org} item=${item} onDone=${reload} />
       <div class="actions">
-        <span>Status: <${ReportStatus} item=${item} /></span>
+        <span>Status: <${ItemStatus} item=${item} /></span>
         ${!item.duplicateOfId &&
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
         ${!item.duplicateOfId && canResolveByHand(item.status) && html`<button type="button" disabled=${busy} onClick=${() => act('resolve')} aria-describedby="resolve-hint">Mark as fixed</button>`}
