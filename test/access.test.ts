@@ -82,6 +82,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'GET /v1/feedback/{id}/similar': { access: 'org.read', allowed: ALL },
   'POST /v1/feedback/{id}/merge': { access: 'reports.triage', allowed: ALL },
   'POST /v1/feedback/{id}/unmerge': { access: 'reports.triage', allowed: ALL },
+  'POST /v1/feedback/{id}/resolve': { access: 'reports.triage', allowed: ALL },
   'POST /v1/feedback/{id}/reject-suggestion': { access: 'reports.triage', allowed: ALL },
   'GET /v1/apps/{id}/triage': { access: 'org.read', allowed: ALL },
   'POST /v1/apps/{id}/triage/reset': { access: 'reports.triage', allowed: ALL },

@@ -1,12 +1,12 @@
 /**
- * `fixloop feedback suggestions|merge|reject-suggestion`, run as the compiled binary against the data
+ * `fixloop feedback suggestions|merge|reject-suggestion|resolve`, run as the compiled binary against the data
  * dir of a running `fixloop serve`: --json shapes, the people's table, the change seen by the API at
  * once, errors on stderr with a non-zero exit and nothing on stdout.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { call, runBinary, spawnServer, tempDir } from './harness'
-import { cliJson, cliTenant, ensureBinary, submit } from './helpers-lifecycle'
+import { cliJson, cliTenant, ensureBinary, openDataDb, submit } from './helpers-lifecycle'
 
 const LEAD = 'The checkout button does nothing when I click it on the payment page.'
 const NEAR = 'The checkout button is slow when I click it on the payment page, it takes ten seconds.'
@@ -149,6 +149,28 @@ describe('fixloop feedback', () => {
     expect((await call(server.url, 'GET', `/v1/feedback/${lead}`, { auth: tenant.key })).body.duplicateCount).toBe(1)
   })
 
+  test('resolve marks a lead fixed by hand: resolved with its duplicate, seen by the API at once, audited as the CLI; again: 409 on stderr', async () => {
+    const { lead, near } = await pair()
+    await cliJson(dataDir, ['feedback', 'merge', near, '--lead', lead])
+    const out = await cliJson(dataDir, ['feedback', 'resolve', lead])
+    expect(out).toMatchObject({ id: lead, status: 'resolved' })
+    expect((await call(server.url, 'GET', `/v1/feedback/${near}`, { auth: tenant.key })).body.status).toBe('resolved')
+    const db = openDataDb(dataDir)
+    try {
+      expect(db.query("SELECT actor, data FROM audit_log WHERE action = 'feedback.marked_fixed' AND target_id = ?").all(lead)).toEqual([
+        { actor: 'cli', data: JSON.stringify({ appId: out.appId, from: 'awaiting_manual', duplicatesResolved: 1 }) },
+      ])
+      expect(db.query("SELECT COUNT(*) AS n FROM events WHERE type = 'feedback.resolved' AND feedback_id IN (?, ?)").get(lead, near)).toEqual({ n: 2 })
+    } finally {
+      db.close()
+    }
+    const again = await runBinary(['feedback', 'resolve', lead, '--data-dir', dataDir])
+    expect([again.code, again.stdout]).toEqual([2, ''])
+    expect(again.stderr).toMatch(/does not allow this move/)
+    const dup = await runBinary(['feedback', 'resolve', near, '--data-dir', dataDir])
+    expect(dup.code).toBe(2)
+  })
+
   test('errors: stderr, a non-zero exit, nothing on stdout', async () => {
     const cases: [string[], RegExp][] = [
       [['feedback'], /missing command/],
@@ -159,6 +181,9 @@ describe('fixloop feedback', () => {
       [['feedback', 'merge', '0'.repeat(24), '--lead', '1'.repeat(24)], /unknown report/],
       [['feedback', 'reject-suggestion'], /missing FEEDBACK_ID/],
       [['feedback', 'reject-suggestion', '0'.repeat(24), '--lead', 'x'], /does not take --lead/],
+      [['feedback', 'resolve'], /missing FEEDBACK_ID/],
+      [['feedback', 'resolve', '0'.repeat(24)], /unknown report/],
+      [['feedback', 'resolve', '0'.repeat(24), '--app', 'x'], /does not take --app/],
     ]
     for (const [args, message] of cases) {
       const r = await runBinary([...args, '--data-dir', dataDir])

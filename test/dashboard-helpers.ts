@@ -21,10 +21,10 @@ export interface SpawnedServer {
   stop(): Promise<void>
 }
 
-/** `fixloop serve` from the compiled binary, with stdout kept (the first-run setup link is printed there). */
-export async function spawnWithStdout(dataDir: string, env: Record<string, string> = {}): Promise<SpawnedServer> {
+/** `fixloop serve` from the compiled binary (`args`: more flags, e.g. --demo), with stdout kept (the first-run setup link is printed there). */
+export async function spawnWithStdout(dataDir: string, env: Record<string, string> = {}, args: string[] = []): Promise<SpawnedServer> {
   const port = await freePort()
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...args], {
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
     stdout: 'pipe',
     stderr: 'inherit',

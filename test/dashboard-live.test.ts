@@ -11,7 +11,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BROWSER_SKIP, launchBrowser } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { screenshots, spawnWithStdout, type SpawnedServer, expectPageClean, submitReport } from './dashboard-helpers'
-import { canCustomerMove, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../src/core/fsm'
+import { canCustomerMove, canResolveByHand, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../src/core/fsm'
 
 const EMAIL = 'live-owner@example.com'
 const PASSWORD = 'correct horse battery'
@@ -73,6 +73,7 @@ describe('the FSM module served to the page', () => {
     for (const from of FEEDBACK_STATUSES) {
       for (const to of CUSTOMER_TARGETS) expect([from, to, served.canCustomerMove(from, to)]).toEqual([from, to, canCustomerMove(from, to)])
       expect(served.customerTargets(from)).toEqual(CUSTOMER_TARGETS.filter((to) => canCustomerMove(from, to)))
+      expect([from, served.canResolveByHand(from)]).toEqual([from, canResolveByHand(from)])
     }
   })
 })
@@ -143,7 +144,11 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard, issue 29 items 5–7, in Chromium ag
     // The page shows the API's reason and offers exactly the FSM's moves from queued: Archive, not Queue.
     expect(await page.locator('.reason').textContent()).toContain(item.statusReason.slice(1))
     const offered = await page.locator('.report-main .actions button').allTextContents()
-    expect(offered).toEqual(CUSTOMER_TARGETS.filter((to) => canCustomerMove('queued', to)).map((to) => (to === 'queued' ? 'Queue for agent' : 'Archive')))
+    // (and "Mark as fixed": a queued report may be resolved by hand, POST /v1/feedback/:id/resolve).
+    expect(offered).toEqual([
+      ...CUSTOMER_TARGETS.filter((to) => canCustomerMove('queued', to)).map((to) => (to === 'queued' ? 'Queue for agent' : 'Archive')),
+      ...(canResolveByHand('queued') ? ['Mark as fixed'] : []),
+    ])
     // Words, not enums or JSON: the status, the component target, the history.
     const text = await visibleText()
     expect(text).toContain('Queued for the agent')

@@ -3,7 +3,7 @@
  * through PATCH /v1/feedback/:id on a real server.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { CUSTOMER_TARGETS, FEEDBACK_STATUSES, TERMINAL_STATUSES, canCustomerMove, canFollowLead, canSystemMove, isFeedbackStatus, type FeedbackStatus } from '../src/core/fsm'
+import { CUSTOMER_TARGETS, FEEDBACK_STATUSES, TERMINAL_STATUSES, canCustomerMove, canFollowLead, canResolveByHand, canSystemMove, isFeedbackStatus, type FeedbackStatus } from '../src/core/fsm'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn, markDuplicateIn, patchStatus, submit } from './helpers-lifecycle'
 
@@ -73,6 +73,11 @@ describe('pure FSM', () => {
       }
     }
     expect(wrong).toEqual([])
+  })
+
+  test('a person may mark a lead fixed from where it waits on people or a fix (never mid-sanitizing, mid-run, archived or resolved)', () => {
+    const BY_HAND: FeedbackStatus[] = ['sanitized', 'awaiting_manual', 'queued', 'pr_opened', 'failed']
+    expect(FEEDBACK_STATUSES.filter((from) => canResolveByHand(from))).toEqual(BY_HAND)
   })
 
   test('system invariants: no self-loops, nothing leaves archived, resolved only back to a person (a reopened tracker issue), only customers archive', () => {

@@ -325,3 +325,90 @@ describe('the fixed mail', () => {
     }
   })
 })
+
+describe('"Mark as fixed" (POST /v1/feedback/:id/resolve, an addition)', () => {
+  test('a lead fixed by hand ends like a merged pull request: resolved, its duplicates follow, feedback.resolved for each, the reporters mailed, audited', async () => {
+    const app = await seedTenant(server.admin, { name: 'By hand' }, 'Hand')
+    await call(server.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body: smtpOf(sink.port) })
+    const sent = async (body: Record<string, unknown>) => {
+      const r = await call(server.url, 'POST', '/v1/feedback', { auth: app.pub, body })
+      await eventually(async () => (await feedbackRowIn(server.ctx, r.body.id)).status === 'awaiting_manual')
+      return r.body.id as string
+    }
+    const lead = await sent({ text: 'The invoice PDF is blank', notifyEmail: true, identity: { email: 'hand.lead@example.com' } })
+    const dup = await sent({ text: 'Invoice PDF comes out empty', notifyEmail: true, identity: { email: 'hand.dup@example.com' } })
+    await markDuplicateIn(server.ctx, dup, lead)
+    const before = sink.mails.length
+
+    // A duplicate is not marked by itself: its lead is named.
+    const onDup = await call(server.url, 'POST', `/v1/feedback/${dup}/resolve`, { auth: app.key })
+    expect(onDup.status).toBe(409)
+    expect(onDup.body.error).toMatchObject({ code: 'invalid_target', details: { leadFeedbackId: lead } })
+
+    const r = await call(server.url, 'POST', `/v1/feedback/${lead}/resolve`, { auth: app.key })
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ id: lead, status: 'resolved' })
+    expect((await feedbackRowIn(server.ctx, dup)).status).toBe('resolved')
+    const events = await dbRows<{ feedback_id: string; data: string }>(server.ctx, "SELECT feedback_id, data FROM events WHERE type = 'feedback.resolved' AND feedback_id IN (?, ?) ORDER BY seq", [lead, dup])
+    expect(events.map((e) => [e.feedback_id, JSON.parse(e.data)])).toEqual([
+      [lead, { feedbackId: lead, leadFeedbackId: lead, prUrl: null, externalUserId: null }],
+      [dup, { feedbackId: dup, leadFeedbackId: lead, prUrl: null, externalUserId: null }],
+    ])
+    const audit = await dbRows<{ actor: string; action: string; data: string; org_id: string }>(server.ctx, 'SELECT actor, action, data, org_id FROM audit_log WHERE target_id = ?', [lead])
+    expect(audit.map((a) => ({ ...a, data: JSON.parse(a.data) }))).toEqual([
+      { actor: `key:${app.keyId}`, action: 'feedback.marked_fixed', org_id: app.orgId, data: { appId: app.appId, from: 'awaiting_manual', duplicatesResolved: 1 } },
+    ])
+    await server.services.mailer.wake()
+    await server.services.mailer.wake()
+    expect(sink.mails.slice(before).map((m) => m.to[0]).sort()).toEqual(['hand.dup@example.com', 'hand.lead@example.com'])
+
+    // Once resolved, nothing more to mark.
+    const again = await call(server.url, 'POST', `/v1/feedback/${lead}/resolve`, { auth: app.key })
+    expect(again.status).toBe(409)
+    expect(again.body.error).toMatchObject({ code: 'invalid_transition', details: { from: 'resolved', to: 'resolved' } })
+    expect(await dbRows(server.ctx, 'SELECT 1 FROM audit_log WHERE target_id = ?', [lead])).toHaveLength(1)
+  })
+
+  test('branch mode (pr_opened without a URL), queued and failed reports can be marked fixed; archived and running ones cannot; another Org sees 404', async () => {
+    const app = await seedTenant(server.admin, { name: 'Branches' }, 'Branch')
+    const other = await seedTenant(server.admin, { name: 'Elsewhere' }, 'Other')
+    const report = async (status: string) => {
+      const r = await call(server.url, 'POST', '/v1/feedback', { auth: app.pub, body: { text: `A report left in ${status}` } })
+      await eventually(async () => (await feedbackRowIn(server.ctx, r.body.id)).status === 'awaiting_manual')
+      await forceStatusIn(server.ctx, r.body.id, status)
+      return r.body.id as string
+    }
+    for (const status of ['pr_opened', 'queued', 'failed', 'sanitized']) {
+      const id = await report(status)
+      if (status === 'pr_opened') expect((await feedbackRowIn(server.ctx, id)).merge_request_url).toBeNull()
+      expect((await call(server.url, 'POST', `/v1/feedback/${id}/resolve`, { auth: other.key })).status).toBe(404)
+      const r = await call(server.url, 'POST', `/v1/feedback/${id}/resolve`, { auth: app.key })
+      expect([status, r.status, r.body.status]).toEqual([status, 200, 'resolved'])
+    }
+    for (const status of ['archived', 'agent_running']) {
+      const id = await report(status)
+      const r = await call(server.url, 'POST', `/v1/feedback/${id}/resolve`, { auth: app.key })
+      expect([status, r.status, r.body.error.code]).toEqual([status, 409, 'invalid_transition'])
+      expect((await feedbackRowIn(server.ctx, id)).status).toBe(status)
+    }
+  })
+
+  test('fuzz: junk ids, bodies and queries get the envelope, never a 5xx', async () => {
+    const deep = JSON.parse('['.repeat(5000) + ']'.repeat(5000))
+    const cases: [string, unknown][] = [
+      ['/v1/feedback/zz/resolve', undefined],
+      [`/v1/feedback/${'f'.repeat(24)}/resolve`, undefined],
+      [`/v1/feedback/${'f'.repeat(24)}/resolve`, deep],
+      [`/v1/feedback/${'f'.repeat(24)}/resolve?junk[a][b]=1&${'x'.repeat(2000)}=1`, { status: 'resolved' }],
+      [`/v1/feedback/%00${'f'.repeat(23)}/resolve`, 'x'.repeat(100_000)],
+      [`/v1/feedback/${'f'.repeat(100_000)}/resolve`, undefined],
+    ]
+    for (const [path, body] of cases) {
+      const r = await call(server.url, 'POST', path, { auth: t.key, body })
+      expect([path.slice(0, 60), r.status >= 400 && r.status < 500]).toEqual([path.slice(0, 60), true])
+      // An over-long request line is refused by the HTTP server itself (431), before any route.
+      if (r.status !== 431) expect(r.body.error.code).toBeString()
+    }
+    expect((await call(server.url, 'POST', `/v1/feedback/${'f'.repeat(24)}/resolve`, {})).status).toBe(401)
+  })
+})

@@ -21,7 +21,7 @@ import labels from './app/labels.js' with { type: 'text' }
 import live from './app/live.js' with { type: 'text' }
 import css from './app/style.css' with { type: 'text' }
 import { createHash } from 'node:crypto'
-import { canCustomerMove, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../core/fsm'
+import { canCustomerMove, canResolveByHand, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../core/fsm'
 
 export interface Asset {
   /** The module specifier the import map resolves (null for the stylesheet). */
@@ -53,6 +53,9 @@ const MOVES = ${JSON.stringify(moves)}
 /** The targets PATCH /v1/feedback/:id accepts from this status (queued, archived), in that order. */
 export const customerTargets = (status) => MOVES[status] || []
 export const canCustomerMove = (from, to) => customerTargets(from).includes(to)
+const BY_HAND = ${JSON.stringify(FEEDBACK_STATUSES.filter((from) => canResolveByHand(from)))}
+/** May a person mark a lead in this status as fixed (POST /v1/feedback/:id/resolve)? */
+export const canResolveByHand = (status) => BY_HAND.includes(status)
 `
 }
 

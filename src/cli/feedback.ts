@@ -1,5 +1,5 @@
 /**
- * `fixloop feedback …`: triage of near-duplicate suggestions from the command line, over the same
+ * `fixloop feedback …`: triage of near-duplicate suggestions and "Mark as fixed" from the command line, over the same
  * services as the API (the triage rules of modules/feedback/triage-service.ts, the cluster service of
  * the database's dialect). A report or App id is resolved to its Org first.
  */
@@ -10,6 +10,7 @@ import { createJobsRepo } from '../worker/jobs-repo'
 import { createProcessing, PROCESSING_KINDS } from '../worker/processing'
 import { createFeedbackRepo, type ListRow } from '../modules/feedback/repo'
 import { createTriageService } from '../modules/feedback/triage-service'
+import { resolveByHand } from '../modules/feedback/service'
 import { createAppsRepo } from '../modules/apps/repo'
 import { createTenantsService } from '../modules/tenants/service'
 import { suggestedLeadsOf } from '../modules/feedback/suggested'
@@ -26,6 +27,8 @@ export const FEEDBACK_HELP = `Usage:
   fixloop feedback merge FEEDBACK_ID --lead LEAD_ID [--json]   merge into a lead (confirms the suggestion
         when LEAD_ID is the suggested lead); prints the report
   fixloop feedback reject-suggestion FEEDBACK_ID [--json]      reject the suggested lead; prints the report
+  fixloop feedback resolve FEEDBACK_ID [--json]      mark a lead as fixed by hand (resolved, as if its pull
+        request were merged: its duplicates follow, reporters who asked are mailed; audited); prints the report
 The rules are the API's (docs/triage.md); a running server sees the change (its bars within a second).
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data); FIXLOOP_DATABASE_URL for PostgreSQL`
 
@@ -35,6 +38,7 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   suggestions: { flags: ['app'], takesId: false },
   merge: { flags: ['lead'], takesId: true },
   'reject-suggestion': { flags: [], takesId: true },
+  resolve: { flags: [], takesId: true },
 }
 
 /** Reports scanned for suggestions, newest first (pages of the list). */
@@ -119,6 +123,11 @@ export async function runFeedbackCommand(argv: string[]): Promise<void> {
       case 'merge': {
         const orgId = await orgOfReport(id)
         await triage.merge(orgId, id, leadId)
+        return output(await shown(orgId, id), json)
+      }
+      case 'resolve': {
+        const orgId = await orgOfReport(id)
+        await resolveByHand(repo, orgId, id, { actor: 'cli' })
         return output(await shown(orgId, id), json)
       }
       case 'reject-suggestion': {

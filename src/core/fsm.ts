@@ -14,6 +14,8 @@
  *             when the lead is resolved, and resolved → awaiting_manual when a reopened tracker issue
  *             brings the lead back (`canFollowLead`; never from archived: a dismissal stays)
  *   customer: sanitized | awaiting_manual | failed → queued;  any state but pr_opened/resolved/archived → archived
+ *   by hand ("Mark as fixed", an addition: POST /v1/feedback/:id/resolve): sanitized | awaiting_manual | queued |
+ *             failed | pr_opened → resolved (`canResolveByHand`), the lead's duplicates following it
  */
 export const FEEDBACK_STATUSES = [
   'received',
@@ -91,3 +93,16 @@ export function canFollowLead(from: FeedbackStatus, to: FeedbackStatus): boolean
 
 /** The statuses a lead leaves for `resolved` when its tracker issue is closed (issue 26). */
 export const TRACKER_RESOLVES_FROM: ReadonlySet<FeedbackStatus> = new Set(['sanitized', 'awaiting_manual', 'failed', 'pr_opened'])
+
+/**
+ * The statuses a person may mark fixed ("Mark as fixed", POST /v1/feedback/:id/resolve): a lead whose fix
+ * was made outside fixloop's agent (no repository, a branch merged by hand, a pull request merged where
+ * fixloop does not hear of it). Not before it is sanitized (nobody has read it yet), not while a run is in
+ * progress (the run makes its own move when it ends), and never from archived (a dismissal stays).
+ */
+const RESOLVES_BY_HAND_FROM: ReadonlySet<FeedbackStatus> = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'pr_opened'])
+
+/** May a person mark a lead in `from` as fixed (move it to `resolved` by hand)? */
+export function canResolveByHand(from: FeedbackStatus): boolean {
+  return RESOLVES_BY_HAND_FROM.has(from)
+}

@@ -4,7 +4,7 @@
  * answer says. No SQL, no clock.
  */
 import { ApiError } from '../core/errors'
-import { canCustomerMove, canFollowLead, canSystemMove, CUSTOMER_TARGETS, type CustomerTarget, type FeedbackStatus } from '../core/fsm'
+import { canCustomerMove, canFollowLead, canResolveByHand, canSystemMove, CUSTOMER_TARGETS, type CustomerTarget, type FeedbackStatus } from '../core/fsm'
 import type { StoredReport } from '../sanitize/report'
 
 /** The columns of a report the lifecycle decides on. */
@@ -20,9 +20,10 @@ export interface FeedbackState {
 export interface MoveCause {
   /**
    * A customer (sk_ PATCH) may only make the moves of spec part 3; the system only its own edges;
-   * `lead` is a duplicate following its lead (core/fsm.ts `canFollowLead`: only to `resolved`).
+   * `lead` is a duplicate following its lead (core/fsm.ts `canFollowLead`: only to `resolved`);
+   * `person` is "Mark as fixed" (core/fsm.ts `canResolveByHand`: only to `resolved`).
    */
-  by: 'customer' | 'system' | 'lead'
+  by: 'customer' | 'system' | 'lead' | 'person'
   /** Move only if the report is still in this status (otherwise `move` returns false). */
   from?: FeedbackStatus
   /** Move only if the row still has this version (otherwise `move` returns false). */
@@ -80,8 +81,12 @@ export function decideMove(row: FeedbackState | null | undefined, to: FeedbackSt
   if (cause.from !== undefined && row.status !== cause.from) return null
   if (cause.version !== undefined && row.version !== cause.version) return null
   const from = row.status
-  const allowed = cause.by === 'customer' ? isCustomerTarget(to) && canCustomerMove(from, to) : cause.by === 'lead' ? canFollowLead(from, to) : canSystemMove(from, to)
-  if (!allowed) throw new ApiError('invalid_transition', { from, to }, cause.by === 'customer' ? undefined : `illegal ${cause.by} move ${from} → ${to}`)
+  const allowed =
+    cause.by === 'customer' ? isCustomerTarget(to) && canCustomerMove(from, to)
+    : cause.by === 'lead' ? canFollowLead(from, to)
+    : cause.by === 'person' ? to === 'resolved' && canResolveByHand(from)
+    : canSystemMove(from, to)
+  if (!allowed) throw new ApiError('invalid_transition', { from, to }, cause.by === 'customer' || cause.by === 'person' ? undefined : `illegal ${cause.by} move ${from} → ${to}`)
   return {
     id: row.id,
     version: row.version,

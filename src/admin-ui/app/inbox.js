@@ -8,7 +8,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, Link, navigate, useLoad, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
 import { canCustomerMove } from '@fixloop/fsm'
-import { Status, statusLabel, MODE_LABELS } from '@fixloop/labels'
+import { ItemStatus, statusLabel, MODE_LABELS } from '@fixloop/labels'
 import { watchEvents } from '@fixloop/live'
 
 /** A row's spam reasons as words: "honeypot filled, no proof of work". */
@@ -179,7 +179,8 @@ export function InboxPage({ org }) {
           if (e.type === 'feedback.status_changed' && known.has(id)) {
             rows = rows || rowsRef.current.slice()
             const at = rows.findIndex((r) => r.id === id)
-            rows[at] = { ...rows[at], status: e.data.to }
+            // A move to pr_opened does not say whether a request was opened: unknown (not "branch pushed") until the row is read again.
+            rows[at] = { ...rows[at], status: e.data.to, ...(e.data.to === 'pr_opened' ? { mergeRequestUrl: undefined } : {}) }
           } else stale = true
         }
         if (rows) applyRows(rows)
@@ -205,6 +206,13 @@ export function InboxPage({ org }) {
   }
 
   const go = (change) => navigate(`/admin/o/${org.id}/inbox${qs({ ...filters, folder, ...change })}`)
+  // On a phone the folders are one row that scrolls sideways: keep the open one in view.
+  const foldersRef = useRef(null)
+  useLayoutEffect(() => {
+    const open = foldersRef.current && foldersRef.current.querySelector('[aria-current="page"]')
+    const row = open && open.closest('ul')
+    if (row && row.scrollWidth > row.clientWidth) row.scrollLeft = Math.max(0, open.offsetLeft - row.offsetLeft - 8)
+  }, [folder])
   const targets = () => {
     const sel = checkedRef.current
     if (sel.size) return rowsRef.current.filter((r) => sel.has(r.id))
@@ -355,7 +363,7 @@ export function InboxPage({ org }) {
   const appName = (id) => (apps.data && (apps.data.data.find((a) => a.id === id) || {}).name) || ''
   const c = counts.data || {}
   return html`<div class="inbox">
-    <nav aria-label="Folders" class="folders"><ul>
+    <nav aria-label="Folders" class="folders" ref=${foldersRef}><ul>
       ${FOLDERS.map(
         ([id, label]) => html`<li><${Link} href=${`/admin/o/${org.id}/inbox${qs({ ...filters, folder: id })}`} aria-current=${folder === id ? 'page' : undefined}>
           ${label}${c[id] ? html` <span class="badge"><span class="sr-only">, unread: </span>${c[id] >= 1000 ? '999+' : c[id]}</span>` : ''}</${Link}></li>`,
@@ -390,7 +398,7 @@ export function InboxPage({ org }) {
             <div class="row-body">
               <${Link} href=${`/admin/o/${org.id}/r/${r.id}`} class="row-text" tabindex="-1">${r.read ? '' : html`<span class="sr-only">Unread: </span>`}${r.theme || r.text.slice(0, 160)}</${Link}>
               <div class="row-meta muted">
-                <${Status} status=${r.status} />
+                <${ItemStatus} item=${r} />
                 ${r.severity && html`<span>${r.severity} severity</span>`}
                 <span>${appName(r.appId)}</span>
                 ${r.duplicateCount > 0 && html`<span>+${r.duplicateCount} duplicate${r.duplicateCount === 1 ? '' : 's'}</span>`}

@@ -28,6 +28,18 @@ export function Status({ status }) {
   return html`<span class=${`status s-${status}`}>${statusLabel(status)}</span>`
 }
 
+/**
+ * Branch mode (docs/agents.md "pr_opened without a URL"): the run pushed its branch and opened no request,
+ * so `pr_opened` with `mergeRequestUrl` null means "branch pushed"; nothing will say it was merged
+ * (undefined: not known, e.g. a live status change, which names no URL).
+ */
+export const isBranchPushed = (item) => item.status === 'pr_opened' && item.mergeRequestUrl === null
+
+/** A report's status as a badge, reading "Branch pushed" for `pr_opened` without a request. */
+export function ItemStatus({ item }) {
+  return isBranchPushed(item) ? html`<span class="status s-pr_opened">Branch pushed</span>` : html`<${Status} status=${item.status} />`
+}
+
 export const MODE_LABELS = { public: 'anonymous visitor', private: 'signed-in user' }
 export const PROCESSING_LABELS = { manual: 'Wait for a human', auto_pr: 'Queue for the agent automatically' }
 
@@ -101,6 +113,9 @@ export const AUDIT_LABELS = {
   'key.revoked': 'API key revoked',
   'webhook.created': 'Webhook endpoint added',
   'webhook.deleted': 'Webhook endpoint deleted',
+  'feedback.merged': 'Report merged into a lead',
+  'feedback.unmerged': 'Report unmerged from its lead',
+  'feedback.marked_fixed': 'Report marked as fixed',
 }
 export const auditLabel = (action) => AUDIT_LABELS[action] || words(action)
 

@@ -3,8 +3,8 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
-import { customerTargets } from '@fixloop/fsm'
-import { Status, historyText, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
+import { canResolveByHand, customerTargets } from '@fixloop/fsm'
+import { ItemStatus, historyText, isBranchPushed, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
 import { TrackerIssue } from '@fixloop/trackers'
 
 const RUN_LABELS = { running: 'Running', succeeded: 'Succeeded', failed: 'Failed', guardrailed: 'Stopped by a guardrail' }
@@ -38,6 +38,7 @@ const PHASES = [
  * issue says what is certain instead of naming a merge or a close that may not have happened.
  */
 export function prState(item) {
+  if (isBranchPushed(item)) return { text: 'No pull request opened (branch mode)' }
   if (!item.mergeRequestUrl) return null
   const tracked = item.trackerIssue && item.trackerIssue.key
   if (item.status === 'resolved') return tracked ? { text: `Resolved by its pull request or its tracker issue ${tracked}` } : { state: 'merged' }
@@ -75,7 +76,7 @@ function Runs({ org, id }) {
           <dt>Tokens</dt><dd>${r.tokensIn} in / ${r.tokensOut} out</dd>
           <dt>Cost</dt><dd>$${r.costUsd.toFixed(4)}</dd>
           <dt>Branch</dt><dd class="mono">${r.branch || '—'}</dd>
-          <dt>Pull request</dt><dd>${r.prUrl ? html`<a href=${r.prUrl} rel="noreferrer noopener" target="_blank">${r.prUrl}</a>` : '—'}</dd>
+          <dt>Pull request</dt><dd>${r.prUrl ? html`<a href=${r.prUrl} rel="noreferrer noopener" target="_blank">${r.prUrl}</a>` : r.status === 'succeeded' && r.branch ? 'none opened (branch mode): the branch was pushed' : '—'}</dd>
           ${r.guardrailReason && html`<dt>Guardrail</dt><dd>${r.guardrailReason}</dd>`}
           ${r.error && html`<dt>Error</dt><dd>${r.error}</dd>`}
           ${r.summary && html`<dt>Summary</dt><dd>${r.summary}</dd>`}
@@ -88,11 +89,12 @@ function Runs({ org, id }) {
 
 const MAIL_LABELS = { pending: 'Queued', sent: 'Sent', failed: 'Failed', unsubscribed: 'Unsubscribed', no_smtp: 'Not sent: the App has no SMTP settings', same_address: 'Not sent again: the same address is told by the mail of another report of this lead' }
 
-/** Who was told the report is resolved: the reporter's "fixed" mail (masked address, state, time); nothing when they did not ask. */
-function Notified({ org, id, status }) {
-  const n = useLoad(() => api('GET', `/v1/feedback/${id}/notification`, { org: org.id }).catch((e) => (e && e.status === 404 ? null : Promise.reject(e))), [id, status])
-  if (!n.data) return null
-  const m = n.data
+/**
+ * Who was told the report is resolved: the reporter's "fixed" mail (masked address, state, time), as the
+ * history read carries it (`notification`); nothing when they did not ask, and nothing is fetched for it.
+ */
+function Notified({ notification: m }) {
+  if (!m) return null
   return html`<section aria-labelledby="notified-h"><h2 id="notified-h">Who was notified</h2>
     <dl class="facts">
       <dt>Reporter</dt><dd class="mono">${m.address}</dd>
@@ -102,6 +104,34 @@ function Notified({ org, id, status }) {
       ${m.lastError && html`<dt>Last error</dt><dd class="break">${m.lastError}</dd>`}
     </dl>
   </section>`
+}
+
+/** A request the widget summarised (failed or slow: docs/widget.md): method, URL, status, duration. */
+const isRequest = (r) => r && typeof r === 'object' && !Array.isArray(r)
+const cell = (v) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v))
+
+/**
+ * The network requests the widget captured (`submissionMeta.network`) as a table, and the host page's own
+ * `metadata` as key/value pairs. End-user input like every other field: rendered as text (Preact escapes).
+ */
+function SubmissionMeta({ meta }) {
+  if (!meta || typeof meta !== 'object' || Array.isArray(meta)) return null
+  const requests = Array.isArray(meta.network) ? meta.network.filter(isRequest) : []
+  const rest = Object.entries(meta).filter(([k]) => k !== 'network' || !Array.isArray(meta.network))
+  return html`${requests.length > 0 &&
+    html`<section aria-labelledby="network-h"><h2 id="network-h">Network requests</h2>
+      <div class="table-wrap" tabindex="0" role="region" aria-label="Requests, oldest first"><table class="network stack">
+        <caption class="sr-only">Requests the page made before the report (failed or slow), oldest first</caption>
+        <thead><tr><th scope="col">Method</th><th scope="col">URL</th><th scope="col">Status</th><th scope="col">Duration</th></tr></thead>
+        <tbody>${requests.map(
+          (r) => html`<tr><td class="mono" data-label="Method">${cell(r.method)}</td><td class="mono url" data-label="URL">${cell(r.url)}</td><td class=${Number(r.status) >= 400 || r.status === 0 ? 'bad' : ''} data-label="Status">${r.status === 0 ? 'no answer' : cell(r.status)}</td><td data-label="Duration">${typeof r.ms === 'number' ? `${Math.round(r.ms)} ms` : cell(r.ms)}</td></tr>`,
+        )}</tbody>
+      </table></div>
+    </section>`}
+  ${rest.length > 0 &&
+    html`<section aria-labelledby="meta-h"><h2 id="meta-h">Metadata</h2>
+      <dl class="facts meta">${rest.map(([k, v]) => html`<dt class="mono">${k}</dt><dd class=${typeof v === 'string' ? 'break' : 'mono small break'}>${cell(v)}</dd>`)}</dl>
+    </section>`}`
 }
 
 function Similar({ org, item, onMerged }) {
@@ -226,7 +256,8 @@ export function ReportPage({ org, id }) {
       const oldLead = item.duplicateOfId
       await api('POST', `/v1/feedback/${id}/unmerge`, { org: org.id })
       await api('POST', `/v1/feedback/${oldLead}/merge`, { org: org.id, body: { leadId: id } })
-    } else if (what === 'spam') await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { spam: true } })
+    } else if (what === 'resolve') await api('POST', `/v1/feedback/${id}/resolve`, { org: org.id })
+    else if (what === 'spam') await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { spam: true } })
     else await api('PATCH', `/v1/feedback/${id}`, { org: org.id, body: { status: what } })
     reload()
   })
@@ -243,21 +274,24 @@ export function ReportPage({ org, id }) {
     <div class="report-main">
       <h1>${item.theme || 'Report'}</h1>
       ${item.duplicateOfId &&
-      html`<p class="notice">This report is a duplicate and read-only. ${matchText(item.duplicateMatch)} <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>
-        <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>
+      html`<p class="notice">This report is a duplicate and read-only. ${matchText(item.duplicateMatch)} <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>${' '}
+        <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>${' '}
         <button type="button" class="small" disabled=${busy} onClick=${() => act('lead')}>Make lead</button>
         <${UnmergeEffect} org=${org} item=${item} /></p>`}
       <${ErrorBox} error=${actError} />
       <${Spam} org=${org} item=${item} onDone=${reload} />
       <${Suggestion} org=${org} item=${item} onDone=${reload} />
       <div class="actions">
-        <span>Status: <${Status} status=${item.status} /></span>
+        <span>Status: <${ItemStatus} item=${item} /></span>
         ${!item.duplicateOfId &&
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
+        ${!item.duplicateOfId && canResolveByHand(item.status) && html`<button type="button" disabled=${busy} onClick=${() => act('resolve')} aria-describedby="resolve-hint">Mark as fixed</button>`}
         ${spamMarkable(item) && html`<button type="button" disabled=${busy} onClick=${() => act('spam')}>Mark as spam</button>`}
         ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
         <${PrState} item=${item} />
       </div>
+      ${!item.duplicateOfId && canResolveByHand(item.status) &&
+      html`<p id="resolve-hint" class="muted small">${isBranchPushed(item) ? 'Once you merged the branch, mark' : 'Fixed outside the agent? Mark'} the report as fixed: it is resolved with its duplicates, and reporters who asked are told by mail.</p>`}
       <${TrackerIssue} key=${`tracker-${item.id}`} org=${org} item=${item} />
       ${item.statusReason &&
       html`<p class="notice reason"><strong>On hold.</strong> ${item.statusReason[0].toUpperCase() + item.statusReason.slice(1)}.${' '}
@@ -282,6 +316,7 @@ export function ReportPage({ org, id }) {
       ${files.length > 0 && html`<section aria-labelledby="files"><h2 id="files">Attachments</h2><ul>${files.map((a) => html`<li><a href=${a.url}>${a.kind} · ${a.contentType} · ${a.byteSize} bytes</a></li>`)}</ul></section>`}
       ${item.consoleLogs.length > 0 &&
       html`<section aria-labelledby="console"><h2 id="console">Console</h2><pre class="console" tabindex="0">${item.consoleLogs.map((l) => `[${l.level}] ${l.message}`).join('\n')}</pre></section>`}
+      <${SubmissionMeta} meta=${item.submissionMeta} />
       ${item.duplicates.length > 0 &&
       html`<section aria-labelledby="dups"><h2 id="dups">Duplicates (${item.duplicateCount})</h2>
         <ul>${item.duplicates.map((d) => html`<li><${Link} href=${`/admin/o/${org.id}/r/${d.id}`}>${d.text.slice(0, 140)}</${Link}> <span class="muted small">${fmtDate(d.createdAt)}</span></li>`)}</ul></section>`}
@@ -290,7 +325,7 @@ export function ReportPage({ org, id }) {
         <ol class="history">${history.data && history.data.data.map((e) => html`<li><time datetime=${e.createdAt}>${fmtDate(e.createdAt)}</time> ${historyText(e)}</li>`)}</ol>
       </section>
       <${Runs} org=${org} id=${id} />
-      <${Notified} org=${org} id=${id} status=${item.status} />
+      <${Notified} notification=${history.data && history.data.notification} />
     </div>
     ${item.spam
       ? html`<aside aria-labelledby="similar" class="side"><h2 id="similar">Similar reports</h2><p class="muted">Spam is not clustered: say “Not spam” to process this report and compare it with the others.</p></aside>`

@@ -7,11 +7,14 @@
 import { and, desc, eq } from 'drizzle-orm'
 import { feedback } from './schema'
 import type { Clock } from '../../core/clock'
+import type { FeedbackStatus } from '../../core/fsm'
 import { newId } from '../../core/ids'
 import type { PgBulk, PgGroupCommitter, PgWriteTx } from './group-commit'
 import type { PgLifecycle } from './lifecycle'
 import { many, one, prepared, type PgStorage } from './storage'
 import { markReferencedPg } from './uploads'
+import { writeAuditPg } from './audit-writer'
+import { createPgResolutions } from './resolutions'
 import {
   createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
   type SubmitOutcome,
@@ -78,6 +81,7 @@ function listQuery(f: ListFilter): { text: string; params: unknown[] } {
 export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle, clock: Clock, committer: PgGroupCommitter): FeedbackRepo {
   const { db, pool } = storage
   const first = <T>(rows: T[]): T | undefined => rows[0]
+  const resolutions = createPgResolutions(lifecycle)
 
   /** The key's verdict under its row lock (the row made, empty, when it is the key's first use). */
   async function verdictOf({ client }: PgWriteTx, appId: string, claim: IdempotencyClaim, now: number): Promise<SubmitOutcome | 'fresh'> {
@@ -158,6 +162,22 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
         if (!row) return { kind: 'not_found' as const }
         if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
         return (await lifecycle.move({ client, onCommit }, id, to, { by: 'customer', version: row.version })) ? { kind: 'moved' as const } : { kind: 'lost' as const }
+      }),
+    resolveByHand: (orgId, id, audit) =>
+      storage.tx(async (client, _db, onCommit) => {
+        // Under the row's lock, as customerMove: a second move of the report waits, then meets the FSM.
+        const row = await one<{ appId: string; status: FeedbackStatus; version: number; duplicateOfId: string | null; prUrl: string | null }>(
+          client,
+          'SELECT app_id AS "appId", status, version, duplicate_of_id AS "duplicateOfId", merge_request_url AS "prUrl" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE',
+          [orgId, id],
+        )
+        if (!row) return { kind: 'not_found' as const }
+        if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
+        const t = { client, onCommit }
+        if (!(await lifecycle.move(t, id, 'resolved', { by: 'person', version: row.version }))) return { kind: 'lost' as const }
+        const change = { appId: row.appId, from: row.status, followed: await resolutions.followLead(t, { id, orgId, appId: row.appId, prUrl: row.prUrl }) }
+        await writeAuditPg(client, clock, audit(change))
+        return { kind: 'resolved' as const, ...change }
       }),
     setSpam: (orgId, id, change, now) =>
       storage.tx(async (client, _db, onCommit) => {

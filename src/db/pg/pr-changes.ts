@@ -2,16 +2,11 @@
  * PostgreSQL side of applying a pull/merge request's news: the same moves, events and held news as
  * src/db/sqlite/pr-changes.ts, in the caller's transaction (the webhook's delivery, the end of an agent run).
  */
-import { canFollowLead } from '../../core/fsm'
-import { CHANGE_MOVES, CLOSED_PR_POLL_MS, resolvedUserId, type DuplicateRow, type PrChange, type PrReport } from '../../modules/git-hooks/repo'
+import { CHANGE_MOVES, CLOSED_PR_POLL_MS, type PrChange, type PrReport } from '../../modules/git-hooks/repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
-import { exec, many, one } from './storage'
+import { createPgResolutions } from './resolutions'
+import { exec, one } from './storage'
 
-type Submitter = { submitted_mode: string; external_user_id: string | null }
-
-const SUBMITTER = 'SELECT submitted_mode, external_user_id FROM feedback WHERE id = $1'
-// FOR UPDATE: a duplicate unmerged or moved meanwhile waits for this change, then sees its result.
-const DUPLICATES = 'SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = $1 ORDER BY id FOR UPDATE'
 const REMEMBER_CLOSE =
   'INSERT INTO closed_pull_requests (feedback_id, app_id, pr_url, closed_at) VALUES ($1, $2, $3, $4) ON CONFLICT (feedback_id) DO UPDATE SET app_id = excluded.app_id, pr_url = excluded.pr_url, closed_at = excluded.closed_at'
 const FORGET_CLOSE = 'DELETE FROM closed_pull_requests WHERE feedback_id = $1'
@@ -28,6 +23,8 @@ const TAKE_DEFERRED = 'DELETE FROM deferred_pr_changes WHERE feedback_id = $1 RE
 const LEAD = 'SELECT id, org_id AS "orgId", app_id AS "appId", status, merge_request_url AS "prUrl" FROM feedback WHERE id = $1 AND duplicate_of_id IS NULL'
 
 export function createPgPrChanges(side: PgLifecycle) {
+  const resolutions = createPgResolutions(side)
+
   /** As src/db/sqlite/pr-changes.ts `apply`. */
   async function apply(t: PgTx, report: PrReport, change: PrChange, now: number): Promise<string[] | null> {
     const { from, to } = CHANGE_MOVES[change]
@@ -36,19 +33,7 @@ export function createPgPrChanges(side: PgLifecycle) {
     await exec(t.client, PRUNE_CLOSES, [now - CLOSED_PR_POLL_MS])
     if (change === 'closed') await exec(t.client, REMEMBER_CLOSE, [report.id, report.appId, report.prUrl, now])
     else await exec(t.client, FORGET_CLOSE, [report.id])
-    if (change === 'merged') {
-      const scope = { orgId: report.orgId, appId: report.appId }
-      const resolved = (id: string, who: Submitter) =>
-        side.record(t, scope, 'feedback.resolved', { feedbackId: id, leadFeedbackId: report.id, prUrl: report.prUrl, externalUserId: resolvedUserId(who) })
-      await resolved(report.id, (await one<Submitter>(t.client, SUBMITTER, [report.id]))!)
-      for (const d of await many<DuplicateRow>(t.client, DUPLICATES, [report.id])) {
-        if (!canFollowLead(d.status, 'resolved')) continue
-        if (await side.move(t, d.id, 'resolved', { by: 'lead', from: d.status })) {
-          moved.push(d.id)
-          await resolved(d.id, d)
-        }
-      }
-    }
+    if (change === 'merged') moved.push(...(await resolutions.followLead(t, report)))
     return moved
   }
 

@@ -7,12 +7,15 @@ import { and, desc, eq, sql } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import { feedback, jobs, repoConnections } from '../schema'
 import type { Clock } from '../../core/clock'
+import type { FeedbackStatus } from '../../core/fsm'
 import { newId } from '../../core/ids'
 import type { GroupCommitter } from './group-commit'
 import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
 import { createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
 import { prepareMarkReferenced } from './uploads'
+import { sqliteAuditWriter } from './audit-writer'
+import { createSqliteResolutions } from './resolutions'
 import type { RootState } from '../../cluster/cluster-repo'
 
 export const LIST_COLUMNS = [
@@ -55,6 +58,8 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   const setSpam = sqlite.prepare('UPDATE feedback SET spam_score = ?, spam_reasons = ?, spam_marked_at = ?, updated_at = ? WHERE id = ?')
   const processJob = sqlite.prepare<{ n: number }, [string]>("SELECT 1 AS n FROM jobs WHERE kind = 'process' AND feedback_id = ?")
   const spamCount = sqlite.prepare<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM (SELECT 1 FROM feedback WHERE app_id = ? AND spam_marked_at IS NOT NULL LIMIT 100000)')
+  const resolutions = createSqliteResolutions(sqlite, lifecycle)
+  const writeAudit = sqliteAuditWriter(sqlite, clock)
   const getOne = db
     .select()
     .from(feedback)
@@ -165,6 +170,19 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
           if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
           // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
           return lifecycle.move(sqlite, id, to, { by: 'customer', version: row.version }) ? { kind: 'moved' as const } : { kind: 'lost' as const }
+        })
+        .immediate(),
+    resolveByHand: async (orgId, id, audit) =>
+      // Under one write lock, like customerMove: read, move, follow and audit commit together.
+      sqlite
+        .transaction(() => {
+          const row = getOne.get({ orgId, id })
+          if (!row) return { kind: 'not_found' as const }
+          if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
+          if (!lifecycle.move(sqlite, id, 'resolved', { by: 'person', version: row.version })) return { kind: 'lost' as const }
+          const change = { appId: row.appId, from: row.status as FeedbackStatus, followed: resolutions.followLead({ id, orgId, appId: row.appId, prUrl: row.mergeRequestUrl }) }
+          writeAudit(audit(change))
+          return { kind: 'resolved' as const, ...change }
         })
         .immediate(),
     setSpam: async (orgId, id, change, now) =>

@@ -5,15 +5,12 @@
  * an agent run (src/db/sqlite/agent-runs.ts) share it, so both make the same moves through the lifecycle.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import { canFollowLead } from '../../core/fsm'
-import { CHANGE_MOVES, CLOSED_PR_POLL_MS, resolvedUserId, type DuplicateRow, type PrChange, type PrReport } from '../../modules/git-hooks/repo'
+import { CHANGE_MOVES, CLOSED_PR_POLL_MS, type PrChange, type PrReport } from '../../modules/git-hooks/repo'
 import type { SqliteLifecycle } from './lifecycle'
-
-type Submitter = { submitted_mode: string; external_user_id: string | null }
+import { createSqliteResolutions } from './resolutions'
 
 export function createSqlitePrChanges(sqlite: Database, side: SqliteLifecycle) {
-  const submitter: Statement = sqlite.query('SELECT submitted_mode, external_user_id FROM feedback WHERE id = ?')
-  const duplicates: Statement = sqlite.query('SELECT id, status, submitted_mode, external_user_id FROM feedback WHERE duplicate_of_id = ? ORDER BY id')
+  const resolutions = createSqliteResolutions(sqlite, side)
   const rememberClose: Statement = sqlite.query(
     'INSERT INTO closed_pull_requests (feedback_id, app_id, pr_url, closed_at) VALUES (?, ?, ?, ?) ON CONFLICT (feedback_id) DO UPDATE SET app_id = excluded.app_id, pr_url = excluded.pr_url, closed_at = excluded.closed_at',
   )
@@ -41,19 +38,7 @@ export function createSqlitePrChanges(sqlite: Database, side: SqliteLifecycle) {
     pruneCloses.run(now - CLOSED_PR_POLL_MS)
     if (change === 'closed') rememberClose.run(report.id, report.appId, report.prUrl, now)
     else forgetClose.run(report.id)
-    if (change === 'merged') {
-      const scope = { orgId: report.orgId, appId: report.appId }
-      const resolved = (id: string, who: Submitter) =>
-        side.record(scope, 'feedback.resolved', { feedbackId: id, leadFeedbackId: report.id, prUrl: report.prUrl, externalUserId: resolvedUserId(who) })
-      resolved(report.id, submitter.get(report.id) as Submitter)
-      for (const d of duplicates.all(report.id) as DuplicateRow[]) {
-        if (!canFollowLead(d.status, 'resolved')) continue
-        if (side.move(sqlite, d.id, 'resolved', { by: 'lead', from: d.status })) {
-          moved.push(d.id)
-          resolved(d.id, d)
-        }
-      }
-    }
+    if (change === 'merged') moved.push(...resolutions.followLead(report))
     return moved
   }
 

@@ -15,7 +15,12 @@ import { ID_PATTERN } from '../../core/ids'
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
 
-export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => Promise<boolean>, clock: Clock) {
+/**
+ * `notificationOf`: the report's "fixed" mail (modules/mail/service.ts `notification`), or null when its
+ * reporter did not ask or it is not resolved yet: the report page reads it with the history, so a report
+ * without one costs no request that answers 404.
+ */
+export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => Promise<boolean>, clock: Clock, notificationOf: (orgId: string, feedbackId: string) => Promise<unknown>) {
   return new Elysia({ name: 'admin-inbox' })
     .use(accessGuard({ orgExists }))
     .derive(async ({ request }) => ({ caller: await authenticateAdmin(deps, request) }))
@@ -64,13 +69,17 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
     .get(
       '/admin/api/orgs/:orgId/feedback/:id/history',
       async ({ caller, params }) => {
-        return { data: await inbox.history(params.orgId, params.id) }
+        const data = await inbox.history(params.orgId, params.id)
+        return { data, notification: await notificationOf(params.orgId, params.id) }
       },
       {
         access: 'org.read',
         params: t.Object({ orgId: t.String({ pattern: ID_PATTERN }), id: IdParams.properties.id }, { additionalProperties: false }),
         response: errorSchemas(...AUTH, 'invalid_id', 'not_found'),
-        detail: doc("A report's events (status changes, merges, agent runs), oldest first"),
+        detail: doc(
+          "A report's events (status changes, merges, agent runs), oldest first",
+          'notification: the reporter\'s "fixed" mail as GET /v1/feedback/:id/notification answers it, or null when there is none (no opt-in, not resolved yet).',
+        ),
       },
     )
 }

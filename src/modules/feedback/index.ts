@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../../core/errors'
 import { readIntQuery } from '../../http/query'
 import { LIMITS } from '../../core/limits'
-import { authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
@@ -148,4 +148,23 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
         security: BEARER_SK,
       },
     })
+    .post(
+      '/v1/feedback/:id/resolve',
+      async ({ org, params, request, server }) => {
+        await feedback.resolve(org.orgId, params.id, actedBy(auth, org, request, server))
+        return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
+      },
+      {
+        access: 'reports.triage',
+        params: IdParams,
+        response: { 200: t.NoValidate(FullFeedbackItem), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'invalid_target', 'invalid_transition', 'concurrent_update') },
+        detail: {
+          summary: 'Mark a lead as fixed by hand (an addition to the spec): it moves to resolved as if its pull request were merged',
+          description:
+            'For fixes made outside the agent (no repository, a branch pushed in branch mode, a request merged where fixloop does not hear of it). Allowed from sanitized, awaiting_manual, queued, failed and pr_opened (409 invalid_transition otherwise); a duplicate is 409 invalid_target with leadFeedbackId (mark its lead). Its duplicates follow it, feedback.resolved is emitted for each report resolved, the reporters who asked are mailed, and the change is audited (feedback.marked_fixed). No body. Answers the updated item.',
+          tags: ['feedback'],
+          security: BEARER_SK,
+        },
+      },
+    )
 }

@@ -15,6 +15,7 @@ import type { Clock } from '../../core/clock'
 import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import { LIMITS } from '../../core/limits'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { AuditEntry } from '../audit/entry'
 import { createIntakeCommitter, pgCommitter, sqliteCommitter, type IntakeCommitter } from '../../db/intake-committer'
 import { createSqliteFeedbackRepo } from '../../db/sqlite/feedback'
 
@@ -90,6 +91,14 @@ export type SubmitOutcome = { kind: 'answered'; result: SubmitResult } | { kind:
 
 /** What a customer move did; `lost` when another writer moved the report first. */
 export type CustomerMoveOutcome = { kind: 'moved' } | { kind: 'not_found' } | { kind: 'duplicate'; leadId: string } | { kind: 'lost' }
+
+/** What "Mark as fixed" changed: the status the lead left and the duplicates that followed it. */
+export interface ResolvedByHand {
+  appId: string
+  from: FeedbackStatus
+  followed: string[]
+}
+export type ResolveOutcome = ({ kind: 'resolved' } & ResolvedByHand) | { kind: 'not_found' } | { kind: 'duplicate'; leadId: string } | { kind: 'lost' }
 
 /** A spam decision by hand (PATCH /v1/feedback/:id { spam }). */
 export type SpamChange = { spam: true; score: number; reasons: string } | { spam: false; emitEvent: boolean }
@@ -175,6 +184,14 @@ export interface FeedbackRepo {
    * invalid_transition (the lifecycle's FSM) and changes nothing when the move is not allowed.
    */
   customerMove(orgId: string, id: string, to: CustomerTarget): Promise<CustomerMoveOutcome>
+  /**
+   * "Mark as fixed" (POST /v1/feedback/:id/resolve), under the row's lock: the lead moves to `resolved`
+   * through the lifecycle (`by: 'person'`: core/fsm.ts canResolveByHand, else ApiError invalid_transition
+   * and nothing changes), then everything a merged pull request brings (resolutions.ts: `feedback.resolved`
+   * for it and each duplicate that follows it), and the audit row `audit` makes of the change, in one
+   * transaction.
+   */
+  resolveByHand(orgId: string, id: string, audit: (change: ResolvedByHand) => AuditEntry): Promise<ResolveOutcome>
   /**
    * A spam decision by hand, under the row's lock: `spam: true` marks it; `spam: false` clears the mark and,
    * for a report stored as spam and never processed (`received`, no `process` job), starts its normal

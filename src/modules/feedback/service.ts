@@ -11,7 +11,7 @@ import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import type { IntakeCommitter } from '../../db/intake-committer'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo, type FeedbackRow, type ListRow, type SpamChange, type SubmitResult } from './repo'
+import { createFeedbackRepo, type FeedbackRepo, type FeedbackRow, type ListRow, type SpamChange, type SubmitResult } from './repo'
 import { createAbuseRepo } from '../../abuse/abuse-repo'
 import { contentReasons } from '../../abuse/spam-score'
 import { learnFrom, parseFactors } from '../../abuse/spam-learn'
@@ -25,6 +25,7 @@ import { issueView } from '../trackers/service'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SpamFilter, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { ActedBy } from '../audit/entry'
 
 export interface Submission {
   app: KnownApp
@@ -279,6 +280,30 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       if (outcome.kind === 'lost') throw new ApiError('concurrent_update', { id })
       return { id, status: to }
     },
+
+    /** "Mark as fixed" by `by` (resolveByHand, below). */
+    resolve: (orgId: string, id: string, by: ActedBy): Promise<void> => resolveByHand(repo, orgId, id, by),
   }
 }
 export type FeedbackService = ReturnType<typeof createFeedbackService>
+
+/**
+ * "Mark as fixed" (an addition to the spec: POST /v1/feedback/:id/resolve, `fixloop feedback resolve`, the
+ * dashboard): a person says the lead was fixed outside fixloop's agent. It ends like a merged pull request
+ * (resolved, its duplicates following, `feedback.resolved` for each, the reporters who asked mailed) and is
+ * audited as `feedback.marked_fixed` in the same transaction. A duplicate is 409 invalid_target naming its
+ * lead (mark the lead fixed); a status the FSM does not allow, 409 invalid_transition.
+ */
+export async function resolveByHand(repo: Pick<FeedbackRepo, 'resolveByHand'>, orgId: string, id: string, by: ActedBy): Promise<void> {
+  const outcome = await repo.resolveByHand(orgId, id, (c) => ({
+    orgId,
+    actor: by.actor,
+    ip: by.ip,
+    action: 'feedback.marked_fixed',
+    targetId: id,
+    data: { appId: c.appId, from: c.from, duplicatesResolved: c.followed.length },
+  }))
+  if (outcome.kind === 'not_found') throw new ApiError('not_found')
+  if (outcome.kind === 'duplicate') throw new ApiError('invalid_target', { leadFeedbackId: outcome.leadId })
+  if (outcome.kind === 'lost') throw new ApiError('concurrent_update', { id })
+}

@@ -90,11 +90,12 @@ export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort
       return { removed, state: await cluster.triageState(appId) }
     },
 
-    /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. */
-    async unmerge(orgId: string, id: string): Promise<void> {
+    /** Makes a duplicate a lead of its own again; it resumes its lifecycle as a lead. Its former lead's id. */
+    async unmerge(orgId: string, id: string): Promise<string> {
       const r = await load(orgId, id)
       if (!r.duplicateOfId) throw new ApiError('not_a_duplicate')
       await cluster.unmerge(id)
+      return r.duplicateOfId
     },
   }
 }

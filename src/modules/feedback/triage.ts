@@ -1,8 +1,11 @@
 /**
- * Triage by hand (additive, sk; CONTRACT.md): similar reports, merge into a lead, unmerge.
+ * Triage by hand (additive, sk; CONTRACT.md): similar reports, merge into a lead, unmerge. A dashboard
+ * session's merges and unmerges are audited (`feedback.merged`, `feedback.unmerged`: who, which report,
+ * which lead); an `sk_` key's are its backend's everyday traffic and are not (like token mints).
  */
 import { Elysia, t } from 'elysia'
-import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, orgAuth, type AuthDeps, type OrgCaller } from '../../http/auth'
+import type { AuditLog } from '../audit/index'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { ID_PATTERN } from '../../core/ids'
 import type { TriageService } from './triage-service'
@@ -76,7 +79,13 @@ export const AppTriageState = t.Object(
   { additionalProperties: false },
 )
 
-export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: FeedbackService, publicUrl: string | undefined) {
+export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: FeedbackService, publicUrl: string | undefined, audit: AuditLog) {
+  /** Audits a dashboard session's cluster change (after it is made: the cluster service commits it on its own thread). */
+  const audited = async (org: OrgCaller, request: Request, server: Parameters<typeof actedBy>[3], action: string, id: string, leadId: string) => {
+    if (org.grant === 'api_key') return
+    const by = actedBy(auth, org, request, server)
+    await audit.record({ orgId: org.orgId, actor: by.actor, ip: by.ip, action, targetId: id, data: { leadId } })
+  }
   return new Elysia({ name: 'feedback-triage' })
     .use(orgAuth(auth))
     .get(
@@ -97,8 +106,9 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
     )
     .post(
       '/v1/feedback/:id/merge',
-      async ({ org, params, body, request }) => {
+      async ({ org, params, body, request, server }) => {
         await triage.merge(org.orgId, params.id, body.leadId)
+        await audited(org, request, server, 'feedback.merged', params.id, body.leadId)
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
       {
@@ -174,8 +184,9 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
     )
     .post(
       '/v1/feedback/:id/unmerge',
-      async ({ org, params, request }) => {
-        await triage.unmerge(org.orgId, params.id)
+      async ({ org, params, request, server }) => {
+        const formerLead = await triage.unmerge(org.orgId, params.id)
+        await audited(org, request, server, 'feedback.unmerged', params.id, formerLead)
         return feedback.get(org.orgId, params.id, baseUrlOf(request, publicUrl))
       },
       {

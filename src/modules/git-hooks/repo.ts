@@ -119,5 +119,13 @@ export interface DuplicateRow {
   external_user_id: string | null
 }
 
+/** A lead just moved to `resolved`: its id, scope and the pull/merge request its events name (null: none). */
+export interface ResolvedLead {
+  id: string
+  orgId: string
+  appId: string
+  prUrl: string | null
+}
+
 /** The submitter's id a `feedback.resolved` event carries: only for a private-mode report (the user token's sub). */
 export const resolvedUserId = (r: { submitted_mode: string; external_user_id: string | null }): string | null => (r.submitted_mode === 'private' ? r.external_user_id : null)
