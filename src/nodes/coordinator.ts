@@ -16,6 +16,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
+import type { OffsetClock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { VERSION } from '../version'
 import type { NodeInfo, NodesRepo } from './nodes-repo'
@@ -66,6 +67,8 @@ export interface ClusterCoordinatorOptions {
   leaseMs: number
   /** Told what a sweep freed (the server fails the agent runs of dead nodes there). */
   onSweep?: (deadNodes: string[]) => Promise<void>
+  /** This node's clock, set to the database's at each beat (the times it writes for later follow the database). */
+  clock?: OffsetClock
   /** After each beat that reached the database: the other nodes alive now (src/nodes/peer-check.ts). */
   onBeat?: (peers: string[]) => void
 }
@@ -154,6 +157,11 @@ export class ClusterCoordinator implements Coordinator {
     const { leaseMs } = this.opts
     try {
       await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)))
+      if (this.opts.clock) {
+        const before = Date.now()
+        const dbNow = await this.repo.now()
+        this.opts.clock.observe(dbNow, before, Date.now())
+      }
       const alive = await this.repo.alive(leaseMs)
       this.live = Math.max(1, alive.length)
       this.lastBeatOk = true
