@@ -88,6 +88,8 @@ export class ClusterCoordinator implements Coordinator {
   private live = 1
   private lastBeatOk = false
   private lastError: string | undefined
+  /** Dead nodes already named in a warning (those of the last sweep: a forgotten one drops out). */
+  private warnedDead = new Set<string>()
 
   constructor(
     private readonly repo: NodesRepo,
@@ -207,7 +209,11 @@ export class ClusterCoordinator implements Coordinator {
   private async sweep(): Promise<void> {
     try {
       const { jobs, deadNodes } = await this.repo.sweep(this.opts.leaseMs, FORGET_MS)
-      if (jobs > 0 || deadNodes.length > 0) this.log.warn('freed the work of nodes that stopped beating', { jobs, deadNodes })
+      // A dead node stays in the table (and in every sweep's answer) until it is forgotten, an hour later:
+      // warned about when first seen dead or when work was freed, not again at every beat.
+      const newlyDead = deadNodes.filter((id) => !this.warnedDead.has(id))
+      this.warnedDead = new Set(deadNodes)
+      if (jobs > 0 || newlyDead.length > 0) this.log.warn('freed the work of nodes that stopped beating', { jobs, deadNodes })
       if (deadNodes.length > 0) await this.opts.onSweep?.(deadNodes)
     } catch (e) {
       this.log.error('dead-node sweep failed', { error: errorText(e) })
