@@ -303,7 +303,7 @@ describe('webhooks repo [pg]: due times and delivery leases on the database cloc
       expect(d.lease_until).toBeGreaterThan((await dbNow()) + 50_000)
       now = (await dbNow()) + SKEW
       expect(await fast.claim(now, now + 60_000, 5, [])).toEqual([])
-      expect((await sql<{ lease_until: number }>(s, 'SELECT lease_until FROM webhook_deliveries'))[0].lease_until).toBe(d.lease_until)
+      expect((await sql<{ lease_until: number }>(s, 'SELECT lease_until FROM webhook_deliveries'))[0].lease_until).toBe(d.lease_until!)
     } finally {
       await Promise.all(pools.map((p) => p.end()))
     }
