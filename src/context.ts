@@ -9,7 +9,8 @@ import type { Config } from './config'
 import { openDatabase } from './db/sqlite/client'
 import { applyMigrations, pendingMigrations } from './db/sqlite/migrate'
 import { SecretBox } from './core/crypto'
-import { systemClock, type Clock } from './core/clock'
+import { OffsetClock, systemClock, type Clock } from './core/clock'
+import { alignToDatabase } from './db/pg/db-clock'
 import { StartupError } from './core/startup-error'
 import { refuseNewerSchema } from './db/sqlite/schema-guard'
 import { openMasterKey } from './db/sqlite/master-key-check'
@@ -89,7 +90,16 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
     if (!options.existingOnly) await applyPgMigrations(pool)
     else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
     const masterKey = await openMasterKeyPg(pool, config.masterKey)
-    return { config, storage: pgStorage(pool), box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock }
+    // A node's own clock is never trusted across nodes: it is set to the database's (and kept so by the
+    // heartbeat), and leases are compared in SQL. A clock a test injects drives every time itself.
+    const injected = clock !== systemClock
+    let nodeClock = clock
+    if (!injected) {
+      const aligned = new OffsetClock()
+      await alignToDatabase(aligned, pool)
+      nodeClock = aligned
+    }
+    return { config, storage: pgStorage(pool, { callerClock: injected }), box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock: nodeClock }
   } catch (e) {
     await pool.end().catch(() => {})
     throw e

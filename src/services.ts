@@ -4,6 +4,7 @@
  * never builds another service itself, so there is exactly one cluster index, one group committer
  * and one lifecycle (with its wake signal) per process.
  */
+import { OffsetClock } from './core/clock'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
 import { createIntakeCommitter } from './db/intake-committer'
@@ -118,6 +119,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const coordinator: Coordinator = node
     ? new ClusterCoordinator(createNodesRepo(ctx.storage), node, log, {
         leaseMs: config.nodeLeaseMs,
+        clock: clock instanceof OffsetClock ? clock : undefined,
         onSweep: async (dead) => void (await runner.failRunsOf(dead)),
         // Each beat announces this node on its Redis and checks that every live peer is heard there too.
         onBeat: (peers) => {

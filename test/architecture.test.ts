@@ -35,7 +35,7 @@ const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'worker/agent', 'http', 'a
 type Layer = (typeof LAYERS)[number]
 
 /** Storage infrastructure under src/db/{sqlite,pg}/ (not a repository implementation): plain `db` layer. */
-const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|event-signal|master-key|instance-meta|rekey)\.ts$)|sqlite\/(storage|errors|client|migrate|group-commit|write-turns|checkpointer|checkpointer-worker|instance-meta|schema-guard|master-key-check|rekey)\.ts$)/
+const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|event-signal|master-key|instance-meta|rekey|db-clock)\.ts$)|sqlite\/(storage|errors|client|migrate|group-commit|write-turns|checkpointer|checkpointer-worker|instance-meta|schema-guard|master-key-check|rekey)\.ts$)/
 
 /** A repository implementation of one dialect (src/db/sqlite/*, src/db/pg/*, except the infrastructure). */
 const isAdapter = (rel: string) => /^db\/(sqlite|pg)\//.test(rel) && !STORAGE_INFRA.test(rel)

@@ -79,7 +79,8 @@ export async function freshStore(dialect: Dialect): Promise<FreshStore> {
   const pool = openPool(url, 8)
   await applyPgMigrations(pool)
   closers.push(() => pool.end())
-  return { storage: pgStorage(pool), dialect, clock, location: url }
+  // The repository cases drive time by hand (`clock`): the store compares with it, not the database's clock.
+  return { storage: pgStorage(pool, { callerClock: true }), dialect, clock, location: url }
 }
 
 /** `body` once per dialect, inside describe(`${name} [sqlite]`) and describe(`${name} [pg]`). */

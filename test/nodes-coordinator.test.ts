@@ -98,3 +98,34 @@ test('a node cut off from the database stops acting on its roles before the leas
   await eventually(() => (a.c.status().ok && a.c.status().roles.length >= 1 ? true : undefined), LEASE_MS * 10)
   expect(heldBy([a, b])).toEqual([1, 1, 1])
 }, 30_000)
+
+test('a dead node is warned about once, not at every sweep while its row waits to be forgotten (issue 36.9)', async () => {
+  const s = await freshStore('pg')
+  const lines: string[] = []
+  const pool = openPool(s.location, 2)
+  pools.push(pool)
+  const repo = createNodesRepo(pgStorage(pool))
+  // A node that beat once and died (kill -9: no leave), holding a job lease.
+  const dead = newNodeInfo()
+  await repo.beat(dead, [])
+  await pool.query(`INSERT INTO jobs (kind, feedback_id, run_after, created_at, lease_until, lease_owner, attempts) VALUES ('agent', 'f1', 0, 0, 9999999999999, $1, 1)`, [dead.id])
+  await pool.query('UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 10000 WHERE id = $1', [dead.id])
+  const c = new ClusterCoordinator(repo, newNodeInfo(), new Logger('warn', (t) => void lines.push(...t.split('\n').filter(Boolean))), { leaseMs: LEASE_MS })
+  coordinators.push(c)
+  await c.start()
+  // Many sweeps (one per beat, every LEASE_MS / 3) while the dead node's row stays.
+  await Bun.sleep(LEASE_MS * 4)
+  const warned = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'freed the work of nodes that stopped beating')
+  expect(warned).toHaveLength(1)
+  expect(warned[0]).toMatchObject({ level: 'warn', jobs: 1, deadNodes: [dead.id] })
+  expect((await pool.query('SELECT 1 FROM cluster_nodes WHERE id = $1', [dead.id])).rowCount).toBe(1)
+  // Another node dies: named once more (both listed), then quiet again.
+  const second = newNodeInfo()
+  await repo.beat(second, [])
+  await pool.query('UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 10000 WHERE id = $1', [second.id])
+  await Bun.sleep(LEASE_MS * 3)
+  const again = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'freed the work of nodes that stopped beating')
+  expect(again).toHaveLength(2)
+  expect(again[1]).toMatchObject({ jobs: 0, deadNodes: [dead.id, second.id].sort() })
+  await c.stop()
+}, 20_000)

@@ -16,6 +16,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
+import type { OffsetClock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { VERSION } from '../version'
 import type { NodeInfo, NodesRepo } from './nodes-repo'
@@ -66,6 +67,8 @@ export interface ClusterCoordinatorOptions {
   leaseMs: number
   /** Told what a sweep freed (the server fails the agent runs of dead nodes there). */
   onSweep?: (deadNodes: string[]) => Promise<void>
+  /** This node's clock, set to the database's at each beat (the times it writes for later follow the database). */
+  clock?: OffsetClock
   /** After each beat that reached the database: the other nodes alive now (src/nodes/peer-check.ts). */
   onBeat?: (peers: string[]) => void
 }
@@ -85,6 +88,8 @@ export class ClusterCoordinator implements Coordinator {
   private live = 1
   private lastBeatOk = false
   private lastError: string | undefined
+  /** Dead nodes already named in a warning (those of the last sweep: a forgotten one drops out). */
+  private warnedDead = new Set<string>()
 
   constructor(
     private readonly repo: NodesRepo,
@@ -154,6 +159,11 @@ export class ClusterCoordinator implements Coordinator {
     const { leaseMs } = this.opts
     try {
       await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)))
+      if (this.opts.clock) {
+        const before = Date.now()
+        const dbNow = await this.repo.now()
+        this.opts.clock.observe(dbNow, before, Date.now())
+      }
       const alive = await this.repo.alive(leaseMs)
       this.live = Math.max(1, alive.length)
       this.lastBeatOk = true
@@ -199,7 +209,11 @@ export class ClusterCoordinator implements Coordinator {
   private async sweep(): Promise<void> {
     try {
       const { jobs, deadNodes } = await this.repo.sweep(this.opts.leaseMs, FORGET_MS)
-      if (jobs > 0 || deadNodes.length > 0) this.log.warn('freed the work of nodes that stopped beating', { jobs, deadNodes })
+      // A dead node stays in the table (and in every sweep's answer) until it is forgotten, an hour later:
+      // warned about when first seen dead or when work was freed, not again at every beat.
+      const newlyDead = deadNodes.filter((id) => !this.warnedDead.has(id))
+      this.warnedDead = new Set(deadNodes)
+      if (jobs > 0 || newlyDead.length > 0) this.log.warn('freed the work of nodes that stopped beating', { jobs, deadNodes })
       if (deadNodes.length > 0) await this.opts.onSweep?.(deadNodes)
     } catch (e) {
       this.log.error('dead-node sweep failed', { error: errorText(e) })

@@ -1,6 +1,8 @@
 /** modules/chatops/repo.ts on both dialects: connections with their audit rows, cursors, threads, allowed users, reads for the notifier and the slash command. */
-import { expect, test } from 'bun:test'
-import { describeEachDialect, type FreshStore } from '../dialects'
+import { describe, expect, test } from 'bun:test'
+import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
+import { openPool } from '../../src/db/pg/client-options'
+import { pgStorage } from '../../src/db/pg/storage'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { createChatopsRepo, type ChatopsRepo } from '../../src/modules/chatops/repo'
 import type { AuditEntry } from '../../src/modules/audit/entry'
@@ -153,5 +155,31 @@ describeEachDialect('chatops repo', (fresh) => {
     expect(await repo.appInOrg('o2', 'a1')).toBe(false)
     expect(await repo.orgExists('o2')).toBe(true)
     expect(await repo.orgExists('zz')).toBe(false)
+  })
+})
+
+/** Cluster mode: the Slack drain claim expires on the database's clock, whatever a node's says (issue 35.4). */
+describe('chatops repo [pg]: the drain claim on the database clock', () => {
+  test('a node 3 minutes ahead cannot take the drain claim another node holds', async () => {
+    const s = await freshStore('pg')
+    const pool = openPool(s.location, 2)
+    try {
+      await seedOrgApp(s)
+      await connect(s, createChatopsRepo(s.storage, s.clock))
+      const node = createChatopsRepo(pgStorage(pool), s.clock)
+      const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
+      let now = await dbNow()
+      expect(await node.claimDrain('c1', 'nodeA', now, now + 30_000)).toBe(true)
+      now = (await dbNow()) + 3 * 60_000
+      expect(await node.claimDrain('c1', 'nodeFast', now, now + 30_000)).toBe(false)
+      expect((await node.getAny('c1'))?.drain_owner).toBe('nodeA')
+      // Expired on the database's clock: a node 3 minutes behind takes it, for 30 s of the database's clock.
+      await sql(s, 'UPDATE slack_connections SET drain_until = ?', [(await dbNow()) - 1])
+      now = (await dbNow()) - 3 * 60_000
+      expect(await node.claimDrain('c1', 'nodeSlow', now, now + 30_000)).toBe(true)
+      expect(Number((await node.getAny('c1'))?.drain_until)).toBeGreaterThan((await dbNow()) + 20_000)
+    } finally {
+      await pool.end()
+    }
   })
 })

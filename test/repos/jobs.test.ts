@@ -1,6 +1,6 @@
 /** worker/jobs-repo.ts on both dialects: claim order and leases, batches, retry/defer/release/reclaim, and a claim race between two "nodes". */
-import { expect, test } from 'bun:test'
-import { describeEachDialect, type FreshStore } from '../dialects'
+import { describe, expect, test } from 'bun:test'
+import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
 import { createJobsRepo, type JobsRepo } from '../../src/worker/jobs-repo'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { sql } from './store-fixtures'
@@ -26,7 +26,7 @@ async function queue(s: FreshStore, n: number, runAfter = s.clock.now(), prefix 
 async function secondStore(s: FreshStore): Promise<{ storage: Storage; close: () => Promise<void> }> {
   if (s.dialect === 'pg') {
     const pool = openPool(s.location, 8)
-    return { storage: pgStorage(pool), close: () => pool.end() }
+    return { storage: pgStorage(pool, { callerClock: true }), close: () => pool.end() }
   }
   const { sqlite, db } = openDatabase(s.location)
   return { storage: sqliteStorage(sqlite, db), close: async () => sqlite.close() }
@@ -217,6 +217,63 @@ describeEachDialect('jobs repo', (fresh) => {
       expect(rows.map((r) => [r.attempts, Number(r.n)])).toEqual([[1, N]])
     } finally {
       await other.close()
+    }
+  })
+})
+
+/**
+ * Cluster mode: nodes' clocks drift, the database's does not. A real node's store (no `callerClock`)
+ * compares leases and due times with the database's clock whatever `now` a node passes (issue 35.4: a
+ * node three minutes ahead took the job leases others still held, and every job of a burst ran twice).
+ */
+describe('jobs repo [pg]: the database clock decides, never a node\'s', () => {
+  const SKEW = 3 * 60_000
+  /** Two "nodes" on one database, each its own pool, as real nodes open them. */
+  async function twoNodes() {
+    const s = await freshStore('pg')
+    const pools = [openPool(s.location, 2), openPool(s.location, 2)]
+    const [a, b] = pools.map((p) => createJobsRepo(pgStorage(p)))
+    const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
+    return { s, a, b, dbNow, close: () => Promise.all(pools.map((p) => p.end())) }
+  }
+
+  test('a node 3 minutes ahead cannot take a lease another node holds', async () => {
+    const { s, a, b, dbNow, close } = await twoNodes()
+    try {
+      await queue(s, 1, (await dbNow()) - 1)
+      const held = await a.claim(await dbNow(), LEASE, 'node_a')
+      expect(held).toMatchObject({ feedback_id: 'f0', lease_owner: 'node_a' })
+      // Leased until the database's now + LEASE, not a node's.
+      const now = await dbNow()
+      expect(held!.lease_until).toBeGreaterThan(now + LEASE - 10_000)
+      expect(held!.lease_until).toBeLessThanOrEqual(now + LEASE)
+      // The fast node: its now is past node_a's lease on its own clock, and still it gets nothing.
+      expect(await b.claim((await dbNow()) + SKEW, LEASE, 'node_fast')).toBeNull()
+      expect(await b.claimBatch('process', 5, (await dbNow()) + SKEW, LEASE, 'node_fast')).toEqual([])
+      const row = (await sql<{ lease_owner: string; attempts: number }>(s, 'SELECT lease_owner, attempts FROM jobs'))[0]
+      expect(row).toEqual({ lease_owner: 'node_a', attempts: 1 })
+      // Once the lease ran out on the database's clock, any node takes the job (the slow one included).
+      await sql(s, 'UPDATE jobs SET lease_until = lease_until - ?', [LEASE + 1])
+      expect(await b.claim((await dbNow()) - SKEW, LEASE, 'node_slow')).toMatchObject({ lease_owner: 'node_slow', attempts: 2 })
+    } finally {
+      await close()
+    }
+  })
+
+  test('a job scheduled for later is not run early by a fast node; a slow node\'s lease is not born expired', async () => {
+    const { s, a, b, dbNow, close } = await twoNodes()
+    try {
+      await queue(s, 1, (await dbNow()) + 60_000, 'later')
+      expect(await b.claim((await dbNow()) + SKEW, LEASE, 'node_fast')).toBeNull()
+      expect(await b.claimBatch('process', 5, (await dbNow()) + SKEW, LEASE, 'node_fast')).toEqual([])
+      // Due on the database's clock: a node 3 minutes behind takes it, leased for LEASE from the database's now.
+      await sql(s, 'UPDATE jobs SET run_after = run_after - 60000')
+      const slow = await a.claim((await dbNow()) - SKEW, LEASE, 'node_slow')
+      expect(slow?.feedback_id).toBe('later0')
+      expect(slow!.lease_until).toBeGreaterThan((await dbNow()) + LEASE - 10_000)
+      expect(await b.claim((await dbNow()) + SKEW, LEASE, 'node_fast')).toBeNull()
+    } finally {
+      await close()
     }
   })
 })

@@ -1,6 +1,6 @@
 /** modules/webhooks/repo.ts on both dialects: changes with their audit rows, fan-out, claims (a race of two pools on PostgreSQL), settles. */
-import { expect, test } from 'bun:test'
-import { describeEachDialect, type FreshStore } from '../dialects'
+import { describe, expect, test } from 'bun:test'
+import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
 import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { createWebhooksRepo, type AttemptOutcome, type WebhooksRepo } from '../../src/modules/webhooks/repo'
 import type { AuditEntry } from '../../src/modules/audit/entry'
@@ -215,7 +215,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     for (const h of hooks) await newHook(s, repo, h)
     for (let i = 0; i < 10; i++) await record(s)
     for (const h of hooks) await repo.fanOutPage('o1', h, 100, everything, ids, s.clock.now())
-    const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
+    const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4), { callerClock: true }) : s.storage
     const other = createWebhooksRepo(otherStorage, s.clock)
     const now = s.clock.now()
     const claimed: { id: string; webhook: string; seq: number }[] = []
@@ -255,7 +255,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     const repo = createWebhooksRepo(s.storage, s.clock)
     await newHook(s, repo)
     for (let i = 0; i < 30; i++) await record(s)
-    const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
+    const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4), { callerClock: true }) : s.storage
     const other = createWebhooksRepo(otherStorage, s.clock)
     const now = s.clock.now()
     const pass = async (r: WebhooksRepo) => {
@@ -275,5 +275,37 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(results.filter((r) => r.settled)).toHaveLength(30)
     expect(await sql(s, 'SELECT id FROM webhook_attempts')).toHaveLength(30)
     expect((await sql<{ n: number }>(s, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'succeeded' AND attempts = 1"))[0].n).toBe(30)
+  })
+})
+
+/** Cluster mode: a dispatching node's clock never decides when a delivery is due or its lease ran out (issue 35.4). */
+describe('webhooks repo [pg]: due times and delivery leases on the database clock', () => {
+  test('a dispatcher 3 minutes ahead takes no delivery before it is due, nor one whose lease another holds', async () => {
+    const s = await freshStore('pg')
+    const SKEW = 3 * 60_000
+    const pools = [openPool(s.location, 2), openPool(s.location, 2)]
+    try {
+      const [a, fast] = pools.map((p) => createWebhooksRepo(pgStorage(p), s.clock))
+      const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
+      await seedOrgApp(s)
+      const repo = createWebhooksRepo(s.storage, s.clock)
+      await newHook(s, repo)
+      await record(s)
+      await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
+      // Due in a minute on the database's clock: the fast node's "now" is past it, and still nothing.
+      await sql(s, 'UPDATE webhook_deliveries SET next_attempt_at = ?', [(await dbNow()) + 60_000])
+      let now = (await dbNow()) + SKEW
+      expect(await fast.claim(now, now + 60_000, 5, [])).toEqual([])
+      // Due now: node `a` leases it for a minute of the database's clock.
+      await sql(s, 'UPDATE webhook_deliveries SET next_attempt_at = ?', [(await dbNow()) - 1])
+      now = await dbNow()
+      const [d] = await a.claim(now, now + 60_000, 5, [])
+      expect(d.lease_until).toBeGreaterThan((await dbNow()) + 50_000)
+      now = (await dbNow()) + SKEW
+      expect(await fast.claim(now, now + 60_000, 5, [])).toEqual([])
+      expect((await sql<{ lease_until: number }>(s, 'SELECT lease_until FROM webhook_deliveries'))[0].lease_until).toBe(d.lease_until!)
+    } finally {
+      await Promise.all(pools.map((p) => p.end()))
+    }
   })
 })

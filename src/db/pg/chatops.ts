@@ -4,6 +4,7 @@ import type { ChatopsEvent, ChatopsRepo, SlackConnectionRow, SlackThreadRow } fr
 import { pgAudited } from './audit-writer'
 import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
+import { nowOr } from './db-clock'
 
 export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRepo {
   const { pool } = storage
@@ -28,12 +29,14 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
       audited(audit, async (c) => (await exec(c, 'UPDATE slack_connections SET deleted_at = $1 WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL', [now, orgId, id])) > 0),
     advance: async (id, seq, error) => void (await exec(pool, 'UPDATE slack_connections SET cursor_seq = $1, last_error = $2 WHERE id = $3 AND cursor_seq < $1', [seq, error, id])),
     setError: async (id, error) => void (await exec(pool, 'UPDATE slack_connections SET last_error = $1 WHERE id = $2', [error, id])),
+    // The claim's expiry and length on the database's clock ($2 NULL), not the claiming node's (db-clock.ts).
     claimDrain: async (id, owner, now, until) =>
       (await exec(
         pool,
-        `UPDATE slack_connections SET drain_owner = $1, drain_until = $3
-          WHERE id = $4 AND deleted_at IS NULL AND (drain_owner IS NULL OR drain_owner = $1 OR drain_until IS NULL OR drain_until <= $2)`,
-        [owner, now, until, id],
+        `WITH clock AS (SELECT ${nowOr('$2')} AS now)
+         UPDATE slack_connections SET drain_owner = $1, drain_until = (SELECT now FROM clock) + $3::bigint
+          WHERE id = $4 AND deleted_at IS NULL AND (drain_owner IS NULL OR drain_owner = $1 OR drain_until IS NULL OR drain_until <= (SELECT now FROM clock))`,
+        [owner, storage.callerClock ? now : null, until - now, id],
       )) > 0,
     releaseDrain: async (id, owner, until) => void (await exec(pool, 'UPDATE slack_connections SET drain_until = $3 WHERE id = $1 AND drain_owner = $2', [id, owner, until])),
     thread: async (connectionId, leadId) =>

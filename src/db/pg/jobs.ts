@@ -4,33 +4,42 @@
  * UPDATE that joins it, so two claimers (two pools, two nodes) never take the same job and never wait on
  * each other's picks.
  *
- * `now` is the caller's clock, as on SQLite (tests inject one). TODO(issue 23, cluster mode): compare
- * leases on the database clock (`now()`), so nodes whose clocks drift cannot take each other's leases early.
+ * Leases and due times are compared with the database's clock (src/db/pg/db-clock.ts), and a claim's
+ * lease runs until the database's now plus `leaseMs`: the `now` a node passes is ignored, so a node whose
+ * clock runs minutes ahead neither takes a lease another node still holds nor runs a job before it is due.
+ * Only a store opened with `callerClock` (tests that drive time by hand) compares with the caller's `now`.
+ * The times a caller writes (`retry`, `defer`, the lifecycle's `run_after`) come from the node's clock,
+ * which cluster mode keeps set to the database's (src/core/clock.ts `OffsetClock`).
  */
 import type { PoolClient } from 'pg'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
 import { exec, many, one, type PgStorage } from './storage'
+import { nowOr } from './db-clock'
 
 export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   if (kinds?.some((k) => !JOB_KINDS.includes(k))) throw new Error(`unknown job kind in ${kinds.join(', ')}`)
   const { pool } = storage
   const kindList = kinds ? [...kinds] : null
-  // $4: the kinds this worker runs, or NULL for all.
-  const CLAIM = `WITH next AS (
-      SELECT id FROM jobs WHERE run_after <= $1 AND (lease_until IS NULL OR lease_until < $1) AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
+  // $1: the caller's now (NULL: the database's), $2: the lease in ms, $4: the kinds this worker runs, or NULL for all.
+  const CLAIM = `WITH clock AS (SELECT ${nowOr('$1')} AS now),
+    next AS (
+      SELECT id FROM jobs WHERE run_after <= (SELECT now FROM clock) AND (lease_until IS NULL OR lease_until < (SELECT now FROM clock))
+        AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
       ORDER BY run_after, id LIMIT $5 FOR UPDATE SKIP LOCKED)
-    UPDATE jobs j SET lease_until = $2, lease_owner = $3, attempts = j.attempts + 1
+    UPDATE jobs j SET lease_until = (SELECT now FROM clock) + $2::bigint, lease_owner = $3, attempts = j.attempts + 1
     FROM next WHERE j.id = next.id
     RETURNING j.*`
+  /** The caller's now only for a store whose clock a test drives; NULL (the database's clock) otherwise. */
+  const callerNow = (now: number): number | null => (storage.callerClock ? now : null)
   const byQueueOrder = (a: JobRow, b: JobRow) => a.run_after - b.run_after || a.id - b.id
 
   return {
     async claim(now: number, leaseMs: number, owner: string): Promise<JobRow | null> {
-      return (await one<JobRow>(pool, CLAIM, [now, now + leaseMs, owner, kindList, 1])) ?? null
+      return (await one<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, kindList, 1])) ?? null
     },
     async claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
       if (n <= 0) return []
-      const rows = await many<JobRow>(pool, CLAIM, [now, now + leaseMs, owner, [kind], n])
+      const rows = await many<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, [kind], n])
       return rows.sort(byQueueOrder)
     },
     finish: async (id: number): Promise<void> => void (await exec(pool, 'DELETE FROM jobs WHERE id = $1', [id])),

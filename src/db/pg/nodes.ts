@@ -1,9 +1,7 @@
 /** PostgreSQL side of src/nodes/nodes-repo.ts: every time is `clock_timestamp()` of the server. */
 import type { NodesRepo, NodeRow, LeaseRow } from '../../nodes/nodes-repo'
 import { exec, many, one, type PgStorage } from './storage'
-
-/** The database clock in epoch ms (clock_timestamp: the time of the statement, not of its transaction). */
-const DB_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
+import { DB_NOW } from './db-clock'
 
 const BEAT = `INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles)
   VALUES ($1, $2, $3, $4, ${DB_NOW}, ${DB_NOW}, $5)

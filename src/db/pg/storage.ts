@@ -19,18 +19,26 @@ export interface PgStorage {
   readonly pool: Pool
   readonly db: PgDb
   /**
+   * True only for stores whose times a test drives by hand (an injected clock): the leases and due times
+   * the repositories compare then follow the `now` the caller passes, as on SQLite. False (every real
+   * node): they follow the database's clock (src/db/pg/db-clock.ts) and a node's `now` is ignored there.
+   */
+  readonly callerClock: boolean
+  /**
    * Runs `work` in one transaction on one connection; rolls back on any throw. `onCommit` callbacks run
    * after COMMIT (wake signals, cache invalidation), never after a rollback.
    */
   tx<T>(work: (client: PoolClient, db: PgDb, onCommit: OnCommit) => Promise<T>): Promise<T>
 }
 
-export function pgStorage(pool: Pool): PgStorage {
+/** `callerClock`: see PgStorage (tests that inject a clock; never a real node). */
+export function pgStorage(pool: Pool, { callerClock = false }: { callerClock?: boolean } = {}): PgStorage {
   const db = drizzle({ client: pool, schema })
   return {
     dialect: 'pg',
     pool,
     db,
+    callerClock,
     tx: (work) => withTransaction(pool, (client, onCommit) => work(client, drizzle({ client, schema }), onCommit)),
   }
 }

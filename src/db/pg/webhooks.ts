@@ -10,6 +10,7 @@ import type { AttemptRow, DeliveryRow, SettleResult, WebhookRow, WebhooksRepo } 
 import { pgAudited } from './audit-writer'
 import { appendEventPg, PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
+import { nowOr } from './db-clock'
 
 const EVENT_COLUMNS = 'id, org_id, app_id, seq, type, data, created_at'
 const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = $1 WHERE webhook_id = $2 AND status = 'pending'"
@@ -17,19 +18,22 @@ const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_unt
  * In order per endpoint: at most one attempt in flight for an endpoint (a live lease), and its next one is
  * the due delivery of the lowest seq. The endpoint's row is locked (SKIP LOCKED) while it is chosen, so two
  * dispatchers claiming at once (a `dispatch` handover) never both start an attempt for one endpoint.
+ * Due times and leases are the database's clock (src/db/pg/db-clock.ts), not the dispatching node's: $1
+ * is NULL but for a store whose clock a test drives, $2 the lease's length.
  */
-const CLAIM = `UPDATE webhook_deliveries SET lease_until = $2
+const CLAIM = `WITH clock AS (SELECT ${nowOr('$1')} AS now)
+  UPDATE webhook_deliveries SET lease_until = (SELECT now FROM clock) + $2::bigint
   WHERE id IN (SELECT next.id FROM webhooks w
                CROSS JOIN LATERAL (SELECT d.id FROM webhook_deliveries d
-                                   WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $1
+                                   WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= (SELECT now FROM clock)
                                      AND NOT (d.id = ANY($4::text[]))
                                    ORDER BY d.event_seq LIMIT 1) next
                WHERE w.enabled AND w.deleted_at IS NULL
                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b
-                                 WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= $1 AND b.status = 'pending')
+                                 WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= (SELECT now FROM clock) AND b.status = 'pending')
                LIMIT $3
                FOR UPDATE OF w SKIP LOCKED)
-    AND status = 'pending' AND (lease_until IS NULL OR lease_until < $1)
+    AND status = 'pending' AND (lease_until IS NULL OR lease_until < (SELECT now FROM clock))
   RETURNING *`
 const SETTLE = `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, schedule_index = $4, next_attempt_at = $5,
   lease_until = NULL, last_status = $6, updated_at = $7 WHERE id = $1 AND attempts = $2`
@@ -124,8 +128,9 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
       }),
     claim: async (now, leaseUntil, limit, busy) => {
       // A read before the claim: most polls find nothing due, and those need no transaction.
-      if (!(await one(pool, "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now]))) return []
-      return many<DeliveryRow>(pool, CLAIM, [now, leaseUntil, limit, busy])
+      const at = storage.callerClock ? now : null
+      if (!(await one(pool, `SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ${nowOr('$1')} LIMIT 1`, [at]))) return []
+      return many<DeliveryRow>(pool, CLAIM, [at, leaseUntil - now, limit, busy])
     },
     releaseLeases: async () => {
       // Called by the dispatcher as it starts, which in cluster mode is when its node takes the `dispatch`

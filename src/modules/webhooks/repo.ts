@@ -130,7 +130,8 @@ export interface WebhooksRepo {
   fanOutPage(orgId: string, webhookId: string, limit: number, matches: FanOutMatch, newId: () => string, now: number): Promise<number>
   /**
    * Leases up to `limit` due deliveries of enabled endpoints (not in `busy`) until `leaseUntil`: each is
-   * claimed by one dispatcher only (PostgreSQL: FOR UPDATE SKIP LOCKED).
+   * claimed by one dispatcher only (PostgreSQL: FOR UPDATE SKIP LOCKED). On PostgreSQL "due" and the
+   * lease are the database's clock: the lease lasts `leaseUntil - now` from the database's now.
    */
   claim(now: number, leaseUntil: number, limit: number, busy: string[]): Promise<DeliveryRow[]>
   /** Releases every lease: the dispatcher starting (the one process, or the node taking the `dispatch` role) holds none yet, so every lease left is a predecessor's. */
