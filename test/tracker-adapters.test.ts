@@ -107,7 +107,7 @@ describe('REST failures become TrackerErrors (never the token)', () => {
     })
   })
   afterAll(() => server.stop(true))
-  const call = (path: string) => callTracker('github', TOKEN, { method: 'GET', url: `http://127.0.0.1:${server.port}${path}`, headers: { authorization: `Bearer ${TOKEN}` }, what: 'testing' })
+  const call = (path: string) => callTracker({ kind: 'github', token: TOKEN }, { method: 'GET', url: `http://127.0.0.1:${server.port}${path}`, headers: { authorization: `Bearer ${TOKEN}` }, what: 'testing' })
   const cases: [string, string, TrackerError['failure'], [number, number] | null][] = [
     ['401', '/401', 'unauthorized', null],
     ['403 without a limit', '/403', 'unauthorized', null],
@@ -134,7 +134,7 @@ describe('REST failures become TrackerErrors (never the token)', () => {
     })
   }
   test('nothing listening: unreachable', async () => {
-    const e = (await callTracker('gitea', TOKEN, { method: 'GET', url: 'http://127.0.0.1:9/x', headers: {}, what: 'testing' }).catch((x: unknown) => x)) as TrackerError
+    const e = (await callTracker({ kind: 'gitea', token: TOKEN }, { method: 'GET', url: 'http://127.0.0.1:9/x', headers: {}, what: 'testing' }).catch((x: unknown) => x)) as TrackerError
     expect(e.failure).toBe('unreachable')
   })
   test('an adapter names the project of a wrong answer shape', async () => {

@@ -1,9 +1,12 @@
 /**
  * Opening the pull/merge request through the git host's REST API: GitHub (and GitHub Enterprise),
- * Gitea/Forgejo and GitLab. The token goes in the auth header only.
+ * Gitea/Forgejo and GitLab, and reading its state back. The token goes in the auth header only; every
+ * call goes through the bounded outbound client (src/core/outbound-http.ts: at most 2 MiB of answer, one
+ * deadline for the whole exchange, redirects never followed, so the token never reaches another URL).
  */
 import type { HostKind } from '../modules/connections/service'
-import { githubHeaders, retryAfterMs, scrub } from '../core/outbound'
+import { githubHeaders, remoteHttpUrl, retryAfterMs, scrub } from '../core/outbound'
+import { OutboundError, requestBounded, type OutboundAnswer, type OutboundRequest } from '../core/outbound-http'
 
 export interface PullRequest {
   title: string
@@ -14,6 +17,21 @@ export interface PullRequest {
 }
 
 export class HostError extends Error {}
+
+/** One call to the host; a failure to get a whole answer is a HostError naming the host, never the token. */
+async function hostCall(kind: string, apiUrl: string, token: string, r: OutboundRequest): Promise<OutboundAnswer> {
+  try {
+    return await requestBounded(r)
+  } catch (e) {
+    if (!(e instanceof OutboundError)) throw e
+    throw new HostError(scrub(e.failure === 'too_large' ? `${kind} API at ${apiUrl} ${e.message}` : `${kind} API unreachable at ${apiUrl}: ${e.message}`, [token]))
+  }
+}
+
+/** A redirect is never followed (it would carry the token along): the API URL is wrong. */
+function refuseRedirect(kind: string, res: OutboundAnswer): void {
+  if (res.status >= 300 && res.status < 400) throw new HostError(`${kind} API answered ${res.status} (a redirect, not followed: set the connection's API URL to the API itself)`)
+}
 
 function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, path: string, pr: PullRequest): { url: string; headers: Record<string, string>; body: unknown } {
   const json = { 'content-type': 'application/json', 'user-agent': 'fixloop' }
@@ -43,25 +61,23 @@ function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string,
 /** Opens the PR/MR; returns its web URL. Errors carry the host's status and message, never the token. */
 export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, pr: PullRequest, timeoutMs = 30_000): Promise<string> {
   const req = request(kind, apiUrl, token, hostRepo, pr)
-  let res: Response
-  try {
-    res = await fetch(req.url, { method: 'POST', headers: req.headers, body: JSON.stringify(req.body), signal: AbortSignal.timeout(timeoutMs) })
-  } catch (e) {
-    throw new HostError(scrub(`${kind} API unreachable at ${apiUrl}: ${e instanceof Error ? e.message : String(e)}`, [token]))
-  }
-  const text = await res.text()
+  const res = await hostCall(kind, apiUrl, token, { url: req.url, method: 'POST', headers: req.headers, body: JSON.stringify(req.body), timeoutMs })
+  refuseRedirect(kind, res)
+  const text = res.text
   let body: Record<string, unknown> = {}
   try {
-    body = JSON.parse(text)
+    const parsed = JSON.parse(text) as unknown
+    if (parsed !== null && typeof parsed === 'object') body = parsed as Record<string, unknown>
   } catch {
     // not JSON: keep the text for the message
   }
-  if (!res.ok) {
+  if (res.status < 200 || res.status >= 300) {
     const message = body.message ?? body.error ?? text.slice(0, 300)
     throw new HostError(scrub(`${kind} API answered ${res.status} when opening the ${kind === 'gitlab' ? 'merge' : 'pull'} request: ${typeof message === 'string' ? message : JSON.stringify(message)}`, [token]))
   }
-  const url = (kind === 'gitlab' ? body.web_url : body.html_url) as unknown
-  if (typeof url !== 'string') throw new HostError(`${kind} API answered ${res.status} without a ${kind === 'gitlab' ? 'web_url' : 'html_url'}`)
+  // Only an http(s) URL is stored and shown as the request's link (a hostile host's javascript: is not).
+  const url = remoteHttpUrl(kind === 'gitlab' ? body.web_url : body.html_url)
+  if (url === null) throw new HostError(`${kind} API answered ${res.status} without an http(s) ${kind === 'gitlab' ? 'web_url' : 'html_url'}`)
   return url
 }
 
@@ -95,22 +111,19 @@ export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: 
       : kind === 'gitea'
         ? { accept: 'application/json', authorization: `token ${token}`, 'user-agent': 'fixloop' }
         : { accept: 'application/json', 'private-token': token, 'user-agent': 'fixloop' }
-  let res: Response
-  try {
-    res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' })
-  } catch (e) {
-    throw new HostError(scrub(`${kind} API unreachable at ${apiUrl}: ${e instanceof Error ? e.message : String(e)}`, [token]))
-  }
+  const res = await hostCall(kind, apiUrl, token, { url, method: 'GET', headers, timeoutMs })
+  refuseRedirect(kind, res)
   const wait = retryAfterMs(res.headers.get('retry-after'))
   if (res.status === 429 || (res.status === 403 && wait !== null)) throw new HostThrottled(wait ?? 60_000)
-  const text = await res.text()
-  if (!res.ok) throw new HostError(scrub(`${kind} API answered ${res.status} when reading the ${kind === 'gitlab' ? 'merge' : 'pull'} request ${number}: ${text.slice(0, 200)}`, [token]))
+  const text = res.text
+  if (res.status < 200 || res.status >= 300) throw new HostError(scrub(`${kind} API answered ${res.status} when reading the ${kind === 'gitlab' ? 'merge' : 'pull'} request ${number}: ${text.slice(0, 200)}`, [token]))
   let body: Record<string, unknown>
   try {
     body = JSON.parse(text)
   } catch {
     throw new HostError(`${kind} API answered ${res.status} without JSON`)
   }
+  if (body === null || typeof body !== 'object') throw new HostError(`${kind} API answered ${res.status} without a JSON object`)
   // GitLab: opened | closed | locked | merged (locked: a transient state of an open request).
   if (kind === 'gitlab') return body.state === 'merged' ? 'merged' : body.state === 'closed' ? 'closed' : 'open'
   return body.merged === true ? 'merged' : body.state === 'closed' ? 'closed' : 'open'

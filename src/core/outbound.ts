@@ -43,3 +43,20 @@ export function deliveryIdOr(id: string | null, raw: Uint8Array): string {
   if (id && /^[\x21-\x7e]{1,128}$/.test(id)) return id
   return `sha256:${sha256(raw).toString('hex')}`
 }
+
+/**
+ * A URL from a remote answer (a tracker's html_url/web_url, a git host's pull request URL) as fixloop
+ * stores and shows it: an absolute http(s) URL without credentials, of at most `max` characters, in its
+ * parsed form; else null. A hostile host's `javascript:` or `data:` "URL" must never become a link.
+ */
+export function remoteHttpUrl(value: unknown, max = 2048): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) return null
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return null
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) return null
+  return url.href
+}

@@ -7,6 +7,7 @@
  * Adapters do HTTP and parsing only: no database, no clock of their own, no logging. Every failure is a
  * TrackerError whose message never carries the token (scrub it, as src/agent/git.ts `scrub` does).
  */
+import type { CheckedAddress } from '../core/address-guard'
 
 export const TRACKER_KINDS = ['github', 'gitlab', 'gitea', 'jira', 'linear'] as const
 export type TrackerKind = (typeof TRACKER_KINDS)[number]
@@ -22,6 +23,11 @@ export interface TrackerTarget {
   token: string
   /** Jira Cloud only: the account e-mail of the API token (Basic auth is e-mail:token). */
   account?: string
+  /**
+   * The addresses the tracker address guard checked for apiUrl's host (src/modules/trackers/service.ts):
+   * every call connects to exactly these (DNS rebinding). Unset only where no guard applies (tests).
+   */
+  addresses?: CheckedAddress[]
 }
 
 /** What fixloop writes: sanitized text only, never raw (the sync service builds it). */

@@ -7,7 +7,7 @@
  * Token: `Authorization: token …` (scopes write:issue, read:user). Webhook: the `issues` event,
  * X-Gitea-Signature (X-Forgejo-Signature) = hex HMAC-SHA256 of the body, X-Gitea-Delivery.
  */
-import { constantTimeEqual, deliveryIdOr, hmacSha256Hex } from '../core/outbound'
+import { constantTimeEqual, deliveryIdOr, hmacSha256Hex, remoteHttpUrl } from '../core/outbound'
 import type { TrackedIssue, TrackerAdapter, TrackerNews, TrackerState, TrackerTarget } from './adapter'
 import { callTracker, intId, malformed, obj, str } from './http'
 
@@ -19,7 +19,7 @@ export const giteaState = (state: unknown): TrackerState => (state === 'closed' 
 function tracked(body: unknown): TrackedIssue {
   const b = obj(body)
   const id = intId(b?.number)
-  const url = str(b?.html_url)
+  const url = remoteHttpUrl(b?.html_url)
   if (!b || !id || !url) throw malformed('gitea', 'the issue number and html_url')
   return { id, key: `#${id}`, url, state: giteaState(b.state) }
 }
@@ -27,7 +27,7 @@ function tracked(body: unknown): TrackedIssue {
 /** The ids of the repository's labels named in `names` (one page of 50: more labels than that are not looked through). */
 async function labelIds(t: TrackerTarget, names: string[], signal?: AbortSignal): Promise<number[]> {
   if (names.length === 0) return []
-  const list = await callTracker('gitea', t.token, { method: 'GET', url: `${repoUrl(t)}/labels?limit=50`, headers: headers(t), what: 'reading the repository\'s labels' }, signal)
+  const list = await callTracker(t, { method: 'GET', url: `${repoUrl(t)}/labels?limit=50`, headers: headers(t), what: 'reading the repository\'s labels' }, signal)
   const wanted = new Set(names.map((n) => n.toLowerCase()))
   const ids: number[] = []
   for (const l of Array.isArray(list) ? list.slice(0, 50) : []) {
@@ -41,23 +41,23 @@ async function labelIds(t: TrackerTarget, names: string[], signal?: AbortSignal)
 export const gitea: TrackerAdapter = {
   kind: 'gitea',
   async whoAmI(t, signal) {
-    const u = obj(await callTracker('gitea', t.token, { method: 'GET', url: `${t.apiUrl}/user`, headers: headers(t), what: 'reading the token\'s user (GET /user)' }, signal))
+    const u = obj(await callTracker(t, { method: 'GET', url: `${t.apiUrl}/user`, headers: headers(t), what: 'reading the token\'s user (GET /user)' }, signal))
     const login = str(u?.login, 200) ?? str(u?.username, 200)
     if (!login) throw malformed('gitea', 'a login')
     return { actor: login, displayName: str(u?.full_name, 200) ?? login }
   },
   async createIssue(t, draft, signal) {
     const labels = await labelIds(t, draft.labels, signal)
-    return tracked(await callTracker('gitea', t.token, { method: 'POST', url: `${repoUrl(t)}/issues`, headers: headers(t), body: { title: draft.title, body: draft.body, labels }, what: 'creating the issue' }, signal))
+    return tracked(await callTracker(t, { method: 'POST', url: `${repoUrl(t)}/issues`, headers: headers(t), body: { title: draft.title, body: draft.body, labels }, what: 'creating the issue' }, signal))
   },
   async updateIssue(t, issueId, draft, signal) {
-    await callTracker('gitea', t.token, { method: 'PATCH', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), body: { title: draft.title, body: draft.body }, what: `updating issue #${issueId}` }, signal)
+    await callTracker(t, { method: 'PATCH', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), body: { title: draft.title, body: draft.body }, what: `updating issue #${issueId}` }, signal)
   },
   async addComment(t, issueId, text, signal) {
-    await callTracker('gitea', t.token, { method: 'POST', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}/comments`, headers: headers(t), body: { body: text }, what: `commenting on issue #${issueId}` }, signal)
+    await callTracker(t, { method: 'POST', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}/comments`, headers: headers(t), body: { body: text }, what: `commenting on issue #${issueId}` }, signal)
   },
   async readIssue(t, issueId, signal) {
-    return tracked(await callTracker('gitea', t.token, { method: 'GET', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), what: `reading issue #${issueId}` }, signal))
+    return tracked(await callTracker(t, { method: 'GET', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), what: `reading issue #${issueId}` }, signal))
   },
   verifyWebhook(h, raw, secret) {
     const given = h.get('x-gitea-signature') ?? h.get('x-forgejo-signature')

@@ -6,7 +6,7 @@
  * classic token with `repo`), as `Authorization: Bearer`. Webhook: the `issues` event, signed with
  * X-Hub-Signature-256, id in X-GitHub-Delivery; actions closed, reopened, deleted are news.
  */
-import { constantTimeEqual, deliveryIdOr, githubHeaders, hmacSha256Hex } from '../core/outbound'
+import { constantTimeEqual, deliveryIdOr, githubHeaders, hmacSha256Hex, remoteHttpUrl } from '../core/outbound'
 import type { TrackedIssue, TrackerAdapter, TrackerNews, TrackerState, TrackerTarget } from './adapter'
 import { callTracker, intId, malformed, obj, str } from './http'
 
@@ -22,7 +22,7 @@ export function githubState(state: unknown, reason: unknown): TrackerState {
 function tracked(kind: 'github' | 'gitea', body: unknown, state: (b: Record<string, unknown>) => TrackerState): TrackedIssue {
   const b = obj(body)
   const id = intId(b?.number)
-  const url = str(b?.html_url)
+  const url = remoteHttpUrl(b?.html_url)
   if (!b || !id || !url) throw malformed(kind, 'the issue number and html_url')
   return { id, key: `#${id}`, url, state: state(b) }
 }
@@ -30,23 +30,23 @@ function tracked(kind: 'github' | 'gitea', body: unknown, state: (b: Record<stri
 export const github: TrackerAdapter = {
   kind: 'github',
   async whoAmI(t, signal) {
-    const u = obj(await callTracker('github', t.token, { method: 'GET', url: `${t.apiUrl}/user`, headers: headers(t), what: 'reading the token\'s user (GET /user)' }, signal))
+    const u = obj(await callTracker(t, { method: 'GET', url: `${t.apiUrl}/user`, headers: headers(t), what: 'reading the token\'s user (GET /user)' }, signal))
     const login = str(u?.login, 200)
     if (!login) throw malformed('github', 'a login')
     return { actor: login, displayName: str(u?.name, 200) ?? login }
   },
   async createIssue(t, draft, signal) {
-    const body = await callTracker('github', t.token, { method: 'POST', url: `${repoUrl(t)}/issues`, headers: headers(t), body: { title: draft.title, body: draft.body, labels: draft.labels }, what: 'creating the issue' }, signal)
+    const body = await callTracker(t, { method: 'POST', url: `${repoUrl(t)}/issues`, headers: headers(t), body: { title: draft.title, body: draft.body, labels: draft.labels }, what: 'creating the issue' }, signal)
     return tracked('github', body, (b) => githubState(b.state, b.state_reason))
   },
   async updateIssue(t, issueId, draft, signal) {
-    await callTracker('github', t.token, { method: 'PATCH', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), body: { title: draft.title, body: draft.body }, what: `updating issue #${issueId}` }, signal)
+    await callTracker(t, { method: 'PATCH', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), body: { title: draft.title, body: draft.body }, what: `updating issue #${issueId}` }, signal)
   },
   async addComment(t, issueId, text, signal) {
-    await callTracker('github', t.token, { method: 'POST', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}/comments`, headers: headers(t), body: { body: text }, what: `commenting on issue #${issueId}` }, signal)
+    await callTracker(t, { method: 'POST', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}/comments`, headers: headers(t), body: { body: text }, what: `commenting on issue #${issueId}` }, signal)
   },
   async readIssue(t, issueId, signal) {
-    const body = await callTracker('github', t.token, { method: 'GET', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), what: `reading issue #${issueId}` }, signal)
+    const body = await callTracker(t, { method: 'GET', url: `${repoUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), what: `reading issue #${issueId}` }, signal)
     return tracked('github', body, (b) => githubState(b.state, b.state_reason))
   },
   verifyWebhook(h, raw, secret) {

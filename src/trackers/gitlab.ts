@@ -6,7 +6,7 @@
  * "Issues events" (X-Gitlab-Event: Issue Hook), X-Gitlab-Token = the secret itself, X-Gitlab-Event-UUID;
  * object_attributes.action close and reopen are news.
  */
-import { constantTimeEqual, deliveryIdOr } from '../core/outbound'
+import { constantTimeEqual, deliveryIdOr, remoteHttpUrl } from '../core/outbound'
 import type { TrackedIssue, TrackerAdapter, TrackerNews, TrackerState, TrackerTarget } from './adapter'
 import { callTracker, intId, malformed, obj, str } from './http'
 
@@ -18,7 +18,7 @@ export const gitlabState = (state: unknown): TrackerState => (state === 'closed'
 function tracked(body: unknown): TrackedIssue {
   const b = obj(body)
   const id = intId(b?.iid)
-  const url = str(b?.web_url)
+  const url = remoteHttpUrl(b?.web_url)
   if (!b || !id || !url) throw malformed('gitlab', 'the issue iid and web_url')
   return { id, key: `#${id}`, url, state: gitlabState(b.state) }
 }
@@ -26,7 +26,7 @@ function tracked(body: unknown): TrackedIssue {
 export const gitlab: TrackerAdapter = {
   kind: 'gitlab',
   async whoAmI(t, signal) {
-    const u = obj(await callTracker('gitlab', t.token, { method: 'GET', url: `${t.apiUrl}/user`, headers: headers(t), what: 'reading the token\'s user (GET /user)' }, signal))
+    const u = obj(await callTracker(t, { method: 'GET', url: `${t.apiUrl}/user`, headers: headers(t), what: 'reading the token\'s user (GET /user)' }, signal))
     const username = str(u?.username, 200)
     if (!username) throw malformed('gitlab', 'a username')
     return { actor: username, displayName: str(u?.name, 200) ?? username }
@@ -34,16 +34,16 @@ export const gitlab: TrackerAdapter = {
   async createIssue(t, draft, signal) {
     // GitLab takes labels as one comma-separated string, so a label name never holds a comma.
     const labels = draft.labels.map((l) => l.replace(/,/g, ' ')).join(',')
-    return tracked(await callTracker('gitlab', t.token, { method: 'POST', url: `${projectUrl(t)}/issues`, headers: headers(t), body: { title: draft.title, description: draft.body, labels }, what: 'creating the issue' }, signal))
+    return tracked(await callTracker(t, { method: 'POST', url: `${projectUrl(t)}/issues`, headers: headers(t), body: { title: draft.title, description: draft.body, labels }, what: 'creating the issue' }, signal))
   },
   async updateIssue(t, issueId, draft, signal) {
-    await callTracker('gitlab', t.token, { method: 'PUT', url: `${projectUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), body: { title: draft.title, description: draft.body }, what: `updating issue #${issueId}` }, signal)
+    await callTracker(t, { method: 'PUT', url: `${projectUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), body: { title: draft.title, description: draft.body }, what: `updating issue #${issueId}` }, signal)
   },
   async addComment(t, issueId, text, signal) {
-    await callTracker('gitlab', t.token, { method: 'POST', url: `${projectUrl(t)}/issues/${encodeURIComponent(issueId)}/notes`, headers: headers(t), body: { body: text }, what: `commenting on issue #${issueId}` }, signal)
+    await callTracker(t, { method: 'POST', url: `${projectUrl(t)}/issues/${encodeURIComponent(issueId)}/notes`, headers: headers(t), body: { body: text }, what: `commenting on issue #${issueId}` }, signal)
   },
   async readIssue(t, issueId, signal) {
-    return tracked(await callTracker('gitlab', t.token, { method: 'GET', url: `${projectUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), what: `reading issue #${issueId}` }, signal))
+    return tracked(await callTracker(t, { method: 'GET', url: `${projectUrl(t)}/issues/${encodeURIComponent(issueId)}`, headers: headers(t), what: `reading issue #${issueId}` }, signal))
   },
   verifyWebhook(h, _raw, secret) {
     const token = h.get('x-gitlab-token')

@@ -1,13 +1,16 @@
 /**
- * One REST call to a tracker, as every REST adapter makes it: a bounded time, no redirects (a redirect
- * could carry the token elsewhere), the answer's JSON, and every failure a TrackerError whose message
- * names the tracker's answer and never the token: unreachable (network, timeout, 5xx), unauthorized
+ * One REST call to a tracker, as every REST adapter makes it, through the bounded outbound client
+ * (src/core/outbound-http.ts: 15 s for the whole exchange, at most 2 MiB read, no redirects — a redirect
+ * could carry the token elsewhere —, connected to the guard's checked addresses), the answer's JSON, and
+ * every failure a TrackerError whose message names the tracker's answer and never the token: unreachable
+ * (network, timeout, 5xx), unauthorized
  * (401, a 403 that is no rate limit), rate_limited (429, or 403 with Retry-After or an exhausted
  * X-RateLimit-Remaining: GitHub's primary and secondary limits), not_found (404, 410: deleted), rejected
  * (another 4xx: a field the tracker refused).
  */
 import { retryAfterMs, scrub } from '../core/outbound'
-import { TrackerError, type TrackerKind } from './adapter'
+import { OutboundError, requestBounded, type OutboundAnswer } from '../core/outbound-http'
+import { TrackerError, type TrackerKind, type TrackerTarget } from './adapter'
 
 export const TRACKER_TIMEOUT_MS = 15_000
 /** What of an answer's text an error message quotes at most. */
@@ -40,22 +43,33 @@ function resetWaitMs(reset: string | null, now = Date.now()): number | null {
   return Math.min(Math.max(Number(reset) * 1000 - now, 1000), 3600_000)
 }
 
-export async function callTracker(kind: TrackerKind, token: string, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
-  const timeout = AbortSignal.timeout(TRACKER_TIMEOUT_MS)
-  let res: Response
+/**
+ * Sends the call to `t`'s tracker (its token for scrubbing, its checked addresses for the connection);
+ * returns the answer's JSON ({} for an empty 2xx) or throws a TrackerError.
+ */
+export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'addresses'>, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
+  const { kind, token } = t
+  let res: OutboundAnswer
   try {
-    res = await fetch(call.url, {
+    res = await requestBounded({
+      url: call.url,
       method: call.method,
       headers: { 'user-agent': 'fixloop', ...(call.body === undefined ? {} : { 'content-type': 'application/json' }), ...call.headers },
       body: call.body === undefined ? undefined : JSON.stringify(call.body),
-      redirect: 'error',
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      timeoutMs: TRACKER_TIMEOUT_MS,
+      signal,
+      addresses: t.addresses,
     })
   } catch (e) {
-    throw new TrackerError('unreachable', scrub(`${kind} unreachable when ${call.what}: ${e instanceof Error ? e.message : String(e)}`, [token]))
+    if (!(e instanceof OutboundError)) throw e
+    // Too large is the tracker's fault and retried like a refused field; no answer at all is unreachable.
+    if (e.failure === 'too_large') throw new TrackerError('rejected', `${kind} ${e.message} when ${call.what}`, e.status)
+    throw new TrackerError('unreachable', scrub(`${kind} unreachable when ${call.what}: ${e.message}`, [token]), e.status)
   }
-  const text = (await res.text()).slice(0, 1024 * 1024)
-  if (res.ok) {
+  const text = res.text
+  // A redirect is never followed (it could carry the token elsewhere): no answer from the API itself.
+  if (res.status >= 300 && res.status < 400) throw new TrackerError('unreachable', `${kind} answered ${res.status} (a redirect, not followed: point apiUrl at the API itself) when ${call.what}`, res.status)
+  if (res.status >= 200 && res.status < 300) {
     if (text.trim() === '') return {}
     try {
       return JSON.parse(text)

@@ -22,6 +22,7 @@
  *               because parseWebhook is pure by the seam's contract and the seam gives neither a clock.
  */
 import { systemClock, type Clock } from '../core/clock'
+import { remoteHttpUrl } from '../core/outbound'
 import { TrackerError, type IssueDraft, type TrackedIssue, type TrackerAdapter, type TrackerIdentity, type TrackerNews, type TrackerState, type TrackerTarget } from './adapter'
 import { constantTimeEqual, deliveryIdOf, detail, hmacHex, obj, send, str, type Obj } from './saas-http'
 
@@ -60,7 +61,7 @@ async function graphql(clock: Clock, t: TrackerTarget, doing: string, query: str
   const secrets = [t.token]
   // GraphQL errors come with 200 or 400 (and 401/403 from the edge): read those bodies ourselves.
   const a = await send(
-    { vendor: 'Linear', doing, url: endpoint(t), method: 'POST', headers: { authorization: authorization(t.token) }, body: { query, variables }, secrets, signal },
+    { vendor: 'Linear', doing, url: endpoint(t), method: 'POST', headers: { authorization: authorization(t.token) }, body: { query, variables }, secrets, signal, addresses: t.addresses },
     (s) => (s >= 200 && s < 300) || s === 400 || s === 401 || s === 403,
   )
   const body = obj(a.json)
@@ -95,7 +96,7 @@ const description = (s: string) => (s.length > DESCRIPTION_MAX ? `${s.slice(0, D
 function trackedOf(issue: Obj | null, doing: string): TrackedIssue {
   const id = str(issue?.id)
   const identifier = str(issue?.identifier)
-  const url = str(issue?.url, 2048)
+  const url = remoteHttpUrl(issue?.url)
   if (!id || !identifier || !url) throw new TrackerError('rejected', `Linear API answered without the issue while ${doing}`)
   const state = obj(issue?.state)
   return { id, key: identifier, url, state: linearState(str(state?.name) ?? '', str(state?.type)) }

@@ -1,15 +1,18 @@
 /**
- * The HTTP call the Jira Cloud and Linear adapters share: one request, bounded in time and size, every
+ * The HTTP call the Jira Cloud and Linear adapters share: one request through the bounded outbound client
+ * (src/core/outbound-http.ts: bounded in time and size, no redirects, pinned to the checked addresses), every
  * failure a TrackerError whose message has the credentials scrubbed out. The vendors' status codes are
  * mapped to the seam's failures here once (401/403 unauthorized, 404 not_found, 429 rate_limited with the
  * Retry-After, 5xx and network errors unreachable, other 4xx rejected); Linear's GraphQL errors, which
  * arrive with 200 or 400, are mapped by src/trackers/linear.ts on top.
  */
 import { retryAfterMs, scrub } from '../core/outbound'
+import type { CheckedAddress } from '../core/address-guard'
+import { ANSWER_MAX_BYTES, OutboundError, requestBounded, type OutboundAnswer } from '../core/outbound-http'
 import { TrackerError, type TrackerFailure } from './adapter'
 
-/** A tracker's answer is read up to this many bytes; a longer one is refused (a hostile or broken API). */
-export const RESPONSE_MAX_BYTES = 2 * 1024 * 1024
+/** A tracker's answer is read up to this many bytes (the shared outbound bound); a longer one is refused. */
+export const RESPONSE_MAX_BYTES = ANSWER_MAX_BYTES
 const TIMEOUT_MS = 20_000
 /** What of a vendor's error text goes into our message (after scrubbing). */
 const DETAIL_MAX = 200
@@ -34,25 +37,8 @@ export interface Call {
   /** Every credential form that must never appear in a message (the token, a Basic header value). */
   secrets: string[]
   signal?: AbortSignal
-}
-
-/** Reads a body up to RESPONSE_MAX_BYTES, or null when it is longer. */
-async function boundedText(res: Response): Promise<string | null> {
-  if (!res.body) return ''
-  const reader = res.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > RESPONSE_MAX_BYTES) {
-      await reader.cancel().catch(() => {})
-      return null
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks).toString('utf8')
+  /** The addresses the tracker address guard checked: the call connects to exactly these. */
+  addresses?: CheckedAddress[]
 }
 
 export function failureOfStatus(status: number): TrackerFailure {
@@ -75,26 +61,23 @@ export function detail(text: string, secrets: string[]): string {
  * redirects is misconfigured, and following would carry the credentials to another host.
  */
 export async function send(c: Call, passStatuses: (status: number) => boolean = (s) => s >= 200 && s < 300): Promise<Answer> {
-  const signals = [AbortSignal.timeout(TIMEOUT_MS), ...(c.signal ? [c.signal] : [])]
-  let res: Response
+  let res: OutboundAnswer
   try {
-    res = await fetch(c.url, {
+    res = await requestBounded({
+      url: c.url,
       method: c.method,
       headers: { accept: 'application/json', 'user-agent': 'fixloop', ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}), ...c.headers },
       body: c.body !== undefined ? JSON.stringify(c.body) : undefined,
-      redirect: 'manual',
-      signal: AbortSignal.any(signals),
+      timeoutMs: TIMEOUT_MS,
+      signal: c.signal,
+      addresses: c.addresses,
     })
   } catch (e) {
-    throw new TrackerError('unreachable', detail(`${c.vendor} API unreachable while ${c.doing}: ${e instanceof Error ? e.message : String(e)}`, c.secrets))
+    if (!(e instanceof OutboundError)) throw e
+    if (e.failure === 'too_large') throw new TrackerError('rejected', `${c.vendor} API ${e.message} while ${c.doing}`, e.status)
+    throw new TrackerError('unreachable', detail(`${c.vendor} API unreachable while ${c.doing}: ${e.message}`, c.secrets), e.status)
   }
-  let text: string | null
-  try {
-    text = await boundedText(res)
-  } catch (e) {
-    throw new TrackerError('unreachable', detail(`${c.vendor} API broke off its answer while ${c.doing}: ${e instanceof Error ? e.message : String(e)}`, c.secrets), res.status)
-  }
-  if (text === null) throw new TrackerError('rejected', `${c.vendor} API answered ${res.status} with more than ${RESPONSE_MAX_BYTES} bytes while ${c.doing}`, res.status)
+  const text = res.text
   let json: unknown
   try {
     json = text ? JSON.parse(text) : undefined

@@ -2,7 +2,7 @@
 // status history, similar reports with merge, duplicates, agent runs. Moves go through /v1.
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
-import { html, Link, useAction, useLoad, ErrorBox, fmtDate } from '@fixloop/ui'
+import { html, Link, useAction, useLoad, ErrorBox, fmtDate, webHref } from '@fixloop/ui'
 import { canResolveByHand, customerTargets } from '@fixloop/fsm'
 import { ItemStatus, historyText, isBranchPushed, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
 import { TrackerIssue } from '@fixloop/trackers'
@@ -76,7 +76,7 @@ function Runs({ org, id }) {
           <dt>Tokens</dt><dd>${r.tokensIn} in / ${r.tokensOut} out</dd>
           <dt>Cost</dt><dd>$${r.costUsd.toFixed(4)}</dd>
           <dt>Branch</dt><dd class="mono">${r.branch || '—'}</dd>
-          <dt>Pull request</dt><dd>${r.prUrl ? html`<a href=${r.prUrl} rel="noreferrer noopener" target="_blank">${r.prUrl}</a>` : r.status === 'succeeded' && r.branch ? 'none opened (branch mode): the branch was pushed' : '—'}</dd>
+          <dt>Pull request</dt><dd>${webHref(r.prUrl) ? html`<a href=${webHref(r.prUrl)} rel="noreferrer noopener" target="_blank">${r.prUrl}</a>` : r.prUrl ? r.prUrl : r.status === 'succeeded' && r.branch ? 'none opened (branch mode): the branch was pushed' : '—'}</dd>
           ${r.guardrailReason && html`<dt>Guardrail</dt><dd>${r.guardrailReason}</dd>`}
           ${r.error && html`<dt>Error</dt><dd>${r.error}</dd>`}
           ${r.summary && html`<dt>Summary</dt><dd>${r.summary}</dd>`}
@@ -287,7 +287,7 @@ export function ReportPage({ org, id }) {
         moves.map((to) => html`<button type="button" disabled=${busy} onClick=${() => act(to)}>${MOVE_LABELS[to] || words(to)}</button>`)}
         ${!item.duplicateOfId && canResolveByHand(item.status) && html`<button type="button" disabled=${busy} onClick=${() => act('resolve')} aria-describedby="resolve-hint">Mark as fixed</button>`}
         ${spamMarkable(item) && html`<button type="button" disabled=${busy} onClick=${() => act('spam')}>Mark as spam</button>`}
-        ${item.mergeRequestUrl && html`<a href=${item.mergeRequestUrl} rel="noreferrer noopener" target="_blank">Pull request</a>`}
+        ${webHref(item.mergeRequestUrl) && html`<a href=${webHref(item.mergeRequestUrl)} rel="noreferrer noopener" target="_blank">Pull request</a>`}
         <${PrState} item=${item} />
       </div>
       ${!item.duplicateOfId && canResolveByHand(item.status) &&

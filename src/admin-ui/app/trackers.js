@@ -4,7 +4,7 @@
 // A server without the routes (404 on GET /v1/apps/:id/tracker) shows a short note instead.
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
-import { html, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
+import { html, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate, webHref } from '@fixloop/ui'
 
 export const TRACKER_NAMES = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea', jira: 'Jira', linear: 'Linear' }
 
@@ -226,9 +226,9 @@ export function TrackerIssue({ org, item }) {
   const name = (k) => TRACKER_NAMES[k] || k || 'the tracker'
   if (issue) {
     return html`<section aria-labelledby="tracker-issue-h" class="tracker-issue"><h2 id="tracker-issue-h">${name(issue.kind)} issue</h2>
-      <p>${issue.url && issue.key
-        ? html`<a href=${issue.url} rel="noreferrer noopener" target="_blank" class="mono">${issue.key}</a>`
-        : html`<span class="muted">Not created yet</span>`}
+      <p>${webHref(issue.url) && issue.key
+        ? html`<a href=${webHref(issue.url)} rel="noreferrer noopener" target="_blank" class="mono">${issue.key}</a>`
+        : issue.key ? html`<span class="mono">${issue.key}</span>` : html`<span class="muted">Not created yet</span>`}
         ${issue.project && html` <span class="muted">in <span class="mono tracker-project">${issue.project}</span></span>`}
         ${issue.state && html` · <span class="tracker-state">${issue.state}</span>`}
         ${' · '}<span class=${`badge ${issue.syncState === 'failing' ? 'bad' : issue.syncState === 'synced' ? 'ok' : ''}`} role="status">${SYNC_LABELS[issue.syncState] || issue.syncState}</span>

@@ -35,6 +35,21 @@ export function Link({ href, children, ...rest }) {
   return html`<a href=${href} onClick=${onClick} ...${rest}>${children}</a>`
 }
 
+/**
+ * A link target from a remote answer (a tracker issue's URL, a pull request's URL), or undefined when it
+ * is not an absolute http(s) URL: the server stores only http(s) ones, and the page never renders a
+ * `javascript:` or `data:` href even if one got stored by an older version.
+ */
+export function webHref(url) {
+  if (typeof url !== 'string') return undefined
+  try {
+    const u = new URL(url)
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined
+  } catch {
+    return undefined
+  }
+}
+
 export const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—')
 export const errText = (e) => (e && e.code ? `${e.message} (${e.code})` : String(e))
 

@@ -3,8 +3,11 @@
  * JSON bodies with the bot token as a Bearer header, as Slack asks. Writes to one channel are paced to
  * at most one per second (Slack's chat.postMessage limit is about one message per second per channel);
  * a 429 is waited out for its Retry-After. The base URL is configurable (FIXLOOP_SLACK_API_URL) so tests
- * run against a stub of the Web API.
+ * run against a stub of the Web API. Every call goes through the bounded outbound client
+ * (src/core/outbound-http.ts: at most 2 MiB of answer, one deadline, redirects never followed).
  */
+import { OutboundError, requestBounded, type OutboundAnswer } from '../../core/outbound-http'
+
 export class SlackError extends Error {
   constructor(
     readonly code: string,
@@ -18,6 +21,16 @@ export class SlackError extends Error {
 /** Slack's pace for one channel: one write a second. */
 export const CHANNEL_INTERVAL_MS = 1000
 const TIMEOUT_MS = 10_000
+
+/** The answer's JSON object, or null (not JSON, or not an object). */
+function jsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(text) as unknown
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
 
 export class SlackApi {
   /** Earliest moment (performance.now()) the next write to each channel may start. */
@@ -48,17 +61,18 @@ export class SlackApi {
   }
 
   private async send(method: string, token: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-    let res: Response
+    let res: OutboundAnswer
     try {
-      res = await fetch(`${this.baseUrl}/${method}`, {
+      res = await requestBounded({
+        url: `${this.baseUrl}/${method}`,
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json; charset=utf-8' },
         body: JSON.stringify(body),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        timeoutMs: TIMEOUT_MS,
       })
     } catch (e) {
-      throw new SlackError(`network: ${e instanceof Error ? e.name : 'error'}`, true)
+      if (!(e instanceof OutboundError)) throw e
+      throw new SlackError(e.failure === 'too_large' ? 'response_too_large' : `network: ${e.failure}`, true)
     }
     if (res.status === 429) {
       const wait = Math.min(60, Number(res.headers.get('retry-after')) || 1)
@@ -66,7 +80,7 @@ export class SlackApi {
       throw new SlackError('ratelimited', true)
     }
     if (res.status >= 500) throw new SlackError(`http_${res.status}`, true)
-    const json = (await res.json().catch(() => ({ ok: false, error: 'invalid_response' }))) as Record<string, unknown>
+    const json = jsonObject(res.text) ?? { ok: false, error: 'invalid_response' }
     if (json.ok !== true) throw new SlackError(String(json.error ?? 'unknown_error'), json.error === 'ratelimited' || json.error === 'internal_error')
     return json
   }
@@ -83,12 +97,13 @@ export class SlackApi {
 
   /** Answers a slash command through its response_url (valid 30 minutes, up to 5 answers). */
   async respond(responseUrl: string, text: string): Promise<void> {
-    await fetch(responseUrl, {
+    // Slack's answer is not needed: read (bounded) and dropped; a failure is the caller's to log.
+    await requestBounded({
+      url: responseUrl,
       method: 'POST',
       headers: { 'content-type': 'application/json; charset=utf-8' },
       body: JSON.stringify({ response_type: 'ephemeral', text }),
-      redirect: 'manual',
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      timeoutMs: TIMEOUT_MS,
     })
   }
 }

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import type { Context } from '../../context'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
-import { refusedAddress, resolveHost } from '../../core/address-guard'
+import { refusedAddress, resolveHost, type CheckedAddress } from '../../core/address-guard'
 import { TRACKER_KINDS, TrackerError, type TrackerKind, type TrackerTarget } from '../../trackers/adapter'
 import { adapterFor, DEFAULT_API_URLS } from '../../trackers/registry'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -152,20 +152,22 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
   /**
    * The tracker's address rule (src/core/address-guard.ts, shared with webhooks and SMTP): every address
    * the API host resolves to must be public, unless FIXLOOP_TRACKER_ALLOW_PRIVATE=1. Checked at connect
-   * and before every sync; a refusal is a TrackerError (the sync retries it, the health shows it).
+   * and before every sync; a refusal is a TrackerError (the sync retries it, the health shows it). The
+   * checked addresses are what the calls connect to (TrackerTarget.addresses): no second DNS answer.
    */
-  async function guard(apiUrl: string): Promise<void> {
+  async function guard(apiUrl: string): Promise<CheckedAddress[]> {
     const host = new URL(apiUrl).hostname.replace(/^\[|\]$/g, '')
     const addresses = await resolveHost(host)
     if (addresses.length === 0) throw new TrackerError('unreachable', `the tracker host ${host} does not resolve`)
     const bad = refusedAddress(addresses, config.trackerAllowPrivate)
     if (bad) throw new TrackerError('rejected', `refused by the tracker address guard: ${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address (${allowPrivateHint('FIXLOOP_TRACKER_ALLOW_PRIVATE')})`)
+    return addresses
   }
 
   /** The connection as one call's target: the token unsealed, the address checked. */
   async function targetOf(conn: TrackerConnectionRow): Promise<TrackerTarget> {
-    await guard(conn.api_url)
-    return { kind: conn.kind as TrackerKind, apiUrl: conn.api_url, project: conn.project, token: box.open(conn.token_sealed).toString('utf8'), ...(conn.account ? { account: conn.account } : {}) }
+    const addresses = await guard(conn.api_url)
+    return { kind: conn.kind as TrackerKind, apiUrl: conn.api_url, project: conn.project, token: box.open(conn.token_sealed).toString('utf8'), ...(conn.account ? { account: conn.account } : {}), addresses }
   }
 
   async function view(row: TrackerConnectionRow, baseUrl: string): Promise<TrackerView> {
@@ -229,8 +231,7 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}) }
       let actor: string
       try {
-        await guard(apiUrl)
-        actor = (await adapter.whoAmI(target)).actor
+        actor = (await adapter.whoAmI({ ...target, addresses: await guard(apiUrl) })).actor
       } catch (e) {
         if (e instanceof TrackerError) throw invalid(`the tracker refused the connection: ${e.message}`)
         throw e
