@@ -1,5 +1,4 @@
 /** `fixloop tracker …`: thin commands over the trackers service (the same rules as PUT /v1/apps/:id/tracker). */
-import { readFileSync } from 'node:fs'
 import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createLifecycle } from '../lifecycle/lifecycle'
@@ -8,7 +7,7 @@ import { MAPPED_ACTIONS } from '../modules/trackers/mapping'
 import { TRACKER_KINDS, type TrackerKind } from '../trackers/adapter'
 import type { NewsAction } from '../modules/trackers/repo'
 import { createTenantsService } from '../modules/tenants/service'
-import { COMMON_FLAGS, output, parseFlags, parseIntFlag, UsageError } from './args'
+import { COMMON_FLAGS, output, parseFlags, parseIntFlag, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
 
 export const TRACKER_HELP = `Usage:
@@ -68,13 +67,8 @@ async function readToken(path: string | undefined): Promise<string | undefined> 
 
 /** The first line of a file (- for standard input), for a secret that must not be on the command line. */
 async function readSecretFile(path: string, flag: string): Promise<string> {
-  let text: string
-  try {
-    // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
-    text = path === '-' ? await Bun.stdin.text() : readFileSync(path, 'utf8')
-  } catch (e) {
-    throw new UsageError(`${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
-  }
+  // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
+  const text = await readInputFile(path, flag, { stdin: true })
   const value = text.split(/\r?\n/)[0].trim()
   if (!value) throw new UsageError(`${flag}: ${path} is empty`)
   return value

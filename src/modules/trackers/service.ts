@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto'
 import type { Context } from '../../context'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
+import { parseDeliveryJson } from '../../core/nul'
 import { refusedAddress, resolveHost } from '../../core/address-guard'
 import { TRACKER_KINDS, TrackerError, type TrackerKind, type TrackerTarget } from '../../trackers/adapter'
 import { adapterFor, DEFAULT_API_URLS } from '../../trackers/registry'
@@ -333,7 +334,8 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       if (!adapter.verifyWebhook(headers, raw, box.open(conn.webhook_secret_sealed).toString('utf8'))) throw unauthenticated()
       let body: unknown
       try {
-        body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw))
+        // NUL stripped, not refused: the host would redeliver a refused delivery forever (core/nul.ts).
+        body = parseDeliveryJson(raw)
       } catch {
         throw new ApiError('invalid_body', undefined, "The delivery is not JSON: set the webhook's content type to application/json.")
       }
