@@ -235,7 +235,8 @@ describe('routes', () => {
       const other = startTrackerStub(kind, stub.token, 'acme/other')
       try {
         for (let i = 1; i <= n; i++) other.issues.set(i, { number: i, title: `unrelated ${i}`, body: 'theirs', labels: null, state: 'open', stateReason: null, comments: [], deleted: false })
-        const moved = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: other.apiUrl, project: 'acme/other', rules: { minDuplicates: 1, onAwaitingManual: [] } } })
+        // Another server (apiUrl): the stored token is not kept for it, so it is given again (docs/trackers.md).
+        const moved = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: other.apiUrl, project: 'acme/other', token: stub.token, rules: { minDuplicates: 1, onAwaitingManual: [] } } })
         expect(moved.status).toBe(200)
         // A duplicate joins the old lead: its push would PATCH and comment on the other repository's #n.
         const dup = await submit(t, `Dark mode toggle forgets its setting after a reload (${kind} move)`)
@@ -293,6 +294,36 @@ describe('routes', () => {
     expect(patches).toBeLessThan(20)
     expect(issue.comments.length).toBeLessThanOrEqual(patches)
   }, 120_000)
+
+  test('the stored token follows no new tracker: kind or apiUrl changed without it is 400 naming token, nothing sent there; other changes keep it', async () => {
+    const t = await seedTenant(server.admin, {}, 'Trk kept token')
+    const stub = stubs.github
+    expect((await connect(t, stub)).status).toBe(200)
+    // Whoever may edit the connection points it at a server of theirs, hoping the stored token follows.
+    const evil = startTrackerStub('github', stub.token)
+    try {
+      const put = (body: Record<string, unknown>) => call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body })
+      for (const [body, named] of [
+        [{ kind: 'github', apiUrl: evil.apiUrl, project: STUB_PROJECT }, 'apiUrl'],
+        [{ kind: 'gitea', apiUrl: stub.apiUrl, project: STUB_PROJECT }, 'kind'],
+        [{ kind: 'gitlab', apiUrl: evil.apiUrl, project: STUB_PROJECT }, 'kind, apiUrl'],
+      ] as const) {
+        const r = await put(body)
+        expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 400, code: 'invalid_argument' })
+        expect(r.body.error.message).toContain(`token is required again: ${named} changed`)
+      }
+      expect(evil.requests).toEqual([])
+      expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body.tracker.apiUrl).toBe(stub.apiUrl)
+      // The same tracker (a trailing slash, other settings): the token is kept.
+      const kept = await put({ kind: 'github', apiUrl: `${stub.apiUrl}/`, project: STUB_PROJECT, stateMap: { done: 'resolved' } })
+      expect([kept.status, kept.body.tracker?.stateMap]).toEqual([200, { done: 'resolved' }])
+      // A new tracker with its token: fine.
+      expect((await put({ kind: 'github', apiUrl: evil.apiUrl, project: STUB_PROJECT, token: evil.token })).status).toBe(200)
+      expect(evil.requests.length).toBeGreaterThan(0)
+    } finally {
+      evil.stop()
+    }
+  })
 
   test('a webhook secret the tracker made (Linear\'s form) replaces fixloop\'s: deliveries verify with it only; never shown back; bad values refused', async () => {
     const t = await seedTenant(server.admin, {}, 'Trk own secret')

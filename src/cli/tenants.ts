@@ -44,7 +44,8 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
 SMTP settings (smtp; reporters who asked are mailed when their report is resolved, docs/email.md):
   --host HOST  --port N (25, 465, 587)  --tls none|starttls|tls  --from "Name <noreply@example.com>"
   --user USER  --password-file PATH     the password is the file's first line, stored encrypted, never shown;
-                                        without --password-file a stored password is kept
+                                        without --password-file a stored password is kept, unless
+                                        --host, --port or --tls changes (then it is required again)
   a private, loopback or link-local host (a local relay) needs FIXLOOP_SMTP_ALLOW_PRIVATE=1 on serve and here
 Settings:
   --name NAME  --slug SLUG  --description TEXT

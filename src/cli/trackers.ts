@@ -21,8 +21,9 @@ export const TRACKER_HELP = `Usage:
   fixloop tracker rotate-webhook-secret --app APP_ID     a new webhook secret, shown once
   fixloop tracker push --feedback FEEDBACK_ID [--json]   create the lead's issue (a job does it; idempotent)
 The token is read from the first line of --token-file PATH (- for standard input), or from
-FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect, omitted keeps the
-stored one. --webhook-secret-file PATH: a signing secret the tracker made (Linear's webhook form makes its
+FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect
+and whenever --kind or --api-url changes (the stored token is only sent where it was given for), omitted otherwise
+keeps the stored one. --webhook-secret-file PATH: a signing secret the tracker made (Linear's webhook form makes its
 own), read the same way, replaces fixloop's. --project: owner/repo (github, gitea), group/project or id (gitlab), project key (jira), team
 id (linear). --api-url: required for gitlab (…/api/v4), gitea (…/api/v1), jira (https://SITE.atlassian.net).
 Tracker URLs must resolve to public addresses unless FIXLOOP_TRACKER_ALLOW_PRIVATE=1 (set it on "fixloop

@@ -11,6 +11,7 @@ import type { Context } from '../../context'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { parseDeliveryJson } from '../../core/nul'
+import { changedDestination, secretRequiredAgain } from '../../core/kept-secret'
 import { refusedAddress, resolveHost } from '../../core/address-guard'
 import { TRACKER_KINDS, TrackerError, type TrackerKind, type TrackerTarget } from '../../trackers/adapter'
 import { adapterFor, DEFAULT_API_URLS } from '../../trackers/registry'
@@ -138,6 +139,9 @@ function checkApiUrl(text: string): string {
   return text.replace(/\/+$/, '')
 }
 
+/** An API URL as compared for the kept-token rule: the parsed form (host lower-cased, default port dropped), no trailing slash. */
+const urlKey = (url: string) => new URL(url).href.replace(/\/+$/, '')
+
 export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
   const { box, clock, config } = ctx
   const repo = createTrackersRepo(ctx.storage, lifecycle, clock)
@@ -225,6 +229,9 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       for (const s of rules.onAwaitingManual) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw invalid(`rules.onAwaitingManual takes ${SEVERITY_CHOICES.join(', ')}`)
 
       const before = await repo.connection(appId)
+      // The stored token is kept only while it would go where it was given for (core/kept-secret.ts).
+      const moved = before && input.token === undefined ? changedDestination({ kind: before.kind, apiUrl: urlKey(before.api_url) }, { kind: input.kind, apiUrl: urlKey(apiUrl) }) : []
+      if (moved.length > 0) throw invalid(secretRequiredAgain('token', moved))
       const token = input.token ?? (before ? box.open(before.token_sealed).toString('utf8') : undefined)
       if (!token) throw invalid('token is required to connect a tracker')
       const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}) }
