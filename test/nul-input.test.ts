@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { call, runBinary, seedTenant, startTestServer, tempDir, type Reply, type Tenant, type TestServer } from './harness'
 import { createAdminsService } from '../src/modules/admins/service'
 import { delivery, send } from './git-host-webhooks'
+import { TEST_DIALECT } from './cluster-env'
 import { userToken } from './helpers-auth'
 import { issueHook, startTrackerStub, type TrackerStub } from './tracker-stub'
 
@@ -89,7 +90,9 @@ describe('NUL in a client\'s JSON body or query string: 400 invalid_body on ever
     test(name, async () => expectRefused(await send()))
   }
 
-  for (const [method, path] of [['GET', '/v1/uploads/APP/a%00.png'], ['POST', '/v1/git-hooks/a%00'], ['POST', '/v1/tracker-hooks/a%00'], ['DELETE', '/v1/chatops/slack/users/T%00/U1'], ['GET', '/v1/feedback/a%00']]) {
+  // The embedded upload store's route exists only without S3 (PostgreSQL mode runs with S3: no route, 404).
+  const uploads = TEST_DIALECT === 'pg' ? [] : [['GET', '/v1/uploads/APP/a%00.png']]
+  for (const [method, path] of [...uploads, ['POST', '/v1/git-hooks/a%00'], ['POST', '/v1/tracker-hooks/a%00'], ['DELETE', '/v1/chatops/slack/users/T%00/U1'], ['GET', '/v1/feedback/a%00']]) {
     test(`NUL in the path: ${method} ${path} → 400 invalid_id`, async () => {
       const r = await call(server.url, method, path.replace('APP', t.appId), { auth: t.key })
       expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status: 400, code: 'invalid_id' })
