@@ -97,7 +97,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(widgetAssets())
     .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
     .use(rootRoutes(VERSION, demoPublicKey !== undefined))
-    .use(healthRoutes(ops.readiness, VERSION))
+    .use(healthRoutes(ops.readiness, VERSION, ctx.config.metricsToken))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(challengeRoutes(auth, s.pow))
     .use(widgetFeedbackRoutes(auth, feedback, s.pow, s.spamIntake))
