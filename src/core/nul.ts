@@ -7,6 +7,7 @@
  * whatever slips through (db/pg/client-options.ts).
  */
 
+/** U+0000, the one character PostgreSQL's `text` cannot hold. */
 export const NUL = '\u0000'
 
 /** The refusal's message, the same wherever NUL is refused. */
