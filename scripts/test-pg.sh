@@ -29,6 +29,7 @@ SUITES=(
   test/upload-races.test.ts
   test/auth.test.ts
   test/hostile-input.test.ts
+  test/nul-input.test.ts
   test/events.test.ts
   test/events-streams.test.ts
   test/small-fixes.test.ts

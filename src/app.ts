@@ -24,6 +24,7 @@ import { inboxRoutes } from './modules/admin-api/inbox-routes'
 import { dashboardPages } from './admin-ui/pages'
 import { crossSiteGuard } from './http/admin-auth'
 import { assertEveryRouteDeclaresAccess } from './http/access-guard'
+import { noteDeclaredQueries } from './http/url-nul'
 import { eventRoutes } from './modules/events/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
@@ -96,7 +97,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(widgetAssets())
     .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
     .use(rootRoutes(VERSION, demoPublicKey !== undefined))
-    .use(healthRoutes(ops.readiness, VERSION))
+    .use(healthRoutes(ops.readiness, VERSION, ctx.config.metricsToken))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(challengeRoutes(auth, s.pow))
     .use(widgetFeedbackRoutes(auth, feedback, s.pow, s.spamIntake))
@@ -124,5 +125,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
 
   // A /v1 or /admin/api route that says nothing about who may call it is refused here, before it can serve.
   assertEveryRouteDeclaresAccess(app.routes)
+  // The query parameters each route reads, for the NUL rule at the edge (http/url-nul.ts).
+  noteDeclaredQueries(app.routes)
   return app
 }

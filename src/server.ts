@@ -20,7 +20,7 @@ import { Checkpointer } from './db/sqlite/checkpointer'
 import { WriteTurns } from './db/sqlite/write-turns'
 import { lockDataDir } from './db/data-dir-lock'
 import { StartupError } from './core/startup-error'
-import { createReadiness, nodeCheck } from './modules/health/readiness'
+import { createReadiness, nodeCheck, trackersCheck } from './modules/health/readiness'
 import { createMetrics } from './modules/metrics/service'
 import { ROLES } from './nodes/coordinator'
 import { VERSION } from './version'
@@ -156,10 +156,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     masterKey: () => ({ ok: true }),
     redis: services.redis ? () => services.redis!.check() : undefined,
     node: ctx.storage.dialect === 'pg' ? () => nodeCheck(coordinator.status(), coordinator.nodeId, services.unheardPeers()) : undefined,
-    trackers: async () => {
-      const failing = await services.trackers.failing()
-      return failing.length === 0 ? { ok: true } : { ok: false, reason: `${failing.length} issue-tracker connection(s) failing (advisory: docs/trackers.md "Failures")`, failing }
-    },
+    trackers: async () => trackersCheck(await services.trackers.failing()),
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
   try {

@@ -261,6 +261,31 @@ describe('repository connection', () => {
     expect((await as(otherOwner, 'GET', path)).text).not.toContain('ghp_secret_token_1')
     expect((await as(owner, 'DELETE', path)).body.disconnected).toBe(true)
   })
+
+  test('the stored token follows no new host: host, API URL or git remote changed without it is 400 naming hostToken; the token stays where it was', async () => {
+    const path = `/admin/api/orgs/${other.orgId}/apps/${other.appId}/repo`
+    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'github', hostToken: 'ghp_secret_token_2', agent: 'command', agentCommand: 'true' }
+    expect((await as(owner, 'PUT', path, body)).status).toBe(200)
+    const stored = async () => (await server.services.connections.load(other.appId))!
+    for (const [change, named] of [
+      [{ hostApiUrl: 'https://evil.example/api/v3' }, 'hostApiUrl'],
+      [{ gitUrl: 'https://evil.example/acme/shop.git' }, 'hostApiUrl, gitUrl'],
+      [{ gitUrl: 'http://git.example/acme/shop.git', hostApiUrl: 'https://git.example/api/v3' }, 'gitUrl'],
+      [{ host: 'gitea' }, 'host, hostApiUrl'],
+    ] as const) {
+      const r = await as(owner, 'PUT', path, { ...body, ...change, hostToken: '' })
+      expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 400, code: 'invalid_argument' })
+      expect(r.body.error.message).toContain(`hostToken is required again: ${named} changed`)
+    }
+    expect(await stored()).toMatchObject({ gitUrl: body.gitUrl, hostApiUrl: 'https://git.example/api/v3', hostToken: 'ghp_secret_token_2' })
+    // Another repository on the same host, the default API URL given explicitly: the token is kept.
+    const kept = await as(owner, 'PUT', path, { ...body, gitUrl: 'https://GIT.example/acme/other.git', hostApiUrl: 'https://git.example/api/v3/', hostToken: '' })
+    expect(kept.status).toBe(200)
+    expect((await stored()).hostToken).toBe('ghp_secret_token_2')
+    // A new host with its token: fine.
+    expect((await as(owner, 'PUT', path, { ...body, gitUrl: 'https://evil.example/a/b.git', hostToken: 'their-token' })).status).toBe(200)
+    expect((await as(owner, 'DELETE', path)).body.disconnected).toBe(true)
+  })
 })
 
 describe('TOTP', () => {

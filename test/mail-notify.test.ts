@@ -412,3 +412,33 @@ describe('"Mark as fixed" (POST /v1/feedback/:id/resolve, an addition)', () => {
     expect((await call(server.url, 'POST', `/v1/feedback/${'f'.repeat(24)}/resolve`, {})).status).toBe(401)
   })
 })
+
+describe('a stored SMTP password follows no new server', () => {
+  test('host, port or TLS mode changed without the password: 400 on /password, nothing sent there; other changes keep it', async () => {
+    const app = await seedTenant(server.admin, { name: 'Kept' })
+    const put = (body: Record<string, unknown>) => call(server.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body })
+    expect((await put(smtpOf(sink.port))).status).toBe(200)
+    // Whoever can edit the settings points them at a server of theirs, hoping the stored password follows.
+    const evil = await startSmtpSink(0, { user: 'mailer', pass: 's3cret-pass' })
+    try {
+      const { password: _omitted, ...noPassword } = smtpOf(sink.port)
+      for (const [change, named] of [[{ port: evil.port }, 'port'], [{ host: 'localhost' }, 'host'], [{ tls: 'starttls' }, 'tls']] as const) {
+        const r = await put({ ...noPassword, ...change })
+        expect({ status: r.status, code: r.body.error?.code, path: r.body.error?.details?.issues?.[0]?.path }).toEqual({ status: 400, code: 'invalid_body', path: '/password' })
+        expect(r.body.error.details.issues[0].message).toContain(`${named} changed`)
+      }
+      // The settings still point at the server the password was given for: the test mail goes there.
+      const sent = await call(server.url, 'POST', `/v1/apps/${app.appId}/smtp/test`, { auth: app.key, body: { to: 'someone@example.com' } })
+      expect(sent.body.sent).toBe(true)
+      expect(evil.mails).toEqual([])
+      // Same server, other fields: the password is kept.
+      const kept = await put({ ...noPassword, user: 'mailer', from: 'Kept <other@shop.example>' })
+      expect([kept.status, kept.body.passwordSet]).toEqual([200, true])
+      // A new server with its password: fine.
+      const moved = await put({ ...smtpOf(evil.port) })
+      expect([moved.status, moved.body.port, moved.body.passwordSet]).toEqual([200, evil.port, true])
+    } finally {
+      await evil.stop()
+    }
+  })
+})

@@ -167,7 +167,9 @@ for (const kind of KINDS) {
       const ready = await call(srv.url, 'GET', '/readyz')
       expect(ready.status).toBe(200)
       expect(ready.body.checks.trackers).toMatchObject({ ok: false, advisory: true })
-      expect(ready.body.checks.trackers.failing.map((f: any) => f.appId)).toContain(t.appId)
+      // A count only: /readyz is public; which App fails is for the operator's token (trackers.test.ts).
+      expect(ready.body.checks.trackers.failing).toBeGreaterThanOrEqual(1)
+      expect(ready.text).not.toContain(t.appId)
       // Intake and the lifecycle go on while the tracker fails.
       const other = await submit(t, 'Dark mode toggle forgets its setting after a reload on Safari')
       expect((await call(srv.url, 'PATCH', `/v1/feedback/${other}`, { auth: t.key, body: { status: 'archived' } })).status).toBe(200)

@@ -20,11 +20,12 @@ import type { FreshStore } from './dialects'
 let server: TestServer
 const stubs = {} as Record<StubKind, TrackerStub>
 const PUBLIC = 'https://fixloop.example'
+const METRICS_TOKEN = 'operator-metrics-token-0123456789'
 const q = (text: string, params: unknown[] = []) => sql<any>({ storage: server.ctx.storage } as FreshStore, text, params)
 
 beforeAll(async () => {
   for (const kind of ['github', 'gitlab', 'gitea'] as const) stubs[kind] = startTrackerStub(kind)
-  server = await startTestServer({ FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_PUBLIC_URL: PUBLIC, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+  server = await startTestServer({ FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_PUBLIC_URL: PUBLIC, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_METRICS_TOKEN: METRICS_TOKEN })
 })
 afterAll(async () => {
   await server?.close()
@@ -190,12 +191,21 @@ for (const kind of ['github', 'gitlab', 'gitea'] as const) {
       const link = (await item(t, lead)).trackerIssue
       expect(link).toMatchObject({ syncState: 'failing', key: null })
       expect(link.lastError).toContain('rate limit')
-      const ready = await call(server.url, 'GET', '/readyz')
-      expect(ready.status).toBe(200)
-      expect(ready.body.checks.trackers).toMatchObject({ ok: false, advisory: true })
-      expect(ready.body.checks.trackers.failing.map((f: any) => f.appId)).toContain(t.appId)
-      expect(ready.text).not.toContain(stub.token)
-      expect((await call(server.url, 'GET', '/metrics')).text).toMatch(new RegExp(`^fixloop_tracker_connections_failing\\{kind="${kind}"\\} [1-9]`, 'm'))
+      // /readyz is public (the shipped nginx passes it): a count, nothing that names a tenant or quotes a tracker.
+      for (const auth of [undefined, 'not-the-metrics-token']) {
+        const ready = await call(server.url, 'GET', '/readyz', { auth })
+        expect(ready.status).toBe(200)
+        expect(ready.body.checks.trackers).toEqual({ ok: false, advisory: true, failing: expect.any(Number), reason: expect.stringContaining('issue-tracker connection(s) failing') })
+        expect(ready.body.checks.trackers.failing).toBeGreaterThanOrEqual(1)
+        for (const secret of [t.appId, t.orgId, 'API rate limit', stub.token]) expect(ready.text).not.toContain(secret)
+      }
+      // The operator's token shows which connections fail, with the tracker's answer; never the token.
+      const detailed = await call(server.url, 'GET', '/readyz', { auth: METRICS_TOKEN })
+      const mine = detailed.body.checks.trackers.connections.find((f: any) => f.appId === t.appId)
+      expect(mine).toMatchObject({ kind, lastError: expect.stringContaining('429') })
+      expect(detailed.body.checks.trackers.failing).toBe(detailed.body.checks.trackers.connections.length)
+      expect(detailed.text).not.toContain(stub.token)
+      expect((await call(server.url, 'GET', '/metrics', { auth: METRICS_TOKEN })).text).toMatch(new RegExp(`^fixloop_tracker_connections_failing\\{kind="${kind}"\\} [1-9]`, 'm'))
       // The job waits for the tracker's Retry-After, not the worker's own backoff.
       const job = (await q("SELECT run_after FROM jobs WHERE kind = 'tracker_push' AND feedback_id = ?", [lead]))[0]
       expect(job.run_after - t0).toBeGreaterThanOrEqual(115_000)
@@ -235,7 +245,8 @@ describe('routes', () => {
       const other = startTrackerStub(kind, stub.token, 'acme/other')
       try {
         for (let i = 1; i <= n; i++) other.issues.set(i, { number: i, title: `unrelated ${i}`, body: 'theirs', labels: null, state: 'open', stateReason: null, comments: [], deleted: false })
-        const moved = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: other.apiUrl, project: 'acme/other', rules: { minDuplicates: 1, onAwaitingManual: [] } } })
+        // Another server (apiUrl): the stored token is not kept for it, so it is given again (docs/trackers.md).
+        const moved = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind, apiUrl: other.apiUrl, project: 'acme/other', token: stub.token, rules: { minDuplicates: 1, onAwaitingManual: [] } } })
         expect(moved.status).toBe(200)
         // A duplicate joins the old lead: its push would PATCH and comment on the other repository's #n.
         const dup = await submit(t, `Dark mode toggle forgets its setting after a reload (${kind} move)`)
@@ -293,6 +304,36 @@ describe('routes', () => {
     expect(patches).toBeLessThan(20)
     expect(issue.comments.length).toBeLessThanOrEqual(patches)
   }, 120_000)
+
+  test('the stored token follows no new tracker: kind or apiUrl changed without it is 400 naming token, nothing sent there; other changes keep it', async () => {
+    const t = await seedTenant(server.admin, {}, 'Trk kept token')
+    const stub = stubs.github
+    expect((await connect(t, stub)).status).toBe(200)
+    // Whoever may edit the connection points it at a server of theirs, hoping the stored token follows.
+    const evil = startTrackerStub('github', stub.token)
+    try {
+      const put = (body: Record<string, unknown>) => call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body })
+      for (const [body, named] of [
+        [{ kind: 'github', apiUrl: evil.apiUrl, project: STUB_PROJECT }, 'apiUrl'],
+        [{ kind: 'gitea', apiUrl: stub.apiUrl, project: STUB_PROJECT }, 'kind'],
+        [{ kind: 'gitlab', apiUrl: evil.apiUrl, project: STUB_PROJECT }, 'kind, apiUrl'],
+      ] as const) {
+        const r = await put(body)
+        expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 400, code: 'invalid_argument' })
+        expect(r.body.error.message).toContain(`token is required again: ${named} changed`)
+      }
+      expect(evil.requests).toEqual([])
+      expect((await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body.tracker.apiUrl).toBe(stub.apiUrl)
+      // The same tracker (a trailing slash, other settings): the token is kept.
+      const kept = await put({ kind: 'github', apiUrl: `${stub.apiUrl}/`, project: STUB_PROJECT, stateMap: { done: 'resolved' } })
+      expect([kept.status, kept.body.tracker?.stateMap]).toEqual([200, { done: 'resolved' }])
+      // A new tracker with its token: fine.
+      expect((await put({ kind: 'github', apiUrl: evil.apiUrl, project: STUB_PROJECT, token: evil.token })).status).toBe(200)
+      expect(evil.requests.length).toBeGreaterThan(0)
+    } finally {
+      evil.stop()
+    }
+  })
 
   test('a webhook secret the tracker made (Linear\'s form) replaces fixloop\'s: deliveries verify with it only; never shown back; bad values refused', async () => {
     const t = await seedTenant(server.admin, {}, 'Trk own secret')
@@ -406,8 +447,8 @@ describe('routes', () => {
     const refused = stubs.github.requests.slice(from).filter((r) => r.method === 'GET')
     expect(refused.length).toBe(1)
     const app = (await q("SELECT app_id FROM tracker_issues WHERE kind = 'github' AND issue_id = ?", [refused[0].path.split('/').at(-1)]))[0]?.app_id
-    const ready = await call(server.url, 'GET', '/readyz')
-    const entry = ready.body.checks.trackers.failing.find((f: any) => f.appId === app)
+    const ready = await call(server.url, 'GET', '/readyz', { auth: METRICS_TOKEN })
+    const entry = ready.body.checks.trackers.connections.find((f: any) => f.appId === app)
     expect(entry.lastError).toContain('429')
     expect(Date.parse(entry.retryAt) - t0).toBeGreaterThanOrEqual(85_000)
     // The poll job waits for it, then goes on from where it stopped: the refused issue is read first.

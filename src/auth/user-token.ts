@@ -2,9 +2,10 @@
  * Private-mode user tokens (spec 5.1/5.2): HS256 JWTs signed with the App's decoded signing secret.
  * Verification accepts HS256 only, requires sub/app/iat/exp, `app` equal to the App of the public key,
  * exp in the future, iat not in the future (a few seconds of clock skew allowed), lifetime ≤ 24 h and
- * ctx an object of at most 2 KB JSON. Any failure is 401 invalid_user_token.
+ * ctx an object of at most 2 KB JSON, no NUL in sub or ctx. Any failure is 401 invalid_user_token.
  */
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
+import { nulPath, NUL_MESSAGE } from '../core/nul'
 import { ApiError } from '../core/errors'
 import { LIMITS, jsonByteLength } from '../core/limits'
 
@@ -46,6 +47,8 @@ export async function verifyUserToken(token: string, appId: string, secret: Uint
   if (exp - iat > LIMITS.tokenLifetimeMax) reject('lifetime exceeds 24 hours')
   if (ctx !== undefined && (ctx === null || typeof ctx !== 'object' || Array.isArray(ctx))) reject('ctx must be a JSON object')
   if (ctx !== undefined && jsonByteLength(ctx) > LIMITS.tokenCtxMaxBytes) reject('ctx exceeds 2 KB')
+  // The claims are stored with the report: NUL is refused as in any other input (core/nul.ts).
+  if (nulPath(sub) || nulPath(ctx)) reject(`sub and ctx ${NUL_MESSAGE}`)
   return { sub, ctx: ctx as Record<string, unknown> | undefined }
 }
 

@@ -1,7 +1,9 @@
 /**
  * Small helpers shared by the CLI commands: flag parsing with clear errors, output, exit codes.
  */
+import { readFileSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { NUL, NUL_MESSAGE } from '../core/nul'
 import { didYouMean } from './suggest'
 
 export class UsageError extends Error {}
@@ -27,6 +29,22 @@ export function parseFlags<T extends FlagSpec>(argv: string[], options: T) {
     }
     throw new UsageError(message)
   }
+}
+
+/**
+ * The text of a file a flag names (a token, a password, a secret), `-` meaning standard input where
+ * `stdin` allows it. The one reader of the CLI's file inputs: an unreadable file, or one holding NUL (the
+ * database cannot store it, core/nul.ts), is a usage error (exit 2) naming the flag.
+ */
+export async function readInputFile(path: string, flag: string, { stdin = false } = {}): Promise<string> {
+  let text: string
+  try {
+    text = stdin && path === '-' ? await Bun.stdin.text() : readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new UsageError(`${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+  if (text.includes(NUL)) throw new UsageError(`${flag}: ${path} ${NUL_MESSAGE}`)
+  return text
 }
 
 export function parseBoolFlag(value: string | undefined, flag: string): boolean | undefined {

@@ -1,9 +1,8 @@
 /** `fixloop chatops slack …`: thin commands over the chat-ops service (the same rules as the API). */
-import { readFileSync } from 'node:fs'
 import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createChatopsService } from '../modules/chatops/service'
-import { COMMON_FLAGS, output, parseFlags, parseList, UsageError } from './args'
+import { COMMON_FLAGS, output, parseFlags, parseList, UsageError , readInputFile } from './args'
 
 export const CHATOPS_HELP = `Usage:
   fixloop chatops slack connect --org ORG_ID [--app APP_ID] --bot-token-file F --signing-secret-file G
@@ -45,13 +44,8 @@ function need(value: string | undefined, what: string): string {
   return value
 }
 
-function readSecret(path: string, flag: string): string {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8').trim()
-  } catch (e) {
-    throw new UsageError(`--${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
-  }
+async function readSecret(path: string, flag: string): Promise<string> {
+  const text = (await readInputFile(path, `--${flag}`)).trim()
   if (!text) throw new UsageError(`--${flag}: ${path} is empty`)
   return text
 }
@@ -87,8 +81,8 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
       case 'connect':
         return output(
           await svc.connect(await orgId(), {
-            botToken: readSecret(need(values['bot-token-file'], '--bot-token-file'), 'bot-token-file'),
-            signingSecret: readSecret(need(values['signing-secret-file'], '--signing-secret-file'), 'signing-secret-file'),
+            botToken: await readSecret(need(values['bot-token-file'], '--bot-token-file'), 'bot-token-file'),
+            signingSecret: await readSecret(need(values['signing-secret-file'], '--signing-secret-file'), 'signing-secret-file'),
             channel: need(values.channel, '--channel'),
             appId: values.app,
             events: parseList(values.events),

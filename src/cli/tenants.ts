@@ -6,11 +6,10 @@ import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
-import { readFileSync } from 'node:fs'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { createLifecycle } from '../lifecycle/lifecycle'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
-import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError } from './args'
+import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
 import { cliTriageService } from './feedback'
 import { createMailService } from '../modules/mail/service'
@@ -45,7 +44,8 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
 SMTP settings (smtp; reporters who asked are mailed when their report is resolved, docs/email.md):
   --host HOST  --port N (25, 465, 587)  --tls none|starttls|tls  --from "Name <noreply@example.com>"
   --user USER  --password-file PATH     the password is the file's first line, stored encrypted, never shown;
-                                        without --password-file a stored password is kept
+                                        without --password-file a stored password is kept, unless
+                                        --host, --port or --tls changes (then it is required again)
   a private, loopback or link-local host (a local relay) needs FIXLOOP_SMTP_ALLOW_PRIVATE=1 on serve and here
 Settings:
   --name NAME  --slug SLUG  --description TEXT
@@ -135,33 +135,21 @@ function numberFlag(value: string | undefined, flag: string): number | undefined
   return Number(value)
 }
 
-function readToken(path: string | undefined): string | undefined {
+async function readToken(path: string | undefined): Promise<string | undefined> {
   if (path === undefined) return undefined
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (e) {
-    throw new UsageError(`--host-token-file: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
-  }
-  const token = text.trim()
+  const token = (await readInputFile(path, '--host-token-file')).trim()
   if (!token) throw new UsageError(`--host-token-file: ${path} is empty`)
   return token
 }
 
 /** The first line of a secret file (an SMTP password), never from the command line. */
-function readSecretLine(path: string, flag: string): string {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (e) {
-    throw new UsageError(`--${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
-  }
-  const line = text.split(/\r?\n/)[0]
+async function readSecretLine(path: string, flag: string): Promise<string> {
+  const line = (await readInputFile(path, `--${flag}`)).split(/\r?\n/)[0]
   if (!line) throw new UsageError(`--${flag}: ${path} is empty`)
   return line
 }
 
-function connectionFrom(v: Record<string, string | string[] | boolean | undefined>): ConnectionInput {
+async function connectionFrom(v: Record<string, string | string[] | boolean | undefined>): Promise<ConnectionInput> {
   const s = (k: string) => v[k] as string | undefined
   return {
     gitUrl: need(s('git-url'), '--git-url'),
@@ -169,7 +157,7 @@ function connectionFrom(v: Record<string, string | string[] | boolean | undefine
     host: oneOfFlag(s('host'), 'host', HOST_KINDS),
     hostApiUrl: s('host-api-url'),
     hostRepo: s('host-repo'),
-    hostToken: readToken(s('host-token-file')),
+    hostToken: await readToken(s('host-token-file')),
     agent: oneOfFlag(s('agent'), 'agent', AGENT_PROVIDERS),
     agentCommand: s('agent-command'),
     model: s('model'),
@@ -346,7 +334,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
         return output(await svc.deleteApp(orgId, appId, cli), json)
       }
       case 'app connect-repo': {
-        const input = connectionFrom(values)
+        const input = await connectionFrom(values)
         const { orgId, appId } = await appTarget()
         return output(await connections().connect(orgId, appId, input, cli), json)
       }
@@ -367,7 +355,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
           return output(await mail.deleteSmtp(orgId, appId, cli), json)
         }
         if (given.length === 0) return output(await mail.getSmtp(orgId, appId), json)
-        const password = values['password-file'] === undefined ? undefined : readSecretLine(values['password-file'], 'password-file')
+        const password = values['password-file'] === undefined ? undefined : await readSecretLine(values['password-file'], 'password-file')
         return output(
           await mail.putSmtp(
             orgId,

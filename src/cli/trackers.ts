@@ -1,5 +1,4 @@
 /** `fixloop tracker …`: thin commands over the trackers service (the same rules as PUT /v1/apps/:id/tracker). */
-import { readFileSync } from 'node:fs'
 import { loadConfig } from '../config'
 import { closeContext, openContext } from '../context'
 import { createLifecycle } from '../lifecycle/lifecycle'
@@ -8,7 +7,7 @@ import { MAPPED_ACTIONS } from '../modules/trackers/mapping'
 import { TRACKER_KINDS, type TrackerKind } from '../trackers/adapter'
 import type { NewsAction } from '../modules/trackers/repo'
 import { createTenantsService } from '../modules/tenants/service'
-import { COMMON_FLAGS, output, parseFlags, parseIntFlag, UsageError } from './args'
+import { COMMON_FLAGS, output, parseFlags, parseIntFlag, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
 
 export const TRACKER_HELP = `Usage:
@@ -22,8 +21,9 @@ export const TRACKER_HELP = `Usage:
   fixloop tracker rotate-webhook-secret --app APP_ID     a new webhook secret, shown once
   fixloop tracker push --feedback FEEDBACK_ID [--json]   create the lead's issue (a job does it; idempotent)
 The token is read from the first line of --token-file PATH (- for standard input), or from
-FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect, omitted keeps the
-stored one. --webhook-secret-file PATH: a signing secret the tracker made (Linear's webhook form makes its
+FIXLOOP_TRACKER_TOKEN when no file is given, never from the command line (shell history); required on the first connect
+and whenever --kind or --api-url changes (the stored token is only sent where it was given for), omitted otherwise
+keeps the stored one. --webhook-secret-file PATH: a signing secret the tracker made (Linear's webhook form makes its
 own), read the same way, replaces fixloop's. --project: owner/repo (github, gitea), group/project or id (gitlab), project key (jira), team
 id (linear). --api-url: required for gitlab (…/api/v4), gitea (…/api/v1), jira (https://SITE.atlassian.net).
 Tracker URLs must resolve to public addresses unless FIXLOOP_TRACKER_ALLOW_PRIVATE=1 (set it on "fixloop
@@ -68,13 +68,8 @@ async function readToken(path: string | undefined): Promise<string | undefined> 
 
 /** The first line of a file (- for standard input), for a secret that must not be on the command line. */
 async function readSecretFile(path: string, flag: string): Promise<string> {
-  let text: string
-  try {
-    // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
-    text = path === '-' ? await Bun.stdin.text() : readFileSync(path, 'utf8')
-  } catch (e) {
-    throw new UsageError(`${flag}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
-  }
+  // "-": standard input (echo "$TOKEN" | fixloop tracker connect … --token-file -), read to its end.
+  const text = await readInputFile(path, flag, { stdin: true })
   const value = text.split(/\r?\n/)[0].trim()
   if (!value) throw new UsageError(`${flag}: ${path} is empty`)
   return value

@@ -3,7 +3,8 @@
  * - X-Request-Id on every response (a client's own id is echoed when it is a sane token);
  * - the 8 MB body limit, checked from Content-Length before any byte is read and counted while reading
  *   (uploads to the embedded store have their own 15 MB limit and stream past this one);
- * - one strict JSON reader for every route (strict-json.ts): depth, size and Content-Type before parsing;
+ * - one strict JSON reader for every route (strict-json.ts): depth, size and Content-Type before parsing,
+ *   NUL after (core/nul.ts); NUL in the URL where the route reads it (url-nul.ts);
  * - URL and header sizes, answered with the envelope (Bun's own limit is raised above ours, see build);
  * - the one error handler that renders the spec's envelope; unknown errors become 500 internal_error
  *   with details.requestId, and their stack is logged, never sent;
@@ -18,6 +19,7 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
+import { nulInUrl } from './url-nul'
 import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 import { clientAddress } from './client-address'
@@ -129,6 +131,13 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       if (length !== null && Number(length) > LIMITS.requestBodyMaxBytes && !UPLOAD_PATH.test(url.slice(pathStart))) {
         throw new ApiError('payload_too_large', { limitBytes: LIMITS.requestBodyMaxBytes })
       }
+    })
+    // NUL decoded from the URL where a route reads it (url-nul.ts): refused once routed (an unknown path
+    // stays 404), before validation and authentication, like a malformed body. (A raw NUL never gets this
+    // far: Bun's parser refuses it.)
+    .onTransform({ as: 'global' }, ({ request, route, query }) => {
+      const refused = nulInUrl(request.method, route, request.url, query)
+      if (refused) throw refused
     })
     // Every JSON body goes through one reader that checks size, depth and Content-Type before parsing.
     .onParse({ as: 'global' }, async ({ request }) => {

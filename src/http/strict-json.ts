@@ -6,9 +6,11 @@
  *   re-serialised), and reading stops at the limit with 413;
  * - nesting deeper than MAX_JSON_DEPTH is refused with 400 before JSON.parse ever sees the text (deep
  *   arrays blow the parser's stack, and Elysia's validator error used to pretty-print the whole body);
- * - anything that is not `application/json` is refused with 400.
+ * - anything that is not `application/json` is refused with 400;
+ * - a NUL (U+0000) in any string or key is refused with 400 (core/nul.ts: PostgreSQL cannot store it).
  */
 import { ApiError } from '../core/errors'
+import { jsonTextMayHoldNul, nulPath, NUL_MESSAGE } from '../core/nul'
 
 /** Deepest nesting of arrays/objects a body may have. Real payloads stay under ~6. */
 export const MAX_JSON_DEPTH = 64
@@ -127,9 +129,17 @@ export async function parseStrictJson(request: Request, limit: number): Promise<
     throw invalid('Content-Type must be application/json')
   }
   if (jsonDepthExceeds(bytes)) throw invalid(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+  let text: string
+  let value: unknown
   try {
-    return JSON.parse(utf8.decode(bytes))
+    text = utf8.decode(bytes)
+    value = JSON.parse(text)
   } catch {
     throw invalid('malformed JSON (or not UTF-8)')
   }
+  // NUL is refused in every string and key, on every store alike (core/nul.ts); the text check keeps the
+  // usual body from being walked.
+  const nul = jsonTextMayHoldNul(text) ? nulPath(value) : undefined
+  if (nul) throw invalid(`${nul === '/' ? 'the body' : nul.slice(1)} ${NUL_MESSAGE}`, nul)
+  return value
 }

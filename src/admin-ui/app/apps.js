@@ -158,6 +158,18 @@ function Secret({ org, app }) {
   </section>`
 }
 
+/** The scheme and host a git remote is reached at (ssh for git@host:path), as the server compares them. */
+function remoteOf(gitUrl) {
+  const scp = /^[^@/]+@([^:/]+):/.exec(gitUrl)
+  if (scp) return `ssh://${scp[1].toLowerCase()}`
+  try {
+    const u = new URL(gitUrl)
+    return `${u.protocol}//${u.host}`
+  } catch {
+    return 'local'
+  }
+}
+
 function Repo({ org, app, me }) {
   const current = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`), [app.id])
   const [f, setF] = useState(null)
@@ -199,6 +211,9 @@ function Repo({ org, app, me }) {
   })
   if (!current.data) return html`<${ErrorBox} error=${current.error} />`
   const ro = !me.isOwner
+  // The stored token is kept only while it goes where it was given for: the same host, API URL and git
+  // remote (docs/agents.md); changed, the server asks for it again, so the form does too.
+  const keepsToken = c && c.hasHostToken && form.host === c.host && form.hostApiUrl.trim().replace(/\/+$/, '') === (c.hostApiUrl || '') && remoteOf(form.gitUrl.trim()) === remoteOf(c.gitUrl)
   const field = (id, label, input, hint) => html`<div class="field"><label for=${id}>${label}</label>${input}${hint && html`<small>${hint}</small>`}</div>`
   return html`<section aria-labelledby="repo"><h2 id="repo">Repository and agent</h2>
     <p>${c ? html`Connected to <span class="mono break">${c.gitUrl}</span>${c.hasHostToken ? ' (token stored)' : ''}.` : 'Not connected: queued reports wait for a repository.'}
@@ -212,7 +227,7 @@ function Repo({ org, app, me }) {
       ${field('r-branch', 'Base branch', html`<input id="r-branch" value=${form.baseBranch} onInput=${set('baseBranch')} />`)}
       ${field('r-host', 'Git host', html`<select id="r-host" value=${form.host} onChange=${set('host')}><option>github</option><option>gitea</option><option>gitlab</option><option value="none">none (push a branch only)</option></select>`)}
       ${field('r-api', 'Host API URL', html`<input id="r-api" value=${form.hostApiUrl} onInput=${set('hostApiUrl')} />`, 'Empty: the host’s default.')}
-      ${field('r-token', 'Host access token', html`<input id="r-token" type="password" autocomplete="off" value=${form.hostToken} onInput=${set('hostToken')} />`, c && c.hasHostToken ? 'Empty keeps the stored token.' : 'Stored encrypted, never shown again.')}
+      ${field('r-token', 'Host access token', html`<input id="r-token" type="password" autocomplete="off" required=${Boolean(c && c.hasHostToken && !keepsToken)} value=${form.hostToken} onInput=${set('hostToken')} />`, keepsToken ? 'Empty keeps the stored token.' : c && c.hasHostToken ? 'Required again: the host, its API URL or the git remote changed, and the stored token is only sent where it was given for.' : 'Stored encrypted, never shown again.')}
       ${field('r-pr', 'Pull request mode', html`<select id="r-pr" value=${form.prMode} onChange=${set('prMode')}><option>ready</option><option>draft</option><option value="branch">branch (push only)</option></select>`)}
       ${field('r-agent', 'Agent preset', html`<select id="r-agent" value=${form.agent} onChange=${set('agent')}><option>claude-code</option><option>codex</option><option>aider</option><option value="command">command (your own)</option></select>`)}
       ${form.agent === 'command' && field('r-cmd', 'Agent command', html`<input id="r-cmd" class="mono" value=${form.agentCommand} onInput=${set('agentCommand')} />`)}

@@ -142,6 +142,10 @@ function TrackerForm({ org, app }) {
   if (current.error) return html`<section aria-labelledby="tracker">${heading}<${ErrorBox} error=${current.error} /></section>`
   if (t === undefined) return html`<section aria-labelledby="tracker">${heading}<p class="muted">This server does not offer issue-tracker sync.</p></section>`
   const kind = KINDS[form.kind] || KINDS.github
+  // The stored token is kept only for the same tracker (kind and API URL): pointed elsewhere, the server
+  // asks for it again (docs/trackers.md), so the form does too.
+  const sameTracker = t && form.kind === t.kind && (form.apiUrl.trim() || kind.api).replace(/\/+$/, '') === t.apiUrl
+  const tokenHint = !t ? 'Stored encrypted, never shown again.' : sameTracker ? 'Empty keeps the stored token.' : 'Required again: the tracker or its API URL changed, and the stored token is only sent where it was given for.'
   const field = (id, label, input, hint) => html`<div class="field"><label for=${id}>${label}</label>${input}${hint && html`<small id=${`${id}-hint`}>${hint}</small>`}</div>`
   return html`<section aria-labelledby="tracker">${heading}
     <p>${t
@@ -157,7 +161,7 @@ function TrackerForm({ org, app }) {
       ${field('t-project', kind.project, html`<input id="t-project" required maxlength="300" value=${form.project} onInput=${set('project')} aria-describedby="t-project-hint" />`, kind.projectHint)}
       ${field('t-api', 'API URL', html`<input id="t-api" type="url" required=${kind.apiNeeded} placeholder=${kind.api} value=${form.apiUrl} onInput=${set('apiUrl')} aria-describedby="t-api-hint" />`, kind.apiNeeded ? `e.g. ${kind.api}` : `Empty: ${kind.api}`)}
       ${form.kind === 'jira' && field('t-account', 'Account e-mail', html`<input id="t-account" type="email" required autocomplete="off" value=${form.account} onInput=${set('account')} aria-describedby="t-account-hint" />`, 'The Atlassian account the API token belongs to.')}
-      ${field('t-token', 'Access token', html`<input id="t-token" type="password" autocomplete="off" required=${!t} value=${form.token} onInput=${set('token')} aria-describedby="t-token-hint" />`, `${kind.token} ${t ? 'Empty keeps the stored token.' : 'Stored encrypted, never shown again.'}`)}
+      ${field('t-token', 'Access token', html`<input id="t-token" type="password" autocomplete="off" required=${!sameTracker} value=${form.token} onInput=${set('token')} aria-describedby="t-token-hint" />`, `${kind.token} ${tokenHint}`)}
       ${form.kind === 'linear' && field('t-hook-secret', 'Linear webhook signing secret', html`<input id="t-hook-secret" type="password" autocomplete="off" minlength="16" value=${form.webhookSecret} onInput=${set('webhookSecret')} aria-describedby="t-hook-secret-hint" />`, 'Linear’s webhook form makes its own secret: paste it here after creating the webhook. Empty keeps the current one. Stored encrypted, never shown again.')}
       <div class="field wide"><label for="t-map">State mapping</label>
         <textarea id="t-map" rows="3" class="mono" aria-describedby="t-map-hint" aria-invalid=${mapError ? 'true' : undefined} value=${form.stateMap} onInput=${set('stateMap')} placeholder="deployed = resolved"></textarea>

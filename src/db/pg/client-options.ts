@@ -6,6 +6,8 @@
  * and with a short backoff some queries still hung). test/pg-driver.test.ts holds both properties.
  */
 import pg from 'pg'
+import { ApiError } from '../../core/errors'
+import { NUL, NUL_MESSAGE } from '../../core/nul'
 
 const INT8 = 20
 const NUMERIC = 1700
@@ -29,6 +31,38 @@ export function openPool(url: string, max = 10): pg.Pool {
   // A client checked out of the pool (a transaction between two statements, the group committer's batch)
   // whose backend ends emits 'error' on itself; with no listener that would end the process. The error
   // also reaches the client's next query, which fails, and the client is released as broken then.
-  pool.on('connect', (client) => client.on('error', () => {}))
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+    refuseNulParameters(client)
+  })
   return pool
+}
+
+/** Does a query parameter (a string, or an array of them for unnest) hold NUL? */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes(NUL)
+  if (Array.isArray(value)) return value.some(holdsNul)
+  return false
+}
+
+/**
+ * The last line of defence of the NUL rule (core/nul.ts): the HTTP edge refuses NUL in what clients
+ * send, but a string that slips through would make PostgreSQL refuse the statement (a 500, and a failed
+ * group-commit pass for the other writes of its batch). Checked here, before the statement is sent, it is
+ * a 400 invalid_body for its own caller only: the transaction it was part of never saw it.
+ */
+function refuseNulParameters(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  const values = (args: unknown[]): unknown =>
+    Array.isArray(args[1]) ? args[1] : args[0] !== null && typeof args[0] === 'object' ? (args[0] as { values?: unknown }).values : undefined
+  ;(client as { query: unknown }).query = (...args: unknown[]) => {
+    const params = values(args)
+    if (Array.isArray(params) && params.some(holdsNul)) {
+      const refused = new ApiError('invalid_body', { issues: [{ path: '/', message: `a text ${NUL_MESSAGE}` }] })
+      const callback = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
+      if (callback) return void queueMicrotask(() => callback(refused))
+      return Promise.reject(refused)
+    }
+    return query(...args)
+  }
 }

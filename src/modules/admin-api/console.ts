@@ -99,11 +99,11 @@ export function createConsoleService(ctx: Context, { reentry, audit, tenants, co
     /**
      * Connects (or replaces) the App's repository and agent. Instance owners only: the agent and verify
      * commands run on this server, which an Org admin must not be able to make it do.
-     * An empty token keeps the stored one.
+     * An empty token keeps the stored one, while the host, its API URL and the git remote are unchanged.
      */
     async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
       await appOf(orgId, appId)
-      const hostToken = input.hostToken || (await connections.load(appId))?.hostToken || undefined
+      const hostToken = input.hostToken || (await connections.keptHostToken(appId, input))
       // The connection, the runs it releases and its audit row commit together (connections/repo.ts).
       const connection = await connections.connect(orgId, appId, { ...input, hostToken }, { ...by(actor), note: { tokenChanged: !!input.hostToken } })
       return { connection }

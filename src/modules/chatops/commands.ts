@@ -10,6 +10,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import { stripNul } from '../../core/nul'
 import type { Logger } from '../../core/logger'
 import { ID_PATTERN } from '../../core/ids'
 import type { FeedbackService } from '../feedback/service'
@@ -93,9 +94,11 @@ export function createSlashCommands(ctx: Context, feedback: FeedbackService, api
         throw new ApiError('invalid_signature', undefined, 'The Slack request signature is missing, stale or wrong.')
       }
       const form = new URLSearchParams(rawBody)
-      const teamId = form.get('team_id') ?? ''
-      const userId = form.get('user_id') ?? ''
-      const text = (form.get('text') ?? '').slice(0, 200)
+      // Slack's delivery, a third party's: NUL is stripped, not refused (core/nul.ts).
+      const field = (name: string) => stripNul(form.get(name) ?? '')
+      const teamId = field('team_id')
+      const userId = field('user_id')
+      const text = field('text').slice(0, 200)
       const responseUrl = safeResponseUrl(form.get('response_url'))
       if (!responseUrl) return { response_type: 'ephemeral', text: await answer(c.org_id, c.app_id, teamId, userId, text) }
       // Acknowledge now, answer through response_url: the work must never hold Slack's 3-second window.

@@ -6,6 +6,7 @@
 import type { Context } from '../../context'
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../../core/errors'
+import { changedDestination, secretRequiredAgain, type Destination } from '../../core/kept-secret'
 import { denyPatternProblem } from '../../core/globs'
 import { isoUtc } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -103,6 +104,32 @@ function hostOf(gitUrl: string): string {
   }
 }
 
+/** A URL as compared for the kept-token rule: scheme and host lower-cased, default port dropped, no trailing slash. */
+function urlKey(url: string): string {
+  try {
+    return new URL(url).href.replace(/\/+$/, '')
+  } catch {
+    return url
+  }
+}
+
+/** The scheme and host a git remote is reached at (ssh for git@host:path, "local" for a path). */
+function remoteOf(gitUrl: string): string {
+  const scp = /^[^@/]+@([^:/]+):/.exec(gitUrl)
+  if (scp) return `ssh://${scp[1].toLowerCase()}`
+  try {
+    const u = new URL(gitUrl)
+    return `${u.protocol}//${u.host}`
+  } catch {
+    return 'local'
+  }
+}
+
+/** Where a git host token is sent: the host's API (pull requests) and the git remote (clone, push). */
+function tokenDestination(host: string, apiUrl: string | null, gitUrl: string): Destination {
+  return { host, hostApiUrl: apiUrl === null ? null : urlKey(apiUrl), gitUrl: remoteOf(gitUrl) }
+}
+
 /**
  * The repository for the host API (CONTRACT): GitHub and Gitea name it `owner/repo`, the last two
  * segments of the git URL's path whatever comes before them (a mirror, a proxy prefix, a local path);
@@ -170,6 +197,17 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
 
   async function requireApp(orgId: string, appId: string): Promise<void> {
     if (!(await repo.appInOrg(orgId, appId))) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
+  }
+
+  /** The connection with the token decrypted (the runner's, and the kept-token rule's). */
+  async function load(appId: string): Promise<RepoConnection | null> {
+    const row = await repo.get(appId)
+    if (!row) return null
+    return {
+      ...decode(row),
+      hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null,
+      webhookSecret: row.webhookSecretEnc ? box.open(row.webhookSecretEnc).toString('utf8') : null,
+    }
   }
 
   /** A stored row as the runner's connection, without decrypting the token. */
@@ -272,16 +310,23 @@ export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
       return { appId, disconnected: await repo.remove(appId, note(by, orgId, 'app.repo_disconnected', appId)) }
     },
 
-    /** For the runner only: the connection with the token decrypted. */
-    async load(appId: string): Promise<RepoConnection | null> {
-      const row = await repo.get(appId)
-      if (!row) return null
-      return {
-        ...decode(row),
-        hostToken: row.hostTokenEnc ? box.open(row.hostTokenEnc).toString('utf8') : null,
-        webhookSecret: row.webhookSecretEnc ? box.open(row.webhookSecretEnc).toString('utf8') : null,
-      }
+    /**
+     * The stored host token for an update that omits it (the dashboard's form leaves it blank), or
+     * undefined when none is stored. Kept only while it would go where it was given for: the same host
+     * kind, API URL and git remote (core/kept-secret.ts); otherwise 400 invalid_argument asking for it.
+     */
+    async keptHostToken(appId: string, input: ConnectionInput): Promise<string | undefined> {
+      const stored = await load(appId)
+      if (!stored?.hostToken) return undefined
+      const host = input.host ?? 'none'
+      const apiUrl = input.hostApiUrl?.replace(/\/+$/, '') ?? defaultApiUrl(host, input.gitUrl)
+      const moved = changedDestination(tokenDestination(stored.hostKind, stored.hostApiUrl, stored.gitUrl), tokenDestination(host, apiUrl, input.gitUrl))
+      if (moved.length > 0) throw invalid(secretRequiredAgain('hostToken', moved))
+      return stored.hostToken
     },
+
+    /** For the runner only: the connection with the token decrypted. */
+    load,
   }
 }
 export type ConnectionsService = ReturnType<typeof createConnectionsService>

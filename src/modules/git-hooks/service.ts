@@ -7,6 +7,7 @@
  */
 import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
+import { parseDeliveryJson } from '../../core/nul'
 import { newId } from '../../core/ids'
 import type { Storage } from '../../db/storage'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -92,7 +93,8 @@ export function createGitHooksService(deps: {
       if (!verifyDelivery(host, headers, raw, conn.webhookSecret)) throw unauthenticated()
       let body: unknown
       try {
-        body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw))
+        // NUL stripped, not refused: the host would redeliver a refused delivery forever (core/nul.ts).
+        body = parseDeliveryJson(raw)
       } catch {
         throw new ApiError('invalid_body', undefined, 'The delivery is not JSON: set the webhook\'s content type to application/json.')
       }

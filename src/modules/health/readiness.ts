@@ -18,11 +18,16 @@ export interface Check {
   roles?: string[]
   liveNodes?: number
   /**
-   * Advisory: shown, never a reason for 503 (readiness is about this node). The `trackers` check: the
-   * issue-tracker connections whose last call failed (docs/trackers.md "Failures").
+   * Advisory: shown, never a reason for 503 (readiness is about this node). The `trackers` check: how
+   * many issue-tracker connections' last call failed (docs/trackers.md "Failures").
    */
   advisory?: boolean
-  failing?: { appId: string; kind: string; lastError: string | null; lastErrorAt: string | null; retryAt: string | null }[]
+  failing?: number
+  /**
+   * The `trackers` check, for the operator only (FIXLOOP_METRICS_TOKEN): which connections fail, with the
+   * tracker's answer. /readyz is public (proxies pass it): Apps and their trackers are the tenants' business.
+   */
+  connections?: FailingTracker[]
   /** The `node` check: live nodes this node does not hear on its Redis (src/nodes/peer-check.ts). */
   unheardPeers?: string[]
   /** Something to look at that does not make the node unready. */
@@ -38,6 +43,21 @@ export function nodeCheck(status: { ok: boolean; roles: string[]; liveNodes: num
     unheardPeers,
     warning: `${unheardPeers.length} live node(s) are not heard on this node's Redis: their Redis is down, or they use another FIXLOOP_REDIS_URL (every node must use the same one)`,
   }
+}
+
+/** A failing issue-tracker connection, as the operator's /readyz lists it. */
+export interface FailingTracker {
+  appId: string
+  kind: string
+  lastError: string | null
+  lastErrorAt: string | null
+  retryAt: string | null
+}
+
+/** The `trackers` check: a count for everyone, the connections for the operator (stripped by `check`). */
+export function trackersCheck(failing: FailingTracker[]): Check {
+  if (failing.length === 0) return { ok: true, failing: 0 }
+  return { ok: false, reason: `${failing.length} issue-tracker connection(s) failing (advisory: docs/trackers.md "Failures")`, failing: failing.length, connections: failing }
 }
 
 export interface ReadinessDeps {
@@ -67,6 +87,11 @@ async function probe(fn: () => Check | Promise<Check>): Promise<Check> {
   }
 }
 
+function withoutConnections(check: Check): Check {
+  const { connections: _private, ...rest } = check
+  return rest
+}
+
 export function createReadiness(d: ReadinessDeps) {
   const database = d.storage.dialect === 'sqlite' ? sqliteDatabaseCheck(d.storage) : pgDatabaseCheck(d.storage)
   const disk = (): Check => {
@@ -76,7 +101,8 @@ export function createReadiness(d: ReadinessDeps) {
     return { ok: true }
   }
   return {
-    async check(): Promise<ReadinessReport> {
+    /** Every check; `details` (the operator's token was given) keeps what names tenants: the failing trackers. */
+    async check({ details = false }: { details?: boolean } = {}): Promise<ReadinessReport> {
       const checkpointer = d.checkpointer
       const [database_, disk_, worker, checkpointer_, masterKey, redis, node, trackers] = await Promise.all([
         probe(database),
@@ -96,7 +122,7 @@ export function createReadiness(d: ReadinessDeps) {
         masterKey,
         ...(redis ? { redis } : {}),
         ...(node ? { node } : {}),
-        ...(trackers ? { trackers } : {}),
+        ...(trackers ? { trackers: details ? trackers : withoutConnections(trackers) } : {}),
       }
       return { ready: Object.values(checks).every((c) => c.ok || c.advisory === true), checks }
     },

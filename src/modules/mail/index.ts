@@ -25,7 +25,7 @@ const SmtpBody = t.Object(
     port: t.Integer({ minimum: 1, maximum: 65535 }),
     tls: oneOf(TLS_MODES),
     user: t.Optional(t.Union([t.String({ maxLength: 255 }), t.Null()])),
-    password: t.Optional(t.Union([t.String({ maxLength: 1024, description: 'Stored encrypted, never returned. Omit to keep the stored one; null to remove it.' }), t.Null()])),
+    password: t.Optional(t.Union([t.String({ maxLength: 1024, description: 'Stored encrypted, never returned. Omit to keep the stored one (only while host, port and tls are unchanged: otherwise 400 invalid_body on /password); null to remove it.' }), t.Null()])),
     from: t.String({ minLength: 3, maxLength: 320, description: 'noreply@example.com or "Name <noreply@example.com>"' }),
   },
   closed,

@@ -5,6 +5,7 @@
  */
 import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import { changedDestination, secretRequiredAgain } from '../../core/kept-secret'
 import { isoUtc } from '../../core/clock'
 import { LIMITS } from '../../core/limits'
 import { allowPrivateHint } from '../../core/process-role'
@@ -92,6 +93,12 @@ export function createMailService(ctx: Context) {
       const guard = await checkSmtpHost(host, ctx.config.smtpAllowPrivate)
       if (!guard.ok && guard.why === 'refused') throw bad('/host', privateHost())
       const before = await repo.smtp(appId)
+      // The stored password is kept only while it would go where it was given for (core/kept-secret.ts):
+      // pointed at another server, or sent without TLS, it would give itself to whoever made the change.
+      if (input.password === undefined && before?.password_sealed) {
+        const moved = changedDestination({ host: before.host.toLowerCase(), port: before.port, tls: before.tls_mode }, { host: host.toLowerCase(), port: input.port, tls: input.tls })
+        if (moved.length > 0) throw bad('/password', secretRequiredAgain('password', moved))
+      }
       const passwordSealed =
         input.password === undefined ? (before?.password_sealed ?? null) : input.password === null || input.password === '' ? null : ctx.box.seal(Buffer.from(input.password))
       const row: SmtpRow = {

@@ -42,7 +42,7 @@ const TrackerBody = t.Object(
     kind: oneOf(TRACKER_KINDS),
     apiUrl: t.Optional(t.String({ minLength: 1, maxLength: 2048, description: 'Default https://api.github.com (github), https://api.linear.app (linear); required for gitlab (…/api/v4), gitea (…/api/v1), jira (https://SITE.atlassian.net).' })),
     project: t.String({ minLength: 1, maxLength: 300, description: 'owner/repo (github, gitea), group/project or numeric id (gitlab), project key (jira), team id (linear).' }),
-    token: t.Optional(t.String({ minLength: 1, maxLength: 4096, description: 'Required on the first connect; omitted keeps the stored one. Sealed at rest, never returned.' })),
+    token: t.Optional(t.String({ minLength: 1, maxLength: 4096, description: 'Required on the first connect, and again when kind or apiUrl changes (400 invalid_argument otherwise); omitted otherwise keeps the stored one. Sealed at rest, never returned.' })),
     account: t.Optional(t.String({ minLength: 3, maxLength: 320, description: 'Jira Cloud: the e-mail of the API token.' })),
     webhookSecret: t.Optional(
       t.String({

@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto'
 import type { Context } from '../../context'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
+import { parseDeliveryJson } from '../../core/nul'
+import { changedDestination, secretRequiredAgain } from '../../core/kept-secret'
 import { refusedAddress, resolveHost, type CheckedAddress } from '../../core/address-guard'
 import { TRACKER_KINDS, TrackerError, type TrackerKind, type TrackerTarget } from '../../trackers/adapter'
 import { adapterFor, DEFAULT_API_URLS } from '../../trackers/registry'
@@ -137,6 +139,9 @@ function checkApiUrl(text: string): string {
   return text.replace(/\/+$/, '')
 }
 
+/** An API URL as compared for the kept-token rule: the parsed form (host lower-cased, default port dropped), no trailing slash. */
+const urlKey = (url: string) => new URL(url).href.replace(/\/+$/, '')
+
 export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
   const { box, clock, config } = ctx
   const repo = createTrackersRepo(ctx.storage, lifecycle, clock)
@@ -226,6 +231,9 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       for (const s of rules.onAwaitingManual) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw invalid(`rules.onAwaitingManual takes ${SEVERITY_CHOICES.join(', ')}`)
 
       const before = await repo.connection(appId)
+      // The stored token is kept only while it would go where it was given for (core/kept-secret.ts).
+      const moved = before && input.token === undefined ? changedDestination({ kind: before.kind, apiUrl: urlKey(before.api_url) }, { kind: input.kind, apiUrl: urlKey(apiUrl) }) : []
+      if (moved.length > 0) throw invalid(secretRequiredAgain('token', moved))
       const token = input.token ?? (before ? box.open(before.token_sealed).toString('utf8') : undefined)
       if (!token) throw invalid('token is required to connect a tracker')
       const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}) }
@@ -334,7 +342,8 @@ export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
       if (!adapter.verifyWebhook(headers, raw, box.open(conn.webhook_secret_sealed).toString('utf8'))) throw unauthenticated()
       let body: unknown
       try {
-        body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw))
+        // NUL stripped, not refused: the host would redeliver a refused delivery forever (core/nul.ts).
+        body = parseDeliveryJson(raw)
       } catch {
         throw new ApiError('invalid_body', undefined, "The delivery is not JSON: set the webhook's content type to application/json.")
       }
