@@ -121,7 +121,7 @@ function uploadRefs(body: SubmitBody) {
 /** What the intake's spam score learns from the service (src/abuse/spam-intake.ts): decisions, spam stored. */
 export interface SpamHooks {
   forget(appId: string): void
-  noteSpam(appId: string, text: string, mark?: SpamMark | null): void
+  confirmedSpam(appId: string, text: string): void
   notSpam(appId: string, text: string): void
 }
 
@@ -186,8 +186,9 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const learned = await abuse.learning(outcome.appId)
       await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
       spamHooks?.forget(outcome.appId)
-      // like_spam (this node): a text marked spam makes its rewordings suspect; "not spam" clears it.
-      if (spam) spamHooks?.noteSpam(outcome.appId, row.text)
+      // like_spam (this node): only a text a person marked spam makes its rewordings suspect (never one
+      // the intake classified: a bot could teach that); "not spam" clears it.
+      if (spam) spamHooks?.confirmedSpam(outcome.appId, row.text)
       else spamHooks?.notSpam(outcome.appId, row.text)
     }
     if (outcome.kind === 'unchanged') return { id, status: outcome.status as FeedbackStatus, spam: toListItem(row).spam }
@@ -231,7 +232,6 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
         idempotency,
       )
       if (outcome.kind === 'key_reused') throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
-      if (s.spam && !outcome.result.replayed) spamHooks?.noteSpam(app.row.id, body.text, s.spam)
       return outcome.result
     },
 
