@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { addressKey } from '../src/http/client-address'
 import { ADDRESS_FLOOD_PER_MINUTE, POW_MAXNUMBER } from '../src/abuse/difficulty'
 import { powHeaderOf, solvePowChallenge } from '../src/abuse/pow'
+import { ManualClock } from '../src/core/clock'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 
 describe('addressKey', () => {
@@ -38,7 +39,8 @@ describe('over HTTP, behind a trusted proxy', () => {
   let open: Tenant
   let guarded: Tenant
   beforeAll(async () => {
-    server = await startTestServer({ FIXLOOP_TRUST_PROXY: '1' })
+    // A clock that stands still: no bucket refills while the test runs, however slow the machine.
+    server = await startTestServer({ FIXLOOP_TRUST_PROXY: '1' }, { clock: new ManualClock(Date.UTC(2026, 5, 1, 12)) })
     open = await seedTenant(server.admin, {}, 'Open')
     guarded = await seedTenant(server.admin, { proofOfWork: 'normal' }, 'Guarded')
   })

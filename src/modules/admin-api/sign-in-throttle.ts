@@ -11,7 +11,7 @@
  */
 import { guard, type BackoffSpec } from '../../core/failure-throttle'
 import type { ThrottleFactory } from '../../core/failure-throttle'
-import { addressKey } from '../../http/client-address'
+import { addressKey } from '../../core/address-key'
 
 const FIFTEEN_MINUTES = 15 * 60_000
 const HOUR = 3600_000
@@ -22,7 +22,7 @@ export const SIGN_IN_BACKOFF = {
   account: { freeFailures: 500, baseDelayMs: 60_000, maxDelayMs: FIFTEEN_MINUTES, forgetAfterMs: HOUR },
 } as const satisfies Record<string, BackoffSpec>
 
-/** The source a failure is charged to: the address key of client-address.ts (an IPv6 address as its /64). */
+/** The source a failure is charged to: the address key of src/core/address-key.ts (an IPv6 address as its /64). */
 export const sourceKey = addressKey
 
 /** `throttles`: in memory on one node, shared through Redis by every node of a cluster. */
