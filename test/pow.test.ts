@@ -155,6 +155,27 @@ describe('what raises the difficulty, and that it comes down again', () => {
     clock.advance(2 * 60 * 60_000)
     expect(maxFor(pow, '198.51.100.9')).toBe(POW_MAXNUMBER.normal)
   })
+
+  test('a burst of solutions solved ahead at the easy difficulty and sent at once cannot outrun the budget', async () => {
+    const { pow } = await service()
+    const headers = Array.from({ length: ADDRESS_FREE_REPORTS + 4 }, () => {
+      const c = pow.challenge(app, '198.51.100.20').challenge!
+      expect(c.maxnumber).toBe(POW_MAXNUMBER.normal) // asking for challenges counts nothing
+      return powHeaderOf(c, solvePowChallenge(c)!)
+    })
+    const verdicts = await Promise.allSettled(headers.map((h) => pow.check(app, '198.51.100.20', h)))
+    expect(verdicts.filter((v) => v.status === 'fulfilled').length).toBe(ADDRESS_FREE_REPORTS)
+    for (const v of verdicts.filter((v) => v.status === 'rejected')) expect((v as PromiseRejectedResult).reason).toMatchObject({ details: { reason: 'too_easy' } })
+  })
+
+  test('replays of one solution raise neither the App\'s difficulty nor another address\'s', async () => {
+    const { pow } = await service()
+    const c = pow.challenge(app, '198.51.100.30').challenge!
+    const header = powHeaderOf(c, solvePowChallenge(c)!)
+    await pow.check(app, '198.51.100.30', header)
+    for (let i = 0; i <= APP_FLOOD_PER_MINUTE; i++) await pow.check(app, `203.0.113.${i % 200}`, header).catch(() => {})
+    expect(maxFor(pow, '198.51.100.31')).toBe(POW_MAXNUMBER.normal)
+  })
 })
 
 describe('over HTTP', () => {

@@ -71,9 +71,13 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
     })
   }
 
-  /** Counts a solution spent by `address`: the work the flood meter and (for a report) the budget weigh. */
-  function spent(app: PowApp, address: string, use: PowUse): void {
-    meter.hit(`app:${app.id}`)
+  /**
+   * Counts a verified solution against `address` (the flood meter; a report also against the budget).
+   * Called before the single-use claim's await, in the same synchronous run as the difficulty check: a
+   * burst of solutions sent at once (solved ahead, all at the easy difficulty) then sees each other's
+   * counts, so the budget cannot be outrun by concurrency. A replay counts against its own sender only.
+   */
+  function counted(app: PowApp, address: string, use: PowUse): void {
     meter.hit(`ip:${app.id}|${address}`)
     if (use === 'report') budget.hit(`${app.id}|${address}`)
   }
@@ -117,9 +121,11 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
       if (!verdict.ok) throw new ApiError(verdict.code, { reason: verdict.reason })
       if (verdict.solved.appId !== app.id) throw new ApiError('proof_of_work_invalid', { reason: 'wrong_app' })
       if (verdict.solved.maxnumber < max) throw new ApiError('proof_of_work_invalid', { reason: 'too_easy', required: max })
+      counted(app, address, use)
       // A replayed solution counts as missing (CONTRACT "Abuse defence").
       if (!(await claim(verdict.solved))) throw new ApiError('proof_of_work_required', { reason: 'replayed', difficulty: levelOf(app) })
-      spent(app, address, use)
+      // The App-wide count only for work really spent: replays of one solution must not raise everyone's difficulty.
+      meter.hit(`app:${app.id}`)
       return verdict.solved
     },
   }
