@@ -24,6 +24,8 @@ SUITES=(
   test/me-feedback.test.ts
   test/pow.test.ts
   test/spam.test.ts
+  test/spam-retention.test.ts
+  test/address-key.test.ts
   test/cors.test.ts
   test/uploads.test.ts
   test/upload-races.test.ts

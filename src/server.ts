@@ -29,6 +29,7 @@ import { META } from './db/meta-keys'
 import { writeInstanceMeta } from './db/storage-meta'
 import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { startRetention } from './modules/events/retention'
+import { startSpamSweep } from './abuse/spam-retention'
 import type { EventHub } from './modules/events/hub'
 import type { SlackNotifier } from './modules/chatops/notifier'
 
@@ -136,6 +137,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
       },
     ])
   }
+  metrics.registry.add(() => [
+    { name: 'fixloop_spam_deleted_total', help: 'Reports this process deleted from spam folders past their App\'s spamRetentionDays.', type: 'counter', samples: [{ value: services.spamSweep.deletedTotal() }] },
+  ])
   // Issue-tracker connections whose last call failed, by kind (docs/trackers.md "Failures").
   metrics.registry.add(async () => {
     const byKind = new Map<string, number>()
@@ -212,6 +216,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     }).catch((e) => log.error('a role change was not carried out in full', { role, held, error: e instanceof Error ? e.message : String(e) }))
   })
   const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
+  const stopSpamSweep = startSpamSweep(services.spamSweep, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
   services.mailer.listeningAt(url)
@@ -249,6 +254,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         // Open event streams would hold the graceful stop below for its whole grace period.
         hub.stop()
         stopRetention()
+        stopSpamSweep()
         // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
         // answer the clustering calls of requests in flight).
         stopRoles()

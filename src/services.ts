@@ -58,6 +58,7 @@ import { createAdminsService } from './modules/admins/service'
 import { createSessionStore } from './modules/admins/sessions'
 import { createKeyActivity } from './modules/admins/key-activity'
 import { createAuditLog } from './modules/audit/index'
+import { createSpamSweep } from './abuse/spam-retention'
 import { createConsoleService } from './modules/admin-api/console'
 import { createPasswordReentry } from './modules/admin-api/password-reentry'
 import { createInbox } from './modules/admin-api/inbox-repo'
@@ -299,6 +300,8 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     feedback,
     pow,
     spamIntake,
+    /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
+    spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log }),
     triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,

@@ -23,6 +23,7 @@ const APP_KEYS = [
   'publicSubmissionEnabled',
   'slug',
   'spamEvents',
+  'spamRetentionDays',
 ].sort()
 
 const dirs: string[] = []
@@ -86,6 +87,7 @@ describe('commands and their --json output', () => {
       processingMode: 'manual',
       batchEnabled: false,
       batchWindowHours: 24,
+      spamRetentionDays: 30,
     })
     expect(new Date(app.createdAt).toISOString()).toBe(app.createdAt)
   })
@@ -94,7 +96,7 @@ describe('commands and their --json output', () => {
     const app = await cliJson(dataDir, [
       'app', 'create', '--org', orgId, '--name', 'Full', '--slug', 'full-app', '--public-submission', 'false',
       '--allowed-origins', 'https://a.example,https://B.example/', '--processing-mode', 'auto_pr', '--batch', 'true', '--batch-window-hours', '6',
-      '--proof-of-work', 'high', '--spam-events', 'true',
+      '--proof-of-work', 'high', '--spam-events', 'true', '--spam-retention-days', '0',
     ])
     expect(app).toMatchObject({
       slug: 'full-app',
@@ -105,6 +107,7 @@ describe('commands and their --json output', () => {
       batchWindowHours: 6,
       proofOfWork: 'high',
       spamEvents: true,
+      spamRetentionDays: 0,
     })
   })
 
@@ -175,7 +178,7 @@ describe('--help', () => {
     const key = (await runBinary(['key', '--help'])).stdout
     for (const c of ['key create', 'key revoke']) expect(key).toContain(c)
     const app = (await runBinary(['app', '--help'])).stdout
-    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events']) {
+    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events', '--spam-retention-days']) {
       expect(app).toContain(c)
     }
   })
@@ -195,6 +198,9 @@ describe('errors: non-zero exit, message on stderr, nothing on stdout', () => {
     ['--batch-window-hours 0', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch-window-hours', '0'], /batch-window-hours/],
     ['--proof-of-work hard', () => ['app', 'create', '--org', orgId, '--name', 'X', '--proof-of-work', 'hard'], /proof-of-work/],
     ['--spam-events maybe', () => ['app', 'update', '0'.repeat(24), '--spam-events', 'maybe'], /spam-events/],
+    ['--spam-retention-days 3651', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', '3651'], /spam-retention-days/],
+    ['--spam-retention-days -1', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', '-1'], /spam-retention-days/],
+    ['--spam-retention-days x', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', 'x'], /spam-retention-days/],
     ['--batch yes', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch', 'yes'], /batch/],
     ['--allowed-origins not an origin', () => ['app', 'create', '--org', orgId, '--name', 'X', '--allowed-origins', 'https://a.example/path'], /origin/],
     ['bad flag on update', () => ['app', 'update', '0'.repeat(24), '--processing-mode', 'bogus'], /processing-mode/],

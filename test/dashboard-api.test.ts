@@ -408,6 +408,11 @@ describe('documented and robust', () => {
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { proofOfWork: 'NORMAL' }],
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamEvents: 'true' }],
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamEvents: { a: 1 } }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: 3651 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: -1 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: 1.5 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: '30' }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: 1e308 }],
     ['POST', '/admin/api/orgs/{org}/apps', { name: 'Fuzzed', proofOfWork: ['normal'] }],
   ]
   test.each(JUNK)('%s %s with junk: a 4xx envelope, never a 5xx', async (method, path, body) => {
@@ -419,7 +424,13 @@ describe('documented and robust', () => {
 
   test('junk abuse-defence settings leave the App as it was', async () => {
     const apps = (await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/apps`)).body.data
-    expect(apps.find((a: any) => a.id === acme.appId)).toMatchObject({ proofOfWork: 'off', spamEvents: false })
+    expect(apps.find((a: any) => a.id === acme.appId)).toMatchObject({ proofOfWork: 'off', spamEvents: false, spamRetentionDays: 30 })
     expect(apps.some((a: any) => a.name === 'Fuzzed')).toBe(false)
+  })
+
+  test('the App page sets how long spam is kept (0: forever)', async () => {
+    const path = `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`
+    expect((await as(owner, 'PATCH', path, { spamRetentionDays: 0 })).body.spamRetentionDays).toBe(0)
+    expect((await as(owner, 'PATCH', path, { spamRetentionDays: 30 })).body.spamRetentionDays).toBe(30)
   })
 })

@@ -7,9 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createPowChallenge, decodePowHeader, powHeaderOf, solvePowChallenge, verifyPowSolution, type PowChallenge } from '../src/abuse/pow'
-import { requiredMaxnumber, POW_MAXNUMBER, ADDRESS_FLOOD_PER_MINUTE } from '../src/abuse/difficulty'
+import { requiredMaxnumber, budgetFactor, POW_MAXNUMBER, ADDRESS_FLOOD_PER_MINUTE, ADDRESS_FREE_REPORTS, APP_FLOOD_PER_MINUTE, BUDGET_FACTOR_MAX } from '../src/abuse/difficulty'
 import { FloodMeter } from '../src/abuse/flood-meter'
-import { powKeyOf } from '../src/abuse/pow-service'
+import { createPowService, powKeyOf } from '../src/abuse/pow-service'
+import { createAbuseRepo } from '../src/abuse/abuse-repo'
+import { freshStore } from './dialects'
 import { ManualClock } from '../src/core/clock'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { userToken } from './helpers-auth'
@@ -97,6 +99,82 @@ describe('difficulty', () => {
     expect(m.rate('x')).toBe(0)
     m.hit('a'), m.hit('b'), m.hit('c'), m.hit('d') // the 4th key evicts idle ones first
     expect(m.rate('d')).toBe(1)
+  })
+  test('the report budget: ×2 for each report of the hour over ADDRESS_FREE_REPORTS, at most ×BUDGET_FACTOR_MAX, on top of the flood factors', () => {
+    expect([0, ADDRESS_FREE_REPORTS - 1, ADDRESS_FREE_REPORTS, ADDRESS_FREE_REPORTS + 2, ADDRESS_FREE_REPORTS + 40].map(budgetFactor)).toEqual([1, 1, 2, 8, BUDGET_FACTOR_MAX])
+    expect(requiredMaxnumber('normal', { appPerMinute: 0, addressPerMinute: 0, addressReports: ADDRESS_FREE_REPORTS + 1 })).toBe(POW_MAXNUMBER.normal * 4)
+    expect(requiredMaxnumber('normal', { appPerMinute: 601, addressPerMinute: 0, addressReports: ADDRESS_FREE_REPORTS })).toBe(POW_MAXNUMBER.normal * 8)
+    expect(requiredMaxnumber('off', { appPerMinute: 0, addressPerMinute: 0, addressReports: 1000 })).toBe(0)
+  })
+})
+
+describe('what raises the difficulty, and that it comes down again', () => {
+  const app = { id: APP, proofOfWork: 'normal' }
+  async function service() {
+    const store = await freshStore('sqlite')
+    return { clock: store.clock, pow: createPowService({ key: KEY, clock: store.clock, repo: createAbuseRepo(store.storage) }) }
+  }
+  const maxFor = (pow: Awaited<ReturnType<typeof service>>['pow'], address: string) => pow.challenge(app, address).challenge!.maxnumber
+  const spend = async (pow: Awaited<ReturnType<typeof service>>['pow'], address: string, use: 'report' | 'upload') => {
+    const c = pow.challenge(app, address).challenge!
+    expect((await pow.check(app, address, powHeaderOf(c, solvePowChallenge(c)!), use))?.appId).toBe(APP)
+  }
+
+  test('challenges asked (no work) from 7 addresses, more than the App flood threshold, raise nobody\'s difficulty', async () => {
+    const { pow } = await service()
+    const each = Math.ceil((APP_FLOOD_PER_MINUTE + 100) / 7)
+    for (let a = 1; a <= 7; a++) for (let i = 0; i < each; i++) pow.challenge(app, `198.51.100.${a}`)
+    expect(maxFor(pow, '203.0.113.1')).toBe(POW_MAXNUMBER.normal)
+    expect(maxFor(pow, '198.51.100.1')).toBe(POW_MAXNUMBER.normal)
+  })
+
+  test('solved work an address spends past ADDRESS_FLOOD_PER_MINUTE raises its difficulty ×4; two minutes after it stops, it is back', async () => {
+    const { pow, clock } = await service()
+    for (let i = 0; i <= ADDRESS_FLOOD_PER_MINUTE; i++) await spend(pow, '198.51.100.7', 'upload')
+    expect(maxFor(pow, '198.51.100.7')).toBe(POW_MAXNUMBER.normal * 4)
+    expect(maxFor(pow, '198.51.100.8')).toBe(POW_MAXNUMBER.normal)
+    clock.advance(60_000)
+    expect(maxFor(pow, '198.51.100.7')).toBeLessThanOrEqual(POW_MAXNUMBER.normal * 4)
+    clock.advance(60_000)
+    expect(maxFor(pow, '198.51.100.7')).toBe(POW_MAXNUMBER.normal)
+  })
+
+  test('the report budget: the report after ADDRESS_FREE_REPORTS in an hour costs ×2 (upload URLs do not count); the hour after, it is free again', async () => {
+    const { pow, clock } = await service()
+    for (let i = 0; i < 3; i++) await spend(pow, '198.51.100.9', 'upload')
+    for (let i = 0; i < ADDRESS_FREE_REPORTS; i++) {
+      expect(maxFor(pow, '198.51.100.9')).toBe(POW_MAXNUMBER.normal)
+      await spend(pow, '198.51.100.9', 'report')
+      clock.advance(10_000) // under the per-minute flood threshold: only the budget counts
+    }
+    expect(maxFor(pow, '198.51.100.9')).toBe(POW_MAXNUMBER.normal * 2)
+    expect(maxFor(pow, '198.51.100.10')).toBe(POW_MAXNUMBER.normal)
+    // A solution made before the budget ran out is now too easy (the widget asks again).
+    const easy = pow.challenge(app, '198.51.100.10').challenge!
+    await expect(pow.check(app, '198.51.100.9', powHeaderOf(easy, solvePowChallenge(easy)!))).rejects.toMatchObject({ code: 'proof_of_work_invalid', details: { reason: 'too_easy' } })
+    clock.advance(2 * 60 * 60_000)
+    expect(maxFor(pow, '198.51.100.9')).toBe(POW_MAXNUMBER.normal)
+  })
+
+  test('a burst of solutions solved ahead at the easy difficulty and sent at once cannot outrun the budget', async () => {
+    const { pow } = await service()
+    const headers = Array.from({ length: ADDRESS_FREE_REPORTS + 4 }, () => {
+      const c = pow.challenge(app, '198.51.100.20').challenge!
+      expect(c.maxnumber).toBe(POW_MAXNUMBER.normal) // asking for challenges counts nothing
+      return powHeaderOf(c, solvePowChallenge(c)!)
+    })
+    const verdicts = await Promise.allSettled(headers.map((h) => pow.check(app, '198.51.100.20', h)))
+    expect(verdicts.filter((v) => v.status === 'fulfilled').length).toBe(ADDRESS_FREE_REPORTS)
+    for (const v of verdicts.filter((v) => v.status === 'rejected')) expect((v as PromiseRejectedResult).reason).toMatchObject({ details: { reason: 'too_easy' } })
+  })
+
+  test('replays of one solution raise neither the App\'s difficulty nor another address\'s', async () => {
+    const { pow } = await service()
+    const c = pow.challenge(app, '198.51.100.30').challenge!
+    const header = powHeaderOf(c, solvePowChallenge(c)!)
+    await pow.check(app, '198.51.100.30', header)
+    for (let i = 0; i <= APP_FLOOD_PER_MINUTE; i++) await pow.check(app, `203.0.113.${i % 200}`, header).catch(() => {})
+    expect(maxFor(pow, '198.51.100.31')).toBe(POW_MAXNUMBER.normal)
   })
 })
 
@@ -191,11 +269,14 @@ describe('over HTTP', () => {
     expect((await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: off.pub, body })).status).toBe(200)
   })
 
-  test('an address that floods gets harder challenges, and an easier solution is then too easy', async () => {
+  test('an address that spends solved work fast gets harder challenges (asking for them does not), and an easier solution is then too easy', async () => {
+    for (let i = 0; i <= ADDRESS_FLOOD_PER_MINUTE; i++) expect((await challenge(flood)).challenge.maxnumber).toBe(POW_MAXNUMBER.normal)
     const first = await solve(flood)
-    let last: any
-    for (let i = 0; i <= ADDRESS_FLOOD_PER_MINUTE; i++) last = await challenge(flood)
-    expect(last.challenge.maxnumber).toBe(POW_MAXNUMBER.normal * 4)
+    const body = { contentType: 'image/png', byteSize: 10, kind: 'screenshot' }
+    for (let i = 0; i <= ADDRESS_FLOOD_PER_MINUTE; i++) {
+      expect((await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: flood.pub, body, headers: { 'X-Fixloop-Proof-Of-Work': await solve(flood) } })).status).toBe(200)
+    }
+    expect((await challenge(flood)).challenge.maxnumber).toBe(POW_MAXNUMBER.normal * 4)
     refused(await submit(flood, first), 'proof_of_work_invalid', 'too_easy')
   })
 

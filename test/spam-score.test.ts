@@ -83,6 +83,32 @@ describe('spamScore', () => {
     expect(contentReasons('occasional crash in escortview').phrases).toBe(0)
     expect(contentReasons(LONG_BUG_REPORT).linkDensity).toBe(false)
   })
+
+  // Everyday words of a shop's or an app's own bug reports: none is a spam phrase (src/abuse/spam-score.ts).
+  const EVERYDAY_REPORTS = [
+    'Buy now does nothing: the checkout freezes after I press Pay',
+    'The "Click here to track your order" link in the email is broken',
+    'The limited time offer banner covers the cart button on mobile',
+    'The page says I earn $5 in points per order, but my balance stays at 0',
+    'I work from home and the VPN blocks your login page',
+    'The weight loss shakes category shows an empty page',
+    'Support says to write to WhatsApp +49 151 0000000 but the number is wrong',
+  ]
+  test.each(EVERYDAY_REPORTS)('an everyday report is no spam phrase: %s', (text) => {
+    expect(contentReasons(text).phrases).toBe(0)
+  })
+
+  test('no report of the three real corpora (test/fixtures) says a spam phrase', () => {
+    const texts: string[] = []
+    const walk = (x: unknown): void => {
+      if (typeof x === 'string') texts.push(x)
+      else if (Array.isArray(x)) x.forEach(walk)
+      else if (x && typeof x === 'object') Object.values(x).forEach(walk)
+    }
+    for (const f of ['dedup-corpus.json', 'real-corpus.json', 'tracker-corpus.json']) walk(JSON.parse(readFileSync(join(import.meta.dir, 'fixtures', f), 'utf8')))
+    expect(texts.length).toBeGreaterThan(1000)
+    expect(texts.filter((t) => contentReasons(t).phrases > 0)).toEqual([])
+  })
 })
 
 describe('learning', () => {

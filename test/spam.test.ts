@@ -129,37 +129,68 @@ describe('intake classification', () => {
   })
 })
 
-describe('like_spam: rewordings of spam already caught', () => {
+describe('like_spam: rewordings of spam a person confirmed', () => {
   const PITCH = 'Boost your website traffic today! Our SEO services put your site on the first page of Google. Visit https://rank-boost.example/offer?ref=6864 for a free audit.'
   const REWORDED = 'Want more visitors to your website? Our SEO services will get your site onto Google first page. Free audit at https://seo-kings.example/free today!'
   const HONEST = { honeypot: '', formMs: 25_000 }
 
-  test('after one pitch caught by the honeypot, a reworded one with only a spam phrase is spam; a real report stays; "not spam" clears it', async () => {
-    const echo = await seedTenant(server.admin, {}, 'Echo')
-    const other = await seedTenant(server.admin, {}, 'Other')
-    // Alone, the rewording scores a spam phrase (0.3): not spam, on an App that holds no spam.
-    const alone = await submit(other, { text: REWORDED, clientSignals: HONEST })
+  test('spam classified at intake teaches nothing: 6 honeypot look-alikes of a complaint, then 5 genuine ones, all 5 in the inbox', async () => {
+    const shop = await seedTenant(server.admin, {}, 'Shop')
+    const lookalikes = [
+      'Buy now button: checkout freezes after I press pay, spinner forever',
+      'Checkout freezes on Buy now, pay spinner never stops, click here to see',
+      'Buy now then checkout freezes, the pay button spins forever, please fix',
+      'When I press Buy now the checkout freezes and pay keeps spinning forever',
+      'checkout freezes: Buy now, pay, spinner spinning forever, cannot order',
+      'Buy now -> checkout freezes -> pay spinner forever, click here for more',
+    ]
+    for (const text of lookalikes) {
+      const id = await submit(shop, { text, clientSignals: { honeypot: 'x', formMs: 20_000 } })
+      expect((await get(shop, id)).spam.reasons).toContain('honeypot')
+    }
+    const genuine = [
+      'Buy now does nothing: the checkout freezes after I press Pay, the spinner runs forever',
+      'Checkout freezes when I click Buy now on the product page, pay button keeps spinning',
+      'I pressed Buy now and then checkout freezes, spinner forever, order never goes through',
+      'After Buy now the checkout page freezes at pay, spinner forever on Safari 17',
+      'Buy now -> checkout freezes, pay spinner never ends; tried twice, same on Chrome',
+    ]
+    const ids = []
+    for (const text of genuine) ids.push(await submit(shop, { text, clientSignals: HONEST }))
+    for (const id of ids) expect((await get(shop, id)).spam).toBeNull()
+    const inbox = await list(shop)
+    for (const id of ids) expect(inbox).toContain(id)
+  })
+
+  test('a pitch a person marked spam makes a reworded one from a script spam; the same words with honest widget signals stay; "not spam" clears it', async () => {
+    // `guarded` asks for proof of work: the script below solves it but sends no clientSignals (no_widget_signals).
+    const other = await seedTenant(server.admin, { proofOfWork: 'normal' }, 'Other')
+    const solvedSubmit = async (t: Tenant, body: Record<string, unknown>) => {
+      const c = (await call(server.url, 'GET', '/v1/widget/challenge', { auth: t.pub })).body.challenge
+      const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body, headers: { 'X-Fixloop-Proof-Of-Work': powHeaderOf(c, solvePowChallenge(c)!) } })
+      expect(r.status).toBe(201)
+      return r.body.id as string
+    }
+    // On an App that holds no confirmed spam, the rewording from a script scores a spam phrase and no_widget_signals: not spam.
+    const alone = await solvedSubmit(other, { text: REWORDED })
     expect((await get(other, alone)).spam).toBeNull()
 
-    const caught = await submit(echo, { text: PITCH, clientSignals: { honeypot: 'https://rank-boost.example', formMs: 600 } })
-    expect((await get(echo, caught)).spam.reasons).toContain('honeypot')
-    const variant = await submit(echo, { text: REWORDED, clientSignals: HONEST })
-    const mark = (await get(echo, variant)).spam
-    expect(mark.reasons).toEqual(['like_spam', 'spam_phrases'])
+    const pitch = await solvedSubmit(guarded, { text: PITCH })
+    expect((await get(guarded, pitch)).spam).toBeNull()
+    expect((await call(server.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: guarded.key, body: { spam: true } })).status).toBe(200)
+    const variant = await solvedSubmit(guarded, { text: REWORDED })
+    const mark = (await get(guarded, variant)).spam
+    expect(mark.reasons).toEqual(['no_widget_signals', 'like_spam', 'spam_phrases'])
     expect(mark.score).toBeGreaterThanOrEqual(0.7)
-    expect(await list(echo, '&spam=only')).toEqual(expect.arrayContaining([caught, variant]))
 
-    // A real report sharing words ("website", "page", "click here") and a phrase: compared, and stays in the inbox.
-    const real = await submit(echo, { text: 'The checkout page of your website shows a blank screen when I click here on Pay, on Firefox 121.', clientSignals: HONEST })
-    expect((await get(echo, real)).spam).toBeNull()
-    expect(await list(echo)).toContain(real)
+    // The same rewording from the widget (honest signals): content alone never lets like_spam count.
+    const honest = await solvedSubmit(guarded, { text: REWORDED, clientSignals: HONEST })
+    expect((await get(guarded, honest)).spam).toBeNull()
 
     // "Not spam" on the rewording: the App's score learns, and the text no longer resembles held spam.
-    expect((await call(server.url, 'PATCH', `/v1/feedback/${variant}`, { auth: echo.key, body: { spam: false } })).status).toBe(200)
-    const triage = await call(server.url, 'GET', `/v1/apps/${echo.appId}/triage`, { auth: echo.key })
-    expect(triage.body.spam.factors).toMatchObject({ like_spam: 0.8, spam_phrases: 0.8 })
-    const again = await submit(echo, { text: REWORDED, clientSignals: HONEST })
-    expect((await get(echo, again)).spam).toBeNull()
+    expect((await call(server.url, 'PATCH', `/v1/feedback/${variant}`, { auth: guarded.key, body: { spam: false } })).status).toBe(200)
+    const again = await solvedSubmit(guarded, { text: REWORDED })
+    expect((await get(guarded, again)).spam).toBeNull()
   })
 })
 

@@ -28,6 +28,22 @@ export interface AbuseRepo {
   learning(appId: string): Promise<SpamLearningRow | undefined>
   /** Stores an App's factors and counts one decision by hand (`not_spam` or `spam`). */
   saveLearning(appId: string, factors: string, decision: 'not_spam' | 'spam', now: number): Promise<void>
+  /** The Apps (deleted ones too) whose spam folder has a retention: `spamRetentionDays` above 0. */
+  spamRetainingApps(): Promise<SpamRetainingApp[]>
+  /**
+   * The spam retention's delete (src/abuse/spam-retention.ts), one bounded batch in one transaction: up
+   * to `limit` of the App's reports in the spam folder since before `before` (epoch ms of `spam_marked_at`;
+   * a lead that gathered duplicates is never deleted) go, with their jobs, read marks and triage
+   * decisions; their uploads are detached (no report, issued at 0) so their objects can be removed, and by
+   * the upload collection should that fail. Returns how many reports went and the detached upload keys.
+   */
+  deleteExpiredSpam(app: { id: string; orgId: string }, before: number, limit: number): Promise<{ deleted: number; uploadKeys: string[] }>
+}
+
+export interface SpamRetainingApp {
+  id: string
+  orgId: string
+  days: number
 }
 
 export function createAbuseRepo(storage: Storage): AbuseRepo {

@@ -1,15 +1,14 @@
 /**
- * How busy an App and each of its addresses are, in memory, per node: events (challenges asked,
- * submissions) counted in one-minute windows, the rate estimated from the current window plus the share
- * of the previous one still inside the last minute (a sliding window in two counters). Bounded: at most
+ * How busy an App and each of its address keys are, in memory, per node: events (solved work spent,
+ * submissions) counted in windows of `windowMs` (a minute unless told), the rate estimated from the
+ * current window plus the share of the previous one still inside the last window (a sliding window in two
+ * counters). So a count decays by itself: two windows after the last event it is 0. Bounded: at most
  * `maxKeys` keys; when full, keys idle for two windows are dropped, then (a flood of addresses) all of them.
  */
 import type { Clock } from '../core/clock'
 
-const WINDOW_MS = 60_000
-
 interface Counter {
-  /** Start of the current window (epoch ms, a multiple of WINDOW_MS). */
+  /** Start of the current window (epoch ms, a multiple of the window). */
   start: number
   current: number
   previous: number
@@ -21,28 +20,29 @@ export class FloodMeter {
   constructor(
     private readonly clock: Clock,
     private readonly maxKeys = 50_000,
+    private readonly windowMs = 60_000,
   ) {}
 
-  /** Counts one event for `key`; its rate over the last minute, this one included. */
+  /** Counts one event for `key`; its count over the last window, this one included. */
   hit(key: string): number {
     const c = this.roll(key, true)!
     c.current++
     return this.rateOf(c)
   }
 
-  /** The events per minute of `key` over the last minute. */
+  /** The events of `key` over the last window. */
   rate(key: string): number {
     const c = this.roll(key, false)
     return c ? this.rateOf(c) : 0
   }
 
   private rateOf(c: Counter): number {
-    const into = (this.clock.now() - c.start) / WINDOW_MS
+    const into = (this.clock.now() - c.start) / this.windowMs
     return c.current + c.previous * Math.max(0, 1 - into)
   }
 
   private roll(key: string, create: boolean): Counter | undefined {
-    const start = Math.floor(this.clock.now() / WINDOW_MS) * WINDOW_MS
+    const start = Math.floor(this.clock.now() / this.windowMs) * this.windowMs
     let c = this.counters.get(key)
     if (!c) {
       if (!create) return undefined
@@ -51,7 +51,7 @@ export class FloodMeter {
       this.counters.set(key, c)
     }
     if (c.start !== start) {
-      c.previous = c.start === start - WINDOW_MS ? c.current : 0
+      c.previous = c.start === start - this.windowMs ? c.current : 0
       c.current = 0
       c.start = start
     }
@@ -59,7 +59,7 @@ export class FloodMeter {
   }
 
   private evict(start: number): void {
-    for (const [k, c] of this.counters) if (c.start < start - WINDOW_MS) this.counters.delete(k)
+    for (const [k, c] of this.counters) if (c.start < start - this.windowMs) this.counters.delete(k)
     if (this.counters.size >= this.maxKeys) this.counters.clear()
   }
 }

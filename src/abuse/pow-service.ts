@@ -18,7 +18,7 @@ import type { RedisLink } from '../nodes/redis-link'
 import type { AbuseRepo } from './abuse-repo'
 import { FloodMeter } from './flood-meter'
 import { createPowSingleUse } from './pow-single-use'
-import { isProofOfWorkLevel, POW_CHALLENGE_TTL_MS, requiredMaxnumber, type ProofOfWorkLevel } from './difficulty'
+import { isProofOfWorkLevel, POW_CHALLENGE_TTL_MS, REPORT_BUDGET_WINDOW_MS, requiredMaxnumber, type ProofOfWorkLevel } from './difficulty'
 import { createPowChallenge, decodePowHeader, verifyPowSolution, type PowChallenge, type SolvedChallenge } from './pow'
 
 export const POW_HEADER = 'x-fixloop-proof-of-work'
@@ -44,17 +44,42 @@ export function levelOf(app: PowApp): ProofOfWorkLevel {
   return isProofOfWorkLevel(app.proofOfWork) ? app.proofOfWork : 'off'
 }
 
-export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: AbuseRepo; redis?: RedisLink; log?: Logger; meter?: FloodMeter }) {
+/** What a spent solution paid for: a report (counts against the address's report budget) or an upload URL. */
+export type PowUse = 'report' | 'upload'
+
+/**
+ * `address` everywhere below is the caller's address key (src/http/client-address.ts `addressKey`: an
+ * IPv6 address as its /64), never the raw address.
+ */
+export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: AbuseRepo; redis?: RedisLink; log?: Logger; meter?: FloodMeter; budget?: FloodMeter }) {
   const { key, clock, repo } = deps
   const meter = deps.meter ?? new FloodMeter(clock)
+  /** Reports per App and address key over the last hour: the report budget (difficulty.ts). */
+  const budget = deps.budget ?? new FloodMeter(clock, 50_000, REPORT_BUDGET_WINDOW_MS)
   const singleUse = createPowSingleUse(deps)
   let lastPurge = 0
 
-  /** Counts one public request of `ip` to `appId`; the difficulty required now. */
-  function required(app: PowApp, ip: string): number {
-    const appPerMinute = meter.hit(`app:${app.id}`)
-    const addressPerMinute = meter.hit(`ip:${app.id}|${ip}`)
-    return requiredMaxnumber(levelOf(app), { appPerMinute, addressPerMinute })
+  /**
+   * The difficulty `address` must solve for `app` now. Reads the counts, never adds to them: asking for a
+   * challenge costs nothing, so it must not raise anyone's difficulty (docs/security.md).
+   */
+  function required(app: PowApp, address: string): number {
+    return requiredMaxnumber(levelOf(app), {
+      appPerMinute: meter.rate(`app:${app.id}`),
+      addressPerMinute: meter.rate(`ip:${app.id}|${address}`),
+      addressReports: budget.rate(`${app.id}|${address}`),
+    })
+  }
+
+  /**
+   * Counts a verified solution against `address` (the flood meter; a report also against the budget).
+   * Called before the single-use claim's await, in the same synchronous run as the difficulty check: a
+   * burst of solutions sent at once (solved ahead, all at the easy difficulty) then sees each other's
+   * counts, so the budget cannot be outrun by concurrency. A replay counts against its own sender only.
+   */
+  function counted(app: PowApp, address: string, use: PowUse): void {
+    meter.hit(`ip:${app.id}|${address}`)
+    if (use === 'report') budget.hit(`${app.id}|${address}`)
   }
 
   async function claim(s: SolvedChallenge): Promise<boolean> {
@@ -70,10 +95,10 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
     meter,
 
     /** GET /v1/widget/challenge: a fresh challenge at the difficulty required now (null when the App asks none). */
-    challenge(app: PowApp, ip: string): ChallengeAnswer {
+    challenge(app: PowApp, address: string): ChallengeAnswer {
       const difficulty = levelOf(app)
       if (difficulty === 'off') return { required: false, difficulty, challenge: null }
-      const max = required(app, ip)
+      const max = required(app, address)
       if (max === 0) return { required: false, difficulty, challenge: null }
       return { required: true, difficulty, challenge: createPowChallenge(key, app.id, max, clock.now() + POW_CHALLENGE_TTL_MS) }
     },
@@ -81,12 +106,13 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
     /**
      * A public-mode request to an App that asks for proof of work: refuses (ApiError) a missing, malformed,
      * forged, expired, other App's, too easy or already used solution; otherwise spends it. Returns the
-     * solved challenge, or undefined when the App asks none (the header is then ignored).
+     * solved challenge, or undefined when the App asks none (the header is then ignored). Only a solution
+     * spent here is counted (`use`: a report also counts against the address's report budget).
      */
-    async check(app: PowApp, ip: string, header: string | null): Promise<SolvedChallenge | undefined> {
+    async check(app: PowApp, address: string, header: string | null, use: PowUse = 'report'): Promise<SolvedChallenge | undefined> {
       // The hot path of an App without the defence: nothing counted, nothing read.
       if (levelOf(app) === 'off') return undefined
-      const max = required(app, ip)
+      const max = required(app, address)
       if (max === 0) return undefined
       if (header === null || header === '') throw new ApiError('proof_of_work_required', { reason: 'missing', difficulty: levelOf(app) })
       const solution = decodePowHeader(header)
@@ -95,8 +121,11 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
       if (!verdict.ok) throw new ApiError(verdict.code, { reason: verdict.reason })
       if (verdict.solved.appId !== app.id) throw new ApiError('proof_of_work_invalid', { reason: 'wrong_app' })
       if (verdict.solved.maxnumber < max) throw new ApiError('proof_of_work_invalid', { reason: 'too_easy', required: max })
+      counted(app, address, use)
       // A replayed solution counts as missing (CONTRACT "Abuse defence").
       if (!(await claim(verdict.solved))) throw new ApiError('proof_of_work_required', { reason: 'replayed', difficulty: levelOf(app) })
+      // The App-wide count only for work really spent: replays of one solution must not raise everyone's difficulty.
+      meter.hit(`app:${app.id}`)
       return verdict.solved
     },
   }

@@ -8,10 +8,14 @@
  * classified at intake: fixloop cannot tell its ordinary traffic (one backend, one address, many reports)
  * from a flood, and the App's owner has not asked for the defence. Private mode is never classified.
  *
- * `like_spam` compares the text with the App's spam of the last hour (src/abuse/spam-ring.ts) only when
- * it can decide: another signal fired, the report is not spam without it, and the App holds spam (an App
- * nobody floods pays one map lookup; a report that trips nothing pays nothing). The ring is fed once a
- * spam report is stored (`noteSpam`) or marked by hand; "not spam" by hand takes the text out (`notSpam`).
+ * `like_spam` compares the text with the spam a person confirmed (marked spam by hand) in the last hour
+ * (src/abuse/spam-ring.ts), and only when it can decide: a behavioural signal of the report itself fired
+ * (content alone, a spam phrase or many links, never counts: "buy now" is an everyday word in a shop's
+ * bug report), the report is not spam without it, and the App holds confirmed spam (an App nobody floods
+ * pays one map lookup; a report that trips nothing pays nothing). Spam classified at intake never feeds
+ * the ring: a bot could otherwise teach it, e.g. send look-alikes of a genuine complaint with the honeypot
+ * filled and have the genuine ones follow them into the spam folder. "Not spam" by hand takes the text
+ * out (`notSpam`).
  */
 import type { Clock } from '../core/clock'
 import type { AbuseRepo } from './abuse-repo'
@@ -20,9 +24,9 @@ import type { FloodMeter } from './flood-meter'
 import type { SolvedChallenge } from './pow'
 import { levelOf, type PowApp } from './pow-service'
 import { RepeatTracker } from './repeat-tracker'
-import { SpamRing, type Likeness } from './spam-ring'
+import { SpamRing } from './spam-ring'
 import { parseFactors, type SpamFactors } from './spam-learn'
-import { spamScore } from './spam-score'
+import { CONTENT_REASONS, spamScore } from './spam-score'
 
 export interface ClientSignals {
   honeypot?: string
@@ -32,8 +36,6 @@ export interface ClientSignals {
 export interface SpamMark {
   score: number
   reasons: string[]
-  /** The text's likeness to the App's held spam, when computed: `noteSpam` reuses its vector. */
-  like?: Likeness
 }
 
 const FACTORS_TTL_MS = 30_000
@@ -58,8 +60,8 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
     forget: (appId: string) => void cache.delete(appId),
     factorsOf,
 
-    /** A report of the App was stored as spam (at intake, `mark` its classification) or marked spam by hand. */
-    noteSpam: (appId: string, text: string, mark?: SpamMark | null) => ring.add(appId, text, mark?.like),
+    /** A person marked a report of the App spam: its rewordings are `like_spam` from now on (on this node). */
+    confirmedSpam: (appId: string, text: string) => ring.add(appId, text),
     /** A report of the App was declared "not spam" by hand: its text no longer makes others `like_spam`. */
     notSpam: (appId: string, text: string) => void ring.remove(appId, text),
 
@@ -84,15 +86,16 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
         text,
       }
       const plain = spamScore(input)
-      // like_spam alone never reaches the threshold (its weight × FACTOR_MAX is under it): with no other
-      // signal the texts are not compared.
       if (plain.reasons.length === 0) return null
       const factors = await factorsOf(app.id)
       let verdict = spamScore(input, factors)
-      // Spam already: like_spam would only lengthen the reasons. Else compared if the App holds spam.
-      const like = verdict.spam ? null : ring.likeness(app.id, text)
+      // Spam already: like_spam would only lengthen the reasons. Content alone never lets it count (a
+      // genuine report that shares a held pitch's words and says "buy now" is still genuine): it needs a
+      // behavioural fact of this report. Else compared if the App holds confirmed spam.
+      const behaved = plain.reasons.some((r) => !CONTENT_REASONS.has(r))
+      const like = verdict.spam || !behaved ? null : ring.likeness(app.id, text)
       if (like) verdict = spamScore({ ...input, likeSpam: like.best }, factors)
-      return verdict.spam ? { score: verdict.score, reasons: verdict.reasons, ...(like ? { like } : {}) } : null
+      return verdict.spam ? { score: verdict.score, reasons: verdict.reasons } : null
     },
   }
 }

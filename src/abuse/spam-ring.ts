@@ -1,7 +1,8 @@
 /**
  * "Like a report already classified as spam" (issue 27: the clustering's view of a spam flood), in memory
  * per node: for each App, the character-trigram vectors of its last SPAM_RING_SIZE spam texts of the last
- * SPAM_RING_WINDOW_MS — stored as spam at intake, or marked spam by hand on this node. A new public
+ * SPAM_RING_WINDOW_MS that a person marked spam on this node (never those the intake classified: a bot
+ * could then teach it what to catch). A new public
  * report is compared with them by the clustering's own trigram cosine (src/cluster/rerank.ts), which is
  * blind to word order and survives rewording and other links far better than `repeated_text`'s exact
  * template. "Not spam" by hand takes the text (and what it resembles) out again.

@@ -57,6 +57,8 @@ Settings:
   --proof-of-work off|normal|high       default off; public-mode submissions must solve a challenge first
                                         (the widget does it; docs/widget.md "Abuse defence"); recommended: normal
   --spam-events true|false              default false: reports classified as spam emit no events (webhooks, Slack)
+  --spam-retention-days N               default 30 (0-3650; 0 keeps spam forever): reports in the spam folder longer
+                                        than N days are deleted with their attachments
 Repository settings (connect-repo; the token is read from a file, never from the command line):
   --git-url URL                 https://host/owner/repo.git, git@host:owner/repo.git or a local path
   --base-branch NAME            default main
@@ -90,6 +92,7 @@ const APP_FLAGS = {
   'batch-window-hours': { type: 'string' },
   'proof-of-work': { type: 'string' },
   'spam-events': { type: 'string' },
+  'spam-retention-days': { type: 'string' },
   'git-url': { type: 'string' },
   'base-branch': { type: 'string' },
   host: { type: 'string' },
@@ -190,10 +193,11 @@ function settingsFrom(v: Record<string, string | string[] | boolean | undefined>
     batchWindowHours: parseIntFlag(v['batch-window-hours'] as string | undefined, 'batch-window-hours'),
     proofOfWork: pow,
     spamEvents: parseBoolFlag(v['spam-events'] as string | undefined, 'spam-events'),
+    spamRetentionDays: parseIntFlag(v['spam-retention-days'] as string | undefined, 'spam-retention-days'),
   }
 }
 
-const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events']
+const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events', 'spam-retention-days']
 
 /**
  * The flags each command accepts and whether it takes an id argument. The groups share one parser,

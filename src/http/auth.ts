@@ -11,7 +11,7 @@ import type { Clock } from '../core/clock'
 import type { CredentialDirectory, KnownApp } from '../auth/directory'
 import { verifyUserToken, type UserIdentity } from '../auth/user-token'
 import type { Limiter, RateScope } from './rate-limit'
-import { clientAddress } from './client-address'
+import { addressKey, clientAddress } from './client-address'
 import { noteCaller } from './request-caller'
 import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
 import type { Grant } from '../core/access'
@@ -49,6 +49,8 @@ export interface WidgetCaller {
   app: KnownApp
   user: UserIdentity | undefined
   clientIp: string
+  /** What every per-address limit counts this caller under (client-address.ts `addressKey`: IPv6 per /64). */
+  clientKey: string
   /** Takes `extra` more tokens from the bucket this request was let in by (an expensive submission). */
   charge(extra: number): void | Promise<void>
 }
@@ -72,21 +74,22 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
   checkOrigin(app, request.headers.get('origin'))
   const token = request.headers.get('x-service-user-token')
   const clientIp = clientAddress(request, server, deps.trustProxy)
+  const clientKey = addressKey(clientIp)
   if (token) {
     const user = await verifyUserToken(token, app.row.id, app.signingSecret, deps.clock.now())
     const limiter = deps.limiters[PRIVATE_SCOPE[kind]]
     const bucket = `${app.row.id}|${user.sub}`
     const taken = limiter.take(bucket)
     if (taken) await taken
-    return { app, user, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
+    return { app, user, clientIp, clientKey, charge: (extra) => limiter.charge(bucket, extra) }
   }
   if (kind === 'mine') throw new ApiError('invalid_user_token', { reason: "X-Service-User-Token is required: this route lists the signed-in user's reports" })
   if (!app.row.publicSubmissionEnabled) throw new ApiError('public_disabled')
   const limiter = deps.limiters[PUBLIC_SCOPE[kind]]
-  const bucket = `${app.row.id}|${clientIp}`
+  const bucket = `${app.row.id}|${clientKey}`
   const taken = limiter.take(bucket)
   if (taken) await taken // a shared (Redis) limiter answers later; the in-memory one has answered
-  return { app, user: undefined, clientIp, charge: (extra) => limiter.charge(bucket, extra) }
+  return { app, user: undefined, clientIp, clientKey, charge: (extra) => limiter.charge(bucket, extra) }
 }
 
 export interface OrgCaller {

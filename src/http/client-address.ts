@@ -1,9 +1,15 @@
 /**
- * The client address used to key public rate limits. Behind a reverse proxy (FIXLOOP_TRUST_PROXY=1)
- * it is the LAST X-Forwarded-For hop: the one our own proxy appended. Earlier hops are whatever the
- * client claimed and cannot be trusted.
+ * The client address, and the key every per-address limit counts it under.
+ *
+ * `clientAddress`: the address as seen. Behind a reverse proxy (FIXLOOP_TRUST_PROXY=1) it is the LAST
+ * X-Forwarded-For hop: the one our own proxy appended. Earlier hops are whatever the client claimed and
+ * cannot be trusted. Audit logs and sessions record it as is.
+ *
+ * `addressKey` (src/core/address-key.ts): what every per-address limit counts, an IPv6 address as its /64.
  */
 import type { Server } from 'bun'
+
+export { addressKey } from '../core/address-key'
 
 export function clientAddress(request: Request, server: Server<unknown> | null, trustProxy: boolean): string {
   if (trustProxy) {
@@ -16,3 +22,4 @@ export function clientAddress(request: Request, server: Server<unknown> | null, 
   }
   return server?.requestIP(request)?.address ?? 'unknown'
 }
+

@@ -46,9 +46,9 @@ describeEachDialect('feedback repo', (fresh) => {
     const ids = async (outs: Awaited<ReturnType<typeof repo.submit>>[]) => outs.map((o) => (o.kind === 'answered' ? o.result.body.id : ''))
     const [quiet, plain, loud] = await ids(
       await Promise.all([
-        repo.submit({ ...draft('bot text'), spam: { score: 1, reasons: '["honeypot"]', emitEvent: false } }, [], null),
+        repo.submit({ ...draft('bot text'), spam: { score: 1, reasons: '["honeypot"]', emitEvent: false, redactions: '{}' } }, [], null),
         repo.submit(draft('a real one'), [], null),
-        repo.submit({ ...draft('bot text 2'), spam: { score: 0.9, reasons: '["too_fast","address_flood"]', emitEvent: true } }, [], null),
+        repo.submit({ ...draft('bot text 2'), spam: { score: 0.9, reasons: '["too_fast","address_flood"]', emitEvent: true, redactions: '{}' } }, [], null),
       ]),
     )
     expect(await repo.get('o1', quiet)).toMatchObject({ status: 'received', spamScore: 1, spamReasons: '["honeypot"]', spamMarkedAt: s.clock.now() })
@@ -67,7 +67,7 @@ describeEachDialect('feedback repo', (fresh) => {
   test('setSpam: "not spam" restores an intake spam report (event + process job, once); spam by hand only on undecided leads', async () => {
     const s = await fresh()
     const repo = await setup(s)
-    const out = await repo.submit({ ...draft('bot'), spam: { score: 1, reasons: '["honeypot"]', emitEvent: false } }, [], null)
+    const out = await repo.submit({ ...draft('bot'), spam: { score: 1, reasons: '["honeypot"]', emitEvent: false, redactions: '{}' } }, [], null)
     const id = out.kind === 'answered' ? out.result.body.id : ''
     expect(await repo.setSpam('o2', id, { spam: false, emitEvent: true }, 7)).toEqual({ kind: 'not_found' })
     expect(await repo.setSpam('o1', id, { spam: false, emitEvent: true }, 7)).toEqual({ kind: 'changed', appId: 'a1', status: 'received', reasons: '["honeypot"]' })

@@ -1,11 +1,32 @@
 /** PostgreSQL side of src/abuse/abuse-repo.ts. */
-import type { AbuseRepo, SpamLearningRow } from '../../abuse/abuse-repo'
-import { exec, one, prepared, type PgStorage } from './storage'
+import type { AbuseRepo, SpamLearningRow, SpamRetainingApp } from '../../abuse/abuse-repo'
+import { exec, many, one, prepared, type PgStorage } from './storage'
 
 const CLAIM = 'INSERT INTO pow_spent (signature, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING'
 
-export function createPgAbuseRepo({ pool }: PgStorage): AbuseRepo {
+// The spam retention's batch (see AbuseRepo.deleteExpiredSpam): rows locked, so a "not spam" racing it waits and then finds nothing.
+const EXPIRED_SPAM = `SELECT id FROM feedback WHERE org_id = $1 AND spam_marked_at IS NOT NULL AND app_id = $2 AND spam_marked_at < $3 AND duplicate_count = 0
+  ORDER BY id COLLATE "C" LIMIT $4 FOR UPDATE SKIP LOCKED`
+const SPAM_CLEANUP = [
+  'UPDATE uploads SET feedback_id = NULL, created_at = 0 WHERE feedback_id = ANY($1::text[])',
+  'DELETE FROM jobs WHERE feedback_id = ANY($1::text[])',
+  'DELETE FROM admin_reads WHERE feedback_id = ANY($1::text[])',
+  'DELETE FROM triage_decisions WHERE feedback_id = ANY($1::text[]) OR lead_id = ANY($1::text[])',
+  'DELETE FROM feedback WHERE id = ANY($1::text[])',
+]
+
+export function createPgAbuseRepo(storage: PgStorage): AbuseRepo {
+  const { pool } = storage
   return {
+    spamRetainingApps: () => many<SpamRetainingApp>(pool, 'SELECT id, org_id AS "orgId", spam_retention_days AS days FROM apps WHERE spam_retention_days > 0'),
+    deleteExpiredSpam: (app, before, limit) =>
+      storage.tx(async (client) => {
+        const ids = (await many<{ id: string }>(client, EXPIRED_SPAM, [app.orgId, app.id, before, limit])).map((r) => r.id)
+        if (ids.length === 0) return { deleted: 0, uploadKeys: [] }
+        const keys = (await many<{ key: string }>(client, 'SELECT key FROM uploads WHERE feedback_id = ANY($1::text[])', [ids])).map((r) => r.key)
+        for (const sql of SPAM_CLEANUP) await exec(client, sql, [ids])
+        return { deleted: ids.length, uploadKeys: keys }
+      }),
     claimPow: async (signature, expiresAt) => ((await pool.query(prepared(CLAIM, [signature, expiresAt]))).rowCount ?? 0) === 1,
     purgePow: (now) => exec(pool, 'DELETE FROM pow_spent WHERE expires_at < $1', [now]),
     learning: (appId) =>

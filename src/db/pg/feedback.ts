@@ -37,8 +37,8 @@ const INSERT_FEEDBACK = `INSERT INTO feedback (id, org_id, app_id, status, sever
 // A report classified as spam at intake (issue 27): the same row with its mark.
 const INSERT_SPAM = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
     component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at,
-    spam_score, spam_reasons, spam_marked_at)
-  VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, $18, $18, $20, $21, $18)`
+    spam_score, spam_reasons, spam_marked_at, redactions)
+  VALUES ($1, $2, $3, 'received', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, $18, $18, $20, $21, $18, $22)`
 // The bulk step's rows (see `plainSubmissions`): one array per column, $18 the time of all.
 const INSERT_FEEDBACK_MANY = `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
     component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at)
@@ -104,7 +104,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       id, d.orgId, d.appId, d.severity, d.text, d.url, d.userAgent, d.viewport, d.consoleLogs, d.attachments, d.componentTarget,
       d.metadata, d.submittedMode, d.externalUserId, d.email, d.submitterName, d.userContext, now, d.notifyEmailSealed ?? null,
     ]
-    if (d.spam) await lifecycle.receivedAsSpam(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, { sql: INSERT_SPAM, params: [...params, d.spam.score, d.spam.reasons] }, d.spam.emitEvent)
+    if (d.spam) await lifecycle.receivedAsSpam(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, { sql: INSERT_SPAM, params: [...params, d.spam.score, d.spam.reasons, d.spam.redactions] }, d.spam.emitEvent)
     else await lifecycle.received(tx, { orgId: d.orgId, appId: d.appId, feedbackId: id }, { sql: INSERT_FEEDBACK, params })
     await markReferencedPg(tx.client, id, refKeys)
     const result = createdAnswer(id)

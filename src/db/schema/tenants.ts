@@ -43,6 +43,8 @@ export const apps = sqliteTable(
     proofOfWork: text('proof_of_work').notNull().default('off'),
     /** Whether reports classified as spam still emit events (webhooks, Slack, the feed); off by default. */
     spamEvents: integer('spam_events', { mode: 'boolean' }).notNull().default(false),
+    /** Days a report stays in the spam folder before the spam sweep deletes it (src/abuse/spam-retention.ts); 0 keeps it. */
+    spamRetentionDays: integer('spam_retention_days').notNull().default(30),
     /** AES-256-GCM sealed signing secret (see core/crypto.ts). */
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: integer('created_at').notNull(),

@@ -18,6 +18,7 @@ interface RawApp {
   allowed_origins: string
   proof_of_work: string
   spam_events: number
+  spam_retention_days: number
   signing_secret_enc: string
   created_at: number
   updated_at: number
@@ -38,6 +39,7 @@ const toAppRow = (raw: RawApp): AppRow => ({
   allowedOrigins: raw.allowed_origins,
   proofOfWork: raw.proof_of_work,
   spamEvents: !!raw.spam_events,
+  spamRetentionDays: raw.spam_retention_days,
   signingSecretEnc: raw.signing_secret_enc,
   createdAt: raw.created_at,
   updatedAt: raw.updated_at,

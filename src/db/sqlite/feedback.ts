@@ -48,8 +48,8 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   const insertFeedback = sqlite.prepare(
     `INSERT INTO feedback (id, org_id, app_id, status, severity, text, url, user_agent, viewport, console_logs, attachments,
        component_target, metadata, submitted_mode, external_user_id, email, submitter_name, user_context, notify_email_sealed, created_at, updated_at,
-       spam_score, spam_reasons, spam_marked_at)
-     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       spam_score, spam_reasons, spam_marked_at, redactions)
+     VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
   const spamState = sqlite.prepare<{ appId: string; orgId: string; status: string; duplicateOfId: string | null; duplicateCount: number; spamMarkedAt: number | null; spamReasons: string | null }, [string, string]>(
     `SELECT app_id AS appId, org_id AS orgId, status, duplicate_of_id AS duplicateOfId, duplicate_count AS duplicateCount, spam_marked_at AS spamMarkedAt,
@@ -120,7 +120,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
     insertFeedback.run(
       id, r.orgId, r.appId, r.severity, r.text, r.url, r.userAgent, r.viewport, r.consoleLogs, r.attachments, r.componentTarget,
       r.metadata, r.submittedMode, r.externalUserId, r.email, r.submitterName, r.userContext, r.notifyEmailSealed ?? null, now, now,
-      r.spam?.score ?? null, r.spam?.reasons ?? null, r.spam ? now : null,
+      r.spam?.score ?? null, r.spam?.reasons ?? null, r.spam ? now : null, r.spam?.redactions ?? null,
     )
   }
 

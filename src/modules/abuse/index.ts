@@ -40,7 +40,7 @@ export function challengeRoutes(auth: AuthDeps, pow: PowService) {
       ({ caller, set }) => {
         set.headers['cache-control'] = 'no-store'
         if (caller.user) return { required: false, difficulty: 'off' as const, challenge: null }
-        return pow.challenge({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientIp)
+        return pow.challenge({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientKey)
       },
       {
         access: 'widget',

@@ -8,7 +8,7 @@ import { ApiError } from '../../core/errors'
 import type { Clock } from '../../core/clock'
 import { errorSchemas } from '../../http/error-docs'
 import { authenticateAdmin, clearedCookie, sessionCookie, type AdminAuthDeps } from '../../http/admin-auth'
-import { clientAddress } from '../../http/client-address'
+import { addressKey, clientAddress } from '../../http/client-address'
 import { accessGuard } from '../../http/access-guard'
 import { RateLimiter } from '../../http/rate-limit'
 import { createSignInThrottle } from './sign-in-throttle'
@@ -42,7 +42,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
       '/admin/api/setup',
       async ({ body, request, server, set }) => {
         const ip = clientAddress(request, server, deps.trustProxy)
-        byAddress.take(ip)
+        byAddress.take(addressKey(ip))
         const admin = await admins.redeemSetupToken(body.token, body.email, body.password)
         await audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.created', targetId: admin.id, data: { via: 'setup_link' }, ip })
         return signIn(admin.id, request, ip, set)

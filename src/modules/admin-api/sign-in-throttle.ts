@@ -11,6 +11,7 @@
  */
 import { guard, type BackoffSpec } from '../../core/failure-throttle'
 import type { ThrottleFactory } from '../../core/failure-throttle'
+import { addressKey } from '../../core/address-key'
 
 const FIFTEEN_MINUTES = 15 * 60_000
 const HOUR = 3600_000
@@ -21,20 +22,8 @@ export const SIGN_IN_BACKOFF = {
   account: { freeFailures: 500, baseDelayMs: 60_000, maxDelayMs: FIFTEEN_MINUTES, forgetAfterMs: HOUR },
 } as const satisfies Record<string, BackoffSpec>
 
-/** The source a failure is charged to: an IPv4 address as is, an IPv6 address as its /64 prefix. */
-export function sourceKey(address: string): string {
-  const a = address.replace(/%.*$/, '').toLowerCase()
-  if (a.startsWith('::ffff:') && a.includes('.')) return a.slice(7)
-  if (!a.includes(':')) return a
-  const halves = a.split('::')
-  if (halves.length > 2) return a
-  const [head, tail] = halves
-  const left = head ? head.split(':') : []
-  const right = tail === undefined ? [] : tail ? tail.split(':') : []
-  const groups = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
-  if (groups.length !== 8 || !groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return a
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`
-}
+/** The source a failure is charged to: the address key of src/core/address-key.ts (an IPv6 address as its /64). */
+export const sourceKey = addressKey
 
 /** `throttles`: in memory on one node, shared through Redis by every node of a cluster. */
 export function createSignInThrottle(throttles: ThrottleFactory) {

@@ -4,6 +4,10 @@ import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
 
+/** The spam folder's retention in days: 0 keeps spam forever; at most ten years. */
+export const SPAM_RETENTION_DAYS_DEFAULT = 30
+export const SPAM_RETENTION_DAYS_MAX = 3650
+
 export const PROCESSING_MODES = ['manual', 'auto_pr'] as const
 export type ProcessingMode = (typeof PROCESSING_MODES)[number]
 
@@ -23,6 +27,7 @@ export const App = t.Object(
       description: 'Proof of work asked of public-mode submissions and upload URLs (GET /v1/widget/challenge); off by default, so a client that knows nothing of it keeps working',
     }),
     spamEvents: t.Boolean({ description: 'Whether reports classified as spam still emit events (webhooks, Slack, the feed); default false' }),
+    spamRetentionDays: t.Integer({ minimum: 0, maximum: SPAM_RETENTION_DAYS_MAX, description: 'Days a report stays in the spam folder before it is deleted with its attachments (0: kept forever); default 30' }),
     createdAt: t.String({ format: 'date-time' }),
   },
   { additionalProperties: false },

@@ -27,6 +27,7 @@ export function toApp(row: AppRow): App {
     allowedOrigins: JSON.parse(row.allowedOrigins) as string[],
     proofOfWork: levelOf(row),
     spamEvents: row.spamEvents,
+    spamRetentionDays: row.spamRetentionDays,
     createdAt: isoUtc(row.createdAt),
   }
 }

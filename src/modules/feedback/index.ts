@@ -69,8 +69,8 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, 
         let spam = null
         if (!caller.user) {
           const app = { id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }
-          const solved = await pow.check(app, caller.clientIp, request.headers.get(POW_HEADER))
-          spam = await spamIntake.classify(app, caller.clientIp, body.text, body.clientSignals, solved, ownSitesOf(caller.app.allowedOrigins, body.url))
+          const solved = await pow.check(app, caller.clientKey, request.headers.get(POW_HEADER))
+          spam = await spamIntake.classify(app, caller.clientKey, body.text, body.clientSignals, solved, ownSitesOf(caller.app.allowedOrigins, body.url))
         }
         // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
         const charged = caller.charge(extraTokens(body))

@@ -57,9 +57,10 @@ export interface NewFeedback {
   notifyEmailSealed?: string | null
   /**
    * Classified as spam at intake (issue 27): stored with its mark in the same INSERT, with no `process`
-   * job, and `feedback.received` only when `emitEvent` (the App's spamEvents).
+   * job, and `feedback.received` only when `emitEvent` (the App's spamEvents). Its free-text columns
+   * arrive sanitized already (nothing is kept raw, not even spam), `redactions` their counts (JSON).
    */
-  spam?: { score: number; reasons: string; emitEvent: boolean } | null
+  spam?: { score: number; reasons: string; emitEvent: boolean; redactions: string } | null
   createdAt: number
 }
 

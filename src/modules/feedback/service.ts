@@ -20,6 +20,7 @@ import { suggestedLeadsOf } from './suggested'
 import { isMailAddress } from '../mail/address'
 import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
+import { previewStored, sanitizeStored, type StoredReport } from '../../sanitize/report'
 import { createTrackersRepo } from '../trackers/repo'
 import { issueView } from '../trackers/service'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SpamFilter, SubmitBody } from './model'
@@ -119,10 +120,24 @@ function uploadRefs(body: SubmitBody) {
   return refs
 }
 
+/**
+ * A spam report's free-text columns as stored: sanitized at intake by the worker's own rules
+ * (docs/sanitizing.md), since a report classified as spam never gets a `process` job, and nothing is kept
+ * raw, spam included. A report the sanitizer cannot read is withheld whole, as a preview would be.
+ */
+function scrubSpam(columns: StoredReport, submitter: { email: string | null; name: string | null; externalUserId: string | null }): { columns: StoredReport; redactions: string } {
+  try {
+    const { columns: clean, redactions } = sanitizeStored(columns, submitter)
+    return { columns: clean, redactions: JSON.stringify(redactions) }
+  } catch {
+    return { columns: previewStored(columns, submitter), redactions: '{}' }
+  }
+}
+
 /** What the intake's spam score learns from the service (src/abuse/spam-intake.ts): decisions, spam stored. */
 export interface SpamHooks {
   forget(appId: string): void
-  noteSpam(appId: string, text: string, mark?: SpamMark | null): void
+  confirmedSpam(appId: string, text: string): void
   notSpam(appId: string, text: string): void
 }
 
@@ -187,8 +202,9 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const learned = await abuse.learning(outcome.appId)
       await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
       spamHooks?.forget(outcome.appId)
-      // like_spam (this node): a text marked spam makes its rewordings suspect; "not spam" clears it.
-      if (spam) spamHooks?.noteSpam(outcome.appId, row.text)
+      // like_spam (this node): only a text a person marked spam makes its rewordings suspect (never one
+      // the intake classified: a bot could teach that); "not spam" clears it.
+      if (spam) spamHooks?.confirmedSpam(outcome.appId, row.text)
       else spamHooks?.notSpam(outcome.appId, row.text)
     }
     if (outcome.kind === 'unchanged') return { id, status: outcome.status as FeedbackStatus, spam: toListItem(row).spam }
@@ -211,28 +227,34 @@ export function createFeedbackService(ctx: Context, committer: IntakeCommitter, 
       const notifyEmailSealed = body.notifyEmail === true ? ctx.box.seal(Buffer.from(notifyAddress(user !== undefined, identity.email))) : null
       // The parsed body re-encoded: a retry whose JSON differs only in spacing is the same request.
       const idempotency = s.idempotencyKey ? { key: scopedIdempotencyKey(s, s.idempotencyKey), requestHash: sha256Hex(JSON.stringify(body)) } : null
+      const free: StoredReport = {
+        text: body.text,
+        url: body.url ?? null,
+        userAgent: body.userAgent ?? s.requestUserAgent?.slice(0, LIMITS.userAgentMax) ?? null,
+        consoleLogs: json.consoleLogs,
+        metadata: json.metadata,
+        componentTarget: json.componentTarget,
+      }
+      const scrubbed = s.spam ? scrubSpam(free, { email: identity.email, name: identity.name, externalUserId: identity.externalUserId }) : null
       const outcome = await repo.submit(
         {
           orgId: app.row.orgId,
           appId: app.row.id,
           severity: body.severity ?? null,
-          text: body.text,
-          url: body.url ?? null,
-          userAgent: body.userAgent ?? s.requestUserAgent?.slice(0, LIMITS.userAgentMax) ?? null,
           ...json,
+          ...(scrubbed ? scrubbed.columns : free),
           submittedMode: identity.mode,
           externalUserId: identity.externalUserId,
           email: identity.email,
           submitterName: identity.name,
           userContext: jsonOrNull(user?.ctx),
           notifyEmailSealed,
-          spam: s.spam ? { score: s.spam.score, reasons: JSON.stringify(s.spam.reasons), emitEvent: app.row.spamEvents } : null,
+          spam: s.spam && scrubbed ? { score: s.spam.score, reasons: JSON.stringify(s.spam.reasons), emitEvent: app.row.spamEvents, redactions: scrubbed.redactions } : null,
         },
         refs.map((r) => r.key),
         idempotency,
       )
       if (outcome.kind === 'key_reused') throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
-      if (s.spam && !outcome.result.replayed) spamHooks?.noteSpam(app.row.id, body.text, s.spam)
       return outcome.result
     },
 

@@ -11,7 +11,7 @@ import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
 import { toApp, type AppRow } from '../apps/repo'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS, type ProofOfWorkLevel } from '../../abuse/difficulty'
-import type { App, ProcessingMode } from '../apps/model'
+import { SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode } from '../apps/model'
 import { createTenantsRepo } from './repo'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
@@ -28,6 +28,7 @@ export interface AppSettings {
   batchWindowHours?: number
   proofOfWork?: ProofOfWorkLevel
   spamEvents?: boolean
+  spamRetentionDays?: number
 }
 
 export function slugify(name: string): string {
@@ -86,6 +87,9 @@ export function createTenantsService(ctx: Context) {
       throw invalid(`--batch-window-hours must be an integer from 1 to 720, got "${s.batchWindowHours}"`)
     }
     if (s.proofOfWork !== undefined && !isProofOfWorkLevel(s.proofOfWork)) throw invalid(`--proof-of-work must be one of ${PROOF_OF_WORK_LEVELS.join(', ')}, got "${s.proofOfWork}"`)
+    if (s.spamRetentionDays !== undefined && (!Number.isInteger(s.spamRetentionDays) || s.spamRetentionDays < 0 || s.spamRetentionDays > SPAM_RETENTION_DAYS_MAX)) {
+      throw invalid(`--spam-retention-days must be an integer from 0 (keep forever) to ${SPAM_RETENTION_DAYS_MAX}, got "${s.spamRetentionDays}"`)
+    }
   }
 
   async function slugTaken(orgId: string, slug: string, exceptId?: string): Promise<boolean> {
@@ -177,6 +181,7 @@ export function createTenantsService(ctx: Context) {
         batchWindowHours: s.batchWindowHours ?? 24,
         proofOfWork: s.proofOfWork ?? 'off',
         spamEvents: s.spamEvents ?? false,
+        spamRetentionDays: s.spamRetentionDays ?? SPAM_RETENTION_DAYS_DEFAULT,
         allowedOrigins: JSON.stringify((s.allowedOrigins ?? []).map(normalizeOrigin)),
         signingSecretEnc: box.seal(secret),
         createdAt: now,
@@ -207,6 +212,7 @@ export function createTenantsService(ctx: Context) {
       if (s.batchWindowHours !== undefined) patch.batchWindowHours = s.batchWindowHours
       if (s.proofOfWork !== undefined) patch.proofOfWork = s.proofOfWork
       if (s.spamEvents !== undefined) patch.spamEvents = s.spamEvents
+      if (s.spamRetentionDays !== undefined) patch.spamRetentionDays = s.spamRetentionDays
       if (s.allowedOrigins !== undefined) patch.allowedOrigins = JSON.stringify(s.allowedOrigins.map(normalizeOrigin))
       if (!(await repo.updateApp(orgId, appId, patch, note(by, orgId, 'app.updated', appId, { settings: settingNames(s) })))) throw taken()
       return toApp(await requireApp(orgId, appId))

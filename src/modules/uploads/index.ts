@@ -25,7 +25,7 @@ export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicU
       '/v1/feedback/upload-url',
       async ({ caller, body, request }) => {
         // Public mode on an App that asks for proof of work: a valid, unused solution or 403 (docs/api.md).
-        if (!caller.user) await pow.check({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientIp, request.headers.get(POW_HEADER))
+        if (!caller.user) await pow.check({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientKey, request.headers.get(POW_HEADER), 'upload')
         return uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId }, body, baseUrlOf(request, publicUrl))
       },
       {

@@ -184,19 +184,28 @@ export function createUploadsService(storage: Storage, store: BlobStore, committ
 
     /** Removes objects issued more than the grace period ago and never referenced. Returns how many. */
     async collectUnreferenced(limit = 500): Promise<number> {
-      const keys = await repo.unreferenced(clock.now() - graceMs, limit)
-      let removed = 0
-      for (const key of keys) {
-        try {
-          await store.remove(key)
-          await repo.deleteUnreferenced(key)
-          removed++
-        } catch (e) {
-          log.warn('could not remove unreferenced upload', { key, error: e instanceof Error ? e.message : String(e) })
-        }
-      }
-      return removed
+      return discard(await repo.unreferenced(clock.now() - graceMs, limit))
     },
+
+    /**
+     * Removes the objects (and their sealed copies) of upload keys no report references any more, and
+     * their rows, now: the spam retention's detached uploads. What fails stays for the collection job.
+     */
+    discard,
+  }
+
+  async function discard(keys: readonly string[]): Promise<number> {
+    let removed = 0
+    for (const key of keys) {
+      try {
+        await store.remove(key)
+        await repo.deleteUnreferenced(key)
+        removed++
+      } catch (e) {
+        log.warn('could not remove unreferenced upload', { key, error: e instanceof Error ? e.message : String(e) })
+      }
+    }
+    return removed
   }
 }
 export type UploadsService = ReturnType<typeof createUploadsService>

@@ -39,6 +39,8 @@ export const apps = pgTable(
     allowedOrigins: text('allowed_origins').notNull().default('[]'),
     proofOfWork: text('proof_of_work').notNull().default('off'),
     spamEvents: boolean('spam_events').notNull().default(false),
+    /** Days a report stays in the spam folder before the spam sweep deletes it (src/abuse/spam-retention.ts); 0 keeps it. */
+    spamRetentionDays: integer('spam_retention_days').notNull().default(30),
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: epochMs('created_at').notNull(),
     updatedAt: epochMs('updated_at').notNull(),

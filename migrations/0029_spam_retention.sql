@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `spam_retention_days` integer DEFAULT 30 NOT NULL;
