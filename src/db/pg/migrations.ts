@@ -19,6 +19,7 @@ import p0011 from '../../../migrations-pg/0011_tracker_sync.sql' with { type: 't
 import p0012 from '../../../migrations-pg/0012_pr_news_and_one_mail.sql' with { type: 'text' }
 import p0013 from '../../../migrations-pg/0013_tracker_link_project.sql' with { type: 'text' }
 import p0014 from '../../../migrations-pg/0014_app_calibration.sql' with { type: 'text' }
+import p0015 from '../../../migrations-pg/0015_mail_confirm.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -36,4 +37,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0012_pr_news_and_one_mail', sql: p0012 },
   { name: '0013_tracker_link_project', sql: p0013 },
   { name: '0014_app_calibration', sql: p0014 },
+  { name: '0015_mail_confirm', sql: p0015 },
 ]
