@@ -98,7 +98,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(rootRoutes(VERSION, demoPublicKey !== undefined))
     .use(healthRoutes(ops.readiness, VERSION))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
-    .use(challengeRoutes(auth, s.pow))
+    .use(challengeRoutes(auth, s.pow, async (appId) => (await s.mail.repo.smtp(appId)) !== null))
     .use(widgetFeedbackRoutes(auth, feedback, s.pow, s.spamIntake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
