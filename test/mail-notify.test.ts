@@ -230,7 +230,11 @@ describe('the fixed mail', () => {
     const url = listUnsub.slice(1, -1)
     const page = await fetch(url)
     expect(page.status).toBe(200)
-    expect(await page.text()).toContain('<form method="post"')
+    const html = await page.text()
+    expect(html).toContain('<form method="post"')
+    // An end user reads the product's name, never fixloop's word "App" (issue 36.11).
+    expect(html).toContain('Stop all mails from Shop about the problems you reported?')
+    expect(html).not.toMatch(/\bApp\b/)
     expect((await dbRows(server.ctx, 'SELECT * FROM mail_unsubscribes')).length).toBe(0)
     const forged = url.replace(/.$/, (c) => (c === '0' ? '1' : '0'))
     expect((await fetch(forged, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(404)

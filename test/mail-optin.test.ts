@@ -210,3 +210,29 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     expect(qpDecode(told[0].body)).toContain('You wrote: "Invoices export twice"')
   })
 })
+
+describe('serve start', () => {
+  test('FIXLOOP_PUBLIC_URL unset while Apps have SMTP settings: one warning at start naming them (issue 36.11); none with it set', async () => {
+    if (process.env.FIXLOOP_TEST_DIALECT === 'pg') return // the data dir's SQLite store is started again below
+    const first = await startTestServer({ FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
+    const { loadConfig } = await import('../src/config')
+    const { startServer } = await import('../src/server')
+    const { Logger } = await import('../src/core/logger')
+    try {
+      const t = await seedTenant(first.admin, { name: 'Linky' }, 'Linky')
+      await call(first.url, 'PUT', `/v1/apps/${t.appId}/smtp`, { auth: t.key, body: { host: '127.0.0.1', port: 25, tls: 'none', from: 'noreply@linky.example' } })
+      await first.stop()
+      for (const [env, expectWarning] of [[{}, true], [{ FIXLOOP_PUBLIC_URL: 'https://feedback.linky.example' }, false]] as const) {
+        const lines: string[] = []
+        const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir: first.dataDir }, { FIXLOOP_LOG_LEVEL: 'info', ...env }), { log: new Logger('info', (l) => lines.push(l)) })
+        await again.stop()
+        const msgs = lines.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: string; msg: string })
+        const warnings = msgs.filter((m) => m.level === 'warn' && m.msg.includes('FIXLOOP_PUBLIC_URL is not set')).map((m) => m.msg)
+        expect(warnings.length).toBe(expectWarning ? 1 : 0)
+        if (expectWarning) expect(warnings[0]).toContain(`"Linky" (${t.appId})`)
+      }
+    } finally {
+      await first.close().catch(() => {})
+    }
+  })
+})

@@ -158,6 +158,7 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
             sub,
             limit + 1,
           ]),
+    appsWithSmtp: (limit) => many<{ id: string; name: string }>(pool, 'SELECT a.id, a.name FROM app_smtp s JOIN apps a ON a.id = s.app_id ORDER BY a.id LIMIT $1', [limit]),
     appName: async (appId) => (await one<{ name: string }>(pool, 'SELECT name FROM apps WHERE id = $1', [appId]))?.name ?? null,
     latestPrUrl: async (id) => (await one<{ merge_request_url: string | null }>(pool, 'SELECT merge_request_url FROM feedback WHERE id = $1', [id]))?.merge_request_url ?? null,
     reportFacts: async (id) => (await one<ReportFacts>(pool, 'SELECT text, redactions, theme, submitted_mode, created_at FROM feedback WHERE id = $1', [id])) ?? null,

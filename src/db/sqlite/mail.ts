@@ -58,6 +58,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     reports: q(`SELECT ${LIST_COLUMNS} FROM feedback WHERE app_id = ?1 AND external_user_id = ?2 AND submitted_mode = 'private' ORDER BY id DESC LIMIT ?3`),
     reportsAfter: q(`SELECT ${LIST_COLUMNS} FROM feedback WHERE app_id = ?1 AND external_user_id = ?2 AND submitted_mode = 'private' AND id < ?4 ORDER BY id DESC LIMIT ?3`),
     appName: q('SELECT name FROM apps WHERE id = ?'),
+    appsWithSmtp: q('SELECT a.id, a.name FROM app_smtp s JOIN apps a ON a.id = s.app_id ORDER BY a.id LIMIT ?'),
     prUrl: q('SELECT merge_request_url FROM feedback WHERE id = ?'),
     reportFacts: q('SELECT text, redactions, theme, submitted_mode, created_at FROM feedback WHERE id = ?'),
   }
@@ -127,6 +128,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     outboxOf: async (orgId, id) => s.outboxOf.get(orgId, id) as OutboxRow | null,
     reportsOf: async (appId, sub, cursor, limit) =>
       (cursor ? s.reportsAfter.all(appId, sub, limit + 1, cursor) : s.reports.all(appId, sub, limit + 1)) as ListRow[],
+    appsWithSmtp: async (limit) => s.appsWithSmtp.all(limit) as { id: string; name: string }[],
     appName: async (appId) => (s.appName.get(appId) as { name: string } | null)?.name ?? null,
     latestPrUrl: async (id) => (s.prUrl.get(id) as { merge_request_url: string | null } | null)?.merge_request_url ?? null,
     reportFacts: async (id) => s.reportFacts.get(id) as ReportFacts | null,

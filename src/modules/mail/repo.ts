@@ -187,6 +187,8 @@ export interface MailRepo {
   outboxOf(orgId: string, feedbackId: string): Promise<OutboxRow | null>
   /** One private-mode user's reports of one App, newest first, `limit + 1` rows (is there another page?). */
   reportsOf(appId: string, sub: string, cursor: string | undefined, limit: number): Promise<ListRow[]>
+  /** Apps with SMTP settings (id and name, at most `limit`, by id): the start-up warning about FIXLOOP_PUBLIC_URL. */
+  appsWithSmtp(limit: number): Promise<{ id: string; name: string }[]>
   /** The App's name (any state) for the mail; null when there is no such App. */
   appName(appId: string): Promise<string | null>
   latestPrUrl(feedbackId: string): Promise<string | null>

@@ -178,6 +178,23 @@ export function createMailService(ctx: Context) {
       return true
     },
 
+    /**
+     * The warning `fixloop serve` logs once at start when FIXLOOP_PUBLIC_URL is unset and Apps can mail:
+     * the links in their mails (confirm, unsubscribe) then point at the listening address, which a reporter
+     * cannot reach behind a proxy. Null when there is nothing to warn about.
+     */
+    async publicUrlWarning(publicUrl: string | undefined, listeningAt: string): Promise<{ message: string; apps: string[] } | null> {
+      if (publicUrl) return null
+      const apps = await repo.appsWithSmtp(21)
+      if (apps.length === 0) return null
+      const names = apps.slice(0, 20).map((a) => `"${a.name}" (${a.id})`)
+      if (apps.length > 20) names.push('and more')
+      return {
+        message: `FIXLOOP_PUBLIC_URL is not set, but Apps mail their reporters (SMTP settings: ${names.join(', ')}): the confirm and unsubscribe links in those mails point at ${listeningAt}, which reporters cannot open unless that address is public; set FIXLOOP_PUBLIC_URL to the address people reach fixloop at`,
+        apps: names,
+      }
+    },
+
     /** The report's mail for the dashboard: masked address, state and times; null when none was asked for. */
     async notification(orgId: string, feedbackId: string) {
       const row = await repo.outboxOf(orgId, feedbackId)
