@@ -53,7 +53,7 @@ const linkIn = (m: CaughtMail) => /http:\/\/\S+\/v1\/mail\/confirm\?token=[0-9a-
 /** RFC 2047 encoded words (nodemailer's choice for a subject with quotes) back to text. */
 const subjectOf = (m: CaughtMail) =>
   (m.headers.get('subject') ?? '').replace(/=\?UTF-8\?Q\?(.*?)\?=\s*/gi, (_, q: string) => qpDecode(q.replace(/_/g, ' ')))
-const post = (url: string) => fetch(url, { method: 'POST', body: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+const post = (url: string) => fetch(url, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
 
 describe('normalized addresses', () => {
   test.each([
@@ -208,6 +208,31 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     expect(told.map((m) => m.to[0])).toEqual(['pat@example.com'])
     expect(subjectOf(told[0])).toBe('Fixed: "Invoices export twice" (Vouched)')
     expect(qpDecode(told[0].body)).toContain('You wrote: "Invoices export twice"')
+  })
+})
+
+describe('the confirm route under junk', () => {
+  test('missing, empty, huge, doubled, NUL and forged tokens, junk bodies: 404 pages (or the server\'s 414/431), never a 5xx, nothing confirmed', async () => {
+    const t = await tenant('Fuzz')
+    const before = sink.mails.length
+    await submit(t, { text: 'Fuzz base', notifyEmail: true, identity: { email: 'fuzz@example.com' } })
+    await server.services.mailer.wake()
+    const link = linkIn(since(before).find(isConfirmation)!)
+    const token = new URL(link).searchParams.get('token')!
+    const [appId, hash, nonce, mac] = token.split('.')
+    const queries = [
+      '', '?token=', `?token=${'a'.repeat(100_000)}`, `?token=${token}&token=${token}`, '?token=%00%0d%0a', `?token=${token}%00`,
+      `?token=${appId}.${hash}.${nonce}`, `?token=${appId}.${hash}.${'0'.repeat(32)}.${mac}`, `?token=${'f'.repeat(24)}.${hash}.${nonce}.${mac}`,
+      `?token=${token.toUpperCase()}`, `?token[a][b]=1`,
+    ]
+    for (const q of queries) {
+      for (const method of ['GET', 'POST']) {
+        const r = await fetch(`${server.url}/v1/mail/confirm${q}`, { method, body: method === 'POST' ? '['.repeat(10_000) : undefined })
+        expect([404, 414, 431]).toContain(r.status)
+      }
+    }
+    expect((await dbRows<{ state: string }>(server.ctx, 'SELECT state FROM mail_confirmations WHERE app_id = ?', [t.appId]))[0].state).toBe('sent')
+    expect((await post(link)).status).toBe(200) // the genuine one still works, once
   })
 })
 
