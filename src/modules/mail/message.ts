@@ -76,7 +76,7 @@ export function resolvedMessage(m: ResolvedMail): { subject: string; text: strin
     m.unsubscribeUrl,
   ]
   return {
-    subject: title ? `Fixed: "${title}" (${app})` : `${app}: the problem you reported on ${when} is fixed`,
+    subject: title ? `Fixed: ${title} (${app})` : `${app}: the problem you reported on ${when} is fixed`,
     text: lines.join('\n'),
     headers: unsubscribeHeaders(m.unsubscribeUrl, m.unsubscribeMailto),
   }
