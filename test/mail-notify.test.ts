@@ -353,6 +353,7 @@ describe('"Mark as fixed" (POST /v1/feedback/:id/resolve, an addition)', () => {
     const sent = async (body: Record<string, unknown>) => {
       const r = await call(server.url, 'POST', '/v1/feedback', { auth: app.pub, body })
       await eventually(async () => (await feedbackRowIn(server.ctx, r.body.id)).status === 'awaiting_manual')
+      await confirmAddress((body.identity as { email: string }).email) // public mode: the double opt-in first
       return r.body.id as string
     }
     const lead = await sent({ text: 'The invoice PDF is blank', notifyEmail: true, identity: { email: 'hand.lead@example.com' } })
