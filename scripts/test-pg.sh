@@ -20,6 +20,7 @@ SUITES=(
   test/json-responses.test.ts
   test/user-token.test.ts
   test/mail-notify.test.ts
+  test/mail-optin.test.ts
   test/trackers.test.ts
   test/me-feedback.test.ts
   test/pow.test.ts

@@ -30,7 +30,7 @@ import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
 import { trackerHookRoutes, trackerRoutes } from './modules/trackers/index'
-import { mailRoutes, meRoutes, unsubscribeRoutes } from './modules/mail/index'
+import { confirmRoutes, mailRoutes, meRoutes, unsubscribeRoutes } from './modules/mail/index'
 import type { Services } from './services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
@@ -99,7 +99,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(rootRoutes(VERSION, demoPublicKey !== undefined))
     .use(healthRoutes(ops.readiness, VERSION, ctx.config.metricsToken))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
-    .use(challengeRoutes(auth, s.pow))
+    .use(challengeRoutes(auth, s.pow, async (appId) => (await s.mail.repo.smtp(appId)) !== null))
     .use(widgetFeedbackRoutes(auth, feedback, s.pow, s.spamIntake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
     .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
@@ -121,6 +121,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(chatopsRoutes(auth, s.chatops))
     .use(mailRoutes(auth, s.mail))
     .use(unsubscribeRoutes(s.mail))
+    .use(confirmRoutes(s.mail))
     .use(meRoutes(auth, s.mail))
 
   // A /v1 or /admin/api route that says nothing about who may call it is refused here, before it can serve.

@@ -220,6 +220,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
   services.mailer.listeningAt(url)
+  const mailLinks = await services.mail.publicUrlWarning(config.publicUrl, url).catch(() => null)
+  if (mailLinks) log.warn(mailLinks.message, { apps: mailLinks.apps })
   log.info(`fixloop ${VERSION} listening on ${url} (${config.databaseUrl ? `database: PostgreSQL ${describeDatabase(config.databaseUrl)}` : `database: SQLite in ${config.dataDir}`}; blobs: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
     url,
     version: VERSION,

@@ -71,6 +71,8 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'GET /v1/widget/challenge': { access: 'widget' },
   'GET /v1/mail/unsubscribe': { access: 'anyone' },
   'POST /v1/mail/unsubscribe': { access: 'anyone' },
+  'GET /v1/mail/confirm': { access: 'anyone' },
+  'POST /v1/mail/confirm': { access: 'anyone' },
   'GET /v1/feedback/{id}/notification': { access: 'org.read', allowed: ALL },
   'GET /v1/apps/{id}/smtp': { access: 'mail.manage', allowed: OWNERS_AND_KEYS },
   'PUT /v1/apps/{id}/smtp': { access: 'mail.manage', allowed: OWNERS_AND_KEYS },

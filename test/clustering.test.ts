@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { ManualClock } from '../src/core/clock'
+import { forceStatusIn } from './helpers-lifecycle'
+import { dbRun } from './sqlite-of'
 
 // A new App merges automatically only near-verbatim repeats (docs/triage.md "When a report is merged
 // automatically"); looser paraphrases are suggested to a person instead.
@@ -210,6 +212,24 @@ describe('triage by hand', () => {
     // Other Org's key: 404, not 403.
     const stranger = await seedTenant(srv.admin, {}, 'Stranger2')
     expect((await call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: stranger.key, body: { leadId: b } })).status).toBe(404)
+  })
+
+  test("a duplicate shows its lead's pull request however and whenever it joins (automatic, by hand); an unmerge takes it away (issue 36.3)", async () => {
+    const lead = await submit(srv, t, 'Coupon field rejects every code at checkout.', { url: 'https://shop.example/cart' })
+    await srv.worker.tick()
+    // The lead's run opened its pull request before anything joined.
+    await forceStatusIn(srv.ctx, lead, 'pr_opened')
+    await dbRun(srv.ctx, "UPDATE feedback SET merge_request_url = 'https://git.example/shop/pulls/36' WHERE id = ?", [lead])
+    const auto = await submit(srv, t, 'Hi! Coupon field rejects every code at checkout.', { url: 'https://shop.example/cart' })
+    await srv.worker.tick()
+    expect((await get(srv, t, auto)).body).toMatchObject({ duplicateOfId: lead, mergeRequestUrl: 'https://git.example/shop/pulls/36' })
+    const byHand = await submit(srv, t, 'Gift card balance page shows zero after top-up.', { url: 'https://shop.example/gift' })
+    await srv.worker.tick()
+    expect((await get(srv, t, byHand)).body.mergeRequestUrl).toBeNull()
+    const merged = await call(srv.url, 'POST', `/v1/feedback/${byHand}/merge`, { auth: t.key, body: { leadId: lead } })
+    expect(merged.body).toMatchObject({ duplicateOfId: lead, mergeRequestUrl: 'https://git.example/shop/pulls/36' })
+    const un = await call(srv.url, 'POST', `/v1/feedback/${byHand}/unmerge`, { auth: t.key })
+    expect(un.body).toMatchObject({ duplicateOfId: null, mergeRequestUrl: null })
   })
 
   test('unmerge: the duplicate becomes a lead, resumes its lifecycle, and is not clustered again', async () => {

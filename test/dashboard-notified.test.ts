@@ -11,7 +11,7 @@ import { launchBrowser } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
-import { startSmtpSink, type SmtpSink } from './smtp-sink'
+import { qpDecode, startSmtpSink, type SmtpSink } from './smtp-sink'
 import { loadConfig } from '../src/config'
 import { closeContext, openContext } from '../src/context'
 import { createLifecycle } from '../src/lifecycle/lifecycle'
@@ -65,9 +65,13 @@ afterAll(async () => {
 test('the report page says who was notified (masked), how and when; nothing for a report without opt-in', async () => {
   const told = await submitReport(server.url, tenant.pub, 'The receipt email never arrives', { notifyEmail: true, identity: { email: 'jane.doe@example.com' } })
   const silent = await submitReport(server.url, tenant.pub, 'The receipt email is late')
+  // Public mode: Jane confirms her address first (the confirmation mail's link, then its button).
+  const confirmation = await eventually(() => sink.mails.find((m) => m.to[0] === 'jane.doe@example.com'), 20_000)
+  const link = /http:\/\/\S+\/v1\/mail\/confirm\?token=[0-9a-f.]+/.exec(qpDecode(confirmation.body))![0]
+  expect((await fetch(link.replace(/^http:\/\/[^/]+/, server.url), { method: 'POST' })).status).toBe(200)
   await resolve(told)
   await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${told}/notification`, { auth: tenant.key })).body.state === 'sent', 20_000)
-  expect(sink.mails.map((m) => m.to[0])).toEqual(['jane.doe@example.com'])
+  expect(sink.mails.map((m) => m.to[0])).toEqual(['jane.doe@example.com', 'jane.doe@example.com'])
 
   await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${told}`)
   const box = page.getByRole('region', { name: 'Who was notified' })

@@ -132,7 +132,9 @@ test.skipIf(!!BROWSER_SKIP)('widget report → agent fix → change request → 
   await Bun.sleep(6_000) // longer than the mailer's 5 s sweep: a second mail would have come by now
   expect(sink.mails).toHaveLength(1)
   expect(mail.to).toEqual([USER.email])
-  expect(mail.headers.get('subject')).toContain(id)
+  // A subject a person reads: the report's short title and the App, never the 24-hex id (issue 36.11).
+  expect(mail.headers.get('subject')).toMatch(/^Fixed: .+ \(.+\)$/)
+  expect(mail.headers.get('subject')).not.toContain(id)
   expect(mail.headers.get('list-unsubscribe')).toStartWith(`<${e.api}/`)
   expect(mail.headers.get('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click')
   for (const secret of [HOST_TOKEN, e.tenant.secret, e.tenant.key]) expect(mail.raw).not.toContain(secret)

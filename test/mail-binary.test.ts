@@ -65,6 +65,13 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
     const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Invoice PDF is blank', notifyEmail: true, identity: { email: 'dee@example.com' } } })
     expect(r.status).toBe(201)
     const id = r.body.id
+    // Public mode: the address is confirmed first (double opt-in), through the confirm page the binary serves.
+    const confirmation = await eventually(() => sink.mails.find((m) => m.to[0] === 'dee@example.com'), 15_000)
+    expect(confirmation.headers.get('subject')).toBe('Confirm your address for Crash App')
+    const confirmLink = /http:\/\/\S+\/v1\/mail\/confirm\?token=[0-9a-f.]+/.exec(qpDecode(confirmation.body))![0]
+    expect(confirmLink.startsWith(srv.url)).toBe(true)
+    expect(await (await fetch(confirmLink)).text()).toContain('Yes, confirm my address')
+    expect((await fetch(confirmLink, { method: 'POST' })).status).toBe(200)
     const ctx = await openContext(loadConfig({ dataDir: dir }))
     try {
       await eventually(async () => (await dbRows<{ redactions: string | null }>(ctx, 'SELECT redactions FROM feedback WHERE id = ?', [id]))[0].redactions !== null)
@@ -73,10 +80,10 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
     } finally {
       await closeContext(ctx)
     }
-    const mail = await eventually(() => sink.mails.find((m) => m.to[0] === 'dee@example.com'), 15_000)
-    expect(mail.headers.get('subject')).toBe(`Fixed: your report ${id} to Crash App`)
+    const mail = await eventually(() => sink.mails.find((m) => m.to[0] === 'dee@example.com' && m !== confirmation), 15_000)
+    expect(mail.headers.get('subject')).toMatch(/^Crash App: the problem you reported on \d{1,2} [A-Z][a-z]{2} \d{4} is fixed$/)
     expect(mail.headers.get('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click')
-    expect(qpDecode(mail.body)).toContain('Invoice PDF is blank')
+    expect(qpDecode(mail.body)).not.toContain('Invoice PDF is blank') // a public report is never quoted
     const link = mail.headers.get('list-unsubscribe')!.slice(1, -1)
     expect(link.startsWith(srv.url)).toBe(true)
     const done = await fetch(link, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } })

@@ -16,6 +16,7 @@ import { startSmtpSink } from './smtp-sink'
 import { tempDir } from './harness'
 import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn } from './helpers-lifecycle'
+import { userToken } from './helpers-auth'
 import { createMailRepo, type SmtpRow } from '../src/modules/mail/repo'
 import { smtpGuardRefusal } from '../src/modules/mail/smtp-guard'
 import { MailError, sendVia } from '../src/modules/mail/transport'
@@ -111,7 +112,9 @@ describe('FIXLOOP_SMTP_ALLOW_PRIVATE off', () => {
 
   test("a reporter's mail to a host that now resolves privately is a failed attempt with the reason, retried on the backoff, never connected", async () => {
     await storeDirectly('localhost', listenerPort)
-    const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Checkout button dead', notifyEmail: true, identity: { email: 'ann@example.com' } } })
+    // Private mode: the address is vouched for (a public one would wait for its confirmation first).
+    const token = await userToken(t.secret, t.appId, 'u-ann', { ctx: { email: 'ann@example.com' } })
+    const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Checkout button dead', notifyEmail: true }, headers: { 'X-Service-User-Token': token } })
     expect(r.status).toBe(201)
     const id = r.body.id as string
     await eventually(async () => (await feedbackRowIn(server.ctx, id)).redactions !== null)

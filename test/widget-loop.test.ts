@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core'
 import { signUserToken } from '../packages/client/src/user-token'
 import { focused, freshContext, openByKeyboard, reports, scriptTag, tabTo, widgetEnv, type WidgetEnv } from './widget-fixture'
 import { openDataDb } from './helpers-lifecycle'
-import { eventually } from './harness'
+import { call, eventually } from './harness'
 import { loadConfig } from '../src/config'
 import { closeContext, openContext } from '../src/context'
 import { createLifecycle } from '../src/lifecycle/lifecycle'
@@ -48,9 +48,49 @@ async function resolveInDataDir(e: WidgetEnv, id: string) {
   }
 }
 
+/** The App can send the "fixed" mail: it has SMTP settings (a name that does not resolve is accepted; nothing is sent here). */
+async function giveSmtp(e: WidgetEnv) {
+  const r = await call(e.api, 'PUT', `/v1/apps/${e.tenant.appId}/smtp`, { auth: e.tenant.key, body: { host: 'smtp.fixloop-test.invalid', port: 587, tls: 'starttls', from: 'noreply@acme.test' } })
+  expect(r.status).toBe(200)
+}
+
+test('the box is offered only when the App can send mail (SMTP settings): GET /v1/widget/challenge says notifyEmail (issue 36.6)', async () => {
+  const e = env()
+  const url = e.page('/loop-nosmtp', { mount: scriptTag(e, 'data-screenshot="false"') })
+  const answer = await call(e.api, 'GET', '/v1/widget/challenge', { auth: e.tenant.pub })
+  expect(answer.body).toMatchObject({ required: false, notifyEmail: false })
+  const { context, page } = await freshContext(e, { width: 1280, height: 800 })
+  try {
+    await page.goto(url)
+    const asked = page.waitForResponse((r) => r.url().includes('/v1/widget/challenge'))
+    const w = await openByKeyboard(page)
+    await (await asked).finished() // the answer that says whether the App can mail (asked as the form opens)
+    await w.host.getByLabel('Describe the problem').waitFor()
+    expect(await w.host.getByLabel('Email me when this is fixed').isVisible()).toBe(false)
+    await page.keyboard.type('No mail for me')
+    await page.keyboard.press('Control+Enter')
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    const item = (await reports(e)).find((r: any) => r.text === 'No mail for me')
+    expect(notifySealed(e, item.id)).toBeNull()
+  } finally {
+    await context.close()
+  }
+  await giveSmtp(e)
+  expect((await call(e.api, 'GET', '/v1/widget/challenge', { auth: e.tenant.pub })).body.notifyEmail).toBe(true)
+  const again = await freshContext(e, { width: 1280, height: 800 })
+  try {
+    await again.page.goto(url)
+    const w = await openByKeyboard(again.page)
+    await w.host.getByLabel('Email me when this is fixed').waitFor()
+  } finally {
+    await again.context.close()
+  }
+}, 60_000)
+
 test('public mode: the email field appears when ticked, is required, and the opt-in is sent; keyboard only, axe clean', async () => {
   mkdirSync(SHOTS, { recursive: true })
   const e = env()
+  await giveSmtp(e)
   const url = e.page('/loop-public', { mount: scriptTag(e, 'data-screenshot="false"') })
   for (const width of [1280, 375]) {
     const { context, page } = await freshContext(e, { width, height: width === 375 ? 740 : 800 })
@@ -88,6 +128,7 @@ test('public mode: the email field appears when ticked, is required, and the opt
 
 test('private mode: the token\'s address is named; "Your reports" lists the user\'s reports with their status', async () => {
   const e = env()
+  await giveSmtp(e)
   const token = () => signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: 'ada-1', ctx: { email: 'ada@acme.test' } })
   const other = () => signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: 'bob-2', ctx: { email: 'bob@acme.test' } })
   e.routes.set('/private-loop/token', async () => new Response(await token()))

@@ -17,6 +17,7 @@ import report from './app/report.js' with { type: 'text' }
 import account from './app/account.js' with { type: 'text' }
 import webhooks from './app/webhooks.js' with { type: 'text' }
 import trackers from './app/trackers.js' with { type: 'text' }
+import smtp from './app/smtp.js' with { type: 'text' }
 import labels from './app/labels.js' with { type: 'text' }
 import live from './app/live.js' with { type: 'text' }
 import css from './app/style.css' with { type: 'text' }
@@ -69,6 +70,7 @@ export const ASSETS: Asset[] = [
   asset('@fixloop/labels', 'labels.js', labels),
   asset('@fixloop/live', 'live.js', live),
   asset('@fixloop/trackers', 'trackers.js', trackers),
+  asset('@fixloop/smtp', 'smtp.js', smtp),
   asset('@fixloop/auth', 'auth.js', auth),
   asset('@fixloop/apps', 'apps.js', apps),
   asset('@fixloop/keys', 'keys.js', keys),

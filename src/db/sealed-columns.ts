@@ -29,6 +29,7 @@ const COLUMNS: SealedColumn[] = [
   { table: 'app_smtp', column: 'password_sealed', key: 'app_id' },
   { table: 'feedback', column: 'notify_email_sealed', key: 'id' },
   { table: 'mail_outbox', column: 'email_sealed', key: 'feedback_id' },
+  { table: 'mail_confirmations', column: 'email_sealed', key: 'id' },
   { table: 'tracker_connections', column: 'token_sealed', key: 'app_id' },
   { table: 'tracker_connections', column: 'webhook_secret_sealed', key: 'app_id' },
 ]

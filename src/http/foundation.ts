@@ -40,8 +40,11 @@ const UPLOAD_PATH = /^\/v1\/uploads\//
 const SLACK_COMMAND_PATH = /^\/v1\/chatops\/slack\/[^/]+\/commands$/
 /** Git-host and issue-tracker webhooks: read raw by their route, which verifies the signature over the exact bytes. */
 const GIT_HOOK_PATH = /^\/v1\/(git-hooks|tracker-hooks)\/[^/]+$/
-/** RFC 8058 one-click unsubscribe: mail clients POST `List-Unsubscribe=One-Click` form-encoded; the route ignores the body. */
-const UNSUBSCRIBE_PATH = /^\/v1\/mail\/unsubscribe$/
+/**
+ * The links of reporter mails: RFC 8058 one-click unsubscribe (mail clients POST `List-Unsubscribe=One-Click`
+ * form-encoded) and the double opt-in's confirm button (a form post); both routes ignore the body.
+ */
+const MAIL_LINK_PATH = /^\/v1\/mail\/(unsubscribe|confirm)$/
 
 /** Longest request URL (path + query) fixloop answers; signed upload URLs stay far below it. */
 export const MAX_URL_BYTES = 16 * 1024
@@ -144,7 +147,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
       // parsers, which refuse an image/png body; the upload route streams the body itself.
       const path = pathOfUrl(request.url)
-      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path) || UNSUBSCRIBE_PATH.test(path)) return null
+      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path) || MAIL_LINK_PATH.test(path)) return null
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {

@@ -15,7 +15,7 @@ async function resolvedOptIn(s: FreshStore, id: string, appId = 'a1', orgId = 'o
   await sql(s, 'UPDATE feedback SET notify_email_sealed = ? WHERE id = ?', [`v1:${id}`, id])
 }
 
-const outboxRow = (id: string, now = 100, appId = 'a1', leadId: string | null = id) => ({ feedbackId: id, orgId: 'o1', appId, emailSealed: `v1:${id}`, emailHash: 'h-ann', emailMasked: 'a***@x.example', leadId, now })
+const outboxRow = (id: string, now = 100, appId = 'a1', leadId: string | null = id) => ({ feedbackId: id, orgId: 'o1', appId, emailSealed: `v1:${id}`, emailHash: 'h-ann', emailMasked: 'a***@x.example', leadId, needsConfirm: false, waitUntil: now + 10_000, now })
 
 describeEachDialect('mail repo', (fresh) => {
   test('SMTP settings: put (upsert) and delete, each with its audit row', async () => {
@@ -97,8 +97,8 @@ describeEachDialect('mail repo', (fresh) => {
     await repo.enqueue(outboxRow('f2', 100, 'a2'))
     expect(await repo.unsubscribe('a1', 'h-ann', 200)).toBe(true)
     expect(await repo.unsubscribe('a1', 'h-ann', 300)).toBe(false)
-    expect(await repo.isUnsubscribed('a1', 'h-ann')).toBe(true)
-    expect(await repo.isUnsubscribed('a2', 'h-ann')).toBe(false)
+    expect(await repo.isUnsubscribed('a1', ['h-ann'])).toBe(true)
+    expect(await repo.isUnsubscribed('a2', ['h-ann'])).toBe(false)
     expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ state: 'unsubscribed', email_sealed: null })
     expect(await repo.outboxOf('o1', 'f2')).toMatchObject({ state: 'pending' })
   })
@@ -118,7 +118,55 @@ describeEachDialect('mail repo', (fresh) => {
     expect(await repo.reportsOf('a2', 'u1', undefined, 10)).toEqual([])
     expect((await repo.reportsOf('a1', 'u2', undefined, 10)).map((r) => r.id)).toEqual([ids[4]])
     expect(await repo.appName('a1')).toBe('a1')
-    expect(await repo.reportText(ids[0])).toEqual({ text: 'raw text', redactions: null })
+    expect(await repo.reportFacts(ids[0])).toMatchObject({ text: 'raw text', redactions: null, submitted_mode: 'private' })
+  })
+
+  test('double opt-in: one confirmation per App and address, asked again only once ended or expired; a single-use confirm releases the waiting mails', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = createMailRepo(s.storage, s.clock)
+    for (const id of ['f1', 'f2', 'f3']) {
+      await insertReport(s, id, 'new')
+      await sql(s, "UPDATE feedback SET notify_email_sealed = ?, submitted_mode = 'public' WHERE id = ?", [`v1:${id}`, id])
+    }
+    await sql(s, "UPDATE feedback SET submitted_mode = 'private' WHERE id = 'f3'") // vouched for: never asked
+    expect((await repo.dueAsks(10)).map((r) => r.id)).toEqual(['f1', 'f2'])
+    const ask = (feedbackId: string, nonce: string, now: number) =>
+      repo.ask({ feedbackId, appId: 'a1', orgId: 'o1', emailHash: 'h-ann', emailSealed: `v1:${feedbackId}`, nonce: nonce.padEnd(32, '0'), now, reaskBefore: now - 1000 })
+    await ask('f1', 'a', 100)
+    await ask('f2', 'b', 110) // the same address again: the pending one stays
+    expect(await repo.dueAsks(10)).toEqual([])
+    const [c] = await repo.claimConfirmations(200, 1000, 5)
+    expect(c).toMatchObject({ id: 'a1.h-ann', state: 'pending', nonce: 'a'.padEnd(32, '0'), email_sealed: 'v1:f1', attempts: 1 })
+    await repo.confirmationSent(c.id, 300)
+    expect(await repo.confirmationsSent('a1', 'h-ann', 0, 0)).toEqual({ byApp: 1, toAddress: 1 })
+    expect(await repo.confirmationsSent('a1', 'h-ann', 301, 301)).toEqual({ byApp: 0, toAddress: 0 })
+    // A mail for this address queued while unconfirmed waits; the confirm releases it.
+    await resolvedOptIn(s, 'f9')
+    await repo.enqueue({ ...outboxRow('f9', 400), needsConfirm: true, waitUntil: 99_999 })
+    expect(await repo.claim(500, 1000, 5)).toEqual([])
+    expect(await repo.confirm('a1', 'h-ann', 'b'.padEnd(32, '0'), 600, 0)).toBe(false) // not the nonce sent
+    expect(await repo.confirm('a1', 'h-ann', 'a'.padEnd(32, '0'), 600, 301)).toBe(false) // expired (sent before)
+    expect(await repo.isConfirmed('a1', 'h-ann')).toBe(false)
+    expect(await repo.confirm('a1', 'h-ann', 'a'.padEnd(32, '0'), 600, 0)).toBe(true)
+    expect(await repo.confirm('a1', 'h-ann', 'a'.padEnd(32, '0'), 601, 0)).toBe(false) // single use
+    expect(await repo.isConfirmed('a1', 'h-ann')).toBe(true)
+    expect((await repo.claim(600, 1000, 5)).map((r) => r.feedback_id)).toEqual(['f9'])
+    // Confirmed stays confirmed: a later ask changes nothing. An expired sent one is asked again.
+    await ask('f1', 'c', 10_000)
+    expect(await repo.isConfirmed('a1', 'h-ann')).toBe(true)
+    await repo.ask({ feedbackId: 'f2', appId: 'a1', orgId: 'o1', emailHash: 'h-bob', emailSealed: 'v1:bob', nonce: 'd'.padEnd(32, '0'), now: 100, reaskBefore: 0 })
+    const [b] = await repo.claimConfirmations(100, 1000, 5)
+    await repo.confirmationSent(b.id, 100)
+    await repo.ask({ feedbackId: 'f2', appId: 'a1', orgId: 'o1', emailHash: 'h-bob', emailSealed: 'v1:bob2', nonce: 'e'.padEnd(32, '0'), now: 150, reaskBefore: 50 })
+    expect((await sql<{ state: string }>(s, "SELECT state FROM mail_confirmations WHERE id = 'a1.h-bob'"))[0].state).toBe('sent') // recent: not again
+    await repo.ask({ feedbackId: 'f2', appId: 'a1', orgId: 'o1', emailHash: 'h-bob', emailSealed: 'v1:bob3', nonce: 'f'.padEnd(32, '0'), now: 5000, reaskBefore: 4000 })
+    expect(await repo.claimConfirmations(5000, 1000, 5)).toMatchObject([{ id: 'a1.h-bob', nonce: 'f'.padEnd(32, '0'), email_sealed: 'v1:bob3' }])
+    await repo.settleConfirmation('a1.h-bob', 'limited', 'x', 5001)
+    expect((await sql<{ state: string; email_sealed: string | null }>(s, "SELECT state, email_sealed FROM mail_confirmations WHERE id = 'a1.h-bob'"))[0]).toEqual({ state: 'limited', email_sealed: null })
+    expect(await repo.isUnsubscribed('a1', ['zz', 'h-ann'])).toBe(false)
+    await repo.unsubscribe('a1', 'h-ann', 1)
+    expect(await repo.isUnsubscribed('a1', ['zz', 'h-ann'])).toBe(true)
   })
 
   test('an idle claim takes no write lock (SQLite): another writer holding it does not block the mailer', async () => {
@@ -145,5 +193,6 @@ describeEachDialect('mail repo', (fresh) => {
     const plan = (q: string) => (s.storage as any).sqlite.query(`EXPLAIN QUERY PLAN ${q}`).all().map((r: any) => r.detail).join(' | ')
     expect(plan("SELECT id FROM feedback WHERE app_id = 'a' AND external_user_id = 'u' AND submitted_mode = 'private' ORDER BY id DESC LIMIT 5")).toContain('feedback_private_sub_idx')
     expect(plan("SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT 20")).toContain('feedback_notify_due_idx')
+    expect(plan("SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND notify_asked_at IS NULL AND submitted_mode = 'public' ORDER BY id LIMIT 20")).toContain('feedback_notify_ask_idx')
   })
 })

@@ -4,6 +4,7 @@ import { api } from '@fixloop/api'
 import { html, Link, navigate, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
 import { PROCESSING_LABELS } from '@fixloop/labels'
 import { TrackerSection } from '@fixloop/trackers'
+import { SmtpSection } from '@fixloop/smtp'
 
 export function OrgsPage({ me, orgs, onChange }) {
   const [name, setName] = useState('')
@@ -300,5 +301,6 @@ export function AppPage({ org, appId, me }) {
     ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
     ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
     <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>
-    <${TrackerSection} key=${`tracker-${current.id}`} org=${org} app=${current} />`
+    <${TrackerSection} key=${`tracker-${current.id}`} org=${org} app=${current} />
+    <${SmtpSection} key=${`smtp-${current.id}`} org=${org} app=${current} />`
 }

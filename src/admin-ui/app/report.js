@@ -87,7 +87,7 @@ function Runs({ org, id }) {
   </section>`
 }
 
-const MAIL_LABELS = { pending: 'Queued', sent: 'Sent', failed: 'Failed', unsubscribed: 'Unsubscribed', no_smtp: 'Not sent: the App has no SMTP settings', same_address: 'Not sent again: the same address is told by the mail of another report of this lead' }
+const MAIL_LABELS = { pending: 'Queued', sent: 'Sent', failed: 'Failed', unsubscribed: 'Unsubscribed', no_smtp: 'Not sent: the App has no SMTP settings', same_address: 'Not sent again: the same address is told by the mail of another report of this lead', unconfirmed: 'Not sent: the reporter did not confirm the address (public mode asks first)' }
 
 /**
  * Who was told the report is resolved: the reporter's "fixed" mail (masked address, state, time), as the

@@ -62,7 +62,8 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
       exec(
         tx.client,
         `UPDATE feedback SET duplicate_of_id = $1, merge_locked = $2, merge_score = $3, merge_reason = $4, suggested_lead_id = NULL, suggested_score = NULL,
-           suggested_reason = NULL, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = $5 WHERE id = $6`,
+           suggested_reason = NULL, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL,
+           merge_request_url = (SELECT l.merge_request_url FROM feedback l WHERE l.id = $1), version = version + 1, updated_at = $5 WHERE id = $6`,
         [leadId, locked, why.score, why.reason, now, id],
       ),
     /** Stores a report's suggested lead (null: none). */
@@ -117,10 +118,14 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
       lifecycle.record(tx, scope, 'feedback.duplicate_suggested', data),
     /** Re-points every duplicate of `fromLeadId` at `toLeadId`. */
     moveDuplicates: (tx: PgTx, fromLeadId: string, toLeadId: string, now: number) =>
-      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = $1, version = version + 1, updated_at = $2 WHERE duplicate_of_id = $3', [toLeadId, now, fromLeadId]),
+      exec(
+        tx.client,
+        'UPDATE feedback SET duplicate_of_id = $1, merge_request_url = (SELECT l.merge_request_url FROM feedback l WHERE l.id = $1), version = version + 1, updated_at = $2 WHERE duplicate_of_id = $3',
+        [toLeadId, now, fromLeadId],
+      ),
     /** Makes a duplicate a lead again, locked against automatic clustering. */
     setUnmerged: (tx: PgTx, id: string, now: number) =>
-      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = TRUE, merge_score = NULL, merge_reason = NULL, version = version + 1, updated_at = $1 WHERE id = $2', [now, id]),
+      exec(tx.client, 'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = TRUE, merge_score = NULL, merge_reason = NULL, merge_request_url = NULL, version = version + 1, updated_at = $1 WHERE id = $2', [now, id]),
     recordAttached: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']) =>
       lifecycle.record(tx, scope, 'feedback.duplicate_attached', data),
     recordUnmerged: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']) => lifecycle.record(tx, scope, 'feedback.unmerged', data),

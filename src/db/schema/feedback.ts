@@ -62,6 +62,8 @@ export const feedback = sqliteTable(
      * resolved, so it lives only as long as it is needed (docs/email.md).
      */
     notifyEmailSealed: text('notify_email_sealed'),
+    /** Public mode: when the mailer asked for the address's confirmation (null: not yet; docs/email.md). */
+    notifyAskedAt: integer('notify_asked_at'),
     /**
      * The spam classification (docs/api.md "Spam"): set when the report went to the spam folder (the score,
      * the reasons as a JSON array, when). All null for an ordinary report, and again after "not spam".
@@ -83,6 +85,8 @@ export const feedback = sqliteTable(
     index('feedback_private_sub_idx').on(t.appId, t.externalUserId, t.id).where(sql`submitted_mode = 'private'`),
     // The mailer's scan: resolved reports whose reporter is still to be told (tiny: rows leave it once queued).
     index('feedback_notify_due_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND status = 'resolved'`),
+    // The mailer's other scan: public-mode opt-ins whose address is still to be confirmed (tiny likewise).
+    index('feedback_notify_ask_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND notify_asked_at IS NULL AND submitted_mode = 'public'`),
     index('feedback_dup_recent_idx').on(t.duplicateOfId, t.id, t.createdAt).where(sql`duplicate_of_id IS NOT NULL`),
   ],
 )

@@ -47,6 +47,11 @@ export const mailOutbox = sqliteTable(
      * queued before this column.
      */
     leadId: text('lead_id'),
+    /**
+     * A public-mode report: its address is self-declared by an anonymous submitter, so it gets this mail
+     * only once confirmed (mail_confirmations); the row waits (next_attempt_at) until then.
+     */
+    needsConfirm: integer('needs_confirm', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     index('mail_outbox_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
@@ -63,4 +68,40 @@ export const mailUnsubscribes = sqliteTable(
     createdAt: integer('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.appId, t.emailHash] })],
+)
+
+/**
+ * Double opt-in for self-declared addresses (docs/email.md "Confirming a public-mode address"): one row per
+ * App and normalized address. `pending` (the confirmation mail is to be sent), `sent` (waiting for the
+ * click; the nonce is the single-use part of the link), `confirmed`, or ended without a mail (`failed`,
+ * `limited`, `no_smtp`, `unsubscribed`).
+ */
+export const mailConfirmations = sqliteTable(
+  'mail_confirmations',
+  {
+    /** `<appId>.<emailHash>`: one key column, as `fixloop rekey` walks sealed columns by it. */
+    id: text('id').primaryKey(),
+    appId: text('app_id').notNull(),
+    orgId: text('org_id').notNull(),
+    /** HMAC of the normalized address. */
+    emailHash: text('email_hash').notNull(),
+    /** Sealed address, only until the confirmation mail is settled. */
+    emailSealed: text('email_sealed'),
+    state: text('state').notNull(),
+    /** Random hex in the link; cleared when used (single use). */
+    nonce: text('nonce'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    leaseUntil: integer('lease_until'),
+    lastError: text('last_error'),
+    createdAt: integer('created_at').notNull(),
+    sentAt: integer('sent_at'),
+    confirmedAt: integer('confirmed_at'),
+  },
+  (t) => [
+    index('mail_confirmations_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
+    // The rate limits: confirmation mails sent per App and per address in the last window.
+    index('mail_confirmations_app_sent_idx').on(t.appId, t.sentAt),
+    index('mail_confirmations_hash_sent_idx').on(t.emailHash, t.sentAt),
+  ],
 )

@@ -30,10 +30,13 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     `SELECT * FROM (SELECT ${cols} FROM feedback f WHERE app_id = ?1 AND redactions IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = f.id AND +j.kind = 'process') ORDER BY id DESC LIMIT ?2) ORDER BY id`,
   )
-  // A duplicate loses its suggestion and keeps why it was merged, in the statement that makes it one.
+  // A duplicate loses its suggestion and keeps why it was merged, in the statement that makes it one; it
+  // shows its lead's pull request from the moment it joins (issue 36.3: a report attached while the lead's
+  // PR was open kept none, and its reporter's mail had no link). Every way of attaching comes here.
   const setDuplicate: Statement = sqlite.query(
-    `UPDATE feedback SET duplicate_of_id = ?, merge_locked = ?, merge_score = ?, merge_reason = ?, suggested_lead_id = NULL, suggested_score = NULL,
-       suggested_reason = NULL, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL, version = version + 1, updated_at = ? WHERE id = ?`,
+    `UPDATE feedback SET duplicate_of_id = ?1, merge_locked = ?2, merge_score = ?3, merge_reason = ?4, suggested_lead_id = NULL, suggested_score = NULL,
+       suggested_reason = NULL, theme = NULL, consolidated_text = NULL, duplicate_count = 0, last_duplicate_at = NULL,
+       merge_request_url = (SELECT l.merge_request_url FROM feedback l WHERE l.id = ?1), version = version + 1, updated_at = ?5 WHERE id = ?6`,
   )
   const setSuggestion: Statement = sqlite.query(
     'UPDATE feedback SET suggested_lead_id = ?, suggested_score = ?, suggested_reason = ?, version = version + 1, updated_at = ? WHERE id = ?',
@@ -54,7 +57,9 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
   const saveCalibration: Statement = sqlite.query(
     'INSERT INTO app_calibration (app_id, scored, median, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, updated_at = excluded.updated_at',
   )
-  const moveDuplicates: Statement = sqlite.query('UPDATE feedback SET duplicate_of_id = ?, version = version + 1, updated_at = ? WHERE duplicate_of_id = ?')
+  const moveDuplicates: Statement = sqlite.query(
+    'UPDATE feedback SET duplicate_of_id = ?1, merge_request_url = (SELECT l.merge_request_url FROM feedback l WHERE l.id = ?1), version = version + 1, updated_at = ?2 WHERE duplicate_of_id = ?3',
+  )
   const duplicateIds: Statement = sqlite.query('SELECT id FROM feedback WHERE duplicate_of_id = ?')
   const dupTexts: Statement = sqlite.query('SELECT id, text FROM feedback WHERE duplicate_of_id = ? AND redactions IS NOT NULL ORDER BY id DESC LIMIT 200')
   const dupStats: Statement = sqlite.query('SELECT COUNT(*) AS n, MAX(created_at) AS last, MAX(id) AS maxId FROM feedback WHERE duplicate_of_id = ?')
@@ -63,7 +68,8 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     'UPDATE feedback SET duplicate_count = ?, last_duplicate_at = ?, theme = ?, consolidated_text = ?, version = version + 1, updated_at = ? WHERE id = ?',
   )
   const setUnmerged: Statement = sqlite.query(
-    'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, merge_score = NULL, merge_reason = NULL, version = version + 1, updated_at = ? WHERE id = ?',
+    // The lead's pull request leaves with it: an unmerged report is a lead of its own, without a PR yet.
+    'UPDATE feedback SET duplicate_of_id = NULL, merge_locked = 1, merge_score = NULL, merge_reason = NULL, merge_request_url = NULL, version = version + 1, updated_at = ? WHERE id = ?',
   )
 
   return {

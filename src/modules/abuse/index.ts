@@ -1,4 +1,7 @@
-/** GET /v1/widget/challenge (pub_ key): a proof-of-work challenge for the next public request (issue 27). */
+/**
+ * GET /v1/widget/challenge (pub_ key): a proof-of-work challenge for the next public request (issue 27),
+ * and what else the widget needs to know of its App before the form is used (`notifyEmail`: can it mail).
+ */
 import { Elysia, t } from 'elysia'
 import { authenticateWidget, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
@@ -27,20 +30,25 @@ export const ChallengeResponse = t.Object(
       ],
       { description: 'Null when required is false' },
     ),
+    notifyEmail: t.Boolean({
+      description: 'Whether the App can send the reporter\'s "fixed" mail (it has SMTP settings): the widget offers "Email me when this is fixed" only then. Additive: older clients ignore it.',
+    }),
   },
   { additionalProperties: false },
 )
 
-export function challengeRoutes(auth: AuthDeps, pow: PowService) {
+/** `canMail(appId)`: whether the App has SMTP settings (the mail module's answer, injected by the composition root). */
+export function challengeRoutes(auth: AuthDeps, pow: PowService, canMail: (appId: string) => Promise<boolean>) {
   return new Elysia({ name: 'widget-challenge' })
     .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'challenge') }))
     .get(
       '/v1/widget/challenge',
-      ({ caller, set }) => {
+      async ({ caller, set }) => {
         set.headers['cache-control'] = 'no-store'
-        if (caller.user) return { required: false, difficulty: 'off' as const, challenge: null }
-        return pow.challenge({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientKey)
+        const notifyEmail = await canMail(caller.app.row.id)
+        if (caller.user) return { required: false, difficulty: 'off' as const, challenge: null, notifyEmail }
+        return { ...(await pow.challenge({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientKey)), notifyEmail }
       },
       {
         access: 'widget',

@@ -1,4 +1,4 @@
-/** Email addresses as fixloop handles them: a strict shape check, the dashboard's mask, the unsubscribe hash. */
+/** Email addresses as fixloop handles them: a strict shape check, the dashboard's mask, the normalized keyed hash. */
 import { createHmac } from 'node:crypto'
 
 /** At most 254 characters (RFC 5321 path limit); one @; no spaces, controls, quotes or angle brackets. */
@@ -16,10 +16,48 @@ export function maskAddress(address: string): string {
 }
 
 /**
- * A keyed hash of the lower-cased address: how unsubscribes are stored and matched without keeping the
- * address itself. The key is derived from the master key, so the hash says nothing to whoever holds only
- * the database.
+ * Providers whose documented rule is that dots in the local part do not matter (Gmail: "j.ann@gmail.com"
+ * and "jann@gmail.com" are one mailbox), and the domain each is one mailbox under (googlemail.com is
+ * gmail.com). Other providers keep their dots: only what a provider documents is folded.
+ */
+const DOTLESS_DOMAINS: Record<string, string> = { 'gmail.com': 'gmail.com', 'googlemail.com': 'gmail.com' }
+
+/**
+ * The one mailbox an address names, as far as fixloop can tell, for every rule that counts addresses
+ * (docs/email.md "Normalized addresses"): lower case; the `+tag` of the local part dropped (`ann+1@` is
+ * `ann@`); the provider's documented dot rule (gmail.com, googlemail.com). Without it `victim+1@`,
+ * `VICTIM@` and `v.ictim@gmail.com` would each be a fresh address for the limits, the one-mail-per-address
+ * rule and unsubscribes. Mail is still DELIVERED to the address as given; this form is never stored in clear.
+ */
+export function normalizeAddress(address: string): string {
+  const a = address.trim().toLowerCase()
+  const at = a.lastIndexOf('@')
+  if (at <= 0) return a
+  let local = a.slice(0, at)
+  let domain = a.slice(at + 1)
+  const plus = local.indexOf('+')
+  if (plus > 0) local = local.slice(0, plus)
+  const folded = DOTLESS_DOMAINS[domain]
+  if (folded) {
+    domain = folded
+    local = local.replace(/\./g, '') || local
+  }
+  return `${local}@${domain}`
+}
+
+/**
+ * A keyed hash of the normalized address: how unsubscribes, confirmations and the one-mail-per-address rule
+ * match addresses without keeping them. The key is derived from the master key, so the hash says nothing to
+ * whoever holds only the database.
  */
 export function addressHash(hashKey: Uint8Array, address: string): string {
+  return createHmac('sha256', hashKey).update(normalizeAddress(address)).digest('hex')
+}
+
+/**
+ * The hash unsubscribes were recorded with before normalization (only lower-cased): an unsubscribe link
+ * in a mail sent before still names it, so a delivery checks both.
+ */
+export function legacyAddressHash(hashKey: Uint8Array, address: string): string {
   return createHmac('sha256', hashKey).update(address.trim().toLowerCase()).digest('hex')
 }

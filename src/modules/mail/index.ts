@@ -47,7 +47,7 @@ const AppParams = t.Object({ id: Id }, closed)
 const Notification = t.Object(
   {
     address: t.String({ description: 'Masked: j***@example.com' }),
-    state: oneOf(['pending', 'sent', 'failed', 'unsubscribed', 'no_smtp', 'same_address']),
+    state: oneOf(['pending', 'sent', 'failed', 'unsubscribed', 'no_smtp', 'same_address', 'unconfirmed']),
     attempts: t.Integer(),
     lastError: t.Union([t.String(), t.Null()]),
     queuedAt: t.String({ format: 'date-time' }),
@@ -116,7 +116,7 @@ export function mailRoutes(auth: AuthDeps, mail: MailService) {
 const page = (title: string, body: string) =>
   new Response(
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title>` +
-      '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1a1a1a}button{font:inherit;padding:.5rem 1rem;border-radius:.375rem;border:1px solid #1a1a1a;background:#1a1a1a;color:#fff;cursor:pointer}button:focus-visible{outline:3px solid #2563eb;outline-offset:2px}</style>' +
+      '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:2.5rem auto;padding:0 1rem;color:#1a1a1a}h1{font-size:1.6rem;line-height:1.25}button{font:inherit;padding:.5rem 1rem;border-radius:.375rem;border:1px solid #1a1a1a;background:#1a1a1a;color:#fff;cursor:pointer}button:focus-visible{outline:3px solid #2563eb;outline-offset:2px}</style>' +
       `</head><body><main><h1>${title}</h1>${body}</main></body></html>`,
     { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'" } },
   )
@@ -126,25 +126,31 @@ const tokenOf = (request: Request) => {
   return all.length === 1 ? all[0] : ''
 }
 
+/** App names are the customer's: escaped wherever a page shows one. */
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+const notValid = (what: string) => {
+  const r = page('Link not valid', `<p>This ${what} link is not valid. Copy the whole link from the mail.</p>`)
+  return new Response(r.body, { status: 404, headers: r.headers })
+}
+
 /**
  * GET shows a page with one button (a link scanner that follows the link unsubscribes nobody); POST
- * unsubscribes: the page's button and RFC 8058 one-click clients (`List-Unsubscribe=One-Click`).
+ * unsubscribes: the page's button and RFC 8058 one-click clients (`List-Unsubscribe=One-Click`). The
+ * pages name the product by the App's name, as the mail did (an end user knows no "App").
  */
 export function unsubscribeRoutes(mail: MailService) {
-  const invalid = () => {
-    const r = page('Link not valid', '<p>This unsubscribe link is not valid. Copy the whole link from the mail.</p>')
-    return new Response(r.body, { status: 404, headers: r.headers })
-  }
   return new Elysia({ name: 'mail-unsubscribe' })
     .use(accessGuard())
     .get(
       '/v1/mail/unsubscribe',
-      ({ request }) => {
+      async ({ request }) => {
         const token = tokenOf(request)
-        if (!mail.checkUnsubscribe(token)) return invalid()
+        const t = await mail.checkUnsubscribe(token)
+        if (!t) return notValid('unsubscribe')
         return page(
           'Unsubscribe',
-          `<p>Stop mails about your reports from this App?</p><form method="post" action="/v1/mail/unsubscribe?token=${encodeURIComponent(token)}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
+          `<p>Stop all mails from ${esc(t.appName)} about the problems you reported?</p><form method="post" action="/v1/mail/unsubscribe?token=${encodeURIComponent(token)}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
         )
       },
       { access: 'anyone', detail: { summary: 'Unsubscribe page (the link in a reporter mail)', tags: ['mail'] } },
@@ -152,10 +158,47 @@ export function unsubscribeRoutes(mail: MailService) {
     .post(
       '/v1/mail/unsubscribe',
       async ({ request }) => {
-        if (!(await mail.unsubscribe(tokenOf(request)))) return invalid()
-        return page('Unsubscribed', '<p>You will get no more mails about your reports from this App.</p>')
+        const token = tokenOf(request)
+        const t = await mail.checkUnsubscribe(token)
+        if (!t || !(await mail.unsubscribe(token))) return notValid('unsubscribe')
+        return page('Unsubscribed', `<p>You will get no more mails from ${esc(t.appName)} about the problems you reported.</p>`)
       },
       { access: 'anyone', detail: { summary: 'One-click unsubscribe (RFC 8058)', tags: ['mail'] } },
+    )
+}
+
+/**
+ * The double opt-in's link (docs/email.md "Confirming a public-mode address"): GET shows a page with one
+ * button (a mail scanner that fetches links confirms nothing), POST confirms. Single use; 7 days.
+ */
+export function confirmRoutes(mail: MailService) {
+  return new Elysia({ name: 'mail-confirm' })
+    .use(accessGuard())
+    .get(
+      '/v1/mail/confirm',
+      async ({ request }) => {
+        const token = tokenOf(request)
+        const t = await mail.checkConfirm(token)
+        if (!t) return notValid('confirmation')
+        return page(
+          'Confirm your address',
+          `<p>Get one mail from ${esc(t.appName)} when the problem you reported is fixed?</p><form method="post" action="/v1/mail/confirm?token=${encodeURIComponent(token)}"><button type="submit">Yes, confirm my address</button></form><p>If you did not ask for this, close this page: nothing will be sent.</p>`,
+        )
+      },
+      { access: 'anyone', detail: { summary: 'Confirmation page (the link in a confirmation mail)', tags: ['mail'] } },
+    )
+    .post(
+      '/v1/mail/confirm',
+      async ({ request }) => {
+        const r = await mail.confirm(tokenOf(request))
+        if (!r) return notValid('confirmation')
+        if (r.result === 'used') {
+          const p = page('Link already used', `<p>This link was used already or has expired. If you confirmed before, ${esc(r.appName)} will write to you when the problem is fixed.</p>`)
+          return new Response(p.body, { status: 410, headers: p.headers })
+        }
+        return page('Address confirmed', `<p>Thank you. ${esc(r.appName)} will write to you when the problem you reported is fixed.</p>`)
+      },
+      { access: 'anyone', detail: { summary: 'Confirm an address (double opt-in)', tags: ['mail'] } },
     )
 }
 

@@ -9,17 +9,23 @@
  *  2. send: pending rows are claimed with a lease (one claimer per row, also across nodes), sent through
  *     the App's SMTP server, and settled; a failure is retried with exponential backoff, never blocking
  *     anything else (the lifecycle never waits for mail).
+ * Before both, the double opt-in: a public-mode opt-in (an address an anonymous submitter typed) gets ONE
+ * confirmation mail per App and normalized address (rate-limited per App and per address), and its report's
+ * mail is sent only once that address is confirmed (docs/email.md "Confirming a public-mode address").
  * In cluster mode only the node holding the `dispatch` role runs it (like the webhook and Slack dispatchers).
  */
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
-import { addressHash, maskAddress } from './address'
-import { resolvedMessage } from './message'
-import { createMailRepo, type MailRepo, type OutboxRow } from './repo'
+import { randomBytes } from 'node:crypto'
+import { addressHash, legacyAddressHash, maskAddress } from './address'
+import { CONFIRM_TTL_MS, DAY_MS, HOUR_MS, confirmationAllowed } from './confirm-policy'
+import { confirmMessage, resolvedMessage } from './message'
+import { createMailRepo, type ConfirmationRow, type MailRepo, type OutboxRow } from './repo'
 import { MailError, sendMail } from './transport'
-import { mailKeys, unsubscribeToken } from './unsubscribe-token'
+import { confirmToken, mailKeys, unsubscribeToken } from './unsubscribe-token'
 import { isSanitized } from '../../sanitize/servable'
+import { titleOf } from '../trackers/draft'
 
 export interface MailerOptions {
   /** Cluster mode: true while this node holds the `dispatch` role; nothing is claimed or sent without it. */
@@ -116,9 +122,10 @@ export class Mailer {
     return this.running
   }
 
-  /** One bounded pass: queue what became due, then send what is due. */
+  /** One bounded pass: ask for confirmations, queue what became due, then send what is due. */
   async pass(): Promise<void> {
     if (!this.opts.mayAct()) return
+    await this.askConfirmations()
     for (let round = 0; round < 50; round++) {
       const due = await this.repo.dueReports(BATCH)
       for (const r of due) {
@@ -137,13 +144,24 @@ export class Mailer {
           emailSealed: r.notify_email_sealed,
           emailHash: address === null ? 'unreadable' : addressHash(this.keys.addressHashKey, address),
           emailMasked: address === null ? '***' : maskAddress(address),
-          // Matched on the hash of the lower-cased address: one mail per address for the lead's resolution.
+          // Matched on the hash of the normalized address: one mail per address for the lead's resolution.
           leadId: address === null ? null : r.lead_id,
+          // An address an anonymous submitter typed is mailed only once its owner confirmed it.
+          needsConfirm: r.submitted_mode !== 'private',
+          waitUntil: now + CONFIRM_TTL_MS,
           now,
         })
         if (address === null) await this.repo.settle(r.id, 'failed', 'the address does not open with the master key', now)
       }
       if (due.length < BATCH) break
+    }
+    for (let round = 0; round < 50 && this.opts.mayAct(); round++) {
+      const claimed = await this.repo.claimConfirmations(this.ctx.clock.now(), LEASE_MS, BATCH)
+      for (const row of claimed) {
+        if (!this.opts.mayAct()) return
+        await this.deliverConfirmation(row)
+      }
+      if (claimed.length < BATCH) break
     }
     for (let round = 0; round < 50 && this.opts.mayAct(); round++) {
       const claimed = await this.repo.claim(this.ctx.clock.now(), LEASE_MS, BATCH)
@@ -155,22 +173,109 @@ export class Mailer {
     }
   }
 
+  /**
+   * Public-mode opt-ins not asked yet: each address gets its confirmation (one per App and normalized
+   * address; asked again only after the earlier one ended or expired). The report is marked asked either way.
+   */
+  private async askConfirmations(): Promise<void> {
+    for (let round = 0; round < 50; round++) {
+      const due = await this.repo.dueAsks(BATCH)
+      for (const r of due) {
+        let address: string | null = null
+        try {
+          address = this.ctx.box.open(r.notify_email_sealed).toString()
+        } catch {
+          // Unreadable: nothing to ask; the report's mail is given up when it is queued.
+        }
+        const now = this.ctx.clock.now()
+        await this.repo.ask({
+          feedbackId: r.id,
+          appId: r.app_id,
+          orgId: r.org_id,
+          emailHash: address === null ? 'unreadable' : addressHash(this.keys.addressHashKey, address),
+          // Kept as given: the mail goes where the submitter typed; only the counting is normalized.
+          emailSealed: address === null ? r.notify_email_sealed : this.ctx.box.seal(Buffer.from(address)),
+          nonce: randomBytes(16).toString('hex'),
+          now,
+          reaskBefore: now - CONFIRM_TTL_MS,
+        })
+      }
+      if (due.length < BATCH) break
+    }
+  }
+
+  private base(): string {
+    return this.opts.publicUrl ?? this.listenUrl
+  }
+
+  private unsubscribeUrl(appId: string, emailHash: string): string {
+    return `${this.base()}/v1/mail/unsubscribe?token=${unsubscribeToken(this.keys.unsubscribeKey, appId, emailHash)}`
+  }
+
+  /** One confirmation mail: the rate limits first, then the App's SMTP server; nothing the submitter wrote. */
+  private async deliverConfirmation(row: ConfirmationRow): Promise<void> {
+    const now = () => this.ctx.clock.now()
+    const end = (state: 'failed' | 'limited' | 'no_smtp' | 'unsubscribed', why: string | null) => this.repo.settleConfirmation(row.id, state, why, now())
+    if (!row.email_sealed || !row.nonce) return end('failed', 'no address')
+    let to: string
+    try {
+      to = this.ctx.box.open(row.email_sealed).toString()
+    } catch {
+      return end('failed', 'the address does not open with the master key')
+    }
+    if (await this.repo.isUnsubscribed(row.app_id, [row.email_hash, legacyAddressHash(this.keys.addressHashKey, to)])) return end('unsubscribed', null)
+    const smtp = await this.repo.smtp(row.app_id)
+    if (!smtp) return end('no_smtp', 'the App has no SMTP settings')
+    const sent = await this.repo.confirmationsSent(row.app_id, row.email_hash, now() - HOUR_MS, now() - DAY_MS)
+    const allowed = confirmationAllowed(sent.byApp, sent.toAddress)
+    if (allowed !== 'ok') {
+      this.log.info('confirmation mail not sent: rate limit', { appId: row.app_id, limit: allowed })
+      return end('limited', allowed === 'app' ? 'the App sent its confirmation mails for this hour' : 'the address got its confirmation mails for today')
+    }
+    try {
+      const msg = confirmMessage({
+        appName: (await this.repo.appName(row.app_id)) ?? 'fixloop',
+        confirmUrl: `${this.base()}/v1/mail/confirm?token=${confirmToken(this.keys.confirmKey, row.app_id, row.email_hash, row.nonce)}`,
+        days: Math.round(CONFIRM_TTL_MS / DAY_MS),
+        unsubscribeUrl: this.unsubscribeUrl(row.app_id, row.email_hash),
+      })
+      await sendMail(this.ctx.box, smtp, { to, ...msg }, { allowPrivate: this.ctx.config.smtpAllowPrivate })
+      await this.repo.confirmationSent(row.id, now())
+    } catch (e) {
+      const reason = e instanceof Error ? e.message.slice(0, 300) : String(e)
+      // Fewer tries than a report's mail: a confirmation is only useful while the reporter remembers asking.
+      if ((e instanceof MailError && e.permanent) || row.attempts >= 6) await end('failed', reason)
+      else await this.repo.retryConfirmation(row.id, now() + retryDelayMs(row.attempts), reason)
+    }
+  }
+
   private async deliver(row: OutboxRow): Promise<void> {
     const now = () => this.ctx.clock.now()
-    if (await this.repo.isUnsubscribed(row.app_id, row.email_hash)) return void (await this.repo.settle(row.feedback_id, 'unsubscribed', null, now()))
+    if (!row.email_sealed) return void (await this.repo.settle(row.feedback_id, 'failed', 'no address', now()))
+    let to: string
+    try {
+      to = this.ctx.box.open(row.email_sealed).toString()
+    } catch {
+      return void (await this.repo.settle(row.feedback_id, 'failed', 'the address does not open with the master key', now()))
+    }
+    // An unsubscribe recorded before addresses were normalized names the lower-cased address's hash.
+    if (await this.repo.isUnsubscribed(row.app_id, [row.email_hash, legacyAddressHash(this.keys.addressHashKey, to)]))
+      return void (await this.repo.settle(row.feedback_id, 'unsubscribed', null, now()))
+    // Due while unconfirmed: its wait for the confirmation ran out (a confirmation releases it earlier).
+    if (row.needs_confirm && !(await this.repo.isConfirmed(row.app_id, row.email_hash)))
+      return void (await this.repo.settle(row.feedback_id, 'unconfirmed', 'the address was not confirmed', now()))
     const smtp = await this.repo.smtp(row.app_id)
     if (!smtp) return void (await this.repo.settle(row.feedback_id, 'no_smtp', 'the App has no SMTP settings', now()))
-    if (!row.email_sealed) return void (await this.repo.settle(row.feedback_id, 'failed', 'no address', now()))
     try {
-      const to = this.ctx.box.open(row.email_sealed).toString()
-      const report = await this.reportOf(row)
-      const token = unsubscribeToken(this.keys.unsubscribeKey, row.app_id, row.email_hash)
+      const facts = await this.repo.reportFacts(row.feedback_id)
       const msg = resolvedMessage({
         appName: (await this.repo.appName(row.app_id)) ?? 'fixloop',
         feedbackId: row.feedback_id,
-        sanitizedText: report,
+        createdAt: facts?.created_at !== undefined ? Number(facts.created_at) : row.created_at,
+        // Only a private-mode report's (sanitized) words are quoted: a public one's are a stranger's.
+        quotable: facts && facts.submitted_mode === 'private' && isSanitized(facts) ? { text: facts.text, title: titleOf(facts) } : null,
         prUrl: await this.repo.latestPrUrl(row.feedback_id),
-        unsubscribeUrl: `${this.opts.publicUrl ?? this.listenUrl}/v1/mail/unsubscribe?token=${token}`,
+        unsubscribeUrl: this.unsubscribeUrl(row.app_id, row.email_hash),
         unsubscribeMailto: null,
       })
       await sendMail(this.ctx.box, smtp, { to, ...msg }, { allowPrivate: this.ctx.config.smtpAllowPrivate })
@@ -186,11 +291,5 @@ export class Mailer {
         this.log.info('mail to a reporter failed; retried later', { feedbackId: row.feedback_id, attempts: row.attempts, error: reason })
       }
     }
-  }
-
-  /** The report's sanitized text, or null when it has none (never the raw text). */
-  private async reportOf(row: OutboxRow): Promise<string | null> {
-    const report = await this.repo.reportText(row.feedback_id)
-    return report && isSanitized(report) ? report.text : null
   }
 }

@@ -16,7 +16,8 @@ import { isMailAddress, maskAddress } from './address'
 import { createMailRepo, TLS_MODES, type SmtpRow, type TlsMode } from './repo'
 import { checkSmtpHost } from './smtp-guard'
 import { MailError, sendMail } from './transport'
-import { mailKeys, verifyUnsubscribeToken } from './unsubscribe-token'
+import { CONFIRM_TTL_MS } from './confirm-policy'
+import { mailKeys, verifyConfirmToken, verifyUnsubscribeToken } from './unsubscribe-token'
 
 export interface SmtpInput {
   host: string
@@ -150,14 +151,55 @@ export function createMailService(ctx: Context) {
       }
     },
 
-    /** The token's App and address hash, or null for a token that is not genuine. */
-    checkUnsubscribe: (token: string) => verifyUnsubscribeToken(keys.unsubscribeKey, token),
+    /** The token's App (its name for the page) and address hash, or null for a token that is not genuine. */
+    async checkUnsubscribe(token: string): Promise<{ appId: string; emailHash: string; appName: string } | null> {
+      const t = verifyUnsubscribeToken(keys.unsubscribeKey, token)
+      return t ? { ...t, appName: (await repo.appName(t.appId)) ?? 'this service' } : null
+    },
+
+    /**
+     * A confirmation link (double opt-in) that is genuine (its MAC): the App's name for the page; null
+     * otherwise. Whether it is still unused and unexpired is known only when it is used (POST).
+     */
+    async checkConfirm(token: string): Promise<{ appName: string } | null> {
+      const t = verifyConfirmToken(keys.confirmKey, token)
+      return t ? { appName: (await repo.appName(t.appId)) ?? 'this service' } : null
+    },
+
+    /**
+     * Uses a confirmation link: 'confirmed' (the address now gets the mails it asked for; the link is used
+     * up), 'used' (used already, expired, or replaced by a newer one), or null for a link that is not genuine.
+     */
+    async confirm(token: string): Promise<{ result: 'confirmed' | 'used'; appName: string } | null> {
+      const t = verifyConfirmToken(keys.confirmKey, token)
+      if (!t) return null
+      const now = ctx.clock.now()
+      const ok = await repo.confirm(t.appId, t.emailHash, t.nonce, now, now - CONFIRM_TTL_MS)
+      return { result: ok ? 'confirmed' : 'used', appName: (await repo.appName(t.appId)) ?? 'this service' }
+    },
 
     async unsubscribe(token: string): Promise<boolean> {
       const t = verifyUnsubscribeToken(keys.unsubscribeKey, token)
       if (!t) return false
       await repo.unsubscribe(t.appId, t.emailHash, ctx.clock.now())
       return true
+    },
+
+    /**
+     * The warning `fixloop serve` logs once at start when FIXLOOP_PUBLIC_URL is unset and Apps can mail:
+     * the links in their mails (confirm, unsubscribe) then point at the listening address, which a reporter
+     * cannot reach behind a proxy. Null when there is nothing to warn about.
+     */
+    async publicUrlWarning(publicUrl: string | undefined, listeningAt: string): Promise<{ message: string; apps: string[] } | null> {
+      if (publicUrl) return null
+      const apps = await repo.appsWithSmtp(21)
+      if (apps.length === 0) return null
+      const names = apps.slice(0, 20).map((a) => `"${a.name}" (${a.id})`)
+      if (apps.length > 20) names.push('and more')
+      return {
+        message: `FIXLOOP_PUBLIC_URL is not set, but Apps mail their reporters (SMTP settings: ${names.join(', ')}): the confirm and unsubscribe links in those mails point at ${listeningAt}, which reporters cannot open unless that address is public; set FIXLOOP_PUBLIC_URL to the address people reach fixloop at`,
+        apps: names,
+      }
     },
 
     /** The report's mail for the dashboard: masked address, state and times; null when none was asked for. */

@@ -16,6 +16,25 @@ export const PROOF_HEADER = 'x-fixloop-proof-of-work'
 interface ChallengeResponse {
   required: boolean
   challenge: PowChallenge | null
+  /** The App can send the "fixed" mail (it has SMTP settings). */
+  notifyEmail?: boolean
+}
+
+/**
+ * Whether the App can mail the reporter (GET /v1/widget/challenge's `notifyEmail`), asked with the user
+ * token in private mode; null when the answer could not be had (the caller decides what unknown means).
+ */
+export async function fetchMailOffered(http: typeof fetch, endpoint: string, publicKey: string, userToken?: string): Promise<boolean | null> {
+  try {
+    const headers: Record<string, string> = { authorization: `Bearer ${publicKey}` }
+    if (userToken) headers['x-service-user-token'] = userToken
+    const res = await http(`${endpoint}/v1/widget/challenge`, { headers })
+    if (!res.ok) return null
+    const body = (await res.json()) as ChallengeResponse
+    return typeof body.notifyEmail === 'boolean' ? body.notifyEmail : null
+  } catch {
+    return null
+  }
 }
 
 /** A prepared solution: the header value, or '' when the App does not ask for proof of work. */
@@ -62,6 +81,8 @@ export class Proofs {
   private prepared?: Promise<Prepared | undefined>
   /** Whether the App asked for proof of work in its latest challenge answer (known before the solving ends). */
   private asked?: Promise<boolean>
+  /** Whether the App can send the "fixed" mail, from the same answer (null: unknown). */
+  private mail?: Promise<boolean | null>
   private workerURL?: string
   private workerRefused = false
 
@@ -78,6 +99,12 @@ export class Proofs {
   /** Starts preparing one solution (the form opened); a no-op when one is ready or being prepared. */
   prefetch(): void {
     if (!this.prepared) this.prepared = this.prepare().catch(() => undefined)
+  }
+
+  /** Whether the App can send the "fixed" mail (the latest challenge answer's `notifyEmail`); fetches one when none was asked yet. */
+  mailOffered(): Promise<boolean | null> {
+    if (!this.mail) this.prefetch()
+    return this.mail!
   }
 
   /**
@@ -132,6 +159,7 @@ export class Proofs {
       (res) => (res.ok ? (res.json() as Promise<ChallengeResponse>) : undefined),
     )
     this.asked = answer.then((b) => !!b?.required, () => false)
+    this.mail = answer.then((b) => (typeof b?.notifyEmail === 'boolean' ? b.notifyEmail : null), () => null)
     const body = await answer
     if (!body) return undefined
     if (!body.required || !body.challenge) return { header: '', expiresAt: Infinity }

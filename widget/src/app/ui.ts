@@ -13,6 +13,7 @@ import { pickElement, type Picked } from './picker'
 import { buildPayload, newIntentKey } from './payload'
 import { enqueue, type PendingBlob, type QueuedReport } from './queue'
 import { Sender } from './sender'
+import { fetchMailOffered } from './proof'
 import { listMine, tokenEmail, type MyReport } from './transport'
 import { createSvg, on } from '../safe-dom'
 
@@ -96,7 +97,7 @@ export function createUI(core: Core): WidgetUI {
   const emailError = h('p', { id: 'fl-email-error', class: 'note field-error', role: 'status', 'aria-live': 'polite', hidden: true }, s.emailNeeded)
   email.setAttribute('aria-describedby', 'fl-email-error')
   const emailRow = h('div', { class: 'email', hidden: true }, h('label', { for: 'fl-email' }, s.email), email, emailError)
-  const notifyRow = h('div', { class: 'notify', hidden: privateMode }, h('label', { class: 'check', for: 'fl-notify' }, notify, notifyText), emailRow)
+  const notifyRow = h('div', { class: 'notify', hidden: true }, h('label', { class: 'check', for: 'fl-notify' }, notify, notifyText), emailRow)
   // The honeypot: off-screen, hidden from assistive technology and out of the tab order, so people never
   // meet it; a bot that fills every input does. Its value (and the time from open to Send) go in clientSignals.
   const honeypot = h('input', { type: 'text', id: 'fl-website', name: 'website', tabindex: '-1', autocomplete: 'off' })
@@ -296,11 +297,31 @@ export function createUI(core: Core): WidgetUI {
    * this: the page's getUserToken is called when a report is sent, as before); a token without ctx.email
    * hides the box. Before any token, the label says the account's address is used.
    */
+  // Whether the App can send the mail at all (it has SMTP settings: the challenge answer's notifyEmail).
+  // Public mode: unknown (the answer could not be had) hides the box. Private mode: asked with the token
+  // once one is at hand (an App may refuse public requests); before that, or unknown, the box is offered
+  // as it always was (a report's opt-in without SMTP is settled `no_smtp` on the server, never an error).
+  let canMail: boolean | null = null
+  let askedWithToken = false
+  const learnMail = (answer: Promise<boolean | null>) =>
+    void answer.then((known) => {
+      if (known === null && canMail !== null) return
+      canMail = known
+      offerNotify()
+    })
   const offerNotify = () => {
-    if (!privateMode) return
+    if (!privateMode) {
+      notifyRow.hidden = canMail !== true
+      if (notifyRow.hidden) notify.checked = false
+      return
+    }
     const token = sender.tokens.peek()
+    if (token && !askedWithToken) {
+      askedWithToken = true
+      learnMail(fetchMailOffered(core.fetch, core.endpoint, options.publicKey, token))
+    }
     const address = tokenEmail(token)
-    notifyRow.hidden = !!token && !address
+    notifyRow.hidden = (!!token && !address) || canMail === false
     notifyText.textContent = address ? s.notifyAt.replace('{email}', address) : s.notifyAccount
   }
   /** The report is safe (sent, or queued on this device): the form gives way to a confirmation. */
@@ -496,8 +517,10 @@ export function createUI(core: Core): WidgetUI {
       if (dialog.open) return
       if (!mineView.hidden) hideMine()
       if (!textarea.value) openedAt = Date.now()
-      // Public mode with proof of work on: the solution is prepared while the user types.
+      // Public mode with proof of work on: the solution is prepared while the user types. Its answer
+      // also says whether the App can mail the reporter.
       sender.proofs?.prefetch()
+      if (sender.proofs) learnMail(sender.proofs.mailOffered())
       showForm()
       if (!busy && !status.classList.contains('error')) say('')
       offerNotify()

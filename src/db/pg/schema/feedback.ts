@@ -45,6 +45,8 @@ export const feedback = pgTable(
     mergeScore: doublePrecision('merge_score'),
     mergeReason: text('merge_reason'),
     notifyEmailSealed: text('notify_email_sealed'),
+    /** Public mode: when the mailer asked for the address's confirmation (null: not yet; docs/email.md). */
+    notifyAskedAt: epochMs('notify_asked_at'),
     spamScore: doublePrecision('spam_score'),
     spamReasons: text('spam_reasons'),
     spamMarkedAt: epochMs('spam_marked_at'),
@@ -53,6 +55,8 @@ export const feedback = pgTable(
     index('feedback_spam_idx').on(t.orgId, t.id).where(sql`spam_marked_at IS NOT NULL`),
     index('feedback_private_sub_idx').on(t.appId, t.externalUserId, t.id).where(sql`submitted_mode = 'private'`),
     index('feedback_notify_due_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND status = 'resolved'`),
+    // The mailer's other scan: public-mode opt-ins whose address is still to be confirmed (tiny likewise).
+    index('feedback_notify_ask_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND notify_asked_at IS NULL AND submitted_mode = 'public'`),
     index('feedback_org_id_idx').on(t.orgId, t.id),
     index('feedback_app_id_idx').on(t.appId, t.id),
     index('feedback_org_status_idx').on(t.orgId, t.status, t.id),

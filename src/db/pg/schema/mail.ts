@@ -1,6 +1,6 @@
 /** Mail to reporters: the PostgreSQL twin of src/db/schema/mail.ts. */
 import { sql } from 'drizzle-orm'
-import { index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { boolean, index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
 import { epochMs } from './columns'
 
 export const appSmtp = pgTable('app_smtp', {
@@ -37,6 +37,8 @@ export const mailOutbox = pgTable(
      * queued before this column.
      */
     leadId: text('lead_id'),
+    /** A public-mode report: mailed only once its address is confirmed (mail_confirmations). */
+    needsConfirm: boolean('needs_confirm').notNull().default(false),
   },
   (t) => [
     index('mail_outbox_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
@@ -53,4 +55,30 @@ export const mailUnsubscribes = pgTable(
     createdAt: epochMs('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.appId, t.emailHash] })],
+)
+
+/** Double opt-in for self-declared addresses: the PostgreSQL twin of src/db/schema/mail.ts. */
+export const mailConfirmations = pgTable(
+  'mail_confirmations',
+  {
+    id: text('id').primaryKey(),
+    appId: text('app_id').notNull(),
+    orgId: text('org_id').notNull(),
+    emailHash: text('email_hash').notNull(),
+    emailSealed: text('email_sealed'),
+    state: text('state').notNull(),
+    nonce: text('nonce'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: epochMs('next_attempt_at').notNull(),
+    leaseUntil: epochMs('lease_until'),
+    lastError: text('last_error'),
+    createdAt: epochMs('created_at').notNull(),
+    sentAt: epochMs('sent_at'),
+    confirmedAt: epochMs('confirmed_at'),
+  },
+  (t) => [
+    index('mail_confirmations_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
+    index('mail_confirmations_app_sent_idx').on(t.appId, t.sentAt),
+    index('mail_confirmations_hash_sent_idx').on(t.emailHash, t.sentAt),
+  ],
 )
