@@ -1,6 +1,8 @@
 /** modules/mail/repo.ts on both dialects: SMTP settings with audit rows, the outbox (one row per report, lease claims, settle, retry), unsubscribes, a user's reports. */
-import { expect, test } from 'bun:test'
-import { describeEachDialect, type FreshStore } from '../dialects'
+import { describe, expect, test } from 'bun:test'
+import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
+import { openPool } from '../../src/db/pg/client-options'
+import { pgStorage } from '../../src/db/pg/storage'
 import { createMailRepo, type SmtpRow } from '../../src/modules/mail/repo'
 import type { AuditEntry } from '../../src/modules/audit/entry'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
@@ -194,5 +196,38 @@ describeEachDialect('mail repo', (fresh) => {
     expect(plan("SELECT id FROM feedback WHERE app_id = 'a' AND external_user_id = 'u' AND submitted_mode = 'private' ORDER BY id DESC LIMIT 5")).toContain('feedback_private_sub_idx')
     expect(plan("SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT 20")).toContain('feedback_notify_due_idx')
     expect(plan("SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND notify_asked_at IS NULL AND submitted_mode = 'public' ORDER BY id LIMIT 20")).toContain('feedback_notify_ask_idx')
+  })
+})
+
+/**
+ * Cluster mode: a node whose clock runs ahead must not take a reporter mail (or a confirmation) another node
+ * is sending, nor send one early: the database's clock decides (src/db/pg/db-clock.ts), as for jobs.
+ */
+describe('mail repo [pg]: the database clock decides the claims, never a node\'s', () => {
+  const SKEW = 3 * 60_000
+  test('a node 3 minutes ahead takes neither a leased mail nor one not due yet; a leased confirmation neither', async () => {
+    const s = await freshStore('pg')
+    await seedOrgApp(s)
+    const pools = [openPool(s.location, 2), openPool(s.location, 2)]
+    try {
+      const [a, b] = pools.map((p) => createMailRepo(pgStorage(p), s.clock))
+      const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
+      await resolvedOptIn(s, 'f1')
+      await a.enqueue(outboxRow('f1', (await dbNow()) - 1))
+      const held = await a.claim(await dbNow(), 60_000, 5)
+      expect(held.map((r) => r.feedback_id)).toEqual(['f1'])
+      expect(held[0].lease_until).toBeLessThanOrEqual((await dbNow()) + 60_000)
+      // On the fast node's clock the lease ran out; on the database's it did not.
+      expect(await b.claim((await dbNow()) + SKEW, 60_000, 5)).toEqual([])
+      // A retry due in a minute is not sent early by the fast node.
+      await a.retryLater('f1', (await dbNow()) + 60_000, 'ECONNREFUSED')
+      expect(await b.claim((await dbNow()) + SKEW, 60_000, 5)).toEqual([])
+      await resolvedOptIn(s, 'f2')
+      await a.ask({ feedbackId: 'f2', appId: 'a1', orgId: 'o1', emailHash: 'h-f2', emailSealed: 'v1:f2', nonce: 'n'.repeat(32), now: (await dbNow()) - 1, reaskBefore: 0 })
+      expect(await a.claimConfirmations(await dbNow(), 60_000, 5)).toHaveLength(1)
+      expect(await b.claimConfirmations((await dbNow()) + SKEW, 60_000, 5)).toEqual([])
+    } finally {
+      await Promise.all(pools.map((p) => p.end()))
+    }
   })
 })

@@ -5,9 +5,12 @@ import { confirmationId, type ConfirmationRow, type DueAsk, type DueReport, type
 import { pgAudited } from './audit-writer'
 import { LIST_COLUMNS } from './feedback'
 import { exec, many, one, type PgStorage } from './storage'
+import { nowOr } from './db-clock'
 
 export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
   const { pool } = storage
+  /** The caller's now only for a store whose clock a test drives; NULL (the database's clock) otherwise. */
+  const callerNow = (now: number): number | null => (storage.callerClock ? now : null)
   const audited = pgAudited(storage, clock)
   return {
     smtp: async (appId) => (await one<SmtpRow>(pool, 'SELECT * FROM app_smtp WHERE app_id = $1', [appId])) ?? null,
@@ -53,14 +56,17 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
         return added
       }),
     // SKIP LOCKED: two nodes claiming at once take different rows, never the same one.
+    // The database's clock decides what is due and until when a lease holds (db-clock.ts), never the node's.
     claim: (now, leaseMs, limit) =>
       many<OutboxRow>(
         pool,
-        `UPDATE mail_outbox SET lease_until = $1, attempts = attempts + 1
-         WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
+        `WITH clock AS (SELECT ${nowOr('$1')} AS now)
+         UPDATE mail_outbox SET lease_until = (SELECT now FROM clock) + $2::bigint, attempts = attempts + 1
+         WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= (SELECT now FROM clock)
+                                 AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock))
                                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [now + leaseMs, now, limit],
+        [callerNow(now), leaseMs, limit],
       ),
     settle: async (id, state, error, now) =>
       (await exec(
@@ -94,11 +100,13 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
     claimConfirmations: (now, leaseMs, limit) =>
       many<ConfirmationRow>(
         pool,
-        `UPDATE mail_confirmations SET lease_until = $1, attempts = attempts + 1
-         WHERE id IN (SELECT id FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
+        `WITH clock AS (SELECT ${nowOr('$1')} AS now)
+         UPDATE mail_confirmations SET lease_until = (SELECT now FROM clock) + $2::bigint, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= (SELECT now FROM clock)
+                        AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock))
                       ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [now + leaseMs, now, limit],
+        [callerNow(now), leaseMs, limit],
       ),
     confirmationsSent: async (appId, hash, appSince, addressSince) => {
       const r = await one<{ by_app: number; to_address: number }>(
