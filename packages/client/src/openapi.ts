@@ -23,6 +23,10 @@ export interface AppList {
      * Whether reports classified as spam still emit events (webhooks, Slack, the feed); default false
      */
     spamEvents: boolean;
+    /**
+     * Days a report stays in the spam folder before it is deleted with its attachments (0: kept forever); default 30
+     */
+    spamRetentionDays: number;
     createdAt: string;
   }[];
 }
@@ -265,6 +269,10 @@ export interface FeedbackPage {
     trackerIssue: {
       kind: "github" | "gitlab" | "gitea" | "jira" | "linear";
       /**
+       * The tracker project the issue is in (owner/repo, group/project, Jira key, Linear team); another than the connection's when the App's tracker moved since: that link is no longer synced.
+       */
+      project: string | null;
+      /**
        * #12, PROJ-7, ENG-3; null until created.
        */
       key: string | null;
@@ -396,6 +404,10 @@ export interface FeedbackItem {
    */
   trackerIssue: {
     kind: "github" | "gitlab" | "gitea" | "jira" | "linear";
+    /**
+     * The tracker project the issue is in (owner/repo, group/project, Jira key, Linear team); another than the connection's when the App's tracker moved since: that link is no longer synced.
+     */
+    project: string | null;
     /**
      * #12, PROJ-7, ENG-3; null until created.
      */
@@ -609,6 +621,13 @@ export interface AppTriageState {
       rejected: number;
       unmerged: number;
     };
+  };
+  /**
+   * With ?unmergeScore: the merge bars once an automatic merge of that score were undone
+   */
+  afterUnmerge?: {
+    merge: number;
+    corroboratedMerge: number;
   };
   /**
    * The abuse defence (docs/api.md "Spam classification")
