@@ -122,6 +122,15 @@ export class Mailer {
     return this.running
   }
 
+  /** A reporter's sealed address, or null when this master key does not open it (a value from elsewhere; never logged). */
+  private openAddress(sealed: string): string | null {
+    try {
+      return this.ctx.box.open(sealed).toString()
+    } catch {
+      return null
+    }
+  }
+
   /** One bounded pass: ask for confirmations, queue what became due, then send what is due. */
   async pass(): Promise<void> {
     if (!this.opts.mayAct()) return
@@ -129,13 +138,9 @@ export class Mailer {
     for (let round = 0; round < 50; round++) {
       const due = await this.repo.dueReports(BATCH)
       for (const r of due) {
-        let address: string | null = null
-        try {
-          address = this.ctx.box.open(r.notify_email_sealed).toString()
-        } catch {
-          // Not sealed by this master key (a value from elsewhere): queued and given up at once, so the
-          // report leaves the due index instead of being read again on every pass. Never logged.
-        }
+        // Unreadable: queued and given up at once, so the report leaves the due index instead of being read
+        // again on every pass.
+        const address = this.openAddress(r.notify_email_sealed)
         const now = this.ctx.clock.now()
         await this.repo.enqueue({
           feedbackId: r.id,
@@ -181,12 +186,8 @@ export class Mailer {
     for (let round = 0; round < 50; round++) {
       const due = await this.repo.dueAsks(BATCH)
       for (const r of due) {
-        let address: string | null = null
-        try {
-          address = this.ctx.box.open(r.notify_email_sealed).toString()
-        } catch {
-          // Unreadable: nothing to ask; the report's mail is given up when it is queued.
-        }
+        // Unreadable: nothing to ask; the report's mail is given up when it is queued.
+        const address = this.openAddress(r.notify_email_sealed)
         const now = this.ctx.clock.now()
         await this.repo.ask({
           feedbackId: r.id,
