@@ -20,13 +20,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { applyMigrations } from '../src/db/sqlite/migrate'
-import { createClusterService } from '../src/cluster/service'
-import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/cluster/decide'
+import { createClusterService } from '../src/dedup/service'
+import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/dedup/decide'
 import { systemClock } from '../src/core/clock'
 import { prng } from '../test/sanitize-fixtures'
 import type { Corpus, CorpusReport } from '../test/fixtures/corpus'
 import { sanitizeText } from '../src/sanitize/sanitize'
-import type { Suggestion } from '../src/cluster/clusterer'
+import type { Suggestion } from '../src/dedup/clusterer'
 
 type Report = CorpusReport
 

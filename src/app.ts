@@ -13,7 +13,7 @@ import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/inde
 import { tokenRoutes } from './modules/tokens/index'
 import { healthRoutes } from './modules/health/index'
 import { VERSION } from './version'
-import { EmbeddedBlobStore } from './storage/embedded-store'
+import { EmbeddedBlobStore } from './blobs/embedded-store'
 import { triageRoutes } from './modules/feedback/triage'
 import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'

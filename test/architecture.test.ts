@@ -43,10 +43,10 @@ const isAdapter = (rel: string) => /^db\/(sqlite|pg)\//.test(rel) && !STORAGE_IN
 function layerOf(rel: string, text: string): Layer {
   if (isAdapter(rel)) return 'modules'
   if (rel.startsWith('core/') || rel.startsWith('sanitize/') || ['config.ts', 'version.ts'].includes(rel)) return 'core'
-  if (rel.startsWith('db/') || rel.startsWith('storage/') || rel === 'context.ts') return 'db'
+  if (rel.startsWith('db/') || rel.startsWith('blobs/') || rel === 'context.ts') return 'db'
   if (rel.startsWith('lifecycle/')) return 'lifecycle'
   if (isRouteFile(rel, text) || rel.startsWith('http/') || rel.startsWith('admin-ui/')) return 'http'
-  if (rel.startsWith('modules/') || rel.startsWith('trackers/') || rel.startsWith('cluster/') || rel.startsWith('auth/') || rel.startsWith('nodes/') || rel.startsWith('abuse/')) return 'modules'
+  if (rel.startsWith('modules/') || rel.startsWith('trackers/') || rel.startsWith('dedup/') || rel.startsWith('auth/') || rel.startsWith('nodes/') || rel.startsWith('abuse/')) return 'modules'
   if (rel.startsWith('worker/') || rel.startsWith('agent/')) return 'worker/agent'
   if (['app.ts', 'server.ts', 'services.ts', 'main.ts', 'production-mode.ts'].includes(rel) || rel.startsWith('cli/')) return 'app'
   throw new Error(`src/${rel} has no layer: add it to layerOf in test/architecture.test.ts`)
@@ -99,7 +99,7 @@ const isRepoModule = (rel: string) => rel.startsWith('db/') || /(^|\/)repo\.ts$/
 /** Folders (and route files) where SQL must never appear: it belongs in a repo module. */
 function mustHaveNoSql(rel: string, text: string): boolean {
   if (isRepoModule(rel)) return false
-  return ['worker/', 'agent/', 'cluster/', 'lifecycle/', 'http/', 'auth/', 'abuse/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
+  return ['worker/', 'agent/', 'dedup/', 'lifecycle/', 'http/', 'auth/', 'abuse/'].some((p) => rel.startsWith(p)) || isRouteFile(rel, text)
 }
 
 function sqlViolations(rel: string, text: string): string[] {
@@ -161,7 +161,7 @@ describe('the detectors catch planted violations', () => {
     ['lifecycle', 'lifecycle/x.ts', "q('UPDATE feedback SET status = ?')", 0],
     ['sql', 'worker/steps/x.ts', "const q = sqlite.query('SELECT 1')", 1],
     ['sql', 'agent/runner.ts', 'run(`DELETE FROM jobs WHERE id = ?`)', 1],
-    ['sql', 'cluster/service.ts', 'db.select().from(feedback)', 1],
+    ['sql', 'dedup/service.ts', 'db.select().from(feedback)', 1],
     ['sql', 'modules/x/index.ts', "new Elysia().get('/', () => sqlite.query('SELECT 1').get())", 1],
     ['sql', 'agent/runs-repo.ts', "sqlite.query('SELECT 1')", 0],
     // Words in prose are not SQL.

@@ -1,5 +1,5 @@
 /**
- * The clustering's in-memory caches (src/cluster/text-cache.ts, lead-states.ts, the n-gram extraction of
+ * The clustering's in-memory caches (src/dedup/text-cache.ts, lead-states.ts, the n-gram extraction of
  * rerank.ts) change the cost per report, never a result: a lead archived on another connection is not
  * attached to, every lead summary written in a batch equals the one built from the database (after
  * merges and unmerges by hand, a duplicate deleted behind the service's back, another service attaching,
@@ -11,12 +11,12 @@ import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { insertApp, insertReport, openBenchDb } from '../bench/cluster'
-import { consolidate, themeOf } from '../src/cluster/consolidate'
-import { LeadStates, SUMMARY_WINDOW } from '../src/cluster/lead-states'
-import { charGrams, gramsFromText } from '../src/cluster/rerank'
-import { createClusterService, type ClusterService } from '../src/cluster/service'
-import { TextCache } from '../src/cluster/text-cache'
-import { trigrams } from '../src/cluster/tokenize'
+import { consolidate, themeOf } from '../src/dedup/consolidate'
+import { LeadStates, SUMMARY_WINDOW } from '../src/dedup/lead-states'
+import { charGrams, gramsFromText } from '../src/dedup/rerank'
+import { createClusterService, type ClusterService } from '../src/dedup/service'
+import { TextCache } from '../src/dedup/text-cache'
+import { trigrams } from '../src/dedup/tokenize'
 import { ManualClock } from '../src/core/clock'
 
 const APP = 'a'.repeat(24)

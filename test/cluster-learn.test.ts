@@ -1,12 +1,12 @@
 /**
- * Learning an App's merge bars from people's decisions (src/cluster/learn.ts, applied by calibrate.ts):
+ * Learning an App's merge bars from people's decisions (src/dedup/learn.ts, applied by calibrate.ts):
  * table tests of the rule docs/triage.md "Learning from the people who triage" states, including its
  * worked example.
  */
 import { describe, expect, test } from 'bun:test'
-import { LEARNING, learnedFor, lessonOf, NO_LESSON, type Decision } from '../src/cluster/learn'
-import { CALIBRATION, calibrate, NOTHING_LEARNED, ScoreHistory } from '../src/cluster/calibrate'
-import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/cluster/decide'
+import { LEARNING, learnedFor, lessonOf, NO_LESSON, type Decision } from '../src/dedup/learn'
+import { CALIBRATION, calibrate, NOTHING_LEARNED, ScoreHistory } from '../src/dedup/calibrate'
+import { DEFAULT_THRESHOLDS, type Thresholds } from '../src/dedup/decide'
 
 const many = (n: number, kind: Decision['kind'], from: number, step = 0.001): Decision[] => Array.from({ length: n }, (_, i) => ({ kind, score: from + i * step }))
 const PLAIN: Thresholds = { strong: 0.75, moderate: 0.6, suggest: 0.3 }

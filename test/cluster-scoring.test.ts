@@ -5,11 +5,11 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { sqliteStorage } from '../src/db/sqlite/storage'
-import { firstLine, words } from '../src/cluster/tokenize'
-import { featuresOf, type ReportInput } from '../src/cluster/features'
-import { decide, DEFAULT_THRESHOLDS, templatedSiblings } from '../src/cluster/decide'
-import { blend, charGrams } from '../src/cluster/rerank'
-import { calibrate, CALIBRATION, ScoreHistory } from '../src/cluster/calibrate'
+import { firstLine, words } from '../src/dedup/tokenize'
+import { featuresOf, type ReportInput } from '../src/dedup/features'
+import { decide, DEFAULT_THRESHOLDS, templatedSiblings } from '../src/dedup/decide'
+import { blend, charGrams } from '../src/dedup/rerank'
+import { calibrate, CALIBRATION, ScoreHistory } from '../src/dedup/calibrate'
 
 const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
 
@@ -144,7 +144,7 @@ describe('per-App calibration', () => {
 describe('calibration through the service', () => {
   test('an App starts conservative, calibrates from its own reports, and keeps it across a restart', async () => {
     const { openBenchDb, insertApp, insertReport } = await import('../bench/cluster')
-    const { createClusterService } = await import('../src/cluster/service')
+    const { createClusterService } = await import('../src/dedup/service')
     const { systemClock } = await import('../src/core/clock')
     const { rmSync } = await import('node:fs')
     const { sqlite, dir } = openBenchDb()

@@ -1,14 +1,14 @@
 /**
- * The vetoes and merge blocks (src/cluster/vetoes.ts) as scenario tables, on title pairs shaped like
+ * The vetoes and merge blocks (src/dedup/vetoes.ts) as scenario tables, on title pairs shaped like
  * public trackers' templated issues: one version, branch, verb or locale substituted; a scope on one
  * side; versions through the sanitizer; identifiers that contain digits. Written for these tests (the
  * held-out corpus the issue measures on stays unseen).
  */
 import { describe, expect, test } from 'bun:test'
-import { identifyingNumbers } from '../src/cluster/tokenize'
-import { nameAddedOnOneSide, nameVariant, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/cluster/vetoes'
-import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/cluster/decide'
-import { featuresOf } from '../src/cluster/features'
+import { identifyingNumbers } from '../src/dedup/tokenize'
+import { nameAddedOnOneSide, nameVariant, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
+import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/dedup/decide'
+import { featuresOf } from '../src/dedup/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
 const features = (id: string, text: string) => featuresOf({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })

@@ -191,7 +191,7 @@ describe('sanitizing ahead and building an App index during a backlog', () => {
   })
 
   test("an App's index build checks each report's queued job by the report's id", async () => {
-    const { createSqliteClusterRepo } = await import('../src/db/sqlite/cluster')
+    const { createSqliteClusterRepo } = await import('../src/db/sqlite/dedup')
     seen.length = 0
     createSqliteClusterRepo(spy)
     const load = plan(db, seen.find((s) => s.includes('NOT EXISTS'))!)

@@ -10,7 +10,7 @@ import { contentReasons, CONTENT_CAP, LIKE_SPAM_SIMILARITY, LINK_FLOOD_ADDRESSES
 import { FACTOR_MAX, FACTOR_MIN, learnFrom, parseFactors } from '../src/abuse/spam-learn'
 import { RepeatTracker } from '../src/abuse/repeat-tracker'
 import { SPAM_RING_WINDOW_MS, SpamRing } from '../src/abuse/spam-ring'
-import { trigramCosines, trigramVector, trigramVectorCosine } from '../src/cluster/rerank'
+import { trigramCosines, trigramVector, trigramVectorCosine } from '../src/dedup/rerank'
 import { ManualClock } from '../src/core/clock'
 
 const base: SpamSignals = { addressPerMinute: 1, repeatAddresses: 1, powRaised: false, text: 'The save button does nothing on the settings page.' }

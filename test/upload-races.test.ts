@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import S3rver from 's3rver'
 import { readFileSync } from 'node:fs'
 import { call, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
-import { EmbeddedBlobStore } from '../src/storage/embedded-store'
+import { EmbeddedBlobStore } from '../src/blobs/embedded-store'
 import { TEST_DIALECT } from './cluster-env'
 
 /**

@@ -1,5 +1,5 @@
 /**
- * What an App's spam decisions by hand teach its score (issue 27), bounded like src/cluster/learn.ts:
+ * What an App's spam decisions by hand teach its score (issue 27), bounded like src/dedup/learn.ts:
  * "not spam" multiplies the factor of every reason that fired on that report by NOT_SPAM_STEP (the App's
  * reports trip that signal innocently: weigh it less), "spam" by SPAM_STEP. Factors stay within
  * [FACTOR_MIN, FACTOR_MAX]; a reason never decided on keeps factor 1. Content reasons stay capped in the

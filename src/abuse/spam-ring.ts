@@ -3,7 +3,7 @@
  * per node: for each App, the character-trigram vectors of its last SPAM_RING_SIZE spam texts of the last
  * SPAM_RING_WINDOW_MS that a person marked spam on this node (never those the intake classified: a bot
  * could then teach it what to catch). A new public
- * report is compared with them by the clustering's own trigram cosine (src/cluster/rerank.ts), which is
+ * report is compared with them by the clustering's own trigram cosine (src/dedup/rerank.ts), which is
  * blind to word order and survives rewording and other links far better than `repeated_text`'s exact
  * template. "Not spam" by hand takes the text (and what it resembles) out again.
  *
@@ -11,7 +11,7 @@
  * LIKE_SPAM_CHARS characters read per text. An App with no spam in the last hour costs one map lookup.
  */
 import type { Clock } from '../core/clock'
-import { trigramCosines, trigramVector, type TrigramVector } from '../cluster/rerank'
+import { trigramCosines, trigramVector, type TrigramVector } from '../dedup/rerank'
 import { LIKE_SPAM_SIMILARITY } from './spam-score'
 
 export const SPAM_RING_SIZE = 200

@@ -33,7 +33,7 @@ export const REPEAT_WINDOW_MS = 10 * 60_000
 export const CONTENT_CAP = 0.45
 export const LINK_FLOOD_ADDRESSES = 8
 /**
- * `like_spam` fires at this trigram cosine (the clustering's raw trigram score, src/cluster/rerank.ts) to a
+ * `like_spam` fires at this trigram cosine (the clustering's raw trigram score, src/dedup/rerank.ts) to a
  * held spam text. Measured (2026-11, trigrams of the first 1,000 characters): eight hand-written rewordings
  * of spam pitches (other words, other order, other links) scored 0.57-0.85 against their original, e.g.
  * "Boost your website traffic today! Our SEO services put your site on the first page of Google. Visit

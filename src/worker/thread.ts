@@ -4,10 +4,10 @@
  * health for /readyz, restarts it if it dies, and stops it at shutdown after the job in hand.
  */
 import type { Logger } from '../core/logger'
-import type { ClusterPort } from '../cluster/port'
-import type { SimilarEntry } from '../cluster/service'
-import type { TriageState } from '../cluster/suggestions'
-import type { DecisionKind } from '../cluster/learn'
+import type { ClusterPort } from '../dedup/port'
+import type { SimilarEntry } from '../dedup/service'
+import type { TriageState } from '../dedup/suggestions'
+import type { DecisionKind } from '../dedup/learn'
 import type { AuditEntry } from '../modules/audit/entry'
 import type { WriteTurns } from '../db/sqlite/write-turns'
 import type { WorkerOptions } from './loop'

@@ -19,7 +19,7 @@ import {
   createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
   type SubmitOutcome,
 } from '../../modules/feedback/repo'
-import type { RootState } from '../../cluster/cluster-repo'
+import type { RootState } from '../../dedup/cluster-repo'
 
 export const LIST_COLUMNS = [
   'id', 'app_id AS "appId"', 'status', 'submitted_mode AS "submittedMode"', 'external_user_id AS "externalUserId"', 'email',

@@ -129,7 +129,7 @@ export const idempotencyKeys = sqliteTable(
 )
 
 /**
- * People's triage decisions on near-duplicates, per App: what src/cluster/learn.ts moves the App's merge
+ * People's triage decisions on near-duplicates, per App: what src/dedup/learn.ts moves the App's merge
  * bars from (confirmed and rejected suggestions, unmerges of automatic merges), with the score clustering
  * gave the pair. Ids and scores only, never report text.
  */
@@ -150,7 +150,7 @@ export const triageDecisions = sqliteTable(
 )
 
 /**
- * Each App's calibration as its clustering last computed it (src/cluster/calibrate.ts): how many reports
+ * Each App's calibration as its clustering last computed it (src/dedup/calibrate.ts): how many reports
  * it has scored (capped at what calibrate looks at) and the median best-match score, rounded as calibrate
  * uses it. Written by the process that clusters, with its verdicts; read by every process that shows the
  * App's bars (API, dashboard, CLI), so all of them show the bars clustering uses.

@@ -16,7 +16,7 @@ import { createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition
 import { prepareMarkReferenced } from './uploads'
 import { sqliteAuditWriter } from './audit-writer'
 import { createSqliteResolutions } from './resolutions'
-import type { RootState } from '../../cluster/cluster-repo'
+import type { RootState } from '../../dedup/cluster-repo'
 
 export const LIST_COLUMNS = [
   'id', 'app_id AS appId', 'status', 'submitted_mode AS submittedMode', 'external_user_id AS externalUserId', 'email',

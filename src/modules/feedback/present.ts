@@ -64,7 +64,7 @@ function servableListRow(row: ListRow, budget: PreviewBudget): ListRow {
 
 /**
  * `budget`: shared by the rows of one request (a list page). `suggestedLead`: the row's suggested lead as
- * served now (src/cluster/suggestions.ts `servedSuggestionLead`; null: none or stale).
+ * served now (src/dedup/suggestions.ts `servedSuggestionLead`; null: none or stale).
  */
 export function toListItem(stored: ListRow, budget: PreviewBudget = previewBudget(), suggestedLead: string | null = null): FeedbackItem {
   return listItemOf(servableListRow(stored, budget), suggestedLead)

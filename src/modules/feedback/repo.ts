@@ -9,7 +9,7 @@
  * the PostgreSQL group committer), both held to test/repos/feedback.test.ts.
  */
 import type { feedback } from '../../db/schema'
-import type { RootState } from '../../cluster/cluster-repo'
+import type { RootState } from '../../dedup/cluster-repo'
 import type { Storage } from '../../db/storage'
 import type { Clock } from '../../core/clock'
 import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'

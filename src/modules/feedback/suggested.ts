@@ -1,9 +1,9 @@
 /** The suggestions of a page of reports as served now (the API, the CLI, the dashboard read the same). */
-import { servedSuggestionLead } from '../../cluster/suggestions'
+import { servedSuggestionLead } from '../../dedup/suggestions'
 import type { FeedbackRepo, ListRow } from './repo'
 
 /**
- * The suggested lead each row shows now (src/cluster/suggestions.ts): its stored lead, followed to that
+ * The suggested lead each row shows now (src/dedup/suggestions.ts): its stored lead, followed to that
  * lead's lead when it was merged since; null when it no longer takes duplicates. At most two reads per
  * page, none when no row carries a suggestion.
  */

@@ -1,14 +1,14 @@
 /**
  * Triage by hand: similar reports, merge into a lead, unmerge. The tenant checks and the rules of what
- * may be merged live here; the clustering itself (and its events) is src/cluster/service.ts.
+ * may be merged live here; the clustering itself (and its events) is src/dedup/service.ts.
  */
 import { ApiError } from '../../core/errors'
-import type { ClusterPort } from '../../cluster/port'
+import type { ClusterPort } from '../../dedup/port'
 import type { FeedbackRepo, FeedbackRow } from './repo'
 import { isSanitized } from '../../sanitize/servable'
 import type { AppsRepo } from '../apps/repo'
-import type { TriageState } from '../../cluster/suggestions'
-import type { DecisionKind } from '../../cluster/learn'
+import type { TriageState } from '../../dedup/suggestions'
+import type { DecisionKind } from '../../dedup/learn'
 import { auditEntry, type ActedBy } from '../audit/entry'
 
 /** Statuses a report may be merged from by hand. */

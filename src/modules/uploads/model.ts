@@ -1,7 +1,7 @@
 /** Schemas of the upload routes (CONTRACT.md "Upload URL"). */
 import { t } from 'elysia'
 import { oneOf, int } from '../../core/schema'
-import { ALLOWED_CONTENT_TYPES } from '../../storage/blob-store'
+import { ALLOWED_CONTENT_TYPES } from '../../blobs/blob-store'
 
 export const UPLOAD_KINDS = ['screenshot', 'attachment', 'recording'] as const
 

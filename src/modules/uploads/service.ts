@@ -10,9 +10,9 @@ import { LIMITS } from '../../core/limits'
 import type { IntakeCommitter } from '../../db/intake-committer'
 import type { Storage } from '../../db/storage'
 import { createUploadsRepo, type UploadRow } from './repo'
-import type { BlobStore } from '../../storage/blob-store'
-import { ALLOWED_CONTENT_TYPES, baseContentType, safeFilename, UPLOAD_KEY_RE } from '../../storage/blob-store'
-import type { EmbeddedBlobStore } from '../../storage/embedded-store'
+import type { BlobStore } from '../../blobs/blob-store'
+import { ALLOWED_CONTENT_TYPES, baseContentType, safeFilename, UPLOAD_KEY_RE } from '../../blobs/blob-store'
+import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
 import type { Logger } from '../../core/logger'
 
 /** How long an upload URL stays valid. */

@@ -116,7 +116,7 @@ export function inputOf(s: CalibrationSnapshot): CalibrationInput {
 }
 
 /**
- * What people's triage decisions taught about an App (src/cluster/learn.ts `learnedFor` computes it from
+ * What people's triage decisions taught about an App (src/dedup/learn.ts `learnedFor` computes it from
  * the stored decisions): `mergeShift` moves both merge bars (negative only once confirmed decisions show
  * the automatic merges would stay right); `mergeFloor` is the least either bar may be (after an
  * automatic merge was undone: above that merge's score; 0: no floor).

@@ -1,6 +1,6 @@
 /**
  * Near-duplicate clustering on PostgreSQL: the same indexes, rankings and verdicts as the SQLite service
- * (src/cluster/clusterer.ts, shared), the same rows and events. The App indexes live in the process
+ * (src/dedup/clusterer.ts, shared), the same rows and events. The App indexes live in the process
  * whose worker processes reports (one node for now: this process runs every job kind).
  *
  * A verdict is computed synchronously over a snapshot: the rows it reads (the report, its nearest
@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../core/clock'
 import type { PgStorage } from '../db/storage'
-import { createPgClusterRepo } from '../db/pg/cluster'
+import { createPgClusterRepo } from '../db/pg/dedup'
 import type { PgTx } from '../db/pg/lifecycle'
 import type { Lifecycle } from '../lifecycle/lifecycle'
 import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './cluster-repo'

@@ -1,13 +1,13 @@
 /**
- * The PostgreSQL side of near-duplicate clustering's queries (the port: src/cluster/cluster-repo.ts). The
- * reads of a verdict go to the pool just before it is computed (src/cluster/pg-service.ts); every change
+ * The PostgreSQL side of near-duplicate clustering's queries (the port: src/dedup/cluster-repo.ts). The
+ * reads of a verdict go to the pool just before it is computed (src/dedup/pg-service.ts); every change
  * to a cluster joins one transaction (a PgTx) with its events, through the lifecycle's PostgreSQL side.
  * Ids are compared byte-wise (`COLLATE "C"`), as SQLite does, wherever their order picks rows.
  */
-import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../cluster/cluster-repo'
-import type { Suggestion } from '../../cluster/clusterer'
-import type { Decision } from '../../cluster/learn'
-import type { CalibrationSnapshot } from '../../cluster/calibrate'
+import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../dedup/cluster-repo'
+import type { Suggestion } from '../../dedup/clusterer'
+import type { Decision } from '../../dedup/learn'
+import type { CalibrationSnapshot } from '../../dedup/calibrate'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'

@@ -1,6 +1,6 @@
 /**
- * The in-memory half of near-duplicate clustering, shared by both storage sides (src/cluster/service.ts
- * on SQLite, src/cluster/pg-service.ts on PostgreSQL): the App similarity indexes, the text cache,
+ * The in-memory half of near-duplicate clustering, shared by both storage sides (src/dedup/service.ts
+ * on SQLite, src/dedup/pg-service.ts on PostgreSQL): the App similarity indexes, the text cache,
  * ranking, and the verdict for a report (which open lead it duplicates). Nothing here writes; what it
  * reads goes through `ClusterReads`, which is synchronous: on SQLite the repository's own statements, on
  * PostgreSQL a snapshot of the rows a verdict needs, read just before (`shortlist` names them).

@@ -1,15 +1,15 @@
 /**
- * The SQLite side of near-duplicate clustering's queries (the port: src/cluster/cluster-repo.ts): the
+ * The SQLite side of near-duplicate clustering's queries (the port: src/dedup/cluster-repo.ts): the
  * report columns features are built from, an App's newest reports for its similarity index, and the
  * duplicate links and lead summaries. Status is only read here; moves go through the lifecycle, and the
  * events of a cluster change are recorded through the lifecycle's SQLite side in the caller's transaction.
  * Synchronous: the processing step and a batch write many of these in one SQLite transaction.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../cluster/cluster-repo'
-import type { Suggestion } from '../../cluster/clusterer'
-import type { Decision } from '../../cluster/learn'
-import type { CalibrationSnapshot } from '../../cluster/calibrate'
+import type { CandidateRow, ClusterRow, LeadSummary, MergeWhy, RootState, StoredDecision } from '../../dedup/cluster-repo'
+import type { Suggestion } from '../../dedup/clusterer'
+import type { Decision } from '../../dedup/learn'
+import type { CalibrationSnapshot } from '../../dedup/calibrate'
 import type { SqliteLifecycle } from './lifecycle'
 import type { EventPayloads } from '../../lifecycle/event-types'
 

@@ -1,7 +1,7 @@
 /**
- * The rows of near-duplicate clustering (src/cluster/service.ts), as both storage sides return them:
- * src/db/sqlite/cluster.ts (synchronous statements, joined by the SQLite processing transaction) and
- * src/db/pg/cluster.ts (a PgTx per change). Status is only read there; moves go through the lifecycle.
+ * The rows of near-duplicate clustering (src/dedup/service.ts), as both storage sides return them:
+ * src/db/sqlite/dedup.ts (synchronous statements, joined by the SQLite processing transaction) and
+ * src/db/pg/dedup.ts (a PgTx per change). Status is only read there; moves go through the lifecycle.
  */
 import type { FeedbackCoreColumns } from '../db/feedback-row'
 import type { DecisionKind } from './learn'

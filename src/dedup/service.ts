@@ -13,7 +13,7 @@
  */
 import type { Clock } from '../core/clock'
 import type { SqliteStorage } from '../db/storage'
-import { createSqliteClusterRepo } from '../db/sqlite/cluster'
+import { createSqliteClusterRepo } from '../db/sqlite/dedup'
 import type { ClusterRow as Row, MergeWhy } from './cluster-repo'
 import { createLifecycle, type Lifecycle } from '../lifecycle/lifecycle'
 import { featuresOf } from './features'
