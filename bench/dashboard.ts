@@ -29,7 +29,7 @@ const server = await startServer(config, { log: new Logger('silent'), worker: { 
 const tenants = createTenantsService(server.ctx)
 const org = await tenants.createOrg('Bench')
 const apps = [await tenants.createApp(org.id, { name: 'Web' }), await tenants.createApp(org.id, { name: 'Mobile' })]
-await createAdminsService(server.ctx.storage, server.ctx.box, server.ctx.clock).create('bench@example.com', 'bench password')
+await createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock).create('bench@example.com', 'bench password')
 
 // Seed: ascending ids over the last 90 days, a realistic mix of statuses, severities and extras.
 const STATUSES = ['awaiting_manual', 'awaiting_manual', 'awaiting_manual', 'archived', 'archived', 'failed', 'pr_opened', 'queued', 'sanitized', 'awaiting_manual']

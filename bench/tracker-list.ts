@@ -8,10 +8,7 @@ import { rmSync } from 'node:fs'
 import { uptime } from 'node:os'
 import { execSync } from 'node:child_process'
 import { loadConfig } from '../src/config'
-import { closeContext, openContext } from '../src/context'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
-import { createFeedbackRepo } from '../src/modules/feedback/repo'
-import { createTrackersRepo } from '../src/modules/trackers/repo'
+import { closeContext, openContext } from '../src/runtime/open'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { tempDir } from '../test/harness'
 
@@ -38,9 +35,9 @@ try {
       if (i % (REPORTS / LINKED) === 0) link.run(id, org.id, app.id, String(i + 1), `#${i + 1}`, `https://github.com/acme/shop/issues/${i + 1}`)
     }
   })()
-  const lifecycle = createLifecycle(ctx.storage, ctx.clock)
-  const feedback = createFeedbackRepo(ctx.storage, lifecycle, ctx.clock)
-  const trackers = createTrackersRepo(ctx.storage, lifecycle, ctx.clock)
+  const lifecycle = ctx.store.lifecycle
+  const feedback = ctx.store.feedback
+  const trackers = ctx.store.trackers
   const cursors = Array.from({ length: PAGES }, (_, i) => (i === 0 ? undefined : ids[Math.floor(Math.random() * ids.length)]))
   let listMs = 0
   let issuesMs = 0

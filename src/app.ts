@@ -49,7 +49,7 @@ export interface OpsDeps {
 
 /** `demoPublicKey`: `fixloop serve --demo` gives the demo App's public key (read when /demo is requested). */
 export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, demoPublicKey?: () => string | undefined) {
-  const { auth, directory, store, uploads, feedback, apps } = s
+  const { auth, directory, blobs, uploads, feedback, apps } = s
   const publicUrl = ctx.config.publicUrl
 
   // Strict routing: a path answers only in its one spelling (no trailing-slash or double-slash twin), so a
@@ -102,7 +102,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(challengeRoutes(auth, s.pow, async (appId) => (await s.mail.repo.smtp(appId)) !== null))
     .use(widgetFeedbackRoutes(auth, feedback, s.pow, s.spamIntake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
-    .use(store instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, store) : new Elysia({ name: 'no-embedded-uploads' }))
+    .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, publicUrl))
     .use(triageRoutes(auth, s.triage, feedback, publicUrl, s.audit))
     .use(agentRunRoutes(auth, s.agentRuns))

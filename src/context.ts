@@ -1,129 +1,19 @@
 /**
- * The process-wide dependencies every module takes: database, secret box, clock, config.
- * Built once by `serve` and by each CLI command; tests build one per temp data dir.
+ * The process-wide dependencies: config, the store, the secret box, the clock. Opened once by `serve` and
+ * by each CLI command (src/runtime/open.ts); tests open one per temp data dir. Services take the
+ * repositories and values they use from it, not the context itself.
  */
-import { existsSync } from 'node:fs'
-import { createHmac } from 'node:crypto'
-import { join } from 'node:path'
 import type { Config } from './config'
-import { openDatabase } from './db/sqlite/client'
-import { applyMigrations, pendingMigrations } from './db/sqlite/migrate'
-import { SecretBox } from './core/crypto'
-import { OffsetClock, systemClock, type Clock } from './core/clock'
-import { alignToDatabase } from './db/pg/db-clock'
-import { StartupError } from './core/startup-error'
-import { refuseNewerSchema } from './db/sqlite/schema-guard'
-import { openMasterKey } from './db/sqlite/master-key-check'
-import { DB_FILE, prepareDataDir } from './db/data-dir'
-import type { Storage } from './db/storage'
-import { sqliteStorage } from './db/sqlite/storage'
-import { pgStorage } from './db/pg/storage'
-import type { Pool } from 'pg'
-import { connectPg, describeDatabase } from './db/pg/connect'
-import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from './db/pg/migrate'
-import { PG_MIGRATIONS } from './db/pg/migrations'
-import { openMasterKeyPg } from './db/pg/master-key'
-import { VERSION } from './version'
+import type { SecretBox } from './core/crypto'
+import type { Clock } from './core/clock'
+import type { Store } from './db/store'
 
 export interface Context {
   config: Readonly<Config>
-  /** Where the rows live; repositories are built from it (src/db/storage.ts). */
-  storage: Storage
+  /** Every repository, of the dialect the runtime opened (src/db/store.ts). */
+  store: Store
   box: SecretBox
   /** Key for the embedded store's signed upload/download URLs, derived from the master key. */
   urlSigningKey: Uint8Array
   clock: Clock
-}
-
-export interface ContextOptions {
-  /**
-   * For commands that only read (lists, backup): the data dir and its database must already exist, and
-   * nothing is created, migrated or generated. A typo in --data-dir is then an error, not a new instance.
-   */
-  existingOnly?: boolean
-}
-
-export { DB_FILE }
-
-/** Refuses (StartupError) a data dir that does not exist or holds no database. */
-export function requireExistingDataDir(dataDir: string): void {
-  if (!existsSync(dataDir)) throw new StartupError(`the data dir ${dataDir} does not exist (check --data-dir or FIXLOOP_DATA_DIR); nothing was created`)
-  if (!existsSync(join(dataDir, DB_FILE))) throw new StartupError(`${dataDir} holds no fixloop database (${DB_FILE}); check --data-dir or FIXLOOP_DATA_DIR; nothing was created`)
-}
-
-export function createContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Context {
-  const file = join(config.dataDir, DB_FILE)
-  if (options.existingOnly) requireExistingDataDir(config.dataDir)
-  else prepareDataDir(config.dataDir)
-  const { sqlite, db } = openDatabase(file)
-  try {
-    refuseNewerSchema(sqlite, file)
-    if (!options.existingOnly) applyMigrations(sqlite)
-    else if (pendingMigrations(sqlite).length > 0) throw new StartupError(`the database ${file} needs migrations first: run "fixloop migrate"`)
-    const masterKey = openMasterKey(sqlite, config.dataDir, config.masterKey, !options.existingOnly)
-    const box = new SecretBox(masterKey)
-    const urlSigningKey = urlSigningKeyOf(masterKey)
-    return { config, storage: sqliteStorage(sqlite, db), box, urlSigningKey, clock }
-  } catch (e) {
-    sqlite.close()
-    throw e
-  }
-}
-
-/** A separate key per purpose: a leaked URL signature says nothing about the sealing key. */
-const urlSigningKeyOf = (masterKey: Uint8Array) => createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()
-
-/** Connections per process to PostgreSQL: the HTTP path, the worker and the dispatchers share them. */
-export const PG_POOL_SIZE = 16
-
-/**
- * The context on PostgreSQL (FIXLOOP_DATABASE_URL): connects (clear errors, never the password), refuses a
- * database a newer fixloop migrated, applies pending migrations (unless `existingOnly`: then they must be
- * applied already), and checks FIXLOOP_MASTER_KEY against the database's check value.
- */
-export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<Context> {
-  const url = config.databaseUrl
-  if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
-  const pool = await connectPg(url, PG_POOL_SIZE)
-  try {
-    await refuseNewerPgSchema(pool, url)
-    if (!options.existingOnly) await applyPgMigrations(pool)
-    else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
-    const masterKey = await openMasterKeyPg(pool, config.masterKey)
-    // A node's own clock is never trusted across nodes: it is set to the database's (and kept so by the
-    // heartbeat), and leases are compared in SQL. A clock a test injects drives every time itself.
-    const injected = clock !== systemClock
-    let nodeClock = clock
-    if (!injected) {
-      const aligned = new OffsetClock()
-      await alignToDatabase(aligned, pool)
-      nodeClock = aligned
-    }
-    return { config, storage: pgStorage(pool, { callerClock: injected }), box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock: nodeClock }
-  } catch (e) {
-    await pool.end().catch(() => {})
-    throw e
-  }
-}
-
-/** Refuses (StartupError) a PostgreSQL database a newer fixloop migrated, naming both versions. */
-export async function refuseNewerPgSchema(pool: Pool, url: string): Promise<void> {
-  const unknown = await unknownPgMigrations(pool)
-  if (unknown.length > 0) {
-    throw new StartupError(
-      `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
-        `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
-    )
-  }
-}
-
-/** The context for `config`'s storage: PostgreSQL when FIXLOOP_DATABASE_URL is set, the data dir's SQLite otherwise. */
-export async function openContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<Context> {
-  return config.databaseUrl ? createPgContext(config, clock, options) : createContext(config, clock, options)
-}
-
-/** Closes the context's database connection(s). */
-export async function closeContext(ctx: Context): Promise<void> {
-  if (ctx.storage.dialect === 'sqlite') ctx.storage.sqlite.close()
-  else await ctx.storage.pool.end()
 }

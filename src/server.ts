@@ -5,7 +5,7 @@
  */
 import { ConfigError, type Config } from './config'
 import { sandboxProblem } from './agent/sandbox'
-import { closeContext, createContext, createPgContext, type Context } from './context'
+import { closeContext, createContext, createPgContext, DB_FILE, type Runtime } from './runtime/open'
 import { checkRedis } from './db/redis-check'
 import { describeDatabase } from './db/pg/connect'
 import { createApp } from './app'
@@ -14,10 +14,8 @@ import type { Clock } from './core/clock'
 import type { Worker, WorkerOptions } from './worker/loop'
 import type { AgentRunner } from './agent/runner'
 import { createServices, type Services } from './services'
-import { LIMITS } from './core/limits'
 import { join } from 'node:path'
 import { Checkpointer } from './db/sqlite/checkpointer'
-import { WriteTurns } from './db/sqlite/write-turns'
 import { lockDataDir } from './db/data-dir-lock'
 import { StartupError } from './core/startup-error'
 import { createReadiness, nodeCheck, trackersCheck } from './modules/health/readiness'
@@ -26,7 +24,6 @@ import { ROLES } from './nodes/coordinator'
 import { VERSION } from './version'
 import { prepareDataDir } from './db/data-dir'
 import { META } from './db/meta-keys'
-import { writeInstanceMeta } from './db/storage-meta'
 import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
 import { startRetention } from './modules/events/retention'
 import { startSpamSweep } from './abuse/spam-retention'
@@ -39,7 +36,7 @@ const MAX_STREAMED_BODY_BYTES = 1024 * 1024 * 1024
 export interface RunningServer {
   url: string
   port: number
-  ctx: Context
+  ctx: Runtime
   services: Services
   worker: Worker
   runner: AgentRunner
@@ -84,7 +81,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
   prepareDataDir(config.dataDir, { announce: !config.databaseUrl })
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
-  let ctx: Context
+  let ctx: Runtime
   try {
     if (config.databaseUrl && config.redisUrl) await checkRedis(config.redisUrl)
     ctx = config.databaseUrl ? await createPgContext(config, options.clock) : createContext(config, options.clock)
@@ -93,17 +90,16 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     throw e
   }
   // The embedded store's own machinery: none of it exists on PostgreSQL.
-  const sqlite = ctx.storage.dialect === 'sqlite' ? ctx.storage.sqlite : undefined
+  const embedded = ctx.store.dialect === 'sqlite' ? ctx.store : undefined
   // The CLI reads the server's webhook rule to explain a refusal and warn about a target the server would refuse.
-  await writeInstanceMeta(ctx.storage, META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
-  const checkpointer = sqlite ? new Checkpointer(sqlite, join(config.dataDir, 'fixloop.db'), log) : undefined
-  // Intake's commit times, read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
-  const turns = new WriteTurns()
-  checkpointer?.start(turns)
+  await ctx.store.meta.write(META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
+  const checkpointer = embedded ? new Checkpointer(embedded.storage.sqlite, join(config.dataDir, DB_FILE), log) : undefined
+  // Intake's commit times (the store's), read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
+  if (embedded) checkpointer?.start(embedded.turns)
   const closeStorage = () => void closeContext(ctx)
   const { autoStart: _autoStart, processingThread: threadOption, batchBudgetMs, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
-  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, turns, injectedClock: options.clock !== undefined, batchBudgetMs })
+  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, injectedClock: options.clock !== undefined, batchBudgetMs })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).
@@ -121,8 +117,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // Runs a crash or restart interrupted are failed (their reports can be queued again), before the port opens.
   const recovered = await runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
-  const metrics = createMetrics(ctx.storage, config.dataDir, ctx.clock, () => coordinator.holds('maintenance'))
-  if (ctx.storage.dialect === 'pg') {
+  // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
+  const metrics = createMetrics(ctx.store.metrics, ctx.clock, () => coordinator.holds('maintenance'), embedded ? join(config.dataDir, `${DB_FILE}-wal`) : undefined)
+  if (ctx.store.dialect === 'pg') {
     // Cluster mode: which node answers the scrape, and what it does (the database-wide gauges are the
     // same on every node).
     metrics.registry.add(() => [
@@ -147,7 +144,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     return [{ name: 'fixloop_tracker_connections_failing', help: 'Issue-tracker connections whose last call failed, by tracker kind.', type: 'gauge', samples: [...byKind].map(([kind, value]) => ({ labels: { kind }, value })) }]
   })
   const readiness = createReadiness({
-    storage: ctx.storage,
+    database: () => ctx.store.databaseCheck(),
     dataDir: config.dataDir,
     minFreeBytes: config.minFreeDiskBytes,
     worker: () => {
@@ -159,7 +156,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
     redis: services.redis ? () => services.redis!.check() : undefined,
-    node: ctx.storage.dialect === 'pg' ? () => nodeCheck(coordinator.status(), coordinator.nodeId, services.unheardPeers()) : undefined,
+    node: ctx.store.dialect === 'pg' ? () => nodeCheck(coordinator.status(), coordinator.nodeId, services.unheardPeers()) : undefined,
     trackers: async () => trackersCheck(await services.trackers.failing()),
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
@@ -283,13 +280,13 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         // start: a checkpoint is crash-safe and every commit is in the WAL either way.
         // A thread cut off may still hold the write lock: no final checkpoint then (it would wait for it).
         const checkpointed = (await phase('checkpoint', () => checkpointer?.stop(threadsDone ? Math.max(500, left()) : 0) ?? true)) && threadsDone
-        if (!sqlite) {
+        if (!embedded) {
           // PostgreSQL: nothing to checkpoint; every commit is the server's.
         } else if (checkpointed) {
           try {
             // The checkpointer just emptied it: this one is cheap, unless a CLI reader holds the WAL (then skip).
-            sqlite.run('PRAGMA busy_timeout = 200')
-            sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
+            embedded.storage.sqlite.run('PRAGMA busy_timeout = 200')
+            embedded.storage.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
           } catch {
             // A reader elsewhere may hold the WAL; the next start checkpoints it.
           }

@@ -5,27 +5,23 @@
  * and one lifecycle (with its wake signal) per process.
  */
 import { OffsetClock } from './core/clock'
-import type { Context } from './context'
+import { withSuggestedLeads } from './modules/admin-api/inbox-repo'
+import type { Runtime } from './runtime/open'
+import { inProcessProcessing } from './runtime/processing'
+import { createPgProcessingEngine } from './worker/processing-pg'
 import type { Logger } from './core/logger'
-import { createIntakeCommitter } from './db/intake-committer'
 import { CredentialDirectory } from './auth/directory'
 import { createRateLimiters } from './http/rate-limit'
 import type { AuthDeps } from './http/auth'
-import { createLifecycle } from './lifecycle/lifecycle'
-import { createWakeSignal } from './lifecycle/wake'
-import { createAppsRepo } from './modules/apps/repo'
 import { createFeedbackService } from './modules/feedback/service'
-import { createFeedbackRepo } from './modules/feedback/repo'
 import { createTriageService } from './modules/feedback/triage-service'
 import { createUploadsService } from './modules/uploads/service'
 import { createTenantsService } from './modules/tenants/service'
 import { createConnectionsService } from './modules/connections/service'
 import { createAgentRunsService } from './modules/agent-runs/service'
-import { createAgentRunsRepo } from './modules/agent-runs/repo'
 import { createBlobStore } from './blobs/index'
 import { createAgentRunner, sanitizeReview, sanitizeReviewAuthor } from './agent/runner'
 import { Worker, type JobStep, type WorkerOptions } from './worker/loop'
-import { createJobsRepo } from './worker/jobs-repo'
 import { createReviewStep, createStartAgentStep } from './worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from './worker/steps/collect-uploads'
 import { createPollPullRequestsStep, schedulePrPoll } from './worker/steps/poll-pull-requests'
@@ -33,24 +29,21 @@ import { createPollTrackerIssuesStep, createPushTrackerIssueStep, scheduleTracke
 import { createTrackersService } from './modules/trackers/service'
 import { createTrackerSync } from './modules/trackers/sync'
 import { TrackerRulesWatcher } from './modules/trackers/rules-watcher'
-import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './worker/processing'
+import { intakePacing, isProcessingKind, PROCESSING_KINDS } from './worker/processing'
 import { ClusterCoordinator, newNodeInfo, soloCoordinator, type Coordinator } from './nodes/coordinator'
-import { createNodesRepo } from './nodes/nodes-repo'
 import { RedisLink } from './nodes/redis-link'
 import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus } from './nodes/wake-bus'
 import { PeerCheck } from './nodes/peer-check'
 import { createPowService, powKeyOf } from './abuse/pow-service'
-import { createAbuseRepo } from './abuse/abuse-repo'
 import { createSpamIntake } from './abuse/spam-intake'
 import { onEventsCommitted } from './db/pg/event-signal'
 import { createSharedRateLimiters } from './http/shared-rate-limit'
 import { sharedThrottles } from './http/shared-failure-throttle'
 import { localThrottles } from './core/failure-throttle'
-import { clusterIdOf } from './db/storage-meta'
 import { ProcessingThread } from './worker/thread'
 import type { ClusterPort } from './dedup/port'
-import { takeTurnsForTransactions, WriteTurns } from './db/sqlite/write-turns'
-import { DB_FILE } from './context'
+import { takeTurnsForTransactions } from './db/sqlite/write-turns'
+import { DB_FILE } from './runtime/open'
 import { join } from 'node:path'
 import { cpus } from 'node:os'
 import { isJobKind, type JobKind } from './lifecycle/jobs'
@@ -61,11 +54,8 @@ import { createAuditLog } from './modules/audit/index'
 import { createSpamSweep } from './abuse/spam-retention'
 import { createConsoleService } from './modules/admin-api/console'
 import { createPasswordReentry } from './modules/admin-api/password-reentry'
-import { createInbox } from './modules/admin-api/inbox-repo'
-import { createConsoleRepo } from './modules/admin-api/console-repo'
 import type { AdminAuthDeps } from './http/admin-auth'
 import { EventHub } from './modules/events/hub'
-import { createEventsRepo } from './modules/events/repo'
 import { createEventsService } from './modules/events/service'
 import { createWebhooksService } from './modules/webhooks/service'
 import { WebhookDispatcher } from './modules/webhooks/dispatcher'
@@ -92,8 +82,6 @@ export interface ServiceOptions {
    */
   sanitizeAhead?: boolean
   sandboxUnavailable?: string | null
-  /** Shared with the checkpointer thread (server.ts); made here when absent. */
-  turns?: WriteTurns
   /** A test injected the clock: shared rate limits follow it too (not the Redis server's clock). */
   injectedClock?: boolean
   /**
@@ -104,21 +92,18 @@ export interface ServiceOptions {
   batchBudgetMs?: number
 }
 
-export function createServices(ctx: Context, log: Logger, options: ServiceOptions = {}) {
+export function createServices(ctx: Runtime, log: Logger, options: ServiceOptions = {}) {
   const { clock, config } = ctx
   const workerOptions = options.worker ?? {}
-  const wake = createWakeSignal()
-  const lifecycle = createLifecycle(ctx.storage, clock, wake)
-  // Intake's group commits go first at the write lock; the processing thread waits its turn.
-  const turns = options.turns ?? new WriteTurns()
-  const committer = createIntakeCommitter(ctx.storage, turns)
-  const directory = new CredentialDirectory(ctx.storage, ctx.box)
+  // One store per process (src/runtime/open.ts): its lifecycle raises `wake`, its committer notes `turns`.
+  const { lifecycle, wake, turns, committer } = ctx.store
+  const directory = new CredentialDirectory(ctx.store.credentials, ctx.box)
   // Cluster mode: this process is one node of possibly several (src/nodes/); its id names its runs and
   // leases, its roles come from leases in the database, its rate limits are shared through Redis. The
   // embedded mode holds every role itself and keeps its buckets in memory.
-  const node = ctx.storage.dialect === 'pg' ? newNodeInfo() : undefined
+  const node = ctx.store.dialect === 'pg' ? newNodeInfo() : undefined
   const coordinator: Coordinator = node
-    ? new ClusterCoordinator(createNodesRepo(ctx.storage), node, log, {
+    ? new ClusterCoordinator(ctx.store.nodes, node, log, {
         leaseMs: config.nodeLeaseMs,
         clock: clock instanceof OffsetClock ? clock : undefined,
         onSweep: async (dead) => void (await runner.failRunsOf(dead)),
@@ -145,32 +130,32 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   const tenants = createTenantsService(ctx)
   // Proof of work (issue 27): challenges signed with a key derived from the master key; spent solutions in
   // the database, or in Redis (cluster mode) with the database as its fallback.
-  const abuseRepo = createAbuseRepo(ctx.storage)
+  const abuseRepo = ctx.store.abuse
   const pow = createPowService({ key: powKeyOf(ctx.urlSigningKey), clock, repo: abuseRepo, redis, log })
   // The spam signals known at intake, in memory (src/abuse/spam-intake.ts); the same flood meter as the proof of work.
   const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
-  const admins = createAdminsService(ctx.storage, ctx.box, clock)
-  const audit = createAuditLog(ctx.storage, clock)
+  const admins = createAdminsService(ctx.store.admins, ctx.box, clock)
+  const audit = createAuditLog(ctx.store.audit, clock)
   // Sign-in and password re-entry back-off: one count per key for the whole cluster (a balancer spreads
   // guesses over the nodes), in memory on a single node.
   const throttles = redis
-    ? sharedThrottles(redis, clock, config.rateLimitMultiplier, log, () => clusterIdOf(ctx.storage), options.injectedClock ? clock : undefined)
+    ? sharedThrottles(redis, clock, config.rateLimitMultiplier, log, () => ctx.store.meta.clusterId(), options.injectedClock ? clock : undefined)
     : localThrottles(clock, config.rateLimitMultiplier)
   const reentry = createPasswordReentry(admins, audit, throttles)
-  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.storage, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
+  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.store.admins, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
     limiters,
     clock,
     trustProxy: config.trustProxy,
-    admin: { ...adminAuth, orgExists: createConsoleRepo(ctx.storage).orgExists },
-    keyUsed: createKeyActivity(ctx.storage, clock),
+    admin: { ...adminAuth, orgExists: ctx.store.console.orgExists },
+    keyUsed: createKeyActivity(ctx.store.admins, clock),
   }
-  const store = createBlobStore(ctx)
-  const uploads = createUploadsService(ctx.storage, store, committer, clock, log, config.uploadGraceHours * 3600_000)
+  const blobs = createBlobStore(ctx)
+  const uploads = createUploadsService(ctx.store.uploads, blobs, clock, log, config.uploadGraceHours * 3600_000)
   const connections = createConnectionsService(ctx, lifecycle)
-  const agentRunsRepo = createAgentRunsRepo(ctx.storage, lifecycle)
+  const agentRunsRepo = ctx.store.agentRuns
   const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {
     dataDir: config.dataDir,
     concurrency: config.agentConcurrency,
@@ -183,7 +168,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   })
 
   const gitHooks = createGitHooksService({
-    storage: ctx.storage,
+    repo: ctx.store.gitHooks,
     lifecycle,
     clock,
     connections,
@@ -212,17 +197,17 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
   let sanitizerThread: ProcessingThread | undefined
   /** Cluster mode: sanitizing and clustering run while this node holds the `processing` role (server.ts). */
   let processingWorker: Worker | undefined
-  if (ctx.storage.dialect === 'pg') {
+  if (ctx.store.dialect === 'pg') {
     // PostgreSQL: this thread's workers, no processing or sanitizer threads, and no write turns (PostgreSQL
     // has no single write lock for intake to wait on). Any node runs agent starts and housekeeping jobs;
     // only the `processing` role's holder sanitizes and clusters, with the App indexes in its process.
     // Sharing intake's thread, that worker paces itself on intake's commits as on SQLite without the
     // processing thread (the PostgreSQL group committer notes them in `turns`).
     const ownKinds = Object.keys(ownSteps) as JobKind[]
-    const processingJobs = createJobsRepo(ctx.storage, PROCESSING_KINDS)
-    const processing = createProcessing(ctx.storage, clock, lifecycle, processingJobs)
+    const processingJobs = ctx.store.jobs(PROCESSING_KINDS)
+    const processing = createPgProcessingEngine(ctx.store, clock)
     cluster = processing.port
-    worker = new Worker(createJobsRepo(ctx.storage, ownKinds), ownSteps, clock, log, { ...workerOptions, clusterLeaseOwner: coordinator.nodeId })
+    worker = new Worker(ctx.store.jobs(ownKinds), ownSteps, clock, log, { ...workerOptions, clusterLeaseOwner: coordinator.nodeId })
     const processor = new Worker(processingJobs, processing.steps, clock, log, {
       ...intakePacing(turns),
       ...workerOptions,
@@ -237,43 +222,43 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
       wakeBus?.publish(kind)
     })
   } else if (options.processingThread) {
-    const jobs = createJobsRepo(ctx.storage, Object.keys(ownSteps) as JobKind[])
+    const jobs = ctx.store.jobs(Object.keys(ownSteps) as JobKind[])
     worker = new Worker(jobs, ownSteps, clock, log, workerOptions)
     const { busy: _busy, saturated: _saturated, ...threadOptions } = workerOptions
-    processingThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, threadOptions, () => worker.wake())
+    processingThread = new ProcessingThread(join(config.dataDir, DB_FILE), ctx.store.turns, log, threadOptions, () => worker.wake())
     cluster = processingThread
     const thread = processingThread
     if (options.sanitizeAhead ?? cpus().length >= 2) {
-      sanitizerThread = new ProcessingThread(join(config.dataDir, DB_FILE), turns, log, {}, () => {}, 'sanitizer')
+      sanitizerThread = new ProcessingThread(join(config.dataDir, DB_FILE), ctx.store.turns, log, {}, () => {}, 'sanitizer')
     }
     const sanitizer = sanitizerThread
     // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
-    takeTurnsForTransactions(ctx.storage.sqlite, turns, 'intake')
+    takeTurnsForTransactions(ctx.store.storage.sqlite, ctx.store.turns, 'intake')
     wake.on((kind) => {
       if (!isProcessingKind(kind)) return worker.wake()
       thread.wake()
       if (kind === 'process') sanitizer?.wake()
     })
   } else {
-    const jobs = createJobsRepo(ctx.storage)
-    const processing = createProcessing(ctx.storage, clock, lifecycle, jobs, undefined, options.batchBudgetMs)
+    const jobs = ctx.store.jobs()
+    const processing = inProcessProcessing(ctx, { batchBudgetMs: options.batchBudgetMs })
     cluster = processing.port
     // Sharing intake's thread, the worker paces itself while intake is busy, and takes only a small share
     // of the core while intake saturates it.
     worker = new Worker(jobs, { ...processing.steps, ...ownSteps }, clock, log, { ...intakePacing(turns), ...workerOptions })
     wake.on(() => worker.wake())
   }
-  void scheduleUploadsGc(createJobsRepo(ctx.storage), lifecycle, clock).catch((e) => log.error('uploads collection not scheduled', { error: e instanceof Error ? e.message : String(e) }))
-  void schedulePrPoll(createJobsRepo(ctx.storage), lifecycle, clock, prPollEveryMs).catch((e) => log.error('pull request polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
-  void scheduleTrackerPoll(createJobsRepo(ctx.storage), lifecycle, clock, trackerPollEveryMs).catch((e) => log.error('tracker polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
+  void scheduleUploadsGc(ctx.store.jobs(), lifecycle, clock).catch((e) => log.error('uploads collection not scheduled', { error: e instanceof Error ? e.message : String(e) }))
+  void schedulePrPoll(ctx.store.jobs(), lifecycle, clock, prPollEveryMs).catch((e) => log.error('pull request polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
+  void scheduleTrackerPoll(ctx.store.jobs(), lifecycle, clock, trackerPollEveryMs).catch((e) => log.error('tracker polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
 
-  const apps = createAppsRepo(ctx.storage)
-  const feedback = createFeedbackService(ctx, committer, uploads, lifecycle, spamIntake)
+  const apps = ctx.store.apps
+  const feedback = createFeedbackService(ctx, uploads, spamIntake)
   // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
   // On PostgreSQL the hub is woken by every commit that appended events (this process's at once, other
   // nodes' through Redis pub/sub), so its poll is only the safety net for lost messages and for events
   // another process (the CLI) wrote. SQLite has no such signal from the processing thread: it polls.
-  const hub = new EventHub(createEventsRepo(ctx.storage), { pollMs: node ? CLUSTER_SAFETY_POLL_MS : 100, heartbeatMs: config.sseHeartbeatMs })
+  const hub = new EventHub(ctx.store.events, { pollMs: node ? CLUSTER_SAFETY_POLL_MS : 100, heartbeatMs: config.sseHeartbeatMs })
   let stopEventSignal: (() => void) | undefined
   if (node) {
     if (redis && config.redisUrl) {
@@ -294,7 +279,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     directory,
     lifecycle,
     committer,
-    store,
+    blobs,
     uploads,
     apps,
     feedback,
@@ -302,7 +287,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     spamIntake,
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log }),
-    triage: createTriageService(createFeedbackRepo(ctx.storage, lifecycle, clock, committer), cluster, apps),
+    triage: createTriageService(ctx.store.feedback, cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,
     connections,
@@ -312,7 +297,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     reentry,
     throttles,
     console: createConsoleService(ctx, { reentry, audit, tenants, connections }),
-    inbox: createInbox(ctx.storage, createFeedbackRepo(ctx.storage, lifecycle, clock, committer)),
+    inbox: withSuggestedLeads(ctx.store.inbox, ctx.store.feedback),
     runner,
     worker,
     /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */
@@ -330,7 +315,7 @@ export function createServices(ctx: Context, log: Logger, options: ServiceOption
     /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */
     stopEventSignal,
     hub,
-    events: createEventsService(createEventsRepo(ctx.storage), hub, apps, config.sseStreamsPerKey),
+    events: createEventsService(ctx.store.events, hub, apps, config.sseStreamsPerKey),
     webhooks: createWebhooksService(ctx),
     webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
     chatops: createChatopsService(ctx),

@@ -30,7 +30,7 @@ beforeAll(async () => {
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '20', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
   acme = await seedTenant(server.admin, {}, 'Acme')
   other = await seedTenant(server.admin, {}, 'Other')
-  const admins = createAdminsService(server.ctx.storage, server.ctx.box, server.ctx.clock)
+  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
   await admins.create('root@example.com', 'root password 1')
   await admins.create('owner@example.com', 'owner password 1', [acme.orgId], 'owner')
   await admins.create('member@example.com', 'member password 1', [acme.orgId], 'member')

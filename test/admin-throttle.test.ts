@@ -28,7 +28,7 @@ interface World {
 async function world(env: Record<string, string> = {}): Promise<World> {
   const clock = new ManualClock(Date.UTC(2026, 5, 1, 12, 0, 10))
   const server = await startTestServer({ FIXLOOP_TRUST_PROXY: '1', ...env }, { clock })
-  await createAdminsService(server.ctx.storage, server.ctx.box, clock).create(OWNER, PASSWORD)
+  await createAdminsService(server.ctx.store.admins, server.ctx.box, clock).create(OWNER, PASSWORD)
   return { server, clock }
 }
 

@@ -4,6 +4,7 @@
  * keys (refused at once) — and the rate limits of part 8 with Retry-After.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import { join } from 'node:path'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { openDatabase } from '../src/db/sqlite/client'
@@ -258,7 +259,7 @@ describe('sk routes refuse bad credentials', () => {
     const other = srv.ctx.config.databaseUrl ? pgStorage(openPool(srv.ctx.config.databaseUrl, 1)) : undefined
     const file = other ? undefined : openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      const cli = createTenantsService({ ...srv.ctx, storage: other ?? sqliteStorage(file!.sqlite, file!.db) })
+      const cli = createTenantsService({ ...srv.ctx, store: storeOf(other ?? sqliteStorage(file!.sqlite, file!.db), srv.ctx.clock) })
       const fresh = await cli.createKey(t.orgId, 'cli key')
       const app = await cli.createApp(t.orgId, { name: 'CLI app' })
       expect((await log.call(srv.url, 'GET', '/v1/apps', { auth: fresh.key })).status).toBe(200)

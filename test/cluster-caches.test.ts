@@ -6,6 +6,7 @@
  * a rolled-back batch or item), and the n-grams equal the straightforward definition. Real SQLite files.
  */
 import { afterEach, describe, expect, test } from 'bun:test'
+import { openSqliteStore } from '../src/db/sqlite/store'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
@@ -34,7 +35,7 @@ function setup() {
   opened.push(db)
   insertApp(db.sqlite, APP)
   const clock = new ManualClock(1_700_000_000_000)
-  return { ...db, clock, cluster: createClusterService(sqliteStorage(db.sqlite), clock) }
+  return { ...db, clock, cluster: createClusterService(openSqliteStore(sqliteStorage(db.sqlite), clock), clock) }
 }
 
 /** One bug told several ways (the sentence after the first varies, so consolidation has work to do). */
@@ -120,7 +121,8 @@ describe('lead summaries kept between batches', () => {
     // A second service on its own connection attaches a report to the same lead.
     const other = new Database(join(dir, 'fixloop.db'), { strict: true })
     try {
-      const second = createClusterService(sqliteStorage(other), new ManualClock(1_700_000_100_000))
+      const secondClock = new ManualClock(1_700_000_100_000)
+      const second = createClusterService(openSqliteStore(sqliteStorage(other), secondClock), secondClock)
       const theirs = add(sqlite, checkoutText(10))
       expect(inBatch(other, second, [theirs])).toEqual([lead])
     } finally {

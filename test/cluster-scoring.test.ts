@@ -4,6 +4,7 @@
  * threshold calibration.
  */
 import { describe, expect, test } from 'bun:test'
+import { openSqliteStore } from '../src/db/sqlite/store'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { firstLine, words } from '../src/dedup/tokenize'
 import { featuresOf, type ReportInput } from '../src/dedup/features'
@@ -149,7 +150,7 @@ describe('calibration through the service', () => {
     const { rmSync } = await import('node:fs')
     const { sqlite, dir } = openBenchDb()
     try {
-      const cluster = createClusterService(sqliteStorage(sqlite), systemClock)
+      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock)
       const app = 'a'.repeat(24)
       insertApp(sqlite, app)
       expect(cluster.thresholdsFor(app).strong).toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { spawnWithStdout, writePasswordFile } from './dashboard-helpers'
-import { createContext } from '../src/context'
+import { createContext } from '../src/runtime/open'
 import { loadConfig } from '../src/config'
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
@@ -144,7 +144,7 @@ describe('fixloop admin', () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1))
     const ctx = createContext(loadConfig({ dataDir: dir }, {}), clock)
     try {
-      const admins = createAdminsService(ctx.storage, ctx.box, clock)
+      const admins = createAdminsService(ctx.store.admins, ctx.box, clock)
       const { token } = await admins.issueSetupToken()
       clock.advance(30 * 60_000)
       await expect(admins.redeemSetupToken(token, 'a@example.com', 'a long password')).rejects.toMatchObject({ code: 'invalid_setup_token' })

@@ -13,8 +13,7 @@ import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 import { qpDecode, startSmtpSink, type SmtpSink } from './smtp-sink'
 import { loadConfig } from '../src/config'
-import { closeContext, openContext } from '../src/context'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
+import { closeContext, openContext } from '../src/runtime/open'
 import { dbRows, dbRun } from './sqlite-of'
 
 const EMAIL = 'notified@example.com'
@@ -32,7 +31,7 @@ async function resolve(id: string) {
   try {
     await eventually(async () => (await dbRows<{ redactions: string | null }>(ctx, 'SELECT redactions FROM feedback WHERE id = ?', [id]))[0].redactions !== null, 10_000)
     await dbRun(ctx, "UPDATE feedback SET status = 'pr_opened', version = version + 1 WHERE id = ?", [id])
-    await createLifecycle(ctx.storage, ctx.clock).move(id, 'resolved', { by: 'system', from: 'pr_opened' })
+    await ctx.store.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })
   } finally {
     await closeContext(ctx)
   }

@@ -21,8 +21,22 @@ import { pgStorage } from '../src/db/pg/storage'
 import { openPool } from '../src/db/pg/client-options'
 import { applyPgMigrations } from '../src/db/pg/migrate'
 import type { Dialect, Storage } from '../src/db/storage'
+import { openSqliteStore, type SqliteStore } from '../src/db/sqlite/store'
+import { openPgStore, type PgStore } from '../src/db/pg/store'
+import { systemClock } from '../src/core/clock'
+import { createSqliteProcessingEngine } from '../src/worker/processing-sqlite'
+import { createPgProcessingEngine } from '../src/worker/processing-pg'
+import type { Processing } from '../src/worker/processing'
 import { startPostgres, type PgServer } from './pg-server'
 import type { Clock } from '../src/core/clock'
+
+/**
+ * The store over `storage` (a second pool or connection, another "node"), as the runtime builds it
+ * (src/runtime/open.ts): each call a store of its own, with its own lifecycle writer and committer.
+ */
+export function storeOf(storage: Storage, clock: Clock = systemClock): SqliteStore | PgStore {
+  return storage.dialect === 'sqlite' ? openSqliteStore(storage, clock) : openPgStore(storage, clock)
+}
 import { tempDir } from './temp-dirs'
 
 export const DIALECTS: readonly Dialect[] = ['sqlite', 'pg']
@@ -35,10 +49,17 @@ export function testClock(start = Date.UTC(2026, 0, 1)): Clock & { set(ms: numbe
 
 export interface FreshStore {
   storage: Storage
+  /** Every repository over `storage`, on `clock` (src/db/store.ts). */
+  store: SqliteStore | PgStore
   dialect: Dialect
   clock: ReturnType<typeof testClock>
   /** For PostgreSQL: the database URL (a second pool, a second "node"); for SQLite: the file path. */
   location: string
+}
+
+/** The processing engine of the store's dialect, in this process (as src/runtime/processing.ts builds it). */
+export function processingOf(store: SqliteStore | PgStore, clock: Clock): Processing {
+  return store.dialect === 'sqlite' ? createSqliteProcessingEngine(store, clock) : createPgProcessingEngine(store, clock)
 }
 
 let pg: Promise<PgServer> | undefined
@@ -72,7 +93,8 @@ export async function freshStore(dialect: Dialect): Promise<FreshStore> {
       sqlite.close()
       rmSync(dir, { recursive: true, force: true })
     })
-    return { storage: sqliteStorage(sqlite, db), dialect, clock, location: file }
+    const storage = sqliteStorage(sqlite, db)
+    return { storage, store: openSqliteStore(storage, clock), dialect, clock, location: file }
   }
   const server = await sharedPostgres()
   const url = await server.createDatabase('repo')
@@ -80,7 +102,8 @@ export async function freshStore(dialect: Dialect): Promise<FreshStore> {
   await applyPgMigrations(pool)
   closers.push(() => pool.end())
   // The repository cases drive time by hand (`clock`): the store compares with it, not the database's clock.
-  return { storage: pgStorage(pool, { callerClock: true }), dialect, clock, location: url }
+  const storage = pgStorage(pool, { callerClock: true })
+  return { storage, store: openPgStore(storage, clock), dialect, clock, location: url }
 }
 
 /** `body` once per dialect, inside describe(`${name} [sqlite]`) and describe(`${name} [pg]`). */

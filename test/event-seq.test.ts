@@ -6,6 +6,7 @@
  * threads at once, and check that no seq is ever handed out twice or goes back.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
@@ -14,7 +15,7 @@ import { applyMigrations } from '../src/db/sqlite/migrate'
 import { createOutbox } from '../src/db/sqlite/outbox'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { ManualClock, systemClock, type Clock } from '../src/core/clock'
-import { createEventsRepo, idsBefore } from '../src/modules/events/repo'
+import { idsBefore } from '../src/modules/events/repo'
 import { tempDir } from './temp-dirs'
 
 const DAY_MS = 24 * 3600_000
@@ -45,7 +46,7 @@ describe('event seq without a counter write per event', () => {
     const put = appender(sqlite)
     const seqs = [putOld('a'), putOld('a'), putOld('a'), putOld('b')]
     expect(seqs).toEqual([1, 2, 3, 1])
-    const repo = createEventsRepo(sqliteStorage(sqlite))
+    const repo = storeOf(sqliteStorage(sqlite)).events
     expect(await repo.purgeBefore(Date.now() - 30 * DAY_MS)).toBe(4)
     expect(count(sqlite, 'SELECT COUNT(*) AS n FROM events')).toBe(0)
     expect(await repo.lastSeq('a')).toBe(3)
@@ -62,7 +63,7 @@ describe('event seq without a counter write per event', () => {
     expect([put('a'), put('a')]).toEqual([1, 2])
     clock.set(Date.now() - 31 * DAY_MS) // a clock set back: old stamps on the newest seqs
     expect([put('a'), put('a')]).toEqual([3, 4])
-    const repo = createEventsRepo(sqliteStorage(sqlite))
+    const repo = storeOf(sqliteStorage(sqlite)).events
     expect(await repo.purgeBefore(Date.now() - 30 * DAY_MS)).toBe(2)
     expect((sqlite.query("SELECT seq FROM events WHERE org_id = 'a' ORDER BY seq").all() as { seq: number }[]).map((r) => r.seq)).toEqual([1, 2])
     clock.set(Date.now())
@@ -104,7 +105,7 @@ describe('event seq without a counter write per event', () => {
     // A database whose events were all purged under the old scheme: only the counter remembers seq 41.
     sqlite.run("INSERT INTO event_counters (org_id, last_seq) VALUES ('a', 41)")
     expect(appender(sqlite)('a')).toBe(42)
-    expect(await createEventsRepo(sqliteStorage(sqlite)).lastSeq('a')).toBe(42)
+    expect(await storeOf(sqliteStorage(sqlite)).events.lastSeq('a')).toBe(42)
   })
 
   test('two threads appending to one Org at once, each on its own connection: seqs 1..2n, none twice, no gap', async () => {

@@ -7,7 +7,7 @@ import { createOutbox } from '../src/db/sqlite/outbox'
 import { systemClock, type Clock } from '../src/core/clock'
 import { newId } from '../src/core/ids'
 import { appendEventPg } from '../src/db/pg/outbox'
-import type { Context } from '../src/context'
+import type { Runtime } from '../src/runtime/open'
 
 /** Appends `n` feedback.status_changed events for an Org, each in its own transaction; returns their seqs. `clock` stamps them (ids and created_at). */
 export function appendEvents(
@@ -35,7 +35,7 @@ export function appendEvents(
  * there too no reader sees only some of them.
  */
 export async function appendEventsIn(
-  ctx: Pick<Context, 'storage'>,
+  ctx: Pick<Runtime, 'storage'>,
   orgId: string,
   appId: string | null,
   n: number,
@@ -151,7 +151,7 @@ export class SseClient {
  * transaction, all in one synchronous stretch; on PostgreSQL they share one transaction, so there too no
  * poll of the hub sees only some of them.
  */
-export async function appendEventBatchIn(ctx: Pick<Context, 'storage'>, events: { orgId: string; appId: string | null; type: string; data: Record<string, unknown> }[]): Promise<number[]> {
+export async function appendEventBatchIn(ctx: Pick<Runtime, 'storage'>, events: { orgId: string; appId: string | null; type: string; data: Record<string, unknown> }[]): Promise<number[]> {
   const storage = ctx.storage
   if (storage.dialect === 'sqlite') return events.map((e) => appendEvent(storage.sqlite, e.orgId, e.appId, e.type, e.data))
   return storage.tx(async (client) => {

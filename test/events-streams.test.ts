@@ -5,13 +5,14 @@
  * opens more than FIXLOOP_SSE_STREAMS_PER_KEY streams gets 429 rate_limited with Retry-After.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { appendEvents, appendEventsIn, SseClient } from './events-helpers'
 import { applyMigrations } from '../src/db/sqlite/migrate'
 import { EventHub } from '../src/modules/events/hub'
-import { createEventsRepo, type EventsRepo } from '../src/modules/events/repo'
+import { type EventsRepo } from '../src/modules/events/repo'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { openEventStream } from '../src/modules/events/stream'
 import { createAdminsService } from '../src/modules/admins/service'
@@ -58,7 +59,7 @@ describe('shared reads', () => {
     applyMigrations(sqlite)
     sqlite.run("INSERT INTO orgs (id, name, created_at) VALUES ('0000000000000000000000aa', 'Org', 0)")
     const orgId = '0000000000000000000000aa'
-    const real = createEventsRepo(sqliteStorage(sqlite))
+    const real = storeOf(sqliteStorage(sqlite)).events
     // The real repo on a real database; only its per-stream read is counted.
     let ownReads = 0
     const repo: EventsRepo = { ...real, page: (o, f) => (ownReads++, real.page(o, f)) }
@@ -148,7 +149,7 @@ describe('streams per credential', () => {
   })
 
   test(`a dashboard session is one credential too: its ${CAP + 1}th stream is 429`, async () => {
-    const admins = createAdminsService(server.ctx.storage, server.ctx.box, server.ctx.clock)
+    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
     await admins.create('streams@example.com', 'streams password 1', [a.orgId], 'owner')
     const signIn = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'streams@example.com', password: 'streams password 1' } })
     expect(signIn.status).toBe(200)

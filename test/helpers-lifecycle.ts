@@ -9,7 +9,7 @@ import { afterAll, beforeAll } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { BINARY, ROOT, call, runBinary, tempDir, type Reply } from './harness'
 import { dbRows, dbRun } from './sqlite-of'
-import type { Context } from '../src/context'
+import type { Runtime } from '../src/runtime/open'
 
 /** Builds dist/fixloop when it is missing (the CLI and crash tests need the real executable). */
 export function ensureBinary(): void {
@@ -44,7 +44,7 @@ export function feedbackRow(sqlite: Database, id: string): FeedbackDbRow {
 }
 
 /** `feedbackRow` on whichever storage the server runs (SQLite or PostgreSQL). */
-export async function feedbackRowIn(ctx: Pick<Context, 'storage'>, id: string): Promise<FeedbackDbRow> {
+export async function feedbackRowIn(ctx: Pick<Runtime, 'storage'>, id: string): Promise<FeedbackDbRow> {
   const row = (await dbRows<FeedbackDbRow>(ctx, 'SELECT * FROM feedback WHERE id = ?', [id]))[0]
   if (!row) throw new Error(`no feedback row ${id}`)
   return row
@@ -63,13 +63,13 @@ export function markDuplicate(sqlite: Database, id: string, leadId: string): voi
 }
 
 /** `forceStatus` on whichever storage the server runs (SQLite or PostgreSQL). */
-export async function forceStatusIn(ctx: Pick<Context, 'storage'>, id: string, status: string): Promise<void> {
+export async function forceStatusIn(ctx: Pick<Runtime, 'storage'>, id: string, status: string): Promise<void> {
   const rows = await dbRows(ctx, 'UPDATE feedback SET status = ?, version = version + 1 WHERE id = ? RETURNING id', [status, id])
   if (rows.length !== 1) throw new Error(`no feedback row ${id}`)
 }
 
 /** `markDuplicate` on whichever storage the server runs (SQLite or PostgreSQL). */
-export async function markDuplicateIn(ctx: Pick<Context, 'storage'>, id: string, leadId: string): Promise<void> {
+export async function markDuplicateIn(ctx: Pick<Runtime, 'storage'>, id: string, leadId: string): Promise<void> {
   await dbRun(ctx, 'UPDATE feedback SET duplicate_of_id = ?, version = version + 1 WHERE id = ?', [leadId, id])
   await dbRun(ctx, 'UPDATE feedback SET duplicate_count = duplicate_count + 1 WHERE id = ?', [leadId])
 }

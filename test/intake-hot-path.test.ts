@@ -10,6 +10,7 @@
  * - OpenAPI still documents the submission's two optional headers.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -18,7 +19,6 @@ import { openDatabase } from '../src/db/sqlite/client'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { LIMITS } from '../src/core/limits'
-import { createInbox } from '../src/modules/admin-api/inbox-repo'
 import { CredentialDirectory } from '../src/auth/directory'
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../src/http/strict-json'
 import { sqliteOf } from './sqlite-of'
@@ -77,7 +77,7 @@ describe('credential cache', () => {
     // The admin CLI is another process with its own connection: a second connection stands in for it.
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      const cli = createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db) })
+      const cli = createTenantsService({ ...srv.ctx, store: storeOf(sqliteStorage(sqlite, db), srv.ctx.clock) })
       const key = await cli.createKey(t.orgId, 'cli')
       expect(generation()).toBeGreaterThan(before)
       expect((await call(srv.url, 'GET', '/v1/apps', { auth: key.key })).status).toBe(200)
@@ -105,7 +105,7 @@ describe('credential cache', () => {
     expectEnvelope(await call(srv.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: BODY }), 'unknown_app')
   })
   test('the generation is read once per event-loop turn: a write on this connection is seen within the turn, another connection\'s from the next turn', async () => {
-    const directory = new CredentialDirectory(srv.ctx.storage, srv.ctx.box)
+    const directory = new CredentialDirectory(srv.ctx.store.credentials, srv.ctx.box)
     const a = await srv.admin.createApp(t.orgId, { name: 'Turn A' })
     const b = await srv.admin.createApp(t.orgId, { name: 'Turn B' })
     await Bun.sleep(0)
@@ -120,7 +120,7 @@ describe('credential cache', () => {
     expect((await directory.appByPublicKey(b.publicKey))?.row.id).toBe(b.id)
     const { sqlite, db } = openDatabase(join(srv.dataDir, 'fixloop.db'))
     try {
-      await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, db) }).deleteApp(t.orgId, b.id)
+      await createTenantsService({ ...srv.ctx, store: storeOf(sqliteStorage(sqlite, db), srv.ctx.clock) }).deleteApp(t.orgId, b.id)
     } finally {
       sqlite.close()
     }
@@ -140,7 +140,7 @@ describe('credential cache', () => {
       // Revoked from another connection: the triggers have no row to raise, the cache must not be trusted anyway.
       const { sqlite, db: other } = openDatabase(join(srv.dataDir, 'fixloop.db'))
       try {
-        await createTenantsService({ ...srv.ctx, storage: sqliteStorage(sqlite, other) }).revokeKey(t.orgId, key.id)
+        await createTenantsService({ ...srv.ctx, store: storeOf(sqliteStorage(sqlite, other), srv.ctx.clock) }).revokeKey(t.orgId, key.id)
       } finally {
         sqlite.close()
       }
@@ -218,13 +218,13 @@ test("a report's history finds its events by feedback_id and the events stored b
   db.query("INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, 'feedback.status_changed', ?, ?)").run(
     'f'.repeat(24), t.orgId, t.appId, legacySeq, JSON.stringify({ feedbackId: created.id, from: 'received', to: 'archived' }), Date.now(),
   )
-  const history = (await createInbox(srv.ctx.storage).history(t.orgId, created.id)).map((e) => [e.seq, e.type] as const)
+  const history = (await srv.ctx.store.inbox.history(t.orgId, created.id)).map((e) => [e.seq, e.type] as const)
   // The worker may add its own moves meanwhile: both of these are there, oldest first, the legacy one last.
   expect(history[0]).toEqual([stored.seq, 'feedback.received'])
   expect(history.at(-1)).toEqual([legacySeq, 'feedback.status_changed'])
   expect(history.map(([seq]) => seq)).toEqual(history.map(([seq]) => seq).sort((a, b) => a - b))
   // Another Org's id finds nothing.
-  expect(await createInbox(srv.ctx.storage).history('0'.repeat(24), created.id)).toEqual([])
+  expect(await srv.ctx.store.inbox.history('0'.repeat(24), created.id)).toEqual([])
 })
 
 test('OpenAPI documents the Idempotency-Key, X-Service-User-Token and X-Fixloop-Proof-Of-Work headers of POST /v1/feedback', async () => {

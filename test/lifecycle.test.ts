@@ -8,12 +8,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { loadConfig } from '../src/config'
-import { createContext, type Context } from '../src/context'
+import type { Runtime } from '../src/runtime/open'
+import type { SqliteLifecycle } from '../src/db/sqlite/lifecycle'
+import { createContext } from '../src/runtime/open'
 import { ApiError } from '../src/core/errors'
 import { FEEDBACK_STATUSES, type FeedbackStatus } from '../src/core/fsm'
 import { newId } from '../src/core/ids'
-import { createLifecycle, statusAfterSanitize, type Lifecycle } from '../src/lifecycle/lifecycle'
-import { createWakeSignal } from '../src/lifecycle/wake'
+import { statusAfterSanitize, type Lifecycle } from '../src/lifecycle/lifecycle'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { tempDir } from './harness'
 import { sqliteOf } from './sqlite-of'
@@ -37,8 +38,10 @@ const CUSTOMER_EDGES = [
 ]
 
 let dir: string
-let ctx: Context
+let ctx: Runtime
 let lifecycle: Lifecycle
+/** The writer's synchronous side, as the store's repositories join it inside their transactions. */
+let side: SqliteLifecycle
 let wakes = 0
 let org: string
 let app: string
@@ -46,9 +49,10 @@ let app: string
 beforeAll(async () => {
   dir = tempDir('fixloop-lifecycle-')
   ctx = createContext(loadConfig({ dataDir: dir }, { FIXLOOP_LOG_LEVEL: 'silent' }))
-  const wake = createWakeSignal()
-  wake.on(() => wakes++)
-  lifecycle = createLifecycle(ctx.storage, ctx.clock, wake)
+  ctx.store.wake.on(() => wakes++)
+  lifecycle = ctx.store.lifecycle
+  if (ctx.store.dialect !== 'sqlite') throw new Error('the lifecycle cases run on the embedded store')
+  side = ctx.store.sides.lifecycle
   const admin = createTenantsService(ctx)
   org = (await admin.createOrg('Lifecycle')).id
   app = (await admin.createApp(org, { name: 'L' })).id
@@ -108,7 +112,7 @@ for (const by of ['system', 'customer'] as const) {
           const before = row(id)
           const wakesBefore = wakes
           if (legal) {
-            expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, to, { by, reason: 'why it failed', prUrl: 'https://git.example/pr/1' })).toBe(true)
+            expect(side.move(sqliteOf(ctx), id, to, { by, reason: 'why it failed', prUrl: 'https://git.example/pr/1' })).toBe(true)
             const after = row(id)
             expect(after.status).toBe(to)
             expect(after.version).toBe(before.version + 1)
@@ -119,7 +123,7 @@ for (const by of ['system', 'customer'] as const) {
             expect(after.failure_reason).toBe(to === 'failed' ? 'why it failed' : to === 'archived' ? before.failure_reason : null)
             expect(after.merge_request_url).toBe(to === 'pr_opened' ? 'https://git.example/pr/1' : null)
           } else {
-            expectInvalidTransition(() => lifecycle.sqlite!.move(sqliteOf(ctx), id, to, { by }), from, to)
+            expectInvalidTransition(() => side.move(sqliteOf(ctx), id, to, { by }), from, to)
             expect(row(id)).toEqual(before)
             expect(eventsOf(id)).toEqual([])
             expect(jobsOf(id)).toEqual([])
@@ -134,12 +138,12 @@ describe('compare-and-set', () => {
   test('a stale version or an unexpected status: false, nothing written', () => {
     const id = reportIn('received')
     const { version } = row(id)
-    expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', version: version + 1 })).toBe(false)
-    expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', from: 'sanitizing' })).toBe(false)
-    expect(lifecycle.sqlite!.move(sqliteOf(ctx), newId(ctx.clock), 'sanitizing', { by: 'system' })).toBe(false)
+    expect(side.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', version: version + 1 })).toBe(false)
+    expect(side.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', from: 'sanitizing' })).toBe(false)
+    expect(side.move(sqliteOf(ctx), newId(ctx.clock), 'sanitizing', { by: 'system' })).toBe(false)
     expect(row(id)).toEqual({ status: 'received', version, failure_reason: null, merge_request_url: null })
     expect(eventsOf(id)).toEqual([])
-    expect(lifecycle.sqlite!.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', from: 'received', version })).toBe(true)
+    expect(side.move(sqliteOf(ctx), id, 'sanitizing', { by: 'system', from: 'received', version })).toBe(true)
   })
 
   test('a move whose event cannot be written is undone: status, event and job together or not at all', () => {
@@ -147,7 +151,7 @@ describe('compare-and-set', () => {
     const before = row(id)
     sqliteOf(ctx).run("CREATE TEMP TRIGGER refuse_events BEFORE INSERT ON main.events BEGIN SELECT RAISE(ABORT, 'outbox refused'); END")
     try {
-      expect(() => lifecycle.sqlite!.move(sqliteOf(ctx), id, 'queued', { by: 'system' })).toThrow('outbox refused')
+      expect(() => side.move(sqliteOf(ctx), id, 'queued', { by: 'system' })).toThrow('outbox refused')
     } finally {
       sqliteOf(ctx).run('DROP TRIGGER refuse_events')
     }
@@ -159,7 +163,7 @@ describe('compare-and-set', () => {
     const id = reportIn('sanitized')
     expect(() =>
       sqliteOf(ctx).transaction(() => {
-        lifecycle.sqlite!.move(sqliteOf(ctx), id, 'queued', { by: 'system' })
+        side.move(sqliteOf(ctx), id, 'queued', { by: 'system' })
         throw new Error('the rest of the change failed')
       })(),
     ).toThrow('the rest of the change failed')
@@ -178,9 +182,9 @@ describe('the rest of the lifecycle', () => {
 
   test('received: refuses to run outside the transaction that stores the report; inside, records the event and queues processing', () => {
     const id = reportIn('received')
-    expect(() => lifecycle.sqlite!.received(sqliteOf(ctx), { orgId: org, appId: app, feedbackId: id })).toThrow(/transaction/)
+    expect(() => side.received(sqliteOf(ctx), { orgId: org, appId: app, feedbackId: id })).toThrow(/transaction/)
     expect(eventsOf(id)).toEqual([])
-    sqliteOf(ctx).transaction(() => lifecycle.sqlite!.received(sqliteOf(ctx), { orgId: org, appId: app, feedbackId: id }))()
+    sqliteOf(ctx).transaction(() => side.received(sqliteOf(ctx), { orgId: org, appId: app, feedbackId: id }))()
     expect(eventsOf(id)).toEqual([{ type: 'feedback.received', data: { feedbackId: id, status: 'received' }, orgId: org, appId: app }])
     expect(jobsOf(id)).toEqual(['process'])
   })
@@ -188,11 +192,11 @@ describe('the rest of the lifecycle', () => {
   test('enqueueWaitingRuns: one agent job per queued lead without one, never a second', () => {
     const waiting = reportIn('queued')
     const hasJob = reportIn('sanitized')
-    lifecycle.sqlite!.move(sqliteOf(ctx), hasJob, 'queued', { by: 'system' })
+    side.move(sqliteOf(ctx), hasJob, 'queued', { by: 'system' })
     const dup = reportIn('queued')
     sqliteOf(ctx).query('UPDATE feedback SET duplicate_of_id = ? WHERE id = ?').run(waiting, dup)
-    lifecycle.sqlite!.enqueueWaitingRuns(app)
-    lifecycle.sqlite!.enqueueWaitingRuns(app)
+    side.enqueueWaitingRuns(app)
+    side.enqueueWaitingRuns(app)
     expect(jobsOf(waiting)).toEqual(['agent'])
     expect(jobsOf(hasJob)).toEqual(['agent'])
     expect(jobsOf(dup)).toEqual([])

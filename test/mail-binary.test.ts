@@ -11,8 +11,7 @@ import { join } from 'node:path'
 import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { loadConfig } from '../src/config'
-import { closeContext, openContext } from '../src/context'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
+import { closeContext, openContext } from '../src/runtime/open'
 import { dbRows, dbRun } from './sqlite-of'
 import { qpDecode, startSmtpSink, type SmtpSink } from './smtp-sink'
 
@@ -76,7 +75,7 @@ test('CLI smtp settings, a test mail and the fixed mail, all through dist/fixloo
     try {
       await eventually(async () => (await dbRows<{ redactions: string | null }>(ctx, 'SELECT redactions FROM feedback WHERE id = ?', [id]))[0].redactions !== null)
       await dbRun(ctx, "UPDATE feedback SET status = 'pr_opened', version = version + 1 WHERE id = ?", [id])
-      expect(await createLifecycle(ctx.storage, ctx.clock).move(id, 'resolved', { by: 'system', from: 'pr_opened' })).toBe(true)
+      expect(await ctx.store.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })).toBe(true)
     } finally {
       await closeContext(ctx)
     }

@@ -17,7 +17,7 @@ import { tempDir } from './harness'
 import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn } from './helpers-lifecycle'
 import { userToken } from './helpers-auth'
-import { createMailRepo, type SmtpRow } from '../src/modules/mail/repo'
+import { type SmtpRow } from '../src/modules/mail/repo'
 import { smtpGuardRefusal } from '../src/modules/mail/smtp-guard'
 import { MailError, sendVia } from '../src/modules/mail/transport'
 
@@ -48,7 +48,7 @@ const smtpOf = (host: string, port = 25) => ({ host, port, tls: 'none', from: 'n
 /** Stores settings past the PUT check: what a name that resolved to a public address yesterday looks like today. */
 async function storeDirectly(host: string, port: number) {
   const row: SmtpRow = { app_id: t.appId, org_id: t.orgId, host, port, tls_mode: 'none', username: null, password_sealed: null, from_address: 'noreply@shop.example', updated_at: Date.now() }
-  await createMailRepo(server.ctx.storage, server.ctx.clock).putSmtp(row, [])
+  await server.ctx.store.mail.putSmtp(row, [])
 }
 
 const PRIVATE_HOSTS = [

@@ -5,12 +5,12 @@
  * "node" is a coordinator on its own pool, as separate processes would be.
  */
 import { afterAll, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import type { Pool } from 'pg'
 import { freshStore } from './dialects'
 import { eventually } from './harness'
 import { openPool } from '../src/db/pg/client-options'
 import { pgStorage } from '../src/db/pg/storage'
-import { createNodesRepo } from '../src/nodes/nodes-repo'
 import { ClusterCoordinator, ROLES, newNodeInfo, type Role } from '../src/nodes/coordinator'
 import { Logger } from '../src/core/logger'
 
@@ -26,7 +26,7 @@ async function node(url: string) {
   const pool = openPool(url, 2)
   pools.push(pool)
   const changes: [Role, boolean][] = []
-  const c = new ClusterCoordinator(createNodesRepo(pgStorage(pool)), newNodeInfo(), new Logger('silent'), { leaseMs: LEASE_MS })
+  const c = new ClusterCoordinator(storeOf(pgStorage(pool)).nodes, newNodeInfo(), new Logger('silent'), { leaseMs: LEASE_MS })
   c.onRoleChange((role, held) => changes.push([role, held]))
   coordinators.push(c)
   return { c, pool, changes }
@@ -104,7 +104,7 @@ test('a dead node is warned about once, not at every sweep while its row waits t
   const lines: string[] = []
   const pool = openPool(s.location, 2)
   pools.push(pool)
-  const repo = createNodesRepo(pgStorage(pool))
+  const repo = storeOf(pgStorage(pool)).nodes
   // A node that beat once and died (kill -9: no leave), holding a job lease.
   const dead = newNodeInfo()
   await repo.beat(dead, [])

@@ -28,7 +28,7 @@ beforeAll(async () => {
   stub = startTrackerStub('github')
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_SMTP_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0' })
   t = await seedTenant(server.admin, {}, 'Nul')
-  await createAdminsService(server.ctx.storage, server.ctx.box, server.ctx.clock).create('root@example.com', 'root password 1')
+  await createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock).create('root@example.com', 'root password 1')
   const r = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'root@example.com', password: 'root password 1' } })
   expect(r.status).toBe(200)
   cookie = r.headers.get('set-cookie')!.split(';')[0]

@@ -10,7 +10,7 @@ import { applyMigrations } from '../src/db/sqlite/migrate'
 import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
 import { LAST_SEQ_SQL } from '../src/db/sqlite/outbox'
 import { pageSql, PURGE_SQL } from '../src/modules/events/repo'
-import { listSql } from '../src/modules/feedback/repo'
+import { listSql } from '../src/db/sqlite/feedback'
 
 /** `db` as a module sees it, with every statement it prepares told to `onQuery` first. */
 function recordingQueries(db: Database, onQuery: (sql: string) => void): Database {
@@ -130,7 +130,7 @@ describe('list and event pages', () => {
 })
 
 /**
- * Each thread claims only its own job kinds (src/worker/jobs-repo.ts). Under a burst there are ~200k due
+ * Each thread claims only its own job kinds (src/lifecycle/jobs-repo.ts). Under a burst there are ~200k due
  * `process` jobs: the HTTP thread's claim for `agent`/`uploads_gc` jobs scanned all of them (80-130 ms
  * on the HTTP thread, once a second, measured) until the kind index; the processing thread's claim must
  * keep walking the due-time index in order instead of sorting every due job.

@@ -10,7 +10,6 @@ import { createPowChallenge, decodePowHeader, powHeaderOf, solvePowChallenge, ve
 import { requiredMaxnumber, budgetFactor, POW_MAXNUMBER, ADDRESS_FLOOD_PER_MINUTE, ADDRESS_FREE_REPORTS, APP_FLOOD_PER_MINUTE, BUDGET_FACTOR_MAX } from '../src/abuse/difficulty'
 import { FloodMeter } from '../src/abuse/flood-meter'
 import { createPowService, powKeyOf } from '../src/abuse/pow-service'
-import { createAbuseRepo } from '../src/abuse/abuse-repo'
 import { freshStore } from './dialects'
 import { ManualClock } from '../src/core/clock'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -112,7 +111,7 @@ describe('what raises the difficulty, and that it comes down again', () => {
   const app = { id: APP, proofOfWork: 'normal' }
   async function service() {
     const store = await freshStore('sqlite')
-    return { clock: store.clock, pow: createPowService({ key: KEY, clock: store.clock, repo: createAbuseRepo(store.storage) }) }
+    return { clock: store.clock, pow: createPowService({ key: KEY, clock: store.clock, repo: store.store.abuse }) }
   }
   const maxFor = (pow: Awaited<ReturnType<typeof service>>['pow'], address: string) => pow.challenge(app, address).challenge!.maxnumber
   const spend = async (pow: Awaited<ReturnType<typeof service>>['pow'], address: string, use: 'report' | 'upload') => {
@@ -312,16 +311,15 @@ describe.skipIf(TEST_DIALECT !== 'pg')('cluster mode (PostgreSQL + Redis)', () =
 // Real redis-server (its own, halted and restarted here) + the real database of the pass (SQLite or PostgreSQL).
 describe('single use across a Redis outage (both dialects)', () => {
   test('a solution claimed in the database while Redis was down is refused on every node once it is back; the database is written only within the window', async () => {
-    const [{ freshStore }, { startRedis }, { RedisLink }, { createPowService }, { createAbuseRepo }] = await Promise.all([
+    const [{ freshStore }, { startRedis }, { RedisLink }, { createPowService }] = await Promise.all([
       import('./dialects'),
       import('./cluster-env'),
       import('../src/nodes/redis-link'),
       import('../src/abuse/pow-service'),
-      import('../src/abuse/abuse-repo'),
     ])
     const store = await freshStore(TEST_DIALECT)
     const redisServer = await startRedis()
-    const repo = createAbuseRepo(store.storage)
+    const repo = store.store.abuse
     let dbClaims = 0
     const counted = { ...repo, claimPow: (signature: string, expiresAt: number) => (dbClaims++, repo.claimPow(signature, expiresAt)) }
     // Two nodes: each its own Redis link (short retry, so it notices Redis back quickly), one database, one Redis.

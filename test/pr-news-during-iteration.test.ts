@@ -14,7 +14,6 @@ import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, ty
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { makeBareRepo } from './git-fixtures'
 import { delivery, send } from './git-host-webhooks'
-import { createAgentRunsRepo } from '../src/modules/agent-runs/repo'
 import { sql } from './repos/store-fixtures'
 import type { FreshStore } from './dialects'
 
@@ -108,7 +107,7 @@ test('a merge during a running iteration is held (deferred) and resolves the rep
 
 /** As the runner writes an iteration's start: the report pr_opened → agent_running, a run left `running` (a crash follows). */
 async function iterationInterrupted(id: string) {
-  const runs = createAgentRunsRepo(srv.ctx.storage, srv.services.lifecycle)
+  const runs = srv.ctx.store.agentRuns
   const runId = randomBytes(12).toString('hex')
   const now = Date.now()
   const started = await runs.startReviewRun(

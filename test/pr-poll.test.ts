@@ -12,8 +12,7 @@ import { tempDir } from './harness'
 import { git, makeBareRepo, pushCommit } from './git-fixtures'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { openPullRequest } from '../src/agent/hosts'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
-import { CLOSED_PR_POLL_MS, createGitHooksRepo } from '../src/modules/git-hooks/repo'
+import { CLOSED_PR_POLL_MS } from '../src/modules/git-hooks/repo'
 import { createPollPullRequestsStep } from '../src/worker/steps/poll-pull-requests'
 import type { RepoConnection } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
@@ -58,8 +57,8 @@ describeEachDialect('pull request polling', (fresh) => {
     test(`${kind}: merged → resolved (duplicates follow), closed → awaiting_manual, open → unchanged`, async () => {
       const s = await fresh()
       await seedOrgApp(s)
-      const lifecycle = createLifecycle(s.storage, s.clock)
-      const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+      const lifecycle = s.store.lifecycle
+      const hooks = s.store.gitHooks
       const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
       const merged = await openedReport(s, kind, `${kind}-m`)
       const closed = await openedReport(s, kind, `${kind}-c`)
@@ -81,8 +80,8 @@ describeEachDialect('pull request polling', (fresh) => {
   test('a host that throttles (429 Retry-After) ends the pass; the next pass picks up where it stopped', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const lifecycle = createLifecycle(s.storage, s.clock)
-    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    const lifecycle = s.store.lifecycle
+    const hooks = s.store.gitHooks
     const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
     const a = await openedReport(s, 'github', 'thr-a')
     stubs.github.setPullState(a.number, 'merged')
@@ -101,8 +100,8 @@ describeEachDialect('pull request polling', (fresh) => {
   test('reports fixloop did not open a request for, duplicates and other statuses are never read', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const lifecycle = createLifecycle(s.storage, s.clock)
-    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    const lifecycle = s.store.lifecycle
+    const hooks = s.store.gitHooks
     await openedReport(s, 'github', 'seen')
     await openedReport(s, 'github', 'manual')
     await sql(s, "UPDATE feedback SET status = 'awaiting_manual' WHERE id = 'manual'")
@@ -115,8 +114,8 @@ describeEachDialect('pull request polling', (fresh) => {
     test(`${kind}: a closed request reopened on the host brings its report back to pr_opened (event); reopened and merged since: resolved`, async () => {
       const s = await fresh()
       await seedOrgApp(s)
-      const lifecycle = createLifecycle(s.storage, s.clock)
-      const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+      const lifecycle = s.store.lifecycle
+      const hooks = s.store.gitHooks
       const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
       const a = await openedReport(s, kind, `${kind}-ra`)
       const b = await openedReport(s, kind, `${kind}-rb`)
@@ -145,8 +144,8 @@ describeEachDialect('pull request polling', (fresh) => {
   test('closed requests are read for 30 days after the close, then forgotten; a report a person moved to awaiting_manual (no close) is never read', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const lifecycle = createLifecycle(s.storage, s.clock)
-    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
+    const lifecycle = s.store.lifecycle
+    const hooks = s.store.gitHooks
     const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
     const closed = await openedReport(s, 'github', 'old-close')
     const manual = await openedReport(s, 'github', 'by-hand')

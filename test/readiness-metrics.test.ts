@@ -167,8 +167,9 @@ test('fixloop_jobs_oldest_age_seconds: a due job ages from its due time, a futur
   applyMigrations(sqlite)
   let now = 1_000_000_000_000
   const { sqliteStorage } = await import('../src/db/sqlite/storage')
-  const { drizzle } = await import('drizzle-orm/bun-sqlite')
-  const metrics = createMetrics(sqliteStorage(sqlite, drizzle(sqlite) as never), dataDir, { now: () => now } as never)
+  const { openSqliteStore } = await import('../src/db/sqlite/store')
+  const clock = { now: () => now }
+  const metrics = createMetrics(openSqliteStore(sqliteStorage(sqlite), clock).metrics, clock)
   const age = async () => Number(/^fixloop_jobs_oldest_age_seconds (\S+)$/m.exec(await metrics.registry.render())![1])
   const insert = sqlite.query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)')
   const cases: { name: string; kind: string; runAfter: number; createdAt: number; expected: number }[] = [

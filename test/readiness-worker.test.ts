@@ -3,11 +3,11 @@
  * a stopped worker is not alive; a running checkpointer thread reports in. Real database, real jobs.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { systemClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { Worker, type JobStep } from '../src/worker/loop'
-import { createJobsRepo } from '../src/worker/jobs-repo'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { deferred, submit, waitFor } from './helpers-lifecycle'
 import { sqliteOf } from './sqlite-of'
@@ -30,7 +30,7 @@ test('a worker holding one job longer than its lease is reported stuck; done, it
       await gate.promise
     },
   }
-  const w = new Worker(createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))), { process: step }, systemClock, new Logger('silent'), { leaseMs: 300, pollMs: 50 })
+  const w = new Worker(storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs(), { process: step }, systemClock, new Logger('silent'), { leaseMs: 300, pollMs: 50 })
   expect(w.health()).toMatchObject({ ok: false, reason: expect.stringContaining('not running') })
   w.start()
   expect(w.health().ok).toBe(true)

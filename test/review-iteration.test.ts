@@ -133,7 +133,7 @@ test('a review iteration interrupted by a crash: at the next start its report go
   const first = await eventually(async () => ((await item(id)).status === 'pr_opened' ? item(id) : undefined), 30_000)
   await srv.runner.idle()
   // A review iteration was running when the process died (as the runner writes its start).
-  const runs = (await import('../src/modules/agent-runs/repo')).createAgentRunsRepo(srv.ctx.storage, srv.services.lifecycle)
+  const runs = srv.ctx.store.agentRuns
   const runId = 'c'.repeat(23) + '1'
   expect(await runs.startReviewRun({ id: runId, orgId: t.orgId, appId: t.appId, feedbackId: id, provider: 'command', model: null, status: 'running', branch: `fixloop/${id}`, timings: '{"prepareMs":0,"cloneMs":0,"agentMs":0,"pushMs":0,"prMs":0}', startedAt: Date.now(), createdAt: Date.now(), nodeId: null, reviewText: 'x' }, { type: 'agent_run.started', data: { runId, feedbackId: id, provider: 'command' } })).toBe(true)
   expect((await item(id)).status).toBe('agent_running')

@@ -12,10 +12,9 @@ import { dirname, join } from 'node:path'
 import { loadConfig } from '../src/config'
 import { startServer, type RunningServer } from '../src/server'
 import { createTenantsService } from '../src/modules/tenants/service'
-import { createAgentRunsRepo } from '../src/modules/agent-runs/repo'
 import { Logger } from '../src/core/logger'
 import { createReviewStep } from '../src/worker/steps/start-agent'
-import type { JobRow } from '../src/worker/jobs-repo'
+import type { JobRow } from '../src/lifecycle/jobs-repo'
 import { combineReviews, COMBINED_REVIEWS_MAX, REVIEW_TEXT_MAX } from '../src/agent/runner'
 import { call, eventually, seedTenant, tempDir, type Tenant } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
@@ -69,7 +68,7 @@ test('reviews that come while the App is busy are queued, shown, survive a resta
   const firstHead = git([`--git-dir=${bare}`, 'rev-parse', `refs/heads/fixloop/${a}`]).trim()
 
   // Another run of the App holds its slot (an iteration on b, as the runner writes its start).
-  const runs = createAgentRunsRepo(srv.ctx.storage, srv.services.lifecycle)
+  const runs = srv.ctx.store.agentRuns
   const holder = 'd'.repeat(23) + '1'
   const now = Date.now()
   expect(await runs.startReviewRun({ id: holder, orgId: t.orgId, appId: t.appId, feedbackId: b, provider: 'command', model: null, status: 'running', branch: `fixloop/${b}`, timings: '{"prepareMs":0,"cloneMs":0,"agentMs":0,"pushMs":0,"prMs":0}', startedAt: now, createdAt: now, nodeId: null, reviewText: 'x' }, { type: 'agent_run.started', data: { runId: holder, feedbackId: b, provider: 'command' } })).toBe(true)
@@ -121,7 +120,7 @@ let ids: { a: string; b: string }
 
 test('a queued review whose request is merged meanwhile is dropped when its turn comes; a review job that gives up drops its reviews', async () => {
   const { a, b } = ids
-  const runs = createAgentRunsRepo(srv.ctx.storage, srv.services.lifecycle)
+  const runs = srv.ctx.store.agentRuns
   const hold = async (feedbackId: string, n: number) => {
     const id = 'e'.repeat(23) + n
     expect(await runs.startReviewRun({ id, orgId: t.orgId, appId: t.appId, feedbackId, provider: 'command', model: null, status: 'running', branch: `fixloop/${feedbackId}`, timings: '{"prepareMs":0,"cloneMs":0,"agentMs":0,"pushMs":0,"prMs":0}', startedAt: Date.now(), createdAt: Date.now(), nodeId: null, reviewText: 'x' }, { type: 'agent_run.started', data: { runId: id, feedbackId, provider: 'command' } })).toBe(true)

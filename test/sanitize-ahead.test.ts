@@ -9,11 +9,12 @@
  * - in a real server the thread runs by default and takes part in draining a burst.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { openSqliteStore } from '../src/db/sqlite/store'
+import { storeOf } from './dialects'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/sqlite/client'
 import { systemClock } from '../src/core/clock'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createSanitizeAhead, CHUNK, HEAD_GAP } from '../src/worker/sanitize-ahead'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { body, drain, eventsOf, expectSameEnd, rowOf, submitAll } from './drain-compare'
@@ -26,7 +27,7 @@ const TOTAL = HEAD_GAP + EXTRA
 
 function sanitizer(srv: TestServer) {
   const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
-  return { sqlite, ahead: createSanitizeAhead(sqliteStorage(sqlite), systemClock, createLifecycle(sqliteStorage(sqlite), systemClock)) }
+  return { sqlite, ahead: createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock) }
 }
 
 describe('sanitizing ahead of the processing thread', () => {
@@ -116,7 +117,7 @@ test('it works at most aheadMax reports past the gap: further ahead it would onl
     const t = await seedTenant(srv.admin)
     const ids = await submitAll(srv, t, 120)
     const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
-    const ahead = createSanitizeAhead(sqliteStorage(sqlite), systemClock, createLifecycle(sqliteStorage(sqlite), systemClock), { headGap: 16, aheadMax: 40 })
+    const ahead = createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock, { headGap: 16, aheadMax: 40 })
     let sanitized = 0
     let last = ahead.chunk()
     for (let i = 0; i < 20 && last.examined > 0; i++, last = ahead.chunk()) sanitized += last.sanitized

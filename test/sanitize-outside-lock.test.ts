@@ -7,12 +7,12 @@
  * the connection is inside a transaction at that moment.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { openSqliteStore } from '../src/db/sqlite/store'
+import { storeOf } from './dialects'
 import { ManualClock } from '../src/core/clock'
 import { RULES, type Rule } from '../src/sanitize/sanitize'
-import { createJobsRepo } from '../src/worker/jobs-repo'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { createClusterService } from '../src/dedup/service'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -56,10 +56,10 @@ async function report(): Promise<string> {
 
 function step() {
   const sqlite = sqliteOf(srv.ctx)
-  const lifecycle = createLifecycle(sqliteStorage(sqlite), clock)
-  const jobs = createJobsRepo(sqliteStorage(sqlite))
-  const deps = { cluster: createClusterService(sqliteStorage(sqlite), clock), batches: createBatchWindows(sqliteStorage(sqlite), clock, lifecycle), lifecycle, finishJob: jobs.sqlite!.finish }
-  return { jobs, step: createProcessFeedbackStep(sqliteStorage(sqlite), clock, deps) }
+  const store = openSqliteStore(sqliteStorage(sqlite), clock)
+  const jobs = store.jobs()
+  const deps = { cluster: createClusterService(store, clock), batches: createBatchWindows(store.processing, clock, store.lifecycle), finishJob: store.sides.jobs().finish }
+  return { jobs, step: createProcessFeedbackStep(store, clock, deps) }
 }
 
 /** Runs the `process` jobs of `ids`, one at a time or as one batch. */

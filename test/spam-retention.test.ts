@@ -38,7 +38,7 @@ async function upload(t: Tenant): Promise<string> {
   expect((await fetch(up.body.url, { method: 'PUT', headers: up.body.headers, body: PNG })).status).toBeLessThan(300)
   return up.body.key
 }
-const stored = (key: string) => server.services.store.stat(server.services.store.sealedKey(key))
+const stored = (key: string) => server.services.blobs.stat(server.services.blobs.sealedKey(key))
 const get = (t: Tenant, id: string) => call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
 
 describe('spam at rest is sanitized', () => {

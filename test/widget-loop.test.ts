@@ -13,8 +13,7 @@ import { focused, freshContext, openByKeyboard, reports, scriptTag, tabTo, widge
 import { openDataDb } from './helpers-lifecycle'
 import { call, eventually } from './harness'
 import { loadConfig } from '../src/config'
-import { closeContext, openContext } from '../src/context'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
+import { closeContext, openContext } from '../src/runtime/open'
 
 const SHOTS = '/work/wt/widget-shots'
 const env = widgetEnv()
@@ -42,7 +41,7 @@ async function resolveInDataDir(e: WidgetEnv, id: string) {
     const { dbRows, dbRun } = await import('./sqlite-of')
     await eventually(async () => (await dbRows<{ redactions: string | null }>(ctx, 'SELECT redactions FROM feedback WHERE id = ?', [id]))[0].redactions !== null, 10_000)
     await dbRun(ctx, "UPDATE feedback SET status = 'pr_opened', version = version + 1 WHERE id = ?", [id])
-    await createLifecycle(ctx.storage, ctx.clock).move(id, 'resolved', { by: 'system', from: 'pr_opened' })
+    await ctx.store.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })
   } finally {
     await closeContext(ctx)
   }

@@ -4,13 +4,12 @@
  * the worker's kinds: ~50 ms per pass with a 300k-report backlog). Real SQLite, real clock.
  */
 import { afterAll, expect, test } from 'bun:test'
+import { storeOf } from './dialects'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { rmSync } from 'node:fs'
-import { createContext } from '../src/context'
+import { createContext } from '../src/runtime/open'
 import { loadConfig } from '../src/config'
 import { Logger } from '../src/core/logger'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
-import { createJobsRepo } from '../src/worker/jobs-repo'
 import { Worker } from '../src/worker/loop'
 import { tempDir } from './harness'
 import { sqliteOf } from './sqlite-of'
@@ -23,11 +22,11 @@ afterAll(() => {
 })
 
 test('a 3,500-job backlog drains in passes that ask for the next due time only once the work is done', async () => {
-  const lifecycle = createLifecycle(ctx.storage, ctx.clock)
+  const writer = ctx.store.dialect === 'sqlite' ? ctx.store.sides.lifecycle : undefined
   sqliteOf(ctx).transaction(() => {
-    for (let i = 0; i < 3500; i++) lifecycle.sqlite!.enqueue('uploads_gc', {}, ctx.clock.now() - 1000)
+    for (let i = 0; i < 3500; i++) writer!.enqueue('uploads_gc', {}, ctx.clock.now() - 1000)
   })()
-  const jobs = createJobsRepo(sqliteStorage(sqliteOf(ctx)))
+  const jobs = storeOf(sqliteStorage(sqliteOf(ctx))).jobs()
   let dueQueries = 0
   const nextDueAt = jobs.nextDueAt
   jobs.nextDueAt = () => {

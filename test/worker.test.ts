@@ -4,14 +4,15 @@
  * tests see each step the worker commits, not only where it ends.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { openSqliteStore } from '../src/db/sqlite/store'
+import { storeOf } from './dialects'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { ManualClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { newId } from '../src/core/ids'
 import { Worker, type JobStep } from '../src/worker/loop'
-import { createJobsRepo, type JobRow } from '../src/worker/jobs-repo'
+import { type JobRow } from '../src/lifecycle/jobs-repo'
 import { createClusterService } from '../src/dedup/service'
-import { createLifecycle } from '../src/lifecycle/lifecycle'
 import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -68,11 +69,10 @@ const silent = new Logger('silent')
 
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
-  const lifecycle = createLifecycle(srv.ctx.storage, clock)
-  const real = createProcessFeedbackStep(sqliteStorage(sqliteOf(srv.ctx)), clock, {
-    cluster: createClusterService(sqliteStorage(sqliteOf(srv.ctx)), clock),
-    batches: createBatchWindows(sqliteStorage(sqliteOf(srv.ctx)), clock, lifecycle),
-    lifecycle,
+  const store = openSqliteStore(sqliteStorage(sqliteOf(srv.ctx)), clock)
+  const real = createProcessFeedbackStep(store, clock, {
+    cluster: createClusterService(store, clock),
+    batches: createBatchWindows(store.processing, clock, store.lifecycle),
   })
   const step: JobStep = {
     async run(job) {
@@ -82,7 +82,7 @@ function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
     },
     onGiveUp: real.onGiveUp,
   }
-  return new Worker(createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))), { process: step }, clock, silent, { leaseMs: LEASE_MS })
+  return new Worker(storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs(), { process: step }, clock, silent, { leaseMs: LEASE_MS })
 }
 
 describe('processing', () => {
@@ -172,7 +172,7 @@ describe('leases', () => {
   test('a job claimed by a worker that died is claimed again once its lease runs out, and completes', async () => {
     const id = await submitOne()
     // The "crashed" worker: claims the job, then never finishes it.
-    const claimed = await createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))).claim(clock.now(), LEASE_MS, currentLeaseOwner())
+    const claimed = await storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs().claim(clock.now(), LEASE_MS, currentLeaseOwner())
     expect(claimed?.feedback_id).toBe(id)
     expect(claimed?.lease_until).toBe(clock.now() + LEASE_MS)
 
@@ -189,7 +189,7 @@ describe('leases', () => {
 
   test('crash mid-job: an item left in sanitizing, with its job still leased, is finished after the lease', async () => {
     const id = await submitOne('Call me on jo@example.com')
-    await createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))).claim(clock.now(), LEASE_MS, currentLeaseOwner())
+    await storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs().claim(clock.now(), LEASE_MS, currentLeaseOwner())
     forceStatus(sqliteOf(srv.ctx), id, 'sanitizing') // the dead worker's first commit
     clock.advance(LEASE_MS + 1)
     expect(await srv.worker.tick()).toBe(1)
@@ -266,7 +266,7 @@ describe('retries', () => {
   })
 
   test('backoff is capped at maxBackoffMs', () => {
-    const w = new Worker(createJobsRepo(sqliteStorage(sqliteOf(srv.ctx))), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
+    const w = new Worker(storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs(), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
     expect([1, 2, 3, 4, 5, 30].map((a) => w.backoffMs(a))).toEqual([1000, 2000, 4000, 5000, 5000, 5000])
   })
 

@@ -3,9 +3,6 @@
  * factors. The port: a SQLite side (src/db/sqlite/abuse.ts) and a PostgreSQL side (src/db/pg/abuse.ts),
  * held to test/repos/abuse.test.ts.
  */
-import type { Storage } from '../db/storage'
-import { createSqliteAbuseRepo } from '../db/sqlite/abuse'
-import { createPgAbuseRepo } from '../db/pg/abuse'
 
 export interface SpamLearningRow {
   appId: string
@@ -46,6 +43,3 @@ export interface SpamRetainingApp {
   days: number
 }
 
-export function createAbuseRepo(storage: Storage): AbuseRepo {
-  return storage.dialect === 'sqlite' ? createSqliteAbuseRepo(storage) : createPgAbuseRepo(storage)
-}

@@ -7,10 +7,7 @@
  * The port: one interface, a SQLite (src/db/sqlite/credentials.ts) and a PostgreSQL
  * (src/db/pg/credentials.ts) implementation, both held to test/repos/credentials.test.ts.
  */
-import type { Storage } from '../db/storage'
 import type { AppRow } from '../modules/apps/repo'
-import { createSqliteCredentialsRepo } from '../db/sqlite/credentials'
-import { createPgCredentialsRepo } from '../db/pg/credentials'
 
 export interface CredentialsRepo {
   /**
@@ -36,6 +33,3 @@ export interface CredentialsRepo {
   allowedOriginLists(): Promise<string[]>
 }
 
-export function createCredentialsRepo(storage: Storage): CredentialsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteCredentialsRepo(storage) : createPgCredentialsRepo(storage)
-}

@@ -18,8 +18,7 @@
 import type { SecretBox } from '../core/crypto'
 import { sha256Hex } from '../core/secrets'
 import type { AppRow } from '../modules/apps/repo'
-import type { Storage } from '../db/storage'
-import { createCredentialsRepo, type CredentialsRepo } from './credentials-repo'
+import { type CredentialsRepo } from './credentials-repo'
 
 export interface KnownApp {
   row: AppRow
@@ -47,10 +46,10 @@ export class CredentialDirectory {
   private readonly repo: CredentialsRepo
 
   constructor(
-    storage: Storage,
+    repo: CredentialsRepo,
     private readonly box: SecretBox,
   ) {
-    this.repo = createCredentialsRepo(storage)
+    this.repo = repo
   }
 
   /** Drops everything cached if apps or api_keys were written since the last look (see the module comment). */

@@ -1,6 +1,6 @@
 /** `fixloop admin create|reset-password`: dashboard admins from the command line (passwords from files). */
 import { loadConfig } from '../config'
-import { closeContext, openContext } from '../context'
+import { closeContext, openContext } from '../runtime/open'
 import { createAdminsService } from '../modules/admins/service'
 import { readPasswordFile } from '../modules/admins/bootstrap'
 import { createAuditLog } from '../modules/audit/index'
@@ -42,8 +42,8 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   const password = readPassword(values['password-file'])
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
-    const admins = createAdminsService(ctx.storage, ctx.box, ctx.clock)
-    const audit = createAuditLog(ctx.storage, ctx.clock)
+    const admins = createAdminsService(ctx.store.admins, ctx.box, ctx.clock)
+    const audit = createAuditLog(ctx.store.audit, ctx.clock)
     if (sub === 'create') {
       const admin = await admins.create(values.email, password, values.org ?? [], role)
       for (const orgId of values.org?.length ? values.org : [null]) await audit.record({ orgId, actor: 'cli', action: 'admin.created', targetId: admin.id, data: { role } })

@@ -1,6 +1,6 @@
 /** `fixloop chatops slack …`: thin commands over the chat-ops service (the same rules as the API). */
 import { loadConfig } from '../config'
-import { closeContext, openContext } from '../context'
+import { closeContext, openContext } from '../runtime/open'
 import { createChatopsService } from '../modules/chatops/service'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError , readInputFile } from './args'
 

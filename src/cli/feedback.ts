@@ -4,14 +4,11 @@
  * the database's dialect). A report or App id is resolved to its Org first.
  */
 import { loadConfig } from '../config'
-import { closeContext, openContext, type Context } from '../context'
-import { createLifecycle } from '../lifecycle/lifecycle'
-import { createJobsRepo } from '../worker/jobs-repo'
-import { createProcessing, PROCESSING_KINDS } from '../worker/processing'
-import { createFeedbackRepo, type ListRow } from '../modules/feedback/repo'
+import { closeContext, openContext, type Runtime } from '../runtime/open'
+import { inProcessProcessing } from '../runtime/processing'
+import { type ListRow } from '../modules/feedback/repo'
 import { createTriageService } from '../modules/feedback/triage-service'
 import { resolveByHand } from '../modules/feedback/service'
-import { createAppsRepo } from '../modules/apps/repo'
 import { createTenantsService } from '../modules/tenants/service'
 import { suggestedLeadsOf } from '../modules/feedback/suggested'
 import { toListItem } from '../modules/feedback/present'
@@ -53,11 +50,11 @@ function need(value: string | undefined, what: string): string {
  * The triage service over this process's own cluster service and the store (`feedback …`, `app
  * triage-reset`): every change goes through the same transactions as the server's.
  */
-export function cliTriageService(ctx: Context) {
-  const lifecycle = createLifecycle(ctx.storage, ctx.clock)
-  const repo = createFeedbackRepo(ctx.storage, lifecycle, ctx.clock)
-  const port = createProcessing(ctx.storage, ctx.clock, lifecycle, createJobsRepo(ctx.storage, PROCESSING_KINDS)).port
-  return { lifecycle, repo, triage: createTriageService(repo, port, createAppsRepo(ctx.storage)) }
+export function cliTriageService(ctx: Runtime) {
+  const lifecycle = ctx.store.lifecycle
+  const repo = ctx.store.feedback
+  const port = inProcessProcessing(ctx).port
+  return { lifecycle, repo, triage: createTriageService(repo, port, ctx.store.apps) }
 }
 
 export async function runFeedbackCommand(argv: string[]): Promise<void> {

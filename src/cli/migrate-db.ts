@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig, parseServiceUrl } from '../config'
-import { requireExistingDataDir } from '../context'
+import { requireExistingDataDir } from '../runtime/open'
 import { DB_FILE } from '../db/data-dir'
 import { lockDataDir } from '../db/data-dir-lock'
 import { connectPg, describeDatabase } from '../db/pg/connect'

@@ -9,7 +9,7 @@ import type { Config } from '../config'
 import { StartupError } from '../core/startup-error'
 import { connectPg } from '../db/pg/connect'
 import { applyPgMigrations } from '../db/pg/migrate'
-import { refuseNewerPgSchema } from '../context'
+import { refuseNewerPgSchema } from '../runtime/open'
 
 /** Applies pending PostgreSQL migrations; refuses a database a newer fixloop migrated. */
 export async function migratePostgres(url: string): Promise<string[]> {

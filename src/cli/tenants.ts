@@ -3,11 +3,10 @@
  * admin dashboard calls). A bare App or key id is resolved to its Org first; services take the Org.
  */
 import { loadConfig } from '../config'
-import { closeContext, openContext } from '../context'
+import { closeContext, openContext } from '../runtime/open'
 import { createTenantsService, type AppSettings } from '../modules/tenants/service'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
 import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
-import { createLifecycle } from '../lifecycle/lifecycle'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
@@ -286,7 +285,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       return { orgId: await svc.orgOfApp(appId), appId }
     }
     // Run jobs are queued in the database; a running server's worker picks them up at its next poll.
-    const connections = () => createConnectionsService(ctx, createLifecycle(ctx.storage, ctx.clock))
+    const connections = () => createConnectionsService(ctx, ctx.store.lifecycle)
     /** Operator actions go to the audit log as the dashboard's do, in the change's own transaction. */
     const cli = { actor: 'cli' }
     const settingNames = (s: AppSettings) => Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined)

@@ -1,7 +1,6 @@
 /** `fixloop tracker …`: thin commands over the trackers service (the same rules as PUT /v1/apps/:id/tracker). */
 import { loadConfig } from '../config'
-import { closeContext, openContext } from '../context'
-import { createLifecycle } from '../lifecycle/lifecycle'
+import { closeContext, openContext } from '../runtime/open'
 import { createTrackersService, SEVERITY_CHOICES, trackerWebhookPath, type SeverityChoice, type TrackerInput, type TrackerView } from '../modules/trackers/service'
 import { MAPPED_ACTIONS } from '../modules/trackers/mapping'
 import { TRACKER_KINDS, type TrackerKind } from '../trackers/adapter'
@@ -117,7 +116,7 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
 
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: sub === 'show' })
   try {
-    const svc = createTrackersService(ctx, createLifecycle(ctx.storage, ctx.clock))
+    const svc = createTrackersService(ctx, ctx.store.lifecycle)
     const base = `http://${ctx.config.host.includes(':') ? `[${ctx.config.host}]` : ctx.config.host}:${ctx.config.port}`
     const orgOf = (appId: string) => createTenantsService(ctx).orgOfApp(appId)
     const json = values.json

@@ -1,7 +1,6 @@
 /** `fixloop webhook …`: thin commands over the webhooks service (the same rules as the API). */
 import { loadConfig } from '../config'
-import { closeContext, openContext } from '../context'
-import { readInstanceMeta } from '../db/storage-meta'
+import { closeContext, openContext } from '../runtime/open'
 import { didYouMean } from './suggest'
 import { createWebhooksService } from '../modules/webhooks/service'
 import { checkTarget } from '../modules/webhooks/ssrf'
@@ -104,7 +103,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const readOnly = sub === 'list' || sub === 'deliveries'
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
-    const rule = privateTargetRule(ctx.config.webhookAllowPrivate, await readInstanceMeta(ctx.storage, META.webhookAllowPrivate))
+    const rule = privateTargetRule(ctx.config.webhookAllowPrivate, await ctx.store.meta.read(META.webhookAllowPrivate))
     const svc = createWebhooksService(ctx, { privateHint: rule.hint })
     const orgOf = async (webhookId: string) => {
       const w = await svc.repo.getAny(webhookId)

@@ -1,4 +1,4 @@
-/** The keys of the `instance_meta` table, on either storage (src/db/storage-meta.ts reads and writes them). */
+/** The keys of the `instance_meta` table, on either storage (the store's `meta` reads and writes them: src/db/store.ts). */
 export const META = {
   /** HMAC-SHA256 of a constant under the master key (hex): proves a key is the one the secrets were sealed with. */
   masterKeyCheck: 'master_key_check',

@@ -9,10 +9,9 @@
  * take duplicates, else nothing is written and the caller clusters the report again.
  */
 import type { Clock } from '../core/clock'
-import type { PgStorage } from '../db/storage'
+import type { PgStore } from '../db/pg/store'
 import { createPgClusterRepo } from '../db/pg/dedup'
 import type { PgTx } from '../db/pg/lifecycle'
-import type { Lifecycle } from '../lifecycle/lifecycle'
 import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './cluster-repo'
 import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { consolidate, themeOf } from './consolidate'
@@ -22,9 +21,9 @@ import { writeAuditPg } from '../db/pg/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
 import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
 
-export function createPgClusterService(storage: PgStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle) {
-  if (!lifecycle.pg) throw new Error('the PostgreSQL cluster service needs the lifecycle of the same store')
-  const repo = createPgClusterRepo(storage, lifecycle.pg)
+export function createPgClusterService(store: PgStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
+  const { storage } = store
+  const repo = createPgClusterRepo(storage, store.sides.lifecycle)
   /** The rows the computation under way may read (see the file's comment), and an App's rows while its index is built. */
   let snapshot: Map<string, Row> = new Map()
   const seeds = new Map<string, Map<string, Row>>()

@@ -6,8 +6,7 @@
  * way there is one index per App and every change to a cluster goes through it, so the index never
  * disagrees with the database.
  */
-import type { ClusterService, SimilarEntry } from './service'
-import type { PgClusterService } from './pg-service'
+import type { SimilarEntry } from './clusterer'
 import type { TriageState } from './suggestions'
 import type { DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
@@ -30,18 +29,4 @@ export interface ClusterPort {
    * removed) in one commit; the App's bars are the calibrated ones from the next verdict on.
    */
   resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>>
-}
-
-/** The port over a cluster service in this thread (either dialect). */
-export function localClusterPort(cluster: ClusterService | PgClusterService): ClusterPort {
-  return {
-    prepare: (appId) => cluster.prepare(appId),
-    similar: async (id, limit) => cluster.similar(id, limit),
-    merge: async (id, leadId) => cluster.merge(id, leadId),
-    // One commit: an unmerged report is never left without the job that moves it on as a lead.
-    unmerge: async (id) => cluster.unmerge(id, true),
-    rejectSuggestion: async (id) => cluster.rejectSuggestion(id),
-    triageState: async (appId, unmergeScore) => cluster.triageState(appId, unmergeScore),
-    resetLearning: async (appId, audit) => cluster.resetLearning(appId, audit),
-  }
 }

@@ -12,10 +12,9 @@
  * the rules of triage by hand (which reports may be merged) live in modules/feedback/triage-service.ts.
  */
 import type { Clock } from '../core/clock'
-import type { SqliteStorage } from '../db/storage'
+import type { SqliteStore } from '../db/sqlite/store'
 import { createSqliteClusterRepo } from '../db/sqlite/dedup'
 import type { ClusterRow as Row, MergeWhy } from './cluster-repo'
-import { createLifecycle, type Lifecycle } from '../lifecycle/lifecycle'
 import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { consolidate, themeOf } from './consolidate'
@@ -33,8 +32,9 @@ export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type Sim
  * own SQLite transaction, and a batch many reports' in one (with a savepoint each). `lifecycle` records
  * the events; a bench or a tool may leave it out (events are then still written).
  */
-export function createClusterService(storage: SqliteStorage, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS, lifecycle: Lifecycle = createLifecycle(storage, clock)) {
-  const repo = createSqliteClusterRepo(storage.sqlite, lifecycle.sqlite)
+export function createClusterService(store: SqliteStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
+  const { storage } = store
+  const repo = createSqliteClusterRepo(storage.sqlite, store.sides.lifecycle)
   const writeAudit = sqliteAuditWriter(storage.sqlite, clock)
   /** The calibrations the verdicts just made changed, stored in the verdict's transaction (what every reader shows). */
   const storeCalibrations = (): void => {

@@ -13,7 +13,7 @@ import { Elysia } from 'elysia'
 import { ApiError } from '../core/errors'
 import { ID_PATTERN } from '../core/ids'
 import { allows, isPermission, type Access } from '../core/access'
-import type { OrgCaller } from './auth'
+import type { OrgCaller } from './org-caller'
 import { grantIn, requireOrg, type AdminCaller } from './admin-auth'
 
 export const ACCESS_EXTENSION = 'x-fixloop-access'

@@ -14,9 +14,9 @@ import type { Limiter, RateScope } from './rate-limit'
 import { addressKey, clientAddress } from './client-address'
 import { noteCaller } from './request-caller'
 import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
-import type { Grant } from '../core/access'
 import type { ActedBy } from '../modules/audit/index'
 import { accessGuard } from './access-guard'
+import type { OrgCaller } from './org-caller'
 
 export interface AuthDeps {
   directory: CredentialDirectory
@@ -92,14 +92,7 @@ export async function authenticateWidget(deps: AuthDeps, request: Request, serve
   return { app, user: undefined, clientIp, clientKey, charge: (extra) => limiter.charge(bucket, extra) }
 }
 
-export interface OrgCaller {
-  orgId: string
-  keyId: string
-  /** What the caller is in this Org; the access guard checks it against the route's permission. */
-  grant: Grant
-  /** Who, for the audit log: "key:<id>" or "admin:<id>". */
-  actor: string
-}
+export type { OrgCaller }
 
 /**
  * A signed-in dashboard admin acting on one of their Orgs: same routes, same rules, so everything the

@@ -8,9 +8,6 @@
  * implementation, both held to test/repos/nodes.test.ts. The embedded mode runs one process per data dir
  * (its lock): it never registers, and holds every role itself (src/nodes/coordinator.ts `soloNodes`).
  */
-import type { Storage } from '../db/storage'
-import { createSqliteNodesRepo } from '../db/sqlite/nodes'
-import { createPgNodesRepo } from '../db/pg/nodes'
 
 export interface NodeInfo {
   id: string
@@ -64,6 +61,3 @@ export interface NodesRepo {
   sweep(deadMs: number, forgetMs: number): Promise<SweepResult>
 }
 
-export function createNodesRepo(storage: Storage): NodesRepo {
-  return storage.dialect === 'sqlite' ? createSqliteNodesRepo(storage) : createPgNodesRepo(storage)
-}

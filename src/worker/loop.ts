@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import type { JobRow, JobsRepo } from './jobs-repo'
+import type { JobRow, JobsRepo } from '../lifecycle/jobs-repo'
 import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
 
 /** Thrown by a step that cannot run yet (e.g. no free agent slot): retried later, not counted as a failure. */

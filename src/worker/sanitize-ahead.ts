@@ -15,10 +15,9 @@
  * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
  *   every report itself, as it always did.
  */
-import type { SqliteStorage } from '../db/storage'
+import type { SqliteStore } from '../db/sqlite/store'
+import { createSqliteSanitizeAhead } from '../db/sqlite/sanitize-ahead'
 import type { Clock } from '../core/clock'
-import type { Lifecycle } from '../lifecycle/lifecycle'
-import { createSanitizeAheadRepo } from './sanitize-ahead-repo'
 import { scrub } from './steps/sanitize-report'
 
 /** The processing thread's next jobs, never taken here. */
@@ -32,8 +31,9 @@ export const AHEAD_MAX = 4096
 export const CHUNK = 256
 
 /** `reach`: how far from the queue's head it works (tests make it small). */
-export function createSanitizeAhead(storage: SqliteStorage, clock: Clock, lifecycle: Lifecycle, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
-  const queue = createSanitizeAheadRepo(storage, lifecycle)
+export function createSanitizeAhead(store: SqliteStore, clock: Clock, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
+  // SQLite only: on PostgreSQL there is no processing thread to sanitize ahead of.
+  const queue = createSqliteSanitizeAhead(store.storage.sqlite, store.sides.lifecycle)
 
   /** The newest job examined: the next chunk starts after it (job ids only grow). */
   let cursor = 0

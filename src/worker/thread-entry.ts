@@ -17,15 +17,14 @@ import { openDatabase } from '../db/sqlite/client'
 import { takeTurnsForTransactions, WriteTurns } from '../db/sqlite/write-turns'
 import { systemClock } from '../core/clock'
 import { Logger } from '../core/logger'
-import { createLifecycle } from '../lifecycle/lifecycle'
-import { createWakeSignal } from '../lifecycle/wake'
-import { createJobsRepo } from './jobs-repo'
 import { Worker as JobWorker } from './loop'
-import { createProcessing, intakePacing, isProcessingKind, PROCESSING_KINDS } from './processing'
+import { intakePacing, isProcessingKind, PROCESSING_KINDS } from './processing'
+import { createSqliteProcessingEngine } from './processing-sqlite'
 import type { ClusterPort } from '../dedup/port'
 import type { ThreadCall, ThreadStart } from './thread'
 import { createSanitizeAhead } from './sanitize-ahead'
 import { sqliteStorage, type SqliteStorage } from '../db/sqlite/storage'
+import { openSqliteStore } from '../db/sqlite/store'
 
 declare const self: Worker
 
@@ -50,7 +49,7 @@ function startSanitizer(msg: ThreadStart): void {
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'sanitizer')
   const storage = sqliteStorage(sqlite, db)
-  const ahead = createSanitizeAhead(storage, systemClock, createLifecycle(storage, systemClock))
+  const ahead = createSanitizeAhead(openSqliteStore(storage, systemClock, { turns }), systemClock)
   let stopped = false
   /** Reports sanitized here since the thread started: reported with its health (tests, diagnostics). */
   let sanitizedAhead = 0
@@ -97,13 +96,13 @@ function start(msg: ThreadStart): void {
   takeTurnsForTransactions(sqlite, turns, 'processing')
   // This thread's own connection, as a store of its own: every repository here is built from it.
   const storage = sqliteStorage(sqlite, db)
-  const wake = createWakeSignal()
-  const lifecycle = createLifecycle(storage, systemClock, wake)
-  const jobs = createJobsRepo(storage, PROCESSING_KINDS)
+  const store = openSqliteStore(storage, systemClock, { turns })
+  const { wake } = store
+  const jobs = store.jobs(PROCESSING_KINDS)
   const pacing = intakePacing(turns)
   // Batches of reports (process-feedback.ts) start once intake has been quiet for 250 ms and commit early
   // as soon as it is back: waiting for the lock, or committing again.
-  const processing = createProcessing(storage, systemClock, lifecycle, jobs, {
+  const processing = createSqliteProcessingEngine(store, systemClock, {
     yieldWhen: () => turns.intakeWaiting() || pacing.busy(),
     mayBatch: () => !turns.intakeWaiting() && turns.msSinceIntakeCommit() >= 250,
   })

@@ -1,12 +1,11 @@
 /** src/abuse/abuse-repo.ts on both dialects: single-use proof-of-work claims (racing too), purge, spam learning rows. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect } from '../dialects'
-import { createAbuseRepo } from '../../src/abuse/abuse-repo'
 
 describeEachDialect('abuse repo', (fresh) => {
   test('a signature is claimed once; concurrent claims: exactly one wins; expired ones are purged', async () => {
     const s = await fresh()
-    const repo = createAbuseRepo(s.storage)
+    const repo = s.store.abuse
     expect(await repo.claimPow('a'.repeat(64), 1_000)).toBe(true)
     expect(await repo.claimPow('a'.repeat(64), 1_000)).toBe(false)
     const race = await Promise.all(Array.from({ length: 8 }, () => repo.claimPow('b'.repeat(64), 5_000)))
@@ -18,7 +17,7 @@ describeEachDialect('abuse repo', (fresh) => {
 
   test('spam learning: factors replaced, decisions counted per App', async () => {
     const s = await fresh()
-    const repo = createAbuseRepo(s.storage)
+    const repo = s.store.abuse
     expect(await repo.learning('app1')).toBeUndefined()
     await repo.saveLearning('app1', '{"links":0.8}', 'not_spam', 10)
     await repo.saveLearning('app1', '{"links":0.64}', 'not_spam', 20)
@@ -35,7 +34,7 @@ describeEachDialect('proof-of-work single use without Redis', (fresh) => {
     const { powHeaderOf, solvePowChallenge } = await import('../../src/abuse/pow')
     const s = await fresh()
     const redis = new RedisLink('redis://127.0.0.1:1', 200, 60_000) // nothing listens on port 1
-    const pow = createPowService({ key: powKeyOf(Buffer.alloc(32, 5)), clock: s.clock, repo: createAbuseRepo(s.storage), redis })
+    const pow = createPowService({ key: powKeyOf(Buffer.alloc(32, 5)), clock: s.clock, repo: s.store.abuse, redis })
     const app = { id: 'a'.repeat(24), proofOfWork: 'normal' }
     const { challenge } = pow.challenge(app, '198.51.100.7')
     const header = powHeaderOf(challenge!, solvePowChallenge(challenge!)!)

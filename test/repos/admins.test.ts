@@ -1,8 +1,8 @@
 /** modules/admins/repo.ts on both dialects: the same cases, the same answers. */
 import { expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect } from '../dialects'
-import { createAdminsRepo, type AdminRow, type SessionRow } from '../../src/modules/admins/repo'
-import { createTenantsRepo } from '../../src/modules/tenants/repo'
+import { type AdminRow, type SessionRow } from '../../src/modules/admins/repo'
 import { pgStorage } from '../../src/db/pg/storage'
 import { openPool } from '../../src/db/pg/client-options'
 import { rows } from './raw'
@@ -20,8 +20,8 @@ const session = (id: string, adminId: string, over: Partial<SessionRow> = {}): S
 describeEachDialect('admins repo', (fresh, dialect) => {
   test('admins read back as written (booleans and epoch ms as JS values); memberships ordered by Org; emails unique', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
-    const tenants = createTenantsRepo(s.storage, s.clock)
+    const repo = s.store.admins
+    const tenants = s.store.tenants
     await tenants.insertOrg({ id: 'o2', name: 'B', createdAt: 1 }, [])
     await tenants.insertOrg({ id: 'o1', name: 'A', createdAt: 1 }, [])
     expect(await repo.count()).toBe(0)
@@ -45,7 +45,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('two creations racing for one email: exactly one is written', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     const results = await Promise.all([repo.insertAdmin(admin('r1', 'same@example.com'), []), repo.insertAdmin(admin('r2', 'same@example.com'), [])])
     expect(results.filter(Boolean).length).toBe(1)
     expect(await repo.count()).toBe(1)
@@ -53,7 +53,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('TOTP steps: each later step is claimed once, an earlier or equal one never; setTotp resets it', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     await repo.insertAdmin(admin('a1', 'a@example.com'), [])
     await repo.setTotp('a1', 'sealed', 10, 2_000)
     expect(await repo.byId('a1')).toMatchObject({ totpSecretEnc: 'sealed', totpLastStep: 10, updatedAt: 2_000 })
@@ -70,14 +70,14 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('two concurrent uses of one TOTP step, on two connections: exactly one wins', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     await repo.insertAdmin(admin('a1', 'a@example.com'), [])
     await repo.setTotp('a1', 'sealed', 5, 2_000)
     if (dialect === 'pg') {
       // A second pool is a second node: the claims run on different connections at once, many rounds.
       const other = openPool(s.location, 4)
       try {
-        const repo2 = createAdminsRepo(pgStorage(other))
+        const repo2 = storeOf(pgStorage(other)).admins
         for (let step = 6; step < 26; step++) {
           const wins = await Promise.all([repo.claimTotpStep('a1', step), repo2.claimTotpStep('a1', step), repo.claimTotpStep('a1', step), repo2.claimTotpStep('a1', step)])
           expect(wins.filter(Boolean).length).toBe(1)
@@ -94,7 +94,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
   test('the service: two sign-ins racing with the same TOTP code, on two nodes: exactly one signs in', async () => {
     const s = await fresh()
     const box = new SecretBox(new Uint8Array(32).fill(3))
-    const one = createAdminsService(s.storage, box, s.clock)
+    const one = createAdminsService(s.store.admins, box, s.clock)
     const created = await one.create('t@example.com', 'a long password')
     const secret = newTotpSecret()
     await one.setTotp(created.id, secret, totpCode(base32Decode(secret), s.clock.now()))
@@ -102,7 +102,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     const code = totpCode(base32Decode(secret), s.clock.now())
     const pool = dialect === 'pg' ? openPool(s.location, 2) : undefined
     try {
-      const two = pool ? createAdminsService(pgStorage(pool), box, s.clock) : one
+      const two = pool ? createAdminsService(storeOf(pgStorage(pool), s.clock).admins, box, s.clock) : one
       const outcomes = await Promise.allSettled([one.verifyLogin('t@example.com', 'a long password', code), two.verifyLogin('t@example.com', 'a long password', code)])
       expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected'])
       expect((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'invalid_credentials' })
@@ -113,7 +113,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('a password change revokes every live session of the admin, no other', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     await repo.insertAdmin(admin('a1', 'a@example.com'), [])
     await repo.insertAdmin(admin('a2', 'b@example.com'), [])
     await repo.insertSession(session('s1', 'a1'))
@@ -129,7 +129,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('sessions: read back, touched, listed newest first (live only), revoked once and only by their admin', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     await repo.insertAdmin(admin('a1', 'a@example.com'), [])
     await repo.insertSession(session('s1', 'a1'))
     await repo.insertSession(session('s2', 'a1'))
@@ -149,7 +149,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('setup tokens: a new one drops unused ones; redeemed once, before expiry, while there is no admin', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     await repo.replaceSetupToken('t1', 1_000, 5_000)
     await repo.replaceSetupToken('t2', 1_000, 5_000)
     expect(await repo.redeemSetupToken('t1', 2_000, admin('x1', 'x@example.com'))).toBe(false)
@@ -170,7 +170,7 @@ describeEachDialect('admins repo', (fresh, dialect) => {
 
   test('key use is upserted, its creator kept', async () => {
     const s = await fresh()
-    const repo = createAdminsRepo(s.storage)
+    const repo = s.store.admins
     await repo.keyUsed('k1', 1_000)
     await repo.keyUsed('k1', 2_000)
     const r = await rows<{ key_id: string; last_used_at: number; created_by: string | null }>(s.storage, 'SELECT key_id, last_used_at, created_by FROM api_key_activity')

@@ -4,9 +4,9 @@
  * racing a customer's archive; the caps' counts; the API's reads (order, limit, other Orgs' ids).
  */
 import { expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createAgentRunsRepo, RUN_LIST_LIMIT, type RunOutcome, type RunRowEnd, type RunRowInsert } from '../../src/modules/agent-runs/repo'
+import { RUN_LIST_LIMIT, type RunOutcome, type RunRowEnd, type RunRowInsert } from '../../src/modules/agent-runs/repo'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
@@ -29,8 +29,8 @@ const failed = (runId: string, feedbackId: string, error: string, from: 'queued'
 })
 
 async function setup(s: FreshStore, storage: Storage = s.storage) {
-  const lifecycle = createLifecycle(storage, s.clock)
-  return { lifecycle, repo: createAgentRunsRepo(storage, lifecycle) }
+  const lifecycle = storeOf(storage, s.clock).lifecycle
+  return { lifecycle, repo: storeOf(storage).agentRuns }
 }
 
 const report = async (s: FreshStore, id: string) =>
@@ -140,7 +140,7 @@ describeEachDialect('agent-runs repo', (fresh) => {
     const other = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
     try {
       const { repo } = await setup(s)
-      const customer = createLifecycle(other, s.clock)
+      const customer = storeOf(other, s.clock).lifecycle
       const ids = Array.from({ length: 8 }, (_, i) => `f${i}`)
       // One App per report: an App has one run in progress at a time.
       for (const [i, id] of ids.entries()) {

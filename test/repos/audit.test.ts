@@ -1,13 +1,12 @@
 /** modules/audit/repo.ts (and the AuditLog over it) on both dialects: the same cases, the same answers. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect } from '../dialects'
-import { createAuditRepo } from '../../src/modules/audit/repo'
 import { createAuditLog } from '../../src/modules/audit/index'
 
 describeEachDialect('audit repo', (fresh) => {
   test('an entry reads back as written: ids rise, data is JSON text, epoch ms a number, absent fields null', async () => {
     const s = await fresh()
-    const repo = createAuditRepo(s.storage, s.clock)
+    const repo = s.store.audit
     const id1 = await repo.append({ orgId: 'o1', actor: 'cli', action: 'org.created', targetId: 'o1', data: { name: 'Acme' }, ip: '10.0.0.1' })
     s.clock.advance(5)
     const id2 = await repo.append({ orgId: null, actor: 'system', action: 'admin.created' })
@@ -22,7 +21,7 @@ describeEachDialect('audit repo', (fresh) => {
 
   test('pages: newest first, by one Org, by a list of Orgs (empty: none), before a cursor, limited', async () => {
     const s = await fresh()
-    const repo = createAuditRepo(s.storage, s.clock)
+    const repo = s.store.audit
     const ids: string[] = []
     for (const orgId of ['o1', 'o2', 'o1', null, 'o3', 'o1']) {
       ids.push(await repo.append({ orgId, actor: 'cli', action: 'x' }))
@@ -40,7 +39,7 @@ describeEachDialect('audit repo', (fresh) => {
 
   test('the log pages with a cursor and parses data back', async () => {
     const s = await fresh()
-    const log = createAuditLog(s.storage, s.clock)
+    const log = createAuditLog(s.store.audit, s.clock)
     for (let i = 0; i < 3; i++) {
       await log.record({ orgId: 'o1', actor: 'admin:a', action: `a${i}`, data: { i } })
       s.clock.advance(1)

@@ -1,10 +1,10 @@
 /** modules/chatops/repo.ts on both dialects: connections with their audit rows, cursors, threads, allowed users, reads for the notifier and the slash command. */
 import { describe, expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createChatopsRepo, type ChatopsRepo } from '../../src/modules/chatops/repo'
+import { type ChatopsRepo } from '../../src/modules/chatops/repo'
 import type { AuditEntry } from '../../src/modules/audit/entry'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
@@ -22,9 +22,9 @@ describeEachDialect('chatops repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     await lc.record({ orgId: 'o1', appId: null }, 'webhook.test', { webhookId: 'w' })
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     await connect(s, repo)
     expect(await repo.get('o1', 'c1')).toMatchObject({ id: 'c1', org_id: 'o1', cursor_seq: 1, last_error: null, deleted_at: null })
     expect(await repo.get('o2', 'c1')).toBeNull()
@@ -43,7 +43,7 @@ describeEachDialect('chatops repo', (fresh) => {
   test('an insert that fails writes no audit row', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     await connect(s, repo)
     await expect(connect(s, repo)).rejects.toThrow()
     expect(await sql(s, 'SELECT id FROM audit_log')).toHaveLength(1)
@@ -52,9 +52,9 @@ describeEachDialect('chatops repo', (fresh) => {
   test('cursor and errors: events after the cursor in order; the cursor never moves back', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     await connect(s, repo)
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     for (let i = 0; i < 3; i++) await lc.record({ orgId: 'o1', appId: 'a1' }, 'webhook.test', { webhookId: `w${i}` })
     const rows = await repo.eventsAfter('o1', 0, 2)
     expect(rows.map((e) => [e.seq, e.type, e.app_id])).toEqual([[1, 'webhook.test', 'a1'], [2, 'webhook.test', 'a1']])
@@ -71,7 +71,7 @@ describeEachDialect('chatops repo', (fresh) => {
   test('drain claim: one owner at a time (compare-and-set), renewed by its owner, taken over once expired, released only by its owner (as of a given time); none on a disconnected connection', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     await connect(s, repo)
     expect(await repo.claimDrain('c1', 'nodeA', 100, 130)).toBe(true)
     expect(await repo.claimDrain('c1', 'nodeB', 110, 140)).toBe(false)
@@ -98,7 +98,7 @@ describeEachDialect('chatops repo', (fresh) => {
   test('threads upsert by (connection, lead)', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     await connect(s, repo)
     expect(await repo.thread('c1', 'f1')).toBeNull()
     const t = { connection_id: 'c1', lead_feedback_id: 'f1', channel: 'C0TRIAGE', ts: '1.2', status: 'queued', duplicate_count: 0, updated_at: 1 }
@@ -111,7 +111,7 @@ describeEachDialect('chatops repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     expect(await repo.allow('o1', 'T1', 'U1', 10, [by('slack.user_allowed', 'T1/U1')])).toBe(true)
     expect(await repo.allow('o1', 'T1', 'U1', 11, [by('slack.user_allowed', 'T1/U1')])).toBe(false)
     expect(await repo.allow('o1', 'T1', 'U0', 12, [])).toBe(true)
@@ -144,7 +144,7 @@ describeEachDialect('chatops repo', (fresh) => {
     await run('r1', 1, 'https://git.example/pr/1')
     await run('r2', 2, 'https://git.example/pr/2')
     await run('r3', 3, null)
-    const repo = createChatopsRepo(s.storage, s.clock)
+    const repo = s.store.chatops
     expect(await repo.report('o1', 'f2')).toEqual({ id: 'f2', app_id: 'a1', status: 'received', duplicate_of_id: 'f1' })
     expect(await repo.report('o2', 'f1')).toBeNull()
     expect(await repo.duplicateCount('f1')).toBe(2)
@@ -165,8 +165,8 @@ describe('chatops repo [pg]: the drain claim on the database clock', () => {
     const pool = openPool(s.location, 2)
     try {
       await seedOrgApp(s)
-      await connect(s, createChatopsRepo(s.storage, s.clock))
-      const node = createChatopsRepo(pgStorage(pool), s.clock)
+      await connect(s, s.store.chatops)
+      const node = storeOf(pgStorage(pool), s.clock).chatops
       const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
       let now = await dbNow()
       expect(await node.claimDrain('c1', 'nodeA', now, now + 30_000)).toBe(true)

@@ -1,10 +1,7 @@
 /** modules/connections/repo.ts and modules/apps/repo.ts on both dialects. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createConnectionsRepo, type ConnectionRow } from '../../src/modules/connections/repo'
-import { createAppsRepo } from '../../src/modules/apps/repo'
-import { createTenantsRepo } from '../../src/modules/tenants/repo'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { type ConnectionRow } from '../../src/modules/connections/repo'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
 const conn = (appId: string, at: number, gitUrl = 'https://git.example/acme/shop.git'): ConnectionRow => ({
@@ -19,7 +16,7 @@ describeEachDialect('connections repo', (fresh) => {
   test('connect creates, then replaces keeping the creation time; typed values; count and get', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createConnectionsRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.connections
     expect(await repo.count()).toBe(0)
     expect(await repo.get('a1')).toBeUndefined()
     expect(await repo.connect(conn('a1', 1_000), [])).toEqual(conn('a1', 1_000))
@@ -35,7 +32,7 @@ describeEachDialect('connections repo', (fresh) => {
     await insertReport(s, 'q1', 'queued')
     await insertReport(s, 'q2', 'queued')
     await insertReport(s, 'm1', 'awaiting_manual')
-    const repo = createConnectionsRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.connections
     // The audit row cannot be written: nothing of the change stays.
     await sql(s, 'ALTER TABLE audit_log RENAME TO audit_away')
     await expect(repo.connect(conn('a1', 1_000), audit('app.repo_connected'))).rejects.toThrow()
@@ -53,7 +50,7 @@ describeEachDialect('connections repo', (fresh) => {
   test('remove: true once with its audit row; false (nothing recorded) without a connection', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createConnectionsRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.connections
     await repo.connect(conn('a1', 1_000), [])
     expect(await repo.remove('a1', audit('app.repo_disconnected'))).toBe(true)
     expect(await repo.remove('a1', audit('app.repo_disconnected'))).toBe(false)
@@ -65,7 +62,7 @@ describeEachDialect('connections repo', (fresh) => {
   test('setWebhookSecret: replaces the sealed secret with its audit row; false (nothing recorded) without a connection', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createConnectionsRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.connections
     expect(await repo.setWebhookSecret('a1', 'sealed-2', audit('app.webhook_secret_rotated'))).toBe(false)
     expect(await auditActions(s)).toEqual([])
     await repo.connect(conn('a1', 1_000), [])
@@ -78,11 +75,11 @@ describeEachDialect('connections repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s, 'o1', 'a1')
     await seedOrgApp(s, 'o2', 'b1')
-    const repo = createConnectionsRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.connections
     expect(await repo.appInOrg('o1', 'a1')).toBe(true)
     expect(await repo.appInOrg('o2', 'a1')).toBe(false)
     expect(await repo.appInOrg('o1', 'nope')).toBe(false)
-    await createTenantsRepo(s.storage, s.clock).updateApp('o1', 'a1', { deletedAt: 5, updatedAt: 5 }, [])
+    await s.store.tenants.updateApp('o1', 'a1', { deletedAt: 5, updatedAt: 5 }, [])
     expect(await repo.appInOrg('o1', 'a1')).toBe(false)
   })
 })
@@ -93,14 +90,14 @@ describeEachDialect('apps repo', (fresh) => {
     await seedOrgApp(s, 'o1', 'a2')
     await seedOrgApp(s, 'o1', 'a1')
     await seedOrgApp(s, 'o2', 'b1')
-    const repo = createAppsRepo(s.storage)
+    const repo = s.store.apps
     expect((await repo.listForOrg('o1')).map((a) => a.id)).toEqual(['a1', 'a2'])
     const a1 = await repo.getForOrg('o1', 'a1')
     expect(a1).toMatchObject({ id: 'a1', orgId: 'o1', publicSubmissionEnabled: true, batchEnabled: false, deletedAt: null, createdAt: 1 })
     expect(typeof a1!.publicSubmissionEnabled).toBe('boolean')
     expect(await repo.getForOrg('o2', 'a1')).toBeUndefined()
     expect(await repo.everInOrg('o2', 'a1')).toBe(false)
-    await createTenantsRepo(s.storage, s.clock).updateApp('o1', 'a2', { deletedAt: 5, updatedAt: 5 }, [])
+    await s.store.tenants.updateApp('o1', 'a2', { deletedAt: 5, updatedAt: 5 }, [])
     expect((await repo.listForOrg('o1')).map((a) => a.id)).toEqual(['a1'])
     expect(await repo.getForOrg('o1', 'a2')).toBeUndefined()
     expect(await repo.everInOrg('o1', 'a2')).toBe(true)

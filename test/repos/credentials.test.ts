@@ -2,11 +2,10 @@
  * auth/credentials-repo.ts, and the credential directory over it, on both dialects: the same cases, the
  * same answers. "Another node" is a second connection (SQLite) or a second pool (PostgreSQL).
  */
+import { storeOf } from '../dialects'
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createCredentialsRepo } from '../../src/auth/credentials-repo'
 import { CredentialDirectory } from '../../src/auth/directory'
-import { createTenantsRepo } from '../../src/modules/tenants/repo'
 import { SecretBox } from '../../src/core/crypto'
 import { sha256Hex } from '../../src/core/secrets'
 import { openDatabase } from '../../src/db/sqlite/client'
@@ -24,7 +23,7 @@ const key = (id: string, orgId: string, plaintext: string) => ({ id, orgId, name
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
 async function seed(s: FreshStore) {
-  const t = createTenantsRepo(s.storage, s.clock)
+  const t = s.store.tenants
   await t.insertOrg({ id: 'o1', name: 'Acme', createdAt: 1 }, [])
   await t.insertApp(app('a1', 'o1', 'web', ['https://a.example']), [])
   await t.insertApp(app('a2', 'o1', 'api', ['https://b.example']), [])
@@ -45,7 +44,7 @@ function secondNode(s: FreshStore): { storage: Storage; close: () => Promise<voi
 describeEachDialect('credentials repo', (fresh) => {
   test('live Apps by public key or id, live keys by hash, origins of live Apps; the generation rises with each write', async () => {
     const s = await fresh()
-    const repo = createCredentialsRepo(s.storage)
+    const repo = s.store.credentials
     const g0 = await repo.credentialGeneration()
     expect(typeof g0).toBe('number')
     const t = await seed(s)
@@ -71,7 +70,7 @@ describeEachDialect('credentials repo', (fresh) => {
   test('the directory caches, and drops its cache from the next turn after another node revokes or deletes', async () => {
     const s = await fresh()
     await seed(s)
-    const directory = new CredentialDirectory(s.storage, box)
+    const directory = new CredentialDirectory(s.store.credentials, box)
     const known = await directory.appByPublicKey('pub_a1')
     expect(known?.row.id).toBe('a1')
     expect([...known!.signingSecret]).toEqual([...secret])
@@ -86,7 +85,7 @@ describeEachDialect('credentials repo', (fresh) => {
 
     const other = secondNode(s)
     try {
-      const t2 = createTenantsRepo(other.storage, s.clock)
+      const t2 = storeOf(other.storage, s.clock).tenants
       await t2.revokeKey('o1', 'k1', 9_000, [])
       await t2.updateApp('o1', 'a2', { deletedAt: 9_000, updatedAt: 9_000 }, [])
     } finally {
@@ -101,7 +100,7 @@ describeEachDialect('credentials repo', (fresh) => {
   test('concurrent lookups in one turn share one generation read and agree', async () => {
     const s = await fresh()
     await seed(s)
-    const directory = new CredentialDirectory(s.storage, box)
+    const directory = new CredentialDirectory(s.store.credentials, box)
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? directory.orgForApiKey('sk_one') : directory.appByPublicKey('pub_a1'))))
     expect(answers.every((a) => a !== null)).toBe(true)
   })

@@ -1,15 +1,13 @@
 /** modules/events/repo.ts on both dialects: paging and filters, the last seq, the watcher's look, retention, Org isolation. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createEventsRepo } from '../../src/modules/events/repo'
 import { EventHub } from '../../src/modules/events/hub'
 import type { EventBatch } from '../../src/modules/events/batch'
 import { seedOrgApp, sql } from './store-fixtures'
 
 /** Appends `n` events of `type` to the Org through the lifecycle (the real outbox of the dialect); their seqs. */
 async function append(s: FreshStore, orgId: string, n: number, type: 'webhook.test' | 'agent_run.started' = 'webhook.test', appId: string | null = null): Promise<number[]> {
-  const lc = createLifecycle(s.storage, s.clock)
+  const lc = s.store.lifecycle
   const seqs: number[] = []
   for (let i = 0; i < n; i++) {
     seqs.push(type === 'webhook.test' ? await lc.record({ orgId, appId }, 'webhook.test', { webhookId: `w${i}` }) : await lc.record({ orgId, appId }, 'agent_run.started', { runId: `r${i}`, feedbackId: 'f1', provider: 'x' }))
@@ -23,7 +21,7 @@ describeEachDialect('events repo', (fresh) => {
     await seedOrgApp(s)
     const seqs = await append(s, 'o1', 5)
     expect(seqs).toEqual([1, 2, 3, 4, 5])
-    const repo = createEventsRepo(s.storage)
+    const repo = s.store.events
     const p1 = await repo.page('o1', { after: 0, limit: 2 })
     expect(p1.rows.map((r) => r.seq)).toEqual([1, 2])
     expect(p1.nextAfter).toBe(2)
@@ -46,7 +44,7 @@ describeEachDialect('events repo', (fresh) => {
     await append(s, 'o1', 2, 'webhook.test', 'a1')
     await append(s, 'o1', 2, 'agent_run.started', null)
     await append(s, 'o1', 1, 'webhook.test', null)
-    const repo = createEventsRepo(s.storage)
+    const repo = s.store.events
     const byType = await repo.page('o1', { after: 0, limit: 10, types: ['agent_run.started'] })
     expect(byType.rows.map((r) => r.seq)).toEqual([3, 4])
     expect(byType.nextAfter).toBe(5)
@@ -66,7 +64,7 @@ describeEachDialect('events repo', (fresh) => {
     await seedOrgApp(s, 'o2', 'a2')
     await append(s, 'o1', 3)
     expect(await append(s, 'o2', 1)).toEqual([1])
-    const repo = createEventsRepo(s.storage)
+    const repo = s.store.events
     expect((await repo.page('o2', { after: 0, limit: 10 })).rows.map((r) => [r.org_id, r.seq])).toEqual([['o2', 1]])
     expect(await repo.after('o2', 0, 10)).toHaveLength(1)
     expect((await repo.after('o1', 1, 10)).map((r) => r.seq)).toEqual([2, 3])
@@ -81,7 +79,7 @@ describeEachDialect('events repo', (fresh) => {
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
     await append(s, 'o1', 1)
-    const repo = createEventsRepo(s.storage)
+    const repo = s.store.events
     const first = await repo.look(null, true)
     expect(first.orgs).toEqual([])
     const none = await repo.look(first.mark, true)
@@ -107,7 +105,7 @@ describeEachDialect('events repo', (fresh) => {
     await append(s, 'o1', 3)
     s.clock.set(start)
     await append(s, 'o1', 1)
-    const repo = createEventsRepo(s.storage)
+    const repo = s.store.events
     expect(await repo.purgeBefore(start - 30 * day)).toBe(3)
     expect((await repo.after('o1', 0, 10)).map((r) => r.seq)).toEqual([4])
     // Everything purged: the head stays.
@@ -124,7 +122,7 @@ describeEachDialect('events repo', (fresh) => {
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
     await append(s, 'o1', 2)
-    const hub = new EventHub(createEventsRepo(s.storage), { pollMs: 60_000, heartbeatMs: 60_000 })
+    const hub = new EventHub(s.store.events, { pollMs: 60_000, heartbeatMs: 60_000 })
     const got: number[] = []
     const orgs: string[] = []
     hub.subscribeAll((orgId) => orgs.push(orgId))

@@ -1,9 +1,7 @@
 /** modules/feedback/repo.ts on both dialects: the submission's one transaction, idempotency, list paging, get, customer moves. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createFeedbackRepo, type ReportDraft } from '../../src/modules/feedback/repo'
-import { createUploadsRepo } from '../../src/modules/uploads/repo'
+import { type ReportDraft } from '../../src/modules/feedback/repo'
 import { LIMITS } from '../../src/core/limits'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
@@ -17,8 +15,8 @@ async function setup(s: FreshStore) {
   await seedOrgApp(s, 'o1', 'a1')
   await seedOrgApp(s, 'o1', 'a2')
   await seedOrgApp(s, 'o2', 'b1')
-  const lifecycle = createLifecycle(s.storage, s.clock)
-  return createFeedbackRepo(s.storage, lifecycle, s.clock)
+  const lifecycle = s.store.lifecycle
+  return s.store.feedback
 }
 
 const count = async (s: FreshStore, table: string) => Number((await sql<{ n: number }>(s, `SELECT count(*) AS n FROM ${table}`))[0].n)
@@ -171,7 +169,7 @@ describeEachDialect('feedback repo', (fresh) => {
   test('the uploads a submission references become its own; one another report took first stays with that report', async () => {
     const s = await fresh()
     const repo = await setup(s)
-    const uploads = createUploadsRepo(s.storage)
+    const uploads = s.store.uploads
     for (const key of ['a1/x', 'a1/y']) {
       await uploads.insert({ key, appId: 'a1', orgId: 'o1', kind: 'attachment', contentType: 'image/png', byteSize: 3, filename: null, createdAt: 1, expiresAt: 2 })
     }
@@ -222,7 +220,7 @@ describeEachDialect('feedback repo', (fresh) => {
     expect(await repo.hasRepoConnection('a1')).toBe(false)
     expect(await repo.batchClosesAt('a1')).toBeNull()
     await sql(s, "INSERT INTO repo_connections (app_id, git_url, host_kind, agent_provider, timeout_seconds, pr_mode, max_files, max_lines, runs_per_day, max_cost_usd_per_month, created_at, updated_at) VALUES ('a1', 'https://g/x.git', 'none', 'command', 60, 'branch', 1, 1, 1, 1, 1, 1)")
-    await createLifecycle(s.storage, s.clock).enqueue('batch_release', { appId: 'a1' }, 90_000)
+    await s.store.lifecycle.enqueue('batch_release', { appId: 'a1' }, 90_000)
     expect(await repo.hasRepoConnection('a1')).toBe(true)
     expect(await repo.hasRepoConnection('a2')).toBe(false)
     expect(await repo.batchClosesAt('a1')).toBe(90_000)

@@ -4,10 +4,8 @@
  */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createGitHooksRepo, deliveryKeys, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX } from '../../src/modules/git-hooks/repo'
+import { deliveryKeys, GIT_DELIVERY_RETENTION_MS, PENDING_REVIEWS_MAX } from '../../src/modules/git-hooks/repo'
 import { deliveryIdOr } from '../../src/core/outbound'
-import { createAgentRunsRepo } from '../../src/modules/agent-runs/repo'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
 const PR = 'https://git.example/acme/shop/pull/7'
@@ -29,7 +27,7 @@ const events = async (s: FreshStore) =>
 const statuses = async (s: FreshStore) => Object.fromEntries((await sql<{ id: string; status: string }>(s, 'SELECT id, status FROM feedback ORDER BY id')).map((r) => [r.id, r.status]))
 
 describeEachDialect('git-hooks repo', (fresh) => {
-  const open = async (s: FreshStore) => createGitHooksRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+  const open = async (s: FreshStore) => s.store.gitHooks
 
   test('reportOfPr: the lead whose run opened the PR; not another App, a duplicate, or a URL no run opened', async () => {
     const s = await fresh()
@@ -146,9 +144,9 @@ describeEachDialect('git-hooks repo', (fresh) => {
     const s = await fresh()
     await seedPr(s)
     await insertReport(s, 'other', 'pr_opened')
-    const lifecycle = createLifecycle(s.storage, s.clock)
-    const hooks = createGitHooksRepo(s.storage, lifecycle, s.clock)
-    const runs = createAgentRunsRepo(s.storage, lifecycle)
+    const lifecycle = s.store.lifecycle
+    const hooks = s.store.gitHooks
+    const runs = s.store.agentRuns
     const report = (await hooks.reportOfPr('a1', PR))!
     await hooks.queueReview('a1', 'r2', { id: 'pr0000000000000000000002', report, text: 'second', author: 'b' })
     await hooks.queueReview('a1', 'r1', { id: 'pr0000000000000000000001', report, text: 'first', author: 'a' })

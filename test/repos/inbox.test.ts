@@ -2,8 +2,6 @@
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
 import { newId } from '../../src/core/ids'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createInbox } from '../../src/modules/admin-api/inbox-repo'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
 const DAY = 86_400_000
@@ -31,8 +29,8 @@ describeEachDialect('inbox repo', (fresh) => {
     const [queued] = await reports(s, 1, 'queued')
     await sql(s, 'UPDATE feedback SET duplicate_of_id = ? WHERE id = ?', [ids[4], ids[3]])
     await reports(s, 2, 'awaiting_manual', 'o2', 'a2')
-    await createLifecycle(s.storage, s.clock).record({ orgId: 'o1', appId: null }, 'webhook.test', { webhookId: 'w' })
-    const inbox = createInbox(s.storage)
+    await s.store.lifecycle.record({ orgId: 'o1', appId: null }, 'webhook.test', { webhookId: 'w' })
+    const inbox = s.store.inbox
     const p1 = await inbox.list('o1', 'ad1', { limit: 2 })
     expect(p1.data.map((r) => r.id)).toEqual([ids[4], ids[2]])
     expect(p1.eventSeq).toBe(1)
@@ -58,7 +56,7 @@ describeEachDialect('inbox repo', (fresh) => {
     const [received] = await reports(s, 1, 'received')
     const [theirs] = await reports(s, 1, 'received', 'o2', 'a2')
     for (const id of [ids[1], received, theirs]) await sql(s, `UPDATE feedback SET spam_score = 1, spam_reasons = '["honeypot"]', spam_marked_at = 5 WHERE id = ?`, [id])
-    const inbox = createInbox(s.storage)
+    const inbox = s.store.inbox
     const spam = await inbox.list('o1', 'ad1', { folder: 'spam' })
     expect(spam.data.map((r) => r.id)).toEqual([received, ids[1]].sort().reverse())
     expect(spam.data[0].spam).toEqual({ score: 1, reasons: ['honeypot'], markedAt: new Date(5).toISOString() })
@@ -79,7 +77,7 @@ describeEachDialect('inbox repo', (fresh) => {
     await sql(s, "UPDATE feedback SET severity = 'high', url = 'https://Shop.example/Cart', text = 'Checkout BUTTON broken' WHERE id = ?", [ids[0]])
     await sql(s, "UPDATE feedback SET submitted_mode = 'private', console_logs = '[{\"level\":\"error\"}]' WHERE id = ?", [ids[1]])
     await sql(s, `UPDATE feedback SET attachments = '[{"kind":"screenshot","key":"k"}]' WHERE id = ?`, [ids[2]])
-    const inbox = createInbox(s.storage)
+    const inbox = s.store.inbox
     const idsOf = async (q: Parameters<typeof inbox.list>[2]) => (await inbox.list('o1', 'ad1', q)).data.map((r) => r.id)
     expect(await idsOf({ appId: 'a9' })).toEqual([other])
     expect(await idsOf({ severity: 'high' })).toEqual([ids[0]])
@@ -104,7 +102,7 @@ describeEachDialect('inbox repo', (fresh) => {
     const ids = await reports(s, 3)
     await reports(s, 2, 'queued')
     const [theirs] = await reports(s, 1, 'awaiting_manual', 'o2', 'a2')
-    const inbox = createInbox(s.storage)
+    const inbox = s.store.inbox
     expect(await inbox.markRead('o1', 'ad1', [ids[0], ids[1], theirs, 'nope'], 5)).toBe(2)
     expect(await inbox.markRead('o1', 'ad1', [ids[0]], 6)).toBe(0)
     expect(await inbox.markRead('o2', 'ad1', [ids[2]], 6)).toBe(0)
@@ -126,12 +124,12 @@ describeEachDialect('inbox repo', (fresh) => {
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
     await insertReport(s, 'f1', 'awaiting_manual')
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     expect(await lc.move('f1', 'queued', { by: 'customer' })).toBe(true)
     await sql(s, "INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES ('legacy', 'o1', 'a1', 50, 'feedback.status_changed', ?, 7)", [
       JSON.stringify({ feedbackId: 'f1', from: 'queued', to: 'archived' }),
     ])
-    const inbox = createInbox(s.storage)
+    const inbox = s.store.inbox
     const h = await inbox.history('o1', 'f1')
     expect(h.map((e) => [e.seq, e.type, e.data.to])).toEqual([[1, 'feedback.status_changed', 'queued'], [50, 'feedback.status_changed', 'archived']])
     expect(h[1].createdAt).toBe(new Date(7).toISOString())

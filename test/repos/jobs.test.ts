@@ -1,8 +1,8 @@
-/** worker/jobs-repo.ts on both dialects: claim order and leases, batches, retry/defer/release/reclaim, and a claim race between two "nodes". */
+/** lifecycle/jobs-repo.ts on both dialects: claim order and leases, batches, retry/defer/release/reclaim, and a claim race between two "nodes". */
 import { describe, expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
-import { createJobsRepo, type JobsRepo } from '../../src/worker/jobs-repo'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { type JobsRepo } from '../../src/lifecycle/jobs-repo'
 import { sql } from './store-fixtures'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
@@ -11,14 +11,13 @@ import { sqliteStorage } from '../../src/db/sqlite/storage'
 import type { Storage } from '../../src/db/storage'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
-import { createWakeSignal } from '../../src/lifecycle/wake'
 import { currentLeaseOwner } from '../../src/worker/lease-owner'
 
 const LEASE = 60_000
 
 /** Queues `n` process jobs (feedback ids f0…) due at `runAfter`, through the lifecycle (the one writer of jobs). */
 async function queue(s: FreshStore, n: number, runAfter = s.clock.now(), prefix = 'f'): Promise<void> {
-  const lc = createLifecycle(s.storage, s.clock)
+  const lc = s.store.lifecycle
   for (let i = 0; i < n; i++) await lc.enqueue('process', { feedbackId: `${prefix}${i}` }, runAfter)
 }
 
@@ -35,13 +34,13 @@ async function secondStore(s: FreshStore): Promise<{ storage: Storage; close: ()
 describeEachDialect('jobs repo', (fresh) => {
   test('claim: due jobs only, in (run_after, id) order, leased with owner and attempts; none due: null', async () => {
     const s = await fresh()
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     const t = s.clock.now()
     await lc.enqueue('process', { feedbackId: 'late' }, t + 10)
     await lc.enqueue('process', { feedbackId: 'b' }, t - 5)
     await lc.enqueue('process', { feedbackId: 'a' }, t - 5)
     await lc.enqueue('process', { feedbackId: 'first' }, t - 50)
-    const jobs = createJobsRepo(s.storage)
+    const jobs = s.store.jobs()
     const order: string[] = []
     for (let job = await jobs.claim(t, LEASE, 'me'); job; job = await jobs.claim(t, LEASE, 'me')) {
       expect(job.lease_until).toBe(t + LEASE)
@@ -60,7 +59,7 @@ describeEachDialect('jobs repo', (fresh) => {
   test('a leased job is claimed again only once its lease ran out (attempts counts both)', async () => {
     const s = await fresh()
     await queue(s, 1)
-    const jobs = createJobsRepo(s.storage)
+    const jobs = s.store.jobs()
     const t = s.clock.now()
     expect((await jobs.claim(t, LEASE, 'a'))?.attempts).toBe(1)
     expect(await jobs.claim(t + LEASE - 1, LEASE, 'b')).toBeNull()
@@ -71,24 +70,24 @@ describeEachDialect('jobs repo', (fresh) => {
 
   test('kinds: a repo claims and waits only for its own kinds', async () => {
     const s = await fresh()
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     const t = s.clock.now()
     await lc.enqueue('process', { feedbackId: 'p' }, t - 1)
     await lc.enqueue('uploads_gc', {}, t + 100)
-    const own = createJobsRepo(s.storage, ['agent', 'uploads_gc'])
+    const own = s.store.jobs(['agent', 'uploads_gc'])
     expect(await own.claim(t, LEASE, 'me')).toBeNull()
     expect(await own.nextDueAt()).toBe(t + 100)
-    expect((await createJobsRepo(s.storage, ['process', 'batch_release']).nextDueAt())).toBe(t - 1)
+    expect((await s.store.jobs(['process', 'batch_release']).nextDueAt())).toBe(t - 1)
     expect((await own.claim(t + 100, LEASE, 'me'))?.kind).toBe('uploads_gc')
-    expect(() => createJobsRepo(s.storage, ['nope' as never])).toThrow('unknown job kind')
+    expect(() => s.store.jobs(['nope' as never])).toThrow('unknown job kind')
   })
 
   test('claimBatch: up to n due jobs of one kind, in queue order, leased together', async () => {
     const s = await fresh()
     await queue(s, 5)
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     await lc.enqueue('agent', { feedbackId: 'x' }, s.clock.now() - 100)
-    const jobs = createJobsRepo(s.storage)
+    const jobs = s.store.jobs()
     const t = s.clock.now()
     expect(await jobs.claimBatch('process', 0, t, LEASE, 'me')).toEqual([])
     const batch = await jobs.claimBatch('process', 3, t, LEASE, 'me')
@@ -101,7 +100,7 @@ describeEachDialect('jobs repo', (fresh) => {
   test('finish, retry (backoff and error kept), defer (no attempt used), nextDueAt with leases', async () => {
     const s = await fresh()
     await queue(s, 3)
-    const jobs = createJobsRepo(s.storage)
+    const jobs = s.store.jobs()
     const t = s.clock.now()
     const [a, b, c] = await jobs.claimBatch('process', 3, t, LEASE, 'me')
     // Every job leased: due when the first lease runs out.
@@ -128,7 +127,7 @@ describeEachDialect('jobs repo', (fresh) => {
   test('release hands back only the given leases; reclaimOrphans those of gone owners (and of no owner)', async () => {
     const s = await fresh()
     await queue(s, 4)
-    const jobs = createJobsRepo(s.storage)
+    const jobs = s.store.jobs()
     const t = s.clock.now()
     const [a, b] = await jobs.claimBatch('process', 2, t, LEASE, 'alive')
     const [c] = await jobs.claimBatch('process', 1, t, LEASE, 'gone')
@@ -147,8 +146,8 @@ describeEachDialect('jobs repo', (fresh) => {
 
   test('hasKind and runAfterOf', async () => {
     const s = await fresh()
-    const jobs = createJobsRepo(s.storage)
-    const lc = createLifecycle(s.storage, s.clock)
+    const jobs = s.store.jobs()
+    const lc = s.store.lifecycle
     expect(await jobs.hasKind('batch_release')).toBe(false)
     expect(await jobs.runAfterOf('batch_release', 'a1')).toBeNull()
     await lc.enqueue('batch_release', { appId: 'a1' }, 12345)
@@ -160,9 +159,9 @@ describeEachDialect('jobs repo', (fresh) => {
 
   test('the worker loop: start hands back a dead predecessor\'s lease, a commit wakes it at once, stop waits for the job in hand', async () => {
     const s = await fresh()
-    const wake = createWakeSignal()
-    const lc = createLifecycle(s.storage, s.clock, wake)
-    const jobs = createJobsRepo(s.storage)
+    const wake = s.store.wake
+    const lc = s.store.lifecycle
+    const jobs = s.store.jobs()
     // A lease of this very owner: a predecessor that died with it (the next start takes it back at once).
     await lc.enqueue('uploads_gc', {})
     await jobs.claim(s.clock.now(), LEASE, currentLeaseOwner())
@@ -199,7 +198,7 @@ describeEachDialect('jobs repo', (fresh) => {
     await queue(s, N)
     const other = await secondStore(s)
     try {
-      const repos: JobsRepo[] = [createJobsRepo(s.storage), createJobsRepo(other.storage)]
+      const repos: JobsRepo[] = [s.store.jobs(), storeOf(other.storage, s.clock).jobs()]
       const claimed: number[] = []
       const t = s.clock.now()
       // Four claimers per node, one job or a few at a time, until the queue is empty.
@@ -232,7 +231,7 @@ describe('jobs repo [pg]: the database clock decides, never a node\'s', () => {
   async function twoNodes() {
     const s = await freshStore('pg')
     const pools = [openPool(s.location, 2), openPool(s.location, 2)]
-    const [a, b] = pools.map((p) => createJobsRepo(pgStorage(p)))
+    const [a, b] = pools.map((p) => storeOf(pgStorage(p)).jobs())
     const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
     return { s, a, b, dbNow, close: () => Promise.all(pools.map((p) => p.end())) }
   }

@@ -1,8 +1,7 @@
 /** lifecycle/lifecycle.ts (the port) on both dialects: moves, events, jobs, seq order under concurrency. */
 import { expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect } from '../dialects'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createWakeSignal } from '../../src/lifecycle/wake'
 import type { JobKind } from '../../src/lifecycle/jobs'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 import { openPool } from '../../src/db/pg/client-options'
@@ -13,7 +12,7 @@ describeEachDialect('lifecycle', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await insertReport(s, 'f1', 'awaiting_manual')
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     expect(await lc.move('f1', 'archived', { by: 'customer' })).toBe(true)
     const [row] = await sql<{ status: string; version: number }>(s, 'SELECT status, version FROM feedback WHERE id = ?', ['f1'])
     expect(row).toEqual({ status: 'archived', version: 1 })
@@ -29,7 +28,7 @@ describeEachDialect('lifecycle', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await insertReport(s, 'f1', 'awaiting_manual')
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     expect(await lc.move('f1', 'archived', { by: 'customer', from: 'queued' })).toBe(false)
     expect(await lc.move('f1', 'archived', { by: 'customer', version: 7 })).toBe(false)
     expect(await lc.move('nope', 'archived', { by: 'customer' })).toBe(false)
@@ -41,7 +40,7 @@ describeEachDialect('lifecycle', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await insertReport(s, 'f1', 'awaiting_manual')
-    const wake = createWakeSignal()
+    const wake = s.store.wake
     const woken: JobKind[] = []
     // What a worker woken by the signal would read: the job must be committed by then.
     let jobsWhenWoken: Promise<number> | undefined
@@ -49,7 +48,7 @@ describeEachDialect('lifecycle', (fresh) => {
       woken.push(k)
       jobsWhenWoken = sql(s, 'SELECT id FROM jobs').then((r) => r.length)
     })
-    const lc = createLifecycle(s.storage, s.clock, wake)
+    const lc = s.store.lifecycle
     expect(await lc.move('f1', 'queued', { by: 'customer' })).toBe(true)
     expect(woken).toEqual(['agent'])
     expect(await jobsWhenWoken).toBe(1)
@@ -67,7 +66,7 @@ describeEachDialect('lifecycle', (fresh) => {
     await insertReport(s, 'q1', 'queued')
     await insertReport(s, 'q2', 'queued')
     await insertReport(s, 'm1', 'awaiting_manual')
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     expect(await lc.record({ orgId: 'o1', appId: 'a1' }, 'webhook.test', { webhookId: 'w1' } as never)).toBe(1)
     expect(await lc.record({ orgId: 'o1', appId: null }, 'webhook.test', { webhookId: 'w1' } as never)).toBe(2)
     await lc.enqueue('batch_release', { appId: 'a1' }, 5_000)
@@ -82,7 +81,7 @@ describeEachDialect('lifecycle', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await insertReport(s, 'f1', 'awaiting_manual')
-    const lc = createLifecycle(s.storage, s.clock)
+    const lc = s.store.lifecycle
     const results = await Promise.allSettled(Array.from({ length: 12 }, () => lc.move('f1', 'archived', { by: 'customer', from: 'awaiting_manual' })))
     expect(results.filter((r) => r.status === 'fulfilled' && r.value === true)).toHaveLength(1)
     expect(results.filter((r) => r.status === 'rejected')).toHaveLength(0)
@@ -96,7 +95,7 @@ describeEachDialect('lifecycle', (fresh) => {
     await seedOrgApp(s, 'o2', 'a2')
     // On PostgreSQL a second pool plays a second node; SQLite has one writer.
     const other = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4)) : s.storage
-    const lcs = [createLifecycle(s.storage, s.clock), createLifecycle(other, s.clock)]
+    const lcs = [s.store.lifecycle, storeOf(other, s.clock).lifecycle]
     try {
       const seqs = await Promise.all(Array.from({ length: 60 }, (_, i) => lcs[i % 2].record({ orgId: i % 3 === 0 ? 'o2' : 'o1', appId: null }, 'webhook.test', { webhookId: `w${i}` } as never)))
       const byOrg = async (org: string) => (await sql<{ seq: number }>(s, 'SELECT seq FROM events WHERE org_id = ? ORDER BY seq', [org])).map((r) => r.seq)

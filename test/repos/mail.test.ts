@@ -1,9 +1,10 @@
 /** modules/mail/repo.ts on both dialects: SMTP settings with audit rows, the outbox (one row per report, lease claims, settle, retry), unsubscribes, a user's reports. */
 import { describe, expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
-import { createMailRepo, type SmtpRow } from '../../src/modules/mail/repo'
+import { type SmtpRow } from '../../src/modules/mail/repo'
 import type { AuditEntry } from '../../src/modules/audit/entry'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 
@@ -23,7 +24,7 @@ describeEachDialect('mail repo', (fresh) => {
   test('SMTP settings: put (upsert) and delete, each with its audit row', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     expect(await repo.smtp('a1')).toBeNull()
     await repo.putSmtp(smtp(), [by('app.smtp_set', 'a1')])
     await repo.putSmtp(smtp({ host: 'smtp2.example', port: 465, tls_mode: 'tls', password_sealed: null }), [by('app.smtp_set', 'a1')])
@@ -36,7 +37,7 @@ describeEachDialect('mail repo', (fresh) => {
   test('due reports: resolved and opted in only; enqueue once, moving the address off the report', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     await resolvedOptIn(s, 'f1')
     await insertReport(s, 'f2', 'resolved') // no opt-in
     await insertReport(s, 'f3', 'pr_opened')
@@ -55,7 +56,7 @@ describeEachDialect('mail repo', (fresh) => {
   test('one mail per address per lead: a duplicate to an address the lead already mails is settled same_address; another address is queued', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     for (const id of ['f1', 'f2', 'f3']) await resolvedOptIn(s, id)
     expect(await repo.enqueue(outboxRow('f1'))).toBe(true)
     expect(await repo.enqueue(outboxRow('f2', 100, 'a1', 'f1'))).toBe(false)
@@ -69,7 +70,7 @@ describeEachDialect('mail repo', (fresh) => {
   test('claims: one claimer per row while the lease lives; retry later; settle once', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     await resolvedOptIn(s, 'f1')
     await repo.enqueue(outboxRow('f1', 100))
     const [a, b] = await Promise.all([repo.claim(100, 1000, 5), repo.claim(100, 1000, 5)])
@@ -92,7 +93,7 @@ describeEachDialect('mail repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o1', 'a2')
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     await resolvedOptIn(s, 'f1')
     await resolvedOptIn(s, 'f2', 'a2')
     await repo.enqueue(outboxRow('f1'))
@@ -109,7 +110,7 @@ describeEachDialect('mail repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o1', 'a2')
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     const ids = ['000000000000000000000001', '000000000000000000000002', '000000000000000000000003', '000000000000000000000004', '000000000000000000000005']
     for (const id of ids) await insertReport(s, id)
     await sql(s, "UPDATE feedback SET submitted_mode = 'private', external_user_id = 'u1' WHERE id IN (?, ?, ?)", [ids[0], ids[1], ids[2]])
@@ -126,7 +127,7 @@ describeEachDialect('mail repo', (fresh) => {
   test('double opt-in: one confirmation per App and address, asked again only once ended or expired; a single-use confirm releases the waiting mails', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createMailRepo(s.storage, s.clock)
+    const repo = s.store.mail
     for (const id of ['f1', 'f2', 'f3']) {
       await insertReport(s, id, 'new')
       await sql(s, "UPDATE feedback SET notify_email_sealed = ?, submitted_mode = 'public' WHERE id = ?", [`v1:${id}`, id])
@@ -179,7 +180,7 @@ describeEachDialect('mail repo', (fresh) => {
     other.exec('PRAGMA busy_timeout = 0')
     other.exec('BEGIN IMMEDIATE')
     try {
-      const repo = createMailRepo(s.storage, s.clock)
+      const repo = s.store.mail
       const t0 = performance.now()
       expect(await repo.claim(100, 1000, 5)).toEqual([])
       expect(performance.now() - t0).toBeLessThan(1000)
@@ -210,7 +211,7 @@ describe('mail repo [pg]: the database clock decides the claims, never a node\'s
     await seedOrgApp(s)
     const pools = [openPool(s.location, 2), openPool(s.location, 2)]
     try {
-      const [a, b] = pools.map((p) => createMailRepo(pgStorage(p), s.clock))
+      const [a, b] = pools.map((p) => storeOf(pgStorage(p), s.clock).mail)
       const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
       await resolvedOptIn(s, 'f1')
       await a.enqueue(outboxRow('f1', (await dbNow()) - 1))

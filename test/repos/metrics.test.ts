@@ -6,11 +6,10 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createServer, type Server, type Socket } from 'node:net'
 import { rmSync } from 'node:fs'
-import { describeEachDialect, sharedPostgres } from '../dialects'
-import { createMetricsRepo } from '../../src/modules/metrics/repo'
+import { describeEachDialect, sharedPostgres, storeOf } from '../dialects'
+import { join } from 'node:path'
 import { createMetrics } from '../../src/modules/metrics/service'
 import { createReadiness, type Check } from '../../src/modules/health/readiness'
-import { createTenantsRepo } from '../../src/modules/tenants/repo'
 import { pgStorage } from '../../src/db/pg/storage'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgDatabaseCheck } from '../../src/db/pg/readiness'
@@ -21,14 +20,14 @@ import { tempDir } from '../temp-dirs'
 const dataDir = tempDir('fixloop-readiness-')
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 const ok = (): Check => ({ ok: true })
-const readinessOf = (storage: Storage) => createReadiness({ storage, dataDir, minFreeBytes: 0, worker: ok, checkpointer: storage.dialect === 'sqlite' ? ok : undefined, masterKey: ok })
+const readinessOf = (store: ReturnType<typeof storeOf>) => createReadiness({ database: () => store.databaseCheck(), dataDir, minFreeBytes: 0, worker: ok, checkpointer: store.dialect === 'sqlite' ? ok : undefined, masterKey: ok })
 
 describeEachDialect('metrics repo', (fresh, dialect) => {
   test('reports by status, jobs by kind with the oldest due time, runs with cost, deliveries: ordered, numbers as numbers', async () => {
     const s = await fresh()
-    const repo = createMetricsRepo(s.storage)
+    const repo = s.store.metrics
     expect(await repo.snapshot(1_000)).toEqual({ reportsByStatus: [], jobsByKind: [], runsByStatus: [], deliveriesByStatus: [] })
-    const t = createTenantsRepo(s.storage, s.clock)
+    const t = s.store.tenants
     await t.insertOrg({ id: 'o1', name: 'Acme', createdAt: 1 }, [])
     await t.insertApp({ id: 'a1', orgId: 'o1', slug: 'web', name: 'web', publicKey: 'pub_a1', signingSecretEnc: 'x', createdAt: 1, updatedAt: 1 }, [])
     const report = (id: string, status: string) =>
@@ -53,7 +52,7 @@ describeEachDialect('metrics repo', (fresh, dialect) => {
       deliveriesByStatus: [{ status: 'failed', n: 1 }],
     })
     // The rendered families: the WAL size only where there is one.
-    const text = await createMetrics(s.storage, dataDir, s.clock).registry.render()
+    const text = await createMetrics(s.store.metrics, s.clock, () => true, s.dialect === 'sqlite' ? join(dataDir, 'fixloop.db-wal') : undefined).registry.render()
     expect(text).toContain('fixloop_reports{status="received"} 2')
     expect(text).toContain(`fixloop_jobs_oldest_age_seconds ${(s.clock.now() - 700) / 1000}`)
     expect(text.includes('fixloop_wal_bytes')).toBe(dialect === 'sqlite')
@@ -61,7 +60,7 @@ describeEachDialect('metrics repo', (fresh, dialect) => {
 
   test('readiness: a migrated, reachable database is ready', async () => {
     const s = await fresh()
-    const report = await readinessOf(s.storage).check()
+    const report = await readinessOf(s.store).check()
     expect(report.ready).toBe(true)
     expect(report.checks.database).toEqual({ ok: true })
     expect(Object.keys(report.checks)).toEqual(dialect === 'sqlite' ? ['database', 'disk', 'worker', 'checkpointer', 'masterKey'] : ['database', 'disk', 'worker', 'masterKey'])
@@ -73,7 +72,7 @@ describe('readiness on PostgreSQL when the database fails', () => {
     const url = await (await sharedPostgres()).createDatabase('bare')
     const pool = openPool(url, 2)
     try {
-      const report = await readinessOf(pgStorage(pool)).check()
+      const report = await readinessOf(storeOf(pgStorage(pool))).check()
       expect(report.ready).toBe(false)
       expect(report.checks.database.ok).toBe(false)
       expect(report.checks.database.reason).toStartWith('migrations pending: 0000')
@@ -90,7 +89,7 @@ describe('readiness on PostgreSQL when the database fails', () => {
     await new Promise((resolve) => probe.close(resolve))
     const pool = openPool(`postgres://postgres:x@127.0.0.1:${port}/postgres`, 1)
     try {
-      const report = await readinessOf(pgStorage(pool)).check()
+      const report = await readinessOf(storeOf(pgStorage(pool))).check()
       expect(report.ready).toBe(false)
       expect(report.checks.database.reason).toStartWith('the database is unreachable:')
     } finally {

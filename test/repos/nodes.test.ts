@@ -1,7 +1,6 @@
 /** src/nodes/nodes-repo.ts on both dialects: heartbeats, leases with fencing tokens on the database clock, the dead-node sweep. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect } from '../dialects'
-import { createNodesRepo } from '../../src/nodes/nodes-repo'
 import { sql } from './store-fixtures'
 
 const node = (id: string) => ({ id, host: 'h', pid: 1, version: 'test' })
@@ -9,7 +8,7 @@ const node = (id: string) => ({ id, host: 'h', pid: 1, version: 'test' })
 describeEachDialect('nodes repo', (fresh) => {
   test('a beat registers the node and records its roles; alive lists the nodes that beat recently; leave removes it', async () => {
     const s = await fresh()
-    const repo = createNodesRepo(s.storage)
+    const repo = s.store.nodes
     await repo.beat(node('node_a'), [])
     await repo.beat(node('node_b'), ['processing'])
     await repo.beat(node('node_a'), ['maintenance', 'dispatch'])
@@ -25,7 +24,7 @@ describeEachDialect('nodes repo', (fresh) => {
 
   test('a lease: one holder at a time, renewed by it, taken by another only once expired, with a rising token', async () => {
     const s = await fresh()
-    const repo = createNodesRepo(s.storage)
+    const repo = s.store.nodes
     const t1 = await repo.acquire('processing', 'node_a', 15_000)
     expect(t1).toBe(1)
     expect(await repo.acquire('processing', 'node_b', 15_000)).toBeNull()
@@ -48,14 +47,14 @@ describeEachDialect('nodes repo', (fresh) => {
 
   test('concurrent takers of a free lease: exactly one wins', async () => {
     const s = await fresh()
-    const repo = createNodesRepo(s.storage)
+    const repo = s.store.nodes
     const tokens = await Promise.all(Array.from({ length: 8 }, (_, i) => repo.acquire('maintenance', `node_${i}`, 15_000)))
     expect(tokens.filter((t) => t !== null)).toEqual([1])
   })
 
   test('the sweep frees the job leases of dead or unknown nodes only, and forgets long-silent nodes', async () => {
     const s = await fresh()
-    const repo = createNodesRepo(s.storage)
+    const repo = s.store.nodes
     await repo.beat(node('node_live'), [])
     await repo.beat(node('node_dead'), [])
     await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 20000 WHERE id = 'node_dead'")

@@ -5,10 +5,9 @@
  * hand, and a customer move racing the processing of the same report.
  */
 import { expect, test } from 'bun:test'
-import { describeEachDialect, type FreshStore } from '../dialects'
-import { createLifecycle, type Lifecycle } from '../../src/lifecycle/lifecycle'
-import { createJobsRepo } from '../../src/worker/jobs-repo'
-import { createProcessing, PROCESSING_KINDS } from '../../src/worker/processing'
+import { describeEachDialect, processingOf, type FreshStore } from '../dialects'
+import { type Lifecycle } from '../../src/lifecycle/lifecycle'
+import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { seedOrgApp, sql } from './store-fixtures'
@@ -36,10 +35,10 @@ interface Row {
 
 async function setup(s: FreshStore) {
   await seedOrgApp(s)
-  const lifecycle = createLifecycle(s.storage, s.clock)
+  const lifecycle = s.store.lifecycle
   // The processing kinds only, as the processing thread claims them (no agent step here).
-  const jobs = createJobsRepo(s.storage, PROCESSING_KINDS)
-  const processing = createProcessing(s.storage, s.clock, lifecycle, jobs)
+  const jobs = s.store.jobs(PROCESSING_KINDS)
+  const processing = processingOf(s.store, s.clock)
   const worker = new Worker(jobs, processing.steps, s.clock, new Logger('silent'))
   return { lifecycle, jobs, processing, worker }
 }
@@ -268,9 +267,9 @@ describeEachDialect('processing', (fresh, dialect) => {
       // committed row, plans it as a duplicate of the lead, and then waits for the row's lock.
       let release!: () => void
       const gate = new Promise<void>((r) => (release = r))
-      const pg = lifecycle.pg!
-      const customer = s.storage.dialect === 'pg' ? s.storage.tx(async (client, _db, onCommit) => {
-        const moved = await pg.move({ client, onCommit }, id, 'archived', { by: 'customer' })
+      const store = s.store
+      const customer = store.dialect === 'pg' ? store.storage.tx(async (client, _db, onCommit) => {
+        const moved = await store.sides.lifecycle.move({ client, onCommit }, id, 'archived', { by: 'customer' })
         await gate
         return moved
       }) : Promise.resolve(false)
@@ -296,6 +295,6 @@ describeEachDialect('processing', (fresh, dialect) => {
 
 /** A second handle on the same port (its own index, built from the database). */
 async function setupPort(s: FreshStore) {
-  const lifecycle = createLifecycle(s.storage, s.clock)
-  return createProcessing(s.storage, s.clock, lifecycle, createJobsRepo(s.storage)).port
+  const lifecycle = s.store.lifecycle
+  return processingOf(s.store, s.clock).port
 }

@@ -1,6 +1,5 @@
 /** Rows the repository cases need, written with plain SQL on either dialect (the same statement text). */
 import type { FreshStore } from '../dialects'
-import { createTenantsRepo } from '../../src/modules/tenants/repo'
 
 /** Runs SQL with `?` placeholders on the store's own connection; its rows. */
 export async function sql<T = Record<string, unknown>>(s: FreshStore, text: string, params: unknown[] = []): Promise<T[]> {
@@ -11,7 +10,7 @@ export async function sql<T = Record<string, unknown>>(s: FreshStore, text: stri
 
 /** An Org with one App (ids `o1`/`a1` unless given). */
 export async function seedOrgApp(s: FreshStore, orgId = 'o1', appId = 'a1'): Promise<void> {
-  const repo = createTenantsRepo(s.storage, s.clock)
+  const repo = s.store.tenants
   if (!(await repo.org(orgId))) await repo.insertOrg({ id: orgId, name: orgId, createdAt: 1 }, [])
   await repo.insertApp({ id: appId, orgId, slug: appId, name: appId, publicKey: `pk_${appId}`, signingSecretEnc: 'x', createdAt: 1, updatedAt: 1 }, [])
 }

@@ -6,10 +6,9 @@
  * them at once, on another node within about a second (cluster mode).
  */
 import { expect, test } from 'bun:test'
-import { describeEachDialect, type FreshStore } from '../dialects'
-import { createLifecycle, type Lifecycle } from '../../src/lifecycle/lifecycle'
-import { createJobsRepo } from '../../src/worker/jobs-repo'
-import { createProcessing, PROCESSING_KINDS } from '../../src/worker/processing'
+import { describeEachDialect, processingOf, type FreshStore } from '../dialects'
+import { type Lifecycle } from '../../src/lifecycle/lifecycle'
+import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { raiseAfterUnmerge } from '../../src/dedup/learn'
@@ -36,9 +35,9 @@ interface Row {
 }
 
 function setup(s: FreshStore) {
-  const lifecycle = createLifecycle(s.storage, s.clock)
-  const jobs = createJobsRepo(s.storage, PROCESSING_KINDS)
-  const processing = createProcessing(s.storage, s.clock, lifecycle, jobs)
+  const lifecycle = s.store.lifecycle
+  const jobs = s.store.jobs(PROCESSING_KINDS)
+  const processing = processingOf(s.store, s.clock)
   const worker = new Worker(jobs, processing.steps, s.clock, new Logger('silent'))
   return { lifecycle, processing, worker }
 }
@@ -137,15 +136,15 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     const { processing, lead, near } = await suggested(s)
     await processing.port.rejectSuggestion(near)
     // A cluster service of its own (a restart, another node) plans the report again from its row.
-    const lifecycle = createLifecycle(s.storage, s.clock)
-    const again = s.storage.dialect === 'sqlite' ? createClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle) : createPgClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle)
+    const lifecycle = s.store.lifecycle
+    const again = s.store.dialect === 'sqlite' ? createClusterService(s.store, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store, s.clock, DEFAULT_THRESHOLDS)
     const verdict = await again.plan(near)
     expect(verdict).not.toBeNull()
     expect(verdict!.leadId).not.toBe(lead)
     expect(verdict!.suggestion?.leadId).not.toBe(lead)
     // The same row without its rejection would be offered that lead: the skip is what differs.
     await sql(s, 'UPDATE feedback SET rejected_lead_ids = NULL WHERE id = ?', [near])
-    const fresh2 = s.storage.dialect === 'sqlite' ? createClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle) : createPgClusterService(s.storage, s.clock, DEFAULT_THRESHOLDS, lifecycle)
+    const fresh2 = s.store.dialect === 'sqlite' ? createClusterService(s.store, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store, s.clock, DEFAULT_THRESHOLDS)
     expect((await fresh2.plan(near))!.suggestion?.leadId).toBe(lead)
   })
 
@@ -198,7 +197,7 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     await worker.tick()
     const before = await processing.port.triageState('a1')
     // Another node (its own cluster service and lesson cache) unmerges the automatic merge.
-    const other = createProcessing(s.storage, s.clock, createLifecycle(s.storage, s.clock), createJobsRepo(s.storage, PROCESSING_KINDS))
+    const other = processingOf(s.store, s.clock)
     await other.port.unmerge(dup)
     const score = (await decisions(s))[0].score
     await new Promise((r) => setTimeout(r, LESSON_TTL_MS + 50))
@@ -220,7 +219,7 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     const stored = await sql<{ scored: number; median: number }>(s, "SELECT scored, median FROM app_calibration WHERE app_id = 'a1'")
     expect(stored.length).toBe(1)
     expect(stored[0].scored).toBe(12)
-    const other = createProcessing(s.storage, s.clock, createLifecycle(s.storage, s.clock), createJobsRepo(s.storage, PROCESSING_KINDS))
+    const other = processingOf(s.store, s.clock)
     expect((await other.port.triageState('a1')).bars).toEqual((await processing.port.triageState('a1')).bars)
   })
 

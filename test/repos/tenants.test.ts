@@ -1,7 +1,6 @@
 /** modules/tenants/repo.ts on both dialects: the same cases, the same answers. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect } from '../dialects'
-import { createTenantsRepo } from '../../src/modules/tenants/repo'
 
 const org = (id: string, name = 'Acme') => ({ id, name, createdAt: 1_000 })
 const app = (id: string, orgId: string, slug: string) => ({
@@ -18,7 +17,7 @@ async function auditRows(s: Awaited<ReturnType<Parameters<Parameters<typeof desc
 describeEachDialect('tenants repo', (fresh) => {
   test('orgs, keys and Apps read back as written, ordered by id, booleans and epoch ms as JS values', async () => {
     const s = await fresh()
-    const repo = createTenantsRepo(s.storage, s.clock)
+    const repo = s.store.tenants
     await repo.insertOrg(org('o2', 'Beta'), [])
     await repo.insertOrg(org('o1'), [])
     expect((await repo.orgs()).map((o) => o.id)).toEqual(['o1', 'o2'])
@@ -40,7 +39,7 @@ describeEachDialect('tenants repo', (fresh) => {
 
   test('a live slug is taken once per Org; a deleted App frees it; another Org may use it', async () => {
     const s = await fresh()
-    const repo = createTenantsRepo(s.storage, s.clock)
+    const repo = s.store.tenants
     await repo.insertOrg(org('o1'), [])
     await repo.insertOrg(org('o2'), [])
     expect(await repo.insertApp(app('a1', 'o1', 'web'), [audit('app.created', 'a1')])).toBe(true)
@@ -58,7 +57,7 @@ describeEachDialect('tenants repo', (fresh) => {
 
   test('a change and its audit rows commit together; revoking twice keeps the first time', async () => {
     const s = await fresh()
-    const repo = createTenantsRepo(s.storage, s.clock)
+    const repo = s.store.tenants
     await repo.insertOrg(org('o1'), [audit('org.created', 'o1')])
     await repo.insertKey(key('k1', 'o1'), 'cli', [audit('key.created', 'k1')])
     expect(await repo.revokeKey('o1', 'k1', 7_000, [audit('key.revoked', 'k1')])).toBe(7_000)
@@ -74,7 +73,7 @@ describeEachDialect('tenants repo', (fresh) => {
 
   test('a rotation inserts the new key and revokes the old in one transaction; a failure leaves both as they were', async () => {
     const s = await fresh()
-    const repo = createTenantsRepo(s.storage, s.clock)
+    const repo = s.store.tenants
     await repo.insertOrg(org('o1'), [])
     await repo.insertKey(key('k1', 'o1'), null, [])
     await repo.rotateKey(key('k2', 'o1'), 'k1', 6_000, [audit('key.created', 'k2'), audit('key.revoked', 'k1')])

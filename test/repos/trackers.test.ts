@@ -6,8 +6,7 @@
  */
 import { expect, test } from 'bun:test'
 import { describeEachDialect, type FreshStore } from '../dialects'
-import { createTrackersRepo, PUSH_DEBOUNCE_MS, type ConnectionWrite } from '../../src/modules/trackers/repo'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { PUSH_DEBOUNCE_MS, type ConnectionWrite } from '../../src/modules/trackers/repo'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 import { MIGRATIONS } from '../../src/db/migrations'
 import { PG_MIGRATIONS } from '../../src/db/pg/migrations'
@@ -43,7 +42,7 @@ async function seedLinked(s: FreshStore, status: string, dupStatuses: string[] =
     await insertReport(s, `dup${i}`, st)
     await sql(s, "UPDATE feedback SET duplicate_of_id = 'lead' WHERE id = ?", [`dup${i}`])
   }
-  const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+  const repo = s.store.trackers
   await repo.putConnection(conn(), [])
   await repo.queuePushes('a1', { create: [{ feedbackId: 'lead', orgId: 'o1', kind: 'github', project: 'acme/shop' }], refresh: [] })
   await repo.saveIssue('lead', { issue_id: '7', issue_key: '#7', issue_url: 'https://github.com/acme/shop/issues/7', state_name: 'open', state_category: 'open', sync_state: 'synced', pushed_size: 1 + dupStatuses.length }, 20)
@@ -56,7 +55,7 @@ describeEachDialect('trackers repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await sql(s, "INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES ('e1', 'o1', 'a1', 41, 'feedback.received', '{}', 1)")
-    const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.trackers
     await repo.putConnection(conn(), [])
     expect((await repo.connection('a1'))!.event_cursor).toBe(41)
     expect(await repo.queuePushes('a1', { create: [], refresh: [], cursor: { from: 41, to: 45 } })).toBe(true)
@@ -77,7 +76,7 @@ describeEachDialect('trackers repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await insertReport(s, 'lead', 'awaiting_manual')
-    const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.trackers
     await repo.putConnection(conn(), [])
     const link = { feedbackId: 'lead', orgId: 'o1', kind: 'github', project: 'acme/shop' }
     await repo.queuePushes('a1', { create: [link], refresh: ['other'] })
@@ -154,7 +153,7 @@ describeEachDialect('trackers repo', (fresh) => {
     for (const [id, app, seq] of [['e1', 'a1', 1], ['e2', 'a2', 2], ['e3', 'a1', 3], ['e4', 'a1', 4]] as const) {
       await sql(s, "INSERT INTO events (id, org_id, app_id, seq, type, data, created_at) VALUES (?, 'o1', ?, ?, 'feedback.received', '{}', 1)", [id, app, seq])
     }
-    const repo = createTrackersRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.trackers
     expect((await repo.eventsAfter('o1', 'a1', 1, 10)).map((e) => e.seq)).toEqual([3, 4])
     expect((await repo.eventsAfter('o1', 'a1', 0, 1)).map((e) => e.seq)).toEqual([1])
     await insertReport(s, 'r1', 'awaiting_manual')

@@ -1,9 +1,7 @@
 /** modules/uploads/repo.ts on both dialects: issue, uploaded, referenced by a submission, collected when never referenced. */
 import { expect, test } from 'bun:test'
 import { describeEachDialect } from '../dialects'
-import { createUploadsRepo, type NewUpload } from '../../src/modules/uploads/repo'
-import { createFeedbackRepo } from '../../src/modules/feedback/repo'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
+import { type NewUpload } from '../../src/modules/uploads/repo'
 import { seedOrgApp } from './store-fixtures'
 
 const upload = (key: string, createdAt: number, filename: string | null = null): NewUpload => ({
@@ -13,7 +11,7 @@ const upload = (key: string, createdAt: number, filename: string | null = null):
 describeEachDialect('uploads repo', (fresh) => {
   test('a row reads back as written, typed; marked uploaded; an unknown key is undefined', async () => {
     const s = await fresh()
-    const repo = createUploadsRepo(s.storage)
+    const repo = s.store.uploads
     await repo.insert(upload('a1/k1', 1_000, 'shot.png'))
     expect(await repo.byKey('a1/k1')).toEqual({
       key: 'a1/k1', app_id: 'a1', org_id: 'o1', kind: 'attachment', content_type: 'image/png', byte_size: 1234, filename: 'shot.png',
@@ -29,8 +27,8 @@ describeEachDialect('uploads repo', (fresh) => {
   test('unreferenced: older than the cutoff, oldest first, limited; a referenced row is neither listed nor deleted', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createUploadsRepo(s.storage)
-    const feedback = createFeedbackRepo(s.storage, createLifecycle(s.storage, s.clock), s.clock)
+    const repo = s.store.uploads
+    const feedback = s.store.feedback
     for (const [key, at] of [['a1/c', 3_000], ['a1/a', 1_000], ['a1/b', 2_000], ['a1/new', 50_000], ['a1/used', 500]] as const) await repo.insert(upload(key, at))
     const out = await feedback.submit(
       { orgId: 'o1', appId: 'a1', severity: null, text: 't', url: null, userAgent: null, viewport: null, consoleLogs: null, attachments: null, componentTarget: null, metadata: null, submittedMode: 'public', externalUserId: null, email: null, submitterName: null, userContext: null },
@@ -49,7 +47,7 @@ describeEachDialect('uploads repo', (fresh) => {
 
   test('writes of one turn share the group commit and each resolves after it', async () => {
     const s = await fresh()
-    const repo = createUploadsRepo(s.storage)
+    const repo = s.store.uploads
     await Promise.all(Array.from({ length: 30 }, (_, i) => repo.insert(upload(`a1/p${String(i).padStart(2, '0')}`, 100 + i))))
     expect(await repo.unreferenced(1_000, 100)).toHaveLength(30)
   })

@@ -1,8 +1,8 @@
 /** modules/webhooks/repo.ts on both dialects: changes with their audit rows, fan-out, claims (a race of two pools on PostgreSQL), settles. */
 import { describe, expect, test } from 'bun:test'
+import { storeOf } from '../dialects'
 import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
-import { createLifecycle } from '../../src/lifecycle/lifecycle'
-import { createWebhooksRepo, type AttemptOutcome, type WebhooksRepo } from '../../src/modules/webhooks/repo'
+import { type AttemptOutcome, type WebhooksRepo } from '../../src/modules/webhooks/repo'
 import type { AuditEntry } from '../../src/modules/audit/entry'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
@@ -14,7 +14,7 @@ async function newHook(s: FreshStore, repo: WebhooksRepo, id = 'w1', orgId = 'o1
   await repo.insert({ id, orgId, appId: null, url: 'https://example.com/hook', eventTypes, secretSealed: 'sealed', createdAt: s.clock.now() }, [by('webhook.created', id)])
 }
 
-const record = (s: FreshStore, orgId = 'o1') => createLifecycle(s.storage, s.clock).record({ orgId, appId: null }, 'webhook.test', { webhookId: 'other' })
+const record = (s: FreshStore, orgId = 'o1') => s.store.lifecycle.record({ orgId, appId: null }, 'webhook.test', { webhookId: 'other' })
 
 let n = 0
 const ids = () => `d${String(++n).padStart(6, '0')}`
@@ -44,7 +44,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     await seedOrgApp(s, 'o2', 'a2')
     await record(s)
     await record(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     const w = (await repo.get('o1', 'w1'))!
     expect(w).toMatchObject({ id: 'w1', org_id: 'o1', cursor_seq: 2, enabled: true, secret_sealed: 'sealed', disabled_reason: null, deleted_at: null })
@@ -64,7 +64,7 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('an insert that fails writes no audit row (one transaction)', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     await expect(newHook(s, repo)).rejects.toThrow()
     expect(await sql(s, 'SELECT action FROM audit_log')).toHaveLength(1)
@@ -74,7 +74,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     expect(await repo.rotate('o1', 'w1', 'sealed2', 99, [by('webhook.secret_rotated', 'w1')])).toBe(true)
     expect(await repo.getAny('w1')).toMatchObject({ secret_sealed: 'sealed2', previous_secret_sealed: 'sealed', previous_secret_until: 99 })
@@ -105,7 +105,7 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('fan-out: matching events become deliveries, the cursor moves, a second pass adds nothing; delete fails what was pending', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     for (let i = 0; i < 5; i++) await record(s)
     expect(await repo.hasEventsAfter('o1', 0)).toBe(true)
@@ -126,7 +126,7 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('claim: one delivery in flight per endpoint, the due one of the lowest seq, busy ones skipped; settle is compare-and-set on the attempt count', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     await newHook(s, repo, 'w2')
     for (let i = 0; i < 3; i++) await record(s)
@@ -165,7 +165,7 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('releaseLeases hands every leased pending delivery back (a dispatcher starting: the leases are a predecessor\'s)', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     for (let i = 0; i < 2; i++) await record(s)
     await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
@@ -179,7 +179,7 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('failures retry, then disable the endpoint once failing lasts long enough (webhook.disabled recorded); 410 disables at once', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     await record(s)
     await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
@@ -210,13 +210,13 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('two dispatchers claiming and settling at once (two pools on PostgreSQL): each delivery claimed once, never two in flight for one endpoint, each endpoint in seq order', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     const hooks = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6']
     for (const h of hooks) await newHook(s, repo, h)
     for (let i = 0; i < 10; i++) await record(s)
     for (const h of hooks) await repo.fanOutPage('o1', h, 100, everything, ids, s.clock.now())
     const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4), { callerClock: true }) : s.storage
-    const other = createWebhooksRepo(otherStorage, s.clock)
+    const other = storeOf(otherStorage, s.clock).webhooks
     const now = s.clock.now()
     const claimed: { id: string; webhook: string; seq: number }[] = []
     const inFlight = new Set<string>()
@@ -252,11 +252,11 @@ describeEachDialect('webhooks repo', (fresh) => {
   test('two dispatchers fanning out and settling at once (two pools on PostgreSQL): one delivery per event, one settle per attempt', async () => {
     const s = await fresh()
     await seedOrgApp(s)
-    const repo = createWebhooksRepo(s.storage, s.clock)
+    const repo = s.store.webhooks
     await newHook(s, repo)
     for (let i = 0; i < 30; i++) await record(s)
     const otherStorage = s.storage.dialect === 'pg' ? pgStorage(openPool(s.location, 4), { callerClock: true }) : s.storage
-    const other = createWebhooksRepo(otherStorage, s.clock)
+    const other = storeOf(otherStorage, s.clock).webhooks
     const now = s.clock.now()
     const pass = async (r: WebhooksRepo) => {
       while ((await r.fanOutPage('o1', 'w1', 7, everything, ids, now)) > 0);
@@ -285,10 +285,10 @@ describe('webhooks repo [pg]: due times and delivery leases on the database cloc
     const SKEW = 3 * 60_000
     const pools = [openPool(s.location, 2), openPool(s.location, 2)]
     try {
-      const [a, fast] = pools.map((p) => createWebhooksRepo(pgStorage(p), s.clock))
+      const [a, fast] = pools.map((p) => storeOf(pgStorage(p), s.clock).webhooks)
       const dbNow = async () => Number((await sql<{ now: number }>(s, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now'))[0].now)
       await seedOrgApp(s)
-      const repo = createWebhooksRepo(s.storage, s.clock)
+      const repo = s.store.webhooks
       await newHook(s, repo)
       await record(s)
       await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())

@@ -9,11 +9,10 @@
  * (issue 23) replaces both with node heartbeats: a run is reclaimed when its node stopped beating, and
  * a start takes the App's slot in the database.
  */
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
 import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
-import type { PgTx } from './lifecycle'
+import type { PgLifecycle, PgTx } from './lifecycle'
 import { createPgPrChanges } from './pr-changes'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
 
@@ -46,9 +45,7 @@ const insertRun = (q: PgQueryable, r: RunRowInsert) =>
 const updateRun = (q: PgQueryable, e: RunRowEnd) =>
   exec(q, UPDATE_RUN, [e.id, e.status, e.model, e.tokensIn, e.tokensOut, e.costUsd, e.prUrl, e.guardrailReason, e.error, e.timings, e.summary, e.outputTail, e.endedAt])
 
-export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle): AgentRunsRepo {
-  const side = lifecycle.pg
-  if (!side) throw new Error('the agent-runs repository on PostgreSQL needs the lifecycle on PostgreSQL')
+export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): AgentRunsRepo {
   const { pool } = storage
   // Built here, not at load: the limit comes from the interface's module, which imports this one.
   const PENDING = `SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = $1 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
@@ -60,19 +57,19 @@ export function createPgAgentRunsRepo(storage: PgStorage, lifecycle: Lifecycle):
 
   /** As src/db/sqlite/agent-runs.ts `settle`: the run's move, shared URL and event, then the news held during the run. */
   async function settle(t: PgTx, scope: RunScope, outcome: RunOutcome, now: number): Promise<void> {
-    await side!.move(t, scope.feedbackId, outcome.move.to, outcome.move.cause)
+    await side.move(t, scope.feedbackId, outcome.move.to, outcome.move.cause)
     // Reports in the cluster point at the same pull request.
     if (outcome.shareUrl) await exec(t.client, SHARE_URL, [outcome.shareUrl, now, scope.feedbackId])
-    await side!.record(t, { orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
+    await side.record(t, { orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
     await prChanges.applyDeferred(t, scope.feedbackId, now)
   }
 
   function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened', consumed: string[] = []): Promise<boolean | 'app_busy'> {
     return tx(async (t): Promise<boolean | 'app_busy'> => {
-      if (!(await side!.move(t, r.feedbackId, 'agent_running', { by: 'system', from }))) return false
+      if (!(await side.move(t, r.feedbackId, 'agent_running', { by: 'system', from }))) return false
       await insertRun(t.client, r)
       if (consumed.length > 0) await exec(t.client, DROP_PENDING, [consumed])
-      await side!.record(t, { orgId: r.orgId, appId: r.appId }, event.type, event.data)
+      await side.record(t, { orgId: r.orgId, appId: r.appId }, event.type, event.data)
       return true
     }).catch((e) => {
       // One `running` run per App (agent_runs_one_running_per_app_uq), whichever node started the other.

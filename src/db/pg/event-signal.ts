@@ -6,13 +6,13 @@
  * A mark left by a rolled-back transaction is cleared at the connection's next BEGIN; a false wake costs one
  * cheap read, a missed one at most the safety poll.
  */
-import type { PgQueryable } from './storage'
+import type { Pool, PoolClient } from 'pg'
 
 const marked = new WeakSet<object>()
 const listeners = new Set<() => void>()
 
 /** An append of events ran on `q`: announced when its transaction commits (at once outside one). */
-export function noteEventsAppended(q: PgQueryable): void {
+export function noteEventsAppended(q: Pool | PoolClient): void {
   // A checked-out client runs a transaction here; the pool itself runs each statement on its own.
   if ('release' in q) marked.add(q)
   else announce()

@@ -1,8 +1,7 @@
 /** PostgreSQL side of modules/git-hooks/repo.ts: the same rows, moves and events (src/db/pg/pr-changes.ts) as src/db/sqlite/git-hooks.ts. */
 import type { Clock } from '../../core/clock'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { GIT_DELIVERY_RETENTION_MS, keyList, PENDING_REVIEWS_MAX, pendingFull, type DeliveryKeys, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
-import type { PgTx } from './lifecycle'
+import type { PgLifecycle, PgTx } from './lifecycle'
 import { createPgPrChanges } from './pr-changes'
 import { exec, many, one, type PgStorage } from './storage'
 
@@ -25,9 +24,7 @@ const CLOSED_PRS = `SELECT f.id, f.org_id AS "orgId", f.app_id AS "appId", f.sta
       WHERE c.feedback_id > $1 AND c.closed_at >= $2 AND f.status = 'awaiting_manual' AND f.duplicate_of_id IS NULL AND f.merge_request_url = c.pr_url
       ORDER BY c.feedback_id LIMIT $3`
 
-export function createPgGitHooksRepo(storage: PgStorage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
-  const side = lifecycle.pg
-  if (!side) throw new Error('the git-hooks repository on PostgreSQL needs the lifecycle on PostgreSQL')
+export function createPgGitHooksRepo(storage: PgStorage, side: PgLifecycle, clock: Clock): GitHooksRepo {
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const changes = createPgPrChanges(side)
   /** Every key remembered; false when one of them was already (a replay). */

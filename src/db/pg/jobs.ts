@@ -1,5 +1,5 @@
 /**
- * The durable job table's PostgreSQL side (the port: src/worker/jobs-repo.ts). A claim is one statement
+ * The durable job table's PostgreSQL side (the port: src/lifecycle/jobs-repo.ts). A claim is one statement
  * in the River/pg-boss shape: the due rows are picked `FOR UPDATE SKIP LOCKED` in a CTE and leased by the
  * UPDATE that joins it, so two claimers (two pools, two nodes) never take the same job and never wait on
  * each other's picks.

@@ -1,7 +1,6 @@
 /** PostgreSQL side of modules/trackers/repo.ts: the statements of TRACKER_SQL (numbered), the same moves and events as src/db/sqlite/trackers.ts. */
 import type { Clock } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { GIT_DELIVERY_RETENTION_MS, resolvedUserId } from '../../modules/git-hooks/repo'
 import {
   duplicateFollows,
@@ -16,7 +15,7 @@ import {
   type TrackersRepo,
 } from '../../modules/trackers/repo'
 import { writeAuditPg } from './audit-writer'
-import type { PgTx } from './lifecycle'
+import type { PgLifecycle, PgTx } from './lifecycle'
 import { exec, many, one, type PgStorage } from './storage'
 
 type Submitter = { submitted_mode: string; external_user_id: string | null }
@@ -26,9 +25,7 @@ const numbered = (text: string) => {
   let i = 0
   return text.replace(/\?/g, () => `$${++i}`)
 }
-export function createPgTrackersRepo(storage: PgStorage, lifecycle: Lifecycle, clock: Clock): TrackersRepo {
-  const side = lifecycle.pg
-  if (!side) throw new Error('the trackers repository on PostgreSQL needs the lifecycle on PostgreSQL')
+export function createPgTrackersRepo(storage: PgStorage, side: PgLifecycle, clock: Clock): TrackersRepo {
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const pool = storage.pool
   const Q = Object.fromEntries(Object.entries(TRACKER_SQL).map(([k, v]) => [k, numbered(v)])) as Record<keyof typeof TRACKER_SQL, string>

@@ -109,7 +109,7 @@ export const jobs = sqliteTable(
     lastError: text('last_error'),
     createdAt: integer('created_at').notNull(),
   },
-  // jobs_kind_due_idx: each thread claims only its own kinds (worker/jobs-repo.ts); without it a thread
+  // jobs_kind_due_idx: each thread claims only its own kinds (lifecycle/jobs-repo.ts); without it a thread
   // with few jobs scanned every due job of the other thread's kinds (200k under a burst) per claim.
   (t) => [index('jobs_due_idx').on(t.runAfter), index('jobs_feedback_idx').on(t.feedbackId), index('jobs_kind_due_idx').on(t.kind, t.runAfter)],
 )

@@ -4,7 +4,7 @@
  * API's reads. Status moves and events join the lifecycle's SQLite side, nested in the run's transaction.
  */
 import type { Statement } from 'bun:sqlite'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { SqliteLifecycle } from './lifecycle'
 import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
 import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
@@ -12,9 +12,7 @@ import { createSqlitePrChanges } from './pr-changes'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
 
-export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle): AgentRunsRepo {
-  const side = lifecycle.sqlite
-  if (!side) throw new Error('the agent-runs repository on SQLite needs the lifecycle on SQLite')
+export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: SqliteLifecycle): AgentRunsRepo {
 
   const getFeedback: Statement = sqlite.query(
     'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = ?',
@@ -54,10 +52,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
    * applied or dropped; in the caller's transaction.
    */
   function settle(scope: RunScope, outcome: RunOutcome, now: number): void {
-    side!.move(sqlite, scope.feedbackId, outcome.move.to, outcome.move.cause)
+    side.move(sqlite, scope.feedbackId, outcome.move.to, outcome.move.cause)
     // Reports in the cluster point at the same pull request.
     if (outcome.shareUrl) shareUrl.run(outcome.shareUrl, now, scope.feedbackId)
-    side!.record({ orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
+    side.record({ orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
     prChanges.applyDeferred(scope.feedbackId, now)
   }
 
@@ -68,10 +66,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, lifecycle: 
     try {
       return sqlite
         .transaction(() => {
-          if (!side!.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from })) return false
+          if (!side.move(sqlite, r.feedbackId, 'agent_running', { by: 'system', from })) return false
           insertRun.run(row(r))
           for (const id of consumed) dropPending.run(id)
-          side!.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
+          side.record({ orgId: r.orgId, appId: r.appId }, event.type, event.data)
           return true
         })
         .immediate()

@@ -1,14 +1,12 @@
 /** SQLite side of modules/git-hooks/repo.ts: moves and events (src/db/sqlite/pr-changes.ts) join the lifecycle's SQLite side in the delivery's transaction. */
 import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { SqliteLifecycle } from './lifecycle'
 import { GIT_DELIVERY_RETENTION_MS, keyList, PENDING_REVIEWS_MAX, pendingFull, type DeliveryKeys, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
 import { createSqlitePrChanges } from './pr-changes'
 import type { SqliteStorage } from './storage'
 
-export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
-  const side = lifecycle.sqlite
-  if (!side) throw new Error('the git-hooks repository on SQLite needs the lifecycle on SQLite')
+export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, side: SqliteLifecycle, clock: Clock): GitHooksRepo {
   // The App's runs are few (runs per day are capped): agent_runs_app_idx bounds the search.
   const reportOfPr: Statement = sqlite.query(
     `SELECT f.id, f.org_id AS orgId, f.app_id AS appId, f.status, f.merge_request_url AS prUrl

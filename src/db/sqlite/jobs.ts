@@ -1,5 +1,5 @@
 /**
- * The durable job table's SQLite side (the port: src/worker/jobs-repo.ts). Synchronous, so the
+ * The durable job table's SQLite side (the port: src/lifecycle/jobs-repo.ts). Synchronous, so the
  * processing step can delete its job inside its own transaction (`finish`), as it always did.
  */
 import type { Database, Statement } from 'bun:sqlite'

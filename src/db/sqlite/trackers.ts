@@ -1,7 +1,7 @@
 /** SQLite side of modules/trackers/repo.ts: the statements of TRACKER_SQL; moves and events join the lifecycle's SQLite side. */
 import type { Clock } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
+import type { SqliteLifecycle } from './lifecycle'
 import { GIT_DELIVERY_RETENTION_MS, resolvedUserId } from '../../modules/git-hooks/repo'
 import {
   duplicateFollows,
@@ -20,9 +20,7 @@ import type { SqliteStorage } from './storage'
 
 type Submitter = { submitted_mode: string; external_user_id: string | null }
 
-export function createSqliteTrackersRepo({ sqlite }: SqliteStorage, lifecycle: Lifecycle, clock: Clock): TrackersRepo {
-  const side = lifecycle.sqlite
-  if (!side) throw new Error('the trackers repository on SQLite needs the lifecycle on SQLite')
+export function createSqliteTrackersRepo({ sqlite }: SqliteStorage, side: SqliteLifecycle, clock: Clock): TrackersRepo {
   const writeAudit = sqliteAuditWriter(sqlite, clock)
   const q = (text: string) => sqlite.query(text)
   const changes = (r: unknown) => (r as { changes: number }).changes

@@ -5,9 +5,6 @@
  * The port: one interface, a SQLite (src/db/sqlite/console.ts) and a PostgreSQL (src/db/pg/console.ts)
  * implementation, both held to test/repos/console.test.ts.
  */
-import type { Storage } from '../../db/storage'
-import { createSqliteConsoleRepo } from '../../db/sqlite/console'
-import { createPgConsoleRepo } from '../../db/pg/console'
 
 export interface KeyActivityRow {
   id: string
@@ -47,6 +44,3 @@ export interface ConsoleRepo {
 /** The ids worth naming: distinct, and shaped like fixloop ids. */
 export const nameableIds = (ids: string[]): string[] => [...new Set(ids)].filter((id) => /^[0-9a-f]{24}$/.test(id))
 
-export function createConsoleRepo(storage: Storage): ConsoleRepo {
-  return storage.dialect === 'sqlite' ? createSqliteConsoleRepo(storage) : createPgConsoleRepo(storage)
-}

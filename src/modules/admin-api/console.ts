@@ -13,7 +13,6 @@ import type { ActedBy, AuditLog } from '../audit/index'
 import { canSee, type AdminIdentity } from '../admins/service'
 import type { PasswordReentry } from './password-reentry'
 import type { ConnectionInput, ConnectionsService } from '../connections/service'
-import { createConsoleRepo } from './console-repo'
 
 export interface Actor {
   admin: AdminIdentity
@@ -29,7 +28,7 @@ export interface ConsoleDeps {
 
 export function createConsoleService(ctx: Context, { reentry, audit, tenants, connections }: ConsoleDeps) {
   const { box } = ctx
-  const repo = createConsoleRepo(ctx.storage)
+  const repo = ctx.store.console
   const orgExists = repo.orgExists
 
   async function appOf(orgId: string, appId: string): Promise<void> {

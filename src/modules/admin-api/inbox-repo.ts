@@ -10,9 +10,6 @@ import { previewBudget, toListItem } from '../feedback/present'
 import type { FeedbackRepo, ListRow } from '../feedback/repo'
 import { suggestedLeadsOf } from '../feedback/suggested'
 import type { FeedbackItem } from '../feedback/model'
-import type { Storage } from '../../db/storage'
-import { createSqliteInbox } from '../../db/sqlite/inbox'
-import { createPgInbox } from '../../db/pg/inbox'
 
 /** Folder → the statuses it shows. "inbox" is everything not yet decided (new and awaiting a human). */
 export const FOLDERS = {
@@ -131,13 +128,11 @@ export const historyEntry = (e: { seq: number; type: string; data: string; creat
 })
 
 /**
- * `feedback`: reads the leads the page's suggestions point at, so each row shows its suggestion as the
- * API does (src/modules/feedback/suggested.ts: followed to the current lead, none when stale). Without
- * it (tests of the queries alone) the stored suggestion is shown as stored.
+ * The store's inbox rows (src/db/store.ts `inbox`, which shows each stored suggestion as stored), with
+ * each row's suggestion read as the API serves it (src/modules/feedback/suggested.ts: followed to the
+ * current lead, none when stale): `feedback` reads the leads the page's suggestions point at.
  */
-export function createInbox(storage: Storage, feedback?: Pick<FeedbackRepo, 'leadStates'>): Inbox {
-  const inbox = storage.dialect === 'sqlite' ? createSqliteInbox(storage) : createPgInbox(storage)
-  if (!feedback) return inbox
+export function withSuggestedLeads(inbox: Inbox, feedback: Pick<FeedbackRepo, 'leadStates'>): Inbox {
   return {
     ...inbox,
     async list(orgId, adminId, q) {

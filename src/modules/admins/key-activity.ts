@@ -2,16 +2,14 @@
  * Remembers when each `sk_` key was last used, for the dashboard's key list. One write per key per
  * minute at most, so a busy API client does not turn every read into a write.
  */
-import type { Storage } from '../../db/storage'
-import { createAdminsRepo } from './repo'
+import type { AdminsRepo } from './repo'
 import type { Clock } from '../../core/clock'
 
 const WRITE_EVERY_MS = 60_000
 const MAX_TRACKED = 10_000
 
-export function createKeyActivity(storage: Storage, clock: Clock) {
+export function createKeyActivity(repo: AdminsRepo, clock: Clock) {
   const written = new Map<string, number>()
-  const repo = createAdminsRepo(storage)
   /** Undefined (nothing to wait for) unless this use is written. */
   return (keyId: string): Promise<void> | undefined => {
     const now = clock.now()

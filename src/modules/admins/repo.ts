@@ -7,9 +7,6 @@
  * implementation, both held to test/repos/admins.test.ts.
  */
 import type { adminSessions, admins } from '../../db/schema'
-import type { Storage } from '../../db/storage'
-import { createSqliteAdminsRepo } from '../../db/sqlite/admins'
-import { createPgAdminsRepo } from '../../db/pg/admins'
 
 export type AdminRow = typeof admins.$inferSelect
 export type SessionRow = typeof adminSessions.$inferSelect
@@ -60,6 +57,3 @@ export interface AdminsRepo {
   keyUsed(keyId: string, at: number): Promise<void>
 }
 
-export function createAdminsRepo(storage: Storage): AdminsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteAdminsRepo(storage) : createPgAdminsRepo(storage)
-}

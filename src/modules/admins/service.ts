@@ -11,8 +11,7 @@ import { newId } from '../../core/ids'
 import type { SecretBox } from '../../core/crypto'
 import { sha256Hex } from '../../core/secrets'
 import { base32Decode, matchTotp } from './totp'
-import type { Storage } from '../../db/storage'
-import { createAdminsRepo, type AdminRow, type OrgRole } from './repo'
+import { type AdminRow, type AdminsRepo, type OrgRole } from './repo'
 
 export const PASSWORD_MIN_LENGTH = 10
 export const PASSWORD_MAX_LENGTH = 1024
@@ -46,8 +45,7 @@ export function checkPassword(password: string): void {
 // Verified when the email is unknown, so a miss costs as long as a wrong password (no user enumeration).
 let dummyHash: Promise<string> | undefined
 
-export function createAdminsService(storage: Storage, box: SecretBox, clock: Clock) {
-  const repo = createAdminsRepo(storage)
+export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clock) {
 
   async function identityOf(row: AdminRow): Promise<AdminIdentity> {
     const roles = new Map<string, OrgRole>()

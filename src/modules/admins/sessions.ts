@@ -8,8 +8,7 @@ import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { sha256Hex } from '../../core/secrets'
-import type { Storage } from '../../db/storage'
-import { createAdminsRepo } from './repo'
+import type { AdminsRepo } from './repo'
 
 export const SESSION_COOKIE = 'fixloop_admin'
 export const SESSION_TTL_MS = 7 * 24 * 3600_000
@@ -22,8 +21,7 @@ export interface ActiveSession {
   csrfToken: string
 }
 
-export function createSessionStore(storage: Storage, clock: Clock) {
-  const repo = createAdminsRepo(storage)
+export function createSessionStore(repo: AdminsRepo, clock: Clock) {
 
   return {
     /** Opens a session; returns the cookie value (shown once) and the CSRF token. */

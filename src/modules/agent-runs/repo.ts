@@ -10,13 +10,9 @@
  * The port: this interface, a SQLite (src/db/sqlite/agent-runs.ts) and a PostgreSQL
  * (src/db/pg/agent-runs.ts) implementation, both held to test/repos/agent-runs.test.ts.
  */
-import type { Storage } from '../../db/storage'
 import type { FeedbackCoreColumns } from '../../db/feedback-row'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { MoveCause } from '../../lifecycle/rules'
-import { createSqliteAgentRunsRepo } from '../../db/sqlite/agent-runs'
-import { createPgAgentRunsRepo } from '../../db/pg/agent-runs'
 
 /** A run as the API reads it (raw columns). */
 export interface RunRow {
@@ -199,7 +195,3 @@ export interface AgentRunsRepo {
 /** The most runs a report's list returns. */
 export const RUN_LIST_LIMIT = 200
 
-/** `lifecycle` is the one the writes join (its `sqlite` or `pg` side, by the storage's dialect). */
-export function createAgentRunsRepo(storage: Storage, lifecycle: Lifecycle): AgentRunsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteAgentRunsRepo(storage, lifecycle) : createPgAgentRunsRepo(storage, lifecycle)
-}

@@ -4,11 +4,8 @@
  * side (src/db/pg/apps.ts), held to test/repos/apps.test.ts.
  */
 import type { apps } from '../../db/schema'
-import type { Storage } from '../../db/storage'
 import { isoUtc } from '../../core/clock'
 import type { App, ProcessingMode } from './model'
-import { createSqliteAppsRepo } from '../../db/sqlite/apps'
-import { createPgAppsRepo } from '../../db/pg/apps'
 import { levelOf } from '../../abuse/pow-service'
 
 export type AppRow = typeof apps.$inferSelect
@@ -41,6 +38,3 @@ export interface AppsRepo {
   everInOrg(orgId: string, id: string): Promise<boolean>
 }
 
-export function createAppsRepo(storage: Storage): AppsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteAppsRepo(storage) : createPgAppsRepo(storage)
-}

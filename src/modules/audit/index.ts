@@ -6,9 +6,8 @@
  */
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
-import type { Storage } from '../../db/storage'
+import type { AuditRepo } from './repo'
 import type { AuditEntry } from './entry'
-import { createAuditRepo } from './repo'
 export type { ActedBy, AuditEntry } from './entry'
 
 export interface AuditRecord {
@@ -22,8 +21,7 @@ export interface AuditRecord {
   createdAt: string
 }
 
-export function createAuditLog(storage: Storage, clock: Clock) {
-  const repo = createAuditRepo(storage, clock)
+export function createAuditLog(repo: AuditRepo, clock: Clock) {
   return {
     /** Appends one entry in its own transaction; returns its id. */
     record: (e: AuditEntry): Promise<string> => repo.append(e),

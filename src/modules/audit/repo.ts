@@ -7,11 +7,7 @@
  * implementation, both held to test/repos/audit.test.ts.
  */
 import type { auditLog } from '../../db/schema'
-import type { Storage } from '../../db/storage'
-import type { Clock } from '../../core/clock'
 import type { AuditEntry } from './entry'
-import { createSqliteAuditRepo } from '../../db/sqlite/audit'
-import { createPgAuditRepo } from '../../db/pg/audit'
 
 export type AuditRow = typeof auditLog.$inferSelect
 
@@ -32,6 +28,3 @@ export interface AuditRepo {
   page(q: AuditPageQuery): Promise<AuditRow[]>
 }
 
-export function createAuditRepo(storage: Storage, clock: Clock): AuditRepo {
-  return storage.dialect === 'sqlite' ? createSqliteAuditRepo(storage, clock) : createPgAuditRepo(storage, clock)
-}

@@ -14,7 +14,6 @@ import { stripNul } from '../../core/nul'
 import type { Logger } from '../../core/logger'
 import { ID_PATTERN } from '../../core/ids'
 import type { FeedbackService } from '../feedback/service'
-import { createChatopsRepo } from './repo'
 import type { SlackApi } from './slack-api'
 
 const WINDOW_SECONDS = 300
@@ -31,7 +30,7 @@ export function verifySlackSignature(signingSecret: string, timestamp: string | 
 const HELP = 'Usage: `/fixloop status <report id>` · `/fixloop queue <report id>` · `/fixloop archive <report id>`'
 
 export function createSlashCommands(ctx: Context, feedback: FeedbackService, api: SlackApi, log: Logger) {
-  const repo = createChatopsRepo(ctx.storage, ctx.clock)
+  const repo = ctx.store.chatops
   const slackOrigin = new URL(ctx.config.slackApiUrl).origin
 
   /** response_url must point at Slack (or at the configured API host, e.g. a test stub): never elsewhere. */

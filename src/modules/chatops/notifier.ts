@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto'
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
-import { createChatopsRepo, type ChatopsRepo, type SlackConnectionRow } from './repo'
+import { type ChatopsRepo, type SlackConnectionRow } from './repo'
 import { CHANNEL_INTERVAL_MS, SlackApi, SlackError } from './slack-api'
 
 interface Ev {
@@ -56,7 +56,7 @@ export class SlackNotifier {
      */
     private readonly mayAct: () => boolean = () => true,
   ) {
-    this.repo = createChatopsRepo(ctx.storage, ctx.clock)
+    this.repo = ctx.store.chatops
   }
 
   start(hub: EventHub): void {

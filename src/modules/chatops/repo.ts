@@ -4,11 +4,7 @@
  * The port: the SQLite side (src/db/sqlite/chatops.ts) and the PostgreSQL side (src/db/pg/chatops.ts),
  * both held to test/repos/chatops.test.ts. Each change commits with its audit rows.
  */
-import type { Clock } from '../../core/clock'
-import type { Storage } from '../../db/storage'
 import type { AuditEntry } from '../audit/entry'
-import { createSqliteChatopsRepo } from '../../db/sqlite/chatops'
-import { createPgChatopsRepo } from '../../db/pg/chatops'
 
 export interface SlackConnectionRow {
   id: string
@@ -95,6 +91,3 @@ export interface ChatopsRepo {
   orgExists(orgId: string): Promise<boolean>
 }
 
-export function createChatopsRepo(storage: Storage, clock: Clock): ChatopsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteChatopsRepo(storage, clock) : createPgChatopsRepo(storage, clock)
-}

@@ -10,7 +10,7 @@ import { ApiError } from '../../core/errors'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
-import { createChatopsRepo, type SlackConnectionRow } from './repo'
+import { type SlackConnectionRow } from './repo'
 import type { ActedBy, AuditEntry } from '../audit/entry'
 
 /** What a connection posts about when no --events are given. */
@@ -48,7 +48,7 @@ function present(c: SlackConnectionRow) {
 }
 
 export function createChatopsService(ctx: Context) {
-  const repo = createChatopsRepo(ctx.storage, ctx.clock)
+  const repo = ctx.store.chatops
   const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
   /** The audit row of a change, written by the repo in the change's own transaction. */
   const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })

@@ -4,12 +4,7 @@
  * (src/db/pg/connections.ts), held to test/repos/connections.test.ts.
  */
 import type { repoConnections } from '../../db/schema'
-import type { Storage } from '../../db/storage'
-import type { Clock } from '../../core/clock'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { AuditEntry } from '../audit/entry'
-import { createSqliteConnectionsRepo } from '../../db/sqlite/connections'
-import { createPgConnectionsRepo } from '../../db/pg/connections'
 
 export type ConnectionRow = typeof repoConnections.$inferSelect
 export type NewConnection = typeof repoConnections.$inferInsert
@@ -32,6 +27,3 @@ export interface ConnectionsRepo {
   count(): Promise<number>
 }
 
-export function createConnectionsRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): ConnectionsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteConnectionsRepo(storage, lifecycle.sqlite!, clock) : createPgConnectionsRepo(storage, lifecycle.pg!, clock)
-}

@@ -10,7 +10,7 @@ import { changedDestination, secretRequiredAgain, type Destination } from '../..
 import { denyPatternProblem } from '../../core/globs'
 import { isoUtc } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createConnectionsRepo, type ConnectionRow } from './repo'
+import { type ConnectionRow } from './repo'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 export const HOST_KINDS = ['github', 'gitea', 'gitlab', 'none'] as const
@@ -188,7 +188,7 @@ function check(input: ConnectionInput): void {
 
 export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
   const { box, clock } = ctx
-  const repo = createConnectionsRepo(ctx.storage, lifecycle, clock)
+  const repo = ctx.store.connections
   /** The audit rows of a change made by `by` (none when the caller records nobody, e.g. a test fixture). */
   const note = (by: ActedBy | undefined, orgId: string, action: string, targetId: string, data?: Record<string, unknown>): AuditEntry[] => {
     const e = auditEntry(by, orgId, action, targetId, data)

@@ -4,9 +4,6 @@
  * being written. Retention deletes whole old rows; it never renumbers.
  */
 import { isoUtc } from '../../core/clock'
-import type { Storage } from '../../db/storage'
-import { createSqliteEventsRepo } from '../../db/sqlite/events'
-import { createPgEventsRepo } from '../../db/pg/events'
 
 export interface EventRow {
   id: string
@@ -109,6 +106,3 @@ export interface EventsRepo {
   purgeBefore(before: number): Promise<number>
 }
 
-export function createEventsRepo(storage: Storage): EventsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteEventsRepo(storage) : createPgEventsRepo(storage)
-}

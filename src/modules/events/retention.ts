@@ -5,16 +5,14 @@
  */
 import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
-import { createWebhooksRepo } from '../webhooks/repo'
-import { createEventsRepo } from './repo'
 
 const DAY_MS = 24 * 3600_000
 const EVERY_MS = 3600_000
 
 export async function purgeExpired(ctx: Context): Promise<{ events: number; deliveryLog: number }> {
   const now = ctx.clock.now()
-  const events = await createEventsRepo(ctx.storage).purgeBefore(now - ctx.config.eventRetentionDays * DAY_MS)
-  const deliveryLog = await createWebhooksRepo(ctx.storage, ctx.clock).purge(now - ctx.config.webhookLogRetentionDays * DAY_MS)
+  const events = await ctx.store.events.purgeBefore(now - ctx.config.eventRetentionDays * DAY_MS)
+  const deliveryLog = await ctx.store.webhooks.purge(now - ctx.config.webhookLogRetentionDays * DAY_MS)
   return { events, deliveryLog }
 }
 

@@ -6,10 +6,6 @@
  * src/db/pg/processing.ts (a PgTx).
  */
 import type { FeedbackStatus } from '../../core/fsm'
-import type { Storage } from '../../db/storage'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createSqliteProcessing, type SqliteProcessing } from '../../db/sqlite/processing'
-import { createPgProcessing, type PgProcessing } from '../../db/pg/processing'
 
 /** A report as the `process` job reads it (raw columns, snake_case as stored). */
 export interface ProcessRow {
@@ -48,51 +44,5 @@ export interface ProcessingRepo {
   releaseWaitingLeads(appId: string, to: FeedbackStatus): Promise<number>
   /** A report whose processing gave up: `failed` with the cause, if still at `version`. */
   fail(id: string, version: number, reason: string): Promise<boolean>
-  /** The SQLite side (synchronous, joins the caller's SQLite transaction); undefined on PostgreSQL. */
-  readonly sqlite: SqliteProcessing | undefined
-  /** The PostgreSQL side (joins a PgTx); undefined on SQLite. */
-  readonly pg: PgProcessing | undefined
 }
 
-export function createProcessingRepo(storage: Storage, lifecycle: Lifecycle): ProcessingRepo {
-  if (storage.dialect === 'sqlite') {
-    if (!lifecycle.sqlite) throw new Error('a SQLite processing repo needs the lifecycle of the same store')
-    const s = createSqliteProcessing(storage.sqlite, lifecycle.sqlite)
-    return {
-      get: async (id) => s.get(id),
-      appOf: async (id) => s.appOf(id),
-      routing: async (appId) => s.routing(appId),
-      waitingLeads: async (appId) => s.waitingLeads(appId),
-      releaseWaitingLeads: async (appId, to) => s.releaseWaitingLeads(appId, to),
-      fail: async (id, version, reason) => s.fail(id, version, reason),
-      sqlite: s,
-      pg: undefined,
-    }
-  }
-  if (!lifecycle.pg) throw new Error('a PostgreSQL processing repo needs the lifecycle of the same store')
-  const p = createPgProcessing(storage, lifecycle.pg)
-  return {
-    get: p.get,
-    appOf: p.appOf,
-    routing: p.routing,
-    waitingLeads: p.waitingLeads,
-    releaseWaitingLeads: p.releaseWaitingLeads,
-    fail: p.fail,
-    sqlite: undefined,
-    pg: p,
-  }
-}
-
-/** The SQLite side alone, for the SQLite processing step (its transactions are synchronous). */
-export function sqliteProcessingSide(storage: Storage, lifecycle: Lifecycle): SqliteProcessing {
-  const side = createProcessingRepo(storage, lifecycle).sqlite
-  if (!side) throw new Error('the SQLite processing step needs a SQLite store')
-  return side
-}
-
-/** The PostgreSQL side alone, for the PostgreSQL processing step. */
-export function pgProcessingSide(storage: Storage, lifecycle: Lifecycle): PgProcessing {
-  const side = createProcessingRepo(storage, lifecycle).pg
-  if (!side) throw new Error('the PostgreSQL processing step needs a PostgreSQL store')
-  return side
-}

@@ -10,18 +10,9 @@
  */
 import type { feedback } from '../../db/schema'
 import type { RootState } from '../../dedup/cluster-repo'
-import type { Storage } from '../../db/storage'
-import type { Clock } from '../../core/clock'
 import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
 import { LIMITS } from '../../core/limits'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { AuditEntry } from '../audit/entry'
-import { createIntakeCommitter, pgCommitter, sqliteCommitter, type IntakeCommitter } from '../../db/intake-committer'
-import { createSqliteFeedbackRepo } from '../../db/sqlite/feedback'
-
-/** The SQLite list statement's text (test/perf-plans.test.ts checks its plans). */
-export { listSql } from '../../db/sqlite/feedback'
-import { createPgFeedbackRepo } from '../../db/pg/feedback'
 
 export type FeedbackRow = typeof feedback.$inferSelect
 
@@ -203,13 +194,3 @@ export interface FeedbackRepo {
   spamCount(appId: string): Promise<number>
 }
 
-/**
- * `committer`: the process's intake committer (services.ts); without one, the repository makes its
- * own (tests, tools).
- */
-export function createFeedbackRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock, committer?: IntakeCommitter): FeedbackRepo {
-  const c = committer ?? createIntakeCommitter(storage)
-  return storage.dialect === 'sqlite'
-    ? createSqliteFeedbackRepo(storage, lifecycle.sqlite!, clock, sqliteCommitter(c))
-    : createPgFeedbackRepo(storage, lifecycle.pg!, clock, pgCommitter(c))
-}

@@ -8,24 +8,19 @@ import { isoUtc } from '../../core/clock'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { sha256Hex } from '../../core/secrets'
 import type { CustomerTarget, FeedbackStatus } from '../../core/fsm'
-import type { IntakeCommitter } from '../../db/intake-committer'
 import type { KnownApp } from '../../auth/directory'
 import type { UserIdentity } from '../../auth/user-token'
-import { createFeedbackRepo, type FeedbackRepo, type FeedbackRow, type ListRow, type SpamChange, type SubmitResult } from './repo'
-import { createAbuseRepo } from '../../abuse/abuse-repo'
+import { type FeedbackRepo, type FeedbackRow, type ListRow, type SpamChange, type SubmitResult } from './repo'
 import { contentReasons } from '../../abuse/spam-score'
 import { learnFrom, parseFactors } from '../../abuse/spam-learn'
 import type { SpamMark } from '../../abuse/spam-intake'
 import { suggestedLeadsOf } from './suggested'
 import { isMailAddress } from '../mail/address'
-import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toFullItem, toListItem } from './present'
 import { previewStored, sanitizeStored, type StoredReport } from '../../sanitize/report'
-import { createTrackersRepo } from '../trackers/repo'
 import { issueView } from '../trackers/service'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SpamFilter, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { ActedBy } from '../audit/entry'
 
 export interface Submission {
@@ -141,12 +136,12 @@ export interface SpamHooks {
   notSpam(appId: string, text: string): void
 }
 
-export function createFeedbackService(ctx: Context, committer: IntakeCommitter, uploads: UploadsService, lifecycle: Lifecycle, spamHooks?: SpamHooks) {
+export function createFeedbackService(ctx: Context, uploads: UploadsService, spamHooks?: SpamHooks) {
   const { clock } = ctx
-  const repo = createFeedbackRepo(ctx.storage, lifecycle, clock, committer)
-  const apps = createAppsRepo(ctx.storage)
-  const abuse = createAbuseRepo(ctx.storage)
-  const trackerIssues = createTrackersRepo(ctx.storage, lifecycle, clock)
+  const repo = ctx.store.feedback
+  const apps = ctx.store.apps
+  const abuse = ctx.store.abuse
+  const trackerIssues = ctx.store.trackers
 
   /** The tracker issue of each report: its own as a lead, its lead's as a duplicate (one read per page). */
   async function withTrackerIssues<T extends { id: string; duplicateOfId: string | null; trackerIssue: unknown }>(items: T[]): Promise<T[]> {

@@ -6,11 +6,6 @@
  * test/repos/git-hooks.test.ts.
  */
 import type { FeedbackStatus } from '../../core/fsm'
-import type { Storage } from '../../db/storage'
-import type { Clock } from '../../core/clock'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createSqliteGitHooksRepo } from '../../db/sqlite/git-hooks'
-import { createPgGitHooksRepo } from '../../db/pg/git-hooks'
 import { deliveryIdOr } from '../../core/outbound'
 
 /** What the host says happened to the pull/merge request. */
@@ -98,10 +93,6 @@ export interface GitHooksRepo {
    * in id order (a cursor: '' from the start), so a reopen is seen without webhooks.
    */
   closedPullRequests(afterFeedbackId: string, closedSince: number, limit: number): Promise<PrReport[]>
-}
-
-export function createGitHooksRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): GitHooksRepo {
-  return storage.dialect === 'sqlite' ? createSqliteGitHooksRepo(storage, lifecycle, clock) : createPgGitHooksRepo(storage, lifecycle, clock)
 }
 
 /** The status a change applies to, and where it moves the lead. */

@@ -9,11 +9,10 @@ import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { parseDeliveryJson } from '../../core/nul'
 import { newId } from '../../core/ids'
-import type { Storage } from '../../db/storage'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { ConnectionsService } from '../connections/service'
 import { deliveryIdOf, readNews, verifyDelivery, type GitHookHost, type HostNews } from './deliveries'
-import { createGitHooksRepo, deliveryKeys, type DeliveryKeys, type PrReport, type Received } from './repo'
+import { deliveryKeys, type DeliveryKeys, type GitHooksRepo, type PrReport, type Received } from './repo'
 
 /** A review asking for changes on a report's pull request (the text is hostile input, bounded). */
 export interface ReviewRequest {
@@ -49,7 +48,7 @@ export interface ReviewQueue {
 const unauthenticated = () => new ApiError('invalid_authorization', undefined, 'The webhook signature (or GitLab token) is missing or does not match this App\'s webhook secret.')
 
 export function createGitHooksService(deps: {
-  storage: Storage
+  repo: GitHooksRepo
   lifecycle: Lifecycle
   clock: Clock
   connections: Pick<ConnectionsService, 'load'>
@@ -59,7 +58,7 @@ export function createGitHooksService(deps: {
    */
   reviews?: ReviewQueue
 }) {
-  const repo = createGitHooksRepo(deps.storage, deps.lifecycle, deps.clock)
+  const repo = deps.repo
 
   /**
    * A review asking for changes on fixloop's pull request: refused with the reason (a cap reached, …),

@@ -6,9 +6,6 @@
  * itself); the master key matched its check value.
  */
 import { statfsSync } from 'node:fs'
-import type { Storage } from '../../db/storage'
-import { sqliteDatabaseCheck } from '../../db/sqlite/readiness'
-import { pgDatabaseCheck } from '../../db/pg/readiness'
 
 export interface Check {
   ok: boolean
@@ -61,7 +58,8 @@ export function trackersCheck(failing: FailingTracker[]): Check {
 }
 
 export interface ReadinessDeps {
-  storage: Storage
+  /** The store answers, holds every migration and takes a write (src/db/store.ts `databaseCheck`). */
+  database: () => Check | Promise<Check>
   dataDir: string
   /** Below this many free bytes on the data dir's filesystem the server is not ready. */
   minFreeBytes: number
@@ -93,7 +91,7 @@ function withoutConnections(check: Check): Check {
 }
 
 export function createReadiness(d: ReadinessDeps) {
-  const database = d.storage.dialect === 'sqlite' ? sqliteDatabaseCheck(d.storage) : pgDatabaseCheck(d.storage)
+  const { database } = d
   const disk = (): Check => {
     const s = statfsSync(d.dataDir)
     const free = Number(s.bavail) * Number(s.bsize)

@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto'
 import { addressHash, legacyAddressHash, maskAddress } from './address'
 import { CONFIRM_TTL_MS, DAY_MS, HOUR_MS, confirmationAllowed } from './confirm-policy'
 import { confirmMessage, resolvedMessage } from './message'
-import { createMailRepo, type ConfirmationRow, type MailRepo, type OutboxRow } from './repo'
+import { type ConfirmationRow, type MailRepo, type OutboxRow } from './repo'
 import { MailError, sendMail } from './transport'
 import { confirmToken, mailKeys, unsubscribeToken } from './unsubscribe-token'
 import { isSanitized } from '../../sanitize/servable'
@@ -60,7 +60,7 @@ export class Mailer {
     private readonly log: Logger,
     opts: Partial<MailerOptions>,
   ) {
-    this.repo = createMailRepo(ctx.storage, ctx.clock)
+    this.repo = ctx.store.mail
     this.keys = mailKeys(ctx.urlSigningKey)
     this.opts = { mayAct: () => true, pollMs: 5000, publicUrl: undefined, ...opts }
   }

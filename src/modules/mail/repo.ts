@@ -4,12 +4,8 @@
  * The port: the SQLite side (src/db/sqlite/mail.ts) and the PostgreSQL side (src/db/pg/mail.ts), both held
  * to test/repos/mail.test.ts. Each change is one transaction.
  */
-import type { Clock } from '../../core/clock'
-import type { Storage } from '../../db/storage'
 import type { AuditEntry } from '../audit/entry'
 import type { ListRow } from '../feedback/repo'
-import { createSqliteMailRepo } from '../../db/sqlite/mail'
-import { createPgMailRepo } from '../../db/pg/mail'
 
 export const TLS_MODES = ['none', 'starttls', 'tls'] as const
 export type TlsMode = (typeof TLS_MODES)[number]
@@ -199,6 +195,3 @@ export interface MailRepo {
   reportFacts(feedbackId: string): Promise<ReportFacts | null>
 }
 
-export function createMailRepo(storage: Storage, clock: Clock): MailRepo {
-  return storage.dialect === 'sqlite' ? createSqliteMailRepo(storage, clock) : createPgMailRepo(storage, clock)
-}

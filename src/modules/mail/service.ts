@@ -10,10 +10,9 @@ import { isoUtc } from '../../core/clock'
 import { LIMITS } from '../../core/limits'
 import { allowPrivateHint } from '../../core/process-role'
 import type { ActedBy, AuditEntry } from '../audit/entry'
-import { createAppsRepo } from '../apps/repo'
 import { previewBudget, toListItem } from '../feedback/present'
 import { isMailAddress, maskAddress } from './address'
-import { createMailRepo, TLS_MODES, type SmtpRow, type TlsMode } from './repo'
+import { TLS_MODES, type SmtpRow, type TlsMode } from './repo'
 import { checkSmtpHost } from './smtp-guard'
 import { MailError, sendMail } from './transport'
 import { CONFIRM_TTL_MS } from './confirm-policy'
@@ -59,8 +58,8 @@ export function viewOf(r: SmtpRow): SmtpView {
 }
 
 export function createMailService(ctx: Context) {
-  const repo = createMailRepo(ctx.storage, ctx.clock)
-  const apps = createAppsRepo(ctx.storage)
+  const repo = ctx.store.mail
+  const apps = ctx.store.apps
   const keys = mailKeys(ctx.urlSigningKey)
   const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
 

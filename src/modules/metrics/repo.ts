@@ -5,9 +5,6 @@
  * The port: one interface, a SQLite (src/db/sqlite/metrics.ts) and a PostgreSQL (src/db/pg/metrics.ts)
  * implementation, both held to test/repos/metrics.test.ts.
  */
-import type { Storage } from '../../db/storage'
-import { createSqliteMetricsRepo } from '../../db/sqlite/metrics'
-import { createPgMetricsRepo } from '../../db/pg/metrics'
 
 export interface StoreSnapshot {
   reportsByStatus: { status: string; n: number }[]
@@ -23,6 +20,3 @@ export interface MetricsRepo {
   snapshot(now: number): Promise<StoreSnapshot>
 }
 
-export function createMetricsRepo(storage: Storage): MetricsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteMetricsRepo(storage) : createPgMetricsRepo(storage)
-}

@@ -4,16 +4,14 @@
  * figures. Other modules add collectors to the returned registry (see docs/operations.md, "Metrics").
  */
 import { statSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Clock } from '../../core/clock'
-import type { Storage } from '../../db/storage'
+import type { MetricsRepo } from './repo'
 import { MetricsRegistry, type MetricFamily } from './registry'
 import { RequestMetrics } from './request-metrics'
-import { createMetricsRepo } from './repo'
 
-function walBytes(dataDir: string): number {
+function walBytes(walFile: string): number {
   try {
-    return statSync(join(dataDir, 'fixloop.db-wal')).size
+    return statSync(walFile).size
   } catch {
     return 0
   }
@@ -24,10 +22,9 @@ function walBytes(dataDir: string): number {
  * deliveries). In cluster mode only the `maintenance` holder does: N nodes scraped would otherwise read
  * the same figures from the database N times.
  */
-export function createMetrics(storage: Storage, dataDir: string, clock: Clock, databaseWide: () => boolean = () => true) {
+export function createMetrics(repo: MetricsRepo, clock: Clock, databaseWide: () => boolean = () => true, walFile?: string) {
   const requests = new RequestMetrics()
   const registry = new MetricsRegistry()
-  const repo = createMetricsRepo(storage)
   const startedAt = Date.now()
   registry.add(() => requests.collect())
   registry.add(async (): Promise<MetricFamily[]> => {
@@ -48,8 +45,8 @@ export function createMetrics(storage: Storage, dataDir: string, clock: Clock, d
       { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       ...own,
       // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
-      ...(storage.dialect === 'sqlite'
-        ? [{ name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge' as const, samples: [{ value: walBytes(dataDir) }] }]
+      ...(walFile
+        ? [{ name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge' as const, samples: [{ value: walBytes(walFile) }] }]
         : []),
     ]
   })

@@ -7,12 +7,8 @@
  * implementation, both held to test/repos/tenants.cases.ts.
  */
 import type { apiKeys, apps, orgs } from '../../db/schema'
-import type { Storage } from '../../db/storage'
-import type { Clock } from '../../core/clock'
 import type { AuditEntry } from '../audit/entry'
 import type { AppRow } from '../apps/repo'
-import { createSqliteTenantsRepo } from '../../db/sqlite/tenants'
-import { createPgTenantsRepo } from '../../db/pg/tenants'
 
 export type OrgRow = typeof orgs.$inferSelect
 export type KeyRow = typeof apiKeys.$inferSelect
@@ -47,6 +43,3 @@ export interface TenantsRepo {
   updateApp(orgId: string, appId: string, patch: Partial<AppRow>, audit: AuditEntry[]): Promise<boolean>
 }
 
-export function createTenantsRepo(storage: Storage, clock: Clock): TenantsRepo {
-  return storage.dialect === 'sqlite' ? createSqliteTenantsRepo(storage, clock) : createPgTenantsRepo(storage, clock)
-}

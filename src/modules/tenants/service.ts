@@ -12,7 +12,6 @@ import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core
 import { toApp, type AppRow } from '../apps/repo'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS, type ProofOfWorkLevel } from '../../abuse/difficulty'
 import { SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode } from '../apps/model'
-import { createTenantsRepo } from './repo'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
@@ -58,7 +57,7 @@ export function normalizeOrigin(text: string): string {
 
 export function createTenantsService(ctx: Context) {
   const { box, clock } = ctx
-  const repo = createTenantsRepo(ctx.storage, clock)
+  const repo = ctx.store.tenants
   /** The audit rows of a change made by `by` (none when the caller records nobody, e.g. a test fixture). */
   const note = (by: ActedBy | undefined, orgId: string, action: string, targetId: string, data?: Record<string, unknown>): AuditEntry[] => {
     const e = auditEntry(by, orgId, action, targetId, data)

@@ -7,12 +7,7 @@
  * news's own transaction; no tracker call ever runs inside one.
  */
 import { TRACKER_RESOLVES_FROM, canFollowLead, type FeedbackStatus } from '../../core/fsm'
-import type { Clock } from '../../core/clock'
-import type { Storage } from '../../db/storage'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { AuditEntry } from '../audit/entry'
-import { createSqliteTrackersRepo } from '../../db/sqlite/trackers'
-import { createPgTrackersRepo } from '../../db/pg/trackers'
 import { keyList, type DeliveryKeys } from '../git-hooks/repo'
 
 export interface TrackerConnectionRow {
@@ -182,10 +177,6 @@ export interface TrackersRepo {
   applyNews(appId: string, news: NewsApply): Promise<NewsResult>
   /** Polling: live links with an issue, after `afterFeedbackId` in id order, with their lead's cluster size. */
   openIssues(afterFeedbackId: string, limit: number): Promise<(TrackerIssueRow & { cluster_size: number })[]>
-}
-
-export function createTrackersRepo(storage: Storage, lifecycle: Lifecycle, clock: Clock): TrackersRepo {
-  return storage.dialect === 'sqlite' ? createSqliteTrackersRepo(storage, lifecycle, clock) : createPgTrackersRepo(storage, lifecycle, clock)
 }
 
 /**

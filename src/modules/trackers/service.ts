@@ -17,11 +17,10 @@ import { TRACKER_KINDS, TrackerError, type TrackerKind, type TrackerTarget } fro
 import { adapterFor, DEFAULT_API_URLS } from '../../trackers/registry'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
-import { createAppsRepo } from '../apps/repo'
 import { hasUserinfo } from '../webhooks/ssrf'
 import { allowPrivateHint } from '../../core/process-role'
 import { actionFor, MAPPED_ACTIONS, type StateMap } from './mapping'
-import { createTrackersRepo, linkFollows, type NewsAction, type TrackerConnectionRow, type TrackerIssueRow } from './repo'
+import { linkFollows, type NewsAction, type TrackerConnectionRow, type TrackerIssueRow } from './repo'
 import { deliveryKeys } from '../git-hooks/repo'
 
 export const SEVERITY_CHOICES = ['low', 'medium', 'high', 'unset'] as const
@@ -144,8 +143,8 @@ const urlKey = (url: string) => new URL(url).href.replace(/\/+$/, '')
 
 export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
   const { box, clock, config } = ctx
-  const repo = createTrackersRepo(ctx.storage, lifecycle, clock)
-  const apps = createAppsRepo(ctx.storage)
+  const repo = ctx.store.trackers
+  const apps = ctx.store.apps
   const note = (by: ActedBy | undefined, orgId: string, action: string, targetId: string, data?: Record<string, unknown>): AuditEntry[] => {
     const e = auditEntry(by, orgId, action, targetId, data)
     return e ? [e] : []

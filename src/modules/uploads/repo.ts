@@ -7,10 +7,6 @@
  * (src/db/pg/uploads.ts), held to test/repos/uploads.test.ts. Writes on the request path go through the
  * intake group commit, like the submission's.
  */
-import type { Storage } from '../../db/storage'
-import { createIntakeCommitter, pgCommitter, sqliteCommitter, type IntakeCommitter } from '../../db/intake-committer'
-import { createSqliteUploadsRepo } from '../../db/sqlite/uploads'
-import { createPgUploadsRepo } from '../../db/pg/uploads'
 
 /** An upload row as stored (column names as in the table, on both dialects). */
 export interface UploadRow {
@@ -49,7 +45,3 @@ export interface UploadsRepo {
   deleteUnreferenced(key: string): Promise<boolean>
 }
 
-export function createUploadsRepo(storage: Storage, committer?: IntakeCommitter): UploadsRepo {
-  const c = committer ?? createIntakeCommitter(storage)
-  return storage.dialect === 'sqlite' ? createSqliteUploadsRepo(storage, sqliteCommitter(c)) : createPgUploadsRepo(storage, pgCommitter(c))
-}

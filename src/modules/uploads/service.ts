@@ -7,9 +7,7 @@ import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { LIMITS } from '../../core/limits'
-import type { IntakeCommitter } from '../../db/intake-committer'
-import type { Storage } from '../../db/storage'
-import { createUploadsRepo, type UploadRow } from './repo'
+import { type UploadRow, type UploadsRepo } from './repo'
 import type { BlobStore } from '../../blobs/blob-store'
 import { ALLOWED_CONTENT_TYPES, baseContentType, safeFilename, UPLOAD_KEY_RE } from '../../blobs/blob-store'
 import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
@@ -43,8 +41,7 @@ const invalid = (path: string, message: string) => new ApiError('invalid_body', 
  * Marking a submission's uploads as referenced is part of the submission's own transaction
  * (modules/feedback/repo.ts).
  */
-export function createUploadsService(storage: Storage, store: BlobStore, committer: IntakeCommitter, clock: Clock, log: Logger, graceMs: number) {
-  const repo = createUploadsRepo(storage, committer)
+export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock: Clock, log: Logger, graceMs: number) {
   /** Keys an embedded PUT is streaming to right now: a second PUT to one of them is refused at once. */
   const inFlight = new Set<string>()
 

@@ -11,7 +11,7 @@ import { newId } from '../../core/ids'
 import { createTurns } from '../../core/turns'
 import { VERSION } from '../../version'
 import type { EventHub } from '../events/hub'
-import { createWebhooksRepo, type DeliveryRow, type WebhookRow, type WebhooksRepo } from './repo'
+import { type DeliveryRow, type WebhookRow, type WebhooksRepo } from './repo'
 import { DISABLE_AFTER_FAILING_MS, parseRetryAfter, retryDelayMs } from './schedule'
 import { postOnce, type AttemptResult } from './sender'
 import { signatureHeader } from './signature'
@@ -42,7 +42,7 @@ export class WebhookDispatcher {
     private readonly log: Logger,
     opts: Partial<DispatcherOptions> = {},
   ) {
-    this.repo = createWebhooksRepo(ctx.storage, ctx.clock)
+    this.repo = ctx.store.webhooks
     this.opts = { concurrency: 16, pollMs: 200, random: Math.random, mayAct: () => true, ...opts }
   }
 

@@ -6,12 +6,8 @@
  * both held to test/repos/webhooks.test.ts. Each change is one transaction with its audit rows (and its
  * event, when it records one).
  */
-import type { Clock } from '../../core/clock'
-import type { Storage } from '../../db/storage'
 import type { AuditEntry } from '../audit/entry'
 import type { EventRow } from '../events/repo'
-import { createSqliteWebhooksRepo } from '../../db/sqlite/webhooks'
-import { createPgWebhooksRepo } from '../../db/pg/webhooks'
 
 export interface WebhookRow {
   id: string
@@ -160,7 +156,3 @@ export interface WebhooksRepo {
   purge(before: number): Promise<number>
 }
 
-/** Events (webhook.test, webhook.disabled) are appended through each side's outbox, in the change's transaction. */
-export function createWebhooksRepo(storage: Storage, clock: Clock): WebhooksRepo {
-  return storage.dialect === 'sqlite' ? createSqliteWebhooksRepo(storage, clock) : createPgWebhooksRepo(storage, clock)
-}

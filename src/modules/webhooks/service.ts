@@ -12,7 +12,7 @@ import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
 import { checkTarget } from './ssrf'
 import { newWebhookSecret } from './signature'
-import { createWebhooksRepo, type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
+import { type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
 import type { ActedBy, AuditEntry } from '../audit/entry'
 
 export const ROTATION_OVERLAP_MS = 24 * 3600_000
@@ -76,7 +76,7 @@ export interface WebhooksServiceOptions {
 }
 
 export function createWebhooksService(ctx: Context, options: WebhooksServiceOptions = {}) {
-  const repo = createWebhooksRepo(ctx.storage, ctx.clock)
+  const repo = ctx.store.webhooks
   /** The audit row of a change, written by the repo in the change's own transaction. */
   const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
   const allowPrivate = options.allowPrivate ?? ctx.config.webhookAllowPrivate

@@ -5,7 +5,7 @@
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { UploadsService } from '../../modules/uploads/service'
-import type { JobsRepo } from '../jobs-repo'
+import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 
 const UPLOADS_GC_EVERY_MS = 60 * 60 * 1000

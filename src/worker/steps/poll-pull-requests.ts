@@ -13,7 +13,7 @@ import type { Logger } from '../../core/logger'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { ConnectionsService, RepoConnection } from '../../modules/connections/service'
 import { CLOSED_PR_POLL_MS, type GitHooksRepo, type PrChange, type PrReport } from '../../modules/git-hooks/repo'
-import type { JobsRepo } from '../jobs-repo'
+import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 import { HostThrottled, pullNumberOf, pullRequestState } from '../../agent/hosts'
 

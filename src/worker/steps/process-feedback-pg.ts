@@ -12,13 +12,12 @@
  * new row. No batches here: one job, one transaction.
  */
 import type { Clock } from '../../core/clock'
-import type { PgStorage } from '../../db/storage'
+import type { PgStore } from '../../db/pg/store'
 import type { PgTx } from '../../db/pg/lifecycle'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { PgClusterService } from '../../dedup/pg-service'
 import { canSystemMove } from '../../core/fsm'
-import { pgProcessingSide, type ProcessRow } from '../../modules/feedback/processing-repo'
-import type { JobRow } from '../jobs-repo'
+import { type ProcessRow } from '../../modules/feedback/processing-repo'
+import type { JobRow } from '../../lifecycle/jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { BatchWindows } from './release-batch'
 import { clusteringInput, prescrub, scrubbedFor, StaleScrub } from './sanitize-report'
@@ -26,7 +25,6 @@ import { clusteringInput, prescrub, scrubbedFor, StaleScrub } from './sanitize-r
 export interface PgProcessDeps {
   cluster: PgClusterService
   batches: BatchWindows
-  lifecycle: Lifecycle
 }
 
 /** How often one job plans a report again when its row changed between the plan and the write. */
@@ -39,9 +37,10 @@ class Replan extends Error {
   }
 }
 
-export function createPgProcessFeedbackStep(storage: PgStorage, clock: Clock, deps: PgProcessDeps): JobStep {
-  const { lifecycle, cluster } = deps
-  const repo = pgProcessingSide(storage, lifecycle)
+export function createPgProcessFeedbackStep(store: PgStore, clock: Clock, deps: PgProcessDeps): JobStep {
+  const { cluster } = deps
+  const { lifecycle, storage } = store
+  const repo = store.sides.processing
   const STEPS = new Set(['received', 'sanitizing', 'sanitized'])
 
   /** The row still as it was read (the plan's basis), locked until the commit; else Replan. */

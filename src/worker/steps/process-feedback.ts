@@ -6,14 +6,12 @@
  * reads the current status first, so a retry after a crash continues from wherever the last run stopped.
  * Only sanitized values are kept: the sanitizing step overwrites every free-text field in place.
  */
-import type { SqliteStorage } from '../../db/storage'
+import type { SqliteStore } from '../../db/sqlite/store'
 import type { Clock } from '../../core/clock'
 import { canSystemMove } from '../../core/fsm'
-import type { JobRow } from '../jobs-repo'
+import type { JobRow } from '../../lifecycle/jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../dedup/service'
-import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { sqliteProcessingSide } from '../../modules/feedback/processing-repo'
 import { clusteringInput, createSanitizeMoves, prescrub, scrubbedFor, StaleScrub, type Prescrubbed, type Scrubbed } from './sanitize-report'
 import type { ProcessRow } from '../../modules/feedback/processing-repo'
 import type { BatchWindows } from './release-batch'
@@ -21,7 +19,6 @@ import type { BatchWindows } from './release-batch'
 export interface ProcessDeps {
   cluster: ClusterService
   batches: BatchWindows
-  lifecycle: Lifecycle
   /** Deletes the job row: called inside the step's transaction, so the job goes with the report's changes. */
   finishJob?: (jobId: number) => void
   /** Reports processed per transaction by `runBatch` at most (default DEFAULT_BATCH_SIZE). */
@@ -63,9 +60,9 @@ interface Plan {
 }
 
 /** The `process` step on SQLite: synchronous transactions, batches, write turns (see docs/architecture.md). */
-export function createProcessFeedbackStep(storage: SqliteStorage, clock: Clock, deps: ProcessDeps): JobStep {
-  const { lifecycle } = deps
-  const repo = sqliteProcessingSide(storage, lifecycle)
+export function createProcessFeedbackStep(store: SqliteStore, clock: Clock, deps: ProcessDeps): JobStep {
+  const { lifecycle } = store
+  const repo = store.sides.processing
   const maxBatch = Math.max(1, deps.batchSize ?? DEFAULT_BATCH_SIZE)
   const budgetMs = deps.batchBudgetMs ?? DEFAULT_BATCH_BUDGET_MS
   /** Milliseconds per report in recent batches (a moving average): sizes the next batch to the budget. */

@@ -7,14 +7,12 @@
  * moves on, so no lead is ever stranded by a late worker or a settings change.
  */
 import type { Clock } from '../../core/clock'
-import type { Storage } from '../../db/storage'
+import type { ProcessingRepo } from '../../modules/feedback/processing-repo'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
-import { createProcessingRepo } from '../../modules/feedback/processing-repo'
-import type { JobRow } from '../jobs-repo'
+import type { JobRow } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 
-export function createBatchWindows(storage: Storage, clock: Clock, lifecycle: Lifecycle) {
-  const repo = createProcessingRepo(storage, lifecycle)
+export function createBatchWindows(repo: ProcessingRepo, clock: Clock, lifecycle: Lifecycle) {
 
   return {
     /** When a window opened now for `hours` closes (epoch ms). */

@@ -4,7 +4,7 @@
  */
 import type { AgentRunner } from '../../agent/runner'
 import { RunnerBusy } from '../../agent/runner'
-import type { JobRow } from '../jobs-repo'
+import type { JobRow } from '../../lifecycle/jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 
 /** How long a waiting run job sleeps before it looks for a free slot again. */

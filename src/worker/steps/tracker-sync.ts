@@ -7,7 +7,7 @@
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { TrackerSync } from '../../modules/trackers/sync'
-import type { JobsRepo } from '../jobs-repo'
+import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 
 const NEXT_BATCH_MS = 5_000

@@ -4,12 +4,9 @@
  * (prepared statements, a read before the claim's write) and src/db/pg/jobs.ts (a `FOR UPDATE SKIP
  * LOCKED` claim, so concurrent claimers never take the same job).
  */
-import type { JobKind, JobRow } from '../lifecycle/jobs'
-import type { Storage } from '../db/storage'
-import { createSqliteJobs, type SqliteJobs } from '../db/sqlite/jobs'
-import { createPgJobs, type PgJobs } from '../db/pg/jobs'
+import type { JobKind, JobRow } from './jobs'
 
-export type { JobRow } from '../lifecycle/jobs'
+export type { JobRow } from './jobs'
 
 export interface JobsRepo {
   /** The next due job of this repo's kinds, leased to `owner` until `now + leaseMs`; null when none is due. */
@@ -32,34 +29,5 @@ export interface JobsRepo {
   hasKind(kind: JobKind): Promise<boolean>
   /** When the App's pending job of this kind runs (epoch ms), or null when it has none. */
   runAfterOf(kind: JobKind, appId: string): Promise<number | null>
-  /** The SQLite side, for SQLite code that deletes a job inside its own transaction (undefined on PostgreSQL). */
-  readonly sqlite: SqliteJobs | undefined
-  /** The PostgreSQL side, for PostgreSQL code that deletes a job inside its own transaction (undefined on SQLite). */
-  readonly pg: PgJobs | undefined
 }
 
-/**
- * `kinds`: the job kinds this repo's worker runs (all when omitted). The processing thread runs `process`
- * and `batch_release`, the HTTP thread's worker the rest; each claims and waits only for its own kinds.
- */
-export function createJobsRepo(storage: Storage, kinds?: readonly JobKind[]): JobsRepo {
-  if (storage.dialect === 'sqlite') {
-    const s = createSqliteJobs(storage.sqlite, kinds)
-    return {
-      claim: async (now, leaseMs, owner) => s.claim(now, leaseMs, owner),
-      claimBatch: async (kind, n, now, leaseMs, owner) => s.claimBatch(kind, n, now, leaseMs, owner),
-      finish: async (id) => s.finish(id),
-      retry: async (id, runAfter, error) => s.retry(id, runAfter, error),
-      defer: async (id, runAfter) => s.defer(id, runAfter),
-      release: async (ids) => s.release(ids),
-      reclaimOrphans: async (isGone) => s.reclaimOrphans(isGone),
-      nextDueAt: async () => s.nextDueAt(),
-      hasKind: async (kind) => s.hasKind(kind),
-      runAfterOf: async (kind, appId) => s.runAfterOf(kind, appId),
-      sqlite: s,
-      pg: undefined,
-    }
-  }
-  const p = createPgJobs(storage, kinds)
-  return { ...p, sqlite: undefined, pg: p }
-}

@@ -1,0 +1,118 @@
+/**
+ * The PostgreSQL store: every repository over one node-postgres pool, built once, sharing one lifecycle
+ * writer (a PgTx joined by each repository's own transaction) and one group committer. The processing
+ * engine (src/worker/steps/process-feedback-pg.ts) takes the transaction-joining sides (`sides`).
+ */
+import { randomBytes } from 'node:crypto'
+import type { Clock } from '../../core/clock'
+import { statusAfterSanitize, type Lifecycle } from '../../lifecycle/lifecycle'
+import { createWakeSignal } from '../../lifecycle/wake'
+import type { JobKind } from '../../lifecycle/jobs'
+import { META } from '../meta-keys'
+import { withLazyMembers, type Store, type StoreOptions } from '../store'
+import { IntakeCommitTimes } from '../intake-turns'
+import type { PgStorage } from './storage'
+import { createPgLifecycle, type PgLifecycle, type PgTx } from './lifecycle'
+import { PgGroupCommitter } from './group-commit'
+import { createPgJobs, type PgJobs } from './jobs'
+import { createPgProcessing, type PgProcessing } from './processing'
+import { createPgAbuseRepo } from './abuse'
+import { createPgAdminsRepo } from './admins'
+import { createPgAgentRunsRepo } from './agent-runs'
+import { createPgAppsRepo } from './apps'
+import { createPgAuditRepo } from './audit'
+import { createPgChatopsRepo } from './chatops'
+import { createPgConnectionsRepo } from './connections'
+import { createPgConsoleRepo } from './console'
+import { createPgCredentialsRepo } from './credentials'
+import { createPgEventsRepo } from './events'
+import { createPgFeedbackRepo } from './feedback'
+import { createPgGitHooksRepo } from './git-hooks'
+import { createPgInbox } from './inbox'
+import { createPgMailRepo } from './mail'
+import { createPgMetricsRepo } from './metrics'
+import { createPgNodesRepo } from './nodes'
+import { createPgTenantsRepo } from './tenants'
+import { createPgTrackersRepo } from './trackers'
+import { createPgUploadsRepo } from './uploads'
+import { createPgWebhooksRepo } from './webhooks'
+import { pgDatabaseCheck } from './readiness'
+import { readMetaPg, writeMetaPg } from './instance-meta'
+
+/** The transaction-joining sides, for PostgreSQL code that writes inside its own PgTx (the processing engine). */
+export interface PgSides {
+  readonly lifecycle: PgLifecycle
+  readonly processing: PgProcessing
+  jobs(kinds?: readonly JobKind[]): PgJobs
+}
+
+export interface PgStore extends Store {
+  readonly dialect: 'pg'
+  readonly storage: PgStorage
+  readonly sides: PgSides
+}
+
+export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOptions = {}): PgStore {
+  const { pool } = storage
+  const wake = createWakeSignal()
+  const side = createPgLifecycle(clock, wake)
+  // No write lock to take turns at: the committer only notes its commits for the workers' pacing.
+  const turns = options.turns ?? new IntakeCommitTimes()
+  const committer = new PgGroupCommitter(pool, turns)
+  const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
+  const lifecycle: Lifecycle = {
+    move: (feedbackId, to, cause) => tx((t) => side.move(t, feedbackId, to, cause)),
+    enqueue: (kind, target, runAfter) => tx((t) => side.enqueue(t, kind, target, runAfter)),
+    enqueueWaitingRuns: (appId) => tx((t) => side.enqueueWaitingRuns(t, appId)),
+    record: (scope, type, data) => tx((t) => side.record(t, scope, type, data)),
+    statusAfterSanitize,
+  }
+  const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds) }, {
+    lifecycle: () => side,
+    processing: () => createPgProcessing(storage, side),
+  })
+  const databaseCheck = pgDatabaseCheck(storage)
+  const base = {
+    dialect: 'pg' as const,
+    storage,
+    lifecycle,
+    wake,
+    turns,
+    committer,
+    sides,
+    meta: {
+      read: (key: string) => readMetaPg(pool, key),
+      write: (key: string, value: string) => writeMetaPg(pool, key, value),
+      clusterId: async () => {
+        await pool.query('INSERT INTO instance_meta (key, value, updated_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [META.clusterId, randomBytes(8).toString('hex'), Date.now()])
+        return (await readMetaPg(pool, META.clusterId)) as string
+      },
+    },
+    jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds),
+    databaseCheck: () => databaseCheck(),
+    close: () => pool.end(),
+  }
+  return withLazyMembers(base, {
+    abuse: () => createPgAbuseRepo(storage),
+    admins: () => createPgAdminsRepo(storage),
+    agentRuns: () => createPgAgentRunsRepo(storage, side),
+    apps: () => createPgAppsRepo(storage),
+    audit: () => createPgAuditRepo(storage, clock),
+    chatops: () => createPgChatopsRepo(storage, clock),
+    connections: () => createPgConnectionsRepo(storage, side, clock),
+    console: () => createPgConsoleRepo(storage),
+    credentials: () => createPgCredentialsRepo(storage),
+    events: () => createPgEventsRepo(storage),
+    feedback: () => createPgFeedbackRepo(storage, side, clock, committer),
+    gitHooks: () => createPgGitHooksRepo(storage, side, clock),
+    inbox: () => createPgInbox(storage),
+    mail: () => createPgMailRepo(storage, clock),
+    metrics: () => createPgMetricsRepo(storage),
+    nodes: () => createPgNodesRepo(storage),
+    processing: () => sides.processing,
+    tenants: () => createPgTenantsRepo(storage, clock),
+    trackers: () => createPgTrackersRepo(storage, side, clock),
+    uploads: () => createPgUploadsRepo(storage, committer),
+    webhooks: () => createPgWebhooksRepo(storage, clock),
+  }) satisfies PgStore
+}
