@@ -1,6 +1,6 @@
 /**
  * createApp(ctx, services, log, ops): the root Elysia app. Mounts the cross-cutting plugins and every module's
- * routes over the services built once in src/services.ts; no logic, no service construction.
+ * routes over the services built once in src/runtime/services.ts; no logic, no service construction.
  */
 import { Elysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
@@ -31,7 +31,7 @@ import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
 import { trackerHookRoutes, trackerRoutes } from './modules/trackers/index'
 import { confirmRoutes, mailRoutes, meRoutes, unsubscribeRoutes } from './modules/mail/index'
-import type { Services } from './services'
+import type { Services } from './runtime/services'
 import { widgetAssets } from './http/widget-assets'
 import { demoPage } from './http/demo-page'
 import type { Readiness } from './modules/health/readiness'
@@ -100,7 +100,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(healthRoutes(ops.readiness, VERSION, ctx.config.metricsToken))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(challengeRoutes(auth, s.pow, async (appId) => (await s.mail.repo.smtp(appId)) !== null))
-    .use(widgetFeedbackRoutes(auth, feedback, s.pow, s.spamIntake))
+    .use(widgetFeedbackRoutes(auth, s.intake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
     .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, publicUrl))

@@ -450,7 +450,7 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     const dbEnv = s.srv.ctx.config.databaseUrl ? await clusterEnv(s.srv.ctx.config.databaseUrl) : {}
     await s.srv.stop()
     const { loadConfig } = await import('../src/config')
-    const { startServer } = await import('../src/server')
+    const { startServer } = await import('../src/runtime/server')
     const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { ...dbEnv, FIXLOOP_MASTER_KEY: MASTER_KEY }), { log: new Logger('silent') })
     try {
       // The reclaim at start is the runner's first turn (asynchronous: it may be on PostgreSQL).

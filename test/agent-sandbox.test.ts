@@ -227,7 +227,7 @@ describe('crash recovery ends the sandbox', () => {
     // bwrap --die-with-parent ends the sandbox's PID namespace with the server.
     await eventually(() => !survivors('hang-').some((l) => l.includes(feedbackId)) && !survivors(String(pid)).some((l) => l.includes('bwrap')), 5000)
     const { loadConfig } = await import('../src/config')
-    const { startServer } = await import('../src/server')
+    const { startServer } = await import('../src/runtime/server')
     const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_MASTER_KEY: masterKey, FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS }), { log: new Logger('silent') })
     try {
       // The reclaim at start is the runner's first turn (asynchronous: it may be on PostgreSQL).

@@ -5,7 +5,7 @@
 import { rmSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
-import { startServer, type RunningServer, type StartOptions } from '../src/server'
+import { startServer, type RunningServer, type StartOptions } from '../src/runtime/server'
 import { createTenantsService, type AppSettings } from '../src/modules/tenants/service'
 import { Logger } from '../src/core/logger'
 import type { Subprocess } from 'bun'

@@ -241,7 +241,7 @@ describe('serve start', () => {
     if (process.env.FIXLOOP_TEST_DIALECT === 'pg') return // the data dir's SQLite store is started again below
     const first = await startTestServer({ FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
     const { loadConfig } = await import('../src/config')
-    const { startServer } = await import('../src/server')
+    const { startServer } = await import('../src/runtime/server')
     const { Logger } = await import('../src/core/logger')
     try {
       const t = await seedTenant(first.admin, { name: 'Linky' }, 'Linky')

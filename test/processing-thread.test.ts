@@ -147,7 +147,7 @@ test('stop lets the thread finish and hands back every lease; a backlog left beh
   // Every report not yet processed still has its job: nothing acknowledged was dropped.
   expect(left).toBe(unprocessed)
   db.close()
-  const { startServer } = await import('../src/server')
+  const { startServer } = await import('../src/runtime/server')
   const { loadConfig } = await import('../src/config')
   const { Logger } = await import('../src/core/logger')
   const again = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir: srv.dataDir }, { FIXLOOP_LOG_LEVEL: 'silent' }), { log: new Logger('silent') })

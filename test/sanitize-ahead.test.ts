@@ -27,7 +27,7 @@ const TOTAL = HEAD_GAP + EXTRA
 
 function sanitizer(srv: TestServer) {
   const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
-  return { sqlite, ahead: createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock) }
+  return { sqlite, ahead: createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock).sides.sanitizeAhead, systemClock) }
 }
 
 describe('sanitizing ahead of the processing thread', () => {
@@ -117,7 +117,7 @@ test('it works at most aheadMax reports past the gap: further ahead it would onl
     const t = await seedTenant(srv.admin)
     const ids = await submitAll(srv, t, 120)
     const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
-    const ahead = createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock, { headGap: 16, aheadMax: 40 })
+    const ahead = createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock).sides.sanitizeAhead, systemClock, { headGap: 16, aheadMax: 40 })
     let sanitized = 0
     let last = ahead.chunk()
     for (let i = 0; i < 20 && last.examined > 0; i++, last = ahead.chunk()) sanitized += last.sanitized

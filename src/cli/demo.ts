@@ -8,7 +8,7 @@
  * the demo Org never holds more than one live demo key, however often the server restarts. Everything
  * it creates or revokes is in the audit log (actor "system", via "serve --demo").
  */
-import type { RunningServer } from '../server'
+import type { RunningServer } from '../runtime/server'
 import { createTenantsService } from '../modules/tenants/service'
 
 export const DEMO_ORG = 'fixloop demo'

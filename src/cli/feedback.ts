@@ -5,7 +5,6 @@
  */
 import { loadConfig } from '../config'
 import { closeContext, openContext, type Runtime } from '../runtime/open'
-import { inProcessProcessing } from '../runtime/processing'
 import { type ListRow } from '../modules/feedback/repo'
 import { createTriageService } from '../modules/feedback/triage-service'
 import { resolveByHand } from '../modules/feedback/service'
@@ -53,7 +52,7 @@ function need(value: string | undefined, what: string): string {
 export function cliTriageService(ctx: Runtime) {
   const lifecycle = ctx.store.lifecycle
   const repo = ctx.store.feedback
-  const port = inProcessProcessing(ctx).port
+  const port = ctx.processing().port
   return { lifecycle, repo, triage: createTriageService(repo, port, ctx.store.apps) }
 }
 

@@ -81,8 +81,7 @@ export async function runBackup(argv: string[]): Promise<void> {
   if (!statSync(folder).isDirectory()) throw new UsageError(`--out: ${folder} is not a folder`)
   const config = loadConfig({ dataDir: values['data-dir'] })
   const ctx = createContext(config, undefined, { existingOnly: true })
-  // The embedded store only: main.ts refuses backup while FIXLOOP_DATABASE_URL is set (pg_dump's job).
-  if (ctx.storage.dialect !== 'sqlite') throw new Error('backup covers only the embedded SQLite')
+  // The embedded store only (createContext): main.ts refuses backup while FIXLOOP_DATABASE_URL is set (pg_dump's job).
   const { sqlite } = ctx.storage
   try {
     const includeMasterKey = values['include-master-key'] === true

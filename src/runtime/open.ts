@@ -16,28 +16,23 @@ import { StartupError } from '../core/startup-error'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { openMasterKey } from '../db/sqlite/master-key-check'
 import { DB_FILE, prepareDataDir } from '../db/data-dir'
-import type { Storage } from '../db/storage'
+import { embeddedMode } from './embedded'
+import { clusterMode } from './cluster'
+import { createSqliteProcessingEngine } from '../worker/processing-sqlite'
+import { createPgProcessingEngine } from '../worker/processing-pg'
+import { keepWal } from '../db/sqlite/wal-keeper'
+import type { ClusterRuntime, EmbeddedRuntime, Runtime } from './runtime'
 import type { Context } from '../context'
 import { sqliteStorage } from '../db/sqlite/storage'
 import { pgStorage } from '../db/pg/storage'
-import { openSqliteStore, type SqliteStore } from '../db/sqlite/store'
-import { openPgStore, type PgStore } from '../db/pg/store'
+import { openSqliteStore } from '../db/sqlite/store'
+import { openPgStore } from '../db/pg/store'
 import type { Pool } from 'pg'
 import { connectPg, describeDatabase } from '../db/pg/connect'
 import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
 import { PG_MIGRATIONS } from '../db/pg/migrations'
 import { openMasterKeyPg } from '../db/pg/master-key'
 import { VERSION } from '../version'
-
-/**
- * The context as the composition roots hold it: the store of the dialect they opened, and its connection
- * (`storage`) for the pieces that are the dialect's own (the processing engines, backup, the checkpointer).
- * Everything below the roots takes `Context` (or, better, the repositories it needs).
- */
-export interface Runtime extends Context {
-  readonly store: SqliteStore | PgStore
-  readonly storage: Storage
-}
 
 export interface ContextOptions {
   /**
@@ -48,6 +43,7 @@ export interface ContextOptions {
 }
 
 export { DB_FILE }
+export type { ClusterRuntime, EmbeddedRuntime, Runtime }
 
 /** Refuses (StartupError) a data dir that does not exist or holds no database. */
 export function requireExistingDataDir(dataDir: string): void {
@@ -55,7 +51,7 @@ export function requireExistingDataDir(dataDir: string): void {
   if (!existsSync(join(dataDir, DB_FILE))) throw new StartupError(`${dataDir} holds no fixloop database (${DB_FILE}); check --data-dir or FIXLOOP_DATA_DIR; nothing was created`)
 }
 
-export function createContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Runtime {
+export function createContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): EmbeddedRuntime {
   const file = join(config.dataDir, DB_FILE)
   if (options.existingOnly) requireExistingDataDir(config.dataDir)
   else prepareDataDir(config.dataDir)
@@ -68,7 +64,19 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
     const box = new SecretBox(masterKey)
     const urlSigningKey = urlSigningKeyOf(masterKey)
     const storage = sqliteStorage(sqlite, db)
-    return { config, storage, store: openSqliteStore(storage, clock), box, urlSigningKey, clock }
+    const rt: EmbeddedRuntime = {
+      config,
+      storage,
+      store: openSqliteStore(storage, clock),
+      box,
+      urlSigningKey,
+      clock,
+      mode: (log, modeOptions) => embeddedMode(rt, log, modeOptions),
+      processing: (o = {}) => createSqliteProcessingEngine(rt.store, clock, undefined, o.batchBudgetMs),
+      where: `SQLite in ${config.dataDir}`,
+      keepWal: (log) => keepWal(rt.store, file, log),
+    }
+    return rt
   } catch (e) {
     sqlite.close()
     throw e
@@ -86,7 +94,7 @@ export const PG_POOL_SIZE = 16
  * database a newer fixloop migrated, applies pending migrations (unless `existingOnly`: then they must be
  * applied already), and checks FIXLOOP_MASTER_KEY against the database's check value.
  */
-export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<Runtime> {
+export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<ClusterRuntime> {
   const url = config.databaseUrl
   if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
   const pool = await connectPg(url, PG_POOL_SIZE)
@@ -105,7 +113,18 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
       nodeClock = aligned
     }
     const storage = pgStorage(pool, { callerClock: injected })
-    return { config, storage, store: openPgStore(storage, nodeClock), box: new SecretBox(masterKey), urlSigningKey: urlSigningKeyOf(masterKey), clock: nodeClock }
+    const rt: ClusterRuntime = {
+      config,
+      storage,
+      store: openPgStore(storage, nodeClock),
+      box: new SecretBox(masterKey),
+      urlSigningKey: urlSigningKeyOf(masterKey),
+      clock: nodeClock,
+      mode: (log, modeOptions) => clusterMode(rt, log, modeOptions),
+      processing: () => createPgProcessingEngine(rt.store, nodeClock),
+      where: `PostgreSQL ${describeDatabase(url)}`,
+    }
+    return rt
   } catch (e) {
     await pool.end().catch(() => {})
     throw e

@@ -15,8 +15,8 @@
  * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
  *   every report itself, as it always did.
  */
-import type { SqliteStore } from '../db/sqlite/store'
-import { createSqliteSanitizeAhead } from '../db/sqlite/sanitize-ahead'
+import type { ProcessRow } from '../modules/feedback/processing-repo'
+import type { ScrubbedColumns } from '../lifecycle/rules'
 import type { Clock } from '../core/clock'
 import { scrub } from './steps/sanitize-report'
 
@@ -30,10 +30,24 @@ export const AHEAD_MAX = 4096
 /** Reports read, sanitized and written per chunk: the write holds the lock ~60 µs a report (bench/README.md). */
 export const CHUNK = 256
 
+/** A report with a queued `process` job, as the sanitizer reads it. */
+export type QueuedReport = ProcessRow & { job_id: number }
+
+/**
+ * The embedded store's queue as the sanitizer works it (the store's `sides.sanitizeAhead`,
+ * src/db/sqlite/sanitize-ahead.ts): SQLite only, since on PostgreSQL there is no processing thread to
+ * sanitize ahead of.
+ */
+export interface AheadQueue {
+  /** The job id at the processing thread's head, or undefined when no `process` job waits. */
+  firstProcessJob(): number | undefined
+  receivedAfter(jobId: number, lastJobId: number, now: number, limit: number): QueuedReport[]
+  /** The chunk's sanitized columns, each with a compare-and-set on its version; how many were written. */
+  writeSanitized(rows: { id: string; version: number; columns: ScrubbedColumns; redactions: string }[]): number
+}
+
 /** `reach`: how far from the queue's head it works (tests make it small). */
-export function createSanitizeAhead(store: SqliteStore, clock: Clock, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
-  // SQLite only: on PostgreSQL there is no processing thread to sanitize ahead of.
-  const queue = createSqliteSanitizeAhead(store.storage.sqlite, store.sides.lifecycle)
+export function createSanitizeAhead(queue: AheadQueue, clock: Clock, reach = { headGap: HEAD_GAP, aheadMax: AHEAD_MAX }) {
 
   /** The newest job examined: the next chunk starts after it (job ids only grow). */
   let cursor = 0

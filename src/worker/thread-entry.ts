@@ -49,7 +49,7 @@ function startSanitizer(msg: ThreadStart): void {
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'sanitizer')
   const storage = sqliteStorage(sqlite, db)
-  const ahead = createSanitizeAhead(openSqliteStore(storage, systemClock, { turns }), systemClock)
+  const ahead = createSanitizeAhead(openSqliteStore(storage, systemClock, { turns }).sides.sanitizeAhead, systemClock)
   let stopped = false
   /** Reports sanitized here since the thread started: reported with its health (tests, diagnostics). */
   let sanitizedAhead = 0

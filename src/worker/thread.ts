@@ -9,7 +9,6 @@ import type { SimilarEntry } from '../dedup/service'
 import type { TriageState } from '../dedup/suggestions'
 import type { DecisionKind } from '../dedup/learn'
 import type { AuditEntry } from '../modules/audit/entry'
-import type { WriteTurns } from '../db/sqlite/write-turns'
 import type { WorkerOptions } from './loop'
 
 export interface ThreadStart {
@@ -43,6 +42,13 @@ const SILENT_LIMIT_MS = 30_000
 const RESTART_DELAY_MS = 1000
 const STOP_WAIT_MS = 15_000
 
+/** The write turns the thread shares with this one (src/db/sqlite/write-turns.ts): its buffer, and the holds to release for a thread that died. */
+export interface ThreadTurns {
+  readonly buffer: SharedArrayBuffer
+  releaseHold(): void
+  releaseSanitizer(): void
+}
+
 export class ProcessingThread implements ClusterPort {
   private thread: Worker | undefined
   private stopped = false
@@ -58,7 +64,7 @@ export class ProcessingThread implements ClusterPort {
 
   constructor(
     private readonly file: string,
-    private readonly turns: WriteTurns,
+    private readonly turns: ThreadTurns,
     private readonly log: Logger,
     private readonly workerOptions: Partial<WorkerOptions>,
     /** The thread queued work this thread's worker runs. */

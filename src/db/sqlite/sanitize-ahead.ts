@@ -46,3 +46,4 @@ export function createSqliteSanitizeAhead(sqlite: Database, lifecycle?: SqliteLi
     },
   }
 }
+export type SqliteSanitizeAhead = ReturnType<typeof createSqliteSanitizeAhead>

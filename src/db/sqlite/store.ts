@@ -19,6 +19,7 @@ import { GroupCommitter } from './group-commit'
 import { WriteTurns } from './write-turns'
 import { createSqliteJobs, type SqliteJobs } from './jobs'
 import { createSqliteProcessing, type SqliteProcessing } from './processing'
+import { createSqliteSanitizeAhead, type SqliteSanitizeAhead } from './sanitize-ahead'
 import { createSqliteAbuseRepo } from './abuse'
 import { createSqliteAdminsRepo } from './admins'
 import { createSqliteAgentRunsRepo } from './agent-runs'
@@ -46,6 +47,8 @@ import { readMeta, writeMeta } from './instance-meta'
 export interface SqliteSides {
   readonly lifecycle: SqliteLifecycle
   readonly processing: SqliteProcessing
+  /** The sanitize-ahead thread's queue (src/worker/sanitize-ahead.ts). */
+  readonly sanitizeAhead: SqliteSanitizeAhead
   jobs(kinds?: readonly JobKind[]): SqliteJobs
 }
 
@@ -74,6 +77,7 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
   const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createSqliteJobs(sqlite, kinds) }, {
     lifecycle: () => side,
     processing: () => createSqliteProcessing(sqlite, side),
+    sanitizeAhead: () => createSqliteSanitizeAhead(sqlite, side),
   })
   const databaseCheck = sqliteDatabaseCheck(storage)
   const base = {

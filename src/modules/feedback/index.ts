@@ -7,9 +7,8 @@ import { actedBy, authenticateWidget, orgAuth, type AuthDeps } from '../../http/
 import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { FeedbackService } from './service'
-import { POW_HEADER, type PowService } from '../../abuse/pow-service'
-import type { SpamIntake } from '../../abuse/spam-intake'
-import { extraTokens } from './submit-cost'
+import { POW_HEADER } from '../../abuse/pow-service'
+import type { Intake } from './intake'
 import { baseUrlOf } from '../uploads/index'
 import { FeedbackPage, FullFeedbackItem, IdParams, ListQuery, PatchBody, PatchResponse, SubmitBody, SubmitResponse } from './model'
 
@@ -40,20 +39,7 @@ const SUBMIT_HEADERS = [
   },
 ]
 
-/** The App's own sites (host names without `www.`): its allowed origins and the page the report was sent from. */
-function ownSitesOf(allowedOrigins: ReadonlySet<string>, pageUrl: string | undefined): Set<string> {
-  const sites = new Set<string>()
-  for (const u of [...allowedOrigins, ...(pageUrl ? [pageUrl] : [])]) {
-    try {
-      sites.add(new URL(u).hostname.toLowerCase().replace(/^www\./, ''))
-    } catch {
-      // not a URL: nothing to exclude
-    }
-  }
-  return sites
-}
-
-export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pow: PowService, spamIntake: SpamIntake) {
+export function widgetFeedbackRoutes(auth: AuthDeps, intake: Intake) {
   return new Elysia({ name: 'feedback-widget' })
     .use(accessGuard())
     .derive(async ({ request, server }) => ({ caller: await authenticateWidget(auth, request, server, 'submit') }))
@@ -64,26 +50,8 @@ export function widgetFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, 
         if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
           throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
         }
-        // Public mode on an App that asks for proof of work: a valid, unused solution or 403 (docs/api.md).
-        // Then the spam signals known now (in memory): a report that trips them is answered 201 all the same.
-        let spam = null
-        if (!caller.user) {
-          const app = { id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }
-          const solved = await pow.check(app, caller.clientKey, request.headers.get(POW_HEADER))
-          spam = await spamIntake.classify(app, caller.clientKey, body.text, body.clientSignals, solved, ownSitesOf(caller.app.allowedOrigins, body.url))
-        }
-        // A heavy report (much free text to sanitize) takes more of its sender's bucket (submit-cost.ts).
-        const charged = caller.charge(extraTokens(body))
-        if (charged) await charged
-        const result = await feedback.submit({
-          app: caller.app,
-          user: caller.user,
-          body,
-          requestUserAgent: request.headers.get('user-agent'),
-          idempotencyKey: key,
-          clientIp: caller.clientIp,
-          spam,
-        })
+        // Proof of work, the spam signals, a heavy report's charge, then the stored report (intake.ts).
+        const result = await intake.submit(caller, { body, userAgent: request.headers.get('user-agent'), idempotencyKey: key, proofOfWork: request.headers.get(POW_HEADER) })
         set.status = result.status
         if (result.replayed) set.headers['idempotent-replayed'] = 'true'
         return result.body

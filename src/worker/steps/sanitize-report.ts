@@ -8,7 +8,7 @@ import type { Clock } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import { sanitizeStored, type StoredReport } from '../../sanitize/report'
 import type { ProcessRow } from '../../modules/feedback/processing-repo'
-import type { SqliteProcessing } from '../../db/sqlite/processing'
+import type { ScrubbedColumns } from '../../lifecycle/rules'
 
 /** A report's sanitized columns and redaction counts (JSON), computed from one version of its row. */
 export interface Scrubbed {
@@ -94,7 +94,17 @@ export function withScrubbed(row: ProcessRow, { columns, counts }: Scrubbed, sta
 }
 
 /** The SQLite processing step's writes of a report, synchronous in its transaction (the repo's SQLite side). */
-export function createSanitizeMoves(repo: SqliteProcessing, clock: Clock) {
+/**
+ * The synchronous writes sanitizing makes, inside the embedded engine's transaction (the store's
+ * `sides.processing`, src/db/sqlite/processing.ts).
+ */
+export interface SanitizeWrites {
+  move(id: string, to: FeedbackStatus, from: FeedbackStatus): boolean
+  saveScrubbed(id: string, version: number, columns: StoredReport, redactions: string, now: number, processed: boolean): boolean
+  moveToSanitized(id: string, version: number, columns: ScrubbedColumns, redactions: string): boolean
+}
+
+export function createSanitizeMoves(repo: SanitizeWrites, clock: Clock) {
   function moveTo(row: ProcessRow, to: FeedbackStatus): void {
     if (!repo.move(row.id, to, row.status)) throw new Error('concurrent update; will retry')
   }

@@ -1,34 +1,30 @@
 /**
  * `fixloop serve`: migrations are applied (in createContext) before the port opens; the services and
- * the worker are built once (src/services.ts); SIGTERM/SIGINT stop accepting, finish in-flight
+ * the worker are built once (src/runtime/services.ts); SIGTERM/SIGINT stop accepting, finish in-flight
  * requests, flush pending commits and release leases.
  */
-import { ConfigError, type Config } from './config'
-import { sandboxProblem } from './agent/sandbox'
-import { closeContext, createContext, createPgContext, DB_FILE, type Runtime } from './runtime/open'
-import { checkRedis } from './db/redis-check'
-import { describeDatabase } from './db/pg/connect'
-import { createApp } from './app'
-import { Logger } from './core/logger'
-import type { Clock } from './core/clock'
-import type { Worker, WorkerOptions } from './worker/loop'
-import type { AgentRunner } from './agent/runner'
+import { ConfigError, type Config } from '../config'
+import { sandboxProblem } from '../agent/sandbox'
+import { closeContext, createContext, createPgContext, type Runtime } from './open'
+import { checkRedis } from '../db/redis-check'
+import { createApp } from '../app'
+import { Logger } from '../core/logger'
+import type { Clock } from '../core/clock'
+import type { Worker, WorkerOptions } from '../worker/loop'
+import type { AgentRunner } from '../agent/runner'
 import { createServices, type Services } from './services'
-import { join } from 'node:path'
-import { Checkpointer } from './db/sqlite/checkpointer'
-import { lockDataDir } from './db/data-dir-lock'
-import { StartupError } from './core/startup-error'
-import { createReadiness, nodeCheck, trackersCheck } from './modules/health/readiness'
-import { createMetrics } from './modules/metrics/service'
-import { ROLES } from './nodes/coordinator'
-import { VERSION } from './version'
-import { prepareDataDir } from './db/data-dir'
-import { META } from './db/meta-keys'
-import type { WebhookDispatcher } from './modules/webhooks/dispatcher'
-import { startRetention } from './modules/events/retention'
-import { startSpamSweep } from './abuse/spam-retention'
-import type { EventHub } from './modules/events/hub'
-import type { SlackNotifier } from './modules/chatops/notifier'
+import { lockDataDir } from '../db/data-dir-lock'
+import { StartupError } from '../core/startup-error'
+import { createReadiness, nodeCheck, trackersCheck } from '../modules/health/readiness'
+import { createMetrics } from '../modules/metrics/service'
+import { VERSION } from '../version'
+import { prepareDataDir } from '../db/data-dir'
+import { META } from '../db/meta-keys'
+import type { WebhookDispatcher } from '../modules/webhooks/dispatcher'
+import { startRetention } from '../modules/events/retention'
+import { startSpamSweep } from '../abuse/spam-retention'
+import type { EventHub } from '../modules/events/hub'
+import type { SlackNotifier } from '../modules/chatops/notifier'
 
 /** Bun's cap on a request body; fixloop's own limits (far lower) answer first with the envelope. */
 const MAX_STREAMED_BODY_BYTES = 1024 * 1024 * 1024
@@ -89,13 +85,11 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     lock.release()
     throw e
   }
-  // The embedded store's own machinery: none of it exists on PostgreSQL.
-  const embedded = ctx.store.dialect === 'sqlite' ? ctx.store : undefined
   // The CLI reads the server's webhook rule to explain a refusal and warn about a target the server would refuse.
   await ctx.store.meta.write(META.webhookAllowPrivate, config.webhookAllowPrivate ? '1' : '0')
-  const checkpointer = embedded ? new Checkpointer(embedded.storage.sqlite, join(config.dataDir, DB_FILE), log) : undefined
-  // Intake's commit times (the store's), read by the processing thread (pacing) and the checkpointer (TRUNCATE timing).
-  if (embedded) checkpointer?.start(embedded.turns)
+  // The embedded store's write-ahead log (none on PostgreSQL): copied back while the server runs.
+  const checkpointer = ctx.keepWal?.(log)
+  checkpointer?.start()
   const closeStorage = () => void closeContext(ctx)
   const { autoStart: _autoStart, processingThread: threadOption, batchBudgetMs, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
@@ -118,22 +112,9 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const recovered = await runner.recover()
   if (recovered > 0) log.warn('agent runs interrupted by a restart were failed', { count: recovered })
   // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
-  const metrics = createMetrics(ctx.store.metrics, ctx.clock, () => coordinator.holds('maintenance'), embedded ? join(config.dataDir, `${DB_FILE}-wal`) : undefined)
-  if (ctx.store.dialect === 'pg') {
-    // Cluster mode: which node answers the scrape, and what it does (the database-wide gauges are the
-    // same on every node).
-    metrics.registry.add(() => [
-      { name: 'fixloop_node_info', help: 'This node (cluster mode): its id and version.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId, version: VERSION }, value: 1 }] },
-      { name: 'fixloop_node_role', help: 'Roles this node holds (1) or not (0).', type: 'gauge', samples: ROLES.map((role) => ({ labels: { node: coordinator.nodeId, role }, value: coordinator.holds(role) ? 1 : 0 })) },
-      { name: 'fixloop_cluster_live_nodes', help: 'Nodes that beat within one lease period, as this node last counted.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId }, value: coordinator.liveNodes() }] },
-      {
-        name: 'fixloop_wake_messages_total',
-        help: 'Cross-node wake-ups through Redis pub/sub: published by this node, and heard from others.',
-        type: 'counter',
-        samples: (['published', 'heard'] as const).map((direction) => ({ labels: { node: coordinator.nodeId, direction }, value: services.wakeBus?.counts[direction] ?? 0 })),
-      },
-    ])
-  }
+  const metrics = createMetrics(ctx.store.metrics, ctx.clock, () => coordinator.holds('maintenance'), checkpointer?.walFile)
+  // The mode's own gauges (cluster mode: which node answers the scrape, and what it does).
+  metrics.registry.add(() => services.nodeMetrics())
   metrics.registry.add(() => [
     { name: 'fixloop_spam_deleted_total', help: 'Reports this process deleted from spam folders past their App\'s spamRetentionDays.', type: 'counter', samples: [{ value: services.spamSweep.deletedTotal() }] },
   ])
@@ -156,7 +137,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     // createContext refused to start on a mismatch; reaching here means the key matched its check value.
     masterKey: () => ({ ok: true }),
     redis: services.redis ? () => services.redis!.check() : undefined,
-    node: ctx.store.dialect === 'pg' ? () => nodeCheck(coordinator.status(), coordinator.nodeId, services.unheardPeers()) : undefined,
+    node: services.nodeCheck,
     trackers: async () => trackersCheck(await services.trackers.failing()),
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
@@ -219,7 +200,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   services.mailer.listeningAt(url)
   const mailLinks = await services.mail.publicUrlWarning(config.publicUrl, url).catch(() => null)
   if (mailLinks) log.warn(mailLinks.message, { apps: mailLinks.apps })
-  log.info(`fixloop ${VERSION} listening on ${url} (${config.databaseUrl ? `database: PostgreSQL ${describeDatabase(config.databaseUrl)}` : `database: SQLite in ${config.dataDir}`}; blobs: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
+  log.info(`fixloop ${VERSION} listening on ${url} (database: ${ctx.where}; blobs: ${config.s3 ? `s3 bucket ${config.s3.bucket}` : 'embedded'}; docs: ${base}/docs)`, {
     url,
     version: VERSION,
     storage: config.s3 ? 's3' : 'embedded',
@@ -280,16 +261,10 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         // start: a checkpoint is crash-safe and every commit is in the WAL either way.
         // A thread cut off may still hold the write lock: no final checkpoint then (it would wait for it).
         const checkpointed = (await phase('checkpoint', () => checkpointer?.stop(threadsDone ? Math.max(500, left()) : 0) ?? true)) && threadsDone
-        if (!embedded) {
+        if (!checkpointer) {
           // PostgreSQL: nothing to checkpoint; every commit is the server's.
         } else if (checkpointed) {
-          try {
-            // The checkpointer just emptied it: this one is cheap, unless a CLI reader holds the WAL (then skip).
-            embedded.storage.sqlite.run('PRAGMA busy_timeout = 200')
-            embedded.storage.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
-          } catch {
-            // A reader elsewhere may hold the WAL; the next start checkpoints it.
-          }
+          checkpointer.truncate()
         } else {
           log.warn('stopping within the time limit: the WAL is left for the next start to checkpoint', { threadsFinished: threadsDone })
         }

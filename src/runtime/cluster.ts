@@ -1,0 +1,120 @@
+/**
+ * Cluster mode (FIXLOOP_DATABASE_URL): this process is one node of possibly several over one PostgreSQL
+ * database (src/nodes/). Its id names its runs and leases, its roles come from leases in the database,
+ * its rate limits and sign-in throttles are shared through Redis, and wake-ups cross nodes through Redis
+ * pub/sub. Any node runs agent starts and housekeeping jobs; only the `processing` role's holder
+ * sanitizes and clusters, with the App indexes in its process.
+ */
+import { OffsetClock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import { onEventsCommitted } from '../db/pg/event-signal'
+import { createSharedRateLimiters } from '../http/shared-rate-limit'
+import { sharedThrottles } from '../http/shared-failure-throttle'
+import { createRateLimiters } from '../http/rate-limit'
+import { localThrottles } from '../core/failure-throttle'
+import { isJobKind, type JobKind } from '../lifecycle/jobs'
+import { nodeCheck } from '../modules/health/readiness'
+import { ClusterCoordinator, newNodeInfo, ROLES } from '../nodes/coordinator'
+import { PeerCheck } from '../nodes/peer-check'
+import { RedisLink } from '../nodes/redis-link'
+import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus } from '../nodes/wake-bus'
+import { Worker } from '../worker/loop'
+import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
+import { createPgProcessingEngine } from '../worker/processing-pg'
+import { VERSION } from '../version'
+import type { ClusterRuntime } from './runtime'
+import type { Mode, ModeOptions } from './mode'
+
+export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOptions): Mode {
+  const { config, clock, store } = rt
+  const node = newNodeInfo()
+  const redis = config.redisUrl ? new RedisLink(config.redisUrl) : undefined
+  // Set once the wake bus exists (start); read at each beat, which starts only when the server starts.
+  let wakeBus: WakeBus | undefined
+  let peerCheck: PeerCheck | undefined
+  let peerWarnedAt = 0
+  let failRunsOf: (dead: string[]) => Promise<unknown> = async () => {}
+  const coordinator = new ClusterCoordinator(store.nodes, node, log, {
+    leaseMs: config.nodeLeaseMs,
+    clock: clock instanceof OffsetClock ? clock : undefined,
+    onSweep: async (dead) => void (await failRunsOf(dead)),
+    // Each beat announces this node on its Redis and checks that every live peer is heard there too.
+    onBeat: (peers) => {
+      wakeBus?.publish(ANNOUNCE)
+      // Not listening (this node's Redis is away: /readyz names it): nothing can be heard, nothing is judged.
+      peerCheck?.observe(wakeBus?.listening ? peers : [], performance.now())
+      const unheard = peerCheck?.unheardPeers() ?? []
+      if (unheard.length > 0 && Date.now() - peerWarnedAt > 300_000) {
+        peerWarnedAt = Date.now()
+        log.warn('live nodes are not heard on this node\'s Redis: their Redis is down, or they use another FIXLOOP_REDIS_URL (rate limits and wake-ups are split meanwhile)', { unheardPeers: unheard, redis: redis?.where })
+      }
+    },
+  })
+  const testClock = options.injectedClock ? clock : undefined
+  return {
+    nodeId: node.id,
+    coordinator,
+    redis,
+    // Without Redis (it is optional) each node keeps its own buckets: /readyz says so.
+    limiters: redis
+      ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log, testClock)
+      : createRateLimiters(clock, config.rateLimitMultiplier),
+    throttles: redis ? sharedThrottles(redis, clock, config.rateLimitMultiplier, log, () => store.meta.clusterId(), testClock) : localThrottles(clock, config.rateLimitMultiplier),
+    // The hub is woken by every commit that appended events (this process's at once, other nodes' through
+    // Redis pub/sub): its poll is only the safety net for lost messages and for events the CLI wrote.
+    eventsPollMs: CLUSTER_SAFETY_POLL_MS,
+    start({ ownSteps, hub, failRunsOf: fail }) {
+      failRunsOf = fail
+      const workerOptions = options.worker ?? {}
+      const ownKinds = Object.keys(ownSteps) as JobKind[]
+      const processing = createPgProcessingEngine(store, clock)
+      const worker = new Worker(store.jobs(ownKinds), ownSteps, clock, log, { ...workerOptions, clusterLeaseOwner: coordinator.nodeId })
+      // No processing thread or write turns (PostgreSQL has no single write lock for intake to wait on).
+      // Sharing intake's thread, the processing worker paces itself on intake's commits (the PostgreSQL
+      // group committer notes them in the store's turns).
+      const processor = new Worker(store.jobs(PROCESSING_KINDS), processing.steps, clock, log, {
+        ...intakePacing(store.turns),
+        ...workerOptions,
+        clusterLeaseOwner: `${coordinator.nodeId}:processing`,
+      })
+      const wakeLocally = (kind: JobKind) => (isProcessingKind(kind) ? processor.wake() : worker.wake())
+      if (redis && config.redisUrl) {
+        wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what) => (what === 'events' ? void hub.check().catch(() => {}) : isJobKind(what) && wakeLocally(what)), log)
+        const bus = wakeBus
+        peerCheck = new PeerCheck(config.nodeLeaseMs, (id) => bus.heardAt(id))
+      }
+      // Jobs queued here wake this node's workers at once, and the other nodes' through Redis (wake-bus.ts).
+      store.wake.on((kind) => {
+        wakeLocally(kind)
+        wakeBus?.publish(kind)
+      })
+      const stopEventSignal = onEventsCommitted(() => {
+        // A failed look is repeated by the safety poll.
+        hub.check().catch(() => {})
+        wakeBus?.publish('events')
+      })
+      const bus = wakeBus
+      return {
+        worker,
+        cluster: processing.port,
+        processingWorker: processor,
+        wakeBus: bus,
+        stopEventSignal,
+        unheardPeers: () => peerCheck?.unheardPeers() ?? [],
+        // Which node answers the scrape, and what it does (the database-wide gauges are the same on every node).
+        nodeMetrics: () => [
+          { name: 'fixloop_node_info', help: 'This node (cluster mode): its id and version.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId, version: VERSION }, value: 1 }] },
+          { name: 'fixloop_node_role', help: 'Roles this node holds (1) or not (0).', type: 'gauge', samples: ROLES.map((role) => ({ labels: { node: coordinator.nodeId, role }, value: coordinator.holds(role) ? 1 : 0 })) },
+          { name: 'fixloop_cluster_live_nodes', help: 'Nodes that beat within one lease period, as this node last counted.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId }, value: coordinator.liveNodes() }] },
+          {
+            name: 'fixloop_wake_messages_total',
+            help: 'Cross-node wake-ups through Redis pub/sub: published by this node, and heard from others.',
+            type: 'counter',
+            samples: (['published', 'heard'] as const).map((direction) => ({ labels: { node: coordinator.nodeId, direction }, value: bus?.counts[direction] ?? 0 })),
+          },
+        ],
+        nodeCheck: () => nodeCheck(coordinator.status(), coordinator.nodeId, peerCheck?.unheardPeers() ?? []),
+      }
+    },
+  }
+}
