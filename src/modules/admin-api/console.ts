@@ -5,8 +5,10 @@
  * (src/core/access.ts, src/http/access-guard.ts). Secrets are shown only on an explicit reveal with the
  * password re-entered; each reveal is audited.
  */
-import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import type { AppSettings, TenantsService } from '../tenants/service'
 import type { ActedBy, AuditLog } from '../audit/index'
@@ -26,7 +28,14 @@ export interface ConsoleDeps {
   connections: ConnectionsService
 }
 
-export function createConsoleService(ctx: Context, { reentry, audit, tenants, connections }: ConsoleDeps) {
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface ConsoleServiceDeps {
+  store: Pick<Store, 'console'>
+  box: SecretBox
+  clock: Clock
+}
+
+export function createConsoleService(ctx: ConsoleServiceDeps, { reentry, audit, tenants, connections }: ConsoleDeps) {
   const { box } = ctx
   const repo = ctx.store.console
   const orgExists = repo.orgExists

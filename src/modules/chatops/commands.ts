@@ -8,7 +8,10 @@
  * Reports of another Org (or, for an App-scoped connection, of another App) are "not found".
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import type { Context } from '../../context'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 import { ApiError } from '../../core/errors'
 import { stripNul } from '../../core/nul'
 import type { Logger } from '../../core/logger'
@@ -18,6 +21,14 @@ import type { SlackApi } from './slack-api'
 
 const WINDOW_SECONDS = 300
 const ID_RE = new RegExp(ID_PATTERN)
+
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface SlashCommandDeps {
+  store: Pick<Store, 'chatops'>
+  box: SecretBox
+  clock: Clock
+  config: Pick<Config, 'slackApiUrl'>
+}
 
 export function verifySlackSignature(signingSecret: string, timestamp: string | null, signature: string | null, rawBody: string, nowMs: number): boolean {
   if (!timestamp || !signature || !/^\d{1,12}$/.test(timestamp)) return false
@@ -29,7 +40,7 @@ export function verifySlackSignature(signingSecret: string, timestamp: string | 
 
 const HELP = 'Usage: `/fixloop status <report id>` · `/fixloop queue <report id>` · `/fixloop archive <report id>`'
 
-export function createSlashCommands(ctx: Context, feedback: FeedbackService, api: SlackApi, log: Logger) {
+export function createSlashCommands(ctx: SlashCommandDeps, feedback: FeedbackService, api: SlackApi, log: Logger) {
   const repo = ctx.store.chatops
   const slackOrigin = new URL(ctx.config.slackApiUrl).origin
 

@@ -14,7 +14,9 @@
  * between Slack's answer and the cursor's advance can still repeat a message: Slack has no idempotency key.
  */
 import { randomUUID } from 'node:crypto'
-import type { Context } from '../../context'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
 import { type ChatopsRepo, type SlackConnectionRow } from './repo'
@@ -35,6 +37,13 @@ class LostClaim extends Error {}
 
 const PARENT_STATUSES = new Set(['awaiting_manual', 'queued', 'agent_running', 'pr_opened', 'failed'])
 
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface SlackNotifierDeps {
+  store: Pick<Store, 'chatops'>
+  box: SecretBox
+  clock: Clock
+}
+
 export class SlackNotifier {
   private readonly repo: ChatopsRepo
   private readonly busy = new Set<string>()
@@ -45,7 +54,7 @@ export class SlackNotifier {
   private readonly owner = randomUUID()
 
   constructor(
-    private readonly ctx: Context,
+    private readonly ctx: SlackNotifierDeps,
     private readonly api: SlackApi,
     private readonly log: Logger,
     private readonly publicUrl?: string,

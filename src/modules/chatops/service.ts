@@ -5,8 +5,10 @@
  * command; only pairs allowed for the Org may queue or archive through `/fixloop`. Every change takes
  * who made it and is written to the audit log in the change's own transaction.
  */
-import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
@@ -47,7 +49,14 @@ function present(c: SlackConnectionRow) {
   }
 }
 
-export function createChatopsService(ctx: Context) {
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface ChatopsDeps {
+  store: Pick<Store, 'chatops'>
+  box: SecretBox
+  clock: Clock
+}
+
+export function createChatopsService(ctx: ChatopsDeps) {
   const repo = ctx.store.chatops
   const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
   /** The audit row of a change, written by the repo in the change's own transaction. */

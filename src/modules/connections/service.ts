@@ -3,8 +3,10 @@
  * Used by the admin CLI (and the admin dashboard); the agent runner reads the decrypted connection when
  * a run starts. Bad input is ApiError invalid_argument; an App not in the Org is app_not_found.
  */
-import type { Context } from '../../context'
 import { randomBytes } from 'node:crypto'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { changedDestination, secretRequiredAgain, type Destination } from '../../core/kept-secret'
 import { denyPatternProblem } from '../../core/globs'
@@ -82,6 +84,13 @@ export const gitWebhookPath = (appId: string) => `/v1/git-hooks/${appId}`
 /** A new webhook secret: 32 random bytes, base64url (no character a host's settings form would mangle). */
 function newWebhookSecret(): string {
   return randomBytes(32).toString('base64url')
+}
+
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface ConnectionsDeps {
+  store: Pick<Store, 'connections'>
+  box: SecretBox
+  clock: Clock
 }
 
 /** Where each host's REST API lives when --host-api-url is not given. */
@@ -186,7 +195,7 @@ function check(input: ConnectionInput): void {
   }
 }
 
-export function createConnectionsService(ctx: Context, lifecycle: Lifecycle) {
+export function createConnectionsService(ctx: ConnectionsDeps, lifecycle: Lifecycle) {
   const { box, clock } = ctx
   const repo = ctx.store.connections
   /** The audit rows of a change made by `by` (none when the caller records nobody, e.g. a test fixture). */

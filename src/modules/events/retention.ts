@@ -3,13 +3,22 @@
  * attempts older than FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS (default 14) are deleted, in batches, once at
  * start and then every hour. Seq never goes back (event_counters), so cursors stay valid.
  */
-import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
+import type { Store } from '../../db/store'
+import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 
 const DAY_MS = 24 * 3600_000
 const EVERY_MS = 3600_000
 
-export async function purgeExpired(ctx: Context): Promise<{ events: number; deliveryLog: number }> {
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface RetentionDeps {
+  store: Pick<Store, 'events' | 'webhooks'>
+  clock: Clock
+  config: Pick<Config, 'eventRetentionDays' | 'webhookLogRetentionDays'>
+}
+
+export async function purgeExpired(ctx: RetentionDeps): Promise<{ events: number; deliveryLog: number }> {
   const now = ctx.clock.now()
   const events = await ctx.store.events.purgeBefore(now - ctx.config.eventRetentionDays * DAY_MS)
   const deliveryLog = await ctx.store.webhooks.purge(now - ctx.config.webhookLogRetentionDays * DAY_MS)
@@ -20,7 +29,7 @@ export async function purgeExpired(ctx: Context): Promise<{ events: number; deli
  * Starts the hourly purge; returns the function that stops it. `mine`: in cluster mode only the node
  * holding the `maintenance` role purges (idempotent anyway: two purges delete the same rows once).
  */
-export function startRetention(ctx: Context, log: Logger, mine: () => boolean = () => true): () => void {
+export function startRetention(ctx: RetentionDeps, log: Logger, mine: () => boolean = () => true): () => void {
   const run = async () => {
     if (!mine()) return
     try {

@@ -2,8 +2,10 @@
  * Feedback rules: submission (with idempotency), listing, reading and customer moves.
  * Routes call these with the caller's Org or App already authenticated.
  */
-import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { LIMITS, jsonByteLength } from '../../core/limits'
 import { sha256Hex } from '../../core/secrets'
@@ -34,6 +36,13 @@ export interface Submission {
   clientIp: string
   /** Classified as spam at intake (src/abuse/spam-intake.ts); stored with the report, answered 201 all the same. */
   spam?: SpamMark | null
+}
+
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface FeedbackDeps {
+  store: Pick<Store, 'feedback' | 'apps' | 'abuse' | 'trackers'>
+  box: SecretBox
+  clock: Clock
 }
 
 /**
@@ -136,7 +145,7 @@ export interface SpamHooks {
   notSpam(appId: string, text: string): void
 }
 
-export function createFeedbackService(ctx: Context, uploads: UploadsService, spamHooks?: SpamHooks) {
+export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService, spamHooks?: SpamHooks) {
   const { clock } = ctx
   const repo = ctx.store.feedback
   const apps = ctx.store.apps

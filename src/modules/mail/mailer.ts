@@ -14,8 +14,11 @@
  * mail is sent only once that address is confirmed (docs/email.md "Confirming a public-mode address").
  * In cluster mode only the node holding the `dispatch` role runs it (like the webhook and Slack dispatchers).
  */
-import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 import type { EventHub } from '../events/hub'
 import { randomBytes } from 'node:crypto'
 import { addressHash, legacyAddressHash, maskAddress } from './address'
@@ -46,6 +49,15 @@ const BATCH = 20
 /** Events wake the mailer at most this often (a burst of submissions is thousands of events). */
 const WAKE_GAP_MS = 250
 
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface MailerDeps {
+  store: Pick<Store, 'mail'>
+  box: SecretBox
+  clock: Clock
+  urlSigningKey: Uint8Array
+  config: Pick<Config, 'smtpAllowPrivate'>
+}
+
 export class Mailer {
   private readonly repo: MailRepo
   private readonly keys: ReturnType<typeof mailKeys>
@@ -56,7 +68,7 @@ export class Mailer {
   private again = false
 
   constructor(
-    private readonly ctx: Context,
+    private readonly ctx: MailerDeps,
     private readonly log: Logger,
     opts: Partial<MailerOptions>,
   ) {

@@ -3,8 +3,11 @@
  * returned), a test mail, unsubscribes, a report's mail for the dashboard, and a signed-in reporter's
  * own reports (GET /v1/me/feedback).
  */
-import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 import { changedDestination, secretRequiredAgain } from '../../core/kept-secret'
 import { isoUtc } from '../../core/clock'
 import { LIMITS } from '../../core/limits'
@@ -47,6 +50,15 @@ const privateHost = (): string =>
 
 const bad = (path: string, message: string) => new ApiError('invalid_body', { issues: [{ path, message }] })
 
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface MailServiceDeps {
+  store: Pick<Store, 'mail' | 'apps'>
+  box: SecretBox
+  clock: Clock
+  urlSigningKey: Uint8Array
+  config: Pick<Config, 'smtpAllowPrivate'>
+}
+
 /** `Name <a@b.c>` or `a@b.c`; the name without quotes, angle brackets or line breaks. */
 export function isFromAddress(from: string): boolean {
   const m = /^([^<>"\r\n]{0,100}?)\s*<([^<>\s]+)>$/.exec(from)
@@ -57,7 +69,7 @@ export function viewOf(r: SmtpRow): SmtpView {
   return { appId: r.app_id, host: r.host, port: r.port, tls: r.tls_mode, user: r.username, passwordSet: r.password_sealed !== null, from: r.from_address, updatedAt: isoUtc(r.updated_at) }
 }
 
-export function createMailService(ctx: Context) {
+export function createMailService(ctx: MailServiceDeps) {
   const repo = ctx.store.mail
   const apps = ctx.store.apps
   const keys = mailKeys(ctx.urlSigningKey)

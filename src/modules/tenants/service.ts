@@ -4,8 +4,10 @@
  * running server at once. Failures are ApiError: 4xx codes (org_not_found, app_not_found,
  * key_not_found, invalid_argument, slug_taken) with a message meant for the operator.
  */
-import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
@@ -28,6 +30,13 @@ export interface AppSettings {
   proofOfWork?: ProofOfWorkLevel
   spamEvents?: boolean
   spamRetentionDays?: number
+}
+
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface TenantsDeps {
+  store: Pick<Store, 'tenants'>
+  box: SecretBox
+  clock: Clock
 }
 
 export function slugify(name: string): string {
@@ -55,7 +64,7 @@ export function normalizeOrigin(text: string): string {
   return url.origin
 }
 
-export function createTenantsService(ctx: Context) {
+export function createTenantsService(ctx: TenantsDeps) {
   const { box, clock } = ctx
   const repo = ctx.store.tenants
   /** The audit rows of a change made by `by` (none when the caller records nobody, e.g. a test fixture). */

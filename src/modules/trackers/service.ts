@@ -7,7 +7,10 @@
  * run inside a transaction; a failing tracker never blocks intake or a status move.
  */
 import { randomBytes } from 'node:crypto'
-import type { Context } from '../../context'
+import type { Store } from '../../db/store'
+import type { Config } from '../../config'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { parseDeliveryJson } from '../../core/nul'
@@ -78,6 +81,14 @@ const invalid = (message: string) => new ApiError('invalid_argument', undefined,
 const unauthenticated = () => new ApiError('invalid_authorization', undefined, "The webhook signature (or GitLab token) is missing or does not match this App's tracker webhook secret.")
 const newSecret = () => randomBytes(32).toString('base64url')
 
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface TrackersDeps {
+  store: Pick<Store, 'trackers' | 'apps'>
+  box: SecretBox
+  clock: Clock
+  config: Pick<Config, 'trackerAllowPrivate' | 'publicUrl'>
+}
+
 export function parseStateMap(text: string): StateMap {
   try {
     const v = JSON.parse(text) as unknown
@@ -141,7 +152,7 @@ function checkApiUrl(text: string): string {
 /** An API URL as compared for the kept-token rule: the parsed form (host lower-cased, default port dropped), no trailing slash. */
 const urlKey = (url: string) => new URL(url).href.replace(/\/+$/, '')
 
-export function createTrackersService(ctx: Context, lifecycle: Lifecycle) {
+export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
   const { box, clock, config } = ctx
   const repo = ctx.store.trackers
   const apps = ctx.store.apps

@@ -5,8 +5,11 @@
  * unsent rows stay pending, leases of a dead process are released at start, and a resend carries the
  * same webhook-id (the event id), so delivery is at-least-once and receivers can deduplicate.
  */
-import type { Context } from '../../context'
 import type { Logger } from '../../core/logger'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 import { newId } from '../../core/ids'
 import { createTurns } from '../../core/turns'
 import { VERSION } from '../../version'
@@ -29,6 +32,14 @@ export interface DispatcherOptions {
 
 const FANOUT_PAGE = 500
 
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface DispatcherDeps {
+  store: Pick<Store, 'webhooks'>
+  box: SecretBox
+  clock: Clock
+  config: Pick<Config, 'webhookAllowPrivate' | 'webhookRetryScale' | 'webhookTimeoutMs'>
+}
+
 export class WebhookDispatcher {
   private readonly repo: WebhooksRepo
   private readonly inFlight = new Map<string, Promise<void>>()
@@ -38,7 +49,7 @@ export class WebhookDispatcher {
   private readonly opts: DispatcherOptions
 
   constructor(
-    private readonly ctx: Context,
+    private readonly ctx: DispatcherDeps,
     private readonly log: Logger,
     opts: Partial<DispatcherOptions> = {},
   ) {

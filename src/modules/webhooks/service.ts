@@ -5,8 +5,11 @@
  * Every method takes the Org: another Org's ids are not_found. Every change takes who made it and is
  * written to the audit log in the change's own transaction (ids and hosts, never a URL's path or a secret).
  */
-import type { Context } from '../../context'
 import { ApiError } from '../../core/errors'
+import type { Store } from '../../db/store'
+import type { SecretBox } from '../../core/crypto'
+import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
@@ -22,6 +25,14 @@ export interface WebhookInput {
   url: string
   events?: string[]
   appId?: string
+}
+
+/** What this service is given: the repositories and values it uses (a Context has them all). */
+export interface WebhooksDeps {
+  store: Pick<Store, 'webhooks'>
+  box: SecretBox
+  clock: Clock
+  config: Pick<Config, 'webhookAllowPrivate'>
 }
 
 export function presentWebhook(w: WebhookRow, now = Date.now()) {
@@ -75,7 +86,7 @@ export interface WebhooksServiceOptions {
   privateHint?: string
 }
 
-export function createWebhooksService(ctx: Context, options: WebhooksServiceOptions = {}) {
+export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServiceOptions = {}) {
   const repo = ctx.store.webhooks
   /** The audit row of a change, written by the repo in the change's own transaction. */
   const entry = (by: ActedBy, orgId: string, action: string, targetId: string, data: Record<string, unknown> = {}): AuditEntry => ({ orgId, actor: by.actor, ip: by.ip, action, targetId, data })
