@@ -7,9 +7,9 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { applyMigrations } from '../src/db/sqlite/migrate'
-import { HISTORY_SQL } from '../src/modules/admin-api/inbox-repo'
+import { HISTORY_SQL } from '../src/db/sqlite/inbox'
 import { LAST_SEQ_SQL } from '../src/db/sqlite/outbox'
-import { pageSql, PURGE_SQL } from '../src/modules/events/repo'
+import { pageSql, PURGE_SQL } from '../src/db/sqlite/events'
 import { listSql } from '../src/db/sqlite/feedback'
 
 /** `db` as a module sees it, with every statement it prepares told to `onQuery` first. */

@@ -2,7 +2,8 @@
  * PostgreSQL side of modules/admin-api/inbox-repo.ts: the same window-then-filter query. Aliases are
  * quoted (PostgreSQL folds unquoted names to lower case); `instr` is `strpos`; JSON is read with `->>`.
  */
-import { FOLDERS, spamCondition, HAS_SCREENSHOT, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { FOLDERS, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { HAS_SCREENSHOT, spamCondition } from '../sql/inbox'
 import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
 

@@ -1,13 +1,12 @@
 /** PostgreSQL side of modules/trackers/repo.ts: the statements of TRACKER_SQL (numbered), the same moves and events as src/db/sqlite/trackers.ts. */
 import type { Clock } from '../../core/clock'
+import { PATCH_COLUMNS, TRACKER_SQL } from '../sql/trackers'
 import type { FeedbackStatus } from '../../core/fsm'
 import { GIT_DELIVERY_RETENTION_MS, resolvedUserId } from '../../modules/git-hooks/repo'
 import {
   duplicateFollows,
   newsMove,
-  PATCH_COLUMNS,
   pushPlan,
-  TRACKER_SQL,
   trackerDeliveryKeys,
   type LeadForTracker,
   type TrackerConnectionRow,

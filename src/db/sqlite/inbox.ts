@@ -1,7 +1,32 @@
 /** SQLite side of modules/admin-api/inbox-repo.ts: the queries as they were. */
-import { COLUMNS, FOLDERS, spamCondition, HAS_SCREENSHOT, HISTORY_SQL, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { FOLDERS, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { HAS_SCREENSHOT, spamCondition } from '../sql/inbox'
 import { LAST_SEQ_SQL } from './outbox'
 import type { SqliteStorage } from './storage'
+
+/** The columns of an inbox row (SQLite's booleans are 0/1; the caller maps them). */
+export const COLUMNS = [
+  'f.id', 'f.app_id AS appId', 'f.status', 'f.submitted_mode AS submittedMode', 'f.external_user_id AS externalUserId', 'f.email',
+  'f.submitter_name AS submitterName', 'f.severity', 'f.text', 'f.url', 'f.created_at AS createdAt', 'f.processed_at AS processedAt',
+  'f.merge_request_url AS mergeRequestUrl', 'f.duplicate_of_id AS duplicateOfId', 'f.duplicate_count AS duplicateCount', 'f.theme',
+  'f.consolidated_text AS consolidatedText', 'f.last_duplicate_at AS lastDuplicateAt', 'f.redactions',
+  'f.suggested_lead_id AS suggestedLeadId', 'f.suggested_score AS suggestedScore', 'f.suggested_reason AS suggestedReason',
+  'f.merge_score AS mergeScore', 'f.merge_reason AS mergeReason', 'f.merge_locked AS mergeLocked',
+  'f.spam_score AS spamScore', 'f.spam_reasons AS spamReasons', 'f.spam_marked_at AS spamMarkedAt',
+  `${HAS_SCREENSHOT} AS hasScreenshot`,
+  "(f.console_logs IS NOT NULL AND f.console_logs <> '[]') AS hasConsole",
+  'r.read_at IS NOT NULL AS isRead',
+].join(', ')
+
+
+/**
+ * A report's events, oldest first. Events carry the report's id in `feedback_id`; those stored before
+ * migration 0013 only inside `data`: each half reads its own index (test/perf-plans.test.ts).
+ */
+export const HISTORY_SQL = `SELECT seq, type, data, created_at AS createdAt FROM events WHERE org_id = ?1 AND feedback_id = ?2
+  UNION ALL
+  SELECT seq, type, data, created_at FROM events WHERE org_id = ?1 AND feedback_id IS NULL AND json_extract(data, '$.feedbackId') = ?2
+  ORDER BY seq LIMIT 500`
 
 export function createSqliteInbox({ sqlite }: SqliteStorage): Inbox {
   return {

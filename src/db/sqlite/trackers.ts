@@ -1,14 +1,13 @@
 /** SQLite side of modules/trackers/repo.ts: the statements of TRACKER_SQL; moves and events join the lifecycle's SQLite side. */
 import type { Clock } from '../../core/clock'
+import { PATCH_COLUMNS, TRACKER_SQL as Q } from '../sql/trackers'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { SqliteLifecycle } from './lifecycle'
 import { GIT_DELIVERY_RETENTION_MS, resolvedUserId } from '../../modules/git-hooks/repo'
 import {
   duplicateFollows,
   newsMove,
-  PATCH_COLUMNS,
   pushPlan,
-  TRACKER_SQL as Q,
   trackerDeliveryKeys,
   type LeadForTracker,
   type TrackerConnectionRow,

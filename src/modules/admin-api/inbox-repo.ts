@@ -27,11 +27,11 @@ export const FOLDERS = {
 } as const satisfies Record<string, readonly string[]>
 export type Folder = keyof typeof FOLDERS
 
-/** The folder's spam condition: the spam folder shows only spam (its small partial index), the others none. */
-export const spamCondition = (folder: Folder | undefined): string => (folder === 'spam' ? 'f.spam_marked_at IS NOT NULL' : 'f.spam_marked_at IS NULL')
-
 /** Most rows one filtered inbox request reads (see list()). */
 export const SCAN_WINDOW = 20_000
+
+/** A row of the inbox query: the list columns and the dashboard's flags (0/1 on SQLite, booleans on PostgreSQL). */
+export type InboxRow = ListRow & { hasScreenshot: number | boolean; hasConsole: number | boolean; isRead: number | boolean }
 
 export interface InboxQuery {
   folder?: Folder
@@ -49,37 +49,10 @@ export interface InboxQuery {
   limit?: number
 }
 
-export const HAS_SCREENSHOT = `(f.component_target LIKE '%"screenshotKey"%' OR f.attachments LIKE '%"kind":"screenshot"%')`
-
-export const COLUMNS = [
-  'f.id', 'f.app_id AS appId', 'f.status', 'f.submitted_mode AS submittedMode', 'f.external_user_id AS externalUserId', 'f.email',
-  'f.submitter_name AS submitterName', 'f.severity', 'f.text', 'f.url', 'f.created_at AS createdAt', 'f.processed_at AS processedAt',
-  'f.merge_request_url AS mergeRequestUrl', 'f.duplicate_of_id AS duplicateOfId', 'f.duplicate_count AS duplicateCount', 'f.theme',
-  'f.consolidated_text AS consolidatedText', 'f.last_duplicate_at AS lastDuplicateAt', 'f.redactions',
-  'f.suggested_lead_id AS suggestedLeadId', 'f.suggested_score AS suggestedScore', 'f.suggested_reason AS suggestedReason',
-  'f.merge_score AS mergeScore', 'f.merge_reason AS mergeReason', 'f.merge_locked AS mergeLocked',
-  'f.spam_score AS spamScore', 'f.spam_reasons AS spamReasons', 'f.spam_marked_at AS spamMarkedAt',
-  `${HAS_SCREENSHOT} AS hasScreenshot`,
-  "(f.console_logs IS NOT NULL AND f.console_logs <> '[]') AS hasConsole",
-  'r.read_at IS NOT NULL AS isRead',
-].join(', ')
-
 /** The smallest id created at or after `ms` (ids start with 4 bytes of unix seconds). */
 export function idFloor(ms: number): string {
   return Math.max(0, Math.floor(ms / 1000)).toString(16).padStart(8, '0').slice(-8) + '0'.repeat(16)
 }
-
-/**
- * A report's events, oldest first. Events carry the report's id in `feedback_id`; those stored before
- * migration 0013 only inside `data`: each half reads its own index (test/perf-plans.test.ts).
- */
-export const HISTORY_SQL = `SELECT seq, type, data, created_at AS createdAt FROM events WHERE org_id = ?1 AND feedback_id = ?2
-  UNION ALL
-  SELECT seq, type, data, created_at FROM events WHERE org_id = ?1 AND feedback_id IS NULL AND json_extract(data, '$.feedbackId') = ?2
-  ORDER BY seq LIMIT 500`
-
-/** A row of the inbox query: the list columns and the dashboard's flags (0/1 on SQLite, booleans on PostgreSQL). */
-export type InboxRow = ListRow & { hasScreenshot: number | boolean; hasConsole: number | boolean; isRead: number | boolean }
 
 export interface InboxPage {
   data: (FeedbackItem & { hasScreenshot: boolean; hasConsole: boolean; read: boolean })[]
