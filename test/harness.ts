@@ -26,12 +26,14 @@ export interface TestServer extends RunningServer {
 
 /**
  * A server in this process on a temp data dir. With FIXLOOP_TEST_DIALECT=pg (scripts/test-pg.sh) it runs
- * in PostgreSQL mode on a fresh database of the test file's own PostgreSQL, Redis and s3rver
- * (test/cluster-env.ts); a test's own env still wins.
+ * in PostgreSQL mode on a fresh, already migrated database of the test file's own PostgreSQL, Redis and
+ * s3rver (test/cluster-env.ts; a template's clone, so the route suites do not pay for every migration
+ * again: pg-serve, cluster-mode and the other callers of clusterEnv() start nodes on empty databases, which
+ * they migrate); a test's own env still wins.
  */
 export async function startTestServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
   const dataDir = tempDir()
-  if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv()), ...env }
+  if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv(undefined, { migrated: true })), ...env }
   // Fixture agents (test/fixtures/agents) live in this repository: the agent sandbox shows their folder read-only.
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
   const running = await startServer(config, { log: new Logger('silent'), ...options })
@@ -107,7 +109,7 @@ export async function runBinary(args: string[], env: Record<string, string> = {}
 /** Starts `fixloop serve` from the compiled binary on a free port and waits for /healthz. */
 export async function spawnServer(dataDir: string, env: Record<string, string> = {}): Promise<{ url: string; proc: Subprocess; stop: () => Promise<void> }> {
   const port = await freePort()
-  if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv()), ...env }
+  if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv(undefined, { migrated: true })), ...env }
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
     stdout: 'ignore',
