@@ -28,6 +28,8 @@ export interface PgServer {
   password: string
   /** A new database, its URL: empty, or with `migrated` every migration applied (a clone of one migrated once). */
   createDatabase(prefix?: string, options?: { migrated?: boolean }): Promise<string>
+  /** The name of the migrated database `migrated` clones (made on first use). */
+  migratedTemplate(): Promise<string>
   /** Stops the server (fast shutdown: every session ended) and starts it again on the same port and files. */
   restart(downMs?: number): Promise<void>
   /** Stops the server, keeping its files (a database that went away); `restart` brings it back. */
@@ -125,7 +127,65 @@ function pristineCluster(bin: string): { dataDir: string; password: string } {
   return read()
 }
 
+/**
+ * What scripts/test-pg.sh's one server for the whole pass (test/pg-pass-server.ts) writes for the files:
+ * its address and password, and the database migrated once that `migrated` databases are cloned from.
+ */
+export interface SharedPgInfo {
+  port: number
+  password: string
+  template: string
+}
+
+/** The environment variable naming the JSON file of a shared server (SharedPgInfo). */
+export const SHARED_PG_ENV = 'FIXLOOP_TEST_PG_SHARED'
+
+/**
+ * The shared server of a test pass as this file's server: fresh databases on it, dropped again by `stop`
+ * (which leaves the server running for the other files); it cannot be restarted or halted by one file.
+ */
+async function attachShared(infoFile: string): Promise<PgServer> {
+  const info = JSON.parse(readFileSync(infoFile, 'utf8')) as SharedPgInfo
+  const base = `postgres://postgres:${info.password}@127.0.0.1:${info.port}`
+  const admin = openPool(`${base}/postgres`, 2)
+  const made: string[] = []
+  const refuse = async () => {
+    throw new Error(`the PostgreSQL shared by every file of this pass (${SHARED_PG_ENV}) cannot be halted or restarted by one file: start one with startPostgres() outside scripts/test-pg.sh`)
+  }
+  return {
+    adminUrl: `${base}/postgres`,
+    port: info.port,
+    password: info.password,
+    async createDatabase(prefix = 'fixloop', options = {}) {
+      const name = `${prefix}_${randomBytes(6).toString('hex')}`
+      const template = options.migrated ? ` TEMPLATE "${info.template}" STRATEGY FILE_COPY` : ''
+      await admin.query(`CREATE DATABASE "${name}"${template}`)
+      made.push(name)
+      return `${base}/${name}`
+    },
+    migratedTemplate: async () => info.template,
+    halt: refuse,
+    restart: refuse,
+    async stop() {
+      // FORCE: a session a test left open does not keep the database (nor the disk it holds) for the pass.
+      for (const name of made.splice(0)) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {})
+      await admin.end()
+    },
+  }
+}
+
+/**
+ * This test file's PostgreSQL: its own server, or, when scripts/test-pg.sh shares one for the whole pass
+ * (FIXLOOP_TEST_PG_SHARED), fresh databases on that one (a server start and stop less per file).
+ */
 export async function startPostgres(): Promise<PgServer> {
+  const shared = process.env[SHARED_PG_ENV]
+  if (shared) return attachShared(shared)
+  return startOwnPostgres()
+}
+
+/** A server of this process's own (`maxConnections`: for a server many files share). */
+export async function startOwnPostgres(options: { maxConnections?: number } = {}): Promise<PgServer> {
   const bin = pgBinDir()
   if (!bin) throw new Error(pgMissingReason()!)
   const root = tempDir('fixloop-pg-')
@@ -152,7 +212,7 @@ export async function startPostgres(): Promise<PgServer> {
       Bun.spawn(
         pgCommand(join(bin, 'postgres'), [
           '-D', dataDir, '-p', String(port), '-k', socketDir, '-c', 'listen_addresses=127.0.0.1',
-          '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+          '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', `max_connections=${options.maxConnections ?? 200}`,
           '-c', 'shared_buffers=64MB',
         ]),
         { stdout: 'ignore', stderr: 'pipe' },
@@ -201,6 +261,7 @@ export async function startPostgres(): Promise<PgServer> {
         await admin.query(`CREATE DATABASE "${name}"${template}`)
         return `postgres://postgres:${password}@127.0.0.1:${port}/${name}`
       },
+      migratedTemplate: migrated,
       halt,
       async restart(downMs = 0) {
         await halt()
