@@ -73,6 +73,9 @@ done
 [ -s "$info" ] || { echo "test-pg: the pass's PostgreSQL was not ready in 60 s" >&2; exit 1; }
 
 # Two worker processes: most suites wait on servers and subprocesses, so two files at once fit two cores.
-FIXLOOP_TEST_PG_SHARED=$info FIXLOOP_TEST_DIALECT=pg bun test --timeout 60000 --parallel=2 "${SUITES[@]}"
+# The slowest files first (test/timings-pg.json; FIXLOOP_TEST_UPDATE_TIMINGS=1 rewrites it, as in scripts/test.sh).
+timings=(--timings=test/timings-pg.json)
+[ "${FIXLOOP_TEST_UPDATE_TIMINGS:-}" = 1 ] && timings+=(--update-timings)
+FIXLOOP_TEST_PG_SHARED=$info FIXLOOP_TEST_DIALECT=pg bun test --timeout 60000 --parallel=2 "${timings[@]}" "${SUITES[@]}"
 status=$?
 exit "$status"
