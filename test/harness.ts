@@ -2,19 +2,15 @@
  * Test harness: real temp data dirs, real migrations, real keys, a real HTTP server on a loopback
  * port (in-process or the compiled binary). No test bypasses auth.
  */
-import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs'
-import { createHash } from 'node:crypto'
-import { tmpdir } from 'node:os'
+import { copyFileSync, existsSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { MIGRATIONS } from '../src/db/migrations'
-import { openDatabase } from '../src/db/sqlite/client'
-import { applyMigrations } from '../src/db/sqlite/migrate'
 import { loadConfig } from '../src/config'
 import { startServer, type RunningServer, type StartOptions } from '../src/runtime/server'
 import { createTenantsService, type AppSettings } from '../src/modules/tenants/service'
 import { Logger } from '../src/core/logger'
 import type { Subprocess } from 'bun'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
+import { migratedSqlite } from './migrated-sqlite'
 import { tempDir } from './temp-dirs'
 
 export const ROOT = resolve(import.meta.dir, '..')
@@ -27,24 +23,6 @@ export interface TestServer extends RunningServer {
   admin: ReturnType<typeof createTenantsService>
   /** Stops the server and removes its data dir. */
   close(): Promise<void>
-}
-
-/**
- * A SQLite database with every migration applied, kept in the system temp dir across test processes under
- * a name made of the migrations' own text (a changed or added migration makes a new one); built under a
- * temp name and renamed into place, so a file found there is complete.
- */
-function migratedSqlite(): string {
-  const digest = createHash('sha256').update(MIGRATIONS.map((m) => `${m.name}\n${m.sql}`).join('\n')).digest('hex').slice(0, 16)
-  const file = join(tmpdir(), `fixloop-sqlite-migrated-${process.getuid?.() ?? 'user'}-${digest}.db`)
-  if (existsSync(file)) return file
-  const dir = mkdtempSync(join(tmpdir(), 'fixloop-sqlite-migrated-'))
-  const { sqlite } = openDatabase(join(dir, 'fixloop.db'))
-  applyMigrations(sqlite)
-  sqlite.close() // the last connection: the WAL is checkpointed into the file and removed
-  renameSync(join(dir, 'fixloop.db'), file)
-  rmSync(dir, { recursive: true, force: true })
-  return file
 }
 
 /**
