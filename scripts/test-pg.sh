@@ -57,5 +57,25 @@ SUITES=(
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
+
+# One PostgreSQL for the whole pass (test/pg-pass-server.ts): each file makes its own databases on it
+# (FIXLOOP_TEST_PG_SHARED), instead of starting and stopping a server of its own (~2 s a file). Each file
+# still has its own Redis and s3rver: those are shared state a file's nodes sweep and elect leaders in.
+info=$(mktemp -u /tmp/fixloop-pg-pass-XXXXXX)
+bun test/pg-pass-server.ts "$info" &
+pg_pass=$!
+trap 'kill "$pg_pass" 2>/dev/null; wait "$pg_pass" 2>/dev/null; rm -f "$info"' EXIT
+for _ in $(seq 600); do
+  [ -s "$info" ] && break
+  kill -0 "$pg_pass" 2>/dev/null || { echo "test-pg: the pass's PostgreSQL did not start" >&2; exit 1; }
+  sleep 0.1
+done
+[ -s "$info" ] || { echo "test-pg: the pass's PostgreSQL was not ready in 60 s" >&2; exit 1; }
+
 # Two worker processes: most suites wait on servers and subprocesses, so two files at once fit two cores.
-FIXLOOP_TEST_DIALECT=pg exec bun test --timeout 60000 --parallel=2 "${SUITES[@]}"
+# The slowest files first (test/timings-pg.json; FIXLOOP_TEST_UPDATE_TIMINGS=1 rewrites it, as in scripts/test.sh).
+timings=(--timings=test/timings-pg.json)
+[ "${FIXLOOP_TEST_UPDATE_TIMINGS:-}" = 1 ] && timings+=(--update-timings)
+FIXLOOP_TEST_PG_SHARED=$info FIXLOOP_TEST_DIALECT=pg bun test --timeout 60000 --parallel=2 "${timings[@]}" "${SUITES[@]}"
+status=$?
+exit "$status"

@@ -127,11 +127,15 @@ function sharedS3(): Promise<{ server: S3rver; port: number; dir: string }> {
   return s3
 }
 
-/** FIXLOOP_* for a PostgreSQL-mode node on a fresh database (pass `databaseUrl` to share one between nodes). */
-export async function clusterEnv(databaseUrl?: string): Promise<Record<string, string>> {
+/**
+ * FIXLOOP_* for a PostgreSQL-mode node on a fresh database (pass `databaseUrl` to share one between nodes).
+ * `migrated`: the fresh database already has every migration (a clone, test/pg-server.ts), for the suites
+ * that test routes rather than a first start's migrating; otherwise it is empty and the node migrates it.
+ */
+export async function clusterEnv(databaseUrl?: string, options: { migrated?: boolean } = {}): Promise<Record<string, string>> {
   const [pg, r, bucket] = await Promise.all([sharedPostgres(), sharedRedis(), sharedS3()])
   return {
-    FIXLOOP_DATABASE_URL: databaseUrl ?? (await pg.createDatabase('node')),
+    FIXLOOP_DATABASE_URL: databaseUrl ?? (await pg.createDatabase('node', { migrated: options.migrated })),
     FIXLOOP_REDIS_URL: r.url,
     FIXLOOP_MASTER_KEY: MASTER_KEY,
     FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${bucket.port}`,

@@ -8,13 +8,15 @@
  */
 import { beforeAll, expect, test } from 'bun:test'
 import { runAttack, type AttackFigures } from '../bench/heavy-reports'
+import { ensureBinary } from './helpers-lifecycle'
 
 const SECONDS = 8
 let f: AttackFigures
 
 beforeAll(async () => {
-  const build = Bun.spawnSync(['bun', 'run', 'build'], { cwd: `${import.meta.dir}/..`, stdout: 'ignore', stderr: 'pipe' })
-  if (build.exitCode !== 0) throw new Error(build.stderr.toString())
+  // Built when missing, like every binary test (`bun run test` rebuilds a stale one first): rebuilding here
+  // cost the suite a build and replaced dist/fixloop under the files running beside this one.
+  ensureBinary()
   f = await runAttack(SECONDS, { victimEveryMs: 1000, victimWaitMs: 10_000 })
 }, 90_000)
 

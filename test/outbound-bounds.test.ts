@@ -150,10 +150,9 @@ describe('DNS rebinding: a call connects to exactly the addresses the guard chec
 
 describe('a tracker answering past its deadline', () => {
   let server: TestServer
-  let tracker: ReturnType<typeof Bun.serve>
-  /** Whether POST …/issues trickles (the connect's GET /user then answers at once). */
-  let stallIssues = false
-  let stallUser = true
+  /** Two trackers, so the two 15 s deadlines below are waited out at the same time, not one after the other. */
+  let slowUser: ReturnType<typeof Bun.serve>
+  let slowIssues: ReturnType<typeof Bun.serve>
   const stalled = () => {
     // Headers and the start of a body at once, then nothing: the deadline fires while the body is read.
     let first = true
@@ -171,8 +170,9 @@ describe('a tracker answering past its deadline', () => {
       { headers: { 'content-type': 'application/json' } },
     )
   }
-  beforeAll(async () => {
-    tracker = Bun.serve({
+  /** A GitHub-like tracker; `stallUser`: the connect's GET /user trickles; otherwise POST …/issues does. */
+  const tracker = (stallUser: boolean) =>
+    Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
       idleTimeout: 0,
@@ -180,41 +180,50 @@ describe('a tracker answering past its deadline', () => {
         const path = new URL(req.url).pathname
         if (req.headers.get('authorization') !== `Bearer ${TOKEN}`) return Response.json({ message: 'Bad credentials' }, { status: 401 })
         if (path === '/user') return stallUser ? stalled() : Response.json({ login: 'bot', name: 'Bot' })
-        if (path === '/repos/acme/shop/issues' && req.method === 'POST') return stallIssues ? stalled() : Response.json({ message: 'no' }, { status: 422 })
+        if (path === '/repos/acme/shop/issues' && req.method === 'POST') return stallUser ? Response.json({ message: 'no' }, { status: 422 }) : stalled()
         return Response.json({ message: 'Not Found' }, { status: 404 })
       },
     })
+  beforeAll(async () => {
+    slowUser = tracker(true)
+    slowIssues = tracker(false)
     server = await startTestServer({ FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
   })
   afterAll(async () => {
     await server?.close()
-    tracker?.stop(true)
+    slowUser?.stop(true)
+    slowIssues?.stop(true)
   })
 
   test('connect: the timeout in the body is the 400 an unreachable tracker gets; then a push job failing the same way shows in health', async () => {
-    const t = await seedTenant(server.admin, {}, 'Slow tracker')
-    const body = { kind: 'github', apiUrl: `http://127.0.0.1:${tracker.port}`, project: 'acme/shop', token: TOKEN }
-    const r = await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body })
-    expect(r.status).toBe(400)
-    expect(r.body.error.code).toBe('invalid_argument')
-    expect(r.body.error.message).toContain('unreachable')
-    expect(r.body.error.message).toContain('15000 ms')
-    expect(r.text).not.toContain(TOKEN)
-
-    stallUser = false
-    stallIssues = true
-    expect((await call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body })).status).toBe(200)
-    const f = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The export button does nothing on the invoices page', severity: 'high' } })
-    expect(f.status).toBe(201)
-    await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${f.body.id}`, { auth: t.key })).body.status === 'awaiting_manual', 15_000)
-    expect((await call(server.url, 'POST', `/v1/feedback/${f.body.id}/tracker-issue`, { auth: t.key })).status).toBe(202)
-    const health = await eventually(async () => {
-      const v = (await call(server.url, 'GET', `/v1/apps/${t.appId}/tracker`, { auth: t.key })).body.tracker.health
-      return v.state === 'failing' ? v : undefined
-    }, 30_000)
-    expect(health.lastError).toContain('unreachable when creating the issue')
-    expect(health.retryAt).not.toBeNull()
-    expect((await call(server.url, 'GET', `/v1/feedback/${f.body.id}`, { auth: t.key })).body.trackerIssue.syncState).toBe('failing')
+    const connectBody = (t: ReturnType<typeof Bun.serve>) => ({ kind: 'github', apiUrl: `http://127.0.0.1:${t.port}`, project: 'acme/shop', token: TOKEN })
+    const a = await seedTenant(server.admin, {}, 'Slow tracker')
+    const b = await seedTenant(server.admin, {}, 'Slow issues')
+    const connectTimesOut = async () => {
+      const r = await call(server.url, 'PUT', `/v1/apps/${a.appId}/tracker`, { auth: a.key, body: connectBody(slowUser) })
+      expect(r.status).toBe(400)
+      expect(r.body.error.code).toBe('invalid_argument')
+      expect(r.body.error.message).toContain('unreachable')
+      expect(r.body.error.message).toContain('15000 ms')
+      expect(r.text).not.toContain(TOKEN)
+      // The refused connect left nothing behind: the same App connects to a tracker that answers.
+      expect((await call(server.url, 'PUT', `/v1/apps/${a.appId}/tracker`, { auth: a.key, body: connectBody(slowIssues) })).status).toBe(200)
+    }
+    const pushTimesOut = async () => {
+      expect((await call(server.url, 'PUT', `/v1/apps/${b.appId}/tracker`, { auth: b.key, body: connectBody(slowIssues) })).status).toBe(200)
+      const f = await call(server.url, 'POST', '/v1/feedback', { auth: b.pub, body: { text: 'The export button does nothing on the invoices page', severity: 'high' } })
+      expect(f.status).toBe(201)
+      await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${f.body.id}`, { auth: b.key })).body.status === 'awaiting_manual', 15_000)
+      expect((await call(server.url, 'POST', `/v1/feedback/${f.body.id}/tracker-issue`, { auth: b.key })).status).toBe(202)
+      const health = await eventually(async () => {
+        const v = (await call(server.url, 'GET', `/v1/apps/${b.appId}/tracker`, { auth: b.key })).body.tracker.health
+        return v.state === 'failing' ? v : undefined
+      }, 30_000)
+      expect(health.lastError).toContain('unreachable when creating the issue')
+      expect(health.retryAt).not.toBeNull()
+      expect((await call(server.url, 'GET', `/v1/feedback/${f.body.id}`, { auth: b.key })).body.trackerIssue.syncState).toBe('failing')
+    }
+    await Promise.all([connectTimesOut(), pushTimesOut()])
   }, 60_000)
 })
 

@@ -1,13 +1,23 @@
 /**
- * A real PostgreSQL for tests: Debian's `postgresql` package, a throw-away cluster (`initdb` in a temp
- * dir) listening on a random loopback port, started once per test file and stopped after it; each suite
- * asks for a fresh database. As root, the server runs as the `postgres` user (PostgreSQL refuses root).
- * Password auth (scram) on TCP, so a wrong password is refused as on a real deployment.
+ * A real PostgreSQL for tests: Debian's `postgresql` package, a throw-away cluster (a copy of an `initdb`
+ * cluster in a temp dir) listening on a random loopback port, started once per test file and stopped after
+ * it; each suite asks for a fresh database. As root, the server runs as the `postgres` user (PostgreSQL
+ * refuses root). Password auth (scram) on TCP, so a wrong password is refused as on a real deployment.
+ *
+ * Two copies instead of repeated work, for the suite's time on 2 cores (scripts/test.sh):
+ * - `initdb` runs once per machine and PostgreSQL version (~1 s of CPU): every file's cluster is a copy of
+ *   that pristine one (`cp -a`, ~0.1 s), made once, complete, by an atomic rename, whichever test process
+ *   gets there first. The clusters share its random password.
+ * - `createDatabase(prefix, { migrated: true })` clones a database migrated once per server
+ *   (CREATE DATABASE … TEMPLATE, ~0.1 s) instead of applying every migration again (~0.3 s, more under
+ *   load); without it a database is empty, for the tests of migrating itself.
  */
-import { chmodSync, chownSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { openPool } from '../src/db/pg/client-options'
+import { applyPgMigrations } from '../src/db/pg/migrate'
 import type { Subprocess } from 'bun'
 import { tempDir } from './temp-dirs'
 
@@ -16,8 +26,10 @@ export interface PgServer {
   adminUrl: string
   port: number
   password: string
-  /** A new empty database; its URL. */
-  createDatabase(prefix?: string): Promise<string>
+  /** A new database, its URL: empty, or with `migrated` every migration applied (a clone of one migrated once). */
+  createDatabase(prefix?: string, options?: { migrated?: boolean }): Promise<string>
+  /** The name of the migrated database `migrated` clones (made on first use). */
+  migratedTemplate(): Promise<string>
   /** Stops the server (fast shutdown: every session ended) and starts it again on the same port and files. */
   restart(downMs?: number): Promise<void>
   /** Stops the server, keeping its files (a database that went away); `restart` brings it back. */
@@ -78,26 +90,117 @@ async function waitReady(url: string, proc: Subprocess, deadlineMs: number): Pro
   throw new Error('postgres did not accept connections within 30 s')
 }
 
+/**
+ * The machine's pristine cluster for this PostgreSQL (`bin`): made by `initdb` on first use, kept in the
+ * system temp dir across test processes (a copy is cheaper than another initdb), with its password beside it.
+ * Built under a temp name and renamed into place, so a cluster found there is complete.
+ */
+function pristineCluster(bin: string): { dataDir: string; password: string } {
+  const owner = process.getuid?.() ?? 'user'
+  const home = join(tmpdir(), `fixloop-pg-pristine-${owner}-${bin.replace(/[^A-Za-z0-9]+/g, '_')}`)
+  const read = () => ({ dataDir: join(home, 'data'), password: readFileSync(join(home, 'pw'), 'utf8') })
+  if (existsSync(join(home, 'data', 'PG_VERSION')) && existsSync(join(home, 'pw'))) return read()
+  const build = mkdtempSync(`${home}.build-`)
+  const password = randomBytes(12).toString('hex')
+  const pwFile = join(build, 'pw')
+  writeFileSync(pwFile, password)
+  if (asRoot) {
+    const { uid, gid } = pgUserIds()
+    chmodSync(build, 0o700)
+    chownSync(build, uid, gid)
+    chownSync(pwFile, uid, gid)
+  }
+  const init = Bun.spawnSync(
+    pgCommand(join(bin, 'initdb'), ['-D', join(build, 'data'), '-U', 'postgres', '--pwfile', pwFile, '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--no-sync']),
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
+  if (init.exitCode !== 0) {
+    rmSync(build, { recursive: true, force: true })
+    throw new Error(`initdb failed: ${init.stderr.toString()}`)
+  }
+  try {
+    renameSync(build, home)
+  } catch {
+    // Another test process renamed its own first: use that one.
+    rmSync(build, { recursive: true, force: true })
+  }
+  return read()
+}
+
+/**
+ * What scripts/test-pg.sh's one server for the whole pass (test/pg-pass-server.ts) writes for the files:
+ * its address and password, and the database migrated once that `migrated` databases are cloned from.
+ */
+export interface SharedPgInfo {
+  port: number
+  password: string
+  template: string
+}
+
+/** The environment variable naming the JSON file of a shared server (SharedPgInfo). */
+export const SHARED_PG_ENV = 'FIXLOOP_TEST_PG_SHARED'
+
+/**
+ * The shared server of a test pass as this file's server: fresh databases on it, dropped again by `stop`
+ * (which leaves the server running for the other files); it cannot be restarted or halted by one file.
+ */
+async function attachShared(infoFile: string): Promise<PgServer> {
+  const info = JSON.parse(readFileSync(infoFile, 'utf8')) as SharedPgInfo
+  const base = `postgres://postgres:${info.password}@127.0.0.1:${info.port}`
+  const admin = openPool(`${base}/postgres`, 2)
+  const made: string[] = []
+  const refuse = async () => {
+    throw new Error(`the PostgreSQL shared by every file of this pass (${SHARED_PG_ENV}) cannot be halted or restarted by one file: start one with startPostgres() outside scripts/test-pg.sh`)
+  }
+  return {
+    adminUrl: `${base}/postgres`,
+    port: info.port,
+    password: info.password,
+    async createDatabase(prefix = 'fixloop', options = {}) {
+      const name = `${prefix}_${randomBytes(6).toString('hex')}`
+      const template = options.migrated ? ` TEMPLATE "${info.template}" STRATEGY FILE_COPY` : ''
+      await admin.query(`CREATE DATABASE "${name}"${template}`)
+      made.push(name)
+      return `${base}/${name}`
+    },
+    migratedTemplate: async () => info.template,
+    halt: refuse,
+    restart: refuse,
+    async stop() {
+      // FORCE: a session a test left open does not keep the database (nor the disk it holds) for the pass.
+      for (const name of made.splice(0)) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {})
+      await admin.end()
+    },
+  }
+}
+
+/**
+ * This test file's PostgreSQL: its own server, or, when scripts/test-pg.sh shares one for the whole pass
+ * (FIXLOOP_TEST_PG_SHARED), fresh databases on that one (a server start and stop less per file).
+ */
 export async function startPostgres(): Promise<PgServer> {
+  const shared = process.env[SHARED_PG_ENV]
+  if (shared) return attachShared(shared)
+  return startOwnPostgres()
+}
+
+/** A server of this process's own (`maxConnections`: for a server many files share). */
+export async function startOwnPostgres(options: { maxConnections?: number } = {}): Promise<PgServer> {
   const bin = pgBinDir()
   if (!bin) throw new Error(pgMissingReason()!)
   const root = tempDir('fixloop-pg-')
   const dataDir = join(root, 'data')
   const socketDir = join(root, 'sock')
-  const password = randomBytes(12).toString('hex')
-  const pwFile = join(root, 'pw')
-  writeFileSync(pwFile, password)
+  const pristine = pristineCluster(bin)
+  const password = pristine.password
   if (asRoot) {
     const { uid, gid } = pgUserIds()
     chmodSync(root, 0o700)
     chownSync(root, uid, gid)
-    chownSync(pwFile, uid, gid)
   }
-  const init = Bun.spawnSync(
-    pgCommand(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--pwfile', pwFile, '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--no-sync']),
-    { stdout: 'pipe', stderr: 'pipe' },
-  )
-  if (init.exitCode !== 0) throw new Error(`initdb failed: ${init.stderr.toString()}`)
+  // -a keeps the postgres user as the owner (PostgreSQL refuses a data dir it does not own).
+  const copy = Bun.spawnSync(['cp', '-a', pristine.dataDir, dataDir], { stdout: 'pipe', stderr: 'pipe' })
+  if (copy.exitCode !== 0) throw new Error(`copying the pristine cluster failed: ${copy.stderr.toString()}`)
   Bun.spawnSync(pgCommand('mkdir', ['-p', socketDir]))
 
   let lastError: unknown
@@ -109,7 +212,7 @@ export async function startPostgres(): Promise<PgServer> {
       Bun.spawn(
         pgCommand(join(bin, 'postgres'), [
           '-D', dataDir, '-p', String(port), '-k', socketDir, '-c', 'listen_addresses=127.0.0.1',
-          '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+          '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', `max_connections=${options.maxConnections ?? 200}`,
           '-c', 'shared_buffers=64MB',
         ]),
         { stdout: 'ignore', stderr: 'pipe' },
@@ -125,6 +228,20 @@ export async function startPostgres(): Promise<PgServer> {
       continue
     }
     let admin = openPool(adminUrl, 2)
+    let migratedTemplate: Promise<string> | undefined
+    /** A database with every migration applied, migrated once per server; no session stays on it (a template must have none). */
+    const migrated = () =>
+      (migratedTemplate ??= (async () => {
+        const name = `template_migrated_${randomBytes(4).toString('hex')}`
+        await admin.query(`CREATE DATABASE "${name}"`)
+        const pool = openPool(`postgres://postgres:${password}@127.0.0.1:${port}/${name}`, 1)
+        try {
+          await applyPgMigrations(pool)
+        } finally {
+          await pool.end()
+        }
+        return name
+      })())
     const halt = async () => {
       await admin.end().catch(() => {})
       if (proc.exitCode !== null) return
@@ -137,11 +254,14 @@ export async function startPostgres(): Promise<PgServer> {
       adminUrl,
       port,
       password,
-      async createDatabase(prefix = 'fixloop') {
+      async createDatabase(prefix = 'fixloop', options = {}) {
         const name = `${prefix}_${randomBytes(6).toString('hex')}`
-        await admin.query(`CREATE DATABASE "${name}"`)
+        // FILE_COPY: a copy of the template's files, faster than WAL_LOG's page-by-page logging with fsync off.
+        const template = options.migrated ? ` TEMPLATE "${await migrated()}" STRATEGY FILE_COPY` : ''
+        await admin.query(`CREATE DATABASE "${name}"${template}`)
         return `postgres://postgres:${password}@127.0.0.1:${port}/${name}`
       },
+      migratedTemplate: migrated,
       halt,
       async restart(downMs = 0) {
         await halt()
