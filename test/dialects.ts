@@ -12,7 +12,7 @@
  * message saying what to install (never skips silently).
  */
 import { afterAll, describe } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { copyFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/sqlite/client'
 import { applyMigrations } from '../src/db/sqlite/migrate'
@@ -29,6 +29,8 @@ import { createPgProcessingEngine } from '../src/worker/processing-pg'
 import type { Processing } from '../src/worker/processing'
 import { startPostgres, type PgServer } from './pg-server'
 import type { Clock } from '../src/core/clock'
+import { tempDir } from './temp-dirs'
+import { migratedSqlite } from './migrated-sqlite'
 
 /**
  * The store over `storage` (a second pool or connection, another "node"), as the runtime builds it
@@ -37,7 +39,6 @@ import type { Clock } from '../src/core/clock'
 export function storeOf(storage: Storage, clock: Clock = systemClock): SqliteStore | PgStore {
   return storage.dialect === 'sqlite' ? openSqliteStore(storage, clock) : openPgStore(storage, clock)
 }
-import { tempDir } from './temp-dirs'
 
 export const DIALECTS: readonly Dialect[] = ['sqlite', 'pg']
 
@@ -87,6 +88,7 @@ export async function freshStore(dialect: Dialect): Promise<FreshStore> {
   if (dialect === 'sqlite') {
     const dir = tempDir('fixloop-repo-')
     const file = join(dir, 'fixloop.db')
+    copyFileSync(migratedSqlite(), file) // applyMigrations below then finds nothing to do
     const { sqlite, db } = openDatabase(file)
     applyMigrations(sqlite)
     closers.push(() => {
@@ -97,7 +99,7 @@ export async function freshStore(dialect: Dialect): Promise<FreshStore> {
     return { storage, store: openSqliteStore(storage, clock), dialect, clock, location: file }
   }
   const server = await sharedPostgres()
-  const url = await server.createDatabase('repo')
+  const url = await server.createDatabase('repo', { migrated: true }) // a clone: applyPgMigrations finds nothing to do
   const pool = openPool(url, 8)
   await applyPgMigrations(pool)
   closers.push(() => pool.end())
