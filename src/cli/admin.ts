@@ -1,9 +1,8 @@
 /** `fixloop admin create|reset-password`: dashboard admins from the command line (passwords from files). */
 import { loadConfig } from '../config'
+import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
-import { createAdminsService } from '../modules/admins/service'
 import { readPasswordFile } from '../modules/admins/bootstrap'
-import { createAuditLog } from '../modules/audit/index'
 import { output, parseFlags, UsageError } from './args'
 
 export const ADMIN_HELP = `Usage:
@@ -42,8 +41,7 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   const password = readPassword(values['password-file'])
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
-    const admins = createAdminsService(ctx.store.admins, ctx.box, ctx.clock)
-    const audit = createAuditLog(ctx.store.audit, ctx.clock)
+    const { admins, audit } = domainServices(ctx)
     if (sub === 'create') {
       const admin = await admins.create(values.email, password, values.org ?? [], role)
       for (const orgId of values.org?.length ? values.org : [null]) await audit.record({ orgId, actor: 'cli', action: 'admin.created', targetId: admin.id, data: { role } })

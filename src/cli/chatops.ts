@@ -1,7 +1,7 @@
 /** `fixloop chatops slack …`: thin commands over the chat-ops service (the same rules as the API). */
 import { loadConfig } from '../config'
+import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
-import { createChatopsService } from '../modules/chatops/service'
 import { COMMON_FLAGS, output, parseFlags, parseList, UsageError , readInputFile } from './args'
 
 export const CHATOPS_HELP = `Usage:
@@ -70,7 +70,7 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
   const readOnly = sub === 'list' || sub === 'users'
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
-    const svc = createChatopsService(ctx)
+    const svc = domainServices(ctx).chatops
     const json = values.json
     const orgId = async () => {
       const id = need(values.org, '--org')

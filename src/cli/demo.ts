@@ -9,7 +9,6 @@
  * it creates or revokes is in the audit log (actor "system", via "serve --demo").
  */
 import type { RunningServer } from '../runtime/server'
-import { createTenantsService } from '../modules/tenants/service'
 
 export const DEMO_ORG = 'fixloop demo'
 export const DEMO_APP = 'Demo App'
@@ -30,7 +29,7 @@ export interface DemoApp {
  * made), so a start interrupted half-way is completed by the next one.
  */
 export async function ensureDemoApp(running: RunningServer): Promise<DemoApp> {
-  const tenants = createTenantsService(running.ctx)
+  const tenants = running.services.tenants
   const by = { actor: 'system', note: { via: 'serve --demo' } }
   const org = (await tenants.listOrgs()).find((o) => o.name === DEMO_ORG) ?? (await tenants.createOrg(DEMO_ORG, by))
   const app = (await tenants.listApps(org.id)).find((a) => a.name === DEMO_APP) ?? (await tenants.createApp(org.id, { name: DEMO_APP }, by))

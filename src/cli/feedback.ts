@@ -4,11 +4,11 @@
  * the database's dialect). A report or App id is resolved to its Org first.
  */
 import { loadConfig } from '../config'
+import { domainServices } from '../runtime/domain'
 import { closeContext, openContext, type Runtime } from '../runtime/open'
 import { type ListRow } from '../modules/feedback/repo'
 import { createTriageService } from '../modules/feedback/triage-service'
 import { resolveByHand } from '../modules/feedback/service'
-import { createTenantsService } from '../modules/tenants/service'
 import { suggestedLeadsOf } from '../modules/feedback/suggested'
 import { toListItem } from '../modules/feedback/present'
 import { previewBudget } from '../modules/feedback/present'
@@ -89,7 +89,7 @@ export async function runFeedbackCommand(argv: string[]): Promise<void> {
     }
     switch (sub) {
       case 'suggestions': {
-        const orgId = await createTenantsService(ctx).orgOfApp(appId)
+        const orgId = await domainServices(ctx).tenants.orgOfApp(appId)
         const found: ListRow[] = []
         const leads = new Map<string, string | null>()
         let cursor: string | undefined

@@ -1,5 +1,6 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
 import { ConfigError, loadConfig, type Config } from '../config'
+import { domainServices } from '../runtime/domain'
 import { existsSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { StartupError } from '../core/startup-error'
@@ -8,8 +9,6 @@ import { parseFlags } from './args'
 import { createBlobStore } from '../blobs/index'
 import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
 import { closeContext, openContext } from '../runtime/open'
-import { createAdminsService } from '../modules/admins/service'
-import { createAuditLog } from '../modules/audit/index'
 import { ensureDemoApp } from './demo'
 import { settingsHelp } from '../core/settings'
 
@@ -56,7 +55,8 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   // The env admin exists before the port opens, so a client that sees /healthz can sign in with it.
   const boot = await openContext(config)
   try {
-    const created = await adminFromEnv(createAdminsService(boot.store.admins, boot.box, boot.clock), createAuditLog(boot.store.audit, boot.clock), {
+    const bootServices = domainServices(boot)
+    const created = await adminFromEnv(bootServices.admins, bootServices.audit, {
       email: config.adminEmail,
       passwordFile: config.adminPasswordFile,
     })
@@ -74,7 +74,7 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
       process.stdout.write(`The demo key printed by the previous start (${app.revokedPrefixes.map((p) => `${p}…`).join(', ')}) is revoked: use the one above.\n`)
     }
   }
-  const link = await setupLink(createAdminsService(running.ctx.store.admins, running.ctx.box, running.ctx.clock), config.publicUrl ?? running.url)
+  const link = await setupLink(running.services.admins, config.publicUrl ?? running.url)
   if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
   const shutdown = async (signal: NodeJS.Signals) => {
     // The stop is bounded phase by phase (server.ts, STOP_BUDGET_MS); this is the backstop if one hangs

@@ -3,15 +3,15 @@
  * admin dashboard calls). A bare App or key id is resolved to its Org first; services take the Org.
  */
 import { loadConfig } from '../config'
+import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
-import { createTenantsService, type AppSettings } from '../modules/tenants/service'
+import { type AppSettings } from '../modules/tenants/service'
 import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
-import { AGENT_PROVIDERS, createConnectionsService, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
+import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
 import { cliTriageService } from './feedback'
-import { createMailService } from '../modules/mail/service'
 import { TLS_MODES } from '../modules/mail/repo'
 
 export const TENANT_HELP: Record<string, string> = {
@@ -277,7 +277,8 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
   const readOnly = sub === 'list'
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
-    const svc = createTenantsService(ctx)
+    const services = domainServices(ctx)
+    const svc = services.tenants
     const json = values.json
     const target = () => need(positionals[1], `${group.toUpperCase()}_ID argument`)
     const appTarget = async () => {
@@ -285,7 +286,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       return { orgId: await svc.orgOfApp(appId), appId }
     }
     // Run jobs are queued in the database; a running server's worker picks them up at its next poll.
-    const connections = () => createConnectionsService(ctx, ctx.store.lifecycle)
+    const connections = () => services.connections
     /** Operator actions go to the audit log as the dashboard's do, in the change's own transaction. */
     const cli = { actor: 'cli' }
     const settingNames = (s: AppSettings) => Object.keys(s).filter((k) => s[k as keyof typeof s] !== undefined)
@@ -351,7 +352,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       }
       case 'app smtp': {
         const { orgId, appId } = await appTarget()
-        const mail = createMailService(ctx)
+        const mail = services.mail
         const given = SMTP_FLAGS.filter((f) => values[f as keyof typeof values] !== undefined)
         if (values.clear) {
           if (given.length > 1) throw new UsageError('--clear takes no other SMTP flag')
@@ -383,7 +384,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       }
       case 'app smtp-test': {
         const { orgId, appId } = await appTarget()
-        const r = await createMailService(ctx).testSmtp(orgId, appId, need(values.to, '--to'))
+        const r = await services.mail.testSmtp(orgId, appId, need(values.to, '--to'))
         output(r, json)
         if (!r.sent) process.exitCode = 1
         return

@@ -1,11 +1,11 @@
 /** `fixloop tracker …`: thin commands over the trackers service (the same rules as PUT /v1/apps/:id/tracker). */
 import { loadConfig } from '../config'
+import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
-import { createTrackersService, SEVERITY_CHOICES, trackerWebhookPath, type SeverityChoice, type TrackerInput, type TrackerView } from '../modules/trackers/service'
+import { SEVERITY_CHOICES, trackerWebhookPath, type SeverityChoice, type TrackerInput, type TrackerView } from '../modules/trackers/service'
 import { MAPPED_ACTIONS } from '../modules/trackers/mapping'
 import { TRACKER_KINDS, type TrackerKind } from '../trackers/adapter'
 import type { NewsAction } from '../modules/trackers/repo'
-import { createTenantsService } from '../modules/tenants/service'
 import { COMMON_FLAGS, output, parseFlags, parseIntFlag, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
 
@@ -116,9 +116,10 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
 
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: sub === 'show' })
   try {
-    const svc = createTrackersService(ctx, ctx.store.lifecycle)
+    const services = domainServices(ctx)
+    const svc = services.trackers
     const base = `http://${ctx.config.host.includes(':') ? `[${ctx.config.host}]` : ctx.config.host}:${ctx.config.port}`
-    const orgOf = (appId: string) => createTenantsService(ctx).orgOfApp(appId)
+    const orgOf = (appId: string) => services.tenants.orgOfApp(appId)
     const json = values.json
     if (sub === 'push') {
       const feedbackId = need(values.feedback, '--feedback')

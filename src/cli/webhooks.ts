@@ -1,5 +1,6 @@
 /** `fixloop webhook …`: thin commands over the webhooks service (the same rules as the API). */
 import { loadConfig } from '../config'
+import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
 import { didYouMean } from './suggest'
 import { createWebhooksService } from '../modules/webhooks/service'
@@ -104,7 +105,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const rule = privateTargetRule(ctx.config.webhookAllowPrivate, await ctx.store.meta.read(META.webhookAllowPrivate))
-    const svc = createWebhooksService(ctx, { privateHint: rule.hint })
+    const svc = domainServices(ctx).webhooks({ privateHint: rule.hint })
     const orgOf = async (webhookId: string) => {
       const w = await svc.repo.getAny(webhookId)
       if (!w) throw new UsageError(`unknown webhook: ${webhookId}`)

@@ -6,6 +6,7 @@
  */
 import { withSuggestedLeads } from '../modules/admin-api/inbox-repo'
 import type { Runtime } from './open'
+import { domainServices } from './domain'
 import type { ModeOptions } from './mode'
 import type { Logger } from '../core/logger'
 import { CredentialDirectory } from '../auth/directory'
@@ -14,8 +15,6 @@ import { createFeedbackService } from '../modules/feedback/service'
 import { createIntake } from '../modules/feedback/intake'
 import { createTriageService } from '../modules/feedback/triage-service'
 import { createUploadsService } from '../modules/uploads/service'
-import { createTenantsService } from '../modules/tenants/service'
-import { createConnectionsService } from '../modules/connections/service'
 import { createAgentRunsService } from '../modules/agent-runs/service'
 import { createBlobStore } from '../blobs/index'
 import { createAgentRunner, sanitizeReview, sanitizeReviewAuthor } from '../agent/runner'
@@ -24,30 +23,24 @@ import { createReviewStep, createStartAgentStep } from '../worker/steps/start-ag
 import { createCollectUploadsStep, scheduleUploadsGc } from '../worker/steps/collect-uploads'
 import { createPollPullRequestsStep, schedulePrPoll } from '../worker/steps/poll-pull-requests'
 import { createPollTrackerIssuesStep, createPushTrackerIssueStep, scheduleTrackerPoll } from '../worker/steps/tracker-sync'
-import { createTrackersService } from '../modules/trackers/service'
 import { createTrackerSync } from '../modules/trackers/sync'
 import { TrackerRulesWatcher } from '../modules/trackers/rules-watcher'
 import { createPowService, powKeyOf } from '../abuse/pow-service'
 import { createSpamIntake } from '../abuse/spam-intake'
 import { type JobKind } from '../lifecycle/jobs'
-import { createAdminsService } from '../modules/admins/service'
 import { createSessionStore } from '../modules/admins/sessions'
 import { createKeyActivity } from '../modules/admins/key-activity'
-import { createAuditLog } from '../modules/audit/index'
 import { createSpamSweep } from '../abuse/spam-retention'
 import { createConsoleService } from '../modules/admin-api/console'
 import { createPasswordReentry } from '../modules/admin-api/password-reentry'
 import type { AdminAuthDeps } from '../http/admin-auth'
 import { EventHub } from '../modules/events/hub'
 import { createEventsService } from '../modules/events/service'
-import { createWebhooksService } from '../modules/webhooks/service'
 import { WebhookDispatcher } from '../modules/webhooks/dispatcher'
-import { createChatopsService } from '../modules/chatops/service'
 import { createGitHooksService } from '../modules/git-hooks/service'
 import { createSlashCommands } from '../modules/chatops/commands'
 import { SlackApi } from '../modules/chatops/slack-api'
 import { SlackNotifier } from '../modules/chatops/notifier'
-import { createMailService } from '../modules/mail/service'
 import { Mailer } from '../modules/mail/mailer'
 
 export interface ServiceOptions extends ModeOptions {
@@ -63,7 +56,9 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   // Embedded or one node of a cluster (src/runtime/mode.ts): bound when the runtime was opened.
   const mode = ctx.mode(log, options)
   const { coordinator, redis, limiters, throttles } = mode
-  const tenants = createTenantsService(ctx)
+  // The services the CLI builds the same way (domain.ts).
+  const domain = domainServices(ctx)
+  const tenants = domain.tenants
   // Proof of work (issue 27): challenges signed with a key derived from the master key; spent solutions in
   // the database, or in Redis (cluster mode) with the database as its fallback.
   const abuseRepo = ctx.store.abuse
@@ -71,8 +66,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   // The spam signals known at intake, in memory (src/abuse/spam-intake.ts); the same flood meter as the proof of work.
   const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
-  const admins = createAdminsService(ctx.store.admins, ctx.box, clock)
-  const audit = createAuditLog(ctx.store.audit, clock)
+  const { admins, audit } = domain
   const reentry = createPasswordReentry(admins, audit, throttles)
   const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.store.admins, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
@@ -85,7 +79,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   }
   const blobs = createBlobStore(ctx)
   const uploads = createUploadsService(ctx.store.uploads, blobs, clock, log, config.uploadGraceHours * 3600_000)
-  const connections = createConnectionsService(ctx, lifecycle)
+  const connections = domain.connections
   const agentRunsRepo = ctx.store.agentRuns
   const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {
     dataDir: config.dataDir,
@@ -107,7 +101,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   })
   const prPollEveryMs = config.prPollMinutes * 60_000
   // Issue-tracker sync (docs/trackers.md): pushes and polls are durable jobs, never in intake's or a move's transaction.
-  const trackers = createTrackersService(ctx, lifecycle)
+  const trackers = domain.trackers
   const trackerSync = createTrackerSync({ trackers, clock, log, publicUrl: config.publicUrl })
   const trackerPollEveryMs = config.trackerPollMinutes * 60_000
   const ownSteps = {
@@ -165,9 +159,9 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     redis,
     hub,
     events: createEventsService(ctx.store.events, hub, apps, config.sseStreamsPerKey),
-    webhooks: createWebhooksService(ctx),
+    webhooks: domain.webhooks(),
     webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
-    chatops: createChatopsService(ctx),
+    chatops: domain.chatops,
     gitHooks,
     trackers,
     trackerSync,
@@ -175,7 +169,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     trackerRules: new TrackerRulesWatcher(trackers.repo, log, () => coordinator.holds('dispatch')),
     slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
-    mail: createMailService(ctx),
+    mail: domain.mail,
     /** Reporters' "fixed" mails: runs with the `dispatch` role (server.ts), like the webhook and Slack dispatchers. */
     mailer: new Mailer(ctx, log, { publicUrl: config.publicUrl, mayAct: () => coordinator.holds('dispatch') }),
   }
