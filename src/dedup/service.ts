@@ -10,20 +10,31 @@
  *
  * Every attachment and unmerge is recorded in the event outbox in the same transaction. Tenant checks and
  * the rules of triage by hand (which reports may be merged) live in modules/feedback/triage-service.ts.
+ *
+ * The steps of a change (attach, stay a lead, merge, unmerge, reject a suggestion, a lead's summary) are
+ * planned once for both storage sides in ./steps.ts; this file reads what a plan needs and applies its
+ * writes (`applyWrites`). What stays here, on purpose, and not in src/dedup/pg-service.ts:
+ * - the transaction's shape: synchronous (never an await inside), one IMMEDIATE transaction per change,
+ *   or a savepoint of the processing engine's batch (`batch`/`batchItem`), where a lead's summary waits
+ *   for the batch's end and each touched lead's count is kept from its first attachment on;
+ * - the lead states kept between batches (lead-states.ts: what a summary is built from, confirmed by the
+ *   database before they are trusted) and their clearing when a transaction rolls back;
+ * - the reads: plain (the write lock is held by the transaction), the index learning its links inside
+ *   the transaction (a failed batch item takes its reports out again); PostgreSQL reads a snapshot
+ *   before its transaction and locks rows in it.
  */
 import type { Clock } from '../core/clock'
 import type { SqliteStore } from '../db/sqlite/store'
 import { createSqliteClusterRepo } from '../db/sqlite/dedup'
-import type { ClusterRow as Row, MergeWhy } from './cluster-repo'
 import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
-import { consolidate, themeOf } from './consolidate'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
-import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, toInput, type Suggestion, type Verdict } from './clusterer'
+import { createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './clusterer'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
-import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
+import { triageStateOf, whyAutomatic } from './suggestions'
+import { attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange } from './steps'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
 
@@ -36,10 +47,6 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
   const { storage } = store
   const repo = createSqliteClusterRepo(storage.sqlite, store.sides.lifecycle)
   const writeAudit = sqliteAuditWriter(storage.sqlite, clock)
-  /** The calibrations the verdicts just made changed, stored in the verdict's transaction (what every reader shows). */
-  const storeCalibrations = (): void => {
-    for (const [appId, s] of core.takeCalibrations()) repo.saveCalibration(appId, s, clock.now())
-  }
   const core = createClusterer({ ...repo, decisions: (appId) => repo.decisions(appId, LEARNING.window) }, baseThresholds)
   const { indexFor, row, remember } = core
   /** What each lead's summary is built from, kept between batches (lead-states.ts). */
@@ -74,9 +81,7 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
     // part of a batch failed) has none.
     if (lead.redactions === null) return state ? state.n : repo.duplicateStats(leadId).n
     const { n, last, window } = state ? { n: state.n, last: state.last, window: state.texts } : summaryFromDb(leadId)
-    // Each distinct text once (a burst repeats one text many times); the header counts every one.
-    const distinct = [...new Set(window)]
-    repo.saveLead(leadId, { duplicateCount: n, lastDuplicateAt: last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, distinct, window.length) }, clock.now())
+    repo.saveLead(leadId, leadSummary(lead.text, n, last, window), clock.now())
     return n
   }
 
@@ -109,42 +114,76 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
   }
 
   /**
-   * Makes `dupId` (and the duplicates it had) duplicates of `leadId`; records each attachment. Call inside
-   * a transaction. `known`: the report's row when the caller has just read it (attachment changes none
-   * of the columns used here).
+   * Applies a plan's writes (steps.ts) in order, in the caller's transaction; false when one found nothing
+   * to change and the rest was skipped. A summary with a change goes through `leadChanged` (in a batch: at
+   * the batch's end, its count kept from the lead's first attachment); one without, at once.
    */
-  function attach(dupId: string, leadId: string, manual: boolean, why: MergeWhy, known?: Row): void {
+  function applyWrites(writes: ClusterWrite[]): boolean {
     const now = clock.now()
-    const movedIds = repo.duplicateIds(dupId)
-    repo.setDuplicate(dupId, leadId, manual, why, now)
-    // Never chain: the duplicates of the merged item move to the new lead too.
-    if (movedIds.length > 0) repo.moveDuplicates(dupId, leadId, now)
-    // It is no lead any more: what its summary was built from goes.
-    leads.delete(dupId)
-    const r = known ?? row(dupId)
-    const joined = r && movedIds.length === 0 && r.redactions !== null ? r : undefined
-    const duplicateCount = leadChanged(leadId, 1 + movedIds.length, joined)
-    if (!r) return
-    for (const feedbackId of [dupId, ...movedIds]) {
-      repo.recordAttached({ orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual, automatic: !manual, score: why.score })
+    const counts = new Map<string, number>()
+    for (const w of writes) {
+      switch (w.kind) {
+        case 'duplicate':
+          repo.setDuplicate(w.id, w.leadId, w.locked, w.why, now)
+          // It is no lead any more: what its summary was built from goes.
+          leads.delete(w.id)
+          break
+        case 'moveDuplicates':
+          repo.moveDuplicates(w.from, w.to, now)
+          break
+        case 'summary':
+          counts.set(w.leadId, w.change ? leadChanged(w.leadId, w.change.added, w.change.joined) : refreshLead(w.leadId))
+          break
+        case 'attached':
+          repo.recordAttached(w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          break
+        case 'suggestion':
+          repo.setSuggestion(w.id, w.suggestion, now)
+          break
+        case 'suggested':
+          repo.recordSuggested(w.scope, w.data)
+          break
+        case 'rejectSuggestion':
+          if (!repo.rejectSuggestion(w.id, w.leadId, now)) return false
+          break
+        case 'decision':
+          repo.recordDecision(w.scope, w.decision, now)
+          break
+        case 'unmerge':
+          repo.setUnmerged(w.id, now)
+          break
+        case 'unmerged':
+          repo.recordUnmerged(w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          break
+        case 'enqueueProcess':
+          repo.enqueueProcess(w.id)
+          break
+        case 'calibration':
+          repo.saveCalibration(w.appId, w.snapshot, now)
+          break
+      }
     }
-    const index = indexFor(r.app_id)
-    index.setLead(dupId, leadId)
-    for (const id of movedIds) index.setLead(id, leadId)
+    return true
   }
 
-  /** A lead verdict's writes (call inside a transaction): its summary, and the suggestion with its event when there is one. */
-  function stayLead(id: string, r: Pick<Row, 'org_id' | 'app_id'> | null, suggestion: Suggestion | null | undefined): void {
-    leadChanged(id, 0)
-    if (!suggestion || !r) return
-    repo.setSuggestion(id, suggestion, clock.now())
-    repo.recordSuggested({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadFeedbackId: suggestion.leadId, score: suggestion.score })
+  /** The index's new lead links (learned in the change's transaction: a failed batch item takes its reports out again). */
+  function learnLinks(change: IndexChange | null): void {
+    if (!change || change.links.length === 0) return
+    const index = indexFor(change.appId)
+    for (const [id, leadId] of change.links) index.setLead(id, leadId)
+  }
+
+  /** A verdict's plan with the calibrations the verdicts changed (call inside a transaction). */
+  function writeVerdict(plan: ClusterPlan): void {
+    applyWrites(plan.writes)
+    applyWrites(calibrationWrites(core.takeCalibrations()))
+    learnLinks(plan.after)
   }
 
   /** Runs a transaction of triage by hand; when it fails (rolled back), the leads' states are dropped. */
-  function undoneClears(fn: () => void): void {
+  function undoneClears<T>(fn: () => T): T {
     try {
-      fn()
+      return fn()
     } catch (e) {
       leads.clear()
       throw e
@@ -172,11 +211,8 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
         return { leadId: r.duplicate_of_id, reason: 'already a duplicate' }
       }
       const verdict = core.verdictFor(r, f)
-      repo.transaction(() => {
-        if (verdict.leadId) attach(id, verdict.leadId, false, whyAutomatic(verdict), r)
-        else stayLead(id, r, verdict.suggestion)
-        storeCalibrations()
-      })
+      const leadId = verdict.leadId
+      repo.transaction(() => writeVerdict(leadId ? attachPlan(id, leadId, false, whyAutomatic(verdict), r, repo.duplicateIds(id)) : stayLeadPlan(id, r, verdict.suggestion)))
       index.add(f, verdict.leadId)
       pending?.indexed.push({ appId: r.app_id, id })
       return verdict
@@ -201,22 +237,15 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
       const plannedRow = core.takePlan(id)
       // Indexed in the first half: a failure of this report's part rolls the index back too (batchItem).
       pending?.indexed.push({ appId, id })
-      if (!verdict.leadId) {
+      const leadId = verdict.leadId
+      if (!leadId) {
         // The row is read only when there is a suggestion to write (its Org scopes the event).
-        repo.transaction(() => {
-          stayLead(id, verdict.suggestion ? (plannedRow ?? row(id)) : null, verdict.suggestion)
-          storeCalibrations()
-        })
+        repo.transaction(() => writeVerdict(stayLeadPlan(id, verdict.suggestion ? (plannedRow ?? row(id)) : null, verdict.suggestion)))
         return verdict
       }
       const self = plannedRow ?? row(id)
-      const lead = repo.rootState(verdict.leadId)
-      if (self && !self.duplicate_of_id && !self.merge_locked && takesDuplicates(lead)) {
-        const leadId = verdict.leadId
-        repo.transaction(() => {
-          attach(id, leadId, false, whyAutomatic(verdict), self)
-          storeCalibrations()
-        })
+      if (self && mayAttach(self, repo.rootState(leadId))) {
+        repo.transaction(() => writeVerdict(attachPlan(id, leadId, false, whyAutomatic(verdict), self, repo.duplicateIds(id))))
         return verdict
       }
       if (self) indexFor(self.app_id).remove(id)
@@ -272,74 +301,41 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
       }
     },
 
-    /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
+    /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering (steps.ts `mergePlan`). */
     merge(id: string, leadId: string): void {
-      let learned: string | null = null
       // IMMEDIATE: these transactions read before they write (see lifecycle.move).
-      undoneClears(() =>
+      const after = undoneClears(() =>
         repo.transaction(() => {
-          const r = row(id)
-          const formerLead = r?.duplicate_of_id
-          // The suggested lead (as served: followed to its current lead) confirmed: a decision to learn from.
-          const confirmed = r ? confirmedSuggestion(r, leadId, repo.rootState) : null
-          attach(id, leadId, true, confirmed ? { score: confirmed.score, reason: 'confirmed suggestion' } : MERGED_BY_HAND, r ?? undefined)
-          if (formerLead && formerLead !== leadId) refreshLead(formerLead)
-          if (r && confirmed) {
-            repo.recordDecision({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'confirmed', score: confirmed.score }, clock.now())
-            learned = r.app_id
-          }
+          const plan = mergePlan(id, leadId, row(id), repo.duplicateIds(id), repo.rootState)
+          applyWrites(plan.writes)
+          learnLinks(plan.after)
+          return plan.after
         }),
       )
-      if (learned) core.forgetLesson(learned)
+      if (after?.forgetLesson) core.forgetLesson(after.appId)
     },
 
-    /**
-     * Rejects the report's suggestion: it is cleared, its lead (as served) is never suggested for this
-     * report again, and the decision is stored for the App's lesson. No suggestion: nothing changes.
-     */
+    /** Rejects the report's suggestion, never to offer its lead (as served) again; records the decision (steps.ts `rejectPlan`). */
     rejectSuggestion(id: string): void {
-      let learned: string | null = null
-      undoneClears(() =>
+      const after = undoneClears(() =>
         repo.transaction(() => {
-          const r = row(id)
-          if (!r || !r.suggested_lead_id || r.suggested_score === null) return
-          const leadId = currentLeadOf(r.suggested_lead_id, repo.rootState) ?? r.suggested_lead_id
-          if (!repo.rejectSuggestion(id, leadId, clock.now())) return
-          repo.recordDecision({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'rejected', score: r.suggested_score }, clock.now())
-          learned = r.app_id
+          const plan = rejectPlan(row(id), repo.rootState)
+          return plan && applyWrites(plan.writes) ? plan.after : null
         }),
       )
-      if (learned) core.forgetLesson(learned)
+      if (after?.forgetLesson) core.forgetLesson(after.appId)
     },
 
     /**
      * Makes a duplicate a lead of its own again (and keeps it so); records `feedback.unmerged`. `requeue`:
-     * its `process` job is queued in the same commit (triage by hand: an unmerged report is never left
-     * without the job that moves it on as a lead).
+     * its `process` job is queued in the same commit (steps.ts `unmergePlan`).
      */
     unmerge(id: string, requeue = false): void {
-      const r = row(id)
-      const formerLeadId = r?.duplicate_of_id
-      if (!formerLeadId && !requeue) return
-      undoneClears(() =>
-        repo.transaction(() => {
-          if (r && formerLeadId) {
-            // An automatic merge undone: the App's bars rise above its score (learn.ts).
-            if (!r.merge_locked && r.merge_score !== null) {
-              repo.recordDecision({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId: formerLeadId, kind: 'unmerged', score: r.merge_score }, clock.now())
-            }
-            repo.setUnmerged(id, clock.now())
-            const duplicateCount = refreshLead(formerLeadId)
-            refreshLead(id)
-            repo.recordUnmerged({ orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
-          }
-          if (requeue) repo.enqueueProcess(id)
-        }),
-      )
-      if (r && formerLeadId) {
-        indexFor(r.app_id).setLead(id, null)
-        core.forgetLesson(r.app_id)
-      }
+      const plan = unmergePlan(id, row(id), requeue)
+      if (plan.writes.length === 0) return
+      undoneClears(() => repo.transaction(() => applyWrites(plan.writes)))
+      learnLinks(plan.after)
+      if (plan.after?.forgetLesson) core.forgetLesson(plan.after.appId)
     },
 
     /** Drops the cached index of an App (tests; after bulk imports). */
@@ -364,7 +360,7 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
     resetLearning(appId: string, audit: AuditEntry | null): Record<DecisionKind, number> {
       const removed = repo.transaction(() => {
         const counts = decisionCounts(repo.clearDecisions(appId))
-        if (audit) writeAudit({ ...audit, data: { ...audit.data, removed: counts } })
+        if (audit) writeAudit(resetAudit(audit, counts))
         return counts
       })
       core.forgetLesson(appId)
