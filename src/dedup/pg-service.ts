@@ -7,19 +7,30 @@
  * candidates and their leads: `clusterer.shortlist`) are read in one statement just before. The write
  * then checks in its transaction what the verdict assumed: the lead is read `FOR UPDATE` and must still
  * take duplicates, else nothing is written and the caller clusters the report again.
+ *
+ * The steps of a change (attach, stay a lead, merge, unmerge, reject a suggestion, a lead's summary) are
+ * planned once for both storage sides in ./steps.ts; this file reads what a plan needs and applies its
+ * writes (`applyWrites`). What stays here, on purpose, and not in src/dedup/service.ts:
+ * - the transaction's shape: every write of a change in one PgTx, awaited; the processing engine's
+ *   transaction joins through `applyInTx` (no batches and no savepoints: each report is its own commit);
+ * - the locks: a plan's rows are read `FOR UPDATE`, the member before its lead (every cluster change
+ *   locks in that order), and a lead's summary is rebuilt from the database with its row locked (no lead
+ *   states in memory: another node may change the cluster at any time);
+ * - the snapshot a verdict is computed over (read before the transaction, links corrected from it), and
+ *   the index learning a plan's links only once the transaction has committed.
  */
 import type { Clock } from '../core/clock'
 import type { PgStore } from '../db/pg/store'
 import { createPgClusterRepo } from '../db/pg/dedup'
 import type { PgTx } from '../db/pg/lifecycle'
-import type { CandidateRow, ClusterRow as Row, MergeWhy, RootState } from './cluster-repo'
-import { createClusterer, takesDuplicates, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
-import { consolidate, themeOf } from './consolidate'
+import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
+import { createClusterer, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import { writeAuditPg } from '../db/pg/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
-import { confirmedSuggestion, currentLeadOf, MERGED_BY_HAND, triageStateOf, whyAutomatic } from './suggestions'
+import { triageStateOf, whyAutomatic } from './suggestions'
+import { attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
 
 export function createPgClusterService(store: PgStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
   const { storage } = store
@@ -122,35 +133,66 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
     // Never a summary of raw text: a report not sanitized yet has none.
     if (lead.redactions === null) return stats.n
     const window = await repo.duplicateTexts(tx, leadId)
-    // Each distinct text once (a burst repeats one text many times); the header counts every one.
-    const distinct = [...new Set(window)]
-    await repo.saveLead(tx, leadId, { duplicateCount: stats.n, lastDuplicateAt: stats.last, theme: themeOf(lead.text), consolidatedText: consolidate(lead.text, distinct, window.length) }, clock.now())
+    await repo.saveLead(tx, leadId, leadSummary(lead.text, stats.n, stats.last, window), clock.now())
     return stats.n
   }
 
   /**
-   * Makes `dupId` (and the duplicates it had) duplicates of `leadId` in `tx`; records each attachment.
-   * Returns what the index learns once the transaction commits.
+   * Applies a plan's writes (steps.ts) in order, in `tx`; false when one found nothing to change and the
+   * rest was skipped. Every summary is rebuilt at once (a change carries no lead state here).
    */
-  async function attach(tx: PgTx, dupId: string, leadId: string, manual: boolean, why: MergeWhy): Promise<() => void> {
+  async function applyWrites(tx: PgTx, writes: ClusterWrite[]): Promise<boolean> {
     const now = clock.now()
-    // The member, then its lead: every cluster change locks in this order.
-    const r = await repo.lock(tx, dupId)
-    await repo.lockRoot(tx, leadId)
-    const movedIds = await repo.duplicateIds(tx, dupId)
-    await repo.setDuplicate(tx, dupId, leadId, manual, why, now)
-    // Never chain: the duplicates of the merged item move to the new lead too.
-    if (movedIds.length > 0) await repo.moveDuplicates(tx, dupId, leadId, now)
-    const duplicateCount = await refreshLead(tx, leadId)
-    if (!r) return () => {}
-    for (const feedbackId of [dupId, ...movedIds]) {
-      await repo.recordAttached(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId, leadFeedbackId: leadId, duplicateCount, manual, automatic: !manual, score: why.score })
+    const counts = new Map<string, number>()
+    for (const w of writes) {
+      switch (w.kind) {
+        case 'duplicate':
+          await repo.setDuplicate(tx, w.id, w.leadId, w.locked, w.why, now)
+          break
+        case 'moveDuplicates':
+          await repo.moveDuplicates(tx, w.from, w.to, now)
+          break
+        case 'summary':
+          counts.set(w.leadId, await refreshLead(tx, w.leadId))
+          break
+        case 'attached':
+          await repo.recordAttached(tx, w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          break
+        case 'suggestion':
+          await repo.setSuggestion(tx, w.id, w.suggestion, now)
+          break
+        case 'suggested':
+          await repo.recordSuggested(tx, w.scope, w.data)
+          break
+        case 'rejectSuggestion':
+          if (!(await repo.rejectSuggestion(tx, w.id, w.leadId, now))) return false
+          break
+        case 'decision':
+          await repo.recordDecision(tx, w.scope, w.decision, now)
+          break
+        case 'unmerge':
+          await repo.setUnmerged(tx, w.id, now)
+          break
+        case 'unmerged':
+          await repo.recordUnmerged(tx, w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          break
+        case 'enqueueProcess':
+          await repo.enqueueProcess(tx, w.id)
+          break
+        case 'calibration':
+          await repo.saveCalibration(tx, w.appId, w.snapshot, now)
+          break
+      }
     }
-    return () => {
-      const index = core.preparedIndex(r.app_id)
-      index?.setLead(dupId, leadId)
-      for (const id of movedIds) index?.setLead(id, leadId)
-    }
+    return true
+  }
+
+  /** What this node's index and lesson learn from a committed plan (another node's index corrects its links from the rows it reads). */
+  function learn(change: IndexChange | null): void {
+    if (!change) return
+    const index = core.preparedIndex(change.appId)
+    for (const [id, leadId] of change.links) index?.setLead(id, leadId)
+    if (change.forgetLesson) core.forgetLesson(change.appId)
   }
 
   /**
@@ -187,23 +229,19 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
      */
     async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
       // The calibrations the verdicts changed, with this verdict (what every reader shows).
-      for (const [appId, s] of core.takeCalibrations()) await repo.saveCalibration(tx, appId, s, clock.now())
-      if (!verdict.leadId) {
-        await refreshLead(tx, id)
-        const s = verdict.suggestion
-        if (s) {
-          const self = await repo.lock(tx, id)
-          if (self && !self.duplicate_of_id) {
-            await repo.setSuggestion(tx, id, s, clock.now())
-            await repo.recordSuggested(tx, { orgId: self.org_id, appId: self.app_id }, { feedbackId: id, leadFeedbackId: s.leadId, score: s.score })
-          }
-        }
+      await applyWrites(tx, calibrationWrites(core.takeCalibrations()))
+      const leadId = verdict.leadId
+      if (!leadId) {
+        const self = verdict.suggestion ? await repo.lock(tx, id) : null
+        await applyWrites(tx, stayLeadPlan(id, self, verdict.suggestion).writes)
         return { ok: true, after: () => {} }
       }
+      // The member, then its lead: every cluster change locks in this order.
       const self = await repo.lock(tx, id)
-      const lead = await repo.lockRoot(tx, verdict.leadId)
-      if (!self || self.duplicate_of_id || self.merge_locked || !takesDuplicates(lead)) return { ok: false, after: () => {} }
-      return { ok: true, after: await attach(tx, id, verdict.leadId, false, whyAutomatic(verdict)) }
+      if (!self || !mayAttach(self, await repo.lockRoot(tx, leadId))) return { ok: false, after: () => {} }
+      const plan = attachPlan(id, leadId, false, whyAutomatic(verdict), self, await repo.duplicateIds(tx, id))
+      await applyWrites(tx, plan.writes)
+      return { ok: true, after: () => learn(plan.after) }
     },
 
     /** A planned report that was not written as planned: out of the index. */
@@ -212,67 +250,41 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
     /** Other reports of the same App as `id`, best first. */
     similar: async (id: string, limit: number): Promise<SimilarEntry[]> => (await withSnapshot(id, limit, () => core.similar(id, limit))) ?? [],
 
-    /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
+    /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering (steps.ts `mergePlan`). */
     async merge(id: string, leadId: string): Promise<void> {
-      let learned: string | null = null
       const after = await repo.transaction(async (tx) => {
+        // The member, then its lead: every cluster change locks in this order.
         const r = await repo.lock(tx, id)
-        const formerLead = r?.duplicate_of_id
-        // The suggested lead (as served: followed to its current lead) confirmed: a decision to learn from.
-        const confirmed = r ? confirmedSuggestion(r, leadId, await rootsOf(tx, r.suggested_lead_id)) : null
-        const indexed = await attach(tx, id, leadId, true, confirmed ? { score: confirmed.score, reason: 'confirmed suggestion' } : MERGED_BY_HAND)
-        if (formerLead && formerLead !== leadId) await refreshLead(tx, formerLead)
-        if (r && confirmed) {
-          await repo.recordDecision(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'confirmed', score: confirmed.score }, clock.now())
-          learned = r.app_id
-        }
-        return indexed
+        const roots = await rootsOf(tx, r?.suggested_lead_id ?? null)
+        await repo.lockRoot(tx, leadId)
+        const plan = mergePlan(id, leadId, r, await repo.duplicateIds(tx, id), roots)
+        await applyWrites(tx, plan.writes)
+        return plan.after
       })
-      after()
-      if (learned) core.forgetLesson(learned)
+      learn(after)
     },
 
-    /**
-     * Rejects the report's suggestion: it is cleared, its lead (as served) is never suggested for this
-     * report again, and the decision is stored for the App's lesson. No suggestion: nothing changes.
-     */
+    /** Rejects the report's suggestion, never to offer its lead (as served) again; records the decision (steps.ts `rejectPlan`). */
     async rejectSuggestion(id: string): Promise<void> {
-      const learned = await repo.transaction(async (tx) => {
+      const after = await repo.transaction(async (tx) => {
         const r = await repo.lock(tx, id)
-        if (!r || !r.suggested_lead_id || r.suggested_score === null) return null
-        const leadId = currentLeadOf(r.suggested_lead_id, await rootsOf(tx, r.suggested_lead_id)) ?? r.suggested_lead_id
-        if (!(await repo.rejectSuggestion(tx, id, leadId, clock.now()))) return null
-        await repo.recordDecision(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId, kind: 'rejected', score: r.suggested_score }, clock.now())
-        return r.app_id
+        const plan = rejectPlan(r, await rootsOf(tx, r?.suggested_lead_id ?? null))
+        return plan && (await applyWrites(tx, plan.writes)) ? plan.after : null
       })
-      if (learned) core.forgetLesson(learned)
+      learn(after)
     },
 
     /**
      * Makes a duplicate a lead of its own again (and keeps it so); records `feedback.unmerged`. `requeue`:
-     * its `process` job is queued in the same commit.
+     * its `process` job is queued in the same commit (steps.ts `unmergePlan`).
      */
     async unmerge(id: string, requeue = false): Promise<void> {
-      const appId = await repo.transaction(async (tx) => {
-        const r = await repo.lock(tx, id)
-        const formerLeadId = r?.duplicate_of_id
-        if (r && formerLeadId) {
-          // An automatic merge undone: the App's bars rise above its score (learn.ts).
-          if (!r.merge_locked && r.merge_score !== null) {
-            await repo.recordDecision(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadId: formerLeadId, kind: 'unmerged', score: r.merge_score }, clock.now())
-          }
-          await repo.setUnmerged(tx, id, clock.now())
-          const duplicateCount = await refreshLead(tx, formerLeadId)
-          await refreshLead(tx, id)
-          await repo.recordUnmerged(tx, { orgId: r.org_id, appId: r.app_id }, { feedbackId: id, leadFeedbackId: formerLeadId, duplicateCount })
-        }
-        if (requeue) await repo.enqueueProcess(tx, id)
-        return r && formerLeadId ? r.app_id : null
+      const after = await repo.transaction(async (tx) => {
+        const plan = unmergePlan(id, await repo.lock(tx, id), requeue)
+        await applyWrites(tx, plan.writes)
+        return plan.after
       })
-      if (appId) {
-        core.preparedIndex(appId)?.setLead(id, null)
-        core.forgetLesson(appId)
-      }
+      learn(after)
     },
 
     /** Drops the cached index of an App (tests; after bulk imports). */
@@ -302,7 +314,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
     async resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>> {
       const removed = await repo.transaction(async (tx) => {
         const counts = decisionCounts(await repo.clearDecisions(tx, appId))
-        if (audit) await writeAuditPg(tx.client, clock, { ...audit, data: { ...audit.data, removed: counts } })
+        if (audit) await writeAuditPg(tx.client, clock, resetAudit(audit, counts))
         return counts
       })
       core.forgetLesson(appId)
