@@ -29,7 +29,7 @@ import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import { writeAuditPg } from '../db/pg/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
-import { triageStateOf, whyAutomatic } from './suggestions'
+import { appTriageState, whyAutomatic } from './suggestions'
 import { attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
 
 export function createPgClusterService(store: PgStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
@@ -305,9 +305,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
     async triageState(appId: string, unmergeScore?: number) {
       await prepare(appId)
       await freshLesson(appId)
-      // The calibration the clustering node stored: every node and the CLI show the same bars.
-      const stored = await repo.calibration(appId)
-      return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
+      return appTriageState(core, appId, await repo.calibration(appId), unmergeScore)
     },
 
     /** Deletes the App's decisions and writes `audit` with the counts, in one commit; this node's lesson goes at once, others' within LESSON_TTL_MS. */

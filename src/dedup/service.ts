@@ -33,7 +33,7 @@ import { createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './c
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
-import { triageStateOf, whyAutomatic } from './suggestions'
+import { appTriageState, whyAutomatic } from './suggestions'
 import { attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange } from './steps'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
@@ -351,9 +351,7 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
 
     /** The App's bars and what its decisions taught (GET /v1/apps/:id/triage). */
     triageState(appId: string, unmergeScore?: number) {
-      // The calibration the clustering process stored: every process shows the same bars (API, CLI).
-      const stored = repo.calibration(appId)
-      return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
+      return appTriageState(core, appId, repo.calibration(appId), unmergeScore)
     },
 
     /** Deletes the App's decisions and writes `audit` with the counts, in one commit; the lesson goes at once. */

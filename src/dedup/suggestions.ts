@@ -4,7 +4,8 @@
  * confirms it, what an automatic merge records, and how an App's bars are shown.
  */
 import type { MergeWhy, RootState } from './cluster-repo'
-import { takesDuplicates, type Verdict } from './clusterer'
+import { takesDuplicates, type Clusterer, type Verdict } from './clusterer'
+import type { CalibrationSnapshot } from './calibrate'
 import type { Thresholds } from './decide'
 import type { Lesson } from './learn'
 
@@ -67,4 +68,18 @@ export function triageStateOf(t: Thresholds, lesson: Lesson, after?: Thresholds)
     learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, decisions: { ...lesson.counts } },
     ...(after ? { afterUnmerge: { merge: round(after.strong), corroboratedMerge: round(after.moderate) } } : {}),
   }
+}
+
+/**
+ * The App's triage state as both clustering services serve it: its bars from the calibration the
+ * clustering process stored (`stored`: every process and node shows the same bars), what its lesson
+ * taught, and (`unmergeScore`) the bars once such an automatic merge were undone.
+ */
+export function appTriageState(
+  core: Pick<Clusterer, 'shownThresholds' | 'lessonFor' | 'thresholdsIfUnmerged'>,
+  appId: string,
+  stored: CalibrationSnapshot | null,
+  unmergeScore?: number,
+): TriageState {
+  return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
 }
