@@ -30,7 +30,7 @@ import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import { writeAuditPg } from '../db/pg/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
-import { attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
+import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
 
 export function createPgClusterService(store: PgStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
   const { storage } = store
@@ -156,7 +156,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
           counts.set(w.leadId, await refreshLead(tx, w.leadId))
           break
         case 'attached':
-          await repo.recordAttached(tx, w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          await repo.recordAttached(tx, w.scope, attachedPayload(w.data, counts.get(w.data.leadFeedbackId) ?? 0))
           break
         case 'suggestion':
           await repo.setSuggestion(tx, w.id, w.suggestion, now)
@@ -174,7 +174,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
           await repo.setUnmerged(tx, w.id, now)
           break
         case 'unmerged':
-          await repo.recordUnmerged(tx, w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          await repo.recordUnmerged(tx, w.scope, unmergedPayload(w.data, counts.get(w.data.leadFeedbackId) ?? 0))
           break
         case 'enqueueProcess':
           await repo.enqueueProcess(tx, w.id)

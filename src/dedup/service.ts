@@ -34,7 +34,7 @@ import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
-import { attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange } from './steps'
+import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange } from './steps'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
 
@@ -135,7 +135,7 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
           counts.set(w.leadId, w.change ? leadChanged(w.leadId, w.change.added, w.change.joined) : refreshLead(w.leadId))
           break
         case 'attached':
-          repo.recordAttached(w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          repo.recordAttached(w.scope, attachedPayload(w.data, counts.get(w.data.leadFeedbackId) ?? 0))
           break
         case 'suggestion':
           repo.setSuggestion(w.id, w.suggestion, now)
@@ -153,7 +153,7 @@ export function createClusterService(store: SqliteStore, clock: Clock, baseThres
           repo.setUnmerged(w.id, now)
           break
         case 'unmerged':
-          repo.recordUnmerged(w.scope, { ...w.data, duplicateCount: counts.get(w.data.leadFeedbackId) ?? 0 })
+          repo.recordUnmerged(w.scope, unmergedPayload(w.data, counts.get(w.data.leadFeedbackId) ?? 0))
           break
         case 'enqueueProcess':
           repo.enqueueProcess(w.id)

@@ -194,6 +194,19 @@ export function unmergePlan(id: string, member: ClusterRow | null, requeue: bool
   return { writes, after }
 }
 
+/**
+ * A `feedback.duplicate_attached` event's payload with its lead's count, keys in the order it has always
+ * been written (events are stored and delivered as JSON text: a reordering would change every payload).
+ */
+export function attachedPayload(d: Extract<ClusterWrite, { kind: 'attached' }>['data'], duplicateCount: number): EventPayloads['feedback.duplicate_attached'] {
+  return { feedbackId: d.feedbackId, leadFeedbackId: d.leadFeedbackId, duplicateCount, manual: d.manual, automatic: d.automatic, score: d.score }
+}
+
+/** A `feedback.unmerged` event's payload with the former lead's count (keys in their usual order, as above). */
+export function unmergedPayload(d: Extract<ClusterWrite, { kind: 'unmerged' }>['data'], duplicateCount: number): EventPayloads['feedback.unmerged'] {
+  return { feedbackId: d.feedbackId, leadFeedbackId: d.leadFeedbackId, duplicateCount }
+}
+
 /** The audit entry of a reset of what an App's bars learned: `audit` with the counts of the decisions removed. */
 export function resetAudit<K extends string>(audit: AuditEntry, removed: Record<K, number>): AuditEntry {
   return { ...audit, data: { ...audit.data, removed } }
