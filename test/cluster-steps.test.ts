@@ -48,7 +48,7 @@ describe('plans (pure)', () => {
       { kind: 'moveDuplicates', from: 'm1', to: 'L' },
       // Three joined: no single sanitized report to follow a lead state with.
       { kind: 'summary', leadId: 'L', change: { added: 3, joined: undefined } },
-      ...['m1', 'd1', 'd2'].map((feedbackId) => ({ kind: 'attached', scope, data: { feedbackId, leadFeedbackId: 'L', manual: false, automatic: true, score: 0.9 } })),
+      ...['m1', 'd1', 'd2'].map((feedbackId) => ({ kind: 'attached' as const, scope, data: { feedbackId, leadFeedbackId: 'L', manual: false, automatic: true, score: 0.9 } })),
     ])
     expect(plan.after).toEqual({ appId: 'a1', links: [['m1', 'L'], ['d1', 'L'], ['d2', 'L']], forgetLesson: false })
     // One sanitized report joining alone: the summary may follow it; a raw one may not.
