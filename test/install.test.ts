@@ -20,7 +20,7 @@ describe('package.json', () => {
     // take-over bounds) run alone, one after another, after the parallel pass.
     expect(steps).toEqual([
       'bash scripts/test-setup.sh || exit 1',
-      'run bun test --timeout 60000 --parallel=3 "--path-ignore-patterns=$ALONE"',
+      'run bun test --timeout 60000 --parallel=3 "${timings[@]}" "--path-ignore-patterns=$ALONE"',
       'run bun test --timeout 60000 test/write-turns.test.ts test/cluster-mode.test.ts test/cluster-clock.test.ts',
       'run bash scripts/test-pg.sh',
     ])

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../../src/config'
-import { startServer } from '../../../src/server'
+import { startServer } from '../../../src/runtime/server'
 import { Logger } from '../../../src/core/logger'
 
 const out = join(import.meta.dir, '..', 'src', 'openapi.ts')
