@@ -5,7 +5,6 @@
  * UPDATE still compares the version. Rules come from lifecycle/rules.ts; only SQL is here. No other
  * PostgreSQL code writes `feedback.status` or inserts a job (test/architecture.test.ts).
  */
-import type { PoolClient } from 'pg'
 import type { Clock } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { EventPayloads } from '../../lifecycle/event-types'
@@ -14,14 +13,12 @@ import type { ChangeEventType } from '../../lifecycle/lifecycle'
 import { decideMove, sanitizedPath, type FeedbackState, type MoveCause, type ScrubbedColumns, type StatusWrite } from '../../lifecycle/rules'
 import type { WakeSignal } from '../../lifecycle/wake'
 import { appendEventParams, appendEventParts, appendEventPg, appendEventsPg } from './outbox'
-import { prepared, type OnCommit } from './storage'
+import { prepared } from './storage'
+import type { PgTx } from './transaction'
 import { noteEventsAppended } from './event-signal'
 
 /** A transaction a lifecycle write joins. */
-export interface PgTx {
-  client: PoolClient
-  onCommit: OnCommit
-}
+export type { PgTx }
 
 const STATE = 'SELECT id, org_id AS "orgId", app_id AS "appId", status, version FROM feedback WHERE id = $1 FOR UPDATE'
 // The status write (compare-and-set on the version) and, only when it wrote, the Org's counter bump and
