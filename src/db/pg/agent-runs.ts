@@ -13,7 +13,8 @@ import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
 import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
-import { createPgPrChanges } from './pr-changes'
+import { prChangeBodies } from '../bodies/pr-changes'
+import { runPg } from './tx-body'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const GET_FEEDBACK =
@@ -53,7 +54,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
   const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
-  const prChanges = createPgPrChanges(side)
+  const prChanges = prChangeBodies(side.bodies)
 
   /** As src/db/sqlite/agent-runs.ts `settle`: the run's move, shared URL and event, then the news held during the run. */
   async function settle(t: PgTx, scope: RunScope, outcome: RunOutcome, now: number): Promise<void> {
@@ -61,7 +62,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
     // Reports in the cluster point at the same pull request.
     if (outcome.shareUrl) await exec(t.client, SHARE_URL, [outcome.shareUrl, now, scope.feedbackId])
     await side.record(t, { orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
-    await prChanges.applyDeferred(t, scope.feedbackId, now)
+    await runPg(t, prChanges.applyDeferred(scope.feedbackId, now))
   }
 
   function start(r: RunRowInsert, event: RunEvent, from: 'queued' | 'pr_opened', consumed: string[] = []): Promise<boolean | 'app_busy'> {

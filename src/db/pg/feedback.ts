@@ -14,7 +14,8 @@ import type { PgLifecycle } from './lifecycle'
 import { many, one, prepared, type PgStorage } from './storage'
 import { markReferencedPg } from './uploads'
 import { writeAuditPg } from './audit-writer'
-import { createPgResolutions } from './resolutions'
+import { resolutionBodies } from '../bodies/resolutions'
+import { runPg } from './tx-body'
 import {
   createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
   type SubmitOutcome,
@@ -81,7 +82,7 @@ function listQuery(f: ListFilter): { text: string; params: unknown[] } {
 export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle, clock: Clock, committer: PgGroupCommitter): FeedbackRepo {
   const { db, pool } = storage
   const first = <T>(rows: T[]): T | undefined => rows[0]
-  const resolutions = createPgResolutions(lifecycle)
+  const resolutions = resolutionBodies(lifecycle.bodies)
 
   /** The key's verdict under its row lock (the row made, empty, when it is the key's first use). */
   async function verdictOf({ client }: PgWriteTx, appId: string, claim: IdempotencyClaim, now: number): Promise<SubmitOutcome | 'fresh'> {
@@ -175,7 +176,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
         if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
         const t = { client, onCommit }
         if (!(await lifecycle.move(t, id, 'resolved', { by: 'person', version: row.version }))) return { kind: 'lost' as const }
-        const change = { appId: row.appId, from: row.status, followed: await resolutions.followLead(t, { id, orgId, appId: row.appId, prUrl: row.prUrl }) }
+        const change = { appId: row.appId, from: row.status, followed: await runPg(t, resolutions.followLead({ id, orgId, appId: row.appId, prUrl: row.prUrl })) }
         await writeAuditPg(client, clock, audit(change))
         return { kind: 'resolved' as const, ...change }
       }),

@@ -1,8 +1,9 @@
-/** PostgreSQL side of modules/git-hooks/repo.ts: the same rows, moves and events (src/db/pg/pr-changes.ts) as src/db/sqlite/git-hooks.ts. */
+/** PostgreSQL side of modules/git-hooks/repo.ts: the same rows, moves and events (src/db/bodies/pr-changes.ts) as src/db/sqlite/git-hooks.ts. */
 import type { Clock } from '../../core/clock'
 import { GIT_DELIVERY_RETENTION_MS, keyList, PENDING_REVIEWS_MAX, pendingFull, type DeliveryKeys, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
-import { createPgPrChanges } from './pr-changes'
+import { prChangeBodies } from '../bodies/pr-changes'
+import { runPg } from './tx-body'
 import { exec, many, one, type PgStorage } from './storage'
 
 const REPORT_OF_PR = `SELECT f.id, f.org_id AS "orgId", f.app_id AS "appId", f.status, f.merge_request_url AS "prUrl"
@@ -26,7 +27,7 @@ const CLOSED_PRS = `SELECT f.id, f.org_id AS "orgId", f.app_id AS "appId", f.sta
 
 export function createPgGitHooksRepo(storage: PgStorage, side: PgLifecycle, clock: Clock): GitHooksRepo {
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
-  const changes = createPgPrChanges(side)
+  const changes = prChangeBodies(side.bodies)
   /** Every key remembered; false when one of them was already (a replay). */
   const rememberAll = async (t: PgTx, appId: string, keys: DeliveryKeys, now: number): Promise<boolean> => {
     let fresh = true
@@ -58,10 +59,10 @@ export function createPgGitHooksRepo(storage: PgStorage, side: PgLifecycle, cloc
         await exec(t.client, FORGET, [appId, now - GIT_DELIVERY_RETENTION_MS])
         if (!apply) return { outcome: 'unchanged' as const }
         const { report, change } = apply
-        const moved = await changes.apply(t, report, change, now)
+        const moved = await runPg(t, changes.apply(report, change, now))
         if (moved) return { outcome: 'moved' as const, moved }
         // Its review iteration is running: the news waits for the run's end (src/db/pg/agent-runs.ts).
-        return (await changes.defer(t, report, change, now)) ? { outcome: 'deferred' as const } : { outcome: 'unchanged' as const }
+        return (await runPg(t, changes.defer(report, change, now))) ? { outcome: 'deferred' as const } : { outcome: 'unchanged' as const }
       }),
   }
 }

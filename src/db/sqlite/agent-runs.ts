@@ -8,7 +8,7 @@ import type { SqliteLifecycle } from './lifecycle'
 import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
 import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunOutcome, RunRow, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
-import { createSqlitePrChanges } from './pr-changes'
+import { prChangeBodies } from '../bodies/pr-changes'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
 
@@ -44,7 +44,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
   const latest: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
   const all: Statement = sqlite.query(`SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`)
   const report: Statement = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
-  const prChanges = createSqlitePrChanges(sqlite, side)
+  const prChanges = prChangeBodies(side.bodies)
 
   /**
    * The report's move, the shared URL and the event of a run's end, then the pull request's news that
@@ -56,7 +56,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
     // Reports in the cluster point at the same pull request.
     if (outcome.shareUrl) shareUrl.run(outcome.shareUrl, now, scope.feedbackId)
     side.record({ orgId: scope.orgId, appId: scope.appId }, outcome.event.type, outcome.event.data)
-    prChanges.applyDeferred(scope.feedbackId, now)
+    side.driver.run(prChanges.applyDeferred(scope.feedbackId, now))
   }
 
   /** The insert's parameters: every column named (trigger and review text default for a report's run). */

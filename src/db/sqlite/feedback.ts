@@ -15,7 +15,7 @@ import type { SqliteStorage } from './storage'
 import { createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
 import { prepareMarkReferenced } from './uploads'
 import { sqliteAuditWriter } from './audit-writer'
-import { createSqliteResolutions } from './resolutions'
+import { resolutionBodies } from '../bodies/resolutions'
 import type { RootState } from '../../dedup/cluster-repo'
 
 export const LIST_COLUMNS = [
@@ -58,7 +58,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
   const setSpam = sqlite.prepare('UPDATE feedback SET spam_score = ?, spam_reasons = ?, spam_marked_at = ?, updated_at = ? WHERE id = ?')
   const processJob = sqlite.prepare<{ n: number }, [string]>("SELECT 1 AS n FROM jobs WHERE kind = 'process' AND feedback_id = ?")
   const spamCount = sqlite.prepare<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM (SELECT 1 FROM feedback WHERE app_id = ? AND spam_marked_at IS NOT NULL LIMIT 100000)')
-  const resolutions = createSqliteResolutions(sqlite, lifecycle)
+  const resolutions = resolutionBodies(lifecycle.bodies)
   const writeAudit = sqliteAuditWriter(sqlite, clock)
   const getOne = db
     .select()
@@ -180,7 +180,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
           if (!row) return { kind: 'not_found' as const }
           if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
           if (!lifecycle.move(sqlite, id, 'resolved', { by: 'person', version: row.version })) return { kind: 'lost' as const }
-          const change = { appId: row.appId, from: row.status as FeedbackStatus, followed: resolutions.followLead({ id, orgId, appId: row.appId, prUrl: row.mergeRequestUrl }) }
+          const change = { appId: row.appId, from: row.status as FeedbackStatus, followed: lifecycle.driver.run(resolutions.followLead({ id, orgId, appId: row.appId, prUrl: row.mergeRequestUrl })) }
           writeAudit(audit(change))
           return { kind: 'resolved' as const, ...change }
         })

@@ -1,9 +1,9 @@
-/** SQLite side of modules/git-hooks/repo.ts: moves and events (src/db/sqlite/pr-changes.ts) join the lifecycle's SQLite side in the delivery's transaction. */
+/** SQLite side of modules/git-hooks/repo.ts: moves and events (src/db/bodies/pr-changes.ts) join the lifecycle's SQLite side in the delivery's transaction. */
 import type { Statement } from 'bun:sqlite'
 import type { Clock } from '../../core/clock'
 import type { SqliteLifecycle } from './lifecycle'
 import { GIT_DELIVERY_RETENTION_MS, keyList, PENDING_REVIEWS_MAX, pendingFull, type DeliveryKeys, type GitHooksRepo, type PrReport } from '../../modules/git-hooks/repo'
-import { createSqlitePrChanges } from './pr-changes'
+import { prChangeBodies } from '../bodies/pr-changes'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, side: SqliteLifecycle, clock: Clock): GitHooksRepo {
@@ -33,7 +33,7 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, side: Sqlite
       WHERE c.feedback_id > ? AND c.closed_at >= ? AND f.status = 'awaiting_manual' AND f.duplicate_of_id IS NULL AND f.merge_request_url = c.pr_url
       ORDER BY c.feedback_id LIMIT ?`,
   )
-  const changes = createSqlitePrChanges(sqlite, side)
+  const changes = prChangeBodies(side.bodies)
   /** Every key remembered; false when one of them was already (a replay). */
   const rememberAll = (appId: string, keys: DeliveryKeys, now: number): boolean => {
     let fresh = true
@@ -68,10 +68,10 @@ export function createSqliteGitHooksRepo({ sqlite }: SqliteStorage, side: Sqlite
           forget.run(appId, now - GIT_DELIVERY_RETENTION_MS)
           if (!apply) return { outcome: 'unchanged' as const }
           const { report, change } = apply
-          const moved = changes.apply(report, change, now)
+          const moved = side.driver.run(changes.apply(report, change, now))
           if (moved) return { outcome: 'moved' as const, moved }
           // Its review iteration is running: the news waits for the run's end (src/db/sqlite/agent-runs.ts).
-          return changes.defer(report, change, now) ? { outcome: 'deferred' as const } : { outcome: 'unchanged' as const }
+          return side.driver.run(changes.defer(report, change, now)) ? { outcome: 'deferred' as const } : { outcome: 'unchanged' as const }
         })
         .immediate(),
   }
