@@ -72,6 +72,17 @@ export function numberPlaceholders(text: string): string {
   return out
 }
 
+/**
+ * How a repository written once (src/db/bodies/) runs its bodies on its store; each dialect makes one
+ * (src/db/sqlite/tx-body.ts `sqliteRunner`, src/db/pg/tx-body.ts `pgRunner`).
+ */
+export interface BodyRunner {
+  /** Outside a transaction: each statement on its own (reads, a single write). No `native` steps. */
+  read<T>(body: Body<T>): Promise<T>
+  /** One transaction: on SQLite BEGIN IMMEDIATE (a savepoint inside the caller's), on PostgreSQL a pooled connection's. */
+  transaction<T>(body: Body<T>): Promise<T>
+}
+
 /** What a body asks its driver for. */
 export type Op =
   | { readonly kind: 'get' | 'all' | 'run'; readonly sql: Sql; readonly params: readonly unknown[] }

@@ -5,7 +5,7 @@
  * lookup per operation, no text hashing) and reuses it, like the repositories' own `sqlite.query`.
  */
 import type { Database, Statement } from 'bun:sqlite'
-import type { Body, Op, Sql } from '../tx-body'
+import type { Body, BodyRunner, Op, Sql } from '../tx-body'
 
 export interface SqliteBodies {
   /** Runs `body` in the caller's transaction (or statement by statement outside one). */
@@ -25,6 +25,15 @@ export function sqliteBodies(sqlite: Database): SqliteBodies {
   let driver = drivers.get(sqlite)
   if (!driver) drivers.set(sqlite, (driver = createDriver(sqlite)))
   return driver
+}
+
+/** The runner of a repository written once (src/db/bodies/), over `sqlite`: every body answered synchronously. */
+export function sqliteRunner(sqlite: Database): BodyRunner {
+  const driver = sqliteBodies(sqlite)
+  return {
+    read: async (body) => driver.run(body),
+    transaction: async (body) => driver.transaction(body),
+  }
 }
 
 function createDriver(sqlite: Database): SqliteBodies {
