@@ -7,16 +7,15 @@
 import { and, desc, eq } from 'drizzle-orm'
 import { feedback } from './schema'
 import type { Clock } from '../../core/clock'
-import type { FeedbackStatus } from '../../core/fsm'
 import { newId } from '../../core/ids'
 import type { PgBulk, PgGroupCommitter, PgWriteTx } from './group-commit'
 import type { PgLifecycle } from './lifecycle'
 import { many, one, prepared, type PgStorage } from './storage'
 import { markReferencedPg } from './uploads'
-import { writeAuditPg } from './audit-writer'
-import { createPgResolutions } from './resolutions'
+import { feedbackChangeBodies } from '../bodies/feedback-changes'
+import { pgRunner } from './tx-body'
 import {
-  createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
+  createdAnswer, idempotencyVerdict, spamListCondition, type FeedbackRepo, type IdempotencyClaim, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft,
   type SubmitOutcome,
 } from '../../modules/feedback/repo'
 import type { RootState } from '../../dedup/cluster-repo'
@@ -81,7 +80,8 @@ function listQuery(f: ListFilter): { text: string; params: unknown[] } {
 export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle, clock: Clock, committer: PgGroupCommitter): FeedbackRepo {
   const { db, pool } = storage
   const first = <T>(rows: T[]): T | undefined => rows[0]
-  const resolutions = createPgResolutions(lifecycle)
+  const changes = feedbackChangeBodies(lifecycle.bodies, clock)
+  const bodies = pgRunner(storage)
 
   /** The key's verdict under its row lock (the row made, empty, when it is the key's first use). */
   async function verdictOf({ client }: PgWriteTx, appId: string, claim: IdempotencyClaim, now: number): Promise<SubmitOutcome | 'fresh'> {
@@ -152,53 +152,11 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
       }
       return out
     },
-    customerMove: (orgId, id, to) =>
-      storage.tx(async (client, _db, onCommit) => {
-        // Read and move under the row's lock, as the SQLite side does under its write lock: a second move
-        // of the report waits here, then decides on the row the first one left (the FSM, not a lost race).
-        const row = await one<{ version: number; duplicateOfId: string | null }>(
-          client, 'SELECT version, duplicate_of_id AS "duplicateOfId" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, id],
-        )
-        if (!row) return { kind: 'not_found' as const }
-        if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
-        return (await lifecycle.move({ client, onCommit }, id, to, { by: 'customer', version: row.version })) ? { kind: 'moved' as const } : { kind: 'lost' as const }
-      }),
-    resolveByHand: (orgId, id, audit) =>
-      storage.tx(async (client, _db, onCommit) => {
-        // Under the row's lock, as customerMove: a second move of the report waits, then meets the FSM.
-        const row = await one<{ appId: string; status: FeedbackStatus; version: number; duplicateOfId: string | null; prUrl: string | null }>(
-          client,
-          'SELECT app_id AS "appId", status, version, duplicate_of_id AS "duplicateOfId", merge_request_url AS "prUrl" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE',
-          [orgId, id],
-        )
-        if (!row) return { kind: 'not_found' as const }
-        if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
-        const t = { client, onCommit }
-        if (!(await lifecycle.move(t, id, 'resolved', { by: 'person', version: row.version }))) return { kind: 'lost' as const }
-        const change = { appId: row.appId, from: row.status, followed: await resolutions.followLead(t, { id, orgId, appId: row.appId, prUrl: row.prUrl }) }
-        await writeAuditPg(client, clock, audit(change))
-        return { kind: 'resolved' as const, ...change }
-      }),
-    setSpam: (orgId, id, change, now) =>
-      storage.tx(async (client, _db, onCommit) => {
-        const row = await one<{ appId: string; status: string; duplicateOfId: string | null; duplicateCount: number; spamMarkedAt: number | null; spamReasons: string | null }>(
-          client,
-          `SELECT app_id AS "appId", status, duplicate_of_id AS "duplicateOfId", duplicate_count AS "duplicateCount", spam_marked_at AS "spamMarkedAt",
-             spam_reasons AS "spamReasons" FROM feedback WHERE org_id = $1 AND id = $2 FOR UPDATE`,
-          [orgId, id],
-        )
-        if (!row) return { kind: 'not_found' as const }
-        const verdict = spamChangeVerdict(row, change)
-        if (verdict !== 'apply') return verdict
-        const set = 'UPDATE feedback SET spam_score = $1, spam_reasons = $2, spam_marked_at = $3, updated_at = $4 WHERE id = $5'
-        if (change.spam) await client.query(set, [change.score, change.reasons, now, now, id])
-        else {
-          await client.query(set, [null, null, null, now, id])
-          const job = await one(client, "SELECT 1 FROM jobs WHERE kind = 'process' AND feedback_id = $1", [id])
-          if (row.status === 'received' && !job) await lifecycle.restoredFromSpam({ client, onCommit }, { orgId, appId: row.appId, feedbackId: id }, change.emitEvent)
-        }
-        return { kind: 'changed' as const, appId: row.appId, status: row.status, reasons: row.spamReasons }
-      }),
+    // Read and move under the row's lock (src/db/bodies/feedback-changes.ts): a second move of the report
+    // waits, then decides on the row the first one left (the FSM, not a lost race).
+    customerMove: (orgId, id, to) => bodies.transaction(changes.customerMove(orgId, id, to)),
+    resolveByHand: (orgId, id, audit) => bodies.transaction(changes.resolveByHand(orgId, id, audit)),
+    setSpam: (orgId, id, change, now) => bodies.transaction(changes.setSpam(orgId, id, change, now)),
     spamCount: async (appId) =>
       (await one<{ n: number }>(pool, 'SELECT COUNT(*)::int AS n FROM (SELECT 1 FROM feedback WHERE app_id = $1 AND spam_marked_at IS NOT NULL LIMIT 100000) c', [appId]))!.n,
   }

@@ -1,29 +1,30 @@
 /**
- * The lifecycle's PostgreSQL side: the same moves as src/db/sqlite/lifecycle.ts, joined to the caller's
- * transaction (a `PgTx`: its client, and where to register after-commit work). The row is read
- * `FOR UPDATE`, so a concurrent move of the same report waits and then re-decides on the new row; the
- * UPDATE still compares the version. Rules come from lifecycle/rules.ts; only SQL is here. No other
- * PostgreSQL code writes `feedback.status` or inserts a job (test/architecture.test.ts).
+ * The lifecycle's PostgreSQL side: the moves, jobs and events of src/db/bodies/lifecycle.ts (written
+ * once for both dialects) awaited on the caller's transaction (a `PgTx`: its client, and where to
+ * register after-commit work) by the PostgreSQL driver (src/db/pg/tx-body.ts). This side supplies the
+ * PostgreSQL steps: an event's seq from the Org's counter row (outbox.ts), and the status write with its
+ * event in ONE statement. Intake's `received`/`receivedMany` stay here: on PostgreSQL they fuse the
+ * report's INSERT, its event and its job into one statement (one round trip per report, or per batch).
+ * No other PostgreSQL code writes `feedback.status` or inserts a job (test/architecture.test.ts).
  */
-import type { PoolClient } from 'pg'
 import type { Clock } from '../../core/clock'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { JobKind, JobTargets } from '../../lifecycle/jobs'
 import type { ChangeEventType } from '../../lifecycle/lifecycle'
-import { decideMove, sanitizedPath, type FeedbackState, type MoveCause, type ScrubbedColumns, type StatusWrite } from '../../lifecycle/rules'
+import type { MoveCause, ScrubbedColumns, StatusWrite } from '../../lifecycle/rules'
 import type { WakeSignal } from '../../lifecycle/wake'
+import { lifecycleBodies, type LifecycleSteps } from '../bodies/lifecycle'
+import { native } from '../tx-body'
 import { appendEventParams, appendEventParts, appendEventPg, appendEventsPg } from './outbox'
-import { prepared, type OnCommit } from './storage'
+import { prepared } from './storage'
+import type { PgTx } from './transaction'
+import { runPg } from './tx-body'
 import { noteEventsAppended } from './event-signal'
 
 /** A transaction a lifecycle write joins. */
-export interface PgTx {
-  client: PoolClient
-  onCommit: OnCommit
-}
+export type { PgTx }
 
-const STATE = 'SELECT id, org_id AS "orgId", app_id AS "appId", status, version FROM feedback WHERE id = $1 FOR UPDATE'
 // The status write (compare-and-set on the version) and, only when it wrote, the Org's counter bump and
 // the event ($9-$15: appendEventParams's order): one round trip. Answers how many rows moved (0 or 1).
 const MOVE_EVENT = appendEventParts(9, 'moved')
@@ -34,18 +35,9 @@ const MOVE_WITH_EVENT = `WITH moved AS (UPDATE feedback SET status = $3, version
   ${MOVE_EVENT.counter},
   event AS (${MOVE_EVENT.insert})
   SELECT count(*)::int AS n FROM moved`
-const SET_SANITIZED = `UPDATE feedback SET status = 'sanitized', version = version + $3, updated_at = $4, processed_at = $4, failure_reason = NULL,
-    text = $5, url = $6, user_agent = $7, console_logs = $8, metadata = $9, component_target = $10, redactions = $11
-  WHERE id = $1 AND version = $2`
-const INSERT_JOB = 'INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ($1, $2, $3, $4, $5)'
-// Reports that waited in `queued` for a repository (no agent job of their own left).
-const INSERT_WAITING_RUNS = `INSERT INTO jobs (kind, feedback_id, run_after, created_at)
-  SELECT 'agent', f.id, $1, $1 FROM feedback f
-  WHERE f.app_id = $2 AND f.status = 'queued' AND f.duplicate_of_id IS NULL
-    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'agent' AND j.feedback_id = f.id)`
+type NewReport = { orgId: string; appId: string; feedbackId: string }
 
 export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
-  const state = async (tx: PgTx, id: string): Promise<FeedbackState | undefined> => (await tx.client.query<FeedbackState>(STATE, [id])).rows[0]
   /** The status write and its `feedback.status_changed` event in one statement; false when the row's version moved. */
   const setStatusWithEvent = async (tx: PgTx, w: StatusWrite, event: unknown[]): Promise<boolean> => {
     const moved =
@@ -62,46 +54,27 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     if (moved) noteEventsAppended(tx.client)
     return moved
   }
-
-  async function enqueue<K extends JobKind>(tx: PgTx, kind: K, target: JobTargets[K], runAfter = clock.now()): Promise<void> {
-    const t = target as { feedbackId?: string; appId?: string }
-    await tx.client.query(INSERT_JOB, [kind, t.feedbackId ?? null, t.appId ?? null, runAfter, clock.now()])
-    tx.onCommit(() => wake?.raise(kind))
+  const steps: LifecycleSteps = {
+    statusMoved: (write, event) => native((t: PgTx) => setStatusWithEvent(t, write, appendEventParams(clock, event))),
+    appendEvent: (event) => native((t: PgTx) => appendEventPg(t.client, clock, event)),
+    appendEvents: (events) => native((t: PgTx) => appendEventsPg(t.client, clock, events)),
   }
-
-  const record = <T extends ChangeEventType>(tx: PgTx, scope: { orgId: string; appId: string | null }, type: T, data: EventPayloads[T]): Promise<number> =>
-    appendEventPg(tx.client, clock, { orgId: scope.orgId, appId: scope.appId, type, data })
+  const bodies = lifecycleBodies(clock, steps, wake)
 
   return {
-    enqueue,
-    record,
+    /** The transaction bodies (src/db/bodies/lifecycle.ts), for a PostgreSQL repository's own bodies to `yield*`. */
+    bodies,
+    enqueue: <K extends JobKind>(tx: PgTx, kind: K, target: JobTargets[K], runAfter?: number): Promise<void> =>
+      runPg(tx, bodies.enqueue(kind, target, runAfter)),
+    record: <T extends ChangeEventType>(tx: PgTx, scope: { orgId: string; appId: string | null }, type: T, data: EventPayloads[T]): Promise<number> =>
+      runPg(tx, bodies.record(scope, type, data)),
 
-    /** As src/db/sqlite/lifecycle.ts `move`: false when the row is gone or the caller's expectations lost. */
-    async move(tx: PgTx, feedbackId: string, to: FeedbackStatus, cause: MoveCause): Promise<boolean> {
-      const row = await state(tx, feedbackId)
-      const write = decideMove(row, to, cause, clock.now())
-      if (!row || !write) return false
-      const event = appendEventParams(clock, { orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed', data: { feedbackId, from: row.status, to } })
-      if (!(await setStatusWithEvent(tx, write, event))) return false
-      if (to === 'queued') await enqueue(tx, 'agent', { feedbackId })
-      return true
-    },
+    /** src/db/bodies/lifecycle.ts `move`: false when the row is gone or the caller's expectations lost. */
+    move: (tx: PgTx, feedbackId: string, to: FeedbackStatus, cause: MoveCause): Promise<boolean> => runPg(tx, bodies.move(feedbackId, to, cause)),
 
-    /** As src/db/sqlite/lifecycle.ts `moveToSanitized`. */
-    async moveToSanitized(tx: PgTx, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean> {
-      const row = await state(tx, feedbackId)
-      const path = sanitizedPath(row, version)
-      if (!row || !path) return false
-      const c = columns
-      const { rowCount } = await tx.client.query(SET_SANITIZED, [
-        feedbackId, version, path.length - 1, clock.now(), c.text, c.url, c.userAgent, c.consoleLogs, c.metadata, c.componentTarget, redactions,
-      ])
-      if (rowCount !== 1) return false
-      // The path's events in one statement (received → sanitizing → sanitized is two).
-      const steps = path.slice(1).map((to, i) => ({ orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed' as const, data: { feedbackId, from: path[i], to } }))
-      await appendEventsPg(tx.client, clock, steps)
-      return true
-    },
+    /** src/db/bodies/lifecycle.ts `moveToSanitized`. */
+    moveToSanitized: (tx: PgTx, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean> =>
+      runPg(tx, bodies.moveToSanitized(feedbackId, version, columns, redactions)),
 
     /**
      * A report is stored in this transaction: records `feedback.received` and queues its processing.
@@ -123,17 +96,14 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       tx.onCommit(() => wake?.raise('process'))
     },
 
-    /** As src/db/sqlite/lifecycle.ts `receivedAsSpam`: the report's INSERT, and the event only when asked. */
-    async receivedAsSpam(tx: PgTx, r: { orgId: string; appId: string; feedbackId: string }, report: { sql: string; params: unknown[] }, emitEvent: boolean): Promise<void> {
+    /** The report's INSERT (its own statement here), then src/db/bodies/lifecycle.ts `receivedAsSpam`. */
+    async receivedAsSpam(tx: PgTx, r: NewReport, report: { sql: string; params: unknown[] }, emitEvent: boolean): Promise<void> {
       await tx.client.query(prepared(report.sql, report.params))
-      if (emitEvent) await appendEventPg(tx.client, clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
+      await runPg(tx, bodies.receivedAsSpam(r, emitEvent))
     },
 
-    /** As src/db/sqlite/lifecycle.ts `restoredFromSpam`. */
-    async restoredFromSpam(tx: PgTx, r: { orgId: string; appId: string; feedbackId: string }, emitEvent: boolean): Promise<void> {
-      if (emitEvent) await appendEventPg(tx.client, clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
-      await enqueue(tx, 'process', { feedbackId: r.feedbackId })
-    },
+    /** src/db/bodies/lifecycle.ts `restoredFromSpam`. */
+    restoredFromSpam: (tx: PgTx, r: NewReport, emitEvent: boolean): Promise<void> => runPg(tx, bodies.restoredFromSpam(r, emitEvent)),
 
     /**
      * Many reports stored in this transaction at once (intake's bulk step, src/db/pg/feedback.ts): their
@@ -168,11 +138,7 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     },
 
     /** Queues an agent run for each report of the App that waited in `queued` for a repository. */
-    async enqueueWaitingRuns(tx: PgTx, appId: string): Promise<number> {
-      const n = (await tx.client.query(INSERT_WAITING_RUNS, [clock.now(), appId])).rowCount ?? 0
-      if (n > 0) tx.onCommit(() => wake?.raise('agent'))
-      return n
-    },
+    enqueueWaitingRuns: (tx: PgTx, appId: string): Promise<number> => runPg(tx, bodies.enqueueWaitingRuns(appId)),
   }
 }
 export type PgLifecycle = ReturnType<typeof createPgLifecycle>

@@ -1,4 +1,4 @@
-/** PostgreSQL side of modules/mail/repo.ts. */
+/** PostgreSQL side of modules/mail/repo.ts; queueing, asking, confirming and unsubscribing are written once (src/db/bodies/mail.ts). */
 import type { Clock } from '../../core/clock'
 import type { ListRow } from '../../modules/feedback/repo'
 import { confirmationId, type ConfirmationRow, type DueAsk, type DueReport, type MailRepo, type OutboxRow, type ReportFacts, type SmtpRow } from '../../modules/mail/repo'
@@ -6,12 +6,15 @@ import { pgAudited } from './audit-writer'
 import { LIST_COLUMNS } from './feedback'
 import { exec, many, one, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
+import { pgRunner } from './tx-body'
+import { askConfirmation, enqueueMail, unsubscribe, useConfirmation } from '../bodies/mail'
 
 export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
   const { pool } = storage
   /** The caller's now only for a store whose clock a test drives; NULL (the database's clock) otherwise. */
   const callerNow = (now: number): number | null => (storage.callerClock ? now : null)
   const audited = pgAudited(storage, clock)
+  const bodies = pgRunner(storage)
   return {
     smtp: async (appId) => (await one<SmtpRow>(pool, 'SELECT * FROM app_smtp WHERE app_id = $1', [appId])) ?? null,
     putSmtp: (r, audit) =>
@@ -27,34 +30,7 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
     deleteSmtp: (appId, audit) => audited(audit, async (c) => (await exec(c, 'DELETE FROM app_smtp WHERE app_id = $1', [appId])) > 0),
     dueReports: (limit) =>
       many<DueReport>(pool, `SELECT id, org_id, app_id, notify_email_sealed, COALESCE(duplicate_of_id, id) AS lead_id, submitted_mode FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT $1`, [limit]),
-    enqueue: (r) =>
-      storage.tx(async (c) => {
-        // One mail per address per resolution of a lead (as src/db/sqlite/mail.ts). The lead's row lock
-        // makes two queueings for one lead (two nodes while the dispatch role moves) take turns.
-        let covered = false
-        if (r.leadId !== null) {
-          await exec(c, 'SELECT 1 FROM feedback WHERE id = $1 FOR UPDATE', [r.leadId])
-          covered = (await one(c, `SELECT 1 FROM mail_outbox WHERE lead_id = $1 AND email_hash = $2 AND app_id = $3 AND state <> 'same_address' LIMIT 1`, [r.leadId, r.emailHash, r.appId])) !== undefined
-        }
-        // A public-mode address not confirmed yet: the row waits for the click (released by `confirm`).
-        const waits =
-          r.needsConfirm && (await one(c, `SELECT 1 FROM mail_confirmations WHERE id = $1 AND state = 'confirmed'`, [confirmationId(r.appId, r.emailHash)])) === undefined
-        const added = covered
-          ? (await exec(
-              c,
-              `INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at, settled_at, lead_id, needs_confirm)
-               VALUES ($1, $2, $3, NULL, $4, $5, 'same_address', 0, $6, $6, $6, $7, $8) ON CONFLICT (feedback_id) DO NOTHING`,
-              [r.feedbackId, r.orgId, r.appId, r.emailHash, r.emailMasked, r.now, r.leadId, r.needsConfirm],
-            ), false)
-          : (await exec(
-              c,
-              `INSERT INTO mail_outbox (feedback_id, org_id, app_id, email_sealed, email_hash, email_masked, state, attempts, next_attempt_at, created_at, lead_id, needs_confirm)
-               VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $8, $9, $10) ON CONFLICT (feedback_id) DO NOTHING`,
-              [r.feedbackId, r.orgId, r.appId, r.emailSealed, r.emailHash, r.emailMasked, waits ? r.waitUntil : r.now, r.now, r.leadId, r.needsConfirm],
-            )) > 0
-        await exec(c, 'UPDATE feedback SET notify_email_sealed = NULL WHERE id = $1', [r.feedbackId])
-        return added
-      }),
+    enqueue: (r) => bodies.transaction(enqueueMail(r)),
     // SKIP LOCKED: two nodes claiming at once take different rows, never the same one.
     // The database's clock decides what is due and until when a lease holds (db-clock.ts), never the node's.
     claim: (now, leaseMs, limit) =>
@@ -83,20 +59,7 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
         `SELECT id, org_id, app_id, notify_email_sealed FROM feedback WHERE notify_email_sealed IS NOT NULL AND notify_asked_at IS NULL AND submitted_mode = 'public' ORDER BY id LIMIT $1`,
         [limit],
       ),
-    ask: (a) =>
-      storage.tx(async (c) => {
-        // One confirmation per App and address; asked again only once the earlier one ended or its link expired.
-        await exec(
-          c,
-          `INSERT INTO mail_confirmations (id, app_id, org_id, email_hash, email_sealed, state, nonce, attempts, next_attempt_at, created_at)
-           VALUES ($1, $2, $3, $4, $5, 'pending', $6, 0, $7, $7)
-           ON CONFLICT (id) DO UPDATE SET state = 'pending', email_sealed = excluded.email_sealed, nonce = excluded.nonce, attempts = 0,
-             next_attempt_at = excluded.next_attempt_at, lease_until = NULL, last_error = NULL, created_at = excluded.created_at, sent_at = NULL
-           WHERE mail_confirmations.state IN ('failed', 'limited', 'no_smtp') OR (mail_confirmations.state = 'sent' AND mail_confirmations.sent_at < $8)`,
-          [confirmationId(a.appId, a.emailHash), a.appId, a.orgId, a.emailHash, a.emailSealed, a.nonce, a.now, a.reaskBefore],
-        )
-        await exec(c, 'UPDATE feedback SET notify_asked_at = $1 WHERE id = $2', [a.now, a.feedbackId])
-      }),
+    ask: (a) => bodies.transaction(askConfirmation(a)),
     claimConfirmations: (now, leaseMs, limit) =>
       many<ConfirmationRow>(
         pool,
@@ -127,32 +90,9 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
       )),
     retryConfirmation: async (id, nextAt, error) =>
       void (await exec(pool, `UPDATE mail_confirmations SET next_attempt_at = $1, last_error = $2, lease_until = NULL WHERE id = $3 AND state = 'pending'`, [nextAt, error, id])),
-    confirm: (appId, hash, nonce, now, sentAfter) =>
-      storage.tx(async (c) => {
-        const used = await exec(
-          c,
-          `UPDATE mail_confirmations SET state = 'confirmed', confirmed_at = $1, nonce = NULL WHERE id = $2 AND state = 'sent' AND nonce = $3 AND sent_at >= $4`,
-          [now, confirmationId(appId, hash), nonce, sentAfter],
-        )
-        if (used === 0) return false
-        await exec(
-          c,
-          `UPDATE mail_outbox SET next_attempt_at = $1 WHERE app_id = $2 AND email_hash = $3 AND state = 'pending' AND needs_confirm AND next_attempt_at > $1`,
-          [now, appId, hash],
-        )
-        return true
-      }),
+    confirm: (appId, hash, nonce, now, sentAfter) => bodies.transaction(useConfirmation(appId, hash, nonce, now, sentAfter)),
     isConfirmed: async (appId, hash) => (await one(pool, `SELECT 1 FROM mail_confirmations WHERE id = $1 AND state = 'confirmed'`, [confirmationId(appId, hash)])) !== undefined,
-    unsubscribe: (appId, hash, now) =>
-      storage.tx(async (c) => {
-        const added = (await exec(c, 'INSERT INTO mail_unsubscribes (app_id, email_hash, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [appId, hash, now])) > 0
-        await exec(
-          c,
-          `UPDATE mail_outbox SET state = 'unsubscribed', settled_at = $1, email_sealed = NULL, lease_until = NULL WHERE app_id = $2 AND email_hash = $3 AND state = 'pending'`,
-          [now, appId, hash],
-        )
-        return added
-      }),
+    unsubscribe: (appId, hash, now) => bodies.transaction(unsubscribe(appId, hash, now)),
     outboxOf: async (orgId, id) => (await one<OutboxRow>(pool, 'SELECT * FROM mail_outbox WHERE org_id = $1 AND feedback_id = $2', [orgId, id])) ?? null,
     reportsOf: (appId, sub, cursor, limit) =>
       cursor

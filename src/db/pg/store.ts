@@ -13,6 +13,7 @@ import { withLazyMembers, type Store, type StoreOptions } from '../store'
 import { IntakeCommitTimes } from '../intake-turns'
 import type { PgStorage } from './storage'
 import { createPgLifecycle, type PgLifecycle, type PgTx } from './lifecycle'
+import { pgRunner } from './tx-body'
 import { PgGroupCommitter } from './group-commit'
 import { createPgJobs, type PgJobs } from './jobs'
 import { createPgProcessing, type PgProcessing } from './processing'
@@ -27,7 +28,7 @@ import { createPgConsoleRepo } from './console'
 import { createPgCredentialsRepo } from './credentials'
 import { createPgEventsRepo } from './events'
 import { createPgFeedbackRepo } from './feedback'
-import { createPgGitHooksRepo } from './git-hooks'
+import { createGitHooksRepo } from '../bodies/git-hooks'
 import { createPgInbox } from './inbox'
 import { createPgMailRepo } from './mail'
 import { createPgMetricsRepo } from './metrics'
@@ -104,7 +105,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
     credentials: () => createPgCredentialsRepo(storage),
     events: () => createPgEventsRepo(storage),
     feedback: () => createPgFeedbackRepo(storage, side, clock, committer),
-    gitHooks: () => createPgGitHooksRepo(storage, side, clock),
+    gitHooks: () => createGitHooksRepo(pgRunner(storage), side.bodies, clock),
     inbox: () => createPgInbox(storage),
     mail: () => createPgMailRepo(storage, clock),
     metrics: () => createPgMetricsRepo(storage),

@@ -1,23 +1,12 @@
-/** PostgreSQL side of modules/trackers/repo.ts: the statements of TRACKER_SQL (numbered), the same moves and events as src/db/sqlite/trackers.ts. */
+/** PostgreSQL side of modules/trackers/repo.ts: the statements of TRACKER_SQL (numbered); pushes queued and news applied are written once (src/db/bodies/trackers.ts). */
 import type { Clock } from '../../core/clock'
 import { PATCH_COLUMNS, TRACKER_SQL } from '../sql/trackers'
-import type { FeedbackStatus } from '../../core/fsm'
-import { GIT_DELIVERY_RETENTION_MS, resolvedUserId } from '../../modules/git-hooks/repo'
-import {
-  duplicateFollows,
-  newsMove,
-  pushPlan,
-  trackerDeliveryKeys,
-  type LeadForTracker,
-  type TrackerConnectionRow,
-  type TrackerIssueRow,
-  type TrackersRepo,
-} from '../../modules/trackers/repo'
+import type { LeadForTracker, TrackerConnectionRow, TrackerIssueRow, TrackersRepo } from '../../modules/trackers/repo'
 import { writeAuditPg } from './audit-writer'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import { exec, many, one, type PgStorage } from './storage'
-
-type Submitter = { submitted_mode: string; external_user_id: string | null }
+import { trackerBodies } from '../bodies/trackers'
+import { runPg } from './tx-body'
 
 /** `?` → `$1, $2, …` (the statements are written once, for both dialects). */
 const numbered = (text: string) => {
@@ -28,13 +17,7 @@ export function createPgTrackersRepo(storage: PgStorage, side: PgLifecycle, cloc
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const pool = storage.pool
   const Q = Object.fromEntries(Object.entries(TRACKER_SQL).map(([k, v]) => [k, numbered(v)])) as Record<keyof typeof TRACKER_SQL, string>
-  // Read-then-write on PostgreSQL locks what it read.
-  const ISSUE_FOR_UPDATE = `${Q.issue} FOR UPDATE`
-  const LEAD_FOR_UPDATE = `${Q.leadState} FOR UPDATE`
-  const DUPLICATES_FOR_UPDATE = `${Q.duplicates} FOR UPDATE`
-  // The link locked first; the job looked for in a statement of its own after the lock is held, so it sees
-  // (READ COMMITTED: a new snapshot) the job a transaction that held the lock before committed.
-  const LINK_FOR_UPDATE = `${Q.issue} FOR UPDATE`
+  const bodies = trackerBodies(side.bodies, clock)
   const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ')
 
   return {
@@ -67,22 +50,7 @@ export function createPgTrackersRepo(storage: PgStorage, side: PgLifecycle, cloc
     issue: (id) => one<TrackerIssueRow>(pool, Q.issue, [id]),
     issuesOf: async (ids) => (ids.length === 0 ? [] : many<TrackerIssueRow>(pool, 'SELECT * FROM tracker_issues WHERE feedback_id = ANY($1::text[]) ORDER BY feedback_id', [ids])),
     issueByTrackerId: (conn, issueId) => one<TrackerIssueRow>(pool, Q.issueByTrackerId, [conn.app_id, conn.kind, conn.project, issueId]),
-    queuePushes: (appId, p) =>
-      tx(async (t) => {
-        if (p.cursor && (await exec(t.client, Q.moveCursor, [p.cursor.to, appId, p.cursor.from])) === 0) return false
-        const now = clock.now()
-        for (const l of p.create) await exec(t.client, Q.insertLink, [l.feedbackId, l.orgId, appId, l.kind, l.project, now, now])
-        for (const id of new Set([...p.create.map((l) => l.feedbackId), ...p.refresh])) {
-          const link = await one<TrackerIssueRow>(t.client, LINK_FOR_UPDATE, [id])
-          if (!link || link.sync_state === 'deleted' || !(await one<{ live: boolean }>(t.client, Q.follows, [id]))!.live) continue
-          await exec(t.client, Q.markPending, [now, id])
-          const waiting = (await one<{ waiting: boolean }>(t.client, Q.pushWaiting, [id, now]))!.waiting
-          const running = (await one<{ running: boolean }>(t.client, Q.pushRunning, [id, now]))!.running
-          const plan = pushPlan(link, { waiting, running }, now)
-          if (plan) await side.enqueue(t, 'tracker_push', { feedbackId: id }, plan.runAfter)
-        }
-        return true
-      }),
+    queuePushes: (appId, p) => tx((t) => runPg(t, bodies.queuePushes(appId, p))),
     saveIssue: async (feedbackId, patch, now) => {
       const cols = PATCH_COLUMNS.filter((c) => patch[c] !== undefined)
       if (cols.length === 0) return
@@ -92,43 +60,7 @@ export function createPgTrackersRepo(storage: PgStorage, side: PgLifecycle, cloc
         feedbackId,
       ])
     },
-    applyNews: (appId, news) =>
-      tx(async (t) => {
-        const now = clock.now()
-        if (news.deliveryId !== null) {
-          let fresh = true
-          for (const key of trackerDeliveryKeys(news.deliveryId)) if ((await exec(t.client, Q.remember, [appId, key, now])) === 0) fresh = false
-          if (!fresh) return { outcome: 'replayed' as const }
-          await exec(t.client, Q.forget, [appId, now - GIT_DELIVERY_RETENTION_MS])
-        }
-        // The lead first, then its link (the order every cluster change locks in: member, then lead).
-        const lead = await one<{ status: FeedbackStatus; duplicate_of_id: string | null; org_id: string; app_id: string; merge_request_url: string | null } & Submitter>(t.client, LEAD_FOR_UPDATE, [news.feedbackId])
-        const link = await one<TrackerIssueRow>(t.client, ISSUE_FOR_UPDATE, [news.feedbackId])
-        if (!link || link.sync_state === 'deleted') return { outcome: 'unchanged' as const }
-        if (news.deleted) {
-          await exec(t.client, Q.markDeleted, [now, news.feedbackId])
-          return { outcome: 'deleted' as const }
-        }
-        if (link.state_name === news.state.name) return { outcome: 'unchanged' as const }
-        await exec(t.client, Q.setState, [news.state.name, news.state.category, now, news.feedbackId])
-        const move = lead ? newsMove(news.action, lead) : null
-        if (!lead || !move) return { outcome: 'unchanged' as const }
-        if (!(await side.move(t, news.feedbackId, move.to, { by: 'system', from: move.from }))) return { outcome: 'unchanged' as const }
-        const scope = { orgId: lead.org_id, appId: lead.app_id }
-        const resolved = async (id: string, who: Submitter) => {
-          if (move.to === 'resolved') await side.record(t, scope, 'feedback.resolved', { feedbackId: id, leadFeedbackId: news.feedbackId, prUrl: lead.merge_request_url, externalUserId: resolvedUserId(who) })
-        }
-        await resolved(news.feedbackId, lead)
-        const moved = [news.feedbackId]
-        for (const d of await many<{ id: string; status: FeedbackStatus } & Submitter>(t.client, DUPLICATES_FOR_UPDATE, [news.feedbackId])) {
-          if (!duplicateFollows(d.status, move.to)) continue
-          if (await side.move(t, d.id, move.to, { by: 'lead', from: d.status })) {
-            moved.push(d.id)
-            await resolved(d.id, d)
-          }
-        }
-        return { outcome: 'moved' as const, moved }
-      }),
+    applyNews: (appId, news) => tx((t) => runPg(t, bodies.applyNews(appId, news))),
     openIssues: (after, limit) => many(pool, Q.openIssues, [after, limit]),
   }
 }

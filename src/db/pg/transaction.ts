@@ -10,6 +10,12 @@ import { eventsBegin, eventsCommitted } from './event-signal'
 /** Registers a callback to run once the transaction has committed (never after a rollback). */
 export type OnCommit = (callback: () => void) => void
 
+/** A transaction that repository steps join: its client, and where to register after-commit work. */
+export interface PgTx {
+  client: PoolClient
+  onCommit: OnCommit
+}
+
 export async function withTransaction<T>(pool: Pool, work: (client: PoolClient, onCommit: OnCommit) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined

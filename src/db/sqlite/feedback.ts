@@ -7,15 +7,13 @@ import { and, desc, eq, sql } from 'drizzle-orm'
 import type { Statement } from 'bun:sqlite'
 import { feedback, jobs, repoConnections } from '../schema'
 import type { Clock } from '../../core/clock'
-import type { FeedbackStatus } from '../../core/fsm'
 import { newId } from '../../core/ids'
 import type { GroupCommitter } from './group-commit'
 import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
-import { createdAnswer, idempotencyVerdict, spamChangeVerdict, spamListCondition, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
+import { createdAnswer, idempotencyVerdict, spamListCondition, type FeedbackRepo, type IdempotencyRow, type ListFilter, type ListRow, type ReportDraft } from '../../modules/feedback/repo'
 import { prepareMarkReferenced } from './uploads'
-import { sqliteAuditWriter } from './audit-writer'
-import { createSqliteResolutions } from './resolutions'
+import { feedbackChangeBodies } from '../bodies/feedback-changes'
 import type { RootState } from '../../dedup/cluster-repo'
 
 export const LIST_COLUMNS = [
@@ -51,15 +49,8 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
        spam_score, spam_reasons, spam_marked_at, redactions)
      VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
-  const spamState = sqlite.prepare<{ appId: string; orgId: string; status: string; duplicateOfId: string | null; duplicateCount: number; spamMarkedAt: number | null; spamReasons: string | null }, [string, string]>(
-    `SELECT app_id AS appId, org_id AS orgId, status, duplicate_of_id AS duplicateOfId, duplicate_count AS duplicateCount, spam_marked_at AS spamMarkedAt,
-       spam_reasons AS spamReasons FROM feedback WHERE org_id = ? AND id = ?`,
-  )
-  const setSpam = sqlite.prepare('UPDATE feedback SET spam_score = ?, spam_reasons = ?, spam_marked_at = ?, updated_at = ? WHERE id = ?')
-  const processJob = sqlite.prepare<{ n: number }, [string]>("SELECT 1 AS n FROM jobs WHERE kind = 'process' AND feedback_id = ?")
   const spamCount = sqlite.prepare<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM (SELECT 1 FROM feedback WHERE app_id = ? AND spam_marked_at IS NOT NULL LIMIT 100000)')
-  const resolutions = createSqliteResolutions(sqlite, lifecycle)
-  const writeAudit = sqliteAuditWriter(sqlite, clock)
+  const changes = feedbackChangeBodies(lifecycle.bodies, clock)
   const getOne = db
     .select()
     .from(feedback)
@@ -160,46 +151,11 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
       if (ids.length > 0) for (const r of leadStates.all(orgId, JSON.stringify(ids))) out.set(r.id, { status: r.status, duplicate_of_id: r.duplicate_of_id, spam_marked_at: r.spam_marked_at })
       return out
     },
-    customerMove: async (orgId, id, to) =>
-      // Read and move under one write lock: the processing thread (its own connection) cannot move the
-      // report in between, so a PATCH right after a submission does not lose a race it never saw.
-      sqlite
-        .transaction(() => {
-          const row = getOne.get({ orgId, id })
-          if (!row) return { kind: 'not_found' as const }
-          if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
-          // The lifecycle checks the move (409 invalid_transition), clears an old failure on a retry and queues the run.
-          return lifecycle.move(sqlite, id, to, { by: 'customer', version: row.version }) ? { kind: 'moved' as const } : { kind: 'lost' as const }
-        })
-        .immediate(),
-    resolveByHand: async (orgId, id, audit) =>
-      // Under one write lock, like customerMove: read, move, follow and audit commit together.
-      sqlite
-        .transaction(() => {
-          const row = getOne.get({ orgId, id })
-          if (!row) return { kind: 'not_found' as const }
-          if (row.duplicateOfId) return { kind: 'duplicate' as const, leadId: row.duplicateOfId }
-          if (!lifecycle.move(sqlite, id, 'resolved', { by: 'person', version: row.version })) return { kind: 'lost' as const }
-          const change = { appId: row.appId, from: row.status as FeedbackStatus, followed: resolutions.followLead({ id, orgId, appId: row.appId, prUrl: row.mergeRequestUrl }) }
-          writeAudit(audit(change))
-          return { kind: 'resolved' as const, ...change }
-        })
-        .immediate(),
-    setSpam: async (orgId, id, change, now) =>
-      sqlite
-        .transaction(() => {
-          const row = spamState.get(orgId, id)
-          if (!row) return { kind: 'not_found' as const }
-          const verdict = spamChangeVerdict(row, change)
-          if (verdict !== 'apply') return verdict
-          if (change.spam) setSpam.run(change.score, change.reasons, now, now, id)
-          else {
-            setSpam.run(null, null, null, now, id)
-            if (row.status === 'received' && !processJob.get(id)) lifecycle.restoredFromSpam(sqlite, { orgId, appId: row.appId, feedbackId: id }, change.emitEvent)
-          }
-          return { kind: 'changed' as const, appId: row.appId, status: row.status, reasons: row.spamReasons }
-        })
-        .immediate(),
+    // Read and move under one write lock (src/db/bodies/feedback-changes.ts): the processing thread (its own
+    // connection) cannot move the report in between, so a PATCH right after a submission does not lose a race it never saw.
+    customerMove: async (orgId, id, to) => lifecycle.driver.transaction(changes.customerMove(orgId, id, to)),
+    resolveByHand: async (orgId, id, audit) => lifecycle.driver.transaction(changes.resolveByHand(orgId, id, audit)),
+    setSpam: async (orgId, id, change, now) => lifecycle.driver.transaction(changes.setSpam(orgId, id, change, now)),
     spamCount: async (appId) => spamCount.get(appId)!.n,
   }
 }

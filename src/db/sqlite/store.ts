@@ -15,6 +15,7 @@ import { META } from '../meta-keys'
 import { withLazyMembers, type Store, type StoreOptions } from '../store'
 import type { SqliteStorage } from './storage'
 import { createSqliteLifecycle, type SqliteLifecycle } from './lifecycle'
+import { sqliteRunner } from './tx-body'
 import { GroupCommitter } from './group-commit'
 import { WriteTurns } from './write-turns'
 import { createSqliteJobs, type SqliteJobs } from './jobs'
@@ -31,7 +32,7 @@ import { createSqliteConsoleRepo } from './console'
 import { createSqliteCredentialsRepo } from './credentials'
 import { createSqliteEventsRepo } from './events'
 import { createSqliteFeedbackRepo } from './feedback'
-import { createSqliteGitHooksRepo } from './git-hooks'
+import { createGitHooksRepo } from '../bodies/git-hooks'
 import { createSqliteInbox } from './inbox'
 import { createSqliteMailRepo } from './mail'
 import { createSqliteMetricsRepo } from './metrics'
@@ -112,7 +113,7 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
     credentials: () => createSqliteCredentialsRepo(storage),
     events: () => createSqliteEventsRepo(storage),
     feedback: () => createSqliteFeedbackRepo(storage, side, clock, committer),
-    gitHooks: () => createSqliteGitHooksRepo(storage, side, clock),
+    gitHooks: () => createGitHooksRepo(sqliteRunner(sqlite), side.bodies, clock),
     inbox: () => createSqliteInbox(storage),
     mail: () => createSqliteMailRepo(storage, clock),
     metrics: () => createSqliteMetricsRepo(storage),

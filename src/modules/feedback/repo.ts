@@ -179,7 +179,7 @@ export interface FeedbackRepo {
   /**
    * "Mark as fixed" (POST /v1/feedback/:id/resolve), under the row's lock: the lead moves to `resolved`
    * through the lifecycle (`by: 'person'`: core/fsm.ts canResolveByHand, else ApiError invalid_transition
-   * and nothing changes), then everything a merged pull request brings (resolutions.ts: `feedback.resolved`
+   * and nothing changes), then everything a merged pull request brings (src/db/bodies/resolutions.ts: `feedback.resolved`
    * for it and each duplicate that follows it), and the audit row `audit` makes of the change, in one
    * transaction.
    */

@@ -1,8 +1,8 @@
 /**
  * What following a pull/merge request stores: the deliveries already handled (replay safety) and the
  * moves a host's news makes (merged → resolved with the lead's duplicates, closed → awaiting_manual,
- * reopened → pr_opened), each delivery one transaction. The port: a SQLite side
- * (src/db/sqlite/git-hooks.ts) and a PostgreSQL side (src/db/pg/git-hooks.ts), held to
+ * reopened → pr_opened), each delivery one transaction. The port: one implementation for both
+ * dialects (src/db/bodies/git-hooks.ts, transaction bodies run by each store's driver), held to
  * test/repos/git-hooks.test.ts.
  */
 import type { FeedbackStatus } from '../../core/fsm'
