@@ -33,11 +33,7 @@
 import type { Pool, PoolClient } from 'pg'
 import type { OnCommit } from './transaction'
 import { eventsBegin, eventsCommitted } from './event-signal'
-
-/** Where intake's commits are noted for the worker's pacing (src/db/sqlite/write-turns.ts's WriteTurns has it). */
-export interface IntakeCommitNotes {
-  noteIntakeCommit(full: boolean): void
-}
+import type { IntakeTurns } from '../intake-turns'
 
 /** What a queued write is given: the batch transaction's client, and where to register after-commit work. */
 export interface PgWriteTx {
@@ -90,7 +86,7 @@ export class PgGroupCommitter {
      * worker sanitizes and clusters on this same thread; unpaced, it took the event loop between a burst's
      * batches (bench/pg-intake.ts: POST 0.12x the floor at concurrency 4), so requests waited behind it.
      */
-    private readonly notes?: IntakeCommitNotes,
+    private readonly notes?: Pick<IntakeTurns, 'noteIntakeCommit'>,
     private readonly maxBatch = 256,
     /** A batch this big means requests arrive faster than one per event-loop turn: intake saturates its core. */
     private readonly fullBatch = 8,
