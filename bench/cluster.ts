@@ -105,7 +105,7 @@ export interface QualityResult {
 /** Feeds each App's reports through clustering in a shuffled order; scores pairs against the labels. */
 export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed = 7): QualityResult {
   const { sqlite, dir } = openBenchDb()
-  const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock, thresholds)
+  const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock, thresholds)
   const rand = prng(seed)
   let n = 1
   let tp = 0
@@ -250,7 +250,7 @@ function syntheticText(rand: () => number, next: () => string): string {
 /** Average ms to cluster one new report in an App that already holds `size` sanitized reports. */
 export function measureCost(corpus: Corpus, size: number, probes = 300): { size: number; msPerReport: number; buildMs: number } {
   const { sqlite, dir } = openBenchDb()
-  const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock)
+  const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
   const appId = hexId(0xb00000)
   insertApp(sqlite, appId)
   const rand = prng(size)

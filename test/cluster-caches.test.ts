@@ -35,7 +35,7 @@ function setup() {
   opened.push(db)
   insertApp(db.sqlite, APP)
   const clock = new ManualClock(1_700_000_000_000)
-  return { ...db, clock, cluster: createClusterService(openSqliteStore(sqliteStorage(db.sqlite), clock), clock) }
+  return { ...db, clock, cluster: createClusterService(openSqliteStore(sqliteStorage(db.sqlite), clock).sides, clock) }
 }
 
 /** One bug told several ways (the sentence after the first varies, so consolidation has work to do). */
@@ -122,7 +122,7 @@ describe('lead summaries kept between batches', () => {
     const other = new Database(join(dir, 'fixloop.db'), { strict: true })
     try {
       const secondClock = new ManualClock(1_700_000_100_000)
-      const second = createClusterService(openSqliteStore(sqliteStorage(other), secondClock), secondClock)
+      const second = createClusterService(openSqliteStore(sqliteStorage(other), secondClock).sides, secondClock)
       const theirs = add(sqlite, checkoutText(10))
       expect(inBatch(other, second, [theirs])).toEqual([lead])
     } finally {

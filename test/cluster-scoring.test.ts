@@ -150,7 +150,7 @@ describe('calibration through the service', () => {
     const { rmSync } = await import('node:fs')
     const { sqlite, dir } = openBenchDb()
     try {
-      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock), systemClock)
+      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
       const app = 'a'.repeat(24)
       insertApp(sqlite, app)
       expect(cluster.thresholdsFor(app).strong).toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)

@@ -100,10 +100,10 @@ describe('a batch', () => {
     const sqlite = sqliteOf(srv.ctx)
     const store = openSqliteStore(sqliteStorage(sqlite), clock)
     const jobs = store.jobs()
-    const deps = { cluster: createClusterService(store, clock), batches: createBatchWindows(store.processing, clock, store.lifecycle), finishJob: store.sides.jobs().finish }
+    const deps = { cluster: createClusterService(store.sides, clock), batches: createBatchWindows(store.processing, clock, store.lifecycle), finishJob: store.sides.jobs().finish }
     const claimed = await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())
     expect(claimed.map((j) => j.feedback_id)).toEqual(ids)
-    const outcomes = await createProcessFeedbackStep(store, clock, deps).runBatch!(claimed)
+    const outcomes = await createProcessFeedbackStep(store.sides.processing, clock, deps).runBatch!(claimed)
     expect(outcomes[0]).toBeUndefined()
     expect(String(outcomes[1])).toContain('does not parse')
     expect(outcomes[2]).toBeUndefined()
@@ -112,7 +112,7 @@ describe('a batch', () => {
     // A zero budget: the first report runs (a batch always makes progress), the rest are handed back.
     const more = [await distinct(), await distinct()]
     const batch = (await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())).filter((j) => more.includes(j.feedback_id!))
-    const tight = await createProcessFeedbackStep(store, clock, { ...deps, batchBudgetMs: 0 }).runBatch!(batch)
+    const tight = await createProcessFeedbackStep(store.sides.processing, clock, { ...deps, batchBudgetMs: 0 }).runBatch!(batch)
     expect(tight[0]).toBeUndefined()
     expect(tight[1]).toBeInstanceOf(DeferJob)
     expect((tight[1] as DeferJob).runAfter).toBe(batch[1].run_after)
@@ -124,7 +124,7 @@ describe('a batch', () => {
     expect(waiting.map((j) => j.feedback_id)).toEqual([more[1]])
     const third = await distinct()
     const both = [...waiting, ...(await jobs.claimBatch('process', 10, clock.now(), 60_000, currentLeaseOwner())).filter((j) => j.feedback_id === third)]
-    const yielded = await createProcessFeedbackStep(store, clock, { ...deps, yieldWhen: () => true }).runBatch!(both)
+    const yielded = await createProcessFeedbackStep(store.sides.processing, clock, { ...deps, yieldWhen: () => true }).runBatch!(both)
     expect(yielded[0]).toBeUndefined()
     expect(yielded[1]).toBeInstanceOf(DeferJob)
     expect(feedbackRow(sqlite, more[1]).status).toBe('awaiting_manual')

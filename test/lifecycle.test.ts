@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { loadConfig } from '../src/config'
-import type { Runtime } from '../src/runtime/open'
+import type { EmbeddedRuntime } from '../src/runtime/open'
 import type { SqliteLifecycle } from '../src/db/sqlite/lifecycle'
 import { createContext } from '../src/runtime/open'
 import { ApiError } from '../src/core/errors'
@@ -38,7 +38,7 @@ const CUSTOMER_EDGES = [
 ]
 
 let dir: string
-let ctx: Runtime
+let ctx: EmbeddedRuntime
 let lifecycle: Lifecycle
 /** The writer's synchronous side, as the store's repositories join it inside their transactions. */
 let side: SqliteLifecycle
@@ -51,7 +51,6 @@ beforeAll(async () => {
   ctx = createContext(loadConfig({ dataDir: dir }, { FIXLOOP_LOG_LEVEL: 'silent' }))
   ctx.store.wake.on(() => wakes++)
   lifecycle = ctx.store.lifecycle
-  if (ctx.store.dialect !== 'sqlite') throw new Error('the lifecycle cases run on the embedded store')
   side = ctx.store.sides.lifecycle
   const admin = createTenantsService(ctx)
   org = (await admin.createOrg('Lifecycle')).id

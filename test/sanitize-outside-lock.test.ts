@@ -58,8 +58,8 @@ function step() {
   const sqlite = sqliteOf(srv.ctx)
   const store = openSqliteStore(sqliteStorage(sqlite), clock)
   const jobs = store.jobs()
-  const deps = { cluster: createClusterService(store, clock), batches: createBatchWindows(store.processing, clock, store.lifecycle), finishJob: store.sides.jobs().finish }
-  return { jobs, step: createProcessFeedbackStep(store, clock, deps) }
+  const deps = { cluster: createClusterService(store.sides, clock), batches: createBatchWindows(store.processing, clock, store.lifecycle), finishJob: store.sides.jobs().finish }
+  return { jobs, step: createProcessFeedbackStep(store.sides.processing, clock, deps) }
 }
 
 /** Runs the `process` jobs of `ids`, one at a time or as one batch. */

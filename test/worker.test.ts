@@ -70,8 +70,8 @@ const silent = new Logger('silent')
 /** A second worker on the same database, as another process would run; `gate` holds each job open. */
 function extraWorker(gate?: Promise<void>, entered?: JobRow[]): Worker {
   const store = openSqliteStore(sqliteStorage(sqliteOf(srv.ctx)), clock)
-  const real = createProcessFeedbackStep(store, clock, {
-    cluster: createClusterService(store, clock),
+  const real = createProcessFeedbackStep(store.sides.processing, clock, {
+    cluster: createClusterService(store.sides, clock),
     batches: createBatchWindows(store.processing, clock, store.lifecycle),
   })
   const step: JobStep = {

@@ -111,3 +111,15 @@ export function withLazyMembers<B extends object, T extends object>(base: B, bui
   }
   return base as B & T
 }
+
+/** The embedded store's write-ahead log keeper (src/db/sqlite/wal-keeper.ts), run by the server. */
+export interface WalKeeper {
+  /** The WAL file (its size is a metric). */
+  readonly walFile: string
+  start(): void
+  health(): { ok: boolean; reason?: string }
+  /** Stops the checkpointer within `waitMs`; true when its last TRUNCATE ran. */
+  stop(waitMs?: number): Promise<boolean>
+  /** One more TRUNCATE once every thread stopped: cheap after the checkpointer's, skipped while a reader holds the WAL. */
+  truncate(): void
+}

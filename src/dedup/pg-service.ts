@@ -20,21 +20,18 @@
  *   the index learning a plan's links only once the transaction has committed.
  */
 import type { Clock } from '../core/clock'
-import type { PgStore } from '../db/pg/store'
-import { createPgClusterRepo } from '../db/pg/dedup'
-import type { PgTx } from '../db/pg/lifecycle'
+import type { TxClusterSides } from './store-sides'
 import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
 import { createClusterer, MAX_INDEXED_PER_APP, type ClusterReads, type Sanitized, type SimilarEntry, type Verdict } from './clusterer'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
-import { writeAuditPg } from '../db/pg/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
 import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
 
-export function createPgClusterService(store: PgStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
-  const { storage } = store
-  const repo = createPgClusterRepo(storage, store.sides.lifecycle)
+/** `Tx`: the store's transaction handle (a PgTx), passed through to its queries untouched. */
+export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
+  const { dedup: repo, writeAudit } = sides
   /** The rows the computation under way may read (see the file's comment), and an App's rows while its index is built. */
   let snapshot: Map<string, Row> = new Map()
   const seeds = new Map<string, Map<string, Row>>()
@@ -126,7 +123,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
    * returns the count. The lead's row is locked first: two changes of one cluster count one after the other
    * (each counting the other's committed duplicates), never both from the same stale count.
    */
-  async function refreshLead(tx: PgTx, leadId: string): Promise<number> {
+  async function refreshLead(tx: Tx, leadId: string): Promise<number> {
     const lead = await repo.lock(tx, leadId)
     if (!lead) return 0
     const stats = await repo.duplicateStats(tx, leadId)
@@ -141,7 +138,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
    * Applies a plan's writes (steps.ts) in order, in `tx`; false when one found nothing to change and the
    * rest was skipped. Every summary is rebuilt at once (a change carries no lead state here).
    */
-  async function applyWrites(tx: PgTx, writes: ClusterWrite[]): Promise<boolean> {
+  async function applyWrites(tx: Tx, writes: ClusterWrite[]): Promise<boolean> {
     const now = clock.now()
     const counts = new Map<string, number>()
     for (const w of writes) {
@@ -199,13 +196,13 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
    * A stored suggestion's lead and its lead's lead, read in `tx` (not locked: a merge locks the member,
    * then its target, in that order only), as a lookup for `currentLeadOf`.
    */
-  async function rootsOf(tx: PgTx, leadId: string | null): Promise<(id: string) => RootState | null> {
+  async function rootsOf(tx: Tx, leadId: string | null): Promise<(id: string) => RootState | null> {
     const states = new Map<string, RootState>()
     if (leadId) {
-      const lead = await repo.get(leadId, tx.client)
+      const lead = await repo.get(leadId, tx)
       if (lead) states.set(leadId, lead)
       if (lead?.duplicate_of_id) {
-        const root = await repo.get(lead.duplicate_of_id, tx.client)
+        const root = await repo.get(lead.duplicate_of_id, tx)
         if (root) states.set(lead.duplicate_of_id, root)
       }
     }
@@ -227,7 +224,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
      * report. `ok` false: nothing was written (the caller rolls back and clusters again). `after`: the
      * index's update, once the transaction commits.
      */
-    async applyInTx(tx: PgTx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
+    async applyInTx(tx: Tx, id: string, verdict: Verdict): Promise<{ ok: boolean; after: () => void }> {
       // The calibrations the verdicts changed, with this verdict (what every reader shows).
       await applyWrites(tx, calibrationWrites(core.takeCalibrations()))
       const leadId = verdict.leadId
@@ -312,7 +309,7 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
     async resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>> {
       const removed = await repo.transaction(async (tx) => {
         const counts = decisionCounts(await repo.clearDecisions(tx, appId))
-        if (audit) await writeAuditPg(tx.client, clock, resetAudit(audit, counts))
+        if (audit) await writeAudit(tx, resetAudit(audit, counts))
         return counts
       })
       core.forgetLesson(appId)
@@ -320,4 +317,4 @@ export function createPgClusterService(store: PgStore, clock: Clock, baseThresho
     },
   }
 }
-export type PgClusterService = ReturnType<typeof createPgClusterService>
+export type PgClusterService<Tx> = ReturnType<typeof createPgClusterService<Tx>>

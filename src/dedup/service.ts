@@ -24,14 +24,12 @@
  *   before its transaction and locks rows in it.
  */
 import type { Clock } from '../core/clock'
-import type { SqliteStore } from '../db/sqlite/store'
-import { createSqliteClusterRepo } from '../db/sqlite/dedup'
+import type { SyncClusterSides } from './store-sides'
 import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
 import { createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './clusterer'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
-import { sqliteAuditWriter } from '../db/sqlite/audit-writer'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
 import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange } from './steps'
@@ -43,10 +41,8 @@ export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type Sim
  * own SQLite transaction, and a batch many reports' in one (with a savepoint each). `lifecycle` records
  * the events; a bench or a tool may leave it out (events are then still written).
  */
-export function createClusterService(store: SqliteStore, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
-  const { storage } = store
-  const repo = createSqliteClusterRepo(storage.sqlite, store.sides.lifecycle)
-  const writeAudit = sqliteAuditWriter(storage.sqlite, clock)
+export function createClusterService(sides: SyncClusterSides, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
+  const { dedup: repo, writeAudit } = sides
   const core = createClusterer({ ...repo, decisions: (appId) => repo.decisions(appId, LEARNING.window) }, baseThresholds)
   const { indexFor, row, remember } = core
   /** What each lead's summary is built from, kept between batches (lead-states.ts). */

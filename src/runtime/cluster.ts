@@ -22,8 +22,13 @@ import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
 import { VERSION } from '../version'
-import type { ClusterRuntime } from './runtime'
+import type { Runtime } from './runtime'
+import type { PgStore } from '../db/pg/store'
+import type { PgStorage } from '../db/storage'
 import type { Mode, ModeOptions } from './mode'
+
+/** The runtime of one cluster node, over PostgreSQL. */
+export type ClusterRuntime = Runtime<PgStore, PgStorage>
 
 export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOptions): Mode {
   const { config, clock, store } = rt

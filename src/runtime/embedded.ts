@@ -17,8 +17,13 @@ import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind } from '../worker/processing'
 import { createSqliteProcessingEngine } from '../worker/processing-sqlite'
 import { ProcessingThread } from '../worker/thread'
-import type { EmbeddedRuntime } from './runtime'
+import type { Runtime } from './runtime'
+import type { SqliteStore } from '../db/sqlite/store'
+import type { SqliteStorage } from '../db/storage'
 import type { Mode, ModeOptions, ModeWorkers } from './mode'
+
+/** The runtime over the data dir's SQLite file. */
+export type EmbeddedRuntime = Runtime<SqliteStore, SqliteStorage>
 
 export function embeddedMode(rt: EmbeddedRuntime, log: Logger, options: ModeOptions): Mode {
   const { config, clock, store } = rt

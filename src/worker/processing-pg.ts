@@ -15,9 +15,9 @@ import { localClusterPort, type Processing, type ProcessingKind } from './proces
 
 export function createPgProcessingEngine(store: PgStore, clock: Clock): Processing {
   const batches = createBatchWindows(store.processing, clock, store.lifecycle)
-  const cluster = createPgClusterService(store, clock, DEFAULT_THRESHOLDS)
+  const cluster = createPgClusterService(store.sides, clock, DEFAULT_THRESHOLDS)
   const steps: Record<ProcessingKind, JobStep> = {
-    process: createPgProcessFeedbackStep(store, clock, { cluster, batches }),
+    process: createPgProcessFeedbackStep(store.sides.processing, clock, { cluster, batches }),
     batch_release: batches.step,
   }
   return { steps, port: localClusterPort(cluster) }

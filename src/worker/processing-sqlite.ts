@@ -24,11 +24,11 @@ export function createSqliteProcessingEngine(
   batchBudgetMs?: number,
 ): Processing {
   const batches = createBatchWindows(store.processing, clock, store.lifecycle)
-  const cluster = createClusterService(store, clock, DEFAULT_THRESHOLDS)
+  const cluster = createClusterService(store.sides, clock, DEFAULT_THRESHOLDS)
   // The job row is deleted inside the batch's transaction, with the report's changes.
   const finishJob = store.sides.jobs(PROCESSING_KINDS).finish
   const steps: Record<ProcessingKind, JobStep> = {
-    process: createProcessFeedbackStep(store, clock, { cluster, batches, finishJob, batchBudgetMs, ...intake }),
+    process: createProcessFeedbackStep(store.sides.processing, clock, { cluster, batches, finishJob, batchBudgetMs, ...intake }),
     batch_release: batches.step,
   }
   return { steps, port: localClusterPort(cluster) }

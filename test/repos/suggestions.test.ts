@@ -137,14 +137,14 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     await processing.port.rejectSuggestion(near)
     // A cluster service of its own (a restart, another node) plans the report again from its row.
     const lifecycle = s.store.lifecycle
-    const again = s.store.dialect === 'sqlite' ? createClusterService(s.store, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store, s.clock, DEFAULT_THRESHOLDS)
+    const again = s.store.dialect === 'sqlite' ? createClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS)
     const verdict = await again.plan(near)
     expect(verdict).not.toBeNull()
     expect(verdict!.leadId).not.toBe(lead)
     expect(verdict!.suggestion?.leadId).not.toBe(lead)
     // The same row without its rejection would be offered that lead: the skip is what differs.
     await sql(s, 'UPDATE feedback SET rejected_lead_ids = NULL WHERE id = ?', [near])
-    const fresh2 = s.store.dialect === 'sqlite' ? createClusterService(s.store, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store, s.clock, DEFAULT_THRESHOLDS)
+    const fresh2 = s.store.dialect === 'sqlite' ? createClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS)
     expect((await fresh2.plan(near))!.suggestion?.leadId).toBe(lead)
   })
 

@@ -10,15 +10,16 @@ import type { Decision } from '../../dedup/learn'
 import type { CalibrationSnapshot } from '../../dedup/calibrate'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { PgLifecycle, PgTx } from './lifecycle'
+import type { TxClusterRepo } from '../../dedup/store-sides'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
   merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score, spam_marked_at`
 
-export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) {
+export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle): TxClusterRepo<PgTx> {
   const { pool } = storage
   return {
-    get: async (id: string, q: PgQueryable = pool): Promise<ClusterRow | null> => (await one<ClusterRow>(q, `SELECT ${COLS} FROM feedback WHERE id = $1`, [id])) ?? null,
+    get: async (id: string, tx?: PgTx): Promise<ClusterRow | null> => (await one<ClusterRow>(tx?.client ?? pool, `SELECT ${COLS} FROM feedback WHERE id = $1`, [id])) ?? null,
     /** Full rows by id, in one statement; missing ids are absent. */
     async rows(ids: string[]): Promise<Map<string, ClusterRow>> {
       const out = new Map<string, ClusterRow>()
@@ -134,5 +135,5 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle) 
     transaction: <T>(work: (tx: PgTx) => Promise<T>): Promise<T> => storage.tx((client, _db, onCommit) => work({ client, onCommit })),
   }
 }
-export type PgClusterRepo = ReturnType<typeof createPgClusterRepo>
+export type PgClusterRepo = TxClusterRepo<PgTx>
 export type { CandidateRow }

@@ -5,7 +5,7 @@
  * clustering, routing and its job's deletion commit together.
  */
 import type { StoredReport } from '../../sanitize/report'
-import type { ProcessRow, RoutingRow } from '../../modules/feedback/processing-repo'
+import type { ProcessRow, RoutingRow, TxProcessingSide } from '../../modules/feedback/processing-repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
@@ -18,7 +18,7 @@ const SCRUB = `UPDATE feedback SET version = version + (1 - $3::int), updated_at
   WHERE id = $1 AND version = $2`
 const WAITING = "SELECT id, version FROM feedback WHERE app_id = $1 AND status = 'sanitized' AND duplicate_of_id IS NULL ORDER BY id"
 
-export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle) {
+export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle): TxProcessingSide<PgTx> {
   const { pool } = storage
   return {
     get: async (id: string): Promise<ProcessRow | null> => (await one<ProcessRow>(pool, GET, [id])) ?? null,
@@ -70,4 +70,4 @@ export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle) {
       storage.tx((client, _db, onCommit) => lifecycle.move({ client, onCommit }, id, 'failed', { by: 'system', version, reason })),
   }
 }
-export type PgProcessing = ReturnType<typeof createPgProcessing>
+export type PgProcessing = TxProcessingSide<PgTx>

@@ -13,6 +13,10 @@ import { withLazyMembers, type Store, type StoreOptions } from '../store'
 import { IntakeCommitTimes } from '../intake-turns'
 import type { PgStorage } from './storage'
 import { createPgLifecycle, type PgLifecycle, type PgTx } from './lifecycle'
+import { createPgClusterRepo } from './dedup'
+import { writeAuditPg } from './audit-writer'
+import type { TxClusterRepo } from '../../dedup/store-sides'
+import type { AuditEntry } from '../../modules/audit/entry'
 import { pgRunner } from './tx-body'
 import { PgGroupCommitter } from './group-commit'
 import { createPgJobs, type PgJobs } from './jobs'
@@ -45,6 +49,10 @@ export interface PgSides {
   readonly lifecycle: PgLifecycle
   readonly processing: PgProcessing
   jobs(kinds?: readonly JobKind[]): PgJobs
+  /** Near-duplicate clustering's queries (src/dedup/pg-service.ts). */
+  readonly dedup: TxClusterRepo<PgTx>
+  /** Writes an audit row in the caller's transaction. */
+  writeAudit(tx: PgTx, e: AuditEntry): Promise<string>
 }
 
 export interface PgStore extends Store {
@@ -68,8 +76,10 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
     record: (scope, type, data) => tx((t) => side.record(t, scope, type, data)),
     statusAfterSanitize,
   }
-  const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds) }, {
+  const writeAudit = (t: PgTx, e: AuditEntry) => writeAuditPg(t.client, clock, e)
+  const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds), writeAudit }, {
     lifecycle: () => side,
+    dedup: () => createPgClusterRepo(storage, side),
     processing: () => createPgProcessing(storage, side),
   })
   const databaseCheck = pgDatabaseCheck(storage)

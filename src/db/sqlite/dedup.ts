@@ -11,9 +11,10 @@ import type { Suggestion } from '../../dedup/clusterer'
 import type { Decision } from '../../dedup/learn'
 import type { CalibrationSnapshot } from '../../dedup/calibrate'
 import type { SqliteLifecycle } from './lifecycle'
+import type { SyncClusterRepo } from '../../dedup/store-sides'
 import type { EventPayloads } from '../../lifecycle/event-types'
 
-export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLifecycle) {
+export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLifecycle): SyncClusterRepo {
   const cols = 'id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id, merge_locked, redactions, created_at'
   // A single report also carries its triage columns (its suggestion, rejected leads, merge score).
   const getRow: Statement = sqlite.query(`SELECT ${cols}, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score FROM feedback WHERE id = ?`)
@@ -159,4 +160,4 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     return lifecycle
   }
 }
-export type SqliteClusterRepo = ReturnType<typeof createSqliteClusterRepo>
+export type SqliteClusterRepo = SyncClusterRepo

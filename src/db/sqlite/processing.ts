@@ -8,11 +8,11 @@
 import type { Database, Statement } from 'bun:sqlite'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { StoredReport } from '../../sanitize/report'
-import type { ProcessRow, RoutingRow } from '../../modules/feedback/processing-repo'
+import type { ProcessRow, RoutingRow, SyncProcessingSide } from '../../modules/feedback/processing-repo'
 import type { SqliteLifecycle } from './lifecycle'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
 
-export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecycle) {
+export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecycle): SyncProcessingSide {
   const get: Statement = sqlite.query(
     `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
        email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = ?`,
@@ -85,4 +85,4 @@ export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecy
     },
   }
 }
-export type SqliteProcessing = ReturnType<typeof createSqliteProcessing>
+export type SqliteProcessing = SyncProcessingSide

@@ -15,6 +15,10 @@ import { META } from '../meta-keys'
 import { withLazyMembers, type Store, type StoreOptions } from '../store'
 import type { SqliteStorage } from './storage'
 import { createSqliteLifecycle, type SqliteLifecycle } from './lifecycle'
+import { createSqliteClusterRepo } from './dedup'
+import { sqliteAuditWriter } from './audit-writer'
+import type { SyncClusterRepo } from '../../dedup/store-sides'
+import type { AuditEntry } from '../../modules/audit/entry'
 import { sqliteRunner } from './tx-body'
 import { GroupCommitter } from './group-commit'
 import { WriteTurns } from './write-turns'
@@ -51,6 +55,10 @@ export interface SqliteSides {
   /** The sanitize-ahead thread's queue (src/worker/sanitize-ahead.ts). */
   readonly sanitizeAhead: SqliteSanitizeAhead
   jobs(kinds?: readonly JobKind[]): SqliteJobs
+  /** Near-duplicate clustering's queries (src/dedup/service.ts). */
+  readonly dedup: SyncClusterRepo
+  /** Writes an audit row in the caller's transaction. */
+  writeAudit(e: AuditEntry): string
 }
 
 export interface SqliteStore extends Store {
@@ -75,8 +83,10 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
     record: async (scope, type, data) => sqlite.transaction(() => side.record(scope, type, data)).immediate(),
     statusAfterSanitize,
   }
-  const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createSqliteJobs(sqlite, kinds) }, {
+  const writeAudit = sqliteAuditWriter(sqlite, clock)
+  const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createSqliteJobs(sqlite, kinds), writeAudit }, {
     lifecycle: () => side,
+    dedup: () => createSqliteClusterRepo(sqlite, side),
     processing: () => createSqliteProcessing(sqlite, side),
     sanitizeAhead: () => createSqliteSanitizeAhead(sqlite, side),
   })

@@ -6,17 +6,9 @@
 import type { Logger } from '../../core/logger'
 import { Checkpointer } from './checkpointer'
 import type { SqliteStore } from './store'
+import type { WalKeeper } from '../store'
 
-export interface WalKeeper {
-  /** The WAL file (its size is a metric). */
-  readonly walFile: string
-  start(): void
-  health(): { ok: boolean; reason?: string }
-  /** Stops the checkpointer within `waitMs`; true when its last TRUNCATE ran. */
-  stop(waitMs?: number): Promise<boolean>
-  /** One more TRUNCATE once every thread stopped: cheap after the checkpointer's, skipped while a reader holds the WAL. */
-  truncate(): void
-}
+export type { WalKeeper }
 
 export function keepWal(store: SqliteStore, file: string, log: Logger): WalKeeper {
   const { sqlite } = store.storage

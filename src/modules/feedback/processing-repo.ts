@@ -6,6 +6,8 @@
  * src/db/pg/processing.ts (a PgTx).
  */
 import type { FeedbackStatus } from '../../core/fsm'
+import type { StoredReport } from '../../sanitize/report'
+import type { ScrubbedColumns } from '../../lifecycle/rules'
 
 /** A report as the `process` job reads it (raw columns, snake_case as stored). */
 export interface ProcessRow {
@@ -46,3 +48,55 @@ export interface ProcessingRepo {
   fail(id: string, version: number, reason: string): Promise<boolean>
 }
 
+
+/**
+ * The processing engine's side on the embedded store (src/db/sqlite/processing.ts): synchronous, every
+ * write joined by the caller's SQLite transaction (one per report, or one per batch with a savepoint each).
+ */
+export interface SyncProcessingSide {
+  get(id: string): ProcessRow | null
+  appOf(id: string): string | null
+  routing(appId: string): RoutingRow | null
+  /**
+   * Overwrites the free-text columns with their sanitized values (compare-and-set on the version).
+   * `processed`: on the report's way to `sanitized` (the move follows in the same transaction and bumps
+   * the version); otherwise it is scrubbed where it stands and the version is bumped here.
+   */
+  saveScrubbed(id: string, version: number, columns: StoredReport, redactions: string, now: number, processed: boolean): boolean
+  waitingLeads(appId: string): { id: string; version: number }[]
+  /** A system move of the report from the status it was read in (the lifecycle's move), in the caller's transaction. */
+  move(id: string, to: FeedbackStatus, from: FeedbackStatus): boolean
+  /** received|sanitizing → sanitized with the sanitized columns, in the caller's transaction. */
+  moveToSanitized(id: string, version: number, columns: ScrubbedColumns, redactions: string): boolean
+  fail(id: string, version: number, reason: string): boolean
+  /** Makes sure the App has an open batch window (a `batch_release` job); returns when it closes (epoch ms). */
+  ensureWindow(appId: string, closesAt: number): number
+  releaseWaitingLeads(appId: string, to: FeedbackStatus): number
+  /** Runs `work` in one IMMEDIATE transaction (it reads before it writes); `nested`: a savepoint inside the caller's. */
+  transaction<T>(work: () => T, nested?: boolean): T
+}
+
+/**
+ * The processing engine's side on PostgreSQL (src/db/pg/processing.ts): reads from the pool, every write
+ * in the caller's transaction `Tx` (the store's PgTx; opaque here, so the engine's steps name no dialect).
+ */
+export interface TxProcessingSide<Tx> {
+  get(id: string): Promise<ProcessRow | null>
+  /** The row read `FOR UPDATE` in the caller's transaction: a concurrent writer of it waits for this one's commit. */
+  lock(tx: Tx, id: string): Promise<ProcessRow | null>
+  appOf(id: string): Promise<string | null>
+  routing(appId: string): Promise<RoutingRow | null>
+  waitingLeads(appId: string): Promise<{ id: string; version: number }[]>
+  /** As the embedded side's `saveScrubbed`, in the caller's transaction. */
+  saveScrubbed(tx: Tx, id: string, version: number, columns: StoredReport, redactions: string, now: number, processed: boolean): Promise<boolean>
+  /** Makes sure the App has an open batch window in the caller's transaction; returns when it closes. */
+  ensureWindow(tx: Tx, appId: string, closesAt: number): Promise<number>
+  releaseWaitingLeads(appId: string, to: FeedbackStatus): Promise<number>
+  move(tx: Tx, id: string, to: FeedbackStatus, from: FeedbackStatus): Promise<boolean>
+  moveToSanitized(tx: Tx, id: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean>
+  /** Deletes the job in the caller's transaction: it is done exactly when the report's changes commit. */
+  finishJob(tx: Tx, jobId: number): Promise<void>
+  /** One report's processing: one transaction. */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>
+  fail(id: string, version: number, reason: string): Promise<boolean>
+}

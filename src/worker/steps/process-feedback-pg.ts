@@ -12,18 +12,17 @@
  * new row. No batches here: one job, one transaction.
  */
 import type { Clock } from '../../core/clock'
-import type { PgStore } from '../../db/pg/store'
-import type { PgTx } from '../../db/pg/lifecycle'
 import type { PgClusterService } from '../../dedup/pg-service'
 import { canSystemMove } from '../../core/fsm'
-import { type ProcessRow } from '../../modules/feedback/processing-repo'
+import type { ProcessRow, TxProcessingSide } from '../../modules/feedback/processing-repo'
+import { statusAfterSanitize } from '../../lifecycle/lifecycle'
 import type { JobRow } from '../../lifecycle/jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { BatchWindows } from './release-batch'
 import { clusteringInput, prescrub, scrubbedFor, StaleScrub } from './sanitize-report'
 
-export interface PgProcessDeps {
-  cluster: PgClusterService
+export interface PgProcessDeps<Tx> {
+  cluster: PgClusterService<Tx>
   batches: BatchWindows
 }
 
@@ -37,14 +36,13 @@ class Replan extends Error {
   }
 }
 
-export function createPgProcessFeedbackStep(store: PgStore, clock: Clock, deps: PgProcessDeps): JobStep {
+/** `repo`: the store's processing side; `Tx`: its transaction handle (a PgTx), passed through untouched. */
+export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, clock: Clock, deps: PgProcessDeps<Tx>): JobStep {
   const { cluster } = deps
-  const { lifecycle, storage } = store
-  const repo = store.sides.processing
   const STEPS = new Set(['received', 'sanitizing', 'sanitized'])
 
   /** The row still as it was read (the plan's basis), locked until the commit; else Replan. */
-  async function lockAsRead(tx: PgTx, read: ProcessRow): Promise<ProcessRow> {
+  async function lockAsRead(tx: Tx, read: ProcessRow): Promise<ProcessRow> {
     const now = await repo.lock(tx, read.id)
     if (!now || now.version !== read.version || now.status !== read.status || now.duplicate_of_id !== read.duplicate_of_id) {
       throw new Replan('the report changed while it was planned')
@@ -83,7 +81,7 @@ export function createPgProcessFeedbackStep(store: PgStore, clock: Clock, deps: 
         if (!verdict.leadId) {
           // A lead: to a human or the agent queue, now or when the App's batch window closes.
           if (routing.batchEnabled) await repo.ensureWindow(tx, now.app_id, deps.batches.closesAt(routing.batchWindowHours))
-          else if (!(await repo.move(tx, now.id, lifecycle.statusAfterSanitize(routing), 'sanitized'))) throw new Replan('concurrent update')
+          else if (!(await repo.move(tx, now.id, statusAfterSanitize(routing), 'sanitized'))) throw new Replan('concurrent update')
         }
         await repo.finishJob(tx, jobId)
       })

@@ -6,14 +6,14 @@
  * reads the current status first, so a retry after a crash continues from wherever the last run stopped.
  * Only sanitized values are kept: the sanitizing step overwrites every free-text field in place.
  */
-import type { SqliteStore } from '../../db/sqlite/store'
 import type { Clock } from '../../core/clock'
 import { canSystemMove } from '../../core/fsm'
 import type { JobRow } from '../../lifecycle/jobs-repo'
 import { DeferJob, type JobStep } from '../loop'
 import type { ClusterService } from '../../dedup/service'
 import { clusteringInput, createSanitizeMoves, prescrub, scrubbedFor, StaleScrub, type Prescrubbed, type Scrubbed } from './sanitize-report'
-import type { ProcessRow } from '../../modules/feedback/processing-repo'
+import type { ProcessRow, SyncProcessingSide } from '../../modules/feedback/processing-repo'
+import { statusAfterSanitize } from '../../lifecycle/lifecycle'
 import type { BatchWindows } from './release-batch'
 
 export interface ProcessDeps {
@@ -60,9 +60,7 @@ interface Plan {
 }
 
 /** The `process` step on SQLite: synchronous transactions, batches, write turns (see docs/architecture.md). */
-export function createProcessFeedbackStep(store: SqliteStore, clock: Clock, deps: ProcessDeps): JobStep {
-  const { lifecycle } = store
-  const repo = store.sides.processing
+export function createProcessFeedbackStep(repo: SyncProcessingSide, clock: Clock, deps: ProcessDeps): JobStep {
   const maxBatch = Math.max(1, deps.batchSize ?? DEFAULT_BATCH_SIZE)
   const budgetMs = deps.batchBudgetMs ?? DEFAULT_BATCH_BUDGET_MS
   /** Milliseconds per report in recent batches (a moving average): sizes the next batch to the budget. */
@@ -78,7 +76,7 @@ export function createProcessFeedbackStep(store: SqliteStore, clock: Clock, deps
       repo.ensureWindow(row.app_id, deps.batches.closesAt(app.batchWindowHours))
       return
     }
-    moveTo(row, lifecycle.statusAfterSanitize(app ?? { processingMode: 'manual' }))
+    moveTo(row, statusAfterSanitize(app ?? { processingMode: 'manual' }))
   }
 
   /**
