@@ -369,6 +369,17 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       }
     },
 
+    /** As `withPlans`, for a batch whose planning awaits its reads (PostgreSQL): the plans end when `fn` settles. */
+    async withPlansAsync<T>(fn: () => Promise<T>): Promise<T> {
+      if (planned) return fn()
+      planned = new Map()
+      try {
+        return await fn()
+      } finally {
+        planned = null
+      }
+    },
+
     /**
      * The first half of clustering a report, without the write lock: the verdict for a report that is not
      * a duplicate (`sanitized`: its sanitized columns when they are not stored yet), indexed at once so

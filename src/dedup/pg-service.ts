@@ -35,6 +35,10 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
   /** The rows the computation under way may read (see the file's comment), and an App's rows while its index is built. */
   let snapshot: Map<string, Row> = new Map()
   const seeds = new Map<string, Map<string, Row>>()
+  /** While a batch plans (`planBatch`): the ids a ranking asked for that its snapshot did not hold (read, then planned again). */
+  let misses: Set<string> | null = null
+  /** Ids a batch's reads found gone: no miss. */
+  let absent: Set<string> = new Set()
   const rowOf = (id: string): Row | null => {
     const r = snapshot.get(id)
     if (r) return r
@@ -42,6 +46,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
       const s = seed.get(id)
       if (s) return s
     }
+    if (misses && !absent.has(id)) misses.add(id)
     return null
   }
   const reads: ClusterReads = {
@@ -209,9 +214,97 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
     return (id) => states.get(id) ?? null
   }
 
+  /**
+   * Reads `ids` into the batch's snapshot (`rows`), in one statement: the ones not found are gone (not
+   * missed again), and the links they show correct the index (another node may have changed them).
+   */
+  async function readInto(rows: Map<string, Row>, ids: Iterable<string>): Promise<void> {
+    const want = [...new Set(ids)].filter((id) => !rows.has(id) && !absent.has(id))
+    if (want.length === 0) return
+    const found = await repo.rows(want)
+    for (const id of want) {
+      const r = found.get(id)
+      if (r) rows.set(id, r)
+      else absent.add(id)
+    }
+    for (const appId of new Set([...found.values()].map((r) => r.app_id))) correctLinks(appId, found)
+  }
+
   return {
     /** Builds the App's index without blocking. */
     prepare,
+
+    /**
+     * The verdicts of a batch's reports, in order (null: gone or a duplicate now), each indexed at once so
+     * the later ones rank against it (`sanitized`: its sanitized columns, not stored yet). The rows the
+     * rankings read come from one statement for the whole batch (the reports' shortlists as the index
+     * stands), plus one more whenever a ranking asks for a row it did not hold (that report is then planned
+     * again). Nothing is written: the caller writes the verdicts in its transaction, where it checks under
+     * lock that each still holds, and `dropPlan`s the ones it does not write.
+     */
+    async planBatch(items: { id: string; appId: string; sanitized?: Sanitized }[]): Promise<(Verdict | null)[]> {
+      const appIds = new Set(items.map((i) => i.appId))
+      for (const appId of appIds) {
+        await prepare(appId)
+        await freshLesson(appId)
+      }
+      absent = new Set()
+      const rows = new Map<string, Row>()
+      await readInto(rows, items.map((i) => i.id))
+      const near: string[] = []
+      for (const it of items) {
+        const stored = rows.get(it.id)
+        if (stored) near.push(...core.shortlist(it.sanitized ? { ...stored, ...it.sanitized, status: 'sanitized' } : stored))
+      }
+      await readInto(rows, near)
+      try {
+        return await core.withPlansAsync(async () => {
+          const out: (Verdict | null)[] = []
+          for (const it of items) {
+            let verdict: Verdict | null = null
+            for (let attempt = 1; ; attempt++) {
+              misses = new Set()
+              snapshot = rows
+              try {
+                verdict = core.plan(it.id, it.sanitized)
+              } finally {
+                snapshot = new Map()
+              }
+              const missed: string[] = [...misses]
+              misses = null
+              if (missed.length === 0 || attempt >= 3) break
+              core.dropPlan(it.id, it.appId)
+              await readInto(rows, missed)
+            }
+            out.push(verdict)
+          }
+          return out
+        })
+      } finally {
+        misses = null
+        absent = new Set()
+      }
+    },
+
+    /**
+     * A batch's lead summaries, rebuilt in `tx` once its rows are written there: every lead's count, newest
+     * time and window read in one statement, the summaries written in one (a lead not sanitized yet gets
+     * none, as `refreshLead`). Answers each lead's duplicate count now.
+     */
+    async summariesInTx(tx: Tx, leadIds: string[]): Promise<Map<string, number>> {
+      const states = await repo.leadStates(tx, leadIds)
+      const counts = new Map<string, number>()
+      const save: { id: string; summary: ReturnType<typeof leadSummary> }[] = []
+      for (const [id, s] of states) {
+        counts.set(id, s.n)
+        if (s.sanitized) save.push({ id, summary: leadSummary(s.text, s.n, s.last, s.window) })
+      }
+      await repo.saveLeads(tx, save, clock.now())
+      return counts
+    },
+
+    /** The calibrations the verdicts changed, stored in `tx` (with the verdicts: what every reader shows). */
+    calibrationsInTx: (tx: Tx): Promise<boolean> => applyWrites(tx, calibrationWrites(core.takeCalibrations())),
 
     /**
      * The verdict for a report that is not a duplicate (`sanitized`: its sanitized columns when they are

@@ -95,8 +95,22 @@ export interface TxClusterRepo<Tx> {
   recordAttached(tx: Tx, scope: Scope, data: EventPayloads['feedback.duplicate_attached']): Promise<unknown>
   recordUnmerged(tx: Tx, scope: Scope, data: EventPayloads['feedback.unmerged']): Promise<unknown>
   enqueueProcess(tx: Tx, feedbackId: string): Promise<void>
+  /** Several leads' states for their summaries (as duplicateStats and duplicateTexts), in one statement. */
+  leadStates(tx: Tx, leadIds: string[]): Promise<Map<string, LeadState>>
+  /** Several leads' summaries, in one statement. */
+  saveLeads(tx: Tx, leads: { id: string; summary: LeadSummary }[], now: number): Promise<void>
   /** One transaction of a cluster change. */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>
+}
+
+/** What a lead's summary is built from: its text, its duplicates' count and newest time, their newest sanitized texts. */
+export interface LeadState {
+  text: string
+  /** False while the lead is not sanitized: no summary is built from raw text. */
+  sanitized: boolean
+  n: number
+  last: number | null
+  window: string[]
 }
 
 /** The PostgreSQL engine's clustering sides: its queries and an audit row in the caller's transaction. */

@@ -33,7 +33,7 @@ export interface Processing {
 }
 
 /** The port over a cluster service in this thread (either dialect). */
-export function localClusterPort(cluster: ClusterService | PgClusterService<unknown>): ClusterPort {
+export function localClusterPort<Tx>(cluster: ClusterService | PgClusterService<Tx>): ClusterPort {
   return {
     prepare: (appId) => cluster.prepare(appId),
     similar: async (id, limit) => cluster.similar(id, limit),

@@ -10,11 +10,22 @@ import type { Decision } from '../../dedup/learn'
 import type { CalibrationSnapshot } from '../../dedup/calibrate'
 import type { EventPayloads } from '../../lifecycle/event-types'
 import type { PgLifecycle, PgTx } from './lifecycle'
-import type { TxClusterRepo } from '../../dedup/store-sides'
+import type { LeadState, TxClusterRepo } from '../../dedup/store-sides'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 
 const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
   merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score, spam_marked_at`
+
+// As duplicateStats and duplicateTexts, for many leads at once (the processing engine's batch).
+const LEAD_STATES = `SELECT l.id, l.text, l.redactions IS NOT NULL AS sanitized, s.n, s.last, w.window
+  FROM feedback l
+  CROSS JOIN LATERAL (SELECT COUNT(*)::int AS n, MAX(d.created_at) AS last FROM feedback d WHERE d.duplicate_of_id = l.id) s
+  CROSS JOIN LATERAL (SELECT COALESCE(array_agg(t.text ORDER BY t.id COLLATE "C" DESC), '{}') AS window
+    FROM (SELECT d.id, d.text FROM feedback d WHERE d.duplicate_of_id = l.id AND d.redactions IS NOT NULL ORDER BY d.id COLLATE "C" DESC LIMIT 200) t) w
+  WHERE l.id = ANY($1::text[])`
+const SAVE_LEADS = `UPDATE feedback f SET duplicate_count = u.n, last_duplicate_at = u.last, theme = u.theme, consolidated_text = u.consolidated,
+    version = f.version + 1, updated_at = $6
+  FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[]) AS u(id, n, last, theme, consolidated) WHERE f.id = u.id`
 
 export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle): TxClusterRepo<PgTx> {
   const { pool } = storage
@@ -131,6 +142,23 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
       lifecycle.record(tx, scope, 'feedback.duplicate_attached', data),
     recordUnmerged: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']) => lifecycle.record(tx, scope, 'feedback.unmerged', data),
     enqueueProcess: (tx: PgTx, feedbackId: string) => lifecycle.enqueue(tx, 'process', { feedbackId }),
+    /** Several leads' duplicate counts, newest duplicate time and newest sanitized texts (as duplicateStats and duplicateTexts), in one statement. */
+    async leadStates(tx: PgTx, leadIds: string[]): Promise<Map<string, LeadState>> {
+      const out = new Map<string, LeadState>()
+      if (leadIds.length === 0) return out
+      for (const r of await many<LeadState & { id: string }>(tx.client, LEAD_STATES, [leadIds])) {
+        out.set(r.id, { text: r.text, sanitized: r.sanitized, n: Number(r.n), last: r.last === null ? null : Number(r.last), window: r.window })
+      }
+      return out
+    },
+    /** Several leads' summaries written in one statement. */
+    async saveLeads(tx: PgTx, leads: { id: string; summary: LeadSummary }[], now: number): Promise<void> {
+      if (leads.length === 0) return
+      await exec(tx.client, SAVE_LEADS, [
+        leads.map((l) => l.id), leads.map((l) => l.summary.duplicateCount), leads.map((l) => l.summary.lastDuplicateAt),
+        leads.map((l) => l.summary.theme), leads.map((l) => l.summary.consolidatedText), now,
+      ])
+    },
     /** One transaction of a cluster change. */
     transaction: <T>(work: (tx: PgTx) => Promise<T>): Promise<T> => storage.tx((client, _db, onCommit) => work({ client, onCommit })),
   }

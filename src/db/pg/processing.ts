@@ -5,11 +5,14 @@
  * clustering, routing and its job's deletion commit together.
  */
 import type { StoredReport } from '../../sanitize/report'
-import type { ProcessRow, RoutingRow, TxProcessingSide } from '../../modules/feedback/processing-repo'
+import type { ProcessedBatch, ProcessRow, RoutingRow, TxProcessingSide } from '../../modules/feedback/processing-repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
 import { exec, many, one, type PgStorage } from './storage'
+import type { Clock } from '../../core/clock'
+import type { WakeSignal } from '../../lifecycle/wake'
+import { createPgProcessedBatch } from './lifecycle-batch'
 
 const GET = `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
     email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = $1`
@@ -18,10 +21,29 @@ const SCRUB = `UPDATE feedback SET version = version + (1 - $3::int), updated_at
   WHERE id = $1 AND version = $2`
 const WAITING = "SELECT id, version FROM feedback WHERE app_id = $1 AND status = 'sanitized' AND duplicate_of_id IS NULL ORDER BY id"
 
-export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle): TxProcessingSide<PgTx> {
+const GET_MANY = `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
+    email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = ANY($1::text[])`
+const ROUTING_MANY = `SELECT id, processing_mode AS "processingMode", batch_enabled AS "batchEnabled", batch_window_hours AS "batchWindowHours"
+  FROM apps WHERE id = ANY($1::text[])`
+
+export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle, clock: Clock, wake?: WakeSignal): TxProcessingSide<PgTx> {
   const { pool } = storage
+  const batch = createPgProcessedBatch(clock, wake)
   return {
     get: async (id: string): Promise<ProcessRow | null> => (await one<ProcessRow>(pool, GET, [id])) ?? null,
+    async getMany(ids: string[]): Promise<Map<string, ProcessRow>> {
+      const out = new Map<string, ProcessRow>()
+      if (ids.length > 0) for (const r of await many<ProcessRow>(pool, GET_MANY, [ids])) out.set(r.id, r)
+      return out
+    },
+    async routingMany(appIds: string[]): Promise<Map<string, RoutingRow>> {
+      const out = new Map<string, RoutingRow>()
+      if (appIds.length > 0) for (const { id, ...r } of await many<RoutingRow & { id: string }>(pool, ROUTING_MANY, [appIds])) out.set(id, r)
+      return out
+    },
+    lockBatch: (tx: PgTx, ids: string[]) => batch.lock(tx, ids),
+    writeProcessed: (tx: PgTx, b: ProcessedBatch) => batch.write(tx, b),
+    appendEvents: (tx: PgTx, events) => batch.appendEvents(tx, events),
     /** The row read `FOR UPDATE` in the caller's transaction: a concurrent writer of it waits for this one's commit. */
     lock: async (tx: PgTx, id: string): Promise<ProcessRow | null> => (await one<ProcessRow>(tx.client, `${GET} FOR UPDATE`, [id])) ?? null,
     appOf: async (id: string): Promise<string | null> => (await one<{ app_id: string }>(pool, 'SELECT app_id FROM feedback WHERE id = $1', [id]))?.app_id ?? null,

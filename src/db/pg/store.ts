@@ -80,7 +80,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
   const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds), writeAudit }, {
     lifecycle: () => side,
     dedup: () => createPgClusterRepo(storage, side),
-    processing: () => createPgProcessing(storage, side),
+    processing: () => createPgProcessing(storage, side, clock, wake),
   })
   const databaseCheck = pgDatabaseCheck(storage)
   const base = {

@@ -8,6 +8,7 @@
 import type { FeedbackStatus } from '../../core/fsm'
 import type { StoredReport } from '../../sanitize/report'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
+import type { OutboxEvent } from '../../lifecycle/event-types'
 
 /** A report as the `process` job reads it (raw columns, snake_case as stored). */
 export interface ProcessRow {
@@ -82,6 +83,23 @@ export interface SyncProcessingSide {
  */
 export interface TxProcessingSide<Tx> {
   get(id: string): Promise<ProcessRow | null>
+  /** Several reports' rows in one statement (a batch); missing ids are absent. */
+  getMany(ids: string[]): Promise<Map<string, ProcessRow>>
+  /** Several Apps' routing in one statement; missing Apps are absent. */
+  routingMany(appIds: string[]): Promise<Map<string, RoutingRow>>
+  /**
+   * A batch's rows (its reports and the leads they join) locked `FOR UPDATE` in one statement, in id
+   * order (every batch locks in the same order); missing ids are absent.
+   */
+  lockBatch(tx: Tx, ids: string[]): Promise<Map<string, BatchLockedRow>>
+  /**
+   * A batch's processed reports written in the caller's transaction, a statement per kind of write: the
+   * rows (compare-and-set on each version), the events in order, the jobs deleted, the agent runs queued.
+   * Answers how many rows were written (the caller rolls back unless all of them were).
+   */
+  writeProcessed(tx: Tx, batch: ProcessedBatch): Promise<number>
+  /** Events of any Orgs appended in order in the caller's transaction, in one statement. */
+  appendEvents(tx: Tx, events: OutboxEvent[]): Promise<void>
   /** The row read `FOR UPDATE` in the caller's transaction: a concurrent writer of it waits for this one's commit. */
   lock(tx: Tx, id: string): Promise<ProcessRow | null>
   appOf(id: string): Promise<string | null>
@@ -99,4 +117,41 @@ export interface TxProcessingSide<Tx> {
   /** One report's processing: one transaction. */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>
   fail(id: string, version: number, reason: string): Promise<boolean>
+}
+
+/** A row of a batch as locked for its write: what decides whether each plan still holds. */
+export interface BatchLockedRow {
+  id: string
+  org_id: string
+  app_id: string
+  status: FeedbackStatus
+  version: number
+  duplicate_of_id: string | null
+  /** 1 when a person locked it against automatic clustering. */
+  merge_locked: number
+  spam_marked_at: number | null
+  /** The report has duplicates of its own (they would move with it: the one-at-a-time path handles that). */
+  has_duplicates: boolean
+}
+
+/** One report of a batch as it is written: its row at `version` (locked) becomes `status` at `version + bump`. */
+export interface ProcessedWrite {
+  id: string
+  version: number
+  status: FeedbackStatus
+  bump: number
+  /** Its sanitized columns, when it is sanitized in this batch (processed_at is stamped then). */
+  sanitized: { columns: ScrubbedColumns; redactions: string } | null
+  /** It becomes an automatic duplicate of `leadId` (its own summary and suggestion cleared). */
+  duplicate: { leadId: string; score: number | null; reason: string | null } | null
+  /** It stays a lead with this suggestion. */
+  suggestion: { leadId: string; score: number; reason: string } | null
+}
+
+/** What a batch writes besides its events and lead summaries: rows, jobs done, agent runs to queue. */
+export interface ProcessedBatch {
+  reports: ProcessedWrite[]
+  jobsDone: number[]
+  agentRuns: string[]
+  now: number
 }

@@ -1,0 +1,147 @@
+/**
+ * A batch writes what one report at a time writes (issue 38.1), on both dialects: the same corpus
+ * (two Apps, one manual and one auto_pr, near-duplicates, paraphrases, unrelated reports, a report
+ * whose e-mail is scrubbed) is processed once with the worker taking batches and once one job at a
+ * time, on two fresh databases; the rows, the events (types, payloads, order and seqs) and the jobs left
+ * must be the same. Only a lead's version differs: a batch rebuilds a lead's summary once, not after
+ * every attachment.
+ */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, processingOf, type FreshStore } from '../dialects'
+import { PROCESSING_KINDS } from '../../src/worker/processing'
+import { Worker } from '../../src/worker/loop'
+import { Logger } from '../../src/core/logger'
+import { seedOrgApp, sql } from './store-fixtures'
+
+const TEXTS = [
+  'The checkout button does nothing when I click it on the payment page.',
+  'Hi team, the checkout button does nothing when I click it on the payment page. Thanks!',
+  'My invoice PDF downloads as an empty file from the billing settings.',
+  'The checkout button does nothing when I click it on the payment page. Tried twice in Firefox.',
+  'The dark mode toggle resets after every reload of the settings page.',
+  'The checkout button does nothing when I click it on the payment page.',
+  'Invoice PDF is empty when downloaded from billing settings, write me at jo@example.com',
+  'Search results never load past the second page of the catalogue.',
+  'The dark mode toggle resets after every reload of the settings page!',
+  'The checkout button does nothing when I click it on the payment page.',
+]
+
+/** The corpus, submitted as intake leaves reports (received, feedback.received's job queued), over two Apps. */
+async function submitCorpus(s: FreshStore, rounds: number): Promise<void> {
+  await seedOrgApp(s, 'o1', 'a1')
+  await seedOrgApp(s, 'o2', 'a2')
+  await sql(s, "UPDATE apps SET processing_mode = 'auto_pr' WHERE id = 'a2'")
+  let n = 0
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, text] of TEXTS.entries()) {
+      const id = `r${String(++n).padStart(4, '0')}`
+      const [org, app] = i % 3 === 2 ? ['o2', 'a2'] : ['o1', 'a1']
+      await sql(
+        s,
+        "INSERT INTO feedback (id, org_id, app_id, status, text, url, email, submitted_mode, created_at, updated_at) VALUES (?, ?, ?, 'received', ?, 'https://shop.example/checkout', 'ana@example.com', 'public', ?, ?)",
+        [id, org, app, text, s.clock.now(), s.clock.now()],
+      )
+      await s.store.lifecycle.enqueue('process', { feedbackId: id })
+      s.clock.advance(7)
+    }
+  }
+}
+
+/** Processes every queued job: in batches, or (busy, as during a burst of intake) one job at a time. */
+async function drain(s: FreshStore, batches: boolean): Promise<number> {
+  const worker = new Worker(s.store.jobs(PROCESSING_KINDS), processingOf(s.store, s.clock).steps, s.clock, new Logger('silent'), { busy: () => !batches, busyPauseMs: 0 })
+  let ran = 0
+  for (let pass = 0; pass < 50; pass++) {
+    const n = await worker.tick()
+    ran += n
+    if (n === 0) break
+  }
+  return ran
+}
+
+/** Everything processing leaves, but the lead summaries' versions (see the file's comment). */
+async function outcome(s: FreshStore) {
+  const rows = await sql<Record<string, unknown>>(
+    s,
+    `SELECT id, status, text, url, redactions, duplicate_of_id, duplicate_count, last_duplicate_at, theme, consolidated_text,
+       merge_score, merge_reason, suggested_lead_id, suggested_score, suggested_reason, processed_at, failure_reason,
+       CASE WHEN duplicate_of_id IS NULL THEN -1 ELSE version END AS member_version
+     FROM feedback ORDER BY id`,
+  )
+  const events = (await sql<{ seq: number; org_id: string; type: string; data: string }>(s, 'SELECT seq, org_id, type, data FROM events ORDER BY org_id, seq')).map((e) => ({
+    seq: Number(e.seq),
+    org: e.org_id,
+    type: e.type,
+    data: JSON.parse(e.data),
+  }))
+  const jobs = await sql<{ kind: string; feedback_id: string | null }>(s, 'SELECT kind, feedback_id FROM jobs ORDER BY kind, feedback_id')
+  return { rows: rows.map((r) => ({ ...r, duplicate_count: Number(r.duplicate_count), last_duplicate_at: r.last_duplicate_at === null ? null : Number(r.last_duplicate_at), processed_at: Number(r.processed_at), member_version: Number(r.member_version) })), events, jobs }
+}
+
+describeEachDialect('processing in batches', (fresh) => {
+  test('a batch writes the same rows, events and jobs as one report at a time', async () => {
+    const one = await fresh()
+    const batched = await fresh()
+    await submitCorpus(one, 3)
+    await submitCorpus(batched, 3)
+    expect(await drain(one, false)).toBe(30)
+    expect(await drain(batched, true)).toBe(30)
+    const a = await outcome(one)
+    const b = await outcome(batched)
+    // The corpus does what it is meant to: duplicates attached, leads routed both ways, agent runs queued, text scrubbed.
+    expect(a.rows.filter((r) => r.duplicate_of_id !== null).length).toBeGreaterThan(5)
+    expect(a.rows.some((r) => r.status === 'queued')).toBe(true)
+    expect(a.rows.some((r) => r.status === 'awaiting_manual')).toBe(true)
+    expect(a.jobs.some((j) => j.kind === 'agent')).toBe(true)
+    expect(JSON.stringify(a.rows)).not.toContain('jo@example.com')
+    expect(a.events.filter((e) => e.type === 'feedback.duplicate_attached').length).toBeGreaterThan(5)
+    expect(b.rows).toEqual(a.rows)
+    expect(b.events).toEqual(a.events)
+    expect(b.jobs).toEqual(a.jobs)
+  })
+
+  test('a report archived before its batch: scrubbed where it stands, never clustered', async () => {
+    const s = await fresh()
+    await submitCorpus(s, 1)
+    await sql(s, "UPDATE feedback SET status = 'archived', version = version + 1 WHERE id = 'r0004'")
+    expect(await drain(s, true)).toBe(10)
+    const { rows, jobs } = await outcome(s)
+    expect(rows.find((r) => r.id === 'r0004')).toMatchObject({ status: 'archived', duplicate_of_id: null })
+    expect(rows.find((r) => r.id === 'r0004')!.redactions).not.toBeNull()
+    expect(jobs.filter((j) => j.kind === 'process')).toEqual([])
+    expect(rows.filter((r) => r.id !== 'r0004').every((r) => r.status !== 'received' && r.redactions !== null)).toBe(true)
+  })
+
+  test('PostgreSQL: a lead archived and a report moved between the plan and the lock: those plans are dropped and redone alone', async () => {
+    const s = await fresh()
+    if (s.dialect !== 'pg') return // SQLite: one writer, nothing commits between a batch's plan and its write lock
+    await submitCorpus(s, 1)
+    // The first report alone: the lead the later checkout reports are planned onto.
+    const worker = new Worker(s.store.jobs(PROCESSING_KINDS), processingOf(s.store, s.clock).steps, s.clock, new Logger('silent'), { busy: () => true, busyPauseMs: 0 })
+    expect(await worker.tick(1)).toBe(1)
+    // Another writer commits just before the batch locks its rows (the plans were made on the rows before).
+    const side = s.store.sides.processing
+    const lockBatch = side.lockBatch.bind(side)
+    let raced = 0
+    side.lockBatch = async (tx, ids) => {
+      if (raced++ === 0) {
+        await sql(s, "UPDATE feedback SET status = 'archived', version = version + 1 WHERE id IN ('r0001', 'r0005')")
+      }
+      return lockBatch(tx, ids)
+    }
+    expect(await drain(s, true)).toBe(9)
+    expect(raced).toBeGreaterThan(0)
+    const { rows, jobs, events } = await outcome(s)
+    // Nothing joined the archived lead; the checkout reports found a lead of their own instead.
+    expect(rows.filter((r) => r.duplicate_of_id === 'r0001')).toEqual([])
+    // The verbatim repeat of the archived lead's text (planned onto it) joined the App's other checkout lead.
+    expect(rows.find((r) => r.id === 'r0010')).toMatchObject({ status: 'sanitized', duplicate_of_id: 'r0002' })
+    // The report archived meanwhile: scrubbed where it stands, not moved on, not clustered.
+    expect(rows.find((r) => r.id === 'r0005')).toMatchObject({ status: 'archived', duplicate_of_id: null })
+    expect(rows.find((r) => r.id === 'r0005')!.redactions).not.toBeNull()
+    // Every report processed once: one sanitizing path each (none recorded twice), no job left.
+    const toSanitized = events.filter((e) => e.type === 'feedback.status_changed' && e.data.to === 'sanitized').map((e) => e.data.feedbackId)
+    expect(new Set(toSanitized).size).toBe(toSanitized.length)
+    expect(jobs.filter((j) => j.kind === 'process')).toEqual([])
+  })
+})
