@@ -27,7 +27,7 @@ import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
-import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
+import { attachedPayload, attachPlan, calibrationWrites, leadSummary, leadSummaryOfDistinct, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
 
 /** `Tx`: the store's transaction handle (a PgTx), passed through to its queries untouched. */
 export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
@@ -297,7 +297,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
       const save: { id: string; summary: ReturnType<typeof leadSummary> }[] = []
       for (const [id, s] of states) {
         counts.set(id, s.n)
-        if (s.sanitized) save.push({ id, summary: leadSummary(s.text, s.n, s.last, s.window) })
+        if (s.sanitized) save.push({ id, summary: leadSummaryOfDistinct(s.text, s.n, s.last, s.distinct, s.windowLength) })
       }
       await repo.saveLeads(tx, save, clock.now())
       return counts

@@ -84,8 +84,12 @@ const scopeOf = (r: Pick<ClusterRow, 'org_id' | 'app_id'>): Scope => ({ orgId: r
  * text (a burst repeats one text many times); its header counts every one.
  */
 export function leadSummary(leadText: string, n: number, last: number | null, window: string[]): LeadSummary {
-  const distinct = [...new Set(window)]
-  return { duplicateCount: n, lastDuplicateAt: last, theme: themeOf(leadText), consolidatedText: consolidate(leadText, distinct, window.length) }
+  return leadSummaryOfDistinct(leadText, n, last, [...new Set(window)], window.length)
+}
+
+/** As `leadSummary`, from the window's distinct texts (in the order they first occur, newest first) and how many texts it held. */
+export function leadSummaryOfDistinct(leadText: string, n: number, last: number | null, distinct: string[], windowLength: number): LeadSummary {
+  return { duplicateCount: n, lastDuplicateAt: last, theme: themeOf(leadText), consolidatedText: consolidate(leadText, distinct, windowLength) }
 }
 
 /**

@@ -110,7 +110,9 @@ export interface LeadState {
   sanitized: boolean
   n: number
   last: number | null
-  window: string[]
+  /** The distinct texts of its newest sanitized duplicates (at most 200), newest first, and how many those were. */
+  distinct: string[]
+  windowLength: number
 }
 
 /** The PostgreSQL engine's clustering sides: its queries and an audit row in the caller's transaction. */

@@ -12,6 +12,7 @@ import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { seedOrgApp, sql } from './store-fixtures'
+import type { PgStore } from '../../src/db/pg/store'
 
 const TEXTS = [
   'The checkout button does nothing when I click it on the payment page.',
@@ -59,6 +60,8 @@ async function drain(s: FreshStore, batches: boolean): Promise<number> {
   return ran
 }
 
+type OutcomeRow = { id: string; status: string; duplicate_of_id: string | null; redactions: string | null } & Record<string, unknown>
+
 /** Everything processing leaves, but the lead summaries' versions (see the file's comment). */
 async function outcome(s: FreshStore) {
   const rows = await sql<Record<string, unknown>>(
@@ -75,7 +78,7 @@ async function outcome(s: FreshStore) {
     data: JSON.parse(e.data),
   }))
   const jobs = await sql<{ kind: string; feedback_id: string | null }>(s, 'SELECT kind, feedback_id FROM jobs ORDER BY kind, feedback_id')
-  return { rows: rows.map((r) => ({ ...r, duplicate_count: Number(r.duplicate_count), last_duplicate_at: r.last_duplicate_at === null ? null : Number(r.last_duplicate_at), processed_at: Number(r.processed_at), member_version: Number(r.member_version) })), events, jobs }
+  return { rows: rows.map((r): OutcomeRow => ({ ...(r as OutcomeRow), duplicate_count: Number(r.duplicate_count), last_duplicate_at: r.last_duplicate_at === null ? null : Number(r.last_duplicate_at), processed_at: Number(r.processed_at), member_version: Number(r.member_version) })), events, jobs }
 }
 
 describeEachDialect('processing in batches', (fresh) => {
@@ -120,7 +123,7 @@ describeEachDialect('processing in batches', (fresh) => {
     const worker = new Worker(s.store.jobs(PROCESSING_KINDS), processingOf(s.store, s.clock).steps, s.clock, new Logger('silent'), { busy: () => true, busyPauseMs: 0 })
     expect(await worker.tick(1)).toBe(1)
     // Another writer commits just before the batch locks its rows (the plans were made on the rows before).
-    const side = s.store.sides.processing
+    const side = (s.store as PgStore).sides.processing
     const lockBatch = side.lockBatch.bind(side)
     let raced = 0
     side.lockBatch = async (tx, ids) => {

@@ -16,12 +16,15 @@ import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
   merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score, spam_marked_at`
 
-// As duplicateStats and duplicateTexts, for many leads at once (the processing engine's batch).
-const LEAD_STATES = `SELECT l.id, l.text, l.redactions IS NOT NULL AS sanitized, s.n, s.last, w.window
+// As duplicateStats and duplicateTexts, for many leads at once (the processing engine's batch): the window as
+// its distinct texts in the order they first occur newest first (what a summary reads), not its up to 200 texts.
+const LEAD_STATES = `SELECT l.id, l.text, l.redactions IS NOT NULL AS sanitized, s.n, s.last, w.distinct_texts, w.window_length
   FROM feedback l
   CROSS JOIN LATERAL (SELECT COUNT(*)::int AS n, MAX(d.created_at) AS last FROM feedback d WHERE d.duplicate_of_id = l.id) s
-  CROSS JOIN LATERAL (SELECT COALESCE(array_agg(t.text ORDER BY t.id COLLATE "C" DESC), '{}') AS window
-    FROM (SELECT d.id, d.text FROM feedback d WHERE d.duplicate_of_id = l.id AND d.redactions IS NOT NULL ORDER BY d.id COLLATE "C" DESC LIMIT 200) t) w
+  CROSS JOIN LATERAL (SELECT COALESCE(array_agg(g.text ORDER BY g.newest DESC), '{}') AS distinct_texts, COALESCE(sum(g.k), 0)::int AS window_length
+    FROM (SELECT t.text, max(t.id COLLATE "C") AS newest, count(*) AS k
+      FROM (SELECT d.id, d.text FROM feedback d WHERE d.duplicate_of_id = l.id AND d.redactions IS NOT NULL ORDER BY d.id COLLATE "C" DESC LIMIT 200) t
+      GROUP BY t.text) g) w
   WHERE l.id = ANY($1::text[])`
 const SAVE_LEADS = `UPDATE feedback f SET duplicate_count = u.n, last_duplicate_at = u.last, theme = u.theme, consolidated_text = u.consolidated,
     version = f.version + 1, updated_at = $6
@@ -146,8 +149,9 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
     async leadStates(tx: PgTx, leadIds: string[]): Promise<Map<string, LeadState>> {
       const out = new Map<string, LeadState>()
       if (leadIds.length === 0) return out
-      for (const r of await many<LeadState & { id: string }>(tx.client, LEAD_STATES, [leadIds])) {
-        out.set(r.id, { text: r.text, sanitized: r.sanitized, n: Number(r.n), last: r.last === null ? null : Number(r.last), window: r.window })
+      type Found = { id: string; text: string; sanitized: boolean; n: number; last: number | null; distinct_texts: string[]; window_length: number }
+      for (const r of await many<Found>(tx.client, LEAD_STATES, [leadIds])) {
+        out.set(r.id, { text: r.text, sanitized: r.sanitized, n: Number(r.n), last: r.last === null ? null : Number(r.last), distinct: r.distinct_texts, windowLength: Number(r.window_length) })
       }
       return out
     },
