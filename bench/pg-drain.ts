@@ -6,7 +6,8 @@
  * processing role does, while the clock, this process's CPU time and PostgreSQL's statements are read.
  * Then the same N reports through bench/drain-worker.ts (embedded SQLite, a child process), for the ratio.
  *
- * Prints `PG_DRAIN {...}`: reports, seconds, reports/s, CPU seconds of this process, statements per
+ * Prints `PG_DRAIN {...}`: reports, seconds, reports/s, CPU seconds of this process and of PostgreSQL's
+ * processes (every `postgres` process on the machine: run it on a quiet one), statements per
  * processed report (every statement PostgreSQL ran during the drain, BEGIN/COMMIT included), the busiest
  * statements, the clusters made; then `EMBEDDED {...}` and the ratio PostgreSQL / embedded.
  *
@@ -14,7 +15,7 @@
  * Env: DRAIN_CORPUS=1 (the labelled corpora's long varied reports instead of the widget burst: see
  *      bench/drain-bodies.ts), PG_DRAIN_EMBEDDED=0 (skip the embedded run).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -30,6 +31,22 @@ const N = Number(process.argv[2] ?? 20_000)
 const MAX_MS = Number(process.argv[3] ?? 120) * 1000
 const CONCURRENCY = 32
 const corpus = process.env.DRAIN_CORPUS === '1' ? corpusBodies(N) : null
+/** CPU seconds of every `postgres` process on the machine (the throw-away server's backends; run on a quiet machine). */
+function postgresCpuSeconds(): number {
+  let ticks = 0
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (!stat.includes('(postgres)')) continue
+      const fields = stat.split(') ')[1].split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return ticks / 100
+}
+
 const log = (line: string) => process.stderr.write(`[pg-drain ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
 
 const services = await startClusterServices({ statements: true })
@@ -77,6 +94,7 @@ try {
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
     await db.query('SELECT pg_stat_statements_reset()')
     const cpu0 = process.cpuUsage()
+    const pgCpu0 = postgresCpuSeconds()
     const t0 = performance.now()
     let left = start
     while (left > 0 && performance.now() - t0 < MAX_MS) {
@@ -85,6 +103,7 @@ try {
     }
     const seconds = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
+    const pgCpu = postgresCpuSeconds() - pgCpu0
     const done = start - left
     const dbid = '(SELECT oid FROM pg_database WHERE datname = current_database())'
     // The backlog reads of this loop are the bench's own: not counted.
@@ -98,6 +117,9 @@ try {
       seconds: Number(seconds.toFixed(2)),
       rate: Math.round(done / seconds),
       cpuSeconds: Number(((cpu.user + cpu.system) / 1e6).toFixed(2)),
+      msPerReport: Number(((cpu.user + cpu.system) / 1e3 / Math.max(1, done)).toFixed(3)),
+      postgresCpuSeconds: Number(pgCpu.toFixed(2)),
+      postgresMsPerReport: Number(((pgCpu * 1000) / Math.max(1, done)).toFixed(3)),
       statementsPerReport: Number((total / Math.max(1, done)).toFixed(3)),
       load: loadavg().map((l) => Number(l.toFixed(2))),
       cpus: cpus().length,
