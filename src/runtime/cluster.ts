@@ -21,6 +21,7 @@ import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus } from '../nodes/wake-bus'
 import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
+import { SanitizeAnywhere } from '../worker/sanitize-anywhere'
 import { VERSION } from '../version'
 import type { Runtime } from './runtime'
 import type { PgStore } from '../db/pg/store'
@@ -82,7 +83,12 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         ...workerOptions,
         clusterLeaseOwner: `${coordinator.nodeId}:processing`,
       })
-      const wakeLocally = (kind: JobKind) => (isProcessingKind(kind) ? processor.wake() : worker.wake())
+      // The other nodes sanitize ahead of the processing node during a backlog (issue 38.2).
+      const sanitizer = new SanitizeAnywhere(store.sides.sanitizeAhead, store.sides.processing, clock, log, { active: () => !coordinator.holds('processing') })
+      const wakeLocally = (kind: JobKind) => {
+        if (kind === 'process') sanitizer.wake()
+        return isProcessingKind(kind) ? processor.wake() : worker.wake()
+      }
       if (redis && config.redisUrl) {
         wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what) => (what === 'events' ? void hub.check().catch(() => {}) : isJobKind(what) && wakeLocally(what)), log)
         const bus = wakeBus
@@ -103,6 +109,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         worker,
         cluster: processing.port,
         processingWorker: processor,
+        sanitizeAnywhere: sanitizer,
         wakeBus: bus,
         stopEventSignal,
         unheardPeers: () => peerCheck?.unheardPeers() ?? [],

@@ -77,6 +77,8 @@ export interface ModeWorkers {
   sanitizerThread?: ProcessingThread
   /** Cluster mode: the worker that sanitizes and clusters while this node holds `processing` (server.ts). */
   processingWorker?: Worker
+  /** Cluster mode: sanitizing ahead of the processing node while this node does not hold `processing` (server.ts starts and stops it). */
+  sanitizeAnywhere?: { start(): void; stop(): Promise<void> }
   /** Cluster mode: wake-ups across nodes (server.ts starts and stops it). */
   wakeBus?: WakeBus
   /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */

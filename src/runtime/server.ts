@@ -174,6 +174,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     worker.start()
     services.processingThread?.start()
     services.sanitizerThread?.start()
+    services.sanitizeAnywhere?.start()
   }
   // The roles' work follows the roles (every role, always, in the embedded mode): sanitizing and clustering
   // with `processing`, deliveries with `dispatch`; a role lost mid-way stops its work at once.
@@ -238,7 +239,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
         // answer the clustering calls of requests in flight).
         stopRoles()
-        const ownWorkerStopped = Promise.all([worker.stop(), roleWork.then(() => processingWorker?.stop())])
+        const ownWorkerStopped = Promise.all([worker.stop(), roleWork.then(() => processingWorker?.stop()), services.sanitizeAnywhere?.stop()])
         services.sanitizerThread?.stopClaiming()
         services.processingThread?.stopClaiming()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.

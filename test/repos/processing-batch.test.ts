@@ -6,8 +6,9 @@
  * must be the same. Only a lead's version differs: a batch rebuilds a lead's summary once, not after
  * every attachment.
  */
-import { expect, test } from 'bun:test'
-import { describeEachDialect, processingOf, type FreshStore } from '../dialects'
+import { describe, expect, test } from 'bun:test'
+import { describeEachDialect, freshStore, processingOf, storeOf, type FreshStore } from '../dialects'
+import { SanitizeAnywhere } from '../../src/worker/sanitize-anywhere'
 import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
@@ -146,5 +147,71 @@ describeEachDialect('processing in batches', (fresh) => {
     const toSanitized = events.filter((e) => e.type === 'feedback.status_changed' && e.data.to === 'sanitized').map((e) => e.data.feedbackId)
     expect(new Set(toSanitized).size).toBe(toSanitized.length)
     expect(jobs.filter((j) => j.kind === 'process')).toEqual([])
+  })
+})
+
+describe('sanitizing on any node (PostgreSQL, issue 38.2)', () => {
+  /** A second node's sanitizer over the same database (its own store, as another process would have). */
+  const sanitizerOn = (s: FreshStore, opts: { active?: () => boolean; headGap?: number; chunk?: number } = {}) => {
+    const other = storeOf(s.storage, s.clock) as PgStore
+    return new SanitizeAnywhere(other.sides.sanitizeAhead, other.sides.processing, s.clock, new Logger('silent'), { active: opts.active ?? (() => true), headGap: opts.headGap ?? 0, chunk: opts.chunk ?? 7 })
+  }
+  /** Each report's events in order (seqs and the interleaving across reports differ when another node sanitized). */
+  const byReport = (events: { type: string; data: Record<string, unknown> }[]) => {
+    const out = new Map<string, unknown[]>()
+    for (const e of events) {
+      const id = String(e.data.feedbackId)
+      out.set(id, [...(out.get(id) ?? []), { type: e.type, data: e.data }])
+    }
+    return [...out].sort(([a], [b]) => a.localeCompare(b))
+  }
+
+  test('reports sanitized on another node, then clustered and routed by the processing node: the same rows, events and jobs', async () => {
+    const alone = await freshStore('pg')
+    const spread = await freshStore('pg')
+    await submitCorpus(alone, 2)
+    await submitCorpus(spread, 2)
+    const sanitizer = sanitizerOn(spread)
+    ;(sanitizer as unknown as { running: boolean }).running = true
+    expect(await sanitizer.pass()).toBe(20)
+    // Sanitized in place, still queued: nothing is clustered or routed on that node.
+    const mid = await outcome(spread)
+    expect(mid.rows.every((r) => r.status === 'sanitized' && r.redactions !== null && r.duplicate_of_id === null)).toBe(true)
+    expect(JSON.stringify(mid.rows)).not.toContain('jo@example.com')
+    expect(mid.jobs.filter((j) => j.kind === 'process')).toHaveLength(20)
+    expect(await drain(alone, true)).toBe(20)
+    expect(await drain(spread, true)).toBe(20)
+    const a = await outcome(alone)
+    const b = await outcome(spread)
+    expect(b.rows).toEqual(a.rows)
+    expect(byReport(b.events)).toEqual(byReport(a.events))
+    expect(b.jobs).toEqual(a.jobs)
+  })
+
+  test('two nodes sanitizing at once never take the same report; one that does not sanitize ahead (it holds processing) takes none', async () => {
+    const s = await freshStore('pg')
+    await submitCorpus(s, 6)
+    const one = sanitizerOn(s)
+    const two = sanitizerOn(s)
+    const idle = sanitizerOn(s, { active: () => false })
+    for (const x of [one, two, idle]) (x as unknown as { running: boolean }).running = true
+    const [n1, n2, n3] = await Promise.all([one.pass(), two.pass(), idle.pass()])
+    expect(n1 + n2).toBe(60)
+    expect(n3).toBe(0)
+    const { events } = await outcome(s)
+    const toSanitized = events.filter((e) => e.type === 'feedback.status_changed' && e.data.to === 'sanitized').map((e) => String(e.data.feedbackId))
+    expect(toSanitized).toHaveLength(60)
+    expect(new Set(toSanitized).size).toBe(60)
+  })
+
+  test('the head of the queue is left to the processing node', async () => {
+    const s = await freshStore('pg')
+    await submitCorpus(s, 1)
+    const sanitizer = sanitizerOn(s, { headGap: 4 })
+    ;(sanitizer as unknown as { running: boolean }).running = true
+    expect(await sanitizer.pass()).toBe(6)
+    const { rows } = await outcome(s)
+    // The first four jobs stay raw, for the processing node.
+    expect(rows.filter((r) => r.status === 'received').map((r) => r.id)).toEqual(['r0001', 'r0002', 'r0003', 'r0004'])
   })
 })

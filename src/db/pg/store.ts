@@ -14,6 +14,8 @@ import { IntakeCommitTimes } from '../intake-turns'
 import type { PgStorage } from './storage'
 import { createPgLifecycle, type PgLifecycle, type PgTx } from './lifecycle'
 import { createPgClusterRepo } from './dedup'
+import { createPgSanitizeAhead } from './sanitize-ahead'
+import type { TxSanitizeAheadSide } from '../../modules/feedback/processing-repo'
 import { writeAuditPg } from './audit-writer'
 import type { TxClusterRepo } from '../../dedup/store-sides'
 import type { AuditEntry } from '../../modules/audit/entry'
@@ -51,6 +53,8 @@ export interface PgSides {
   jobs(kinds?: readonly JobKind[]): PgJobs
   /** Near-duplicate clustering's queries (src/dedup/pg-service.ts). */
   readonly dedup: TxClusterRepo<PgTx>
+  /** Sanitizing on any node: the raw reports queued past the processing node's (src/worker/sanitize-anywhere.ts). */
+  readonly sanitizeAhead: TxSanitizeAheadSide<PgTx>
   /** Writes an audit row in the caller's transaction. */
   writeAudit(tx: PgTx, e: AuditEntry): Promise<string>
 }
@@ -80,6 +84,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
   const sides = withLazyMembers({ jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds), writeAudit }, {
     lifecycle: () => side,
     dedup: () => createPgClusterRepo(storage, side),
+    sanitizeAhead: () => createPgSanitizeAhead(storage),
     processing: () => createPgProcessing(storage, side, clock, wake),
   })
   const databaseCheck = pgDatabaseCheck(storage)

@@ -155,3 +155,14 @@ export interface ProcessedBatch {
   agentRuns: string[]
   now: number
 }
+
+/** A raw report with its queued `process` job's id. */
+export type QueuedRaw = ProcessRow & { org_id: string; job_id: number }
+
+/** Sanitizing on any node's side of the store (src/worker/sanitize-anywhere.ts, src/db/pg/sanitize-ahead.ts); `Tx` is its transaction handle. */
+export interface TxSanitizeAheadSide<Tx> {
+  /** The id of the last of the first `gap` `process` jobs (0 for no gap), or null when no job is queued past them. */
+  headEnd(gap: number): Promise<number | null>
+  /** Up to `limit` raw reports whose unleased `process` job comes after `afterJobId`, in queue order, locked (SKIP LOCKED) in `tx`. */
+  claimRaw(tx: Tx, afterJobId: number, limit: number, now: number): Promise<QueuedRaw[]>
+}

@@ -1,0 +1,129 @@
+/**
+ * Sanitizing on any node (cluster mode, issue 38.2). Clustering needs one writer (the node holding the
+ * `processing` role keeps the similarity indexes), but sanitizing a report needs no shared state: every
+ * other node sanitizes the reports queued past the processing node's next ones, so during a backlog the
+ * processing node only clusters and routes, and the cluster's other cores take the sanitizer's work.
+ *
+ * - It starts `HEAD_GAP` jobs past the head of the `process` queue (the processing node works from the
+ *   head), so the two rarely meet on one report; a trickle shorter than the gap is never touched here.
+ * - A chunk of raw reports is taken `FOR UPDATE SKIP LOCKED` (two nodes never take one report, never wait
+ *   on each other), sanitized, and written in the same short transaction with one statement per kind of
+ *   write: each row moves `received` → `sanitizing` → `sanitized` with its sanitized columns and both
+ *   events, exactly what the `process` job's own sanitizing writes (src/db/bodies/lifecycle.ts
+ *   `moveToSanitized`); the job stays queued, and clusters and routes its report as one it sanitized.
+ * - Nothing here is required: if no other node runs, or this one stops or dies mid-chunk (its transaction
+ *   rolls back), the processing node sanitizes every report itself, as it always did.
+ * The embedded mode has its own (a second thread, src/worker/sanitize-ahead.ts): one process, one file.
+ */
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import type { OutboxEvent } from '../lifecycle/event-types'
+import { sanitizedPath } from '../lifecycle/rules'
+import type { ProcessedWrite, TxProcessingSide, TxSanitizeAheadSide } from '../modules/feedback/processing-repo'
+import { scrub } from './steps/sanitize-report'
+
+/** The processing node's next jobs, never taken here. */
+export const ANYWHERE_HEAD_GAP = 512
+/** Reports per chunk: sanitized while their rows are locked (about 0.3 ms each: ~80 ms a chunk). */
+export const ANYWHERE_CHUNK = 256
+
+export interface SanitizeAnywhereOptions {
+  /** True while this node should sanitize ahead (it does not hold `processing`, and workers run). */
+  active: () => boolean
+  pollMs?: number
+  headGap?: number
+  chunk?: number
+}
+
+export class SanitizeAnywhere<Tx> {
+  private running = false
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private current: Promise<void> | undefined
+  private woken = false
+  /** Reports this node sanitized (a gauge of how the work spreads). */
+  sanitized = 0
+
+  constructor(
+    private readonly queue: TxSanitizeAheadSide<Tx>,
+    private readonly writes: Pick<TxProcessingSide<Tx>, 'transaction' | 'writeProcessed' | 'appendEvents'>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly opts: SanitizeAnywhereOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return
+    this.running = true
+    this.schedule(0)
+  }
+
+  /** New `process` jobs were queued (here or on another node): look now instead of at the next poll. */
+  wake(): void {
+    this.woken = true
+    if (this.running && !this.current) this.schedule(0)
+  }
+
+  async stop(): Promise<void> {
+    this.running = false
+    clearTimeout(this.timer)
+    await this.current
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      this.current = this.pass()
+        .then(() => {})
+        .catch((e) => this.log.warn('sanitizing ahead failed; the processing node sanitizes these reports itself', { error: e instanceof Error ? e.message : String(e) }))
+        .finally(() => {
+          this.current = undefined
+          if (this.running) this.schedule(this.woken ? 0 : (this.opts.pollMs ?? 1000))
+        })
+    }, ms)
+  }
+
+  /** Chunks until the queue past the gap has no raw report left (or this node should stop); how many it sanitized. */
+  async pass(): Promise<number> {
+    this.woken = false
+    let done = 0
+    const start = await this.queue.headEnd(this.opts.headGap ?? ANYWHERE_HEAD_GAP)
+    if (start === null) return 0
+    let after = start
+    while (this.running && this.opts.active()) {
+      const chunk = await this.chunk(after)
+      if (chunk.last === null) break
+      after = chunk.last
+      done += chunk.written
+    }
+    this.sanitized += done
+    return done
+  }
+
+  /** One chunk in one transaction: taken, sanitized, written. `last`: the last job id it looked at (null: none left). */
+  async chunk(afterJobId: number): Promise<{ last: number | null; written: number }> {
+    return this.writes.transaction(async (tx) => {
+      const rows = await this.queue.claimRaw(tx, afterJobId, this.opts.chunk ?? ANYWHERE_CHUNK, this.clock.now())
+      if (rows.length === 0) return { last: null, written: 0 }
+      const reports: ProcessedWrite[] = []
+      const events: OutboxEvent[] = []
+      for (const row of rows) {
+        const path = sanitizedPath({ id: row.id, orgId: row.org_id, appId: row.app_id, status: row.status, version: row.version }, row.version)
+        if (!path) continue
+        let scrubbed
+        try {
+          scrubbed = scrub(row)
+        } catch (e) {
+          // Left to the processing node (which retries and, at last, fails the report with the cause).
+          this.log.warn('a report could not be sanitized ahead', { feedbackId: row.id, error: e instanceof Error ? e.message : String(e) })
+          continue
+        }
+        reports.push({ id: row.id, version: row.version, status: 'sanitized', bump: path.length - 1, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, duplicate: null, suggestion: null })
+        for (let i = 1; i < path.length; i++) events.push({ orgId: row.org_id, appId: row.app_id, type: 'feedback.status_changed', data: { feedbackId: row.id, from: path[i - 1], to: path[i] } })
+      }
+      const written = await this.writes.writeProcessed(tx, { reports, jobsDone: [], agentRuns: [], now: this.clock.now() })
+      if (written !== reports.length) throw new Error(`sanitizing ahead wrote ${written} of its ${reports.length} locked rows`)
+      await this.writes.appendEvents(tx, events)
+      return { last: rows[rows.length - 1].job_id, written }
+    })
+  }
+}
