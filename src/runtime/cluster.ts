@@ -84,7 +84,10 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         clusterLeaseOwner: `${coordinator.nodeId}:processing`,
       })
       // The other nodes sanitize ahead of the processing node during a backlog (issue 38.2).
-      const sanitizer = new SanitizeAnywhere(store.sides.sanitizeAhead, store.sides.processing, clock, log, { active: () => !coordinator.holds('processing') })
+      const sanitizer = new SanitizeAnywhere(store.sides.sanitizeAhead, store.sides.processing, clock, log, {
+        active: () => !coordinator.holds('processing'),
+        busy: intakePacing(store.turns).busy,
+      })
       const wakeLocally = (kind: JobKind) => {
         if (kind === 'process') sanitizer.wake()
         return isProcessingKind(kind) ? processor.wake() : worker.wake()

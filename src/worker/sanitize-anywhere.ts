@@ -30,16 +30,26 @@ export const ANYWHERE_CHUNK = 256
 export interface SanitizeAnywhereOptions {
   /** True while this node should sanitize ahead (it does not hold `processing`, and workers run). */
   active: () => boolean
+  /**
+   * True while this node's intake is busy (processing.ts `intakePacing`): it then sanitizes nothing, and
+   * looks again `BUSY_RETRY_MS` later (a chunk holds this thread ~80 ms: submissions come first).
+   */
+  busy?: () => boolean
   pollMs?: number
   headGap?: number
   chunk?: number
 }
+
+/** How soon a pass that gave way to intake looks again. */
+const BUSY_RETRY_MS = 100
 
 export class SanitizeAnywhere<Tx> {
   private running = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private current: Promise<void> | undefined
   private woken = false
+  /** The last pass stopped for intake: look again soon. */
+  private yielded = false
   /** Reports this node sanitized (a gauge of how the work spreads). */
   sanitized = 0
 
@@ -77,7 +87,7 @@ export class SanitizeAnywhere<Tx> {
         .catch((e) => this.log.warn('sanitizing ahead failed; the processing node sanitizes these reports itself', { error: e instanceof Error ? e.message : String(e) }))
         .finally(() => {
           this.current = undefined
-          if (this.running) this.schedule(this.woken ? 0 : (this.opts.pollMs ?? 1000))
+          if (this.running) this.schedule(this.woken && !this.yielded ? 0 : this.yielded ? BUSY_RETRY_MS : (this.opts.pollMs ?? 1000))
         })
     }, ms)
   }
@@ -85,11 +95,20 @@ export class SanitizeAnywhere<Tx> {
   /** Chunks until the queue past the gap has no raw report left (or this node should stop); how many it sanitized. */
   async pass(): Promise<number> {
     this.woken = false
+    this.yielded = false
     let done = 0
+    if (this.opts.busy?.()) {
+      this.yielded = true
+      return 0
+    }
     const start = await this.queue.headEnd(this.opts.headGap ?? ANYWHERE_HEAD_GAP)
     if (start === null) return 0
     let after = start
     while (this.running && this.opts.active()) {
+      if (this.opts.busy?.()) {
+        this.yielded = true
+        break
+      }
       const chunk = await this.chunk(after)
       if (chunk.last === null) break
       after = chunk.last

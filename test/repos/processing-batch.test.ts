@@ -152,9 +152,9 @@ describeEachDialect('processing in batches', (fresh) => {
 
 describe('sanitizing on any node (PostgreSQL, issue 38.2)', () => {
   /** A second node's sanitizer over the same database (its own store, as another process would have). */
-  const sanitizerOn = (s: FreshStore, opts: { active?: () => boolean; headGap?: number; chunk?: number } = {}) => {
+  const sanitizerOn = (s: FreshStore, opts: { active?: () => boolean; busy?: () => boolean; headGap?: number; chunk?: number } = {}) => {
     const other = storeOf(s.storage, s.clock) as PgStore
-    return new SanitizeAnywhere(other.sides.sanitizeAhead, other.sides.processing, s.clock, new Logger('silent'), { active: opts.active ?? (() => true), headGap: opts.headGap ?? 0, chunk: opts.chunk ?? 7 })
+    return new SanitizeAnywhere(other.sides.sanitizeAhead, other.sides.processing, s.clock, new Logger('silent'), { active: opts.active ?? (() => true), busy: opts.busy, headGap: opts.headGap ?? 0, chunk: opts.chunk ?? 7 })
   }
   /** Each report's events in order (seqs and the interleaving across reports differ when another node sanitized). */
   const byReport = (events: { type: string; data: Record<string, unknown> }[]) => {
@@ -188,16 +188,19 @@ describe('sanitizing on any node (PostgreSQL, issue 38.2)', () => {
     expect(b.jobs).toEqual(a.jobs)
   })
 
-  test('two nodes sanitizing at once never take the same report; one that does not sanitize ahead (it holds processing) takes none', async () => {
+  test('two nodes sanitizing at once never take the same report; one that holds processing or is busy with intake takes none', async () => {
     const s = await freshStore('pg')
     await submitCorpus(s, 6)
     const one = sanitizerOn(s)
     const two = sanitizerOn(s)
     const idle = sanitizerOn(s, { active: () => false })
-    for (const x of [one, two, idle]) (x as unknown as { running: boolean }).running = true
-    const [n1, n2, n3] = await Promise.all([one.pass(), two.pass(), idle.pass()])
+    // A node taking submissions gives way to them (its intake is busy): it sanitizes nothing meanwhile.
+    const busy = sanitizerOn(s, { busy: () => true })
+    for (const x of [one, two, idle, busy]) (x as unknown as { running: boolean }).running = true
+    const [n1, n2, n3, n4] = await Promise.all([one.pass(), two.pass(), idle.pass(), busy.pass()])
     expect(n1 + n2).toBe(60)
     expect(n3).toBe(0)
+    expect(n4).toBe(0)
     const { events } = await outcome(s)
     const toSanitized = events.filter((e) => e.type === 'feedback.status_changed' && e.data.to === 'sanitized').map((e) => String(e.data.feedbackId))
     expect(toSanitized).toHaveLength(60)
