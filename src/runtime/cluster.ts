@@ -86,7 +86,8 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
       // The other nodes sanitize ahead of the processing node during a backlog (issue 38.2).
       const sanitizer = new SanitizeAnywhere(store.sides.sanitizeAhead, store.sides.processing, clock, log, {
         active: () => !coordinator.holds('processing'),
-        busy: intakePacing(store.turns).busy,
+        // A chunk holds this thread ~80 ms: only once this node's intake has been quiet a while.
+        busy: () => store.turns.msSinceIntakeCommit() < 250,
       })
       const wakeLocally = (kind: JobKind) => {
         if (kind === 'process') sanitizer.wake()
