@@ -150,6 +150,34 @@ describeEachDialect('processing in batches', (fresh) => {
   })
 })
 
+describe('a batch cut off mid-write (PostgreSQL)', () => {
+  test('its connection killed after the rows were written: nothing of it stays, and every report is then processed exactly once', async () => {
+    const one = await freshStore('pg')
+    const cut = await freshStore('pg')
+    await submitCorpus(one, 2)
+    await submitCorpus(cut, 2)
+    const side = (cut.store as PgStore).sides.processing
+    const appendEvents = side.appendEvents.bind(side)
+    let kills = 0
+    side.appendEvents = async (tx, events) => {
+      if (kills++ === 0) {
+        // As a kill -9 of the node would: the server ends the batch's session mid-transaction.
+        await (tx as { client: { query(q: string): Promise<unknown> } }).client.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => {})
+      }
+      return appendEvents(tx, events)
+    }
+    expect(await drain(one, false)).toBe(20)
+    expect(await drain(cut, true)).toBe(20)
+    // Cut once: that batch rolled back whole, and its reports went the one-at-a-time path.
+    expect(kills).toBe(1)
+    const a = await outcome(one)
+    const b = await outcome(cut)
+    expect(b.rows).toEqual(a.rows)
+    expect(b.events).toEqual(a.events)
+    expect(b.jobs).toEqual(a.jobs)
+  })
+})
+
 describe('sanitizing on any node (PostgreSQL, issue 38.2)', () => {
   /** A second node's sanitizer over the same database (its own store, as another process would have). */
   const sanitizerOn = (s: FreshStore, opts: { active?: () => boolean; busy?: () => boolean; headGap?: number; chunk?: number } = {}) => {
