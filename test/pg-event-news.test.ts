@@ -9,7 +9,7 @@ import { afterEach, expect, test } from 'bun:test'
 import type { PoolClient } from 'pg'
 import { freshStore } from './dialects'
 import { eventually } from './harness'
-import { appendEventPg, appendEventsPg } from '../src/db/pg/outbox'
+import { appendEventPg, appendEventsAcrossOrgs, appendEventsPg } from '../src/db/pg/outbox'
 import { onEventsCommitted, type EventNews } from '../src/db/pg/event-signal'
 import { PgGroupCommitter } from '../src/db/pg/group-commit'
 import { withTransaction } from '../src/db/pg/transaction'
@@ -54,8 +54,10 @@ test('a commit announces its Orgs and their committed seqs; a rolled-back transa
     await appendEventPg(c, s.clock, ev('o1', 1))
     await appendEventsPg(c, s.clock, [ev('o1', 2), ev('o1', 3)])
     await appendEventPg(c, s.clock, ev('o2', 4))
+    // The processing engine's batch: several Orgs in one statement.
+    await appendEventsAcrossOrgs(c, s.clock, [ev('o1', 5), ev('o2', 6), ev('o1', 7)])
   })
-  expect(heard).toEqual([new Map([['o1', 3], ['o2', 1]])])
+  expect(heard).toEqual([new Map([['o1', 5], ['o2', 2]])])
   await expect(
     withTransaction(pool, async (c) => {
       await appendEventPg(c, s.clock, ev('o1', 5))
@@ -72,9 +74,9 @@ test('a commit announces its Orgs and their committed seqs; a rolled-back transa
   }
   const results = await Promise.allSettled([gc.run(write('o1', false)), gc.run(write('o2', true)), gc.run(write('o3', false))])
   expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
-  expect(heard.at(-1)).toEqual(new Map([['o1', 4], ['o3', 1]]))
+  expect(heard.at(-1)).toEqual(new Map([['o1', 6], ['o3', 1]]))
   const { rows } = await pool.query<{ org_id: string; last_seq: number }>('SELECT org_id, last_seq FROM event_counters ORDER BY org_id')
-  expect(rows.map((r) => [r.org_id, Number(r.last_seq)])).toEqual([['o1', 4], ['o2', 1], ['o3', 1]])
+  expect(rows.map((r) => [r.org_id, Number(r.last_seq)])).toEqual([['o1', 6], ['o2', 2], ['o3', 1]])
 })
 
 test('a hub told the news hands every event to its streams and dispatchers without reading event_counters; its poll finds what nobody announced', async () => {

@@ -81,14 +81,16 @@ export async function appendEventsPg(q: PgQueryable, clock: Clock, events: Outbo
 
 // Events of several Orgs in one statement (the processing engine's batch): each Org's counter bumped once
 // by its count, its events numbered below the new value in the given order. Columns as appendEventParams.
+// Answers each Org's new last seq (the live fan-out's news, event-signal.ts).
 const APPEND_ACROSS_ORGS = `WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
       WITH ORDINALITY AS t(org_id, id, app_id, type, data, created_at, feedback_id, ord)),
   counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT org_id, count(*) FROM input GROUP BY org_id ORDER BY org_id
-    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING org_id, last_seq)
-  INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
-  SELECT i.id, i.org_id, i.app_id, c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
-    i.type, i.data, i.created_at, i.feedback_id
-  FROM input i JOIN counter c ON c.org_id = i.org_id`
+    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING org_id, last_seq),
+  appended AS (INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
+    SELECT i.id, i.org_id, i.app_id, c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
+      i.type, i.data, i.created_at, i.feedback_id
+    FROM input i JOIN counter c ON c.org_id = i.org_id)
+  SELECT org_id, last_seq FROM counter`
 
 /**
  * Appends events of any Orgs, in order, in the caller's transaction: one round trip for a whole batch.
@@ -99,6 +101,6 @@ export async function appendEventsAcrossOrgs(q: PgQueryable, clock: Clock, event
   if (events.length === 0) return
   const rows = events.map((e) => appendEventParams(clock, e))
   const column = (k: number) => rows.map((r) => r[k])
-  await q.query(prepared(APPEND_ACROSS_ORGS, [column(0), column(1), column(2), column(3), column(4), column(5), column(6)]))
-  noteEventsAppended(q)
+  const { rows: counters } = await q.query<{ org_id: string; last_seq: number }>(prepared(APPEND_ACROSS_ORGS, [column(0), column(1), column(2), column(3), column(4), column(5), column(6)]))
+  noteEventsAppended(q, counters.map((c) => [c.org_id, c.last_seq] as const))
 }
