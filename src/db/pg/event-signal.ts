@@ -72,5 +72,13 @@ export function onEventsCommitted(listener: (news: EventNews | null) => void): (
 }
 
 function announce(news: EventNews | null): void {
-  for (const l of listeners) l(news)
+  for (const l of listeners) {
+    // Called right after a COMMIT, inside the committer: a listener's throw must not make a committed
+    // transaction look failed to its callers.
+    try {
+      l(news)
+    } catch {
+      // the safety poll carries what this listener missed
+    }
+  }
 }

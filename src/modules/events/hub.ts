@@ -225,7 +225,13 @@ export class EventHub {
     if (this.mark !== null) this.mark = this.repo.advance(this.mark, news)
     if (this.heardMeanwhile) for (const [orgId, seq] of news) if (seq > (this.heardMeanwhile.get(orgId) ?? 0)) this.heardMeanwhile.set(orgId, seq)
     if (this.feeds.size === 0 && this.anyOrg.size === 0) return
-    this.tell(news.keys())
+    // Called from a commit or a Redis message: a listener's throw stays here, as a look's would (the
+    // listeners read by their own cursors, so the next news or poll makes up for it).
+    try {
+      this.tell(news.keys())
+    } catch {
+      // see above
+    }
   }
 
   private async look(): Promise<void> {
