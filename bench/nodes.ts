@@ -8,7 +8,9 @@
  *   sanitizing and clustering run on the node holding the `processing` role only;
  * - round trips per submitted report: Redis commands (INFO commandstats, every node's) and PostgreSQL
  *   statements (pg_stat_statements, preloaded by restarting the throw-away server once), over the
- *   measured intake window (the worker's statements included: it runs during the burst, paced).
+ *   measured intake window (the worker's statements included: it runs during the burst, paced);
+ * - the event hubs' reads of `event_counters` (the SUM and the full scan, issue 38.4) per submitted report
+ *   during intake and per processed report during the drain.
  * On 2 cores this shows the overhead of more nodes, not scaling: every node, PostgreSQL, Redis and the
  * load share the same two cores.
  *
@@ -21,6 +23,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import type { Subprocess } from 'bun'
+import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
 import { runLoadInChild, type LoadResult } from './pg-floor'
 import { cliAsync, freePort, startClusterServices, waitReady } from './cluster-services'
@@ -40,6 +43,16 @@ const uptime = () => Bun.spawnSync(['uptime']).stdout.toString().trim().replace(
 
 
 
+
+/** The event hubs' reads of the Orgs' counters since the last reset: the cheap SUM and the full scan. */
+async function counterReads(db: Pool): Promise<{ sums: number; scans: number }> {
+  const { rows } = await db.query<{ sums: string; scans: string }>(
+    `SELECT COALESCE(sum(calls) FILTER (WHERE query LIKE '%SUM(last_seq)%FROM event_counters%'), 0) AS sums,
+       COALESCE(sum(calls) FILTER (WHERE query LIKE '%FROM event_counters ORDER BY org_id%'), 0) AS scans
+     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+  )
+  return { sums: Number(rows[0].sums), scans: Number(rows[0].scans) }
+}
 
 /**
  * Round trips Redis has answered so far: top-level commands only (EVALSHA, EVAL, PING …). Commands a
@@ -118,6 +131,7 @@ async function main(): Promise<void> {
         const parts = await spread(SECONDS)
         const redis1 = await redisRoundTrips(redis.port)
         const statements = Number((await db.query(`SELECT COALESCE(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rows[0].n)
+        const intakeCounterReads = await counterReads(db)
         const load = uptime()
         const requests = parts.reduce((n, p) => n + p.requests, 0)
         const intake: LoadResult = {
@@ -143,6 +157,9 @@ async function main(): Promise<void> {
           `SELECT calls, query FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY calls DESC LIMIT 14`,
         )
         const processed = Math.max(1, backlog - left)
+        const drainCounterReads = await counterReads(db)
+        const perReport = (n: number, per: number) => (n / Math.max(1, per)).toFixed(3)
+        log(`${count} node(s) event_counters reads (issue 38.4): intake ${perReport(intakeCounterReads.sums, requests)} SUM + ${perReport(intakeCounterReads.scans, requests)} scans per submitted report; drain ${perReport(drainCounterReads.sums, processed)} SUM + ${perReport(drainCounterReads.scans, processed)} scans per processed report`)
         const drainStatements = top.rows.reduce((n, r) => n + Number(r.calls), 0)
         log(`${count} node(s) drain: ~${(drainStatements / processed).toFixed(1)} statements per processed report (top 14):`)
         for (const r of top.rows) log(`  ${(Number(r.calls) / processed).toFixed(2)}  ${r.query.replace(/\s+/g, ' ').slice(0, 130)}`)

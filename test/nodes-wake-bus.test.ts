@@ -1,12 +1,12 @@
 /**
  * src/nodes/wake-bus.ts against a real redis-server: what one node publishes wakes the others (never
- * itself), bursts are throttled without losing the last wake, and a subscription lost with Redis comes
- * back by itself.
+ * itself), bursts are throttled without losing the last wake, event news (Orgs and their seqs) merges
+ * into the throttled messages and stays bounded, and a subscription lost with Redis comes back by itself.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startRedis, type RedisServer } from './cluster-env'
 import { RedisLink } from '../src/nodes/redis-link'
-import { WakeBus } from '../src/nodes/wake-bus'
+import { EVENT_NEWS_MAX_ORGS, WakeBus, type EventNews } from '../src/nodes/wake-bus'
 import { Logger } from '../src/core/logger'
 import { eventually } from './harness'
 
@@ -26,15 +26,22 @@ afterAll(async () => {
 /** A node's bus and what it heard, in order. */
 async function node(id: string, throttleMs = 20) {
   const heard: string[] = []
+  /** With each `events` heard: its news (undefined: a plain wake, look at the outbox). */
+  const news: (EventNews | undefined)[] = []
   const probes = { count: 0 }
   const link = new RedisLink(redis.url)
   // The tests' probe ('ping', see `subscribed`) is counted apart from what the nodes publish.
-  const bus = new WakeBus(redis.url, link, id, (what) => (what === 'ping' ? probes.count++ : heard.push(what)), new Logger(process.env.DEBUG_WAKE ? 'info' : 'silent'), throttleMs, 200)
+  const onWake = (what: string, n?: EventNews) => {
+    if (what === 'ping') return void probes.count++
+    heard.push(what)
+    if (what === 'events') news.push(n)
+  }
+  const bus = new WakeBus(redis.url, link, id, onWake, new Logger(process.env.DEBUG_WAKE ? 'info' : 'silent'), throttleMs, 200)
   links.push(link)
   buses.push(bus)
   bus.start()
   // Subscribed once a message from elsewhere gets through.
-  return { bus, heard, link, probes }
+  return { bus, heard, news, link, probes }
 }
 
 async function subscribed(...nodes: { probes: { count: number } }[]) {
@@ -70,6 +77,41 @@ test('a burst is throttled per kind: the first goes at once, the rest become one
   await Bun.sleep(400)
   expect(b.heard).toEqual(['events', 'events'])
   expect(a.bus.counts.published).toBe(2)
+})
+
+test('event news: a burst merges into the throttled messages (each Org its highest seq); too many Orgs or junk make a plain wake', async () => {
+  const [a, b] = [await node('node_h', 200), await node('node_i')]
+  await subscribed(a, b)
+  a.bus.publishEvents(new Map([['o1', 1]]))
+  for (let i = 2; i <= 30; i++) a.bus.publishEvents(new Map([[i % 2 ? 'o1' : 'o2', i]]))
+  a.bus.publishEvents(new Map([['o3', 7], ['o1', 5]]))
+  await eventually(() => (b.news.length >= 2 ? true : undefined), 5_000)
+  await Bun.sleep(400)
+  expect(b.news).toEqual([new Map([['o1', 1]]), new Map([['o1', 29], ['o2', 30], ['o3', 7]])])
+  expect(a.bus.counts.published).toBe(2)
+
+  // More Orgs than one message names: a plain `events` (the readers look), and the next window starts afresh.
+  b.news.length = 0
+  a.bus.publishEvents(new Map(Array.from({ length: EVENT_NEWS_MAX_ORGS + 1 }, (_, i) => [`org${i}`, 1])))
+  await eventually(() => (b.news.length >= 1 ? true : undefined), 5_000)
+  await Bun.sleep(250)
+  a.bus.publishEvents(new Map([['o9', 3]]))
+  // A commit that did not name its Orgs: its window's message names none.
+  await eventually(() => (b.news.length >= 2 ? true : undefined), 5_000)
+  await Bun.sleep(250)
+  a.bus.publishEvents(new Map([['o5', 1]]))
+  a.bus.publishEvents(new Map([['o4', 2]]))
+  a.bus.publishEvents(null)
+  await eventually(() => (b.news.length >= 4 ? true : undefined), 5_000)
+  expect(b.news).toEqual([undefined, new Map([['o9', 3]]), new Map([['o5', 1]]), undefined])
+
+  // Junk after `events` from some other writer: a plain wake, never a throw.
+  b.news.length = 0
+  const other = new RedisLink(redis.url)
+  links.push(other)
+  for (const junk of ['{', '[1]', '{"o1":-1}', '{"o1":"2"}', '{}', 'null', '{"o1":1.5}']) await other.send('PUBLISH', ['fixloop:wake', `node_x events ${junk}`])
+  await eventually(() => (b.news.length >= 7 ? true : undefined), 5_000)
+  expect(b.news).toEqual(Array(7).fill(undefined))
 })
 
 test('Redis restarted: the subscription comes back by itself and wakes flow again', async () => {

@@ -66,8 +66,9 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
       ? createSharedRateLimiters(redis, clock, config.rateLimitMultiplier, () => coordinator.liveNodes(), log, testClock)
       : createRateLimiters(clock, config.rateLimitMultiplier),
     throttles: redis ? sharedThrottles(redis, clock, config.rateLimitMultiplier, log, () => store.meta.clusterId(), testClock) : localThrottles(clock, config.rateLimitMultiplier),
-    // The hub is woken by every commit that appended events (this process's at once, other nodes' through
-    // Redis pub/sub): its poll is only the safety net for lost messages and for events the CLI wrote.
+    // The hub is told of every commit that appended events, with its Orgs and their new seqs (this
+    // process's at once, other nodes' through Redis pub/sub), and reads nothing for it: its poll (one SUM
+    // of the counters) is only the safety net for lost messages and for events the CLI wrote.
     eventsPollMs: CLUSTER_SAFETY_POLL_MS,
     start({ ownSteps, hub, failRunsOf: fail }) {
       failRunsOf = fail
@@ -94,7 +95,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         return isProcessingKind(kind) ? processor.wake() : worker.wake()
       }
       if (redis && config.redisUrl) {
-        wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what) => (what === 'events' ? void hub.check().catch(() => {}) : isJobKind(what) && wakeLocally(what)), log)
+        wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what, news) => (what === 'events' ? hub.heard(news ?? null) : isJobKind(what) && wakeLocally(what)), log)
         const bus = wakeBus
         peerCheck = new PeerCheck(config.nodeLeaseMs, (id) => bus.heardAt(id))
       }
@@ -103,10 +104,9 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         wakeLocally(kind)
         wakeBus?.publish(kind)
       })
-      const stopEventSignal = onEventsCommitted(() => {
-        // A failed look is repeated by the safety poll.
-        hub.check().catch(() => {})
-        wakeBus?.publish('events')
+      const stopEventSignal = onEventsCommitted((news) => {
+        hub.heard(news)
+        wakeBus?.publishEvents(news)
       })
       const bus = wakeBus
       return {

@@ -58,9 +58,9 @@ export function createPgEventsRepo({ pool }: PgStorage): EventsRepo {
 
     lastSeq,
 
-    async look(since: WatchMark | null, wantOrgs: boolean) {
+    async look(since: WatchMark | null, wantOrgs: boolean, recount = false) {
       const prev = since !== null && typeof since === 'object' ? since : null
-      if (prev) {
+      if (prev && !recount) {
         // The cheap question: has any Org's counter moved? (A sum that only committed appends raise.)
         const { total } = (await one<{ total: number }>(pool, 'SELECT COALESCE(SUM(last_seq), 0) AS total FROM event_counters'))!
         if (total === prev.total) return { mark: prev, orgs: [] }
@@ -69,6 +69,17 @@ export function createPgEventsRepo({ pool }: PgStorage): EventsRepo {
       if (!prev || !wantOrgs) return { mark: now, orgs: [] }
       const orgs = [...now.seqs].filter(([org, seq]) => seq > (prev.seqs.get(org) ?? 0)).map(([org]) => org)
       return { mark: now, orgs }
+    },
+
+    advance(mark, news) {
+      if (typeof mark !== 'object') return mark
+      for (const [org, seq] of news) {
+        const was = mark.seqs.get(org) ?? 0
+        if (seq <= was) continue
+        mark.seqs.set(org, seq)
+        mark.total += seq - was
+      }
+      return mark
     },
 
     async purgeBefore(before) {

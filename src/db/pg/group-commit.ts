@@ -32,7 +32,7 @@
  */
 import type { Pool, PoolClient } from 'pg'
 import type { OnCommit } from './transaction'
-import { eventsBegin, eventsCommitted } from './event-signal'
+import { eventsBegin, eventsCommitted, eventsRolledBackToSavepoint, eventsSavepoint } from './event-signal'
 import type { IntakeTurns } from '../intake-turns'
 
 /** What a queued write is given: the batch transaction's client, and where to register after-commit work. */
@@ -195,7 +195,10 @@ export class PgGroupCommitter {
     const outcomes: Outcome[] = []
     for (const unit of savepoints ? singles(batch) : units(batch)) {
       const committed: (() => void)[] = []
-      if (savepoints) await client.query('SAVEPOINT w')
+      if (savepoints) {
+        await client.query('SAVEPOINT w')
+        eventsSavepoint(client)
+      }
       try {
         const values = await unit.run({ client, onCommit: (cb) => committed.push(cb) })
         if (savepoints) await client.query('RELEASE SAVEPOINT w')
@@ -205,6 +208,8 @@ export class PgGroupCommitter {
         for (const i of unit.at) outcomes[i] = { ok: false, value: e, committed: [] }
         if (!savepoints) return outcomes
         await client.query('ROLLBACK TO SAVEPOINT w')
+        // The write's events are undone: so is their news (only committed seqs are announced).
+        eventsRolledBackToSavepoint(client)
         await client.query('RELEASE SAVEPOINT w')
       }
     }

@@ -26,7 +26,8 @@ import { noteEventsAppended } from './event-signal'
 export type { PgTx }
 
 // The status write (compare-and-set on the version) and, only when it wrote, the Org's counter bump and
-// the event ($9-$15: appendEventParams's order): one round trip. Answers how many rows moved (0 or 1).
+// the event ($9-$15: appendEventParams's order): one round trip. Answers how many rows moved (0 or 1),
+// and the Org's new last seq when one did (the live fan-out's news, event-signal.ts).
 const MOVE_EVENT = appendEventParts(9, 'moved')
 const MOVE_WITH_EVENT = `WITH moved AS (UPDATE feedback SET status = $3, version = version + 1, updated_at = $4,
       failure_reason = CASE WHEN $5::boolean THEN failure_reason ELSE $6::text END,
@@ -34,15 +35,15 @@ const MOVE_WITH_EVENT = `WITH moved AS (UPDATE feedback SET status = $3, version
     WHERE id = $1 AND version = $2 RETURNING id),
   ${MOVE_EVENT.counter},
   event AS (${MOVE_EVENT.insert})
-  SELECT count(*)::int AS n FROM moved`
+  SELECT count(*)::int AS n, (SELECT last_seq FROM counter) AS seq FROM moved`
 type NewReport = { orgId: string; appId: string; feedbackId: string }
 
 export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
   /** The status write and its `feedback.status_changed` event in one statement; false when the row's version moved. */
   const setStatusWithEvent = async (tx: PgTx, w: StatusWrite, event: unknown[]): Promise<boolean> => {
-    const moved =
+    const { n, seq } =
       (
-        await tx.client.query<{ n: number }>(
+        await tx.client.query<{ n: number; seq: number | null }>(
           prepared(MOVE_WITH_EVENT, [
             w.id, w.version, w.to, w.now,
             w.failureReason === undefined, w.failureReason ?? null,
@@ -50,9 +51,10 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
             ...event,
           ]),
         )
-      ).rows[0].n === 1
-    if (moved) noteEventsAppended(tx.client)
-    return moved
+      ).rows[0]
+    if (n !== 1) return false
+    noteEventsAppended(tx.client, [[event[0] as string, seq!]])
+    return true
   }
   const steps: LifecycleSteps = {
     statusMoved: (write, event) => native((t: PgTx) => setStatusWithEvent(t, write, appendEventParams(clock, event))),
@@ -90,9 +92,10 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       const ev = appendEventParts(before.length + 1)
       const job = before.length + event.length + 1
       const text = `WITH ${report ? `report AS (${report.sql}), ` : ''}${ev.counter}, event AS (${ev.insert})
-  INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ('process', $${job}::text, NULL, $${job + 1}::bigint, $${job + 1}::bigint)`
-      await tx.client.query(prepared(text, [...before, ...event, r.feedbackId, clock.now()]))
-      noteEventsAppended(tx.client)
+  INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ('process', $${job}::text, NULL, $${job + 1}::bigint, $${job + 1}::bigint)
+  RETURNING (SELECT last_seq FROM counter) AS seq`
+      const { rows } = await tx.client.query<{ seq: number }>(prepared(text, [...before, ...event, r.feedbackId, clock.now()]))
+      noteEventsAppended(tx.client, [[r.orgId, rows[0].seq]])
       tx.onCommit(() => wake?.raise('process'))
     },
 
@@ -123,17 +126,18 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     SELECT i.event_id, i.org_id, i.app_id,
       c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
       'feedback.received', i.data, ${p(6)}::bigint, i.feedback_id
-    FROM input i JOIN counter c ON c.org_id = i.org_id)
-  INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'process', feedback_id, NULL, ${p(6)}::bigint, ${p(6)}::bigint FROM input ORDER BY ord`
+    FROM input i JOIN counter c ON c.org_id = i.org_id),
+  job AS (INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'process', feedback_id, NULL, ${p(6)}::bigint, ${p(6)}::bigint FROM input ORDER BY ord)
+  SELECT org_id, last_seq FROM counter`
       const events = reports.map((r) => appendEventParams(clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } }))
-      await tx.client.query(
+      const { rows } = await tx.client.query<{ org_id: string; last_seq: number }>(
         prepared(text, [
           ...insertReports.params,
           reports.map((r) => r.feedbackId), reports.map((r) => r.orgId), reports.map((r) => r.appId),
           events.map((e) => e[1]), events.map((e) => e[4]), now,
         ]),
       )
-      noteEventsAppended(tx.client)
+      noteEventsAppended(tx.client, rows.map((c) => [c.org_id, c.last_seq] as const))
       tx.onCommit(() => wake?.raise('process'))
     },
 

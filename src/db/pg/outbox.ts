@@ -20,7 +20,10 @@ import { noteEventsAppended } from './event-signal'
  * statement of its own (lifecycle `received`). Parameters after the bump are cast: in `INSERT … SELECT` PostgreSQL
  * would otherwise type them as text.
  */
-/** A caller that runs these parts itself tells the live fan-out with `noteEventsAppended` (event-signal.ts). */
+/**
+ * A caller that runs these parts itself tells the live fan-out with `noteEventsAppended` (event-signal.ts),
+ * naming the Org and its new last seq (`counter.last_seq`: the statement returns it).
+ */
 export function appendEventParts(first: number, onlyIf?: string): { counter: string; insert: string } {
   // `onlyIf`: a CTE of the same statement; the bump (and so the event) happens only when it has a row.
   const bump = onlyIf ? `SELECT $${first}::text, 1 FROM ${onlyIf}` : `VALUES ($${first}::text, 1)`
@@ -40,7 +43,7 @@ export const PG_LAST_SEQ_SQL = 'SELECT COALESCE((SELECT last_seq FROM event_coun
 /** Appends one event in the caller's transaction (`q` must be that transaction's client); its seq. */
 export async function appendEventPg(q: PgQueryable, clock: Clock, event: OutboxEvent): Promise<number> {
   const { rows } = await q.query<{ seq: number }>(prepared(APPEND_EVENT, appendEventParams(clock, event)))
-  noteEventsAppended(q)
+  noteEventsAppended(q, [[event.orgId, rows[0].seq]])
   return rows[0].seq
 }
 
@@ -57,7 +60,8 @@ const APPEND_MANY = `WITH counter AS (INSERT INTO event_counters (org_id, last_s
     ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING last_seq)
   INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
   SELECT e.id, $1::text, e.app_id, counter.last_seq - $2::bigint + e.ord, e.type, e.data, e.created_at, e.feedback_id
-  FROM counter, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS e(id, app_id, type, data, created_at, feedback_id, ord)`
+  FROM counter, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS e(id, app_id, type, data, created_at, feedback_id, ord)
+  RETURNING seq`
 
 /**
  * Appends several events of one Org, in order, in the caller's transaction: one round trip (a report's
@@ -71,20 +75,22 @@ export async function appendEventsPg(q: PgQueryable, clock: Clock, events: Outbo
   if (events.some((e) => e.orgId !== orgId)) throw new Error('appendEventsPg appends the events of one Org')
   const rows = events.map((e) => appendEventParams(clock, e))
   // appendEventParams's order: Org, event id, App, type, data, created_at, feedback id.
-  await q.query(prepared(APPEND_MANY, [orgId, events.length, rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3]), rows.map((r) => r[4]), rows.map((r) => r[5]), rows.map((r) => r[6])]))
-  noteEventsAppended(q)
+  const out = await q.query<{ seq: number }>(prepared(APPEND_MANY, [orgId, events.length, rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3]), rows.map((r) => r[4]), rows.map((r) => r[5]), rows.map((r) => r[6])]))
+  noteEventsAppended(q, [[orgId, Math.max(...out.rows.map((r) => r.seq))]])
 }
 
 // Events of several Orgs in one statement (the processing engine's batch): each Org's counter bumped once
 // by its count, its events numbered below the new value in the given order. Columns as appendEventParams.
+// Answers each Org's new last seq (the live fan-out's news, event-signal.ts).
 const APPEND_ACROSS_ORGS = `WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
       WITH ORDINALITY AS t(org_id, id, app_id, type, data, created_at, feedback_id, ord)),
   counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT org_id, count(*) FROM input GROUP BY org_id ORDER BY org_id
-    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING org_id, last_seq)
-  INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
-  SELECT i.id, i.org_id, i.app_id, c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
-    i.type, i.data, i.created_at, i.feedback_id
-  FROM input i JOIN counter c ON c.org_id = i.org_id`
+    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING org_id, last_seq),
+  appended AS (INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
+    SELECT i.id, i.org_id, i.app_id, c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
+      i.type, i.data, i.created_at, i.feedback_id
+    FROM input i JOIN counter c ON c.org_id = i.org_id)
+  SELECT org_id, last_seq FROM counter`
 
 /**
  * Appends events of any Orgs, in order, in the caller's transaction: one round trip for a whole batch.
@@ -95,6 +101,6 @@ export async function appendEventsAcrossOrgs(q: PgQueryable, clock: Clock, event
   if (events.length === 0) return
   const rows = events.map((e) => appendEventParams(clock, e))
   const column = (k: number) => rows.map((r) => r[k])
-  await q.query(prepared(APPEND_ACROSS_ORGS, [column(0), column(1), column(2), column(3), column(4), column(5), column(6)]))
-  noteEventsAppended(q)
+  const { rows: counters } = await q.query<{ org_id: string; last_seq: number }>(prepared(APPEND_ACROSS_ORGS, [column(0), column(1), column(2), column(3), column(4), column(5), column(6)]))
+  noteEventsAppended(q, counters.map((c) => [c.org_id, c.last_seq] as const))
 }

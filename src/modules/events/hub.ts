@@ -1,6 +1,8 @@
 /**
  * One shared watcher of the outbox for the whole process. It polls a single cheap query (the highest
- * rowid of `events`) on one timer and, when events arrived:
+ * rowid of `events`; on PostgreSQL the sum of the Orgs' counters) on one timer, or is told the news
+ * (`heard`: in cluster mode every commit that appended events names its Orgs, on this node and through
+ * the wake bus on the others, so no node reads the counters per commit), and, when events arrived:
  * - tells the dispatchers (webhooks, Slack) which Orgs got some; they read by their own cursors;
  * - for each Org with open streams, reads the new events once, by seq, in pages of SHARED_PAGE, and hands
  *   each page (an EventBatch, its bytes built once) to every stream of that Org. A caught-up stream
@@ -16,7 +18,7 @@
  */
 import { EventBatch } from './batch'
 import { CatchUpQueue } from './catch-up'
-import type { EventsRepo, WatchMark } from './repo'
+import type { EventsRepo, OrgSeqs, WatchMark } from './repo'
 
 /** Told of a batch of new events of its Org (consecutive seqs, in order); returns the bytes it queued. */
 export type StreamListener = (batch: EventBatch) => number
@@ -33,6 +35,12 @@ export const SHARED_PAGE = 200
  */
 const FAN_OUT_SLICE_MS = 8
 const FAN_OUT_SLICE_BYTES = 4 * 1024 * 1024
+/**
+ * How often a poll reads every counter instead of trusting its mark (PostgreSQL): the mark is raised by
+ * heard news, and news that named a seq which never committed (a bug, not a path the code has) would
+ * otherwise hide a lost wake-up until that Org's next event. One scan a minute per node bounds that.
+ */
+const RECOUNT_MS = 60_000
 
 export interface EventHubOptions {
   /** How often the outbox is checked. */
@@ -64,6 +72,11 @@ export class EventHub {
   /** The look in progress (one at a time), and whether another was asked for meanwhile. */
   private looking: Promise<void> | undefined
   private lookAgain = false
+  /** The next look reads every counter (RECOUNT_MS). */
+  private recountNext = false
+  private polls = 0
+  /** News heard while a look is reading (its mark, older, is raised by them when it lands). */
+  private heardMeanwhile: Map<string, number> | undefined
   /** A fan-out slice in progress (one at a time), and whether another was asked for meanwhile. */
   private fanning = false
   private fanAgain = false
@@ -82,10 +95,11 @@ export class EventHub {
   }
 
   start(): void {
+    const recountEvery = Math.max(1, Math.round(RECOUNT_MS / this.opts.pollMs))
     this.poller ??= setInterval(() => {
       // A failed look (SQLITE_BUSY while the WAL is truncated) is simply repeated at the next poll; thrown
       // from a timer it would end the process.
-      this.check().catch(() => {
+      this.check(++this.polls % recountEvery === 0).catch(() => {
         // next poll
       })
     }, this.opts.pollMs)
@@ -180,7 +194,8 @@ export class EventHub {
    * Checks the outbox once; the timer calls it, tests and in-process writers may call it to skip the wait.
    * Resolves when the look is done (its fan-out may go on in later turns).
    */
-  check(): Promise<void> {
+  check(recount = false): Promise<void> {
+    this.recountNext ||= recount
     if (this.looking) {
       this.lookAgain = true
       return this.looking
@@ -195,17 +210,59 @@ export class EventHub {
     return this.looking
   }
 
+  /**
+   * News of committed events, with no read: `news` names the Orgs and each one's last seq (a commit of
+   * this node, or of another one through the wake bus). Their streams and the dispatchers are told as a
+   * look would tell them, and the mark takes the seqs, so the next poll's one cheap question finds
+   * nothing it has not heard of. `null`: some Orgs, unknown which: the outbox is looked at.
+   */
+  heard(news: OrgSeqs | null): void {
+    if (news === null) {
+      // A failed look is repeated by the next poll.
+      this.check().catch(() => {})
+      return
+    }
+    if (this.mark !== null) this.mark = this.repo.advance(this.mark, news)
+    if (this.heardMeanwhile) for (const [orgId, seq] of news) if (seq > (this.heardMeanwhile.get(orgId) ?? 0)) this.heardMeanwhile.set(orgId, seq)
+    if (this.feeds.size === 0 && this.anyOrg.size === 0) return
+    // Called from a commit or a Redis message: a listener's throw stays here, as a look's would (the
+    // listeners read by their own cursors, so the next news or poll makes up for it).
+    try {
+      this.tell(news.keys())
+    } catch {
+      // see above
+    }
+  }
+
   private async look(): Promise<void> {
     const wanted = this.feeds.size > 0 || this.anyOrg.size > 0
-    // The first look (mark null) only learns where the outbox stands: it names no Org.
-    const { mark, orgs } = await this.repo.look(this.mark, wanted)
-    this.mark = mark
-    if (!wanted) return
-    for (const orgId of orgs) {
+    // Nobody here listens: the look costs nothing. The mark stays where it was, so the first look once
+    // someone listens names every Org with events since (more than needed is harmless: readers go by
+    // their own cursors). The first look always runs: it learns where the outbox stands.
+    if (!wanted && this.mark !== null) return
+    const recount = this.recountNext
+    this.recountNext = false
+    this.heardMeanwhile = new Map()
+    let orgs: string[]
+    try {
+      // The first look (mark null) only learns where the outbox stands: it names no Org.
+      const look = await this.repo.look(this.mark, wanted, recount)
+      this.mark = this.repo.advance(look.mark, this.heardMeanwhile)
+      orgs = look.orgs
+    } finally {
+      this.heardMeanwhile = undefined
+    }
+    if (wanted) this.tell(orgs)
+  }
+
+  /** Orgs have news: their streams' feeds go pending, the dispatchers are told, the fan-out runs. */
+  private tell(orgs: Iterable<string>): void {
+    const list = [...orgs]
+    for (const orgId of list) {
       const feed = this.feeds.get(orgId)
       if (feed) feed.pending = true
     }
-    for (const orgId of orgs) for (const listener of this.anyOrg) listener(orgId)
+    for (const orgId of list) for (const listener of this.anyOrg) listener(orgId)
     this.fanOut()
   }
 

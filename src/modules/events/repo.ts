@@ -57,11 +57,15 @@ export function idsBefore(before: number): string {
 }
 
 /**
- * Where the shared watcher (hub.ts) stands in the outbox; opaque to it. SQLite: the newest row's rowid.
- * PostgreSQL (no rowid): every Org's `event_counters.last_seq`, and their sum, which every committed
- * append raises (and nothing lowers), so one cheap SUM tells whether anything changed.
+ * Where the shared watcher (hub.ts) stands in the outbox; opaque to it, and its own (`advance` may change
+ * it in place). SQLite: the newest row's rowid. PostgreSQL (no rowid): every Org's
+ * `event_counters.last_seq` as far as the watcher knows, and their sum, which every committed append
+ * raises (and nothing lowers), so one cheap SUM tells whether anything changed that it has not heard of.
  */
-export type WatchMark = number | { total: number; seqs: ReadonlyMap<string, number> }
+export type WatchMark = number | { total: number; seqs: Map<string, number> }
+
+/** Orgs that got events, each with its last seq after them, as committed (the wake's news). */
+export type OrgSeqs = ReadonlyMap<string, number>
 
 export interface WatchLook {
   mark: WatchMark
@@ -84,7 +88,15 @@ export interface EventsRepo {
    * The shared watcher's one cheap question per tick: the mark now and, when `wantOrgs`, the Orgs that
    * got events since `since` (null: the first look, no Orgs).
    */
-  look(since: WatchMark | null, wantOrgs: boolean): Promise<WatchLook>
+  look(since: WatchMark | null, wantOrgs: boolean, recount?: boolean): Promise<WatchLook>
+  /**
+   * The mark once `news` is known without reading anything: on PostgreSQL each named Org's seq and the
+   * sum are raised to the news (only committed seqs are announced, so the mark never passes the
+   * counters, and the next look's SUM equals the mark unless something was not heard). `recount` on a
+   * look skips that SUM shortcut and reads every counter (the watcher's occasional check of its mark).
+   * SQLite (no announcements) keeps its mark.
+   */
+  advance(mark: WatchMark, news: OrgSeqs): WatchMark
   /** Deletes events created before `before` (ms), in batches so no single write holds the lock long. */
   purgeBefore(before: number): Promise<number>
 }
