@@ -131,7 +131,7 @@ describeEachDialect('cluster changes as written', (fresh) => {
       "INSERT INTO feedback (id, org_id, app_id, status, text, url, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'https://shop.example/checkout/payment', 'public', ?, ?)",
       [id, text, s.clock.now(), s.clock.now()],
     )
-    await s.store.lifecycle.enqueue('process', { feedbackId: id })
+    await s.store.lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
     s.clock.advance(10)
     return id
   }

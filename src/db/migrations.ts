@@ -32,6 +32,7 @@ import m0027 from '../../migrations/0027_tracker_link_project.sql' with { type: 
 import m0028 from '../../migrations/0028_app_calibration.sql' with { type: 'text' }
 import m0029 from '../../migrations/0029_spam_retention.sql' with { type: 'text' }
 import m0030 from '../../migrations/0030_mail_confirm.sql' with { type: 'text' }
+import m0031 from '../../migrations/0031_fair_claim.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -68,4 +69,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0028_app_calibration', sql: m0028 },
   { name: '0029_spam_retention', sql: m0029 },
   { name: '0030_mail_confirm', sql: m0030 },
+  { name: '0031_fair_claim', sql: m0031 },
 ]

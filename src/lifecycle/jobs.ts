@@ -9,8 +9,11 @@ export const isJobKind = (s: string): s is JobKind => (JOB_KINDS as readonly str
 
 /** The target each job kind needs. */
 export interface JobTargets {
-  /** Sanitize, cluster and route one report. */
-  process: { feedbackId: string }
+  /**
+   * Sanitize, cluster and route one report. It names the report's App too: the claim takes the Apps'
+   * queues round-robin (issue 38), so one App's flood does not hold up another App's report.
+   */
+  process: { feedbackId: string; appId: string }
   /** Start an agent run for a report that entered `queued`. */
   agent: { feedbackId: string }
   /** Close an App's batch window and move its waiting leads on. */
@@ -32,7 +35,7 @@ export interface JobRow {
   id: number
   kind: string
   feedback_id: string | null
-  /** App-wide jobs (batch release) name their App here. */
+  /** App-wide jobs (batch release) and a report's `process` job name their App here (NULL: no App). */
   app_id: string | null
   run_after: number
   lease_until: number | null

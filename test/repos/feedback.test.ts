@@ -35,7 +35,8 @@ describeEachDialect('feedback repo', (fresh) => {
     expect(await repo.get('o2', id)).toBeUndefined()
     const events = await sql<{ type: string; data: string; seq: number }>(s, 'SELECT type, data, seq FROM events')
     expect(events.map((e) => [e.type, JSON.parse(e.data), Number(e.seq)])).toEqual([['feedback.received', { feedbackId: id, status: 'received' }, 1]])
-    expect(await sql(s, 'SELECT kind, feedback_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id }])
+    // Its job names the App (issue 38: the claim takes the Apps' queues round-robin).
+    expect(await sql(s, 'SELECT kind, feedback_id, app_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id, app_id: 'a1' }])
   })
 
   test('spam at intake: the row with its mark, no process job, the event only when asked; mixed with plain submissions', async () => {
@@ -51,7 +52,7 @@ describeEachDialect('feedback repo', (fresh) => {
     )
     expect(await repo.get('o1', quiet)).toMatchObject({ status: 'received', spamScore: 1, spamReasons: '["honeypot"]', spamMarkedAt: s.clock.now() })
     expect(await repo.get('o1', plain)).toMatchObject({ spamScore: null, spamReasons: null, spamMarkedAt: null })
-    expect((await sql<{ feedback_id: string }>(s, 'SELECT feedback_id FROM jobs')).map((j) => j.feedback_id)).toEqual([plain])
+    expect(await sql(s, 'SELECT feedback_id, app_id FROM jobs')).toEqual([{ feedback_id: plain, app_id: 'a1' }])
     const events = (await sql<{ data: string }>(s, "SELECT data FROM events WHERE type = 'feedback.received' ORDER BY seq")).map((e) => JSON.parse(e.data).feedbackId)
     expect(events.sort()).toEqual([plain, loud].sort())
     // The list: spam hidden by default, alone with only, all with include.
@@ -70,7 +71,7 @@ describeEachDialect('feedback repo', (fresh) => {
     expect(await repo.setSpam('o2', id, { spam: false, emitEvent: true }, 7)).toEqual({ kind: 'not_found' })
     expect(await repo.setSpam('o1', id, { spam: false, emitEvent: true }, 7)).toEqual({ kind: 'changed', appId: 'a1', status: 'received', reasons: '["honeypot"]' })
     expect(await repo.setSpam('o1', id, { spam: false, emitEvent: true }, 8)).toEqual({ kind: 'unchanged', appId: 'a1', status: 'received' })
-    expect(await sql(s, 'SELECT kind, feedback_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id }])
+    expect(await sql(s, 'SELECT kind, feedback_id, app_id FROM jobs')).toEqual([{ kind: 'process', feedback_id: id, app_id: 'a1' }])
     expect((await sql<{ type: string }>(s, 'SELECT type FROM events')).map((e) => e.type)).toEqual(['feedback.received'])
     expect(await repo.get('o1', id)).toMatchObject({ spamScore: null, spamMarkedAt: null, updatedAt: 7 })
     // By hand: a plain received report (its job stays: "not spam" then queues no second one).

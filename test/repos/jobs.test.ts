@@ -16,9 +16,9 @@ import { currentLeaseOwner } from '../../src/worker/lease-owner'
 const LEASE = 60_000
 
 /** Queues `n` process jobs (feedback ids f0…) due at `runAfter`, through the lifecycle (the one writer of jobs). */
-async function queue(s: FreshStore, n: number, runAfter = s.clock.now(), prefix = 'f'): Promise<void> {
+async function queue(s: FreshStore, n: number, runAfter = s.clock.now(), prefix = 'f', appId = 'a1'): Promise<void> {
   const lc = s.store.lifecycle
-  for (let i = 0; i < n; i++) await lc.enqueue('process', { feedbackId: `${prefix}${i}` }, runAfter)
+  for (let i = 0; i < n; i++) await lc.enqueue('process', { feedbackId: `${prefix}${i}`, appId }, runAfter)
 }
 
 /** A second store on the same database: another pool (PostgreSQL) or another connection (SQLite), as another node or process. */
@@ -36,10 +36,10 @@ describeEachDialect('jobs repo', (fresh) => {
     const s = await fresh()
     const lc = s.store.lifecycle
     const t = s.clock.now()
-    await lc.enqueue('process', { feedbackId: 'late' }, t + 10)
-    await lc.enqueue('process', { feedbackId: 'b' }, t - 5)
-    await lc.enqueue('process', { feedbackId: 'a' }, t - 5)
-    await lc.enqueue('process', { feedbackId: 'first' }, t - 50)
+    await lc.enqueue('process', { feedbackId: 'late', appId: 'a1' }, t + 10)
+    await lc.enqueue('process', { feedbackId: 'b', appId: 'a1' }, t - 5)
+    await lc.enqueue('process', { feedbackId: 'a', appId: 'a1' }, t - 5)
+    await lc.enqueue('process', { feedbackId: 'first', appId: 'a1' }, t - 50)
     const jobs = s.store.jobs()
     const order: string[] = []
     for (let job = await jobs.claim(t, LEASE, 'me'); job; job = await jobs.claim(t, LEASE, 'me')) {
@@ -72,7 +72,7 @@ describeEachDialect('jobs repo', (fresh) => {
     const s = await fresh()
     const lc = s.store.lifecycle
     const t = s.clock.now()
-    await lc.enqueue('process', { feedbackId: 'p' }, t - 1)
+    await lc.enqueue('process', { feedbackId: 'p', appId: 'a1' }, t - 1)
     await lc.enqueue('uploads_gc', {}, t + 100)
     const own = s.store.jobs(['agent', 'uploads_gc'])
     expect(await own.claim(t, LEASE, 'me')).toBeNull()

@@ -52,7 +52,7 @@ async function submit(s: FreshStore, lifecycle: Lifecycle, text: string): Promis
     "INSERT INTO feedback (id, org_id, app_id, status, text, url, email, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'https://shop.example/checkout/payment', 'ana@example.com', 'public', ?, ?)",
     [id, text, s.clock.now(), s.clock.now()],
   )
-  await lifecycle.enqueue('process', { feedbackId: id })
+  await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
   s.clock.advance(10)
   return id
 }
@@ -181,6 +181,8 @@ describeEachDialect('processing', (fresh, dialect) => {
     expect((await row(s, a)).duplicate_count).toBe(0)
     expect((await events(s)).at(-1)).toEqual({ type: 'feedback.unmerged', feedbackId: b, leadFeedbackId: a, duplicateCount: 0 })
     expect(await jobsOf(s, b)).toEqual(['process'])
+    // The queued job names the report's App, read from the report (issue 38: the claim is fair across Apps).
+    expect(await sql(s, "SELECT app_id FROM jobs WHERE kind = 'process' AND feedback_id = ?", [b])).toEqual([{ app_id: 'a1' }])
     expect((await processing.port.similar(a, 5)).find((c) => c.id === b)?.duplicateOfId).toBeNull()
     // Its job finds it a lead already moved on: nothing more happens, the job goes.
     expect(await worker.tick()).toBe(1)

@@ -50,7 +50,7 @@ async function submit(s: FreshStore, lifecycle: Lifecycle, text: string): Promis
     "INSERT INTO feedback (id, org_id, app_id, status, text, url, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'https://shop.example/checkout/payment', 'public', ?, ?)",
     [id, text, s.clock.now(), s.clock.now()],
   )
-  await lifecycle.enqueue('process', { feedbackId: id })
+  await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
   s.clock.advance(10)
   return id
 }

@@ -39,6 +39,8 @@ const SET_SANITIZED = sql(
    WHERE id = ?1 AND version = ?2`,
 )
 const INSERT_JOB = sql('INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES (?, ?, ?, ?, ?)')
+// A report's `process` job, its App read from the report (callers that know only the report's id).
+const INSERT_PROCESS_JOB = sql("INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'process', id, app_id, ?2, ?2 FROM feedback WHERE id = ?1")
 // Reports that waited in `queued` for a repository (no agent job of their own left).
 const INSERT_WAITING_RUNS = sql(
   `INSERT INTO jobs (kind, feedback_id, run_after, created_at)
@@ -58,6 +60,14 @@ export function lifecycleBodies(clock: Clock, steps: LifecycleSteps, wake?: Wake
     const t = target as { feedbackId?: string; appId?: string }
     yield* run(INSERT_JOB, kind, t.feedbackId ?? null, t.appId ?? null, runAfter, clock.now())
     yield* afterCommit(raise(kind))
+  }
+
+  /**
+   * Queues the report's `process` job with the report's App (read in the same statement); nothing when
+   * the report is gone. For callers that know only the id (an unmerged report moves on as a lead).
+   */
+  function* enqueueProcessOf(feedbackId: string): Body<void> {
+    if ((yield* run(INSERT_PROCESS_JOB, feedbackId, clock.now())) > 0) yield* afterCommit(raise('process'))
   }
 
   /**
@@ -116,7 +126,7 @@ export function lifecycleBodies(clock: Clock, steps: LifecycleSteps, wake?: Wake
    */
   function* restoredFromSpam(r: NewReport, emitEvent: boolean): Body<void> {
     if (emitEvent) yield* steps.appendEvent(receivedEvent(r))
-    yield* enqueue('process', { feedbackId: r.feedbackId })
+    yield* enqueue('process', { feedbackId: r.feedbackId, appId: r.appId })
   }
 
   /** Queues an agent run for each report of the App that waited in `queued` for a repository; how many. */
@@ -126,6 +136,6 @@ export function lifecycleBodies(clock: Clock, steps: LifecycleSteps, wake?: Wake
     return n
   }
 
-  return { enqueue, move, moveToSanitized, record, receivedAsSpam, restoredFromSpam, enqueueWaitingRuns }
+  return { enqueue, enqueueProcessOf, move, moveToSanitized, record, receivedAsSpam, restoredFromSpam, enqueueWaitingRuns }
 }
 export type LifecycleBodies = ReturnType<typeof lifecycleBodies>

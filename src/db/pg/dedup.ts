@@ -144,7 +144,7 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
     recordAttached: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.duplicate_attached']) =>
       lifecycle.record(tx, scope, 'feedback.duplicate_attached', data),
     recordUnmerged: (tx: PgTx, scope: { orgId: string; appId: string }, data: EventPayloads['feedback.unmerged']) => lifecycle.record(tx, scope, 'feedback.unmerged', data),
-    enqueueProcess: (tx: PgTx, feedbackId: string) => lifecycle.enqueue(tx, 'process', { feedbackId }),
+    enqueueProcess: (tx: PgTx, feedbackId: string) => lifecycle.enqueueProcessOf(tx, feedbackId),
     /** Several leads' duplicate counts, newest duplicate time and newest sanitized texts (as duplicateStats and duplicateTexts), in one statement. */
     async leadStates(tx: PgTx, leadIds: string[]): Promise<Map<string, LeadState>> {
       const out = new Map<string, LeadState>()

@@ -10,11 +10,62 @@
  * Only a store opened with `callerClock` (tests that drive time by hand) compares with the caller's `now`.
  * The times a caller writes (`retry`, `defer`, the lifecycle's `run_after`) come from the node's clock,
  * which cluster mode keeps set to the database's (src/core/clock.ts `OffsetClock`).
+ *
+ * Claims are fair across Apps (src/db/fair-claim.ts), still one statement: a recursive CTE walks the ring
+ * of Apps from this claimer's cursor, one probe of jobs_app_due_idx per App (a skip scan: never every due
+ * job of a backlog), each App's first due jobs are read in order, and the round-robin picks are locked
+ * `FOR UPDATE SKIP LOCKED` and leased. A claim that found nothing that way (a race lost to another
+ * claimer, or more idle Apps than the walk looks at) takes the queue-order claim, so a due job is never missed.
  */
 import type { PoolClient } from 'pg'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
 import { exec, many, one, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
+import { RING_START, WALK_SLACK } from '../fair-claim'
+
+const DUE = (j: string) => `${j}.run_after <= (SELECT now FROM clock) AND (${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
+
+/**
+ * The fair claim. $1: the caller's now (NULL: the database's), $2: the lease in ms, $3: the owner, $4: the
+ * kinds, $5: n, $6: the cursor (the App served last; '' for the ring's start), $7: how many Apps each side
+ * of the cursor the walk may look at. `ring` holds the Apps after the cursor, the group without an App,
+ * then the Apps up to the cursor; each step of a walk is the next App with a job of the kinds (one index
+ * probe per kind) and whether it has a due one, and a walk stops once it found n Apps with due jobs.
+ * `due` numbers them, so the i-th reads at most ceil(n / i) of its jobs (src/db/fair-claim.ts `fairShare`).
+ */
+function fairClaimSql(): string {
+  const nextApp = (after: string, upTo: boolean) =>
+    `(SELECT min(x.app_id) FROM kinds k CROSS JOIN LATERAL (SELECT j.app_id FROM jobs j WHERE j.kind = k.kind AND j.app_id > ${after}${upTo ? ' AND j.app_id <= $6::text' : ''} ORDER BY j.app_id LIMIT 1) x)`
+  const hasDue = (app: string) => `(SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.kind = ANY($4::text[]) AND j.app_id = ${app} AND ${DUE('j')} LIMIT 1) d)::int`
+  const walk = (name: string, start: string, upTo: boolean) => `${name}(app, pos, due) AS (
+      SELECT s.app, 1, ${hasDue('s.app')} FROM (SELECT ${nextApp(start, upTo)} AS app) s
+      UNION ALL
+      SELECT s.app, w.pos + 1, w.due + ${hasDue('s.app')} FROM ${name} w CROSS JOIN LATERAL (SELECT ${nextApp('w.app', upTo)} AS app) s
+      WHERE w.app IS NOT NULL AND w.pos < $7::int AND w.due < $5::int)`
+  const heads = (app: string) => `SELECT y.id, y.run_after FROM kinds k CROSS JOIN LATERAL (
+        SELECT j.id, j.run_after FROM jobs j WHERE j.kind = k.kind AND ${app} AND ${DUE('j')} ORDER BY j.run_after, j.id LIMIT ceil($5::numeric / r.share)
+      ) y ORDER BY y.run_after, y.id LIMIT ceil($5::numeric / r.share)`
+  return `WITH RECURSIVE clock AS (SELECT ${nowOr('$1')} AS now),
+    kinds AS (SELECT unnest($4::text[]) AS kind),
+    ${walk('after_cursor', '$6::text', false)},
+    ${walk('up_to_cursor', "''", true)},
+    ring(app, ord, share) AS (
+      SELECT app, pos, due FROM after_cursor WHERE app IS NOT NULL AND due > 0
+      UNION ALL SELECT NULL, $7::int + 1, 1
+      UNION ALL SELECT app, $7::int + 1 + pos, due FROM up_to_cursor WHERE app IS NOT NULL AND due > 0),
+    heads AS (
+      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${heads('j.app_id = r.app')}) h WHERE r.app IS NOT NULL
+      UNION ALL
+      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${heads('j.app_id IS NULL')}) h WHERE r.app IS NULL),
+    ranked AS (
+      SELECT id, ord, row_number() OVER (PARTITION BY ord ORDER BY run_after, id) AS round, dense_rank() OVER (ORDER BY ord) AS nth FROM heads),
+    picks AS (SELECT id, round, ord FROM ranked WHERE round <= ceil($5::numeric / nth) ORDER BY round, ord LIMIT $5::int),
+    locked AS (SELECT j.id FROM jobs j WHERE j.id IN (SELECT id FROM picks) AND ${DUE('j')} FOR UPDATE OF j SKIP LOCKED)
+    UPDATE jobs j SET lease_until = (SELECT now FROM clock) + $2::bigint, lease_owner = $3, attempts = j.attempts + 1
+    FROM locked l JOIN picks p ON p.id = l.id WHERE j.id = l.id
+    RETURNING j.*, p.round AS fair_round, p.ord AS fair_ord`
+}
+const FAIR_CLAIM = fairClaimSql()
 
 export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   if (kinds?.some((k) => !JOB_KINDS.includes(k))) throw new Error(`unknown job kind in ${kinds.join(', ')}`)
@@ -32,15 +83,29 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   /** The caller's now only for a store whose clock a test drives; NULL (the database's clock) otherwise. */
   const callerNow = (now: number): number | null => (storage.callerClock ? now : null)
   const byQueueOrder = (a: JobRow, b: JobRow) => a.run_after - b.run_after || a.id - b.id
+  /** The group this claimer served last (RING_START: the group without an App, or none yet). */
+  let cursor = RING_START
+
+  /** A fair claim of up to `n` jobs of `ofKinds`, in pick order; else the queue-order claim. The cursor moves to the last one's group. */
+  async function claimFair(ofKinds: readonly string[], n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
+    type Picked = JobRow & { fair_round?: number; fair_ord?: number }
+    const picked = await many<Picked>(pool, FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds, n, cursor, n + WALK_SLACK])
+    const rows: JobRow[] = picked.length > 0
+      ? picked.sort((a, b) => Number(a.fair_round) - Number(b.fair_round) || Number(a.fair_ord) - Number(b.fair_ord)).map(({ fair_round, fair_ord, ...row }) => row)
+      : (await many<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, ofKinds, n])).sort(byQueueOrder)
+    if (rows.length > 0) cursor = rows[rows.length - 1].app_id ?? RING_START
+    return rows
+  }
 
   return {
+    /** The next due job of this repo's kinds, from the group after the last one served (fair across Apps). */
     async claim(now: number, leaseMs: number, owner: string): Promise<JobRow | null> {
-      return (await one<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, kindList, 1])) ?? null
+      return (await claimFair(kindList ?? JOB_KINDS, 1, now, leaseMs, owner))[0] ?? null
     },
+    /** Up to `n` more due jobs of one kind, leased together, round-robin across Apps from the group after the last one served. */
     async claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
       if (n <= 0) return []
-      const rows = await many<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, [kind], n])
-      return rows.sort(byQueueOrder)
+      return claimFair([kind], n, now, leaseMs, owner)
     },
     finish: async (id: number): Promise<void> => void (await exec(pool, 'DELETE FROM jobs WHERE id = $1', [id])),
     /** Deletes a job inside the caller's transaction (the processing step's), so it goes with the report's changes. */

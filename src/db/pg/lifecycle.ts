@@ -68,6 +68,8 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     bodies,
     enqueue: <K extends JobKind>(tx: PgTx, kind: K, target: JobTargets[K], runAfter?: number): Promise<void> =>
       runPg(tx, bodies.enqueue(kind, target, runAfter)),
+    /** Queues a report's `process` job with its App read from the report (src/db/bodies/lifecycle.ts `enqueueProcessOf`). */
+    enqueueProcessOf: (tx: PgTx, feedbackId: string): Promise<void> => runPg(tx, bodies.enqueueProcessOf(feedbackId)),
     record: <T extends ChangeEventType>(tx: PgTx, scope: { orgId: string; appId: string | null }, type: T, data: EventPayloads[T]): Promise<number> =>
       runPg(tx, bodies.record(scope, type, data)),
 
@@ -92,9 +94,9 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       const ev = appendEventParts(before.length + 1)
       const job = before.length + event.length + 1
       const text = `WITH ${report ? `report AS (${report.sql}), ` : ''}${ev.counter}, event AS (${ev.insert})
-  INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ('process', $${job}::text, NULL, $${job + 1}::bigint, $${job + 1}::bigint)
+  INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ('process', $${job}::text, $${job + 2}::text, $${job + 1}::bigint, $${job + 1}::bigint)
   RETURNING (SELECT last_seq FROM counter) AS seq`
-      const { rows } = await tx.client.query<{ seq: number }>(prepared(text, [...before, ...event, r.feedbackId, clock.now()]))
+      const { rows } = await tx.client.query<{ seq: number }>(prepared(text, [...before, ...event, r.feedbackId, clock.now(), r.appId]))
       noteEventsAppended(tx.client, [[r.orgId, rows[0].seq]])
       tx.onCommit(() => wake?.raise('process'))
     },
@@ -127,7 +129,7 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       c.last_seq - count(*) OVER (PARTITION BY i.org_id) + row_number() OVER (PARTITION BY i.org_id ORDER BY i.ord),
       'feedback.received', i.data, ${p(6)}::bigint, i.feedback_id
     FROM input i JOIN counter c ON c.org_id = i.org_id),
-  job AS (INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'process', feedback_id, NULL, ${p(6)}::bigint, ${p(6)}::bigint FROM input ORDER BY ord)
+  job AS (INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'process', feedback_id, app_id, ${p(6)}::bigint, ${p(6)}::bigint FROM input ORDER BY ord)
   SELECT org_id, last_seq FROM counter`
       const events = reports.map((r) => appendEventParams(clock, { orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } }))
       const { rows } = await tx.client.query<{ org_id: string; last_seq: number }>(

@@ -21,6 +21,7 @@ import p0013 from '../../../migrations-pg/0013_tracker_link_project.sql' with { 
 import p0014 from '../../../migrations-pg/0014_app_calibration.sql' with { type: 'text' }
 import p0015 from '../../../migrations-pg/0015_spam_retention.sql' with { type: 'text' }
 import p0016 from '../../../migrations-pg/0016_mail_confirm.sql' with { type: 'text' }
+import p0017 from '../../../migrations-pg/0017_fair_claim.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -40,4 +41,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0014_app_calibration', sql: p0014 },
   { name: '0015_spam_retention', sql: p0015 },
   { name: '0016_mail_confirm', sql: p0016 },
+  { name: '0017_fair_claim', sql: p0017 },
 ]

@@ -97,7 +97,10 @@ export const jobs = sqliteTable(
     id: integer('id').primaryKey({ autoIncrement: true }),
     kind: text('kind').notNull(),
     feedbackId: text('feedback_id'),
-    /** For App-wide jobs (batch window release): the App. */
+    /**
+     * The App the job is for: App-wide jobs (batch window release) and a report's `process` job (set at
+     * intake, so the claim can take the Apps' queues round-robin: src/db/sqlite/jobs.ts). NULL for the rest.
+     */
     appId: text('app_id'),
     /** Epoch ms before which the job is not claimed (backoff). */
     runAfter: integer('run_after').notNull(),
@@ -111,7 +114,14 @@ export const jobs = sqliteTable(
   },
   // jobs_kind_due_idx: each thread claims only its own kinds (lifecycle/jobs-repo.ts); without it a thread
   // with few jobs scanned every due job of the other thread's kinds (200k under a burst) per claim.
-  (t) => [index('jobs_due_idx').on(t.runAfter), index('jobs_feedback_idx').on(t.feedbackId), index('jobs_kind_due_idx').on(t.kind, t.runAfter)],
+  // jobs_app_due_idx: the fair claim (issue 38) walks the Apps with queued jobs of a kind one index probe each
+  // (a skip scan) and reads each App's due jobs in order from it, never every due job of the backlog.
+  (t) => [
+    index('jobs_due_idx').on(t.runAfter),
+    index('jobs_feedback_idx').on(t.feedbackId),
+    index('jobs_kind_due_idx').on(t.kind, t.runAfter),
+    index('jobs_app_due_idx').on(t.kind, t.appId, t.runAfter, t.id),
+  ],
 )
 
 export const idempotencyKeys = sqliteTable(

@@ -151,7 +151,7 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     },
     /** Queues the report's `process` job in the caller's transaction (an unmerged report moves on as a lead). */
     enqueueProcess(feedbackId: string): void {
-      lifecycleSide().enqueue('process', { feedbackId })
+      lifecycleSide().enqueueProcessOf(feedbackId)
     },
   }
 

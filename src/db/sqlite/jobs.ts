@@ -1,9 +1,33 @@
 /**
  * The durable job table's SQLite side (the port: src/lifecycle/jobs-repo.ts). Synchronous, so the
  * processing step can delete its job inside its own transaction (`finish`), as it always did.
+ *
+ * Claims are fair across Apps (src/db/fair-claim.ts): a few index probes find the groups after this
+ * claimer's cursor and their first due jobs, then one UPDATE leases the picked ids. Only this process's
+ * threads claim (the data directory's lock), and each kind is claimed by one thread, so nobody takes a
+ * job between the reads and the write; the UPDATE checks each row is still due all the same.
  */
 import type { Database, Statement } from 'bun:sqlite'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
+import { fairShare, RING_START, roundRobin, WALK_SLACK } from '../fair-claim'
+
+const DUE = 'run_after <= ?2 AND (lease_until IS NULL OR lease_until < ?2)'
+
+/**
+ * A group's due job ids of `kinds`, `?3` at most, in `(run_after, id)` order, from jobs_app_due_idx: one
+ * range per kind (a kind list in one range would read and sort every due job of the App), merged.
+ */
+function groupHeads(kinds: readonly string[], app: string): string {
+  const arm = (k: string) => `SELECT id, run_after FROM jobs WHERE kind = '${k}' AND ${app} AND ${DUE} ORDER BY run_after, id LIMIT ?3`
+  if (kinds.length === 1) return arm(kinds[0])
+  return `SELECT id FROM (${kinds.map((k) => `SELECT * FROM (${arm(k)})`).join(' UNION ALL ')}) ORDER BY run_after, id LIMIT ?3`
+}
+
+/** The first App after `?1` (up to `?2` when given) with a queued job of `kinds`: one index probe per kind. */
+function nextApp(kinds: readonly string[], upTo: boolean): string {
+  const arm = (k: string) => `SELECT (SELECT app_id FROM jobs WHERE kind = '${k}' AND app_id > ?1${upTo ? ' AND app_id <= ?2' : ''} ORDER BY app_id LIMIT 1) AS a`
+  return `SELECT MIN(a) AS app FROM (${kinds.map(arm).join(' UNION ALL ')})`
+}
 
 /**
  * `kinds`: the job kinds this repo's worker runs (all when omitted). The processing thread runs `process`
@@ -18,6 +42,8 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
   // (jobs_kind_due_idx) finds those without scanning the rest. test/perf-plans.test.ts checks both.
   const kindColumn = kinds?.includes('process') ? '+kind' : 'kind'
   const ofKinds = kinds ? `AND ${kindColumn} IN (${kinds.map((k) => `'${k}'`).join(', ')})` : ''
+  // In queue order across every App: what a claim falls back to when the walk of the ring found nothing
+  // (more than WALK_SLACK groups whose jobs are all leased or not yet due), so a due job is never missed.
   const claim: Statement = sqlite.query(
     `UPDATE jobs SET lease_until = $leaseUntil, lease_owner = $owner, attempts = attempts + 1
      WHERE id = (SELECT id FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now) ${ofKinds}
@@ -30,6 +56,69 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
                   ORDER BY run_after, id LIMIT $n)
      RETURNING *`,
   )
+  /** The fair claim's reads for a kind list: the ring's next App, and a group's (an App's, or no App's) due jobs. */
+  const ringOf = (ks: readonly string[]) => ({
+    next: sqlite.query(nextApp(ks, false)),
+    nextUpTo: sqlite.query(nextApp(ks, true)),
+    heads: sqlite.query(groupHeads(ks, 'app_id = ?1')),
+    headsWithoutApp: sqlite.query(groupHeads(ks, 'app_id IS NULL')),
+  })
+  type Ring = ReturnType<typeof ringOf>
+  const ownRing = ringOf(kinds ?? JOB_KINDS)
+  const kindRings = new Map<string, Ring>()
+  const ringOfKind = (kind: string): Ring => {
+    let ring = kindRings.get(kind)
+    if (!ring) kindRings.set(kind, (ring = ringOf([kind])))
+    return ring
+  }
+  const leaseOne: Statement = sqlite.query(
+    `UPDATE jobs SET lease_until = ?3, lease_owner = ?4, attempts = attempts + 1 WHERE id = ?1 AND ${DUE} RETURNING *`,
+  )
+  const leaseMany: Statement = sqlite.query(
+    `UPDATE jobs SET lease_until = ?3, lease_owner = ?4, attempts = attempts + 1 WHERE id IN (SELECT value FROM json_each(?1)) AND ${DUE} RETURNING *`,
+  )
+  /** The group this claimer served last (RING_START: the group without an App, or none yet). */
+  let cursor = RING_START
+
+  /**
+   * Up to `n` due job ids in fair order (src/db/fair-claim.ts), each with its group: the Apps after the
+   * cursor, the jobs without an App, the Apps up to the cursor; at most n + WALK_SLACK groups looked at.
+   */
+  function pickFair(ring: Ring, n: number, now: number): { id: number; group: string }[] {
+    const found: { id: number; group: string }[][] = []
+    let looked = 0
+    const enough = () => found.length >= n || looked >= n + WALK_SLACK
+    const visit = (app: string | null) => {
+      looked++
+      const limit = fairShare(n, found.length + 1)
+      const ids = (app === null ? ring.headsWithoutApp : ring.heads).values(app, now, limit) as [number][]
+      if (ids.length > 0) found.push(ids.map(([id]) => ({ id, group: app ?? RING_START })))
+    }
+    const after = (from: string, upTo?: string) =>
+      ((upTo === undefined ? ring.next.get(from) : ring.nextUpTo.get(from, upTo)) as { app: string | null }).app
+    for (let app = after(cursor); app !== null && !enough(); app = after(app)) visit(app)
+    if (!enough()) visit(null)
+    for (let app = after(RING_START, cursor); app !== null && !enough(); app = after(app, cursor)) visit(app)
+    return roundRobin(found, n)
+  }
+
+  /** Leases the picked jobs; returns them in pick order, and moves the cursor to the last one's group. */
+  function leasePicked(picked: { id: number; group: string }[], now: number, leaseMs: number, owner: string): JobRow[] {
+    if (picked.length === 0) return []
+    const rows = (picked.length === 1
+      ? leaseOne.all(picked[0].id, now, now + leaseMs, owner)
+      : leaseMany.all(JSON.stringify(picked.map((p) => p.id)), now, now + leaseMs, owner)) as JobRow[]
+    const byId = new Map(rows.map((r) => [r.id, r]))
+    const inOrder = picked.flatMap((p) => byId.get(p.id) ?? [])
+    if (inOrder.length > 0) cursor = inOrder[inOrder.length - 1].app_id ?? RING_START
+    return inOrder
+  }
+
+  /** The queue-order claim, when the fair walk found nothing; the cursor moves to the job's group. */
+  function fallback(rows: JobRow[]): JobRow[] {
+    if (rows.length > 0) cursor = rows[rows.length - 1].app_id ?? RING_START
+    return rows
+  }
   // A read first: an UPDATE takes SQLite's write lock even when it matches nothing, and the other
   // thread's writes would make an idle loop wait for it (db/sqlite/write-turns.ts).
   const anyDue = sqlite.query(`SELECT 1 FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now) ${ofKinds} LIMIT 1`)
@@ -44,13 +133,22 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
   const runAfterOf = sqlite.query('SELECT run_after FROM jobs WHERE kind = ? AND app_id = ? LIMIT 1')
 
   return {
-    claim: (now: number, leaseMs: number, owner: string): JobRow | null =>
-      anyDue.get({ now }) === null ? null : (claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null),
-    /** Up to `n` more due jobs of one kind, leased together, in the order `claim` would take them. */
+    /** The next due job of this repo's kinds, from the group after the last one served (fair across Apps). */
+    claim(now: number, leaseMs: number, owner: string): JobRow | null {
+      const [row] = leasePicked(pickFair(ownRing, 1, now), now, leaseMs, owner)
+      if (row) return row
+      if (anyDue.get({ now }) === null) return null
+      const queued = claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null
+      return queued ? fallback([queued])[0] : null
+    },
+    /** Up to `n` more due jobs of one kind, leased together, round-robin across Apps from the group after the last one served. */
     claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): JobRow[] {
-      if (n <= 0) return []
-      const rows = claimBatch.all({ kind, n, now, leaseUntil: now + leaseMs, owner }) as JobRow[]
-      return rows.sort((a, b) => a.run_after - b.run_after || a.id - b.id)
+      // The kind is spelled into the ring's SQL: only a known one (an unknown kind has no jobs anyway).
+      if (n <= 0 || !(JOB_KINDS as readonly string[]).includes(kind)) return []
+      const rows = leasePicked(pickFair(ringOfKind(kind), n, now), now, leaseMs, owner)
+      if (rows.length > 0) return rows
+      const queued = claimBatch.all({ kind, n, now, leaseUntil: now + leaseMs, owner }) as JobRow[]
+      return fallback(queued.sort((a, b) => a.run_after - b.run_after || a.id - b.id))
     },
     /** Deletes a job; joins the caller's transaction when there is one (the processing step's). */
     finish: (id: number): void => void finish.run(id),

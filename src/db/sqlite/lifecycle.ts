@@ -67,6 +67,8 @@ export function createSqliteLifecycle(sqlite: Database, clock: Clock, wake?: Wak
     /** The driver over this connection (src/db/sqlite/tx-body.ts): runs a body in the caller's transaction. */
     driver,
     enqueue,
+    /** Queues a report's `process` job with its App read from the report (src/db/bodies/lifecycle.ts `enqueueProcessOf`). */
+    enqueueProcessOf: (feedbackId: string): void => driver.run(bodies.enqueueProcessOf(feedbackId)),
     statusAfterSanitize,
 
     /**
@@ -93,7 +95,7 @@ export function createSqliteLifecycle(sqlite: Database, clock: Clock, wake?: Wak
     received(tx: Database, r: { orgId: string; appId: string; feedbackId: string }): void {
       inTransaction(tx, 'received')
       outbox.append({ orgId: r.orgId, appId: r.appId, type: 'feedback.received', data: { feedbackId: r.feedbackId, status: 'received' } })
-      enqueue('process', { feedbackId: r.feedbackId })
+      enqueue('process', { feedbackId: r.feedbackId, appId: r.appId })
     },
 
     /** A report was just stored as spam (src/db/bodies/lifecycle.ts `receivedAsSpam`). */

@@ -72,6 +72,7 @@ export const jobs = pgTable(
     id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
     kind: text('kind').notNull(),
     feedbackId: text('feedback_id'),
+    /** App-wide jobs (batch release) and a report's `process` job (set at intake, for the fair claim). */
     appId: text('app_id'),
     runAfter: epochMs('run_after').notNull(),
     leaseUntil: epochMs('lease_until'),
@@ -80,7 +81,14 @@ export const jobs = pgTable(
     lastError: text('last_error'),
     createdAt: epochMs('created_at').notNull(),
   },
-  (t) => [index('jobs_due_idx').on(t.runAfter), index('jobs_feedback_idx').on(t.feedbackId), index('jobs_kind_due_idx').on(t.kind, t.runAfter)],
+  // jobs_app_due_idx: the fair claim (issue 38, src/db/pg/jobs.ts) walks the Apps with queued jobs of a kind
+  // one index probe each and reads each App's due jobs in order from it.
+  (t) => [
+    index('jobs_due_idx').on(t.runAfter),
+    index('jobs_feedback_idx').on(t.feedbackId),
+    index('jobs_kind_due_idx').on(t.kind, t.runAfter),
+    index('jobs_app_due_idx').on(t.kind, t.appId, t.runAfter, t.id),
+  ],
 )
 
 export const idempotencyKeys = pgTable(

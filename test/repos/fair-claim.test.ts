@@ -1,0 +1,151 @@
+/**
+ * Issue 38 on both dialects: one App's flood must not starve the others. A claim takes the Apps' due jobs
+ * round-robin (src/db/fair-claim.ts), each App's own jobs in (run_after, id) order, jobs without an App as
+ * a group of their own; the App of a `process` job is set at intake and by the migration for old rows.
+ */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, storeOf, type FreshStore } from '../dialects'
+import type { JobsRepo, JobRow } from '../../src/lifecycle/jobs-repo'
+import { openPool } from '../../src/db/pg/client-options'
+import { pgStorage } from '../../src/db/pg/storage'
+import { openDatabase } from '../../src/db/sqlite/client'
+import { sqliteStorage } from '../../src/db/sqlite/storage'
+import type { Storage } from '../../src/db/storage'
+import { seedOrgApp, sql } from './store-fixtures'
+
+const LEASE = 60_000
+
+/** `n` process jobs of `appId` (feedback ids `<appId>-0`…), all due at `runAfter`, queued in one statement. */
+async function flood(s: FreshStore, appId: string, n: number, runAfter = s.clock.now() - 1000): Promise<void> {
+  const values = Array.from({ length: n }, (_, i) => `('process', '${appId}-${i}', '${appId}', ${runAfter}, ${runAfter})`).join(', ')
+  await sql(s, `INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ${values}`)
+}
+
+const names = (rows: (JobRow | null)[]) => rows.map((r) => r?.feedback_id ?? null)
+
+async function secondStore(s: FreshStore): Promise<{ storage: Storage; close: () => Promise<void> }> {
+  if (s.dialect === 'pg') {
+    const pool = openPool(s.location, 8)
+    return { storage: pgStorage(pool, { callerClock: true }), close: () => pool.end() }
+  }
+  const { sqlite, db } = openDatabase(s.location)
+  return { storage: sqliteStorage(sqlite, db), close: async () => sqlite.close() }
+}
+
+describeEachDialect('fair claiming across Apps', (fresh) => {
+  test("a flood of App A does not hold up App B's one job: it is in the very first batch, and the next single claim", async () => {
+    const s = await fresh()
+    await flood(s, 'appA', 5000)
+    // B's job is the newest of all, and due last.
+    await s.store.lifecycle.enqueue('process', { feedbackId: 'appB-0', appId: 'appB' }, s.clock.now())
+    const t = s.clock.now()
+    const batch = await s.store.jobs(['process', 'batch_release']).claimBatch('process', 8, t, LEASE, 'me')
+    expect(batch).toHaveLength(8)
+    expect(names(batch)).toContain('appB-0')
+    // The same from single claims: A's oldest, then B's (the App after A), then A's again.
+    const s2 = await fresh()
+    await flood(s2, 'appA', 5000)
+    await s2.store.lifecycle.enqueue('process', { feedbackId: 'appB-0', appId: 'appB' }, s2.clock.now())
+    const jobs = s2.store.jobs(['process', 'batch_release'])
+    const t2 = s2.clock.now()
+    expect(names([await jobs.claim(t2, LEASE, 'me'), await jobs.claim(t2, LEASE, 'me'), await jobs.claim(t2, LEASE, 'me')])).toEqual(['appA-0', 'appB-0', 'appA-1'])
+  })
+
+  test('round-robin shares: one of each App per round, each App in (run_after, id) order, a short App leaves its turns to the others', async () => {
+    const s = await fresh()
+    const t = s.clock.now()
+    const lc = s.store.lifecycle
+    // Queued out of order on purpose: within an App the due time decides, then the id.
+    await lc.enqueue('process', { feedbackId: 'b2', appId: 'b' }, t - 10)
+    await lc.enqueue('process', { feedbackId: 'a2', appId: 'a' }, t - 20)
+    await lc.enqueue('process', { feedbackId: 'a1', appId: 'a' }, t - 30)
+    await lc.enqueue('process', { feedbackId: 'c1', appId: 'c' }, t - 5)
+    await lc.enqueue('process', { feedbackId: 'a3', appId: 'a' }, t - 20)
+    await lc.enqueue('process', { feedbackId: 'b1', appId: 'b' }, t - 40)
+    await lc.enqueue('process', { feedbackId: 'a4', appId: 'a' }, t - 1)
+    await lc.enqueue('process', { feedbackId: 'b3', appId: 'b' }, t - 1)
+    await lc.enqueue('process', { feedbackId: 'later', appId: 'c' }, t + 1000)
+    const jobs = s.store.jobs(['process', 'batch_release'])
+    expect(names(await jobs.claimBatch('process', 7, t, LEASE, 'me'))).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3', 'b3'])
+    // The next claim goes on after the last App served (b): c has nothing due, so a.
+    expect(names(await jobs.claimBatch('process', 5, t, LEASE, 'me'))).toEqual(['a4'])
+    expect(await jobs.claim(t, LEASE, 'me')).toBeNull()
+  })
+
+  test('jobs without an App are a group of their own, in their order; a repo of all kinds claims them in turn with the Apps', async () => {
+    const s = await fresh()
+    const t = s.clock.now()
+    await flood(s, 'appA', 50)
+    const lc = s.store.lifecycle
+    await lc.enqueue('agent', { feedbackId: 'r2' }, t - 10)
+    await lc.enqueue('uploads_gc', {}, t - 20)
+    // A `process` job queued by a version before issue 38 whose report is gone: no App, still claimed.
+    await sql(s, "INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES ('process', 'orphan', NULL, ?, ?)", [t - 5, t - 5])
+    const jobs = s.store.jobs()
+    const got: (string | null)[] = []
+    for (let i = 0; i < 6; i++) {
+      const job = await jobs.claim(t, LEASE, 'me')
+      got.push(job?.feedback_id ?? job?.kind ?? null)
+    }
+    expect(got).toEqual(['appA-0', 'uploads_gc', 'appA-1', 'r2', 'appA-2', 'orphan'])
+  })
+
+  test('an App whose jobs are all leased or not due yet is passed over; batch_release (an App-wide job) is in its App\'s turn', async () => {
+    const s = await fresh()
+    const t = s.clock.now()
+    const lc = s.store.lifecycle
+    await lc.enqueue('process', { feedbackId: 'a1', appId: 'a' }, t - 10)
+    await lc.enqueue('batch_release', { appId: 'a' }, t - 20)
+    await lc.enqueue('process', { feedbackId: 'b1', appId: 'b' }, t + 5000)
+    await lc.enqueue('process', { feedbackId: 'c1', appId: 'c' }, t - 1)
+    const jobs = s.store.jobs(['process', 'batch_release'])
+    const first = await jobs.claim(t, LEASE, 'me')
+    expect(first?.kind).toBe('batch_release')
+    expect(names([await jobs.claim(t, LEASE, 'me'), await jobs.claim(t, LEASE, 'me'), await jobs.claim(t, LEASE, 'me')])).toEqual(['c1', 'a1', null])
+  })
+
+  test('intake, a bulk of submissions and an unmerge write the App on the process job', async () => {
+    const s = await fresh()
+    await seedOrgApp(s, 'o1', 'a1')
+    await seedOrgApp(s, 'o1', 'a2')
+    const draft = (text: string, appId: string) => ({
+      orgId: 'o1', appId, severity: 'high' as const, text, url: 'https://shop.example/x', userAgent: 'ua', viewport: null, consoleLogs: null,
+      attachments: null, componentTarget: null, metadata: null, submittedMode: 'public' as const, externalUserId: null, email: null,
+      submitterName: null, userContext: null,
+    })
+    await Promise.all(Array.from({ length: 12 }, (_, i) => s.store.feedback.submit(draft(`report ${i}`, i % 2 ? 'a1' : 'a2'), [], null)))
+    const rows = await sql<{ n: number; wrong: number }>(
+      s,
+      'SELECT COUNT(*) AS n, SUM(CASE WHEN j.app_id IS NULL OR j.app_id <> f.app_id THEN 1 ELSE 0 END) AS wrong FROM jobs j JOIN feedback f ON f.id = j.feedback_id',
+    )
+    expect(rows.map((r) => [Number(r.n), Number(r.wrong)])).toEqual([[12, 0]])
+  })
+
+  test('two nodes claiming at once across three Apps never take the same job, and every job is claimed exactly once', async () => {
+    const s = await fresh()
+    await flood(s, 'appA', 200)
+    await flood(s, 'appB', 60)
+    await flood(s, 'appC', 5)
+    const N = 265
+    const other = await secondStore(s)
+    try {
+      const repos: JobsRepo[] = [s.store.jobs(['process', 'batch_release']), storeOf(other.storage, s.clock).jobs(['process', 'batch_release'])]
+      const claimed: number[] = []
+      const t = s.clock.now()
+      const claimer = async (jobs: JobsRepo, owner: string, batch: boolean) => {
+        for (;;) {
+          const got = batch ? await jobs.claimBatch('process', 4, t, LEASE, owner) : [await jobs.claim(t, LEASE, owner)].filter((j) => j !== null)
+          if (got.length === 0) return
+          for (const j of got) claimed.push(j.id)
+        }
+      }
+      await Promise.all(repos.flatMap((jobs, node) => [0, 1, 2, 3].map((k) => claimer(jobs, `node${node}:${k}`, k % 2 === 1))))
+      expect(claimed).toHaveLength(N)
+      expect(new Set(claimed).size).toBe(N)
+      const rows = await sql<{ attempts: number; n: number }>(s, 'SELECT attempts, COUNT(*) AS n FROM jobs GROUP BY attempts')
+      expect(rows.map((r) => [r.attempts, Number(r.n)])).toEqual([[1, N]])
+    } finally {
+      await other.close()
+    }
+  })
+})
