@@ -165,6 +165,38 @@ describe('job claims by kind', () => {
 })
 
 /**
+ * The fair claim (issue 38, src/db/fair-claim.ts) runs hundreds of times a second against a backlog of
+ * 300k queued jobs: each of its reads is an index probe or an index range in order (jobs_app_due_idx for
+ * the ring of Apps and an App's jobs, the kind index for the other kinds), never a scan or a sort of the
+ * due jobs (the group without an App merges a few rows per kind, so its sort is of LIMIT rows at most).
+ */
+describe('fair claim across Apps', () => {
+  const db = new Database(':memory:')
+  applyMigrations(db)
+  const seen: string[] = []
+  const spy = recordingQueries(db, (sql) => seen.push(sql))
+  const bound = (sql: string) => plan(db, sql.replace(/\?\d/g, "'x'"))
+
+  test("the ring's next App is one probe, an App's due jobs a range in order, the other kinds each their own range", async () => {
+    const { createSqliteJobs } = await import('../src/db/sqlite/jobs')
+    seen.length = 0
+    createSqliteJobs(spy, ['process', 'batch_release'])
+    const next = seen.filter((s) => /^SELECT app_id AS app FROM jobs/.test(s))
+    expect(next).toHaveLength(2)
+    for (const s of next) expect(bound(s)).toMatch(/^SEARCH jobs USING COVERING INDEX jobs_app_due_idx \(kind=\? AND app_id>\?( AND app_id<\?)?\)$/)
+    const app = bound(seen.find((s) => /^SELECT id FROM jobs WHERE kind = 'process' AND app_id = \?1/.test(s))!)
+    expect(app).toBe('SEARCH jobs USING INDEX jobs_app_due_idx (kind=? AND app_id=? AND run_after<?)')
+    const others = seen.filter((s) => /UNION ALL/.test(s)).map(bound)
+    expect(others.length).toBeGreaterThanOrEqual(1)
+    for (const p of others) {
+      expect(p).toContain('jobs_app_due_idx (kind=? AND app_id=? AND run_after<?)')
+      expect(p).not.toMatch(/SCAN jobs/)
+    }
+    expect(others.some((p) => p.includes('jobs_kind_due_idx (kind=? AND run_after<?)'))).toBe(true)
+  })
+})
+
+/**
  * The sanitize-ahead thread (src/worker/sanitize-ahead.ts) reads a chunk after its cursor every few
  * milliseconds during a 300k-report backlog: through the kind index it read and sorted every `process`
  * job per chunk (measured: its thread at 0.6 ms a report instead of 0.06). And an App's similarity index

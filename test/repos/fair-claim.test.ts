@@ -11,7 +11,9 @@ import { pgStorage } from '../../src/db/pg/storage'
 import { openDatabase } from '../../src/db/sqlite/client'
 import { sqliteStorage } from '../../src/db/sqlite/storage'
 import type { Storage } from '../../src/db/storage'
-import { seedOrgApp, sql } from './store-fixtures'
+import { insertReport, seedOrgApp, sql } from './store-fixtures'
+import sqliteMigration from '../../migrations/0031_fair_claim.sql' with { type: 'text' }
+import pgMigration from '../../migrations-pg/0017_fair_claim.sql' with { type: 'text' }
 
 const LEASE = 60_000
 
@@ -90,7 +92,7 @@ describeEachDialect('fair claiming across Apps', (fresh) => {
     expect(got).toEqual(['appA-0', 'uploads_gc', 'appA-1', 'r2', 'appA-2', 'orphan'])
   })
 
-  test('an App whose jobs are all leased or not due yet is passed over; batch_release (an App-wide job) is in its App\'s turn', async () => {
+  test("an App whose jobs are all leased or not due yet is passed over; a batch release (at most one per App) is in the group without an App", async () => {
     const s = await fresh()
     const t = s.clock.now()
     const lc = s.store.lifecycle
@@ -98,13 +100,18 @@ describeEachDialect('fair claiming across Apps', (fresh) => {
     await lc.enqueue('batch_release', { appId: 'a' }, t - 20)
     await lc.enqueue('process', { feedbackId: 'b1', appId: 'b' }, t + 5000)
     await lc.enqueue('process', { feedbackId: 'c1', appId: 'c' }, t - 1)
+    await lc.enqueue('process', { feedbackId: 'c2', appId: 'c' }, t - 1)
+    // Windows that close later: not due, and no App of theirs is looked at by a claim.
+    for (const app of ['w1', 'w2', 'w3']) await lc.enqueue('batch_release', { appId: app }, t + 60_000)
     const jobs = s.store.jobs(['process', 'batch_release'])
-    const first = await jobs.claim(t, LEASE, 'me')
-    expect(first?.kind).toBe('batch_release')
-    expect(names([await jobs.claim(t, LEASE, 'me'), await jobs.claim(t, LEASE, 'me'), await jobs.claim(t, LEASE, 'me')])).toEqual(['c1', 'a1', null])
+    const next = async () => {
+      const job = await jobs.claim(t, LEASE, 'me')
+      return job ? job.feedback_id ?? `${job.kind}:${job.app_id}` : null
+    }
+    expect([await next(), await next(), await next(), await next(), await next()]).toEqual(['a1', 'c1', 'batch_release:a', 'c2', null])
   })
 
-  test('intake, a bulk of submissions and an unmerge write the App on the process job', async () => {
+  test('intake and a bulk of submissions write the App on the process job (an unmerge: test/repos/processing.test.ts)', async () => {
     const s = await fresh()
     await seedOrgApp(s, 'o1', 'a1')
     await seedOrgApp(s, 'o1', 'a2')
@@ -119,6 +126,28 @@ describeEachDialect('fair claiming across Apps', (fresh) => {
       'SELECT COUNT(*) AS n, SUM(CASE WHEN j.app_id IS NULL OR j.app_id <> f.app_id THEN 1 ELSE 0 END) AS wrong FROM jobs j JOIN feedback f ON f.id = j.feedback_id',
     )
     expect(rows.map((r) => [Number(r.n), Number(r.wrong)])).toEqual([[12, 0]])
+  })
+
+  test("the migration gives queued process jobs their report's App, and leaves the other jobs alone", async () => {
+    const s = await fresh()
+    await seedOrgApp(s, 'o1', 'a1')
+    await seedOrgApp(s, 'o1', 'a2')
+    await insertReport(s, 'r1', 'received', 'o1', 'a1')
+    await insertReport(s, 'r2', 'received', 'o1', 'a2')
+    const t = s.clock.now()
+    // As a version before issue 38 queued them.
+    for (const [kind, feedbackId] of [['process', 'r1'], ['process', 'r2'], ['agent', 'r1'], ['process', 'gone']]) {
+      await sql(s, 'INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) VALUES (?, ?, NULL, ?, ?)', [kind, feedbackId, t, t])
+    }
+    const backfill = (s.dialect === 'pg' ? pgMigration : sqliteMigration).split('--> statement-breakpoint')[0]
+    await sql(s, backfill)
+    const rows = await sql<{ kind: string; feedback_id: string; app_id: string | null }>(s, 'SELECT kind, feedback_id, app_id FROM jobs ORDER BY id')
+    expect(rows).toEqual([
+      { kind: 'process', feedback_id: 'r1', app_id: 'a1' },
+      { kind: 'process', feedback_id: 'r2', app_id: 'a2' },
+      { kind: 'agent', feedback_id: 'r1', app_id: null },
+      { kind: 'process', feedback_id: 'gone', app_id: null },
+    ])
   })
 
   test('two nodes claiming at once across three Apps never take the same job, and every job is claimed exactly once', async () => {

@@ -21,32 +21,31 @@ import type { PoolClient } from 'pg'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
 import { exec, many, one, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
-import { RING_START, WALK_SLACK } from '../fair-claim'
+import { FAIR_KIND, RING_START, WALK_SLACK } from '../fair-claim'
 
 const DUE = (j: string) => `${j}.run_after <= (SELECT now FROM clock) AND (${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
 
 /**
- * The fair claim. $1: the caller's now (NULL: the database's), $2: the lease in ms, $3: the owner, $4: the
- * kinds, $5: n, $6: the cursor (the App served last; '' for the ring's start), $7: how many Apps each side
- * of the cursor the walk may look at. `ring` holds the Apps after the cursor, the group without an App,
- * then the Apps up to the cursor; each step of a walk is the next App with a job of the kinds (one index
- * probe per kind) and whether it has a due one, and a walk stops once it found n Apps with due jobs.
- * `due` numbers them, so the i-th reads at most ceil(n / i) of its jobs (src/db/fair-claim.ts `fairShare`).
+ * The fair claim (src/db/fair-claim.ts). $1: the caller's now (NULL: the database's), $2: the lease in ms,
+ * $3: the owner, $4: the kinds of the group without an App besides `process` jobs without one, $5: n, $6:
+ * the cursor (the App served last; '' for the ring's start), $7: how many Apps each side of the cursor the
+ * walk may look at. `ring` holds the Apps after the cursor, the group without an App, then the Apps up to
+ * the cursor. Each step of a walk is the next App with a queued `process` job (one probe of
+ * jobs_app_due_idx) and whether it has a due one; a walk stops once it found n Apps with due jobs, and
+ * `due` numbers them, so the i-th reads at most ceil(n / i) of its jobs (`fairShare`).
  */
 function fairClaimSql(): string {
+  const P = `'${FAIR_KIND}'`
   const nextApp = (after: string, upTo: boolean) =>
-    `(SELECT min(x.app_id) FROM kinds k CROSS JOIN LATERAL (SELECT j.app_id FROM jobs j WHERE j.kind = k.kind AND j.app_id > ${after}${upTo ? ' AND j.app_id <= $6::text' : ''} ORDER BY j.app_id LIMIT 1) x)`
-  const hasDue = (app: string) => `(SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.kind = ANY($4::text[]) AND j.app_id = ${app} AND ${DUE('j')} LIMIT 1) d)::int`
+    `(SELECT j.app_id FROM jobs j WHERE j.kind = ${P} AND j.app_id > ${after}${upTo ? ' AND j.app_id <= $6::text' : ''} ORDER BY j.app_id LIMIT 1)`
+  const hasDue = (app: string) => `(SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.kind = ${P} AND j.app_id = ${app} AND ${DUE('j')} LIMIT 1) d)::int`
   const walk = (name: string, start: string, upTo: boolean) => `${name}(app, pos, due) AS (
       SELECT s.app, 1, ${hasDue('s.app')} FROM (SELECT ${nextApp(start, upTo)} AS app) s
       UNION ALL
       SELECT s.app, w.pos + 1, w.due + ${hasDue('s.app')} FROM ${name} w CROSS JOIN LATERAL (SELECT ${nextApp('w.app', upTo)} AS app) s
       WHERE w.app IS NOT NULL AND w.pos < $7::int AND w.due < $5::int)`
-  const heads = (app: string) => `SELECT y.id, y.run_after FROM kinds k CROSS JOIN LATERAL (
-        SELECT j.id, j.run_after FROM jobs j WHERE j.kind = k.kind AND ${app} AND ${DUE('j')} ORDER BY j.run_after, j.id LIMIT ceil($5::numeric / r.share)
-      ) y ORDER BY y.run_after, y.id LIMIT ceil($5::numeric / r.share)`
+  const inOrder = (where: string, limit: string) => `SELECT j.id, j.run_after FROM jobs j WHERE ${where} AND ${DUE('j')} ORDER BY j.run_after, j.id LIMIT ${limit}`
   return `WITH RECURSIVE clock AS (SELECT ${nowOr('$1')} AS now),
-    kinds AS (SELECT unnest($4::text[]) AS kind),
     ${walk('after_cursor', '$6::text', false)},
     ${walk('up_to_cursor', "''", true)},
     ring(app, ord, share) AS (
@@ -54,9 +53,11 @@ function fairClaimSql(): string {
       UNION ALL SELECT NULL, $7::int + 1, 1
       UNION ALL SELECT app, $7::int + 1 + pos, due FROM up_to_cursor WHERE app IS NOT NULL AND due > 0),
     heads AS (
-      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${heads('j.app_id = r.app')}) h WHERE r.app IS NOT NULL
+      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${inOrder(`j.kind = ${P} AND j.app_id = r.app`, 'ceil($5::numeric / r.share)')}) h WHERE r.app IS NOT NULL
       UNION ALL
-      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${heads('j.app_id IS NULL')}) h WHERE r.app IS NULL),
+      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (
+        SELECT o.id, o.run_after FROM ((${inOrder(`j.kind = ${P} AND j.app_id IS NULL`, '$5::int')}) UNION ALL (${inOrder('j.kind = ANY($4::text[])', '$5::int')})) o
+        ORDER BY o.run_after, o.id LIMIT $5::int) h WHERE r.app IS NULL),
     ranked AS (
       SELECT id, ord, row_number() OVER (PARTITION BY ord ORDER BY run_after, id) AS round, dense_rank() OVER (ORDER BY ord) AS nth FROM heads),
     picks AS (SELECT id, round, ord FROM ranked WHERE round <= ceil($5::numeric / nth) ORDER BY round, ord LIMIT $5::int),
@@ -86,10 +87,16 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   /** The group this claimer served last (RING_START: the group without an App, or none yet). */
   let cursor = RING_START
 
-  /** A fair claim of up to `n` jobs of `ofKinds`, in pick order; else the queue-order claim. The cursor moves to the last one's group. */
-  async function claimFair(ofKinds: readonly string[], n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
+  /**
+   * A claim of up to `n` jobs of `ofKinds`: fair when they include `process` (in pick order), else in queue
+   * order (one group, nothing to be fair about); the queue-order claim too when the fair one found nothing.
+   * The cursor moves to the last job's group.
+   */
+  async function claimOf(ofKinds: readonly string[], n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
     type Picked = JobRow & { fair_round?: number; fair_ord?: number }
-    const picked = await many<Picked>(pool, FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds, n, cursor, n + WALK_SLACK])
+    const picked = ofKinds.includes(FAIR_KIND)
+      ? await many<Picked>(pool, FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds.filter((k) => k !== FAIR_KIND), n, cursor, n + WALK_SLACK])
+      : []
     const rows: JobRow[] = picked.length > 0
       ? picked.sort((a, b) => Number(a.fair_round) - Number(b.fair_round) || Number(a.fair_ord) - Number(b.fair_ord)).map(({ fair_round, fair_ord, ...row }) => row)
       : (await many<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, ofKinds, n])).sort(byQueueOrder)
@@ -100,12 +107,12 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   return {
     /** The next due job of this repo's kinds, from the group after the last one served (fair across Apps). */
     async claim(now: number, leaseMs: number, owner: string): Promise<JobRow | null> {
-      return (await claimFair(kindList ?? JOB_KINDS, 1, now, leaseMs, owner))[0] ?? null
+      return (await claimOf(kindList ?? JOB_KINDS, 1, now, leaseMs, owner))[0] ?? null
     },
-    /** Up to `n` more due jobs of one kind, leased together, round-robin across Apps from the group after the last one served. */
+    /** Up to `n` more due jobs of one kind, leased together; `process` jobs round-robin across Apps from the group after the last one served. */
     async claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
       if (n <= 0) return []
-      return claimFair([kind], n, now, leaseMs, owner)
+      return claimOf([kind], n, now, leaseMs, owner)
     },
     finish: async (id: number): Promise<void> => void (await exec(pool, 'DELETE FROM jobs WHERE id = $1', [id])),
     /** Deletes a job inside the caller's transaction (the processing step's), so it goes with the report's changes. */

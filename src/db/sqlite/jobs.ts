@@ -9,24 +9,25 @@
  */
 import type { Database, Statement } from 'bun:sqlite'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
-import { fairShare, RING_START, roundRobin, WALK_SLACK } from '../fair-claim'
+import { FAIR_KIND, fairShare, RING_START, roundRobin, WALK_SLACK } from '../fair-claim'
 
 const DUE = 'run_after <= ?2 AND (lease_until IS NULL OR lease_until < ?2)'
 
-/**
- * A group's due job ids of `kinds`, `?3` at most, in `(run_after, id)` order, from jobs_app_due_idx: one
- * range per kind (a kind list in one range would read and sort every due job of the App), merged.
- */
-function groupHeads(kinds: readonly string[], app: string): string {
-  const arm = (k: string) => `SELECT id, run_after FROM jobs WHERE kind = '${k}' AND ${app} AND ${DUE} ORDER BY run_after, id LIMIT ?3`
-  if (kinds.length === 1) return arm(kinds[0])
-  return `SELECT id FROM (${kinds.map((k) => `SELECT * FROM (${arm(k)})`).join(' UNION ALL ')}) ORDER BY run_after, id LIMIT ?3`
-}
+/** Due `process` jobs of one App (`?1`), `?3` at most, in `(run_after, id)` order: a range of jobs_app_due_idx. */
+const APP_HEADS = `SELECT id FROM jobs WHERE kind = '${FAIR_KIND}' AND app_id = ?1 AND ${DUE} ORDER BY run_after, id LIMIT ?3`
 
-/** The first App after `?1` (up to `?2` when given) with a queued job of `kinds`: one index probe per kind. */
-function nextApp(kinds: readonly string[], upTo: boolean): string {
-  const arm = (k: string) => `SELECT (SELECT app_id FROM jobs WHERE kind = '${k}' AND app_id > ?1${upTo ? ' AND app_id <= ?2' : ''} ORDER BY app_id LIMIT 1) AS a`
-  return `SELECT MIN(a) AS app FROM (${kinds.map(arm).join(' UNION ALL ')})`
+/** The first App after `?1` (up to `?2` when given) with a queued `process` job: one probe of jobs_app_due_idx. */
+const nextAppSql = (upTo: boolean) => `SELECT app_id AS app FROM jobs WHERE kind = '${FAIR_KIND}' AND app_id > ?1${upTo ? ' AND app_id <= ?2' : ''} ORDER BY app_id LIMIT 1`
+
+/**
+ * The due jobs of the group without an App (src/db/fair-claim.ts): those of `otherKinds` and the
+ * `process` jobs without an App, `?3` at most, in `(run_after, id)` order: one index range per kind (a kind
+ * list in one range would read and sort every due job of those kinds), merged.
+ */
+function othersHeadsSql(otherKinds: readonly string[]): string {
+  const arm = (where: string) => `SELECT * FROM (SELECT id, run_after FROM jobs WHERE ${where} AND ${DUE} ORDER BY run_after, id LIMIT ?3)`
+  const arms = [arm(`kind = '${FAIR_KIND}' AND app_id IS NULL`), ...otherKinds.map((k) => arm(`kind = '${k}'`))]
+  return `SELECT id FROM (${arms.join(' UNION ALL ')}) ORDER BY run_after, id LIMIT ?3`
 }
 
 /**
@@ -42,8 +43,9 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
   // (jobs_kind_due_idx) finds those without scanning the rest. test/perf-plans.test.ts checks both.
   const kindColumn = kinds?.includes('process') ? '+kind' : 'kind'
   const ofKinds = kinds ? `AND ${kindColumn} IN (${kinds.map((k) => `'${k}'`).join(', ')})` : ''
-  // In queue order across every App: what a claim falls back to when the walk of the ring found nothing
-  // (more than WALK_SLACK groups whose jobs are all leased or not yet due), so a due job is never missed.
+  // In queue order: the claim of a repo without `process` jobs (one group, nothing to be fair about), and
+  // what a fair claim falls back to when its walk of the ring found nothing (more than WALK_SLACK Apps whose
+  // jobs are all leased or not due yet), so a due job is never missed.
   const claim: Statement = sqlite.query(
     `UPDATE jobs SET lease_until = $leaseUntil, lease_owner = $owner, attempts = attempts + 1
      WHERE id = (SELECT id FROM jobs WHERE run_after <= $now AND (lease_until IS NULL OR lease_until < $now) ${ofKinds}
@@ -56,21 +58,15 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
                   ORDER BY run_after, id LIMIT $n)
      RETURNING *`,
   )
-  /** The fair claim's reads for a kind list: the ring's next App, and a group's (an App's, or no App's) due jobs. */
-  const ringOf = (ks: readonly string[]) => ({
-    next: sqlite.query(nextApp(ks, false)),
-    nextUpTo: sqlite.query(nextApp(ks, true)),
-    heads: sqlite.query(groupHeads(ks, 'app_id = ?1')),
-    headsWithoutApp: sqlite.query(groupHeads(ks, 'app_id IS NULL')),
-  })
-  type Ring = ReturnType<typeof ringOf>
-  const ownRing = ringOf(kinds ?? JOB_KINDS)
-  const kindRings = new Map<string, Ring>()
-  const ringOfKind = (kind: string): Ring => {
-    let ring = kindRings.get(kind)
-    if (!ring) kindRings.set(kind, (ring = ringOf([kind])))
-    return ring
-  }
+  // The fair claim's reads (src/db/fair-claim.ts): the ring's next App, an App's due jobs, and the due jobs
+  // of the group without an App for a claim of this repo's kinds (`claim`) or of `process` alone (`claimBatch`).
+  const nextApp = sqlite.query(nextAppSql(false))
+  const nextAppUpTo = sqlite.query(nextAppSql(true))
+  const appHeads = sqlite.query(APP_HEADS)
+  const othersOf = (ks: readonly string[]) => sqlite.query(othersHeadsSql(ks.filter((k) => k !== FAIR_KIND)))
+  const fairClaims = (kinds ?? JOB_KINDS).includes(FAIR_KIND)
+  const ownOthers = fairClaims ? othersOf(kinds ?? JOB_KINDS) : null
+  const processOthers = othersOf([])
   const leaseOne: Statement = sqlite.query(
     `UPDATE jobs SET lease_until = ?3, lease_owner = ?4, attempts = attempts + 1 WHERE id = ?1 AND ${DUE} RETURNING *`,
   )
@@ -84,18 +80,18 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
    * Up to `n` due job ids in fair order (src/db/fair-claim.ts), each with its group: the Apps after the
    * cursor, the jobs without an App, the Apps up to the cursor; at most n + WALK_SLACK groups looked at.
    */
-  function pickFair(ring: Ring, n: number, now: number): { id: number; group: string }[] {
+  function pickFair(others: Statement, n: number, now: number): { id: number; group: string }[] {
     const found: { id: number; group: string }[][] = []
     let looked = 0
     const enough = () => found.length >= n || looked >= n + WALK_SLACK
     const visit = (app: string | null) => {
       looked++
       const limit = fairShare(n, found.length + 1)
-      const ids = (app === null ? ring.headsWithoutApp : ring.heads).values(app, now, limit) as [number][]
+      const ids = (app === null ? others.values(null, now, limit) : appHeads.values(app, now, limit)) as [number][]
       if (ids.length > 0) found.push(ids.map(([id]) => ({ id, group: app ?? RING_START })))
     }
     const after = (from: string, upTo?: string) =>
-      ((upTo === undefined ? ring.next.get(from) : ring.nextUpTo.get(from, upTo)) as { app: string | null }).app
+      ((upTo === undefined ? nextApp.get(from) : nextAppUpTo.get(from, upTo)) as { app: string } | null)?.app ?? null
     for (let app = after(cursor); app !== null && !enough(); app = after(app)) visit(app)
     if (!enough()) visit(null)
     for (let app = after(RING_START, cursor); app !== null && !enough(); app = after(app, cursor)) visit(app)
@@ -135,7 +131,7 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
   return {
     /** The next due job of this repo's kinds, from the group after the last one served (fair across Apps). */
     claim(now: number, leaseMs: number, owner: string): JobRow | null {
-      const [row] = leasePicked(pickFair(ownRing, 1, now), now, leaseMs, owner)
+      const [row] = ownOthers ? leasePicked(pickFair(ownOthers, 1, now), now, leaseMs, owner) : []
       if (row) return row
       if (anyDue.get({ now }) === null) return null
       const queued = claim.get({ now, leaseUntil: now + leaseMs, owner }) as JobRow | null
@@ -143,9 +139,8 @@ export function createSqliteJobs(sqlite: Database, kinds?: readonly JobKind[]) {
     },
     /** Up to `n` more due jobs of one kind, leased together, round-robin across Apps from the group after the last one served. */
     claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): JobRow[] {
-      // The kind is spelled into the ring's SQL: only a known one (an unknown kind has no jobs anyway).
-      if (n <= 0 || !(JOB_KINDS as readonly string[]).includes(kind)) return []
-      const rows = leasePicked(pickFair(ringOfKind(kind), n, now), now, leaseMs, owner)
+      if (n <= 0) return []
+      const rows = kind === FAIR_KIND ? leasePicked(pickFair(processOthers, n, now), now, leaseMs, owner) : []
       if (rows.length > 0) return rows
       const queued = claimBatch.all({ kind, n, now, leaseUntil: now + leaseMs, owner }) as JobRow[]
       return fallback(queued.sort((a, b) => a.run_after - b.run_after || a.id - b.id))
