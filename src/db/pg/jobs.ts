@@ -19,44 +19,54 @@
  */
 import type { PoolClient } from 'pg'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
-import { exec, many, one, type PgStorage } from './storage'
+import { exec, many, one, prepared, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
 import { FAIR_KIND, RING_START, WALK_SLACK } from '../fair-claim'
 
 const DUE = (j: string) => `${j}.run_after <= (SELECT now FROM clock) AND (${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
+const LEASE_FREE = (j: string) => `(${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
 
 /**
  * The fair claim (src/db/fair-claim.ts). $1: the caller's now (NULL: the database's), $2: the lease in ms,
  * $3: the owner, $4: the kinds of the group without an App besides `process` jobs without one, $5: n, $6:
  * the cursor (the App served last; '' for the ring's start), $7: how many Apps each side of the cursor the
- * walk may look at. `ring` holds the Apps after the cursor, the group without an App, then the Apps up to
- * the cursor. Each step of a walk is the next App with a queued `process` job (one probe of
- * jobs_app_due_idx) and whether it has a due one; a walk stops once it found n Apps with due jobs, and
- * `due` numbers them, so the i-th reads at most ceil(n / i) of its jobs (`fairShare`).
+ * walk looks at. `ring` holds the Apps after the cursor, the group without an App, then the Apps up to the
+ * cursor; each step of a walk is the next App with a queued `process` job, one probe of jobs_app_due_idx
+ * (an index-only scan). The i-th App of the ring reads at most ceil(n / i) of its due jobs, a range of
+ * jobs_app_due_idx in order (the group without an App up to n); the round-robin picks are locked and leased.
+ *
+ * The planner is steered twice, both found with EXPLAIN ANALYZE on a 100k-job backlog (bench/README.md
+ * "Issue 38"): whether an App has a due job is not asked inside the walk (as a subquery with LIMIT 1 and
+ * the App a parameter, the planner took jobs_due_idx or a sequential scan through the whole backlog:
+ * "Rows Removed by Filter: 100100" per App), and the other kinds' "due" is a row comparison over
+ * jobs_kind_due_idx's own columns, one kind at a time (`kind = ANY(...)` and `run_after <= now` walked
+ * jobs_due_idx through the `process` backlog for one batch release).
  */
 function fairClaimSql(): string {
   const P = `'${FAIR_KIND}'`
   const nextApp = (after: string, upTo: boolean) =>
     `(SELECT j.app_id FROM jobs j WHERE j.kind = ${P} AND j.app_id > ${after}${upTo ? ' AND j.app_id <= $6::text' : ''} ORDER BY j.app_id LIMIT 1)`
-  const hasDue = (app: string) => `(SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.kind = ${P} AND j.app_id = ${app} AND ${DUE('j')} LIMIT 1) d)::int`
-  const walk = (name: string, start: string, upTo: boolean) => `${name}(app, pos, due) AS (
-      SELECT s.app, 1, ${hasDue('s.app')} FROM (SELECT ${nextApp(start, upTo)} AS app) s
+  const walk = (name: string, start: string, upTo: boolean) => `${name}(app, pos) AS (
+      SELECT s.app, 1 FROM (SELECT ${nextApp(start, upTo)} AS app) s
       UNION ALL
-      SELECT s.app, w.pos + 1, w.due + ${hasDue('s.app')} FROM ${name} w CROSS JOIN LATERAL (SELECT ${nextApp('w.app', upTo)} AS app) s
-      WHERE w.app IS NOT NULL AND w.pos < $7::int AND w.due < $5::int)`
-  const inOrder = (where: string, limit: string) => `SELECT j.id, j.run_after FROM jobs j WHERE ${where} AND ${DUE('j')} ORDER BY j.run_after, j.id LIMIT ${limit}`
+      SELECT s.app, w.pos + 1 FROM ${name} w CROSS JOIN LATERAL (SELECT ${nextApp('w.app', upTo)} AS app) s
+      WHERE w.app IS NOT NULL AND w.pos < $7::int)`
+  const inOrder = (where: string, limit: string) => `SELECT j.id, j.run_after FROM jobs j WHERE ${where} ORDER BY j.run_after, j.id LIMIT ${limit}`
   return `WITH RECURSIVE clock AS (SELECT ${nowOr('$1')} AS now),
     ${walk('after_cursor', '$6::text', false)},
     ${walk('up_to_cursor', "''", true)},
     ring(app, ord, share) AS (
-      SELECT app, pos, due FROM after_cursor WHERE app IS NOT NULL AND due > 0
-      UNION ALL SELECT NULL, $7::int + 1, 1
-      UNION ALL SELECT app, $7::int + 1 + pos, due FROM up_to_cursor WHERE app IS NOT NULL AND due > 0),
+      -- An App's share counts the Apps before it in the ring, not the group without an App (mostly empty in a flood).
+      SELECT app, ord, row_number() OVER (ORDER BY app IS NULL, ord) FROM (
+        SELECT app, pos AS ord FROM after_cursor WHERE app IS NOT NULL
+        UNION ALL SELECT NULL, $7::int + 1
+        UNION ALL SELECT app, $7::int + 1 + pos FROM up_to_cursor WHERE app IS NOT NULL) g),
     heads AS (
-      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${inOrder(`j.kind = ${P} AND j.app_id = r.app`, 'ceil($5::numeric / r.share)')}) h WHERE r.app IS NOT NULL
+      SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${inOrder(`j.kind = ${P} AND j.app_id = r.app AND ${DUE('j')}`, 'ceil($5::numeric / r.share)')}) h WHERE r.app IS NOT NULL
       UNION ALL
       SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (
-        SELECT o.id, o.run_after FROM ((${inOrder(`j.kind = ${P} AND j.app_id IS NULL`, '$5::int')}) UNION ALL (${inOrder('j.kind = ANY($4::text[])', '$5::int')})) o
+        SELECT o.id, o.run_after FROM ((${inOrder(`j.kind = ${P} AND j.app_id IS NULL AND ${DUE('j')}`, '$5::int')})
+          UNION ALL (SELECT k.id, k.run_after FROM unnest($4::text[]) AS other(kind) CROSS JOIN LATERAL (${inOrder(`j.kind = other.kind AND (j.kind, j.run_after) <= (other.kind, (SELECT now FROM clock)) AND ${LEASE_FREE('j')}`, '$5::int')}) k)) o
         ORDER BY o.run_after, o.id LIMIT $5::int) h WHERE r.app IS NULL),
     ranked AS (
       SELECT id, ord, row_number() OVER (PARTITION BY ord ORDER BY run_after, id) AS round, dense_rank() OVER (ORDER BY ord) AS nth FROM heads),
@@ -95,7 +105,8 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   async function claimOf(ofKinds: readonly string[], n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
     type Picked = JobRow & { fair_round?: number; fair_ord?: number }
     const picked = ofKinds.includes(FAIR_KIND)
-      ? await many<Picked>(pool, FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds.filter((k) => k !== FAIR_KIND), n, cursor, n + WALK_SLACK])
+      // Named: the statement is planned once per connection (planning it took 2-8 ms, more than running it).
+      ? ((await pool.query(prepared(FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds.filter((k) => k !== FAIR_KIND), n, cursor, n + WALK_SLACK]))).rows as Picked[])
       : []
     const rows: JobRow[] = picked.length > 0
       ? picked.sort((a, b) => Number(a.fair_round) - Number(b.fair_round) || Number(a.fair_ord) - Number(b.fair_ord)).map(({ fair_round, fair_ord, ...row }) => row)
