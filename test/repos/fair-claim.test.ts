@@ -3,8 +3,9 @@
  * round-robin (src/db/fair-claim.ts), each App's own jobs in (run_after, id) order, jobs without an App as
  * a group of their own; the App of a `process` job is set at intake and by the migration for old rows.
  */
-import { expect, test } from 'bun:test'
-import { describeEachDialect, storeOf, type FreshStore } from '../dialects'
+import { describe, expect, test } from 'bun:test'
+import { describeEachDialect, freshStore, storeOf, type FreshStore } from '../dialects'
+import { FAIR_CLAIM } from '../../src/db/pg/jobs'
 import type { JobsRepo, JobRow } from '../../src/lifecycle/jobs-repo'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
@@ -175,6 +176,35 @@ describeEachDialect('fair claiming across Apps', (fresh) => {
       expect(rows.map((r) => [r.attempts, Number(r.n)])).toEqual([[1, N]])
     } finally {
       await other.close()
+    }
+  })
+})
+
+/**
+ * The planner, steered (src/db/pg/jobs.ts `fairClaimSql`): with a due time that is an InitPlan parameter it
+ * took jobs_due_idx or a sequential scan through the whole backlog for one App's first job, or for one
+ * batch release. With 20k due jobs of one App, every scan of the claim is an index probe or a short range.
+ */
+describe('fair claim [pg]: no walk through the backlog', () => {
+  test('claim and batch of the processing worker: index scans only, none reading past a few rows', async () => {
+    const s = await freshStore('pg')
+    await flood(s, 'appA', 20_000)
+    for (const app of ['s1', 's2', 's3']) await flood(s, app, 3)
+    await s.store.lifecycle.enqueue('batch_release', { appId: 'w1' }, s.clock.now() + 60_000)
+    await sql(s, 'ANALYZE jobs')
+    const t = s.clock.now()
+    if (s.storage.dialect !== 'pg') throw new Error('a PostgreSQL store was expected')
+    const pool = s.storage.pool
+    // As the processing worker sends them: its claim (n = 1, batch releases in the group without an App,
+    // after App A and from the ring's start) and a batch of `process` jobs.
+    for (const [others, n, cursor] of [[['batch_release'], 1, 'appA'], [[], 511, ''], [['batch_release'], 1, '']] as const) {
+      const plan = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${FAIR_CLAIM}`, [t, LEASE, 'explain', others, n, cursor, n + 32])
+      const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')
+      expect(text).not.toContain('Seq Scan on jobs')
+      expect(text).not.toContain('jobs_due_idx')
+      const removed = [...text.matchAll(/Rows Removed by Filter: (\d+)/g)].map((m) => Number(m[1]))
+      // Leased jobs are passed over by a filter (the 512 the batch above leased, at App A's head): never the backlog.
+      expect(Math.max(0, ...removed)).toBeLessThan(1000)
     }
   })
 })

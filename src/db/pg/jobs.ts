@@ -40,7 +40,9 @@ const LEASE_FREE = (j: string) => `(${j}.lease_until IS NULL OR ${j}.lease_until
  * the App a parameter, the planner took jobs_due_idx or a sequential scan through the whole backlog:
  * "Rows Removed by Filter: 100100" per App), and the other kinds' "due" is a row comparison over
  * jobs_kind_due_idx's own columns, one kind at a time (`kind = ANY(...)` and `run_after <= now` walked
- * jobs_due_idx through the `process` backlog for one batch release).
+ * jobs_due_idx through the `process` backlog for one batch release). The picks are locked and updated by
+ * `id = ANY(ARRAY(...))`, primary-key probes: joined to the CTE, a batch of 511 was a hash join over a
+ * scan of every job.
  */
 function fairClaimSql(): string {
   const P = `'${FAIR_KIND}'`
@@ -71,12 +73,13 @@ function fairClaimSql(): string {
     ranked AS (
       SELECT id, ord, row_number() OVER (PARTITION BY ord ORDER BY run_after, id) AS round, dense_rank() OVER (ORDER BY ord) AS nth FROM heads),
     picks AS (SELECT id, round, ord FROM ranked WHERE round <= ceil($5::numeric / nth) ORDER BY round, ord LIMIT $5::int),
-    locked AS (SELECT j.id FROM jobs j WHERE j.id IN (SELECT id FROM picks) AND ${DUE('j')} FOR UPDATE OF j SKIP LOCKED)
+    locked AS (SELECT j.id FROM jobs j WHERE j.id = ANY(ARRAY(SELECT id FROM picks)) AND ${DUE('j')} FOR UPDATE OF j SKIP LOCKED)
     UPDATE jobs j SET lease_until = (SELECT now FROM clock) + $2::bigint, lease_owner = $3, attempts = j.attempts + 1
-    FROM locked l JOIN picks p ON p.id = l.id WHERE j.id = l.id
+    FROM picks p WHERE j.id = ANY(ARRAY(SELECT id FROM locked)) AND p.id = j.id
     RETURNING j.*, p.round AS fair_round, p.ord AS fair_ord`
 }
-const FAIR_CLAIM = fairClaimSql()
+/** Exported for the plan check in test/repos/fair-claim.test.ts. */
+export const FAIR_CLAIM = fairClaimSql()
 
 export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   if (kinds?.some((k) => !JOB_KINDS.includes(k))) throw new Error(`unknown job kind in ${kinds.join(', ')}`)
