@@ -78,7 +78,7 @@ async function sqliteSide(): Promise<Record<string, unknown>> {
   createSqliteJobs(spy, [...KINDS])
   seeded()
   db.run('ANALYZE')
-  for (const sql of seen.filter((s) => /app_id/.test(s) && !/runAfterOf|kind = \? AND app_id = \?/.test(s))) {
+  for (const sql of new Set(seen.filter((s) => /^SELECT (app_id AS app|id|id, run_after) FROM jobs WHERE kind = '/.test(s)))) {
     const bound = sql.replace(/\?(\d)/g, (_, k) => ({ '1': "'appA'", '2': String(now), '3': '511', '4': "'bench'" })[k as '1'] ?? 'NULL')
     const plan = (db.query(`EXPLAIN QUERY PLAN ${bound}`).all() as { detail: string }[]).map((r) => r.detail)
     console.log(`-- SQLite: ${sql.replace(/\s+/g, ' ').slice(0, 160)}…\n   ${plan.join('\n   ')}`)
