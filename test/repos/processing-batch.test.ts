@@ -43,7 +43,7 @@ async function submitCorpus(s: FreshStore, rounds: number): Promise<void> {
         "INSERT INTO feedback (id, org_id, app_id, status, text, url, email, submitted_mode, created_at, updated_at) VALUES (?, ?, ?, 'received', ?, 'https://shop.example/checkout', 'ana@example.com', 'public', ?, ?)",
         [id, org, app, text, s.clock.now(), s.clock.now()],
       )
-      await s.store.lifecycle.enqueue('process', { feedbackId: id })
+      await s.store.lifecycle.enqueue('process', { feedbackId: id, appId: app })
       s.clock.advance(7)
     }
   }
