@@ -12,7 +12,7 @@ import { pgStorage } from '../../src/db/pg/storage'
 import { openDatabase } from '../../src/db/sqlite/client'
 import { sqliteStorage } from '../../src/db/sqlite/storage'
 import type { Storage } from '../../src/db/storage'
-import { insertReport, seedOrgApp, sql } from './store-fixtures'
+import { insertReport, seedOrgApp, sql, claimAllConcurrently } from './store-fixtures'
 import sqliteMigration from '../../migrations/0031_fair_claim.sql' with { type: 'text' }
 import pgMigration from '../../migrations-pg/0017_fair_claim.sql' with { type: 'text' }
 
@@ -160,16 +160,8 @@ describeEachDialect('fair claiming across Apps', (fresh) => {
     const other = await secondStore(s)
     try {
       const repos: JobsRepo[] = [s.store.jobs(['process', 'batch_release']), storeOf(other.storage, s.clock).jobs(['process', 'batch_release'])]
-      const claimed: number[] = []
-      const t = s.clock.now()
-      const claimer = async (jobs: JobsRepo, owner: string, batch: boolean) => {
-        for (;;) {
-          const got = batch ? await jobs.claimBatch('process', 4, t, LEASE, owner) : [await jobs.claim(t, LEASE, owner)].filter((j) => j !== null)
-          if (got.length === 0) return
-          for (const j of got) claimed.push(j.id)
-        }
-      }
-      await Promise.all(repos.flatMap((jobs, node) => [0, 1, 2, 3].map((k) => claimer(jobs, `node${node}:${k}`, k % 2 === 1))))
+      // Four claimers per node, one job or a few at a time, until the queue is empty.
+      const claimed = await claimAllConcurrently(repos, s.clock.now(), LEASE, 4)
       expect(claimed).toHaveLength(N)
       expect(new Set(claimed).size).toBe(N)
       const rows = await sql<{ attempts: number; n: number }>(s, 'SELECT attempts, COUNT(*) AS n FROM jobs GROUP BY attempts')

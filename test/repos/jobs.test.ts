@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test'
 import { storeOf } from '../dialects'
 import { describeEachDialect, freshStore, type FreshStore } from '../dialects'
 import { type JobsRepo } from '../../src/lifecycle/jobs-repo'
-import { sql } from './store-fixtures'
+import { sql, claimAllConcurrently } from './store-fixtures'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
 import { openDatabase } from '../../src/db/sqlite/client'
@@ -199,17 +199,8 @@ describeEachDialect('jobs repo', (fresh) => {
     const other = await secondStore(s)
     try {
       const repos: JobsRepo[] = [s.store.jobs(), storeOf(other.storage, s.clock).jobs()]
-      const claimed: number[] = []
-      const t = s.clock.now()
       // Four claimers per node, one job or a few at a time, until the queue is empty.
-      const claimer = async (jobs: JobsRepo, owner: string, batch: boolean) => {
-        for (;;) {
-          const got = batch ? await jobs.claimBatch('process', 3, t, LEASE, owner) : [await jobs.claim(t, LEASE, owner)].filter((j) => j !== null)
-          if (got.length === 0) return
-          for (const j of got) claimed.push(j.id)
-        }
-      }
-      await Promise.all(repos.flatMap((jobs, node) => [0, 1, 2, 3].map((k) => claimer(jobs, `node${node}:${k}`, k % 2 === 1))))
+      const claimed = await claimAllConcurrently(repos, s.clock.now(), LEASE, 3)
       expect(claimed).toHaveLength(N)
       expect(new Set(claimed).size).toBe(N)
       const rows = await sql<{ attempts: number; n: number }>(s, 'SELECT attempts, COUNT(*) AS n FROM jobs GROUP BY attempts')

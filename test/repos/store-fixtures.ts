@@ -1,5 +1,6 @@
 /** Rows the repository cases need, written with plain SQL on either dialect (the same statement text). */
 import type { FreshStore } from '../dialects'
+import type { JobsRepo } from '../../src/lifecycle/jobs-repo'
 
 /** Runs SQL with `?` placeholders on the store's own connection; its rows. */
 export async function sql<T = Record<string, unknown>>(s: FreshStore, text: string, params: unknown[] = []): Promise<T[]> {
@@ -18,4 +19,21 @@ export async function seedOrgApp(s: FreshStore, orgId = 'o1', appId = 'a1'): Pro
 /** A report row in `status` (default `received`). */
 export async function insertReport(s: FreshStore, id: string, status = 'received', orgId = 'o1', appId = 'a1'): Promise<void> {
   await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES (?, ?, ?, ?, 'raw text', 'public', 1, 1)", [id, orgId, appId, status])
+}
+
+/**
+ * Four claimers per repository (as worker loops on each node), alternately one job (`claim`) and up to
+ * `batch` `process` jobs (`claimBatch`) at a time at `t`, until nothing is left to claim: the ids claimed.
+ */
+export async function claimAllConcurrently(repos: JobsRepo[], t: number, leaseMs: number, batch: number): Promise<number[]> {
+  const claimed: number[] = []
+  const claimer = async (jobs: JobsRepo, owner: string, batched: boolean) => {
+    for (;;) {
+      const got = batched ? await jobs.claimBatch('process', batch, t, leaseMs, owner) : [await jobs.claim(t, leaseMs, owner)].filter((j) => j !== null)
+      if (got.length === 0) return
+      for (const j of got) claimed.push(j.id)
+    }
+  }
+  await Promise.all(repos.flatMap((jobs, node) => [0, 1, 2, 3].map((k) => claimer(jobs, `node${node}:${k}`, k % 2 === 1))))
+  return claimed
 }

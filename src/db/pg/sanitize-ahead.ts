@@ -6,7 +6,7 @@
  */
 import type { QueuedRaw, TxSanitizeAheadSide } from '../../modules/feedback/processing-repo'
 import { nowOr } from './db-clock'
-import { many, one, type PgStorage } from './storage'
+import { many, type PgStorage } from './storage'
 import type { PgTx } from './transaction'
 
 export function createPgSanitizeAhead(storage: PgStorage): TxSanitizeAheadSide<PgTx> {
@@ -21,11 +21,10 @@ export function createPgSanitizeAhead(storage: PgStorage): TxSanitizeAheadSide<P
   const callerNow = (now: number): number | null => (storage.callerClock ? now : null)
   return {
     async headEnd(gap: number): Promise<number | null> {
-      // The gap's last job; with a queue no longer than the gap, nothing is past it.
-      const r = await one<{ id: number }>(pool, "SELECT id FROM jobs WHERE kind = 'process' ORDER BY id OFFSET $1 LIMIT 1", [gap])
-      if (!r) return null
-      if (gap === 0) return 0
-      return Number((await one<{ id: number }>(pool, "SELECT id FROM jobs WHERE kind = 'process' ORDER BY id OFFSET $1 LIMIT 1", [gap - 1]))?.id ?? 0)
+      // The gap's last job and the first one past it, in one read; with a queue no longer than the gap, nothing is past it.
+      const rows = await many<{ id: number }>(pool, "SELECT id FROM jobs WHERE kind = 'process' ORDER BY id OFFSET $1 LIMIT 2", [Math.max(0, gap - 1)])
+      if (gap === 0) return rows.length > 0 ? 0 : null
+      return rows.length === 2 ? Number(rows[0].id) : null
     },
     claimRaw: async (tx: PgTx, afterJobId: number, limit: number, now: number): Promise<QueuedRaw[]> =>
       (await many<QueuedRaw>(tx.client, CLAIM, [afterJobId, limit, callerNow(now)])).map((r) => ({ ...r, job_id: Number(r.job_id) })),
