@@ -37,6 +37,12 @@ fail=$(sum fail)
 skip=$(sum skip)
 # A run that failed without counting a failure (a crash, a file that did not load) still fails the total.
 if [ "$status" -ne 0 ] && [ "$fail" = "0" ]; then fail=1; fi
+# The failures again, last: a CI log shows its tail, and three runs' worth of passes bury the failing names.
+if grep -qE '^\(fail\)' "$log"; then
+  echo
+  echo "failed tests:"
+  grep -E '^\(fail\)' "$log" | cut -c1-300
+fi
 echo
 echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"
 exit "$status"
