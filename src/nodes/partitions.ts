@@ -1,0 +1,123 @@
+/**
+ * Clustering's writers, one per partition of Apps (cluster mode, issue 38.2). An App's near-duplicates must
+ * be judged by one similarity index, so one node at a time clusters an App; but different Apps need not
+ * wait for each other: the Apps are split into `PARTITIONS` partitions (by a hash of the App's id, computed
+ * by the database: `PARTITION_OF_APP`), and each partition is a lease in `leases` (`processing:<n>`, the
+ * database's clock, a fencing token like the roles'). Each live node holds its share (partitions / live
+ * nodes, rounded up): a node over its share lets the extra ones go at its next beat, one under it takes free
+ * ones; a dead node's partitions are free once their lease runs out (one lease period) and taken at the
+ * next beat after that: within about 20 s with the defaults. A node holding a partition claims the
+ * `process` and `batch_release` jobs of its Apps only (src/db/pg/jobs.ts).
+ */
+import type { Logger } from '../core/logger'
+import type { NodesRepo } from './nodes-repo'
+
+export const PARTITIONS = 16
+/** The lease of partition `n`. */
+export const partitionLease = (n: number) => `processing:${n}`
+
+export interface PartitionOptions {
+  leaseMs: number
+  /** Live nodes at the coordinator's last look (at least 1). */
+  liveNodes: () => number
+  partitions?: number
+}
+
+export type PartitionListener = (held: number[]) => void
+
+export class PartitionLeases {
+  private readonly held = new Map<number, number>()
+  private readonly listeners = new Set<PartitionListener>()
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private running = false
+  private current: Promise<void> | undefined
+  private readonly count: number
+  /** Where this node starts looking for free partitions: nodes that start together do not all race for partition 0. */
+  private readonly offset: number
+
+  constructor(
+    private readonly repo: Pick<NodesRepo, 'acquire' | 'release'>,
+    private readonly nodeId: string,
+    private readonly log: Logger,
+    private readonly opts: PartitionOptions,
+  ) {
+    this.count = opts.partitions ?? PARTITIONS
+    let h = 0
+    for (const c of nodeId) h = (h * 31 + c.charCodeAt(0)) >>> 0
+    this.offset = h % this.count
+  }
+
+  /** The partitions this node holds now (their leases surely valid), ascending. */
+  partitions(): number[] {
+    const now = performance.now()
+    return [...this.held].filter(([, validUntil]) => now < validUntil).map(([p]) => p).sort((a, b) => a - b)
+  }
+
+  /** Told the partitions held after each change. */
+  onChange(listener: PartitionListener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  async start(): Promise<void> {
+    this.running = true
+    await this.round()
+    this.schedule()
+  }
+
+  async stop(): Promise<void> {
+    this.running = false
+    clearTimeout(this.timer)
+    await this.current
+    const held = [...this.held.keys()]
+    this.held.clear()
+    if (held.length > 0) this.changed()
+    // Let go at once: another node takes them at its next beat instead of after a lease period.
+    await Promise.all(held.map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
+  }
+
+  private schedule(): void {
+    if (!this.running) return
+    this.timer = setTimeout(() => {
+      this.current = this.round().finally(() => {
+        this.current = undefined
+        this.schedule()
+      })
+    }, Math.max(200, Math.floor(this.opts.leaseMs / 3)))
+  }
+
+  /** One beat: renew what is held, let go of what is over the share, take free partitions up to it. */
+  async round(): Promise<void> {
+    const { leaseMs } = this.opts
+    const share = Math.ceil(this.count / Math.max(1, this.opts.liveNodes()))
+    const before = this.partitions().join(',')
+    // Over the share (a node joined): the highest ones go, so the others find them free.
+    const mine = [...this.held.keys()].sort((a, b) => a - b)
+    for (const p of mine.slice(share)) {
+      this.held.delete(p)
+      await this.repo.release(partitionLease(p), this.nodeId).catch(() => {})
+    }
+    for (let i = 0; i < this.count; i++) {
+      const p = (this.offset + i) % this.count
+      const holding = this.held.has(p)
+      if (!holding && this.held.size >= share) continue
+      const asked = performance.now()
+      try {
+        const token = await this.repo.acquire(partitionLease(p), this.nodeId, leaseMs)
+        if (token === null) this.held.delete(p)
+        // Acted on only while the lease surely has not run out on the database's clock.
+        else this.held.set(p, asked + leaseMs - Math.min(2_000, leaseMs / 5))
+      } catch (e) {
+        this.log.warn('a processing partition lease could not be renewed', { partition: p, error: e instanceof Error ? e.message : String(e) })
+        if (holding && performance.now() >= (this.held.get(p) ?? 0)) this.held.delete(p)
+      }
+    }
+    if (this.partitions().join(',') !== before) this.changed()
+  }
+
+  private changed(): void {
+    const held = this.partitions()
+    this.log.info('processing partitions held', { node: this.nodeId, partitions: held })
+    for (const l of this.listeners) l(held)
+  }
+}
