@@ -11,6 +11,9 @@ import { openPool } from '../src/db/pg/client-options'
 import { pgStorage } from '../src/db/pg/storage'
 import { PartitionLeases, PARTITIONS } from '../src/nodes/partitions'
 import { Logger } from '../src/core/logger'
+import { createPgJobs, PARTITION_OF_APP } from '../src/db/pg/jobs'
+import type { PgStorage } from '../src/db/pg/storage'
+import { insertReport, seedOrgApp, sql } from './repos/store-fixtures'
 
 const LEASE_MS = 600
 const pools: Pool[] = []
@@ -74,4 +77,29 @@ test('a dead node (no more beats, no release): its partitions are taken over onc
   await eventually(() => (b.leases.partitions().length === PARTITIONS ? true : undefined), 5_000)
   expect(Date.now() - died).toBeGreaterThanOrEqual(LEASE_MS - 50)
   await b.leases.stop()
+}, 20_000)
+
+test('a claimer holding some partitions takes the process jobs of their Apps only (fair claim and queue-order claim alike)', async () => {
+  const s = await freshStore('pg')
+  const apps = Array.from({ length: 8 }, (_, i) => `app${i}`)
+  for (const a of apps) {
+    await seedOrgApp(s, 'o1', a)
+    for (let k = 0; k < 3; k++) {
+      await insertReport(s, `${a}-r${k}`, 'received', 'o1', a)
+      await s.store.lifecycle.enqueue('process', { feedbackId: `${a}-r${k}`, appId: a })
+    }
+  }
+  const partitionOf = new Map((await sql<{ app: string; p: number }>(s, `SELECT id AS app, ${PARTITION_OF_APP('id')} AS p FROM apps`)).map((r) => [r.app, Number(r.p)]))
+  const mine = [...new Set(partitionOf.values())].slice(0, 2)
+  const jobs = createPgJobs(s.storage as PgStorage, ['process'], { partitions: () => mine })
+  const claimed = await jobs.claimBatch('process', 100, Date.now(), 60_000, 'node_a')
+  const expected = apps.filter((a) => mine.includes(partitionOf.get(a)!)).length * 3
+  expect(expected).toBeGreaterThan(0)
+  expect(claimed).toHaveLength(expected)
+  expect(claimed.every((j) => mine.includes(partitionOf.get(j.app_id!)!))).toBe(true)
+  // Nothing of another partition, whichever claim runs: the rest stays for the other nodes.
+  const none = createPgJobs(s.storage as PgStorage, ['process'], { partitions: () => [] })
+  expect(await none.claimBatch('process', 100, Date.now(), 60_000, 'node_b')).toEqual([])
+  const others = createPgJobs(s.storage as PgStorage, ['process'], { partitions: () => [...new Set(partitionOf.values())].filter((p) => !mine.includes(p)) })
+  expect(await others.claimBatch('process', 100, Date.now(), 60_000, 'node_c')).toHaveLength(apps.length * 3 - expected)
 }, 20_000)

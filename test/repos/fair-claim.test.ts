@@ -190,7 +190,7 @@ describe('fair claim [pg]: no walk through the backlog', () => {
     // As the processing worker sends them: its claim (n = 1, batch releases in the group without an App,
     // after App A and from the ring's start) and a batch of `process` jobs.
     for (const [others, n, cursor] of [[['batch_release'], 1, 'appA'], [[], 511, ''], [['batch_release'], 1, '']] as const) {
-      const plan = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${FAIR_CLAIM}`, [t, LEASE, 'explain', others, n, cursor, n + 32])
+      const plan = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${FAIR_CLAIM}`, [t, LEASE, 'explain', others, n, cursor, n + 32, null])
       const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')
       expect(text).not.toContain('Seq Scan on jobs')
       expect(text).not.toContain('jobs_due_idx')

@@ -24,6 +24,12 @@ import { nowOr } from './db-clock'
 import { FAIR_KIND, RING_START, WALK_SLACK } from '../fair-claim'
 
 const DUE = (j: string) => `${j}.run_after <= (SELECT now FROM clock) AND (${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
+/**
+ * Whether an App's jobs are this claimer's: $8 NULL (every App: the embedded mode, the node's own worker) or
+ * the App's partition (src/nodes/partitions.ts: 16, by the database's hash of its id) among those it holds.
+ */
+export const PARTITION_OF_APP = (app: string) => `(hashtext(${app}) & 15)`
+const HELD = (app: string) => `($8::int[] IS NULL OR ${PARTITION_OF_APP(app)} = ANY($8::int[]))`
 const LEASE_FREE = (j: string) => `(${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
 
 /**
@@ -60,15 +66,15 @@ function fairClaimSql(): string {
     ring(app, ord, share) AS (
       -- An App's share counts the Apps before it in the ring, not the group without an App (mostly empty in a flood).
       SELECT app, ord, row_number() OVER (ORDER BY app IS NULL, ord) FROM (
-        SELECT app, pos AS ord FROM after_cursor WHERE app IS NOT NULL
+        SELECT app, pos AS ord FROM after_cursor WHERE app IS NOT NULL AND ${HELD('app')}
         UNION ALL SELECT NULL, $7::int + 1
-        UNION ALL SELECT app, $7::int + 1 + pos FROM up_to_cursor WHERE app IS NOT NULL) g),
+        UNION ALL SELECT app, $7::int + 1 + pos FROM up_to_cursor WHERE app IS NOT NULL AND ${HELD('app')}) g),
     heads AS (
       SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (${inOrder(`j.kind = ${P} AND j.app_id = r.app AND ${DUE('j')}`, 'ceil($5::numeric / r.share)')}) h WHERE r.app IS NOT NULL
       UNION ALL
       SELECT r.ord, h.id, h.run_after FROM ring r CROSS JOIN LATERAL (
         SELECT o.id, o.run_after FROM ((${inOrder(`j.kind = ${P} AND j.app_id IS NULL AND ${DUE('j')}`, '$5::int')})
-          UNION ALL (SELECT k.id, k.run_after FROM unnest($4::text[]) AS other(kind) CROSS JOIN LATERAL (${inOrder(`j.kind = other.kind AND (j.kind, j.run_after) <= (other.kind, (SELECT now FROM clock)) AND ${LEASE_FREE('j')}`, '$5::int')}) k)) o
+          UNION ALL (SELECT k.id, k.run_after FROM unnest($4::text[]) AS other(kind) CROSS JOIN LATERAL (${inOrder(`j.kind = other.kind AND (j.kind, j.run_after) <= (other.kind, (SELECT now FROM clock)) AND ${LEASE_FREE('j')} AND (j.app_id IS NULL OR ${HELD('j.app_id')})`, '$5::int')}) k)) o
         ORDER BY o.run_after, o.id LIMIT $5::int) h WHERE r.app IS NULL),
     ranked AS (
       SELECT id, ord, row_number() OVER (PARTITION BY ord ORDER BY run_after, id) AS round, dense_rank() OVER (ORDER BY ord) AS nth FROM heads),
@@ -81,7 +87,12 @@ function fairClaimSql(): string {
 /** Exported for the plan check in test/repos/fair-claim.test.ts. */
 export const FAIR_CLAIM = fairClaimSql()
 
-export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
+export interface PgJobsOptions {
+  /** The partitions of Apps whose jobs this claimer takes (cluster mode's processing worker), or null for every App. */
+  partitions?: () => number[] | null
+}
+
+export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[], options: PgJobsOptions = {}) {
   if (kinds?.some((k) => !JOB_KINDS.includes(k))) throw new Error(`unknown job kind in ${kinds.join(', ')}`)
   const { pool } = storage
   const kindList = kinds ? [...kinds] : null
@@ -89,7 +100,7 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
   const CLAIM = `WITH clock AS (SELECT ${nowOr('$1')} AS now),
     next AS (
       SELECT id FROM jobs WHERE run_after <= (SELECT now FROM clock) AND (lease_until IS NULL OR lease_until < (SELECT now FROM clock))
-        AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
+        AND ($4::text[] IS NULL OR kind = ANY($4::text[])) AND (app_id IS NULL OR ($6::int[] IS NULL OR ${PARTITION_OF_APP('app_id')} = ANY($6::int[])))
       ORDER BY run_after, id LIMIT $5 FOR UPDATE SKIP LOCKED)
     UPDATE jobs j SET lease_until = (SELECT now FROM clock) + $2::bigint, lease_owner = $3, attempts = j.attempts + 1
     FROM next WHERE j.id = next.id
@@ -107,13 +118,15 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[]) {
    */
   async function claimOf(ofKinds: readonly string[], n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]> {
     type Picked = JobRow & { fair_round?: number; fair_ord?: number }
+    const held = options.partitions?.() ?? null
+    // Holding no partition: no job of any App is this claimer's (jobs without an App still are).
     const picked = ofKinds.includes(FAIR_KIND)
       // Named: the statement is planned once per connection (planning it took 2-8 ms, more than running it).
-      ? ((await pool.query(prepared(FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds.filter((k) => k !== FAIR_KIND), n, cursor, n + WALK_SLACK]))).rows as Picked[])
+      ? ((await pool.query(prepared(FAIR_CLAIM, [callerNow(now), leaseMs, owner, ofKinds.filter((k) => k !== FAIR_KIND), n, cursor, n + WALK_SLACK, held]))).rows as Picked[])
       : []
     const rows: JobRow[] = picked.length > 0
       ? picked.sort((a, b) => Number(a.fair_round) - Number(b.fair_round) || Number(a.fair_ord) - Number(b.fair_ord)).map(({ fair_round, fair_ord, ...row }) => row)
-      : (await many<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, ofKinds, n])).sort(byQueueOrder)
+      : (await many<JobRow>(pool, CLAIM, [callerNow(now), leaseMs, owner, ofKinds, n, held])).sort(byQueueOrder)
     if (rows.length > 0) cursor = rows[rows.length - 1].app_id ?? RING_START
     return rows
   }
