@@ -22,6 +22,7 @@ import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
 import { SanitizeAnywhere } from '../worker/sanitize-anywhere'
+import { PartitionLeases, PARTITIONS } from '../nodes/partitions'
 import { VERSION } from '../version'
 import type { Runtime } from './runtime'
 import type { PgStore } from '../db/pg/store'
@@ -79,14 +80,18 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
       // No processing thread or write turns (PostgreSQL has no single write lock for intake to wait on).
       // Sharing intake's thread, the processing worker paces itself on intake's commits (the PostgreSQL
       // group committer notes them in the store's turns).
-      const processor = new Worker(store.jobs(PROCESSING_KINDS), processing.steps, clock, log, {
+      // Clustering per partition of Apps (src/nodes/partitions.ts): this node's processing worker claims the
+      // jobs of the Apps whose partitions it holds, and runs while it holds any.
+      const partitions = new PartitionLeases(store.nodes, coordinator.nodeId, log, { leaseMs: config.nodeLeaseMs, liveNodes: () => coordinator.liveNodes() })
+      const processor = new Worker(store.jobs(PROCESSING_KINDS, { partitions: () => partitions.partitions() }), processing.steps, clock, log, {
         ...intakePacing(store.turns),
         ...workerOptions,
         clusterLeaseOwner: `${coordinator.nodeId}:processing`,
       })
       // The other nodes sanitize ahead of the processing node during a backlog (issue 38.2).
       const sanitizer = new SanitizeAnywhere(store.sides.sanitizeAhead, store.sides.processing, clock, log, {
-        active: () => !coordinator.holds('processing'),
+        // A node that clusters every partition sanitizes in its own batches.
+        active: () => partitions.partitions().length < PARTITIONS,
         // A chunk holds this thread ~80 ms: only once this node's intake has been quiet a while.
         busy: () => store.turns.msSinceIntakeCommit() < 250,
       })
@@ -113,6 +118,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         worker,
         cluster: processing.port,
         processingWorker: processor,
+        partitions,
         sanitizeAnywhere: sanitizer,
         wakeBus: bus,
         stopEventSignal,

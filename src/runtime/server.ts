@@ -183,7 +183,6 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     // One change after another; a change that fails (the database away while a worker hands its leases
     // back) is logged and must not stop the changes after it.
     roleWork = roleWork.then(async () => {
-      if (role === 'processing' && processingWorker && workersOn) await (held ? processingWorker.start() : processingWorker.stop())
       if (role === 'dispatch') {
         if (held) {
           webhooks.start(hub)
@@ -194,6 +193,16 @@ export async function startServer(config: Readonly<Config>, options: StartOption
       }
     }).catch((e) => log.error('a role change was not carried out in full', { role, held, error: e instanceof Error ? e.message : String(e) }))
   })
+  // Cluster mode: the processing worker follows this node's partitions of Apps (src/nodes/partitions.ts).
+  let partitionWork = Promise.resolve()
+  const stopPartitions = services.partitions?.onChange((held) => {
+    partitionWork = partitionWork
+      .then(async () => {
+        if (processingWorker && workersOn) await (held.length > 0 ? processingWorker.start() : processingWorker.stop())
+      })
+      .catch((e) => log.error('a partition change was not carried out in full', { error: e instanceof Error ? e.message : String(e) }))
+  })
+  if (workersOn) await services.partitions?.start()
   const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
   const stopSpamSweep = startSpamSweep(services.spamSweep, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
@@ -239,7 +248,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
         // answer the clustering calls of requests in flight).
         stopRoles()
-        const ownWorkerStopped = Promise.all([worker.stop(), roleWork.then(() => processingWorker?.stop()), services.sanitizeAnywhere?.stop()])
+        stopPartitions?.()
+        const ownWorkerStopped = Promise.all([worker.stop(), roleWork.then(() => processingWorker?.stop()), partitionWork.then(() => processingWorker?.stop()), services.sanitizeAnywhere?.stop(), services.partitions?.stop()])
         services.sanitizerThread?.stopClaiming()
         services.processingThread?.stopClaiming()
         // Let in-flight requests finish, but do not wait forever on idle keep-alive connections.

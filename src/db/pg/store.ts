@@ -21,7 +21,7 @@ import type { TxClusterRepo } from '../../dedup/store-sides'
 import type { AuditEntry } from '../../modules/audit/entry'
 import { pgRunner } from './tx-body'
 import { PgGroupCommitter } from './group-commit'
-import { createPgJobs, type PgJobs } from './jobs'
+import { createPgJobs, type PgJobs, type PgJobsOptions } from './jobs'
 import { createPgProcessing, type PgProcessing } from './processing'
 import { createPgAbuseRepo } from './abuse'
 import { createPgAdminsRepo } from './admins'
@@ -63,6 +63,8 @@ export interface PgStore extends Store {
   readonly dialect: 'pg'
   readonly storage: PgStorage
   readonly sides: PgSides
+  /** The job queue of `kinds`; `options.partitions`: only the Apps of these partitions (cluster mode's processing worker). */
+  jobs(kinds?: readonly JobKind[], options?: PgJobsOptions): PgJobs
 }
 
 export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOptions = {}): PgStore {
@@ -104,7 +106,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
         return (await readMetaPg(pool, META.clusterId)) as string
       },
     },
-    jobs: (kinds?: readonly JobKind[]) => createPgJobs(storage, kinds),
+    jobs: (kinds?: readonly JobKind[], options?: PgJobsOptions) => createPgJobs(storage, kinds, options),
     databaseCheck: () => databaseCheck(),
     close: () => pool.end(),
   }
