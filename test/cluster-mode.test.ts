@@ -17,6 +17,7 @@ import type { Pool } from 'pg'
 import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
 import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
 import { openPool } from '../src/db/pg/client-options'
+import { PARTITION_OF_APP } from '../src/db/pg/jobs'
 import { SlackStub } from './slack-stub'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -29,6 +30,8 @@ let redis: RedisServer
 const dirs: string[] = []
 const nodes: Node[] = []
 let tenant: { orgId: string; key: string; appId: string; pub: string }
+/** The partition of Apps the tenant's App is in (src/nodes/partitions.ts: the database's hash of its id). */
+let tenantPartition: number
 const SLACK_TOKEN = 'xoxb-cluster-0123456789'
 let slack: SlackStub
 
@@ -55,6 +58,7 @@ interface NodeCheck {
   reason?: string
   node?: string
   roles?: string[]
+  partitions?: number[]
   liveNodes?: number
   unheardPeers?: string[]
   warning?: string
@@ -68,36 +72,56 @@ async function readiness(n: Node): Promise<{ status: number; node: NodeCheck; re
 }
 
 /**
- * Waits until the live nodes hold the three roles between them, each once, spread over as many nodes as
- * there are roles (or nodes); the holder of each.
+ * Waits until the live nodes hold the two roles between them, each once, spread over as many nodes as there
+ * are roles (or nodes), and the 16 partitions of Apps each once, every node its share (16 / live nodes,
+ * rounded up) at most. `processing`: the node clustering the tenant's App (holding its partition).
  */
-async function rolesSettled(live: Node[], timeoutMs = 20_000): Promise<Record<string, Node>> {
+async function rolesSettled(live: Node[], timeoutMs = 20_000): Promise<{ maintenance: Node; dispatch: Node; processing: Node; partitions: Map<Node, number[]> }> {
   return eventually(async () => {
     const holders: Record<string, Node[]> = {}
+    const partitions = new Map<Node, number[]>()
     for (const n of live) {
       const { node } = await readiness(n)
       for (const role of node.roles ?? []) (holders[role] ??= []).push(n)
+      partitions.set(n, node.partitions ?? [])
     }
-    const roles = ['processing', 'maintenance', 'dispatch']
+    const roles = ['maintenance', 'dispatch'] as const
     if (!roles.every((r) => holders[r]?.length === 1)) return undefined
     if (new Set(roles.map((r) => holders[r][0])).size !== Math.min(live.length, roles.length)) return undefined
-    return Object.fromEntries(roles.map((r) => [r, holders[r][0]]))
+    const all = [...partitions.values()].flat().sort((a, b) => a - b)
+    if (JSON.stringify(all) !== JSON.stringify(Array.from({ length: 16 }, (_, i) => i))) return undefined
+    if ([...partitions.values()].some((p) => p.length > Math.ceil(16 / live.length))) return undefined
+    // A node clustering some partitions says `processing` among its roles.
+    if (live.some((n) => partitions.get(n)!.length > 0 !== (holders.processing ?? []).includes(n))) return undefined
+    const processing = live.find((n) => partitions.get(n)!.includes(tenantPartition))!
+    return { maintenance: holders.maintenance[0], dispatch: holders.dispatch[0], processing, partitions }
   }, timeoutMs)
+}
+
+async function partitionOf(appId: string): Promise<number> {
+  return (await pool.query<{ p: number }>(`SELECT ${PARTITION_OF_APP('$1::text')} AS p`, [appId])).rows[0].p
 }
 
 let sent = 0
 /** POSTs one report to `n` as its own client address; the id when acknowledged (201), else the status. */
-async function submit(n: Node, text?: string, address?: string): Promise<{ status: number; id?: string; retryAfter?: string | null; error?: unknown }> {
+async function submit(n: Node, text?: string, address?: string, publicKey = tenant.pub): Promise<{ status: number; id?: string; retryAfter?: string | null; error?: unknown }> {
   const i = sent++
   const res = await fetch(`${n.url}/v1/feedback`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${tenant.pub}`, 'content-type': 'application/json', 'x-forwarded-for': address ?? `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` },
+    headers: { authorization: `Bearer ${publicKey}`, 'content-type': 'application/json', 'x-forwarded-for': address ?? `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` },
     body: JSON.stringify({ text: text ?? `Report ${i}: ${WORDS[i % WORDS.length]} ${WORDS[(i * 7 + 3) % WORDS.length]} fails on page ${i}` }),
   })
   const body = (await res.json().catch(() => ({}))) as { id?: string; error?: unknown }
   return { status: res.status, id: res.status === 201 ? body.id : undefined, retryAfter: res.headers.get('retry-after'), error: body.error }
 }
 const WORDS = ['checkout', 'invoice', 'avatar', 'search', 'export', 'login', 'calendar', 'upload', 'billing', 'sidebar', 'map', 'chart', 'profile', 'cart']
+
+/** A node's `process` jobs done (`fixloop_node_jobs_done_total`): the reports it clustered. */
+async function clusteredBy(node: Node): Promise<number> {
+  const text = await (await fetch(`${node.url}/metrics`)).text()
+  const line = text.split('\n').find((l) => l.startsWith('fixloop_node_jobs_done_total{') && l.includes('kind="process"'))
+  return Number(line?.split(' ').at(-1) ?? 0)
+}
 
 /** A node's cross-node wake-ups (`fixloop_wake_messages_total`) in one direction, from its /metrics. */
 async function wakeCount(node: Node, direction: 'published' | 'heard'): Promise<number> {
@@ -156,6 +180,7 @@ beforeAll(async () => {
   const key = await cli(['key', 'create', '--org', org.id])
   const app = await cli(['app', 'create', '--org', org.id, '--name', 'Shop'])
   tenant = { orgId: org.id, key: key.key, appId: app.id, pub: app.publicKey }
+  tenantPartition = await partitionOf(app.id)
   await Promise.all([startNode(), startNode(), startNode()])
 }, 60_000)
 
@@ -170,7 +195,7 @@ afterAll(async () => {
 const alive = () => nodes.filter((n) => n.proc.exitCode === null && !n.proc.killed)
 
 describe('three nodes on one PostgreSQL and one Redis', () => {
-  test('each node names itself on /readyz; the three roles spread over the nodes, each held by exactly one', async () => {
+  test('each node names itself on /readyz; the two roles spread over the nodes, each held by exactly one; the partitions of Apps spread, each held once', async () => {
     const ids = new Set<string>()
     for (const n of nodes) {
       const { status, node, redis: r } = await readiness(n)
@@ -181,19 +206,23 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
       ids.add(node.node!)
     }
     expect(ids.size).toBe(3)
-    const holders = await rolesSettled(nodes)
-    // Spread: with three nodes each holds one role.
-    expect(new Set(Object.values(holders)).size).toBe(3)
+    const { maintenance, dispatch, partitions } = await rolesSettled(nodes)
+    // Spread: with three nodes, two hold a role each; every node clusters its share of the partitions (16 / 3: 6 at most).
+    expect(maintenance).not.toBe(dispatch)
+    for (const n of nodes) expect(partitions.get(n)!.length).toBeGreaterThanOrEqual(4)
     const { rows } = await pool.query('SELECT count(*)::int AS n FROM cluster_nodes')
     expect(rows[0].n).toBe(3)
     // /metrics says which node answered and what it holds.
-    for (const [role, n] of Object.entries(holders)) {
+    for (const n of nodes) {
       const text = await (await fetch(`${n.url}/metrics`)).text()
       const id = (await readiness(n)).node.node!
-      expect(text).toContain(`fixloop_node_role{node="${id}",role="${role}"} 1`)
+      expect(text).toContain(`fixloop_node_role{node="${id}",role="maintenance"} ${n === maintenance ? 1 : 0}`)
+      expect(text).toContain(`fixloop_node_role{node="${id}",role="dispatch"} ${n === dispatch ? 1 : 0}`)
+      expect(text).toContain(`fixloop_node_role{node="${id}",role="processing"} 1`)
+      expect(text).toContain(`fixloop_node_partitions{node="${id}"} ${partitions.get(n)!.length}`)
       expect(text).toContain(`fixloop_cluster_live_nodes{node="${id}"} 3`)
       // The database-wide gauges come from the maintenance holder only.
-      expect(text.includes('fixloop_jobs_oldest_age_seconds')).toBe(role === 'maintenance')
+      expect(text.includes('fixloop_jobs_oldest_age_seconds')).toBe(n === maintenance)
     }
   }, 30_000)
 
@@ -240,6 +269,83 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     expect(seqs[0].max - seqs[0].min + 1).toBe(seqs[0].n)
     expect((await pool.query("SELECT count(*)::int AS n FROM jobs WHERE kind = 'process'")).rows[0].n).toBe(0)
   }, 200_000)
+
+  test('two Apps in partitions held by two nodes: each clustered by its own node, both at once, identical reports in one cluster per App', async () => {
+    const { partitions, processing: first } = await rolesSettled(nodes)
+    // Another App of the Org whose partition another node holds (Apps are spread by a hash of their id).
+    let second: { id: string; publicKey: string; node: Node } | undefined
+    for (let tries = 0; tries < 12 && !second; tries++) {
+      const app = await cli(['app', 'create', '--org', tenant.orgId, '--name', `Second ${tries}`])
+      const p = await partitionOf(app.id)
+      const holder = nodes.find((n) => partitions.get(n)!.includes(p))!
+      if (holder !== first) second = { id: app.id, publicKey: app.publicKey, node: holder }
+    }
+    expect(second).toBeDefined()
+    const before = new Map(await Promise.all(nodes.map(async (n) => [n, await clusteredBy(n)] as const)))
+    const TEXTS = [
+      'The export button on the reports page does nothing when I click it',
+      'Checkout total shows NaN after applying a discount code to the cart',
+      'Avatar upload spinner keeps spinning forever and the picture never changes',
+      'Search results show entries from last week instead of today',
+      'The calendar view skips every Sunday when switching between months',
+    ]
+    const PER_TEXT = 30
+    // Sampled while the two drain: when each node's count last moved and first moved.
+    const moves = new Map<Node, { first?: number; last?: number }>(nodes.map((n) => [n, {}]))
+    let sampling = true
+    const sampler = (async () => {
+      while (sampling) {
+        for (const n of [first, second!.node]) {
+          const m = moves.get(n)!
+          if ((await clusteredBy(n)) > before.get(n)!) {
+            m.first ??= Date.now()
+            m.last = Date.now()
+          }
+        }
+        await Bun.sleep(25)
+      }
+    })()
+    const ids = { [tenant.appId]: [] as string[], [second!.id]: [] as string[] }
+    let next = 0
+    const jobs = TEXTS.flatMap((t) => Array.from({ length: PER_TEXT }, () => t)).flatMap((t) => [[tenant.appId, tenant.pub, t], [second!.id, second!.publicKey, t]] as const)
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < jobs.length) {
+          const [app, key, text] = jobs[next]
+          const r = await submit(nodes[next++ % 3], text, undefined, key)
+          expect(r.status).toBe(201)
+          ids[app].push(r.id!)
+        }
+      }),
+    )
+    const all = [...ids[tenant.appId], ...ids[second!.id]]
+    await eventually(async () => {
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM feedback f WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')
+           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'process' AND j.feedback_id = f.id)`,
+        [all],
+      )
+      return rows[0].n === all.length ? true : undefined
+    }, 60_000)
+    sampling = false
+    await sampler
+    // Each App's reports were clustered by the node holding its partition: each node's count rose by its App's at least.
+    expect((await clusteredBy(first)) - before.get(first)!).toBeGreaterThanOrEqual(ids[tenant.appId].length)
+    expect((await clusteredBy(second!.node)) - before.get(second!.node)!).toBeGreaterThanOrEqual(ids[second!.id].length)
+    // At once: each node was still clustering after the other had begun.
+    const [a, b] = [moves.get(first)!, moves.get(second!.node)!]
+    expect(a.first! < b.last! && b.first! < a.last!).toBe(true)
+    // One cluster per text and App, never across Apps; each report sanitized once.
+    const { rows: clusters } = await pool.query<{ app_id: string; text: string; leads: number; crossed: number }>(
+      `SELECT f.app_id, f.text, count(DISTINCT COALESCE(f.duplicate_of_id, f.id))::int AS leads, count(*) FILTER (WHERE l.app_id <> f.app_id)::int AS crossed
+         FROM feedback f LEFT JOIN feedback l ON l.id = f.duplicate_of_id WHERE f.id = ANY($1::text[]) GROUP BY f.app_id, f.text`,
+      [all],
+    )
+    expect(clusters).toHaveLength(TEXTS.length * 2)
+    for (const c of clusters) expect([c.text, c.leads, c.crossed]).toEqual([c.text, 1, 0])
+    const counts = await sanitizedCounts(all)
+    expect([...counts.values()].every((n) => n === 1)).toBe(true)
+  }, 120_000)
 
   test('the public submission limit holds across the three nodes together (60 a minute, not 60 each)', async () => {
     const results: { status: number; retryAfter?: string | null }[] = []
@@ -504,9 +610,8 @@ describe('faults', () => {
     await eventually(async () => ((await readiness(nodes[0])).node.liveNodes === 2 ? true : undefined), 15_000)
   }, 120_000)
 
-  test('the processing leader killed: another node takes the role and the reports waiting are processed within 30 s', async () => {
-    const holders = await rolesSettled(alive())
-    const leader = holders.processing
+  test('the node clustering an App killed: the survivors take its partitions, and the waiting reports of the App are processed within 30 s', async () => {
+    const { processing: leader } = await rolesSettled(alive())
     const survivor = alive().find((n) => n !== leader)!
     leader.proc.kill('SIGKILL')
     await leader.proc.exited
@@ -526,6 +631,8 @@ describe('faults', () => {
       return rows[0].n === ids.length ? true : undefined
     }, 30_000)
     expect(Date.now() - t0).toBeLessThan(30_000)
+    // The one survivor clusters every partition now (the dead node's too).
+    expect((await rolesSettled(alive())).partitions.get(survivor)).toHaveLength(16)
     expect((await readiness(survivor)).node.roles).toContain('processing')
     const counts = await sanitizedCounts(ids)
     expect([...counts.values()].every((n) => n === 1)).toBe(true)

@@ -1,5 +1,5 @@
 /**
- * src/nodes/coordinator.ts on a real PostgreSQL, with short leases (600 ms): nodes share the three roles,
+ * src/nodes/coordinator.ts on a real PostgreSQL, with short leases (600 ms): nodes share the two roles,
  * a node stopped cleanly hands its roles over at once, a node that cannot reach the database stops acting
  * on its roles before its leases can have passed to another node, and takes them back when it can. Each
  * "node" is a coordinator on its own pool, as separate processes would be.
@@ -34,25 +34,25 @@ async function node(url: string) {
 
 const heldBy = (nodes: { c: ClusterCoordinator }[]) => ROLES.map((r) => nodes.filter((n) => n.c.holds(r)).length)
 
-test('two nodes: every role held by exactly one of them, spread 2 + 1; a clean stop hands the roles over at once', async () => {
+test('two nodes: every role held by exactly one of them, spread 1 + 1; a clean stop hands the roles over at once', async () => {
   const s = await freshStore('pg')
   const a = await node(s.location)
   const b = await node(s.location)
   await a.c.start()
   // Alone, the first node holds every role.
-  expect(ROLES.map((r) => a.c.holds(r))).toEqual([true, true, true])
+  expect(ROLES.map((r) => a.c.holds(r))).toEqual([true, true])
   expect(a.changes).toEqual(ROLES.map((r) => [r, true]))
   await b.c.start()
   await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 5_000)
-  expect(heldBy([a, b])).toEqual([1, 1, 1])
-  // `processing` stays where it was (its indexes); `dispatch` is the first role given up.
-  expect(a.c.holds('processing')).toBe(true)
+  expect(heldBy([a, b])).toEqual([1, 1])
+  // `dispatch` is the first role given up; `maintenance` stays.
+  expect(a.c.holds('maintenance')).toBe(true)
   expect(b.c.holds('dispatch')).toBe(true)
   expect(a.c.liveNodes()).toBe(2)
   const t0 = Date.now()
   await a.c.stop()
   // `dispatch` given up for `b` earlier, the other two at the stop.
-  expect(a.changes.filter(([, held]) => !held).map(([r]) => r).sort()).toEqual(['dispatch', 'maintenance', 'processing'])
+  expect(a.changes.filter(([, held]) => !held).map(([r]) => r).sort()).toEqual(['dispatch', 'maintenance'])
   await eventually(() => (ROLES.every((r) => b.c.holds(r)) ? true : undefined), 3_000)
   // Well within one lease period: the stop released the leases instead of letting them run out.
   expect(Date.now() - t0).toBeLessThan(LEASE_MS + 600)
@@ -81,7 +81,7 @@ test('a node cut off from the database stops acting on its roles before the leas
   await a.c.start()
   await b.c.start()
   await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 5_000)
-  expect(a.c.holds('processing')).toBe(true)
+  expect(a.c.holds('maintenance')).toBe(true)
   // Node `a` loses its database: its connections are ended and new ones refused.
   await admin.query('ALTER ROLE node_a NOLOGIN')
   await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'node_a'")
@@ -92,11 +92,11 @@ test('a node cut off from the database stops acting on its roles before the leas
   // `a` stopped acting within one lease period of its last renewal; `b` holds everything now.
   expect(aGaveUp - lostAt).toBeLessThanOrEqual(LEASE_MS + 400)
   expect(a.c.status().ok).toBe(false)
-  expect(heldBy([a, b])).toEqual([1, 1, 1])
+  expect(heldBy([a, b])).toEqual([1, 1])
   // Back: `a` beats again and, over its share, `b` gives roles back to it.
   await admin.query('ALTER ROLE node_a LOGIN')
   await eventually(() => (a.c.status().ok && a.c.status().roles.length >= 1 ? true : undefined), LEASE_MS * 10)
-  expect(heldBy([a, b])).toEqual([1, 1, 1])
+  expect(heldBy([a, b])).toEqual([1, 1])
 }, 30_000)
 
 test('a dead node is warned about once, not at every sweep while its row waits to be forgotten (issue 36.9)', async () => {

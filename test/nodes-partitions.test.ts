@@ -21,11 +21,11 @@ afterAll(async () => {
   for (const p of pools) await p.end().catch(() => {})
 })
 
-function node(url: string, id: string, live: { n: number }) {
+function node(url: string, id: string, live: { n: number }, invalidate?: (partitions: number[]) => Promise<void>) {
   const pool = openPool(url, 2)
   pools.push(pool)
   const changes: number[][] = []
-  const leases = new PartitionLeases(storeOf(pgStorage(pool)).nodes, id, new Logger('silent'), { leaseMs: LEASE_MS, liveNodes: () => live.n })
+  const leases = new PartitionLeases(storeOf(pgStorage(pool)).nodes, id, new Logger('silent'), { leaseMs: LEASE_MS, liveNodes: () => live.n, invalidate })
   leases.onChange((held) => changes.push(held))
   return { leases, changes }
 }
@@ -103,3 +103,38 @@ test('a claimer holding some partitions takes the process jobs of their Apps onl
   const others = createPgJobs(s.storage as PgStorage, ['process'], { partitions: () => [...new Set(partitionOf.values())].filter((p) => !mine.includes(p)) })
   expect(await others.claimBatch('process', 100, Date.now(), 60_000, 'node_c')).toHaveLength(apps.length * 3 - expected)
 }, 20_000)
+
+test('invalidate is told of the partitions taken before their Apps can be claimed, and of those let go; a failing one keeps them free', async () => {
+  const s = await freshStore('pg')
+  const live = { n: 1 }
+  const told: { id: string; partitions: number[]; heldThen: number[] }[] = []
+  let failing = false
+  let a: ReturnType<typeof node>
+  let b: ReturnType<typeof node> | undefined
+  const tell = (id: string) => async (partitions: number[]) => {
+    told.push({ id, partitions: [...partitions].sort((x, y) => x - y), heldThen: (id === 'node_a' ? a : b!).leases.partitions() })
+    if (failing && id === 'node_b') throw new Error('index store away')
+  }
+  a = node(s.location, 'node_a', live, tell('node_a'))
+  await a.leases.start()
+  // Taken: told first, while none of them is claimable yet.
+  expect(told).toEqual([{ id: 'node_a', partitions: Array.from({ length: PARTITIONS }, (_, i) => i), heldThen: [] }])
+  // A second node whose invalidate fails: it holds nothing, and the partitions it took go back (a takes them again).
+  failing = true
+  live.n = 2
+  b = node(s.location, 'node_b', live, tell('node_b'))
+  await b.leases.start()
+  await eventually(() => (told.some((t) => t.id === 'node_a' && t.partitions.length === PARTITIONS / 2 && t.heldThen.length === PARTITIONS / 2) ? true : undefined), 5_000)
+  // a let half go: told after, with those no longer held.
+  const letGo = told.find((t) => t.id === 'node_a' && t.partitions.length === PARTITIONS / 2)!
+  expect(letGo.partitions.some((p) => letGo.heldThen.includes(p))).toBe(false)
+  await eventually(() => (told.some((t) => t.id === 'node_b') ? true : undefined), 5_000)
+  expect(b.leases.partitions()).toEqual([])
+  // Working again: b takes its share, told before each is claimable; every partition held once.
+  failing = false
+  await eventually(() => (b!.leases.partitions().length === PARTITIONS / 2 && exactlyOnce([a, b!]) ? true : undefined), 10_000)
+  const taken = told.filter((t) => t.id === 'node_b').at(-1)!
+  expect(taken.partitions.some((p) => taken.heldThen.includes(p))).toBe(false)
+  await a.leases.stop()
+  await b.leases.stop()
+}, 30_000)

@@ -97,6 +97,8 @@ export const toInput = (r: Row): ReportInput => ({
 export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds) {
   const indexes = new Map<string, AppIndex>()
   const building = new Map<string, Promise<void>>()
+  /** Bumped by `forget`: a build that began before keeps nothing (its rows may miss what made it stale). */
+  const epochs = new Map<string, number>()
   const row = (id: string): Row | null => reads.get(id)
   /** Sanitized reports' texts, for ranking without reading the candidates' rows (text-cache.ts). */
   const texts = new TextCache()
@@ -155,6 +157,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     if (indexes.has(appId)) return Promise.resolve()
     let pending = building.get(appId)
     if (!pending) {
+      const epoch = epochs.get(appId) ?? 0
       pending = (async () => {
         const index = new AppIndex()
         let n = 0
@@ -167,10 +170,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
           if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
         }
         // A blocking build (indexFor) may have finished first: keep that one, which later changes went to.
-        if (indexes.has(appId)) return
+        if (indexes.has(appId) || (epochs.get(appId) ?? 0) !== epoch) return
         indexes.set(appId, index)
         seedCalibration(appId, recent)
-      })().finally(() => building.delete(appId))
+      })().finally(() => {
+        if (building.get(appId) === pending) building.delete(appId)
+      })
       building.set(appId, pending)
     }
     return pending
@@ -433,12 +438,21 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
 
     /** Drops the cached index of an App (tests; after bulk imports). */
     forget(appId?: string): void {
-      if (appId) indexes.delete(appId)
-      else indexes.clear()
+      for (const app of appId ? [appId] : [...indexes.keys(), ...building.keys()]) epochs.set(app, (epochs.get(app) ?? 0) + 1)
+      if (appId) {
+        indexes.delete(appId)
+        building.delete(appId)
+      } else {
+        indexes.clear()
+        building.clear()
+      }
       if (appId) lessons.delete(appId)
       else lessons.clear()
       texts.clear()
     },
+
+    /** The Apps with an index in this process (built or being built). */
+    indexedApps: (): string[] => [...new Set([...indexes.keys(), ...building.keys()])],
 
     indexSize: (appId: string): number => indexFor(appId).size,
 

@@ -69,13 +69,17 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
   }
   const core = createClusterer(reads, baseThresholds)
 
-  function prepare(appId: string): Promise<void> {
-    return core.prepare(appId, async () => {
-      const rows = await repo.loadApp(appId, MAX_INDEXED_PER_APP)
-      // The build seeds its calibration from these rows (the text cache may not hold them all).
-      seeds.set(appId, new Map(rows.map((r) => [r.id, r])))
-      return rows
-    }).finally(() => seeds.delete(appId))
+  async function prepare(appId: string): Promise<void> {
+    // Again when the index was forgotten while it was built (this node took the App's partition meanwhile:
+    // src/nodes/partitions.ts): that build kept nothing.
+    for (let tries = 0; tries < 3 && !core.preparedIndex(appId); tries++) {
+      await core.prepare(appId, async () => {
+        const rows = await repo.loadApp(appId, MAX_INDEXED_PER_APP)
+        // The build seeds its calibration from these rows (the text cache may not hold them all).
+        seeds.set(appId, new Map(rows.map((r) => [r.id, r])))
+        return rows
+      }).finally(() => seeds.delete(appId))
+    }
   }
 
   /** Sets the index's lead links to what `rows` say; true when one differed. */
@@ -377,8 +381,10 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
       learn(after)
     },
 
-    /** Drops the cached index of an App (tests; after bulk imports). */
+    /** Drops the cached index of an App (tests; after bulk imports; cluster mode: its partition moved). */
     forget: core.forget,
+    /** The Apps with an index on this node. */
+    indexedApps: core.indexedApps,
 
     async indexSize(appId: string): Promise<number> {
       await prepare(appId)

@@ -1,16 +1,16 @@
 /**
  * Who does the one-at-a-time work of a cluster (docs/operations.md "Cluster"). Each node beats into
- * `cluster_nodes` and competes for three leases on the database clock (src/nodes/nodes-repo.ts):
- * - `processing`: sanitizing and clustering (its holder keeps the per-App similarity indexes: one index
- *   per App in the whole cluster, as in the embedded mode);
+ * `cluster_nodes` and competes for two leases on the database clock (src/nodes/nodes-repo.ts):
  * - `maintenance`: retention, the dead-node sweep (a node silent for a lease period has its job leases
  *   freed: a dead node's jobs are taken over within two lease periods), DB-wide gauges;
  * - `dispatch`: webhook and Slack deliveries (each event to each endpoint once, in order).
+ * Sanitizing runs on any node, and clustering per partition of Apps (src/nodes/partitions.ts: leases of their
+ * own, spread over the live nodes), so neither is a role here; /readyz and the metrics still name a node that
+ * clusters some partitions as holding `processing`.
  * A lease lasts `leaseMs` (15 s by default) and is renewed every third of it; a holder that cannot renew
  * stops the role's work before its lease can have passed to another node (`holds` is false from then).
- * The roles spread over the live nodes: a node holding more than its share (3 / live nodes, rounded up)
- * lets `dispatch`, then `maintenance`, go; `processing` is never given up while its holder lives (its
- * indexes would have to be built again elsewhere).
+ * The roles spread over the live nodes: a node holding more than its share (2 / live nodes, rounded up)
+ * lets `dispatch`, then `maintenance`, go.
  *
  * The embedded mode has one process per data dir: `soloCoordinator` holds every role, always.
  */
@@ -21,7 +21,7 @@ import type { Logger } from '../core/logger'
 import { VERSION } from '../version'
 import type { NodeInfo, NodesRepo } from './nodes-repo'
 
-export const ROLES = ['processing', 'maintenance', 'dispatch'] as const
+export const ROLES = ['maintenance', 'dispatch'] as const
 export type Role = (typeof ROLES)[number]
 /** The order in which a node over its share lets roles go. */
 const GIVE_UP_ORDER: readonly Role[] = ['dispatch', 'maintenance']

@@ -8,6 +8,11 @@
  * ones; a dead node's partitions are free once their lease runs out (one lease period) and taken at the
  * next beat after that: within about 20 s with the defaults. A node holding a partition claims the
  * `process` and `batch_release` jobs of its Apps only (src/db/pg/jobs.ts).
+ *
+ * A node's similarity indexes of an App are right only while no other node clustered the App since they were
+ * built: `invalidate` is told of every partition this node takes, before its jobs can be claimed (an index
+ * built for GET /similar, or before another node held the partition, would miss the reports clustered
+ * elsewhere), and of every partition it lets go or loses.
  */
 import type { Logger } from '../core/logger'
 import type { NodesRepo } from './nodes-repo'
@@ -21,6 +26,8 @@ export interface PartitionOptions {
   /** Live nodes at the coordinator's last look (at least 1). */
   liveNodes: () => number
   partitions?: number
+  /** Drops what this node keeps about the Apps of these partitions (their indexes); awaited before taken ones are claimed from. */
+  invalidate?: (partitions: number[]) => Promise<void>
 }
 
 export type PartitionListener = (held: number[]) => void
@@ -71,7 +78,10 @@ export class PartitionLeases {
     await this.current
     const held = [...this.held.keys()]
     this.held.clear()
-    if (held.length > 0) this.changed()
+    if (held.length > 0) {
+      this.changed()
+      await this.invalidate(held).catch(() => {})
+    }
     // Let go at once: another node takes them at its next beat instead of after a lease period.
     await Promise.all(held.map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
   }
@@ -90,29 +100,59 @@ export class PartitionLeases {
   async round(): Promise<void> {
     const { leaseMs } = this.opts
     const share = Math.ceil(this.count / Math.max(1, this.opts.liveNodes()))
-    const before = this.partitions().join(',')
+    // Every partition held at the last beat, also one whose lease ran out here since (lost, if not taken again).
+    const before = [...this.held.keys()].sort((a, b) => a - b)
+    const now = performance.now()
+    // A lease that ran out here may have been held elsewhere since: taken again, it is a new partition.
+    for (const [p, validUntil] of this.held) if (now >= validUntil) this.held.delete(p)
     // Over the share (a node joined): the highest ones go, so the others find them free.
     const mine = [...this.held.keys()].sort((a, b) => a - b)
     for (const p of mine.slice(share)) {
       this.held.delete(p)
       await this.repo.release(partitionLease(p), this.nodeId).catch(() => {})
     }
+    const taken = new Map<number, number>()
     for (let i = 0; i < this.count; i++) {
       const p = (this.offset + i) % this.count
       const holding = this.held.has(p)
-      if (!holding && this.held.size >= share) continue
+      if (!holding && this.held.size + taken.size >= share) continue
       const asked = performance.now()
       try {
         const token = await this.repo.acquire(partitionLease(p), this.nodeId, leaseMs)
-        if (token === null) this.held.delete(p)
         // Acted on only while the lease surely has not run out on the database's clock.
-        else this.held.set(p, asked + leaseMs - Math.min(2_000, leaseMs / 5))
+        const validUntil = asked + leaseMs - Math.min(2_000, leaseMs / 5)
+        if (token === null) this.held.delete(p)
+        else if (holding) this.held.set(p, validUntil)
+        else taken.set(p, validUntil)
       } catch (e) {
         this.log.warn('a processing partition lease could not be renewed', { partition: p, error: e instanceof Error ? e.message : String(e) })
-        if (holding && performance.now() >= (this.held.get(p) ?? 0)) this.held.delete(p)
       }
     }
-    if (this.partitions().join(',') !== before) this.changed()
+    await this.take(taken)
+    const after = this.partitions()
+    const lost = before.filter((p) => !after.includes(p))
+    if (lost.length > 0) await this.invalidate(lost).catch(() => {})
+    if (after.join(',') !== before.join(',')) this.changed()
+  }
+
+  /** Newly taken partitions become claimable once what this node kept about their Apps is dropped; if that fails they go back. */
+  private async take(taken: Map<number, number>): Promise<void> {
+    if (taken.size === 0) return
+    try {
+      await this.invalidate([...taken.keys()])
+      for (const [p, validUntil] of taken) this.held.set(p, validUntil)
+    } catch {
+      await Promise.all([...taken.keys()].map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
+    }
+  }
+
+  private async invalidate(partitions: number[]): Promise<void> {
+    try {
+      await this.opts.invalidate?.(partitions)
+    } catch (e) {
+      this.log.warn('could not drop the indexes of Apps of processing partitions', { partitions, error: e instanceof Error ? e.message : String(e) })
+      throw e
+    }
   }
 
   private changed(): void {

@@ -2,8 +2,8 @@
  * Cluster mode (FIXLOOP_DATABASE_URL): this process is one node of possibly several over one PostgreSQL
  * database (src/nodes/). Its id names its runs and leases, its roles come from leases in the database,
  * its rate limits and sign-in throttles are shared through Redis, and wake-ups cross nodes through Redis
- * pub/sub. Any node runs agent starts and housekeeping jobs; only the `processing` role's holder
- * sanitizes and clusters, with the App indexes in its process.
+ * pub/sub. Any node runs agent starts and housekeeping jobs and sanitizes ahead; each node clusters the Apps
+ * of the partitions it holds (src/nodes/partitions.ts), with their indexes in its process.
  */
 import { OffsetClock } from '../core/clock'
 import type { Logger } from '../core/logger'
@@ -21,6 +21,7 @@ import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus } from '../nodes/wake-bus'
 import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
+import { appsInPartitions } from '../db/pg/jobs'
 import { SanitizeAnywhere } from '../worker/sanitize-anywhere'
 import { PartitionLeases, PARTITIONS } from '../nodes/partitions'
 import { VERSION } from '../version'
@@ -82,7 +83,14 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
       // group committer notes them in the store's turns).
       // Clustering per partition of Apps (src/nodes/partitions.ts): this node's processing worker claims the
       // jobs of the Apps whose partitions it holds, and runs while it holds any.
-      const partitions = new PartitionLeases(store.nodes, coordinator.nodeId, log, { leaseMs: config.nodeLeaseMs, liveNodes: () => coordinator.liveNodes() })
+      const partitions = new PartitionLeases(store.nodes, coordinator.nodeId, log, {
+        leaseMs: config.nodeLeaseMs,
+        liveNodes: () => coordinator.liveNodes(),
+        // An index of an App that another node clustered meanwhile would miss its reports: built again when used.
+        invalidate: async (moved) => {
+          for (const app of await appsInPartitions(store.storage, processing.indexes?.apps() ?? [], moved)) processing.indexes?.forget(app)
+        },
+      })
       const processor = new Worker(store.jobs(PROCESSING_KINDS, { partitions: () => partitions.partitions() }), processing.steps, clock, log, {
         ...intakePacing(store.turns),
         ...workerOptions,
@@ -126,7 +134,22 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         // Which node answers the scrape, and what it does (the database-wide gauges are the same on every node).
         nodeMetrics: () => [
           { name: 'fixloop_node_info', help: 'This node (cluster mode): its id and version.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId, version: VERSION }, value: 1 }] },
-          { name: 'fixloop_node_role', help: 'Roles this node holds (1) or not (0).', type: 'gauge', samples: ROLES.map((role) => ({ labels: { node: coordinator.nodeId, role }, value: coordinator.holds(role) ? 1 : 0 })) },
+          {
+            name: 'fixloop_node_role',
+            help: 'Roles this node holds (1) or not (0); processing: it clusters some partitions of Apps.',
+            type: 'gauge',
+            samples: [
+              { labels: { node: coordinator.nodeId, role: 'processing' }, value: partitions.partitions().length > 0 ? 1 : 0 },
+              ...ROLES.map((role) => ({ labels: { node: coordinator.nodeId, role }, value: coordinator.holds(role) ? 1 : 0 })),
+            ],
+          },
+          { name: 'fixloop_node_partitions', help: `Partitions of Apps this node clusters (of ${PARTITIONS}).`, type: 'gauge', samples: [{ labels: { node: coordinator.nodeId }, value: partitions.partitions().length }] },
+          {
+            name: 'fixloop_node_jobs_done_total',
+            help: 'Jobs this node finished, by kind (process: reports it sanitized and clustered).',
+            type: 'counter',
+            samples: [...new Set([...processor.done.keys(), ...worker.done.keys()])].sort().map((kind) => ({ labels: { node: coordinator.nodeId, kind }, value: (processor.done.get(kind) ?? 0) + (worker.done.get(kind) ?? 0) })),
+          },
           { name: 'fixloop_cluster_live_nodes', help: 'Nodes that beat within one lease period, as this node last counted.', type: 'gauge', samples: [{ labels: { node: coordinator.nodeId }, value: coordinator.liveNodes() }] },
           {
             name: 'fixloop_wake_messages_total',
@@ -135,7 +158,11 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
             samples: (['published', 'heard'] as const).map((direction) => ({ labels: { node: coordinator.nodeId, direction }, value: bus?.counts[direction] ?? 0 })),
           },
         ],
-        nodeCheck: () => nodeCheck(coordinator.status(), coordinator.nodeId, peerCheck?.unheardPeers() ?? []),
+        nodeCheck: () => {
+          const status = coordinator.status()
+          const held = partitions.partitions()
+          return nodeCheck({ ...status, roles: held.length > 0 ? ['processing', ...status.roles] : status.roles, partitions: held }, coordinator.nodeId, peerCheck?.unheardPeers() ?? [])
+        },
       }
     },
   }

@@ -75,11 +75,11 @@ export interface ModeWorkers {
   processingThread?: ProcessingThread
   /** Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it). */
   sanitizerThread?: ProcessingThread
-  /** Cluster mode: the worker that sanitizes and clusters while this node holds `processing` (server.ts). */
+  /** Cluster mode: the worker that sanitizes and clusters for the partitions of Apps this node holds (server.ts). */
   processingWorker?: Worker
   /** Cluster mode: the partitions of Apps this node clusters (server.ts starts and stops them; the processing worker follows them). */
   partitions?: { start(): Promise<void>; stop(): Promise<void>; partitions(): number[]; onChange(listener: (held: number[]) => void): () => void }
-  /** Cluster mode: sanitizing ahead of the processing node while this node does not hold `processing` (server.ts starts and stops it). */
+  /** Cluster mode: sanitizing ahead of the processing node while this node does not cluster every partition (server.ts starts and stops it). */
   sanitizeAnywhere?: { start(): void; stop(): Promise<void> }
   /** Cluster mode: wake-ups across nodes (server.ts starts and stops it). */
   wakeBus?: WakeBus

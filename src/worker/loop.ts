@@ -83,6 +83,8 @@ export class Worker {
   private started: Promise<void> = Promise.resolve()
   /** Counts wake() calls, so one during an await of the loop is not lost. */
   private wakes = 0
+  /** Jobs this worker finished without an error, by kind (cluster mode's per-node metrics). */
+  readonly done = new Map<string, number>()
   /** performance.now() of the loop's last pass and of the job in hand's start (readiness: alive, not stuck). */
   private lastPassAt = performance.now()
   private jobStartedAt: number | undefined
@@ -146,6 +148,7 @@ export class Worker {
       if (!step) throw new Error(`no step for job kind "${job.kind}"`)
       await step.run(job)
       if (!step.finishesJob) await this.jobs.finish(job.id)
+      this.count(job.kind)
     } catch (e) {
       await this.failed(step, job, e)
     } finally {
@@ -171,6 +174,7 @@ export class Worker {
         try {
           if (error === undefined) {
             if (!step.finishesJob) await this.jobs.finish(job.id)
+            this.count(job.kind)
           } else await this.failed(step, job, error)
         } catch (e) {
           // One job's bookkeeping failing must not leave the others unhandled (that one keeps its lease).
@@ -181,6 +185,10 @@ export class Worker {
       for (const job of jobs) this.held.delete(job.id)
       this.jobStartedAt = undefined
     }
+  }
+
+  private count(kind: string): void {
+    this.done.set(kind, (this.done.get(kind) ?? 0) + 1)
   }
 
   /** A job that threw: deferred, retried with backoff, or given up after `maxAttempts`. */

@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL processing engine, run by the node holding the `processing` role: each report's
- * verdict is computed from a snapshot read before its transaction, then written in a PgTx of its own. It
+ * The PostgreSQL processing engine, run on every node for the partitions of Apps it holds
+ * (src/nodes/partitions.ts): verdicts are computed from a snapshot read before the transaction, then
+ * written in a PgTx (a batch's, or each report's own). It
  * differs on purpose from the embedded engine (processing-sqlite.ts): PostgreSQL has no single write
  * lock to yield, and the App indexes live in this node's memory.
  */
@@ -25,5 +26,5 @@ export function createPgProcessingEngine(store: PgStore, clock: Clock): Processi
     process: createPgProcessFeedbackStep(store.sides.processing, clock, { cluster, batches, mayBatch: () => store.turns.msSinceIntakeCommit() >= QUIET_BEFORE_BATCH_MS }),
     batch_release: batches.step,
   }
-  return { steps, port: localClusterPort(cluster) }
+  return { steps, port: localClusterPort(cluster), indexes: { apps: () => cluster.indexedApps(), forget: (appId) => cluster.forget(appId) } }
 }

@@ -30,6 +30,8 @@ export function intakePacing(turns: IntakeTurns): { busy: () => boolean; saturat
 export interface Processing {
   steps: Record<ProcessingKind, JobStep>
   port: ClusterPort
+  /** Cluster mode: the Apps indexed on this node, and dropping one's index (src/nodes/partitions.ts). */
+  indexes?: { apps(): string[]; forget(appId: string): void }
 }
 
 /** The port over a cluster service in this thread (either dialect). */

@@ -1,8 +1,9 @@
 /**
- * Sanitizing on any node (cluster mode, issue 38.2). Clustering needs one writer (the node holding the
- * `processing` role keeps the similarity indexes), but sanitizing a report needs no shared state: every
- * other node sanitizes the reports queued past the processing node's next ones, so during a backlog the
- * processing node only clusters and routes, and the cluster's other cores take the sanitizer's work.
+ * Sanitizing on any node (cluster mode, issue 38.2). Clustering needs one writer per App (the node holding
+ * the App's partition keeps its similarity index: src/nodes/partitions.ts), but sanitizing a report needs
+ * no shared state: every node that does not cluster all partitions sanitizes the reports queued past the
+ * queue's next ones, so during a backlog the clustering nodes mostly cluster and route, and the cluster's
+ * other cores take the sanitizer's work.
  *
  * - It starts `HEAD_GAP` jobs past the head of the `process` queue (the processing node works from the
  *   head), so the two rarely meet on one report; a trickle shorter than the gap is never touched here.
@@ -28,7 +29,7 @@ export const ANYWHERE_HEAD_GAP = 512
 export const ANYWHERE_CHUNK = 256
 
 export interface SanitizeAnywhereOptions {
-  /** True while this node should sanitize ahead (it does not hold `processing`, and workers run). */
+  /** True while this node should sanitize ahead (it does not cluster every partition of Apps, and workers run). */
   active: () => boolean
   /**
    * True while this node's intake is busy (processing.ts `intakePacing`): it then sanitizes nothing, and

@@ -21,6 +21,7 @@ import type { PoolClient } from 'pg'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
 import { exec, many, one, prepared, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
+import { PARTITIONS } from '../../nodes/partitions'
 import { FAIR_KIND, RING_START, WALK_SLACK } from '../fair-claim'
 
 const DUE = (j: string) => `${j}.run_after <= (SELECT now FROM clock) AND (${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
@@ -28,7 +29,14 @@ const DUE = (j: string) => `${j}.run_after <= (SELECT now FROM clock) AND (${j}.
  * Whether an App's jobs are this claimer's: $8 NULL (every App: the embedded mode, the node's own worker) or
  * the App's partition (src/nodes/partitions.ts: 16, by the database's hash of its id) among those it holds.
  */
-export const PARTITION_OF_APP = (app: string) => `(hashtext(${app}) & 15)`
+export const PARTITION_OF_APP = (app: string) => `(hashtext(${app}) & ${PARTITIONS - 1})`
+
+/** Of `appIds`, those whose partition is among `partitions` (the database computes the hash). */
+export async function appsInPartitions(storage: PgStorage, appIds: readonly string[], partitions: readonly number[]): Promise<string[]> {
+  if (appIds.length === 0 || partitions.length === 0) return []
+  const { rows } = await storage.pool.query<{ id: string }>(`SELECT id FROM unnest($1::text[]) AS a(id) WHERE ${PARTITION_OF_APP('id')} = ANY($2::int[])`, [appIds, partitions])
+  return rows.map((r) => r.id)
+}
 const HELD = (app: string) => `($8::int[] IS NULL OR ${PARTITION_OF_APP(app)} = ANY($8::int[]))`
 const LEASE_FREE = (j: string) => `(${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
 

@@ -16,6 +16,8 @@ const CheckSchema = t.Object({
   // Cluster mode's `node` check: this node's id, the roles it holds and the live nodes it counts.
   node: t.Optional(t.String()),
   roles: t.Optional(t.Array(t.String())),
+  // The partitions of Apps this node clusters (0..15; `processing` is among the roles while it holds any).
+  partitions: t.Optional(t.Array(t.Integer())),
   liveNodes: t.Optional(t.Integer()),
   // Live nodes not heard on this node's Redis (a warning: the node stays ready).
   unheardPeers: t.Optional(t.Array(t.String())),

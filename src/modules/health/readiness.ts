@@ -13,6 +13,8 @@ export interface Check {
   /** The `node` check of cluster mode: which node answered, its roles, the live nodes it counts. */
   node?: string
   roles?: string[]
+  /** The partitions of Apps this node clusters (src/nodes/partitions.ts). */
+  partitions?: number[]
   liveNodes?: number
   /**
    * Advisory: shown, never a reason for 503 (readiness is about this node). The `trackers` check: how
@@ -32,7 +34,7 @@ export interface Check {
 }
 
 /** The `node` check of cluster mode: the coordinator's status, and the peers not heard on this Redis (a warning). */
-export function nodeCheck(status: { ok: boolean; roles: string[]; liveNodes: number; reason?: string }, nodeId: string, unheardPeers: string[]): Check {
+export function nodeCheck(status: { ok: boolean; roles: string[]; partitions?: number[]; liveNodes: number; reason?: string }, nodeId: string, unheardPeers: string[]): Check {
   const check: Check = { ...status, node: nodeId }
   if (unheardPeers.length === 0) return check
   return {
