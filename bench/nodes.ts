@@ -15,7 +15,9 @@
  * load share the same two cores.
  *
  * Usage: bun bench/nodes.ts
- * Env: NODES_COUNTS (1,2,3) NODES_SECONDS (6) NODES_WARMUP (2) NODES_CONCURRENCY (48)
+ * NODES_APPS Apps (1 by default) take turns in the submissions: with several, their partitions of Apps
+ * (src/nodes/partitions.ts) spread the clustering over the nodes.
+ * Env: NODES_COUNTS (1,2,3) NODES_APPS (1) NODES_SECONDS (6) NODES_WARMUP (2) NODES_CONCURRENCY (48)
  *      NODES_MAX_REQUESTS (200000) NODES_WARMUP_REQUESTS (600) NODES_DRAIN_MAX (60) FIXLOOP_BIN (dist/fixloop)
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -35,6 +37,7 @@ const WARMUP = envInt('NODES_WARMUP', 2)
 const CONCURRENCY = envInt('NODES_CONCURRENCY', 48)
 const MAX_REQUESTS = envInt('NODES_MAX_REQUESTS', 200_000)
 const DRAIN_MAX = envInt('NODES_DRAIN_MAX', 60)
+const APPS = envInt('NODES_APPS', 1)
 const WARMUP_REQUESTS = envInt('NODES_WARMUP_REQUESTS', 600)
 const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
 
@@ -105,7 +108,9 @@ async function main(): Promise<void> {
       }
       const setupDir = mkdtempSync(join(tmpdir(), 'fixloop-nodes-cli-'))
       const org = await cliAsync(BIN, ['org', 'create', '--name', 'Bench'], env, setupDir)
-      const app = await cliAsync(BIN, ['app', 'create', '--org', org.id, '--name', 'Shop'], env, setupDir)
+      const apps: { publicKey: string }[] = []
+      for (let i = 0; i < APPS; i++) apps.push(await cliAsync(BIN, ['app', 'create', '--org', org.id, '--name', `Shop ${i}`], env, setupDir))
+      const keys = apps.map((a) => a.publicKey).join(',')
       rmSync(setupDir, { recursive: true, force: true })
       const db = openPool(databaseUrl, 2)
       await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
@@ -120,7 +125,7 @@ async function main(): Promise<void> {
         await Promise.all(nodes.map((n) => waitReady(n.url, n.proc)))
         log(`${count} node(s) ready`)
         const spread = (seconds: number, maxRequests = MAX_REQUESTS) =>
-          Promise.all(nodes.map((n) => runLoadInChild('post', n.url, app.publicKey, { concurrency: Math.max(1, Math.round(CONCURRENCY / count)), maxRequests: Math.ceil(maxRequests / count), maxSeconds: seconds })))
+          Promise.all(nodes.map((n) => runLoadInChild('post', n.url, keys, { concurrency: Math.max(1, Math.round(CONCURRENCY / count)), maxRequests: Math.ceil(maxRequests / count), maxSeconds: seconds })))
         // A short warm-up (JIT, pools, the App's index), small enough to drain before the measured run.
         await spread(WARMUP, WARMUP_REQUESTS)
         const pending = async () => Number((await db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'")).rows[0].n)
@@ -176,7 +181,7 @@ async function main(): Promise<void> {
       }
     }
     const lines = [
-      `nodes: ${new Date().toISOString()}; ${SECONDS} s measured after ${WARMUP} s warm-up; ${CONCURRENCY} POSTs in flight spread over the nodes; cores: ${navigator.hardwareConcurrency}`,
+      `nodes: ${new Date().toISOString()}; ${APPS} App(s); ${SECONDS} s measured after ${WARMUP} s warm-up; ${CONCURRENCY} POSTs in flight spread over the nodes; cores: ${navigator.hardwareConcurrency}`,
       'PostgreSQL: test/pg-server.ts (fsync=off, synchronous_commit=off); redis-server and s3rver; loopback, nothing pinned',
       '',
       '| nodes | intake req/s | p99 ms | errors | backlog after the burst | drain reports/s | Redis round trips per report | PostgreSQL statements per report (worker included) | load |',

@@ -258,7 +258,8 @@ export interface LoadSpec {
   base: string
   method: 'GET' | 'POST'
   path: (i: number) => string
-  headers: Record<string, string>
+  /** The same for every request, or request `i`'s (several keys taking turns). */
+  headers: Record<string, string> | ((i: number) => Record<string, string>)
   body?: (i: number) => string
   /** Requests in flight at once (32-64 is the range fixloop's benches use). */
   concurrency: number
@@ -293,7 +294,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       const i = issued++
       const t0 = performance.now()
       try {
-        const res = await fetch(spec.base + spec.path(i), { method: spec.method, headers: spec.headers, body: spec.body?.(i), keepalive: true })
+        const headers = typeof spec.headers === 'function' ? spec.headers(i) : spec.headers
+        const res = await fetch(spec.base + spec.path(i), { method: spec.method, headers, body: spec.body?.(i), keepalive: true })
         await res.arrayBuffer()
         if (res.status === spec.okStatus) latencies[ok++] = performance.now() - t0
         else errors++
@@ -312,9 +314,13 @@ const BODIES = Array.from({ length: 64 }, (_, i) =>
   JSON.stringify({ text: `The checkout button does nothing on step ${i}: clicking it shows a spinner forever`, url: `https://shop.example/p/${i}` }),
 )
 
-/** POST /v1/feedback with the floor's public key (fixloop: an App's pub_ key), 64 bodies cycled. */
+/**
+ * POST /v1/feedback with the floor's public key (fixloop: an App's pub_ key; several, comma-separated, take
+ * turns: several Apps), 64 bodies cycled.
+ */
 export function postSpec(base: string, auth: string, o: { concurrency: number; maxRequests: number; maxSeconds: number }): LoadSpec {
-  return { base, method: 'POST', path: () => '/v1/feedback', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' }, body: (i) => BODIES[i % BODIES.length]!, okStatus: 201, ...o }
+  const keys = auth.split(',').map((key) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' }))
+  return { base, method: 'POST', path: () => '/v1/feedback', headers: (i) => keys[i % keys.length]!, body: (i) => BODIES[i % BODIES.length]!, okStatus: 201, ...o }
 }
 
 /** GET /v1/feedback?limit=50 (the newest page) with the floor's sk_ key (fixloop: an Org's sk_ key). */

@@ -100,6 +100,9 @@ test('a claimer holding some partitions takes the process jobs of their Apps onl
   // Nothing of another partition, whichever claim runs: the rest stays for the other nodes.
   const none = createPgJobs(s.storage as PgStorage, ['process'], { partitions: () => [] })
   expect(await none.claimBatch('process', 100, Date.now(), 60_000, 'node_b')).toEqual([])
+  // Nor is one of them its next due job: a claimer woken for another node's jobs would spin.
+  expect(await none.nextDueAt()).toBeNull()
+  expect(await createPgJobs(s.storage as PgStorage, ['process']).nextDueAt()).not.toBeNull()
   const others = createPgJobs(s.storage as PgStorage, ['process'], { partitions: () => [...new Set(partitionOf.values())].filter((p) => !mine.includes(p)) })
   expect(await others.claimBatch('process', 100, Date.now(), 60_000, 'node_c')).toHaveLength(apps.length * 3 - expected)
 }, 20_000)

@@ -169,10 +169,12 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[], opt
       return n
     },
     async nextDueAt(): Promise<number | null> {
+      // Of the jobs this claimer may take only: a job of another node's partition would wake it for nothing, again and again.
       const r = await one<{ at: number | null }>(
         pool,
-        'SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE GREATEST(run_after, lease_until) END) AS at FROM jobs WHERE ($1::text[] IS NULL OR kind = ANY($1::text[]))',
-        [kindList],
+        `SELECT MIN(CASE WHEN lease_until IS NULL THEN run_after ELSE GREATEST(run_after, lease_until) END) AS at FROM jobs WHERE ($1::text[] IS NULL OR kind = ANY($1::text[]))
+          AND (app_id IS NULL OR $2::int[] IS NULL OR ${PARTITION_OF_APP('app_id')} = ANY($2::int[]))`,
+        [kindList, options.partitions?.() ?? null],
       )
       return r?.at ?? null
     },
