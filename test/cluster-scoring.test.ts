@@ -8,7 +8,7 @@ import { openSqliteStore } from '../src/db/sqlite/store'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { firstLine, words } from '../src/dedup/tokenize'
 import { featuresOf, type ReportInput } from '../src/dedup/features'
-import { decide, DEFAULT_THRESHOLDS, templatedSiblings } from '../src/dedup/decide'
+import { decide, DEFAULT_THRESHOLDS, SHORT_REPORT_CEILING, templatedSiblings } from '../src/dedup/decide'
 import { blend, charGrams } from '../src/dedup/rerank'
 import { calibrate, CALIBRATION, ScoreHistory } from '../src/dedup/calibrate'
 
@@ -77,6 +77,14 @@ describe('vetoes', () => {
   })
   test('the short-report rule still needs a higher score', () => {
     expect(pair('search broken', 'search broken', DEFAULT_THRESHOLDS.strong + 0.05).attach).toBe(false)
+  })
+  test('two identical short reports merge even where the bar is raised (a new App: 0.85 + 0.2 would be past 1)', () => {
+    const raised = { ...DEFAULT_THRESHOLDS, strong: 0.85 }
+    const short = (score: number) => decide(featuresOf(input('a', 'Export is broken')), featuresOf(input('b', 'Export is broken')), score, raised)
+    expect(short(1).attach).toBe(true)
+    expect(short(SHORT_REPORT_CEILING).attach).toBe(true)
+    // Still more than a long report needs: near-identical only.
+    expect(short(0.9)).toMatchObject({ attach: false, suggest: true, reason: expect.stringContaining(`merge bar ${SHORT_REPORT_CEILING.toFixed(2)}`) })
   })
 })
 

@@ -82,6 +82,8 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
 /** Reports with fewer distinct content words than this ("search broken") need a much higher score. */
 export const SHORT_REPORT_WORDS = 4
 export const SHORT_REPORT_EXTRA = 0.2
+/** The highest bar a short report's extra may raise to: near-identical wording always clears it. */
+export const SHORT_REPORT_CEILING = 0.97
 
 /** `suggest`: not sure enough to merge, close enough to offer the lead to a person (score ≥ `Thresholds.suggest`). */
 export type Verdict = { attach: true; reason: string } | { attach: false; reason: string; suggest?: boolean }
@@ -119,16 +121,20 @@ export function decide(query: CandidateView['features'], candidate: CandidateVie
   return veto(query, candidate) ?? decideOnScore(query, candidate, score, t)
 }
 
-/** A very short report matches too much: it merges only on near-identical wording. */
-const shortExtra = (query: CandidateView['features'], candidate: CandidateView['features']): number =>
-  Math.min(query.distinctWords, candidate.distinctWords) < SHORT_REPORT_WORDS ? SHORT_REPORT_EXTRA : 0
+/**
+ * The bar a short report's score must clear. A very short report matches too much: it merges only on
+ * near-identical wording. Capped at `SHORT_REPORT_CEILING`: a raised bar plus the extra (a new App's 0.85 +
+ * 0.2) would pass 1, and two identical short reports ("Export is broken", twice) would never merge.
+ */
+const barFor = (query: CandidateView['features'], candidate: CandidateView['features'], bar: number): number =>
+  Math.min(query.distinctWords, candidate.distinctWords) < SHORT_REPORT_WORDS ? Math.min(bar + SHORT_REPORT_EXTRA, Math.max(bar, SHORT_REPORT_CEILING)) : bar
 
 /**
  * True when `score` alone attaches the pair (once `veto` let it through): a higher score cannot change
  * that, so a caller may skip computing one (a cluster's centroid score only ever raises the score).
  */
 export function strongEnough(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): boolean {
-  return score >= t.strong + shortExtra(query, candidate)
+  return score >= barFor(query, candidate, t.strong)
 }
 
 /**
@@ -157,19 +163,21 @@ function likeness(query: CandidateView['features'], candidate: CandidateView['fe
  * suggestion and says which.
  */
 export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
-  const extra = shortExtra(query, candidate)
+  const strong = barFor(query, candidate, t.strong)
+  const moderate = barFor(query, candidate, t.moderate)
+  const suggest = barFor(query, candidate, t.suggest)
   const s = score.toFixed(2)
   let merge: string | null = null
-  if (score >= t.strong + extra) merge = `similarity ${s} ≥ merge bar ${(t.strong + extra).toFixed(2)}`
-  else if (score >= t.moderate + extra) {
+  if (score >= strong) merge = `similarity ${s} ≥ merge bar ${strong.toFixed(2)}`
+  else if (score >= moderate) {
     const agree = corroboration(query, candidate)
-    if (agree.length > 0) merge = `similarity ${s} ≥ ${(t.moderate + extra).toFixed(2)} with same ${agree.join(', ')}`
+    if (agree.length > 0) merge = `similarity ${s} ≥ ${moderate.toFixed(2)} with same ${agree.join(', ')}`
   }
   if (merge) {
     const block = mergeBlock(query, candidate)
     if (!block) return { attach: true, reason: `${merge}; ${likeness(query, candidate)}; no veto` }
     return { attach: false, suggest: true, reason: `similarity ${s}; ${likeness(query, candidate)}; not merged: ${block}` }
   }
-  if (score >= t.suggest + extra) return { attach: false, suggest: true, reason: `similarity ${s} < merge bar ${(t.strong + extra).toFixed(2)}; ${likeness(query, candidate)}` }
+  if (score >= suggest) return { attach: false, suggest: true, reason: `similarity ${s} < merge bar ${strong.toFixed(2)}; ${likeness(query, candidate)}` }
   return { attach: false, reason: `similarity ${s} too low` }
 }
