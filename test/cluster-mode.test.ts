@@ -102,6 +102,21 @@ async function partitionOf(appId: string): Promise<number> {
   return (await pool.query<{ p: number }>(`SELECT ${PARTITION_OF_APP('$1::text')} AS p`, [appId])).rows[0].p
 }
 
+/**
+ * Waits until every report of `ids` is processed: past sanitizing (another node may have sanitized it ahead,
+ * issue 38.2) and its `process` job gone (clustered and routed by the node clustering its App).
+ */
+async function allProcessed(ids: string[], timeoutMs: number): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM feedback f WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')
+         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'process' AND j.feedback_id = f.id)`,
+      [ids],
+    )
+    return rows[0].n === ids.length ? true : undefined
+  }, timeoutMs)
+}
+
 let sent = 0
 /** POSTs one report to `n` as its own client address; the id when acknowledged (201), else the status. */
 async function submit(n: Node, text?: string, address?: string, publicKey = tenant.pub): Promise<{ status: number; id?: string; retryAfter?: string | null; error?: unknown }> {
@@ -248,17 +263,7 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
     const { acknowledged, refused } = await burst(() => nodes, 1200)
     expect(refused).toBe(0)
     expect(new Set(acknowledged).size).toBe(1200)
-    // Processed: past sanitizing (another node may have sanitized it ahead, issue 38.2) and its `process`
-    // job gone (clustered and routed by the node holding `processing`).
-    const done = await eventually(async () => {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM feedback f WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')
-           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'process' AND j.feedback_id = f.id)`,
-        [acknowledged],
-      )
-      return rows[0].n === 1200 ? rows[0].n : undefined
-    }, 120_000)
-    expect(done).toBe(1200)
+    await allProcessed(acknowledged, 120_000)
     const counts = await sanitizedCounts(acknowledged)
     expect(counts.size).toBe(1200)
     expect([...counts.values()].every((n) => n === 1)).toBe(true)
@@ -319,14 +324,7 @@ describe('three nodes on one PostgreSQL and one Redis', () => {
       }),
     )
     const all = [...ids[tenant.appId], ...ids[second!.id]]
-    await eventually(async () => {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM feedback f WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')
-           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'process' AND j.feedback_id = f.id)`,
-        [all],
-      )
-      return rows[0].n === all.length ? true : undefined
-    }, 60_000)
+    await allProcessed(all, 60_000)
     sampling = false
     await sampler
     // Each App's reports were clustered by the node holding its partition: each node's count rose by its App's at least.
@@ -622,14 +620,7 @@ describe('faults', () => {
       expect([r.status, r.error]).toEqual([201, undefined])
       ids.push(r.id!)
     }
-    await eventually(async () => {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM feedback f WHERE id = ANY($1::text[]) AND status NOT IN ('received', 'sanitizing')
-           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'process' AND j.feedback_id = f.id)`,
-        [ids],
-      )
-      return rows[0].n === ids.length ? true : undefined
-    }, 30_000)
+    await allProcessed(ids, 30_000)
     expect(Date.now() - t0).toBeLessThan(30_000)
     // The one survivor clusters every partition now (the dead node's too).
     expect((await rolesSettled(alive())).partitions.get(survivor)).toHaveLength(16)

@@ -10,6 +10,7 @@ import { eventually } from './harness'
 import { openPool } from '../src/db/pg/client-options'
 import { pgStorage } from '../src/db/pg/storage'
 import { PartitionLeases, PARTITIONS } from '../src/nodes/partitions'
+import type { BeatLoop } from '../src/nodes/beat-loop'
 import { Logger } from '../src/core/logger'
 import { createPgJobs, PARTITION_OF_APP } from '../src/db/pg/jobs'
 import type { PgStorage } from '../src/db/pg/storage'
@@ -67,8 +68,7 @@ test('a dead node (no more beats, no release): its partitions are taken over onc
   await eventually(() => (exactlyOnce([a, b]) && b.leases.partitions().length === PARTITIONS / 2 ? true : undefined), 5_000)
   const aHeld = a.leases.partitions()
   // `a` dies: its timer stops, nothing is released.
-  ;(a.leases as unknown as { running: boolean }).running = false
-  clearTimeout((a.leases as unknown as { timer: ReturnType<typeof setTimeout> }).timer)
+  await (a.leases as unknown as { beats: BeatLoop }).beats.stop()
   live.n = 1
   const died = Date.now()
   // While a's leases are valid, b takes none of them.

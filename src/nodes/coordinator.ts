@@ -20,6 +20,7 @@ import type { OffsetClock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { VERSION } from '../version'
 import type { NodeInfo, NodesRepo } from './nodes-repo'
+import { BeatLoop, beatPeriod } from './beat-loop'
 
 export const ROLES = ['maintenance', 'dispatch'] as const
 export type Role = (typeof ROLES)[number]
@@ -82,9 +83,7 @@ export class ClusterCoordinator implements Coordinator {
   readonly nodeId: string
   private readonly held = new Map<Role, { token: number; validUntil: number }>()
   private readonly listeners = new Set<RoleListener>()
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private running = false
-  private current: Promise<void> | undefined
+  private readonly beats: BeatLoop
   private live = 1
   private lastBeatOk = false
   private lastError: string | undefined
@@ -98,6 +97,7 @@ export class ClusterCoordinator implements Coordinator {
     private readonly opts: ClusterCoordinatorOptions,
   ) {
     this.nodeId = node.id
+    this.beats = new BeatLoop(() => this.round(), beatPeriod(opts.leaseMs))
   }
 
   holds(role: Role): boolean {
@@ -121,15 +121,11 @@ export class ClusterCoordinator implements Coordinator {
 
   /** Registers the node and takes what roles it can before the server starts its work. */
   async start(): Promise<void> {
-    this.running = true
-    await this.round()
-    this.schedule()
+    await this.beats.start()
   }
 
   async stop(): Promise<void> {
-    this.running = false
-    clearTimeout(this.timer)
-    await this.current
+    await this.beats.stop()
     for (const role of ROLES) if (this.held.has(role)) this.lose(role)
     try {
       // The leases go at once, so another node takes the roles without waiting for them to run out.
@@ -144,15 +140,7 @@ export class ClusterCoordinator implements Coordinator {
     return this.lastBeatOk ? { ok: true, roles, liveNodes: this.live } : { ok: false, roles, liveNodes: this.live, reason: this.lastError ?? 'no heartbeat yet' }
   }
 
-  private schedule(): void {
-    if (!this.running) return
-    this.timer = setTimeout(() => {
-      this.current = this.round().finally(() => {
-        this.current = undefined
-        this.schedule()
-      })
-    }, Math.max(200, Math.floor(this.opts.leaseMs / 3)))
-  }
+
 
   /** One beat: record this node, renew or take leases, spread the roles, sweep when maintaining. */
   private async round(): Promise<void> {

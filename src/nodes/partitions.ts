@@ -16,6 +16,7 @@
  */
 import type { Logger } from '../core/logger'
 import type { NodesRepo } from './nodes-repo'
+import { BeatLoop, beatPeriod } from './beat-loop'
 
 export const PARTITIONS = 16
 /** The lease of partition `n`. */
@@ -35,9 +36,7 @@ export type PartitionListener = (held: number[]) => void
 export class PartitionLeases {
   private readonly held = new Map<number, number>()
   private readonly listeners = new Set<PartitionListener>()
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private running = false
-  private current: Promise<void> | undefined
+  private readonly beats: BeatLoop
   private readonly count: number
   /** Where this node starts looking for free partitions: nodes that start together do not all race for partition 0. */
   private readonly offset: number
@@ -52,6 +51,7 @@ export class PartitionLeases {
     let h = 0
     for (const c of nodeId) h = (h * 31 + c.charCodeAt(0)) >>> 0
     this.offset = h % this.count
+    this.beats = new BeatLoop(() => this.round(), beatPeriod(opts.leaseMs))
   }
 
   /** The partitions this node holds now (their leases surely valid), ascending. */
@@ -67,15 +67,11 @@ export class PartitionLeases {
   }
 
   async start(): Promise<void> {
-    this.running = true
-    await this.round()
-    this.schedule()
+    await this.beats.start()
   }
 
   async stop(): Promise<void> {
-    this.running = false
-    clearTimeout(this.timer)
-    await this.current
+    await this.beats.stop()
     const held = [...this.held.keys()]
     this.held.clear()
     if (held.length > 0) {
@@ -86,15 +82,7 @@ export class PartitionLeases {
     await Promise.all(held.map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
   }
 
-  private schedule(): void {
-    if (!this.running) return
-    this.timer = setTimeout(() => {
-      this.current = this.round().finally(() => {
-        this.current = undefined
-        this.schedule()
-      })
-    }, Math.max(200, Math.floor(this.opts.leaseMs / 3)))
-  }
+
 
   /** One beat: renew what is held, let go of what is over the share, take free partitions up to it. */
   async round(): Promise<void> {
