@@ -33,6 +33,12 @@ export interface BlobStore {
   sealedKey(key: string): string
   /** Removes the object and its sealed copy. */
   remove(key: string): Promise<void>
+  /**
+   * The object's bytes, or null when nothing is stored under the key or it holds more than `maxBytes`
+   * (never more than `maxBytes` are read into memory). For fixloop's own use (the agent's attachments
+   * folder): clients download through presigned URLs.
+   */
+  read(key: string, maxBytes: number): Promise<Uint8Array | null>
 }
 
 /** Content types a widget may upload. Nothing a browser could run as a page (HTML, SVG, JavaScript). */

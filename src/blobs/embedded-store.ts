@@ -73,6 +73,14 @@ export class EmbeddedBlobStore implements BlobStore {
     return key
   }
 
+  async read(key: string, maxBytes: number): Promise<Uint8Array | null> {
+    const file = this.pathOf(key)
+    if (!existsSync(file) || statSync(file).size > maxBytes) return null
+    // Objects are never rewritten in place (writeStream links a complete file), so the size checked holds.
+    const bytes = new Uint8Array(await Bun.file(file).arrayBuffer())
+    return bytes.length > maxBytes ? null : bytes
+  }
+
   async remove(key: string): Promise<void> {
     const file = this.pathOf(key)
     rmSync(file, { force: true })

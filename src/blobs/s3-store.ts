@@ -85,6 +85,29 @@ export class S3BlobStore implements BlobStore {
     return `sealed/${key}`
   }
 
+  async read(key: string, maxBytes: number): Promise<Uint8Array | null> {
+    let body: NodeJS.ReadableStream
+    try {
+      body = await this.client.getObject(this.cfg.bucket, key)
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (code === 'NotFound' || code === 'NoSuchKey') return null
+      throw e
+    }
+    // Counted as it streams: an object larger than announced stops the read at the bound.
+    const chunks: Buffer[] = []
+    let size = 0
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length
+      if (size > maxBytes) {
+        ;(body as unknown as { destroy?: () => void }).destroy?.()
+        return null
+      }
+      chunks.push(chunk)
+    }
+    return new Uint8Array(Buffer.concat(chunks))
+  }
+
   async remove(key: string): Promise<void> {
     await this.client.removeObject(this.cfg.bucket, key)
     await this.client.removeObject(this.cfg.bucket, this.sealedKey(key))

@@ -8,6 +8,7 @@ import { storeOf } from '../dialects'
 import { describeEachDialect, type FreshStore } from '../dialects'
 import { RUN_LIST_LIMIT, type RunOutcome, type RunRowEnd, type RunRowInsert } from '../../src/modules/agent-runs/repo'
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
+import { RUN_DUPLICATES_MEDIA_MAX } from '../../src/modules/agent-runs/repo'
 import { openPool } from '../../src/db/pg/client-options'
 import { pgStorage } from '../../src/db/pg/storage'
 import type { Storage } from '../../src/db/storage'
@@ -267,6 +268,32 @@ describeEachDialect('agent-runs repo', (fresh) => {
       duplicate_count: 0, duplicate_of_id: null, console_logs: null, component_target: null, attachments: null, redactions: null,
     })
     expect(await repo.feedback('nope')).toBeNull()
+  })
+
+  test('duplicatesMedia: the lead’s duplicates with attachments or a component, newest first, not spam, bounded', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'lead', 'queued')
+    const { repo } = await setup(s)
+    expect(await repo.duplicatesMedia('lead')).toEqual([])
+    for (let i = 0; i < RUN_DUPLICATES_MEDIA_MAX + 3; i++) {
+      const id = `d${String(i).padStart(3, '0')}`
+      await insertReport(s, id, 'sanitized')
+      await sql(s, 'UPDATE feedback SET duplicate_of_id = ?, attachments = ?, redactions = ? WHERE id = ?', ['lead', `[{"key":"${id}"}]`, '{}', id])
+    }
+    await insertReport(s, 'd900', 'sanitized')
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'lead', component_target = '{\"name\":\"Cart\"}' WHERE id = 'd900'")
+    await insertReport(s, 'd950', 'sanitized')
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'lead' WHERE id = 'd950'") // nothing to show
+    await insertReport(s, 'd990', 'sanitized')
+    await sql(s, "UPDATE feedback SET duplicate_of_id = 'lead', attachments = '[]', spam_marked_at = 5 WHERE id = 'd990'")
+    await insertReport(s, 'other', 'sanitized')
+    await sql(s, "UPDATE feedback SET attachments = '[]' WHERE id = 'other'")
+    const got = await repo.duplicatesMedia('lead')
+    expect(got).toHaveLength(RUN_DUPLICATES_MEDIA_MAX)
+    expect(got[0]).toEqual({ id: 'd900', attachments: null, component_target: '{"name":"Cart"}', redactions: null })
+    expect(got[1]).toEqual({ id: `d${String(RUN_DUPLICATES_MEDIA_MAX + 2).padStart(3, '0')}`, attachments: `[{"key":"d${String(RUN_DUPLICATES_MEDIA_MAX + 2).padStart(3, '0')}"}]`, component_target: null, redactions: '{}' })
+    expect(got.map((r) => r.id)).toEqual([...got.map((r) => r.id)].sort().reverse())
   })
 
   test('reclaim at start: interrupted runs listed with their sandbox; failing one fails its report once, with its event', async () => {

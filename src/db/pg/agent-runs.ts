@@ -10,8 +10,8 @@
  * a start takes the App's slot in the database.
  */
 import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
-import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunRow, RunRowInsert } from '../../modules/agent-runs/repo'
-import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
+import type { AgentRunsRepo, PendingReview, InterruptedRun, RunDuplicateMedia, RunEvent, RunFeedbackRow, RunRow, RunRowInsert } from '../../modules/agent-runs/repo'
+import { RUN_DUPLICATES_MEDIA_MAX, RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import { agentRunBodies } from '../bodies/agent-runs'
 import { runPg } from './tx-body'
@@ -38,6 +38,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
   // Built here, not at load: the limit comes from the interface's module, which imports this one.
   const PENDING = `SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = $1 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
   const PENDING_FOR = `SELECT author, received_at AS "receivedAt" FROM pending_reviews WHERE feedback_id = $1 AND org_id = $2 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
+  const DUPLICATES_MEDIA = `SELECT id, attachments, component_target, redactions FROM feedback WHERE duplicate_of_id = $1 AND spam_marked_at IS NULL AND (attachments IS NOT NULL OR component_target IS NOT NULL) ORDER BY id DESC LIMIT ${RUN_DUPLICATES_MEDIA_MAX}`
   const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
@@ -53,6 +54,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
 
   return {
     feedback: async (id) => (await one<RunFeedbackRow>(pool, GET_FEEDBACK, [id])) ?? null,
+    duplicatesMedia: (leadId) => many<RunDuplicateMedia>(pool, DUPLICATES_MEDIA, [leadId]),
     runningCount: (appId) => count(RUNNING_FOR_APP, [appId]),
     runsSince: (appId, since) => count(RUNS_SINCE, [appId, since]),
     costSince: async (appId, since) => (await one<{ usd: number }>(pool, COST_SINCE, [appId, since]))!.usd,

@@ -6,8 +6,8 @@
 import type { Statement } from 'bun:sqlite'
 import type { SqliteLifecycle } from './lifecycle'
 import { PENDING_REVIEWS_MAX } from '../../modules/git-hooks/repo'
-import type { AgentRunsRepo, PendingReview, InterruptedRun, RunEvent, RunFeedbackRow, RunRow, RunRowInsert } from '../../modules/agent-runs/repo'
-import { RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
+import type { AgentRunsRepo, PendingReview, InterruptedRun, RunDuplicateMedia, RunEvent, RunFeedbackRow, RunRow, RunRowInsert } from '../../modules/agent-runs/repo'
+import { RUN_DUPLICATES_MEDIA_MAX, RUN_LIST_LIMIT } from '../../modules/agent-runs/repo'
 import { agentRunBodies } from '../bodies/agent-runs'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
@@ -16,6 +16,9 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
 
   const getFeedback: Statement = sqlite.query(
     'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = ?',
+  )
+  const duplicatesMedia: Statement = sqlite.query(
+    `SELECT id, attachments, component_target, redactions FROM feedback WHERE duplicate_of_id = ? AND spam_marked_at IS NULL AND (attachments IS NOT NULL OR component_target IS NOT NULL) ORDER BY id DESC LIMIT ${RUN_DUPLICATES_MEDIA_MAX}`,
   )
   const reviewRuns: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE feedback_id = ? AND trigger = 'review'")
   const runningForApp: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
@@ -48,6 +51,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
 
   return {
     feedback: async (id) => getFeedback.get(id) as RunFeedbackRow | null,
+    duplicatesMedia: async (leadId) => duplicatesMedia.all(leadId) as RunDuplicateMedia[],
     runningCount: async (appId) => (runningForApp.get(appId) as { n: number }).n,
     runsSince: async (appId, since) => (runsSince.get(appId, since) as { n: number }).n,
     costSince: async (appId, since) => (costSince.get(appId, since) as { usd: number }).usd,

@@ -56,6 +56,17 @@ export interface RunFeedbackRow extends FeedbackCoreColumns {
   redactions: string | null
 }
 
+/** A duplicate of a lead as its run's attachments folder reads it (raw columns; sanitized once `redactions` is set). */
+export interface RunDuplicateMedia {
+  id: string
+  attachments: string | null
+  component_target: string | null
+  redactions: string | null
+}
+
+/** Duplicates a run reads for its attachments folder at most (newest first). */
+export const RUN_DUPLICATES_MEDIA_MAX = 20
+
 export interface RunRowInsert {
   id: string
   orgId: string
@@ -135,6 +146,11 @@ export interface PendingReview {
 export interface AgentRunsRepo {
   /** The report a run works on (raw columns), or null. */
   feedback(feedbackId: string): Promise<RunFeedbackRow | null>
+  /**
+   * The lead's duplicates that may hold screenshots (not in the spam folder), newest first, at most
+   * RUN_DUPLICATES_MEDIA_MAX: their attachments and component targets, for the run's attachments folder.
+   */
+  duplicatesMedia(leadId: string): Promise<RunDuplicateMedia[]>
   /** Runs of the App still `running`. */
   runningCount(appId: string): Promise<number>
   /** Runs of the App created at or after `since`. */

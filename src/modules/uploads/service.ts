@@ -179,6 +179,20 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       return store.presignGet(row.feedback_id === null ? key : store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
     },
 
+    /**
+     * A referenced object's bytes, for the agent's attachments folder: only a key of the App that a report
+     * referenced (its sealed copy, the object the report points at, as the dashboard's download link
+     * serves it), with its content type as checked at upload; null when it is not that or holds more than
+     * `maxBytes`.
+     */
+    async readReferenced(appId: string, key: string, maxBytes: number): Promise<{ bytes: Uint8Array; contentType: string } | null> {
+      if (!UPLOAD_KEY_RE.test(key)) return null
+      const row = await repo.byKey(key)
+      if (!row || row.app_id !== appId || row.feedback_id === null || row.byte_size > maxBytes) return null
+      const bytes = await store.read(store.sealedKey(key), maxBytes)
+      return bytes === null ? null : { bytes, contentType: row.content_type }
+    },
+
     /** Removes objects issued more than the grace period ago and never referenced. Returns how many. */
     async collectUnreferenced(limit = 500): Promise<number> {
       return discard(await repo.unreferenced(clock.now() - graceMs, limit))
