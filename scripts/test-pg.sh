@@ -49,6 +49,7 @@ SUITES=(
   test/admin-services.test.ts
   test/fsm.test.ts
   test/agent-runs.test.ts
+  test/agent-attachments.test.ts
   test/admin-throttle.test.ts
   test/git-hooks.test.ts
   test/review-iteration.test.ts

@@ -339,8 +339,8 @@ describe('the pieces, one by one', () => {
     const { sandboxArgv } = await import('../src/agent/sandbox')
     const { execCommand } = await import('../src/agent/exec')
     const root = tempDir('fixloop-sbx-')
-    const ws = { repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json') }
-    for (const d of [ws.repo, ws.home, ws.outDir]) Bun.spawnSync(['mkdir', '-p', d])
+    const ws = { repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments') }
+    for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
     await Bun.write(ws.taskFile, 'task')
     const script = `cat /sys/class/net/*/operstate 2>/dev/null | tr '\\n' ' '; ls /proc/net/dev >/dev/null && grep -c : /proc/net/dev; ls ${JSON.stringify(root)} 2>&1; ls /fixloop; cat /fixloop/task.md; echo; echo hi > /fixloop/task.md 2>&1 || echo task-ro`
     const off = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
@@ -349,7 +349,7 @@ describe('the pieces, one by one', () => {
     expect(off.stdout).toMatch(/^\s*1\s*$/m)
     expect(Number(/^\s*(\d+)\s*$/m.exec(on.stdout)?.[1])).toBeGreaterThan(Number(/^\s*(\d+)\s*$/m.exec(off.stdout)?.[1]))
     expect(off.output).toContain('No such file or directory')
-    expect(off.stdout).toContain('home\nout\nrepo\ntask.md\ntask\n')
+    expect(off.stdout).toContain('attachments\nhome\nout\nrepo\ntask.md\ntask\n')
     expect(off.output).toContain('task-ro')
   })
 

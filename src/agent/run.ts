@@ -5,7 +5,6 @@
  * the agent is scrubbed before it leaves this file.
  */
 import { writeFileSync } from 'node:fs'
-import { rm } from 'node:fs/promises'
 import type { RepoConnection } from '../modules/connections/service'
 import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
@@ -18,7 +17,8 @@ import type { RunFeedbackRow } from '../modules/agent-runs/repo'
 import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
 import { buildTask, type TaskInput } from './task'
-import { readAgentFile, type Workspace } from './workspace'
+import { readAgentFile, removeWorkspace, type Workspace } from './workspace'
+import { collectReportMedia, type MediaSource } from './report-media'
 import { servableText } from '../sanitize/servable'
 
 export interface Timings {
@@ -64,6 +64,8 @@ export interface RunContext {
   scrub: Scrub
   signal: AbortSignal
   publicUrl: string | undefined
+  /** Where the report's screenshots and replay are read from (the attachments folder). */
+  media: MediaSource
   /** Records the sandbox's PID while it runs (null when it ended). */
   onSandbox(pid: number | null): void
   /**
@@ -106,8 +108,11 @@ function abortIfStopping(c: RunContext): void {
   if (c.signal.aborted) throw new RunFailure('interrupted: fixloop was shut down during the run')
 }
 
-function prepare(c: RunContext, task: TaskInput): void {
-  writeFileSync(c.ws.taskFile, buildTask(task), { mode: 0o600 })
+/** The attachments folder (the report's and its cluster's images, read-only), then the task file listing them. */
+async function prepare(c: RunContext, task: TaskInput): Promise<void> {
+  const media = await collectReportMedia(c.media, c.f, c.ws.attachmentsDir)
+  const full: TaskInput = { ...task, attachmentNames: media.notCopied, files: media.files, filesLeftOut: media.leftOut, timeline: media.timeline }
+  writeFileSync(c.ws.taskFile, buildTask(full), { mode: 0o600 })
 }
 
 /**
@@ -219,7 +224,7 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
   const token = c.conn.hostToken
   const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.home), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind] } : null }
   try {
-    prepare(c, task)
+    await prepare(c, task)
     laps.lap('prepareMs')
     await clone(c, s)
     laps.lap('cloneMs')
@@ -240,8 +245,8 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
     return { status: failure.kind, usage: s.usage, timings: laps.timings, prUrl: s.prUrl, outputTail: s.outputTail, reason: c.scrub(failure.message) }
   } finally {
     // Asynchronously: the agent decides how many files the workspace holds (a synchronous removal of
-    // 100,000 files would stall the server for seconds).
-    await rm(c.ws.root, { recursive: true, force: true }).catch(() => undefined)
+    // 100,000 files would stall the server for seconds). The attachments folder goes with it.
+    await removeWorkspace(c.ws.root)
   }
 }
 
@@ -257,6 +262,8 @@ export function agentEnvironment(sandbox: SandboxOptions, ws: Workspace, path: s
     CI: 'true',
     FIXLOOP_TASK_FILE: p.taskFile,
     FIXLOOP_RESULT_FILE: p.resultFile,
+    // Always set: the folder exists (empty when the report has no images).
+    FIXLOOP_ATTACHMENTS_DIR: p.attachmentsDir,
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',
     GIT_TERMINAL_PROMPT: '0',

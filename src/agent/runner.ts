@@ -16,7 +16,7 @@
  * reclaim after a crash) is one transaction of the agent-runs repository (modules/agent-runs/repo.ts),
  * on SQLite or PostgreSQL; the runner decides what is written.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Clock } from '../core/clock'
 import { newId } from '../core/ids'
@@ -27,8 +27,9 @@ import { PRESET_ENV, type AgentUsage } from './presets'
 import { agentEnvironment, executeRun, taskInput, zeroTimings, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
+import type { MediaSource } from './report-media'
 import { createScrubber } from './scrubber'
-import { createWorkspace, instanceDir } from './workspace'
+import { createWorkspace, instanceDir, removeWorkspaceSync } from './workspace'
 import { sanitizeText } from '../sanitize/sanitize'
 import { createTurns } from '../core/turns'
 
@@ -55,6 +56,11 @@ export interface RunnerOptions {
   nodeId?: string
   /** Review iterations per pull request at most (FIXLOOP_REVIEW_ITERATIONS_MAX; 0: none). */
   reviewIterationsMax?: number
+  /**
+   * Reads a referenced upload of an App (the uploads service's `readReferenced`), for the run's attachments
+   * folder; without it the folder stays empty.
+   */
+  readAttachment?: MediaSource['read']
 }
 
 /** Why a run could not start now; the job is tried again later. */
@@ -249,6 +255,13 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     return true
   }
 
+  /** The attachments folder's sources: the lead's duplicates, the uploads' bytes, the log. */
+  const media: MediaSource = {
+    duplicates: (leadId) => runs.duplicatesMedia(leadId),
+    read: (appId, key, maxBytes) => (opts.readAttachment ? opts.readAttachment(appId, key, maxBytes) : Promise.resolve(null)),
+    warn: (message, fields) => log.warn(message, fields),
+  }
+
   async function execute(runId: string, f: FeedbackRow, conn: RepoConnection, branch: string, signal: AbortSignal, review?: { prUrl: string; text: string; author: string | null }): Promise<void> {
     const passed = passedThrough(conn)
     const scrub = createScrubber([conn.hostToken, ...Object.values(passed)])
@@ -276,6 +289,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           signal,
           publicUrl: opts.publicUrl,
           onSandbox: recordSandbox,
+          media,
           review: review ? { prUrl: review.prUrl } : undefined,
         },
         { ...taskInput(f), review: review ? { text: review.text, author: review.author } : undefined },
@@ -389,7 +403,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       return inTurn(async () => {
         const n = await failInterrupted(await runs.interrupted(opts.nodeId === undefined ? undefined : null), true)
         // Workspaces of interrupted runs may hold a clone: remove them (this node's own directory).
-        if (existsSync(workspaces)) for (const d of readdirSync(workspaces)) rmSync(join(workspaces, d), { recursive: true, force: true })
+        if (existsSync(workspaces)) for (const d of readdirSync(workspaces)) removeWorkspaceSync(join(workspaces, d))
         return n
       })
     },

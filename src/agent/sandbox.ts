@@ -2,7 +2,8 @@
  * The agent's sandbox: Debian's bubblewrap (`bwrap`). The agent is treated as hostile (its task comes from
  * anonymous end users), so it sees only:
  *   - the clone, read-write, at /fixloop/repo (its working directory), its own HOME at /fixloop/home,
- *     the task file read-only at /fixloop/task.md and a writable /fixloop/out for the result file;
+ *     the task file read-only at /fixloop/task.md, a writable /fixloop/out for the result file and the
+ *     report's screenshots read-only at /fixloop/attachments (src/agent/report-media.ts);
  *   - a private /tmp, a minimal /dev, a /proc of its own PID namespace;
  *   - the system's tools read-only: /usr, /bin, /sbin, /lib*, a handful of /etc entries (no /etc/fixloop)
  *     and the extra read-only paths the operator lists (FIXLOOP_AGENT_SANDBOX_PATHS);
@@ -32,6 +33,8 @@ export interface WorkspacePaths {
   taskFile: string
   outDir: string
   resultFile: string
+  /** The report's screenshots and images (read-only to the agent: a read-only bind, files 0444, dir 0555). */
+  attachmentsDir: string
 }
 
 /** Where the agent sees the workspace: fixed paths, so nothing of the host's layout leaks in. */
@@ -41,6 +44,7 @@ export const INSIDE = {
   taskFile: '/fixloop/task.md',
   resultFile: '/fixloop/out/result.json',
   outDir: '/fixloop/out',
+  attachmentsDir: '/fixloop/attachments',
 } as const
 
 /** /etc entries agents and their tools need (name resolution, TLS roots, users, the linker, Debian alternatives). */
@@ -50,8 +54,8 @@ const ETC = ['resolv.conf', 'hosts', 'nsswitch.conf', 'host.conf', 'passwd', 'gr
 const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
 
 /** The paths the agent sees for the task and result files, depending on the mode. */
-export function agentPaths(mode: SandboxMode, ws: WorkspacePaths): { repo: string; home: string; taskFile: string; resultFile: string } {
-  return mode === 'bwrap' ? { repo: INSIDE.repo, home: INSIDE.home, taskFile: INSIDE.taskFile, resultFile: INSIDE.resultFile } : ws
+export function agentPaths(mode: SandboxMode, ws: WorkspacePaths): { repo: string; home: string; taskFile: string; resultFile: string; attachmentsDir: string } {
+  return mode === 'bwrap' ? { repo: INSIDE.repo, home: INSIDE.home, taskFile: INSIDE.taskFile, resultFile: INSIDE.resultFile, attachmentsDir: INSIDE.attachmentsDir } : ws
 }
 
 /**
@@ -75,6 +79,9 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   for (const name of ETC) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
   for (const p of opts.readOnlyPaths) a.push('--ro-bind-try', p, p)
   a.push('--bind', ws.repo, INSIDE.repo, '--bind', ws.home, INSIDE.home, '--bind', ws.outDir, INSIDE.outDir, '--ro-bind', ws.taskFile, INSIDE.taskFile)
+  // Read-only bind: the agent (root in its namespace or not) can neither write, delete, rename nor chmod
+  // there (EROFS), whatever the files' modes.
+  a.push('--ro-bind', ws.attachmentsDir, INSIDE.attachmentsDir)
   a.push('--remount-ro', '/', '--chdir', INSIDE.repo, '/bin/sh', '-c', command)
   return a
 }

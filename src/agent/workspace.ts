@@ -4,12 +4,14 @@
  * root never clean up each other's runs) and one per run inside it:
  *   repo/   the clone (the agent's, read-write)      home/  the agent's HOME
  *   out/    where the agent writes result.json        task.md  the task (read-only to the agent)
+ *   attachments/  the report's screenshots and images (dir 0555, files 0444, bound read-only)
  *   base.git/  fixloop's own bare clone: the base commit's objects, then the judged tree and the commit
  *              that is pushed (never mounted into the sandbox, shares no file with repo/ or the remote)
  *   cred/   the credential helper during clone/push   (never mounted into the sandbox)
  */
 import { createHash } from 'node:crypto'
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, existsSync } from 'node:fs'
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, existsSync, rmSync } from 'node:fs'
+import { chmod, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { WorkspacePaths } from './sandbox'
 
@@ -50,6 +52,7 @@ export function createWorkspace(instance: string, runId: string): Workspace {
     credDir: join(root, 'cred'),
     judgeIndex: join(root, 'judge.index'),
     baseRepo: join(root, 'base.git'),
+    attachmentsDir: join(root, 'attachments'),
   }
   for (const d of [root, ws.home, ws.outDir]) mkdirSync(d, { recursive: true, mode: 0o700 })
   return ws
@@ -72,4 +75,24 @@ export function readAgentFile(path: string, max = 64 * 1024): string | null {
   } finally {
     closeSync(fd)
   }
+}
+
+/**
+ * Removes a run's workspace. The attachments folder is made writable again first: its 0555 mode, which
+ * keeps an unsandboxed agent from adding files, would also keep a non-root fixloop from deleting them.
+ * Asynchronous: the agent decides how many files the workspace holds.
+ */
+export async function removeWorkspace(root: string): Promise<void> {
+  await chmod(join(root, 'attachments'), 0o700).catch(() => undefined)
+  await rm(root, { recursive: true, force: true }).catch(() => undefined)
+}
+
+/** `removeWorkspace`, synchronously (the reclaim at start, before any run). */
+export function removeWorkspaceSync(root: string): void {
+  try {
+    chmodSync(join(root, 'attachments'), 0o700)
+  } catch {
+    // no attachments folder
+  }
+  rmSync(root, { recursive: true, force: true })
 }

@@ -90,6 +90,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     workDir: config.workDir,
     nodeId: mode.nodeId,
     reviewIterationsMax: config.reviewIterationsMax,
+    readAttachment: (appId, key, maxBytes) => uploads.readReferenced(appId, key, maxBytes),
   })
 
   const gitHooks = createGitHooksService({
