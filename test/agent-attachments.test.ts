@@ -229,6 +229,19 @@ describe('the agent sees the report', () => {
     expectReadOnly(evidence, true)
   })
 
+  test('a duplicate not yet sanitized (or in the spam folder) shows nothing: only what the dashboard serves as sanitized goes in', async () => {
+    const text = 'The wishlist heart icon stays grey after adding an item to the wishlist.'
+    const ownShot = png(4, 4, () => [0, 255, 0, 255])
+    const lead = await submit(s, { text, attachments: [await att(s, ownShot, 'image/png', 'screenshot')] })
+    const pending = await submit(s, { text: `Hi, ${text} Thanks`, attachments: [await att(s, png(4, 4, () => [9, 9, 9, 255]), 'image/png', 'screenshot')] })
+    const spam = await submit(s, { text: `${text} Please fix`, attachments: [await att(s, png(4, 4, () => [7, 7, 7, 255]), 'image/png', 'screenshot')] })
+    for (const d of [pending, spam]) expect((await call(s.srv.url, 'GET', `/v1/feedback/${d}`, { auth: s.t.key })).body.duplicateOfId).toBe(lead)
+    await dbRun(s.srv.ctx, 'UPDATE feedback SET redactions = NULL WHERE id = ?', [pending])
+    await dbRun(s.srv.ctx, 'UPDATE feedback SET spam_marked_at = 1 WHERE id = ?', [spam])
+    const { evidence } = await run(s, lead)
+    expect(files(evidence).map((f) => [f.name, f.sha])).toEqual([['01-report-screenshot.png', grouped(sha(ownShot))]])
+  })
+
   test('a report with no images: the variable is still set, the folder empty and read-only, the task says nothing of it', async () => {
     const id = await submit(s, { text: 'The newsletter signup button does nothing on mobile Safari.' })
     const { evidence, task } = await run(s, id)
