@@ -7,6 +7,8 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { gzipSync } from 'node:zlib'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { clockOf, decodeReplay, MAX_BYTES, MAX_LINES, replayTimeline, timelineUrl, type ReplayEvent } from '../src/agent/replay-timeline'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
@@ -186,5 +188,33 @@ describe('decoding a replay attachment', () => {
     for (let i = 99_999; i > 10; i--) node = { type: 2, id: i, tagName: 'div', attributes: {}, childNodes: [node] }
     const events: ReplayEvent[] = [{ type: 2, data: { node: { type: 0, id: 1, childNodes: [node] } }, timestamp: T0 }, click(100_000, 100)]
     expect(replayTimeline(events, scrub)).toEqual(['00:00.1  clicked button#deep'])
+  })
+})
+
+describe('a real recording (rrweb 2.0.0-alpha.4 in Chromium, test/fixtures/replays)', () => {
+  // Made by recording a small shop page with rrweb's `record` (maskAllInputs) and the widget's Custom
+  // events, driven by playwright: typing a coupon and an email, a click on "Pay now" (a fetch answered 500,
+  // a console error, a dialog the page adds), a click on the dialog's button, a click on "Remove item".
+  const bytes = new Uint8Array(readFileSync(join(import.meta.dir, 'fixtures', 'replays', 'rrweb-2.0.0-alpha.4-cart.json.gz')))
+
+  test('gives the timeline of what was done, with selectors from the real serialized DOM', () => {
+    const events = decodeReplay(bytes)!
+    expect(events.length).toBeGreaterThan(20)
+    const lines = replayTimeline(events, scrub).map((l) => l.replace(/^\d\d:\d\d\.\d {2}/, ''))
+    expect(lines).toEqual([
+      'navigated to http://shop.example/cart?…',
+      'clicked section#checkout button.btn.btn-primary',
+      'request failed: POST /api/pay?… → 500 in ' + /in (\d+) ms/.exec(lines[2]!)![1] + ' ms',
+      'console error: TypeError: cannot read properties of undefined (reading "price") [REDACTED:email]',
+      'clicked div[data-testid="pay-error"] button.close',
+      'clicked a[aria-label="Remove item"]',
+      'the report was sent (the feedback form opened here)',
+    ])
+    const all = replayTimeline(events, scrub).join('\n')
+    for (const secret of ['SECRET-COUPON', 'sam@example.com', 'abc123', '4111111111111111', 'Pay now']) expect(all).not.toContain(secret)
+    // Timed from the start, in order.
+    const times = replayTimeline(events, scrub).map((l) => l.slice(0, 7))
+    expect([...times].sort()).toEqual(times)
+    expect(times[0]! < '00:01.0').toBe(true) // the recording starts with DomContentLoaded, then the Meta
   })
 })

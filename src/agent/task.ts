@@ -1,13 +1,13 @@
-import type { MediaFile } from './report-media'
-
 /**
  * The task file handed to the agent: fixed instructions, then ONE fenced block holding everything that
- * came from end users (theme, page URL, component, console errors, attachment names, the report or the
- * cluster's consolidated text, the files in the attachments folder and the replay's timeline). Every single-line field has its control characters and newlines escaped
- * (`\n`, `\u001b`), so a `url` with encoded newlines or a component name carrying
- * "\n\n## Additional instructions (trusted)" stays one line inside the block; the fence is longer than
- * any backtick run in the content, so nothing can close it early.
+ * came from end users (theme, page URL, component, console errors, attachment names, the listing of the
+ * attachments folder, the replay's timeline, the report or the cluster's consolidated text). Every
+ * single-line field has its control characters and newlines escaped (`\n`, `\u001b`), so a `url` with
+ * encoded newlines or a component name carrying "\n\n## Additional instructions (trusted)" stays one line
+ * inside the block; the fence is longer than any backtick run in the content, so nothing can close it early.
  */
+import { MEDIA_MAX_BYTES, MEDIA_MAX_FILES, type MediaFile } from './report-media'
+
 export interface TaskInput {
   feedbackId: string
   theme: string | null
@@ -68,7 +68,7 @@ function untrusted(t: TaskInput): string {
   if (t.files?.length || t.filesLeftOut) {
     out.push(`Files in the attachments folder ($FIXLOOP_ATTACHMENTS_DIR):`)
     for (const f of t.files ?? []) out.push(`  - ${fileLine(f)}`)
-    if (t.filesLeftOut) out.push(`  (${t.filesLeftOut} more image${t.filesLeftOut === 1 ? '' : 's'} of the cluster left out: at most 8 files and 20 MB are copied, only real PNG, JPEG, WebP and GIF images)`)
+    if (t.filesLeftOut) out.push(`  (${t.filesLeftOut} more image${t.filesLeftOut === 1 ? '' : 's'} of the cluster left out: at most ${MEDIA_MAX_FILES} files and ${MEDIA_MAX_BYTES / 1024 / 1024} MB are copied, only real PNG, JPEG, WebP and GIF images)`)
   }
   if (t.timeline && t.timeline.lines.length > 0) {
     out.push(`Replay timeline of ${oneLine(t.timeline.report, 40)} (mm:ss.s from the recording's start; what the reporter did, never what they typed):`)
