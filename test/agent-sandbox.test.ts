@@ -388,6 +388,20 @@ describe('the pieces, one by one', () => {
     expect(task).toContain('$FIXLOOP_ATTACHMENTS_DIR')
   })
 
+  test('a workspace with its read-only attachments folder (0555, files 0444) is removed whole, sync and async', async () => {
+    const { removeWorkspace, removeWorkspaceSync } = await import('../src/agent/workspace')
+    const { chmodSync, existsSync, mkdirSync, writeFileSync } = await import('node:fs')
+    for (const remove of [removeWorkspace, removeWorkspaceSync]) {
+      const root = join(tempDir('fixloop-ws-'), 'run')
+      mkdirSync(join(root, 'attachments'), { recursive: true })
+      writeFileSync(join(root, 'attachments', '01-report-screenshot.png'), 'x', { mode: 0o444 })
+      chmodSync(join(root, 'attachments'), 0o555)
+      await remove(root)
+      // As a non-root user, a 0555 folder's files could not be unlinked without the chmod first.
+      expect(existsSync(root)).toBe(false)
+    }
+  })
+
   test('PR titles: closing keywords, mentions, links and newlines are neutralized; length bounded', async () => {
     const { safeTheme, neutralize } = await import('../src/agent/pr-text')
     const t = safeTheme('Fixes #1, closes acme/shop#2, resolves GH-3 @acme/security-team see https://x.test/issues/4\nmore', '')
