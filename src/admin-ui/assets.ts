@@ -20,6 +20,12 @@ import trackers from './app/trackers.js' with { type: 'text' }
 import smtp from './app/smtp.js' with { type: 'text' }
 import labels from './app/labels.js' with { type: 'text' }
 import live from './app/live.js' with { type: 'text' }
+import replay from './app/replay.js' with { type: 'text' }
+import replayFrame from './app/replay-frame.js' with { type: 'text' }
+import replayFrameCss from './app/replay-frame.css' with { type: 'text' }
+// rrweb's replayer, as its self-contained minified UMD build (a classic script: it sets `window.rrweb`).
+import rrweb from '../../node_modules/rrweb/dist/rrweb.umd.min.cjs' with { type: 'text' }
+import rrwebCss from '../../node_modules/rrweb/dist/style.min.css' with { type: 'text' }
 import css from './app/style.css' with { type: 'text' }
 import { createHash } from 'node:crypto'
 import { canCustomerMove, canResolveByHand, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../core/fsm'
@@ -34,7 +40,7 @@ export interface Asset {
 
 const hash = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12)
 // Source-map comments point at files that are not shipped; a browser would request them in vain.
-const stripMap = (text: string) => text.replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n')
+const stripMap = (text: string) => text.replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n').replace(/\n?\/\*# sourceMappingURL=\S+ \*\/\s*$/, '\n')
 
 function asset(specifier: string | null, name: string, body: string, contentType = 'text/javascript; charset=utf-8'): Asset {
   const clean = stripMap(body)
@@ -75,9 +81,22 @@ export const ASSETS: Asset[] = [
   asset('@fixloop/apps', 'apps.js', apps),
   asset('@fixloop/keys', 'keys.js', keys),
   asset('@fixloop/inbox', 'inbox.js', inbox),
+  asset('@fixloop/replay', 'replay.js', replay),
   asset('@fixloop/report', 'report.js', report),
   asset('@fixloop/account', 'account.js', account),
   asset('@fixloop/webhooks', 'webhooks.js', webhooks),
   asset('@fixloop/main', 'main.js', main),
   asset(null, 'style.css', css, 'text/css; charset=utf-8'),
 ]
+
+/**
+ * The session replay frame's files (GET /admin/replay-frame, src/admin-ui/pages.ts): rrweb's replayer
+ * (about 280 KB, so only a report page with a replay loads it, through that frame) and the frame's own
+ * classic script and styles. Not in the import map: the dashboard never imports them.
+ */
+export const REPLAY_FRAME_ASSETS = {
+  rrweb: asset(null, 'rrweb.js', rrweb),
+  rrwebCss: asset(null, 'rrweb.css', rrwebCss, 'text/css; charset=utf-8'),
+  script: asset(null, 'replay-frame.js', replayFrame),
+  css: asset(null, 'replay-frame.css', replayFrameCss, 'text/css; charset=utf-8'),
+}

@@ -5,13 +5,13 @@
  */
 import { Elysia } from 'elysia'
 import { createHash } from 'node:crypto'
-import { ASSETS } from './assets'
+import { ASSETS, REPLAY_FRAME_ASSETS } from './assets'
 import { ApiError } from '../core/errors'
 import { resolveSession, type AdminAuthDeps } from '../http/admin-auth'
 import { canSee } from '../modules/admins/service'
 import { FAVICON_ICO } from './favicon'
 
-const byUrl = new Map(ASSETS.map((a) => [a.url, a]))
+const byUrl = new Map([...ASSETS, ...Object.values(REPLAY_FRAME_ASSETS)].map((a) => [a.url, a]))
 const importMap = JSON.stringify({ imports: Object.fromEntries(ASSETS.filter((a) => a.specifier).map((a) => [a.specifier, a.url])) })
 const importMapHash = createHash('sha256').update(importMap).digest('base64')
 const styleUrl = ASSETS.find((a) => a.specifier === null)!.url
@@ -41,6 +41,9 @@ const CSP = [
   "style-src 'self'",
   "img-src 'self' data: blob:",
   "connect-src 'self'",
+  // The report page's session replay frame (/admin/replay-frame) and nothing else: every other page of
+  // this origin refuses to be framed (frame-ancestors 'none').
+  "frame-src 'self'",
   "base-uri 'none'",
   "form-action 'self'",
   "frame-ancestors 'none'",
@@ -49,6 +52,53 @@ const CSP = [
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+}
+
+/**
+ * The session replay frame: rrweb's replayer runs here, in a document of its own, so the looser style
+ * rules a recorded page needs (its own <style> elements and style attributes: 'unsafe-inline') apply to
+ * this frame only, never to the dashboard. rrweb rebuilds the recording into an about:blank iframe
+ * inside it, sandboxed with exactly "allow-same-origin" (no allow-scripts): nothing recorded runs, and
+ * that iframe inherits this policy too (no inline script, no javascript: URL, no request anywhere but
+ * this server's own files; images only from the recording's data: and blob: URLs, so a recorded
+ * <img src> cannot call out). Framed only by the dashboard itself.
+ */
+const FRAME = REPLAY_FRAME_ASSETS
+const REPLAY_FRAME = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Session replay</title>
+<link rel="stylesheet" href="${FRAME.rrwebCss.url}">
+<link rel="stylesheet" href="${FRAME.css.url}">
+<script src="${FRAME.rrweb.url}" defer></script>
+<script src="${FRAME.script.url}" defer></script>
+</head>
+<body>
+<div id="player"></div>
+</body>
+</html>
+`
+
+/** The replay frame's policy: see REPLAY_FRAME. */
+export const REPLAY_FRAME_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  'img-src data: blob:',
+  'font-src data:',
+  'media-src data: blob:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'self'",
+].join('; ')
+
+const REPLAY_FRAME_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': REPLAY_FRAME_CSP,
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -106,6 +156,8 @@ export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups) {
     .get('/favicon.ico', ({ request }) => favicon(request), { detail: { hide: true } })
     .get('/admin', () => page(), { detail: { summary: 'The admin dashboard (HTML)', description: 'Sign in with an admin created by `fixloop admin create` or the first-run setup link.', tags: ['admin'] } })
     .get('/admin/', () => page(), { detail: { hide: true } })
+    // No data in it (the dashboard posts the recording's events): the same static page for everyone.
+    .get('/admin/replay-frame', () => new Response(REPLAY_FRAME, { headers: REPLAY_FRAME_HEADERS }), { detail: { hide: true } })
     .get('/admin/assets/:file', ({ params }) => {
       const a = byUrl.get(`/admin/assets/${params.file}`)
       if (!a) return new Response('not found', { status: 404, headers: { 'content-type': 'text/plain' } })

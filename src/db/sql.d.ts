@@ -19,3 +19,7 @@ declare module '*.js' {
   const text: string
   export default text
 }
+declare module '*.cjs' {
+  const text: string
+  export default text
+}

@@ -6,6 +6,7 @@ import { html, Link, useAction, useLoad, ErrorBox, fmtDate, webHref } from '@fix
 import { canResolveByHand, customerTargets } from '@fixloop/fsm'
 import { ItemStatus, historyText, isBranchPushed, words, MODE_LABELS, MOVE_LABELS } from '@fixloop/labels'
 import { TrackerIssue } from '@fixloop/trackers'
+import { Replay } from '@fixloop/replay'
 
 const RUN_LABELS = { running: 'Running', succeeded: 'Succeeded', failed: 'Failed', guardrailed: 'Stopped by a guardrail' }
 
@@ -263,8 +264,10 @@ export function ReportPage({ org, id }) {
   })
   if (error) return html`<h1>${error.status === 404 ? '404 ' : ''}Report not found</h1><${ErrorBox} error=${error} />`
   if (!item || item.id !== id) return html`<p>Loading…</p>`
-  const shots = item.attachments.filter((a) => a.contentType.startsWith('image/'))
-  const files = item.attachments.filter((a) => !a.contentType.startsWith('image/'))
+  const shots = item.attachments.filter((a) => a.kind !== 'replay' && a.contentType.startsWith('image/'))
+  // A session replay is played, not listed (the first one: a report has at most one).
+  const replay = item.attachments.find((a) => a.kind === 'replay')
+  const files = item.attachments.filter((a) => !a.contentType.startsWith('image/') && a.kind !== 'replay')
   const ct = item.componentTarget
   // Only the moves the FSM allows from here (the same module the API checks PATCH against).
   const moves = customerTargets(item.status)
@@ -313,6 +316,7 @@ export function ReportPage({ org, id }) {
           ${ct && ct.screenshotUrl && html`<img src=${ct.screenshotUrl} alt=${`Screenshot of component ${ct.name}`} class="shot" />`}
           ${shots.map((a, i) => html`<a href=${a.url}><img src=${a.url} alt=${`Screenshot ${i + 1}`} class="shot" /></a>`)}</section>`
         : null}
+      ${replay && html`<${Replay} key=${replay.key} attachment=${replay} consoleLogs=${item.consoleLogs} />`}
       ${files.length > 0 && html`<section aria-labelledby="files"><h2 id="files">Attachments</h2><ul>${files.map((a) => html`<li><a href=${a.url}>${a.kind} · ${a.contentType} · ${a.byteSize} bytes</a></li>`)}</ul></section>`}
       ${item.consoleLogs.length > 0 &&
       html`<section aria-labelledby="console"><h2 id="console">Console</h2><pre class="console" tabindex="0">${item.consoleLogs.map((l) => `[${l.level}] ${l.message}`).join('\n')}</pre></section>`}
