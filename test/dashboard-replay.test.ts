@@ -406,6 +406,17 @@ describe('session replay on the report page', () => {
     expect(csp).toContain("frame-ancestors 'self'")
     expect(csp).toContain('img-src data: blob:')
     expect(csp).not.toContain("'unsafe-eval'")
+    // The replayer is an immutable asset, sent gzipped to a browser that accepts it (all do).
+    const rrwebUrl = /\/admin\/assets\/rrweb\.[0-9a-f]{12}\.js/.exec(await res.text())![0]
+    const packed = await fetch(server.url + rrwebUrl, { headers: { 'accept-encoding': 'gzip' }, decompress: false } as RequestInit)
+    expect(packed.headers.get('content-encoding')).toBe('gzip')
+    expect(packed.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+    const gzBytes = (await packed.arrayBuffer()).byteLength
+    const plain = await fetch(server.url + rrwebUrl, { headers: { 'accept-encoding': 'identity' }, decompress: false } as RequestInit)
+    expect(plain.headers.get('content-encoding')).toBeNull()
+    const plainText = await plain.text()
+    expect(plainText).toContain('Replayer')
+    expect(gzBytes).toBeLessThan(plainText.length / 2)
     // The dashboard's own pages keep their strict styles and still refuse to be framed.
     const shell = (await fetch(server.url + '/admin')).headers.get('content-security-policy')!
     expect(shell).toContain("style-src 'self';")

@@ -202,7 +202,7 @@ function Player({ events, consoleLogs }) {
         style=${{ aspectRatio: `${state.width} / ${state.height}` }} hidden=${!!state.error}></iframe>
       <div class="replay-bar" role="group" aria-label="Replay controls">
         <button type="button" class="primary" disabled=${off} onClick=${() => send({ op: state.playing ? 'pause' : 'play' })}>${state.playing ? 'Pause' : 'Play'}</button>
-        <span class="replay-time mono" aria-label=${`Time ${clock(state.t)} of ${clock(total)}`}>${clock(state.t, true)} / ${clock(total, true)}</span>
+        <span class="replay-time mono">${clock(state.t, true)} / ${clock(total, true)}</span>
         <input type="range" class="replay-seek" aria-label="Position in the replay" min="0" max=${Math.max(1, Math.round(total))} step="100" value=${Math.round(state.t)}
           aria-valuetext=${`${clock(state.t)} of ${clock(total)}`} disabled=${off} onInput=${(e) => seek(Number(e.currentTarget.value))} />
         <label class="replay-speed">Speed <select disabled=${off} value=${String(speed)} onChange=${(e) => {
