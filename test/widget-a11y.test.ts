@@ -161,7 +161,7 @@ test('Fixloop.init: attachTo, autoInject:false, beforeSend, strings, locale, set
     await page.click('#help')
     await host.getByLabel('Beschreiben Sie das Problem').fill('Card 4242 declined, cancel')
     await host.getByRole('button', { name: 'Abschicken' }).click()
-    await host.getByRole('status').filter({ hasText: 'The report was not sent.' }).waitFor()
+    await host.getByRole('status').filter({ hasText: 'Die Meldung wurde nicht gesendet.' }).waitFor()
     expect(await reports(e).then((l) => l.filter((r: any) => r.text.startsWith('Card')))).toHaveLength(0)
 
     await host.getByLabel('Beschreiben Sie das Problem').fill('Card 4242 declined')

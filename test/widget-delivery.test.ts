@@ -29,12 +29,15 @@ afterAll(async () => {
 
 const uiFile = () => JSON.parse(readFileSync(join(DIST, 'manifest.json'), 'utf8')).uiFile as string
 
-test('size budgets: loader ≤ 8 KB gzip, loader + UI (screenshot renderer included) ≤ 40 KB gzip', () => {
+const localeFiles = () => JSON.parse(readFileSync(join(DIST, 'locales.json'), 'utf8')) as Record<string, string>
+
+test('size budgets: loader ≤ 8 KB gzip, loader + UI (screenshot renderer included) + the largest locale table ≤ 40 KB gzip', () => {
   const loader = gzipSync(readFileSync(join(DIST, 'widget.js')), { level: 9 }).length
   const ui = gzipSync(readFileSync(join(DIST, 'ui.js')), { level: 9 }).length
-  console.log(`widget.js ${loader} B gzip, UI ${ui} B gzip, total ${loader + ui} B gzip`)
+  const table = Math.max(...Object.values(localeFiles()).map((json) => gzipSync(json, { level: 9 }).length))
+  console.log(`widget.js ${loader} B gzip, UI ${ui} B gzip, largest locale table ${table} B gzip, total ${loader + ui + table} B gzip`)
   expect(loader).toBeLessThanOrEqual(8 * 1024)
-  expect(loader + ui).toBeLessThanOrEqual(40 * 1024)
+  expect(loader + ui + table).toBeLessThanOrEqual(40 * 1024)
   // The UI really carries the DOM renderer (not left out to meet the budget).
   expect(readFileSync(join(DIST, 'ui.js'), 'utf8')).toContain('foreignObject')
 })
@@ -77,6 +80,26 @@ test('GET /widget/<hash>.js is immutable; any other name is 404 with the envelop
   }
   const junk = await call(server.url, 'GET', '/widget.js?v=1&x[]=2&y=%00')
   expect(junk.status).toBe(200)
+})
+
+test('GET /widget/locale-<tag>-<hash>.json: each table as immutable, cross-origin JSON; other names are 404', async () => {
+  const files = localeFiles()
+  expect(Object.keys(files)).toHaveLength(23)
+  for (const [name, json] of Object.entries(files)) {
+    const r = await fetch(`${server.url}/widget/${name}`, { headers: { origin: 'https://customer.example' } })
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    expect(r.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+    expect(r.headers.get('access-control-allow-origin')).toBe('*')
+    expect(r.headers.get('cross-origin-resource-policy')).toBe('cross-origin')
+    expect(await r.text()).toBe(json)
+  }
+  const hash = Object.keys(files)[0].match(/-([0-9a-f]{16})\.json$/)![1]
+  for (const name of ['locale-de-0000000000000000.json', `locale-en-${hash}.json`, `locale-xx-${hash}.json`, `locale-DE-${hash}.json`, '__proto__', 'constructor', 'hasOwnProperty', 'locales.json', 'manifest.json']) {
+    const bad = await call(server.url, 'GET', `/widget/${name}`)
+    expect(bad.status).toBe(404)
+    expect(bad.body.error.code).toBe('not_found')
+  }
 })
 
 test('/openapi.json documents the widget routes', async () => {

@@ -1,13 +1,15 @@
 /**
- * GET /widget.js and GET /widget/<ui-hash>.js: the browser widget, built by widget/build.ts and
- * embedded into the binary (imported as text, so `bun build --compile` carries it). The loader gets a
- * short cache (its name never changes); the UI file's name carries its content hash, so it is
- * immutable. Both are readable cross-origin (customer pages load them from another origin).
+ * GET /widget.js, GET /widget/<ui-hash>.js and GET /widget/locale-<tag>-<hash>.json: the browser widget,
+ * built by widget/build.ts and embedded into the binary (imported as text/JSON, so `bun build --compile`
+ * carries it). The loader gets a short cache (its name never changes); the UI file's and the locale
+ * tables' names carry their content hash, so they are immutable. All are readable cross-origin
+ * (customer pages load them from another origin).
  */
 import { Elysia } from 'elysia'
 import loader from '../../widget/dist/widget.js' with { type: 'text' }
 import ui from '../../widget/dist/ui.js' with { type: 'text' }
 import manifest from '../../widget/dist/manifest.json'
+import localeTables from '../../widget/dist/locales.json'
 import { ApiError } from '../core/errors'
 
 export const WIDGET_PATH = '/widget.js'
@@ -19,9 +21,11 @@ const shared = {
   'cross-origin-resource-policy': 'cross-origin',
   'access-control-allow-origin': '*',
 }
+/** File name -> JSON text of each locale's strings (a Map: a name like "__proto__" is just absent). */
+const LOCALE_FILES = new Map<string, string>(Object.entries(localeTables as Record<string, string>))
 const loaderEtag = `"${new Bun.CryptoHasher('sha256').update(loader).digest('hex').slice(0, 20)}"`
 
-/** Serves the widget's two scripts (HEAD too); any other /widget/ name is 404 not_found. */
+/** Serves the widget's two scripts and its locale tables (HEAD too); any other /widget/ name is 404 not_found. */
 export function widgetAssets() {
   return new Elysia({ name: 'widget-assets' })
     .get(
@@ -35,9 +39,12 @@ export function widgetAssets() {
     .get(
       '/widget/:file',
       ({ params }) => {
-        if (`/widget/${params.file}` !== WIDGET_UI_PATH) throw new ApiError('not_found', undefined, 'No such widget file')
-        return new Response(ui, { headers: { ...shared, 'cache-control': 'public, max-age=31536000, immutable' } })
+        const immutable = 'public, max-age=31536000, immutable'
+        if (`/widget/${params.file}` === WIDGET_UI_PATH) return new Response(ui, { headers: { ...shared, 'cache-control': immutable } })
+        const table = LOCALE_FILES.get(params.file)
+        if (table !== undefined) return new Response(table, { headers: { ...shared, 'content-type': 'application/json; charset=utf-8', 'cache-control': immutable } })
+        throw new ApiError('not_found', undefined, 'No such widget file')
       },
-      { detail: { summary: 'The widget UI (lazy-loaded)', description: 'Loaded by widget.js on first open; the name carries a content hash, so it is cached for a year.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 404: { description: 'not_found (envelope)' } } } },
+      { detail: { summary: 'The widget UI and locale tables (lazy-loaded)', description: 'Loaded by widget.js on first open: the UI script, and the chosen language\'s strings as locale-<tag>-<hash>.json; the names carry a content hash, so they are cached for a year.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 404: { description: 'not_found (envelope)' } } } },
     )
 }

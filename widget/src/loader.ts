@@ -5,7 +5,8 @@
  * fetched from the same origin on first open (or at once when reports wait in the offline queue).
  */
 import type { Core, FixloopOptions, WidgetUI } from './types'
-import { resolveStrings } from './strings'
+import { resolveStrings, type Strings } from './strings'
+import { browserLanguages, chooseLocale, directionOf, type Locale } from './locale'
 import { installCapture, consoleLogs, networkSummary, rawFetch } from './capture'
 import { LAUNCHER_CSS, applyTheme } from './theme'
 import { hasQueuedReports } from './queue-peek'
@@ -19,6 +20,10 @@ const workerURL = (url: string): string => {
 }
 
 declare const __APP_FILE__: string
+/** Every locale's launcher label (the launcher shows before any table is fetched), set by widget/build.ts. */
+declare const __LAUNCHERS__: Record<Locale, string>
+/** The content hash of the locale tables: /widget/locale-<tag>-<hash>.json (widget/build.ts). */
+declare const __LOCALES_HASH__: string
 
 const script = currentScript()
 const scriptOrigin = script?.src ? new URL(script.src).origin : location.origin
@@ -38,20 +43,18 @@ function deepActiveElement(): HTMLElement | null {
   return el instanceof HTMLElement && el !== body() ? el : null
 }
 
-function loadUI(): Promise<WidgetUI> {
-  if (!core) return Promise.reject(new Error('Fixloop.init() was not called'))
-  const c = core
-  ui ??= new Promise<WidgetUI>((resolve, reject) => {
+/** The UI script's factory: loaded once from /widget/<hash>.js (a second widget.js finds it registered). */
+function loadUIScript(c: Core): Promise<(core: Core) => WidgetUI> {
+  return new Promise((resolve, reject) => {
     const factory = () => shared[UI_KEY] as ((core: Core) => WidgetUI) | undefined
     const ready = factory()
-    if (ready) return resolve(ready(c))
+    if (ready) return resolve(ready)
     const tag = createElement('script')
     const src = `${c.endpoint}/widget/${__APP_FILE__}`
     allowScript(src)
     try {
       tag.src = scriptURL(src)
     } catch (e) {
-      ui = undefined
       return reject(new Error(`fixloop UI blocked by Trusted Types: allow the policy "fixloop" (${(e as Error).message})`))
     }
     tag.async = true
@@ -60,15 +63,41 @@ function loadUI(): Promise<WidgetUI> {
     if (nonce) tag.nonce = nonce
     tag.onload = () => {
       const registered = factory()
-      if (registered) resolve(registered(c))
+      if (registered) resolve(registered)
       else reject(new Error('fixloop UI did not register'))
     }
-    tag.onerror = () => {
-      ui = undefined
-      reject(new Error('fixloop UI could not be loaded'))
-    }
+    tag.onerror = () => reject(new Error('fixloop UI could not be loaded'))
     ;(head() ?? body())!.appendChild(tag)
   })
+}
+
+/**
+ * The chosen locale's table, fetched as JSON next to the UI script (24 tables would not fit the loader's
+ * budget, and a page needs one). Data, not code: no script-src or Trusted Types involved, only the
+ * connect-src the reports go through. If it cannot be had, the dialog speaks English.
+ */
+function loadTable(c: Core): Promise<unknown> {
+  if (c.locale === 'en') return Promise.resolve(undefined)
+  return c
+    .fetch(`${c.endpoint}/widget/locale-${c.locale}-${__LOCALES_HASH__}.json`, { credentials: 'omit' })
+    .then((r) => (r.ok ? r.json() : undefined))
+    .then(undefined, () => undefined)
+}
+
+function loadUI(): Promise<WidgetUI> {
+  if (!core) return Promise.reject(new Error('Fixloop.init() was not called'))
+  const c = core
+  if (!ui) {
+    const loading = Promise.all([loadUIScript(c), loadTable(c)]).then(([make, table]) => {
+      c.strings = resolveStrings(c.locale, table, c.options.strings)
+      return make(c)
+    })
+    // A failed load is tried again on the next open.
+    loading.then(undefined, () => {
+      if (ui === loading) ui = undefined
+    })
+    ui = loading
+  }
   return ui
 }
 
@@ -92,14 +121,18 @@ function mount(options: FixloopOptions): void {
   const sheet = new CSSStyleSheet()
   sheet.replaceSync(LAUNCHER_CSS)
   root.adoptedStyleSheets = [sheet]
-  const strings = resolveStrings(options.locale, options.strings)
-  core = { options, endpoint, host, root, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML, workerURL }
+  const locale = chooseLocale(options.locale, browserLanguages())
+  const dir = directionOf(locale)
+  const strings: Strings = resolveStrings(locale, { launcher: __LAUNCHERS__[locale] }, options.strings)
+  core = { options, endpoint, host, root, locale, dir, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML, workerURL }
   if (options.autoInject !== false) {
     const button = createElement('button')
     button.type = 'button'
     button.className = 'launcher'
     button.setAttribute('part', 'launcher')
     button.setAttribute('aria-haspopup', 'dialog')
+    button.lang = locale
+    button.dir = dir
     button.textContent = strings.launcher
     button.addEventListener('click', open)
     root.appendChild(button)

@@ -1,4 +1,7 @@
-/** Every UI string, per locale; Fixloop.init({ strings }) overrides any of them. */
+import type { Locale } from './locale'
+import en from './locales/en'
+
+/** Every UI string, per locale (widget/src/locales/<tag>.ts); Fixloop.init({ strings }) overrides any of them. */
 export interface Strings {
   launcher: string
   title: string
@@ -56,101 +59,25 @@ export interface Strings {
   statusClosed: string
 }
 
-const en: Strings = {
-  launcher: 'Report a problem',
-  title: 'Report a problem',
-  describe: 'Describe the problem',
-  placeholder: 'What happened? What did you expect?',
-  screenshotLegend: 'Screenshot',
-  screenshot: 'Include a screenshot of this page',
-  preview: 'Screenshot',
-  edit: 'Edit screenshot',
-  editHelp: 'Drag over the image to hide an area or to crop it. Keyboard: arrow keys move the box, Shift+arrow keys resize it, Enter applies.',
-  actualSize: 'Actual size',
-  done: 'Done',
-  screenshotPending: 'Taking a screenshot…',
-  screenshotFailed: 'No screenshot could be taken. You can attach an image instead.',
-  redact: 'Hide an area',
-  crop: 'Crop',
-  undo: 'Undo',
-  captureScreen: 'Capture my screen instead',
-  attachFile: 'Attach an image',
-  pick: 'Point at the broken element',
-  pickHelp: 'Click the broken element. Keyboard: Tab to move, Enter to choose, Esc to cancel.',
-  picked: 'Selected element:',
-  clearPick: 'Clear selection',
-  cancel: 'Cancel',
-  send: 'Send',
-  sending: 'Sending…',
-  checking: 'Checking you’re not a bot…',
-  honeypot: 'Leave this field empty',
-  thanks: 'Thanks! Your report was sent.',
-  queued: 'You seem to be offline. Your report is saved on this device and will be sent automatically.',
-  queueFull: 'Too many reports are waiting to be sent from this device. Please try again later.',
-  cancelled: 'The report was not sent.',
-  failed: 'The report could not be sent:',
-  close: 'Close',
-  another: 'Report another problem',
-  sendShortcut: 'Ctrl+Enter sends',
-  notify: 'Email me when this is fixed',
-  notifyAt: 'Email me at {email} when this is fixed',
-  notifyAccount: 'Email me at my account\'s address when this is fixed',
-  email: 'Your email',
-  emailNeeded: 'Enter your email address to be told when it is fixed.',
-  yourReports: 'Your reports',
-  back: 'Back',
-  loading: 'Loading…',
-  noReports: 'You have not reported any problem yet.',
-  loadFailed: 'Your reports could not be loaded.',
-  statusReceived: 'Received',
-  statusWorking: 'Being worked on',
-  statusReview: 'Fix in review',
-  statusFixed: 'Fixed',
-  statusClosed: 'Closed',
+
+/**
+ * Fixloop.init({ strings }): any key of Strings for every locale, and per-locale overrides under the
+ * locale's tag (`{ send: 'Go', de: { send: 'Los' } }`): the tag's own entries win over the plain ones.
+ */
+export type StringOverrides = Partial<Strings> & Partial<Record<Locale, Partial<Strings>>>
+
+/** Only the known keys with string values: a table fetched from the server or given by a page never adds junk to the UI. */
+function known(table: unknown): Partial<Strings> {
+  const out: Partial<Strings> = {}
+  if (!table || typeof table !== 'object') return out
+  for (const key of Object.keys(en) as (keyof Strings)[]) {
+    const value = (table as Record<string, unknown>)[key]
+    if (typeof value === 'string' && Object.prototype.hasOwnProperty.call(table, key)) out[key] = value
+  }
+  return out
 }
 
-const de: Partial<Strings> = {
-  launcher: 'Problem melden',
-  title: 'Problem melden',
-  describe: 'Beschreiben Sie das Problem',
-  send: 'Senden',
-  cancel: 'Abbrechen',
-  sending: 'Wird gesendet…',
-  checking: 'Wir prüfen, dass Sie kein Bot sind…',
-  thanks: 'Danke! Ihre Meldung wurde gesendet.',
-  close: 'Schließen',
-  notify: 'Per E-Mail benachrichtigen, wenn es behoben ist',
-  notifyAt: 'An {email} schreiben, wenn es behoben ist',
-  email: 'Ihre E-Mail-Adresse',
-  emailNeeded: 'Geben Sie Ihre E-Mail-Adresse an, um benachrichtigt zu werden.',
-  yourReports: 'Ihre Meldungen',
-  back: 'Zurück',
-  statusFixed: 'Behoben',
-}
-
-const fr: Partial<Strings> = {
-  launcher: 'Signaler un problème',
-  title: 'Signaler un problème',
-  describe: 'Décrivez le problème',
-  send: 'Envoyer',
-  cancel: 'Annuler',
-  sending: 'Envoi…',
-  checking: 'Nous vérifions que vous n’êtes pas un robot…',
-  thanks: 'Merci ! Votre signalement a été envoyé.',
-  close: 'Fermer',
-  notify: 'Me prévenir par e-mail une fois corrigé',
-  notifyAt: 'M\'écrire à {email} une fois corrigé',
-  email: 'Votre e-mail',
-  emailNeeded: 'Indiquez votre adresse e-mail pour être prévenu.',
-  yourReports: 'Vos signalements',
-  back: 'Retour',
-  statusFixed: 'Corrigé',
-}
-
-const LOCALES: Record<string, Partial<Strings>> = { de, fr }
-
-/** The locale's table over English, then the customer's overrides. */
-export function resolveStrings(locale: string | undefined, overrides: Partial<Strings> | undefined): Strings {
-  const lang = (locale ?? '').toLowerCase().split('-')[0]
-  return { ...en, ...(LOCALES[lang] ?? {}), ...(overrides ?? {}) }
+/** English, then the locale's table (fetched lazily, see loader.ts), then the page's overrides, then its overrides for this locale. */
+export function resolveStrings(locale: Locale, table: unknown, overrides: StringOverrides | undefined): Strings {
+  return { ...en, ...known(table), ...known(overrides), ...known(overrides?.[locale]) }
 }

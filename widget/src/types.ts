@@ -1,5 +1,6 @@
 /** Public options of Fixloop.init() and the small core the loader shares with the lazily loaded UI. */
-import type { Strings } from './strings'
+import type { Strings, StringOverrides } from './strings'
+import type { Locale } from './locale'
 
 /** What the customer page passes to window.Fixloop.init(). */
 export interface FixloopOptions {
@@ -10,10 +11,10 @@ export interface FixloopOptions {
   getUserToken?: () => Promise<string>
   /** The customer's own scrubbing: return the payload (changed or not) or null to cancel. */
   beforeSend?: (payload: SubmitPayload) => SubmitPayload | null | Promise<SubmitPayload | null>
-  /** Built-in string table: 'en' (default), 'de', 'fr'. */
+  /** A BCP 47 tag (e.g. 'de', 'pt-BR', 'zh-Hant'); without it the browser's navigator.languages decide (locale.ts). */
   locale?: string
-  /** Any UI string, overriding the locale's. */
-  strings?: Partial<Strings>
+  /** Any UI string, overriding the locale's; per locale under its tag: { send: 'Go', de: { send: 'Los' } }. */
+  strings?: StringOverrides
   /** Nonce for the lazily loaded script under a strict CSP (defaults to widget.js's own nonce). */
   nonce?: string
   /** false: no floating launcher; open with Fixloop.open() or attachTo(el). */
@@ -70,6 +71,10 @@ export interface Core {
   endpoint: string
   host: HTMLElement
   root: ShadowRoot
+  /** The built-in table chosen (locale.ts); every element the widget adds to its shadow root carries its lang and dir. */
+  locale: Locale
+  dir: 'ltr' | 'rtl'
+  /** English before the UI loads (with the launcher's label in the chosen language), the full table after. */
   strings: Strings
   consoleLogs(): ConsoleEntry[]
   network(): NetworkEntry[]

@@ -18,7 +18,7 @@ legend { font-weight: 600; padding: 0 4px; }
 button.thumb { display: flex; flex-direction: column; align-items: center; gap: 6px; padding: 6px; width: 100%; cursor: zoom-in; }
 .thumb canvas { display: block; max-width: 100%; max-height: 180px; height: auto; border: 1px solid var(--fixloop-border); }
 .thumb span { text-decoration: underline; }
-.trap { position: absolute; left: -10000px; top: auto; width: 1px; height: 1px; overflow: hidden; }
+.trap { position: absolute; inset-inline-start: -10000px; top: auto; width: 1px; height: 1px; overflow: hidden; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 label.button { display: inline-block; font: 600 13px/1.2 var(--fixloop-font); border-radius: 6px; padding: 8px 12px; cursor: pointer;
   border: 1px solid var(--fixloop-border); background: var(--fixloop-bg); color: var(--fixloop-fg); }
@@ -32,7 +32,7 @@ button:disabled { opacity: .7; cursor: progress; }
 button:hover, label.button:hover { filter: brightness(.95); }
 .icon { border: 0; padding: 4px 8px; font-size: 18px; }
 .actions { display: flex; justify-content: flex-end; align-items: center; gap: 8px; position: sticky; bottom: 0; background: var(--fixloop-bg); padding: 8px 0 0; }
-.hint { margin-right: auto; font-size: 12px; }
+.hint { margin-inline-end: auto; font-size: 12px; }
 .status.ok { font-size: 16px; font-weight: 600; text-align: center; }
 .done-icon { display: flex; justify-content: center; padding-top: 8px; }
 .check-icon { width: 56px; height: 56px; }
@@ -42,7 +42,7 @@ dialog.editor { width: 100vw; height: 100vh; max-width: 100vw; max-height: 100vh
   display: none; flex-direction: column; box-shadow: none; }
 dialog.editor[open] { display: flex; }
 .toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 12px; padding: 10px 16px; border-bottom: 1px solid var(--fixloop-border); }
-.toolbar h2 { margin-right: auto; }
+.toolbar h2 { margin-inline-end: auto; }
 .help { padding: 6px 16px; font-size: 13px; }
 @media (max-width: 600px) { .toolbar { padding: 8px 12px; } .toolbar h2 { order: 1; } .toolbar .primary { order: 2; } .toolbar .row { order: 3; width: 100%; } .help { padding: 4px 12px; font-size: 12px; } }
 .stage { flex: 1; min-height: 0; overflow: auto; background: #374151; display: flex; }

@@ -54,6 +54,8 @@ function trapTab(dialog: HTMLDialogElement, root: ShadowRoot): void {
 
 export function createUI(core: Core): WidgetUI {
   const { root, strings: s, options } = core
+  /** Every top-level element carries the locale's lang and direction (ar and he are right to left). */
+  const speech = { lang: core.locale, dir: core.dir }
   const sheet = new CSSStyleSheet()
   sheet.replaceSync(DIALOG_CSS)
   root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet]
@@ -77,7 +79,7 @@ export function createUI(core: Core): WidgetUI {
   const clearPick = h('button', { type: 'button' }, s.clearPick)
   const pickedRow = h('p', { class: 'row note', hidden: true }, pickedText, clearPick)
   const outline = h('div', { class: 'picker-outline', hidden: true })
-  const banner = h('div', { class: 'picker-banner', role: 'status', hidden: true }, s.pickHelp)
+  const banner = h('div', { ...speech, class: 'picker-banner', role: 'status', hidden: true }, s.pickHelp)
   const shotSet = h(
     'fieldset',
     {},
@@ -135,7 +137,7 @@ export function createUI(core: Core): WidgetUI {
     actions,
     doneActions,
   )
-  const dialog = h('dialog', { 'aria-labelledby': 'fl-title' }, form)
+  const dialog = h('dialog', { ...speech, 'aria-labelledby': 'fl-title' }, form)
 
   // The full-window screenshot editor.
   const redactBtn = h('button', { type: 'button', 'aria-pressed': 'true' }, s.redact)
@@ -148,7 +150,7 @@ export function createUI(core: Core): WidgetUI {
   const stage = h('div', { class: 'stage' }, area)
   const editorDialog = h(
     'dialog',
-    { class: 'editor', 'aria-labelledby': 'fl-edit-title' },
+    { ...speech, class: 'editor', 'aria-labelledby': 'fl-edit-title' },
     h(
       'div',
       { class: 'toolbar' },
@@ -322,7 +324,9 @@ export function createUI(core: Core): WidgetUI {
     }
     const address = tokenEmail(token)
     notifyRow.hidden = (!!token && !address) || canMail === false
-    notifyText.textContent = address ? s.notifyAt.replace('{email}', address) : s.notifyAccount
+    // A function replacer: "$&" in an address is literal. Isolated (FSI…PDI) so an address keeps its
+    // left-to-right order inside right-to-left text.
+    notifyText.textContent = address ? s.notifyAt.replace('{email}', () => (core.dir === 'rtl' ? `\u2068${address}\u2069` : address)) : s.notifyAccount
   }
   /** The report is safe (sent, or queued on this device): the form gives way to a confirmation. */
   const showDone = (text: string) => {
