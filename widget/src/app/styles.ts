@@ -77,6 +77,7 @@ button.link { border: 0; background: none; color: var(--fixloop-accent); text-de
 .badge { font-weight: 600; font-size: 12px; border-radius: 999px; padding: 2px 8px; border: 1px solid var(--fixloop-border); color: var(--fixloop-fg); }
 .badge.fixed { background: var(--fixloop-accent); border-color: var(--fixloop-accent); color: var(--fixloop-accent-text); }
 [hidden] { display: none !important; }
+:lang(ja) { word-break: auto-phrase; }
 @media (prefers-reduced-motion: no-preference) { dialog[open] { animation: fl-in .12s ease-out; } }
 @keyframes fl-in { from { opacity: 0; transform: translateY(8px); } }
 `

@@ -7,7 +7,7 @@ const ja: Strings = {
   describe: '問題の内容',
   placeholder: '何が起きましたか？本来はどうなるはずでしたか？',
   screenshotLegend: 'スクリーンショット',
-  screenshot: 'このページのスクリーンショットを添付する',
+  screenshot: 'このページのスクリーンショットを添付',
   preview: 'スクリーンショット',
   edit: 'スクリーンショットを編集',
   editHelp: '画像の上をドラッグすると、範囲を隠したり切り抜いたりできます。キーボード：矢印キーで枠を移動、Shift+矢印キーでサイズを変更、Enterで適用します。',
