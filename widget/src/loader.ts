@@ -2,7 +2,8 @@
  * widget.js: the small loader every customer page includes. It records console and network context
  * from the first moment, mounts <fixloop-widget> (open shadow root, a "Report a problem" launcher) and
  * exposes window.Fixloop. The dialog, screenshots, picker and offline queue live in /widget/<hash>.js,
- * fetched from the same origin on first open (or at once when reports wait in the offline queue).
+ * fetched from the same origin on first open (or at once when reports wait in the offline queue), with
+ * the chosen language's strings (/widget/locale-<tag>-<hash>.json; locale.ts chooses).
  */
 import type { Core, FixloopOptions, WidgetUI } from './types'
 import { resolveStrings, type Strings } from './strings'

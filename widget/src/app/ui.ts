@@ -121,7 +121,7 @@ export function createUI(core: Core): WidgetUI {
   const mineList = h('ul', { class: 'mine', 'aria-labelledby': 'fl-mine-title' })
   const mineBack = h('button', { type: 'button' }, s.back)
   const mineView = h('section', { class: 'mine-view', hidden: true, 'aria-labelledby': 'fl-mine-title' }, mineTitle, mineList, h('div', { class: 'actions' }, mineBack))
-  const actions = h('div', { class: 'actions' }, h('span', { class: 'note hint' }, mac ? s.sendShortcut.replace('Ctrl', '⌘') : s.sendShortcut), cancel, send)
+  const actions = h('div', { class: 'actions' }, h('span', { class: 'note hint' }, mac ? s.sendShortcut.replace(/Ctrl|Strg/, '⌘') : s.sendShortcut), cancel, send)
   const another = h('button', { type: 'button' }, s.another)
   const doneClose = h('button', { type: 'button', class: 'primary' }, s.close)
   const doneIcon = h('div', { class: 'done-icon', hidden: true }, checkIcon())

@@ -36,7 +36,7 @@ const de: Strings = {
   failed: 'Die Meldung konnte nicht gesendet werden:',
   close: 'Schließen',
   another: 'Weiteres Problem melden',
-  sendShortcut: 'Ctrl+Enter sendet',
+  sendShortcut: 'Strg+Enter sendet',
   notify: 'Per E-Mail benachrichtigen, wenn es behoben ist',
   notifyAt: 'An {email} schreiben, wenn es behoben ist',
   notifyAccount: 'An die Adresse meines Kontos schreiben, wenn es behoben ist',
