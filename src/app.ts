@@ -22,6 +22,7 @@ import { sessionRoutes } from './modules/admin-api/session-routes'
 import { consoleRoutes } from './modules/admin-api/console-routes'
 import { inboxRoutes } from './modules/admin-api/inbox-routes'
 import { dashboardPages } from './admin-ui/pages'
+import { ssoRoutes } from './admin-ui/sso-routes'
 import { crossSiteGuard } from './http/admin-auth'
 import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { noteDeclaredQueries } from './http/url-nul'
@@ -108,7 +109,8 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory, s.audit))
-    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier))
+    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }))
+    .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy }))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock, (orgId, id) => s.mail.notification(orgId, id)))
     .use(dashboardPages(s.adminAuth, s.console))

@@ -3,6 +3,7 @@
  * Every knob here has a row in the README's configuration table.
  */
 import { resolve, sep } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 
 export interface S3Config {
@@ -11,6 +12,19 @@ export interface S3Config {
   accessKey: string
   secretKey: string
   region: string
+}
+
+/**
+ * Single sign-on for the dashboard (OpenID Connect, authorization code flow). Set when FIXLOOP_OIDC_ISSUER
+ * is; docs/security.md "Single sign-on" says what is checked.
+ */
+export interface SsoConfig {
+  /** The issuer URL exactly as the provider names itself (its discovery document is under it). */
+  issuer: string
+  clientId: string
+  clientSecret: string
+  /** <FIXLOOP_PUBLIC_URL>/admin/oidc/callback: never built from a request's Host header. */
+  redirectUri: string
 }
 
 export interface Config {
@@ -30,6 +44,10 @@ export interface Config {
   /** Absolute base URL clients reach this server at (upload URLs, PR links); unset: the address each request came to. */
   publicUrl: string | undefined
   s3: S3Config | undefined
+  /** FIXLOOP_OIDC_*: dashboard sign-in with OpenID Connect; unset: password sign-in only. */
+  sso: SsoConfig | undefined
+  /** FIXLOOP_PASSWORD_SIGNIN (default on): off refuses password sign-in (only allowed with SSO configured). */
+  passwordSignIn: boolean
   /** Most agent runs at once over all Apps (runs of one App are always one at a time). */
   agentConcurrency: number
   /** Minutes between polls of the open pull/merge requests fixloop opened (FIXLOOP_PR_POLL_MINUTES, default 10; 0: off). */
@@ -172,6 +190,46 @@ function s3FromEnv(env: Env): S3Config | undefined {
   return { endpoint, bucket, accessKey, secretKey, region: env.FIXLOOP_S3_REGION || 'us-east-1' }
 }
 
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+/**
+ * FIXLOOP_OIDC_ISSUER, _CLIENT_ID, _CLIENT_SECRET(_FILE) and FIXLOOP_PUBLIC_URL, all or none: a half-made
+ * SSO set-up is refused at start rather than showing a button that cannot work. The issuer must be https
+ * (plain http only on loopback, for a provider on the same host); the secret is read from the file here,
+ * so a missing file stops the start, not the first sign-in.
+ */
+function ssoFromEnv(env: Env, publicUrl: string | undefined): SsoConfig | undefined {
+  const issuer = env.FIXLOOP_OIDC_ISSUER
+  const clientId = env.FIXLOOP_OIDC_CLIENT_ID
+  const secretFile = env.FIXLOOP_OIDC_CLIENT_SECRET_FILE
+  const secretEnv = env.FIXLOOP_OIDC_CLIENT_SECRET
+  if (!issuer && !clientId && !secretFile && !secretEnv) return undefined
+  if (!issuer || !clientId) throw new ConfigError('single sign-on needs FIXLOOP_OIDC_ISSUER and FIXLOOP_OIDC_CLIENT_ID (and FIXLOOP_OIDC_CLIENT_SECRET_FILE or FIXLOOP_OIDC_CLIENT_SECRET)')
+  if (secretFile && secretEnv) throw new ConfigError('FIXLOOP_OIDC_CLIENT_SECRET_FILE and FIXLOOP_OIDC_CLIENT_SECRET: set one, not both')
+  let clientSecret = secretEnv ?? ''
+  if (secretFile) {
+    try {
+      clientSecret = readFileSync(secretFile, 'utf8').split(/\r?\n/)[0]
+    } catch (e) {
+      throw new ConfigError(`FIXLOOP_OIDC_CLIENT_SECRET_FILE: cannot read ${secretFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    }
+  }
+  if (!clientSecret) throw new ConfigError('single sign-on needs the client secret: FIXLOOP_OIDC_CLIENT_SECRET_FILE (a file whose first line is the secret) or FIXLOOP_OIDC_CLIENT_SECRET')
+  let url: URL
+  try {
+    url = new URL(issuer)
+  } catch {
+    throw new ConfigError(`FIXLOOP_OIDC_ISSUER: must be an absolute https URL, got "${issuer}"`)
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    throw new ConfigError(`FIXLOOP_OIDC_ISSUER: must be an https URL (plain http only on localhost), got "${issuer}"`)
+  }
+  if (url.search || url.hash) throw new ConfigError(`FIXLOOP_OIDC_ISSUER: an issuer URL has no query or fragment, got "${issuer}"`)
+  if (!publicUrl) throw new ConfigError('single sign-on needs FIXLOOP_PUBLIC_URL: the redirect URI registered at the provider is <FIXLOOP_PUBLIC_URL>/admin/oidc/callback')
+  parseHttpUrl(publicUrl, 'FIXLOOP_PUBLIC_URL')
+  return { issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/oidc/callback` }
+}
+
 export interface ConfigFlags {
   host?: string
   port?: string
@@ -194,6 +252,10 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     const abs = resolve(p)
     if (abs === '/' || dataDir === abs || dataDir.startsWith(abs + sep) || abs.startsWith(dataDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the data dir to agents`)
   }
+  const publicUrl = env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined
+  const sso = ssoFromEnv(env, publicUrl)
+  const passwordSignIn = env.FIXLOOP_PASSWORD_SIGNIN ? parseBool(env.FIXLOOP_PASSWORD_SIGNIN, 'FIXLOOP_PASSWORD_SIGNIN') : true
+  if (!passwordSignIn && !sso) throw new ConfigError('FIXLOOP_PASSWORD_SIGNIN=off needs single sign-on configured (FIXLOOP_OIDC_ISSUER, FIXLOOP_OIDC_CLIENT_ID, FIXLOOP_OIDC_CLIENT_SECRET_FILE, FIXLOOP_PUBLIC_URL): otherwise nobody could sign in')
   return Object.freeze({
     host,
     port,
@@ -205,8 +267,10 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     masterKey: env.FIXLOOP_MASTER_KEY || undefined,
     databaseUrl: parseServiceUrl(env.FIXLOOP_DATABASE_URL, 'FIXLOOP_DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: parseServiceUrl(env.FIXLOOP_REDIS_URL, 'FIXLOOP_REDIS_URL', ['redis:', 'rediss:']),
-    publicUrl: env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
+    publicUrl,
     s3: s3FromEnv(env),
+    sso,
+    passwordSignIn,
     agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? parseCount(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY') : 2,
     trackerPollMinutes: env.FIXLOOP_TRACKER_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_TRACKER_POLL_MINUTES, 'FIXLOOP_TRACKER_POLL_MINUTES', 24 * 60) : 10,
     trackerAllowPrivate: env.FIXLOOP_TRACKER_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_TRACKER_ALLOW_PRIVATE, 'FIXLOOP_TRACKER_ALLOW_PRIVATE') : false,

@@ -6,9 +6,10 @@ import { readPasswordFile } from '../modules/admins/bootstrap'
 import { output, parseFlags, UsageError } from './args'
 
 export const ADMIN_HELP = `Usage:
-  fixloop admin create --email EMAIL --password-file PATH [--org ORG_ID ...] [--role owner|member] [--json]
+  fixloop admin create --email EMAIL --password-file PATH|--no-password [--org ORG_ID ...] [--role owner|member] [--json]
         create a dashboard admin; prints {"id","email"}. Without --org the admin owns the instance and
         sees every Org; with --org (repeatable) the admin sees only those Orgs (--role, default owner).
+        --no-password: the admin signs in with SSO only (FIXLOOP_OIDC_*), never with a password.
   fixloop admin reset-password --email EMAIL --password-file PATH [--json]
         set a new password and sign the admin out everywhere
 The password is the first line of the file (at least 10 characters); it never goes on the command line.
@@ -27,6 +28,7 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(argv, {
     email: { type: 'string' },
     'password-file': { type: 'string' },
+    'no-password': { type: 'boolean' },
     org: { type: 'string', multiple: true },
     role: { type: 'string' },
   })
@@ -38,16 +40,19 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   const role = values.role ?? 'owner'
   if (role !== 'owner' && role !== 'member') throw new UsageError(`--role must be owner or member, got "${role}"`)
   if (!values.email) throw new UsageError('missing --email')
-  const password = readPassword(values['password-file'])
+  if (values['no-password'] && (sub !== 'create' || values['password-file'])) {
+    throw new UsageError(sub === 'create' ? '--no-password and --password-file: give one, not both' : '"fixloop admin reset-password" needs --password-file')
+  }
+  const password = values['no-password'] ? null : readPassword(values['password-file'])
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
     const { admins, audit } = domainServices(ctx)
     if (sub === 'create') {
       const admin = await admins.create(values.email, password, values.org ?? [], role)
-      for (const orgId of values.org?.length ? values.org : [null]) await audit.record({ orgId, actor: 'cli', action: 'admin.created', targetId: admin.id, data: { role } })
+      for (const orgId of values.org?.length ? values.org : [null]) await audit.record({ orgId, actor: 'cli', action: 'admin.created', targetId: admin.id, data: { role, ...(password === null ? { password: false } : {}) } })
       return output({ id: admin.id, email: admin.email }, values.json)
     }
-    const admin = await admins.resetPassword(values.email, password)
+    const admin = await admins.resetPassword(values.email, password!)
     await audit.record({ orgId: null, actor: 'cli', action: 'admin.password_reset', targetId: admin.id })
     return output({ id: admin.id, email: admin.email }, values.json)
   } finally {

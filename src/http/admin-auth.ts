@@ -139,7 +139,8 @@ export function grantIn(admin: AdminIdentity, orgId: string): Grant {
   return role
 }
 
-function secureCookie(deps: AdminAuthDeps, request: Request): boolean {
+/** Whether cookies are set Secure (and take the `__Host-` prefix): https to the browser, however we know it. */
+export function secureCookie(deps: AdminAuthDeps, request: Request): boolean {
   if (deps.publicUrl?.startsWith('https:')) return true
   if (new URL(request.url).protocol === 'https:') return true
   return deps.trustProxy && request.headers.get('x-forwarded-proto') === 'https'

@@ -4,6 +4,7 @@
  * never builds another service itself, so there is exactly one cluster index, one group committer
  * and one lifecycle (with its wake signal) per process.
  */
+import { createOidcRelyingParty } from '../modules/admins/oidc'
 import { withSuggestedLeads } from '../modules/admin-api/inbox-repo'
 import type { Runtime } from './open'
 import { domainServices } from './domain'
@@ -148,6 +149,8 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     admins,
     audit,
     adminAuth,
+    /** Dashboard single sign-on (FIXLOOP_OIDC_*): the OpenID relying party, discovery and JWKS cached in it. */
+    relyingParty: config.sso ? createOidcRelyingParty(config.sso, clock) : undefined,
     reentry,
     throttles,
     console: createConsoleService(ctx, { reentry, audit, tenants, connections }),

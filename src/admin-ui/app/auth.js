@@ -2,9 +2,31 @@
 // never reaches the server's or a proxy's logs.
 import { useState } from 'preact/hooks'
 import { api, setCsrf } from '@fixloop/api'
-import { html, useAction, ErrorBox } from '@fixloop/ui'
+import { html, useAction, useLoad, ErrorBox } from '@fixloop/ui'
+
+// "Sign in with SSO" is a plain top-level navigation to /admin/oidc/start (which redirects to the identity
+// provider): not a form submission, because the page's CSP (form-action 'self') would block the redirect.
+function SsoButton() {
+  return html`<button type="button" class="primary wide" onClick=${() => location.assign('/admin/oidc/start')}>Sign in with SSO</button>`
+}
 
 export function SignIn({ onDone }) {
+  // Without an answer the form is shown, as before single sign-on existed.
+  const methods = useLoad(() => api('GET', '/admin/api/sign-in-methods').catch(() => ({ password: true, sso: false })), [])
+  if (methods.loading) return html`<main id="main" class="narrow"><h1>Sign in to fixloop</h1><p>Loading…</p></main>`
+  const { password, sso } = methods.data
+  if (!password) {
+    return html`<main id="main" class="narrow">
+    <h1>Sign in to fixloop</h1>
+    <p>This server signs you in through your organisation's identity provider.</p>
+    <${SsoButton} />
+    <p class="hint">No account? An operator creates one with <code>fixloop admin create --no-password</code>.</p>
+  </main>`
+  }
+  return html`<${PasswordSignIn} onDone=${onDone} sso=${sso} />`
+}
+
+function PasswordSignIn({ onDone, sso }) {
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
   const [totp, setTotp] = useState('')
@@ -30,8 +52,9 @@ export function SignIn({ onDone }) {
       html`<div class="field"><label for="totp">One-time code</label>
         <input id="totp" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" required value=${totp} onInput=${(e) => setTotp(e.target.value)} /></div>`}
       <${ErrorBox} error=${error} />
-      <button type="submit" class="primary" disabled=${busy}>Sign in</button>
+      <button type="submit" class=${sso ? 'wide' : 'primary'} disabled=${busy}>Sign in</button>
     </form>
+    ${sso && html`<p class="or">or</p><${SsoButton} />`}
     <p class="hint">No account? An operator creates one with <code>fixloop admin create</code>.</p>
   </main>`
 }

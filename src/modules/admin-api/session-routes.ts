@@ -23,7 +23,15 @@ const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 /** Setup-link redemptions: ten tries, then one every six seconds. */
 const SETUP_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
 
-export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, throttles: ThrottleFactory, clock: Clock, rateMultiplier: number) {
+/** Which ways of signing in this server offers (FIXLOOP_PASSWORD_SIGNIN, FIXLOOP_OIDC_*): the sign-in page shows those. */
+export interface SignInMethods {
+  password: boolean
+  sso: boolean
+}
+
+const PASSWORD_OFF = 'Password sign-in is turned off on this server (FIXLOOP_PASSWORD_SIGNIN=off): use "Sign in with SSO".'
+
+export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, throttles: ThrottleFactory, clock: Clock, rateMultiplier: number, methods: SignInMethods = { password: true, sso: false }) {
   const byAddress = new RateLimiter(SETUP_BUCKET, clock, rateMultiplier)
   const throttle = createSignInThrottle(throttles)
   const { admins, sessions } = deps
@@ -38,9 +46,16 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
 
   return new Elysia({ name: 'admin-session' })
     .use(accessGuard())
+    .get('/admin/api/sign-in-methods', () => methods, {
+      access: 'anyone',
+      response: { 200: t.Object({ password: t.Boolean(), sso: t.Boolean() }) },
+      detail: { summary: 'The ways of signing in this server offers (password form, "Sign in with SSO" at /admin/oidc/start)', tags: ['admin'] },
+    })
     .post(
       '/admin/api/setup',
       async ({ body, request, server, set }) => {
+        // The setup link creates a password admin: with passwords off it could never sign in again.
+        if (!methods.password) throw new ApiError('forbidden', { passwordSignIn: false }, `${PASSWORD_OFF} Create admins with \`fixloop admin create --email EMAIL --no-password\`.`)
         const ip = clientAddress(request, server, deps.trustProxy)
         byAddress.take(addressKey(ip))
         const admin = await admins.redeemSetupToken(body.token, body.email, body.password)
@@ -51,7 +66,7 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
         access: 'anyone',
         body: SetupBody,
         parse: 'json',
-        response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_setup_token', 'rate_limited') },
+        response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_setup_token', 'forbidden', 'rate_limited') },
         detail: { summary: 'First run: create the instance owner with the single-use setup link token', tags: ['admin'] },
       },
     )
@@ -59,19 +74,20 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
       '/admin/api/session',
       async ({ body, request, server, set }) => {
         if (request.headers.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed')
+        if (!methods.password) throw new ApiError('forbidden', { passwordSignIn: false }, PASSWORD_OFF)
         const ip = clientAddress(request, server, deps.trustProxy)
         const account = body.email.trim().toLowerCase()
         // A missing TOTP code (the form then asks for it) is not a failure; a wrong password or code is.
         const isFailure = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials' && !(!body.totp && (e.details as { totpRequired?: boolean } | undefined)?.totpRequired)
         const admin = await throttle.guard(account, ip, () => admins.verifyLogin(body.email, body.password, body.totp), isFailure)
-        await audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, ip })
+        await audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, data: { method: 'password' }, ip })
         return signIn(admin.id, request, ip, set)
       },
       {
         access: 'anyone',
         body: LoginBody,
         parse: 'json',
-        response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_credentials', 'csrf_failed', 'rate_limited') },
+        response: { 200: Me, ...errorSchemas('invalid_body', 'invalid_credentials', 'csrf_failed', 'forbidden', 'rate_limited') },
         detail: { summary: 'Sign in (sets the HttpOnly session cookie)', description: 'details.totpRequired is true when the admin has TOTP and the code is missing or wrong.', tags: ['admin'] },
       },
     )

@@ -16,6 +16,12 @@ import { type AdminRow, type AdminsRepo, type OrgRole } from './repo'
 export const PASSWORD_MIN_LENGTH = 10
 export const PASSWORD_MAX_LENGTH = 1024
 export const SETUP_LINK_TTL_MS = 30 * 60_000
+/**
+ * The password hash of an admin created without a password (`fixloop admin create --no-password`, who signs
+ * in with SSO only): not a hash any password verifies against, so the row needs no schema change. Such an
+ * admin cannot sign in with a password at all until an operator sets one (`fixloop admin reset-password`).
+ */
+export const NO_PASSWORD = '!no-password'
 export type { AdminRow, OrgRole } from './repo'
 
 /** Who is signed in, with the Orgs they may see (null: every Org, the instance owner). */
@@ -56,14 +62,17 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
   const service = {
     count: (): Promise<number> => repo.count(),
 
-    /** Creates an admin; without Orgs the admin owns the instance (sees and administers every Org). */
-    async create(email: string, password: string, orgIds: string[] = [], role: OrgRole = 'owner'): Promise<{ id: string; email: string }> {
+    /**
+     * Creates an admin; without Orgs the admin owns the instance (sees and administers every Org). A null
+     * password creates an SSO-only admin (NO_PASSWORD).
+     */
+    async create(email: string, password: string | null, orgIds: string[] = [], role: OrgRole = 'owner'): Promise<{ id: string; email: string }> {
       const e = normalizeEmail(email)
-      checkPassword(password)
+      if (password !== null) checkPassword(password)
       for (const orgId of orgIds) {
         if (!(await repo.orgExists(orgId))) throw new ApiError('not_found', { orgId }, `No Org ${orgId}.`)
       }
-      const hash = await Bun.password.hash(password, { algorithm: 'argon2id' })
+      const hash = password === null ? NO_PASSWORD : await Bun.password.hash(password, { algorithm: 'argon2id' })
       const id = newId(clock)
       const now = clock.now()
       const row: AdminRow = { id, email: e, passwordHash: hash, isOwner: orgIds.length === 0, totpSecretEnc: null, totpLastStep: null, createdAt: now, updatedAt: now }
@@ -88,7 +97,8 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
      */
     async verifyLogin(email: string, password: string, totp: string | undefined): Promise<AdminIdentity> {
       const row = await repo.byEmail(email.trim().toLowerCase())
-      if (!row) {
+      // An SSO-only admin fails exactly like an unknown email (same work, same answer).
+      if (!row || row.passwordHash === NO_PASSWORD) {
         dummyHash ??= Bun.password.hash(randomBytes(16).toString('hex'), { algorithm: 'argon2id' })
         await Bun.password.verify(password, await dummyHash)
         throw new ApiError('invalid_credentials')
@@ -106,7 +116,19 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
     /** Re-checks the password of a signed-in admin (before a secret is revealed or TOTP changed). */
     async confirmPassword(adminId: string, password: string): Promise<void> {
       const row = await repo.byId(adminId)
+      if (row?.passwordHash === NO_PASSWORD) throw new ApiError('invalid_credentials', { noPassword: true }, 'This admin has no password (signs in with SSO only): an operator sets one with `fixloop admin reset-password` for this action.')
       if (!row || !(await Bun.password.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials', undefined, 'The password is not correct.')
+    },
+
+    /**
+     * The admin an SSO sign-in is for: the one whose email is the ID token's verified email, or undefined.
+     * TOTP is not asked: the identity provider authenticated the person (docs/security.md "Single sign-on").
+     */
+    async forVerifiedEmail(email: string): Promise<AdminIdentity | undefined> {
+      const e = email.trim().toLowerCase()
+      if (!EMAIL_RE.test(e)) return undefined
+      const row = await repo.byEmail(e)
+      return row ? identityOf(row) : undefined
     },
 
     async identity(adminId: string): Promise<AdminIdentity | undefined> {

@@ -1,0 +1,142 @@
+/**
+ * Single sign-on for the dashboard (OpenID Connect): GET /admin/oidc/start sends the browser to the
+ * provider with a fresh state, nonce and PKCE challenge (their secrets in the sealed flow cookie);
+ * GET /admin/oidc/callback checks the answer, and signs in the admin whose email is the ID token's
+ * verified email. Every refusal is a plain page saying why, with no session; every sign-in is audited
+ * (`admin.signed_in`, method "sso"). docs/security.md "Single sign-on" has the decisions.
+ */
+import { Elysia } from 'elysia'
+import { timingSafeEqual } from 'node:crypto'
+import type { Clock } from '../core/clock'
+import type { SecretBox } from '../core/crypto'
+import type { Logger } from '../core/logger'
+import { sessionCookie, type AdminAuthDeps } from '../http/admin-auth'
+import { clientAddress } from '../http/client-address'
+import { createSsoFlows } from '../http/sso-flow'
+import type { AuditLog } from '../modules/audit/index'
+import { SsoError, type OidcRelyingParty } from '../modules/admins/oidc'
+import { ASSETS } from './assets'
+
+const styleUrl = ASSETS.find((a) => a.specifier === null)!.url
+/** A real callback's query is a few hundred characters; far more is junk, refused before any work. */
+const MAX_QUERY_CHARS = 8192
+
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  // The callback's URL holds the code and state: no Referer carries them to anything the page links.
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/** The page a refused sign-in gets: what happened, and the way back. */
+function refusalPage(status: number, title: string, explanation: string, setCookie?: string): Response {
+  const body = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${escapeHtml(title)} · fixloop admin</title>
+<link rel="stylesheet" href="${styleUrl}">
+</head>
+<body>
+<main id="main" class="narrow">
+<h1>${escapeHtml(title)}</h1>
+<p role="alert">${escapeHtml(explanation)}</p>
+<p>You are not signed in. <a href="/admin">Back to the sign-in page</a></p>
+</main>
+</body>
+</html>
+`
+  const headers: Record<string, string> = { ...PAGE_HEADERS }
+  if (setCookie) headers['set-cookie'] = setCookie
+  return new Response(body, { status, headers })
+}
+
+export interface SsoRouteDeps {
+  auth: AdminAuthDeps
+  /** Undefined when SSO is not configured: the routes then say so (404 page). */
+  relyingParty: OidcRelyingParty | undefined
+  audit: AuditLog
+  box: SecretBox
+  clock: Clock
+  log: Logger
+  trustProxy: boolean
+}
+
+export function ssoRoutes(deps: SsoRouteDeps) {
+  const flows = createSsoFlows(deps.box, deps.clock)
+  const { auth, relyingParty } = deps
+  const notConfigured = () => refusalPage(404, 'Single sign-on is not set up', 'This fixloop server has no OpenID Connect provider configured (FIXLOOP_OIDC_ISSUER). Sign in with your email and password.')
+
+  return new Elysia({ name: 'admin-sso' })
+    .get(
+      '/admin/oidc/start',
+      async ({ request }) => {
+        if (!relyingParty) return notConfigured()
+        try {
+          const { url, secrets } = await relyingParty.start()
+          return new Response(null, { status: 303, headers: { location: url, 'set-cookie': flows.seal(auth, request, secrets), 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+        } catch (e) {
+          if (!(e instanceof SsoError)) throw e
+          deps.log.warn('sso: sign-in could not start', { reason: e.reason, message: e.message })
+          return refusalPage(502, 'The identity provider is unavailable', `${e.message} Try again later, or ask an operator to check FIXLOOP_OIDC_ISSUER.`)
+        }
+      },
+      { detail: { summary: 'Single sign-on: redirects to the OpenID provider (sets a short-lived sealed flow cookie)', tags: ['admin'] } },
+    )
+    .get(
+      '/admin/oidc/callback',
+      async ({ request, server }) => {
+        if (!relyingParty) return notConfigured()
+        const cleared = flows.cleared(auth, request)
+        const url = new URL(request.url)
+        if (url.search.length > MAX_QUERY_CHARS) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is malformed (far too long).', cleared)
+        const query = url.searchParams
+        const one = (name: string) => (query.getAll(name).length === 1 ? query.get(name) : null)
+        const providerError = one('error')
+        const hasAnswer = providerError !== null || (one('code') !== null && one('state') !== null)
+        if (!hasAnswer) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is incomplete: it needs exactly one "code" and one "state" (or an "error").', cleared)
+        const flow = flows.take(auth, request)
+        if (!flow) {
+          return refusalPage(400, 'Sign-in failed', 'This sign-in attempt expired, was already used, or was started in another browser. Start again from the sign-in page.', cleared)
+        }
+        const ip = clientAddress(request, server, deps.trustProxy)
+        const refuse = (status: number, title: string, reason: string, message: string) => {
+          deps.log.warn('sso: sign-in refused', { reason, ip })
+          return refusalPage(status, title, message, cleared)
+        }
+        // The state is compared before anything is sent to the provider (openid-client checks it again).
+        if (!constantTimeEqual(one('state') ?? '', flow.state)) return refuse(400, 'Sign-in failed', 'state_mismatch', 'This answer from the identity provider does not belong to the sign-in attempt this browser started. Start again from the sign-in page.')
+        let identity
+        try {
+          identity = await relyingParty.finish(query, flow)
+        } catch (e) {
+          if (!(e instanceof SsoError)) throw e
+          if (e.reason === 'provider_unreachable') return refuse(502, 'The identity provider is unavailable', e.reason, `${e.message} Try again later.`)
+          return refuse(400, 'Sign-in failed', e.reason, `${e.message} Start again from the sign-in page.`)
+        }
+        if (!identity.email) return refuse(403, 'No email from the identity provider', 'no_email', 'The identity provider did not send an email address for your account, so fixloop cannot tell which admin you are. Ask your operator to release the "email" claim to fixloop.')
+        if (!identity.emailVerified) return refuse(403, 'Email address not verified', 'email_unverified', `The identity provider does not vouch for the email address ${identity.email} (email_verified is not true), so fixloop does not sign you in with it. Verify the address at your identity provider, then try again.`)
+        const admin = await auth.admins.forVerifiedEmail(identity.email)
+        if (!admin) return refuse(403, 'Not a fixloop admin', 'unknown_email', `No fixloop admin has the email address ${identity.email}. Ask an operator to create one: fixloop admin create --email ${identity.email} --no-password`)
+        const { token } = await auth.sessions.open(admin.id, request.headers.get('user-agent') ?? '', ip)
+        await deps.audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, data: { method: 'sso' }, ip })
+        const headers = new Headers({ location: '/admin', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+        headers.append('set-cookie', cleared)
+        headers.append('set-cookie', sessionCookie(auth, request, token))
+        return new Response(null, { status: 303, headers })
+      },
+      { detail: { summary: 'Single sign-on: the OpenID provider redirects here (the redirect URI); signs in, or a page says why not', tags: ['admin'] } },
+    )
+}
+
+function constantTimeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}

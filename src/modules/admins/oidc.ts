@@ -1,0 +1,152 @@
+/**
+ * The OpenID Connect relying party of the dashboard's single sign-on, on `openid-client` (v6, by the
+ * author of `oauth4webapi`, which it wraps; it brings discovery, PKCE, state and nonce checks and the
+ * ID token's signature check against the issuer's JWKS in a few calls, where `oauth4webapi` alone would
+ * leave each step to us). Authorization code flow only, with PKCE (S256), state and nonce.
+ *
+ * Caching: the discovery document is fetched once and kept for DISCOVERY_TTL_MS (a failed fetch is not
+ * kept, so the next sign-in tries again). The JWKS lives inside the kept configuration: openid-client
+ * fetches it on first use and again when a token names a key id it does not hold (key rotation), with
+ * a cool-down so a flood of forged key ids cannot make us hammer the provider.
+ */
+import * as oidc from 'openid-client'
+import type { SsoConfig } from '../../config'
+import type { Clock } from '../../core/clock'
+
+/** A day: providers change their endpoints rarely, and a restart refetches at once. */
+export const DISCOVERY_TTL_MS = 24 * 3600_000
+
+/** What the browser must bring back to finish the flow (kept in the sealed flow cookie). */
+export interface FlowSecrets {
+  state: string
+  nonce: string
+  codeVerifier: string
+}
+
+/** The verified identity an ID token asserts. */
+export interface SsoIdentity {
+  subject: string
+  email: string | undefined
+  emailVerified: boolean
+}
+
+/** Why a callback did not produce an identity; each has its own page (sso-routes.ts). */
+export class SsoError extends Error {
+  constructor(
+    readonly reason: 'provider_error' | 'provider_unreachable' | 'token_rejected',
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
+  let cached: { config: Promise<oidc.Configuration>; at: number } | undefined
+
+  function configuration(): Promise<oidc.Configuration> {
+    if (cached && clock.now() - cached.at < DISCOVERY_TTL_MS) return cached.config
+    const issuer = new URL(sso.issuer)
+    // Plain http only for a provider on this host (config.ts refuses it anywhere else).
+    const insecure = issuer.protocol === 'http:' && LOOPBACK.has(issuer.hostname)
+    const config = oidc.discovery(issuer, sso.clientId, { client_secret: sso.clientSecret, redirect_uris: [sso.redirectUri], response_types: ['code'] }, oidc.ClientSecretPost(sso.clientSecret), {
+      execute: insecure ? [oidc.allowInsecureRequests] : [],
+      timeout: 10,
+    })
+    const entry = { config, at: clock.now() }
+    cached = entry
+    // A failed discovery is forgotten, so the next attempt asks the provider again.
+    config.catch(() => {
+      if (cached === entry) cached = undefined
+    })
+    return config
+  }
+
+  return {
+    /** The provider's authorization URL for a new flow, and the secrets the callback must match. */
+    async start(): Promise<{ url: string; secrets: FlowSecrets }> {
+      let config: oidc.Configuration
+      try {
+        config = await configuration()
+      } catch (e) {
+        throw new SsoError('provider_unreachable', `The identity provider's discovery document could not be read (${describe(e)}).`)
+      }
+      const secrets: FlowSecrets = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier() }
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: sso.redirectUri,
+        scope: 'openid email profile',
+        response_type: 'code',
+        code_challenge: await oidc.calculatePKCECodeChallenge(secrets.codeVerifier),
+        code_challenge_method: 'S256',
+        state: secrets.state,
+        nonce: secrets.nonce,
+      })
+      return { url: url.href, secrets }
+    },
+
+    /**
+     * Redeems the code of the callback (`query`: its parameters) and verifies the ID token: signature
+     * (the issuer's JWKS), issuer, audience (and azp), expiry and issued-at (30 s tolerance), nonce,
+     * plus the state and the PKCE verifier at the token endpoint.
+     */
+    async finish(query: URLSearchParams, secrets: FlowSecrets): Promise<SsoIdentity> {
+      let config: oidc.Configuration
+      try {
+        config = await configuration()
+      } catch (e) {
+        throw new SsoError('provider_unreachable', `The identity provider's discovery document could not be read (${describe(e)}).`)
+      }
+      // The URL the provider redirected to, rebuilt from FIXLOOP_PUBLIC_URL (never the Host header).
+      const current = new URL(sso.redirectUri)
+      for (const [k, v] of query) current.searchParams.append(k, v)
+      let tokens
+      try {
+        tokens = await oidc.authorizationCodeGrant(config, current, {
+          pkceCodeVerifier: secrets.codeVerifier,
+          expectedState: secrets.state,
+          expectedNonce: secrets.nonce,
+          idTokenExpected: true,
+        }, { redirect_uri: sso.redirectUri })
+      } catch (e) {
+        if (e instanceof oidc.AuthorizationResponseError) throw new SsoError('provider_error', `The identity provider answered "${safeCode(e.error)}".`)
+        if (e instanceof oidc.ResponseBodyError) throw new SsoError('token_rejected', `The identity provider refused the sign-in code ("${safeCode(e.error)}"): it may have been used already or have expired.`)
+        if (isNetworkError(e)) throw new SsoError('provider_unreachable', `The identity provider could not be reached (${describe(e)}).`)
+        throw new SsoError('token_rejected', `The identity provider's ID token did not pass the checks (${describe(e)}).`)
+      }
+      const claims = tokens.claims()
+      if (!claims) throw new SsoError('token_rejected', 'The identity provider sent no ID token.')
+      return {
+        subject: claims.sub,
+        email: typeof claims.email === 'string' ? claims.email : undefined,
+        // Only a JSON true counts: a string "true" (seen from some providers' mappers) is not a verification.
+        // Entra ID sends no email_verified; its optional claim xms_edov ("email domain owner verified": the
+        // address is in a domain the tenant verified) says the same, and counts as such.
+        emailVerified: claims.email_verified === true || (claims.email_verified === undefined && claims.xms_edov === true),
+      }
+    },
+  }
+}
+export type OidcRelyingParty = ReturnType<typeof createOidcRelyingParty>
+
+/** An OAuth error code for a page: its own charset only (RFC 6749 allows %x20-21 / %x23-5B / %x5D-7E), bounded. */
+function safeCode(code: unknown): string {
+  const text = typeof code === 'string' ? code : 'unknown'
+  return text.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 60) || 'unknown'
+}
+
+function isNetworkError(e: unknown): boolean {
+  const code = (e as { code?: string; cause?: { code?: string } }).cause?.code ?? (e as { code?: string }).code
+  return e instanceof TypeError || code === 'ConnectionRefused' || code === 'ECONNREFUSED' || code === 'OAUTH_TIMEOUT' || (e as Error).name === 'TimeoutError' || (e as Error).name === 'AbortError'
+}
+
+/**
+ * A short, safe description of a library error: openid-client wraps oauth4webapi's error, whose message
+ * names the failed check (e.g. 'unexpected JWT "aud" (audience) claim value'); never a token.
+ */
+function describe(e: unknown): string {
+  let inner = e
+  while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause
+  const message = inner instanceof Error ? inner.message : String(inner)
+  return message.replace(/[\r\n]+/g, ' ').slice(0, 200)
+}

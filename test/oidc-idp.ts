@@ -1,0 +1,103 @@
+/**
+ * A real OpenID provider for the single sign-on tests: `oidc-provider` (the certified Node.js
+ * implementation) on loopback, with one confidential client and three users. Its dev interactions
+ * (a login form taking any password) stand in for the provider's own sign-in page.
+ *
+ * `tamper`: when set, the ID token of the next token responses is re-signed with the provider's own key
+ * after `tamper` changed its claims: a token the provider could have issued (valid signature) with a
+ * wrong audience, an expiry in the past or another nonce.
+ */
+import Provider from 'oidc-provider'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose'
+import { freePort } from './harness'
+
+export interface TestIdp {
+  issuer: string
+  clientId: string
+  clientSecret: string
+  tamper: ((claims: JWTPayload) => JWTPayload) | undefined
+  close(): Promise<void>
+}
+
+/** login → claims. `alice` matches the admin the tests create; `unverified` has that email unverified; `stranger` is no admin. */
+export const IDP_USERS: Record<string, { email: string; email_verified: boolean; name: string }> = {
+  alice: { email: 'Alice@Example.com', email_verified: true, name: 'Alice' },
+  unverified: { email: 'alice@example.com', email_verified: false, name: 'Mallory' },
+  stranger: { email: 'stranger@example.com', email_verified: true, name: 'Stranger' },
+}
+
+export async function startIdp(redirectUri: string): Promise<TestIdp> {
+  const port = await freePort()
+  const issuer = `http://127.0.0.1:${port}`
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true })
+  const kid = 'test-key-1'
+  const jwk = { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' }
+  const clientId = 'fixloop-test'
+  const clientSecret = 'a-client-secret-for-tests-only-0123456789'
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: [redirectUri],
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+    ],
+    jwks: { keys: [jwk as never] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    // The email claims go in the ID token itself, as Keycloak, Authentik and Google send them.
+    conformIdTokenClaims: false,
+    pkce: { required: () => true },
+    features: { devInteractions: { enabled: true } },
+    async findAccount(_ctx: unknown, id: string) {
+      const user = IDP_USERS[id]
+      return user ? { accountId: id, claims: async () => ({ sub: id, ...user }) } : undefined
+    },
+    // Consent is given once and for all (the tests are about fixloop, not the provider's consent page).
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    async loadExistingGrant(ctx: any) {
+      const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client!.clientId, accountId: ctx.oidc.session!.accountId! })
+      grant.addOIDCScope('openid email profile')
+      await grant.save()
+      return grant
+    },
+  })
+  // Quiet: a refused code or a bad request is what several tests are about.
+  provider.on('server_error', () => {})
+  const handle = provider.callback()
+  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, close: async () => {} }
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const tamper = idp.tamper
+    if (!tamper || req.method !== 'POST' || !req.url?.startsWith('/token')) return void handle(req, res)
+    // Re-sign the ID token of this token response with the provider's key after changing its claims.
+    const end = res.end.bind(res)
+    let body = ''
+    res.write = ((chunk: unknown) => ((body += String(chunk)), true)) as never
+    res.end = ((chunk?: unknown) => {
+      if (chunk) body += String(chunk)
+      void (async () => {
+        try {
+          const json = JSON.parse(body) as { id_token?: string }
+          if (json.id_token) {
+            const claims = tamper(decodeJwt(json.id_token))
+            json.id_token = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(privateKey)
+            body = JSON.stringify(json)
+          }
+        } catch {
+          // not JSON: pass it on
+        }
+        res.setHeader('content-length', Buffer.byteLength(body))
+        end(body)
+      })()
+      return res
+    }) as never
+    handle(req, res)
+  })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  idp.close = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  return idp
+}

@@ -1,0 +1,433 @@
+/**
+ * Single sign-on for the dashboard (CONTRACT.md "Single sign-on for the dashboard"; docs/security.md
+ * "Single sign-on"): the compiled binary against a real OpenID provider (`oidc-provider` on loopback,
+ * test/oidc-idp.ts), driven in Chromium. Sign-in end to end, and no session for a wrong audience, an
+ * expired ID token, another nonce, a state mismatch, a replayed callback, an unknown or an unverified
+ * email; password sign-in turned off; the callback fuzzed.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { BINARY, freePort } from './harness'
+import { BROWSER_SKIP, launchBrowser } from './browser'
+import { axeViolations, OUT_DIR, screenshots, settle } from './dashboard-helpers'
+import { startIdp, type TestIdp } from './oidc-idp'
+
+interface Server {
+  url: string
+  dataDir: string
+  stop(): Promise<void>
+}
+
+const roots: string[] = []
+let idp: TestIdp
+let browser: Browser
+let server: Server
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'fixloop-sso-'))
+  roots.push(dir)
+  return dir
+}
+
+function cli(dataDir: string, args: string[], env: Record<string, string> = {}) {
+  return Bun.spawnSync([BINARY, ...args, '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', ...env } })
+}
+
+/** `fixloop serve` on `port` with the SSO settings (and `extra`); resolves once healthy. */
+async function serve(dataDir: string, port: number, extra: Record<string, string> = {}): Promise<Server> {
+  const url = `http://127.0.0.1:${port}`
+  const secretFile = join(dataDir, '..', 'oidc-secret')
+  writeFileSync(secretFile, idp.clientSecret + '\n')
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      FIXLOOP_LOG_LEVEL: 'silent',
+      FIXLOOP_PUBLIC_URL: url,
+      FIXLOOP_OIDC_ISSUER: idp.issuer,
+      FIXLOOP_OIDC_CLIENT_ID: idp.clientId,
+      FIXLOOP_OIDC_CLIENT_SECRET_FILE: secretFile,
+      ...extra,
+    },
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      if ((await fetch(url + '/healthz')).status === 200) break
+    } catch {
+      // not yet
+    }
+    if (proc.exitCode !== null) throw new Error(`fixloop serve exited with ${proc.exitCode}`)
+    if (Date.now() > deadline) throw new Error('fixloop serve did not become healthy')
+    await Bun.sleep(50)
+  }
+  return {
+    url,
+    dataDir,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM')
+      await proc.exited
+    },
+  }
+}
+
+function auditRows(dataDir: string, action: string): { actor: string; data: string }[] {
+  const db = new Database(join(dataDir, 'fixloop.db'), { readonly: true })
+  try {
+    return db.query('SELECT actor, data FROM audit_log WHERE action = ? ORDER BY id').all(action) as { actor: string; data: string }[]
+  } finally {
+    db.close()
+  }
+}
+
+/** The session cookies the browser holds for fixloop (none after a refused sign-in). */
+async function sessionCookies(context: BrowserContext): Promise<string[]> {
+  return (await context.cookies()).filter((c) => c.name.endsWith('fixloop_admin')).map((c) => c.name)
+}
+
+async function signedIn(context: BrowserContext, base: string): Promise<boolean> {
+  const r = await context.request.get(base + '/admin/api/session')
+  return r.status() === 200
+}
+
+/** Signs in at the provider's login form as `login` (it takes any password). */
+async function idpLogin(page: Page, login: string): Promise<void> {
+  await page.locator('input[name="login"]').fill(login)
+  await page.locator('input[name="password"]').fill('any password')
+  await page.locator('button[type="submit"]').click()
+}
+
+/**
+ * Starts a sign-in in a fresh context and signs in at the provider as `login`, through the context's own
+ * request client (same cookie jar as its pages: Playwright does not route the follow-ups of a redirect, so
+ * a page could not be stopped before the callback). The provider's redirect to the callback is not
+ * followed: its URL is returned, the flow cookie in the browser.
+ */
+async function heldCallback(base: string, login: string): Promise<{ context: BrowserContext; page: Page; callback: string }> {
+  const context = await browser.newContext()
+  const page = await context.newPage()
+  let url = base + '/admin/oidc/start'
+  let response = await context.request.get(url, { maxRedirects: 0 })
+  for (let hop = 0; hop < 10; hop++) {
+    const location = response.headers()['location']
+    if (!location) {
+      // The provider's login form: post it as the page would.
+      const form = /<form[^>]*action="([^"]+)"/.exec(await response.text())
+      if (!form) throw new Error(`no redirect and no form at ${url}: ${response.status()}`)
+      url = new URL(form[1].replaceAll('&amp;', '&'), url).href
+      response = await context.request.post(url, { form: { prompt: 'login', login, password: 'any password' }, maxRedirects: 0 })
+      continue
+    }
+    url = new URL(location, url).href
+    if (url.startsWith(base + '/admin/oidc/callback')) return { context, page, callback: url }
+    response = await context.request.get(url, { maxRedirects: 0 })
+  }
+  throw new Error('the provider never redirected to the callback')
+}
+
+/** A whole sign-in as `login`; the callback's status and the page's heading and alert text. */
+async function attempt(base: string, login: string): Promise<{ context: BrowserContext; page: Page; status: number; heading: string; alert: string }> {
+  const { context, page, callback } = await heldCallback(base, login)
+  const response = await page.goto(callback)
+  const status = response!.status()
+  const heading = status === 200 ? '' : await page.getByRole('heading', { level: 1 }).innerText()
+  const alert = status === 200 ? '' : await page.getByRole('alert').innerText()
+  return { context, page, status, heading, alert }
+}
+
+/** A refused attempt: a clear page, no session cookie, no session. */
+async function expectRefused(r: Awaited<ReturnType<typeof attempt>>, status: number, heading: RegExp, alert: RegExp): Promise<void> {
+  expect(r.status).toBe(status)
+  expect(r.heading).toMatch(heading)
+  expect(r.alert).toMatch(alert)
+  expect(await sessionCookies(r.context)).toEqual([])
+  expect(await signedIn(r.context, server.url)).toBe(false)
+  expect(await r.page.getByRole('link', { name: 'Back to the sign-in page' }).isVisible()).toBe(true)
+  await r.context.close()
+}
+
+describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () => {
+  beforeAll(async () => {
+    const port = await freePort()
+    idp = await startIdp(`http://127.0.0.1:${port}/admin/oidc/callback`)
+    const dataDir = join(tempDir(), 'data')
+    const made = cli(dataDir, ['admin', 'create', '--email', 'alice@example.com', '--no-password', '--json'])
+    expect(made.exitCode).toBe(0)
+    server = await serve(dataDir, port)
+    browser = await launchBrowser()
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+    await idp?.close()
+    for (const r of roots) rmSync(r, { recursive: true, force: true })
+  })
+
+  test('signs in end to end by keyboard: the sign-in page offers "Sign in with SSO" next to the form, passes axe, and the sign-in is audited as sso', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(server.url + '/admin')
+    await page.getByRole('button', { name: 'Sign in with SSO' }).waitFor()
+    await settle(page)
+    expect(await page.getByLabel('Email').isVisible()).toBe(true)
+    expect(await axeViolations(page)).toEqual([])
+    expect(await screenshots(page, 'sso-sign-in-both')).toEqual([])
+    // Keyboard only: Tab to the SSO button, Enter.
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('Tab')
+      if (await page.evaluate(() => document.activeElement?.textContent === 'Sign in with SSO')) break
+    }
+    await page.keyboard.press('Enter')
+    await page.locator('input[name="login"]').waitFor()
+    await page.keyboard.type('alice')
+    await page.keyboard.press('Tab')
+    await page.keyboard.type('any password')
+    await page.keyboard.press('Enter')
+    await page.getByRole('button', { name: /Sign out/ }).waitFor()
+    expect(new URL(page.url()).pathname).toStartWith('/admin')
+    const cookies = await context.cookies()
+    const session = cookies.find((c) => c.name === 'fixloop_admin')!
+    expect(session.httpOnly).toBe(true)
+    expect(session.sameSite).toBe('Lax')
+    // The flow cookie was single use: gone after the callback.
+    expect(cookies.some((c) => c.name.endsWith('fixloop_oidc'))).toBe(false)
+    const me = (await (await context.request.get(server.url + '/admin/api/session')).json()) as { email: string }
+    expect(me.email).toBe('alice@example.com')
+    const audited = auditRows(server.dataDir, 'admin.signed_in')
+    expect(audited.at(-1)!.data).toBe(JSON.stringify({ method: 'sso' }))
+    await context.close()
+  }, 60_000)
+
+  test('the flow cookie is HttpOnly, SameSite=Lax, short-lived and sealed; the authorization request carries PKCE (S256), state and nonce, and the redirect URI is FIXLOOP_PUBLIC_URL\'s whatever the Host header says', async () => {
+    const r = await fetch(server.url + '/admin/oidc/start', { redirect: 'manual', headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example' } })
+    expect(r.status).toBe(303)
+    const to = new URL(r.headers.get('location')!)
+    expect(to.origin).toBe(idp.issuer)
+    expect(to.searchParams.get('redirect_uri')).toBe(server.url + '/admin/oidc/callback')
+    expect(to.searchParams.get('code_challenge_method')).toBe('S256')
+    expect(to.searchParams.get('code_challenge')!.length).toBeGreaterThan(40)
+    expect(to.searchParams.get('state')!.length).toBeGreaterThan(20)
+    expect(to.searchParams.get('nonce')!.length).toBeGreaterThan(20)
+    expect(to.searchParams.get('scope')).toBe('openid email profile')
+    const cookie = r.headers.get('set-cookie')!
+    expect(cookie).toMatch(/^fixloop_oidc=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=600$/)
+    // Sealed: neither the state nor the nonce can be read from it.
+    expect(cookie).not.toContain(to.searchParams.get('state')!)
+    expect(cookie).not.toContain(to.searchParams.get('nonce')!)
+  })
+
+  test('an unknown email gets a page saying so, and no session', async () => {
+    await expectRefused(await attempt(server.url, 'stranger'), 403, /Not a fixloop admin/, /No fixloop admin has the email address stranger@example.com/)
+  }, 60_000)
+
+  test('an unverified email (email_verified false) gets a page saying so, and no session, even though the address is an admin\'s', async () => {
+    await expectRefused(await attempt(server.url, 'unverified'), 403, /Email address not verified/, /does not vouch for the email address/)
+  }, 60_000)
+
+  test('an ID token for another audience is refused (signed by the provider\'s real key)', async () => {
+    idp.tamper = (c) => ({ ...c, aud: 'another-client' })
+    try {
+      await expectRefused(await attempt(server.url, 'alice'), 400, /Sign-in failed/, /ID token did not pass the checks.*aud/)
+    } finally {
+      idp.tamper = undefined
+    }
+  }, 60_000)
+
+  test('an expired ID token is refused', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    idp.tamper = (c) => ({ ...c, iat: now - 7200, exp: now - 3600 })
+    try {
+      await expectRefused(await attempt(server.url, 'alice'), 400, /Sign-in failed/, /ID token did not pass the checks.*exp/)
+    } finally {
+      idp.tamper = undefined
+    }
+  }, 60_000)
+
+  test('an ID token with another nonce is refused', async () => {
+    idp.tamper = (c) => ({ ...c, nonce: 'a-nonce-from-another-sign-in' })
+    try {
+      await expectRefused(await attempt(server.url, 'alice'), 400, /Sign-in failed/, /ID token did not pass the checks.*nonce/)
+    } finally {
+      idp.tamper = undefined
+    }
+  }, 60_000)
+
+  test('without email_verified, Entra ID\'s xms_edov true (email domain owner verified) counts as verified; a string "true" does not', async () => {
+    idp.tamper = (c) => {
+      const { email_verified: _, ...rest } = c
+      return { ...rest, xms_edov: true }
+    }
+    try {
+      const ok = await attempt(server.url, 'alice')
+      expect(ok.status).toBe(200)
+      expect(await signedIn(ok.context, server.url)).toBe(true)
+      await ok.context.close()
+      idp.tamper = (c) => ({ ...c, email_verified: 'true' })
+      await expectRefused(await attempt(server.url, 'alice'), 403, /Email address not verified/, /does not vouch/)
+    } finally {
+      idp.tamper = undefined
+    }
+  }, 60_000)
+
+  test('a callback whose state is not the browser\'s flow\'s is refused', async () => {
+    const { context, page, callback } = await heldCallback(server.url, 'alice')
+    const forged = new URL(callback)
+    forged.searchParams.set('state', 'a-state-of-someone-elses-sign-in')
+    const response = await page.goto(forged.href)
+    expect(response!.status()).toBe(400)
+    expect(await page.getByRole('alert').innerText()).toMatch(/does not belong to the sign-in attempt this browser started/)
+    expect(await sessionCookies(context)).toEqual([])
+    expect(await signedIn(context, server.url)).toBe(false)
+    await context.close()
+  }, 60_000)
+
+  test('a callback from another browser (no flow cookie) is refused: login CSRF', async () => {
+    const { context, callback } = await heldCallback(server.url, 'alice')
+    await context.close()
+    const victim = await browser.newContext()
+    const page = await victim.newPage()
+    const response = await page.goto(callback)
+    expect(response!.status()).toBe(400)
+    expect(await page.getByRole('alert').innerText()).toMatch(/expired, was already used, or was started in another browser/)
+    expect(await sessionCookies(victim)).toEqual([])
+    await victim.close()
+  }, 60_000)
+
+  test('a replayed callback is refused: the second call of the same URL, and again with the original flow cookie put back', async () => {
+    const { context, page, callback } = await heldCallback(server.url, 'alice')
+    const flowCookie = (await context.cookies()).find((c) => c.name === 'fixloop_oidc')!
+    const first = await page.goto(callback)
+    expect(first!.status()).toBe(200)
+    await page.getByRole('button', { name: /Sign out/ }).waitFor()
+    await context.clearCookies()
+    const second = await page.goto(callback)
+    expect(second!.status()).toBe(400)
+    expect(await sessionCookies(context)).toEqual([])
+    // The same request with the original (sealed, unexpired) flow cookie: spent.
+    await context.addCookies([flowCookie])
+    const third = await page.goto(callback)
+    expect(third!.status()).toBe(400)
+    expect(await page.getByRole('alert').innerText()).toMatch(/already used/)
+    expect(await sessionCookies(context)).toEqual([])
+    await context.close()
+  }, 60_000)
+
+  test('the provider refuses a replayed authorization code even when fixloop forgot the flow (a restart, another node)', async () => {
+    const { context, page, callback } = await heldCallback(server.url, 'alice')
+    const flowCookie = (await context.cookies()).find((c) => c.name === 'fixloop_oidc')!
+    expect((await page.goto(callback))!.status()).toBe(200)
+    await page.getByRole('button', { name: /Sign out/ }).waitFor()
+    // A restart forgets the spent states; the code reaches the provider a second time.
+    const port = Number(new URL(server.url).port)
+    await server.stop()
+    server = await serve(server.dataDir, port)
+    await context.clearCookies()
+    await context.addCookies([flowCookie])
+    const again = await page.goto(callback)
+    expect(again!.status()).toBe(400)
+    expect(await page.getByRole('alert').innerText()).toMatch(/refused the sign-in code \("invalid_grant"\)/)
+    expect(await sessionCookies(context)).toEqual([])
+    await context.close()
+  }, 60_000)
+
+  test('a --no-password admin cannot sign in with a password; the provider\'s own error is shown, without its free text', async () => {
+    const r = await fetch(server.url + '/admin/api/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'alice@example.com', password: '!no-password' }) })
+    expect(r.status).toBe(401)
+    const denied = await fetch(server.url + '/admin/oidc/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C/script%3E&state=x', { redirect: 'manual' })
+    expect(denied.status).toBe(400)
+    expect(await denied.text()).not.toContain('<script>')
+  })
+
+  test('fuzz: junk, missing, repeated, huge and NUL parameters on the callback are a clear 400 page, never a 5xx', async () => {
+    const cases = [
+      '',
+      '?',
+      '?code=',
+      '?state=',
+      '?code=abc',
+      '?state=abc',
+      '?code=a&code=b&state=c',
+      '?code=a&state=b&state=c',
+      `?code=${'x'.repeat(100_000)}&state=y`,
+      `?code=a&state=${'%00'.repeat(3000)}`,
+      '?code=%00&state=%00',
+      '?code=%E0%A4%A&state=%ZZ',
+      '?error=' + 'e'.repeat(50_000),
+      '?error[]=a&code[x]=b',
+      '?iss=https://evil.example&code=a&state=b',
+    ]
+    for (const q of cases) {
+      for (const cookie of [undefined, 'fixloop_oidc=junk', `fixloop_oidc=${'A'.repeat(5000)}`, 'fixloop_oidc=a; fixloop_oidc=b', 'fixloop_oidc=%00%ZZ']) {
+        const r = await fetch(server.url + '/admin/oidc/callback' + q, { redirect: 'manual', headers: cookie ? { cookie } : {} })
+        expect([400, 414, 431]).toContain(r.status)
+        if (r.status === 400) {
+          expect(r.headers.get('content-type')).toContain('text/html')
+          expect(await r.text()).toContain('Sign-in failed')
+        }
+        expect(r.headers.get('set-cookie') ?? '').not.toContain('fixloop_admin=')
+      }
+    }
+  }, 60_000)
+
+  describe('with FIXLOOP_PASSWORD_SIGNIN=off', () => {
+    let ssoOnly: Server
+
+    beforeAll(async () => {
+      ssoOnly = await serve(join(tempDir(), 'data'), await freePort(), { FIXLOOP_PASSWORD_SIGNIN: 'off' })
+    }, 30_000)
+    afterAll(async () => {
+      await ssoOnly?.stop()
+    })
+
+    test('the form is gone (the button only), the page passes axe and keyboard use, and at 1280 and 375 px it does not scroll sideways', async () => {
+      const context = await browser.newContext()
+      const page = await context.newPage()
+      await page.goto(ssoOnly.url + '/admin')
+      await page.getByRole('button', { name: 'Sign in with SSO' }).waitFor()
+      await settle(page)
+      expect(await page.getByLabel('Email').count()).toBe(0)
+      expect(await page.getByLabel('Password').count()).toBe(0)
+      expect(await page.getByRole('button', { name: 'Sign in', exact: true }).count()).toBe(0)
+      expect(await axeViolations(page)).toEqual([])
+      expect(await screenshots(page, 'sso-sign-in')).toEqual([])
+      copyFileSync(join(OUT_DIR, 'dashboard-sso-sign-in-1280.png'), '/tmp/s40-sso-1280.png')
+      copyFileSync(join(OUT_DIR, 'dashboard-sso-sign-in-375.png'), '/tmp/s40-sso-375.png')
+      await page.keyboard.press('Tab')
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Sign in with SSO')
+      await page.keyboard.press('Enter')
+      await page.waitForURL((u) => u.origin === idp.issuer)
+      await context.close()
+    }, 60_000)
+
+    test('POSTing the password sign-in route is refused with a clear error, and so is the setup link', async () => {
+      const r = await fetch(ssoOnly.url + '/admin/api/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'a@example.com', password: 'whatever-password' }) })
+      expect(r.status).toBe(403)
+      const body = (await r.json()) as { error: { code: string; message: string; details: unknown } }
+      expect(body.error.code).toBe('forbidden')
+      expect(body.error.message).toContain('FIXLOOP_PASSWORD_SIGNIN=off')
+      expect(body.error.details).toEqual({ passwordSignIn: false })
+      const setup = await fetch(ssoOnly.url + '/admin/api/setup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'x'.repeat(32), email: 'a@example.com', password: 'whatever-password' }) })
+      expect(setup.status).toBe(403)
+      expect(await (await fetch(ssoOnly.url + '/admin/api/sign-in-methods')).json()).toEqual({ password: false, sso: true })
+    })
+  })
+
+  test('serve refuses to start (exit 2, a clear message) with password sign-in off and no SSO, or with SSO half configured', async () => {
+    const dataDir = join(tempDir(), 'data')
+    const off = Bun.spawnSync([BINARY, 'serve', '--port', '0', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', FIXLOOP_PASSWORD_SIGNIN: 'off' } })
+    expect(off.exitCode).toBe(2)
+    expect(off.stderr.toString()).toContain('FIXLOOP_PASSWORD_SIGNIN=off needs single sign-on configured')
+    const half = Bun.spawnSync([BINARY, 'serve', '--port', '0', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', FIXLOOP_OIDC_ISSUER: 'https://id.example.com', FIXLOOP_OIDC_CLIENT_ID: 'x', FIXLOOP_OIDC_CLIENT_SECRET: 'y' } })
+    expect(half.exitCode).toBe(2)
+    expect(half.stderr.toString()).toContain('needs FIXLOOP_PUBLIC_URL')
+    const plain = Bun.spawnSync([BINARY, 'serve', '--port', '0', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', FIXLOOP_OIDC_ISSUER: 'http://id.example.com', FIXLOOP_OIDC_CLIENT_ID: 'x', FIXLOOP_OIDC_CLIENT_SECRET: 'y', FIXLOOP_PUBLIC_URL: 'https://fixloop.example.com' } })
+    expect(plain.exitCode).toBe(2)
+    expect(plain.stderr.toString()).toContain('must be an https URL')
+  })
+})
