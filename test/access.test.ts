@@ -110,6 +110,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'GET /v1/chatops/slack/users': { access: 'chatops.manage', allowed: OWNERS_AND_KEYS },
   'POST /v1/chatops/slack/users': { access: 'chatops.manage', allowed: OWNERS_AND_KEYS },
   'DELETE /v1/chatops/slack/users/{teamId}/{userId}': { access: 'chatops.manage', allowed: OWNERS_AND_KEYS },
+  'GET /admin/api/sign-in-methods': { access: 'anyone' },
   'POST /admin/api/setup': { access: 'anyone' },
   'POST /admin/api/session': { access: 'anyone' },
   'GET /admin/api/session': { access: 'signed_in' },
