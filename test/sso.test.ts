@@ -222,8 +222,11 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     expect(cookie).not.toContain(to.searchParams.get('nonce')!)
   })
 
-  test('an unknown email gets a page saying so, and no session', async () => {
-    await expectRefused(await attempt(server.url, 'stranger'), 403, /Not a fixloop admin/, /No fixloop admin has the email address stranger@example.com/)
+  test('an unknown email gets a page saying so (accessible, no sideways scroll at 375 px), and no session', async () => {
+    const r = await attempt(server.url, 'stranger')
+    expect(await axeViolations(r.page)).toEqual([])
+    expect(await screenshots(r.page, 'sso-refused')).toEqual([])
+    await expectRefused(r, 403, /Not a fixloop admin/, /No fixloop admin has the email address stranger@example.com/)
   }, 60_000)
 
   test('an unverified email (email_verified false) gets a page saying so, and no session, even though the address is an admin\'s', async () => {
