@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BINARY, freePort } from './harness'
 import { BROWSER_SKIP, launchBrowser } from './browser'
-import { axeViolations, OUT_DIR, screenshots, settle } from './dashboard-helpers'
+import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
 
 interface Server {
@@ -420,6 +420,23 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
       expect(await (await fetch(ssoOnly.url + '/admin/api/sign-in-methods')).json()).toEqual({ password: false, sso: true })
     })
   })
+
+  test('with password sign-in off and no admin, serve prints the --no-password command instead of a setup link', async () => {
+    const running = await spawnWithStdout(join(tempDir(), 'data'), {
+      FIXLOOP_PASSWORD_SIGNIN: 'off',
+      FIXLOOP_OIDC_ISSUER: idp.issuer,
+      FIXLOOP_OIDC_CLIENT_ID: idp.clientId,
+      FIXLOOP_OIDC_CLIENT_SECRET: idp.clientSecret,
+      FIXLOOP_PUBLIC_URL: 'http://127.0.0.1:9',
+    })
+    try {
+      for (let i = 0; i < 200 && !running.stdout().includes('no admin yet'); i++) await Bun.sleep(25)
+      expect(running.stdout()).toContain('fixloop admin create --email EMAIL --no-password')
+      expect(running.stdout()).not.toContain('/admin/setup#token=')
+    } finally {
+      await running.stop()
+    }
+  }, 60_000)
 
   test('serve refuses to start (exit 2, a clear message) with password sign-in off and no SSO, or with SSO half configured', async () => {
     const dataDir = join(tempDir(), 'data')

@@ -74,8 +74,13 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
       process.stdout.write(`The demo key printed by the previous start (${app.revokedPrefixes.map((p) => `${p}…`).join(', ')}) is revoked: use the one above.\n`)
     }
   }
-  const link = await setupLink(running.services.admins, config.publicUrl ?? running.url)
-  if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
+  // With password sign-in off the setup link (a password admin) is refused: say what works instead.
+  if (!config.passwordSignIn) {
+    if ((await running.services.admins.count()) === 0) process.stdout.write('fixloop: no admin yet, and password sign-in is off: create one who signs in with SSO: fixloop admin create --email EMAIL --no-password\n')
+  } else {
+    const link = await setupLink(running.services.admins, config.publicUrl ?? running.url)
+    if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
+  }
   const shutdown = async (signal: NodeJS.Signals) => {
     // The stop is bounded phase by phase (server.ts, STOP_BUDGET_MS); this is the backstop if one hangs
     // (an agent that ignores its abort): leave anyway, before Docker's 10 s SIGKILL. Jobs in hand are
