@@ -17,6 +17,8 @@ export interface TestIdp {
   clientId: string
   clientSecret: string
   tamper: ((claims: JWTPayload) => JWTPayload) | undefined
+  /** With `tamper`: sign with a key of the same kid that is not the provider's (a forged signature). */
+  forgeSignature: boolean
   close(): Promise<void>
 }
 
@@ -31,6 +33,7 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
   const port = await freePort()
   const issuer = `http://127.0.0.1:${port}`
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
+  const { privateKey: foreignKey } = await generateKeyPair('RS256')
   const kid = 'test-key-1'
   const jwk = { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' }
   const clientId = 'fixloop-test'
@@ -68,7 +71,7 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
   // Quiet: a refused code or a bad request is what several tests are about.
   provider.on('server_error', () => {})
   const handle = provider.callback()
-  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, close: async () => {} }
+  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, close: async () => {} }
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const tamper = idp.tamper
@@ -84,7 +87,7 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
           const json = JSON.parse(body) as { id_token?: string }
           if (json.id_token) {
             const claims = tamper(decodeJwt(json.id_token))
-            json.id_token = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(privateKey)
+            json.id_token = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(idp.forgeSignature ? foreignKey : privateKey)
             body = JSON.stringify(json)
           }
         } catch {

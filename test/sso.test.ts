@@ -242,6 +242,17 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     }
   }, 60_000)
 
+  test('an ID token not signed by a key of the issuer\'s JWKS is refused', async () => {
+    idp.tamper = (c) => c
+    idp.forgeSignature = true
+    try {
+      await expectRefused(await attempt(server.url, 'alice'), 400, /Sign-in failed/, /ID token did not pass the checks.*signature/i)
+    } finally {
+      idp.tamper = undefined
+      idp.forgeSignature = false
+    }
+  }, 60_000)
+
   test('an expired ID token is refused', async () => {
     const now = Math.floor(Date.now() / 1000)
     idp.tamper = (c) => ({ ...c, iat: now - 7200, exp: now - 3600 })
