@@ -79,6 +79,11 @@ export const OTHER_VARIABLES: { env: string; meaning: string }[] = [
   { env: 'FIXLOOP_TRACKER_TOKEN', meaning: '`fixloop tracker connect`: the tracker token when no `--token-file` is given (never on the command line)' },
   { env: 'FIXLOOP_TASK_FILE', meaning: 'set by fixloop for agent commands: the task file they read' },
   { env: 'FIXLOOP_RESULT_FILE', meaning: 'set by fixloop for agent commands: where they may write their result' },
+  {
+    env: 'FIXLOOP_ATTACHMENTS_DIR',
+    meaning:
+      "set by fixloop for agent commands: the read-only folder with the report's (and its cluster's: at most 8 files, 20 MB) screenshots and images, listed in the task file ([docs/agents.md](docs/agents.md#what-the-reporter-saw-the-attachments-folder))",
+  },
 ]
 
 /** Every FIXLOOP_* name fixloop knows: the settings and the other variables. */
