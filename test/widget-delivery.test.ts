@@ -28,6 +28,7 @@ afterAll(async () => {
 })
 
 const uiFile = () => JSON.parse(readFileSync(join(DIST, 'manifest.json'), 'utf8')).uiFile as string
+const replayFile = () => JSON.parse(readFileSync(join(DIST, 'manifest.json'), 'utf8')).replayFile as string
 
 const localeFiles = () => JSON.parse(readFileSync(join(DIST, 'locales.json'), 'utf8')) as Record<string, string>
 
@@ -102,6 +103,19 @@ test('GET /widget/locale-<tag>-<hash>.json: each table as immutable, cross-origi
   }
 })
 
+test('GET /widget/<replay-hash>.js serves the session recorder, immutable, named by its content hash', async () => {
+  const r = await fetch(`${server.url}/widget/${replayFile()}`)
+  expect(r.status).toBe(200)
+  expect(r.headers.get('content-type')).toContain('text/javascript')
+  expect(r.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+  const hash = replayFile().match(/^replay-([0-9a-f]{16})\.js$/)![1]
+  expect(new Bun.CryptoHasher('sha256').update(await r.text()).digest('hex').startsWith(hash)).toBe(true)
+  // The loader knows the name (it loads the chunk only when the App has replay on).
+  expect(await (await fetch(`${server.url}/widget.js`)).text()).toContain(replayFile())
+  const bad = await call(server.url, 'GET', '/widget/replay-0000000000000000.js')
+  expect(bad.status).toBe(404)
+})
+
 test('/openapi.json documents the widget routes', async () => {
   const spec = (await call(server.url, 'GET', '/openapi.json')).body
   expect(spec.paths['/widget.js'].get).toBeDefined()
@@ -166,4 +180,11 @@ test('the build fails when a budget is exceeded', async () => {
   expect(r.exitCode).toBe(1)
   expect(r.stderr.toString()).toContain('widget over budget')
   expect(r.stdout.toString()).toMatch(/widget\.js\s+[\d.]+ KB raw, [\d.]+ KB gzip/)
+})
+
+test('the build fails when the replay chunk alone is over its budget, and prints its size', async () => {
+  const r = Bun.spawnSync(['bun', 'widget/build.ts'], { cwd: ROOT, env: { ...process.env, FIXLOOP_WIDGET_REPLAY_BUDGET_SCALE: '0.1' }, stdout: 'pipe', stderr: 'pipe' })
+  expect(r.exitCode).toBe(1)
+  expect(r.stderr.toString()).toMatch(/widget over budget \(nothing written\): replay [\d.]+ KB > 4\.0 KB$/m)
+  expect(r.stdout.toString()).toMatch(/replay-[0-9a-f]{16}\.js\s+[\d.]+ KB raw, [\d.]+ KB gzip \(budget 4\.0 KB/)
 })

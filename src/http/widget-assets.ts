@@ -1,5 +1,6 @@
 /**
- * GET /widget.js, GET /widget/<ui-hash>.js and GET /widget/locale-<tag>-<hash>.json: the browser widget,
+ * GET /widget.js, GET /widget/<ui-hash>.js, GET /widget/locale-<tag>-<hash>.json and
+ * GET /widget/<replay-hash>.js (the session recorder, loaded only on Apps with replay on): the browser widget,
  * built by widget/build.ts and embedded into the binary (imported as text/JSON, so `bun build --compile`
  * carries it). The loader gets a short cache (its name never changes); the UI file's and the locale
  * tables' names carry their content hash, so they are immutable. All are readable cross-origin
@@ -8,12 +9,14 @@
 import { Elysia } from 'elysia'
 import loader from '../../widget/dist/widget.js' with { type: 'text' }
 import ui from '../../widget/dist/ui.js' with { type: 'text' }
+import replay from '../../widget/dist/replay.js' with { type: 'text' }
 import manifest from '../../widget/dist/manifest.json'
 import localeTables from '../../widget/dist/locales.json'
 import { ApiError } from '../core/errors'
 
 export const WIDGET_PATH = '/widget.js'
 export const WIDGET_UI_PATH = `/widget/${manifest.uiFile}`
+export const WIDGET_REPLAY_PATH = `/widget/${manifest.replayFile}`
 
 const shared = {
   'content-type': 'text/javascript; charset=utf-8',
@@ -25,7 +28,7 @@ const shared = {
 const LOCALE_FILES = new Map<string, string>(Object.entries(localeTables as Record<string, string>))
 const loaderEtag = `"${new Bun.CryptoHasher('sha256').update(loader).digest('hex').slice(0, 20)}"`
 
-/** Serves the widget's two scripts and its locale tables (HEAD too); any other /widget/ name is 404 not_found. */
+/** Serves the widget's three scripts and its locale tables (HEAD too); any other /widget/ name is 404 not_found. */
 export function widgetAssets() {
   return new Elysia({ name: 'widget-assets' })
     .get(
@@ -41,10 +44,11 @@ export function widgetAssets() {
       ({ params }) => {
         const immutable = 'public, max-age=31536000, immutable'
         if (`/widget/${params.file}` === WIDGET_UI_PATH) return new Response(ui, { headers: { ...shared, 'cache-control': immutable } })
+        if (`/widget/${params.file}` === WIDGET_REPLAY_PATH) return new Response(replay, { headers: { ...shared, 'cache-control': immutable } })
         const table = LOCALE_FILES.get(params.file)
         if (table !== undefined) return new Response(table, { headers: { ...shared, 'content-type': 'application/json; charset=utf-8', 'cache-control': immutable } })
         throw new ApiError('not_found', undefined, 'No such widget file')
       },
-      { detail: { summary: 'The widget UI and locale tables (lazy-loaded)', description: 'Loaded by widget.js on first open: the UI script, and the chosen language\'s strings as locale-<tag>-<hash>.json; the names carry a content hash, so they are cached for a year.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 404: { description: 'not_found (envelope)' } } } },
+      { detail: { summary: 'The widget UI, locale tables and session recorder (lazy-loaded)', description: 'Loaded by widget.js on first open: the UI script, and the chosen language\'s strings as locale-<tag>-<hash>.json; the session recorder only when the App has replay on; the names carry a content hash, so they are cached for a year.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 404: { description: 'not_found (envelope)' } } } },
     )
 }

@@ -7,3 +7,7 @@ declare module '*/widget/dist/ui.js' {
   const text: string
   export default text
 }
+declare module '*/widget/dist/replay.js' {
+  const text: string
+  export default text
+}

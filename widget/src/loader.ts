@@ -5,13 +5,13 @@
  * fetched from the same origin on first open (or at once when reports wait in the offline queue), with
  * the chosen language's strings (/widget/locale-<tag>-<hash>.json; locale.ts chooses).
  */
-import type { Core, FixloopOptions, WidgetUI } from './types'
+import type { Core, FixloopOptions, ReplayRecorder, ReplaySettings, WidgetUI } from './types'
 import { resolveStrings, type Strings } from './strings'
 import { browserLanguages, chooseLocale, directionOf, type Locale } from './locale'
 import { installCapture, consoleLogs, networkSummary, rawFetch } from './capture'
 import { LAUNCHER_CSS, applyTheme } from './theme'
 import { hasQueuedReports } from './queue-peek'
-import { API_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, shared } from './safe-dom'
+import { API_KEY, RECORDER_KEY, REPLAY_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, shared } from './safe-dom'
 import { allowScript, sandboxHTML, scriptURL } from './trusted'
 
 /** The proof-of-work Worker's blob: URL, blessed by the one `fixloop` policy (it is the widget's own code). */
@@ -21,6 +21,8 @@ const workerURL = (url: string): string => {
 }
 
 declare const __APP_FILE__: string
+/** The session recorder's file, /widget/replay-<hash>.js (widget/build.ts). */
+declare const __REPLAY_FILE__: string
 /** Every locale's launcher label (the launcher shows before any table is fetched), set by widget/build.ts. */
 declare const __LAUNCHERS__: Record<Locale, string>
 /** The content hash of the locale tables: /widget/locale-<tag>-<hash>.json (widget/build.ts). */
@@ -44,19 +46,22 @@ function deepActiveElement(): HTMLElement | null {
   return el instanceof HTMLElement && el !== body() ? el : null
 }
 
-/** The UI script's factory: loaded once from /widget/<hash>.js (a second widget.js finds it registered). */
-function loadUIScript(c: Core): Promise<(core: Core) => WidgetUI> {
-  return new Promise((resolve, reject) => {
-    const factory = () => shared[UI_KEY] as ((core: Core) => WidgetUI) | undefined
+/**
+ * A lazy script's factory (the UI, or the session recorder): loaded once from /widget/<file> with the
+ * page's nonce under the one Trusted Types policy (a second widget.js finds it registered).
+ */
+function loadChunk<T>(c: Core, file: string, key: symbol): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const factory = () => shared[key] as T | undefined
     const ready = factory()
     if (ready) return resolve(ready)
     const tag = createElement('script')
-    const src = `${c.endpoint}/widget/${__APP_FILE__}`
+    const src = `${c.endpoint}/widget/${file}`
     allowScript(src)
     try {
       tag.src = scriptURL(src)
     } catch (e) {
-      return reject(new Error(`fixloop UI blocked by Trusted Types: allow the policy "fixloop" (${(e as Error).message})`))
+      return reject(new Error(`fixloop ${file} blocked by Trusted Types: allow the policy "fixloop" (${(e as Error).message})`))
     }
     tag.async = true
     tag.crossOrigin = 'anonymous'
@@ -65,9 +70,9 @@ function loadUIScript(c: Core): Promise<(core: Core) => WidgetUI> {
     tag.onload = () => {
       const registered = factory()
       if (registered) resolve(registered)
-      else reject(new Error('fixloop UI did not register'))
+      else reject(new Error(`fixloop ${file} did not register`))
     }
-    tag.onerror = () => reject(new Error('fixloop UI could not be loaded'))
+    tag.onerror = () => reject(new Error(`fixloop ${file} could not be loaded`))
     ;(head() ?? body())!.appendChild(tag)
   })
 }
@@ -89,7 +94,7 @@ function loadUI(): Promise<WidgetUI> {
   if (!core) return Promise.reject(new Error('Fixloop.init() was not called'))
   const c = core
   if (!ui) {
-    const loading = Promise.all([loadUIScript(c), loadTable(c)]).then(([make, table]) => {
+    const loading = Promise.all([loadChunk<(core: Core) => WidgetUI>(c, __APP_FILE__, UI_KEY), loadTable(c)]).then(([make, table]) => {
       c.strings = resolveStrings(c.locale, table, c.options.strings)
       return make(c)
     })
@@ -102,6 +107,25 @@ function loadUI(): Promise<WidgetUI> {
   return ui
 }
 
+let recorder: ReplayRecorder | undefined
+
+/**
+ * Session replay: asks the App's setting (GET /v1/widget/config) and, only when replay is on, loads the
+ * replay chunk and starts recording. Any failure means off: nothing is loaded, nothing recorded.
+ */
+async function startReplay(c: Core): Promise<void> {
+  if (typeof CompressionStream === 'undefined') return
+  const res = await c.fetch(`${c.endpoint}/v1/widget/config`, { headers: { authorization: `Bearer ${c.options.publicKey}` } }).catch(() => undefined)
+  if (res?.status !== 200) return
+  const replay = ((await res.json().catch(() => undefined)) as { replay?: { mode?: string; seconds?: number } } | undefined)?.replay
+  const mode = replay?.mode
+  const seconds = Number(replay?.seconds)
+  if ((mode !== 'masked' && mode !== 'inputs') || !(seconds >= 10 && seconds <= 300)) return
+  const start = await loadChunk<(s: ReplaySettings, host: Element, memoryBytes?: number) => ReplayRecorder>(c, __REPLAY_FILE__, REPLAY_KEY)
+  recorder = start({ mode, seconds }, c.host, c.options.replayMemoryBytes)
+  shared[RECORDER_KEY] = recorder
+}
+
 let openWhenMounted = false
 
 function open(): void {
@@ -111,6 +135,7 @@ function open(): void {
     return
   }
   core.trigger = deepActiveElement()
+  recorder?.mark()
   loadUI().then((u) => u.open(), (e) => console.warn('[fixloop]', e.message))
 }
 
@@ -125,7 +150,7 @@ function mount(options: FixloopOptions): void {
   const locale = chooseLocale(options.locale, browserLanguages())
   const dir = directionOf(locale)
   const strings: Strings = resolveStrings(locale, { launcher: __LAUNCHERS__[locale] }, options.strings)
-  core = { options, endpoint, host, root, locale, dir, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML, workerURL }
+  core = { options, endpoint, host, root, locale, dir, strings, consoleLogs, network: networkSummary, trigger: null, fetch: (...a) => rawFetch(...a), sandboxHTML, workerURL, replay: () => recorder }
   if (options.autoInject !== false) {
     const button = createElement('button')
     button.type = 'button'
@@ -140,6 +165,7 @@ function mount(options: FixloopOptions): void {
   }
   if (options.theme) applyTheme(host, options.theme)
   body()!.appendChild(host)
+  startReplay(core).catch((e) => console.warn('[fixloop] session replay off:', (e as Error).message))
   for (const el of triggers) on(el, 'click', open)
   if (openWhenMounted) open()
   hasQueuedReports().then(

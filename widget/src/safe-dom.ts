@@ -42,4 +42,7 @@ export const off = (target: EventTarget, type: string, fn: Listener, options?: b
  */
 export const UI_KEY = Symbol.for('fixloop.ui')
 export const API_KEY = Symbol.for('fixloop.api')
+/** The replay chunk's factory, then (debug hook for tests and bench) the running recorder. */
+export const REPLAY_KEY = Symbol.for('fixloop.replay')
+export const RECORDER_KEY = Symbol.for('fixloop.recorder')
 export const shared = window as unknown as Record<symbol, unknown>

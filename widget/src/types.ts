@@ -31,6 +31,11 @@ export interface FixloopOptions {
   screenshot?: boolean
   /** A fetch/XHR slower than this (ms) is summarised even when it succeeds. */
   slowRequestMs?: number
+  /**
+   * Session replay (when the App turns it on): a lower cap, in bytes, on the recording kept in memory
+   * (default and maximum 10 MB, at least 256 KB). The page can lower it, never raise it.
+   */
+  replayMemoryBytes?: number
 }
 
 export interface ConsoleEntry {
@@ -54,7 +59,7 @@ export interface SubmitPayload {
   userAgent?: string
   viewport?: { w: number; h: number; dpr: number }
   consoleLogs?: ConsoleEntry[]
-  attachments?: { key: string; kind: 'screenshot' | 'attachment'; contentType: string; byteSize: number; width?: number; height?: number }[]
+  attachments?: { key: string; kind: 'screenshot' | 'attachment' | 'replay'; contentType: string; byteSize: number; width?: number; height?: number }[]
   componentTarget?: { name: string; meta?: Record<string, unknown>; bbox?: { x: number; y: number; w: number; h: number }; screenshotKey?: string }
   metadata?: Record<string, unknown>
   identity?: { email?: string; name?: string; externalUserId?: string }
@@ -63,6 +68,11 @@ export interface SubmitPayload {
   severity?: 'low' | 'medium' | 'high' | null
   /** Cheap bot signals (docs/widget.md "Abuse defence"): the honeypot's value if a bot filled it, ms from open to Send. */
   clientSignals?: { honeypot?: string; formMs?: number }
+  /**
+   * Widget-only, never sent: true when a session replay will be attached. beforeSend drops the replay by
+   * setting it to false (or deleting it); the field is removed before the report leaves the browser.
+   */
+  replay?: boolean
 }
 
 /** What the loader hands to the lazily loaded UI. */
@@ -86,6 +96,31 @@ export interface Core {
   sandboxHTML(): string
   /** The proof-of-work Worker's blob: URL, as a TrustedScriptURL under Trusted Types (the loader owns the policy). */
   workerURL(url: string): string
+  /** The session recorder, when the App has replay on and its chunk has loaded. */
+  replay(): ReplayRecorder | undefined
+}
+
+/** The App's replay setting, as GET /v1/widget/config answers it. */
+export interface ReplaySettings {
+  mode: 'masked' | 'inputs'
+  seconds: number
+}
+
+/** What the lazily loaded replay chunk (replay-<hash>.js) gives back to the loader. */
+export interface ReplayRecorder {
+  /** The moment of the report (the dialog opened): keeps the window before it until release(). */
+  mark(): void
+  /** The dialog closed without a report: the window follows the clock again. */
+  release(): void
+  /**
+   * The recording of the window, gzipped JSON {"v":1,"events":[...]} with the console errors/warnings,
+   * failed or slow requests and the report's moment merged in as rrweb custom events; undefined when
+   * nothing is recorded or it cannot fit the upload limit.
+   */
+  export(context: { consoleLogs: ConsoleEntry[]; network: NetworkEntry[] }): Promise<Blob | undefined>
+  /** Debug and tests: the estimated serialized bytes kept in memory, the segments and events kept. */
+  stats(): { bytes: number; segments: number; events: number; maxBytes: number }
+  stop(): void
 }
 
 /** What the lazily loaded UI gives back to the loader. */

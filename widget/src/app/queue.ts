@@ -7,17 +7,21 @@ import { openQueueDb, QUEUE_STORE } from '../queue-peek'
 import type { SubmitPayload } from '../types'
 
 export const QUEUE_MAX = 30
+/** The session replays kept in the queue, all reports together (gzipped bytes). */
+export const QUEUE_REPLAY_BYTES = 32 * 1024 * 1024
 
 /** A screenshot or file still to upload (uploadedKey set once its PUT succeeded). */
 export interface PendingBlob {
   slot: 'attachment' | 'component'
-  kind: 'screenshot' | 'attachment'
+  kind: 'screenshot' | 'attachment' | 'replay'
   blob: Blob
   contentType: string
   width?: number
   height?: number
   filename?: string
   uploadedKey?: string
+  /** A replay the server refused (an older server, or over its limits): the report goes without it. */
+  dropped?: boolean
 }
 
 export interface QueuedReport {
@@ -47,6 +51,14 @@ function run<T>(mode: IDBTransactionMode, op: (store: IDBObjectStore) => IDBRequ
 export async function enqueue(report: QueuedReport): Promise<boolean> {
   const count = await run('readonly', (s) => s.count())
   if (count >= QUEUE_MAX) return false
+  const replay = report.blobs.find((b) => b.kind === 'replay')
+  if (replay && count) {
+    // Offline for a while: the queue keeps replays up to a byte budget; past it a report waits without one.
+    const waiting = await queuedReports()
+    let bytes = replay.blob.size
+    for (const r of waiting) for (const b of r.blobs) if (b.kind === 'replay' && !b.uploadedKey) bytes += b.blob.size
+    if (bytes > QUEUE_REPLAY_BYTES) report.blobs = report.blobs.filter((b) => b !== replay)
+  }
   await run('readwrite', (s) => s.put(report))
   return true
 }

@@ -6,7 +6,7 @@
  * refusal of the proof (403 proof_of_work_required / proof_of_work_invalid) fetches a new challenge and
  * retries once.
  */
-import { saveReport, type QueuedReport } from './queue'
+import { saveReport, type PendingBlob, type QueuedReport } from './queue'
 import { PROOF_HEADER, type Proofs } from './proof'
 
 export type SendResult =
@@ -120,38 +120,54 @@ function authHeaders(publicKey: string, token?: string): Record<string, string> 
   return h
 }
 
+let replayWarned = false
+
+/** A replay the server will not take (4xx other than a wait): the report goes without it. */
+const refusesReplay = (e: unknown): e is HttpFailure => e instanceof HttpFailure && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429
+
 async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSource, proofs?: Proofs): Promise<void> {
   for (const item of report.blobs) {
-    if (item.uploadedKey) continue
-    const res = await request(http, tokens, (token) => [
-      `${report.endpoint}/v1/feedback/upload-url`,
-      {
-        method: 'POST',
-        headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json' },
-        body: JSON.stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
-      },
-    ], proofs, true)
-    const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const put = await http(grant.url, { method: grant.method || 'PUT', headers: grant.headers, body: item.blob })
-        if (put.ok) break
-        if (put.status < 500 || attempt >= 2) throw await failureOf(put)
-      } catch (e) {
-        if (e instanceof HttpFailure || attempt >= 2) throw e instanceof HttpFailure ? e : new HttpFailure(0, 'network_error', String(e))
-      }
-      await sleep(400 * 2 ** attempt + Math.random() * 200)
+    if (item.uploadedKey || item.dropped) continue
+    try {
+      item.uploadedKey = await uploadOne(http, report, item, tokens, proofs)
+    } catch (e) {
+      if (item.kind !== 'replay' || !refusesReplay(e)) throw e
+      item.dropped = true
+      if (!replayWarned) console.warn('[fixloop] the session replay was refused; the report is sent without it:', e.code, e.message)
+      replayWarned = true
     }
-    item.uploadedKey = grant.key
     await saveReport(report).catch(() => undefined)
   }
+}
+
+async function uploadOne(http: typeof fetch, report: QueuedReport, item: PendingBlob, tokens: TokenSource, proofs?: Proofs): Promise<string> {
+  const res = await request(http, tokens, (token) => [
+    `${report.endpoint}/v1/feedback/upload-url`,
+    {
+      method: 'POST',
+      headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json' },
+      body: JSON.stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
+    },
+  ], proofs, true)
+  const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const put = await http(grant.url, { method: grant.method || 'PUT', headers: grant.headers, body: item.blob })
+      if (put.ok) break
+      if (put.status < 500 || attempt >= 2) throw await failureOf(put)
+    } catch (e) {
+      if (e instanceof HttpFailure || attempt >= 2) throw e instanceof HttpFailure ? e : new HttpFailure(0, 'network_error', String(e))
+    }
+    await sleep(400 * 2 ** attempt + Math.random() * 200)
+  }
+  return grant.key
 }
 
 function finalBody(report: QueuedReport, privateMode: boolean): string {
   const payload = { ...report.payload }
   if (privateMode) delete payload.identity
   const attachments = report.blobs
-    .filter((b) => b.slot === 'attachment')
+    .filter((b) => b.slot === 'attachment' && !b.dropped)
     .map((b) => ({ key: b.uploadedKey!, kind: b.kind, contentType: b.contentType, byteSize: b.blob.size, ...(b.width ? { width: b.width, height: b.height } : {}) }))
   if (attachments.length) payload.attachments = attachments
   const component = report.blobs.find((b) => b.slot === 'component')

@@ -342,7 +342,10 @@ export function createUI(core: Core): WidgetUI {
     target?.focus()
   }
   dialog.addEventListener('close', () => {
-    if (!picking) restoreFocus()
+    if (picking) return
+    restoreFocus()
+    // No report from this opening: the replay window follows the clock again.
+    core.replay()?.release()
   })
   trapTab(dialog, root)
   trapTab(editorDialog, root)
@@ -474,6 +477,8 @@ export function createUI(core: Core): WidgetUI {
       // The checkbox is ticked: the screenshot is part of this report, even if it is still being taken.
       if (include.checked) await takeScreenshot()
       let payload = buildPayload(core, text, picked?.target)
+      const recorder = core.replay()
+      if (recorder) payload.replay = true
       // Private mode: the token is needed now anyway (the upload and the submission send it); one without
       // an address cannot be told, so the opt-in is dropped rather than the report refused.
       const canNotify = notifyMe && (!privateMode || !!tokenEmail(await sender.tokens.current()))
@@ -486,6 +491,9 @@ export function createUI(core: Core): WidgetUI {
         if (!changed) return say(s.cancelled)
         payload = changed
       }
+      // beforeSend drops the replay by setting `replay` to false or leaving it out; never sent as a field.
+      const withReplay = !!recorder && payload.replay === true
+      delete payload.replay
       // Public mode, on an App with the abuse defence on (proof of work): a user token already says who is
       // reporting, and an App left at the defaults gets exactly the reports it got before.
       const bait = honeypot.value
@@ -499,6 +507,11 @@ export function createUI(core: Core): WidgetUI {
         const b = payload.componentTarget.bbox
         const c = crop(page.canvas, b.x, b.y, b.w, b.h)
         blobs.push({ slot: 'component', kind: 'screenshot', blob: await toPng(c), contentType: 'image/png', width: c.width, height: c.height })
+      }
+      if (withReplay) {
+        const replay = await recorder!.export({ consoleLogs: core.consoleLogs(), network: core.network() }).catch(() => undefined)
+        recorder!.release()
+        if (replay) blobs.push({ slot: 'attachment', kind: 'replay', blob: replay, contentType: 'application/gzip', filename: 'replay.json.gz' })
       }
       const report: QueuedReport = { key: newIntentKey(), endpoint: core.endpoint, publicKey: options.publicKey, createdAt: Date.now(), payload, blobs }
       // Without IndexedDB (some private windows) the report is still sent, just not kept across reloads.
