@@ -118,8 +118,12 @@ export interface ReplayRecorder {
    * nothing is recorded or it cannot fit the upload limit.
    */
   export(context: { consoleLogs: ConsoleEntry[]; network: NetworkEntry[] }): Promise<Blob | undefined>
-  /** Debug and tests: the estimated serialized bytes kept in memory, the segments and events kept. */
-  stats(): { bytes: number; segments: number; events: number; maxBytes: number }
+  /**
+   * Debug and tests (window[Symbol.for('fixloop.recorder')].stats()): the estimated serialized bytes kept
+   * in memory, the segments and events kept, the cap, the oldest segment's start, whether the page's
+   * snapshot alone was over the cap (recording stopped).
+   */
+  stats(): { bytes: number; segments: number; events: number; maxBytes: number; oldest?: number; overflow: boolean }
   stop(): void
 }
 

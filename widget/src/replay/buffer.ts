@@ -95,9 +95,9 @@ export class ReplayBuffer {
     return this.segments.map((s) => s.events.slice())
   }
 
-  stats(): { bytes: number; segments: number; events: number; maxBytes: number } {
+  stats(): { bytes: number; segments: number; events: number; maxBytes: number; oldest?: number; overflow: boolean } {
     let events = 0
     for (const s of this.segments) events += s.events.length
-    return { bytes: this.total, segments: this.segments.length, events, maxBytes: this.maxBytes }
+    return { bytes: this.total, segments: this.segments.length, events, maxBytes: this.maxBytes, oldest: this.segments[0]?.start, overflow: this.overflow }
   }
 }
