@@ -18,7 +18,7 @@ const page = (mode: string) => `<!doctype html><html><head><meta charset="utf-8"
 <script>${recorder}</script>
 <script>
   const mode = ${JSON.stringify(mode)}
-  if (mode !== 'off') window.__rec = window[Symbol.for('fixloop.replay')]({ mode, seconds: 300 })
+  if (mode !== 'off') window.__rec = window[Symbol.for('fixloop.replay')]({ mode, seconds: 300 }, document.createElement('div'))
   let n = 0
   setInterval(() => {
     const feed = document.getElementById('feed')

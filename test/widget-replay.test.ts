@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { gunzipSync } from 'node:zlib'
 import type { Page } from 'playwright-core'
 import { eventually } from './harness'
-import { freshContext, reports, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+import { freshContext, reports, watchPage, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv()
 
@@ -110,6 +110,8 @@ const BODY = `
     <label>Email <input id="email" type="email" placeholder="Marmalade address"></label>
     <label>Password <input id="pw" type="password"></label>
     <label>Card <input id="card" autocomplete="cc-number"></label>
+    <input type="hidden" name="csrf" value="CsrfGrapefruitToken">
+    <label>Promo <input id="promo" type="promo-code" value="PlatypusCode"></label>
   </form>
   <img id="logo" src="data:image/png;base64,${PNG_BASE64}" alt="Gooseberry logo" width="40" height="30">
   <canvas id="cv" width="60" height="40"></canvas>
@@ -177,7 +179,7 @@ test('masked: no page text, no input value, no image bytes; blocked and masked c
     expect(json.events.some((ev) => ev.type === 2)).toBe(true)
     for (let i = 1; i < json.events.length; i++) expect(json.events[i].timestamp).toBeGreaterThanOrEqual(json.events[i - 1].timestamp)
     // None of the page's text (text nodes and text attributes), no input value, no image bytes.
-    for (const secret of ['Zephyrine', 'Tangerine', 'Okonkwo', '4242', 'Marmalade', 'Gooseberry', 'wisteria', 'Hunter2', 'Cobalt', '5555', 'Revealed', 'Saffron', 'Pumpernickel', 'Quokka', 'Lumberjack', PNG_BASE64.slice(0, 24), 'data:image']) {
+    for (const secret of ['Zephyrine', 'Tangerine', 'Okonkwo', '4242', 'Marmalade', 'Gooseberry', 'wisteria', 'Hunter2', 'Cobalt', '5555', 'Revealed', 'Saffron', 'Grapefruit', 'Platypus', 'Pumpernickel', 'Quokka', 'Lumberjack', PNG_BASE64.slice(0, 24), 'data:image']) {
       expect(text).not.toContain(secret)
     }
     // The image and canvas are placeholders of their size.
@@ -207,7 +209,32 @@ test('inputs: the page text is recorded, input values never (passwords included,
     await eventually(() => state.puts.length === 1, 15_000)
     const { text } = storedReplay()
     for (const shown of ['Zephyrine', 'Tangerine', 'Okonkwo', 'Marmalade']) expect(text).toContain(shown)
-    for (const secret of ['wisteria', 'Hunter2', 'Cobalt', '5555', 'Revealed', 'Saffron', 'Pumpernickel', 'Quokka']) expect(text).not.toContain(secret)
+    for (const secret of ['wisteria', 'Hunter2', 'Cobalt', '5555', 'Revealed', 'Saffron', 'Grapefruit', 'Platypus', 'Pumpernickel', 'Quokka']) expect(text).not.toContain(secret)
+    // Nothing of the widget itself: its shadow DOM, its stylesheets, the report's text.
+    for (const own of ['Describe the problem', 'Report a problem', 'fl-text', '--fixloop-accent', 'Inputs replay report']) expect(text).not.toContain(own)
+  } finally {
+    await context.close()
+  }
+})
+
+test('under a strict CSP with Trusted Types the recorder loads with the nonce and records, no violation', async () => {
+  const e = env()
+  reset({ replay: { mode: 'masked', seconds: 30 } })
+  const nonce = 'cspReplayNonce42'
+  const csp = `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'none'; connect-src ${proxyUrl} ${e.api}; img-src data: blob:; require-trusted-types-for 'script'; trusted-types fixloop`
+  const body = BODY.replace(/<script>[\s\S]*<\/script>/, '')
+  const url = e.page('/replay-csp', { body, csp, mount: `<script src="${proxyUrl}/widget.js" data-public-key="${e.tenant.pub}" nonce="${nonce}" async></script>` })
+  const { context, page } = await freshContext(e)
+  try {
+    const watch = await watchPage(page)
+    await page.goto(url)
+    await recorderReady(page)
+    await page.locator('#card').pressSequentially('5555 4444')
+    await sendReport(page, 'Replay under a strict CSP')
+    await eventually(() => state.puts.length === 1, 15_000)
+    expect(storedReplay().json.events.some((ev) => ev.type === 2)).toBe(true)
+    expect(await watch.violations()).toEqual([])
+    expect(watch.errors).toEqual([])
   } finally {
     await context.close()
   }

@@ -31,6 +31,8 @@ function styleSandbox(srcdoc: string): HTMLIFrameElement {
   frame.width = frame.height = '0'
   frame.setAttribute('aria-hidden', 'true')
   frame.tabIndex = -1
+  // Never in a session replay (the renderer clones the page into it).
+  frame.className = 'fixloop-block'
   frame.style.setProperty('visibility', 'hidden')
   frame.style.setProperty('position', 'fixed')
   body()!.appendChild(frame)

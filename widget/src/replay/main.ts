@@ -9,23 +9,26 @@ import { REPLAY_KEY, shared } from '../safe-dom'
 import { ReplayBuffer, type TimedEvent } from './buffer'
 import { contextEvents, pack } from './pack'
 import { maskEventAttributes, recordOptions } from './privacy'
+import { ownEventsFilter } from './own'
 
 /** The hard cap on the recording kept in memory (estimated serialized bytes). */
 export const MAX_MEMORY_BYTES = 10 * 1024 * 1024
 const MIN_MEMORY_BYTES = 256 * 1024
 
-function startRecorder(settings: ReplaySettings, memoryBytes?: number): ReplayRecorder {
+function startRecorder(settings: ReplaySettings, host: Element, memoryBytes?: number): ReplayRecorder {
   const windowMs = settings.seconds * 1000
   const cap = Math.max(MIN_MEMORY_BYTES, Math.min(MAX_MEMORY_BYTES, memoryBytes || MAX_MEMORY_BYTES))
   const buffer = new ReplayBuffer(windowMs, cap, () => record.takeFullSnapshot(true))
   const masked = settings.mode === 'masked'
   let markAt: number | undefined
+  const ownEvents = ownEventsFilter(host, record.mirror)
   const stop = record({
     ...recordOptions(settings.mode),
     // A full snapshot every half window (at most 30 s): a segment older than the window can go.
     checkoutEveryNms: Math.min(30_000, Math.max(5_000, windowMs / 2)),
     emit(event) {
-      const e = event as unknown as TimedEvent
+      const e = ownEvents(event as unknown as TimedEvent)
+      if (!e) return
       if (masked) maskEventAttributes(e)
       buffer.push(e)
     },

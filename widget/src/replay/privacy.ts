@@ -1,7 +1,7 @@
 /**
  * What each replay mode records (CONTRACT.md "Session replay"). Every mode: every input value is masked
- * (maskAllInputs, so a password field shown as text by a "show password" toggle is still masked, and
- * passwords are masked by type besides), elements with class "fixloop-block" and the widget's own
+ * (by tag: input, textarea and select of any type, hidden and unknown types too, so a password field shown
+ * as text by a "show password" toggle is still masked; passwords are masked by type besides), elements with class "fixloop-block" and the widget's own
  * <fixloop-widget> are blocked (a placeholder of the same size), text under "fixloop-mask" is masked.
  * "inputs" records the page's text (contenteditable text is input: masked). "masked" masks every text
  * node and the text-bearing attributes (title, alt, placeholder, aria-label…), and blocks images, video,
@@ -22,8 +22,9 @@ const maskInput = (): string => '*****'
 /** The rrweb record options of a mode. */
 export function recordOptions(mode: 'masked' | 'inputs') {
   return {
-    maskAllInputs: true,
-    maskInputOptions: { password: true },
+    // By tag, not rrweb's maskAllInputs: its list of types leaves out hidden (CSRF tokens), file (the
+    // file's name) and any type the browser does not know (rendered as text). password is named besides.
+    maskInputOptions: { input: true, textarea: true, select: true, password: true, hidden: true } as Record<string, boolean>,
     maskInputFn: maskInput,
     maskTextClass: 'fixloop-mask',
     maskTextSelector: mode === 'masked' ? '*' : '[contenteditable],[contenteditable] *',
