@@ -14,6 +14,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { gunzipSync } from 'node:zlib'
 import type { Page } from 'playwright-core'
 import { eventually } from './harness'
+import { decodeReplay, replayTimeline } from '../src/agent/replay-timeline'
 import { freshContext, reports, watchPage, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv()
@@ -191,6 +192,10 @@ test('masked: no page text, no input value, no image bytes; blocked and masked c
     expect(custom.filter((c) => c.tag === 'fixloop.report')).toEqual([{ tag: 'fixloop.report', payload: {} }])
     // Nothing of the widget's own shadow DOM (the dialog's strings).
     expect(text).not.toContain('Describe the problem')
+    // The agent's reader (src/agent/replay-timeline.ts) reads what the widget stored.
+    const timeline = replayTimeline(decodeReplay(new Uint8Array(state.puts[0]))!, (s) => s).join('\n')
+    expect(timeline).toContain('Nebula console failure')
+    expect(timeline).toMatch(/404/)
   } finally {
     await context.close()
   }
