@@ -5,8 +5,11 @@
  * ("fixloop.network") and the moment the user opened the dialog ("fixloop.report"). The capture code
  * keeps its own timestamps, so it never depends on the recorder.
  */
-import type { ConsoleEntry, NetworkEntry } from '../types'
 import type { TimedEvent } from './buffer'
+
+// The fields of types.ts ConsoleEntry / NetworkEntry read here (this file is also tested outside a DOM build).
+type ConsoleEntry = { level: string; message: string; ts: number }
+type NetworkEntry = { method: string; url: string; status: number; ms: number; ts: number }
 
 /** The server's upload limit (spec: attachments are at most 15 MB). */
 export const MAX_UPLOAD_BYTES = 15 * 1024 * 1024
