@@ -26,6 +26,7 @@ SUITES=(
   test/pow.test.ts
   test/spam.test.ts
   test/spam-retention.test.ts
+  test/audit-export.test.ts
   test/address-key.test.ts
   test/cors.test.ts
   test/uploads.test.ts

@@ -27,6 +27,7 @@ import { crossSiteGuard } from './http/admin-auth'
 import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { noteDeclaredQueries } from './http/url-nul'
 import { eventRoutes } from './modules/events/index'
+import { auditRoutes } from './modules/audit/routes'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
@@ -115,6 +116,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock, (orgId, id) => s.mail.notification(orgId, id)))
     .use(dashboardPages(s.adminAuth, s.console))
     .use(eventRoutes(auth, s.events))
+    .use(auditRoutes(auth, s.audit))
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))
     .use(gitHookRoutes(s.gitHooks))

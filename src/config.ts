@@ -81,6 +81,8 @@ export interface Config {
   adminPasswordFile: string | undefined
   /** Events (pull feed, stream, webhook source) older than this many days are purged. */
   eventRetentionDays: number
+  /** Days audit entries are kept (FIXLOOP_AUDIT_RETENTION_DAYS; 0, the default, keeps them forever). */
+  auditRetentionDays: number
   /** Webhook deliveries and their attempt log older than this many days are purged. */
   webhookLogRetentionDays: number
   /** Allow webhook targets on private, loopback and link-local addresses (tests, intranets). */
@@ -294,6 +296,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
     adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,
     eventRetentionDays: env.FIXLOOP_EVENT_RETENTION_DAYS ? parsePositive(env.FIXLOOP_EVENT_RETENTION_DAYS, 'FIXLOOP_EVENT_RETENTION_DAYS') : 30,
+    auditRetentionDays: env.FIXLOOP_AUDIT_RETENTION_DAYS ? parseMinutesOrOff(env.FIXLOOP_AUDIT_RETENTION_DAYS, 'FIXLOOP_AUDIT_RETENTION_DAYS', 36500) : 0,
     webhookLogRetentionDays: env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS
       ? parsePositive(env.FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS, 'FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS')
       : 14,

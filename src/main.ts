@@ -17,6 +17,7 @@ import { hoistGlobalFlags } from './cli/global-flags'
 import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
 import { runWebhookCommand } from './cli/webhooks'
+import { runAuditCommand } from './cli/audit'
 import { runFeedbackCommand } from './cli/feedback'
 import { runChatopsCommand } from './cli/chatops'
 import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-mode'
@@ -37,6 +38,7 @@ Commands:
   app             create, update, list, rotate-secret or delete Apps
   admin           create dashboard admins, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  audit           export the audit log of an Org as JSON lines (fixloop audit export --org ORG_ID)
   feedback        triage near-duplicates: suggestions, merge, reject-suggestion
   chatops         connect Slack (fixloop chatops slack --help)
   tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), push a report
@@ -71,7 +73,7 @@ function runVersion(argv: string[]): void {
   process.stdout.write(argv.includes('--json') ? JSON.stringify({ version: VERSION }) + '\n' : VERSION + '\n')
 }
 
-const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'feedback', 'chatops', 'tracker', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
+const COMMANDS = ['serve', 'org', 'key', 'app', 'admin', 'webhook', 'audit', 'feedback', 'chatops', 'tracker', 'migrate', 'migrate-db', 'backup', 'restore', 'rekey', 'version', 'help']
 
 /**
  * Commands not (yet) run on PostgreSQL: refused with a reason while FIXLOOP_DATABASE_URL is set
@@ -99,6 +101,8 @@ async function main(argv: string[]): Promise<void> {
       return runAdminCommand(rest)
     case 'webhook':
       return runWebhookCommand(rest)
+    case 'audit':
+      return runAuditCommand(rest)
     case 'feedback':
       return runFeedbackCommand(rest)
     case 'chatops':

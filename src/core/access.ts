@@ -36,6 +36,10 @@ export const PERMISSIONS = {
   /** `sk_` keys. */
   'keys.manage': ORG_OWNERS,
   'audit.read': ORG_OWNERS,
+  /** `GET /v1/audit`: the Org's audit log, oldest first (for a SIEM or a security review). */
+  'audit.export': ORG_OWNERS_AND_KEYS,
+  /** A reporter's data: export every report of an end user, or erase them (data-subject requests). */
+  'reporters.manage': ORG_OWNERS_AND_KEYS,
   /** Connect a repository: the agent then runs commands on this server. */
   'repos.manage': INSTANCE_OWNER,
   'orgs.create': INSTANCE_OWNER,

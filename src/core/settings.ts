@@ -48,6 +48,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_WORK_DIR'], default: '<tmp>/fixloop-work-<uid>', meaning: 'where agent run workspaces live (outside the data dir)' },
   { env: ['FIXLOOP_UPLOAD_GRACE_HOURS'], default: '24', meaning: 'uploads no submission references are removed after this long' },
   { env: ['FIXLOOP_EVENT_RETENTION_DAYS'], default: '30', meaning: 'events older than this are purged' },
+  { env: ['FIXLOOP_AUDIT_RETENTION_DAYS'], default: '0', meaning: 'audit entries older than this many days are purged (0: kept forever)' },
   { env: ['FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS'], default: '14', meaning: 'webhook deliveries and their attempt log older than this are purged' },
   {
     env: ['FIXLOOP_WEBHOOK_ALLOW_PRIVATE'],

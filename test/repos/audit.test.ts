@@ -53,4 +53,25 @@ describeEachDialect('audit repo', (fresh) => {
     expect(second.nextCursor).toBeNull()
     expect((await log.list(['o2'], { limit: 5 })).data).toEqual([])
   })
+
+  test('pageForward: one Org oldest first, after a cursor, since a time; purgeBefore deletes the oldest in batches', async () => {
+    const s = await fresh()
+    const repo = s.store.audit
+    const t0 = s.clock.now()
+    const ids: string[] = []
+    for (const orgId of ['o1', 'o2', 'o1', 'o1', 'o1']) {
+      ids.push(await repo.append({ orgId, actor: 'cli', action: 'x' }))
+      s.clock.advance(10)
+    }
+    const idsOf = (rows: { id: string }[]) => rows.map((r) => ids.indexOf(r.id))
+    expect(idsOf(await repo.pageForward({ orgId: 'o1', limit: 10 }))).toEqual([0, 2, 3, 4])
+    expect(idsOf(await repo.pageForward({ orgId: 'o1', after: ids[2], limit: 10 }))).toEqual([3, 4])
+    expect(idsOf(await repo.pageForward({ orgId: 'o1', limit: 2 }))).toEqual([0, 2])
+    expect(idsOf(await repo.pageForward({ orgId: 'o1', since: t0 + 30, limit: 10 }))).toEqual([3, 4])
+    expect(await repo.pageForward({ orgId: 'nope', limit: 10 })).toEqual([])
+    expect(await repo.purgeBefore(t0 + 25, 2)).toBe(2)
+    expect(await repo.purgeBefore(t0 + 25, 2)).toBe(1)
+    expect(await repo.purgeBefore(t0 + 25, 2)).toBe(0)
+    expect(idsOf(await repo.page({ limit: 10 }))).toEqual([4, 3])
+  })
 })

@@ -1,12 +1,23 @@
 /** PostgreSQL side of modules/audit/repo.ts. */
 import type { Clock } from '../../core/clock'
 import type { AuditRepo, AuditRow } from '../../modules/audit/repo'
-import { many, type PgStorage } from './storage'
+import { exec, many, type PgStorage } from './storage'
+
+const COLUMNS = 'id, org_id AS "orgId", actor, action, target_id AS "targetId", data, ip, created_at AS "createdAt"'
 import { writeAuditPg } from './audit-writer'
 
 export function createPgAuditRepo(storage: PgStorage, clock: Clock): AuditRepo {
   const { pool } = storage
   return {
+    pageForward: (q) =>
+      many<AuditRow>(
+        pool,
+        `SELECT ${COLUMNS} FROM audit_log WHERE org_id = $1 AND id COLLATE "C" > $2 AND created_at >= $3 ORDER BY id COLLATE "C" LIMIT $4`,
+        [q.orgId, q.after ?? '', q.since ?? 0, q.limit],
+      ),
+    // Ids rise with time (core/ids.ts), so the oldest rows are the lowest ids.
+    purgeBefore: (before, limit) =>
+      exec(pool, 'DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < $1 ORDER BY id COLLATE "C" LIMIT $2)', [before, limit]),
     // One INSERT: its own (autocommit) transaction.
     append: (e) => writeAuditPg(pool, clock, e),
     page: async (q) => {
@@ -27,7 +38,7 @@ export function createPgAuditRepo(storage: PgStorage, clock: Clock): AuditRepo {
       const where = conds.length ? `WHERE ${conds.join(' AND ')}` : ''
       return many<AuditRow>(
         pool,
-        `SELECT id, org_id AS "orgId", actor, action, target_id AS "targetId", data, ip, created_at AS "createdAt" FROM audit_log ${where} ORDER BY id DESC LIMIT $${params.length}`,
+        `SELECT ${COLUMNS} FROM audit_log ${where} ORDER BY id DESC LIMIT $${params.length}`,
         params,
       )
     },

@@ -15,9 +15,19 @@ interface RawAuditRow {
   created_at: number
 }
 
+const toRow = (r: RawAuditRow): AuditRow => ({ id: r.id, orgId: r.org_id, actor: r.actor, action: r.action, targetId: r.target_id, data: r.data, ip: r.ip, createdAt: r.created_at })
+
 export function createSqliteAuditRepo({ sqlite }: SqliteStorage, clock: Clock): AuditRepo {
   const write = sqliteAuditWriter(sqlite, clock)
+  // audit_log_org_idx (org_id, id) serves the forward page; created_at is filtered on the way.
+  const forward = sqlite.prepare<RawAuditRow, [string, string, number, number]>(
+    'SELECT * FROM audit_log WHERE org_id = ?1 AND id > ?2 AND created_at >= ?3 ORDER BY id LIMIT ?4',
+  )
+  // Ids rise with time (core/ids.ts), so the oldest rows are the lowest ids.
+  const purge = sqlite.prepare<unknown, [number, number]>('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ?1 ORDER BY id LIMIT ?2)')
   return {
+    pageForward: async (q) => forward.all(q.orgId, q.after ?? '', q.since ?? 0, q.limit).map(toRow),
+    purgeBefore: async (before, limit) => purge.run(before, limit).changes,
     // One INSERT: its own (autocommit) transaction.
     append: async (e) => write(e),
     page: async (q) => {
@@ -36,9 +46,7 @@ export function createSqliteAuditRepo({ sqlite }: SqliteStorage, clock: Clock): 
       }
       const where = conds.length ? `WHERE ${conds.join(' AND ')}` : ''
       const rows = sqlite.query(`SELECT * FROM audit_log ${where} ORDER BY id DESC LIMIT ?`).all(...params, q.limit) as RawAuditRow[]
-      return rows.map(
-        (r): AuditRow => ({ id: r.id, orgId: r.org_id, actor: r.actor, action: r.action, targetId: r.target_id, data: r.data, ip: r.ip, createdAt: r.created_at }),
-      )
+      return rows.map(toRow)
     },
   }
 }

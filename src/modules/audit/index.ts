@@ -6,7 +6,10 @@
  */
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
-import type { AuditRepo } from './repo'
+import type { AuditRepo, AuditRow } from './repo'
+
+/** Rows one purge statement deletes at most (each its own short transaction, so writers never wait long). */
+export const AUDIT_PURGE_BATCH = 1000
 import type { AuditEntry } from './entry'
 export type { ActedBy, AuditEntry } from './entry'
 
@@ -21,8 +24,42 @@ export interface AuditRecord {
   createdAt: string
 }
 
+const present = (r: AuditRow): AuditRecord => ({
+  id: r.id,
+  orgId: r.orgId,
+  actor: r.actor,
+  action: r.action,
+  targetId: r.targetId,
+  data: JSON.parse(r.data) as Record<string, unknown>,
+  ip: r.ip,
+  createdAt: isoUtc(r.createdAt),
+})
+
 export function createAuditLog(repo: AuditRepo, clock: Clock) {
   return {
+    /**
+     * One Org's log oldest first (GET /v1/audit, `fixloop audit export`): rows after the cursor (the
+     * previous page's last id) created at or after `since` (epoch ms); nextCursor is null on the last page.
+     */
+    async export(orgId: string, q: { after?: string; since?: number; limit: number }): Promise<{ data: AuditRecord[]; nextCursor: string | null }> {
+      const rows = await repo.pageForward({ orgId, after: q.after, since: q.since, limit: q.limit + 1 })
+      const more = rows.length > q.limit
+      const page = more ? rows.slice(0, q.limit) : rows
+      return { data: page.map(present), nextCursor: more ? page[page.length - 1].id : null }
+    },
+
+    /** Deletes rows older than `days` (FIXLOOP_AUDIT_RETENTION_DAYS; 0 keeps them), in batches; how many. */
+    async purgeOlderThan(days: number): Promise<number> {
+      if (days <= 0) return 0
+      const before = clock.now() - days * 24 * 3600_000
+      let total = 0
+      for (;;) {
+        const n = await repo.purgeBefore(before, AUDIT_PURGE_BATCH)
+        total += n
+        if (n < AUDIT_PURGE_BATCH) return total
+      }
+    },
+
     /** Appends one entry in its own transaction; returns its id. */
     record: (e: AuditEntry): Promise<string> => repo.append(e),
 
@@ -31,19 +68,7 @@ export function createAuditLog(repo: AuditRepo, clock: Clock) {
       const rows = await repo.page({ orgId: q.orgId, orgIds, before: q.cursor, limit: q.limit + 1 })
       const more = rows.length > q.limit
       const page = more ? rows.slice(0, q.limit) : rows
-      return {
-        data: page.map((r) => ({
-          id: r.id,
-          orgId: r.orgId,
-          actor: r.actor,
-          action: r.action,
-          targetId: r.targetId,
-          data: JSON.parse(r.data) as Record<string, unknown>,
-          ip: r.ip,
-          createdAt: isoUtc(r.createdAt),
-        })),
-        nextCursor: more ? page[page.length - 1].id : null,
-      }
+      return { data: page.map(present), nextCursor: more ? page[page.length - 1].id : null }
     },
   }
 }

@@ -21,10 +21,24 @@ export interface AuditPageQuery {
   limit: number
 }
 
+/** One Org's rows oldest first (GET /v1/audit, `fixloop audit export`). */
+export interface AuditForwardQuery {
+  orgId: string
+  /** Rows with an id above this one (the previous page's last id). */
+  after?: string
+  /** Rows created at or after this epoch ms. */
+  since?: number
+  limit: number
+}
+
 export interface AuditRepo {
   /** Appends one entry in its own transaction; returns its id. */
   append(e: AuditEntry): Promise<string>
   /** Newest first (by id), at most `limit` rows. */
   page(q: AuditPageQuery): Promise<AuditRow[]>
+  /** Oldest first (by id), at most `limit` rows of one Org. */
+  pageForward(q: AuditForwardQuery): Promise<AuditRow[]>
+  /** Deletes up to `limit` rows created before `before` (epoch ms), oldest first; how many went. */
+  purgeBefore(before: number, limit: number): Promise<number>
 }
 

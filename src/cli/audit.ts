@@ -1,0 +1,57 @@
+/**
+ * `fixloop audit export --org ORG_ID [--since ISO]`: the Org's audit log, oldest first, as JSON lines on
+ * stdout (one entry per line, the shape of GET /v1/audit's items), read page by page so a long log never
+ * sits in memory. An unknown Org or a bad --since is a usage error (stderr, non-zero exit).
+ */
+import { loadConfig } from '../config'
+import { ApiError } from '../core/errors'
+import { ID_PATTERN } from '../core/ids'
+import { parseSince } from '../modules/audit/routes'
+import { domainServices } from '../runtime/domain'
+import { closeContext, openContext } from '../runtime/open'
+import { parseFlags, UsageError } from './args'
+import { didYouMean } from './suggest'
+
+export const AUDIT_HELP = `Usage:
+  fixloop audit export --org ORG_ID [--since ISO]
+        the Org's audit log, oldest first, as JSON lines on stdout (one entry per line:
+        {"id","orgId","actor","action","targetId","data","ip","createdAt"}); --since keeps entries
+        created at or after that ISO 8601 date or instant. --json is accepted (the output is JSON anyway).
+Entries are kept FIXLOOP_AUDIT_RETENTION_DAYS days (default 0: forever).
+Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
+
+const PAGE = 500
+
+export async function runAuditCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(argv, { org: { type: 'string' }, since: { type: 'string' } })
+  if (values.help) return void process.stdout.write(AUDIT_HELP + '\n')
+  const sub = positionals[0]
+  if (!sub) throw new UsageError(`missing command\n\n${AUDIT_HELP}`)
+  if (sub !== 'export') throw new UsageError(`unknown command "fixloop audit ${sub}".${didYouMean(sub, ['export'], 'audit ')}\n\n${AUDIT_HELP}`)
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}" for "fixloop audit export"`)
+  const orgId = values.org
+  if (!orgId) throw new UsageError('missing --org')
+  if (!new RegExp(ID_PATTERN).test(orgId)) throw new UsageError(`unknown org: ${orgId}`)
+  let since: number | undefined
+  try {
+    since = values.since === undefined ? undefined : parseSince(values.since, '--since')
+  } catch (e) {
+    if (e instanceof ApiError) throw new UsageError(`--since must be an ISO 8601 date or instant (e.g. 2026-01-31T00:00:00Z), got "${values.since}"`)
+    throw e
+  }
+  // Read-only: never creates a data dir, a database or a master key.
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: true })
+  try {
+    if (!(await ctx.store.tenants.org(orgId))) throw new UsageError(`unknown org: ${orgId}`)
+    const audit = domainServices(ctx).audit
+    let after: string | undefined
+    for (;;) {
+      const page = await audit.export(orgId, { after, since, limit: PAGE })
+      if (page.data.length > 0) process.stdout.write(page.data.map((e) => JSON.stringify(e)).join('\n') + '\n')
+      if (!page.nextCursor) return
+      after = page.nextCursor
+    }
+  } finally {
+    await closeContext(ctx)
+  }
+}
