@@ -27,6 +27,7 @@ SUITES=(
   test/spam.test.ts
   test/spam-retention.test.ts
   test/audit-export.test.ts
+  test/reporters.test.ts
   test/address-key.test.ts
   test/cors.test.ts
   test/uploads.test.ts

@@ -28,6 +28,7 @@ import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { noteDeclaredQueries } from './http/url-nul'
 import { eventRoutes } from './modules/events/index'
 import { auditRoutes } from './modules/audit/routes'
+import { reporterRoutes } from './modules/reporters/index'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
@@ -117,6 +118,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(dashboardPages(s.adminAuth, s.console))
     .use(eventRoutes(auth, s.events))
     .use(auditRoutes(auth, s.audit))
+    .use(reporterRoutes(auth, s.reporters, publicUrl))
     .use(webhookRoutes(auth, s.webhooks))
     .use(slackCommandRoutes(s.slashCommands))
     .use(gitHookRoutes(s.gitHooks))

@@ -94,6 +94,8 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'GET /v1/events': { access: 'org.read', allowed: ALL },
   'GET /v1/events/stream': { access: 'org.read', allowed: ALL },
   'GET /v1/audit': { access: 'audit.export', allowed: OWNERS_AND_KEYS },
+  'GET /v1/reporters/feedback': { access: 'reporters.manage', allowed: OWNERS_AND_KEYS },
+  'POST /v1/reporters/erase': { access: 'reporters.manage', allowed: OWNERS_AND_KEYS },
   'POST /v1/tokens/mint': { access: 'tokens.mint', allowed: OWNERS_AND_KEYS },
   'POST /v1/webhooks': { access: 'webhooks.manage', allowed: OWNERS_AND_KEYS },
   'GET /v1/webhooks': { access: 'webhooks.manage', allowed: OWNERS_AND_KEYS },

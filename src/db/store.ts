@@ -16,6 +16,7 @@ import type { AdminsRepo } from '../modules/admins/repo'
 import type { AgentRunsRepo } from '../modules/agent-runs/repo'
 import type { AppsRepo } from '../modules/apps/repo'
 import type { AuditRepo } from '../modules/audit/repo'
+import type { ReportersRepo } from '../modules/reporters/repo'
 import type { ChatopsRepo } from '../modules/chatops/repo'
 import type { ConnectionsRepo } from '../modules/connections/repo'
 import type { ConsoleRepo } from '../modules/admin-api/console-repo'
@@ -56,6 +57,8 @@ export interface Store {
   readonly committer: { flush(): void }
 
   readonly abuse: AbuseRepo
+  /** A reporter's reports; removing reports for good (erasure, retention). */
+  readonly reporters: ReportersRepo
   readonly admins: AdminsRepo
   readonly agentRuns: AgentRunsRepo
   readonly apps: AppsRepo

@@ -32,6 +32,7 @@ import { type JobKind } from '../lifecycle/jobs'
 import { createSessionStore } from '../modules/admins/sessions'
 import { createKeyActivity } from '../modules/admins/key-activity'
 import { createSpamSweep } from '../abuse/spam-retention'
+import { createReportersService } from '../modules/reporters/service'
 import { createConsoleService } from '../modules/admin-api/console'
 import { createPasswordReentry } from '../modules/admin-api/password-reentry'
 import type { AdminAuthDeps } from '../http/admin-auth'
@@ -142,6 +143,8 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     spamIntake,
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log }),
+    /** A reporter's data: export and erase (src/modules/reporters). */
+    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,

@@ -24,6 +24,7 @@ import { PgGroupCommitter } from './group-commit'
 import { createPgJobs, type PgJobs, type PgJobsOptions } from './jobs'
 import { createPgProcessing, type PgProcessing } from './processing'
 import { createPgAbuseRepo } from './abuse'
+import { createPgReportersRepo } from './reporters'
 import { createPgAdminsRepo } from './admins'
 import { createPgAgentRunsRepo } from './agent-runs'
 import { createPgAppsRepo } from './apps'
@@ -112,6 +113,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
   }
   return withLazyMembers(base, {
     abuse: () => createPgAbuseRepo(storage),
+    reporters: () => createPgReportersRepo(storage),
     admins: () => createPgAdminsRepo(storage),
     agentRuns: () => createPgAgentRunsRepo(storage, side),
     apps: () => createPgAppsRepo(storage),

@@ -26,6 +26,7 @@ import { createSqliteJobs, type SqliteJobs } from './jobs'
 import { createSqliteProcessing, type SqliteProcessing } from './processing'
 import { createSqliteSanitizeAhead, type SqliteSanitizeAhead } from './sanitize-ahead'
 import { createSqliteAbuseRepo } from './abuse'
+import { createSqliteReportersRepo } from './reporters'
 import { createSqliteAdminsRepo } from './admins'
 import { createSqliteAgentRunsRepo } from './agent-runs'
 import { createSqliteAppsRepo } from './apps'
@@ -113,6 +114,7 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
   }
   return withLazyMembers(base, {
     abuse: () => createSqliteAbuseRepo(storage),
+    reporters: () => createSqliteReportersRepo(storage),
     admins: () => createSqliteAdminsRepo(storage),
     agentRuns: () => createSqliteAgentRunsRepo(storage, side),
     apps: () => createSqliteAppsRepo(storage),

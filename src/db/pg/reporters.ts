@@ -1,0 +1,41 @@
+/** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
+import type { ReportersRepo } from '../../modules/reporters/repo'
+import { cleanup, compact, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { many, type PgQueryable, type PgStorage } from './storage'
+
+/** Runs a shared statement with the values it uses of (ids, orgId[, lead, successor]). */
+function run<T>(q: PgQueryable, text: string, values: unknown[]): Promise<T[]> {
+  const { sql, pick } = compact(text, '$')
+  return many<T>(q, sql, pick(values))
+}
+
+const DIALECT: RemovalDialect = { ids: '(SELECT unnest($1::text[]))', org: '$2', scrubbedEventData: `(data::jsonb || '{"externalUserId": null}'::jsonb)::text` }
+
+export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
+  const { pool } = storage
+  return {
+    reportIds: (q) => {
+      const column = q.who.externalUserId !== undefined ? REPORTER_COLUMN.externalUserId : REPORTER_COLUMN.email
+      const params: unknown[] = [q.orgId, q.who.externalUserId ?? q.who.email.toLowerCase()]
+      const conds = ['org_id = $1', `${column} = $2`]
+      if (q.appId) params.push(q.appId), conds.push(`app_id = $${params.length}`)
+      if (q.before) params.push(q.before), conds.push(`id COLLATE "C" < $${params.length}`)
+      params.push(q.limit)
+      return many<{ id: string }>(pool, `SELECT id FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id COLLATE "C" DESC LIMIT $${params.length}`, params).then((rows) => rows.map((r) => r.id))
+    },
+    removeReports: (orgId, ids) =>
+      storage.tx(async (client) => {
+        // Locked in id order, so two removals of overlapping reports (an erase racing the retention) queue.
+        const mine = (await run<{ id: string }>(client, `${ownIds(DIALECT)} ORDER BY id COLLATE "C" FOR UPDATE`, [ids, orgId])).map((r) => r.id)
+        if (mine.length === 0) return { removed: 0, uploadKeys: [] }
+        const uploadKeys = (await run<{ key: string }>(client, uploadKeysOf(DIALECT), [mine, orgId])).map((r) => r.key)
+        for (const { id: lead } of await run<{ id: string }>(client, leadsWithDuplicates(DIALECT), [mine, orgId])) {
+          const next = (await run<{ id: string | null }>(client, successorOf(DIALECT, '$3'), [mine, orgId, lead]))[0]?.id
+          if (!next) continue
+          for (const sql of promote(DIALECT, '$3', '$4')) await run(client, sql, [mine, orgId, lead, next])
+        }
+        for (const sql of cleanup(DIALECT)) await run(client, sql, [mine, orgId])
+        return { removed: mine.length, uploadKeys }
+      }),
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Removing reports for good (a reporter's erasure, src/modules/reporters; the report retention): the
+ * statements both dialects run in one transaction (src/db/sqlite/reporters.ts, src/db/pg/reporters.ts),
+ * written once with `${IDS}` (the id list), `${ORG}` (the Org) and `${LEAD}`/`${NEW}` (one lead, its
+ * successor) for each side to fill in. The rules they apply are the port's (src/modules/reporters/repo.ts).
+ */
+
+export interface RemovalDialect {
+  /** The id list as a subquery: `(SELECT value FROM json_each(?1))` or `(SELECT unnest($1::text[]))`. */
+  ids: string
+  /** The Org's placeholder. */
+  org: string
+  /** An event's data without the reporter's id (`feedback.resolved` carries `externalUserId`). */
+  scrubbedEventData: string
+}
+
+const fill = (sql: string, d: RemovalDialect) => sql.replaceAll('${IDS}', d.ids).replaceAll('${ORG}', d.org)
+
+/** The reports of the list that are the Org's (anything else is left alone). */
+export const ownIds = (d: RemovalDialect) => fill('SELECT id FROM feedback WHERE org_id = ${ORG} AND id IN ${IDS}', d)
+
+/** The upload keys of the reports (detached below, their objects removed after the commit). */
+export const uploadKeysOf = (d: RemovalDialect) => fill('SELECT key FROM uploads WHERE feedback_id IN ${IDS}', d)
+
+/** Leads among the reports that gathered duplicates: each hands its cluster to its oldest surviving duplicate. */
+export const leadsWithDuplicates = (d: RemovalDialect) => fill('SELECT id FROM feedback WHERE id IN ${IDS} AND duplicate_count > 0', d)
+
+/** A lead's oldest duplicate that is not removed too (`?`/`$3`-style placeholder filled by the side: the lead). */
+export const successorOf = (d: RemovalDialect, lead: string) => fill(`SELECT MIN(id) AS id FROM feedback WHERE duplicate_of_id = ${lead} AND id NOT IN \${IDS}`, d)
+
+/**
+ * The promotion: the other surviving duplicates follow the successor, which becomes a lead with its own
+ * count. The theme and consolidated text were written from the old lead's words: cleared (the next
+ * clustering writes them again).
+ */
+export const promote = (d: RemovalDialect, lead: string, next: string) => [
+  fill(`UPDATE feedback SET duplicate_of_id = ${next} WHERE duplicate_of_id = ${lead} AND id <> ${next} AND id NOT IN \${IDS}`, d),
+  fill(
+    `UPDATE feedback SET duplicate_of_id = NULL, merge_score = NULL, merge_reason = NULL, theme = NULL, consolidated_text = NULL,
+       duplicate_count = (SELECT COUNT(*) FROM feedback d WHERE d.duplicate_of_id = ${next}),
+       last_duplicate_at = (SELECT MAX(d.created_at) FROM feedback d WHERE d.duplicate_of_id = ${next})
+     WHERE id = ${next}`,
+    d,
+  ),
+]
+
+/** Everything else, in order: nothing that holds the reports' text or their reporter's identity stays. */
+export const cleanup = (d: RemovalDialect) =>
+  [
+    // A surviving lead that lost duplicates: its count again, and no theme quoting the removed words.
+    `UPDATE feedback SET theme = NULL, consolidated_text = NULL,
+       duplicate_count = (SELECT COUNT(*) FROM feedback x WHERE x.duplicate_of_id = feedback.id AND x.id NOT IN \${IDS})
+     WHERE org_id = \${ORG} AND id NOT IN \${IDS} AND id IN (SELECT duplicate_of_id FROM feedback WHERE id IN \${IDS} AND duplicate_of_id IS NOT NULL)`,
+    // A suggestion's reason may quote the suggested lead's words.
+    'UPDATE feedback SET suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL WHERE org_id = ${ORG} AND suggested_lead_id IN ${IDS}',
+    // The submission's replayable response names the report; its request hash is of the report's body.
+    `DELETE FROM idempotency_keys WHERE EXISTS (SELECT 1 FROM feedback f WHERE f.id IN \${IDS} AND f.app_id = idempotency_keys.app_id
+       AND idempotency_keys.response_body LIKE '%"' || f.id || '"%')`,
+    // Webhook deliveries of events that named the reporter (feedback.resolved: externalUserId): the signed payloads go.
+    `DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE event_id IN
+       (SELECT id FROM events WHERE org_id = \${ORG} AND feedback_id IN \${IDS} AND type = 'feedback.resolved'))`,
+    `DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM events WHERE org_id = \${ORG} AND feedback_id IN \${IDS} AND type = 'feedback.resolved')`,
+    `UPDATE events SET data = ${d.scrubbedEventData} WHERE org_id = \${ORG} AND feedback_id IN \${IDS} AND type = 'feedback.resolved'`,
+    'UPDATE uploads SET feedback_id = NULL, created_at = 0 WHERE feedback_id IN ${IDS}',
+    'DELETE FROM jobs WHERE feedback_id IN ${IDS}',
+    'DELETE FROM admin_reads WHERE feedback_id IN ${IDS}',
+    'DELETE FROM triage_decisions WHERE feedback_id IN ${IDS} OR lead_id IN ${IDS}',
+    'DELETE FROM agent_runs WHERE feedback_id IN ${IDS}',
+    'DELETE FROM pending_reviews WHERE feedback_id IN ${IDS}',
+    'DELETE FROM closed_pull_requests WHERE feedback_id IN ${IDS}',
+    'DELETE FROM deferred_pr_changes WHERE feedback_id IN ${IDS}',
+    'DELETE FROM tracker_issues WHERE feedback_id IN ${IDS}',
+    'DELETE FROM slack_threads WHERE lead_feedback_id IN ${IDS}',
+    'DELETE FROM mail_outbox WHERE feedback_id IN ${IDS}',
+    'DELETE FROM feedback WHERE id IN ${IDS}',
+  ].map((sql) => fill(sql, d))
+
+/** The reporter's reports, newest first, below a cursor: `who` is `external_user_id = ?` or `LOWER(email) = LOWER(?)`. */
+export const REPORTER_COLUMN = { externalUserId: 'external_user_id', email: 'LOWER(email)' } as const
+
+/**
+ * A statement with only the numbered placeholders it uses (`?n` or `$n`), renumbered from 1, and which of
+ * the caller's values go where: both drivers refuse values a statement does not take (PostgreSQL cannot
+ * type an unused one). `pick` maps the caller's full value list to the statement's.
+ */
+export function compact(sql: string, mark: '?' | '$'): { sql: string; pick: <T>(values: readonly T[]) => T[] } {
+  const re = mark === '?' ? /\?(\d+)/g : /\$(\d+)/g
+  const used = [...new Set([...sql.matchAll(re)].map((m) => Number(m[1])))].sort((a, b) => a - b)
+  const renumbered = sql.replace(re, (_, n: string) => `${mark}${used.indexOf(Number(n)) + 1}`)
+  return { sql: renumbered, pick: (values) => used.map((n) => values[n - 1]) }
+}

@@ -1,0 +1,47 @@
+/** SQLite side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
+import type { ReportersRepo } from '../../modules/reporters/repo'
+import { cleanup, compact, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import type { SqliteStorage } from './storage'
+
+const DIALECT: RemovalDialect = { ids: '(SELECT value FROM json_each(?1))', org: '?2', scrubbedEventData: "json_set(data, '$.externalUserId', NULL)" }
+
+export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersRepo {
+  // Each statement takes (ids JSON, orgId[, lead, successor]) and binds the ones it uses.
+  const prep = <R>(text: string) => {
+    const { sql, pick } = compact(text, '?')
+    const stmt = sqlite.prepare<R, string[]>(sql)
+    return { all: (...v: string[]) => stmt.all(...pick(v)), get: (...v: string[]) => stmt.get(...pick(v)), run: (...v: string[]) => void stmt.run(...pick(v)) }
+  }
+  const own = prep<{ id: string }>(ownIds(DIALECT))
+  const keys = prep<{ key: string }>(uploadKeysOf(DIALECT))
+  const leads = prep<{ id: string }>(leadsWithDuplicates(DIALECT))
+  const successor = prep<{ id: string | null }>(successorOf(DIALECT, '?3'))
+  const [reparent, crown] = promote(DIALECT, '?3', '?4').map((sql) => prep<unknown>(sql))
+  const rest = cleanup(DIALECT).map((sql) => prep<unknown>(sql))
+  const remove = sqlite.transaction((orgId: string, ids: readonly string[]) => {
+    const mine = own.all(JSON.stringify(ids), orgId).map((r) => r.id)
+    if (mine.length === 0) return { removed: 0, uploadKeys: [] }
+    const json = JSON.stringify(mine)
+    const uploadKeys = keys.all(json, orgId).map((r) => r.key)
+    for (const { id: lead } of leads.all(json, orgId)) {
+      const next = successor.get(json, orgId, lead)?.id
+      if (!next) continue
+      reparent.run(json, orgId, lead, next)
+      crown.run(json, orgId, lead, next)
+    }
+    for (const stmt of rest) stmt.run(json, orgId)
+    return { removed: mine.length, uploadKeys }
+  })
+  return {
+    reportIds: async (q) => {
+      const column = q.who.externalUserId !== undefined ? REPORTER_COLUMN.externalUserId : REPORTER_COLUMN.email
+      const value = q.who.externalUserId ?? q.who.email.toLowerCase()
+      const conds = ['org_id = ?', `${column} = ?`]
+      const params: (string | number)[] = [q.orgId, value]
+      if (q.appId) conds.push('app_id = ?'), params.push(q.appId)
+      if (q.before) conds.push('id < ?'), params.push(q.before)
+      return (sqlite.query(`SELECT id FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...params, q.limit) as { id: string }[]).map((r) => r.id)
+    },
+    removeReports: async (orgId, ids) => remove.immediate(orgId, ids),
+  }
+}

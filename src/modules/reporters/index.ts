@@ -1,0 +1,89 @@
+/**
+ * GET /v1/reporters/feedback and POST /v1/reporters/erase (sk, or an Org owner's dashboard session): a
+ * reporter's data, by externalUserId or email (exactly one), for the Org or one App.
+ */
+import { Elysia, t } from 'elysia'
+import { ApiError } from '../../core/errors'
+import { ID_PATTERN } from '../../core/ids'
+import { LIMITS } from '../../core/limits'
+import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
+import { readIntQuery } from '../../http/query'
+import { baseUrlOf } from '../uploads/index'
+import type { Reporter } from './repo'
+import type { ReportersService } from './service'
+
+const closed = { additionalProperties: false } as const
+const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
+const ExternalUserId = t.String({ minLength: 1, maxLength: 255, description: "The end user's id: the user token's sub, or identity.externalUserId of a public report" })
+const Email = t.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$', description: 'The email the reports carry (compared without case)' })
+
+const ExportQuery = t.Object(
+  {
+    externalUserId: t.Optional(ExternalUserId),
+    email: t.Optional(Email),
+    appId: t.Optional(Id),
+    cursor: t.Optional(t.String({ pattern: ID_PATTERN, description: 'The nextCursor of the previous page' })),
+    limit: t.Optional(t.String({ maxLength: 16, description: `Integer ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}` })),
+  },
+  closed,
+)
+const EraseBody = t.Object({ externalUserId: t.Optional(ExternalUserId), email: t.Optional(Email), appId: t.Optional(Id) }, closed)
+
+/** Exactly one of the two identifiers; both or neither is invalid_body naming the field. */
+function reporterOf(q: { externalUserId?: string; email?: string }, where: 'query' | 'body'): Reporter {
+  const at = (name: string) => (where === 'query' ? name : `/${name}`)
+  if (q.externalUserId !== undefined && q.email !== undefined) {
+    throw new ApiError('invalid_body', { issues: [{ path: at('email'), message: 'give externalUserId or email, not both' }] })
+  }
+  if (q.externalUserId !== undefined) return { externalUserId: q.externalUserId }
+  if (q.email !== undefined) return { email: q.email }
+  throw new ApiError('invalid_body', { issues: [{ path: at('externalUserId'), message: 'externalUserId or email is required' }] })
+}
+
+export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publicUrl: string | undefined) {
+  return new Elysia({ name: 'reporters' })
+    .use(orgAuth(auth))
+    .get(
+      '/v1/reporters/feedback',
+      ({ org, query, request }) =>
+        reporters.export(
+          org.orgId,
+          {
+            who: reporterOf(query, 'query'),
+            appId: query.appId,
+            cursor: query.cursor,
+            limit: readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault),
+          },
+          baseUrlOf(request, publicUrl),
+        ),
+      {
+        access: 'reporters.manage',
+        query: ExportQuery,
+        response: { 200: t.NoValidate(t.Object({ data: t.Array(t.Unknown()), nextCursor: t.Union([t.String(), t.Null()]) })), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
+        detail: {
+          summary: "Export a reporter's reports (data-subject access)",
+          description: `Every report of that reporter in the Org (or one App) as full items, newest first, cursor-paged (limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}). Exactly one of externalUserId and email.`,
+          tags: ['reporters'],
+          security: BEARER_SK,
+        },
+      },
+    )
+    .post(
+      '/v1/reporters/erase',
+      ({ org, body, request, server }) => reporters.erase(org.orgId, { who: reporterOf(body, 'body'), appId: body.appId }, actedBy(auth, org, request, server)),
+      {
+        access: 'reporters.manage',
+        body: EraseBody,
+        parse: 'json',
+        response: { 200: t.Object({ erased: t.Integer() }), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
+        detail: {
+          summary: "Erase a reporter's reports (data-subject erasure)",
+          description:
+            'Deletes every report of that reporter in the Org (or one App) with its attachments, blobs and every record naming the reporter; events keep ids only. Idempotent: a second call erases 0. Audited with a count and a SHA-256 of the identifier, never the identifier. What was already sent out (issue trackers, webhooks, Slack) is not reachable: see docs/security.md.',
+          tags: ['reporters'],
+          security: BEARER_SK,
+        },
+      },
+    )
+}

@@ -1,0 +1,34 @@
+/**
+ * A reporter's reports and removing reports for good (a data-subject export or erasure; the report
+ * retention). The port: a SQLite (src/db/sqlite/reporters.ts) and a PostgreSQL (src/db/pg/reporters.ts)
+ * side over one set of statements (src/db/sql/report-removal.ts), held to test/repos/reporters.test.ts.
+ */
+
+/** Whose reports: an end user's id (from the user token's sub, or a public identity) or an email (any case). */
+export type Reporter = { externalUserId: string; email?: undefined } | { email: string; externalUserId?: undefined }
+
+export interface ReporterQuery {
+  orgId: string
+  who: Reporter
+  /** One App of the Org; absent: every App. */
+  appId?: string
+  /** Ids below this one (newest first). */
+  before?: string
+  limit: number
+}
+
+export interface ReportersRepo {
+  /** The reporter's report ids, newest first. */
+  reportIds(q: ReporterQuery): Promise<string[]>
+  /**
+   * Deletes these reports of the Org (ids of other Orgs are ignored) in one transaction, with everything
+   * that holds their text or their reporter's identity: jobs, read marks, triage decisions, agent runs,
+   * reviews, tracker and Slack links, mail outbox rows, idempotency records that name them, the
+   * `externalUserId` of their `feedback.resolved` events (and those events' webhook delivery log). Events
+   * themselves stay (ids and states only). A removed lead hands its cluster to its oldest surviving
+   * duplicate (the new lead); a lead that lost duplicates is recounted; suggestions of a removed lead are
+   * cleared. Uploads are detached (no report, issued at 0) so their objects can be removed after the
+   * commit, and by the upload collection should that fail. Returns how many went and the upload keys.
+   */
+  removeReports(orgId: string, ids: readonly string[]): Promise<{ removed: number; uploadKeys: string[] }>
+}

@@ -1,0 +1,81 @@
+/**
+ * A reporter's data (CONTRACT "Retention and a reporter's data"): export every report of an end user
+ * in an Org (or one App), or erase them. Erasure removes the reports for good, in batches of
+ * ERASE_BATCH per transaction (ReportersRepo.removeReports says what goes with them), then their blobs;
+ * it is idempotent (a second call finds nothing) and audited without the identity in clear: the audit
+ * entry holds how many reports went and a SHA-256 of the identifier, never the email or id itself.
+ */
+import { createHash } from 'node:crypto'
+import { ApiError } from '../../core/errors'
+import type { AuditEntry, ActedBy } from '../audit/entry'
+import type { FullFeedbackItem } from '../feedback/model'
+import type { Reporter, ReportersRepo } from './repo'
+
+export const ERASE_BATCH = 200
+
+export interface ReportersDeps {
+  repo: ReportersRepo
+  /** The full item, as GET /v1/feedback/:id gives it. */
+  feedback: { get(orgId: string, id: string, base: string): Promise<FullFeedbackItem> }
+  apps: { everInOrg(orgId: string, appId: string): Promise<boolean> }
+  /** Removes detached uploads' objects now (src/modules/uploads/service.ts `discard`). */
+  uploads: { discard(keys: readonly string[]): Promise<number> }
+  audit: { record(e: AuditEntry): Promise<unknown> }
+}
+
+/** A one-way mark of who was erased, for the audit log: lets an auditor match a request, never reveals it. */
+export const identityDigest = (who: Reporter) =>
+  createHash('sha256').update(who.externalUserId !== undefined ? `externalUserId:${who.externalUserId}` : `email:${who.email.toLowerCase()}`).digest('hex')
+
+export function createReportersService(deps: ReportersDeps) {
+  const { repo, feedback, apps, uploads, audit } = deps
+
+  async function checkApp(orgId: string, appId: string | undefined) {
+    if (appId && !(await apps.everInOrg(orgId, appId))) throw new ApiError('app_not_found')
+  }
+
+  return {
+    /** One page of the reporter's reports, newest first, as full items; nextCursor null on the last page. */
+    async export(orgId: string, q: { who: Reporter; appId?: string; cursor?: string; limit: number }, base: string): Promise<{ data: FullFeedbackItem[]; nextCursor: string | null }> {
+      await checkApp(orgId, q.appId)
+      const ids = await repo.reportIds({ orgId, who: q.who, appId: q.appId, before: q.cursor, limit: q.limit + 1 })
+      const more = ids.length > q.limit
+      const page = more ? ids.slice(0, q.limit) : ids
+      const data: FullFeedbackItem[] = []
+      for (const id of page) {
+        try {
+          data.push(await feedback.get(orgId, id, base))
+        } catch (e) {
+          // Removed between the two reads (an erasure or the retention): not part of the export any more.
+          if (!(e instanceof ApiError && e.code === 'not_found')) throw e
+        }
+      }
+      return { data, nextCursor: more ? page[page.length - 1] : null }
+    },
+
+    /** Erases every report of the reporter in the Org (or one App); how many went. */
+    async erase(orgId: string, q: { who: Reporter; appId?: string }, by: ActedBy): Promise<{ erased: number }> {
+      await checkApp(orgId, q.appId)
+      let erased = 0
+      let files = 0
+      for (;;) {
+        const ids = await repo.reportIds({ orgId, who: q.who, appId: q.appId, limit: ERASE_BATCH })
+        if (ids.length === 0) break
+        const out = await repo.removeReports(orgId, ids)
+        erased += out.removed
+        if (out.uploadKeys.length > 0) files += await uploads.discard(out.uploadKeys)
+        if (out.removed === 0) break
+      }
+      await audit.record({
+        orgId,
+        actor: by.actor,
+        ip: by.ip ?? null,
+        action: 'reporter.erased',
+        targetId: q.appId ?? null,
+        data: { erased, attachments: files, by: q.who.externalUserId !== undefined ? 'externalUserId' : 'email', identitySha256: identityDigest(q.who), ...by.note },
+      })
+      return { erased }
+    },
+  }
+}
+export type ReportersService = ReturnType<typeof createReportersService>
