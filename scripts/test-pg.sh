@@ -28,6 +28,7 @@ SUITES=(
   test/spam-retention.test.ts
   test/audit-export.test.ts
   test/reporters.test.ts
+  test/report-retention.test.ts
   test/address-key.test.ts
   test/cors.test.ts
   test/uploads.test.ts

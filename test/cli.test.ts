@@ -24,6 +24,7 @@ const APP_KEYS = [
   'slug',
   'spamEvents',
   'spamRetentionDays',
+  'retentionDays',
 ].sort()
 
 const dirs: string[] = []
@@ -88,6 +89,7 @@ describe('commands and their --json output', () => {
       batchEnabled: false,
       batchWindowHours: 24,
       spamRetentionDays: 30,
+      retentionDays: 0,
     })
     expect(new Date(app.createdAt).toISOString()).toBe(app.createdAt)
   })
@@ -96,7 +98,7 @@ describe('commands and their --json output', () => {
     const app = await cliJson(dataDir, [
       'app', 'create', '--org', orgId, '--name', 'Full', '--slug', 'full-app', '--public-submission', 'false',
       '--allowed-origins', 'https://a.example,https://B.example/', '--processing-mode', 'auto_pr', '--batch', 'true', '--batch-window-hours', '6',
-      '--proof-of-work', 'high', '--spam-events', 'true', '--spam-retention-days', '0',
+      '--proof-of-work', 'high', '--spam-events', 'true', '--spam-retention-days', '0', '--retention-days', '90',
     ])
     expect(app).toMatchObject({
       slug: 'full-app',
@@ -108,6 +110,7 @@ describe('commands and their --json output', () => {
       proofOfWork: 'high',
       spamEvents: true,
       spamRetentionDays: 0,
+      retentionDays: 90,
     })
   })
 
@@ -178,7 +181,7 @@ describe('--help', () => {
     const key = (await runBinary(['key', '--help'])).stdout
     for (const c of ['key create', 'key revoke']) expect(key).toContain(c)
     const app = (await runBinary(['app', '--help'])).stdout
-    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events', '--spam-retention-days']) {
+    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events', '--spam-retention-days', '--retention-days']) {
       expect(app).toContain(c)
     }
   })
@@ -201,6 +204,8 @@ describe('errors: non-zero exit, message on stderr, nothing on stdout', () => {
     ['--spam-retention-days 3651', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', '3651'], /spam-retention-days/],
     ['--spam-retention-days -1', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', '-1'], /spam-retention-days/],
     ['--spam-retention-days x', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', 'x'], /spam-retention-days/],
+    ['--retention-days 3651', () => ['app', 'create', '--org', orgId, '--name', 'X', '--retention-days', '3651'], /retention-days/],
+    ['--retention-days -1', () => ['app', 'create', '--org', orgId, '--name', 'X', '--retention-days', '-1'], /retention-days/],
     ['--batch yes', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch', 'yes'], /batch/],
     ['--allowed-origins not an origin', () => ['app', 'create', '--org', orgId, '--name', 'X', '--allowed-origins', 'https://a.example/path'], /origin/],
     ['bad flag on update', () => ['app', 'update', '0'.repeat(24), '--processing-mode', 'bogus'], /processing-mode/],

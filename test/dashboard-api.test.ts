@@ -413,6 +413,9 @@ describe('documented and robust', () => {
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: 1.5 }],
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: '30' }],
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { spamRetentionDays: 1e308 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { retentionDays: 3651 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { retentionDays: -1 }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { retentionDays: '7' }],
     ['POST', '/admin/api/orgs/{org}/apps', { name: 'Fuzzed', proofOfWork: ['normal'] }],
   ]
   test.each(JUNK)('%s %s with junk: a 4xx envelope, never a 5xx', async (method, path, body) => {
@@ -432,5 +435,11 @@ describe('documented and robust', () => {
     const path = `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`
     expect((await as(owner, 'PATCH', path, { spamRetentionDays: 0 })).body.spamRetentionDays).toBe(0)
     expect((await as(owner, 'PATCH', path, { spamRetentionDays: 30 })).body.spamRetentionDays).toBe(30)
+  })
+
+  test('the App page sets how long reports are kept (0: forever)', async () => {
+    const path = `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`
+    expect((await as(owner, 'PATCH', path, { retentionDays: 90 })).body.retentionDays).toBe(90)
+    expect((await as(owner, 'PATCH', path, { retentionDays: 0 })).body.retentionDays).toBe(0)
   })
 })

@@ -9,7 +9,7 @@ import { ReplyLog, expectEnvelope, secretForms, userToken } from './helpers-auth
 import { dbRows } from './sqlite-of'
 
 // Spec 2.1's fields, plus the additive abuse-defence settings (docs/api.md: proofOfWork, spamEvents).
-const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'proofOfWork', 'publicKey', 'publicSubmissionEnabled', 'slug', 'spamEvents', 'spamRetentionDays']
+const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'proofOfWork', 'publicKey', 'publicSubmissionEnabled', 'retentionDays', 'slug', 'spamEvents', 'spamRetentionDays']
 
 let srv: TestServer
 let a: Tenant

@@ -58,6 +58,8 @@ Settings:
   --spam-events true|false              default false: reports classified as spam emit no events (webhooks, Slack)
   --spam-retention-days N               default 30 (0-3650; 0 keeps spam forever): reports in the spam folder longer
                                         than N days are deleted with their attachments
+  --retention-days N                    default 0 (0-3650; 0 keeps reports forever): reports older than N days are
+                                        deleted with their attachments and blobs (docs/operations.md "Retention")
 Repository settings (connect-repo; the token is read from a file, never from the command line):
   --git-url URL                 https://host/owner/repo.git, git@host:owner/repo.git or a local path
   --base-branch NAME            default main
@@ -92,6 +94,7 @@ const APP_FLAGS = {
   'proof-of-work': { type: 'string' },
   'spam-events': { type: 'string' },
   'spam-retention-days': { type: 'string' },
+  'retention-days': { type: 'string' },
   'git-url': { type: 'string' },
   'base-branch': { type: 'string' },
   host: { type: 'string' },
@@ -193,10 +196,11 @@ function settingsFrom(v: Record<string, string | string[] | boolean | undefined>
     proofOfWork: pow,
     spamEvents: parseBoolFlag(v['spam-events'] as string | undefined, 'spam-events'),
     spamRetentionDays: parseIntFlag(v['spam-retention-days'] as string | undefined, 'spam-retention-days'),
+    retentionDays: parseIntFlag(v['retention-days'] as string | undefined, 'retention-days'),
   }
 }
 
-const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events', 'spam-retention-days']
+const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events', 'spam-retention-days', 'retention-days']
 
 /**
  * The flags each command accepts and whether it takes an id argument. The groups share one parser,

@@ -33,6 +33,7 @@ import m0028 from '../../migrations/0028_app_calibration.sql' with { type: 'text
 import m0029 from '../../migrations/0029_spam_retention.sql' with { type: 'text' }
 import m0030 from '../../migrations/0030_mail_confirm.sql' with { type: 'text' }
 import m0031 from '../../migrations/0031_fair_claim.sql' with { type: 'text' }
+import m0032 from '../../migrations/0032_retention_days.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -70,4 +71,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0029_spam_retention', sql: m0029 },
   { name: '0030_mail_confirm', sql: m0030 },
   { name: '0031_fair_claim', sql: m0031 },
+  { name: '0032_retention_days', sql: m0032 },
 ]

@@ -23,6 +23,7 @@ import { META } from '../db/meta-keys'
 import type { WebhookDispatcher } from '../modules/webhooks/dispatcher'
 import { startRetention } from '../modules/events/retention'
 import { startSpamSweep } from '../abuse/spam-retention'
+import { startReportRetention } from '../modules/reporters/retention'
 import type { EventHub } from '../modules/events/hub'
 import type { SlackNotifier } from '../modules/chatops/notifier'
 
@@ -116,6 +117,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // The mode's own gauges (cluster mode: which node answers the scrape, and what it does).
   metrics.registry.add(() => services.nodeMetrics())
   metrics.registry.add(() => [
+    { name: 'fixloop_reports_expired_total', help: "Reports this process deleted past their App's retentionDays (with their attachments).", type: 'counter', samples: [{ value: services.reportRetention.deletedTotal() }] },
     { name: 'fixloop_spam_deleted_total', help: 'Reports this process deleted from spam folders past their App\'s spamRetentionDays.', type: 'counter', samples: [{ value: services.spamSweep.deletedTotal() }] },
   ])
   // Issue-tracker connections whose last call failed, by kind (docs/trackers.md "Failures").
@@ -205,6 +207,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   if (workersOn) await services.partitions?.start()
   const stopRetention = startRetention(ctx, log, () => coordinator.holds('maintenance'))
   const stopSpamSweep = startSpamSweep(services.spamSweep, log, () => coordinator.holds('maintenance'))
+  const stopReportRetention = startReportRetention(services.reportRetention, log, () => coordinator.holds('maintenance'))
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
   const base = config.publicUrl ?? url
   services.mailer.listeningAt(url)
@@ -245,6 +248,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         hub.stop()
         stopRetention()
         stopSpamSweep()
+        stopReportRetention()
         // Stop claiming at once: the workers finish the job in hand while requests drain (the threads still
         // answer the clustering calls of requests in flight).
         stopRoles()

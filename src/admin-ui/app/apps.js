@@ -75,12 +75,13 @@ function Settings({ org, app, onSaved }) {
     proofOfWork: app.proofOfWork || 'off',
     spamEvents: !!app.spamEvents,
     spamRetentionDays: app.spamRetentionDays ?? 30,
+    retentionDays: app.retentionDays ?? 0,
   })
   const [saved, setSaved] = useState(false)
   const set = (k) => (e) => setF({ ...f, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value })
   const [run, busy, error] = useAction(async () => {
     setSaved(false)
-    const body = { ...f, batchWindowHours: Number(f.batchWindowHours), spamRetentionDays: Number(f.spamRetentionDays), allowedOrigins: f.allowedOrigins.split(/[\s,]+/).filter(Boolean) }
+    const body = { ...f, batchWindowHours: Number(f.batchWindowHours), spamRetentionDays: Number(f.spamRetentionDays), retentionDays: Number(f.retentionDays), allowedOrigins: f.allowedOrigins.split(/[\s,]+/).filter(Boolean) }
     onSaved(await api('PATCH', `/admin/api/orgs/${org.id}/apps/${app.id}`, { body }))
     setSaved(true)
   })
@@ -102,6 +103,8 @@ function Settings({ org, app, onSaved }) {
       <div class="field check"><input id="s-spam-events" type="checkbox" checked=${f.spamEvents} onChange=${set('spamEvents')} /><label for="s-spam-events">Spam still sends events (webhooks, Slack)</label></div>
       <div class="field"><label for="s-spam-retention">Keep spam (days)</label><input id="s-spam-retention" type="number" min="0" max="3650" aria-describedby="spam-retention-hint" value=${f.spamRetentionDays} onInput=${set('spamRetentionDays')} />
         <small id="spam-retention-hint">Reports in the spam folder longer than this are deleted with their attachments. 0 keeps them.</small></div>
+      <div class="field"><label for="s-retention">Keep reports (days)</label><input id="s-retention" type="number" min="0" max="3650" aria-describedby="retention-hint" value=${f.retentionDays} onInput=${set('retentionDays')} />
+        <small id="retention-hint">Reports older than this are deleted with their attachments. 0 keeps them forever.</small></div>
       <div class="field wide"><label for="s-origins">Allowed origins</label>
         <textarea id="s-origins" rows="3" aria-describedby="origins-hint" value=${f.allowedOrigins} onInput=${set('allowedOrigins')}></textarea>
         <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>

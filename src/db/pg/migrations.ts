@@ -22,6 +22,7 @@ import p0014 from '../../../migrations-pg/0014_app_calibration.sql' with { type:
 import p0015 from '../../../migrations-pg/0015_spam_retention.sql' with { type: 'text' }
 import p0016 from '../../../migrations-pg/0016_mail_confirm.sql' with { type: 'text' }
 import p0017 from '../../../migrations-pg/0017_fair_claim.sql' with { type: 'text' }
+import p0018 from '../../../migrations-pg/0018_retention_days.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -42,4 +43,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0015_spam_retention', sql: p0015 },
   { name: '0016_mail_confirm', sql: p0016 },
   { name: '0017_fair_claim', sql: p0017 },
+  { name: '0018_retention_days', sql: p0018 },
 ]

@@ -14,6 +14,9 @@ const DIALECT: RemovalDialect = { ids: '(SELECT unnest($1::text[]))', org: '$2',
 export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
   const { pool } = storage
   return {
+    retainingApps: () => many(pool, 'SELECT id, org_id AS "orgId", retention_days AS days FROM apps WHERE retention_days > 0'),
+    expiredIds: async (app, before, limit) =>
+      (await many<{ id: string }>(pool, 'SELECT id FROM feedback WHERE app_id = $1 AND org_id = $2 AND created_at < $3 ORDER BY id COLLATE "C" LIMIT $4', [app.id, app.orgId, before, limit])).map((r) => r.id),
     reportIds: (q) => {
       const column = q.who.externalUserId !== undefined ? REPORTER_COLUMN.externalUserId : REPORTER_COLUMN.email
       const params: unknown[] = [q.orgId, q.who.externalUserId ?? q.who.email.toLowerCase()]

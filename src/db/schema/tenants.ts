@@ -45,6 +45,8 @@ export const apps = sqliteTable(
     spamEvents: integer('spam_events', { mode: 'boolean' }).notNull().default(false),
     /** Days a report stays in the spam folder before the spam sweep deletes it (src/abuse/spam-retention.ts); 0 keeps it. */
     spamRetentionDays: integer('spam_retention_days').notNull().default(30),
+    /** Days a report is kept before the report retention deletes it (src/modules/reporters/retention.ts); 0 keeps it. */
+    retentionDays: integer('retention_days').notNull().default(0),
     /** AES-256-GCM sealed signing secret (see core/crypto.ts). */
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: integer('created_at').notNull(),

@@ -54,8 +54,10 @@ export const cleanup = (d: RemovalDialect) =>
     // A suggestion's reason may quote the suggested lead's words.
     'UPDATE feedback SET suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL WHERE org_id = ${ORG} AND suggested_lead_id IN ${IDS}',
     // The submission's replayable response names the report; its request hash is of the report's body.
-    `DELETE FROM idempotency_keys WHERE EXISTS (SELECT 1 FROM feedback f WHERE f.id IN \${IDS} AND f.app_id = idempotency_keys.app_id
-       AND idempotency_keys.response_body LIKE '%"' || f.id || '"%')`,
+    // (Only the reports' Apps' records are read: the primary key (app_id, key) narrows the scan.)
+    `DELETE FROM idempotency_keys WHERE app_id IN (SELECT app_id FROM feedback WHERE id IN \${IDS})
+       AND EXISTS (SELECT 1 FROM feedback f WHERE f.id IN \${IDS} AND f.app_id = idempotency_keys.app_id
+         AND idempotency_keys.response_body LIKE '%"' || f.id || '"%')`,
     // Webhook deliveries of events that named the reporter (feedback.resolved: externalUserId): the signed payloads go.
     `DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE event_id IN
        (SELECT id FROM events WHERE org_id = \${ORG} AND feedback_id IN \${IDS} AND type = 'feedback.resolved'))`,

@@ -19,6 +19,7 @@ interface RawApp {
   proof_of_work: string
   spam_events: number
   spam_retention_days: number
+  retention_days: number
   signing_secret_enc: string
   created_at: number
   updated_at: number
@@ -40,6 +41,7 @@ const toAppRow = (raw: RawApp): AppRow => ({
   proofOfWork: raw.proof_of_work,
   spamEvents: !!raw.spam_events,
   spamRetentionDays: raw.spam_retention_days,
+  retentionDays: raw.retention_days,
   signingSecretEnc: raw.signing_secret_enc,
   createdAt: raw.created_at,
   updatedAt: raw.updated_at,

@@ -32,7 +32,12 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
     for (const stmt of rest) stmt.run(json, orgId)
     return { removed: mine.length, uploadKeys }
   })
+  const retaining = sqlite.prepare<{ id: string; orgId: string; days: number }, []>('SELECT id, org_id AS orgId, retention_days AS days FROM apps WHERE retention_days > 0')
+  // feedback_app_id_idx (app_id, id): ids rise with time, so the expired ones come first.
+  const expired = sqlite.prepare<{ id: string }, [string, string, number, number]>('SELECT id FROM feedback WHERE app_id = ?1 AND org_id = ?2 AND created_at < ?3 ORDER BY id LIMIT ?4')
   return {
+    retainingApps: async () => retaining.all(),
+    expiredIds: async (app, before, limit) => expired.all(app.id, app.orgId, before, limit).map((r) => r.id),
     reportIds: async (q) => {
       const column = q.who.externalUserId !== undefined ? REPORTER_COLUMN.externalUserId : REPORTER_COLUMN.email
       const value = q.who.externalUserId ?? q.who.email.toLowerCase()

@@ -50,6 +50,7 @@ const settings = {
   proofOfWork: t.Optional(oneOf(PROOF_OF_WORK_LEVELS)),
   spamEvents: t.Optional(t.Boolean()),
   spamRetentionDays: t.Optional(int({ minimum: 0, maximum: 3650 })),
+  retentionDays: t.Optional(int({ minimum: 0, maximum: 3650 })),
 }
 export const AppCreateBody = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), ...settings }, closed)
 export const AppUpdateBody = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), ...settings }, closed)

@@ -7,6 +7,9 @@ import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
 /** The spam folder's retention in days: 0 keeps spam forever; at most ten years. */
 export const SPAM_RETENTION_DAYS_DEFAULT = 30
 export const SPAM_RETENTION_DAYS_MAX = 3650
+/** A report's retention in days: 0 (the default) keeps reports forever; at most ten years. */
+export const RETENTION_DAYS_DEFAULT = 0
+export const RETENTION_DAYS_MAX = 3650
 
 export const PROCESSING_MODES = ['manual', 'auto_pr'] as const
 export type ProcessingMode = (typeof PROCESSING_MODES)[number]
@@ -28,6 +31,7 @@ export const App = t.Object(
     }),
     spamEvents: t.Boolean({ description: 'Whether reports classified as spam still emit events (webhooks, Slack, the feed); default false' }),
     spamRetentionDays: t.Integer({ minimum: 0, maximum: SPAM_RETENTION_DAYS_MAX, description: 'Days a report stays in the spam folder before it is deleted with its attachments (0: kept forever); default 30' }),
+    retentionDays: t.Integer({ minimum: 0, maximum: RETENTION_DAYS_MAX, description: 'Days a report is kept before it is deleted with its attachments (0: kept forever); default 0' }),
     createdAt: t.String({ format: 'date-time' }),
   },
   { additionalProperties: false },

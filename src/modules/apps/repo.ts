@@ -25,6 +25,7 @@ export function toApp(row: AppRow): App {
     proofOfWork: levelOf(row),
     spamEvents: row.spamEvents,
     spamRetentionDays: row.spamRetentionDays,
+    retentionDays: row.retentionDays,
     createdAt: isoUtc(row.createdAt),
   }
 }

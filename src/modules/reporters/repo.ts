@@ -31,4 +31,14 @@ export interface ReportersRepo {
    * commit, and by the upload collection should that fail. Returns how many went and the upload keys.
    */
   removeReports(orgId: string, ids: readonly string[]): Promise<{ removed: number; uploadKeys: string[] }>
+  /** The Apps (deleted ones too) with a report retention: `retention_days` above 0. */
+  retainingApps(): Promise<RetainingApp[]>
+  /** Up to `limit` of the App's report ids created before `before` (epoch ms), oldest first. */
+  expiredIds(app: { id: string; orgId: string }, before: number, limit: number): Promise<string[]>
+}
+
+export interface RetainingApp {
+  id: string
+  orgId: string
+  days: number
 }

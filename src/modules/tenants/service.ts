@@ -13,7 +13,7 @@ import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
 import { toApp, type AppRow } from '../apps/repo'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS, type ProofOfWorkLevel } from '../../abuse/difficulty'
-import { SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode } from '../apps/model'
+import { RETENTION_DAYS_DEFAULT, RETENTION_DAYS_MAX, SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode } from '../apps/model'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
@@ -30,6 +30,7 @@ export interface AppSettings {
   proofOfWork?: ProofOfWorkLevel
   spamEvents?: boolean
   spamRetentionDays?: number
+  retentionDays?: number
 }
 
 /** What this service is given: the repositories and values it uses (a Context has them all). */
@@ -97,6 +98,9 @@ export function createTenantsService(ctx: TenantsDeps) {
     if (s.proofOfWork !== undefined && !isProofOfWorkLevel(s.proofOfWork)) throw invalid(`--proof-of-work must be one of ${PROOF_OF_WORK_LEVELS.join(', ')}, got "${s.proofOfWork}"`)
     if (s.spamRetentionDays !== undefined && (!Number.isInteger(s.spamRetentionDays) || s.spamRetentionDays < 0 || s.spamRetentionDays > SPAM_RETENTION_DAYS_MAX)) {
       throw invalid(`--spam-retention-days must be an integer from 0 (keep forever) to ${SPAM_RETENTION_DAYS_MAX}, got "${s.spamRetentionDays}"`)
+    }
+    if (s.retentionDays !== undefined && (!Number.isInteger(s.retentionDays) || s.retentionDays < 0 || s.retentionDays > RETENTION_DAYS_MAX)) {
+      throw invalid(`--retention-days must be an integer from 0 (keep forever) to ${RETENTION_DAYS_MAX}, got "${s.retentionDays}"`)
     }
   }
 
@@ -190,6 +194,7 @@ export function createTenantsService(ctx: TenantsDeps) {
         proofOfWork: s.proofOfWork ?? 'off',
         spamEvents: s.spamEvents ?? false,
         spamRetentionDays: s.spamRetentionDays ?? SPAM_RETENTION_DAYS_DEFAULT,
+        retentionDays: s.retentionDays ?? RETENTION_DAYS_DEFAULT,
         allowedOrigins: JSON.stringify((s.allowedOrigins ?? []).map(normalizeOrigin)),
         signingSecretEnc: box.seal(secret),
         createdAt: now,
@@ -221,6 +226,7 @@ export function createTenantsService(ctx: TenantsDeps) {
       if (s.proofOfWork !== undefined) patch.proofOfWork = s.proofOfWork
       if (s.spamEvents !== undefined) patch.spamEvents = s.spamEvents
       if (s.spamRetentionDays !== undefined) patch.spamRetentionDays = s.spamRetentionDays
+      if (s.retentionDays !== undefined) patch.retentionDays = s.retentionDays
       if (s.allowedOrigins !== undefined) patch.allowedOrigins = JSON.stringify(s.allowedOrigins.map(normalizeOrigin))
       if (!(await repo.updateApp(orgId, appId, patch, note(by, orgId, 'app.updated', appId, { settings: settingNames(s) })))) throw taken()
       return toApp(await requireApp(orgId, appId))

@@ -41,6 +41,8 @@ export const apps = pgTable(
     spamEvents: boolean('spam_events').notNull().default(false),
     /** Days a report stays in the spam folder before the spam sweep deletes it (src/abuse/spam-retention.ts); 0 keeps it. */
     spamRetentionDays: integer('spam_retention_days').notNull().default(30),
+    /** Days a report is kept before the report retention deletes it (src/modules/reporters/retention.ts); 0 keeps it. */
+    retentionDays: integer('retention_days').notNull().default(0),
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: epochMs('created_at').notNull(),
     updatedAt: epochMs('updated_at').notNull(),

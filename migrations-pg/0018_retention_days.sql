@@ -1,0 +1,1 @@
+ALTER TABLE "apps" ADD COLUMN "retention_days" integer DEFAULT 0 NOT NULL;

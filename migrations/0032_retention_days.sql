@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `retention_days` integer DEFAULT 0 NOT NULL;
