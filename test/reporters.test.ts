@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
-import { dbRows } from './sqlite-of'
+import { dbRows, dbRun } from './sqlite-of'
+import { reporterAddressHashes } from '../src/modules/mail/address'
 
 const PNG = new Uint8Array(2048).map((_, i) => (i * 17) % 256)
 const EMAIL = 'Erin.Erasable@example.com'
@@ -126,6 +127,17 @@ describe('erase', () => {
   test('by email then by externalUserId: nothing of the reporter left anywhere; others untouched; the cluster passes on; idempotent; audited without the identity', async () => {
     const stored = () => server.services.blobs.stat(server.services.blobs.sealedKey(blobKey))
     expect(await stored()).not.toBeNull()
+    // Reporter-mail records keyed by the address's hash: Erin's unsubscribe and opt-in go, a keeper's stay.
+    const hashOf = (email: string) => reporterAddressHashes(server.ctx.urlSigningKey)(email)[0]
+    const mailRows = async (email: string) => [
+      ...(await dbRows(server.ctx, 'SELECT app_id FROM mail_unsubscribes WHERE email_hash = ?', [hashOf(email)])),
+      ...(await dbRows(server.ctx, 'SELECT app_id FROM mail_confirmations WHERE email_hash = ?', [hashOf(email)])),
+    ]
+    for (const [app, email] of [[acme.appId, EMAIL], [acme2.appId, EMAIL], [acme.appId, 'keeper@example.com']]) {
+      await dbRun(server.ctx, 'INSERT INTO mail_unsubscribes (app_id, email_hash, created_at) VALUES (?, ?, 1)', [app, hashOf(email)])
+    }
+    await dbRun(server.ctx, "INSERT INTO mail_confirmations (id, app_id, org_id, email_hash, state, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'confirmed', 1, 1)", [`${acme.appId}.${hashOf(EMAIL)}`, acme.appId, acme.orgId, hashOf(EMAIL)])
+    expect((await mailRows(EMAIL)).length).toBe(3)
     const byEmail = await call(server.url, 'POST', '/v1/reporters/erase', { auth: acme.key, body: { email: EMAIL.toLowerCase() } })
     expect(byEmail.status).toBe(200)
     expect(byEmail.body).toEqual({ erased: 2 })
@@ -136,6 +148,8 @@ describe('erase', () => {
 
     for (const id of erin) expect((await get(acme, id)).status).toBe(404)
     expect(await stored()).toBeNull()
+    expect(await mailRows(EMAIL)).toEqual([])
+    expect((await mailRows('keeper@example.com')).length).toBe(1)
 
     // The cluster: the older keeper's report leads now, the other follows it, counts right.
     const [first, second] = [keepA, keepB].sort()

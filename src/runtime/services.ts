@@ -33,6 +33,7 @@ import { createSessionStore } from '../modules/admins/sessions'
 import { createKeyActivity } from '../modules/admins/key-activity'
 import { createSpamSweep } from '../abuse/spam-retention'
 import { createReportersService } from '../modules/reporters/service'
+import { reporterAddressHashes } from '../modules/mail/address'
 import { createReportRetention } from '../modules/reporters/retention'
 import { createConsoleService } from '../modules/admin-api/console'
 import { createPasswordReentry } from '../modules/admin-api/password-reentry'
@@ -145,7 +146,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log }),
     /** A reporter's data: export and erase (src/modules/reporters). */
-    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit }),
+    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey) }),
     /** The report retention (src/modules/reporters/retention.ts); server.ts runs it on the `maintenance` node. */
     reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),

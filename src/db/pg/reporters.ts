@@ -14,6 +14,25 @@ const DIALECT: RemovalDialect = { ids: '(SELECT unnest($1::text[]))', org: '$2',
 export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
   const { pool } = storage
   return {
+    addressesOf: (orgId, ids) =>
+      many(
+        pool,
+        `SELECT app_id AS "appId", email, NULL AS "emailHash" FROM feedback WHERE org_id = $2 AND id = ANY($1::text[]) AND email IS NOT NULL
+         UNION SELECT app_id AS "appId", NULL AS email, email_hash AS "emailHash" FROM mail_outbox WHERE org_id = $2 AND feedback_id = ANY($1::text[])`,
+        [ids, orgId],
+      ),
+    forgetAddresses: async (pairs) => {
+      if (pairs.length === 0) return 0
+      const apps = pairs.map((p) => p.appId)
+      const hashes = pairs.map((p) => p.emailHash)
+      return storage.tx(async (client) => {
+        let n = 0
+        for (const table of ['mail_unsubscribes', 'mail_confirmations']) {
+          n += (await client.query(`DELETE FROM ${table} t USING unnest($1::text[], $2::text[]) AS p(app_id, email_hash) WHERE t.app_id = p.app_id AND t.email_hash = p.email_hash`, [apps, hashes])).rowCount ?? 0
+        }
+        return n
+      })
+    },
     retainingApps: () => many(pool, 'SELECT id, org_id AS "orgId", retention_days AS days FROM apps WHERE retention_days > 0'),
     expiredIds: async (app, before, limit) =>
       (await many<{ id: string }>(pool, 'SELECT id FROM feedback WHERE app_id = $1 AND org_id = $2 AND created_at < $3 ORDER BY id COLLATE "C" LIMIT $4', [app.id, app.orgId, before, limit])).map((r) => r.id),

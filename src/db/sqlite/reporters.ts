@@ -35,7 +35,20 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
   const retaining = sqlite.prepare<{ id: string; orgId: string; days: number }, []>('SELECT id, org_id AS orgId, retention_days AS days FROM apps WHERE retention_days > 0')
   // feedback_app_id_idx (app_id, id): ids rise with time, so the expired ones come first.
   const expired = sqlite.prepare<{ id: string }, [string, string, number, number]>('SELECT id FROM feedback WHERE app_id = ?1 AND org_id = ?2 AND created_at < ?3 ORDER BY id LIMIT ?4')
+  const addresses = sqlite.prepare<{ appId: string; email: string | null; emailHash: string | null }, [string, string]>(
+    `SELECT app_id AS appId, email, NULL AS emailHash FROM feedback WHERE org_id = ?2 AND id IN (SELECT value FROM json_each(?1)) AND email IS NOT NULL
+     UNION SELECT app_id AS appId, NULL AS email, email_hash AS emailHash FROM mail_outbox WHERE org_id = ?2 AND feedback_id IN (SELECT value FROM json_each(?1))`,
+  )
+  const forgetUnsubscribe = sqlite.prepare<unknown, [string, string]>('DELETE FROM mail_unsubscribes WHERE app_id = ? AND email_hash = ?')
+  const forgetConfirmation = sqlite.prepare<unknown, [string, string]>('DELETE FROM mail_confirmations WHERE app_id = ? AND email_hash = ?')
+  const forget = sqlite.transaction((pairs: readonly { appId: string; emailHash: string }[]) => {
+    let n = 0
+    for (const p of pairs) n += forgetUnsubscribe.run(p.appId, p.emailHash).changes + forgetConfirmation.run(p.appId, p.emailHash).changes
+    return n
+  })
   return {
+    addressesOf: async (orgId, ids) => addresses.all(JSON.stringify(ids), orgId),
+    forgetAddresses: async (pairs) => (pairs.length === 0 ? 0 : forget.immediate(pairs)),
     retainingApps: async () => retaining.all(),
     expiredIds: async (app, before, limit) => expired.all(app.id, app.orgId, before, limit).map((r) => r.id),
     reportIds: async (q) => {

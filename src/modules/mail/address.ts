@@ -1,5 +1,6 @@
 /** Email addresses as fixloop handles them: a strict shape check, the dashboard's mask, the normalized keyed hash. */
 import { createHmac } from 'node:crypto'
+import { mailKeys } from './unsubscribe-token'
 
 /** At most 254 characters (RFC 5321 path limit); one @; no spaces, controls, quotes or angle brackets. */
 const ADDRESS_RE = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
@@ -60,4 +61,10 @@ export function addressHash(hashKey: Uint8Array, address: string): string {
  */
 export function legacyAddressHash(hashKey: Uint8Array, address: string): string {
   return createHmac('sha256', hashKey).update(address.trim().toLowerCase()).digest('hex')
+}
+
+/** Every hash reporter mail may have recorded `address` under (current and legacy), for a reporter's erasure. */
+export function reporterAddressHashes(urlSigningKey: Uint8Array): (address: string) => string[] {
+  const { addressHashKey } = mailKeys(urlSigningKey)
+  return (address) => [...new Set([addressHash(addressHashKey, address), legacyAddressHash(addressHashKey, address)])]
 }

@@ -31,6 +31,13 @@ export interface ReportersRepo {
    * commit, and by the upload collection should that fail. Returns how many went and the upload keys.
    */
   removeReports(orgId: string, ids: readonly string[]): Promise<{ removed: number; uploadKeys: string[] }>
+  /**
+   * The addresses the reports name, per App: the submitter's email and the keyed hash of each reporter-mail
+   * row (`mail_outbox.email_hash`, the address a "fixed" mail goes to). Read before an erasure.
+   */
+  addressesOf(orgId: string, ids: readonly string[]): Promise<{ appId: string; email: string | null; emailHash: string | null }[]>
+  /** Deletes the unsubscribe and double opt-in records of these (App, address hash) pairs; how many went. */
+  forgetAddresses(pairs: readonly { appId: string; emailHash: string }[]): Promise<number>
   /** The Apps (deleted ones too) with a report retention: `retention_days` above 0. */
   retainingApps(): Promise<RetainingApp[]>
   /** Up to `limit` of the App's report ids created before `before` (epoch ms), oldest first. */

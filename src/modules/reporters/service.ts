@@ -21,6 +21,8 @@ export interface ReportersDeps {
   /** Removes detached uploads' objects now (src/modules/uploads/service.ts `discard`). */
   uploads: { discard(keys: readonly string[]): Promise<number> }
   audit: { record(e: AuditEntry): Promise<unknown> }
+  /** The keyed hashes reporter mail records an address under (src/modules/mail/address.ts: current and legacy). */
+  addressHashes(email: string): string[]
 }
 
 /** A one-way mark of who was erased, for the audit log: lets an auditor match a request, never reveals it. */
@@ -28,7 +30,7 @@ export const identityDigest = (who: Reporter) =>
   createHash('sha256').update(who.externalUserId !== undefined ? `externalUserId:${who.externalUserId}` : `email:${who.email.toLowerCase()}`).digest('hex')
 
 export function createReportersService(deps: ReportersDeps) {
-  const { repo, feedback, apps, uploads, audit } = deps
+  const { repo, feedback, apps, uploads, audit, addressHashes } = deps
 
   async function checkApp(orgId: string, appId: string | undefined) {
     if (appId && !(await apps.everInOrg(orgId, appId))) throw new ApiError('app_not_found')
@@ -58,9 +60,19 @@ export function createReportersService(deps: ReportersDeps) {
       await checkApp(orgId, q.appId)
       let erased = 0
       let files = 0
+      let mailRecords = 0
       for (;;) {
         const ids = await repo.reportIds({ orgId, who: q.who, appId: q.appId, limit: ERASE_BATCH })
         if (ids.length === 0) break
+        // The reporter's unsubscribe and opt-in records (keyed by a hash of the address, per App) go too:
+        // read before the reports that name the addresses are gone.
+        const pairs = new Map<string, { appId: string; emailHash: string }>()
+        const add = (appId: string, emailHash: string) => pairs.set(`${appId} ${emailHash}`, { appId, emailHash })
+        for (const a of await repo.addressesOf(orgId, ids)) {
+          if (a.emailHash) add(a.appId, a.emailHash)
+          if (a.email) for (const h of addressHashes(a.email)) add(a.appId, h)
+        }
+        mailRecords += await repo.forgetAddresses([...pairs.values()])
         const out = await repo.removeReports(orgId, ids)
         erased += out.removed
         if (out.uploadKeys.length > 0) files += await uploads.discard(out.uploadKeys)
@@ -72,7 +84,7 @@ export function createReportersService(deps: ReportersDeps) {
         ip: by.ip ?? null,
         action: 'reporter.erased',
         targetId: q.appId ?? null,
-        data: { erased, attachments: files, by: q.who.externalUserId !== undefined ? 'externalUserId' : 'email', identitySha256: identityDigest(q.who), ...by.note },
+        data: { erased, attachments: files, mailRecords, by: q.who.externalUserId !== undefined ? 'externalUserId' : 'email', identitySha256: identityDigest(q.who), ...by.note },
       })
       return { erased }
     },
