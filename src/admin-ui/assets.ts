@@ -12,6 +12,7 @@ import main from './app/main.js' with { type: 'text' }
 import auth from './app/auth.js' with { type: 'text' }
 import apps from './app/apps.js' with { type: 'text' }
 import keys from './app/keys.js' with { type: 'text' }
+import reporters from './app/reporters.js' with { type: 'text' }
 import inbox from './app/inbox.js' with { type: 'text' }
 import report from './app/report.js' with { type: 'text' }
 import account from './app/account.js' with { type: 'text' }
@@ -80,6 +81,7 @@ export const ASSETS: Asset[] = [
   asset('@fixloop/auth', 'auth.js', auth),
   asset('@fixloop/apps', 'apps.js', apps),
   asset('@fixloop/keys', 'keys.js', keys),
+  asset('@fixloop/reporters', 'reporters.js', reporters),
   asset('@fixloop/inbox', 'inbox.js', inbox),
   asset('@fixloop/replay', 'replay.js', replay),
   asset('@fixloop/report', 'report.js', report),

@@ -6,6 +6,7 @@ import { html, Link, navigate, useLocation, ErrorBox } from '@fixloop/ui'
 import { SignIn, Setup } from '@fixloop/auth'
 import { AppsPage, AppPage, OrgsPage } from '@fixloop/apps'
 import { KeysPage, AuditPage } from '@fixloop/keys'
+import { ReportersPage } from '@fixloop/reporters'
 import { InboxPage } from '@fixloop/inbox'
 import { ReportPage } from '@fixloop/report'
 import { AccountPage } from '@fixloop/account'
@@ -18,6 +19,7 @@ const ORG_PAGES = [
   [/^apps\/([0-9a-f]{24})$/, (org, m, me) => html`<${AppPage} org=${org} appId=${m[1]} me=${me} />`],
   [/^keys$/, (org) => html`<${KeysPage} org=${org} />`],
   [/^audit$/, (org) => html`<${AuditPage} org=${org} />`],
+  [/^reporters$/, (org) => html`<${ReportersPage} org=${org} />`],
   [/^webhooks$/, (org) => html`<${WebhooksPage} org=${org} />`],
 ]
 
@@ -46,6 +48,7 @@ function Frame({ me, orgs, orgId, children, onSignOut }) {
           ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/keys`, 'API keys')}
           ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/webhooks`, 'Webhooks')}
           ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/audit`, 'Audit log')}
+          ${org && org.role === 'owner' && nav(`/admin/o/${org.id}/reporters`, 'Reporters')}
           ${nav('/admin/orgs', 'Orgs')}
           ${nav('/admin/account', 'Account')}
         </ul>
