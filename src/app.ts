@@ -42,6 +42,7 @@ import { metricsRoutes } from './modules/metrics/index'
 import type { Metrics } from './modules/metrics/service'
 import { rootRoutes } from './modules/health/root'
 import { challengeRoutes } from './modules/abuse/index'
+import { widgetConfigRoutes } from './modules/apps/widget-config'
 
 
 /** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
@@ -103,6 +104,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(healthRoutes(ops.readiness, VERSION, ctx.config.metricsToken))
     .use(metricsRoutes(ops.metrics.registry, ctx.config.metricsToken))
     .use(challengeRoutes(auth, s.pow, async (appId) => (await s.mail.repo.smtp(appId)) !== null))
+    .use(widgetConfigRoutes(auth))
     .use(widgetFeedbackRoutes(auth, s.intake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
     .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs) : new Elysia({ name: 'no-embedded-uploads' }))

@@ -69,6 +69,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'POST /v1/feedback/{id}/tracker-issue': { access: 'reports.triage', allowed: ALL },
   'GET /v1/me/feedback': { access: 'widget' },
   'GET /v1/widget/challenge': { access: 'widget' },
+  'GET /v1/widget/config': { access: 'widget' },
   'GET /v1/mail/unsubscribe': { access: 'anyone' },
   'POST /v1/mail/unsubscribe': { access: 'anyone' },
   'GET /v1/mail/confirm': { access: 'anyone' },

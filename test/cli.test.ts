@@ -25,6 +25,7 @@ const APP_KEYS = [
   'spamEvents',
   'spamRetentionDays',
   'retentionDays',
+  'replay',
 ].sort()
 
 const dirs: string[] = []
@@ -90,6 +91,7 @@ describe('commands and their --json output', () => {
       batchWindowHours: 24,
       spamRetentionDays: 30,
       retentionDays: 0,
+      replay: { mode: 'off', seconds: 60 },
     })
     expect(new Date(app.createdAt).toISOString()).toBe(app.createdAt)
   })
@@ -99,6 +101,7 @@ describe('commands and their --json output', () => {
       'app', 'create', '--org', orgId, '--name', 'Full', '--slug', 'full-app', '--public-submission', 'false',
       '--allowed-origins', 'https://a.example,https://B.example/', '--processing-mode', 'auto_pr', '--batch', 'true', '--batch-window-hours', '6',
       '--proof-of-work', 'high', '--spam-events', 'true', '--spam-retention-days', '0', '--retention-days', '90',
+      '--replay', 'masked', '--replay-seconds', '120',
     ])
     expect(app).toMatchObject({
       slug: 'full-app',
@@ -111,7 +114,16 @@ describe('commands and their --json output', () => {
       spamEvents: true,
       spamRetentionDays: 0,
       retentionDays: 90,
+      replay: { mode: 'masked', seconds: 120 },
     })
+  })
+
+  test('app update --replay / --replay-seconds: each part alone, the other kept', async () => {
+    const app = await cliJson(dataDir, ['app', 'create', '--org', orgId, '--name', 'Replayed'])
+    expect(app.replay).toEqual({ mode: 'off', seconds: 60 })
+    expect((await cliJson(dataDir, ['app', 'update', app.id, '--replay', 'inputs'])).replay).toEqual({ mode: 'inputs', seconds: 60 })
+    expect((await cliJson(dataDir, ['app', 'update', app.id, '--replay-seconds', '300'])).replay).toEqual({ mode: 'inputs', seconds: 300 })
+    expect((await cliJson(dataDir, ['app', 'update', app.id, '--replay', 'off', '--replay-seconds', '10'])).replay).toEqual({ mode: 'off', seconds: 10 })
   })
 
   test('app update → the App (no secret); unchanged settings stay', async () => {
@@ -181,7 +193,7 @@ describe('--help', () => {
     const key = (await runBinary(['key', '--help'])).stdout
     for (const c of ['key create', 'key revoke']) expect(key).toContain(c)
     const app = (await runBinary(['app', '--help'])).stdout
-    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events', '--spam-retention-days', '--retention-days']) {
+    for (const c of ['app create', 'app update', 'app rotate-secret', 'app delete', '--public-submission', '--allowed-origins', '--processing-mode', '--batch', '--batch-window-hours', '--proof-of-work', '--spam-events', '--spam-retention-days', '--retention-days', '--replay', '--replay-seconds']) {
       expect(app).toContain(c)
     }
   })
@@ -206,6 +218,10 @@ describe('errors: non-zero exit, message on stderr, nothing on stdout', () => {
     ['--spam-retention-days x', () => ['app', 'create', '--org', orgId, '--name', 'X', '--spam-retention-days', 'x'], /spam-retention-days/],
     ['--retention-days 3651', () => ['app', 'create', '--org', orgId, '--name', 'X', '--retention-days', '3651'], /retention-days/],
     ['--retention-days -1', () => ['app', 'create', '--org', orgId, '--name', 'X', '--retention-days', '-1'], /retention-days/],
+    ['--replay all', () => ['app', 'create', '--org', orgId, '--name', 'X', '--replay', 'all'], /--replay must be one of off, masked, inputs, got "all"/],
+    ['--replay-seconds 9', () => ['app', 'create', '--org', orgId, '--name', 'X', '--replay-seconds', '9'], /--replay-seconds must be an integer from 10 to 300/],
+    ['--replay-seconds 301', () => ['app', 'update', '0'.repeat(24), '--replay-seconds', '301'], /--replay-seconds must be an integer from 10 to 300/],
+    ['--replay-seconds x', () => ['app', 'update', '0'.repeat(24), '--replay-seconds', 'x'], /replay-seconds/],
     ['--batch yes', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch', 'yes'], /batch/],
     ['--allowed-origins not an origin', () => ['app', 'create', '--org', orgId, '--name', 'X', '--allowed-origins', 'https://a.example/path'], /origin/],
     ['bad flag on update', () => ['app', 'update', '0'.repeat(24), '--processing-mode', 'bogus'], /processing-mode/],

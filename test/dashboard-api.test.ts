@@ -416,6 +416,13 @@ describe('documented and robust', () => {
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { retentionDays: 3651 }],
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { retentionDays: -1 }],
     ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { retentionDays: '7' }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: { mode: 'all' } }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: { seconds: 9 } }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: { seconds: 301 } }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: { seconds: '60' } }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: { mode: 'masked', extra: 1 } }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: 'masked' }],
+    ['PATCH', '/admin/api/orgs/{org}/apps/{app}', { replay: { mode: 'masked\u0000' } }],
     ['POST', '/admin/api/orgs/{org}/apps', { name: 'Fuzzed', proofOfWork: ['normal'] }],
   ]
   test.each(JUNK)('%s %s with junk: a 4xx envelope, never a 5xx', async (method, path, body) => {
@@ -427,7 +434,7 @@ describe('documented and robust', () => {
 
   test('junk abuse-defence settings leave the App as it was', async () => {
     const apps = (await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/apps`)).body.data
-    expect(apps.find((a: any) => a.id === acme.appId)).toMatchObject({ proofOfWork: 'off', spamEvents: false, spamRetentionDays: 30 })
+    expect(apps.find((a: any) => a.id === acme.appId)).toMatchObject({ proofOfWork: 'off', spamEvents: false, spamRetentionDays: 30, replay: { mode: 'off', seconds: 60 } })
     expect(apps.some((a: any) => a.name === 'Fuzzed')).toBe(false)
   })
 
@@ -441,5 +448,14 @@ describe('documented and robust', () => {
     const path = `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`
     expect((await as(owner, 'PATCH', path, { retentionDays: 90 })).body.retentionDays).toBe(90)
     expect((await as(owner, 'PATCH', path, { retentionDays: 0 })).body.retentionDays).toBe(0)
+  })
+
+  test('the App page sets session replay; a part left out keeps its value', async () => {
+    const path = `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`
+    expect((await as(owner, 'PATCH', path, { replay: { mode: 'masked', seconds: 45 } })).body.replay).toEqual({ mode: 'masked', seconds: 45 })
+    expect((await as(owner, 'PATCH', path, { replay: { mode: 'inputs' } })).body.replay).toEqual({ mode: 'inputs', seconds: 45 })
+    const apps = (await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/apps`)).body.data
+    expect(apps.find((a: any) => a.id === acme.appId).replay).toEqual({ mode: 'inputs', seconds: 45 })
+    expect((await as(owner, 'PATCH', path, { replay: { mode: 'off', seconds: 60 } })).body.replay).toEqual({ mode: 'off', seconds: 60 })
   })
 })

@@ -8,8 +8,8 @@ import { eventually, seedTenant, startTestServer, type Tenant, type TestServer }
 import { ReplyLog, expectEnvelope, secretForms, userToken } from './helpers-auth'
 import { dbRows } from './sqlite-of'
 
-// Spec 2.1's fields, plus the additive abuse-defence settings (docs/api.md: proofOfWork, spamEvents).
-const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'proofOfWork', 'publicKey', 'publicSubmissionEnabled', 'retentionDays', 'slug', 'spamEvents', 'spamRetentionDays']
+// Spec 2.1's fields, plus the additive settings (docs/api.md: proofOfWork, spamEvents, spamRetentionDays, retentionDays, replay).
+const APP_FIELDS = ['allowedOrigins', 'batchEnabled', 'batchWindowHours', 'createdAt', 'description', 'id', 'name', 'processingMode', 'proofOfWork', 'publicKey', 'publicSubmissionEnabled', 'retentionDays', 'slug', 'spamEvents', 'spamRetentionDays', 'replay'].sort()
 
 let srv: TestServer
 let a: Tenant

@@ -39,6 +39,12 @@ export interface BlobStore {
    * folder): clients download through presigned URLs.
    */
   read(key: string, maxBytes: number): Promise<Uint8Array | null>
+  /**
+   * Replaces a referenced object with new content (a session replay's scrubbed version): written to
+   * `sealedKey(key)`, and whatever else the store held for the key (S3's unsealed upload) removed, so the
+   * raw bytes are gone. No presigned URL can write there.
+   */
+  replaceSealed(key: string, bytes: Uint8Array, contentType: string): Promise<void>
 }
 
 /** Content types a widget may upload. Nothing a browser could run as a page (HTML, SVG, JavaScript). */
@@ -53,7 +59,14 @@ export const ALLOWED_CONTENT_TYPES: readonly string[] = [
   'application/pdf',
   'video/webm',
   'video/mp4',
+  // Session replays only (kind 'replay', REPLAY_CONTENT_TYPES): gzip of rrweb JSON.
+  'application/gzip',
 ]
+
+/** The types a session replay (kind 'replay') is uploaded as: gzip of UTF-8 JSON, or the JSON itself. */
+export const REPLAY_CONTENT_TYPES: readonly string[] = ['application/gzip', 'application/json']
+/** Types only a session replay may use: anything else uploaded as gzip could be anything. */
+export const REPLAY_ONLY_CONTENT_TYPES: readonly string[] = ['application/gzip']
 
 /** Upload keys are "<appId>/<32 hex>": unguessable, scoped to the App, and safe as a file path. */
 export const UPLOAD_KEY_RE = /^[0-9a-f]{24}\/[0-9a-f]{32}$/

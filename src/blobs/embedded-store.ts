@@ -6,7 +6,7 @@
  */
 import { createPrivateFile } from '../db/data-dir'
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { linkSync, mkdirSync, writeFileSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
+import { linkSync, mkdirSync, writeFileSync, rmSync, statSync, readFileSync, existsSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { UPLOAD_KEY_RE } from './blob-store'
@@ -76,7 +76,8 @@ export class EmbeddedBlobStore implements BlobStore {
   async read(key: string, maxBytes: number): Promise<Uint8Array | null> {
     const file = this.pathOf(key)
     if (!existsSync(file) || statSync(file).size > maxBytes) return null
-    // Objects are never rewritten in place (writeStream links a complete file), so the size checked holds.
+    // Objects are never rewritten in place (writeStream links a complete file; replaceSealed renames one
+    // over it): the read is still bounded after the fact, in case the file was replaced since the stat.
     const bytes = new Uint8Array(await Bun.file(file).arrayBuffer())
     return bytes.length > maxBytes ? null : bytes
   }
@@ -85,6 +86,20 @@ export class EmbeddedBlobStore implements BlobStore {
     const file = this.pathOf(key)
     rmSync(file, { force: true })
     rmSync(`${file}.type`, { force: true })
+  }
+
+  /** The object is the sealed one here: replaced whole (temp file, then rename) so no reader sees half. */
+  async replaceSealed(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+    const file = this.pathOf(key)
+    const tmp = `${file}.scrub-${process.pid}-${Date.now()}`
+    createPrivateFile(tmp)
+    try {
+      await Bun.write(tmp, bytes)
+      writeFileSync(`${file}.type`, contentType, { mode: 0o600 })
+      renameSync(tmp, file)
+    } finally {
+      rmSync(tmp, { force: true })
+    }
   }
 
   /**

@@ -108,6 +108,12 @@ export class S3BlobStore implements BlobStore {
     return new Uint8Array(Buffer.concat(chunks))
   }
 
+  /** Writes the sealed copy, then removes the unsealed upload (a presigned PUT's target, raw bytes). */
+  async replaceSealed(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+    await this.client.putObject(this.cfg.bucket, this.sealedKey(key), Buffer.from(bytes), bytes.byteLength, { 'Content-Type': contentType })
+    await this.client.removeObject(this.cfg.bucket, key)
+  }
+
   async remove(key: string): Promise<void> {
     await this.client.removeObject(this.cfg.bucket, key)
     await this.client.removeObject(this.cfg.bucket, this.sealedKey(key))

@@ -6,7 +6,7 @@ import { loadConfig } from '../config'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
 import { type AppSettings } from '../modules/tenants/service'
-import { PROCESSING_MODES, type ProcessingMode } from '../modules/apps/model'
+import { isReplayMode, PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, type ProcessingMode } from '../modules/apps/model'
 import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
@@ -60,6 +60,10 @@ Settings:
                                         than N days are deleted with their attachments
   --retention-days N                    default 0 (0-3650; 0 keeps reports forever): reports older than N days are
                                         deleted with their attachments and blobs (docs/operations.md "Retention")
+  --replay off|masked|inputs            default off; session replay: the widget keeps the last N seconds of the page
+                                        and sends them with a report (masked: all text and input values masked,
+                                        media blocked; inputs: input values masked); docs/api.md "Session replay"
+  --replay-seconds N                    default 60 (10-300): the seconds the widget keeps
 Repository settings (connect-repo; the token is read from a file, never from the command line):
   --git-url URL                 https://host/owner/repo.git, git@host:owner/repo.git or a local path
   --base-branch NAME            default main
@@ -95,6 +99,8 @@ const APP_FLAGS = {
   'spam-events': { type: 'string' },
   'spam-retention-days': { type: 'string' },
   'retention-days': { type: 'string' },
+  replay: { type: 'string' },
+  'replay-seconds': { type: 'string' },
   'git-url': { type: 'string' },
   'base-branch': { type: 'string' },
   host: { type: 'string' },
@@ -184,6 +190,12 @@ function settingsFrom(v: Record<string, string | string[] | boolean | undefined>
   }
   const pow = v['proof-of-work'] as string | undefined
   if (pow !== undefined && !isProofOfWorkLevel(pow)) throw new UsageError(`--proof-of-work must be one of ${PROOF_OF_WORK_LEVELS.join(', ')}, got "${pow}"`)
+  const replayMode = v.replay as string | undefined
+  if (replayMode !== undefined && !isReplayMode(replayMode)) throw new UsageError(`--replay must be one of ${REPLAY_MODES.join(', ')}, got "${replayMode}"`)
+  const replaySeconds = parseIntFlag(v['replay-seconds'] as string | undefined, 'replay-seconds')
+  if (replaySeconds !== undefined && (replaySeconds < REPLAY_SECONDS_MIN || replaySeconds > REPLAY_SECONDS_MAX)) {
+    throw new UsageError(`--replay-seconds must be an integer from ${REPLAY_SECONDS_MIN} to ${REPLAY_SECONDS_MAX}, got "${replaySeconds}"`)
+  }
   return {
     name: v.name as string | undefined,
     slug: v.slug as string | undefined,
@@ -197,10 +209,11 @@ function settingsFrom(v: Record<string, string | string[] | boolean | undefined>
     spamEvents: parseBoolFlag(v['spam-events'] as string | undefined, 'spam-events'),
     spamRetentionDays: parseIntFlag(v['spam-retention-days'] as string | undefined, 'spam-retention-days'),
     retentionDays: parseIntFlag(v['retention-days'] as string | undefined, 'retention-days'),
+    replay: replayMode === undefined && replaySeconds === undefined ? undefined : { mode: replayMode, seconds: replaySeconds },
   }
 }
 
-const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events', 'spam-retention-days', 'retention-days']
+const SETTINGS_FLAGS = ['name', 'slug', 'description', 'public-submission', 'allowed-origins', 'processing-mode', 'batch', 'batch-window-hours', 'proof-of-work', 'spam-events', 'spam-retention-days', 'retention-days', 'replay', 'replay-seconds']
 
 /**
  * The flags each command accepts and whether it takes an id argument. The groups share one parser,

@@ -55,13 +55,17 @@ export interface WidgetCaller {
   charge(extra: number): void | Promise<void>
 }
 
-/** `mine` (GET /v1/me/feedback) reads one user's reports: it needs a user token and shares the upload-URL buckets. */
-export type WidgetRequestKind = 'submit' | 'presign' | 'challenge' | 'mine'
-const PRIVATE_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'privateSubmit', presign: 'privatePresign', challenge: 'privateChallenge', mine: 'privatePresign' }
-const PUBLIC_SCOPE: Record<Exclude<WidgetRequestKind, 'mine'>, RateScope> = { submit: 'publicSubmit', presign: 'publicPresign', challenge: 'publicChallenge' }
+/**
+ * `mine` (GET /v1/me/feedback) reads one user's reports: it needs a user token and shares the upload-URL buckets.
+ * `config` (GET /v1/widget/config, once per page load) has buckets of its own, sized like the challenge's, so
+ * page loads never eat the challenges a submission needs.
+ */
+export type WidgetRequestKind = 'submit' | 'presign' | 'challenge' | 'config' | 'mine'
+const PRIVATE_SCOPE: Record<WidgetRequestKind, RateScope> = { submit: 'privateSubmit', presign: 'privatePresign', challenge: 'privateChallenge', config: 'privateConfig', mine: 'privatePresign' }
+const PUBLIC_SCOPE: Record<Exclude<WidgetRequestKind, 'mine'>, RateScope> = { submit: 'publicSubmit', presign: 'publicPresign', challenge: 'publicChallenge', config: 'publicConfig' }
 
 /**
- * Authenticates a widget request. `submit`, `presign` and `challenge` differ only in which buckets they draw from.
+ * Authenticates a widget request. `submit`, `presign`, `challenge` and `config` differ only in which buckets they draw from.
  * A `mine` request without a user token is a missing credential (401 invalid_user_token) on any App:
  * `public_disabled` (403) is about submitting without one, and says nothing true about a read.
  */

@@ -1,7 +1,8 @@
 /**
  * Which cross-origin requests a browser may make. Only the widget routes are open to browsers:
  * POST /v1/feedback and POST /v1/feedback/upload-url (and the embedded store's PUT), GET /v1/me/feedback
- * (the widget's "Your reports": a pub_ key plus a user token) and GET /v1/widget/challenge (proof of work). `sk_` routes are
+ * (the widget's "Your reports": a pub_ key plus a user token), GET /v1/widget/challenge (proof of work) and
+ * GET /v1/widget/config (the App's settings the widget needs at page load, e.g. session replay). `sk_` routes are
  * server-side only and get no Access-Control-Allow-Origin.
  *
  * A preflight carries no key, so it cannot name the App: it is allowed when some live App accepts
@@ -23,7 +24,7 @@ const PREFLIGHT_MAX_AGE = 600
 
 const WIDGET_POST_PATHS = new Set(['/v1/feedback', '/v1/feedback/upload-url'])
 
-const WIDGET_GET_PATHS = new Set(['/v1/me/feedback', '/v1/widget/challenge'])
+const WIDGET_GET_PATHS = new Set(['/v1/me/feedback', '/v1/widget/challenge', '/v1/widget/config'])
 
 function isWidgetRoute(method: string, path: string): boolean {
   if (method === 'POST') return WIDGET_POST_PATHS.has(path)

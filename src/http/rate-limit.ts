@@ -106,6 +106,9 @@ export const RATE_LIMITS = {
   // GET /v1/widget/challenge (proof of work): a widget asks one per submission and one per upload URL.
   publicChallenge: { capacity: 120, refillPerSecond: 2 },
   privateChallenge: { capacity: 240, refillPerSecond: 4 },
+  // GET /v1/widget/config: one per page load (and the browser caches it for a minute).
+  publicConfig: { capacity: 120, refillPerSecond: 2 },
+  privateConfig: { capacity: 240, refillPerSecond: 4 },
   orgKey: { capacity: 100, refillPerSecond: 10 },
 } as const satisfies Record<string, BucketSpec>
 

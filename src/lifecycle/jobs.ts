@@ -2,7 +2,7 @@
  * The job kinds of the durable queue, spelled once. Each kind names what its job is about: a report
  * (`feedbackId`), an App (`appId`) or nothing (housekeeping). `enqueue` takes exactly that target.
  */
-export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc', 'pr_poll', 'review', 'tracker_push', 'tracker_poll'] as const
+export const JOB_KINDS = ['process', 'agent', 'batch_release', 'uploads_gc', 'pr_poll', 'review', 'tracker_push', 'tracker_poll', 'replay_scrub'] as const
 export type JobKind = (typeof JOB_KINDS)[number]
 
 export const isJobKind = (s: string): s is JobKind => (JOB_KINDS as readonly string[]).includes(s)
@@ -28,6 +28,11 @@ export interface JobTargets {
   tracker_push: { feedbackId: string }
   /** Poll the state of the tracker issues fixloop created (FIXLOOP_TRACKER_POLL_MINUTES). */
   tracker_poll: Record<string, never>
+  /**
+   * Scrub the session replays reports reference (modules/uploads/service.ts `scrubPendingReplays`): queued
+   * when a report with a replay is stored, and every few minutes as a safety net (a crash in between).
+   */
+  replay_scrub: Record<string, never>
 }
 
 /** A row of the durable job table, as both storage sides return it (snake_case, epoch ms as numbers). */

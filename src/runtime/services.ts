@@ -22,6 +22,7 @@ import { createAgentRunner, sanitizeReview, sanitizeReviewAuthor } from '../agen
 import { type JobStep } from '../worker/loop'
 import { createReviewStep, createStartAgentStep } from '../worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from '../worker/steps/collect-uploads'
+import { createScrubReplaysStep } from '../worker/steps/scrub-replays'
 import { createPollPullRequestsStep, schedulePrPoll } from '../worker/steps/poll-pull-requests'
 import { createPollTrackerIssuesStep, createPushTrackerIssueStep, scheduleTrackerPoll } from '../worker/steps/tracker-sync'
 import { createTrackerSync } from '../modules/trackers/sync'
@@ -82,7 +83,11 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     keyUsed: createKeyActivity(ctx.store.admins, clock),
   }
   const blobs = createBlobStore(ctx)
-  const uploads = createUploadsService(ctx.store.uploads, blobs, clock, log, config.uploadGraceHours * 3600_000)
+  // Session replays are scrubbed by their own job, queued when a report with one is stored (scrub-replays.ts).
+  const uploads = createUploadsService(ctx.store.uploads, blobs, clock, log, config.uploadGraceHours * 3600_000, {
+    schedule: () => lifecycle.enqueue('replay_scrub', {}, clock.now()),
+    masking: async (orgId, appId) => ((await ctx.store.apps.getForOrg(orgId, appId))?.replayMode === 'inputs' ? 'inputs' : 'masked'),
+  })
   const connections = domain.connections
   const agentRunsRepo = ctx.store.agentRuns
   const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {
@@ -113,6 +118,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     agent: createStartAgentStep(runner),
     review: createReviewStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
+    replay_scrub: createScrubReplaysStep(uploads, lifecycle, clock),
     pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs }),
     tracker_push: createPushTrackerIssueStep(trackerSync),
     tracker_poll: createPollTrackerIssuesStep({ sync: trackerSync, lifecycle, clock, everyMs: trackerPollEveryMs }),

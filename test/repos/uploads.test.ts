@@ -15,7 +15,7 @@ describeEachDialect('uploads repo', (fresh) => {
     await repo.insert(upload('a1/k1', 1_000, 'shot.png'))
     expect(await repo.byKey('a1/k1')).toEqual({
       key: 'a1/k1', app_id: 'a1', org_id: 'o1', kind: 'attachment', content_type: 'image/png', byte_size: 1234, filename: 'shot.png',
-      created_at: 1_000, expires_at: 901_000, uploaded_at: null, feedback_id: null,
+      created_at: 1_000, expires_at: 901_000, uploaded_at: null, feedback_id: null, replay_state: null,
     })
     await repo.markUploaded('a1/k1', 5_000)
     expect((await repo.byKey('a1/k1'))?.uploaded_at).toBe(5_000)
@@ -43,6 +43,29 @@ describeEachDialect('uploads repo', (fresh) => {
     expect(await repo.deleteUnreferenced('a1/a')).toBe(true)
     expect(await repo.deleteUnreferenced('a1/a')).toBe(false)
     expect(await repo.unreferenced(10_000, 10)).toEqual(['a1/b', 'a1/c'])
+  })
+
+  test('replays: pending only once a report references them, oldest first; settled once, with the scrubbed type and size', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = s.store.uploads
+    const replay = (key: string, at: number): NewUpload => ({ ...upload(key, at), kind: 'replay', contentType: 'application/json', replayState: 'pending' })
+    for (const [key, at] of [['a1/r2', 2_000], ['a1/r1', 1_000], ['a1/loose', 500]] as const) await repo.insert(replay(key, at))
+    await repo.insert(upload('a1/shot', 100))
+    expect(await repo.pendingReplays(10)).toEqual([])
+    const out = await s.store.feedback.submit(
+      { orgId: 'o1', appId: 'a1', severity: null, text: 't', url: null, userAgent: null, viewport: null, consoleLogs: null, attachments: null, componentTarget: null, metadata: null, submittedMode: 'public', externalUserId: null, email: null, submitterName: null, userContext: null },
+      ['a1/r1', 'a1/r2', 'a1/shot'],
+      null,
+    )
+    expect(out.kind).toBe('answered')
+    expect((await repo.pendingReplays(10)).map((r) => r.key)).toEqual(['a1/r1', 'a1/r2'])
+    expect((await repo.pendingReplays(1)).map((r) => r.key)).toEqual(['a1/r1'])
+    expect(await repo.settleReplay('a1/r1', 'ready', 'application/gzip', 77)).toBe(true)
+    expect(await repo.settleReplay('a1/r1', 'unreadable', 'application/gzip', 0)).toBe(false)
+    expect(await repo.byKey('a1/r1')).toMatchObject({ replay_state: 'ready', content_type: 'application/gzip', byte_size: 77 })
+    expect((await repo.pendingReplays(10)).map((r) => r.key)).toEqual(['a1/r2'])
+    expect((await repo.byKey('a1/shot'))?.replay_state).toBeNull()
   })
 
   test('writes of one turn share the group commit and each resolves after it', async () => {

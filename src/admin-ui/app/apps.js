@@ -62,6 +62,13 @@ const POW_LEVELS = [
   ['high', 'High (under attack; slower on old phones)'],
 ]
 
+/** Session replay modes (docs/api.md "Session replay"): the label says what is masked. */
+const REPLAY_MODES = [
+  ['off', 'Off'],
+  ['masked', 'Masked (all text and input values hidden, media blocked)'],
+  ['inputs', 'Inputs masked (page text recorded)'],
+]
+
 function Settings({ org, app, onSaved }) {
   const [f, setF] = useState({
     name: app.name,
@@ -76,12 +83,22 @@ function Settings({ org, app, onSaved }) {
     spamEvents: !!app.spamEvents,
     spamRetentionDays: app.spamRetentionDays ?? 30,
     retentionDays: app.retentionDays ?? 0,
+    replayMode: app.replay?.mode ?? 'off',
+    replaySeconds: app.replay?.seconds ?? 60,
   })
   const [saved, setSaved] = useState(false)
   const set = (k) => (e) => setF({ ...f, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value })
   const [run, busy, error] = useAction(async () => {
     setSaved(false)
-    const body = { ...f, batchWindowHours: Number(f.batchWindowHours), spamRetentionDays: Number(f.spamRetentionDays), retentionDays: Number(f.retentionDays), allowedOrigins: f.allowedOrigins.split(/[\s,]+/).filter(Boolean) }
+    const { replayMode, replaySeconds, ...rest } = f
+    const body = {
+      ...rest,
+      batchWindowHours: Number(f.batchWindowHours),
+      spamRetentionDays: Number(f.spamRetentionDays),
+      retentionDays: Number(f.retentionDays),
+      replay: { mode: replayMode, seconds: Number(replaySeconds) },
+      allowedOrigins: f.allowedOrigins.split(/[\s,]+/).filter(Boolean),
+    }
     onSaved(await api('PATCH', `/admin/api/orgs/${org.id}/apps/${app.id}`, { body }))
     setSaved(true)
   })
@@ -105,6 +122,11 @@ function Settings({ org, app, onSaved }) {
         <small id="spam-retention-hint">Reports in the spam folder longer than this are deleted with their attachments. 0 keeps them.</small></div>
       <div class="field"><label for="s-retention">Keep reports (days)</label><input id="s-retention" type="number" min="0" max="3650" aria-describedby="retention-hint" value=${f.retentionDays} onInput=${set('retentionDays')} />
         <small id="retention-hint">Reports older than this are deleted with their attachments. 0 keeps them forever.</small></div>
+      <div class="field"><label for="s-replay">Session replay</label>
+        <select id="s-replay" value=${f.replayMode} onChange=${set('replayMode')} aria-describedby="replay-hint">
+          ${REPLAY_MODES.map(([v, label]) => html`<option value=${v}>${label}</option>`)}</select>
+        <small id="replay-hint">The widget keeps the last seconds of the page in the browser and sends them only with a report; the server scrubs them like report text. Elements with class fixloop-block are never recorded.</small></div>
+      <div class="field"><label for="s-replay-seconds">Replay length (seconds)</label><input id="s-replay-seconds" type="number" min="10" max="300" disabled=${f.replayMode === 'off'} value=${f.replaySeconds} onInput=${set('replaySeconds')} /></div>
       <div class="field wide"><label for="s-origins">Allowed origins</label>
         <textarea id="s-origins" rows="3" aria-describedby="origins-hint" value=${f.allowedOrigins} onInput=${set('allowedOrigins')}></textarea>
         <small id="origins-hint">One per line, e.g. https://app.example.com. Empty: any origin.</small></div>

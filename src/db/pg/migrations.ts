@@ -23,6 +23,7 @@ import p0015 from '../../../migrations-pg/0015_spam_retention.sql' with { type: 
 import p0016 from '../../../migrations-pg/0016_mail_confirm.sql' with { type: 'text' }
 import p0017 from '../../../migrations-pg/0017_fair_claim.sql' with { type: 'text' }
 import p0018 from '../../../migrations-pg/0018_retention_days.sql' with { type: 'text' }
+import p0019 from '../../../migrations-pg/0019_session_replay.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -44,4 +45,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0016_mail_confirm', sql: p0016 },
   { name: '0017_fair_claim', sql: p0017 },
   { name: '0018_retention_days', sql: p0018 },
+  { name: '0019_session_replay', sql: p0019 },
 ]

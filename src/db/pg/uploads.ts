@@ -14,9 +14,9 @@ export function createPgUploadsRepo({ pool }: PgStorage, committer: PgGroupCommi
     insert: (r) =>
       committer.run(async ({ client }) => {
         await client.query(
-          `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [r.key, r.appId, r.orgId, r.kind, r.contentType, r.byteSize, r.filename, r.createdAt, r.expiresAt],
+          `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at, replay_state)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          [r.key, r.appId, r.orgId, r.kind, r.contentType, r.byteSize, r.filename, r.createdAt, r.expiresAt, r.replayState ?? null],
         )
       }),
     byKey: (key) => one<UploadRow>(pool, 'SELECT * FROM uploads WHERE key = $1', [key]),
@@ -24,5 +24,8 @@ export function createPgUploadsRepo({ pool }: PgStorage, committer: PgGroupCommi
     unreferenced: async (before, limit) =>
       (await many<{ key: string }>(pool, 'SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < $1 ORDER BY created_at, key LIMIT $2', [before, limit])).map((r) => r.key),
     deleteUnreferenced: async (key) => (await exec(pool, 'DELETE FROM uploads WHERE key = $1 AND feedback_id IS NULL', [key])) > 0,
+    pendingReplays: (limit) => many<UploadRow>(pool, "SELECT * FROM uploads WHERE replay_state = 'pending' AND feedback_id IS NOT NULL ORDER BY created_at, key LIMIT $1", [limit]),
+    settleReplay: async (key, state, contentType, byteSize) =>
+      (await exec(pool, "UPDATE uploads SET replay_state = $1, content_type = $2, byte_size = $3 WHERE key = $4 AND replay_state = 'pending'", [state, contentType, byteSize, key])) > 0,
   }
 }

@@ -47,6 +47,10 @@ export const apps = sqliteTable(
     spamRetentionDays: integer('spam_retention_days').notNull().default(30),
     /** Days a report is kept before the report retention deletes it (src/modules/reporters/retention.ts); 0 keeps it. */
     retentionDays: integer('retention_days').notNull().default(0),
+    /** Session replay the widget records (issue 39): 'off' | 'masked' | 'inputs' (docs/api.md "Session replay"). */
+    replayMode: text('replay_mode').notNull().default('off'),
+    /** Seconds of the page the widget keeps in memory when replay is on (10..300). */
+    replaySeconds: integer('replay_seconds').notNull().default(60),
     /** AES-256-GCM sealed signing secret (see core/crypto.ts). */
     signingSecretEnc: text('signing_secret_enc').notNull(),
     createdAt: integer('created_at').notNull(),

@@ -19,7 +19,12 @@ export const uploads = sqliteTable(
     uploadedAt: integer('uploaded_at'),
     /** The report that references this object; unreferenced objects are removed after a grace period. */
     feedbackId: text('feedback_id'),
+    /** A session replay's scrub: 'pending' | 'ready' | 'unreadable' (src/db/schema/uploads.ts); null for other kinds. */
+    replayState: text('replay_state'),
   },
-  (t) => [index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`)],
+  (t) => [
+    index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`),
+    index('uploads_replay_pending_idx').on(t.createdAt).where(sql`replay_state = 'pending' AND feedback_id IS NOT NULL`),
+  ],
 )
 

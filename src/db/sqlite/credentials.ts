@@ -20,6 +20,8 @@ interface RawApp {
   spam_events: number
   spam_retention_days: number
   retention_days: number
+  replay_mode: string
+  replay_seconds: number
   signing_secret_enc: string
   created_at: number
   updated_at: number
@@ -42,6 +44,8 @@ const toAppRow = (raw: RawApp): AppRow => ({
   spamEvents: !!raw.spam_events,
   spamRetentionDays: raw.spam_retention_days,
   retentionDays: raw.retention_days,
+  replayMode: raw.replay_mode,
+  replaySeconds: raw.replay_seconds,
   signingSecretEnc: raw.signing_secret_enc,
   createdAt: raw.created_at,
   updatedAt: raw.updated_at,

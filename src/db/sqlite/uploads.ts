@@ -14,18 +14,24 @@ export function prepareMarkReferenced(sqlite: Database) {
 
 export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: GroupCommitter): UploadsRepo {
   const insert = sqlite.query(
-    `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at)
-     VALUES ($key, $appId, $orgId, $kind, $contentType, $byteSize, $filename, $createdAt, $expiresAt)`,
+    `INSERT INTO uploads (key, app_id, org_id, kind, content_type, byte_size, filename, created_at, expires_at, replay_state)
+     VALUES ($key, $appId, $orgId, $kind, $contentType, $byteSize, $filename, $createdAt, $expiresAt, $replayState)`,
   )
   const byKey = sqlite.query<UploadRow, [string]>('SELECT * FROM uploads WHERE key = ?')
   const markUploaded = sqlite.query('UPDATE uploads SET uploaded_at = ? WHERE key = ?')
   const unreferenced = sqlite.query<{ key: string }, [number, number]>('SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?')
   const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
+  const pendingReplays = sqlite.query<UploadRow, [number]>(
+    "SELECT * FROM uploads WHERE replay_state = 'pending' AND feedback_id IS NOT NULL ORDER BY created_at, key LIMIT ?",
+  )
+  const settleReplay = sqlite.query("UPDATE uploads SET replay_state = ?, content_type = ?, byte_size = ? WHERE key = ? AND replay_state = 'pending'")
   return {
-    insert: (row) => committer.run(() => void insert.run({ ...row })),
+    insert: (row) => committer.run(() => void insert.run({ ...row, replayState: row.replayState ?? null })),
     byKey: async (key) => byKey.get(key) ?? undefined,
     markUploaded: (key, at) => committer.run(() => void markUploaded.run(at, key)),
     unreferenced: async (before, limit) => unreferenced.all(before, limit).map((r) => r.key),
     deleteUnreferenced: async (key) => deleteRow.run(key).changes > 0,
+    pendingReplays: async (limit) => pendingReplays.all(limit),
+    settleReplay: async (key, state, contentType, byteSize) => settleReplay.run(state, contentType, byteSize, key).changes > 0,
   }
 }

@@ -3,7 +3,7 @@ import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
 import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { oneOf, int } from '../../core/schema'
-import { PROCESSING_MODES } from '../apps/model'
+import { PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN } from '../apps/model'
 import { FOLDERS } from './inbox-repo'
 import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES } from '../connections/service'
 
@@ -51,6 +51,12 @@ const settings = {
   spamEvents: t.Optional(t.Boolean()),
   spamRetentionDays: t.Optional(int({ minimum: 0, maximum: 3650 })),
   retentionDays: t.Optional(int({ minimum: 0, maximum: 3650 })),
+  replay: t.Optional(
+    t.Object(
+      { mode: t.Optional(oneOf(REPLAY_MODES)), seconds: t.Optional(int({ minimum: REPLAY_SECONDS_MIN, maximum: REPLAY_SECONDS_MAX })) },
+      { ...closed, description: 'Session replay (docs/api.md); a part left out keeps its value' },
+    ),
+  ),
 }
 export const AppCreateBody = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), ...settings }, closed)
 export const AppUpdateBody = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), ...settings }, closed)

@@ -5,7 +5,7 @@
  */
 import type { apps } from '../../db/schema'
 import { isoUtc } from '../../core/clock'
-import type { App, ProcessingMode } from './model'
+import { isReplayMode, REPLAY_SECONDS_DEFAULT, type App, type ProcessingMode, type ReplaySettings } from './model'
 import { levelOf } from '../../abuse/pow-service'
 
 export type AppRow = typeof apps.$inferSelect
@@ -26,8 +26,14 @@ export function toApp(row: AppRow): App {
     spamEvents: row.spamEvents,
     spamRetentionDays: row.spamRetentionDays,
     retentionDays: row.retentionDays,
+    replay: replayOf(row),
     createdAt: isoUtc(row.createdAt),
   }
+}
+
+/** The App's replay settings; an unknown stored mode reads as off (nothing is recorded rather than too much). */
+export function replayOf(row: Pick<AppRow, 'replayMode' | 'replaySeconds'>): ReplaySettings {
+  return isReplayMode(row.replayMode) ? { mode: row.replayMode, seconds: row.replaySeconds } : { mode: 'off', seconds: row.replaySeconds ?? REPLAY_SECONDS_DEFAULT }
 }
 
 export interface AppsRepo {

@@ -16,8 +16,10 @@ const Severity = t.Union([oneOf(['low', 'medium', 'high']), t.Null()])
 
 /** Console levels a widget may send; anything else is invalid_body. */
 export const CONSOLE_LEVELS = ['debug', 'trace', 'log', 'info', 'warn', 'error'] as const
-/** Attachment kinds: a screenshot, a screen recording, or any other file. */
-export const ATTACHMENT_KINDS = ['screenshot', 'recording', 'attachment'] as const
+/** Attachment kinds: a screenshot, a screen recording, any other file, or a session replay (at most one). */
+export const ATTACHMENT_KINDS = ['screenshot', 'recording', 'attachment', 'replay'] as const
+/** Where a replay attachment's scrub stands (GET /v1/feedback/:id): downloadable only when 'ready'. */
+export const REPLAY_STATES = ['pending', 'ready', 'unreadable'] as const
 
 export const Viewport = t.Object(
   { w: t.Number({ minimum: 0 }), h: t.Number({ minimum: 0 }), dpr: t.Number({ exclusiveMinimum: 0 }) },
@@ -190,7 +192,20 @@ export const FullFeedbackItem = t.Object(
     updatedAt: t.String({ format: 'date-time' }),
     failureReason: Nullable(t.String({ description: 'Why the item is failed; null otherwise' })),
     statusReason: Nullable(t.String({ description: 'Why the item waits where it is (e.g. queued on an App with no repository connected); null when it is not held up' })),
-    attachments: t.Array(t.Object({ ...AttachmentRef.properties, url: t.Optional(t.String({ description: 'Short-lived download URL' })) }, closed)),
+    attachments: t.Array(
+      t.Object(
+        {
+          ...AttachmentRef.properties,
+          url: t.Optional(t.String({ description: 'Short-lived download URL; a replay has one only once it is scrubbed (replayState ready)' })),
+          replayState: t.Optional(
+            oneOf(REPLAY_STATES, {
+              description: 'Kind replay only: pending until the server has scrubbed it; ready (downloadable: the gzip of {"v":1,"events":[...]}, contentType and byteSize are the scrubbed object\'s); unreadable (not rrweb JSON or over the limits: removed)',
+            }),
+          ),
+        },
+        closed,
+      ),
+    ),
     consoleLogs: t.Array(ConsoleLogEntry),
     userAgent: Nullable(t.String()),
     viewport: Nullable(Viewport),

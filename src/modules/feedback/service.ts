@@ -114,9 +114,10 @@ function checkAndEncode(body: SubmitBody): EncodedJson {
 
 /** Every upload key a submission references, with the body path to name in an error. */
 function uploadRefs(body: SubmitBody) {
-  const refs: { path: string; key: string; contentType?: string; byteSize?: number }[] = (body.attachments ?? []).map((a, i) => ({
+  const refs: { path: string; key: string; kind?: string; contentType?: string; byteSize?: number }[] = (body.attachments ?? []).map((a, i) => ({
     path: `/attachments/${i}/key`,
     key: a.key,
+    kind: a.kind,
     contentType: a.contentType,
     byteSize: a.byteSize,
   }))
@@ -259,6 +260,7 @@ export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService
         idempotency,
       )
       if (outcome.kind === 'key_reused') throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
+      if (!outcome.result.replayed && body.attachments?.some((a) => a.kind === 'replay')) await uploads.replayReferenced()
       return outcome.result
     },
 
@@ -281,7 +283,10 @@ export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService
       if (!row) throw new ApiError('not_found')
       const dups = row.duplicateCount > 0 ? await repo.duplicatesOf(orgId, id, LIMITS.duplicatesInItemMax) : []
       const [item] = await withTrackerIssues([toFullItem(row, dups, await statusReasonOf(row), (await suggestedLeads(orgId, [row])).get(row.id) ?? null)])
-      for (const a of item.attachments) a.url = await uploads.downloadUrl(a.key, base)
+      for (const a of item.attachments) {
+        if (a.kind === 'replay') Object.assign(a, await uploads.replayView(a.key, base))
+        else a.url = await uploads.downloadUrl(a.key, base)
+      }
       if (item.componentTarget?.screenshotKey) item.componentTarget.screenshotUrl = await uploads.downloadUrl(item.componentTarget.screenshotKey, base)
       return item
     },

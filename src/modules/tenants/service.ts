@@ -13,7 +13,7 @@ import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
 import { toApp, type AppRow } from '../apps/repo'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS, type ProofOfWorkLevel } from '../../abuse/difficulty'
-import { RETENTION_DAYS_DEFAULT, RETENTION_DAYS_MAX, SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode } from '../apps/model'
+import { isReplayMode, REPLAY_MODES, REPLAY_SECONDS_DEFAULT, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, RETENTION_DAYS_DEFAULT, RETENTION_DAYS_MAX, SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode, type ReplayMode } from '../apps/model'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
@@ -31,6 +31,8 @@ export interface AppSettings {
   spamEvents?: boolean
   spamRetentionDays?: number
   retentionDays?: number
+  /** Session replay; either part may be left out of an update (the other keeps its value). */
+  replay?: { mode?: ReplayMode; seconds?: number }
 }
 
 /** What this service is given: the repositories and values it uses (a Context has them all). */
@@ -101,6 +103,11 @@ export function createTenantsService(ctx: TenantsDeps) {
     }
     if (s.retentionDays !== undefined && (!Number.isInteger(s.retentionDays) || s.retentionDays < 0 || s.retentionDays > RETENTION_DAYS_MAX)) {
       throw invalid(`--retention-days must be an integer from 0 (keep forever) to ${RETENTION_DAYS_MAX}, got "${s.retentionDays}"`)
+    }
+    if (s.replay?.mode !== undefined && !isReplayMode(s.replay.mode)) throw invalid(`--replay must be one of ${REPLAY_MODES.join(', ')}, got "${s.replay.mode}"`)
+    const seconds = s.replay?.seconds
+    if (seconds !== undefined && (!Number.isInteger(seconds) || seconds < REPLAY_SECONDS_MIN || seconds > REPLAY_SECONDS_MAX)) {
+      throw invalid(`--replay-seconds must be an integer from ${REPLAY_SECONDS_MIN} to ${REPLAY_SECONDS_MAX}, got "${seconds}"`)
     }
   }
 
@@ -195,6 +202,8 @@ export function createTenantsService(ctx: TenantsDeps) {
         spamEvents: s.spamEvents ?? false,
         spamRetentionDays: s.spamRetentionDays ?? SPAM_RETENTION_DAYS_DEFAULT,
         retentionDays: s.retentionDays ?? RETENTION_DAYS_DEFAULT,
+        replayMode: s.replay?.mode ?? 'off',
+        replaySeconds: s.replay?.seconds ?? REPLAY_SECONDS_DEFAULT,
         allowedOrigins: JSON.stringify((s.allowedOrigins ?? []).map(normalizeOrigin)),
         signingSecretEnc: box.seal(secret),
         createdAt: now,
@@ -227,6 +236,8 @@ export function createTenantsService(ctx: TenantsDeps) {
       if (s.spamEvents !== undefined) patch.spamEvents = s.spamEvents
       if (s.spamRetentionDays !== undefined) patch.spamRetentionDays = s.spamRetentionDays
       if (s.retentionDays !== undefined) patch.retentionDays = s.retentionDays
+      if (s.replay?.mode !== undefined) patch.replayMode = s.replay.mode
+      if (s.replay?.seconds !== undefined) patch.replaySeconds = s.replay.seconds
       if (s.allowedOrigins !== undefined) patch.allowedOrigins = JSON.stringify(s.allowedOrigins.map(normalizeOrigin))
       if (!(await repo.updateApp(orgId, appId, patch, note(by, orgId, 'app.updated', appId, { settings: settingNames(s) })))) throw taken()
       return toApp(await requireApp(orgId, appId))

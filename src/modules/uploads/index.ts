@@ -26,7 +26,7 @@ export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicU
       async ({ caller, body, request }) => {
         // Public mode on an App that asks for proof of work: a valid, unused solution or 403 (docs/api.md).
         if (!caller.user) await pow.check({ id: caller.app.row.id, proofOfWork: caller.app.row.proofOfWork }, caller.clientKey, request.headers.get(POW_HEADER), 'upload')
-        return uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId }, body, baseUrlOf(request, publicUrl))
+        return uploads.issue({ id: caller.app.row.id, orgId: caller.app.row.orgId, replayMode: caller.app.row.replayMode }, body, baseUrlOf(request, publicUrl))
       },
       {
       access: 'widget',
@@ -39,7 +39,8 @@ export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicU
       response: { 200: UploadUrlResponse, ...errorSchemas(...WIDGET_AUTH_ERRORS, 'proof_of_work_required', 'proof_of_work_invalid', 'invalid_body', 'payload_too_large') },
       detail: {
         summary: 'Get a presigned URL to upload a screenshot or attachment',
-        description: 'PUT exactly byteSize bytes of contentType to the returned url with the returned headers, then reference the key in a submission. The URL expires after 15 minutes.',
+        description:
+          'PUT exactly byteSize bytes of contentType to the returned url with the returned headers, then reference the key in a submission. The URL expires after 15 minutes. Kind "replay" (a session replay: application/gzip or application/json of rrweb events) only when the App\'s replay mode is not off.',
         tags: ['widget'],
         security: BEARER_PUB,
       },

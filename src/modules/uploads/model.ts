@@ -3,7 +3,8 @@ import { t } from 'elysia'
 import { oneOf, int } from '../../core/schema'
 import { ALLOWED_CONTENT_TYPES } from '../../blobs/blob-store'
 
-export const UPLOAD_KINDS = ['screenshot', 'attachment', 'recording'] as const
+/** 'replay': a session replay (rrweb events, docs/api.md "Session replay"), only when the App records them. */
+export const UPLOAD_KINDS = ['screenshot', 'attachment', 'recording', 'replay'] as const
 
 export const UploadUrlBody = t.Object(
   {

@@ -21,7 +21,12 @@ export interface UploadRow {
   expires_at: number
   uploaded_at: number | null
   feedback_id: string | null
+  /** Kind 'replay' only: 'pending' | 'ready' | 'unreadable' (src/db/schema/uploads.ts). */
+  replay_state: string | null
 }
+
+/** Where a session replay's scrub stands: pending until the worker has scrubbed it (or found it unreadable). */
+export type ReplayState = 'pending' | 'ready' | 'unreadable'
 
 export interface NewUpload {
   key: string
@@ -33,6 +38,8 @@ export interface NewUpload {
   filename: string | null
   createdAt: number
   expiresAt: number
+  /** 'pending' for kind 'replay', null otherwise. */
+  replayState?: ReplayState | null
 }
 
 export interface UploadsRepo {
@@ -43,5 +50,12 @@ export interface UploadsRepo {
   unreferenced(before: number, limit: number): Promise<string[]>
   /** Deletes the row unless a report referenced it meanwhile; whether it did. */
   deleteUnreferenced(key: string): Promise<boolean>
+  /** Replays a report references that wait for their scrub, oldest first. */
+  pendingReplays(limit: number): Promise<UploadRow[]>
+  /**
+   * Records a replay's scrub: its state, and the stored object's type and size now (the scrubbed gzip);
+   * only while it is still pending, so a second scrub of the same replay changes nothing. Whether it did.
+   */
+  settleReplay(key: string, state: Exclude<ReplayState, 'pending'>, contentType: string, byteSize: number): Promise<boolean>
 }
 

@@ -7,9 +7,10 @@ import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
 import { LIMITS } from '../../core/limits'
-import { type UploadRow, type UploadsRepo } from './repo'
+import { type ReplayState, type UploadRow, type UploadsRepo } from './repo'
 import type { BlobStore } from '../../blobs/blob-store'
-import { ALLOWED_CONTENT_TYPES, baseContentType, safeFilename, UPLOAD_KEY_RE } from '../../blobs/blob-store'
+import { ALLOWED_CONTENT_TYPES, baseContentType, REPLAY_CONTENT_TYPES, REPLAY_ONLY_CONTENT_TYPES, safeFilename, UPLOAD_KEY_RE } from '../../blobs/blob-store'
+import { REPLAY_MAX_STORED_BYTES, scrubReplayBytes } from './replay-blob'
 import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
 import type { Logger } from '../../core/logger'
 
@@ -41,16 +42,35 @@ const invalid = (path: string, message: string) => new ApiError('invalid_body', 
  * Marking a submission's uploads as referenced is part of the submission's own transaction
  * (modules/feedback/repo.ts).
  */
-export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock: Clock, log: Logger, graceMs: number) {
+/** How session replays are scrubbed: when to queue a run, and how strictly an App's replays are masked. */
+export interface ReplayScrubHooks {
+  /** Queues a `replay_scrub` run now (the composition root: a job of the lifecycle). */
+  schedule(): Promise<void>
+  /** The App's replay mode now; 'masked' (the strictest) when it is off or the App is gone. */
+  masking(orgId: string, appId: string): Promise<'masked' | 'inputs'>
+}
+
+const NO_REPLAY_HOOKS: ReplayScrubHooks = { schedule: async () => {}, masking: async () => 'masked' }
+
+export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock: Clock, log: Logger, graceMs: number, replayHooks: ReplayScrubHooks = NO_REPLAY_HOOKS) {
   /** Keys an embedded PUT is streaming to right now: a second PUT to one of them is refused at once. */
   const inFlight = new Set<string>()
 
   return {
     store,
 
-    /** Issues a key and a presigned PUT for exactly `byteSize` bytes of `contentType`. */
-    async issue(app: { id: string; orgId: string }, body: { contentType: string; byteSize: number; kind: string; filename?: string }, base: string) {
+    /**
+     * Issues a key and a presigned PUT for exactly `byteSize` bytes of `contentType`. A session replay
+     * (kind 'replay') only for an App that records them, as gzip or JSON.
+     */
+    async issue(app: { id: string; orgId: string; replayMode: string }, body: { contentType: string; byteSize: number; kind: string; filename?: string }, base: string) {
       const contentType = baseContentType(body.contentType)
+      const replay = body.kind === 'replay'
+      if (replay && app.replayMode !== 'masked' && app.replayMode !== 'inputs') {
+        throw invalid('/kind', 'this App does not record session replays (its replay mode is off; fixloop app update --replay masked|inputs turns it on)')
+      }
+      if (replay && !REPLAY_CONTENT_TYPES.includes(contentType)) throw invalid('/contentType', `a replay is uploaded as ${REPLAY_CONTENT_TYPES.join(' or ')}`)
+      if (!replay && REPLAY_ONLY_CONTENT_TYPES.includes(contentType)) throw invalid('/contentType', `${contentType} is for session replays only (kind "replay")`)
       if (!ALLOWED_CONTENT_TYPES.includes(contentType)) {
         throw invalid('/contentType', `not an allowed upload type; allowed: ${ALLOWED_CONTENT_TYPES.join(', ')}`)
       }
@@ -70,6 +90,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
         filename: body.filename ?? null,
         createdAt: now,
         expiresAt,
+        replayState: replay ? 'pending' : null,
       })
       const put = await store.presignPut(key, contentType, body.byteSize, expiresAt, base)
       return { key, url: put.url, method: 'PUT' as const, headers: put.headers, expiresAt: isoUtc(expiresAt) }
@@ -119,6 +140,9 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
         throw new ApiError('invalid_signature')
       }
       if (expires * 1000 < clock.now()) throw new ApiError('url_expired')
+      // A session replay is readable only once scrubbed (no URL is issued before; this holds a URL made
+      // for another state of it too).
+      if (row.kind === 'replay' && row.replay_state !== 'ready') throw new ApiError('not_found')
       const file = Bun.file(embedded.pathOf(key))
       if (!(await file.exists())) throw new ApiError('not_found')
       const name = safeFilename(row.filename, key.split('/')[1])
@@ -138,11 +162,24 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
      * Checks every key a submission references: issued to this App, uploaded, within 15 MB, and of the
      * declared type and size. Throws 400 invalid_body (or 413) naming the offending field.
      */
-    async checkReferences(appId: string, refs: { path: string; key: string; contentType?: string; byteSize?: number }[]): Promise<CheckedReference[]> {
+    async checkReferences(appId: string, refs: { path: string; key: string; kind?: string; contentType?: string; byteSize?: number }[]): Promise<CheckedReference[]> {
       const checked: CheckedReference[] = []
+      const replays = refs.filter((r) => r.kind === 'replay')
+      if (replays.length > 1) throw invalid(replays[1].path.replace(/key$/, 'kind'), 'at most one replay per report')
       for (const ref of refs) {
         const row = UPLOAD_KEY_RE.test(ref.key) ? await repo.byKey(ref.key) : undefined
         if (!row || row.app_id !== appId) throw invalid(ref.path, 'unknown upload key: not issued to this App')
+        // A replay is scrubbed before anyone reads it: it is attached as one, to one report, and nothing
+        // else is attached as a replay (it would skip neither check, but would be listed as one).
+        if ((ref.kind === 'replay') !== (row.kind === 'replay')) {
+          throw invalid(ref.path, row.kind === 'replay' ? 'this upload is a session replay: attach it with kind "replay"' : 'kind "replay" needs an upload issued with kind "replay"')
+        }
+        // A replay a report already references (an idempotent retry) may have been scrubbed and replaced
+        // since: its stored size and type are the scrubbed object's, not the upload's.
+        if (row.kind === 'replay' && row.feedback_id !== null) {
+          checked.push({ path: ref.path, key: ref.key, etag: null, sealed: true })
+          continue
+        }
         // An object another report already references was sealed then: that copy is the object.
         const sealed = row.feedback_id !== null
         const stored = await store.stat(sealed ? store.sealedKey(ref.key) : ref.key)
@@ -173,9 +210,10 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       }
     },
 
+    /** A short-lived download URL; none for a replay not scrubbed yet (or unreadable). */
     async downloadUrl(key: string, base: string): Promise<string | undefined> {
       const row = await repo.byKey(key)
-      if (!row) return undefined
+      if (!row || (row.kind === 'replay' && row.replay_state !== 'ready')) return undefined
       return store.presignGet(row.feedback_id === null ? key : store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
     },
 
@@ -189,8 +227,68 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       if (!UPLOAD_KEY_RE.test(key)) return null
       const row = await repo.byKey(key)
       if (!row || row.app_id !== appId || row.feedback_id === null || row.byte_size > maxBytes) return null
+      // A session replay is read by nobody before it is scrubbed (then it is the gzip of the scrubbed JSON).
+      if (row.kind === 'replay' && row.replay_state !== 'ready') return null
       const bytes = await store.read(store.sealedKey(key), maxBytes)
       return bytes === null ? null : { bytes, contentType: row.content_type }
+    },
+
+    /**
+     * After a report referencing a replay is stored: the scrub is queued now (outside the submission's
+     * transaction: it reads and writes the blob store, which must never happen inside a write
+     * transaction). If this fails, the recurring safety-net run picks the replay up.
+     */
+    async replayReferenced(): Promise<void> {
+      try {
+        await replayHooks.schedule()
+      } catch (e) {
+        log.warn('replay scrub not queued now; the periodic run will take it', { error: e instanceof Error ? e.message : String(e) })
+      }
+    },
+
+    /**
+     * A replay attachment as GET /v1/feedback/:id lists it: where its scrub stands and, once it is done,
+     * the stored object's type and size (always the gzip of the scrubbed JSON) and a download URL.
+     */
+    async replayView(key: string, base: string): Promise<{ replayState: ReplayState; url?: string; contentType?: string; byteSize?: number }> {
+      const row = await repo.byKey(key)
+      if (!row) return { replayState: 'unreadable' }
+      const state = (row.replay_state ?? 'pending') as ReplayState
+      if (state !== 'ready') return { replayState: state }
+      const url = await store.presignGet(store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
+      return { replayState: state, url, contentType: row.content_type, byteSize: row.byte_size }
+    },
+
+    /**
+     * Scrubs the session replays reports reference and nobody has scrubbed yet (the `replay_scrub` job):
+     * reads each (bounded), scrubs it with the report text's rules and the App's mode, writes the scrubbed
+     * gzip over the sealed object (the raw bytes gone), and only then marks it ready, downloadable. An
+     * unreadable replay is removed and marked so. The App's replay mode now says how strictly it is
+     * masked ('masked' when it was turned off since: the strictest). Returns how many it settled.
+     */
+    async scrubPendingReplays(limit = 20): Promise<number> {
+      let settled = 0
+      for (const row of await repo.pendingReplays(limit)) {
+        try {
+          const sealed = store.sealedKey(row.key)
+          const bytes = await store.read(sealed, REPLAY_MAX_STORED_BYTES)
+          const outcome = bytes === null ? { kind: 'unreadable' as const, reason: 'nothing stored, or more than 15 MB' } : scrubReplayBytes(bytes, await replayHooks.masking(row.org_id, row.app_id))
+          if (outcome.kind === 'scrubbed') {
+            await store.replaceSealed(row.key, outcome.gzip, 'application/gzip')
+            await repo.settleReplay(row.key, 'ready', 'application/gzip', outcome.gzip.byteLength)
+          } else {
+            // Nothing unscrubbed is kept: the object goes, the attachment stays listed as unreadable.
+            await store.remove(row.key)
+            await repo.settleReplay(row.key, 'unreadable', row.content_type, 0)
+            log.warn('session replay unreadable: removed', { key: row.key, reason: outcome.reason })
+          }
+          settled++
+        } catch (e) {
+          // The store failed (not the replay): it stays pending and is tried again at the next run.
+          log.warn('session replay not scrubbed yet', { key: row.key, error: e instanceof Error ? e.message : String(e) })
+        }
+      }
+      return settled
     },
 
     /** Removes objects issued more than the grace period ago and never referenced. Returns how many. */

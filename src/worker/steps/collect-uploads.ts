@@ -1,6 +1,7 @@
 /**
  * The recurring `uploads_gc` job: removes uploaded objects that no submission referenced within the
  * grace period (FIXLOOP_UPLOAD_GRACE_HOURS), then schedules its next run. Nothing referenced is touched.
+ * It also scrubs session replays still waiting (the safety net of the `replay_scrub` job, scrub-replays.ts).
  */
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -15,6 +16,7 @@ export function createCollectUploadsStep(uploads: UploadsService, lifecycle: Lif
     async run(): Promise<void> {
       // A full batch means there may be more: come back soon rather than in an hour.
       const removed = await uploads.collectUnreferenced(500)
+      await uploads.scrubPendingReplays()
       await lifecycle.enqueue('uploads_gc', {}, clock.now() + (removed === 500 ? 1000 : UPLOADS_GC_EVERY_MS))
     },
   }

@@ -17,6 +17,11 @@ export const uploads = pgTable(
     expiresAt: epochMs('expires_at').notNull(),
     uploadedAt: epochMs('uploaded_at'),
     feedbackId: text('feedback_id'),
+    /** A session replay's scrub: 'pending' | 'ready' | 'unreadable' (src/db/schema/uploads.ts); null for other kinds. */
+    replayState: text('replay_state'),
   },
-  (t) => [index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`)],
+  (t) => [
+    index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`),
+    index('uploads_replay_pending_idx').on(t.createdAt).where(sql`replay_state = 'pending' AND feedback_id IS NOT NULL`),
+  ],
 )
