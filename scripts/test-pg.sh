@@ -29,6 +29,7 @@ SUITES=(
   test/audit-export.test.ts
   test/reporters.test.ts
   test/report-retention.test.ts
+  test/replay.test.ts
   test/address-key.test.ts
   test/cors.test.ts
   test/uploads.test.ts

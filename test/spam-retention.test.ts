@@ -6,6 +6,7 @@
  * Runs on PostgreSQL + Redis + S3 too (scripts/test-pg.sh).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { ManualClock } from '../src/core/clock'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { dbRow, dbRows } from './sqlite-of'
@@ -107,5 +108,34 @@ describe('spamRetentionDays', () => {
     const metrics = await (await fetch(server.url + '/metrics')).text()
     expect(metrics).toMatch(/fixloop_spam_deleted_total [1-9]/)
     expect(await server.services.spamSweep.sweep()).toBe(0) // idempotent
+  })
+
+  test('a session replay goes with its report: scrubbed while the report waits in the spam folder, removed by the sweep', async () => {
+    await server.admin.updateApp(shop.orgId, shop.appId, { replay: { mode: 'inputs' } })
+    const events = [
+      { type: 4, data: { href: 'https://shop.example/?email=jane.doe@example.com', width: 800, height: 600 }, timestamp: 1 },
+      { type: 3, data: { source: 5, id: 3, text: '4111 1111 1111 1111' }, timestamp: 2 },
+    ]
+    const bytes = gzipSync(JSON.stringify({ v: 1, events }))
+    const up = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: shop.pub, body: { contentType: 'application/gzip', byteSize: bytes.byteLength, kind: 'replay' } })
+    expect(up.status).toBe(200)
+    expect((await fetch(up.body.url, { method: 'PUT', headers: up.body.headers, body: bytes })).status).toBeLessThan(300)
+    const key = up.body.key as string
+    const id = await submit(shop, { text: 'Cheap replica watches at https://bot.example', attachments: [{ key, kind: 'replay', contentType: 'application/gzip', byteSize: bytes.byteLength }], clientSignals: BOT })
+    expect((await get(shop, id)).body.spam.reasons).toContain('honeypot')
+    // Spam never gets a process job; its replay is scrubbed all the same.
+    const ready = await eventually(async () => {
+      const a = (await get(shop, id)).body.attachments[0]
+      return a.replayState === 'ready' ? a : undefined
+    }, 20_000)
+    expect(gunzipSync(new Uint8Array(await (await fetch(ready.url)).arrayBuffer())).toString()).not.toContain('jane.doe@example.com')
+    expect(await stored(key)).not.toBeNull()
+
+    clock.advance(31 * DAY)
+    expect(await server.services.spamSweep.sweep()).toBeGreaterThanOrEqual(1)
+    expect((await get(shop, id)).status).toBe(404)
+    expect(await stored(key)).toBeNull()
+    expect(await server.services.blobs.stat(key)).toBeNull()
+    expect(await dbRows(server.ctx, 'SELECT key FROM uploads WHERE key = ?', [key])).toEqual([])
   })
 })
