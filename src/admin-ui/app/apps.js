@@ -65,8 +65,8 @@ const POW_LEVELS = [
 /** Session replay modes (docs/api.md "Session replay"): the label says what is masked. */
 const REPLAY_MODES = [
   ['off', 'Off'],
-  ['masked', 'Masked (all text and input values hidden, media blocked)'],
-  ['inputs', 'Inputs masked (page text recorded)'],
+  ['masked', 'Masked: all text hidden'],
+  ['inputs', 'Inputs hidden only'],
 ]
 
 function Settings({ org, app, onSaved }) {
@@ -125,7 +125,7 @@ function Settings({ org, app, onSaved }) {
       <div class="field"><label for="s-replay">Session replay</label>
         <select id="s-replay" value=${f.replayMode} onChange=${set('replayMode')} aria-describedby="replay-hint">
           ${REPLAY_MODES.map(([v, label]) => html`<option value=${v}>${label}</option>`)}</select>
-        <small id="replay-hint">The widget keeps the last seconds of the page in the browser and sends them only with a report; the server scrubs them like report text. Elements with class fixloop-block are never recorded.</small></div>
+        <small id="replay-hint">The widget keeps the last seconds of the page in the browser and sends them only with a report; the server scrubs them like report text. Masked also blocks images and video. Elements with class fixloop-block are never recorded.</small></div>
       <div class="field"><label for="s-replay-seconds">Replay length (seconds)</label><input id="s-replay-seconds" type="number" min="10" max="300" disabled=${f.replayMode === 'off'} value=${f.replaySeconds} onInput=${set('replaySeconds')} /></div>
       <div class="field wide"><label for="s-origins">Allowed origins</label>
         <textarea id="s-origins" rows="3" aria-describedby="origins-hint" value=${f.allowedOrigins} onInput=${set('allowedOrigins')}></textarea>
