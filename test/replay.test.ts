@@ -8,7 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { call, eventually, seedTenant, spawnServer, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { rmSync } from 'node:fs'
 import { dbRow, dbRun } from './sqlite-of'
 import { TEST_DIALECT } from './cluster-env'
 
@@ -374,5 +376,38 @@ describe('the scrub', () => {
     expect(again.status).toBe(201)
     expect(again.body.id).toBe(first.body.id)
     expect(await dbRow(srv.ctx, 'SELECT feedback_id FROM uploads WHERE key = ?', [key])).toEqual({ feedback_id: first.body.id })
+  })
+})
+
+// The CLI writes the data dir's SQLite database: this case is for SQLite mode.
+describe('the compiled binary', () => {
+  test.skipIf(TEST_DIALECT === 'pg')('app create --replay inputs --replay-seconds 20, then the widget config and a scrubbed replay (the scrub thread is inside the binary)', async () => {
+    ensureBinary()
+    const dir = tempDir('fixloop-replay-bin-')
+    try {
+      const t = await cliTenant(dir, ['--replay', 'inputs', '--replay-seconds', '20'])
+      const server = await spawnServer(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
+      try {
+        expect((await call(server.url, 'GET', '/v1/widget/config', { auth: t.pub })).body).toEqual({ replay: { mode: 'inputs', seconds: 20 } })
+        const bytes = gzipSync(JSON.stringify({ v: 1, events: realisticEvents() }))
+        const up = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: t.pub, body: { contentType: 'application/gzip', byteSize: bytes.byteLength, kind: 'replay' } })
+        expect(up.status).toBe(200)
+        expect((await fetch(up.body.url, { method: 'PUT', headers: up.body.headers, body: bytes })).status).toBeLessThan(300)
+        const sub = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'x', attachments: [{ key: up.body.key, kind: 'replay', contentType: 'application/gzip', byteSize: bytes.byteLength }] } })
+        expect(sub.status).toBe(201)
+        const a = await eventually(async () => {
+          const att = (await call(server.url, 'GET', `/v1/feedback/${sub.body.id}`, { auth: t.key })).body.attachments[0]
+          return att.replayState !== 'pending' ? att : undefined
+        }, 30_000)
+        expect(a.replayState).toBe('ready')
+        const json = gunzipSync(new Uint8Array(await (await fetch(a.url)).arrayBuffer())).toString('utf8')
+        for (const raw of [EMAIL, CARD, PASSWORD]) expect(json).not.toContain(raw)
+        expect(JSON.parse(json).events).toHaveLength(realisticEvents().length)
+      } finally {
+        await server.stop()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -10,7 +10,8 @@ import { LIMITS } from '../../core/limits'
 import { type ReplayState, type UploadRow, type UploadsRepo } from './repo'
 import type { BlobStore } from '../../blobs/blob-store'
 import { ALLOWED_CONTENT_TYPES, baseContentType, REPLAY_CONTENT_TYPES, REPLAY_ONLY_CONTENT_TYPES, safeFilename, UPLOAD_KEY_RE } from '../../blobs/blob-store'
-import { REPLAY_MAX_STORED_BYTES, scrubReplayBytes } from './replay-blob'
+import { REPLAY_MAX_STORED_BYTES } from './replay-blob'
+import { scrubReplayOffThread } from './replay-scrubber'
 import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
 import type { Logger } from '../../core/logger'
 
@@ -272,7 +273,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
         try {
           const sealed = store.sealedKey(row.key)
           const bytes = await store.read(sealed, REPLAY_MAX_STORED_BYTES)
-          const outcome = bytes === null ? { kind: 'unreadable' as const, reason: 'nothing stored, or more than 15 MB' } : scrubReplayBytes(bytes, await replayHooks.masking(row.org_id, row.app_id))
+          const outcome = bytes === null ? { kind: 'unreadable' as const, reason: 'nothing stored, or more than 15 MB' } : await scrubReplayOffThread(bytes, await replayHooks.masking(row.org_id, row.app_id))
           if (outcome.kind === 'scrubbed') {
             await store.replaceSealed(row.key, outcome.gzip, 'application/gzip')
             await repo.settleReplay(row.key, 'ready', 'application/gzip', outcome.gzip.byteLength)
