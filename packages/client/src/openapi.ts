@@ -27,6 +27,13 @@ export interface AppList {
      * Days a report stays in the spam folder before it is deleted with its attachments (0: kept forever); default 30
      */
     spamRetentionDays: number;
+    replay: {
+      mode: "off" | "masked" | "inputs";
+      /**
+       * Seconds of the page the widget keeps in memory (default 60)
+       */
+      seconds: number;
+    };
     createdAt: string;
   }[];
 }
@@ -78,7 +85,7 @@ export interface FeedbackSubmitParams {
    */
   attachments?: {
     key: string;
-    kind: "screenshot" | "recording" | "attachment";
+    kind: "screenshot" | "recording" | "attachment" | "replay";
     contentType: string;
     /**
      * At most 15 MB (413 payload_too_large above)
@@ -169,14 +176,14 @@ export interface UploadUrl {
 
 export interface UploadUrlParams {
   /**
-   * One of: image/png, image/jpeg, image/webp, image/gif, image/avif, text/plain, application/json, application/pdf, video/webm, video/mp4
+   * One of: image/png, image/jpeg, image/webp, image/gif, image/avif, text/plain, application/json, application/pdf, video/webm, video/mp4, application/gzip
    */
   contentType: string;
   /**
    * Exact size of the object to PUT; at most 15 MB (413 above)
    */
   byteSize: number;
-  kind: "screenshot" | "attachment" | "recording";
+  kind: "screenshot" | "attachment" | "recording" | "replay";
   filename?: string;
 }
 
@@ -432,7 +439,7 @@ export interface FeedbackItem {
   statusReason: string | null;
   attachments: {
     key: string;
-    kind: "screenshot" | "recording" | "attachment";
+    kind: "screenshot" | "recording" | "attachment" | "replay";
     contentType: string;
     /**
      * At most 15 MB (413 payload_too_large above)
@@ -441,9 +448,10 @@ export interface FeedbackItem {
     width?: number;
     height?: number;
     /**
-     * Short-lived download URL
+     * Short-lived download URL; a replay has one only once it is scrubbed (replayState ready)
      */
     url?: string;
+    replayState?: "pending" | "ready" | "unreadable";
   }[];
   consoleLogs: {
     level: "debug" | "trace" | "log" | "info" | "warn" | "error";
