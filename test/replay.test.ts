@@ -311,7 +311,7 @@ describe('the scrub', () => {
     expect(out.events[4].data.texts[0].value).toMatch(/^[*\s]+$/)
   })
 
-  test('not downloadable until scrubbed: no URL while pending, and the store answers 404 for it', async () => {
+  test('not downloadable until scrubbed: no URL while pending, the store answers 404 for it, fixloop reads nothing of it', async () => {
     const bytes = gzipSync(JSON.stringify({ v: 1, events: realisticEvents() }))
     const key = await uploadReplay(on, bytes)
     const id = await submitWithReplay(on, key, bytes)
@@ -320,6 +320,8 @@ describe('the scrub', () => {
     const a = (await item(on, id)).attachments[0]
     expect(a).toMatchObject({ kind: 'replay', replayState: 'pending' })
     expect(a.url).toBeUndefined()
+    // Nor does fixloop itself hand it on (the agent's attachments folder reads through readReferenced).
+    expect(await srv.services.uploads.readReferenced(on.appId, key, 15 * 1024 * 1024)).toBeNull()
     if (TEST_DIALECT !== 'pg') {
       // The embedded store's own download route: a URL made while it was ready no longer serves it.
       const dl = await fetch(ready.url)
@@ -327,6 +329,8 @@ describe('the scrub', () => {
       expect(((await dl.json()) as any).error.code).toBe('not_found')
     }
     await dbRun(srv.ctx, "UPDATE uploads SET replay_state = 'ready' WHERE key = ?", [key])
+    const read = await srv.services.uploads.readReferenced(on.appId, key, 15 * 1024 * 1024)
+    expect(JSON.parse(gunzipSync(read!.bytes).toString()).v).toBe(1)
   })
 
   const hostile: [string, () => Uint8Array, string][] = [
