@@ -95,7 +95,8 @@ async function recordShop(): Promise<typeof recording> {
 
 /**
  * A report whose attachments list `bytes` as its session replay: uploaded through the upload flow as an
- * ordinary attachment, then named a replay in the report's row (kind "replay", as the server lists it).
+ * ordinary attachment, then named a replay in the report's row (kind "replay", as the server lists it)
+ * and marked scrubbed, so the player is tested on any bytes, including ones the scrub would refuse.
  */
 async function reportWithReplay(text: string, bytes: Uint8Array, extra: Record<string, unknown> = {}, key?: string): Promise<string> {
   const ask = () => call(server.url, 'POST', '/v1/feedback/upload-url', { auth: tenant.pub, body: { contentType: 'application/json', byteSize: bytes.length, kind: 'attachment', filename: 'replay.json.gz' } })
@@ -109,6 +110,9 @@ async function reportWithReplay(text: string, bytes: Uint8Array, extra: Record<s
     db.run('PRAGMA busy_timeout = 10000')
     const replay = { key: key ?? presign.body.key, kind: 'replay', contentType: 'application/gzip', byteSize: bytes.length }
     db.run('UPDATE feedback SET attachments = ? WHERE id = ?', [JSON.stringify([replay]), id])
+    // The server lists a replay's URL only once it has scrubbed it (docs/api.md "Reading a replay"): the
+    // upload is marked a scrubbed replay, so the player gets exactly these bytes, damaged ones included.
+    db.run("UPDATE uploads SET kind = 'replay', replay_state = 'ready' WHERE key = ?", [presign.body.key])
   } finally {
     db.close()
   }
@@ -383,8 +387,17 @@ describe('session replay on the report page', () => {
   })
 
   test('a replay not ready yet: no download URL, or a refused download, says the replay is being prepared', async () => {
-    // The upload key names no stored upload: the server gives no download URL (as for a replay not scrubbed yet).
-    const pending = await reportWithReplay('Replay still pending', gz({ v: 1, events: recording }), {}, `${tenant.appId}/${'0'.repeat(32)}`)
+    // A replay the server has not scrubbed yet: listed with replayState "pending" and no download URL. (Its
+    // upload is detached from the report too, so no scrub run picks it up while the page is looked at.)
+    const pending = await reportWithReplay('Replay still pending', gz({ v: 1, events: recording }))
+    const pendingKey = JSON.parse((new Database(join(dir, 'fixloop.db'), { readonly: true }).query('SELECT attachments FROM feedback WHERE id = ?').get(pending) as { attachments: string }).attachments)[0].key
+    const db = new Database(join(dir, 'fixloop.db'))
+    try {
+      db.run('PRAGMA busy_timeout = 10000')
+      db.run("UPDATE uploads SET replay_state = 'pending', feedback_id = NULL WHERE key = ?", [pendingKey])
+    } finally {
+      db.close()
+    }
     await openReport(pending)
     await page.getByRole('region', { name: 'Session replay' }).getByRole('status').filter({ hasText: 'being prepared' }).waitFor()
     // A download answering non-2xx (the object is not there: 404).
