@@ -27,6 +27,10 @@ export interface AppList {
      * Days a report stays in the spam folder before it is deleted with its attachments (0: kept forever); default 30
      */
     spamRetentionDays: number;
+    /**
+     * Days a report is kept before it is deleted with its attachments (0: kept forever); default 0
+     */
+    retentionDays: number;
     replay: {
       mode: "off" | "masked" | "inputs";
       /**
