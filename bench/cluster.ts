@@ -8,6 +8,13 @@
  *   bun bench/cluster.ts            # quality + scale (1k, 10k, 100k)
  *   bun bench/cluster.ts --quality  # quality only
  *   bun bench/cluster.ts --dump     # how often the best non-vetoed lead is right, per score band (choosing the bars)
+ *   bun bench/cluster.ts --quality --real-only   # the real development corpora only (below)
+ *
+ * Real development corpora (issue 41): public duplicate-labelled bug reports, one corpus App per project,
+ * built by bench/dup-corpora/build.ts (not kept in the repository: see bench/dup-corpora/SOURCE.md).
+ * Read from `--corpus=PATH`, else FIXLOOP_DUP_CORPUS, else bench/out/dup-corpora.json; when the file is
+ * missing the bench says so and measures the synthetic corpora only. Each project is measured on its
+ * own, with the same measurement as the synthetic corpora.
  *
  * Prints wrong-attach % (reports attached to another bug's lead), pairwise precision/recall of the
  * automatic merges, the suggestion hit rate (reports with an earlier true duplicate whose merge or
@@ -17,7 +24,7 @@
 import { Database } from 'bun:sqlite'
 import { openSqliteStore } from '../src/db/sqlite/store'
 import { sqliteStorage } from '../src/db/sqlite/storage'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { applyMigrations } from '../src/db/sqlite/migrate'
@@ -292,9 +299,16 @@ export function qualityOverOrders(corpus: Corpus, seeds = [1, 2, 3, 4, 5, 6], th
   return { runs, min, max, avg }
 }
 
+/** One line per corpus for the summary table printed last (the bench README's baseline table). */
+const summary: string[] = []
+
 function printQuality(name: string, corpus: Corpus, targets: string): void {
   const { runs, min, max, avg } = qualityOverOrders(corpus)
   const q = runs[0]
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`
+  summary.push(
+    `| ${name} | ${q.reports} | ${(avg((r) => r.wrongAttach) * 100).toFixed(2)} % | ${avg((r) => r.precision).toFixed(2)} | ${avg((r) => r.recall).toFixed(3)} | ${pct(avg((r) => r.suggestionHit))} | ${pct(avg((r) => r.recallAt1))} | ${pct(avg((r) => r.recallAt5))} | ${pct(avg((r) => r.recallAt10))} |`,
+  )
   const f = (x: number) => x.toFixed(3)
   console.log(`${name}: ${q.reports} reports in ${corpus.apps.length} apps; ${runs.length} arrival orders (${targets})`)
   console.log(`  wrong-attach    max ${(max((r) => r.wrongAttach) * 100).toFixed(2)} % avg ${(avg((r) => r.wrongAttach) * 100).toFixed(2)} % of reports`)
@@ -329,21 +343,46 @@ if (import.meta.main && process.argv.includes('--dump')) {
   process.exit(0)
 }
 
+/** Where the real development corpora are read from (see the header comment). */
+export const DUP_CORPUS_DEFAULT = join(import.meta.dir, 'out', 'dup-corpora.json')
+
+export function dupCorpusPath(argv = process.argv, env = process.env): string {
+  const flag = argv.find((a) => a.startsWith('--corpus='))
+  return flag ? flag.slice('--corpus='.length) : (env.FIXLOOP_DUP_CORPUS ?? DUP_CORPUS_DEFAULT)
+}
+
+/** Each project of a real corpus file measured on its own, exactly as the synthetic corpora are. */
+function printRealCorpora(path: string): void {
+  if (!existsSync(path)) {
+    console.log(`real development corpora: skipped, ${path} is missing (build it: DUP_SOURCE=<clone> bun bench/dup-corpora/build.ts; see bench/dup-corpora/SOURCE.md)`)
+    return
+  }
+  const all = JSON.parse(readFileSync(path, 'utf8')) as Corpus
+  for (const app of all.apps) printQuality(`real: ${app.id}`, { apps: [app], hardNegatives: [] }, 'baseline, no targets')
+}
+
 if (import.meta.main) {
   const corpus = JSON.parse(readFileSync(CORPUS_PATH, 'utf8')) as Corpus
-  printQuality('tuning corpus (dedup-corpus.json)', corpus, 'targets: precision ≥ 0.98, suggestion hit ≥ 0.35, R@5 ≥ 0.93')
-  const real = JSON.parse(readFileSync(REAL_CORPUS_PATH, 'utf8')) as Corpus
-  printQuality('evaluation corpus (real-corpus.json)', real, 'targets: precision ≥ 0.98, suggestion hit ≥ 0.35, R@1 ≥ 0.64, R@5 ≥ 0.88, R@10 ≥ 0.90')
-  const tracker = JSON.parse(readFileSync(TRACKER_CORPUS_PATH, 'utf8')) as Corpus
-  printQuality('tracker corpus (tracker-corpus.json, evaluation only)', tracker, 'targets: precision ≥ 0.98, suggestion hit ≥ 0.35, R@1 ≥ 0.64, R@5 ≥ 0.88, R@10 ≥ 0.90')
-  if (!process.argv.includes('--quality')) {
+  const realOnly = process.argv.includes('--real-only')
+  if (!realOnly) {
+    printQuality('tuning corpus (dedup-corpus.json)', corpus, 'targets: precision ≥ 0.98, suggestion hit ≥ 0.35, R@5 ≥ 0.93')
+    const real = JSON.parse(readFileSync(REAL_CORPUS_PATH, 'utf8')) as Corpus
+    printQuality('evaluation corpus (real-corpus.json)', real, 'targets: precision ≥ 0.98, suggestion hit ≥ 0.35, R@1 ≥ 0.64, R@5 ≥ 0.88, R@10 ≥ 0.90')
+    const tracker = JSON.parse(readFileSync(TRACKER_CORPUS_PATH, 'utf8')) as Corpus
+    printQuality('tracker corpus (tracker-corpus.json, evaluation only)', tracker, 'targets: precision ≥ 0.98, suggestion hit ≥ 0.35, R@1 ≥ 0.64, R@5 ≥ 0.88, R@10 ≥ 0.90')
+  }
+  printRealCorpora(dupCorpusPath())
+  console.log('\n| corpus | reports | wrong-attach (avg) | auto-merge precision (avg) | auto-merge recall (avg) | suggestion hit (avg) | R@1 | R@5 | R@10 |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  for (const line of summary) console.log(line)
+  if (!process.argv.includes('--quality') && !realOnly) {
     const sizes = [1_000, 10_000, 100_000]
     const results = sizes.map((s) => measureCost(corpus, s))
     for (const r of results) console.log(`app of ${String(r.size).padStart(6)} reports: ${r.msPerReport.toFixed(3)} ms per report (index build ${r.buildMs.toFixed(0)} ms)`)
     const growth = results[2].msPerReport / results[0].msPerReport
     console.log(`growth 1k → 100k: ${growth.toFixed(2)}× (target ≤ 3×); at 100k ${results[2].msPerReport.toFixed(2)} ms (target ≤ 3 ms), index build ${(results[2].buildMs / 1000).toFixed(1)} s (target ≤ 20 s)`)
     // Long technical reports (stack traces, logs) as the new reports: the heavier case.
-    const long = measureCost(real, 100_000)
+    const long = measureCost(JSON.parse(readFileSync(REAL_CORPUS_PATH, 'utf8')) as Corpus, 100_000)
     console.log(`app of 100000 reports, long technical reports arriving (real-corpus.json): ${long.msPerReport.toFixed(3)} ms per report (index build ${long.buildMs.toFixed(0)} ms)`)
   }
 }
