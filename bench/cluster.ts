@@ -34,6 +34,7 @@ import { systemClock } from '../src/core/clock'
 import { prng } from '../test/sanitize-fixtures'
 import type { Corpus, CorpusReport } from '../test/fixtures/corpus'
 import { sanitizeText } from '../src/sanitize/sanitize'
+import { builtCorpusPath } from './dup-corpora/build'
 import type { Suggestion } from '../src/dedup/clusterer'
 
 type Report = CorpusReport
@@ -344,11 +345,9 @@ if (import.meta.main && process.argv.includes('--dump')) {
 }
 
 /** Where the real development corpora are read from (see the header comment). */
-export const DUP_CORPUS_DEFAULT = join(import.meta.dir, 'out', 'dup-corpora.json')
-
 export function dupCorpusPath(argv = process.argv, env = process.env): string {
   const flag = argv.find((a) => a.startsWith('--corpus='))
-  return flag ? flag.slice('--corpus='.length) : (env.FIXLOOP_DUP_CORPUS ?? DUP_CORPUS_DEFAULT)
+  return flag ? flag.slice('--corpus='.length) : builtCorpusPath(env)
 }
 
 /** Each project of a real corpus file measured on its own, exactly as the synthetic corpora are. */

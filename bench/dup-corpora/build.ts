@@ -23,6 +23,11 @@ import type { Corpus, CorpusApp, CorpusReport } from '../../test/fixtures/corpus
 export const SOURCE_COMMIT = 'eea48dc7ab2cdddae08e57b0d89fe1ffc1c02dfb'
 export const DEFAULT_OUT = join(import.meta.dir, '..', 'out', 'dup-corpora.json')
 
+/** Where the built file is written and read: FIXLOOP_DUP_CORPUS, else bench/out/dup-corpora.json. */
+export function builtCorpusPath(env = process.env): string {
+  return env.FIXLOOP_DUP_CORPUS ?? DEFAULT_OUT
+}
+
 /** Per project: the two pair files (textually similar and dissimilar duplicate pairs). */
 /**
  * `singleShare`: the share of drawn groups kept as their earliest report only. The source holds
@@ -30,11 +35,26 @@ export const DEFAULT_OUT = join(import.meta.dir, '..', 'out', 'dup-corpora.json'
  * non-duplicates: real reports of the same trackers and period whose duplicates were left out, so
  * no other report in the corpus describes their bug. `target`: groups are drawn until this many reports.
  */
-export const PROJECTS = [
+export interface ProjectSpec {
+  id: string
+  dir: string
+  prefix: string
+  singleShare: number
+  target: number
+}
+
+export const PROJECTS: ProjectSpec[] = [
   { id: 'eclipse', dir: 'Datatset_Eclipse_Pair (trigram)', prefix: 'Eclipse', singleShare: 0.23, target: 1_500 },
   { id: 'firefox', dir: 'Datatset_Firefox_Pair (trigram)', prefix: 'Firefox', singleShare: 0.3, target: 1_600 },
   { id: 'mobile', dir: 'Datatset_Mobile_Pair (trigram)', prefix: 'Mobile', singleShare: 0.23, target: 1_600 },
-] as const
+]
+
+/** The counts SOURCE.md advertises for a build from SOURCE_COMMIT (test/dup-corpora.test.ts checks both). */
+export const EXPECTED_COUNTS: Record<string, { reports: number; groups: number; singletons: number; duplicateGroups: number; duplicates: number }> = {
+  eclipse: { reports: 1500, groups: 731, singletons: 160, duplicateGroups: 571, duplicates: 769 },
+  firefox: { reports: 1600, groups: 832, singletons: 243, duplicateGroups: 589, duplicates: 768 },
+  mobile: { reports: 210, groups: 101, singletons: 24, duplicateGroups: 77, duplicates: 109 },
+}
 
 /** RFC 4180 CSV (quoted fields, doubled quotes, newlines inside quotes). */
 export function parseCsv(text: string): string[][] {
@@ -95,7 +115,7 @@ export interface ProjectStats {
 }
 
 /** One project's corpus: duplicate groups drawn in a seeded order (whole, or their earliest report only) until `target` reports. */
-export function buildProject(source: string, p: (typeof PROJECTS)[number]): { app: CorpusApp; stats: ProjectStats } {
+export function buildProject(source: string, p: ProjectSpec): { app: CorpusApp; stats: ProjectStats } {
   const text = new Map<string, string>()
   const parent = new Map<string, string>()
   const find = (x: string): string => {
@@ -171,7 +191,7 @@ if (import.meta.main) {
     console.error('set DUP_SOURCE to a bare clone (or checkout) of SigmaJahan/Towards-Understanding-the-Impacts-of-Textual-Dissimilarity-on-Duplicate-Bug-Report-Detection (see SOURCE.md)')
     process.exit(2)
   }
-  const out = process.env.FIXLOOP_DUP_CORPUS ?? DEFAULT_OUT
+  const out = builtCorpusPath()
   const apps: CorpusApp[] = []
   for (const p of PROJECTS) {
     const { app, stats } = buildProject(source, p)
