@@ -1,4 +1,5 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
+import { Logger } from '../core/logger'
 import { ConfigError, loadConfig, type Config } from '../config'
 import { domainServices } from '../runtime/domain'
 import { existsSync, rmSync } from 'node:fs'
@@ -64,8 +65,15 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   } finally {
     await closeContext(boot)
   }
+  // A background task's stray rejection (a query of a beat or a poll while the database is away) is logged,
+  // never the end of the process: requests in flight and acknowledged work matter more than a crash's
+  // restart, and every task retries at its next run.
+  const log = new Logger(config.logLevel)
+  process.on('unhandledRejection', (reason) => {
+    log.error('a background task failed without handling its error; the server keeps running', { error: reason instanceof Error ? `${reason.message}\n${reason.stack ?? ''}` : String(reason) })
+  })
   let demoKey: string | undefined
-  const running = await startServer(config, demo ? { demoPublicKey: () => demoKey } : {})
+  const running = await startServer(config, demo ? { demoPublicKey: () => demoKey, log } : { log })
   if (demo) {
     const app = await ensureDemoApp(running)
     demoKey = app.publicKey
