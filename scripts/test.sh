@@ -41,7 +41,7 @@ if [ "$status" -ne 0 ] && [ "$fail" = "0" ]; then fail=1; fi
 if grep -qE '^\(fail\)' "$log"; then
   echo
   echo "failed tests:"
-  grep -E '^\(fail\)' "$log" | cut -c1-300
+  grep -E '^\(fail\)' "$log" | cut -c1-300 | awk '!seen[$0]++'
 fi
 echo
 echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"
