@@ -35,17 +35,7 @@ export async function spawnWithStdout(dataDir: string, env: Record<string, strin
     for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) out += decoder.decode(chunk)
   })()
   const url = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    try {
-      if ((await fetch(url + '/healthz')).status === 200) break
-    } catch {
-      // not listening yet
-    }
-    if (proc.exitCode !== null) throw new Error(`fixloop serve exited with ${proc.exitCode}`)
-    if (Date.now() > deadline) throw new Error('fixloop serve did not become healthy in 15 s')
-    await Bun.sleep(50)
-  }
+  await waitHealthy(url, proc)
   return {
     url,
     proc,
@@ -125,4 +115,19 @@ export function writePasswordFile(dir: string, name: string, password: string): 
   const path = join(dir, name)
   writeFileSync(path, password + '\n', { mode: 0o600 })
   return path
+}
+
+/** Waits until a spawned `fixloop serve` answers /healthz (15 s at most); fails at once if it exited. */
+export async function waitHealthy(url: string, proc: { exitCode: number | null }): Promise<void> {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      if ((await fetch(url + '/healthz')).status === 200) return
+    } catch {
+      // not listening yet
+    }
+    if (proc.exitCode !== null) throw new Error(`fixloop serve exited with ${proc.exitCode}`)
+    if (Date.now() > deadline) throw new Error('fixloop serve did not become healthy in 15 s')
+    await Bun.sleep(50)
+  }
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BINARY, freePort } from './harness'
 import { BROWSER_SKIP, launchBrowser } from './browser'
-import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout } from './dashboard-helpers'
+import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout, waitHealthy } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
 
 interface Server {
@@ -55,17 +55,7 @@ async function serve(dataDir: string, port: number, extra: Record<string, string
     stdout: 'ignore',
     stderr: 'inherit',
   })
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    try {
-      if ((await fetch(url + '/healthz')).status === 200) break
-    } catch {
-      // not yet
-    }
-    if (proc.exitCode !== null) throw new Error(`fixloop serve exited with ${proc.exitCode}`)
-    if (Date.now() > deadline) throw new Error('fixloop serve did not become healthy')
-    await Bun.sleep(50)
-  }
+  await waitHealthy(url, proc)
   return {
     url,
     dataDir,
