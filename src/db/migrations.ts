@@ -35,6 +35,7 @@ import m0030 from '../../migrations/0030_mail_confirm.sql' with { type: 'text' }
 import m0031 from '../../migrations/0031_fair_claim.sql' with { type: 'text' }
 import m0032 from '../../migrations/0032_retention_days.sql' with { type: 'text' }
 import m0033 from '../../migrations/0033_session_replay.sql' with { type: 'text' }
+import m0034 from '../../migrations/0034_removal_indexes.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -74,4 +75,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0031_fair_claim', sql: m0031 },
   { name: '0032_retention_days', sql: m0032 },
   { name: '0033_session_replay', sql: m0033 },
+  { name: '0034_removal_indexes', sql: m0034 },
 ]

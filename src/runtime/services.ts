@@ -150,11 +150,11 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     pow,
     spamIntake,
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
-    spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log }),
+    spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log, intake: turns }),
     /** A reporter's data: export and erase (src/modules/reporters). */
     reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey) }),
     /** The report retention (src/modules/reporters/retention.ts); server.ts runs it on the `maintenance` node. */
-    reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log }),
+    reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log, intake: turns }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,

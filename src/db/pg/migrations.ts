@@ -24,6 +24,7 @@ import p0016 from '../../../migrations-pg/0016_mail_confirm.sql' with { type: 't
 import p0017 from '../../../migrations-pg/0017_fair_claim.sql' with { type: 'text' }
 import p0018 from '../../../migrations-pg/0018_retention_days.sql' with { type: 'text' }
 import p0019 from '../../../migrations-pg/0019_session_replay.sql' with { type: 'text' }
+import p0020 from '../../../migrations-pg/0020_removal_indexes.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -46,4 +47,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0017_fair_claim', sql: p0017 },
   { name: '0018_retention_days', sql: p0018 },
   { name: '0019_session_replay', sql: p0019 },
+  { name: '0020_removal_indexes', sql: p0020 },
 ]

@@ -73,7 +73,7 @@ export const adminReads = sqliteTable(
     feedbackId: text('feedback_id').notNull(),
     readAt: integer('read_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.adminId, t.feedbackId] })],
+  (t) => [primaryKey({ columns: [t.adminId, t.feedbackId] }), index('admin_reads_feedback_idx').on(t.feedbackId)],
 )
 
 export const auditLog = sqliteTable(

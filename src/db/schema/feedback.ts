@@ -88,6 +88,8 @@ export const feedback = sqliteTable(
     // The mailer's other scan: public-mode opt-ins whose address is still to be confirmed (tiny likewise).
     index('feedback_notify_ask_idx').on(t.id).where(sql`notify_email_sealed IS NOT NULL AND notify_asked_at IS NULL AND submitted_mode = 'public'`),
     index('feedback_dup_recent_idx').on(t.duplicateOfId, t.id, t.createdAt).where(sql`duplicate_of_id IS NOT NULL`),
+    // Removing reports (src/db/sql/report-removal.ts) clears the suggestions that point at them.
+    index('feedback_suggested_idx').on(t.suggestedLeadId).where(sql`suggested_lead_id IS NOT NULL`),
   ],
 )
 
@@ -156,7 +158,7 @@ export const triageDecisions = sqliteTable(
     score: real('score').notNull(),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [index('triage_decisions_app_idx').on(t.appId, t.id)],
+  (t) => [index('triage_decisions_app_idx').on(t.appId, t.id), index('triage_decisions_feedback_idx').on(t.feedbackId), index('triage_decisions_lead_idx').on(t.leadId)],
 )
 
 /**

@@ -24,6 +24,8 @@ export const uploads = sqliteTable(
   },
   (t) => [
     index('uploads_unreferenced_idx').on(t.createdAt).where(sql`feedback_id IS NULL`),
+    // A report's uploads: its attachments listed, and removed with it (src/db/sql/report-removal.ts).
+    index('uploads_feedback_idx').on(t.feedbackId).where(sql`feedback_id IS NOT NULL`),
     index('uploads_replay_pending_idx').on(t.createdAt).where(sql`replay_state = 'pending' AND feedback_id IS NOT NULL`),
   ],
 )

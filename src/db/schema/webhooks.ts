@@ -60,6 +60,8 @@ export const webhookDeliveries = sqliteTable(
     uniqueIndex('webhook_deliveries_event_uq').on(t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
     index('webhook_deliveries_created_idx').on(t.createdAt),
+    // An event's deliveries across endpoints (a report's removal drops those that named its reporter).
+    index('webhook_deliveries_event_idx').on(t.eventId),
     // The ordered claim: an endpoint's next pending delivery in seq order, and whether one is in flight.
     index('webhook_deliveries_endpoint_idx').on(t.webhookId, t.status, t.eventSeq),
     index('webhook_deliveries_leased_idx').on(t.webhookId).where(sql`lease_until IS NOT NULL`),
@@ -125,7 +127,7 @@ export const slackThreads = sqliteTable(
     duplicateCount: integer('duplicate_count').notNull().default(0),
     updatedAt: integer('updated_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.connectionId, t.leadFeedbackId] })],
+  (t) => [primaryKey({ columns: [t.connectionId, t.leadFeedbackId] }), index('slack_threads_lead_idx').on(t.leadFeedbackId)],
 )
 
 /** Slack users (per workspace) allowed to change reports of an Org through slash commands. */

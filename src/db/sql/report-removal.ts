@@ -51,8 +51,10 @@ export const cleanup = (d: RemovalDialect) =>
     `UPDATE feedback SET theme = NULL, consolidated_text = NULL,
        duplicate_count = (SELECT COUNT(*) FROM feedback x WHERE x.duplicate_of_id = feedback.id AND x.id NOT IN \${IDS})
      WHERE org_id = \${ORG} AND id NOT IN \${IDS} AND id IN (SELECT duplicate_of_id FROM feedback WHERE id IN \${IDS} AND duplicate_of_id IS NOT NULL)`,
-    // A suggestion's reason may quote the suggested lead's words.
-    'UPDATE feedback SET suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL WHERE org_id = ${ORG} AND suggested_lead_id IN ${IDS}',
+    // A suggestion's reason may quote the suggested lead's words. (No Org condition: the ids are the Org's
+    // own, a suggestion of a removed report is void whoever holds it, and SQLite would pick the Org's index
+    // over feedback_suggested_idx and read every report of the Org.)
+    'UPDATE feedback SET suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL WHERE suggested_lead_id IN ${IDS}',
     // The submission's replayable response names the report; its request hash is of the report's body.
     // (Only the reports' Apps' records are read: the primary key (app_id, key) narrows the scan.)
     `DELETE FROM idempotency_keys WHERE app_id IN (SELECT app_id FROM feedback WHERE id IN \${IDS})

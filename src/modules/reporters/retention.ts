@@ -3,9 +3,9 @@
  * kept forever): a background sweep deletes the reports created more than N days ago, with their
  * attachments and blobs (any upload kind: screenshots, attachments, replays) and every record that holds
  * their text or identity (ReportersRepo.removeReports, the same removal as a reporter's erasure); events
- * stay, holding ids and states only. Bounded: RETENTION_BATCH reports per transaction, a yield to the
- * event loop between batches (intake never waits behind a sweep), at most RETENTION_MAX_BATCHES per App
- * and run, the rest at the next run. An expiring lead hands its cluster to its oldest surviving duplicate
+ * stay, holding ids and states only. Bounded: at most RETENTION_BATCH reports per transaction, smaller
+ * batches and pauses while intake is busy (./age-sweep.ts: intake never waits behind a sweep), at most
+ * RETENTION_MAX_BATCHES × RETENTION_BATCH per App and run, the rest at the next run. An expiring lead hands its cluster to its oldest surviving duplicate
  * (duplicates older than the limit expire with it). One node sweeps (the `maintenance` role in cluster
  * mode, as the spam sweep); a second sweep would find nothing to delete.
  *

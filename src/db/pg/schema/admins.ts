@@ -59,7 +59,7 @@ export const adminReads = pgTable(
     feedbackId: text('feedback_id').notNull(),
     readAt: epochMs('read_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.adminId, t.feedbackId] })],
+  (t) => [primaryKey({ columns: [t.adminId, t.feedbackId] }), index('admin_reads_feedback_idx').on(t.feedbackId)],
 )
 
 export const auditLog = pgTable(

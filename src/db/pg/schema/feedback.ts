@@ -62,6 +62,8 @@ export const feedback = pgTable(
     index('feedback_org_status_idx').on(t.orgId, t.status, t.id),
     index('feedback_app_status_idx').on(t.appId, t.status, t.id),
     index('feedback_dup_recent_idx').on(t.duplicateOfId, t.id, t.createdAt).where(sql`duplicate_of_id IS NOT NULL`),
+    // Removing reports (src/db/sql/report-removal.ts) clears the suggestions that point at them.
+    index('feedback_suggested_idx').on(t.suggestedLeadId).where(sql`suggested_lead_id IS NOT NULL`),
   ],
 )
 
@@ -117,7 +119,7 @@ export const triageDecisions = pgTable(
     score: doublePrecision('score').notNull(),
     createdAt: epochMs('created_at').notNull(),
   },
-  (t) => [index('triage_decisions_app_idx').on(t.appId, t.id)],
+  (t) => [index('triage_decisions_app_idx').on(t.appId, t.id), index('triage_decisions_feedback_idx').on(t.feedbackId), index('triage_decisions_lead_idx').on(t.leadId)],
 )
 
 /** Each App's calibration as its clustering last computed it: the twin of src/db/schema/feedback.ts `appCalibration`. */

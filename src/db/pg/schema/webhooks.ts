@@ -47,6 +47,8 @@ export const webhookDeliveries = pgTable(
     uniqueIndex('webhook_deliveries_event_uq').on(t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
     index('webhook_deliveries_created_idx').on(t.createdAt),
+    // An event's deliveries across endpoints (a report's removal drops those that named its reporter).
+    index('webhook_deliveries_event_idx').on(t.eventId),
     // The ordered claim: an endpoint's next pending delivery in seq order, and whether one is in flight.
     index('webhook_deliveries_endpoint_idx').on(t.webhookId, t.status, t.eventSeq),
     index('webhook_deliveries_leased_idx').on(t.webhookId).where(sql`lease_until IS NOT NULL`),
@@ -108,7 +110,7 @@ export const slackThreads = pgTable(
     duplicateCount: integer('duplicate_count').notNull().default(0),
     updatedAt: epochMs('updated_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.connectionId, t.leadFeedbackId] })],
+  (t) => [primaryKey({ columns: [t.connectionId, t.leadFeedbackId] }), index('slack_threads_lead_idx').on(t.leadFeedbackId)],
 )
 
 export const slackUsers = pgTable(
