@@ -38,7 +38,7 @@ Commands:
   app             create, update, list, rotate-secret or delete Apps
   admin           create dashboard admins, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
-  audit           export the audit log of an Org as JSON lines (fixloop audit export --org ORG_ID)
+  audit           export the audit log of an Org as JSON lines (fixloop audit export --org ORG_ID), or match an erasure (audit digest)
   feedback        triage near-duplicates: suggestions, merge, reject-suggestion
   chatops         connect Slack (fixloop chatops slack --help)
   tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), push a report

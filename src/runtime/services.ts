@@ -33,7 +33,7 @@ import { type JobKind } from '../lifecycle/jobs'
 import { createSessionStore } from '../modules/admins/sessions'
 import { createKeyActivity } from '../modules/admins/key-activity'
 import { createSpamSweep } from '../abuse/spam-retention'
-import { createReportersService } from '../modules/reporters/service'
+import { createReportersService, erasureDigestKey } from '../modules/reporters/service'
 import { reporterAddressHashes } from '../modules/mail/address'
 import { createReportRetention } from '../modules/reporters/retention'
 import { createConsoleService } from '../modules/admin-api/console'
@@ -152,7 +152,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log, intake: turns }),
     /** A reporter's data: export and erase (src/modules/reporters). */
-    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey) }),
+    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey) }),
     /** The report retention (src/modules/reporters/retention.ts); server.ts runs it on the `maintenance` node. */
     reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log, intake: turns }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),

@@ -5,7 +5,7 @@
  * it is idempotent (a second call finds nothing) and audited without the identity in clear: the audit
  * entry holds how many reports went and a SHA-256 of the identifier, never the email or id itself.
  */
-import { createHash } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import { ApiError } from '../../core/errors'
 import type { AuditEntry, ActedBy } from '../audit/entry'
 import type { FullFeedbackItem } from '../feedback/model'
@@ -23,14 +23,24 @@ export interface ReportersDeps {
   audit: { record(e: AuditEntry): Promise<unknown> }
   /** The keyed hashes reporter mail records an address under (src/modules/mail/address.ts: current and legacy). */
   addressHashes(email: string): string[]
+  /** The key of the erasure audit's identity digest (erasureDigestKey). */
+  digestKey: Uint8Array
 }
 
-/** A one-way mark of who was erased, for the audit log: lets an auditor match a request, never reveals it. */
-export const identityDigest = (who: Reporter) =>
-  createHash('sha256').update(who.externalUserId !== undefined ? `externalUserId:${who.externalUserId}` : `email:${who.email.toLowerCase()}`).digest('hex')
+/**
+ * A one-way mark of who was erased, for the audit log: lets the instance's operator match a request
+ * (`fixloop audit digest`), never reveals it. Keyed (HMAC-SHA-256 under a key derived from the master key):
+ * a plain hash of an email can be reversed by hashing candidate addresses, and the audit log is exported to
+ * SIEMs where anyone could try; without the key, nobody can.
+ */
+export const identityDigest = (who: Reporter, key: Uint8Array) =>
+  createHmac('sha256', key).update(who.externalUserId !== undefined ? `externalUserId:${who.externalUserId}` : `email:${who.email.toLowerCase()}`).digest('hex')
+
+/** The erasure audit's key, from the instance's URL-signing key (itself derived from the master key). */
+export const erasureDigestKey = (urlSigningKey: Uint8Array): Uint8Array => createHmac('sha256', urlSigningKey).update('fixloop/erasure-audit/v1').digest()
 
 export function createReportersService(deps: ReportersDeps) {
-  const { repo, feedback, apps, uploads, audit, addressHashes } = deps
+  const { repo, feedback, apps, uploads, audit, addressHashes, digestKey } = deps
 
   async function checkApp(orgId: string, appId: string | undefined) {
     if (appId && !(await apps.everInOrg(orgId, appId))) throw new ApiError('app_not_found')
@@ -84,7 +94,7 @@ export function createReportersService(deps: ReportersDeps) {
         ip: by.ip ?? null,
         action: 'reporter.erased',
         targetId: q.appId ?? null,
-        data: { erased, attachments: files, mailRecords, by: q.who.externalUserId !== undefined ? 'externalUserId' : 'email', identitySha256: identityDigest(q.who), ...by.note },
+        data: { erased, attachments: files, mailRecords, by: q.who.externalUserId !== undefined ? 'externalUserId' : 'email', identityDigest: identityDigest(q.who, digestKey), ...by.note },
       })
       return { erased }
     },
