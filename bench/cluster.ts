@@ -256,7 +256,7 @@ function syntheticText(rand: () => number, next: () => string): string {
 }
 
 /** Average ms to cluster one new report in an App that already holds `size` sanitized reports. */
-export function measureCost(corpus: Corpus, size: number, probes = 300): { size: number; msPerReport: number; buildMs: number } {
+export function measureCost(corpus: Corpus, size: number, probes = 300): { size: number; msPerReport: number; buildMs: number; msPerSimilar: number; indexMb: number } {
   const { sqlite, dir } = openBenchDb()
   const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
   const appId = hexId(0xb00000)
@@ -270,9 +270,13 @@ export function measureCost(corpus: Corpus, size: number, probes = 300): { size:
     }
   })
   insert()
+  const held = () => (Bun.gc(true), process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers)
+  const before = held()
   const t0 = performance.now()
   cluster.indexSize(appId) // builds the index once, as the first report after a restart would
   const buildMs = performance.now() - t0
+  // The index and the text cache it fills (the App's n-gram counts: 256 KB of it).
+  const indexMb = (held() - before) / 2 ** 20
   const samples = corpus.apps.flatMap((a) => a.reports)
   const t1 = performance.now()
   for (let i = 0; i < probes; i++) {
@@ -282,9 +286,13 @@ export function measureCost(corpus: Corpus, size: number, probes = 300): { size:
     cluster.clusterReport(id)
   }
   const msPerReport = (performance.now() - t1) / probes
+  // GET /similar?limit=10 on the probes (a wider shortlist than a verdict's, the App's n-gram IDF).
+  const t2 = performance.now()
+  for (let i = 0; i < probes; i++) cluster.similar(hexId(0x900000 + i), 10)
+  const msPerSimilar = (performance.now() - t2) / probes
   sqlite.close()
   rmSync(dir, { recursive: true, force: true })
-  return { size, msPerReport, buildMs }
+  return { size, msPerReport, buildMs, msPerSimilar, indexMb }
 }
 
 export const REAL_CORPUS_PATH = join(import.meta.dir, '..', 'test', 'fixtures', 'real-corpus.json')
@@ -377,7 +385,7 @@ if (import.meta.main) {
   if (!process.argv.includes('--quality') && !realOnly) {
     const sizes = [1_000, 10_000, 100_000]
     const results = sizes.map((s) => measureCost(corpus, s))
-    for (const r of results) console.log(`app of ${String(r.size).padStart(6)} reports: ${r.msPerReport.toFixed(3)} ms per report (index build ${r.buildMs.toFixed(0)} ms)`)
+    for (const r of results) console.log(`app of ${String(r.size).padStart(6)} reports: ${r.msPerReport.toFixed(3)} ms per report (index build ${r.buildMs.toFixed(0)} ms, ${r.indexMb.toFixed(0)} MB); /similar?limit=10 ${r.msPerSimilar.toFixed(3)} ms`)
     const growth = results[2].msPerReport / results[0].msPerReport
     console.log(`growth 1k → 100k: ${growth.toFixed(2)}× (target ≤ 3×); at 100k ${results[2].msPerReport.toFixed(2)} ms (target ≤ 3 ms), index build ${(results[2].buildMs / 1000).toFixed(1)} s (target ≤ 20 s)`)
     // Long technical reports (stack traces, logs) as the new reports: the heavier case.

@@ -9,7 +9,7 @@ import { sqliteStorage } from '../src/db/sqlite/storage'
 import { firstLine, words } from '../src/dedup/tokenize'
 import { featuresOf, type ReportInput } from '../src/dedup/features'
 import { decide, DEFAULT_THRESHOLDS, SHORT_REPORT_CEILING, templatedSiblings } from '../src/dedup/decide'
-import { blend, charGrams } from '../src/dedup/rerank'
+import { AppGrams, APP_GRAMS_MIN_DOCS, blend, charGrams, noteText } from '../src/dedup/rerank'
 import { calibrate, CALIBRATION, ScoreHistory } from '../src/dedup/calibrate'
 
 const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
@@ -178,5 +178,45 @@ describe('calibration through the service', () => {
       sqlite.close()
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe("the App's n-gram frequencies (/similar's order)", () => {
+  test('AppGrams counts each report once per gram; an unseen gram counts nothing', () => {
+    const grams = new AppGrams()
+    const v = charGrams('zeta frobnicator overflow')
+    for (let i = 0; i < 7; i++) grams.note(v)
+    expect(grams.docs).toBe(7)
+    for (const k of v.keys) expect(grams.df(k)).toBe(7)
+    const other = charGrams('qqqxj wwwvk')
+    expect(other.keys.filter((k) => grams.df(k) > 0).length).toBeLessThan(other.keys.length / 10)
+    expect(grams.bytes).toBeLessThanOrEqual(256 * 1024)
+  })
+
+  test("a rare shared name outranks shared common words once the App's counts say which is rare", () => {
+    const grams = new AppGrams()
+    // The App's usual vocabulary: checkout page complaints; one name, FrobnicatorWidget, is rare.
+    for (let i = 0; i < 200; i++) noteText(grams, `The checkout page is slow and the payment button does not respond ${i % 7}`)
+    noteText(grams, 'FrobnicatorWidget overflow in the sidebar')
+    const query = 'FrobnicatorWidget overflow on the checkout page'
+    const candidates = [
+      { id: 'common', text: 'The checkout page is slow and the payment button does not respond', wordScore: 0.3 },
+      { id: 'rare', text: 'FrobnicatorWidget overflow in the sidebar', wordScore: 0.3 },
+    ]
+    const [common, rare] = blend(query, candidates, undefined, grams)
+    expect(rare.rankScore).toBeGreaterThan(common.rankScore)
+    // The blended score (what the merge rules compare) is the one computed without the App's counts.
+    const [commonPlain, rarePlain] = blend(query, candidates)
+    expect(common.score).toBe(commonPlain.score)
+    expect(rare.score).toBe(rarePlain.score)
+    // The App's IDF widens the gap well beyond what the shortlist's IDF sees.
+    expect(rare.rankScore - common.rankScore).toBeGreaterThan(2 * (rarePlain.score - commonPlain.score))
+  })
+
+  test(`below ${APP_GRAMS_MIN_DOCS} reports the order is the blended score`, () => {
+    const grams = new AppGrams()
+    for (let i = 0; i < APP_GRAMS_MIN_DOCS - 1; i++) noteText(grams, `report ${i} about the login form`)
+    const [c] = blend('login form broken', [{ text: 'the login form is broken', wordScore: 0.5 }], undefined, grams)
+    expect(c.rankScore).toBe(c.score)
   })
 })

@@ -6,14 +6,15 @@
 import type { Features } from './features'
 import { DocStore, type DocView } from './doc-store'
 import { ScoreHistory } from './calibrate'
+import { AppGrams } from './rerank'
 
 export interface Scored {
   id: string
   wordScore: number
 }
 
-/** How many of a report's most distinctive words are used to find candidates. */
-const RETRIEVAL_TERMS = 12
+/** How many of a report's most distinctive words are used to find candidates (a verdict's default). */
+export const RETRIEVAL_TERMS = 12
 /** How many of the newest reports per word are visited when finding candidates. */
 const MAX_POSTINGS_PER_TERM = 1000
 
@@ -31,6 +32,8 @@ export class AppIndex {
   private live = 0
   /** The best score each clustered report reached against the App: its per-App calibration. */
   readonly history = new ScoreHistory()
+  /** The App's character n-gram frequencies, for the n-gram IDF of the blended score (rerank.ts). */
+  readonly grams = new AppGrams()
 
   get size(): number {
     return this.live
@@ -236,7 +239,7 @@ export class AppIndex {
    * The `limit` reports most similar to `f` by TF-IDF cosine over words, excluding `f.id` itself.
    * Retrieval uses the postings of words held by at most `maxDf` reports; scoring uses every word.
    */
-  nearest(f: Features, limit: number): Scored[] {
+  nearest(f: Features, limit: number, retrievalTerms = RETRIEVAL_TERMS): Scored[] {
     this.beginQuery()
     const query: { tid: number; w: number; idf: number }[] = []
     let qNorm = 0
@@ -258,11 +261,11 @@ export class AppIndex {
     const retrieval = query
       .filter((q) => this.df[q.tid] > selfDf)
       .sort((a, b) => b.idf - a.idf)
-      .slice(0, RETRIEVAL_TERMS)
+      .slice(0, retrievalTerms)
     if (this.acc.length < this.docs.slots) this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
     const acc = this.acc
     const alive = this.docs.aliveFlags
-    if (this.touched.length < RETRIEVAL_TERMS * MAX_POSTINGS_PER_TERM) this.touched = new Int32Array(RETRIEVAL_TERMS * MAX_POSTINGS_PER_TERM)
+    if (this.touched.length < retrieval.length * MAX_POSTINGS_PER_TERM) this.touched = new Int32Array(retrieval.length * MAX_POSTINGS_PER_TERM)
     const touched = this.touched
     let nTouched = 0
     for (const { tid, w, idf } of retrieval) {

@@ -231,8 +231,108 @@ function tfidfCosines(query: GramVector, docs: GramVector[], multiplicity: numbe
   return out
 }
 
+/**
+ * Document frequencies of character n-grams over a whole App, for the n-gram IDF (`blend`'s `appGrams`).
+ * Counted in a count-min sketch (two hashed tables of 16-bit counters, 256 KB per App, the smaller count
+ * read): exact counts would need every distinct gram of the App kept. A removed or re-indexed report is
+ * not taken off (its grams are not kept): the counts are of every report the index has seen, and `docs`
+ * counts them the same way, so the ratio stays a fair IDF. Measured on the real development corpora
+ * (bench/dup-corpora), IDF over the App instead of over the 15-report shortlist: /similar R@5 0.771 →
+ * 0.79 (Eclipse), 0.678 → 0.71 (Firefox); tables of 2^14 and 2^18 counters gave the same within 0.004.
+ */
+export class AppGrams {
+  private static readonly BITS = 16
+  private readonly a = new Uint16Array(1 << AppGrams.BITS)
+  private readonly b = new Uint16Array(1 << AppGrams.BITS)
+  /** Reports counted. */
+  docs = 0
+
+  private static slotA(key: number): number {
+    return Math.imul(key, 0x9e3779b1) >>> (32 - AppGrams.BITS)
+  }
+  private static slotB(key: number): number {
+    return Math.imul(key ^ 0x5bd1e995, 0x85ebca6b) >>> (32 - AppGrams.BITS)
+  }
+
+  /** Counts a report's grams (each distinct gram once). */
+  note(v: GramVector): void {
+    const { a, b } = this
+    for (let i = 0; i < v.keys.length; i++) {
+      const x = AppGrams.slotA(v.keys[i])
+      const y = AppGrams.slotB(v.keys[i])
+      if (a[x] < 0xffff) a[x]++
+      if (b[y] < 0xffff) b[y]++
+    }
+    this.docs++
+  }
+
+  /** How many counted reports hold the gram (an upper bound: a collision only adds). */
+  df(key: number): number {
+    return Math.min(this.a[AppGrams.slotA(key)], this.b[AppGrams.slotB(key)])
+  }
+
+  /** Bytes held (the index memory figure). */
+  get bytes(): number {
+    return this.a.byteLength + this.b.byteLength
+  }
+}
+
+/** Below this many reports an App's own n-gram counts say little: the shortlist's IDF is used. */
+export const APP_GRAMS_MIN_DOCS = 50
+
+/** Counts a report's text in its App's n-gram frequencies (when it is indexed). */
+export function noteText(grams: AppGrams, text: string): void {
+  grams.note(gramsOf(text).chars)
+}
+
+/** Sublinear-TF × App-IDF weights of `v` into `out`, and the vector's norm. */
+function weighByApp(v: GramVector, grams: AppGrams, out: Float32Array): number {
+  const n = grams.docs + 1
+  let sum = 0
+  for (let i = 0; i < v.keys.length; i++) {
+    const tf = v.counts[i]
+    const w = (tf === 1 ? 1 : 1 + Math.log(tf)) * Math.log(1 + n / (grams.df(v.keys[i]) + 1))
+    out[i] = w
+    sum += w * w
+  }
+  return Math.sqrt(sum)
+}
+
+/** Cosine of sublinear-TF × IDF vectors, the IDF taken over the App (`grams`). */
+function appTfidfCosines(query: GramVector, docs: GramVector[], grams: AppGrams): number[] {
+  const qw = new Float32Array(query.keys.length)
+  const qNorm = weighByApp(query, grams, qw)
+  const out: number[] = []
+  for (const d of docs) {
+    if (weightBuf.length < d.keys.length) weightBuf = new Float32Array(Math.max(d.keys.length, weightBuf.length * 2))
+    const dw = weightBuf
+    const dNorm = weighByApp(d, grams, dw)
+    if (qNorm === 0 || dNorm === 0) {
+      out.push(0)
+      continue
+    }
+    let dot = 0
+    const qk = query.keys
+    const dk = d.keys
+    for (let i = 0, j = 0; i < qk.length && j < dk.length; ) {
+      const a = qk[i]
+      const b = dk[j]
+      if (a === b) dot += qw[i++] * dw[j++]
+      else if (a < b) i++
+      else j++
+    }
+    out.push(dot / (qNorm * dNorm))
+  }
+  return out
+}
+
 export interface Blended {
   score: number
+  /**
+   * The candidate's place in the order (`rankScore`, with the App's n-gram IDF); the blended score
+   * itself while the App is too small for its own n-gram counts (APP_GRAMS_MIN_DOCS).
+   */
+  rankScore: number
   /** The raw trigram cosine (today's second signal), reused for a cluster's centroid score. */
   triScore: number
   charScore: number
@@ -397,7 +497,7 @@ function gramsOf(text: string): Grams {
  * The blended score of each candidate (same order), each in 0..1. Candidates with the same text (a burst
  * of one templated report) are scored once: the n-gram IDF still counts each of them.
  */
-export function blend(queryText: string, candidates: { id?: string; text: string; wordScore: number }[], w: BlendWeights = DEFAULT_BLEND): Blended[] {
+export function blend(queryText: string, candidates: { id?: string; text: string; wordScore: number }[], w: BlendWeights = DEFAULT_BLEND, appGrams?: AppGrams): Blended[] {
   if (candidates.length === 0) return []
   const query = gramsOf(queryText)
   const distinct: Grams[] = []
@@ -417,11 +517,33 @@ export function blend(queryText: string, candidates: { id?: string; text: string
     distinct.map((g) => g.chars),
     multiplicity,
   )
+  const appChars =
+    appGrams && appGrams.docs >= APP_GRAMS_MIN_DOCS
+      ? appTfidfCosines(
+          query.chars,
+          distinct.map((g) => g.chars),
+          appGrams,
+        )
+      : null
   const tri = distinct.map((g) => trigramVectorCosine(query.tri, g.tri))
   return candidates.map((c, i) => {
     const k = which[i]
-    return { score: Math.min(1, combine(c.wordScore, tri[k], chars[k], w)), triScore: tri[k], charScore: chars[k] }
+    const score = Math.min(1, combine(c.wordScore, tri[k], chars[k], w))
+    return { score, triScore: tri[k], charScore: chars[k], rankScore: appChars ? rankScore(c.wordScore, appChars[k]) : score }
   })
+}
+
+/**
+ * The order of /similar's list, and the score it shows:
+ * character n-grams weighed by the App's IDF (AppGrams) lead, words follow. On the real development
+ * corpora (bench/dup-corpora), against the blended score's order: R@5 0.771 → 0.79 (Eclipse), 0.678 →
+ * 0.71 (Firefox). The merge rules keep comparing the blended score (the n-gram IDF over the shortlist),
+ * whose bars are calibrated on it: the App's IDF in that score too merged more but less surely
+ * (Firefox: auto-merge precision 0.95 → 0.88, wrong attachments 0.08 → 0.18 %).
+ */
+export const RANK_WEIGHTS = { words: 0.3, chars: 0.7 }
+export function rankScore(wordScore: number, charScore: number): number {
+  return RANK_WEIGHTS.words * wordScore + RANK_WEIGHTS.chars * charScore
 }
 
 /** The blend itself, for a candidate whose parts are known (a cluster's centroid word score). */
