@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/dedup/tokenize'
 import { nameAddedOnOneSide, nameVariant, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
-import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, titleMatch } from '../src/dedup/decide'
+import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, nearTitle, titleMatch } from '../src/dedup/decide'
 import { featuresOf } from '../src/dedup/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
@@ -199,5 +199,29 @@ describe('a title match corroborates like a component does', () => {
     expect(corroboration(a, same)).toEqual(['title'])
     expect(decide(a, same, score)).toMatchObject({ attach: true, reason: expect.stringContaining('with same title') })
     expect(decide(a, other, score)).toMatchObject({ attach: false, suggest: true })
+  })
+})
+
+describe('near-identical titles corroborate a merge at the corroborated bar', () => {
+  const f = (id: string, title: string) => featuresOf({ id, text: `${title}\nSteps: open the workspace, then the file; it happens every time since this morning.`, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
+
+  test('one summary typed twice, nearly: corroborated, and the merge reason says so', () => {
+    const a = f('a', 'Eclipse hangs when opening a large XML file in the editor')
+    const b = f('b', 'Eclipse hangs on opening large XML files in the editor')
+    expect(nearTitle(a, b)).toBe(true)
+    expect(corroboration(a, b)).toEqual(['near title'])
+    const v = decideOnScore(a, b, 0.6, DEFAULT_THRESHOLDS)
+    expect(v.attach).toBe(true)
+    expect(v.reason).toContain('with same near title')
+    // Below the corroborated bar it stays a suggestion.
+    expect(decideOnScore(a, b, 0.5, DEFAULT_THRESHOLDS).attach).toBe(false)
+  })
+
+  test('not for generic identical titles (an identifier and a verb), short titles or titles sharing less', () => {
+    const generic = f('c', 'OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException')
+    expect(nearTitle(generic, f('d', 'OffsetCommitter.decode() fails: ArrayIndexOutOfBoundsException'))).toBe(false)
+    expect(nearTitle(f('e', 'Editor hangs on save'), f('g', 'Editor hangs on saving'))).toBe(false)
+    expect(nearTitle(f('h', 'Eclipse hangs when opening a large XML file in the editor'), f('i', 'Eclipse crashes when closing a small JSON file in the outline'))).toBe(false)
+    expect(nearTitle(f('j', 'Eclipse hangs when opening a large [REDACTED:email] file in the editor'), f('k', 'Eclipse hangs on opening large [REDACTED:email] files in the editor'))).toBe(false)
   })
 })
