@@ -202,15 +202,27 @@ function tfidfCosines(query: GramVector, docs: GramVector[], multiplicity: numbe
   }
   const idf = new Float64Array(n + 1)
   for (let d = 1; d <= n; d++) idf[d] = Math.log(1 + n / d)
+  // The vectors' slots are in `slots` in the order they are weighed: the query, then each document.
+  at = 0
+  return weightedCosines(query, docs, (v, out) => {
+    const norm = weigh(v, slots, at, idf, out)
+    at += v.keys.length
+    return norm
+  })
+}
+
+/**
+ * Cosine of the query's weighted vector with each document's, `weighOf(v, out)` writing a vector's
+ * weights into `out` and returning its norm (the query first, then each document in order).
+ */
+function weightedCosines(query: GramVector, docs: GramVector[], weighOf: (v: GramVector, out: Float32Array) => number): number[] {
   const qw = new Float32Array(query.keys.length)
-  const qNorm = weigh(query, slots, 0, idf, qw)
+  const qNorm = weighOf(query, qw)
   const out: number[] = []
-  at = query.keys.length
   for (const d of docs) {
     if (weightBuf.length < d.keys.length) weightBuf = new Float32Array(Math.max(d.keys.length, weightBuf.length * 2))
     const dw = weightBuf
-    const dNorm = weigh(d, slots, at, idf, dw)
-    at += d.keys.length
+    const dNorm = weighOf(d, dw)
     if (qNorm === 0 || dNorm === 0) {
       out.push(0)
       continue
@@ -300,30 +312,7 @@ function weighByApp(v: GramVector, grams: AppGrams, out: Float32Array): number {
 
 /** Cosine of sublinear-TF × IDF vectors, the IDF taken over the App (`grams`). */
 function appTfidfCosines(query: GramVector, docs: GramVector[], grams: AppGrams): number[] {
-  const qw = new Float32Array(query.keys.length)
-  const qNorm = weighByApp(query, grams, qw)
-  const out: number[] = []
-  for (const d of docs) {
-    if (weightBuf.length < d.keys.length) weightBuf = new Float32Array(Math.max(d.keys.length, weightBuf.length * 2))
-    const dw = weightBuf
-    const dNorm = weighByApp(d, grams, dw)
-    if (qNorm === 0 || dNorm === 0) {
-      out.push(0)
-      continue
-    }
-    let dot = 0
-    const qk = query.keys
-    const dk = d.keys
-    for (let i = 0, j = 0; i < qk.length && j < dk.length; ) {
-      const a = qk[i]
-      const b = dk[j]
-      if (a === b) dot += qw[i++] * dw[j++]
-      else if (a < b) i++
-      else j++
-    }
-    out.push(dot / (qNorm * dNorm))
-  }
-  return out
+  return weightedCosines(query, docs, (v, out) => weighByApp(v, grams, out))
 }
 
 export interface Blended {

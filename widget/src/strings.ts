@@ -1,64 +1,8 @@
 import type { Locale } from './locale'
 import en from './locales/en'
+import type { Strings } from './string-keys'
 
-/** Every UI string, per locale (widget/src/locales/<tag>.ts); Fixloop.init({ strings }) overrides any of them. */
-export interface Strings {
-  launcher: string
-  title: string
-  describe: string
-  placeholder: string
-  screenshotLegend: string
-  screenshot: string
-  preview: string
-  edit: string
-  editHelp: string
-  actualSize: string
-  done: string
-  screenshotPending: string
-  screenshotFailed: string
-  redact: string
-  crop: string
-  undo: string
-  captureScreen: string
-  attachFile: string
-  pick: string
-  pickHelp: string
-  picked: string
-  clearPick: string
-  cancel: string
-  send: string
-  sending: string
-  /** Shown while Send waits for the proof of work (rare: it is prepared when the form opens). */
-  checking: string
-  /** The honeypot's label (never seen or announced: the field is hidden from people and screen readers). */
-  honeypot: string
-  thanks: string
-  queued: string
-  queueFull: string
-  cancelled: string
-  failed: string
-  close: string
-  another: string
-  sendShortcut: string
-  notify: string
-  /** Private mode: the token's address; {email} is replaced. */
-  notifyAt: string
-  /** Private mode before the token is known. */
-  notifyAccount: string
-  email: string
-  emailNeeded: string
-  yourReports: string
-  back: string
-  loading: string
-  noReports: string
-  loadFailed: string
-  statusReceived: string
-  statusWorking: string
-  statusReview: string
-  statusFixed: string
-  statusClosed: string
-}
-
+export type { Strings } from './string-keys'
 
 /**
  * Fixloop.init({ strings }): any key of Strings for every locale, and per-locale overrides under the

@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** English: every other table translates these (and the base any missing key falls back to). */
 const en: Strings = {

@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** French (formal "vous"; a no-break space before ":", "?" and "!"). */
 const fr: Strings = {

@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Hebrew (gender-neutral infinitive and impersonal forms; right to left); also served for iw. */
 const he: Strings = {

@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Indonesian (polite "Anda"); also served for the old code in. */
 const id: Strings = {

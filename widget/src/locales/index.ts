@@ -1,6 +1,6 @@
 /** All built-in tables by tag: read by widget/build.ts (which writes one lazily fetched JSON file per locale) and by tests, never bundled into the widget. */
 import type { Locale } from '../locale'
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 import ar from './ar'
 import cs from './cs'
 import da from './da'

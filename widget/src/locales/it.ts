@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Italian (informal "tu", as most Italian web software). */
 const it: Strings = {

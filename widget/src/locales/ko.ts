@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Korean (polite 해요체/합니다체). */
 const ko: Strings = {

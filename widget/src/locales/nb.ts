@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Norwegian Bokmål; also served for no and nn. */
 const nb: Strings = {

@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Polish (second person, as Polish software usually is; impersonal where a gendered form would be needed). */
 const pl: Strings = {

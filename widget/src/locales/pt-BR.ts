@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Brazilian Portuguese ("você"); also served for pt and pt-PT. */
 const ptBR: Strings = {

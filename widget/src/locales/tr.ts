@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Turkish (formal "siz"). */
 const tr: Strings = {

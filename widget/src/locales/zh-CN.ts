@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Simplified Chinese (polite 您); also served for zh, zh-SG and zh-Hans. */
 const zhCN: Strings = {

@@ -1,4 +1,4 @@
-import type { Strings } from '../strings'
+import type { Strings } from '../string-keys'
 
 /** Traditional Chinese (Taiwan, polite 您); also served for zh-HK, zh-MO and zh-Hant. */
 const zhTW: Strings = {
