@@ -82,12 +82,13 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
       process.stdout.write(`The demo key printed by the previous start (${app.revokedPrefixes.map((p) => `${p}…`).join(', ')}) is revoked: use the one above.\n`)
     }
   }
-  // With password sign-in off the setup link (a password admin) is refused: say what works instead.
-  if (!config.passwordSignIn) {
-    if ((await running.services.admins.count()) === 0) process.stdout.write('fixloop: no admin yet, and password sign-in is off: create one who signs in with SSO: fixloop admin create --email EMAIL --no-password\n')
-  } else {
-    const link = await setupLink(running.services.admins, config.publicUrl ?? running.url)
-    if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
+  // The server is serving from here on: a step below that fails (the database gone a moment after the
+  // port opened) is logged, never the end of the process. CI caught a node exiting on the setup link's
+  // query when its PostgreSQL database was dropped right after /healthz answered.
+  try {
+    await printFirstAdminHint(config, running)
+  } catch (e) {
+    log.error('could not check for a first admin; the server keeps running', { error: e instanceof Error ? e.message : String(e) })
   }
   const shutdown = async (signal: NodeJS.Signals) => {
     // The stop is bounded phase by phase (server.ts, STOP_BUDGET_MS); this is the backstop if one hangs
@@ -102,6 +103,17 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   }
   process.once('SIGTERM', shutdown)
   process.once('SIGINT', shutdown)
+}
+
+/** With no admin yet, how to make one: the single-use setup link, or (password sign-in off) the SSO command. */
+async function printFirstAdminHint(config: Readonly<Config>, running: Awaited<ReturnType<typeof startServer>>): Promise<void> {
+  // With password sign-in off the setup link (a password admin) is refused: say what works instead.
+  if (!config.passwordSignIn) {
+    if ((await running.services.admins.count()) === 0) process.stdout.write('fixloop: no admin yet, and password sign-in is off: create one who signs in with SSO: fixloop admin create --email EMAIL --no-password\n')
+    return
+  }
+  const link = await setupLink(running.services.admins, config.publicUrl ?? running.url)
+  if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
 }
 
 /** The outermost directory of `path` that does not exist yet (what creating it would create), if any. */
