@@ -117,7 +117,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy }))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock, (orgId, id) => s.mail.notification(orgId, id)))
-    .use(dashboardPages(s.adminAuth, s.console))
+    .use(dashboardPages(s.adminAuth, s.console, ctx.config.s3 ? new URL(ctx.config.s3.endpoint).origin : undefined))
     .use(eventRoutes(auth, s.events))
     .use(auditRoutes(auth, s.audit))
     .use(reporterRoutes(auth, s.reporters, publicUrl))

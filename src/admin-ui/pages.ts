@@ -36,27 +36,36 @@ const SHELL = `<!doctype html>
 </html>
 `
 
-const CSP = [
-  "default-src 'none'",
-  `script-src 'self' 'sha256-${importMapHash}'`,
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "connect-src 'self'",
-  // The report page's session replay frame (/admin/replay-frame) and nothing else: every other page of
-  // this origin refuses to be framed (frame-ancestors 'none').
-  "frame-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ')
+/**
+ * The dashboard's policy. `blobOrigin`: where attachment URLs point when blobs live in S3/MinIO (they are
+ * presigned against FIXLOOP_S3_ENDPOINT, path-style): screenshots are <img> there and the replay is fetched
+ * from there, so that origin (and only it) joins img-src and connect-src. The embedded store serves them
+ * from this server ('self').
+ */
+export function dashboardCsp(blobOrigin?: string): string {
+  const blobs = blobOrigin ? ` ${blobOrigin}` : ''
+  return [
+    "default-src 'none'",
+    `script-src 'self' 'sha256-${importMapHash}'`,
+    "style-src 'self'",
+    `img-src 'self'${blobs} data: blob:`,
+    `connect-src 'self'${blobs}`,
+    // The report page's session replay frame (/admin/replay-frame) and nothing else: every other page of
+    // this origin refuses to be framed (frame-ancestors 'none').
+    "frame-src 'self'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ')
+}
 
-const PAGE_HEADERS = {
+const pageHeaders = (csp: string) => ({
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': CSP,
+  'content-security-policy': csp,
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
-}
+})
 
 /**
  * The session replay frame: rrweb's replayer runs here, in a document of its own, so the looser style
@@ -163,9 +172,10 @@ function favicon(request: Request): Response {
   return new Response(FAVICON_ICO, { headers: FAVICON_HEADERS })
 }
 
-/** The /admin pages, /admin/assets/* and /favicon.ico. */
-export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups) {
-  const page = async (request?: Request) => new Response(SHELL, { status: request ? await pageStatus(deps, lookups, request) : 200, headers: PAGE_HEADERS })
+/** The /admin pages, /admin/assets/* and /favicon.ico; `blobOrigin` as `dashboardCsp` takes it. */
+export function dashboardPages(deps: AdminAuthDeps, lookups: PageLookups, blobOrigin?: string) {
+  const headers = pageHeaders(dashboardCsp(blobOrigin))
+  const page = async (request?: Request) => new Response(SHELL, { status: request ? await pageStatus(deps, lookups, request) : 200, headers })
   return new Elysia({ name: 'dashboard-pages' })
     .get('/favicon.ico', ({ request }) => favicon(request), { detail: { hide: true } })
     .get('/admin', () => page(), { detail: { summary: 'The admin dashboard (HTML)', description: 'Sign in with an admin created by `fixloop admin create` or the first-run setup link.', tags: ['admin'] } })
