@@ -134,7 +134,8 @@ describe('/docs', () => {
     expect(external).toEqual([])
     await page.screenshot({ path: process.env.DOCS_SCREENSHOT ?? `${srv.dataDir}/docs.png` })
     await page.close()
-  })
+    // Its own time limit: the explorer parses the whole document on 2 shared cores, under a plain `bun test` too.
+  }, 60_000)
 })
 
 describe('responses match their documented schemas', () => {
