@@ -123,7 +123,7 @@ describe.skipIf(skip)('the report page with blobs in S3', () => {
     const img = page.getByRole('img', { name: 'Screenshot 1' })
     expect(new URL((await img.getAttribute('src'))!).origin).toBe(s3Origin)
     await page.waitForFunction(() => {
-      const i = document.querySelector('img.shot') as HTMLImageElement | null
+      const i = document.querySelector('img.shot') as unknown as { complete: boolean; naturalWidth: number } | null
       return !!i && i.complete && i.naturalWidth === 1
     }, undefined, { timeout: 10_000 })
     await page.getByRole('heading', { name: 'Session replay' }).waitFor()
