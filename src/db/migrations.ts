@@ -36,6 +36,7 @@ import m0031 from '../../migrations/0031_fair_claim.sql' with { type: 'text' }
 import m0032 from '../../migrations/0032_retention_days.sql' with { type: 'text' }
 import m0033 from '../../migrations/0033_session_replay.sql' with { type: 'text' }
 import m0034 from '../../migrations/0034_removal_indexes.sql' with { type: 'text' }
+import m0035 from '../../migrations/0035_sso_reauth.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -76,4 +77,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0032_retention_days', sql: m0032 },
   { name: '0033_session_replay', sql: m0033 },
   { name: '0034_removal_indexes', sql: m0034 },
+  { name: '0035_sso_reauth', sql: m0035 },
 ]

@@ -147,6 +147,42 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     expect((await repo.liveSessions('a1', 3_000, 100)).map((r) => r.id)).toEqual(['s2'])
   })
 
+  test('step-up re-authentication: marked only on a live session of its admin, read back, used once, only for its purpose and not before the bound', async () => {
+    const s = await fresh()
+    const repo = s.store.admins
+    await repo.insertAdmin(admin('a1', 'one@example.com'), [])
+    await repo.insertAdmin(admin('a2', 'two@example.com'), [])
+    await repo.insertSession(session('s1', 'a1'))
+    await repo.insertSession(session('s2', 'a1'))
+    await repo.insertSession(session('s3', 'a1', { expiresAt: 5_000 }))
+    expect(await repo.revokeSession('a1', 's2', 1_500)).toBe(true)
+    expect(await repo.reauthentication('s1')).toBeUndefined()
+    // Another admin's session, a revoked one, an expired one, an unknown one: nothing written.
+    expect(await repo.markReauthenticated('s1', 'a2', 'secret_reveal', 10_000)).toBe(false)
+    expect(await repo.markReauthenticated('s2', 'a1', 'secret_reveal', 10_000)).toBe(false)
+    expect(await repo.markReauthenticated('s3', 'a1', 'secret_reveal', 10_000)).toBe(false)
+    expect(await repo.markReauthenticated('nope', 'a1', 'secret_reveal', 10_000)).toBe(false)
+    expect(await repo.reauthentication('s1')).toBeUndefined()
+    expect(await repo.markReauthenticated('s1', 'a1', 'totp_disable', 10_000)).toBe(true)
+    expect(await repo.reauthentication('s1')).toEqual({ purpose: 'totp_disable', at: 10_000 })
+    // A later one replaces it.
+    expect(await repo.markReauthenticated('s1', 'a1', 'secret_reveal', 20_000)).toBe(true)
+    expect(await repo.reauthentication('s1')).toEqual({ purpose: 'secret_reveal', at: 20_000 })
+    expect(await repo.consumeReauthentication('s1', 'totp_disable', 0)).toBe(false)
+    expect(await repo.consumeReauthentication('s1', 'secret_reveal', 20_001)).toBe(false)
+    expect(await repo.consumeReauthentication('s3', 'secret_reveal', 0)).toBe(false)
+    expect(await repo.reauthentication('s1')).toEqual({ purpose: 'secret_reveal', at: 20_000 })
+    // Two uses racing: one wins, and it is gone.
+    const both = await Promise.all([repo.consumeReauthentication('s1', 'secret_reveal', 20_000), repo.consumeReauthentication('s1', 'secret_reveal', 20_000)])
+    expect(both.filter(Boolean).length).toBe(1)
+    expect(await repo.reauthentication('s1')).toBeUndefined()
+    expect(await repo.consumeReauthentication('s1', 'secret_reveal', 0)).toBe(false)
+    // A revoked session's re-authentication cannot be used.
+    expect(await repo.markReauthenticated('s1', 'a1', 'secret_reveal', 30_000)).toBe(true)
+    expect(await repo.revokeSession('a1', 's1', 31_000)).toBe(true)
+    expect(await repo.consumeReauthentication('s1', 'secret_reveal', 0)).toBe(false)
+  })
+
   test('setup tokens: a new one drops unused ones; redeemed once, before expiry, while there is no admin', async () => {
     const s = await fresh()
     const repo = s.store.admins

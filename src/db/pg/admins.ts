@@ -90,6 +90,16 @@ export function createPgAdminsRepo(storage: PgStorage): AdminsRepo {
       ),
     revokeSession: async (adminId, sessionId, now) =>
       (await exec(pool, 'UPDATE admin_sessions SET revoked_at = $1 WHERE id = $2 AND admin_id = $3 AND revoked_at IS NULL', [now, sessionId, adminId])) === 1,
+    markReauthenticated: async (sessionId, adminId, purpose, at) =>
+      (await exec(pool, 'UPDATE admin_sessions SET reauth_purpose = $1, reauth_at = $2 WHERE id = $3 AND admin_id = $4 AND revoked_at IS NULL AND expires_at > $2', [
+        purpose, at, sessionId, adminId,
+      ])) === 1,
+    consumeReauthentication: async (sessionId, purpose, notBefore) =>
+      (await exec(pool, 'UPDATE admin_sessions SET reauth_purpose = NULL, reauth_at = NULL WHERE id = $1 AND reauth_purpose = $2 AND reauth_at >= $3 AND revoked_at IS NULL', [
+        sessionId, purpose, notBefore,
+      ])) === 1,
+    reauthentication: (sessionId) =>
+      one<{ purpose: string; at: number }>(pool, 'SELECT reauth_purpose AS purpose, reauth_at AS at FROM admin_sessions WHERE id = $1 AND reauth_purpose IS NOT NULL AND reauth_at IS NOT NULL', [sessionId]),
 
     keyUsed: async (keyId, at) =>
       void (await exec(pool, 'INSERT INTO api_key_activity (key_id, last_used_at) VALUES ($1, $2) ON CONFLICT (key_id) DO UPDATE SET last_used_at = excluded.last_used_at', [keyId, at])),

@@ -25,6 +25,7 @@ import p0017 from '../../../migrations-pg/0017_fair_claim.sql' with { type: 'tex
 import p0018 from '../../../migrations-pg/0018_retention_days.sql' with { type: 'text' }
 import p0019 from '../../../migrations-pg/0019_session_replay.sql' with { type: 'text' }
 import p0020 from '../../../migrations-pg/0020_removal_indexes.sql' with { type: 'text' }
+import p0021 from '../../../migrations-pg/0021_sso_reauth.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -48,4 +49,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0018_retention_days', sql: p0018 },
   { name: '0019_session_replay', sql: p0019 },
   { name: '0020_removal_indexes', sql: p0020 },
+  { name: '0021_sso_reauth', sql: p0021 },
 ]

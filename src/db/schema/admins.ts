@@ -54,6 +54,12 @@ export const adminSessions = sqliteTable(
     lastSeenAt: integer('last_seen_at').notNull(),
     expiresAt: integer('expires_at').notNull(),
     revokedAt: integer('revoked_at'),
+    /**
+     * Step-up re-authentication at the identity provider (SSO admins, in place of a password re-entry):
+     * what it was for (secret_reveal, totp_enable, totp_disable) and when. Cleared by the action that uses it.
+     */
+    reauthPurpose: text('reauth_purpose'),
+    reauthAt: integer('reauth_at'),
   },
   (t) => [uniqueIndex('admin_sessions_token_uq').on(t.tokenHash), index('admin_sessions_admin_idx').on(t.adminId)],
 )

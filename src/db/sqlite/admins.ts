@@ -84,6 +84,19 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage): AdminsRepo {
         .all(adminId, now, seenAfter) as SessionRow[],
     revokeSession: async (adminId, sessionId, now) =>
       sqlite.query('UPDATE admin_sessions SET revoked_at = ? WHERE id = ? AND admin_id = ? AND revoked_at IS NULL').run(now, sessionId, adminId).changes === 1,
+    markReauthenticated: async (sessionId, adminId, purpose, at) =>
+      sqlite
+        .query('UPDATE admin_sessions SET reauth_purpose = ?, reauth_at = ? WHERE id = ? AND admin_id = ? AND revoked_at IS NULL AND expires_at > ?')
+        .run(purpose, at, sessionId, adminId, at).changes === 1,
+    consumeReauthentication: async (sessionId, purpose, notBefore) =>
+      sqlite
+        .query('UPDATE admin_sessions SET reauth_purpose = NULL, reauth_at = NULL WHERE id = ? AND reauth_purpose = ? AND reauth_at >= ? AND revoked_at IS NULL')
+        .run(sessionId, purpose, notBefore).changes === 1,
+    reauthentication: async (sessionId) =>
+      (sqlite.query('SELECT reauth_purpose AS purpose, reauth_at AS at FROM admin_sessions WHERE id = ? AND reauth_purpose IS NOT NULL AND reauth_at IS NOT NULL').get(sessionId) as {
+        purpose: string
+        at: number
+      } | null) ?? undefined,
 
     keyUsed: async (keyId, at) => void sqlite.transaction(() => keyUsed.run(keyId, at)).immediate(),
   }

@@ -9,7 +9,8 @@
 import type { adminSessions, admins } from '../../db/schema'
 
 export type AdminRow = typeof admins.$inferSelect
-export type SessionRow = typeof adminSessions.$inferSelect
+/** A session as the sign-in code reads it (its step-up re-authentication is read and written on its own). */
+export type SessionRow = Omit<typeof adminSessions.$inferSelect, 'reauthPurpose' | 'reauthAt'>
 export type OrgRole = 'owner' | 'member'
 
 export interface Membership {
@@ -52,6 +53,19 @@ export interface AdminsRepo {
   liveSessions(adminId: string, now: number, seenAfter: number): Promise<SessionRow[]>
   /** Revokes one of the admin's sessions; false when it is not theirs or already revoked. */
   revokeSession(adminId: string, sessionId: string, now: number): Promise<boolean>
+  /**
+   * Records a step-up re-authentication (`purpose` at `at`) on a live session of the admin, replacing any
+   * earlier one; false (nothing written) when the session is not theirs, revoked or expired at `at`.
+   */
+  markReauthenticated(sessionId: string, adminId: string, purpose: string, at: number): Promise<boolean>
+  /**
+   * Uses the session's re-authentication up, once: clears it and answers true when it is for `purpose`
+   * and was made at `notBefore` or later, on an unrevoked session. One statement, so of two requests
+   * racing for the same re-authentication (on any node) exactly one gets true.
+   */
+  consumeReauthentication(sessionId: string, purpose: string, notBefore: number): Promise<boolean>
+  /** The session's unused re-authentication, if any (whatever its age). */
+  reauthentication(sessionId: string): Promise<{ purpose: string; at: number } | undefined>
 
   /** Remembers when an `sk_` key was last used. */
   keyUsed(keyId: string, at: number): Promise<void>

@@ -41,6 +41,8 @@ export const adminSessions = pgTable(
     lastSeenAt: epochMs('last_seen_at').notNull(),
     expiresAt: epochMs('expires_at').notNull(),
     revokedAt: epochMs('revoked_at'),
+    reauthPurpose: text('reauth_purpose'),
+    reauthAt: epochMs('reauth_at'),
   },
   (t) => [uniqueIndex('admin_sessions_token_uq').on(t.tokenHash), index('admin_sessions_admin_idx').on(t.adminId)],
 )
