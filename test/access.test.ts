@@ -124,6 +124,8 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'POST /admin/api/me/totp/secret': { access: 'signed_in' },
   'PUT /admin/api/me/totp': { access: 'signed_in' },
   'DELETE /admin/api/me/totp': { access: 'signed_in' },
+  'GET /admin/api/me/reauth': { access: 'signed_in' },
+  'POST /admin/api/me/reauth': { access: 'signed_in' },
   'GET /admin/api/orgs': { access: 'signed_in' },
   'POST /admin/api/orgs': { access: 'orgs.create', allowed: INSTANCE },
   'GET /admin/api/orgs/{orgId}/apps': { access: 'org.read', allowed: OWNERS.concat('member') },

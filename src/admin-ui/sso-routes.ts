@@ -3,7 +3,9 @@
  * provider with a fresh state, nonce and PKCE challenge (their secrets in the sealed flow cookie);
  * GET /admin/oidc/callback checks the answer, and signs in the admin whose email is the ID token's
  * verified email. Every refusal is a plain page saying why, with no session; every sign-in is audited
- * (`admin.signed_in`, method "sso"). docs/security.md "Single sign-on" has the decisions.
+ * (`admin.signed_in`, method "sso"). The same callback finishes a signed-in admin's step-up
+ * re-authentication (its flow says so; sso-reauth.ts has its checks and its start route), with the same
+ * token checks. docs/security.md "Single sign-on" has the decisions.
  */
 import { Elysia } from 'elysia'
 import { timingSafeEqual } from 'node:crypto'
@@ -15,6 +17,7 @@ import { clientAddress } from '../http/client-address'
 import { createSsoFlows } from '../http/sso-flow'
 import type { AuditLog } from '../modules/audit/index'
 import { SsoError, type OidcRelyingParty } from '../modules/admins/oidc'
+import { completeReauth, reauthRoutes, safeReturnPath } from './sso-reauth'
 import { ASSETS } from './assets'
 
 const styleUrl = ASSETS.find((a) => a.specifier === null)!.url
@@ -32,8 +35,14 @@ const PAGE_HEADERS = {
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
-/** The page a refused sign-in gets: what happened, and the way back. */
-function refusalPage(status: number, title: string, explanation: string, setCookie?: string): Response {
+/** Where a refusal page leads: the sign-in page, or (a refused re-authentication) back to the dashboard page. */
+type WayBack = { signedIn: false } | { signedIn: true; to: string }
+
+/** The page a refused sign-in or re-authentication gets: what happened, and the way back. */
+function refusalPage(status: number, title: string, explanation: string, setCookie?: string, back: WayBack = { signedIn: false }): Response {
+  const way = back.signedIn
+    ? `<p>You are still signed in; the action was not confirmed. <a href="${escapeHtml(back.to)}">Back to the dashboard</a></p>`
+    : '<p>You are not signed in. <a href="/admin">Back to the sign-in page</a></p>'
   const body = `<!doctype html>
 <html lang="en">
 <head>
@@ -47,7 +56,7 @@ function refusalPage(status: number, title: string, explanation: string, setCook
 <main id="main" class="narrow">
 <h1>${escapeHtml(title)}</h1>
 <p role="alert">${escapeHtml(explanation)}</p>
-<p>You are not signed in. <a href="/admin">Back to the sign-in page</a></p>
+${way}
 </main>
 </body>
 </html>
@@ -61,6 +70,8 @@ export interface SsoRouteDeps {
   auth: AdminAuthDeps
   /** Undefined when SSO is not configured: the routes then say so (404 page). */
   relyingParty: OidcRelyingParty | undefined
+  /** The provider's name on the dashboard's "Confirm with …" button (the issuer's host). */
+  providerName: string | undefined
   audit: AuditLog
   box: SecretBox
   clock: Clock
@@ -74,6 +85,7 @@ export function ssoRoutes(deps: SsoRouteDeps) {
   const notConfigured = () => refusalPage(404, 'Single sign-on is not set up', 'This fixloop server has no OpenID Connect provider configured (FIXLOOP_OIDC_ISSUER). Sign in with your email and password.')
 
   return new Elysia({ name: 'admin-sso' })
+    .use(reauthRoutes({ auth, relyingParty, providerName: deps.providerName, flows, audit: deps.audit, clock: deps.clock }))
     .get(
       '/admin/oidc/start',
       async ({ request }) => {
@@ -106,6 +118,18 @@ export function ssoRoutes(deps: SsoRouteDeps) {
           return refusalPage(400, 'Sign-in failed', 'This sign-in attempt expired, was already used, or was started in another browser. Start again from the sign-in page.', cleared)
         }
         const ip = clientAddress(request, server, deps.trustProxy)
+        if (flow.reauth) {
+          const reauth = flow.reauth
+          // The same checks as a sign-in: the state first, then everything openid-client verifies.
+          const done = await completeReauth(deps, reauth, request, ip, constantTimeEqual(one('state') ?? '', flow.state), () => relyingParty.finish(query, flow))
+          if (done.ok) {
+            const headers = new Headers({ location: done.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+            headers.append('set-cookie', cleared)
+            return new Response(null, { status: 303, headers })
+          }
+          deps.log.warn('sso: re-authentication refused', { reason: done.refusal.reason, ip })
+          return refusalPage(done.refusal.status, 'Confirmation failed', done.refusal.message, cleared, { signedIn: true, to: safeReturnPath(reauth.returnTo) ?? '/admin' })
+        }
         const refuse = (status: number, title: string, reason: string, message: string) => {
           deps.log.warn('sso: sign-in refused', { reason, ip })
           return refusalPage(status, title, message, cleared)

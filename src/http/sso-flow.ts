@@ -5,11 +5,17 @@
  * Strict would not. The cookie is cleared by the callback, and its state is remembered as spent until the
  * cookie would have expired, so a replayed callback (with the same cookie) is refused on this node too;
  * on other nodes the provider's single-use authorization code refuses it.
+ *
+ * A step-up re-authentication's flow carries what it is for in the same sealed cookie: the session it
+ * was started from, the admin, the purpose, when it started and the dashboard page to return to. Only
+ * this server can write it (the seal is authenticated), so the callback never takes any of it from its
+ * query, and any node of a cluster can finish it.
  */
 import type { SecretBox } from '../core/crypto'
 import type { Clock } from '../core/clock'
 import { secureCookie, readCookies, type AdminAuthDeps } from './admin-auth'
 import type { FlowSecrets } from '../modules/admins/oidc'
+import { isReauthPurpose, type ReauthPurpose } from '../modules/admins/sessions'
 
 /** Ten minutes to sign in at the provider. */
 export const FLOW_TTL_MS = 10 * 60_000
@@ -17,8 +23,29 @@ export const FLOW_COOKIE = 'fixloop_oidc'
 /** Far above a real sealed flow (~250 characters): a huge cookie is junk, not worth decrypting. */
 const MAX_COOKIE_CHARS = 2000
 
-interface SealedFlow extends FlowSecrets {
+/** What a re-authentication flow is bound to (absent on a sign-in flow). */
+export interface ReauthFlow {
+  sessionId: string
+  adminId: string
+  purpose: ReauthPurpose
+  /** When the flow started (server clock, ms): the ID token's auth_time may not be older. */
+  startedAt: number
+  /** A same-origin dashboard path (checked when the flow started). */
+  returnTo: string
+}
+
+/** A flow as the callback gets it back. */
+export interface TakenFlow extends FlowSecrets {
+  reauth?: ReauthFlow
+}
+
+interface SealedFlow extends TakenFlow {
   expiresAt: number
+}
+
+function isReauthFlow(v: unknown): v is ReauthFlow {
+  const r = v as ReauthFlow
+  return typeof r === 'object' && r !== null && typeof r.sessionId === 'string' && typeof r.adminId === 'string' && isReauthPurpose(r.purpose) && Number.isFinite(r.startedAt) && typeof r.returnTo === 'string'
 }
 
 export function flowCookieName(deps: AdminAuthDeps, request: Request): string {
@@ -39,9 +66,9 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
   }
 
   return {
-    /** The Set-Cookie header holding `secrets` for FLOW_TTL_MS. */
-    seal(deps: AdminAuthDeps, request: Request, secrets: FlowSecrets): string {
-      const flow: SealedFlow = { ...secrets, expiresAt: clock.now() + FLOW_TTL_MS }
+    /** The Set-Cookie header holding `secrets` (and what a re-authentication is bound to) for FLOW_TTL_MS. */
+    seal(deps: AdminAuthDeps, request: Request, secrets: FlowSecrets, reauth?: ReauthFlow): string {
+      const flow: SealedFlow = { ...secrets, ...(reauth ? { reauth } : {}), expiresAt: clock.now() + FLOW_TTL_MS }
       const value = box.seal(Buffer.from(JSON.stringify(flow))).slice(3) // the "v1:" prefix is put back on reading
       return cookie(deps, request, encodeURIComponent(value), FLOW_TTL_MS / 1000)
     },
@@ -55,7 +82,7 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
      * The flow of this request's cookie, once: undefined when there is none, it does not open (forged,
      * sealed under another key), it expired, there are two, or it was already used.
      */
-    take(deps: AdminAuthDeps, request: Request): FlowSecrets | undefined {
+    take(deps: AdminAuthDeps, request: Request): TakenFlow | undefined {
       const values = readCookies(request, flowCookieName(deps, request))
       if (values.length !== 1 || values[0].length > MAX_COOKIE_CHARS) return undefined
       let flow: SealedFlow
@@ -66,10 +93,12 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
       }
       const now = clock.now()
       if (typeof flow.state !== 'string' || typeof flow.nonce !== 'string' || typeof flow.codeVerifier !== 'string' || !(flow.expiresAt > now)) return undefined
+      if (flow.reauth !== undefined && !isReauthFlow(flow.reauth)) return undefined
       forgetExpired(now)
       if (spent.has(flow.state)) return undefined
       spent.set(flow.state, flow.expiresAt)
-      return { state: flow.state, nonce: flow.nonce, codeVerifier: flow.codeVerifier }
+      const secrets = { state: flow.state, nonce: flow.nonce, codeVerifier: flow.codeVerifier }
+      return flow.reauth ? { ...secrets, reauth: flow.reauth } : secrets
     },
   }
 }

@@ -72,8 +72,9 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const { admins, audit } = domain
-  const reentry = createPasswordReentry(admins, audit, throttles)
-  const adminAuth: AdminAuthDeps = { admins, sessions: createSessionStore(ctx.store.admins, clock), publicUrl: config.publicUrl, trustProxy: config.trustProxy }
+  const sessions = createSessionStore(ctx.store.admins, clock)
+  const reentry = createPasswordReentry({ admins, sessions, audit, throttles, sso: config.sso !== undefined })
+  const adminAuth: AdminAuthDeps = { admins, sessions, publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
     limiters,

@@ -23,7 +23,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
     .use(accessGuard({ orgExists: svc.orgExists }))
     .derive(async ({ request, server }) => {
       const caller = await authenticateAdmin(deps, request)
-      return { caller, actor: { admin: caller.admin, ip: clientAddress(request, server, deps.trustProxy) } }
+      return { caller, actor: { admin: caller.admin, ip: clientAddress(request, server, deps.trustProxy), sessionId: caller.session.id } }
     })
     .get('/admin/api/orgs', async ({ actor }) => ({ data: await svc.listOrgs(actor) }), { access: 'signed_in', response: { 200: OrgList, ...errorSchemas(...AUTH) }, detail: doc('Orgs you belong to (every Org for the instance owner)') })
     .post('/admin/api/orgs', ({ actor, body }) => svc.createOrg(actor, body.name), {
@@ -67,7 +67,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       body: PasswordBody,
       parse: 'json',
       response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_credentials', 'not_found', 'app_not_found', 'forbidden') },
-      detail: doc('Reveal the signing secret (password re-entered; audited)'),
+      detail: doc('Reveal the signing secret (password re-entered, or a re-authentication at the identity provider; audited)', 'Without `password`, the session must hold an unused re-authentication for `secret_reveal` at most 5 minutes old (POST /admin/api/me/reauth); otherwise 401 invalid_credentials with `details.reauthRequired` and, when single sign-on is configured, `details.reauth`.'),
     })
     .post('/admin/api/orgs/:orgId/apps/:appId/secret/rotate', ({ actor, params }) => svc.rotateSecret(actor, params.orgId, params.appId), {
       access: 'apps.manage',

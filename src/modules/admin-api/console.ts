@@ -3,7 +3,7 @@
  * in the change's own transaction. Who may call what (another Org's ids are 404, a member's reach for
  * an owner's setting is 403) is checked before any of this runs, by the `access` each route declares
  * (src/core/access.ts, src/http/access-guard.ts). Secrets are shown only on an explicit reveal with the
- * password re-entered; each reveal is audited.
+ * password re-entered (or a fresh re-authentication at the identity provider); each reveal is audited.
  */
 import { ApiError } from '../../core/errors'
 import type { Store } from '../../db/store'
@@ -19,6 +19,8 @@ import type { ConnectionInput, ConnectionsService } from '../connections/service
 export interface Actor {
   admin: AdminIdentity
   ip: string | null
+  /** The dashboard session acting (a step-up re-authentication is recorded on it). */
+  sessionId: string
 }
 
 export interface ConsoleDeps {
@@ -83,10 +85,13 @@ export function createConsoleService(ctx: ConsoleServiceDeps, { reentry, audit, 
       return tenants.deleteApp(orgId, appId, by(actor))
     },
 
-    /** The signing secret, after the admin re-entered their password (throttled; failures audited too). Audited. */
-    async revealSecret(actor: Actor, orgId: string, appId: string, password: string) {
+    /**
+     * The signing secret, after the admin re-entered their password (throttled; failures audited too) or,
+     * without one, re-authenticated at the identity provider for this (password-reentry.ts). Audited.
+     */
+    async revealSecret(actor: Actor, orgId: string, appId: string, password: string | undefined) {
       await appOf(orgId, appId)
-      await reentry.confirm(actor.admin.id, password, { purpose: 'secret_reveal', ip: actor.ip, orgId, targetId: appId })
+      await reentry.confirm({ adminId: actor.admin.id, sessionId: actor.sessionId }, password, { purpose: 'secret_reveal', ip: actor.ip, orgId, targetId: appId })
       const sealed = await repo.sealedSecret(orgId, appId)
       if (sealed === undefined) throw new ApiError('app_not_found')
       await audit.record(entry(actor, orgId, 'app.secret_revealed', appId))

@@ -20,8 +20,9 @@ export const SessionParams = t.Object({ id: Id }, closed)
 
 export const LoginBody = t.Object({ email: Email, password: Password, totp: t.Optional(t.String({ maxLength: 12 })) }, closed)
 export const SetupBody = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }), email: Email, password: Password }, closed)
-export const PasswordBody = t.Object({ password: Password }, closed)
-export const TotpEnableBody = t.Object({ secret: t.String({ minLength: 16, maxLength: 128 }), code: t.String({ maxLength: 12 }), password: Password }, closed)
+/** Without `password`: the session's step-up re-authentication at the identity provider is used instead (password-reentry.ts). */
+export const PasswordBody = t.Object({ password: t.Optional(Password) }, closed)
+export const TotpEnableBody = t.Object({ secret: t.String({ minLength: 16, maxLength: 128 }), code: t.String({ maxLength: 12 }), password: t.Optional(Password) }, closed)
 
 export const Me = t.Object(
   {

@@ -1,17 +1,26 @@
 /**
- * Password re-entry by a signed-in admin, before a secret is revealed or TOTP is turned on or off.
- * Failures are audited (admin.password_reentry_failed, with what was attempted) and throttled per admin
- * with exponential back-off: a stolen session cannot be used to guess the password at full speed.
+ * Proof that the signed-in admin is still the person at the keyboard, before a secret is revealed or TOTP
+ * is turned on or off: the password re-entered, or (SSO admins, who may have none) a step-up
+ * re-authentication at the identity provider made in this very session for this very action, at most
+ * REAUTH_TTL_MS ago, used once (src/admin-ui/sso-routes.ts makes it; docs/security.md "Single sign-on").
+ *
+ * Failed password re-entries are audited (admin.password_reentry_failed, with what was attempted) and
+ * throttled per admin with exponential back-off: a stolen session cannot be used to guess the password at
+ * full speed. A missing proof is no guess: it is answered with how to give one, neither audited nor counted.
  */
 import { ApiError } from '../../core/errors'
 import { guard, type BackoffSpec } from '../../core/failure-throttle'
 import type { ThrottleFactory } from '../../core/failure-throttle'
 import type { AdminsService } from '../admins/service'
+import type { ReauthPurpose, SessionStore } from '../admins/sessions'
 import type { AuditLog } from '../audit/index'
 
 export const REENTRY_BACKOFF: BackoffSpec = { freeFailures: 5, baseDelayMs: 1000, maxDelayMs: 15 * 60_000, forgetAfterMs: 3600_000 }
 
-export type ReentryPurpose = 'secret_reveal' | 'totp_enable' | 'totp_disable'
+/** Where a signed-in admin starts a re-authentication at the identity provider (POST, X-CSRF-Token, `{purpose, returnTo}`). */
+export const REAUTH_START_PATH = '/admin/api/me/reauth'
+
+export type ReentryPurpose = ReauthPurpose
 
 export interface ReentryContext {
   purpose: ReentryPurpose
@@ -20,18 +29,58 @@ export interface ReentryContext {
   targetId?: string | null
 }
 
-export function createPasswordReentry(admins: AdminsService, audit: AuditLog, throttles: ThrottleFactory) {
+/** Who asks: the admin and the session a re-authentication would have been recorded on. */
+export interface ReentryCaller {
+  adminId: string
+  sessionId: string
+}
+
+export interface ReentryDeps {
+  admins: AdminsService
+  sessions: Pick<SessionStore, 'consumeReauthentication'>
+  audit: AuditLog
+  throttles: ThrottleFactory
+  /** Single sign-on is configured: a re-authentication at the provider is offered. */
+  sso: boolean
+}
+
+export function createPasswordReentry({ admins, sessions, audit, throttles, sso }: ReentryDeps) {
   const throttle = throttles('reentry', REENTRY_BACKOFF)
-  return {
-    /** Resolves when the password is the admin's; 401 invalid_credentials (audited) or 429 otherwise. */
-    async confirm(adminId: string, password: string, at: ReentryContext): Promise<void> {
-      const wrong = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials'
-      try {
-        await guard([{ throttle, key: adminId, clearOnSuccess: true }], () => admins.confirmPassword(adminId, password), wrong)
-      } catch (e) {
-        if (wrong(e)) await audit.record({ orgId: at.orgId ?? null, actor: `admin:${adminId}`, action: 'admin.password_reentry_failed', targetId: at.targetId ?? adminId, data: { purpose: at.purpose }, ip: at.ip })
-        throw e
+
+  /** How to re-authenticate at the provider, for the error details (nothing when SSO is not configured). */
+  const reauthHint = (purpose: ReentryPurpose) => (sso ? { reauth: REAUTH_START_PATH, method: 'POST', purpose } : {})
+
+  async function byPassword(adminId: string, password: string, at: ReentryContext): Promise<void> {
+    const wrong = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials'
+    try {
+      await guard([{ throttle, key: adminId, clearOnSuccess: true }], () => admins.confirmPassword(adminId, password), wrong)
+    } catch (e) {
+      if (wrong(e)) await audit.record({ orgId: at.orgId ?? null, actor: `admin:${adminId}`, action: 'admin.password_reentry_failed', targetId: at.targetId ?? adminId, data: { purpose: at.purpose }, ip: at.ip })
+      // An SSO-only admin's answer says where the other way is.
+      if (e instanceof ApiError && (e.details as { noPassword?: boolean } | undefined)?.noPassword && sso) {
+        throw new ApiError('invalid_credentials', { noPassword: true, ...reauthHint(at.purpose) }, `This admin has no password: confirm with the identity provider (POST ${REAUTH_START_PATH}), then try again within 5 minutes without a password.`)
       }
+      throw e
+    }
+  }
+
+  return {
+    /**
+     * Resolves when `password` is the admin's or, without a password, when the session holds an unused
+     * re-authentication for `at.purpose` (now used up). Otherwise 401 invalid_credentials (a wrong
+     * password: audited) or 429.
+     */
+    async confirm(caller: ReentryCaller, password: string | undefined, at: ReentryContext): Promise<void> {
+      if (password) return byPassword(caller.adminId, password, at)
+      if (await sessions.consumeReauthentication(caller.sessionId, at.purpose)) return
+      const hasPassword = (await admins.identity(caller.adminId))?.hasPassword ?? true
+      if (!hasPassword && !sso) throw new ApiError('invalid_credentials', { reauthRequired: true, noPassword: true }, 'This admin has no password and single sign-on is not configured: an operator sets a password with `fixloop admin reset-password` for this action.')
+      const how = !hasPassword ? 'Confirm with the identity provider' : sso ? 'Enter your password, or confirm with the identity provider' : 'Enter your password'
+      throw new ApiError(
+        'invalid_credentials',
+        { reauthRequired: true, ...(hasPassword ? {} : { noPassword: true }), ...reauthHint(at.purpose) },
+        `${how}${sso ? ` (POST ${REAUTH_START_PATH} with {"purpose": "${at.purpose}"}; it is good for 5 minutes and one use)` : ''}.`,
+      )
     },
   }
 }

@@ -135,21 +135,21 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
     .put(
       '/admin/api/me/totp',
       async ({ caller, body, request, server }) => {
-        await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_enable', ip: clientAddress(request, server, deps.trustProxy) })
+        await reentry.confirm({ adminId: caller.admin.id, sessionId: caller.session.id }, body.password, { purpose: 'totp_enable', ip: clientAddress(request, server, deps.trustProxy) })
         await admins.setTotp(caller.admin.id, body.secret, body.code)
         await audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_enabled', targetId: caller.admin.id })
         return { totpEnabled: true }
       },
-      { access: 'signed_in', body: TotpEnableBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP on (password + a current code)', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', body: TotpEnableBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP on (password, or a re-authentication at the identity provider, + a current code)', tags: ['admin'], security: ADMIN_SESSION } },
     )
     .delete(
       '/admin/api/me/totp',
       async ({ caller, body, request, server }) => {
-        await reentry.confirm(caller.admin.id, body.password, { purpose: 'totp_disable', ip: clientAddress(request, server, deps.trustProxy) })
+        await reentry.confirm({ adminId: caller.admin.id, sessionId: caller.session.id }, body.password, { purpose: 'totp_disable', ip: clientAddress(request, server, deps.trustProxy) })
         await admins.setTotp(caller.admin.id, null)
         await audit.record({ orgId: null, actor: `admin:${caller.admin.id}`, action: 'admin.totp_disabled', targetId: caller.admin.id })
         return { totpEnabled: false }
       },
-      { access: 'signed_in', body: PasswordBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP off (password)', tags: ['admin'], security: ADMIN_SESSION } },
+      { access: 'signed_in', body: PasswordBody, parse: 'json', response: { 200: t.Object({ totpEnabled: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') }, detail: { summary: 'Turn TOTP off (password, or a re-authentication at the identity provider)', tags: ['admin'], security: ADMIN_SESSION } },
     )
 }

@@ -4,6 +4,10 @@
  * ID token's signature check against the issuer's JWKS in a few calls, where `oauth4webapi` alone would
  * leave each step to us). Authorization code flow only, with PKCE (S256), state and nonce.
  *
+ * Step-up re-authentication (a signed-in admin proving again who they are before a sensitive action) is
+ * the same flow with `prompt=login` and `max_age=0`: the provider must authenticate the person anew, and
+ * the ID token's `auth_time` says when it did (the callback compares it with the flow's start).
+ *
  * Caching: the discovery document is fetched once and kept for DISCOVERY_TTL_MS (a failed fetch is not
  * kept, so the next sign-in tries again). The JWKS lives inside the kept configuration: openid-client
  * fetches it on first use and again when a token names a key id it does not hold (key rotation), with
@@ -28,6 +32,8 @@ export interface SsoIdentity {
   subject: string
   email: string | undefined
   emailVerified: boolean
+  /** `auth_time` in epoch ms: when the provider last authenticated the person (undefined when it did not say). */
+  authTime: number | undefined
 }
 
 /** Why a callback did not produce an identity; each has its own page (sso-routes.ts). */
@@ -67,8 +73,12 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
   }
 
   return {
-    /** The provider's authorization URL for a new flow, and the secrets the callback must match. */
-    async start(): Promise<{ url: string; secrets: FlowSecrets }> {
+    /**
+     * The provider's authorization URL for a new flow, and the secrets the callback must match. `reauth`:
+     * a step-up re-authentication, which asks the provider to authenticate the person again now
+     * (`prompt=login`, `max_age=0`) even when they hold a session there.
+     */
+    async start(options: { reauth?: boolean } = {}): Promise<{ url: string; secrets: FlowSecrets }> {
       let config: oidc.Configuration
       try {
         config = await configuration()
@@ -84,6 +94,7 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
         code_challenge_method: 'S256',
         state: secrets.state,
         nonce: secrets.nonce,
+        ...(options.reauth ? { prompt: 'login', max_age: '0' } : {}),
       })
       return { url: url.href, secrets }
     },
@@ -126,6 +137,8 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
         // Entra ID sends no email_verified; its optional claim xms_edov ("email domain owner verified": the
         // address is in a domain the tenant verified) says the same, and counts as such.
         emailVerified: claims.email_verified === true || (claims.email_verified === undefined && claims.xms_edov === true),
+        // A number of seconds, or nothing: anything else is no statement of when the person signed in.
+        authTime: typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time * 1000 : undefined,
       }
     },
   }

@@ -30,6 +30,8 @@ export interface AdminIdentity {
   email: string
   isOwner: boolean
   totpEnabled: boolean
+  /** False for an SSO-only admin (created with --no-password): re-authenticates at the identity provider instead. */
+  hasPassword: boolean
   /** Org id → role; empty for the instance owner, who has every role everywhere. */
   roles: Map<string, OrgRole>
 }
@@ -56,7 +58,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
   async function identityOf(row: AdminRow): Promise<AdminIdentity> {
     const roles = new Map<string, OrgRole>()
     for (const m of await repo.memberships(row.id)) roles.set(m.orgId, m.role)
-    return { id: row.id, email: row.email, isOwner: row.isOwner, totpEnabled: row.totpSecretEnc !== null, roles }
+    return { id: row.id, email: row.email, isOwner: row.isOwner, totpEnabled: row.totpSecretEnc !== null, hasPassword: row.passwordHash !== NO_PASSWORD, roles }
   }
 
   const service = {

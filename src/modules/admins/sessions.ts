@@ -15,6 +15,18 @@ export const SESSION_TTL_MS = 7 * 24 * 3600_000
 /** Idle sessions end sooner than the absolute limit. */
 export const SESSION_IDLE_MS = 24 * 3600_000
 
+/** The actions that ask a signed-in admin to prove again who they are (password, or the identity provider). */
+export const REAUTH_PURPOSES = ['secret_reveal', 'totp_enable', 'totp_disable'] as const
+export type ReauthPurpose = (typeof REAUTH_PURPOSES)[number]
+export const isReauthPurpose = (v: unknown): v is ReauthPurpose => typeof v === 'string' && (REAUTH_PURPOSES as readonly string[]).includes(v)
+
+/**
+ * How long a step-up re-authentication at the identity provider stands in for a password re-entry: long
+ * enough to come back to the page and finish (scan a TOTP secret), short enough that a session left open
+ * afterwards is not a standing licence. It is used once in any case (docs/security.md "Single sign-on").
+ */
+export const REAUTH_TTL_MS = 5 * 60_000
+
 export interface ActiveSession {
   id: string
   adminId: string
@@ -50,6 +62,23 @@ export function createSessionStore(repo: AdminsRepo, clock: Clock) {
       return (await repo.liveSessions(adminId, now, now - SESSION_IDLE_MS)).map((r) => ({
         id: r.id, userAgent: r.userAgent, ip: r.ip, createdAt: isoUtc(r.createdAt), lastSeenAt: isoUtc(r.lastSeenAt), expiresAt: isoUtc(r.expiresAt),
       }))
+    },
+
+    /** Marks the session re-authenticated now for `purpose`; false when it is not the admin's live session. */
+    markReauthenticated(sessionId: string, adminId: string, purpose: ReauthPurpose): Promise<boolean> {
+      return repo.markReauthenticated(sessionId, adminId, purpose, clock.now())
+    },
+
+    /** Uses up the session's re-authentication for `purpose` when it is at most REAUTH_TTL_MS old: true once. */
+    consumeReauthentication(sessionId: string, purpose: ReauthPurpose): Promise<boolean> {
+      return repo.consumeReauthentication(sessionId, purpose, clock.now() - REAUTH_TTL_MS)
+    },
+
+    /** The session's re-authentication while it can still be used: its purpose and when it runs out. */
+    async freshReauthentication(sessionId: string): Promise<{ purpose: ReauthPurpose; at: number; expiresAt: number } | undefined> {
+      const r = await repo.reauthentication(sessionId)
+      if (!r || !isReauthPurpose(r.purpose) || r.at + REAUTH_TTL_MS < clock.now()) return undefined
+      return { purpose: r.purpose, at: r.at, expiresAt: r.at + REAUTH_TTL_MS }
     },
 
     /** Revokes one of the admin's sessions; false when it is not theirs or already gone. */
