@@ -16,6 +16,7 @@ import reporters from './app/reporters.js' with { type: 'text' }
 import inbox from './app/inbox.js' with { type: 'text' }
 import report from './app/report.js' with { type: 'text' }
 import account from './app/account.js' with { type: 'text' }
+import reauth from './app/reauth.js' with { type: 'text' }
 import webhooks from './app/webhooks.js' with { type: 'text' }
 import trackers from './app/trackers.js' with { type: 'text' }
 import smtp from './app/smtp.js' with { type: 'text' }
@@ -79,6 +80,7 @@ export const ASSETS: Asset[] = [
   asset('@fixloop/trackers', 'trackers.js', trackers),
   asset('@fixloop/smtp', 'smtp.js', smtp),
   asset('@fixloop/auth', 'auth.js', auth),
+  asset('@fixloop/reauth', 'reauth.js', reauth),
   asset('@fixloop/apps', 'apps.js', apps),
   asset('@fixloop/keys', 'keys.js', keys),
   asset('@fixloop/reporters', 'reporters.js', reporters),

@@ -1,7 +1,8 @@
 // Orgs, Apps and an App's settings, signing secret and widget snippet.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, Link, navigate, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
+import { useReauth, confirmedFor, proofOf, canConfirm, ConfirmIdentity } from '@fixloop/reauth'
 import { PROCESSING_LABELS } from '@fixloop/labels'
 import { TrackerSection } from '@fixloop/trackers'
 import { SmtpSection } from '@fixloop/smtp'
@@ -146,11 +147,20 @@ function Secret({ org, app }) {
   const [password, setPassword] = useState('')
   const [secret, setSecret] = useState(null)
   const [rotated, setRotated] = useState(false)
+  const reauth = useReauth()
+  // Back from the identity provider: the confirmation is for a reveal, so the dialog opens to finish it.
+  useEffect(() => {
+    if (confirmedFor(reauth.data, 'secret_reveal')) setDialog('reveal')
+  }, [reauth.data])
   const [reveal, revealing, revealError] = useAction(async () => {
-    const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/reveal`, { body: { password } })
-    setSecret(out.signingSecret)
-    setPassword('')
-    setDialog(null)
+    try {
+      const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/reveal`, { body: proofOf(reauth.data, 'secret_reveal', password) })
+      setSecret(out.signingSecret)
+      setPassword('')
+      setDialog(null)
+    } finally {
+      reauth.reload() // a confirmation at the provider is used up by the attempt
+    }
   })
   const [rotate, rotating, rotateError] = useAction(async () => {
     const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/rotate`)
@@ -159,7 +169,7 @@ function Secret({ org, app }) {
     setDialog(null)
   })
   return html`<section aria-labelledby="secret"><h2 id="secret">Signing secret</h2>
-    <p>Your backend signs user tokens (HS256) with this secret. It is hidden until you confirm your password.</p>
+    <p>Your backend signs user tokens (HS256) with this secret. It is hidden until you confirm it is you (your password, or your identity provider).</p>
     ${secret
       ? html`<${CopyField} label="Signing secret (hex)" id="secret-value" value=${secret} />
         ${rotated && html`<p role="status">Rotated. Tokens signed with the old secret no longer work.</p>`}
@@ -172,11 +182,10 @@ function Secret({ org, app }) {
     ${dialog === 'reveal' &&
     html`<${Dialog} title="Reveal the signing secret" onClose=${() => setDialog(null)}>
       <form onSubmit=${(e) => (e.preventDefault(), reveal())}>
-        <div class="field"><label for="reveal-password">Password</label>
-          <input id="reveal-password" type="password" autocomplete="current-password" required autofocus value=${password} onInput=${(e) => setPassword(e.target.value)} /></div>
+        <${ConfirmIdentity} status=${reauth.data} purpose="secret_reveal" id="reveal-password" password=${password} setPassword=${setPassword} autofocus=${true} />
         <p class="hint">Each reveal is written to the audit log.</p>
-        <${ErrorBox} error=${revealError} />
-        <div class="actions"><button type="submit" class="primary" disabled=${revealing}>Reveal</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
+        <${ErrorBox} error=${revealError || reauth.error} />
+        <div class="actions"><button type="submit" class="primary" disabled=${revealing || !canConfirm(reauth.data, 'secret_reveal')} autofocus=${confirmedFor(reauth.data, 'secret_reveal')}>Reveal</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
       </form></${Dialog}>`}
     ${dialog === 'rotate' &&
     html`<${Dialog} title="Rotate the signing secret?" onClose=${() => setDialog(null)}>
