@@ -3,6 +3,11 @@
  * implementation) on loopback, with one confidential client and three users. Its dev interactions
  * (a login form taking any password) stand in for the provider's own sign-in page.
  *
+ * `clockOffsetMs`: the provider's clock, ahead (or behind, negative) of this machine's while it answers a
+ * request: a sign-in made with -10 minutes leaves a provider session (and a later `auth_time` from it)
+ * ten minutes old, as a person who signed in at the provider earlier has. Only while the provider
+ * answers: the browser's cookie jar (Playwright, in this process) keeps the real time.
+ *
  * `tamper`: when set, the ID token of the next token responses is re-signed with the provider's own key
  * after `tamper` changed its claims: a token the provider could have issued (valid signature) with a
  * wrong audience, an expiry in the past or another nonce.
@@ -19,15 +24,23 @@ export interface TestIdp {
   tamper: ((claims: JWTPayload) => JWTPayload) | undefined
   /** With `tamper`: sign with a key of the same kid that is not the provider's (a forged signature). */
   forgeSignature: boolean
+  /** The provider's clock offset from this machine's (ms), while it answers a request. */
+  clockOffsetMs: number
   close(): Promise<void>
 }
 
-/** login → claims. `alice` matches the admin the tests create; `unverified` has that email unverified; `stranger` is no admin. */
+/**
+ * login → claims. `alice` matches the admin the tests create; `unverified` has that email unverified; `stranger` is no admin;
+ * `bob` is another admin (the re-authentication tests: someone else's login at the provider).
+ */
 export const IDP_USERS: Record<string, { email: string; email_verified: boolean; name: string }> = {
   alice: { email: 'Alice@Example.com', email_verified: true, name: 'Alice' },
   unverified: { email: 'alice@example.com', email_verified: false, name: 'Mallory' },
   stranger: { email: 'stranger@example.com', email_verified: true, name: 'Stranger' },
+  bob: { email: 'bob@example.com', email_verified: true, name: 'Bob' },
 }
+
+const REAL_DATE_NOW = Date.now
 
 export async function startIdp(redirectUri: string): Promise<TestIdp> {
   const port = await freePort()
@@ -47,6 +60,9 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
         response_types: ['code'],
         grant_types: ['authorization_code'],
         token_endpoint_auth_method: 'client_secret_post',
+        // auth_time in every ID token, as Keycloak and Entra ID send it: a flow that does not force a new
+        // login then carries the time of the earlier one (test/sso-reauth.test.ts).
+        require_auth_time: true,
       },
     ],
     jwks: { keys: [jwk as never] },
@@ -71,9 +87,17 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
   // Quiet: a refused code or a bad request is what several tests are about.
   provider.on('server_error', () => {})
   const handle = provider.callback()
-  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, close: async () => {} }
+  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, clockOffsetMs: 0, close: async () => {} }
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const offset = idp.clockOffsetMs
+    if (offset !== 0) {
+      // oidc-provider reads Date.now() for every time it writes (the session's login time, iat, exp).
+      Date.now = () => REAL_DATE_NOW() + offset
+      const restore = () => void (Date.now = REAL_DATE_NOW)
+      res.once('finish', restore)
+      res.once('close', restore)
+    }
     const tamper = idp.tamper
     if (!tamper || req.method !== 'POST' || !req.url?.startsWith('/token')) return void handle(req, res)
     // Re-sign the ID token of this token response with the provider's key after changing its claims.

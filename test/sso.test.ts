@@ -6,118 +6,31 @@
  * email; password sign-in turned off; the callback fuzzed.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { copyFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BINARY, freePort } from './harness'
 import { BROWSER_SKIP, launchBrowser } from './browser'
-import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout, waitHealthy } from './dashboard-helpers'
+import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
+import { auditRows, cli, followToCallback, serveSso, sessionCookies, signedIn, tempDirIn, type SsoServer } from './sso-helpers'
 
-interface Server {
-  url: string
-  dataDir: string
-  stop(): Promise<void>
-}
+type Server = SsoServer
 
 const roots: string[] = []
 let idp: TestIdp
 let browser: Browser
 let server: Server
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'fixloop-sso-'))
-  roots.push(dir)
-  return dir
-}
+const tempDir = () => tempDirIn(roots)
+const serve = (dataDir: string, port: number, extra: Record<string, string> = {}) => serveSso(idp, dataDir, port, extra)
 
-function cli(dataDir: string, args: string[], env: Record<string, string> = {}) {
-  return Bun.spawnSync([BINARY, ...args, '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', ...env } })
-}
-
-/** `fixloop serve` on `port` with the SSO settings (and `extra`); resolves once healthy. */
-async function serve(dataDir: string, port: number, extra: Record<string, string> = {}): Promise<Server> {
-  const url = `http://127.0.0.1:${port}`
-  const secretFile = join(dataDir, '..', 'oidc-secret')
-  writeFileSync(secretFile, idp.clientSecret + '\n')
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      FIXLOOP_LOG_LEVEL: 'silent',
-      FIXLOOP_PUBLIC_URL: url,
-      FIXLOOP_OIDC_ISSUER: idp.issuer,
-      FIXLOOP_OIDC_CLIENT_ID: idp.clientId,
-      FIXLOOP_OIDC_CLIENT_SECRET_FILE: secretFile,
-      ...extra,
-    },
-    stdout: 'ignore',
-    stderr: 'inherit',
-  })
-  await waitHealthy(url, proc)
-  return {
-    url,
-    dataDir,
-    async stop() {
-      if (proc.exitCode === null) proc.kill('SIGTERM')
-      await proc.exited
-    },
-  }
-}
-
-function auditRows(dataDir: string, action: string): { actor: string; data: string }[] {
-  const db = new Database(join(dataDir, 'fixloop.db'), { readonly: true })
-  try {
-    return db.query('SELECT actor, data FROM audit_log WHERE action = ? ORDER BY id').all(action) as { actor: string; data: string }[]
-  } finally {
-    db.close()
-  }
-}
-
-/** The session cookies the browser holds for fixloop (none after a refused sign-in). */
-async function sessionCookies(context: BrowserContext): Promise<string[]> {
-  return (await context.cookies()).filter((c) => c.name.endsWith('fixloop_admin')).map((c) => c.name)
-}
-
-async function signedIn(context: BrowserContext, base: string): Promise<boolean> {
-  const r = await context.request.get(base + '/admin/api/session')
-  return r.status() === 200
-}
-
-/** Signs in at the provider's login form as `login` (it takes any password). */
-async function idpLogin(page: Page, login: string): Promise<void> {
-  await page.locator('input[name="login"]').fill(login)
-  await page.locator('input[name="password"]').fill('any password')
-  await page.locator('button[type="submit"]').click()
-}
-
-/**
- * Starts a sign-in in a fresh context and signs in at the provider as `login`, through the context's own
- * request client (same cookie jar as its pages: Playwright does not route the follow-ups of a redirect, so
- * a page could not be stopped before the callback). The provider's redirect to the callback is not
- * followed: its URL is returned, the flow cookie in the browser.
- */
+/** Starts a sign-in in a fresh context and follows it through the provider as `login`, up to (not into) the callback. */
 async function heldCallback(base: string, login: string): Promise<{ context: BrowserContext; page: Page; callback: string }> {
   const context = await browser.newContext()
   const page = await context.newPage()
-  let url = base + '/admin/oidc/start'
-  let response = await context.request.get(url, { maxRedirects: 0 })
-  for (let hop = 0; hop < 10; hop++) {
-    const location = response.headers()['location']
-    if (!location) {
-      // The provider's login form: post it as the page would.
-      const form = /<form[^>]*action="([^"]+)"/.exec(await response.text())
-      if (!form) throw new Error(`no redirect and no form at ${url}: ${response.status()}`)
-      url = new URL(form[1].replaceAll('&amp;', '&'), url).href
-      response = await context.request.post(url, { form: { prompt: 'login', login, password: 'any password' }, maxRedirects: 0 })
-      continue
-    }
-    url = new URL(location, url).href
-    if (url.startsWith(base + '/admin/oidc/callback')) return { context, page, callback: url }
-    response = await context.request.get(url, { maxRedirects: 0 })
-  }
-  throw new Error('the provider never redirected to the callback')
+  const { callback } = await followToCallback(context, base, base + '/admin/oidc/start', login)
+  return { context, page, callback }
 }
 
 /** A whole sign-in as `login`; the callback's status and the page's heading and alert text. */
