@@ -241,6 +241,16 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
 
   test('a re-authentication is used once, and only for its purpose: one for totp_disable does not reveal a secret', async () => {
     const alice = await ssoSignIn('alice')
+    // The authorization request: the sign-in's code flow (PKCE S256, state, nonce, the same redirect URI) forcing a new login.
+    const to = new URL(await startReauth(alice, REVEAL_PURPOSE))
+    expect(to.origin).toBe(idp.issuer)
+    expect(to.searchParams.get('prompt')).toBe('login')
+    expect(to.searchParams.get('max_age')).toBe('0')
+    expect(to.searchParams.get('code_challenge_method')).toBe('S256')
+    expect(to.searchParams.get('state')!.length).toBeGreaterThan(20)
+    expect(to.searchParams.get('nonce')!.length).toBeGreaterThan(20)
+    expect(to.searchParams.get('redirect_uri')).toBe(server.url + '/admin/oidc/callback')
+    expect(to.searchParams.has('purpose')).toBe(false)
     const done = await reauth(alice, REVEAL_PURPOSE)
     expect(done.status).toBe(303)
     expect(done.loginForms).toBe(1) // prompt=login: the provider asked again, although it had a session

@@ -118,6 +118,9 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     expect(to.searchParams.get('state')!.length).toBeGreaterThan(20)
     expect(to.searchParams.get('nonce')!.length).toBeGreaterThan(20)
     expect(to.searchParams.get('scope')).toBe('openid email profile')
+    // A sign-in lets the provider reuse its own session (only a step-up re-authentication forces a login).
+    expect(to.searchParams.has('prompt')).toBe(false)
+    expect(to.searchParams.has('max_age')).toBe(false)
     const cookie = r.headers.get('set-cookie')!
     expect(cookie).toMatch(/^fixloop_oidc=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=600$/)
     // Sealed: neither the state nor the nonce can be read from it.
