@@ -93,3 +93,33 @@ describe('learnedFor + calibrate: the App bars', () => {
     expect(lowered.moderate).toBeCloseTo(plain.moderate - 0.05, 6)
   })
 })
+
+describe('rejected suggestions raise the suggestion floor (rule 4)', () => {
+  const floor = (decisions: Decision[]) => lessonOf(decisions).suggestFloor
+  const cases: [string, Decision[], number | null][] = [
+    ['nothing decided: not raised', [], null],
+    ['nine rejections at 0.40-0.48, one confirmation at 0.6: one short of LEARNING.suggestMinBelow below 0.6', [...many(9, 'rejected', 0.4, 0.01), { kind: 'confirmed', score: 0.6 }], null],
+    ['ten rejections at 0.40-0.49, then a confirmation at 0.6: the floor goes to 0.6', [...many(10, 'rejected', 0.4, 0.01), { kind: 'confirmed', score: 0.6 }], 0.6],
+    ['ten rejections and nothing above: the floor goes to the highest rejection that has ten below it', many(11, 'rejected', 0.4, 0.01), 0.5],
+    ['a third confirmed below 0.7 (4 of 12) does not raise it there; 3 of the 11 below 0.53 do', [...many(8, 'rejected', 0.4, 0.01), ...many(4, 'confirmed', 0.5, 0.01), { kind: 'confirmed', score: 0.7 }], 0.53],
+    ['4 of 10 confirmed at the bottom: not mostly noise, not raised', [...many(4, 'confirmed', 0.4, 0.01), ...many(6, 'rejected', 0.45, 0.01), { kind: 'confirmed', score: 0.7 }], null],
+    ['mostly confirmed suggestions never raise it', many(30, 'confirmed', 0.35, 0.01), null],
+    ['unmerges are not suggestions: they do not count here', [...many(10, 'unmerged', 0.8, 0.001), { kind: 'confirmed', score: 0.9 }], null],
+    ["docs/triage.md's example: 12 rejected at 0.40-0.47, 3 confirmed at 0.50-0.52: from 0.52 (2 of 14 below confirmed)", [...many(12, 'rejected', 0.4, 0.006), ...many(3, 'confirmed', 0.5, 0.01)], 0.52],
+    ['ties: a floor never splits decisions of one score', [...many(10, 'rejected', 0.45, 0), { kind: 'rejected', score: 0.45 }], null],
+  ]
+  for (const [name, decisions, want] of cases) test(name, () => expect(floor(decisions)).toBe(want))
+
+  test('calibrate: the floor raises the suggestion bar, never lowers it, never above the corroborated bar', () => {
+    const history = new ScoreHistory()
+    for (let i = 0; i < 40; i++) history.add(0.3)
+    const plain = calibrate(DEFAULT_THRESHOLDS, history)
+    const raised = calibrate(DEFAULT_THRESHOLDS, history, learnedFor(lessonOf([...many(10, 'rejected', 0.4, 0.01), { kind: 'confirmed', score: 0.52 }]), plain))
+    expect(raised.suggest).toBe(0.52)
+    expect(raised.strong).toBe(plain.strong)
+    const low = calibrate(DEFAULT_THRESHOLDS, history, learnedFor(lessonOf([...many(10, 'rejected', 0.1, 0.001), { kind: 'confirmed', score: 0.12 }]), plain))
+    expect(low.suggest).toBe(plain.suggest)
+    const high = calibrate(DEFAULT_THRESHOLDS, history, learnedFor(lessonOf([...many(10, 'rejected', 0.6, 0.01), { kind: 'rejected', score: 0.74 }]), plain))
+    expect(high.suggest).toBe(plain.moderate)
+  })
+})

@@ -46,10 +46,13 @@ describe('evaluation corpus (real-corpus.json: long technical reports, templated
   })
   const runs = SEEDS.map((seed) => measureQuality(load(REAL_CORPUS_PATH), undefined, seed))
   test('automatic merges: precision ≥ 0.98, ≤ 0.3 % of reports attached to another bug', () => mergesAreSure(runs))
-  test('suggestions: a true duplicate for ≥ 60 % of the reports that have an earlier one, ≥ 55 % of suggestions right', () => {
+  // The suggestion floor at the App's median best match (calibrate.ts suggestMargin 0, was 0.05): more
+  // reports get their duplicate offered (hit 0.73-0.75 → 0.85-0.88) for a little less sure suggestions
+  // (0.59 → 0.55 right); people's rejections raise an App's floor (learn.ts).
+  test('suggestions: a true duplicate for ≥ 80 % of the reports that have an earlier one, ≥ 50 % of suggestions right', () => {
     for (const r of runs) {
-      expect(r.suggestionHit).toBeGreaterThanOrEqual(0.6)
-      expect(r.suggestionPrecision).toBeGreaterThanOrEqual(0.55)
+      expect(r.suggestionHit).toBeGreaterThanOrEqual(0.8)
+      expect(r.suggestionPrecision).toBeGreaterThanOrEqual(0.5)
     }
   })
   test('/similar R@1 ≥ 0.9, R@5 ≥ 0.95, R@10 ≥ 0.95', () => {

@@ -160,7 +160,7 @@ describe('duplicate suggestions in the dashboard', () => {
     await section.getByRole('button', { name: 'Reset what the bars learned' }).click()
     await section.getByRole('status').getByText(/Reset: 4 decisions forgotten/).waitFor()
     const reset = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
-    expect(reset.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
+    expect(reset.learned).toEqual({ raisedTo: null, provenBar: null, suggestRaisedTo: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
     await section.getByText(`at similarity ${reset.bars.merge.toFixed(2)} or more`).waitFor()
     await expectPageClean(page, 'app-dedup-reset')
     const db = new Database(join(dir, 'fixloop.db'), { readonly: true })

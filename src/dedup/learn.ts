@@ -9,6 +9,10 @@
  *   candidate bar b, confirmed / (confirmed + rejected + unmerged) ≥ `LEARNING.precision`, with at least
  *   `LEARNING.minDecisions` of them, at b and at every candidate above it (read from the top down: the
  *   first candidate that fails stops the descent). Never below `LEARNING.lowestBar`.
+ * - Rejected suggestions raise the App's suggestion floor: it goes up to the highest score `b` below
+ *   which at least `LEARNING.suggestMinBelow` suggestions were decided and fewer than
+ *   `LEARNING.suggestConfirmedBelow` of them were confirmed (people read them and said no). Only ever up
+ *   from the calibrated floor: nothing is suggested below the floor, so no decision can show a lower one.
  * - Nothing learned (a new App, or too few decisions): the calibrated bars, which start conservative.
  */
 import type { Learned } from './calibrate'
@@ -41,6 +45,13 @@ export const LEARNING = {
   lowestBar: 0.5,
   /** The newest decisions per App that count (older ones describe an App that has moved on). */
   window: 500,
+  /** Decided suggestions below a score before they can raise the suggestion floor to it. */
+  suggestMinBelow: 10,
+  /**
+   * The confirmed share below which decided suggestions raise the floor: a suggestion is a hint a person
+   * checks, worth showing while about one in three is right; below that it is mostly noise.
+   */
+  suggestConfirmedBelow: 1 / 3,
 }
 
 /** What an App's decisions teach, whatever its calibration is now (`learnedFor` applies it to the bars). */
@@ -49,10 +60,12 @@ export interface Lesson {
   raiseTo: number
   /** The lowest proven bar, or null when the decisions prove none. */
   provenBar: number | null
+  /** The suggestion floor at least this (rejected suggestions below it), or null: nothing raised it. */
+  suggestFloor: number | null
   counts: Record<DecisionKind, number>
 }
 
-export const NO_LESSON: Lesson = { raiseTo: 0, provenBar: null, counts: { confirmed: 0, rejected: 0, unmerged: 0 } }
+export const NO_LESSON: Lesson = { raiseTo: 0, provenBar: null, suggestFloor: null, counts: { confirmed: 0, rejected: 0, unmerged: 0 } }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000
 
@@ -92,7 +105,25 @@ export function lessonOf(decisions: readonly Decision[]): Lesson {
     if (right / n < LEARNING.precision) break
     provenBar = round(valid[i].score)
   }
-  return { raiseTo, provenBar, counts }
+  return { raiseTo, provenBar, suggestFloor: suggestFloorOf(valid), counts }
+}
+
+/**
+ * The suggestion floor the decided suggestions (confirmed, rejected) call for, or null. Read from the
+ * lowest score up: a candidate floor `b` (a decision's score) qualifies when the decisions scoring below
+ * it number at least `suggestMinBelow` and fewer than `suggestConfirmedBelow` of them were confirmed; the
+ * highest qualifying `b` is the floor (more rejections raise it further).
+ */
+function suggestFloorOf(decisions: readonly Decision[]): number | null {
+  const decided = decisions.filter((d) => d.kind !== 'unmerged').sort((a, b) => a.score - b.score)
+  let floor: number | null = null
+  let confirmed = 0
+  for (let i = 0; i < decided.length; i++) {
+    // `i` decisions score below decided[i] (ties: a floor at this score keeps them all above it).
+    if (i >= LEARNING.suggestMinBelow && decided[i].score > decided[i - 1].score && confirmed / i < LEARNING.suggestConfirmedBelow) floor = round(decided[i].score)
+    if (decided[i].kind === 'confirmed') confirmed++
+  }
+  return floor
 }
 
 /**
@@ -100,9 +131,10 @@ export function lessonOf(decisions: readonly Decision[]): Lesson {
  * then down to the proven bar when it is lower (never below `LEARNING.lowestBar`).
  */
 export function learnedFor(lesson: Lesson, plain: Thresholds): Learned {
+  const suggestFloor = lesson.suggestFloor ?? 0
   const raised = Math.max(plain.strong, lesson.raiseTo)
-  if (lesson.provenBar === null || lesson.provenBar >= raised) return { mergeShift: 0, mergeFloor: lesson.raiseTo }
+  if (lesson.provenBar === null || lesson.provenBar >= raised) return { mergeShift: 0, mergeFloor: lesson.raiseTo, suggestFloor }
   const lowered = Math.max(lesson.provenBar, LEARNING.lowestBar)
-  if (lowered >= raised) return { mergeShift: 0, mergeFloor: lesson.raiseTo }
-  return { mergeShift: round(Math.min(0, lowered - plain.strong)), mergeFloor: Math.min(lesson.raiseTo, lowered) }
+  if (lowered >= raised) return { mergeShift: 0, mergeFloor: lesson.raiseTo, suggestFloor }
+  return { mergeShift: round(Math.min(0, lowered - plain.strong)), mergeFloor: Math.min(lesson.raiseTo, lowered), suggestFloor }
 }

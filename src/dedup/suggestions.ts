@@ -51,7 +51,7 @@ export function confirmedSuggestion(
 /** An App's merge bars and what its people's decisions taught (GET /v1/apps/:id/triage, the dashboard). */
 export interface TriageState {
   bars: { merge: number; corroboratedMerge: number; suggest: number }
-  learned: { raisedTo: number | null; provenBar: number | null; decisions: Lesson['counts'] }
+  learned: { raisedTo: number | null; provenBar: number | null; suggestRaisedTo: number | null; decisions: Lesson['counts'] }
   /** Asked with an automatic merge's score: the merge bars once that merge were undone. */
   afterUnmerge?: { merge: number; corroboratedMerge: number }
 }
@@ -65,7 +65,7 @@ const round = (n: number): number => Math.round(n * 1000) / 1000
 export function triageStateOf(t: Thresholds, lesson: Lesson, after?: Thresholds): TriageState {
   return {
     bars: { merge: round(t.strong), corroboratedMerge: round(t.moderate), suggest: round(t.suggest) },
-    learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, decisions: { ...lesson.counts } },
+    learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, suggestRaisedTo: lesson.suggestFloor, decisions: { ...lesson.counts } },
     ...(after ? { afterUnmerge: { merge: round(after.strong), corroboratedMerge: round(after.moderate) } } : {}),
   }
 }

@@ -148,6 +148,29 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect((await fresh2.plan(near))!.suggestion?.leadId).toBe(lead)
   })
 
+  test('rejected suggestions raise the App suggestion floor (learn.ts rule 4): the triage state shows it and a verdict no longer suggests below it', async () => {
+    const s = await fresh()
+    const { near, lead } = await suggested(s)
+    const score = (await row(s, near)).suggested_score!
+    // Eleven suggestions people rejected, from this score up (stored as the triage routes store them).
+    for (let i = 0; i <= 10; i++) {
+      await sql(s, "INSERT INTO triage_decisions (org_id, app_id, feedback_id, lead_id, kind, score, created_at) VALUES ('o1', 'a1', ?, ?, 'rejected', ?, 1)", [`f${i}`, `l${i}`, score + i * 0.001])
+    }
+    // A cluster service of its own (another node, a restart): it reads the decisions afresh.
+    const again = s.store.dialect === 'sqlite' ? createClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS)
+    const state = await again.triageState('a1')
+    const floor = Math.round((score + 0.01) * 1000) / 1000
+    expect(state.learned.suggestRaisedTo).toBe(floor)
+    expect(state.bars.suggest).toBe(Math.min(floor, state.bars.corroboratedMerge))
+    const verdict = await again.plan(near)
+    expect(verdict!.leadId).toBeNull()
+    expect(verdict!.suggestion).toBeNull()
+    // Without those decisions the same service would suggest the lead: the floor is what differs.
+    await sql(s, 'DELETE FROM triage_decisions')
+    const fresh2 = s.store.dialect === 'sqlite' ? createClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS) : createPgClusterService(s.store.sides, s.clock, DEFAULT_THRESHOLDS)
+    expect((await fresh2.plan(near))!.suggestion?.leadId).toBe(lead)
+  })
+
   test('an unmerge of an automatic merge raises the App bars above its score at once; of a merge by hand, it teaches nothing', async () => {
     const s = await fresh()
     await seedOrgApp(s)
@@ -160,7 +183,7 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect(merged.duplicate_of_id).toBe(lead)
     expect(merged.merge_reason).toMatch(/similarity/)
     const before = await processing.port.triageState('a1')
-    expect(before.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
+    expect(before.learned).toEqual({ raisedTo: null, provenBar: null, suggestRaisedTo: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
     // What the dashboard says at the Unmerge button: the bars once this merge were undone.
     const preview = (await processing.port.triageState('a1', merged.merge_score!)).afterUnmerge!
     await processing.port.unmerge(dup)
@@ -239,7 +262,7 @@ describeEachDialect('duplicate suggestions', (fresh, dialect) => {
     expect(await decisions(s)).toEqual([])
     const reset = await processing.port.triageState('a1')
     expect(reset.bars).toEqual(before.bars)
-    expect(reset.learned).toEqual({ raisedTo: null, provenBar: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
+    expect(reset.learned).toEqual({ raisedTo: null, provenBar: null, suggestRaisedTo: null, decisions: { confirmed: 0, rejected: 0, unmerged: 0 } })
     const audit = await sql<{ actor: string; action: string; target_id: string; data: string }>(s, "SELECT actor, action, target_id, data FROM audit_log WHERE action = 'app.triage_reset'")
     expect(audit.map((a) => ({ ...a, data: JSON.parse(a.data) }))).toEqual([{ actor: 'cli', action: 'app.triage_reset', target_id: 'a1', data: { removed: { confirmed: 0, rejected: 0, unmerged: 1 } } }])
     // Nothing to forget: an empty reset, still audited.

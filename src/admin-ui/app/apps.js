@@ -309,6 +309,7 @@ function Dedup({ org, app }) {
       <dt>Learned from</dt><dd>${d.learned.decisions.confirmed} confirmed, ${d.learned.decisions.rejected} rejected suggestion${d.learned.decisions.rejected === 1 ? '' : 's'}; ${d.learned.decisions.unmerged} automatic merge${d.learned.decisions.unmerged === 1 ? '' : 's'} undone</dd>
       <dt>Raised after an unmerge</dt><dd>${d.learned.raisedTo === null ? 'no' : `to at least ${bar(d.learned.raisedTo)}`}</dd>
       <dt>Proven lower bar</dt><dd>${d.learned.provenBar === null ? 'not yet (needs 20 decisions, 95 % confirmed)' : bar(d.learned.provenBar)}</dd>
+      <dt>Suggestions raised after rejections</dt><dd>${d.learned.suggestRaisedTo === null ? 'no' : `to at least ${bar(d.learned.suggestRaisedTo)}`}</dd>
     </dl>
     <div class="actions"><button type="button" disabled=${busy || !learned} onClick=${reset}>Reset what the bars learned</button>
       <span class="muted small">${learned ? 'Deletes the decisions above; audited.' : 'Nothing learned yet.'}</span>

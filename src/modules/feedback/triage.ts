@@ -56,6 +56,7 @@ export const AppTriageState = t.Object(
       {
         raisedTo: t.Union([Bar, t.Null()], { description: 'Both merge bars at least this, after an automatic merge was undone; null: none was' }),
         provenBar: t.Union([Bar, t.Null()], { description: 'The lowest bar the decisions prove ≥ 95 % right; null: not proven yet' }),
+        suggestRaisedTo: t.Union([Bar, t.Null()], { description: 'The suggestion floor at least this: people rejected most suggestions scoring below it; null: not raised' }),
         decisions: DecisionCounts,
       },
       { additionalProperties: false },
