@@ -6,7 +6,7 @@
 import type { Features } from './features'
 import { DocStore, type DocView } from './doc-store'
 import { ScoreHistory } from './calibrate'
-import { AppGrams } from './rerank'
+import { AppGrams, noteText } from './rerank'
 
 export interface Scored {
   id: string
@@ -77,7 +77,12 @@ export class AppIndex {
     return v
   }
 
-  add(f: Features, leadId: string | null): void {
+  /**
+   * Indexes a report. `countText`: its text, counted in the App's n-gram frequencies (`grams`, for
+   * /similar's order); an index build passes it for an even sample only (clusterer.ts GRAM_SAMPLE).
+   */
+  add(f: Features, leadId: string | null, countText?: string): void {
+    if (countText !== undefined) noteText(this.grams, countText)
     if (this.slotOf.has(f.id)) this.remove(f.id)
     const terms: number[] = []
     const tfs: number[] = []

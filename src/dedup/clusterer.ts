@@ -8,7 +8,7 @@
 import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
 import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
-import { blend, combine, DEFAULT_BLEND, noteText } from './rerank'
+import { blend, combine, DEFAULT_BLEND } from './rerank'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
@@ -44,6 +44,21 @@ export const SIMILAR_SHORTLIST = 50
  */
 export const VERDICT_RETRIEVAL_TERMS = 12
 export const SIMILAR_RETRIEVAL_TERMS = 24
+/**
+ * How a ranking reads its candidates and what it scores them with. `cached`: texts from the text cache and
+ * links from the index (the clustering path), else the rows as stored (what /similar serves).
+ * `withAppOrder`: the App's n-gram frequencies too, for /similar's order (`rankScore`).
+ */
+interface RankMode {
+  cached: boolean
+  retrievalTerms: number
+  withAppOrder: boolean
+}
+/** A verdict (and the calibration's seed): cached texts, 12 words, the blended score its bars compare. */
+const VERDICT_RANKING: RankMode = { cached: true, retrievalTerms: VERDICT_RETRIEVAL_TERMS, withAppOrder: false }
+/** GET /similar: the stored rows, 24 words, ordered by the App's n-gram IDF (a person reads the list). */
+const SIMILAR_RANKING: RankMode = { cached: false, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true }
+
 /** The newest reports scored when an index is built, to seed the App's threshold calibration. */
 const CALIBRATION_SEED = 40
 
@@ -193,8 +208,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         const rows = loaded instanceof Promise ? await loaded : loaded
         const sampled = gramSample(Array.isArray(rows) ? rows.length : 0)
         for (const r of rows) {
-          index.add(featuresOf(toInput(r)), r.duplicate_of_id)
-          if (sampled(n)) noteText(index.grams, r.text)
+          index.add(featuresOf(toInput(r)), r.duplicate_of_id, sampled(n) ? r.text : undefined)
           remember(r)
           if (recent.push(r) > CALIBRATION_SEED) recent.shift()
           if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
@@ -220,8 +234,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const sampled = gramSample(rows.length)
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i]
-        index.add(featuresOf(toInput(r)), r.duplicate_of_id)
-        if (sampled(i)) noteText(index.grams, r.text)
+        index.add(featuresOf(toInput(r)), r.duplicate_of_id, sampled(i) ? r.text : undefined)
         remember(r)
       }
       indexes.set(appId, index)
@@ -236,7 +249,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    */
   function seedCalibration(appId: string, recent: Row[]): void {
     const index = indexes.get(appId)!
-    for (const r of recent) index.history.add(rank(appId, featuresOf(toInput(r)), r.text, RESCORE, true).find((c) => c.id !== r.id)?.score ?? 0)
+    for (const r of recent) index.history.add(rank(appId, featuresOf(toInput(r)), r.text, RESCORE, VERDICT_RANKING).find((c) => c.id !== r.id)?.score ?? 0)
   }
 
   /** Candidates best first, with the blended (word + trigram) score. */
@@ -292,13 +305,13 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return out
   }
 
-  /** `cached`: the clustering path (cachedCandidates); otherwise the rows are read (storedCandidates). */
-  function rank(appId: string, f: Features, text: string, limit: number, cached = false, retrievalTerms = VERDICT_RETRIEVAL_TERMS, withAppOrder = false): Ranked[] {
+  /** `limit` candidates of the App for `f` (its text `text`), read and scored as `mode` says (VERDICT_RANKING, SIMILAR_RANKING). */
+  function rank(appId: string, f: Features, text: string, limit: number, mode: RankMode): Ranked[] {
     const index = indexFor(appId)
-    const near = index.nearest(f, Math.max(RESCORE, limit), retrievalTerms)
-    const found = cached ? cachedCandidates(appId, near, index) : storedCandidates(appId, near)
+    const near = index.nearest(f, Math.max(RESCORE, limit), mode.retrievalTerms)
+    const found = mode.cached ? cachedCandidates(appId, near, index) : storedCandidates(appId, near)
     // The App's n-gram counts only for /similar's order (`withAppOrder`): a verdict compares the blended score.
-    const scores = blend(text, found, DEFAULT_BLEND, withAppOrder ? index.grams : undefined)
+    const scores = blend(text, found, DEFAULT_BLEND, mode.withAppOrder ? index.grams : undefined)
     const out: Ranked[] = []
     for (let i = 0; i < found.length; i++) {
       const c = found[i]
@@ -330,7 +343,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     if (r.merge_locked) return { ...verdict, suggestion }
     const index = indexFor(r.app_id)
     const seenRoots = new Set<string>()
-    const ranked = rank(r.app_id, f, r.text, RESCORE, true)
+    const ranked = rank(r.app_id, f, r.text, RESCORE, VERDICT_RANKING)
     // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
     const thresholds = thresholdsOf(r.app_id, index)
     index.history.add(ranked[0]?.score ?? 0)
@@ -436,8 +449,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       remember(r)
       const f = featuresOf(toInput(r))
       const verdict = verdictFor(r, f)
-      index.add(f, verdict.leadId)
-      noteText(index.grams, r.text)
+      index.add(f, verdict.leadId, r.text)
       planned?.set(id, { leadId: verdict.leadId, sanitized, row: r })
       return verdict
     },
@@ -466,7 +478,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     similar(id: string, limit: number): SimilarEntry[] {
       const r = row(id)
       if (!r) return []
-      return rank(r.app_id, featuresOf(toInput(r)), r.text, Math.max(SIMILAR_SHORTLIST, limit), false, SIMILAR_RETRIEVAL_TERMS, true)
+      return rank(r.app_id, featuresOf(toInput(r)), r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
         .sort((a, b) => b.rankScore - a.rankScore)
         .filter((c) => c.id !== id)
         .slice(0, limit)

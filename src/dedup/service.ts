@@ -29,7 +29,6 @@ import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
 import { createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './clusterer'
-import { noteText } from './rerank'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
@@ -203,16 +202,14 @@ export function createClusterService(sides: SyncClusterSides, clock: Clock, base
       const index = indexFor(r.app_id)
       const f = featuresOf(toInput(r))
       if (r.duplicate_of_id) {
-        index.add(f, r.duplicate_of_id)
-        noteText(index.grams, r.text)
+        index.add(f, r.duplicate_of_id, r.text)
         pending?.indexed.push({ appId: r.app_id, id })
         return { leadId: r.duplicate_of_id, reason: 'already a duplicate' }
       }
       const verdict = core.verdictFor(r, f)
       const leadId = verdict.leadId
       repo.transaction(() => writeVerdict(leadId ? attachPlan(id, leadId, false, whyAutomatic(verdict), r, repo.duplicateIds(id)) : stayLeadPlan(id, r, verdict.suggestion)))
-      index.add(f, verdict.leadId)
-      noteText(index.grams, r.text)
+      index.add(f, verdict.leadId, r.text)
       pending?.indexed.push({ appId: r.app_id, id })
       return verdict
     },
