@@ -108,10 +108,28 @@ export interface QualityResult {
   fp: number
   fn: number
   reports: number
+  /** The first and second half of each App's arrivals; with `triager`, what the App learned too. */
+  halves?: HalfStats[]
+  learned?: { merge: number; suggest: number; suggestRaisedTo: number | null; provenBar: number | null }[]
 }
 
-/** Feeds each App's reports through clustering in a shuffled order; scores pairs against the labels. */
-export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed = 7): QualityResult {
+/** One half of an App's arrivals when a person answers every suggestion (`measureQuality`'s `triager`). */
+export interface HalfStats {
+  /** Reports with an earlier true duplicate, and those whose merge or suggestion was one. */
+  withEarlier: number
+  hit: number
+  suggested: number
+  suggestedRight: number
+  autoMerged: number
+  autoMergedRight: number
+}
+
+/**
+ * Feeds each App's reports through clustering in a shuffled order; scores pairs against the labels.
+ * `triager`: a person answers every suggestion as the labels say (a merge into the suggested lead when it
+ * is the same bug, a rejection when not), as the dashboard's buttons do: the App learns from it (learn.ts).
+ */
+export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed = 7, triager = false): QualityResult {
   const { sqlite, dir } = openBenchDb()
   const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock, thresholds)
   const rand = prng(seed)
@@ -129,6 +147,9 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
   let suggestedRight = 0
   const decisions: QualityResult['decisions'] = []
   const bars: Thresholds[] = []
+  const emptyHalf = (): HalfStats => ({ withEarlier: 0, hit: 0, suggested: 0, suggestedRight: 0, autoMerged: 0, autoMergedRight: 0 })
+  const halves = [emptyHalf(), emptyHalf()]
+  const learned: NonNullable<QualityResult['learned']> = []
   for (const app of corpus.apps) {
     const appId = hexId(0xa00000 + n++)
     insertApp(sqlite, appId)
@@ -136,7 +157,7 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
     const idOf = new Map<string, string>()
     const groupById = new Map<string, string>()
     const seenGroups = new Set<string>()
-    for (const r of order) {
+    for (const [at, r] of order.entries()) {
       const id = hexId(n++)
       idOf.set(r.id, id)
       groupById.set(id, r.group)
@@ -156,9 +177,30 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
         if (right) suggestedRight++
       }
       if (lead !== null) decisions.push({ score: v.leadId ? (v.score ?? 0) : v.suggestion!.score, right, merged: v.leadId !== null })
+      const half = halves[at < order.length / 2 ? 0 : 1]
+      if (seenGroups.has(r.group)) {
+        half.withEarlier++
+        if (right) half.hit++
+      }
+      if (v.suggestion) {
+        half.suggested++
+        if (right) half.suggestedRight++
+      }
+      if (v.leadId) {
+        half.autoMerged++
+        if (right) half.autoMergedRight++
+      }
+      if (triager && v.suggestion && !v.leadId) {
+        if (right) cluster.merge(id, v.suggestion.leadId)
+        else cluster.rejectSuggestion(id)
+      }
       seenGroups.add(r.group)
     }
     bars.push(cluster.thresholdsFor(appId))
+    if (triager) {
+      const state = cluster.triageState(appId)
+      learned.push({ merge: state.bars.merge, suggest: state.bars.suggest, suggestRaisedTo: state.learned.suggestRaisedTo, provenBar: state.learned.provenBar })
+    }
     const root = new Map<string, string>()
     const groupOfId = new Map(app.reports.map((r) => [idOf.get(r.id)!, r.group]))
     for (const row of sqlite.query('SELECT id, duplicate_of_id FROM feedback WHERE app_id = ?').all(appId) as { id: string; duplicate_of_id: string | null }[]) {
@@ -203,6 +245,8 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
     tp,
     fp,
     fn,
+    halves,
+    ...(triager ? { learned } : {}),
     reports,
   }
 }
@@ -366,6 +410,24 @@ function printRealCorpora(path: string): void {
   }
   const all = JSON.parse(readFileSync(path, 'utf8')) as Corpus
   for (const app of all.apps) printQuality(`real: ${app.id}`, { apps: [app], hardNegatives: [] }, 'baseline, no targets')
+  for (const app of all.apps) printTriager(`real: ${app.id}`, { apps: [app], hardNegatives: [] })
+}
+
+/**
+ * The same App with a person answering every suggestion as the labels say (learn.ts learns from it):
+ * the first and the second half of the arrivals side by side, over two orders.
+ */
+function printTriager(name: string, corpus: Corpus): void {
+  const runs = [1, 2].map((seed) => measureQuality(corpus, DEFAULT_THRESHOLDS, seed, true))
+  const sum = (half: 0 | 1, f: (h: HalfStats) => number) => runs.reduce((a, r) => a + f(r.halves![half]), 0)
+  const ratio = (a: number, b: number) => (b === 0 ? '—' : (a / b).toFixed(3))
+  const line = (half: 0 | 1) =>
+    `hit ${ratio(sum(half, (h) => h.hit), sum(half, (h) => h.withEarlier))}, ${sum(half, (h) => h.suggested) / runs.length} suggestions (${ratio(sum(half, (h) => h.suggestedRight), sum(half, (h) => h.suggested))} right), ${sum(half, (h) => h.autoMerged) / runs.length} automatic merges (${ratio(sum(half, (h) => h.autoMergedRight), sum(half, (h) => h.autoMerged))} right)`
+  console.log(`${name} with a triager (every suggestion answered by the labels; two orders):`)
+  console.log(`  first half   ${line(0)}`)
+  console.log(`  second half  ${line(1)}`)
+  const l = runs.map((r) => r.learned![0])
+  console.log(`  learned      merge bar ${l.map((x) => x.merge.toFixed(3)).join(' / ')} (proven ${l.map((x) => x.provenBar ?? '—').join(' / ')}), suggestion floor ${l.map((x) => x.suggest.toFixed(3)).join(' / ')} (raised ${l.map((x) => x.suggestRaisedTo ?? '—').join(' / ')}); wrong-attach ${runs.map((r) => (r.wrongAttach * 100).toFixed(2) + ' %').join(' / ')}`)
 }
 
 if (import.meta.main) {

@@ -308,7 +308,7 @@ function Dedup({ org, app }) {
       <dt>Suggested to a person</dt><dd>from ${bar(d.bars.suggest)} up to the merge bar</dd>
       <dt>Learned from</dt><dd>${d.learned.decisions.confirmed} confirmed, ${d.learned.decisions.rejected} rejected suggestion${d.learned.decisions.rejected === 1 ? '' : 's'}; ${d.learned.decisions.unmerged} automatic merge${d.learned.decisions.unmerged === 1 ? '' : 's'} undone</dd>
       <dt>Raised after an unmerge</dt><dd>${d.learned.raisedTo === null ? 'no' : `to at least ${bar(d.learned.raisedTo)}`}</dd>
-      <dt>Proven lower bar</dt><dd>${d.learned.provenBar === null ? 'not yet (needs 20 decisions, 95 % confirmed)' : bar(d.learned.provenBar)}</dd>
+      <dt>Proven lower bar</dt><dd>${d.learned.provenBar === null ? 'not yet (needs 50 decisions, 98 % confirmed)' : bar(d.learned.provenBar)}</dd>
       <dt>Suggestions raised after rejections</dt><dd>${d.learned.suggestRaisedTo === null ? 'no' : `to at least ${bar(d.learned.suggestRaisedTo)}`}</dd>
     </dl>
     <div class="actions"><button type="button" disabled=${busy || !learned} onClick=${reset}>Reset what the bars learned</button>

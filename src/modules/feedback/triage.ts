@@ -55,7 +55,7 @@ export const AppTriageState = t.Object(
     learned: t.Object(
       {
         raisedTo: t.Union([Bar, t.Null()], { description: 'Both merge bars at least this, after an automatic merge was undone; null: none was' }),
-        provenBar: t.Union([Bar, t.Null()], { description: 'The lowest bar the decisions prove ≥ 95 % right; null: not proven yet' }),
+        provenBar: t.Union([Bar, t.Null()], { description: 'The lowest bar the decisions prove ≥ 98 % right (at least 50 of them); null: not proven yet' }),
         suggestRaisedTo: t.Union([Bar, t.Null()], { description: 'The suggestion floor at least this: people rejected most suggestions scoring below it; null: not raised' }),
         decisions: DecisionCounts,
       },
