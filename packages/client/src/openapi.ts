@@ -625,9 +625,13 @@ export interface AppTriageState {
      */
     raisedTo: number | null;
     /**
-     * The lowest bar the decisions prove ≥ 95 % right; null: not proven yet
+     * The lowest bar the decisions prove ≥ 98 % right (at least 50 of them); null: not proven yet
      */
     provenBar: number | null;
+    /**
+     * The suggestion floor at least this: people rejected most suggestions scoring below it; null: not raised
+     */
+    suggestRaisedTo: number | null;
     decisions: {
       confirmed: number;
       rejected: number;
