@@ -202,8 +202,13 @@ describe('with a manual clock', () => {
     const resent = (await call(server.url, 'GET', `/v1/webhooks/${w.id}/deliveries`, { auth: t.key })).body.data
     expect(resent.filter((d: { status: string }) => d.status === 'failed')).toEqual([])
     expect([4, 5]).toContain(range.body.redelivered)
-    await run()
-    expect(rx.at("/ok/recovered").length).toBe(5)
+    // The fan-out of that last event at the re-enable may land after one pass (PostgreSQL: CI once saw 4
+    // of 5 after a single run): passes until all five arrived, bounded; a delivery never made still fails.
+    await eventually(async () => {
+      await run()
+      return rx.at('/ok/recovered').length >= 5
+    }, 10_000)
+    expect(rx.at('/ok/recovered').length).toBe(5)
   })
 
   test('after the 24-hour overlap only the new secret signs', async () => {
