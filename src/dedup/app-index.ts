@@ -7,6 +7,7 @@ import type { Features } from './features'
 import { DocStore, type DocView } from './doc-store'
 import { ScoreHistory } from './calibrate'
 import { AppGrams, noteText } from './rerank'
+import { Densities } from './neighbourhood'
 
 export interface Scored {
   id: string
@@ -34,9 +35,17 @@ export class AppIndex {
   readonly history = new ScoreHistory()
   /** The App's character n-gram frequencies, for the n-gram IDF of the blended score (rerank.ts). */
   readonly grams = new AppGrams()
+  /** Each report's neighbourhood density, for /similar's order (neighbourhood.ts), computed when first needed. */
+  readonly densities = new Densities()
+  /** Reports indexed so far (never decreases): when a density was computed, and so whether it is stale. */
+  private addedCount = 0
 
   get size(): number {
     return this.live
+  }
+
+  get added(): number {
+    return this.addedCount
   }
 
   has(id: string): boolean {
@@ -105,6 +114,7 @@ export class AppIndex {
     }
     if (leadId) this.link(f.id, leadId)
     this.live++
+    this.addedCount++
   }
 
   private link(id: string, leadId: string): void {
@@ -125,6 +135,7 @@ export class AppIndex {
     // Postings keep the dead slot; lookups skip dead slots (cheaper than splicing arrays).
     this.docs.kill(slot)
     this.slotOf.delete(id)
+    this.densities.delete(id)
     this.live--
   }
 

@@ -8,7 +8,8 @@
 import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
 import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
-import { blend, combine, DEFAULT_BLEND } from './rerank'
+import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
+import { densityOf, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
@@ -58,6 +59,8 @@ interface RankMode {
 const VERDICT_RANKING: RankMode = { cached: true, retrievalTerms: VERDICT_RETRIEVAL_TERMS, withAppOrder: false }
 /** GET /similar: the stored rows, 24 words, ordered by the App's n-gram IDF (a person reads the list). */
 const SIMILAR_RANKING: RankMode = { cached: false, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true }
+/** A candidate's neighbourhood for /similar's order (neighbourhood.ts): ranked as /similar ranks, texts from the cache. */
+const NEIGHBOURHOOD_RANKING: RankMode = { cached: true, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true }
 
 /** The newest reports scored when an index is built, to seed the App's threshold calibration. */
 const CALIBRATION_SEED = 40
@@ -323,6 +326,41 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return out.sort((a, b) => b.score - a.score)
   }
 
+  /**
+   * /similar's candidates for `r` in its ranking order, the best `max(RESCALED_CANDIDATES, limit)` of them
+   * (`appOrder`: ordered by the App's n-gram IDF, so neighbourhood densities apply).
+   */
+  function similarHead(r: Row, limit: number): { ranked: Ranked[]; appOrder: boolean } {
+    const ranked = rank(r.app_id, featuresOf(toInput(r)), r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
+      .filter((c) => c.id !== r.id)
+      .sort((a, b) => b.rankScore - a.rankScore)
+    const appOrder = indexFor(r.app_id).grams.docs >= APP_GRAMS_MIN_DOCS
+    return { ranked: appOrder ? ranked.slice(0, Math.max(RESCALED_CANDIDATES, limit)) : ranked, appOrder }
+  }
+
+  /** A report's neighbourhood density (neighbourhood.ts): kept while fresh, else from a ranking of it now. */
+  function densityFor(appId: string, index: AppIndex, id: string): number {
+    const held = index.densities.get(id, index.added)
+    if (held !== undefined) return held
+    const r = row(id)
+    // Gone since it was ranked: no scaling for it.
+    if (!r) return 0
+    const scores = rank(appId, featuresOf(toInput(r)), r.text, SIMILAR_SHORTLIST, NEIGHBOURHOOD_RANKING)
+      .filter((c) => c.id !== id)
+      .map((c) => c.rankScore)
+    const density = densityOf(scores)
+    index.densities.set(id, density, index.added)
+    return density
+  }
+
+  /** /similar's candidates of report `id` with their scores scaled by the neighbourhoods (neighbourhood.ts). */
+  function scaledByNeighbourhood(appId: string, index: AppIndex, id: string, ranked: Ranked[]): { c: Ranked; score: number }[] {
+    // The query's own density from the ranking at hand (its shortlist is the neighbourhood).
+    const own = densityOf(ranked.map((c) => c.rankScore))
+    index.densities.set(id, own, index.added)
+    return ranked.map((c) => ({ c, score: scaledScore(c.rankScore, own, densityFor(appId, index, c.id)) }))
+  }
+
   /** Whether a root takes duplicates: read now (under the write lock on SQLite), as planned in a batch's first half. */
   function rootStateOf(rootId: string): RootState | null {
     const plan = planned?.get(rootId)
@@ -383,7 +421,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return { ...verdict, suggestion }
   }
 
-  return {
+  const api = {
     prepare,
     indexFor,
     row,
@@ -396,14 +434,36 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
      * The ids a verdict for `r` (or a ranking of `limit`) reads: its nearest candidates and their leads.
      * The App's index must be prepared. PostgreSQL reads these rows before it computes (ClusterReads).
      */
-    shortlist(r: Row, limit = RESCORE): string[] {
+    shortlist(r: Row, limit = RESCORE, retrievalTerms = VERDICT_RETRIEVAL_TERMS): string[] {
       const index = indexes.get(r.app_id)
       if (!index) return []
       const ids = new Set<string>()
       // One more than a ranking takes: the report itself may be in the index now and out of it when ranked (`plan`).
-      for (const c of index.nearest(featuresOf(toInput(r)), Math.max(RESCORE, limit) + 1)) {
+      for (const c of index.nearest(featuresOf(toInput(r)), Math.max(RESCORE, limit) + 1, retrievalTerms)) {
         ids.add(c.id)
         ids.add(index.leadOf(c.id) ?? c.id)
+      }
+      return [...ids]
+    },
+
+    /** The ids /similar for `r` reads (`limit` asked for): its shortlist as /similar finds it. PostgreSQL reads these first. */
+    similarShortlist: (r: Row, limit: number): string[] => api.shortlist(r, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RETRIEVAL_TERMS),
+
+    /**
+     * The ids /similar for `id` reads beyond its shortlist (whose rows must be at hand): the shortlists of
+     * the candidates whose neighbourhood density is not known yet, minus texts the cache holds.
+     * PostgreSQL reads these second.
+     */
+    neighbourhoodReads(id: string, limit: number): string[] {
+      const r = row(id)
+      const index = r ? indexes.get(r.app_id) : undefined
+      if (!r || !index) return []
+      const ids = new Set<string>()
+      for (const c of similarHead(r, limit).ranked) {
+        if (index.densities.get(c.id, index.added) !== undefined) continue
+        const cr = row(c.id)
+        if (!cr) continue
+        for (const n of index.nearest(featuresOf(toInput(cr)), SIMILAR_SHORTLIST + 1, SIMILAR_RETRIEVAL_TERMS)) if (texts.get(n.id) === undefined) ids.add(n.id)
       }
       return [...ids]
     },
@@ -478,11 +538,14 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     similar(id: string, limit: number): SimilarEntry[] {
       const r = row(id)
       if (!r) return []
-      return rank(r.app_id, featuresOf(toInput(r)), r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
-        .sort((a, b) => b.rankScore - a.rankScore)
-        .filter((c) => c.id !== id)
+      const { ranked, appOrder } = similarHead(r, limit)
+      const index = indexFor(r.app_id)
+      // Below APP_GRAMS_MIN_DOCS the order is the blended score's, whose scale densities were not measured on.
+      const scored = appOrder ? scaledByNeighbourhood(r.app_id, index, r.id, ranked) : ranked.map((c) => ({ c, score: c.rankScore }))
+      return scored
+        .sort((a, b) => b.score - a.score)
         .slice(0, limit)
-        .map(({ id, rankScore, text, duplicateOfId, row }) => ({ id, score: Math.round(rankScore * 1000) / 1000, text: servableText(text, row!), duplicateOfId }))
+        .map(({ c, score }) => ({ id: c.id, score: Math.round(Math.min(1, Math.max(0, score)) * 1000) / 1000, text: servableText(c.text, c.row!), duplicateOfId: c.duplicateOfId }))
     },
 
     /** Drops the cached index of an App (tests; after bulk imports). */
@@ -555,5 +618,6 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       lessons.delete(appId)
     },
   }
+  return api
 }
 export type Clusterer = ReturnType<typeof createClusterer>

@@ -107,18 +107,31 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
   }
 
   /** Runs `compute` over a snapshot of `id`'s row (`override`: its sanitized columns) and every row its ranking reads. */
-  async function withSnapshot<T>(id: string, limit: number | undefined, compute: () => T, override?: Sanitized): Promise<T | null> {
+  async function withSnapshot<T>(id: string, limit: number | undefined, compute: () => T, override?: Sanitized, similar = false): Promise<T | null> {
     const stored = await repo.get(id)
     if (!stored) return null
     await prepare(stored.app_id)
     await freshLesson(stored.app_id)
     const r: Row = override ? { ...stored, ...override, status: 'sanitized' } : stored
-    let rows = await repo.rows(core.shortlist(r, limit))
+    // /similar finds its candidates by more words than a verdict: read what it will rank.
+    const near = (): string[] => (similar ? core.similarShortlist(r, limit ?? 0) : core.shortlist(r, limit))
+    let rows = await repo.rows(near())
     // Cluster mode: another node may have merged or unmerged by hand since this index learned a link
     // (its own index took the change, this one did not). The rows just read are the truth: correct the
     // links they show, and read again once if any changed (the shortlist follows the links).
-    if (correctLinks(stored.app_id, rows)) rows = await repo.rows(core.shortlist(r, limit))
+    if (correctLinks(stored.app_id, rows)) rows = await repo.rows(near())
     rows.set(id, stored)
+    if (similar) {
+      // Then the rows its candidates' neighbourhoods read (neighbourhood.ts), those not known yet.
+      snapshot = rows
+      let more: string[]
+      try {
+        more = core.neighbourhoodReads(id, limit ?? 0)
+      } finally {
+        snapshot = new Map()
+      }
+      if (more.length > 0) for (const [k, v] of await repo.rows(more)) if (!rows.has(k)) rows.set(k, v)
+    }
     snapshot = rows
     try {
       return compute()
@@ -342,7 +355,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
     dropPlan: (id: string, appId: string): void => core.dropPlan(id, appId),
 
     /** Other reports of the same App as `id`, best first. */
-    similar: async (id: string, limit: number): Promise<SimilarEntry[]> => (await withSnapshot(id, limit, () => core.similar(id, limit))) ?? [],
+    similar: async (id: string, limit: number): Promise<SimilarEntry[]> => (await withSnapshot(id, limit, () => core.similar(id, limit), undefined, true)) ?? [],
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering (steps.ts `mergePlan`). */
     async merge(id: string, leadId: string): Promise<void> {

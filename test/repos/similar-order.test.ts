@@ -1,0 +1,86 @@
+/**
+ * /similar's order on both dialects, through the processing port as the API calls it: candidates found by
+ * the report's 24 most distinctive words (PostgreSQL read only a verdict's 12 worth of rows, and dropped
+ * the rest), and scores scaled by each candidate's neighbourhood (src/dedup/neighbourhood.ts), so that a
+ * report close to many others stops crowding the top of every list.
+ */
+import { expect, test } from 'bun:test'
+import { describeEachDialect, processingOf, type FreshStore } from '../dialects'
+import { PROCESSING_KINDS } from '../../src/worker/processing'
+import { Worker } from '../../src/worker/loop'
+import { Logger } from '../../src/core/logger'
+import { APP_GRAMS_MIN_DOCS } from '../../src/dedup/rerank'
+import { seedOrgApp, sql } from './store-fixtures'
+
+const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 'pe', 'ra', 'so', 'ti', 'vu', 'ze', 'bo', 'di', 'fa', 'gu']
+/** Made-up words no other text here uses, distinct for distinct `from` (`tag` sets each kind apart). */
+function pseudoWords(from: number, n: number, tag: string): string {
+  const out: string[] = []
+  for (let k = from * 32; k < from * 32 + n; k++) out.push(tag + [k % 14, Math.floor(k / 14) % 14, Math.floor(k / 196) % 14, Math.floor(k / 2744) % 14].map((d) => SYLLABLES[d]).join(''))
+  return out.join(' ')
+}
+
+async function setup(s: FreshStore) {
+  await seedOrgApp(s)
+  const processing = processingOf(s.store, s.clock)
+  const worker = new Worker(s.store.jobs(PROCESSING_KINDS), processing.steps, s.clock, new Logger('silent'))
+  return { lifecycle: s.store.lifecycle, worker }
+}
+
+let seq = 0
+async function submitAll(s: FreshStore, texts: string[]): Promise<string[]> {
+  const { lifecycle, worker } = await setup(s)
+  const ids: string[] = []
+  for (const text of texts) {
+    const id = `s${String(++seq).padStart(5, '0')}`
+    await sql(
+      s,
+      "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'public', ?, ?)",
+      [id, text, s.clock.now(), s.clock.now()],
+    )
+    await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
+    s.clock.advance(10)
+    ids.push(id)
+  }
+  while ((await worker.tick()) > 0) {}
+  return ids
+}
+
+/** Enough unrelated reports for the App's own n-gram counts (APP_GRAMS_MIN_DOCS), each with its own words. */
+const fillers = (n: number) => Array.from({ length: n }, (_, i) => `Filler ${pseudoWords(i + 1, 3, 'q')}\n${pseudoWords(i + 101, 14, 'f')}`)
+
+describeEachDialect('similar order', (fresh) => {
+  test('a report close to many others ranks below the lonely true duplicate it outscored; the scores shown never rise down the list', async () => {
+    const s = await fresh()
+    const hub = 'Nightly build job stops with exit code 137 after the cache restore step on the runner'
+    // The hub's near-copies: a template many reports share.
+    const copies = Array.from({ length: 8 }, (_, i) => `${hub} ${pseudoWords(900 + i, 2, 'h')}`)
+    const query = 'Checkout job stops with exit code 137 after the cache restore step on the runner, cart emptied'
+    const duplicate = 'Cart emptied at checkout, the job stops'
+    const ids = await submitAll(s, [...fillers(APP_GRAMS_MIN_DOCS), hub, ...copies, duplicate, query])
+    const [duplicateId, queryId] = ids.slice(-2)
+    const templated = new Set(ids.slice(APP_GRAMS_MIN_DOCS, APP_GRAMS_MIN_DOCS + 9))
+    const port = processingOf(s.store, s.clock).port
+    const list = await port.similar(queryId, 10)
+    // By raw similarity the template's first report led (0.666 against the duplicate's 0.614).
+    expect(list[0].id).toBe(duplicateId)
+    expect(list.slice(1, 10).filter((c) => templated.has(c.id))).toHaveLength(9)
+    for (let i = 1; i < list.length; i++) expect(list[i].score).toBeLessThanOrEqual(list[i - 1].score)
+    for (const c of list) expect(c.score).toBeGreaterThanOrEqual(0)
+  })
+
+  test('candidates only the 13th-24th most distinctive words find are ranked, on PostgreSQL as on SQLite', async () => {
+    const s = await fresh()
+    const shared = 'invoice totals rounding currency mismatch ledger'
+    // 14 words each shared with one other report only: the 12 rarest of the query's words find nothing else.
+    const decoyWords = Array.from({ length: 14 }, (_, i) => pseudoWords(500 + i, 1, 'd'))
+    const decoys = decoyWords.map((w, i) => `Decoy ${pseudoWords(600 + i, 2, 'e')}\n${w} ${pseudoWords(700 + i, 10, 'g')}`)
+    const base = fillers(APP_GRAMS_MIN_DOCS).map((t, i) => (i < 2 ? `${t} ${shared}` : t))
+    const target = 'Invoice totals rounding currency mismatch ledger in the yearly report'
+    const query = `Invoice totals rounding currency mismatch ledger ${decoyWords.join(' ')}`
+    const ids = await submitAll(s, [...base, ...decoys, target, query])
+    const [targetId, queryId] = ids.slice(-2)
+    const list = await processingOf(s.store, s.clock).port.similar(queryId, 5)
+    expect(list[0].id).toBe(targetId)
+  })
+})
