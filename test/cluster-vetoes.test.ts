@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/dedup/tokenize'
-import { nameAddedOnOneSide, nameVariant, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
+import { differentTests, nameAddedOnOneSide, nameVariant, testIds, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
 import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, nearTitle, titleMatch } from '../src/dedup/decide'
 import { featuresOf } from '../src/dedup/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
@@ -95,6 +95,38 @@ describe('one name written two ways: not a sibling, but no automatic merge', () 
       attach: false,
       suggest: true,
       reason: expect.stringContaining('one name written two ways'),
+    })
+  })
+})
+
+describe('different tests named: CI files one failure per test and parameter (a merge block)', () => {
+  const GV = 'Intermittent org.mozilla.geckoview.test.TextInputDelegateTest#sendDummpyKeyboardEvent'
+  test('test ids: the package dropped, the method and one parameter group kept; plain words are no test', () => {
+    expect([...testIds(`${GV}[#input] | org.mozilla.geckoview.test.util.UiThreadUtils$TimeoutException: timed out`)]).toEqual(['textinputdelegatetest#senddummpykeyboardevent[#input]'])
+    expect([...testIds('org.apache.hadoop.hdfs.TestDFSIO fails on trunk')]).toEqual(['testdfsio'])
+    expect([...testIds('tests/test_api.py::test_login[py3] fails')]).toEqual(['test_api.py::test_login[py3]'])
+    expect([...testIds('Intermittent dom/tests/browser/browser_foo.js | single tracking bug')]).toEqual(['browser_foo.js'])
+    expect([...testIds('Intermittent Test timed out in the suite')]).toEqual([])
+    expect([...testIds('Latest build breaks the contest page')]).toEqual([])
+  })
+  const CASES: [string, string, boolean][] = [
+    [`${GV}[#input] | TimeoutException`, `${GV}[#textarea] | TimeoutException`, true],
+    [`${GV}[#input] | TimeoutException`, 'Intermittent org.mozilla.geckoview.test.TextInputDelegateTest#inputConnection_deleteSurroundingText[#input] | AssertionError', true],
+    ['TestFoo#testRead fails on Windows', 'TestBar#testRead fails on Windows', true],
+    [`${GV}[#input] | TimeoutException`, `${GV}[#input] | TimeoutException after 30000 ms`, false],
+    ['TestDFSIO fails on trunk', 'TestDFSIO#testWrite fails on trunk', false],
+    ['TestDFSIO fails on trunk', 'Upload of large files times out', false],
+    ['Crash when saving a draft', 'Crash on save of a draft', false],
+  ]
+  for (const [a, b, want] of CASES) test(`${a.slice(0, 60)} / ${b.slice(0, 60)} → ${want}`, () => expect(differentTests(a, b)).toBe(want))
+  test('a score high enough to merge only suggests the lead, and says why', () => {
+    // More than one token apart, so no templated-sibling veto: only the test ids tell them apart.
+    const a = `${GV}[#input] | org.mozilla.geckoview.test.util.UiThreadUtils$TimeoutException: Timed out after 30000ms\nbody`
+    const b = 'Intermittent org.mozilla.geckoview.test.TextInputDelegateTest#inputConnection_deleteSurroundingText[#designmode] | java.lang.AssertionError: Can delete empty text\nbody'
+    expect(decide(features('a', a), features('b', b), 0.99)).toMatchObject({
+      attach: false,
+      suggest: true,
+      reason: expect.stringContaining('different tests named'),
     })
   })
 })

@@ -175,6 +175,45 @@ export function nameAddedOnOneSide(a: string, b: string): boolean {
   })
 }
 
+/**
+ * The tests a title names, as CI reports name them: a test class (`TextInputDelegateTest`, `TestDFSIO`),
+ * with its method and parameters when given (`#sendKeyEvent[#input]`, `.testRead`, `::test_x[py3]`),
+ * lowercased and without the package (`org.mozilla.…`): one failing test, one id.
+ */
+export function testIds(title: string): Set<string> {
+  const out = new Set<string>()
+  for (const m of title.matchAll(TEST_ID)) out.add(`${m[1]}${m[2] ?? ''}${m[3] ?? ''}`.toLowerCase())
+  return out
+}
+/**
+ * A package path (dropped), then a class or file named like a test (`FooTest`, `TestFoo`, `FooTests`,
+ * `test_foo.py`, `browser_foo.js`), then optionally `#method`, `::method` or `.method` and one `[param]`
+ * group. "Test timed out" names none: the word alone is no class.
+ */
+const TEST_ID = /(?:[\w$]+[./])*([\w$]+Tests?\b|Test[A-Z0-9][\w$]*|(?:test|browser)_[\w$]+(?:\.(?:py|js|html|xhtml))?|[\w$]+_test(?:\.(?:py|js|go))?)((?:#|::|\.)[\w$]+)?(\[[^\]\s]{1,60}\])?/g
+
+/**
+ * Two titles that name tests, none the same ("TextInputDelegateTest#sendKeyEvent[#input]" /
+ * "…[#textarea]", "TestFoo#testRead" / "TestFoo#testWrite"; a class and one of its methods are the same
+ * test here): CI files one intermittent failure per test
+ * and parameter, and their reports share the whole failure template, so no score tells them apart. Not a
+ * veto (one cause can fail several tests): a merge block, so a person decides.
+ */
+export function differentTests(a: string, b: string): boolean {
+  const ta = testIds(a)
+  if (ta.size === 0) return false
+  const tb = testIds(b)
+  if (tb.size === 0) return false
+  for (const x of ta) for (const y of tb) if (sameTest(x, y)) return false
+  return true
+}
+
+/** One id, or a class and one of its methods or parameters ("TestDFSIO" / "TestDFSIO#testWrite"). */
+function sameTest(a: string, b: string): boolean {
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a]
+  return long.startsWith(short) && (long.length === short.length || '#:.['.includes(long[short.length]))
+}
+
 /** Either title holds a value the sanitizer redacted: equal or different, nothing can tell. */
 export function redactedInTitles(a: string, b: string): boolean {
   PLACEHOLDER.lastIndex = 0
