@@ -9,7 +9,7 @@ import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
 import { AppIndex } from './app-index'
 import { featuresOf, type Features, type ReportInput } from './features'
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
-import { densityOf, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
+import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
@@ -345,7 +345,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     const r = row(id)
     // Gone since it was ranked: no scaling for it.
     if (!r) return 0
-    const scores = rank(appId, featuresOf(toInput(r)), r.text, SIMILAR_SHORTLIST, NEIGHBOURHOOD_RANKING)
+    const scores = rank(appId, featuresOf(toInput(r)), r.text, NEIGHBOURHOOD_SHORTLIST, NEIGHBOURHOOD_RANKING)
       .filter((c) => c.id !== id)
       .map((c) => c.rankScore)
     const density = densityOf(scores)
