@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/dedup/tokenize'
-import { differentTests, nameAddedOnOneSide, nameVariant, testIds, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
+import { differentTests, nameAddedOnOneSide, nameVariant, oneSlotSwapped, testIds, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
 import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, nearTitle, titleMatch } from '../src/dedup/decide'
 import { featuresOf } from '../src/dedup/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
@@ -127,6 +127,31 @@ describe('different tests named: CI files one failure per test and parameter (a 
       attach: false,
       suggest: true,
       reason: expect.stringContaining('different tests named'),
+    })
+  })
+})
+
+describe('one template, another word in its slot (a merge block)', () => {
+  const TOUR = 'Should add the single search tour in the onBoarding overlay'
+  const CASES: [string, string, boolean][] = [
+    // A family of tasks from one template: the slot holds plain words, so no templated-sibling veto.
+    [TOUR, 'Should add the Add-on tour in the onBoarding overlay', true],
+    [TOUR, 'Should add the Customize Firefox tour in the onBoarding overlay', true],
+    // A reordered paraphrase is not one template.
+    ['NPE after reading Parquet files produced by parquet-mr 1.8', 'Reading Parquet files produced by parquet-mr 1.8 fails with NPE', false],
+    // Glue words, inflections and synonyms fill no other slot.
+    ['AttributeError while a 404 from the index for a single project page', 'AttributeError after a 404 from the index for a single project page', false],
+    ['The sync job crashes when the laptop wakes from sleep at night', 'The sync job crashed when the laptop wakes from sleep at night', false],
+    // Too little around the slot to call it a template; three words in the slot are no longer a slot.
+    ['Export fails on save', 'Import fails on save', false],
+    [TOUR, 'Should add the brand new privacy tour in the onBoarding overlay', false],
+  ]
+  for (const [a, b, want] of CASES) test(`${a} / ${b} → ${want}`, () => expect(oneSlotSwapped(a, b)).toBe(want))
+  test('a score high enough to merge only suggests the lead, and says why', () => {
+    expect(decide(features('a', `${TOUR}\nbody`), features('b', 'Should add the Add-on tour in the onBoarding overlay\nbody'), 0.99)).toMatchObject({
+      attach: false,
+      suggest: true,
+      reason: expect.stringContaining('one template, another word in it'),
     })
   })
 })

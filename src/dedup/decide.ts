@@ -8,7 +8,7 @@
  */
 import type { Features } from './features'
 import { words } from './tokenize'
-import { differentTests, disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, templatedSiblings } from './vetoes'
+import { differentTests, disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, oneSlotSwapped, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
@@ -148,6 +148,7 @@ export function mergeBlock(query: CandidateView['features'], candidate: Candidat
   if (nameAddedOnOneSide(query.title, candidate.title)) return 'a name on one title only'
   if (nameVariant(query.title, candidate.title)) return 'one name written two ways'
   if (differentTests(query.title, candidate.title)) return 'different tests named'
+  if (oneSlotSwapped(query.title, candidate.title)) return 'one template, another word in it'
   return null
 }
 

@@ -99,6 +99,34 @@ export function templatedSiblings(a: string, b: string): boolean {
 }
 
 /**
+ * Two long titles that are one template with one slot filled differently, a word or two each ("Should
+ * add the single search tour in the onBoarding overlay" / "… the Add-on tour …"): a family of tasks.
+ * `templatedSiblings` vetoes a two-token swap only with names on both sides, because a paraphrase swaps
+ * plain words too ("stutters" / "is choppy"); here the rest must be the same words in the same order
+ * around one slot (a reordered paraphrase, "NPE after reading X" / "Reading X fails with NPE", is not),
+ * and it only blocks the merge: a person decides.
+ */
+export function oneSlotSwapped(a: string, b: string): boolean {
+  if (a === b) return false
+  const ta = titleParts(a).tokens.map((t) => t.toLowerCase())
+  const tb = titleParts(b).tokens.map((t) => t.toLowerCase())
+  let head = 0
+  while (head < ta.length && head < tb.length && ta[head] === tb[head]) head++
+  let tail = 0
+  while (tail < ta.length - head && tail < tb.length - head && ta[ta.length - 1 - tail] === tb[tb.length - 1 - tail]) tail++
+  const slotA = ta.slice(head, ta.length - tail)
+  const slotB = tb.slice(head, tb.length - tail)
+  if (head + tail < SLOT_CONTEXT || slotA.length < 1 || slotA.length > 2 || slotB.length < 1 || slotB.length > 2) return false
+  // Glue words ("while" / "after") and inflections or synonyms ("crashes" / "crashed") fill no other slot.
+  if ([...slotA, ...slotB].every((t) => GLUE.has(t))) return false
+  const wa = new Set(words(slotA.join(' ')))
+  const wb = new Set(words(slotB.join(' ')))
+  return !(wa.size > 0 && wb.size > 0 && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w)))
+}
+/** Tokens two titles must share around the slot, in order, to read as one template. */
+const SLOT_CONTEXT = 6
+
+/**
  * Two titles that differ only by one name written two ways ("S3 listing is slow" / "S3A listing is
  * slow"): often one thing named loosely (the number veto used to refuse these true pairs), sometimes
  * two (`log4j` / `log4j2`). Not a veto: a merge block, so a person decides.
