@@ -44,7 +44,7 @@ export function densityOf(scores: readonly number[]): number {
   return sum / DENSITY_NEIGHBOURS
 }
 
-/** A candidate's score in /similar's order, in 0..1: its ranking score moved by the two densities. */
+/** A candidate's score in /similar's order: its ranking score moved by the two densities (the caller shows it clamped to 0..1). */
 export function scaledScore(rankScore: number, queryDensity: number, candidateDensity: number): number {
   return rankScore + DENSITY_WEIGHT * (queryDensity - candidateDensity)
 }

@@ -65,6 +65,13 @@ const GLUE = new Set('a an the of in on at to for with from by into onto is are 
 /** One name written two ways, one the other plus a suffix: `s3` / `s3a`, `log4j` / `log4j2`, `npe` / `npes`. */
 const isVariant = (a: string, b: string): boolean => a !== b && (a.startsWith(b) || b.startsWith(a))
 
+/** Two sets of tokens that say the same words once stemmed and mapped through the synonym table ("crashes" / "crashed"). */
+function sameWords(a: string[], b: string[]): boolean {
+  const wa = new Set(words(a.join(' ')))
+  const wb = new Set(words(b.join(' ')))
+  return wa.size > 0 && wb.size > 0 && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w))
+}
+
 /**
  * Templated siblings: two titles ≥ 60 % identical that swap one or two tokens ("Backport X to
  * branch-3.2" / "branch-3.3", "Build fails on Centos 7" / "on Centos 8", "S3 get fails" / "S3 put
@@ -86,9 +93,7 @@ export function templatedSiblings(a: string, b: string): boolean {
   if (shared < 2 || shared / Math.max(la.size, lb.size) < 0.6) return false
   if (onlyA.length < 1 || onlyA.length > 2 || onlyB.length < 1 || onlyB.length > 2) return false
   // Inflections and the synonym table make no substitution ("crashes" / "crashed", "nothing" / "empty").
-  const wa = new Set(words(onlyA.join(' ')))
-  const wb = new Set(words(onlyB.join(' ')))
-  if (wa.size > 0 && wb.size > 0 && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w))) return false
+  if (sameWords(onlyA, onlyB)) return false
   if (onlyA.length === 1 && onlyB.length === 1) return !(GLUE.has(onlyA[0]) && GLUE.has(onlyB[0])) && !isVariant(onlyA[0], onlyB[0])
   const named = (only: string[], tokens: string[], pos: Map<string, number>) =>
     only.some((t) => {
@@ -119,9 +124,7 @@ export function oneSlotSwapped(a: string, b: string): boolean {
   if (head + tail < SLOT_CONTEXT || slotA.length < 1 || slotA.length > 2 || slotB.length < 1 || slotB.length > 2) return false
   // Glue words ("while" / "after") and inflections or synonyms ("crashes" / "crashed") fill no other slot.
   if ([...slotA, ...slotB].every((t) => GLUE.has(t))) return false
-  const wa = new Set(words(slotA.join(' ')))
-  const wb = new Set(words(slotB.join(' ')))
-  return !(wa.size > 0 && wb.size > 0 && [...wa].every((w) => wb.has(w)) && [...wb].every((w) => wa.has(w)))
+  return !sameWords(slotA, slotB)
 }
 /** Tokens two titles must share around the slot, in order, to read as one template. */
 const SLOT_CONTEXT = 6

@@ -10,7 +10,7 @@ import { type Lifecycle } from '../../src/lifecycle/lifecycle'
 import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
-import { seedOrgApp, sql } from './store-fixtures'
+import { seedOrgApp, sql, submitReceived } from './store-fixtures'
 
 // Near-verbatim repeats: a new App merges only on a very high score (docs/triage.md); looser paraphrases
 // are suggested, not merged.
@@ -45,17 +45,8 @@ async function setup(s: FreshStore) {
 
 let seq = 0
 /** A stored report (as intake leaves it: `received`, `feedback.received` recorded, its `process` job queued). */
-async function submit(s: FreshStore, lifecycle: Lifecycle, text: string): Promise<string> {
-  const id = `r${String(++seq).padStart(4, '0')}`
-  await sql(
-    s,
-    "INSERT INTO feedback (id, org_id, app_id, status, text, url, email, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'https://shop.example/checkout/payment', 'ana@example.com', 'public', ?, ?)",
-    [id, text, s.clock.now(), s.clock.now()],
-  )
-  await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
-  s.clock.advance(10)
-  return id
-}
+const submit = (s: FreshStore, lifecycle: Lifecycle, text: string): Promise<string> =>
+  submitReceived(s, lifecycle, `r${String(++seq).padStart(4, '0')}`, text, { url: 'https://shop.example/checkout/payment', email: 'ana@example.com' })
 
 const row = async (s: FreshStore, id: string): Promise<Row> =>
   (await sql<Row>(s, 'SELECT id, status, version, text, duplicate_of_id, duplicate_count, merge_locked, redactions, theme FROM feedback WHERE id = ?', [id]))[0]

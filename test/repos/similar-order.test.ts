@@ -10,7 +10,7 @@ import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { APP_GRAMS_MIN_DOCS } from '../../src/dedup/rerank'
-import { seedOrgApp, sql } from './store-fixtures'
+import { seedOrgApp, submitReceived } from './store-fixtures'
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 'pe', 'ra', 'so', 'ti', 'vu', 'ze', 'bo', 'di', 'fa', 'gu']
 /** Made-up words no other text here uses, distinct for distinct `from` (`tag` sets each kind apart). */
@@ -32,15 +32,7 @@ async function submitAll(s: FreshStore, texts: string[]): Promise<string[]> {
   const { lifecycle, worker } = await setup(s)
   const ids: string[] = []
   for (const text of texts) {
-    const id = `s${String(++seq).padStart(5, '0')}`
-    await sql(
-      s,
-      "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'public', ?, ?)",
-      [id, text, s.clock.now(), s.clock.now()],
-    )
-    await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
-    s.clock.advance(10)
-    ids.push(id)
+    ids.push(await submitReceived(s, lifecycle, `s${String(++seq).padStart(5, '0')}`, text))
   }
   while ((await worker.tick()) > 0) {}
   return ids

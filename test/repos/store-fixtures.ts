@@ -1,6 +1,7 @@
 /** Rows the repository cases need, written with plain SQL on either dialect (the same statement text). */
 import type { FreshStore } from '../dialects'
 import type { JobsRepo } from '../../src/lifecycle/jobs-repo'
+import type { Lifecycle } from '../../src/lifecycle/lifecycle'
 
 /** Runs SQL with `?` placeholders on the store's own connection; its rows. */
 export async function sql<T = Record<string, unknown>>(s: FreshStore, text: string, params: unknown[] = []): Promise<T[]> {
@@ -19,6 +20,21 @@ export async function seedOrgApp(s: FreshStore, orgId = 'o1', appId = 'a1'): Pro
 /** A report row in `status` (default `received`). */
 export async function insertReport(s: FreshStore, id: string, status = 'received', orgId = 'o1', appId = 'a1'): Promise<void> {
   await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES (?, ?, ?, ?, 'raw text', 'public', 1, 1)", [id, orgId, appId, status])
+}
+
+/**
+ * A stored report as intake leaves it in App `a1` (`received`, its `process` job queued), at the store's
+ * clock, which then moves 10 ms on.
+ */
+export async function submitReceived(s: FreshStore, lifecycle: Lifecycle, id: string, text: string, extra: { url?: string; email?: string } = {}): Promise<string> {
+  await sql(
+    s,
+    "INSERT INTO feedback (id, org_id, app_id, status, text, url, email, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, ?, ?, 'public', ?, ?)",
+    [id, text, extra.url ?? null, extra.email ?? null, s.clock.now(), s.clock.now()],
+  )
+  await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
+  s.clock.advance(10)
+  return id
 }
 
 /**

@@ -13,7 +13,7 @@ import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { raiseAfterUnmerge } from '../../src/dedup/learn'
 import { LESSON_TTL_MS } from '../../src/dedup/clusterer'
-import { seedOrgApp, sql } from './store-fixtures'
+import { seedOrgApp, sql, submitReceived } from './store-fixtures'
 import { createClusterService } from '../../src/dedup/service'
 import { createPgClusterService } from '../../src/dedup/pg-service'
 import { DEFAULT_THRESHOLDS } from '../../src/dedup/decide'
@@ -43,17 +43,8 @@ function setup(s: FreshStore) {
 }
 
 let seq = 0
-async function submit(s: FreshStore, lifecycle: Lifecycle, text: string): Promise<string> {
-  const id = `s${String(++seq).padStart(4, '0')}`
-  await sql(
-    s,
-    "INSERT INTO feedback (id, org_id, app_id, status, text, url, submitted_mode, created_at, updated_at) VALUES (?, 'o1', 'a1', 'received', ?, 'https://shop.example/checkout/payment', 'public', ?, ?)",
-    [id, text, s.clock.now(), s.clock.now()],
-  )
-  await lifecycle.enqueue('process', { feedbackId: id, appId: 'a1' })
-  s.clock.advance(10)
-  return id
-}
+const submit = (s: FreshStore, lifecycle: Lifecycle, text: string): Promise<string> =>
+  submitReceived(s, lifecycle, `s${String(++seq).padStart(4, '0')}`, text, { url: 'https://shop.example/checkout/payment' })
 
 const row = async (s: FreshStore, id: string): Promise<Row> =>
   (
