@@ -92,8 +92,11 @@ function charGramsOf(norm: Uint8Array, len: number): GramVector {
     }
   }
   const sorted = all.subarray(0, n).sort()
-  const keys = new Int32Array(n)
-  const counts = new Float32Array(n)
+  // Count the distinct grams first, so the vectors are allocated at their size (no oversized copy to cut).
+  let distinct = 0
+  for (let i = 0; i < n; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) distinct++
+  const keys = new Int32Array(distinct)
+  const counts = new Float32Array(distinct)
   let u = -1
   for (let i = 0; i < n; i++) {
     if (u >= 0 && keys[u] === sorted[i]) counts[u]++
@@ -102,7 +105,7 @@ function charGramsOf(norm: Uint8Array, len: number): GramVector {
       counts[u] = 1
     }
   }
-  return { keys: keys.slice(0, u + 1), counts: counts.slice(0, u + 1) }
+  return { keys, counts }
 }
 
 /**
