@@ -7,20 +7,11 @@ import './production-mode'
 import { ConfigError, loadConfig } from './config'
 import { ApiError } from './core/errors'
 import { UsageError } from './cli/args'
-import { runServe, SERVE_HELP } from './cli/serve'
-import { runTrackerCommand } from './cli/trackers'
-import { runTenantCommand } from './cli/tenants'
-import { runBackup, runMigrate, runRekey, runRestore } from './cli/ops'
-import { runMigrateDb } from './cli/migrate-db'
+import { SERVE_HELP } from './cli/serve-help'
 import { didYouMean } from './cli/suggest'
 import { hoistGlobalFlags } from './cli/global-flags'
-import { runAdminCommand } from './cli/admin'
 import { VERSION } from './version'
-import { runWebhookCommand } from './cli/webhooks'
-import { runAuditCommand } from './cli/audit'
-import { runFeedbackCommand } from './cli/feedback'
-import { runChatopsCommand } from './cli/chatops'
-import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-mode'
+import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-guards'
 import { settingsHelp } from './core/settings'
 import { exitQuietlyOnClosedOutput } from './cli/closed-output'
 import { setDataDirNotices } from './db/data-dir'
@@ -92,33 +83,33 @@ async function main(argv: string[]): Promise<void> {
   }
   switch (command) {
     case 'serve':
-      return runServe(rest)
+      return (await import('./cli/serve')).runServe(rest)
     case 'org':
     case 'key':
     case 'app':
-      return runTenantCommand(command, rest)
+      return (await import('./cli/tenants')).runTenantCommand(command, rest)
     case 'admin':
-      return runAdminCommand(rest)
+      return (await import('./cli/admin')).runAdminCommand(rest)
     case 'webhook':
-      return runWebhookCommand(rest)
+      return (await import('./cli/webhooks')).runWebhookCommand(rest)
     case 'audit':
-      return runAuditCommand(rest)
+      return (await import('./cli/audit')).runAuditCommand(rest)
     case 'feedback':
-      return runFeedbackCommand(rest)
+      return (await import('./cli/feedback')).runFeedbackCommand(rest)
     case 'chatops':
-      return runChatopsCommand(rest)
+      return (await import('./cli/chatops')).runChatopsCommand(rest)
     case 'tracker':
-      return runTrackerCommand(rest)
+      return (await import('./cli/trackers')).runTrackerCommand(rest)
     case 'migrate':
-      return runMigrate(rest)
+      return (await import('./cli/ops')).runMigrate(rest)
     case 'migrate-db':
-      return runMigrateDb(rest)
+      return (await import('./cli/migrate-db')).runMigrateDb(rest)
     case 'backup':
-      return runBackup(rest)
+      return (await import('./cli/ops')).runBackup(rest)
     case 'restore':
-      return runRestore(rest)
+      return (await import('./cli/ops')).runRestore(rest)
     case 'rekey':
-      return runRekey(rest)
+      return (await import('./cli/ops')).runRekey(rest)
     case 'version':
     case '--version':
     case '-v':

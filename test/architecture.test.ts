@@ -250,7 +250,8 @@ const dialectImporters = (files: { rel: string; text: string }[]) => files.filte
  * reason. Every other module sees the ports (src/db/store.ts and the repository interfaces) only.
  */
 const DIALECT_IMPORTERS: Record<string, string> = {
-  'runtime/open.ts': 'the composition root: opens the database and builds its store, once',
+  'runtime/open-sqlite.ts': 'the composition root on SQLite (runtime/open.ts picks the dialect once): opens the data dir and builds its store',
+  'runtime/open-pg.ts': 'the composition root on PostgreSQL, loaded only when FIXLOOP_DATABASE_URL is set: connects and builds its store',
   'runtime/embedded.ts': 'embedded mode: the processing thread and its write turns',
   'runtime/cluster.ts': 'cluster mode: event commits heard across nodes',
   'worker/thread-entry.ts': "the processing thread's own root: its connection and store",
@@ -274,7 +275,7 @@ describe('one store per dialect, chosen once (issue 37)', () => {
 
   test('no import circle, no dialect switch, and a dialect folder imported only by the roots, the engines and the migrate CLI', () => {
     expect(importCircles(FILES).map((c) => c.join(' -> '))).toEqual([])
-    // The dialect is decided by construction (src/runtime/open.ts builds one store), never by a test on it.
+    // The dialect is decided by construction (src/runtime/open.ts opens one side, which builds one store), never by a test on it.
     expect(dialectTests(FILES)).toBe(0)
     expect(dialectImporters(FILES).filter((rel) => !(rel in DIALECT_IMPORTERS))).toEqual([])
     // The roots, the two engines and the migrate CLI only (issue 37: at most 10).
@@ -292,5 +293,35 @@ describe("the README's layout", () => {
     const folders = readdirSync(SRC).filter((name) => statSync(join(SRC, name)).isDirectory())
     expect(folders.filter((f) => !listed.includes(f)).map((f) => `src/${f}/ is not in the README's layout`)).toEqual([])
     expect(listed.filter((f) => !existsSync(join(SRC, f))).map((f) => `the README lists src/${f}/, which is gone`)).toEqual([])
+  })
+})
+
+/** The modules `entry` loads before its first line runs: its static imports, followed (not `import()`). */
+function staticReach(inputs: Record<string, { imports: { path: string; kind: string }[] }>, entry: string): Set<string> {
+  const seen = new Set([entry])
+  const queue = [entry]
+  while (queue.length > 0) {
+    for (const i of inputs[queue.pop()!]?.imports ?? []) {
+      if (i.kind === 'dynamic-import' || seen.has(i.path)) continue
+      seen.add(i.path)
+      queue.push(i.path)
+    }
+  }
+  return seen
+}
+
+describe('what a command loads (startup time: every CLI call and server start pays it)', () => {
+  test('on the embedded SQLite, no command loads the PostgreSQL driver, the S3 client or the mailer; the top-level help loads no command', async () => {
+    const out = await Bun.build({ entrypoints: [join(SRC, 'main.ts')], target: 'bun', metafile: true, throw: true })
+    const inputs = out.metafile!.inputs as Record<string, { imports: { path: string; kind: string }[] }>
+    const heavy = (file: string) => /node_modules\/(pg|minio|nodemailer)\/|^src\/db\/pg\/|^src\/runtime\/open-pg\.ts$/.test(file)
+    const main = staticReach(inputs, 'src/main.ts')
+    // `fixloop --help`, `version`: the dispatcher alone, no command, no database layer.
+    expect([...main].filter((f) => /^src\/(cli\/(serve|tenants|admin|feedback)\.ts|db\/sqlite\/|runtime\/)|node_modules\/(elysia|drizzle-orm)\//.test(f))).toEqual([])
+    for (const command of ['serve', 'tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers']) {
+      const reach = staticReach(inputs, `src/cli/${command}.ts`)
+      expect(reach.size).toBeGreaterThan(50) // the command itself was found and followed
+      expect({ command, heavy: [...reach].filter(heavy) }).toEqual({ command, heavy: [] })
+    }
   })
 })

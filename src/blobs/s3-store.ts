@@ -2,33 +2,50 @@
  * S3/MinIO blob storage through the minio client: the client PUTs straight to the bucket with a
  * presigned URL; fixloop checks the object's real size and type with a HEAD (statObject) on submission.
  */
-import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio'
+import type { Client } from 'minio'
 import type { S3Config } from '../config'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { StartupError } from '../core/startup-error'
 
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3' as const
-  private readonly client: Client
+  /**
+   * The minio module and client, loaded on first use: evaluating minio (with its XML and stream
+   * dependencies) takes tens of milliseconds, which every process importing the blob stores paid, S3 or not.
+   */
+  private connection: Promise<{ client: Client; minio: typeof import('minio') }> | null = null
+  private readonly endpoint: URL
 
   constructor(private readonly cfg: S3Config) {
-    const url = new URL(cfg.endpoint)
-    this.client = new Client({
-      endPoint: url.hostname,
-      port: url.port ? Number(url.port) : undefined,
-      useSSL: url.protocol === 'https:',
-      accessKey: cfg.accessKey,
-      secretKey: cfg.secretKey,
-      region: cfg.region,
-      // MinIO and most self-hosted S3 servers want path-style URLs (http://host:9000/bucket/key).
-      pathStyle: true,
-    })
+    this.endpoint = new URL(cfg.endpoint)
+  }
+
+  private connect(): Promise<{ client: Client; minio: typeof import('minio') }> {
+    const url = this.endpoint
+    this.connection ??= import('minio').then((minio) => ({
+      minio,
+      client: new minio.Client({
+        endPoint: url.hostname,
+        port: url.port ? Number(url.port) : undefined,
+        useSSL: url.protocol === 'https:',
+        accessKey: this.cfg.accessKey,
+        secretKey: this.cfg.secretKey,
+        region: this.cfg.region,
+        // MinIO and most self-hosted S3 servers want path-style URLs (http://host:9000/bucket/key).
+        pathStyle: true,
+      }),
+    }))
+    return this.connection
+  }
+
+  private async client(): Promise<Client> {
+    return (await this.connect()).client
   }
 
   async check(): Promise<void> {
     let exists: boolean
     try {
-      exists = await this.client.bucketExists(this.cfg.bucket)
+      exists = await (await this.client()).bucketExists(this.cfg.bucket)
     } catch (e) {
       const err = e as { code?: string; message?: string }
       // A StartupError: `serve` exits 2 with this sentence, not 1 with a stack.
@@ -42,13 +59,13 @@ export class S3BlobStore implements BlobStore {
 
   async presignPut(key: string, contentType: string, _byteSize: number, expiresAtMs: number, _base: string): Promise<PresignedPut> {
     const seconds = Math.max(1, Math.round((expiresAtMs - Date.now()) / 1000))
-    const url = await this.client.presignedPutObject(this.cfg.bucket, key, seconds)
+    const url = await (await this.client()).presignedPutObject(this.cfg.bucket, key, seconds)
     return { url, headers: { 'Content-Type': contentType } }
   }
 
   async presignGet(key: string, contentType: string, filename: string, expiresAtMs: number, _base: string): Promise<string> {
     const seconds = Math.max(1, Math.round((expiresAtMs - Date.now()) / 1000))
-    return this.client.presignedGetObject(this.cfg.bucket, key, seconds, {
+    return (await this.client()).presignedGetObject(this.cfg.bucket, key, seconds, {
       'response-content-type': contentType,
       'response-content-disposition': `attachment; filename="${filename}"`,
     })
@@ -56,7 +73,7 @@ export class S3BlobStore implements BlobStore {
 
   async stat(key: string): Promise<StoredObject | null> {
     try {
-      const s = await this.client.statObject(this.cfg.bucket, key)
+      const s = await (await this.client()).statObject(this.cfg.bucket, key)
       const meta = s.metaData as Record<string, string>
       return { size: s.size, contentType: meta['content-type'] ?? null, etag: s.etag ?? null }
     } catch (e) {
@@ -69,9 +86,10 @@ export class S3BlobStore implements BlobStore {
   /** A presigned PUT stays usable for 15 minutes: what a submission referenced is copied out of its reach. */
   async seal(key: string, etag: string | null): Promise<boolean> {
     try {
-      await this.client.copyObject(
-        new CopySourceOptions({ Bucket: this.cfg.bucket, Object: key, ...(etag ? { MatchETag: etag } : {}) }),
-        new CopyDestinationOptions({ Bucket: this.cfg.bucket, Object: this.sealedKey(key) }),
+      const { client, minio } = await this.connect()
+      await client.copyObject(
+        new minio.CopySourceOptions({ Bucket: this.cfg.bucket, Object: key, ...(etag ? { MatchETag: etag } : {}) }),
+        new minio.CopyDestinationOptions({ Bucket: this.cfg.bucket, Object: this.sealedKey(key) }),
       )
       return true
     } catch (e) {
@@ -88,7 +106,7 @@ export class S3BlobStore implements BlobStore {
   async read(key: string, maxBytes: number): Promise<Uint8Array | null> {
     let body: NodeJS.ReadableStream
     try {
-      body = await this.client.getObject(this.cfg.bucket, key)
+      body = await (await this.client()).getObject(this.cfg.bucket, key)
     } catch (e) {
       const code = (e as { code?: string }).code
       if (code === 'NotFound' || code === 'NoSuchKey') return null
@@ -110,12 +128,14 @@ export class S3BlobStore implements BlobStore {
 
   /** Writes the sealed copy, then removes the unsealed upload (a presigned PUT's target, raw bytes). */
   async replaceSealed(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
-    await this.client.putObject(this.cfg.bucket, this.sealedKey(key), Buffer.from(bytes), bytes.byteLength, { 'Content-Type': contentType })
-    await this.client.removeObject(this.cfg.bucket, key)
+    const client = await this.client()
+    await client.putObject(this.cfg.bucket, this.sealedKey(key), Buffer.from(bytes), bytes.byteLength, { 'Content-Type': contentType })
+    await client.removeObject(this.cfg.bucket, key)
   }
 
   async remove(key: string): Promise<void> {
-    await this.client.removeObject(this.cfg.bucket, key)
-    await this.client.removeObject(this.cfg.bucket, this.sealedKey(key))
+    const client = await this.client()
+    await client.removeObject(this.cfg.bucket, key)
+    await client.removeObject(this.cfg.bucket, this.sealedKey(key))
   }
 }

@@ -11,18 +11,13 @@ import { createBlobStore } from '../blobs/index'
 import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
 import { closeContext, openContext } from '../runtime/open'
 import { ensureDemoApp } from './demo'
-import { settingsHelp } from '../core/settings'
+import { SERVE_HELP } from './serve-help'
 
 /** How long past the stop budget the process waits before it leaves regardless (still under 10 s). */
 const STOP_BACKSTOP_EXTRA_MS = 1500
 
-export const SERVE_HELP = `Usage: fixloop serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--demo]
---demo: create (once) an Org "fixloop demo" with an App "Demo App", serve a page with the widget at
-/demo, and print that URL and a new sk_ key to read the reports back (docs/widget.md). Each start
-prints a new key and revokes the one the previous start printed.
-A data dir that does not exist yet is created (0700) with a notice on stderr: a new instance.
 
-${settingsHelp()}`
+export { SERVE_HELP }
 
 export async function runServe(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })

@@ -2,7 +2,7 @@
  * Encryption at rest for signing secrets and host tokens: AES-256-GCM under the master key.
  * Format: "v1:" + base64(iv[12] | tag[16] | ciphertext). The version prefix leaves room for key rotation.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 
 export class SecretBox {
   constructor(private readonly key: Uint8Array) {
@@ -24,3 +24,6 @@ export class SecretBox {
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()])
   }
 }
+
+/** The key upload URLs are signed with: a separate key per purpose, so a leaked URL signature says nothing about the sealing key. */
+export const urlSigningKeyOf = (masterKey: Uint8Array): Buffer => createHmac('sha256', masterKey).update('fixloop/upload-urls/v1').digest()

@@ -23,3 +23,12 @@ export interface Runtime<S extends Store = Store, T extends Storage = Storage> e
   /** The embedded store's write-ahead log, kept by the server (absent on PostgreSQL). */
   keepWal?(log: Logger): WalKeeper
 }
+
+/** How a command opens the runtime (open.ts, open-pg.ts). */
+export interface ContextOptions {
+  /**
+   * For commands that only read (lists, backup): the data dir and its database must already exist, and
+   * nothing is created, migrated or generated. A typo in --data-dir is then an error, not a new instance.
+   */
+  existingOnly?: boolean
+}

@@ -5,7 +5,7 @@
  */
 import { ConfigError, type Config } from '../config'
 import { sandboxProblem } from '../agent/sandbox'
-import { closeContext, createContext, createPgContext, type Runtime } from './open'
+import { closeContext, openContext, type Runtime } from './open'
 import { checkRedis } from '../db/redis-check'
 import { createApp } from '../app'
 import { Logger } from '../core/logger'
@@ -81,7 +81,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   let ctx: Runtime
   try {
     if (config.databaseUrl && config.redisUrl) await checkRedis(config.redisUrl)
-    ctx = config.databaseUrl ? await createPgContext(config, options.clock) : createContext(config, options.clock)
+    ctx = await openContext(config, options.clock)
   } catch (e) {
     lock.release()
     throw e

@@ -7,7 +7,6 @@
  * name (SNI and certificate verification still use the real host name).
  */
 import net from 'node:net'
-import nodemailer from 'nodemailer'
 import type { CheckedAddress } from '../../core/address-guard'
 import { checkSmtpHost, smtpGuardRefusal, SMTP_HOST_UNRESOLVED } from './smtp-guard'
 import type { SecretBox } from '../../core/crypto'
@@ -68,7 +67,14 @@ export async function sendVia(addresses: CheckedAddress[], servername: string | 
   throw last ?? new MailError('mail failed', false)
 }
 
+/**
+ * nodemailer, loaded when the first mail is sent: evaluating it takes ~40 ms, which every CLI command and
+ * server start paid although most never send a mail.
+ */
+const loadNodemailer = () => import('nodemailer').then((m) => m.default)
+
 async function sendTo(address: string, servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
+  const nodemailer = await loadNodemailer()
   const transport = nodemailer.createTransport({
     // The checked IP: nodemailer resolves nothing itself, so no second DNS answer is used.
     host: address,

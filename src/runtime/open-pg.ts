@@ -1,0 +1,77 @@
+/**
+ * The context on PostgreSQL (FIXLOOP_DATABASE_URL), apart from open.ts so that its driver, engine and cluster
+ * mode are loaded only when a database URL is set.
+ */
+import type { Pool } from 'pg'
+import type { Config } from '../config'
+import { SecretBox, urlSigningKeyOf } from '../core/crypto'
+import { OffsetClock, systemClock, type Clock } from '../core/clock'
+import { StartupError } from '../core/startup-error'
+import { alignToDatabase } from '../db/pg/db-clock'
+import { pgStorage } from '../db/pg/storage'
+import { openPgStore } from '../db/pg/store'
+import { connectPg, describeDatabase } from '../db/pg/connect'
+import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
+import { PG_MIGRATIONS } from '../db/pg/migrations'
+import { openMasterKeyPg } from '../db/pg/master-key'
+import { createPgProcessingEngine } from '../worker/processing-pg'
+import { VERSION } from '../version'
+import { clusterMode, type ClusterRuntime } from './cluster'
+import type { ContextOptions } from './runtime'
+
+/** Connections per process to PostgreSQL: the HTTP path, the worker and the dispatchers share them. */
+export const PG_POOL_SIZE = 16
+
+/**
+ * The context on PostgreSQL (FIXLOOP_DATABASE_URL): connects (clear errors, never the password), refuses a
+ * database a newer fixloop migrated, applies pending migrations (unless `existingOnly`: then they must be
+ * applied already), and checks FIXLOOP_MASTER_KEY against the database's check value.
+ */
+export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<ClusterRuntime> {
+  const url = config.databaseUrl
+  if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
+  const pool = await connectPg(url, PG_POOL_SIZE)
+  try {
+    await refuseNewerPgSchema(pool, url)
+    if (!options.existingOnly) await applyPgMigrations(pool)
+    else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
+    const masterKey = await openMasterKeyPg(pool, config.masterKey)
+    // A node's own clock is never trusted across nodes: it is set to the database's (and kept so by the
+    // heartbeat), and leases are compared in SQL. A clock a test injects drives every time itself.
+    const injected = clock !== systemClock
+    let nodeClock = clock
+    if (!injected) {
+      const aligned = new OffsetClock()
+      await alignToDatabase(aligned, pool)
+      nodeClock = aligned
+    }
+    const storage = pgStorage(pool, { callerClock: injected })
+    const rt: ClusterRuntime = {
+      config,
+      storage,
+      store: openPgStore(storage, nodeClock),
+      box: new SecretBox(masterKey),
+      urlSigningKey: urlSigningKeyOf(masterKey),
+      clock: nodeClock,
+      mode: (log, modeOptions) => clusterMode(rt, log, modeOptions),
+      processing: () => createPgProcessingEngine(rt.store, nodeClock),
+      where: `PostgreSQL ${describeDatabase(url)}`,
+    }
+    return rt
+  } catch (e) {
+    await pool.end().catch(() => {})
+    throw e
+  }
+}
+
+/** Refuses (StartupError) a PostgreSQL database a newer fixloop migrated, naming both versions. */
+export async function refuseNewerPgSchema(pool: Pool, url: string): Promise<void> {
+  const unknown = await unknownPgMigrations(pool)
+  if (unknown.length > 0) {
+    throw new StartupError(
+      `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
+        `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
+    )
+  }
+}
+
