@@ -302,9 +302,12 @@ describe('serve without bubblewrap', () => {
     const noBwrap = { PATH: '/nonexistent', FIXLOOP_LOG_LEVEL: 'warn' }
     const server = await spawnServer(dataDir, noBwrap)
     try {
-      const sent = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'The export button crashes the page' } })
-      expect(sent.status).toBe(201)
+      const first = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'The export button crashes the page' } })
+      expect(first.status).toBe(201)
       await cli(['app', 'connect-repo', app.id, '--git-url', 'file:///nonexistent/repo.git', '--host', 'none', '--agent', 'command', '--agent-command', 'true'])
+      // A report sent once the repository is connected (the first may be processed before it was, with no run).
+      const sent = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'Saving a draft loses the attachments' } })
+      expect(sent.status).toBe(201)
       const failed = await eventually(async () => {
         const r = await call(server.url, 'GET', `/v1/feedback/${sent.body.id}`, { auth: key })
         return r.body.status === 'failed' ? r.body : undefined

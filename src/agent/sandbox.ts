@@ -88,16 +88,24 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
 
 /**
  * Null when bwrap can start a sandbox here, else why not (missing binary, user namespaces refused).
- * `serve` refuses to start on an error unless FIXLOOP_AGENT_SANDBOX=off.
+ * `serve` refuses to start on an error unless FIXLOOP_AGENT_SANDBOX=off. Probed once per process (a
+ * sandbox start costs ~40 ms; what the kernel allows does not change while fixloop runs), without
+ * blocking the event loop.
  */
-export function sandboxProblem(): string | null {
+export function sandboxProblem(): Promise<string | null> {
+  return (probed ??= probeSandbox())
+}
+let probed: Promise<string | null> | undefined
+
+async function probeSandbox(): Promise<string | null> {
   const bwrap = Bun.which('bwrap')
   if (!bwrap) return 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)'
-  const probe = Bun.spawnSync(['bwrap', '--die-with-parent', '--unshare-pid', '--ro-bind', '/usr', '/usr', ...SYSTEM_DIRS.flatMap((d) => (existsSync(d) && lstatSync(d).isSymbolicLink() ? ['--symlink', readlinkSync(d), d] : existsSync(d) ? ['--ro-bind', d, d] : [])), '--proc', '/proc', '--dev', '/dev', '/bin/true'], {
+  const probe = Bun.spawn(['bwrap', '--die-with-parent', '--unshare-pid', '--ro-bind', '/usr', '/usr', ...SYSTEM_DIRS.flatMap((d) => (existsSync(d) && lstatSync(d).isSymbolicLink() ? ['--symlink', readlinkSync(d), d] : existsSync(d) ? ['--ro-bind', d, d] : [])), '--proc', '/proc', '--dev', '/dev', '/bin/true'], {
     stdout: 'ignore',
     stderr: 'pipe',
     env: { PATH: '/usr/bin:/bin' },
   })
-  if (probe.exitCode === 0) return null
-  return `bubblewrap (${bwrap}) cannot create a sandbox here: ${probe.stderr.toString().trim().slice(0, 300)} (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or run as root; or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)`
+  const [stderr, exitCode] = await Promise.all([new Response(probe.stderr).text(), probe.exited])
+  if (exitCode === 0) return null
+  return `bubblewrap (${bwrap}) cannot create a sandbox here: ${stderr.trim().slice(0, 300)} (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or run as root; or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)`
 }

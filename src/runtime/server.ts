@@ -72,7 +72,7 @@ export interface StartOptions {
 export async function startServer(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? new Logger(config.logLevel)
   // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
-  const sandboxUnavailable = config.agentSandbox === 'bwrap' ? sandboxProblem() : null
+  const sandboxUnavailable = config.agentSandbox === 'bwrap' ? await sandboxProblem() : null
   if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
   // One server per data dir: taken before anything else touches the database, held until stop().
   // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
