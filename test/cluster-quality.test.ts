@@ -49,10 +49,13 @@ describe('evaluation corpus (real-corpus.json: long technical reports, templated
   // The suggestion floor at the App's median best match (calibrate.ts suggestMargin 0, was 0.05): more
   // reports get their duplicate offered (hit 0.73-0.75 → 0.85-0.88) for a little less sure suggestions
   // (0.59 → 0.55 right); people's rejections raise an App's floor (learn.ts).
-  test('suggestions: a true duplicate for ≥ 80 % of the reports that have an earlier one, ≥ 50 % of suggestions right', () => {
+  // Wrong suggestions are counted per report, not as a share of suggestions: a shared stack trace
+  // (stack-trace.ts) turned many right suggestions into merges (right share 0.55 → 0.43) and left the
+  // wrong ones as they were (0.16 per report before and after).
+  test('suggestions: a true duplicate for ≥ 80 % of the reports that have an earlier one, at most 0.18 wrong suggestions per report', () => {
     for (const r of runs) {
       expect(r.suggestionHit).toBeGreaterThanOrEqual(0.8)
-      expect(r.suggestionPrecision).toBeGreaterThanOrEqual(0.5)
+      expect(r.suggestionsPerReport * (1 - r.suggestionPrecision)).toBeLessThanOrEqual(0.18)
     }
   })
   test('/similar R@1 ≥ 0.9, R@5 ≥ 0.95, R@10 ≥ 0.95', () => {
@@ -73,10 +76,12 @@ describe('tracker corpus (tracker-corpus.json: tracker conventions, evaluation o
     mergesAreSure(runs)
     for (const r of runs) expect(r.tp).toBeGreaterThan(0)
   })
-  test('suggestions: a true duplicate for ≥ 60 % of the reports that have an earlier one, ≥ 40 % of suggestions right', () => {
+  // As on the evaluation corpus: wrong suggestions per report (0.12 before and after stack traces
+  // corroborated merges; the right share fell 0.52-0.60 → 0.32-0.40 as right suggestions became merges).
+  test('suggestions: a true duplicate for ≥ 60 % of the reports that have an earlier one, at most 0.14 wrong suggestions per report', () => {
     for (const r of runs) {
       expect(r.suggestionHit).toBeGreaterThanOrEqual(0.6)
-      expect(r.suggestionPrecision).toBeGreaterThanOrEqual(0.4)
+      expect(r.suggestionsPerReport * (1 - r.suggestionPrecision)).toBeLessThanOrEqual(0.14)
     }
   })
   test('/similar R@1 ≥ 0.9, R@5 ≥ 0.95', () => {

@@ -40,6 +40,7 @@ export interface MergeSignals {
   page: string | null
   component: string | null
   errorFp: string | null
+  stackFp: string | null
 }
 
 export interface CandidateView {
@@ -109,6 +110,7 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
   const out: string[] = []
   if (a.component && a.component === b.component) out.push('component')
   if (a.errorFp && a.errorFp === b.errorFp) out.push('consoleError')
+  if (a.stackFp && a.stackFp === b.stackFp) out.push('stack trace')
   if (out.length > 0 && a.page && a.page === b.page) out.push('page')
   if (titleMatch(a, b)) out.push('title')
   else if (nearTitle(a, b)) out.push('near title')

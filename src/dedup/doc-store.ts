@@ -16,6 +16,7 @@ export interface DocView {
   page: string | null
   component: string | null
   errorFp: string | null
+  stackFp: string | null
   leadId: string | null
 }
 
@@ -47,6 +48,8 @@ export class DocStore {
   /** Rarely set fields, by slot, only where present. */
   private numbers = new Map<number, readonly string[]>()
   private versionSets = new Map<number, ReadonlySet<string>>()
+  /** Where a pasted stack trace failed (most reports hold none). */
+  private stacks = new Map<number, string>()
   private pages: (string | null)[] = []
   private components: (string | null)[] = []
   private errors: (string | null)[] = []
@@ -93,6 +96,7 @@ export class DocStore {
     this.pages.push(this.intern(f.page))
     this.components.push(this.intern(f.component))
     this.errors.push(this.intern(f.errorFp))
+    if (f.stackFp) this.stacks.set(slot, this.intern(f.stackFp)!)
     return slot
   }
 
@@ -110,6 +114,7 @@ export class DocStore {
     this.alive[slot] = 0
     this.numbers.delete(slot)
     this.versionSets.delete(slot)
+    this.stacks.delete(slot)
     this.titles[slot] = ''
     this.pages[slot] = this.components[slot] = this.errors[slot] = this.leadIds[slot] = null
   }
@@ -163,6 +168,7 @@ export class DocStore {
       page: this.pages[slot],
       component: this.components[slot],
       errorFp: this.errors[slot],
+      stackFp: this.stacks.get(slot) ?? null,
       leadId: this.leadIds[slot],
     }
   }

@@ -1,5 +1,6 @@
 /** Everything the clustering compares, derived once per report. */
 import { errorFingerprint, firstLine, identifyingNumbers, pagePath, polarity, trigrams, versions, words } from './tokenize'
+import { stackFingerprint } from './stack-trace'
 
 export interface ReportInput {
   id: string
@@ -31,6 +32,8 @@ export interface Features {
   page: string | null
   component: string | null
   errorFp: string | null
+  /** Where a stack trace in the text failed: its exception and first application frame (stack-trace.ts). */
+  stackFp: string | null
 }
 
 /** How much more a word of the title line (the summary) counts than one in the body. */
@@ -78,6 +81,7 @@ export function featuresOf(r: ReportInput): Features {
     page: pagePath(r.url),
     component: componentName(r.componentTarget),
     errorFp: errorFingerprint(firstError(r.consoleLogs)),
+    stackFp: stackFingerprint(r.text),
   }
 }
 

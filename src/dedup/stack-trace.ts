@@ -1,0 +1,78 @@
+/**
+ * A stack trace pasted into a report, reduced to where it failed: the exception and the first frame of
+ * the application's own code. Two reports that crash with the same exception at the same place of the
+ * same code describe one bug far more often than two reports that only read alike (Lerch & Mezini,
+ * "Finding duplicates of your yet unwritten bug report", 2013: exception and top frames are what people
+ * match on). Frames below the first differ between duplicates: each reporter came there another way.
+ *
+ * Java and other JVM languages (`at pkg.Class.method(File.java:12)`), Python tracebacks (`File "x.py",
+ * line 3, in name`, the failing call last) and JavaScript (`at name (file.js:1:2)`) are read; line
+ * numbers, lambda and generated-class suffixes are dropped (they move with every build).
+ */
+
+/** Frames of the platform, not of the application: where the platform noticed, not where the bug is. */
+const PLATFORM = /^(java|javax|jdk|sun|com\.sun|kotlin|kotlinx|scala|android|androidx|dalvik|org\.junit|junit|node:|internal\/|<anonymous>|native)/
+/** How far into a text a trace is looked for: the title and the first screens of the body carry it. */
+const SCAN_LIMIT = 20_000
+
+const JVM_EXCEPTION = /\b((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable))\b/
+const JVM_FRAME = /^\s*at ([\w$.]+)\.([\w$<>]+)\([^)\n]*\)/gm
+const PY_FRAME = /^\s*File "([^"\n]+)", line \d+, in ([\w<>.]+)/gm
+const PY_EXCEPTION = /^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)):?/gm
+const JS_FRAME = /^\s*at (?:(?:async )?([\w$.<>\[\] ]+?) \()?((?:[a-z]+:\/\/)?[^\s()]+?):\d+:\d+\)?\s*$/gm
+const JS_EXCEPTION = /\b([A-Z][A-Za-z]*Error)\b(?::|\s)/
+
+/** `Foo$1`, `lambda$run$0`, `$$Lambda$12/0x0000000800c0b040`: the parts a recompile renames. */
+const stripGenerated = (name: string) => name.replace(/\$\$Lambda.*$/, '').replace(/\$\d+/g, '').replace(/^lambda\$/, '').replace(/\$+$/, '')
+/**
+ * A file's name without its directories, query or build hash: `webpack:///src/app.js?v=3` → `app.js`,
+ * `main.3f2a9c.js` → `main.js` (a bundle is renamed by every deploy).
+ */
+const baseName = (file: string) => (file.replace(/[?#].*$/, '').split(/[\\/]/).pop() ?? file).replace(/[.-](?=[0-9a-f]*\d)[0-9a-f]{4,}(?=\.)/gi, '')
+
+/** `exception@frame` of the trace in `text`, or null when it holds none with an application frame. */
+export function stackFingerprint(text: string): string | null {
+  const t = text.length > SCAN_LIMIT ? text.slice(0, SCAN_LIMIT) : text
+  return jvm(t) ?? python(t) ?? javascript(t)
+}
+
+function jvm(t: string): string | null {
+  for (const m of t.matchAll(JVM_FRAME)) {
+    const owner = stripGenerated(m[1])
+    if (PLATFORM.test(owner)) continue
+    // The exception named before this frame: the nearest one above it (a "Caused by:" names its own).
+    const before = t.slice(Math.max(0, m.index - 2000), m.index)
+    const exceptions = [...before.matchAll(new RegExp(JVM_EXCEPTION.source, 'g'))]
+    const exception = exceptions.at(-1)?.[1]
+    if (!exception) return null
+    return `${exception}@${owner}.${stripGenerated(m[2])}`
+  }
+  return null
+}
+
+function python(t: string): string | null {
+  let last: string | null = null
+  let lastEnd = -1
+  for (const m of t.matchAll(PY_FRAME)) {
+    const file = baseName(m[1])
+    // The innermost frame of the application (the traceback lists the failing call last).
+    if (m[1].includes('site-packages') || m[1].includes('/lib/python') || m[1].startsWith('<')) continue
+    last = `${file}:${m[2]}`
+    lastEnd = m.index + m[0].length
+  }
+  if (!last) return null
+  const exception = [...t.slice(lastEnd, lastEnd + 4000).matchAll(PY_EXCEPTION)][0]?.[1]
+  return exception ? `${exception}@${last}` : null
+}
+
+function javascript(t: string): string | null {
+  for (const m of t.matchAll(JS_FRAME)) {
+    const file = m[2]
+    if (PLATFORM.test(file) || file.includes('node_modules')) continue
+    const fn = m[1] ? stripGenerated(m[1].replace(/^(new|Object\.|Module\.)\s*/, '')) : '(anonymous)'
+    const exception = t.slice(Math.max(0, m.index - 2000), m.index).match(new RegExp(JS_EXCEPTION.source, 'g'))?.at(-1)?.replace(/[:\s]$/, '')
+    if (!exception) return null
+    return `${exception}@${fn}@${baseName(file)}`
+  }
+  return null
+}
