@@ -1,9 +1,12 @@
 /**
  * The site icon, drawn in code (a blue rounded square with a white loop arrow: report → fix → back) and
  * encoded as a Windows ICO with 16 and 32 px images, so the binary carries no image file and every
- * browser, old or new, finds /favicon.ico. Built once at startup (about a millisecond), then served
- * from memory.
+ * browser, old or new, finds /favicon.ico. Drawn when first asked for, then served from memory: drawing
+ * it is a millisecond once the code is warm, but ~30 ms of cold code at startup, which every server start
+ * paid (and most never serve it).
  */
+
+import { createHash } from 'node:crypto'
 
 type Shape = (x: number, y: number) => boolean
 
@@ -88,7 +91,7 @@ function bmp(size: number): Uint8Array {
   return buf
 }
 
-function ico(sizes: number[]): Uint8Array {
+function icoOf(sizes: number[]): Uint8Array {
   const images = sizes.map(bmp)
   const head = 6 + 16 * images.length
   const buf = new Uint8Array(head + images.reduce((n, i) => n + i.length, 0))
@@ -110,4 +113,13 @@ function ico(sizes: number[]): Uint8Array {
   return buf
 }
 
-export const FAVICON_ICO: Uint8Array = ico([16, 32])
+let drawn: { ico: Uint8Array; etag: string } | null = null
+
+/** The icon and its ETag, drawn on the first call. */
+export function favicon(): { ico: Uint8Array; etag: string } {
+  if (!drawn) {
+    const ico = icoOf([16, 32])
+    drawn = { ico, etag: `"${createHash('sha256').update(ico).digest('hex').slice(0, 16)}"` }
+  }
+  return drawn
+}

@@ -10,7 +10,7 @@ import { ASSETS, REPLAY_FRAME_ASSETS, type Asset } from './assets'
 import { ApiError } from '../core/errors'
 import { resolveSession, type AdminAuthDeps } from '../http/admin-auth'
 import { canSee } from '../modules/admins/service'
-import { FAVICON_ICO } from './favicon'
+import { favicon as faviconIcon } from './favicon'
 
 const byUrl = new Map([...ASSETS, ...Object.values(REPLAY_FRAME_ASSETS)].map((a) => [a.url, a]))
 const importMap = JSON.stringify({ imports: Object.fromEntries(ASSETS.filter((a) => a.specifier).map((a) => [a.specifier, a.url])) })
@@ -159,17 +159,18 @@ function assetResponse(a: Asset, request: Request): Response {
 }
 
 /** A day in caches, then a cheap revalidation (the icon's URL is fixed, so it cannot be immutable). */
-const FAVICON_HEADERS = {
+const faviconHeaders = (etag: string) => ({
   'content-type': 'image/x-icon',
   'cache-control': 'public, max-age=86400',
-  etag: `"${createHash('sha256').update(FAVICON_ICO).digest('hex').slice(0, 16)}"`,
+  etag,
   'x-content-type-options': 'nosniff',
-}
+})
 
 /** GET /favicon.ico for every page the server has (browsers ask for it whether a page links it or not). */
 function favicon(request: Request): Response {
-  if (request.headers.get('if-none-match') === FAVICON_HEADERS.etag) return new Response(null, { status: 304, headers: FAVICON_HEADERS })
-  return new Response(FAVICON_ICO, { headers: FAVICON_HEADERS })
+  const { ico, etag } = faviconIcon()
+  if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: faviconHeaders(etag) })
+  return new Response(ico, { headers: faviconHeaders(etag) })
 }
 
 /** The /admin pages, /admin/assets/* and /favicon.ico; `blobOrigin` as `dashboardCsp` takes it. */
