@@ -36,6 +36,9 @@ describe('where a trace failed', () => {
       'TypeError@renderRow@main.js',
     ],
     ['Node: node: internals and node_modules skipped', 'TypeError: x is not a function\n    at Module._compile (node:internal/modules/cjs/loader:1105:14)\n    at handler (/srv/app/node_modules/express/router.js:10:5)\n    at saveOrder (/srv/app/orders.js:88:3)', 'TypeError@saveOrder@orders.js'],
+    ['a crash signature in a title (Mozilla\'s crash reporter): the frame it is grouped by, argument list dropped', 'Intermittent test_places.js | application crashed [@ mozilla::places::Database::Init()] after Assertion failure', 'crash@mozilla::places::Database::Init'],
+    ['a signature of a system library and an offset names no application code', 'application crashed [@ libart.so + 0x2ed30c] | timed out after 370 seconds', null],
+    ['a null-address signature neither', 'Crash in [@ @0x0]', null],
     ['no trace', 'The export button does nothing at all (tried twice).', null],
     ['frames of the platform only: nothing of the application to match on', 'java.lang.OutOfMemoryError: Java heap space\n\tat java.util.Arrays.copyOf(Arrays.java:3332)\n\tat java.lang.StringBuilder.append(StringBuilder.java:136)', null],
     ['a frame with no exception named before it', 'It hangs here:\n\tat org.example.ui.Editor.save(Editor.java:10)', null],
@@ -50,6 +53,7 @@ describe('where a trace failed', () => {
     const rebuilt = JAVA.replace('868', '912').replace('$3', '$5').replace('571', '577')
     expect(stackFingerprint(rebuilt)).toBe(stackFingerprint(JAVA))
     expect(stackFingerprint('TypeError: boom\n    at renderRow (https://a.example/js/main.77b1e0.js:1:99)')).toBe(stackFingerprint('TypeError: boom\n    at renderRow (https://a.example/js/main.3f2a9c.js:1:2345)'))
+    expect(stackFingerprint('Crash in [@ nsFoo::Bar(int) + 0x1f]')).toBe(stackFingerprint('crash [@ nsFoo::Bar + 0x2a]'))
   })
 
   test('hostile text: long dotted runs, thousands of frames, unterminated traces stay linear', () => {
@@ -60,6 +64,8 @@ describe('where a trace failed', () => {
       ('    at ' + 'a '.repeat(5000) + '\n').repeat(3),
       'java.lang.Error\n' + '\tat java.x.Y.z(Y.java:1)\n'.repeat(5000),
       'Caused by: ' + 'java.lang.Error: '.repeat(3000) + '\n\tat org.x.Y.z(Y.java:1)',
+      '[@ ' + '('.repeat(150) + 'x'.repeat(150) + ')'.repeat(100),
+      '[@ ' + ' + 0x1'.repeat(3000) + ']',
     ]
     const started = performance.now()
     for (const text of hostile) stackFingerprint(text)

@@ -5,9 +5,10 @@
  * "Finding duplicates of your yet unwritten bug report", 2013: exception and top frames are what people
  * match on). Frames below the first differ between duplicates: each reporter came there another way.
  *
- * Java and other JVM languages (`at pkg.Class.method(File.java:12)`), Python tracebacks (`File "x.py",
- * line 3, in name`, the failing call last) and JavaScript (`at name (file.js:1:2)`) are read; line
- * numbers, lambda and generated-class suffixes are dropped (they move with every build).
+ * Crash signatures (`[@ mozilla::Foo::Bar]`), Java and other JVM languages (`at pkg.Class.method(File.java:12)`),
+ * Python tracebacks (`File "x.py", line 3, in name`, the failing call last) and JavaScript (`at name
+ * (file.js:1:2)`) are read; line numbers, offsets, lambda and generated-class suffixes are dropped (they
+ * move with every build).
  */
 
 /** Frames of the platform, not of the application: where the platform noticed, not where the bug is. */
@@ -30,10 +31,32 @@ const stripGenerated = (name: string) => name.replace(/\$\$Lambda.*$/, '').repla
  */
 const baseName = (file: string) => (file.replace(/[?#].*$/, '').split(/[\\/]/).pop() ?? file).replace(/[.-](?=[0-9a-f]*\d)[0-9a-f]{4,}(?=\.)/gi, '')
 
-/** `exception@frame` of the trace in `text`, or null when it holds none with an application frame. */
+/**
+ * `exception@frame` of the trace in `text` (or `crash@signature` for a crash signature), or null when it
+ * holds none with an application frame.
+ */
 export function stackFingerprint(text: string): string | null {
   const t = text.length > SCAN_LIMIT ? text.slice(0, SCAN_LIMIT) : text
-  return jvm(t) ?? python(t) ?? javascript(t)
+  return crashSignature(t) ?? jvm(t) ?? python(t) ?? javascript(t)
+}
+
+/**
+ * A crash reporter's signature, as Mozilla's (Socorro) writes it into titles and comments: `Crash in
+ * [@ mozilla::dom::Foo::Bar]`, `application crashed [@ nsSocketTransport::InitiateSocket()]`. It names
+ * the frame the crash is grouped by; offsets and argument lists are dropped. A signature that is only a
+ * system library and an offset (`[@ libart.so + 0x2ed30c]`) names no code of the application: not used.
+ */
+const CRASH_SIGNATURE = /\[@ ?([^\]\n]{3,300})\]/
+function crashSignature(t: string): string | null {
+  const m = t.match(CRASH_SIGNATURE)
+  if (!m) return null
+  const signature = m[1]
+    .replace(/\s*\+\s*0x[0-9a-f]+/gi, '')
+    .replace(/\([^()]*\)/g, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+  if (!signature || /^(\S+\.(so|dll|dylib|exe)|@?0x[0-9a-f]+|\?+)$/i.test(signature)) return null
+  return `crash@${signature}`
 }
 
 function jvm(t: string): string | null {
