@@ -1,9 +1,10 @@
 /**
  * A stack trace pasted into a report, reduced to where it failed: the exception and the first frame of
  * the application's own code. Two reports that crash with the same exception at the same place of the
- * same code describe one bug far more often than two reports that only read alike (Lerch & Mezini,
- * "Finding duplicates of your yet unwritten bug report", 2013: exception and top frames are what people
- * match on). Frames below the first differ between duplicates: each reporter came there another way.
+ * same code describe one bug far more often than two reports that only read alike (duplicate detection
+ * on stack traces: Lerch & Mezini, "Finding duplicates of your yet unwritten bug report", CSMR 2013).
+ * Frames below the first are not compared: they differ between duplicates when each reporter came there
+ * another way.
  *
  * Crash signatures (`[@ mozilla::Foo::Bar]`), Java and other JVM languages (`at pkg.Class.method(File.java:12)`),
  * Python tracebacks (`File "x.py", line 3, in name`, the failing call last) and JavaScript (`at name
