@@ -379,8 +379,12 @@ describe('"Mark as fixed" (POST /v1/feedback/:id/resolve, an addition)', () => {
     expect(audit.map((a) => ({ ...a, data: JSON.parse(a.data) }))).toEqual([
       { actor: `key:${app.keyId}`, action: 'feedback.marked_fixed', org_id: app.orgId, data: { appId: app.appId, from: 'awaiting_manual', duplicatesResolved: 1 } },
     ])
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    // Both mails are queued by the resolution's events, which may land after a pass began: wake until
+    // both went out (under load one pass saw only one of them), then check there are exactly those two.
+    await eventually(async () => {
+      await server.services.mailer.wake()
+      return sink.mails.length - before >= 2
+    })
     expect(sink.mails.slice(before).map((m) => m.to[0]).sort()).toEqual(['hand.dup@example.com', 'hand.lead@example.com'])
 
     // Once resolved, nothing more to mark.
