@@ -7,20 +7,23 @@ import type { S3Config } from '../config'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { StartupError } from '../core/startup-error'
 
+/** The minio module (for its option classes) and the client made from it. */
+type Connection = { client: Client; minio: typeof import('minio') }
+
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3' as const
   /**
    * The minio module and client, loaded on first use: evaluating minio (with its XML and stream
    * dependencies) takes tens of milliseconds, which every process importing the blob stores paid, S3 or not.
    */
-  private connection: Promise<{ client: Client; minio: typeof import('minio') }> | null = null
+  private connection: Promise<Connection> | null = null
   private readonly endpoint: URL
 
   constructor(private readonly cfg: S3Config) {
     this.endpoint = new URL(cfg.endpoint)
   }
 
-  private connect(): Promise<{ client: Client; minio: typeof import('minio') }> {
+  private connect(): Promise<Connection> {
     const url = this.endpoint
     this.connection ??= import('minio').then((minio) => ({
       minio,

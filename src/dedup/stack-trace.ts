@@ -17,12 +17,12 @@ const PLATFORM = /^(java|javax|jdk|sun|com\.sun|kotlin|kotlinx|scala|android|and
 /** How far into a text a trace is looked for: the title and the first screens of the body carry it. */
 const SCAN_LIMIT = 20_000
 
-const JVM_EXCEPTION = /\b((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable))\b/
+const JVM_EXCEPTIONS = /\b((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable))\b/g
 const JVM_FRAME = /^\s*at ([\w$.]+)\.([\w$<>]+)\([^)\n]*\)/gm
 const PY_FRAME = /^\s*File "([^"\n]+)", line \d+, in ([\w<>.]+)/gm
 const PY_EXCEPTION = /^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)):?/gm
 const JS_FRAME = /^\s*at (?:(?:async )?([\w$.<>\[\] ]+?) \()?((?:[a-z]+:\/\/)?[^\s()]+?):\d+:\d+\)?\s*$/gm
-const JS_EXCEPTION = /\b([A-Z][A-Za-z]*Error)\b(?::|\s)/
+const JS_EXCEPTIONS = /\b([A-Z][A-Za-z]*Error)\b(?::|\s)/g
 
 /** `Foo$1`, `lambda$run$0`, `$$Lambda$12/0x0000000800c0b040`: the parts a recompile renames. */
 const stripGenerated = (name: string) => name.replace(/\$\$Lambda.*$/, '').replace(/\$\d+/g, '').replace(/^lambda\$/, '').replace(/\$+$/, '')
@@ -66,7 +66,7 @@ function jvm(t: string): string | null {
     if (PLATFORM.test(owner)) continue
     // The exception named before this frame: the nearest one above it (a "Caused by:" names its own).
     const before = t.slice(Math.max(0, m.index - 2000), m.index)
-    const exceptions = [...before.matchAll(new RegExp(JVM_EXCEPTION.source, 'g'))]
+    const exceptions = [...before.matchAll(JVM_EXCEPTIONS)]
     const exception = exceptions.at(-1)?.[1]
     if (!exception) return null
     return `${exception}@${owner}.${stripGenerated(m[2])}`
@@ -94,7 +94,7 @@ function javascript(t: string): string | null {
     const file = m[2]
     if (PLATFORM.test(file) || file.includes('node_modules')) continue
     const fn = m[1] ? stripGenerated(m[1].replace(/^(new|Object\.|Module\.)\s*/, '')) : '(anonymous)'
-    const exception = t.slice(Math.max(0, m.index - 2000), m.index).match(new RegExp(JS_EXCEPTION.source, 'g'))?.at(-1)?.replace(/[:\s]$/, '')
+    const exception = t.slice(Math.max(0, m.index - 2000), m.index).match(JS_EXCEPTIONS)?.at(-1)?.replace(/[:\s]$/, '')
     if (!exception) return null
     return `${exception}@${fn}@${baseName(file)}`
   }
