@@ -180,6 +180,14 @@ describe('versions through the sanitizer', () => {
     expect(verdict(a, b, 0.99)).toMatchObject({ attach: false, reason: expect.stringContaining('veto') })
     expect(verdict(a, a.replace('CVE-2020-1234', 'the CVE'), 0.99).attach).toBe(true)
   })
+  test("an artifact's four-part version and Gecko's rv: survive the sanitizer, so releases stay apart", () => {
+    const ua = 'Mozilla/5.0 (Windows; U; Windows NT 5.1; en-US; rv:1.8.1.12) Gecko/20080201 SeaMonkey/1.1.8'
+    const a = `NameNode fails to restart on hadoop-0.20.203.0 after upgrade\nThe edits log cannot be read.\n${ua}`
+    const b = `NameNode fails to restart on hadoop-0.20.205.0 after upgrade\nThe edits log cannot be read.\n${ua}`
+    expect(sanitizeText(a, {})).toBe(a)
+    expect(verdict(a, b, 0.99)).toMatchObject({ attach: false, reason: expect.stringMatching(/^veto: different (numbers|versions) in titles$/) })
+    expect(verdict(a, a.replace('cannot be read', 'is unreadable'), 0.99).attach).toBe(true)
+  })
   test('a quad the sanitizer redacts cannot be compared: never merged, only suggested', () => {
     const a = 'Requests to 81.24.111.5 time out\nlong body'
     const b = 'Requests to 81.24.111.6 time out\nlong body'

@@ -110,6 +110,20 @@ describe('exact replacements: structure stays, only the value goes', () => {
     ['Updated api-gateway to 81.24.111.5', 'Updated api-gateway to [REDACTED:ipv4]'],
     ['Upgrade netty-codec-http to 4.1.100.1', 'Upgrade netty-codec-http to 4.1.100.1'],
     ['jackson-databind 81.24.111.5 fails', 'jackson-databind [REDACTED:ipv4] fails'],
+    // An artifact's name with its version, Gecko's `rv:` and a product's `Name/` are versions; 0.x.x.x
+    // is no host's address. A host before the slash (Java's `host/1.2.3.4`) or a port after makes an address.
+    ['runs on hadoop-0.20.203.0 and hbase-0.90.1', 'runs on hadoop-0.20.203.0 and hbase-0.90.1'],
+    ['jackson-databind-2.9.10.2.jar', 'jackson-databind-2.9.10.2.jar'],
+    ['proxy-81.24.111.5 is down', 'proxy-[REDACTED:ipv4] is down'],
+    ['ip-10.20.30.40 is down', 'ip-[REDACTED:ipv4] is down'],
+    ['Windows NT 5.1; en-US; rv:1.8.1.12) Gecko/20080201 SeaMonkey/1.1.8', 'Windows NT 5.1; en-US; rv:1.8.1.12) Gecko/20080201 SeaMonkey/1.1.8'],
+    ['(KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36', '(KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36'],
+    ['listening on 0.0.0.0:8080', 'listening on 0.0.0.0:8080'],
+    ['Call From nn1.example.com/203.0.113.7 to nn2:8020 failed', 'Call From nn1.example.com/[REDACTED:ipv4] to nn2:8020 failed'],
+    ['Call From datanode7/41.24.111.5 to nn2:8020', 'Call From datanode7/[REDACTED:ipv4] to nn2:8020'],
+    ['Call to namenode/192.168.1.10 failed', 'Call to namenode/[REDACTED:ipv4] failed'],
+    ['Build/41.24.111.5:8020 refused', 'Build/[REDACTED:ipv4]:8020 refused'],
+    ['resolver 8.8.4.4:53 timed out', 'resolver [REDACTED:ipv4]:53 timed out'],
     ['[2001:db8::1]:443', '[[REDACTED:ipv6]]:443'],
     ['card 4111-1111-1111-1111 exp 12/27', 'card [REDACTED:credit_card] exp 12/27'],
   ]

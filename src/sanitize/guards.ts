@@ -40,7 +40,7 @@ export function isBasicCredential(value: string): boolean {
 }
 
 /** Words that, just before a dotted number, make it a version rather than an address. */
-const VERSION_BEFORE = /(?:\b(?:v|ver|version|build|release|rev|revision|firmware|fw|update[ds]?|upgraded?|patch|sdk|api|os|ios|android|macos|windows|node|bun|npm|chrome|firefox|safari|edge)\.?(?:\s+to)?)[\s:=#-]{0,3}$/i
+const VERSION_BEFORE = /(?:\b(?:v|ver|version|build|release|rv|rev|revision|firmware|fw|update[ds]?|upgraded?|patch|sdk|api|os|ios|android|macos|windows|node|bun|npm|chrome|firefox|safari|edge)\.?(?:\s+to)?)[\s:=#-]{0,3}$/i
 
 /**
  * A dotted number is a version when a version word or a product token (`Chrome/`, `Edg/` at the start
@@ -68,9 +68,26 @@ const MAVEN_BEFORE = /[A-Za-z][\w.-]*:[A-Za-z][\w.-]*:$/
 export function isPackageVersionContext(c: Candidate, octets: readonly number[]): boolean {
   // Versions start small (2.9.10.2, 4.1.100.1, 1.78.1.1); most of the address space does not, so an
   // address after "update api-gateway to" mostly stays redacted too.
-  if (octets[0] >= 50 || octets[0] === 10) return false
+  if (!versionLikeQuad(octets)) return false
   const line = before(c, 120)
-  return UPGRADE_BEFORE.test(line) || MAVEN_BEFORE.test(line)
+  return UPGRADE_BEFORE.test(line) || MAVEN_BEFORE.test(line) || ARTIFACT_BEFORE.test(line)
+}
+const versionLikeQuad = (octets: readonly number[]) => octets[0] < 50 && octets[0] !== 10
+/** An artifact named with its version (`hadoop-0.20.203.0`, `jackson-databind-2.9.10.2`): a word, then a dash. */
+const ARTIFACT_BEFORE = /(?:^|[\s(;,'"`])[A-Za-z][\w.-]*[A-Za-z]-$/
+
+/**
+ * Whether the words around a dotted quad make it a version rather than an IPv4 address. As
+ * `isVersionContext`, except for what comes before a slash: a product (`Chrome/120.0.0.0`,
+ * `SeaMonkey/`, `Build/`, capitalized, no dot or digit in it) names a version, a host does not. Java
+ * prints an address as `host/1.2.3.4` (`Call From nn1.example.com/203.0.113.7 to …`), so a lower-case,
+ * dotted or numbered name before the slash leaves the quad an address. One followed by a port
+ * (`…/203.0.113.7:8020`) is an address whatever precedes it: versions take no port.
+ */
+export function isIpv4VersionContext(c: Candidate): boolean {
+  if (/^:\d/.test(after(c))) return false
+  const b = before(c)
+  return VERSION_BEFORE.test(b) || /(?:^|[\s(;,])[A-Z][A-Za-z-]*\/$/.test(b) || /^-[A-Za-z]/.test(after(c))
 }
 
 /** Words that make a grouped number an id, a price or a version, not a phone number. */

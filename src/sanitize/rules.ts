@@ -6,7 +6,7 @@
  */
 import { cardLength } from './cards'
 import { isPlaceholder, shannonEntropy } from './entropy'
-import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isPackageVersionContext, isVersionContext, mixesCharacterClasses } from './guards'
+import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isIpv4VersionContext, isJwtHeader, isPackageVersionContext, isVersionContext, mixesCharacterClasses } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
 import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName, startsPassPhrase } from './keys'
@@ -266,10 +266,14 @@ export const RULES: readonly Rule[] = [
     keep: (c) => {
       const octets = parseIPv4(c.value)
       if (!octets) return true
-      // Loopback, unspecified and netmasks name no one; single-digit quads (1.2.3.4, 8.8.8.8) are
-      // far more often versions or public resolvers than a person's address. A package's version after an
-      // upgrade verb ("Upgrade jackson-databind to 2.9.10.2") stays, so versions can be told apart.
-      return octets[0] === 127 || octets.every((o) => o === 0) || isNetmask(octets) || octets.every((o) => o < 10) || isVersionContext(c) || isPackageVersionContext(c, octets)
+      // Loopback, 0.x.x.x ("this network": no host has it, Hadoop's 0.20.203.0 is a version) and
+      // netmasks name no one; single-digit quads (1.2.3.4, 8.8.8.8) without a port are far more often
+      // versions or public resolvers than a person's address. A package's version after an upgrade verb
+      // ("Upgrade jackson-databind to 2.9.10.2") or in an artifact's name (`hadoop-0.20.203.0`) stays, so
+      // versions can be told apart.
+      if (octets[0] === 127 || octets[0] === 0 || isNetmask(octets)) return true
+      if (/^:\d/.test(after(c))) return false
+      return octets.every((o) => o < 10) || isIpv4VersionContext(c) || isPackageVersionContext(c, octets)
     },
   }),
   rule({
