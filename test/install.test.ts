@@ -24,7 +24,7 @@ describe('package.json', () => {
       'run bun test --timeout 60000 --parallel=3 "${timings[@]}" "--path-ignore-patterns=$ALONE"',
       'run bun test --timeout 60000 test/write-turns.test.ts',
       'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts',
-      'run bash scripts/test-pg.sh',
+      'run env FIXLOOP_TEST_UPDATE_TIMINGS="$update_timings" bash scripts/test-pg.sh',
     ])
     expect(script).toContain("ALONE='test/{write-turns,cluster-mode,cluster-clock}.test.ts'")
     expect(script).toContain('echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"')
@@ -45,6 +45,26 @@ describe('package.json', () => {
     const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
     expect(code).toBe(1)
     expect(out.trim().split('\n').at(-1)).toBe('total: 19 passed, 1 failed, 1 skipped')
+  })
+  test('FIXLOOP_TEST_UPDATE_TIMINGS=1 reaches bun as --update-timings and test-pg.sh, never the tests (the binary warns about FIXLOOP_* settings it does not know)', async () => {
+    const dir = tempDir('fixloop-timings-')
+    const fakeBin = join(dir, 'bin')
+    mkdirSync(fakeBin)
+    const seen = join(dir, 'seen')
+    // The fake bun records its arguments and whether the variable reached it; test-pg.sh records what it got.
+    await Bun.write(join(fakeBin, 'bun'), `#!/usr/bin/env bash\necho "bun $* env=\${FIXLOOP_TEST_UPDATE_TIMINGS-unset}" >> '${seen}'\nprintf " 1 pass\\n 0 fail\\n"\n`)
+    Bun.spawnSync(['chmod', '+x', join(fakeBin, 'bun')])
+    mkdirSync(join(dir, 'scripts'))
+    cpSync(join(ROOT, 'scripts/test.sh'), join(dir, 'scripts/test.sh'))
+    await Bun.write(join(dir, 'scripts/test-setup.sh'), 'true\n')
+    await Bun.write(join(dir, 'scripts/test-pg.sh'), `echo "pg env=$FIXLOOP_TEST_UPDATE_TIMINGS" >> '${seen}'; echo " 1 pass"\n`)
+    const proc = Bun.spawn(['bash', 'scripts/test.sh'], { cwd: dir, env: { PATH: `${fakeBin}:${process.env.PATH}`, FIXLOOP_TEST_UPDATE_TIMINGS: '1' }, stdout: 'pipe', stderr: 'pipe' })
+    expect(await proc.exited).toBe(0)
+    const lines = readFileSync(seen, 'utf8').trim().split('\n')
+    expect(lines).toHaveLength(4)
+    expect(lines[0]).toContain('--update-timings')
+    for (const l of lines.slice(0, 3)) expect(l).toEndWith('env=unset')
+    expect(lines[3]).toBe('pg env=1')
   })
   test('no unused load generator (autocannon); the widget build dependency (esbuild) is a dependency', () => {
     expect(pkg.devDependencies.autocannon).toBeUndefined()
