@@ -25,6 +25,8 @@ const ENV = { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' }
 const EXTRA = 300
 const TOTAL = HEAD_GAP + EXTRA
 
+const processedAt = (db: Database, id: string) => (db.query('SELECT processed_at AS t FROM feedback WHERE id = ?').get(id) as { t: number | null }).t
+
 function sanitizer(srv: TestServer) {
   const { sqlite } = openDatabase(join(srv.dataDir, 'fixloop.db'), { autoCheckpoint: false })
   return { sqlite, ahead: createSanitizeAhead(openSqliteStore(sqliteStorage(sqlite), systemClock).sides.sanitizeAhead, systemClock) }
@@ -90,12 +92,21 @@ describe('sanitizing ahead of the processing thread', () => {
       expect(r.redactions).not.toBeNull()
       expect(`${r.text} ${r.url} ${r.console_logs} ${r.metadata}`).not.toMatch(/hunter\d+secret|user\d+@example\.com|sk_live_4eC39|eyJhbGci|secretvalue|abc\d/)
       expect(eventsOf(db, id)).toEqual(['feedback.received:>received', 'feedback.status_changed:received>sanitizing', 'feedback.status_changed:sanitizing>sanitized'])
+      // Not processed yet: processedAt is stamped with the verdict, when the job clusters it.
+      expect(processedAt(db, id)).toBeNull()
     }
     const raced_ = rowOf(db, archivedMidway)
     expect(raced_.status).toBe('archived')
     expect(raced_.redactions).toBeNull()
     expect(eventsOf(db, archivedMidway)).toEqual(['feedback.received:>received'])
     expect((db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n).toBe(TOTAL)
+  })
+
+  test('over the API, a report sanitized ahead shows no processedAt until it is clustered: a client that waits for processedAt reads the verdict', async () => {
+    const ahead = idsA[HEAD_GAP + 20]
+    const before = await call(a.url, 'GET', `/v1/feedback/${ahead}`, { auth: ta.key })
+    expect(before.status).toBe(200)
+    expect(before.body).toMatchObject({ status: 'sanitized', processedAt: null, duplicateOfId: null, suggestedDuplicateOf: null })
   })
 
   test('after the drain every report ends exactly as on a server that never sanitized ahead', async () => {
@@ -106,6 +117,12 @@ describe('sanitizing ahead of the processing thread', () => {
     const duplicates = expectSameEnd(sqliteOf(a.ctx), idsA, sqliteOf(b.ctx), idsB)
     // The comparison covered real clustering, not only leads.
     expect(duplicates).toBeGreaterThan(TOTAL / 2)
+    // Every clustered report carries processedAt (those sanitized ahead too, stamped when clustered).
+    const unstamped = (db: Database, ids: string[]) => ids.filter((id) => id !== archivedMidway && id !== idsB[HEAD_GAP + 10] && processedAt(db, id) === null)
+    expect(unstamped(sqliteOf(a.ctx), idsA)).toEqual([])
+    expect(unstamped(sqliteOf(b.ctx), idsB)).toEqual([])
+    const ahead = await call(a.url, 'GET', `/v1/feedback/${idsA[HEAD_GAP + 20]}`, { auth: ta.key })
+    expect(typeof ahead.body.processedAt).toBe('string')
     // The report archived midway was scrubbed where it stands by its process job, as always.
     expect(rowOf(sqliteOf(a.ctx), archivedMidway).redactions).not.toBeNull()
   }, 120_000)

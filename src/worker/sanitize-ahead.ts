@@ -11,7 +11,8 @@
  *   report with a compare-and-set on the version it was read at (`lifecycle.moveToSanitized`, the `process`
  *   job's own write): a row that changed meanwhile (sanitized by the processing thread, archived by a
  *   customer) is left alone; the others end exactly as if the job had sanitized them, and each job stays
- *   in the queue to cluster and route its report.
+ *   in the queue to cluster and route its report. Only `processed_at` waits for that job: it is stamped
+ *   with the verdict, so a client that waits for `processedAt` reads the report's clustering.
  * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
  *   every report itself, as it always did.
  */

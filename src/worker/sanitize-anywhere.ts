@@ -137,7 +137,9 @@ export class SanitizeAnywhere<Tx> {
           this.log.warn('a report could not be sanitized ahead', { feedbackId: row.id, error: e instanceof Error ? e.message : String(e) })
           continue
         }
-        reports.push({ id: row.id, version: row.version, status: 'sanitized', bump: path.length - 1, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, duplicate: null, suggestion: null })
+        // Not processed: the processing node stamps processed_at when it clusters the report (a reader that
+        // sees processedAt sees the report's verdict).
+        reports.push({ id: row.id, version: row.version, status: 'sanitized', bump: path.length - 1, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, processed: false, duplicate: null, suggestion: null })
         for (let i = 1; i < path.length; i++) events.push({ orgId: row.org_id, appId: row.app_id, type: 'feedback.status_changed', data: { feedbackId: row.id, from: path[i - 1], to: path[i] } })
       }
       const written = await this.writes.writeProcessed(tx, { reports, jobsDone: [], agentRuns: [], now: this.clock.now() })

@@ -205,6 +205,8 @@ describe('sanitizing on any node (PostgreSQL, issue 38.2)', () => {
     // Sanitized in place, still queued: nothing is clustered or routed on that node.
     const mid = await outcome(spread)
     expect(mid.rows.every((r) => r.status === 'sanitized' && r.redactions !== null && r.duplicate_of_id === null)).toBe(true)
+    // Not processed yet (outcome reads a missing processed_at as 0): the processing node stamps it with the verdict.
+    expect(mid.rows.map((r) => r.processed_at)).toEqual(mid.rows.map(() => 0))
     expect(JSON.stringify(mid.rows)).not.toContain('jo@example.com')
     expect(mid.jobs.filter((j) => j.kind === 'process')).toHaveLength(20)
     expect(await drain(alone, true)).toBe(20)
@@ -212,6 +214,8 @@ describe('sanitizing on any node (PostgreSQL, issue 38.2)', () => {
     const a = await outcome(alone)
     const b = await outcome(spread)
     expect(b.rows).toEqual(a.rows)
+    // Stamped when clustered, as where no other node sanitized.
+    expect(b.rows.every((r) => Number(r.processed_at) > 0)).toBe(true)
     expect(byReport(b.events)).toEqual(byReport(a.events))
     expect(b.jobs).toEqual(a.jobs)
   })

@@ -83,6 +83,9 @@ export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle, c
     /** received|sanitizing → sanitized with the sanitized columns (lifecycle.moveToSanitized), in the caller's transaction. */
     moveToSanitized: (tx: PgTx, id: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean> =>
       lifecycle.moveToSanitized(tx, id, version, columns, redactions),
+    /** Stamps processed_at on a report clustered now that was sanitized ahead without it (see processing-repo.ts). */
+    markProcessed: async (tx: PgTx, id: string, now: number): Promise<void> =>
+      void (await exec(tx.client, 'UPDATE feedback SET processed_at = $2 WHERE id = $1 AND processed_at IS NULL', [id, now])),
     /** Deletes the job in the caller's transaction: it is done exactly when the report's changes commit. */
     finishJob: async (tx: PgTx, jobId: number): Promise<void> => void (await exec(tx.client, 'DELETE FROM jobs WHERE id = $1', [jobId])),
     /** One report's processing: one transaction. */

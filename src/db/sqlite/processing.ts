@@ -30,6 +30,7 @@ export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecy
   const waiting: Statement = sqlite.query(
     "SELECT id, version FROM feedback WHERE app_id = ? AND status = 'sanitized' AND duplicate_of_id IS NULL ORDER BY id",
   )
+  const markProcessed: Statement = sqlite.query('UPDATE feedback SET processed_at = ?2 WHERE id = ?1 AND processed_at IS NULL')
   const windowCloses: Statement = sqlite.query("SELECT run_after FROM jobs WHERE kind = 'batch_release' AND app_id = ? LIMIT 1")
 
   return {
@@ -52,6 +53,8 @@ export function createSqliteProcessing(sqlite: Database, lifecycle: SqliteLifecy
     /** The App's sanitized leads waiting for its batch window to close, oldest first. */
     waitingLeads: (appId: string): { id: string; version: number }[] => waiting.all(appId) as { id: string; version: number }[],
 
+    /** Stamps processed_at on a report clustered now that was sanitized ahead without it (see processing-repo.ts). */
+    markProcessed: (id: string, now: number): void => void markProcessed.run(id, now),
     /** A system move of the report from the status it was read in (lifecycle.move), in the caller's transaction. */
     move: (id: string, to: FeedbackStatus, from: FeedbackStatus): boolean => lifecycle.move(sqlite, id, to, { by: 'system', from }),
     /** received|sanitizing → sanitized with the sanitized columns (lifecycle.moveToSanitized), in the caller's transaction. */

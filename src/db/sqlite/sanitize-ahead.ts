@@ -31,7 +31,8 @@ export function createSqliteSanitizeAhead(sqlite: Database, lifecycle?: SqliteLi
     receivedAfter: (jobId: number, lastJobId: number, now: number, limit: number): QueuedReport[] => after.all(jobId, now, limit, lastJobId) as QueuedReport[],
     /**
      * Writes a chunk in one short transaction, each report with a compare-and-set on the version it was
-     * read at (lifecycle.moveToSanitized, the `process` job's own write); returns how many were written.
+     * read at (lifecycle.moveToSanitized, the `process` job's own write, without processed_at: the job
+     * stamps it when it clusters the report); returns how many were written.
      */
     writeSanitized(rows: { id: string; version: number; columns: ScrubbedColumns; redactions: string }[]): number {
       if (!lifecycle) throw new Error('this sanitize-ahead repo writes nothing: build it with the lifecycle\'s SQLite side')
@@ -39,7 +40,7 @@ export function createSqliteSanitizeAhead(sqlite: Database, lifecycle?: SqliteLi
       return sqlite
         .transaction(() => {
           let done = 0
-          for (const r of rows) if (lc.moveToSanitized(sqlite, r.id, r.version, r.columns, r.redactions)) done++
+          for (const r of rows) if (lc.moveToSanitized(sqlite, r.id, r.version, r.columns, r.redactions, false)) done++
           return done
         })
         .immediate()

@@ -69,6 +69,12 @@ export interface SyncProcessingSide {
   move(id: string, to: FeedbackStatus, from: FeedbackStatus): boolean
   /** received|sanitizing → sanitized with the sanitized columns, in the caller's transaction. */
   moveToSanitized(id: string, version: number, columns: ScrubbedColumns, redactions: string): boolean
+  /**
+   * Stamps processed_at on a report clustered now that was sanitized earlier without it (sanitized ahead);
+   * a report that has one keeps it. In the caller's transaction, with the verdict: processedAt set means
+   * the verdict is in.
+   */
+  markProcessed(id: string, now: number): void
   fail(id: string, version: number, reason: string): boolean
   /** Makes sure the App has an open batch window (a `batch_release` job); returns when it closes (epoch ms). */
   ensureWindow(appId: string, closesAt: number): number
@@ -112,6 +118,8 @@ export interface TxProcessingSide<Tx> {
   releaseWaitingLeads(appId: string, to: FeedbackStatus): Promise<number>
   move(tx: Tx, id: string, to: FeedbackStatus, from: FeedbackStatus): Promise<boolean>
   moveToSanitized(tx: Tx, id: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean>
+  /** As the embedded side's `markProcessed`, in the caller's transaction. */
+  markProcessed(tx: Tx, id: string, now: number): Promise<void>
   /** Deletes the job in the caller's transaction: it is done exactly when the report's changes commit. */
   finishJob(tx: Tx, jobId: number): Promise<void>
   /** One report's processing: one transaction. */
@@ -140,8 +148,13 @@ export interface ProcessedWrite {
   version: number
   status: FeedbackStatus
   bump: number
-  /** Its sanitized columns, when it is sanitized in this batch (processed_at is stamped then). */
+  /** Its sanitized columns, when it is sanitized in this batch. */
   sanitized: { columns: ScrubbedColumns; redactions: string } | null
+  /**
+   * It is clustered (and routed) in this write: processed_at is stamped unless it has one. False for a
+   * report only sanitized ahead (sanitize-anywhere.ts): its `process` job stamps it when it clusters it.
+   */
+  processed: boolean
   /** It becomes an automatic duplicate of `leadId` (its own summary and suggestion cleared). */
   duplicate: { leadId: string; score: number | null; reason: string | null } | null
   /** It stays a lead with this suggestion. */

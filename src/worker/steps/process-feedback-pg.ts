@@ -75,6 +75,9 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
       if (now.redactions === null) {
         const s = scrubbedFor(now, pre)
         if (!(await repo.saveScrubbed(tx, now.id, now.version, s.columns, s.counts, clock.now(), false))) throw new Replan('concurrent update')
+      } else if (now.duplicate_of_id) {
+        // Sanitized ahead and merged by hand before it was clustered: done now.
+        await repo.markProcessed(tx, now.id, clock.now())
       }
       await repo.finishJob(tx, jobId)
     })
@@ -94,6 +97,8 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
         if (scrubbed && !(await repo.moveToSanitized(tx, now.id, now.version, scrubbed.columns, scrubbed.counts))) throw new Replan('concurrent update')
         const applied = await cluster.applyInTx(tx, now.id, verdict)
         if (!applied.ok) throw new Replan('the planned lead no longer takes duplicates')
+        // Sanitized ahead (on another node), clustered now: processedAt says the verdict is in.
+        if (!scrubbed) await repo.markProcessed(tx, now.id, clock.now())
         after = applied.after
         if (!verdict.leadId) {
           // A lead: to a human or the agent queue, now or when the App's batch window closes.
@@ -174,7 +179,7 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
       let status: FeedbackStatus = 'sanitized'
       let bump = path ? path.length - 1 : 0
       if (path) for (let j = 1; j < path.length; j++) events.push(statusEvent(row, path[j - 1], path[j]))
-      const write: ProcessedWrite = { id: row.id, version: row.version, status, bump, sanitized: it.scrubbed ? { columns: it.scrubbed.columns, redactions: it.scrubbed.counts } : null, duplicate: null, suggestion: null }
+      const write: ProcessedWrite = { id: row.id, version: row.version, status, bump, sanitized: it.scrubbed ? { columns: it.scrubbed.columns, redactions: it.scrubbed.counts } : null, processed: true, duplicate: null, suggestion: null }
       // The clustering writes as one report at a time plans them (dedup/steps.ts), each kind in its batch statement.
       // The plans read a member's scope (Org, App) here; `redactions: null` asks for no in-memory lead state (that is SQLite's).
       const member = { id: row.id, org_id: row.org_id, app_id: row.app_id, created_at: 0, text: it.sanitized?.text ?? it.read.text, redactions: null }

@@ -109,6 +109,8 @@ export function createProcessFeedbackStep(repo: SyncProcessingSide, clock: Clock
     // The plan's sanitized columns, if they were computed from what the row still holds.
     const row = plan.scrubbed ? toSanitized(now, scrubbedFor(now, pre)) : now
     if (!deps.cluster.applyPlan(feedbackId, row.app_id, plan.verdict).leadId) route(row)
+    // Sanitized ahead (src/worker/sanitize-ahead.ts), clustered now: processedAt says the verdict is in.
+    if (!plan.scrubbed) repo.markProcessed(feedbackId, clock.now())
   }
 
   /**
@@ -119,12 +121,16 @@ export function createProcessFeedbackStep(repo: SyncProcessingSide, clock: Clock
    */
   function advance(feedbackId: string, pre: Prescrubbed | undefined): void {
     let row = repo.get(feedbackId)
+    /** Sanitized by this step (processed_at stamped with it), not ahead of it. */
+    let sanitizedHere = false
     for (let step = 0; step < 4; step++) {
       if (!row) return
       if (row.duplicate_of_id) {
         // A duplicate takes no steps of its own, but raw values are never kept (triage refuses to
-        // merge a raw report; one a version before 0006 merged raw is scrubbed here).
+        // merge a raw report; one a version before 0006 merged raw is scrubbed here). One sanitized ahead and
+        // merged by hand before it was clustered is done now.
         if (row.redactions === null) sanitizeRow(row, false, scrubbedFor(row, pre))
+        else repo.markProcessed(row.id, clock.now())
         return
       }
       switch (row.status) {
@@ -132,10 +138,13 @@ export function createProcessFeedbackStep(repo: SyncProcessingSide, clock: Clock
         case 'sanitizing':
           // Often done already by the sanitize-ahead thread (../sanitize-ahead.ts) during a backlog.
           row = toSanitized(row, scrubbedFor(row, pre))
+          sanitizedHere = true
           continue
         case 'sanitized': {
           // Idempotent: a retry finds the report already clustered and only re-indexes it.
           if (!deps.cluster.clusterReport(row.id).leadId) route(row)
+          // Sanitized ahead, clustered now: processedAt says the verdict is in (a report that has one keeps it).
+          if (!sanitizedHere) repo.markProcessed(row.id, clock.now())
           return
         }
         default:

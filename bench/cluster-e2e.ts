@@ -1,0 +1,194 @@
+/**
+ * Clustering quality through the compiled binary, as an outside client measures it: each project of the
+ * real development corpora (bench/dup-corpora/SOURCE.md) is submitted over HTTP to `fixloop serve` on
+ * loopback, one report after another in the arrival order `bun bench/cluster.ts` calls order 1. Then
+ * every report is read back (`duplicateOfId`, `suggestedDuplicateOf`) and `/similar?limit=10` is asked for
+ * every report that has a true duplicate. The figures should equal the in-process bench's for that order:
+ * a gap would be the HTTP path, the sanitizer in the processing thread or the batching changing verdicts.
+ *
+ *   bun run build && bun bench/cluster-e2e.ts                 # every project of bench/out/dup-corpora.json
+ *   E2E_APPS=eclipse bun bench/cluster-e2e.ts --corpus=PATH   # one project
+ *   E2E_SERIAL=1 …                                             # each report sent once the one before is processed
+ *   E2E_COMPARE=0 …                                            # without the in-process run
+ *
+ * It waits for every report's `processedAt` (docs/api.md: set with the verdict), then reads the verdicts
+ * once, as a client would, and checks them against the database after the /similar calls.
+ *
+ * Bounded: at most E2E_MAX_REPORTS reports per project (default: all), and each wait gives up after
+ * E2E_WAIT_S seconds (default 600).
+ */
+import { Database } from 'bun:sqlite'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Corpus, CorpusApp } from '../test/fixtures/corpus'
+import { prng } from '../test/sanitize-fixtures'
+import { dupCorpusPath, measureQuality } from './cluster'
+
+const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
+const MAX_REPORTS = Number(process.env.E2E_MAX_REPORTS ?? Infinity)
+const WAIT_MS = Number(process.env.E2E_WAIT_S ?? 600) * 1000
+/** E2E_SERIAL=1: each report is submitted once the one before it was processed (no batches). */
+const SERIAL = process.env.E2E_SERIAL === '1'
+
+function cli(dataDir: string, args: string[]): Record<string, unknown> {
+  const r = Bun.spawnSync([BIN, ...args, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH ?? '' } })
+  if (r.exitCode !== 0) throw new Error(`fixloop ${args.join(' ')}: ${r.stderr.toString()}`)
+  return JSON.parse(r.stdout.toString())
+}
+
+async function freePort(): Promise<number> {
+  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = s.port!
+  s.stop(true)
+  return port
+}
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + WAIT_MS
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`)
+    await Bun.sleep(250)
+  }
+}
+
+interface Item {
+  duplicateOfId: string | null
+  processedAt: string | null
+  suggestedDuplicateOf?: { id: string; score: number } | null
+}
+
+async function measureProject(app: CorpusApp): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-e2e-'))
+  const org = cli(dataDir, ['org', 'create', '--name', 'Bench']) as { id: string }
+  const created = cli(dataDir, ['app', 'create', '--org', org.id, '--name', app.id]) as { id: string; publicKey: string }
+  const { key } = cli(dataDir, ['key', 'create', '--org', org.id]) as { key: string }
+  const port = await freePort()
+  const server = Bun.spawn([BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' },
+    // stdout holds the first-run admin link: not printed here.
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
+  const base = `http://127.0.0.1:${port}`
+  const sk = { authorization: `Bearer ${key}` }
+  try {
+    await until('the server', () => fetch(`${base}/healthz`).then((r) => r.ok, () => false))
+    // bench/cluster.ts's order 1 for a corpus of this one App.
+    const rand = prng(1)
+    const order = [...app.reports].sort(() => rand() - 0.5).slice(0, MAX_REPORTS)
+    const ids: string[] = []
+    const read = async (id: string) => (await (await fetch(`${base}/v1/feedback/${id}`, { headers: sk })).json()) as Item
+    const t0 = performance.now()
+    for (const r of order) {
+      const res = await fetch(`${base}/v1/feedback`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${created.publicKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: r.text }),
+      })
+      if (res.status !== 201) throw new Error(`submit: ${res.status} ${await res.text()}`)
+      ids.push(((await res.json()) as { id: string }).id)
+      if (SERIAL) {
+        // One at a time, as the in-process bench clusters: the next report goes in once this one is processed.
+        const id = ids[ids.length - 1]
+        while ((await read(id)).processedAt === null) await Bun.sleep(2)
+      }
+    }
+    const submitS = (performance.now() - t0) / 1000
+    await until('processing', async () => (await read(ids[ids.length - 1])).processedAt !== null)
+    let items = await Promise.all(ids.map(read))
+    await until('every report processed', async () => {
+      items = await Promise.all(ids.map(read))
+      return items.every((i) => i.processedAt !== null)
+    })
+    const doneS = (performance.now() - t0) / 1000
+    const group = new Map(ids.map((id, i) => [id, order[i].group]))
+    // The same measures as measureQuality (bench/cluster.ts).
+    let wrong = 0
+    let withEarlier = 0
+    let hit = 0
+    let suggested = 0
+    let suggestedRight = 0
+    const seen = new Set<string>()
+    const root = new Map<string, string>()
+    items.forEach((it, i) => {
+      const g = order[i].group
+      root.set(ids[i], it.duplicateOfId ?? ids[i])
+      if (it.duplicateOfId && group.get(it.duplicateOfId) !== g) wrong++
+      const lead = it.duplicateOfId ?? it.suggestedDuplicateOf?.id ?? null
+      const right = lead !== null && group.get(lead) === g
+      if (seen.has(g)) {
+        withEarlier++
+        if (right) hit++
+      }
+      if (it.suggestedDuplicateOf) {
+        suggested++
+        if (right) suggestedRight++
+      }
+      seen.add(g)
+    })
+    let tp = 0
+    let fp = 0
+    let fn = 0
+    for (let i = 0; i < ids.length; i++) {
+      for (let j = i + 1; j < ids.length; j++) {
+        const same = order[i].group === order[j].group
+        const merged = root.get(ids[i]) === root.get(ids[j])
+        if (merged && same) tp++
+        else if (merged) fp++
+        else if (same) fn++
+      }
+    }
+    const hits = { 1: 0, 5: 0, 10: 0 }
+    let eligible = 0
+    for (let i = 0; i < ids.length; i++) {
+      if (!order.some((o, j) => j !== i && o.group === order[i].group)) continue
+      eligible++
+      const res = await fetch(`${base}/v1/feedback/${ids[i]}/similar?limit=10`, { headers: sk })
+      const list = ((await res.json()) as { data: { id: string }[] }).data
+      const at = list.findIndex((c) => group.get(c.id) === order[i].group)
+      for (const k of [1, 5, 10] as const) if (at !== -1 && at < k) hits[k]++
+    }
+    const f = (x: number) => x.toFixed(3)
+    console.log(`${app.id} through the binary: ${ids.length} reports submitted in ${submitS.toFixed(1)} s, all processed after ${doneS.toFixed(1)} s`)
+    console.log(
+      `  wrong-attach ${((wrong / ids.length) * 100).toFixed(2)} %  merge precision ${f(tp + fp === 0 ? 1 : tp / (tp + fp))}  recall ${f(tp / Math.max(1, tp + fn))} [tp ${tp}, fp ${fp}, fn ${fn}]  suggestion hit ${f(hit / Math.max(1, withEarlier))}  suggestions ${suggested} (${f(suggestedRight / Math.max(1, suggested))} right)  R@1 ${f(hits[1] / eligible)} R@5 ${f(hits[5] / eligible)} R@10 ${f(hits[10] / eligible)}`,
+    )
+    {
+      // What the API served once every report had processedAt, against the database now (after the
+      // /similar calls): a difference is a verdict written after its processedAt (the defect this found).
+      const db = new Database(join(dataDir, 'fixloop.db'), { readonly: true })
+      const q = db.query('SELECT duplicate_of_id AS lead, suggested_lead_id AS suggested FROM feedback WHERE id = ?')
+      const off = ids.flatMap((id, i) => {
+        const stored = q.get(id) as { lead: string | null; suggested: string | null }
+        const served = items[i]
+        // A stored suggestion on a duplicate is not served; one whose lead was merged since is served as that lead's lead.
+        const same = served.duplicateOfId === stored.lead && (served.suggestedDuplicateOf === null || served.suggestedDuplicateOf === undefined) === (stored.lead !== null || stored.suggested === null)
+        return same ? [] : [{ report: i, served: [served.duplicateOfId, served.suggestedDuplicateOf?.id ?? null], stored: [stored.lead, stored.suggested] }]
+      })
+      console.log(`  verdicts served at processedAt vs the database at the end: ${off.length} differ${off.length ? ' ' + JSON.stringify(off.slice(0, 5)) : ''}`)
+      db.close()
+    }
+    // The in-process bench on the same order, for comparison.
+    if (process.env.E2E_COMPARE === '0') return
+    const q = measureQuality({ apps: [{ ...app, reports: app.reports }], hardNegatives: [] } as Corpus, undefined, 1)
+    console.log(
+      `  in process (bench/cluster.ts, order 1): wrong-attach ${(q.wrongAttach * 100).toFixed(2)} %  merge precision ${f(q.precision)}  recall ${f(q.recall)} [tp ${q.tp}, fp ${q.fp}, fn ${q.fn}]  suggestion hit ${f(q.suggestionHit)}  R@1 ${f(q.recallAt1)} R@5 ${f(q.recallAt5)} R@10 ${f(q.recallAt10)}`,
+    )
+  } finally {
+    server.kill('SIGTERM')
+    await server.exited
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+if (import.meta.main) {
+  const path = dupCorpusPath()
+  if (!existsSync(path)) {
+    console.log(`skipped: ${path} is missing (see bench/dup-corpora/SOURCE.md)`)
+    process.exit(0)
+  }
+  const corpus = JSON.parse(readFileSync(path, 'utf8')) as Corpus
+  const only = process.env.E2E_APPS?.split(',')
+  for (const app of corpus.apps) if (!only || only.includes(app.id)) await measureProject(app)
+}
