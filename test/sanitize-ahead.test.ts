@@ -83,16 +83,16 @@ describe('sanitizing ahead of the processing thread', () => {
     // The processing thread's next reports: untouched, still raw.
     for (const id of idsA.slice(0, HEAD_GAP)) expect(rowOf(db, id).status).toBe('received')
     expect(String(rowOf(db, idsA[1]).text)).toContain('hunter1secret')
-    // Beyond them: sanitized in place, with the process job's two moves; the job stays for clustering.
+    // Beyond them: sanitized in place, still `received` at the same version, no event yet: the job stays,
+    // and moves the report to `sanitized` (processedAt, both events) with its clustering verdict.
     for (const [n, id] of idsA.entries()) {
       if (n < HEAD_GAP || id === archivedMidway) continue
       const r = rowOf(db, id)
-      expect(r.status).toBe('sanitized')
-      expect(r.version).toBe(2)
+      expect(r.status).toBe('received')
+      expect(r.version).toBe(rowOf(db, idsA[0]).version)
       expect(r.redactions).not.toBeNull()
       expect(`${r.text} ${r.url} ${r.console_logs} ${r.metadata}`).not.toMatch(/hunter\d+secret|user\d+@example\.com|sk_live_4eC39|eyJhbGci|secretvalue|abc\d/)
-      expect(eventsOf(db, id)).toEqual(['feedback.received:>received', 'feedback.status_changed:received>sanitizing', 'feedback.status_changed:sanitizing>sanitized'])
-      // Not processed yet: processedAt is stamped with the verdict, when the job clusters it.
+      expect(eventsOf(db, id)).toEqual(['feedback.received:>received'])
       expect(processedAt(db, id)).toBeNull()
     }
     const raced_ = rowOf(db, archivedMidway)
@@ -102,11 +102,13 @@ describe('sanitizing ahead of the processing thread', () => {
     expect((db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n).toBe(TOTAL)
   })
 
-  test('over the API, a report sanitized ahead shows no processedAt until it is clustered: a client that waits for processedAt reads the verdict', async () => {
+  test('over the API, a report sanitized ahead is `received` with no processedAt until it is clustered: a client that waits for either reads the verdict', async () => {
     const ahead = idsA[HEAD_GAP + 20]
     const before = await call(a.url, 'GET', `/v1/feedback/${ahead}`, { auth: ta.key })
     expect(before.status).toBe(200)
-    expect(before.body).toMatchObject({ status: 'sanitized', processedAt: null, duplicateOfId: null, suggestedDuplicateOf: null })
+    expect(before.body).toMatchObject({ status: 'received', processedAt: null, duplicateOfId: null, suggestedDuplicateOf: null })
+    // Its sanitized text is served, never the raw one.
+    expect(JSON.stringify(before.body)).not.toMatch(/hunter\d+secret|sk_live_4eC39/)
   })
 
   test('after the drain every report ends exactly as on a server that never sanitized ahead', async () => {
@@ -140,15 +142,16 @@ test('it works at most aheadMax reports past the gap: further ahead it would onl
     for (let i = 0; i < 20 && last.examined > 0; i++, last = ahead.chunk()) sanitized += last.sanitized
     expect(last.farAhead).toBe(true)
     expect(sanitized).toBe(40)
-    const statuses = ids.map((id) => rowOf(sqliteOf(srv.ctx), id).status)
-    expect(statuses.slice(0, 16).every((s) => s === 'received')).toBe(true)
-    expect(statuses.slice(16, 56).every((s) => s === 'sanitized')).toBe(true)
-    expect(statuses.slice(56).every((s) => s === 'received')).toBe(true)
+    // Scrubbed in place (redaction counts stored), still `received`: the job moves it on with its verdict.
+    const scrubbed = ids.map((id) => rowOf(sqliteOf(srv.ctx), id).redactions !== null)
+    expect(scrubbed.slice(0, 16).every((x) => !x)).toBe(true)
+    expect(scrubbed.slice(16, 56).every((x) => x)).toBe(true)
+    expect(scrubbed.slice(56).every((x) => !x)).toBe(true)
     // The processing thread moves on: so does the window.
     await srv.worker.tick(30)
     for (let i = 0; i < 20 && ahead.chunk().examined > 0; i++);
-    expect(ids.slice(56, 86).every((id) => rowOf(sqliteOf(srv.ctx), id).status === 'sanitized')).toBe(true)
-    expect(rowOf(sqliteOf(srv.ctx), ids[86]).status).toBe('received')
+    expect(ids.slice(56, 86).every((id) => rowOf(sqliteOf(srv.ctx), id).redactions !== null)).toBe(true)
+    expect(rowOf(sqliteOf(srv.ctx), ids[86]).redactions).toBeNull()
     sqlite.close()
   } finally {
     await srv.close()

@@ -8,11 +8,12 @@
  *   the reports that thread reaches next are already sanitized, the two do not collide on one report,
  *   and a trickle of reports (a backlog shorter than the gap) is never touched here.
  * - A chunk is read and sanitized outside any transaction, then written in one short transaction, each
- *   report with a compare-and-set on the version it was read at (`lifecycle.moveToSanitized`, the `process`
- *   job's own write): a row that changed meanwhile (sanitized by the processing thread, archived by a
- *   customer) is left alone; the others end exactly as if the job had sanitized them, and each job stays
- *   in the queue to cluster and route its report. Only `processed_at` waits for that job: it is stamped
- *   with the verdict, so a client that waits for `processedAt` reads the report's clustering.
+ *   report with a compare-and-set on the version it was read at: a row that changed meanwhile (moved on
+ *   by the processing thread, archived by a customer) is left alone. The others get their sanitized
+ *   columns in place and stay `received` at the same version; each job stays in the queue and moves its
+ *   report to `sanitized` (both events, processed_at) with its clustering verdict, in one commit, without
+ *   sanitizing it again (steps/sanitize-report.ts `prescrub`). A client never sees `sanitized` or
+ *   `processedAt` before the verdict (docs/api.md), and each report ends as if the job had sanitized it.
  * - Nothing here is required: if this thread is slow, stopped or crashed, the processing thread sanitizes
  *   every report itself, as it always did.
  */

@@ -9,17 +9,16 @@
  *   head), so the two rarely meet on one report; a trickle shorter than the gap is never touched here.
  * - A chunk of raw reports is taken `FOR UPDATE SKIP LOCKED` (two nodes never take one report, never wait
  *   on each other), sanitized, and written in the same short transaction with one statement per kind of
- *   write: each row moves `received` → `sanitizing` → `sanitized` with its sanitized columns and both
- *   events, exactly what the `process` job's own sanitizing writes (src/db/bodies/lifecycle.ts
- *   `moveToSanitized`); the job stays queued, and clusters and routes its report as one it sanitized.
+ *   write: each row gets its sanitized columns and redaction counts in place, still `received` at the
+ *   same version; the job stays queued, and moves its report to `sanitized` (both events, processed_at)
+ *   with its clustering verdict in one commit, without sanitizing it again (sanitize-report.ts
+ *   `prescrub`). So `sanitized` and `processedAt` are only ever seen with the verdict.
  * - Nothing here is required: if no other node runs, or this one stops or dies mid-chunk (its transaction
  *   rolls back), the processing node sanitizes every report itself, as it always did.
  * The embedded mode has its own (a second thread, src/worker/sanitize-ahead.ts): one process, one file.
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import type { OutboxEvent } from '../lifecycle/event-types'
-import { sanitizedPath } from '../lifecycle/rules'
 import type { ProcessedWrite, TxProcessingSide, TxSanitizeAheadSide } from '../modules/feedback/processing-repo'
 import { scrub } from './steps/sanitize-report'
 
@@ -56,7 +55,7 @@ export class SanitizeAnywhere<Tx> {
 
   constructor(
     private readonly queue: TxSanitizeAheadSide<Tx>,
-    private readonly writes: Pick<TxProcessingSide<Tx>, 'transaction' | 'writeProcessed' | 'appendEvents'>,
+    private readonly writes: Pick<TxProcessingSide<Tx>, 'transaction' | 'writeProcessed'>,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly opts: SanitizeAnywhereOptions,
@@ -125,10 +124,7 @@ export class SanitizeAnywhere<Tx> {
       const rows = await this.queue.claimRaw(tx, afterJobId, this.opts.chunk ?? ANYWHERE_CHUNK, this.clock.now())
       if (rows.length === 0) return { last: null, written: 0 }
       const reports: ProcessedWrite[] = []
-      const events: OutboxEvent[] = []
       for (const row of rows) {
-        const path = sanitizedPath({ id: row.id, orgId: row.org_id, appId: row.app_id, status: row.status, version: row.version }, row.version)
-        if (!path) continue
         let scrubbed
         try {
           scrubbed = scrub(row)
@@ -137,14 +133,12 @@ export class SanitizeAnywhere<Tx> {
           this.log.warn('a report could not be sanitized ahead', { feedbackId: row.id, error: e instanceof Error ? e.message : String(e) })
           continue
         }
-        // Not processed: the processing node stamps processed_at when it clusters the report (a reader that
-        // sees processedAt sees the report's verdict).
-        reports.push({ id: row.id, version: row.version, status: 'sanitized', bump: path.length - 1, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, processed: false, duplicate: null, suggestion: null })
-        for (let i = 1; i < path.length; i++) events.push({ orgId: row.org_id, appId: row.app_id, type: 'feedback.status_changed', data: { feedbackId: row.id, from: path[i - 1], to: path[i] } })
+        // Scrubbed in place: still `received`, same version, no event and no processed_at. The processing
+        // node moves it to `sanitized` with its verdict, in one commit, without sanitizing it again.
+        reports.push({ id: row.id, version: row.version, status: 'received', bump: 0, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, processed: false, duplicate: null, suggestion: null })
       }
       const written = await this.writes.writeProcessed(tx, { reports, jobsDone: [], agentRuns: [], now: this.clock.now() })
       if (written !== reports.length) throw new Error(`sanitizing ahead wrote ${written} of its ${reports.length} locked rows`)
-      await this.writes.appendEvents(tx, events)
       return { last: rows[rows.length - 1].job_id, written }
     })
   }

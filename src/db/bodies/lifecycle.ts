@@ -32,10 +32,9 @@ export interface LifecycleSteps {
 
 const STATE = lockingRead('SELECT id, org_id AS "orgId", app_id AS "appId", status, version FROM feedback WHERE id = ?')
 // received|sanitizing → sanitized with the scrubbed columns in one write: two moves (a version each) and
-// the overwrite that sanitizing is (no version of its own). processed_at only when ?12 = 1: the report is
-// clustered in the same transaction (see `moveToSanitized`).
+// the overwrite that sanitizing is (no version of its own).
 const SET_SANITIZED = sql(
-  `UPDATE feedback SET status = 'sanitized', version = version + ?3, updated_at = ?4, processed_at = CASE WHEN ?12 = 1 THEN ?4 ELSE processed_at END, failure_reason = NULL,
+  `UPDATE feedback SET status = 'sanitized', version = version + ?3, updated_at = ?4, processed_at = ?4, failure_reason = NULL,
      text = ?5, url = ?6, user_agent = ?7, console_logs = ?8, metadata = ?9, component_target = ?10, redactions = ?11
    WHERE id = ?1 AND version = ?2`,
 )
@@ -90,19 +89,15 @@ export function lifecycleBodies(clock: Clock, steps: LifecycleSteps, wake?: Wake
    * `received` (or `sanitizing`, after a crash in between) → `sanitizing` → `sanitized`, storing the
    * sanitized columns: the same row and the same `feedback.status_changed` events as two `move`s and the
    * overwrite between them, in one write of the row. False (nothing changed) when the row is gone, moved
-   * on, or no longer at `version`.
-   *
-   * `processed`: the report is clustered (and a lead routed) in the same transaction, so `processed_at`
-   * is stamped: a reader that sees it sees the report's verdict too. A report sanitized ahead of its
-   * clustering (the sanitize-ahead thread, sanitizing on another node) is not: its `process` job stamps
-   * it when it clusters the report.
+   * on, or no longer at `version`. Only the `process` job calls it, in the transaction that writes the
+   * report's clustering verdict: a reader that sees `sanitized` or `processed_at` sees the verdict too.
    */
-  function* moveToSanitized(feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string, processed = true): Body<boolean> {
+  function* moveToSanitized(feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): Body<boolean> {
     const row = yield* get<FeedbackState>(STATE, feedbackId)
     const path = sanitizedPath(row, version)
     if (!row || !path) return false
     const c = columns
-    const written = yield* run(SET_SANITIZED, feedbackId, version, path.length - 1, clock.now(), c.text, c.url, c.userAgent, c.consoleLogs, c.metadata, c.componentTarget, redactions, processed ? 1 : 0)
+    const written = yield* run(SET_SANITIZED, feedbackId, version, path.length - 1, clock.now(), c.text, c.url, c.userAgent, c.consoleLogs, c.metadata, c.componentTarget, redactions)
     if (written !== 1) return false
     yield* steps.appendEvents(path.slice(1).map((to, i) => ({ orgId: row.orgId, appId: row.appId, type: 'feedback.status_changed' as const, data: { feedbackId, from: path[i], to } })))
     return true

@@ -77,8 +77,8 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     move: (tx: PgTx, feedbackId: string, to: FeedbackStatus, cause: MoveCause): Promise<boolean> => runPg(tx, bodies.move(feedbackId, to, cause)),
 
     /** src/db/bodies/lifecycle.ts `moveToSanitized`. */
-    moveToSanitized: (tx: PgTx, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string, processed = true): Promise<boolean> =>
-      runPg(tx, bodies.moveToSanitized(feedbackId, version, columns, redactions, processed)),
+    moveToSanitized: (tx: PgTx, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean> =>
+      runPg(tx, bodies.moveToSanitized(feedbackId, version, columns, redactions)),
 
     /**
      * A report is stored in this transaction: records `feedback.received` and queues its processing.

@@ -83,9 +83,9 @@ export function createSqliteLifecycle(sqlite: Database, clock: Clock, wake?: Wak
     },
 
     /** received|sanitizing → sanitized (src/db/bodies/lifecycle.ts `moveToSanitized`); joins the caller's transaction like `move`. */
-    moveToSanitized(tx: Database, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string, processed = true): boolean {
+    moveToSanitized(tx: Database, feedbackId: string, version: number, columns: ScrubbedColumns, redactions: string): boolean {
       joinable(tx, 'moveToSanitized')
-      return driver.transaction(bodies.moveToSanitized(feedbackId, version, columns, redactions, processed))
+      return driver.transaction(bodies.moveToSanitized(feedbackId, version, columns, redactions))
     },
 
     /**

@@ -89,7 +89,7 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
     lifecycle: () => side,
     dedup: () => createSqliteClusterRepo(sqlite, side),
     processing: () => createSqliteProcessing(sqlite, side),
-    sanitizeAhead: () => createSqliteSanitizeAhead(sqlite, side),
+    sanitizeAhead: () => createSqliteSanitizeAhead(sqlite),
   })
   const databaseCheck = sqliteDatabaseCheck(storage)
   const base = {

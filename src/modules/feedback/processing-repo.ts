@@ -70,9 +70,9 @@ export interface SyncProcessingSide {
   /** received|sanitizing → sanitized with the sanitized columns, in the caller's transaction. */
   moveToSanitized(id: string, version: number, columns: ScrubbedColumns, redactions: string): boolean
   /**
-   * Stamps processed_at on a report clustered now that was sanitized earlier without it (sanitized ahead);
-   * a report that has one keeps it. In the caller's transaction, with the verdict: processedAt set means
-   * the verdict is in.
+   * Stamps processed_at on a report clustered now that was `sanitized` without it (an earlier version's
+   * sanitize-ahead thread moved reports to `sanitized` before their job clustered them); a report that has
+   * one keeps it. In the caller's transaction, with the verdict: processedAt set means the verdict is in.
    */
   markProcessed(id: string, now: number): void
   fail(id: string, version: number, reason: string): boolean
@@ -152,7 +152,7 @@ export interface ProcessedWrite {
   sanitized: { columns: ScrubbedColumns; redactions: string } | null
   /**
    * It is clustered (and routed) in this write: processed_at is stamped unless it has one. False for a
-   * report only sanitized ahead (sanitize-anywhere.ts): its `process` job stamps it when it clusters it.
+   * report only scrubbed ahead (sanitize-anywhere.ts): its `process` job stamps it when it clusters it.
    */
   processed: boolean
   /** It becomes an automatic duplicate of `leadId` (its own summary and suggestion cleared). */

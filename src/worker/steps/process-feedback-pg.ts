@@ -97,7 +97,8 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
         if (scrubbed && !(await repo.moveToSanitized(tx, now.id, now.version, scrubbed.columns, scrubbed.counts))) throw new Replan('concurrent update')
         const applied = await cluster.applyInTx(tx, now.id, verdict)
         if (!applied.ok) throw new Replan('the planned lead no longer takes duplicates')
-        // Sanitized ahead (on another node), clustered now: processedAt says the verdict is in.
+        // Already `sanitized` before this job (sanitized ahead by an earlier version, or queued again):
+        // processedAt says the verdict is in; one that has it keeps it.
         if (!scrubbed) await repo.markProcessed(tx, now.id, clock.now())
         after = applied.after
         if (!verdict.leadId) {

@@ -109,7 +109,8 @@ export function createProcessFeedbackStep(repo: SyncProcessingSide, clock: Clock
     // The plan's sanitized columns, if they were computed from what the row still holds.
     const row = plan.scrubbed ? toSanitized(now, scrubbedFor(now, pre)) : now
     if (!deps.cluster.applyPlan(feedbackId, row.app_id, plan.verdict).leadId) route(row)
-    // Sanitized ahead (src/worker/sanitize-ahead.ts), clustered now: processedAt says the verdict is in.
+    // Already `sanitized` before its job (sanitized ahead by an earlier version, or queued again):
+    // processedAt says the verdict is in; one that has it keeps it.
     if (!plan.scrubbed) repo.markProcessed(feedbackId, clock.now())
   }
 
@@ -143,7 +144,8 @@ export function createProcessFeedbackStep(repo: SyncProcessingSide, clock: Clock
         case 'sanitized': {
           // Idempotent: a retry finds the report already clustered and only re-indexes it.
           if (!deps.cluster.clusterReport(row.id).leadId) route(row)
-          // Sanitized ahead, clustered now: processedAt says the verdict is in (a report that has one keeps it).
+          // Already `sanitized` before this job (sanitized ahead by an earlier version, or queued again):
+          // processedAt says the verdict is in; one that has it keeps it.
           if (!sanitizedHere) repo.markProcessed(row.id, clock.now())
           return
         }

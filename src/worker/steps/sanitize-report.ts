@@ -40,12 +40,22 @@ export interface Prescrubbed {
   scrubbed: Scrubbed
 }
 
-/** Sanitizes a row now, outside any transaction, if it still holds raw values or is on its way to `sanitized`. */
+/**
+ * Sanitizes a row now, outside any transaction, if it still holds raw values or is on its way to
+ * `sanitized`. A report scrubbed ahead (still `received`, its redaction counts stored: the sanitize-ahead
+ * thread, sanitizing on another node) is not sanitized again: its stored columns are the result.
+ */
 export function prescrub(row: ProcessRow | null): Prescrubbed | undefined {
   if (!row || (row.redactions !== null && row.status !== 'received' && row.status !== 'sanitizing')) return undefined
   const from = {} as Prescrubbed['from']
   for (const k of SCRUB_INPUTS) (from as Record<string, unknown>)[k] = row[k]
-  return { id: row.id, from, scrubbed: scrub(row) }
+  return { id: row.id, from, scrubbed: row.redactions !== null ? storedScrub(row) : scrub(row) }
+}
+
+/** The columns of a row scrubbed ahead, as `scrub` gave them. */
+function storedScrub(row: ProcessRow): Scrubbed {
+  const columns: StoredReport = { text: row.text, url: row.url, userAgent: row.user_agent, consoleLogs: row.console_logs, metadata: row.metadata, componentTarget: row.component_target }
+  return { columns, counts: row.redactions! }
 }
 
 /**
