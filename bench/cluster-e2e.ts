@@ -99,7 +99,11 @@ async function measureProject(app: CorpusApp): Promise<void> {
       if (SERIAL) {
         // One at a time, as the in-process bench clusters: the next report goes in once this one is processed.
         const id = ids[ids.length - 1]
-        while (!done(await read(id))) await Bun.sleep(2)
+        const deadline = Date.now() + WAIT_MS
+        while (!done(await read(id))) {
+          if (Date.now() > deadline) throw new Error(`report ${ids.length} not processed after ${WAIT_MS / 1000} s`)
+          await Bun.sleep(2)
+        }
       }
     }
     const submitS = (performance.now() - t0) / 1000
