@@ -25,6 +25,7 @@ import { join } from 'node:path'
 import type { Corpus, CorpusApp } from '../test/fixtures/corpus'
 import { prng } from '../test/sanitize-fixtures'
 import { dupCorpusPath, measureQuality } from './cluster'
+import { cliAsync, freePort, waitReady } from './cluster-services'
 
 const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
 const MAX_REPORTS = Number(process.env.E2E_MAX_REPORTS ?? Infinity)
@@ -37,19 +38,6 @@ const SERIAL = process.env.E2E_SERIAL === '1'
  */
 const BY_STATUS = process.env.E2E_WAIT === 'status'
 const done = (i: { processedAt: string | null; status: string }) => (BY_STATUS ? i.status !== 'received' && i.status !== 'sanitizing' : i.processedAt !== null)
-
-function cli(dataDir: string, args: string[]): Record<string, unknown> {
-  const r = Bun.spawnSync([BIN, ...args, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH ?? '' } })
-  if (r.exitCode !== 0) throw new Error(`fixloop ${args.join(' ')}: ${r.stderr.toString()}`)
-  return JSON.parse(r.stdout.toString())
-}
-
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port!
-  s.stop(true)
-  return port
-}
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + WAIT_MS
@@ -68,9 +56,10 @@ interface Item {
 
 async function measureProject(app: CorpusApp): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-e2e-'))
-  const org = cli(dataDir, ['org', 'create', '--name', 'Bench']) as { id: string }
-  const created = cli(dataDir, ['app', 'create', '--org', org.id, '--name', app.id]) as { id: string; publicKey: string }
-  const { key } = cli(dataDir, ['key', 'create', '--org', org.id]) as { key: string }
+  const cli = (args: string[]) => cliAsync(BIN, args, {}, dataDir)
+  const org = (await cli(['org', 'create', '--name', 'Bench'])) as { id: string }
+  const created = (await cli(['app', 'create', '--org', org.id, '--name', app.id])) as { id: string; publicKey: string }
+  const { key } = (await cli(['key', 'create', '--org', org.id])) as { key: string }
   const port = await freePort()
   const server = Bun.spawn([BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' },
@@ -81,7 +70,7 @@ async function measureProject(app: CorpusApp): Promise<void> {
   const base = `http://127.0.0.1:${port}`
   const sk = { authorization: `Bearer ${key}` }
   try {
-    await until('the server', () => fetch(`${base}/healthz`).then((r) => r.ok, () => false))
+    await waitReady(base, server)
     // bench/cluster.ts's order 1 for a corpus of this one App.
     const rand = prng(1)
     const order = [...app.reports].sort(() => rand() - 0.5).slice(0, MAX_REPORTS)
