@@ -45,11 +45,19 @@ const VERSION_BEFORE = /(?:\b(?:v|ver|version|build|release|rv|rev|revision|firm
 /**
  * A dotted number is a version when a version word or a product token (`Chrome/`, `Edg/` at the start
  * of a word, not a path segment like `/users/`) precedes it, or a pre-release suffix (`-beta`) follows.
+ * `productBefore`: which product tokens count (an IPv4-shaped quad takes `NAMED_PRODUCT_BEFORE` only).
  */
-export function isVersionContext(c: Candidate): boolean {
+export function isVersionContext(c: Candidate, productBefore = ANY_PRODUCT_BEFORE): boolean {
   const b = before(c)
-  return VERSION_BEFORE.test(b) || /(?:^|[\s(;,])[A-Za-z][\w.-]*\/$/.test(b) || /^-[A-Za-z]/.test(after(c))
+  return VERSION_BEFORE.test(b) || productBefore.test(b) || /^-[A-Za-z]/.test(after(c))
 }
+const ANY_PRODUCT_BEFORE = /(?:^|[\s(;,])[A-Za-z][\w.-]*\/$/
+/**
+ * A product before a slash, for a dotted quad (`Chrome/120.0.0.0`, `SeaMonkey/`, `Build/`): capitalized,
+ * no dot or digit in it. Java prints an address as `host/1.2.3.4` (`Call From nn1.example.com/203.0.113.7
+ * to …`), so a lower-case, dotted or numbered name before the slash leaves the quad an address.
+ */
+export const NAMED_PRODUCT_BEFORE = /(?:^|[\s(;,])[A-Z][A-Za-z-]*\/$/
 
 /**
  * "Upgrade jackson-databind to 2.9.10.2", "Bump com.fasterxml.jackson.core:jackson-databind from
@@ -75,20 +83,6 @@ export function isPackageVersionContext(c: Candidate, octets: readonly number[])
 const versionLikeQuad = (octets: readonly number[]) => octets[0] < 50 && octets[0] !== 10
 /** An artifact named with its version (`hadoop-0.20.203.0`, `jackson-databind-2.9.10.2`): a word, then a dash. */
 const ARTIFACT_BEFORE = /(?:^|[\s(;,'"`])[A-Za-z][\w.-]*[A-Za-z]-$/
-
-/**
- * Whether the words around a dotted quad make it a version rather than an IPv4 address. As
- * `isVersionContext`, except for what comes before a slash: a product (`Chrome/120.0.0.0`,
- * `SeaMonkey/`, `Build/`, capitalized, no dot or digit in it) names a version, a host does not. Java
- * prints an address as `host/1.2.3.4` (`Call From nn1.example.com/203.0.113.7 to …`), so a lower-case,
- * dotted or numbered name before the slash leaves the quad an address. One followed by a port
- * (`…/203.0.113.7:8020`) is an address whatever precedes it: versions take no port.
- */
-export function isIpv4VersionContext(c: Candidate): boolean {
-  if (/^:\d/.test(after(c))) return false
-  const b = before(c)
-  return VERSION_BEFORE.test(b) || /(?:^|[\s(;,])[A-Z][A-Za-z-]*\/$/.test(b) || /^-[A-Za-z]/.test(after(c))
-}
 
 /** Words that make a grouped number an id, a price or a version, not a phone number. */
 const ID_BEFORE = /(?:\b(?:order|invoice|ticket|case|ref|reference|sku|id|build|version|ver|v|serial|tracking|iban|bic|account|acct|isbn|ean|upc)\b\.?|#|\$|€|£|¥)[\s:#=-]{0,3}$/i

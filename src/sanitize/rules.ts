@@ -6,7 +6,7 @@
  */
 import { cardLength } from './cards'
 import { isPlaceholder, shannonEntropy } from './entropy'
-import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isIpv4VersionContext, isJwtHeader, isPackageVersionContext, isVersionContext, mixesCharacterClasses } from './guards'
+import { after, before, group, hasAwsContext, isBasicCredential, isIdContext, isJwtHeader, isPackageVersionContext, isVersionContext, mixesCharacterClasses, NAMED_PRODUCT_BEFORE } from './guards'
 import { isIban } from './iban'
 import { isNetmask, parseIPv4 } from './ip'
 import { isNonSecretValue, isPassphraseKey, isSensitiveKey, isSensitiveParam, isTemplateName, startsPassPhrase } from './keys'
@@ -272,8 +272,9 @@ export const RULES: readonly Rule[] = [
       // ("Upgrade jackson-databind to 2.9.10.2") or in an artifact's name (`hadoop-0.20.203.0`) stays, so
       // versions can be told apart.
       if (octets[0] === 127 || octets[0] === 0 || isNetmask(octets)) return true
+      // A port makes it an address whatever precedes it (`…/203.0.113.7:8020`): versions take no port.
       if (/^:\d/.test(after(c))) return false
-      return octets.every((o) => o < 10) || isIpv4VersionContext(c) || isPackageVersionContext(c, octets)
+      return octets.every((o) => o < 10) || isVersionContext(c, NAMED_PRODUCT_BEFORE) || isPackageVersionContext(c, octets)
     },
   }),
   rule({
