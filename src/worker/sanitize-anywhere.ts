@@ -135,7 +135,7 @@ export class SanitizeAnywhere<Tx> {
         }
         // Scrubbed in place: still `received`, same version, no event and no processed_at. The processing
         // node moves it to `sanitized` with its verdict, in one commit, without sanitizing it again.
-        reports.push({ id: row.id, version: row.version, status: 'received', bump: 0, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, processed: false, duplicate: null, suggestion: null })
+        reports.push({ id: row.id, version: row.version, status: 'received', bump: 0, sanitized: { columns: scrubbed.columns, redactions: scrubbed.counts }, duplicate: null, suggestion: null })
       }
       const written = await this.writes.writeProcessed(tx, { reports, jobsDone: [], agentRuns: [], now: this.clock.now() })
       if (written !== reports.length) throw new Error(`sanitizing ahead wrote ${written} of its ${reports.length} locked rows`)

@@ -20,12 +20,13 @@ const LOCK = `SELECT id, org_id, app_id, status, version, duplicate_of_id, merge
   FROM feedback f WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR UPDATE`
 
 // Each report's new row in one statement. A report sanitized here gets its scrubbed columns (as
-// moveToSanitized writes them); one clustered here (`processed`) its processed_at, unless it has one; an automatic duplicate its link, merge score and its
+// moveToSanitized writes them); one that leaves `received` here (clustered: a report only scrubbed ahead
+// stays `received`) its processed_at, unless it has one; an automatic duplicate its link, merge score and its
 // lead's merge request URL, with its own summary and suggestion cleared (as setDuplicate); a lead its
 // suggestion (as setSuggestion). failure_reason is cleared by any status move, as decideMove does.
 const WRITE_ROWS = `UPDATE feedback f SET
-    status = u.status, version = f.version + u.bump, updated_at = $20,
-    processed_at = CASE WHEN u.processed THEN COALESCE(f.processed_at, $20) ELSE f.processed_at END,
+    status = u.status, version = f.version + u.bump, updated_at = $19,
+    processed_at = CASE WHEN u.status <> 'received' THEN COALESCE(f.processed_at, $19) ELSE f.processed_at END,
     failure_reason = CASE WHEN u.status <> f.status THEN NULL ELSE f.failure_reason END,
     text = CASE WHEN u.sanitize THEN u.text ELSE f.text END,
     url = CASE WHEN u.sanitize THEN u.url ELSE f.url END,
@@ -47,9 +48,9 @@ const WRITE_ROWS = `UPDATE feedback f SET
     duplicate_count = CASE WHEN u.lead IS NULL THEN f.duplicate_count ELSE 0 END,
     last_duplicate_at = CASE WHEN u.lead IS NULL THEN f.last_duplicate_at ELSE NULL END
   FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-    $12::text[], $13::text[], $14::float8[], $15::text[], $16::text[], $17::float8[], $18::text[], $19::boolean[])
+    $12::text[], $13::text[], $14::float8[], $15::text[], $16::text[], $17::float8[], $18::text[])
     AS u(id, version, status, bump, sanitize, text, url, user_agent, console_logs, metadata, component_target,
-      redactions, lead, merge_score, merge_reason, sug_lead, sug_score, sug_reason, processed)
+      redactions, lead, merge_score, merge_reason, sug_lead, sug_score, sug_reason)
   WHERE f.id = u.id AND f.version = u.version`
 
 const FINISH_JOBS = 'DELETE FROM jobs WHERE id = ANY($1::bigint[])'
@@ -78,7 +79,6 @@ export function createPgProcessedBatch(clock: Clock, wake?: WakeSignal) {
                   col((r) => r.sanitized?.redactions ?? null),
                   col((r) => r.duplicate?.leadId ?? null), col((r) => r.duplicate?.score ?? null), col((r) => r.duplicate?.reason ?? null),
                   col((r) => r.suggestion?.leadId ?? null), col((r) => r.suggestion?.score ?? null), col((r) => r.suggestion?.reason ?? null),
-                  col((r) => r.processed),
                   batch.now,
                 ]),
               )

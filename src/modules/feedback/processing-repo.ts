@@ -148,13 +148,12 @@ export interface ProcessedWrite {
   version: number
   status: FeedbackStatus
   bump: number
-  /** Its sanitized columns, when it is sanitized in this batch. */
-  sanitized: { columns: ScrubbedColumns; redactions: string } | null
   /**
-   * It is clustered (and routed) in this write: processed_at is stamped unless it has one. False for a
-   * report only scrubbed ahead (sanitize-anywhere.ts): its `process` job stamps it when it clusters it.
+   * Its sanitized columns, when it is sanitized in this batch. A report that leaves `received` is clustered
+   * in this write and gets processed_at (unless it has one); one only scrubbed ahead (sanitize-anywhere.ts)
+   * stays `received`, and its `process` job stamps it when it clusters it.
    */
-  processed: boolean
+  sanitized: { columns: ScrubbedColumns; redactions: string } | null
   /** It becomes an automatic duplicate of `leadId` (its own summary and suggestion cleared). */
   duplicate: { leadId: string; score: number | null; reason: string | null } | null
   /** It stays a lead with this suggestion. */

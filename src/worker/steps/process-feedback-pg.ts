@@ -180,7 +180,7 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
       let status: FeedbackStatus = 'sanitized'
       let bump = path ? path.length - 1 : 0
       if (path) for (let j = 1; j < path.length; j++) events.push(statusEvent(row, path[j - 1], path[j]))
-      const write: ProcessedWrite = { id: row.id, version: row.version, status, bump, sanitized: it.scrubbed ? { columns: it.scrubbed.columns, redactions: it.scrubbed.counts } : null, processed: true, duplicate: null, suggestion: null }
+      const write: ProcessedWrite = { id: row.id, version: row.version, status, bump, sanitized: it.scrubbed ? { columns: it.scrubbed.columns, redactions: it.scrubbed.counts } : null, duplicate: null, suggestion: null }
       // The clustering writes as one report at a time plans them (dedup/steps.ts), each kind in its batch statement.
       // The plans read a member's scope (Org, App) here; `redactions: null` asks for no in-memory lead state (that is SQLite's).
       const member = { id: row.id, org_id: row.org_id, app_id: row.app_id, created_at: 0, text: it.sanitized?.text ?? it.read.text, redactions: null }
