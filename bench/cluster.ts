@@ -9,6 +9,7 @@
  *   bun bench/cluster.ts --quality  # quality only
  *   bun bench/cluster.ts --dump     # how often the best non-vetoed lead is right, per score band (choosing the bars)
  *   bun bench/cluster.ts --quality --real-only   # the real development corpora only (below)
+ *   bun bench/cluster.ts --quality --generic-error=0.4   # 40 % of every App's reports carry one console error, whatever their bug
  *
  * Real development corpora (issue 41): public duplicate-labelled bug reports, one corpus App per project,
  * built by bench/dup-corpora/build.ts (not kept in the repository: see bench/dup-corpora/SOURCE.md).
@@ -360,7 +361,20 @@ export function qualityOverOrders(corpus: Corpus, seeds = [1, 2, 3, 4, 5, 6], th
 /** One line per corpus for the summary table printed last (the bench README's baseline table). */
 const summary: string[] = []
 
-function printQuality(name: string, corpus: Corpus, targets: string): void {
+/**
+ * The console error of an ad blocker, added to `share` of each App's reports whatever their bug
+ * (`--generic-error=SHARE`): a signal many bugs share, which must corroborate no merge (signal-spread.ts).
+ */
+export const GENERIC_CONSOLE_ERROR = 'Failed to load resource: net::ERR_BLOCKED_BY_CLIENT https://www.googletagmanager.com/gtag/js?id=G-12345'
+export function withGenericError(corpus: Corpus, share: number, seed = 99): Corpus {
+  const rand = prng(seed)
+  return { ...corpus, apps: corpus.apps.map((app) => ({ ...app, reports: app.reports.map((r) => (rand() < share ? { ...r, consoleError: GENERIC_CONSOLE_ERROR } : r)) })) }
+}
+const genericShare = Number(process.argv.find((a) => a.startsWith('--generic-error='))?.slice('--generic-error='.length) ?? 0)
+
+function printQuality(name: string, given: Corpus, targets: string): void {
+  const corpus = genericShare > 0 ? withGenericError(given, genericShare) : given
+  if (genericShare > 0) name += ` + generic error on ${Math.round(genericShare * 100)} %`
   const { runs, min, max, avg } = qualityOverOrders(corpus)
   const q = runs[0]
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`

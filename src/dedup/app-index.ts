@@ -8,6 +8,7 @@ import { DocStore, type DocView } from './doc-store'
 import { ScoreHistory } from './calibrate'
 import { AppGrams, noteText } from './rerank'
 import { Densities } from './neighbourhood'
+import { SignalSpread, signalKeys, withoutGeneric } from './signal-spread'
 
 export interface Scored {
   id: string
@@ -39,6 +40,10 @@ export class AppIndex {
   readonly densities = new Densities()
   /** Reports indexed so far (never decreases): when a density was computed, and so whether it is stale. */
   private addedCount = 0
+  /** How many leads carry each component, console error and stack fingerprint (signal-spread.ts). */
+  private spread = new SignalSpread()
+  /** Indexed reports that are leads (no `leadId`): the App's bugs, as far as the index knows. */
+  private leadCount = 0
 
   get size(): number {
     return this.live
@@ -108,6 +113,8 @@ export class AppIndex {
     }
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
+    this.spread.add(signalKeys(f), leadId ?? f.id)
+    if (!leadId) this.leadCount++
     for (const tid of terms) {
       this.df[tid]++
       this.postings[tid].push(slot)
@@ -130,7 +137,10 @@ export class AppIndex {
   remove(id: string): void {
     const slot = this.slotOf.get(id)
     if (slot === undefined) return
-    this.unlink(id, this.docs.leadId(slot))
+    const leadId = this.docs.leadId(slot)
+    this.unlink(id, leadId)
+    this.spread.remove(signalKeys(this.docs.view(slot)), leadId ?? id)
+    if (!leadId) this.leadCount--
     this.docs.eachTerm(slot, (tid) => this.df[tid]--)
     // Postings keep the dead slot; lookups skip dead slots (cheaper than splicing arrays).
     this.docs.kill(slot)
@@ -142,9 +152,22 @@ export class AppIndex {
   setLead(id: string, leadId: string | null): void {
     const slot = this.slotOf.get(id)
     if (slot === undefined) return
-    this.unlink(id, this.docs.leadId(slot))
+    const was = this.docs.leadId(slot)
+    this.unlink(id, was)
+    const keys = signalKeys(this.docs.view(slot))
+    this.spread.remove(keys, was ?? id)
+    this.spread.add(keys, leadId ?? id)
+    this.leadCount += (was ? 1 : 0) - (leadId ? 1 : 0)
     this.docs.setLeadId(slot, leadId)
     if (leadId) this.link(id, leadId)
+  }
+
+  /**
+   * `f`'s merge signals without those many other leads of the App carry too (signal-spread.ts): a
+   * component, console error or stack fingerprint that many bugs share corroborates no merge.
+   */
+  specificSignals<T extends Features>(f: T): T {
+    return withoutGeneric(f, this.spread, this.leadCount, this.slotOf.has(f.id) ? (this.leadOf(f.id) ?? f.id) : null)
   }
 
   /**

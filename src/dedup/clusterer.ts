@@ -13,6 +13,7 @@ import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } 
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
+import { genericNote } from './signal-spread'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
 
@@ -388,6 +389,8 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     noteCalibration(r.app_id, index)
     // Leads a person rejected for this report are never offered (nor merged) again.
     const rejected = rejectedLeads(r.rejected_lead_ids)
+    // What may corroborate a merge: a component, console error or stack trace many bugs share does not.
+    const signals = index.specificSignals(f)
     // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
     // connection since it was indexed. Once per lead.
     const roots = new Map<string, RootState | null>()
@@ -402,16 +405,17 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const rootFeatures = rootId === c.id ? c.features : featuresFor(rootId, index)
       if (!rootFeatures) continue
       // A member the rules refuse whatever the score needs no cluster score (the costly part).
-      let v = veto(f, c.features)
+      let v = veto(signals, c.features)
       if (!v) {
         // Against a cluster with duplicates, the whole cluster's vocabulary counts too. It can only
         // raise the score: not computed when the member's own score already attaches (the verdict
         // is the same; its reason then names the member's score).
         const score =
-          index.clusterSize(rootId) > 1 && !strongEnough(f, c.features, c.score, thresholds)
+          index.clusterSize(rootId) > 1 && !strongEnough(signals, c.features, c.score, thresholds)
             ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
             : c.score
-        v = rootId === c.id ? decideOnScore(f, c.features, score, thresholds) : decideAgainstLead(f, c.features, rootFeatures, score, thresholds)
+        v = rootId === c.id ? decideOnScore(signals, c.features, score, thresholds) : decideAgainstLead(signals, c.features, rootFeatures, score, thresholds)
+        if (!v.attach && v.suggest && signals !== f) v = { ...v, reason: v.reason + genericNote(f, signals, c.features) }
       }
       if (v.attach) return { leadId: rootId, reason: v.reason, score: c.score, suggestion: null }
       if (!v.attach && v.suggest && !suggestion) suggestion = { leadId: rootId, score: c.score, reason: v.reason }

@@ -1,0 +1,94 @@
+/**
+ * How widely a merge signal (a component, a console-error fingerprint, a stack fingerprint) is spread
+ * over an App's bugs. The same console error in two reports corroborates a merge only when that error
+ * is specific to a bug. Some are everywhere: an ad blocker's `net::ERR_BLOCKED_BY_CLIENT`, a
+ * `ResizeObserver loop` warning, a crash in the RPC client every failure passes through. A signal that
+ * many different leads carry says nothing about which bug a report is, as a word every report holds
+ * says nothing in TF-IDF.
+ *
+ * Spread is counted in leads (a lead and its duplicates are one bug), not in reports: a bug reported
+ * forty times with one error keeps that error specific, however often it is reported.
+ */
+
+/** A signal carried by more leads than this is generic at any App size. */
+export const GENERIC_MIN_LEADS = 5
+/** …or by more than this share of the App's leads, where that is more. */
+export const GENERIC_LEAD_SHARE = 0.05
+
+/** The merge signals of one report that can be spread: `kind:value` keys. */
+export interface SpreadSignals {
+  component: string | null
+  errorFp: string | null
+  stackFp: string | null
+}
+
+export function signalKeys(s: SpreadSignals): string[] {
+  const keys: string[] = []
+  if (s.component) keys.push(`c:${s.component}`)
+  if (s.errorFp) keys.push(`e:${s.errorFp}`)
+  if (s.stackFp) keys.push(`s:${s.stackFp}`)
+  return keys
+}
+
+/** Per signal, how many of the App's indexed reports carry it under each lead. */
+export class SignalSpread {
+  private byKey = new Map<string, Map<string, number>>()
+
+  add(keys: readonly string[], leadId: string): void {
+    for (const key of keys) {
+      let leads = this.byKey.get(key)
+      if (!leads) this.byKey.set(key, (leads = new Map()))
+      leads.set(leadId, (leads.get(leadId) ?? 0) + 1)
+    }
+  }
+
+  remove(keys: readonly string[], leadId: string): void {
+    for (const key of keys) {
+      const leads = this.byKey.get(key)
+      const n = leads?.get(leadId)
+      if (!leads || n === undefined) continue
+      if (n > 1) leads.set(leadId, n - 1)
+      else {
+        leads.delete(leadId)
+        if (leads.size === 0) this.byKey.delete(key)
+      }
+    }
+  }
+
+  /** How many distinct leads carry `key`, `exceptLead`'s own cluster not counted. */
+  leads(key: string, exceptLead: string | null = null): number {
+    const leads = this.byKey.get(key)
+    if (!leads) return 0
+    return leads.size - (exceptLead !== null && leads.has(exceptLead) ? 1 : 0)
+  }
+}
+
+/** Whether a signal carried by `leads` other leads of an App of `appLeads` leads is generic. */
+export function isGeneric(leads: number, appLeads: number): boolean {
+  return leads > Math.max(GENERIC_MIN_LEADS, GENERIC_LEAD_SHARE * appLeads)
+}
+
+/**
+ * `signals` with its generic ones removed: what a merge may be corroborated by. The same object when
+ * none is generic (the common case: no copy).
+ */
+export function withoutGeneric<T extends SpreadSignals>(signals: T, spread: SignalSpread, appLeads: number, ownLead: string | null): T {
+  const generic = (kind: string, value: string | null) => value !== null && isGeneric(spread.leads(`${kind}:${value}`, ownLead), appLeads)
+  const component = generic('c', signals.component)
+  const errorFp = generic('e', signals.errorFp)
+  const stackFp = generic('s', signals.stackFp)
+  if (!component && !errorFp && !stackFp) return signals
+  return { ...signals, component: component ? null : signals.component, errorFp: errorFp ? null : signals.errorFp, stackFp: stackFp ? null : signals.stackFp }
+}
+
+const SIGNAL_NAMES = { component: 'component', errorFp: 'console error', stackFp: 'stack trace' } as const
+
+/**
+ * For a verdict's reason: the signals `candidate` shares with the report that were not counted because
+ * many bugs carry them (`specific` is `withoutGeneric(full, …)`), e.g. `; same console error, common to
+ * many bugs: not counted`. Empty when there is none.
+ */
+export function genericNote(full: SpreadSignals, specific: SpreadSignals, candidate: SpreadSignals): string {
+  const shared = (Object.keys(SIGNAL_NAMES) as (keyof SpreadSignals)[]).filter((k) => full[k] !== null && specific[k] === null && full[k] === candidate[k])
+  return shared.length === 0 ? '' : `; same ${shared.map((k) => SIGNAL_NAMES[k]).join(', ')}, common to many bugs: not counted`
+}

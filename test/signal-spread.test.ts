@@ -1,0 +1,105 @@
+/**
+ * A merge signal many bugs share corroborates no merge (src/dedup/signal-spread.ts): an ad blocker's
+ * console error on 40 % of an App's reports must not merge different bugs that read a little alike.
+ */
+import { describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { GENERIC_CONSOLE_ERROR as BLOCKED, measureQuality, REAL_CORPUS_PATH, withGenericError } from '../bench/cluster'
+import { AppIndex } from '../src/dedup/app-index'
+import { featuresOf } from '../src/dedup/features'
+import { GENERIC_MIN_LEADS, genericNote, isGeneric, SignalSpread, signalKeys } from '../src/dedup/signal-spread'
+import type { Corpus } from './fixtures/corpus'
+
+const report = (id: string, text: string, error: string | null) =>
+  featuresOf({
+    id,
+    text,
+    url: null,
+    componentTarget: null,
+    consoleLogs: error ? JSON.stringify([{ level: 'error', message: error, ts: 0 }]) : null,
+    duplicateOfId: null,
+  })
+
+describe('SignalSpread', () => {
+  test('counts leads, not reports: a bug reported often keeps its signal specific', () => {
+    const spread = new SignalSpread()
+    const keys = signalKeys({ component: null, errorFp: 'e1', stackFp: null })
+    for (let i = 0; i < 40; i++) spread.add(keys, 'lead-a')
+    expect(spread.leads('e:e1')).toBe(1)
+    spread.add(keys, 'lead-b')
+    expect(spread.leads('e:e1')).toBe(2)
+    expect(spread.leads('e:e1', 'lead-b')).toBe(1)
+    spread.remove(keys, 'lead-b')
+    expect(spread.leads('e:e1')).toBe(1)
+    for (let i = 0; i < 39; i++) spread.remove(keys, 'lead-a')
+    expect(spread.leads('e:e1')).toBe(1)
+    spread.remove(keys, 'lead-a')
+    expect(spread.leads('e:e1')).toBe(0)
+  })
+
+  test('generic: more than 5 leads, or more than 5 % of the App’s leads where that is more', () => {
+    expect(isGeneric(GENERIC_MIN_LEADS, 10)).toBe(false)
+    expect(isGeneric(GENERIC_MIN_LEADS + 1, 10)).toBe(true)
+    expect(isGeneric(10, 200)).toBe(false)
+    expect(isGeneric(11, 200)).toBe(true)
+  })
+})
+
+describe('AppIndex.specificSignals', () => {
+  test('a console error on many leads is dropped from what corroborates; merging those leads makes it specific again', () => {
+    const index = new AppIndex()
+    for (let i = 0; i < 7; i++) index.add(report(`r${i}`, `Bug number ${i} of its own kind\nbody ${i}`, BLOCKED), null)
+    const query = report('q', 'Checkout page stays blank\nafter login', BLOCKED)
+    expect(query.errorFp).not.toBeNull()
+    expect(index.specificSignals(query).errorFp).toBeNull()
+    // Another signal of the same report is judged on its own.
+    const withTrace = report('q2', 'Crash in [@ mozilla::dom::Foo::Bar]\nsteps', BLOCKED)
+    expect(withTrace.stackFp).not.toBeNull()
+    expect(index.specificSignals(withTrace).stackFp).toBe(withTrace.stackFp)
+    // r1 and r2 turn out to be duplicates of r0: 5 leads carry the error now, no more than GENERIC_MIN_LEADS.
+    index.setLead('r1', 'r0')
+    index.setLead('r2', 'r0')
+    expect(index.specificSignals(query)).toBe(query)
+    // Unmerged again: generic again. Removed from the index: counted no more.
+    index.setLead('r2', null)
+    expect(index.specificSignals(query).errorFp).toBeNull()
+    index.remove('r2')
+    expect(index.specificSignals(query).errorFp).toBe(query.errorFp)
+  })
+
+  test('an indexed report does not count its own lead', () => {
+    const index = new AppIndex()
+    for (let i = 0; i < 6; i++) index.add(report(`r${i}`, `Bug ${i} alone\nbody`, BLOCKED), null)
+    const own = report('r0', 'Bug 0 alone\nbody', BLOCKED)
+    // Six leads carry it; r0's own is not counted: five others, not generic.
+    expect(index.specificSignals(own).errorFp).toBe(own.errorFp)
+    const stranger = report('x', 'Another bug\nbody', BLOCKED)
+    expect(index.specificSignals(stranger).errorFp).toBeNull()
+  })
+})
+
+test('a suggestion’s reason names a shared signal that was not counted, and only a shared one', () => {
+  const full = { component: 'paybutton', errorFp: 'e-generic', stackFp: null }
+  const specific = { ...full, errorFp: null }
+  expect(genericNote(full, specific, { component: 'paybutton', errorFp: 'e-generic', stackFp: null })).toBe('; same console error, common to many bugs: not counted')
+  expect(genericNote(full, specific, { component: null, errorFp: 'e-other', stackFp: null })).toBe('')
+  expect(genericNote(full, full, full)).toBe('')
+})
+
+describe('an ad blocker’s console error on 40 % of the reports (evaluation corpus, two orders)', () => {
+  const corpus = (noisy: boolean): Corpus => {
+    const c = JSON.parse(readFileSync(REAL_CORPUS_PATH, 'utf8')) as Corpus
+    return noisy ? withGenericError(c, 0.4) : c
+  }
+  for (const seed of [1, 2]) {
+    test(`order ${seed}: merges nothing wrong, as without it (it merged a report into another bug's lead before)`, () => {
+      const clean = measureQuality(corpus(false), undefined, seed)
+      const noisy = measureQuality(corpus(true), undefined, seed)
+      expect(clean.fp).toBe(0)
+      expect(noisy.fp).toBe(0)
+      expect(noisy.wrongAttach).toBe(0)
+      // The specific signals still corroborate: the merges made are those made without the noise, or more.
+      expect(noisy.tp).toBeGreaterThanOrEqual(clean.tp)
+    })
+  }
+})
