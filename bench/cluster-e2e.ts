@@ -10,6 +10,7 @@
  *   E2E_APPS=eclipse bun bench/cluster-e2e.ts --corpus=PATH   # one project
  *   E2E_SERIAL=1 …                                             # each report sent once the one before is processed
  *   E2E_COMPARE=0 …                                            # without the in-process run
+ *   E2E_PG=1 …                                                 # fixloop on PostgreSQL (a throw-away server, redis, s3rver)
  *
  * It waits for every report's `processedAt` (docs/api.md: set with the verdict; E2E_WAIT=status: for
  * its status to pass `sanitizing`), then reads the verdicts once, as a client would, and checks them
@@ -25,7 +26,8 @@ import { join } from 'node:path'
 import type { Corpus, CorpusApp } from '../test/fixtures/corpus'
 import { prng } from '../test/sanitize-fixtures'
 import { dupCorpusPath, measureQuality } from './cluster'
-import { cliAsync, freePort, waitReady } from './cluster-services'
+import { cliAsync, freePort, startClusterServices, waitReady, type ClusterServices } from './cluster-services'
+import { openPool } from '../src/db/pg/client-options'
 
 const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
 const MAX_REPORTS = Number(process.env.E2E_MAX_REPORTS ?? Infinity)
@@ -54,15 +56,59 @@ interface Item {
   suggestedDuplicateOf?: { id: string; score: number } | null
 }
 
-async function measureProject(app: CorpusApp): Promise<void> {
+/** Where fixloop stores: its data directory's SQLite file, or (E2E_PG=1) a fresh PostgreSQL database. */
+interface Storage {
+  env: Record<string, string>
+  /** A report's stored lead and suggested lead, read straight from the database. */
+  stored(id: string): Promise<{ lead: string | null; suggested: string | null }>
+  close(): Promise<void>
+}
+
+const VERDICT_COLUMNS = 'SELECT duplicate_of_id AS lead, suggested_lead_id AS suggested FROM feedback WHERE id = '
+
+async function storageFor(dataDir: string, services: ClusterServices | null, name: string): Promise<Storage> {
+  if (!services) {
+    let db: Database | null = null
+    return {
+      env: {},
+      async stored(id) {
+        db ??= new Database(join(dataDir, 'fixloop.db'), { readonly: true })
+        return db.query(VERDICT_COLUMNS + '?').get(id) as { lead: string | null; suggested: string | null }
+      },
+      async close() {
+        db?.close()
+      },
+    }
+  }
+  const url = await services.pg.createDatabase(`e2e_${name.replace(/\W/g, '_')}`)
+  const pool = openPool(url, 2)
+  return {
+    env: {
+      FIXLOOP_DATABASE_URL: url,
+      FIXLOOP_REDIS_URL: services.redis.url,
+      FIXLOOP_MASTER_KEY: 'ab'.repeat(32),
+      FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${services.s3Port}`,
+      FIXLOOP_S3_BUCKET: 'feedback',
+      FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
+      FIXLOOP_S3_SECRET_KEY: 'S3RVER',
+    },
+    async stored(id) {
+      return (await pool.query(VERDICT_COLUMNS + '$1', [id])).rows[0] as { lead: string | null; suggested: string | null }
+    },
+    close: () => pool.end(),
+  }
+}
+
+async function measureProject(app: CorpusApp, services: ClusterServices | null): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-e2e-'))
-  const cli = (args: string[]) => cliAsync(BIN, args, {}, dataDir)
+  const storage = await storageFor(dataDir, services, app.id)
+  const cli = (args: string[]) => cliAsync(BIN, args, storage.env, dataDir)
   const org = (await cli(['org', 'create', '--name', 'Bench'])) as { id: string }
   const created = (await cli(['app', 'create', '--org', org.id, '--name', app.id])) as { id: string; publicKey: string }
   const { key } = (await cli(['key', 'create', '--org', org.id])) as { key: string }
   const port = await freePort()
   const server = Bun.spawn([BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' },
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000', ...storage.env },
     // stdout holds the first-run admin link: not printed here.
     stdout: 'ignore',
     stderr: 'inherit',
@@ -151,7 +197,7 @@ async function measureProject(app: CorpusApp): Promise<void> {
       for (const k of [1, 5, 10] as const) if (at !== -1 && at < k) hits[k]++
     }
     const f = (x: number) => x.toFixed(3)
-    console.log(`${app.id} through the binary: ${ids.length} reports submitted in ${submitS.toFixed(1)} s, all processed after ${doneS.toFixed(1)} s`)
+    console.log(`${app.id} through the binary${services ? ' (PostgreSQL)' : ''}: ${ids.length} reports submitted in ${submitS.toFixed(1)} s, all processed after ${doneS.toFixed(1)} s`)
     console.log(
       `  wrong-attach ${((wrong / ids.length) * 100).toFixed(2)} %  merge precision ${f(tp + fp === 0 ? 1 : tp / (tp + fp))}  recall ${f(tp / Math.max(1, tp + fn))} [tp ${tp}, fp ${fp}, fn ${fn}]  suggestion hit ${f(hit / Math.max(1, withEarlier))}  suggestions ${suggested} (${f(suggestedRight / Math.max(1, suggested))} right)  R@1 ${f(hits[1] / eligible)} R@5 ${f(hits[5] / eligible)} R@10 ${f(hits[10] / eligible)}`,
     )
@@ -159,17 +205,15 @@ async function measureProject(app: CorpusApp): Promise<void> {
       // What the API served once every report was processed, against the database now (after the
       // /similar calls): a difference is a verdict written after the report looked processed (the defect
       // this found: bench/README.md, issue 41 session 20).
-      const db = new Database(join(dataDir, 'fixloop.db'), { readonly: true })
-      const q = db.query('SELECT duplicate_of_id AS lead, suggested_lead_id AS suggested FROM feedback WHERE id = ?')
+      const storedNow = await Promise.all(ids.map((id) => storage.stored(id)))
       const off = ids.flatMap((id, i) => {
-        const stored = q.get(id) as { lead: string | null; suggested: string | null }
+        const stored = storedNow[i]
         const served = items[i]
         // A stored suggestion on a duplicate is not served; one whose lead was merged since is served as that lead's lead.
         const same = served.duplicateOfId === stored.lead && (served.suggestedDuplicateOf === null || served.suggestedDuplicateOf === undefined) === (stored.lead !== null || stored.suggested === null)
         return same ? [] : [{ report: i, served: [served.duplicateOfId, served.suggestedDuplicateOf?.id ?? null], stored: [stored.lead, stored.suggested] }]
       })
       console.log(`  verdicts served once processed vs the database at the end: ${off.length} differ${off.length ? ' ' + JSON.stringify(off.slice(0, 5)) : ''}`)
-      db.close()
     }
     // The in-process bench on the same order, for comparison.
     if (process.env.E2E_COMPARE === '0') return
@@ -180,6 +224,7 @@ async function measureProject(app: CorpusApp): Promise<void> {
   } finally {
     server.kill('SIGTERM')
     await server.exited
+    await storage.close()
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
@@ -192,5 +237,10 @@ if (import.meta.main) {
   }
   const corpus = JSON.parse(readFileSync(path, 'utf8')) as Corpus
   const only = process.env.E2E_APPS?.split(',')
-  for (const app of corpus.apps) if (!only || only.includes(app.id)) await measureProject(app)
+  const services = process.env.E2E_PG === '1' ? await startClusterServices({ statements: false }) : null
+  try {
+    for (const app of corpus.apps) if (!only || only.includes(app.id)) await measureProject(app, services)
+  } finally {
+    await services?.stop()
+  }
 }
