@@ -144,6 +144,40 @@ describe('per-App calibration', () => {
     expect(t.suggest).toBeLessThanOrEqual(t.moderate)
     expect(t.suggest).toBeLessThan(t.strong)
   })
+  test('a report scored again (a batch handed back, a verdict redone) counts once: its new score replaces its first', () => {
+    const h = new ScoreHistory()
+    h.add(0.9, 'a')
+    h.add(0.1, 'b')
+    h.add(0.2, 'c')
+    expect(h.median()).toBeCloseTo(0.2)
+    h.add(0.05, 'a')
+    h.add(0.05, 'a')
+    expect(h.count).toBe(3)
+    expect(h.median()).toBeCloseTo(0.1)
+    // An index build's seed scores carry no report: each counts.
+    h.add(0.3)
+    h.add(0.3)
+    expect(h.count).toBe(5)
+  })
+  test('the ring and its median match a plain model over thousands of adds, reports scored again included', () => {
+    const h = new ScoreHistory()
+    // The model: entries in the order they took a slot; the ring is the newest HISTORY of them.
+    const entries: { id: string; score: number }[] = []
+    let seed = 7
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+    for (let i = 0; i < 3000; i++) {
+      const id = `r${Math.floor(rand() * 900)}`
+      const score = Math.fround(Math.round(rand() * 1000) / 1000)
+      h.add(score, id)
+      const ring = entries.slice(-512)
+      const held = ring.find((e) => e.id === id)
+      if (held) held.score = score
+      else entries.push({ id, score })
+      const now = entries.slice(-512).map((e) => e.score).sort((a, b) => a - b)
+      expect(h.count).toBe(now.length)
+      expect(h.median()).toBe(now[now.length >> 1])
+    }
+  })
   test('the bars are conservative: an automatic merge needs ≥ 0.75 in every App, ≥ 0.85 in a new one', () => {
     expect(base.strong).toBeGreaterThanOrEqual(0.75)
     expect(calibrate(base, new ScoreHistory()).strong).toBeGreaterThanOrEqual(0.85)
@@ -174,6 +208,35 @@ describe('calibration through the service', () => {
       expect(calibrated).not.toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)
       cluster.forget(app) // as after a restart: the index is rebuilt from the database
       expect(Math.abs(cluster.thresholdsFor(app).strong - calibrated)).toBeLessThan(0.05)
+    } finally {
+      sqlite.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('calibration through the service: a batch planned twice', () => {
+  test('a report planned again (its batch handed back) is scored once in the stored calibration', async () => {
+    const { openBenchDb, insertApp, insertReport } = await import('../bench/cluster')
+    const { createClusterService } = await import('../src/dedup/service')
+    const { systemClock } = await import('../src/core/clock')
+    const { rmSync } = await import('node:fs')
+    const { sqlite, dir } = openBenchDb()
+    try {
+      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
+      const app = 'b'.repeat(24)
+      insertApp(sqlite, app)
+      await cluster.prepare(app)
+      const ids = [1, 2, 3, 4, 5].map((i) => i.toString(16).padStart(24, '0'))
+      ids.forEach((id, i) => insertReport(sqlite, app, id, { text: `Export ${i} of the ${['ledger', 'invoice', 'report', 'payroll', 'budget'][i]} hangs\nThe spinner never stops after step ${i}.` }, i))
+      cluster.withPlans(() => {
+        // First try: every report planned, then the batch is handed back before anything is written.
+        for (const id of ids) cluster.plan(id)
+        // The retry plans them again and writes them.
+        const verdicts = ids.map((id) => cluster.plan(id)!)
+        ids.forEach((id, i) => cluster.applyPlan(id, app, verdicts[i]))
+      })
+      expect(sqlite.query('SELECT scored FROM app_calibration WHERE app_id = ?').get(app)).toEqual({ scored: 5 })
     } finally {
       sqlite.close()
       rmSync(dir, { recursive: true, force: true })

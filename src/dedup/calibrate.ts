@@ -36,31 +36,60 @@ export const CALIBRATION = {
 /** Scores kept per App: the newest ones, so the calibration follows the App as it changes. */
 export const HISTORY = 512
 
-/** A bounded ring of an App's best-match scores, with a sorted copy kept beside it for the median. */
+/**
+ * A bounded ring of an App's best-match scores, with a sorted copy kept beside it for the median. A
+ * report counts once: scored again (a batch handed back and planned anew, a verdict redone because its
+ * lead was archived meanwhile), its new score replaces its first instead of counting it twice.
+ */
 export class ScoreHistory {
   private ring = new Float32Array(HISTORY)
   /** The ring's scores in ascending order (updated on each add: O(HISTORY), no sort per report). */
   private sorted = new Float32Array(HISTORY)
   private n = 0
+  /** Which report each ring slot holds, and the slot of each report in the ring. */
+  private idAt: (string | undefined)[] = new Array(HISTORY)
+  private slotOf = new Map<string, number>()
 
   get count(): number {
     return Math.min(this.n, HISTORY)
   }
 
-  add(score: number): void {
+  /** `score`, the best match report `id` reached (an index build's seed passes no id). */
+  add(score: number, id?: string): void {
     const value = Math.fround(Number.isNaN(score) ? 0 : score)
     const size = this.count
+    const again = id === undefined ? undefined : this.slotOf.get(id)
+    if (again !== undefined) {
+      this.take(this.ring[again], size)
+      this.ring[again] = value
+      this.put(value, size - 1)
+      return
+    }
     const slot = this.n++ % HISTORY
     let used = size
     if (size === HISTORY) {
       // The oldest score leaves the sorted copy first.
-      const i = this.lowerBound(this.ring[slot], size)
-      this.sorted.copyWithin(i, i + 1, size)
+      this.take(this.ring[slot], size)
       used--
+      const gone = this.idAt[slot]
+      if (gone !== undefined) this.slotOf.delete(gone)
     }
     this.ring[slot] = value
-    const at = this.lowerBound(value, used)
-    this.sorted.copyWithin(at + 1, at, used)
+    this.idAt[slot] = id
+    if (id !== undefined) this.slotOf.set(id, slot)
+    this.put(value, used)
+  }
+
+  /** Removes one `value` from the sorted copy of `size` scores. */
+  private take(value: number, size: number): void {
+    const i = this.lowerBound(value, size)
+    this.sorted.copyWithin(i, i + 1, size)
+  }
+
+  /** Inserts `value` into the sorted copy of `size` scores. */
+  private put(value: number, size: number): void {
+    const at = this.lowerBound(value, size)
+    this.sorted.copyWithin(at + 1, at, size)
     this.sorted[at] = value
   }
 

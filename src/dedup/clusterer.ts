@@ -385,7 +385,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     const ranked = rank(r.app_id, f, r.text, RESCORE, VERDICT_RANKING)
     // This App's thresholds, from the best scores its earlier reports reached (calibrate.ts).
     const thresholds = thresholdsOf(r.app_id, index)
-    index.history.add(ranked[0]?.score ?? 0)
+    index.history.add(ranked[0]?.score ?? 0, r.id)
     noteCalibration(r.app_id, index)
     // Leads a person rejected for this report are never offered (nor merged) again.
     const rejected = rejectedLeads(r.rejected_lead_ids)
