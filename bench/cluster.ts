@@ -65,7 +65,8 @@ export function insertApp(sqlite: Database, appId: string): void {
     .run(appId, appId, appId, 'pub_' + appId)
 }
 
-export function insertReport(sqlite: Database, appId: string, id: string, r: Pick<Report, 'text' | 'url' | 'component' | 'consoleError'>, createdAt: number): void {
+export function insertReport(sqlite: Database, appId: string, id: string, r: Pick<Report, 'text' | 'url' | 'component' | 'consoleError' | 'earlierErrors'>, createdAt: number): void {
+  const errors = [...(r.earlierErrors ?? []), ...(r.consoleError ? [r.consoleError] : [])]
   sqlite
     .query(
       // A sanitized row carries its redaction counts (the similarity index holds sanitized rows only).
@@ -78,7 +79,7 @@ export function insertReport(sqlite: Database, appId: string, id: string, r: Pic
       r.text,
       r.url ?? null,
       r.component ? JSON.stringify({ name: r.component }) : null,
-      r.consoleError ? JSON.stringify([{ level: 'error', message: r.consoleError, ts: 0 }]) : null,
+      errors.length > 0 ? JSON.stringify(errors.map((message, ts) => ({ level: 'error', message, ts }))) : null,
       createdAt,
       createdAt,
     )
@@ -362,13 +363,14 @@ export function qualityOverOrders(corpus: Corpus, seeds = [1, 2, 3, 4, 5, 6], th
 const summary: string[] = []
 
 /**
- * The console error of an ad blocker, added to `share` of each App's reports whatever their bug
- * (`--generic-error=SHARE`): a signal many bugs share, which must corroborate no merge (signal-spread.ts).
+ * The console error of an ad blocker, logged before anything else in `share` of each App's reports
+ * whatever their bug (`--generic-error=SHARE`): a signal many bugs share, which must corroborate no merge,
+ * while the report's own error still does (signal-spread.ts).
  */
 export const GENERIC_CONSOLE_ERROR = 'Failed to load resource: net::ERR_BLOCKED_BY_CLIENT https://www.googletagmanager.com/gtag/js?id=G-12345'
 export function withGenericError(corpus: Corpus, share: number, seed = 99): Corpus {
   const rand = prng(seed)
-  return { ...corpus, apps: corpus.apps.map((app) => ({ ...app, reports: app.reports.map((r) => (rand() < share ? { ...r, consoleError: GENERIC_CONSOLE_ERROR } : r)) })) }
+  return { ...corpus, apps: corpus.apps.map((app) => ({ ...app, reports: app.reports.map((r) => (rand() < share ? { ...r, earlierErrors: [GENERIC_CONSOLE_ERROR] } : r)) })) }
 }
 const genericShare = Number(process.argv.find((a) => a.startsWith('--generic-error='))?.slice('--generic-error='.length) ?? 0)
 

@@ -7,23 +7,25 @@ import { readFileSync } from 'node:fs'
 import { GENERIC_CONSOLE_ERROR as BLOCKED, measureQuality, REAL_CORPUS_PATH, withGenericError } from '../bench/cluster'
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf } from '../src/dedup/features'
+import { corroboration } from '../src/dedup/decide'
 import { GENERIC_MIN_LEADS, genericNote, isGeneric, SignalSpread, signalKeys } from '../src/dedup/signal-spread'
 import type { Corpus } from './fixtures/corpus'
 
-const report = (id: string, text: string, error: string | null) =>
+/** A report whose console logged `errors` (oldest first), with a log line between them. */
+const report = (id: string, text: string, ...errors: string[]) =>
   featuresOf({
     id,
     text,
     url: null,
     componentTarget: null,
-    consoleLogs: error ? JSON.stringify([{ level: 'error', message: error, ts: 0 }]) : null,
+    consoleLogs: errors.length ? JSON.stringify(errors.flatMap((message, ts) => [{ level: 'error', message, ts }, { level: 'log', message: 'rendered', ts }])) : null,
     duplicateOfId: null,
   })
 
 describe('SignalSpread', () => {
   test('counts leads, not reports: a bug reported often keeps its signal specific', () => {
     const spread = new SignalSpread()
-    const keys = signalKeys({ component: null, errorFp: 'e1', stackFp: null })
+    const keys = signalKeys({ component: null, errorFps: ['e1'], stackFp: null })
     for (let i = 0; i < 40; i++) spread.add(keys, 'lead-a')
     expect(spread.leads('e:e1')).toBe(1)
     spread.add(keys, 'lead-b')
@@ -45,13 +47,35 @@ describe('SignalSpread', () => {
   })
 })
 
+describe('the console errors compared', () => {
+  test('the newest first, distinct, at most three; log lines and other levels skipped', () => {
+    const f = report('a', 'Checkout fails\nbody', BLOCKED, 'TypeError: cart.items is undefined at line 12', BLOCKED, 'TypeError: cart.items is undefined at line 40', 'Uncaught RangeError: too deep', 'Error: 500 from /api/pay')
+    expect(f.errorFps).toEqual(['error: N from /api/pay', 'uncaught rangeerror: too deep', 'typeerror: cart.items is undefined at line N'])
+    expect(report('b', 'x\ny').errorFps).toEqual([])
+  })
+
+  test('a specific error logged after a generic one still corroborates; the generic one alone does not', () => {
+    const index = new AppIndex()
+    for (let i = 0; i < 7; i++) index.add(report(`r${i}`, `Bug number ${i} of its own kind\nbody ${i}`, BLOCKED), null)
+    const mine = report('q', 'Checkout page stays blank after login\nbody', BLOCKED, 'TypeError: cart.items is undefined')
+    const lead = report('l', 'Blank checkout page once logged in\nbody', 'TypeError: cart.items is undefined')
+    const other = report('o', 'Profile page stays blank after login\nbody', BLOCKED)
+    const signals = index.specificSignals(mine)
+    expect(signals.errorFps).toEqual(['typeerror: cart.items is undefined'])
+    expect(corroboration(signals, lead)).toEqual(['consoleError'])
+    expect(corroboration(signals, other)).toEqual([])
+    // Unfiltered, the ad blocker's error would have corroborated the other bug.
+    expect(corroboration(mine, other)).toEqual(['consoleError'])
+  })
+})
+
 describe('AppIndex.specificSignals', () => {
   test('a console error on many leads is dropped from what corroborates; merging those leads makes it specific again', () => {
     const index = new AppIndex()
     for (let i = 0; i < 7; i++) index.add(report(`r${i}`, `Bug number ${i} of its own kind\nbody ${i}`, BLOCKED), null)
     const query = report('q', 'Checkout page stays blank\nafter login', BLOCKED)
-    expect(query.errorFp).not.toBeNull()
-    expect(index.specificSignals(query).errorFp).toBeNull()
+    expect(query.errorFps).toHaveLength(1)
+    expect(index.specificSignals(query).errorFps).toEqual([])
     // Another signal of the same report is judged on its own.
     const withTrace = report('q2', 'Crash in [@ mozilla::dom::Foo::Bar]\nsteps', BLOCKED)
     expect(withTrace.stackFp).not.toBeNull()
@@ -62,9 +86,9 @@ describe('AppIndex.specificSignals', () => {
     expect(index.specificSignals(query)).toBe(query)
     // Unmerged again: generic again. Removed from the index: counted no more.
     index.setLead('r2', null)
-    expect(index.specificSignals(query).errorFp).toBeNull()
+    expect(index.specificSignals(query).errorFps).toEqual([])
     index.remove('r2')
-    expect(index.specificSignals(query).errorFp).toBe(query.errorFp)
+    expect(index.specificSignals(query).errorFps).toEqual(query.errorFps)
   })
 
   test('an indexed report does not count its own lead', () => {
@@ -72,17 +96,19 @@ describe('AppIndex.specificSignals', () => {
     for (let i = 0; i < 6; i++) index.add(report(`r${i}`, `Bug ${i} alone\nbody`, BLOCKED), null)
     const own = report('r0', 'Bug 0 alone\nbody', BLOCKED)
     // Six leads carry it; r0's own is not counted: five others, not generic.
-    expect(index.specificSignals(own).errorFp).toBe(own.errorFp)
+    expect(index.specificSignals(own).errorFps).toEqual(own.errorFps)
     const stranger = report('x', 'Another bug\nbody', BLOCKED)
-    expect(index.specificSignals(stranger).errorFp).toBeNull()
+    expect(index.specificSignals(stranger).errorFps).toEqual([])
   })
 })
 
 test('a suggestion’s reason names a shared signal that was not counted, and only a shared one', () => {
-  const full = { component: 'paybutton', errorFp: 'e-generic', stackFp: null }
-  const specific = { ...full, errorFp: null }
-  expect(genericNote(full, specific, { component: 'paybutton', errorFp: 'e-generic', stackFp: null })).toBe('; same console error, common to many bugs: not counted')
-  expect(genericNote(full, specific, { component: null, errorFp: 'e-other', stackFp: null })).toBe('')
+  const full = { component: 'paybutton', errorFps: ['e-own', 'e-generic'], stackFp: null }
+  const specific = { ...full, errorFps: ['e-own'] }
+  expect(genericNote(full, specific, { component: 'paybutton', errorFps: ['e-generic'], stackFp: null })).toBe('; same console error, common to many bugs: not counted')
+  // The specific error is shared too: it counts, nothing to say.
+  expect(genericNote(full, specific, { component: null, errorFps: ['e-generic', 'e-own'], stackFp: null })).toBe('')
+  expect(genericNote(full, specific, { component: null, errorFps: ['e-other'], stackFp: null })).toBe('')
   expect(genericNote(full, full, full)).toBe('')
 })
 

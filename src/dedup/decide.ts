@@ -39,7 +39,8 @@ export interface MergeSignals {
   distinctWords: number
   page: string | null
   component: string | null
-  errorFp: string | null
+  /** Console-error fingerprints, the newest first. */
+  errorFps: readonly string[]
   stackFp: string | null
 }
 
@@ -109,7 +110,7 @@ export function nearTitle(a: CandidateView['features'], b: CandidateView['featur
 export function corroboration(a: CandidateView['features'], b: CandidateView['features']): string[] {
   const out: string[] = []
   if (a.component && a.component === b.component) out.push('component')
-  if (a.errorFp && a.errorFp === b.errorFp) out.push('consoleError')
+  if (a.errorFps.some((e) => b.errorFps.includes(e))) out.push('consoleError')
   if (a.stackFp && a.stackFp === b.stackFp) out.push('stack trace')
   if (out.length > 0 && a.page && a.page === b.page) out.push('page')
   if (titleMatch(a, b)) out.push('title')

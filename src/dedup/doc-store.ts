@@ -15,7 +15,7 @@ export interface DocView {
   distinctWords: number
   page: string | null
   component: string | null
-  errorFp: string | null
+  errorFps: readonly string[]
   stackFp: string | null
   leadId: string | null
 }
@@ -52,7 +52,8 @@ export class DocStore {
   private stacks = new Map<number, string>()
   private pages: (string | null)[] = []
   private components: (string | null)[] = []
-  private errors: (string | null)[] = []
+  /** Console-error fingerprints, newest first (most reports hold none). */
+  private errors = new Map<number, readonly string[]>()
   /** Repeated strings (page, component, error) are stored once. */
   private interned = new Map<string, string>()
 
@@ -95,7 +96,7 @@ export class DocStore {
     if (f.versions.size > 0) this.versionSets.set(slot, f.versions)
     this.pages.push(this.intern(f.page))
     this.components.push(this.intern(f.component))
-    this.errors.push(this.intern(f.errorFp))
+    if (f.errorFps.length > 0) this.errors.set(slot, f.errorFps.map((e) => this.intern(e)!))
     if (f.stackFp) this.stacks.set(slot, this.intern(f.stackFp)!)
     return slot
   }
@@ -116,7 +117,8 @@ export class DocStore {
     this.versionSets.delete(slot)
     this.stacks.delete(slot)
     this.titles[slot] = ''
-    this.pages[slot] = this.components[slot] = this.errors[slot] = this.leadIds[slot] = null
+    this.errors.delete(slot)
+    this.pages[slot] = this.components[slot] = this.leadIds[slot] = null
   }
 
   id(slot: number): string {
@@ -167,7 +169,7 @@ export class DocStore {
       distinctWords: this.distinct[slot],
       page: this.pages[slot],
       component: this.components[slot],
-      errorFp: this.errors[slot],
+      errorFps: this.errors.get(slot) ?? NO_NUMBERS,
       stackFp: this.stacks.get(slot) ?? null,
       leadId: this.leadIds[slot],
     }

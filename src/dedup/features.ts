@@ -1,5 +1,5 @@
 /** Everything the clustering compares, derived once per report. */
-import { errorFingerprint, firstLine, identifyingNumbers, pagePath, polarity, trigrams, versions, words } from './tokenize'
+import { errorFingerprints, firstLine, identifyingNumbers, pagePath, polarity, trigrams, versions, words } from './tokenize'
 import { stackFingerprint } from './stack-trace'
 
 export interface ReportInput {
@@ -31,7 +31,8 @@ export interface Features {
   distinctWords: number
   page: string | null
   component: string | null
-  errorFp: string | null
+  /** The console errors' fingerprints, newest first (errorFingerprints). */
+  errorFps: string[]
   /** Where a stack trace in the text failed: its exception and first application frame (stack-trace.ts). */
   stackFp: string | null
 }
@@ -39,13 +40,15 @@ export interface Features {
 /** How much more a word of the title line (the summary) counts than one in the body. */
 export const TITLE_WEIGHT = 3
 
-function firstError(consoleLogs: string | null): string | null {
-  if (!consoleLogs) return null
+/** The messages of the console's error entries, oldest first (as recorded). */
+function errorMessages(consoleLogs: string | null): string[] {
+  if (!consoleLogs) return []
   try {
     const entries = JSON.parse(consoleLogs) as { level?: string; message?: string }[]
-    return entries.find((e) => e.level === 'error')?.message ?? null
+    if (!Array.isArray(entries)) return []
+    return entries.flatMap((e) => (e?.level === 'error' && typeof e.message === 'string' ? [e.message] : []))
   } catch {
-    return null
+    return []
   }
 }
 
@@ -80,7 +83,7 @@ export function featuresOf(r: ReportInput): Features {
     distinctWords: tf.size,
     page: pagePath(r.url),
     component: componentName(r.componentTarget),
-    errorFp: errorFingerprint(firstError(r.consoleLogs)),
+    errorFps: errorFingerprints(errorMessages(r.consoleLogs)),
     stackFp: stackFingerprint(r.text),
   }
 }

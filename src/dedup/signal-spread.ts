@@ -18,14 +18,14 @@ export const GENERIC_LEAD_SHARE = 0.05
 /** The merge signals of one report that can be spread: `kind:value` keys. */
 export interface SpreadSignals {
   component: string | null
-  errorFp: string | null
+  errorFps: readonly string[]
   stackFp: string | null
 }
 
 export function signalKeys(s: SpreadSignals): string[] {
   const keys: string[] = []
   if (s.component) keys.push(`c:${s.component}`)
-  if (s.errorFp) keys.push(`e:${s.errorFp}`)
+  for (const e of s.errorFps) keys.push(`e:${e}`)
   if (s.stackFp) keys.push(`s:${s.stackFp}`)
   return keys
 }
@@ -73,15 +73,13 @@ export function isGeneric(leads: number, appLeads: number): boolean {
  * none is generic (the common case: no copy).
  */
 export function withoutGeneric<T extends SpreadSignals>(signals: T, spread: SignalSpread, appLeads: number, ownLead: string | null): T {
-  const generic = (kind: string, value: string | null) => value !== null && isGeneric(spread.leads(`${kind}:${value}`, ownLead), appLeads)
-  const component = generic('c', signals.component)
-  const errorFp = generic('e', signals.errorFp)
-  const stackFp = generic('s', signals.stackFp)
-  if (!component && !errorFp && !stackFp) return signals
-  return { ...signals, component: component ? null : signals.component, errorFp: errorFp ? null : signals.errorFp, stackFp: stackFp ? null : signals.stackFp }
+  const generic = (kind: string, value: string) => isGeneric(spread.leads(`${kind}:${value}`, ownLead), appLeads)
+  const component = signals.component !== null && generic('c', signals.component)
+  const errorFps = signals.errorFps.filter((e) => !generic('e', e))
+  const stackFp = signals.stackFp !== null && generic('s', signals.stackFp)
+  if (!component && errorFps.length === signals.errorFps.length && !stackFp) return signals
+  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp }
 }
-
-const SIGNAL_NAMES = { component: 'component', errorFp: 'console error', stackFp: 'stack trace' } as const
 
 /**
  * For a verdict's reason: the signals `candidate` shares with the report that were not counted because
@@ -89,6 +87,9 @@ const SIGNAL_NAMES = { component: 'component', errorFp: 'console error', stackFp
  * many bugs: not counted`. Empty when there is none.
  */
 export function genericNote(full: SpreadSignals, specific: SpreadSignals, candidate: SpreadSignals): string {
-  const shared = (Object.keys(SIGNAL_NAMES) as (keyof SpreadSignals)[]).filter((k) => full[k] !== null && specific[k] === null && full[k] === candidate[k])
-  return shared.length === 0 ? '' : `; same ${shared.map((k) => SIGNAL_NAMES[k]).join(', ')}, common to many bugs: not counted`
+  const shared: string[] = []
+  if (full.component !== null && specific.component === null && full.component === candidate.component) shared.push('component')
+  if (full.errorFps.some((e) => !specific.errorFps.includes(e) && candidate.errorFps.includes(e)) && !specific.errorFps.some((e) => candidate.errorFps.includes(e))) shared.push('console error')
+  if (full.stackFp !== null && specific.stackFp === null && full.stackFp === candidate.stackFp) shared.push('stack trace')
+  return shared.length === 0 ? '' : `; same ${shared.join(', ')}, common to many bugs: not counted`
 }

@@ -202,6 +202,23 @@ export function pagePath(url: string | null): string | null {
 }
 
 /** A console error with its variable parts (numbers, ids, quoted values, urls) removed. */
+/** How many of a report's console errors are compared: the newest, the closest to what the user reported. */
+export const ERROR_SIGNALS = 3
+
+/**
+ * The fingerprints of a console's errors (`messages` oldest first), distinct, the newest first, at most
+ * ERROR_SIGNALS. Not only the first: a console buffer starts at page load, and its oldest error is often
+ * one every page has (an ad blocker's, a third-party script's), not the one the user hit.
+ */
+export function errorFingerprints(messages: readonly string[]): string[] {
+  const out: string[] = []
+  for (let i = messages.length - 1; i >= 0 && out.length < ERROR_SIGNALS; i--) {
+    const fp = errorFingerprint(messages[i])
+    if (fp && !out.includes(fp)) out.push(fp)
+  }
+  return out
+}
+
 export function errorFingerprint(message: string | null): string | null {
   if (!message) return null
   const fp = message
