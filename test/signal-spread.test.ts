@@ -39,7 +39,7 @@ describe('SignalSpread', () => {
     expect(spread.leads('e:e1')).toBe(0)
   })
 
-  test('generic: more than 5 leads, or more than 5 % of the App’s leads where that is more', () => {
+  test('generic: more than 3 other leads, or more than 5 % of the App’s leads where that is more', () => {
     expect(isGeneric(GENERIC_MIN_LEADS, 10)).toBe(false)
     expect(isGeneric(GENERIC_MIN_LEADS + 1, 10)).toBe(true)
     expect(isGeneric(10, 200)).toBe(false)
@@ -80,22 +80,21 @@ describe('AppIndex.specificSignals', () => {
     const withTrace = report('q2', 'Crash in [@ mozilla::dom::Foo::Bar]\nsteps', BLOCKED)
     expect(withTrace.stackFp).not.toBeNull()
     expect(index.specificSignals(withTrace).stackFp).toBe(withTrace.stackFp)
-    // r1 and r2 turn out to be duplicates of r0: 5 leads carry the error now, no more than GENERIC_MIN_LEADS.
-    index.setLead('r1', 'r0')
-    index.setLead('r2', 'r0')
+    // r1-r4 turn out to be duplicates of r0: 3 leads carry the error now, no more than GENERIC_MIN_LEADS.
+    for (const id of ['r1', 'r2', 'r3', 'r4']) index.setLead(id, 'r0')
     expect(index.specificSignals(query)).toBe(query)
     // Unmerged again: generic again. Removed from the index: counted no more.
-    index.setLead('r2', null)
+    index.setLead('r4', null)
     expect(index.specificSignals(query).errorFps).toEqual([])
-    index.remove('r2')
+    index.remove('r4')
     expect(index.specificSignals(query).errorFps).toEqual(query.errorFps)
   })
 
   test('an indexed report does not count its own lead', () => {
     const index = new AppIndex()
-    for (let i = 0; i < 6; i++) index.add(report(`r${i}`, `Bug ${i} alone\nbody`, BLOCKED), null)
+    for (let i = 0; i < 4; i++) index.add(report(`r${i}`, `Bug ${i} alone\nbody`, BLOCKED), null)
     const own = report('r0', 'Bug 0 alone\nbody', BLOCKED)
-    // Six leads carry it; r0's own is not counted: five others, not generic.
+    // Four leads carry it; r0's own is not counted: three others, not generic.
     expect(index.specificSignals(own).errorFps).toEqual(own.errorFps)
     const stranger = report('x', 'Another bug\nbody', BLOCKED)
     expect(index.specificSignals(stranger).errorFps).toEqual([])

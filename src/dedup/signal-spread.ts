@@ -11,7 +11,7 @@
  */
 
 /** A signal carried by more leads than this is generic at any App size. */
-export const GENERIC_MIN_LEADS = 5
+export const GENERIC_MIN_LEADS = 3
 /** …or by more than this share of the App's leads, where that is more. */
 export const GENERIC_LEAD_SHARE = 0.05
 
