@@ -23,20 +23,25 @@ const report = (id: string, text: string, ...errors: string[]) =>
   })
 
 describe('SignalSpread', () => {
-  test('counts leads, not reports: a bug reported often keeps its signal specific', () => {
+  test('counts the leads carrying each signal', () => {
     const spread = new SignalSpread()
-    const keys = signalKeys({ component: null, errorFps: ['e1'], stackFp: null })
-    for (let i = 0; i < 40; i++) spread.add(keys, 'lead-a')
-    expect(spread.leads('e:e1')).toBe(1)
-    spread.add(keys, 'lead-b')
-    expect(spread.leads('e:e1')).toBe(2)
-    expect(spread.leads('e:e1', 'lead-b')).toBe(1)
-    spread.remove(keys, 'lead-b')
-    expect(spread.leads('e:e1')).toBe(1)
-    for (let i = 0; i < 39; i++) spread.remove(keys, 'lead-a')
-    expect(spread.leads('e:e1')).toBe(1)
-    spread.remove(keys, 'lead-a')
-    expect(spread.leads('e:e1')).toBe(0)
+    const keys = signalKeys({ component: 'paybutton', errorFps: ['e1', 'e2'], stackFp: null })
+    expect(keys).toEqual(['c:paybutton', 'e:e1', 'e:e2'])
+    spread.add(keys)
+    spread.add(['e:e1'])
+    expect([spread.leads('e:e1'), spread.leads('e:e2'), spread.leads('c:paybutton'), spread.leads('s:x')]).toEqual([2, 1, 1, 0])
+    spread.remove(keys)
+    spread.remove(['e:e1'])
+    spread.remove(['e:e1'])
+    expect([spread.leads('e:e1'), spread.leads('e:e2')]).toEqual([0, 0])
+  })
+
+  test('a bug reported forty times with one error keeps it specific: its duplicates do not count', () => {
+    const index = new AppIndex()
+    index.add(report('lead', 'Checkout total is wrong\nbody', 'TypeError: total is NaN'), null)
+    for (let i = 0; i < 40; i++) index.add(report(`d${i}`, `Checkout total is wrong again ${i}\nbody`, 'TypeError: total is NaN'), 'lead')
+    const next = report('q', 'Wrong checkout total\nbody', 'TypeError: total is NaN')
+    expect(index.specificSignals(next)).toBe(next)
   })
 
   test('generic: more than 3 other leads, or more than 5 % of the App’s leads where that is more', () => {

@@ -113,8 +113,10 @@ export class AppIndex {
     }
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
-    this.spread.add(signalKeys(f), leadId ?? f.id)
-    if (!leadId) this.leadCount++
+    if (!leadId) {
+      this.spread.add(signalKeys(f))
+      this.leadCount++
+    }
     for (const tid of terms) {
       this.df[tid]++
       this.postings[tid].push(slot)
@@ -139,8 +141,10 @@ export class AppIndex {
     if (slot === undefined) return
     const leadId = this.docs.leadId(slot)
     this.unlink(id, leadId)
-    this.spread.remove(signalKeys(this.docs.view(slot)), leadId ?? id)
-    if (!leadId) this.leadCount--
+    if (!leadId) {
+      this.spread.remove(signalKeys(this.docs.view(slot)))
+      this.leadCount--
+    }
     this.docs.eachTerm(slot, (tid) => this.df[tid]--)
     // Postings keep the dead slot; lookups skip dead slots (cheaper than splicing arrays).
     this.docs.kill(slot)
@@ -154,10 +158,13 @@ export class AppIndex {
     if (slot === undefined) return
     const was = this.docs.leadId(slot)
     this.unlink(id, was)
-    const keys = signalKeys(this.docs.view(slot))
-    this.spread.remove(keys, was ?? id)
-    this.spread.add(keys, leadId ?? id)
-    this.leadCount += (was ? 1 : 0) - (leadId ? 1 : 0)
+    if (!was !== !leadId) {
+      // A lead became a duplicate, or the reverse: the App's leads and what they carry change.
+      const keys = signalKeys(this.docs.view(slot))
+      if (leadId) this.spread.remove(keys)
+      else this.spread.add(keys)
+      this.leadCount += leadId ? -1 : 1
+    }
     this.docs.setLeadId(slot, leadId)
     if (leadId) this.link(id, leadId)
   }
@@ -167,7 +174,7 @@ export class AppIndex {
    * component, console error or stack fingerprint that many bugs share corroborates no merge.
    */
   specificSignals<T extends Features>(f: T): T {
-    return withoutGeneric(f, this.spread, this.leadCount, this.slotOf.has(f.id) ? (this.leadOf(f.id) ?? f.id) : null)
+    return withoutGeneric(f, this.spread, this.leadCount, this.slotOf.has(f.id) && this.leadOf(f.id) === null)
   }
 
   /**
