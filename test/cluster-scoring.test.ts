@@ -11,6 +11,10 @@ import { featuresOf, type ReportInput } from '../src/dedup/features'
 import { decide, DEFAULT_THRESHOLDS, SHORT_REPORT_CEILING, templatedSiblings } from '../src/dedup/decide'
 import { AppGrams, APP_GRAMS_MIN_DOCS, blend, charGrams, noteText } from '../src/dedup/rerank'
 import { calibrate, CALIBRATION, ScoreHistory } from '../src/dedup/calibrate'
+import { createClusterService, type ClusterService } from '../src/dedup/service'
+import { systemClock } from '../src/core/clock'
+import { rmSync } from 'node:fs'
+import type { Database } from 'bun:sqlite'
 
 const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
 
@@ -184,51 +188,47 @@ describe('per-App calibration', () => {
   })
 })
 
+/** The real cluster service on a throw-away SQLite file with one App (`app`), removed afterwards. */
+async function withClusterService(app: string, fn: (cluster: ClusterService, sqlite: Database, insertReport: (id: string, text: string, at: number) => void) => Promise<void>): Promise<void> {
+  const bench = await import('../bench/cluster')
+  const { sqlite, dir } = bench.openBenchDb()
+  try {
+    const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
+    bench.insertApp(sqlite, app)
+    await fn(cluster, sqlite, (id, text, at) => bench.insertReport(sqlite, app, id, { text }, at))
+  } finally {
+    sqlite.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const hexId = (i: number) => i.toString(16).padStart(24, '0')
+
 describe('calibration through the service', () => {
   test('an App starts conservative, calibrates from its own reports, and keeps it across a restart', async () => {
-    const { openBenchDb, insertApp, insertReport } = await import('../bench/cluster')
-    const { createClusterService } = await import('../src/dedup/service')
-    const { systemClock } = await import('../src/core/clock')
-    const { rmSync } = await import('node:fs')
-    const { sqlite, dir } = openBenchDb()
-    try {
-      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
-      const app = 'a'.repeat(24)
-      insertApp(sqlite, app)
+    const app = 'a'.repeat(24)
+    await withClusterService(app, async (cluster, _sqlite, insertReport) => {
       expect(cluster.thresholdsFor(app).strong).toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)
       // Templated CI reports: different bugs whose texts look alike, as in a busy tracker.
       const parts = ['cache', 'resolver', 'installer', 'lockfile', 'cli', 'index', 'build', 'docs']
       for (let i = 0; i < 60; i++) {
-        const id = (i + 1).toString(16).padStart(24, '0')
-        insertReport(sqlite, app, id, { text: `Nightly job ${i} for ${parts[i % 8]}-${i} reports a failure on the build agent\nThe ${parts[(i * 3) % 8]} step of run ${i} exited with status 1 on the build agent, the nightly job for ${parts[i % 8]} reports a failure.` }, i)
-        cluster.clusterReport(id)
+        insertReport(hexId(i + 1), `Nightly job ${i} for ${parts[i % 8]}-${i} reports a failure on the build agent\nThe ${parts[(i * 3) % 8]} step of run ${i} exited with status 1 on the build agent, the nightly job for ${parts[i % 8]} reports a failure.`, i)
+        cluster.clusterReport(hexId(i + 1))
       }
       const calibrated = cluster.thresholdsFor(app).strong
       expect(calibrated).toBeGreaterThan(DEFAULT_THRESHOLDS.strong)
       expect(calibrated).not.toBeCloseTo(DEFAULT_THRESHOLDS.strong + CALIBRATION.learningRaise)
       cluster.forget(app) // as after a restart: the index is rebuilt from the database
       expect(Math.abs(cluster.thresholdsFor(app).strong - calibrated)).toBeLessThan(0.05)
-    } finally {
-      sqlite.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
+    })
   })
-})
 
-describe('calibration through the service: a batch planned twice', () => {
   test('a report planned again (its batch handed back) is scored once in the stored calibration', async () => {
-    const { openBenchDb, insertApp, insertReport } = await import('../bench/cluster')
-    const { createClusterService } = await import('../src/dedup/service')
-    const { systemClock } = await import('../src/core/clock')
-    const { rmSync } = await import('node:fs')
-    const { sqlite, dir } = openBenchDb()
-    try {
-      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
-      const app = 'b'.repeat(24)
-      insertApp(sqlite, app)
+    const app = 'b'.repeat(24)
+    await withClusterService(app, async (cluster, sqlite, insertReport) => {
       await cluster.prepare(app)
-      const ids = [1, 2, 3, 4, 5].map((i) => i.toString(16).padStart(24, '0'))
-      ids.forEach((id, i) => insertReport(sqlite, app, id, { text: `Export ${i} of the ${['ledger', 'invoice', 'report', 'payroll', 'budget'][i]} hangs\nThe spinner never stops after step ${i}.` }, i))
+      const ids = [1, 2, 3, 4, 5].map(hexId)
+      ids.forEach((id, i) => insertReport(id, `Export ${i} of the ${['ledger', 'invoice', 'report', 'payroll', 'budget'][i]} hangs\nThe spinner never stops after step ${i}.`, i))
       cluster.withPlans(() => {
         // First try: every report planned, then the batch is handed back before anything is written.
         for (const id of ids) cluster.plan(id)
@@ -237,10 +237,7 @@ describe('calibration through the service: a batch planned twice', () => {
         ids.forEach((id, i) => cluster.applyPlan(id, app, verdicts[i]))
       })
       expect(sqlite.query('SELECT scored FROM app_calibration WHERE app_id = ?').get(app)).toEqual({ scored: 5 })
-    } finally {
-      sqlite.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
+    })
   })
 })
 
