@@ -10,6 +10,7 @@
  *   bun bench/cluster.ts --dump     # how often the best non-vetoed lead is right, per score band (choosing the bars)
  *   bun bench/cluster.ts --quality --real-only   # the real development corpora only (below)
  *   bun bench/cluster.ts --quality --generic-error=0.4   # 40 % of every App's reports carry one console error, whatever their bug
+ *   bun bench/cluster.ts --quality --constant-first-line # every report starts with the same line (an integration's prefix)
  *
  * Real development corpora (issue 41): public duplicate-labelled bug reports, one corpus App per project,
  * built by bench/dup-corpora/build.ts (not kept in the repository: see bench/dup-corpora/SOURCE.md).
@@ -372,11 +373,24 @@ export function withGenericError(corpus: Corpus, share: number, seed = 99): Corp
   const rand = prng(seed)
   return { ...corpus, apps: corpus.apps.map((app) => ({ ...app, reports: app.reports.map((r) => (rand() < share ? { ...r, earlierErrors: [GENERIC_CONSOLE_ERROR] } : r)) })) }
 }
+/**
+ * Every report with one line put first, the same for all (`--constant-first-line`): what an integration
+ * that prefixes its own line to the user's text sends. The title rules read the first line.
+ */
+export const CONSTANT_FIRST_LINE = 'New message from the contact form on our website'
+export function withConstantFirstLine(corpus: Corpus): Corpus {
+  return { ...corpus, apps: corpus.apps.map((app) => ({ ...app, reports: app.reports.map((r) => ({ ...r, text: `${CONSTANT_FIRST_LINE}\n${r.text}` })) })) }
+}
+const constantFirstLine = process.argv.includes('--constant-first-line')
 const genericShare = Number(process.argv.find((a) => a.startsWith('--generic-error='))?.slice('--generic-error='.length) ?? 0)
 
 function printQuality(name: string, given: Corpus, targets: string): void {
-  const corpus = genericShare > 0 ? withGenericError(given, genericShare) : given
+  let corpus = genericShare > 0 ? withGenericError(given, genericShare) : given
   if (genericShare > 0) name += ` + generic error on ${Math.round(genericShare * 100)} %`
+  if (constantFirstLine) {
+    corpus = withConstantFirstLine(corpus)
+    name += ' + a constant first line'
+  }
   const { runs, min, max, avg } = qualityOverOrders(corpus)
   const q = runs[0]
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`

@@ -4,10 +4,10 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import { GENERIC_CONSOLE_ERROR as BLOCKED, measureQuality, REAL_CORPUS_PATH, withGenericError } from '../bench/cluster'
+import { GENERIC_CONSOLE_ERROR as BLOCKED, measureQuality, REAL_CORPUS_PATH, withConstantFirstLine, withGenericError } from '../bench/cluster'
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf } from '../src/dedup/features'
-import { corroboration } from '../src/dedup/decide'
+import { corroboration, mergeBlock } from '../src/dedup/decide'
 import { GENERIC_MIN_LEADS, genericNote, isGeneric, SignalSpread, signalKeys } from '../src/dedup/signal-spread'
 import type { Corpus } from './fixtures/corpus'
 
@@ -25,15 +25,16 @@ const report = (id: string, text: string, ...errors: string[]) =>
 describe('SignalSpread', () => {
   test('counts the leads carrying each signal', () => {
     const spread = new SignalSpread()
-    const keys = signalKeys({ component: 'paybutton', errorFps: ['e1', 'e2'], stackFp: null })
+    const keys = signalKeys({ title: 'Pay fails', component: 'paybutton', errorFps: ['e1', 'e2'], stackFp: null })
     expect(keys).toEqual(['c:paybutton', 'e:e1', 'e:e2'])
-    spread.add(keys)
-    spread.add(['e:e1'])
+    spread.add(keys, 'Pay fails')
+    spread.add(['e:e1'], 'PAY FAILS')
     expect([spread.leads('e:e1'), spread.leads('e:e2'), spread.leads('c:paybutton'), spread.leads('s:x')]).toEqual([2, 1, 1, 0])
-    spread.remove(keys)
-    spread.remove(['e:e1'])
-    spread.remove(['e:e1'])
-    expect([spread.leads('e:e1'), spread.leads('e:e2')]).toEqual([0, 0])
+    expect([spread.leadsTitled('pay fails'), spread.leadsTitled('Pay fails twice')]).toEqual([2, 0])
+    spread.remove(keys, 'Pay fails')
+    spread.remove(['e:e1'], 'pay fails')
+    spread.remove(['e:e1'], 'pay fails')
+    expect([spread.leads('e:e1'), spread.leads('e:e2'), spread.leadsTitled('Pay fails')]).toEqual([0, 0, 0])
   })
 
   test('a bug reported forty times with one error keeps it specific: its duplicates do not count', () => {
@@ -107,13 +108,14 @@ describe('AppIndex.specificSignals', () => {
 })
 
 test('a suggestion’s reason names a shared signal that was not counted, and only a shared one', () => {
-  const full = { component: 'paybutton', errorFps: ['e-own', 'e-generic'], stackFp: null }
+  const full = { title: 'Pay fails', component: 'paybutton', errorFps: ['e-own', 'e-generic'], stackFp: null }
   const specific = { ...full, errorFps: ['e-own'] }
-  expect(genericNote(full, specific, { component: 'paybutton', errorFps: ['e-generic'], stackFp: null })).toBe('; same console error, common to many bugs: not counted')
+  expect(genericNote(full, specific, { title: 'x', component: 'paybutton', errorFps: ['e-generic'], stackFp: null })).toBe('; same console error, common to many bugs: not counted')
   // The specific error is shared too: it counts, nothing to say.
-  expect(genericNote(full, specific, { component: null, errorFps: ['e-generic', 'e-own'], stackFp: null })).toBe('')
-  expect(genericNote(full, specific, { component: null, errorFps: ['e-other'], stackFp: null })).toBe('')
+  expect(genericNote(full, specific, { title: 'x', component: null, errorFps: ['e-generic', 'e-own'], stackFp: null })).toBe('')
+  expect(genericNote(full, specific, { title: 'x', component: null, errorFps: ['e-other'], stackFp: null })).toBe('')
   expect(genericNote(full, full, full)).toBe('')
+  expect(genericNote(full, { ...full, genericTitle: true }, { ...full, title: 'PAY FAILS', errorFps: [] })).toBe('; same title, common to many bugs: not counted')
 })
 
 describe('an ad blocker’s console error on 40 % of the reports (evaluation corpus, two orders)', () => {
@@ -132,4 +134,29 @@ describe('an ad blocker’s console error on 40 % of the reports (evaluation cor
       expect(noisy.tp).toBeGreaterThanOrEqual(clean.tp)
     })
   }
+})
+
+describe('a first line many leads share (an integration that puts its own line first)', () => {
+  test('is no title: it corroborates nothing, and two reports with it are suggested, not merged', () => {
+    const index = new AppIndex()
+    const line = 'New message from the contact form on our website'
+    for (let i = 0; i < 5; i++) index.add(report(`r${i}`, `${line}\nBug ${i} of its own kind, body ${i}`), null)
+    const query = index.specificSignals(report('q', `${line}\nThe export to PDF hangs`))
+    const lead = report('l', `${line}\nPDF export hangs forever`)
+    expect(query.genericTitle).toBe(true)
+    expect(corroboration(query, lead)).toEqual([])
+    expect(mergeBlock(query, lead)).toBe('a title many reports share')
+    // A title of its own is judged as before.
+    const own = index.specificSignals(report('o', 'The export to PDF hangs after the first page\nbody'))
+    expect(own.genericTitle).toBeFalsy()
+    expect(mergeBlock(own, report('p', 'The export to PDF hangs after the first page\nother body'))).toBeNull()
+  })
+
+  test('the evaluation corpus with one line put first: 0.3 % of reports attached to another bug at most (36 % before)', () => {
+    const corpus = withConstantFirstLine(JSON.parse(readFileSync(REAL_CORPUS_PATH, 'utf8')) as Corpus)
+    const q = measureQuality(corpus, undefined, 1)
+    expect(q.wrongAttach).toBeLessThanOrEqual(0.003)
+    // Suggestions still find the duplicates: a person decides.
+    expect(q.suggestionHit).toBeGreaterThanOrEqual(0.55)
+  })
 })

@@ -114,7 +114,7 @@ export class AppIndex {
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
     if (!leadId) {
-      this.spread.add(signalKeys(f))
+      this.spread.add(signalKeys(f), f.title)
       this.leadCount++
     }
     for (const tid of terms) {
@@ -142,7 +142,8 @@ export class AppIndex {
     const leadId = this.docs.leadId(slot)
     this.unlink(id, leadId)
     if (!leadId) {
-      this.spread.remove(signalKeys(this.docs.view(slot)))
+      const doc = this.docs.view(slot)
+      this.spread.remove(signalKeys(doc), doc.title)
       this.leadCount--
     }
     this.docs.eachTerm(slot, (tid) => this.df[tid]--)
@@ -160,9 +161,9 @@ export class AppIndex {
     this.unlink(id, was)
     if (!was !== !leadId) {
       // A lead became a duplicate, or the reverse: the App's leads and what they carry change.
-      const keys = signalKeys(this.docs.view(slot))
-      if (leadId) this.spread.remove(keys)
-      else this.spread.add(keys)
+      const doc = this.docs.view(slot)
+      if (leadId) this.spread.remove(signalKeys(doc), doc.title)
+      else this.spread.add(signalKeys(doc), doc.title)
       this.leadCount += leadId ? -1 : 1
     }
     this.docs.setLeadId(slot, leadId)
@@ -173,7 +174,7 @@ export class AppIndex {
    * `f`'s merge signals without those many other leads of the App carry too (signal-spread.ts): a
    * component, console error or stack fingerprint that many bugs share corroborates no merge.
    */
-  specificSignals<T extends Features>(f: T): T {
+  specificSignals<T extends Features>(f: T): T & { genericTitle?: boolean } {
     return withoutGeneric(f, this.spread, this.leadCount, this.slotOf.has(f.id) && this.leadOf(f.id) === null)
   }
 

@@ -42,6 +42,8 @@ export interface MergeSignals {
   /** Console-error fingerprints, the newest first. */
   errorFps: readonly string[]
   stackFp: string | null
+  /** The title is one many other leads of the App carry (signal-spread.ts): no evidence, and the title rules are blind. */
+  genericTitle?: boolean
 }
 
 export interface CandidateView {
@@ -113,6 +115,8 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
   if (a.errorFps.some((e) => b.errorFps.includes(e))) out.push('consoleError')
   if (a.stackFp && a.stackFp === b.stackFp) out.push('stack trace')
   if (out.length > 0 && a.page && a.page === b.page) out.push('page')
+  // A title many leads share (signal-spread.ts) says nothing of which bug a report is.
+  if (a.genericTitle) return out
   if (titleMatch(a, b)) out.push('title')
   else if (nearTitle(a, b)) out.push('near title')
   return out
@@ -152,6 +156,7 @@ export function mergeBlock(query: CandidateView['features'], candidate: Candidat
   if (nameVariant(query.title, candidate.title)) return 'one name written two ways'
   if (differentTests(query.title, candidate.title)) return 'different tests named'
   if (oneSlotSwapped(query.title, candidate.title)) return 'one template, another word in it'
+  if (query.genericTitle && query.title.toLowerCase() === candidate.title.toLowerCase()) return 'a title many reports share'
   return null
 }
 

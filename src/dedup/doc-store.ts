@@ -20,6 +20,9 @@ export interface DocView {
   leadId: string | null
 }
 
+/** How much of a title the index keeps (the title rules need a few dozen characters). */
+export const STORED_TITLE_CHARS = 160
+
 const NO_NUMBERS: readonly string[] = Object.freeze([])
 const NO_VERSIONS: ReadonlySet<string> = new Set()
 const POLARITY = [null, 'many', 'none'] as const
@@ -90,7 +93,7 @@ export class DocStore {
     this.polarity[slot] = f.polarity === 'many' ? 1 : f.polarity === 'none' ? 2 : 0
     this.distinct[slot] = Math.min(f.distinctWords, 65535)
     this.ids.push(f.id)
-    this.titles.push(f.title.slice(0, 160))
+    this.titles.push(f.title.slice(0, STORED_TITLE_CHARS))
     this.leadIds.push(leadId)
     if (f.firstNumbers.length > 0) this.numbers.set(slot, f.firstNumbers)
     if (f.versions.size > 0) this.versionSets.set(slot, f.versions)

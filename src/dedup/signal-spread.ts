@@ -8,7 +8,13 @@
  *
  * Spread is counted in leads (a lead and its duplicates are one bug), not in reports: a bug reported
  * forty times with one error keeps that error specific, however often it is reported.
+ *
+ * Titles too: a first line many leads share is no summary of a bug ("New message from the contact form",
+ * a page title an integration puts first). The title rules (vetoes, merge blocks, same title) read the
+ * first line; when every report has the same one, they see nothing and different bugs merge.
  */
+
+import { STORED_TITLE_CHARS } from './doc-store'
 
 /** A signal carried by more leads than this is generic at any App size. */
 export const GENERIC_MIN_LEADS = 3
@@ -17,6 +23,9 @@ export const GENERIC_LEAD_SHARE = 0.05
 
 /** The merge signals of one report that can be spread: `kind:value` keys. */
 export interface SpreadSignals {
+  title: string
+  /** Set on a copy whose title many other leads carry (withoutGeneric). */
+  genericTitle?: boolean
   component: string | null
   errorFps: readonly string[]
   stackFp: string | null
@@ -37,26 +46,54 @@ export function signalKeys(s: SpreadSignals): string[] {
  */
 export class SignalSpread {
   private leadsOf = new Map<string, number>()
+  /** Leads per title, by a 53-bit hash of the title (a number per title, not a copy of it). */
+  private titleLeads = new Map<number, number>()
 
-  /** A lead carrying `keys` was indexed (or a duplicate became a lead again). */
-  add(keys: readonly string[]): void {
-    for (const key of keys) this.leadsOf.set(key, (this.leadsOf.get(key) ?? 0) + 1)
+  /** A lead with `title` carrying `keys` was indexed (or a duplicate became a lead again). */
+  add(keys: readonly string[], title: string): void {
+    for (const key of keys) bump(this.leadsOf, key, 1)
+    bump(this.titleLeads, titleKey(title), 1)
   }
 
-  /** A lead carrying `keys` left the index (or became a duplicate). */
-  remove(keys: readonly string[]): void {
-    for (const key of keys) {
-      const n = this.leadsOf.get(key)
-      if (n === undefined) continue
-      if (n > 1) this.leadsOf.set(key, n - 1)
-      else this.leadsOf.delete(key)
-    }
+  /** A lead with `title` carrying `keys` left the index (or became a duplicate). */
+  remove(keys: readonly string[], title: string): void {
+    for (const key of keys) bump(this.leadsOf, key, -1)
+    bump(this.titleLeads, titleKey(title), -1)
   }
 
   /** How many indexed leads carry `key`. */
   leads(key: string): number {
     return this.leadsOf.get(key) ?? 0
   }
+
+  /** How many indexed leads have `title` (case aside). */
+  leadsTitled(title: string): number {
+    return this.titleLeads.get(titleKey(title)) ?? 0
+  }
+}
+
+function bump<K>(counts: Map<K, number>, key: K, by: 1 | -1): void {
+  const n = (counts.get(key) ?? 0) + by
+  if (n > 0) counts.set(key, n)
+  else counts.delete(key)
+}
+
+/**
+ * A title's key: a 53-bit hash of it, lower-cased, as far as the index keeps titles (cyrb53: two 32-bit
+ * multiplicative hashes combined).
+ */
+export function titleKey(title: string): number {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0, end = Math.min(title.length, STORED_TITLE_CHARS); i < end; i++) {
+    const c = title.charCodeAt(i)
+    const ch = c >= 65 && c <= 90 ? c + 32 : c
+    h1 = Math.imul(h1 ^ ch, 2654435761)
+    h2 = Math.imul(h2 ^ ch, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
 }
 
 /** Whether a signal carried by `leads` other leads of an App of `appLeads` leads is generic. */
@@ -68,15 +105,16 @@ export function isGeneric(leads: number, appLeads: number): boolean {
  * `signals` with its generic ones removed: what a merge may be corroborated by. The same object when
  * none is generic (the common case: no copy).
  */
-export function withoutGeneric<T extends SpreadSignals>(signals: T, spread: SignalSpread, appLeads: number, indexedLead: boolean): T {
+export function withoutGeneric<T extends SpreadSignals>(signals: T, spread: SignalSpread, appLeads: number, indexedLead: boolean): T & { genericTitle?: boolean } {
   // A report indexed as a lead counts itself among the leads carrying its signals: not an other lead.
   const own = indexedLead ? 1 : 0
   const generic = (kind: string, value: string) => isGeneric(spread.leads(`${kind}:${value}`) - own, appLeads)
   const component = signals.component !== null && generic('c', signals.component)
   const errorFps = signals.errorFps.filter((e) => !generic('e', e))
   const stackFp = signals.stackFp !== null && generic('s', signals.stackFp)
-  if (!component && errorFps.length === signals.errorFps.length && !stackFp) return signals
-  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp }
+  const genericTitle = isGeneric(spread.leadsTitled(signals.title) - own, appLeads)
+  if (!component && errorFps.length === signals.errorFps.length && !stackFp && !genericTitle) return signals
+  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp, genericTitle }
 }
 
 /**
@@ -89,5 +127,6 @@ export function genericNote(full: SpreadSignals, specific: SpreadSignals, candid
   if (full.component !== null && specific.component === null && full.component === candidate.component) shared.push('component')
   if (full.errorFps.some((e) => !specific.errorFps.includes(e) && candidate.errorFps.includes(e)) && !specific.errorFps.some((e) => candidate.errorFps.includes(e))) shared.push('console error')
   if (full.stackFp !== null && specific.stackFp === null && full.stackFp === candidate.stackFp) shared.push('stack trace')
+  if (specific.genericTitle && full.title.toLowerCase() === candidate.title.toLowerCase()) shared.push('title')
   return shared.length === 0 ? '' : `; same ${shared.join(', ')}, common to many bugs: not counted`
 }
