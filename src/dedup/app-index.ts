@@ -174,8 +174,8 @@ export class AppIndex {
    * `f`'s merge signals without those many other leads of the App carry too (signal-spread.ts): a
    * component, console error or stack fingerprint that many bugs share corroborates no merge.
    */
-  specificSignals<T extends Features>(f: T): T & { genericTitle?: boolean } {
-    return withoutGeneric(f, this.spread, this.leadCount, this.slotOf.has(f.id) && this.leadOf(f.id) === null)
+  specificSignals<T extends Features>(f: T): T & { genericTitle?: boolean; titleUnproven?: boolean } {
+    return withoutGeneric(f, this.spread, { leads: this.leadCount, reports: this.live }, this.slotOf.has(f.id) && this.leadOf(f.id) === null)
   }
 
   /**

@@ -26,6 +26,8 @@ export interface SpreadSignals {
   title: string
   /** Set on a copy whose title many other leads carry (withoutGeneric). */
   genericTitle?: boolean
+  /** Set on a copy while the App is too new to say which titles are common (withoutGeneric). */
+  titleUnproven?: boolean
   component: string | null
   errorFps: readonly string[]
   stackFp: string | null
@@ -105,7 +107,19 @@ export function isGeneric(leads: number, appLeads: number): boolean {
  * `signals` with its generic ones removed: what a merge may be corroborated by. The same object when
  * none is generic (the common case: no copy).
  */
-export function withoutGeneric<T extends SpreadSignals>(signals: T, spread: SignalSpread, appLeads: number, indexedLead: boolean): T & { genericTitle?: boolean } {
+/**
+ * Reports an App must hold before a title counts as evidence: until then a line every report starts
+ * with cannot be told from a summary two reports share (the calibration's "new App" phase, calibrate.ts).
+ */
+export const TITLE_EVIDENCE_MIN_REPORTS = 30
+
+export function withoutGeneric<T extends SpreadSignals>(
+  signals: T,
+  spread: SignalSpread,
+  app: { leads: number; reports: number },
+  indexedLead: boolean,
+): T & { genericTitle?: boolean; titleUnproven?: boolean } {
+  const appLeads = app.leads
   // A report indexed as a lead counts itself among the leads carrying its signals: not an other lead.
   const own = indexedLead ? 1 : 0
   const generic = (kind: string, value: string) => isGeneric(spread.leads(`${kind}:${value}`) - own, appLeads)
@@ -113,8 +127,9 @@ export function withoutGeneric<T extends SpreadSignals>(signals: T, spread: Sign
   const errorFps = signals.errorFps.filter((e) => !generic('e', e))
   const stackFp = signals.stackFp !== null && generic('s', signals.stackFp)
   const genericTitle = isGeneric(spread.leadsTitled(signals.title) - own, appLeads)
-  if (!component && errorFps.length === signals.errorFps.length && !stackFp && !genericTitle) return signals
-  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp, genericTitle }
+  const titleUnproven = app.reports < TITLE_EVIDENCE_MIN_REPORTS
+  if (!component && errorFps.length === signals.errorFps.length && !stackFp && !genericTitle && !titleUnproven) return signals
+  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp, genericTitle, titleUnproven }
 }
 
 /**
