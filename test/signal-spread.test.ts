@@ -8,7 +8,7 @@ import { GENERIC_CONSOLE_ERROR as BLOCKED, measureQuality, REAL_CORPUS_PATH, TRA
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf } from '../src/dedup/features'
 import { corroboration, mergeBlock } from '../src/dedup/decide'
-import { GENERIC_MIN_LEADS, genericNote, isGeneric, SignalSpread, signalKeys, TITLE_EVIDENCE_MIN_REPORTS } from '../src/dedup/signal-spread'
+import { GENERIC_MIN_LEADS, genericNote, isGeneric, SignalSpread, signalKeys } from '../src/dedup/signal-spread'
 import type { Corpus } from './fixtures/corpus'
 
 /** A report whose console logged `errors` (oldest first), with a log line between them. */
@@ -152,18 +152,25 @@ describe('a first line many leads share (an integration that puts its own line f
     expect(mergeBlock(own, report('p', 'The export to PDF hangs after the first page\nother body'))).toBeNull()
   })
 
-  test('in an App of fewer than 30 reports a title is no evidence yet: nobody can tell a common line from a shared summary', () => {
+  test('a title more than 3 other reports have is no evidence, even in one cluster; it blocks a merge only when many leads have it', () => {
     const index = new AppIndex()
     const title = 'The export to PDF hangs after the first page'
-    const a = report('a', `${title}\nfirst body`)
-    const b = report('b', `${title}\nsecond body`)
-    for (let i = 0; i < TITLE_EVIDENCE_MIN_REPORTS - 1; i++) index.add(report(`r${i}`, `Bug ${i} of its own kind\nbody ${i}`), null)
-    expect(index.specificSignals(a).titleUnproven).toBe(true)
-    expect(corroboration(index.specificSignals(a), b)).toEqual([])
-    // Not a merge block: identical reports still merge on their score.
-    expect(mergeBlock(index.specificSignals(a), b)).toBeNull()
-    index.add(report('r-last', 'One more bug\nbody'), null)
-    expect(corroboration(index.specificSignals(a), b)).toEqual(['title'])
+    index.add(report('l', `${title}\nbody 0`), null)
+    for (let i = 1; i <= 2; i++) index.add(report(`d${i}`, `${title}\nbody ${i}`), 'l')
+    const q = report('q', `${title}\nanother body`)
+    // Three other reports have it (one lead): still evidence.
+    expect(corroboration(index.specificSignals(q), report('c', `${title}\nx`))).toEqual(['title'])
+    index.add(report('d3', `${title}\nbody 3`), 'l')
+    // Four: no evidence (wrong merges under a line put first would otherwise keep it looking specific),
+    const signals = index.specificSignals(q)
+    expect(signals.commonTitle).toBe(true)
+    expect(corroboration(signals, report('c', `${title}\nx`))).toEqual([])
+    // …but one lead has it: no merge block (the bug's next report merges on its score and its cluster).
+    expect(signals.genericTitle).toBe(false)
+    expect(mergeBlock(signals, report('c', `${title}\nx`))).toBeNull()
+    // Removed from the index, counted no more.
+    index.remove('d3')
+    expect(index.specificSignals(q).commonTitle).toBeFalsy()
   })
 
   test('the evaluation corpus with one line put first: 0.3 % of reports attached to another bug at most (37 % before)', () => {
@@ -174,8 +181,8 @@ describe('a first line many leads share (an integration that puts its own line f
     expect(q.suggestionHit).toBeGreaterThanOrEqual(0.55)
   })
 
-  test('the tracker corpus (small Apps) with one line put first: 1.6 % at most (3.9 % without the new-App rule, 50 % before)', () => {
+  test('the tracker corpus (Apps of 30-55 reports) with one line put first: 2.5 % at most (50 % before: the first reports of an App cannot tell)', () => {
     const corpus = withConstantFirstLine(JSON.parse(readFileSync(TRACKER_CORPUS_PATH, 'utf8')) as Corpus)
-    for (const seed of [1, 2, 3]) expect(measureQuality(corpus, undefined, seed).wrongAttach).toBeLessThanOrEqual(0.016)
+    for (const seed of [1, 2, 3]) expect(measureQuality(corpus, undefined, seed).wrongAttach).toBeLessThanOrEqual(0.025)
   })
 })

@@ -113,6 +113,7 @@ export class AppIndex {
     }
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
+    this.spread.countTitle(f.title, 1)
     if (!leadId) {
       this.spread.add(signalKeys(f), f.title)
       this.leadCount++
@@ -141,8 +142,9 @@ export class AppIndex {
     if (slot === undefined) return
     const leadId = this.docs.leadId(slot)
     this.unlink(id, leadId)
+    const doc = this.docs.view(slot)
+    this.spread.countTitle(doc.title, -1)
     if (!leadId) {
-      const doc = this.docs.view(slot)
       this.spread.remove(signalKeys(doc), doc.title)
       this.leadCount--
     }
@@ -174,8 +176,9 @@ export class AppIndex {
    * `f`'s merge signals without those many other leads of the App carry too (signal-spread.ts): a
    * component, console error or stack fingerprint that many bugs share corroborates no merge.
    */
-  specificSignals<T extends Features>(f: T): T & { genericTitle?: boolean; titleUnproven?: boolean } {
-    return withoutGeneric(f, this.spread, { leads: this.leadCount, reports: this.live }, this.slotOf.has(f.id) && this.leadOf(f.id) === null)
+  specificSignals<T extends Features>(f: T): T & { genericTitle?: boolean; commonTitle?: boolean } {
+    const report = this.slotOf.has(f.id)
+    return withoutGeneric(f, this.spread, this.leadCount, { lead: report && this.leadOf(f.id) === null, report })
   }
 
   /**

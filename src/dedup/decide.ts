@@ -44,8 +44,8 @@ export interface MergeSignals {
   stackFp: string | null
   /** The title is one many other leads of the App carry (signal-spread.ts): no evidence, and the title rules are blind. */
   genericTitle?: boolean
-  /** The App is too new to tell a common title from a shared summary (signal-spread.ts): the title is no evidence. */
-  titleUnproven?: boolean
+  /** More than a few other reports of the App have this title (signal-spread.ts): the title is no evidence. */
+  commonTitle?: boolean
 }
 
 export interface CandidateView {
@@ -117,9 +117,8 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
   if (a.errorFps.some((e) => b.errorFps.includes(e))) out.push('consoleError')
   if (a.stackFp && a.stackFp === b.stackFp) out.push('stack trace')
   if (out.length > 0 && a.page && a.page === b.page) out.push('page')
-  // A title many leads share (signal-spread.ts) says nothing of which bug a report is; in a new App
-  // nobody can tell yet which titles are common.
-  if (a.genericTitle || a.titleUnproven) return out
+  // A title many leads or reports share (signal-spread.ts) says nothing of which bug a report is.
+  if (a.genericTitle || a.commonTitle) return out
   if (titleMatch(a, b)) out.push('title')
   else if (nearTitle(a, b)) out.push('near title')
   return out

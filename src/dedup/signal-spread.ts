@@ -26,8 +26,8 @@ export interface SpreadSignals {
   title: string
   /** Set on a copy whose title many other leads carry (withoutGeneric). */
   genericTitle?: boolean
-  /** Set on a copy while the App is too new to say which titles are common (withoutGeneric). */
-  titleUnproven?: boolean
+  /** Set on a copy whose title more than GENERIC_MIN_LEADS other reports have (withoutGeneric). */
+  commonTitle?: boolean
   component: string | null
   errorFps: readonly string[]
   stackFp: string | null
@@ -48,19 +48,27 @@ export function signalKeys(s: SpreadSignals): string[] {
  */
 export class SignalSpread {
   private leadsOf = new Map<string, number>()
-  /** Leads per title, by a 53-bit hash of the title (a number per title, not a copy of it). */
-  private titleLeads = new Map<number, number>()
+  /**
+   * Per title (a 53-bit hash of it: a number, not a copy), the reports and the leads that have it,
+   * packed in one number: reports × 2^20 + leads.
+   */
+  private titles = new Map<number, number>()
 
   /** A lead with `title` carrying `keys` was indexed (or a duplicate became a lead again). */
   add(keys: readonly string[], title: string): void {
     for (const key of keys) bump(this.leadsOf, key, 1)
-    bump(this.titleLeads, titleKey(title), 1)
+    bump(this.titles, titleKey(title), 1)
   }
 
   /** A lead with `title` carrying `keys` left the index (or became a duplicate). */
   remove(keys: readonly string[], title: string): void {
     for (const key of keys) bump(this.leadsOf, key, -1)
-    bump(this.titleLeads, titleKey(title), -1)
+    bump(this.titles, titleKey(title), -1)
+  }
+
+  /** A report with `title` was indexed (1) or left the index (-1), lead or duplicate. */
+  countTitle(title: string, by: 1 | -1): void {
+    bump(this.titles, titleKey(title), by * TITLE_REPORT)
   }
 
   /** How many indexed leads carry `key`. */
@@ -70,11 +78,19 @@ export class SignalSpread {
 
   /** How many indexed leads have `title` (case aside). */
   leadsTitled(title: string): number {
-    return this.titleLeads.get(titleKey(title)) ?? 0
+    return (this.titles.get(titleKey(title)) ?? 0) % TITLE_REPORT
+  }
+
+  /** How many indexed reports have `title` (case aside). */
+  reportsTitled(title: string): number {
+    return Math.floor((this.titles.get(titleKey(title)) ?? 0) / TITLE_REPORT)
   }
 }
 
-function bump<K>(counts: Map<K, number>, key: K, by: 1 | -1): void {
+/** A report's weight in the packed title counts (its lead's is 1). */
+const TITLE_REPORT = 2 ** 20
+
+function bump<K>(counts: Map<K, number>, key: K, by: number): void {
   const n = (counts.get(key) ?? 0) + by
   if (n > 0) counts.set(key, n)
   else counts.delete(key)
@@ -107,29 +123,25 @@ export function isGeneric(leads: number, appLeads: number): boolean {
  * `signals` with its generic ones removed: what a merge may be corroborated by. The same object when
  * none is generic (the common case: no copy).
  */
-/**
- * Reports an App must hold before a title counts as evidence: until then a line every report starts
- * with cannot be told from a summary two reports share (the calibration's "new App" phase, calibrate.ts).
- */
-export const TITLE_EVIDENCE_MIN_REPORTS = 30
-
 export function withoutGeneric<T extends SpreadSignals>(
   signals: T,
   spread: SignalSpread,
-  app: { leads: number; reports: number },
-  indexedLead: boolean,
-): T & { genericTitle?: boolean; titleUnproven?: boolean } {
-  const appLeads = app.leads
+  appLeads: number,
+  indexed: { lead: boolean; report: boolean },
+): T & { genericTitle?: boolean; commonTitle?: boolean } {
   // A report indexed as a lead counts itself among the leads carrying its signals: not an other lead.
-  const own = indexedLead ? 1 : 0
+  const own = indexed.lead ? 1 : 0
   const generic = (kind: string, value: string) => isGeneric(spread.leads(`${kind}:${value}`) - own, appLeads)
   const component = signals.component !== null && generic('c', signals.component)
   const errorFps = signals.errorFps.filter((e) => !generic('e', e))
   const stackFp = signals.stackFp !== null && generic('s', signals.stackFp)
   const genericTitle = isGeneric(spread.leadsTitled(signals.title) - own, appLeads)
-  const titleUnproven = app.reports < TITLE_EVIDENCE_MIN_REPORTS
-  if (!component && errorFps.length === signals.errorFps.length && !stackFp && !genericTitle && !titleUnproven) return signals
-  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp, genericTitle, titleUnproven }
+  // Reports, not leads: a line put before every report would otherwise look specific while wrong merges
+  // keep its reports in one cluster. A popular bug's identical titles lose it too, and merge on their
+  // score and their cluster's vocabulary.
+  const commonTitle = spread.reportsTitled(signals.title) - (indexed.report ? 1 : 0) > GENERIC_MIN_LEADS
+  if (!component && errorFps.length === signals.errorFps.length && !stackFp && !genericTitle && !commonTitle) return signals
+  return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp, genericTitle, commonTitle }
 }
 
 /**
