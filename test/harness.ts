@@ -149,6 +149,17 @@ export async function freePort(): Promise<number> {
 }
 
 /** Polls until `check` returns a truthy value (for asynchronous worker progress). */
+/**
+ * One mailer pass, on a node that holds the dispatch role. A pass without the role sends nothing (the
+ * holder sends it within its poll), and on a loaded machine a lease renewal can lag a moment on
+ * PostgreSQL: a test that woke the mailer then would read an empty outbox, and the mail would land in
+ * the next test.
+ */
+export async function mailerPass(server: TestServer): Promise<void> {
+  await eventually(() => server.services.coordinator.holds('dispatch') || undefined, 20_000)
+  await server.services.mailer.wake()
+}
+
 export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import net from 'node:net'
 import tls from 'node:tls'
 import { startSmtpSink } from './smtp-sink'
-import { tempDir } from './harness'
+import { mailerPass, tempDir } from './harness'
 import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { feedbackRowIn, forceStatusIn } from './helpers-lifecycle'
 import { userToken } from './helpers-auth'
@@ -120,7 +120,7 @@ describe('FIXLOOP_SMTP_ALLOW_PRIVATE off', () => {
     await eventually(async () => (await feedbackRowIn(server.ctx, id)).redactions !== null)
     await forceStatusIn(server.ctx, id, 'pr_opened')
     await server.services.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const n = await call(server.url, 'GET', `/v1/feedback/${id}/notification`, { auth: t.key })
     expect(n.status).toBe(200)
     expect(n.body).toMatchObject({ state: 'pending', attempts: 1, lastError: smtpGuardRefusal() })

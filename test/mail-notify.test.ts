@@ -5,7 +5,7 @@
  * the SMTP server was down, and nothing without opt-in.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, freePort, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { call, eventually, freePort, mailerPass, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { forceStatusIn, feedbackRowIn, markDuplicateIn } from './helpers-lifecycle'
 import { userToken } from './helpers-auth'
 import { dbRows, dbRun } from './sqlite-of'
@@ -42,7 +42,7 @@ async function submitReport(body: Record<string, unknown>, headers: Record<strin
 
 /** Public mode's double opt-in: the address's owner clicks the link of the one confirmation mail (if one came). */
 async function confirmAddress(email: string) {
-  await server.services.mailer.wake()
+  await mailerPass(server)
   const mail = sink.mails.findLast((m) => m.to[0] === email && /^Confirm your address/.test(m.headers.get('subject') ?? ''))
   if (!mail) return
   const link = /http:\/\/\S+\/v1\/mail\/confirm\?token=[0-9a-f.]+/.exec(qpDecode(mail.body))![0]
@@ -178,9 +178,9 @@ describe('the fixed mail', () => {
     const before = sink.mails.length
     await resolve(opted)
     await resolve(silent)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     await eventually(async () => (await outbox(opted))?.state === 'sent')
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const mine = sink.mails.slice(before)
     expect(mine.length).toBe(1)
     const m = mine[0]
@@ -205,8 +205,8 @@ describe('the fixed mail', () => {
 
     // Retries, restarts, a second pass: no second mail (the row is the report's one mail).
     await dbRun(server.ctx, "UPDATE feedback SET notify_email_sealed = 'v1:AAAA' WHERE id = ?", [opted])
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    await mailerPass(server)
+    await mailerPass(server)
     expect(sink.mails.length).toBe(before + 1)
     expect((await outbox(opted)).state).toBe('sent')
     // A value the master key does not open leaves the due index at once (given up, never read again).
@@ -214,7 +214,7 @@ describe('the fixed mail', () => {
     const afterConfirmation = sink.mails.length // its confirmation mail
     await dbRun(server.ctx, "UPDATE feedback SET notify_email_sealed = 'v1:AAAA' WHERE id = ?", [garbled]) // before it is due
     await resolve(garbled)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(await outbox(garbled)).toMatchObject({ state: 'failed', email_masked: '***', email_sealed: null })
     expect((await feedbackRowIn(server.ctx, garbled)).notify_email_sealed).toBeNull()
     expect(sink.mails.length).toBe(afterConfirmation)
@@ -246,7 +246,7 @@ describe('the fixed mail', () => {
     // Unsubscribed: the next resolved report of the same address gets no mail.
     const again = await submitReport({ text: 'Another thing broke', notifyEmail: true, identity: { email: 'ANN@example.com' } })
     await resolve(again)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect((await outbox(again)).state).toBe('unsubscribed')
     expect(sink.mails.length).toBe(afterConfirmation)
   })
@@ -275,11 +275,11 @@ describe('the fixed mail', () => {
     await markDuplicateIn(server.ctx, dup, lead)
     const before = sink.mails.length
     await resolve(lead)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(sink.mails.slice(before).map((m) => m.to[0])).toEqual(['lead@example.com'])
     await resolve(dup)
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    await mailerPass(server)
+    await mailerPass(server)
     expect(sink.mails.slice(before).map((m) => m.to[0]).sort()).toEqual(['dup@example.com', 'lead@example.com'])
   })
 
@@ -294,10 +294,10 @@ describe('the fixed mail', () => {
     await resolve(lead)
     await resolve(dup)
     await resolve(other)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     await resolve(later)
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    await mailerPass(server)
+    await mailerPass(server)
     const sent = sink.mails.slice(before).map((m) => m.to[0].toLowerCase()).sort()
     expect(sent).toEqual(['dana.same@example.com', 'eve.other@example.com'])
     expect((await outbox(lead)).state).toBe('sent')
@@ -322,7 +322,7 @@ describe('the fixed mail', () => {
     await eventually(async () => (await feedbackRowIn(server.ctx, id)).redactions !== null)
     await forceStatusIn(server.ctx, id, 'pr_opened')
     await server.services.lifecycle.move(id, 'resolved', { by: 'system', from: 'pr_opened' })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const failed = await outbox(id)
     expect(failed).toMatchObject({ state: 'pending', attempts: 1 })
     expect(failed.last_error).toMatch(/ECONNREFUSED|ESOCKET|connect/i)
@@ -331,14 +331,14 @@ describe('the fixed mail', () => {
     expect((await feedbackRowIn(server.ctx, id)).status).toBe('resolved')
     const late = await startSmtpSink(port)
     try {
-      await server.services.mailer.wake()
+      await mailerPass(server)
       expect(late.mails.length).toBe(0) // not before its time
       await dbRun(server.ctx, 'UPDATE mail_outbox SET next_attempt_at = 0 WHERE feedback_id = ?', [id]) // the backoff elapsed
-      await server.services.mailer.wake()
+      await mailerPass(server)
       expect(late.mails.map((m) => m.to[0])).toEqual(['cy@example.com'])
       expect(await outbox(id)).toMatchObject({ state: 'sent', attempts: 2 })
       await dbRun(server.ctx, 'UPDATE mail_outbox SET next_attempt_at = 0 WHERE feedback_id = ?', [id])
-      await server.services.mailer.wake()
+      await mailerPass(server)
       expect(late.mails.length).toBe(1)
     } finally {
       await late.stop()
@@ -382,7 +382,7 @@ describe('"Mark as fixed" (POST /v1/feedback/:id/resolve, an addition)', () => {
     // Both mails are queued by the resolution's events, which may land after a pass began: wake until
     // both went out (under load one pass saw only one of them), then check there are exactly those two.
     await eventually(async () => {
-      await server.services.mailer.wake()
+      await mailerPass(server)
       return sink.mails.length - before >= 2
     })
     expect(sink.mails.slice(before).map((m) => m.to[0]).sort()).toEqual(['hand.dup@example.com', 'hand.lead@example.com'])

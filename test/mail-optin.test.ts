@@ -6,7 +6,7 @@
  * real SMTP server (test/smtp-sink.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
+import { call, eventually, mailerPass, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { forceStatusIn, feedbackRowIn, markDuplicateIn } from './helpers-lifecycle'
 import { userToken } from './helpers-auth'
 import { dbRows, dbRun } from './sqlite-of'
@@ -78,8 +78,8 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     const dups: string[] = []
     for (const email of ['VICTIM@gmail.com', 'vic.tim@googlemail.com', 'victim+2@gmail.com']) dups.push(await submit(t, { text: `${spam} ${email}`, notifyEmail: true, identity: { email } }))
     for (const d of dups) await markDuplicateIn(server.ctx, d, lead)
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    await mailerPass(server)
+    await mailerPass(server)
     const asked = since(before)
     expect(asked.length).toBe(1) // one confirmation per App and (normalized) address
     const c = asked[0]
@@ -92,14 +92,14 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     // Resolved without the click: nothing goes out; the wait ends `unconfirmed`.
     await resolve(lead)
     for (const d of dups) await resolve(d)
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    await mailerPass(server)
+    await mailerPass(server)
     expect(since(before).length).toBe(1)
     expect(await outbox(lead)).toMatchObject({ state: 'pending', attempts: 0 })
     expect(Number((await outbox(lead)).next_attempt_at)).toBeGreaterThan(Date.now() + 6 * 24 * 3_600_000)
     for (const d of dups) expect((await outbox(d)).state).toBe('same_address')
     await dbRun(server.ctx, 'UPDATE mail_outbox SET next_attempt_at = 0 WHERE feedback_id = ?', [lead]) // the week passed
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(await outbox(lead)).toMatchObject({ state: 'unconfirmed', email_sealed: null })
     expect(since(before).length).toBe(1)
     const n = await call(server.url, 'GET', `/v1/feedback/${lead}/notification`, { auth: t.key })
@@ -110,11 +110,11 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     const t = await tenant('Optin')
     const before = sink.mails.length
     const id = await submit(t, { text: 'Login loops, see https://evil.example/x', notifyEmail: true, identity: { email: 'Ann.Real@example.com' } })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const c = since(before).find(isConfirmation)!
     const link = linkIn(c)
     await resolve(id)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(since(before).length).toBe(1)
 
     const page = await fetch(link)
@@ -132,7 +132,7 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     expect((await post(link)).status).toBe(410) // used up
 
     // The waiting mail was released by the click.
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const told = since(before).filter((m) => !isConfirmation(m))
     expect(told.length).toBe(1)
     expect(told[0].to).toEqual(['Ann.Real@example.com'])
@@ -145,9 +145,9 @@ describe('a public submitter cannot make the App mail a stranger', () => {
 
     // Confirmed once is confirmed: another report of the same person (another spelling) asks nothing new.
     const again = await submit(t, { text: 'Another one', notifyEmail: true, identity: { email: 'ann.real+later@EXAMPLE.com' } })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     await resolve(again)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(since(before).filter(isConfirmation).length).toBe(1)
     expect(await outbox(again)).toMatchObject({ state: 'sent' })
   })
@@ -156,20 +156,20 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     const t = await tenant('Unsub')
     const before = sink.mails.length
     await submit(t, { text: 'First', notifyEmail: true, identity: { email: 'bo@example.com' } })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const c = since(before).find(isConfirmation)!
     const unsub = c.headers.get('list-unsubscribe')!.slice(1, -1)
     expect((await post(unsub)).status).toBe(200)
     // Another spelling, and the confirmation of the first expired: nothing more to that mailbox.
     await dbRun(server.ctx, 'UPDATE mail_confirmations SET sent_at = 1 WHERE app_id = ?', [t.appId])
     const second = await submit(t, { text: 'Second', notifyEmail: true, identity: { email: 'BO+again@example.com' } })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     await resolve(second)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(since(before).length).toBe(1)
     expect((await dbRows<{ state: string }>(server.ctx, 'SELECT state FROM mail_confirmations WHERE app_id = ?', [t.appId]))[0].state).toBe('unsubscribed')
     await dbRun(server.ctx, 'UPDATE mail_outbox SET next_attempt_at = 0 WHERE feedback_id = ?', [second])
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(since(before).length).toBe(1)
     expect((await outbox(second)).state).toBe('unsubscribed')
   })
@@ -180,8 +180,8 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     const n = CONFIRM_PER_APP_PER_HOUR + 3
     for (let i = 0; i < n; i++) await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: `Flood ${i}`, notifyEmail: true, identity: { email: `person${i}@example.com` } } })
     await eventually(async () => (await dbRows(server.ctx, 'SELECT id FROM feedback WHERE app_id = ? AND redactions IS NOT NULL', [t.appId])).length === n)
-    await server.services.mailer.wake()
-    await server.services.mailer.wake()
+    await mailerPass(server)
+    await mailerPass(server)
     expect(since(before).length).toBe(CONFIRM_PER_APP_PER_HOUR)
     const states = await dbRows<{ state: string; n: number }>(server.ctx, 'SELECT state, COUNT(*) AS n FROM mail_confirmations WHERE app_id = ? GROUP BY state ORDER BY state', [t.appId])
     expect(states.map((s) => [s.state, Number(s.n)])).toEqual([['limited', 3], ['sent', CONFIRM_PER_APP_PER_HOUR]])
@@ -191,7 +191,7 @@ describe('a public submitter cannot make the App mail a stranger', () => {
       const other = await tenant(`Spread${i}`)
       await submit(other, { text: 'Same target', notifyEmail: true, identity: { email: `target+${i}@example.com` } })
     }
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(since(mark).length).toBe(CONFIRM_PER_ADDRESS_PER_DAY)
   })
 
@@ -200,10 +200,10 @@ describe('a public submitter cannot make the App mail a stranger', () => {
     const before = sink.mails.length
     const token = await userToken(t.secret, t.appId, 'u-pat', { ctx: { email: 'pat@example.com' } })
     const id = await submit(t, { text: 'Invoices export twice', notifyEmail: true }, { 'X-Service-User-Token': token })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     expect(since(before).length).toBe(0)
     await resolve(id)
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const told = since(before)
     expect(told.map((m) => m.to[0])).toEqual(['pat@example.com'])
     expect(told[0].headers.get('subject')).toBe('Fixed: Invoices export twice (Vouched)')
@@ -216,7 +216,7 @@ describe('the confirm route under junk', () => {
     const t = await tenant('Fuzz')
     const before = sink.mails.length
     await submit(t, { text: 'Fuzz base', notifyEmail: true, identity: { email: 'fuzz@example.com' } })
-    await server.services.mailer.wake()
+    await mailerPass(server)
     const link = linkIn(since(before).find(isConfirmation)!)
     const token = new URL(link).searchParams.get('token')!
     const [appId, hash, nonce, mac] = token.split('.')
