@@ -152,7 +152,8 @@ export function withoutGeneric<T extends SpreadSignals>(
 export function genericNote(full: SpreadSignals, specific: SpreadSignals, candidate: SpreadSignals): string {
   const shared: string[] = []
   if (full.component !== null && specific.component === null && full.component === candidate.component) shared.push('component')
-  if (full.errorFps.some((e) => !specific.errorFps.includes(e) && candidate.errorFps.includes(e)) && !specific.errorFps.some((e) => candidate.errorFps.includes(e))) shared.push('console error')
+  // Shared before the generic ones were dropped, and none shared after: what was shared was dropped.
+  if (full.errorFps.some((e) => candidate.errorFps.includes(e)) && !specific.errorFps.some((e) => candidate.errorFps.includes(e))) shared.push('console error')
   if (full.stackFp !== null && specific.stackFp === null && full.stackFp === candidate.stackFp) shared.push('stack trace')
   if (specific.genericTitle && full.title.toLowerCase() === candidate.title.toLowerCase()) shared.push('title')
   return shared.length === 0 ? '' : `; same ${shared.join(', ')}, common to many bugs: not counted`

@@ -201,9 +201,10 @@ export function pagePath(url: string | null): string | null {
   }
 }
 
-/** A console error with its variable parts (numbers, ids, quoted values, urls) removed. */
 /** How many of a report's console errors are compared: the newest, the closest to what the user reported. */
 export const ERROR_SIGNALS = 3
+/** How many of its newest error entries are looked at for them: a console of 500 equal errors costs 20. */
+const ERROR_SCAN = 20
 
 /**
  * The fingerprints of a console's errors (`messages` oldest first), distinct, the newest first, at most
@@ -212,13 +213,14 @@ export const ERROR_SIGNALS = 3
  */
 export function errorFingerprints(messages: readonly string[]): string[] {
   const out: string[] = []
-  for (let i = messages.length - 1; i >= 0 && out.length < ERROR_SIGNALS; i--) {
+  for (let i = messages.length - 1, stop = Math.max(0, messages.length - ERROR_SCAN); i >= stop && out.length < ERROR_SIGNALS; i--) {
     const fp = errorFingerprint(messages[i])
     if (fp && !out.includes(fp)) out.push(fp)
   }
   return out
 }
 
+/** A console error with its variable parts (numbers, ids, quoted values, urls) removed. */
 export function errorFingerprint(message: string | null): string | null {
   if (!message) return null
   const fp = message
