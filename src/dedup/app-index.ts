@@ -8,7 +8,7 @@ import { DocStore, type DocView } from './doc-store'
 import { ScoreHistory } from './calibrate'
 import { AppGrams, noteText } from './rerank'
 import { Densities } from './neighbourhood'
-import { SignalSpread, signalKeys, withoutGeneric } from './signal-spread'
+import { GENERIC_MIN_LEADS, SignalSpread, signalKeys, titleKey, withoutGeneric } from './signal-spread'
 
 export interface Scored {
   id: string
@@ -17,6 +17,10 @@ export interface Scored {
 
 /** How many of a report's most distinctive words are used to find candidates (a verdict's default). */
 export const RETRIEVAL_TERMS = 12
+/** A line that is the title of this many of an App's reports, different bugs, is no summary (`isBoilerplate`; commonTitle's bar). */
+export const BOILERPLATE_REPORTS = GENERIC_MIN_LEADS + 1
+/** …when at least this share of them are leads. */
+export const BOILERPLATE_LEAD_SHARE = 1 / 3
 /** How many of the newest reports per word are visited when finding candidates. */
 const MAX_POSTINGS_PER_TERM = 1000
 
@@ -179,6 +183,26 @@ export class AppIndex {
   specificSignals<T extends Features>(f: T): T & { genericTitle?: boolean; commonTitle?: boolean } {
     const report = this.slotOf.has(f.id)
     return withoutGeneric(f, this.spread, this.leadCount, { lead: report && this.leadOf(f.id) === null, report })
+  }
+
+  /**
+   * Whether `line` is an integration's line rather than a user's summary, for report `selfId` (or for a
+   * report arriving now): at least `BOILERPLATE_REPORTS` other reports of the App have it as their
+   * title, and they are different bugs (at least a third of them leads). A popular bug's one title is
+   * not: its reports are duplicates of one lead. featuresOf then reads the next line. The reports that
+   * had the line first keep it as their stored title, so it stays counted; when they are compared, their
+   * title is read again as a report arriving now would read it (clusterer.ts `featuresFor`).
+   */
+  isBoilerplate(line: string, selfId?: string): boolean {
+    let reports = this.spread.reportsTitled(line)
+    if (reports < BOILERPLATE_REPORTS) return false
+    let leads = this.spread.leadsTitled(line)
+    const self = selfId === undefined ? undefined : this.slotOf.get(selfId)
+    if (self !== undefined && titleKey(this.docs.title(self)) === titleKey(line)) {
+      reports--
+      if (this.docs.leadId(self) === null) leads--
+    }
+    return reports >= BOILERPLATE_REPORTS && leads >= 2 && leads >= reports * BOILERPLATE_LEAD_SHARE
   }
 
   /**

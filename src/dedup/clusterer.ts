@@ -7,7 +7,7 @@
  */
 import type { CandidateRow, ClusterRow as Row, RootState } from './cluster-repo'
 import { AppIndex } from './app-index'
-import { featuresOf, type Features, type ReportInput } from './features'
+import { featuresOf, retitled, type Features, type ReportInput } from './features'
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
@@ -140,6 +140,12 @@ export const toInput = (r: Row): ReportInput => ({
   duplicateOfId: r.duplicate_of_id,
 })
 
+/**
+ * A report's features as its App's index reads them: a leading line many of the App's reports share (an
+ * integration's) is skipped for the title (AppIndex.isBoilerplate).
+ */
+export const featuresIn = (index: AppIndex, r: Row): Features => featuresOf(toInput(r), (line) => index.isBoilerplate(line, r.id))
+
 export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds) {
   const indexes = new Map<string, AppIndex>()
   const building = new Map<string, Promise<void>>()
@@ -212,7 +218,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         const rows = loaded instanceof Promise ? await loaded : loaded
         const sampled = gramSample(Array.isArray(rows) ? rows.length : 0)
         for (const r of rows) {
-          index.add(featuresOf(toInput(r)), r.duplicate_of_id, sampled(n) ? r.text : undefined)
+          index.add(featuresIn(index, r), r.duplicate_of_id, sampled(n) ? r.text : undefined)
           remember(r)
           if (recent.push(r) > CALIBRATION_SEED) recent.shift()
           if (++n % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
@@ -238,7 +244,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const sampled = gramSample(rows.length)
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i]
-        index.add(featuresOf(toInput(r)), r.duplicate_of_id, sampled(i) ? r.text : undefined)
+        index.add(featuresIn(index, r), r.duplicate_of_id, sampled(i) ? r.text : undefined)
         remember(r)
       }
       indexes.set(appId, index)
@@ -253,7 +259,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    */
   function seedCalibration(appId: string, recent: Row[]): void {
     const index = indexes.get(appId)!
-    for (const r of recent) index.history.add(rank(appId, featuresOf(toInput(r)), r.text, RESCORE, VERDICT_RANKING).find((c) => c.id !== r.id)?.score ?? 0)
+    for (const r of recent) index.history.add(rank(appId, featuresIn(index, r), r.text, RESCORE, VERDICT_RANKING).find((c) => c.id !== r.id)?.score ?? 0)
   }
 
   /** Candidates best first, with the blended (word + trigram) score. */
@@ -264,9 +270,15 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   /** A report's merge signals: from the index when it holds the report, else built from its full row. */
   function featuresFor(id: string, index: AppIndex): CandidateView['features'] | null {
     const doc = index.doc(id)
-    if (doc) return doc
-    const full = row(id)
-    return full ? featuresOf(toInput(full)) : null
+    if (!doc) {
+      const full = row(id)
+      return full ? featuresIn(index, full) : null
+    }
+    if (!index.isBoilerplate(doc.title)) return doc
+    // Indexed before its first line was known to be an integration's (one of the App's first reports
+    // with it): its title is read again, as a report arriving now would have it.
+    const text = texts.get(id) ?? row(id)?.text
+    return text === undefined ? doc : retitled(doc, text, (line) => index.isBoilerplate(line))
   }
 
   /** The shortlist's rows, read in one statement (what /similar serves: current links, servable text). */
@@ -332,7 +344,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    * (`appOrder`: ordered by the App's n-gram IDF, so neighbourhood densities apply).
    */
   function similarHead(r: Row, limit: number): { ranked: Ranked[]; appOrder: boolean } {
-    const ranked = rank(r.app_id, featuresOf(toInput(r)), r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
+    const ranked = rank(r.app_id, featuresIn(indexFor(r.app_id), r), r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
       .filter((c) => c.id !== r.id)
       .sort((a, b) => b.rankScore - a.rankScore)
     const appOrder = indexFor(r.app_id).grams.docs >= APP_GRAMS_MIN_DOCS
@@ -346,7 +358,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     const r = row(id)
     // Gone since it was ranked: no scaling for it.
     if (!r) return 0
-    const scores = rank(appId, featuresOf(toInput(r)), r.text, NEIGHBOURHOOD_SHORTLIST, NEIGHBOURHOOD_RANKING)
+    const scores = rank(appId, featuresIn(index, r), r.text, NEIGHBOURHOOD_SHORTLIST, NEIGHBOURHOOD_RANKING)
       .filter((c) => c.id !== id)
       .map((c) => c.rankScore)
     const density = densityOf(scores)
@@ -443,7 +455,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       if (!index) return []
       const ids = new Set<string>()
       // One more than a ranking takes: the report itself may be in the index now and out of it when ranked (`plan`).
-      for (const c of index.nearest(featuresOf(toInput(r)), Math.max(RESCORE, limit) + 1, retrievalTerms)) {
+      for (const c of index.nearest(featuresIn(index, r), Math.max(RESCORE, limit) + 1, retrievalTerms)) {
         ids.add(c.id)
         ids.add(index.leadOf(c.id) ?? c.id)
       }
@@ -467,7 +479,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         if (index.densities.get(c.id, index.added) !== undefined) continue
         const cr = row(c.id)
         if (!cr) continue
-        for (const n of index.nearest(featuresOf(toInput(cr)), SIMILAR_SHORTLIST + 1, SIMILAR_RETRIEVAL_TERMS)) if (texts.get(n.id) === undefined) ids.add(n.id)
+        for (const n of index.nearest(featuresIn(index, cr), SIMILAR_SHORTLIST + 1, SIMILAR_RETRIEVAL_TERMS)) if (texts.get(n.id) === undefined) ids.add(n.id)
       }
       return [...ids]
     },
@@ -511,7 +523,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       index.remove(id)
       // Later reports of the batch rank against its sanitized text (never its raw one) before it is stored.
       remember(r)
-      const f = featuresOf(toInput(r))
+      const f = featuresIn(index, r)
       const verdict = verdictFor(r, f)
       index.add(f, verdict.leadId, r.text)
       planned?.set(id, { leadId: verdict.leadId, sanitized, row: r })

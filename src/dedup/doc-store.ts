@@ -162,6 +162,11 @@ export class DocStore {
     for (let i = from; i < to; i++) fn(this.termPool[i], this.tfPool[i])
   }
 
+  /** The report's title as stored (its first `STORED_TITLE_CHARS` characters). */
+  title(slot: number): string {
+    return this.titles[slot]
+  }
+
   view(slot: number): DocView {
     return {
       id: this.ids[slot],

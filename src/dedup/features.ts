@@ -1,5 +1,5 @@
 /** Everything the clustering compares, derived once per report. */
-import { errorFingerprints, firstLine, identifyingNumbers, pagePath, polarity, trigrams, versions, words } from './tokenize'
+import { errorFingerprints, identifyingNumbers, pagePath, polarity, summaryLine, trigrams, versions, words } from './tokenize'
 import { stackFingerprint } from './stack-trace'
 
 export interface ReportInput {
@@ -17,7 +17,10 @@ export interface Features {
   id: string
   /** Word → sublinear term weight, 1 + ln(count); a word of the title line counts three times. */
   tf: Map<string, number>
-  /** The title line (first line or first sentence), for the templated-sibling veto. */
+  /**
+   * The title line (first line or first sentence; the next one when the first is an integration's,
+   * `featuresOf`), for the title rules and the templated-sibling veto.
+   */
   title: string
   firstNumbers: string[]
   /**
@@ -65,9 +68,13 @@ function componentName(componentTarget: string | null): string | null {
 /** A bare number in a body: a line number, a timestamp part, a port, a duration (noise between reports). */
 const NOISE_NUMBER = /^\d+$/
 
-export function featuresOf(r: ReportInput): Features {
+/**
+ * `boilerplate`: whether a leading line is not the user's summary (AppIndex.isBoilerplate: a line at the
+ * head of many of the App's reports); such a line is skipped for the title and what is read from it.
+ */
+export function featuresOf(r: ReportInput, boilerplate?: (line: string) => boolean): Features {
   const counts = new Map<string, number>()
-  const head = firstLine(r.text)
+  const head = summaryLine(r.text, boilerplate)
   const inTitle = new Set(words(head))
   for (const w of words(r.text)) if (!(NOISE_NUMBER.test(w) && !inTitle.has(w))) counts.set(w, (counts.get(w) ?? 0) + 1)
   // Sublinear: a stack trace naming one class forty times must not drown the rest of the report.
@@ -86,6 +93,15 @@ export function featuresOf(r: ReportInput): Features {
     errorFps: errorFingerprints(errorMessages(r.consoleLogs)),
     stackFp: stackFingerprint(r.text),
   }
+}
+
+/**
+ * `f` with its title read again under `boilerplate` from `text`, the report's text: for a report indexed
+ * before its first line was known to be an integration's. Its word weights are left as they were.
+ */
+export function retitled<T extends { title: string; firstNumbers: readonly string[]; versions: ReadonlySet<string> }>(f: T, text: string, boilerplate: (line: string) => boolean): T {
+  const head = summaryLine(text, boilerplate)
+  return head === f.title ? f : { ...f, title: head, firstNumbers: identifyingNumbers(head), versions: versions(head) }
 }
 
 /** Cosine similarity of two trigram count maps. */

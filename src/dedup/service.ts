@@ -25,10 +25,9 @@
  */
 import type { Clock } from '../core/clock'
 import type { SyncClusterSides } from './store-sides'
-import { featuresOf } from './features'
 import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { LeadStates, type JoiningDuplicate } from './lead-states'
-import { createClusterer, MAX_INDEXED_PER_APP, toInput, type Verdict } from './clusterer'
+import { createClusterer, featuresIn, MAX_INDEXED_PER_APP, type Verdict } from './clusterer'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
@@ -200,7 +199,7 @@ export function createClusterService(sides: SyncClusterSides, clock: Clock, base
       if (!r) return { leadId: null, reason: 'gone' }
       remember(r)
       const index = indexFor(r.app_id)
-      const f = featuresOf(toInput(r))
+      const f = featuresIn(index, r)
       if (r.duplicate_of_id) {
         index.add(f, r.duplicate_of_id, r.text)
         pending?.indexed.push({ appId: r.app_id, id })

@@ -132,8 +132,38 @@ export function words(text: string): string[] {
  */
 export function firstLine(text: string): string {
   const trimmed = text.trim()
-  const cut = trimmed.search(/\n|[.!?](\s|$)/)
+  const cut = trimmed.search(LINE_END)
   return (cut === -1 ? trimmed : trimmed.slice(0, cut)).trim().slice(0, 300)
+}
+const LINE_END = /\n|[.!?](\s|$)/
+
+/** The text after its first line (`firstLine`'s cut), or '' when there is none. */
+function afterFirstLine(text: string): string {
+  const trimmed = text.trim()
+  const cut = trimmed.search(LINE_END)
+  return cut === -1 ? '' : trimmed.slice(cut + 1)
+}
+
+/** How many leading lines a summary may skip: an integration's line, then perhaps its page's. */
+const MAX_SKIPPED_LINES = 2
+
+/**
+ * The summary line: the first line, unless `boilerplate` says it is not the user's (a line an
+ * integration puts before every report, "New message from the contact form"); then the next line, up to
+ * `MAX_SKIPPED_LINES` lines down. A text with nothing after its line keeps that line.
+ */
+export function summaryLine(text: string, boilerplate?: (line: string) => boolean): string {
+  let line = firstLine(text)
+  if (!boilerplate) return line
+  let rest = text
+  for (let skipped = 0; skipped < MAX_SKIPPED_LINES && boilerplate(line); skipped++) {
+    const after = afterFirstLine(rest)
+    const next = firstLine(after)
+    if (next === '') break
+    rest = after
+    line = next
+  }
+  return line
 }
 
 /**
