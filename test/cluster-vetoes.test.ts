@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/dedup/tokenize'
-import { differentTests, nameAddedOnOneSide, nameVariant, oneSlotSwapped, testIds, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
+import { alikeApartFromNumbers, differentNumbers, differentTests, nameAddedOnOneSide, nameVariant, oneSlotSwapped, testIds, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
 import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, nearTitle, titleMatch } from '../src/dedup/decide'
 import { featuresOf } from '../src/dedup/features'
 import { sanitizeText } from '../src/sanitize/sanitize'
@@ -170,6 +170,27 @@ describe('numbers: identifiers are names, not numbers', () => {
   test('"s3" and "s3a" no longer veto a true pair; different versions still do', () => {
     expect(numbersVeto(identifyingNumbers('S3A listing is slow'), identifyingNumbers('Listing s3 buckets is slow'))).toBe(false)
     expect(numbersVeto(identifyingNumbers('Upgrade X to 2.9.10.2'), identifyingNumbers('Upgrade X to 2.9.10.3'))).toBe(true)
+  })
+})
+
+describe('different numbers veto titles that otherwise say the same (differentNumbers)', () => {
+  const titled = (title: string) => ({ title, firstNumbers: identifyingNumbers(title) })
+  test('one template, another number: vetoed', () => {
+    expect(alikeApartFromNumbers('Tests hang on Centos 7', 'Tests hang on Centos 8 with Temurin 21')).toBeCloseTo(4 / 6)
+    expect(differentNumbers(titled('Tests hang on Centos 7'), titled('Tests hang on Centos 8 with Temurin 21'))).toBe(true)
+    expect(differentNumbers(titled('Error 502 at checkout'), titled('Error 404 at checkout'))).toBe(true)
+    expect(differentNumbers(titled('Backport DFLOW-1289 to branch-3.4'), titled('Backport DFLOW-3727 to branch-3.3'))).toBe(true)
+  })
+  test('two titles that say different things: their numbers veto nothing (real duplicates, Eclipse and Firefox)', () => {
+    expect(differentNumbers(titled('[1.8][inference] inferencing issue when building project reactor-core'), titled('[1.8][inference] regression since the fix for Bug 502350'))).toBe(false)
+    expect(differentNumbers(titled('SSH connections with RSA keys fail for servers not supporting rsa-sha2'), titled('JGit refuses ssh login after update to 2021-03'))).toBe(false)
+    expect(differentNumbers(titled('Mozilla Firefox Nightly 62.0a1 (2018-05-10) always starts in windowed mode'), titled("Firefox 62.0a1 doesn't stay maximized when closed and reopened"))).toBe(false)
+    // The same numbers, or numbers on one side only: never a veto, alike or not.
+    expect(differentNumbers(titled('Tests hang on Centos 7'), titled('Tests hang on Centos'))).toBe(false)
+  })
+  test('through decide: alike titles with other numbers are refused, unlike ones are scored', () => {
+    expect(verdict('Error 502 at checkout\nThe checkout page answers with an error after paying.', 'Error 404 at checkout\nThe checkout page answers with an error after paying.', 0.95)).toMatchObject({ attach: false, reason: 'veto: different numbers in titles' })
+    expect(verdict('Checkout answers error 502 after paying\nThe checkout page fails after paying.', 'Paying fails with code 500 on the last step\nThe checkout page fails after paying.', 0.95)).toMatchObject({ attach: true })
   })
 })
 

@@ -8,7 +8,7 @@
  */
 import type { Features } from './features'
 import { words } from './tokenize'
-import { differentTests, disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, oneSlotSwapped, templatedSiblings } from './vetoes'
+import { differentNumbers, differentTests, disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, oneSlotSwapped, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
   /** Attach on this blended score alone. */
@@ -139,7 +139,7 @@ export type Verdict = { attach: true; reason: string } | { attach: false; reason
  * computing a costly score for a pair that is refused anyway.
  */
 export function veto(query: CandidateView['features'], candidate: CandidateView['features']): Verdict | null {
-  if (numbersVeto(query.firstNumbers, candidate.firstNumbers)) return { attach: false, reason: 'veto: different numbers in titles' }
+  if (differentNumbers(query, candidate)) return { attach: false, reason: 'veto: different numbers in titles' }
   if (disjointVersions(query.versions, candidate.versions)) return { attach: false, reason: 'veto: different versions in titles' }
   if (templatedSiblings(query.title, candidate.title)) return { attach: false, reason: 'veto: templated sibling titles (one name swapped)' }
   if (scopeDifference(query.title, candidate.title) === 'sibling') return { attach: false, reason: 'veto: same title under another scope' }

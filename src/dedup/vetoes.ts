@@ -19,6 +19,39 @@ export function numbersVeto(a: readonly string[], b: readonly string[]): boolean
   return a.length !== b.length || a.some((n, i) => n !== b[i])
 }
 
+/**
+ * How alike two titles must be apart from their numbers for different numbers to veto (as alike as
+ * `templatedSiblings` asks). Below it the titles say different things, and their numbers name nothing
+ * the other title speaks of.
+ */
+export const NUMBERS_VETO_ALIKE = 0.6
+
+/**
+ * Different numbers in two titles that otherwise say much the same ("Tests hang on Centos 7" / "on
+ * Centos 8", "Error 502 at checkout" / "Error 404 at checkout"): different cases. Two titles that say
+ * different things ("[1.8][inference] inferencing issue when building reactor-core" / "[1.8][inference]
+ * regression since the fix for bug 502350", "SSH with RSA keys fails" / "refuses ssh login after update
+ * to 2021-03") are one bug told two ways as often as not: their numbers veto nothing, and the score
+ * decides. Measured on six corpora (bench/README.md, issue 41 session 22): true duplicates were vetoed
+ * as often as different bugs on the real ones.
+ */
+export function differentNumbers(a: { title: string; firstNumbers: readonly string[] }, b: { title: string; firstNumbers: readonly string[] }): boolean {
+  return numbersVeto(a.firstNumbers, b.firstNumbers) && alikeApartFromNumbers(a.title, b.title) >= NUMBERS_VETO_ALIKE
+}
+
+/**
+ * How much two titles say alike apart from their numbers: the share of the longer title's tokens without
+ * a digit that the other title has too (lowercased).
+ */
+export function alikeApartFromNumbers(a: string, b: string): number {
+  const wa = [...titleParts(a).positions.keys()].filter((t) => !/\d/.test(t))
+  const wb = new Set([...titleParts(b).positions.keys()].filter((t) => !/\d/.test(t)))
+  if (wa.length === 0 || wb.size === 0) return 0
+  let shared = 0
+  for (const t of wa) if (wb.has(t)) shared++
+  return shared / Math.max(wa.length, wb.size)
+}
+
 /** Two non-empty version sets with nothing in common. */
 export function disjointVersions(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   if (a.size === 0 || b.size === 0) return false
