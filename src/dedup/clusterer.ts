@@ -447,6 +447,15 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     preparedIndex: (appId: string): AppIndex | undefined => indexes.get(appId),
 
     /**
+     * The App's test for a leading line that is no report's summary (AppIndex.isBoilerplate), for a
+     * lead's theme; none while the App's index is not built here (the first line is the theme then).
+     */
+    boilerplateOf(appId: string): ((line: string) => boolean) | undefined {
+      const index = indexes.get(appId)
+      return index && ((line: string) => index.isBoilerplate(line))
+    },
+
+    /**
      * The ids a verdict for `r` (or a ranking of `limit`) reads: its nearest candidates and their leads.
      * The App's index must be prepared. PostgreSQL reads these rows before it computes (ClusterReads).
      */

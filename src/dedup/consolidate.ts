@@ -2,13 +2,18 @@
  * The cluster's summary fields on a lead: `theme` (a short label) and `consolidatedText` (the lead's
  * text plus the details its duplicates add, at most 8192 characters).
  */
-import { firstLine, words } from './tokenize'
+import { summaryLine, words } from './tokenize'
 
 export const CONSOLIDATED_MAX = 8192
 export const THEME_MAX = 80
 
-export function themeOf(leadText: string): string {
-  const line = firstLine(leadText).replace(/^(hi|hello|hey|dear)\b[^,.!]*[,.!]\s*/i, '').replace(/\s+/g, ' ').trim()
+/**
+ * The lead's label: its summary line, greeting dropped, at most `THEME_MAX` characters. `boilerplate`:
+ * the App's test for a line that is not a summary (an integration's, AppIndex.isBoilerplate), so a lead
+ * behind "New message from the contact form" is labelled by its own line.
+ */
+export function themeOf(leadText: string, boilerplate?: (line: string) => boolean): string {
+  const line = summaryLine(leadText, boilerplate).replace(/^(hi|hello|hey|dear)\b[^,.!]*[,.!]\s*/i, '').replace(/\s+/g, ' ').trim()
   const base = line || leadText.trim().replace(/\s+/g, ' ')
   return base.length <= THEME_MAX ? base : base.slice(0, THEME_MAX - 1).replace(/\s+\S*$/, '') + '…'
 }

@@ -152,7 +152,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
     // Never a summary of raw text: a report not sanitized yet has none.
     if (lead.redactions === null) return stats.n
     const window = await repo.duplicateTexts(tx, leadId)
-    await repo.saveLead(tx, leadId, leadSummary(lead.text, stats.n, stats.last, window), clock.now())
+    await repo.saveLead(tx, leadId, leadSummary(lead.text, stats.n, stats.last, window, core.boilerplateOf(lead.app_id)), clock.now())
     return stats.n
   }
 
@@ -314,7 +314,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
       const save: { id: string; summary: ReturnType<typeof leadSummary> }[] = []
       for (const [id, s] of states) {
         counts.set(id, s.n)
-        if (s.sanitized) save.push({ id, summary: leadSummaryOfDistinct(s.text, s.n, s.last, s.distinct, s.windowLength) })
+        if (s.sanitized) save.push({ id, summary: leadSummaryOfDistinct(s.text, s.n, s.last, s.distinct, s.windowLength, core.boilerplateOf(s.appId)) })
       }
       await repo.saveLeads(tx, save, clock.now())
       return counts

@@ -76,7 +76,7 @@ export function createClusterService(sides: SyncClusterSides, clock: Clock, base
     // part of a batch failed) has none.
     if (lead.redactions === null) return state ? state.n : repo.duplicateStats(leadId).n
     const { n, last, window } = state ? { n: state.n, last: state.last, window: state.texts } : summaryFromDb(leadId)
-    repo.saveLead(leadId, leadSummary(lead.text, n, last, window), clock.now())
+    repo.saveLead(leadId, leadSummary(lead.text, n, last, window, core.boilerplateOf(lead.app_id)), clock.now())
     return n
   }
 

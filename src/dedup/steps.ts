@@ -81,15 +81,16 @@ const scopeOf = (r: Pick<ClusterRow, 'org_id' | 'app_id'>): Scope => ({ orgId: r
 /**
  * The lead's summary from its duplicates: `n` of them (sanitized or not), the newest one's time, and the
  * newest sanitized texts (`window`, newest first). Each distinct text counts once in the consolidated
- * text (a burst repeats one text many times); its header counts every one.
+ * text (a burst repeats one text many times); its header counts every one. `boilerplate`: the App's
+ * test for a leading line that is not the lead's summary (its theme then reads the next line).
  */
-export function leadSummary(leadText: string, n: number, last: number | null, window: string[]): LeadSummary {
-  return leadSummaryOfDistinct(leadText, n, last, [...new Set(window)], window.length)
+export function leadSummary(leadText: string, n: number, last: number | null, window: string[], boilerplate?: (line: string) => boolean): LeadSummary {
+  return leadSummaryOfDistinct(leadText, n, last, [...new Set(window)], window.length, boilerplate)
 }
 
 /** As `leadSummary`, from the window's distinct texts (in the order they first occur, newest first) and how many texts it held. */
-export function leadSummaryOfDistinct(leadText: string, n: number, last: number | null, distinct: string[], windowLength: number): LeadSummary {
-  return { duplicateCount: n, lastDuplicateAt: last, theme: themeOf(leadText), consolidatedText: consolidate(leadText, distinct, windowLength) }
+export function leadSummaryOfDistinct(leadText: string, n: number, last: number | null, distinct: string[], windowLength: number, boilerplate?: (line: string) => boolean): LeadSummary {
+  return { duplicateCount: n, lastDuplicateAt: last, theme: themeOf(leadText, boilerplate), consolidatedText: consolidate(leadText, distinct, windowLength) }
 }
 
 /**

@@ -105,6 +105,7 @@ export interface TxClusterRepo<Tx> {
 
 /** What a lead's summary is built from: its text, its duplicates' count and newest time, their newest sanitized texts. */
 export interface LeadState {
+  appId: string
   text: string
   /** False while the lead is not sanitized: no summary is built from raw text. */
   sanitized: boolean

@@ -18,7 +18,7 @@ const COLS = `id, org_id, app_id, status, version, text, url, component_target, 
 
 // As duplicateStats and duplicateTexts, for many leads at once (the processing engine's batch): the window as
 // its distinct texts in the order they first occur newest first (what a summary reads), not its up to 200 texts.
-const LEAD_STATES = `SELECT l.id, l.text, l.redactions IS NOT NULL AS sanitized, s.n, s.last, w.distinct_texts, w.window_length
+const LEAD_STATES = `SELECT l.id, l.app_id, l.text, l.redactions IS NOT NULL AS sanitized, s.n, s.last, w.distinct_texts, w.window_length
   FROM feedback l
   CROSS JOIN LATERAL (SELECT COUNT(*)::int AS n, MAX(d.created_at) AS last FROM feedback d WHERE d.duplicate_of_id = l.id) s
   CROSS JOIN LATERAL (SELECT COALESCE(array_agg(g.text ORDER BY g.newest DESC), '{}') AS distinct_texts, COALESCE(sum(g.k), 0)::int AS window_length
@@ -149,9 +149,9 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
     async leadStates(tx: PgTx, leadIds: string[]): Promise<Map<string, LeadState>> {
       const out = new Map<string, LeadState>()
       if (leadIds.length === 0) return out
-      type Found = { id: string; text: string; sanitized: boolean; n: number; last: number | null; distinct_texts: string[]; window_length: number }
+      type Found = { id: string; app_id: string; text: string; sanitized: boolean; n: number; last: number | null; distinct_texts: string[]; window_length: number }
       for (const r of await many<Found>(tx.client, LEAD_STATES, [leadIds])) {
-        out.set(r.id, { text: r.text, sanitized: r.sanitized, n: Number(r.n), last: r.last === null ? null : Number(r.last), distinct: r.distinct_texts, windowLength: Number(r.window_length) })
+        out.set(r.id, { appId: r.app_id, text: r.text, sanitized: r.sanitized, n: Number(r.n), last: r.last === null ? null : Number(r.last), distinct: r.distinct_texts, windowLength: Number(r.window_length) })
       }
       return out
     },
