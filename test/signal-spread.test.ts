@@ -11,6 +11,7 @@ import { sqliteStorage } from '../src/db/sqlite/storage'
 import { systemClock } from '../src/core/clock'
 import { createClusterService } from '../src/dedup/service'
 import { summaryLine } from '../src/dedup/tokenize'
+import { titleKey } from '../src/dedup/title-key'
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf } from '../src/dedup/features'
 import { corroboration, mergeBlock } from '../src/dedup/decide'
@@ -33,13 +34,13 @@ describe('SignalSpread', () => {
     const spread = new SignalSpread()
     const keys = signalKeys({ title: 'Pay fails', component: 'paybutton', errorFps: ['e1', 'e2'], stackFp: null })
     expect(keys).toEqual(['c:paybutton', 'e:e1', 'e:e2'])
-    spread.add(keys, 'Pay fails')
-    spread.add(['e:e1'], 'PAY FAILS')
+    spread.add(keys, titleKey('Pay fails'))
+    spread.add(['e:e1'], titleKey('PAY FAILS'))
     expect([spread.leads('e:e1'), spread.leads('e:e2'), spread.leads('c:paybutton'), spread.leads('s:x')]).toEqual([2, 1, 1, 0])
     expect([spread.leadsTitled('pay fails'), spread.leadsTitled('Pay fails twice')]).toEqual([2, 0])
-    spread.remove(keys, 'Pay fails')
-    spread.remove(['e:e1'], 'pay fails')
-    spread.remove(['e:e1'], 'pay fails')
+    spread.remove(keys, titleKey('Pay fails'))
+    spread.remove(['e:e1'], titleKey('pay fails'))
+    spread.remove(['e:e1'], titleKey('pay fails'))
     expect([spread.leads('e:e1'), spread.leads('e:e2'), spread.leadsTitled('Pay fails')]).toEqual([0, 0, 0])
   })
 

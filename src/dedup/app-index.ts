@@ -8,7 +8,8 @@ import { DocStore, type DocView } from './doc-store'
 import { ScoreHistory } from './calibrate'
 import { AppGrams, noteText } from './rerank'
 import { Densities } from './neighbourhood'
-import { GENERIC_MIN_LEADS, SignalSpread, signalKeys, titleKey, withoutGeneric } from './signal-spread'
+import { GENERIC_MIN_LEADS, leadsIn, reportsIn, SignalSpread, signalKeys, withoutGeneric } from './signal-spread'
+import { titleKey } from './title-key'
 
 export interface Scored {
   id: string
@@ -117,9 +118,10 @@ export class AppIndex {
     }
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
-    this.spread.countTitle(f.title, 1)
+    const title = this.docs.titleKey(slot)
+    this.spread.countTitle(title, 1)
     if (!leadId) {
-      this.spread.add(signalKeys(f), f.title)
+      this.spread.add(signalKeys(f), title)
       this.leadCount++
     }
     for (const tid of terms) {
@@ -147,9 +149,9 @@ export class AppIndex {
     const leadId = this.docs.leadId(slot)
     this.unlink(id, leadId)
     const doc = this.docs.view(slot)
-    this.spread.countTitle(doc.title, -1)
+    this.spread.countTitle(this.docs.titleKey(slot), -1)
     if (!leadId) {
-      this.spread.remove(signalKeys(doc), doc.title)
+      this.spread.remove(signalKeys(doc), this.docs.titleKey(slot))
       this.leadCount--
     }
     this.docs.eachTerm(slot, (tid) => this.df[tid]--)
@@ -168,8 +170,8 @@ export class AppIndex {
     if (!was !== !leadId) {
       // A lead became a duplicate, or the reverse: the App's leads and what they carry change.
       const doc = this.docs.view(slot)
-      if (leadId) this.spread.remove(signalKeys(doc), doc.title)
-      else this.spread.add(signalKeys(doc), doc.title)
+      if (leadId) this.spread.remove(signalKeys(doc), this.docs.titleKey(slot))
+      else this.spread.add(signalKeys(doc), this.docs.titleKey(slot))
       this.leadCount += leadId ? -1 : 1
     }
     this.docs.setLeadId(slot, leadId)
@@ -194,15 +196,24 @@ export class AppIndex {
    * title is read again as a report arriving now would read it (clusterer.ts `featuresFor`).
    */
   isBoilerplate(line: string, selfId?: string): boolean {
-    let reports = this.spread.reportsTitled(line)
-    if (reports < BOILERPLATE_REPORTS) return false
-    let leads = this.spread.leadsTitled(line)
+    const key = titleKey(line)
     const self = selfId === undefined ? undefined : this.slotOf.get(selfId)
-    if (self !== undefined && titleKey(this.docs.title(self)) === titleKey(line)) {
-      reports--
-      if (this.docs.leadId(self) === null) leads--
-    }
-    return reports >= BOILERPLATE_REPORTS && leads >= 2 && leads >= reports * BOILERPLATE_LEAD_SHARE
+    const mine = self !== undefined && this.docs.titleKey(self) === key
+    return this.boilerplateCounts(this.spread.titleCounts(key), mine, mine && this.docs.leadId(self) === null)
+  }
+
+  /** `isBoilerplate` for an indexed report's stored title, as a report arriving now would judge it (its key at hand). */
+  storedTitleIsBoilerplate(id: string): boolean {
+    const slot = this.slotOf.get(id)
+    return slot !== undefined && this.boilerplateCounts(this.spread.titleCounts(this.docs.titleKey(slot)), false, false)
+  }
+
+  /** The rule of `isBoilerplate` on a title's packed counts, less the asking report's own where it has the title. */
+  private boilerplateCounts(packed: number, selfReport: boolean, selfLead: boolean): boolean {
+    const reports = reportsIn(packed) - (selfReport ? 1 : 0)
+    if (reports < BOILERPLATE_REPORTS) return false
+    const leads = leadsIn(packed) - (selfLead ? 1 : 0)
+    return leads >= 2 && leads >= reports * BOILERPLATE_LEAD_SHARE
   }
 
   /**

@@ -274,7 +274,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const full = row(id)
       return full ? featuresIn(index, full) : null
     }
-    if (!index.isBoilerplate(doc.title)) return doc
+    if (!index.storedTitleIsBoilerplate(id)) return doc
     // Indexed before its first line was known to be an integration's (one of the App's first reports
     // with it): its title is read again, as a report arriving now would have it.
     const text = texts.get(id) ?? row(id)?.text

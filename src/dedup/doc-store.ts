@@ -5,6 +5,7 @@
  * reads); as columns they are a few dozen objects plus the id strings.
  */
 import type { Features } from './features'
+import { STORED_TITLE_CHARS, titleKey } from './title-key'
 
 export interface DocView {
   id: string
@@ -20,8 +21,6 @@ export interface DocView {
   leadId: string | null
 }
 
-/** How much of a title the index keeps (the title rules need a few dozen characters). */
-export const STORED_TITLE_CHARS = 160
 
 const NO_NUMBERS: readonly string[] = Object.freeze([])
 const NO_VERSIONS: ReadonlySet<string> = new Set()
@@ -47,6 +46,8 @@ export class DocStore {
   private ids: string[] = []
   /** Title lines, for the templated-sibling veto (a few dozen characters each). */
   private titles: string[] = []
+  /** Each title's key (signal-spread.ts `titleKey`), so the title counts are read without hashing it again. */
+  private titleKeys: number[] = []
   private leadIds: (string | null)[] = []
   /** Rarely set fields, by slot, only where present. */
   private numbers = new Map<number, readonly string[]>()
@@ -94,6 +95,7 @@ export class DocStore {
     this.distinct[slot] = Math.min(f.distinctWords, 65535)
     this.ids.push(f.id)
     this.titles.push(f.title.slice(0, STORED_TITLE_CHARS))
+    this.titleKeys.push(titleKey(f.title))
     this.leadIds.push(leadId)
     if (f.firstNumbers.length > 0) this.numbers.set(slot, f.firstNumbers)
     if (f.versions.size > 0) this.versionSets.set(slot, f.versions)
@@ -162,9 +164,9 @@ export class DocStore {
     for (let i = from; i < to; i++) fn(this.termPool[i], this.tfPool[i])
   }
 
-  /** The report's title as stored (its first `STORED_TITLE_CHARS` characters). */
-  title(slot: number): string {
-    return this.titles[slot]
+  /** The key of the report's title (signal-spread.ts `titleKey`). */
+  titleKey(slot: number): number {
+    return this.titleKeys[slot]
   }
 
   view(slot: number): DocView {

@@ -14,7 +14,7 @@
  * first line; when every report has the same one, they see nothing and different bugs merge.
  */
 
-import { STORED_TITLE_CHARS } from './doc-store'
+import { titleKey } from './title-key'
 
 /** A signal carried by more leads than this is generic at any App size. */
 export const GENERIC_MIN_LEADS = 3
@@ -54,21 +54,21 @@ export class SignalSpread {
    */
   private titles = new Map<number, number>()
 
-  /** A lead with `title` carrying `keys` was indexed (or a duplicate became a lead again). */
-  add(keys: readonly string[], title: string): void {
+  /** A lead whose title's key (`titleKey`) is `title` carrying `keys` was indexed (or a duplicate became a lead again). */
+  add(keys: readonly string[], title: number): void {
     for (const key of keys) bump(this.leadsOf, key, 1)
-    bump(this.titles, titleKey(title), 1)
+    bump(this.titles, title, 1)
   }
 
-  /** A lead with `title` carrying `keys` left the index (or became a duplicate). */
-  remove(keys: readonly string[], title: string): void {
+  /** A lead whose title's key is `title` carrying `keys` left the index (or became a duplicate). */
+  remove(keys: readonly string[], title: number): void {
     for (const key of keys) bump(this.leadsOf, key, -1)
-    bump(this.titles, titleKey(title), -1)
+    bump(this.titles, title, -1)
   }
 
-  /** A report with `title` was indexed (1) or left the index (-1), lead or duplicate. */
-  countTitle(title: string, by: 1 | -1): void {
-    bump(this.titles, titleKey(title), by * TITLE_REPORT)
+  /** A report whose title's key is `title` was indexed (1) or left the index (-1), lead or duplicate. */
+  countTitle(title: number, by: 1 | -1): void {
+    bump(this.titles, title, by * TITLE_REPORT)
   }
 
   /** How many indexed leads carry `key`. */
@@ -78,14 +78,24 @@ export class SignalSpread {
 
   /** How many indexed leads have `title` (case aside). */
   leadsTitled(title: string): number {
-    return (this.titles.get(titleKey(title)) ?? 0) % TITLE_REPORT
+    return leadsIn(this.titleCounts(titleKey(title)))
   }
 
   /** How many indexed reports have `title` (case aside). */
   reportsTitled(title: string): number {
-    return Math.floor((this.titles.get(titleKey(title)) ?? 0) / TITLE_REPORT)
+    return reportsIn(this.titleCounts(titleKey(title)))
+  }
+
+  /** The packed counts of the title whose key (`titleKey`) is `key`: read them with `reportsIn` and `leadsIn`. */
+  titleCounts(key: number): number {
+    return this.titles.get(key) ?? 0
   }
 }
+
+/** The reports of packed title counts (`SignalSpread.titleCounts`). */
+export const reportsIn = (packed: number): number => Math.floor(packed / TITLE_REPORT)
+/** The leads of packed title counts. */
+export const leadsIn = (packed: number): number => packed % TITLE_REPORT
 
 /** A report's weight in the packed title counts (its lead's is 1). */
 const TITLE_REPORT = 2 ** 20
@@ -94,24 +104,6 @@ function bump<K>(counts: Map<K, number>, key: K, by: number): void {
   const n = (counts.get(key) ?? 0) + by
   if (n > 0) counts.set(key, n)
   else counts.delete(key)
-}
-
-/**
- * A title's key: a 53-bit hash of it, lower-cased, as far as the index keeps titles (cyrb53: two 32-bit
- * multiplicative hashes combined).
- */
-export function titleKey(title: string): number {
-  let h1 = 0xdeadbeef
-  let h2 = 0x41c6ce57
-  for (let i = 0, end = Math.min(title.length, STORED_TITLE_CHARS); i < end; i++) {
-    const c = title.charCodeAt(i)
-    const ch = c >= 65 && c <= 90 ? c + 32 : c
-    h1 = Math.imul(h1 ^ ch, 2654435761)
-    h2 = Math.imul(h2 ^ ch, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
 }
 
 /** Whether a signal carried by `leads` other leads of an App of `appLeads` leads is generic. */
@@ -135,11 +127,12 @@ export function withoutGeneric<T extends SpreadSignals>(
   const component = signals.component !== null && generic('c', signals.component)
   const errorFps = signals.errorFps.filter((e) => !generic('e', e))
   const stackFp = signals.stackFp !== null && generic('s', signals.stackFp)
-  const genericTitle = isGeneric(spread.leadsTitled(signals.title) - own, appLeads)
+  const titled = spread.titleCounts(titleKey(signals.title))
+  const genericTitle = isGeneric(leadsIn(titled) - own, appLeads)
   // Reports, not leads: a line put before every report would otherwise look specific while wrong merges
   // keep its reports in one cluster. A popular bug's identical titles lose it too, and merge on their
   // score and their cluster's vocabulary.
-  const commonTitle = spread.reportsTitled(signals.title) - (indexed.report ? 1 : 0) > GENERIC_MIN_LEADS
+  const commonTitle = reportsIn(titled) - (indexed.report ? 1 : 0) > GENERIC_MIN_LEADS
   if (!component && errorFps.length === signals.errorFps.length && !stackFp && !genericTitle && !commonTitle) return signals
   return { ...signals, component: component ? null : signals.component, errorFps, stackFp: stackFp ? null : signals.stackFp, genericTitle, commonTitle }
 }
