@@ -21,7 +21,6 @@ export interface DocView {
   leadId: string | null
 }
 
-
 const NO_NUMBERS: readonly string[] = Object.freeze([])
 const NO_VERSIONS: ReadonlySet<string> = new Set()
 const POLARITY = [null, 'many', 'none'] as const
@@ -46,7 +45,7 @@ export class DocStore {
   private ids: string[] = []
   /** Title lines, for the templated-sibling veto (a few dozen characters each). */
   private titles: string[] = []
-  /** Each title's key (signal-spread.ts `titleKey`), so the title counts are read without hashing it again. */
+  /** Each title's key (title-key.ts), so the title counts are read without hashing the title again. */
   private titleKeys: number[] = []
   private leadIds: (string | null)[] = []
   /** Rarely set fields, by slot, only where present. */
@@ -164,7 +163,7 @@ export class DocStore {
     for (let i = from; i < to; i++) fn(this.termPool[i], this.tfPool[i])
   }
 
-  /** The key of the report's title (signal-spread.ts `titleKey`). */
+  /** The key of the report's title (title-key.ts). */
   titleKey(slot: number): number {
     return this.titleKeys[slot]
   }
