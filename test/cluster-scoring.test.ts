@@ -280,3 +280,26 @@ describe("the App's n-gram frequencies (/similar's order)", () => {
     expect(c.rankScore).toBe(c.score)
   })
 })
+
+describe('an exact twin in a flood of one template', () => {
+  test('a report sent again finds its twin among 64 that differ by one digit or two (retrieval ties go to the same title)', async () => {
+    const app = 'e'.repeat(24)
+    await withClusterService(app, async (cluster, _sqlite, insertReport) => {
+      // The same words in every report but the number: "2" and "7" are no words (too short), so for
+      // retrieval the reports with a one-digit number are all alike, and more than 40 of them tie.
+      const body = (i: number) => `The checkout button does nothing when I click it after adding items (report ${i}). The spinner keeps turning and the order never goes through.`
+      const first = new Map<number, string>()
+      let n = 0
+      for (let round = 0; round < 2; round++) {
+        for (let i = 1; i <= 64; i++) {
+          const id = hexId(++n)
+          insertReport(id, body(i), n)
+          const verdict = cluster.clusterReport(id)
+          if (round === 0) first.set(i, verdict.leadId ?? id)
+          // The second round: every report joins its own twin's cluster, never another number's.
+          else expect({ i, lead: verdict.leadId }).toEqual({ i, lead: first.get(i)! })
+        }
+      }
+    })
+  })
+})

@@ -353,10 +353,13 @@ export class AppIndex {
     if (this.touched.length < retrieval.length * MAX_POSTINGS_PER_TERM) this.touched = new Int32Array(retrieval.length * MAX_POSTINGS_PER_TERM)
     const touched = this.touched
     let nTouched = 0
+    // What a report holding every retrieval word scores (summed in the same order, so equal to the bit).
+    let full = 0
     for (const { tid, w, idf } of retrieval) {
       const list = this.postings[tid]
       const stop = Math.max(0, list.length - MAX_POSTINGS_PER_TERM)
       const add = w * idf
+      full += add
       for (let i = list.length - 1; i >= stop; i--) {
         const slot = list[i]
         if (alive[slot] !== 1) continue
@@ -366,7 +369,12 @@ export class AppIndex {
     }
     const selfSlot = this.slotOf.get(f.id)
     const keep = Math.max(limit * 3, 40)
-    const top = new TopK(keep)
+    // Where reports holding every retrieval word tie (a flood of one template, the same words in every
+    // report but a one-digit number), a report with the query's very title goes first: otherwise the
+    // newest ties are kept and an exact twin is missed. Read only on such a tie.
+    const sameTitle = titleKey(f.title)
+    const titled = (slot: number): boolean => this.docs.titleKey(slot) === sameTitle
+    const top = new TopK(keep, full, titled)
     for (let i = 0; i < nTouched; i++) {
       const slot = touched[i]
       if (slot !== selfSlot) top.offer(slot, acc[slot])
@@ -386,7 +394,7 @@ export class AppIndex {
       qWeight[q.tid] = q.w
       qStamp[q.tid] = qGen
     }
-    const scored: Scored[] = []
+    const scored: (Scored & { slot: number })[] = []
     const terms = this.docs.terms
     const tfs = this.docs.tfs
     for (const [slot] of shortlist) {
@@ -398,18 +406,41 @@ export class AppIndex {
         dNorm += w * w
         if (qStamp[tid] === qGen) dot += qWeight[tid] * w
       }
-      if (dNorm > 0) scored.push({ id: this.docs.id(slot), wordScore: dot / (qNorm * Math.sqrt(dNorm)) })
+      if (dNorm > 0) scored.push({ id: this.docs.id(slot), wordScore: dot / (qNorm * Math.sqrt(dNorm)), slot })
     }
-    return scored.sort((a, b) => b.wordScore - a.wordScore).slice(0, limit)
+    const tieBreak = (a: { slot: number }, b: { slot: number }): number => Number(titled(b.slot)) - Number(titled(a.slot))
+    return scored
+      .sort((a, b) => b.wordScore - a.wordScore || tieBreak(a, b))
+      .slice(0, limit)
+      .map(({ id, wordScore }) => ({ id, wordScore }))
   }
 }
 
-/** The k highest-scored items, kept in a binary min-heap: O(n log k) instead of sorting all n. */
+/**
+ * The k highest-scored items, kept in a binary min-heap: O(n log k) instead of sorting all n. Between
+ * items at the score `tied` an item `preferred` says yes to ranks higher (asked only on such a tie: rare
+ * but for a flood of one template), so it is kept before the others.
+ */
 class TopK {
   private slots: number[] = []
   private scores: number[] = []
 
-  constructor(private readonly k: number) {}
+  constructor(
+    private readonly k: number,
+    private readonly tied = NaN,
+    private readonly preferred: (slot: number) => boolean = () => false,
+  ) {}
+
+  /** Whether `slot` at `score` ranks above `other` at the same score. */
+  private before(score: number, slot: number, other: number): boolean {
+    return score === this.tied && this.preferred(slot) && !this.preferred(other)
+  }
+
+  /** Whether the item at heap position `a` ranks below the one at `b`. */
+  private below(a: number, b: number): boolean {
+    const { scores, slots } = this
+    return scores[a] < scores[b] || (scores[a] === scores[b] && this.before(scores[b], slots[b], slots[a]))
+  }
 
   offer(slot: number, score: number): void {
     const { slots, scores } = this
@@ -419,13 +450,13 @@ class TopK {
       let i = slots.length - 1
       while (i > 0) {
         const parent = (i - 1) >> 1
-        if (scores[parent] <= scores[i]) break
+        if (!this.below(i, parent)) break
         this.swap(i, parent)
         i = parent
       }
       return
     }
-    if (score <= scores[0]) return
+    if (score < scores[0] || (score === scores[0] && !this.before(score, slot, slots[0]))) return
     slots[0] = slot
     scores[0] = score
     let i = 0
@@ -433,8 +464,8 @@ class TopK {
       const l = 2 * i + 1
       const r = l + 1
       let min = i
-      if (l < slots.length && scores[l] < scores[min]) min = l
-      if (r < slots.length && scores[r] < scores[min]) min = r
+      if (l < slots.length && this.below(l, min)) min = l
+      if (r < slots.length && this.below(r, min)) min = r
       if (min === i) break
       this.swap(i, min)
       i = min
