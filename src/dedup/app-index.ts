@@ -202,6 +202,9 @@ export class AppIndex {
     return this.boilerplateCounts(this.spread.titleCounts(key), mine, mine && this.docs.leadId(self) === null)
   }
 
+  /** `isBoilerplate` as a report arriving now asks it: the predicate featuresOf and themeOf take. */
+  readonly boilerplate = (line: string): boolean => this.isBoilerplate(line)
+
   /** `isBoilerplate` for an indexed report's stored title, as a report arriving now would judge it (its key at hand). */
   storedTitleIsBoilerplate(id: string): boolean {
     const slot = this.slotOf.get(id)

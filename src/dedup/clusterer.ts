@@ -278,7 +278,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     // Indexed before its first line was known to be an integration's (one of the App's first reports
     // with it): its title is read again, as a report arriving now would have it.
     const text = texts.get(id) ?? row(id)?.text
-    return text === undefined ? doc : retitled(doc, text, (line) => index.isBoilerplate(line))
+    return text === undefined ? doc : retitled(doc, text, index.boilerplate)
   }
 
   /** The shortlist's rows, read in one statement (what /similar serves: current links, servable text). */
@@ -450,10 +450,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
      * The App's test for a leading line that is no report's summary (AppIndex.isBoilerplate), for a
      * lead's theme; none while the App's index is not built here (the first line is the theme then).
      */
-    boilerplateOf(appId: string): ((line: string) => boolean) | undefined {
-      const index = indexes.get(appId)
-      return index && ((line: string) => index.isBoilerplate(line))
-    },
+    boilerplateOf: (appId: string): ((line: string) => boolean) | undefined => indexes.get(appId)?.boilerplate,
 
     /**
      * The ids a verdict for `r` (or a ranking of `limit`) reads: its nearest candidates and their leads.

@@ -83,9 +83,7 @@ export function featuresOf(r: ReportInput, boilerplate?: (line: string) => boole
   return {
     id: r.id,
     tf,
-    title: head,
-    firstNumbers: identifyingNumbers(head),
-    versions: versions(head),
+    ...titleFields(head),
     polarity: polarity(r.text),
     distinctWords: tf.size,
     page: pagePath(r.url),
@@ -101,7 +99,12 @@ export function featuresOf(r: ReportInput, boilerplate?: (line: string) => boole
  */
 export function retitled<T extends { title: string; firstNumbers: readonly string[]; versions: ReadonlySet<string> }>(f: T, text: string, boilerplate: (line: string) => boolean): T {
   const head = summaryLine(text, boilerplate)
-  return head === f.title ? f : { ...f, title: head, firstNumbers: identifyingNumbers(head), versions: versions(head) }
+  return head === f.title ? f : { ...f, ...titleFields(head) }
+}
+
+/** What the title rules read of a title line. */
+function titleFields(head: string): Pick<Features, 'title' | 'firstNumbers' | 'versions'> {
+  return { title: head, firstNumbers: identifyingNumbers(head), versions: versions(head) }
 }
 
 /** Cosine similarity of two trigram count maps. */

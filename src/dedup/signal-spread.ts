@@ -81,11 +81,6 @@ export class SignalSpread {
     return leadsIn(this.titleCounts(titleKey(title)))
   }
 
-  /** How many indexed reports have `title` (case aside). */
-  reportsTitled(title: string): number {
-    return reportsIn(this.titleCounts(titleKey(title)))
-  }
-
   /** The packed counts of the title whose key (`titleKey`) is `key`: read them with `reportsIn` and `leadsIn`. */
   titleCounts(key: number): number {
     return this.titles.get(key) ?? 0

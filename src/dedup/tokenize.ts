@@ -131,17 +131,16 @@ export function words(text: string): string[] {
  * the title, never the title run into the body.
  */
 export function firstLine(text: string): string {
-  const trimmed = text.trim()
-  const cut = trimmed.search(LINE_END)
-  return (cut === -1 ? trimmed : trimmed.slice(0, cut)).trim().slice(0, 300)
+  return splitFirstLine(text).line
 }
 const LINE_END = /\n|[.!?](\s|$)/
 
-/** The text after its first line (`firstLine`'s cut), or '' when there is none. */
-function afterFirstLine(text: string): string {
+/** A text's first line (as `firstLine`) and the text after it ('' when there is none), from one cut. */
+function splitFirstLine(text: string): { line: string; rest: string } {
   const trimmed = text.trim()
   const cut = trimmed.search(LINE_END)
-  return cut === -1 ? '' : trimmed.slice(cut + 1)
+  if (cut === -1) return { line: trimmed.slice(0, 300), rest: '' }
+  return { line: trimmed.slice(0, cut).trim().slice(0, 300), rest: trimmed.slice(cut + 1) }
 }
 
 /** How many leading lines a summary may skip: an integration's line, then perhaps its page's. */
@@ -153,15 +152,12 @@ const MAX_SKIPPED_LINES = 2
  * `MAX_SKIPPED_LINES` lines down. A text with nothing after its line keeps that line.
  */
 export function summaryLine(text: string, boilerplate?: (line: string) => boolean): string {
-  let line = firstLine(text)
+  let { line, rest } = splitFirstLine(text)
   if (!boilerplate) return line
-  let rest = text
   for (let skipped = 0; skipped < MAX_SKIPPED_LINES && boilerplate(line); skipped++) {
-    const after = afterFirstLine(rest)
-    const next = firstLine(after)
-    if (next === '') break
-    rest = after
-    line = next
+    const next = splitFirstLine(rest)
+    if (next.line === '') break
+    ;({ line, rest } = next)
   }
   return line
 }
