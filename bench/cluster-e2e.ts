@@ -11,6 +11,7 @@
  *   E2E_SERIAL=1 …                                             # each report sent once the one before is processed
  *   E2E_COMPARE=0 …                                            # without the in-process run
  *   E2E_PG=1 …                                                 # fixloop on PostgreSQL (a throw-away server, redis, s3rver)
+ *   E2E_ORDER=filing …                                         # the reports in their trackers' filing order (duplicates in bursts)
  *
  * It waits for every report's `processedAt` (docs/api.md: set with the verdict; E2E_WAIT=status: for
  * its status to pass `sanitizing`), then reads the verdicts once, as a client would, and checks them
@@ -25,7 +26,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Corpus, CorpusApp } from '../test/fixtures/corpus'
 import { prng } from '../test/sanitize-fixtures'
-import { dupCorpusPath, measureQuality } from './cluster'
+import { dupCorpusPath, inFilingOrder, measureQuality } from './cluster'
 import { cliAsync, freePort, startClusterServices, waitReady, type ClusterServices } from './cluster-services'
 import { openPool } from '../src/db/pg/client-options'
 
@@ -34,6 +35,8 @@ const MAX_REPORTS = Number(process.env.E2E_MAX_REPORTS ?? Infinity)
 const WAIT_MS = Number(process.env.E2E_WAIT_S ?? 600) * 1000
 /** E2E_SERIAL=1: each report is submitted once the one before it was processed (no batches). */
 const SERIAL = process.env.E2E_SERIAL === '1'
+/** E2E_ORDER=filing: the reports arrive in their trackers' filing order (bench/cluster.ts `inFilingOrder`), not order 1. */
+const FILING = process.env.E2E_ORDER === 'filing'
 /**
  * E2E_WAIT=status: a report counts as processed once its status is past `received` and `sanitizing`
  * (what a client of the spec alone would wait for), instead of once it has `processedAt`.
@@ -117,9 +120,9 @@ async function measureProject(app: CorpusApp, services: ClusterServices | null):
   const sk = { authorization: `Bearer ${key}` }
   try {
     await waitReady(base, server)
-    // bench/cluster.ts's order 1 for a corpus of this one App.
+    // bench/cluster.ts's order 1 for a corpus of this one App, or (E2E_ORDER=filing) the trackers' filing order.
     const rand = prng(1)
-    const order = [...app.reports].sort(() => rand() - 0.5).slice(0, MAX_REPORTS)
+    const order = (FILING ? inFilingOrder(app.reports) : [...app.reports].sort(() => rand() - 0.5)).slice(0, MAX_REPORTS)
     const ids: string[] = []
     const read = async (id: string) => (await (await fetch(`${base}/v1/feedback/${id}`, { headers: sk })).json()) as Item
     const t0 = performance.now()
@@ -217,9 +220,9 @@ async function measureProject(app: CorpusApp, services: ClusterServices | null):
     }
     // The in-process bench on the same order, for comparison.
     if (process.env.E2E_COMPARE === '0') return
-    const q = measureQuality({ apps: [{ ...app, reports: app.reports }], hardNegatives: [] } as Corpus, undefined, 1)
+    const q = measureQuality({ apps: [{ ...app, reports: app.reports }], hardNegatives: [] } as Corpus, undefined, 1, false, FILING ? 'filing' : 'shuffled')
     console.log(
-      `  in process (bench/cluster.ts, order 1): wrong-attach ${(q.wrongAttach * 100).toFixed(2)} %  merge precision ${f(q.precision)}  recall ${f(q.recall)} [tp ${q.tp}, fp ${q.fp}, fn ${q.fn}]  suggestion hit ${f(q.suggestionHit)}  R@1 ${f(q.recallAt1)} R@5 ${f(q.recallAt5)} R@10 ${f(q.recallAt10)}`,
+      `  in process (bench/cluster.ts, ${FILING ? 'filing order' : 'order 1'}): wrong-attach ${(q.wrongAttach * 100).toFixed(2)} %  merge precision ${f(q.precision)}  recall ${f(q.recall)} [tp ${q.tp}, fp ${q.fp}, fn ${q.fn}]  suggestion hit ${f(q.suggestionHit)}  R@1 ${f(q.recallAt1)} R@5 ${f(q.recallAt5)} R@10 ${f(q.recallAt10)}`,
     )
   } finally {
     server.kill('SIGTERM')

@@ -128,11 +128,24 @@ export interface HalfStats {
 }
 
 /**
- * Feeds each App's reports through clustering in a shuffled order; scores pairs against the labels.
+ * How a corpus's reports arrive: `shuffled` (a seeded order: whatever arrives first leads), or `filing`,
+ * the order their trackers numbered them in (the real corpora's ids are Bugzilla ids, which grow with
+ * filing time), as an App receives reports while its users meet the bugs: duplicates come in bursts.
+ */
+export type Arrival = 'shuffled' | 'filing'
+
+/** Reports in the order of the number in their ids (`eclipse-518095`): their filing order. */
+export function inFilingOrder<T extends { id: string }>(reports: readonly T[]): T[] {
+  const numberOf = (r: T): number => Number(r.id.replace(/\D/g, ''))
+  return [...reports].sort((a, b) => numberOf(a) - numberOf(b))
+}
+
+/**
+ * Feeds each App's reports through clustering in a shuffled order (or `arrival`); scores pairs against the labels.
  * `triager`: a person answers every suggestion as the labels say (a merge into the suggested lead when it
  * is the same bug, a rejection when not), as the dashboard's buttons do: the App learns from it (learn.ts).
  */
-export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed = 7, triager = false): QualityResult {
+export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed = 7, triager = false, arrival: Arrival = 'shuffled'): QualityResult {
   const { sqlite, dir } = openBenchDb()
   const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock, thresholds)
   const rand = prng(seed)
@@ -156,7 +169,7 @@ export function measureQuality(corpus: Corpus, thresholds: Thresholds = DEFAULT_
   for (const app of corpus.apps) {
     const appId = hexId(0xa00000 + n++)
     insertApp(sqlite, appId)
-    const order = [...app.reports].sort(() => rand() - 0.5)
+    const order = arrival === 'filing' ? inFilingOrder(app.reports) : [...app.reports].sort(() => rand() - 0.5)
     const idOf = new Map<string, string>()
     const groupById = new Map<string, string>()
     const seenGroups = new Set<string>()
@@ -352,8 +365,8 @@ export const REAL_CORPUS_PATH = join(import.meta.dir, '..', 'test', 'fixtures', 
 export const TRACKER_CORPUS_PATH = join(import.meta.dir, '..', 'test', 'fixtures', 'tracker-corpus.json')
 
 /** Quality over several arrival orders (clustering is order-dependent: who arrives first leads). */
-export function qualityOverOrders(corpus: Corpus, seeds = [1, 2, 3, 4, 5, 6], thresholds: Thresholds = DEFAULT_THRESHOLDS) {
-  const runs = seeds.map((seed) => measureQuality(corpus, thresholds, seed))
+export function qualityOverOrders(corpus: Corpus, seeds = [1, 2, 3, 4, 5, 6], thresholds: Thresholds = DEFAULT_THRESHOLDS, arrival: Arrival = 'shuffled') {
+  const runs = seeds.map((seed) => measureQuality(corpus, thresholds, seed, false, arrival))
   const min = (f: (r: QualityResult) => number) => Math.min(...runs.map(f))
   const max = (f: (r: QualityResult) => number) => Math.max(...runs.map(f))
   const avg = (f: (r: QualityResult) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length
@@ -384,14 +397,16 @@ export function withConstantFirstLine(corpus: Corpus): Corpus {
 const constantFirstLine = process.argv.includes('--constant-first-line')
 const genericShare = Number(process.argv.find((a) => a.startsWith('--generic-error='))?.slice('--generic-error='.length) ?? 0)
 
-function printQuality(name: string, given: Corpus, targets: string): void {
+function printQuality(name: string, given: Corpus, targets: string, arrival: Arrival = 'shuffled'): void {
   let corpus = genericShare > 0 ? withGenericError(given, genericShare) : given
   if (genericShare > 0) name += ` + generic error on ${Math.round(genericShare * 100)} %`
   if (constantFirstLine) {
     corpus = withConstantFirstLine(corpus)
     name += ' + a constant first line'
   }
-  const { runs, min, max, avg } = qualityOverOrders(corpus)
+  // Filing order is one order: measured once.
+  const { runs, min, max, avg } = arrival === 'filing' ? qualityOverOrders(corpus, [1], DEFAULT_THRESHOLDS, 'filing') : qualityOverOrders(corpus)
+  if (arrival === 'filing') name += ', in filing order'
   const q = runs[0]
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`
   summary.push(
@@ -445,6 +460,8 @@ function printRealCorpora(path: string): void {
   }
   const all = JSON.parse(readFileSync(path, 'utf8')) as Corpus
   for (const app of all.apps) printQuality(`real: ${app.id}`, { apps: [app], hardNegatives: [] }, 'baseline, no targets')
+  // As an App receives them: duplicates in bursts, which /similar and the suggestions learn (arrival-locality.ts).
+  for (const app of all.apps) printQuality(`real: ${app.id}`, { apps: [app], hardNegatives: [] }, 'baseline, no targets', 'filing')
   for (const app of all.apps) printTriager(`real: ${app.id}`, { apps: [app], hardNegatives: [] })
 }
 

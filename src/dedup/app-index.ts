@@ -10,6 +10,7 @@ import { AppGrams, noteText } from './rerank'
 import { Densities } from './neighbourhood'
 import { GENERIC_MIN_LEADS, leadsIn, reportsIn, SignalSpread, signalKeys, withoutGeneric } from './signal-spread'
 import { titleKey } from './title-key'
+import { ArrivalLocality, NEAR_SHARE, nearByChance, recencyBonus } from './arrival-locality'
 
 export interface Scored {
   id: string
@@ -49,6 +50,13 @@ export class AppIndex {
   private spread = new SignalSpread()
   /** Indexed reports that are leads (no `leadId`): the App's bugs, as far as the index knows. */
   private leadCount = 0
+  /** Whether the App's duplicates arrive close together (arrival-locality.ts), from its links. */
+  private locality = new ArrivalLocality()
+  /** Per slot, the note its link made in `locality` (0: none, 1: far, 2: near) and that link's chance of being near. */
+  private linkNote = new Uint8Array(1024)
+  private linkChance = new Float32Array(1024)
+  /** Root lead → the newest slot of its cluster (a report arriving now is nearest to it). */
+  private newestMember = new Map<string, number>()
 
   get size(): number {
     return this.live
@@ -136,11 +144,71 @@ export class AppIndex {
   private link(id: string, leadId: string): void {
     let set = this.members.get(leadId)
     if (!set) this.members.set(leadId, (set = new Set()))
+    this.noteArrival(id, leadId, set.size + 1)
     set.add(id)
   }
 
   private unlink(id: string, leadId: string | null): void {
-    if (leadId) this.members.get(leadId)?.delete(id)
+    if (!leadId) return
+    this.members.get(leadId)?.delete(id)
+    const slot = this.slotOf.get(id)
+    if (slot === undefined || this.linkNote[slot] === 0) return
+    this.locality.note(this.linkNote[slot] === 2, this.linkChance[slot], -1)
+    this.linkNote[slot] = 0
+  }
+
+  /**
+   * Notes in `locality` how close `id` arrived to its cluster (`earlier` members before it): to the lead
+   * or the cluster's newest member, the nearest for a report arriving now.
+   */
+  private noteArrival(id: string, leadId: string, earlier: number): void {
+    const slot = this.slotOf.get(id)
+    const root = this.slotOf.get(leadId)
+    if (slot === undefined || root === undefined) return
+    const newest = this.newestMember.get(leadId)
+    let gap = Math.abs(slot - root)
+    if (newest !== undefined && newest !== slot && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(slot - newest))
+    if (newest === undefined || slot > newest) this.newestMember.set(leadId, slot)
+    this.growLinkNotes(slot)
+    if (this.linkNote[slot] !== 0) this.locality.note(this.linkNote[slot] === 2, this.linkChance[slot], -1)
+    // Near: within NEAR_SHARE of the reports before it, and at least the next one (in a young App 5 % is
+    // less than one report; the chance counts the same share).
+    const before = Math.max(1, this.docs.slots - 1)
+    const nearWithin = Math.max(1, NEAR_SHARE * before)
+    const near = gap <= nearWithin
+    // Rounded as it is kept, so taking the note back subtracts exactly what was added.
+    const chance = Math.fround(nearByChance(earlier, Math.min(1, nearWithin / before)))
+    this.locality.note(near, chance, 1)
+    this.linkNote[slot] = near ? 2 : 1
+    this.linkChance[slot] = chance
+  }
+
+  /** Room in the per-slot link notes for `slot`. */
+  private growLinkNotes(slot: number): void {
+    if (this.linkNote.length > slot) return
+    const size = Math.max(slot + 1, this.linkNote.length * 2)
+    const notes = new Uint8Array(size)
+    notes.set(this.linkNote)
+    this.linkNote = notes
+    const chances = new Float32Array(size)
+    chances.set(this.linkChance)
+    this.linkChance = chances
+  }
+
+  /**
+   * How far apart two reports arrived, as a share of the App's indexed reports: `a` not indexed yet is
+   * arriving now (after every indexed one); −1 when `b` is not indexed.
+   */
+  arrivalGap(a: string, b: string): number {
+    // A report not indexed yet is arriving now: after every indexed one.
+    const x = this.slotOf.get(a) ?? this.docs.slots
+    const y = this.slotOf.get(b)
+    return x === undefined || y === undefined ? -1 : Math.abs(x - y) / Math.max(1, this.docs.slots)
+  }
+
+  /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
+  get arrivalLocality(): number {
+    return this.locality.strength
   }
 
   remove(id: string): void {
@@ -159,6 +227,7 @@ export class AppIndex {
     this.docs.kill(slot)
     this.slotOf.delete(id)
     this.densities.delete(id)
+    this.newestMember.delete(id)
     this.live--
   }
 
@@ -326,8 +395,10 @@ export class AppIndex {
   /**
    * The `limit` reports most similar to `f` by TF-IDF cosine over words, excluding `f.id` itself.
    * Retrieval uses the postings of words held by at most `maxDf` reports; scoring uses every word.
+   * `byArrival` (/similar, for an indexed report): reports that arrived close to it are kept first
+   * where the App's duplicates come in bursts (arrival-locality.ts).
    */
-  nearest(f: Features, limit: number, retrievalTerms = RETRIEVAL_TERMS): Scored[] {
+  nearest(f: Features, limit: number, retrievalTerms = RETRIEVAL_TERMS, byArrival = false): Scored[] {
     this.beginQuery()
     const query: { tid: number; w: number; idf: number }[] = []
     let qNorm = 0
@@ -378,9 +449,15 @@ export class AppIndex {
     const sameTitle = titleKey(f.title)
     const titled = (slot: number): boolean => this.docs.titleKey(slot) === sameTitle
     const top = new TopK(keep, full, titled)
+    // /similar's retrieval, where the App's duplicates come in bursts (arrival-locality.ts): a report that
+    // arrived close to the query is kept before one that only shares a little more of its words. The
+    // bonus is scaled to what a report holding every retrieval word scores; the word score stays as is.
+    const locality = byArrival && selfSlot !== undefined ? this.locality.strength : 0
+    const slots = Math.max(1, this.docs.slots)
+    const arrivalBonus = (slot: number): number => (locality > 0 ? recencyBonus(Math.abs(slot - selfSlot!) / slots, locality) : 0)
     for (let i = 0; i < nTouched; i++) {
       const slot = touched[i]
-      if (slot !== selfSlot) top.offer(slot, acc[slot])
+      if (slot !== selfSlot) top.offer(slot, locality > 0 ? acc[slot] + full * arrivalBonus(slot) : acc[slot])
       acc[slot] = 0
     }
     // Full cosine for the best partial matches only.
@@ -397,7 +474,7 @@ export class AppIndex {
       qWeight[q.tid] = q.w
       qStamp[q.tid] = qGen
     }
-    const scored: (Scored & { slot: number })[] = []
+    const scored: (Scored & { slot: number; key: number })[] = []
     const terms = this.docs.terms
     const tfs = this.docs.tfs
     for (const [slot] of shortlist) {
@@ -409,11 +486,14 @@ export class AppIndex {
         dNorm += w * w
         if (qStamp[tid] === qGen) dot += qWeight[tid] * w
       }
-      if (dNorm > 0) scored.push({ id: this.docs.id(slot), wordScore: dot / (qNorm * Math.sqrt(dNorm)), slot })
+      if (dNorm > 0) {
+        const wordScore = dot / (qNorm * Math.sqrt(dNorm))
+        scored.push({ id: this.docs.id(slot), wordScore, slot, key: wordScore + arrivalBonus(slot) })
+      }
     }
     const tieBreak = (a: { slot: number }, b: { slot: number }): number => Number(titled(b.slot)) - Number(titled(a.slot))
     return scored
-      .sort((a, b) => b.wordScore - a.wordScore || tieBreak(a, b))
+      .sort((a, b) => b.key - a.key || tieBreak(a, b))
       .slice(0, limit)
       .map(({ id, wordScore }) => ({ id, wordScore }))
   }

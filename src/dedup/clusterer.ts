@@ -10,6 +10,7 @@ import { AppIndex } from './app-index'
 import { featuresOf, retitled, type Features, type ReportInput } from './features'
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
+import { recencyBonus } from './arrival-locality'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
@@ -55,13 +56,15 @@ interface RankMode {
   cached: boolean
   retrievalTerms: number
   withAppOrder: boolean
+  /** Whether retrieval keeps reports that arrived close to the query first (arrival-locality.ts): /similar's. */
+  byArrival: boolean
 }
 /** A verdict (and the calibration's seed): cached texts, 12 words, the blended score its bars compare. */
-const VERDICT_RANKING: RankMode = { cached: true, retrievalTerms: VERDICT_RETRIEVAL_TERMS, withAppOrder: false }
+const VERDICT_RANKING: RankMode = { cached: true, retrievalTerms: VERDICT_RETRIEVAL_TERMS, withAppOrder: false, byArrival: false }
 /** GET /similar: the stored rows, 24 words, ordered by the App's n-gram IDF (a person reads the list). */
-const SIMILAR_RANKING: RankMode = { cached: false, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true }
+const SIMILAR_RANKING: RankMode = { cached: false, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true, byArrival: true }
 /** A candidate's neighbourhood for /similar's order (neighbourhood.ts): ranked as /similar ranks, texts from the cache. */
-const NEIGHBOURHOOD_RANKING: RankMode = { cached: true, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true }
+const NEIGHBOURHOOD_RANKING: RankMode = { cached: true, retrievalTerms: SIMILAR_RETRIEVAL_TERMS, withAppOrder: true, byArrival: false }
 
 /** The newest reports scored when an index is built, to seed the App's threshold calibration. */
 const CALIBRATION_SEED = 40
@@ -324,7 +327,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   /** `limit` candidates of the App for `f` (its text `text`), read and scored as `mode` says (VERDICT_RANKING, SIMILAR_RANKING). */
   function rank(appId: string, f: Features, text: string, limit: number, mode: RankMode): Ranked[] {
     const index = indexFor(appId)
-    const near = index.nearest(f, Math.max(RESCORE, limit), mode.retrievalTerms)
+    const near = index.nearest(f, Math.max(RESCORE, limit), mode.retrievalTerms, mode.byArrival)
     const found = mode.cached ? cachedCandidates(appId, near, index) : storedCandidates(appId, near)
     // The App's n-gram counts only for /similar's order (`withAppOrder`): a verdict compares the blended score.
     const scores = blend(text, found, DEFAULT_BLEND, mode.withAppOrder ? index.grams : undefined)
@@ -391,6 +394,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   function verdictFor(r: Row, f: Features): Verdict {
     let verdict: Verdict = { leadId: null, reason: 'no similar report' }
     let suggestion: Suggestion | null = null
+    let suggestionKey = -Infinity
     if (r.merge_locked) return { ...verdict, suggestion }
     const index = indexFor(r.app_id)
     const seenRoots = new Set<string>()
@@ -406,7 +410,10 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
     // connection since it was indexed. Once per lead.
     const roots = new Map<string, RootState | null>()
+    // Whether the App's duplicates come in bursts (arrival-locality.ts): a bonus for suggesting, not merging.
+    const locality = index.arrivalLocality
     for (const c of ranked) {
+      let arrival = 0
       const rootId = c.duplicateOfId ?? c.id
       if (seenRoots.has(rootId) || rejected.has(rootId)) continue
       let root = roots.get(rootId)
@@ -426,11 +433,20 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
           index.clusterSize(rootId) > 1 && !strongEnough(signals, c.features, c.score, thresholds)
             ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
             : c.score
-        v = rootId === c.id ? decideOnScore(signals, c.features, score, thresholds) : decideAgainstLead(signals, c.features, rootFeatures, score, thresholds)
+        // Where the App's duplicates come in bursts, a report that arrived close counts for more as a
+        // suggestion, never for a merge: its score plus that bonus is held against the floor.
+        arrival = locality > 0 ? recencyBonus(index.arrivalGap(r.id, c.id), locality) : 0
+        const bars = arrival > 0 ? { ...thresholds, suggest: thresholds.suggest - arrival } : thresholds
+        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars) : decideAgainstLead(signals, c.features, rootFeatures, score, bars)
         if (!v.attach && v.suggest && signals !== f) v = { ...v, reason: v.reason + genericNote(f, signals, c.features) }
+        if (!v.attach && v.suggest && arrival >= 0.005) v = { ...v, reason: `${v.reason}; arrived close to it (+${arrival.toFixed(2)})` }
       }
       if (v.attach) return { leadId: rootId, reason: v.reason, score: c.score, suggestion: null }
-      if (!v.attach && v.suggest && !suggestion) suggestion = { leadId: rootId, score: c.score, reason: v.reason }
+      // The suggestion: the lead whose score and arrival bonus are the highest.
+      if (!v.attach && v.suggest && (!suggestion || c.score + arrival > suggestionKey)) {
+        suggestion = { leadId: rootId, score: c.score, reason: v.reason }
+        suggestionKey = c.score + arrival
+      }
       if (verdict.reason === 'no similar report') verdict = { leadId: null, reason: v.reason }
       if (seenRoots.size >= 5) break
     }
@@ -456,12 +472,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
      * The ids a verdict for `r` (or a ranking of `limit`) reads: its nearest candidates and their leads.
      * The App's index must be prepared. PostgreSQL reads these rows before it computes (ClusterReads).
      */
-    shortlist(r: Row, limit = RESCORE, retrievalTerms = VERDICT_RETRIEVAL_TERMS): string[] {
+    shortlist(r: Row, limit = RESCORE, mode: RankMode = VERDICT_RANKING): string[] {
       const index = indexes.get(r.app_id)
       if (!index) return []
       const ids = new Set<string>()
       // One more than a ranking takes: the report itself may be in the index now and out of it when ranked (`plan`).
-      for (const c of index.nearest(featuresIn(index, r), Math.max(RESCORE, limit) + 1, retrievalTerms)) {
+      for (const c of index.nearest(featuresIn(index, r), Math.max(RESCORE, limit) + 1, mode.retrievalTerms, mode.byArrival)) {
         ids.add(c.id)
         ids.add(index.leadOf(c.id) ?? c.id)
       }
@@ -469,7 +485,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     },
 
     /** The ids /similar for `r` reads (`limit` asked for): its shortlist as /similar finds it. PostgreSQL reads these first. */
-    similarShortlist: (r: Row, limit: number): string[] => api.shortlist(r, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RETRIEVAL_TERMS),
+    similarShortlist: (r: Row, limit: number): string[] => api.shortlist(r, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING),
 
     /**
      * The ids /similar for `id` reads beyond its shortlist (whose rows must be at hand): the shortlists of
@@ -564,6 +580,9 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const index = indexFor(r.app_id)
       // Below APP_GRAMS_MIN_DOCS the order is the blended score's, whose scale densities were not measured on.
       const scored = appOrder ? scaledByNeighbourhood(r.app_id, index, r.id, ranked) : ranked.map((c) => ({ c, score: c.rankScore }))
+      // Where the App's duplicates come in bursts, a candidate that arrived close to the report moves up (arrival-locality.ts).
+      const locality = index.arrivalLocality
+      if (locality > 0) for (const s of scored) s.score += recencyBonus(index.arrivalGap(r.id, s.c.id), locality)
       return scored
         .sort((a, b) => b.score - a.score)
         .slice(0, limit)

@@ -1,0 +1,227 @@
+/**
+ * Arrival locality (src/dedup/arrival-locality.ts): an App whose duplicates come in bursts learns it
+ * from its own clusters, and only then do /similar and the suggestions favour reports that arrived
+ * close; an App whose arrival order says nothing learns nothing, and its order is the texts' alone.
+ */
+import { describe, expect, test } from 'bun:test'
+import { ArrivalLocality, LOCALITY_PRIOR_LINKS, NEAR_SHARE, nearByChance, RECENCY_HALF_GAP, RECENCY_WEIGHT, recencyBonus } from '../src/dedup/arrival-locality'
+import { AppIndex } from '../src/dedup/app-index'
+import { featuresOf, type ReportInput } from '../src/dedup/features'
+
+const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
+
+/** mulberry32, so every run builds the same texts and orders. */
+function prng(seed: number): () => number {
+  let a = seed
+  return () => {
+    a |= 0
+    a = (a + 0x6d2b79f5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+describe('ArrivalLocality', () => {
+  test('links that are near no more often than chance teach nothing', () => {
+    const l = new ArrivalLocality()
+    const rand = prng(3)
+    for (let i = 0; i < 400; i++) l.note(rand() < NEAR_SHARE, NEAR_SHARE, 1)
+    expect(l.linkCount).toBe(400)
+    expect(l.strength).toBe(0)
+  })
+
+  test('links that are mostly near give a strength that grows with their number', () => {
+    const l = new ArrivalLocality()
+    for (let i = 0; i < 10; i++) l.note(i % 5 !== 0, NEAR_SHARE, 1)
+    const early = l.strength
+    for (let i = 0; i < 190; i++) l.note(i % 5 !== 0, NEAR_SHARE, 1)
+    expect(early).toBeGreaterThan(0)
+    expect(l.strength).toBeGreaterThan(early)
+    // 80 % near against 5 % by chance, less the noise margin, shrunk by 200 / (200 + prior).
+    expect(l.strength).toBeGreaterThan(0.7 * (200 / (200 + LOCALITY_PRIOR_LINKS)))
+    expect(l.strength).toBeLessThanOrEqual(1)
+  })
+
+  test('a link taken back (an unmerge) takes its note back', () => {
+    const l = new ArrivalLocality()
+    for (let i = 0; i < 30; i++) l.note(true, 0.1, 1)
+    const before = l.strength
+    l.note(true, 0.1, 1)
+    l.note(true, 0.1, -1)
+    expect(l.strength).toBeCloseTo(before, 12)
+    for (let i = 0; i < 30; i++) l.note(true, 0.1, -1)
+    expect(l.linkCount).toBe(0)
+    expect(l.strength).toBe(0)
+  })
+
+  test('the chance of a near member grows with the cluster: a big cluster near the report says little', () => {
+    expect(nearByChance(1)).toBeCloseTo(NEAR_SHARE, 12)
+    expect(nearByChance(10)).toBeGreaterThan(nearByChance(2))
+    const l = new ArrivalLocality()
+    // Links to clusters of 60 members, near as often as chance makes them (95 %): nothing learnt.
+    const chance = nearByChance(60)
+    expect(chance).toBeGreaterThan(0.95)
+    for (let i = 0; i < 100; i++) l.note(i < 95, chance, 1)
+    expect(l.strength).toBe(0)
+  })
+})
+
+describe('recencyBonus', () => {
+  test('nothing without locality; the most at no gap; half at the half gap; falling with the gap', () => {
+    expect(recencyBonus(0, 0)).toBe(0)
+    expect(recencyBonus(-1, 1)).toBe(0)
+    expect(recencyBonus(0, 1)).toBeCloseTo(RECENCY_WEIGHT, 12)
+    expect(recencyBonus(RECENCY_HALF_GAP, 1)).toBeCloseTo(RECENCY_WEIGHT / 2, 12)
+    expect(recencyBonus(0.01, 0.5)).toBeGreaterThan(recencyBonus(0.2, 0.5))
+    expect(recencyBonus(0.01, 0.5)).toBeCloseTo(recencyBonus(0.01, 1) / 2, 12)
+  })
+})
+
+describe('AppIndex learns its locality from its links', () => {
+  const topics = ['invoice', 'upload', 'calendar', 'search', 'avatar', 'export', 'login', 'payment', 'sidebar', 'printing']
+  const text = (k: number, variant: number) => `${topics[k % topics.length]} ${k} problem ${variant}\nThe ${topics[(k * 3) % topics.length]} view of item ${k} breaks in case ${variant}.`
+  /** 40 bugs of 3 reports each, indexed in `order` (each report after its bug's first joins it). */
+  function build(order: { bug: number; n: number }[]): AppIndex {
+    const index = new AppIndex()
+    const lead = new Map<number, string>()
+    for (const { bug, n } of order) {
+      const id = `r${bug}-${n}`
+      const leadId = lead.get(bug) ?? null
+      if (!leadId) lead.set(bug, id)
+      index.add(featuresOf(input(id, text(bug, n))), leadId)
+    }
+    return index
+  }
+  const reports = Array.from({ length: 40 }, (_, bug) => [0, 1, 2].map((n) => ({ bug, n }))).flat()
+
+  test('bugs reported in bursts: a strong locality', () => {
+    const index = build(reports)
+    expect(index.arrivalLocality).toBeGreaterThan(0.5)
+  })
+
+  test('the same reports shuffled (an import, a backlog sent at once): no locality', () => {
+    const rand = prng(11)
+    const shuffled = [...reports].sort(() => rand() - 0.5)
+    // A bug's first report in the shuffle leads it.
+    const index = build(shuffled)
+    expect(index.arrivalLocality).toBe(0)
+  })
+
+  test('unmerging takes a link back; indexing a report again does not count its link twice', () => {
+    const index = build(reports)
+    const before = index.arrivalLocality
+    index.setLead('r5-1', null)
+    index.setLead('r5-2', null)
+    expect(index.arrivalLocality).not.toBeCloseTo(before, 6)
+    // Merged again: two near links again (their chance counted at today's size, so within a hair).
+    index.setLead('r5-1', 'r5-0')
+    index.setLead('r5-2', 'r5-0')
+    expect(Math.abs(index.arrivalLocality - before)).toBeLessThan(0.002)
+    // Moved to the end by being indexed again (clustered anew): far from its bug now.
+    index.add(featuresOf(input('r0-1', text(0, 1))), 'r0-0')
+    expect(index.arrivalLocality).toBeLessThan(before)
+    expect(index.arrivalLocality).toBeGreaterThan(0.5)
+  })
+
+  test('the gap is a share of the App’s indexed reports; a report not indexed yet arrives now', () => {
+    const index = build(reports)
+    expect(index.arrivalGap('r0-0', 'r0-1')).toBeCloseTo(1 / 120, 12)
+    expect(index.arrivalGap('r0-1', 'r0-0')).toBeCloseTo(1 / 120, 12)
+    expect(index.arrivalGap('new', 'r39-2')).toBeCloseTo(1 / 120, 12)
+    expect(index.arrivalGap('new', 'r0-0')).toBeCloseTo(1, 12)
+    expect(index.arrivalGap('r0-0', 'missing')).toBe(-1)
+  })
+})
+
+describe('through the cluster service (a real SQLite file)', () => {
+  const places = ['invoice list', 'upload dialog', 'calendar week view', 'search results', 'profile avatar', 'CSV export', 'login form', 'payment page', 'sidebar menu', 'print preview', 'team settings', 'notification bell', 'file browser', 'chat window', 'report builder', 'dark mode toggle', 'language picker', 'map widget', 'photo gallery', 'billing history', 'password reset', 'onboarding tour', 'API keys page', 'audit log', 'webhook editor', 'tag filter', 'kanban board', 'gantt chart', 'time tracker', 'expense form']
+  const symptoms = ['freezes for ten seconds', 'shows a blank white area', 'loses my changes', 'crashes the tab', 'is cut off on the right', 'shows the wrong totals', 'never finishes loading', 'jumps back to the top', 'flickers constantly', 'ignores keyboard input']
+  const first = (i: number) => `The ${places[i]} ${symptoms[i % 10]}\nWhen I open the ${places[i]} it ${symptoms[i % 10]}, every time since this morning.`
+  const second = (i: number) => `${places[i]} ${symptoms[i % 10]} again\nOpening the ${places[i]}: it ${symptoms[i % 10]}. Please fix.`
+  const OLD = 'Exporting the quarterly ledger to PDF cuts off the last page\nThe PDF export of the quarterly ledger drops its last page; the totals row is missing.'
+  const RECENT = 'Ledger PDF export is missing the final page\nWhen I export the quarterly ledger as a PDF the final page with the totals is not there.'
+  const QUERY = 'The quarterly ledger PDF export cuts off the last page\nThe ledger PDF export is missing the final page with the totals.'
+  const LOOSE = 'Totals gone from the ledger PDF\nMy accountant says the quarterly PDF has no totals page at all.'
+
+  /**
+   * One App: OLD first, then 30 bugs reported twice each (`bursty`: each bug's two reports one after the
+   * other; else all first reports, then all second ones), each pair merged; then RECENT, QUERY and LOOSE.
+   * The same texts either way; only the arrival of the 30 pairs differs.
+   */
+  async function app(bursty: boolean, fn: (ids: { old: string; recent: string; query: string; loose: string }, cluster: import('../src/dedup/service').ClusterService, appId: string) => void): Promise<void> {
+    const bench = await import('../bench/cluster')
+    const { createClusterService } = await import('../src/dedup/service')
+    const { openSqliteStore } = await import('../src/db/sqlite/store')
+    const { sqliteStorage } = await import('../src/db/sqlite/storage')
+    const { systemClock } = await import('../src/core/clock')
+    const { rmSync } = await import('node:fs')
+    const { sqlite, dir } = bench.openBenchDb()
+    try {
+      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
+      const appId = 'a'.repeat(24)
+      bench.insertApp(sqlite, appId)
+      let n = 0
+      const add = (text: string): { id: string; leadId: string | null } => {
+        const id = (++n).toString(16).padStart(24, '0')
+        bench.insertReport(sqlite, appId, id, { text }, n)
+        return { id, leadId: cluster.clusterReport(id).leadId }
+      }
+      const pair = (lead: string, text: string): void => {
+        const b = add(text)
+        if (b.leadId !== lead) cluster.merge(b.id, lead)
+      }
+      const old = add(OLD).id
+      if (bursty) {
+        for (let i = 0; i < 30; i++) pair(add(first(i)).id, second(i))
+      } else {
+        const leads = places.map((_, i) => add(first(i)).id)
+        for (let i = 0; i < 30; i++) pair(leads[i], second(i))
+      }
+      const recent = add(RECENT).id
+      const query = add(QUERY).id
+      // LOOSE is clustered (and asked about) by the caller.
+      const loose = (++n).toString(16).padStart(24, '0')
+      bench.insertReport(sqlite, appId, loose, { text: LOOSE }, n)
+      fn({ old, recent, query, loose }, cluster, appId)
+    } finally {
+      sqlite.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  test('/similar: where duplicates come in bursts, a report that arrived close ranks above an older one a little closer in words', async () => {
+    let scattered: string[] = []
+    await app(false, ({ old, recent, query }, cluster) => {
+      scattered = cluster.similar(query, 2).map((c) => (c.id === old ? 'old' : c.id === recent ? 'recent' : c.id))
+    })
+    let bursty: string[] = []
+    await app(true, ({ old, recent, query }, cluster) => {
+      bursty = cluster.similar(query, 2).map((c) => (c.id === old ? 'old' : c.id === recent ? 'recent' : c.id))
+    })
+    // The words alone put OLD first (the App whose arrival order says nothing) …
+    expect(scattered).toEqual(['old', 'recent'])
+    // … and where the App's duplicates arrived together, RECENT, which arrived just before the query.
+    expect(bursty).toEqual(['recent', 'old'])
+  })
+
+  test('a suggestion: a lead that arrived close is offered a little below the floor, and its reason says so; never merged for it', async () => {
+    await app(false, ({ loose }, cluster, appId) => {
+      const v = cluster.clusterReport(loose) as { leadId: string | null; reason: string; suggestion?: { score: number } | null }
+      expect(v.leadId).toBeNull()
+      expect(v.suggestion ?? null).toBeNull()
+      expect(v.reason).toMatch(/too low/)
+      expect(cluster.thresholdsFor(appId).suggest).toBeGreaterThan(0.3)
+    })
+    await app(true, ({ loose, old }, cluster, appId) => {
+      const v = cluster.clusterReport(loose) as { leadId: string | null; reason: string; suggestion?: { leadId: string; score: number; reason: string } | null }
+      expect(v.leadId).toBeNull()
+      const floor = cluster.thresholdsFor(appId).suggest
+      expect(v.suggestion).toBeDefined()
+      // Below the App's floor on its score, offered for its arrival: OLD's cluster, which QUERY joined just before.
+      expect(v.suggestion!.leadId).toBe(old)
+      expect(v.suggestion!.score).toBeLessThan(floor)
+      expect(v.suggestion!.reason).toMatch(/arrived close to it \(\+0\.\d\d\)$/)
+    })
+  })
+})
