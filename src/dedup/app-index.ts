@@ -10,7 +10,7 @@ import { AppGrams, noteText } from './rerank'
 import { Densities } from './neighbourhood'
 import { GENERIC_MIN_LEADS, leadsIn, reportsIn, SignalSpread, signalKeys, withoutGeneric } from './signal-spread'
 import { titleKey } from './title-key'
-import { ArrivalLocality, NEAR_SHARE, nearByChance, recencyBonus } from './arrival-locality'
+import { ARRIVAL_NEIGHBOURS, ArrivalLocality, NEAR_SHARE, nearByChance, recencyBonus } from './arrival-locality'
 
 export interface Scored {
   id: string
@@ -455,6 +455,14 @@ export class AppIndex {
     const locality = byArrival && selfSlot !== undefined ? this.locality.strength : 0
     const slots = Math.max(1, this.docs.slots)
     const arrivalBonus = (slot: number): number => (locality > 0 ? recencyBonus(Math.abs(slot - selfSlot!) / slots, locality) : 0)
+    // The reports that arrived right before and after the query are candidates too, on their bonus
+    // alone, when they hold none of its retrieval words (a paraphrase).
+    if (locality > 0) {
+      const last = Math.min(this.docs.slots - 1, selfSlot! + ARRIVAL_NEIGHBOURS)
+      for (let slot = Math.max(0, selfSlot! - ARRIVAL_NEIGHBOURS); slot <= last; slot++) {
+        if (slot !== selfSlot && alive[slot] === 1 && acc[slot] === 0) top.offer(slot, full * arrivalBonus(slot))
+      }
+    }
     for (let i = 0; i < nTouched; i++) {
       const slot = touched[i]
       if (slot !== selfSlot) top.offer(slot, locality > 0 ? acc[slot] + full * arrivalBonus(slot) : acc[slot])

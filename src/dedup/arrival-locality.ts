@@ -26,6 +26,12 @@ export const LOCALITY_PRIOR_LINKS = 20
 export const RECENCY_WEIGHT = 0.3
 /** The gap (a share of the App's reports) at which the bonus is half its most. */
 export const RECENCY_HALF_GAP = 0.05
+/**
+ * How many reports that arrived right before and after the one /similar asks about are its candidates
+ * whatever their words (where the App has a locality): a paraphrase may share none of its rarest words.
+ * On the real corpora in filing order R@10 +0.4 to +1.6 points; 5 and 10 alike, 20 and 30 less.
+ */
+export const ARRIVAL_NEIGHBOURS = 10
 
 export class ArrivalLocality {
   private links = 0
