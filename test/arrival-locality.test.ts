@@ -7,6 +7,7 @@ import { describe, expect, test } from 'bun:test'
 import { ArrivalLocality, LOCALITY_PRIOR_LINKS, NEAR_SHARE, nearByChance, RECENCY_HALF_GAP, RECENCY_WEIGHT, recencyBonus } from '../src/dedup/arrival-locality'
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf, type ReportInput } from '../src/dedup/features'
+import { firstReport, LOOSE, OLD, PLACES, QUERY, RECENT, secondReport } from './fixtures/arrival-texts'
 
 const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
 
@@ -135,14 +136,6 @@ describe('AppIndex learns its locality from its links', () => {
 })
 
 describe('through the cluster service (a real SQLite file)', () => {
-  const places = ['invoice list', 'upload dialog', 'calendar week view', 'search results', 'profile avatar', 'CSV export', 'login form', 'payment page', 'sidebar menu', 'print preview', 'team settings', 'notification bell', 'file browser', 'chat window', 'report builder', 'dark mode toggle', 'language picker', 'map widget', 'photo gallery', 'billing history', 'password reset', 'onboarding tour', 'API keys page', 'audit log', 'webhook editor', 'tag filter', 'kanban board', 'gantt chart', 'time tracker', 'expense form']
-  const symptoms = ['freezes for ten seconds', 'shows a blank white area', 'loses my changes', 'crashes the tab', 'is cut off on the right', 'shows the wrong totals', 'never finishes loading', 'jumps back to the top', 'flickers constantly', 'ignores keyboard input']
-  const first = (i: number) => `The ${places[i]} ${symptoms[i % 10]}\nWhen I open the ${places[i]} it ${symptoms[i % 10]}, every time since this morning.`
-  const second = (i: number) => `${places[i]} ${symptoms[i % 10]} again\nOpening the ${places[i]}: it ${symptoms[i % 10]}. Please fix.`
-  const OLD = 'Exporting the quarterly ledger to PDF cuts off the last page\nThe PDF export of the quarterly ledger drops its last page; the totals row is missing.'
-  const RECENT = 'Ledger PDF export is missing the final page\nWhen I export the quarterly ledger as a PDF the final page with the totals is not there.'
-  const QUERY = 'The quarterly ledger PDF export cuts off the last page\nThe ledger PDF export is missing the final page with the totals.'
-  const LOOSE = 'Totals gone from the ledger PDF\nMy accountant says the quarterly PDF has no totals page at all.'
 
   /**
    * One App: OLD first, then 30 bugs reported twice each (`bursty`: each bug's two reports one after the
@@ -173,10 +166,10 @@ describe('through the cluster service (a real SQLite file)', () => {
       }
       const old = add(OLD).id
       if (bursty) {
-        for (let i = 0; i < 30; i++) pair(add(first(i)).id, second(i))
+        for (let i = 0; i < 30; i++) pair(add(firstReport(i)).id, secondReport(i))
       } else {
-        const leads = places.map((_, i) => add(first(i)).id)
-        for (let i = 0; i < 30; i++) pair(leads[i], second(i))
+        const leads = PLACES.map((_, i) => add(firstReport(i)).id)
+        for (let i = 0; i < 30; i++) pair(leads[i], secondReport(i))
       }
       const recent = add(RECENT).id
       const query = add(QUERY).id

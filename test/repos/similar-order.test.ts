@@ -11,6 +11,7 @@ import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { APP_GRAMS_MIN_DOCS } from '../../src/dedup/rerank'
 import { seedOrgApp, submitReceived } from './store-fixtures'
+import { firstReport, OLD, PARAPHRASE, PLACES, QUERY, RECENT, secondReport } from '../fixtures/arrival-texts'
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 'pe', 'ra', 'so', 'ti', 'vu', 'ze', 'bo', 'di', 'fa', 'gu']
 /** Made-up words no other text here uses, distinct for distinct `from` (`tag` sets each kind apart). */
@@ -83,15 +84,6 @@ describeEachDialect('similar order', (fresh) => {
  * that arrived just before the query rank above an older one a little closer in words.
  */
 describeEachDialect('similar order by arrival', (fresh) => {
-  const places = ['invoice list', 'upload dialog', 'calendar week view', 'search results', 'profile avatar', 'CSV export', 'login form', 'payment page', 'sidebar menu', 'print preview', 'team settings', 'notification bell', 'file browser', 'chat window', 'report builder', 'dark mode toggle', 'language picker', 'map widget', 'photo gallery', 'billing history', 'password reset', 'onboarding tour', 'API keys page', 'audit log', 'webhook editor', 'tag filter', 'kanban board', 'gantt chart', 'time tracker', 'expense form']
-  const symptoms = ['freezes for ten seconds', 'shows a blank white area', 'loses my changes', 'crashes the tab', 'is cut off on the right', 'shows the wrong totals', 'never finishes loading', 'jumps back to the top', 'flickers constantly', 'ignores keyboard input']
-  const first = (i: number) => `The ${places[i]} ${symptoms[i % 10]}\nWhen I open the ${places[i]} it ${symptoms[i % 10]}, every time since this morning.`
-  const second = (i: number) => `${places[i]} ${symptoms[i % 10]} again\nOpening the ${places[i]}: it ${symptoms[i % 10]}. Please fix.`
-  const OLD = 'Exporting the quarterly ledger to PDF cuts off the last page\nThe PDF export of the quarterly ledger drops its last page; the totals row is missing.'
-  const RECENT = 'Ledger PDF export is missing the final page\nWhen I export the quarterly ledger as a PDF the final page with the totals is not there.'
-  const QUERY = 'The quarterly ledger PDF export cuts off the last page\nThe ledger PDF export is missing the final page with the totals.'
-  /** The same bug in other words: none of QUERY's. */
-  const PARAPHRASE = 'Accounting statement stops early\nThe year end statement I get is short of its closing section.'
 
   async function order(bursty: boolean): Promise<string[]> {
     const s = await fresh()
@@ -107,11 +99,11 @@ describeEachDialect('similar order by arrival', (fresh) => {
       while ((await worker.tick()) > 0) {}
       return ids
     }
-    const texts = bursty ? places.flatMap((_, i) => [first(i), second(i)]) : [...places.map((_, i) => first(i)), ...places.map((_, i) => second(i))]
+    const texts = bursty ? PLACES.flatMap((_, i) => [firstReport(i), secondReport(i)]) : [...PLACES.map((_, i) => firstReport(i)), ...PLACES.map((_, i) => secondReport(i))]
     const [old, ...pairs] = await submit([OLD, ...texts])
     // Each bug's second report merged into its first by hand (where the clustering did not already).
-    for (let i = 0; i < places.length; i++) {
-      const [a, b] = bursty ? [pairs[2 * i], pairs[2 * i + 1]] : [pairs[i], pairs[places.length + i]]
+    for (let i = 0; i < PLACES.length; i++) {
+      const [a, b] = bursty ? [pairs[2 * i], pairs[2 * i + 1]] : [pairs[i], pairs[PLACES.length + i]]
       await port.merge(b, a).catch(() => {})
     }
     const [recent, paraphrase, query] = await submit([RECENT, PARAPHRASE, QUERY])
