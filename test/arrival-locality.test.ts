@@ -142,7 +142,9 @@ describe('through the cluster service (a real SQLite file)', () => {
    * other; else all first reports, then all second ones), each pair merged; then RECENT, QUERY and LOOSE.
    * The same texts either way; only the arrival of the 30 pairs differs.
    */
-  async function app(bursty: boolean, fn: (ids: { old: string; recent: string; query: string; loose: string }, cluster: import('../src/dedup/service').ClusterService, appId: string) => void): Promise<void> {
+  type Verdict = { leadId: string | null; reason: string; suggestion?: { leadId: string; score: number; reason: string } | null }
+  type Ids = { old: string; recent: string; query: string; loose: string; leadOf: (bug: number) => string; add: (text: string) => { id: string; verdict: Verdict } }
+  async function app(bursty: boolean, fn: (ids: Ids, cluster: import('../src/dedup/service').ClusterService, appId: string) => void): Promise<void> {
     const bench = await import('../bench/cluster')
     const { createClusterService } = await import('../src/dedup/service')
     const { openSqliteStore } = await import('../src/db/sqlite/store')
@@ -160,23 +162,30 @@ describe('through the cluster service (a real SQLite file)', () => {
         bench.insertReport(sqlite, appId, id, { text }, n)
         return { id, leadId: cluster.clusterReport(id).leadId }
       }
-      const pair = (lead: string, text: string): void => {
+      const leads = new Map<number, string>()
+      const pair = (bug: number, lead: string, text: string): void => {
+        leads.set(bug, lead)
         const b = add(text)
         if (b.leadId !== lead) cluster.merge(b.id, lead)
       }
       const old = add(OLD).id
       if (bursty) {
-        for (let i = 0; i < 30; i++) pair(add(firstReport(i)).id, secondReport(i))
+        for (let i = 0; i < 30; i++) pair(i, add(firstReport(i)).id, secondReport(i))
       } else {
-        const leads = PLACES.map((_, i) => add(firstReport(i)).id)
-        for (let i = 0; i < 30; i++) pair(leads[i], secondReport(i))
+        const firsts = PLACES.map((_, i) => add(firstReport(i)).id)
+        for (let i = 0; i < 30; i++) pair(i, firsts[i], secondReport(i))
       }
       const recent = add(RECENT).id
       const query = add(QUERY).id
       // LOOSE is clustered (and asked about) by the caller.
       const loose = (++n).toString(16).padStart(24, '0')
       bench.insertReport(sqlite, appId, loose, { text: LOOSE }, n)
-      fn({ old, recent, query, loose }, cluster, appId)
+      const addVerdict = (text: string): { id: string; verdict: Verdict } => {
+        const id = (++n).toString(16).padStart(24, '0')
+        bench.insertReport(sqlite, appId, id, { text }, n)
+        return { id, verdict: cluster.clusterReport(id) as Verdict }
+      }
+      fn({ old, recent, query, loose, leadOf: (bug) => leads.get(bug)!, add: addVerdict }, cluster, appId)
     } finally {
       sqlite.close()
       rmSync(dir, { recursive: true, force: true })
@@ -206,15 +215,34 @@ describe('through the cluster service (a real SQLite file)', () => {
       expect(v.reason).toMatch(/too low/)
       expect(cluster.thresholdsFor(appId).suggest).toBeGreaterThan(0.3)
     })
-    await app(true, ({ loose, old }, cluster, appId) => {
+    await app(true, ({ loose, query }, cluster, appId) => {
       const v = cluster.clusterReport(loose) as { leadId: string | null; reason: string; suggestion?: { leadId: string; score: number; reason: string } | null }
       expect(v.leadId).toBeNull()
       const floor = cluster.thresholdsFor(appId).suggest
       expect(v.suggestion).toBeDefined()
-      // Below the App's floor on its score, offered for its arrival: OLD's cluster, which QUERY joined just before.
-      expect(v.suggestion!.leadId).toBe(old)
+      // Below the App's floor on its score, offered for its arrival: QUERY, which arrived just before (a lead
+      // of its own: OLD, which it would have merged into, was last reported long ago).
+      expect(v.suggestion!.leadId).toBe(query)
       expect(v.suggestion!.score).toBeLessThan(floor)
       expect(v.suggestion!.reason).toMatch(/arrived close to it \(\+0\.\d\d\)$/)
+    })
+  })
+
+  test('a bug reported again long after its last report is suggested, not merged, where duplicates come in bursts', async () => {
+    // Bug 0 reported again at the end: in the bursty App its two reports came first (last reported ~95 % of
+    // the App's reports back); bug 29's last report is recent.
+    await app(true, ({ add, leadOf }) => {
+      const again = add(firstReport(0)).verdict
+      expect(again.leadId).toBeNull()
+      expect(again.suggestion?.leadId).toBe(leadOf(0))
+      expect(again.suggestion?.reason).toMatch(/; not merged: its bug was last reported long ago \(9\d % of the App's reports back\)/)
+      const recent = add(firstReport(29)).verdict
+      expect(recent.leadId).toBe(leadOf(29))
+    })
+    // Where arrival says nothing, age says nothing either: both merge.
+    await app(false, ({ add, leadOf }) => {
+      expect(add(firstReport(0)).verdict.leadId).toBe(leadOf(0))
+      expect(add(firstReport(29)).verdict.leadId).toBe(leadOf(29))
     })
   })
 })

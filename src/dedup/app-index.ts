@@ -206,6 +206,20 @@ export class AppIndex {
     return x === undefined || y === undefined ? -1 : Math.abs(x - y) / Math.max(1, this.docs.slots)
   }
 
+  /**
+   * How long ago a cluster was last reported, for report `id` (not indexed yet: arriving now): the gap to
+   * the nearer of its lead and its newest member, as a share of the App's indexed reports (−1: no lead).
+   */
+  sinceClusterReported(id: string, rootId: string): number {
+    const root = this.slotOf.get(rootId)
+    if (root === undefined) return -1
+    const x = this.slotOf.get(id) ?? this.docs.slots
+    const newest = this.newestMember.get(rootId)
+    let gap = Math.abs(x - root)
+    if (newest !== undefined && newest !== x && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(x - newest))
+    return gap / Math.max(1, this.docs.slots)
+  }
+
   /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
   get arrivalLocality(): number {
     return this.locality.strength

@@ -10,7 +10,7 @@ import { AppIndex } from './app-index'
 import { featuresOf, retitled, type Features, type ReportInput } from './features'
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
-import { recencyBonus } from './arrival-locality'
+import { recencyBonus, reportedLongAgo } from './arrival-locality'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
@@ -440,6 +440,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         v = rootId === c.id ? decideOnScore(signals, c.features, score, bars) : decideAgainstLead(signals, c.features, rootFeatures, score, bars)
         if (!v.attach && v.suggest && signals !== f) v = { ...v, reason: v.reason + genericNote(f, signals, c.features) }
         if (!v.attach && v.suggest && arrival >= 0.005) v = { ...v, reason: `${v.reason}; arrived close to it (+${arrival.toFixed(2)})` }
+      }
+      // Where the App's duplicates come in bursts, a bug last reported long ago that is reported again is
+      // often a recurrence, a new bug: suggested, not merged (arrival-locality.ts `reportedLongAgo`).
+      if (v.attach && reportedLongAgo(index.sinceClusterReported(r.id, rootId), locality)) {
+        const back = Math.round(index.sinceClusterReported(r.id, rootId) * 100)
+        v = { attach: false, suggest: true, reason: `${v.reason.replace(/; no veto$/, '')}; not merged: its bug was last reported long ago (${back} % of the App's reports back)` }
       }
       if (v.attach) return { leadId: rootId, reason: v.reason, score: c.score, suggestion: null }
       // The suggestion: the lead whose score and arrival bonus are the highest.
