@@ -55,8 +55,14 @@ export class AppIndex {
   /** Per slot, the note its link made in `locality` (0: none, 1: far, 2: near) and that link's chance of being near. */
   private linkNote = new Uint8Array(1024)
   private linkChance = new Float32Array(1024)
-  /** Root lead → the newest slot of its cluster (a report arriving now is nearest to it). */
+  /** Root lead → the slot of its cluster's newest member (a report arriving now is nearest to it). */
   private newestMember = new Map<string, number>()
+  /**
+   * Per slot, when the report arrived in the App (0, 1, 2, …): a report indexed again (clustered anew)
+   * keeps its first arrival, while its slot moves to the end. How many reports have arrived so far.
+   */
+  private arrivedAt = new Int32Array(1024)
+  private arrivals = 0
 
   get size(): number {
     return this.live
@@ -110,7 +116,9 @@ export class AppIndex {
    */
   add(f: Features, leadId: string | null, countText?: string): void {
     if (countText !== undefined) noteText(this.grams, countText)
-    if (this.slotOf.has(f.id)) this.remove(f.id)
+    const previous = this.slotOf.get(f.id)
+    const arrivedAt = previous !== undefined ? this.arrivedAt[previous] : this.arrivals++
+    if (previous !== undefined) this.remove(f.id)
     const terms: number[] = []
     const tfs: number[] = []
     for (const [word, tf] of f.tf) {
@@ -126,6 +134,8 @@ export class AppIndex {
     }
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
+    this.growSlotTables(slot)
+    this.arrivedAt[slot] = arrivedAt
     const title = this.docs.titleKey(slot)
     this.spread.countTitle(title, 1)
     if (!leadId) {
@@ -165,15 +175,15 @@ export class AppIndex {
     const slot = this.slotOf.get(id)
     const root = this.slotOf.get(leadId)
     if (slot === undefined || root === undefined) return
+    const at = this.arrivedAt[slot]
     const newest = this.newestMember.get(leadId)
-    let gap = Math.abs(slot - root)
-    if (newest !== undefined && newest !== slot && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(slot - newest))
-    if (newest === undefined || slot > newest) this.newestMember.set(leadId, slot)
-    this.growLinkNotes(slot)
+    let gap = Math.abs(at - this.arrivedAt[root])
+    if (newest !== undefined && newest !== slot && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(at - this.arrivedAt[newest]))
+    if (newest === undefined || !this.docs.aliveFlags[newest] || at > this.arrivedAt[newest]) this.newestMember.set(leadId, slot)
     if (this.linkNote[slot] !== 0) this.locality.note(this.linkNote[slot] === 2, this.linkChance[slot], -1)
     // Near: within NEAR_SHARE of the reports before it, and at least the next one (in a young App 5 % is
     // less than one report; the chance counts the same share).
-    const before = Math.max(1, this.docs.slots - 1)
+    const before = Math.max(1, this.arrivals - 1)
     const nearWithin = Math.max(1, NEAR_SHARE * before)
     const near = gap <= nearWithin
     // Rounded as it is kept, so taking the note back subtracts exactly what was added.
@@ -183,8 +193,8 @@ export class AppIndex {
     this.linkChance[slot] = chance
   }
 
-  /** Room in the per-slot link notes for `slot`. */
-  private growLinkNotes(slot: number): void {
+  /** Room in the per-slot arrival tables for `slot`. */
+  private growSlotTables(slot: number): void {
     if (this.linkNote.length > slot) return
     const size = Math.max(slot + 1, this.linkNote.length * 2)
     const notes = new Uint8Array(size)
@@ -193,6 +203,15 @@ export class AppIndex {
     const chances = new Float32Array(size)
     chances.set(this.linkChance)
     this.linkChance = chances
+    const arrived = new Int32Array(size)
+    arrived.set(this.arrivedAt)
+    this.arrivedAt = arrived
+  }
+
+  /** When report `id` arrived (0, 1, …), or `arrivals` (now) when it is not indexed. */
+  private arrivalOf(id: string): number {
+    const slot = this.slotOf.get(id)
+    return slot === undefined ? this.arrivals : this.arrivedAt[slot]
   }
 
   /**
@@ -200,10 +219,8 @@ export class AppIndex {
    * arriving now (after every indexed one); −1 when `b` is not indexed.
    */
   arrivalGap(a: string, b: string): number {
-    // A report not indexed yet is arriving now: after every indexed one.
-    const x = this.slotOf.get(a) ?? this.docs.slots
     const y = this.slotOf.get(b)
-    return x === undefined || y === undefined ? -1 : Math.abs(x - y) / Math.max(1, this.docs.slots)
+    return y === undefined ? -1 : Math.abs(this.arrivalOf(a) - this.arrivedAt[y]) / Math.max(1, this.arrivals)
   }
 
   /**
@@ -213,11 +230,11 @@ export class AppIndex {
   sinceClusterReported(id: string, rootId: string): number {
     const root = this.slotOf.get(rootId)
     if (root === undefined) return -1
-    const x = this.slotOf.get(id) ?? this.docs.slots
+    const at = this.arrivalOf(id)
     const newest = this.newestMember.get(rootId)
-    let gap = Math.abs(x - root)
-    if (newest !== undefined && newest !== x && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(x - newest))
-    return gap / Math.max(1, this.docs.slots)
+    let gap = Math.abs(at - this.arrivedAt[root])
+    if (newest !== undefined && newest !== this.slotOf.get(id) && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(at - this.arrivedAt[newest]))
+    return gap / Math.max(1, this.arrivals)
   }
 
   /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
@@ -467,8 +484,9 @@ export class AppIndex {
     // arrived close to the query is kept before one that only shares a little more of its words. The
     // bonus is scaled to what a report holding every retrieval word scores; the word score stays as is.
     const locality = byArrival && selfSlot !== undefined ? this.locality.strength : 0
-    const slots = Math.max(1, this.docs.slots)
-    const arrivalBonus = (slot: number): number => (locality > 0 ? recencyBonus(Math.abs(slot - selfSlot!) / slots, locality) : 0)
+    const arrivals = Math.max(1, this.arrivals)
+    const selfAt = selfSlot === undefined ? 0 : this.arrivedAt[selfSlot]
+    const arrivalBonus = (slot: number): number => (locality > 0 ? recencyBonus(Math.abs(this.arrivedAt[slot] - selfAt) / arrivals, locality) : 0)
     // The reports that arrived right before and after the query are candidates too, on their bonus
     // alone, when they hold none of its retrieval words (a paraphrase).
     if (locality > 0) {
