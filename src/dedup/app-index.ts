@@ -176,9 +176,8 @@ export class AppIndex {
     const root = this.slotOf.get(leadId)
     if (slot === undefined || root === undefined) return
     const at = this.arrivedAt[slot]
+    const gap = this.clusterGap(at, slot, root, leadId)
     const newest = this.newestMember.get(leadId)
-    let gap = Math.abs(at - this.arrivedAt[root])
-    if (newest !== undefined && newest !== slot && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(at - this.arrivedAt[newest]))
     if (newest === undefined || !this.docs.aliveFlags[newest] || at > this.arrivedAt[newest]) this.newestMember.set(leadId, slot)
     if (this.linkNote[slot] !== 0) this.locality.note(this.linkNote[slot] === 2, this.linkChance[slot], -1)
     // Near: within NEAR_SHARE of the reports before it, and at least the next one (in a young App 5 % is
@@ -230,11 +229,17 @@ export class AppIndex {
   sinceClusterReported(id: string, rootId: string): number {
     const root = this.slotOf.get(rootId)
     if (root === undefined) return -1
-    const at = this.arrivalOf(id)
+    return this.clusterGap(this.arrivalOf(id), this.slotOf.get(id), root, rootId) / Math.max(1, this.arrivals)
+  }
+
+  /**
+   * How many reports arrived between arrival `at` (of the report in `slot`, if indexed) and the nearer of
+   * cluster `rootId`'s lead (in `root`) and its newest member other than that report.
+   */
+  private clusterGap(at: number, slot: number | undefined, root: number, rootId: string): number {
+    const gap = Math.abs(at - this.arrivedAt[root])
     const newest = this.newestMember.get(rootId)
-    let gap = Math.abs(at - this.arrivedAt[root])
-    if (newest !== undefined && newest !== this.slotOf.get(id) && this.docs.aliveFlags[newest]) gap = Math.min(gap, Math.abs(at - this.arrivedAt[newest]))
-    return gap / Math.max(1, this.arrivals)
+    return newest !== undefined && newest !== slot && this.docs.aliveFlags[newest] ? Math.min(gap, Math.abs(at - this.arrivedAt[newest])) : gap
   }
 
   /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */

@@ -10,7 +10,7 @@ import { AppIndex } from './app-index'
 import { featuresOf, retitled, type Features, type ReportInput } from './features'
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
-import { recencyBonus, reportedLongAgo } from './arrival-locality'
+import { LONG_AGO_LOCALITY, longAgoBlock, recencyBonus } from './arrival-locality'
 import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
@@ -385,9 +385,9 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return { status: plan.sanitized ? 'sanitized' : (stored?.status ?? 'sanitized'), duplicate_of_id: plan.leadId, spam_marked_at: stored?.spam_marked_at ?? null }
   }
 
-  /** `decide` against a lead through one of its duplicates, the member's vetoes already passed. */
-  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds) {
-    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds), score)
+  /** `decide` against a lead through one of its duplicates, the member's vetoes already passed (`block`: decideOnScore's). */
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds, block: string | null) {
+    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds, block), score)
   }
 
   /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
@@ -437,15 +437,11 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         // suggestion, never for a merge: its score plus that bonus is held against the floor.
         arrival = locality > 0 ? recencyBonus(index.arrivalGap(r.id, c.id), locality) : 0
         const bars = arrival > 0 ? { ...thresholds, suggest: thresholds.suggest - arrival } : thresholds
-        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars) : decideAgainstLead(signals, c.features, rootFeatures, score, bars)
+        // And a bug last reported long ago, reported again, is often a new bug: a merge block (arrival-locality.ts).
+        const longAgo = locality >= LONG_AGO_LOCALITY ? longAgoBlock(index.sinceClusterReported(r.id, rootId), locality) : null
+        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars, longAgo) : decideAgainstLead(signals, c.features, rootFeatures, score, bars, longAgo)
         if (!v.attach && v.suggest && signals !== f) v = { ...v, reason: v.reason + genericNote(f, signals, c.features) }
-        if (!v.attach && v.suggest && arrival >= 0.005) v = { ...v, reason: `${v.reason}; arrived close to it (+${arrival.toFixed(2)})` }
-      }
-      // Where the App's duplicates come in bursts, a bug last reported long ago that is reported again is
-      // often a recurrence, a new bug: suggested, not merged (arrival-locality.ts `reportedLongAgo`).
-      if (v.attach && reportedLongAgo(index.sinceClusterReported(r.id, rootId), locality)) {
-        const back = Math.round(index.sinceClusterReported(r.id, rootId) * 100)
-        v = { attach: false, suggest: true, reason: `${v.reason.replace(/; no veto$/, '')}; not merged: its bug was last reported long ago (${back} % of the App's reports back)` }
+        if (!v.attach && v.suggest && !longAgo && arrival >= 0.005) v = { ...v, reason: `${v.reason}; arrived close to it (+${arrival.toFixed(2)})` }
       }
       if (v.attach) return { leadId: rootId, reason: v.reason, score: c.score, suggestion: null }
       // The suggestion: the lead whose score and arrival bonus are the highest.

@@ -208,9 +208,10 @@ function likeness(query: CandidateView['features'], candidate: CandidateView['fe
 /**
  * `decide` for a pair `veto` let through: the score against the (possibly raised) bars. Its reason says
  * the score, the bar it cleared and what the two reports share; a merge block turns a merge into a
- * suggestion and says which.
+ * suggestion and says which. `block`: one the caller knows of beyond the titles' (the cluster's arrival,
+ * clusterer.ts), checked after them.
  */
-export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS, block: string | null = null): Verdict {
   const strong = barFor(query, candidate, t.strong)
   const moderate = barFor(query, candidate, t.moderate)
   const suggest = barFor(query, candidate, t.suggest)
@@ -222,9 +223,9 @@ export function decideOnScore(query: CandidateView['features'], candidate: Candi
     if (agree.length > 0) merge = `similarity ${s} ≥ ${moderate.toFixed(2)} with same ${agree.join(', ')}`
   }
   if (merge) {
-    const block = mergeBlock(query, candidate)
-    if (!block) return { attach: true, reason: `${merge}; ${likeness(query, candidate)}; no veto` }
-    return { attach: false, suggest: true, reason: `similarity ${s}; ${likeness(query, candidate)}; not merged: ${block}` }
+    const blocked = mergeBlock(query, candidate) ?? block
+    if (!blocked) return { attach: true, reason: `${merge}; ${likeness(query, candidate)}; no veto` }
+    return { attach: false, suggest: true, reason: `similarity ${s}; ${likeness(query, candidate)}; not merged: ${blocked}` }
   }
   if (score >= suggest) return { attach: false, suggest: true, reason: `similarity ${s} < merge bar ${strong.toFixed(2)}; ${likeness(query, candidate)}` }
   return { attach: false, reason: `similarity ${s} too low` }
