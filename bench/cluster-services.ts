@@ -50,13 +50,8 @@ export async function startClusterServices(opts: { statements: boolean }): Promi
   }
 }
 
-/** A free loopback port (a server bound and closed). */
-export async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port!
-  s.stop(true)
-  return port
-}
+/** A free loopback port below the ephemeral range (test/free-port.ts says why). */
+export { freePort } from '../test/free-port'
 
 /** `<bin> <args> --json --data-dir <dir>` with `env` added; its parsed output, or an Error with its stderr. */
 export async function cliAsync(bin: string, args: string[], env: Record<string, string>, dataDir: string): Promise<any> {

@@ -47,7 +47,11 @@ if [ "$status" -ne 0 ] && [ "$fail" = "0" ]; then fail=1; fi
 if grep -qE '^\(fail\)' "$log"; then
   echo
   echo "failed tests:"
-  grep -E '^\(fail\)' "$log" | cut -c1-300 | awk '!seen[$0]++'
+  # Each with its file and the last error line printed before it: a failing top-level hook is named only
+  # "(unnamed)", and a CI log keeps just its tail.
+  awk '/^[^ (].*\.test\.ts:$/ { file = substr($0, 1, length($0) - 1); err = "" }
+       /^error: / { err = $0 }
+       /^\(fail\)/ { line = substr($0, 1, 300) "  [" file "]"; if (!seen[line]++) { print line; if (err != "") print "    " substr(err, 1, 300) }; err = "" }' "$log"
 fi
 echo
 echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"

@@ -15,6 +15,7 @@ import type S3rver from 's3rver'
 import type { Subprocess } from 'bun'
 import { sharedPostgres } from './dialects'
 import { tempDir } from './temp-dirs'
+import { freePort } from './free-port'
 
 export const TEST_DIALECT: 'sqlite' | 'pg' = process.env.FIXLOOP_TEST_DIALECT === 'pg' ? 'pg' : 'sqlite'
 
@@ -34,13 +35,6 @@ export interface RedisServer {
 function redisBinary(): string {
   for (const p of ['/usr/bin/redis-server', '/usr/bin/valkey-server', '/usr/local/bin/redis-server']) if (existsSync(p)) return p
   throw new Error('redis-server is missing: install Debian\'s redis-server package (.ci/run does)')
-}
-
-async function freeLoopbackPort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port!
-  s.stop(true)
-  return port
 }
 
 /** Spawns redis-server on `port`; the process once it accepts connections, or null if it did not come up. */
@@ -64,7 +58,7 @@ async function spawnRedis(port: number, dir: string): Promise<Subprocess | null>
 /** A throw-away redis-server on loopback: no persistence, no protected-mode surprises. */
 export async function startRedis(): Promise<RedisServer> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freeLoopbackPort()
+    const port = await freePort()
     const dir = tempDir('fixloop-redis-')
     let proc = await spawnRedis(port, dir)
     if (!proc) {

@@ -12,6 +12,7 @@ import type { Subprocess } from 'bun'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
 import { migratedSqlite } from './migrated-sqlite'
 import { tempDir } from './temp-dirs'
+import { freePort } from './free-port'
 
 export const ROOT = resolve(import.meta.dir, '..')
 export const BINARY = join(ROOT, 'dist', 'fixloop')
@@ -141,12 +142,7 @@ export async function spawnServer(dataDir: string, env: Record<string, string> =
   }
 }
 
-export async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port!
-  s.stop(true)
-  return port
-}
+export { freePort } from './free-port'
 
 /** Polls until `check` returns a truthy value (for asynchronous worker progress). */
 /**

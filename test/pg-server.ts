@@ -20,6 +20,7 @@ import { openPool } from '../src/db/pg/client-options'
 import { applyPgMigrations } from '../src/db/pg/migrate'
 import type { Subprocess } from 'bun'
 import { tempDir } from './temp-dirs'
+import { freePort } from './free-port'
 
 export interface PgServer {
   /** postgres://postgres:<password>@127.0.0.1:<port>/postgres */
@@ -65,13 +66,6 @@ function pgUserIds(): { uid: number; gid: number } {
  */
 function pgCommand(bin: string, args: string[]): string[] {
   return asRoot ? ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--', bin, ...args] : [bin, ...args]
-}
-
-async function freePort(): Promise<number> {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
 }
 
 async function waitReady(url: string, proc: Subprocess, deadlineMs: number): Promise<void> {
