@@ -106,13 +106,14 @@ describe('fixloop feedback', () => {
     const cli = await cliJson(dataDir, ['feedback', 'suggestions', '--app', app.id])
     expect(cli.bars).toEqual(api.bars)
     expect(cli.learned).toEqual(api.learned)
+    expect(cli.arrival).toEqual(api.arrival)
     expect(api.bars.merge).toBeLessThan(1)
   })
 
   test('suggestions --json lists the suggested reports with the App bars; the table shows lead, score, reason', async () => {
     const { lead, near, appId } = await pair()
     const out = await cliJson(dataDir, ['feedback', 'suggestions', '--app', appId])
-    expect(Object.keys(out).sort()).toEqual(['bars', 'data', 'learned'])
+    expect(Object.keys(out).sort()).toEqual(['arrival', 'bars', 'data', 'learned'])
     const mine = out.data.find((d: { id: string }) => d.id === near)
     expect(mine.suggestedDuplicateOf.id).toBe(lead)
     expect(mine.text).toBe(NEAR)
@@ -123,6 +124,7 @@ describe('fixloop feedback', () => {
     expect(table.stdout).toMatch(/^ID\s+LEAD\s+SCORE\s+REASON\s+TEXT/)
     expect(table.stdout).toContain(near)
     expect(table.stdout).toMatch(/bars: \{"merge":/)
+    expect(table.stdout).toMatch(/arrival: \{"locality":0,"bonusAtMost":0,"longAgoBlock":false\}/)
   })
 
   test('reject-suggestion --json prints the report without its suggestion; the API agrees; the decision is counted', async () => {

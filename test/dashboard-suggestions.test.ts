@@ -127,7 +127,30 @@ describe('duplicate suggestions in the dashboard', () => {
     const state = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
     expect(await section.textContent()).toContain(`at similarity ${state.bars.merge.toFixed(2)} or more`)
     expect(await section.textContent()).toContain(`from ${state.bars.suggest.toFixed(2)} up to the merge bar`)
+    // A handful of reports teach nothing about arrival.
+    expect(state.arrival).toEqual({ locality: 0, bonusAtMost: 0, longAgoBlock: false })
+    expect(await section.textContent()).toContain('Duplicates arrivein no order that helps yet')
     await expectPageClean(page, 'app-dedup')
+  })
+
+  test('the App page says when its duplicates come in bursts, from what the clustering stored', async () => {
+    // As the clustering stores it with a verdict where duplicates came in bursts (test/repos/similar-order
+    // learns it from real clustering on both dialects); every reader shows the stored value.
+    const db = new Database(join(dir, 'fixloop.db'))
+    const before = db.query('SELECT arrival_locality AS l FROM app_calibration WHERE app_id = ?').get(tenant.appId) as { l: number }
+    try {
+      db.run('UPDATE app_calibration SET arrival_locality = 0.62 WHERE app_id = ?', [tenant.appId])
+      const state = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
+      expect(state.arrival).toEqual({ locality: 0.62, bonusAtMost: 0.186, longAgoBlock: true })
+      await page.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
+      const section = page.getByRole('region', { name: 'Duplicate detection' })
+      await section.getByText(/in bursts \(locality 0\.62\): a report that arrived close to another ranks up to \+0\.19 higher/).waitFor()
+      expect(await section.textContent()).toContain('a bug last reported long ago is suggested, not merged')
+      await expectPageClean(page, 'app-dedup-bursts')
+    } finally {
+      db.run('UPDATE app_calibration SET arrival_locality = ? WHERE app_id = ?', [before.l, tenant.appId])
+      db.close()
+    }
   })
   // Issue 36 item 5: the Unmerge button says what the unmerge will change; one unmerge of an identical
   // pair leaves automatic merging on (bars below 1); the App page resets what the bars learned (audited).

@@ -19,7 +19,7 @@ import { didYouMean } from './suggest'
 
 export const FEEDBACK_HELP = `Usage:
   fixloop feedback suggestions --app APP_ID [--json]    the App's reports carrying a suggested lead, newest
-        first, and the App's merge bars; --json: {"data": [{"id","text","suggestedDuplicateOf"}], "bars", "learned"}
+        first, and the App's merge bars; --json: {"data": [{"id","text","suggestedDuplicateOf"}], "bars", "arrival", "learned"}
   fixloop feedback merge FEEDBACK_ID --lead LEAD_ID [--json]   merge into a lead (confirms the suggestion
         when LEAD_ID is the suggested lead); prints the report
   fixloop feedback reject-suggestion FEEDBACK_ID [--json]      reject the suggested lead; prints the report
@@ -111,6 +111,7 @@ export async function runFeedbackCommand(argv: string[]): Promise<void> {
           {
             data: items.map((i) => ({ id: i.id, lead: i.suggestedDuplicateOf!.id, score: i.suggestedDuplicateOf!.score, reason: i.suggestedDuplicateOf!.reason, text: i.text.replace(/\s+/g, ' ').slice(0, 60) })),
             bars: state.bars,
+            arrival: state.arrival,
             learned: state.learned,
           },
           false,

@@ -37,6 +37,7 @@ import m0032 from '../../migrations/0032_retention_days.sql' with { type: 'text'
 import m0033 from '../../migrations/0033_session_replay.sql' with { type: 'text' }
 import m0034 from '../../migrations/0034_removal_indexes.sql' with { type: 'text' }
 import m0035 from '../../migrations/0035_sso_reauth.sql' with { type: 'text' }
+import m0036 from '../../migrations/0036_arrival_locality.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -78,4 +79,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0033_session_replay', sql: m0033 },
   { name: '0034_removal_indexes', sql: m0034 },
   { name: '0035_sso_reauth', sql: m0035 },
+  { name: '0036_arrival_locality', sql: m0036 },
 ]

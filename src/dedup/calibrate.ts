@@ -121,10 +121,15 @@ export interface CalibrationInput {
   median(): number
 }
 
-/** A stored calibration: what the process that clusters last wrote for the App. */
+/**
+ * A stored calibration: what the process that clusters last wrote for the App. `locality` rides along
+ * (arrival-locality.ts, to a hundredth): it lives in the clustering node's index, and every reader shows
+ * it from here, as it shows the bars.
+ */
 export interface CalibrationSnapshot {
   scored: number
   median: number
+  locality: number
 }
 
 /**
@@ -137,9 +142,12 @@ export const calibrationMedian = (input: CalibrationInput): number => Math.round
  * What to store of a live history: the count up to what calibrate looks at (`minHistory`; more changes
  * nothing) and the median as calibrate uses it. Equal snapshots give equal bars.
  */
-export function snapshotOf(history: CalibrationInput): CalibrationSnapshot {
-  return { scored: Math.min(history.count, CALIBRATION.minHistory), median: calibrationMedian(history) }
+export function snapshotOf(history: CalibrationInput, locality: number): CalibrationSnapshot {
+  return { scored: Math.min(history.count, CALIBRATION.minHistory), median: calibrationMedian(history), locality: shownLocality(locality) }
 }
+
+/** An App's arrival locality as stored and shown: to a hundredth (finer moves with every link and says nothing more). */
+export const shownLocality = (locality: number): number => Math.round(locality * 100) / 100
 
 /** A stored snapshot as calibrate's input. */
 export function inputOf(s: CalibrationSnapshot): CalibrationInput {

@@ -11,7 +11,7 @@ import { featuresOf, retitled, type Features, type ReportInput } from './feature
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
 import { LONG_AGO_LOCALITY, longAgoBlock, recencyBonus } from './arrival-locality'
-import { calibrate, inputOf, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
+import { calibrate, inputOf, shownLocality, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
 import { genericNote } from './signal-spread'
@@ -184,10 +184,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   const savedCalibration = new Map<string, string>()
   const changedCalibration = new Map<string, CalibrationSnapshot>()
 
+  const snapshotKey = (s: CalibrationSnapshot): string => `${s.scored}|${s.median}|${s.locality}`
+
   /** Notes the App's calibration for storing when it differs from what was stored last. */
   function noteCalibration(appId: string, index: AppIndex): void {
-    const snap = snapshotOf(index.history)
-    if (savedCalibration.get(appId) === `${snap.scored}|${snap.median}`) changedCalibration.delete(appId)
+    const snap = snapshotOf(index.history, index.arrivalLocality)
+    if (savedCalibration.get(appId) === snapshotKey(snap)) changedCalibration.delete(appId)
     else changedCalibration.set(appId, snap)
   }
 
@@ -620,6 +622,9 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
      */
     shownThresholds: (appId: string, stored: CalibrationSnapshot | null): Thresholds => thresholdsWith(appId, stored ? inputOf(stored) : indexFor(appId).history),
 
+    /** The App's arrival locality as every reader shows it: stored with the calibration, else this process's index. */
+    shownLocality: (appId: string, stored: CalibrationSnapshot | null): number => stored?.locality ?? shownLocality(indexFor(appId).arrivalLocality),
+
     /**
      * The App's thresholds once an automatic merge scoring `score` were undone (what the dashboard says
      * at the Unmerge button): the same calibration and lesson, with that unmerge's raise added.
@@ -637,7 +642,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
      */
     takeCalibrations(): [appId: string, snapshot: CalibrationSnapshot][] {
       const out = [...changedCalibration]
-      for (const [appId, s] of out) savedCalibration.set(appId, `${s.scored}|${s.median}`)
+      for (const [appId, s] of out) savedCalibration.set(appId, snapshotKey(s))
       changedCalibration.clear()
       return out
     },

@@ -8,6 +8,7 @@ import { takesDuplicates, type Clusterer, type Verdict } from './clusterer'
 import type { CalibrationSnapshot } from './calibrate'
 import type { Thresholds } from './decide'
 import type { Lesson } from './learn'
+import { LONG_AGO_LOCALITY, recencyBonus } from './arrival-locality'
 
 /** What a merge by hand that confirmed no suggestion records: no score, no reason. */
 export const MERGED_BY_HAND: MergeWhy = { score: null, reason: null }
@@ -51,6 +52,8 @@ export function confirmedSuggestion(
 /** An App's merge bars and what its people's decisions taught (GET /v1/apps/:id/triage, the dashboard). */
 export interface TriageState {
   bars: { merge: number; corroboratedMerge: number; suggest: number }
+  /** Whether the App's duplicates come in bursts (arrival-locality.ts), and what that does. */
+  arrival: { locality: number; bonusAtMost: number; longAgoBlock: boolean }
   learned: { raisedTo: number | null; provenBar: number | null; suggestRaisedTo: number | null; decisions: Lesson['counts'] }
   /** Asked with an automatic merge's score: the merge bars once that merge were undone. */
   afterUnmerge?: { merge: number; corroboratedMerge: number }
@@ -62,9 +65,10 @@ const round = (n: number): number => Math.round(n * 1000) / 1000
  * THE App's bars as every reader shows them (API, dashboard, CLI): one function over the thresholds the
  * App's cluster service computes. `after`: the thresholds if an automatic merge were undone.
  */
-export function triageStateOf(t: Thresholds, lesson: Lesson, after?: Thresholds): TriageState {
+export function triageStateOf(t: Thresholds, lesson: Lesson, locality: number, after?: Thresholds): TriageState {
   return {
     bars: { merge: round(t.strong), corroboratedMerge: round(t.moderate), suggest: round(t.suggest) },
+    arrival: { locality, bonusAtMost: round(recencyBonus(0, locality)), longAgoBlock: locality >= LONG_AGO_LOCALITY },
     learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, suggestRaisedTo: lesson.suggestFloor, decisions: { ...lesson.counts } },
     ...(after ? { afterUnmerge: { merge: round(after.strong), corroboratedMerge: round(after.moderate) } } : {}),
   }
@@ -76,10 +80,10 @@ export function triageStateOf(t: Thresholds, lesson: Lesson, after?: Thresholds)
  * taught, and (`unmergeScore`) the bars once such an automatic merge were undone.
  */
 export function appTriageState(
-  core: Pick<Clusterer, 'shownThresholds' | 'lessonFor' | 'thresholdsIfUnmerged'>,
+  core: Pick<Clusterer, 'shownThresholds' | 'shownLocality' | 'lessonFor' | 'thresholdsIfUnmerged'>,
   appId: string,
   stored: CalibrationSnapshot | null,
   unmergeScore?: number,
 ): TriageState {
-  return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
+  return triageStateOf(core.shownThresholds(appId, stored), core.lessonFor(appId), core.shownLocality(appId, stored), unmergeScore === undefined ? undefined : core.thresholdsIfUnmerged(appId, unmergeScore, stored))
 }

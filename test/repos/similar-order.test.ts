@@ -10,7 +10,8 @@ import { PROCESSING_KINDS } from '../../src/worker/processing'
 import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { APP_GRAMS_MIN_DOCS } from '../../src/dedup/rerank'
-import { seedOrgApp, submitReceived } from './store-fixtures'
+import { seedOrgApp, sql, submitReceived } from './store-fixtures'
+import { LONG_AGO_LOCALITY, RECENCY_WEIGHT } from '../../src/dedup/arrival-locality'
 import { firstReport, OLD, PARAPHRASE, PLACES, QUERY, RECENT, secondReport } from '../fixtures/arrival-texts'
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 'pe', 'ra', 'so', 'ti', 'vu', 'ze', 'bo', 'di', 'fa', 'gu']
@@ -85,7 +86,8 @@ describeEachDialect('similar order', (fresh) => {
  */
 describeEachDialect('similar order by arrival', (fresh) => {
 
-  async function order(bursty: boolean): Promise<string[]> {
+  type Arrival = { locality: number; bonusAtMost: number; longAgoBlock: boolean }
+  async function order(bursty: boolean): Promise<{ ranked: string[]; arrival: Arrival; stored: number }> {
     const s = await fresh()
     await seedOrgApp(s)
     // One processing for the worker and the port, as one process has: its index sees every report it clusters.
@@ -107,17 +109,35 @@ describeEachDialect('similar order by arrival', (fresh) => {
       await port.merge(b, a).catch(() => {})
     }
     const [recent, paraphrase, query] = await submit([RECENT, PARAPHRASE, QUERY])
-    return (await port.similar(query, 10)).map((c) => (c.id === old ? 'old' : c.id === recent ? 'recent' : c.id === paraphrase ? 'paraphrase' : c.id))
+    const ranked = (await port.similar(query, 10)).map((c) => (c.id === old ? 'old' : c.id === recent ? 'recent' : c.id === paraphrase ? 'paraphrase' : c.id))
+    // What GET /v1/apps/:id/triage shows, and what the clustering stored with its last verdict (every reader's source).
+    const { arrival } = await port.triageState('a1')
+    const [row] = await sql<{ arrival_locality: number }>(s, "SELECT arrival_locality FROM app_calibration WHERE app_id = 'a1'")
+    return { ranked, arrival, stored: Number(row.arrival_locality) }
   }
 
   test('bursts: the report that arrived close first; arrival that says nothing: the words decide', async () => {
-    const scattered = await order(false)
+    const { ranked: scattered, arrival: none } = await order(false)
     expect(scattered.slice(0, 2)).toEqual(['old', 'recent'])
     // Sharing none of the query's words, the paraphrase is no candidate …
     expect(scattered).not.toContain('paraphrase')
-    const bursty = await order(true)
+    const { ranked: bursty, arrival, stored } = await order(true)
     expect(bursty.slice(0, 2)).toEqual(['recent', 'old'])
     // … unless it arrived right before the query in an App whose duplicates come in bursts.
     expect(bursty).toContain('paraphrase')
+  })
+
+  test('the triage state shows what arrival taught, as stored with the calibration: nothing for scattered arrivals', async () => {
+    const scattered = await order(false)
+    expect(scattered.arrival).toEqual({ locality: 0, bonusAtMost: 0, longAgoBlock: false })
+    expect(scattered.stored).toBe(0)
+    const bursty = await order(true)
+    expect(bursty.arrival.locality).toBeGreaterThan(0.3)
+    expect(bursty.arrival.locality).toBeLessThanOrEqual(1)
+    // Stored to a hundredth, shown as stored.
+    expect(bursty.stored).toBe(bursty.arrival.locality)
+    expect(Math.round(bursty.stored * 100)).toBeCloseTo(bursty.stored * 100, 9)
+    expect(bursty.arrival.bonusAtMost).toBeCloseTo(RECENCY_WEIGHT * bursty.arrival.locality, 3)
+    expect(bursty.arrival.longAgoBlock).toBe(bursty.arrival.locality >= LONG_AGO_LOCALITY)
   })
 })

@@ -619,6 +619,23 @@ export interface AppTriageState {
      */
     suggest: number;
   };
+  /**
+   * Arrival (docs/triage.md "Arrival")
+   */
+  arrival: {
+    /**
+     * Whether the App's duplicates come in bursts, learned from its clusters: 0 (arrival order says nothing), up to 1 (a duplicate arrives close to the report it duplicates)
+     */
+    locality: number;
+    /**
+     * The most arrival adds to a /similar score or a suggestion score (a report that arrived right beside); never to an automatic merge
+     */
+    bonusAtMost: number;
+    /**
+     * True: a report that would merge into a cluster last reported more than half of the App's reports ago is suggested instead
+     */
+    longAgoBlock: boolean;
+  };
   learned: {
     /**
      * Both merge bars at least this, after an automatic merge was undone; null: none was

@@ -297,6 +297,11 @@ function Dedup({ org, app }) {
     state.reload()
   })
   const bar = (n) => n.toFixed(2)
+  // What the App's arrival order taught (docs/triage.md "Arrival"), said as what it changes.
+  const arrival = (a) =>
+    a.locality > 0
+      ? `in bursts (locality ${bar(a.locality)}): a report that arrived close to another ranks up to +${bar(a.bonusAtMost)} higher in similar reports and suggestions${a.longAgoBlock ? '; a bug last reported long ago is suggested, not merged' : ''}`
+      : 'in no order that helps yet: arrival does not change the ranking'
   const d = state.data
   const learned = d && d.learned.decisions.confirmed + d.learned.decisions.rejected + d.learned.decisions.unmerged > 0
   return html`<section aria-labelledby="dedup"><h2 id="dedup">Duplicate detection</h2>
@@ -306,6 +311,7 @@ function Dedup({ org, app }) {
       <dt>Merged automatically</dt><dd>at similarity ${bar(d.bars.merge)} or more</dd>
       <dt>With the same component or console error</dt><dd>at ${bar(d.bars.corroboratedMerge)} or more</dd>
       <dt>Suggested to a person</dt><dd>from ${bar(d.bars.suggest)} up to the merge bar</dd>
+      <dt>Duplicates arrive</dt><dd>${arrival(d.arrival)}</dd>
       <dt>Learned from</dt><dd>${d.learned.decisions.confirmed} confirmed, ${d.learned.decisions.rejected} rejected suggestion${d.learned.decisions.rejected === 1 ? '' : 's'}; ${d.learned.decisions.unmerged} automatic merge${d.learned.decisions.unmerged === 1 ? '' : 's'} undone</dd>
       <dt>Raised after an unmerge</dt><dd>${d.learned.raisedTo === null ? 'no' : `to at least ${bar(d.learned.raisedTo)}`}</dd>
       <dt>Proven lower bar</dt><dd>${d.learned.provenBar === null ? 'not yet (needs 50 decisions, 98 % confirmed)' : bar(d.learned.provenBar)}</dd>

@@ -112,13 +112,13 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
         now,
       ]),
     /** The App's calibration as the clustering process last stored it, or null (none yet). */
-    calibration: async (appId: string): Promise<CalibrationSnapshot | null> => (await one<CalibrationSnapshot>(pool, 'SELECT scored, median FROM app_calibration WHERE app_id = $1', [appId])) ?? null,
+    calibration: async (appId: string): Promise<CalibrationSnapshot | null> => (await one<CalibrationSnapshot>(pool, 'SELECT scored, median, arrival_locality AS locality FROM app_calibration WHERE app_id = $1', [appId])) ?? null,
     /** Stores the App's calibration, in `tx` (with the verdict that changed it). */
     saveCalibration: (tx: PgTx, appId: string, s: CalibrationSnapshot, now: number) =>
       exec(
         tx.client,
-        'INSERT INTO app_calibration (app_id, scored, median, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, updated_at = excluded.updated_at',
-        [appId, s.scored, s.median, now],
+        'INSERT INTO app_calibration (app_id, scored, median, arrival_locality, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, arrival_locality = excluded.arrival_locality, updated_at = excluded.updated_at',
+        [appId, s.scored, s.median, s.locality, now],
       ),
     /** Deletes every decision of the App (a reset of what its bars learned), in `tx`; how many of each kind went. */
     async clearDecisions(tx: PgTx, appId: string): Promise<{ kind: string; n: number }[]> {

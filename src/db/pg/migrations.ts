@@ -26,6 +26,7 @@ import p0018 from '../../../migrations-pg/0018_retention_days.sql' with { type: 
 import p0019 from '../../../migrations-pg/0019_session_replay.sql' with { type: 'text' }
 import p0020 from '../../../migrations-pg/0020_removal_indexes.sql' with { type: 'text' }
 import p0021 from '../../../migrations-pg/0021_sso_reauth.sql' with { type: 'text' }
+import p0022 from '../../../migrations-pg/0022_arrival_locality.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -50,4 +51,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0019_session_replay', sql: p0019 },
   { name: '0020_removal_indexes', sql: p0020 },
   { name: '0021_sso_reauth', sql: p0021 },
+  { name: '0022_arrival_locality', sql: p0022 },
 ]

@@ -171,5 +171,7 @@ export const appCalibration = sqliteTable('app_calibration', {
   appId: text('app_id').primaryKey(),
   scored: integer('scored').notNull(),
   median: real('median').notNull(),
+  /** Whether the App's duplicates come in bursts, 0..1 to a hundredth (src/dedup/arrival-locality.ts). */
+  arrivalLocality: real('arrival_locality').notNull().default(0),
   updatedAt: integer('updated_at').notNull(),
 })

@@ -54,9 +54,9 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
   const decisions: Statement = sqlite.query('SELECT kind, score FROM triage_decisions WHERE app_id = ? ORDER BY id DESC LIMIT ?')
   const decisionCounts: Statement = sqlite.query('SELECT kind, COUNT(*) AS n FROM triage_decisions WHERE app_id = ? GROUP BY kind')
   const deleteDecisions: Statement = sqlite.query('DELETE FROM triage_decisions WHERE app_id = ?')
-  const readCalibration: Statement = sqlite.query('SELECT scored, median FROM app_calibration WHERE app_id = ?')
+  const readCalibration: Statement = sqlite.query('SELECT scored, median, arrival_locality AS locality FROM app_calibration WHERE app_id = ?')
   const saveCalibration: Statement = sqlite.query(
-    'INSERT INTO app_calibration (app_id, scored, median, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, updated_at = excluded.updated_at',
+    'INSERT INTO app_calibration (app_id, scored, median, arrival_locality, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_id) DO UPDATE SET scored = excluded.scored, median = excluded.median, arrival_locality = excluded.arrival_locality, updated_at = excluded.updated_at',
   )
   const moveDuplicates: Statement = sqlite.query(
     'UPDATE feedback SET duplicate_of_id = ?1, merge_request_url = (SELECT l.merge_request_url FROM feedback l WHERE l.id = ?1), version = version + 1, updated_at = ?2 WHERE duplicate_of_id = ?3',
@@ -121,7 +121,7 @@ export function createSqliteClusterRepo(sqlite: Database, lifecycle?: SqliteLife
     /** The App's calibration as the clustering process last stored it, or null (none yet). */
     calibration: (appId: string): CalibrationSnapshot | null => (readCalibration.get(appId) as CalibrationSnapshot | null) ?? null,
     /** Stores the App's calibration, in the caller's transaction (with the verdict that changed it). */
-    saveCalibration: (appId: string, s: CalibrationSnapshot, now: number) => void saveCalibration.run(appId, s.scored, s.median, now),
+    saveCalibration: (appId: string, s: CalibrationSnapshot, now: number) => void saveCalibration.run(appId, s.scored, s.median, s.locality, now),
     /** Deletes every decision of the App (a reset of what its bars learned), in the caller's transaction; how many of each kind went. */
     clearDecisions(appId: string): { kind: string; n: number }[] {
       const counts = decisionCounts.all(appId) as { kind: string; n: number }[]

@@ -52,6 +52,18 @@ export const AppTriageState = t.Object(
       },
       { additionalProperties: false },
     ),
+    arrival: t.Object(
+      {
+        locality: t.Number({
+          minimum: 0,
+          maximum: 1,
+          description: "Whether the App's duplicates come in bursts, learned from its clusters: 0 (arrival order says nothing), up to 1 (a duplicate arrives close to the report it duplicates)",
+        }),
+        bonusAtMost: t.Number({ minimum: 0, description: 'The most arrival adds to a /similar score or a suggestion score (a report that arrived right beside); never to an automatic merge' }),
+        longAgoBlock: t.Boolean({ description: 'True: a report that would merge into a cluster last reported more than half of the App\'s reports ago is suggested instead' }),
+      },
+      { additionalProperties: false, description: 'Arrival (docs/triage.md "Arrival")' },
+    ),
     learned: t.Object(
       {
         raisedTo: t.Union([Bar, t.Null()], { description: 'Both merge bars at least this, after an automatic merge was undone; null: none was' }),

@@ -127,5 +127,6 @@ export const appCalibration = pgTable('app_calibration', {
   appId: text('app_id').primaryKey(),
   scored: integer('scored').notNull(),
   median: doublePrecision('median').notNull(),
+  arrivalLocality: doublePrecision('arrival_locality').notNull().default(0),
   updatedAt: epochMs('updated_at').notNull(),
 })

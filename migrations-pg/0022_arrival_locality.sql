@@ -1,0 +1,1 @@
+ALTER TABLE "app_calibration" ADD COLUMN "arrival_locality" double precision DEFAULT 0 NOT NULL;

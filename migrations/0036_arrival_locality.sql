@@ -1,0 +1,1 @@
+ALTER TABLE `app_calibration` ADD `arrival_locality` real DEFAULT 0 NOT NULL;
