@@ -243,6 +243,12 @@ export class AppIndex {
   }
 
   /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
+  /** How many indexed reports hold `word` (a specific identifier is rare when few do: shared-identifier.ts). */
+  reportsHolding(word: string): number {
+    const tid = this.termIds.get(word)
+    return tid === undefined ? 0 : this.df[tid]
+  }
+
   get arrivalLocality(): number {
     return this.locality.strength
   }

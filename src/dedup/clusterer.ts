@@ -388,8 +388,8 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   }
 
   /** `decide` against a lead through one of its duplicates, the member's vetoes already passed (`block`: decideOnScore's). */
-  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds, block: string | null) {
-    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds, block), score)
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds, block: string | null, reportsHolding: (word: string) => number) {
+    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds, block, reportsHolding), score)
   }
 
   /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
@@ -414,6 +414,8 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     const roots = new Map<string, RootState | null>()
     // Whether the App's duplicates come in bursts (arrival-locality.ts): a bonus for suggesting, not merging.
     const locality = index.arrivalLocality
+    // A specific identifier both titles name corroborates a merge while few of the App's reports hold it (shared-identifier.ts).
+    const reportsHolding = (word: string): number => index.reportsHolding(word)
     for (const c of ranked) {
       let arrival = 0
       const rootId = c.duplicateOfId ?? c.id
@@ -441,7 +443,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         const bars = arrival > 0 ? { ...thresholds, suggest: thresholds.suggest - arrival } : thresholds
         // And a bug last reported long ago, reported again, is often a new bug: a merge block (arrival-locality.ts).
         const longAgo = locality >= LONG_AGO_LOCALITY ? longAgoBlock(index.sinceClusterReported(r.id, rootId), locality) : null
-        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars, longAgo) : decideAgainstLead(signals, c.features, rootFeatures, score, bars, longAgo)
+        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars, longAgo, reportsHolding) : decideAgainstLead(signals, c.features, rootFeatures, score, bars, longAgo, reportsHolding)
         if (!v.attach && v.suggest && signals !== f) v = { ...v, reason: v.reason + genericNote(f, signals, c.features) }
         if (!v.attach && v.suggest && !longAgo && arrival >= 0.005) v = { ...v, reason: `${v.reason}; arrived close to it (+${arrival.toFixed(2)})` }
       }

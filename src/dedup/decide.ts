@@ -8,6 +8,7 @@
  */
 import type { Features } from './features'
 import { words } from './tokenize'
+import { sharedIdentifier } from './shared-identifier'
 import { differentNumbers, differentTests, disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, oneSlotSwapped, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
@@ -110,8 +111,10 @@ export function nearTitle(a: CandidateView['features'], b: CandidateView['featur
  * Which signals other than the score agree between the two reports. The same page alone does not
  * corroborate: "same page, another bug" is the most common look-alike (measured on the corpus, it
  * brought most wrong merges). It counts only alongside the same component or console error.
+ * `reportsHolding` (the App's index: how many reports hold a word) lets a specific identifier both
+ * titles name corroborate (shared-identifier.ts); without it, none does.
  */
-export function corroboration(a: CandidateView['features'], b: CandidateView['features']): string[] {
+export function corroboration(a: CandidateView['features'], b: CandidateView['features'], reportsHolding?: (word: string) => number): string[] {
   const out: string[] = []
   if (a.component && a.component === b.component) out.push('component')
   if (a.errorFps.some((e) => b.errorFps.includes(e))) out.push('consoleError')
@@ -121,6 +124,7 @@ export function corroboration(a: CandidateView['features'], b: CandidateView['fe
   if (a.genericTitle || a.commonTitle) return out
   if (titleMatch(a, b)) out.push('title')
   else if (nearTitle(a, b)) out.push('near title')
+  else if (reportsHolding && sharedIdentifier(a.title, b.title, reportsHolding)) out.push('identifier')
   return out
 }
 
@@ -209,9 +213,16 @@ function likeness(query: CandidateView['features'], candidate: CandidateView['fe
  * `decide` for a pair `veto` let through: the score against the (possibly raised) bars. Its reason says
  * the score, the bar it cleared and what the two reports share; a merge block turns a merge into a
  * suggestion and says which. `block`: one the caller knows of beyond the titles' (the cluster's arrival,
- * clusterer.ts), checked after them.
+ * clusterer.ts), checked after them. `reportsHolding`: `corroboration`'s.
  */
-export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS, block: string | null = null): Verdict {
+export function decideOnScore(
+  query: CandidateView['features'],
+  candidate: CandidateView['features'],
+  score: number,
+  t: Thresholds = DEFAULT_THRESHOLDS,
+  block: string | null = null,
+  reportsHolding?: (word: string) => number,
+): Verdict {
   const strong = barFor(query, candidate, t.strong)
   const moderate = barFor(query, candidate, t.moderate)
   const suggest = barFor(query, candidate, t.suggest)
@@ -219,7 +230,7 @@ export function decideOnScore(query: CandidateView['features'], candidate: Candi
   let merge: string | null = null
   if (score >= strong) merge = `similarity ${s} ≥ merge bar ${strong.toFixed(2)}`
   else if (score >= moderate) {
-    const agree = corroboration(query, candidate)
+    const agree = corroboration(query, candidate, reportsHolding)
     if (agree.length > 0) merge = `similarity ${s} ≥ ${moderate.toFixed(2)} with same ${agree.join(', ')}`
   }
   if (merge) {

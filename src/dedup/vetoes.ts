@@ -60,7 +60,7 @@ export function disjointVersions(a: ReadonlySet<string>, b: ReadonlySet<string>)
 }
 
 /** Title tokens as typed (case kept: an inner capital marks a name), trailing punctuation dropped. */
-function titleTokens(title: string): string[] {
+export function titleTokens(title: string): string[] {
   return title.replace(PLACEHOLDER, ' ').match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
 }
 
