@@ -417,6 +417,13 @@ function printQuality(name: string, given: Corpus, targets: string, arrival: Arr
   console.log(`  wrong-attach    max ${(max((r) => r.wrongAttach) * 100).toFixed(2)} % avg ${(avg((r) => r.wrongAttach) * 100).toFixed(2)} % of reports`)
   console.log(`  merge precision min ${f(min((r) => r.precision))} avg ${f(avg((r) => r.precision))}`)
   console.log(`  merge recall    min ${f(min((r) => r.recall))} avg ${f(avg((r) => r.recall))}  [order 1: tp ${q.tp}, fp ${q.fp}, fn ${q.fn}]`)
+  // Per report, as the held-out figures are given: of the reports with an earlier duplicate, how many merged into one.
+  const merged = (r: QualityResult) => r.halves.reduce((a, h) => a + h.autoMerged, 0)
+  const mergedRight = (r: QualityResult) => r.halves.reduce((a, h) => a + h.autoMergedRight, 0)
+  const withEarlier = (r: QualityResult) => r.halves.reduce((a, h) => a + h.withEarlier, 0)
+  console.log(
+    `  per report      ${f(avg((r) => mergedRight(r) / Math.max(1, withEarlier(r))))} of the reports with an earlier duplicate merged into one; ${f(avg((r) => mergedRight(r) / Math.max(1, merged(r))))} of the merges right  [order 1: ${mergedRight(q)} of ${withEarlier(q)}, ${merged(q) - mergedRight(q)} wrong]`,
+  )
   console.log(`  suggestion hit  min ${f(min((r) => r.suggestionHit))} avg ${f(avg((r) => r.suggestionHit))} (reports with an earlier true duplicate whose merge or suggestion is one)`)
   console.log(`  suggestions     ${f(avg((r) => r.suggestionsPerReport))} per report, ${f(avg((r) => r.suggestionPrecision))} of them a true duplicate`)
   console.log(`  bars (order 1, per App: merge/corroborated/suggest) ${q.bars.map((b) => `${f(b.strong)}/${f(b.moderate)}/${f(b.suggest)}`).join('  ')}`)
@@ -462,7 +469,33 @@ function printRealCorpora(path: string): void {
   for (const app of all.apps) printQuality(`real: ${app.id}`, { apps: [app], hardNegatives: [] }, 'baseline, no targets')
   // As an App receives them: duplicates in bursts, which /similar and the suggestions learn (arrival-locality.ts).
   for (const app of all.apps) printQuality(`real: ${app.id}`, { apps: [app], hardNegatives: [] }, 'baseline, no targets', 'filing')
+  // As sparse as the held-out set (~6 % of its reports have an earlier duplicate; here ~10 %): most bugs reported once.
+  for (const app of all.apps.filter((a) => a.reports.length >= 1000)) {
+    const sparse = { apps: [sparseOf(app)], hardNegatives: [] }
+    printQuality(`real: ${app.id}, sparse`, sparse, `${Math.round(SPARSE_KEEP * 100)} % of its bugs kept whole, the others by their first report; baseline, no targets`)
+    printQuality(`real: ${app.id}, sparse`, sparse, 'baseline, no targets', 'filing')
+  }
   for (const app of all.apps) printTriager(`real: ${app.id}`, { apps: [app], hardNegatives: [] })
+}
+
+/** The share of a sparse corpus's bugs (groups with duplicates) kept whole. */
+export const SPARSE_KEEP = 0.12
+
+/**
+ * The App's reports with most duplicates left out: each bug with duplicates is kept whole with
+ * probability `keep` (seeded), else as its first report (the smallest tracker id), so that few reports
+ * have an earlier duplicate, as in an App where most bugs are reported once.
+ */
+export function sparseOf<T extends { id: string; group: string }>(app: { id: string; reports: T[] }, keep = SPARSE_KEEP, seed = 5): { id: string; reports: T[] } {
+  const rand = prng(seed)
+  const groups = new Map<string, T[]>()
+  for (const r of app.reports) groups.set(r.group, [...(groups.get(r.group) ?? []), r])
+  const reports: T[] = []
+  for (const g of groups.values()) {
+    if (g.length > 1 && rand() < keep) reports.push(...g)
+    else reports.push(inFilingOrder(g)[0])
+  }
+  return { ...app, reports }
 }
 
 /**

@@ -73,3 +73,28 @@ describe('dup-corpora builder', () => {
     }
   })
 })
+
+describe('sparse variant (bench/cluster.ts sparseOf: as few earlier duplicates as the held-out set)', () => {
+  test('each bug kept whole or as its first report; seeded; the share kept close to the asked one', async () => {
+    const { sparseOf } = await import('../bench/cluster')
+    // 400 bugs of 3 reports (ids in filing order 3k, 3k+1, 3k+2) and 100 reported once.
+    const reports = [
+      ...Array.from({ length: 400 }, (_, k) => [0, 1, 2].map((i) => ({ id: `p-${3 * k + i + 1}`, group: `g${k}`, text: `bug ${k} report ${i}` }))).flat(),
+      ...Array.from({ length: 100 }, (_, k) => ({ id: `p-${5000 + k}`, group: `s${k}`, text: `single ${k}` })),
+    ]
+    const app = { id: 'p', reports: [...reports].reverse() }
+    const sparse = sparseOf(app, 0.1, 5)
+    expect(sparseOf(app, 0.1, 5).reports.map((r) => r.id)).toEqual(sparse.reports.map((r) => r.id))
+    const byGroup = new Map<string, string[]>()
+    for (const r of sparse.reports) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r.id])
+    // Every bug is still there, once or whole; a bug kept once keeps its first report.
+    expect(byGroup.size).toBe(500)
+    const whole = [...byGroup.entries()].filter(([g, ids]) => g.startsWith('g') && ids.length === 3)
+    for (const [g, ids] of byGroup) {
+      expect([1, 3]).toContain(ids.length)
+      if (ids.length === 1 && g.startsWith('g')) expect(ids[0]).toBe(`p-${3 * Number(g.slice(1)) + 1}`)
+    }
+    expect(whole.length).toBeGreaterThan(20)
+    expect(whole.length).toBeLessThan(60)
+  })
+})
