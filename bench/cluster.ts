@@ -418,9 +418,9 @@ function printQuality(name: string, given: Corpus, targets: string, arrival: Arr
   console.log(`  merge precision min ${f(min((r) => r.precision))} avg ${f(avg((r) => r.precision))}`)
   console.log(`  merge recall    min ${f(min((r) => r.recall))} avg ${f(avg((r) => r.recall))}  [order 1: tp ${q.tp}, fp ${q.fp}, fn ${q.fn}]`)
   // Per report, as the held-out figures are given: of the reports with an earlier duplicate, how many merged into one.
-  const merged = (r: QualityResult) => r.halves.reduce((a, h) => a + h.autoMerged, 0)
-  const mergedRight = (r: QualityResult) => r.halves.reduce((a, h) => a + h.autoMergedRight, 0)
-  const withEarlier = (r: QualityResult) => r.halves.reduce((a, h) => a + h.withEarlier, 0)
+  const merged = (r: QualityResult) => (r.halves ?? []).reduce((a, h) => a + h.autoMerged, 0)
+  const mergedRight = (r: QualityResult) => (r.halves ?? []).reduce((a, h) => a + h.autoMergedRight, 0)
+  const withEarlier = (r: QualityResult) => (r.halves ?? []).reduce((a, h) => a + h.withEarlier, 0)
   console.log(
     `  per report      ${f(avg((r) => mergedRight(r) / Math.max(1, withEarlier(r))))} of the reports with an earlier duplicate merged into one; ${f(avg((r) => mergedRight(r) / Math.max(1, merged(r))))} of the merges right  [order 1: ${mergedRight(q)} of ${withEarlier(q)}, ${merged(q) - mergedRight(q)} wrong]`,
   )

@@ -8,6 +8,7 @@ import { ArrivalLocality, LOCALITY_PRIOR_LINKS, NEAR_SHARE, nearByChance, RECENC
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf, type ReportInput } from '../src/dedup/features'
 import { firstReport, LOOSE, OLD, PLACES, QUERY, RECENT, secondReport } from './fixtures/arrival-texts'
+import { withClusterApp, type ClusterApp } from './cluster-app'
 
 const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
 
@@ -146,31 +147,14 @@ describe('through the cluster service (a real SQLite file)', () => {
    * other; else all first reports, then all second ones), each pair merged; then RECENT, QUERY and LOOSE.
    * The same texts either way; only the arrival of the 30 pairs differs.
    */
-  type Verdict = { leadId: string | null; reason: string; suggestion?: { leadId: string; score: number; reason: string } | null }
-  type Ids = { old: string; recent: string; query: string; loose: string; leadOf: (bug: number) => string; add: (text: string) => { id: string; verdict: Verdict } }
-  async function app(bursty: boolean, fn: (ids: Ids, cluster: import('../src/dedup/service').ClusterService, appId: string) => void): Promise<void> {
-    const bench = await import('../bench/cluster')
-    const { createClusterService } = await import('../src/dedup/service')
-    const { openSqliteStore } = await import('../src/db/sqlite/store')
-    const { sqliteStorage } = await import('../src/db/sqlite/storage')
-    const { systemClock } = await import('../src/core/clock')
-    const { rmSync } = await import('node:fs')
-    const { sqlite, dir } = bench.openBenchDb()
-    try {
-      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
-      const appId = 'a'.repeat(24)
-      bench.insertApp(sqlite, appId)
-      let n = 0
-      const add = (text: string): { id: string; leadId: string | null } => {
-        const id = (++n).toString(16).padStart(24, '0')
-        bench.insertReport(sqlite, appId, id, { text }, n)
-        return { id, leadId: cluster.clusterReport(id).leadId }
-      }
+  type Ids = { old: string; recent: string; query: string; loose: string; leadOf: (bug: number) => string; add: ClusterApp['add'] }
+  function app(bursty: boolean, fn: (ids: Ids, cluster: ClusterApp['cluster'], appId: string) => void): Promise<void> {
+    return withClusterApp(({ cluster, appId, store, add }) => {
       const leads = new Map<number, string>()
       const pair = (bug: number, lead: string, text: string): void => {
         leads.set(bug, lead)
         const b = add(text)
-        if (b.leadId !== lead) cluster.merge(b.id, lead)
+        if (b.verdict.leadId !== lead) cluster.merge(b.id, lead)
       }
       const old = add(OLD).id
       if (bursty) {
@@ -182,18 +166,9 @@ describe('through the cluster service (a real SQLite file)', () => {
       const recent = add(RECENT).id
       const query = add(QUERY).id
       // LOOSE is clustered (and asked about) by the caller.
-      const loose = (++n).toString(16).padStart(24, '0')
-      bench.insertReport(sqlite, appId, loose, { text: LOOSE }, n)
-      const addVerdict = (text: string): { id: string; verdict: Verdict } => {
-        const id = (++n).toString(16).padStart(24, '0')
-        bench.insertReport(sqlite, appId, id, { text }, n)
-        return { id, verdict: cluster.clusterReport(id) as Verdict }
-      }
-      fn({ old, recent, query, loose, leadOf: (bug) => leads.get(bug)!, add: addVerdict }, cluster, appId)
-    } finally {
-      sqlite.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
+      const loose = store(LOOSE)
+      fn({ old, recent, query, loose, leadOf: (bug) => leads.get(bug)!, add }, cluster, appId)
+    })
   }
 
   test('/similar: where duplicates come in bursts, a report that arrived close ranks above an older one a little closer in words', async () => {

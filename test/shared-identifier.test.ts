@@ -7,6 +7,7 @@ import { describe, expect, test } from 'bun:test'
 import { RARE_NAME_REPORTS, sharedIdentifier, specificName, wholeNameWord } from '../src/dedup/shared-identifier'
 import { corroboration, decideOnScore, DEFAULT_THRESHOLDS } from '../src/dedup/decide'
 import { featuresOf } from '../src/dedup/features'
+import { withClusterApp } from './cluster-app'
 
 const features = (id: string, text: string) => featuresOf({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
 const rare = (): number => 1
@@ -93,34 +94,14 @@ describe('as a corroboration', () => {
 })
 
 describe('through the cluster service (a real SQLite file)', () => {
-  async function verdictOf(pair: [string, string]): Promise<{ merged: boolean; reason: string }> {
-    const bench = await import('../bench/cluster')
-    const { createClusterService } = await import('../src/dedup/service')
-    const { openSqliteStore } = await import('../src/db/sqlite/store')
-    const { sqliteStorage } = await import('../src/db/sqlite/storage')
-    const { systemClock } = await import('../src/core/clock')
-    const { rmSync } = await import('node:fs')
-    const { sqlite, dir } = bench.openBenchDb()
-    try {
-      const cluster = createClusterService(openSqliteStore(sqliteStorage(sqlite), systemClock).sides, systemClock)
-      const appId = 'a'.repeat(24)
-      bench.insertApp(sqlite, appId)
-      let n = 0
-      const add = (text: string) => {
-        const id = (++n).toString(16).padStart(24, '0')
-        bench.insertReport(sqlite, appId, id, { text }, n)
-        return { id, verdict: cluster.clusterReport(id) as { leadId: string | null; reason: string; suggestion?: { reason: string } | null } }
-      }
+  function verdictOf(pair: [string, string]): Promise<{ merged: boolean; reason: string }> {
+    return withClusterApp(({ add }) => {
       const topics = ['invoice', 'upload', 'calendar', 'search', 'avatar', 'export', 'login', 'payment', 'sidebar', 'printing', 'webhook', 'billing']
       for (let i = 0; i < 24; i++) add(`The ${topics[i % 12]} page ${i} shows the wrong ${topics[(i * 5) % 12]} total\nOpening the ${topics[i % 12]} view number ${i} lists ${topics[(i * 7) % 12]} entries twice after a reload.`)
       const first = add(pair[0])
-      const second = add(pair[1])
-      const v = second.verdict
+      const v = add(pair[1]).verdict
       return { merged: v.leadId === first.id, reason: v.leadId ? v.reason : (v.suggestion?.reason ?? v.reason) }
-    } finally {
-      sqlite.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
+    })
   }
   const SETTING: [string, string] = [
     'Setting editor.autosave_interval_seconds to 0 is ignored\nWith editor.autosave_interval_seconds set to 0 in the settings file the editor still saves the draft every few seconds, which floods the history.',
