@@ -18,7 +18,10 @@ describe('specificName', () => {
     ['browser.fixup.dns_first_for_single_words', true],
     ['extensions.pocket.enabled', true],
     ['browser/components/urlbar/tests/legacy/browser_urlbarDecode.js', true],
-    ['ci-staging.eclipse.org/releng', true],
+    // A web address is the page: many bugs share one.
+    ['ci-staging.eclipse.org/releng', false],
+    ['https://shop.example/cart/checkout', false],
+    ['www.example.com/settings', false],
     ['module-info.java', true],
     ['AboutPrivateBrowsingHandler.jsm', true],
     // A class, a method, a type: a place many bugs happen in.

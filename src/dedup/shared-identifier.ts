@@ -1,8 +1,7 @@
 /**
  * A specific identifier both titles name, as a corroboration for an automatic merge (decide.ts
  * `corroboration`): a setting's key (`browser.fixup.dns_first_for_single_words`), a test or source file
- * (`browser/components/urlbar/tests/legacy/browser_urlbarDecode.js`, `module-info.java`), an address
- * (`ci-staging.eclipse.org/releng`). People who hit one bug
+ * (`browser/components/urlbar/tests/legacy/browser_urlbarDecode.js`, `module-info.java`). People who hit one bug
  * paraphrase the sentence around it but copy the name, and a name that specific and that rare in the App
  * points at one place in the product, independently of how alike the rest of the wording is.
  *
@@ -12,6 +11,8 @@
  *   corpus's `OffsetCommitter.decode() fails: …` titles);
  * - titles that name different exception or error types (`… | TimeoutException` / `… | AssertionError`:
  *   one test failing two ways, two bugs in Mozilla's tracker);
+ * - a web address: the page a report is about, which many bugs share (the page alone corroborates
+ *   nothing, docs/triage.md);
  * - a name many of the App's reports hold (a crash signature's template type, a package every report
  *   of a component names): `RARE_NAME_REPORTS`.
  */
@@ -35,8 +36,14 @@ function exceptionTypes(title: string): Set<string> {
 const FILE_EXTENSION = /\.(?:js|jsm|mjs|cjs|ts|tsx|jsx|java|kt|scala|py|rb|go|rs|c|cc|cpp|h|hpp|cs|swift|m|php|html|xhtml|xul|css|scss|xml|json|ya?ml|toml|ini|properties|gradle|sh|sql|md|txt|conf|cfg|plist|proto)$/i
 
 /**
+ * A web address (`https://…`, `shop.example.com/cart`): the page a report is about. "Same page, another
+ * bug" is the most common look-alike (docs/triage.md), so a page never corroborates by itself.
+ */
+const WEB_ADDRESS = /:\/\/|^(?:www\.)?[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|co|edu|gov|info|biz|me|us|uk|de|fr|eu|ca|au|jp|cn|ru|nl|it|es|ch|se|no|example|test|local|localhost|cloud|ai)(?:[/:?#]|$)/i
+
+/**
  * A name specific enough to point at one place: at least `SPECIFIC_NAME_LENGTH` characters and one of
- * - a path or an address (a slash inside: `browser/…/browser_urlbarDecode.js`, `ci-staging.eclipse.org/releng`);
+ * - a path (a slash inside: `browser/…/browser_urlbarDecode.js`), not a web address;
  * - a file (`module-info.java`, `AboutPrivateBrowsingHandler.jsm`);
  * - a setting's key or a host: dotted segments that each start lower-case (`browser.fixup.dns_first_for_single_words`,
  *   `extensions.pocket.enabled`).
@@ -45,7 +52,7 @@ const FILE_EXTENSION = /\.(?:js|jsm|mjs|cjs|ts|tsx|jsx|java|kt|scala|py|rb|go|rs
  * the evaluation corpus they made two wrong merges), and an exception says what happened, not where.
  */
 export function specificName(name: string): boolean {
-  if (name.length < SPECIFIC_NAME_LENGTH || /^v?\d+([.\-_]\d+)*$/.test(name)) return false
+  if (name.length < SPECIFIC_NAME_LENGTH || /^v?\d+([.\-_]\d+)*$/.test(name) || WEB_ADDRESS.test(name)) return false
   if (/[/]/.test(name.slice(1, -1))) return true
   if (FILE_EXTENSION.test(name)) return true
   const segments = name.split('.')
