@@ -218,6 +218,11 @@ async function measureProject(app: CorpusApp, services: ClusterServices | null):
       })
       console.log(`  verdicts served once processed vs the database at the end: ${off.length} differ${off.length ? ' ' + JSON.stringify(off.slice(0, 5)) : ''}`)
     }
+    {
+      // What the App's triage state says it learned (GET /v1/apps/:id/triage, as the dashboard shows it).
+      const state = (await (await fetch(`${base}/v1/apps/${created.id}/triage`, { headers: sk })).json()) as { bars: Record<string, number>; arrival: Record<string, unknown> }
+      console.log(`  GET /v1/apps/:id/triage: bars ${JSON.stringify(state.bars)}, arrival ${JSON.stringify(state.arrival)}`)
+    }
     // The in-process bench on the same order, for comparison.
     if (process.env.E2E_COMPARE === '0') return
     const q = measureQuality({ apps: [{ ...app, reports: app.reports }], hardNegatives: [] } as Corpus, undefined, 1, false, FILING ? 'filing' : 'shuffled')
