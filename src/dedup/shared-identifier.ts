@@ -45,7 +45,7 @@ const WEB_ADDRESS = /:\/\/|^(?:www\.)?[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev
  * A name specific enough to point at one place: at least `SPECIFIC_NAME_LENGTH` characters and one of
  * - a path (a slash inside: `browser/…/browser_urlbarDecode.js`), not a web address;
  * - a file (`module-info.java`, `AboutPrivateBrowsingHandler.jsm`);
- * - a setting's key or a host: dotted segments that each start lower-case (`browser.fixup.dns_first_for_single_words`,
+ * - a setting's key: dotted segments that each start lower-case (`browser.fixup.dns_first_for_single_words`,
  *   `extensions.pocket.enabled`).
  * Not a class, a method or a type (`OffsetCommitter.decode`, `FilterPanel.toggleRow`, `NullPointerException`):
  * those name a place many bugs happen in ("X.decode() fails: A" / "X.decode() fails: B" are two bugs; on
@@ -61,8 +61,8 @@ export function specificName(name: string): boolean {
 
 /**
  * Whether title `a` names a specific identifier title `b` does not hold, not even as a part or a longer
- * form (`AboutPrivateBrowsingHandler.jsm` / `resource:///modules/…/AboutPrivateBrowsingHandler.jsm`,
- * a truncated `…lib.Repositor`): the two point at different places as well, and the name they share is
+ * form (`AboutPrivateBrowsingHandler.jsm` / `resource:///modules/…/AboutPrivateBrowsingHandler.jsm`):
+ * the two point at different places as well, and the name they share is
  * what a campaign of bugs has in common ("Remove com.ibm.icu.text from org.eclipse.jdt.core.manipulation"
  * / "Replace com.ibm.icu with com.ibm.icu.text in Eclipse 4 RCP template").
  */
@@ -85,9 +85,9 @@ export function wholeNameWord(name: string): string | null {
 }
 
 /**
- * The first specific identifier both titles name that fewer than `RARE_NAME_REPORTS` + 1 of the App's
- * reports hold (`reportsHolding`: the App's count for an index word), or null. Null as well when the
- * titles name different exception types.
+ * The first specific identifier both titles name that at most `RARE_NAME_REPORTS` of the App's reports
+ * hold (`reportsHolding`: the App's count for an index word), or null. Null as well when the titles name
+ * different exception types, or either names another specific place the other lacks.
  */
 export function sharedIdentifier(a: string, b: string, reportsHolding: (word: string) => number): string | null {
   const ea = exceptionTypes(a)
