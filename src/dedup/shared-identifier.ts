@@ -90,14 +90,16 @@ export function wholeNameWord(name: string): string | null {
  * different exception types, or either names another specific place the other lacks.
  */
 export function sharedIdentifier(a: string, b: string, reportsHolding: (word: string) => number): string | null {
+  // The cheap test first: most pairs share no specific name, and need no look at the rest of their titles.
+  const name = sharedNames(a, b, 8).find((n) => {
+    if (!specificName(n)) return false
+    const word = wholeNameWord(n)
+    return word !== null && reportsHolding(word) <= RARE_NAME_REPORTS
+  })
+  if (!name) return null
   const ea = exceptionTypes(a)
   const eb = exceptionTypes(b)
   if (ea.size > 0 && eb.size > 0 && ![...ea].some((e) => eb.has(e))) return null
   if (namesElsewhere(a, b) || namesElsewhere(b, a)) return null
-  for (const name of sharedNames(a, b, 8)) {
-    if (!specificName(name)) continue
-    const word = wholeNameWord(name)
-    if (word && reportsHolding(word) <= RARE_NAME_REPORTS) return name
-  }
-  return null
+  return name
 }
