@@ -7,7 +7,8 @@ import { describe, expect, test } from 'bun:test'
 import { ArrivalLocality, LOCALITY_PRIOR_LINKS, NEAR_SHARE, nearByChance, RECENCY_HALF_GAP, RECENCY_WEIGHT, recencyBonus } from '../src/dedup/arrival-locality'
 import { AppIndex } from '../src/dedup/app-index'
 import { featuresOf, type ReportInput } from '../src/dedup/features'
-import { firstReport, LOOSE, OLD, PLACES, QUERY, RECENT, secondReport } from './fixtures/arrival-texts'
+import { DRAFT, DRAFT_AGAIN, DRAFT_LOOSE, firstReport, LOOSE, OLD, PLACES, QUERY, RECENT, secondReport } from './fixtures/arrival-texts'
+import { arrivalBar } from '../src/dedup/decide'
 import { withClusterApp, type ClusterApp } from './cluster-app'
 
 const input = (id: string, text: string): ReportInput => ({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
@@ -186,7 +187,7 @@ describe('through the cluster service (a real SQLite file)', () => {
     expect(bursty).toEqual(['recent', 'old'])
   })
 
-  test('a suggestion: a lead that arrived close is offered a little below the floor, and its reason says so; never merged for it', async () => {
+  test('a suggestion: a lead that arrived close is offered a little below the floor, and its reason says so', async () => {
     await app(false, ({ loose }, cluster, appId) => {
       const v = cluster.clusterReport(loose) as { leadId: string | null; reason: string; suggestion?: { score: number } | null }
       expect(v.leadId).toBeNull()
@@ -194,16 +195,43 @@ describe('through the cluster service (a real SQLite file)', () => {
       expect(v.reason).toMatch(/too low/)
       expect(cluster.thresholdsFor(appId).suggest).toBeGreaterThan(0.3)
     })
-    await app(true, ({ loose, query }, cluster, appId) => {
+    await app(true, ({ loose, recent }, cluster, appId) => {
       const v = cluster.clusterReport(loose) as { leadId: string | null; reason: string; suggestion?: { leadId: string; score: number; reason: string } | null }
       expect(v.leadId).toBeNull()
       const floor = cluster.thresholdsFor(appId).suggest
       expect(v.suggestion).toBeDefined()
-      // Below the App's floor on its score, offered for its arrival: QUERY, which arrived just before (a lead
-      // of its own: OLD, which it would have merged into, was last reported long ago).
-      expect(v.suggestion!.leadId).toBe(query)
+      // Below the App's floor on its score, offered for its arrival: the ledger bug's lead RECENT, which QUERY
+      // (arrived just before LOOSE) joined on arrival (OLD, the other telling, was last reported long ago).
+      expect(v.suggestion!.leadId).toBe(recent)
       expect(v.suggestion!.score).toBeLessThan(floor)
       expect(v.suggestion!.reason).toMatch(/arrived close to it \(\+0\.\d\d\)$/)
+    })
+  })
+
+  test('arrival corroborates a merge between the arrival bar and the merge bar, only where duplicates come in bursts', async () => {
+    await app(true, ({ add }, cluster, appId) => {
+      const bars = cluster.thresholdsFor(appId)
+      const lead = add(DRAFT).id
+      const again = add(DRAFT_AGAIN).verdict
+      // Not sure enough on its words alone: above the arrival bar, under the merge bar …
+      expect(again.score!).toBeGreaterThanOrEqual(arrivalBar(bars.moderate, bars.strong))
+      expect(again.score!).toBeLessThan(bars.strong)
+      // … and merged because it arrived right after its lead, which its reason says.
+      expect(again.leadId).toBe(lead)
+      expect(again.reason).toMatch(/^similarity 0\.\d\d ≥ 0\.\d\d, arrived close to it \(\+0\.\d\d\); alike texts; no veto$/)
+      // A looser telling, under the arrival bar, is only suggested, however close it arrived.
+      const loose = add(DRAFT_LOOSE).verdict
+      expect(loose.leadId).toBeNull()
+      expect(loose.suggestion?.leadId).toBe(lead)
+      expect(loose.suggestion!.score).toBeLessThan(arrivalBar(bars.moderate, bars.strong))
+    })
+    // Where the App's arrival order says nothing, the same report is suggested, not merged.
+    await app(false, ({ add }) => {
+      const lead = add(DRAFT).id
+      const again = add(DRAFT_AGAIN).verdict
+      expect(again.leadId).toBeNull()
+      expect(again.suggestion?.leadId).toBe(lead)
+      expect(again.suggestion!.reason).not.toMatch(/arrived close/)
     })
   })
 

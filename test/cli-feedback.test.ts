@@ -124,7 +124,7 @@ describe('fixloop feedback', () => {
     expect(table.stdout).toMatch(/^ID\s+LEAD\s+SCORE\s+REASON\s+TEXT/)
     expect(table.stdout).toContain(near)
     expect(table.stdout).toMatch(/bars: \{"merge":/)
-    expect(table.stdout).toMatch(/arrival: \{"locality":0,"bonusAtMost":0,"longAgoBlock":false\}/)
+    expect(table.stdout).toMatch(/arrival: \{"locality":0,"bonusAtMost":0,"longAgoBlock":false,"mergeBar":null,"mergeWithin":null\}/)
   })
 
   test('reject-suggestion --json prints the report without its suggestion; the API agrees; the decision is counted', async () => {

@@ -7,8 +7,9 @@
 import { describe, expect, test } from 'bun:test'
 import { identifyingNumbers } from '../src/dedup/tokenize'
 import { alikeApartFromNumbers, differentNumbers, differentTests, nameAddedOnOneSide, nameVariant, oneSlotSwapped, testIds, numbersVeto, redactedInTitles, scopeDifference, sharedNames, splitScope, templatedSiblings } from '../src/dedup/vetoes'
-import { confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, nearTitle, titleMatch } from '../src/dedup/decide'
+import { arrivalBar, arrivalCorroborates, confirmOnLead, corroboration, decide, decideOnScore, DEFAULT_THRESHOLDS, nearTitle, titleMatch } from '../src/dedup/decide'
 import { featuresOf } from '../src/dedup/features'
+import { ARRIVAL_CORROBORATES } from '../src/dedup/arrival-locality'
 import { sanitizeText } from '../src/sanitize/sanitize'
 
 const features = (id: string, text: string) => featuresOf({ id, text, url: null, componentTarget: null, consoleLogs: null, duplicateOfId: null })
@@ -309,5 +310,44 @@ describe('near-identical titles corroborate a merge at the corroborated bar', ()
     expect(nearTitle(f('e', 'Editor hangs on save'), f('g', 'Editor hangs on saving'))).toBe(false)
     expect(nearTitle(f('h', 'Eclipse hangs when opening a large XML file in the editor'), f('i', 'Eclipse crashes when closing a small JSON file in the outline'))).toBe(false)
     expect(nearTitle(f('j', 'Eclipse hangs when opening a large [REDACTED:email] file in the editor'), f('k', 'Eclipse hangs on opening large [REDACTED:email] files in the editor'))).toBe(false)
+  })
+})
+
+describe('arrival corroborates a merge at the arrival bar (halfway to the merge bar)', () => {
+  const a = features('a', 'Checkout button dead after two items are in the cart\nSeen on Firefox, the spinner keeps turning.')
+  const b = features('b', 'Paying for a full basket does nothing\nThe button to pay ignores my clicks once two items are in it.')
+  const t = DEFAULT_THRESHOLDS
+  const bar = arrivalBar(t.moderate, t.strong)
+
+  test('the bar lies halfway between the corroborated bar and the merge bar', () => {
+    expect(bar).toBeCloseTo((t.moderate + t.strong) / 2, 12)
+    expect(bar).toBeGreaterThan(t.moderate)
+    expect(bar).toBeLessThan(t.strong)
+  })
+
+  test('at the bar, a lead that arrived close merges, and the reason names the bar and the arrival bonus', () => {
+    expect(corroboration(a, b)).toEqual([])
+    const v = decideOnScore(a, b, bar, t, { arrival: ARRIVAL_CORROBORATES })
+    expect(v).toMatchObject({ attach: true })
+    expect(v.reason).toBe(`similarity ${bar.toFixed(2)} ≥ ${bar.toFixed(2)}, arrived close to it (+${ARRIVAL_CORROBORATES.toFixed(2)}); alike texts; no veto`)
+  })
+
+  test('not under the bar, not with a smaller bonus, not where arrival says nothing', () => {
+    expect(decideOnScore(a, b, bar - 0.01, t, { arrival: 0.2 })).toMatchObject({ attach: false, suggest: true })
+    expect(decideOnScore(a, b, bar, t, { arrival: ARRIVAL_CORROBORATES - 0.001 })).toMatchObject({ attach: false, suggest: true })
+    expect(decideOnScore(a, b, bar, t, {})).toMatchObject({ attach: false, suggest: true })
+    expect(arrivalCorroborates(bar, t.moderate, t.strong, ARRIVAL_CORROBORATES)).toBe(true)
+    expect(arrivalCorroborates(bar - 0.001, t.moderate, t.strong, 1)).toBe(false)
+  })
+
+  test('a merge block (a bug last reported long ago) still turns it into a suggestion', () => {
+    const v = decideOnScore(a, b, bar, t, { arrival: 0.1, block: 'its bug was last reported long ago (60 % of the App’s reports back)' })
+    expect(v).toMatchObject({ attach: false, suggest: true, reason: expect.stringContaining('not merged: its bug was last reported long ago') })
+  })
+
+  test('a short report still needs its higher bar', () => {
+    const short = features('s', 'Checkout dead')
+    const shortToo = features('u', 'Checkout dead')
+    expect(decideOnScore(short, shortToo, t.strong - 0.01, t, { arrival: 0.2 }).attach).toBe(false)
   })
 })

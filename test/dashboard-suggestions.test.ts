@@ -128,7 +128,7 @@ describe('duplicate suggestions in the dashboard', () => {
     expect(await section.textContent()).toContain(`at similarity ${state.bars.merge.toFixed(2)} or more`)
     expect(await section.textContent()).toContain(`from ${state.bars.suggest.toFixed(2)} up to the merge bar`)
     // A handful of reports teach nothing about arrival.
-    expect(state.arrival).toEqual({ locality: 0, bonusAtMost: 0, longAgoBlock: false })
+    expect(state.arrival).toEqual({ locality: 0, bonusAtMost: 0, longAgoBlock: false, mergeBar: null, mergeWithin: null })
     expect(await section.textContent()).toContain('Duplicates arrivein no order that helps yet')
     await expectPageClean(page, 'app-dedup')
   })
@@ -141,10 +141,13 @@ describe('duplicate suggestions in the dashboard', () => {
     try {
       db.run('UPDATE app_calibration SET arrival_locality = 0.62 WHERE app_id = ?', [tenant.appId])
       const state = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/triage`, { auth: tenant.key })).body
-      expect(state.arrival).toEqual({ locality: 0.62, bonusAtMost: 0.186, longAgoBlock: true })
+      // 0.05 × (0.3 × 0.62 / 0.05 − 1) = 0.136 of the App's reports; the arrival bar halfway up its bars.
+      expect(state.arrival).toEqual({ locality: 0.62, bonusAtMost: 0.186, longAgoBlock: true, mergeBar: expect.any(Number), mergeWithin: 0.136 })
+      expect(state.arrival.mergeBar).toBeCloseTo((state.bars.corroboratedMerge + state.bars.merge) / 2, 2)
       await page.goto(`${server.url}/admin/o/${tenant.orgId}/apps/${tenant.appId}`)
       const section = page.getByRole('region', { name: 'Duplicate detection' })
       await section.getByText(/in bursts \(locality 0\.62\): a report that arrived close to another ranks up to \+0\.19 higher/).waitFor()
+      expect(await section.textContent()).toContain(`one that arrived within 14 % of the App's reports of a lead merges into it at ${state.arrival.mergeBar.toFixed(2)} or more`)
       expect(await section.textContent()).toContain('a bug last reported long ago is suggested, not merged')
       await expectPageClean(page, 'app-dedup-bursts')
     } finally {

@@ -81,12 +81,12 @@ describe('as a corroboration', () => {
   test('only where the App’s counts are given; the reason names it', () => {
     expect(corroboration(a, b)).toEqual([])
     expect(corroboration(a, b, rare)).toEqual(['identifier'])
-    const v = decideOnScore(a, b, 0.6, DEFAULT_THRESHOLDS, null, rare)
+    const v = decideOnScore(a, b, 0.6, DEFAULT_THRESHOLDS, { reportsHolding: rare })
     expect(v).toEqual({ attach: true, reason: 'similarity 0.60 ≥ 0.55 with same identifier; titles share extensions.pocket.enabled; no veto' })
     // Below the corroborated bar it is a suggestion, as any corroboration.
-    expect(decideOnScore(a, b, 0.5, DEFAULT_THRESHOLDS, null, rare).attach).toBe(false)
+    expect(decideOnScore(a, b, 0.5, DEFAULT_THRESHOLDS, { reportsHolding: rare }).attach).toBe(false)
     // A merge block still holds (here the caller's: a bug last reported long ago).
-    expect(decideOnScore(a, b, 0.6, DEFAULT_THRESHOLDS, 'its bug was last reported long ago', rare)).toMatchObject({ attach: false, suggest: true })
+    expect(decideOnScore(a, b, 0.6, DEFAULT_THRESHOLDS, { block: 'its bug was last reported long ago', reportsHolding: rare })).toMatchObject({ attach: false, suggest: true })
   })
 
   test('a method both titles name does not corroborate', () => {

@@ -1,7 +1,8 @@
 /**
  * Whether an App's duplicates arrive close together, learned from the App's own clusters, and the
- * bonus a candidate that arrived close to the report gets in /similar's order and as a suggestion (never
- * towards an automatic merge: as a corroboration it doubled the wrong attachments on real reports).
+ * bonus a candidate that arrived close to the report gets in /similar's order and as a suggestion, and
+ * as a merge corroboration halfway between the corroborated and the merge bar (decide.ts
+ * `arrivalCorroborates`; at the corroborated bar itself it doubled the wrong attachments on real reports).
  *
  * A bug appears with a release and its reports come in a burst until it is fixed. In the real development
  * corpora (bench/dup-corpora, public Bugzilla duplicates) half of the reports have a duplicate within 1 %
@@ -33,6 +34,23 @@ export const RECENCY_HALF_GAP = 0.05
  * On the real corpora in filing order R@10 +0.4 to +1.6 points; 5 and 10 alike, 20 and 30 less.
  */
 export const ARRIVAL_NEIGHBOURS = 10
+
+/**
+ * The least arrival bonus (`recencyBonus`) that corroborates an automatic merge at the arrival bar
+ * (decide.ts `arrivalCorroborates`): at the real corpora's locality (~0.6) a lead that arrived within
+ * about 13 % of the App's reports; never below a locality of 1/6.
+ */
+export const ARRIVAL_CORROBORATES = 0.05
+
+/**
+ * How far apart in arrival (a share of the App's reports) a lead may have arrived and still corroborate
+ * a merge at `locality`: where `recencyBonus` falls to `ARRIVAL_CORROBORATES`. Null where even a report
+ * arriving right beside would not (a weak or no locality).
+ */
+export function corroboratingGap(locality: number): number | null {
+  const gap = RECENCY_HALF_GAP * ((RECENCY_WEIGHT * locality) / ARRIVAL_CORROBORATES - 1)
+  return gap >= 0 ? gap : null
+}
 
 /**
  * A cluster last reported more than this share of the App's reports ago, in an App whose locality is at

@@ -13,7 +13,7 @@ import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } 
 import { LONG_AGO_LOCALITY, longAgoBlock, recencyBonus } from './arrival-locality'
 import { calibrate, inputOf, shownLocality, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
-import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type Thresholds } from './decide'
+import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type PairContext, type Thresholds } from './decide'
 import { genericNote } from './signal-spread'
 import { servableText } from '../sanitize/servable'
 import { TextCache } from './text-cache'
@@ -387,9 +387,9 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return { status: plan.sanitized ? 'sanitized' : (stored?.status ?? 'sanitized'), duplicate_of_id: plan.leadId, spam_marked_at: stored?.spam_marked_at ?? null }
   }
 
-  /** `decide` against a lead through one of its duplicates, the member's vetoes already passed (`block`: decideOnScore's). */
-  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds, block: string | null, reportsHolding: (word: string) => number) {
-    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds, block, reportsHolding), score)
+  /** `decide` against a lead through one of its duplicates, the member's vetoes already passed (`context`: decideOnScore's). */
+  function decideAgainstLead(f: Features, member: CandidateView['features'], lead: CandidateView['features'], score: number, thresholds: Thresholds, context: PairContext) {
+    return confirmOnLead(f, lead, decideOnScore(f, member, score, thresholds, context), score)
   }
 
   /** Which open lead `r` duplicates, if any (the decision of `clusterReport`; nothing is written). */
@@ -412,7 +412,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     // Whether a lead takes duplicates is read now: it may have been archived (or moved on) by another
     // connection since it was indexed. Once per lead.
     const roots = new Map<string, RootState | null>()
-    // Whether the App's duplicates come in bursts (arrival-locality.ts): a bonus for suggesting, not merging.
+    // Whether the App's duplicates come in bursts (arrival-locality.ts): a bonus for suggesting, a corroboration halfway up for merging.
     const locality = index.arrivalLocality
     // A specific identifier both titles name corroborates a merge while few of the App's reports hold it (shared-identifier.ts).
     const reportsHolding = (word: string): number => index.reportsHolding(word)
@@ -438,12 +438,14 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
             ? Math.max(c.score, combine(index.clusterScore(f, rootId), c.triScore, c.charScore))
             : c.score
         // Where the App's duplicates come in bursts, a report that arrived close counts for more as a
-        // suggestion, never for a merge: its score plus that bonus is held against the floor.
+        // suggestion (its score plus that bonus is held against the floor) and corroborates a merge at
+        // the arrival bar (decide.ts `arrivalCorroborates`), the score itself unchanged.
         arrival = locality > 0 ? recencyBonus(index.arrivalGap(r.id, c.id), locality) : 0
         const bars = arrival > 0 ? { ...thresholds, suggest: thresholds.suggest - arrival } : thresholds
         // And a bug last reported long ago, reported again, is often a new bug: a merge block (arrival-locality.ts).
         const longAgo = locality >= LONG_AGO_LOCALITY ? longAgoBlock(index.sinceClusterReported(r.id, rootId), locality) : null
-        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars, longAgo, reportsHolding) : decideAgainstLead(signals, c.features, rootFeatures, score, bars, longAgo, reportsHolding)
+        const context = { block: longAgo, reportsHolding, arrival }
+        v = rootId === c.id ? decideOnScore(signals, c.features, score, bars, context) : decideAgainstLead(signals, c.features, rootFeatures, score, bars, context)
         if (!v.attach && v.suggest && signals !== f) v = { ...v, reason: v.reason + genericNote(f, signals, c.features) }
         if (!v.attach && v.suggest && !longAgo && arrival >= 0.005) v = { ...v, reason: `${v.reason}; arrived close to it (+${arrival.toFixed(2)})` }
       }

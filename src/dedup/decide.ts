@@ -2,13 +2,15 @@
  * The merge decision, in two tiers. Precision comes first: a wrong automatic merge hides a distinct bug
  * behind another one, a missed merge only costs a person one look. A report merges into a lead only on
  * a sure score (the merge bar), or a lesser one corroborated by the same component, console error or
- * specific title; below that, down to a floor, the lead is suggested to a person. The vetoes
+ * specific title, or (halfway up) by its arrival close to the lead where the App's duplicates come in
+ * bursts; below that, down to a floor, the lead is suggested to a person. The vetoes
  * (vetoes.ts) refuse both; a merge block turns a merge into a suggestion. docs/triage.md has the bars
  * and their measured figures.
  */
 import type { Features } from './features'
 import { words } from './tokenize'
 import { sharedIdentifier } from './shared-identifier'
+import { ARRIVAL_CORROBORATES } from './arrival-locality'
 import { differentNumbers, differentTests, disjointVersions, nameAddedOnOneSide, nameVariant, numbersVeto, oppositePolarity, redactedInTitles, scopeDifference, sharedNames, oneSlotSwapped, templatedSiblings } from './vetoes'
 
 export interface Thresholds {
@@ -210,19 +212,24 @@ function likeness(query: CandidateView['features'], candidate: CandidateView['fe
 }
 
 /**
+ * What a caller knows of a pair beyond the two reports' own signals (clusterer.ts), for `decideOnScore`.
+ * `block`: a merge block beyond the titles' (the cluster's arrival), checked after them.
+ * `reportsHolding`: `corroboration`'s. `arrival`: what the candidate's arrival close to the report adds
+ * in the App (arrival-locality.ts `recencyBonus`; 0 where the App's arrival order says nothing).
+ */
+export interface PairContext {
+  block?: string | null
+  reportsHolding?: (word: string) => number
+  arrival?: number
+}
+
+/**
  * `decide` for a pair `veto` let through: the score against the (possibly raised) bars. Its reason says
  * the score, the bar it cleared and what the two reports share; a merge block turns a merge into a
- * suggestion and says which. `block`: one the caller knows of beyond the titles' (the cluster's arrival,
- * clusterer.ts), checked after them. `reportsHolding`: `corroboration`'s.
+ * suggestion and says which. A pair no signal corroborates merges at the arrival bar when it arrived
+ * close to the other in an App whose duplicates come in bursts (`arrivalCorroborates`).
  */
-export function decideOnScore(
-  query: CandidateView['features'],
-  candidate: CandidateView['features'],
-  score: number,
-  t: Thresholds = DEFAULT_THRESHOLDS,
-  block: string | null = null,
-  reportsHolding?: (word: string) => number,
-): Verdict {
+export function decideOnScore(query: CandidateView['features'], candidate: CandidateView['features'], score: number, t: Thresholds = DEFAULT_THRESHOLDS, context: PairContext = {}): Verdict {
   const strong = barFor(query, candidate, t.strong)
   const moderate = barFor(query, candidate, t.moderate)
   const suggest = barFor(query, candidate, t.suggest)
@@ -230,14 +237,30 @@ export function decideOnScore(
   let merge: string | null = null
   if (score >= strong) merge = `similarity ${s} ≥ merge bar ${strong.toFixed(2)}`
   else if (score >= moderate) {
-    const agree = corroboration(query, candidate, reportsHolding)
+    const agree = corroboration(query, candidate, context.reportsHolding)
     if (agree.length > 0) merge = `similarity ${s} ≥ ${moderate.toFixed(2)} with same ${agree.join(', ')}`
+    else if (arrivalCorroborates(score, moderate, strong, context.arrival ?? 0))
+      merge = `similarity ${s} ≥ ${arrivalBar(moderate, strong).toFixed(2)}, arrived close to it (+${(context.arrival ?? 0).toFixed(2)})`
   }
   if (merge) {
-    const blocked = mergeBlock(query, candidate) ?? block
+    const blocked = mergeBlock(query, candidate) ?? context.block ?? null
     if (!blocked) return { attach: true, reason: `${merge}; ${likeness(query, candidate)}; no veto` }
     return { attach: false, suggest: true, reason: `similarity ${s}; ${likeness(query, candidate)}; not merged: ${blocked}` }
   }
   if (score >= suggest) return { attach: false, suggest: true, reason: `similarity ${s} < merge bar ${strong.toFixed(2)}; ${likeness(query, candidate)}` }
   return { attach: false, reason: `similarity ${s} too low` }
+}
+
+/** Halfway between the corroborated bar and the merge bar: where arrival alone may corroborate. */
+export const arrivalBar = (moderate: number, strong: number): number => (moderate + strong) / 2
+
+/**
+ * Whether the pair's arrival corroborates its score: at least `arrivalBar` and an arrival bonus of at
+ * least `ARRIVAL_CORROBORATES` (arrival-locality.ts). Arrival is evidence independent of the text: a bug appears with a
+ * release and its reports come in a burst. At the corroborated bar itself it doubled the wrong
+ * attachments (a burst holds several bugs of one release); halfway to the merge bar, on the real
+ * development corpora in filing order, suggestions there were 96-100 % right (bench/README.md).
+ */
+export function arrivalCorroborates(score: number, moderate: number, strong: number, arrival: number): boolean {
+  return arrival >= ARRIVAL_CORROBORATES && score >= arrivalBar(moderate, strong)
 }

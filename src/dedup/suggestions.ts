@@ -6,9 +6,9 @@
 import type { MergeWhy, RootState } from './cluster-repo'
 import { takesDuplicates, type Clusterer, type Verdict } from './clusterer'
 import type { CalibrationSnapshot } from './calibrate'
-import type { Thresholds } from './decide'
+import { arrivalBar, type Thresholds } from './decide'
 import type { Lesson } from './learn'
-import { LONG_AGO_LOCALITY, recencyBonus } from './arrival-locality'
+import { corroboratingGap, LONG_AGO_LOCALITY, recencyBonus } from './arrival-locality'
 
 /** What a merge by hand that confirmed no suggestion records: no score, no reason. */
 export const MERGED_BY_HAND: MergeWhy = { score: null, reason: null }
@@ -52,14 +52,31 @@ export function confirmedSuggestion(
 /** An App's merge bars and what its people's decisions taught (GET /v1/apps/:id/triage, the dashboard). */
 export interface TriageState {
   bars: { merge: number; corroboratedMerge: number; suggest: number }
-  /** Whether the App's duplicates come in bursts (arrival-locality.ts), and what that does. */
-  arrival: { locality: number; bonusAtMost: number; longAgoBlock: boolean }
+  /**
+   * Whether the App's duplicates come in bursts (arrival-locality.ts), and what that does: `mergeBar`,
+   * the score from which a lead that arrived within `mergeWithin` (a share of the App's reports) of the
+   * report takes it as an automatic merge (decide.ts `arrivalCorroborates`); both null where arrival is
+   * too weak to corroborate one.
+   */
+  arrival: { locality: number; bonusAtMost: number; longAgoBlock: boolean; mergeBar: number | null; mergeWithin: number | null }
   learned: { raisedTo: number | null; provenBar: number | null; suggestRaisedTo: number | null; decisions: Lesson['counts'] }
   /** Asked with an automatic merge's score: the merge bars once that merge were undone. */
   afterUnmerge?: { merge: number; corroboratedMerge: number }
 }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000
+
+/** What the App's arrival order does to its ranking and merges (`TriageState.arrival`). */
+function arrivalOf(t: Thresholds, locality: number): TriageState['arrival'] {
+  const within = corroboratingGap(locality)
+  return {
+    locality,
+    bonusAtMost: round(recencyBonus(0, locality)),
+    longAgoBlock: locality >= LONG_AGO_LOCALITY,
+    mergeBar: within === null ? null : round(arrivalBar(t.moderate, t.strong)),
+    mergeWithin: within === null ? null : round(within),
+  }
+}
 
 /**
  * THE App's bars as every reader shows them (API, dashboard, CLI): one function over the thresholds the
@@ -68,7 +85,7 @@ const round = (n: number): number => Math.round(n * 1000) / 1000
 export function triageStateOf(t: Thresholds, lesson: Lesson, locality: number, after?: Thresholds): TriageState {
   return {
     bars: { merge: round(t.strong), corroboratedMerge: round(t.moderate), suggest: round(t.suggest) },
-    arrival: { locality, bonusAtMost: round(recencyBonus(0, locality)), longAgoBlock: locality >= LONG_AGO_LOCALITY },
+    arrival: arrivalOf(t, locality),
     learned: { raisedTo: lesson.raiseTo > 0 ? lesson.raiseTo : null, provenBar: lesson.provenBar, suggestRaisedTo: lesson.suggestFloor, decisions: { ...lesson.counts } },
     ...(after ? { afterUnmerge: { merge: round(after.strong), corroboratedMerge: round(after.moderate) } } : {}),
   }

@@ -11,7 +11,7 @@ import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { APP_GRAMS_MIN_DOCS } from '../../src/dedup/rerank'
 import { seedOrgApp, sql, submitReceived } from './store-fixtures'
-import { LONG_AGO_LOCALITY, RECENCY_WEIGHT } from '../../src/dedup/arrival-locality'
+import { ARRIVAL_CORROBORATES, corroboratingGap, LONG_AGO_LOCALITY, RECENCY_WEIGHT, recencyBonus } from '../../src/dedup/arrival-locality'
 import { firstReport, OLD, PARAPHRASE, PLACES, QUERY, RECENT, secondReport } from '../fixtures/arrival-texts'
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 'pe', 'ra', 'so', 'ti', 'vu', 'ze', 'bo', 'di', 'fa', 'gu']
@@ -86,7 +86,7 @@ describeEachDialect('similar order', (fresh) => {
  */
 describeEachDialect('similar order by arrival', (fresh) => {
 
-  type Arrival = { locality: number; bonusAtMost: number; longAgoBlock: boolean }
+  type Arrival = { locality: number; bonusAtMost: number; longAgoBlock: boolean; mergeBar: number | null; mergeWithin: number | null }
   async function order(bursty: boolean): Promise<{ ranked: string[]; arrival: Arrival; stored: number }> {
     const s = await fresh()
     await seedOrgApp(s)
@@ -129,7 +129,7 @@ describeEachDialect('similar order by arrival', (fresh) => {
 
   test('the triage state shows what arrival taught, as stored with the calibration: nothing for scattered arrivals', async () => {
     const scattered = await order(false)
-    expect(scattered.arrival).toEqual({ locality: 0, bonusAtMost: 0, longAgoBlock: false })
+    expect(scattered.arrival).toEqual({ locality: 0, bonusAtMost: 0, longAgoBlock: false, mergeBar: null, mergeWithin: null })
     expect(scattered.stored).toBe(0)
     const bursty = await order(true)
     expect(bursty.arrival.locality).toBeGreaterThan(0.3)
@@ -139,5 +139,9 @@ describeEachDialect('similar order by arrival', (fresh) => {
     expect(Math.round(bursty.stored * 100)).toBeCloseTo(bursty.stored * 100, 9)
     expect(bursty.arrival.bonusAtMost).toBeCloseTo(RECENCY_WEIGHT * bursty.arrival.locality, 3)
     expect(bursty.arrival.longAgoBlock).toBe(bursty.arrival.locality >= LONG_AGO_LOCALITY)
+    // Strong enough to corroborate merges: within the gap where the bonus is ARRIVAL_CORROBORATES.
+    expect(bursty.arrival.mergeWithin).toBeCloseTo(corroboratingGap(bursty.arrival.locality)!, 3)
+    expect(recencyBonus(bursty.arrival.mergeWithin!, bursty.arrival.locality)).toBeCloseTo(ARRIVAL_CORROBORATES, 3)
+    expect(bursty.arrival.mergeBar).toBeGreaterThan(0.5)
   })
 })

@@ -628,13 +628,21 @@ export interface AppTriageState {
      */
     locality: number;
     /**
-     * The most arrival adds to a /similar score or a suggestion score (a report that arrived right beside); never to an automatic merge
+     * The most arrival adds to a /similar score or a suggestion score (a report that arrived right beside); the scores an automatic merge compares are not changed
      */
     bonusAtMost: number;
     /**
      * True: a report that would merge into a cluster last reported more than half of the App's reports ago is suggested instead
      */
     longAgoBlock: boolean;
+    /**
+     * Merged automatically at this score or above (halfway between the corroborated and the merge bar) when the lead arrived within `mergeWithin` of the report; null: arrival too weak to corroborate a merge
+     */
+    mergeBar: number | null;
+    /**
+     * How close in arrival, as a share of the App's reports, a lead must have arrived for `mergeBar` (0.13: within 13 % of them); null with `mergeBar`
+     */
+    mergeWithin: number | null;
   };
   learned: {
     /**

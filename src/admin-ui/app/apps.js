@@ -300,7 +300,9 @@ function Dedup({ org, app }) {
   // What the App's arrival order taught (docs/triage.md "Arrival"), said as what it changes.
   const arrival = (a) =>
     a.locality > 0
-      ? `in bursts (locality ${bar(a.locality)}): a report that arrived close to another ranks up to +${bar(a.bonusAtMost)} higher in similar reports and suggestions${a.longAgoBlock ? '; a bug last reported long ago is suggested, not merged' : ''}`
+      ? `in bursts (locality ${bar(a.locality)}): a report that arrived close to another ranks up to +${bar(a.bonusAtMost)} higher in similar reports and suggestions${
+          a.mergeBar === null ? '' : `; one that arrived within ${Math.round(a.mergeWithin * 100)} % of the App's reports of a lead merges into it at ${bar(a.mergeBar)} or more`
+        }${a.longAgoBlock ? '; a bug last reported long ago is suggested, not merged' : ''}`
       : 'in no order that helps yet: arrival does not change the ranking'
   const d = state.data
   const learned = d && d.learned.decisions.confirmed + d.learned.decisions.rejected + d.learned.decisions.unmerged > 0

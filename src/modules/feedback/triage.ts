@@ -59,8 +59,14 @@ export const AppTriageState = t.Object(
           maximum: 1,
           description: "Whether the App's duplicates come in bursts, learned from its clusters: 0 (arrival order says nothing), up to 1 (a duplicate arrives close to the report it duplicates)",
         }),
-        bonusAtMost: t.Number({ minimum: 0, description: 'The most arrival adds to a /similar score or a suggestion score (a report that arrived right beside); never to an automatic merge' }),
+        bonusAtMost: t.Number({ minimum: 0, description: 'The most arrival adds to a /similar score or a suggestion score (a report that arrived right beside); the scores an automatic merge compares are not changed' }),
         longAgoBlock: t.Boolean({ description: 'True: a report that would merge into a cluster last reported more than half of the App\'s reports ago is suggested instead' }),
+        mergeBar: t.Union([Bar, t.Null()], {
+          description: 'Merged automatically at this score or above (halfway between the corroborated and the merge bar) when the lead arrived within `mergeWithin` of the report; null: arrival too weak to corroborate a merge',
+        }),
+        mergeWithin: t.Union([t.Number({ minimum: 0 }), t.Null()], {
+          description: "How close in arrival, as a share of the App's reports, a lead must have arrived for `mergeBar` (0.13: within 13 % of them); null with `mergeBar`",
+        }),
       },
       { additionalProperties: false, description: 'Arrival (docs/triage.md "Arrival")' },
     ),
