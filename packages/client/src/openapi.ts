@@ -611,7 +611,7 @@ export interface AppTriageState {
      */
     merge: number;
     /**
-     * Merged at this score or above when the same component or console error agrees
+     * Merged at this score or above when another signal agrees: the same component, console error, stack trace, (near) title, or a specific file, path or setting named in both titles
      */
     corroboratedMerge: number;
     /**

@@ -311,7 +311,7 @@ function Dedup({ org, app }) {
     ${d &&
     html`<dl class="facts wide">
       <dt>Merged automatically</dt><dd>at similarity ${bar(d.bars.merge)} or more</dd>
-      <dt>With the same component or console error</dt><dd>at ${bar(d.bars.corroboratedMerge)} or more</dd>
+      <dt>When something else agrees</dt><dd>at ${bar(d.bars.corroboratedMerge)} or more, with the same component, console error, stack trace, title or file, path or setting named in both titles</dd>
       <dt>Suggested to a person</dt><dd>from ${bar(d.bars.suggest)} up to the merge bar</dd>
       <dt>Duplicates arrive</dt><dd>${arrival(d.arrival)}</dd>
       <dt>Learned from</dt><dd>${d.learned.decisions.confirmed} confirmed, ${d.learned.decisions.rejected} rejected suggestion${d.learned.decisions.rejected === 1 ? '' : 's'}; ${d.learned.decisions.unmerged} automatic merge${d.learned.decisions.unmerged === 1 ? '' : 's'} undone</dd>

@@ -47,7 +47,7 @@ export const AppTriageState = t.Object(
     bars: t.Object(
       {
         merge: t.Number({ description: 'Merged automatically at this score or above' }),
-        corroboratedMerge: t.Number({ description: 'Merged at this score or above when the same component or console error agrees' }),
+        corroboratedMerge: t.Number({ description: 'Merged at this score or above when another signal agrees: the same component, console error, stack trace, (near) title, or a specific file, path or setting named in both titles' }),
         suggest: t.Number({ description: 'Below the merge bars and at least this score: the lead is suggested instead' }),
       },
       { additionalProperties: false },
