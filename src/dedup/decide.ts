@@ -256,10 +256,10 @@ export const arrivalBar = (moderate: number, strong: number): number => (moderat
 
 /**
  * Whether the pair's arrival corroborates its score: at least `arrivalBar` and an arrival bonus of at
- * least `ARRIVAL_CORROBORATES` (arrival-locality.ts). Arrival is evidence independent of the text: a bug appears with a
- * release and its reports come in a burst. At the corroborated bar itself it doubled the wrong
- * attachments (a burst holds several bugs of one release); halfway to the merge bar, on the real
- * development corpora in filing order, suggestions there were 96-100 % right (bench/README.md).
+ * least `ARRIVAL_CORROBORATES` (arrival-locality.ts). Arrival is evidence independent of the text: a
+ * bug appears with a release and its reports come in a burst. At the corroborated bar itself it doubled
+ * the wrong attachments (a burst holds several bugs of one release); halfway to the merge bar, on the
+ * real development corpora in filing order, suggestions there were 96-100 % right (bench/README.md).
  */
 export function arrivalCorroborates(score: number, moderate: number, strong: number, arrival: number): boolean {
   return arrival >= ARRIVAL_CORROBORATES && score >= arrivalBar(moderate, strong)

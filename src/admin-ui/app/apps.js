@@ -297,11 +297,13 @@ function Dedup({ org, app }) {
     state.reload()
   })
   const bar = (n) => n.toFixed(2)
+  // A share of the App's reports as a percentage: whole above 1 %, one decimal under it.
+  const percent = (share) => (share * 100 >= 1 ? String(Math.round(share * 100)) : (share * 100).toFixed(1))
   // What the App's arrival order taught (docs/triage.md "Arrival"), said as what it changes.
   const arrival = (a) =>
     a.locality > 0
       ? `in bursts (locality ${bar(a.locality)}): a report that arrived close to another ranks up to +${bar(a.bonusAtMost)} higher in similar reports and suggestions${
-          a.mergeBar === null ? '' : `; one that arrived within ${Math.round(a.mergeWithin * 100)} % of the App's reports of a lead merges into it at ${bar(a.mergeBar)} or more`
+          a.mergeBar === null ? '' : `; one that arrived within ${percent(a.mergeWithin)} % of the App's reports of a lead merges into it at ${bar(a.mergeBar)} or more`
         }${a.longAgoBlock ? '; a bug last reported long ago is suggested, not merged' : ''}`
       : 'in no order that helps yet: arrival does not change the ranking'
   const d = state.data
