@@ -244,6 +244,12 @@ export class AppIndex {
 
   /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
   /** How many indexed reports hold `word` (a specific identifier is rare when few do: shared-identifier.ts). */
+  /** A word's IDF in the App right now (a word no report holds: the highest, as in `nearest`). */
+  wordIdf(word: string): number {
+    const tid = this.termIds.get(word)
+    return tid === undefined ? Math.log(1 + (this.live + 1)) : this.idf(tid)
+  }
+
   reportsHolding(word: string): number {
     const tid = this.termIds.get(word)
     return tid === undefined ? 0 : this.df[tid]

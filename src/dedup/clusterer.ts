@@ -11,6 +11,7 @@ import { featuresOf, retitled, type Features, type ReportInput } from './feature
 import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
 import { LONG_AGO_LOCALITY, longAgoBlock, recencyBonus } from './arrival-locality'
+import { SIMILAR_TITLE_WEIGHT, titleCosine, titleWords } from './title-cosine'
 import { calibrate, inputOf, shownLocality, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type PairContext, type Thresholds } from './decide'
@@ -348,12 +349,13 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    * /similar's candidates for `r` in its ranking order, the best `max(RESCALED_CANDIDATES, limit)` of them
    * (`appOrder`: ordered by the App's n-gram IDF, so neighbourhood densities apply).
    */
-  function similarHead(r: Row, limit: number): { ranked: Ranked[]; appOrder: boolean } {
-    const ranked = rank(r.app_id, featuresIn(indexFor(r.app_id), r), r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
+  function similarHead(r: Row, limit: number): { ranked: Ranked[]; appOrder: boolean; title: string } {
+    const f = featuresIn(indexFor(r.app_id), r)
+    const ranked = rank(r.app_id, f, r.text, Math.max(SIMILAR_SHORTLIST, limit), SIMILAR_RANKING)
       .filter((c) => c.id !== r.id)
       .sort((a, b) => b.rankScore - a.rankScore)
     const appOrder = indexFor(r.app_id).grams.docs >= APP_GRAMS_MIN_DOCS
-    return { ranked: appOrder ? ranked.slice(0, Math.max(RESCALED_CANDIDATES, limit)) : ranked, appOrder }
+    return { ranked: appOrder ? ranked.slice(0, Math.max(RESCALED_CANDIDATES, limit)) : ranked, appOrder, title: f.title }
   }
 
   /** A report's neighbourhood density (neighbourhood.ts): kept while fresh, else from a ranking of it now. */
@@ -584,10 +586,14 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     similar(id: string, limit: number): SimilarEntry[] {
       const r = row(id)
       if (!r) return []
-      const { ranked, appOrder } = similarHead(r, limit)
+      const { ranked, appOrder, title } = similarHead(r, limit)
       const index = indexFor(r.app_id)
       // Below APP_GRAMS_MIN_DOCS the order is the blended score's, whose scale densities were not measured on.
       const scored = appOrder ? scaledByNeighbourhood(r.app_id, index, r.id, ranked) : ranked.map((c) => ({ c, score: c.rankScore }))
+      // Two titles in the same words rank a little higher (title-cosine.ts).
+      const words = titleWords(title)
+      const idf = (word: string): number => index.wordIdf(word)
+      for (const s of scored) s.score += SIMILAR_TITLE_WEIGHT * titleCosine(words, titleWords(s.c.features.title), idf)
       // Where the App's duplicates come in bursts, a candidate that arrived close to the report moves up (arrival-locality.ts).
       const locality = index.arrivalLocality
       if (locality > 0) for (const s of scored) s.score += recencyBonus(index.arrivalGap(r.id, s.c.id), locality)
