@@ -80,6 +80,11 @@ export class AppIndex {
     return Math.log(1 + (this.live + 1) / (this.df[termId] + 1))
   }
 
+  /** The IDF of a word no indexed report holds: the highest there is (`idf` at a document frequency of 0). */
+  private unseenIdf(): number {
+    return Math.log(1 + (this.live + 1))
+  }
+
   /**
    * A query's idf memo: a word's idf does not change while one query runs (nothing is added or removed),
    * and a query takes the same word's idf once per report it scores. `beginQuery` empties it.
@@ -247,7 +252,7 @@ export class AppIndex {
   /** A word's IDF in the App right now (a word no report holds: the highest, as in `nearest`). */
   wordIdf(word: string): number {
     const tid = this.termIds.get(word)
-    return tid === undefined ? Math.log(1 + (this.live + 1)) : this.idf(tid)
+    return tid === undefined ? this.unseenIdf() : this.idf(tid)
   }
 
   reportsHolding(word: string): number {
@@ -417,7 +422,7 @@ export class AppIndex {
     for (const tid of this.touchedTerms) cNorm += centroid[tid] * centroid[tid]
     for (const [word, tf] of f.tf) {
       const tid = this.termIds.get(word)
-      const qw = tf * (tid === undefined ? Math.log(1 + (this.live + 1)) : this.queryIdf(tid))
+      const qw = tf * (tid === undefined ? this.unseenIdf() : this.queryIdf(tid))
       qNorm += qw * qw
       if (tid !== undefined) dot += qw * (stamp[tid] === gen ? centroid[tid] : 0)
     }
@@ -453,7 +458,7 @@ export class AppIndex {
     for (const [word, tf] of f.tf) {
       const tid = this.termIds.get(word)
       // A word no indexed report has still counts in the query's norm, with the highest idf.
-      const idf = tid === undefined ? Math.log(1 + (this.live + 1)) : this.queryIdf(tid)
+      const idf = tid === undefined ? this.unseenIdf() : this.queryIdf(tid)
       const w = tf * idf
       qNorm += w * w
       if (tid !== undefined && this.df[tid] > 0) query.push({ tid, w, idf })

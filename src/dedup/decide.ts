@@ -238,9 +238,9 @@ export function decideOnScore(query: CandidateView['features'], candidate: Candi
   if (score >= strong) merge = `similarity ${s} ≥ merge bar ${strong.toFixed(2)}`
   else if (score >= moderate) {
     const agree = corroboration(query, candidate, context.reportsHolding)
+    const arrival = context.arrival ?? 0
     if (agree.length > 0) merge = `similarity ${s} ≥ ${moderate.toFixed(2)} with same ${agree.join(', ')}`
-    else if (arrivalCorroborates(score, moderate, strong, context.arrival ?? 0))
-      merge = `similarity ${s} ≥ ${arrivalBar(moderate, strong).toFixed(2)}, arrived close to it (+${(context.arrival ?? 0).toFixed(2)})`
+    else if (arrivalCorroborates(score, moderate, strong, arrival)) merge = `similarity ${s} ≥ ${arrivalBar(moderate, strong).toFixed(2)}, arrived close to it (+${arrival.toFixed(2)})`
   }
   if (merge) {
     const blocked = mergeBlock(query, candidate) ?? context.block ?? null
