@@ -11,6 +11,7 @@
  *   bun bench/cluster.ts --quality --real-only   # the real development corpora only (below)
  *   bun bench/cluster.ts --quality --generic-error=0.4   # 40 % of every App's reports carry one console error, whatever their bug
  *   bun bench/cluster.ts --quality --constant-first-line # every report starts with the same line (an integration's prefix)
+ *   bun bench/cluster.ts --quality --user-agent-lines    # every report carries a Bugzilla form's user-agent lines (src/dedup/user-agent.ts)
  *
  * Real development corpora (issue 41): public duplicate-labelled bug reports, one corpus App per project,
  * built by bench/dup-corpora/build.ts (not kept in the repository: see bench/dup-corpora/SOURCE.md).
@@ -394,6 +395,35 @@ export const CONSTANT_FIRST_LINE = 'New message from the contact form on our web
 export function withConstantFirstLine(corpus: Corpus): Corpus {
   return { ...corpus, apps: corpus.apps.map((app) => ({ ...app, reports: app.reports.map((r) => ({ ...r, text: `${CONSTANT_FIRST_LINE}\n${r.text}` })) })) }
 }
+/**
+ * Every report as a Bugzilla guided form files it (`--user-agent-lines`): the reporter's browser on a
+ * `User-Agent:` and a `Build Identifier:` line after the title, and `Reproducible: Always` at the end.
+ * The browser's version follows the filing order (a release every 1/40th of the reports, as release
+ * trains go) and its platform is drawn at random, so reports filed in the same weeks share version and
+ * build tokens whatever their bug: what raw tracker text holds and the development corpora's flattened
+ * bodies lost (bench/dup-corpora/SOURCE.md).
+ */
+const PLATFORMS = ['Windows NT 10.0; Win64; x64', 'Windows NT 6.1; WOW64', 'Macintosh; Intel Mac OS X 10.15', 'X11; Linux x86_64', 'X11; Ubuntu; Linux x86_64']
+export function withUserAgentLines(corpus: Corpus, seed = 3): Corpus {
+  const rand = prng(seed)
+  return {
+    ...corpus,
+    apps: corpus.apps.map((app) => {
+      const rankOf = new Map(inFilingOrder(app.reports).map((r, i) => [r.id, i]))
+      return {
+        ...app,
+        reports: app.reports.map((r) => {
+          const release = 50 + Math.floor((40 * rankOf.get(r.id)!) / app.reports.length)
+          const ua = `Mozilla/5.0 (${PLATFORMS[Math.floor(rand() * PLATFORMS.length)]}; rv:${release}.0) Gecko/20100101 Firefox/${release}.0`
+          const cut = r.text.indexOf('\n')
+          const [title, body] = cut === -1 ? [r.text, ''] : [r.text.slice(0, cut), r.text.slice(cut + 1)]
+          return { ...r, text: `${title}\nUser-Agent:       ${ua}\nBuild Identifier: ${ua}\n\n${body}\n\nReproducible: Always` }
+        }),
+      }
+    }),
+  }
+}
+const userAgentLines = process.argv.includes('--user-agent-lines')
 const constantFirstLine = process.argv.includes('--constant-first-line')
 const genericShare = Number(process.argv.find((a) => a.startsWith('--generic-error='))?.slice('--generic-error='.length) ?? 0)
 
@@ -403,6 +433,10 @@ function printQuality(name: string, given: Corpus, targets: string, arrival: Arr
   if (constantFirstLine) {
     corpus = withConstantFirstLine(corpus)
     name += ' + a constant first line'
+  }
+  if (userAgentLines) {
+    corpus = withUserAgentLines(corpus)
+    name += ' + user-agent lines'
   }
   // Filing order is one order: measured once.
   const { runs, min, max, avg } = arrival === 'filing' ? qualityOverOrders(corpus, [1], DEFAULT_THRESHOLDS, 'filing') : qualityOverOrders(corpus)

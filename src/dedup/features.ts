@@ -1,6 +1,7 @@
 /** Everything the clustering compares, derived once per report. */
 import { errorFingerprints, identifyingNumbers, pagePath, polarity, summaryLine, trigrams, versions, words } from './tokenize'
 import { stackFingerprint } from './stack-trace'
+import { withoutUserAgents } from './user-agent'
 
 export interface ReportInput {
   id: string
@@ -73,10 +74,12 @@ const NOISE_NUMBER = /^\d+$/
  * head of many of the App's reports); such a line is skipped for the title and what is read from it.
  */
 export function featuresOf(r: ReportInput, boilerplate?: (line: string) => boolean): Features {
+  // What the report says, without the browser's user agent a tracker form puts in it (user-agent.ts).
+  const text = withoutUserAgents(r.text)
   const counts = new Map<string, number>()
-  const head = summaryLine(r.text, boilerplate)
+  const head = summaryLine(text, boilerplate)
   const inTitle = new Set(words(head))
-  for (const w of words(r.text)) if (!(NOISE_NUMBER.test(w) && !inTitle.has(w))) counts.set(w, (counts.get(w) ?? 0) + 1)
+  for (const w of words(text)) if (!(NOISE_NUMBER.test(w) && !inTitle.has(w))) counts.set(w, (counts.get(w) ?? 0) + 1)
   // Sublinear: a stack trace naming one class forty times must not drown the rest of the report.
   const tf = new Map<string, number>()
   for (const [w, c] of counts) tf.set(w, (1 + Math.log(c)) * (inTitle.has(w) ? TITLE_WEIGHT : 1))
@@ -84,12 +87,12 @@ export function featuresOf(r: ReportInput, boilerplate?: (line: string) => boole
     id: r.id,
     tf,
     ...titleFields(head),
-    polarity: polarity(r.text),
+    polarity: polarity(text),
     distinctWords: tf.size,
     page: pagePath(r.url),
     component: componentName(r.componentTarget),
     errorFps: errorFingerprints(errorMessages(r.consoleLogs)),
-    stackFp: stackFingerprint(r.text),
+    stackFp: stackFingerprint(text),
   }
 }
 
@@ -98,7 +101,7 @@ export function featuresOf(r: ReportInput, boilerplate?: (line: string) => boole
  * before its first line was known to be an integration's. Its word weights are left as they were.
  */
 export function retitled<T extends { title: string; firstNumbers: readonly string[]; versions: ReadonlySet<string> }>(f: T, text: string, boilerplate: (line: string) => boolean): T {
-  const head = summaryLine(text, boilerplate)
+  const head = summaryLine(withoutUserAgents(text), boilerplate)
   return head === f.title ? f : { ...f, ...titleFields(head) }
 }
 

@@ -5,6 +5,7 @@
  * inflections the stemmer leaves apart, typos, partial class names in stack traces. Measured on long
  * real bug reports, the blend beat words alone for /similar R@1 and R@5 (docs/triage.md).
  */
+import { withoutUserAgents } from './user-agent'
 
 export interface BlendWeights {
   /** Today's score: word TF-IDF cosine blended with raw trigram cosine by `todayWordWeight`. */
@@ -393,7 +394,7 @@ function trigramVectorOf(norm: Uint8Array, len: number): TrigramVector {
 
 /** Both n-gram vectors of a text, from one normalization (the char grams read the first CHAR_LIMIT characters of it). */
 export function gramsFromText(text: string): Grams {
-  const len = normalize(text, TRIGRAM_LIMIT)
+  const len = normalize(withoutUserAgents(text), TRIGRAM_LIMIT)
   const tri = trigramVectorOf(normBuf, len)
   // The first CHAR_LIMIT characters and the closing space: the same text `charGrams` would normalize.
   let charLen = len
