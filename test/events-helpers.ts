@@ -81,9 +81,10 @@ export class SseClient {
   private readonly abort = new AbortController()
   private done: Promise<void> = Promise.resolve()
 
+  /** `key`: an sk_ key, or '' for none (a dashboard session's cookie in `headers`). */
   static async open(url: string, key: string, headers: Record<string, string> = {}): Promise<SseClient> {
     const c = new SseClient()
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers }, signal: c.abort.signal })
+    const res = await fetch(url, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), accept: 'text/event-stream', ...headers }, signal: c.abort.signal })
     c.status = res.status
     if (res.status !== 200 || !res.body) return c
     const reader = res.body.getReader()

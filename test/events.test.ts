@@ -3,6 +3,7 @@ import { call, eventually, seedTenant, startTestServer, type Tenant, type TestSe
 import { appendEventsIn, SseClient } from './events-helpers'
 import { purgeExpired } from '../src/modules/events/retention'
 import { ManualClock } from '../src/core/clock'
+import { createAdminsService } from '../src/modules/admins/service'
 
 let server: TestServer
 let a: Tenant
@@ -155,6 +156,44 @@ describe('GET /v1/events/stream (SSE)', () => {
     await eventually(() => server.hub.subscriberCount === before + 1)
     await s.close()
     await eventually(() => server.hub.subscriberCount === before, 3000)
+  })
+})
+
+describe('a stream outlives no credential (checked at every heartbeat)', () => {
+  test('revoking the key ends its open stream; events written afterwards never reach it', async () => {
+    const key = await server.admin.createKey(a.orgId, 'streaming')
+    const s = await SseClient.open(`${server.url}/v1/events/stream`, key.key)
+    expect(s.status).toBe(200)
+    const before = await appendEventsIn(server.ctx, a.orgId, a.appId, 1)
+    await eventually(() => s.seqs.includes(before[0]))
+    // Another key of the Org keeps its stream: only the revoked credential's streams end.
+    const other = await SseClient.open(`${server.url}/v1/events/stream`, a.key)
+    await server.admin.revokeKey(a.orgId, key.id)
+    await eventually(() => s.ended(), 3000)
+    const after = await appendEventsIn(server.ctx, a.orgId, a.appId, 2)
+    await eventually(() => after.every((seq) => other.seqs.includes(seq)), 3000)
+    expect(await other.ended()).toBe(false)
+    expect(s.seqs.some((seq) => after.includes(seq))).toBe(false)
+    // And the key is refused when it tries again.
+    expect((await SseClient.open(`${server.url}/v1/events/stream`, key.key)).status).toBe(401)
+    await other.close()
+  })
+
+  test("signing out ends the session's stream", async () => {
+    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
+    await admins.create('stream-out@example.com', 'stream out password 1', [a.orgId], 'owner')
+    const signIn = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'stream-out@example.com', password: 'stream out password 1' } })
+    expect(signIn.status).toBe(200)
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]
+    const s = await SseClient.open(`${server.url}/v1/events/stream`, '', { cookie, 'x-fixloop-org': a.orgId })
+    expect(s.status).toBe(200)
+    const seen = await appendEventsIn(server.ctx, a.orgId, a.appId, 1)
+    await eventually(() => s.seqs.includes(seen[0]))
+    expect((await call(server.url, 'DELETE', '/admin/api/session', { headers: { cookie, 'x-csrf-token': signIn.body.csrfToken } })).status).toBe(200)
+    await eventually(() => s.ended(), 3000)
+    const after = await appendEventsIn(server.ctx, a.orgId, a.appId, 1)
+    await Bun.sleep(600)
+    expect(s.seqs).not.toContain(after[0])
   })
 })
 

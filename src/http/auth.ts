@@ -13,7 +13,8 @@ import { verifyUserToken, type UserIdentity } from '../auth/user-token'
 import type { Limiter, RateScope } from './rate-limit'
 import { addressKey, clientAddress } from './client-address'
 import { noteCaller } from './request-caller'
-import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, type AdminAuthDeps } from './admin-auth'
+import { authenticateAdmin, grantIn, hasSessionCookie, ORG_HEADER, requireOrg, resolveSession, type AdminAuthDeps } from './admin-auth'
+import { canSee } from '../modules/admins/service'
 import type { ActedBy } from '../modules/audit/index'
 import { accessGuard } from './access-guard'
 import type { OrgCaller } from './org-caller'
@@ -125,6 +126,28 @@ export async function authenticateOrg(deps: AuthDeps, request: Request): Promise
   if (taken) await taken
   await deps.keyUsed?.(known.keyId)
   return { orgId: known.orgId, keyId: known.keyId, grant: 'api_key', actor: `key:${known.keyId}` }
+}
+
+/**
+ * Whether the credential `org` was authenticated with on `request` still stands: the `sk_` key is not
+ * revoked or rotated away, or the dashboard session is not signed out or expired and its admin still
+ * sees the Org. For long-lived responses (the event stream), which authenticate once when they open.
+ * No limiter token is taken and no use is recorded: nothing is being called.
+ */
+export async function stillAuthorized(deps: AuthDeps, request: Request, org: OrgCaller): Promise<boolean> {
+  try {
+    if (org.keyId.startsWith('session:')) {
+      if (!deps.admin) return false
+      const session = await resolveSession(deps.admin, request)
+      if (!session || `session:${session.id}` !== org.keyId) return false
+      const admin = await deps.admin.admins.identity(session.adminId)
+      return admin !== undefined && canSee(admin, org.orgId) && (await deps.admin.orgExists(org.orgId))
+    }
+    const known = await deps.directory.orgForApiKey(bearerToken(request.headers.get('authorization')))
+    return known !== null && known.keyId === org.keyId && known.orgId === org.orgId
+  } catch {
+    return false
+  }
 }
 
 /** The audit log's "who" for an Org caller's change (the address only when it is written). */

@@ -2,7 +2,7 @@
  * GET /v1/events (pull feed) and GET /v1/events/stream (Server-Sent Events), sk, tenant-scoped.
  */
 import { Elysia, t } from 'elysia'
-import { orgAuth, type AuthDeps } from '../../http/auth'
+import { orgAuth, stillAuthorized, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
 import { EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, EventsPage, EventsQuery, SEQ_MAX, StreamQuery } from './model'
@@ -36,7 +36,9 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
     .get(
       '/v1/events/stream',
       ({ org, query, request }) =>
-        events.stream(org.orgId, org.keyId, { ...query, after: readIntQuery(request, 'after', { min: 0, max: SEQ_MAX }, 0) }, request.headers.get('last-event-id')),
+        events.stream(org.orgId, org.keyId, { ...query, after: readIntQuery(request, 'after', { min: 0, max: SEQ_MAX }, 0) }, request.headers.get('last-event-id'), () =>
+          stillAuthorized(auth, request, org),
+        ),
       {
         access: 'org.read',
         query: StreamQuery,
@@ -47,7 +49,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
         detail: {
           summary: 'Live stream of events (Server-Sent Events)',
           description:
-            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most FIXLOOP_SSE_STREAMS_PER_KEY (default 100) open streams per API key or dashboard session, and 5,000 per Org: 429 rate_limited with Retry-After beyond.',
+            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most FIXLOOP_SSE_STREAMS_PER_KEY (default 100) open streams per API key or dashboard session, and 5,000 per Org: 429 rate_limited with Retry-After beyond. The credential is checked again at every heartbeat: a stream ends within one heartbeat (FIXLOOP_SSE_HEARTBEAT_SECONDS, default 10 s) of its key being revoked or rotated, or its session signed out or expired.',
           tags: ['events'],
           security: BEARER_SK,
         },

@@ -53,15 +53,18 @@ export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsR
       return { data: page.rows.map(presentEvent), nextAfter: page.nextAfter }
     },
 
-    /** `keyId`: the credential the stream counts against (OrgCaller.keyId). */
-    async stream(orgId: string, keyId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null): Promise<Response> {
+    /**
+     * `keyId`: the credential the stream counts against (OrgCaller.keyId); `authorized`: whether that
+     * credential still stands, asked at every heartbeat (a revoked key's stream ends).
+     */
+    async stream(orgId: string, keyId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null, authorized?: () => Promise<boolean>): Promise<Response> {
       await checkApp(orgId, q.appId)
       const after = resumeFrom(lastEventId, q.after)
       const mine = openByKey.get(keyId) ?? 0
       if (mine >= streamsPerKey) throw tooManyStreams(streamsPerKey, 'key')
       if (hub.countFor(orgId) >= STREAMS_PER_ORG_MAX) throw tooManyStreams(STREAMS_PER_ORG_MAX, 'org')
       openByKey.set(keyId, mine + 1)
-      return openEventStream(repo, hub, orgId, { after, types: typesOf(q.types), appId: q.appId }, () => {
+      return openEventStream(repo, hub, orgId, { after, types: typesOf(q.types), appId: q.appId }, authorized, () => {
         const n = (openByKey.get(keyId) ?? 1) - 1
         if (n > 0) openByKey.set(keyId, n)
         else openByKey.delete(keyId)

@@ -22,8 +22,19 @@ const QUEUE_BYTES = 64 * 1024
 const PAGE = 200
 const encoder = new TextEncoder()
 
-/** `onClose`: called once when the stream ends, however it ends (client gone, error, shutdown). */
-export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, filter: StreamFilter & { after: number }, onClose?: () => void): Response {
+/**
+ * `authorized`: whether the credential the stream was opened with still stands, asked at every heartbeat;
+ * the stream ends when it does not (a revoked key, a signed-out session). `onClose`: called once when the
+ * stream ends, however it ends (client gone, error, shutdown, credential gone).
+ */
+export function openEventStream(
+  repo: EventsRepo,
+  hub: EventHub,
+  orgId: string,
+  filter: StreamFilter & { after: number },
+  authorized?: () => Promise<boolean>,
+  onClose?: () => void,
+): Response {
   let cursor = filter.after
   let live = false
   let closed = false
@@ -87,10 +98,21 @@ export function openEventStream(repo: EventsRepo, hub: EventHub, orgId: string, 
             return bytes.byteLength
           }),
         )
+        let asking = false
         cleanups.push(
           hub.onHeartbeat(() => {
             // A client that is not reading gets no heartbeat either: its queue stays bounded.
             if (!closed && room()) controller.enqueue(encoder.encode(': keep-alive\n\n'))
+            // Authenticated once when it opened: a key revoked since, or a session signed out, ends it here.
+            if (!authorized || closed || asking) return
+            asking = true
+            authorized().then(
+              (ok) => {
+                asking = false
+                if (!ok) close()
+              },
+              () => close(),
+            )
           }),
         )
         cleanups.push(hub.onStop(close))
