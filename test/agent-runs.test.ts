@@ -215,9 +215,11 @@ describe('a run that opens a pull request (GitHub)', () => {
   })
 
   test('a failed report can be queued again for a new run', async () => {
-    await connect(s, { agentCommand: agent('crash.sh') })
+    await connect(s, { agentCommand: agent('crash.sh'), model: 'local-7b' })
     const first = await submitAndFinish(s, 'Order confirmation email has an empty subject line')
     expect(first.item.status).toBe('failed')
+    // The agent reported no model: the run keeps the one its connection names.
+    expect(first.run.model).toBe('local-7b')
     await connect(s, { agentCommand: agent('fix.sh') })
     expect((await call(s.srv.url, 'PATCH', `/v1/feedback/${first.id}`, { auth: s.t.key, body: { status: 'queued' } })).status).toBe(200)
     const second = await finish(s, first.id)
@@ -277,6 +279,8 @@ describe('failures', () => {
     const { run, item } = await submitAndFinish(s, 'Crash case: footer links overlap')
     expect(run.status).toBe('failed')
     expect(run.error).toMatch(/agent exited with code 3/)
+    // Spec 2.4 types model a string: empty when the agent reported none and the connection names none.
+    expect(run.model).toBe('')
     expect(run.outputTail).toContain('crash.sh')
     expect(item.status).toBe('failed')
     expect(item.failureReason).toContain('exited with code 3')

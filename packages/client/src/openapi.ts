@@ -707,7 +707,10 @@ export interface AgentRun {
    * claude-code, codex, aider, command (or none when no repository was connected)
    */
   provider: string;
-  model: string | null;
+  /**
+   * The model the agent reported using, else the one the connection names (`--model`); empty when neither says (spec 2.4 types it a string).
+   */
+  model: string;
   status: "running" | "succeeded" | "failed" | "guardrailed";
   tokensIn: number;
   tokensOut: number;
@@ -749,7 +752,10 @@ export interface AgentRunList {
      * claude-code, codex, aider, command (or none when no repository was connected)
      */
     provider: string;
-    model: string | null;
+    /**
+     * The model the agent reported using, else the one the connection names (`--model`); empty when neither says (spec 2.4 types it a string).
+     */
+    model: string;
     status: "running" | "succeeded" | "failed" | "guardrailed";
     tokensIn: number;
     tokensOut: number;

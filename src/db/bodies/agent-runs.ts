@@ -16,7 +16,7 @@ const INSERT_RUN = sql(
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 )
 const UPDATE_RUN = sql(
-  `UPDATE agent_runs SET status = ?2, model = ?3, tokens_in = ?4, tokens_out = ?5, cost_usd = ?6,
+  `UPDATE agent_runs SET status = ?2, model = COALESCE(?3, model), tokens_in = ?4, tokens_out = ?5, cost_usd = ?6,
      pr_url = ?7, guardrail_reason = ?8, error = ?9, timings = ?10, summary = ?11, output_tail = ?12, ended_at = ?13
    WHERE id = ?1`,
 )

@@ -13,7 +13,7 @@ export const AgentRun = t.Object(
     appId: t.String({ pattern: ID_PATTERN }),
     feedbackId: t.String({ pattern: ID_PATTERN }),
     provider: t.String({ description: 'claude-code, codex, aider, command (or none when no repository was connected)' }),
-    model: Nullable(t.String()),
+    model: t.String({ description: 'The model the agent reported using, else the one the connection names (`--model`); empty when neither says (spec 2.4 types it a string).' }),
     status: oneOf(RUN_STATUSES),
     tokensIn: int(),
     tokensOut: int(),

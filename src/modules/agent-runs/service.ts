@@ -10,7 +10,7 @@ function present(r: RunRow): typeof AgentRun.static {
     appId: r.app_id,
     feedbackId: r.feedback_id,
     provider: r.provider,
-    model: r.model,
+    model: r.model ?? '',
     status: r.status as typeof AgentRun.static.status,
     tokensIn: r.tokens_in,
     tokensOut: r.tokens_out,
