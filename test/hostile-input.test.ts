@@ -164,6 +164,7 @@ describe('every query parameter of every route: 400 invalid_body with details.is
     ['/v1/feedback', 'includeDuplicates=maybe'],
     ['/v1/feedback', 'includeDuplicates=1'],
     ['/v1/feedback', 'sort=asc'],
+    ...['after=-1', 'after=1.5', 'limit=0', 'limit=1000', 'limit=1e2'].map((q) => ['/v1/events', q] as [string, string]),
   ]
   for (const [path, query] of cases) {
     test(`${path}?${query}`, async () => {
@@ -171,6 +172,8 @@ describe('every query parameter of every route: 400 invalid_body with details.is
       const env = await expectEnvelope(res, 400, 'invalid_body')
       expect(Array.isArray(env.error.details.issues)).toBe(true)
       expect(env.error.details.issues.length).toBeGreaterThan(0)
+      // The issue's path names the parameter (docs/api.md), out-of-range numbers too.
+      expect(env.error.details.issues.map((i: { path: string }) => i.path)).toContain(`/${query.split('=')[0]}`)
     })
   }
 

@@ -87,7 +87,18 @@ function issuesOf(error: ValidationError): { path: string; message: string }[] {
   return [{ path: '/', message: error.message }]
 }
 
-function toApiError(code: string | number, error: unknown): ApiError {
+/**
+ * The query parameter a coerced value came from. Elysia checks a numeric query parameter's range after
+ * coercing it (`t.Numeric`) with the value alone, so its error carries no path: the parameter whose text
+ * reads as that number is the one (`limit=0`, `limit=1e9`, `after=-1`).
+ */
+function queryParameterHolding(request: Request, value: unknown): string | undefined {
+  if (typeof value !== 'number') return undefined
+  for (const [name, raw] of new URL(request.url).searchParams) if (Object.is(Number(raw), value)) return name
+  return undefined
+}
+
+function toApiError(code: string | number, error: unknown, request?: Request): ApiError {
   if (error instanceof ApiError) return error
   // Elysia wraps anything thrown by a parse hook in ParseError; our own parse errors (413 for a chunked
   // body over the limit, invalid_body for bad JSON) must keep their code.
@@ -97,7 +108,10 @@ function toApiError(code: string | number, error: unknown): ApiError {
     if (error.type === 'params') return new ApiError('invalid_id')
     // A response that fails its own schema is our bug, not the client's.
     if (error.type === 'response') return new ApiError('internal_error')
-    return new ApiError('invalid_body', { issues: issuesOf(error) })
+    const issues = issuesOf(error)
+    const name = error.type === 'property' && request ? queryParameterHolding(request, error.value) : undefined
+    if (name !== undefined) for (const issue of issues) if (issue.path === '/') issue.path = `/${name}`
+    return new ApiError('invalid_body', { issues })
   }
   if (code === 'PARSE') return new ApiError('invalid_body', { issues: [{ path: '/', message: 'malformed JSON' }] })
   if (code === 'NOT_FOUND') return new ApiError('route_not_found')
@@ -156,7 +170,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
     })
     .onError({ as: 'global' }, (c) => {
       const { code, error, set, request } = c
-      const apiError = toApiError(code, error)
+      const apiError = toApiError(code, error, request)
       const route = 'route' in c && typeof c.route === 'string' && code !== 'NOT_FOUND' ? c.route : 'unmatched'
       metrics?.observe(request.method, route || 'unmatched', apiError.status, elapsedSeconds(request))
       const requestId = String(set.headers['x-request-id'] ?? newId())
