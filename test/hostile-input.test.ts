@@ -150,6 +150,18 @@ describe('headers and URLs', () => {
   })
 })
 
+describe('a query parameter given twice', () => {
+  test('credentials are judged first; a route that reads no query ignores one, repeated or not', async () => {
+    const twice = `appId=${'a'.repeat(24)}&appId=${'b'.repeat(24)}`
+    expect((await fetch(`${base}/v1/feedback?${twice}`)).status).toBe(401)
+    const junk = await fetch(`${base}/v1/feedback/${feedbackId}?x=1&x=2`, { headers: { authorization: `Bearer ${key}` } })
+    expect(junk.status).toBe(200)
+    const mint = await fetch(`${base}/v1/tokens/mint?${twice}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ sub: 'u1' }) })
+    const env = await expectEnvelope(mint, 400, 'invalid_body')
+    expect(env.error.details.issues).toEqual([{ path: '/appId', message: 'must be given once' }])
+  })
+})
+
 describe('every query parameter of every route: 400 invalid_body with details.issues', () => {
   const INTS = ['0', '-0', '-5', '1.5', 'Infinity', '1e9', '100000', ' ', '', 'abc', '0x10']
   const cases: [string, string][] = [
@@ -165,6 +177,11 @@ describe('every query parameter of every route: 400 invalid_body with details.is
     ['/v1/feedback', 'includeDuplicates=1'],
     ['/v1/feedback', 'sort=asc'],
     ...['after=-1', 'after=1.5', 'limit=0', 'limit=1000', 'limit=1e2'].map((q) => ['/v1/events', q] as [string, string]),
+    // A declared parameter given twice is refused, whichever its type (not the last value read silently).
+    ['/v1/feedback', `appId=${'a'.repeat(24)}&appId=${'b'.repeat(24)}`],
+    ['/v1/feedback', 'status=received&status=queued'],
+    ['/v1/feedback', `cursor=${'a'.repeat(24)}&cursor=${'b'.repeat(24)}`],
+    ['/v1/events', 'types=feedback.received&types=feedback.received'],
   ]
   for (const [path, query] of cases) {
     test(`${path}?${query}`, async () => {

@@ -19,6 +19,7 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
+import { repeatedQueryParameter } from './repeated-query'
 import { nulInUrl } from './url-nul'
 import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
@@ -154,6 +155,11 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
     // far: Bun's parser refuses it.)
     .onTransform({ as: 'global' }, ({ request, route, query }) => {
       const refused = nulInUrl(request.method, route, request.url, query)
+      if (refused) throw refused
+    })
+    // A declared query parameter given twice (repeated-query.ts): after authentication, like a bad value.
+    .onBeforeHandle({ as: 'global' }, ({ request, route }) => {
+      const refused = repeatedQueryParameter(request.method, route, request.url)
       if (refused) throw refused
     })
     // Every JSON body goes through one reader that checks size, depth and Content-Type before parsing.

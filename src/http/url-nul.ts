@@ -18,6 +18,11 @@ export function noteDeclaredQueries(routes: readonly { method: string; path: str
   }
 }
 
+/** The query parameters route `route` (for `method`) declares (empty when it declares none). */
+export function declaredQueryOf(method: string, route: string): readonly string[] {
+  return declaredQuery.get(`${method} ${route}`) ?? []
+}
+
 const holdsNul = (v: unknown): boolean => (typeof v === 'string' ? v.includes(NUL) : Array.isArray(v) && v.some(holdsNul))
 
 /**
@@ -32,7 +37,7 @@ export function nulInUrl(method: string, route: string, url: string, query: Reco
   const queryStart = url.indexOf('?', pathStart)
   const pathEnd = queryStart === -1 ? url.length : queryStart
   if (url.slice(pathStart, pathEnd).includes('%00')) return new ApiError('invalid_id', undefined, `The path ${NUL_MESSAGE}.`)
-  for (const name of declaredQuery.get(`${method} ${route}`) ?? []) {
+  for (const name of declaredQueryOf(method, route)) {
     if (holdsNul(query[name])) return new ApiError('invalid_body', { issues: [{ path: `/${name}`, message: `${name} ${NUL_MESSAGE}` }] })
   }
   return undefined
