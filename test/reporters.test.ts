@@ -117,6 +117,8 @@ describe('fuzz', () => {
       expect(r.status, r.text).toBe(400)
       expect(r.body.error.code).toBe('invalid_body')
       if (field) expect(JSON.stringify(r.body.error.details)).toContain(field)
+      // Paths are JSON pointers, for the query's parameters as for the body's fields.
+      for (const issue of r.body.error.details.issues ?? []) expect(issue.path).toStartWith('/')
     }
     expect((await call(server.url, 'POST', '/v1/reporters/erase', { body: { externalUserId: UID } })).status).toBe(401)
     expect((await call(server.url, 'POST', '/v1/reporters/erase', { auth: acme.key, body: { externalUserId: UID, appId: other.appId } })).status).toBe(404)

@@ -30,9 +30,9 @@ const ExportQuery = t.Object(
 )
 const EraseBody = t.Object({ externalUserId: t.Optional(ExternalUserId), email: t.Optional(Email), appId: t.Optional(Id) }, closed)
 
-/** Exactly one of the two identifiers; both or neither is invalid_body naming the field. */
-function reporterOf(q: { externalUserId?: string; email?: string }, where: 'query' | 'body'): Reporter {
-  const at = (name: string) => (where === 'query' ? name : `/${name}`)
+/** Exactly one of the two identifiers; both or neither is invalid_body naming the field (a JSON pointer, query or body). */
+function reporterOf(q: { externalUserId?: string; email?: string }): Reporter {
+  const at = (name: string) => `/${name}`
   if (q.externalUserId !== undefined && q.email !== undefined) {
     throw new ApiError('invalid_body', { issues: [{ path: at('email'), message: 'give externalUserId or email, not both' }] })
   }
@@ -50,7 +50,7 @@ export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publ
         reporters.export(
           org.orgId,
           {
-            who: reporterOf(query, 'query'),
+            who: reporterOf(query),
             appId: query.appId,
             cursor: query.cursor,
             limit: readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault),
@@ -71,7 +71,7 @@ export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publ
     )
     .post(
       '/v1/reporters/erase',
-      ({ org, body, request, server }) => reporters.erase(org.orgId, { who: reporterOf(body, 'body'), appId: body.appId }, actedBy(auth, org, request, server)),
+      ({ org, body, request, server }) => reporters.erase(org.orgId, { who: reporterOf(body), appId: body.appId }, actedBy(auth, org, request, server)),
       {
         access: 'reporters.manage',
         body: EraseBody,
