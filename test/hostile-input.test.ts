@@ -150,6 +150,20 @@ describe('headers and URLs', () => {
   })
 })
 
+describe('__proto__ as a member', () => {
+  test('is an unknown field on every body, the mint included (no schema default rebuilds the body)', async () => {
+    const post = (path: string, raw: string) => fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: raw })
+    for (const [path, raw] of [
+      [`/v1/tokens/mint?appId=${appId}`, '{"sub":"u","__proto__":{"x":1}}'],
+      [`/v1/tokens/mint?appId=${appId}`, '{"sub":"u","expiresInSeconds":60,"__proto__":{"x":1}}'],
+      [`/v1/tokens/mint?appId=${appId}`, '{"sub":"u","constructor":{"x":1}}'],
+    ]) {
+      const env = await expectEnvelope(await post(path, raw), 400, 'invalid_body')
+      expect(JSON.stringify(env.error.details.issues)).toMatch(/__proto__|constructor/)
+    }
+  })
+})
+
 describe('a query parameter given twice', () => {
   test('credentials are judged first; a route that reads no query ignores one, repeated or not', async () => {
     const twice = `appId=${'a'.repeat(24)}&appId=${'b'.repeat(24)}`

@@ -819,6 +819,9 @@ export interface MintParams {
      */
     [k: string]: unknown | undefined;
   };
+  /**
+   * Default 3600
+   */
   expiresInSeconds?: number;
 }
 

@@ -20,7 +20,9 @@ export const MintBody = t.Object(
   {
     sub: t.String({ minLength: 1, maxLength: 256, description: 'The end-user id in your system' }),
     ctx: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'At most 2 KB of JSON; email and name are shown as the submitter' })),
-    expiresInSeconds: t.Optional(int({ minimum: LIMITS.tokenLifetimeMin, maximum: LIMITS.tokenLifetimeMax, default: LIMITS.tokenLifetimeDefault })),
+    // No schema `default`: Elysia would rebuild the body to fill it and drop an own `__proto__` member
+    // unseen, where every other route refuses it as an unknown field (the handler applies the default).
+    expiresInSeconds: t.Optional(int({ minimum: LIMITS.tokenLifetimeMin, maximum: LIMITS.tokenLifetimeMax, description: `Default ${LIMITS.tokenLifetimeDefault}` })),
   },
   { additionalProperties: false },
 )
