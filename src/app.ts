@@ -116,7 +116,12 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }))
     .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, providerName: ctx.config.sso ? new URL(ctx.config.sso.issuer).host : undefined, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy }))
     .use(consoleRoutes(s.adminAuth, s.console))
-    .use(inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock, (orgId, id) => s.mail.notification(orgId, id)))
+    .use(
+      inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock, (orgId, id) => s.mail.notification(orgId, id), {
+        app: (orgId, appId) => ctx.store.apps.everInOrg(orgId, appId),
+        feedback: async (orgId, id) => (await ctx.store.feedback.get(orgId, id)) !== undefined,
+      }),
+    )
     .use(dashboardPages(s.adminAuth, s.console, ctx.config.s3 ? new URL(ctx.config.s3.endpoint).origin : undefined))
     .use(eventRoutes(auth, s.events))
     .use(auditRoutes(auth, s.audit))

@@ -196,6 +196,21 @@ describe('Orgs and roles', () => {
     expect([cross.status, cross.body.error.code]).toEqual([404, 'app_not_found'])
   })
 
+  test("another Org's App or report named under one's own Org is 404, never an empty answer", async () => {
+    const sent = await call(server.url, 'POST', '/v1/feedback', { auth: acme.pub, body: { text: 'Acme report that Other must not learn about' } })
+    expect(sent.status).toBe(201)
+    const inbox = await as(otherOwner, 'GET', `/admin/api/orgs/${other.orgId}/inbox?folder=all&appId=${acme.appId}`)
+    expect([inbox.status, inbox.body.error?.code]).toEqual([404, 'app_not_found'])
+    const history = await as(otherOwner, 'GET', `/admin/api/orgs/${other.orgId}/feedback/${sent.body.id}/history`)
+    expect([history.status, history.body.error?.code]).toEqual([404, 'not_found'])
+    // An id no Org has answers the same: no existence oracle.
+    const ghost = await as(otherOwner, 'GET', `/admin/api/orgs/${other.orgId}/feedback/${'0'.repeat(24)}/history`)
+    expect([ghost.status, ghost.body.error?.code]).toEqual([404, 'not_found'])
+    // The Org's own are answered.
+    expect((await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/feedback/${sent.body.id}/history`)).status).toBe(200)
+    expect((await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/inbox?folder=all&appId=${acme.appId}`)).status).toBe(200)
+  })
+
   test('reveal returns the stored secret only with the password, and is audited without the secret', async () => {
     const wrong = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}/secret/reveal`, { password: 'not it at all' })
     expect([wrong.status, wrong.body.error.code]).toEqual([401, 'invalid_credentials'])

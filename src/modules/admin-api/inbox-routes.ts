@@ -11,6 +11,7 @@ import { IdParams } from '../feedback/model'
 import type { Inbox } from './inbox-repo'
 import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
 import { ID_PATTERN } from '../../core/ids'
+import { ApiError } from '../../core/errors'
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
@@ -20,13 +21,27 @@ const doc = (summary: string, description?: string) => ({ summary, description, 
  * reporter did not ask or it is not resolved yet: the report page reads it with the history, so a report
  * without one costs no request that answers 404.
  */
-export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId: string) => Promise<boolean>, clock: Clock, notificationOf: (orgId: string, feedbackId: string) => Promise<unknown>) {
+/** Whether an App (ever) or a report is the Org's: another Org's id is 404 here as on every route. */
+export interface OrgOwns {
+  app(orgId: string, appId: string): Promise<boolean>
+  feedback(orgId: string, feedbackId: string): Promise<boolean>
+}
+
+export function inboxRoutes(
+  deps: AdminAuthDeps,
+  inbox: Inbox,
+  orgExists: (orgId: string) => Promise<boolean>,
+  clock: Clock,
+  notificationOf: (orgId: string, feedbackId: string) => Promise<unknown>,
+  owns: OrgOwns,
+) {
   return new Elysia({ name: 'admin-inbox' })
     .use(accessGuard({ orgExists }))
     .derive(async ({ request }) => ({ caller: await authenticateAdmin(deps, request) }))
     .get(
       '/admin/api/orgs/:orgId/inbox',
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
+        if (query.appId !== undefined && !(await owns.app(params.orgId, query.appId))) throw new ApiError('app_not_found')
         return inbox.list(params.orgId, caller.admin.id, {
           ...query,
           hasScreenshot: query.hasScreenshot === undefined ? undefined : query.hasScreenshot === 'true',
@@ -37,7 +52,7 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
         access: 'org.read',
         params: OrgParams,
         query: InboxQuery,
-        response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found'),
+        response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'app_not_found'),
         detail: doc('Reports of a status folder, newest first, filtered, with unread marks', 'Leads only (duplicates are under their lead). Cursor paging by id.'),
       },
     )
@@ -68,7 +83,8 @@ export function inboxRoutes(deps: AdminAuthDeps, inbox: Inbox, orgExists: (orgId
     )
     .get(
       '/admin/api/orgs/:orgId/feedback/:id/history',
-      async ({ caller, params }) => {
+      async ({ params }) => {
+        if (!(await owns.feedback(params.orgId, params.id))) throw new ApiError('not_found')
         const data = await inbox.history(params.orgId, params.id)
         return { data, notification: await notificationOf(params.orgId, params.id) }
       },
