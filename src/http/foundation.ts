@@ -171,6 +171,11 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {
+      // API answers are the caller's own (keys and secrets on creation, reporters' data): no cache keeps
+      // them, unless the route says how it may be cached (the widget's config).
+      if (!(response instanceof Response) && set.headers['cache-control'] === undefined && (route.startsWith('/v1/') || route.startsWith('/admin/api/'))) {
+        set.headers['cache-control'] = 'no-store'
+      }
       const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : 200
       metrics?.observe(request.method, route || 'unmatched', status, elapsedSeconds(request))
     })
