@@ -17,7 +17,7 @@ import { EmbeddedBlobStore } from './blobs/embedded-store'
 import { triageRoutes } from './modules/feedback/triage'
 import { agentRunRoutes } from './modules/agent-runs/index'
 import { embeddedUploadRoutes, uploadUrlRoutes } from './modules/uploads/index'
-import { docsAssets, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH } from './http/docs-assets'
+import { docsAssets, DOCS_INIT_PATH, DOCS_PATH, DOCS_SCRIPT_PATH, DOCS_STYLE_PATH, DOCS_THEME_PATH } from './http/docs-assets'
 import { sessionRoutes } from './modules/admin-api/session-routes'
 import { consoleRoutes } from './modules/admin-api/console-routes'
 import { inboxRoutes } from './modules/admin-api/inbox-routes'
@@ -46,6 +46,10 @@ import { widgetConfigRoutes } from './modules/apps/widget-config'
 
 
 /** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
+
+/** The API in one paragraph: the OpenAPI document's description and the explorer page's. */
+const API_DESCRIPTION =
+  'Feedback intake and triage. Widget routes take an App public key (pub_); server routes take an Org API key (sk_). Errors use the envelope { error: { code, message, details? } }.'
 export interface OpsDeps {
   readiness: Readiness
   metrics: Metrics
@@ -69,15 +73,15 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(widgetCors(directory))
     .use(
       openapi({
-        path: '/docs',
+        // The explorer page is ours (docs-assets.ts: no inline script, a strict CSP); the plugin serves the document.
+        path: DOCS_PATH,
         specPath: '/openapi.json',
-        provider: 'swagger-ui',
-        swagger: { cdn: DOCS_SCRIPT_PATH, theme: DOCS_STYLE_PATH, version: '' },
+        provider: null,
         documentation: {
           info: {
             title: 'fixloop API',
             version: VERSION,
-            description: 'Feedback intake and triage. Widget routes take an App public key (pub_); server routes take an Org API key (sk_). Errors use the envelope { error: { code, message, details? } }.',
+            description: API_DESCRIPTION,
           },
           components: {
             securitySchemes: {
@@ -94,10 +98,10 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
           },
         },
         // staticFile: false so /widget.js (a route with a file extension) is documented too.
-        exclude: { staticFile: false, paths: ['/docs', '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH] },
+        exclude: { staticFile: false, paths: [DOCS_PATH, '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH, DOCS_INIT_PATH, DOCS_THEME_PATH] },
       }),
     )
-    .use(docsAssets())
+    .use(docsAssets('fixloop API', API_DESCRIPTION))
     .use(widgetAssets())
     .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
     .use(rootRoutes(VERSION, demoPublicKey !== undefined))

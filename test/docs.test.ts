@@ -120,7 +120,18 @@ describe('/docs', () => {
     page.on('request', (req) => {
       if (!req.url().startsWith(srv.url)) external.push(req.url())
     })
-    await page.goto(srv.url + '/docs')
+    // The page's policy allows this origin's scripts only: nothing the explorer needs may be refused by it.
+    const refused: string[] = []
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) refused.push(m.text())
+    })
+    const res = await page.goto(srv.url + '/docs')
+    const csp = res!.headers()['content-security-policy'] ?? ''
+    expect(csp).toContain("script-src 'self'")
+    expect(csp.match(/script-src[^;]*/)![0]).not.toContain('unsafe')
+    expect(csp).toContain("frame-ancestors 'none'")
+    expect(res!.headers()['x-frame-options']).toBe('DENY')
+    expect(res!.headers()['x-content-type-options']).toBe('nosniff')
     // Generous: the explorer parses the whole document (now with the dashboard's routes too) on 2 shared cores.
     await page.waitForSelector('.opblock', { timeout: 45_000 })
     const paths = await page.$$eval('.opblock-summary-path', (els) => els.map((e) => e.textContent?.replace(/\u200b/g, '').trim()))
@@ -132,6 +143,7 @@ describe('/docs', () => {
     const status = await page.waitForSelector('#operations-operations-getHealthz .live-responses-table tbody .response-col_status', { timeout: 10_000 })
     expect((await status.textContent())?.trim()).toBe('200')
     expect(external).toEqual([])
+    expect(refused).toEqual([])
     await page.screenshot({ path: process.env.DOCS_SCREENSHOT ?? `${srv.dataDir}/docs.png` })
     await page.close()
     // Its own time limit: the explorer parses the whole document on 2 shared cores, under a plain `bun test` too.
