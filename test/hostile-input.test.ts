@@ -164,6 +164,15 @@ describe('__proto__ as a member', () => {
   })
 })
 
+describe('a field that takes one of a few values', () => {
+  test('names them, null included, however the schema nests them', async () => {
+    const env = await expectEnvelope(await post('/v1/feedback', pub, JSON.stringify({ text: 'x', severity: 'critical' })), 400, 'invalid_body')
+    expect(env.error.details.issues).toEqual([{ path: '/severity', message: 'severity must be one of: "low", "medium", "high", null' }])
+    const list = await expectEnvelope(await fetch(`${base}/v1/feedback?includeDuplicates=yes`, { headers: { authorization: `Bearer ${key}` } }), 400, 'invalid_body')
+    expect(JSON.stringify(list.error.details.issues)).not.toContain("'boolean', 'boolean'")
+  })
+})
+
 describe('a query parameter given twice', () => {
   test('credentials are judged first; a route that reads no query ignores one, repeated or not', async () => {
     const twice = `appId=${'a'.repeat(24)}&appId=${'b'.repeat(24)}`

@@ -58,11 +58,26 @@ function headerBytes(headers: Headers): number {
   return n
 }
 
-/** The values a union of literals (`oneOf`) allows, or undefined for any other schema. */
+/**
+ * The values a union of literals (`oneOf`) allows, or undefined for any other schema; a nested union and
+ * `null` count too (`severity`: "low", "medium", "high", null).
+ */
 function allowedValues(schema: unknown): unknown[] | undefined {
-  const anyOf = (schema as { anyOf?: { const?: unknown }[] } | undefined)?.anyOf
-  if (!Array.isArray(anyOf) || anyOf.length === 0 || !anyOf.every((s) => s && 'const' in s)) return undefined
-  return anyOf.map((s) => s.const)
+  const anyOf = (schema as { anyOf?: unknown[] } | undefined)?.anyOf
+  if (!Array.isArray(anyOf) || anyOf.length === 0) return undefined
+  const out: unknown[] = []
+  for (const s of anyOf as { const?: unknown; type?: unknown; format?: unknown; anyOf?: unknown }[]) {
+    if (s && 'const' in s) out.push(s.const)
+    // A boolean query parameter (t.BooleanString): the boolean itself, or its text.
+    else if (s && (s.type === 'boolean' || (s.type === 'string' && s.format === 'boolean'))) out.push(true, false)
+    else if (s && s.type === 'null') out.push(null)
+    else if (s && Array.isArray(s.anyOf)) {
+      const nested = allowedValues(s)
+      if (!nested) return undefined
+      out.push(...nested)
+    } else return undefined
+  }
+  return [...new Set(out)]
 }
 
 /**
