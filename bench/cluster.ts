@@ -12,6 +12,7 @@
  *   bun bench/cluster.ts --quality --generic-error=0.4   # 40 % of every App's reports carry one console error, whatever their bug
  *   bun bench/cluster.ts --quality --constant-first-line # every report starts with the same line (an integration's prefix)
  *   bun bench/cluster.ts --quality --user-agent-lines    # every report carries a Bugzilla form's user-agent lines (src/dedup/user-agent.ts)
+ *   bun bench/cluster.ts --quality --log-lines           # every body starts with three timestamped log lines (rerank.ts gramText)
  *
  * Real development corpora (issue 41): public duplicate-labelled bug reports, one corpus App per project,
  * built by bench/dup-corpora/build.ts (not kept in the repository: see bench/dup-corpora/SOURCE.md).
@@ -423,6 +424,33 @@ export function withUserAgentLines(corpus: Corpus, seed = 3): Corpus {
     }),
   }
 }
+/**
+ * Every report with three log lines pasted at the start of its body (`--log-lines`): a timestamp of the
+ * report's month, as the filing order runs (five years over the corpus), a level and a step number. Raw
+ * tracker text holds such logs; the development corpora's flattened bodies lost their digits.
+ */
+export function withLogLines(corpus: Corpus, seed = 11): Corpus {
+  const rand = prng(seed)
+  const pad = (n: number, width = 2) => String(n).padStart(width, '0')
+  const at = (max: number) => Math.floor(rand() * max)
+  return {
+    ...corpus,
+    apps: corpus.apps.map((app) => {
+      const rankOf = new Map(inFilingOrder(app.reports).map((r, i) => [r.id, i]))
+      return {
+        ...app,
+        reports: app.reports.map((r) => {
+          const month = Math.floor((60 * rankOf.get(r.id)!) / app.reports.length)
+          const day = `${2017 + Math.floor(month / 12)}-${pad(1 + (month % 12))}-${pad(1 + at(28))}`
+          const lines = [0, 1, 2].map(() => `${day} ${pad(at(24))}:${pad(at(60))}:${pad(at(60))},${pad(at(1000), 3)} ${['INFO', 'WARN', 'ERROR'][at(3)]} main: step ${at(100)}`)
+          const cut = r.text.indexOf('\n')
+          return cut === -1 ? r : { ...r, text: `${r.text.slice(0, cut)}\n${lines.join('\n')}\n${r.text.slice(cut + 1)}` }
+        }),
+      }
+    }),
+  }
+}
+const logLines = process.argv.includes('--log-lines')
 const userAgentLines = process.argv.includes('--user-agent-lines')
 const constantFirstLine = process.argv.includes('--constant-first-line')
 const genericShare = Number(process.argv.find((a) => a.startsWith('--generic-error='))?.slice('--generic-error='.length) ?? 0)
@@ -437,6 +465,10 @@ function printQuality(name: string, given: Corpus, targets: string, arrival: Arr
   if (userAgentLines) {
     corpus = withUserAgentLines(corpus)
     name += ' + user-agent lines'
+  }
+  if (logLines) {
+    corpus = withLogLines(corpus)
+    name += ' + log lines'
   }
   // Filing order is one order: measured once.
   const { runs, min, max, avg } = arrival === 'filing' ? qualityOverOrders(corpus, [1], DEFAULT_THRESHOLDS, 'filing') : qualityOverOrders(corpus)

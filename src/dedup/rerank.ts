@@ -71,6 +71,23 @@ const foldNonAscii = (text: string): string => {
 }
 
 /**
+ * What a report's n-grams are read from: its text without user agents (user-agent.ts), and with the
+ * body's digits blanked. Digits of the body are timestamps of pasted logs, line numbers, ports, build and
+ * issue numbers: they differ between duplicates and agree between unrelated reports of the same weeks
+ * (every log line of one month starts `2011-05-`), as the words' bare numbers did (features.ts drops
+ * them). The title line keeps its digits (`Error 502`, `v2.3`). Measured: the real corpora with three log
+ * lines pasted into every body, R@1 0.728 → 0.743 (Eclipse), 0.666 → 0.676 (Firefox); the synthetic
+ * evaluation corpus, whose bodies hold versions, codes and stack-frame lines, merge recall 0.337 → 0.389,
+ * R@1 0.975 → 0.982 (bench/README, "digits of the body").
+ */
+export function gramText(text: string): string {
+  const t = withoutUserAgents(text)
+  const cut = t.indexOf('\n')
+  return cut === -1 ? t : t.slice(0, cut + 1) + t.slice(cut + 1).replace(DIGITS, ' ')
+}
+const DIGITS = /[0-9]+/g
+
+/**
  * Character 3-, 4- and 5-grams (letters and digits, spaces collapsed), each hashed to an int, as a
  * sorted vector: two sorted vectors meet in one merge pass, with no hash map per comparison.
  */
@@ -394,7 +411,7 @@ function trigramVectorOf(norm: Uint8Array, len: number): TrigramVector {
 
 /** Both n-gram vectors of a text, from one normalization (the char grams read the first CHAR_LIMIT characters of it). */
 export function gramsFromText(text: string): Grams {
-  const len = normalize(withoutUserAgents(text), TRIGRAM_LIMIT)
+  const len = normalize(gramText(text), TRIGRAM_LIMIT)
   const tri = trigramVectorOf(normBuf, len)
   // The first CHAR_LIMIT characters and the closing space: the same text `charGrams` would normalize.
   let charLen = len
