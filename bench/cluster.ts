@@ -407,22 +407,13 @@ export function withConstantFirstLine(corpus: Corpus): Corpus {
 const PLATFORMS = ['Windows NT 10.0; Win64; x64', 'Windows NT 6.1; WOW64', 'Macintosh; Intel Mac OS X 10.15', 'X11; Linux x86_64', 'X11; Ubuntu; Linux x86_64']
 export function withUserAgentLines(corpus: Corpus, seed = 3): Corpus {
   const rand = prng(seed)
-  return {
-    ...corpus,
-    apps: corpus.apps.map((app) => {
-      const rankOf = new Map(inFilingOrder(app.reports).map((r, i) => [r.id, i]))
-      return {
-        ...app,
-        reports: app.reports.map((r) => {
-          const release = 50 + Math.floor((40 * rankOf.get(r.id)!) / app.reports.length)
-          const ua = `Mozilla/5.0 (${PLATFORMS[Math.floor(rand() * PLATFORMS.length)]}; rv:${release}.0) Gecko/20100101 Firefox/${release}.0`
-          const cut = r.text.indexOf('\n')
-          const [title, body] = cut === -1 ? [r.text, ''] : [r.text.slice(0, cut), r.text.slice(cut + 1)]
-          return { ...r, text: `${title}\nUser-Agent:       ${ua}\nBuild Identifier: ${ua}\n\n${body}\n\nReproducible: Always` }
-        }),
-      }
-    }),
-  }
+  return rewrittenInFilingOrder(corpus, (text, filed) => {
+    const release = 50 + Math.floor(40 * filed)
+    const ua = `Mozilla/5.0 (${PLATFORMS[Math.floor(rand() * PLATFORMS.length)]}; rv:${release}.0) Gecko/20100101 Firefox/${release}.0`
+    const cut = text.indexOf('\n')
+    const [title, body] = cut === -1 ? [text, ''] : [text.slice(0, cut), text.slice(cut + 1)]
+    return `${title}\nUser-Agent:       ${ua}\nBuild Identifier: ${ua}\n\n${body}\n\nReproducible: Always`
+  })
 }
 /**
  * Every report with three log lines pasted at the start of its body (`--log-lines`): a timestamp of the
@@ -433,20 +424,21 @@ export function withLogLines(corpus: Corpus, seed = 11): Corpus {
   const rand = prng(seed)
   const pad = (n: number, width = 2) => String(n).padStart(width, '0')
   const at = (max: number) => Math.floor(rand() * max)
+  return rewrittenInFilingOrder(corpus, (text, filed) => {
+    const month = Math.floor(60 * filed)
+    const day = `${2017 + Math.floor(month / 12)}-${pad(1 + (month % 12))}-${pad(1 + at(28))}`
+    const lines = [0, 1, 2].map(() => `${day} ${pad(at(24))}:${pad(at(60))}:${pad(at(60))},${pad(at(1000), 3)} ${['INFO', 'WARN', 'ERROR'][at(3)]} main: step ${at(100)}`)
+    const cut = text.indexOf('\n')
+    return cut === -1 ? text : `${text.slice(0, cut)}\n${lines.join('\n')}\n${text.slice(cut + 1)}`
+  })
+}
+/** Each App's reports with their text rewritten, knowing where each falls in filing order (0 first, towards 1 last). */
+function rewrittenInFilingOrder(corpus: Corpus, rewrite: (text: string, filed: number) => string): Corpus {
   return {
     ...corpus,
     apps: corpus.apps.map((app) => {
       const rankOf = new Map(inFilingOrder(app.reports).map((r, i) => [r.id, i]))
-      return {
-        ...app,
-        reports: app.reports.map((r) => {
-          const month = Math.floor((60 * rankOf.get(r.id)!) / app.reports.length)
-          const day = `${2017 + Math.floor(month / 12)}-${pad(1 + (month % 12))}-${pad(1 + at(28))}`
-          const lines = [0, 1, 2].map(() => `${day} ${pad(at(24))}:${pad(at(60))}:${pad(at(60))},${pad(at(1000), 3)} ${['INFO', 'WARN', 'ERROR'][at(3)]} main: step ${at(100)}`)
-          const cut = r.text.indexOf('\n')
-          return cut === -1 ? r : { ...r, text: `${r.text.slice(0, cut)}\n${lines.join('\n')}\n${r.text.slice(cut + 1)}` }
-        }),
-      }
+      return { ...app, reports: app.reports.map((r) => ({ ...r, text: rewrite(r.text, rankOf.get(r.id)! / app.reports.length) })) }
     }),
   }
 }
