@@ -12,6 +12,7 @@
  *   E2E_COMPARE=0 …                                            # without the in-process run
  *   E2E_PG=1 …                                                 # fixloop on PostgreSQL (a throw-away server, redis, s3rver)
  *   E2E_ORDER=filing …                                         # the reports in their trackers' filing order (duplicates in bursts)
+ *   … --user-agent-lines / --log-lines                         # raw tracker text written back, as bench/cluster.ts does
  *
  * It waits for every report's `processedAt` (docs/api.md: set with the verdict; E2E_WAIT=status: for
  * its status to pass `sanitizing`), then reads the verdicts once, as a client would, and checks them
@@ -26,7 +27,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Corpus, CorpusApp } from '../test/fixtures/corpus'
 import { prng } from '../test/sanitize-fixtures'
-import { dupCorpusPath, inFilingOrder, measureQuality } from './cluster'
+import { dupCorpusPath, inFilingOrder, measureQuality, withLogLines, withUserAgentLines } from './cluster'
 import { cliAsync, freePort, startClusterServices, waitReady, type ClusterServices } from './cluster-services'
 import { openPool } from '../src/db/pg/client-options'
 
@@ -243,7 +244,10 @@ if (import.meta.main) {
     console.log(`skipped: ${path} is missing (see bench/dup-corpora/SOURCE.md)`)
     process.exit(0)
   }
-  const corpus = JSON.parse(readFileSync(path, 'utf8')) as Corpus
+  let corpus = JSON.parse(readFileSync(path, 'utf8')) as Corpus
+  // Raw tracker text, as `bun bench/cluster.ts` writes it back (same flags): both sides get the same corpus.
+  if (process.argv.includes('--user-agent-lines')) corpus = withUserAgentLines(corpus)
+  if (process.argv.includes('--log-lines')) corpus = withLogLines(corpus)
   const only = process.env.E2E_APPS?.split(',')
   const services = process.env.E2E_PG === '1' ? await startClusterServices({ statements: false }) : null
   try {

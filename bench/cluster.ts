@@ -38,6 +38,7 @@ import { systemClock } from '../src/core/clock'
 import { prng } from '../test/sanitize-fixtures'
 import type { Corpus, CorpusReport } from '../test/fixtures/corpus'
 import { sanitizeText } from '../src/sanitize/sanitize'
+import { LIMITS } from '../src/core/limits'
 import { builtCorpusPath } from './dup-corpora/build'
 import type { Suggestion } from '../src/dedup/clusterer'
 
@@ -432,13 +433,16 @@ export function withLogLines(corpus: Corpus, seed = 11): Corpus {
     return cut === -1 ? text : `${text.slice(0, cut)}\n${lines.join('\n')}\n${text.slice(cut + 1)}`
   })
 }
-/** Each App's reports with their text rewritten, knowing where each falls in filing order (0 first, towards 1 last). */
+/**
+ * Each App's reports with their text rewritten, knowing where each falls in filing order (0 first, towards
+ * 1 last), cut to the API's limit as the corpus builder cuts them (bench/cluster-e2e.ts submits them).
+ */
 function rewrittenInFilingOrder(corpus: Corpus, rewrite: (text: string, filed: number) => string): Corpus {
   return {
     ...corpus,
     apps: corpus.apps.map((app) => {
       const rankOf = new Map(inFilingOrder(app.reports).map((r, i) => [r.id, i]))
-      return { ...app, reports: app.reports.map((r) => ({ ...r, text: rewrite(r.text, rankOf.get(r.id)! / app.reports.length) })) }
+      return { ...app, reports: app.reports.map((r) => ({ ...r, text: rewrite(r.text, rankOf.get(r.id)! / app.reports.length).slice(0, LIMITS.textMax) })) }
     }),
   }
 }
