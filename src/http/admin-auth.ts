@@ -73,11 +73,14 @@ export function hasSessionCookie(deps: AdminAuthDeps, request: Request): boolean
 
 const AMBIGUOUS = 'Two session cookies were sent, so neither is used (one may have been planted by another site). Clear the cookies of this site and sign in again.'
 
-/** The live session behind the request's cookie, or undefined (none, unknown, expired, revoked). Throws when ambiguous. */
-export function resolveSession(deps: AdminAuthDeps, request: Request): Promise<ActiveSession | undefined> {
+/**
+ * The live session behind the request's cookie, or undefined (none, unknown, expired, revoked). Throws
+ * when ambiguous. `touch: false` for a check that is not the admin's activity (sessions.ts `resolve`).
+ */
+export function resolveSession(deps: AdminAuthDeps, request: Request, options?: { touch?: boolean }): Promise<ActiveSession | undefined> {
   const cookie = sessionCookieOf(deps, request)
   if (cookie && 'ambiguous' in cookie) throw new ApiError('not_signed_in', { ambiguousCookie: true }, AMBIGUOUS)
-  return deps.sessions.resolve(cookie?.token)
+  return deps.sessions.resolve(cookie?.token, options)
 }
 
 const isMutation = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method)

@@ -138,7 +138,8 @@ export async function stillAuthorized(deps: AuthDeps, request: Request, org: Org
   try {
     if (org.keyId.startsWith('session:')) {
       if (!deps.admin) return false
-      const session = await resolveSession(deps.admin, request)
+      // A heartbeat's check is not the admin's activity: it keeps no idle session alive.
+      const session = await resolveSession(deps.admin, request, { touch: false })
       if (!session || `session:${session.id}` !== org.keyId) return false
       const admin = await deps.admin.admins.identity(session.adminId)
       return admin !== undefined && canSee(admin, org.orgId) && (await deps.admin.orgExists(org.orgId))

@@ -46,14 +46,18 @@ export function createSessionStore(repo: AdminsRepo, clock: Clock) {
       return { token, session: { id, adminId, csrfToken } }
     },
 
-    /** The live session behind a cookie value, or undefined (unknown, expired, idle too long, revoked). */
-    async resolve(token: string | undefined): Promise<ActiveSession | undefined> {
+    /**
+     * The live session behind a cookie value, or undefined (unknown, expired, idle too long, revoked).
+     * `touch: false`: a check that is not the admin's activity (an open event stream's heartbeat), so
+     * it does not keep an idle session alive.
+     */
+    async resolve(token: string | undefined, { touch = true }: { touch?: boolean } = {}): Promise<ActiveSession | undefined> {
       if (!token || token.length > 100) return undefined
       const row = await repo.sessionByTokenHash(sha256Hex(token))
       const now = clock.now()
       if (!row || row.revokedAt !== null || row.expiresAt <= now || now - row.lastSeenAt > SESSION_IDLE_MS) return undefined
       // One write a minute at most: a busy page does not turn every read into a write.
-      if (now - row.lastSeenAt > 60_000) await repo.touchSession(row.id, now)
+      if (touch && now - row.lastSeenAt > 60_000) await repo.touchSession(row.id, now)
       return { id: row.id, adminId: row.adminId, csrfToken: row.csrfToken }
     },
 
