@@ -3,8 +3,8 @@
  * manifest; restore checks it and refuses what it must; a restored server serves the same downloads.
  */
 import { describe, expect, test, beforeAll, afterAll } from 'bun:test'
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync, writeSync, rmSync } from 'node:fs'
-import { createHash } from 'node:crypto'
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync, rmSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { extract } from 'tar-stream'
@@ -194,6 +194,27 @@ describe('backup → restore round trip with uploads', () => {
     }
   }, 60_000)
 
+  test("in a folder others may write to, the database copy never lands in a file another user made first", async () => {
+    // What another local user of a shared folder (/tmp) could do: create, ahead of the backup, empty
+    // world-readable files at every name the copy could take beside --out, and keep reading them.
+    const shared = join(work, 'shared')
+    mkdirSync(shared, { mode: 0o1777 })
+    const out = join(shared, 'nightly.tar')
+    const next = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8'))
+    const planted: string[] = []
+    for (let pid = next + 1; pid <= next + 300; pid++) {
+      const path = `${out}.db-${pid}`
+      closeSync(openSync(path, 'wx', 0o666))
+      planted.push(path)
+    }
+    const r = await runBinary(['backup', '--out', out, '--data-dir', dataDir])
+    expect(r.code).toBe(0)
+    expect(statSync(out).mode & 0o777).toBe(0o600)
+    // Every planted file is as empty as it was made, and the copy's own folder is gone.
+    for (const path of planted) expect(statSync(path).size).toBe(0)
+    expect(readdirSync(shared).filter((f) => f.startsWith('.fixloop-backup-'))).toEqual([])
+  })
+
   test('backup refuses a missing data dir and creates nothing', async () => {
     const ghost = join(work, 'ghost')
     const r = await runBinary(['backup', '--out', join(work, 'ghost.tar'), '--data-dir', ghost])
@@ -221,6 +242,13 @@ test('rekey re-seals every secret; the old key is then refused and the new one w
   // Running it again with the (now wrong) old key changes nothing.
   const again = await runBinary(['rekey', '--old-key-file', oldKeyFile, '--new-key-file', newKeyFile, '--data-dir', dir])
   expect(again.code).toBe(2)
+  // A key file others can read or write (as one planted in a shared folder would be) is refused before anything is read.
+  const shared = join(tempDir(), 'planted.key')
+  writeFileSync(shared, randomBytes(32).toString('hex') + '\n', { mode: 0o644 })
+  const planted = await runBinary(['rekey', '--old-key-file', join(dir, 'master.key'), '--new-key-file', shared, '--data-dir', dir])
+  expect(planted.code).toBe(2)
+  expect(planted.stderr).toContain('is open to other users (mode 644)')
+  expect(readFileSync(join(dir, 'master.key'), 'utf8')).toBe(readFileSync(newKeyFile, 'utf8'))
   // Starts with the new key; the signing secret still verifies (a token is minted and accepted).
   const server = await spawnServer(dir)
   try {

@@ -144,6 +144,17 @@ function readKeyFile(path: string, flag: string): Uint8Array {
   }
 }
 
+/**
+ * An existing `--new-key-file` must be the operator's own and owner-only: a key file another local user
+ * made (say in a shared folder, ahead of the rekey) would re-key the instance to a key they know.
+ */
+function refuseSharedKeyFile(path: string): void {
+  const st = statSync(path)
+  const uid = process.getuid?.()
+  if (uid !== undefined && st.uid !== uid) throw new UsageError(`--new-key-file ${path} belongs to another user (uid ${st.uid}): a master key file must be your own`)
+  if ((st.mode & 0o077) !== 0) throw new UsageError(`--new-key-file ${path} is open to other users (mode ${(st.mode & 0o777).toString(8)}): a master key file must be owner-only (chmod 600)`)
+}
+
 export async function runRekey(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { 'old-key-file': { type: 'string' }, 'new-key-file': { type: 'string' } })
   if (values.help) return void process.stdout.write(REKEY_HELP + '\n')
@@ -157,7 +168,7 @@ export async function runRekey(argv: string[]): Promise<void> {
   if (!existsSync(newPath)) {
     writeFileSync(newPath, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
     created = true
-  }
+  } else refuseSharedKeyFile(newPath)
   const newKey = readKeyFile(newPath, '--new-key-file')
   if (Buffer.compare(Buffer.from(oldKey), Buffer.from(newKey)) === 0) throw new UsageError('--old-key-file and --new-key-file hold the same key')
   if (config.databaseUrl) {

@@ -4,11 +4,10 @@
  * store holds, hashed while streamed, then the manifest and its MAC under the master key (mac.ts). The file is written under a temporary name and
  * renamed only when complete, created 0600 (it holds reports, and with --include-master-key the key).
  */
-import { createPrivateFile } from '../data-dir'
 import type { Database } from 'bun:sqlite'
-import { createReadStream, createWriteStream, existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createHash } from 'node:crypto'
-import { join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { Transform } from 'node:stream'
 import { pack as tarPack, type Pack } from 'tar-stream'
@@ -62,7 +61,11 @@ async function addFile(pack: Pack, name: string, file: string): Promise<Manifest
 
 export async function writeBackup(o: BackupOptions): Promise<Manifest> {
   const partial = `${o.out}.partial-${process.pid}`
-  const snapshot = `${o.out}.db-${process.pid}`
+  // The database copy goes into a directory made for it (mkdtemp: an unpredictable name, owner-only,
+  // created atomically), never at a name beside --out that another local user of a shared folder could
+  // have created first and kept open: VACUUM INTO fills any empty file it finds, whoever owns it.
+  const scratch = mkdtempSync(join(dirname(o.out), '.fixloop-backup-'))
+  const snapshot = join(scratch, 'database.sqlite')
   const report = throttled(o.progress)
   const pack = tarPack()
   const sink = createWriteStream(partial, { mode: 0o600, flags: 'wx' })
@@ -70,11 +73,11 @@ export async function writeBackup(o: BackupOptions): Promise<Manifest> {
   try {
     report('backup: copying the database (VACUUM INTO)', true)
     // The copy holds the whole database: owner-only from the start (VACUUM INTO fills an empty file).
-    createPrivateFile(snapshot)
+    closeSync(openSync(snapshot, 'wx', 0o600))
     o.sqlite.query('VACUUM INTO ?').run(snapshot)
     const files: ManifestFile[] = []
     files.push((await addFile(pack, DB_ENTRY, snapshot))!)
-    rmSync(snapshot, { force: true })
+    rmSync(scratch, { recursive: true, force: true })
     const blobs = listBlobs(o.dataDir)
     let bytes = 0
     for (const [i, rel] of blobs.entries()) {
@@ -115,7 +118,7 @@ export async function writeBackup(o: BackupOptions): Promise<Manifest> {
     pack.destroy()
     await written.catch(() => undefined)
     rmSync(partial, { force: true })
-    rmSync(snapshot, { force: true })
+    rmSync(scratch, { recursive: true, force: true })
     throw e
   }
 }
