@@ -30,8 +30,8 @@ async function put(url: string, headers: Record<string, string>, bytes: Uint8Arr
 }
 
 /** The full flow, the same on both stores. */
-async function roundTrip(srv: TestServer, t: Tenant) {
-  const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot', filename: 'shot.png' })
+async function roundTrip(srv: TestServer, t: Tenant, filename = 'shot.png') {
+  const up = await presign(srv, t, { contentType: 'image/png', byteSize: PNG.length, kind: 'screenshot', filename })
   expect(up.status).toBe(200)
   expect(up.body.method).toBe('PUT')
   expect(up.body.headers['Content-Type']).toBe('image/png')
@@ -77,6 +77,19 @@ describe('embedded store', () => {
     expect(download.headers.get('content-disposition')).toBe('attachment; filename="shot.png"')
     expect(download.headers.get('content-type')).toBe('image/png')
     expect(existsSync(join(srv.dataDir, 'blobs', key))).toBe(true)
+  })
+
+  embeddedStoreOnly("a download is saved with its type's extension, whatever the uploader named it", async () => {
+    // Named by the uploader as a page or a program, declared and stored as image/png: saved as a .png.
+    for (const [given, saved] of [
+      ['checkout.html', 'checkout.png'],
+      ['invoice.pdf.exe', 'invoice.pdf.png'],
+      ['screenshot', 'screenshot.png'],
+      ['Shot.PNG', 'Shot.PNG'],
+    ]) {
+      const { download } = await roundTrip(srv, t, given)
+      expect(download.headers.get('content-disposition')).toBe(`attachment; filename="${saved}"`)
+    }
   })
 
   embeddedStoreOnly('the upload URL points at the server itself', async () => {

@@ -81,3 +81,33 @@ export function safeFilename(name: string | null | undefined, fallback: string):
   const cleaned = (name ?? '').replace(/[^A-Za-z0-9._ -]/g, '_').replace(/^[.\s]+/, '').slice(0, 100).trim()
   return cleaned || fallback
 }
+
+/** The extensions a download of each allowed type may keep (the first one is given when it has none of them). */
+const EXTENSIONS: Record<string, readonly string[]> = {
+  'image/png': ['png'],
+  'image/jpeg': ['jpg', 'jpeg'],
+  'image/webp': ['webp'],
+  'image/gif': ['gif'],
+  'image/avif': ['avif'],
+  'text/plain': ['txt', 'log', 'text'],
+  'application/json': ['json'],
+  'application/pdf': ['pdf'],
+  'video/webm': ['webm'],
+  'video/mp4': ['mp4'],
+  'application/gzip': ['gz'],
+}
+
+/**
+ * The name a download is saved under: `safeFilename`, with an extension that matches its stored type.
+ * The uploader names the file, so `checkout.html` or `invoice.exe` declared as `image/png` would be saved
+ * with an extension a desktop opens as a page or a program; it is saved as `checkout.png` instead.
+ */
+export function downloadFilename(name: string | null | undefined, contentType: string, fallback: string): string {
+  const safe = safeFilename(name, fallback)
+  const allowed = EXTENSIONS[baseContentType(contentType)]
+  if (!allowed) return safe
+  const dot = safe.lastIndexOf('.')
+  const stem = dot > 0 ? safe.slice(0, dot) : safe
+  const ext = dot > 0 ? safe.slice(dot + 1).toLowerCase() : ''
+  return allowed.includes(ext) ? safe : `${stem}.${allowed[0]}`
+}

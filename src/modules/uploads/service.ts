@@ -9,7 +9,7 @@ import { ApiError } from '../../core/errors'
 import { LIMITS } from '../../core/limits'
 import { type ReplayState, type UploadRow, type UploadsRepo } from './repo'
 import type { BlobStore } from '../../blobs/blob-store'
-import { ALLOWED_CONTENT_TYPES, baseContentType, REPLAY_CONTENT_TYPES, REPLAY_ONLY_CONTENT_TYPES, safeFilename, UPLOAD_KEY_RE } from '../../blobs/blob-store'
+import { ALLOWED_CONTENT_TYPES, baseContentType, downloadFilename, REPLAY_CONTENT_TYPES, REPLAY_ONLY_CONTENT_TYPES, UPLOAD_KEY_RE } from '../../blobs/blob-store'
 import { REPLAY_MAX_STORED_BYTES } from './replay-blob'
 import { scrubReplayOffThread } from './replay-scrubber'
 import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
@@ -146,7 +146,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       if (row.kind === 'replay' && row.replay_state !== 'ready') throw new ApiError('not_found')
       const file = Bun.file(embedded.pathOf(key))
       if (!(await file.exists())) throw new ApiError('not_found')
-      const name = safeFilename(row.filename, key.split('/')[1])
+      const name = downloadFilename(row.filename, row.content_type, key.split('/')[1])
       return new Response(file, {
         headers: {
           'content-type': row.content_type,
@@ -215,7 +215,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
     async downloadUrl(key: string, base: string): Promise<string | undefined> {
       const row = await repo.byKey(key)
       if (!row || (row.kind === 'replay' && row.replay_state !== 'ready')) return undefined
-      return store.presignGet(row.feedback_id === null ? key : store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
+      return store.presignGet(row.feedback_id === null ? key : store.sealedKey(key), row.content_type, downloadFilename(row.filename, row.content_type, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
     },
 
     /**
@@ -256,7 +256,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       if (!row) return { replayState: 'unreadable' }
       const state = (row.replay_state ?? 'pending') as ReplayState
       if (state !== 'ready') return { replayState: state }
-      const url = await store.presignGet(store.sealedKey(key), row.content_type, safeFilename(row.filename, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
+      const url = await store.presignGet(store.sealedKey(key), row.content_type, downloadFilename(row.filename, row.content_type, key.split('/')[1]), clock.now() + DOWNLOAD_URL_TTL_MS, base)
       return { replayState: state, url, contentType: row.content_type, byteSize: row.byte_size }
     },
 
