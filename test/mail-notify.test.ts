@@ -230,6 +230,10 @@ describe('the fixed mail', () => {
     const url = listUnsub.slice(1, -1)
     const page = await fetch(url)
     expect(page.status).toBe(200)
+    // No other site may frame its one button (clickjacking), nor point its form elsewhere.
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+    expect(page.headers.get('content-security-policy')).toContain("base-uri 'none'")
+    expect(page.headers.get('x-frame-options')).toBe('DENY')
     const html = await page.text()
     expect(html).toContain('<form method="post"')
     // An end user reads the product's name, never fixloop's word "App" (issue 36.11).
