@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs'
 import { ApiError, ERROR_STATUS } from '../src/core/errors'
 import { runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { cliJson, ensureBinary } from './helpers-lifecycle'
+import { createAdminsService } from '../src/modules/admins/service'
 
 let srv: TestServer
 let a: Tenant
@@ -131,5 +132,16 @@ describe('the CLI maps the codes to exit statuses', () => {
       expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: '' })
       expect(r.stderr).toStartWith(`fixloop: ${message}`)
     }
+  })
+})
+
+describe('admin email addresses', () => {
+  test('case is folded, but never a character that lowercases into ASCII (the Kelvin sign is not a K)', async () => {
+    const admins = createAdminsService(srv.ctx.store.admins, srv.ctx.box, srv.ctx.clock)
+    const kate = await admins.create('Kate@Admins.example', null)
+    expect(kate.email).toBe('kate@admins.example')
+    expect((await admins.forVerifiedEmail('KATE@admins.EXAMPLE'))?.id).toBe(kate.id)
+    // U+212A KELVIN SIGN lowercases to "k": an identity provider's verified "\u212Aate@…" is another mailbox.
+    expect(await admins.forVerifiedEmail('\u212Aate@admins.example')).toBeUndefined()
   })
 })

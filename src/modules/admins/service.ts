@@ -38,8 +38,23 @@ export interface AdminIdentity {
 
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,255}$/
 
+/**
+ * Lower case, except where a non-ASCII character lowercases to an ASCII one: the Kelvin sign `K`
+ * (U+212A) lowercases to `k`, so `Kate@x` (as an identity provider might verify it, a different
+ * mailbox) would otherwise sign in as the admin `kate@x`.
+ */
+function foldCase(email: string): string {
+  if (!/[^\x00-\x7f]/.test(email)) return email.toLowerCase()
+  let out = ''
+  for (const ch of email) {
+    const lower = ch.toLowerCase()
+    out += ch.charCodeAt(0) > 0x7f && /^[\x00-\x7f]+$/.test(lower) ? ch : lower
+  }
+  return out
+}
+
 export function normalizeEmail(email: string): string {
-  const e = email.trim().toLowerCase()
+  const e = foldCase(email.trim())
   if (!EMAIL_RE.test(e)) throw new ApiError('invalid_body', { issues: [{ path: '/email', message: 'the email is not an email address' }] })
   return e
 }
@@ -98,7 +113,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
      * except a missing code for a TOTP admin, which the sign-in form needs to know to ask for it.
      */
     async verifyLogin(email: string, password: string, totp: string | undefined): Promise<AdminIdentity> {
-      const row = await repo.byEmail(email.trim().toLowerCase())
+      const row = await repo.byEmail(foldCase(email.trim()))
       // An SSO-only admin fails exactly like an unknown email (same work, same answer).
       if (!row || row.passwordHash === NO_PASSWORD) {
         dummyHash ??= Bun.password.hash(randomBytes(16).toString('hex'), { algorithm: 'argon2id' })
@@ -127,7 +142,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
      * TOTP is not asked: the identity provider authenticated the person (docs/security.md "Single sign-on").
      */
     async forVerifiedEmail(email: string): Promise<AdminIdentity | undefined> {
-      const e = email.trim().toLowerCase()
+      const e = foldCase(email.trim())
       if (!EMAIL_RE.test(e)) return undefined
       const row = await repo.byEmail(e)
       return row ? identityOf(row) : undefined
