@@ -3,7 +3,7 @@
  * manifest; restore checks it and refuses what it must; a restored server serves the same downloads.
  */
 import { describe, expect, test, beforeAll, afterAll } from 'bun:test'
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync, rmSync } from 'node:fs'
+import { chmodSync, chownSync, closeSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync, rmSync } from 'node:fs'
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
@@ -242,13 +242,24 @@ test('rekey re-seals every secret; the old key is then refused and the new one w
   // Running it again with the (now wrong) old key changes nothing.
   const again = await runBinary(['rekey', '--old-key-file', oldKeyFile, '--new-key-file', newKeyFile, '--data-dir', dir])
   expect(again.code).toBe(2)
-  // A key file others can read or write (as one planted in a shared folder would be) is refused before anything is read.
-  const shared = join(tempDir(), 'planted.key')
-  writeFileSync(shared, randomBytes(32).toString('hex') + '\n', { mode: 0o644 })
-  const planted = await runBinary(['rekey', '--old-key-file', join(dir, 'master.key'), '--new-key-file', shared, '--data-dir', dir])
-  expect(planted.code).toBe(2)
-  expect(planted.stderr).toContain('is open to other users (mode 644)')
-  expect(readFileSync(join(dir, 'master.key'), 'utf8')).toBe(readFileSync(newKeyFile, 'utf8'))
+  // A key file of one's own that others may read (umask 022) is made owner-only, with a notice.
+  const readable = join(tempDir(), 'readable.key')
+  writeFileSync(readable, randomBytes(32).toString('hex') + '\n')
+  chmodSync(readable, 0o644)
+  const loose = await runBinary(['rekey', '--old-key-file', oldKeyFile, '--new-key-file', readable, '--data-dir', dir])
+  expect(loose.stderr).toContain('was open to other users (mode 644); it is owner-only now (0600)')
+  expect(statSync(readable).mode & 0o777).toBe(0o600)
+  // One another user made (planted in a shared folder ahead of the rekey) is refused: it would re-key the
+  // instance to a key they know. (Root can hand a file to another user; others skip this part.)
+  if (process.getuid?.() === 0) {
+    const planted = join(tempDir(), 'planted.key')
+    writeFileSync(planted, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
+    chownSync(planted, 65534, 65534)
+    const refused = await runBinary(['rekey', '--old-key-file', join(dir, 'master.key'), '--new-key-file', planted, '--data-dir', dir])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain('belongs to another user (uid 65534)')
+    expect(readFileSync(join(dir, 'master.key'), 'utf8')).toBe(readFileSync(newKeyFile, 'utf8'))
+  }
   // Starts with the new key; the signing secret still verifies (a token is minted and accepted).
   const server = await spawnServer(dir)
   try {

@@ -1,6 +1,6 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
 import { describeDatabase } from '../db/pg/connect'
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { dirname, join, resolve } from 'node:path'
 import { prepareDataDir } from '../db/data-dir'
@@ -145,14 +145,18 @@ function readKeyFile(path: string, flag: string): Uint8Array {
 }
 
 /**
- * An existing `--new-key-file` must be the operator's own and owner-only: a key file another local user
- * made (say in a shared folder, ahead of the rekey) would re-key the instance to a key they know.
+ * An existing `--new-key-file` must be the operator's own: a key file another local user made (say in a
+ * shared folder, ahead of the rekey) would re-key the instance to a key they know. One of the operator's
+ * own that others may read (written under umask 022) is made owner-only, with a notice.
  */
 function refuseSharedKeyFile(path: string): void {
   const st = statSync(path)
   const uid = process.getuid?.()
   if (uid !== undefined && st.uid !== uid) throw new UsageError(`--new-key-file ${path} belongs to another user (uid ${st.uid}): a master key file must be your own`)
-  if ((st.mode & 0o077) !== 0) throw new UsageError(`--new-key-file ${path} is open to other users (mode ${(st.mode & 0o777).toString(8)}): a master key file must be owner-only (chmod 600)`)
+  if ((st.mode & 0o077) !== 0) {
+    chmodSync(path, 0o600)
+    stderr(`rekey: ${path} was open to other users (mode ${(st.mode & 0o777).toString(8)}); it is owner-only now (0600)`)
+  }
 }
 
 export async function runRekey(argv: string[]): Promise<void> {
