@@ -45,11 +45,12 @@ import { challengeRoutes } from './modules/abuse/index'
 import { widgetConfigRoutes } from './modules/apps/widget-config'
 
 
-/** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
-
-/** The API in one paragraph: the OpenAPI document's description and the explorer page's. */
+/** The API's name and one paragraph on it: the OpenAPI document's and the explorer page's. */
+const API_TITLE = 'fixloop API'
 const API_DESCRIPTION =
   'Feedback intake and triage. Widget routes take an App public key (pub_); server routes take an Org API key (sk_). Errors use the envelope { error: { code, message, details? } }.'
+
+/** Operations endpoints built by server.ts (they need the worker and the checkpointer it starts). */
 export interface OpsDeps {
   readiness: Readiness
   metrics: Metrics
@@ -79,7 +80,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
         provider: null,
         documentation: {
           info: {
-            title: 'fixloop API',
+            title: API_TITLE,
             version: VERSION,
             description: API_DESCRIPTION,
           },
@@ -101,7 +102,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
         exclude: { staticFile: false, paths: [DOCS_PATH, '/openapi.json', DOCS_SCRIPT_PATH, DOCS_STYLE_PATH, DOCS_INIT_PATH, DOCS_THEME_PATH] },
       }),
     )
-    .use(docsAssets('fixloop API', API_DESCRIPTION))
+    .use(docsAssets(API_TITLE, API_DESCRIPTION))
     .use(widgetAssets())
     .use(demoPublicKey ? demoPage(demoPublicKey) : new Elysia({ name: 'no-demo' }))
     .use(rootRoutes(VERSION, demoPublicKey !== undefined))

@@ -10,6 +10,7 @@
 import { Elysia } from 'elysia'
 import { timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../core/clock'
+import { escapeHtml } from '../core/escape-html'
 import type { SecretBox } from '../core/crypto'
 import type { Logger } from '../core/logger'
 import { sessionCookie, type AdminAuthDeps } from '../http/admin-auth'
@@ -32,8 +33,6 @@ const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
 }
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /** Where a refusal page leads: the sign-in page, or (a refused re-authentication) back to the dashboard page. */
 type WayBack = { signedIn: false } | { signedIn: true; to: string }

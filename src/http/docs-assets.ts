@@ -8,6 +8,7 @@
  * must find no script to run and no frame to run in.
  */
 import { Elysia } from 'elysia'
+import { escapeHtml } from '../core/escape-html'
 import bundle from '../../node_modules/swagger-ui-dist/swagger-ui-bundle.js' with { type: 'text' }
 import css from '../../node_modules/swagger-ui-dist/swagger-ui.css' with { type: 'text' }
 
@@ -32,8 +33,6 @@ const THEME = `@media (prefers-color-scheme: dark) {
   .swagger-ui .microlight { filter: invert(100%) hue-rotate(180deg); }
 }
 `
-
-const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)
 
 function page(title: string, description: string): string {
   return `<!DOCTYPE html>

@@ -4,6 +4,7 @@
  */
 import { Elysia, t } from 'elysia'
 import { ApiError } from '../../core/errors'
+import { escapeHtml } from '../../core/escape-html'
 import { ID_PATTERN } from '../../core/ids'
 import { FEEDBACK_STATUSES } from '../../core/fsm'
 import { oneOf } from '../../core/schema'
@@ -126,9 +127,6 @@ const tokenOf = (request: Request) => {
   return all.length === 1 ? all[0] : ''
 }
 
-/** App names are the customer's: escaped wherever a page shows one. */
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-
 const notValid = (what: string) => {
   const r = page('Link not valid', `<p>This ${what} link is not valid. Copy the whole link from the mail.</p>`)
   return new Response(r.body, { status: 404, headers: r.headers })
@@ -150,7 +148,7 @@ export function unsubscribeRoutes(mail: MailService) {
         if (!t) return notValid('unsubscribe')
         return page(
           'Unsubscribe',
-          `<p>Stop all mails from ${esc(t.appName)} about the problems you reported?</p><form method="post" action="/v1/mail/unsubscribe?token=${encodeURIComponent(token)}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
+          `<p>Stop all mails from ${escapeHtml(t.appName)} about the problems you reported?</p><form method="post" action="/v1/mail/unsubscribe?token=${encodeURIComponent(token)}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
         )
       },
       { access: 'anyone', detail: { summary: 'Unsubscribe page (the link in a reporter mail)', tags: ['mail'] } },
@@ -161,7 +159,7 @@ export function unsubscribeRoutes(mail: MailService) {
         const token = tokenOf(request)
         const t = await mail.checkUnsubscribe(token)
         if (!t || !(await mail.unsubscribe(token))) return notValid('unsubscribe')
-        return page('Unsubscribed', `<p>You will get no more mails from ${esc(t.appName)} about the problems you reported.</p>`)
+        return page('Unsubscribed', `<p>You will get no more mails from ${escapeHtml(t.appName)} about the problems you reported.</p>`)
       },
       { access: 'anyone', detail: { summary: 'One-click unsubscribe (RFC 8058)', tags: ['mail'] } },
     )
@@ -182,7 +180,7 @@ export function confirmRoutes(mail: MailService) {
         if (!t) return notValid('confirmation')
         return page(
           'Confirm your address',
-          `<p>Get one mail from ${esc(t.appName)} when the problem you reported is fixed?</p><form method="post" action="/v1/mail/confirm?token=${encodeURIComponent(token)}"><button type="submit">Yes, confirm my address</button></form><p>If you did not ask for this, close this page: nothing will be sent.</p>`,
+          `<p>Get one mail from ${escapeHtml(t.appName)} when the problem you reported is fixed?</p><form method="post" action="/v1/mail/confirm?token=${encodeURIComponent(token)}"><button type="submit">Yes, confirm my address</button></form><p>If you did not ask for this, close this page: nothing will be sent.</p>`,
         )
       },
       { access: 'anyone', detail: { summary: 'Confirmation page (the link in a confirmation mail)', tags: ['mail'] } },
@@ -193,10 +191,10 @@ export function confirmRoutes(mail: MailService) {
         const r = await mail.confirm(tokenOf(request))
         if (!r) return notValid('confirmation')
         if (r.result === 'used') {
-          const p = page('Link already used', `<p>This link was used already or has expired. If you confirmed before, ${esc(r.appName)} will write to you when the problem is fixed.</p>`)
+          const p = page('Link already used', `<p>This link was used already or has expired. If you confirmed before, ${escapeHtml(r.appName)} will write to you when the problem is fixed.</p>`)
           return new Response(p.body, { status: 410, headers: p.headers })
         }
-        return page('Address confirmed', `<p>Thank you. ${esc(r.appName)} will write to you when the problem you reported is fixed.</p>`)
+        return page('Address confirmed', `<p>Thank you. ${escapeHtml(r.appName)} will write to you when the problem you reported is fixed.</p>`)
       },
       { access: 'anyone', detail: { summary: 'Confirm an address (double opt-in)', tags: ['mail'] } },
     )
