@@ -87,6 +87,20 @@ describe('export', () => {
     const crossOrg = await call(server.url, 'GET', `/v1/reporters/feedback?email=${encodeURIComponent(EMAIL)}&appId=${other.appId}`, { auth: acme.key })
     expect(crossOrg.status).toBe(404)
   })
+
+  test("a lead's export holds none of the other reporters' data: no duplicates, theme or consolidated text; the count stays", async () => {
+    // The lead's own item (GET /v1/feedback/:id) does show the keepers who joined its cluster.
+    const full = await get(acme, erin[0])
+    expect(full.body.duplicates.map((d: any) => d.id).sort()).toEqual([keepA, keepB].sort())
+    const exported = await call(server.url, 'GET', `/v1/reporters/feedback?email=${encodeURIComponent(EMAIL)}`, { auth: acme.key })
+    const lead = exported.body.data.find((i: any) => i.id === erin[0])
+    expect(lead.duplicateCount).toBe(2)
+    expect(lead.duplicates).toEqual([])
+    expect(lead.theme).toBeNull()
+    expect(lead.consolidatedText).toBeNull()
+    const text = JSON.stringify(exported.body)
+    for (const theirs of ['keeper@example.com', 'keeper2@example.com', 'keeper-1', KEEP_PHRASE]) expect(text).not.toContain(theirs)
+  })
 })
 
 describe('fuzz', () => {

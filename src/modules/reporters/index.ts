@@ -63,7 +63,7 @@ export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publ
         response: { 200: t.NoValidate(t.Object({ data: t.Array(t.Unknown()), nextCursor: t.Union([t.String(), t.Null()]) })), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
           summary: "Export a reporter's reports (data-subject access)",
-          description: `Every report of that reporter in the Org (or one App) as full items, newest first, cursor-paged (limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}). Exactly one of externalUserId and email.`,
+          description: `Every report of that reporter in the Org (or one App) as full items, their own data only (a lead's duplicates, theme and consolidated text, which hold other reporters' words and identities, are left out: [] and null), newest first, cursor-paged (limit ${LIMITS.listLimitMin}-${LIMITS.listLimitMax}, default ${LIMITS.listLimitDefault}). Exactly one of externalUserId and email.`,
           tags: ['reporters'],
           security: BEARER_SK,
         },

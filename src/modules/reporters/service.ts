@@ -39,6 +39,16 @@ export const identityDigest = (who: Reporter, key: Uint8Array) =>
 /** The erasure audit's key, from the instance's URL-signing key (itself derived from the master key). */
 export const erasureDigestKey = (urlSigningKey: Uint8Array): Uint8Array => createHmac('sha256', urlSigningKey).update('fixloop/erasure-audit/v1').digest()
 
+/**
+ * A report as its reporter's export shows it: their own data only. A lead's item carries its duplicates
+ * (other reporters' texts and identities) and a theme and consolidated text written from their words;
+ * a data-subject export is handed to the requester, so those are left out (`duplicateCount` still says
+ * how many reports joined).
+ */
+function ownPart(item: FullFeedbackItem): FullFeedbackItem {
+  return { ...item, duplicates: [], theme: null, consolidatedText: null }
+}
+
 export function createReportersService(deps: ReportersDeps) {
   const { repo, feedback, apps, uploads, audit, addressHashes, digestKey } = deps
 
@@ -56,7 +66,7 @@ export function createReportersService(deps: ReportersDeps) {
       const data: FullFeedbackItem[] = []
       for (const id of page) {
         try {
-          data.push(await feedback.get(orgId, id, base))
+          data.push(ownPart(await feedback.get(orgId, id, base)))
         } catch (e) {
           // Removed between the two reads (an erasure or the retention): not part of the export any more.
           if (!(e instanceof ApiError && e.code === 'not_found')) throw e
