@@ -29,6 +29,7 @@ import { noteDeclaredQueries } from './http/url-nul'
 import { eventRoutes } from './modules/events/index'
 import { auditRoutes } from './modules/audit/routes'
 import { reporterRoutes } from './modules/reporters/index'
+import { erasureDigestKey } from './modules/reporters/service'
 import { webhookRoutes } from './modules/webhooks/index'
 import { chatopsRoutes, slackCommandRoutes } from './modules/chatops/index'
 import { gitHookRoutes } from './modules/git-hooks/index'
@@ -117,7 +118,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(triageRoutes(auth, s.triage, feedback, publicUrl, s.audit))
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
-    .use(tokenRoutes(auth, apps, directory, s.audit))
+    .use(tokenRoutes(auth, apps, directory, s.audit, erasureDigestKey(ctx.urlSigningKey)))
     .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }))
     .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, providerName: ctx.config.sso ? new URL(ctx.config.sso.issuer).host : undefined, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy }))
     .use(consoleRoutes(s.adminAuth, s.console))

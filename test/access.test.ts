@@ -13,6 +13,7 @@ import { createAdminsService } from '../src/modules/admins/service'
 import { accessGuard, assertEveryRouteDeclaresAccess } from '../src/http/access-guard'
 import type { Grant } from '../src/core/access'
 import { dbRun } from './sqlite-of'
+import { erasureDigestKey, identityDigest } from '../src/modules/reporters/service'
 
 let server: TestServer
 let acme: Tenant
@@ -304,7 +305,10 @@ describe('what a member could do before is audited when an owner or a key does i
     expect(minted.status).toBe(200)
     expect((await call(server.url, 'POST', `/v1/tokens/mint?appId=${acme.appId}`, { auth: acme.key, body: { sub: 'backend-user' } })).status).toBe(200)
     const rows = await auditRows('token.minted')
-    expect(rows.map((e) => [e.actor, e.targetId, e.data.sub])).toEqual([[`admin:${admin.owner.id}`, acme.appId, 'end-user-42']])
+    // The end user by their keyed digest (what `fixloop audit digest --external-user-id` prints), never in clear.
+    const digest = identityDigest({ externalUserId: 'end-user-42' }, erasureDigestKey(server.ctx.urlSigningKey))
+    expect(rows.map((e) => [e.actor, e.targetId, e.data.identityDigest])).toEqual([[`admin:${admin.owner.id}`, acme.appId, digest]])
+    expect(JSON.stringify(rows)).not.toContain('end-user-42')
     expect(JSON.stringify(rows)).not.toContain(minted.body.token)
   })
 

@@ -58,6 +58,14 @@ describe('GET /v1/audit', () => {
     expect(whole.body.nextCursor).toBeNull()
   })
 
+  test("the instance's own entries (no Org) are no Org's: never in GET /v1/audit; exported on their own", async () => {
+    const signedIn = await server.services.audit.record({ orgId: null, actor: 'admin:0123456789abcdef01234567', action: 'admin.signed_in', data: { method: 'password' } })
+    const whole = await audit(acme, '?limit=100')
+    expect(whole.body.data.map((e: any) => e.id)).not.toContain(signedIn)
+    const own = await server.services.audit.export(null, { limit: 100 })
+    expect(own.data.map((e) => [e.id, e.orgId, e.action])).toEqual([[signedIn, null, 'admin.signed_in']])
+  })
+
   test('since keeps entries created at or after an ISO instant', async () => {
     const r = await audit(acme, `?since=${encodeURIComponent(new Date(Date.UTC(2026, 0, 15, 12)).toISOString())}`)
     expect(r.status).toBe(200)
@@ -128,6 +136,17 @@ describe('fixloop audit export (the compiled binary)', () => {
       expect(badSince.code).not.toBe(0)
       expect(badSince.stderr).toContain('--since')
       expect((await runBinary(['audit', 'export', '--data-dir', dir])).code).not.toBe(0)
+
+      // --instance: the entries of no Org (an instance owner created, a password reset), never an Org's.
+      expect((await runBinary(['admin', 'create', '--email', 'root@example.com', '--no-password', '--data-dir', dir])).code).toBe(0)
+      const instance = await runBinary(['audit', 'export', '--instance', '--data-dir', dir])
+      expect(instance.code).toBe(0)
+      const own = instance.stdout.trimEnd().split('\n').map((l) => JSON.parse(l))
+      expect(own.map((e) => [e.orgId, e.actor, e.action])).toEqual([[null, 'cli', 'admin.created']])
+      const both = await runBinary(['audit', 'export', '--instance', '--org', orgId, '--data-dir', dir])
+      expect(both.code).not.toBe(0)
+      expect(both.stderr).toContain('not both')
+      expect((await runBinary(['audit', 'export', '--instance', '--since', '2999-01-01', '--data-dir', dir])).stdout).toBe('')
       expect((await runBinary(['audit', 'purge', '--data-dir', dir])).code).not.toBe(0)
 
       // `audit digest`: the keyed identity digest a reporter.erased entry holds, stable, per identifier,

@@ -10,11 +10,17 @@ export function createPgAuditRepo(storage: PgStorage, clock: Clock): AuditRepo {
   const { pool } = storage
   return {
     pageForward: (q) =>
-      many<AuditRow>(
-        pool,
-        `SELECT ${COLUMNS} FROM audit_log WHERE org_id = $1 AND id COLLATE "C" > $2 AND created_at >= $3 ORDER BY id COLLATE "C" LIMIT $4`,
-        [q.orgId, q.after ?? '', q.since ?? 0, q.limit],
-      ),
+      q.orgId === null
+        ? many<AuditRow>(
+            pool,
+            `SELECT ${COLUMNS} FROM audit_log WHERE org_id IS NULL AND id COLLATE "C" > $1 AND created_at >= $2 ORDER BY id COLLATE "C" LIMIT $3`,
+            [q.after ?? '', q.since ?? 0, q.limit],
+          )
+        : many<AuditRow>(
+            pool,
+            `SELECT ${COLUMNS} FROM audit_log WHERE org_id = $1 AND id COLLATE "C" > $2 AND created_at >= $3 ORDER BY id COLLATE "C" LIMIT $4`,
+            [q.orgId, q.after ?? '', q.since ?? 0, q.limit],
+          ),
     // Ids rise with time (core/ids.ts), so the oldest rows are the lowest ids.
     purgeBefore: (before, limit) =>
       exec(pool, 'DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < $1 ORDER BY id COLLATE "C" LIMIT $2)', [before, limit]),

@@ -23,10 +23,14 @@ export function createSqliteAuditRepo({ sqlite }: SqliteStorage, clock: Clock): 
   const forward = sqlite.prepare<RawAuditRow, [string, string, number, number]>(
     'SELECT * FROM audit_log WHERE org_id = ?1 AND id > ?2 AND created_at >= ?3 ORDER BY id LIMIT ?4',
   )
+  const instanceForward = sqlite.prepare<RawAuditRow, [string, number, number]>(
+    'SELECT * FROM audit_log WHERE org_id IS NULL AND id > ?1 AND created_at >= ?2 ORDER BY id LIMIT ?3',
+  )
   // Ids rise with time (core/ids.ts), so the oldest rows are the lowest ids.
   const purge = sqlite.prepare<unknown, [number, number]>('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ?1 ORDER BY id LIMIT ?2)')
   return {
-    pageForward: async (q) => forward.all(q.orgId, q.after ?? '', q.since ?? 0, q.limit).map(toRow),
+    pageForward: async (q) =>
+      (q.orgId === null ? instanceForward.all(q.after ?? '', q.since ?? 0, q.limit) : forward.all(q.orgId, q.after ?? '', q.since ?? 0, q.limit)).map(toRow),
     purgeBefore: async (before, limit) => purge.run(before, limit).changes,
     // One INSERT: its own (autocommit) transaction.
     append: async (e) => write(e),

@@ -38,10 +38,11 @@ const present = (r: AuditRow): AuditRecord => ({
 export function createAuditLog(repo: AuditRepo, clock: Clock) {
   return {
     /**
-     * One Org's log oldest first (GET /v1/audit, `fixloop audit export`): rows after the cursor (the
-     * previous page's last id) created at or after `since` (epoch ms); nextCursor is null on the last page.
+     * One Org's log oldest first (GET /v1/audit, `fixloop audit export`), or with `orgId` null the
+     * instance's own (`fixloop audit export --instance`): rows after the cursor (the previous page's last
+     * id) created at or after `since` (epoch ms); nextCursor is null on the last page.
      */
-    async export(orgId: string, q: { after?: string; since?: number; limit: number }): Promise<{ data: AuditRecord[]; nextCursor: string | null }> {
+    async export(orgId: string | null, q: { after?: string; since?: number; limit: number }): Promise<{ data: AuditRecord[]; nextCursor: string | null }> {
       const rows = await repo.pageForward({ orgId, after: q.after, since: q.since, limit: q.limit + 1 })
       const more = rows.length > q.limit
       const page = more ? rows.slice(0, q.limit) : rows

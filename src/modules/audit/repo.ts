@@ -21,9 +21,10 @@ export interface AuditPageQuery {
   limit: number
 }
 
-/** One Org's rows oldest first (GET /v1/audit, `fixloop audit export`). */
+/** One Org's rows, or the instance's own, oldest first (GET /v1/audit, `fixloop audit export`). */
 export interface AuditForwardQuery {
-  orgId: string
+  /** The Org's rows; null: the instance's own (no Org: sign-ins, step-ups, TOTP, sessions, admins). */
+  orgId: string | null
   /** Rows with an id above this one (the previous page's last id). */
   after?: string
   /** Rows created at or after this epoch ms. */
@@ -36,7 +37,7 @@ export interface AuditRepo {
   append(e: AuditEntry): Promise<string>
   /** Newest first (by id), at most `limit` rows. */
   page(q: AuditPageQuery): Promise<AuditRow[]>
-  /** Oldest first (by id), at most `limit` rows of one Org. */
+  /** Oldest first (by id), at most `limit` rows of one Org (or of none: the instance's own). */
   pageForward(q: AuditForwardQuery): Promise<AuditRow[]>
   /** Deletes up to `limit` rows created before `before` (epoch ms), oldest first; how many went. */
   purgeBefore(before: number, limit: number): Promise<number>

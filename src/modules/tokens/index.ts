@@ -14,6 +14,7 @@ import type { AuditLog } from '../audit/index'
 import { mintUserToken } from '../../auth/user-token'
 import type { CredentialDirectory } from '../../auth/directory'
 import type { AppsRepo } from '../apps/repo'
+import { identityDigest } from '../reporters/service'
 
 export const MintQuery = t.Object({ appId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
 export const MintBody = t.Object(
@@ -28,7 +29,12 @@ export const MintBody = t.Object(
 )
 export const MintResponse = t.Object({ token: t.String(), expiresInSeconds: int() }, { additionalProperties: false })
 
-export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: CredentialDirectory, audit: AuditLog) {
+/**
+ * `erasureDigestKey`: the key of the audit log's identity digests (reporters/service.ts). A session's mint
+ * is audited with the end user's digest, never their `sub` in clear: the log outlives an erasure of that
+ * user and is exported to SIEMs; `fixloop audit digest --external-user-id SUB` matches it.
+ */
+export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: CredentialDirectory, audit: AuditLog, erasureDigestKey: Uint8Array) {
   return new Elysia({ name: 'tokens' }).use(orgAuth(auth)).post(
     '/v1/tokens/mint',
     async ({ org, query, body, request, server }) => {
@@ -43,7 +49,7 @@ export function tokenRoutes(auth: AuthDeps, apps: AppsRepo, directory: Credentia
       const token = await mintUserToken(row.id, known.signingSecret, body.sub, body.ctx, lifetime, auth.clock.now())
       if (org.grant !== 'api_key') {
         const by = actedBy(auth, org, request, server)
-        await audit.record({ orgId: org.orgId, actor: by.actor, ip: by.ip, action: 'token.minted', targetId: row.id, data: { sub: body.sub, expiresInSeconds: lifetime } })
+        await audit.record({ orgId: org.orgId, actor: by.actor, ip: by.ip, action: 'token.minted', targetId: row.id, data: { identityDigest: identityDigest({ externalUserId: body.sub }, erasureDigestKey), expiresInSeconds: lifetime } })
       }
       return { token, expiresInSeconds: lifetime }
     },
