@@ -66,6 +66,8 @@ for (const c of cases) {
       expect((await call(server.url, 'GET', '/v1/feedback/000000000000000000000000', { auth: t.key, headers: headers('req-404') })).status).toBe(404)
       expect((await call(server.url, 'GET', '/v1/feedback', { auth: 'sk_not_a_real_key', headers: headers('req-401') })).status).toBe(401)
       expect((await call(server.url, 'GET', '/healthz', { headers: headers('req-health') })).status).toBe(200)
+      // A route that answers with a Response of its own (the dashboard's assets, the SSO pages): its status, not 200.
+      expect((await fetch(`${server.url}/admin/assets/no-such-asset.js`, { headers: headers('req-asset-404') })).status).toBe(404)
 
       const widget = await lineFor(server.lines, 'req-widget')
       expect({ client: widget.client, orgId: widget.orgId, appId: widget.appId, status: widget.status }).toEqual({ client: c.client, orgId: t.orgId, appId: t.appId, status: 201 })
@@ -77,6 +79,7 @@ for (const c of cases) {
       const refused = await lineFor(server.lines, 'req-401')
       expect({ client: refused.client, orgId: refused.orgId, status: refused.status }).toEqual({ client: c.client, orgId: undefined, status: 401 })
       expect((await lineFor(server.lines, 'req-health')).client).toBe(c.client)
+      expect((await lineFor(server.lines, 'req-asset-404')).status).toBe(404)
 
       server.proc.kill('SIGTERM')
       expect(await server.proc.exited).toBe(0)

@@ -225,13 +225,14 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
   // The per-request line is only registered when it will be written: Elysia schedules an extra task per
   // request for an after-response hook (measured: ~30% of a list request's CPU at log level warn).
   if (!logRequests) return app
-  return app.onAfterResponse({ as: 'global' }, ({ request, set, route }) => {
+  return app.onAfterResponse({ as: 'global' }, ({ request, set, route, responseValue }) => {
     const t0 = startedAt.get(request)
     const caller = callerOf(request)
     log.info('request', {
       method: request.method,
       route: route || loggedPath(request.url),
-      status: typeof set.status === 'number' ? set.status : 200,
+      // A route that answers with a Response of its own (dashboard assets, SSO pages, redirects) carries its status there.
+      status: responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200,
       ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
       requestId: set.headers['x-request-id'],
       client: clientOf.get(request),
