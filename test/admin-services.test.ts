@@ -143,5 +143,7 @@ describe('admin email addresses', () => {
     expect((await admins.forVerifiedEmail('KATE@admins.EXAMPLE'))?.id).toBe(kate.id)
     // U+212A KELVIN SIGN lowercases to "k": an identity provider's verified "\u212Aate@…" is another mailbox.
     expect(await admins.forVerifiedEmail('\u212Aate@admins.example')).toBeUndefined()
+    // The verified string as it is: with spaces around it, it is not the admin's address.
+    for (const padded of [' kate@admins.example', 'kate@admins.example ', '\tkate@admins.example']) expect(await admins.forVerifiedEmail(padded)).toBeUndefined()
   })
 })

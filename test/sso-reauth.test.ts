@@ -410,7 +410,7 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     const r = await reauth(alice, REVEAL_PURPOSE, 'alice', { returnTo: back })
     expect(r.status).toBe(303)
     expect(r.location).toBe(back)
-    for (const evil of ['//evil.example/admin', 'https://evil.example/admin', '/admin/../evil', '/admin//evil.example', '/admin\\evil', '/adminx', '/admin#x', 'admin', '/admin/%0d%0aSet-Cookie:x', '/admin/' + 'a'.repeat(400), '/admin?x=<script>']) {
+    for (const evil of ['//evil.example/admin', 'https://evil.example/admin', '/admin/../evil', '/admin//evil.example', '/admin\\evil', '/adminx', '/admin#x', 'admin', '/admin/%0d%0aSet-Cookie:x', '/admin/' + 'a'.repeat(400), '/admin?x=<script>', '/admin/%2e%2e/%2e%2e/x', '/admin/.%2E/evil', '/admin/%2E']) {
       const s = await post(alice, '/admin/api/me/reauth', { purpose: REVEAL_PURPOSE, returnTo: evil })
       expect([400]).toContain(s.status())
       expect(((await s.json()) as { error: { code: string } }).error.code).toMatch(/^invalid_(argument|body)$/)

@@ -43,7 +43,11 @@ const RETURN_TO_RE = /^\/admin(?:\/[A-Za-z0-9\-._~%/]*)?(?:\?[A-Za-z0-9\-._~%=&+
 /** The page to come back to, or undefined when `value` is not one of this dashboard's. */
 export function safeReturnPath(value: string): string | undefined {
   if (value.length > MAX_RETURN_CHARS || !RETURN_TO_RE.test(value)) return undefined
-  if (value.includes('//') || value.split('?')[0].split('/').includes('..')) return undefined
+  const path = value.split('?')[0]
+  if (value.includes('//') || path.split('/').includes('..')) return undefined
+  // A browser resolves what a URL parser resolves: "%2e%2e" is a ".." segment too (WHATWG URL). A path the
+  // parser would rewrite is not the page it names.
+  if (new URL(value, 'http://fixloop.invalid').pathname !== path) return undefined
   return value
 }
 

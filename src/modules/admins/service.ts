@@ -142,7 +142,8 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
      * TOTP is not asked: the identity provider authenticated the person (docs/security.md "Single sign-on").
      */
     async forVerifiedEmail(email: string): Promise<AdminIdentity | undefined> {
-      const e = foldCase(email.trim())
+      // Not trimmed: the provider verified this exact string, and " kate@x" is not the address it verified as kate@x.
+      const e = foldCase(email)
       if (!EMAIL_RE.test(e)) return undefined
       const row = await repo.byEmail(e)
       return row ? identityOf(row) : undefined
