@@ -264,6 +264,18 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     expect(await denied.text()).not.toContain('<script>')
   })
 
+  test("the provider's refusal of a flow is shown as its error code, also when it sends no iss with it", async () => {
+    const start = await fetch(server.url + '/admin/oidc/start', { redirect: 'manual' })
+    expect(start.status).toBe(303)
+    const state = new URL(start.headers.get('location')!).searchParams.get('state')!
+    const cookie = start.headers.get('set-cookie')!.split(';')[0]
+    const denied = await fetch(`${server.url}/admin/oidc/callback?error=access_denied&error_description=no&state=${encodeURIComponent(state)}`, { redirect: 'manual', headers: { cookie } })
+    expect(denied.status).toBe(400)
+    const page = await denied.text()
+    expect(page).toContain('answered &#34;access_denied&#34;')
+    expect(page).not.toContain('ID token')
+  })
+
   test('fuzz: junk, missing, repeated, huge and NUL parameters on the callback are a clear 400 page, never a 5xx', async () => {
     const cases = [
       '',

@@ -111,6 +111,10 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
       } catch (e) {
         throw new SsoError('provider_unreachable', `The identity provider's discovery document could not be read (${describe(e)}).`)
       }
+      // The provider's refusal of this very flow (its state): said as such. openid-client checks `iss` first,
+      // and a provider that sends none with an error would be reported as an ID-token failure.
+      const refused = query.get('error')
+      if (refused !== null && query.get('state') === secrets.state && !query.has('code')) throw new SsoError('provider_error', `The identity provider answered "${safeCode(refused)}".`)
       // The URL the provider redirected to, rebuilt from FIXLOOP_PUBLIC_URL (never the Host header).
       const current = new URL(sso.redirectUri)
       for (const [k, v] of query) current.searchParams.append(k, v)
