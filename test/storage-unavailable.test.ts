@@ -57,6 +57,17 @@ describe('PostgreSQL stopped under a running server', () => {
       }
       const ready = await call(server.url, 'GET', '/readyz')
       expect(ready.status).toBe(503)
+      // The database fails readiness; the advisory trackers check does not fail a second time on it.
+      expect(ready.body.error.details.checks.database.ok).toBe(false)
+      expect(ready.body.error.details.checks.trackers).toMatchObject({ ok: true, advisory: true })
+      // /metrics still answers with this node's own figures; the outage's answers are counted as the 503s they were.
+      const scrape = await fetch(server.url + '/metrics')
+      expect(scrape.status).toBe(200)
+      const text = await scrape.text()
+      expect(text).toMatch(/fixloop_http_requests_total\{method="GET",route="\/v1\/feedback",status="503"\} [1-9]/)
+      expect(text).not.toContain('status="500"')
+      expect(text).toMatch(/fixloop_metrics_collectors_failed [1-9]/)
+      expect(text).toContain('fixloop_process_uptime_seconds')
     } finally {
       await pg.restart()
     }

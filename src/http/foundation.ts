@@ -198,7 +198,6 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       const { code, error, set, request } = c
       const apiError = toApiError(code, error, request)
       const route = 'route' in c && typeof c.route === 'string' && code !== 'NOT_FOUND' ? c.route : 'unmatched'
-      metrics?.observe(request.method, route || 'unmatched', apiError.status, elapsedSeconds(request))
       const requestId = String(set.headers['x-request-id'] ?? newId())
       set.headers['x-request-id'] = requestId
       if (apiError.code === 'internal_error') {
@@ -213,10 +212,13 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
         })
         const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
         set.status = retryAfter === null ? 500 : 503
+        // Counted as answered: a database outage is 503s on the dashboards, not 500s (bugs).
+        metrics?.observe(request.method, route || 'unmatched', set.status, elapsedSeconds(request))
         if (retryAfter !== null) set.headers['retry-after'] = String(retryAfter)
         set.headers['content-type'] = JSON_CONTENT_TYPE
         return envelope
       }
+      metrics?.observe(request.method, route || 'unmatched', apiError.status, elapsedSeconds(request))
       if (apiError.headers) Object.assign(set.headers, apiError.headers)
       set.status = apiError.status
       set.headers['content-type'] = JSON_CONTENT_TYPE

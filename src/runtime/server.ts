@@ -122,6 +122,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   ])
   // Issue-tracker connections whose last call failed, by kind (docs/trackers.md "Failures").
   metrics.registry.add(async () => {
+    // A database-wide figure: read by the maintenance holder only, as the other database-wide gauges.
+    if (!coordinator.holds('maintenance')) return []
     const byKind = new Map<string, number>()
     for (const f of await services.trackers.failing()) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1)
     return [{ name: 'fixloop_tracker_connections_failing', help: 'Issue-tracker connections whose last call failed, by tracker kind.', type: 'gauge', samples: [...byKind].map(([kind, value]) => ({ labels: { kind }, value })) }]
@@ -140,7 +142,16 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     masterKey: () => ({ ok: true }),
     redis: services.redis ? () => services.redis!.check() : undefined,
     node: services.nodeCheck,
-    trackers: async () => trackersCheck(await services.trackers.failing()),
+    trackers: async () => {
+      let failing
+      try {
+        failing = await services.trackers.failing()
+      } catch {
+        // Not known while the database cannot be read: the `database` check says so; no second failure.
+        return { ok: true, reason: 'not known: the database could not be read' }
+      }
+      return trackersCheck(failing)
+    },
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)
   try {

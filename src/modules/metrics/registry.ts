@@ -19,7 +19,7 @@ export interface MetricFamily {
   samples: Sample[]
 }
 
-/** May read the database (a promise): every collector of a scrape runs at once. */
+/** May read the database (a promise): every collector of a scrape runs at once; one that fails is left out (`render`). */
 export type Collector = () => MetricFamily[] | Promise<MetricFamily[]>
 
 const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
@@ -51,7 +51,16 @@ export class MetricsRegistry {
     this.collectors.push(collector)
   }
 
+  /**
+   * Every collector's families. One that fails (the database away) is left out and counted in
+   * `fixloop_metrics_collectors_failed`, so the scrape still answers with the rest: this node's request
+   * counters and process gauges are what shows an outage while it lasts.
+   */
   async render(): Promise<string> {
-    return renderFamilies((await Promise.all(this.collectors.map((c) => c()))).flat())
+    const results = await Promise.allSettled(this.collectors.map(async (c) => c()))
+    const families = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []))
+    const failed = results.filter((r) => r.status === 'rejected').length
+    families.push({ name: 'fixloop_metrics_collectors_failed', help: 'Collectors of this scrape that could not read their figures (the database away): their families are missing from it.', type: 'gauge', samples: [{ value: failed }] })
+    return renderFamilies(families)
   }
 }

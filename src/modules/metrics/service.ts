@@ -27,13 +27,16 @@ export function createMetrics(repo: MetricsRepo, clock: Clock, databaseWide: () 
   const registry = new MetricsRegistry()
   const startedAt = Date.now()
   registry.add(() => requests.collect())
+  // This process's own figures: a collector of their own, so a scrape has them while the database is away.
+  registry.add((): MetricFamily[] => [
+    { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
+    { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },
+    // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
+    ...(walFile ? [{ name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge' as const, samples: [{ value: walBytes(walFile) }] }] : []),
+  ])
   registry.add(async (): Promise<MetricFamily[]> => {
     const now = clock.now()
-    const own: MetricFamily[] = [
-      { name: 'fixloop_process_resident_memory_bytes', help: 'Resident set size of the server process.', type: 'gauge', samples: [{ value: process.memoryUsage.rss() }] },
-      { name: 'fixloop_process_uptime_seconds', help: 'Seconds since the server started.', type: 'gauge', samples: [{ value: (Date.now() - startedAt) / 1000 }] },
-    ]
-    if (!databaseWide()) return own
+    if (!databaseWide()) return []
     const s = await repo.snapshot(now)
     const oldest = s.jobsByKind.reduce((m, j) => Math.min(m, j.dueSince ?? Infinity), Infinity)
     return [
@@ -43,11 +46,6 @@ export function createMetrics(repo: MetricsRepo, clock: Clock, databaseWide: () 
       { name: 'fixloop_agent_runs', help: 'Agent runs, by outcome (status).', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
       { name: 'fixloop_agent_cost_usd', help: 'Agent cost reported by runs, in US dollars, by outcome.', type: 'gauge', samples: s.runsByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.cost })) },
       { name: 'fixloop_webhook_deliveries', help: 'Webhook deliveries, by outcome (status).', type: 'gauge', samples: s.deliveriesByStatus.map((r) => ({ labels: { outcome: r.status }, value: r.n })) },
-      ...own,
-      // The write-ahead log is SQLite's; PostgreSQL's is the server's own business (pg_stat_wal).
-      ...(walFile
-        ? [{ name: 'fixloop_wal_bytes', help: 'Size of the SQLite write-ahead log file.', type: 'gauge' as const, samples: [{ value: walBytes(walFile) }] }]
-        : []),
     ]
   })
   return { registry, requests }
