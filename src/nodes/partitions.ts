@@ -15,6 +15,7 @@
  * elsewhere), and of every partition it lets go or loses.
  */
 import type { Logger } from '../core/logger'
+import { failureLog, type FailureLog } from '../db/outage-log'
 import type { NodesRepo } from './nodes-repo'
 import { BeatLoop, beatPeriod } from './beat-loop'
 
@@ -41,12 +42,16 @@ export class PartitionLeases {
   /** Where this node starts looking for free partitions: nodes that start together do not all race for partition 0. */
   private readonly offset: number
 
+  /** Failures of the beat: the database being away logged once per window, not per partition per beat. */
+  private readonly failed: FailureLog
+
   constructor(
     private readonly repo: Pick<NodesRepo, 'acquire' | 'release'>,
     private readonly nodeId: string,
     private readonly log: Logger,
     private readonly opts: PartitionOptions,
   ) {
+    this.failed = failureLog(log)
     this.count = opts.partitions ?? PARTITIONS
     let h = 0
     for (const c of nodeId) h = (h * 31 + c.charCodeAt(0)) >>> 0
@@ -113,7 +118,7 @@ export class PartitionLeases {
         else if (holding) this.held.set(p, validUntil)
         else taken.set(p, validUntil)
       } catch (e) {
-        this.log.warn('a processing partition lease could not be renewed', { partition: p, error: e instanceof Error ? e.message : String(e) })
+        this.failed('warn', 'a processing partition lease could not be renewed', e, { partition: p })
       }
     }
     await this.take(taken)

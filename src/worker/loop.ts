@@ -10,6 +10,7 @@
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
+import { failureLog, type FailureLog } from '../db/outage-log'
 import type { JobRow, JobsRepo } from '../lifecycle/jobs-repo'
 import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
 
@@ -92,6 +93,9 @@ export class Worker {
   /** This worker as a lease owner: the process, and which of its workers (see `WorkerOptions.leaseOwnerRole`). */
   private readonly owner: string
 
+  /** Failures of the loop: the database being away logged once per window, not every pass. */
+  private readonly failedLoop: FailureLog
+
   constructor(
     private readonly jobs: JobsRepo,
     private readonly steps: Record<string, JobStep>,
@@ -100,6 +104,7 @@ export class Worker {
     opts: Partial<WorkerOptions> = {},
   ) {
     this.opts = { ...DEFAULT_WORKER_OPTIONS, ...opts }
+    this.failedLoop = failureLog(log)
     this.owner = this.opts.clusterLeaseOwner ?? (this.opts.leaseOwnerRole ? `${currentLeaseOwner()}:${this.opts.leaseOwnerRole}` : currentLeaseOwner())
   }
 
@@ -252,7 +257,7 @@ export class Worker {
     this.lastPassAt = performance.now()
     if (!this.running || this.current) return
     this.current = this.tick().catch((e) => {
-      this.log.error('worker tick failed', { error: e instanceof Error ? e.message : String(e) })
+      this.failedLoop('error', 'worker tick failed', e)
       return 0
     })
     const ran = await this.current
@@ -267,7 +272,7 @@ export class Worker {
     try {
       due = await this.jobs.nextDueAt()
     } catch (e) {
-      this.log.error('worker could not read the next due job', { error: e instanceof Error ? e.message : String(e) })
+      this.failedLoop('error', 'worker could not read the next due job', e)
     }
     if (!this.running) return
     if (this.wakes !== wakes) return this.schedule(0)

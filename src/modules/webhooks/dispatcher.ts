@@ -6,6 +6,7 @@
  * same webhook-id (the event id), so delivery is at-least-once and receivers can deduplicate.
  */
 import type { Logger } from '../../core/logger'
+import { failureLog, type FailureLog } from '../../db/outage-log'
 import type { Store } from '../../db/store'
 import type { SecretBox } from '../../core/crypto'
 import type { Clock } from '../../core/clock'
@@ -48,12 +49,16 @@ export class WebhookDispatcher {
   private stopped = false
   private readonly opts: DispatcherOptions
 
+  /** Failures of the loop: the database being away logged once per window, not every pass. */
+  private readonly failed: FailureLog
+
   constructor(
     private readonly ctx: DispatcherDeps,
     private readonly log: Logger,
     opts: Partial<DispatcherOptions> = {},
   ) {
     this.repo = ctx.store.webhooks
+    this.failed = failureLog(log)
     this.opts = { concurrency: 16, pollMs: 200, random: Math.random, mayAct: () => true, ...opts }
   }
 
@@ -69,7 +74,7 @@ export class WebhookDispatcher {
       void (async () => {
         await this.fanOut(orgId)
         await this.sendDue()
-      })().catch((e) => this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) }))
+      })().catch((e) => this.failed('error', 'webhook dispatch failed', e))
     })
     this.timer = setInterval(() => void this.tick(), this.opts.pollMs)
     void released.then(
@@ -93,7 +98,7 @@ export class WebhookDispatcher {
       for (const orgId of await this.repo.liveOrgs()) await this.fanOut(orgId)
       await this.sendDue()
     } catch (e) {
-      this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) })
+      this.failed('error', 'webhook dispatch failed', e)
     }
     await this.idle()
   }
@@ -188,7 +193,7 @@ export class WebhookDispatcher {
         .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
         .finally(() => {
           this.inFlight.delete(d.id)
-          this.sendDue().catch((e) => this.log.error('webhook dispatch failed', { error: e instanceof Error ? e.message : String(e) }))
+          this.sendDue().catch((e) => this.failed('error', 'webhook dispatch failed', e))
         })
       this.inFlight.set(d.id, p)
     }
