@@ -36,6 +36,15 @@ describe('words', () => {
       expect(w).toContain(t)
     }
   })
+  test('a Bugzilla reference is one word ("bug 1234567", "Bug #604822", "bug1234567"); a small count is not one', () => {
+    expect(words('Regression from bug 1234567, see also Bug #604822 and bug1234567')).toEqual(expect.arrayContaining(['bug-1234567', 'bug-604822']))
+    expect(words('Regression from bug 1234567').filter((w) => w === 'bug-1234567').length).toBe(1)
+    expect(words('found 2 bugs, bug 2 is worse').some((w) => w.startsWith('bug-'))).toBe(false)
+    // A body's bare number is dropped, the reference is kept.
+    const f = featuresOf(input('a', 'Crash on startup\nThis regressed in bug 1234567 at 12:30'))
+    expect(f.tf.has('bug-1234567')).toBe(true)
+    expect(f.tf.has('1234567')).toBe(false)
+  })
   test('the stemmer gives "address" and "addresses" one stem (and "connection"/"connections")', () => {
     expect(words('address')).toEqual(words('addresses'))
     expect(words('connection')).toEqual(words('connections'))

@@ -108,7 +108,7 @@ function plainWord(raw: string, out: string[]): void {
  */
 export function words(text: string): string[] {
   const out: string[] = []
-  const raw = foldAccents(text)
+  const raw = bugReferencesAsKeys(foldAccents(text))
   TOKEN_RE.lastIndex = 0
   for (let m = TOKEN_RE.exec(raw); m !== null; m = TOKEN_RE.exec(raw)) {
     const tok = m[0]
@@ -125,6 +125,18 @@ export function words(text: string): string[] {
   }
   return out
 }
+
+/**
+ * A Bugzilla reference ("bug 1234567", "Bug #604822", "bug1234567") as an issue key, BUG-1234567, so it
+ * stays one word: its number alone would be a bare number, which a body's words drop (features.ts). Two
+ * reports naming the bug they regressed from, or the one they follow up on, share a rare word. Four digits
+ * or more: "bug 2" is a count, not a reference. The word "bug" stays.
+ */
+function bugReferencesAsKeys(text: string): string {
+  return BUG_REFERENCE.test(text) ? text.replace(BUG_REFERENCE_ALL, 'bug BUG-$1') : text
+}
+const BUG_REFERENCE = /\bbug\s?#?\s?\d{4,9}\b/i
+const BUG_REFERENCE_ALL = /\bbug\s?#?\s?(\d{4,9})\b/gi
 
 /**
  * The summary line: up to the first line break or sentence end. A submitted "Title\nBody" yields
