@@ -278,14 +278,20 @@ function sameTest(a: string, b: string): boolean {
   return long.startsWith(short) && (long.length === short.length || '#:.['.includes(long[short.length]))
 }
 
-/** Either title holds a value the sanitizer redacted: equal or different, nothing can tell. */
+/**
+ * Either title holds a value the sanitizer redacted that could tell two bugs apart (an address, a token,
+ * an account number): equal or different, nothing can tell. A person's contact details do not count: an
+ * email, a phone number or a name in a title ("Can't log in as [REDACTED:email]") is whoever wrote it,
+ * never what the bug is, and every reporter's is another one.
+ */
 export function redactedInTitles(a: string, b: string): boolean {
-  PLACEHOLDER.lastIndex = 0
-  const inA = PLACEHOLDER.test(a)
-  PLACEHOLDER.lastIndex = 0
-  const inB = PLACEHOLDER.test(b)
-  PLACEHOLDER.lastIndex = 0
-  return inA || inB
+  return holdsThingPlaceholder(a) || holdsThingPlaceholder(b)
+}
+/** Placeholders of a person's contact details (sanitize/rules.ts names). */
+const PERSONAL_PLACEHOLDERS = new Set(['email', 'phone', 'username', 'submitter_email', 'submitter_id', 'submitter_name'])
+function holdsThingPlaceholder(title: string): boolean {
+  for (const m of title.matchAll(PLACEHOLDER)) if (!PERSONAL_PLACEHOLDERS.has(m[0].slice(10, -1))) return true
+  return false
 }
 
 /** What two reports' symptoms say: "I get every notification twice" vs "I get no notifications". */
