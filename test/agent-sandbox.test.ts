@@ -391,6 +391,23 @@ describe('the pieces, one by one', () => {
     expect(task).toContain('$FIXLOOP_ATTACHMENTS_DIR')
   })
 
+  test("the kernel's settings are read-only to the agent, root or not (/proc/sys: core_pattern would run a program as host root)", async () => {
+    const { sandboxArgv } = await import('../src/agent/sandbox')
+    const { execCommand } = await import('../src/agent/exec')
+    const root = tempDir('fixloop-sbx-')
+    const ws = { repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments') }
+    for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
+    await Bun.write(ws.taskFile, 'task')
+    // Writes the setting's own value back: harmless if it ever got through.
+    const script = 'v=$(cat /proc/sys/kernel/printk_ratelimit) && echo "read $v" && { echo "$v" > /proc/sys/kernel/printk_ratelimit && echo WRITTEN || echo refused; }; id -u'
+    const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
+    expect(r.stdout).toMatch(/^read \d+$/m)
+    expect(r.stdout).toContain('refused')
+    expect(r.stdout).not.toContain('WRITTEN')
+    // Root: the read-only bind (EROFS); another user: the file's mode as well.
+    expect(r.output).toMatch(/Read-only file system|Permission denied/)
+  })
+
   test('a workspace with its read-only attachments folder (0555, files 0444) is removed whole, sync and async', async () => {
     const { removeWorkspace, removeWorkspaceSync } = await import('../src/agent/workspace')
     const { chmodSync, existsSync, mkdirSync, writeFileSync } = await import('node:fs')

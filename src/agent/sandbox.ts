@@ -75,7 +75,11 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   }
   // The private /tmp first: bwrap applies mounts in order, so a read-only path under /tmp (a checkout
   // in /tmp, say) must be bound after the tmpfs, or the tmpfs would hide it.
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp')
+  // /proc/sys read-only: when fixloop runs as root the agent is uid 0 (no capabilities), and a sysctl file
+  // only asks for its owner, root. bwrap covers /proc/sys itself only where the directory answers a write
+  // test, which procfs's /proc/sys never does; a writable kernel.core_pattern runs any program as host root
+  // on the next crash (an audit did it). The bind is read-only, and the agent has no capability to undo it.
+  a.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', '--tmpfs', '/tmp')
   for (const name of ETC) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
   for (const p of opts.readOnlyPaths) a.push('--ro-bind-try', p, p)
   a.push('--bind', ws.repo, INSIDE.repo, '--bind', ws.home, INSIDE.home, '--bind', ws.outDir, INSIDE.outDir, '--ro-bind', ws.taskFile, INSIDE.taskFile)
