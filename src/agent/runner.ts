@@ -403,7 +403,16 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       return inTurn(async () => {
         const n = await failInterrupted(await runs.interrupted(opts.nodeId === undefined ? undefined : null), true)
         // Workspaces of interrupted runs may hold a clone: remove them (this node's own directory).
-        if (existsSync(workspaces)) for (const d of readdirSync(workspaces)) removeWorkspaceSync(join(workspaces, d))
+        // One that cannot be removed (not fixloop's to remove) is logged, never a reason not to start.
+        if (existsSync(workspaces)) {
+          for (const d of readdirSync(workspaces)) {
+            try {
+              removeWorkspaceSync(join(workspaces, d))
+            } catch (e) {
+              log.warn('a workspace left by an interrupted run could not be removed', { path: join(workspaces, d), error: e instanceof Error ? e.message : String(e) })
+            }
+          }
+        }
         return n
       })
     },

@@ -10,8 +10,8 @@
  *   cred/   the credential helper during clone/push   (never mounted into the sandbox)
  */
 import { createHash } from 'node:crypto'
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, existsSync, rmSync } from 'node:fs'
-import { chmod, rm } from 'node:fs/promises'
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, existsSync, rmSync, type Dirent } from 'node:fs'
+import { chmod, lstat, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { WorkspacePaths } from './sandbox'
 
@@ -78,21 +78,57 @@ export function readAgentFile(path: string, max = 64 * 1024): string | null {
 }
 
 /**
- * Removes a run's workspace. The attachments folder is made writable again first: its 0555 mode, which
- * keeps an unsandboxed agent from adding files, would also keep a non-root fixloop from deleting them.
- * Asynchronous: the agent decides how many files the workspace holds.
+ * Removes a run's workspace. Every folder in it is made the owner's (0700) first: the agent may have left
+ * folders it took every permission from (`chmod 000`), which `rm -r` cannot enter as a non-root user, and a
+ * workspace left behind would hold the App's code and, at the next start, stop the server. The attachments
+ * folder's 0555 is undone the same way. Symlinks are never followed. Asynchronous: the agent decides how
+ * many files the workspace holds.
  */
 export async function removeWorkspace(root: string): Promise<void> {
-  await chmod(join(root, 'attachments'), 0o700).catch(() => undefined)
+  await unlockFolders(root).catch(() => undefined)
   await rm(root, { recursive: true, force: true }).catch(() => undefined)
 }
 
-/** `removeWorkspace`, synchronously (the reclaim at start, before any run). */
+/** `removeWorkspace`, synchronously (the reclaim at start, before any run); throws when it cannot. */
 export function removeWorkspaceSync(root: string): void {
-  try {
-    chmodSync(join(root, 'attachments'), 0o700)
-  } catch {
-    // no attachments folder
-  }
+  unlockFoldersSync(root)
   rmSync(root, { recursive: true, force: true })
+}
+
+/** Folders (not symlinks) under `root`, `root` included, made 0700 where they lack the owner's rwx. */
+async function unlockFolders(root: string): Promise<void> {
+  const pending = [root]
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    const st = await lstat(dir).catch(() => null)
+    if (!st?.isDirectory()) continue
+    if ((st.mode & 0o700) !== 0o700) await chmod(dir, 0o700).catch(() => undefined)
+    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) pending.push(join(dir, e.name))
+  }
+}
+
+function unlockFoldersSync(root: string): void {
+  const pending = [root]
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    let st
+    try {
+      st = lstatSync(dir)
+    } catch {
+      continue
+    }
+    if (!st.isDirectory()) continue
+    if ((st.mode & 0o700) !== 0o700) {
+      try {
+        chmodSync(dir, 0o700)
+      } catch {
+        // not ours: rm says so
+      }
+    }
+    let entries: Dirent[] = []
+    try {
+      entries = readdirSync(dir, { withFileTypes: true })
+    } catch {
+      // unreadable: rm says so
+    }
+    for (const e of entries) if (e.isDirectory()) pending.push(join(dir, e.name))
+  }
 }
