@@ -11,7 +11,7 @@ import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host
 import { branchExists, changedFiles, makeBareRepo, readFileAtBranch } from './git-fixtures'
 import type { ConnectionInput } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
-import { parseAgentOutput } from '../src/agent/presets'
+import { credibleUsage, MAX_RUN_COST_USD, parseAgentOutput, runUsage } from '../src/agent/presets'
 import { execCommand } from '../src/agent/exec'
 import { survivors } from './process-helpers'
 import { dbRow, dbRows, dbRun } from './sqlite-of'
@@ -363,6 +363,17 @@ describe('failures', () => {
     expect(run.error).toMatch(/^cap reached: \$[\d.]+ spent this month \(limit \$0.01\)/)
   })
 
+  test("a cost no run can have (the agent's own result file) is dropped: it spends no App's cap", async () => {
+    await connect(s, { agentCommand: `printf '{"costUsd":1e308,"tokensIn":1e300,"tokensOut":-5}' > "$FIXLOOP_RESULT_FILE"; exit 3`, runsPerDay: 1000, maxCostUsdPerMonth: 50 })
+    const first = await submitAndFinish(s, 'Forged cost: the cart badge shows 0 items')
+    expect(first.run.status).toBe('failed')
+    expect([first.run.costUsd, first.run.tokensIn, first.run.tokensOut]).toEqual([0, 0, 0])
+    await connect(s, { agentCommand: agent('fix.sh'), runsPerDay: 1000, maxCostUsdPerMonth: 50 })
+    const next = await submitAndFinish(s, 'After the forged cost: the wishlist heart does not fill')
+    expect(next.run.error ?? '').not.toMatch(/cap reached/)
+    expect(next.run.status).toBe('succeeded')
+  })
+
   test('the token never appears in any log line, run record or error text', async () => {
     await expectNoSecrets(s)
     expect(s.logs.some((l) => l.includes('agent run ended'))).toBe(true)
@@ -490,6 +501,20 @@ describe('preset output parsing', () => {
     expect(aider).toEqual({ model: 'gpt-4o', tokensIn: 2100, tokensOut: 310, costUsd: 0.02 })
     const codex = parseAgentOutput('codex', '{"type":"thread.started"}\n{"type":"turn.completed","usage":{"input_tokens":900,"cached_input_tokens":0,"output_tokens":120}}\n')
     expect(codex).toEqual({ tokensIn: 900, tokensOut: 120 })
+  })
+})
+
+describe('what a run reports', () => {
+  test("the CLI's own tokens, cost and model win over the agent's result file, which fills only gaps; its summary wins", () => {
+    const cli = { model: 'claude-sonnet-4-5', tokensIn: 1600, tokensOut: 420, costUsd: 0.04, summary: 'from the CLI' }
+    expect(runUsage(cli, { model: 'free-model', tokensIn: 1, tokensOut: 1, costUsd: 0, summary: 'from the file' })).toEqual({ ...cli, summary: 'from the file' })
+    // codex reports no cost; a command agent nothing: the file fills in.
+    expect(runUsage({ tokensIn: 900, tokensOut: 120 }, { costUsd: 0.5, model: 'local' })).toEqual({ model: 'local', tokensIn: 900, tokensOut: 120, costUsd: 0.5, summary: undefined })
+  })
+  test('figures no run can have are dropped, wherever they come from', () => {
+    expect(credibleUsage({ costUsd: 1e308, tokensIn: 1e300, tokensOut: -5 })).toEqual({ costUsd: undefined, tokensIn: undefined, tokensOut: undefined })
+    expect(credibleUsage({ costUsd: MAX_RUN_COST_USD, tokensIn: 12, tokensOut: 0 })).toEqual({ costUsd: MAX_RUN_COST_USD, tokensIn: 12, tokensOut: 0 })
+    expect(runUsage({ costUsd: 1e308 }, { costUsd: 0.25 }).costUsd).toBe(0.25)
   })
 })
 

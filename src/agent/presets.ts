@@ -118,6 +118,41 @@ export function parseAgentOutput(provider: AgentProvider, stdout: string): Agent
   }
 }
 
+/** The most one run is believed to cost, in US dollars: a figure above it is no report (see `credibleUsage`). */
+export const MAX_RUN_COST_USD = 1000
+/** The most tokens one run is believed to use, each way. */
+export const MAX_RUN_TOKENS = 1e10
+
+/**
+ * `u` without figures no run can have: negative, not finite, a cost above MAX_RUN_COST_USD or tokens
+ * above MAX_RUN_TOKENS. Whoever writes them (a result file is the agent's, and the agent read hostile
+ * text) could otherwise spend the App's monthly cost cap in one run (`"costUsd": 1e308` blocked every
+ * later run of the month) — such a figure is dropped, as if the run had reported none.
+ */
+export function credibleUsage(u: AgentUsage): AgentUsage {
+  const within = (v: number | undefined, max: number) => (v !== undefined && Number.isFinite(v) && v >= 0 && v <= max ? v : undefined)
+  return { ...u, tokensIn: within(u.tokensIn, MAX_RUN_TOKENS), tokensOut: within(u.tokensOut, MAX_RUN_TOKENS), costUsd: within(u.costUsd, MAX_RUN_COST_USD) }
+}
+
+/**
+ * What a run reports: the CLI's own account (`fromCli`, parseAgentOutput) and the result file
+ * (`fromFile`). The CLI's tokens, cost and model win: the result file is written by the agent's tools,
+ * which a prompt in the report can steer (a `"costUsd": 0` would slip past the cost cap); the file fills
+ * only what the CLI does not report (a `command` agent reports nothing else; codex no cost). The file's
+ * summary wins (what the agent says it did). Both bounded by `credibleUsage`.
+ */
+export function runUsage(fromCli: AgentUsage, fromFile: AgentUsage): AgentUsage {
+  const cli = credibleUsage(fromCli)
+  const file = credibleUsage(fromFile)
+  return {
+    model: cli.model ?? file.model,
+    tokensIn: cli.tokensIn ?? file.tokensIn,
+    tokensOut: cli.tokensOut ?? file.tokensOut,
+    costUsd: cli.costUsd ?? file.costUsd,
+    summary: file.summary ?? cli.summary,
+  }
+}
+
 /** The result file (any provider): {"model","tokensIn","tokensOut","costUsd","summary"}. */
 export function parseResultFile(text: string): AgentUsage {
   try {

@@ -12,7 +12,7 @@ import { AUTH_USERNAMES, gitEnv, gitOk, gitWithToken, type GitAuth } from './git
 import { checkGuardrails, type DiffStats } from './guardrails'
 import { openPullRequest } from './hosts'
 import { prBody, prTitle } from './pr-text'
-import { agentCommandLine, parseAgentOutput, parseResultFile, type AgentUsage } from './presets'
+import { agentCommandLine, parseAgentOutput, parseResultFile, runUsage, type AgentUsage } from './presets'
 import type { RunFeedbackRow } from '../modules/agent-runs/repo'
 import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
@@ -156,9 +156,8 @@ async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number
 async function runAgent(c: RunContext, s: State): Promise<void> {
   const ran = await inSandbox(c, agentCommandLine(c.conn.agentProvider, c.conn.model, c.conn.agentCommand), 256 * 1024)
   s.outputTail = tail(c.scrub(ran.output), OUTPUT_TAIL_BYTES)
-  Object.assign(s.usage, parseAgentOutput(c.conn.agentProvider, ran.stdout))
   const result = readAgentFile(c.ws.resultFile)
-  if (result !== null) Object.assign(s.usage, definedOnly(parseResultFile(result)))
+  Object.assign(s.usage, definedOnly(runUsage(parseAgentOutput(c.conn.agentProvider, ran.stdout), result === null ? {} : parseResultFile(result))))
   if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary)
   if (s.usage.model) s.usage.model = c.scrub(s.usage.model)
   abortIfStopping(c)
