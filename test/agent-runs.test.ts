@@ -247,6 +247,10 @@ describe('guardrails', () => {
     ['a change to git config or hooks', 'githook.sh', {}, /git (config|hook)/],
     ['a configured deny-list path', 'fix.sh', { denyPaths: ['src/**'] }, /denied path: src\/app\.js \(matches src\/\*\*\)/],
     ['more files than the App allows', 'fix.sh', { maxFiles: 1, agentCommand: `${agent('fix.sh')} && echo x > other.txt` }, /too many files changed: 2 \(limit 1\)/],
+    // An added line that itself starts with "++" is "+++…" in the patch, like a file header.
+    ['a key on an added line starting with "++"', 'noop.sh', { agentCommand: `printf '++ aws_access_key_id = AKIA%s\\n' "$(LC_ALL=C tr -dc 'A-Z2-7' < /dev/urandom | head -c 16)" > notes.txt` }, /secrets \(.*aws.*\)/],
+    // numstat's path is everything after the second TAB.
+    ['a file too large, with a TAB in its name', 'noop.sh', { agentCommand: `head -c 3000000 /dev/zero | tr '\\0' a > "$(printf 'big\\tfile.txt')"` }, /file too large: big\tfile\.txt \(3000000 bytes/],
   ]
   for (const [name, script, overrides, reason] of cases) {
     test(name, async () => {

@@ -107,7 +107,10 @@ export async function diffTrees(baseRepo: string, outside: string, env: Record<s
   const numstat = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '--numstat', '-z', base, tree], 'git diff --numstat')
   const files: DiffStats['files'] = []
   for (const entry of numstat.split('\0').filter(Boolean)) {
-    const [added, deleted, path] = entry.split('\t')
+    // "added<TAB>deleted<TAB>path": the path is the rest, a TAB in a file's name included.
+    const t1 = entry.indexOf('\t')
+    const t2 = entry.indexOf('\t', t1 + 1)
+    const [added, deleted, path] = [entry.slice(0, t1), entry.slice(t1 + 1, t2), entry.slice(t2 + 1)]
     files.push({ path, added: added === '-' ? 0 : Number(added), deleted: deleted === '-' ? 0 : Number(deleted), binary: added === '-', bytes: 0 })
   }
   const raw = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '--raw', '-z', base, tree], 'git diff --raw')
@@ -130,8 +133,23 @@ export async function diffTrees(baseRepo: string, outside: string, env: Record<s
     for (const f of files) f.bytes = bySha.get(newBlobs.get(f.path) ?? '') ?? 0
   }
   const patch = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '-p', '-U0', '--no-color', base, tree], 'git diff -U0')
-  const addedLines = patch.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++'))
-  return { files, symlinks, gitlinks, addedLines }
+  return { files, symlinks, gitlinks, addedLines: addedLinesOf(patch) }
+}
+
+/**
+ * The added lines of a patch: every `+` line inside a hunk. Read by position, not by shape: a header's
+ * `+++ b/path` comes before a file's first `@@`, and an added line that itself starts with `++` is
+ * `+++…` inside a hunk (filtering on "+++" let `++ token = ghp_…` past the secret scan).
+ */
+export function addedLinesOf(patch: string): string[] {
+  const out: string[] = []
+  let inHunk = false
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('diff --git ')) inHunk = false
+    else if (line.startsWith('@@')) inHunk = true
+    else if (inHunk && line.startsWith('+')) out.push(line)
+  }
+  return out
 }
 
 /** fixloop's own commit of the judged tree on the base, in `base.git`: the only commit pushed. */
