@@ -182,6 +182,14 @@ describe('a run that opens a pull request (GitHub)', () => {
     }
   })
 
+  test("fixloop's own git reads nothing the agent planted in its HOME: a global ignore file hides no file of the change", async () => {
+    const plant = `mkdir -p "$HOME/.config/git" && printf 'hidden-*\\n' > "$HOME/.config/git/ignore" && printf 'hidden-* -text\\n' > "$HOME/.config/git/attributes" && echo kept > hidden-new.txt && ${agent('fix.sh')}`
+    await connect(s, { agentCommand: plant })
+    const { run } = await submitAndFinish(s, 'The order history page shows orders twice')
+    expect(run.status).toBe('succeeded')
+    expect(readFileAtBranch(s.bare, run.branch, 'hidden-new.txt')).toBe('kept\n')
+  })
+
   test('duplicates of the lead show the same mergeRequestUrl', async () => {
     await connect(s, { agentCommand: agent('fix.sh') })
     await s.srv.admin.updateApp(s.t.orgId, s.t.appId, { processingMode: 'manual' })

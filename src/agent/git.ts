@@ -26,6 +26,8 @@ export function gitEnv(home: string): Record<string, string> {
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',
+    // git reads $XDG_CONFIG_HOME/git/{config,ignore,attributes} beside ~/.gitconfig: kept in `home` too.
+    XDG_CONFIG_HOME: home,
   }
 }
 
@@ -39,7 +41,7 @@ export { scrub }
  * Settings on every git call after the clone: the agent may have planted hooks, an fsmonitor command or
  * attribute files, and none of them may run or count (the config itself is checked unchanged first).
  */
-export const GIT_SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.attributesFile=/dev/null', '-c', 'protocol.file.allow=always']
+export const GIT_SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.attributesFile=/dev/null', '-c', 'core.excludesFile=/dev/null', '-c', 'protocol.file.allow=always']
 
 export async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs = 120_000): Promise<ExecResult> {
   return execCommand(['git', ...GIT_SAFE, ...args], { cwd, env, timeoutMs })

@@ -21,6 +21,11 @@ export interface Workspace extends WorkspacePaths {
   judgeIndex: string
   /** fixloop's private bare clone, which the agent never sees (src/agent/change.ts). */
   baseRepo: string
+  /**
+   * HOME of fixloop's own git commands: empty, never mounted into the sandbox. Not the agent's HOME, where
+   * the agent could plant `~/.config/git/ignore` (files left out of the judged change) or a `~/.netrc`.
+   */
+  gitHome: string
 }
 
 /** A private directory: created 0700, refused when it is a symlink or someone else's. */
@@ -53,8 +58,9 @@ export function createWorkspace(instance: string, runId: string): Workspace {
     judgeIndex: join(root, 'judge.index'),
     baseRepo: join(root, 'base.git'),
     attachmentsDir: join(root, 'attachments'),
+    gitHome: join(root, 'git-home'),
   }
-  for (const d of [root, ws.home, ws.outDir]) mkdirSync(d, { recursive: true, mode: 0o700 })
+  for (const d of [root, ws.home, ws.outDir, ws.gitHome]) mkdirSync(d, { recursive: true, mode: 0o700 })
   return ws
 }
 
