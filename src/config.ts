@@ -253,6 +253,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     if (!p.startsWith('/')) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" is not an absolute path`)
     const abs = resolve(p)
     if (abs === '/' || dataDir === abs || dataDir.startsWith(abs + sep) || abs.startsWith(dataDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the data dir to agents`)
+    // The work dir holds every run's workspace: other Apps' code and the host token's credential helpers.
+    if (workDir === abs || workDir.startsWith(abs + sep) || abs.startsWith(workDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the work dir (${workDir}: every run's workspace) to agents`)
   }
   const publicUrl = env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined
   const sso = ssoFromEnv(env, publicUrl)

@@ -325,13 +325,19 @@ describe('serve without bubblewrap', () => {
 })
 
 describe('the pieces, one by one', () => {
-  test('sandbox settings: unknown mode, a work dir inside the data dir and a data dir shown to agents are refused', async () => {
+  test('sandbox settings: unknown mode, a work dir inside the data dir and a data dir or the work dir shown to agents are refused', async () => {
     const { loadConfig } = await import('../src/config')
     const dataDir = tempDir('fixloop-cfg-')
     expect(() => loadConfig({ dataDir }, { FIXLOOP_AGENT_SANDBOX: 'maybe' })).toThrow(/bwrap or off/)
     expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: join(dataDir, 'work') })).toThrow(/outside the data dir/)
     expect(() => loadConfig({ dataDir }, { FIXLOOP_AGENT_SANDBOX_PATHS: `/usr/share:${dataDir}` })).toThrow(/data dir/)
     expect(() => loadConfig({ dataDir }, { FIXLOOP_AGENT_SANDBOX_PATHS: 'relative/bin' })).toThrow(/absolute/)
+    // The work dir (every run's workspace, the credential helpers), a folder above it or one inside it.
+    const workDir = join(tempDir('fixloop-cfg-work-'), 'work')
+    for (const shown of [workDir, dirname(workDir), join(workDir, 'abc')]) {
+      expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: `/usr/share:${shown}` })).toThrow(/work dir/)
+    }
+    expect(loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: '/usr/share:/opt/tools' }).agentSandboxPaths).toEqual(['/usr/share', '/opt/tools'])
     const c = loadConfig({ dataDir }, { FIXLOOP_AGENT_NETWORK: 'off' })
     expect(c.agentSandbox).toBe('bwrap')
     expect(c.agentNetwork).toBe(false)
