@@ -375,6 +375,14 @@ describe('failures', () => {
     expect(run.error).toMatch(/^cap reached: \$[\d.]+ spent this month \(limit \$0.01\)/)
   })
 
+  test("control characters of the agent's summary and model are not stored (a terminal escape), its lines are", async () => {
+    await connect(s, { agentCommand: `${agent('fix.sh')} > /dev/null && printf '{"summary":"line one\\\\u001b]0;pwned\\\\u0007\\\\nline two\\\\u009b31m","model":"m\\\\u001b[2Jx"}' > "$FIXLOOP_RESULT_FILE"` })
+    const { run } = await submitAndFinish(s, 'Control characters: the footer link is dead')
+    expect(run.status).toBe('succeeded')
+    expect(run.model).toBe('m[2Jx')
+    expect(run.summary).toBe('line one]0;pwned\nline two31m')
+  })
+
   test("a cost no run can have (the agent's own result file) is dropped: it spends no App's cap", async () => {
     await connect(s, { agentCommand: `printf '{"costUsd":1e308,"tokensIn":1e300,"tokensOut":-5}' > "$FIXLOOP_RESULT_FILE"; exit 3`, runsPerDay: 1000, maxCostUsdPerMonth: 50 })
     const first = await submitAndFinish(s, 'Forged cost: the cart badge shows 0 items')

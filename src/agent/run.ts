@@ -153,13 +153,19 @@ async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number
   }
 }
 
+/** C0 and C1 control characters, DEL; the second keeps line feeds and tabs. */
+const CONTROLS = /[\x00-\x1f\x7f-\x9f]/g
+const CONTROLS_BUT_LINES = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g
+
 async function runAgent(c: RunContext, s: State): Promise<void> {
   const ran = await inSandbox(c, agentCommandLine(c.conn.agentProvider, c.conn.model, c.conn.agentCommand), 256 * 1024)
   s.outputTail = tail(c.scrub(ran.output), OUTPUT_TAIL_BYTES)
   const result = readAgentFile(c.ws.resultFile)
   Object.assign(s.usage, definedOnly(runUsage(parseAgentOutput(c.conn.agentProvider, ran.stdout), result === null ? {} : parseResultFile(result))))
-  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary)
-  if (s.usage.model) s.usage.model = c.scrub(s.usage.model)
+  // Stored and shown (the dashboard, the API, a terminal reading it): no control characters from the agent
+  // but line breaks and tabs of the summary (an escape sequence would drive the terminal of whoever reads it).
+  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary).replace(CONTROLS_BUT_LINES, '')
+  if (s.usage.model) s.usage.model = c.scrub(s.usage.model).replace(CONTROLS, '')
   abortIfStopping(c)
   if (ran.timedOut) throw new RunFailure(`agent timed out after ${c.conn.timeoutSeconds} s`)
   if (ran.code !== 0) throw new RunFailure(`agent exited with code ${ran.code}: ${lastLines(s.outputTail, 5)}`)
