@@ -414,6 +414,27 @@ describe('the pieces, one by one', () => {
     expect(r.output).toMatch(/Read-only file system|Permission denied/)
   })
 
+  test.skipIf(process.getuid?.() !== 0)('as root, the agent runs as nobody (65534) with no capability, and writes only its workspace', async () => {
+    const { sandboxArgv, agentUidFor, AGENT_UID_WHEN_ROOT } = await import('../src/agent/sandbox')
+    const { execCommand } = await import('../src/agent/exec')
+    const { handWorkspace } = await import('../src/agent/workspace')
+    expect(agentUidFor('bwrap', 0)).toBe(AGENT_UID_WHEN_ROOT)
+    expect(agentUidFor('bwrap', 1000)).toBeUndefined()
+    expect(agentUidFor('off', 0)).toBeUndefined()
+    const root = tempDir('fixloop-sbx-')
+    const ws = { root, repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments'), credDir: join(root, 'cred'), judgeIndex: join(root, 'judge.index'), baseRepo: join(root, 'base.git'), gitHome: join(root, 'git-home') }
+    for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
+    await Bun.write(ws.taskFile, 'task')
+    Bun.spawnSync(['chmod', '600', ws.taskFile])
+    await handWorkspace(ws, AGENT_UID_WHEN_ROOT)
+    const script = 'id -u; id -g; grep -E "^Cap(Eff|Prm)" /proc/self/status; echo x > /fixloop/repo/f && echo repo-ok; echo y > /fixloop/home/.rc && echo home-ok; cat /fixloop/task.md; echo; echo 5 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused'
+    const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: AGENT_UID_WHEN_ROOT }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
+    await handWorkspace(ws, 0)
+    expect(r.stdout).toBe(`65534\n65534\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nrepo-ok\nhome-ok\ntask\nsysctl-refused\n`)
+    // Handed back: fixloop owns what the agent wrote.
+    expect(Bun.spawnSync(['stat', '-c', '%u', join(ws.repo, 'f')]).stdout.toString().trim()).toBe('0')
+  })
+
   test('a workspace with its read-only attachments folder (0555, files 0444) is removed whole, sync and async', async () => {
     const { removeWorkspace, removeWorkspaceSync } = await import('../src/agent/workspace')
     const { chmodSync, existsSync, mkdirSync, writeFileSync } = await import('node:fs')

@@ -17,7 +17,7 @@ import type { RunFeedbackRow } from '../modules/agent-runs/repo'
 import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
 import { buildTask, type TaskInput } from './task'
-import { readAgentFile, removeWorkspace, type Workspace } from './workspace'
+import { handWorkspace, readAgentFile, removeWorkspace, type Workspace } from './workspace'
 import { collectReportMedia, type MediaSource } from './report-media'
 import { servableText } from '../sanitize/servable'
 
@@ -139,6 +139,9 @@ async function clone(c: RunContext, s: State): Promise<void> {
 /** Runs a shell command as the agent: in the sandbox, with the agent's environment, timeout and bounded output. */
 async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number) {
   const argv = sandboxArgv(c.sandbox, c.ws, command)
+  // An agent run as another uid (fixloop is root) owns its workspace while it runs, and only then.
+  const runAs = c.sandbox.mode === 'bwrap' ? c.sandbox.runAs : undefined
+  if (runAs !== undefined) await handWorkspace(c.ws, runAs)
   try {
     return await execCommand(argv, {
       cwd: c.sandbox.mode === 'bwrap' ? c.ws.root : c.ws.repo,
@@ -150,6 +153,7 @@ async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number
     })
   } finally {
     c.onSandbox(null)
+    if (runAs !== undefined) await handWorkspace(c.ws, process.getuid!())
   }
 }
 

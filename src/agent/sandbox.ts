@@ -24,7 +24,28 @@ export interface SandboxOptions {
   readOnlyPaths: readonly string[]
   /** Why bwrap cannot sandbox on this machine (checked once at start), or null: no run starts while set. */
   unavailable?: string | null
+  /**
+   * The uid (and gid) the agent runs as instead of fixloop's: `AGENT_UID_WHEN_ROOT` when fixloop runs as
+   * root (`agentUidFor`). The workspace is handed to it for the run (run.ts).
+   */
+  runAs?: number
 }
+
+/**
+ * Whom a sandboxed agent runs as when fixloop is root: nobody (65534), never uid 0. As root without
+ * capabilities the agent could still write what the kernel lets root's uid write without one (a setting
+ * under /proc/sys, which an audit used to run a program as host root; a root-owned socket's peer checks;
+ * root's keyring); as nobody it owns nothing on the host but its workspace.
+ */
+export const AGENT_UID_WHEN_ROOT = 65534
+
+/** The uid the agents of a fixloop running as `uid` run as: undefined (its own) unless it is root. */
+export function agentUidFor(mode: SandboxMode, uid: number | undefined): number | undefined {
+  return mode === 'bwrap' && uid === 0 ? AGENT_UID_WHEN_ROOT : undefined
+}
+
+/** util-linux's setpriv: drops from root to the agent's uid inside the sandbox (bwrap keeps only SETUID/SETGID for it). */
+const SETPRIV = '/usr/bin/setpriv'
 
 /** Host paths of one run's workspace, mounted into the sandbox. */
 export interface WorkspacePaths {
@@ -65,6 +86,9 @@ export function agentPaths(mode: SandboxMode, ws: WorkspacePaths): { repo: strin
 export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: string): string[] {
   if (opts.mode === 'off') return ['/bin/sh', '-c', command]
   const a = ['bwrap', '--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--cap-drop', 'ALL']
+  // The two capabilities setpriv needs to become the agent's uid; a uid change from root clears them (and
+  // every other), and bwrap's no_new_privs keeps a setuid binary from bringing any back.
+  if (opts.runAs !== undefined) a.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID')
   if (!opts.network) a.push('--unshare-net')
   a.push('--hostname', 'fixloop-agent', '--ro-bind', '/usr', '/usr')
   for (const dir of SYSTEM_DIRS) {
@@ -79,15 +103,46 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   // only asks for its owner, root. bwrap covers /proc/sys itself only where the directory answers a write
   // test, which procfs's /proc/sys never does; a writable kernel.core_pattern runs any program as host root
   // on the next crash (an audit did it). The bind is read-only, and the agent has no capability to undo it.
-  a.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', '--tmpfs', '/tmp')
+  // An agent of another uid (fixloop is root) needs a /tmp anyone may write, as on a host.
+  a.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', ...(opts.runAs !== undefined ? ['--perms', '1777'] : []), '--tmpfs', '/tmp')
+  // bwrap makes a missing parent folder 0700: an agent of another uid could not enter /etc (or /fixloop).
+  if (opts.runAs !== undefined) a.push('--perms', '0755', '--dir', '/etc')
   for (const name of ETC) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
-  for (const p of opts.readOnlyPaths) a.push('--ro-bind-try', p, p)
+  for (const p of opts.readOnlyPaths) {
+    // bwrap makes a bound path's missing parents 0700: an agent of another uid could not reach the path the
+    // operator listed for it. The parents are empty folders of the sandbox's own (only the listed path is
+    // bound), so they are made 0755.
+    if (opts.runAs !== undefined) for (const dir of parentsToCreate(p)) a.push('--perms', '0755', '--dir', dir)
+    a.push('--ro-bind-try', p, p)
+  }
+  if (opts.runAs !== undefined) a.push('--perms', '0755', '--dir', '/fixloop')
   a.push('--bind', ws.repo, INSIDE.repo, '--bind', ws.home, INSIDE.home, '--bind', ws.outDir, INSIDE.outDir, '--ro-bind', ws.taskFile, INSIDE.taskFile)
   // Read-only bind: the agent (root in its namespace or not) can neither write, delete, rename nor chmod
   // there (EROFS), whatever the files' modes.
   a.push('--ro-bind', ws.attachmentsDir, INSIDE.attachmentsDir)
-  a.push('--remount-ro', '/', '--chdir', INSIDE.repo, '/bin/sh', '-c', command)
+  a.push('--remount-ro', '/', '--chdir', INSIDE.repo)
+  if (opts.runAs !== undefined) a.push(SETPRIV, `--reuid=${opts.runAs}`, `--regid=${opts.runAs}`, '--clear-groups', '--')
+  a.push('/bin/sh', '-c', command)
   return a
+}
+
+/** Top-level folders the sandbox already has (bound or made above): what is under them is the host's, or /tmp's. */
+const PRESENT_TOP = new Set(['/usr', '/etc', '/proc', '/dev', '/tmp', ...SYSTEM_DIRS])
+
+/** The folders bwrap would create for `path`'s parents: from the first one not already in the sandbox down. */
+function parentsToCreate(path: string): string[] {
+  const parts = path.split('/').filter(Boolean)
+  const out: string[] = []
+  for (let i = 1; i < parts.length; i++) {
+    const dir = '/' + parts.slice(0, i).join('/')
+    if (i === 1 && PRESENT_TOP.has(dir)) {
+      // Under /tmp the sandbox's tmpfs: its sub-folders are created; under a bound system folder, the host's.
+      if (dir !== '/tmp') return []
+      continue
+    }
+    out.push(dir)
+  }
+  return out
 }
 
 /**
@@ -110,6 +165,7 @@ async function probeSandbox(): Promise<string | null> {
     env: { PATH: '/usr/bin:/bin' },
   })
   const [stderr, exitCode] = await Promise.all([new Response(probe.stderr).text(), probe.exited])
+  if (exitCode === 0 && process.getuid?.() === 0 && !existsSync(SETPRIV)) return `${SETPRIV} (util-linux) is missing: as root, fixloop runs agents as uid ${AGENT_UID_WHEN_ROOT} through it (apt-get install util-linux)`
   if (exitCode === 0) return null
   return `bubblewrap (${bwrap}) cannot create a sandbox here: ${stderr.trim().slice(0, 300)} (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or run as root; or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)`
 }

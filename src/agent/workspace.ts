@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto'
 import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, existsSync, rmSync, type Dirent } from 'node:fs'
 import { chmod, lstat, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { execCommand } from './exec'
 import type { WorkspacePaths } from './sandbox'
 
 export interface Workspace extends WorkspacePaths {
@@ -81,6 +82,21 @@ export function readAgentFile(path: string, max = 64 * 1024): string | null {
   } finally {
     closeSync(fd)
   }
+}
+
+/**
+ * Hands the folders the agent writes (its clone, HOME and out folder) to `uid` (its own gid too), and makes
+ * the task file readable to it: before a sandboxed command that runs as another uid, and back to fixloop's
+ * own afterwards (every process of the run is gone by then). Symlinks are changed, never followed.
+ */
+export async function handWorkspace(ws: Workspace, uid: number): Promise<void> {
+  const r = await execCommand(['chown', '-R', '-h', `${uid}:${uid}`, '--', ws.repo, ws.home, ws.outDir], { cwd: ws.root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 120_000 })
+  if (r.code !== 0) throw new Error(`could not hand the workspace to uid ${uid}: ${r.output.trim().split('\n').slice(-2).join(' | ')}`)
+  await chmod(ws.taskFile, 0o644).catch(() => undefined)
+  // bwrap enters the clone (--chdir) before the agent's uid is taken, as root without capabilities: it
+  // needs the folder's search bit for others (a umask of 077 left none). The workspace's own folder stays
+  // 0700 on the host, so nobody else comes this far.
+  await chmod(ws.repo, 0o755).catch(() => undefined)
 }
 
 /**
