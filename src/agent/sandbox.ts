@@ -8,8 +8,9 @@
  *   - the system's tools read-only: /usr, /bin, /sbin, /lib*, a handful of /etc entries (no /etc/fixloop)
  *     and the extra read-only paths the operator lists (FIXLOOP_AGENT_SANDBOX_PATHS);
  * and nothing else: not the data dir, the master key, other workspaces or the server's environment.
- * It runs with no capabilities in new PID/IPC/UTS/cgroup namespaces and a new session; the network is
- * shared or unshared (FIXLOOP_AGENT_NETWORK). `--die-with-parent` plus the PID namespace mean that
+ * It runs with no capabilities in new PID/IPC/UTS/cgroup namespaces and a new session, as fixloop's uid,
+ * or as nobody when fixloop is root (`runAs`: never uid 0); the network is shared or unshared
+ * (FIXLOOP_AGENT_NETWORK). `--die-with-parent` plus the PID namespace mean that
  * killing the outer bwrap process ends every process the agent started, `setsid` or not.
  */
 import { existsSync, lstatSync, readlinkSync } from 'node:fs'
@@ -99,10 +100,10 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   }
   // The private /tmp first: bwrap applies mounts in order, so a read-only path under /tmp (a checkout
   // in /tmp, say) must be bound after the tmpfs, or the tmpfs would hide it.
-  // /proc/sys read-only: when fixloop runs as root the agent is uid 0 (no capabilities), and a sysctl file
-  // only asks for its owner, root. bwrap covers /proc/sys itself only where the directory answers a write
-  // test, which procfs's /proc/sys never does; a writable kernel.core_pattern runs any program as host root
-  // on the next crash (an audit did it). The bind is read-only, and the agent has no capability to undo it.
+  // /proc/sys read-only: a sysctl file only asks for its owner, root, and bwrap covers /proc/sys itself only
+  // where the directory answers a write test, which procfs's /proc/sys never does. When an agent ran as uid
+  // 0 (fixloop as root, before `runAs`), it set kernel.core_pattern, and the kernel ran its program as host
+  // root on the next crash (an audit did it). Kept beside `runAs` as a second wall; no capability undoes it.
   // An agent of another uid (fixloop is root) needs a /tmp anyone may write, as on a host.
   a.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', ...(opts.runAs !== undefined ? ['--perms', '1777'] : []), '--tmpfs', '/tmp')
   // bwrap makes a missing parent folder 0700: an agent of another uid could not enter /etc (or /fixloop).
