@@ -2,8 +2,8 @@
  * Flags + environment → one frozen Config. Flags win over env; env wins over defaults.
  * Every knob here has a row in the README's configuration table.
  */
-import { resolve, sep } from 'node:path'
-import { readFileSync } from 'node:fs'
+import { basename, dirname, join, resolve, sep } from 'node:path'
+import { readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 
 export interface S3Config {
@@ -248,13 +248,28 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
   if (!['bwrap', 'off'].includes(agentSandbox)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX: must be bwrap or off, got "${agentSandbox}"`)
   const workDir = resolve(env.FIXLOOP_WORK_DIR || resolve(tmpdir(), `fixloop-work-${process.getuid?.() ?? 'user'}`))
   if (workDir === dataDir || workDir.startsWith(dataDir + sep)) throw new ConfigError(`FIXLOOP_WORK_DIR (${workDir}) must be outside the data dir: agents must never see it`)
-  const agentSandboxPaths = (env.FIXLOOP_AGENT_SANDBOX_PATHS ?? '').split(':').filter(Boolean)
-  for (const p of agentSandboxPaths) {
+  const listedSandboxPaths = (env.FIXLOOP_AGENT_SANDBOX_PATHS ?? '').split(':').filter(Boolean)
+  // Compared, and bound, as what they resolve to: bwrap binds a symlink's target, so a link to the data
+  // dir (or a path under a linked folder) must be judged as the data dir.
+  // A folder not made yet (the data dir before the first start) resolves through its nearest existing parent.
+  const real = (path: string): string => {
+    try {
+      return realpathSync(path)
+    } catch {
+      const parent = dirname(path)
+      return parent === path ? path : join(real(parent), basename(path))
+    }
+  }
+  const realDataDir = real(dataDir)
+  const realWorkDir = real(workDir)
+  const agentSandboxPaths: string[] = []
+  for (const p of listedSandboxPaths) {
     if (!p.startsWith('/')) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" is not an absolute path`)
-    const abs = resolve(p)
-    if (abs === '/' || dataDir === abs || dataDir.startsWith(abs + sep) || abs.startsWith(dataDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the data dir to agents`)
+    const abs = real(resolve(p))
+    agentSandboxPaths.push(abs)
+    if (abs === '/' || realDataDir === abs || realDataDir.startsWith(abs + sep) || abs.startsWith(realDataDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the data dir to agents`)
     // The work dir holds every run's workspace: other Apps' code and the host token's credential helpers.
-    if (workDir === abs || workDir.startsWith(abs + sep) || abs.startsWith(workDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the work dir (${workDir}: every run's workspace) to agents`)
+    if (realWorkDir === abs || realWorkDir.startsWith(abs + sep) || abs.startsWith(realWorkDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the work dir (${workDir}: every run's workspace) to agents`)
   }
   const publicUrl = env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined
   const sso = ssoFromEnv(env, publicUrl)

@@ -257,6 +257,10 @@ describe('guardrails', () => {
     ['more files than the App allows', 'fix.sh', { maxFiles: 1, agentCommand: `${agent('fix.sh')} && echo x > other.txt` }, /too many files changed: 2 \(limit 1\)/],
     // An added line that itself starts with "++" is "+++…" in the patch, like a file header.
     ['a key on an added line starting with "++"', 'noop.sh', { agentCommand: `printf '++ aws_access_key_id = AKIA%s\\n' "$(LC_ALL=C tr -dc 'A-Z2-7' < /dev/urandom | head -c 16)" > notes.txt` }, /secrets \(.*aws.*\)/],
+    // Nothing fixloop's own git would follow or block on: checked before it reads the clone.
+    ['a ref that is a symlink (to /dev/zero)', 'noop.sh', { agentCommand: `echo x > a.txt && ln -s /dev/zero .git/refs/heads/zz` }, /a symlink in git metadata \(\.git\/refs\/heads\/zz\)/],
+    ['a nested repository', 'noop.sh', { agentCommand: `mkdir -p sub && git -C sub init -q && echo x > sub/a.txt` }, /a nested git repository \(sub\/\.git\)/],
+    ['a FIFO', 'noop.sh', { agentCommand: `echo x > a.txt && mkfifo pipe` }, /a special file \(FIFO, socket or device\): pipe/],
     // numstat's path is everything after the second TAB.
     ['a file too large, with a TAB in its name', 'noop.sh', { agentCommand: `head -c 3000000 /dev/zero | tr '\\0' a > "$(printf 'big\\tfile.txt')"` }, /file too large: big\tfile\.txt \(3000000 bytes/],
   ]
@@ -375,12 +379,14 @@ describe('failures', () => {
     expect(run.error).toMatch(/^cap reached: \$[\d.]+ spent this month \(limit \$0.01\)/)
   })
 
-  test("control characters of the agent's summary and model are not stored (a terminal escape), its lines are", async () => {
-    await connect(s, { agentCommand: `${agent('fix.sh')} > /dev/null && printf '{"summary":"line one\\\\u001b]0;pwned\\\\u0007\\\\nline two\\\\u009b31m","model":"m\\\\u001b[2Jx"}' > "$FIXLOOP_RESULT_FILE"` })
+  test("control characters and bidi overrides of the agent's summary, model and output are not stored (a terminal escape), its lines are", async () => {
+    await connect(s, { agentCommand: `${agent('fix.sh')} > /dev/null && printf '{"summary":"line one\\\\u001b]0;pwned\\\\u0007\\\\nline two\\\\u009b31m\\\\u202eevil","model":"m\\\\u001b[2Jx"}' > "$FIXLOOP_RESULT_FILE" && printf 'plain \\033[31mred\\033[0m\\n'` })
     const { run } = await submitAndFinish(s, 'Control characters: the footer link is dead')
     expect(run.status).toBe('succeeded')
     expect(run.model).toBe('m[2Jx')
-    expect(run.summary).toBe('line one]0;pwned\nline two31m')
+    expect(run.summary).toBe('line one]0;pwned\nline two31mevil')
+    expect(run.outputTail).toContain('plain [31mred[0m')
+    expect(run.outputTail).not.toContain('\u001b')
   })
 
   test("a cost no run can have (the agent's own result file) is dropped: it spends no App's cap", async () => {

@@ -338,6 +338,17 @@ describe('the pieces, one by one', () => {
       expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: `/usr/share:${shown}` })).toThrow(/work dir/)
     }
     expect(loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: '/usr/share:/opt/tools' }).agentSandboxPaths).toEqual(['/usr/share', '/opt/tools'])
+    // Judged, and bound, as what a symlink resolves to: a link to the data dir, or a path under a linked folder.
+    const { symlinkSync, mkdirSync } = await import('node:fs')
+    const links = tempDir('fixloop-cfg-links-')
+    symlinkSync(dataDir, join(links, 'data-link'))
+    mkdirSync(join(dataDir, 'sub'))
+    symlinkSync(workDir.replace(/\/work$/, ''), join(links, 'work-parent-link'))
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: join(links, 'data-link') })).toThrow(/data dir/)
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: join(links, 'data-link', 'sub') })).toThrow(/data dir/)
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: join(links, 'work-parent-link') })).toThrow(/work dir/)
+    symlinkSync('/usr/share', join(links, 'share-link'))
+    expect(loadConfig({ dataDir }, { FIXLOOP_WORK_DIR: workDir, FIXLOOP_AGENT_SANDBOX_PATHS: join(links, 'share-link') }).agentSandboxPaths).toEqual(['/usr/share'])
     const c = loadConfig({ dataDir }, { FIXLOOP_AGENT_NETWORK: 'off' })
     expect(c.agentSandbox).toBe('bwrap')
     expect(c.agentNetwork).toBe(false)
@@ -427,10 +438,10 @@ describe('the pieces, one by one', () => {
     await Bun.write(ws.taskFile, 'task')
     Bun.spawnSync(['chmod', '600', ws.taskFile])
     await handWorkspace(ws, AGENT_UID_WHEN_ROOT)
-    const script = 'id -u; id -g; grep -E "^Cap(Eff|Prm)" /proc/self/status; echo x > /fixloop/repo/f && echo repo-ok; echo y > /fixloop/home/.rc && echo home-ok; cat /fixloop/task.md; echo; echo 5 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused'
+    const script = 'id -u; id -g; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status; echo x > /fixloop/repo/f && echo repo-ok; echo y > /fixloop/home/.rc && echo home-ok; cat /fixloop/task.md; echo; echo 5 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused'
     const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: AGENT_UID_WHEN_ROOT }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
     await handWorkspace(ws, 0)
-    expect(r.stdout).toBe(`65534\n65534\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nrepo-ok\nhome-ok\ntask\nsysctl-refused\n`)
+    expect(r.stdout).toBe(`65534\n65534\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nrepo-ok\nhome-ok\ntask\nsysctl-refused\n`)
     // Handed back: fixloop owns what the agent wrote.
     expect(Bun.spawnSync(['stat', '-c', '%u', join(ws.repo, 'f')]).stdout.toString().trim()).toBe('0')
   })

@@ -40,6 +40,9 @@ function redisBinary(): string {
 /** Spawns redis-server on `port`; the process once it accepts connections, or null if it did not come up. */
 async function spawnRedis(port: number, dir: string): Promise<Subprocess | null> {
   const proc: Subprocess = Bun.spawn([redisBinary(), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdout: 'ignore', stderr: 'ignore' })
+  // Never outlives the test process: a second test file of one `bun test` run starts its own after the
+  // first file's afterAll, and nothing else would stop that one (orphaned redis-servers were found).
+  process.once('exit', () => proc.kill('SIGKILL'))
   const deadline = Date.now() + 10_000
   while (Date.now() < deadline && proc.exitCode === null) {
     try {

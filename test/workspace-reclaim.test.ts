@@ -26,7 +26,7 @@ function chownTree(dir: string): void {
   }
 }
 
-test.skipIf(!!SKIP)('serve as a non-root user removes a workspace whose folders an agent chmod-ed 000, and starts', async () => {
+test.skipIf(!!SKIP)('serve as a non-root user removes a workspace whose folders an agent chmod-ed 000 (one past PATH_MAX deep), and starts', async () => {
   ensureBinary()
   // Everything the non-root server reads lives in a folder it can enter (a test's own clone may be 0700).
   const root = mkdtempSync(join(tmpdir(), 'fixloop-reclaim-'))
@@ -51,6 +51,11 @@ test.skipIf(!!SKIP)('serve as a non-root user removes a workspace whose folders 
       chmodSync(join(run, side, 'trap', 'inner'), 0)
       chmodSync(join(run, side, 'trap'), 0)
     }
+    // And a locked folder at the end of a chain deeper than PATH_MAX (a walk by path cannot reach it).
+    // (python3: a shell's cd keeps the whole path and fails past PATH_MAX; chdir by name does not.)
+    const script = 'import os,sys\nos.chdir(sys.argv[1])\nfor _ in range(1600):\n  os.mkdir("d1234567890"); os.chdir("d1234567890")\nos.mkdir("lock"); open("lock/f","w").write("x"); os.chmod("lock", 0)'
+    const deep = Bun.spawnSync(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', 'python3', '-c', script, join(run, 'home')], { cwd: root, env: { PATH: '/usr/bin:/bin' } })
+    expect({ code: deep.exitCode, err: deep.stderr.toString() }).toEqual({ code: 0, err: "" })
     const port = await freePort()
     const proc = Bun.spawn(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', binary, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
       env: { PATH: '/usr/bin:/bin', HOME: root, FIXLOOP_WORK_DIR: workDir, FIXLOOP_LOG_LEVEL: 'warn' },

@@ -17,6 +17,7 @@ import type { RunFeedbackRow } from '../modules/agent-runs/repo'
 import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
 import { buildTask, type TaskInput } from './task'
+import { unsafeEntry } from './unsafe-entries'
 import { handWorkspace, readAgentFile, removeWorkspace, type Workspace } from './workspace'
 import { collectReportMedia, type MediaSource } from './report-media'
 import { servableText } from '../sanitize/servable'
@@ -157,13 +158,16 @@ async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number
   }
 }
 
-/** C0 and C1 control characters, DEL; the second keeps line feeds and tabs. */
-const CONTROLS = /[\x00-\x1f\x7f-\x9f]/g
-const CONTROLS_BUT_LINES = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g
+/**
+ * C0 and C1 control characters, DEL, and the bidirectional overrides and isolates (which reorder what a
+ * reader sees); the second keeps line feeds and tabs.
+ */
+const CONTROLS = /[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g
+const CONTROLS_BUT_LINES = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g
 
 async function runAgent(c: RunContext, s: State): Promise<void> {
   const ran = await inSandbox(c, agentCommandLine(c.conn.agentProvider, c.conn.model, c.conn.agentCommand), 256 * 1024)
-  s.outputTail = tail(c.scrub(ran.output), OUTPUT_TAIL_BYTES)
+  s.outputTail = tail(c.scrub(ran.output).replace(CONTROLS_BUT_LINES, ''), OUTPUT_TAIL_BYTES)
   const result = readAgentFile(c.ws.resultFile)
   Object.assign(s.usage, definedOnly(runUsage(parseAgentOutput(c.conn.agentProvider, ran.stdout), result === null ? {} : parseResultFile(result))))
   // Stored and shown (the dashboard, the API, a terminal reading it): no control characters from the agent
@@ -178,7 +182,7 @@ async function runAgent(c: RunContext, s: State): Promise<void> {
 async function verify(c: RunContext, s: State): Promise<void> {
   if (!c.conn.verifyCommand) return
   const v = await inSandbox(c, c.conn.verifyCommand)
-  const verifyTail = tail(c.scrub(v.output), OUTPUT_TAIL_BYTES)
+  const verifyTail = tail(c.scrub(v.output).replace(CONTROLS_BUT_LINES, ''), OUTPUT_TAIL_BYTES)
   s.outputTail = tail(`${s.outputTail}\n--- verify ---\n${verifyTail}`, OUTPUT_TAIL_BYTES)
   abortIfStopping(c)
   if (v.timedOut) throw new RunFailure(`verify command timed out after ${c.conn.timeoutSeconds} s`)
@@ -191,6 +195,9 @@ async function verify(c: RunContext, s: State): Promise<void> {
  */
 async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: DiffStats }> {
   const b = s.baseline!
+  // Before any git command of fixloop's reads the clone: nothing there that git would follow or block on.
+  const unsafe = await unsafeEntry(c.ws.repo)
+  if (unsafe) throw new RunFailure(unsafe, 'guardrailed')
   const tampered = await tamperedGit(c.ws.repo, s.gitEnv, b)
   if (tampered) throw new RunFailure(tampered, 'guardrailed')
   const tree = await stageWorktree(c.ws.baseRepo, c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)

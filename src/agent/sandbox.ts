@@ -87,9 +87,10 @@ export function agentPaths(mode: SandboxMode, ws: WorkspacePaths): { repo: strin
 export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: string): string[] {
   if (opts.mode === 'off') return ['/bin/sh', '-c', command]
   const a = ['bwrap', '--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--cap-drop', 'ALL']
-  // The two capabilities setpriv needs to become the agent's uid; a uid change from root clears them (and
-  // every other), and bwrap's no_new_privs keeps a setuid binary from bringing any back.
-  if (opts.runAs !== undefined) a.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID')
+  // The capabilities setpriv needs to become the agent's uid and empty every capability set (bounding and
+  // inheritable too); a uid change from root clears the rest, and bwrap's no_new_privs keeps a setuid
+  // binary from bringing any back.
+  if (opts.runAs !== undefined) a.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP')
   if (!opts.network) a.push('--unshare-net')
   a.push('--hostname', 'fixloop-agent', '--ro-bind', '/usr', '/usr')
   for (const dir of SYSTEM_DIRS) {
@@ -122,7 +123,7 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   // there (EROFS), whatever the files' modes.
   a.push('--ro-bind', ws.attachmentsDir, INSIDE.attachmentsDir)
   a.push('--remount-ro', '/', '--chdir', INSIDE.repo)
-  if (opts.runAs !== undefined) a.push(SETPRIV, `--reuid=${opts.runAs}`, `--regid=${opts.runAs}`, '--clear-groups', '--')
+  if (opts.runAs !== undefined) a.push(SETPRIV, `--reuid=${opts.runAs}`, `--regid=${opts.runAs}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--')
   a.push('/bin/sh', '-c', command)
   return a
 }

@@ -100,19 +100,27 @@ export async function handWorkspace(ws: Workspace, uid: number): Promise<void> {
 }
 
 /**
- * Removes a run's workspace. Every folder in it is made the owner's (0700) first: the agent may have left
- * folders it took every permission from (`chmod 000`), which `rm -r` cannot enter as a non-root user, and a
- * workspace left behind would hold the App's code and, at the next start, stop the server. The attachments
- * folder's 0555 is undone the same way. Symlinks are never followed. Asynchronous: the agent decides how
- * many files the workspace holds.
+ * Removes a run's workspace. Every folder in it is made the owner's first: the agent may have left folders
+ * it took every permission from (`chmod 000`), which `rm -r` cannot enter as a non-root user, and a
+ * workspace left behind would hold the App's code. coreutils' `chmod -R` and `rm -rf` walk by file
+ * descriptor, so a chain of folders deeper than PATH_MAX (an audit built one) is removed too; symlinks are
+ * never followed. The attachments folder's 0555 is undone the same way. When coreutils fail, a walk of our
+ * own by path does what it can. Asynchronous: the agent decides how many files the workspace holds.
  */
 export async function removeWorkspace(root: string): Promise<void> {
+  const env = { PATH: '/usr/bin:/bin' }
+  await execCommand(['chmod', '-R', 'u+rwx', '--', root], { cwd: '/', env, timeoutMs: 300_000 }).catch(() => undefined)
+  const rmRun = await execCommand(['rm', '-rf', '--', root], { cwd: '/', env, timeoutMs: 300_000 }).catch(() => null)
+  if (rmRun?.code === 0 && !existsSync(root)) return
   await unlockFolders(root).catch(() => undefined)
   await rm(root, { recursive: true, force: true }).catch(() => undefined)
 }
 
 /** `removeWorkspace`, synchronously (the reclaim at start, before any run); throws when it cannot. */
 export function removeWorkspaceSync(root: string): void {
+  Bun.spawnSync(['chmod', '-R', 'u+rwx', '--', root], { env: { PATH: '/usr/bin:/bin' }, stdout: 'ignore', stderr: 'ignore' })
+  const removed = Bun.spawnSync(['rm', '-rf', '--', root], { env: { PATH: '/usr/bin:/bin' }, stdout: 'ignore', stderr: 'pipe' })
+  if (removed.exitCode === 0 && !existsSync(root)) return
   unlockFoldersSync(root)
   rmSync(root, { recursive: true, force: true })
 }
