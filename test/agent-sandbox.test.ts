@@ -324,6 +324,15 @@ describe('serve without bubblewrap', () => {
   }, 60_000)
 })
 
+/** A run's workspace as the sandbox mounts it (folders made, the task file written), in a fresh temp dir. */
+async function sandboxWorkspace() {
+  const root = tempDir('fixloop-sbx-')
+  const ws = { root, repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments'), credDir: join(root, 'cred'), judgeIndex: join(root, 'judge.index'), baseRepo: join(root, 'base.git'), gitHome: join(root, 'git-home') }
+  for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
+  await Bun.write(ws.taskFile, 'task')
+  return { root, ws }
+}
+
 describe('the pieces, one by one', () => {
   test('sandbox settings: unknown mode, a work dir inside the data dir and a data dir or the work dir shown to agents are refused', async () => {
     const { loadConfig } = await import('../src/config')
@@ -358,10 +367,7 @@ describe('the pieces, one by one', () => {
   test('the sandbox has no network with FIXLOOP_AGENT_NETWORK=off, and sees no data dir', async () => {
     const { sandboxArgv } = await import('../src/agent/sandbox')
     const { execCommand } = await import('../src/agent/exec')
-    const root = tempDir('fixloop-sbx-')
-    const ws = { repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments') }
-    for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
-    await Bun.write(ws.taskFile, 'task')
+    const { root, ws } = await sandboxWorkspace()
     const script = `cat /sys/class/net/*/operstate 2>/dev/null | tr '\\n' ' '; ls /proc/net/dev >/dev/null && grep -c : /proc/net/dev; ls ${JSON.stringify(root)} 2>&1; ls /fixloop; cat /fixloop/task.md; echo; echo hi > /fixloop/task.md 2>&1 || echo task-ro`
     const off = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
     const on = await execCommand(sandboxArgv({ mode: 'bwrap', network: true, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
@@ -411,10 +417,7 @@ describe('the pieces, one by one', () => {
   test("the kernel's settings are read-only to the agent, root or not (/proc/sys: core_pattern would run a program as host root)", async () => {
     const { sandboxArgv } = await import('../src/agent/sandbox')
     const { execCommand } = await import('../src/agent/exec')
-    const root = tempDir('fixloop-sbx-')
-    const ws = { repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments') }
-    for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
-    await Bun.write(ws.taskFile, 'task')
+    const { root, ws } = await sandboxWorkspace()
     // Writes the setting's own value back: harmless if it ever got through.
     const script = 'v=$(cat /proc/sys/kernel/printk_ratelimit) && echo "read $v" && { echo "$v" > /proc/sys/kernel/printk_ratelimit && echo WRITTEN || echo refused; }; id -u'
     const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [] }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
@@ -432,10 +435,7 @@ describe('the pieces, one by one', () => {
     expect(agentUidFor('bwrap', 0)).toBe(AGENT_UID_WHEN_ROOT)
     expect(agentUidFor('bwrap', 1000)).toBeUndefined()
     expect(agentUidFor('off', 0)).toBeUndefined()
-    const root = tempDir('fixloop-sbx-')
-    const ws = { root, repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments'), credDir: join(root, 'cred'), judgeIndex: join(root, 'judge.index'), baseRepo: join(root, 'base.git'), gitHome: join(root, 'git-home') }
-    for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
-    await Bun.write(ws.taskFile, 'task')
+    const { root, ws } = await sandboxWorkspace()
     Bun.spawnSync(['chmod', '600', ws.taskFile])
     await handWorkspace(ws, AGENT_UID_WHEN_ROOT)
     const script = 'id -u; id -g; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status; echo x > /fixloop/repo/f && echo repo-ok; echo y > /fixloop/home/.rc && echo home-ok; cat /fixloop/task.md; echo; echo 5 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused'
