@@ -39,10 +39,11 @@ function redisBinary(): string {
 
 /** Spawns redis-server on `port`; the process once it accepts connections, or null if it did not come up. */
 async function spawnRedis(port: number, dir: string): Promise<Subprocess | null> {
-  const proc: Subprocess = Bun.spawn([redisBinary(), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdout: 'ignore', stderr: 'ignore' })
-  // Never outlives the test process: a second test file of one `bun test` run starts its own after the
-  // first file's afterAll, and nothing else would stop that one (orphaned redis-servers were found).
-  process.once('exit', () => proc.kill('SIGKILL'))
+  // Never outlives the test process (the kernel's parent-death signal, through util-linux's setpriv): a
+  // second test file of one `bun test` run starts its own after the first file's afterAll, and nothing
+  // else would stop that one (orphaned redis-servers were found; an 'exit' handler does not run there).
+  const pdeathsig = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', '--pdeathsig', 'SIGKILL', '--'] : []
+  const proc: Subprocess = Bun.spawn([...pdeathsig, redisBinary(), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdout: 'ignore', stderr: 'ignore' })
   const deadline = Date.now() + 10_000
   while (Date.now() < deadline && proc.exitCode === null) {
     try {
