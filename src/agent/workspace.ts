@@ -10,8 +10,8 @@
  *   cred/   the credential helper during clone/push   (never mounted into the sandbox)
  */
 import { createHash } from 'node:crypto'
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, existsSync, rmSync, type Dirent } from 'node:fs'
-import { chmod, lstat, readdir, rm } from 'node:fs/promises'
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, existsSync } from 'node:fs'
+import { chmod } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execCommand } from './exec'
 import type { WorkspacePaths } from './sandbox'
@@ -84,13 +84,16 @@ export function readAgentFile(path: string, max = 64 * 1024): string | null {
   }
 }
 
+/** coreutils, from the system's folders only. */
+const SYSTEM_PATH = { PATH: '/usr/bin:/bin' }
+
 /**
  * Hands the folders the agent writes (its clone, HOME and out folder) to `uid` (its own gid too), and makes
  * the task file readable to it: before a sandboxed command that runs as another uid, and back to fixloop's
  * own afterwards (every process of the run is gone by then). Symlinks are changed, never followed.
  */
 export async function handWorkspace(ws: Workspace, uid: number): Promise<void> {
-  const r = await execCommand(['chown', '-R', '-h', `${uid}:${uid}`, '--', ws.repo, ws.home, ws.outDir], { cwd: ws.root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 120_000 })
+  const r = await execCommand(['chown', '-R', '-h', `${uid}:${uid}`, '--', ws.repo, ws.home, ws.outDir], { cwd: ws.root, env: SYSTEM_PATH, timeoutMs: 120_000 })
   if (r.code !== 0) throw new Error(`could not hand the workspace to uid ${uid}: ${r.output.trim().split('\n').slice(-2).join(' | ')}`)
   await chmod(ws.taskFile, 0o644).catch(() => undefined)
   // bwrap enters the clone (--chdir) before the agent's uid is taken, as root without capabilities: it
@@ -104,61 +107,17 @@ export async function handWorkspace(ws: Workspace, uid: number): Promise<void> {
  * it took every permission from (`chmod 000`), which `rm -r` cannot enter as a non-root user, and a
  * workspace left behind would hold the App's code. coreutils' `chmod -R` and `rm -rf` walk by file
  * descriptor, so a chain of folders deeper than PATH_MAX (an audit built one) is removed too; symlinks are
- * never followed. The attachments folder's 0555 is undone the same way. When coreutils fail, a walk of our
- * own by path does what it can. Asynchronous: the agent decides how many files the workspace holds.
+ * never followed. The attachments folder's 0555 is undone the same way. Asynchronous: the agent decides
+ * how many files the workspace holds.
  */
 export async function removeWorkspace(root: string): Promise<void> {
-  const env = { PATH: '/usr/bin:/bin' }
-  await execCommand(['chmod', '-R', 'u+rwx', '--', root], { cwd: '/', env, timeoutMs: 300_000 }).catch(() => undefined)
-  const rmRun = await execCommand(['rm', '-rf', '--', root], { cwd: '/', env, timeoutMs: 300_000 }).catch(() => null)
-  if (rmRun?.code === 0 && !existsSync(root)) return
-  await unlockFolders(root).catch(() => undefined)
-  await rm(root, { recursive: true, force: true }).catch(() => undefined)
+  await execCommand(['chmod', '-R', 'u+rwx', '--', root], { cwd: '/', env: SYSTEM_PATH, timeoutMs: 300_000 }).catch(() => undefined)
+  await execCommand(['rm', '-rf', '--', root], { cwd: '/', env: SYSTEM_PATH, timeoutMs: 300_000 }).catch(() => undefined)
 }
 
 /** `removeWorkspace`, synchronously (the reclaim at start, before any run); throws when it cannot. */
 export function removeWorkspaceSync(root: string): void {
-  Bun.spawnSync(['chmod', '-R', 'u+rwx', '--', root], { env: { PATH: '/usr/bin:/bin' }, stdout: 'ignore', stderr: 'ignore' })
-  const removed = Bun.spawnSync(['rm', '-rf', '--', root], { env: { PATH: '/usr/bin:/bin' }, stdout: 'ignore', stderr: 'pipe' })
-  if (removed.exitCode === 0 && !existsSync(root)) return
-  unlockFoldersSync(root)
-  rmSync(root, { recursive: true, force: true })
-}
-
-/** Folders (not symlinks) under `root`, `root` included, made 0700 where they lack the owner's rwx. */
-async function unlockFolders(root: string): Promise<void> {
-  const pending = [root]
-  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-    const st = await lstat(dir).catch(() => null)
-    if (!st?.isDirectory()) continue
-    if ((st.mode & 0o700) !== 0o700) await chmod(dir, 0o700).catch(() => undefined)
-    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) pending.push(join(dir, e.name))
-  }
-}
-
-function unlockFoldersSync(root: string): void {
-  const pending = [root]
-  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-    let st
-    try {
-      st = lstatSync(dir)
-    } catch {
-      continue
-    }
-    if (!st.isDirectory()) continue
-    if ((st.mode & 0o700) !== 0o700) {
-      try {
-        chmodSync(dir, 0o700)
-      } catch {
-        // not ours: rm says so
-      }
-    }
-    let entries: Dirent[] = []
-    try {
-      entries = readdirSync(dir, { withFileTypes: true })
-    } catch {
-      // unreadable: rm says so
-    }
-    for (const e of entries) if (e.isDirectory()) pending.push(join(dir, e.name))
-  }
+  Bun.spawnSync(['chmod', '-R', 'u+rwx', '--', root], { env: SYSTEM_PATH, stdout: 'ignore', stderr: 'ignore' })
+  const removed = Bun.spawnSync(['rm', '-rf', '--', root], { env: SYSTEM_PATH, stdout: 'ignore', stderr: 'pipe' })
+  if (removed.exitCode !== 0 || existsSync(root)) throw new Error(`could not remove ${root}: ${removed.stderr.toString().trim().split('\n').slice(-1)[0] ?? ''}`)
 }
