@@ -128,6 +128,26 @@ describe('hostile agents', () => {
     expect(readFileAtBranch(s.bare, run.branch, 'src/app.js')).toContain('second agent commit')
   })
 
+  test.skipIf(process.getuid?.() !== 0)('as root, two runs: each agent is a uid of its own from the leased range, with a name', async () => {
+    const { AGENT_UID_RANGE } = await import('../src/agent/agent-uid')
+    await connect(s, 'echo "$(id -u) $(id -g) $(whoami) $HOME" > who.txt')
+    const seen: string[] = []
+    for (const text of ['Who runs the agent, first', 'Who runs the agent, second']) {
+      const { run } = await finish(s, await submit(s, { text }))
+      expect(run.status).toBe('succeeded')
+      seen.push(readFileAtBranch(s.bare, run.branch, 'who.txt')!.trim())
+    }
+    const uids = seen.map((line) => {
+      const [uid, gid, name, home] = line.split(' ')
+      expect(gid).toBe(uid)
+      expect(name).toBe('agent')
+      expect(home).toBe('/fixloop/home')
+      return Number(uid)
+    })
+    for (const uid of uids) expect(uid >= AGENT_UID_RANGE.first && uid < AGENT_UID_RANGE.first + AGENT_UID_RANGE.count).toBe(true)
+    expect(uids[0]).not.toBe(uids[1])
+  })
+
   test('an agent that reads the master key, the database and /proc/*/environ finds nothing, and its snooper dies', async () => {
     await connect(s, agent('read-secrets.sh', s.srv.dataDir))
     const id = await submit(s, { text: 'Snooping agent: the checkout page is slow' })
@@ -326,9 +346,10 @@ describe('serve without bubblewrap', () => {
 
 /** A run's workspace as the sandbox mounts it (folders made, the task file written), in a fresh temp dir. */
 async function sandboxWorkspace() {
-  const root = tempDir('fixloop-sbx-')
-  const ws = { root, repo: join(root, 'repo'), home: join(root, 'home'), outDir: join(root, 'out'), taskFile: join(root, 'task.md'), resultFile: join(root, 'out', 'result.json'), attachmentsDir: join(root, 'attachments'), credDir: join(root, 'cred'), judgeIndex: join(root, 'judge.index'), baseRepo: join(root, 'base.git'), gitHome: join(root, 'git-home') }
-  for (const d of [ws.repo, ws.home, ws.outDir, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
+  const { createWorkspace } = await import('../src/agent/workspace')
+  const ws = createWorkspace(tempDir('fixloop-sbx-'), 'run')
+  const root = ws.root
+  for (const d of [ws.repo, ws.attachmentsDir]) Bun.spawnSync(['mkdir', '-p', d])
   await Bun.write(ws.taskFile, 'task')
   return { root, ws }
 }
@@ -428,22 +449,68 @@ describe('the pieces, one by one', () => {
     expect(r.output).toMatch(/Read-only file system|Permission denied/)
   })
 
-  test.skipIf(process.getuid?.() !== 0)('as root, the agent runs as nobody (65534) with no capability, and writes only its workspace', async () => {
-    const { sandboxArgv, agentUidFor, AGENT_UID_WHEN_ROOT } = await import('../src/agent/sandbox')
+  test('as root, each run leases a uid of its own from the range; nobody where the range is not mapped; its own uid otherwise', async () => {
+    const { agentUidsFor, leaseAgentUid, AGENT_UID_RANGE, NOBODY, rangeIsMapped, accountFiles } = await import('../src/agent/agent-uid')
+    expect(agentUidsFor('bwrap', 0, () => true)).toBe('per-run')
+    expect(agentUidsFor('bwrap', 0, () => false)).toBe('nobody')
+    expect(agentUidsFor('bwrap', 1000, () => true)).toBe('own')
+    expect(agentUidsFor('off', 0, () => true)).toBe('own')
+    // A rootless container maps 65,536 uids: not the range.
+    expect(rangeIsMapped(AGENT_UID_RANGE.first, AGENT_UID_RANGE.count)).toBe(readFileSync('/proc/self/uid_map', 'utf8').trim().split('\n').some((l) => Number(l.trim().split(/\s+/)[2]) >= 2 ** 31))
+    // Draws that collide are drawn again: never one uid for two live runs.
+    const draws = [0.5, 0.5, 0.25]
+    const a = leaseAgentUid('per-run', () => draws.shift()!)
+    const b = leaseAgentUid('per-run', () => (draws.length ? draws.shift()! : 0.75))
+    expect(a.uid).toBe(AGENT_UID_RANGE.first + AGENT_UID_RANGE.count / 2)
+    expect(b.uid).toBe(AGENT_UID_RANGE.first + AGENT_UID_RANGE.count / 4)
+    a.release()
+    expect(leaseAgentUid('per-run', () => 0.5).uid).toBe(a.uid)
+    expect(leaseAgentUid('nobody').uid).toBe(NOBODY)
+    // The sandbox's accounts: the agent, root and nobody; none of the host's.
+    const files = accountFiles(b.uid, '/fixloop/home')
+    expect(files.passwd).toContain(`agent:x:${b.uid}:${b.uid}:fixloop agent:/fixloop/home:/bin/sh\n`)
+    expect(files.passwd.split('\n').filter(Boolean).map((l) => l.split(':')[0])).toEqual(['root', 'nobody', 'agent'])
+    expect(files.group).toContain(`agent:x:${b.uid}:\n`)
+  })
+
+  test.skipIf(process.getuid?.() !== 0)('as root, the agent runs as its leased uid with no capability, knows its name, writes only its workspace, and sees no key of another run', async () => {
+    const { sandboxArgv } = await import('../src/agent/sandbox')
+    const { leaseAgentUid, accountFiles } = await import('../src/agent/agent-uid')
     const { execCommand } = await import('../src/agent/exec')
     const { handWorkspace } = await import('../src/agent/workspace')
-    expect(agentUidFor('bwrap', 0)).toBe(AGENT_UID_WHEN_ROOT)
-    expect(agentUidFor('bwrap', 1000)).toBeUndefined()
-    expect(agentUidFor('off', 0)).toBeUndefined()
-    const { root, ws } = await sandboxWorkspace()
-    Bun.spawnSync(['chmod', '600', ws.taskFile])
-    await handWorkspace(ws, AGENT_UID_WHEN_ROOT)
-    const script = 'id -u; id -g; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status; echo x > /fixloop/repo/f && echo repo-ok; echo y > /fixloop/home/.rc && echo home-ok; cat /fixloop/task.md; echo; echo 5 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused'
-    const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: AGENT_UID_WHEN_ROOT }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
-    await handWorkspace(ws, 0)
-    expect(r.stdout).toBe(`65534\n65534\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nrepo-ok\nhome-ok\ntask\nsysctl-refused\n`)
-    // Handed back: fixloop owns what the agent wrote.
-    expect(Bun.spawnSync(['stat', '-c', '%u', join(ws.repo, 'f')]).stdout.toString().trim()).toBe('0')
+    const { writeFileSync } = await import('node:fs')
+    // The kernel's keyring calls by number (perl-base has no keyutils): add_key, keyctl.
+    const [ADD_KEY, KEYCTL] = process.arch === 'arm64' ? [217, 219] : [248, 250]
+    const addKey = `perl -e 'my ($t,$d,$p)=("user","fixloop-probe","secret"); print syscall(${ADD_KEY},$t,$d,$p,6,-4) > 0 ? "key-added\n" : "key-refused $!\n"'`
+    const findKey = `perl -e 'my ($t,$d)=("user","fixloop-probe"); print syscall(${KEYCTL},10,-4,$t,$d,0) > 0 ? "key-found\n" : "key-absent\n"'`
+    const runAs = async (uid: number, script: string) => {
+      const { root, ws } = await sandboxWorkspace()
+      Bun.spawnSync(['chmod', '600', ws.taskFile])
+      const accounts = accountFiles(uid, '/fixloop/home')
+      writeFileSync(ws.passwdFile, accounts.passwd, { mode: 0o644 })
+      writeFileSync(ws.groupFile, accounts.group, { mode: 0o644 })
+      await handWorkspace(ws, uid)
+      const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: uid }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
+      await handWorkspace(ws, 0)
+      return { r, ws }
+    }
+    const first = leaseAgentUid('per-run')
+    const second = leaseAgentUid('per-run')
+    try {
+      expect(first.uid).not.toBe(second.uid)
+      const script = `id -u; id -g; id -un; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status; echo x > /fixloop/repo/f && echo repo-ok; echo y > /fixloop/home/.rc && echo home-ok; cat /fixloop/task.md; echo; echo 5 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused; ${addKey}; ${findKey}`
+      const { r, ws } = await runAs(first.uid, script)
+      expect(r.stdout).toBe(`${first.uid}\n${first.uid}\nagent\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nrepo-ok\nhome-ok\ntask\nsysctl-refused\nkey-added\nkey-found\n`)
+      // Handed back: fixloop owns what the agent wrote.
+      expect(Bun.spawnSync(['stat', '-c', '%u', join(ws.repo, 'f')]).stdout.toString().trim()).toBe('0')
+      // The next run, another uid: the key the first one left in its user keyring is not there. (With one
+      // shared uid, nobody, it was: an audit's finding.)
+      const next = await runAs(second.uid, `id -un; grep -c . /etc/passwd; ${findKey}`)
+      expect(next.r.stdout).toBe('agent\n3\nkey-absent\n')
+    } finally {
+      first.release()
+      second.release()
+    }
   })
 
   test('a workspace with its read-only attachments folder (0555, files 0444) is removed whole, sync and async', async () => {

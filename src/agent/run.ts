@@ -14,7 +14,8 @@ import { openPullRequest } from './hosts'
 import { prBody, prTitle } from './pr-text'
 import { agentCommandLine, parseAgentOutput, parseResultFile, runUsage, type AgentUsage } from './presets'
 import type { RunFeedbackRow } from '../modules/agent-runs/repo'
-import { agentPaths, sandboxArgv, type SandboxOptions } from './sandbox'
+import { accountFiles } from './agent-uid'
+import { agentPaths, INSIDE, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
 import { buildTask, type TaskInput } from './task'
 import { unsafeEntry } from './unsafe-entries'
@@ -114,6 +115,11 @@ async function prepare(c: RunContext, task: TaskInput): Promise<void> {
   const media = await collectReportMedia(c.media, c.f, c.ws.attachmentsDir)
   const full: TaskInput = { ...task, attachmentNames: media.notCopied, files: media.files, filesLeftOut: media.leftOut, timeline: media.timeline }
   writeFileSync(c.ws.taskFile, buildTask(full), { mode: 0o600 })
+  if (c.sandbox.mode === 'bwrap' && c.sandbox.runAs !== undefined) {
+    const accounts = accountFiles(c.sandbox.runAs, INSIDE.home)
+    writeFileSync(c.ws.passwdFile, accounts.passwd, { mode: 0o644 })
+    writeFileSync(c.ws.groupFile, accounts.group, { mode: 0o644 })
+  }
 }
 
 /**
@@ -140,7 +146,7 @@ async function clone(c: RunContext, s: State): Promise<void> {
 /** Runs a shell command as the agent: in the sandbox, with the agent's environment, timeout and bounded output. */
 async function inSandbox(c: RunContext, command: string, maxOutputBytes?: number) {
   const argv = sandboxArgv(c.sandbox, c.ws, command)
-  // An agent run as another uid (fixloop is root) owns its workspace while it runs, and only then.
+  // An agent run as a uid of its own (fixloop is root) owns its workspace while it runs, and only then.
   const runAs = c.sandbox.mode === 'bwrap' ? c.sandbox.runAs : undefined
   if (runAs !== undefined) await handWorkspace(c.ws, runAs)
   try {

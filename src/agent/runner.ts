@@ -27,6 +27,7 @@ import { PRESET_ENV, type AgentUsage } from './presets'
 import { agentEnvironment, executeRun, taskInput, zeroTimings, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
+import { leaseAgentUid } from './agent-uid'
 import type { MediaSource } from './report-media'
 import { createScrubber } from './scrubber'
 import { createWorkspace, instanceDir, removeWorkspaceSync } from './workspace'
@@ -274,6 +275,11 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
         .catch((e) => log.error('could not record an agent sandbox', { runId, error: e instanceof Error ? e.message : String(e) }))
     }
     let outcome: Awaited<ReturnType<typeof executeRun>>
+    // As root, the run's agent is a uid no other run has (its keyring and quotas its own); released once
+    // the workspace is gone.
+    const uids = opts.sandbox.mode === 'bwrap' ? (opts.sandbox.agentUids ?? 'own') : 'own'
+    const lease = uids === 'own' ? null : leaseAgentUid(uids)
+    const sandbox = lease ? { ...opts.sandbox, runAs: lease.uid } : opts.sandbox
     try {
       const ws = createWorkspace(workspaces, runId)
       outcome = await executeRun(
@@ -283,8 +289,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           conn,
           branch,
           ws,
-          sandbox: opts.sandbox,
-          agentEnv: agentEnvironment(opts.sandbox, ws, env.PATH, passed),
+          sandbox,
+          agentEnv: agentEnvironment(sandbox, ws, env.PATH, passed),
           scrub,
           signal,
           publicUrl: opts.publicUrl,
@@ -296,6 +302,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       )
     } catch (e) {
       outcome = { status: 'failed', usage: {}, timings: zeroTimings(), prUrl: null, outputTail: null, reason: scrub(`internal error: ${e instanceof Error ? e.message : String(e)}`) }
+    } finally {
+      lease?.release()
     }
     await sandboxWrites
     await finish(runId, f, outcome.status, outcome, review?.prUrl)

@@ -9,11 +9,12 @@
  *     and the extra read-only paths the operator lists (FIXLOOP_AGENT_SANDBOX_PATHS);
  * and nothing else: not the data dir, the master key, other workspaces or the server's environment.
  * It runs with no capabilities in new PID/IPC/UTS/cgroup namespaces and a new session, as fixloop's uid,
- * or as nobody when fixloop is root (`runAs`: never uid 0); the network is shared or unshared
+ * or as a uid leased for the run when fixloop is root (`runAs`: never uid 0); the network is shared or unshared
  * (FIXLOOP_AGENT_NETWORK). `--die-with-parent` plus the PID namespace mean that
  * killing the outer bwrap process ends every process the agent started, `setsid` or not.
  */
 import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import type { AgentUids } from './agent-uid'
 
 export type SandboxMode = 'bwrap' | 'off'
 
@@ -26,23 +27,12 @@ export interface SandboxOptions {
   /** Why bwrap cannot sandbox on this machine (checked once at start), or null: no run starts while set. */
   unavailable?: string | null
   /**
-   * The uid (and gid) the agent runs as instead of fixloop's: `AGENT_UID_WHEN_ROOT` when fixloop runs as
-   * root (`agentUidFor`). The workspace is handed to it for the run (run.ts).
+   * Whom the agents run as: fixloop's own uid, or (fixloop is root) a uid leased for each run, or nobody
+   * where the leased range is not mapped (src/agent/agent-uid.ts).
    */
+  agentUids?: AgentUids
+  /** The uid (and gid) this run's agent runs as instead of fixloop's: its lease. The workspace is handed to it for each command (run.ts). */
   runAs?: number
-}
-
-/**
- * Whom a sandboxed agent runs as when fixloop is root: nobody (65534), never uid 0. As root without
- * capabilities the agent could still write what the kernel lets root's uid write without one (a setting
- * under /proc/sys, which an audit used to run a program as host root; a root-owned socket's peer checks;
- * root's keyring); as nobody it owns nothing on the host but its workspace.
- */
-export const AGENT_UID_WHEN_ROOT = 65534
-
-/** The uid the agents of a fixloop running as `uid` run as: undefined (its own) unless it is root. */
-export function agentUidFor(mode: SandboxMode, uid: number | undefined): number | undefined {
-  return mode === 'bwrap' && uid === 0 ? AGENT_UID_WHEN_ROOT : undefined
 }
 
 /** util-linux's setpriv: drops from root to the agent's uid inside the sandbox (bwrap keeps only SETUID/SETGID for it). */
@@ -57,6 +47,9 @@ export interface WorkspacePaths {
   resultFile: string
   /** The report's screenshots and images (read-only to the agent: a read-only bind, files 0444, dir 0555). */
   attachmentsDir: string
+  /** The sandbox's /etc/passwd and /etc/group when the agent runs as another uid (agent-uid.ts `accountFiles`). */
+  passwdFile: string
+  groupFile: string
 }
 
 /** Where the agent sees the workspace: fixed paths, so nothing of the host's layout leaks in. */
@@ -109,7 +102,10 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   a.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', ...(opts.runAs !== undefined ? ['--perms', '1777'] : []), '--tmpfs', '/tmp')
   // bwrap makes a missing parent folder 0700: an agent of another uid could not enter /etc (or /fixloop).
   if (opts.runAs !== undefined) a.push('--perms', '0755', '--dir', '/etc')
-  for (const name of ETC) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
+  // An agent of another uid sees accounts of the sandbox's own (itself, root, nobody), not the host's.
+  const accounts = opts.runAs !== undefined ? ['passwd', 'group'] : []
+  for (const name of ETC) if (!accounts.includes(name)) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
+  if (opts.runAs !== undefined) a.push('--ro-bind', ws.passwdFile, '/etc/passwd', '--ro-bind', ws.groupFile, '/etc/group')
   for (const p of opts.readOnlyPaths) {
     // bwrap makes a bound path's missing parents 0700: an agent of another uid could not reach the path the
     // operator listed for it. The parents are empty folders of the sandbox's own (only the listed path is
@@ -167,7 +163,7 @@ async function probeSandbox(): Promise<string | null> {
     env: { PATH: '/usr/bin:/bin' },
   })
   const [stderr, exitCode] = await Promise.all([new Response(probe.stderr).text(), probe.exited])
-  if (exitCode === 0 && process.getuid?.() === 0 && !existsSync(SETPRIV)) return `${SETPRIV} (util-linux) is missing: as root, fixloop runs agents as uid ${AGENT_UID_WHEN_ROOT} through it (apt-get install util-linux)`
+  if (exitCode === 0 && process.getuid?.() === 0 && !existsSync(SETPRIV)) return `${SETPRIV} (util-linux) is missing: as root, fixloop runs agents as a uid of their own through it (apt-get install util-linux)`
   if (exitCode === 0) return null
   return `bubblewrap (${bwrap}) cannot create a sandbox here: ${stderr.trim().slice(0, 300)} (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or run as root; or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)`
 }

@@ -8,6 +8,7 @@
  *   base.git/  fixloop's own bare clone: the base commit's objects, then the judged tree and the commit
  *              that is pushed (never mounted into the sandbox, shares no file with repo/ or the remote)
  *   cred/   the credential helper during clone/push   (never mounted into the sandbox)
+ *   passwd, group  the sandbox's accounts when the agent runs as a uid of its own (fixloop is root)
  */
 import { createHash } from 'node:crypto'
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, existsSync } from 'node:fs'
@@ -60,6 +61,8 @@ export function createWorkspace(instance: string, runId: string): Workspace {
     baseRepo: join(root, 'base.git'),
     attachmentsDir: join(root, 'attachments'),
     gitHome: join(root, 'git-home'),
+    passwdFile: join(root, 'passwd'),
+    groupFile: join(root, 'group'),
   }
   for (const d of [root, ws.home, ws.outDir, ws.gitHome]) mkdirSync(d, { recursive: true, mode: 0o700 })
   return ws

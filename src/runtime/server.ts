@@ -5,6 +5,7 @@
  */
 import { ConfigError, type Config } from '../config'
 import { sandboxProblem } from '../agent/sandbox'
+import { AGENT_UID_RANGE, agentUidsFor, NOBODY } from '../agent/agent-uid'
 import { closeContext, openContext, type Runtime } from './open'
 import { checkRedis } from '../db/redis-check'
 import { createApp } from '../app'
@@ -74,6 +75,8 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
   const sandboxUnavailable = config.agentSandbox === 'bwrap' ? await sandboxProblem() : null
   if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
+  if (agentUidsFor(config.agentSandbox, process.getuid?.()) === 'nobody')
+    log.warn(`agents run as nobody (${NOBODY}), shared between runs: this user namespace does not map the uids fixloop leases one per run from (${AGENT_UID_RANGE.first}-${AGENT_UID_RANGE.first + AGENT_UID_RANGE.count - 1}); see docs/agents.md`)
   // One server per data dir: taken before anything else touches the database, held until stop().
   // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
   prepareDataDir(config.dataDir, { announce: !config.databaseUrl })

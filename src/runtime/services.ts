@@ -19,7 +19,7 @@ import { createUploadsService } from '../modules/uploads/service'
 import { createAgentRunsService } from '../modules/agent-runs/service'
 import { createBlobStore } from '../blobs/index'
 import { createAgentRunner, sanitizeReview, sanitizeReviewAuthor } from '../agent/runner'
-import { agentUidFor } from '../agent/sandbox'
+import { agentUidsFor } from '../agent/agent-uid'
 import { type JobStep } from '../worker/loop'
 import { createReviewStep, createStartAgentStep } from '../worker/steps/start-agent'
 import { createCollectUploadsStep, scheduleUploadsGc } from '../worker/steps/collect-uploads'
@@ -97,7 +97,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
     publicUrl: config.publicUrl,
-    sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null, runAs: agentUidFor(config.agentSandbox, process.getuid?.()) },
+    sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null, agentUids: agentUidsFor(config.agentSandbox, process.getuid?.()) },
     workDir: config.workDir,
     nodeId: mode.nodeId,
     reviewIterationsMax: config.reviewIterationsMax,
