@@ -513,6 +513,35 @@ describe('the pieces, one by one', () => {
     }
   })
 
+  test.skipIf(process.getuid?.() !== 0)("as root, a run's processes are bounded (its uid's RLIMIT_NPROC): a fork bomb stops at the limit, not at the host's PIDs", async () => {
+    const { sandboxArgv, AGENT_MAX_PROCESSES } = await import('../src/agent/sandbox')
+    const { leaseAgentUid, accountFiles } = await import('../src/agent/agent-uid')
+    const { execCommand } = await import('../src/agent/exec')
+    const { handWorkspace } = await import('../src/agent/workspace')
+    const { writeFileSync } = await import('node:fs')
+    const lease = leaseAgentUid('per-run')
+    try {
+      const { root, ws } = await sandboxWorkspace()
+      const accounts = accountFiles(lease.uid, '/fixloop/home')
+      writeFileSync(ws.passwdFile, accounts.passwd, { mode: 0o644 })
+      writeFileSync(ws.groupFile, accounts.group, { mode: 0o644 })
+      await handWorkspace(ws, lease.uid)
+      const run = (script: string, maxProcesses?: number) => execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: lease.uid, maxProcesses }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 20_000 })
+      expect((await run('grep "^Max processes" /proc/self/limits')).stdout).toMatch(new RegExp(`^Max processes +${AGENT_MAX_PROCESSES} +${AGENT_MAX_PROCESSES} +processes`))
+      // 60 sleepers under a limit of 30 (perl forks and counts: dash gives up at its first refused fork).
+      const bomb = await run(`perl -e 'my $n = 0; for (1..60) { my $p = fork(); last unless defined $p; if ($p == 0) { sleep 5; exit 0 } $n++ } print "started $n\\n"'`, 30)
+      // The agent cannot raise its hard limit again.
+      const raise = await run('prlimit --pid $$ --nproc=100000 && echo raised || echo kept', 30)
+      await handWorkspace(ws, 0)
+      const started = Number(bomb.stdout.match(/started (\d+)/)![1])
+      expect(started).toBeLessThan(30)
+      expect(started).toBeGreaterThan(20)
+      expect(raise.stdout).toBe('kept\n')
+    } finally {
+      lease.release()
+    }
+  })
+
   test('a workspace with its read-only attachments folder (0555, files 0444) is removed whole, sync and async', async () => {
     const { removeWorkspace, removeWorkspaceSync } = await import('../src/agent/workspace')
     const { chmodSync, existsSync, mkdirSync, writeFileSync } = await import('node:fs')

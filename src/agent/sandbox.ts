@@ -33,10 +33,24 @@ export interface SandboxOptions {
   agentUids?: AgentUids
   /** The uid (and gid) this run's agent runs as instead of fixloop's: its lease. The workspace is handed to it for each command (run.ts). */
   runAs?: number
+  /** With `runAs`: the run's limit of processes and threads (RLIMIT_NPROC), `AGENT_MAX_PROCESSES` unless set. */
+  maxProcesses?: number
 }
 
 /** util-linux's setpriv: drops from root to the agent's uid inside the sandbox (bwrap keeps only SETUID/SETGID for it). */
 const SETPRIV = '/usr/bin/setpriv'
+/** util-linux's prlimit: sets the run's process limit before setpriv takes the uid. */
+const PRLIMIT = '/usr/bin/prlimit'
+
+/**
+ * The most processes and threads an agent of its own uid (fixloop is root) may have at once: the kernel
+ * counts RLIMIT_NPROC per uid, and the uid is the run's alone, so this bounds one run (a fork bomb stops
+ * there instead of taking the host's PIDs: 32,768 by default). Agent CLIs and builds use a few hundred.
+ * (Where runs share nobody, the count is of every nobody process on the host.) Not set for a fixloop that
+ * is not root: the count would be of fixloop's own user, the server included (the systemd unit's
+ * TasksMax bounds the service).
+ */
+export const AGENT_MAX_PROCESSES = 4096
 
 /** Host paths of one run's workspace, mounted into the sandbox. */
 export interface WorkspacePaths {
@@ -119,6 +133,7 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   // there (EROFS), whatever the files' modes.
   a.push('--ro-bind', ws.attachmentsDir, INSIDE.attachmentsDir)
   a.push('--remount-ro', '/', '--chdir', INSIDE.repo)
+  if (opts.runAs !== undefined) a.push(PRLIMIT, `--nproc=${opts.maxProcesses ?? AGENT_MAX_PROCESSES}`, '--')
   if (opts.runAs !== undefined) a.push(SETPRIV, `--reuid=${opts.runAs}`, `--regid=${opts.runAs}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--')
   a.push('/bin/sh', '-c', command)
   return a
@@ -163,7 +178,8 @@ async function probeSandbox(): Promise<string | null> {
     env: { PATH: '/usr/bin:/bin' },
   })
   const [stderr, exitCode] = await Promise.all([new Response(probe.stderr).text(), probe.exited])
-  if (exitCode === 0 && process.getuid?.() === 0 && !existsSync(SETPRIV)) return `${SETPRIV} (util-linux) is missing: as root, fixloop runs agents as a uid of their own through it (apt-get install util-linux)`
+  const missing = [SETPRIV, PRLIMIT].find((tool) => !existsSync(tool))
+  if (exitCode === 0 && process.getuid?.() === 0 && missing) return `${missing} (util-linux) is missing: as root, fixloop runs agents as a uid of their own through it (apt-get install util-linux)`
   if (exitCode === 0) return null
   return `bubblewrap (${bwrap}) cannot create a sandbox here: ${stderr.trim().slice(0, 300)} (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or run as root; or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)`
 }
