@@ -37,6 +37,7 @@ SUITES=(
   test/auth.test.ts
   test/hostile-input.test.ts
   test/nul-input.test.ts
+  test/surrogates.test.ts
   test/events.test.ts
   test/events-streams.test.ts
   test/small-fixes.test.ts

@@ -2,10 +2,11 @@
  * Private-mode user tokens (spec 5.1/5.2): HS256 JWTs signed with the App's decoded signing secret.
  * Verification accepts HS256 only, requires sub/app/iat/exp, `app` equal to the App of the public key,
  * exp in the future, iat not in the future (a few seconds of clock skew allowed), lifetime ≤ 24 h and
- * ctx an object of at most 2 KB JSON, no NUL in sub or ctx. Any failure is 401 invalid_user_token.
+ * ctx an object of at most 2 KB JSON, no NUL or unpaired surrogate in sub or ctx. Any failure is 401 invalid_user_token.
  */
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
 import { nulPath, NUL_MESSAGE } from '../core/nul'
+import { isWellFormedDeep } from '../core/well-formed'
 import { ApiError } from '../core/errors'
 import { LIMITS, jsonByteLength } from '../core/limits'
 
@@ -49,6 +50,9 @@ export async function verifyUserToken(token: string, appId: string, secret: Uint
   if (ctx !== undefined && jsonByteLength(ctx) > LIMITS.tokenCtxMaxBytes) reject('ctx exceeds 2 KB')
   // The claims are stored with the report: NUL is refused as in any other input (core/nul.ts).
   if (nulPath(sub) || nulPath(ctx)) reject(`sub and ctx ${NUL_MESSAGE}`)
+  // An unpaired surrogate is not made U+FFFD here, as in a body: `sub` names the end user, and "\ud800",
+  // "\udfff" and "\ufffd" would become one identity, each seeing the others' reports (core/well-formed.ts).
+  if (!isWellFormedDeep(sub) || !isWellFormedDeep(ctx)) reject('sub and ctx must be well-formed Unicode (no unpaired surrogate)')
   return { sub, ctx: ctx as Record<string, unknown> | undefined }
 }
 

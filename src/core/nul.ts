@@ -7,6 +7,8 @@
  * whatever slips through (db/pg/client-options.ts).
  */
 
+import { jsonTextMayHoldSurrogate, wellFormed } from './well-formed'
+
 /** U+0000, the one character PostgreSQL's `text` cannot hold. */
 export const NUL = '\u0000'
 
@@ -59,10 +61,13 @@ export function stripNul<T>(value: T): T {
 
 /**
  * Parses a third party's JSON delivery (UTF-8 bytes; throws on invalid UTF-8 or JSON like JSON.parse),
- * with NUL stripped from every string: a host that got a 4xx would redeliver the same bytes forever.
+ * with NUL stripped from every string (a host that got a 4xx would redeliver the same bytes forever) and
+ * unpaired surrogates made U+FFFD.
  */
 export function parseDeliveryJson(raw: Uint8Array): unknown {
   const text = new TextDecoder('utf-8', { fatal: true }).decode(raw)
   const value = JSON.parse(text) as unknown
-  return jsonTextMayHoldNul(text) ? stripNul(value) : value
+  const withoutNul = jsonTextMayHoldNul(text) ? stripNul(value) : value
+  // Unpaired surrogates become U+FFFD, as in what a client sends (core/well-formed.ts).
+  return jsonTextMayHoldSurrogate(text) ? wellFormed(withoutNul) : withoutNul
 }

@@ -7,10 +7,12 @@
  * - nesting deeper than MAX_JSON_DEPTH is refused with 400 before JSON.parse ever sees the text (deep
  *   arrays blow the parser's stack, and Elysia's validator error used to pretty-print the whole body);
  * - anything that is not `application/json` is refused with 400;
- * - a NUL (U+0000) in any string or key is refused with 400 (core/nul.ts: PostgreSQL cannot store it).
+ * - a NUL (U+0000) in any string or key is refused with 400 (core/nul.ts: PostgreSQL cannot store it);
+ * - an unpaired surrogate (`\ud800`) in any string or key becomes U+FFFD (core/well-formed.ts).
  */
 import { ApiError } from '../core/errors'
 import { jsonTextMayHoldNul, nulPath, NUL_MESSAGE } from '../core/nul'
+import { jsonTextMayHoldSurrogate, wellFormed } from '../core/well-formed'
 
 /** Deepest nesting of arrays/objects a body may have. Real payloads stay under ~6. */
 export const MAX_JSON_DEPTH = 64
@@ -141,5 +143,6 @@ export async function parseStrictJson(request: Request, limit: number): Promise<
   // usual body from being walked.
   const nul = jsonTextMayHoldNul(text) ? nulPath(value) : undefined
   if (nul) throw invalid(`${nul === '/' ? 'the body' : nul.slice(1)} ${NUL_MESSAGE}`, nul)
-  return value
+  // Unpaired surrogates become U+FFFD in every string and key (core/well-formed.ts).
+  return jsonTextMayHoldSurrogate(text) ? wellFormed(value) : value
 }

@@ -10,6 +10,7 @@ import type { ConsoleEntry, NetworkEntry } from './types'
 import { scrub, stripQueryValues } from './scrub'
 import { summarize } from './summarize'
 import { on } from './safe-dom'
+import { clip } from './clip'
 
 const MAX_ENTRIES = 500
 const MAX_MESSAGE = 1000
@@ -29,7 +30,7 @@ function push(level: ConsoleEntry['level'], args: unknown[]): void {
   for (let i = 0; i < args.length && i < MAX_ARGS && text.length < MAX_MESSAGE * 2; i++) {
     text += (i ? ' ' : '') + summarize(args[i], MAX_MESSAGE * 2 - text.length)
   }
-  logs.push({ level, message: scrub(text).slice(0, MAX_MESSAGE), ts: Date.now() })
+  logs.push({ level, message: clip(scrub(text), MAX_MESSAGE), ts: Date.now() })
   if (logs.length > MAX_ENTRIES) logs.splice(0, logs.length - MAX_ENTRIES)
 }
 

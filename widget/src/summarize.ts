@@ -7,6 +7,8 @@
  * getOwnPropertyDescriptor, getPrototypeOf), its `get` trap never does; a trap that throws ends that
  * part of the summary, not the page's log call.
  */
+import { clip } from './clip'
+
 const MAX_DEPTH = 3
 const MAX_KEYS = 20
 const MAX_NODES = 200
@@ -55,7 +57,7 @@ function typeName(obj: object): string {
 
 function emit(w: Walk, text: string): boolean {
   if (w.out.length >= w.budget) return false
-  w.out += text.length > w.budget - w.out.length ? text.slice(0, w.budget - w.out.length) + '…' : text
+  w.out += text.length > w.budget - w.out.length ? clip(text, w.budget - w.out.length) + '…' : text
   return w.out.length < w.budget
 }
 
@@ -95,7 +97,7 @@ function walk(w: Walk, v: unknown, depth: number): void {
   if (++w.nodes > MAX_NODES) return void emit(w, '…')
   switch (typeof v) {
     case 'string':
-      return void emit(w, depth ? JSON.stringify(v.length > w.budget ? v.slice(0, w.budget) : v) : v)
+      return void emit(w, depth ? JSON.stringify(clip(v, w.budget)) : v)
     case 'number':
     case 'boolean':
     case 'undefined':

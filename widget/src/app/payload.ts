@@ -1,6 +1,7 @@
 /** The JSON payload of one report from the page's context, bounded as spec 2.3 says. */
 import type { Core, SubmitPayload } from '../types'
 import { scrub } from '../scrub'
+import { clip } from '../clip'
 
 const METADATA_BUDGET = 4000 // bytes of JSON; the server's limit is 4096
 
@@ -23,8 +24,8 @@ export function boundedMetadata(custom: Record<string, unknown> | undefined, net
 export function buildPayload(core: Core, text: string, componentTarget?: SubmitPayload['componentTarget']): SubmitPayload {
   const { options } = core
   const payload: SubmitPayload = {
-    text: text.slice(0, 8192),
-    url: scrub(location.href).slice(0, 2048),
+    text: clip(text, 8192),
+    url: clip(scrub(location.href), 2048),
     userAgent: navigator.userAgent.slice(0, 512),
     viewport: { w: innerWidth, h: innerHeight, dpr: devicePixelRatio || 1 },
     consoleLogs: core.consoleLogs().slice(-500),

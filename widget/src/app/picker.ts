@@ -3,6 +3,7 @@
  * Esc cancels) and gets back a componentTarget {name, meta: {selector, role, text}, bbox}.
  */
 import { activeElement, body, elementAt, off, on, queryAll, rootElement } from '../safe-dom'
+import { clip } from '../clip'
 
 export interface Picked {
   element: Element
@@ -36,17 +37,17 @@ export function selectorOf(el: Element): string {
     parts.unshift(same.length > 1 ? `${tag}:nth-of-type(${same.indexOf(node) + 1})` : tag)
     node = node.parentElement
   }
-  return parts.join(' > ').slice(0, 512)
+  return clip(parts.join(' > '), 512)
 }
 
 /** What the report says about an element. */
 export function describeElement(el: Element): Picked['target'] {
   const component = el.closest('[data-component]')?.getAttribute('data-component') ?? undefined
   const raw = (el as HTMLElement).innerText || el.getAttribute('aria-label') || (el as HTMLInputElement).placeholder || el.textContent || ''
-  const text = raw.replace(/\s+/g, ' ').trim().slice(0, 200)
+  const text = clip(raw.replace(/\s+/g, ' ').trim(), 200)
   const role = roleOf(el)
   const r = el.getBoundingClientRect()
-  const name = (component ?? `${role} ${el.tagName.toLowerCase()}${text ? ` "${text.slice(0, 60)}"` : ''}`).slice(0, 512)
+  const name = clip(component ?? `${role} ${el.tagName.toLowerCase()}${text ? ` "${clip(text, 60)}"` : ''}`, 512)
   return {
     name,
     meta: { selector: selectorOf(el), role, text, ...(component ? { component } : {}) },

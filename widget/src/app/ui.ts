@@ -16,6 +16,7 @@ import { Sender } from './sender'
 import { fetchMailOffered } from './proof'
 import { listMine, tokenEmail, type MyReport } from './transport'
 import { createSvg, on } from '../safe-dom'
+import { clip } from '../clip'
 
 /** A check mark in a circle (decorative; the status text says what happened). */
 function checkIcon(): SVGSVGElement {
@@ -255,7 +256,7 @@ export function createUI(core: Core): WidgetUI {
   const renderMine = (items: MyReport[]) => {
     mineList.replaceChildren(
       ...items.map((r) => {
-        const text = r.text.length > 140 ? `${r.text.slice(0, 140)}…` : r.text
+        const text = r.text.length > 140 ? `${clip(r.text, 140)}…` : r.text
         const when = new Date(r.createdAt)
         return h(
           'li',
@@ -497,7 +498,7 @@ export function createUI(core: Core): WidgetUI {
       // Public mode, on an App with the abuse defence on (proof of work): a user token already says who is
       // reporting, and an App left at the defaults gets exactly the reports it got before.
       const bait = honeypot.value
-      if (!privateMode && (await sender.proofs?.defended())) payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: bait.slice(0, 200) } : {}) }
+      if (!privateMode && (await sender.proofs?.defended())) payload.clientSignals = { formMs: Math.max(0, Math.round(Date.now() - openedAt)), ...(bait ? { honeypot: clip(bait, 200) } : {}) }
       const blobs: PendingBlob[] = []
       if (include.checked && editor) {
         const c = editor.canvas
