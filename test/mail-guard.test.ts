@@ -247,6 +247,45 @@ describe('the checked addresses of a name, in resolver order', () => {
       await sink.stop()
     }
   })
+
+  test('a server that answers a line every half second and never finishes is cut at the overall deadline (idle timeouts never fire)', async () => {
+    // An audit's server: greets, then a never-ending multi-line EHLO answer. It held the instance's mailer
+    // (every App's mail) for as long as it liked.
+    let closedAt = 0
+    const timers = new Set<ReturnType<typeof setInterval>>()
+    const trickler = net.createServer((socket) => {
+      socket.on('error', () => {})
+      socket.write('220 slow.test ESMTP\r\n')
+      socket.once('data', () => {
+        const beat = setInterval(() => socket.write('250-still thinking\r\n'), 500)
+        timers.add(beat)
+        socket.on('close', () => {
+          clearInterval(beat)
+          closedAt = Date.now()
+        })
+      })
+    })
+    await new Promise<void>((resolve) => trickler.listen(0, '127.0.0.1', resolve))
+    const port = (trickler.address() as net.AddressInfo).port
+    try {
+      const started = Date.now()
+      const err = await sendVia([{ address: '127.0.0.1', family: 4 }], undefined, server.ctx.box, row(port), mail, Date.now() + 2_000).catch((e) => e)
+      const took = Date.now() - started
+      expect(err).toBeInstanceOf(MailError)
+      expect(err.message).toContain('overall deadline')
+      expect(err.permanent).toBe(false)
+      expect(took).toBeGreaterThanOrEqual(1_900)
+      expect(took).toBeLessThan(6_000)
+      // The connection is ended, not left to the server.
+      await eventually(() => closedAt > 0, 3_000)
+      // A deadline already past: nothing is tried.
+      const late = await sendVia([{ address: '127.0.0.1', family: 4 }], undefined, server.ctx.box, row(port), mail, Date.now() - 1).catch((e) => e)
+      expect(late.message).toContain('overall deadline')
+    } finally {
+      for (const timer of timers) clearInterval(timer)
+      await new Promise((resolve) => trickler.close(resolve))
+    }
+  })
 })
 
 describe('FIXLOOP_SMTP_ALLOW_PRIVATE parsing', () => {

@@ -261,3 +261,56 @@ describe('serve start', () => {
     }
   })
 })
+
+describe("one App's slow SMTP server holds its own mail, not the others'", () => {
+  test("rows sharing an App (or a confirmation's address) are queued together, others apart", async () => {
+    const { queuesSharingKeys } = await import('../src/modules/mail/mailer')
+    const rows = [
+      { id: 1, app: 'a', to: 'x' },
+      { id: 2, app: 'b', to: 'y' },
+      { id: 3, app: 'c', to: 'x' },
+      { id: 4, app: 'a', to: 'z' },
+      { id: 5, app: 'd', to: 'w' },
+    ]
+    const queues = queuesSharingKeys(rows, (r) => [`app:${r.app}`, `address:${r.to}`]).map((q) => q.map((r) => r.id))
+    expect(queues).toEqual([[1, 3, 4], [2], [5]])
+    expect(queuesSharingKeys(rows, (r) => [`app:${r.app}`]).map((q) => q.map((r) => r.id))).toEqual([[1, 4], [2], [3], [5]])
+  })
+
+  test("a server that trickles its answer for seconds does not delay another App's confirmation mail", async () => {
+    const net = await import('node:net')
+    // Greets, then answers EHLO a line every 300 ms, and ends the connection after 3 s (the test's bound;
+    // an audit's went on for minutes).
+    let slowClosedAt = 0
+    const slow = net.createServer((socket) => {
+      socket.on('error', () => {})
+      socket.write('220 slow.test ESMTP\r\n')
+      const beat = setInterval(() => socket.write('250-still thinking\r\n'), 300)
+      const end = setTimeout(() => socket.destroy(), 3_000)
+      socket.on('close', () => {
+        clearInterval(beat)
+        clearTimeout(end)
+        slowClosedAt = Date.now()
+      })
+    })
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    try {
+      const slowApp = await seedTenant(server.admin, { name: 'Slow' }, 'Slow')
+      const slowPort = (slow.address() as import('node:net').AddressInfo).port
+      expect((await call(server.url, 'PUT', `/v1/apps/${slowApp.appId}/smtp`, { auth: slowApp.key, body: { host: '127.0.0.1', port: slowPort, tls: 'none', from: 'Slow <noreply@slow.example>' } })).status).toBe(200)
+      const quickApp = await tenant('Quick')
+      // The slow App's confirmation is queued first.
+      await submit(slowApp, { text: 'Slow app report', notifyEmail: true, identity: { email: 'ann@slow.example' } })
+      await submit(quickApp, { text: 'Quick app report', notifyEmail: true, identity: { email: 'bob@quick.example' } })
+      const before = sink.mails.length
+      const pass = mailerPass(server)
+      const arrived = await eventually(() => (since(before).some((m) => m.to[0] === 'bob@quick.example' && isConfirmation(m)) ? Date.now() : 0), 10_000)
+      await pass
+      // Delivered while the slow server was still holding its connection (one after the other, it came after).
+      expect(slowClosedAt).toBeGreaterThan(0)
+      expect(arrived).toBeLessThan(slowClosedAt)
+    } finally {
+      await new Promise((resolve) => slow.close(resolve))
+    }
+  }, 20_000)
+})

@@ -1,7 +1,8 @@
 /**
  * Sends one message through an App's SMTP server with nodemailer. A transport per message (mails are rare:
  * one per resolved report) so changed settings apply at once and no connection idles between them.
- * Timeouts are short: a hung server costs one attempt, never a stuck mailer. Every connection first passes
+ * Timeouts are short and one message has an overall deadline: a hung or trickling server costs one
+ * attempt, never a stuck mailer. Every connection first passes
  * the SMTP address guard (smtp-guard.ts) and then goes to the very address it checked: nodemailer is
  * given that IP as its host (so it resolves nothing itself) and the configured name as the TLS server
  * name (SNI and certificate verification still use the real host name).
@@ -33,6 +34,13 @@ export class MailError extends Error {
 
 const TIMEOUT_MS = 15_000
 /**
+ * The most one message may take, all addresses tried included. nodemailer's timeouts are idle timeouts: a
+ * server that answers a line every few seconds and never finishes (an audit's did, for 150 s) kept the
+ * instance's mailer, every App's mail, waiting on it. At the deadline the socket is destroyed: a failed
+ * attempt, retried on the backoff like a server that is down.
+ */
+export const SEND_DEADLINE_MS = 45_000
+/**
  * Errors of a connection that was never made, or of a server that never greeted: nothing was said to it.
  * A later socket error or timeout might follow a delivered message, so it never moves on to another address.
  */
@@ -45,20 +53,20 @@ const SETUP_TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT'])
  * on its backoff, like a server that is down. The checked addresses are tried in resolver order, moving
  * on only when a connection could not be made (nothing was said to that server yet).
  */
-export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, { allowPrivate }: { allowPrivate: boolean }): Promise<void> {
+export async function sendMail(box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, { allowPrivate, deadlineMs = SEND_DEADLINE_MS }: { allowPrivate: boolean; deadlineMs?: number }): Promise<void> {
   const checked = await checkSmtpHost(smtp.host, allowPrivate)
   if (!checked.ok) throw new MailError(checked.why === 'refused' ? smtpGuardRefusal() : SMTP_HOST_UNRESOLVED, false)
   const name = smtp.host.replace(/^\[|\]$/g, '')
   // An IP literal has no name to verify a certificate against (Node's default); a name is kept for TLS.
-  await sendVia(checked.addresses, net.isIP(name) ? undefined : name, box, smtp, mail)
+  await sendVia(checked.addresses, net.isIP(name) ? undefined : name, box, smtp, mail, Date.now() + deadlineMs)
 }
 
 /** Tries the checked addresses in order, moving on only when nothing was said to the previous one. */
-export async function sendVia(addresses: CheckedAddress[], servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
+export async function sendVia(addresses: CheckedAddress[], servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, deadlineAt = Date.now() + SEND_DEADLINE_MS): Promise<void> {
   let last: MailError | undefined
   for (const { address } of addresses) {
     try {
-      return await sendTo(address, servername, box, smtp, mail)
+      return await sendTo(address, servername, box, smtp, mail, deadlineAt)
     } catch (e) {
       last = e as MailError
       if (!(e instanceof MailError) || !e.notConnected) throw e
@@ -73,8 +81,12 @@ export async function sendVia(addresses: CheckedAddress[], servername: string | 
  */
 const loadNodemailer = () => import('nodemailer').then((m) => m.default)
 
-async function sendTo(address: string, servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail): Promise<void> {
+async function sendTo(address: string, servername: string | undefined, box: SecretBox, smtp: SmtpRow, mail: OutgoingMail, deadlineAt: number): Promise<void> {
+  const left = deadlineAt - Date.now()
+  if (left <= 0) throw new MailError(deadlineMessage(), false)
   const nodemailer = await loadNodemailer()
+  // nodemailer's timeouts are idle ones; its abort signal closes the connection whatever the server does.
+  const deadline = AbortSignal.timeout(left)
   const transport = nodemailer.createTransport({
     // The checked IP: nodemailer resolves nothing itself, so no second DNS answer is used.
     host: address,
@@ -93,8 +105,9 @@ async function sendTo(address: string, servername: string | undefined, box: Secr
     debug: false,
   })
   try {
-    await transport.sendMail({ from: smtp.from_address, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers })
+    await transport.sendMail({ from: smtp.from_address, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers, signal: deadline })
   } catch (e) {
+    if (deadline.aborted) throw new MailError(deadlineMessage(), false)
     const err = e as { responseCode?: number; code?: string; command?: string; message?: string; timeoutType?: string }
     const code = err.responseCode
     // 5xx on the envelope or data is the server refusing this message for good; auth and connection errors may heal.
@@ -105,6 +118,8 @@ async function sendTo(address: string, servername: string | undefined, box: Secr
     transport.close()
   }
 }
+
+const deadlineMessage = () => 'the SMTP server did not finish the message before its overall deadline'
 
 /** A short reason for the outbox row and the dashboard: the code and SMTP answer, never the message. */
 function describe(err: { responseCode?: number; code?: string; message?: string }): string {
