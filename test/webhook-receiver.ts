@@ -63,7 +63,7 @@ export class Receiver {
           return n <= failures ? new Response('not yet '.repeat(1000), { status: 503 }) : new Response('ok')
         }
         if (url.pathname === '/gone') return new Response('gone', { status: 410 })
-        if (url.pathname === '/slow') {
+        if (url.pathname === '/slow' || url.pathname.startsWith('/slow/')) {
           await Bun.sleep(3000)
           return new Response('late')
         }

@@ -314,3 +314,35 @@ describe('https targets', () => {
     }
   })
 })
+
+describe("one Org's hanging endpoints", () => {
+  test("take at most half of the delivery pool: another Org's deliveries go out while they hang", async () => {
+    // Attempts time out after 5 s; every endpoint of the greedy Org answers after 3 s.
+    const own = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '5', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    const receiver = new Receiver()
+    try {
+      const greedy = await seedTenant(own.admin, {}, 'Greedy')
+      const other = await seedTenant(own.admin, {}, 'Patient')
+      // 20 endpoints, more than the pool's 16 attempts; created first, so first in the claim's table order.
+      for (let i = 0; i < 20; i++) expect((await call(own.url, 'POST', '/v1/webhooks', { auth: greedy.key, body: { url: `${receiver.url}/slow/${i}` } })).status).toBe(201)
+      expect((await call(own.url, 'POST', '/v1/webhooks', { auth: other.key, body: { url: `${receiver.url}/ok/patient` } })).status).toBe(201)
+      await appendEventsIn(own.ctx, greedy.orgId, greedy.appId, 2)
+      await own.services.webhookDispatcher.fanOut(greedy.orgId)
+      await own.services.webhookDispatcher.sendDue()
+      // Every slot the greedy Org may take is taken (its attempts hang for 3 s).
+      await eventually(() => receiver.received.filter((r) => r.path.startsWith('/slow/')).length >= 8, 3_000)
+      const started = Date.now()
+      await appendEventsIn(own.ctx, other.orgId, other.appId, 1)
+      await own.services.webhookDispatcher.fanOut(other.orgId)
+      await own.services.webhookDispatcher.sendDue()
+      const delivered = await eventually(() => receiver.at('/ok/patient')[0]?.at, 2_500)
+      // Well before the first hanging attempt ends (3 s): it did not wait for a slot.
+      expect(delivered - started).toBeLessThan(2_500)
+      // The greedy Org never had more than half of the 16 attempts in flight.
+      expect(receiver.received.filter((r) => r.path.startsWith('/slow/') && r.at < delivered).length).toBeLessThanOrEqual(8)
+    } finally {
+      await own.close()
+      receiver.stop()
+    }
+  }, 30_000)
+})

@@ -19,6 +19,8 @@ const record = (s: FreshStore, orgId = 'o1') => s.store.lifecycle.record({ orgId
 let n = 0
 const ids = () => `d${String(++n).padStart(6, '0')}`
 const everything = () => true
+/** No Org's share limits these claims. */
+const OPEN = { perOrg: 1000, inFlight: {} }
 
 function outcome(d: { id: string; attempts: number; schedule_index: number }, kind: AttemptOutcome['kind'], now: number, extra: Partial<AttemptOutcome> = {}): AttemptOutcome {
   return {
@@ -136,10 +138,10 @@ describeEachDialect('webhooks repo', (fresh) => {
     const of = async (w: string) => (await sql<{ id: string }>(s, 'SELECT id FROM webhook_deliveries WHERE webhook_id = ? ORDER BY event_seq', [w])).map((r) => r.id)
     const [all, w2] = [await of('w1'), await of('w2')]
     // The lowest seq of w1 is busy in this process: its next one; one per endpoint, whatever the limit.
-    const first = await repo.claim(now, now + 60_000, 5, [all[0]])
+    const first = await repo.claim(now, now + 60_000, 5, [all[0]], OPEN)
     expect(first.map((d) => d.id).sort()).toEqual([all[1], w2[0]].sort())
     // Both endpoints have an attempt in flight: nothing more until one settles.
-    expect(await repo.claim(now, now + 60_000, 5, [])).toEqual([])
+    expect(await repo.claim(now, now + 60_000, 5, [], OPEN)).toEqual([])
     const d = first.find((x) => x.id === all[1])!
     expect(typeof d.lease_until).toBe('number')
     expect(await repo.redeliver('o1', d.id, now, [by('webhook.redelivered', 'w1')])).toBe(false)
@@ -153,13 +155,38 @@ describeEachDialect('webhooks repo', (fresh) => {
     const log = await repo.attemptsOf([d.id, all[0]])
     expect(log.map((a) => [a.delivery_id, a.attempt])).toEqual([[d.id, 1]])
     // Settled: w1's next is its lowest pending seq again (all[0], no longer busy), w2 still in flight.
-    expect((await repo.claim(now, now + 60_000, 5, [])).map((x) => x.id)).toEqual([all[0]])
+    expect((await repo.claim(now, now + 60_000, 5, [], OPEN)).map((x) => x.id)).toEqual([all[0]])
     expect((await repo.deliveries('o1', 'w1', 'g', 10)).map((x) => x.id)).toEqual([...all].sort().reverse())
     expect(await repo.deliveries('o2', 'w1', 'g', 10)).toEqual([])
     // Redelivered: pending again with a fresh schedule, audited.
     expect(await repo.redeliver('o1', d.id, now, [by('webhook.redelivered', 'w1')])).toBe(true)
     expect(await repo.getDelivery('o1', d.id)).toMatchObject({ status: 'pending', schedule_index: 0, attempts: 1 })
     expect(await sql(s, "SELECT id FROM audit_log WHERE action = 'webhook.redelivered'")).toHaveLength(1)
+  })
+
+  test("an Org's share: at most perOrg in flight (its in-flight ones counted), the Orgs' first endpoints before any second", async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o2', 'a2')
+    const repo = s.store.webhooks
+    // o1 has six endpoints, o2 one: o1's come first in table order.
+    const greedy = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6']
+    for (const h of greedy) await newHook(s, repo, h)
+    await newHook(s, repo, 'wz', 'o2')
+    await record(s)
+    await record(s, 'o2')
+    for (const h of greedy) await repo.fanOutPage('o1', h, 10, everything, ids, s.clock.now())
+    await repo.fanOutPage('o2', 'wz', 10, everything, ids, s.clock.now())
+    const now = s.clock.now()
+    // Room for three: o2's one endpoint is among them (each Org's first before any second), o1 gets two.
+    const first = await repo.claim(now, now + 60_000, 3, [], { perOrg: 4, inFlight: {} })
+    expect(first.map((d) => d.org_id).sort()).toEqual(['o1', 'o1', 'o2'])
+    // o1 has two in flight, its share is four: two more, whatever the room.
+    const second = await repo.claim(now, now + 60_000, 10, [], { perOrg: 4, inFlight: { o1: 2, o2: 1 } })
+    expect(second.map((d) => d.org_id)).toEqual(['o1', 'o1'])
+    // o1 at its share: nothing, though two of its endpoints have a due delivery.
+    expect(await repo.claim(now, now + 60_000, 10, [], { perOrg: 4, inFlight: { o1: 4, o2: 1 } })).toEqual([])
+    expect((await repo.claim(now, now + 60_000, 10, [], { perOrg: 6, inFlight: { o1: 4, o2: 1 } })).map((d) => d.webhook_id).sort()).toEqual(['w5', 'w6'])
   })
 
   test('releaseLeases hands every leased pending delivery back (a dispatcher starting: the leases are a predecessor\'s)', async () => {
@@ -170,10 +197,10 @@ describeEachDialect('webhooks repo', (fresh) => {
     for (let i = 0; i < 2; i++) await record(s)
     await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
     const now = s.clock.now()
-    const [held] = await repo.claim(now, now + 60_000, 5, [])
-    expect(await repo.claim(now, now + 60_000, 5, [])).toEqual([])
+    const [held] = await repo.claim(now, now + 60_000, 5, [], OPEN)
+    expect(await repo.claim(now, now + 60_000, 5, [], OPEN)).toEqual([])
     await repo.releaseLeases()
-    expect((await repo.claim(now, now + 60_000, 5, [])).map((d) => d.id)).toEqual([held.id])
+    expect((await repo.claim(now, now + 60_000, 5, [], OPEN)).map((d) => d.id)).toEqual([held.id])
   })
 
   test('failures retry, then disable the endpoint once failing lasts long enough (webhook.disabled recorded); 410 disables at once', async () => {
@@ -184,12 +211,12 @@ describeEachDialect('webhooks repo', (fresh) => {
     await record(s)
     await repo.fanOutPage('o1', 'w1', 10, everything, ids, s.clock.now())
     let now = s.clock.now()
-    let [d] = await repo.claim(now, now + 60_000, 1, [])
+    let [d] = await repo.claim(now, now + 60_000, 1, [], OPEN)
     expect(await repo.settle(outcome(d, 'failed', now))).toEqual({ settled: true })
     expect(await repo.getDelivery('o1', d.id)).toMatchObject({ status: 'pending', attempts: 1, schedule_index: 1, next_attempt_at: now + 1000, last_status: 500 })
     expect((await repo.getAny('w1'))!.failing_since).toBe(now)
     now += 20_000
-    ;[d] = await repo.claim(now, now + 60_000, 1, [])
+    ;[d] = await repo.claim(now, now + 60_000, 1, [], OPEN)
     expect(await repo.settle(outcome(d, 'failed', now))).toEqual({ settled: true, disabled: 'every delivery failed for 5 days' })
     expect(await repo.getAny('w1')).toMatchObject({ enabled: false, disabled_reason: 'every delivery failed for 5 days' })
     expect(await repo.getDelivery('o1', d.id)).toMatchObject({ status: 'failed', next_attempt_at: null })
@@ -199,7 +226,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await repo.redeliverFailed('o1', 'w1', 0, now + 1, now, (n) => [{ ...by('webhook.failed_redelivered', 'w1'), data: { n } }])).toBe(1)
     const [a] = await sql<{ data: string }>(s, "SELECT data FROM audit_log WHERE action = 'webhook.failed_redelivered'")
     expect(JSON.parse(a.data)).toEqual({ n: 1 })
-    ;[d] = await repo.claim(now, now + 60_000, 1, [])
+    ;[d] = await repo.claim(now, now + 60_000, 1, [], OPEN)
     expect(await repo.settle(outcome(d, 'gone', now))).toEqual({ settled: true, disabled: 'the endpoint answered 410 Gone' })
     expect((await repo.getAny('w1'))!.enabled).toBe(false)
     // Retention: settled deliveries and attempts older than the cut go.
@@ -223,7 +250,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     const twice: string[] = []
     const worker = async (r: WebhooksRepo) => {
       for (let rounds = 0; rounds < 200; rounds++) {
-        const got = await r.claim(now, now + 60_000, 3, [])
+        const got = await r.claim(now, now + 60_000, 3, [], OPEN)
         if (got.length === 0) {
           if (claimed.length === 60) return
           await Bun.sleep(1)
@@ -267,7 +294,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect((await repo.getAny('w1'))!.cursor_seq).toBe(30)
     const results: { settled: boolean }[] = []
     for (let i = 0; i < 30; i++) {
-      const [d] = await repo.claim(now, now + 60_000, 30, [])
+      const [d] = await repo.claim(now, now + 60_000, 30, [], OPEN)
       expect(d.event_seq).toBe(i + 1)
       results.push(...(await Promise.all([repo.settle(outcome(d, 'succeeded', now)), other.settle(outcome(d, 'succeeded', now))])))
     }
@@ -295,14 +322,14 @@ describe('webhooks repo [pg]: due times and delivery leases on the database cloc
       // Due in a minute on the database's clock: the fast node's "now" is past it, and still nothing.
       await sql(s, 'UPDATE webhook_deliveries SET next_attempt_at = ?', [(await dbNow()) + 60_000])
       let now = (await dbNow()) + SKEW
-      expect(await fast.claim(now, now + 60_000, 5, [])).toEqual([])
+      expect(await fast.claim(now, now + 60_000, 5, [], OPEN)).toEqual([])
       // Due now: node `a` leases it for a minute of the database's clock.
       await sql(s, 'UPDATE webhook_deliveries SET next_attempt_at = ?', [(await dbNow()) - 1])
       now = await dbNow()
-      const [d] = await a.claim(now, now + 60_000, 5, [])
+      const [d] = await a.claim(now, now + 60_000, 5, [], OPEN)
       expect(d.lease_until).toBeGreaterThan((await dbNow()) + 50_000)
       now = (await dbNow()) + SKEW
-      expect(await fast.claim(now, now + 60_000, 5, [])).toEqual([])
+      expect(await fast.claim(now, now + 60_000, 5, [], OPEN)).toEqual([])
       expect((await sql<{ lease_until: number }>(s, 'SELECT lease_until FROM webhook_deliveries'))[0].lease_until).toBe(d.lease_until!)
     } finally {
       await Promise.all(pools.map((p) => p.end()))

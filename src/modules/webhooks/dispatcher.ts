@@ -15,7 +15,7 @@ import { newId } from '../../core/ids'
 import { createTurns } from '../../core/turns'
 import { VERSION } from '../../version'
 import type { EventHub } from '../events/hub'
-import { type DeliveryRow, type WebhookRow, type WebhooksRepo } from './repo'
+import { type DeliveryRow, type OrgShare, type WebhookRow, type WebhooksRepo } from './repo'
 import { DISABLE_AFTER_FAILING_MS, parseRetryAfter, retryDelayMs } from './schedule'
 import { postOnce, type AttemptResult } from './sender'
 import { signatureHeader } from './signature'
@@ -32,6 +32,12 @@ export interface DispatcherOptions {
 }
 
 const FANOUT_PAGE = 500
+/**
+ * The share of the pool's attempts one Org may have in flight: half. An Org whose endpoints all hang (each
+ * attempt holds its slot for the whole timeout) kept every other Org's deliveries waiting for minutes in
+ * an audit; now the other half of the pool is always there for the rest, and an Org alone still has half.
+ */
+const ORG_SHARE = 0.5
 
 /** What this service is given: the repositories and values it uses (a Context has them all). */
 export interface DispatcherDeps {
@@ -187,17 +193,24 @@ export class WebhookDispatcher {
     if (room <= 0 || !this.opts.mayAct()) return
     const now = this.ctx.clock.now()
     // The lease outlives the timeout, so a live attempt is never claimed twice.
-    const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()]))
+    const share: OrgShare = { perOrg: Math.max(1, Math.floor(this.opts.concurrency * ORG_SHARE)), inFlight: {} }
+    for (const orgId of this.inFlightOrg.values()) share.inFlight[orgId] = (share.inFlight[orgId] ?? 0) + 1
+    const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()], share))
     for (const d of claimed) {
       const p = this.attempt(d)
         .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
         .finally(() => {
           this.inFlight.delete(d.id)
+          this.inFlightOrg.delete(d.id)
           this.sendDue().catch((e) => this.failed('error', 'webhook dispatch failed', e))
         })
       this.inFlight.set(d.id, p)
+      this.inFlightOrg.set(d.id, d.org_id)
     }
   }
+
+  /** The Org of each attempt in flight (its share of the pool, `ORG_SHARE`). */
+  private readonly inFlightOrg = new Map<string, string>()
 
   private secretsOf(w: WebhookRow, now: number): string[] {
     const secrets = [this.ctx.box.open(w.secret_sealed).toString()]
