@@ -70,6 +70,10 @@ export interface Config {
   workDir: string
   /** Hours an issued upload may stay unreferenced by any submission before it is removed. */
   uploadGraceHours: number
+  /** FIXLOOP_UPLOAD_APP_HOURLY_MB: bytes of unreferenced uploads one App may be issued per hour (0: no limit). */
+  uploadAppHourlyBytes: number
+  /** FIXLOOP_UPLOAD_MIN_FREE_MB: bytes the embedded store leaves free on the data dir's disk (0: not checked). */
+  uploadMinFreeBytes: number
   /** Bearer token GET /metrics requires; unset: /metrics is open (keep it behind the proxy). */
   metricsToken: string | undefined
   /** /readyz reports not ready below this much free space on the data dir's filesystem. */
@@ -114,6 +118,13 @@ function parsePort(text: string, source: string): number {
   const n = Number(text)
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${source}: port must be an integer 0-65535, got "${text}"`)
   return n
+}
+
+/** A size in MB (0 turns the check off) as bytes; unset or empty: `fallbackMb`. */
+function megabytesOrOff(text: string | undefined, source: string, fallbackMb: number): number {
+  if (text === undefined || text === '') return fallbackMb * 1024 * 1024
+  if (text === '0') return 0
+  return Math.round(parsePositive(text, source) * 1024 * 1024)
 }
 
 function parsePositive(text: string, source: string): number {
@@ -304,6 +315,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     agentSandboxPaths,
     workDir,
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
+    uploadAppHourlyBytes: megabytesOrOff(env.FIXLOOP_UPLOAD_APP_HOURLY_MB, 'FIXLOOP_UPLOAD_APP_HOURLY_MB', 1024),
+    uploadMinFreeBytes: megabytesOrOff(env.FIXLOOP_UPLOAD_MIN_FREE_MB, 'FIXLOOP_UPLOAD_MIN_FREE_MB', 256),
     metricsToken: env.FIXLOOP_METRICS_TOKEN || undefined,
     minFreeDiskBytes:
       (env.FIXLOOP_MIN_FREE_DISK_MB !== undefined && env.FIXLOOP_MIN_FREE_DISK_MB !== ''

@@ -341,3 +341,60 @@ describe('S3 store (s3rver on loopback)', () => {
     expect(partial.stderr).toContain('FIXLOOP_S3_ENDPOINT')
   })
 })
+
+describe('the upload budget: a public key cannot fill the disk the database lives on', () => {
+  test("an App's unreferenced uploads of the last hour stop at FIXLOOP_UPLOAD_APP_HOURLY_MB (429 with Retry-After); a submission referencing its uploads frees them", async () => {
+    const srv = await startTestServer({ FIXLOOP_UPLOAD_APP_HOURLY_MB: '0.01', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    try {
+      const t = await seedTenant(srv.admin, {}, 'Budget')
+      const other = await seedTenant(srv.admin, {}, 'Neighbour')
+      const size = 4000 // 10 KiB budget: two fit, the third does not
+      const bytes = new Uint8Array(size).fill(7)
+      const first = await presign(srv, t, { contentType: 'image/png', byteSize: size, kind: 'screenshot' })
+      const second = await presign(srv, t, { contentType: 'image/png', byteSize: size, kind: 'screenshot' })
+      expect([first.status, second.status]).toEqual([200, 200])
+      const third = await presign(srv, t, { contentType: 'image/png', byteSize: size, kind: 'screenshot' })
+      expect(third.status).toBe(429)
+      expect(third.body.error.code).toBe('rate_limited')
+      expect(Number(third.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect(JSON.stringify(third.body.error.details)).toContain('FIXLOOP_UPLOAD_APP_HOURLY_MB')
+      // Another App has a budget of its own.
+      expect((await presign(srv, other, { contentType: 'image/png', byteSize: size, kind: 'screenshot' })).status).toBe(200)
+      // The first one uploaded and referenced by a report: its bytes no longer count.
+      expect((await put(first.body.url, first.body.headers, bytes)).status).toBe(200)
+      const sub = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Budgeted report', attachments: [{ key: first.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: size }] } })
+      expect(sub.status).toBe(201)
+      expect((await presign(srv, t, { contentType: 'image/png', byteSize: size, kind: 'screenshot' })).status).toBe(200)
+    } finally {
+      await srv.close()
+    }
+  })
+
+  embeddedStoreOnly('the embedded store pauses uploads (503 not_ready, Retry-After) when the disk would keep less than FIXLOOP_UPLOAD_MIN_FREE_MB; reports are still taken', async () => {
+    // More than any test machine has free: every upload would pass the floor.
+    const srv = await startTestServer({ FIXLOOP_UPLOAD_MIN_FREE_MB: '1000000000', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    try {
+      const t = await seedTenant(srv.admin, {}, 'Full disk')
+      const r = await presign(srv, t, { contentType: 'image/png', byteSize: 10, kind: 'screenshot' })
+      expect(r.status).toBe(503)
+      expect(r.body.error.code).toBe('not_ready')
+      expect(r.body.error.message).toContain('disk is nearly full')
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect((await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Still taken' } })).status).toBe(201)
+    } finally {
+      await srv.close()
+    }
+  })
+
+  test('the settings: megabytes, 0 turns a check off, anything else stops the start', async () => {
+    const { loadConfig, ConfigError } = await import('../src/config')
+    const dataDir = tempDir('fixloop-budget-')
+    expect(loadConfig({ dataDir }, {})).toMatchObject({ uploadAppHourlyBytes: 1024 * 1024 * 1024, uploadMinFreeBytes: 256 * 1024 * 1024 })
+    expect(loadConfig({ dataDir }, { FIXLOOP_UPLOAD_APP_HOURLY_MB: '0', FIXLOOP_UPLOAD_MIN_FREE_MB: '0' })).toMatchObject({ uploadAppHourlyBytes: 0, uploadMinFreeBytes: 0 })
+    expect(loadConfig({ dataDir }, { FIXLOOP_UPLOAD_APP_HOURLY_MB: '2' }).uploadAppHourlyBytes).toBe(2 * 1024 * 1024)
+    for (const bad of ['-1', 'lots', 'NaN']) {
+      expect(() => loadConfig({ dataDir }, { FIXLOOP_UPLOAD_APP_HOURLY_MB: bad })).toThrow(ConfigError)
+      expect(() => loadConfig({ dataDir }, { FIXLOOP_UPLOAD_MIN_FREE_MB: bad })).toThrow(ConfigError)
+    }
+  })
+})

@@ -18,6 +18,11 @@ export interface BlobStore {
   readonly kind: 'embedded' | 's3'
   /** Checked at start: fails with an operator-readable message when the store cannot be used. */
   check(): Promise<void>
+  /**
+   * Bytes free where the store writes, for a store on this machine's disk (the embedded one, beside the
+   * database); absent for a remote store, whose space is not fixloop's to guard.
+   */
+  freeBytes?(): number
   /** `base` is the absolute URL the client reached fixloop at; the embedded store's URLs start with it. */
   presignPut(key: string, contentType: string, byteSize: number, expiresAtMs: number, base: string): Promise<PresignedPut>
   presignGet(key: string, contentType: string, filename: string, expiresAtMs: number, base: string): Promise<string>

@@ -6,7 +6,7 @@
  */
 import { createPrivateFile } from '../db/data-dir'
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { linkSync, mkdirSync, writeFileSync, rmSync, statSync, readFileSync, existsSync, renameSync } from 'node:fs'
+import { linkSync, mkdirSync, writeFileSync, rmSync, statSync, statfsSync, readFileSync, existsSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { UPLOAD_KEY_RE } from './blob-store'
@@ -24,6 +24,12 @@ export class EmbeddedBlobStore implements BlobStore {
 
   async check(): Promise<void> {
     mkdirSync(this.root, { recursive: true, mode: 0o700 })
+  }
+
+  freeBytes(): number {
+    // The folder is made at the first upload; until then its parent, the data dir, is where it will be.
+    const s = statfsSync(existsSync(this.root) ? this.root : join(this.root, '..'))
+    return Number(s.bavail) * Number(s.bsize)
   }
 
   /** Absolute path of a key's file. The key format is checked first: no traversal is expressible. */

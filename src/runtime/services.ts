@@ -89,7 +89,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   const uploads = createUploadsService(ctx.store.uploads, blobs, clock, log, config.uploadGraceHours * 3600_000, {
     schedule: () => lifecycle.enqueue('replay_scrub', {}, clock.now()),
     masking: async (orgId, appId) => ((await ctx.store.apps.getForOrg(orgId, appId))?.replayMode === 'inputs' ? 'inputs' : 'masked'),
-  })
+  }, { appHourlyBytes: config.uploadAppHourlyBytes, minFreeBytes: config.uploadMinFreeBytes })
   const connections = domain.connections
   const agentRunsRepo = ctx.store.agentRuns
   const runner = createAgentRunner(agentRunsRepo, connections, clock, log, {

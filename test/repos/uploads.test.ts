@@ -45,6 +45,25 @@ describeEachDialect('uploads repo', (fresh) => {
     expect(await repo.unreferenced(10_000, 10)).toEqual(['a1/b', 'a1/c'])
   })
 
+  test("unreferencedBytesSince: the App's unreferenced bytes issued at or after the time; referenced rows and other Apps' not counted", async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o2', 'a2')
+    const repo = s.store.uploads
+    expect(await repo.unreferencedBytesSince('a1', 0)).toBe(0)
+    for (const [key, at] of [['a1/old', 1_000], ['a1/x', 5_000], ['a1/y', 6_000], ['a1/used', 7_000]] as const) await repo.insert(upload(key, at))
+    await repo.insert({ ...upload('a2/z', 6_000), appId: 'a2', orgId: 'o2' })
+    expect(await repo.unreferencedBytesSince('a1', 5_000)).toBe(3 * 1234)
+    await s.store.feedback.submit(
+      { orgId: 'o1', appId: 'a1', severity: null, text: 't', url: null, userAgent: null, viewport: null, consoleLogs: null, attachments: null, componentTarget: null, metadata: null, submittedMode: 'public', externalUserId: null, email: null, submitterName: null, userContext: null },
+      ['a1/used'],
+      null,
+    )
+    expect(await repo.unreferencedBytesSince('a1', 5_000)).toBe(2 * 1234)
+    expect(await repo.unreferencedBytesSince('a1', 0)).toBe(3 * 1234)
+    expect(await repo.unreferencedBytesSince('a2', 0)).toBe(1234)
+  })
+
   test('replays: pending only once a report references them, oldest first; settled once, with the scrubbed type and size', async () => {
     const s = await fresh()
     await seedOrgApp(s)

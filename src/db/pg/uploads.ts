@@ -23,6 +23,8 @@ export function createPgUploadsRepo({ pool }: PgStorage, committer: PgGroupCommi
     markUploaded: (key, at) => committer.run(async ({ client }) => void (await client.query('UPDATE uploads SET uploaded_at = $1 WHERE key = $2', [at, key]))),
     unreferenced: async (before, limit) =>
       (await many<{ key: string }>(pool, 'SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < $1 ORDER BY created_at, key LIMIT $2', [before, limit])).map((r) => r.key),
+    unreferencedBytesSince: async (appId, since) =>
+      Number((await one<{ bytes: string | null }>(pool, 'SELECT SUM(byte_size) AS bytes FROM uploads WHERE feedback_id IS NULL AND app_id = $1 AND created_at >= $2', [appId, since]))?.bytes ?? 0),
     deleteUnreferenced: async (key) => (await exec(pool, 'DELETE FROM uploads WHERE key = $1 AND feedback_id IS NULL', [key])) > 0,
     pendingReplays: (limit) => many<UploadRow>(pool, "SELECT * FROM uploads WHERE replay_state = 'pending' AND feedback_id IS NOT NULL ORDER BY created_at, key LIMIT $1", [limit]),
     settleReplay: async (key, state, contentType, byteSize) =>

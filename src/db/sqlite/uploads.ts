@@ -20,6 +20,9 @@ export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: Gr
   const byKey = sqlite.query<UploadRow, [string]>('SELECT * FROM uploads WHERE key = ?')
   const markUploaded = sqlite.query('UPDATE uploads SET uploaded_at = ? WHERE key = ?')
   const unreferenced = sqlite.query<{ key: string }, [number, number]>('SELECT key FROM uploads WHERE feedback_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?')
+  const unreferencedBytes = sqlite.query<{ bytes: number | null }, [string, number]>(
+    'SELECT SUM(byte_size) AS bytes FROM uploads INDEXED BY uploads_unreferenced_idx WHERE feedback_id IS NULL AND app_id = ? AND created_at >= ?',
+  )
   const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
   const pendingReplays = sqlite.query<UploadRow, [number]>(
     "SELECT * FROM uploads WHERE replay_state = 'pending' AND feedback_id IS NOT NULL ORDER BY created_at, key LIMIT ?",
@@ -30,6 +33,7 @@ export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: Gr
     byKey: async (key) => byKey.get(key) ?? undefined,
     markUploaded: (key, at) => committer.run(() => void markUploaded.run(at, key)),
     unreferenced: async (before, limit) => unreferenced.all(before, limit).map((r) => r.key),
+    unreferencedBytesSince: async (appId, since) => unreferencedBytes.get(appId, since)?.bytes ?? 0,
     deleteUnreferenced: async (key) => deleteRow.run(key).changes > 0,
     pendingReplays: async (limit) => pendingReplays.all(limit),
     settleReplay: async (key, state, contentType, byteSize) => settleReplay.run(state, contentType, byteSize, key).changes > 0,

@@ -48,6 +48,8 @@ export interface UploadsRepo {
   markUploaded(key: string, at: number): Promise<void>
   /** Keys issued before `before` that no report references, oldest first. */
   unreferenced(before: number, limit: number): Promise<string[]>
+  /** The bytes announced by the App's uploads issued at or after `since` that no report references (yet). */
+  unreferencedBytesSince(appId: string, since: number): Promise<number>
   /** Deletes the row unless a report referenced it meanwhile; whether it did. */
   deleteUnreferenced(key: string): Promise<boolean>
   /** Replays a report references that wait for their scrub, oldest first. */
