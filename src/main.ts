@@ -116,8 +116,12 @@ async function main(argv: string[]): Promise<void> {
     case '--version':
     case '-v':
       return runVersion(rest)
-    case undefined:
     case 'help':
+      // `fixloop help serve` is `fixloop serve --help`.
+      if (rest[0] !== undefined && rest[0] !== 'help' && COMMANDS.includes(rest[0])) return main([rest[0], '--help'])
+      process.stdout.write(HELP)
+      return
+    case undefined:
     case '--help':
     case '-h':
       process.stdout.write(HELP)
@@ -144,7 +148,31 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     process.stderr.write(`fixloop: ${e.message}\n`)
     process.exit(2)
   }
+  // The file system refusing a path the operator chose (a data dir under a file, on a read-only disk, in a
+  // folder fixloop's user may not write): theirs to fix, said with the path, without a stack.
+  const refusal = fileSystemRefusal(e)
+  if (refusal) {
+    process.stderr.write(`fixloop: ${refusal}\n`)
+    process.exit(2)
+  }
   // fixloop's own fault: the stack (names are kept in the build) makes the report useful.
   process.stderr.write(`fixloop: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
   process.exit(1)
 })
+
+/** What the file system said about which path, for the errors an operator fixes; undefined for anything else. */
+function fileSystemRefusal(e: unknown): string | undefined {
+  const err = e as NodeJS.ErrnoException
+  const why: Record<string, string> = {
+    ENOTDIR: 'a part of the path is a file, not a folder',
+    EROFS: 'the file system is read-only',
+    EACCES: "fixloop's user may not write or enter there",
+    EPERM: 'the operation is not permitted there',
+    ENOSPC: 'the disk is full',
+    EDQUOT: "the disk quota of fixloop's user is used up",
+  }
+  // A folder that cannot be made where the path points (`--data-dir /proc/x`).
+  if (err.syscall === 'mkdir') why.ENOENT = 'the folder cannot be made there'
+  if (!(e instanceof Error) || typeof err.path !== 'string' || err.code === undefined || !(err.code in why)) return undefined
+  return `cannot use ${err.path}: ${why[err.code]} (${err.code}, ${err.syscall ?? 'file system'})`
+}

@@ -168,3 +168,31 @@ test.each([
   expect(r.stderr).toContain(says)
   expect(r.stderr).toContain(value)
 })
+
+test("an operator's mistake at start exits 2 with what to fix, no stack trace, and leaves nothing behind", async () => {
+  ensureBinary()
+  const { mkdirSync, writeFileSync } = await import('node:fs')
+  const root = tempDir()
+  writeFileSync(join(root, 'a-file'), 'x')
+  const cases: [string[], RegExp][] = [
+    // An address this machine cannot listen on.
+    [['serve', '--host', '999.1.1.1', '--port', '0', '--data-dir', join(root, 'd1')], /cannot listen on 999\.1\.1\.1:0: --host must be an address of this machine/],
+    // A data dir under a file: the cleanup of the half-made start used to throw its own error over this one.
+    [['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(root, 'a-file', 'data')], /cannot use .*a-file\/data: a part of the path is a file, not a folder \(ENOTDIR, mkdir\)/],
+    [['org', 'create', '--name', 'x', '--data-dir', join(root, 'a-file', 'data')], /cannot use .*a-file\/data: a part of the path is a file, not a folder/],
+    // A folder that cannot be made there.
+    [['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', '/proc/fixloop-nowhere'], /cannot use \/proc\/fixloop-nowhere: the folder cannot be made there \(ENOENT, mkdir\)/],
+  ]
+  for (const [args, message] of cases) {
+    const r = await runBinary(args)
+    expect({ args, code: r.code }).toEqual({ args, code: 2 })
+    expect(r.stderr).toMatch(message)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+  }
+  expect(readdirSync(root)).toEqual(['a-file'])
+  mkdirSync(join(root, 'unused'))
+  // `fixloop help serve` is serve's own help.
+  const help = await runBinary(['help', 'serve'])
+  expect(help.code).toBe(0)
+  expect(help.stdout).toStartWith('Usage: fixloop serve')
+}, 60_000)

@@ -34,7 +34,13 @@ export async function runServe(argv: string[]): Promise<void> {
   } catch (e) {
     // A data dir (and missing parents) this start created but could not finish is removed: no half-made
     // instance stays behind.
-    if (created) rmSync(created, { recursive: true, force: true })
+    // Best effort: the error that stopped the start is the one to report, not the cleanup's (the folder may
+    // never have been made: a read-only disk, a file in the way).
+    if (created) {
+      try {
+        rmSync(created, { recursive: true, force: true })
+      } catch {}
+    }
     throw e
   }
 }
@@ -123,7 +129,7 @@ function firstMissingDir(path: string): string | undefined {
  * handles the port being taken between this check and its own listen.
  */
 function refuseBusyPort(host: string, port: number): void {
-  if (port === 0) return
+  // Port 0 (any free port) is never busy, but the host is still tried.
   try {
     Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true)
   } catch (e) {
@@ -132,6 +138,8 @@ function refuseBusyPort(host: string, port: number): void {
       throw new StartupError(`${host}:${port} is already in use (another fixloop or another program listens there); choose another --port or stop it. Nothing was created.`)
     }
     if (code === 'EACCES') throw new StartupError(`no permission to listen on ${host}:${port} (ports below 1024 need privileges)`)
-    // Anything else (an address not on this machine): startServer's own listen reports it.
+    // An address this machine does not have, or no address at all (--host 999.1.1.1; Bun gives no code then):
+    // the operator's to fix.
+    throw new StartupError(`cannot listen on ${host}:${port}: --host must be an address of this machine (${code ?? (e as Error).message}). Nothing was created.`)
   }
 }
