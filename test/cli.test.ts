@@ -55,6 +55,18 @@ async function expectFailure(args: string[], message: RegExp, env: Record<string
   return r
 }
 
+describe('names', () => {
+  test('an Org or App name with a line break, a tab or another control character is refused (exit 2), before anything is stored', async () => {
+    for (const name of ['Shop\r\nBcc: x@evil.example', 'Tab\tbed', 'Bell\u0007', 'C1\u0085']) {
+      const org = await expectFailure(['org', 'create', '--name', name, '--data-dir', dataDir], /one line of text/)
+      expect(org.code).toBe(2)
+      await expectFailure(['app', 'create', '--org', orgId, '--name', name, '--data-dir', dataDir], /one line of text/)
+    }
+    const apps = await cliJson(dataDir, ['app', 'list', '--org', orgId])
+    expect(JSON.stringify(apps)).not.toMatch(/Bcc|Tab\\tbed/)
+  })
+})
+
 describe('commands and their --json output', () => {
   test('org create → {id, name}', async () => {
     const org = await cliJson(dataDir, ['org', 'create', '--name', 'Beta Org'])

@@ -42,6 +42,9 @@ export interface TenantsDeps {
   clock: Clock
 }
 
+/** C0 and C1 control characters and DEL (line breaks and tabs among them). */
+const CONTROL_CHARACTERS = /[\x00-\x1f\x7f-\x9f]/
+
 export function slugify(name: string): string {
   const slug = name
     .normalize('NFKD')
@@ -83,6 +86,16 @@ export function createTenantsService(ctx: TenantsDeps) {
     return org
   }
 
+  /**
+   * An Org's or App's name: not empty, and one line of text. A name is written into mail subjects, pages and
+   * terminals; a line break there ("Shop\r\nBcc: …") was folded or escaped wherever an audit looked, and is
+   * now never stored.
+   */
+  function checkName(name: string): void {
+    if (!name.trim()) throw invalid('--name must not be empty')
+    if (CONTROL_CHARACTERS.test(name)) throw invalid('--name must be one line of text: no line breaks, tabs or other control characters')
+  }
+
   async function requireApp(orgId: string, appId: string): Promise<AppRow> {
     const row = await repo.appInOrg(orgId, appId)
     if (!row) throw new ApiError('app_not_found', { appId }, `unknown app: ${appId}`)
@@ -90,7 +103,7 @@ export function createTenantsService(ctx: TenantsDeps) {
   }
 
   function checkSettings(s: AppSettings): void {
-    if (s.name !== undefined && !s.name.trim()) throw invalid('--name must not be empty')
+    if (s.name !== undefined) checkName(s.name)
     if (s.slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,63}$/.test(s.slug)) {
       throw invalid(`--slug must be lowercase letters, digits and dashes (max 64), got "${s.slug}"`)
     }
@@ -133,7 +146,7 @@ export function createTenantsService(ctx: TenantsDeps) {
 
     /** Changes made `by` someone are audited in their own transaction. */
     async createOrg(name: string, by?: ActedBy): Promise<{ id: string; name: string; createdAt: string }> {
-      if (!name.trim()) throw invalid('--name must not be empty')
+      checkName(name)
       const row = { id: newId(clock), name: name.trim(), createdAt: clock.now() }
       await repo.insertOrg(row, note(by, row.id, 'org.created', row.id, { name: row.name }))
       return { id: row.id, name: row.name, createdAt: isoUtc(row.createdAt) }
