@@ -132,10 +132,16 @@ describe('hostile agents', () => {
     const { AGENT_UID_RANGE } = await import('../src/agent/agent-uid')
     await connect(s, 'echo "$(id -u) $(id -g) $(whoami) $HOME" > who.txt')
     const seen: string[] = []
-    for (const text of ['Who runs the agent, first', 'Who runs the agent, second']) {
-      const { run } = await finish(s, await submit(s, { text }))
-      expect(run.status).toBe('succeeded')
-      seen.push(readFileAtBranch(s.bare, run.branch, 'who.txt')!.trim())
+    // The server's umask (main.ts sets 077): the sandbox's passwd must still be readable to the agent.
+    const umask = process.umask(0o077)
+    try {
+      for (const text of ['Who runs the agent, first', 'Who runs the agent, second']) {
+        const { run } = await finish(s, await submit(s, { text }))
+        expect(run.status).toBe('succeeded')
+        seen.push(readFileAtBranch(s.bare, run.branch, 'who.txt')!.trim())
+      }
+    } finally {
+      process.umask(umask)
     }
     const uids = seen.map((line) => {
       const [uid, gid, name, home] = line.split(' ')
@@ -452,7 +458,9 @@ describe('the pieces, one by one', () => {
   test('as root, each run leases a uid of its own from the range; nobody where the range is not mapped; its own uid otherwise', async () => {
     const { agentUidsFor, leaseAgentUid, AGENT_UID_RANGE, NOBODY, rangeIsMapped, accountFiles } = await import('../src/agent/agent-uid')
     expect(agentUidsFor('bwrap', 0, () => true)).toBe('per-run')
-    expect(agentUidsFor('bwrap', 0, () => false)).toBe('nobody')
+    expect(agentUidsFor('bwrap', 0, (first) => first === NOBODY)).toBe('nobody')
+    // A namespace mapping root alone: not even nobody can be become.
+    expect(agentUidsFor('bwrap', 0, () => false)).toBe('own')
     expect(agentUidsFor('bwrap', 1000, () => true)).toBe('own')
     expect(agentUidsFor('off', 0, () => true)).toBe('own')
     // A rootless container maps 65,536 uids: not the range.
@@ -510,6 +518,43 @@ describe('the pieces, one by one', () => {
     } finally {
       first.release()
       second.release()
+    }
+  })
+
+  test.skipIf(process.getuid?.() !== 0)("each sandboxed command has a session keyring of its own and starts with its uid's user keyrings empty: no key of fixloop's, none from an earlier run", async () => {
+    const { sandboxArgv } = await import('../src/agent/sandbox')
+    const { leaseAgentUid, accountFiles } = await import('../src/agent/agent-uid')
+    const { handWorkspace } = await import('../src/agent/workspace')
+    const { writeFileSync } = await import('node:fs')
+    const [ADD_KEY, KEYCTL] = process.arch === 'arm64' ? [217, 219] : [248, 250]
+    // -3 the session keyring, -4 the user keyring.
+    const addKey = (name: string, ring: number) => `perl -e 'my ($t,$d,$p)=("user","${name}","v"); print syscall(${ADD_KEY},$t,$d,$p,1,${ring}) > 0 ? "${name}-added\\n" : "${name}-refused $!\\n"'`
+    const findKey = (name: string, ring: number) => `perl -e 'my ($t,$d)=("user","${name}"); print syscall(${KEYCTL},10,${ring},$t,$d,0) > 0 ? "${name}-found\\n" : "${name}-absent\\n"'`
+    const lease = leaseAgentUid('per-run')
+    try {
+      const argvFor = async (script: string) => {
+        const { ws } = await sandboxWorkspace()
+        const accounts = accountFiles(lease.uid, '/fixloop/home')
+        writeFileSync(ws.passwdFile, accounts.passwd, { mode: 0o644 })
+        writeFileSync(ws.groupFile, accounts.group, { mode: 0o644 })
+        await handWorkspace(ws, lease.uid)
+        return sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: lease.uid }, ws, script)
+      }
+      // fixloop as a root service or a login session has a session keyring, here with an operator's key in
+      // it: a perl parent joins one, adds the key, runs two sandboxed commands of one uid, then looks.
+      const parent = [
+        `syscall(${KEYCTL}, 1, 0) >= 0 or die "join: $!";`,
+        `my ($t,$d,$p) = ("user","operator-secret","root-only"); syscall(${ADD_KEY}, $t, $d, $p, length($p), -3) > 0 or die "add: $!";`,
+        `my @runs = ([]); for (@ARGV) { if ($_ eq "::next::") { push @runs, [] } else { push @{$runs[-1]}, $_ } }`,
+        `$| = 1; for my $r (@runs) { system { $r->[0] } @$r; }`,
+        `my ($t2,$d2) = ("user","planted"); print syscall(${KEYCTL}, 10, -3, $t2, $d2, 0) > 0 ? "parent-sees-planted\n" : "parent-clean\n";`,
+      ].join(' ')
+      const first = await argvFor([findKey('operator-secret', -3), addKey('planted', -3), addKey('mine', -4)].join('; '))
+      const second = await argvFor([findKey('mine', -4), findKey('planted', -3)].join('; '))
+      const r = Bun.spawnSync(['perl', '-e', parent, '--', ...first, '::next::', ...second], { env: { PATH: '/usr/bin:/bin' }, stdout: 'pipe', stderr: 'pipe' })
+      expect(r.stdout.toString()).toBe('operator-secret-absent\nplanted-added\nmine-added\nmine-absent\nplanted-absent\nparent-clean\n')
+    } finally {
+      lease.release()
     }
   })
 

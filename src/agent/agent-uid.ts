@@ -11,7 +11,9 @@
  * /etc/group naming it (`accountFiles`).
  *
  * A user namespace that does not map the range (rootless Podman, Docker with userns-remap, usually 65,536
- * uids) cannot chown to it or become it: there every agent runs as nobody (65534), shared, as before.
+ * uids) cannot chown to it or become it: there every agent runs as nobody (65534), shared, as before; one
+ * that maps only root (`unshare --map-root-user`) runs them as fixloop's own uid, root of that namespace
+ * and an unprivileged user outside it.
  */
 import { readFileSync } from 'node:fs'
 
@@ -26,7 +28,10 @@ export type AgentUids = 'own' | 'per-run' | 'nobody'
 
 export function agentUidsFor(mode: 'bwrap' | 'off', uid: number | undefined, mapped: (first: number, count: number) => boolean = rangeIsMapped): AgentUids {
   if (mode !== 'bwrap' || uid !== 0) return 'own'
-  return mapped(AGENT_UID_RANGE.first, AGENT_UID_RANGE.count) ? 'per-run' : 'nobody'
+  if (mapped(AGENT_UID_RANGE.first, AGENT_UID_RANGE.count)) return 'per-run'
+  // A namespace mapping root alone (`unshare --map-root-user`): nobody cannot be become either, and root
+  // here is an unprivileged user outside, like a fixloop that is not root.
+  return mapped(NOBODY, 1) ? 'nobody' : 'own'
 }
 
 /** Whether this process's user namespace maps every uid and gid of [first, first+count) (/proc/self/uid_map). */

@@ -4,7 +4,7 @@
  * `executeRun` turns the outcome into the run's result (the runner stores it). Everything that came from
  * the agent is scrubbed before it leaves this file.
  */
-import { writeFileSync } from 'node:fs'
+import { chmodSync, writeFileSync } from 'node:fs'
 import type { RepoConnection } from '../modules/connections/service'
 import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
@@ -117,8 +117,12 @@ async function prepare(c: RunContext, task: TaskInput): Promise<void> {
   writeFileSync(c.ws.taskFile, buildTask(full), { mode: 0o600 })
   if (c.sandbox.mode === 'bwrap' && c.sandbox.runAs !== undefined) {
     const accounts = accountFiles(c.sandbox.runAs, INSIDE.home)
-    writeFileSync(c.ws.passwdFile, accounts.passwd, { mode: 0o644 })
-    writeFileSync(c.ws.groupFile, accounts.group, { mode: 0o644 })
+    // chmod, not only `mode`: the server runs with umask 077 (main.ts), which a create mode cannot undo,
+    // and the agent's uid must read them (whoami, os.userInfo()).
+    for (const [file, text] of [[c.ws.passwdFile, accounts.passwd], [c.ws.groupFile, accounts.group]] as const) {
+      writeFileSync(file, text, { mode: 0o644 })
+      chmodSync(file, 0o644)
+    }
   }
 }
 

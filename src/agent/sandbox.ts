@@ -41,6 +41,24 @@ export interface SandboxOptions {
 const SETPRIV = '/usr/bin/setpriv'
 /** util-linux's prlimit: sets the run's process limit before setpriv takes the uid. */
 const PRLIMIT = '/usr/bin/prlimit'
+/** perl (Debian's perl-base, always installed): the one tool at hand that makes the keyctl calls below. */
+const PERL = '/usr/bin/perl'
+
+/** keyctl(2)'s syscall number where fixloop runs (x86-64, arm64); undefined elsewhere (no keyring step then). */
+const KEYCTL_SYSCALL: number | undefined = { x64: 250, arm64: 219 }[process.arch as string]
+
+/**
+ * What each sandboxed command starts with, as the agent's uid, before the agent's own command: a new,
+ * empty, anonymous session keyring (KEYCTL_JOIN_SESSION_KEYRING), and the uid's user keyrings cleared
+ * (KEYCTL_CLEAR of @u and @us). A process inherits its parent's session keyring whatever its uid: an
+ * audit's agents read and planted keys in fixloop's own (a root service or a login session has one),
+ * each run passing them to the next. The user keyrings outlive a run; cleared, a later run drawing the
+ * same uid (or sharing nobody) finds nothing. keyctl refused outright (ENOSYS, EPERM: Docker's seccomp
+ * profile) means no keyring at all, which is as safe; any other failure stops the command.
+ */
+const KEYRING_PRELUDE = (nr: number) =>
+  `my $j = syscall(${nr}, 1, 0); die "fixloop: no session keyring of its own: $!\n" if $j < 0 && !$!{ENOSYS} && !$!{EPERM}; ` +
+  `if ($j >= 0) { syscall(${nr}, 7, -4); syscall(${nr}, 7, -5); } exec { $ARGV[0] } @ARGV or die "fixloop: exec $ARGV[0]: $!\n"`
 
 /**
  * The most processes and threads an agent of its own uid (fixloop is root) may have at once: the kernel
@@ -135,6 +153,7 @@ export function sandboxArgv(opts: SandboxOptions, ws: WorkspacePaths, command: s
   a.push('--remount-ro', '/', '--chdir', INSIDE.repo)
   if (opts.runAs !== undefined) a.push(PRLIMIT, `--nproc=${opts.maxProcesses ?? AGENT_MAX_PROCESSES}`, '--')
   if (opts.runAs !== undefined) a.push(SETPRIV, `--reuid=${opts.runAs}`, `--regid=${opts.runAs}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--')
+  if (KEYCTL_SYSCALL !== undefined) a.push(PERL, '-e', KEYRING_PRELUDE(KEYCTL_SYSCALL), '--')
   a.push('/bin/sh', '-c', command)
   return a
 }
@@ -180,6 +199,7 @@ async function probeSandbox(): Promise<string | null> {
   const [stderr, exitCode] = await Promise.all([new Response(probe.stderr).text(), probe.exited])
   const missing = [SETPRIV, PRLIMIT].find((tool) => !existsSync(tool))
   if (exitCode === 0 && process.getuid?.() === 0 && missing) return `${missing} (util-linux) is missing: as root, fixloop runs agents as a uid of their own through it (apt-get install util-linux)`
+  if (exitCode === 0 && KEYCTL_SYSCALL !== undefined && !existsSync(PERL)) return `${PERL} (perl-base) is missing: every agent command starts with a keyring of its own through it (apt-get install perl-base)`
   if (exitCode === 0) return null
   return `bubblewrap (${bwrap}) cannot create a sandbox here: ${stderr.trim().slice(0, 300)} (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or run as root; or set FIXLOOP_AGENT_SANDBOX=off, which is unsafe)`
 }

@@ -75,8 +75,11 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // Agents are hostile: they never run without a working sandbox unless the operator said otherwise.
   const sandboxUnavailable = config.agentSandbox === 'bwrap' ? await sandboxProblem() : null
   if (config.agentSandbox === 'off') log.warn('FIXLOOP_AGENT_SANDBOX=off: agents run unconfined, with the same rights as fixloop (unsafe)')
-  if (agentUidsFor(config.agentSandbox, process.getuid?.()) === 'nobody')
+  const agentUids = agentUidsFor(config.agentSandbox, process.getuid?.())
+  if (agentUids === 'nobody')
     log.warn(`agents run as nobody (${NOBODY}), shared between runs: this user namespace does not map the uids fixloop leases one per run from (${AGENT_UID_RANGE.first}-${AGENT_UID_RANGE.first + AGENT_UID_RANGE.count - 1}); see docs/agents.md`)
+  if (agentUids === 'own' && config.agentSandbox === 'bwrap' && process.getuid?.() === 0)
+    log.warn(`agents run as fixloop's own uid, root of this user namespace: it maps neither the uids fixloop leases one per run from nor nobody (${NOBODY}); see docs/agents.md`)
   // One server per data dir: taken before anything else touches the database, held until stop().
   // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
   prepareDataDir(config.dataDir, { announce: !config.databaseUrl })
