@@ -47,6 +47,8 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_AGENT_SANDBOX_PATHS'], default: 'unset', meaning: 'colon-separated absolute host paths sandboxed agents may read' },
   { env: ['FIXLOOP_WORK_DIR'], default: '<tmp>/fixloop-work-<uid>', meaning: 'where agent run workspaces live (outside the data dir)' },
   { env: ['FIXLOOP_UPLOAD_GRACE_HOURS'], default: '24', meaning: 'uploads no submission references are removed after this long' },
+  { env: ['FIXLOOP_UPLOAD_APP_HOURLY_MB'], default: '1024', meaning: "bytes of uploads no report references one App may be issued per hour (429 past it; 0: no limit)" },
+  { env: ['FIXLOOP_UPLOAD_MIN_FREE_MB'], default: '256', meaning: "the embedded store refuses an upload leaving less than this free on the data dir's disk (503; 0: not checked)" },
   { env: ['FIXLOOP_EVENT_RETENTION_DAYS'], default: '30', meaning: 'events older than this are purged' },
   { env: ['FIXLOOP_AUDIT_RETENTION_DAYS'], default: '0', meaning: 'audit entries older than this many days are purged (0: kept forever)' },
   { env: ['FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS'], default: '14', meaning: 'webhook deliveries and their attempt log older than this are purged' },

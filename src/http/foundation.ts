@@ -171,9 +171,6 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
     .onTransform({ as: 'global' }, ({ request, route, query }) => {
       const refused = nulInUrl(request.method, route, request.url, query)
       if (refused) throw refused
-      // An empty query parameter is one left out (`?after=5&types=&appId=`, the shape CONTRACT.md writes the
-      // stream's URL in; a first page's `cursor=`): every query parameter is optional, and "" is no value.
-      for (const name of Object.keys(query)) if (query[name] === '') delete query[name]
     })
     // A declared query parameter given twice (repeated-query.ts): after authentication, like a bad value.
     .onBeforeHandle({ as: 'global' }, ({ request, route }) => {

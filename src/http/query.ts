@@ -12,13 +12,12 @@ export interface IntRange {
 }
 
 /**
- * The integer a query parameter holds, or `fallback` when absent or empty; anything else is invalid_body. Reads
+ * The integer a query parameter holds, or `fallback` when absent; anything else is invalid_body. Reads
  * the raw query string: Elysia has already coerced "0x10" to 16 and kept one of two repeated values.
  */
 export function readIntQuery(request: Request, name: string, { min, max }: IntRange, fallback: number): number {
-  // An empty value is one left out, as for every query parameter (http/foundation.ts).
   const values = new URL(request.url).searchParams.getAll(name)
-  if (values.length === 0 || (values.length === 1 && values[0] === '')) return fallback
+  if (values.length === 0) return fallback
   const fail = (message: string) => new ApiError('invalid_body', { issues: [{ path: `/${name}`, message }] })
   if (values.length > 1) throw fail('must be given once')
   const n = /^[0-9]{1,15}$/.test(values[0]) ? Number(values[0]) : NaN

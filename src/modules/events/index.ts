@@ -8,6 +8,17 @@ import { readIntQuery } from '../../http/query'
 import { EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, EventsPage, EventsQuery, SEQ_MAX, StreamQuery } from './model'
 import type { EventsService } from './service'
 
+/**
+ * CONTRACT.md writes the URLs as `…/v1/events/stream?after=<seq>&types=&appId=` and
+ * `…/v1/events?after=<seq>&limit=N&types=a,b&appId=`: a client filling them in with no filter sends
+ * `types=` and `appId=` empty, which mean "every type", "every App" (they were refused with 400). Other
+ * empty values keep their answer (an empty `after` or `limit` is no number: 400).
+ */
+function emptyFiltersLeftOut({ query }: { query: object }): void {
+  const q = query as Record<string, unknown>
+  for (const name of ['types', 'appId']) if (q[name] === '') delete q[name]
+}
+
 export function eventRoutes(auth: AuthDeps, events: EventsService) {
   return new Elysia({ name: 'events' })
     .use(orgAuth(auth))
@@ -22,6 +33,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
         }) as Promise<{ data: never[]; nextAfter: number }>,
       {
         access: 'org.read',
+        transform: emptyFiltersLeftOut,
         query: EventsQuery,
         response: { 200: t.NoValidate(EventsPage), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'app_not_found') },
         detail: {
@@ -41,6 +53,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
         ),
       {
         access: 'org.read',
+        transform: emptyFiltersLeftOut,
         query: StreamQuery,
         response: {
           200: t.String({ description: 'text/event-stream: "id: <seq>", "event: <type>", "data: <event JSON>"; a comment line at least every 15 s' }),
