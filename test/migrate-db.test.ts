@@ -126,6 +126,9 @@ beforeAll(async () => {
   // A retention floor above the newest seq (what deleting an Org's newest events leaves behind on SQLite):
   // written by hand, since retention runs after days. Beta's counter must come out at this floor.
   const db = new Database(join(dataDir, 'fixloop.db'))
+  // A processing thread the stop's time limit cut off may still be finishing its last write (a loaded CI
+  // machine: SQLITE_BUSY here once): wait for it rather than fail.
+  db.run('PRAGMA busy_timeout = 20000')
   db.run('INSERT INTO event_counters (org_id, last_seq) VALUES (?, 500) ON CONFLICT (org_id) DO UPDATE SET last_seq = 500', [b.orgId])
   // An issue-tracker connection and one issue link (docs/trackers.md), as the sync writes them.
   db.run(
