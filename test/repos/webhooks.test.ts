@@ -19,8 +19,8 @@ const record = (s: FreshStore, orgId = 'o1') => s.store.lifecycle.record({ orgId
 let n = 0
 const ids = () => `d${String(++n).padStart(6, '0')}`
 const everything = () => true
-/** No Org's share limits these claims. */
-const OPEN = { perOrg: 1000, inFlight: {} }
+/** No Org at its share of the pool: nothing left out of these claims. */
+const OPEN: string[] = []
 
 function outcome(d: { id: string; attempts: number; schedule_index: number }, kind: AttemptOutcome['kind'], now: number, extra: Partial<AttemptOutcome> = {}): AttemptOutcome {
   return {
@@ -164,7 +164,7 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await sql(s, "SELECT id FROM audit_log WHERE action = 'webhook.redelivered'")).toHaveLength(1)
   })
 
-  test("an Org's share: at most perOrg in flight (its in-flight ones counted), the Orgs' first endpoints before any second", async () => {
+  test("an Org at its share of the pool is left out of the claim; the others' endpoints are claimed", async () => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o2', 'a2')
@@ -178,15 +178,12 @@ describeEachDialect('webhooks repo', (fresh) => {
     for (const h of greedy) await repo.fanOutPage('o1', h, 10, everything, ids, s.clock.now())
     await repo.fanOutPage('o2', 'wz', 10, everything, ids, s.clock.now())
     const now = s.clock.now()
-    // Room for three: o2's one endpoint is among them (each Org's first before any second), o1 gets two.
-    const first = await repo.claim(now, now + 60_000, 3, [], { perOrg: 4, inFlight: {} })
-    expect(first.map((d) => d.org_id).sort()).toEqual(['o1', 'o1', 'o2'])
-    // o1 has two in flight, its share is four: two more, whatever the room.
-    const second = await repo.claim(now, now + 60_000, 10, [], { perOrg: 4, inFlight: { o1: 2, o2: 1 } })
-    expect(second.map((d) => d.org_id)).toEqual(['o1', 'o1'])
-    // o1 at its share: nothing, though two of its endpoints have a due delivery.
-    expect(await repo.claim(now, now + 60_000, 10, [], { perOrg: 4, inFlight: { o1: 4, o2: 1 } })).toEqual([])
-    expect((await repo.claim(now, now + 60_000, 10, [], { perOrg: 6, inFlight: { o1: 4, o2: 1 } })).map((d) => d.webhook_id).sort()).toEqual(['w5', 'w6'])
+    // o1 full: only o2's endpoint, whatever the room.
+    expect((await repo.claim(now, now + 60_000, 10, [], ['o1'])).map((d) => d.webhook_id)).toEqual(['wz'])
+    // o1 no longer left out: its endpoints, up to the limit.
+    expect((await repo.claim(now, now + 60_000, 4, [], [])).map((d) => d.org_id)).toEqual(['o1', 'o1', 'o1', 'o1'])
+    expect(await repo.claim(now, now + 60_000, 10, [], ['o1', 'o2'])).toEqual([])
+    expect((await repo.claim(now, now + 60_000, 10, [], ['o2'])).map((d) => d.webhook_id).sort()).toEqual(['w5', 'w6'])
   })
 
   test('releaseLeases hands every leased pending delivery back (a dispatcher starting: the leases are a predecessor\'s)', async () => {

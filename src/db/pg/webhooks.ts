@@ -21,29 +21,17 @@ const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_unt
  * Due times and leases are the database's clock (src/db/pg/db-clock.ts), not the dispatching node's: $1
  * is NULL but for a store whose clock a test drives, $2 the lease's length.
  */
-// Like the SQLite claim (db/sqlite/webhooks.ts): the endpoints with a due delivery are numbered within their
-// Org (`ranked`; a window function cannot share its query with FOR UPDATE), an Org takes at most $6 slots
-// with its in-flight ones ($5, a JSON object by Org id), the Orgs' first endpoints before any second one;
-// then the chosen endpoints' rows are locked, skipping those another dispatcher holds.
-const CLAIM = `WITH clock AS (SELECT ${nowOr('$1')} AS now),
-  ranked AS (SELECT w.id AS wid, w.org_id, ROW_NUMBER() OVER (PARTITION BY w.org_id ORDER BY w.id) AS nth
-             FROM webhooks w
-             WHERE w.enabled AND w.deleted_at IS NULL
-               AND EXISTS (SELECT 1 FROM webhook_deliveries d
-                           WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= (SELECT now FROM clock)
-                             AND NOT (d.id = ANY($4::text[])))
-               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b
-                               WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= (SELECT now FROM clock) AND b.status = 'pending')),
-  chosen AS (SELECT r.wid FROM ranked r LEFT JOIN jsonb_each_text($5::jsonb) f ON f.key = r.org_id
-             WHERE r.nth + COALESCE(f.value::int, 0) <= $6
-             ORDER BY r.nth LIMIT $3)
+const CLAIM = `WITH clock AS (SELECT ${nowOr('$1')} AS now)
   UPDATE webhook_deliveries SET lease_until = (SELECT now FROM clock) + $2::bigint
   WHERE id IN (SELECT next.id FROM webhooks w
                CROSS JOIN LATERAL (SELECT d.id FROM webhook_deliveries d
                                    WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= (SELECT now FROM clock)
                                      AND NOT (d.id = ANY($4::text[]))
                                    ORDER BY d.event_seq LIMIT 1) next
-               WHERE w.id IN (SELECT wid FROM chosen) AND w.enabled AND w.deleted_at IS NULL
+               WHERE w.enabled AND w.deleted_at IS NULL AND NOT (w.org_id = ANY($5::text[]))
+                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b
+                                 WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= (SELECT now FROM clock) AND b.status = 'pending')
+               LIMIT $3
                FOR UPDATE OF w SKIP LOCKED)
     AND status = 'pending' AND (lease_until IS NULL OR lease_until < (SELECT now FROM clock))
   RETURNING *`
@@ -138,11 +126,11 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
         await exec(c, 'UPDATE webhooks SET cursor_seq = $1 WHERE id = $2 AND cursor_seq = $3', [rows[rows.length - 1].seq, webhookId, fresh.cursor_seq])
         return rows.length
       }),
-    claim: async (now, leaseUntil, limit, busy, share) => {
+    claim: async (now, leaseUntil, limit, busy, fullOrgs) => {
       // A read before the claim: most polls find nothing due, and those need no transaction.
       const at = storage.callerClock ? now : null
       if (!(await one(pool, `SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ${nowOr('$1')} LIMIT 1`, [at]))) return []
-      return many<DeliveryRow>(pool, CLAIM, [at, leaseUntil - now, limit, busy, JSON.stringify(share.inFlight), share.perOrg])
+      return many<DeliveryRow>(pool, CLAIM, [at, leaseUntil - now, limit, busy, fullOrgs])
     },
     releaseLeases: async () => {
       // Called by the dispatcher as it starts, which in cluster mode is when its node takes the `dispatch`

@@ -35,25 +35,22 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
                        VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`),
     // In order per endpoint: at most one attempt in flight for an endpoint (a live lease), and its next
     // one is the due delivery of the lowest seq (unique per endpoint: one Org's seq). One row per endpoint,
-    // so `limit` spreads over endpoints; and over Orgs: each Org's endpoints are numbered (nth), an Org
-    // takes at most $perOrg slots with the ones it has in flight ($inFlight, a JSON object by Org id), and
-    // the Orgs' first endpoints come before any second one. INDEXED BY: without ANALYZE figures the planner
-    // would take the due index and sort every due row of the endpoint on each claim.
+    // so `limit` spreads over endpoints; none of an Org at its share of the pool ($full). INDEXED BY:
+    // without ANALYZE figures the planner would take the due index and sort every due row of the endpoint
+    // on each claim. The LIMIT ends the scan at the first endpoints with a due delivery: a claim costs the
+    // same with 10 or 1,000 endpoints.
     claim: q(`UPDATE webhook_deliveries SET lease_until = $leaseUntil
-              WHERE id IN (SELECT r.next_id FROM
-                             (SELECT next_id, org_id, ROW_NUMBER() OVER (PARTITION BY org_id ORDER BY wid) AS nth FROM
-                                (SELECT (SELECT d.id FROM webhook_deliveries d INDEXED BY webhook_deliveries_endpoint_idx
-                                         WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $now
-                                           AND d.id NOT IN (SELECT value FROM json_each($busy))
-                                         ORDER BY d.event_seq LIMIT 1) AS next_id, w.org_id AS org_id, w.id AS wid
-                                 FROM webhooks w
-                                 WHERE w.enabled = 1 AND w.deleted_at IS NULL
-                                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b INDEXED BY webhook_deliveries_leased_idx
-                                                   WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= $now AND b.status = 'pending'))
-                              WHERE next_id IS NOT NULL) r
-                           LEFT JOIN json_each($inFlight) f ON f.key = r.org_id
-                           WHERE r.nth + COALESCE(f.value, 0) <= $perOrg
-                           ORDER BY r.nth LIMIT $limit)
+              WHERE id IN (SELECT next_id FROM
+                             (SELECT (SELECT d.id FROM webhook_deliveries d INDEXED BY webhook_deliveries_endpoint_idx
+                                      WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $now
+                                        AND d.id NOT IN (SELECT value FROM json_each($busy))
+                                      ORDER BY d.event_seq LIMIT 1) AS next_id
+                              FROM webhooks w
+                              WHERE w.enabled = 1 AND w.deleted_at IS NULL
+                                AND w.org_id NOT IN (SELECT value FROM json_each($full))
+                                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b INDEXED BY webhook_deliveries_leased_idx
+                                                WHERE b.webhook_id = w.id AND b.lease_until IS NOT NULL AND b.lease_until >= $now AND b.status = 'pending'))
+                           WHERE next_id IS NOT NULL LIMIT $limit)
               RETURNING *`),
     // A read before the claim: an UPDATE takes the write lock even when nothing is due (db/sqlite/write-turns.ts).
     anyDue: q("SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
@@ -125,10 +122,10 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
           return rows.length
         })
         .immediate(),
-    claim: async (now, leaseUntil, limit, busy, share) =>
+    claim: async (now, leaseUntil, limit, busy, fullOrgs) =>
       s.anyDue.get(now) === null
         ? []
-        : sqlite.transaction(() => s.claim.all({ now, leaseUntil, limit, busy: JSON.stringify(busy), inFlight: JSON.stringify(share.inFlight), perOrg: share.perOrg }) as DeliveryRow[]).immediate(),
+        : sqlite.transaction(() => s.claim.all({ now, leaseUntil, limit, busy: JSON.stringify(busy), full: JSON.stringify(fullOrgs) }) as DeliveryRow[]).immediate(),
     releaseLeases: async () => void s.releaseLeases.run(),
     nextDue: async () => (s.nextDue.get() as { at: number | null }).at,
     settle: async (o) =>

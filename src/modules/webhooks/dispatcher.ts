@@ -15,7 +15,7 @@ import { newId } from '../../core/ids'
 import { createTurns } from '../../core/turns'
 import { VERSION } from '../../version'
 import type { EventHub } from '../events/hub'
-import { type DeliveryRow, type OrgShare, type WebhookRow, type WebhooksRepo } from './repo'
+import { type DeliveryRow, type WebhookRow, type WebhooksRepo } from './repo'
 import { DISABLE_AFTER_FAILING_MS, parseRetryAfter, retryDelayMs } from './schedule'
 import { postOnce, type AttemptResult } from './sender'
 import { signatureHeader } from './signature'
@@ -188,24 +188,37 @@ export class WebhookDispatcher {
   private claimAgain = false
   private claimRun: Promise<void> | undefined
 
+  /**
+   * Claims due deliveries up to the free room and starts them. No Org gets more than its share of the pool
+   * (`ORG_SHARE`): the Orgs at it are left out of the claim, and a claim takes no more rows than the Org
+   * closest to its share may still have (a claim's rows may all be one Org's), claiming again while rows
+   * came and room is left.
+   */
   private async claimAndSend(): Promise<void> {
-    const room = this.opts.concurrency - this.inFlight.size
-    if (room <= 0 || !this.opts.mayAct()) return
-    const now = this.ctx.clock.now()
-    // The lease outlives the timeout, so a live attempt is never claimed twice.
-    const share: OrgShare = { perOrg: Math.max(1, Math.floor(this.opts.concurrency * ORG_SHARE)), inFlight: {} }
-    for (const orgId of this.inFlightOrg.values()) share.inFlight[orgId] = (share.inFlight[orgId] ?? 0) + 1
-    const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, room, [...this.inFlight.keys()], share))
-    for (const d of claimed) {
-      const p = this.attempt(d)
-        .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
-        .finally(() => {
-          this.inFlight.delete(d.id)
-          this.inFlightOrg.delete(d.id)
-          this.sendDue().catch((e) => this.failed('error', 'webhook dispatch failed', e))
-        })
-      this.inFlight.set(d.id, p)
-      this.inFlightOrg.set(d.id, d.org_id)
+    const perOrg = Math.max(1, Math.floor(this.opts.concurrency * ORG_SHARE))
+    for (;;) {
+      const room = this.opts.concurrency - this.inFlight.size
+      if (room <= 0 || !this.opts.mayAct()) return
+      const counts = new Map<string, number>()
+      for (const orgId of this.inFlightOrg.values()) counts.set(orgId, (counts.get(orgId) ?? 0) + 1)
+      const full = [...counts].filter(([, n]) => n >= perOrg).map(([orgId]) => orgId)
+      const busiest = Math.max(0, ...[...counts.values()].filter((n) => n < perOrg))
+      const limit = Math.min(room, perOrg - busiest)
+      const now = this.ctx.clock.now()
+      // The lease outlives the timeout, so a live attempt is never claimed twice.
+      const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, limit, [...this.inFlight.keys()], full))
+      for (const d of claimed) {
+        const p = this.attempt(d)
+          .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
+          .finally(() => {
+            this.inFlight.delete(d.id)
+            this.inFlightOrg.delete(d.id)
+            this.sendDue().catch((e) => this.failed('error', 'webhook dispatch failed', e))
+          })
+        this.inFlight.set(d.id, p)
+        this.inFlightOrg.set(d.id, d.org_id)
+      }
+      if (claimed.length < limit) return
     }
   }
 

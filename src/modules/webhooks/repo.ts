@@ -93,14 +93,6 @@ export interface SettleResult {
 
 export type FanOutMatch = (w: WebhookRow, e: Pick<EventRow, 'type' | 'app_id' | 'data'>) => boolean
 
-/** The slots of the delivery pool an Org may take (WebhooksRepo.claim). */
-export interface OrgShare {
-  /** The most attempts in flight for one Org. */
-  perOrg: number
-  /** The attempts in flight now, by Org id (Orgs with none left out). */
-  inFlight: Record<string, number>
-}
-
 export interface WebhooksRepo {
   get(orgId: string, id: string): Promise<WebhookRow | null>
   /** A live endpoint by id alone (the dispatcher, the CLI). */
@@ -136,10 +128,10 @@ export interface WebhooksRepo {
    * Leases up to `limit` due deliveries of enabled endpoints (not in `busy`) until `leaseUntil`: each is
    * claimed by one dispatcher only (PostgreSQL: FOR UPDATE SKIP LOCKED). On PostgreSQL "due" and the
    * lease are the database's clock: the lease lasts `leaseUntil - now` from the database's now.
-   * `share` keeps one Org from taking every slot: an Org gets at most `perOrg` attempts in flight, its
-   * `inFlight` ones counted, and the Orgs' endpoints are taken in turn (each Org's first, then second, …).
+   * Nothing of the Orgs in `fullOrgs` (at their share of the pool: the dispatcher keeps one Org from taking
+   * every slot).
    */
-  claim(now: number, leaseUntil: number, limit: number, busy: string[], share: OrgShare): Promise<DeliveryRow[]>
+  claim(now: number, leaseUntil: number, limit: number, busy: string[], fullOrgs: string[]): Promise<DeliveryRow[]>
   /** Releases every lease: the dispatcher starting (the one process, or the node taking the `dispatch` role) holds none yet, so every lease left is a predecessor's. */
   releaseLeases(): Promise<void>
   nextDue(): Promise<number | null>
