@@ -14,7 +14,8 @@ import { VERSION } from './version'
 import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-guards'
 import { settingsHelp } from './core/settings'
 import { exitQuietlyOnClosedOutput } from './cli/closed-output'
-import { setDataDirNotices } from './db/data-dir'
+import { dataDirsMadeByThisProcess, setDataDirNotices } from './db/data-dir'
+import { rmSync } from 'node:fs'
 import { unknownSettingWarnings } from './cli/unknown-settings'
 import { setProcessRole } from './core/process-role'
 
@@ -142,23 +143,37 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
     const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
     process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
-    process.exit(2)
+    leave(2)
   }
   if (e instanceof UsageError || e instanceof ConfigError) {
     process.stderr.write(`fixloop: ${e.message}\n`)
-    process.exit(2)
+    leave(2)
   }
   // The file system refusing a path the operator chose (a data dir under a file, on a read-only disk, in a
   // folder fixloop's user may not write): theirs to fix, said with the path, without a stack.
   const refusal = fileSystemRefusal(e)
   if (refusal) {
     process.stderr.write(`fixloop: ${refusal}\n`)
-    process.exit(2)
+    leave(2)
   }
   // fixloop's own fault: the stack (names are kept in the build) makes the report useful.
   process.stderr.write(`fixloop: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
-  process.exit(1)
+  leave(1)
 })
+
+/**
+ * Exits a failed command. It leaves no instance it just made (`key revoke` on a mistyped --data-dir): the
+ * folders this process created for a data dir that did not exist are removed again.
+ */
+function leave(code: number): never {
+  for (const dir of dataDirsMadeByThisProcess()) {
+    try {
+      rmSync(dir, { recursive: true, force: true })
+      process.stderr.write(`fixloop: removed ${dir} again: this command created it and failed\n`)
+    } catch {}
+  }
+  process.exit(code)
+}
 
 /** What the file system said about which path, for the errors an operator fixes; undefined for anything else. */
 function fileSystemRefusal(e: unknown): string | undefined {

@@ -196,3 +196,21 @@ test("an operator's mistake at start exits 2 with what to fix, no stack trace, a
   expect(help.code).toBe(0)
   expect(help.stdout).toStartWith('Usage: fixloop serve')
 }, 60_000)
+
+test('a write command that fails on a data dir it had to create removes what it made: a typo leaves no new instance', async () => {
+  ensureBinary()
+  const root = tempDir()
+  const typo = join(root, 'no-such', 'data')
+  const revoke = await runBinary(['key', 'revoke', 'a'.repeat(24), '--data-dir', typo])
+  expect(revoke.code).toBe(2)
+  expect(revoke.stderr).toContain('unknown key')
+  expect(revoke.stderr).toContain(`removed ${join(root, 'no-such')} again`)
+  expect(readdirSync(root)).toEqual([])
+  // A command that succeeds keeps the instance it made; one that fails on an existing instance removes nothing.
+  const made = join(root, 'fresh')
+  expect((await runBinary(['org', 'create', '--name', 'Kept', '--data-dir', made, '--json'])).code).toBe(0)
+  const again = await runBinary(['key', 'revoke', 'a'.repeat(24), '--data-dir', made])
+  expect(again.code).toBe(2)
+  expect(again.stderr).not.toContain('removed')
+  expect(existsSync(join(made, 'fixloop.db'))).toBe(true)
+}, 60_000)

@@ -10,7 +10,7 @@
  *   tightened at open (with a notice), since a 0700 dir keeps everything below it private.
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { StartupError } from '../core/startup-error'
 
 export const DB_FILE = 'fixloop.db'
@@ -65,10 +65,22 @@ export interface PreparedDataDir {
  * Makes the data dir ready to hold a database: created (0700, parents too) when missing, refused when
  * it is a file, permissions tightened, and a new instance announced once per process and dir.
  */
+/** The outermost folders this process made for a data dir (the dir and its missing parents), in order. */
+const madeByThisProcess: string[] = []
+
+/**
+ * What this process made for data dirs that did not exist: a CLI command that then fails (`key revoke` on a
+ * mistyped --data-dir) removes them again (main.ts), so a typo leaves no new instance behind.
+ */
+export const dataDirsMadeByThisProcess = (): readonly string[] => madeByThisProcess
+
 export function prepareDataDir(dataDir: string, options: { announce?: boolean } = {}): PreparedDataDir {
   let created = false
   if (!existsSync(dataDir)) {
+    let outermost = dataDir
+    for (let p = dirname(dataDir); p !== dirname(p) && !existsSync(p); p = dirname(p)) outermost = p
     mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    madeByThisProcess.push(outermost)
     created = true
   } else if (!statSync(dataDir).isDirectory()) {
     throw new StartupError(`the data dir ${dataDir} is not a directory (check --data-dir or FIXLOOP_DATA_DIR)`)
