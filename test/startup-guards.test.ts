@@ -171,7 +171,7 @@ test.each([
 
 test("an operator's mistake at start exits 2 with what to fix, no stack trace, and leaves nothing behind", async () => {
   ensureBinary()
-  const { mkdirSync, writeFileSync } = await import('node:fs')
+  const { writeFileSync } = await import('node:fs')
   const root = tempDir()
   writeFileSync(join(root, 'a-file'), 'x')
   const cases: [string[], RegExp][] = [
@@ -190,7 +190,6 @@ test("an operator's mistake at start exits 2 with what to fix, no stack trace, a
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }
   expect(readdirSync(root)).toEqual(['a-file'])
-  mkdirSync(join(root, 'unused'))
   // `fixloop help serve` is serve's own help.
   const help = await runBinary(['help', 'serve'])
   expect(help.code).toBe(0)
