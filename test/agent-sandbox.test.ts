@@ -360,6 +360,18 @@ async function sandboxWorkspace() {
   return { root, ws }
 }
 
+/** A sandbox workspace handed to `uid` as the runner hands it: the run's passwd and group written, the files its own. */
+async function workspaceFor(uid: number) {
+  const { writeAccountFiles } = await import('../src/agent/agent-uid')
+  const { handWorkspace } = await import('../src/agent/workspace')
+  const { INSIDE } = await import('../src/agent/sandbox')
+  const { root, ws } = await sandboxWorkspace()
+  Bun.spawnSync(['chmod', '600', ws.taskFile])
+  writeAccountFiles(ws, uid, INSIDE.home)
+  await handWorkspace(ws, uid)
+  return { root, ws, handBack: () => handWorkspace(ws, 0) }
+}
+
 describe('the pieces, one by one', () => {
   test('sandbox settings: unknown mode, a work dir inside the data dir and a data dir or the work dir shown to agents are refused', async () => {
     const { loadConfig } = await import('../src/config')
@@ -483,23 +495,16 @@ describe('the pieces, one by one', () => {
 
   test.skipIf(process.getuid?.() !== 0)('as root, the agent runs as its leased uid with no capability, knows its name, writes only its workspace, and sees no key of another run', async () => {
     const { sandboxArgv } = await import('../src/agent/sandbox')
-    const { leaseAgentUid, accountFiles } = await import('../src/agent/agent-uid')
+    const { leaseAgentUid } = await import('../src/agent/agent-uid')
     const { execCommand } = await import('../src/agent/exec')
-    const { handWorkspace } = await import('../src/agent/workspace')
-    const { writeFileSync } = await import('node:fs')
     // The kernel's keyring calls by number (perl-base has no keyutils): add_key, keyctl.
     const [ADD_KEY, KEYCTL] = process.arch === 'arm64' ? [217, 219] : [248, 250]
     const addKey = `perl -e 'my ($t,$d,$p)=("user","fixloop-probe","secret"); print syscall(${ADD_KEY},$t,$d,$p,6,-4) > 0 ? "key-added\n" : "key-refused $!\n"'`
     const findKey = `perl -e 'my ($t,$d)=("user","fixloop-probe"); print syscall(${KEYCTL},10,-4,$t,$d,0) > 0 ? "key-found\n" : "key-absent\n"'`
     const runAs = async (uid: number, script: string) => {
-      const { root, ws } = await sandboxWorkspace()
-      Bun.spawnSync(['chmod', '600', ws.taskFile])
-      const accounts = accountFiles(uid, '/fixloop/home')
-      writeFileSync(ws.passwdFile, accounts.passwd, { mode: 0o644 })
-      writeFileSync(ws.groupFile, accounts.group, { mode: 0o644 })
-      await handWorkspace(ws, uid)
+      const { root, ws, handBack } = await workspaceFor(uid)
       const r = await execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: uid }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000 })
-      await handWorkspace(ws, 0)
+      await handBack()
       return { r, ws }
     }
     const first = leaseAgentUid('per-run')
@@ -523,9 +528,7 @@ describe('the pieces, one by one', () => {
 
   test.skipIf(process.getuid?.() !== 0)("each sandboxed command has a session keyring of its own and starts with its uid's user keyrings empty: no key of fixloop's, none from an earlier run", async () => {
     const { sandboxArgv } = await import('../src/agent/sandbox')
-    const { leaseAgentUid, accountFiles } = await import('../src/agent/agent-uid')
-    const { handWorkspace } = await import('../src/agent/workspace')
-    const { writeFileSync } = await import('node:fs')
+    const { leaseAgentUid } = await import('../src/agent/agent-uid')
     const [ADD_KEY, KEYCTL] = process.arch === 'arm64' ? [217, 219] : [248, 250]
     // -3 the session keyring, -4 the user keyring.
     const addKey = (name: string, ring: number) => `perl -e 'my ($t,$d,$p)=("user","${name}","v"); print syscall(${ADD_KEY},$t,$d,$p,1,${ring}) > 0 ? "${name}-added\\n" : "${name}-refused $!\\n"'`
@@ -533,11 +536,7 @@ describe('the pieces, one by one', () => {
     const lease = leaseAgentUid('per-run')
     try {
       const argvFor = async (script: string) => {
-        const { ws } = await sandboxWorkspace()
-        const accounts = accountFiles(lease.uid, '/fixloop/home')
-        writeFileSync(ws.passwdFile, accounts.passwd, { mode: 0o644 })
-        writeFileSync(ws.groupFile, accounts.group, { mode: 0o644 })
-        await handWorkspace(ws, lease.uid)
+        const { ws } = await workspaceFor(lease.uid)
         return sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: lease.uid }, ws, script)
       }
       // fixloop as a root service or a login session has a session keyring, here with an operator's key in
@@ -560,24 +559,18 @@ describe('the pieces, one by one', () => {
 
   test.skipIf(process.getuid?.() !== 0)("as root, a run's processes are bounded (its uid's RLIMIT_NPROC): a fork bomb stops at the limit, not at the host's PIDs", async () => {
     const { sandboxArgv, AGENT_MAX_PROCESSES } = await import('../src/agent/sandbox')
-    const { leaseAgentUid, accountFiles } = await import('../src/agent/agent-uid')
+    const { leaseAgentUid } = await import('../src/agent/agent-uid')
     const { execCommand } = await import('../src/agent/exec')
-    const { handWorkspace } = await import('../src/agent/workspace')
-    const { writeFileSync } = await import('node:fs')
     const lease = leaseAgentUid('per-run')
     try {
-      const { root, ws } = await sandboxWorkspace()
-      const accounts = accountFiles(lease.uid, '/fixloop/home')
-      writeFileSync(ws.passwdFile, accounts.passwd, { mode: 0o644 })
-      writeFileSync(ws.groupFile, accounts.group, { mode: 0o644 })
-      await handWorkspace(ws, lease.uid)
+      const { root, ws, handBack } = await workspaceFor(lease.uid)
       const run = (script: string, maxProcesses?: number) => execCommand(sandboxArgv({ mode: 'bwrap', network: false, readOnlyPaths: [], runAs: lease.uid, maxProcesses }, ws, script), { cwd: root, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 20_000 })
       expect((await run('grep "^Max processes" /proc/self/limits')).stdout).toMatch(new RegExp(`^Max processes +${AGENT_MAX_PROCESSES} +${AGENT_MAX_PROCESSES} +processes`))
       // 60 sleepers under a limit of 30 (perl forks and counts: dash gives up at its first refused fork).
       const bomb = await run(`perl -e 'my $n = 0; for (1..60) { my $p = fork(); last unless defined $p; if ($p == 0) { sleep 5; exit 0 } $n++ } print "started $n\\n"'`, 30)
       // The agent cannot raise its hard limit again.
       const raise = await run('prlimit --pid $$ --nproc=100000 && echo raised || echo kept', 30)
-      await handWorkspace(ws, 0)
+      await handBack()
       const started = Number(bomb.stdout.match(/started (\d+)/)![1])
       expect(started).toBeLessThan(30)
       expect(started).toBeGreaterThan(20)

@@ -15,7 +15,7 @@
  * that maps only root (`unshare --map-root-user`) runs them as fixloop's own uid, root of that namespace
  * and an unprivileged user outside it.
  */
-import { readFileSync } from 'node:fs'
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
 
 /** The uids runs lease from: 2,113,929,216 (0x7E000000) and the 1,048,576 after it; below 2^31, which some tools mishandle. */
 export const AGENT_UID_RANGE = { first: 0x7e000000, count: 1 << 20 } as const
@@ -91,5 +91,18 @@ export function accountFiles(uid: number, home: string): { passwd: string; group
   return {
     passwd: ['root:x:0:0:root:/root:/usr/sbin/nologin', `nobody:x:${NOBODY}:${NOBODY}:nobody:/nonexistent:/usr/sbin/nologin`, ...agent, ''].join('\n'),
     group: ['root:x:0:', `nogroup:x:${NOBODY}:`, ...agentGroup, ''].join('\n'),
+  }
+}
+
+/**
+ * Writes the run's passwd and group (bound over /etc/passwd and /etc/group in the sandbox). chmod, not only
+ * `mode`: the server runs with umask 077 (main.ts), which a create mode cannot undo, and the agent's uid
+ * must read them (whoami, os.userInfo()).
+ */
+export function writeAccountFiles(files: { passwdFile: string; groupFile: string }, uid: number, home: string): void {
+  const accounts = accountFiles(uid, home)
+  for (const [file, text] of [[files.passwdFile, accounts.passwd], [files.groupFile, accounts.group]] as const) {
+    writeFileSync(file, text, { mode: 0o644 })
+    chmodSync(file, 0o644)
   }
 }

@@ -4,7 +4,7 @@
  * `executeRun` turns the outcome into the run's result (the runner stores it). Everything that came from
  * the agent is scrubbed before it leaves this file.
  */
-import { chmodSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import type { RepoConnection } from '../modules/connections/service'
 import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
@@ -14,7 +14,7 @@ import { openPullRequest } from './hosts'
 import { prBody, prTitle } from './pr-text'
 import { agentCommandLine, parseAgentOutput, parseResultFile, runUsage, type AgentUsage } from './presets'
 import type { RunFeedbackRow } from '../modules/agent-runs/repo'
-import { accountFiles } from './agent-uid'
+import { writeAccountFiles } from './agent-uid'
 import { agentPaths, INSIDE, sandboxArgv, type SandboxOptions } from './sandbox'
 import type { Scrub } from './scrubber'
 import { buildTask, type TaskInput } from './task'
@@ -116,13 +116,7 @@ async function prepare(c: RunContext, task: TaskInput): Promise<void> {
   const full: TaskInput = { ...task, attachmentNames: media.notCopied, files: media.files, filesLeftOut: media.leftOut, timeline: media.timeline }
   writeFileSync(c.ws.taskFile, buildTask(full), { mode: 0o600 })
   if (c.sandbox.mode === 'bwrap' && c.sandbox.runAs !== undefined) {
-    const accounts = accountFiles(c.sandbox.runAs, INSIDE.home)
-    // chmod, not only `mode`: the server runs with umask 077 (main.ts), which a create mode cannot undo,
-    // and the agent's uid must read them (whoami, os.userInfo()).
-    for (const [file, text] of [[c.ws.passwdFile, accounts.passwd], [c.ws.groupFile, accounts.group]] as const) {
-      writeFileSync(file, text, { mode: 0o644 })
-      chmodSync(file, 0o644)
-    }
+    writeAccountFiles(c.ws, c.sandbox.runAs, INSIDE.home)
   }
 }
 
