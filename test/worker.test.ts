@@ -19,6 +19,7 @@ import { call, eventually, seedTenant, startTestServer, type Tenant, type TestSe
 import { deferred, feedbackRow, forceStatus, jobsFor, openDataDb, patchStatus, submit, waitFor } from './helpers-lifecycle'
 import { currentLeaseOwner } from '../src/worker/lease-owner'
 import { sqliteOf } from './sqlite-of'
+import { storageUnavailable } from '../src/db/unavailable'
 
 const LEASE_MS = 30_000
 const BASE_BACKOFF_MS = 1_000
@@ -263,6 +264,37 @@ describe('retries', () => {
     expect(moves(id)).toEqual(['received→failed'])
     // A failed item can be queued again by the customer.
     expect((await patchStatus(srv.url, t.key, id, 'queued')).status).toBe(200)
+  })
+
+  test('a job failing because the database has no room (SQLITE_FULL) or is away waits without spending its attempts, then runs', async () => {
+    const errors = [
+      Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }),
+      Object.assign(new Error('could not extend file'), { code: '53100' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+    ]
+    let calls = 0
+    const step: JobStep = {
+      run() {
+        calls++
+        if (calls <= 3 * MAX_ATTEMPTS) throw errors[calls % errors.length]
+      },
+    }
+    const w = new Worker(storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs(), { 'outage-probe': step }, clock, silent, { leaseMs: LEASE_MS, baseBackoffMs: BASE_BACKOFF_MS, maxBackoffMs: 60_000, maxAttempts: MAX_ATTEMPTS })
+    sqliteOf(srv.ctx).query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('outage-probe', clock.now(), clock.now())
+    const job = () => sqliteOf(srv.ctx).query("SELECT attempts, run_after, lease_until FROM jobs WHERE kind = 'outage-probe'").get() as { attempts: number; run_after: number; lease_until: number | null } | null
+    for (let i = 1; i <= 3 * MAX_ATTEMPTS; i++) {
+      const before = clock.now()
+      expect(await w.tick()).toBe(1)
+      const row = job()!
+      // Still there, its attempt given back, its lease released, due again after the error's Retry-After.
+      expect(row).toMatchObject({ attempts: 0, lease_until: null })
+      expect(row.run_after - before).toBe(Math.min(storageUnavailable(errors[i % errors.length])!, 5) * 1000)
+      clock.advance(row.run_after - before)
+    }
+    // With the database back, the job runs and is done; it was never given up.
+    expect(await w.tick()).toBe(1)
+    expect(calls).toBe(3 * MAX_ATTEMPTS + 1)
+    expect(job()).toBeNull()
   })
 
   test('backoff is capped at maxBackoffMs', () => {

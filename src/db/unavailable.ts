@@ -4,9 +4,18 @@
  * server fault. PostgreSQL: connection exceptions (SQLSTATE class 08), the server shutting down or
  * starting (57P01-57P03), too many connections (53300), the socket refused or cut, the pool's wait for a
  * connection timing out. SQLite: the database busy past the retry window (another process holding the
- * write lock). Anything else stays a 500.
+ * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
+ * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only under the server (a
+ * filesystem remounted read-only after an error: SQLITE_READONLY, EROFS): nothing is stored, so nothing
+ * may be acknowledged, and the server writes again once the operator makes room, without a restart.
+ * Anything else stays a 500.
  */
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300'])
+/** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */
+const NO_ROOM_RETRY_S = 60
+const PG_NO_ROOM = new Set(['53100', '53200'])
+/** A file write (the embedded blob store) refused for room or a read-only filesystem. */
+const FS_NO_ROOM = new Set(['ENOSPC', 'EDQUOT', 'EROFS'])
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|connect ECONNREFUSED/i
 
@@ -16,6 +25,7 @@ export function storageUnavailable(err: unknown): number | null {
   for (let i = 0; i < 4 && e; i++) {
     const code = typeof e.code === 'string' ? e.code : ''
     if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return 1
+    if (code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_') || PG_NO_ROOM.has(code) || FS_NO_ROOM.has(code)) return NO_ROOM_RETRY_S
     if (code.length === 5 && (code.startsWith('08') || PG_UNAVAILABLE.has(code))) return 5
     if (SOCKET_CODES.has(code)) return 5
     if (typeof e.message === 'string' && DRIVER_MESSAGES.test(e.message)) return 5

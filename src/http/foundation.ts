@@ -26,6 +26,7 @@ import type { RequestMetrics } from '../modules/metrics/request-metrics'
 import { clientAddress } from './client-address'
 import { callerOf } from './request-caller'
 import { storageUnavailable } from '../db/unavailable'
+import { failureLog } from '../db/outage-log'
 
 /** What Elysia puts on the JSON a handler returns: the error envelope carries exactly the same. */
 export const JSON_CONTENT_TYPE = 'application/json;charset=utf-8'
@@ -146,6 +147,9 @@ function elapsedSeconds(request: Request): number {
 /** `trustProxy`: FIXLOOP_TRUST_PROXY, so the logged client address is the one the rate limits use. */
 export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = false) {
   const logRequests = log.enabled('info')
+  // While the database is away (or its disk full) every request fails alike: one line per 30 s says so,
+  // with how many it left out, instead of one error line per request (each has its request line anyway).
+  const outage = failureLog(log)
   const app = new Elysia({ name: 'foundation' })
     .onRequest(({ request, set, server }) => {
       startedAt.set(request, performance.now())
@@ -204,12 +208,9 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
         apiError.headers = undefined
         // The database away (a restart, a failover, the network): 503 with Retry-After, the same envelope.
         const retryAfter = error instanceof ApiError ? null : storageUnavailable(error)
-        log.error(retryAfter === null ? 'unhandled error' : 'database unavailable', {
-          requestId,
-          method: request.method,
-          path: loggedPath(request.url),
-          error: retryAfter === null && error instanceof Error ? (error.stack ?? error.message) : error instanceof Error ? error.message : String(error),
-        })
+        if (retryAfter === null) {
+          log.error('unhandled error', { requestId, method: request.method, path: loggedPath(request.url), error: error instanceof Error ? (error.stack ?? error.message) : String(error) })
+        } else outage('error', 'database unavailable', error, { requestId, method: request.method, path: loggedPath(request.url) })
         const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
         set.status = retryAfter === null ? 500 : 503
         // Counted as answered: a database outage is 503s on the dashboards, not 500s (bugs).

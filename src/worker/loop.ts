@@ -11,8 +11,15 @@
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { failureLog, type FailureLog } from '../db/outage-log'
+import { storageUnavailable } from '../db/unavailable'
 import type { JobRow, JobsRepo } from '../lifecycle/jobs-repo'
 import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
+
+/**
+ * How soon a job that met the database away runs again, at most: a client is told to come back in a
+ * minute when the disk is full, but the worker should resume within seconds of the operator making room.
+ */
+const OUTAGE_RECHECK_S = 5
 
 /** Thrown by a step that cannot run yet (e.g. no free agent slot): retried later, not counted as a failure. */
 export class DeferJob extends Error {
@@ -196,10 +203,21 @@ export class Worker {
     this.done.set(kind, (this.done.get(kind) ?? 0) + 1)
   }
 
-  /** A job that threw: deferred, retried with backoff, or given up after `maxAttempts`. */
+  /**
+   * A job that threw: deferred, retried with backoff, or given up after `maxAttempts`. A job that failed
+   * because the database was away or had no room to write (`storageUnavailable`) is deferred without
+   * counting the attempt: an outage of a minute must not fail the reports it caught (six attempts back
+   * off for half a minute in all), and the job did nothing wrong.
+   */
   private async failed(step: JobStep | undefined, job: JobRow, e: unknown): Promise<void> {
     if (e instanceof DeferJob) {
       await this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs)
+      return
+    }
+    const away = storageUnavailable(e)
+    if (away !== null) {
+      this.failedLoop('warn', 'job waits for the database', e, { kind: job.kind })
+      await this.jobs.defer(job.id, this.clock.now() + Math.min(away, OUTAGE_RECHECK_S) * 1000)
       return
     }
     const error = e instanceof Error ? e.message : String(e)
