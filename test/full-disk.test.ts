@@ -55,6 +55,9 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
     const put = () => fetch(issued.body.url, { method: 'PUT', headers: issued.body.headers, body: bytes })
 
     Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, 'filler')}`, 'bs=1M', 'count=64'])
+    // 400 KB given back: reports still fit in the WAL for a while, then copying them into fixloop.db
+    // (which must grow) fails too, as on a disk that fills up under load.
+    Bun.spawnSync(['truncate', '-s', '-400K', join(dir, 'filler')])
     const refused: Awaited<ReturnType<typeof call>>[] = []
     for (let n = 1; n <= 30; n++) {
       const r = await submit(n)
@@ -62,7 +65,7 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
       expect([201, 503]).toContain(r.status)
       if (r.status === 503) refused.push(r)
     }
-    expect(refused.length).toBeGreaterThanOrEqual(25)
+    expect(refused.length).toBeGreaterThanOrEqual(10)
     for (const r of refused) {
       expect(r.headers.get('retry-after')).toBe('60')
       expect(r.body.error.code).toBe('internal_error')
@@ -76,17 +79,20 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
     expect(((await refusedPut.json()) as { error: { code: string } }).error.code).toBe('internal_error')
     expect(Bun.spawnSync(['find', join(dataDir, 'blobs'), '-name', '*.part-*']).stdout.toString()).toBe('')
 
+    // A few seconds full: the WAL checkpointer fails twice a second and the worker cannot move its job.
+    await Bun.sleep(3000)
     rmSync(join(dir, 'filler'))
     expect((await put()).status).toBeLessThan(300)
     // Room again: taken without a restart.
     await eventually(async () => (await submit(100)).status === 201, 10_000)
-    // Everything acknowledged is stored and processed (manual mode ends awaiting_manual), none failed.
+    // Everything acknowledged is stored and processed (manual mode ends awaiting_manual), none failed, within
+    // seconds: a job whose failure could not be written is handed back, not left to its lease's minute.
     for (const id of acknowledged) {
       const status = await eventually(async () => {
         const g = await call(url, 'GET', `/v1/feedback/${id}`, { auth: t.key })
         expect(g.status).toBe(200)
         return ['received', 'sanitizing', 'sanitized'].includes(g.body.status) ? undefined : g.body.status
-      }, 20_000)
+      }, 15_000)
       expect(status).toBe('awaiting_manual')
     }
   } finally {
@@ -99,4 +105,8 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
   const outageLines = log.split('\n').filter((l) => l.includes('"database unavailable"'))
   expect(outageLines.length).toBeGreaterThanOrEqual(1)
   expect(outageLines.length).toBeLessThanOrEqual(2)
+  // No unhandled rejection (a blob write's ENOSPC reported late), and the checkpointer's failures once per
+  // 30 s, not each second.
+  expect(log).not.toContain('without handling its error')
+  expect(log.split('\n').filter((l) => l.includes('"wal checkpoint failed"')).length).toBeLessThanOrEqual(2)
 }, 90_000)

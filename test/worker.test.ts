@@ -11,7 +11,8 @@ import { ManualClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { newId } from '../src/core/ids'
 import { Worker, type JobStep } from '../src/worker/loop'
-import { type JobRow } from '../src/lifecycle/jobs-repo'
+import { type JobRow, type JobsRepo } from '../src/lifecycle/jobs-repo'
+import { Database } from 'bun:sqlite'
 import { createClusterService } from '../src/dedup/service'
 import { createBatchWindows } from '../src/worker/steps/release-batch'
 import { createProcessFeedbackStep } from '../src/worker/steps/process-feedback'
@@ -295,6 +296,26 @@ describe('retries', () => {
     expect(await w.tick()).toBe(1)
     expect(calls).toBe(3 * MAX_ATTEMPTS + 1)
     expect(job()).toBeNull()
+  })
+
+  test('a database that refuses every write (read-only here, as a full disk does): the loop passes once a poll, not in a spin', async () => {
+    const file = sqliteOf(srv.ctx).filename
+    const readOnly = new Database(file, { readonly: true })
+    sqliteOf(srv.ctx).query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('outage-probe', clock.now(), clock.now())
+    // The real repo on a connection whose writes fail; counted, so the passes can be seen.
+    const real = storeOf(sqliteStorage(readOnly)).jobs()
+    let claims = 0
+    const counted: JobsRepo = { ...real, claim: (...a) => (claims++, real.claim(...a)), claimBatch: (...a) => (claims++, real.claimBatch(...a)) }
+    await expect(real.claim(clock.now(), LEASE_MS, 'probe')).rejects.toMatchObject({ code: 'SQLITE_READONLY' })
+    const w = new Worker(counted, { 'outage-probe': { run() {} } }, clock, silent, { pollMs: 100, leaseMs: LEASE_MS })
+    await w.start()
+    await Bun.sleep(1000)
+    await w.stop()
+    readOnly.close()
+    // About ten polls in a second (before: every pass went back at once, hundreds of claims a second).
+    expect(claims).toBeGreaterThanOrEqual(3)
+    expect(claims).toBeLessThanOrEqual(15)
+    sqliteOf(srv.ctx).run("DELETE FROM jobs WHERE kind = 'outage-probe'")
   })
 
   test('backoff is capped at maxBackoffMs', () => {

@@ -135,7 +135,9 @@ export class EmbeddedBlobStore implements BlobStore {
           await reader.cancel().catch(() => {})
           break
         }
-        sink.write(value)
+        // Awaited: a write Bun flushes later reports a full disk (ENOSPC) through its promise, which
+        // would otherwise be an unhandled rejection while the PUT was answered from the end() below.
+        await sink.write(value)
       }
       await sink.end()
       if (outcome === 'ok' && written !== expectedSize) outcome = 'size_mismatch'

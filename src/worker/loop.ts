@@ -21,6 +21,9 @@ import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
  */
 const OUTAGE_RECHECK_S = 5
 
+/** A lease this close to its end may be another worker's by the time a hand-back lands. */
+const UNRECORDED_LEASE_MARGIN_MS = 10_000
+
 /** Thrown by a step that cannot run yet (e.g. no free agent slot): retried later, not counted as a failure. */
 export class DeferJob extends Error {
   constructor(
@@ -88,6 +91,8 @@ export class Worker {
   private timer: ReturnType<typeof setTimeout> | undefined
   private current: Promise<number> | undefined
   private held = new Set<number>()
+  /** Jobs whose failure could not be written (the database away): id → when their lease ends. */
+  private readonly unrecorded = new Map<number, number>()
   private started: Promise<void> = Promise.resolve()
   /** Counts wake() calls, so one during an await of the loop is not lost. */
   private wakes = 0
@@ -122,6 +127,7 @@ export class Worker {
   /** Runs every job due now, one after another; resolves with how many ran. */
   async tick(maxJobs = TICK_MAX_JOBS): Promise<number> {
     let ran = 0
+    if (this.unrecorded.size > 0) await this.handBackUnrecorded()
     // A job claimed before a pause: the worker holds its lease while it waits for its turn.
     let next: JobRow | null = null
     while (ran < maxJobs && !this.stopping) {
@@ -190,7 +196,7 @@ export class Worker {
           } else await this.failed(step, job, error)
         } catch (e) {
           // One job's bookkeeping failing must not leave the others unhandled (that one keeps its lease).
-          this.log.error('job outcome not recorded', { jobId: job.id, kind: job.kind, error: e instanceof Error ? e.message : String(e) })
+          this.failedLoop('error', 'job outcome not recorded', e, { jobId: job.id, kind: job.kind })
         }
       }
     } finally {
@@ -210,6 +216,28 @@ export class Worker {
    * off for half a minute in all), and the job did nothing wrong.
    */
   private async failed(step: JobStep | undefined, job: JobRow, e: unknown): Promise<void> {
+    try {
+      await this.recordFailure(step, job, e)
+    } catch (notRecorded) {
+      // The database cannot take the outcome either: the job keeps its lease, so it would wait for the
+      // lease to run out (a minute) after the database is back. Handed back at the next pass that can write.
+      if (storageUnavailable(notRecorded) !== null && job.lease_until !== null) this.unrecorded.set(job.id, Number(job.lease_until))
+      throw notRecorded
+    }
+  }
+
+  /**
+   * Hands back, attempt returned, the jobs whose failure could not be written (`failed`), while their lease
+   * is still this worker's: near its end another worker may claim the job, and it is left to that.
+   */
+  private async handBackUnrecorded(): Promise<void> {
+    for (const [id, leaseUntil] of this.unrecorded) {
+      if (this.clock.now() < leaseUntil - UNRECORDED_LEASE_MARGIN_MS) await this.jobs.defer(id, this.clock.now())
+      this.unrecorded.delete(id)
+    }
+  }
+
+  private async recordFailure(step: JobStep | undefined, job: JobRow, e: unknown): Promise<void> {
     if (e instanceof DeferJob) {
       await this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs)
       return
@@ -274,13 +302,18 @@ export class Worker {
     this.timer = undefined
     this.lastPassAt = performance.now()
     if (!this.running || this.current) return
+    let failed = false
     this.current = this.tick().catch((e) => {
+      failed = true
       this.failedLoop('error', 'worker tick failed', e)
       return 0
     })
     const ran = await this.current
     this.current = undefined
     if (!this.running) return
+    // A pass that failed (the database away, its disk full) waits a poll: the job it could not move is
+    // still due, and going back at once spun on the same error hundreds of times a second.
+    if (failed) return this.schedule(this.opts.pollMs)
     // A pass that hit its limit left work behind: back at once, without asking when the next job is due
     // (that query reads every pending job of this worker's kinds: ~50 ms with a 300k-report backlog).
     if (ran >= TICK_MAX_JOBS) return this.schedule(0)
