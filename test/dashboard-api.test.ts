@@ -182,8 +182,8 @@ describe('Orgs and roles', () => {
     ['PATCH', () => `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`],
     ['DELETE', () => `/admin/api/orgs/${acme.orgId}/apps/${acme.appId}`],
   ])("another Org's admin: %s %s is 404", async (method, path) => {
-    const body = method === 'GET' || method === 'DELETE' ? undefined : method === 'PATCH' ? { name: 'x' } : { name: 'x' }
-    const r = await as(otherOwner, method, path(), method.endsWith('rotate') ? undefined : body)
+    const body = method === 'GET' || method === 'DELETE' ? undefined : path().endsWith('/rotate') ? { password: 'other password 1' } : { name: 'x', ...(path().endsWith('/keys') ? { password: 'other password 1' } : {}) }
+    const r = await as(otherOwner, method, path(), body)
     expect([r.status, r.body.error.code]).toEqual([404, 'not_found'])
   })
 
@@ -242,8 +242,35 @@ describe('Orgs and roles', () => {
     expect(empty.body.error.code).toBe('no_op')
   })
 
+  test('a key outlives the session, so creating one asks for the password (or a confirmation at the provider); a wrong one is audited', async () => {
+    const none = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/keys`, { name: 'no proof' })
+    expect([none.status, none.body.error.code, none.body.error.details.reauthRequired]).toEqual([401, 'invalid_credentials', true])
+    const wrong = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/keys`, { name: 'wrong proof', password: 'not it at all' })
+    expect([wrong.status, wrong.body.error.code]).toEqual([401, 'invalid_credentials'])
+    const keys = (await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/keys`)).body.data.map((k: { name: string }) => k.name)
+    expect(keys).not.toContain('no proof')
+    expect(keys).not.toContain('wrong proof')
+    const audit = (await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/audit`)).body.data
+    expect(audit.find((e: { action: string; data: { purpose?: string } }) => e.action === 'admin.password_reentry_failed' && e.data?.purpose === 'key_create')).toBeTruthy()
+  })
+
+  test('rotating the signing secret answers with the new one, so it asks for the same proof as a reveal', async () => {
+    const app = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps`, { name: 'Rotated app' })
+    const before = (await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps/${app.body.id}/secret/reveal`, { password: 'root password 1' })).body.signingSecret
+    const none = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps/${app.body.id}/secret/rotate`, {})
+    expect([none.status, none.body.error.code, none.body.error.details.reauthRequired]).toEqual([401, 'invalid_credentials', true])
+    const wrong = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps/${app.body.id}/secret/rotate`, { password: 'not it at all' })
+    expect([wrong.status, wrong.body.error.code]).toEqual([401, 'invalid_credentials'])
+    // Neither rotated it.
+    expect((await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps/${app.body.id}/secret/reveal`, { password: 'root password 1' })).body.signingSecret).toBe(before)
+    const rotated = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/apps/${app.body.id}/secret/rotate`, { password: 'root password 1' })
+    expect(rotated.status).toBe(200)
+    expect(rotated.body.signingSecret).toMatch(/^[0-9a-f]{64}$/)
+    expect(rotated.body.signingSecret).not.toBe(before)
+  })
+
   test('keys: created once in plaintext, listed with creator and last use, revoked', async () => {
-    const k = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/keys`, { name: 'deploy' })
+    const k = await as(owner, 'POST', `/admin/api/orgs/${acme.orgId}/keys`, { name: 'deploy', password: 'root password 1' })
     expect(k.body.key).toMatch(/^sk_/)
     expect((await call(server.url, 'GET', '/v1/apps', { auth: k.body.key })).status).toBe(200)
     const list = await as(owner, 'GET', `/admin/api/orgs/${acme.orgId}/keys`)

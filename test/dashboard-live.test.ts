@@ -162,6 +162,7 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard, issue 29 items 5–7, in Chromium ag
     // An action of this admin in this Org: create a key from the page.
     await page.goto(`${server.url}/admin/o/${state.orgId}/keys`)
     await page.getByLabel('Key name').fill('from the page')
+    await page.getByLabel('Password').fill(PASSWORD)
     await page.getByRole('button', { name: 'Create key' }).click()
     await page.getByLabel('New API key').waitFor()
     await page.getByRole('link', { name: 'Audit log' }).click()

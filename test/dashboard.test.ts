@@ -135,6 +135,11 @@ describe('dashboard in Chromium against the binary', () => {
     const confirm = page.getByRole('dialog', { name: 'Rotate the signing secret?' })
     expect(await confirm.textContent()).toContain('Every outstanding user token stops working at once')
     await screenshots(page, 'rotate-confirm')
+    // The answer holds the new secret: the proof a reveal asks for.
+    await confirm.getByLabel('Password').fill('not my password')
+    await confirm.getByRole('button', { name: 'Rotate now' }).click()
+    await confirm.getByRole('alert').waitFor()
+    await confirm.getByLabel('Password').fill(PASSWORD)
     await confirm.getByRole('button', { name: 'Rotate now' }).click()
     await page.getByText('Rotated.').waitFor()
     const newSecret = await page.getByLabel('Signing secret (hex)').inputValue()
@@ -157,6 +162,7 @@ describe('dashboard in Chromium against the binary', () => {
   test('an sk_ key is shown once, works at the API, is listed by prefix and can be revoked', async () => {
     await page.getByRole('link', { name: 'API keys' }).click()
     await page.getByLabel('Key name').fill('backend')
+    await page.getByLabel('Password').fill(PASSWORD)
     await page.getByRole('button', { name: 'Create key' }).click()
     state.key = await page.getByLabel('New API key').inputValue()
     expect(state.key).toMatch(/^sk_/)
@@ -168,6 +174,7 @@ describe('dashboard in Chromium against the binary', () => {
     expect(await page.getByRole('cell', { name: `${state.key.slice(0, 7)}…` }).count()).toBe(1)
     // A second key, revoked from the page, is refused at once.
     await page.getByLabel('Key name').fill('temp')
+    await page.getByLabel('Password').fill(PASSWORD)
     await page.getByRole('button', { name: 'Create key' }).click()
     const temp = await page.getByLabel('New API key').inputValue()
     page.once('dialog', (d) => d.accept())

@@ -177,6 +177,72 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     await alice.context.close()
   }, 90_000)
 
+  test('an SSO-only admin creates an sk_ key after confirming at the provider: the name typed before survives the round trip; axe, 1280 and 375 px', async () => {
+    const alice = await ssoSignIn('alice')
+    const page = await alice.context.newPage()
+    const keysUrl = `/admin/o/${orgId}/keys`
+    await page.goto(server.url + keysUrl)
+    await page.getByLabel('Key name').fill('ci deploy')
+    // No password to type: the Create button waits for the confirmation.
+    expect(await page.locator('#key-password').count()).toBe(0)
+    expect(await page.getByRole('button', { name: 'Create key' }).isDisabled()).toBe(true)
+    await settle(page)
+    expect(await axeViolations(page)).toEqual([])
+    expect(await screenshots(page, 'sso-reauth-key')).toEqual([])
+    // By keyboard: from the name to the provider's button.
+    await page.getByLabel('Key name').focus()
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toMatch(/^Confirm with/)
+    await page.keyboard.press('Enter')
+    await page.locator('input[name="login"]').waitFor()
+    await idpLogin(page, 'alice')
+    await page.getByText(/Confirmed with 127\.0\.0\.1/).waitFor()
+    expect(new URL(page.url()).pathname).toBe(keysUrl)
+    expect(await page.getByLabel('Key name').inputValue()).toBe('ci deploy')
+    await settle(page)
+    expect(await axeViolations(page)).toEqual([])
+    expect(await screenshots(page, 'sso-reauth-key-confirmed')).toEqual([])
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const key = await page.getByLabel('New API key').inputValue()
+    expect(key).toMatch(/^sk_/)
+    await page.getByRole('cell', { name: 'ci deploy', exact: true }).waitFor()
+    expect(lastAudit('admin.reauthenticated')).toEqual({ method: 'oidc', purpose: 'key_create' })
+    // Used once: another key asks again.
+    const again = await post(alice, `/admin/api/orgs/${orgId}/keys`, { name: 'second' })
+    expect(again.status()).toBe(401)
+    expect(((await again.json()) as { error: { details: { reauthRequired?: boolean } } }).error.details.reauthRequired).toBe(true)
+    await alice.context.close()
+  }, 90_000)
+
+  test('an SSO-only admin rotates the signing secret after confirming at the provider: the dialog opens again to finish; a reveal confirmation does not rotate', async () => {
+    const alice = await ssoSignIn('alice')
+    // A confirmation for another purpose is no proof for this one.
+    expect((await reauth(alice, REVEAL_PURPOSE)).status).toBe(303)
+    const refused = await post(alice, `/admin/api/orgs/${orgId}/apps/${appId}/secret/rotate`, {})
+    expect(refused.status()).toBe(401)
+    const page = await alice.context.newPage()
+    const appUrl = `/admin/o/${orgId}/apps/${appId}`
+    await page.goto(server.url + appUrl)
+    // The reveal confirmation (unused) opens the reveal dialog: closed, then the rotation.
+    await page.getByRole('dialog', { name: 'Reveal the signing secret' }).waitFor()
+    await page.keyboard.press('Escape')
+    await page.getByRole('button', { name: 'Rotate secret' }).click()
+    const dialog = page.getByRole('dialog', { name: 'Rotate the signing secret?' })
+    expect(await dialog.getByRole('button', { name: 'Rotate now' }).isDisabled()).toBe(true)
+    await settle(page)
+    expect(await axeViolations(page)).toEqual([])
+    await elementShots(page, dialog, 'sso-reauth-rotate')
+    await dialog.getByRole('button', { name: /^Confirm with/ }).click()
+    await page.locator('input[name="login"]').waitFor()
+    await idpLogin(page, 'alice')
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByText(/Confirmed with 127\.0\.0\.1/).waitFor()
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate now' }).click()
+    await page.getByText('Rotated.').waitFor()
+    expect(await page.getByLabel('Signing secret (hex)').inputValue()).toMatch(/^[0-9a-f]{64}$/)
+    expect(lastAudit('admin.reauthenticated')).toEqual({ method: 'oidc', purpose: 'secret_rotate' })
+    await alice.context.close()
+  }, 90_000)
+
   test('the Account page: an SSO-only admin confirms at the provider first, then sets up TOTP (axe, 1280 and 375 px); an admin with a password sees both ways', async () => {
     const alice = await ssoSignIn('alice')
     const page = await alice.context.newPage()

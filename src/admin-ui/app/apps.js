@@ -148,9 +148,10 @@ function Secret({ org, app }) {
   const [secret, setSecret] = useState(null)
   const [rotated, setRotated] = useState(false)
   const reauth = useReauth()
-  // Back from the identity provider: the confirmation is for a reveal, so the dialog opens to finish it.
+  // Back from the identity provider: the dialog the confirmation is for opens to finish it.
   useEffect(() => {
     if (confirmedFor(reauth.data, 'secret_reveal')) setDialog('reveal')
+    if (confirmedFor(reauth.data, 'secret_rotate')) setDialog('rotate')
   }, [reauth.data])
   const [reveal, revealing, revealError] = useAction(async () => {
     try {
@@ -163,10 +164,15 @@ function Secret({ org, app }) {
     }
   })
   const [rotate, rotating, rotateError] = useAction(async () => {
-    const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/rotate`)
-    setSecret(out.signingSecret)
-    setRotated(true)
-    setDialog(null)
+    try {
+      const out = await api('POST', `/admin/api/orgs/${org.id}/apps/${app.id}/secret/rotate`, { body: proofOf(reauth.data, 'secret_rotate', password) })
+      setSecret(out.signingSecret)
+      setRotated(true)
+      setPassword('')
+      setDialog(null)
+    } finally {
+      reauth.reload()
+    }
   })
   return html`<section aria-labelledby="secret"><h2 id="secret">Signing secret</h2>
     <p>Your backend signs user tokens (HS256) with this secret. It is hidden until you confirm it is you (your password, or your identity provider).</p>
@@ -189,9 +195,13 @@ function Secret({ org, app }) {
       </form></${Dialog}>`}
     ${dialog === 'rotate' &&
     html`<${Dialog} title="Rotate the signing secret?" onClose=${() => setDialog(null)}>
-      <p><strong>Every outstanding user token stops working at once.</strong> Users of ${app.name} in private mode cannot submit until your backend signs new tokens with the new secret.</p>
-      <${ErrorBox} error=${rotateError} />
-      <div class="actions"><button type="button" class="danger" disabled=${rotating} onClick=${rotate}>Rotate now</button><button type="button" autofocus onClick=${() => setDialog(null)}>Cancel</button></div>
+      <form onSubmit=${(e) => (e.preventDefault(), rotate())}>
+        <p><strong>Every outstanding user token stops working at once.</strong> Users of ${app.name} in private mode cannot submit until your backend signs new tokens with the new secret.</p>
+        <${ConfirmIdentity} status=${reauth.data} purpose="secret_rotate" id="rotate-password" password=${password} setPassword=${setPassword} />
+        <p class="hint">The new secret is shown once rotated; each rotation is written to the audit log.</p>
+        <${ErrorBox} error=${rotateError || reauth.error} />
+        <div class="actions"><button type="submit" class="danger" disabled=${rotating || !canConfirm(reauth.data, 'secret_rotate')}>Rotate now</button><button type="button" autofocus onClick=${() => setDialog(null)}>Cancel</button></div>
+      </form>
     </${Dialog}>`}
   </section>`
 }

@@ -1,8 +1,12 @@
 // The Org's sk_ API keys (created with the plaintext shown once, revoked) and its audit log.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
 import { auditLabel, words, ACTOR_LABELS } from '@fixloop/labels'
+import { useReauth, confirmedFor, proofOf, canConfirm, ConfirmIdentity } from '@fixloop/reauth'
+
+/** The key's name survives the round trip to the identity provider (this tab only). */
+const PENDING_NAME = 'fixloop.pendingKeyName'
 
 /** Who did it, for people: the admin's email (the API resolves it), the CLI, or fixloop itself. */
 export function actorText(e) {
@@ -26,11 +30,27 @@ function detailText(e) {
 export function KeysPage({ org }) {
   const keys = useLoad(() => api('GET', `/admin/api/orgs/${org.id}/keys`), [org.id])
   const [name, setName] = useState('')
+  const [password, setPassword] = useState('')
   const [created, setCreated] = useState(null)
+  const reauth = useReauth()
+  // Back from the identity provider: the name typed before is put back, to finish the creation.
+  useEffect(() => {
+    if (confirmedFor(reauth.data, 'key_create')) setName(sessionStorage.getItem(PENDING_NAME) || '')
+  }, [reauth.data])
+  const typeName = (value) => {
+    setName(value)
+    sessionStorage.setItem(PENDING_NAME, value)
+  }
   const [create, busy, error] = useAction(async () => {
-    setCreated(await api('POST', `/admin/api/orgs/${org.id}/keys`, { body: { name } }))
-    setName('')
-    keys.reload()
+    try {
+      setCreated(await api('POST', `/admin/api/orgs/${org.id}/keys`, { body: { name, ...proofOf(reauth.data, 'key_create', password) } }))
+      setName('')
+      sessionStorage.removeItem(PENDING_NAME)
+      keys.reload()
+    } finally {
+      setPassword('')
+      reauth.reload() // a confirmation at the provider is used up by the attempt
+    }
   })
   const [revoke, , revokeError] = useAction(async (k) => {
     if (!confirm(`Revoke the key "${k.name || k.prefix}"? Clients using it are refused at once.`)) return
@@ -40,10 +60,12 @@ export function KeysPage({ org }) {
   return html`<h1>API keys of ${org.name}</h1>
     <p>Server-side keys (<code>sk_…</code>) for the API: list, read and move reports, mint user tokens.</p>
     <section aria-labelledby="new-key"><h2 id="new-key">New key</h2>
+      <p class="hint">A key works until it is revoked, even after you sign out: confirm it is you to create one.</p>
       <form class="inline" onSubmit=${(e) => (e.preventDefault(), create())}>
-        <div class="field"><label for="key-name">Key name</label><input id="key-name" maxlength="200" placeholder="e.g. backend" value=${name} onInput=${(e) => setName(e.target.value)} /></div>
-        <button type="submit" class="primary" disabled=${busy}>Create key</button>
-      </form><${ErrorBox} error=${error} />
+        <div class="field"><label for="key-name">Key name</label><input id="key-name" maxlength="200" placeholder="e.g. backend" value=${name} onInput=${(e) => typeName(e.target.value)} /></div>
+        <${ConfirmIdentity} status=${reauth.data} purpose="key_create" id="key-password" password=${password} setPassword=${setPassword} />
+        <button type="submit" class="primary" disabled=${busy || !canConfirm(reauth.data, 'key_create')}>Create key</button>
+      </form><${ErrorBox} error=${error || reauth.error} />
       ${created &&
       html`<div class="notice" role="status"><p><strong>Copy this key now.</strong> It is shown this once; only its prefix is kept.</p>
         <${CopyField} label="New API key" id="new-key-value" value=${created.key} />

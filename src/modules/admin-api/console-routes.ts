@@ -69,11 +69,16 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_credentials', 'not_found', 'app_not_found', 'forbidden') },
       detail: doc('Reveal the signing secret (password re-entered, or a re-authentication at the identity provider; audited)', 'Without `password`, the session must hold an unused re-authentication for `secret_reveal` at most 5 minutes old (POST /admin/api/me/reauth); otherwise 401 invalid_credentials with `details.reauthRequired` and, when single sign-on is configured, `details.reauth`.'),
     })
-    .post('/admin/api/orgs/:orgId/apps/:appId/secret/rotate', ({ actor, params }) => svc.rotateSecret(actor, params.orgId, params.appId), {
+    .post('/admin/api/orgs/:orgId/apps/:appId/secret/rotate', ({ actor, params, body }) => svc.rotateSecret(actor, params.orgId, params.appId, body.password), {
       access: 'apps.manage',
       params: AppParams,
-      response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'app_not_found', 'forbidden') },
-      detail: doc('Rotate the signing secret', 'Every outstanding user token signed with the old secret stops working at once.'),
+      body: PasswordBody,
+      parse: 'json',
+      response: { 200: SecretResponse, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_credentials', 'not_found', 'app_not_found', 'forbidden') },
+      detail: doc(
+        'Rotate the signing secret (password re-entered, or a re-authentication at the identity provider; audited)',
+        'Every outstanding user token signed with the old secret stops working at once. The answer holds the new secret, so the proof is a reveal\'s: without `password`, the session must hold an unused re-authentication for `secret_rotate` at most 5 minutes old (POST /admin/api/me/reauth); otherwise 401 invalid_credentials with `details.reauthRequired`.',
+      ),
     })
     .get('/admin/api/orgs/:orgId/apps/:appId/repo', ({ params }) => svc.repo(params.orgId, params.appId), {
       access: 'apps.manage',
@@ -105,13 +110,16 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       response: { 200: ApiKeyList, ...errorSchemas(...AUTH, 'invalid_id', 'not_found', 'forbidden') },
       detail: doc("The Org's sk_ keys (prefix only), newest first"),
     })
-    .post('/admin/api/orgs/:orgId/keys', ({ actor, params, body }) => svc.createKey(actor, params.orgId, body.name), {
+    .post('/admin/api/orgs/:orgId/keys', ({ actor, params, body }) => svc.createKey(actor, params.orgId, body.name, body.password), {
       access: 'keys.manage',
       params: OrgParams,
       body: KeyBody,
       parse: 'json',
-      response: { 200: CreatedKey, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden') },
-      detail: doc('Create an sk_ key (the key is in this response only)'),
+      response: { 200: CreatedKey, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_credentials', 'not_found', 'forbidden') },
+      detail: doc(
+        'Create an sk_ key (the key is in this response only; password re-entered, or a re-authentication at the identity provider)',
+        'A key works until it is revoked, whatever becomes of the session, so it asks for the proof a reveal does: `password`, or without it an unused re-authentication for `key_create` at most 5 minutes old (POST /admin/api/me/reauth); otherwise 401 invalid_credentials with `details.reauthRequired`.',
+      ),
     })
     .delete('/admin/api/orgs/:orgId/keys/:keyId', ({ actor, params }) => svc.revokeKey(actor, params.orgId, params.keyId), {
       access: 'keys.manage',

@@ -98,9 +98,14 @@ export function createConsoleService(ctx: ConsoleServiceDeps, { reentry, audit, 
       return { signingSecret: box.open(sealed).toString('hex') }
     },
 
-    /** A new signing secret: every outstanding user token signed with the old one fails at once. */
-    async rotateSecret(actor: Actor, orgId: string, appId: string) {
+    /**
+     * A new signing secret: every outstanding user token signed with the old one fails at once. The answer
+     * holds the new secret, so it asks for the same proof as a reveal (else rotating would be a reveal
+     * without one).
+     */
+    async rotateSecret(actor: Actor, orgId: string, appId: string, password: string | undefined) {
       await appOf(orgId, appId)
+      await reentry.confirm({ adminId: actor.admin.id, sessionId: actor.sessionId }, password, { purpose: 'secret_rotate', ip: actor.ip, orgId, targetId: appId })
       return tenants.rotateSecret(orgId, appId, by(actor))
     },
 
@@ -140,7 +145,9 @@ export function createConsoleService(ctx: ConsoleServiceDeps, { reentry, audit, 
     },
 
     /** Creates an `sk_` key; the plaintext is in this response only. */
-    async createKey(actor: Actor, orgId: string, name: string) {
+    /** An sk_ key works until revoked, whatever becomes of the session: created after a proof, as a reveal. */
+    async createKey(actor: Actor, orgId: string, name: string, password: string | undefined) {
+      await reentry.confirm({ adminId: actor.admin.id, sessionId: actor.sessionId }, password, { purpose: 'key_create', ip: actor.ip, orgId })
       const key = await tenants.createKey(orgId, name, by(actor))
       return { id: key.id, key: key.key, name: key.name, prefix: key.key.slice(0, 7) }
     },

@@ -63,7 +63,7 @@ export const AppCreateBody = t.Object({ name: t.String({ minLength: 1, maxLength
 export const AppUpdateBody = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), ...settings }, closed)
 export const SecretResponse = t.Object({ signingSecret: t.String({ description: 'hex' }) }, closed)
 
-export const KeyBody = t.Object({ name: t.String({ maxLength: 200 }) }, closed)
+export const KeyBody = t.Object({ name: t.String({ maxLength: 200 }), password: t.Optional(Password) }, closed)
 export const ApiKeyView = t.Object(
   {
     id: Id,

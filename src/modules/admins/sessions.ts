@@ -15,8 +15,13 @@ export const SESSION_TTL_MS = 7 * 24 * 3600_000
 /** Idle sessions end sooner than the absolute limit. */
 export const SESSION_IDLE_MS = 24 * 3600_000
 
-/** The actions that ask a signed-in admin to prove again who they are (password, or the identity provider). */
-export const REAUTH_PURPOSES = ['secret_reveal', 'totp_enable', 'totp_disable'] as const
+/**
+ * The actions that ask a signed-in admin to prove again who they are (password, or the identity provider):
+ * each hands out a credential that outlives the session (an sk_ key, the App's signing secret) or changes
+ * how the admin signs in. A stolen session cookie is then worth what the session can do while it lasts,
+ * not a key that keeps working after the session is revoked.
+ */
+export const REAUTH_PURPOSES = ['secret_reveal', 'secret_rotate', 'key_create', 'totp_enable', 'totp_disable'] as const
 export type ReauthPurpose = (typeof REAUTH_PURPOSES)[number]
 export const isReauthPurpose = (v: unknown): v is ReauthPurpose => typeof v === 'string' && (REAUTH_PURPOSES as readonly string[]).includes(v)
 
