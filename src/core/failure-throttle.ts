@@ -66,6 +66,9 @@ export class FailureThrottle implements Throttle {
     const now = this.clock.now()
     const e = this.live(key, now)
     if (!e) return 0
+    // A block longer than the longest delay means the wall clock stepped back (NTP, a VM restored): cut
+    // to that, or the step would be added to the wait.
+    if (e.blockedUntil - now > this.spec.maxDelayMs) e.blockedUntil = now + this.spec.maxDelayMs
     const blocked = Math.max(0, e.blockedUntil - now)
     if (blocked > 0 || e.pending === 0 || e.failures + e.pending < this.spec.freeFailures) return blocked
     return PENDING_WAIT_MS
@@ -127,7 +130,7 @@ export class FailureThrottle implements Throttle {
 
   /** Once a minute, drops keys quiet long enough to be forgotten. */
   private sweep(now: number): void {
-    if (now - this.lastSweep < 60_000) return
+    if (now - this.lastSweep < 60_000 && now >= this.lastSweep) return
     this.lastSweep = now
     for (const [key, e] of this.entries) {
       if (e.pending === 0 && now - e.lastFailureAt > this.spec.forgetAfterMs && now >= e.blockedUntil) this.entries.delete(key)

@@ -61,7 +61,9 @@ export class RateLimiter implements Limiter {
       b = { tokens: capacity, updatedAt: now }
       this.buckets.set(key, b)
     } else {
-      b.tokens = Math.min(capacity, b.tokens + ((now - b.updatedAt) / 1000) * refillPerSecond)
+      // Never a negative refill: the wall clock stepped back (NTP, a VM restored) would otherwise drain every
+      // active bucket by as much as it stepped, an hour of 429s for an hour's step.
+      b.tokens = Math.min(capacity, b.tokens + (Math.max(0, now - b.updatedAt) / 1000) * refillPerSecond)
       b.updatedAt = now
     }
     if (b.tokens >= tokens) {
@@ -88,7 +90,8 @@ export class RateLimiter implements Limiter {
 
   /** Every 10 s, drop buckets that would be full by now: they carry no state worth keeping. */
   private sweep(now: number): void {
-    if (now - this.lastSweep < 10_000) return
+    // `now < lastSweep`: the clock stepped back; sweeping then, not an hour later, keeps memory bounded.
+    if (now - this.lastSweep < 10_000 && now >= this.lastSweep) return
     this.lastSweep = now
     const fullAfterMs = (this.spec.capacity / this.spec.refillPerSecond) * 1000
     for (const [key, b] of this.buckets) {
