@@ -78,6 +78,12 @@ export interface Config {
   metricsToken: string | undefined
   /** /readyz reports not ready below this much free space on the data dir's filesystem. */
   minFreeDiskBytes: number
+  /**
+   * FIXLOOP_SQLITE_SYNCHRONOUS: `full` (default) syncs every commit that answers a client before the answer,
+   * so an acknowledged report survives a power loss; `normal` only at checkpoints (an OS crash may lose
+   * the last commits; a process crash never does).
+   */
+  sqliteSynchronous: 'full' | 'normal'
   /** `info` logs a line per request; `warn` only problems; `silent` nothing. */
   logLevel: 'info' | 'warn' | 'silent'
   /** First admin, applied only while no admin exists (FIXLOOP_ADMIN_EMAIL + FIXLOOP_ADMIN_PASSWORD_FILE). */
@@ -255,6 +261,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
   const dataDir = resolve(flags.dataDir ?? env.FIXLOOP_DATA_DIR ?? './data')
   const logLevel = (env.FIXLOOP_LOG_LEVEL ?? 'info') as Config['logLevel']
   if (!['info', 'warn', 'silent'].includes(logLevel)) throw new ConfigError(`FIXLOOP_LOG_LEVEL: must be info, warn or silent, got "${logLevel}"`)
+  const sqliteSynchronous = (env.FIXLOOP_SQLITE_SYNCHRONOUS || 'full') as Config['sqliteSynchronous']
+  if (!['full', 'normal'].includes(sqliteSynchronous)) throw new ConfigError(`FIXLOOP_SQLITE_SYNCHRONOUS: must be full or normal, got "${sqliteSynchronous}"`)
   const agentSandbox = (env.FIXLOOP_AGENT_SANDBOX || 'bwrap') as Config['agentSandbox']
   if (!['bwrap', 'off'].includes(agentSandbox)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX: must be bwrap or off, got "${agentSandbox}"`)
   const workDir = resolve(env.FIXLOOP_WORK_DIR || resolve(tmpdir(), `fixloop-work-${process.getuid?.() ?? 'user'}`))
@@ -322,6 +330,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       (env.FIXLOOP_MIN_FREE_DISK_MB !== undefined && env.FIXLOOP_MIN_FREE_DISK_MB !== ''
         ? env.FIXLOOP_MIN_FREE_DISK_MB === '0' ? 0 : parsePositive(env.FIXLOOP_MIN_FREE_DISK_MB, 'FIXLOOP_MIN_FREE_DISK_MB')
         : 64) * 1024 * 1024,
+    sqliteSynchronous,
     logLevel,
     adminEmail: env.FIXLOOP_ADMIN_EMAIL || undefined,
     adminPasswordFile: env.FIXLOOP_ADMIN_PASSWORD_FILE || undefined,

@@ -106,3 +106,18 @@ test('no acknowledged report is lost to kill -9, and all of them get processed a
   }
   expect(notDone).toEqual([])
 }, 45_000)
+
+test('the connection that answers clients syncs each commit (synchronous FULL) unless FIXLOOP_SQLITE_SYNCHRONOUS=normal; a bad value is refused', async () => {
+  const { startTestServer } = await import('./harness')
+  const { sqliteOf } = await import('./sqlite-of')
+  const { loadConfig } = await import('../src/config')
+  for (const [env, want] of [[{}, 2], [{ FIXLOOP_SQLITE_SYNCHRONOUS: 'normal' }, 1], [{ FIXLOOP_SQLITE_SYNCHRONOUS: 'full' }, 2]] as const) {
+    const srv = await startTestServer(env)
+    try {
+      expect(sqliteOf(srv.ctx).query('PRAGMA synchronous').get()).toEqual({ synchronous: want })
+    } finally {
+      await srv.close()
+    }
+  }
+  expect(() => loadConfig({ dataDir: tempDir('fixloop-cfg-') }, { FIXLOOP_SQLITE_SYNCHRONOUS: 'off' })).toThrow(/FIXLOOP_SQLITE_SYNCHRONOUS: must be full or normal/)
+})

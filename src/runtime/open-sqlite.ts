@@ -33,7 +33,7 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
   const file = join(config.dataDir, DB_FILE)
   if (options.existingOnly) requireExistingDataDir(config.dataDir)
   else prepareDataDir(config.dataDir)
-  const { sqlite, db } = openDatabase(file)
+  const { sqlite, db } = openDatabase(file, { synchronous: config.sqliteSynchronous })
   try {
     refuseNewerSchema(sqlite, file)
     if (!options.existingOnly) applyMigrations(sqlite)

@@ -45,7 +45,7 @@ const SANITIZER_IDLE_MS = 1000
 
 function startSanitizer(msg: ThreadStart): void {
   const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
-  const { sqlite, db } = openDatabase(msg.file, { autoCheckpoint: false })
+  const { sqlite, db } = openDatabase(msg.file, { autoCheckpoint: false, synchronous: 'normal' })
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'sanitizer')
   const storage = sqliteStorage(sqlite, db)
@@ -91,7 +91,7 @@ function start(msg: ThreadStart): void {
   if (msg.role === 'sanitizer') return startSanitizer(msg)
   const log = new Logger(msg.logLevel, (text) => postMessage({ type: 'log', text }))
   // The checkpointer thread copies the WAL back; this connection never checkpoints on its own.
-  const { sqlite, db } = openDatabase(msg.file, { autoCheckpoint: false })
+  const { sqlite, db } = openDatabase(msg.file, { autoCheckpoint: false, synchronous: 'normal' })
   const turns = new WriteTurns(msg.turns)
   takeTurnsForTransactions(sqlite, turns, 'processing')
   // This thread's own connection, as a store of its own: every repository here is built from it.

@@ -11,8 +11,12 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 /**
  * `autoCheckpoint: false` for a second connection of the server (the processing thread): the checkpointer
  * thread copies the WAL back, and the HTTP thread falls back to auto-checkpoints if it fails.
+ * `synchronous`: `full` (default) for the connection whose commits answer clients (intake's group commit,
+ * the dashboard, the CLI): the WAL is synced before the answer, so what was acknowledged survives a power
+ * loss; one sync per group commit, not per request. `normal` for the background threads: their commits
+ * answer nobody, a lost one is redone from its job row, and the next `full` commit syncs them with it.
  */
-export function openDatabase(file: string, options: { autoCheckpoint?: boolean } = {}): { sqlite: Database; db: Db } {
+export function openDatabase(file: string, options: { autoCheckpoint?: boolean; synchronous?: 'full' | 'normal' } = {}): { sqlite: Database; db: Db } {
   // Owner-only from the first byte (reports not yet sanitized, sealed secrets); -wal/-shm inherit it.
   if (file !== ':memory:' && !file.startsWith('file:')) createPrivateFile(file)
   const sqlite = new Database(file, { create: true, strict: true })
@@ -20,8 +24,8 @@ export function openDatabase(file: string, options: { autoCheckpoint?: boolean }
   sqlite.run('PRAGMA busy_timeout = 5000')
   // WAL: readers never block the writer, and the admin CLI can write while the server runs.
   sqlite.run('PRAGMA journal_mode = WAL')
-  // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
-  sqlite.run('PRAGMA synchronous = NORMAL')
+  // NORMAL is durable across process crashes in WAL mode; FULL across OS crashes and power loss too.
+  sqlite.run(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`)
   sqlite.run('PRAGMA foreign_keys = ON')
   // The worker overwrites each raw report with its sanitized text in place. Without secure_delete the
   // old cell bytes stay in the page's free space (and freed overflow pages), so secrets would outlive
