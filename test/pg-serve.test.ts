@@ -33,6 +33,14 @@ async function cli(args: string[], extra: Record<string, string> = {}): Promise<
   return JSON.parse(r.stdout)
 }
 
+/** Waits until the report is through the pipeline (an App without trackers leaves it awaiting_manual). */
+async function processed(url: string, key: string, id: string): Promise<void> {
+  await eventually(async () => {
+    await Bun.sleep(200)
+    return (await call(url, 'GET', `/v1/feedback/${id}`, { auth: key })).body.status === 'awaiting_manual'
+  }, 20_000)
+}
+
 describe('serve on PostgreSQL (compiled binary)', () => {
   let tenant: { orgId: string; key: string; appId: string; pub: string }
   beforeAll(async () => {
@@ -106,6 +114,50 @@ describe('serve on PostgreSQL (compiled binary)', () => {
       await node.stop()
     }
   })
+
+  test('the database turned read-only (a failover onto a standby, 25006): 503 with Retry-After, no job failed, writes again once it is writable', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_LOG_LEVEL: 'warn' }
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Standby', '--json', '--data-dir', dataDir()], own)).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Standby', '--json', '--data-dir', dataDir()], own)).stdout)
+    const key = JSON.parse((await runBinary(['key', 'create', '--org', org.id, '--json', '--data-dir', dataDir()], own)).stdout)
+    const node = await spawnServer(dataDir(), own)
+    const db = new URL(own.FIXLOOP_DATABASE_URL).pathname.slice(1)
+    const pool = openPool(own.FIXLOOP_DATABASE_URL, 1)
+    // Every session of the database opened from now on is read-only; the ones open now are ended, as a
+    // failover ends them, so the node reconnects onto a database that refuses writes.
+    const readOnly = async (on: boolean) => {
+      await pool.query(`ALTER DATABASE "${db}" ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}`)
+      await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db])
+    }
+    try {
+      const before = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'before the failover' } })
+      expect(before.status).toBe(201)
+      // Processed first: a job in hand when the sessions are ended keeps its lease until it runs out (60 s).
+      await processed(node.url, key.key, before.body.id)
+      await readOnly(true)
+      const during: { status: number; code: string; retry: string | null }[] = []
+      for (let i = 0; i < 3; i++) {
+        const r = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: `during the failover ${i}` } })
+        during.push({ status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') })
+      }
+      expect(during).toEqual(Array.from({ length: 3 }, () => ({ status: 503, code: 'internal_error', retry: '5' })))
+      // The worker meets it too (claims are writes) for a few seconds: no job spends an attempt on it.
+      await Bun.sleep(3000)
+      await readOnly(false)
+      const after = await eventually(async () => {
+        const r = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'after the failover' } })
+        return r.status === 201 ? r : undefined
+      }, 20_000)
+      await processed(node.url, key.key, after.body.id)
+      const { rows } = await pool.query("SELECT count(*) AS n FROM feedback WHERE status = 'failed'")
+      expect(rows[0].n).toBe(0)
+      expect(node.proc.exitCode).toBeNull()
+    } finally {
+      await pool.query(`ALTER DATABASE "${db}" RESET default_transaction_read_only`).catch(() => {})
+      await pool.end()
+      await node.stop()
+    }
+  }, 60_000)
 
   test('the database dropped under a running server: /readyz 503 naming database, submissions 5xx, the process stays up', async () => {
     const own: Record<string, string> = { ...(await clusterEnv()), FIXLOOP_LOG_LEVEL: "warn" }

@@ -3,14 +3,17 @@
  * request then answers 503 with Retry-After, so load balancers and clients retry instead of reporting a
  * server fault. PostgreSQL: connection exceptions (SQLSTATE class 08), the server shutting down or
  * starting (57P01-57P03), too many connections (53300), the socket refused or cut, the pool's wait for a
- * connection timing out. SQLite: the database busy past the retry window (another process holding the
+ * connection timing out, the database read-only (25006 read_only_sql_transaction: a failover that left the
+ * nodes on a standby or a demoted primary until the new one takes over, or an operator's
+ * `default_transaction_read_only` during maintenance; nothing can be written, and the same write succeeds
+ * once the primary is back). SQLite: the database busy past the retry window (another process holding the
  * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
  * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only under the server (a
  * filesystem remounted read-only after an error: SQLITE_READONLY, EROFS): nothing is stored, so nothing
  * may be acknowledged, and the server writes again once the operator makes room, without a restart.
  * Anything else stays a 500.
  */
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300'])
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006'])
 /** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */
 const NO_ROOM_RETRY_S = 60
 const PG_NO_ROOM = new Set(['53100', '53200'])
