@@ -159,6 +159,46 @@ describe('serve on PostgreSQL (compiled binary)', () => {
     }
   }, 60_000)
 
+  test('a table locked by another session: 503 with Retry-After once the lock wait passes its bound, not a request hung for as long as the lock (or cut unanswered at 30 s)', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_LOG_LEVEL: 'warn' }
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Locked', '--json', '--data-dir', dataDir()], own)).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Locked', '--json', '--data-dir', dataDir()], own)).stdout)
+    const key = JSON.parse((await runBinary(['key', 'create', '--org', org.id, '--json', '--data-dir', dataDir()], own)).stdout)
+    const node = await spawnServer(dataDir(), own)
+    const pool = openPool(own.FIXLOOP_DATABASE_URL, 1)
+    const locker = await pool.connect()
+    try {
+      const before = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'before the lock' } })
+      expect(before.status).toBe(201)
+      await processed(node.url, key.key, before.body.id)
+      // An operator's maintenance statement, or a migration stuck behind a long transaction: every statement
+      // on the table queues behind it.
+      await locker.query('BEGIN')
+      await locker.query('LOCK TABLE feedback IN ACCESS EXCLUSIVE MODE')
+      const t0 = performance.now()
+      const [submission, list] = await Promise.all([
+        call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'while the table is locked' } }),
+        call(node.url, 'GET', '/v1/feedback', { auth: key.key }),
+      ])
+      const waited = performance.now() - t0
+      for (const r of [submission, list]) {
+        expect({ status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') }).toEqual({ status: 503, code: 'internal_error', retry: '5' })
+      }
+      expect(waited).toBeLessThan(15_000)
+      await locker.query('COMMIT')
+      const after = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'after the lock' } })
+      expect(after.status).toBe(201)
+      await processed(node.url, key.key, after.body.id)
+      const { rows } = await locker.query("SELECT count(*) AS n FROM feedback WHERE status = 'failed'")
+      expect(rows[0].n).toBe(0)
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {})
+      locker.release()
+      await pool.end()
+      await node.stop()
+    }
+  }, 60_000)
+
   test('the database dropped under a running server: /readyz 503 naming database, submissions 5xx, the process stays up', async () => {
     const own: Record<string, string> = { ...(await clusterEnv()), FIXLOOP_LOG_LEVEL: "warn" }
     const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Doomed', '--json', '--data-dir', dataDir()], own)).stdout)

@@ -6,14 +6,15 @@
  * connection timing out, the database read-only (25006 read_only_sql_transaction: a failover that left the
  * nodes on a standby or a demoted primary until the new one takes over, or an operator's
  * `default_transaction_read_only` during maintenance; nothing can be written, and the same write succeeds
- * once the primary is back). SQLite: the database busy past the retry window (another process holding the
+ * once the primary is back), a lock another session holds past the pool's `lock_timeout` (55P03
+ * lock_not_available: db/pg/client-options.ts). SQLite: the database busy past the retry window (another process holding the
  * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
  * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only under the server (a
  * filesystem remounted read-only after an error: SQLITE_READONLY, EROFS): nothing is stored, so nothing
  * may be acknowledged, and the server writes again once the operator makes room, without a restart.
  * Anything else stays a 500.
  */
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006'])
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006', '55P03'])
 /** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */
 const NO_ROOM_RETRY_S = 60
 const PG_NO_ROOM = new Set(['53100', '53200'])
