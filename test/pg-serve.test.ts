@@ -199,6 +199,44 @@ describe('serve on PostgreSQL (compiled binary)', () => {
     }
   }, 60_000)
 
+  test('the database stalled (a frozen VM, a partition without a reset): /readyz answers 503 naming database within seconds instead of hanging', async () => {
+    const pg = await sharedPostgres()
+    const node = await spawnServer(dataDir(), env)
+    // The cluster's processes: the postmaster (started with -p <port>) and its children. SIGSTOP leaves
+    // every socket open and unanswered, as a paused VM or a dropped route does.
+    const pids = (): number[] => {
+      const out = Bun.spawnSync(['bash', '-c', `pm=$(pgrep -f -- "-p ${pg.port} " | head -1); [ -n "$pm" ] && echo $pm && pgrep -P $pm`]).stdout.toString()
+      return out.split(/\s+/).filter(Boolean).map(Number)
+    }
+    const stalled = pids()
+    expect(stalled.length).toBeGreaterThan(1)
+    try {
+      expect((await call(node.url, 'GET', '/readyz')).status).toBe(200)
+      // Every pool connection busy first (a submission each), so the checks meet open, unanswered sockets.
+      for (const pid of stalled) process.kill(pid, 'SIGSTOP')
+      const inFlight = Array.from({ length: 4 }, () => call(node.url, 'POST', '/v1/feedback', { auth: tenant.pub, body: { text: 'sent while the database is frozen' } }).catch(() => null))
+      await Bun.sleep(200)
+      const t0 = performance.now()
+      const ready = await call(node.url, 'GET', '/readyz')
+      const ms = performance.now() - t0
+      expect(ready.status).toBe(503)
+      expect(ready.body.error.details.checks.database.ok).toBe(false)
+      expect(ms).toBeLessThan(5_000)
+      for (const pid of stalled) process.kill(pid, 'SIGCONT')
+      await Promise.all(inFlight)
+      await eventually(async () => (await call(node.url, 'GET', '/readyz')).status === 200, 20_000)
+    } finally {
+      for (const pid of stalled) {
+        try {
+          process.kill(pid, 'SIGCONT')
+        } catch {
+          // already gone
+        }
+      }
+      await node.stop()
+    }
+  }, 60_000)
+
   test('the database dropped under a running server: /readyz 503 naming database, submissions 5xx, the process stays up', async () => {
     const own: Record<string, string> = { ...(await clusterEnv()), FIXLOOP_LOG_LEVEL: "warn" }
     const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Doomed', '--json', '--data-dir', dataDir()], own)).stdout)
