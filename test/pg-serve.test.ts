@@ -5,8 +5,8 @@
  * recovery, without a restart, once it is back. Real PostgreSQL, redis-server and s3rver (test/cluster-env.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
-import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
+import { openSync, readFileSync, rmSync } from 'node:fs'
+import { BINARY, call, eventually, freePort, runBinary, spawnServer, tempDir } from './harness'
 import { clusterEnv } from './cluster-env'
 import { sharedPostgres } from './dialects'
 import { openPool } from '../src/db/pg/client-options'
@@ -126,7 +126,8 @@ describe('serve on PostgreSQL (compiled binary)', () => {
     // Every session of the database opened from now on is read-only; the ones open now are ended, as a
     // failover ends them, so the node reconnects onto a database that refuses writes.
     const readOnly = async (on: boolean) => {
-      await pool.query(`ALTER DATABASE "${db}" ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}`)
+      // This session may itself have been opened read-only meanwhile (the pool reconnects idle clients).
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}; COMMIT`)
       await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db])
     }
     try {
@@ -153,7 +154,7 @@ describe('serve on PostgreSQL (compiled binary)', () => {
       expect(rows[0].n).toBe(0)
       expect(node.proc.exitCode).toBeNull()
     } finally {
-      await pool.query(`ALTER DATABASE "${db}" RESET default_transaction_read_only`).catch(() => {})
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" RESET default_transaction_read_only; COMMIT`).catch(() => {})
       await pool.end()
       await node.stop()
     }
@@ -234,6 +235,44 @@ describe('serve on PostgreSQL (compiled binary)', () => {
         }
       }
       await node.stop()
+    }
+  }, 60_000)
+
+  test('the database refusing writes for a while: each background loop logs it once per 30 s, not on every pass', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_LOG_LEVEL: 'warn' }
+    const db = new URL(own.FIXLOOP_DATABASE_URL).pathname.slice(1)
+    const pool = openPool(own.FIXLOOP_DATABASE_URL, 1)
+    const readOnly = async (on: boolean) => {
+      // This session may itself have been opened read-only meanwhile (the pool reconnects idle clients).
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}; COMMIT`)
+      await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db])
+    }
+    const logFile = `${dataDir()}/serve.log`
+    const port = await freePort()
+    const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir()], {
+      env: { PATH: process.env.PATH ?? '', ...own },
+      // The JSON log lines go to stdout.
+      stdout: openSync(logFile, 'a'),
+      stderr: 'inherit',
+    })
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.status === 200, 15_000)
+      await Bun.sleep(1000) // past the start's own queries (the first-admin hint)
+      await readOnly(true)
+      // Longer than two passes of every loop (the mailer, Slack and tracker-rule loops poll every 5 s).
+      await Bun.sleep(12_000)
+      await readOnly(false)
+      const lines = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; level: string })
+      const perMessage = new Map<string, number>()
+      for (const l of lines) perMessage.set(l.msg, (perMessage.get(l.msg) ?? 0) + 1)
+      // Two job workers (the main one and the processing one) each log their own line.
+      expect([...perMessage].filter(([msg, n]) => n > (msg === 'worker tick failed' ? 2 : 1))).toEqual([])
+      expect(lines.filter((l) => l.level === 'error')).toEqual([])
+    } finally {
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" RESET default_transaction_read_only; COMMIT`).catch(() => {})
+      await pool.end()
+      proc.kill('SIGTERM')
+      await proc.exited
     }
   }, 60_000)
 
