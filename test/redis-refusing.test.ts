@@ -45,8 +45,9 @@ test('Redis refusing writes (OOM at maxmemory, a read-only replica): submissions
   const port = await freePort()
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir('fixloop-redis-node-')], {
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
-    stdout: 'ignore',
-    stderr: openSync(logFile, 'a'),
+    // The JSON log lines go to stdout.
+    stdout: openSync(logFile, 'a'),
+    stderr: 'inherit',
   })
   const url = `http://127.0.0.1:${port}`
   const admin = new RedisClient(redis.url)
