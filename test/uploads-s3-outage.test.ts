@@ -75,3 +75,35 @@ test('S3 refusing, stalled or throttling while a submission references an upload
     await node.stop()
   }
 }, 120_000)
+
+test("a reporter's erasure while S3 stalls: answered within seconds, the reports gone; the objects it could not remove are left to the collection job", async () => {
+  const org = await cli(['org', 'create', '--name', 'Erasing'])
+  const key = (await cli(['key', 'create', '--org', org.id])).key
+  const app = await cli(['app', 'create', '--org', org.id, '--name', 'Shop'])
+  const node = await spawnServer(dir('fixloop-s3-node-'), env)
+  const png = new Uint8Array(64).fill(9)
+  try {
+    for (let i = 0; i < 3; i++) {
+      const u = await call(node.url, 'POST', '/v1/feedback/upload-url', { auth: app.publicKey, body: { contentType: 'image/png', byteSize: png.byteLength, kind: 'screenshot', filename: 'x.png' } })
+      expect((await fetch(u.body.url, { method: 'PUT', headers: u.body.headers, body: png })).status).toBe(200)
+      const r = await call(node.url, 'POST', '/v1/feedback', {
+        auth: app.publicKey,
+        body: { text: `The search box loses focus ${i}`, identity: { email: 'jane@example.com' }, attachments: [{ key: u.body.key, kind: 'screenshot', contentType: 'image/png', byteSize: png.byteLength }] },
+      })
+      expect(r.status).toBe(201)
+    }
+    proxy.set('hang')
+    const t0 = performance.now()
+    const erased = await call(node.url, 'POST', '/v1/reporters/erase', { auth: key, body: { email: 'jane@example.com' } })
+    const ms = performance.now() - t0
+    proxy.set('pass')
+    expect(erased.status).toBe(200)
+    expect(erased.body.erased).toBe(3)
+    // One S3 timeout, not one per attachment (each waited out the 10 s bound before).
+    expect(ms).toBeLessThan(20_000)
+  } finally {
+    proxy.set('pass')
+    await node.stop()
+  }
+}, 120_000)
+
