@@ -288,6 +288,41 @@ describe('the checked addresses of a name, in resolver order', () => {
   })
 })
 
+describe('which SMTP refusals end a mail at once', () => {
+  const row = (port: number): SmtpRow => ({ app_id: 'a', org_id: 'o', host: 'relay.test', port, tls_mode: 'none', username: null, password_sealed: null, from_address: 'noreply@relay.test', updated_at: 0 })
+  const mail = { to: 'ops@relay.test', subject: 's', text: 't', headers: {} }
+  const refusal = (responseCode: number, message: string) => Object.assign(new Error(message), { responseCode })
+
+  // A real SMTP server (smtp-server) answering one command with a refusal. Only a 5xx about the recipient
+  // or the message is final (docs/email.md); a server refusing the connection, wanting authentication or
+  // refusing the sender (the App's settings, fixable) is a failed attempt retried on the backoff: a
+  // reporter's mail is not given up at the first try because the server was refusing for a while.
+  const cases: [string, Record<string, unknown>, boolean][] = [
+    ['554 greeting (too many connections, a blocklisted address)', { onConnect: (_s: unknown, cb: (e?: Error) => void) => cb(refusal(554, 'too many connections from your address')) }, false],
+    ['530 at MAIL FROM (authentication required)', { onMailFrom: (_a: unknown, _s: unknown, cb: (e?: Error) => void) => cb(refusal(530, '5.7.0 Authentication required')) }, false],
+    ['553 at MAIL FROM (the sender setting refused)', { onMailFrom: (_a: unknown, _s: unknown, cb: (e?: Error) => void) => cb(refusal(553, '5.7.1 Sender address rejected')) }, false],
+    ['530 at RCPT TO (authentication required)', { onRcptTo: (_a: unknown, _s: unknown, cb: (e?: Error) => void) => cb(refusal(530, '5.7.1 Authentication required')) }, false],
+    ['451 at RCPT TO (try later)', { onRcptTo: (_a: unknown, _s: unknown, cb: (e?: Error) => void) => cb(refusal(451, '4.3.0 try again later')) }, false],
+    ['550 at RCPT TO (no such mailbox: final)', { onRcptTo: (_a: unknown, _s: unknown, cb: (e?: Error) => void) => cb(refusal(550, '5.1.1 no such user')) }, true],
+    ['554 after DATA (the message refused: final)', { onData: (stream: NodeJS.ReadableStream, _s: unknown, cb: (e?: Error) => void) => { stream.resume(); stream.on('end', () => cb(refusal(554, '5.7.1 message refused'))) } }, true],
+  ]
+  for (const [name, hooks, permanent] of cases) {
+    test(`${name}: ${permanent ? 'final' : 'retried'}`, async () => {
+      const { SMTPServer } = await import('smtp-server')
+      const smtp = new SMTPServer({ secure: false, disabledCommands: ['STARTTLS', 'AUTH'], authOptional: true, logger: false, ...hooks })
+      await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve))
+      try {
+        const port = (smtp.server.address() as net.AddressInfo).port
+        const err = await sendVia([{ address: '127.0.0.1', family: 4 }], undefined, server.ctx.box, row(port), mail).catch((e) => e)
+        expect(err).toBeInstanceOf(MailError)
+        expect({ name, permanent: err.permanent }).toEqual({ name, permanent })
+      } finally {
+        await new Promise((resolve) => smtp.close(() => resolve(undefined)))
+      }
+    })
+  }
+})
+
 describe('FIXLOOP_SMTP_ALLOW_PRIVATE parsing', () => {
   test('off by default, 1 turns it on, anything unreadable stops the start', async () => {
     const { loadConfig, ConfigError } = await import('../src/config')

@@ -5,8 +5,8 @@
  * recovery, without a restart, once it is back. Real PostgreSQL, redis-server and s3rver (test/cluster-env.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
-import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
+import { openSync, readFileSync, rmSync } from 'node:fs'
+import { BINARY, call, eventually, freePort, runBinary, spawnServer, tempDir } from './harness'
 import { clusterEnv } from './cluster-env'
 import { sharedPostgres } from './dialects'
 import { openPool } from '../src/db/pg/client-options'
@@ -31,6 +31,14 @@ async function cli(args: string[], extra: Record<string, string> = {}): Promise<
   const r = await runBinary([...args, '--json', '--data-dir', dataDir()], { ...env, ...extra })
   if (r.code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${r.code}: ${r.stderr}`)
   return JSON.parse(r.stdout)
+}
+
+/** Waits until the report is through the pipeline (an App without trackers leaves it awaiting_manual). */
+async function processed(url: string, key: string, id: string): Promise<void> {
+  await eventually(async () => {
+    await Bun.sleep(200)
+    return (await call(url, 'GET', `/v1/feedback/${id}`, { auth: key })).body.status === 'awaiting_manual'
+  }, 20_000)
 }
 
 describe('serve on PostgreSQL (compiled binary)', () => {
@@ -106,6 +114,167 @@ describe('serve on PostgreSQL (compiled binary)', () => {
       await node.stop()
     }
   })
+
+  test('the database turned read-only (a failover onto a standby, 25006): 503 with Retry-After, no job failed, writes again once it is writable', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_LOG_LEVEL: 'warn' }
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Standby', '--json', '--data-dir', dataDir()], own)).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Standby', '--json', '--data-dir', dataDir()], own)).stdout)
+    const key = JSON.parse((await runBinary(['key', 'create', '--org', org.id, '--json', '--data-dir', dataDir()], own)).stdout)
+    const node = await spawnServer(dataDir(), own)
+    const db = new URL(own.FIXLOOP_DATABASE_URL).pathname.slice(1)
+    const pool = openPool(own.FIXLOOP_DATABASE_URL, 1)
+    // Every session of the database opened from now on is read-only; the ones open now are ended, as a
+    // failover ends them, so the node reconnects onto a database that refuses writes.
+    const readOnly = async (on: boolean) => {
+      // This session may itself have been opened read-only meanwhile (the pool reconnects idle clients).
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}; COMMIT`)
+      await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db])
+    }
+    try {
+      const before = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'before the failover' } })
+      expect(before.status).toBe(201)
+      // Processed first: a job in hand when the sessions are ended keeps its lease until it runs out (60 s).
+      await processed(node.url, key.key, before.body.id)
+      await readOnly(true)
+      const during: { status: number; code: string; retry: string | null }[] = []
+      for (let i = 0; i < 3; i++) {
+        const r = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: `during the failover ${i}` } })
+        during.push({ status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') })
+      }
+      expect(during).toEqual(Array.from({ length: 3 }, () => ({ status: 503, code: 'internal_error', retry: '5' })))
+      // The worker meets it too (claims are writes) for a few seconds: no job spends an attempt on it.
+      await Bun.sleep(3000)
+      await readOnly(false)
+      const after = await eventually(async () => {
+        const r = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'after the failover' } })
+        return r.status === 201 ? r : undefined
+      }, 20_000)
+      await processed(node.url, key.key, after.body.id)
+      const { rows } = await pool.query("SELECT count(*) AS n FROM feedback WHERE status = 'failed'")
+      expect(rows[0].n).toBe(0)
+      expect(node.proc.exitCode).toBeNull()
+    } finally {
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" RESET default_transaction_read_only; COMMIT`).catch(() => {})
+      await pool.end()
+      await node.stop()
+    }
+  }, 60_000)
+
+  test('a table locked by another session: 503 with Retry-After once the lock wait passes its bound, not a request hung for as long as the lock (or cut unanswered at 30 s)', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_LOG_LEVEL: 'warn' }
+    const org = JSON.parse((await runBinary(['org', 'create', '--name', 'Locked', '--json', '--data-dir', dataDir()], own)).stdout)
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', org.id, '--name', 'Locked', '--json', '--data-dir', dataDir()], own)).stdout)
+    const key = JSON.parse((await runBinary(['key', 'create', '--org', org.id, '--json', '--data-dir', dataDir()], own)).stdout)
+    const node = await spawnServer(dataDir(), own)
+    const pool = openPool(own.FIXLOOP_DATABASE_URL, 1)
+    const locker = await pool.connect()
+    try {
+      const before = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'before the lock' } })
+      expect(before.status).toBe(201)
+      await processed(node.url, key.key, before.body.id)
+      // An operator's maintenance statement, or a migration stuck behind a long transaction: every statement
+      // on the table queues behind it.
+      await locker.query('BEGIN')
+      await locker.query('LOCK TABLE feedback IN ACCESS EXCLUSIVE MODE')
+      const t0 = performance.now()
+      const [submission, list] = await Promise.all([
+        call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'while the table is locked' } }),
+        call(node.url, 'GET', '/v1/feedback', { auth: key.key }),
+      ])
+      const waited = performance.now() - t0
+      for (const r of [submission, list]) {
+        expect({ status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') }).toEqual({ status: 503, code: 'internal_error', retry: '5' })
+      }
+      expect(waited).toBeLessThan(15_000)
+      await locker.query('COMMIT')
+      const after = await call(node.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'after the lock' } })
+      expect(after.status).toBe(201)
+      await processed(node.url, key.key, after.body.id)
+      const { rows } = await locker.query("SELECT count(*) AS n FROM feedback WHERE status = 'failed'")
+      expect(rows[0].n).toBe(0)
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {})
+      locker.release()
+      await pool.end()
+      await node.stop()
+    }
+  }, 60_000)
+
+  test('the database stalled (a frozen VM, a partition without a reset): /readyz answers 503 naming database within seconds instead of hanging', async () => {
+    const pg = await sharedPostgres()
+    const node = await spawnServer(dataDir(), env)
+    // The cluster's processes: the postmaster (started with -p <port>) and its children. SIGSTOP leaves
+    // every socket open and unanswered, as a paused VM or a dropped route does.
+    const pids = (): number[] => {
+      const out = Bun.spawnSync(['bash', '-c', `pm=$(pgrep -f -- "-p ${pg.port} " | head -1); [ -n "$pm" ] && echo $pm && pgrep -P $pm`]).stdout.toString()
+      return out.split(/\s+/).filter(Boolean).map(Number)
+    }
+    const stalled = pids()
+    expect(stalled.length).toBeGreaterThan(1)
+    try {
+      expect((await call(node.url, 'GET', '/readyz')).status).toBe(200)
+      // Every pool connection busy first (a submission each), so the checks meet open, unanswered sockets.
+      for (const pid of stalled) process.kill(pid, 'SIGSTOP')
+      const inFlight = Array.from({ length: 4 }, () => call(node.url, 'POST', '/v1/feedback', { auth: tenant.pub, body: { text: 'sent while the database is frozen' } }).catch(() => null))
+      await Bun.sleep(200)
+      const t0 = performance.now()
+      const ready = await call(node.url, 'GET', '/readyz')
+      const ms = performance.now() - t0
+      expect(ready.status).toBe(503)
+      expect(ready.body.error.details.checks.database.ok).toBe(false)
+      expect(ms).toBeLessThan(5_000)
+      for (const pid of stalled) process.kill(pid, 'SIGCONT')
+      await Promise.all(inFlight)
+      await eventually(async () => (await call(node.url, 'GET', '/readyz')).status === 200, 20_000)
+    } finally {
+      for (const pid of stalled) {
+        try {
+          process.kill(pid, 'SIGCONT')
+        } catch {
+          // already gone
+        }
+      }
+      await node.stop()
+    }
+  }, 60_000)
+
+  test('the database refusing writes for a while: each background loop logs it once per 30 s, not on every pass', async () => {
+    const own: Record<string, string> = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_LOG_LEVEL: 'warn' }
+    const db = new URL(own.FIXLOOP_DATABASE_URL).pathname.slice(1)
+    const pool = openPool(own.FIXLOOP_DATABASE_URL, 1)
+    const readOnly = async (on: boolean) => {
+      // This session may itself have been opened read-only meanwhile (the pool reconnects idle clients).
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}; COMMIT`)
+      await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db])
+    }
+    const logFile = `${dataDir()}/serve.log`
+    const port = await freePort()
+    const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir()], {
+      env: { PATH: process.env.PATH ?? '', ...own },
+      // The JSON log lines go to stdout.
+      stdout: openSync(logFile, 'a'),
+      stderr: 'inherit',
+    })
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.status === 200, 15_000)
+      await Bun.sleep(1000) // past the start's own queries (the first-admin hint)
+      await readOnly(true)
+      // Longer than two passes of every loop (the mailer, Slack and tracker-rule loops poll every 5 s).
+      await Bun.sleep(12_000)
+      await readOnly(false)
+      const lines = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; level: string })
+      const perMessage = new Map<string, number>()
+      for (const l of lines) perMessage.set(l.msg, (perMessage.get(l.msg) ?? 0) + 1)
+      // Two job workers (the main one and the processing one) each log their own line.
+      expect([...perMessage].filter(([msg, n]) => n > (msg === 'worker tick failed' ? 2 : 1))).toEqual([])
+      expect(lines.filter((l) => l.level === 'error')).toEqual([])
+    } finally {
+      await pool.query(`BEGIN READ WRITE; ALTER DATABASE "${db}" RESET default_transaction_read_only; COMMIT`).catch(() => {})
+      await pool.end()
+      proc.kill('SIGTERM')
+      await proc.exited
+    }
+  }, 60_000)
 
   test('the database dropped under a running server: /readyz 503 naming database, submissions 5xx, the process stays up', async () => {
     const own: Record<string, string> = { ...(await clusterEnv()), FIXLOOP_LOG_LEVEL: "warn" }

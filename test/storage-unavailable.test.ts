@@ -14,6 +14,8 @@ describe('storageUnavailable tells the database being away from other errors', (
     ['PostgreSQL shutting down (57P01)', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), 5],
     ['connection exception class 08 (08006)', Object.assign(new Error('connection failure'), { code: '08006' }), 5],
     ['too many connections (53300)', Object.assign(new Error('sorry, too many clients already'), { code: '53300' }), 5],
+    ['the database read-only (25006: a failover onto a standby)', Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }), 5],
+    ['a lock another session holds past lock_timeout (55P03)', Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }), 5],
     ['socket refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 5],
     ["pg's pool gave up waiting", new Error('timeout exceeded when trying to connect'), 5],
     ['the backend gone mid-query', new Error('Connection terminated unexpectedly'), 5],

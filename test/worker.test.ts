@@ -318,6 +318,28 @@ describe('retries', () => {
     sqliteOf(srv.ctx).run("DELETE FROM jobs WHERE kind = 'outage-probe'")
   })
 
+  test('a batch caught by the database going away, its outcomes not recordable either: one warn line, not an error line per job', async () => {
+    const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+    const lines: { level: string; msg: string }[] = []
+    const log = new Logger('info', (text) => {
+      for (const l of text.split('\n')) if (l) lines.push(JSON.parse(l))
+    })
+    const real = storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs()
+    // The database went away mid-batch: the step fails, and so does writing down what became of each job.
+    const jobs = { ...real, defer: async () => Promise.reject(refused()), retry: async () => Promise.reject(refused()) }
+    const step: JobStep = { run() {}, batchSize: 20, runBatch: async (batch) => batch.map(() => refused()) }
+    const w = new Worker(jobs, { 'outage-batch': step }, clock, log, { leaseMs: LEASE_MS, baseBackoffMs: BASE_BACKOFF_MS, maxBackoffMs: 60_000, maxAttempts: MAX_ATTEMPTS })
+    for (let i = 0; i < 12; i++) sqliteOf(srv.ctx).query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('outage-batch', clock.now(), clock.now())
+    try {
+      expect(await w.tick()).toBe(12)
+      await new Promise((r) => setImmediate(r))
+      expect(lines.filter((l) => l.level === 'error')).toEqual([])
+      expect(lines.filter((l) => l.msg === 'job outcome not recorded').length).toBe(1)
+    } finally {
+      sqliteOf(srv.ctx).query("DELETE FROM jobs WHERE kind = 'outage-batch'").run()
+    }
+  })
+
   test('backoff is capped at maxBackoffMs', () => {
     const w = new Worker(storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs(), {}, clock, silent, { baseBackoffMs: 1000, maxBackoffMs: 5000 })
     expect([1, 2, 3, 4, 5, 30].map((a) => w.backoffMs(a))).toEqual([1000, 2000, 4000, 5000, 5000, 5000])

@@ -2,10 +2,59 @@
  * S3/MinIO blob storage through the minio client: the client PUTs straight to the bucket with a
  * presigned URL; fixloop checks the object's real size and type with a HEAD (statObject) on submission.
  */
+import http from 'node:http'
+import https from 'node:https'
 import type { Client } from 'minio'
 import type { S3Config } from '../config'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { StartupError } from '../core/startup-error'
+
+/**
+ * How long an S3 request may go without a byte from the server (waiting for its answer, or between two
+ * chunks of a body). The minio client has no timeout of its own: a server that takes the connection and
+ * never answers (stalled, a network partition without a reset) held a submission that references an
+ * upload, a download's read or a background job for as long as it stalled. Past it the request fails
+ * with ETIMEDOUT: the request answers 503 with Retry-After and a job waits without spending an attempt
+ * (db/unavailable.ts). An inactivity bound, so a large object that keeps arriving is never cut; below the
+ * HTTP server's 30 s idle timeout.
+ */
+export const S3_IDLE_TIMEOUT_MS = 10_000
+
+/**
+ * S3 answering that it cannot do the work now (503 SlowDown or ServiceUnavailable, 500 InternalError, a
+ * MinIO node starting up or out of room), after the minio client's own retry: the service away for the
+ * moment, not a bug, so a 503 with Retry-After (db/unavailable.ts knows this code) and not a 500.
+ */
+export class S3Unavailable extends Error {
+  readonly code = 'S3_UNAVAILABLE'
+  constructor(readonly cause: unknown) {
+    super(`S3 storage is unavailable: ${cause instanceof Error ? cause.message : String(cause)}`)
+  }
+}
+
+/** The minio client's error for a 5xx after its retries, or an S3 error code that means "not now". */
+const S3_BUSY_MESSAGE = /Retryable HTTP status|Request failed after \d+ retries/
+const S3_BUSY_CODES = new Set(['SlowDown', 'ServiceUnavailable', 'InternalError', 'RequestTimeout', 'XMinioServerNotInitialized', 'XMinioStorageFull', 'XMinioReadQuorum', 'XMinioWriteQuorum'])
+
+function unavailableOrSame(e: unknown): unknown {
+  const err = e as { code?: unknown; message?: unknown } | null
+  if (typeof err?.code === 'string' && S3_BUSY_CODES.has(err.code)) return new S3Unavailable(e)
+  if (typeof err?.message === 'string' && S3_BUSY_MESSAGE.test(err.message)) return new S3Unavailable(e)
+  return e
+}
+
+/** node:http(s) with S3_IDLE_TIMEOUT_MS on every request: what the minio client sends its requests through. */
+function boundedTransport(base: typeof http | typeof https): Pick<typeof http, 'request'> {
+  return {
+    request: ((options: http.RequestOptions, callback?: (res: http.IncomingMessage) => void) => {
+      const req = base.request(options, callback)
+      req.setTimeout(S3_IDLE_TIMEOUT_MS, () => {
+        req.destroy(Object.assign(new Error(`S3 storage did not answer within ${S3_IDLE_TIMEOUT_MS / 1000} s`), { code: 'ETIMEDOUT' }))
+      })
+      return req
+    }) as typeof http.request,
+  }
+}
 
 /** The minio module (for its option classes) and the client made from it. */
 type Connection = { client: Client; minio: typeof import('minio') }
@@ -36,6 +85,7 @@ export class S3BlobStore implements BlobStore {
         region: this.cfg.region,
         // MinIO and most self-hosted S3 servers want path-style URLs (http://host:9000/bucket/key).
         pathStyle: true,
+        transport: boundedTransport(url.protocol === 'https:' ? https : http),
       }),
     }))
     return this.connection
@@ -82,7 +132,7 @@ export class S3BlobStore implements BlobStore {
     } catch (e) {
       const code = (e as { code?: string }).code
       if (code === 'NotFound' || code === 'NoSuchKey') return null
-      throw e
+      throw unavailableOrSame(e)
     }
   }
 
@@ -98,7 +148,7 @@ export class S3BlobStore implements BlobStore {
     } catch (e) {
       const code = (e as { code?: string }).code
       if (code === 'PreconditionFailed' || code === 'NoSuchKey' || code === 'NotFound') return false
-      throw e
+      throw unavailableOrSame(e)
     }
   }
 
@@ -113,7 +163,7 @@ export class S3BlobStore implements BlobStore {
     } catch (e) {
       const code = (e as { code?: string }).code
       if (code === 'NotFound' || code === 'NoSuchKey') return null
-      throw e
+      throw unavailableOrSame(e)
     }
     // Counted as it streams: an object larger than announced stops the read at the bound.
     const chunks: Buffer[] = []
@@ -131,14 +181,22 @@ export class S3BlobStore implements BlobStore {
 
   /** Writes the sealed copy, then removes the unsealed upload (a presigned PUT's target, raw bytes). */
   async replaceSealed(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
-    const client = await this.client()
-    await client.putObject(this.cfg.bucket, this.sealedKey(key), Buffer.from(bytes), bytes.byteLength, { 'Content-Type': contentType })
-    await client.removeObject(this.cfg.bucket, key)
+    try {
+      const client = await this.client()
+      await client.putObject(this.cfg.bucket, this.sealedKey(key), Buffer.from(bytes), bytes.byteLength, { 'Content-Type': contentType })
+      await client.removeObject(this.cfg.bucket, key)
+    } catch (e) {
+      throw unavailableOrSame(e)
+    }
   }
 
   async remove(key: string): Promise<void> {
-    const client = await this.client()
-    await client.removeObject(this.cfg.bucket, key)
-    await client.removeObject(this.cfg.bucket, this.sealedKey(key))
+    try {
+      const client = await this.client()
+      await client.removeObject(this.cfg.bucket, key)
+      await client.removeObject(this.cfg.bucket, this.sealedKey(key))
+    } catch (e) {
+      throw unavailableOrSame(e)
+    }
   }
 }

@@ -3,19 +3,27 @@
  * request then answers 503 with Retry-After, so load balancers and clients retry instead of reporting a
  * server fault. PostgreSQL: connection exceptions (SQLSTATE class 08), the server shutting down or
  * starting (57P01-57P03), too many connections (53300), the socket refused or cut, the pool's wait for a
- * connection timing out. SQLite: the database busy past the retry window (another process holding the
+ * connection timing out, the database read-only (25006 read_only_sql_transaction: a failover that left the
+ * nodes on a standby or a demoted primary until the new one takes over, or an operator's
+ * `default_transaction_read_only` during maintenance; nothing can be written, and the same write succeeds
+ * once the primary is back), a lock another session holds past the pool's `lock_timeout` (55P03
+ * lock_not_available: db/pg/client-options.ts). SQLite: the database busy past the retry window (another process holding the
  * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
  * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only under the server (a
  * filesystem remounted read-only after an error: SQLITE_READONLY, EROFS): nothing is stored, so nothing
  * may be acknowledged, and the server writes again once the operator makes room, without a restart.
+ * The S3 blob store too: its socket errors and its own timeout (ETIMEDOUT), and S3 answering that it
+ * cannot do the work now (503 SlowDown and the like: S3_UNAVAILABLE).
  * Anything else stays a 500.
  */
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300'])
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006', '55P03'])
 /** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */
 const NO_ROOM_RETRY_S = 60
 const PG_NO_ROOM = new Set(['53100', '53200'])
 /** A file write (the embedded blob store) refused for room or a read-only filesystem. */
 const FS_NO_ROOM = new Set(['ENOSPC', 'EDQUOT', 'EROFS'])
+/** The S3 blob store answering that it cannot do the work now (blobs/s3-store.ts `S3Unavailable`). */
+const BLOB_STORE_AWAY = 'S3_UNAVAILABLE'
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|connect ECONNREFUSED/i
 
@@ -27,7 +35,7 @@ export function storageUnavailable(err: unknown): number | null {
     if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return 1
     if (code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_') || PG_NO_ROOM.has(code) || FS_NO_ROOM.has(code)) return NO_ROOM_RETRY_S
     if (code.length === 5 && (code.startsWith('08') || PG_UNAVAILABLE.has(code))) return 5
-    if (SOCKET_CODES.has(code)) return 5
+    if (SOCKET_CODES.has(code) || code === BLOB_STORE_AWAY) return 5
     if (typeof e.message === 'string' && DRIVER_MESSAGES.test(e.message)) return 5
     // An AggregateError (a connect to every resolved address refused) holds the causes in `errors`.
     if (Array.isArray(e.errors) && e.errors.some((x) => storageUnavailable(x) !== null)) return 5

@@ -32,8 +32,9 @@ export class RedisLink {
       const client = this.client ?? (await this.connect())
       return await this.bounded(client.send(command, args))
     } catch (e) {
-      // A reply error (NOSCRIPT, WRONGTYPE …) comes from a working server: the caller handles it.
-      if (!(e instanceof RedisUnavailable) && isReplyError(e)) throw e
+      // A reply error (NOSCRIPT, WRONGTYPE …) comes from a working server: the caller handles it. A server
+      // that cannot do the work now (at maxmemory, a replica, loading) is down for it, like no answer.
+      if (!(e instanceof RedisUnavailable) && isReplyError(e) && !refusesForNow(e)) throw e
       this.markDown(e)
       throw e instanceof RedisUnavailable ? e : new RedisUnavailable(this.lastError)
     }
@@ -111,4 +112,18 @@ export class RedisLink {
 function isReplyError(e: unknown): boolean {
   const message = e instanceof Error ? e.message : ''
   return /^(ERR|NOSCRIPT|WRONGTYPE|BUSY|NOPERM|OOM|READONLY|LOADING|EXECABORT|MOVED|ASK)\b/.test(message)
+}
+
+/**
+ * A reply error that says the server cannot do the work now, not that the command was wrong: at `maxmemory`
+ * with `noeviction` (OOM: every write refused, the rate-limit and single-use scripts included), a replica
+ * (READONLY: a failover pointed the address at one), loading its dataset after a restart (LOADING), a
+ * script or replication holding it (BUSY, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN), or a failed
+ * snapshot refusing writes (MISCONF). It answers PING meanwhile; treated as away, the callers take the
+ * fallbacks they have for Redis down (limits in memory, the proof-of-work claim in the database), where
+ * the refusal was rethrown (a 500 for a submission with proof of work) and logged at error per request.
+ */
+function refusesForNow(e: unknown): boolean {
+  const message = e instanceof Error ? e.message : ''
+  return /^(OOM|READONLY|LOADING|BUSY|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN|MISCONF)\b/.test(message)
 }

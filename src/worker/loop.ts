@@ -196,6 +196,8 @@ export class Worker {
           } else await this.failed(step, job, error)
         } catch (e) {
           // One job's bookkeeping failing must not leave the others unhandled (that one keeps its lease).
+          // The database away fails every job of the batch alike: one warn line per window, not an error
+          // line per job (a PostgreSQL restart mid-batch wrote 256).
           this.failedLoop('error', 'job outcome not recorded', e, { jobId: job.id, kind: job.kind })
         }
       }

@@ -21,6 +21,7 @@ import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import type { ProcessedWrite, TxProcessingSide, TxSanitizeAheadSide } from '../modules/feedback/processing-repo'
 import { scrub } from './steps/sanitize-report'
+import { failureLog, type FailureLog } from '../db/outage-log'
 
 /** The processing node's next jobs, never taken here. */
 export const ANYWHERE_HEAD_GAP = 512
@@ -59,7 +60,12 @@ export class SanitizeAnywhere<Tx> {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly opts: SanitizeAnywhereOptions,
-  ) {}
+  ) {
+    this.failed = failureLog(log)
+  }
+
+  /** A pass failing because the database is away is logged once per 30 s, not every pass (db/outage-log.ts). */
+  private readonly failed: FailureLog
 
   start(): void {
     if (this.running) return
@@ -84,7 +90,7 @@ export class SanitizeAnywhere<Tx> {
     this.timer = setTimeout(() => {
       this.current = this.pass()
         .then(() => {})
-        .catch((e) => this.log.warn('sanitizing ahead failed; the processing node sanitizes these reports itself', { error: e instanceof Error ? e.message : String(e) }))
+        .catch((e) => this.failed('warn', 'sanitizing ahead failed; the processing node sanitizes these reports itself', e))
         .finally(() => {
           this.current = undefined
           if (this.running) this.schedule(this.woken && !this.yielded ? 0 : this.yielded ? BUSY_RETRY_MS : (this.opts.pollMs ?? 1000))

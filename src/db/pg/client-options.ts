@@ -22,9 +22,32 @@ function getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string)
   return pg.types.getTypeParser(oid, format as 'text')
 }
 
+/**
+ * How long a statement of fixloop's waits for a lock another session holds (`lock_timeout`): an operator's
+ * `LOCK TABLE`, a migration queued behind a long transaction, a forgotten `BEGIN` in psql. Without a bound
+ * every request on that table waited as long as the lock (a submission answered after minutes, a read was
+ * cut unanswered by the HTTP server's 30 s idle timeout) and held a pool connection meanwhile. Past it the
+ * statement fails with lock_not_available (55P03), which answers 503 with Retry-After and defers a job
+ * without spending an attempt (db/unavailable.ts). Far above any wait fixloop's own transactions cause
+ * each other (milliseconds), and below the pool's 10 s wait for a connection plus the idle timeout.
+ * Migrations wait as long as they must (db/pg/migrate.ts sets it off in their transactions).
+ */
+export const PG_LOCK_TIMEOUT_MS = 10_000
+
 /** A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown. */
 export function openPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 10_000, types: { getTypeParser } })
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: 10_000,
+    types: { getTypeParser },
+    // A session setting on each new connection before the pool hands it out (pg-pool awaits onConnect;
+    // a failure ends that connection and fails the caller's checkout), rather than a startup parameter,
+    // which pgbouncer refuses unless told to ignore it.
+    onConnect: async (client: pg.ClientBase) => {
+      await client.query(`SET lock_timeout = ${PG_LOCK_TIMEOUT_MS}`)
+    },
+  })
   // An idle client whose backend ended (restart, failover, pg_terminate_backend) emits 'error' on the
   // pool; unhandled, that would end the process. The pool already discards that client.
   pool.on('error', () => {})

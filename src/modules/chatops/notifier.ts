@@ -21,6 +21,7 @@ import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
 import { type ChatopsRepo, type SlackConnectionRow } from './repo'
 import { CHANNEL_INTERVAL_MS, SlackApi, SlackError } from './slack-api'
+import { failureLog, type FailureLog } from '../../db/outage-log'
 
 interface Ev {
   seq: number
@@ -52,6 +53,8 @@ export class SlackNotifier {
   private readonly running = new Set<Promise<void>>()
   /** This notifier as a drain claim's owner (one per process and start). */
   private readonly owner = randomUUID()
+  /** A pass failing because the database is away is logged once per 30 s, not every pass (db/outage-log.ts). */
+  private readonly failed: FailureLog
 
   constructor(
     private readonly ctx: SlackNotifierDeps,
@@ -66,6 +69,7 @@ export class SlackNotifier {
     private readonly mayAct: () => boolean = () => true,
   ) {
     this.repo = ctx.store.chatops
+    this.failed = failureLog(log)
   }
 
   start(hub: EventHub): void {
@@ -86,7 +90,7 @@ export class SlackNotifier {
     try {
       for (const orgId of await this.repo.liveOrgs()) await this.runOrg(orgId)
     } catch (e) {
-      this.log.warn('slack notifier failed', { error: e instanceof Error ? e.message : String(e) })
+      this.failed('warn', 'slack notifier failed', e)
     }
   }
 
@@ -100,13 +104,13 @@ export class SlackNotifier {
     try {
       live = await this.repo.liveForOrg(orgId)
     } catch (e) {
-      return this.log.warn('slack notifier failed', { orgId, error: e instanceof Error ? e.message : String(e) })
+      return this.failed('warn', 'slack notifier failed', e, { orgId })
     }
     for (const c of live) {
       if (this.busy.has(c.id)) continue
       this.busy.add(c.id)
       const p = this.drain(c.id)
-        .catch((e) => this.log.warn('slack notifier failed', { connectionId: c.id, error: e instanceof Error ? e.message : String(e) }))
+        .catch((e) => this.failed('warn', 'slack notifier failed', e, { connectionId: c.id }))
         .finally(() => {
           this.busy.delete(c.id)
           this.running.delete(p)

@@ -79,11 +79,26 @@ export interface ReadinessDeps {
 
 export type ReadinessReport = { ready: boolean; checks: Record<string, Check> }
 
+/**
+ * The longest /readyz waits for one check. A balancer's probe must get an answer: a check that reads the
+ * database (the advisory trackers check) waited on a stalled PostgreSQL (a paused VM, a route dropped
+ * without a reset: sockets open, nothing answers) until the HTTP server cut the probe unanswered at 30 s.
+ * Above the database check's own 2 s bound (db/pg/readiness.ts), so its reason is the one shown there.
+ */
+export const CHECK_TIMEOUT_MS = 3_000
+
 async function probe(fn: () => Check | Promise<Check>): Promise<Check> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<Check>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${CHECK_TIMEOUT_MS} ms` }), CHECK_TIMEOUT_MS)
+  })
   try {
-    return await fn()
+    // The check goes on in the background when it is late; its outcome is then ignored.
+    return await Promise.race([Promise.resolve().then(fn), late])
   } catch (e) {
     return { ok: false, reason: e instanceof Error ? e.message : String(e) }
+  } finally {
+    clearTimeout(timer)
   }
 }
 

@@ -29,6 +29,7 @@ import { MailError, SEND_DEADLINE_MS, sendMail } from './transport'
 import { confirmToken, mailKeys, unsubscribeToken } from './unsubscribe-token'
 import { isSanitized } from '../../sanitize/servable'
 import { titleOf } from '../trackers/draft'
+import { failureLog, type FailureLog } from '../../db/outage-log'
 
 export interface MailerOptions {
   /** Cluster mode: true while this node holds the `dispatch` role; nothing is claimed or sent without it. */
@@ -70,6 +71,8 @@ export class Mailer {
   private unsubscribe: (() => void) | undefined
   private running: Promise<void> | undefined
   private again = false
+  /** A pass failing because the database is away is logged once per 30 s, not every pass (db/outage-log.ts). */
+  private readonly failed: FailureLog
 
   constructor(
     private readonly ctx: MailerDeps,
@@ -77,6 +80,7 @@ export class Mailer {
     opts: Partial<MailerOptions>,
   ) {
     this.repo = ctx.store.mail
+    this.failed = failureLog(log)
     this.keys = mailKeys(ctx.urlSigningKey)
     this.opts = { mayAct: () => true, pollMs: 5000, publicUrl: undefined, ...opts }
   }
@@ -130,7 +134,7 @@ export class Mailer {
           await this.pass()
         } while (this.again)
       } catch (e) {
-        this.log.warn('mailer pass failed', { error: e instanceof Error ? e.message : String(e) })
+        this.failed('warn', 'mailer pass failed', e)
       } finally {
         this.running = undefined
       }

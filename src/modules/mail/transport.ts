@@ -109,14 +109,31 @@ async function sendTo(address: string, servername: string | undefined, box: Secr
   } catch (e) {
     if (deadline.aborted) throw new MailError(deadlineMessage(), false)
     const err = e as { responseCode?: number; code?: string; command?: string; message?: string; timeoutType?: string }
-    const code = err.responseCode
-    // 5xx on the envelope or data is the server refusing this message for good; auth and connection errors may heal.
-    const permanent = typeof code === 'number' && code >= 500 && code < 600 && err.code !== 'EAUTH'
+    const permanent = refusedForGood(err)
     const notConnected = err.command === 'CONN' && (NOT_CONNECTED.test(`${err.code} ${err.message}`) || SETUP_TIMEOUTS.has(err.timeoutType ?? ''))
     throw new MailError(describe(err), permanent, notConnected)
   } finally {
     transport.close()
   }
+}
+
+/** SMTP commands whose answer is about this message: its recipient (RCPT TO) or its content (DATA). */
+const ABOUT_THE_MESSAGE = new Set(['RCPT TO', 'DATA'])
+/** Reply codes that ask for authentication (530 required, 535 refused, 538 needs encryption): settings, not the message. */
+const AUTH_CODES = new Set([530, 535, 538])
+
+/**
+ * Whether retrying cannot help: a 5xx answer about the recipient or the message (550 no such mailbox, 552
+ * too large, 554 refused as spam). A 5xx to the connection (a 554 greeting: too many connections, a
+ * blocklisted address), to EHLO or MAIL FROM (the App's sender setting), or asking for authentication is
+ * about the server or the App's settings, which change: those are failed attempts on the backoff like a
+ * server that is down, so a reporter's mail is not given up at the first try while they are wrong.
+ */
+function refusedForGood(err: { responseCode?: number; code?: string; command?: string }): boolean {
+  const code = err.responseCode
+  if (typeof code !== 'number' || code < 500 || code >= 600) return false
+  if (err.code === 'EAUTH' || AUTH_CODES.has(code)) return false
+  return ABOUT_THE_MESSAGE.has(err.command ?? '')
 }
 
 const deadlineMessage = () => 'the SMTP server did not finish the message before its overall deadline'

@@ -11,6 +11,7 @@ import type { Logger } from '../../core/logger'
 import type { EventHub } from '../events/hub'
 import type { LinkInit, TrackerConnectionRow, TrackersRepo } from './repo'
 import { parseRules } from './service'
+import { failureLog, type FailureLog } from '../../db/outage-log'
 
 const PAGE = 200
 const PAGES_PER_RUN = 20
@@ -26,7 +27,12 @@ export class TrackerRulesWatcher {
     private readonly log: Logger,
     private readonly mayAct: () => boolean = () => true,
     private readonly everyMs = 5000,
-  ) {}
+  ) {
+    this.failed = failureLog(log)
+  }
+
+  /** A pass failing because the database is away is logged once per 30 s, not every pass (db/outage-log.ts). */
+  private readonly failed: FailureLog
 
   start(hub: EventHub): void {
     this.unsubscribe = hub.subscribeAll((orgId) => this.runOrg(orgId))
@@ -44,7 +50,7 @@ export class TrackerRulesWatcher {
     try {
       for (const orgId of await this.repo.connectedOrgs()) this.runOrg(orgId)
     } catch (e) {
-      this.log.warn('tracker rules failed', { error: e instanceof Error ? e.message : String(e) })
+      this.failed('warn', 'tracker rules failed', e)
     }
   }
 
@@ -60,7 +66,7 @@ export class TrackerRulesWatcher {
       return
     }
     const run = this.catchUp(orgId)
-      .catch((e) => this.log.warn('tracker rules failed', { orgId, error: e instanceof Error ? e.message : String(e) }))
+      .catch((e) => this.failed('warn', 'tracker rules failed', e, { orgId }))
       .finally(() => {
         this.running.delete(orgId)
         if (this.again.delete(orgId)) this.runOrg(orgId)

@@ -14,6 +14,7 @@ import { REPLAY_MAX_STORED_BYTES } from './replay-blob'
 import { scrubReplayOffThread } from './replay-scrubber'
 import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
 import type { Logger } from '../../core/logger'
+import { storageUnavailable } from '../../db/unavailable'
 
 /** How long an upload URL stays valid. */
 export const UPLOAD_URL_TTL_MS = 15 * 60 * 1000
@@ -324,6 +325,8 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
         } catch (e) {
           // The store failed (not the replay): it stays pending and is tried again at the next run.
           log.warn('session replay not scrubbed yet', { key: row.key, error: e instanceof Error ? e.message : String(e) })
+          // The store away: the others of this run would wait out the same timeout one after another.
+          if (storageUnavailable(e) !== null) break
         }
       }
       return settled
@@ -341,15 +344,24 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
     discard,
   }
 
+  /**
+   * Once the store (or the database) is unavailable, the remaining keys are left for the collection job
+   * at once: a stalled S3 costs one timeout (s3-store.ts), not one per key. A reporter's erasure waited
+   * 10 s per attachment, and the hourly collection held the job worker for up to 500 of them.
+   */
   async function discard(keys: readonly string[]): Promise<number> {
     let removed = 0
-    for (const key of keys) {
+    for (const [i, key] of keys.entries()) {
       try {
         await store.remove(key)
         await repo.deleteUnreferenced(key)
         removed++
       } catch (e) {
         log.warn('could not remove unreferenced upload', { key, error: e instanceof Error ? e.message : String(e) })
+        if (storageUnavailable(e) !== null) {
+          log.warn('uploads left for the next collection: storage unavailable', { left: keys.length - i - 1 })
+          break
+        }
       }
     }
     return removed

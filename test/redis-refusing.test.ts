@@ -1,0 +1,102 @@
+/**
+ * Valkey/Redis up but refusing the work: at `maxmemory` with `noeviction` (every write refused with OOM), a
+ * replica after a failover (READONLY), loading its dataset after a restart (LOADING). It answers PING, so
+ * the link did not count it as down, and its refusal came back as an ordinary reply error: a submission to
+ * an App with proof of work answered 500 (the single-use claim rethrew it), and every rate-limited request
+ * wrote an error line. It is Redis unavailable for the work (src/nodes/redis-link.ts): the same fallbacks
+ * as Redis down (limits in memory, the claim in the database), warnings at most once a minute, and the
+ * shared state again once Redis takes writes. The compiled binary on real PostgreSQL, redis-server, s3rver.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { openSync, readFileSync, rmSync } from 'node:fs'
+import { RedisClient } from 'bun'
+import { BINARY, call, eventually, freePort, runBinary, tempDir } from './harness'
+import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
+import { powHeaderOf, solvePowChallenge } from '../src/abuse/pow'
+
+const dirs: string[] = []
+const dir = (prefix: string) => {
+  const d = tempDir(prefix)
+  dirs.push(d)
+  return d
+}
+let redis: RedisServer
+let env: Record<string, string>
+beforeAll(async () => {
+  redis = await startRedis()
+  env = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_REDIS_URL: redis.url }
+})
+afterAll(async () => {
+  await redis?.stop()
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+async function cli(args: string[]): Promise<any> {
+  const r = await runBinary([...args, '--json', '--data-dir', dir('fixloop-redis-cli-')], env)
+  if (r.code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${r.code}: ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+test('Redis refusing writes (OOM at maxmemory, a read-only replica): submissions 201 with and without proof of work, warnings not error lines, shared limits again once it takes writes', async () => {
+  const org = await cli(['org', 'create', '--name', 'Acme'])
+  const plain = await cli(['app', 'create', '--org', org.id, '--name', 'Plain'])
+  const guarded = await cli(['app', 'create', '--org', org.id, '--name', 'Guarded', '--proof-of-work', 'normal'])
+  const logFile = `${dir('fixloop-redis-log-')}/serve.log`
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir('fixloop-redis-node-')], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    // The JSON log lines go to stdout.
+    stdout: openSync(logFile, 'a'),
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${port}`
+  const admin = new RedisClient(redis.url)
+  try {
+    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
+    const submit = async (app: { publicKey: string }, text: string, proofOfWork: boolean) => {
+      const headers: Record<string, string> = {}
+      if (proofOfWork) {
+        const { challenge } = (await call(url, 'GET', '/v1/widget/challenge', { auth: app.publicKey })).body
+        headers['X-Fixloop-Proof-Of-Work'] = powHeaderOf(challenge, solvePowChallenge(challenge)!)
+      }
+      const r = await call(url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text }, headers })
+      return { status: r.status, code: r.body?.error?.code }
+    }
+    expect(await submit(guarded, 'before: the save button does nothing', true)).toEqual({ status: 201, code: undefined })
+
+    const refusals: [string, () => Promise<unknown>, () => Promise<unknown>][] = [
+      [
+        'OOM',
+        async () => {
+          await admin.send('CONFIG', ['SET', 'maxmemory-policy', 'noeviction'])
+          await admin.send('CONFIG', ['SET', 'maxmemory', '1'])
+        },
+        () => admin.send('CONFIG', ['SET', 'maxmemory', '0']),
+      ],
+      // A replica of a primary that is not there: every write answers READONLY.
+      ['READONLY', () => admin.send('REPLICAOF', ['127.0.0.1', '1']), () => admin.send('REPLICAOF', ['NO', 'ONE'])],
+    ]
+    for (const [name, refuse, restore] of refusals) {
+      await refuse()
+      expect(String(await admin.send('SET', ['probe', '1']).catch((e) => e))).toContain(name)
+      for (let i = 0; i < 3; i++) {
+        expect({ name, ...(await submit(plain, `${name} ${i}: the export hangs`, false)) }).toEqual({ name, status: 201, code: undefined })
+        expect({ name, ...(await submit(guarded, `${name} ${i}: the export hangs`, true)) }).toEqual({ name, status: 201, code: undefined })
+      }
+      await restore()
+    }
+    // Taking writes again: the shared buckets are in Redis again (noticed within the link's retry).
+    await admin.send('FLUSHALL', [])
+    await eventually(async () => {
+      await submit(plain, 'after: the export works', false)
+      return ((await admin.send('KEYS', ['fixloop:rl:*'])) as string[]).length > 0
+    }, 10_000)
+    expect(await submit(guarded, 'after: the save button works', true)).toEqual({ status: 201, code: undefined })
+    const errors = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.includes('"level":"error"'))
+    expect(errors).toEqual([])
+  } finally {
+    admin.close()
+    proc.kill('SIGTERM')
+    await proc.exited
+  }
+}, 90_000)
