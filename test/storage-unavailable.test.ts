@@ -28,7 +28,10 @@ describe('storageUnavailable tells the database being away from other errors', (
     ['a file write with no room (the embedded blob store)', Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }), 60],
     ['a file write over quota', Object.assign(new Error('EDQUOT: disk quota exceeded'), { code: 'EDQUOT' }), 60],
     ['a file missing (a bug, not an outage)', Object.assign(new Error('ENOENT: no such file or directory'), { code: 'ENOENT' }), null],
-    ['SQLite I/O error (a failing disk: not waited out)', Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' }), null],
+    // What SQLite says when the filesystem is remounted read-only under it (ext4 errors=remount-ro): test/read-only-remount.test.ts.
+    ['SQLite: a write to a filesystem remounted read-only', Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' }), 60],
+    ['SQLite: the checkpoint\'s fsync there', Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_FSYNC' }), 60],
+    ['SQLite: the -shm file cannot grow on a full disk', Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_SHMSIZE' }), 60],
     ['a unique violation (our bug or a race, not an outage)', Object.assign(new Error('duplicate key'), { code: '23505' }), null],
     ['a syntax error', Object.assign(new Error('syntax error'), { code: '42601' }), null],
     ['SQLite constraint', Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_UNIQUE' }), null],

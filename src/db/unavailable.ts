@@ -5,10 +5,13 @@
  * starting (57P01-57P03), too many connections (53300), the socket refused or cut, the pool's wait for a
  * connection timing out. SQLite: the database busy past the retry window (another process holding the
  * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
- * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only under the server (a
- * filesystem remounted read-only after an error: SQLITE_READONLY, EROFS): nothing is stored, so nothing
- * may be acknowledged, and the server writes again once the operator makes room, without a restart.
- * Anything else stays a 500.
+ * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only or failing under the
+ * server: EROFS for a file write; for SQLite SQLITE_READONLY, and SQLITE_IOERR with any extended code,
+ * because a filesystem remounted read-only after an error (ext4 errors=remount-ro) reaches SQLite's open
+ * file as a failed write or fsync (SQLITE_IOERR_WRITE, _FSYNC), never as SQLITE_READONLY, and a disk
+ * that fails is as much the environment (nothing can be stored, the operator has to act; a job could not
+ * even record its failure). Nothing is stored, so nothing may be acknowledged, and the server writes
+ * again once the operator makes room or remounts, without a restart. Anything else stays a 500.
  */
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300'])
 /** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */
@@ -25,7 +28,8 @@ export function storageUnavailable(err: unknown): number | null {
   for (let i = 0; i < 4 && e; i++) {
     const code = typeof e.code === 'string' ? e.code : ''
     if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return 1
-    if (code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_') || PG_NO_ROOM.has(code) || FS_NO_ROOM.has(code)) return NO_ROOM_RETRY_S
+    if (code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_') || code === 'SQLITE_IOERR' || code.startsWith('SQLITE_IOERR_')) return NO_ROOM_RETRY_S
+    if (PG_NO_ROOM.has(code) || FS_NO_ROOM.has(code)) return NO_ROOM_RETRY_S
     if (code.length === 5 && (code.startsWith('08') || PG_UNAVAILABLE.has(code))) return 5
     if (SOCKET_CODES.has(code)) return 5
     if (typeof e.message === 'string' && DRIVER_MESSAGES.test(e.message)) return 5

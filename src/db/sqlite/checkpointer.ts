@@ -7,6 +7,7 @@
 import type { Database } from 'bun:sqlite'
 import type { Logger } from '../../core/logger'
 import type { WriteTurns } from './write-turns'
+import { failureLog } from '../outage-log'
 
 /**
  * Where the worker's module is. From source, next to this file. In the compiled binary every module is
@@ -35,6 +36,8 @@ export class Checkpointer {
   /** performance.now() of the thread's last report (a checkpoint or its start); readiness reads it. */
   private lastBeatAt = performance.now()
   private fellBack = false
+  /** A checkpoint fails every second while the storage is read-only or full: one line per 30 s then. */
+  private readonly failed: ReturnType<typeof failureLog>
 
   constructor(
     private readonly sqlite: Database,
@@ -42,14 +45,16 @@ export class Checkpointer {
     private readonly log: Logger,
     private readonly intervalMs = 1000,
     private readonly truncateMs = WAL_TRUNCATE_MS,
-  ) {}
+  ) {
+    this.failed = failureLog(log)
+  }
 
   /** `turns`: intake's commit times (write-turns.ts): the TRUNCATE waits out a saturating burst (at most 60 s). */
   start(turns?: WriteTurns): void {
     const worker = new Worker(workerUrl())
     worker.onmessage = (e: MessageEvent) => {
       this.lastBeatAt = performance.now()
-      if (e.data?.type === 'error') this.log.warn('wal checkpoint failed', { error: e.data.message })
+      if (e.data?.type === 'error') this.failed('warn', 'wal checkpoint failed', Object.assign(new Error(e.data.message), { code: e.data.code }))
     }
     worker.onerror = (e) => {
       this.log.error('checkpointer thread failed; checkpoints move back to the main thread', { error: e.message })
