@@ -50,6 +50,8 @@ file is created with a fresh random key (0600). When <data-dir>/master.key holds
 if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
 
 const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
+/** VACUUM INTO's target in the --out folder: no room, no inode, read-only, failing. */
+const OUT_SQLITE_ERRORS = /^SQLITE_(FULL|CANTOPEN|READONLY|IOERR)/
 
 const stderr = (line: string) => process.stderr.write(line + '\n')
 
@@ -96,8 +98,9 @@ export async function runBackup(argv: string[]): Promise<void> {
       storage: config.s3 ? 's3' : 'embedded',
       progress: stderr,
     }).catch((e: NodeJS.ErrnoException) => {
-      // A folder that takes no files (read-only, full, not ours) is the operator's to fix, not a crash.
-      if (e.code && OUT_ERRORS.has(e.code)) throw new UsageError(`--out: cannot write ${out} (${e.code}); nothing was written`)
+      // A folder that takes no files (read-only, full, no inodes, not ours) is the operator's to fix, not a
+      // crash; the database copy (VACUUM INTO) meets it as SQLite's codes.
+      if (e.code && (OUT_ERRORS.has(e.code) || OUT_SQLITE_ERRORS.test(e.code))) throw new UsageError(`--out: cannot write ${out} or its database copy in ${folder} (${e.message.startsWith(e.code) ? e.message : `${e.code}: ${e.message}`}); nothing was written`)
       throw e
     })
     if (includeMasterKey) stderr(`backup: ${out} contains the master key; it was created with mode 0600: keep it as secret as the key itself`)

@@ -70,18 +70,27 @@ export async function writeBackup(o: BackupOptions): Promise<Manifest> {
   const pack = tarPack()
   const sink = createWriteStream(partial, { mode: 0o600, flags: 'wx' })
   const written = pipeline(pack, sink)
+  // The archive's file failing (ENOSPC, EDQUOT, EIO) rejects `written` while a file is still being added.
+  // Unwatched, that rejection ended the process (exit 1, a crash report) before the cleanup below, leaving
+  // the partial archive and the database copy on the disk that had just filled up; every wait races it.
+  const sinkFailed = written.then(
+    () => new Promise<never>(() => {}),
+    (e: unknown) => Promise.reject(e),
+  )
+  sinkFailed.catch(() => undefined)
+  const orSinkFailure = <T>(p: Promise<T>): Promise<T> => Promise.race([p, sinkFailed])
   try {
     report('backup: copying the database (VACUUM INTO)', true)
     // The copy holds the whole database: owner-only from the start (VACUUM INTO fills an empty file).
     closeSync(openSync(snapshot, 'wx', 0o600))
     o.sqlite.query('VACUUM INTO ?').run(snapshot)
     const files: ManifestFile[] = []
-    files.push((await addFile(pack, DB_ENTRY, snapshot))!)
+    files.push((await orSinkFailure(addFile(pack, DB_ENTRY, snapshot)))!)
     rmSync(scratch, { recursive: true, force: true })
     const blobs = listBlobs(o.dataDir)
     let bytes = 0
     for (const [i, rel] of blobs.entries()) {
-      const f = await addFile(pack, BLOB_PREFIX + rel, join(o.dataDir, 'blobs', rel))
+      const f = await orSinkFailure(addFile(pack, BLOB_PREFIX + rel, join(o.dataDir, 'blobs', rel)))
       if (f) {
         files.push(f)
         bytes += f.bytes
