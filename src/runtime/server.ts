@@ -16,6 +16,7 @@ import type { AgentRunner } from '../agent/runner'
 import { createServices, type Services } from './services'
 import { lockDataDir } from '../db/data-dir-lock'
 import { StartupError } from '../core/startup-error'
+import { removeRestoreLeftovers } from '../db/backup/restore'
 import { createReadiness, nodeCheck, trackersCheck } from '../modules/health/readiness'
 import { createMetrics } from '../modules/metrics/service'
 import { VERSION } from '../version'
@@ -84,6 +85,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
   prepareDataDir(config.dataDir, { announce: !config.databaseUrl })
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
+  for (const dir of removeRestoreLeftovers(config.dataDir)) log.warn('removed the staging folder of a restore that was killed', { path: dir })
   let ctx: Runtime
   try {
     if (config.databaseUrl && config.redisUrl) await checkRedis(config.redisUrl)
