@@ -22,8 +22,15 @@ const FS_NO_ROOM = new Set(['ENOSPC', 'EDQUOT', 'EROFS'])
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|connect ECONNREFUSED/i
 
+/**
+ * A stored file the server holds but cannot open (an embedded-store blob fixloop's user may not read after
+ * a restore or a copy made as root, a failing disk): the operator's to fix, so 503 like a full disk.
+ */
+export class StoredFileUnreadable extends Error {}
+
 /** Seconds a client should wait before retrying, or null when the error is not the database being away. */
 export function storageUnavailable(err: unknown): number | null {
+  if (err instanceof StoredFileUnreadable) return NO_ROOM_RETRY_S
   let e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown } | null
   for (let i = 0; i < 4 && e; i++) {
     const code = typeof e.code === 'string' ? e.code : ''
