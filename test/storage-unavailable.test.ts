@@ -27,6 +27,9 @@ describe('storageUnavailable tells the database being away from other errors', (
     ['PostgreSQL out_of_memory (53200)', Object.assign(new Error('out of memory'), { code: '53200' }), 60],
     ['a file write with no room (the embedded blob store)', Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }), 60],
     ['a file write over quota', Object.assign(new Error('EDQUOT: disk quota exceeded'), { code: 'EDQUOT' }), 60],
+    ['out of file descriptors (a blob write under the open-files limit)', Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }), 5],
+    ['out of file descriptors system-wide', Object.assign(new Error('ENFILE: file table overflow'), { code: 'ENFILE' }), 5],
+    ['SQLite cannot open a journal or WAL file (descriptors or inodes)', Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' }), 5],
     ['a file missing (a bug, not an outage)', Object.assign(new Error('ENOENT: no such file or directory'), { code: 'ENOENT' }), null],
     // What SQLite says when the filesystem is remounted read-only under it (ext4 errors=remount-ro): test/read-only-remount.test.ts.
     ['SQLite: a write to a filesystem remounted read-only', Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' }), 60],

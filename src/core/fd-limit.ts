@@ -23,12 +23,16 @@ export function openFilesLimit(): number | undefined {
   }
 }
 
+/** Descriptors the server holds whatever the traffic (SQLite's files on three threads, the lock, epoll, …: about 30) and a margin. */
+const SERVER_OWN = 48
+
 /**
- * Event streams this server keeps open at most under an open-files limit: half the limit, at most all but
- * 512, so that requests, SQLite, the blob store, webhook deliveries and agent runs keep descriptors to
- * work with (the server itself holds about 30). No limit known: no cap.
+ * Event streams this server keeps open at most under an open-files limit: what is left past its own
+ * descriptors, half of it, at most all but 512 of it, so that requests, SQLite, the blob store, webhook
+ * deliveries and agent runs keep descriptors to work with. No limit known: no cap.
  */
 export function streamsWithin(limit: number | undefined): number {
   if (limit === undefined) return Number.POSITIVE_INFINITY
-  return Math.max(0, limit - Math.min(Math.floor(limit / 2), 512))
+  const left = Math.max(0, limit - SERVER_OWN)
+  return left - Math.min(Math.floor(left / 2), 512)
 }

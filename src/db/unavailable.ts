@@ -19,6 +19,12 @@ const NO_ROOM_RETRY_S = 60
 const PG_NO_ROOM = new Set(['53100', '53200'])
 /** A file write (the embedded blob store) refused for room or a read-only filesystem. */
 const FS_NO_ROOM = new Set(['ENOSPC', 'EDQUOT', 'EROFS'])
+/**
+ * Out of file descriptors (the process's open-files limit, or the system's): a blob write, SQLite's journal
+ * or a WAL file cannot be opened (SQLITE_CANTOPEN; also a file system without inodes) until connections or
+ * files close, so soon.
+ */
+const FD_CODES = new Set(['EMFILE', 'ENFILE', 'SQLITE_CANTOPEN'])
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|connect ECONNREFUSED/i
 
@@ -37,6 +43,7 @@ export function storageUnavailable(err: unknown): number | null {
     if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return 1
     if (code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_') || code === 'SQLITE_IOERR' || code.startsWith('SQLITE_IOERR_')) return NO_ROOM_RETRY_S
     if (PG_NO_ROOM.has(code) || FS_NO_ROOM.has(code)) return NO_ROOM_RETRY_S
+    if (FD_CODES.has(code)) return 5
     if (code.length === 5 && (code.startsWith('08') || PG_UNAVAILABLE.has(code))) return 5
     if (SOCKET_CODES.has(code)) return 5
     if (typeof e.message === 'string' && DRIVER_MESSAGES.test(e.message)) return 5
