@@ -35,7 +35,7 @@ export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
       throw new StartupError(`the data dir ${dataDir} is in use by another fixloop server (it holds ${file}); stop it before ${purpose}`)
     }
     // Its rollback journal cannot be made (read-only or full disk, no inodes): exit 2 with the path.
-    throw openRefusal(file, e) ?? e
+    throw openRefusal(file, e, ['-journal']) ?? e
   }
   let held = true
   return {

@@ -13,8 +13,11 @@ import { StartupError } from '../core/startup-error'
 const ENVIRONMENT = /^SQLITE_(CANTOPEN|READONLY|FULL|IOERR|PERM|AUTH)/
 const DAMAGED = /^SQLITE_(CORRUPT|NOTADB)/
 
-/** A StartupError naming the file and the cause, or undefined when the error is not the environment's. */
-export function openRefusal(file: string, e: unknown): StartupError | undefined {
+/**
+ * A StartupError naming the file and the cause, or undefined when the error is not the environment's.
+ * `sidecars`: the files SQLite makes beside it (the data dir's lock keeps a rollback journal instead).
+ */
+export function openRefusal(file: string, e: unknown, sidecars = ['-wal', '-shm']): StartupError | undefined {
   const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : ''
   const said = `${code}: ${e instanceof Error ? e.message : String(e)}`
   if (DAMAGED.test(code)) {
@@ -23,7 +26,7 @@ export function openRefusal(file: string, e: unknown): StartupError | undefined 
     )
   }
   if (!ENVIRONMENT.test(code)) return undefined
-  return new StartupError(`cannot use the database ${file}: ${diagnose(file)} (${said}); SQLite must be able to write it and create ${basename(file)}-wal and ${basename(file)}-shm beside it`)
+  return new StartupError(`cannot use the database ${file}: ${diagnose(file)} (${said}); SQLite must be able to write it and create ${sidecars.map((x) => basename(file) + x).join(' and ')} beside it`)
 }
 
 function diagnose(file: string): string {
