@@ -20,6 +20,8 @@ import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
  * minute when the disk is full, but the worker should resume within seconds of the operator making room.
  */
 const OUTAGE_RECHECK_S = 5
+/** A leftover deferral is written only while this much of its lease is still ahead (clocks, a slow pass). */
+const UNDEFERRED_MARGIN_MS = 5000
 
 /** Thrown by a step that cannot run yet (e.g. no free agent slot): retried later, not counted as a failure. */
 export class DeferJob extends Error {
@@ -119,8 +121,21 @@ export class Worker {
     return Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** Math.max(0, attempts - 1))
   }
 
+  /** Jobs whose deferral met the outage (`failed`), with when to run them and until when their lease is ours. */
+  private readonly undeferred = new Map<number, { runAfter: number; until: number }>()
+
+  /** Defers the jobs an outage left leased; stops at the first that still cannot be written. */
+  private async deferLeftovers(): Promise<void> {
+    for (const [id, d] of this.undeferred) {
+      // Past the lease the job is free again anyway (and may be another claim's now): nothing to undo.
+      if (performance.now() < d.until) await this.jobs.defer(id, d.runAfter)
+      this.undeferred.delete(id)
+    }
+  }
+
   /** Runs every job due now, one after another; resolves with how many ran. */
   async tick(maxJobs = TICK_MAX_JOBS): Promise<number> {
+    await this.deferLeftovers()
     let ran = 0
     // A job claimed before a pause: the worker holds its lease while it waits for its turn.
     let next: JobRow | null = null
@@ -217,7 +232,15 @@ export class Worker {
     const away = storageUnavailable(e)
     if (away !== null) {
       this.failedLoop('warn', 'job waits for the database', e, { kind: job.kind })
-      await this.jobs.defer(job.id, this.clock.now() + Math.min(away, OUTAGE_RECHECK_S) * 1000)
+      const runAfter = this.clock.now() + Math.min(away, OUTAGE_RECHECK_S) * 1000
+      try {
+        await this.jobs.defer(job.id, runAfter)
+      } catch (deferring) {
+        if (storageUnavailable(deferring) === null) throw deferring
+        // The deferral is a write too, and met the same outage: deferred at the next pass that can write,
+        // instead of the job waiting out its whole lease (60 s) once the database is back.
+        this.undeferred.set(job.id, { runAfter, until: performance.now() + this.opts.leaseMs - UNDEFERRED_MARGIN_MS })
+      }
       return
     }
     const error = e instanceof Error ? e.message : String(e)
