@@ -14,8 +14,10 @@ import { VERSION } from './version'
 import { requireClusterSettings, refuseOnPostgres } from './cli/postgres-guards'
 import { settingsHelp } from './core/settings'
 import { exitQuietlyOnClosedOutput } from './cli/closed-output'
-import { dataDirsMadeByThisProcess, setDataDirNotices } from './db/data-dir'
+import { DB_FILE, dataDirsMadeByThisProcess, setDataDirNotices } from './db/data-dir'
 import { rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { openRefusal } from './db/open-refusal'
 import { unknownSettingWarnings } from './cli/unknown-settings'
 import { setProcessRole } from './core/process-role'
 
@@ -156,6 +158,13 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     process.stderr.write(`fixloop: ${refusal}\n`)
     leave(2)
   }
+  // SQLite refusing the data dir's database mid-command (a write on a full or read-only disk, a damaged
+  // page): the same, with the database's path and what is wrong with its folder.
+  const dbRefusal = openRefusal(join(resolve(dataDirArg(process.argv.slice(2)) ?? process.env.FIXLOOP_DATA_DIR ?? './data'), DB_FILE), e)
+  if (dbRefusal) {
+    process.stderr.write(`fixloop: ${dbRefusal.message}\n`)
+    leave(2)
+  }
   // fixloop's own fault: the stack (names are kept in the build) makes the report useful.
   process.stderr.write(`fixloop: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
   leave(1)
@@ -173,6 +182,16 @@ function leave(code: number): never {
     } catch {}
   }
   process.exit(code)
+}
+
+/** The last --data-dir given (as `--data-dir D` or `--data-dir=D`), wherever it stands. */
+function dataDirArg(argv: string[]): string | undefined {
+  let dir: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--data-dir' && argv[i + 1] !== undefined) dir = argv[++i]
+    else if (argv[i].startsWith('--data-dir=')) dir = argv[i].slice('--data-dir='.length)
+  }
+  return dir
 }
 
 /** What the file system said about which path, for the errors an operator fixes; undefined for anything else. */

@@ -6,7 +6,7 @@
  * Against the compiled binary.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { mkdirSync, rmSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, call, eventually, freePort, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
@@ -110,3 +110,48 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
   expect(log).not.toContain('without handling its error')
   expect(log.split('\n').filter((l) => l.includes('"wal checkpoint failed"')).length).toBeLessThanOrEqual(2)
 }, 90_000)
+
+test('no inodes left (bytes to spare): /readyz fails its disk check, upload-url is 503 not_ready, reports are still taken', async () => {
+  ensureBinary()
+  const dir = tempDir('fixloop-inodes-')
+  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=64m,nr_inodes=200', 'tmpfs', dir])
+  if (mounted.exitCode !== 0) {
+    console.warn(`skipped the inode check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
+    return
+  }
+  mounts.push(dir)
+  const dataDir = join(dir, 'data')
+  mkdirSync(dataDir)
+  const t = await cliTenant(dataDir)
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    // Byte thresholds far below the 64 MB the tmpfs has free: only the inodes can fail the checks.
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '1', FIXLOOP_UPLOAD_MIN_FREE_MB: '1' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const url = `http://127.0.0.1:${port}`
+  try {
+    await eventually(async () => (await fetch(url + '/readyz').catch(() => null))?.status === 200, 15_000)
+    mkdirSync(join(dir, 'eat'))
+    for (let i = 0; i < 400; i++) {
+      try {
+        writeFileSync(join(dir, 'eat', String(i)), '')
+      } catch {
+        break
+      }
+    }
+    const ready = await call(url, 'GET', '/readyz')
+    expect(ready.status).toBe(503)
+    expect(ready.body.error.details.checks.disk).toMatchObject({ ok: false, reason: expect.stringContaining('inodes free') })
+    const issued = await call(url, 'POST', '/v1/feedback/upload-url', { auth: t.pub, body: { contentType: 'image/png', byteSize: 1000, kind: 'screenshot' } })
+    expect(issued.status).toBe(503)
+    expect(issued.body.error.code).toBe('not_ready')
+    expect((await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'no inodes, still taken' } })).status).toBe(201)
+    rmSync(join(dir, 'eat'), { recursive: true })
+    expect((await call(url, 'GET', '/readyz')).status).toBe(200)
+  } finally {
+    proc.kill('SIGTERM')
+    await proc.exited
+  }
+}, 60_000)

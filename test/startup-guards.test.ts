@@ -4,7 +4,7 @@
  */
 import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { existsSync, readdirSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, runBinary, spawnServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
@@ -213,3 +213,20 @@ test('a write command that fails on a data dir it had to create removes what it 
   expect(again.stderr).not.toContain('removed')
   expect(existsSync(join(made, 'fixloop.db'))).toBe(true)
 }, 60_000)
+
+test('a FIXLOOP_WORK_DIR others may read, or that is a file: serve exits 2 naming it, without a stack', async () => {
+  ensureBinary()
+  const shared = join(tempDir(), 'work')
+  mkdirSync(shared, { mode: 0o755 })
+  chmodSync(shared, 0o755)
+  const open = await serveExpectingExit(tempDir(), [], { FIXLOOP_WORK_DIR: shared })
+  expect(open.stderr).toContain(`work dir ${shared} is readable by others (mode 755)`)
+  expect(open.stderr).not.toMatch(/\n\s+at /)
+  expect(open.code).toBe(2)
+  const file = join(tempDir(), 'work')
+  writeFileSync(file, '')
+  const notDir = await serveExpectingExit(tempDir(), [], { FIXLOOP_WORK_DIR: file })
+  expect(notDir.stderr).toContain(`work dir ${file} is not a plain directory`)
+  expect(notDir.stderr).not.toMatch(/\n\s+at /)
+  expect(notDir.code).toBe(2)
+}, 30_000)

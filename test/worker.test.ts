@@ -334,10 +334,43 @@ describe('retries', () => {
       expect(await w.tick()).toBe(12)
       await new Promise((r) => setImmediate(r))
       expect(lines.filter((l) => l.level === 'error')).toEqual([])
-      expect(lines.filter((l) => l.msg === 'job outcome not recorded').length).toBe(1)
+      // One line for the twelve: their waits are kept to write at the next pass that can.
+      expect(lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual(['job waits for the database'])
     } finally {
       sqliteOf(srv.ctx).query("DELETE FROM jobs WHERE kind = 'outage-batch'").run()
     }
+  })
+
+  test('a deferral that meets the outage too is written at the next pass, not left to the lease', async () => {
+    let calls = 0
+    const step: JobStep = {
+      run() {
+        calls++
+        if (calls === 1) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+      },
+    }
+    const real = storeOf(sqliteStorage(sqliteOf(srv.ctx))).jobs()
+    // The deferral is a write: on a full disk it fails like the job did (once here, then there is room).
+    let deferrals = 0
+    const jobs = Object.assign(Object.create(real) as typeof real, {
+      defer: async (id: number, runAfter: number) => {
+        if (++deferrals === 1) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+        return real.defer(id, runAfter)
+      },
+    })
+    const w = new Worker(jobs, { 'outage-defer': step }, clock, silent, { leaseMs: LEASE_MS, baseBackoffMs: BASE_BACKOFF_MS, maxBackoffMs: 60_000, maxAttempts: MAX_ATTEMPTS })
+    sqliteOf(srv.ctx).query('INSERT INTO jobs (kind, run_after, created_at) VALUES (?, ?, ?)').run('outage-defer', clock.now(), clock.now())
+    const job = () => sqliteOf(srv.ctx).query("SELECT attempts, run_after, lease_until FROM jobs WHERE kind = 'outage-defer'").get() as { attempts: number; run_after: number; lease_until: number | null } | null
+    const before = clock.now()
+    expect(await w.tick()).toBe(1)
+    expect(job()!.lease_until).not.toBeNull()
+    // The next pass (the database back) defers it: lease released, attempt given back, due in 5 s.
+    expect(await w.tick()).toBe(0)
+    expect(job()).toMatchObject({ attempts: 0, lease_until: null, run_after: before + 5000 })
+    clock.advance(5000)
+    expect(await w.tick()).toBe(1)
+    expect(calls).toBe(2)
+    expect(job()).toBeNull()
   })
 
   test('backoff is capped at maxBackoffMs', () => {

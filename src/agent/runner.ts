@@ -33,6 +33,24 @@ import { createScrubber } from './scrubber'
 import { createWorkspace, instanceDir, removeWorkspaceSync } from './workspace'
 import { sanitizeText } from '../sanitize/sanitize'
 import { createTurns } from '../core/turns'
+import { storageUnavailable } from '../db/unavailable'
+import { failureLog } from '../db/outage-log'
+
+/** Longest wait between two tries to record a finished run's outcome while the database is away. */
+const FINISH_RETRY_MAX_MS = 15_000
+
+/** Waits `ms`, or less when the signal aborts (a stop must not wait out the pause). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
 
 export type { Timings } from './run'
 
@@ -95,6 +113,8 @@ export function combineReviews(reviews: { text: string; author: string | null }[
 export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsService, clock: Clock, log: Logger, opts: RunnerOptions) {
   const active = new Map<string, { appId: string; abort: AbortController; done: Promise<void> }>()
   const env = opts.env ?? process.env
+  /** A database outage as a run ends: a line per 30 s, not one per try. */
+  const outage = failureLog(log)
 
   const workspaces = instanceDir(opts.workDir, opts.dataDir)
 
@@ -306,7 +326,21 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       lease?.release()
     }
     await sandboxWrites
-    await finish(runId, f, outcome.status, outcome, review?.prUrl)
+    // The run's outcome (a pushed branch, an opened pull request) is recorded even when the database is away
+    // as it ends (a full disk, a read-only remount): tried again until it is back. Dropped, the run stayed
+    // `running` until a restart failed it as interrupted (its pull request forgotten), and every other
+    // report of the App waited behind it. A stop ends the waiting; the next start fails the run then.
+    for (let wait = 1000; ; wait = Math.min(wait * 2, FINISH_RETRY_MAX_MS)) {
+      try {
+        await finish(runId, f, outcome.status, outcome, review?.prUrl)
+        return
+      } catch (e) {
+        if (storageUnavailable(e) === null || signal.aborted) throw e
+        outage('warn', 'agent run ended; its outcome waits for the database', e, { runId, status: outcome.status })
+        await pause(wait, signal)
+        if (signal.aborted) throw e
+      }
+    }
   }
 
   async function finish(

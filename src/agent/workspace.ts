@@ -15,6 +15,7 @@ import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSy
 import { chmod } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execCommand } from './exec'
+import { StartupError } from '../core/startup-error'
 import type { WorkspacePaths } from './sandbox'
 
 export interface Workspace extends WorkspacePaths {
@@ -30,13 +31,22 @@ export interface Workspace extends WorkspacePaths {
   gitHome: string
 }
 
-/** A private directory: created 0700, refused when it is a symlink or someone else's. */
+/**
+ * A private directory: created 0700, refused when it is a symlink or someone else's. A refusal is the
+ * operator's to fix (FIXLOOP_WORK_DIR set to a file, a shared folder): a StartupError, so `serve` exits 2
+ * with the message instead of 1 with a stack.
+ */
 function privateDir(path: string): void {
-  mkdirSync(path, { recursive: true, mode: 0o700 })
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 })
+  } catch (e) {
+    // A file there: said below as "not a plain directory".
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+  }
   const st = lstatSync(path)
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new Error(`work dir ${path} is not a plain directory`)
-  if (process.getuid && st.uid !== process.getuid()) throw new Error(`work dir ${path} belongs to another user`)
-  if ((st.mode & 0o077) !== 0) throw new Error(`work dir ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); use a 0700 directory`)
+  if (st.isSymbolicLink() || !st.isDirectory()) throw new StartupError(`work dir ${path} is not a plain directory (FIXLOOP_WORK_DIR)`)
+  if (process.getuid && st.uid !== process.getuid()) throw new StartupError(`work dir ${path} belongs to another user (FIXLOOP_WORK_DIR)`)
+  if ((st.mode & 0o077) !== 0) throw new StartupError(`work dir ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); use a 0700 directory (chmod 700 ${path}, or another FIXLOOP_WORK_DIR)`)
 }
 
 /** The directory holding this instance's workspaces. */

@@ -29,6 +29,9 @@ export class EmbeddedBlobStore implements BlobStore {
   freeBytes(): number {
     // The folder is made at the first upload; until then its parent, the data dir, is where it will be.
     const s = statfsSync(existsSync(this.root) ? this.root : join(this.root, '..'))
+    // An upload makes three files (the temp file, the object, its .type): with no inode for them there
+    // is no room, whatever the bytes (counted only where the file system counts inodes).
+    if (Number(s.files) > 0 && Number(s.ffree) < 3) return 0
     return Number(s.bavail) * Number(s.bsize)
   }
 

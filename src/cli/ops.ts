@@ -1,12 +1,13 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
 import { describeDatabase } from '../db/pg/connect'
-import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { dirname, join, resolve } from 'node:path'
 import { prepareDataDir } from '../db/data-dir'
 import { loadConfig } from '../config'
 import { createContext, requireExistingDataDir } from '../runtime/open'
 import { openDatabase } from '../db/sqlite/client'
+import { openRefusal } from '../db/open-refusal'
 import { applyMigrations } from '../db/sqlite/migrate'
 import { writeBackup } from '../db/backup/write'
 import { restoreBackup } from '../db/backup/restore'
@@ -49,6 +50,8 @@ file is created with a fresh random key (0600). When <data-dir>/master.key holds
 if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
 
 const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
+/** VACUUM INTO's target in the --out folder: no room, no inode, read-only, failing. */
+const OUT_SQLITE_ERRORS = /^SQLITE_(FULL|CANTOPEN|READONLY|IOERR)/
 
 const stderr = (line: string) => process.stderr.write(line + '\n')
 
@@ -95,8 +98,9 @@ export async function runBackup(argv: string[]): Promise<void> {
       storage: config.s3 ? 's3' : 'embedded',
       progress: stderr,
     }).catch((e: NodeJS.ErrnoException) => {
-      // A folder that takes no files (read-only, full, not ours) is the operator's to fix, not a crash.
-      if (e.code && OUT_ERRORS.has(e.code)) throw new UsageError(`--out: cannot write ${out} (${e.code}); nothing was written`)
+      // A folder that takes no files (read-only, full, no inodes, not ours) is the operator's to fix, not a
+      // crash; the database copy (VACUUM INTO) meets it as SQLite's codes.
+      if (e.code && (OUT_ERRORS.has(e.code) || OUT_SQLITE_ERRORS.test(e.code))) throw new UsageError(`--out: cannot write ${out} or its database copy in ${folder} (${e.message.startsWith(e.code) ? e.message : `${e.code}: ${e.message}`}); nothing was written`)
       throw e
     })
     if (includeMasterKey) stderr(`backup: ${out} contains the master key; it was created with mode 0600: keep it as secret as the key itself`)
@@ -170,7 +174,13 @@ export async function runRekey(argv: string[]): Promise<void> {
   const newPath = resolve(values['new-key-file'])
   let created = false
   if (!existsSync(newPath)) {
-    writeFileSync(newPath, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
+    try {
+      writeFileSync(newPath, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
+    } catch (e) {
+      // A full disk leaves the file made but empty: the next attempt would refuse it as no key.
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') rmSync(newPath, { force: true })
+      throw e
+    }
     created = true
   } else refuseSharedKeyFile(newPath)
   const newKey = readKeyFile(newPath, '--new-key-file')
@@ -192,13 +202,40 @@ export async function runRekey(argv: string[]): Promise<void> {
   const { sqlite } = openDatabase(file)
   try {
     refuseNewerSchema(sqlite, file)
-    const resealed = rekey(sqlite, oldKey, newKey)
-    // The data dir's own key file follows, written whole under a temp name and renamed over the old one.
+    // The data dir's own key file follows the database: written whole under a temp name BEFORE the
+    // database is re-keyed, and renamed over the old one after (a rename takes no room). Written after the
+    // commit, a full disk or no free inode left a database sealed under the new key beside a master.key
+    // holding the old one, and a message that said only that master.key.new could not be written.
     const keyFile = masterKeyFile(config.dataDir)
+    const staged = `${keyFile}.new`
+    const replaceKeyFile = existsSync(keyFile) && Buffer.compare(Buffer.from(parseMasterKey(readFileSync(keyFile, 'utf8'), keyFile)), Buffer.from(oldKey)) === 0
+    if (replaceKeyFile) {
+      try {
+        writeFileSync(staged, Buffer.from(newKey).toString('hex') + '\n', { mode: 0o600 })
+      } catch (e) {
+        rmSync(staged, { force: true })
+        throw new UsageError(`cannot write ${staged} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): nothing was re-keyed; make room in ${config.dataDir} and run rekey again`)
+      }
+    }
+    let resealed: Record<string, number>
+    try {
+      resealed = rekey(sqlite, oldKey, newKey)
+    } catch (e) {
+      if (replaceKeyFile) rmSync(staged, { force: true })
+      // One transaction: a full or read-only disk rolls it back whole.
+      const refusal = openRefusal(file, e)
+      if (refusal) throw new UsageError(`${refusal.message}; nothing was re-keyed`)
+      throw e
+    }
     let keyFileReplaced = false
-    if (existsSync(keyFile) && Buffer.compare(Buffer.from(parseMasterKey(readFileSync(keyFile, 'utf8'), keyFile)), Buffer.from(oldKey)) === 0) {
-      writeFileSync(`${keyFile}.new`, Buffer.from(newKey).toString('hex') + '\n', { mode: 0o600 })
-      renameSync(`${keyFile}.new`, keyFile)
+    if (replaceKeyFile) {
+      try {
+        renameSync(staged, keyFile)
+      } catch (e) {
+        throw new UsageError(
+          `the database is re-keyed, but ${keyFile} still holds the OLD key (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): replace it with ${staged} (the new key, also in ${newPath}) before the next start`,
+        )
+      }
       keyFileReplaced = true
     }
     if (created) stderr(`rekey: created ${newPath} with a new random key (mode 0600)`)

@@ -9,6 +9,7 @@ import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { StartupError } from '../core/startup-error'
 import { createPrivateFile } from './data-dir'
+import { openRefusal } from './open-refusal'
 
 export const LOCK_FILE = 'serve.lock'
 
@@ -33,7 +34,8 @@ export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
     if (/locked|busy/i.test((e as Error).message)) {
       throw new StartupError(`the data dir ${dataDir} is in use by another fixloop server (it holds ${file}); stop it before ${purpose}`)
     }
-    throw e
+    // Its rollback journal cannot be made (read-only or full disk, no inodes): exit 2 with the path.
+    throw openRefusal(file, e, ['-journal']) ?? e
   }
   let held = true
   return {

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../config'
 import { openDatabase } from '../db/sqlite/client'
+import { openRefusal } from '../db/open-refusal'
 import { applyMigrations, pendingMigrations } from '../db/sqlite/migrate'
 import { SecretBox, urlSigningKeyOf } from '../core/crypto'
 import { systemClock, type Clock } from '../core/clock'
@@ -57,7 +58,8 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
     return rt
   } catch (e) {
     sqlite.close()
-    throw e
+    // Migrating or recording the key check on a full or read-only disk, a page found damaged: exit 2 with the path.
+    throw openRefusal(file, e) ?? e
   }
 }
 

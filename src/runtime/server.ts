@@ -16,6 +16,8 @@ import type { AgentRunner } from '../agent/runner'
 import { createServices, type Services } from './services'
 import { lockDataDir } from '../db/data-dir-lock'
 import { StartupError } from '../core/startup-error'
+import { removeRestoreLeftovers } from '../db/backup/restore'
+import { openFilesLimit, streamsWithin } from '../core/fd-limit'
 import { createReadiness, nodeCheck, trackersCheck } from '../modules/health/readiness'
 import { createMetrics } from '../modules/metrics/service'
 import { VERSION } from '../version'
@@ -27,6 +29,9 @@ import { startSpamSweep } from '../abuse/spam-retention'
 import { startReportRetention } from '../modules/reporters/retention'
 import type { EventHub } from '../modules/events/hub'
 import type { SlackNotifier } from '../modules/chatops/notifier'
+
+/** Below this open-files limit the start-up says so (connections, streams and files share it). */
+const LOW_OPEN_FILES = 1024
 
 /** Bun's cap on a request body; fixloop's own limits (far lower) answer first with the envelope. */
 const MAX_STREAMED_BODY_BYTES = 1024 * 1024 * 1024
@@ -84,6 +89,11 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   // On PostgreSQL the data dir only holds this node's local files: no "new instance" to announce there.
   prepareDataDir(config.dataDir, { announce: !config.databaseUrl })
   const lock = lockDataDir(config.dataDir, 'starting another one on it')
+  for (const dir of removeRestoreLeftovers(config.dataDir)) log.warn('removed the staging folder of a restore that was killed', { path: dir })
+  const openFiles = openFilesLimit()
+  if (openFiles !== undefined && openFiles < LOW_OPEN_FILES) {
+    log.warn(`the open-files limit is ${openFiles}: at most ${streamsWithin(openFiles)} event streams will be open at once, and connections past the limit wait unanswered; raise it (LimitNOFILE=, ulimit -n, docker --ulimit nofile=)`, { openFilesLimit: openFiles })
+  }
   let ctx: Runtime
   try {
     if (config.databaseUrl && config.redisUrl) await checkRedis(config.redisUrl)

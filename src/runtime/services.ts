@@ -4,6 +4,7 @@
  * never builds another service itself, so there is exactly one cluster index, one group committer
  * and one lifecycle (with its wake signal) per process.
  */
+import { openFilesLimit, streamsWithin } from '../core/fd-limit'
 import { createOidcRelyingParty } from '../modules/admins/oidc'
 import { withSuggestedLeads } from '../modules/admin-api/inbox-repo'
 import type { Runtime } from './open'
@@ -177,7 +178,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     /** Cluster mode: this node's Redis link (shared rate limits; /readyz checks it). */
     redis,
     hub,
-    events: createEventsService(ctx.store.events, hub, apps, config.sseStreamsPerKey),
+    events: createEventsService(ctx.store.events, hub, apps, config.sseStreamsPerKey, streamsWithin(openFilesLimit())),
     webhooks: domain.webhooks(),
     webhookDispatcher: new WebhookDispatcher(ctx, log, { mayAct: () => coordinator.holds('dispatch') }),
     chatops: domain.chatops,

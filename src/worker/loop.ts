@@ -20,7 +20,6 @@ import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
  * minute when the disk is full, but the worker should resume within seconds of the operator making room.
  */
 const OUTAGE_RECHECK_S = 5
-
 /** A lease this close to its end may be another worker's by the time a hand-back lands. */
 const UNRECORDED_LEASE_MARGIN_MS = 10_000
 
@@ -91,8 +90,8 @@ export class Worker {
   private timer: ReturnType<typeof setTimeout> | undefined
   private current: Promise<number> | undefined
   private held = new Set<number>()
-  /** Jobs whose failure could not be written (the database away): id → when their lease ends. */
-  private readonly unrecorded = new Map<number, number>()
+  /** Jobs whose outcome could not be written (the database away): when to run them, when their lease ends. */
+  private readonly unrecorded = new Map<number, { runAfter: number; leaseUntil: number }>()
   private started: Promise<void> = Promise.resolve()
   /** Counts wake() calls, so one during an await of the loop is not lost. */
   private wakes = 0
@@ -223,9 +222,13 @@ export class Worker {
     } catch (notRecorded) {
       // The database cannot take the outcome either: the job keeps its lease, so it would wait for the
       // lease to run out (a minute) after the database is back. Handed back at the next pass that can write.
-      if (storageUnavailable(notRecorded) !== null && job.lease_until !== null) this.unrecorded.set(job.id, Number(job.lease_until))
+      if (storageUnavailable(notRecorded) !== null) this.keepForHandBack(job, this.clock.now())
       throw notRecorded
     }
+  }
+
+  private keepForHandBack(job: JobRow, runAfter: number): void {
+    if (job.lease_until !== null && !this.unrecorded.has(job.id)) this.unrecorded.set(job.id, { runAfter, leaseUntil: Number(job.lease_until) })
   }
 
   /**
@@ -233,8 +236,9 @@ export class Worker {
    * is still this worker's: near its end another worker may claim the job, and it is left to that.
    */
   private async handBackUnrecorded(): Promise<void> {
-    for (const [id, leaseUntil] of this.unrecorded) {
-      if (this.clock.now() < leaseUntil - UNRECORDED_LEASE_MARGIN_MS) await this.jobs.defer(id, this.clock.now())
+    for (const [id, { runAfter, leaseUntil }] of this.unrecorded) {
+      // Stops at the first that still cannot be written (the pass fails; the next one tries again).
+      if (this.clock.now() < leaseUntil - UNRECORDED_LEASE_MARGIN_MS) await this.jobs.defer(id, runAfter)
       this.unrecorded.delete(id)
     }
   }
@@ -247,7 +251,15 @@ export class Worker {
     const away = storageUnavailable(e)
     if (away !== null) {
       this.failedLoop('warn', 'job waits for the database', e, { kind: job.kind })
-      await this.jobs.defer(job.id, this.clock.now() + Math.min(away, OUTAGE_RECHECK_S) * 1000)
+      const runAfter = this.clock.now() + Math.min(away, OUTAGE_RECHECK_S) * 1000
+      try {
+        await this.jobs.defer(job.id, runAfter)
+      } catch (deferring) {
+        if (storageUnavailable(deferring) === null) throw deferring
+        // The deferral is a write too, and met the same outage: deferred at the next pass that can write,
+        // instead of the job waiting out its whole lease (60 s) once the database is back.
+        this.keepForHandBack(job, runAfter)
+      }
       return
     }
     const error = e instanceof Error ? e.message : String(e)

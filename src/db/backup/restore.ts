@@ -36,6 +36,20 @@ export interface RestoreOptions {
 }
 
 const DB_FILES = ['fixloop.db', 'fixloop.db-wal', 'fixloop.db-shm']
+/** A restore's staging folder inside the data dir (`.restore-<pid>`). */
+const STAGING = /^\.restore-\d+$/
+
+/**
+ * Removes the staging folders of restores that were killed (kill -9, OOM, power loss): each holds a copy of
+ * an archive's database and blobs, as large as the archive, and outside the instance's own retention and
+ * erasure. Only with the data dir's lock held (restore, serve): then no restore is running there.
+ */
+export function removeRestoreLeftovers(dataDir: string): string[] {
+  if (!existsSync(dataDir)) return []
+  const stale = readdirSync(dataDir).filter((n) => STAGING.test(n))
+  for (const n of stale) rmSync(join(dataDir, n), { recursive: true, force: true })
+  return stale.map((n) => join(dataDir, n))
+}
 /** More entries than any archive `fixloop backup` can write (its manifest is bounded). */
 const MAX_ENTRIES = 1_000_000
 
@@ -197,7 +211,8 @@ async function unpack(from: string, staging: string, m: Manifest, loc: Located, 
 export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
   if (!existsSync(o.from)) throw new StartupError(`${o.from} does not exist`)
   // A master.key alone does not count: putting the key there first is how a restore gets it to check the MAC.
-  const present = existsSync(o.dataDir) ? readdirSync(o.dataDir).filter((n) => n !== LOCK_FILE && n !== 'master.key') : []
+  // Nor what a killed restore leaves (its staging folder, the lock's journal): a retry just works.
+  const present = existsSync(o.dataDir) ? readdirSync(o.dataDir).filter((n) => n !== LOCK_FILE && n !== 'master.key' && n !== `${LOCK_FILE}-journal` && !STAGING.test(n)) : []
   if (present.length > 0 && !o.force) {
     throw new StartupError(`${o.dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', ...' : ''}); restore into an empty dir, or add --force to replace its database, blobs and master key`)
   }
@@ -208,7 +223,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
   const staging = join(o.dataDir, `.restore-${process.pid}`)
   const report = throttled(o.progress)
   try {
-    rmSync(staging, { recursive: true, force: true })
+    for (const dir of removeRestoreLeftovers(o.dataDir)) o.progress(`restore: removed ${dir}, left by a restore that was killed`)
     mkdirSync(staging, { mode: 0o700 })
     report(`restore: reading ${o.from}`, true)
     let loc: Located

@@ -5,7 +5,7 @@
  * renamed only when complete, created 0600 (it holds reports, and with --include-master-key the key).
  */
 import type { Database } from 'bun:sqlite'
-import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, createReadStream, createWriteStream, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { dirname, join, relative } from 'node:path'
 import { pipeline } from 'node:stream/promises'
@@ -59,29 +59,93 @@ async function addFile(pack: Pack, name: string, file: string): Promise<Manifest
   return { path: name, bytes: size, sha256: hash.digest('hex') }
 }
 
+/** Whether a process with this id runs (EPERM: it does, as another user). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** A partial archive this tool wrote: a ustar file whose first entry is the database. */
+function isPartialArchive(path: string): boolean {
+  const head = Buffer.alloc(263)
+  let fd: number | undefined
+  try {
+    fd = openSync(path, 'r')
+    if (readSync(fd, head, 0, head.length, 0) < head.length) return false
+  } catch {
+    return false
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+  return head.subarray(0, DB_ENTRY.length + 1).equals(Buffer.from(`${DB_ENTRY}\0`)) && head.subarray(257, 262).toString() === 'ustar'
+}
+
+/**
+ * What backups killed midway (kill -9, the OOM killer, a cron timeout) left in the folder of --out: the
+ * partial archive `<name>.partial-<pid>` and the folder of the database copy `.fixloop-backup-<pid>-XXXXXX`
+ * (a whole copy of the database, hidden, that nothing else would remove). Removed when that process no
+ * longer runs and the entry is this user's; a backup running beside this one keeps its own.
+ */
+export function removeKilledBackups(folder: string): string[] {
+  const uid = process.getuid?.()
+  const removed: string[] = []
+  for (const name of readdirSync(folder)) {
+    const pid = Number((/^\.fixloop-backup-(\d+)-[A-Za-z0-9]{6}$/.exec(name) ?? /\.partial-(\d+)$/.exec(name))?.[1])
+    if (!Number.isSafeInteger(pid) || pid === process.pid || running(pid)) continue
+    const path = join(folder, name)
+    let st: import('node:fs').Stats
+    try {
+      st = lstatSync(path)
+    } catch {
+      continue
+    }
+    if (uid !== undefined && st.uid !== uid) continue
+    // A partial archive is empty until the database copy is made (killed during VACUUM INTO).
+    if (name.startsWith('.fixloop-backup-') ? !st.isDirectory() : !st.isFile() || (st.size > 0 && !isPartialArchive(path))) continue
+    rmSync(path, { recursive: true, force: true })
+    removed.push(path)
+  }
+  return removed
+}
+
 export async function writeBackup(o: BackupOptions): Promise<Manifest> {
   const partial = `${o.out}.partial-${process.pid}`
+  for (const path of removeKilledBackups(dirname(o.out))) o.progress(`backup: removed ${path}, left by a backup that was killed`)
   // The database copy goes into a directory made for it (mkdtemp: an unpredictable name, owner-only,
   // created atomically), never at a name beside --out that another local user of a shared folder could
-  // have created first and kept open: VACUUM INTO fills any empty file it finds, whoever owns it.
-  const scratch = mkdtempSync(join(dirname(o.out), '.fixloop-backup-'))
+  // have created first and kept open: VACUUM INTO fills any empty file it finds, whoever owns it. Its name
+  // carries the pid, so that the next backup can tell one a killed backup left.
+  const scratch = mkdtempSync(join(dirname(o.out), `.fixloop-backup-${process.pid}-`))
   const snapshot = join(scratch, 'database.sqlite')
   const report = throttled(o.progress)
   const pack = tarPack()
   const sink = createWriteStream(partial, { mode: 0o600, flags: 'wx' })
   const written = pipeline(pack, sink)
+  // The archive's file failing (ENOSPC, EDQUOT, EIO) rejects `written` while a file is still being added.
+  // Unwatched, that rejection ended the process (exit 1, a crash report) before the cleanup below, leaving
+  // the partial archive and the database copy on the disk that had just filled up; every wait races it.
+  const sinkFailed = written.then(
+    () => new Promise<never>(() => {}),
+    (e: unknown) => Promise.reject(e),
+  )
+  sinkFailed.catch(() => undefined)
+  const orSinkFailure = <T>(p: Promise<T>): Promise<T> => Promise.race([p, sinkFailed])
   try {
     report('backup: copying the database (VACUUM INTO)', true)
     // The copy holds the whole database: owner-only from the start (VACUUM INTO fills an empty file).
     closeSync(openSync(snapshot, 'wx', 0o600))
     o.sqlite.query('VACUUM INTO ?').run(snapshot)
     const files: ManifestFile[] = []
-    files.push((await addFile(pack, DB_ENTRY, snapshot))!)
+    files.push((await orSinkFailure(addFile(pack, DB_ENTRY, snapshot)))!)
     rmSync(scratch, { recursive: true, force: true })
     const blobs = listBlobs(o.dataDir)
     let bytes = 0
     for (const [i, rel] of blobs.entries()) {
-      const f = await addFile(pack, BLOB_PREFIX + rel, join(o.dataDir, 'blobs', rel))
+      const f = await orSinkFailure(addFile(pack, BLOB_PREFIX + rel, join(o.dataDir, 'blobs', rel)))
       if (f) {
         files.push(f)
         bytes += f.bytes

@@ -52,7 +52,7 @@ function checkpoint(mode: 'PASSIVE' | 'TRUNCATE'): boolean {
     postMessage({ type: 'beat' })
     return row?.busy === 0
   } catch (e) {
-    // The code too: the main thread tells a full disk (SQLITE_FULL, logged once per 30 s) from a bug.
+    // The code too: the main thread logs a storage outage (read-only remount, full disk) once per 30 s.
     postMessage({ type: 'error', message: e instanceof Error ? e.message : String(e), code: (e as { code?: unknown }).code })
     return false
   }

@@ -36,7 +36,7 @@ export class Checkpointer {
   /** performance.now() of the thread's last report (a checkpoint or its start); readiness reads it. */
   private lastBeatAt = performance.now()
   private fellBack = false
-  /** A full disk fails every checkpoint, twice a second: logged once per 30 s with the count left out. */
+  /** Checkpoints fail twice a second while the storage is full or read-only: logged once per 30 s with the count left out. */
   private readonly failed: FailureLog
 
   constructor(

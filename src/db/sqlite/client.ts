@@ -5,6 +5,7 @@ import { Database } from 'bun:sqlite'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import * as schema from '../schema'
 import { createPrivateFile } from '../data-dir'
+import { openRefusal } from '../open-refusal'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 
@@ -19,7 +20,20 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 export function openDatabase(file: string, options: { autoCheckpoint?: boolean; synchronous?: 'full' | 'normal' } = {}): { sqlite: Database; db: Db } {
   // Owner-only from the first byte (reports not yet sanitized, sealed secrets); -wal/-shm inherit it.
   if (file !== ':memory:' && !file.startsWith('file:')) createPrivateFile(file)
-  const sqlite = new Database(file, { create: true, strict: true })
+  let sqlite: Database | undefined
+  try {
+    sqlite = new Database(file, { create: true, strict: true })
+    setPragmas(sqlite, options)
+  } catch (e) {
+    sqlite?.close()
+    // A read-only or full disk, no inodes for -wal/-shm, a damaged file: the operator's to fix (exit 2).
+    throw openRefusal(file, e) ?? e
+  }
+  const db = drizzle({ client: sqlite, schema }) as Db
+  return { sqlite, db }
+}
+
+function setPragmas(sqlite: Database, options: { autoCheckpoint?: boolean; synchronous?: 'full' | 'normal' }): void {
   // busy_timeout first: the switch to WAL itself needs a lock and can collide with a CLI process.
   sqlite.run('PRAGMA busy_timeout = 5000')
   // WAL: readers never block the writer, and the admin CLI can write while the server runs.
@@ -36,6 +50,4 @@ export function openDatabase(file: string, options: { autoCheckpoint?: boolean; 
   sqlite.run('PRAGMA cache_size = -65536')
   sqlite.run('PRAGMA temp_store = MEMORY')
   sqlite.run('PRAGMA mmap_size = 268435456')
-  const db = drizzle({ client: sqlite, schema }) as Db
-  return { sqlite, db }
 }

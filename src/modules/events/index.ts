@@ -62,7 +62,7 @@ export function eventRoutes(auth: AuthDeps, events: EventsService) {
         detail: {
           summary: 'Live stream of events (Server-Sent Events)',
           description:
-            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most FIXLOOP_SSE_STREAMS_PER_KEY (default 100) open streams per API key or dashboard session, and 5,000 per Org: 429 rate_limited with Retry-After beyond. The credential is checked again at every heartbeat: a stream ends within one heartbeat (FIXLOOP_SSE_HEARTBEAT_SECONDS, default 10 s) of its key being revoked or rotated, or its session signed out or expired.',
+            'Sends every event after `after` (or after the Last-Event-ID header, which wins; with neither, from the oldest retained event), then new events as they happen. Each message has id = seq, so a reconnect with Last-Event-ID resumes exactly, across server restarts too. At most FIXLOOP_SSE_STREAMS_PER_KEY (default 100) open streams per API key or dashboard session, and 5,000 per Org, and on the server what its open-files limit leaves: 429 rate_limited with Retry-After beyond. The credential is checked again at every heartbeat: a stream ends within one heartbeat (FIXLOOP_SSE_HEARTBEAT_SECONDS, default 10 s) of its key being revoked or rotated, or its session signed out or expired.',
           tags: ['events'],
           security: BEARER_SK,
         },

@@ -15,11 +15,13 @@ export const STREAMS_PER_ORG_MAX = 5000
 /** Default open streams per credential (an `sk_` key or a dashboard session): FIXLOOP_SSE_STREAMS_PER_KEY. */
 export const STREAMS_PER_KEY_DEFAULT = 100
 
-function tooManyStreams(limit: number, scope: 'org' | 'key'): ApiError {
+function tooManyStreams(limit: number, scope: 'org' | 'key' | 'server'): ApiError {
   const message =
-    scope === 'org'
-      ? `At most ${limit} event streams per Org are open at once.`
-      : `At most ${limit} event streams per API key (or dashboard session) are open at once; close one, or raise FIXLOOP_SSE_STREAMS_PER_KEY.`
+    scope === 'server'
+      ? `At most ${limit} event streams are open on this server at once (what its open-files limit leaves); try again later.`
+      : scope === 'org'
+        ? `At most ${limit} event streams per Org are open at once.`
+        : `At most ${limit} event streams per API key (or dashboard session) are open at once; close one, or raise FIXLOOP_SSE_STREAMS_PER_KEY.`
   return new ApiError('rate_limited', { openStreams: limit, scope }, message).withHeaders({ 'retry-after': '60' })
 }
 
@@ -40,9 +42,14 @@ function resumeFrom(header: string | null, after: number | undefined): number {
   return seq
 }
 
-export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsRepo, streamsPerKey = STREAMS_PER_KEY_DEFAULT) {
+/**
+ * `streamsMax`: open streams on this server at most, all Orgs together (src/core/fd-limit.ts): each holds a
+ * file descriptor, and streams past the open-files limit left the server unable to accept any connection.
+ */
+export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsRepo, streamsPerKey = STREAMS_PER_KEY_DEFAULT, streamsMax = Number.POSITIVE_INFINITY) {
   /** Open streams per credential id (`sk_` key id or `session:<id>`), never the credential itself. */
   const openByKey = new Map<string, number>()
+  let openTotal = 0
   const checkApp = async (orgId: string, appId: string | undefined) => {
     if (appId && !(await apps.getForOrg(orgId, appId))) throw new ApiError('app_not_found')
   }
@@ -63,8 +70,11 @@ export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsR
       const mine = openByKey.get(keyId) ?? 0
       if (mine >= streamsPerKey) throw tooManyStreams(streamsPerKey, 'key')
       if (hub.countFor(orgId) >= STREAMS_PER_ORG_MAX) throw tooManyStreams(STREAMS_PER_ORG_MAX, 'org')
+      if (openTotal >= streamsMax) throw tooManyStreams(streamsMax, 'server')
       openByKey.set(keyId, mine + 1)
+      openTotal++
       return openEventStream(repo, hub, orgId, { after, types: typesOf(q.types), appId: q.appId }, authorized, () => {
+        openTotal--
         const n = (openByKey.get(keyId) ?? 1) - 1
         if (n > 0) openByKey.set(keyId, n)
         else openByKey.delete(keyId)

@@ -107,12 +107,20 @@ function withoutConnections(check: Check): Check {
   return rest
 }
 
+/** Fewer free inodes than this and the `disk` check fails (an upload alone makes three files). */
+export const MIN_FREE_INODES = 64
+
 export function createReadiness(d: ReadinessDeps) {
   const { database } = d
   const disk = (): Check => {
     const s = statfsSync(d.dataDir)
     const free = Number(s.bavail) * Number(s.bsize)
     if (free < d.minFreeBytes) return { ok: false, reason: `only ${free} bytes free on the data dir's filesystem (need ${d.minFreeBytes}; FIXLOOP_MIN_FREE_DISK_MB)` }
+    // Out of inodes (many small files, a tmpfs with nr_inodes) the bytes say nothing: no upload, WAL or
+    // journal file can be made. File systems that do not count inodes (btrfs) report 0 of 0.
+    if (d.minFreeBytes > 0 && Number(s.files) > 0 && Number(s.ffree) < MIN_FREE_INODES) {
+      return { ok: false, reason: `only ${Number(s.ffree)} inodes free on the data dir's filesystem (need ${MIN_FREE_INODES}): no new file can be made there` }
+    }
     return { ok: true }
   }
   return {

@@ -13,7 +13,7 @@
  */
 import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
-import { TrackerError, type TrackerKind } from '../../trackers/adapter'
+import { TrackerError, type TrackedIssue, type TrackerKind } from '../../trackers/adapter'
 import { adapterFor } from '../../trackers/registry'
 import { isSanitized } from '../../sanitize/servable'
 import { commentDue, draftOf, growthComment } from './draft'
@@ -37,6 +37,13 @@ const NOT_SANITIZED = new Set(['received', 'sanitizing'])
 export function createTrackerSync(deps: { trackers: TrackersService; clock: Clock; log: Logger; publicUrl: string | undefined }) {
   const { trackers, clock, log } = deps
   const repo = trackers.repo
+  /**
+   * Issues created at the tracker whose link could not be saved (the database away right then: a full
+   * disk, a read-only remount), by lead, with the cluster size they were written for. The job runs again
+   * (it waits for the database without spending an attempt) and links this issue instead of creating
+   * another: without it, every try of an outage made one more issue. Kept by this process only.
+   */
+  const unsaved = new Map<string, { issue: TrackedIssue; size: number }>()
 
   async function healthy(conn: TrackerConnectionRow): Promise<void> {
     if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
@@ -70,12 +77,16 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
         const target = await trackers.targetOf(conn)
         const draft = draftOf(lead, deps.publicUrl)
         if (link.issue_id === null) {
-          const issue = await adapter.createIssue(target, draft)
+          const made = unsaved.get(feedbackId) ?? { issue: await adapter.createIssue(target, draft), size }
+          unsaved.set(feedbackId, made)
+          const { issue } = made
           await repo.saveIssue(
             feedbackId,
-            { issue_id: issue.id, issue_key: issue.key, issue_url: issue.url, state_name: issue.state.name, state_category: issue.state.category, pushed_size: size, sync_state: 'synced', last_error: null, attempts: 0, retry_at: null, synced_at: clock.now() },
+            { issue_id: issue.id, issue_key: issue.key, issue_url: issue.url, state_name: issue.state.name, state_category: issue.state.category, pushed_size: made.size, sync_state: 'synced', last_error: null, attempts: 0, retry_at: null, synced_at: clock.now() },
             clock.now(),
           )
+          // Written for a smaller cluster before the outage: the next round sees it and brings it up to date.
+          unsaved.delete(feedbackId)
         } else {
           await adapter.updateIssue(target, link.issue_id, { title: draft.title, body: draft.body })
           const comment = commentDue(link.pushed_size, size, link.commented_at, now)

@@ -3,6 +3,8 @@
  * submission references, presenting download URLs, and removing objects no submission ever used.
  */
 import { randomBytes } from 'node:crypto'
+import { closeSync, openSync } from 'node:fs'
+import { StoredFileUnreadable } from '../../db/unavailable'
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
 import { ApiError } from '../../core/errors'
@@ -182,8 +184,18 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       // A session replay is readable only once scrubbed (no URL is issued before; this holds a URL made
       // for another state of it too).
       if (row.kind === 'replay' && row.replay_state !== 'ready') throw new ApiError('not_found')
-      const file = Bun.file(embedded.pathOf(key))
+      const path = embedded.pathOf(key)
+      const file = Bun.file(path)
       if (!(await file.exists())) throw new ApiError('not_found')
+      // Opened here, not only once the answer streams: a file Bun cannot open then (EACCES: a restore or a
+      // copy made as root; EIO) became Bun's own text/plain "Something went wrong!" 500, logged nowhere.
+      try {
+        closeSync(openSync(path, 'r'))
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') throw new ApiError('not_found')
+        throw new StoredFileUnreadable(`cannot read the stored file ${path} (${code ?? (e as Error).message}): check that fixloop's user owns the data dir's blobs/`, { cause: e })
+      }
       const name = downloadFilename(row.filename, row.content_type, key.split('/')[1])
       return new Response(file, {
         headers: {

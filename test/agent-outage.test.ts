@@ -1,0 +1,92 @@
+/**
+ * An agent run that ends while the database cannot be written (the data dir's disk full). Its outcome (the
+ * branch it pushed) used to be dropped: the run stayed `running` and the report `agent_running` until a
+ * restart failed them as interrupted, and every other report of the App waited behind it. Now the outcome
+ * waits for the database and is recorded once there is room again, without a restart, and the App's next
+ * report runs. Against the compiled binary, the data dir on a real tmpfs filled with dd while the agent
+ * works; skipped with a warning where mount is refused.
+ */
+import { afterAll, expect, test } from 'bun:test'
+import { mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { BINARY, call, eventually, freePort, tempDir } from './harness'
+import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
+import { branchExists, makeBareRepo } from './git-fixtures'
+
+const mounts: string[] = []
+afterAll(() => {
+  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
+})
+
+test('a run ending on a full disk records its outcome once there is room, and the App is not blocked', async () => {
+  ensureBinary()
+  const dir = tempDir('fixloop-agent-full-')
+  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
+  if (mounted.exitCode !== 0) {
+    console.warn(`skipped the agent outage check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
+    return
+  }
+  mounts.push(dir)
+  const dataDir = join(dir, 'data')
+  mkdirSync(dataDir)
+  const t = await cliTenant(dataDir, ['--processing-mode', 'auto_pr'])
+  const bare = makeBareRepo(tempDir('fixloop-remote-'), { 'README.md': '# shop\n' }, 'main', 'shop')
+  // Long enough for the WAL checkpointer to empty the WAL (every 5 s) while the disk is full: the outcome's
+  // write then needs room the disk no longer has.
+  await cliJson(dataDir, ['app', 'connect-repo', t.appId, '--git-url', bare, '--host', 'none', '--agent', 'command', '--agent-command', 'sleep 7; echo fixed >> README.md', '--timeout-seconds', '60'])
+  const work = tempDir('fixloop-work-')
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_WORK_DIR: work },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const url = `http://127.0.0.1:${port}`
+  let filling = false
+  try {
+    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
+    const first = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The total on the cart page is wrong' } })
+    expect(first.status).toBe(201)
+    await eventually(async () => (await call(url, 'GET', `/v1/feedback/${first.body.id}`, { auth: t.key })).body.status === 'agent_running', 20_000)
+
+    // Fill every byte, again and again (each checkpoint frees the WAL's pages), until the run has ended.
+    filling = true
+    let n = 0
+    const fill = (async () => {
+      while (filling) {
+        Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=4k', 'count=100000'])
+        Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=512', 'count=100000'])
+        await Bun.sleep(100)
+      }
+    })()
+    await eventually(() => branchExists(bare, `fixloop/${first.body.id}`), 30_000)
+    await Bun.sleep(3000)
+    filling = false
+    await fill
+    const during = await call(url, 'GET', `/v1/feedback/${first.body.id}`, { auth: t.key })
+    expect(during.body.status).toBe('agent_running')
+    for (const f of readdirSync(dir).filter((f) => f.startsWith('filler'))) rmSync(join(dir, f))
+
+    // Room again: the outcome is recorded without a restart…
+    const done = await eventually(async () => {
+      const g = await call(url, 'GET', `/v1/feedback/${first.body.id}`, { auth: t.key })
+      return g.body.status === 'agent_running' ? undefined : g.body.status
+    }, 30_000)
+    expect(done).toBe('pr_opened')
+    // …and the App's next report gets its run.
+    const second = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The checkout button does nothing on mobile' } })
+    expect(second.status).toBe(201)
+    const next = await eventually(async () => {
+      const g = await call(url, 'GET', `/v1/feedback/${second.body.id}`, { auth: t.key })
+      return ['pr_opened', 'failed'].includes(g.body.status) ? g.body.status : undefined
+    }, 40_000)
+    expect(next).toBe('pr_opened')
+  } finally {
+    filling = false
+    proc.kill('SIGTERM')
+    await proc.exited
+  }
+  const log = await new Response(proc.stdout).text()
+  expect(log).toContain('its outcome waits for the database')
+  expect(log).not.toContain('agent run crashed')
+}, 150_000)

@@ -1,0 +1,73 @@
+/**
+ * `fixloop rekey` on a data dir whose file system runs out of inodes at each step in turn (a tmpfs with
+ * nr_inodes, filled to leave 0, 1, 2 … free): whatever step fails, the instance is left whole, either
+ * still under the old key with master.key holding it, or re-keyed with master.key holding the new key,
+ * never a database sealed under the new key beside a master.key with the old one (which the next start
+ * refuses). A failure exits 2 with a message, never 1 with a stack. Against the compiled binary.
+ */
+import { afterAll, expect, test } from 'bun:test'
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { runBinary, tempDir } from './harness'
+import { cliTenant, ensureBinary } from './helpers-lifecycle'
+
+const mounts: string[] = []
+afterAll(() => {
+  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
+})
+
+test('rekey meeting a file system without free inodes at any step leaves the old key or the new one, never a mix', async () => {
+  ensureBinary()
+  const source = join(tempDir(), 'data')
+  const t = await cliTenant(source)
+  expect((await runBinary(['webhook', 'create', '--org', t.orgId, '--url', 'https://hooks.example.com/x', '--data-dir', source])).code).toBe(0)
+  const oldKey = readFileSync(join(source, 'master.key'), 'utf8').trim()
+  const keys = tempDir()
+  const newKeyFile = join(keys, 'new.key')
+  writeFileSync(newKeyFile, Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex') + '\n', { mode: 0o600 })
+  const newKey = readFileSync(newKeyFile, 'utf8').trim()
+
+  const outcomes = new Set<string>()
+  for (let free = 0; free <= 6; free++) {
+    const dir = tempDir('fixloop-rekey-')
+    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=16m,nr_inodes=64', 'tmpfs', dir])
+    if (mounted.exitCode !== 0) {
+      console.warn(`skipped the rekey check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
+      return
+    }
+    mounts.push(dir)
+    const data = join(dir, 'data')
+    cpSync(source, data, { recursive: true })
+    const eat = join(dir, 'eat')
+    mkdirSync(eat)
+    const made: string[] = []
+    for (let i = 0; i < 100; i++) {
+      try {
+        writeFileSync(join(eat, String(i)), '')
+        made.push(join(eat, String(i)))
+      } catch {
+        break
+      }
+    }
+    // Give back `free` inodes.
+    for (const f of made.slice(made.length - free)) rmSync(f)
+    const r = await runBinary(['rekey', '--old-key-file', join(data, 'master.key'), '--new-key-file', newKeyFile, '--data-dir', data])
+    rmSync(eat, { recursive: true, force: true })
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+    expect([0, 2]).toContain(r.code)
+    const keyFile = readFileSync(join(data, 'master.key'), 'utf8').trim()
+    expect(keyFile).toBe(r.code === 0 ? newKey : oldKey)
+    // The instance opens with its own master.key (a wrong key is exit 2 "not the key …")…
+    const opened = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data])
+    expect(opened.stderr).toBe('')
+    expect(opened.code).toBe(0)
+    // …and not with the other one: the database's key check value is the key master.key holds.
+    const withOther = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data], { FIXLOOP_MASTER_KEY: r.code === 0 ? oldKey : newKey })
+    expect(withOther.code).toBe(2)
+    outcomes.add(r.code === 0 ? 're-keyed' : r.stderr.includes('nothing was re-keyed') || r.stderr.includes('cannot use') ? 'refused' : r.stderr)
+    Bun.spawnSync(['umount', '-l', dir])
+    mounts.pop()
+  }
+  // Both kinds of outcome were met (a refusal at some step, success once there was room).
+  expect([...outcomes].sort()).toEqual(['re-keyed', 'refused'])
+}, 120_000)
