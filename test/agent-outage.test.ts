@@ -12,21 +12,14 @@ import { join } from 'node:path'
 import { BINARY, call, eventually, freePort, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { branchExists, makeBareRepo } from './git-fixtures'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
+afterAll(() => unmountTmpfs())
 
 test('a run ending on a full disk records its outcome once there is room, and the App is not blocked', async () => {
   ensureBinary()
-  const dir = tempDir('fixloop-agent-full-')
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
-  if (mounted.exitCode !== 0) {
-    console.warn(`skipped the agent outage check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-    return
-  }
-  mounts.push(dir)
+  const dir = mountTmpfs('the agent outage check', 'size=24m')
+  if (!dir) return
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir)
   const t = await cliTenant(dataDir, ['--processing-mode', 'auto_pr'])

@@ -9,11 +9,9 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
+afterAll(() => unmountTmpfs())
 
 test('backup into a folder without room or inodes: exit 2 naming --out, no partial archive or database copy left', async () => {
   ensureBinary()
@@ -29,21 +27,15 @@ test('backup into a folder without room or inodes: exit 2 naming --out, no parti
     ['size=4m,nr_inodes=2', 'no inode for the copy itself (ENOSPC)'],
   ]
   for (const [options, what] of cases) {
-    const out = tempDir('fixloop-backup-out-')
-    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', out])
-    if (mounted.exitCode !== 0) {
-      console.warn(`skipped the backup full-disk check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-      return
-    }
-    mounts.push(out)
+    const out = mountTmpfs('the backup full-disk check', options)
+    if (!out) return
     const archive = join(out, 'fixloop.tar')
     const r = await runBinary(['backup', '--out', archive, '--data-dir', data])
     expect({ what, stderr: r.stderr }).not.toEqual({ what, stderr: expect.stringMatching(/\n\s+at |Bun v\d/) })
     expect({ what, stderr: r.stderr }).toEqual({ what, stderr: expect.stringContaining(`--out: cannot write ${archive}`) })
     expect({ what, code: r.code }).toEqual({ what, code: 2 })
     expect({ what, left: readdirSync(out) }).toEqual({ what, left: [] })
-    Bun.spawnSync(['umount', '-l', out])
-    mounts.pop()
+    unmountTmpfs(out)
   }
   // With room, the same backup is written.
   const roomy = tempDir('fixloop-backup-out-')

@@ -11,21 +11,14 @@ import { join } from 'node:path'
 import { BINARY, freePort, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { serveExpectingExit } from './ops-helpers'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
+afterAll(() => unmountTmpfs())
 
 /** A tmpfs holding a copy of `source` as `data`; undefined (with a warning) where mount is refused. */
 function mountedCopy(source: string, options: string): string | undefined {
-  const dir = tempDir('fixloop-envdir-')
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', dir])
-  if (mounted.exitCode !== 0) {
-    console.warn(`skipped: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-    return undefined
-  }
-  mounts.push(dir)
+  const dir = mountTmpfs('this check', options)
+  if (!dir) return undefined
   cpSync(source, join(dir, 'data'), { recursive: true })
   return dir
 }

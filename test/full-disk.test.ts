@@ -8,26 +8,19 @@
 import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { BINARY, call, eventually, freePort, tempDir } from './harness'
+import { BINARY, call, eventually, freePort } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
+afterAll(() => unmountTmpfs())
 
 /** A report's text: random words, so that no two cluster together and each takes real room. */
 const text = (n: number): string => `full disk report ${n}: ` + Array.from({ length: 300 }, () => Math.random().toString(36).slice(2, 10)).join(' ')
 
 test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two of log, and everything acknowledged kept and processed once room is made', async () => {
   ensureBinary()
-  const dir = tempDir('fixloop-full-')
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
-  if (mounted.exitCode !== 0) {
-    console.warn(`skipped the full-disk check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-    return
-  }
-  mounts.push(dir)
+  const dir = mountTmpfs('the full-disk check', 'size=24m')
+  if (!dir) return
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir)
   const t = await cliTenant(dataDir)
@@ -113,13 +106,8 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
 
 test('no inodes left (bytes to spare): /readyz fails its disk check, upload-url is 503 not_ready, reports are still taken', async () => {
   ensureBinary()
-  const dir = tempDir('fixloop-inodes-')
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=64m,nr_inodes=200', 'tmpfs', dir])
-  if (mounted.exitCode !== 0) {
-    console.warn(`skipped the inode check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-    return
-  }
-  mounts.push(dir)
+  const dir = mountTmpfs('the inode check', 'size=64m,nr_inodes=200')
+  if (!dir) return
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir)
   const t = await cliTenant(dataDir)

@@ -9,31 +9,17 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, call, freePort, spawnServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
 type Family = { name: string; type: string; metrics: { labels?: Record<string, string>; value?: string; buckets?: Record<string, string>; count?: string }[] }
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
-
-/** Mounts a small tmpfs, or returns why it cannot (not root, no mount permission in this container). */
-function mountTmpfs(sizeMb: number): { dir?: string; why?: string } {
-  const dir = tempDir('fixloop-tmpfs-')
-  const r = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir])
-  if (r.exitCode !== 0) return { why: `mount -t tmpfs failed: ${r.stderr.toString().trim() || `exit ${r.exitCode}`}` }
-  mounts.push(dir)
-  return { dir }
-}
+afterAll(() => unmountTmpfs())
 
 test('/readyz is 503 with the reason on a full disk, and ready again once space is freed', async () => {
   ensureBinary()
-  const m = mountTmpfs(24)
-  if (!m.dir) {
-    console.warn(`skipped the full-disk check: ${m.why}`)
-    return
-  }
-  const dataDir = join(m.dir, 'data')
+  const dir = mountTmpfs('the full-disk check', 'size=24m')
+  if (!dir) return
+  const dataDir = join(dir, 'data')
   mkdirSync(dataDir)
   const server = await spawnServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '4' })
   try {
@@ -41,14 +27,14 @@ test('/readyz is 503 with the reason on a full disk, and ready again once space 
     expect(ready.status).toBe(200)
     expect(Object.keys(ready.body.checks).sort()).toEqual(['checkpointer', 'database', 'disk', 'masterKey', 'trackers', 'worker'])
     // Fill the filesystem: dd stops at ENOSPC.
-    Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(m.dir, 'filler')}`, 'bs=1M', 'count=64'])
+    Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, 'filler')}`, 'bs=1M', 'count=64'])
     const full = await call(server.url, 'GET', '/readyz')
     expect(full.status).toBe(503)
     expect(full.body.error.code).toBe('not_ready')
     expect(full.body.error.details.reason).toContain('disk')
     expect(full.body.error.details.checks.disk.ok).toBe(false)
     expect((await call(server.url, 'GET', '/healthz')).status).toBe(200)
-    rmSync(join(m.dir, 'filler'))
+    rmSync(join(dir, 'filler'))
     expect((await call(server.url, 'GET', '/readyz')).status).toBe(200)
   } finally {
     await server.stop()

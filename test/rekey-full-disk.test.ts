@@ -10,11 +10,9 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
+afterAll(() => unmountTmpfs())
 
 test('rekey meeting a file system without free inodes at any step leaves the old key or the new one, never a mix', async () => {
   ensureBinary()
@@ -29,13 +27,8 @@ test('rekey meeting a file system without free inodes at any step leaves the old
 
   const outcomes = new Set<string>()
   for (let free = 0; free <= 6; free++) {
-    const dir = tempDir('fixloop-rekey-')
-    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=16m,nr_inodes=64', 'tmpfs', dir])
-    if (mounted.exitCode !== 0) {
-      console.warn(`skipped the rekey check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-      return
-    }
-    mounts.push(dir)
+    const dir = mountTmpfs('the rekey check', 'size=16m,nr_inodes=64')
+    if (!dir) return
     const data = join(dir, 'data')
     cpSync(source, data, { recursive: true })
     const eat = join(dir, 'eat')
@@ -65,8 +58,7 @@ test('rekey meeting a file system without free inodes at any step leaves the old
     const withOther = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data], { FIXLOOP_MASTER_KEY: r.code === 0 ? oldKey : newKey })
     expect(withOther.code).toBe(2)
     outcomes.add(r.code === 0 ? 're-keyed' : r.stderr.includes('nothing was re-keyed') || r.stderr.includes('cannot use') ? 'refused' : r.stderr)
-    Bun.spawnSync(['umount', '-l', dir])
-    mounts.pop()
+    unmountTmpfs(dir)
   }
   // Both kinds of outcome were met (a refusal at some step, success once there was room).
   expect([...outcomes].sort()).toEqual(['re-keyed', 'refused'])

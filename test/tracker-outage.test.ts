@@ -11,21 +11,14 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, call, eventually, freePort, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
+import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
-const mounts: string[] = []
-afterAll(() => {
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
-})
+afterAll(() => unmountTmpfs())
 
 test('an issue created while the link cannot be saved is linked on the next try, never created twice', async () => {
   ensureBinary()
-  const dir = tempDir('fixloop-tracker-full-')
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
-  if (mounted.exitCode !== 0) {
-    console.warn(`skipped the tracker outage check: mount -t tmpfs failed: ${mounted.stderr.toString().trim() || `exit ${mounted.exitCode}`}`)
-    return
-  }
-  mounts.push(dir)
+  const dir = mountTmpfs('the tracker outage check', 'size=24m')
+  if (!dir) return
   // GitHub's issues API: each POST creates an issue. The answer to the first one comes after 6 s, long
   // enough for the WAL checkpointer to empty the WAL while the test fills the disk.
   let created = 0
