@@ -9,7 +9,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { BINARY, call, eventually, freePort, tempDir } from './harness'
+import { call, eventually, spawnLoggedServer, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { branchExists, makeBareRepo } from './git-fixtures'
 import { mountTmpfs, unmountTmpfs } from './tmpfs'
@@ -28,16 +28,10 @@ test('a run ending on a full disk records its outcome once there is room, and th
   // write then needs room the disk no longer has.
   await cliJson(dataDir, ['app', 'connect-repo', t.appId, '--git-url', bare, '--host', 'none', '--agent', 'command', '--agent-command', 'sleep 7; echo fixed >> README.md', '--timeout-seconds', '60'])
   const work = tempDir('fixloop-work-')
-  const port = await freePort()
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_WORK_DIR: work },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const url = `http://127.0.0.1:${port}`
+  const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_WORK_DIR: work })
   let filling = false
+  let log = ''
   try {
-    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
     const first = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The total on the cart page is wrong' } })
     expect(first.status).toBe(201)
     await eventually(async () => (await call(url, 'GET', `/v1/feedback/${first.body.id}`, { auth: t.key })).body.status === 'agent_running', 20_000)
@@ -76,10 +70,8 @@ test('a run ending on a full disk records its outcome once there is room, and th
     expect(next).toBe('pr_opened')
   } finally {
     filling = false
-    proc.kill('SIGTERM')
-    await proc.exited
+    log = await stop()
   }
-  const log = await new Response(proc.stdout).text()
   expect(log).toContain('its outcome waits for the database')
   expect(log).not.toContain('agent run crashed')
 }, 150_000)

@@ -7,23 +7,17 @@
  */
 import { expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
-import { BINARY, call, eventually, freePort, tempDir } from './harness'
+import { call, eventually, spawnLoggedServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 
 test('event streams under ulimit -n 64 stop at what the limit leaves; the server keeps accepting requests', async () => {
   ensureBinary()
   const dataDir = tempDir()
   const t = await cliTenant(dataDir)
-  const port = await freePort()
-  const proc = Bun.spawn(['bash', '-c', 'ulimit -n 64 && exec "$0" "$@"', BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '0' },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const url = `http://127.0.0.1:${port}`
+  const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0' }, ['bash', '-c', 'ulimit -n 64 && exec "$0" "$@"'])
   const abort = new AbortController()
+  let log = ''
   try {
-    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
     const statuses: number[] = []
     for (let i = 0; i < 24; i++) {
       // Given up when no answer comes within 3 s; an answered stream stays open until the test ends.
@@ -47,10 +41,8 @@ test('event streams under ulimit -n 64 stop at what the limit leaves; the server
     expect(sent.status).toBe(201)
   } finally {
     abort.abort()
-    proc.kill('SIGTERM')
-    await proc.exited
+    log = await stop()
   }
-  const log = await new Response(proc.stdout).text()
   expect(log).toContain('the open-files limit is 64')
 }, 60_000)
 
@@ -62,19 +54,14 @@ test('an upload arriving when the open-files limit is reached: 503 with Retry-Af
   }
   const dataDir = tempDir()
   const t = await cliTenant(dataDir)
-  const port = await freePort()
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_UPLOAD_MIN_FREE_MB: '0' },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const url = `http://127.0.0.1:${port}`
+  const { url, proc, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_UPLOAD_MIN_FREE_MB: '0' })
+  let log = ''
   let socket: { end(): void } | undefined
   // The soft limit only (raising a hard limit again needs a capability a container may lack).
   const limit = (n: number | string) => Bun.spawnSync(['prlimit', `--pid=${proc.pid}`, `--nofile=${n}:`]).exitCode
   const hard = () => Bun.spawnSync(['prlimit', `--pid=${proc.pid}`, '--nofile', '--noheadings', '--output=HARD']).stdout.toString().trim()
+  const port = Number(new URL(url).port)
   try {
-    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
     const bytes = new Uint8Array(1000).fill(1)
     const issued = await call(url, 'POST', '/v1/feedback/upload-url', { auth: t.pub, body: { contentType: 'image/png', byteSize: bytes.length, kind: 'screenshot' } })
     expect(issued.status).toBe(200)
@@ -118,10 +105,8 @@ test('an upload arriving when the open-files limit is reached: 503 with Retry-Af
   } finally {
     socket?.end()
     limit(hard())
-    proc.kill('SIGTERM')
-    await proc.exited
+    log = await stop()
   }
-  const log = await new Response(proc.stdout).text()
   expect(log).not.toContain('unhandled error')
   expect(log).toContain('EMFILE')
 }, 60_000)

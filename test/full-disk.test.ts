@@ -8,7 +8,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { BINARY, call, eventually, freePort } from './harness'
+import { call, eventually, spawnLoggedServer } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
@@ -24,16 +24,10 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir)
   const t = await cliTenant(dataDir)
-  const port = await freePort()
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    // FIXLOOP_UPLOAD_MIN_FREE_MB 0: the upload's own write meets the full disk (not the check before it).
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_UPLOAD_MIN_FREE_MB: '0' },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const url = `http://127.0.0.1:${port}`
+  // FIXLOOP_UPLOAD_MIN_FREE_MB 0: the upload's own write meets the full disk (not the check before it).
+  const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_UPLOAD_MIN_FREE_MB: '0' })
+  let log = ''
   try {
-    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
     const acknowledged: string[] = []
     const submit = async (n: number) => {
       const r = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: text(n) } })
@@ -89,10 +83,8 @@ test('a full disk: 503 with Retry-After (no 500, no unsaved 201), a line or two 
       expect(status).toBe('awaiting_manual')
     }
   } finally {
-    proc.kill('SIGTERM')
-    await proc.exited
+    log = await stop()
   }
-  const log = await new Response(proc.stdout).text()
   // No stack trace per request: the outage is a line or two, each request still answered with its requestId.
   expect(log).not.toContain('unhandled error')
   const outageLines = log.split('\n').filter((l) => l.includes('"database unavailable"'))
@@ -111,14 +103,8 @@ test('no inodes left (bytes to spare): /readyz fails its disk check, upload-url 
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir)
   const t = await cliTenant(dataDir)
-  const port = await freePort()
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    // Byte thresholds far below the 64 MB the tmpfs has free: only the inodes can fail the checks.
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '1', FIXLOOP_UPLOAD_MIN_FREE_MB: '1' },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const url = `http://127.0.0.1:${port}`
+  // Byte thresholds far below the 64 MB the tmpfs has free: only the inodes can fail the checks.
+  const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '1', FIXLOOP_UPLOAD_MIN_FREE_MB: '1' })
   try {
     await eventually(async () => (await fetch(url + '/readyz').catch(() => null))?.status === 200, 15_000)
     mkdirSync(join(dir, 'eat'))
@@ -139,7 +125,6 @@ test('no inodes left (bytes to spare): /readyz fails its disk check, upload-url 
     rmSync(join(dir, 'eat'), { recursive: true })
     expect((await call(url, 'GET', '/readyz')).status).toBe(200)
   } finally {
-    proc.kill('SIGTERM')
-    await proc.exited
+    await stop()
   }
 }, 60_000)

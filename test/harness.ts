@@ -142,6 +142,35 @@ export async function spawnServer(dataDir: string, env: Record<string, string> =
   }
 }
 
+/**
+ * The binary serving `dataDir` (log level warn), its log kept: for tests that read what it logged.
+ * `wrap` runs it under a command first (`['bash', '-c', 'ulimit -n 64 && exec "$0" "$@"']`). Healthy when
+ * it resolves; `stop()` ends it (SIGTERM) and resolves with its whole log (stdout, JSON lines), read all
+ * along so the pipe never fills.
+ */
+export async function spawnLoggedServer(dataDir: string, env: Record<string, string> = {}, wrap: string[] = []) {
+  const port = await freePort()
+  const proc = Bun.spawn([...wrap, BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const log = new Response(proc.stdout).text()
+  const url = `http://127.0.0.1:${port}`
+  const stop = async (): Promise<string> => {
+    if (proc.exitCode === null) proc.kill('SIGTERM')
+    await proc.exited
+    return log
+  }
+  try {
+    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
+  } catch (e) {
+    await stop()
+    throw e
+  }
+  return { url, proc, stop }
+}
+
 export { freePort } from './free-port'
 
 /** Polls until `check` returns a truthy value (for asynchronous worker progress). */

@@ -9,7 +9,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { BINARY, call, eventually, freePort, runBinary, tempDir } from './harness'
+import { call, eventually, runBinary, spawnLoggedServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { mountTmpfs, unmountTmpfs } from './tmpfs'
 
@@ -51,16 +51,9 @@ test('an issue created while the link cannot be saved is linked on the next try,
   const allow = { FIXLOOP_TRACKER_ALLOW_PRIVATE: '1' }
   const connected = await runBinary(['tracker', 'connect', '--app', t.appId, '--kind', 'github', '--project', 'acme/shop', '--api-url', `http://127.0.0.1:${stub.port}`, '--token-file', token, '--data-dir', dataDir], allow)
   expect(connected.code).toBe(0)
-  const port = await freePort()
-  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', FIXLOOP_MIN_FREE_DISK_MB: '0', ...allow },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const url = `http://127.0.0.1:${port}`
+  const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0', ...allow })
   let filling = false
   try {
-    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
     const sent = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The total on the cart page is wrong' } })
     expect(sent.status).toBe(201)
     const id = sent.body.id as string
@@ -94,8 +87,7 @@ test('an issue created while the link cannot be saved is linked on the next try,
     expect(created).toBe(1)
   } finally {
     filling = false
-    proc.kill('SIGTERM')
-    await proc.exited
+    await stop()
     stub.stop(true)
   }
 }, 120_000)
