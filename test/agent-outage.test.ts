@@ -7,12 +7,12 @@
  * works; skipped with a warning where mount is refused.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, eventually, spawnLoggedServer, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { branchExists, makeBareRepo } from './git-fixtures'
-import { mountTmpfs, unmountTmpfs } from './tmpfs'
+import { keepFull, mountTmpfs, unmountTmpfs } from './tmpfs'
 
 afterAll(() => unmountTmpfs())
 
@@ -29,30 +29,20 @@ test('a run ending on a full disk records its outcome once there is room, and th
   await cliJson(dataDir, ['app', 'connect-repo', t.appId, '--git-url', bare, '--host', 'none', '--agent', 'command', '--agent-command', 'sleep 7; echo fixed >> README.md', '--timeout-seconds', '60'])
   const work = tempDir('fixloop-work-')
   const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_WORK_DIR: work })
-  let filling = false
+  let full: { stop(): Promise<void> } | undefined
   let log = ''
   try {
     const first = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The total on the cart page is wrong' } })
     expect(first.status).toBe(201)
     await eventually(async () => (await call(url, 'GET', `/v1/feedback/${first.body.id}`, { auth: t.key })).body.status === 'agent_running', 20_000)
 
-    // Fill every byte, again and again (each checkpoint frees the WAL's pages), until the run has ended.
-    filling = true
-    let n = 0
-    const fill = (async () => {
-      while (filling) {
-        Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=4k', 'count=100000'])
-        Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=512', 'count=100000'])
-        await Bun.sleep(100)
-      }
-    })()
+    // The disk full until the run has ended.
+    full = keepFull(dir)
     await eventually(() => branchExists(bare, `fixloop/${first.body.id}`), 30_000)
     await Bun.sleep(3000)
-    filling = false
-    await fill
     const during = await call(url, 'GET', `/v1/feedback/${first.body.id}`, { auth: t.key })
     expect(during.body.status).toBe('agent_running')
-    for (const f of readdirSync(dir).filter((f) => f.startsWith('filler'))) rmSync(join(dir, f))
+    await full.stop()
 
     // Room again: the outcome is recorded without a restart…
     const done = await eventually(async () => {
@@ -69,7 +59,7 @@ test('a run ending on a full disk records its outcome once there is room, and th
     }, 40_000)
     expect(next).toBe('pr_opened')
   } finally {
-    filling = false
+    await full?.stop()
     log = await stop()
   }
   expect(log).toContain('its outcome waits for the database')

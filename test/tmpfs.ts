@@ -4,6 +4,8 @@
  * skips with a warning naming the check instead of failing. Each test file unmounts what it mounted:
  * `afterAll(unmountTmpfs)`.
  */
+import { readdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { tempDir } from './harness'
 
 const mounted: string[] = []
@@ -22,4 +24,28 @@ export function mountTmpfs(check: string, options: string, dir = tempDir('fixloo
 /** Unmounts one (lazily: a server that still holds a file there lets go when it exits), or all of this file's. */
 export function unmountTmpfs(dir?: string): void {
   for (const m of dir === undefined ? mounted.splice(0) : mounted.splice(mounted.indexOf(dir), mounted.includes(dir) ? 1 : 0)) Bun.spawnSync(['umount', '-l', m])
+}
+
+/**
+ * Keeps the file system at `dir` full until `stop()`: fills every byte, again and again (each WAL
+ * checkpoint frees pages that a write would otherwise find). `stop()` ends the filling and frees the room.
+ */
+export function keepFull(dir: string): { stop(): Promise<void> } {
+  let filling = true
+  let n = 0
+  const filled = (async () => {
+    while (filling) {
+      Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=4k', 'count=100000'])
+      Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=512', 'count=100000'])
+      await Bun.sleep(100)
+    }
+  })()
+  return {
+    async stop() {
+      if (!filling) return
+      filling = false
+      await filled
+      for (const f of readdirSync(dir).filter((f) => f.startsWith('filler'))) rmSync(join(dir, f))
+    },
+  }
 }

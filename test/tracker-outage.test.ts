@@ -7,11 +7,11 @@
  * and the data dir on a real tmpfs; skipped with a warning where mount is refused.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, eventually, runBinary, spawnLoggedServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
-import { mountTmpfs, unmountTmpfs } from './tmpfs'
+import { keepFull, mountTmpfs, unmountTmpfs } from './tmpfs'
 
 afterAll(() => unmountTmpfs())
 
@@ -52,7 +52,7 @@ test('an issue created while the link cannot be saved is linked on the next try,
   const connected = await runBinary(['tracker', 'connect', '--app', t.appId, '--kind', 'github', '--project', 'acme/shop', '--api-url', `http://127.0.0.1:${stub.port}`, '--token-file', token, '--data-dir', dataDir], allow)
   expect(connected.code).toBe(0)
   const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0', ...allow })
-  let filling = false
+  let full: { stop(): Promise<void> } | undefined
   try {
     const sent = await call(url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'The total on the cart page is wrong' } })
     expect(sent.status).toBe(201)
@@ -63,20 +63,10 @@ test('an issue created while the link cannot be saved is linked on the next try,
     // While the tracker makes the issue, the disk fills up (every byte, again and again: each checkpoint
     // frees the WAL's pages), until well after the answer came and the link's write failed.
     await posted
-    filling = true
-    let n = 0
-    const fill = (async () => {
-      while (filling) {
-        Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=4k', 'count=100000'])
-        Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(dir, `filler${n++}`)}`, 'bs=512', 'count=100000'])
-        await Bun.sleep(100)
-      }
-    })()
+    full = keepFull(dir)
     await Bun.sleep(9000)
-    filling = false
-    await fill
     expect((await call(url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body.trackerIssue.syncState).toBe('pending')
-    for (const f of readdirSync(dir).filter((f) => f.startsWith('filler'))) rmSync(join(dir, f))
+    await full.stop()
 
     // Room again: linked within seconds (not after the 60 s lease), to the one issue made.
     const issue = await eventually(async () => {
@@ -86,7 +76,7 @@ test('an issue created while the link cannot be saved is linked on the next try,
     expect(issue.key).toBe('#1')
     expect(created).toBe(1)
   } finally {
-    filling = false
+    await full?.stop()
     await stop()
     stub.stop(true)
   }
