@@ -32,6 +32,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_LOG_LEVEL'], default: 'info', meaning: 'info (a line per request), warn (problems only) or silent' },
   { env: ['FIXLOOP_METRICS_TOKEN'], default: 'unset (open)', meaning: 'bearer token GET /metrics requires' },
   { env: ['FIXLOOP_MIN_FREE_DISK_MB'], default: '64', meaning: '/readyz is not ready below this free space on the data dir (0: off)' },
+  { env: ['FIXLOOP_SQLITE_SYNCHRONOUS'], default: 'full', meaning: 'embedded mode: full syncs each acknowledged write (survives a power loss); normal syncs at checkpoints' },
   {
     env: ['FIXLOOP_S3_ENDPOINT', 'FIXLOOP_S3_BUCKET', 'FIXLOOP_S3_ACCESS_KEY', 'FIXLOOP_S3_SECRET_KEY', 'FIXLOOP_S3_REGION'],
     default: 'unset (us-east-1)',
