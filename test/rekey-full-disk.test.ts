@@ -6,7 +6,7 @@
  * refuses). A failure exits 2 with a message, never 1 with a stack. Against the compiled binary.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
@@ -63,3 +63,44 @@ test('rekey meeting a file system without free inodes at any step leaves the old
   // Both kinds of outcome were met (a refusal at some step, success once there was room).
   expect([...outcomes].sort()).toEqual(['re-keyed', 'refused'])
 }, 120_000)
+
+test('a rekey stopped between its commit and the rename of master.key.new is finished by the next command', async () => {
+  ensureBinary()
+  const data = join(tempDir(), 'data')
+  const t = await cliTenant(data)
+  expect((await runBinary(['webhook', 'create', '--org', t.orgId, '--url', 'https://hooks.example.com/x', '--data-dir', data])).code).toBe(0)
+  const keyFile = join(data, 'master.key')
+  const oldKey = readFileSync(keyFile, 'utf8')
+  const newKeyFile = join(tempDir(), 'new.key')
+  expect((await runBinary(['rekey', '--old-key-file', keyFile, '--new-key-file', newKeyFile, '--data-dir', data])).code).toBe(0)
+  const newKey = readFileSync(keyFile, 'utf8')
+  expect(newKey).not.toBe(oldKey)
+  // The state a kill between the commit and the rename leaves: the old key in master.key, the new one staged.
+  writeFileSync(`${keyFile}.new`, newKey, { mode: 0o600 })
+  writeFileSync(keyFile, oldKey, { mode: 0o600 })
+
+  const opened = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data])
+  expect(opened.code).toBe(0)
+  expect(opened.stderr).toContain('a re-key was interrupted after its commit')
+  expect(readFileSync(keyFile, 'utf8')).toBe(newKey)
+  expect(existsSync(`${keyFile}.new`)).toBe(false)
+  // Once finished, nothing more is said.
+  const again = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data])
+  expect(again.code).toBe(0)
+  expect(again.stderr).toBe('')
+
+  // A staged key that is not the database's (a rekey that never committed) changes nothing: master.key is refused as before.
+  writeFileSync(`${keyFile}.new`, Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex') + '\n', { mode: 0o600 })
+  writeFileSync(keyFile, oldKey, { mode: 0o600 })
+  const refused = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data])
+  expect(refused.code).toBe(2)
+  expect(refused.stderr).toContain('is not the key this database')
+  expect(readFileSync(keyFile, 'utf8')).toBe(oldKey)
+
+  // With FIXLOOP_MASTER_KEY holding the old key, the staged file is pointed to, not renamed.
+  writeFileSync(`${keyFile}.new`, newKey, { mode: 0o600 })
+  const env = await runBinary(['webhook', 'list', '--org', t.orgId, '--data-dir', data], { FIXLOOP_MASTER_KEY: oldKey.trim() })
+  expect(env.code).toBe(2)
+  expect(env.stderr).toContain(`${keyFile}.new holds the new key`)
+  expect(existsSync(`${keyFile}.new`)).toBe(true)
+}, 60_000)

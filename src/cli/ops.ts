@@ -233,7 +233,7 @@ export async function runRekey(argv: string[]): Promise<void> {
         renameSync(staged, keyFile)
       } catch (e) {
         throw new UsageError(
-          `the database is re-keyed, but ${keyFile} still holds the OLD key (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): replace it with ${staged} (the new key, also in ${newPath}) before the next start`,
+          `the database is re-keyed, but ${keyFile} still holds the OLD key (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): the next start replaces it with ${staged} (the new key, also in ${newPath}); keep that file`,
         )
       }
       keyFileReplaced = true

@@ -5,7 +5,8 @@
  */
 import type { Database } from 'bun:sqlite'
 import { SecretBox } from '../../core/crypto'
-import { createMasterKeyFile, keyCheckValue, keyMatchesCheck, masterKeyFile, readMasterKey } from '../../core/master-key'
+import { existsSync, readFileSync, renameSync } from 'node:fs'
+import { createMasterKeyFile, keyCheckValue, keyMatchesCheck, masterKeyFile, parseMasterKey, readMasterKey } from '../../core/master-key'
 import { StartupError } from '../../core/startup-error'
 import { META, readMeta, writeMeta } from './instance-meta'
 import { sealedColumns } from '../sealed-columns'
@@ -21,6 +22,21 @@ export function firstSealedValue(sqlite: Database): string | undefined {
     if (row) return row.v
   }
   return undefined
+}
+
+/**
+ * The key `fixloop rekey` staged as master.key.new, when it opens this database: the re-key committed
+ * and was stopped (killed, power lost) before renaming it over master.key, which still holds the old key.
+ */
+function stagedRekeyKey(dataDir: string, check: string): { file: string; key: Uint8Array } | undefined {
+  const file = `${masterKeyFile(dataDir)}.new`
+  if (!existsSync(file)) return undefined
+  try {
+    const key = parseMasterKey(readFileSync(file, 'utf8'), file)
+    return keyMatchesCheck(key, check) ? { file, key } : undefined
+  } catch {
+    return undefined
+  }
 }
 
 function mismatch(where: string): StartupError {
@@ -50,8 +66,14 @@ export function openMasterKey(sqlite: Database, dataDir: string, fromEnv: string
     key = createMasterKeyFile(dataDir)
   }
   if (check !== undefined) {
-    if (!keyMatchesCheck(key, check)) throw mismatch(where)
-    return key
+    if (keyMatchesCheck(key, check)) return key
+    const staged = stagedRekeyKey(dataDir, check)
+    if (!staged) throw mismatch(where)
+    if (fromEnv) throw new StartupError(`FIXLOOP_MASTER_KEY is the key from before a re-key: ${staged.file} holds the new key, which opens this database; set FIXLOOP_MASTER_KEY to it`)
+    // A rekey killed between its commit and the rename of master.key.new: finish it.
+    renameSync(staged.file, masterKeyFile(dataDir))
+    process.stderr.write(`fixloop: a re-key was interrupted after its commit; ${masterKeyFile(dataDir)} now holds the new key from ${staged.file}\n`)
+    return staged.key
   }
   // A database from before the check value existed: prove the key on a sealed value, then record it.
   const sample = firstSealedValue(sqlite)
