@@ -225,6 +225,36 @@ describe(`the spec's routes against the compiled binary (${TEST_DIALECT})`, () =
     expect((await read('/v1/agent-runs/nope')).status).toBe(400)
   })
 
+  test('1: /openapi.json describes what the routes send — severity (2.2, 2.3: low, medium, high or null) takes null', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).body
+    // A client or a checker validating against the document rejects any value a closed enum leaves out:
+    // every nullable enum must list null, or a report without a severity (the usual case) fails it.
+    const closedOut: string[] = []
+    const walk = (v: any, path: string): void => {
+      if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}/${i}`))
+      if (!v || typeof v !== 'object') return
+      const nullable = (Array.isArray(v.type) && v.type.includes('null')) || v.nullable === true
+      if (Array.isArray(v.enum) && nullable && !v.enum.includes(null)) closedOut.push(path)
+      for (const [k, x] of Object.entries(v)) walk(x, `${path}/${k}`)
+    }
+    walk(doc, '')
+    expect(closedOut).toEqual([])
+    // Just enough of JSON Schema for these: anyOf, const, enum and type.
+    const typeOf = (value: unknown) => (value === null ? 'null' : typeof value)
+    const accepts = (schema: any, value: unknown): boolean => {
+      if (Array.isArray(schema.anyOf)) return schema.anyOf.some((s: any) => accepts(s, value))
+      if ('const' in schema) return schema.const === value
+      if (Array.isArray(schema.enum) && !schema.enum.includes(value)) return false
+      return schema.type === undefined || [schema.type].flat().includes(typeOf(value))
+    }
+    const item = doc.paths['/v1/feedback/{id}'].get.responses['200'].content['application/json'].schema.properties.severity
+    const body = doc.paths['/v1/feedback'].post.requestBody.content['application/json'].schema.properties.severity
+    for (const schema of [item, body]) {
+      for (const value of ['low', 'medium', 'high', null]) expect(accepts(schema, value), JSON.stringify(value)).toBe(true)
+      expect(accepts(schema, 'critical')).toBe(false)
+    }
+  })
+
   test('8: the public bucket (60 a minute per address and App) ends in 429 rate_limited with Retry-After', async () => {
     const ratedApp = await cli('app', 'create', '--org', a.orgId, '--name', 'Rated')
     let limited: Awaited<ReturnType<typeof submit>> | undefined
