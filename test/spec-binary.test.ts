@@ -207,6 +207,25 @@ describe(`the spec's routes against the compiled binary (${TEST_DIALECT})`, () =
     expect((await call(server.url, 'PATCH', '/v1/feedback/zzz', { auth: a.key, body: { status: 'archived' } })).status).toBe(400)
   })
 
+  test('1: unknown fields are invalid_body on routes that take no body too (unmerge, reject-suggestion, resolve)', async () => {
+    const lead = (await submit({ text: 'The language menu lists Portuguese twice' })).body.id
+    const dup = (await submit({ text: 'Shipping estimate shows yesterday as the delivery date' })).body.id
+    for (const id of [lead, dup]) await eventually(async () => (await read(`/v1/feedback/${id}`)).body.status === 'awaiting_manual', 20_000)
+    const post = (path: string, body?: unknown) => call(server.url, 'POST', path, { auth: a.key, body })
+    expect((await post(`/v1/feedback/${dup}/merge`, { leadId: lead })).status).toBe(200)
+    const unmerge = await post(`/v1/feedback/${dup}/unmerge`, { leadId: lead })
+    expect([unmerge.status, errorCode(unmerge)]).toEqual([400, 'invalid_body'])
+    expect(unmerge.body.error.details.issues).toEqual([{ path: '/leadId', message: expect.any(String) }])
+    expect((await read(`/v1/feedback/${dup}`)).body.duplicateOfId).toBe(lead)
+    expect(errorCode(await post(`/v1/feedback/${dup}/unmerge`, ['x']))).toBe('invalid_body')
+    expect(errorCode(await post(`/v1/feedback/${lead}/reject-suggestion`, { frobnicate: 1 }))).toBe('invalid_body')
+    expect(errorCode(await post(`/v1/feedback/${lead}/resolve`, { status: 'resolved' }))).toBe('invalid_body')
+    expect((await read(`/v1/feedback/${lead}`)).body.status).toBe('awaiting_manual')
+    // No body, or an empty object, carries no field.
+    expect((await post(`/v1/feedback/${dup}/unmerge`, {})).status).toBe(200)
+    expect((await post(`/v1/feedback/${lead}/reject-suggestion`)).status).toBe(200)
+  })
+
   test('4.2 upload-url: a presigned PUT that stores the bytes; the key goes into a submission', async () => {
     const r = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: a.pub, body: { kind: 'screenshot', contentType: 'image/png', byteSize: 8, filename: 'shot.png' } })
     expect(r.status).toBe(200)
