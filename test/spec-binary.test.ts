@@ -226,6 +226,26 @@ describe(`the spec's routes against the compiled binary (${TEST_DIALECT})`, () =
     expect((await post(`/v1/feedback/${lead}/reject-suggestion`)).status).toBe(200)
   })
 
+  test('CONTRACT audit log: GET /v1/audit is oldest first by createdAt across pages, rows the CLI and the server wrote alike', async () => {
+    // Several CLI processes within a second: each makes ids with random bytes of its own (core/ids.ts).
+    const org = (await cli('org', 'create', '--name', 'Audited')).id
+    const key = (await cli('key', 'create', '--org', org)).key
+    await Promise.all(Array.from({ length: 6 }, (_, i) => cli('app', 'create', '--org', org, '--name', `Audited ${i}`)))
+    const seen: { id: string; createdAt: string }[] = []
+    let after: string | null = null
+    for (let pages = 0; pages < 20; pages++) {
+      const r = await read(`/v1/audit?limit=2${after ? `&after=${after}` : ''}`, key)
+      expect(r.status).toBe(200)
+      seen.push(...r.body.data)
+      after = r.body.nextCursor
+      if (!after) break
+    }
+    expect(seen.map((e) => e.id)).toHaveLength(8)
+    expect(new Set(seen.map((e) => e.id)).size).toBe(8)
+    const times = seen.map((e) => e.createdAt)
+    expect(times).toEqual([...times].sort())
+  })
+
   test('4.2 upload-url: a presigned PUT that stores the bytes; the key goes into a submission', async () => {
     const r = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: a.pub, body: { kind: 'screenshot', contentType: 'image/png', byteSize: 8, filename: 'shot.png' } })
     expect(r.status).toBe(200)
