@@ -26,6 +26,7 @@ import { ssoRoutes } from './admin-ui/sso-routes'
 import { crossSiteGuard } from './http/admin-auth'
 import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { noteDeclaredQueries } from './http/url-nul'
+import { noteBodylessRoutes } from './http/bodyless'
 import { eventRoutes } from './modules/events/index'
 import { auditRoutes } from './modules/audit/routes'
 import { reporterRoutes } from './modules/reporters/index'
@@ -147,5 +148,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   assertEveryRouteDeclaresAccess(app.routes)
   // The query parameters each route reads, for the NUL rule at the edge (http/url-nul.ts).
   noteDeclaredQueries(app.routes)
+  // The routes that take no body, so fields sent to them are refused like unknown fields (http/bodyless.ts).
+  noteBodylessRoutes(app.routes)
   return app
 }

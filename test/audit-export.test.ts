@@ -116,16 +116,11 @@ describe('fixloop audit export (the compiled binary)', () => {
       const out = await runBinary(['audit', 'export', '--org', orgId, '--data-dir', dir])
       expect(out.code).toBe(0)
       const lines = out.stdout.trimEnd().split('\n').map((l) => JSON.parse(l))
-      // Ids order entries by second; CLI processes within one second are ordered by their ids' process part.
-      // So the Org's entry comes before every entry of a later second (not necessarily first: the key may
-      // share its second, the App come a second later).
-      expect(lines.map((e) => e.action).sort()).toEqual(['app.created', 'key.created', 'org.created'])
-      const second = (e: { id: string }) => e.id.slice(0, 8)
-      const orgEntry = lines.findIndex((e) => e.action === 'org.created')
-      for (const [i, e] of lines.entries()) if (second(e) > second(lines[orgEntry])) expect(i).toBeGreaterThan(orgEntry)
-      for (const e of lines) expect(second(e) >= second(lines[orgEntry])).toBe(true)
+      // Oldest first by createdAt, whatever each CLI process's ids sort as within one second (core/ids.ts):
+      // the three commands ran one after another, so in that order.
+      expect(lines.map((e) => e.action)).toEqual(['org.created', 'key.created', 'app.created'])
       for (const e of lines) expect(e.orgId).toBe(orgId)
-      expect(lines.map((e) => e.id)).toEqual([...lines.map((e) => e.id)].sort())
+      expect(lines.map((e) => e.createdAt)).toEqual([...lines.map((e) => e.createdAt)].sort())
       const future = await runBinary(['audit', 'export', '--org', orgId, '--since', '2999-01-01', '--json', '--data-dir', dir])
       expect(future.code).toBe(0)
       expect(future.stdout).toBe('')

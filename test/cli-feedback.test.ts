@@ -66,7 +66,10 @@ describe('fixloop feedback', () => {
     const other = await cliJson(dataDir, ['org', 'create', '--name', 'Other'])
     const otherKey = await cliJson(dataDir, ['key', 'create', '--org', other.id])
     expect((await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: otherKey.key })).status).toBe(404)
-    const reset = await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: tenant.key, body: { junk: { a: { b: 1 } } } })
+    // Reset takes no body: fields sent to it are unknown fields (spec part 1: invalid_body).
+    const junk = await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: tenant.key, body: { junk: { a: { b: 1 } } } })
+    expect([junk.status, junk.body.error.code]).toEqual([400, 'invalid_body'])
+    const reset = await call(server.url, 'POST', `/v1/apps/${app.id}/triage/reset`, { auth: tenant.key })
     expect(reset.status).toBe(200)
     expect(reset.body.removed).toEqual({ confirmed: 0, rejected: 0, unmerged: 0 })
     const cli = await cliJson(dataDir, ['app', 'triage-reset', app.id])

@@ -207,6 +207,45 @@ describe(`the spec's routes against the compiled binary (${TEST_DIALECT})`, () =
     expect((await call(server.url, 'PATCH', '/v1/feedback/zzz', { auth: a.key, body: { status: 'archived' } })).status).toBe(400)
   })
 
+  test('1: unknown fields are invalid_body on routes that take no body too (unmerge, reject-suggestion, resolve)', async () => {
+    const lead = (await submit({ text: 'The language menu lists Portuguese twice' })).body.id
+    const dup = (await submit({ text: 'Shipping estimate shows yesterday as the delivery date' })).body.id
+    for (const id of [lead, dup]) await eventually(async () => (await read(`/v1/feedback/${id}`)).body.status === 'awaiting_manual', 20_000)
+    const post = (path: string, body?: unknown) => call(server.url, 'POST', path, { auth: a.key, body })
+    expect((await post(`/v1/feedback/${dup}/merge`, { leadId: lead })).status).toBe(200)
+    const unmerge = await post(`/v1/feedback/${dup}/unmerge`, { leadId: lead })
+    expect([unmerge.status, errorCode(unmerge)]).toEqual([400, 'invalid_body'])
+    expect(unmerge.body.error.details.issues).toEqual([{ path: '/leadId', message: expect.any(String) }])
+    expect((await read(`/v1/feedback/${dup}`)).body.duplicateOfId).toBe(lead)
+    expect(errorCode(await post(`/v1/feedback/${dup}/unmerge`, ['x']))).toBe('invalid_body')
+    expect(errorCode(await post(`/v1/feedback/${lead}/reject-suggestion`, { frobnicate: 1 }))).toBe('invalid_body')
+    expect(errorCode(await post(`/v1/feedback/${lead}/resolve`, { status: 'resolved' }))).toBe('invalid_body')
+    expect((await read(`/v1/feedback/${lead}`)).body.status).toBe('awaiting_manual')
+    // No body, or an empty object, carries no field.
+    expect((await post(`/v1/feedback/${dup}/unmerge`, {})).status).toBe(200)
+    expect((await post(`/v1/feedback/${lead}/reject-suggestion`)).status).toBe(200)
+  })
+
+  test('CONTRACT audit log: GET /v1/audit is oldest first by createdAt across pages, rows the CLI and the server wrote alike', async () => {
+    // Several CLI processes within a second: each makes ids with random bytes of its own (core/ids.ts).
+    const org = (await cli('org', 'create', '--name', 'Audited')).id
+    const key = (await cli('key', 'create', '--org', org)).key
+    await Promise.all(Array.from({ length: 6 }, (_, i) => cli('app', 'create', '--org', org, '--name', `Audited ${i}`)))
+    const seen: { id: string; createdAt: string }[] = []
+    let after: string | null = null
+    for (let pages = 0; pages < 20; pages++) {
+      const r = await read(`/v1/audit?limit=2${after ? `&after=${after}` : ''}`, key)
+      expect(r.status).toBe(200)
+      seen.push(...r.body.data)
+      after = r.body.nextCursor
+      if (!after) break
+    }
+    expect(seen.map((e) => e.id)).toHaveLength(8)
+    expect(new Set(seen.map((e) => e.id)).size).toBe(8)
+    const times = seen.map((e) => e.createdAt)
+    expect(times).toEqual([...times].sort())
+  })
+
   test('4.2 upload-url: a presigned PUT that stores the bytes; the key goes into a submission', async () => {
     const r = await call(server.url, 'POST', '/v1/feedback/upload-url', { auth: a.pub, body: { kind: 'screenshot', contentType: 'image/png', byteSize: 8, filename: 'shot.png' } })
     expect(r.status).toBe(200)
@@ -223,6 +262,36 @@ describe(`the spec's routes against the compiled binary (${TEST_DIALECT})`, () =
   test('4.7 agent runs: an unknown id is 404, a bad one 400; never a 5xx', async () => {
     expect((await read(`/v1/agent-runs/${'a'.repeat(24)}`)).status).toBe(404)
     expect((await read('/v1/agent-runs/nope')).status).toBe(400)
+  })
+
+  test('1: /openapi.json describes what the routes send — severity (2.2, 2.3: low, medium, high or null) takes null', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).body
+    // A client or a checker validating against the document rejects any value a closed enum leaves out:
+    // every nullable enum must list null, or a report without a severity (the usual case) fails it.
+    const closedOut: string[] = []
+    const walk = (v: any, path: string): void => {
+      if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}/${i}`))
+      if (!v || typeof v !== 'object') return
+      const nullable = (Array.isArray(v.type) && v.type.includes('null')) || v.nullable === true
+      if (Array.isArray(v.enum) && nullable && !v.enum.includes(null)) closedOut.push(path)
+      for (const [k, x] of Object.entries(v)) walk(x, `${path}/${k}`)
+    }
+    walk(doc, '')
+    expect(closedOut).toEqual([])
+    // Just enough of JSON Schema for these: anyOf, const, enum and type.
+    const typeOf = (value: unknown) => (value === null ? 'null' : typeof value)
+    const accepts = (schema: any, value: unknown): boolean => {
+      if (Array.isArray(schema.anyOf)) return schema.anyOf.some((s: any) => accepts(s, value))
+      if ('const' in schema) return schema.const === value
+      if (Array.isArray(schema.enum) && !schema.enum.includes(value)) return false
+      return schema.type === undefined || [schema.type].flat().includes(typeOf(value))
+    }
+    const item = doc.paths['/v1/feedback/{id}'].get.responses['200'].content['application/json'].schema.properties.severity
+    const body = doc.paths['/v1/feedback'].post.requestBody.content['application/json'].schema.properties.severity
+    for (const schema of [item, body]) {
+      for (const value of ['low', 'medium', 'high', null]) expect(accepts(schema, value), JSON.stringify(value)).toBe(true)
+      expect(accepts(schema, 'critical')).toBe(false)
+    }
   })
 
   test('8: the public bucket (60 a minute per address and App) ends in 429 rate_limited with Retry-After', async () => {

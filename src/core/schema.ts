@@ -4,7 +4,7 @@
  * has no default, so an absent field stays absent.
  */
 import { t } from 'elysia'
-import { Type, type IntegerOptions, type TInteger, type TLiteral, type TUnion } from '@sinclair/typebox'
+import { Type, type IntegerOptions, type TInteger, type TLiteral, type TNull, type TUnion } from '@sinclair/typebox'
 
 type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> }
 
@@ -13,6 +13,15 @@ export function oneOf<const T extends readonly string[]>(values: T, options: { d
     values.map((v) => t.Literal(v)),
     options,
   ) as unknown as TUnion<Literals<T>>
+}
+
+/**
+ * One of `values`, or null, as one flat union. Not `t.Union([oneOf(values), t.Null()])`: @elysiajs/openapi
+ * folds that nested union into `{ type: ['string', 'null'], enum: values }`, an enum without null, so
+ * /openapi.json refused the null the route takes and sends (severity of spec 2.2 and 2.3).
+ */
+export function oneOfOrNull<const T extends readonly string[]>(values: T, options: { description?: string } = {}): TUnion<[...Literals<T>, TNull]> {
+  return t.Union([...values.map((v) => t.Literal(v)), t.Null()], options) as unknown as TUnion<[...Literals<T>, TNull]>
 }
 
 /**

@@ -20,6 +20,7 @@ import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
 import { repeatedQueryParameter } from './repeated-query'
+import { bodyOnBodylessRoute } from './bodyless'
 import { nulInUrl } from './url-nul'
 import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
@@ -177,9 +178,12 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       if (refused) throw refused
     })
     // A declared query parameter given twice (repeated-query.ts): after authentication, like a bad value.
-    .onBeforeHandle({ as: 'global' }, ({ request, route }) => {
+    .onBeforeHandle({ as: 'global' }, ({ request, route, body }) => {
       const refused = repeatedQueryParameter(request.method, route, request.url)
       if (refused) throw refused
+      // Fields sent to a route that takes no body (bodyless.ts): after authentication, like any bad body.
+      const unexpected = bodyOnBodylessRoute(request.method, route, body)
+      if (unexpected) throw unexpected
     })
     // Every JSON body goes through one reader that checks size, depth and Content-Type before parsing.
     .onParse({ as: 'global' }, async ({ request }) => {

@@ -2,6 +2,7 @@
 import { expect, test } from 'bun:test'
 import { describeEachDialect } from '../dialects'
 import { createAuditLog } from '../../src/modules/audit/index'
+import { run } from './raw'
 
 describeEachDialect('audit repo', (fresh) => {
   test('an entry reads back as written: ids rise, data is JSON text, epoch ms a number, absent fields null', async () => {
@@ -73,5 +74,26 @@ describeEachDialect('audit repo', (fresh) => {
     expect(await repo.purgeBefore(t0 + 25, 2)).toBe(1)
     expect(await repo.purgeBefore(t0 + 25, 2)).toBe(0)
     expect(idsOf(await repo.page({ limit: 10 }))).toEqual([4, 3])
+  })
+
+  test('pageForward is oldest first by createdAt when another process wrote a lower id later in the same second', async () => {
+    const s = await fresh()
+    const repo = s.store.audit
+    const first = await repo.append({ orgId: 'o1', actor: 'cli', action: 'org.created' })
+    s.clock.advance(100)
+    // The CLI's next process: the same second, random bytes that happen to sort below the server's.
+    const later = first.slice(0, 8) + '0000000000' + '000001'
+    await run(s.storage, 'INSERT INTO audit_log (id, org_id, actor, action, data, created_at) VALUES (?, ?, ?, ?, ?, ?)', [later, 'o1', 'cli', 'app.created', '{}', s.clock.now()])
+    s.clock.advance(100)
+    const last = await repo.append({ orgId: 'o1', actor: 'cli', action: 'key.created' })
+    const actions = (rows: { action: string }[]) => rows.map((r) => r.action)
+    expect(actions(await repo.pageForward({ orgId: 'o1', limit: 10 }))).toEqual(['org.created', 'app.created', 'key.created'])
+    // The cursor carries the order on: after each row come exactly the rows after it.
+    expect(actions(await repo.pageForward({ orgId: 'o1', after: first, limit: 10 }))).toEqual(['app.created', 'key.created'])
+    expect(actions(await repo.pageForward({ orgId: 'o1', after: later, limit: 10 }))).toEqual(['key.created'])
+    expect(await repo.pageForward({ orgId: 'o1', after: last, limit: 10 })).toEqual([])
+    // A purged (or foreign) cursor starts at the second its id was made in.
+    expect(actions(await repo.pageForward({ orgId: 'o2', after: first, limit: 10 }))).toEqual([])
+    expect(actions(await repo.pageForward({ orgId: 'o1', after: '0'.repeat(24), limit: 10 }))).toEqual(['org.created', 'app.created', 'key.created'])
   })
 })

@@ -62,7 +62,7 @@ export interface FeedbackSubmitResult {
 
 export interface FeedbackSubmitParams {
   text: string;
-  severity?: ("low" | "medium" | "high") | null;
+  severity?: "low" | "medium" | "high" | null;
   /**
    * Absolute URL of the page
    */
@@ -218,7 +218,7 @@ export interface FeedbackPage {
       email: string | null;
       name: string | null;
     };
-    severity: ("low" | "medium" | "high") | null;
+    severity: "low" | "medium" | "high" | null;
     text: string;
     url: string | null;
     createdAt: string;
@@ -354,7 +354,7 @@ export interface FeedbackItem {
     email: string | null;
     name: string | null;
   };
-  severity: ("low" | "medium" | "high") | null;
+  severity: "low" | "medium" | "high" | null;
   text: string;
   url: string | null;
   createdAt: string;

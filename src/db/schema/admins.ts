@@ -98,7 +98,8 @@ export const auditLog = sqliteTable(
     ip: text('ip'),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [index('audit_log_org_idx').on(t.orgId, t.id)],
+  // audit_log_org_time_idx serves the oldest-first export (GET /v1/audit): by created_at, ids tie-breaking.
+  (t) => [index('audit_log_org_idx').on(t.orgId, t.id), index('audit_log_org_time_idx').on(t.orgId, t.createdAt, t.id)],
 )
 
 /**

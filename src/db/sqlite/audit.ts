@@ -1,6 +1,6 @@
 /** SQLite side of modules/audit/repo.ts. */
 import type { Clock } from '../../core/clock'
-import type { AuditRepo, AuditRow } from '../../modules/audit/repo'
+import { cursorTimeFallback, type AuditRepo, type AuditRow } from '../../modules/audit/repo'
 import type { SqliteStorage } from './storage'
 import { sqliteAuditWriter } from './audit-writer'
 
@@ -19,18 +19,24 @@ const toRow = (r: RawAuditRow): AuditRow => ({ id: r.id, orgId: r.org_id, actor:
 
 export function createSqliteAuditRepo({ sqlite }: SqliteStorage, clock: Clock): AuditRepo {
   const write = sqliteAuditWriter(sqlite, clock)
-  // audit_log_org_idx (org_id, id) serves the forward page; created_at is filtered on the way.
-  const forward = sqlite.prepare<RawAuditRow, [string, string, number, number]>(
-    'SELECT * FROM audit_log WHERE org_id = ?1 AND id > ?2 AND created_at >= ?3 ORDER BY id LIMIT ?4',
+  // Oldest first is by created_at, ids breaking ties (AuditForwardQuery in modules/audit/repo.ts), on
+  // audit_log_org_time_idx: from the later of `since` and the cursor's time, then past the cursor row.
+  const forward = sqlite.prepare<RawAuditRow, [string, number, number, string, number]>(
+    'SELECT * FROM audit_log WHERE org_id = ?1 AND created_at >= ?2 AND (created_at > ?3 OR id > ?4) ORDER BY created_at, id LIMIT ?5',
   )
-  const instanceForward = sqlite.prepare<RawAuditRow, [string, number, number]>(
-    'SELECT * FROM audit_log WHERE org_id IS NULL AND id > ?1 AND created_at >= ?2 ORDER BY id LIMIT ?3',
+  const instanceForward = sqlite.prepare<RawAuditRow, [number, number, string, number]>(
+    'SELECT * FROM audit_log WHERE org_id IS NULL AND created_at >= ?1 AND (created_at > ?2 OR id > ?3) ORDER BY created_at, id LIMIT ?4',
   )
+  const cursorTime = sqlite.prepare<{ created_at: number }, [string, string | null]>('SELECT created_at FROM audit_log WHERE id = ?1 AND org_id IS ?2')
   // Ids rise with time (core/ids.ts), so the oldest rows are the lowest ids.
   const purge = sqlite.prepare<unknown, [number, number]>('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ?1 ORDER BY id LIMIT ?2)')
   return {
-    pageForward: async (q) =>
-      (q.orgId === null ? instanceForward.all(q.after ?? '', q.since ?? 0, q.limit) : forward.all(q.orgId, q.after ?? '', q.since ?? 0, q.limit)).map(toRow),
+    pageForward: async (q) => {
+      const at = q.after ? (cursorTime.get(q.after, q.orgId)?.created_at ?? cursorTimeFallback(q.after)) : -1
+      const from = Math.max(q.since ?? 0, at)
+      const rows = q.orgId === null ? instanceForward.all(from, at, q.after ?? '', q.limit) : forward.all(q.orgId, from, at, q.after ?? '', q.limit)
+      return rows.map(toRow)
+    },
     purgeBefore: async (before, limit) => purge.run(before, limit).changes,
     // One INSERT: its own (autocommit) transaction.
     append: async (e) => write(e),

@@ -21,11 +21,16 @@ export interface AuditPageQuery {
   limit: number
 }
 
-/** One Org's rows, or the instance's own, oldest first (GET /v1/audit, `fixloop audit export`). */
+/**
+ * One Org's rows, or the instance's own, oldest first (GET /v1/audit, `fixloop audit export`): ordered by
+ * created_at, then id. Not by id alone: ids sort by time only within one process (4 bytes of seconds,
+ * then bytes random per process, core/ids.ts), and the CLI writes rows beside the server, so an App the
+ * CLI created within the second of its Org listed before the Org.
+ */
 export interface AuditForwardQuery {
   /** The Org's rows; null: the instance's own (no Org: sign-ins, step-ups, TOTP, sessions, admins). */
   orgId: string | null
-  /** Rows with an id above this one (the previous page's last id). */
+  /** Rows after this one (the previous page's last id) in that order. */
   after?: string
   /** Rows created at or after this epoch ms. */
   since?: number
@@ -37,9 +42,19 @@ export interface AuditRepo {
   append(e: AuditEntry): Promise<string>
   /** Newest first (by id), at most `limit` rows. */
   page(q: AuditPageQuery): Promise<AuditRow[]>
-  /** Oldest first (by id), at most `limit` rows of one Org (or of none: the instance's own). */
+  /** Oldest first (created_at, then id), at most `limit` rows of one Org (or of none: the instance's own). */
   pageForward(q: AuditForwardQuery): Promise<AuditRow[]>
   /** Deletes up to `limit` rows created before `before` (epoch ms), oldest first; how many went. */
   purgeBefore(before: number, limit: number): Promise<number>
 }
 
+
+/**
+ * Where a forward page starts when its cursor row is gone (purged by retention) or was never this Org's:
+ * the second its id was made in (an id starts with 4 bytes of unix seconds). No cursor: before every row.
+ */
+export function cursorTimeFallback(after: string | undefined): number {
+  if (!after) return -1
+  const seconds = Number.parseInt(after.slice(0, 8), 16)
+  return Number.isFinite(seconds) ? seconds * 1000 : -1
+}

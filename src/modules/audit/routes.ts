@@ -1,6 +1,6 @@
 /**
- * GET /v1/audit (sk, or an Org owner's dashboard session): the Org's audit log oldest first, cursor-paged
- * by id like the other list routes (`after` = the previous page's nextCursor), for a SIEM or a security
+ * GET /v1/audit (sk, or an Org owner's dashboard session): the Org's audit log oldest first (by createdAt,
+ * then id), cursor-paged like the other list routes (`after` = the previous page's nextCursor), for a SIEM or a security
  * review. `fixloop audit export` reads the same pages (src/cli/audit.ts).
  */
 import { Elysia, t } from 'elysia'

@@ -67,7 +67,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
     .delete('/v1/chatops/slack/:id', ({ org, params, request, server }) => chatops.disconnect(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'chatops.manage',
       params: t.Object({ id: Id }, closed),
-      response: { 200: t.NoValidate(t.Object({ id: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'not_found') },
+      response: { 200: t.NoValidate(t.Object({ id: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'not_found') },
       detail: doc('Disconnect a Slack channel'),
     })
     .get('/v1/chatops/slack/users', async ({ org }) => ({ data: await chatops.users(org.orgId) }), {
@@ -85,7 +85,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
     .delete('/v1/chatops/slack/users/:teamId/:userId', ({ org, params, request, server }) => chatops.denyUser(org.orgId, params.teamId, params.userId, actedBy(auth, org, request, server)), {
       access: 'chatops.manage',
       params: UserParams,
-      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(false) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'not_found') },
+      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(false) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'not_found') },
       detail: doc('Withdraw a Slack user'),
     })
 }

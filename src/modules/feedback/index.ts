@@ -125,7 +125,7 @@ export function orgFeedbackRoutes(auth: AuthDeps, feedback: FeedbackService, pub
       {
         access: 'reports.triage',
         params: IdParams,
-        response: { 200: t.NoValidate(FullFeedbackItem), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'invalid_target', 'invalid_transition', 'concurrent_update') },
+        response: { 200: t.NoValidate(FullFeedbackItem), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'not_found', 'invalid_target', 'invalid_transition', 'concurrent_update') },
         detail: {
           summary: 'Mark a lead as fixed by hand (an addition to the spec): it moves to resolved as if its pull request were merged',
           description:

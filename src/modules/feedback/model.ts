@@ -3,7 +3,7 @@
  * and generate /openapi.json. Every object is closed (`additionalProperties: false`): the spec
  * rejects unknown fields with invalid_body.
  */
-import { oneOf, int } from '../../core/schema'
+import { oneOf, oneOfOrNull, int } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
@@ -12,7 +12,7 @@ import { TrackerIssueSchema } from '../trackers/model'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
-const Severity = t.Union([oneOf(['low', 'medium', 'high']), t.Null()])
+const Severity = oneOfOrNull(['low', 'medium', 'high'])
 
 /** Console levels a widget may send; anything else is invalid_body. */
 export const CONSOLE_LEVELS = ['debug', 'trace', 'log', 'info', 'warn', 'error'] as const

@@ -172,7 +172,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
         // Whoever may unmerge (which raises the bars) may reset them.
         access: 'reports.triage',
         params: IdParams,
-        response: { 200: t.Composite([t.Object({ removed: DecisionCounts }), AppTriageState], { additionalProperties: false }), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'app_not_found') },
+        response: { 200: t.Composite([t.Object({ removed: DecisionCounts }), AppTriageState], { additionalProperties: false }), ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found') },
         detail: {
           summary: 'Forget what the App\'s merge bars learned from its people',
           description:
@@ -191,7 +191,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
       {
         access: 'reports.triage',
         params: IdParams,
-        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_yet_sanitized') },
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'not_found', 'not_yet_sanitized') },
         detail: {
           summary: 'Reject this report\'s suggested lead (suggestedDuplicateOf)',
           description:
@@ -211,7 +211,7 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
       {
         access: 'reports.triage',
         params: IdParams,
-        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'not_a_duplicate', 'not_yet_sanitized') },
+        response: { 200: FullFeedbackItem, ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'not_found', 'not_a_duplicate', 'not_yet_sanitized') },
         detail: {
           summary: 'Make a duplicate a lead of its own again',
           description: 'The report resumes its lifecycle as a lead (e.g. to awaiting_manual) and is not clustered automatically again.',

@@ -81,7 +81,7 @@ export function mailRoutes(auth: AuthDeps, mail: MailService) {
     .delete('/v1/apps/:id/smtp', ({ org, params, request, server }) => mail.deleteSmtp(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'mail.manage',
       params: AppParams,
-      response: { 200: t.NoValidate(t.Object({ appId: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found', 'not_found') },
+      response: { 200: t.NoValidate(t.Object({ appId: Id, deleted: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'not_found') },
       detail: doc("Remove the App's SMTP settings", 'Mails not yet sent are then settled as no_smtp.'),
     })
     .post('/v1/apps/:id/smtp/test', ({ org, params, body }) => mail.testSmtp(org.orgId, params.id, body.to), {

@@ -113,14 +113,14 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
       {
         access: 'trackers.manage',
         params: AppParams,
-        response: errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found', 'tracker_not_connected'),
+        response: errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'tracker_not_connected'),
         detail: { ...doc("Disconnect the App's issue tracker", '204 (no body): syncing stops; the links of existing issues stay readable on their reports.'), responses: { 204: { description: 'Disconnected' } } },
       },
     )
     .post('/v1/apps/:id/tracker/rotate-webhook-secret', ({ org, params, request, server }) => trackers.rotateWebhookSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'trackers.manage',
       params: AppParams,
-      response: { 200: t.NoValidate(t.Object({ webhookSecret: WebhookSecret })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found', 'tracker_not_connected') },
+      response: { 200: t.NoValidate(t.Object({ webhookSecret: WebhookSecret })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'tracker_not_connected') },
       detail: doc('Rotate the tracker webhook secret', 'The old secret stops working at once: set the new one on the tracker.'),
     })
     .post(
@@ -136,7 +136,7 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
         response: {
           200: t.NoValidate(t.Object({ trackerIssue: TrackerIssueSchema })),
           202: t.NoValidate(t.Object({ trackerIssue: TrackerIssueSchema })),
-          ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_id', 'not_found', 'invalid_target', 'invalid_transition', 'tracker_not_connected'),
+          ...errorSchemas(...ORG_AUTH_ERRORS, 'invalid_body', 'invalid_id', 'not_found', 'invalid_target', 'invalid_transition', 'tracker_not_connected'),
         },
         detail: {
           ...doc(

@@ -58,19 +58,19 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
     .delete('/v1/webhooks/:id', ({ org, params, request, server }) => webhooks.delete(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'webhooks.manage',
       params: WebhookParams,
-      response: { 200: t.NoValidate(Deleted), ...errorSchemas(...READ_ERRORS) },
+      response: { 200: t.NoValidate(Deleted), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
       detail: doc('Delete a webhook endpoint', 'Pending deliveries are dropped; the delivery log stays until retention removes it.'),
     })
     .post('/v1/webhooks/:id/rotate-secret', ({ org, params, request, server }) => webhooks.rotateSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'webhooks.manage',
       params: WebhookParams,
-      response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS) },
+      response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
       detail: doc('Rotate the signing secret', 'For 24 hours every delivery carries two signatures (new and previous secret), space-separated.'),
     })
     .post('/v1/webhooks/:id/enable', ({ org, params, request, server }) => webhooks.enable(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'webhooks.manage',
       params: WebhookParams,
-      response: { 200: t.NoValidate(Webhook), ...errorSchemas(...READ_ERRORS) },
+      response: { 200: t.NoValidate(Webhook), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
       detail: doc('Re-enable a disabled endpoint', 'Events from now on are delivered; use redeliver-failed for what failed before.'),
     })
     .post(
@@ -82,7 +82,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       {
         access: 'webhooks.manage',
         params: WebhookParams,
-        response: { 202: t.NoValidate(TestSent), ...errorSchemas(...READ_ERRORS, 'webhook_disabled') },
+        response: { 202: t.NoValidate(TestSent), ...errorSchemas(...READ_ERRORS, 'invalid_body', 'webhook_disabled') },
         detail: doc('Send a test event', 'Records a webhook.test event, delivered to this endpoint only.'),
       },
     )
@@ -108,7 +108,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
     .post('/v1/webhooks/deliveries/:id/redeliver', ({ org, params, request, server }) => webhooks.redeliver(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'webhooks.manage',
       params: WebhookParams,
-      response: { 200: t.NoValidate(Redelivered), ...errorSchemas(...READ_ERRORS, 'webhook_disabled', 'concurrent_update') },
+      response: { 200: t.NoValidate(Redelivered), ...errorSchemas(...READ_ERRORS, 'invalid_body', 'webhook_disabled', 'concurrent_update') },
       detail: doc('Redeliver one delivery', 'Same webhook-id, a fresh retry schedule.'),
     })
 }

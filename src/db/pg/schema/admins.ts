@@ -76,7 +76,8 @@ export const auditLog = pgTable(
     ip: text('ip'),
     createdAt: epochMs('created_at').notNull(),
   },
-  (t) => [index('audit_log_org_idx').on(t.orgId, t.id)],
+  // audit_log_org_time_idx serves the oldest-first export (GET /v1/audit): by created_at, ids tie-breaking.
+  (t) => [index('audit_log_org_idx').on(t.orgId, t.id), index('audit_log_org_time_idx').on(t.orgId, t.createdAt, t.id)],
 )
 
 export const apiKeyActivity = pgTable('api_key_activity', {

@@ -1,0 +1,1 @@
+CREATE INDEX "audit_log_org_time_idx" ON "audit_log" USING btree ("org_id","created_at","id");
