@@ -16,6 +16,7 @@ const BODY = 8_000_000
 let dir: string
 let env: Record<string, string> = {}
 let pub = ''
+let appId = ''
 
 async function cli(...args: string[]) {
   const r = await runBinary([...args, '--data-dir', dir, '--json'], env)
@@ -27,19 +28,22 @@ beforeAll(async () => {
   dir = tempDir('fixloop-body-budget-')
   if (TEST_DIALECT === 'pg') env = await clusterEnv()
   const org = await cli('org', 'create', '--name', 'Budget')
-  pub = (await cli('app', 'create', '--org', org.id, '--name', 'Budget')).publicKey
+  const app = await cli('app', 'create', '--org', org.id, '--name', 'Budget')
+  pub = app.publicKey
+  appId = app.id
 }, 60_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** A POST whose body stops two bytes short: the server waits for the rest while the socket is open. */
-function heldBody(url: string, opts: { auth?: string; chunked?: boolean } = {}): Promise<Socket> {
+function heldBody(url: string, opts: { auth?: string; chunked?: boolean; path?: string; size?: number } = {}): Promise<Socket> {
+  const size = opts.size ?? BODY
   const { port } = new URL(url)
   return new Promise((resolve, reject) => {
     const s = connect(Number(port), '127.0.0.1', () => {
-      const head = [`POST /v1/feedback HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${opts.auth ?? 'pub_not_a_key'}`]
-      head.push(opts.chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${BODY}`)
+      const head = [`POST ${opts.path ?? '/v1/feedback'} HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${opts.auth ?? 'pub_not_a_key'}`]
+      head.push(opts.chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`)
       s.write(head.join('\r\n') + '\r\n\r\n')
-      const payload = Buffer.from('{"text":"' + 'x'.repeat(BODY - 11))
+      const payload = Buffer.from('{"text":"' + 'x'.repeat(size - 11))
       // Chunked: one chunk, and no terminating chunk.
       s.write(opts.chunked ? Buffer.concat([Buffer.from(`${payload.length.toString(16)}\r\n`), payload, Buffer.from('\r\n')]) : payload, () => resolve(s))
     })
@@ -98,6 +102,30 @@ describe('bodies that never end', () => {
       expect(((await refused.json()) as any).error.code).toBe('not_ready')
       // A small body still fits.
       expect((await post(server.url, JSON.stringify({ text: 'a small report' }))).status).toBe(201)
+    } finally {
+      for (const s of held) s.destroy()
+      await server.stop()
+    }
+  }, 60_000)
+
+  test('the webhook routes that read their raw body (git-host and tracker hooks) count against the same budget', async () => {
+    const server = await spawnServer(dir, { ...env, FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB: '2' })
+    const held: Socket[] = []
+    try {
+      for (const route of ['git-hooks', 'tracker-hooks']) held.push(await heldBody(server.url, { path: `/v1/${route}/${appId}`, size: 1_000_000 }))
+      await Bun.sleep(500)
+      for (const route of ['git-hooks', 'tracker-hooks']) {
+        const r = await fetch(`${server.url}/v1/${route}/${appId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'ping' }, body: JSON.stringify({ zen: 'x'.repeat(900_000) }) })
+        expect(r.status).toBe(429)
+      }
+      for (const s of held.splice(0)) s.destroy()
+      // Given back once abandoned: the same delivery is read again (and refused for its signature).
+      let after: Response | undefined
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await Bun.sleep(100)) {
+        after = await fetch(`${server.url}/v1/git-hooks/${appId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'ping' }, body: JSON.stringify({ zen: 'x'.repeat(900_000) }) })
+        if (after.status !== 429) break
+      }
+      expect(after!.status).toBe(401)
     } finally {
       for (const s of held) s.destroy()
       await server.stop()

@@ -66,3 +66,18 @@ export interface BodyTicket {
   take(bytes: number): void
   release(): void
 }
+
+/**
+ * The routes that read their raw body themselves (git-host and tracker webhooks, Slack commands: they
+ * verify a signature over the exact bytes) get their request's ticket here from the parse hook, and
+ * readBodyBounded (strict-json.ts) takes and gives back through it while it reads.
+ */
+const rawReaders = new WeakMap<Request, BodyTicket>()
+
+export function lendTicket(request: Request, ticket: BodyTicket): void {
+  rawReaders.set(request, ticket)
+}
+
+export function lentTicket(request: Request): BodyTicket | undefined {
+  return rawReaders.get(request)
+}

@@ -26,7 +26,7 @@ import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 import { clientAddress } from './client-address'
 import { addressKey } from '../core/address-key'
-import type { BodyBudget } from './body-budget'
+import { lendTicket, type BodyBudget } from './body-budget'
 import { callerOf } from './request-caller'
 import { storageUnavailable } from '../db/unavailable'
 import { failureLog } from '../db/outage-log'
@@ -190,8 +190,13 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
       // parsers, which refuse an image/png body; the upload route streams the body itself.
       const path = pathOfUrl(request.url)
-      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path) || MAIL_LINK_PATH.test(path)) return null
+      if (UPLOAD_PATH.test(path) || MAIL_LINK_PATH.test(path)) return null
       const ticket = bodyBudget?.ticket(addressKey(clientAddress(request, server, trustProxy)))
+      if (SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path)) {
+        // Read raw by the route (readBodyBounded), within the same budget.
+        if (ticket) lendTicket(request, ticket)
+        return null
+      }
       return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes, ticket)) ?? null
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {

@@ -12,7 +12,7 @@
  * - with a ticket, the bytes held while the body arrives count against the body budget (body-budget.ts).
  */
 import { ApiError } from '../core/errors'
-import type { BodyTicket } from './body-budget'
+import { lentTicket, type BodyTicket } from './body-budget'
 import { jsonTextMayHoldNul, nulPath, NUL_MESSAGE } from '../core/nul'
 import { jsonTextMayHoldSurrogate, wellFormed } from '../core/well-formed'
 
@@ -75,6 +75,18 @@ function declaredLength(request: Request): number | undefined {
  * submission's CPU). A chunked body (no length) is counted as it arrives and reading stops at the limit.
  */
 export async function readBodyBounded(request: Request, limit: number, ticket?: BodyTicket): Promise<Uint8Array> {
+  if (ticket) return readWithin(request, limit, ticket)
+  // A route reading its raw body: the bytes count while they arrive; the caller owns them once read.
+  const lent = lentTicket(request)
+  if (!lent) return readWithin(request, limit, undefined)
+  try {
+    return await readWithin(request, limit, lent)
+  } finally {
+    lent.release()
+  }
+}
+
+async function readWithin(request: Request, limit: number, ticket: BodyTicket | undefined): Promise<Uint8Array> {
   const length = declaredLength(request)
   if (length !== undefined) {
     if (length > limit) throw new ApiError('payload_too_large', { limitBytes: limit })
