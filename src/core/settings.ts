@@ -54,6 +54,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB'], default: '24', meaning: 'the same for one client address (429 past it; 0: no limit)' },
   { env: ['FIXLOOP_EVENT_RETENTION_DAYS'], default: '30', meaning: 'events older than this are purged' },
   { env: ['FIXLOOP_AUDIT_RETENTION_DAYS'], default: '0', meaning: 'audit entries older than this many days are purged (0: kept forever)' },
+  { env: ['FIXLOOP_WEBHOOKS_PER_ORG'], default: '100', meaning: 'the most webhook endpoints one Org may have (0: no limit)' },
   { env: ['FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS'], default: '14', meaning: 'webhook deliveries and their attempt log older than this are purged' },
   {
     env: ['FIXLOOP_WEBHOOK_ALLOW_PRIVATE'],
