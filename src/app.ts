@@ -114,7 +114,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(widgetConfigRoutes(auth))
     .use(widgetFeedbackRoutes(auth, s.intake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
-    .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs) : new Elysia({ name: 'no-embedded-uploads' }))
+    .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs, async (appId) => (await directory.appById(appId)) !== null) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, publicUrl))
     .use(triageRoutes(auth, s.triage, feedback, publicUrl, s.audit))
     .use(agentRunRoutes(auth, s.agentRuns))
