@@ -76,6 +76,8 @@ export interface Config {
   uploadMinFreeBytes: number
   /** FIXLOOP_WEBHOOKS_PER_ORG: the most webhook endpoints one Org may have (0: no limit). */
   webhooksPerOrg: number
+  /** FIXLOOP_SLACK_CONNECTIONS_PER_ORG: the most Slack connections one Org may have (0: no limit). */
+  slackConnectionsPerOrg: number
   /** FIXLOOP_BODY_BUFFER_MB: bytes of JSON request bodies the server holds at once while they arrive (0: no limit). */
   bodyBufferBytes: number
   /** FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB: the same, for one client address (0: no limit). */
@@ -332,6 +334,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     uploadAppHourlyBytes: megabytesOrOff(env.FIXLOOP_UPLOAD_APP_HOURLY_MB, 'FIXLOOP_UPLOAD_APP_HOURLY_MB', 1024),
     uploadMinFreeBytes: megabytesOrOff(env.FIXLOOP_UPLOAD_MIN_FREE_MB, 'FIXLOOP_UPLOAD_MIN_FREE_MB', 256),
     webhooksPerOrg: env.FIXLOOP_WEBHOOKS_PER_ORG === '0' ? 0 : env.FIXLOOP_WEBHOOKS_PER_ORG ? parseCount(env.FIXLOOP_WEBHOOKS_PER_ORG, 'FIXLOOP_WEBHOOKS_PER_ORG') : 100,
+    slackConnectionsPerOrg: env.FIXLOOP_SLACK_CONNECTIONS_PER_ORG === '0' ? 0 : env.FIXLOOP_SLACK_CONNECTIONS_PER_ORG ? parseCount(env.FIXLOOP_SLACK_CONNECTIONS_PER_ORG, 'FIXLOOP_SLACK_CONNECTIONS_PER_ORG') : 20,
     bodyBufferBytes: megabytesOrOff(env.FIXLOOP_BODY_BUFFER_MB, 'FIXLOOP_BODY_BUFFER_MB', 256),
     bodyBufferPerAddressBytes: megabytesOrOff(env.FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB, 'FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB', 24),
     metricsToken: env.FIXLOOP_METRICS_TOKEN || undefined,

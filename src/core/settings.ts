@@ -75,6 +75,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
   { env: ['FIXLOOP_SSE_HEARTBEAT_SECONDS'], default: '10', meaning: 'comment line on idle event streams (at most 15)' },
   { env: ['FIXLOOP_SSE_STREAMS_PER_KEY'], default: '100', meaning: 'event streams open at once per sk_ key or dashboard session (then 429)' },
+  { env: ['FIXLOOP_SLACK_CONNECTIONS_PER_ORG'], default: '20', meaning: 'the most Slack connections one Org may have (0: no limit)' },
   { env: ['FIXLOOP_SLACK_API_URL'], default: 'https://slack.com/api', meaning: 'Slack Web API base URL (a proxy, or a stub in tests)' },
 ]
 
