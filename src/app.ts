@@ -7,6 +7,7 @@ import { openapi } from '@elysiajs/openapi'
 import type { Context } from './context'
 import type { Logger } from './core/logger'
 import { foundation } from './http/foundation'
+import { BodyBudget } from './http/body-budget'
 import { widgetCors } from './http/cors-policy'
 import { appRoutes } from './modules/apps/index'
 import { orgFeedbackRoutes, widgetFeedbackRoutes } from './modules/feedback/index'
@@ -69,7 +70,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   // find the path after "http://" instead of guessing it starts past the 11th character, which a Host
   // shorter than 4 characters broke: `Host: ab` + `/cd/metrics` was routed to /metrics.
   const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
-    .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy))
+    .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy, new BodyBudget(ctx.config.bodyBufferBytes, ctx.config.bodyBufferPerAddressBytes)))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): widgetCors decides the allowed origin there,
     // adds the rest and answers their preflights.
@@ -114,7 +115,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(widgetConfigRoutes(auth))
     .use(widgetFeedbackRoutes(auth, s.intake))
     .use(uploadUrlRoutes(auth, uploads, publicUrl, s.pow))
-    .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs) : new Elysia({ name: 'no-embedded-uploads' }))
+    .use(blobs instanceof EmbeddedBlobStore ? embeddedUploadRoutes(uploads, blobs, async (appId) => (await directory.appById(appId)) !== null) : new Elysia({ name: 'no-embedded-uploads' }))
     .use(orgFeedbackRoutes(auth, feedback, publicUrl))
     .use(triageRoutes(auth, s.triage, feedback, publicUrl, s.audit))
     .use(agentRunRoutes(auth, s.agentRuns))

@@ -74,6 +74,14 @@ export interface Config {
   uploadAppHourlyBytes: number
   /** FIXLOOP_UPLOAD_MIN_FREE_MB: bytes the embedded store leaves free on the data dir's disk (0: not checked). */
   uploadMinFreeBytes: number
+  /** FIXLOOP_WEBHOOKS_PER_ORG: the most webhook endpoints one Org may have (0: no limit). */
+  webhooksPerOrg: number
+  /** FIXLOOP_SLACK_CONNECTIONS_PER_ORG: the most Slack connections one Org may have (0: no limit). */
+  slackConnectionsPerOrg: number
+  /** FIXLOOP_BODY_BUFFER_MB: bytes of JSON request bodies the server holds at once while they arrive (0: no limit). */
+  bodyBufferBytes: number
+  /** FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB: the same, for one client address (0: no limit). */
+  bodyBufferPerAddressBytes: number
   /** Bearer token GET /metrics requires; unset: /metrics is open (keep it behind the proxy). */
   metricsToken: string | undefined
   /** /readyz reports not ready below this much free space on the data dir's filesystem. */
@@ -325,6 +333,10 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     uploadGraceHours: env.FIXLOOP_UPLOAD_GRACE_HOURS ? parsePositive(env.FIXLOOP_UPLOAD_GRACE_HOURS, 'FIXLOOP_UPLOAD_GRACE_HOURS') : 24,
     uploadAppHourlyBytes: megabytesOrOff(env.FIXLOOP_UPLOAD_APP_HOURLY_MB, 'FIXLOOP_UPLOAD_APP_HOURLY_MB', 1024),
     uploadMinFreeBytes: megabytesOrOff(env.FIXLOOP_UPLOAD_MIN_FREE_MB, 'FIXLOOP_UPLOAD_MIN_FREE_MB', 256),
+    webhooksPerOrg: env.FIXLOOP_WEBHOOKS_PER_ORG === '0' ? 0 : env.FIXLOOP_WEBHOOKS_PER_ORG ? parseCount(env.FIXLOOP_WEBHOOKS_PER_ORG, 'FIXLOOP_WEBHOOKS_PER_ORG') : 100,
+    slackConnectionsPerOrg: env.FIXLOOP_SLACK_CONNECTIONS_PER_ORG === '0' ? 0 : env.FIXLOOP_SLACK_CONNECTIONS_PER_ORG ? parseCount(env.FIXLOOP_SLACK_CONNECTIONS_PER_ORG, 'FIXLOOP_SLACK_CONNECTIONS_PER_ORG') : 20,
+    bodyBufferBytes: megabytesOrOff(env.FIXLOOP_BODY_BUFFER_MB, 'FIXLOOP_BODY_BUFFER_MB', 256),
+    bodyBufferPerAddressBytes: megabytesOrOff(env.FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB, 'FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB', 24),
     metricsToken: env.FIXLOOP_METRICS_TOKEN || undefined,
     minFreeDiskBytes:
       (env.FIXLOOP_MIN_FREE_DISK_MB !== undefined && env.FIXLOOP_MIN_FREE_DISK_MB !== ''

@@ -236,6 +236,8 @@ describe('errors: non-zero exit, message on stderr, nothing on stdout', () => {
     ['--replay-seconds x', () => ['app', 'update', '0'.repeat(24), '--replay-seconds', 'x'], /replay-seconds/],
     ['--batch yes', () => ['app', 'create', '--org', orgId, '--name', 'X', '--batch', 'yes'], /batch/],
     ['--allowed-origins not an origin', () => ['app', 'create', '--org', orgId, '--name', 'X', '--allowed-origins', 'https://a.example/path'], /origin/],
+    // A wildcard was stored as given and matched no Origin a browser sends: the widget was refused everywhere.
+    ['--allowed-origins with a wildcard', () => ['app', 'create', '--org', orgId, '--name', 'X', '--allowed-origins', 'https://*.example.com'], /wildcards are not supported/],
     ['bad flag on update', () => ['app', 'update', '0'.repeat(24), '--processing-mode', 'bogus'], /processing-mode/],
     ['unknown command', () => ['frobnicate'], /unknown command/],
     ['unknown subcommand', () => ['app', 'frobnicate'], /unknown command/],

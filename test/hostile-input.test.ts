@@ -162,6 +162,35 @@ describe('__proto__ as a member', () => {
       expect(JSON.stringify(env.error.details.issues)).toMatch(/__proto__|constructor/)
     }
   })
+
+  test('stays an unknown field when the body holds an unpaired surrogate (the body is rebuilt then)', async () => {
+    // The rebuild (unpaired surrogates → U+FFFD) used to assign `out["__proto__"]`, which made the member
+    // the body's prototype: strict validation no longer saw it, and its members were read as fields.
+    for (const [path, auth, raw] of [
+      ['/v1/feedback', pub, '{"text":"a \\ud800 b","__proto__":{"severity":"high"}}'],
+      ['/v1/feedback', pub, '{"text":"a \\ud800 b","__proto__":{"bogus":1}}'],
+      [`/v1/tokens/mint?appId=${appId}`, key, '{"sub":"u","ctx":{"plan":"\\ud800"},"__proto__":{"expiresInSeconds":600}}'],
+    ]) {
+      const env = await expectEnvelope(await post(path, auth, raw), 400, 'invalid_body')
+      expect(JSON.stringify(env.error.details.issues)).toContain('__proto__')
+    }
+  })
+
+  test('is kept as a member of free-form metadata, through the surrogate rebuild and the sanitizer', async () => {
+    for (const raw of ['{"text":"proto meta","metadata":{"__proto__":{"plan":"pro"},"b":1}}', '{"text":"proto meta \\ud800","metadata":{"__proto__":{"plan":"pro"},"b":"\\ud800"}}']) {
+      const r = await post('/v1/feedback', pub, raw)
+      expect(r.status).toBe(201)
+      const { id } = (await r.json()) as { id: string }
+      let text = ''
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await Bun.sleep(50)) {
+        text = await (await fetch(`${base}/v1/feedback/${id}`, { headers: { authorization: `Bearer ${key}` } })).text()
+        if (!text.includes('"received"') && !text.includes('"sanitizing"')) break
+      }
+      const meta = JSON.parse(text).submissionMeta
+      expect(Object.hasOwn(meta, '__proto__')).toBe(true)
+      expect(JSON.stringify(meta)).toStartWith('{"__proto__":{"plan":"pro"},"b":')
+    }
+  })
 })
 
 describe('a field that takes one of a few values', () => {

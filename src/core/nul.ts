@@ -7,6 +7,7 @@
  * whatever slips through (db/pg/client-options.ts).
  */
 
+import { setJsonMember } from './json-member'
 import { jsonTextMayHoldSurrogate, wellFormed } from './well-formed'
 
 /** U+0000, the one character PostgreSQL's `text` cannot hold. */
@@ -55,7 +56,7 @@ export function stripNul<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value
   if (Array.isArray(value)) return value.map(stripNul) as T
   const out: Record<string, unknown> = {}
-  for (const [key, v] of Object.entries(value)) out[key.replaceAll(NUL, '')] = stripNul(v)
+  for (const [key, v] of Object.entries(value)) setJsonMember(out, key.replaceAll(NUL, ''), stripNul(v))
   return out as T
 }
 

@@ -50,8 +50,11 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_UPLOAD_GRACE_HOURS'], default: '24', meaning: 'uploads no submission references are removed after this long' },
   { env: ['FIXLOOP_UPLOAD_APP_HOURLY_MB'], default: '1024', meaning: "bytes of uploads no report references one App may be issued per hour (429 past it; 0: no limit)" },
   { env: ['FIXLOOP_UPLOAD_MIN_FREE_MB'], default: '256', meaning: "the embedded store refuses an upload leaving less than this free on the data dir's disk (503; 0: not checked)" },
+  { env: ['FIXLOOP_BODY_BUFFER_MB'], default: '256', meaning: 'bytes of JSON request bodies the server holds at once while they arrive (503 past it; 0: no limit)' },
+  { env: ['FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB'], default: '24', meaning: 'the same for one client address (429 past it; 0: no limit)' },
   { env: ['FIXLOOP_EVENT_RETENTION_DAYS'], default: '30', meaning: 'events older than this are purged' },
   { env: ['FIXLOOP_AUDIT_RETENTION_DAYS'], default: '0', meaning: 'audit entries older than this many days are purged (0: kept forever)' },
+  { env: ['FIXLOOP_WEBHOOKS_PER_ORG'], default: '100', meaning: 'the most webhook endpoints one Org may have (0: no limit)' },
   { env: ['FIXLOOP_WEBHOOK_LOG_RETENTION_DAYS'], default: '14', meaning: 'webhook deliveries and their attempt log older than this are purged' },
   {
     env: ['FIXLOOP_WEBHOOK_ALLOW_PRIVATE'],
@@ -72,6 +75,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
   { env: ['FIXLOOP_SSE_HEARTBEAT_SECONDS'], default: '10', meaning: 'comment line on idle event streams (at most 15)' },
   { env: ['FIXLOOP_SSE_STREAMS_PER_KEY'], default: '100', meaning: 'event streams open at once per sk_ key or dashboard session (then 429)' },
+  { env: ['FIXLOOP_SLACK_CONNECTIONS_PER_ORG'], default: '20', meaning: 'the most Slack connections one Org may have (0: no limit)' },
   { env: ['FIXLOOP_SLACK_API_URL'], default: 'https://slack.com/api', meaning: 'Slack Web API base URL (a proxy, or a stub in tests)' },
 ]
 

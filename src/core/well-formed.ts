@@ -9,6 +9,8 @@
  * those are refused instead (src/auth/user-token.ts).
  */
 
+import { setJsonMember } from './json-member'
+
 /** A JSON escape of a surrogate (`\ud800`-`\udfff`): JSON text decoded from valid UTF-8 holds no other kind. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
 
@@ -24,7 +26,7 @@ export function wellFormed<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value
   if (Array.isArray(value)) return value.map(wellFormed) as T
   const out: Record<string, unknown> = {}
-  for (const [key, v] of Object.entries(value)) out[key.isWellFormed() ? key : key.toWellFormed()] = wellFormed(v)
+  for (const [key, v] of Object.entries(value)) setJsonMember(out, key.isWellFormed() ? key : key.toWellFormed(), wellFormed(v))
   return out as T
 }
 

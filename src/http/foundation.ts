@@ -2,7 +2,8 @@
  * Cross-cutting request handling, applied to every route:
  * - X-Request-Id on every response (a client's own id is echoed when it is a sane token);
  * - the 8 MB body limit, checked from Content-Length before any byte is read and counted while reading
- *   (uploads to the embedded store have their own 15 MB limit and stream past this one);
+ *   (uploads to the embedded store have their own 15 MB limit and stream past this one); the bytes of
+ *   bodies held at once, per client address and in all (body-budget.ts);
  * - one strict JSON reader for every route (strict-json.ts): depth, size and Content-Type before parsing,
  *   NUL after (core/nul.ts); NUL in the URL where the route reads it (url-nul.ts);
  * - URL and header sizes, answered with the envelope (Bun's own limit is raised above ours, see build);
@@ -25,6 +26,8 @@ import { nulInUrl } from './url-nul'
 import { hasUsableHost, pathOfUrl } from './url-path'
 import type { RequestMetrics } from '../modules/metrics/request-metrics'
 import { clientAddress } from './client-address'
+import { addressKey } from '../core/address-key'
+import { lendTicket, type BodyBudget } from './body-budget'
 import { callerOf } from './request-caller'
 import { storageUnavailable } from '../db/unavailable'
 import { failureLog } from '../db/outage-log'
@@ -146,7 +149,8 @@ function elapsedSeconds(request: Request): number {
 }
 
 /** `trustProxy`: FIXLOOP_TRUST_PROXY, so the logged client address is the one the rate limits use. */
-export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = false) {
+/** `bodyBudget`: the bytes of JSON bodies held at once, per client address and in all (body-budget.ts). */
+export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = false, bodyBudget?: BodyBudget) {
   const logRequests = log.enabled('info')
   // While the database is away (or its disk full) every request fails alike: one line per 30 s says so,
   // with how many it left out, instead of one error line per request (each has its request line anyway).
@@ -186,12 +190,18 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       if (unexpected) throw unexpected
     })
     // Every JSON body goes through one reader that checks size, depth and Content-Type before parsing.
-    .onParse({ as: 'global' }, async ({ request }) => {
+    .onParse({ as: 'global' }, async ({ request, server }) => {
       // null (not undefined): "parsed, no body" — undefined would hand the request to Elysia's own
       // parsers, which refuse an image/png body; the upload route streams the body itself.
       const path = pathOfUrl(request.url)
-      if (UPLOAD_PATH.test(path) || SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path) || MAIL_LINK_PATH.test(path)) return null
-      return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes)) ?? null
+      if (UPLOAD_PATH.test(path) || MAIL_LINK_PATH.test(path)) return null
+      const ticket = bodyBudget?.ticket(addressKey(clientAddress(request, server, trustProxy)))
+      if (SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path)) {
+        // Read raw by the route (readBodyBounded), within the same budget.
+        if (ticket) lendTicket(request, ticket)
+        return null
+      }
+      return (await parseStrictJson(request, LIMITS.requestBodyMaxBytes, ticket)) ?? null
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, response }) => {
       // API answers are the caller's own (keys and secrets on creation, reporters' data): no cache keeps

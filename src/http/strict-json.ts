@@ -8,9 +8,11 @@
  *   arrays blow the parser's stack, and Elysia's validator error used to pretty-print the whole body);
  * - anything that is not `application/json` is refused with 400;
  * - a NUL (U+0000) in any string or key is refused with 400 (core/nul.ts: PostgreSQL cannot store it);
- * - an unpaired surrogate (`\ud800`) in any string or key becomes U+FFFD (core/well-formed.ts).
+ * - an unpaired surrogate (`\ud800`) in any string or key becomes U+FFFD (core/well-formed.ts);
+ * - with a ticket, the bytes held while the body arrives count against the body budget (body-budget.ts).
  */
 import { ApiError } from '../core/errors'
+import { lentTicket, type BodyTicket } from './body-budget'
 import { jsonTextMayHoldNul, nulPath, NUL_MESSAGE } from '../core/nul'
 import { jsonTextMayHoldSurrogate, wellFormed } from '../core/well-formed'
 
@@ -72,19 +74,33 @@ function declaredLength(request: Request): number | undefined {
  * costs a fraction of a stream reader (measured: the stream's promise per chunk was ~10% of a
  * submission's CPU). A chunked body (no length) is counted as it arrives and reading stops at the limit.
  */
-export async function readBodyBounded(request: Request, limit: number): Promise<Uint8Array> {
+export async function readBodyBounded(request: Request, limit: number, ticket?: BodyTicket): Promise<Uint8Array> {
+  if (ticket) return readWithin(request, limit, ticket)
+  // A route reading its raw body: the bytes count while they arrive; the caller owns them once read.
+  const lent = lentTicket(request)
+  if (!lent) return readWithin(request, limit, undefined)
+  try {
+    return await readWithin(request, limit, lent)
+  } finally {
+    lent.release()
+  }
+}
+
+async function readWithin(request: Request, limit: number, ticket: BodyTicket | undefined): Promise<Uint8Array> {
   const length = declaredLength(request)
   if (length !== undefined) {
     if (length > limit) throw new ApiError('payload_too_large', { limitBytes: limit })
+    // Taken before a byte is read: a refusal answers at once and Bun drops the body unread.
+    ticket?.take(length)
     const bytes = await request.bytes()
     // Framing guarantees this; the check keeps the limit true whatever the runtime does.
     if (bytes.byteLength > limit) throw new ApiError('payload_too_large', { limitBytes: limit })
     return bytes
   }
-  return request.body ? readChunked(request.body, limit) : new Uint8Array(0)
+  return request.body ? readChunked(request.body, limit, ticket) : new Uint8Array(0)
 }
 
-async function readChunked(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
+async function readChunked(body: ReadableStream<Uint8Array>, limit: number, ticket?: BodyTicket): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let total = 0
   const reader = body.getReader()
@@ -95,6 +111,12 @@ async function readChunked(body: ReadableStream<Uint8Array>, limit: number): Pro
     if (total > limit) {
       reader.cancel().catch(() => {})
       throw new ApiError('payload_too_large', { limitBytes: limit })
+    }
+    try {
+      ticket?.take(value.byteLength)
+    } catch (e) {
+      reader.cancel().catch(() => {})
+      throw e
     }
     chunks.push(value)
   }
@@ -124,8 +146,17 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
  * Reads and parses a JSON body with every guard above. An empty body is `undefined` (routes without a
  * body, e.g. unmerge); a route that needs one then fails its schema with invalid_body.
  */
-export async function parseStrictJson(request: Request, limit: number): Promise<unknown> {
-  const bytes = await readBodyBounded(request, limit)
+export async function parseStrictJson(request: Request, limit: number, ticket?: BodyTicket): Promise<unknown> {
+  try {
+    return await parseStrictJsonBody(request, limit, ticket)
+  } finally {
+    // The raw bytes are garbage once parsed (or refused): their share of the budget goes back.
+    ticket?.release()
+  }
+}
+
+async function parseStrictJsonBody(request: Request, limit: number, ticket: BodyTicket | undefined): Promise<unknown> {
+  const bytes = await readBodyBounded(request, limit, ticket)
   if (bytes.byteLength === 0) return undefined
   if (!isJsonContentType(request.headers.get('content-type'))) {
     throw invalid('Content-Type must be application/json')

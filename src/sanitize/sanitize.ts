@@ -5,6 +5,7 @@
  * swallow it, so no token is ever split or re-redacted; the passes repeat until the text is stable, so
  * sanitizing twice changes nothing.
  */
+import { setJsonMember } from '../core/json-member'
 import { isNonSecretValue, isSensitiveKey } from './keys'
 import { CREDENTIAL_RULES, RULES } from './rules'
 import type { Rule } from './rule'
@@ -110,10 +111,10 @@ export function sanitizeJson(value: unknown, counts: RedactionCounts, rules: rea
     let key = sanitizeText(k, counts, rules)
     for (let n = 2; Object.hasOwn(out, key); n++) key = `${sanitizeText(k, {}, rules)} (${n})`
     if (isSensitiveKey(k) && holdsSecret(v)) {
-      out[key] = SECRET_VALUE
+      setJsonMember(out, key, SECRET_VALUE)
       countRedaction(counts, 'secret')
     } else {
-      out[key] = sanitizeJson(v, counts, rules)
+      setJsonMember(out, key, sanitizeJson(v, counts, rules))
     }
   }
   return out

@@ -55,7 +55,7 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
         access: 'chatops.manage',
         body: ConnectBody,
         parse: 'json',
-        response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'app_not_found', 'payload_too_large') },
+        response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'app_not_found', 'payload_too_large') },
         detail: doc('Connect a Slack channel', 'One parent message per lead report, updated in place as it moves; details and the PR link in its thread.'),
       },
     )

@@ -9,6 +9,7 @@ import { ApiError } from '../../core/errors'
 import type { Store } from '../../db/store'
 import type { SecretBox } from '../../core/crypto'
 import type { Clock } from '../../core/clock'
+import type { Config } from '../../config'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
 import { isEventType } from '../../lifecycle/event-types'
@@ -54,6 +55,7 @@ export interface ChatopsDeps {
   store: Pick<Store, 'chatops'>
   box: SecretBox
   clock: Clock
+  config: Pick<Config, 'slackConnectionsPerOrg'>
 }
 
 export function createChatopsService(ctx: ChatopsDeps) {
@@ -76,6 +78,14 @@ export function createChatopsService(ctx: ChatopsDeps) {
       if (unknown.length > 0) throw bad('/events', `unknown event type(s): ${unknown.join(', ')}`)
       if (input.appId && !(await repo.appInOrg(orgId, input.appId))) {
         throw new ApiError('app_not_found')
+      }
+      // The notifier walks every live connection of every Org each pass and posts each event to every
+      // matching one: an Org's thousands of connections (its sk_ key can make them) would cost every
+      // pass and send Slack thousands of calls an event from this server's address. (Checked before the
+      // insert: connects racing at the cap can pass it by as many as race.)
+      const max = ctx.config.slackConnectionsPerOrg
+      if (max > 0 && (await repo.list(orgId)).length >= max) {
+        throw new ApiError('invalid_argument', { limit: 'FIXLOOP_SLACK_CONNECTIONS_PER_ORG', max }, `This Org already has ${max} Slack connections, the most it may have (FIXLOOP_SLACK_CONNECTIONS_PER_ORG): disconnect one first.`)
       }
       const id = newId(ctx.clock)
       // The cursor starts at the Org's last seq: a new connection does not replay the Org's history into the channel.

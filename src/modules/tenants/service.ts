@@ -67,6 +67,9 @@ export function normalizeOrigin(text: string): string {
   if (!['http:', 'https:'].includes(url.protocol) || url.pathname.replace(/\/$/, '') !== '' || url.search || url.hash || url.username) {
     throw invalid(`not an origin: "${text}" (scheme://host[:port] only, no path)`)
   }
+  // The URL parser keeps `*` in a host, but no browser sends it in an Origin: a pattern stored as given
+  // matched no page at all, so the App silently refused its own widget.
+  if (url.hostname.includes('*')) throw invalid(`not an origin: "${text}" (wildcards are not supported: list each origin, e.g. https://app.example.com,https://www.example.com)`)
   return url.origin
 }
 

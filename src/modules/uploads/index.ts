@@ -48,13 +48,14 @@ export function uploadUrlRoutes(auth: AuthDeps, uploads: UploadsService, publicU
     )
 }
 
-export function embeddedUploadRoutes(uploads: UploadsService, embedded: EmbeddedBlobStore) {
+/** `appIsLive`: whether the App an upload URL was issued to still exists (CredentialDirectory.appById). */
+export function embeddedUploadRoutes(uploads: UploadsService, embedded: EmbeddedBlobStore, appIsLive: (appId: string) => Promise<boolean>) {
   return new Elysia({ name: 'embedded-uploads' })
     .use(accessGuard())
     .put(
       '/v1/uploads/:appId/:name',
       async ({ params, query, request, set }) => {
-        await uploads.acceptEmbeddedPut(embedded, `${params.appId}/${params.name}`, query, request)
+        await uploads.acceptEmbeddedPut(embedded, `${params.appId}/${params.name}`, query, request, appIsLive)
         set.status = 200
         return { key: `${params.appId}/${params.name}`, uploaded: true as const }
       },
@@ -65,7 +66,7 @@ export function embeddedUploadRoutes(uploads: UploadsService, embedded: Embedded
         parse: 'none',
         response: {
           200: t.Object({ key: t.String(), uploaded: t.Literal(true) }),
-          ...errorSchemas('invalid_body', 'invalid_signature', 'url_expired', 'not_found', 'already_uploaded', 'payload_too_large'),
+          ...errorSchemas('invalid_body', 'invalid_signature', 'url_expired', 'unknown_app', 'not_found', 'already_uploaded', 'payload_too_large'),
         },
         detail: { summary: 'Upload an object to the embedded store (signed URL from upload-url)', tags: ['uploads'] },
       },

@@ -138,7 +138,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
     },
 
     /** The embedded store's PUT: signature, expiry, type and size are all checked before and while streaming. */
-    async acceptEmbeddedPut(embedded: EmbeddedBlobStore, key: string, query: { expires?: string; sig?: string }, request: Request): Promise<void> {
+    async acceptEmbeddedPut(embedded: EmbeddedBlobStore, key: string, query: { expires?: string; sig?: string }, request: Request, appIsLive?: (appId: string) => Promise<boolean>): Promise<void> {
       if (!UPLOAD_KEY_RE.test(key)) throw new ApiError('not_found')
       const row = await repo.byKey(key)
       const expires = Number(query.expires)
@@ -146,6 +146,9 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
         throw new ApiError('invalid_signature')
       }
       if (expires * 1000 < clock.now()) throw new ApiError('url_expired')
+      // A URL issued before its App was deleted stores nothing: deleting an App (an abused public key)
+      // stops its uploads at once, not 15 minutes later.
+      if (appIsLive && !(await appIsLive(row.app_id))) throw new ApiError('unknown_app')
       if (row.uploaded_at !== null) throw new ApiError('already_uploaded')
       const type = baseContentType(request.headers.get('content-type') ?? '')
       if (type !== row.content_type) throw invalid('header:Content-Type', `must be ${row.content_type}`)

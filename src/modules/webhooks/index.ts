@@ -37,7 +37,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
         access: 'webhooks.manage',
         body: CreateWebhookBody,
         parse: 'json',
-        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
+        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
         detail: doc(
           'Create a webhook endpoint',
           'Standard Webhooks 1.0 deliveries of the events committed from now on. The URL must resolve to public addresses (unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1). The whsec_ secret is returned once.',
