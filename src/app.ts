@@ -70,7 +70,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
   // find the path after "http://" instead of guessing it starts past the 11th character, which a Host
   // shorter than 4 characters broke: `Host: ab` + `/cd/metrics` was routed to /metrics.
   const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
-    .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy, new BodyBudget(ctx.config.bodyBufferBytes, ctx.config.bodyBufferPerAddressBytes)))
+    .use(foundation(log, ops.metrics.requests, ctx.config.trustProxy, new BodyBudget(ctx.config.bodyBufferBytes, ctx.config.bodyBufferPerAddressBytes * ctx.config.rateLimitMultiplier)))
     .use(crossSiteGuard(s.adminAuth))
     // Only widget routes speak CORS (src/http/cors-policy.ts): widgetCors decides the allowed origin there,
     // adds the rest and answers their preflights.

@@ -59,7 +59,8 @@ const bigJson = () => JSON.stringify({ text: 'x'.repeat(BODY - 20) })
 
 describe('bodies that never end', () => {
   test('60 connections each holding 8 MB (Content-Length or chunked, no key) do not grow the server; the address gets 429 with Retry-After', async () => {
-    const server = await spawnServer(dir, { ...env, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    // 24 MB for the address once multiplied by the load-test multiplier (the next test).
+    const server = await spawnServer(dir, { ...env, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB: '0.024' })
     const held: Socket[] = []
     try {
       const before = rssMb(server.proc.pid)
@@ -90,7 +91,28 @@ describe('bodies that never end', () => {
     }
   }, 60_000)
 
-  test('the whole server has a budget too (FIXLOOP_BODY_BUFFER_MB): past it, 503 not_ready with Retry-After', async () => {
+  test('the address budget grows with FIXLOOP_RATE_LIMIT_MULTIPLIER, as every per-address limit does (load tests from one address)', async () => {
+    const server = await spawnServer(dir, { ...env, FIXLOOP_RATE_LIMIT_MULTIPLIER: '2', FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB: '8.5' })
+    const held: Socket[] = []
+    try {
+      held.push(await heldBody(server.url))
+      await Bun.sleep(300)
+      // 17 MB for the address: a second 8 MB body is read (and refused by the schema, as it would be anyway)…
+      const second = await post(server.url, bigJson())
+      expect(second.status).toBe(400)
+      held.push(await heldBody(server.url))
+      await Bun.sleep(300)
+      // …a third beside two held ones is not.
+      const third = await post(server.url, bigJson())
+      expect(third.status).toBe(429)
+      expect(((await third.json()) as any).error.code).toBe('rate_limited')
+    } finally {
+      for (const s of held) s.destroy()
+      await server.stop()
+    }
+  }, 60_000)
+
+  test('the whole server has a budget too (FIXLOOP_BODY_BUFFER_MB): past it, 503 (internal_error of spec part 7, with the request id) and Retry-After', async () => {
     const server = await spawnServer(dir, { ...env, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_BODY_BUFFER_MB: '20', FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB: '0' })
     const held: Socket[] = []
     try {
@@ -99,7 +121,10 @@ describe('bodies that never end', () => {
       const refused = await post(server.url, bigJson())
       expect(refused.status).toBe(503)
       expect(refused.headers.get('retry-after')).toBe('1')
-      expect(((await refused.json()) as any).error.code).toBe('not_ready')
+      const error = ((await refused.json()) as any).error
+      expect(error.code).toBe('internal_error')
+      expect(error.details.requestId).toBe(refused.headers.get('x-request-id'))
+      expect(error.message).toContain('too many request bodies')
       // A small body still fits.
       expect((await post(server.url, JSON.stringify({ text: 'a small report' }))).status).toBe(201)
     } finally {

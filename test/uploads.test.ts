@@ -370,14 +370,16 @@ describe('the upload budget: a public key cannot fill the disk the database live
     }
   })
 
-  embeddedStoreOnly('the embedded store pauses uploads (503 not_ready, Retry-After) when the disk would keep less than FIXLOOP_UPLOAD_MIN_FREE_MB; reports are still taken', async () => {
+  embeddedStoreOnly('the embedded store pauses uploads (503 internal_error, Retry-After) when the disk would keep less than FIXLOOP_UPLOAD_MIN_FREE_MB; reports are still taken', async () => {
     // More than any test machine has free: every upload would pass the floor.
     const srv = await startTestServer({ FIXLOOP_UPLOAD_MIN_FREE_MB: '1000000000', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
     try {
       const t = await seedTenant(srv.admin, {}, 'Full disk')
       const r = await presign(srv, t, { contentType: 'image/png', byteSize: 10, kind: 'screenshot' })
       expect(r.status).toBe(503)
-      expect(r.body.error.code).toBe('not_ready')
+      // Spec part 7: a 5xx is internal_error (with the request id); the message and reason say why.
+      expect(r.body.error.code).toBe('internal_error')
+      expect(r.body.error.details.requestId).toBe(r.headers.get('x-request-id'))
       expect(r.body.error.message).toContain('disk is nearly full')
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0)
       expect((await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Still taken' } })).status).toBe(201)

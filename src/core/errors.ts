@@ -102,6 +102,8 @@ export class ApiError extends Error {
   readonly status: number
   /** Extra response headers the error needs (e.g. Retry-After for rate_limited). */
   headers?: Record<string, string>
+  /** Set by `serviceUnavailable`: a 503 the client retries after this many seconds. */
+  retryAfterSeconds?: number
 
   constructor(
     readonly code: ErrorCode,
@@ -122,4 +124,16 @@ export class ApiError extends Error {
     if (this.details !== undefined) error.details = this.details
     return { error }
   }
+}
+
+/**
+ * A request the server cannot take now but will shortly (request bodies arriving beyond its budget, the
+ * disk nearly full for uploads): 503 with Retry-After. Spec part 7 gives a 5xx no code but
+ * `internal_error`, so that is its code, with the request id beside `reason` in details (foundation.ts),
+ * and `message` saying what to do; it is not logged as a failure.
+ */
+export function serviceUnavailable(reason: string, message: string, retryAfterSeconds: number): ApiError {
+  const e = new ApiError('internal_error', { reason }, message)
+  e.retryAfterSeconds = retryAfterSeconds
+  return e
 }

@@ -51,7 +51,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_UPLOAD_APP_HOURLY_MB'], default: '1024', meaning: "bytes of uploads no report references one App may be issued per hour (429 past it; 0: no limit)" },
   { env: ['FIXLOOP_UPLOAD_MIN_FREE_MB'], default: '256', meaning: "the embedded store refuses an upload leaving less than this free on the data dir's disk (503; 0: not checked)" },
   { env: ['FIXLOOP_BODY_BUFFER_MB'], default: '256', meaning: 'bytes of JSON request bodies the server holds at once while they arrive (503 past it; 0: no limit)' },
-  { env: ['FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB'], default: '24', meaning: 'the same for one client address (429 past it; 0: no limit)' },
+  { env: ['FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB'], default: '24', meaning: 'the same for one client address, times FIXLOOP_RATE_LIMIT_MULTIPLIER (429 past it; 0: no limit)' },
   { env: ['FIXLOOP_EVENT_RETENTION_DAYS'], default: '30', meaning: 'events older than this are purged' },
   { env: ['FIXLOOP_AUDIT_RETENTION_DAYS'], default: '0', meaning: 'audit entries older than this many days are purged (0: kept forever)' },
   { env: ['FIXLOOP_WEBHOOKS_PER_ORG'], default: '100', meaning: 'the most webhook endpoints one Org may have (0: no limit)' },

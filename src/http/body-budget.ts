@@ -8,11 +8,11 @@
  * refused:
  * - per client address (the rate limits' key, core/address-key.ts): FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB,
  *   past it `429 rate_limited`;
- * - for the whole server: FIXLOOP_BODY_BUFFER_MB, past it `503 not_ready`.
+ * - for the whole server: FIXLOOP_BODY_BUFFER_MB, past it 503 (`internal_error`, spec part 7's 5xx code).
  * Both with Retry-After. A body always fits when its address (or the server) holds none, so a limit set
  * below 8 MB never refuses a lone request.
  */
-import { ApiError } from '../core/errors'
+import { ApiError, serviceUnavailable } from '../core/errors'
 
 const RETRY_AFTER_SECONDS = '1'
 
@@ -33,7 +33,7 @@ export class BodyBudget {
       throw new ApiError('rate_limited', { retryAfterSeconds: 1, limit: 'bytes of request bodies one client address may send at once (FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB)' }).withHeaders({ 'retry-after': RETRY_AFTER_SECONDS })
     }
     if (this.total > 0 && this.used > 0 && this.used + bytes > this.total) {
-      throw new ApiError('not_ready', { reason: 'too many request bodies are arriving at once (FIXLOOP_BODY_BUFFER_MB)' }, 'The server is receiving too many request bodies at once. Try again shortly.').withHeaders({ 'retry-after': RETRY_AFTER_SECONDS })
+      throw serviceUnavailable('too many request bodies are arriving at once (FIXLOOP_BODY_BUFFER_MB)', 'The server is receiving too many request bodies at once. Try again shortly.', 1)
     }
     this.used += bytes
     this.byAddress.set(address, mine + bytes)

@@ -220,12 +220,14 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       set.headers['x-request-id'] = requestId
       if (apiError.code === 'internal_error') {
         apiError.headers = undefined
-        // The database away (a restart, a failover, the network): 503 with Retry-After, the same envelope.
-        const retryAfter = error instanceof ApiError ? null : storageUnavailable(error)
+        // A refusal the server lifts shortly (errors.ts serviceUnavailable), or the database away (a
+        // restart, a failover, the network): 503 with Retry-After, the same envelope.
+        const busy = apiError.retryAfterSeconds ?? null
+        const retryAfter = busy ?? (error instanceof ApiError ? null : storageUnavailable(error))
         if (retryAfter === null) {
           log.error('unhandled error', { requestId, method: request.method, path: loggedPath(request.url), error: error instanceof Error ? (error.stack ?? error.message) : String(error) })
-        } else outage('error', 'database unavailable', error, { requestId, method: request.method, path: loggedPath(request.url) })
-        const envelope = new ApiError('internal_error', { requestId }).toEnvelope()
+        } else if (busy === null) outage('error', 'database unavailable', error, { requestId, method: request.method, path: loggedPath(request.url) })
+        const envelope = (busy === null ? new ApiError('internal_error', { requestId }) : new ApiError('internal_error', { ...(apiError.details as object), requestId }, apiError.message)).toEnvelope()
         set.status = retryAfter === null ? 500 : 503
         // Counted as answered: a database outage is 503s on the dashboards, not 500s (bugs).
         metrics?.observe(request.method, route || 'unmatched', set.status, elapsedSeconds(request))

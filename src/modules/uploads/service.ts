@@ -7,7 +7,7 @@ import { closeSync, openSync } from 'node:fs'
 import { StoredFileUnreadable } from '../../db/unavailable'
 import type { Clock } from '../../core/clock'
 import { isoUtc } from '../../core/clock'
-import { ApiError } from '../../core/errors'
+import { ApiError, serviceUnavailable } from '../../core/errors'
 import { LIMITS } from '../../core/limits'
 import { type ReplayState, type UploadRow, type UploadsRepo } from './repo'
 import type { BlobStore } from '../../blobs/blob-store'
@@ -85,7 +85,7 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       const free = store.freeBytes()
       if (free - byteSize < budget.minFreeBytes) {
         log.warn('upload refused: the disk is nearly full', { freeBytes: free, minFreeBytes: budget.minFreeBytes })
-        throw new ApiError('not_ready', { reason: 'uploads are paused: the server\'s disk is nearly full (FIXLOOP_UPLOAD_MIN_FREE_MB)' }, 'Uploads are paused: the server\'s disk is nearly full. Try again later.').withHeaders({ 'retry-after': '300' })
+        throw serviceUnavailable('uploads are paused: the server\'s disk is nearly full (FIXLOOP_UPLOAD_MIN_FREE_MB)', 'Uploads are paused: the server\'s disk is nearly full. Try again later.', 300)
       }
     }
     if (budget.appHourlyBytes > 0) {
