@@ -149,6 +149,11 @@ describe('GET /v1/events/stream (SSE)', () => {
     const bad = await call(server.url, 'GET', '/v1/events/stream', { auth: a.key, headers: { 'last-event-id': 'abc' } })
     expect(bad.status).toBe(400)
     expect(bad.body.error.code).toBe('invalid_body')
+    // Only the decimal seqs this server writes: not what Number() would also read.
+    for (const id of ['0x10', '1e3', '0b1', '+5', '1.0', '12345678901234567890']) {
+      const loose = await call(server.url, 'GET', '/v1/events/stream', { auth: a.key, headers: { 'last-event-id': id } })
+      expect([id, loose.status]).toEqual([id, 400])
+    }
     const junk = await call(server.url, 'GET', '/v1/events/stream?x=1', { auth: a.key })
     expect(junk.status).toBe(400)
     const before = server.hub.subscriberCount

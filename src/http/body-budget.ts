@@ -4,8 +4,8 @@
  * a bound anyone could open connections, send 8 MB less a byte on each and wait: every one held 8 MB of
  * the server's memory (an audit reached 900 MB with 100 connections from one address, and an
  * out-of-memory kill is a matter of connections). Each body now takes its size from two budgets before
- * a byte is read (its Content-Length, or chunk by chunk without one) and gives it back once parsed or
- * refused:
+ * a byte is read (its Content-Length, or chunk by chunk without one; a body of at most
+ * UNCOUNTED_BODY_BYTES is not counted) and gives it back once parsed or refused:
  * - per client address (the rate limits' key, core/address-key.ts): FIXLOOP_BODY_BUFFER_PER_ADDRESS_MB,
  *   past it `429 rate_limited`;
  * - for the whole server: FIXLOOP_BODY_BUFFER_MB, past it 503 (`internal_error`, spec part 7's 5xx code).
@@ -47,20 +47,31 @@ export class BodyBudget {
   }
 
   /** A holder for one request's share: what it took, given back at once by `release`. */
-  ticket(address: string): BodyTicket {
+  ticket(addressOf: () => string): BodyTicket {
     let held = 0
+    let address: string | undefined
     return {
       take: (bytes) => {
+        // The address is worked out only for a body that counts: most never do (UNCOUNTED_BODY_BYTES).
+        address ??= addressOf()
         this.take(address, bytes)
         held += bytes
       },
       release: () => {
-        if (held > 0) this.give(address, held)
+        if (held > 0) this.give(address!, held)
         held = 0
       },
     }
   }
 }
+
+/**
+ * A body that declares at most this many bytes is not counted: what it can hold is of the order of the
+ * connection's own socket buffers (the kernel keeps ~128 KB per connection whatever the budget says), and
+ * counting every widget submission cost ~10 % of intake's CPU per request (bench/README.md). Bodies of
+ * megabytes, or of unknown length (chunked), are what the budget is for.
+ */
+export const UNCOUNTED_BODY_BYTES = 64 * 1024
 
 export interface BodyTicket {
   take(bytes: number): void

@@ -195,7 +195,7 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       // parsers, which refuse an image/png body; the upload route streams the body itself.
       const path = pathOfUrl(request.url)
       if (UPLOAD_PATH.test(path) || MAIL_LINK_PATH.test(path)) return null
-      const ticket = bodyBudget?.ticket(addressKey(clientAddress(request, server, trustProxy)))
+      const ticket = bodyBudget?.ticket(() => addressKey(clientAddress(request, server, trustProxy)))
       if (SLACK_COMMAND_PATH.test(path) || GIT_HOOK_PATH.test(path)) {
         // Read raw by the route (readBodyBounded), within the same budget.
         if (ticket) lendTicket(request, ticket)

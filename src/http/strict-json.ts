@@ -12,7 +12,7 @@
  * - with a ticket, the bytes held while the body arrives count against the body budget (body-budget.ts).
  */
 import { ApiError } from '../core/errors'
-import { lentTicket, type BodyTicket } from './body-budget'
+import { lentTicket, UNCOUNTED_BODY_BYTES, type BodyTicket } from './body-budget'
 import { jsonTextMayHoldNul, nulPath, NUL_MESSAGE } from '../core/nul'
 import { jsonTextMayHoldSurrogate, wellFormed } from '../core/well-formed'
 
@@ -91,7 +91,7 @@ async function readWithin(request: Request, limit: number, ticket: BodyTicket | 
   if (length !== undefined) {
     if (length > limit) throw new ApiError('payload_too_large', { limitBytes: limit })
     // Taken before a byte is read: a refusal answers at once and Bun drops the body unread.
-    ticket?.take(length)
+    if (length > UNCOUNTED_BODY_BYTES) ticket?.take(length)
     const bytes = await request.bytes()
     // Framing guarantees this; the check keeps the limit true whatever the runtime does.
     if (bytes.byteLength > limit) throw new ApiError('payload_too_large', { limitBytes: limit })

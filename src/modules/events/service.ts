@@ -37,7 +37,9 @@ const typesOf = (text: string | undefined) => (text ? [...new Set(text.split(','
 /** Last-Event-ID wins over `after`: a reconnecting browser repeats the original URL. */
 function resumeFrom(header: string | null, after: number | undefined): number {
   if (header === null || header.trim() === '') return after ?? 0
-  const seq = Number(header.trim())
+  // Decimal digits only, as this server writes ids: Number() would also read "0x10", "1e3" and "0b1".
+  const text = header.trim()
+  const seq = /^[0-9]{1,16}$/.test(text) ? Number(text) : Number.NaN
   if (!Number.isSafeInteger(seq) || seq < 0) throw new ApiError('invalid_body', { issues: [{ path: 'Last-Event-ID', message: 'must be a seq (a non-negative integer)' }] })
   return seq
 }
