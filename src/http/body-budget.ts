@@ -67,9 +67,9 @@ export class BodyBudget {
 
 /**
  * A body that declares at most this many bytes is not counted: what it can hold is of the order of the
- * connection's own socket buffers (the kernel keeps ~128 KB per connection whatever the budget says), and
- * counting every widget submission cost ~10 % of intake's CPU per request (bench/README.md). Bodies of
- * megabytes, or of unknown length (chunked), are what the budget is for.
+ * connection's own socket buffers (the kernel keeps ~128 KB per connection whatever the budget says), so
+ * a widget submission skips the bookkeeping (its cost was within the intake bench's noise either way:
+ * bench/README.md). Bodies of megabytes, or of unknown length (chunked), are what the budget is for.
  */
 export const UNCOUNTED_BODY_BYTES = 64 * 1024
 
