@@ -48,7 +48,7 @@ export function widgetFeedbackRoutes(auth: AuthDeps, intake: Intake) {
       async ({ caller, body, request, set }) => {
         const key = request.headers.get('idempotency-key') ?? undefined
         if (key !== undefined && !IDEMPOTENCY_KEY_RE.test(key)) {
-          throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }] })
+          throw new ApiError('invalid_body', { issues: [{ path: 'header:Idempotency-Key', message: 'must be 1-255 visible ASCII characters (! to ~, no spaces)' }] })
         }
         // Proof of work, the spam signals, a heavy report's charge, then the stored report (intake.ts).
         const result = await intake.submit(caller, { body, userAgent: request.headers.get('user-agent'), idempotencyKey: key, proofOfWork: request.headers.get(POW_HEADER) })
