@@ -95,8 +95,8 @@ export function createTenantsService(ctx: TenantsDeps) {
    * now never stored.
    */
   function checkName(name: string): void {
-    if (!name.trim()) throw invalid('--name must not be empty')
-    if (CONTROL_CHARACTERS.test(name)) throw invalid('--name must be one line of text: no line breaks, tabs or other control characters')
+    if (!name.trim()) throw invalid('the name must not be empty')
+    if (CONTROL_CHARACTERS.test(name)) throw invalid('the name must be one line of text: no line breaks, tabs or other control characters')
   }
 
   async function requireApp(orgId: string, appId: string): Promise<AppRow> {
