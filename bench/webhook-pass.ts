@@ -4,7 +4,7 @@
  * event. Then the pass that fans out one new event of one Org. On both dialects (PostgreSQL: a server
  * on loopback, test/pg-server.ts), real repositories, no HTTP (nothing is due, nothing is sent).
  *
- * Prints `WEBHOOK_PASS {...}`: per dialect the median and p95 ms of an idle pass over PASSES passes, the
+ * Prints the plan of the pass's read (db/sql/webhooks.ts), then `WEBHOOK_PASS {...}`: per dialect the median and p95 ms of an idle pass over PASSES passes, the
  * repository calls one idle pass makes, and the ms of the pass that fans out the new event.
  *
  * Usage: bun bench/webhook-pass.ts [ORGS=100] [PER_ORG=100] [sqlite|pg|both]
@@ -25,6 +25,7 @@ import { openPgStore } from '../src/db/pg/store'
 import type { Store } from '../src/db/store'
 import { WebhookDispatcher } from '../src/modules/webhooks/dispatcher'
 import type { WebhooksRepo } from '../src/modules/webhooks/repo'
+import { WEBHOOK_PASS_SQL } from '../src/db/sql/webhooks'
 import { migratedSqlite } from '../test/migrated-sqlite'
 import { startPostgres } from '../test/pg-server'
 
@@ -106,6 +107,8 @@ if (WHICH !== 'pg') {
   const t = performance.now()
   await seed(store, async (text, params) => void sqlite.query(text).run(...(params as never[])))
   console.log(`sqlite: seeded in ${Math.round(performance.now() - t)} ms`)
+  const plan = sqlite.query(`EXPLAIN QUERY PLAN ${WEBHOOK_PASS_SQL.behind}`).all() as { detail: string }[]
+  console.log(`sqlite plan of the pass's read:\n  ${plan.map((r) => r.detail).join('\n  ')}`)
   result.sqlite = await measure('sqlite', store)
   await store.close()
   sqlite.close()
@@ -122,6 +125,8 @@ if (WHICH !== 'sqlite') {
       await pool.query(text.replace(/\?/g, () => `$${++i}`), params)
     })
     await pool.query('ANALYZE')
+    const plan = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF) ${WEBHOOK_PASS_SQL.behind}`)
+    console.log(`pg plan of the pass's read:\n  ${plan.rows.map((r) => r['QUERY PLAN']).join('\n  ')}`)
     result.pg = await measure('pg', store)
     await store.close()
   } finally {
