@@ -251,4 +251,14 @@ describe('the webhook dispatcher pass', () => {
     expect(one).toContain('webhooks_live_cursor_idx (org_id=? AND cursor_seq<?)')
     expect(one).not.toMatch(/SCAN (w|e)\b/)
   })
+
+  test("the Slack notifier's pass (every 5 s) reads its connections behind the same way", async () => {
+    const { SLACK_PASS_SQL } = await import('../src/db/sql/webhooks')
+    const p = plan(db, SLACK_PASS_SQL.behind)
+    expect(p).toContain('SEARCH w USING INDEX slack_connections_live_cursor_idx (org_id>?)')
+    expect(p).toContain('SEARCH w USING INDEX slack_connections_live_cursor_idx (org_id=? AND cursor_seq<?)')
+    expect(p).toContain('SEARCH e USING COVERING INDEX events_org_seq_uq (org_id=?)')
+    expect(p).not.toMatch(/SCAN (w|e)\b/)
+    expect(plan(db, SLACK_PASS_SQL.behindInOrg('?1'))).toContain('slack_connections_live_cursor_idx (org_id=? AND cursor_seq<?)')
+  })
 })

@@ -1,5 +1,6 @@
 /**
- * What one webhook dispatcher pass costs when nothing happened, on both dialects. The pass (5 a second)
+ * What one webhook dispatcher pass costs when nothing happened, on both dialects (and the Slack
+ * notifier's, which walked its connections the same way, every 5 s, with a claim and a release each). The pass (5 a second)
  * read every Org with live endpoints, then each Org's endpoints, then asked per endpoint whether its Org
  * had events past the cursor: 1 + Orgs + endpoints statements, whatever had happened (an audit measured
  * 20,000 endpoints keeping a core busy). Now a pass asks once for the endpoints that are behind.
@@ -12,12 +13,15 @@ import { SecretBox } from '../src/core/crypto'
 import { Logger } from '../src/core/logger'
 import { WebhookDispatcher } from '../src/modules/webhooks/dispatcher'
 import type { WebhooksRepo } from '../src/modules/webhooks/repo'
+import type { ChatopsRepo } from '../src/modules/chatops/repo'
+import { SlackNotifier } from '../src/modules/chatops/notifier'
+import { SlackApi } from '../src/modules/chatops/slack-api'
 
 const ORGS = 12
 const PER_ORG = 15
 
 /** The repository with each call counted by method name. */
-function counted(repo: WebhooksRepo): { repo: WebhooksRepo; calls: string[] } {
+function counted<R extends WebhooksRepo | ChatopsRepo>(repo: R): { repo: R; calls: string[] } {
   const calls: string[] = []
   const wrapped = new Proxy(repo, {
     get(target, key, receiver) {
@@ -90,5 +94,38 @@ describeEachDialect('webhook dispatcher pass', (fresh) => {
     await dispatcher.fanOut('o3')
     expect(calls).toHaveLength(1)
     await dispatcher.stop()
+  }, 60_000)
+})
+
+describeEachDialect('slack notifier pass', (fresh) => {
+  test('an idle pass over many current connections is one read (no claim, no release); a new event is drained by its Org\'s connections only', async () => {
+    const s = await fresh()
+    for (let o = 0; o < ORGS; o++) {
+      await seedOrgApp(s, `o${o}`, `a${o}`)
+      for (let k = 0; k < 5; k++) {
+        await s.store.chatops.insert(
+          // A type no event below has: each event is passed over (the cursor moves) without a Slack call.
+          { id: `o${o}-c${k}`, org_id: `o${o}`, app_id: null, channel: 'C1', bot_token_sealed: 'x', signing_secret_sealed: 'x', event_types: '["agent_run.failed"]', created_at: 1 },
+          [],
+        )
+      }
+    }
+    const { repo, calls } = counted(s.store.chatops)
+    const notifier = new SlackNotifier({ store: { chatops: repo }, box: new SecretBox(new Uint8Array(32)), clock: s.clock }, new SlackApi('http://127.0.0.1:9/api'), new Logger('silent'))
+    await notifier.runAll()
+    await notifier.idle()
+    // Before: liveOrgs, liveForOrg per Org, and per connection a claim, a read of it and of its events, a release.
+    expect(calls).toEqual(['behind'])
+
+    await s.store.lifecycle.record({ orgId: 'o5', appId: null }, 'webhook.test', { webhookId: 'none' })
+    calls.length = 0
+    await notifier.runAll()
+    await notifier.idle()
+    expect(calls.filter((c) => c === 'claimDrain')).toHaveLength(5)
+    expect(await sql(s, "SELECT org_id, COUNT(*) AS n FROM slack_connections WHERE cursor_seq = 1 GROUP BY org_id")).toEqual([{ org_id: 'o5', n: 5 }])
+    calls.length = 0
+    await notifier.runAll()
+    expect(calls).toEqual(['behind'])
+    await notifier.stop()
   }, 60_000)
 })

@@ -29,6 +29,7 @@ import p0021 from '../../../migrations-pg/0021_sso_reauth.sql' with { type: 'tex
 import p0022 from '../../../migrations-pg/0022_arrival_locality.sql' with { type: 'text' }
 import p0023 from '../../../migrations-pg/0023_audit_oldest_first.sql' with { type: 'text' }
 import p0024 from '../../../migrations-pg/0024_webhooks_live_cursor.sql' with { type: 'text' }
+import p0025 from '../../../migrations-pg/0025_slack_live_cursor.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -56,4 +57,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0022_arrival_locality', sql: p0022 },
   { name: '0023_audit_oldest_first', sql: p0023 },
   { name: '0024_webhooks_live_cursor', sql: p0024 },
+  { name: '0025_slack_live_cursor', sql: p0025 },
 ]

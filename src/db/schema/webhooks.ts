@@ -117,7 +117,11 @@ export const slackConnections = sqliteTable(
     createdAt: integer('created_at').notNull(),
     deletedAt: integer('deleted_at'),
   },
-  (t) => [index('slack_connections_org_idx').on(t.orgId)],
+  (t) => [
+    index('slack_connections_org_idx').on(t.orgId),
+    // The notifier's pass: per Org, the connections whose cursor is below the Org's newest event (db/sql/webhooks.ts).
+    index('slack_connections_live_cursor_idx').on(t.orgId, t.cursorSeq).where(sql`deleted_at IS NULL`),
+  ],
 )
 
 export const slackThreads = sqliteTable(
