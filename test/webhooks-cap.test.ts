@@ -1,10 +1,11 @@
 /**
  * How many webhook endpoints one Org may have, against the compiled binary. Every dispatcher pass (5 a
- * second) walks every live endpoint of every Org: an Org that made 20,000 of them with its sk_ key (the
+ * second) walked every live endpoint of every Org: an Org that made 20,000 of them with its sk_ key (the
  * rate limit lets a key make 36,000 an hour) kept a core busy and slowed every other Org's submissions
- * from 2 ms to 700 ms. FIXLOOP_WEBHOOKS_PER_ORG (default 100) bounds them, for the API and the CLI alike.
- * Slack connections are walked the same way (and each event is posted to every one of them, from this
- * server's address): FIXLOOP_SLACK_CONNECTIONS_PER_ORG (default 20) bounds those.
+ * from 2 ms to 700 ms. A pass now reads only the endpoints behind (test/webhooks-pass.test.ts), but each
+ * event is still fanned out to and sent to every matching one: FIXLOOP_WEBHOOKS_PER_ORG (default 100)
+ * bounds them, for the API and the CLI alike. Each event is posted to every Slack connection too, from
+ * this server's address: FIXLOOP_SLACK_CONNECTIONS_PER_ORG (default 20) bounds those.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'

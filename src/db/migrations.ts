@@ -39,6 +39,8 @@ import m0034 from '../../migrations/0034_removal_indexes.sql' with { type: 'text
 import m0035 from '../../migrations/0035_sso_reauth.sql' with { type: 'text' }
 import m0036 from '../../migrations/0036_arrival_locality.sql' with { type: 'text' }
 import m0037 from '../../migrations/0037_audit_oldest_first.sql' with { type: 'text' }
+import m0038 from '../../migrations/0038_webhooks_live_cursor.sql' with { type: 'text' }
+import m0039 from '../../migrations/0039_slack_live_cursor.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -82,4 +84,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0035_sso_reauth', sql: m0035 },
   { name: '0036_arrival_locality', sql: m0036 },
   { name: '0037_audit_oldest_first', sql: m0037 },
+  { name: '0038_webhooks_live_cursor', sql: m0038 },
+  { name: '0039_slack_live_cursor', sql: m0039 },
 ]

@@ -110,11 +110,13 @@ describeEachDialect('webhooks repo', (fresh) => {
     const repo = s.store.webhooks
     await newHook(s, repo)
     for (let i = 0; i < 5; i++) await record(s)
-    expect(await repo.hasEventsAfter('o1', 0)).toBe(true)
+    expect((await repo.behind()).map((w) => [w.id, w.cursor_seq, w.enabled])).toEqual([['w1', 0, true]])
+    expect((await repo.behindInOrg('o1')).map((w) => w.id)).toEqual(['w1'])
     expect(await repo.fanOutPage('o1', 'w1', 3, (_w, e) => JSON.parse(e.data).webhookId === 'other', ids, s.clock.now())).toBe(3)
     expect(await repo.fanOutPage('o1', 'w1', 3, everything, ids, s.clock.now())).toBe(2)
     expect(await repo.fanOutPage('o1', 'w1', 3, everything, ids, s.clock.now())).toBe(0)
-    expect(await repo.hasEventsAfter('o1', 5)).toBe(false)
+    expect(await repo.behind()).toEqual([])
+    expect(await repo.behindInOrg('o1')).toEqual([])
     expect((await repo.getAny('w1'))!.cursor_seq).toBe(5)
     const rows = await sql<{ event_seq: number; status: string; payload: string }>(s, 'SELECT event_seq, status, payload FROM webhook_deliveries ORDER BY event_seq')
     expect(rows.map((r) => [r.event_seq, r.status])).toEqual([1, 2, 3, 4, 5].map((q) => [q, 'pending']))
@@ -123,6 +125,35 @@ describeEachDialect('webhooks repo', (fresh) => {
     await repo.delete('o1', 'w1', s.clock.now(), [])
     expect((await sql<{ status: string }>(s, 'SELECT DISTINCT status FROM webhook_deliveries')).map((r) => r.status)).toEqual(['failed'])
     expect(await repo.nextDue()).toBeNull()
+  })
+
+  test('behind: live endpoints of every Org with an event past the cursor; not disabled or deleted ones, nor one whose events past it were deleted', async () => {
+    const s = await fresh()
+    const repo = s.store.webhooks
+    for (const o of ['o1', 'o2', 'o3']) await seedOrgApp(s, o, `a-${o}`)
+    await newHook(s, repo, 'w1', 'o1')
+    await newHook(s, repo, 'w2', 'o1')
+    await newHook(s, repo, 'w3', 'o2')
+    await newHook(s, repo, 'w4', 'o2')
+    await newHook(s, repo, 'w5', 'o3')
+    expect(await repo.behind()).toEqual([])
+    await record(s, 'o1')
+    await record(s, 'o2')
+    await record(s, 'o3')
+    expect((await repo.behind()).map((w) => w.id)).toEqual(['w1', 'w2', 'w3', 'w4', 'w5'])
+    await repo.disable({ id: 'w2', org_id: 'o1', app_id: null }, 'manual', s.clock.now())
+    await repo.delete('o2', 'w3', s.clock.now(), [])
+    // w2's disable recorded webhook.disabled in o1: w1 is behind by two events now.
+    expect((await repo.behind()).map((w) => [w.id, w.cursor_seq])).toEqual([['w1', 0], ['w4', 0], ['w5', 0]])
+    expect((await repo.behindInOrg('o1')).map((w) => w.id)).toEqual(['w1'])
+    expect((await repo.behindInOrg('o2')).map((w) => w.id)).toEqual(['w4'])
+    // o3's only event deleted (a report's removal, retention): nothing past w5's cursor to fan out, though
+    // the Org's seq floor is above it.
+    await sql(s, "DELETE FROM events WHERE org_id = 'o3'")
+    expect((await repo.behind()).map((w) => w.id)).toEqual(['w1', 'w4'])
+    expect(await repo.behindInOrg('o3')).toEqual([])
+    expect(await repo.fanOutPage('o1', 'w1', 500, everything, ids, s.clock.now())).toBe(2)
+    expect((await repo.behind()).map((w) => w.id)).toEqual(['w4'])
   })
 
   test('claim: one delivery in flight per endpoint, the due one of the lowest seq, busy ones skipped; settle is compare-and-set on the attempt count', async () => {

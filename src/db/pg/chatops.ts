@@ -5,6 +5,9 @@ import { pgAudited } from './audit-writer'
 import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
+import { SLACK_PASS_SQL } from '../sql/webhooks'
+
+const BEHIND_IN_ORG = SLACK_PASS_SQL.behindInOrg('$1')
 
 export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRepo {
   const { pool } = storage
@@ -23,7 +26,8 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
     get: async (orgId, id) => (await one<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, id])) ?? null,
     getAny: async (id) => (await one<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE id = $1 AND deleted_at IS NULL', [id])) ?? null,
     list: (orgId) => many<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id', [orgId]),
-    liveForOrg: (orgId) => many<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id', [orgId]),
+    behind: () => many<SlackConnectionRow>(pool, SLACK_PASS_SQL.behind),
+    behindInOrg: (orgId) => many<SlackConnectionRow>(pool, BEHIND_IN_ORG, [orgId]),
     liveOrgs: async () => (await many<{ org_id: string }>(pool, 'SELECT DISTINCT org_id FROM slack_connections WHERE deleted_at IS NULL ORDER BY org_id')).map((r) => r.org_id),
     softDelete: (orgId, id, now, audit) =>
       audited(audit, async (c) => (await exec(c, 'UPDATE slack_connections SET deleted_at = $1 WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL', [now, orgId, id])) > 0),

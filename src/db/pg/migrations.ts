@@ -28,6 +28,8 @@ import p0020 from '../../../migrations-pg/0020_removal_indexes.sql' with { type:
 import p0021 from '../../../migrations-pg/0021_sso_reauth.sql' with { type: 'text' }
 import p0022 from '../../../migrations-pg/0022_arrival_locality.sql' with { type: 'text' }
 import p0023 from '../../../migrations-pg/0023_audit_oldest_first.sql' with { type: 'text' }
+import p0024 from '../../../migrations-pg/0024_webhooks_live_cursor.sql' with { type: 'text' }
+import p0025 from '../../../migrations-pg/0025_slack_live_cursor.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -54,4 +56,6 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0021_sso_reauth', sql: p0021 },
   { name: '0022_arrival_locality', sql: p0022 },
   { name: '0023_audit_oldest_first', sql: p0023 },
+  { name: '0024_webhooks_live_cursor', sql: p0024 },
+  { name: '0025_slack_live_cursor', sql: p0025 },
 ]

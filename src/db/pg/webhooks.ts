@@ -11,6 +11,7 @@ import { pgAudited } from './audit-writer'
 import { appendEventPg, PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
+import { WEBHOOK_PASS_SQL } from '../sql/webhooks'
 
 const EVENT_COLUMNS = 'id, org_id, app_id, seq, type, data, created_at'
 const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = $1 WHERE webhook_id = $2 AND status = 'pending'"
@@ -35,6 +36,7 @@ const CLAIM = `WITH clock AS (SELECT ${nowOr('$1')} AS now)
                FOR UPDATE OF w SKIP LOCKED)
     AND status = 'pending' AND (lease_until IS NULL OR lease_until < (SELECT now FROM clock))
   RETURNING *`
+const BEHIND_IN_ORG = WEBHOOK_PASS_SQL.behindInOrg('$1')
 const SETTLE = `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, schedule_index = $4, next_attempt_at = $5,
   lease_until = NULL, last_status = $6, updated_at = $7 WHERE id = $1 AND attempts = $2`
 const INSERT_ATTEMPT = `INSERT INTO webhook_attempts (id, delivery_id, webhook_id, org_id, attempt, request_headers, request_body, response_status, response_body, error, latency_ms, created_at)
@@ -58,7 +60,8 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
     get: async (orgId, id) => (await one<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, id])) ?? null,
     getAny: (id) => getAny(pool, id),
     list: (orgId) => many<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id', [orgId]),
-    liveForOrg: (orgId) => many<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND deleted_at IS NULL AND enabled ORDER BY id', [orgId]),
+    behind: () => many<WebhookRow>(pool, WEBHOOK_PASS_SQL.behind),
+    behindInOrg: (orgId) => many<WebhookRow>(pool, BEHIND_IN_ORG, [orgId]),
     liveOrgs: async () => (await many<{ org_id: string }>(pool, 'SELECT DISTINCT org_id FROM webhooks WHERE deleted_at IS NULL AND enabled ORDER BY org_id')).map((r) => r.org_id),
     appInOrg: async (orgId, appId) => !!(await one(pool, 'SELECT 1 FROM apps WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, appId])),
     orgExists: async (orgId) => !!(await one(pool, 'SELECT 1 FROM orgs WHERE id = $1', [orgId])),
@@ -106,7 +109,6 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
           )) > 0,
       ),
 
-    hasEventsAfter: async (orgId, after) => !!(await one(pool, 'SELECT 1 FROM events WHERE org_id = $1 AND seq > $2 ORDER BY seq LIMIT 1', [orgId, after])),
     fanOutPage: (orgId, webhookId, limit, matches, newId, now) =>
       storage.tx(async (c) => {
         // The endpoint's row locked: two dispatchers fan out one endpoint's page one after the other.

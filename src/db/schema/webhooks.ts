@@ -30,7 +30,12 @@ export const webhooks = sqliteTable(
     createdAt: integer('created_at').notNull(),
     deletedAt: integer('deleted_at'),
   },
-  (t) => [index('webhooks_org_idx').on(t.orgId)],
+  (t) => [
+    index('webhooks_org_idx').on(t.orgId),
+    // The dispatcher's pass: per Org, the live endpoints whose cursor is below the Org's newest event (a
+    // range), and the next Org with live endpoints (a seek). Its predicate is the queries' (db/sql/webhooks.ts).
+    index('webhooks_live_cursor_idx').on(t.orgId, t.cursorSeq).where(sql`enabled AND deleted_at IS NULL`),
+  ],
 )
 
 export const webhookDeliveries = sqliteTable(
@@ -112,7 +117,11 @@ export const slackConnections = sqliteTable(
     createdAt: integer('created_at').notNull(),
     deletedAt: integer('deleted_at'),
   },
-  (t) => [index('slack_connections_org_idx').on(t.orgId)],
+  (t) => [
+    index('slack_connections_org_idx').on(t.orgId),
+    // The notifier's pass: per Org, the connections whose cursor is below the Org's newest event (db/sql/webhooks.ts).
+    index('slack_connections_live_cursor_idx').on(t.orgId, t.cursorSeq).where(sql`deleted_at IS NULL`),
+  ],
 )
 
 export const slackThreads = sqliteTable(

@@ -4,6 +4,7 @@ import type { Clock } from '../../core/clock'
 import type { ChatopsEvent, ChatopsRepo, SlackConnectionRow, SlackThreadRow } from '../../modules/chatops/repo'
 import { sqliteAudited } from './audit-writer'
 import { LAST_SEQ_SQL } from './outbox'
+import { SLACK_PASS_SQL } from '../sql/webhooks'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock): ChatopsRepo {
@@ -15,7 +16,8 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
     get: q('SELECT * FROM slack_connections WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     getAny: q('SELECT * FROM slack_connections WHERE id = ? AND deleted_at IS NULL'),
     list: q('SELECT * FROM slack_connections WHERE org_id = ? AND deleted_at IS NULL ORDER BY id'),
-    liveForOrg: q('SELECT * FROM slack_connections WHERE org_id = ? AND deleted_at IS NULL ORDER BY id'),
+    behind: q(SLACK_PASS_SQL.behind),
+    behindInOrg: q(SLACK_PASS_SQL.behindInOrg('?1')),
     liveOrgs: q('SELECT DISTINCT org_id FROM slack_connections WHERE deleted_at IS NULL ORDER BY org_id'),
     softDelete: q('UPDATE slack_connections SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     advance: q('UPDATE slack_connections SET cursor_seq = ?1, last_error = ?2 WHERE id = ?3 AND cursor_seq < ?1'),
@@ -47,7 +49,8 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
     get: async (orgId, id) => s.get.get(orgId, id) as SlackConnectionRow | null,
     getAny: async (id) => s.getAny.get(id) as SlackConnectionRow | null,
     list: async (orgId) => s.list.all(orgId) as SlackConnectionRow[],
-    liveForOrg: async (orgId) => s.liveForOrg.all(orgId) as SlackConnectionRow[],
+    behind: async () => s.behind.all() as SlackConnectionRow[],
+    behindInOrg: async (orgId) => s.behindInOrg.all(orgId) as SlackConnectionRow[],
     liveOrgs: async () => (s.liveOrgs.all() as { org_id: string }[]).map((r) => r.org_id),
     softDelete: async (orgId, id, now, audit) => audited(audit, () => s.softDelete.run(now, orgId, id).changes > 0),
     advance: async (id, seq, error) => void s.advance.run(seq, error, id),

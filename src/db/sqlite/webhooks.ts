@@ -5,6 +5,7 @@ import { eventBody, type EventRow } from '../../modules/events/repo'
 import type { AttemptRow, DeliveryRow, SettleResult, WebhookRow, WebhooksRepo } from '../../modules/webhooks/repo'
 import { sqliteAudited } from './audit-writer'
 import { createOutbox, LAST_SEQ_SQL } from './outbox'
+import { WEBHOOK_PASS_SQL } from '../sql/webhooks'
 import type { SqliteStorage } from './storage'
 
 type RawWebhook = Omit<WebhookRow, 'enabled'> & { enabled: number }
@@ -20,7 +21,8 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     get: q('SELECT * FROM webhooks WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     getAny: q('SELECT * FROM webhooks WHERE id = ? AND deleted_at IS NULL'),
     list: q('SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL ORDER BY id'),
-    liveForOrg: q('SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL AND enabled = 1 ORDER BY id'),
+    behind: q(WEBHOOK_PASS_SQL.behind),
+    behindInOrg: q(WEBHOOK_PASS_SQL.behindInOrg('?1')),
     liveOrgs: q('SELECT DISTINCT org_id FROM webhooks WHERE deleted_at IS NULL AND enabled = 1 ORDER BY org_id'),
     softDelete: q('UPDATE webhooks SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     dropPending: q("UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending'"),
@@ -88,7 +90,8 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     get: async (orgId, id) => webhookOf(s.get.get(orgId, id) as RawWebhook | null),
     getAny: async (id) => getAny(id),
     list: async (orgId) => (s.list.all(orgId) as RawWebhook[]).map((r) => webhookOf(r)!),
-    liveForOrg: async (orgId) => (s.liveForOrg.all(orgId) as RawWebhook[]).map((r) => webhookOf(r)!),
+    behind: async () => (s.behind.all() as RawWebhook[]).map((r) => webhookOf(r)!),
+    behindInOrg: async (orgId) => (s.behindInOrg.all(orgId) as RawWebhook[]).map((r) => webhookOf(r)!),
     liveOrgs: async () => (s.liveOrgs.all() as { org_id: string }[]).map((r) => r.org_id),
     appInOrg: async (orgId, appId) => !!s.appInOrg.get(orgId, appId),
     orgExists: async (orgId) => !!s.orgExists.get(orgId),
@@ -107,7 +110,6 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     appendTest: async (w, audit) => audited(audit, () => outbox.append({ orgId: w.org_id, appId: w.app_id, type: 'webhook.test', data: { webhookId: w.id } })),
     enable: async (orgId, id, audit) => audited(() => audit, () => s.enable.run(lastSeq(orgId), orgId, id).changes > 0),
 
-    hasEventsAfter: async (orgId, after) => s.eventsAfter.all(orgId, after, 1).length > 0,
     fanOutPage: async (orgId, webhookId, limit, matches, newId, now) =>
       sqlite
         .transaction(() => {

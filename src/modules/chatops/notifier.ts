@@ -85,10 +85,14 @@ export class SlackNotifier {
     await Promise.allSettled([...this.running])
   }
 
-  /** Starts draining every Org's connections; resolves once they are started (a read failure is logged, retried by the timer). */
+  /**
+   * Starts draining every connection that is behind; resolves once they are started (a read failure is
+   * logged, retried by the timer). One read finds them: each connection read, claimed and released on
+   * every pass made an idle pass cost every connection of every Org, two writes each.
+   */
   async runAll(): Promise<void> {
     try {
-      for (const orgId of await this.repo.liveOrgs()) await this.runOrg(orgId)
+      this.drainEach(await this.repo.behind())
     } catch (e) {
       this.failed('warn', 'slack notifier failed', e)
     }
@@ -100,13 +104,18 @@ export class SlackNotifier {
   }
 
   private async runOrg(orgId: string): Promise<void> {
-    let live: SlackConnectionRow[]
+    let behind: SlackConnectionRow[]
     try {
-      live = await this.repo.liveForOrg(orgId)
+      behind = await this.repo.behindInOrg(orgId)
     } catch (e) {
       return this.failed('warn', 'slack notifier failed', e, { orgId })
     }
-    for (const c of live) {
+    this.drainEach(behind)
+  }
+
+  /** Starts a drain of each connection not being drained by this notifier already. */
+  private drainEach(connections: SlackConnectionRow[]): void {
+    for (const c of connections) {
       if (this.busy.has(c.id)) continue
       this.busy.add(c.id)
       const p = this.drain(c.id)

@@ -54,8 +54,16 @@ export interface ChatopsRepo {
   /** A live connection by id alone (the notifier, the slash command, the CLI). */
   getAny(id: string): Promise<SlackConnectionRow | null>
   list(orgId: string): Promise<SlackConnectionRow[]>
-  liveForOrg(orgId: string): Promise<SlackConnectionRow[]>
+  /** The Orgs with a live (not deleted) connection. */
   liveOrgs(): Promise<string[]>
+  /**
+   * Every Org's live connections that are behind: the Org has an event past the cursor. What the
+   * notifier's pass drains, in one statement of a few index seeks per Org with live connections and one
+   * row per connection behind (db/sql/webhooks.ts): an idle pass reads, claims and releases no connection.
+   */
+  behind(): Promise<SlackConnectionRow[]>
+  /** One Org's live connections that are behind (a wake for the Org's new events), by id. */
+  behindInOrg(orgId: string): Promise<SlackConnectionRow[]>
   /** False (nothing written, nothing audited) when the connection was not live in the Org. */
   softDelete(orgId: string, id: string, now: number, audit: AuditEntry[]): Promise<boolean>
   /** Moves the cursor to `seq` (never back) and records the last error (null: none). */

@@ -47,6 +47,17 @@ export interface DispatcherDeps {
   config: Pick<Config, 'webhookAllowPrivate' | 'webhookRetryScale' | 'webhookTimeoutMs'>
 }
 
+/** The endpoints grouped by Org, in the order met (`behind` returns them sorted by Org). */
+function byOrg(endpoints: WebhookRow[]): Map<string, WebhookRow[]> {
+  const groups = new Map<string, WebhookRow[]>()
+  for (const w of endpoints) {
+    const group = groups.get(w.org_id)
+    if (group) group.push(w)
+    else groups.set(w.org_id, [w])
+  }
+  return groups
+}
+
 export class WebhookDispatcher {
   private readonly repo: WebhooksRepo
   private readonly inFlight = new Map<string, Promise<void>>()
@@ -98,10 +109,14 @@ export class WebhookDispatcher {
     await this.idle()
   }
 
-  /** One full pass: fan out every Org with live endpoints, then send what is due. Tests call it directly. */
+  /**
+   * One full pass: fan out every endpoint that is behind, an Org at a time, then send what is due. Tests
+   * call it directly. One read finds the endpoints behind (5 passes a second: reading every endpoint, or
+   * asking per endpoint, made an idle pass cost every endpoint of every Org).
+   */
   async tick(): Promise<void> {
     try {
-      for (const orgId of await this.repo.liveOrgs()) await this.fanOut(orgId)
+      for (const [orgId, endpoints] of byOrg(await this.repo.behind())) await this.inTurn(() => this.fanOutEndpoints(orgId, endpoints))
       await this.sendDue()
     } catch (e) {
       this.failed('error', 'webhook dispatch failed', e)
@@ -144,13 +159,13 @@ export class WebhookDispatcher {
 
   /** Turns the Org's events past each endpoint's cursor into delivery rows. */
   fanOut(orgId: string): Promise<void> {
-    return this.inTurn(() => this.fanOutNow(orgId))
+    // A read first: only endpoints behind take the write lock (most wakes find nothing new for most).
+    return this.inTurn(async () => this.fanOutEndpoints(orgId, await this.repo.behindInOrg(orgId)))
   }
 
-  private async fanOutNow(orgId: string): Promise<void> {
-    for (const w of await this.repo.liveForOrg(orgId)) {
-      // A read first: most wakes find nothing new for an endpoint, and those must not take the write lock.
-      if (!(await this.repo.hasEventsAfter(orgId, w.cursor_seq))) continue
+  /** Fans out each of the Org's `endpoints` (read as behind; each page re-reads its cursor in its transaction). */
+  private async fanOutEndpoints(orgId: string, endpoints: WebhookRow[]): Promise<void> {
+    for (const w of endpoints) {
       for (;;) {
         const moved = await this.repo.fanOutPage(orgId, w.id, FANOUT_PAGE, this.matches, () => newId(this.ctx.clock), this.ctx.clock.now())
         if (moved < FANOUT_PAGE) break

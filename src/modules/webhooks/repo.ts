@@ -98,8 +98,16 @@ export interface WebhooksRepo {
   /** A live endpoint by id alone (the dispatcher, the CLI). */
   getAny(id: string): Promise<WebhookRow | null>
   list(orgId: string): Promise<WebhookRow[]>
-  liveForOrg(orgId: string): Promise<WebhookRow[]>
+  /** The Orgs with a live (enabled, not deleted) endpoint. */
   liveOrgs(): Promise<string[]>
+  /**
+   * Every Org's live endpoints that are behind: the Org has an event past the cursor. What a dispatcher
+   * pass fans out, in one statement whose cost is a few index seeks per Org with live endpoints and one
+   * row per endpoint behind (db/sql/webhooks.ts): an idle pass reads no endpoint, however many there are.
+   */
+  behind(): Promise<WebhookRow[]>
+  /** One Org's live endpoints that are behind (a wake for the Org's new events), by id. */
+  behindInOrg(orgId: string): Promise<WebhookRow[]>
   appInOrg(orgId: string, appId: string): Promise<boolean>
   orgExists(orgId: string): Promise<boolean>
 
@@ -117,8 +125,6 @@ export interface WebhooksRepo {
   /** Enables the endpoint from the Org's last seq on (events of the disabled time are not replayed). */
   enable(orgId: string, id: string, audit: AuditEntry[]): Promise<boolean>
 
-  /** Whether the Org has events past `after` (a read: most wakes find nothing new for an endpoint). */
-  hasEventsAfter(orgId: string, after: number): Promise<boolean>
   /**
    * Turns up to `limit` of the Org's events past the endpoint's cursor into delivery rows and moves the
    * cursor past them, in one transaction (compare-and-set on the cursor). The number of events looked at.

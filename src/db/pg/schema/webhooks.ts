@@ -21,7 +21,7 @@ export const webhooks = pgTable(
     createdAt: epochMs('created_at').notNull(),
     deletedAt: epochMs('deleted_at'),
   },
-  (t) => [index('webhooks_org_idx').on(t.orgId)],
+  (t) => [index('webhooks_org_idx').on(t.orgId), index('webhooks_live_cursor_idx').on(t.orgId, t.cursorSeq).where(sql`enabled AND deleted_at IS NULL`)],
 )
 
 export const webhookDeliveries = pgTable(
@@ -96,7 +96,7 @@ export const slackConnections = pgTable(
     createdAt: epochMs('created_at').notNull(),
     deletedAt: epochMs('deleted_at'),
   },
-  (t) => [index('slack_connections_org_idx').on(t.orgId)],
+  (t) => [index('slack_connections_org_idx').on(t.orgId), index('slack_connections_live_cursor_idx').on(t.orgId, t.cursorSeq).where(sql`deleted_at IS NULL`)],
 )
 
 export const slackThreads = pgTable(

@@ -1,0 +1,1 @@
+CREATE INDEX "slack_connections_live_cursor_idx" ON "slack_connections" USING btree ("org_id","cursor_seq") WHERE deleted_at IS NULL;

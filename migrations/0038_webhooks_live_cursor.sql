@@ -1,0 +1,1 @@
+CREATE INDEX `webhooks_live_cursor_idx` ON `webhooks` (`org_id`,`cursor_seq`) WHERE enabled AND deleted_at IS NULL;
