@@ -28,7 +28,6 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
     list: (orgId) => many<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id', [orgId]),
     behind: () => many<SlackConnectionRow>(pool, SLACK_PASS_SQL.behind),
     behindInOrg: (orgId) => many<SlackConnectionRow>(pool, BEHIND_IN_ORG, [orgId]),
-    liveOrgs: async () => (await many<{ org_id: string }>(pool, 'SELECT DISTINCT org_id FROM slack_connections WHERE deleted_at IS NULL ORDER BY org_id')).map((r) => r.org_id),
     softDelete: (orgId, id, now, audit) =>
       audited(audit, async (c) => (await exec(c, 'UPDATE slack_connections SET deleted_at = $1 WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL', [now, orgId, id])) > 0),
     advance: async (id, seq, error) => void (await exec(pool, 'UPDATE slack_connections SET cursor_seq = $1, last_error = $2 WHERE id = $3 AND cursor_seq < $1', [seq, error, id])),

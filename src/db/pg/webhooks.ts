@@ -62,7 +62,6 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
     list: (orgId) => many<WebhookRow>(pool, 'SELECT * FROM webhooks WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id', [orgId]),
     behind: () => many<WebhookRow>(pool, WEBHOOK_PASS_SQL.behind),
     behindInOrg: (orgId) => many<WebhookRow>(pool, BEHIND_IN_ORG, [orgId]),
-    liveOrgs: async () => (await many<{ org_id: string }>(pool, 'SELECT DISTINCT org_id FROM webhooks WHERE deleted_at IS NULL AND enabled ORDER BY org_id')).map((r) => r.org_id),
     appInOrg: async (orgId, appId) => !!(await one(pool, 'SELECT 1 FROM apps WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, appId])),
     orgExists: async (orgId) => !!(await one(pool, 'SELECT 1 FROM orgs WHERE id = $1', [orgId])),
 

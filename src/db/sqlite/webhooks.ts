@@ -23,7 +23,6 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     list: q('SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL ORDER BY id'),
     behind: q(WEBHOOK_PASS_SQL.behind),
     behindInOrg: q(WEBHOOK_PASS_SQL.behindInOrg('?1')),
-    liveOrgs: q('SELECT DISTINCT org_id FROM webhooks WHERE deleted_at IS NULL AND enabled = 1 ORDER BY org_id'),
     softDelete: q('UPDATE webhooks SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     dropPending: q("UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending'"),
     rotate: q('UPDATE webhooks SET previous_secret_sealed = secret_sealed, previous_secret_until = ?, secret_sealed = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
@@ -92,7 +91,6 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     list: async (orgId) => (s.list.all(orgId) as RawWebhook[]).map((r) => webhookOf(r)!),
     behind: async () => (s.behind.all() as RawWebhook[]).map((r) => webhookOf(r)!),
     behindInOrg: async (orgId) => (s.behindInOrg.all(orgId) as RawWebhook[]).map((r) => webhookOf(r)!),
-    liveOrgs: async () => (s.liveOrgs.all() as { org_id: string }[]).map((r) => r.org_id),
     appInOrg: async (orgId, appId) => !!s.appInOrg.get(orgId, appId),
     orgExists: async (orgId) => !!s.orgExists.get(orgId),
 

@@ -54,8 +54,6 @@ export interface ChatopsRepo {
   /** A live connection by id alone (the notifier, the slash command, the CLI). */
   getAny(id: string): Promise<SlackConnectionRow | null>
   list(orgId: string): Promise<SlackConnectionRow[]>
-  /** The Orgs with a live (not deleted) connection. */
-  liveOrgs(): Promise<string[]>
   /**
    * Every Org's live connections that are behind: the Org has an event past the cursor. What the
    * notifier's pass drains, in one statement of a few index seeks per Org with live connections and one

@@ -98,8 +98,6 @@ export interface WebhooksRepo {
   /** A live endpoint by id alone (the dispatcher, the CLI). */
   getAny(id: string): Promise<WebhookRow | null>
   list(orgId: string): Promise<WebhookRow[]>
-  /** The Orgs with a live (enabled, not deleted) endpoint. */
-  liveOrgs(): Promise<string[]>
   /**
    * Every Org's live endpoints that are behind: the Org has an event past the cursor. What a dispatcher
    * pass fans out, in one statement whose cost is a few index seeks per Org with live endpoints and one
