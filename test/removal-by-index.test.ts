@@ -8,14 +8,14 @@
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { applyMigrations } from '../src/db/sqlite/migrate'
-import { cleanup, compact, leadsWithDuplicates, ownIds, promote, successorOf, uploadKeysOf } from '../src/db/sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, successorOf, uploadKeysOf } from '../src/db/sql/report-removal'
 
 const DIALECT = { ids: '(SELECT value FROM json_each(?1))', org: '?2', scrubbedEventData: "json_set(data, '$.externalUserId', NULL)" }
 
 describe('report removal statements', () => {
   const sqlite = new Database(':memory:')
   applyMigrations(sqlite)
-  const statements = [ownIds(DIALECT), uploadKeysOf(DIALECT), leadsWithDuplicates(DIALECT), successorOf(DIALECT, '?3'), ...promote(DIALECT, '?3', '?4'), ...cleanup(DIALECT)]
+  const statements = [ownIds(DIALECT), ...handOverShared(DIALECT), uploadKeysOf(DIALECT), leadsWithDuplicates(DIALECT), successorOf(DIALECT, '?3'), ...promote(DIALECT, '?3', '?4'), ...cleanup(DIALECT)]
 
   test.each(statements.map((s) => [s.replace(/\s+/g, ' ').slice(0, 90), s]))('%s reads by an index', (_, text) => {
     const { sql, pick } = compact(text, '?')

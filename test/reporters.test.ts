@@ -215,3 +215,32 @@ describe('erase', () => {
     expect(JSON.stringify(audit.body)).not.toContain(UID)
   })
 })
+
+describe('an upload several reports list', () => {
+  test('erasing the report that referenced it first keeps it for the others (attachment or screenshot); erasing the last one removes it', async () => {
+    const key = await upload(acme.pub)
+    const sealed = () => server.services.blobs.stat(server.services.blobs.sealedKey(key))
+    const attachments = [{ key, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length }]
+    const first = await submit(acme.pub, { text: 'Export to CSV drops the last column', identity: { externalUserId: 'sharer-1' }, attachments })
+    const second = await submit(acme.pub, { text: 'The CSV export is missing a column', identity: { externalUserId: 'sharer-2' }, attachments })
+    const third = await submit(acme.pub, { text: 'Exported columns are cut short', identity: { externalUserId: 'sharer-3' }, componentTarget: { name: 'ExportButton', screenshotKey: key } })
+    const erase = async (externalUserId: string) => (await call(server.url, 'POST', '/v1/reporters/erase', { auth: acme.key, body: { externalUserId } })).body
+    const download = async (url: string) => new Uint8Array(await (await fetch(url)).arrayBuffer())
+
+    expect(await erase('sharer-1')).toEqual({ erased: 1 })
+    expect((await get(acme, first)).status).toBe(404)
+    expect(await sealed()).not.toBeNull()
+    const kept = (await get(acme, second)).body
+    expect(kept.attachments[0].key).toBe(key)
+    expect(await download(kept.attachments[0].url)).toEqual(PNG)
+
+    expect(await erase('sharer-2')).toEqual({ erased: 1 })
+    const shot = (await get(acme, third)).body.componentTarget
+    expect(shot.screenshotKey).toBe(key)
+    expect(await download(shot.screenshotUrl)).toEqual(PNG)
+
+    expect(await erase('sharer-3')).toEqual({ erased: 1 })
+    expect(await sealed()).toBeNull()
+    expect(await dbRows(server.ctx, 'SELECT key FROM upload_shares WHERE key = ?', [key])).toEqual([])
+  })
+})

@@ -75,12 +75,14 @@ describe('spamRetentionDays', () => {
     expect((await server.admin.updateApp(shop.orgId, shop.appId, { spamRetentionDays: 30 })).spamRetentionDays).toBe(30)
   })
 
-  test('the sweep deletes spam older than the App keeps it, with attachments and blobs; keeps the rest; audits and counts', async () => {
+  test('the sweep deletes spam older than the App keeps it, with attachments and blobs (not one a kept report lists too); keeps the rest; audits and counts', async () => {
     const key = await upload(shop)
-    const old = await submit(shop, { text: 'Cheap replica watches at https://bot.example', attachments: [{ key, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length }], clientSignals: BOT })
+    const shared = await upload(shop)
+    const attachment = (k: string) => ({ key: k, kind: 'screenshot', contentType: 'image/png', byteSize: PNG.length })
+    const old = await submit(shop, { text: 'Cheap replica watches at https://bot.example', attachments: [attachment(key), attachment(shared)], clientSignals: BOT })
     const byHand = await submit(shop, { text: 'A report a person will mark spam' })
     expect((await call(server.url, 'PATCH', `/v1/feedback/${byHand}`, { auth: shop.key, body: { spam: true } })).status).toBe(200)
-    const real = await submit(shop, { text: 'The cart page is blank on Safari' })
+    const real = await submit(shop, { text: 'The cart page is blank on Safari', attachments: [attachment(shared)] })
     const kept = await submit(keeper, { text: 'Spam on an App that keeps its spam forever', clientSignals: BOT })
     expect(await stored(key)).not.toBeNull()
     // The worker has processed the reports that were not spam at intake: its transaction locks a report's row,
@@ -100,6 +102,12 @@ describe('spamRetentionDays', () => {
     expect(await stored(key)).toBeNull()
     expect(await dbRows(server.ctx, 'SELECT key FROM uploads WHERE key = ?', [key])).toEqual([])
     expect(await dbRows(server.ctx, 'SELECT id FROM jobs WHERE feedback_id = ?', [byHand])).toEqual([])
+    // The spam report referenced `shared` first; the kept report lists it too, so it stays, now the kept report's.
+    expect(await stored(shared)).not.toBeNull()
+    const listed = (await get(shop, real)).body.attachments[0]
+    expect(listed.key).toBe(shared)
+    expect(new Uint8Array(await (await fetch(listed.url)).arrayBuffer())).toEqual(PNG)
+    expect(await dbRows(server.ctx, 'SELECT feedback_id FROM uploads WHERE key = ?', [shared])).toEqual([{ feedback_id: real }])
 
     const audit = await dbRows(server.ctx, "SELECT actor, target_id, data FROM audit_log WHERE action = 'spam.deleted' AND org_id = ?", [shop.orgId])
     expect(audit.length).toBe(1)

@@ -41,6 +41,7 @@ import m0036 from '../../migrations/0036_arrival_locality.sql' with { type: 'tex
 import m0037 from '../../migrations/0037_audit_oldest_first.sql' with { type: 'text' }
 import m0038 from '../../migrations/0038_webhooks_live_cursor.sql' with { type: 'text' }
 import m0039 from '../../migrations/0039_slack_live_cursor.sql' with { type: 'text' }
+import m0040 from '../../migrations/0040_upload_shares.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -86,4 +87,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0037_audit_oldest_first', sql: m0037 },
   { name: '0038_webhooks_live_cursor', sql: m0038 },
   { name: '0039_slack_live_cursor', sql: m0039 },
+  { name: '0040_upload_shares', sql: m0040 },
 ]

@@ -1,6 +1,6 @@
 /** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
-import { cleanup, compact, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
 /** Runs a shared statement with the values it uses of (ids, orgId[, lead, successor]). */
@@ -50,6 +50,7 @@ export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
         // Locked in id order, so two removals of overlapping reports (an erase racing the retention) queue.
         const mine = (await run<{ id: string }>(client, `${ownIds(DIALECT)} ORDER BY id COLLATE "C" FOR UPDATE`, [ids, orgId])).map((r) => r.id)
         if (mine.length === 0) return { removed: 0, uploadKeys: [] }
+        for (const sql of handOverShared(DIALECT)) await run(client, sql, [mine, orgId])
         const uploadKeys = (await run<{ key: string }>(client, uploadKeysOf(DIALECT), [mine, orgId])).map((r) => r.key)
         for (const { id: lead } of await run<{ id: string }>(client, leadsWithDuplicates(DIALECT), [mine, orgId])) {
           const next = (await run<{ id: string | null }>(client, successorOf(DIALECT, '$3'), [mine, orgId, lead]))[0]?.id

@@ -1,12 +1,18 @@
 /** PostgreSQL side of modules/uploads/repo.ts. */
 import type { PoolClient } from 'pg'
+import { markReferencedSql } from '../sql/upload-shares'
 import type { PgGroupCommitter } from './group-commit'
 import { exec, many, one, type PgStorage } from './storage'
 import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
 
-/** Marks the objects as the report's, in the submission's transaction (src/db/pg/feedback.ts); one statement for all keys. */
+/**
+ * Marks the objects as the report's, in the submission's transaction (src/db/pg/feedback.ts), one statement
+ * each for all keys: owned when nobody owned them, else shared (src/db/sql/upload-shares.ts).
+ */
+const MARK_REFERENCED = markReferencedSql('$1', 'ANY($2::text[])')
 export async function markReferencedPg(client: PoolClient, feedbackId: string, keys: string[]): Promise<void> {
-  if (keys.length > 0) await client.query('UPDATE uploads SET feedback_id = $1 WHERE key = ANY($2::text[]) AND feedback_id IS NULL', [feedbackId, keys])
+  if (keys.length === 0) return
+  for (const sql of MARK_REFERENCED) await client.query(sql, [feedbackId, keys])
 }
 
 export function createPgUploadsRepo({ pool }: PgStorage, committer: PgGroupCommitter): UploadsRepo {

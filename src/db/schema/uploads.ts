@@ -1,6 +1,6 @@
 /** Upload keys issued by POST /v1/feedback/upload-url, so a key can only be used by its own App. */
 import { sql } from 'drizzle-orm'
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 
 export const uploads = sqliteTable(
   'uploads',
@@ -30,3 +30,18 @@ export const uploads = sqliteTable(
   ],
 )
 
+
+/**
+ * The other reports that reference an upload its owner (`uploads.feedback_id`, the first to reference it)
+ * also lists: a client may attach one uploaded object to several reports. When the owner is removed (an
+ * erasure, the retention), the oldest of these takes the object over instead of it being deleted with the
+ * owner (src/db/sql/upload-shares.ts). Rare, so the common submission writes nothing here.
+ */
+export const uploadShares = sqliteTable(
+  'upload_shares',
+  {
+    key: text('key').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.key, t.feedbackId] }), index('upload_shares_feedback_idx').on(t.feedbackId)],
+)

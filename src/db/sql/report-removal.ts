@@ -4,6 +4,7 @@
  * written once with `${IDS}` (the id list), `${ORG}` (the Org) and `${LEAD}`/`${NEW}` (one lead, its
  * successor) for each side to fill in. The rules they apply are the port's (src/modules/reporters/repo.ts).
  */
+import { handOverSharedSql } from './upload-shares'
 
 export interface RemovalDialect {
   /** The id list as a subquery: `(SELECT value FROM json_each(?1))` or `(SELECT unnest($1::text[]))`. */
@@ -19,7 +20,10 @@ const fill = (sql: string, d: RemovalDialect) => sql.replaceAll('${IDS}', d.ids)
 /** The reports of the list that are the Org's (anything else is left alone). */
 export const ownIds = (d: RemovalDialect) => fill('SELECT id FROM feedback WHERE org_id = ${ORG} AND id IN ${IDS}', d)
 
-/** The upload keys of the reports (detached below, their objects removed after the commit). */
+/** First: the objects the reports own that a surviving report also lists pass to it (src/db/sql/upload-shares.ts). */
+export const handOverShared = (d: RemovalDialect) => handOverSharedSql(d.ids)
+
+/** Then the upload keys the reports still own (detached below, their objects removed after the commit). */
 export const uploadKeysOf = (d: RemovalDialect) => fill('SELECT key FROM uploads WHERE feedback_id IN ${IDS}', d)
 
 /** Leads among the reports that gathered duplicates: each hands its cluster to its oldest surviving duplicate. */

@@ -1,5 +1,6 @@
 /** SQLite side of src/abuse/abuse-repo.ts. */
 import type { AbuseRepo, SpamLearningRow, SpamRetainingApp } from '../../abuse/abuse-repo'
+import { handOverSharedSql } from '../sql/upload-shares'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
@@ -16,6 +17,7 @@ export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
     'SELECT id FROM feedback WHERE org_id = ?1 AND spam_marked_at IS NOT NULL AND app_id = ?2 AND spam_marked_at < ?3 AND duplicate_count = 0 ORDER BY id LIMIT ?4',
   )
   const IDS = 'SELECT value FROM json_each(?1)'
+  const handOver = handOverSharedSql(`(${IDS})`).map((sql) => sqlite.prepare<unknown, [string]>(sql))
   const uploadKeys = sqlite.prepare<{ key: string }, [string]>(`SELECT key FROM uploads WHERE feedback_id IN (${IDS})`)
   const cleanup = [
     `UPDATE uploads SET feedback_id = NULL, created_at = 0 WHERE feedback_id IN (${IDS})`,
@@ -28,6 +30,7 @@ export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
     const ids = expired.all(app.orgId, app.id, before, limit).map((r) => r.id)
     if (ids.length === 0) return { deleted: 0, uploadKeys: [] }
     const json = JSON.stringify(ids)
+    for (const stmt of handOver) stmt.run(json)
     const keys = uploadKeys.all(json).map((r) => r.key)
     for (const stmt of cleanup) stmt.run(json)
     return { deleted: ids.length, uploadKeys: keys }

@@ -1,6 +1,6 @@
 /** SQLite side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
-import { cleanup, compact, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { SqliteStorage } from './storage'
 
 const DIALECT: RemovalDialect = { ids: '(SELECT value FROM json_each(?1))', org: '?2', scrubbedEventData: "json_set(data, '$.externalUserId', NULL)" }
@@ -13,6 +13,7 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
     return { all: (...v: string[]) => stmt.all(...pick(v)), get: (...v: string[]) => stmt.get(...pick(v)), run: (...v: string[]) => void stmt.run(...pick(v)) }
   }
   const own = prep<{ id: string }>(ownIds(DIALECT))
+  const handOver = handOverShared(DIALECT).map((sql) => prep<unknown>(sql))
   const keys = prep<{ key: string }>(uploadKeysOf(DIALECT))
   const leads = prep<{ id: string }>(leadsWithDuplicates(DIALECT))
   const successor = prep<{ id: string | null }>(successorOf(DIALECT, '?3'))
@@ -22,6 +23,7 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
     const mine = own.all(JSON.stringify(ids), orgId).map((r) => r.id)
     if (mine.length === 0) return { removed: 0, uploadKeys: [] }
     const json = JSON.stringify(mine)
+    for (const stmt of handOver) stmt.run(json, orgId)
     const uploadKeys = keys.all(json, orgId).map((r) => r.key)
     for (const { id: lead } of leads.all(json, orgId)) {
       const next = successor.get(json, orgId, lead)?.id

@@ -1,15 +1,18 @@
 /** SQLite side of modules/uploads/repo.ts. */
 import type { Database } from 'bun:sqlite'
+import { markReferencedSql } from '../sql/upload-shares'
 import type { GroupCommitter } from './group-commit'
 import type { SqliteStorage } from './storage'
 import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
 
 /**
  * `run(feedbackId, key)`: the object now belongs to a report and is kept. Run inside the submission's
- * write (src/db/sqlite/feedback.ts); an upload another report referenced first keeps its report.
+ * write (src/db/sqlite/feedback.ts); an upload another report referenced first keeps its report, and this
+ * one is recorded as sharing it (src/db/sql/upload-shares.ts).
  */
 export function prepareMarkReferenced(sqlite: Database) {
-  return sqlite.query<unknown, [string, string]>('UPDATE uploads SET feedback_id = ? WHERE key = ? AND feedback_id IS NULL')
+  const steps = markReferencedSql('?1', '?2').map((sql) => sqlite.query<unknown, [string, string]>(sql))
+  return { run: (feedbackId: string, key: string) => steps.forEach((s) => s.run(feedbackId, key)) }
 }
 
 export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: GroupCommitter): UploadsRepo {

@@ -1,6 +1,6 @@
 /** Upload keys issued by POST /v1/feedback/upload-url: the PostgreSQL twin of src/db/schema/uploads.ts. */
 import { sql } from 'drizzle-orm'
-import { index, integer, pgTable, text } from 'drizzle-orm/pg-core'
+import { index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
 import { epochMs } from './columns'
 
 export const uploads = pgTable(
@@ -26,4 +26,14 @@ export const uploads = pgTable(
     index('uploads_feedback_idx').on(t.feedbackId).where(sql`feedback_id IS NOT NULL`),
     index('uploads_replay_pending_idx').on(t.createdAt).where(sql`replay_state = 'pending' AND feedback_id IS NOT NULL`),
   ],
+)
+
+/** The other reports that reference an upload: the twin of src/db/schema/uploads.ts `uploadShares`. */
+export const uploadShares = pgTable(
+  'upload_shares',
+  {
+    key: text('key').notNull(),
+    feedbackId: text('feedback_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.key, t.feedbackId] }), index('upload_shares_feedback_idx').on(t.feedbackId)],
 )
