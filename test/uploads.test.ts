@@ -9,6 +9,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { ManualClock } from '../src/core/clock'
+import { S3BlobStore } from '../src/blobs/s3-store'
 import { dbRow } from './sqlite-of'
 import { TEST_DIALECT } from './cluster-env'
 
@@ -315,6 +316,21 @@ describe('S3 store (s3rver on loopback)', () => {
     const { key } = await roundTrip(srv, t)
     expect(readdirSync(join(s3Dir, 'feedback', t.appId)).length).toBeGreaterThan(0)
     expect(key.startsWith(t.appId)).toBe(true)
+  })
+
+  test("presigned URLs live their lifetime on the service's clock, whatever the wall clock says (a manual clock months behind)", async () => {
+    const clock = new ManualClock(Date.UTC(2020, 0, 1))
+    const store = new S3BlobStore({ endpoint: `http://127.0.0.1:${s3Port}`, bucket: 'feedback', accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1' }, clock)
+    const lifetime = (url: string) => Number(new URL(url).searchParams.get('X-Amz-Expires'))
+    const key = `${t.appId}/${'c'.repeat(32)}`
+    const put = await store.presignPut(key, 'image/png', PNG.length, clock.now() + 15 * 60_000, srv.url)
+    expect(lifetime(put.url)).toBe(900)
+    expect((await fetch(put.url, { method: 'PUT', headers: put.headers, body: PNG })).status).toBe(200)
+    const get = await store.presignGet(key, 'image/png', 'shot.png', clock.now() + 5 * 60_000, srv.url)
+    expect(lifetime(get)).toBe(300)
+    // Two seconds on: a URL given one second (the wall clock's reading of a manual clock's time) would be refused.
+    await Bun.sleep(2_000)
+    expect(new Uint8Array(await (await fetch(get)).arrayBuffer())).toEqual(PNG)
   })
 
   test('an object larger than announced is refused on submission', async () => {

@@ -8,6 +8,7 @@ import type { Client } from 'minio'
 import type { S3Config } from '../config'
 import type { BlobStore, PresignedPut, StoredObject } from './blob-store'
 import { StartupError } from '../core/startup-error'
+import { systemClock, type Clock } from '../core/clock'
 
 /**
  * How long an S3 request may go without a byte from the server (waiting for its answer, or between two
@@ -68,7 +69,14 @@ export class S3BlobStore implements BlobStore {
   private connection: Promise<Connection> | null = null
   private readonly endpoint: URL
 
-  constructor(private readonly cfg: S3Config) {
+  /**
+   * `clock` is the one the callers' expiry times come from: S3 takes a lifetime in seconds, so a URL meant
+   * to live 5 minutes lives 5 minutes whatever clock the service runs on (a test's manual one included).
+   */
+  constructor(
+    private readonly cfg: S3Config,
+    private readonly clock: Clock = systemClock,
+  ) {
     this.endpoint = new URL(cfg.endpoint)
   }
 
@@ -111,13 +119,13 @@ export class S3BlobStore implements BlobStore {
   }
 
   async presignPut(key: string, contentType: string, _byteSize: number, expiresAtMs: number, _base: string): Promise<PresignedPut> {
-    const seconds = Math.max(1, Math.round((expiresAtMs - Date.now()) / 1000))
+    const seconds = Math.max(1, Math.round((expiresAtMs - this.clock.now()) / 1000))
     const url = await (await this.client()).presignedPutObject(this.cfg.bucket, key, seconds)
     return { url, headers: { 'Content-Type': contentType } }
   }
 
   async presignGet(key: string, contentType: string, filename: string, expiresAtMs: number, _base: string): Promise<string> {
-    const seconds = Math.max(1, Math.round((expiresAtMs - Date.now()) / 1000))
+    const seconds = Math.max(1, Math.round((expiresAtMs - this.clock.now()) / 1000))
     return (await this.client()).presignedGetObject(this.cfg.bucket, key, seconds, {
       'response-content-type': contentType,
       'response-content-disposition': `attachment; filename="${filename}"`,
