@@ -9,10 +9,12 @@ import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
  * Marks the objects as the report's, in the submission's transaction (src/db/pg/feedback.ts), one statement
  * each for all keys: owned when nobody owned them, else shared (src/db/sql/upload-shares.ts).
  */
-const MARK_REFERENCED = markReferencedSql('$1', 'ANY($2::text[])')
+const [OWN, SHARE] = markReferencedSql('$1', 'ANY($2::text[])')
 export async function markReferencedPg(client: PoolClient, feedbackId: string, keys: string[]): Promise<void> {
   if (keys.length === 0) return
-  for (const sql of MARK_REFERENCED) await client.query(sql, [feedbackId, keys])
+  const owned = (await client.query(OWN, [feedbackId, keys])).rowCount ?? 0
+  // Almost always every key is new and now this report's: the second round trip only when one was not.
+  if (owned < new Set(keys).size) await client.query(SHARE, [feedbackId, keys])
 }
 
 export function createPgUploadsRepo({ pool }: PgStorage, committer: PgGroupCommitter): UploadsRepo {
