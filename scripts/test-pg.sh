@@ -5,6 +5,8 @@
 # dialects in the first half (test/repos/). Kept to ~90 s on a 2-core machine. Not listed, though green on
 # PostgreSQL: heavy-reports (a load test, 11 s); events-e2e is not green there yet (after its kill -9 a
 # PostgreSQL node waits out the dead node's webhook leases, over a minute by design).
+# events-durability is SQLite's by construction: it writes events straight into the data dir's fixloop.db
+# while the binary runs (and while it does not), which a PostgreSQL node never reads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
