@@ -6,6 +6,7 @@ import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
 import { SLACK_PASS_SQL } from '../sql/webhooks'
+import { underCap } from './org-caps'
 
 const BEHIND_IN_ORG = SLACK_PASS_SQL.behindInOrg('$1')
 
@@ -13,8 +14,9 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
   const { pool } = storage
   const audited = pgAudited(storage, clock)
   return {
-    insert: (r, audit) =>
+    insert: (r, audit, max = 0) =>
       audited(audit, async (c) => {
+        if (max > 0 && !(await underCap(c, 'slack_connections', r.org_id, max))) return false
         const cursor = (await one<{ last_seq: number }>(c, PG_LAST_SEQ_SQL, [r.org_id]))!.last_seq
         await exec(
           c,
@@ -22,6 +24,7 @@ export function createPgChatopsRepo(storage: PgStorage, clock: Clock): ChatopsRe
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
           [r.id, r.org_id, r.app_id, r.channel, r.bot_token_sealed, r.signing_secret_sealed, r.event_types, cursor, r.created_at],
         )
+        return true
       }),
     get: async (orgId, id) => (await one<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, id])) ?? null,
     getAny: async (id) => (await one<SlackConnectionRow>(pool, 'SELECT * FROM slack_connections WHERE id = $1 AND deleted_at IS NULL', [id])) ?? null,

@@ -12,6 +12,7 @@ import { appendEventPg, PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
 import { WEBHOOK_PASS_SQL } from '../sql/webhooks'
+import { underCap } from './org-caps'
 
 const EVENT_COLUMNS = 'id, org_id, app_id, seq, type, data, created_at'
 const DROP_PENDING = "UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, updated_at = $1 WHERE webhook_id = $2 AND status = 'pending'"
@@ -65,16 +66,18 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
     appInOrg: async (orgId, appId) => !!(await one(pool, 'SELECT 1 FROM apps WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL', [orgId, appId])),
     orgExists: async (orgId) => !!(await one(pool, 'SELECT 1 FROM orgs WHERE id = $1', [orgId])),
 
-    insert: (row, audit) =>
+    insert: (row, audit, max = 0) =>
       audited(
         () => audit,
         async (c) => {
+          if (max > 0 && !(await underCap(c, 'webhooks', row.orgId, max))) return false
           await exec(
             c,
             `INSERT INTO webhooks (id, org_id, app_id, url, event_types, secret_sealed, cursor_seq, enabled, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8)`,
             [row.id, row.orgId, row.appId, row.url, row.eventTypes, row.secretSealed, await lastSeq(c, row.orgId), row.createdAt],
           )
+          return true
         },
       ),
     delete: (orgId, id, now, audit) =>

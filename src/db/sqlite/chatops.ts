@@ -5,6 +5,7 @@ import type { ChatopsEvent, ChatopsRepo, SlackConnectionRow, SlackThreadRow } fr
 import { sqliteAudited } from './audit-writer'
 import { LAST_SEQ_SQL } from './outbox'
 import { SLACK_PASS_SQL } from '../sql/webhooks'
+import { liveCountSql } from '../sql/org-caps'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock): ChatopsRepo {
@@ -13,6 +14,7 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
     insert: q(`INSERT INTO slack_connections (id, org_id, app_id, channel, bot_token_sealed, signing_secret_sealed, event_types, cursor_seq, created_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     lastSeq: q(LAST_SEQ_SQL),
+    liveCount: q(liveCountSql('slack_connections', '?')),
     get: q('SELECT * FROM slack_connections WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     getAny: q('SELECT * FROM slack_connections WHERE id = ? AND deleted_at IS NULL'),
     list: q('SELECT * FROM slack_connections WHERE org_id = ? AND deleted_at IS NULL ORDER BY id'),
@@ -40,10 +42,12 @@ export function createSqliteChatopsRepo({ sqlite }: SqliteStorage, clock: Clock)
   }
   const audited = sqliteAudited(sqlite, clock)
   return {
-    insert: async (r, audit) =>
+    insert: async (r, audit, max = 0) =>
       audited(audit, () => {
+        if (max > 0 && (s.liveCount.get(r.org_id) as { n: number }).n >= max) return false
         const cursor = (s.lastSeq.get(r.org_id) as { last_seq: number }).last_seq
         s.insert.run(r.id, r.org_id, r.app_id, r.channel, r.bot_token_sealed, r.signing_secret_sealed, r.event_types, cursor, r.created_at)
+        return true
       }),
     get: async (orgId, id) => s.get.get(orgId, id) as SlackConnectionRow | null,
     getAny: async (id) => s.getAny.get(id) as SlackConnectionRow | null,

@@ -6,6 +6,7 @@ import type { AttemptRow, DeliveryRow, SettleResult, WebhookRow, WebhooksRepo } 
 import { sqliteAudited } from './audit-writer'
 import { createOutbox, LAST_SEQ_SQL } from './outbox'
 import { WEBHOOK_PASS_SQL } from '../sql/webhooks'
+import { liveCountSql } from '../sql/org-caps'
 import type { SqliteStorage } from './storage'
 
 type RawWebhook = Omit<WebhookRow, 'enabled'> & { enabled: number }
@@ -18,6 +19,7 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     insert: q(`INSERT INTO webhooks (id, org_id, app_id, url, event_types, secret_sealed, cursor_seq, enabled, created_at)
                VALUES ($id, $orgId, $appId, $url, $eventTypes, $secretSealed, $cursorSeq, 1, $createdAt)`),
     lastSeq: q(LAST_SEQ_SQL),
+    liveCount: q(liveCountSql('webhooks', '?')),
     get: q('SELECT * FROM webhooks WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     getAny: q('SELECT * FROM webhooks WHERE id = ? AND deleted_at IS NULL'),
     list: q('SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL ORDER BY id'),
@@ -94,7 +96,15 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     appInOrg: async (orgId, appId) => !!s.appInOrg.get(orgId, appId),
     orgExists: async (orgId) => !!s.orgExists.get(orgId),
 
-    insert: async (row, audit) => audited(() => audit, () => void s.insert.run({ ...row, cursorSeq: lastSeq(row.orgId) })),
+    insert: async (row, audit, max = 0) =>
+      audited(
+        () => audit,
+        () => {
+          if (max > 0 && (s.liveCount.get(row.orgId) as { n: number }).n >= max) return false
+          s.insert.run({ ...row, cursorSeq: lastSeq(row.orgId) })
+          return true
+        },
+      ),
     delete: async (orgId, id, now, audit) =>
       audited(
         () => audit,

@@ -47,9 +47,10 @@ export interface ChatopsEvent {
 export interface ChatopsRepo {
   /**
    * Inserts the connection with its cursor at the Org's last seq, read in the same transaction: a new
-   * connection does not replay the Org's history into the channel.
+   * connection does not replay the Org's history into the channel. With `max` (> 0): only while the Org
+   * has fewer live connections, counted in that transaction; false (nothing written) when it has `max` already.
    */
-  insert(row: NewSlackConnection, audit: AuditEntry[]): Promise<void>
+  insert(row: NewSlackConnection, audit: AuditEntry[], max?: number): Promise<boolean>
   get(orgId: string, id: string): Promise<SlackConnectionRow | null>
   /** A live connection by id alone (the notifier, the slash command, the CLI). */
   getAny(id: string): Promise<SlackConnectionRow | null>

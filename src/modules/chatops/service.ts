@@ -81,15 +81,14 @@ export function createChatopsService(ctx: ChatopsDeps) {
       }
       // The notifier walks every live connection of every Org each pass and posts each event to every
       // matching one: an Org's thousands of connections (its sk_ key can make them) would cost every
-      // pass and send Slack thousands of calls an event from this server's address. (Checked before the
-      // insert: connects racing at the cap can pass it by as many as race.)
+      // pass and send Slack thousands of calls an event from this server's address. Refused here first, and
+      // held again in the insert's transaction (connects racing at the cap).
       const max = ctx.config.slackConnectionsPerOrg
-      if (max > 0 && (await repo.list(orgId)).length >= max) {
-        throw new ApiError('invalid_argument', { limit: 'FIXLOOP_SLACK_CONNECTIONS_PER_ORG', max }, `This Org already has ${max} Slack connections, the most it may have (FIXLOOP_SLACK_CONNECTIONS_PER_ORG): disconnect one first.`)
-      }
+      const atCap = () => new ApiError('invalid_argument', { limit: 'FIXLOOP_SLACK_CONNECTIONS_PER_ORG', max }, `This Org already has ${max} Slack connections, the most it may have (FIXLOOP_SLACK_CONNECTIONS_PER_ORG): disconnect one first.`)
+      if (max > 0 && (await repo.list(orgId)).length >= max) throw atCap()
       const id = newId(ctx.clock)
       // The cursor starts at the Org's last seq: a new connection does not replay the Org's history into the channel.
-      await repo.insert(
+      const inserted = await repo.insert(
         {
           id,
           org_id: orgId,
@@ -101,7 +100,9 @@ export function createChatopsService(ctx: ChatopsDeps) {
           created_at: ctx.clock.now(),
         },
         [entry(by, orgId, 'slack.connected', id, { channel: input.channel, appId: input.appId ?? null, events: list })],
+        max,
       )
+      if (!inserted) throw atCap()
       return present((await repo.get(orgId, id))!)
     },
 

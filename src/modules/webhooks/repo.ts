@@ -111,9 +111,10 @@ export interface WebhooksRepo {
 
   /**
    * Inserts the endpoint with its cursor at the Org's last seq, read in the same transaction: it gets
-   * exactly the events committed after it exists.
+   * exactly the events committed after it exists. With `max` (> 0): only while the Org has fewer live
+   * endpoints, counted in that transaction; false (nothing written) when it has `max` already.
    */
-  insert(row: NewWebhook, audit: AuditEntry[]): Promise<void>
+  insert(row: NewWebhook, audit: AuditEntry[], max?: number): Promise<boolean>
   /** Soft-deletes the endpoint and fails what it had pending; false (nothing written) when it was gone. */
   delete(orgId: string, id: string, now: number, audit: AuditEntry[]): Promise<boolean>
   /** New sealed secret; the old one signs alongside until `previousUntil`. False when the endpoint is gone. */

@@ -115,13 +115,11 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
     async create(orgId: string, input: WebhookInput, by: ActedBy) {
       // Every dispatcher pass (5 a second) walks every live endpoint of every Org: 20,000 endpoints of one
       // Org, made with its sk_ key at the rate limit's pace, kept a core busy and slowed every other Org's
-      // submissions from 2 ms to 700 ms. So an Org has at most FIXLOOP_WEBHOOKS_PER_ORG of them. (Checked
-      // before the insert: creates racing at the cap can pass it by as many as race, which the key's rate
-      // limit bounds.)
+      // submissions from 2 ms to 700 ms. So an Org has at most FIXLOOP_WEBHOOKS_PER_ORG of them: refused
+      // here before the target's checks, and held again in the insert's transaction (creates racing at the cap).
       const max = ctx.config.webhooksPerOrg
-      if (max > 0 && (await repo.list(orgId)).length >= max) {
-        throw new ApiError('invalid_argument', { limit: 'FIXLOOP_WEBHOOKS_PER_ORG', max }, `This Org already has ${max} webhook endpoints, the most it may have (FIXLOOP_WEBHOOKS_PER_ORG): delete one first.`)
-      }
+      const atCap = () => new ApiError('invalid_argument', { limit: 'FIXLOOP_WEBHOOKS_PER_ORG', max }, `This Org already has ${max} webhook endpoints, the most it may have (FIXLOOP_WEBHOOKS_PER_ORG): delete one first.`)
+      if (max > 0 && (await repo.list(orgId)).length >= max) throw atCap()
       const eventTypes = checkEvents(input.events ?? [])
       if (input.appId) await checkApp(orgId, input.appId)
       await checkTarget(input.url, allowPrivate, { allowUnresolved: true, hint: options.privateHint })
@@ -139,7 +137,7 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
       // The cursor starts at the Org's last event, read in the insert's transaction: an endpoint gets
       // exactly the events committed after it exists.
       // The host only: a webhook URL's path or query may carry a token of the receiver's.
-      await repo.insert(row, [entry(by, orgId, 'webhook.created', id, { host: new URL(input.url).host, events: eventTypes, appId: row.appId })])
+      if (!(await repo.insert(row, [entry(by, orgId, 'webhook.created', id, { host: new URL(input.url).host, events: eventTypes, appId: row.appId })], max))) throw atCap()
       return { ...presentWebhook(await require(orgId, id), ctx.clock.now()), secret }
     },
 
