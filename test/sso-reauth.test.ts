@@ -143,7 +143,8 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     const appUrl = `/admin/o/${orgId}/apps/${appId}`
     await page.goto(server.url + appUrl)
     await page.getByRole('button', { name: 'Reveal' }).click()
-    const confirm = page.getByRole('button', { name: `Confirm with 127.0.0.1:${new URL(idp.issuer).port}` })
+    // The dialog's own button (the repository form behind it has one too, named for its action).
+    const confirm = page.getByRole('dialog').getByRole('button', { name: `Confirm with 127.0.0.1:${new URL(idp.issuer).port}`, exact: true })
     await confirm.waitFor()
     // No password to type: no password field, and the dialog's Reveal waits for the confirmation.
     expect(await page.locator('#reveal-password').count()).toBe(0)
@@ -348,6 +349,23 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     expect((await reauth(alice, 'totp_disable')).status).toBe(303)
     const off = await alice.context.request.delete(server.url + '/admin/api/me/totp', { data: {}, headers: { 'x-csrf-token': alice.csrf } })
     expect(off.status()).toBe(200)
+    await alice.context.close()
+  }, 60_000)
+
+  test('an SSO-only instance owner connects a repository after its own re-authentication: its commands run on this server after the session', async () => {
+    const alice = await ssoSignIn('alice')
+    const repo = `/admin/api/orgs/${orgId}/apps/${appId}/repo`
+    const put = () => alice.context.request.put(server.url + repo, { data: { gitUrl: 'https://git.example/acme/shop.git', host: 'none', agent: 'command', agentCommand: 'true' }, headers: { 'x-csrf-token': alice.csrf } })
+    const refused = await put()
+    expect(refused.status()).toBe(401)
+    expect(((await refused.json()) as { error: { details: Record<string, unknown> } }).error.details).toMatchObject({ reauthRequired: true, noPassword: true, purpose: 'repo_connect' })
+    // A confirmation for another action connects nothing.
+    expect((await reauth(alice, REVEAL_PURPOSE)).status).toBe(303)
+    expect((await put()).status()).toBe(401)
+    expect((await reauth(alice, 'repo_connect')).status).toBe(303)
+    expect((await put()).status()).toBe(200)
+    expect((await put()).status()).toBe(401) // used once
+    expect((await alice.context.request.delete(server.url + repo, { headers: { 'x-csrf-token': alice.csrf } })).status()).toBe(200)
     await alice.context.close()
   }, 60_000)
 

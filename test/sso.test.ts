@@ -169,6 +169,17 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     }
   }, 60_000)
 
+  test('an ID token issued in the future (iat an hour ahead) is refused', async () => {
+    // openid-client bounds exp and nbf, not iat: a token dated ahead (a provider's clock far off, or a
+    // token minted for later use) passed its checks.
+    idp.tamper = (c) => ({ ...c, iat: Math.floor(Date.now() / 1000) + 3600, exp: Math.floor(Date.now() / 1000) + 7200 })
+    try {
+      await expectRefused(await attempt(server.url, 'alice'), 400, /Sign-in failed/, /ID token did not pass the checks.*iat/)
+    } finally {
+      idp.tamper = undefined
+    }
+  }, 60_000)
+
   test('an ID token with another nonce is refused', async () => {
     idp.tamper = (c) => ({ ...c, nonce: 'a-nonce-from-another-sign-in' })
     try {

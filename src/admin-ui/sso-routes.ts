@@ -10,11 +10,13 @@
 import { Elysia } from 'elysia'
 import { timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../core/clock'
+import { ApiError } from '../core/errors'
 import { escapeHtml } from '../core/escape-html'
 import type { SecretBox } from '../core/crypto'
 import type { Logger } from '../core/logger'
 import { sessionCookie, type AdminAuthDeps } from '../http/admin-auth'
-import { clientAddress } from '../http/client-address'
+import { addressKey, clientAddress } from '../http/client-address'
+import { RateLimiter } from '../http/rate-limit'
 import { createSsoFlows } from '../http/sso-flow'
 import type { AuditLog } from '../modules/audit/index'
 import { SsoError, type OidcRelyingParty } from '../modules/admins/oidc'
@@ -24,6 +26,12 @@ import { ASSETS } from './assets'
 const styleUrl = ASSETS.find((a) => a.specifier === null)!.url
 /** A real callback's query is a few hundred characters; far more is junk, refused before any work. */
 const MAX_QUERY_CHARS = 8192
+/**
+ * Sign-ins started per client address: a burst of 30, then one a second (FIXLOOP_RATE_LIMIT_MULTIPLIER
+ * scales it). A person starts a few a day; each start hands out a flow whose state the callback then
+ * remembers as spent for ten minutes, so an unlimited start let anyone grow that memory at will.
+ */
+const START_BUCKET = { capacity: 30, refillPerSecond: 1 }
 
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -76,10 +84,13 @@ export interface SsoRouteDeps {
   clock: Clock
   log: Logger
   trustProxy: boolean
+  /** FIXLOOP_RATE_LIMIT_MULTIPLIER: scales the per-address limit on starting a sign-in. */
+  rateMultiplier?: number
 }
 
 export function ssoRoutes(deps: SsoRouteDeps) {
   const flows = createSsoFlows(deps.box, deps.clock)
+  const starts = new RateLimiter(START_BUCKET, deps.clock, deps.rateMultiplier ?? 1)
   const { auth, relyingParty } = deps
   const notConfigured = () => refusalPage(404, 'Single sign-on is not set up', 'This fixloop server has no OpenID Connect provider configured (FIXLOOP_OIDC_ISSUER). Sign in with your email and password.')
 
@@ -87,8 +98,18 @@ export function ssoRoutes(deps: SsoRouteDeps) {
     .use(reauthRoutes({ auth, relyingParty, providerName: deps.providerName, flows, audit: deps.audit, clock: deps.clock }))
     .get(
       '/admin/oidc/start',
-      async ({ request }) => {
+      async ({ request, server }) => {
         if (!relyingParty) return notConfigured()
+        const ip = clientAddress(request, server, deps.trustProxy)
+        try {
+          starts.take(addressKey(ip))
+        } catch (e) {
+          if (!(e instanceof ApiError) || e.code !== 'rate_limited') throw e
+          deps.log.warn('sso: sign-in starts rate limited', { ip })
+          const refused = refusalPage(429, 'Too many sign-in attempts', 'This address started too many sign-ins in a short time. Wait a minute, then start again from the sign-in page.')
+          for (const [name, value] of Object.entries(e.headers ?? {})) refused.headers.set(name, value)
+          return refused
+        }
         try {
           const { url, secrets } = await relyingParty.start()
           return new Response(null, { status: 303, headers: { location: url, 'set-cookie': flows.seal(auth, request, secrets), 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })

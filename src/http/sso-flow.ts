@@ -58,11 +58,25 @@ function cookie(deps: AdminAuthDeps, request: Request, value: string, maxAgeSeco
 }
 
 export function createSsoFlows(box: SecretBox, clock: Clock) {
-  /** Spent states → when their cookie expires (then they could not be replayed anyway). */
-  const spent = new Map<string, number>()
+  /**
+   * Spent states, in two generations of FLOW_TTL_MS each: a state is remembered at least FLOW_TTL_MS
+   * after it was spent, by when its cookie (sealed at most FLOW_TTL_MS before) has expired and could
+   * not be replayed anyway. Dropping a whole generation costs nothing per callback; sweeping one map
+   * entry by entry on every callback made each callback cost as much as every state spent in the last
+   * ten minutes, which anyone can add to (the start route hands out flows to everyone).
+   */
+  let current = new Set<string>()
+  let previous = new Set<string>()
+  let rotatedAt = clock.now()
 
-  function forgetExpired(now: number): void {
-    for (const [state, until] of spent) if (until <= now) spent.delete(state)
+  function isSpent(state: string, now: number): boolean {
+    if (now - rotatedAt >= FLOW_TTL_MS) {
+      // Two periods or more since the last rotation: both generations are old enough to forget.
+      previous = now - rotatedAt >= 2 * FLOW_TTL_MS ? new Set() : current
+      current = new Set()
+      rotatedAt = now
+    }
+    return current.has(state) || previous.has(state)
   }
 
   return {
@@ -94,9 +108,8 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
       const now = clock.now()
       if (typeof flow.state !== 'string' || typeof flow.nonce !== 'string' || typeof flow.codeVerifier !== 'string' || !(flow.expiresAt > now)) return undefined
       if (flow.reauth !== undefined && !isReauthFlow(flow.reauth)) return undefined
-      forgetExpired(now)
-      if (spent.has(flow.state)) return undefined
-      spent.set(flow.state, flow.expiresAt)
+      if (isSpent(flow.state, now)) return undefined
+      current.add(flow.state)
       const secrets = { state: flow.state, nonce: flow.nonce, codeVerifier: flow.codeVerifier }
       return flow.reauth ? { ...secrets, reauth: flow.reauth } : secrets
     },

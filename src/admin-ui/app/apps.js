@@ -224,6 +224,10 @@ function Repo({ org, app, me }) {
   const [saved, setSaved] = useState('')
   /** The git host's webhook secret, shown once right after the first connection (docs/agents.md). */
   const [hookSecret, setHookSecret] = useState(null)
+  // The commands run on this server for every queued report, after this session too: the admin confirms
+  // it is them (password, or the identity provider), as for a new key.
+  const reauth = useReauth()
+  const [password, setPassword] = useState('')
   const c = current.data && current.data.connection
   const form = f || {
     gitUrl: c ? c.gitUrl : '',
@@ -245,7 +249,9 @@ function Repo({ org, app, me }) {
   const [save, busy, error] = useAction(async () => {
     const body = { ...form, maxFiles: Number(form.maxFiles), maxLines: Number(form.maxLines), runsPerDay: Number(form.runsPerDay), maxCostUsdPerMonth: Number(form.maxCostUsdPerMonth) }
     for (const k of ['hostApiUrl', 'agentCommand', 'model', 'verifyCommand', 'hostToken']) if (!body[k]) delete body[k]
-    const res = await api('PUT', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`, { body })
+    const res = await api('PUT', `/admin/api/orgs/${org.id}/apps/${app.id}/repo`, { body: { ...body, ...proofOf(reauth.data, 'repo_connect', password) } })
+    setPassword('')
+    reauth.reload()
     setHookSecret(res && res.connection && res.connection.webhookSecret ? { secret: res.connection.webhookSecret, path: res.connection.webhookPath } : null)
     setF(null)
     setSaved('Connected.')
@@ -285,7 +291,9 @@ function Repo({ org, app, me }) {
       ${field('r-lines', 'Max lines changed', html`<input id="r-lines" type="number" min="1" value=${form.maxLines} onInput=${set('maxLines')} />`)}
       ${field('r-runs', 'Runs per day', html`<input id="r-runs" type="number" min="1" value=${form.runsPerDay} onInput=${set('runsPerDay')} />`)}
       ${field('r-cost', 'Max cost per month (USD)', html`<input id="r-cost" type="number" min="0.01" step="0.01" value=${form.maxCostUsdPerMonth} onInput=${set('maxCostUsdPerMonth')} />`)}
-      <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>${c ? 'Save connection' : 'Connect repository'}</button>
+      ${!ro && html`<p class="hint wide">The agent and verify commands run on this server for every queued report, also after you sign out: confirm it is you to save.${reauth.data && !reauth.data.hasPassword ? ' Confirm first, then fill in the form: what is typed here is not kept across the provider’s sign-in page.' : ''}</p>
+        <${ConfirmIdentity} status=${reauth.data} purpose="repo_connect" id="r-password" password=${password} setPassword=${setPassword} passwordOnly=${true} what="to connect the repository" />`}
+      <div class="actions wide"><button type="submit" class="primary" disabled=${busy || (!ro && !canConfirm(reauth.data, 'repo_connect'))}>${c ? 'Save connection' : 'Connect repository'}</button>
         ${c && html`<button type="button" class="danger" onClick=${disconnect}>Disconnect</button>`}
         ${saved && html`<span role="status">${saved}</span>`}</div>
       </fieldset>

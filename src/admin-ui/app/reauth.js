@@ -44,8 +44,9 @@ export function ProviderButton({ status, purpose, id, label }) {
  * The password field and/or the "Confirm with <provider>" button; once the provider confirmed, a note
  * saying so instead. `id` is the password input's id; `autofocus` focuses the first control once shown.
  * `passwordOnly`: no provider button (a form whose state the round trip to the provider would lose).
+ * `what`: the action, named on the provider button when the page has another one (another dialog's).
  */
-export function ConfirmIdentity({ status, purpose, id, password, setPassword, autofocus, passwordOnly }) {
+export function ConfirmIdentity({ status, purpose, id, password, setPassword, autofocus, passwordOnly, what }) {
   // The status may arrive after the dialog opened (and focused what it had): the first control takes the focus then.
   const box = useRef(null)
   const loaded = !!status
@@ -63,6 +64,6 @@ export function ConfirmIdentity({ status, purpose, id, password, setPassword, au
     html`<div class="field"><label for=${id}>Password</label>
       <input id=${id} type="password" autocomplete="current-password" required value=${password} onInput=${(e) => setPassword(e.target.value)} /></div>`}
     ${provider && status.hasPassword && html`<p class="or">or</p>`}
-    ${provider && html`<${ProviderButton} status=${status} purpose=${purpose} id=${id} />`}
+    ${provider && html`<${ProviderButton} status=${status} purpose=${purpose} id=${id} label=${what && `Confirm with ${status.provider} ${what}`} />`}
     ${!status.hasPassword && !status.sso && html`<p class="error" role="alert">This admin has no password and single sign-on is not configured: an operator sets a password with <code>fixloop admin reset-password</code>.</p>`}</div>`
 }

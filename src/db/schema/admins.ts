@@ -56,7 +56,7 @@ export const adminSessions = sqliteTable(
     revokedAt: integer('revoked_at'),
     /**
      * Step-up re-authentication at the identity provider (SSO admins, in place of a password re-entry):
-     * what it was for (secret_reveal, totp_enable, totp_disable) and when. Cleared by the action that uses it.
+     * what it was for (one of REAUTH_PURPOSES, src/modules/admins/sessions.ts) and when. Cleared by the action that uses it.
      */
     reauthPurpose: text('reauth_purpose'),
     reauthAt: integer('reauth_at'),

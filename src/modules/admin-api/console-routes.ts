@@ -88,14 +88,17 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
     })
     .put(
       '/admin/api/orgs/:orgId/apps/:appId/repo',
-      ({ actor, params, body }) => svc.connectRepo(actor, params.orgId, params.appId, { ...body, hostToken: body.hostToken?.trim() || undefined }),
+      ({ actor, params, body: { password, ...body } }) => svc.connectRepo(actor, params.orgId, params.appId, { ...body, hostToken: body.hostToken?.trim() || undefined }, password),
       {
         access: 'repos.manage',
         params: AppParams,
         body: RepoBody,
         parse: 'json',
-        response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'not_found', 'app_not_found', 'forbidden') },
-        detail: doc('Connect a repository and agent (instance owner)', 'Same rules as `fixloop app connect-repo`. Reports waiting in queued get their run.'),
+        response: { 200: RepoView, ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'invalid_argument', 'invalid_credentials', 'not_found', 'app_not_found', 'forbidden') },
+        detail: doc(
+          'Connect a repository and agent (instance owner; password re-entered, or a re-authentication at the identity provider)',
+          'Same rules as `fixloop app connect-repo`. Reports waiting in queued get their run. The agent and verify commands run on this server for every queued report, long after the session that set them, so it asks for the proof a reveal does: `password`, or without it an unused re-authentication for `repo_connect` at most 5 minutes old (POST /admin/api/me/reauth); otherwise 401 invalid_credentials with `details.reauthRequired`.',
+        ),
       },
     )
     .delete('/admin/api/orgs/:orgId/apps/:appId/repo', ({ actor, params }) => svc.disconnectRepo(actor, params.orgId, params.appId), {

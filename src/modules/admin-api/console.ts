@@ -116,11 +116,14 @@ export function createConsoleService(ctx: ConsoleServiceDeps, { reentry, audit, 
 
     /**
      * Connects (or replaces) the App's repository and agent. Instance owners only: the agent and verify
-     * commands run on this server, which an Org admin must not be able to make it do.
+     * commands run on this server, which an Org admin must not be able to make it do. For the same reason
+     * the admin proves again who they are (`repo_connect`): a stolen session could otherwise leave a
+     * command behind that runs for every queued report after the session is revoked.
      * An empty token keeps the stored one, while the host, its API URL and the git remote are unchanged.
      */
-    async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput) {
+    async connectRepo(actor: Actor, orgId: string, appId: string, input: ConnectionInput, password: string | undefined) {
       await appOf(orgId, appId)
+      await reentry.confirm({ adminId: actor.admin.id, sessionId: actor.sessionId }, password, { purpose: 'repo_connect', ip: actor.ip, orgId, targetId: appId })
       const hostToken = input.hostToken || (await connections.keptHostToken(appId, input))
       // The connection, the runs it releases and its audit row commit together (connections/repo.ts).
       const connection = await connections.connect(orgId, appId, { ...input, hostToken }, { ...by(actor), note: { tokenChanged: !!input.hostToken } })

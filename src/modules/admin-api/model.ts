@@ -128,6 +128,7 @@ export const RepoBody = t.Object(
     denyPaths: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 100 })),
     runsPerDay: t.Optional(int({ minimum: 1, maximum: 10000 })),
     maxCostUsdPerMonth: t.Optional(t.Number({ exclusiveMinimum: 0, maximum: 1000000 })),
+    password: t.Optional(Password),
   },
   closed,
 )

@@ -19,6 +19,8 @@ import type { Clock } from '../../core/clock'
 
 /** A day: providers change their endpoints rarely, and a restart refetches at once. */
 export const DISCOVERY_TTL_MS = 24 * 3600_000
+/** How far an ID token's `iat` may be ahead of our clock (openid-client's own tolerance on exp and nbf). */
+const ID_TOKEN_CLOCK_TOLERANCE_MS = 30_000
 
 /** What the browser must bring back to finish the flow (kept in the sealed flow cookie). */
 export interface FlowSecrets {
@@ -134,6 +136,11 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
       }
       const claims = tokens.claims()
       if (!claims) throw new SsoError('token_rejected', 'The identity provider sent no ID token.')
+      // openid-client bounds exp and nbf but not iat: a token issued "later" than now (beyond the clock
+      // tolerance it allows elsewhere) is refused here, as docs/security.md says.
+      if (typeof claims.iat === 'number' && claims.iat * 1000 > clock.now() + ID_TOKEN_CLOCK_TOLERANCE_MS) {
+        throw new SsoError('token_rejected', 'The identity provider\'s ID token did not pass the checks (its "iat" (issued at) is in the future: check the clocks of both servers).')
+      }
       return {
         subject: claims.sub,
         email: typeof claims.email === 'string' ? claims.email : undefined,
