@@ -5,10 +5,10 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import { ManualClock } from '../core/clock'
-import { SecretBox } from '../core/crypto'
-import type { AdminAuthDeps } from './admin-auth'
-import { createSsoFlows, FLOW_TTL_MS } from './sso-flow'
+import { ManualClock } from '../src/core/clock'
+import { SecretBox } from '../src/core/crypto'
+import type { AdminAuthDeps } from '../src/http/admin-auth'
+import { createSsoFlows, FLOW_TTL_MS } from '../src/http/sso-flow'
 
 const deps = { publicUrl: undefined, trustProxy: false } as unknown as AdminAuthDeps
 const box = new SecretBox(randomBytes(32))
