@@ -417,6 +417,7 @@ describe('session replay on the report page', () => {
     const csp = res.headers.get('content-security-policy')!
     expect(csp).toContain("script-src 'self'")
     expect(csp).toContain("frame-ancestors 'self'")
+    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN')
     expect(csp).toContain('img-src data: blob:')
     expect(csp).not.toContain("'unsafe-eval'")
     // The replayer is an immutable asset, sent gzipped to a browser that accepts it (all do).
@@ -431,7 +432,9 @@ describe('session replay on the report page', () => {
     expect(plainText).toContain('Replayer')
     expect(gzBytes).toBeLessThan(plainText.length / 2)
     // The dashboard's own pages keep their strict styles and still refuse to be framed.
-    const shell = (await fetch(server.url + '/admin')).headers.get('content-security-policy')!
+    const shellRes = await fetch(server.url + '/admin')
+    expect(shellRes.headers.get('x-frame-options')).toBe('DENY')
+    const shell = shellRes.headers.get('content-security-policy')!
     expect(shell).toContain("style-src 'self';")
     expect(shell).toContain("frame-ancestors 'none'")
     expect(shell).toContain("frame-src 'self'")

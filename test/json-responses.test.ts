@@ -35,6 +35,8 @@ describe('JSON content type', () => {
       const r = await call(server.url, method, path, opts(t))
       expect(r.status).toBe(status)
       expect(r.headers.get('content-type')).toBe(JSON_TYPE)
+      // Answers, errors included, are never sniffed into something else (an error may echo the caller's text).
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff')
     })
   }
 })

@@ -62,6 +62,8 @@ export function dashboardCsp(blobOrigin?: string): string {
 const pageHeaders = (csp: string) => ({
   'content-type': 'text/html; charset=utf-8',
   'content-security-policy': csp,
+  // frame-ancestors says it to every current browser; this says it to older ones and to scanners.
+  'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -109,6 +111,7 @@ export const REPLAY_FRAME_CSP = [
 const REPLAY_FRAME_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'content-security-policy': REPLAY_FRAME_CSP,
+  'x-frame-options': 'SAMEORIGIN',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',

@@ -162,6 +162,9 @@ export function foundation(log: Logger, metrics?: RequestMetrics, trustProxy = f
       if (logRequests) clientOf.set(request, clientAddress(request, server, trustProxy))
       const given = request.headers.get('x-request-id')
       set.headers['x-request-id'] = given && CLIENT_ID_RE.test(given) ? given : newId()
+      // Every answer is what its Content-Type says (JSON errors and echoes of a reporter's text included):
+      // no browser may sniff one into a page.
+      set.headers['x-content-type-options'] = 'nosniff'
       const url = request.url
       // An invalid Host leaves Bun with a bare path for request.url (url-path.ts): nothing downstream
       // could tell where its path starts, so it is refused before routing.
