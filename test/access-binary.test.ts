@@ -136,6 +136,29 @@ describe('a member session against the binary', () => {
     expect(rows.map((e) => [e.targetId, e.data.host])).toEqual([[cliHookId, '127.0.0.1:9']])
     expect(log.filter((e) => e.action === 'slack.user_allowed' && e.actor === 'cli').map((e) => e.data)).toEqual([{ teamId: 'T0777', userId: 'U0777' }])
   })
+
+  // Last: it removes the member.
+  test('fixloop admin remove (someone left): the member is signed out at once and cannot sign in, audited in the Org; list shows who is left', async () => {
+    const me = () => call(server.url, 'GET', '/admin/api/sessions', { headers: { cookie: member.cookie } })
+    expect((await me()).status).toBe(200)
+    const listed = (await cli(dir, 'admin', 'list')).data
+    expect(listed.map((a: any) => [a.email, a.owner, a.orgs])).toEqual([
+      ['member@example.com', false, [{ orgId, role: 'member' }]],
+      ['owner@example.com', false, [{ orgId, role: 'owner' }]],
+    ])
+    expect(JSON.stringify(listed)).not.toContain('argon2')
+    expect(await cli(dir, 'admin', 'remove', '--email', 'Member@Example.com')).toEqual({ id: member.id, email: 'member@example.com' })
+    expect((await me()).status).toBe(401)
+    const again = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'member@example.com', password: 'member password 1' } })
+    expect(again.status).toBe(401)
+    expect((await cli(dir, 'admin', 'list')).data.map((a: any) => a.email)).toEqual(['owner@example.com'])
+    const removed = (await auditOf(server.url, owner, orgId)).filter((e) => e.action === 'admin.removed')
+    expect(removed.map((e) => [e.actor, e.targetId])).toEqual([['cli', member.id]])
+    // Nobody else to remove: unknown email, exit 2 with the reason on stderr.
+    const missing = await runBinary(['admin', 'remove', '--email', 'member@example.com', '--data-dir', dir], ENV)
+    expect(missing.code).not.toBe(0)
+    expect(missing.stderr).toContain('No admin with email member@example.com')
+  })
 })
 
 /** `fixloop serve --demo` from the binary, until it has printed the demo key. */

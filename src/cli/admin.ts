@@ -1,4 +1,4 @@
-/** `fixloop admin create|reset-password`: dashboard admins from the command line (passwords from files). */
+/** `fixloop admin create|reset-password|list|remove`: dashboard admins from the command line (passwords from files). */
 import { loadConfig } from '../config'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
@@ -12,6 +12,11 @@ export const ADMIN_HELP = `Usage:
         --no-password: the admin signs in with SSO only (FIXLOOP_OIDC_*), never with a password.
   fixloop admin reset-password --email EMAIL --password-file PATH [--json]
         set a new password and sign the admin out everywhere
+  fixloop admin list [--json]
+        every admin: email, instance owner or the Orgs and roles, whether a password and TOTP are set
+  fixloop admin remove --email EMAIL [--json]
+        remove an admin who left: signed out everywhere at once, gone from every Org (audited); the
+        instance's only owner cannot be removed (create another owner first)
 The password is the first line of the file (at least 10 characters); it never goes on the command line.
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
@@ -34,8 +39,9 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   })
   if (values.help) return void process.stdout.write(ADMIN_HELP + '\n')
   const sub = positionals[0]
-  if (sub !== 'create' && sub !== 'reset-password') throw new UsageError(`${sub ? `unknown command "fixloop admin ${sub}"` : 'missing command'}\n\n${ADMIN_HELP}`)
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`)
+  if (sub === 'list' || sub === 'remove') return runListOrRemove(sub, values)
+  if (sub !== 'create' && sub !== 'reset-password') throw new UsageError(`${sub ? `unknown command "fixloop admin ${sub}"` : 'missing command'}\n\n${ADMIN_HELP}`)
   if (sub === 'reset-password' && (values.org || values.role)) throw new UsageError('"fixloop admin reset-password" takes only --email and --password-file')
   const role = values.role ?? 'owner'
   if (role !== 'owner' && role !== 'member') throw new UsageError(`--role must be owner or member, got "${role}"`)
@@ -55,6 +61,25 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
     const admin = await admins.resetPassword(values.email, password!)
     await audit.record({ orgId: null, actor: 'cli', action: 'admin.password_reset', targetId: admin.id })
     return output({ id: admin.id, email: admin.email }, values.json)
+  } finally {
+    await closeContext(ctx)
+  }
+}
+
+/** `list` and `remove`: no password file; `remove` needs --email. */
+async function runListOrRemove(sub: 'list' | 'remove', values: ReturnType<typeof parseFlags>['values'] & { email?: string; org?: string[]; role?: string }) {
+  const extra = (['password-file', 'no-password', 'org', 'role'] as const).find((f) => values[f] !== undefined)
+  if (extra || (sub === 'list' && values.email)) throw new UsageError(`"fixloop admin ${sub}" takes ${sub === 'list' ? 'no flags but --json' : 'only --email'}${extra ? `, not --${extra}` : ''}`)
+  if (sub === 'remove' && !values.email) throw new UsageError('missing --email')
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
+  try {
+    const { admins } = domainServices(ctx)
+    if (sub === 'remove') return output(await admins.remove(values.email!, 'cli'), values.json)
+    const list = await admins.list()
+    if (values.json) return output({ data: list }, true)
+    const scope = (a: (typeof list)[number]) => (a.owner ? 'instance owner' : a.orgs.map((m) => `${m.orgId} (${m.role})`).join(', ') || 'no Org')
+    const sign = (a: (typeof list)[number]) => [a.password ? 'password' : 'SSO only', a.totp ? 'TOTP' : ''].filter(Boolean).join(' + ')
+    process.stdout.write(list.length === 0 ? 'no admins yet\n' : list.map((a) => `${a.email}  ${a.id}  ${scope(a)}  ${sign(a)}`).join('\n') + '\n')
   } finally {
     await closeContext(ctx)
   }

@@ -127,6 +127,40 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     expect((await repo.sessionByTokenHash('th-s3'))?.revokedAt).toBeNull()
   })
 
+  test('remove: the admin, its sessions, memberships and read marks go with its audit rows; the only owner stays; owners removing each other at once leave one', async () => {
+    const s = await fresh()
+    const repo = s.store.admins
+    const { seedOrgApp } = await import('./store-fixtures')
+    await seedOrgApp(s, 'o1', 'a1')
+    await repo.insertAdmin(admin('own1', 'own1@example.com', true), [])
+    await repo.insertAdmin(admin('mem1', 'mem1@example.com'), [{ orgId: 'o1', role: 'member' }])
+    await repo.insertSession(session('s1', 'mem1'))
+    await repo.insertSession(session('s2', 'own1'))
+    expect((await repo.all()).map((a) => a.email)).toEqual(['mem1@example.com', 'own1@example.com'])
+    const audit = [{ orgId: 'o1', actor: 'cli', action: 'admin.removed', targetId: 'mem1', data: {} }]
+    expect(await repo.remove('mem1', audit)).toBe('removed')
+    expect(await repo.byId('mem1')).toBeUndefined()
+    expect(await repo.sessionByTokenHash('th-s1')).toBeUndefined()
+    expect(await repo.memberships('mem1')).toEqual([])
+    expect(await repo.listForOrg('o1')).toEqual([])
+    expect(await repo.sessionByTokenHash('th-s2')).toBeDefined()
+    expect(await rows(s.storage, "SELECT target_id FROM audit_log WHERE action = 'admin.removed'")).toEqual([{ target_id: 'mem1' }])
+    expect(await repo.remove('mem1', audit)).toBe('missing')
+    // The instance's only owner: refused, nothing written (no audit row either).
+    expect(await repo.remove('own1', [{ ...audit[0], orgId: null, targetId: 'own1' }])).toBe('last_owner')
+    expect(await repo.byId('own1')).toBeDefined()
+    expect((await rows(s.storage, "SELECT target_id FROM audit_log WHERE action = 'admin.removed'")).length).toBe(1)
+    // Owners removing each other at once (rounds of four): one of them always stays.
+    for (let round = 0; round < 5; round++) {
+      const [kept] = (await repo.all()).filter((a) => a.isOwner).map((a) => a.id)
+      const ids = [kept, ...[1, 2, 3].map((k) => `r${round}o${k}`)]
+      for (const id of ids.slice(1)) await repo.insertAdmin(admin(id, `${id}@example.com`, true), [])
+      const outcomes = await Promise.all(ids.map((id) => repo.remove(id, [])))
+      expect(outcomes.sort()).toEqual(['last_owner', 'removed', 'removed', 'removed'])
+      expect((await repo.all()).filter((a) => a.isOwner).length).toBe(1)
+    }
+  })
+
   test('sessions: read back, touched, listed newest first (live only), revoked once and only by their admin', async () => {
     const s = await fresh()
     const repo = s.store.admins

@@ -1,14 +1,18 @@
 /** PostgreSQL side of modules/admins/repo.ts. */
 import type { AdminRow, AdminsRepo, Membership, SessionRow } from '../../modules/admins/repo'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
+import type { Clock } from '../../core/clock'
+import { pgAudited } from './audit-writer'
+import { otherOwnersSql, removeAdminSql } from '../sql/admin-removal'
 
 const ADMIN_COLUMNS =
   'id, email, password_hash AS "passwordHash", is_owner AS "isOwner", totp_secret_enc AS "totpSecretEnc", totp_last_step AS "totpLastStep", created_at AS "createdAt", updated_at AS "updatedAt"'
 const SESSION_COLUMNS =
   'id, token_hash AS "tokenHash", admin_id AS "adminId", csrf_token AS "csrfToken", user_agent AS "userAgent", ip, created_at AS "createdAt", last_seen_at AS "lastSeenAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"'
 
-export function createPgAdminsRepo(storage: PgStorage): AdminsRepo {
+export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo {
   const { pool } = storage
+  const audited = pgAudited(storage, clock)
   const insert = async (q: PgQueryable, row: AdminRow, members: Membership[]) => {
     await q.query('INSERT INTO admins (id, email, password_hash, is_owner, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)', [
       row.id, row.email, row.passwordHash, row.isOwner, row.createdAt, row.updatedAt,
@@ -103,5 +107,20 @@ export function createPgAdminsRepo(storage: PgStorage): AdminsRepo {
 
     keyUsed: async (keyId, at) =>
       void (await exec(pool, 'INSERT INTO api_key_activity (key_id, last_used_at) VALUES ($1, $2) ON CONFLICT (key_id) DO UPDATE SET last_used_at = excluded.last_used_at', [keyId, at])),
+    all: () => many<AdminRow>(pool, `SELECT ${ADMIN_COLUMNS} FROM admins ORDER BY email, id`),
+    remove: async (adminId, audit) => {
+      let outcome: 'removed' | 'last_owner' | 'missing' = 'missing'
+      await audited(audit, async (c) => {
+        // The owners' rows locked: two owners removing each other at once cannot both pass the check.
+        await c.query('SELECT id FROM admins WHERE is_owner ORDER BY id FOR UPDATE')
+        const row = await one<{ isOwner: boolean }>(c, 'SELECT is_owner AS "isOwner" FROM admins WHERE id = $1 FOR UPDATE', [adminId])
+        if (!row) return false
+        if (row.isOwner && Number((await one<{ n: string }>(c, otherOwnersSql('$1'), [adminId]))!.n) === 0) return ((outcome = 'last_owner'), false)
+        for (const sql of removeAdminSql('$1')) await exec(c, sql, [adminId])
+        outcome = 'removed'
+        return true
+      })
+      return outcome
+    },
   }
 }

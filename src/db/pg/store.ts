@@ -114,7 +114,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
   return withLazyMembers(base, {
     abuse: () => createPgAbuseRepo(storage),
     reporters: () => createPgReportersRepo(storage),
-    admins: () => createPgAdminsRepo(storage),
+    admins: () => createPgAdminsRepo(storage, clock),
     agentRuns: () => createPgAgentRunsRepo(storage, side),
     apps: () => createPgAppsRepo(storage),
     audit: () => createPgAuditRepo(storage, clock),

@@ -1,6 +1,9 @@
 /** SQLite side of modules/admins/repo.ts. */
 import type { AdminRow, AdminsRepo, Membership, SessionRow } from '../../modules/admins/repo'
 import type { SqliteStorage } from './storage'
+import type { Clock } from '../../core/clock'
+import { sqliteAudited } from './audit-writer'
+import { otherOwnersSql, removeAdminSql } from '../sql/admin-removal'
 
 const ADMIN_COLUMNS =
   'id, email, password_hash AS passwordHash, is_owner AS isOwner, totp_secret_enc AS totpSecretEnc, totp_last_step AS totpLastStep, created_at AS createdAt, updated_at AS updatedAt'
@@ -10,7 +13,11 @@ const SESSION_COLUMNS =
 /** SQLite hands `is_owner` back as 0/1. */
 const admin = (row: (Omit<AdminRow, 'isOwner'> & { isOwner: number }) | null): AdminRow | undefined => (row ? { ...row, isOwner: row.isOwner === 1 } : undefined)
 
-export function createSqliteAdminsRepo({ sqlite }: SqliteStorage): AdminsRepo {
+export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock): AdminsRepo {
+  const audited = sqliteAudited(sqlite, clock)
+  const allAdmins = sqlite.query(`SELECT ${ADMIN_COLUMNS} FROM admins ORDER BY email`)
+  const otherOwners = sqlite.query(otherOwnersSql('?'))
+  const removal = removeAdminSql('?').map((sql) => sqlite.query(sql))
   const byEmail = sqlite.query(`SELECT ${ADMIN_COLUMNS} FROM admins WHERE email = ?`)
   const byId = sqlite.query(`SELECT ${ADMIN_COLUMNS} FROM admins WHERE id = ?`)
   const count = sqlite.query('SELECT COUNT(*) AS n FROM admins')
@@ -99,5 +106,18 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage): AdminsRepo {
       } | null) ?? undefined,
 
     keyUsed: async (keyId, at) => void sqlite.transaction(() => keyUsed.run(keyId, at)).immediate(),
+    all: async () => (allAdmins.all() as (Omit<AdminRow, 'isOwner'> & { isOwner: number })[]).map((r) => admin(r)!),
+    remove: async (adminId, audit) => {
+      let outcome: 'removed' | 'last_owner' | 'missing' = 'missing'
+      audited(audit, () => {
+        const row = admin(byId.get(adminId) as (Omit<AdminRow, 'isOwner'> & { isOwner: number }) | null)
+        if (!row) return false
+        if (row.isOwner && (otherOwners.get(adminId) as { n: number }).n === 0) return ((outcome = 'last_owner'), false)
+        for (const stmt of removal) stmt.run(adminId)
+        outcome = 'removed'
+        return true
+      })
+      return outcome
+    },
   }
 }

@@ -115,7 +115,7 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
   return withLazyMembers(base, {
     abuse: () => createSqliteAbuseRepo(storage),
     reporters: () => createSqliteReportersRepo(storage),
-    admins: () => createSqliteAdminsRepo(storage),
+    admins: () => createSqliteAdminsRepo(storage, clock),
     agentRuns: () => createSqliteAgentRunsRepo(storage, side),
     apps: () => createSqliteAppsRepo(storage),
     audit: () => createSqliteAuditRepo(storage, clock),

@@ -7,6 +7,7 @@
  * implementation, both held to test/repos/admins.test.ts.
  */
 import type { adminSessions, admins } from '../../db/schema'
+import type { AuditEntry } from '../audit/entry'
 
 export type AdminRow = typeof admins.$inferSelect
 /** A session as the sign-in code reads it (its step-up re-authentication is read and written on its own). */
@@ -69,5 +70,12 @@ export interface AdminsRepo {
 
   /** Remembers when an `sk_` key was last used. */
   keyUsed(keyId: string, at: number): Promise<void>
+  /** Every admin, by email (`fixloop admin list`). */
+  all(): Promise<AdminRow[]>
+  /**
+   * Removes the admin, its sessions, memberships and read marks, with `audit`, in one transaction:
+   * 'last_owner' (nothing written) when it is the instance's only owner, 'missing' when there is no such admin.
+   */
+  remove(adminId: string, audit: AuditEntry[]): Promise<'removed' | 'last_owner' | 'missing'>
 }
 

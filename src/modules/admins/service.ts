@@ -97,6 +97,40 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
       return { id, email: e }
     },
 
+    /** Every admin as `fixloop admin list` shows them: whether a password or TOTP is set, never either. */
+    async list() {
+      return Promise.all(
+        (await repo.all()).map(async (r) => ({
+          id: r.id,
+          email: r.email,
+          owner: r.isOwner,
+          password: r.passwordHash !== NO_PASSWORD,
+          totp: r.totpSecretEnc !== null,
+          orgs: await repo.memberships(r.id),
+          createdAt: isoUtc(r.createdAt),
+        })),
+      )
+    },
+
+    /**
+     * Removes an admin (someone who left): signed out at once everywhere, gone from every Org, audited
+     * where the admin was (each Org of its memberships, the instance for an owner) in the same
+     * transaction. The instance's only owner stays: nobody could create or reach an owner's things then.
+     */
+    async remove(email: string, actor: string): Promise<{ id: string; email: string }> {
+      const e = normalizeEmail(email)
+      const row = await repo.byEmail(e)
+      if (!row) throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
+      const orgs = row.isOwner ? [null] : (await repo.memberships(row.id)).map((m) => m.orgId)
+      const audit = (orgs.length ? orgs : [null]).map((orgId) => ({ orgId, actor, action: 'admin.removed', targetId: row.id, data: {} }))
+      const outcome = await repo.remove(row.id, audit)
+      if (outcome === 'missing') throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
+      if (outcome === 'last_owner') {
+        throw new ApiError('invalid_argument', { email: e }, `${e} is the instance's only owner: create another owner first (fixloop admin create without --org), then remove this one.`)
+      }
+      return { id: row.id, email: e }
+    },
+
     /** Sets a new password and revokes every session of the admin (a reset means "lock everyone out"). */
     async resetPassword(email: string, password: string): Promise<{ id: string; email: string }> {
       const e = normalizeEmail(email)
