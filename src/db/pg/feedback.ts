@@ -131,7 +131,9 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
   return {
     submit: (draft, refKeys, idempotency) =>
       // Spam (rare) goes the one-by-one way: the bulk statement stores ordinary reports only.
-      refKeys.length === 0 && !idempotency && !draft.spam ? committer.runBulk(plainSubmissions, draft) : committer.run((tx) => store(tx, draft, refKeys, idempotency)),
+      refKeys.length === 0 && !idempotency && !draft.spam
+        ? committer.runBulk(plainSubmissions, draft, [draft.orgId])
+        : committer.run((tx) => store(tx, draft, refKeys, idempotency), [draft.orgId]),
     get: async (orgId, id) => first(await db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.id, id)))),
     list: async (f) => {
       const q = listQuery(f)
