@@ -23,16 +23,16 @@
  * none of them is known durable. A connection that broke is destroyed, not returned to the pool, and the
  * next batch takes a fresh one.
  *
- * Lock order across nodes: a batch's writes run in arrival order, and a submission one at a time (an
- * Idempotency-Key, an upload, spam) bumps its Org's `event_counters` row where it runs, after locking its
- * key's row. Two nodes' batches holding the counters of two Orgs in opposite orders, or one holding an Org's
- * counter and waiting for a key row the other holds while it waits for that counter, deadlocked: PostgreSQL
- * broke each cycle after its `deadlock_timeout` (1 s), stalling both batches, and the write it aborted in a
- * savepoint pass answered 500 (the widget sends every report with a key: three nodes and four Orgs took
- * 6 reports a second, p50 4 s). So a batch with such a write first locks every counter its writes name
- * (`run`/`runBulk`'s `orgs`), in one statement ordered by Org id (the order the processing batch's
- * statement takes them in too, db/pg/outbox.ts): a key or upload row is then only ever locked by a
- * transaction that already holds its Org's counter, and counters are taken in one order everywhere.
+ * Lock order across nodes: a batch's writes run in arrival order, and a submission stored one at a time (an
+ * Idempotency-Key, an upload, spam) bumps its Org's `event_counters` row where it runs. Two nodes' batches
+ * holding the counters of two Orgs in opposite orders deadlocked (as did a key's row locked before its
+ * Org's counter: db/pg/feedback.ts locks the counter first now): PostgreSQL broke each cycle after its
+ * `deadlock_timeout` (1 s), stalling both batches, and the write it aborted in a savepoint pass answered 500
+ * (the widget sends every report with a key: three nodes and four Orgs took 6 reports a second, p50 4 s).
+ * So a batch with such a write that names several Orgs (`run`/`runBulk`'s `orgs`) first locks their
+ * counters, in one statement ordered by Org id (the order the processing batch's statement and the bulk
+ * submissions' statement take them in too): counters are taken in one order everywhere. A batch of one
+ * Org takes its one counter where its first write bumps it, without the extra round trip.
  *
  * One batch in flight per committer: while it commits, new writes queue for the next batch (which then
  * starts at once, bigger). Why not more: intake's writes of one Org all bump that Org's `event_counters`
@@ -245,11 +245,12 @@ const LOCK_COUNTERS = `INSERT INTO event_counters (org_id, last_seq) SELECT o, 0
 
 /**
  * The Orgs whose counters a batch locks first, or null when it needs not: a batch of bulk writes only bumps
- * its counters in the one statement of each kind (in Org order), with no row lock taken before them.
+ * its counters in the one statement of each kind (in Org order), and a batch of one Org holds one counter.
  */
 function countersToLock(batch: Pending<unknown>[]): string[] | null {
   if (!batch.some((p) => !p.bulk && p.orgs && p.orgs.length > 0)) return null
-  return [...new Set(batch.flatMap((p) => p.orgs ?? []))]
+  const orgs = [...new Set(batch.flatMap((p) => p.orgs ?? []))]
+  return orgs.length > 1 ? orgs : null
 }
 
 /** Every write on its own (the savepoint pass). */
