@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { clusterEnv } from './cluster-env'
 import { startPostgres, type PgServer } from './pg-server'
+import { openPool } from '../src/db/pg/client-options'
 import { storageUnavailable } from '../src/db/unavailable'
 
 describe('storageUnavailable tells the database being away from other errors', () => {
@@ -16,6 +17,8 @@ describe('storageUnavailable tells the database being away from other errors', (
     ['too many connections (53300)', Object.assign(new Error('sorry, too many clients already'), { code: '53300' }), 5],
     ['the database read-only (25006: a failover onto a standby)', Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }), 5],
     ['a lock another session holds past lock_timeout (55P03)', Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }), 5],
+    ['the transaction PostgreSQL rolled back to end a deadlock (40P01)', Object.assign(new Error('deadlock detected'), { code: '40P01' }), 1],
+    ['a serialization failure (40001)', Object.assign(new Error('could not serialize access due to concurrent update'), { code: '40001' }), 1],
     ['socket refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 5],
     ["pg's pool gave up waiting", new Error('timeout exceeded when trying to connect'), 5],
     ['the backend gone mid-query', new Error('Connection terminated unexpectedly'), 5],
@@ -90,5 +93,54 @@ describe('PostgreSQL stopped under a running server', () => {
     }
     await eventually(async () => ((await call(server.url, 'GET', '/v1/feedback', { auth: t.key })).status === 200 ? true : undefined), 20_000)
     expect((await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'back again: the export works' } })).status).toBe(201)
+  }, 60_000)
+})
+
+describe('a deadlock PostgreSQL breaks by rolling back a request', () => {
+  let pg: PgServer
+  let server: TestServer
+  let t: Tenant
+  let env: Record<string, string>
+  beforeAll(async () => {
+    pg = await startPostgres()
+    env = await clusterEnv(await pg.createDatabase('deadlock'))
+    server = await startTestServer({ ...env, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    t = await seedTenant(server.admin)
+  }, 60_000)
+  afterAll(async () => {
+    await server?.close().catch(() => {})
+    await pg?.stop()
+  })
+
+  test('503 with Retry-After: 1 and the internal_error envelope, not a 500; sent again, it succeeds', async () => {
+    const made = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'the export button does nothing' } })
+    expect(made.status).toBe(201)
+    const id: string = made.body.id
+    await eventually(async () => ((await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body.status === 'awaiting_manual' ? true : undefined), 20_000)
+    const other = openPool(env.FIXLOOP_DATABASE_URL, 2)
+    const c = await other.connect()
+    try {
+      // This session holds the Org's event counter, then waits for the report's row the PATCH has locked: a
+      // cycle. Its own deadlock_timeout is long, so PostgreSQL (checking after 1 s on the PATCH's side) rolls
+      // back the PATCH's statement, never this one.
+      await c.query("SET deadlock_timeout = '20s'")
+      await c.query('BEGIN')
+      await c.query('UPDATE event_counters SET last_seq = last_seq WHERE org_id = $1', [t.orgId])
+      const patch = call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
+      // The PATCH has its row and waits for the counter.
+      await eventually(async () => ((await other.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%event_counters%' AND pid <> $1", [(c as unknown as { processID: number }).processID])).rows.length > 0 ? true : undefined), 10_000)
+      const blocked = c.query('UPDATE feedback SET updated_at = updated_at WHERE id = $1', [id])
+      const r = await patch
+      await blocked
+      await c.query('ROLLBACK')
+      expect({ status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') }).toEqual({ status: 503, code: 'internal_error', retry: '1' })
+      expect(r.body.error.details.requestId).toBe(r.headers.get('x-request-id'))
+    } finally {
+      await c.query('ROLLBACK').catch(() => {})
+      c.release()
+      await other.end()
+    }
+    const again = await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
+    expect([again.status, again.body.status]).toEqual([200, 'archived'])
   }, 60_000)
 })

@@ -7,7 +7,9 @@
  * nodes on a standby or a demoted primary until the new one takes over, or an operator's
  * `default_transaction_read_only` during maintenance; nothing can be written, and the same write succeeds
  * once the primary is back), a lock another session holds past the pool's `lock_timeout` (55P03
- * lock_not_available: db/pg/client-options.ts). SQLite: the database busy past the retry window (another process holding the
+ * lock_not_available: db/pg/client-options.ts), the transaction chosen to end a deadlock (40P01) or to keep
+ * a serializable order (40001): rolled back whole, so the same request succeeds when sent again (Retry-After
+ * 1; a job waits a second, its attempt not spent). SQLite: the database busy past the retry window (another process holding the
  * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
  * out_of_memory 53200, a file write's ENOSPC or EDQUOT) or storage made read-only or failing under the
  * server: EROFS for a file write; for SQLite SQLITE_READONLY, and SQLITE_IOERR with any extended code,
@@ -21,6 +23,8 @@
  * like: S3_UNAVAILABLE). Anything else stays a 500.
  */
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006', '55P03'])
+/** deadlock_detected, serialization_failure: this transaction lost a race and was rolled back; again at once. */
+const PG_RETRY_NOW = new Set(['40P01', '40001'])
 /** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */
 const NO_ROOM_RETRY_S = 60
 const PG_NO_ROOM = new Set(['53100', '53200'])
@@ -49,7 +53,7 @@ export function storageUnavailable(err: unknown): number | null {
   let e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown } | null
   for (let i = 0; i < 4 && e; i++) {
     const code = typeof e.code === 'string' ? e.code : ''
-    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return 1
+    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || PG_RETRY_NOW.has(code)) return 1
     if (code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_') || code === 'SQLITE_IOERR' || code.startsWith('SQLITE_IOERR_')) return NO_ROOM_RETRY_S
     if (PG_NO_ROOM.has(code) || FS_NO_ROOM.has(code)) return NO_ROOM_RETRY_S
     if (FD_CODES.has(code)) return 5

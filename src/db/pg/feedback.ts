@@ -60,7 +60,12 @@ const SAVE_IDEMPOTENCY = `INSERT INTO idempotency_keys (app_id, key, request_has
   ON CONFLICT (app_id, key) DO UPDATE SET request_hash = excluded.request_hash, status_code = excluded.status_code,
     response_body = excluded.response_body, created_at = excluded.created_at`
 // Takes the key's row lock before the verdict: a concurrent first use of the key waits here for the winner.
-const CLAIM_KEY = `INSERT INTO idempotency_keys (app_id, key, request_hash, status_code, response_body, created_at) VALUES ($1, $2, '', 0, '', 0)
+// The Org's event counter ($3) is locked first, in the same round trip (the INSERT reads the CTE's row, so
+// the CTE runs first): the report's event bumps it anyway, and a key's row locked before its Org's counter
+// deadlocked with another node's batch holding that counter and waiting for the key (db/pg/group-commit.ts).
+const CLAIM_KEY = `WITH counter AS (INSERT INTO event_counters (org_id, last_seq) VALUES ($3, 0)
+    ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq RETURNING org_id)
+  INSERT INTO idempotency_keys (app_id, key, request_hash, status_code, response_body, created_at) SELECT $1, $2, '', 0, '', 0 FROM counter
   ON CONFLICT (app_id, key) DO NOTHING`
 
 /** The list page's SQL for one filter combination; the values in `params`, numbered as pushed. */
@@ -84,8 +89,8 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
   const bodies = pgRunner(storage)
 
   /** The key's verdict under its row lock (the row made, empty, when it is the key's first use). */
-  async function verdictOf({ client }: PgWriteTx, appId: string, claim: IdempotencyClaim, now: number): Promise<SubmitOutcome | 'fresh'> {
-    await client.query(CLAIM_KEY, [appId, claim.key])
+  async function verdictOf({ client }: PgWriteTx, orgId: string, appId: string, claim: IdempotencyClaim, now: number): Promise<SubmitOutcome | 'fresh'> {
+    await client.query(CLAIM_KEY, [appId, claim.key, orgId])
     const seen = await one<IdempotencyRow>(client, `${IDEMPOTENCY_ROW} FOR UPDATE`, [appId, claim.key])
     // The placeholder this transaction (or an aborted one) made holds no answer: a fresh submission.
     return seen && seen.statusCode !== 0 ? idempotencyVerdict(seen, claim.requestHash, now) : 'fresh'
@@ -94,7 +99,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
   async function store(tx: PgWriteTx, draft: ReportDraft, refKeys: string[], claim: IdempotencyClaim | null): Promise<SubmitOutcome> {
     const now = clock.now()
     if (claim) {
-      const verdict = await verdictOf(tx, draft.appId, claim, now)
+      const verdict = await verdictOf(tx, draft.orgId, draft.appId, claim, now)
       if (verdict !== 'fresh') return verdict
     }
     const id = newId(clock)
@@ -131,7 +136,9 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
   return {
     submit: (draft, refKeys, idempotency) =>
       // Spam (rare) goes the one-by-one way: the bulk statement stores ordinary reports only.
-      refKeys.length === 0 && !idempotency && !draft.spam ? committer.runBulk(plainSubmissions, draft) : committer.run((tx) => store(tx, draft, refKeys, idempotency)),
+      refKeys.length === 0 && !idempotency && !draft.spam
+        ? committer.runBulk(plainSubmissions, draft, [draft.orgId])
+        : committer.run((tx) => store(tx, draft, refKeys, idempotency), [draft.orgId]),
     get: async (orgId, id) => first(await db.select().from(feedback).where(and(eq(feedback.orgId, orgId), eq(feedback.id, id)))),
     list: async (f) => {
       const q = listQuery(f)

@@ -23,6 +23,17 @@
  * none of them is known durable. A connection that broke is destroyed, not returned to the pool, and the
  * next batch takes a fresh one.
  *
+ * Lock order across nodes: a batch's writes run in arrival order, and a submission stored one at a time (an
+ * Idempotency-Key, an upload, spam) bumps its Org's `event_counters` row where it runs. Two nodes' batches
+ * holding the counters of two Orgs in opposite orders deadlocked (as did a key's row locked before its
+ * Org's counter: db/pg/feedback.ts locks the counter first now): PostgreSQL broke each cycle after its
+ * `deadlock_timeout` (1 s), stalling both batches, and the write it aborted in a savepoint pass answered 500
+ * (the widget sends every report with a key: three nodes and four Orgs took 6 reports a second, p50 4 s).
+ * So a batch with such a write that names several Orgs (`run`/`runBulk`'s `orgs`) first locks their
+ * counters, in one statement ordered by Org id (the order the processing batch's statement and the bulk
+ * submissions' statement take them in too): counters are taken in one order everywhere. A batch of one
+ * Org takes its one counter where its first write bumps it, without the extra round trip.
+ *
  * One batch in flight per committer: while it commits, new writes queue for the next batch (which then
  * starts at once, bigger). Why not more: intake's writes of one Org all bump that Org's `event_counters`
  * row (src/db/pg/outbox.ts), so a second concurrent batch would mostly wait on the first one's row lock
@@ -54,6 +65,8 @@ export interface PgBulk<I, R> {
 
 interface Pending<T> {
   write: PgWrite<T>
+  /** The Orgs whose event counters the write bumps (locked first, in order: see the file's comment). */
+  orgs?: readonly string[]
   /** Set for a bulk write: the optimistic pass runs the batch's items of the same bulk together. */
   bulk?: { kind: PgBulk<unknown, unknown>; item: unknown }
   resolve: (value: T) => void
@@ -92,10 +105,13 @@ export class PgGroupCommitter {
     private readonly fullBatch = 8,
   ) {}
 
-  /** Queues a write; resolves with its result once the batch it ran in has committed. */
-  run<T>(write: PgWrite<T>): Promise<T> {
+  /**
+   * Queues a write; resolves with its result once the batch it ran in has committed. `orgs`: the Orgs whose
+   * event counters it bumps (appends events for).
+   */
+  run<T>(write: PgWrite<T>, orgs?: readonly string[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ write, resolve, reject } as Pending<unknown>)
+      this.queue.push({ write, orgs, resolve, reject } as Pending<unknown>)
       this.schedule()
     })
   }
@@ -105,10 +121,10 @@ export class PgGroupCommitter {
    * items of one kind in a batch run as one `writeMany` at the first one's place; when that step fails,
    * the batch runs again one item at a time (each under its own savepoint), so a bad item fails alone.
    */
-  runBulk<I, R>(kind: PgBulk<I, R>, item: I): Promise<R> {
+  runBulk<I, R>(kind: PgBulk<I, R>, item: I, orgs?: readonly string[]): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const single: PgWrite<R> = async (tx) => (await kind.writeMany(tx, [item]))[0]
-      this.queue.push({ write: single, bulk: { kind: kind as PgBulk<unknown, unknown>, item }, resolve, reject } as Pending<unknown>)
+      this.queue.push({ write: single, orgs, bulk: { kind: kind as PgBulk<unknown, unknown>, item }, resolve, reject } as Pending<unknown>)
       this.schedule()
     })
   }
@@ -146,8 +162,10 @@ export class PgGroupCommitter {
     const onError = (e: Error) => void (broken = e)
     client.on('error', onError)
     try {
+      const counters = countersToLock(batch)
       eventsBegin(client)
       await client.query('BEGIN')
+      if (counters) await client.query(LOCK_COUNTERS, [counters])
       let outcomes = await this.pass(client, batch, false)
       if (outcomes.some((o) => !o.ok)) {
         await client.query('ROLLBACK')
@@ -155,6 +173,7 @@ export class PgGroupCommitter {
         if (batch.length === 1) return batch[0].reject(outcomes[0].value)
         eventsBegin(client)
         await client.query('BEGIN')
+        if (counters) await client.query(LOCK_COUNTERS, [counters])
         outcomes = await this.pass(client, batch, true)
       }
       try {
@@ -215,6 +234,23 @@ export class PgGroupCommitter {
     }
     return outcomes
   }
+}
+
+/**
+ * Locks the named Orgs' event counters in Org id order (made at 0 when an Org has none yet): the no-op
+ * DO UPDATE takes each row's lock, and the rows go in the SELECT's order.
+ */
+const LOCK_COUNTERS = `INSERT INTO event_counters (org_id, last_seq) SELECT o, 0 FROM unnest($1::text[]) AS o ORDER BY o
+  ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq`
+
+/**
+ * The Orgs whose counters a batch locks first, or null when it needs not: a batch of bulk writes only bumps
+ * its counters in the one statement of each kind (in Org order), and a batch of one Org holds one counter.
+ */
+function countersToLock(batch: Pending<unknown>[]): string[] | null {
+  if (!batch.some((p) => !p.bulk && p.orgs && p.orgs.length > 0)) return null
+  const orgs = [...new Set(batch.flatMap((p) => p.orgs ?? []))]
+  return orgs.length > 1 ? orgs : null
 }
 
 /** Every write on its own (the savepoint pass). */

@@ -113,8 +113,9 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
     /**
      * Many reports stored in this transaction at once (intake's bulk step, src/db/pg/feedback.ts): their
      * `feedback.received` events and `process` jobs in ONE statement with `reports` (the INSERT of their
-     * rows, its parameters numbered from $1). Each Org's counter is bumped once by its count, and its
-     * events take the seqs below the new value in the given order (which is the reports' id order).
+     * rows, its parameters numbered from $1). Each Org's counter is bumped once by its count, in Org id order
+     * (the order every transaction takes counters in: db/pg/group-commit.ts), and its events take the seqs
+     * below the new value in the given order (which is the reports' id order).
      */
     async receivedMany(tx: PgTx, reports: { orgId: string; appId: string; feedbackId: string }[], insertReports: { sql: string; params: unknown[] }): Promise<void> {
       const n = insertReports.params.length
@@ -122,7 +123,7 @@ export function createPgLifecycle(clock: Clock, wake?: WakeSignal) {
       const now = clock.now()
       const text = `WITH report AS (${insertReports.sql}),
   input AS (SELECT * FROM unnest(${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[]) WITH ORDINALITY AS t(feedback_id, org_id, app_id, event_id, data, ord)),
-  counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT org_id, count(*) FROM input GROUP BY org_id
+  counter AS (INSERT INTO event_counters (org_id, last_seq) SELECT org_id, count(*) FROM input GROUP BY org_id ORDER BY org_id
     ON CONFLICT (org_id) DO UPDATE SET last_seq = event_counters.last_seq + excluded.last_seq RETURNING org_id, last_seq),
   event AS (INSERT INTO events (id, org_id, app_id, seq, type, data, created_at, feedback_id)
     SELECT i.event_id, i.org_id, i.app_id,
