@@ -11,8 +11,9 @@ import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
  * one is recorded as sharing it (src/db/sql/upload-shares.ts).
  */
 export function prepareMarkReferenced(sqlite: Database) {
-  const steps = markReferencedSql('?1', '?2').map((sql) => sqlite.query<unknown, [string, string]>(sql))
-  return { run: (feedbackId: string, key: string) => steps.forEach((s) => s.run(feedbackId, key)) }
+  const [own, share] = markReferencedSql('?1', '?2').map((sql) => sqlite.query<unknown, [string, string]>(sql))
+  // The share only when the key was someone's already (the update changed nothing): almost never.
+  return { run: (feedbackId: string, key: string) => void (own.run(feedbackId, key).changes === 0 && share.run(feedbackId, key)) }
 }
 
 export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: GroupCommitter): UploadsRepo {
