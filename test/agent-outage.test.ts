@@ -25,8 +25,10 @@ test('a run ending on a full disk records its outcome once there is room, and th
   const t = await cliTenant(dataDir, ['--processing-mode', 'auto_pr'])
   const bare = makeBareRepo(tempDir('fixloop-remote-'), { 'README.md': '# shop\n' }, 'main', 'shop')
   // Long enough for the WAL checkpointer to empty the WAL (every 5 s) while the disk is full: the outcome's
-  // write then needs room the disk no longer has.
-  await cliJson(dataDir, ['app', 'connect-repo', t.appId, '--git-url', bare, '--host', 'none', '--agent', 'command', '--agent-command', 'sleep 7; echo fixed >> README.md', '--timeout-seconds', '60'])
+  // write then needs room the disk no longer has. Only the first report's run waits (its task names the cart
+  // page): the second run only has to happen, and need not sleep 7 s too.
+  const agentCommand = 'if grep -q "cart page" "$FIXLOOP_TASK_FILE"; then sleep 7; fi; echo fixed >> README.md'
+  await cliJson(dataDir, ['app', 'connect-repo', t.appId, '--git-url', bare, '--host', 'none', '--agent', 'command', '--agent-command', agentCommand, '--timeout-seconds', '60'])
   const work = tempDir('fixloop-work-')
   const { url, stop } = await spawnLoggedServer(dataDir, { FIXLOOP_MIN_FREE_DISK_MB: '0', FIXLOOP_WORK_DIR: work })
   let full: { stop(): Promise<void> } | undefined

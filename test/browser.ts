@@ -29,6 +29,17 @@ export async function launchBrowser(): Promise<Browser> {
   })
 }
 
+/**
+ * Chromium launched now, for a file's set-up to await once its server is up: the launch overlaps the CLI
+ * commands and the server's start (about a second less per file). `close()` (in afterAll) closes it whether
+ * or not the set-up got as far as awaiting it.
+ */
+export function launchBrowserEarly(): { ready: Promise<Browser>; close(): Promise<void> } {
+  const ready = launchBrowser()
+  ready.catch(() => {})
+  return { ready, close: async () => (await ready.catch(() => undefined))?.close() }
+}
+
 /** Signs in to the dashboard at `baseUrl` as a keyboard user does (type, Tab, Enter); resolves once signed in. */
 export async function signInByKeyboard(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
   await page.goto(baseUrl + '/admin')

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser, signInByKeyboard } from './browser'
+import { signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, settle, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -18,24 +18,26 @@ const PASSWORD = 'replay settings password 42'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-replay-')
   tenant = await cliTenant(dir)
   const admin = await runBinary(['admin', 'create', '--email', EMAIL, '--password-file', writePasswordFile(dir, 'pw', PASSWORD), '--data-dir', dir])
   expect(admin.code).toBe(0)
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   page.on('pageerror', (e) => console.error('page error:', e.message))
   await signInByKeyboard(page, server.url, EMAIL, PASSWORD)
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
 })

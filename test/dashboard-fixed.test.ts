@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { BROWSER_SKIP, launchBrowser, signInByKeyboard } from './browser'
+import { BROWSER_SKIP, signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
 import { axeViolations, expectPageClean, screenshots, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -18,6 +18,7 @@ const PASSWORD = 'fixer password 42'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 let adminId: string
@@ -26,6 +27,7 @@ let problems: string[] = []
 
 beforeAll(async () => {
   if (BROWSER_SKIP) return
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-fixed-')
   tenant = await cliTenant(dir)
@@ -33,7 +35,7 @@ beforeAll(async () => {
   expect(admin.code).toBe(0)
   adminId = JSON.parse(admin.stdout).id
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
   page.on('console', (m) => void (m.type() === 'error' && problems.push(`console: ${m.text()}`)))
@@ -42,7 +44,7 @@ beforeAll(async () => {
 }, 90_000)
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })
 })

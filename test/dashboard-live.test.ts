@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { BROWSER_SKIP, launchBrowser } from './browser'
+import { BROWSER_SKIP, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { screenshots, spawnWithStdout, type SpawnedServer, expectPageClean, submitReport } from './dashboard-helpers'
 import { canCustomerMove, canResolveByHand, CUSTOMER_TARGETS, FEEDBACK_STATUSES } from '../src/core/fsm'
@@ -19,6 +19,7 @@ const PASSWORD = 'correct horse battery'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let context: BrowserContext
 let page: Page
 const state: { orgId: string; appId: string; pub: string; key: string } = { orgId: '', appId: '', pub: '', key: '' }
@@ -35,6 +36,7 @@ const visibleText = () => page.evaluate(() => (document.querySelector('main') as
 
 beforeAll(async () => {
   if (BROWSER_SKIP) return
+  early = launchBrowserEarly()
   dir = tempDir('fixloop-dash-live-')
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
   // The Org exists before the first admin does (made with the CLI while the server runs).
@@ -47,7 +49,7 @@ beforeAll(async () => {
   state.pub = JSON.parse(app.stdout).publicKey
   const key = await runBinary(['key', 'create', '--org', state.orgId, '--name', 'tests', '--json', '--data-dir', dir])
   state.key = JSON.parse(key.stdout).key
-  browser = await launchBrowser()
+  browser = await early.ready
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   page = await context.newPage()
   // Fail one check fast rather than time the whole test out (which leaves the next test a busy page).
@@ -59,7 +61,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })
 })

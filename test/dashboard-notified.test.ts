@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser } from './browser'
+import { launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliJson, cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -22,6 +22,7 @@ const PASSWORD = 'notified password 42'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let sink: SmtpSink
 let tenant: Awaited<ReturnType<typeof cliTenant>>
@@ -38,6 +39,7 @@ async function resolve(id: string) {
 }
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-notified-')
   sink = await startSmtpSink()
@@ -45,7 +47,7 @@ beforeAll(async () => {
   await cliJson(dir, ['app', 'smtp', tenant.appId, '--host', '127.0.0.1', '--port', String(sink.port), '--tls', 'none', '--from', 'noreply@crash.example'], { FIXLOOP_SMTP_ALLOW_PRIVATE: '1' }) // a local relay: the test's SMTP server on loopback
   expect((await runBinary(['admin', 'create', '--email', EMAIL, '--password-file', writePasswordFile(dir, 'pw', PASSWORD), '--data-dir', dir])).code).toBe(0)
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   await page.goto(server.url + '/admin')
   await page.getByLabel('Email').fill(EMAIL)
@@ -55,7 +57,7 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   await sink?.stop()
   rmSync(dir, { recursive: true, force: true })

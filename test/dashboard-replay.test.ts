@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { Database } from 'bun:sqlite'
 import type { Browser, Frame, Page } from 'playwright-core'
-import { launchBrowser, signInByKeyboard } from './browser'
+import { signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, freePort, ROOT, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { axeViolations, screenshots, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -29,6 +29,7 @@ const RECORDER = readFileSync(join(ROOT, 'node_modules/@rrweb/record/dist/record
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 let recording: { type: number; timestamp: number; data: any }[] = []
@@ -143,6 +144,7 @@ async function playerReady(p: Page = page) {
 }
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-replay-')
   tenant = await cliTenant(dir)
@@ -157,7 +159,7 @@ beforeAll(async () => {
       return new Response('ok', { headers: { 'access-control-allow-origin': '*' } })
     },
   })
-  browser = await launchBrowser()
+  browser = await early.ready
   recording = await recordShop()
   replayId = await reportWithReplay('Paying shows NaN and nothing happens', gz({ v: 1, events: recording }))
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
@@ -166,7 +168,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   beacon?.stop(true)
   rmSync(dir, { recursive: true, force: true })

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser } from './browser'
+import { launchBrowserEarly } from './browser'
 import { call, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -19,6 +19,7 @@ const PASSWORD = 'reporters password 42'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 
 async function signIn(email: string): Promise<Page> {
@@ -32,6 +33,7 @@ async function signIn(email: string): Promise<Page> {
 }
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-reporters-')
   tenant = await cliTenant(dir)
@@ -39,11 +41,11 @@ beforeAll(async () => {
   expect((await runBinary(['admin', 'create', '--email', OWNER, '--password-file', pw, '--org', tenant.orgId, '--data-dir', dir])).code).toBe(0)
   expect((await runBinary(['admin', 'create', '--email', MEMBER, '--password-file', pw, '--org', tenant.orgId, '--role', 'member', '--data-dir', dir])).code).toBe(0)
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100' })
-  browser = await launchBrowser()
+  browser = await early.ready
 }, 60_000)
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
 })

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import type { Browser, Page } from 'playwright-core'
 import S3rver from 's3rver'
-import { BROWSER_SKIP, launchBrowser, signInByKeyboard } from './browser'
+import { BROWSER_SKIP, signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { axeViolations, screenshots, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -49,6 +49,7 @@ let s3: S3rver
 let s3Origin: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 let reportId: string
@@ -65,6 +66,7 @@ async function upload(bytes: Uint8Array, contentType: string, kind: string, file
 
 beforeAll(async () => {
   if (skip) return
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-s3-')
   const corsFile = join(dir, 'cors.xml')
@@ -90,7 +92,7 @@ beforeAll(async () => {
     const item = (await call(server.url, 'GET', `/v1/feedback/${reportId}`, { auth: tenant.key })).body
     return item.attachments.find((a: { kind: string; url?: string }) => a.kind === 'replay' && a.url)
   }, 20_000)
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   // A resource the policy refuses is reported on the console ("Refused to load …", "violates … Content Security Policy").
   page.on('console', (m) => {
@@ -100,7 +102,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   await s3?.close()
   if (dir) rmSync(dir, { recursive: true, force: true })

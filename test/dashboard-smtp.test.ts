@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { BROWSER_SKIP, launchBrowser, signInByKeyboard } from './browser'
+import { BROWSER_SKIP, signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, spawnWithStdout, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -20,12 +20,14 @@ const PASSWORD = 'mail owner password 42'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let sink: SmtpSink
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 
 beforeAll(async () => {
   if (BROWSER_SKIP) return
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-smtp-')
   sink = await startSmtpSink(0, { user: 'shop', pass: 'smtp-secret-1' })
@@ -33,13 +35,13 @@ beforeAll(async () => {
   expect((await runBinary(['admin', 'create', '--email', EMAIL, '--password-file', writePasswordFile(dir, 'pw', PASSWORD), '--data-dir', dir])).code).toBe(0)
   // The sink listens on loopback: the operator knob for a local relay lets it through.
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_SMTP_ALLOW_PRIVATE: '1' })
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   await signInByKeyboard(page, server.url, EMAIL, PASSWORD)
 }, 60_000)
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   await sink?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser, signInByKeyboard } from './browser'
+import { signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -19,6 +19,7 @@ const PASSWORD = 'spam triage password 42'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 const real: string[] = []
@@ -33,6 +34,7 @@ const settled = async (id: string) =>
   }, 10_000)
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-spam-')
   tenant = await cliTenant(dir)
@@ -46,14 +48,14 @@ beforeAll(async () => {
   for (const id of [...real, ...bots]) await settled(id)
   for (const id of bots) expect((await item(id)).spam?.reasons).toContain('honeypot')
   for (const id of real) expect((await item(id)).spam).toBeNull()
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   page.on('pageerror', (e) => console.error('page error:', e.message))
   await signInByKeyboard(page, server.url, EMAIL, PASSWORD)
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
 })

@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { Database } from 'bun:sqlite'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser, signInByKeyboard } from './browser'
+import { signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { expectPageClean, screenshots, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -27,6 +27,7 @@ const PAIRS = [
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let tenant: Awaited<ReturnType<typeof cliTenant>>
 const pairs: { lead: string; near: string }[] = []
@@ -34,6 +35,7 @@ const pairs: { lead: string; near: string }[] = []
 const item = async (id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: tenant.key })).body
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-suggest-')
   tenant = await cliTenant(dir)
@@ -48,7 +50,7 @@ beforeAll(async () => {
     expect((await item(near)).suggestedDuplicateOf?.id).toBe(lead)
     pairs.push({ lead, near })
   }
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   page.on('pageerror', (e) => console.error('page error:', e.message))
   // Sign in, keyboard only.
@@ -56,7 +58,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
 })

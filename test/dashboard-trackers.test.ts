@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { BROWSER_SKIP, launchBrowser, signInByKeyboard } from './browser'
+import { BROWSER_SKIP, signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
 import { expectPageClean, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
@@ -24,6 +24,7 @@ const MEMBER = 'member@example.com'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let page: Page
 let jira: JiraStub
 let tenant: Awaited<ReturnType<typeof cliTenant>>
@@ -34,6 +35,7 @@ let webhookSecret = ''
 
 beforeAll(async () => {
   if (BROWSER_SKIP) return
+  early = launchBrowserEarly()
   ensureBinary()
   dir = tempDir('fixloop-dash-trackers-')
   jira = await startJiraStub()
@@ -45,13 +47,13 @@ beforeAll(async () => {
   // Polling off: a poll would take the failure the failing case sets up for a push.
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_PUBLIC_URL: 'http://127.0.0.1', FIXLOOP_TRACKER_POLL_MINUTES: '0' })
   routes = (await call(server.url, 'GET', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key })).status !== 404
-  browser = await launchBrowser()
+  browser = await early.ready
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
   await signInByKeyboard(page, server.url, EMAIL, PASSWORD)
 }, 60_000)
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   await jira?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })

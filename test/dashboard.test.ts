@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { launchBrowser } from './browser'
+import { launchBrowserEarly } from './browser'
 import { call, eventually, freePort, runBinary, tempDir } from './harness'
 import { userToken } from './helpers-auth'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
@@ -20,6 +20,7 @@ const PASSWORD = 'correct horse battery'
 let dir: string
 let server: SpawnedServer
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let context: BrowserContext
 let page: Page
 const state: { orgId?: string; appId?: string; pub?: string; secret?: string; key?: string; reports: string[] } = { reports: [] }
@@ -31,16 +32,17 @@ const submit = (text: string, extra: Record<string, unknown> = {}) => submitRepo
 const statusOf = async (id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: state.key })).body.status as string
 
 beforeAll(async () => {
+  early = launchBrowserEarly()
   dir = tempDir('fixloop-dash-')
   server = await spawnWithStdout(dir, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
-  browser = await launchBrowser()
+  browser = await early.ready
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   page = await context.newPage()
   page.on('pageerror', (e) => console.error('page error:', e.message))
 })
 
 afterAll(async () => {
-  await browser?.close()
+  await early?.close()
   await server?.stop()
   rmSync(dir, { recursive: true, force: true })
 })

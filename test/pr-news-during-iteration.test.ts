@@ -7,7 +7,7 @@
  * back to its pull request and the news is applied then (a merge kept over a later close; a close).
  */
 import { randomBytes } from 'node:crypto'
-import { writeFileSync, rmSync } from 'node:fs'
+import { chmodSync, writeFileSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
@@ -20,6 +20,9 @@ import type { FreshStore } from './dialects'
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const TOKEN = 'ghp_' + 'N4mZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4d'
 const release = tempDir('fixloop-release-')
+// Readable by the agent: under a root test run each run gets a uid of its own (never 0), which the 0700 of a
+// fresh temp dir shuts out; it then never saw "go" and ran out its 30 s wait instead of ending when told.
+chmodSync(release, 0o755)
 let srv: TestServer
 let stub: GitHostStub
 let bare: string

@@ -20,6 +20,7 @@ import { call, eventually, seedTenant, tempDir, type Tenant } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
 import { git, makeBareRepo, readFileAtBranch } from './git-fixtures'
+import { dbRows } from './sqlite-of'
 
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const TOKEN = 'ghp_' + 'Q7nZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4q'
@@ -54,6 +55,15 @@ afterAll(async () => {
 
 const item = async (id: string) => (await call(srv.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
 const runsOf = async (id: string) => (await call(srv.url, 'GET', `/v1/feedback/${id}/agent-runs`, { auth: t.key })).body
+/**
+ * Makes a review job that waits for the App's slot (deferred AGENT_RETRY_MS, 5 s, at a time) due now and
+ * wakes the worker: called once the slot is free, so the test does not sleep out the rest of a deferral.
+ * What the job does when it runs is unchanged (a job that still finds the slot taken only waits again).
+ */
+async function reviewJobsDue(): Promise<void> {
+  const due = await dbRows(srv.ctx, "UPDATE jobs SET run_after = 0 WHERE kind = 'review' AND lease_until IS NULL AND run_after > ? RETURNING id", [Date.now()])
+  if (due.length > 0) srv.services.worker.wake()
+}
 const submit = async (text: string) => (await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text, url: 'https://shop.example/cart' } })).body.id as string
 
 test('reviews that come while the App is busy are queued, shown, survive a restart, and run as one iteration when the slot frees', async () => {
@@ -97,7 +107,9 @@ test('reviews that come while the App is busy are queued, shown, survive a resta
   expect((await item(b)).status).toBe('pr_opened')
   const done = await eventually(async () => {
     const r = await runsOf(a)
-    return r.data.length === 2 && r.data[0].status !== 'running' ? r : undefined
+    if (r.data.length === 2 && r.data[0].status !== 'running') return r
+    await reviewJobsDue()
+    return undefined
   }, 30_000)
   await srv.runner.idle()
   expect(done.data.map((r: any) => [r.trigger, r.status])).toEqual([['review', 'succeeded'], ['report', 'succeeded']])
@@ -140,7 +152,7 @@ test('a queued review whose request is merged meanwhile is dropped when its turn
   // a's request is merged before its turn: when the slot frees, its review is dropped, no run starts.
   expect((await stub.deliver('merged', prA.number)).body.outcome).toBe('moved')
   expect(await srv.runner.recover()).toBe(1)
-  await eventually(async () => (await runsOf(a)).pendingReviews.length === 0, 15_000)
+  await eventually(async () => (await runsOf(a)).pendingReviews.length === 0 || void (await reviewJobsDue()), 15_000)
   expect((await runsOf(a)).data).toHaveLength(before)
   expect((await item(a)).status).toBe('resolved')
 }, 60_000)

@@ -15,7 +15,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { APIResponse, Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { freePort } from './harness'
-import { BROWSER_SKIP, launchBrowser } from './browser'
+import { BROWSER_SKIP, launchBrowserEarly } from './browser'
 import { axeViolations, OUT_DIR, screenshots, settle } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
 import { auditRows, cli, followToCallback, idpLogin, serveSso, tempDirIn, type SsoServer } from './sso-helpers'
@@ -26,6 +26,7 @@ const REVEAL_PURPOSE = 'secret_reveal'
 const roots: string[] = []
 let idp: TestIdp
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let server: SsoServer
 let port: number
 let orgId: string
@@ -112,6 +113,7 @@ async function expectRefusedReveal(a: Admin): Promise<Record<string, unknown>> {
 
 describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provider', () => {
   beforeAll(async () => {
+    early = launchBrowserEarly()
     port = await freePort()
     idp = await startIdp(`http://127.0.0.1:${port}/admin/oidc/callback`)
     const dataDir = join(tempDirIn(roots), 'data')
@@ -120,7 +122,7 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     writeFileSync(pwFile, 'bob password 1\n')
     expect(cli(dataDir, ['admin', 'create', '--email', 'bob@example.com', '--password-file', pwFile, '--json']).exitCode).toBe(0)
     server = await serveSso(idp, dataDir, port)
-    browser = await launchBrowser()
+    browser = await early.ready
     // An Org and an App whose signing secret the tests reveal.
     const alice = await ssoSignIn('alice')
     const org = await post(alice, '/admin/api/orgs', { name: 'Acme' })
@@ -131,7 +133,7 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
   }, 60_000)
 
   afterAll(async () => {
-    await browser?.close()
+    await early?.close()
     await server?.stop()
     await idp?.close()
     for (const r of roots) rmSync(r, { recursive: true, force: true })

@@ -10,7 +10,7 @@ import { copyFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BINARY, freePort } from './harness'
-import { BROWSER_SKIP, launchBrowser } from './browser'
+import { BROWSER_SKIP, launchBrowserEarly } from './browser'
 import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
 import { auditRows, cli, followToCallback, serveSso, sessionCookies, signedIn, tempDirIn, type SsoServer } from './sso-helpers'
@@ -20,6 +20,7 @@ type Server = SsoServer
 const roots: string[] = []
 let idp: TestIdp
 let browser: Browser
+let early: ReturnType<typeof launchBrowserEarly> | undefined
 let server: Server
 
 const tempDir = () => tempDirIn(roots)
@@ -56,17 +57,18 @@ async function expectRefused(r: Awaited<ReturnType<typeof attempt>>, status: num
 
 describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () => {
   beforeAll(async () => {
+    early = launchBrowserEarly()
     const port = await freePort()
     idp = await startIdp(`http://127.0.0.1:${port}/admin/oidc/callback`)
     const dataDir = join(tempDir(), 'data')
     const made = cli(dataDir, ['admin', 'create', '--email', 'alice@example.com', '--no-password', '--json'])
     expect(made.exitCode).toBe(0)
     server = await serve(dataDir, port)
-    browser = await launchBrowser()
+    browser = await early.ready
   }, 60_000)
 
   afterAll(async () => {
-    await browser?.close()
+    await early?.close()
     await server?.stop()
     await idp?.close()
     for (const r of roots) rmSync(r, { recursive: true, force: true })
