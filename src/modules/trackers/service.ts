@@ -217,7 +217,13 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
      * with the tracker's answer, never the token), sealed with a webhook secret made on the first connect
      * (kept on a reconnect; shown only when made). Records `app.tracker_connected`.
      */
-    async connect(orgId: string, appId: string, input: TrackerInput, baseUrl: string, by?: ActedBy): Promise<{ tracker: TrackerView; webhookSecret?: string }> {
+    /**
+     * `confirmRetarget`: called once the input is checked, before the tracker is contacted, when the
+     * connection is new or would send issues elsewhere or as someone else (kind, apiUrl, project, account,
+     * token) or takes a webhook secret (whoever knows it can move reports); the route asks a dashboard
+     * session there for a fresh re-authentication. Changing only stateMap or rules is not asked about.
+     */
+    async connect(orgId: string, appId: string, input: TrackerInput, baseUrl: string, by?: ActedBy, confirmRetarget?: () => Promise<void>): Promise<{ tracker: TrackerView; webhookSecret?: string }> {
       await liveApp(orgId, appId)
       if (!(TRACKER_KINDS as readonly string[]).includes(input.kind)) throw invalid(`kind must be one of ${TRACKER_KINDS.join(', ')}`)
       const adapter = adapterFor(input.kind)
@@ -246,6 +252,12 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
       if (moved.length > 0) throw invalid(secretRequiredAgain('token', moved))
       const token = input.token ?? (before ? box.open(before.token_sealed).toString('utf8') : undefined)
       if (!token) throw invalid('token is required to connect a tracker')
+      const retargets =
+        !before ||
+        input.token !== undefined ||
+        input.webhookSecret !== undefined ||
+        changedDestination({ kind: before.kind, apiUrl: urlKey(before.api_url), project: before.project, account: before.account }, { kind: input.kind, apiUrl: urlKey(apiUrl), project: input.project, account: input.account ?? null }).length > 0
+      if (retargets) await confirmRetarget?.()
       const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}) }
       let actor: string
       try {

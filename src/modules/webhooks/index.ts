@@ -1,6 +1,6 @@
 /** The webhooks API (sk, tenant-scoped): declarations and one service call each. */
 import { Elysia, t } from 'elysia'
-import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, confirmSessionCaller, orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
 import {
@@ -29,7 +29,8 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
     .post(
       '/v1/webhooks',
       async ({ org, body, set, request, server }) => {
-        const created = await webhooks.create(org.orgId, body, actedBy(auth, org, request, server))
+        // Every future event, report content included, goes to this URL, long after the session that set it.
+        const created = await webhooks.create(org.orgId, body, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'webhook_create', request, server))
         set.status = 201
         return created
       },
@@ -37,10 +38,10 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
         access: 'webhooks.manage',
         body: CreateWebhookBody,
         parse: 'json',
-        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
+        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'invalid_credentials', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
         detail: doc(
           'Create a webhook endpoint',
-          'Standard Webhooks 1.0 deliveries of the events committed from now on. The URL must resolve to public addresses (unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1). The whsec_ secret is returned once.',
+          'Standard Webhooks 1.0 deliveries of the events committed from now on. The URL must resolve to public addresses (unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1). The whsec_ secret is returned once. An `sk_` key is asked nothing more. A dashboard session must first confirm it is the admin (the endpoint receives every event after the session ends): an unused confirmation for `webhook_create` at most 5 minutes old, by password (POST /admin/api/me/reauth/password) or at the identity provider (POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.',
         ),
       },
     )

@@ -112,7 +112,11 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
     repo,
 
     /** Creates an endpoint that receives events from now on; the secret is in this answer only. */
-    async create(orgId: string, input: WebhookInput, by: ActedBy) {
+    /**
+     * `confirm`: called once the endpoint is checked, before it is stored; the route asks a dashboard
+     * session there for a fresh re-authentication (a typo in the URL then costs no confirmation).
+     */
+    async create(orgId: string, input: WebhookInput, by: ActedBy, confirm?: () => Promise<void>) {
       // Every dispatcher pass (5 a second) walks every live endpoint of every Org: 20,000 endpoints of one
       // Org, made with its sk_ key at the rate limit's pace, kept a core busy and slowed every other Org's
       // submissions from 2 ms to 700 ms. So an Org has at most FIXLOOP_WEBHOOKS_PER_ORG of them: refused
@@ -123,6 +127,7 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
       const eventTypes = checkEvents(input.events ?? [])
       if (input.appId) await checkApp(orgId, input.appId)
       await checkTarget(input.url, allowPrivate, { allowUnresolved: true, hint: options.privateHint })
+      await confirm?.()
       const secret = newWebhookSecret()
       const id = newId(ctx.clock)
       const row = {
