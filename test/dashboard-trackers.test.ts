@@ -77,7 +77,8 @@ test.skipIf(!!BROWSER_SKIP)('a server without the tracker routes: a note on the 
 
 /** Types into the field labelled `label` by keyboard (focus, select all, type). */
 async function typeInto(p: Page, label: string, text: string) {
-  await p.getByLabel(label, { exact: true }).focus()
+  // In the tracker section: the mail section below has a "Your fixloop password" field of its own.
+  await p.getByRole('region', { name: 'Issue tracker' }).getByLabel(label, { exact: true }).focus()
   await p.keyboard.press('ControlOrMeta+a')
   await p.keyboard.type(text)
 }
@@ -106,7 +107,7 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   await expectPageClean(page, 'app-tracker-confirm')
   await page.getByLabel('Project key', { exact: true }).focus()
   await page.keyboard.press('Enter')
-  expect(await page.getByLabel('Your fixloop password', { exact: true }).evaluate((el) => (el as HTMLInputElement).validity.valueMissing)).toBe(true)
+  expect(await section.getByLabel('Your fixloop password', { exact: true }).evaluate((el) => (el as HTMLInputElement).validity.valueMissing)).toBe(true)
   expect((await call(server.url, 'GET', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key })).body.tracker).toBeNull()
   await typeInto(page, 'Your fixloop password', PASSWORD)
   await page.keyboard.press('Enter')
@@ -127,7 +128,7 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   await section.getByRole('button', { name: 'Save tracker' }).waitFor()
   expect(await section.getByLabel('Webhook secret').count()).toBe(0)
   // Connected: the state mapping alone sends nothing elsewhere, so it is saved without the password.
-  expect(await page.getByLabel('Your fixloop password', { exact: true }).count()).toBe(0)
+  expect(await section.getByLabel('Your fixloop password', { exact: true }).count()).toBe(0)
   await typeInto(page, 'State mapping', 'deployed = resolved\nwont do = ignore')
   await page.getByLabel('Project key', { exact: true }).press('Enter')
   await section.getByText('Saved.').waitFor()
