@@ -104,7 +104,7 @@ function SmtpForm({ org, app }) {
       ${s && s.passwordSet && html`<div class="field check"><input id="m-nopass" type="checkbox" checked=${form.removePassword} onChange=${set('removePassword')} /><label for="m-nopass">Remove the stored password</label></div>`}
       ${retargets &&
       html`<p class="hint wide">Reporters’ mail goes through this server, also after you sign out: confirm it is you to save.${reauth.data && !reauth.data.hasPassword ? ' Confirm first, then fill in the form: what is typed here is not kept across the provider’s sign-in page.' : ''}</p>
-        <${ConfirmIdentity} status=${reauth.data} purpose="smtp_change" id="m-confirm-password" label="Your fixloop password" password=${confirmPassword} setPassword=${setConfirmPassword} what="to save the mail settings" />`}
+        <${ConfirmIdentity} status=${reauth.data} purpose="smtp_change" id="m-confirm-password" label="Your fixloop password" passwordOnly=${true} password=${confirmPassword} setPassword=${setConfirmPassword} what="to save the mail settings" />`}
       <div class="actions wide"><button type="submit" class="primary" disabled=${busy || (retargets && !canConfirm(reauth.data, 'smtp_change'))}>${s ? 'Save mail settings' : 'Set mail settings'}</button>
         ${s && html`<button type="button" class="danger" onClick=${() => setDialog(true)}>Remove mail settings</button>`}
         ${saved && html`<span role="status">${saved}</span>`}</div>

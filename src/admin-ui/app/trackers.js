@@ -189,7 +189,7 @@ function TrackerForm({ org, app }) {
       </fieldset>
       ${retargets &&
       html`<p class="hint wide">Issues with the reports’ content go to this tracker, also after you sign out: confirm it is you to save.${reauth.data && !reauth.data.hasPassword ? ' Confirm first, then fill in the form: what is typed here is not kept across the provider’s sign-in page.' : ''}</p>
-        <${ConfirmIdentity} status=${reauth.data} purpose="tracker_connect" id="t-password" label="Your fixloop password" password=${password} setPassword=${setPassword} what="to save the tracker" />`}
+        <${ConfirmIdentity} status=${reauth.data} purpose="tracker_connect" id="t-password" label="Your fixloop password" passwordOnly=${true} password=${password} setPassword=${setPassword} what="to save the tracker" />`}
       <div class="actions wide"><button type="submit" class="primary" disabled=${busy || (retargets && !canConfirm(reauth.data, 'tracker_connect'))}>${t ? 'Save tracker' : 'Connect tracker'}</button>
         ${t && html`<button type="button" onClick=${() => setDialog('rotate')}>Rotate webhook secret</button>`}
         ${t && html`<button type="button" class="danger" onClick=${() => setDialog('disconnect')}>Disconnect</button>`}
