@@ -115,6 +115,7 @@ describe('a member session against the binary', () => {
     expect((await confirm('webhook_create')).status).toBe(200)
     const created = await as(owner, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/owner' })
     expect(created.status).toBe(201)
+    expect((await confirm('webhook_secret_rotate')).status).toBe(200)
     expect((await as(owner, 'POST', `/v1/webhooks/${created.body.id}/rotate-secret`)).status).toBe(200)
     expect((await as(owner, 'DELETE', `/v1/webhooks/${created.body.id}`)).status).toBe(200)
     expect((await confirm('slack_connect')).status).toBe(200)

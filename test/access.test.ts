@@ -270,6 +270,7 @@ describe('what a member could do before is audited when an owner or a key does i
     const created = await asSession('owner', 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook/secret-path?token=abc' })
     expect(created.status).toBe(201)
     const id = created.body.id
+    await confirmAs('owner', 'webhook_secret_rotate')
     expect((await asSession('owner', 'POST', `/v1/webhooks/${id}/rotate-secret`)).status).toBe(200)
     expect((await asSession('owner', 'POST', `/v1/webhooks/${id}/test`)).status).toBe(202)
     expect((await asSession('owner', 'DELETE', `/v1/webhooks/${id}`)).status).toBe(200)

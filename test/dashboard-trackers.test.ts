@@ -10,11 +10,12 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { BROWSER_SKIP, launchBrowser, signInByKeyboard } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
-import { expectPageClean, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+import { expectPageClean, OUT_DIR, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 import { startJiraStub, type JiraStub } from './jira-stub'
 
 const EMAIL = 'trackers@example.com'
@@ -132,6 +133,28 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   await typeInto(page, 'State mapping', 'deployed = resolved\nwont do = ignore')
   await page.getByLabel('Project key', { exact: true }).press('Enter')
   await section.getByText('Saved.').waitFor()
+  // A new webhook secret lets its holder move reports: the dialog asks the password too, focused first.
+  await section.getByRole('button', { name: 'Rotate webhook secret' }).press('Enter')
+  const rotate = page.getByRole('dialog', { name: "Rotate the tracker's webhook secret?" })
+  await rotate.getByLabel('Your fixloop password', { exact: true }).waitFor()
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('t-rotate-password')
+  expect(await rotate.getByRole('button', { name: 'Rotate now' }).isDisabled()).toBe(false)
+  await expectPageClean(page, 'app-tracker-rotate')
+  // The full-page image makes a dialog small: the dialog itself too, at both widths, to look at.
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
+    await rotate.screenshot({ path: join(OUT_DIR, `dashboard-app-tracker-rotate-element-${width}.png`) })
+  }
+  await page.setViewportSize({ width: 1280, height: 800 })
+  await rotate.getByLabel('Your fixloop password', { exact: true }).focus()
+  await page.keyboard.type(PASSWORD)
+  await page.keyboard.press('Enter')
+  await rotate.waitFor({ state: 'hidden' })
+  const rotated = section.getByLabel('Webhook secret', { exact: true })
+  await rotated.waitFor()
+  expect(await rotated.inputValue()).not.toBe(webhookSecret)
+  webhookSecret = await rotated.inputValue()
+  await section.getByRole('button', { name: 'Done' }).press('Enter')
 
   const id = await submitReport(server.url, tenant.pub, 'Checkout button does nothing on mobile Safari')
   await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${id}`)

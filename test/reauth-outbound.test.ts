@@ -180,6 +180,27 @@ describe('a dashboard session proves again who it is before data starts going so
     })
   }
 
+  test('rotating a webhook or tracker webhook secret hands one out that signs what is believed after the session: asked like creating', async () => {
+    expect((await call(server.url, 'PUT', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key, body: ROUTES[3].body() })).status).toBe(200)
+    const hook = (await call(server.url, 'POST', '/v1/webhooks', { auth: tenant.key, body: { url: 'http://127.0.0.1:9/receiver' } })).body
+    for (const [purpose, path] of [
+      ['webhook_secret_rotate', `/v1/webhooks/${hook.id}/rotate-secret`],
+      ['tracker_connect', `/v1/apps/${tenant.appId}/tracker/rotate-webhook-secret`],
+    ]) {
+      const refused = await asOwner('POST', path)
+      expect([path, refused.status, refused.body.error.details]).toEqual([path, 401, expect.objectContaining({ reauthRequired: true, purpose })])
+      expect(JSON.stringify(refused.body)).not.toMatch(/whsec_|"webhookSecret"/)
+      expect((await confirm(purpose)).status).toBe(200)
+      expect([path, (await asOwner('POST', path)).status]).toEqual([path, 200])
+      expect((await asOwner('POST', path)).status).toBe(401) // used up
+      expect((await call(server.url, 'POST', path, { auth: tenant.key })).status).toBe(200) // an sk_ key: as documented
+    }
+    // The webhook secret was rotated twice in all (the session once, the key once); nothing else.
+    expect((await orgAudit('webhook.secret_rotated')).map((e: { actor: string }) => e.actor)).toEqual([`admin:${owner.id}`, `key:${tenant.keyId}`])
+    await ROUTES[0].undo()
+    await ROUTES[3].undo()
+  })
+
   test('a confirmation lasts 5 minutes', async () => {
     expect((await confirm('webhook_create')).status).toBe(200)
     clock.advance(REAUTH_TTL_MS + 1000)

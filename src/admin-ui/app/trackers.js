@@ -141,8 +141,13 @@ function TrackerForm({ org, app }) {
     setSaved(t ? 'Saved.' : 'Connected.')
     current.reload()
   })
+  // The new secret lets its holder move reports through the tracker's webhook: asked like connecting.
+  const [rotatePassword, setRotatePassword] = useState('')
   const [rotate, rotating, rotateError] = useAction(async () => {
+    await confirmFirst(reauth.data, 'tracker_connect', rotatePassword)
     const res = await api('POST', `/v1/apps/${app.id}/tracker/rotate-webhook-secret`, { org: org.id })
+    setRotatePassword('')
+    reauth.reload()
     setSecret(res.webhookSecret)
     setDialog(null)
   })
@@ -201,8 +206,11 @@ function TrackerForm({ org, app }) {
     ${dialog === 'rotate' &&
     html`<${Dialog} title="Rotate the tracker's webhook secret?" onClose=${() => setDialog(null)}>
       <p>Deliveries signed with the old secret are refused until you set the new one on the tracker's webhook. Polling keeps states in sync meanwhile.</p>
-      <${ErrorBox} error=${rotateError} />
-      <div class="actions"><button type="button" class="danger" disabled=${rotating} onClick=${rotate}>Rotate now</button><button type="button" autofocus onClick=${() => setDialog(null)}>Cancel</button></div>
+      <form onSubmit=${(e) => (e.preventDefault(), rotate())}>
+        <${ConfirmIdentity} status=${reauth.data} purpose="tracker_connect" id="t-rotate-password" label="Your fixloop password" password=${rotatePassword} setPassword=${setRotatePassword} autofocus=${true} what="to rotate the secret" />
+        <${ErrorBox} error=${rotateError} />
+        <div class="actions"><button type="submit" class="danger" disabled=${rotating || !canConfirm(reauth.data, 'tracker_connect')}>Rotate now</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
+      </form>
     </${Dialog}>`}
     ${dialog === 'disconnect' &&
     html`<${Dialog} title="Disconnect the issue tracker?" onClose=${() => setDialog(null)}>

@@ -20,7 +20,8 @@ export const SESSION_IDLE_MS = 24 * 3600_000
  * each hands out a credential that outlives the session (an sk_ key, the App's signing secret), changes
  * how the admin signs in, sets the commands this server runs for every queued report (the repository
  * connection's agent and verify commands), or sets where the Org's data keeps going on its own (a webhook
- * endpoint, a Slack channel, an issue tracker, the SMTP server that carries reporters' mail). A stolen
+ * endpoint, a Slack channel, an issue tracker, the SMTP server that carries reporters' mail) or hands out
+ * the secret that signs what goes there or comes back (a webhook's, a tracker's). A stolen
  * session cookie is then worth what the session can do while it lasts, not a key, a command on the server
  * or a feed of the Org's reports that keeps working after the session is revoked.
  */
@@ -32,6 +33,7 @@ export const REAUTH_PURPOSES = [
   'totp_disable',
   'repo_connect',
   'webhook_create',
+  'webhook_secret_rotate',
   'smtp_change',
   'slack_connect',
   'tracker_connect',

@@ -122,12 +122,20 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
         detail: { ...doc("Disconnect the App's issue tracker", '204 (no body): syncing stops; the links of existing issues stay readable on their reports.'), responses: { 204: { description: 'Disconnected' } } },
       },
     )
-    .post('/v1/apps/:id/tracker/rotate-webhook-secret', ({ org, params, request, server }) => trackers.rotateWebhookSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
-      access: 'trackers.manage',
-      params: AppParams,
-      response: { 200: t.NoValidate(t.Object({ webhookSecret: WebhookSecret })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'tracker_not_connected') },
-      detail: doc('Rotate the tracker webhook secret', 'The old secret stops working at once: set the new one on the tracker.'),
-    })
+    .post(
+      '/v1/apps/:id/tracker/rotate-webhook-secret',
+      ({ org, params, request, server }) =>
+        trackers.rotateWebhookSecret(org.orgId, params.id, actedBy(auth, org, request, server), org.session ? () => confirmSessionCaller(auth, org, 'tracker_connect', request, server, params.id) : undefined),
+      {
+        access: 'trackers.manage',
+        params: AppParams,
+        response: { 200: t.NoValidate(t.Object({ webhookSecret: WebhookSecret })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_credentials', 'invalid_id', 'app_not_found', 'tracker_not_connected') },
+        detail: doc(
+          'Rotate the tracker webhook secret',
+          "The old secret stops working at once: set the new one on the tracker. An `sk_` key is asked nothing more. Whoever holds the secret can move reports through the tracker's webhook, after the session too, so a dashboard session must first confirm it is the admin, as for connecting: an unused confirmation for `tracker_connect` at most 5 minutes old (POST /admin/api/me/reauth/password, or POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.",
+        ),
+      },
+    )
     .post(
       '/v1/feedback/:id/tracker-issue',
       async ({ org, params, set }) => {

@@ -216,8 +216,6 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
      * Connects (or reconnects) the App's tracker: the token checked with the tracker (400 invalid_argument
      * with the tracker's answer, never the token), sealed with a webhook secret made on the first connect
      * (kept on a reconnect; shown only when made). Records `app.tracker_connected`.
-     */
-    /**
      * `confirmRetarget`: called once the input is checked, before the tracker is contacted, when the
      * connection is new or would send issues elsewhere or as someone else (kind, apiUrl, project, account,
      * token) or takes a webhook secret (whoever knows it can move reports); the route asks a dashboard
@@ -305,8 +303,16 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
       if (!(await repo.removeConnection(appId, note(by, orgId, 'app.tracker_disconnected', appId)))) throw new ApiError('tracker_not_connected', { appId })
     },
 
-    async rotateWebhookSecret(orgId: string, appId: string, by?: ActedBy): Promise<{ webhookSecret: string }> {
+    /**
+     * A new tracker webhook secret, in this answer only. `confirm`: as for `connect` with a webhook secret
+     * (whoever holds it can move reports through forged tracker events, after the session too).
+     */
+    async rotateWebhookSecret(orgId: string, appId: string, by?: ActedBy, confirm?: () => Promise<void>): Promise<{ webhookSecret: string }> {
       await liveApp(orgId, appId)
+      if (confirm) {
+        if (!(await repo.connection(appId))) throw new ApiError('tracker_not_connected', { appId })
+        await confirm()
+      }
       const secret = newSecret()
       if (!(await repo.setWebhookSecret(appId, box.seal(Buffer.from(secret, 'utf8')), clock.now(), note(by, orgId, 'app.tracker_webhook_secret_rotated', appId)))) {
         throw new ApiError('tracker_not_connected', { appId })

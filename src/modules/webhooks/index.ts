@@ -62,12 +62,20 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       response: { 200: t.NoValidate(Deleted), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
       detail: doc('Delete a webhook endpoint', 'Pending deliveries are dropped; the delivery log stays until retention removes it.'),
     })
-    .post('/v1/webhooks/:id/rotate-secret', ({ org, params, request, server }) => webhooks.rotateSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
-      access: 'webhooks.manage',
-      params: WebhookParams,
-      response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
-      detail: doc('Rotate the signing secret', 'For 24 hours every delivery carries two signatures (new and previous secret), space-separated.'),
-    })
+    .post(
+      '/v1/webhooks/:id/rotate-secret',
+      ({ org, params, request, server }) =>
+        webhooks.rotateSecret(org.orgId, params.id, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'webhook_secret_rotate', request, server, params.id)),
+      {
+        access: 'webhooks.manage',
+        params: WebhookParams,
+        response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS, 'invalid_body', 'invalid_credentials') },
+        detail: doc(
+          'Rotate the signing secret',
+          'For 24 hours every delivery carries two signatures (new and previous secret), space-separated. An `sk_` key is asked nothing more. The new secret signs deliveries the receiver trusts, after the session too, so a dashboard session must first confirm it is the admin: an unused confirmation for `webhook_secret_rotate` at most 5 minutes old (POST /admin/api/me/reauth/password, or POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.',
+        ),
+      },
+    )
     .post('/v1/webhooks/:id/enable', ({ org, params, request, server }) => webhooks.enable(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'webhooks.manage',
       params: WebhookParams,

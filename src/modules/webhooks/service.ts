@@ -111,8 +111,8 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
   return {
     repo,
 
-    /** Creates an endpoint that receives events from now on; the secret is in this answer only. */
     /**
+     * Creates an endpoint that receives events from now on; the secret is in this answer only.
      * `confirm`: called once the endpoint is checked, before it is stored; the route asks a dashboard
      * session there for a fresh re-authentication (a typo in the URL then costs no confirmation).
      */
@@ -156,9 +156,13 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
       return { id, deleted: true as const }
     },
 
-    /** New secret; the old one keeps signing alongside it for 24 hours. */
-    async rotateSecret(orgId: string, id: string, by: ActedBy) {
+    /**
+     * New secret; the old one keeps signing alongside it for 24 hours. `confirm`: as for `create` (whoever
+     * holds the secret can sign deliveries the receiver believes, after the session too).
+     */
+    async rotateSecret(orgId: string, id: string, by: ActedBy, confirm?: () => Promise<void>) {
       await require(orgId, id)
+      await confirm?.()
       const secret = newWebhookSecret()
       const until = ctx.clock.now() + ROTATION_OVERLAP_MS
       if (!(await repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until, [entry(by, orgId, 'webhook.secret_rotated', id)]))) throw new ApiError('not_found')
