@@ -49,6 +49,7 @@ SUITES=(
   test/chatops.test.ts
   test/lifecycle-events.test.ts
   test/access.test.ts
+  test/reauth-outbound.test.ts
   test/heavy-charge.test.ts
   test/internal-error.test.ts
   test/dashboard-api.test.ts

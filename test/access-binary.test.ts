@@ -110,10 +110,15 @@ describe('a member session against the binary', () => {
   })
 
   test("the owner's changes through the same routes are audited with the owner and address", async () => {
+    // Each outlives the session: the owner confirms with the password first (docs/security.md "Which actions ask").
+    const confirm = (purpose: string) => call(server.url, 'POST', '/admin/api/me/reauth/password', { body: { purpose, password: 'owner password 1' }, headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf } })
+    expect((await confirm('webhook_create')).status).toBe(200)
     const created = await as(owner, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/owner' })
     expect(created.status).toBe(201)
+    expect((await confirm('webhook_secret_rotate')).status).toBe(200)
     expect((await as(owner, 'POST', `/v1/webhooks/${created.body.id}/rotate-secret`)).status).toBe(200)
     expect((await as(owner, 'DELETE', `/v1/webhooks/${created.body.id}`)).status).toBe(200)
+    expect((await confirm('slack_connect')).status).toBe(200)
     const slack = await as(owner, 'POST', '/v1/chatops/slack', { botToken: 'xoxb-1234567890-abcdef', signingSecret: 'b'.repeat(32), channel: 'C0123ABCD' })
     expect(slack.status).toBe(201)
     expect((await as(owner, 'POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0123' })).status).toBe(200)

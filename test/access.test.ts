@@ -127,6 +127,7 @@ const MATRIX: Record<string, { access: string; allowed?: Grant[] }> = {
   'DELETE /admin/api/me/totp': { access: 'signed_in' },
   'GET /admin/api/me/reauth': { access: 'signed_in' },
   'POST /admin/api/me/reauth': { access: 'signed_in' },
+  'POST /admin/api/me/reauth/password': { access: 'signed_in' },
   'GET /admin/api/orgs': { access: 'signed_in' },
   'POST /admin/api/orgs': { access: 'orgs.create', allowed: INSTANCE },
   'GET /admin/api/orgs/{orgId}/apps': { access: 'org.read', allowed: OWNERS.concat('member') },
@@ -258,11 +259,18 @@ function asSession(who: 'owner' | 'member', method: string, path: string, body?:
   return call(server.url, method, path, { body, headers: { cookie: admin[who].cookie, 'x-csrf-token': admin[who].csrf, 'x-fixloop-org': acme.orgId } })
 }
 
+/** The password confirmation a session gives before an action that outlives it (test/reauth-outbound.test.ts). */
+async function confirmAs(who: 'owner', purpose: string) {
+  expect((await call(server.url, 'POST', '/admin/api/me/reauth/password', { body: { purpose, password: 'owner password 1' }, headers: { cookie: admin[who].cookie, 'x-csrf-token': admin[who].csrf } })).status).toBe(200)
+}
+
 describe('what a member could do before is audited when an owner or a key does it', () => {
   test('webhooks: create, rotate, test, delete by an owner session; create by an sk_ key', async () => {
+    await confirmAs('owner', 'webhook_create')
     const created = await asSession('owner', 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook/secret-path?token=abc' })
     expect(created.status).toBe(201)
     const id = created.body.id
+    await confirmAs('owner', 'webhook_secret_rotate')
     expect((await asSession('owner', 'POST', `/v1/webhooks/${id}/rotate-secret`)).status).toBe(200)
     expect((await asSession('owner', 'POST', `/v1/webhooks/${id}/test`)).status).toBe(202)
     expect((await asSession('owner', 'DELETE', `/v1/webhooks/${id}`)).status).toBe(200)
@@ -285,6 +293,7 @@ describe('what a member could do before is audited when an owner or a key does i
   test('Slack: connect, allow and withdraw a user, disconnect; the bot token and signing secret are not logged', async () => {
     const botToken = 'xoxb-1234567890-abcdefghij'
     const signingSecret = 'a'.repeat(32)
+    await confirmAs('owner', 'slack_connect')
     const c = await asSession('owner', 'POST', '/v1/chatops/slack', { botToken, signingSecret, channel: 'C0123ABCD' })
     expect(c.status).toBe(201)
     expect((await asSession('owner', 'POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0456' })).status).toBe(200)

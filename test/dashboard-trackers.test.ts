@@ -10,11 +10,12 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { BROWSER_SKIP, signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
-import { expectPageClean, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+import { expectPageClean, OUT_DIR, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 import { startJiraStub, type JiraStub } from './jira-stub'
 
 const EMAIL = 'trackers@example.com'
@@ -79,7 +80,8 @@ test.skipIf(!!BROWSER_SKIP)('a server without the tracker routes: a note on the 
 
 /** Types into the field labelled `label` by keyboard (focus, select all, type). */
 async function typeInto(p: Page, label: string, text: string) {
-  await p.getByLabel(label, { exact: true }).focus()
+  // In the tracker section: the mail section below has a "Your fixloop password" field of its own.
+  await p.getByRole('region', { name: 'Issue tracker' }).getByLabel(label, { exact: true }).focus()
   await p.keyboard.press('ControlOrMeta+a')
   await p.keyboard.type(text)
 }
@@ -102,7 +104,15 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   await typeInto(page, 'Access token', jira.token)
   await typeInto(page, 'State mapping', 'deployed = resolved')
   await page.keyboard.press('Tab') // leave the textarea (Enter there is a new line), then submit from a text input
+  // Issues go to this tracker after the session too: the admin's own password is asked again, in a field
+  // named apart from the tracker's token (docs/security.md "Which actions ask"). Submitted without it, nothing is sent.
+  await section.getByText('Issues with the reports’ content go to this tracker, also after you sign out').waitFor()
+  await expectPageClean(page, 'app-tracker-confirm')
   await page.getByLabel('Project key', { exact: true }).focus()
+  await page.keyboard.press('Enter')
+  expect(await section.getByLabel('Your fixloop password', { exact: true }).evaluate((el) => (el as HTMLInputElement).validity.valueMissing)).toBe(true)
+  expect((await call(server.url, 'GET', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key })).body.tracker).toBeNull()
+  await typeInto(page, 'Your fixloop password', PASSWORD)
   await page.keyboard.press('Enter')
 
   const secret = section.getByLabel('Webhook secret')
@@ -120,6 +130,33 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   await page.reload()
   await section.getByRole('button', { name: 'Save tracker' }).waitFor()
   expect(await section.getByLabel('Webhook secret').count()).toBe(0)
+  // Connected: the state mapping alone sends nothing elsewhere, so it is saved without the password.
+  expect(await section.getByLabel('Your fixloop password', { exact: true }).count()).toBe(0)
+  await typeInto(page, 'State mapping', 'deployed = resolved\nwont do = ignore')
+  await page.getByLabel('Project key', { exact: true }).press('Enter')
+  await section.getByText('Saved.').waitFor()
+  // A new webhook secret lets its holder move reports: the dialog asks the password too, focused first.
+  await section.getByRole('button', { name: 'Rotate webhook secret' }).press('Enter')
+  const rotate = page.getByRole('dialog', { name: "Rotate the tracker's webhook secret?" })
+  await rotate.getByLabel('Your fixloop password', { exact: true }).waitFor()
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('t-rotate-password')
+  expect(await rotate.getByRole('button', { name: 'Rotate now' }).isDisabled()).toBe(false)
+  await expectPageClean(page, 'app-tracker-rotate')
+  // The full-page image makes a dialog small: the dialog itself too, at both widths, to look at.
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
+    await rotate.screenshot({ path: join(OUT_DIR, `dashboard-app-tracker-rotate-element-${width}.png`) })
+  }
+  await page.setViewportSize({ width: 1280, height: 800 })
+  await rotate.getByLabel('Your fixloop password', { exact: true }).focus()
+  await page.keyboard.type(PASSWORD)
+  await page.keyboard.press('Enter')
+  await rotate.waitFor({ state: 'hidden' })
+  const rotated = section.getByLabel('Webhook secret', { exact: true })
+  await rotated.waitFor()
+  expect(await rotated.inputValue()).not.toBe(webhookSecret)
+  webhookSecret = await rotated.inputValue()
+  await section.getByRole('button', { name: 'Done' }).press('Enter')
 
   const id = await submitReport(server.url, tenant.pub, 'Checkout button does nothing on mobile Safari')
   await page.goto(`${server.url}/admin/o/${tenant.orgId}/r/${id}`)

@@ -400,9 +400,27 @@ describe('dashboard in Chromium against the binary', () => {
     })
     try {
       await page.goto(`${server.url}/admin/o/${state.orgId}/webhooks`)
+      // Every event goes to the endpoint after this session too: the password is asked again, by keyboard
+      // alone (docs/security.md "Which actions ask"). A wrong one creates nothing and says why.
       await page.getByLabel('Endpoint URL').fill(`http://127.0.0.1:${receiver.port}/hook`)
-      await page.getByRole('button', { name: 'Add endpoint' }).click()
+      await page.getByText('The endpoint receives every event, report content included, also after you sign out').waitFor()
+      await page.getByLabel('Event types').press('Tab')
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('hook-password')
+      await page.keyboard.type('not the password')
+      await page.keyboard.press('Enter')
+      await page.getByRole('alert').filter({ hasText: /password/i }).waitFor()
+      expect((await call(server.url, 'GET', '/v1/webhooks', { auth: state.key })).body.data).toEqual([])
+      await page.getByLabel('Password', { exact: true }).fill('')
+      await checkPage('webhooks-confirm')
+      await page.getByLabel('Password', { exact: true }).focus()
+      await page.keyboard.type(PASSWORD)
+      await page.keyboard.press('Tab')
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Add endpoint')
+      await page.keyboard.press('Enter')
       expect(await page.getByLabel('Webhook secret').inputValue()).toMatch(/^whsec_/)
+      // The confirmation was used by this endpoint: the next one asks again.
+      expect(await page.getByLabel('Password', { exact: true }).inputValue()).toBe('')
+      await checkPage('webhooks-created')
       await submit('A report after the webhook exists')
       await eventually(() => received.length > 0, 15_000)
       await page.getByRole('button', { name: 'Deliveries' }).click()

@@ -18,6 +18,8 @@ import { canSee } from '../modules/admins/service'
 import type { ActedBy } from '../modules/audit/index'
 import { accessGuard } from './access-guard'
 import type { OrgCaller } from './org-caller'
+import type { PasswordReentry } from '../modules/admin-api/password-reentry'
+import type { ReauthPurpose } from '../modules/admins/sessions'
 
 export interface AuthDeps {
   directory: CredentialDirectory
@@ -28,6 +30,8 @@ export interface AuthDeps {
   admin?: AdminAuthDeps & { orgExists(orgId: string): Promise<boolean> }
   /** Told of every accepted `sk_` key (its last-used time, kept by the dashboard); a promise when it writes. */
   keyUsed?: (keyId: string) => Promise<void> | undefined
+  /** Asks a dashboard session for a fresh re-authentication before an action that outlives it (`confirmSessionCaller`). */
+  reentry?: Pick<PasswordReentry, 'confirmSession'>
 }
 
 /** RFC 6750: the scheme name is case-insensitive ("bearer", "BEARER"); one or more spaces follow it. */
@@ -111,7 +115,7 @@ async function authenticateAdminAsOrg(deps: AuthDeps & { admin: NonNullable<Auth
   noteCaller(request, { orgId })
   const taken = deps.limiters.orgKey.take(`session:${session.id}`)
   if (taken) await taken
-  return { orgId, keyId: `session:${session.id}`, grant: grantIn(admin, orgId), actor: `admin:${admin.id}` }
+  return { orgId, keyId: `session:${session.id}`, grant: grantIn(admin, orgId), actor: `admin:${admin.id}`, session: { id: session.id, adminId: admin.id } }
 }
 
 export async function authenticateOrg(deps: AuthDeps, request: Request): Promise<OrgCaller> {
@@ -149,6 +153,20 @@ export async function stillAuthorized(deps: AuthDeps, request: Request, org: Org
   } catch {
     return false
   }
+}
+
+/**
+ * Before an action that keeps sending the Org's data somewhere after the session that set it (a webhook
+ * endpoint, a Slack channel, a tracker, an SMTP server): a dashboard session must hold an unused
+ * re-authentication for `purpose`, at most 5 minutes old (password at POST /admin/api/me/reauth/password,
+ * or the identity provider), used up here; else 401 invalid_credentials with `details.reauthRequired`.
+ * An `sk_` key is not asked: its request bodies stay as documented, and it outlives sessions anyway.
+ */
+export async function confirmSessionCaller(deps: AuthDeps, org: OrgCaller, purpose: ReauthPurpose, request: Request, server: Parameters<typeof clientAddress>[1], targetId?: string): Promise<void> {
+  if (!org.session) return
+  // No way to ask is no way through: a session is never let past by a wiring mistake.
+  if (!deps.reentry) throw new ApiError('invalid_credentials', { reauthRequired: true }, 'This action cannot be confirmed on this server.')
+  await deps.reentry.confirmSession(org, { purpose, ip: clientAddress(request, server, deps.trustProxy), targetId: targetId ?? null })
 }
 
 /** The audit log's "who" for an Org caller's change (the address only when it is written). */

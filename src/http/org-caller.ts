@@ -8,4 +8,9 @@ export interface OrgCaller {
   grant: Grant
   /** Who, for the audit log: "key:<id>" or "admin:<id>". */
   actor: string
+  /**
+   * The dashboard session behind the call (absent for an `sk_` key): the routes that set where the Org's
+   * data keeps going ask it for a fresh re-authentication (admin-api/password-reentry.ts `confirmSession`).
+   */
+  session?: { id: string; adminId: string }
 }

@@ -84,6 +84,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     trustProxy: config.trustProxy,
     admin: { ...adminAuth, orgExists: ctx.store.console.orgExists },
     keyUsed: createKeyActivity(ctx.store.admins, clock),
+    reentry,
   }
   const blobs = createBlobStore(ctx)
   // Session replays are scrubbed by their own job, queued when a report with one is stored (scrub-replays.ts).

@@ -21,6 +21,16 @@ export function confirmedFor(status, purpose) {
 /** The request body's proof: nothing when the provider confirmed (the server uses that up), else the password. */
 export const proofOf = (status, purpose, password) => (confirmedFor(status, purpose) ? {} : { password })
 
+/**
+ * Before a /v1 call the dashboard shares with sk_ keys and that outlives the session (a webhook endpoint,
+ * SMTP, a tracker): its body has no password field, so the password is given first and recorded on the
+ * session for that one call (POST /admin/api/me/reauth/password); nothing when the provider confirmed.
+ */
+export async function confirmFirst(status, purpose, password) {
+  if (confirmedFor(status, purpose)) return
+  await api('POST', '/admin/api/me/reauth/password', { body: { purpose, password } })
+}
+
 /** Whether the form can be sent: the admin has a password to type, or the provider confirmed. */
 export const canConfirm = (status, purpose) => !!status && (status.hasPassword || confirmedFor(status, purpose))
 
@@ -45,8 +55,9 @@ export function ProviderButton({ status, purpose, id, label }) {
  * saying so instead. `id` is the password input's id; `autofocus` focuses the first control once shown.
  * `passwordOnly`: no provider button (a form whose state the round trip to the provider would lose).
  * `what`: the action, named on the provider button when the page has another one (another dialog's).
+ * `label`: the password field's label, when the form has another password field (an SMTP server's).
  */
-export function ConfirmIdentity({ status, purpose, id, password, setPassword, autofocus, passwordOnly, what }) {
+export function ConfirmIdentity({ status, purpose, id, password, setPassword, autofocus, passwordOnly, what, label = 'Password' }) {
   // The status may arrive after the dialog opened (and focused what it had): the first control takes the focus then.
   const box = useRef(null)
   const loaded = !!status
@@ -56,12 +67,13 @@ export function ConfirmIdentity({ status, purpose, id, password, setPassword, au
   }, [loaded])
   if (!status) return html`<p>Loading…</p>`
   if (confirmedFor(status, purpose)) {
-    return html`<p class="confirmed" role="status">Confirmed with ${status.provider || 'your identity provider'}. Finish within 5 minutes: the confirmation is used once.</p>`
+    // Without single sign-on the only way to have confirmed is the password (POST /admin/api/me/reauth/password).
+    return html`<p class="confirmed" role="status">Confirmed with ${status.sso && status.provider ? status.provider : 'your password'}. Finish within 5 minutes: the confirmation is used once.</p>`
   }
   const provider = status.sso && status.provider && !(passwordOnly && status.hasPassword)
   return html`<div ref=${box}>
     ${status.hasPassword &&
-    html`<div class="field"><label for=${id}>Password</label>
+    html`<div class="field"><label for=${id}>${label}</label>
       <input id=${id} type="password" autocomplete="current-password" required value=${password} onInput=${(e) => setPassword(e.target.value)} /></div>`}
     ${provider && status.hasPassword && html`<p class="or">or</p>`}
     ${provider && html`<${ProviderButton} status=${status} purpose=${purpose} id=${id} label=${what && `Confirm with ${status.provider} ${what}`} />`}

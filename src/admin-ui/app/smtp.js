@@ -6,6 +6,7 @@
 import { useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
+import { useReauth, ConfirmIdentity, confirmFirst, canConfirm } from '@fixloop/reauth'
 
 const TLS = [
   ['starttls', 'STARTTLS (port 587)'],
@@ -44,12 +45,20 @@ function SmtpForm({ org, app }) {
   // Where the mail goes changed: a stored password is not sent to the new server unless typed again.
   const serverChanged = !!s && (form.host.trim() !== s.host || Number(form.port) !== s.port || form.tls !== s.tls)
   const passwordNeeded = !!s && s.passwordSet && serverChanged && !form.removePassword
+  // Reporters' mail would go to another server or account, also after this session ends: the admin
+  // confirms it is them (the server asks the same; the From address alone is no new destination).
+  const reauth = useReauth()
+  const [confirmPassword, setConfirmPassword] = useState('')
+  const retargets = !s || serverChanged || (form.user.trim() || null) !== s.user || !!form.password || form.removePassword
   const [save, busy, error] = useAction(async () => {
     setSaved('')
     const body = { host: form.host.trim(), port: Number(form.port), tls: form.tls, from: form.from.trim(), user: form.user.trim() || null }
     if (form.removePassword) body.password = null
     else if (form.password) body.password = form.password
+    if (retargets) await confirmFirst(reauth.data, 'smtp_change', confirmPassword)
     await api('PUT', `/v1/apps/${app.id}/smtp`, { org: org.id, body })
+    setConfirmPassword('')
+    reauth.reload()
     setF(null)
     setSaved(s ? 'Saved.' : 'Mail settings saved.')
     current.reload()
@@ -93,7 +102,10 @@ function SmtpForm({ org, app }) {
             : 'Stored encrypted, never shown again.',
       )}
       ${s && s.passwordSet && html`<div class="field check"><input id="m-nopass" type="checkbox" checked=${form.removePassword} onChange=${set('removePassword')} /><label for="m-nopass">Remove the stored password</label></div>`}
-      <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>${s ? 'Save mail settings' : 'Set mail settings'}</button>
+      ${retargets &&
+      html`<p class="hint wide">Reporters’ mail goes through this server, also after you sign out: confirm it is you to save.${reauth.data && !reauth.data.hasPassword ? ' Confirm first, then fill in the form: what is typed here is not kept across the provider’s sign-in page.' : ''}</p>
+        <${ConfirmIdentity} status=${reauth.data} purpose="smtp_change" id="m-confirm-password" label="Your fixloop password" passwordOnly=${true} password=${confirmPassword} setPassword=${setConfirmPassword} what="to save the mail settings" />`}
+      <div class="actions wide"><button type="submit" class="primary" disabled=${busy || (retargets && !canConfirm(reauth.data, 'smtp_change'))}>${s ? 'Save mail settings' : 'Set mail settings'}</button>
         ${s && html`<button type="button" class="danger" onClick=${() => setDialog(true)}>Remove mail settings</button>`}
         ${saved && html`<span role="status">${saved}</span>`}</div>
       </fieldset>

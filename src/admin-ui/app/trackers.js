@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate, webHref } from '@fixloop/ui'
+import { useReauth, ConfirmIdentity, confirmFirst, canConfirm } from '@fixloop/reauth'
 
 export const TRACKER_NAMES = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea', jira: 'Jira', linear: 'Linear' }
 
@@ -103,6 +104,19 @@ function TrackerForm({ org, app }) {
   }
   const set = (k) => (e) => setF({ ...form, [k]: e.target.value })
   const toggleSeverity = (s) => (e) => setF({ ...form, onAwaitingManual: e.target.checked ? [...form.onAwaitingManual, s] : form.onAwaitingManual.filter((x) => x !== s) })
+  // Issues would go to another tracker, project or account, also after this session ends (and whoever
+  // knows a webhook secret can move reports): the admin confirms it is them. The server asks the same;
+  // the state mapping and push rules alone change nothing of that.
+  const reauth = useReauth()
+  const [password, setPassword] = useState('')
+  const retargets =
+    !t ||
+    form.kind !== t.kind ||
+    form.apiUrl.trim() !== t.apiUrl ||
+    form.project.trim() !== t.project ||
+    (form.kind === 'jira' && form.account.trim() !== (t.account || '')) ||
+    !!form.token ||
+    (form.kind === 'linear' && !!form.webhookSecret.trim())
   const [save, busy, error] = useAction(async () => {
     setSaved('')
     const parsed = parseStateMap(form.stateMap)
@@ -118,14 +132,22 @@ function TrackerForm({ org, app }) {
     if (form.token) body.token = form.token
     if (form.kind === 'linear' && form.webhookSecret.trim()) body.webhookSecret = form.webhookSecret.trim()
     if (form.kind === 'jira' && form.account.trim()) body.account = form.account.trim()
+    if (retargets) await confirmFirst(reauth.data, 'tracker_connect', password)
     const res = await api('PUT', `/v1/apps/${app.id}/tracker`, { org: org.id, body })
+    setPassword('')
+    reauth.reload()
     setSecret(res.webhookSecret || null)
     setF(null)
     setSaved(t ? 'Saved.' : 'Connected.')
     current.reload()
   })
+  // The new secret lets its holder move reports through the tracker's webhook: asked like connecting.
+  const [rotatePassword, setRotatePassword] = useState('')
   const [rotate, rotating, rotateError] = useAction(async () => {
+    await confirmFirst(reauth.data, 'tracker_connect', rotatePassword)
     const res = await api('POST', `/v1/apps/${app.id}/tracker/rotate-webhook-secret`, { org: org.id })
+    setRotatePassword('')
+    reauth.reload()
     setSecret(res.webhookSecret)
     setDialog(null)
   })
@@ -170,7 +192,10 @@ function TrackerForm({ org, app }) {
       <fieldset class="wide severities"><legend>Push when a lead awaits manual work, for severity</legend>
         ${SEVERITIES.map((s) => html`<span class="check"><input id=${`t-sev-${s}`} type="checkbox" checked=${form.onAwaitingManual.includes(s)} onChange=${toggleSeverity(s)} /><label for=${`t-sev-${s}`}>${s}</label></span>`)}
       </fieldset>
-      <div class="actions wide"><button type="submit" class="primary" disabled=${busy}>${t ? 'Save tracker' : 'Connect tracker'}</button>
+      ${retargets &&
+      html`<p class="hint wide">Issues with the reports’ content go to this tracker, also after you sign out: confirm it is you to save.${reauth.data && !reauth.data.hasPassword ? ' Confirm first, then fill in the form: what is typed here is not kept across the provider’s sign-in page.' : ''}</p>
+        <${ConfirmIdentity} status=${reauth.data} purpose="tracker_connect" id="t-password" label="Your fixloop password" passwordOnly=${true} password=${password} setPassword=${setPassword} what="to save the tracker" />`}
+      <div class="actions wide"><button type="submit" class="primary" disabled=${busy || (retargets && !canConfirm(reauth.data, 'tracker_connect'))}>${t ? 'Save tracker' : 'Connect tracker'}</button>
         ${t && html`<button type="button" onClick=${() => setDialog('rotate')}>Rotate webhook secret</button>`}
         ${t && html`<button type="button" class="danger" onClick=${() => setDialog('disconnect')}>Disconnect</button>`}
         ${saved && html`<span role="status">${saved}</span>`}</div>
@@ -181,8 +206,11 @@ function TrackerForm({ org, app }) {
     ${dialog === 'rotate' &&
     html`<${Dialog} title="Rotate the tracker's webhook secret?" onClose=${() => setDialog(null)}>
       <p>Deliveries signed with the old secret are refused until you set the new one on the tracker's webhook. Polling keeps states in sync meanwhile.</p>
-      <${ErrorBox} error=${rotateError} />
-      <div class="actions"><button type="button" class="danger" disabled=${rotating} onClick=${rotate}>Rotate now</button><button type="button" autofocus onClick=${() => setDialog(null)}>Cancel</button></div>
+      <form onSubmit=${(e) => (e.preventDefault(), rotate())}>
+        <${ConfirmIdentity} status=${reauth.data} purpose="tracker_connect" id="t-rotate-password" label="Your fixloop password" password=${rotatePassword} setPassword=${setRotatePassword} autofocus=${true} what="to rotate the secret" />
+        <${ErrorBox} error=${rotateError} />
+        <div class="actions"><button type="submit" class="danger" disabled=${rotating || !canConfirm(reauth.data, 'tracker_connect')}>Rotate now</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
+      </form>
     </${Dialog}>`}
     ${dialog === 'disconnect' &&
     html`<${Dialog} title="Disconnect the issue tracker?" onClose=${() => setDialog(null)}>

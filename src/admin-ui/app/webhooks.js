@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
 import { eventLabel, deliveryLabel } from '@fixloop/labels'
+import { useReauth, ConfirmIdentity, confirmFirst, canConfirm } from '@fixloop/reauth'
 
 /** The last attempt's answer in words: the HTTP status, or why there was none (timeout, refused …). */
 function lastAnswer(d) {
@@ -39,10 +40,17 @@ export function WebhooksPage({ org }) {
   const [events, setEvents] = useState('')
   const [created, setCreated] = useState(null)
   const [open, setOpen] = useState(null)
+  // Every event from now on, report content included, goes to the endpoint, also after this session ends:
+  // the admin confirms it is them (password, or the identity provider), as for a new key.
+  const reauth = useReauth()
+  const [password, setPassword] = useState('')
   const [create, busy, error] = useAction(async () => {
     const list = events.split(/[\s,]+/).filter(Boolean)
+    await confirmFirst(reauth.data, 'webhook_create', password)
     setCreated(await api('POST', '/v1/webhooks', { org: org.id, body: { url, ...(list.length ? { events: list } : {}) } }))
     setUrl('')
+    setPassword('')
+    reauth.reload()
     hooks.reload()
   })
   const [remove, , removeError] = useAction(async (h) => {
@@ -57,7 +65,9 @@ export function WebhooksPage({ org }) {
         <div class="field"><label for="hook-url">Endpoint URL</label><input id="hook-url" type="url" required placeholder="https://example.com/hooks/fixloop" value=${url} onInput=${(e) => setUrl(e.target.value)} /></div>
         <div class="field"><label for="hook-events">Event types</label><input id="hook-events" placeholder="all" aria-describedby="hook-events-hint" value=${events} onInput=${(e) => setEvents(e.target.value)} />
           <small id="hook-events-hint">Comma-separated, e.g. feedback.status_changed. Empty: all.</small></div>
-        <button type="submit" class="primary" disabled=${busy}>Add endpoint</button>
+        <p class="hint wide">The endpoint receives every event, report content included, also after you sign out: confirm it is you to add it.${reauth.data && !reauth.data.hasPassword ? ' Confirm first, then fill in the form: what is typed here is not kept across the provider’s sign-in page.' : ''}</p>
+        <${ConfirmIdentity} status=${reauth.data} purpose="webhook_create" id="hook-password" password=${password} setPassword=${setPassword} what="to add the endpoint" />
+        <button type="submit" class="primary" disabled=${busy || !canConfirm(reauth.data, 'webhook_create')}>Add endpoint</button>
       </form><${ErrorBox} error=${error} />
       ${created &&
       html`<div class="notice" role="status"><p><strong>Copy the signing secret now.</strong> It is shown this once.</p>

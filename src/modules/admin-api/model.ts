@@ -3,6 +3,7 @@ import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
 import { t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { oneOf, int } from '../../core/schema'
+import { REAUTH_PURPOSES } from '../admins/sessions'
 import { PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN } from '../apps/model'
 import { FOLDERS } from './inbox-repo'
 import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES } from '../connections/service'
@@ -22,6 +23,8 @@ export const LoginBody = t.Object({ email: Email, password: Password, totp: t.Op
 export const SetupBody = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }), email: Email, password: Password }, closed)
 /** Without `password`: the session's step-up re-authentication at the identity provider is used instead (password-reentry.ts). */
 export const PasswordBody = t.Object({ password: t.Optional(Password) }, closed)
+/** A confirmation by password, recorded on the session for one action sent without it (REAUTH_PASSWORD_PATH). */
+export const ReauthPasswordBody = t.Object({ purpose: t.Union(REAUTH_PURPOSES.map((p) => t.Literal(p))), password: Password }, closed)
 export const TotpEnableBody = t.Object({ secret: t.String({ minLength: 16, maxLength: 128 }), code: t.String({ maxLength: 12 }), password: t.Optional(Password) }, closed)
 
 export const Me = t.Object(

@@ -19,6 +19,8 @@ export const REENTRY_BACKOFF: BackoffSpec = { freeFailures: 5, baseDelayMs: 1000
 
 /** Where a signed-in admin starts a re-authentication at the identity provider (POST, X-CSRF-Token, `{purpose, returnTo}`). */
 export const REAUTH_START_PATH = '/admin/api/me/reauth'
+/** Where a signed-in admin confirms with the password for one action done without it (POST, X-CSRF-Token, `{purpose, password}`). */
+export const REAUTH_PASSWORD_PATH = '/admin/api/me/reauth/password'
 
 export type ReentryPurpose = ReauthPurpose
 
@@ -29,6 +31,12 @@ export interface ReentryContext {
   targetId?: string | null
 }
 
+/** A /v1 caller (http/org-caller.ts): its Org and, for a dashboard session, the session and its admin. */
+export interface SessionOrKey {
+  orgId: string
+  session?: { id: string; adminId: string }
+}
+
 /** Who asks: the admin and the session a re-authentication would have been recorded on. */
 export interface ReentryCaller {
   adminId: string
@@ -37,7 +45,7 @@ export interface ReentryCaller {
 
 export interface ReentryDeps {
   admins: AdminsService
-  sessions: Pick<SessionStore, 'consumeReauthentication'>
+  sessions: Pick<SessionStore, 'consumeReauthentication' | 'markReauthenticated'>
   audit: AuditLog
   throttles: ThrottleFactory
   /** Single sign-on is configured: a re-authentication at the provider is offered. */
@@ -64,23 +72,50 @@ export function createPasswordReentry({ admins, sessions, audit, throttles, sso 
     }
   }
 
+  /**
+   * Resolves when `password` is the admin's or, without a password, when the session holds an unused
+   * re-authentication for `at.purpose` (now used up). Otherwise 401 invalid_credentials (a wrong
+   * password: audited) or 429. `passwordFirst`: the request has no password field (a /v1 body shared
+   * with `sk_` keys), so the password is given beforehand at REAUTH_PASSWORD_PATH, which the answer names.
+   */
+  async function confirm(caller: ReentryCaller, password: string | undefined, at: ReentryContext, { passwordFirst = false } = {}): Promise<void> {
+    if (password) return byPassword(caller.adminId, password, at)
+    if (await sessions.consumeReauthentication(caller.sessionId, at.purpose)) return
+    const hasPassword = (await admins.identity(caller.adminId))?.hasPassword ?? true
+    if (!hasPassword && !sso) throw new ApiError('invalid_credentials', { reauthRequired: true, noPassword: true }, 'This admin has no password and single sign-on is not configured: an operator sets a password with `fixloop admin reset-password` for this action.')
+    const typed = passwordFirst ? `Confirm with your password first (POST ${REAUTH_PASSWORD_PATH} with {"purpose": "${at.purpose}", "password": …})` : 'Enter your password'
+    const how = !hasPassword ? 'Confirm with the identity provider' : sso ? `${typed}, or confirm with the identity provider` : typed
+    throw new ApiError(
+      'invalid_credentials',
+      { reauthRequired: true, ...(hasPassword ? {} : { noPassword: true }), ...(hasPassword && passwordFirst ? { passwordReauth: REAUTH_PASSWORD_PATH, purpose: at.purpose } : {}), ...reauthHint(at.purpose) },
+      `${how}${sso ? ` (POST ${REAUTH_START_PATH} with {"purpose": "${at.purpose}"}; it is good for 5 minutes and one use)` : passwordFirst ? '; it is good for 5 minutes and one use' : ''}.`,
+    )
+  }
+
   return {
+    confirm,
+
     /**
-     * Resolves when `password` is the admin's or, without a password, when the session holds an unused
-     * re-authentication for `at.purpose` (now used up). Otherwise 401 invalid_credentials (a wrong
-     * password: audited) or 429.
+     * Records on the session a confirmation by password for `at.purpose`, used like one at the identity
+     * provider (once, within REAUTH_TTL_MS): for actions whose request body is shared with `sk_` keys and
+     * so has no place for a password (POST REAUTH_PASSWORD_PATH). A wrong password is audited and
+     * throttled as above; a right one is audited as admin.reauthenticated, method "password".
      */
-    async confirm(caller: ReentryCaller, password: string | undefined, at: ReentryContext): Promise<void> {
-      if (password) return byPassword(caller.adminId, password, at)
-      if (await sessions.consumeReauthentication(caller.sessionId, at.purpose)) return
-      const hasPassword = (await admins.identity(caller.adminId))?.hasPassword ?? true
-      if (!hasPassword && !sso) throw new ApiError('invalid_credentials', { reauthRequired: true, noPassword: true }, 'This admin has no password and single sign-on is not configured: an operator sets a password with `fixloop admin reset-password` for this action.')
-      const how = !hasPassword ? 'Confirm with the identity provider' : sso ? 'Enter your password, or confirm with the identity provider' : 'Enter your password'
-      throw new ApiError(
-        'invalid_credentials',
-        { reauthRequired: true, ...(hasPassword ? {} : { noPassword: true }), ...reauthHint(at.purpose) },
-        `${how}${sso ? ` (POST ${REAUTH_START_PATH} with {"purpose": "${at.purpose}"}; it is good for 5 minutes and one use)` : ''}.`,
-      )
+    async record(caller: ReentryCaller, password: string, at: ReentryContext): Promise<void> {
+      await byPassword(caller.adminId, password, at)
+      if (!(await sessions.markReauthenticated(caller.sessionId, caller.adminId, at.purpose))) throw new ApiError('not_signed_in')
+      await audit.record({ orgId: null, actor: `admin:${caller.adminId}`, action: 'admin.reauthenticated', targetId: caller.adminId, data: { method: 'password', purpose: at.purpose }, ip: at.ip })
+    },
+
+    /**
+     * For a /v1 route shared with `sk_` keys that sets where the Org's data keeps going (a webhook
+     * endpoint, SMTP, Slack, a tracker): a dashboard session must hold an unused confirmation for
+     * `at.purpose` (used up here), else 401 as `confirm` answers. An `sk_` key passes unchanged: it is
+     * a credential that outlives sessions already, and its callers' request bodies must not change.
+     */
+    async confirmSession(org: SessionOrKey, at: Omit<ReentryContext, 'orgId'>): Promise<void> {
+      if (!org.session) return
+      await confirm({ adminId: org.session.adminId, sessionId: org.session.id }, undefined, { ...at, orgId: org.orgId }, { passwordFirst: true })
     },
   }
 }

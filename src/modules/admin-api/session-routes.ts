@@ -16,7 +16,9 @@ import type { ThrottleFactory } from '../../core/failure-throttle'
 import type { PasswordReentry } from './password-reentry'
 import type { AuditLog } from '../audit/index'
 import { newTotpSecret, totpUri } from '../admins/totp'
-import { ADMIN_SESSION, LoginBody, Me, PasswordBody, SessionParams, SetupBody, TotpEnableBody } from './model'
+import { ADMIN_SESSION, LoginBody, Me, PasswordBody, ReauthPasswordBody, SessionParams, SetupBody, TotpEnableBody } from './model'
+import { REAUTH_PASSWORD_PATH } from './password-reentry'
+import { isoUtc } from '../../core/clock'
 import { t } from 'elysia'
 
 const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
@@ -123,6 +125,28 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
         return { id: params.id, revoked: true }
       },
       { access: 'signed_in', params: SessionParams, response: { 200: t.Object({ id: t.String(), revoked: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_id', 'not_found') }, detail: { summary: 'Revoke one of your sessions', tags: ['admin'], security: ADMIN_SESSION } },
+    )
+    .post(
+      REAUTH_PASSWORD_PATH,
+      async ({ caller, body, request, server, set }) => {
+        await reentry.record({ adminId: caller.admin.id, sessionId: caller.session.id }, body.password, { purpose: body.purpose, ip: clientAddress(request, server, deps.trustProxy) })
+        const fresh = (await sessions.freshReauthentication(caller.session.id))!
+        set.headers['cache-control'] = 'no-store'
+        return { purpose: fresh.purpose, at: isoUtc(fresh.at), expiresAt: isoUtc(fresh.expiresAt) }
+      },
+      {
+        access: 'signed_in',
+        body: ReauthPasswordBody,
+        parse: 'json',
+        response: { 200: t.Object({ purpose: t.String(), at: t.String(), expiresAt: t.String() }), ...errorSchemas(...AUTH_ERRORS, 'invalid_body', 'invalid_credentials') },
+        detail: {
+          summary: 'Confirm with the password for one sensitive action sent without it',
+          description:
+            'For the /v1 routes a dashboard session shares with `sk_` keys, whose bodies have no password field (creating a webhook endpoint, connecting Slack or an issue tracker, setting SMTP): marks this session confirmed for `purpose`, good for one such action within 5 minutes, as a re-authentication at the identity provider is. Replaces any earlier unused confirmation. A wrong password is 401 invalid_credentials, audited (admin.password_reentry_failed) and throttled per admin (429 after 5); a right one is audited as admin.reauthenticated with method "password".',
+          tags: ['admin'],
+          security: ADMIN_SESSION,
+        },
+      },
     )
     .post('/admin/api/me/totp/secret', ({ caller }) => {
       const secret = newTotpSecret()

@@ -18,11 +18,26 @@ export const SESSION_IDLE_MS = 24 * 3600_000
 /**
  * The actions that ask a signed-in admin to prove again who they are (password, or the identity provider):
  * each hands out a credential that outlives the session (an sk_ key, the App's signing secret), changes
- * how the admin signs in, or sets the commands this server runs for every queued report (the repository
- * connection's agent and verify commands). A stolen session cookie is then worth what the session can do
- * while it lasts, not a key, or a command on the server, that keeps working after the session is revoked.
+ * how the admin signs in, sets the commands this server runs for every queued report (the repository
+ * connection's agent and verify commands), or sets where the Org's data keeps going on its own (a webhook
+ * endpoint, a Slack channel, an issue tracker, the SMTP server that carries reporters' mail) or hands out
+ * the secret that signs what goes there or comes back (a webhook's, a tracker's). A stolen
+ * session cookie is then worth what the session can do while it lasts, not a key, a command on the server
+ * or a feed of the Org's reports that keeps working after the session is revoked.
  */
-export const REAUTH_PURPOSES = ['secret_reveal', 'secret_rotate', 'key_create', 'totp_enable', 'totp_disable', 'repo_connect'] as const
+export const REAUTH_PURPOSES = [
+  'secret_reveal',
+  'secret_rotate',
+  'key_create',
+  'totp_enable',
+  'totp_disable',
+  'repo_connect',
+  'webhook_create',
+  'webhook_secret_rotate',
+  'smtp_change',
+  'slack_connect',
+  'tracker_connect',
+] as const
 export type ReauthPurpose = (typeof REAUTH_PURPOSES)[number]
 export const isReauthPurpose = (v: unknown): v is ReauthPurpose => typeof v === 'string' && (REAUTH_PURPOSES as readonly string[]).includes(v)
 

@@ -4,7 +4,7 @@
  */
 import { Elysia, t } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
-import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, confirmSessionCaller, orgAuth, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
 import { BEARER_SK, errorSchemas, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { readBodyBounded } from '../../http/strict-json'
@@ -49,14 +49,17 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
       '/v1/chatops/slack',
       ({ org, body, set, request, server }) => {
         set.status = 201
-        return chatops.connect(org.orgId, body, actedBy(auth, org, request, server))
+        return chatops.connect(org.orgId, body, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'slack_connect', request, server))
       },
       {
         access: 'chatops.manage',
         body: ConnectBody,
         parse: 'json',
-        response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'app_not_found', 'payload_too_large') },
-        detail: doc('Connect a Slack channel', 'One parent message per lead report, updated in place as it moves; details and the PR link in its thread.'),
+        response: { 201: t.NoValidate(Connection), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'invalid_credentials', 'app_not_found', 'payload_too_large') },
+        detail: doc(
+          'Connect a Slack channel',
+          'One parent message per lead report, updated in place as it moves; details and the PR link in its thread. An `sk_` key is asked nothing more. A dashboard session must first confirm it is the admin (the channel gets the Org\'s reports after the session ends): an unused confirmation for `slack_connect` at most 5 minutes old, by password (POST /admin/api/me/reauth/password) or at the identity provider (POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.',
+        ),
       },
     )
     .get('/v1/chatops/slack', async ({ org }) => ({ data: await chatops.list(org.orgId) }), {

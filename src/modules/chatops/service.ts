@@ -67,7 +67,12 @@ export function createChatopsService(ctx: ChatopsDeps) {
   return {
     repo,
 
-    async connect(orgId: string, input: SlackConnectInput, by: ActedBy) {
+    /**
+     * `confirm`: called once the connection is checked, before it is stored; the route asks a dashboard
+     * session there for a fresh re-authentication (the channel gets every lead after the session, and the
+     * signing secret given here lets its holder send /fixloop commands).
+     */
+    async connect(orgId: string, input: SlackConnectInput, by: ActedBy, confirm?: () => Promise<void>) {
       const token = input.botToken.trim()
       const secret = input.signingSecret.trim()
       if (!/^xox[bp]-[A-Za-z0-9-]{8,250}$/.test(token)) throw bad('/botToken', 'a Slack bot token starts with xoxb-')
@@ -86,6 +91,7 @@ export function createChatopsService(ctx: ChatopsDeps) {
       const max = ctx.config.slackConnectionsPerOrg
       const atCap = () => new ApiError('invalid_argument', { limit: 'FIXLOOP_SLACK_CONNECTIONS_PER_ORG', max }, `This Org already has ${max} Slack connections, the most it may have (FIXLOOP_SLACK_CONNECTIONS_PER_ORG): disconnect one first.`)
       if (max > 0 && (await repo.list(orgId)).length >= max) throw atCap()
+      await confirm?.()
       const id = newId(ctx.clock)
       // The cursor starts at the Org's last seq: a new connection does not replay the Org's history into the channel.
       const inserted = await repo.insert(

@@ -8,7 +8,7 @@ import { escapeHtml } from '../../core/escape-html'
 import { ID_PATTERN } from '../../core/ids'
 import { FEEDBACK_STATUSES } from '../../core/fsm'
 import { oneOf } from '../../core/schema'
-import { actedBy, authenticateWidget, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, authenticateWidget, confirmSessionCaller, orgAuth, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
 import { BEARER_PUB, BEARER_SK, errorSchemas, ORG_OWNER_ERRORS, ORG_AUTH_ERRORS, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
@@ -67,17 +67,23 @@ export function mailRoutes(auth: AuthDeps, mail: MailService) {
       response: { 200: t.NoValidate(SmtpView), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found', 'not_found') },
       detail: doc("The App's SMTP settings", 'The password is never returned: `passwordSet` says whether one is stored. 404 not_found when none are set.'),
     })
-    .put('/v1/apps/:id/smtp', ({ org, params, body, request, server }) => mail.putSmtp(org.orgId, params.id, body, actedBy(auth, org, request, server)), {
-      access: 'mail.manage',
-      params: AppParams,
-      body: SmtpBody,
-      parse: 'json',
-      response: { 200: t.NoValidate(SmtpView), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'payload_too_large') },
-      detail: doc(
-        'Set the App\'s SMTP settings',
-        'Used to email reporters who asked to be told when their report is resolved (docs/email.md). tls: none (plain), starttls (upgrade required), tls (implicit TLS, port 465). The host must resolve to public addresses unless the server runs with FIXLOOP_SMTP_ALLOW_PRIVATE=1 (400 invalid_body on /host otherwise); it is checked again before every connection.',
-      ),
-    })
+    .put(
+      '/v1/apps/:id/smtp',
+      ({ org, params, body, request, server }) =>
+        // Reporters' mail would go to that server long after the session: a session proves it is the admin.
+        mail.putSmtp(org.orgId, params.id, body, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'smtp_change', request, server, params.id)),
+      {
+        access: 'mail.manage',
+        params: AppParams,
+        body: SmtpBody,
+        parse: 'json',
+        response: { 200: t.NoValidate(SmtpView), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_credentials', 'invalid_id', 'app_not_found', 'payload_too_large') },
+        detail: doc(
+          'Set the App\'s SMTP settings',
+          'Used to email reporters who asked to be told when their report is resolved (docs/email.md). tls: none (plain), starttls (upgrade required), tls (implicit TLS, port 465). The host must resolve to public addresses unless the server runs with FIXLOOP_SMTP_ALLOW_PRIVATE=1 (400 invalid_body on /host otherwise); it is checked again before every connection. An `sk_` key is asked nothing more. A dashboard session that sets the first settings or changes host, port, tls, user or password (not `from` alone) must first confirm it is the admin: an unused confirmation for `smtp_change` at most 5 minutes old, by password (POST /admin/api/me/reauth/password) or at the identity provider (POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.',
+        ),
+      },
+    )
     .delete('/v1/apps/:id/smtp', ({ org, params, request, server }) => mail.deleteSmtp(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'mail.manage',
       params: AppParams,

@@ -91,7 +91,13 @@ export function createMailService(ctx: MailServiceDeps) {
       return viewOf(row)
     },
 
-    async putSmtp(orgId: string, appId: string, input: SmtpInput, by: ActedBy): Promise<SmtpView> {
+    /**
+     * `confirmRetarget`: called, after the settings are checked and before they are stored, when they
+     * are new or send reporters' mail to another server or account (host, port, TLS mode, user or
+     * password); the route asks a dashboard session there for a fresh re-authentication. A change of the
+     * From address alone is not asked about: the mail still goes where it went.
+     */
+    async putSmtp(orgId: string, appId: string, input: SmtpInput, by: ActedBy, confirmRetarget?: () => Promise<void>): Promise<SmtpView> {
       await liveApp(orgId, appId)
       const host = input.host.trim()
       if (!HOST_RE.test(host)) throw bad('/host', 'a host name or [IP address]')
@@ -111,6 +117,11 @@ export function createMailService(ctx: MailServiceDeps) {
         const moved = changedDestination({ host: before.host.toLowerCase(), port: before.port, tls: before.tls_mode }, { host: host.toLowerCase(), port: input.port, tls: input.tls })
         if (moved.length > 0) throw bad('/password', secretRequiredAgain('password', moved))
       }
+      const retargets =
+        !before ||
+        changedDestination({ host: before.host.toLowerCase(), port: before.port, tls: before.tls_mode, user: before.username }, { host: host.toLowerCase(), port: input.port, tls: input.tls, user }).length > 0 ||
+        input.password !== undefined
+      if (retargets) await confirmRetarget?.()
       const passwordSealed =
         input.password === undefined ? (before?.password_sealed ?? null) : input.password === null || input.password === '' ? null : ctx.box.seal(Buffer.from(input.password))
       const row: SmtpRow = {

@@ -9,7 +9,7 @@ import { ID_PATTERN } from '../../core/ids'
 import { oneOf } from '../../core/schema'
 import { TRACKER_KINDS } from '../../trackers/adapter'
 import { accessGuard } from '../../http/access-guard'
-import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, confirmSessionCaller, orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { jsonDepthExceeds, MAX_JSON_DEPTH, readBodyBounded } from '../../http/strict-json'
 import { baseUrlOf } from '../uploads/index'
@@ -90,20 +90,25 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
       response: { 200: t.NoValidate(t.Object({ tracker: Nullable(TrackerView) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_id', 'app_not_found') },
       detail: doc("The App's issue tracker", 'The connection with its health (the last failure, when the next try is, how many issues wait); null when none is connected. The token and the webhook secret are never returned.'),
     })
-    .put('/v1/apps/:id/tracker', ({ org, params, body, request, server }) => trackers.connect(org.orgId, params.id, body, baseUrlOf(request, publicUrl), actedBy(auth, org, request, server)), {
+    .put(
+      '/v1/apps/:id/tracker',
+      ({ org, params, body, request, server }) =>
+        trackers.connect(org.orgId, params.id, body, baseUrlOf(request, publicUrl), actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'tracker_connect', request, server, params.id)),
+      {
       access: 'trackers.manage',
       params: AppParams,
       body: TrackerBody,
       parse: 'json',
       response: {
         200: t.NoValidate(t.Object({ tracker: TrackerView, webhookSecret: t.Optional(WebhookSecret) })),
-        ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'invalid_id', 'app_not_found', 'payload_too_large'),
+        ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'invalid_credentials', 'invalid_id', 'app_not_found', 'payload_too_large'),
       },
       detail: doc(
         'Connect an issue tracker',
-        "Creates or replaces the App's tracker connection. The token is checked with the tracker (400 invalid_argument quoting the tracker's answer, never the token) and sealed. `webhookSecret` is returned only when it is created (the first connect). The API URL must resolve to public addresses unless the server runs with FIXLOOP_TRACKER_ALLOW_PRIVATE=1. docs/trackers.md.",
+        "Creates or replaces the App's tracker connection. The token is checked with the tracker (400 invalid_argument quoting the tracker's answer, never the token) and sealed. `webhookSecret` is returned only when it is created (the first connect). The API URL must resolve to public addresses unless the server runs with FIXLOOP_TRACKER_ALLOW_PRIVATE=1. docs/trackers.md. An `sk_` key is asked nothing more. A dashboard session that connects a tracker, or changes kind, apiUrl, project, account or token, or sets webhookSecret (not stateMap or rules alone), must first confirm it is the admin: an unused confirmation for `tracker_connect` at most 5 minutes old, by password (POST /admin/api/me/reauth/password) or at the identity provider (POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.",
       ),
-    })
+    },
+    )
     .delete(
       '/v1/apps/:id/tracker',
       async ({ org, params, request, server, set }) => {
@@ -117,12 +122,20 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
         detail: { ...doc("Disconnect the App's issue tracker", '204 (no body): syncing stops; the links of existing issues stay readable on their reports.'), responses: { 204: { description: 'Disconnected' } } },
       },
     )
-    .post('/v1/apps/:id/tracker/rotate-webhook-secret', ({ org, params, request, server }) => trackers.rotateWebhookSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
-      access: 'trackers.manage',
-      params: AppParams,
-      response: { 200: t.NoValidate(t.Object({ webhookSecret: WebhookSecret })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'tracker_not_connected') },
-      detail: doc('Rotate the tracker webhook secret', 'The old secret stops working at once: set the new one on the tracker.'),
-    })
+    .post(
+      '/v1/apps/:id/tracker/rotate-webhook-secret',
+      ({ org, params, request, server }) =>
+        trackers.rotateWebhookSecret(org.orgId, params.id, actedBy(auth, org, request, server), org.session ? () => confirmSessionCaller(auth, org, 'tracker_connect', request, server, params.id) : undefined),
+      {
+        access: 'trackers.manage',
+        params: AppParams,
+        response: { 200: t.NoValidate(t.Object({ webhookSecret: WebhookSecret })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_credentials', 'invalid_id', 'app_not_found', 'tracker_not_connected') },
+        detail: doc(
+          'Rotate the tracker webhook secret',
+          "The old secret stops working at once: set the new one on the tracker. An `sk_` key is asked nothing more. Whoever holds the secret can move reports through the tracker's webhook, after the session too, so a dashboard session must first confirm it is the admin, as for connecting: an unused confirmation for `tracker_connect` at most 5 minutes old (POST /admin/api/me/reauth/password, or POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.",
+        ),
+      },
+    )
     .post(
       '/v1/feedback/:id/tracker-issue',
       async ({ org, params, set }) => {

@@ -216,8 +216,12 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
      * Connects (or reconnects) the App's tracker: the token checked with the tracker (400 invalid_argument
      * with the tracker's answer, never the token), sealed with a webhook secret made on the first connect
      * (kept on a reconnect; shown only when made). Records `app.tracker_connected`.
+     * `confirmRetarget`: called once the input is checked, before the tracker is contacted, when the
+     * connection is new or would send issues elsewhere or as someone else (kind, apiUrl, project, account,
+     * token) or takes a webhook secret (whoever knows it can move reports); the route asks a dashboard
+     * session there for a fresh re-authentication. Changing only stateMap or rules is not asked about.
      */
-    async connect(orgId: string, appId: string, input: TrackerInput, baseUrl: string, by?: ActedBy): Promise<{ tracker: TrackerView; webhookSecret?: string }> {
+    async connect(orgId: string, appId: string, input: TrackerInput, baseUrl: string, by?: ActedBy, confirmRetarget?: () => Promise<void>): Promise<{ tracker: TrackerView; webhookSecret?: string }> {
       await liveApp(orgId, appId)
       if (!(TRACKER_KINDS as readonly string[]).includes(input.kind)) throw invalid(`kind must be one of ${TRACKER_KINDS.join(', ')}`)
       const adapter = adapterFor(input.kind)
@@ -246,6 +250,12 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
       if (moved.length > 0) throw invalid(secretRequiredAgain('token', moved))
       const token = input.token ?? (before ? box.open(before.token_sealed).toString('utf8') : undefined)
       if (!token) throw invalid('token is required to connect a tracker')
+      const retargets =
+        !before ||
+        input.token !== undefined ||
+        input.webhookSecret !== undefined ||
+        changedDestination({ kind: before.kind, apiUrl: urlKey(before.api_url), project: before.project, account: before.account }, { kind: input.kind, apiUrl: urlKey(apiUrl), project: input.project, account: input.account ?? null }).length > 0
+      if (retargets) await confirmRetarget?.()
       const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}) }
       let actor: string
       try {
@@ -293,8 +303,16 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
       if (!(await repo.removeConnection(appId, note(by, orgId, 'app.tracker_disconnected', appId)))) throw new ApiError('tracker_not_connected', { appId })
     },
 
-    async rotateWebhookSecret(orgId: string, appId: string, by?: ActedBy): Promise<{ webhookSecret: string }> {
+    /**
+     * A new tracker webhook secret, in this answer only. `confirm`: as for `connect` with a webhook secret
+     * (whoever holds it can move reports through forged tracker events, after the session too).
+     */
+    async rotateWebhookSecret(orgId: string, appId: string, by?: ActedBy, confirm?: () => Promise<void>): Promise<{ webhookSecret: string }> {
       await liveApp(orgId, appId)
+      if (confirm) {
+        if (!(await repo.connection(appId))) throw new ApiError('tracker_not_connected', { appId })
+        await confirm()
+      }
       const secret = newSecret()
       if (!(await repo.setWebhookSecret(appId, box.seal(Buffer.from(secret, 'utf8')), clock.now(), note(by, orgId, 'app.tracker_webhook_secret_rotated', appId)))) {
         throw new ApiError('tracker_not_connected', { appId })

@@ -1,6 +1,6 @@
 /** The webhooks API (sk, tenant-scoped): declarations and one service call each. */
 import { Elysia, t } from 'elysia'
-import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
+import { actedBy, confirmSessionCaller, orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
 import {
@@ -29,7 +29,8 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
     .post(
       '/v1/webhooks',
       async ({ org, body, set, request, server }) => {
-        const created = await webhooks.create(org.orgId, body, actedBy(auth, org, request, server))
+        // Every future event, report content included, goes to this URL, long after the session that set it.
+        const created = await webhooks.create(org.orgId, body, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'webhook_create', request, server))
         set.status = 201
         return created
       },
@@ -37,10 +38,10 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
         access: 'webhooks.manage',
         body: CreateWebhookBody,
         parse: 'json',
-        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
+        response: { 201: t.NoValidate(CreatedWebhook), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_argument', 'invalid_credentials', 'url_not_allowed', 'app_not_found', 'payload_too_large') },
         detail: doc(
           'Create a webhook endpoint',
-          'Standard Webhooks 1.0 deliveries of the events committed from now on. The URL must resolve to public addresses (unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1). The whsec_ secret is returned once.',
+          'Standard Webhooks 1.0 deliveries of the events committed from now on. The URL must resolve to public addresses (unless FIXLOOP_WEBHOOK_ALLOW_PRIVATE=1). The whsec_ secret is returned once. An `sk_` key is asked nothing more. A dashboard session must first confirm it is the admin (the endpoint receives every event after the session ends): an unused confirmation for `webhook_create` at most 5 minutes old, by password (POST /admin/api/me/reauth/password) or at the identity provider (POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.',
         ),
       },
     )
@@ -61,12 +62,20 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       response: { 200: t.NoValidate(Deleted), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
       detail: doc('Delete a webhook endpoint', 'Pending deliveries are dropped; the delivery log stays until retention removes it.'),
     })
-    .post('/v1/webhooks/:id/rotate-secret', ({ org, params, request, server }) => webhooks.rotateSecret(org.orgId, params.id, actedBy(auth, org, request, server)), {
-      access: 'webhooks.manage',
-      params: WebhookParams,
-      response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
-      detail: doc('Rotate the signing secret', 'For 24 hours every delivery carries two signatures (new and previous secret), space-separated.'),
-    })
+    .post(
+      '/v1/webhooks/:id/rotate-secret',
+      ({ org, params, request, server }) =>
+        webhooks.rotateSecret(org.orgId, params.id, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'webhook_secret_rotate', request, server, params.id)),
+      {
+        access: 'webhooks.manage',
+        params: WebhookParams,
+        response: { 200: t.NoValidate(RotatedSecret), ...errorSchemas(...READ_ERRORS, 'invalid_body', 'invalid_credentials') },
+        detail: doc(
+          'Rotate the signing secret',
+          'For 24 hours every delivery carries two signatures (new and previous secret), space-separated. An `sk_` key is asked nothing more. The new secret signs deliveries the receiver trusts, after the session too, so a dashboard session must first confirm it is the admin: an unused confirmation for `webhook_secret_rotate` at most 5 minutes old (POST /admin/api/me/reauth/password, or POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.',
+        ),
+      },
+    )
     .post('/v1/webhooks/:id/enable', ({ org, params, request, server }) => webhooks.enable(org.orgId, params.id, actedBy(auth, org, request, server)), {
       access: 'webhooks.manage',
       params: WebhookParams,

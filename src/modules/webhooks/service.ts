@@ -111,8 +111,12 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
   return {
     repo,
 
-    /** Creates an endpoint that receives events from now on; the secret is in this answer only. */
-    async create(orgId: string, input: WebhookInput, by: ActedBy) {
+    /**
+     * Creates an endpoint that receives events from now on; the secret is in this answer only.
+     * `confirm`: called once the endpoint is checked, before it is stored; the route asks a dashboard
+     * session there for a fresh re-authentication (a typo in the URL then costs no confirmation).
+     */
+    async create(orgId: string, input: WebhookInput, by: ActedBy, confirm?: () => Promise<void>) {
       // Every dispatcher pass (5 a second) walks every live endpoint of every Org: 20,000 endpoints of one
       // Org, made with its sk_ key at the rate limit's pace, kept a core busy and slowed every other Org's
       // submissions from 2 ms to 700 ms. So an Org has at most FIXLOOP_WEBHOOKS_PER_ORG of them: refused
@@ -123,6 +127,7 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
       const eventTypes = checkEvents(input.events ?? [])
       if (input.appId) await checkApp(orgId, input.appId)
       await checkTarget(input.url, allowPrivate, { allowUnresolved: true, hint: options.privateHint })
+      await confirm?.()
       const secret = newWebhookSecret()
       const id = newId(ctx.clock)
       const row = {
@@ -151,9 +156,13 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
       return { id, deleted: true as const }
     },
 
-    /** New secret; the old one keeps signing alongside it for 24 hours. */
-    async rotateSecret(orgId: string, id: string, by: ActedBy) {
+    /**
+     * New secret; the old one keeps signing alongside it for 24 hours. `confirm`: as for `create` (whoever
+     * holds the secret can sign deliveries the receiver believes, after the session too).
+     */
+    async rotateSecret(orgId: string, id: string, by: ActedBy, confirm?: () => Promise<void>) {
       await require(orgId, id)
+      await confirm?.()
       const secret = newWebhookSecret()
       const until = ctx.clock.now() + ROTATION_OVERLAP_MS
       if (!(await repo.rotate(orgId, id, ctx.box.seal(Buffer.from(secret)), until, [entry(by, orgId, 'webhook.secret_rotated', id)]))) throw new ApiError('not_found')
