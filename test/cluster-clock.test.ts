@@ -10,9 +10,10 @@
  * after a while, so every push is in flight long enough for a wrong claim to happen if one could.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, rmSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
+import { call, eventually, spawnServer } from './harness'
+import { clusterDirs } from './cluster-cli'
 import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
 import { startTrackerStub, STUB_PROJECT, type TrackerStub } from './tracker-stub'
 
@@ -28,22 +29,11 @@ let env: Record<string, string>
 let redis: RedisServer
 let stub: TrackerStub
 let proxy: ReturnType<typeof Bun.serve>
-const dirs: string[] = []
 const nodes: Node[] = []
 let tenant: { key: string; appId: string; pub: string }
 let creations = 0
 
-const dataDir = () => {
-  const d = tempDir('fixloop-clock-node-')
-  dirs.push(d)
-  return d
-}
-
-async function cli(args: string[]): Promise<any> {
-  const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
-  if (r.code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${r.code}: ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
+const { dataDir, cli, removeDirs } = clusterDirs('fixloop-clock-node-', () => env)
 
 const FAKETIME_SKIP = existsSync(LIBFAKETIME) ? undefined : `${LIBFAKETIME} is missing (Debian's faketime package: scripts/test-setup.sh installs it)`
 if (FAKETIME_SKIP) console.warn(`clock-skew cluster test skipped: ${FAKETIME_SKIP}`)
@@ -93,7 +83,7 @@ afterAll(async () => {
   proxy?.stop(true)
   stub?.stop()
   await redis?.stop()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  removeDirs()
 })
 
 describe.skipIf(!!FAKETIME_SKIP)('three nodes, one of them 3 minutes ahead', () => {

@@ -12,9 +12,9 @@
  * shares a bucket).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
 import type { Pool } from 'pg'
-import { call, eventually, runBinary, spawnServer, tempDir } from './harness'
+import { call, eventually, runBinary, spawnServer } from './harness'
+import { clusterDirs } from './cluster-cli'
 import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
 import { openPool } from '../src/db/pg/client-options'
 import { PARTITION_OF_APP } from '../src/db/pg/jobs'
@@ -27,7 +27,6 @@ type Node = Awaited<ReturnType<typeof spawnServer>>
 let env: Record<string, string>
 let pool: Pool
 let redis: RedisServer
-const dirs: string[] = []
 const nodes: Node[] = []
 let tenant: { orgId: string; key: string; appId: string; pub: string }
 /** The partition of Apps the tenant's App is in (src/nodes/partitions.ts: the database's hash of its id). */
@@ -35,17 +34,7 @@ let tenantPartition: number
 const SLACK_TOKEN = 'xoxb-cluster-0123456789'
 let slack: SlackStub
 
-const dataDir = () => {
-  const d = tempDir('fixloop-cluster-node-')
-  dirs.push(d)
-  return d
-}
-
-async function cli(args: string[]): Promise<any> {
-  const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
-  if (r.code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${r.code}: ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
+const { dataDir, cli, removeDirs } = clusterDirs('fixloop-cluster-node-', () => env)
 
 async function startNode(): Promise<Node> {
   const n = await spawnServer(dataDir(), env)
@@ -204,7 +193,7 @@ afterAll(async () => {
   await pool?.end()
   await redis?.stop()
   slack?.stop()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  removeDirs()
 })
 
 const alive = () => nodes.filter((n) => n.proc.exitCode === null && !n.proc.killed)

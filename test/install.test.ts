@@ -16,17 +16,17 @@ describe('package.json', () => {
     expect(pkg.scripts.test).toBe('bash scripts/test.sh')
     const script = readFileSync(join(ROOT, 'scripts/test.sh'), 'utf8')
     const steps = script.split('\n').filter((l) => /^(bash scripts\/test-setup\.sh|run )/.test(l))
-    // The files that time what they check (write turns by the wall clock; three nodes each, with wake-up lags and
-    // take-over bounds) run alone, one after another, after the parallel pass: write turns first, in a run of
+    // The files that time what they check (write turns by the wall clock; compiled nodes with wake-up lags,
+    // take-over bounds, keyed submissions that must not wait out a deadlock) run alone, one after another, after the parallel pass: write turns first, in a run of
     // its own (after the nodes in one run, their stopping processes still used the CPU it times).
     expect(steps).toEqual([
       'bash scripts/test-setup.sh || exit 1',
       'run bun test --timeout 60000 --parallel=3 "${timings[@]}" "--path-ignore-patterns=$ALONE"',
       'run bun test --timeout 60000 test/write-turns.test.ts',
-      'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts',
+      'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/pg-intake-deadlock.test.ts',
       'run env FIXLOOP_TEST_UPDATE_TIMINGS="$update_timings" bash scripts/test-pg.sh',
     ])
-    expect(script).toContain("ALONE='test/{write-turns,cluster-mode,cluster-clock}.test.ts'")
+    expect(script).toContain("ALONE='test/{write-turns,cluster-mode,cluster-clock,pg-intake-deadlock}.test.ts'")
     expect(script).toContain('echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"')
   })
 

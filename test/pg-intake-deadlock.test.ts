@@ -7,9 +7,9 @@
  * a minute, 23 answered 500, p50 4 s). The batch now locks its Orgs' counters first, in one order.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
 import type { Pool } from 'pg'
-import { runBinary, spawnLoggedServer, tempDir } from './harness'
+import { spawnLoggedServer } from './harness'
+import { clusterDirs } from './cluster-cli'
 import { clusterEnv } from './cluster-env'
 import { openPool } from '../src/db/pg/client-options'
 
@@ -17,22 +17,11 @@ type Node = Awaited<ReturnType<typeof spawnLoggedServer>>
 
 let env: Record<string, string>
 let pool: Pool
-const dirs: string[] = []
 const nodes: Node[] = []
 /** Public keys of four Apps, one per Org. */
 const apps: string[] = []
 
-const dataDir = () => {
-  const d = tempDir('fixloop-intake-deadlock-')
-  dirs.push(d)
-  return d
-}
-
-async function cli(args: string[]): Promise<any> {
-  const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
-  if (r.code !== 0) throw new Error(`fixloop ${args.join(' ')}: exit ${r.code}: ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
+const { dataDir, cli, removeDirs } = clusterDirs('fixloop-intake-deadlock-', () => env)
 
 beforeAll(async () => {
   env = {
@@ -55,7 +44,7 @@ let logs: string[] = []
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()))
   await pool?.end()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  removeDirs()
 })
 
 /** POSTs a keyed report; its status, and its error code and Retry-After when refused. */
