@@ -96,7 +96,14 @@ describe('dashboard in Chromium against the binary', () => {
     state.orgId = /\/admin\/o\/([0-9a-f]{24})\//.exec(page.url())![1]
     await page.getByLabel('App name').fill('Web shop')
     await page.getByRole('button', { name: 'Create App' }).click()
-    await page.getByRole('heading', { name: 'Web shop' }).waitFor()
+    // Once (a CI run), the App page never came: say what the page showed instead.
+    await page
+      .getByRole('heading', { name: 'Web shop' })
+      .waitFor()
+      .catch(async (e) => {
+        const field = await page.getByLabel('App name').inputValue().catch(() => '(no field)')
+        throw new Error(`${e.message}\nthe page: ${page.url()}\nthe App name field: ${JSON.stringify(field)}\n${(await page.locator('main').innerText()).slice(0, 2000)}`)
+      })
     state.appId = /apps\/([0-9a-f]{24})/.exec(page.url())![1]
     state.pub = await page.getByLabel('Public key').inputValue()
     expect(state.pub).toMatch(/^pub_/)
