@@ -264,5 +264,19 @@ describe('a dashboard session proves again who it is before data starts going so
       const r = await asOwner('POST', CONFIRM, body)
       expect([JSON.stringify(body), r.status, r.body.error.code]).toEqual([JSON.stringify(body), 400, 'invalid_body'])
     }
+    // Fuzz: deep nesting, huge values, other JSON types, junk query parameters: a 4xx envelope, never a 5xx.
+    let deep: unknown = 'x'
+    for (let i = 0; i < 5_000; i++) deep = [deep]
+    const junk: unknown[] = [deep, { purpose: deep, password: PASSWORD }, { purpose: 'webhook_create', password: 'p'.repeat(200_000) }, { purpose: 'x'.repeat(100_000), password: PASSWORD }, null, 7, 'text', [], { purpose: ['webhook_create'], password: [PASSWORD] }]
+    for (const body of junk) {
+      const r = await asOwner('POST', CONFIRM, body)
+      expect(r.status, JSON.stringify(body).slice(0, 80)).toBeGreaterThanOrEqual(400)
+      expect(r.status).toBeLessThan(500)
+      expect(typeof r.body.error.code).toBe('string')
+    }
+    const queried = await asOwner('POST', `${CONFIRM}?purpose=key_create&password=x&a[b][c]=1&${'z'.repeat(3000)}=1`, { purpose: 'webhook_create', password: 'not the password' })
+    expect([queried.status, queried.body.error.code]).toEqual([401, 'invalid_credentials'])
+    // None of it confirmed anything.
+    expect((await asOwner('GET', CONFIRM.replace('/password', ''))).body.reauthenticated).toBeNull()
   })
 })
