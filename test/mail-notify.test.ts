@@ -262,10 +262,10 @@ describe('the fixed mail', () => {
       await resolve(id)
       const before = sink.mails.length
       const bystander = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => false })
-      await bystander.pass()
+      await bystander.wake()
       expect(await outbox(id)).toBeUndefined()
       expect(sink.mails.length).toBe(before)
-      await new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true }).pass()
+      await new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true }).wake()
       expect((await outbox(id)).state).toBe('sent')
       expect(sink.mails.length).toBe(before + 1)
     } finally {

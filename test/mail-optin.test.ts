@@ -314,4 +314,42 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
       await new Promise((resolve) => slow.close(resolve))
     }
   }, 20_000)
+
+  test('mail queued while a slow server holds a lane is sent beside it, not after it (the lane outlives the pass that claimed it)', async () => {
+    const net = await import('node:net')
+    let slowClosedAt = 0
+    let slowConnected = 0
+    const slow = net.createServer((socket) => {
+      slowConnected++
+      socket.on('error', () => {})
+      socket.write('220 slow.test ESMTP\r\n')
+      const beat = setInterval(() => socket.write('250-still thinking\r\n'), 300)
+      const end = setTimeout(() => socket.destroy(), 6_000)
+      socket.on('close', () => {
+        clearInterval(beat)
+        clearTimeout(end)
+        slowClosedAt = Date.now()
+      })
+    })
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    try {
+      const slowApp = await seedTenant(server.admin, { name: 'Slow2' }, 'Slow2')
+      const slowPort = (slow.address() as import('node:net').AddressInfo).port
+      expect((await call(server.url, 'PUT', `/v1/apps/${slowApp.appId}/smtp`, { auth: slowApp.key, body: { host: '127.0.0.1', port: slowPort, tls: 'none', from: 'Slow <noreply@slow.example>' } })).status).toBe(200)
+      const quickApp = await tenant('Quick2')
+      // The slow App's confirmation is claimed and its lane is waiting on the server: only then is the quick one filed.
+      await submit(slowApp, { text: 'Slow app report', notifyEmail: true, identity: { email: 'cat@slow.example' } })
+      const before = sink.mails.length
+      const pass = mailerPass(server)
+      await eventually(() => slowConnected > 0, 5_000)
+      await submit(quickApp, { text: 'Quick app report', notifyEmail: true, identity: { email: 'dan@quick.example' } })
+      void server.services.mailer.wake()
+      const arrived = await eventually(() => (since(before).some((m) => m.to[0] === 'dan@quick.example' && isConfirmation(m)) ? Date.now() : 0), 10_000)
+      await pass
+      expect(slowClosedAt).toBeGreaterThan(0)
+      expect(arrived).toBeLessThan(slowClosedAt)
+    } finally {
+      await new Promise((resolve) => slow.close(resolve))
+    }
+  }, 20_000)
 })

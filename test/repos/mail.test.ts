@@ -89,6 +89,29 @@ describeEachDialect('mail repo', (fresh) => {
     expect(await repo.claim(99999, 1000, 5)).toEqual([])
   })
 
+  test('a claim leaves the Apps (and confirmation addresses) this node is still sending: the rows stay due for later', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
+    const repo = s.store.mail
+    await resolvedOptIn(s, 'f1')
+    await resolvedOptIn(s, 'f2', 'a2')
+    await repo.enqueue(outboxRow('f1', 100))
+    await repo.enqueue({ ...outboxRow('f2', 100, 'a2'), emailHash: 'h-bob' })
+    expect((await repo.claim(100, 1000, 5, { apps: ['a1'] })).map((r) => r.feedback_id)).toEqual(['f2'])
+    expect(await repo.claim(100, 1000, 5, { apps: ['a1'] })).toEqual([]) // f2 leased, f1 left
+    expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ attempts: 0, lease_until: null }) // untouched, not merely leased
+    expect((await repo.claim(100, 1000, 5, { apps: [] })).map((r) => r.feedback_id)).toEqual(['f1'])
+    // Confirmations: left by App, and by address (any App).
+    for (const [id, app, hash] of [['f3', 'a1', 'h-cat'], ['f4', 'a2', 'h-dan'], ['f5', 'a2', 'h-eve']] as const) {
+      await resolvedOptIn(s, id, app)
+      await repo.ask({ feedbackId: id, appId: app, orgId: 'o1', emailHash: hash, emailSealed: `v1:${id}`, nonce: id.padEnd(32, '0'), now: 100, reaskBefore: 0 })
+    }
+    expect((await repo.claimConfirmations(200, 1000, 5, { apps: ['a1'], addresses: ['h-dan'] })).map((c) => c.id)).toEqual(['a2.h-eve'])
+    expect((await repo.claimConfirmations(200, 1000, 5, { apps: [], addresses: ['h-dan'] })).map((c) => c.id)).toEqual(['a1.h-cat'])
+    expect((await repo.claimConfirmations(200, 1000, 5)).map((c) => c.id)).toEqual(['a2.h-dan'])
+  })
+
   test('unsubscribe: recorded once per App and address, ends that address\'s pending mails of that App only', async () => {
     const s = await fresh()
     await seedOrgApp(s)

@@ -33,16 +33,16 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
     enqueue: (r) => bodies.transaction(enqueueMail(r)),
     // SKIP LOCKED: two nodes claiming at once take different rows, never the same one.
     // The database's clock decides what is due and until when a lease holds (db-clock.ts), never the node's.
-    claim: (now, leaseMs, limit) =>
+    claim: (now, leaseMs, limit, busy) =>
       many<OutboxRow>(
         pool,
         `WITH clock AS (SELECT ${nowOr('$1')} AS now)
          UPDATE mail_outbox SET lease_until = (SELECT now FROM clock) + $2::bigint, attempts = attempts + 1
          WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= (SELECT now FROM clock)
-                                 AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock))
+                                 AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock)) AND NOT (app_id = ANY($4::text[]))
                                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [callerNow(now), leaseMs, limit],
+        [callerNow(now), leaseMs, limit, busy?.apps ?? []],
       ),
     settle: async (id, state, error, now) =>
       (await exec(
@@ -60,16 +60,17 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
         [limit],
       ),
     ask: (a) => bodies.transaction(askConfirmation(a)),
-    claimConfirmations: (now, leaseMs, limit) =>
+    claimConfirmations: (now, leaseMs, limit, busy) =>
       many<ConfirmationRow>(
         pool,
         `WITH clock AS (SELECT ${nowOr('$1')} AS now)
          UPDATE mail_confirmations SET lease_until = (SELECT now FROM clock) + $2::bigint, attempts = attempts + 1
          WHERE id IN (SELECT id FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= (SELECT now FROM clock)
                         AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock))
+                        AND NOT (app_id = ANY($4::text[])) AND NOT (email_hash = ANY($5::text[]))
                       ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [callerNow(now), leaseMs, limit],
+        [callerNow(now), leaseMs, limit, busy?.apps ?? [], busy?.addresses ?? []],
       ),
     confirmationsSent: async (appId, hash, appSince, addressSince) => {
       const r = await one<{ by_app: number; to_address: number }>(

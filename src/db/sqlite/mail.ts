@@ -19,6 +19,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     due: q(`SELECT id, org_id, app_id, notify_email_sealed, COALESCE(duplicate_of_id, id) AS lead_id, submitted_mode FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT ?`),
     claim: q(`UPDATE mail_outbox SET lease_until = ?1, attempts = attempts + 1
               WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+                                      AND app_id NOT IN (SELECT value FROM json_each(?4))
                                     ORDER BY next_attempt_at LIMIT ?3)
               RETURNING *`),
     anyDue: q(`SELECT 1 FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1) LIMIT 1`),
@@ -30,6 +31,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     anyConfirmDue: q(`SELECT 1 FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1) LIMIT 1`),
     claimConfirm: q(`UPDATE mail_confirmations SET lease_until = ?1, attempts = attempts + 1
               WHERE id IN (SELECT id FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+                             AND app_id NOT IN (SELECT value FROM json_each(?4)) AND email_hash NOT IN (SELECT value FROM json_each(?5))
                            ORDER BY next_attempt_at LIMIT ?3)
               RETURNING *`),
     sentByApp: q('SELECT COUNT(*) AS n FROM mail_confirmations WHERE app_id = ? AND sent_at >= ?'),
@@ -57,15 +59,21 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     enqueue: async (r) => bodies.transaction(enqueueMail(r)),
     // A read first: the write lock (IMMEDIATE) is taken only when a row is due, never on an idle wake-up,
     // so the mailer costs the intake's single writer nothing while there is no mail to send.
-    claim: async (now, leaseMs, limit) =>
-      s.anyDue.get(now) === null ? [] : sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit) as OutboxRow[]).immediate(),
+    claim: async (now, leaseMs, limit, busy) =>
+      s.anyDue.get(now) === null
+        ? []
+        : sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? [])) as OutboxRow[]).immediate(),
     settle: async (id, state, error, now) => s.settle.run(state, error, now, id).changes > 0,
     retryLater: async (id, nextAt, error) => void s.retry.run(nextAt, error, id),
     isUnsubscribed: async (appId, hashes) => !!s.isUnsub.get(appId, JSON.stringify(hashes)),
     dueAsks: async (limit) => s.dueAsks.all(limit) as DueAsk[],
     ask: async (a) => bodies.transaction(askConfirmation(a)),
-    claimConfirmations: async (now, leaseMs, limit) =>
-      s.anyConfirmDue.get(now) === null ? [] : sqlite.transaction(() => s.claimConfirm.all(now + leaseMs, now, limit) as ConfirmationRow[]).immediate(),
+    claimConfirmations: async (now, leaseMs, limit, busy) =>
+      s.anyConfirmDue.get(now) === null
+        ? []
+        : sqlite
+            .transaction(() => s.claimConfirm.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? []), JSON.stringify(busy?.addresses ?? [])) as ConfirmationRow[])
+            .immediate(),
     confirmationsSent: async (appId, hash, appSince, addressSince) => ({
       byApp: (s.sentByApp.get(appId, appSince) as { n: number }).n,
       toAddress: (s.sentToAddress.get(hash, addressSince) as { n: number }).n,

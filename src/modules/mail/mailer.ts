@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto'
 import { addressHash, legacyAddressHash, maskAddress } from './address'
 import { CONFIRM_TTL_MS, DAY_MS, HOUR_MS, confirmationAllowed } from './confirm-policy'
 import { confirmMessage, resolvedMessage } from './message'
-import { type ConfirmationRow, type MailRepo, type OutboxRow } from './repo'
+import { type BusyKeys, type ConfirmationRow, type MailRepo, type OutboxRow } from './repo'
 import { MailError, SEND_DEADLINE_MS, sendMail } from './transport'
 import { confirmToken, mailKeys, unsubscribeToken } from './unsubscribe-token'
 import { isSanitized } from '../../sanitize/servable'
@@ -94,6 +94,7 @@ export class Mailer {
 
   start(hub: EventHub): void {
     if (this.timer) return
+    this.stopped = false
     // An event may be a move to resolved: look (cheap: a partial index holds only opted-in resolved
     // reports), at most every WAKE_GAP_MS however many events a burst of submissions commits.
     this.unsubscribe = hub.subscribeAll(() => this.soon())
@@ -118,13 +119,23 @@ export class Mailer {
     this.timer = undefined
     this.unsubscribe?.()
     this.unsubscribe = undefined
+    this.stopped = true
     await this.running
+    await Promise.all(this.lanes)
   }
 
-  /** Runs a pass now (or once more after the current one); resolves when the passes are done. */
+  /** Set by stop(): an ending lane no longer starts a pass. */
+  private stopped = false
+
+  /**
+   * Runs a pass now (or once more after the current one); resolves when the passes are done and every
+   * lane they started has ended. While lanes run, a wake (an event, the timer, a lane that ended) runs
+   * another pass at once: a slow App's lane never holds the claims of the others.
+   */
   wake(): Promise<void> {
     if (this.running) {
       this.again = true
+      this.nudge?.()
       return this.running
     }
     this.running = (async () => {
@@ -132,6 +143,7 @@ export class Mailer {
         do {
           this.again = false
           await this.pass()
+          while (!this.again && this.lanes.size > 0) await this.laneEndedOrWoken()
         } while (this.again)
       } catch (e) {
         this.failed('warn', 'mailer pass failed', e)
@@ -140,6 +152,15 @@ export class Mailer {
       }
     })()
     return this.running
+  }
+
+  private nudge: (() => void) | undefined
+
+  private laneEndedOrWoken(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.nudge = resolve
+      void Promise.race(this.lanes).then(resolve)
+    }).finally(() => (this.nudge = undefined))
   }
 
   /** A reporter's sealed address, or null when this master key does not open it (a value from elsewhere; never logged). */
@@ -151,8 +172,11 @@ export class Mailer {
     }
   }
 
-  /** One bounded pass: ask for confirmations, queue what became due, then send what is due. */
-  async pass(): Promise<void> {
+  /**
+   * One bounded pass: ask for confirmations, queue what became due, then claim what is due and hand it to
+   * lanes, which go on after the pass returns (wake() waits for them).
+   */
+  private async pass(): Promise<void> {
     if (!this.opts.mayAct()) return
     await this.askConfirmations()
     for (let round = 0; round < 50; round++) {
@@ -180,41 +204,92 @@ export class Mailer {
       }
       if (due.length < BATCH) break
     }
-    for (let round = 0; round < 50 && this.opts.mayAct(); round++) {
+    for (let round = 0; round < 50 && this.opts.mayAct() && this.hasRoom(); round++) {
       const claimedAt = this.ctx.clock.now()
-      const claimed = await this.repo.claimConfirmations(claimedAt, LEASE_MS, BATCH)
-      await this.sendBatch(claimed, (row) => [`app:${row.app_id}`, `address:${row.email_hash}`], claimedAt, (row) => this.deliverConfirmation(row))
+      const claimed = await this.repo.claimConfirmations(claimedAt, LEASE_MS, BATCH, this.busyKeys())
+      this.send(claimed, (row) => [`app:${row.app_id}`, `address:${row.email_hash}`], claimedAt, (row) => this.deliverConfirmation(row))
       if (claimed.length < BATCH) break
     }
-    for (let round = 0; round < 50 && this.opts.mayAct(); round++) {
+    for (let round = 0; round < 50 && this.opts.mayAct() && this.hasRoom(); round++) {
       const claimedAt = this.ctx.clock.now()
-      const claimed = await this.repo.claim(claimedAt, LEASE_MS, BATCH)
-      await this.sendBatch(claimed, (row) => [`app:${row.app_id}`], claimedAt, (row) => this.deliver(row))
+      const claimed = await this.repo.claim(claimedAt, LEASE_MS, BATCH, this.busyKeys())
+      this.send(claimed, (row) => [`app:${row.app_id}`], claimedAt, (row) => this.deliver(row))
       if (claimed.length < BATCH) break
     }
   }
 
+  /** Claimed rows waiting for a lane, one queue per set of rows sharing a key. */
+  private readonly waiting: Array<() => Promise<void>> = []
+  /** The lanes sending now (at most APPS_AT_ONCE); each takes waiting queues until none is left. */
+  private readonly lanes = new Set<Promise<void>>()
+  /** Keys ("app:<id>", "address:<hash>") of every claimed row not finished yet, with how many rows hold each. */
+  private readonly held = new Map<string, number>()
+
+  /** Claim only while a lane is free and nothing claimed waits: a claim is a lease, and idle leases only delay. */
+  private hasRoom(): boolean {
+    return this.lanes.size < APPS_AT_ONCE && this.waiting.length === 0
+  }
+
+  /** What the next claim must leave: Apps and addresses this node still holds rows of (so they stay one after another). */
+  private busyKeys(): BusyKeys {
+    const apps: string[] = []
+    const addresses: string[] = []
+    for (const key of this.held.keys()) {
+      if (key.startsWith('app:')) apps.push(key.slice(4))
+      else if (key.startsWith('address:')) addresses.push(key.slice(8))
+    }
+    return { apps, addresses }
+  }
+
   /**
-   * Sends a claimed batch: unrelated rows side by side (at most APPS_AT_ONCE queues), rows sharing a key
-   * (their App; a confirmation's address too, whose limits count what was sent before) one after another,
-   * so one App's slow SMTP server holds its own mail and not every App's (an audit's server held the
-   * instance's serial mailer for minutes). A row is started only while its lease outlasts an attempt (the
-   * send deadline and a margin); the rest stay leased until the lease runs out and are claimed again then
-   * (by this node or the next holder of the role), never sent twice.
+   * Sends claimed rows: unrelated rows side by side (at most APPS_AT_ONCE lanes), rows sharing a key (their
+   * App; a confirmation's address too, whose limits count what was sent before) one after another, so one
+   * App's slow SMTP server holds its own mail and not every App's (an audit's server held the instance's
+   * serial mailer for minutes). The lanes outlive the pass that claimed the rows: the next pass claims and
+   * sends other Apps' mail beside a lane still waiting on a slow server, and leaves the held Apps' rows (the
+   * keys of claimed rows are held until they end). A row is started only while its lease outlasts an attempt
+   * (the send deadline and a margin); the rest stay leased until the lease runs out and are claimed again
+   * then (by this node or the next holder of the role), never sent twice.
    */
-  private async sendBatch<R>(rows: R[], keysOf: (row: R) => string[], claimedAt: number, send: (row: R) => Promise<void>): Promise<void> {
-    const queues = queuesSharingKeys(rows, keysOf)
+  private send<R>(rows: R[], keysOf: (row: R) => string[], claimedAt: number, deliver: (row: R) => Promise<void>): void {
     const leaseLeftForAnAttempt = () => this.ctx.clock.now() - claimedAt <= LEASE_MS - SEND_DEADLINE_MS - LEASE_MARGIN_MS
-    const worker = async () => {
-      for (let queue = queues.shift(); queue; queue = queues.shift()) {
-        for (const row of queue) {
-          // Without the role (or its lease too short), the lease runs out and the rows are claimed again.
-          if (!this.opts.mayAct() || !leaseLeftForAnAttempt()) return
-          await send(row)
+    for (const queue of queuesSharingKeys(rows, keysOf)) {
+      const keys = [...new Set(queue.flatMap(keysOf))]
+      for (const key of keys) this.held.set(key, (this.held.get(key) ?? 0) + 1)
+      this.waiting.push(async () => {
+        try {
+          for (const row of queue) {
+            // Without the role (or its lease too short), the lease runs out and the rows are claimed again.
+            if (!this.opts.mayAct() || !leaseLeftForAnAttempt()) return
+            await deliver(row)
+          }
+        } finally {
+          for (const key of keys) {
+            const n = (this.held.get(key) ?? 1) - 1
+            if (n > 0) this.held.set(key, n)
+            else this.held.delete(key)
+          }
+        }
+      })
+    }
+    while (this.lanes.size < APPS_AT_ONCE && this.waiting.length > 0) this.openLane()
+  }
+
+  private openLane(): void {
+    const lane: Promise<void> = (async () => {
+      for (let queue = this.waiting.shift(); queue; queue = this.waiting.shift()) {
+        try {
+          await queue()
+        } catch (e) {
+          this.failed('warn', 'mailer lane failed', e)
         }
       }
-    }
-    await Promise.all(Array.from({ length: Math.min(APPS_AT_ONCE, queues.length) }, worker))
+    })().finally(() => {
+      this.lanes.delete(lane)
+      // A lane freed: claim what the held keys kept out, and what waited for room (not once stopped).
+      if (!this.stopped) void this.wake()
+    })
+    this.lanes.add(lane)
   }
 
   /**

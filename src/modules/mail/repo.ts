@@ -130,6 +130,12 @@ export interface ReportFacts {
   created_at: number
 }
 
+/** What a claim leaves alone: Apps (and confirmation addresses, by keyed hash) whose mail this node is sending. */
+export interface BusyKeys {
+  apps: readonly string[]
+  addresses?: readonly string[]
+}
+
 export interface MailRepo {
   smtp(appId: string): Promise<SmtpRow | null>
   putSmtp(row: SmtpRow, audit: AuditEntry[]): Promise<void>
@@ -144,8 +150,11 @@ export interface MailRepo {
    * that is not itself `same_address`, the row is settled `same_address` at once (no mail): false.
    */
   enqueue(row: NewOutboxRow): Promise<boolean>
-  /** Leases up to `limit` due pending rows (next attempt passed, no live lease) for `leaseMs`; one claimer wins each row. */
-  claim(now: number, leaseMs: number, limit: number): Promise<OutboxRow[]>
+  /**
+   * Leases up to `limit` due pending rows (next attempt passed, no live lease) for `leaseMs`; one claimer
+   * wins each row. Rows of the Apps in `busy.apps` are left: this node is still sending those Apps' mail.
+   */
+  claim(now: number, leaseMs: number, limit: number, busy?: BusyKeys): Promise<OutboxRow[]>
   /** Ends a row (its address dropped); false when it was no longer pending. */
   settle(feedbackId: string, state: SettledState, error: string | null, now: number): Promise<boolean>
   /** A failed attempt: the lease released, the next attempt at `nextAt`. */
@@ -160,8 +169,8 @@ export interface MailRepo {
    * asked again with the new nonce; a pending, confirmed, unsubscribed or recently sent one is left alone.
    */
   ask(a: NewAsk): Promise<void>
-  /** Leases due pending confirmations (like `claim`). */
-  claimConfirmations(now: number, leaseMs: number, limit: number): Promise<ConfirmationRow[]>
+  /** Leases due pending confirmations (like `claim`; also leaving the addresses in `busy.addresses`). */
+  claimConfirmations(now: number, leaseMs: number, limit: number, busy?: BusyKeys): Promise<ConfirmationRow[]>
   /** Confirmation mails sent by the App since `appSince`, and to the address (any App) since `addressSince`: the rate limits. */
   confirmationsSent(appId: string, emailHash: string, appSince: number, addressSince: number): Promise<{ byApp: number; toAddress: number }>
   /** The confirmation mail went out: `sent`, its address dropped. */
