@@ -77,6 +77,31 @@ describe('embedded store', () => {
     expect(await downloaded(srv, t, id)).toEqual(replies[0].status === 200 ? a : b)
   })
 
+  test('a report erased between a submission\'s check of its upload and its transaction: that submission is 400 invalid_body (upload again) and stores nothing', async () => {
+    const up = await presign(srv, t)
+    expect((await fetch(up.url, { method: 'PUT', headers: up.headers, body: bytesOf(7) })).status).toBe(200)
+    const owner = await submitWith(srv, t, up.key)
+    // The erasure commits just after the second submission checked the key (the window, made certain).
+    const feedback = srv.ctx.store.feedback
+    const submit = feedback.submit
+    feedback.submit = async (...args) => {
+      feedback.submit = submit
+      expect(await srv.ctx.store.reporters.removeReports(t.orgId, [owner])).toEqual({ removed: 1, uploadKeys: [up.key] })
+      return submit(...args)
+    }
+    try {
+      const before = await call(srv.url, 'GET', '/v1/feedback?limit=100&includeDuplicates=true', { auth: t.key })
+      const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Same chart, again', componentTarget: { name: 'Chart', screenshotKey: up.key } } })
+      expect(r.status).toBe(400)
+      expect(r.body.error.code).toBe('invalid_body')
+      expect(r.body.error.details.issues).toEqual([{ path: '/componentTarget/screenshotKey', message: expect.stringContaining('removed while the report was being filed') }])
+      const after = await call(srv.url, 'GET', '/v1/feedback?limit=100&includeDuplicates=true', { auth: t.key })
+      expect(after.body.data.length).toBe(before.body.data.length - 1) // the erased one gone, nothing added
+    } finally {
+      feedback.submit = submit
+    }
+  })
+
   test('across processes (no shared memory): of two streams racing to one key, only the first to finish lands', async () => {
     const store = new EmbeddedBlobStore(tempDir('fixloop-race-'), new Uint8Array(32))
     await store.check()

@@ -1,6 +1,6 @@
 /** PostgreSQL side of src/abuse/abuse-repo.ts. */
 import type { AbuseRepo, SpamLearningRow, SpamRetainingApp } from '../../abuse/abuse-repo'
-import { handOverSharedSql } from '../sql/upload-shares'
+import { handOverSharedSql, ownedByRemovedSql } from '../sql/upload-shares'
 import { exec, many, one, prepared, type PgStorage } from './storage'
 
 const CLAIM = 'INSERT INTO pow_spent (signature, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING'
@@ -10,6 +10,8 @@ const EXPIRED_SPAM = `SELECT id FROM feedback WHERE org_id = $1 AND spam_marked_
   ORDER BY id COLLATE "C" LIMIT $4 FOR UPDATE SKIP LOCKED`
 // An object a spam report owns and a surviving report also lists passes to that report first.
 const HAND_OVER = handOverSharedSql('(SELECT unnest($1::text[]))')
+// Their uploads locked before the hand-over decides: a submission attaching one of them waits, or is waited for (upload-shares.ts).
+const LOCK_UPLOADS = `${ownedByRemovedSql('(SELECT unnest($1::text[]))')} ORDER BY key COLLATE "C" FOR UPDATE`
 const SPAM_CLEANUP = [
   'UPDATE uploads SET feedback_id = NULL, created_at = 0 WHERE feedback_id = ANY($1::text[])',
   'DELETE FROM jobs WHERE feedback_id = ANY($1::text[])',
@@ -26,6 +28,7 @@ export function createPgAbuseRepo(storage: PgStorage): AbuseRepo {
       storage.tx(async (client) => {
         const ids = (await many<{ id: string }>(client, EXPIRED_SPAM, [app.orgId, app.id, before, limit])).map((r) => r.id)
         if (ids.length === 0) return { deleted: 0, uploadKeys: [] }
+        await exec(client, LOCK_UPLOADS, [ids])
         for (const sql of HAND_OVER) await exec(client, sql, [ids])
         const keys = (await many<{ key: string }>(client, 'SELECT key FROM uploads WHERE feedback_id = ANY($1::text[])', [ids])).map((r) => r.key)
         for (const sql of SPAM_CLEANUP) await exec(client, sql, [ids])

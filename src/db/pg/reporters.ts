@@ -1,5 +1,6 @@
 /** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
+import { ownedByRemovedSql } from '../sql/upload-shares'
 import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
@@ -50,6 +51,8 @@ export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
         // Locked in id order, so two removals of overlapping reports (an erase racing the retention) queue.
         const mine = (await run<{ id: string }>(client, `${ownIds(DIALECT)} ORDER BY id COLLATE "C" FOR UPDATE`, [ids, orgId])).map((r) => r.id)
         if (mine.length === 0) return { removed: 0, uploadKeys: [] }
+        // Their uploads locked before the hand-over decides: a submission attaching one waits, or is waited for (src/db/sql/upload-shares.ts).
+        await run(client, `${ownedByRemovedSql(DIALECT.ids)} ORDER BY key COLLATE "C" FOR UPDATE`, [mine, orgId])
         for (const sql of handOverShared(DIALECT)) await run(client, sql, [mine, orgId])
         const uploadKeys = (await run<{ key: string }>(client, uploadKeysOf(DIALECT), [mine, orgId])).map((r) => r.key)
         for (const { id: lead } of await run<{ id: string }>(client, leadsWithDuplicates(DIALECT), [mine, orgId])) {

@@ -6,8 +6,25 @@
  *
  * - a submission marks each key it references: owned if nobody owned it, else shared;
  * - removing reports (an erasure, the retention, the spam retention) first hands each object they own to
- *   the oldest surviving report that shares it, and only the objects nobody else lists are deleted.
+ *   the oldest surviving report that shares it, and only the objects nobody else lists are deleted;
+ * - an object on its way out (detached by a removal, or retired by the collection of never-referenced
+ *   uploads: no report and `created_at = 0`) is never attached again. A submission checked its keys before
+ *   its transaction; one removed meanwhile fails the submission (400, upload again) instead of leaving a
+ *   report that lists a deleted object. On PostgreSQL the submission locks its keys' rows and a removal
+ *   locks its reports' rows before deciding, so one of them waits for the other.
  */
+
+/** An upload row on its way out: no report, and `created_at` zeroed by the removal or the collection that retired it. */
+const RETIRED = 'feedback_id IS NULL AND created_at = 0'
+
+/** Of the keys (`key`: one placeholder, or PostgreSQL's `ANY(...)`), those that may still be attached. */
+export const attachableSql = (key: string) => `SELECT key FROM uploads WHERE key = ${key} AND NOT (${RETIRED})`
+
+/** The collection retires a never-referenced upload before removing its object; false when a report took it meanwhile. */
+export const retireUnreferencedSql = (key: string) => `UPDATE uploads SET created_at = 0 WHERE key = ${key} AND feedback_id IS NULL`
+
+/** The uploads the removed reports own (`ids` as in handOverSharedSql); PostgreSQL locks them first (FOR UPDATE). */
+export const ownedByRemovedSql = (ids: string) => `SELECT key FROM uploads WHERE feedback_id IN ${ids}`
 
 /** The submission's marks; `report` and `key` are the side's placeholders. Run in this order. */
 export const markReferencedSql = (report: string, key: string) => [

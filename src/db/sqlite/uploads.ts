@@ -1,19 +1,26 @@
 /** SQLite side of modules/uploads/repo.ts. */
 import type { Database } from 'bun:sqlite'
-import { markReferencedSql } from '../sql/upload-shares'
+import { attachableSql, markReferencedSql, retireUnreferencedSql } from '../sql/upload-shares'
 import type { GroupCommitter } from './group-commit'
 import type { SqliteStorage } from './storage'
-import type { UploadRow, UploadsRepo } from '../../modules/uploads/repo'
+import { UploadGoneError, type UploadRow, type UploadsRepo } from '../../modules/uploads/repo'
 
 /**
  * `run(feedbackId, key)`: the object now belongs to a report and is kept. Run inside the submission's
  * write (src/db/sqlite/feedback.ts); an upload another report referenced first keeps its report, and this
- * one is recorded as sharing it (src/db/sql/upload-shares.ts).
+ * one is recorded as sharing it (src/db/sql/upload-shares.ts). An upload removed since the submission
+ * checked it throws UploadGoneError (the write is undone alone: group-commit.ts).
  */
 export function prepareMarkReferenced(sqlite: Database) {
   const [own, share] = markReferencedSql('?1', '?2').map((sql) => sqlite.query<unknown, [string, string]>(sql))
-  // The share only when the key was someone's already (the update changed nothing): almost never.
-  return { run: (feedbackId: string, key: string) => void (own.run(feedbackId, key).changes === 0 && share.run(feedbackId, key)) }
+  const attachable = sqlite.query<{ key: string }, [string]>(attachableSql('?1'))
+  return {
+    run: (feedbackId: string, key: string) => {
+      if (attachable.get(key) === null) throw new UploadGoneError([key])
+      // The share only when the key was someone's already (the update changed nothing): almost never.
+      if (own.run(feedbackId, key).changes === 0) share.run(feedbackId, key)
+    },
+  }
 }
 
 export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: GroupCommitter): UploadsRepo {
@@ -28,6 +35,7 @@ export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: Gr
     'SELECT SUM(byte_size) AS bytes FROM uploads INDEXED BY uploads_unreferenced_idx WHERE feedback_id IS NULL AND app_id = ? AND created_at >= ?',
   )
   const deleteRow = sqlite.query('DELETE FROM uploads WHERE key = ? AND feedback_id IS NULL')
+  const retire = sqlite.query<unknown, [string]>(retireUnreferencedSql('?1'))
   const pendingReplays = sqlite.query<UploadRow, [number]>(
     "SELECT * FROM uploads WHERE replay_state = 'pending' AND feedback_id IS NOT NULL ORDER BY created_at, key LIMIT ?",
   )
@@ -38,6 +46,7 @@ export function createSqliteUploadsRepo({ sqlite }: SqliteStorage, committer: Gr
     markUploaded: (key, at) => committer.run(() => void markUploaded.run(at, key)),
     unreferenced: async (before, limit) => unreferenced.all(before, limit).map((r) => r.key),
     unreferencedBytesSince: async (appId, since) => unreferencedBytes.get(appId, since)?.bytes ?? 0,
+    retireUnreferenced: async (key) => retire.run(key).changes > 0,
     deleteUnreferenced: async (key) => deleteRow.run(key).changes > 0,
     pendingReplays: async (limit) => pendingReplays.all(limit),
     settleReplay: async (key, state, contentType, byteSize) => settleReplay.run(state, contentType, byteSize, key).changes > 0,

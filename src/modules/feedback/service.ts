@@ -23,6 +23,7 @@ import { previewStored, sanitizeStored, type StoredReport } from '../../sanitize
 import { issueView } from '../trackers/service'
 import type { FeedbackItem, FullFeedbackItem, PatchBody, SpamFilter, SubmitBody } from './model'
 import type { UploadsService } from '../uploads/service'
+import { UploadGoneError } from '../uploads/repo'
 import type { ActedBy } from '../audit/entry'
 
 export interface Submission {
@@ -241,24 +242,31 @@ export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService
         componentTarget: json.componentTarget,
       }
       const scrubbed = s.spam ? scrubSpam(free, { email: identity.email, name: identity.name, externalUserId: identity.externalUserId }) : null
-      const outcome = await repo.submit(
-        {
-          orgId: app.row.orgId,
-          appId: app.row.id,
-          severity: body.severity ?? null,
-          ...json,
-          ...(scrubbed ? scrubbed.columns : free),
-          submittedMode: identity.mode,
-          externalUserId: identity.externalUserId,
-          email: identity.email,
-          submitterName: identity.name,
-          userContext: jsonOrNull(user?.ctx),
-          notifyEmailSealed,
-          spam: s.spam && scrubbed ? { score: s.spam.score, reasons: JSON.stringify(s.spam.reasons), emitEvent: app.row.spamEvents, redactions: scrubbed.redactions } : null,
-        },
-        refs.map((r) => r.key),
-        idempotency,
-      )
+      const outcome = await repo
+        .submit(
+          {
+            orgId: app.row.orgId,
+            appId: app.row.id,
+            severity: body.severity ?? null,
+            ...json,
+            ...(scrubbed ? scrubbed.columns : free),
+            submittedMode: identity.mode,
+            externalUserId: identity.externalUserId,
+            email: identity.email,
+            submitterName: identity.name,
+            userContext: jsonOrNull(user?.ctx),
+            notifyEmailSealed,
+            spam: s.spam && scrubbed ? { score: s.spam.score, reasons: JSON.stringify(s.spam.reasons), emitEvent: app.row.spamEvents, redactions: scrubbed.redactions } : null,
+          },
+          refs.map((r) => r.key),
+          idempotency,
+        )
+        .catch((e: unknown) => {
+          // Checked above, then removed before the transaction ran (an erasure, a retention, the collection).
+          if (!(e instanceof UploadGoneError)) throw e
+          const path = refs.find((r) => e.keys.includes(r.key))?.path ?? '/attachments'
+          throw new ApiError('invalid_body', { issues: [{ path, message: 'this upload was removed while the report was being filed: upload the file again' }] })
+        })
       if (outcome.kind === 'key_reused') throw new ApiError('idempotency_key_reused', { idempotencyKey: s.idempotencyKey })
       if (!outcome.result.replayed && body.attachments?.some((a) => a.kind === 'replay')) await uploads.replayReferenced()
       return outcome.result

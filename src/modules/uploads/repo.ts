@@ -50,6 +50,11 @@ export interface UploadsRepo {
   unreferenced(before: number, limit: number): Promise<string[]>
   /** The bytes announced by the App's uploads issued at or after `since` that no report references (yet). */
   unreferencedBytesSince(appId: string, since: number): Promise<number>
+  /**
+   * Before a never-referenced upload's object is removed: marks it on its way out (src/db/sql/upload-shares.ts),
+   * so no submission attaches it any more; false (and nothing changed) when a report referenced it meanwhile.
+   */
+  retireUnreferenced(key: string): Promise<boolean>
   /** Deletes the row unless a report referenced it meanwhile; whether it did. */
   deleteUnreferenced(key: string): Promise<boolean>
   /** Replays a report references that wait for their scrub, oldest first. */
@@ -61,3 +66,13 @@ export interface UploadsRepo {
   settleReplay(key: string, state: Exclude<ReplayState, 'pending'>, contentType: string, byteSize: number): Promise<boolean>
 }
 
+/**
+ * Thrown inside a submission's transaction when a key it checked was removed before the transaction ran
+ * (its report erased or expired, or collected as never referenced): the submission is refused (400) and
+ * stores nothing; the client uploads the file again.
+ */
+export class UploadGoneError extends Error {
+  constructor(readonly keys: string[]) {
+    super('an upload this submission references was removed meanwhile')
+  }
+}

@@ -368,6 +368,8 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
     let removed = 0
     for (const [i, key] of keys.entries()) {
       try {
+        // Retired first: a submission that checked this key before now fails instead of listing a removed object.
+        if (!(await repo.retireUnreferenced(key))) continue
         await store.remove(key)
         await repo.deleteUnreferenced(key)
         removed++
