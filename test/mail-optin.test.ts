@@ -277,15 +277,16 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
     expect(queuesSharingKeys(rows, (r) => [`app:${r.app}`]).map((q) => q.map((r) => r.id))).toEqual([[1, 4], [2], [3], [5]])
   })
 
-  test("a server that trickles its answer for seconds does not delay another App's confirmation mail", async () => {
+  /**
+   * An SMTP server that greets, then answers EHLO a line every 300 ms and ends the connection only after
+   * 6 s (an audit's went on for minutes); the tests end it as soon as they have seen what they check. An
+   * App is set to send through it.
+   */
+  async function slowSmtpApp(name: string) {
     const net = await import('node:net')
-    // Greets, then answers EHLO a line every 300 ms, and ends the connection after 6 s (an audit's went on
-    // for minutes); the test ends it as soon as the quick mail is in. At 3 s, a PostgreSQL run on a loaded
-    // 2-core machine once delivered the quick mail 0.1 s after it: the margin is for the machine.
-    let slowClosedAt = 0
-    const sockets = new Set<import('node:net').Socket>()
-    const slow = net.createServer((socket) => {
-      sockets.add(socket)
+    const state = { closedAt: 0, sockets: new Set<import('node:net').Socket>() }
+    const server_ = net.createServer((socket) => {
+      state.sockets.add(socket)
       socket.on('error', () => {})
       socket.write('220 slow.test ESMTP\r\n')
       const beat = setInterval(() => socket.write('250-still thinking\r\n'), 300)
@@ -293,68 +294,61 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
       socket.on('close', () => {
         clearInterval(beat)
         clearTimeout(end)
-        slowClosedAt = Date.now()
+        state.closedAt = Date.now()
       })
     })
-    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    await new Promise<void>((resolve) => server_.listen(0, '127.0.0.1', resolve))
+    const app = await seedTenant(server.admin, { name }, name)
+    const port = (server_.address() as import('node:net').AddressInfo).port
+    expect((await call(server.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body: { host: '127.0.0.1', port, tls: 'none', from: 'Slow <noreply@slow.example>' } })).status).toBe(200)
+    return {
+      app,
+      state,
+      /** Ends every held connection (the slow attempt fails: the mailer's pass can end). */
+      cut: () => state.sockets.forEach((socket) => socket.destroy()),
+      close: () => new Promise((resolve) => server_.close(resolve)),
+    }
+  }
+
+  test("a server that trickles its answer for seconds does not delay another App's confirmation mail", async () => {
+    // At 3 s, a PostgreSQL run on a loaded 2-core machine once delivered the quick mail 0.1 s after the slow
+    // server's end: the 6 s are the margin for the machine.
+    const slow = await slowSmtpApp('Slow')
     try {
-      const slowApp = await seedTenant(server.admin, { name: 'Slow' }, 'Slow')
-      const slowPort = (slow.address() as import('node:net').AddressInfo).port
-      expect((await call(server.url, 'PUT', `/v1/apps/${slowApp.appId}/smtp`, { auth: slowApp.key, body: { host: '127.0.0.1', port: slowPort, tls: 'none', from: 'Slow <noreply@slow.example>' } })).status).toBe(200)
       const quickApp = await tenant('Quick')
       // The slow App's confirmation is queued first.
-      await submit(slowApp, { text: 'Slow app report', notifyEmail: true, identity: { email: 'ann@slow.example' } })
+      await submit(slow.app, { text: 'Slow app report', notifyEmail: true, identity: { email: 'ann@slow.example' } })
       await submit(quickApp, { text: 'Quick app report', notifyEmail: true, identity: { email: 'bob@quick.example' } })
       const before = sink.mails.length
       const pass = mailerPass(server)
       await eventually(() => since(before).some((m) => m.to[0] === 'bob@quick.example' && isConfirmation(m)), 10_000)
       // Delivered while the slow server was still holding its connection (one after the other, it came after).
-      await eventually(() => sockets.size > 0, 5_000) // the slow App's attempt started (first, or beside it)
-      expect(slowClosedAt).toBe(0) // and its server still holds it
-      for (const socket of sockets) socket.destroy() // the slow attempt fails now; the pass ends
+      await eventually(() => slow.state.sockets.size > 0, 5_000) // the slow App's attempt started (first, or beside it)
+      expect(slow.state.closedAt).toBe(0) // and its server still holds it
+      slow.cut()
       await pass
     } finally {
-      await new Promise((resolve) => slow.close(resolve))
+      await slow.close()
     }
   }, 20_000)
 
   test('mail queued while a slow server holds a lane is sent beside it, not after it (the lane outlives the pass that claimed it)', async () => {
-    const net = await import('node:net')
-    let slowClosedAt = 0
-    let slowConnected = 0
-    const sockets = new Set<import('node:net').Socket>()
-    const slow = net.createServer((socket) => {
-      slowConnected++
-      sockets.add(socket)
-      socket.on('error', () => {})
-      socket.write('220 slow.test ESMTP\r\n')
-      const beat = setInterval(() => socket.write('250-still thinking\r\n'), 300)
-      const end = setTimeout(() => socket.destroy(), 6_000)
-      socket.on('close', () => {
-        clearInterval(beat)
-        clearTimeout(end)
-        slowClosedAt = Date.now()
-      })
-    })
-    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    const slow = await slowSmtpApp('Slow2')
     try {
-      const slowApp = await seedTenant(server.admin, { name: 'Slow2' }, 'Slow2')
-      const slowPort = (slow.address() as import('node:net').AddressInfo).port
-      expect((await call(server.url, 'PUT', `/v1/apps/${slowApp.appId}/smtp`, { auth: slowApp.key, body: { host: '127.0.0.1', port: slowPort, tls: 'none', from: 'Slow <noreply@slow.example>' } })).status).toBe(200)
       const quickApp = await tenant('Quick2')
       // The slow App's confirmation is claimed and its lane is waiting on the server: only then is the quick one filed.
-      await submit(slowApp, { text: 'Slow app report', notifyEmail: true, identity: { email: 'cat@slow.example' } })
+      await submit(slow.app, { text: 'Slow app report', notifyEmail: true, identity: { email: 'cat@slow.example' } })
       const before = sink.mails.length
       const pass = mailerPass(server)
-      await eventually(() => slowConnected > 0, 5_000)
+      await eventually(() => slow.state.sockets.size > 0, 5_000)
       await submit(quickApp, { text: 'Quick app report', notifyEmail: true, identity: { email: 'dan@quick.example' } })
       void server.services.mailer.wake()
       await eventually(() => since(before).some((m) => m.to[0] === 'dan@quick.example' && isConfirmation(m)), 10_000)
-      expect(slowClosedAt).toBe(0) // the slow server still holds its connection
-      for (const socket of sockets) socket.destroy()
+      expect(slow.state.closedAt).toBe(0) // the slow server still holds its connection
+      slow.cut()
       await pass
     } finally {
-      await new Promise((resolve) => slow.close(resolve))
+      await slow.close()
     }
   }, 20_000)
 })
