@@ -351,4 +351,26 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
       await slow.close()
     }
   }, 20_000)
+
+  test('a stop (a shutdown, the dispatch role lost) waits for the attempt in hand only: the App\'s next mail is not started, and stays queued', async () => {
+    const slow = await slowSmtpApp('Slow3')
+    const mailer = server.services.mailer
+    try {
+      for (const who of ['eve', 'fay']) await submit(slow.app, { text: `Report of ${who}`, notifyEmail: true, identity: { email: `${who}@slow.example` } })
+      const pass = mailerPass(server)
+      await eventually(() => slow.state.sockets.size > 0, 5_000)
+      const stopped = mailer.stop()
+      await Bun.sleep(300)
+      slow.cut() // the attempt in hand fails
+      await stopped
+      await pass
+      await Bun.sleep(300)
+      expect(slow.state.sockets.size).toBe(1) // the second confirmation was not started
+      const states = await dbRows<{ state: string; attempts: number }>(server.ctx, 'SELECT state, attempts FROM mail_confirmations WHERE app_id = ? ORDER BY attempts', [slow.app.appId])
+      expect(states.map((r) => r.state)).toEqual(['pending', 'pending']) // one to retry, one never tried: nothing lost
+    } finally {
+      mailer.start(server.services.hub)
+      await slow.close()
+    }
+  }, 20_000)
 })

@@ -259,8 +259,9 @@ export class Mailer {
       this.waiting.push(async () => {
         try {
           for (const row of queue) {
-            // Without the role (or its lease too short), the lease runs out and the rows are claimed again.
-            if (!this.opts.mayAct() || !leaseLeftForAnAttempt()) return
+            // Stopped (a shutdown, the role lost), without the role, or its lease too short: the lease runs
+            // out and the rows are claimed again. A stop waits for the attempt in hand only.
+            if (this.stopped || !this.opts.mayAct() || !leaseLeftForAnAttempt()) return
             await deliver(row)
           }
         } finally {
