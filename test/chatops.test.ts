@@ -219,7 +219,9 @@ describe('configuration', () => {
 
 describe('two nodes at a dispatch handover', () => {
   test('the lead message is posted once: the new holder waits while the old holder\'s post is in flight, then only edits it', async () => {
-    // The server's own notifier steps aside: two notifiers stand for two nodes on the same database.
+    // The server's own notifier catches up, then steps aside (a stop leaves what is behind for the next
+    // drain): two notifiers stand for two nodes on the same database.
+    await server.slack.idle()
     await server.slack.stop()
     const { SlackNotifier } = await import('../src/modules/chatops/notifier')
     const { SlackApi } = await import('../src/modules/chatops/slack-api')
@@ -256,5 +258,39 @@ describe('two nodes at a dispatch handover', () => {
     expect(slack.violations).toEqual([])
     await oldNode.stop()
     await newNode.stop()
+  }, 30_000)
+})
+
+describe('stopping (a shutdown, the dispatch role lost)', () => {
+  test('a stop waits for the message in hand, not for the backlog at one write a second; the next drain posts the rest, once each', async () => {
+    // The server's own notifier was stopped by the handover case above.
+    const { SlackNotifier } = await import('../src/modules/chatops/notifier')
+    const { SlackApi } = await import('../src/modules/chatops/slack-api')
+    const { Logger } = await import('../src/core/logger')
+    const leads = Array.from({ length: 6 }, () => newId())
+    const posted = () => slack.parents('C0TRIAGE').filter((m) => leads.some((id) => m.text.includes(id)))
+    await appendEventBatchIn(
+      server.ctx,
+      leads.map((feedbackId) => ({ orgId: a.orgId, appId: a.appId, type: 'feedback.status_changed', data: { feedbackId, from: 'sanitized', to: 'awaiting_manual' } })),
+    )
+    await Bun.sleep(1100) // the channel's one write a second, after the cases before
+    const first = new SlackNotifier(server.ctx, new SlackApi(slack.apiUrl), new Logger('silent'))
+    await first.runAll()
+    await eventually(() => posted().length >= 1, 5_000)
+    const t0 = Date.now()
+    await first.stop()
+    const stopMs = Date.now() - t0
+    const sentByFirst = posted().length
+    expect(sentByFirst).toBeLessThanOrEqual(2) // the one in hand (and at most one more that was already starting)
+    expect(stopMs).toBeLessThan(3_000) // draining all six takes 5 s at the channel's pace
+    // Nothing lost, nothing twice: the next drain goes on from the cursor.
+    await Bun.sleep(1100)
+    const next = new SlackNotifier(server.ctx, new SlackApi(slack.apiUrl), new Logger('silent'))
+    await next.runAll()
+    await next.idle()
+    expect(posted()).toHaveLength(6)
+    expect(new Set(posted().map((m) => leads.find((id) => m.text.includes(id)))).size).toBe(6)
+    expect(slack.violations).toEqual([])
+    await next.stop()
   }, 30_000)
 })

@@ -73,17 +73,27 @@ export class SlackNotifier {
   }
 
   start(hub: EventHub): void {
+    this.stopped = false
     this.unsubscribe = hub.subscribeAll((orgId) => void this.runOrg(orgId))
     // Retries what Slack refused for a while (rate limit, outage) and catches up after a restart.
     this.timer = setInterval(() => void this.runAll(), 5000)
     void this.runAll()
   }
 
+  /**
+   * Waits for the event in hand only: a drain paced at one write a second could take minutes to catch up,
+   * and a shutdown (or the dispatch role moving on) would wait for all of it. The cursor stays after the
+   * last event sent; the next drain (here after a start, or on the new holder) goes on from there.
+   */
   async stop(): Promise<void> {
+    this.stopped = true
     clearInterval(this.timer)
     this.unsubscribe?.()
     await Promise.allSettled([...this.running])
   }
+
+  /** Set by stop(): drains end after the event in hand, and none starts. */
+  private stopped = false
 
   /**
    * Starts draining every connection that is behind; resolves once they are started (a read failure is
@@ -136,7 +146,7 @@ export class SlackNotifier {
 
   private async drain(connectionId: string): Promise<void> {
     // Another notifier (node) is posting this connection's events: it goes on, this one comes back later.
-    if (!this.mayAct() || !(await this.claim(connectionId))) return
+    if (this.stopped || !this.mayAct() || !(await this.claim(connectionId))) return
     const calls = { made: false }
     try {
       await this.drainClaimed(connectionId, calls)
@@ -164,7 +174,8 @@ export class SlackNotifier {
       const lastMove = new Map<string, number>()
       for (const e of rows) if (e.type === 'feedback.status_changed') lastMove.set(String(JSON.parse(e.data).feedbackId), e.seq)
       for (const e of rows) {
-        if (!this.mayAct()) return // the role moved on: the cursor stays for the node that has it now
+        // Stopped, or the role moved on: the cursor stays for the next drain (the node that has the role now).
+        if (this.stopped || !this.mayAct()) return
         const fresh = await this.repo.getAny(connectionId)
         if (!fresh) return
         try {
