@@ -177,7 +177,8 @@ export class Mailer {
    * lanes, which go on after the pass returns (wake() waits for them).
    */
   private async pass(): Promise<void> {
-    if (!this.opts.mayAct()) return
+    // Stopped: a wake that came just before the stop claims nothing (its rows would sit leased for 2 minutes).
+    if (this.stopped || !this.opts.mayAct()) return
     await this.askConfirmations()
     for (let round = 0; round < 50; round++) {
       const due = await this.repo.dueReports(BATCH)
