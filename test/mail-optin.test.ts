@@ -13,6 +13,8 @@ import { dbRows, dbRun } from './sqlite-of'
 import { qpDecode, startSmtpSink, type CaughtMail, type SmtpSink } from './smtp-sink'
 import { normalizeAddress } from '../src/modules/mail/address'
 import { CONFIRM_PER_ADDRESS_PER_DAY, CONFIRM_PER_APP_PER_HOUR } from '../src/modules/mail/confirm-policy'
+import { Mailer } from '../src/modules/mail/mailer'
+import { Logger } from '../src/core/logger'
 
 let server: TestServer
 let sink: SmtpSink
@@ -352,12 +354,15 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
     }
   }, 20_000)
 
-  test('a stop (a shutdown, the dispatch role lost) waits for the attempt in hand only: the App\'s next mail is not started, and stays queued', async () => {
+  test('a stop (a shutdown, the dispatch role lost) waits for the attempt in hand only: the App\'s next mail is not started, and is given back', async () => {
     const slow = await slowSmtpApp('Slow3')
-    const mailer = server.services.mailer
+    // The server's mailer steps aside; this one asks both confirmations and claims them in one batch (one
+    // App: one lane, one after the other).
+    await server.services.mailer.stop()
+    const mailer = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true })
     try {
       for (const who of ['eve', 'fay']) await submit(slow.app, { text: `Report of ${who}`, notifyEmail: true, identity: { email: `${who}@slow.example` } })
-      const pass = mailerPass(server)
+      const pass = mailer.wake()
       await eventually(() => slow.state.sockets.size > 0, 5_000)
       const stopped = mailer.stop()
       await Bun.sleep(300)
@@ -366,10 +371,18 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
       await pass
       await Bun.sleep(300)
       expect(slow.state.sockets.size).toBe(1) // the second confirmation was not started
-      const states = await dbRows<{ state: string; attempts: number }>(server.ctx, 'SELECT state, attempts FROM mail_confirmations WHERE app_id = ? ORDER BY attempts', [slow.app.appId])
-      expect(states.map((r) => r.state)).toEqual(['pending', 'pending']) // one to retry, one never tried: nothing lost
+      const states = await dbRows<{ state: string; attempts: number; lease_until: number | null }>(
+        server.ctx,
+        'SELECT state, attempts, lease_until FROM mail_confirmations WHERE app_id = ? ORDER BY attempts',
+        [slow.app.appId],
+      )
+      // One to retry on its backoff; one never tried, given back: claimable at once (no lease), no attempt counted.
+      expect(states.map((r) => [r.state, Number(r.attempts), r.lease_until])).toEqual([
+        ['pending', 0, null],
+        ['pending', 1, null],
+      ])
     } finally {
-      mailer.start(server.services.hub)
+      server.services.mailer.start(server.services.hub)
       await slow.close()
     }
   }, 20_000)

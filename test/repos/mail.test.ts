@@ -112,6 +112,26 @@ describeEachDialect('mail repo', (fresh) => {
     expect((await repo.claimConfirmations(200, 1000, 5)).map((c) => c.id)).toEqual(['a2.h-dan'])
   })
 
+  test('claims never started are given back: the lease released and the attempt not counted, only while the lease is the one claimed', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const repo = s.store.mail
+    for (const id of ['f1', 'f2']) {
+      await resolvedOptIn(s, id)
+      await repo.enqueue({ ...outboxRow(id, 100), emailHash: `h-${id}` })
+    }
+    const claimed = await repo.claim(100, 1000, 5)
+    expect(claimed.map((r) => [r.feedback_id, r.attempts, Number(r.lease_until)])).toEqual([['f1', 1, 1100], ['f2', 1, 1100]])
+    await repo.releaseClaims([{ id: 'f1', leaseUntil: 1100 }, { id: 'f2', leaseUntil: 999 }]) // f2: not the lease it holds
+    expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ attempts: 0, lease_until: null })
+    expect(await repo.outboxOf('o1', 'f2')).toMatchObject({ attempts: 1, lease_until: 1100 })
+    expect((await repo.claim(200, 1000, 5)).map((r) => r.feedback_id)).toEqual(['f1']) // at once, not after the lease
+    await repo.ask({ feedbackId: 'f1', appId: 'a1', orgId: 'o1', emailHash: 'h-ann', emailSealed: 'v1:f1', nonce: 'a'.padEnd(32, '0'), now: 100, reaskBefore: 0 })
+    const [c] = await repo.claimConfirmations(300, 1000, 5)
+    await repo.releaseConfirmationClaims([{ id: c.id, leaseUntil: 1300 }])
+    expect((await repo.claimConfirmations(301, 1000, 5)).map((r) => [r.id, r.attempts])).toEqual([[c.id, 1]])
+  })
+
   test('unsubscribe: recorded once per App and address, ends that address\'s pending mails of that App only', async () => {
     const s = await fresh()
     await seedOrgApp(s)

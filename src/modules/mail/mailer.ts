@@ -54,6 +54,15 @@ const APPS_AT_ONCE = 4
 /** Events wake the mailer at most this often (a burst of submissions is thousands of events). */
 const WAKE_GAP_MS = 250
 
+/** How one kind of claimed row (a resolution mail, a confirmation) is queued, sent and given back. */
+interface RowKind<R> {
+  /** What a row holds while claimed: its App, a confirmation's address too (held rows go one after another). */
+  keysOf: (row: R) => string[]
+  deliver: (row: R) => Promise<void>
+  /** Gives back claimed rows never started. */
+  release: (rows: R[]) => Promise<void>
+}
+
 /** What this service is given: the repositories and values it uses (a Context has them all). */
 export interface MailerDeps {
   store: Pick<Store, 'mail'>
@@ -208,13 +217,21 @@ export class Mailer {
     for (let round = 0; round < 50 && this.opts.mayAct() && this.hasRoom(); round++) {
       const claimedAt = this.ctx.clock.now()
       const claimed = await this.repo.claimConfirmations(claimedAt, LEASE_MS, BATCH, this.busyKeys())
-      this.send(claimed, (row) => [`app:${row.app_id}`, `address:${row.email_hash}`], claimedAt, (row) => this.deliverConfirmation(row))
+      this.send(claimed, claimedAt, {
+        keysOf: (row) => [`app:${row.app_id}`, `address:${row.email_hash}`],
+        deliver: (row) => this.deliverConfirmation(row),
+        release: (rows) => this.repo.releaseConfirmationClaims(rows.map((r) => ({ id: r.id, leaseUntil: Number(r.lease_until) }))),
+      })
       if (claimed.length < BATCH) break
     }
     for (let round = 0; round < 50 && this.opts.mayAct() && this.hasRoom(); round++) {
       const claimedAt = this.ctx.clock.now()
       const claimed = await this.repo.claim(claimedAt, LEASE_MS, BATCH, this.busyKeys())
-      this.send(claimed, (row) => [`app:${row.app_id}`], claimedAt, (row) => this.deliver(row))
+      this.send(claimed, claimedAt, {
+        keysOf: (row) => [`app:${row.app_id}`],
+        deliver: (row) => this.deliver(row),
+        release: (rows) => this.repo.releaseClaims(rows.map((r) => ({ id: r.feedback_id, leaseUntil: Number(r.lease_until) }))),
+      })
       if (claimed.length < BATCH) break
     }
   }
@@ -249,21 +266,22 @@ export class Mailer {
    * serial mailer for minutes). The lanes outlive the pass that claimed the rows: the next pass claims and
    * sends other Apps' mail beside a lane still waiting on a slow server, and leaves the held Apps' rows (the
    * keys of claimed rows are held until they end). A row is started only while its lease outlasts an attempt
-   * (the send deadline and a margin); the rest stay leased until the lease runs out and are claimed again
-   * then (by this node or the next holder of the role), never sent twice.
+   * (the send deadline and a margin); the rows not started are given back (their lease released, the claim
+   * not counted as an attempt) and claimed again at once (by this node or the next holder of the role),
+   * never sent twice.
    */
-  private send<R>(rows: R[], keysOf: (row: R) => string[], claimedAt: number, deliver: (row: R) => Promise<void>): void {
+  private send<R>(rows: R[], claimedAt: number, kind: RowKind<R>): void {
     const leaseLeftForAnAttempt = () => this.ctx.clock.now() - claimedAt <= LEASE_MS - SEND_DEADLINE_MS - LEASE_MARGIN_MS
-    for (const queue of queuesSharingKeys(rows, keysOf)) {
-      const keys = [...new Set(queue.flatMap(keysOf))]
+    for (const queue of queuesSharingKeys(rows, kind.keysOf)) {
+      const keys = [...new Set(queue.flatMap(kind.keysOf))]
       for (const key of keys) this.held.set(key, (this.held.get(key) ?? 0) + 1)
       this.waiting.push(async () => {
         try {
-          for (const row of queue) {
-            // Stopped (a shutdown, the role lost), without the role, or its lease too short: the lease runs
-            // out and the rows are claimed again. A stop waits for the attempt in hand only.
-            if (this.stopped || !this.opts.mayAct() || !leaseLeftForAnAttempt()) return
-            await deliver(row)
+          for (const [i, row] of queue.entries()) {
+            // Stopped (a shutdown, the role lost), without the role, or its lease too short: the rest is given
+            // back. A stop waits for the attempt in hand only. (Given back failing, the leases run out instead.)
+            if (this.stopped || !this.opts.mayAct() || !leaseLeftForAnAttempt()) return await kind.release(queue.slice(i))
+            await kind.deliver(row)
           }
         } finally {
           for (const key of keys) {

@@ -130,6 +130,12 @@ export interface ReportFacts {
   created_at: number
 }
 
+/** A claimed row's id (an outbox row's feedback id, a confirmation's id) and the lease its claim set. */
+export interface LeaseHeld {
+  id: string
+  leaseUntil: number
+}
+
 /** What a claim leaves alone: Apps (and confirmation addresses, by keyed hash) whose mail this node is sending. */
 export interface BusyKeys {
   apps: readonly string[]
@@ -155,6 +161,13 @@ export interface MailRepo {
    * wins each row. Rows of the Apps in `busy.apps` are left: this node is still sending those Apps' mail.
    */
   claim(now: number, leaseMs: number, limit: number, busy?: BusyKeys): Promise<OutboxRow[]>
+  /**
+   * Gives back claims that were never started (a stop, a lease too short to start an attempt in): the
+   * lease released and the claim's attempt not counted, only where the lease is still the one claimed.
+   */
+  releaseClaims(claims: readonly LeaseHeld[]): Promise<void>
+  /** The same for confirmations. */
+  releaseConfirmationClaims(claims: readonly LeaseHeld[]): Promise<void>
   /** Ends a row (its address dropped); false when it was no longer pending. */
   settle(feedbackId: string, state: SettledState, error: string | null, now: number): Promise<boolean>
   /** A failed attempt: the lease released, the next attempt at `nextAt`. */
