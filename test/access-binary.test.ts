@@ -121,6 +121,7 @@ describe('a member session against the binary', () => {
     expect((await confirm('slack_connect')).status).toBe(200)
     const slack = await as(owner, 'POST', '/v1/chatops/slack', { botToken: 'xoxb-1234567890-abcdef', signingSecret: 'b'.repeat(32), channel: 'C0123ABCD' })
     expect(slack.status).toBe(201)
+    expect((await confirm('slack_allow_user')).status).toBe(200)
     expect((await as(owner, 'POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0123' })).status).toBe(200)
     expect((await as(owner, 'DELETE', `/v1/chatops/slack/${slack.body.id}`)).status).toBe(200)
     expect((await as(owner, 'POST', `/v1/tokens/mint?appId=${appId}`, { sub: 'end-user-7' })).status).toBe(200)
