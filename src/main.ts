@@ -30,7 +30,7 @@ Commands:
   org             create or list Orgs
   key             create, list, rotate or revoke sk_ API keys
   app             create, update, list, rotate-secret or delete Apps
-  admin           create dashboard admins, reset a password
+  admin           create, list or remove dashboard admins, change their role, reset a password
   webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
   audit           export the audit log of an Org as JSON lines (fixloop audit export --org ORG_ID), or match an erasure (audit digest)
   feedback        triage near-duplicates: suggestions, merge, reject-suggestion

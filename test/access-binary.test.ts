@@ -1,8 +1,9 @@
 /**
  * The role matrix and the audit log, attacked from outside on the compiled binary (dist/fixloop): an Org
  * member's dashboard session is refused on every owner-only /v1 route while an sk_ key keeps its
- * powers, the owner's changes land in the audit log, `fixloop webhook create` is audited, and
- * `serve --demo` leaves one live demo key however often it starts.
+ * powers, the owner's changes land in the audit log, `fixloop webhook create` is audited, `fixloop admin
+ * role` takes an owner's powers from their open session at once, and `serve --demo` leaves one live demo
+ * key however often it starts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -121,6 +122,7 @@ describe('a member session against the binary', () => {
     expect((await confirm('slack_connect')).status).toBe(200)
     const slack = await as(owner, 'POST', '/v1/chatops/slack', { botToken: 'xoxb-1234567890-abcdef', signingSecret: 'b'.repeat(32), channel: 'C0123ABCD' })
     expect(slack.status).toBe(201)
+    expect((await confirm('slack_allow_user')).status).toBe(200)
     expect((await as(owner, 'POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0123' })).status).toBe(200)
     expect((await as(owner, 'DELETE', `/v1/chatops/slack/${slack.body.id}`)).status).toBe(200)
     expect((await as(owner, 'POST', `/v1/tokens/mint?appId=${appId}`, { sub: 'end-user-7' })).status).toBe(200)
@@ -163,6 +165,93 @@ describe('a member session against the binary', () => {
     const missing = await runBinary(['admin', 'remove', '--email', 'member@example.com', '--data-dir', dir], ENV)
     expect(missing.code).not.toBe(0)
     expect(missing.stderr).toContain('No admin with email member@example.com')
+  })
+})
+
+describe('fixloop admin role against the binary (someone changes teams)', () => {
+  let dir: string
+  let server: Awaited<ReturnType<typeof spawnServer>>
+  let orgId: string
+  let otherOrgId: string
+  let lead: Session
+  let boss: Session
+
+  beforeAll(async () => {
+    dir = tempDir('fixloop-role-')
+    orgId = (await cli(dir, 'org', 'create', '--name', 'Acme')).id
+    otherOrgId = (await cli(dir, 'org', 'create', '--name', 'Other')).id
+    await cli(dir, 'admin', 'create', '--email', 'lead@example.com', '--password-file', writePasswordFile(dir, 'l.txt', 'lead password 1'), '--org', orgId, '--role', 'owner')
+    await cli(dir, 'admin', 'create', '--email', 'dev@example.com', '--password-file', writePasswordFile(dir, 'd.txt', 'dev password 1'), '--org', orgId, '--role', 'member')
+    await cli(dir, 'admin', 'create', '--email', 'boss@example.com', '--password-file', writePasswordFile(dir, 'b.txt', 'boss password 1'))
+    server = await spawnServer(dir, ENV)
+    lead = await signIn(server.url, 'lead@example.com', 'lead password 1')
+    boss = await signIn(server.url, 'boss@example.com', 'boss password 1')
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** An owner-only read (the webhook list) with the session, in `org`: its status says what the session is there. */
+  const webhooksAs = (s: Session, org = orgId) => call(server.url, 'GET', '/v1/webhooks', { headers: { cookie: s.cookie, 'x-fixloop-org': org } }).then((r) => r.status)
+  const fails = async (...args: string[]) => {
+    const r = await runBinary(['admin', 'role', ...args, '--data-dir', dir], ENV)
+    expect([args.join(' '), r.code, r.stdout]).toEqual([args.join(' '), 2, ''])
+    expect(r.stderr).not.toContain('    at ') // a message, never a stack
+    return r.stderr
+  }
+  const roleChanges = async () =>
+    (await call(server.url, 'GET', `/v1/audit?limit=100`, { headers: { cookie: boss.cookie, 'x-fixloop-org': orgId } })).body.data.filter((e: any) => e.action === 'admin.role_changed')
+
+  test("an owner demoted to member loses the owner's powers on the very next request of the session they are signed in with; audited with from and to", async () => {
+    expect(await webhooksAs(lead)).toBe(200)
+    // The Org's only owner is not demoted: the reason on stderr, exit 2, nothing changed.
+    expect(await fails('--email', 'lead@example.com', '--org', orgId, '--role', 'member')).toContain(`the only owner of Org ${orgId}`)
+    expect(await webhooksAs(lead)).toBe(200)
+    expect(await cli(dir, 'admin', 'role', '--email', 'Dev@Example.com', '--org', orgId, '--role', 'owner')).toEqual({ id: expect.any(String), email: 'dev@example.com', orgId, from: 'member', to: 'owner' })
+    const demoted = await cli(dir, 'admin', 'role', '--email', 'lead@example.com', '--org', orgId, '--role', 'member')
+    expect(demoted).toEqual({ id: lead.id, email: 'lead@example.com', orgId, from: 'owner', to: 'member' })
+    // Same session, no new sign-in: refused as a member at once, while it still reads the Org's reports.
+    expect(await webhooksAs(lead)).toBe(403)
+    expect((await call(server.url, 'GET', '/v1/feedback', { headers: { cookie: lead.cookie, 'x-fixloop-org': orgId } })).status).toBe(200)
+    // Again: nothing to change, nothing audited; the text form says so.
+    const again = await runBinary(['admin', 'role', '--email', 'lead@example.com', '--org', orgId, '--role', 'member', '--data-dir', dir], ENV)
+    expect([again.code, again.stdout]).toEqual([0, `lead@example.com is already member of ${orgId}\n`])
+    // Oldest first: the dev's promotion, then the lead's demotion (and no row for the refusal or the repeat).
+    expect((await roleChanges()).map((e: any) => [e.actor, e.targetId === lead.id, e.data])).toEqual([
+      ['cli', false, { from: 'member', to: 'owner' }],
+      ['cli', true, { from: 'owner', to: 'member' }],
+    ])
+    expect((await cli(dir, 'admin', 'list')).data.map((a: any) => [a.email, a.owner, a.orgs])).toEqual([
+      ['boss@example.com', true, []],
+      ['dev@example.com', false, [{ orgId, role: 'owner' }]],
+      ['lead@example.com', false, [{ orgId, role: 'member' }]],
+    ])
+  })
+
+  test('an instance owner given a role in one Org keeps only that Org; the only instance owner stays', async () => {
+    expect([await webhooksAs(boss), await webhooksAs(boss, otherOrgId)]).toEqual([200, 200])
+    expect(await fails('--email', 'boss@example.com', '--org', orgId, '--role', 'member')).toContain("the instance's only owner")
+    await cli(dir, 'admin', 'create', '--email', 'boss2@example.com', '--password-file', writePasswordFile(dir, 'b2.txt', 'boss2 password 1'))
+    expect(await cli(dir, 'admin', 'role', '--email', 'boss@example.com', '--org', orgId, '--role', 'member')).toEqual({ id: boss.id, email: 'boss@example.com', orgId, from: 'instance_owner', to: 'member' })
+    // The next request: a member of this Org (owner-only refused), a stranger to the other (404, like any other tenant).
+    expect([await webhooksAs(boss), await webhooksAs(boss, otherOrgId)]).toEqual([403, 404])
+  })
+
+  test('bad input: a clear message and exit 2, never a crash; nothing changed', async () => {
+    expect(await fails('--email', 'dev@example.com', '--org', orgId, '--role', 'admin')).toContain('--role must be owner or member, got "admin"')
+    expect(await fails('--email', 'dev@example.com', '--org', orgId)).toContain('missing --role')
+    expect(await fails('--email', 'dev@example.com', '--role', 'member')).toContain('missing --org')
+    expect(await fails('--org', orgId, '--role', 'member')).toContain('missing --email')
+    expect(await fails('--email', 'dev@example.com', '--org', orgId, '--org', otherOrgId, '--role', 'member')).toContain('give --org once')
+    expect(await fails('--email', 'dev@example.com', '--org', 'f'.repeat(24), '--role', 'member')).toContain(`No Org ${'f'.repeat(24)}`)
+    expect(await fails('--email', 'dev@example.com', '--org', "x' OR 1=1 --", '--role', 'member')).toContain('No Org')
+    expect(await fails('--email', 'nobody@example.com', '--org', orgId, '--role', 'member')).toContain('No admin with email nobody@example.com')
+    expect(await fails('--email', 'not an email', '--org', orgId, '--role', 'member')).toContain('not an email address')
+    expect(await fails('--email', 'dev@example.com', '--org', otherOrgId, '--role', 'member')).toContain(`dev@example.com is not an admin of Org ${otherOrgId}`)
+    expect(await fails('--email', 'dev@example.com', '--org', orgId, '--role', 'member', '--password-file', '/dev/null')).toContain('not --password-file')
+    expect((await cli(dir, 'admin', 'list')).data.find((a: any) => a.email === 'dev@example.com').orgs).toEqual([{ orgId, role: 'owner' }])
   })
 })
 

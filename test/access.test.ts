@@ -296,6 +296,7 @@ describe('what a member could do before is audited when an owner or a key does i
     await confirmAs('owner', 'slack_connect')
     const c = await asSession('owner', 'POST', '/v1/chatops/slack', { botToken, signingSecret, channel: 'C0123ABCD' })
     expect(c.status).toBe(201)
+    await confirmAs('owner', 'slack_allow_user')
     expect((await asSession('owner', 'POST', '/v1/chatops/slack/users', { teamId: 'T0123', userId: 'U0456' })).status).toBe(200)
     expect((await asSession('owner', 'DELETE', '/v1/chatops/slack/users/T0123/U0456')).status).toBe(200)
     expect((await asSession('owner', 'DELETE', `/v1/chatops/slack/${c.body.id}`)).status).toBe(200)

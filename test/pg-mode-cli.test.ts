@@ -111,11 +111,13 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     const orgId = JSON.parse(org.stdout).id
     const pw = join(work, 'admin.pw')
     writeFileSync(pw, 'a long enough password\n')
-    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'slack', 'list', '--org', orgId], ['admin', 'create', '--email', 'ops@example.com', '--password-file', pw]]) {
+    for (const args of [['org', 'list'], ['webhook', 'list', '--org', orgId], ['chatops', 'slack', 'list', '--org', orgId], ['admin', 'create', '--email', 'ops@example.com', '--password-file', pw], ['admin', 'create', '--email', 'dev@example.com', '--password-file', pw, '--org', orgId, '--role', 'member'], ['admin', 'role', '--email', 'dev@example.com', '--org', orgId, '--role', 'owner']]) {
       const r = await runBinary([...args, '--json', '--data-dir', dataDir()], env)
       expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' })
     }
     expect(JSON.parse((await runBinary(['org', 'list', '--json', '--data-dir', dataDir()], env)).stdout).data.map((o: { id: string }) => o.id)).toContain(orgId)
+    const admins = JSON.parse((await runBinary(['admin', 'list', '--json', '--data-dir', dataDir()], env)).stdout).data
+    expect(admins.map((a: { email: string; owner: boolean; orgs: unknown[] }) => [a.email, a.owner, a.orgs])).toEqual([['dev@example.com', false, [{ orgId, role: 'owner' }]], ['ops@example.com', true, []]])
     const backup = await runBinary(['backup', '--out', join(work, 'b.tar'), '--data-dir', dataDir()], { FIXLOOP_DATABASE_URL: url })
     expect(backup.code).toBe(2)
     expect(backup.stderr).toContain('pg_dump')

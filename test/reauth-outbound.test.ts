@@ -1,6 +1,6 @@
 /**
  * What keeps sending the Org's data somewhere after the session that set it up — a webhook endpoint, an
- * App's SMTP server, a Slack channel, an issue tracker — asks a dashboard session to prove again who it is
+ * App's SMTP server, a Slack channel, an issue tracker — or lets a Slack user act for the Org, asks a dashboard session to prove again who it is
  * (docs/security.md "Which actions ask"), while an sk_ key's call stays exactly as documented. Per route:
  * without a confirmation 401 reauthRequired and nothing made; a confirmation for another action does not
  * count; a wrong password is audited and throttled; the right one (POST /admin/api/me/reauth/password)
@@ -117,6 +117,20 @@ const ROUTES: Outbound[] = [
     },
   },
   {
+    // Not data going out but a Slack account let in: it queues reports for the coding agent after the session.
+    purpose: 'slack_allow_user',
+    method: 'POST',
+    path: () => '/v1/chatops/slack/users',
+    body: () => ({ teamId: 'T0ATTACKER', userId: 'U0ATTACKER' }),
+    again: () => ({ teamId: 'T0ATTACKER', userId: 'U0ATTACKR2' }),
+    status: 200,
+    count: async () => (await call(server.url, 'GET', '/v1/chatops/slack/users', { auth: tenant.key })).body.data.length,
+    audited: 'slack.user_allowed',
+    undo: async () => {
+      for (const u of (await call(server.url, 'GET', '/v1/chatops/slack/users', { auth: tenant.key })).body.data) await call(server.url, 'DELETE', `/v1/chatops/slack/users/${u.teamId}/${u.userId}`, { auth: tenant.key })
+    },
+  },
+  {
     purpose: 'tracker_connect',
     method: 'PUT',
     path: () => `/v1/apps/${tenant.appId}/tracker`,
@@ -181,7 +195,7 @@ describe('a dashboard session proves again who it is before data starts going so
   }
 
   test('rotating a webhook or tracker webhook secret hands one out that signs what is believed after the session: asked like creating', async () => {
-    expect((await call(server.url, 'PUT', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key, body: ROUTES[3].body() })).status).toBe(200)
+    expect((await call(server.url, 'PUT', `/v1/apps/${tenant.appId}/tracker`, { auth: tenant.key, body: ROUTES.find((r) => r.purpose === 'tracker_connect')!.body() })).status).toBe(200)
     const hook = (await call(server.url, 'POST', '/v1/webhooks', { auth: tenant.key, body: { url: 'http://127.0.0.1:9/receiver' } })).body
     for (const [purpose, path] of [
       ['webhook_secret_rotate', `/v1/webhooks/${hook.id}/rotate-secret`],
@@ -198,7 +212,7 @@ describe('a dashboard session proves again who it is before data starts going so
     // The webhook secret was rotated twice in all (the session once, the key once); nothing else.
     expect((await orgAudit('webhook.secret_rotated')).map((e: { actor: string }) => e.actor)).toEqual([`admin:${owner.id}`, `key:${tenant.keyId}`])
     await ROUTES[0].undo()
-    await ROUTES[3].undo()
+    await ROUTES.find((r) => r.purpose === 'tracker_connect')!.undo()
   })
 
   test('a confirmation lasts 5 minutes', async () => {
@@ -246,7 +260,7 @@ describe('a dashboard session proves again who it is before data starts going so
       const r = await asOwner('PUT', path, { ...keep, ...change })
       expect([JSON.stringify(change), r.status, r.body.error?.details?.purpose]).toEqual([JSON.stringify(change), 401, 'tracker_connect'])
     }
-    await ROUTES[3].undo()
+    await ROUTES.find((r) => r.purpose === 'tracker_connect')!.undo()
   })
 
   test('wrong passwords at the confirmation are throttled per admin like every re-entry; CSRF and the purpose are checked', async () => {

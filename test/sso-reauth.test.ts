@@ -413,13 +413,14 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     await alice.context.close()
   }, 90_000)
 
-  test('an SSO-only admin sets SMTP, connects Slack and reaches the tracker check only after a re-authentication for that very action', async () => {
+  test('an SSO-only admin sets SMTP, connects Slack, allows a Slack user and reaches the tracker check only after a re-authentication for that very action', async () => {
     const alice = await ssoSignIn('alice')
     const headers = { 'x-csrf-token': alice.csrf, 'x-fixloop-org': orgId }
     const send = (method: string, path: string, data: unknown) => alice.context.request.fetch(server.url + path, { method, data: data as object, headers })
     const actions: [string, string, string, unknown][] = [
       ['smtp_change', 'PUT', `/v1/apps/${appId}/smtp`, { host: 'smtp.example.com', port: 587, tls: 'starttls', user: 'mailer', password: 'smtp secret', from: 'noreply@example.com' }],
       ['slack_connect', 'POST', '/v1/chatops/slack', { botToken: 'xoxb-1234567890-abcdefghij', signingSecret: 'c'.repeat(32), channel: 'C0TRIAGE' }],
+      ['slack_allow_user', 'POST', '/v1/chatops/slack/users', { teamId: 'T0TRIAGE', userId: 'U0TRIAGE' }],
       ['tracker_connect', 'PUT', `/v1/apps/${appId}/tracker`, { kind: 'github', apiUrl: 'https://127.0.0.1:9/api', project: 'acme/shop', token: 'ghp_not_checked_here' }],
     ]
     for (const [purpose, method, path, body] of actions) {
@@ -433,7 +434,7 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
       const done = await send(method, path, body)
       // The tracker is then contacted: a loopback API URL is refused by the address guard (400), not for want of proof.
       if (purpose === 'tracker_connect') expect([done.status(), ((await done.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_argument'])
-      else expect([purpose, done.status()]).toEqual([purpose, method === 'POST' ? 201 : 200])
+      else expect([purpose, done.status()]).toEqual([purpose, method === 'POST' && purpose !== 'slack_allow_user' ? 201 : 200])
       expect(lastAudit('admin.reauthenticated')).toEqual({ method: 'oidc', purpose })
     }
     // Used once: changing the SMTP server again asks again.
@@ -441,6 +442,7 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     expect((await alice.context.request.delete(server.url + `/v1/apps/${appId}/smtp`, { headers })).status()).toBe(200)
     const slack = (await (await alice.context.request.get(server.url + '/v1/chatops/slack', { headers })).json()) as { data: { id: string }[] }
     for (const c of slack.data) expect((await alice.context.request.delete(server.url + `/v1/chatops/slack/${c.id}`, { headers })).status()).toBe(200)
+    expect((await alice.context.request.delete(server.url + '/v1/chatops/slack/users/T0TRIAGE/U0TRIAGE', { headers })).status()).toBe(200)
     await alice.context.close()
   }, 90_000)
 

@@ -1,4 +1,4 @@
-/** `fixloop admin create|reset-password|list|remove`: dashboard admins from the command line (passwords from files). */
+/** `fixloop admin create|reset-password|list|remove|role`: dashboard admins from the command line (passwords from files). */
 import { loadConfig } from '../config'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
@@ -17,6 +17,11 @@ export const ADMIN_HELP = `Usage:
   fixloop admin remove --email EMAIL [--json]
         remove an admin who left: signed out everywhere at once, gone from every Org (audited); the
         instance's only owner cannot be removed (create another owner first)
+  fixloop admin role --email EMAIL --org ORG_ID --role owner|member [--json]
+        change what an admin is in an Org (someone changing teams); prints {"id","email","orgId","from","to"}.
+        Their signed-in sessions have the new role from their next request; audited in the Org
+        (admin.role_changed). An instance owner named here stops owning the instance and keeps only this
+        Org, with this role. The instance's only owner and an Org's only owner cannot be demoted.
 The password is the first line of the file (at least 10 characters); it never goes on the command line.
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
@@ -41,6 +46,7 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   const sub = positionals[0]
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`)
   if (sub === 'list' || sub === 'remove') return runListOrRemove(sub, values)
+  if (sub === 'role') return runRole(values)
   if (sub !== 'create' && sub !== 'reset-password') throw new UsageError(`${sub ? `unknown command "fixloop admin ${sub}"` : 'missing command'}\n\n${ADMIN_HELP}`)
   if (sub === 'reset-password' && (values.org || values.role)) throw new UsageError('"fixloop admin reset-password" takes only --email and --password-file')
   const role = values.role ?? 'owner'
@@ -61,6 +67,24 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
     const admin = await admins.resetPassword(values.email, password!)
     await audit.record({ orgId: null, actor: 'cli', action: 'admin.password_reset', targetId: admin.id })
     return output({ id: admin.id, email: admin.email }, values.json)
+  } finally {
+    await closeContext(ctx)
+  }
+}
+
+/** `role`: --email, one --org and --role, nothing else. */
+async function runRole(values: ReturnType<typeof parseFlags>['values'] & { email?: string; org?: string[]; role?: string }) {
+  const extra = (['password-file', 'no-password'] as const).find((f) => values[f] !== undefined)
+  if (extra) throw new UsageError(`"fixloop admin role" takes only --email, --org and --role, not --${extra}`)
+  if (!values.email) throw new UsageError('missing --email')
+  if (!values.org?.length) throw new UsageError('missing --org')
+  if (values.org.length > 1) throw new UsageError('"fixloop admin role" changes one Org at a time: give --org once')
+  if (values.role !== 'owner' && values.role !== 'member') throw new UsageError(values.role === undefined ? 'missing --role (owner or member)' : `--role must be owner or member, got "${values.role}"`)
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
+  try {
+    const changed = await domainServices(ctx).admins.setRole(values.email, values.org[0], values.role, 'cli')
+    if (values.json) return output(changed, true)
+    process.stdout.write(changed.from === changed.to ? `${changed.email} is already ${changed.to} of ${changed.orgId}\n` : `${changed.email}: ${changed.from} → ${changed.to} of ${changed.orgId}\n`)
   } finally {
     await closeContext(ctx)
   }

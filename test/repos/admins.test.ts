@@ -161,6 +161,80 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     }
   })
 
+  test('setRole: a membership changed with its audit rows; the same role, a stranger or an unknown admin write nothing; an Org\'s only owner stays; owners demoting each other at once leave one', async () => {
+    const s = await fresh()
+    const repo = s.store.admins
+    const { seedOrgApp } = await import('./store-fixtures')
+    await seedOrgApp(s, 'o1', 'a1')
+    await seedOrgApp(s, 'o2', 'a2')
+    await repo.insertAdmin(admin('own1', 'own1@example.com'), [{ orgId: 'o1', role: 'owner' }])
+    await repo.insertAdmin(admin('mem1', 'mem1@example.com'), [{ orgId: 'o1', role: 'member' }, { orgId: 'o2', role: 'member' }])
+    const audit = (id: string) => (from: string) => [{ orgId: 'o1', actor: 'cli', action: 'admin.role_changed', targetId: id, data: { from, to: 'x' } }]
+    const changes = () => rows<{ target_id: string; data: string }>(s.storage, "SELECT target_id, data FROM audit_log WHERE action = 'admin.role_changed' ORDER BY id")
+    // The Org's only owner is not demoted: nothing written, no audit row.
+    expect(await repo.setRole('own1', 'o1', 'member', audit('own1'), 2_000)).toEqual({ outcome: 'last_org_owner' })
+    expect(await repo.memberships('own1')).toEqual([{ orgId: 'o1', role: 'owner' }])
+    // A member made owner: only that Org's membership changes.
+    expect(await repo.setRole('mem1', 'o1', 'owner', audit('mem1'), 2_000)).toEqual({ outcome: 'changed', from: 'member' })
+    expect(await repo.memberships('mem1')).toEqual([{ orgId: 'o1', role: 'owner' }, { orgId: 'o2', role: 'member' }])
+    // With a second owner, the first may step down.
+    expect(await repo.setRole('own1', 'o1', 'member', audit('own1'), 2_000)).toEqual({ outcome: 'changed', from: 'owner' })
+    expect((await repo.listForOrg('o1')).map((a) => [a.id, a.role])).toEqual([['mem1', 'owner'], ['own1', 'member']])
+    expect((await changes()).map((r) => r.target_id)).toEqual(['mem1', 'own1'])
+    // The same role again, an Org the admin is not in, an unknown admin: nothing written.
+    expect(await repo.setRole('own1', 'o1', 'member', audit('own1'), 2_000)).toEqual({ outcome: 'unchanged', from: 'member' })
+    expect(await repo.setRole('own1', 'o2', 'owner', audit('own1'), 2_000)).toEqual({ outcome: 'not_member' })
+    expect(await repo.setRole('nobody', 'o1', 'owner', audit('nobody'), 2_000)).toEqual({ outcome: 'missing' })
+    expect(await repo.memberships('own1')).toEqual([{ orgId: 'o1', role: 'member' }])
+    expect((await changes()).length).toBe(2)
+    // An Org's owners demoting each other at once: one stays its owner. No instance owner here, whose row
+    // lock (taken first) would serialize the changes anyway: the Org's owner memberships are what is locked.
+    for (let round = 0; round < 5; round++) {
+      const org = `r${round}`
+      await seedOrgApp(s, org, `app-${org}`)
+      const ids = [1, 2, 3, 4].map((k) => `${org}o${k}`)
+      for (const id of ids) await repo.insertAdmin(admin(id, `${id}@example.com`), [{ orgId: org, role: 'owner' }])
+      const outcomes = await Promise.all(ids.map(async (id) => (await repo.setRole(id, org, 'member', () => [], 3_000)).outcome))
+      expect(outcomes.sort()).toEqual(['changed', 'changed', 'changed', 'last_org_owner'])
+      expect((await repo.listForOrg(org)).filter((a) => a.role === 'owner').length).toBe(1)
+    }
+  })
+
+  test('setRole of an instance owner: it keeps only this Org, with this role; the only owner stays; instance owners demoting each other at once leave one', async () => {
+    const s = await fresh()
+    const repo = s.store.admins
+    const { seedOrgApp } = await import('./store-fixtures')
+    await seedOrgApp(s, 'o1', 'a1')
+    await repo.insertAdmin(admin('boss', 'boss@example.com', true), [])
+    await repo.insertAdmin(admin('boss2', 'boss2@example.com', true), [])
+    await repo.insertSession(session('s1', 'boss'))
+    const audit = (from: string) => [
+      { orgId: 'o1', actor: 'cli', action: 'admin.role_changed', targetId: 'boss', data: { from, to: 'member' } },
+      { orgId: null, actor: 'cli', action: 'admin.role_changed', targetId: 'boss', data: { from, to: 'member', orgId: 'o1' } },
+    ]
+    expect(await repo.setRole('boss', 'o1', 'member', audit, 2_000)).toEqual({ outcome: 'changed', from: 'instance_owner' })
+    expect(await repo.byId('boss')).toEqual({ ...admin('boss', 'boss@example.com'), updatedAt: 2_000 })
+    expect(await repo.memberships('boss')).toEqual([{ orgId: 'o1', role: 'member' }])
+    // Its session stays (it is signed in still, as a member from its next request).
+    expect(await repo.sessionByTokenHash('th-s1')).toBeDefined()
+    expect((await rows<{ org_id: string | null }>(s.storage, "SELECT org_id FROM audit_log WHERE action = 'admin.role_changed' ORDER BY org_id")).map((r) => r.org_id).sort()).toEqual([null, 'o1'].sort())
+    // The instance's only owner: refused, nothing written.
+    expect(await repo.setRole('boss2', 'o1', 'owner', audit, 2_000)).toEqual({ outcome: 'last_owner' })
+    expect((await repo.byId('boss2'))!.isOwner).toBe(true)
+    expect(await repo.memberships('boss2')).toEqual([])
+    expect((await rows(s.storage, "SELECT id FROM audit_log WHERE action = 'admin.role_changed'")).length).toBe(2)
+
+    // Instance owners demoting each other at once (rounds of four): one of them always stays.
+    for (let round = 0; round < 5; round++) {
+      const [kept] = (await repo.all()).filter((a) => a.isOwner).map((a) => a.id)
+      const ids = [kept, ...[1, 2, 3].map((k) => `i${round}o${k}`)]
+      for (const id of ids.slice(1)) await repo.insertAdmin(admin(id, `${id}@example.com`, true), [])
+      const outcomes = await Promise.all(ids.map(async (id) => (await repo.setRole(id, 'o1', 'member', () => [], 3_000)).outcome))
+      expect(outcomes.sort()).toEqual(['changed', 'changed', 'changed', 'last_owner'])
+      expect((await repo.all()).filter((a) => a.isOwner).length).toBe(1)
+    }
+  })
+
   test('sessions: read back, touched, listed newest first (live only), revoked once and only by their admin', async () => {
     const s = await fresh()
     const repo = s.store.admins

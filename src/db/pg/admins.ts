@@ -1,9 +1,10 @@
 /** PostgreSQL side of modules/admins/repo.ts. */
-import type { AdminRow, AdminsRepo, Membership, SessionRow } from '../../modules/admins/repo'
+import type { AdminRow, AdminsRepo, Membership, RoleBefore, RoleChange, SessionRow } from '../../modules/admins/repo'
 import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } from './storage'
 import type { Clock } from '../../core/clock'
 import { pgAudited } from './audit-writer'
 import { otherOwnersSql, removeAdminSql } from '../sql/admin-removal'
+import { leaveInstanceSql, membershipSql, otherOrgOwnersSql, setMembershipRoleSql } from '../sql/admin-role'
 
 const ADMIN_COLUMNS =
   'id, email, password_hash AS "passwordHash", is_owner AS "isOwner", totp_secret_enc AS "totpSecretEnc", totp_last_step AS "totpLastStep", created_at AS "createdAt", updated_at AS "updatedAt"'
@@ -121,6 +122,37 @@ export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo
         return true
       })
       return outcome
+    },
+    setRole: async (adminId, orgId, role, audit, now) => {
+      let result: RoleChange = { outcome: 'missing' }
+      await audited(
+        (from: RoleBefore | false) => (from === false ? [] : audit(from)),
+        async (c): Promise<RoleBefore | false> => {
+          // Locked in `remove`'s order (the instance owners' rows, then this admin's), then the Org's owner
+          // memberships: two owners demoting each other at once (or one removed while the other is demoted)
+          // cannot both pass the count; the second waits, then counts what the first committed.
+          await c.query('SELECT id FROM admins WHERE is_owner ORDER BY id FOR UPDATE')
+          const row = await one<{ isOwner: boolean }>(c, 'SELECT is_owner AS "isOwner" FROM admins WHERE id = $1 FOR UPDATE', [adminId])
+          if (!row) return false
+          if (row.isOwner) {
+            if (Number((await one<{ n: string }>(c, otherOwnersSql('$1'), [adminId]))!.n) === 0) return ((result = { outcome: 'last_owner' }), false)
+            await exec(c, 'UPDATE admins SET is_owner = false, updated_at = $2 WHERE id = $1', [adminId, now])
+            await exec(c, leaveInstanceSql('$1'), [adminId])
+            await exec(c, 'INSERT INTO admin_memberships (admin_id, org_id, role, created_at) VALUES ($1, $2, $3, $4)', [adminId, orgId, role, now])
+            result = { outcome: 'changed', from: 'instance_owner' }
+            return 'instance_owner'
+          }
+          await c.query("SELECT admin_id FROM admin_memberships WHERE org_id = $1 AND role = 'owner' ORDER BY admin_id FOR UPDATE", [orgId])
+          const from = (await one<{ role: Membership['role'] }>(c, `${membershipSql('$1', '$2')} FOR UPDATE`, [adminId, orgId]))?.role
+          if (!from) return ((result = { outcome: 'not_member' }), false)
+          if (from === role) return ((result = { outcome: 'unchanged', from }), false)
+          if (from === 'owner' && Number((await one<{ n: string }>(c, otherOrgOwnersSql('$1', '$2'), [adminId, orgId]))!.n) === 0) return ((result = { outcome: 'last_org_owner' }), false)
+          await exec(c, setMembershipRoleSql('$1', '$2', '$3'), [role, adminId, orgId])
+          result = { outcome: 'changed', from }
+          return from
+        },
+      )
+      return result
     },
   }
 }

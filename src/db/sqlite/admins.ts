@@ -1,9 +1,10 @@
 /** SQLite side of modules/admins/repo.ts. */
-import type { AdminRow, AdminsRepo, Membership, SessionRow } from '../../modules/admins/repo'
+import type { AdminRow, AdminsRepo, Membership, RoleBefore, RoleChange, SessionRow } from '../../modules/admins/repo'
 import type { SqliteStorage } from './storage'
 import type { Clock } from '../../core/clock'
 import { sqliteAudited } from './audit-writer'
 import { otherOwnersSql, removeAdminSql } from '../sql/admin-removal'
+import { leaveInstanceSql, membershipSql, otherOrgOwnersSql, setMembershipRoleSql } from '../sql/admin-role'
 
 const ADMIN_COLUMNS =
   'id, email, password_hash AS passwordHash, is_owner AS isOwner, totp_secret_enc AS totpSecretEnc, totp_last_step AS totpLastStep, created_at AS createdAt, updated_at AS updatedAt'
@@ -18,6 +19,10 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock):
   const allAdmins = sqlite.query(`SELECT ${ADMIN_COLUMNS} FROM admins ORDER BY email`)
   const otherOwners = sqlite.query(otherOwnersSql('?'))
   const removal = removeAdminSql('?').map((sql) => sqlite.query(sql))
+  const membership = sqlite.query(membershipSql('?1', '?2'))
+  const otherOrgOwners = sqlite.query(otherOrgOwnersSql('?1', '?2'))
+  const setMembershipRole = sqlite.query(setMembershipRoleSql('?1', '?2', '?3'))
+  const leaveInstance = sqlite.query(leaveInstanceSql('?'))
   const byEmail = sqlite.query(`SELECT ${ADMIN_COLUMNS} FROM admins WHERE email = ?`)
   const byId = sqlite.query(`SELECT ${ADMIN_COLUMNS} FROM admins WHERE id = ?`)
   const count = sqlite.query('SELECT COUNT(*) AS n FROM admins')
@@ -118,6 +123,34 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock):
         return true
       })
       return outcome
+    },
+    // One IMMEDIATE transaction: the write lock is taken before the owners are counted, so no other
+    // change of owners comes between the count and the write.
+    setRole: async (adminId, orgId, role, audit, now) => {
+      let result: RoleChange = { outcome: 'missing' }
+      audited(
+        (from: RoleBefore | false) => (from === false ? [] : audit(from)),
+        (): RoleBefore | false => {
+          const row = admin(byId.get(adminId) as (Omit<AdminRow, 'isOwner'> & { isOwner: number }) | null)
+          if (!row) return false
+          if (row.isOwner) {
+            if ((otherOwners.get(adminId) as { n: number }).n === 0) return ((result = { outcome: 'last_owner' }), false)
+            sqlite.query('UPDATE admins SET is_owner = 0, updated_at = ? WHERE id = ?').run(now, adminId)
+            leaveInstance.run(adminId)
+            addMember.run(adminId, orgId, role, now)
+            result = { outcome: 'changed', from: 'instance_owner' }
+            return 'instance_owner'
+          }
+          const from = (membership.get(adminId, orgId) as { role: Membership['role'] } | null)?.role
+          if (!from) return ((result = { outcome: 'not_member' }), false)
+          if (from === role) return ((result = { outcome: 'unchanged', from }), false)
+          if (from === 'owner' && (otherOrgOwners.get(adminId, orgId) as { n: number }).n === 0) return ((result = { outcome: 'last_org_owner' }), false)
+          setMembershipRole.run(role, adminId, orgId)
+          result = { outcome: 'changed', from }
+          return from
+        },
+      )
+      return result
     },
   }
 }

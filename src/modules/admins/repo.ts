@@ -19,6 +19,16 @@ export interface Membership {
   role: OrgRole
 }
 
+/** What an admin was in an Org before a role change: its membership's role, or the instance's owner. */
+export type RoleBefore = OrgRole | 'instance_owner'
+
+/**
+ * A role change's outcome: 'changed' (written with its audit rows) or 'unchanged' (already that role,
+ * nothing written); or nothing written because there is no such admin ('missing'), the admin is not in
+ * the Org ('not_member'), it is the instance's only owner ('last_owner') or the Org's only owner ('last_org_owner').
+ */
+export type RoleChange = { outcome: 'changed' | 'unchanged'; from: RoleBefore } | { outcome: 'missing' | 'not_member' | 'last_owner' | 'last_org_owner' }
+
 export interface AdminsRepo {
   count(): Promise<number>
   byEmail(email: string): Promise<AdminRow | undefined>
@@ -77,5 +87,13 @@ export interface AdminsRepo {
    * 'last_owner' (nothing written) when it is the instance's only owner, 'missing' when there is no such admin.
    */
   remove(adminId: string, audit: AuditEntry[]): Promise<'removed' | 'last_owner' | 'missing'>
+  /**
+   * Sets the admin's role in the Org, with `audit(from)`, in one transaction. A member or Org owner gets
+   * its membership's role changed; an instance owner stops owning the instance and keeps only this Org,
+   * with this role. Refused (nothing written) for the instance's only owner and the Org's only owner; on
+   * PostgreSQL the owners' rows are locked first (as `remove` does), so two owners demoting each other
+   * at once leave one.
+   */
+  setRole(adminId: string, orgId: string, role: OrgRole, audit: (from: RoleBefore) => AuditEntry[], now: number): Promise<RoleChange>
 }
 

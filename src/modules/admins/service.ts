@@ -11,7 +11,7 @@ import { newId } from '../../core/ids'
 import type { SecretBox } from '../../core/crypto'
 import { sha256Hex } from '../../core/secrets'
 import { base32Decode, matchTotp } from './totp'
-import { type AdminRow, type AdminsRepo, type OrgRole } from './repo'
+import { type AdminRow, type AdminsRepo, type OrgRole, type RoleBefore } from './repo'
 
 export const PASSWORD_MIN_LENGTH = 10
 export const PASSWORD_MAX_LENGTH = 1024
@@ -22,7 +22,8 @@ export const SETUP_LINK_TTL_MS = 30 * 60_000
  * admin cannot sign in with a password at all until an operator sets one (`fixloop admin reset-password`).
  */
 export const NO_PASSWORD = '!no-password'
-export type { AdminRow, OrgRole } from './repo'
+export type { AdminRow, OrgRole, RoleBefore } from './repo'
+export const ORG_ROLES: readonly OrgRole[] = ['owner', 'member']
 
 /** Who is signed in, with the Orgs they may see (null: every Org, the instance owner). */
 export interface AdminIdentity {
@@ -129,6 +130,37 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
         throw new ApiError('invalid_argument', { email: e }, `${e} is the instance's only owner: create another owner first (fixloop admin create without --org), then remove this one.`)
       }
       return { id: row.id, email: e }
+    },
+
+    /**
+     * Changes what an admin is in an Org (someone changing teams, least privilege): a member made owner, an
+     * owner made member, an instance owner made owner or member of this one Org only (no longer of every
+     * Org). Audited in the Org as `admin.role_changed` {from, to} (and in the instance's log when instance
+     * ownership ends), in the change's transaction; the same role again writes nothing. The admin's signed-in
+     * sessions act with the new role from their next request: the role is read per request, never kept
+     * in the session. The instance's only owner and the Org's only owner are not demoted.
+     */
+    async setRole(email: string, orgId: string, role: OrgRole, actor: string): Promise<{ id: string; email: string; orgId: string; from: RoleBefore; to: OrgRole }> {
+      const e = normalizeEmail(email)
+      if (!ORG_ROLES.includes(role)) throw new ApiError('invalid_argument', { role }, `The role must be ${ORG_ROLES.join(' or ')}.`)
+      const row = await repo.byEmail(e)
+      if (!row) throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
+      if (!(await repo.orgExists(orgId))) throw new ApiError('not_found', { orgId }, `No Org ${orgId}.`)
+      const entry = (org: string | null, from: RoleBefore) => ({ orgId: org, actor, action: 'admin.role_changed', targetId: row.id, data: org ? { from, to: role } : { from, to: role, orgId } })
+      const out = await repo.setRole(row.id, orgId, role, (from) => (from === 'instance_owner' ? [entry(orgId, from), entry(null, from)] : [entry(orgId, from)]), clock.now())
+      switch (out.outcome) {
+        case 'changed':
+        case 'unchanged':
+          return { id: row.id, email: e, orgId, from: out.from, to: role }
+        case 'missing':
+          throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
+        case 'not_member':
+          throw new ApiError('not_found', { email: e, orgId }, `${e} is not an admin of Org ${orgId}: fixloop admin list shows their Orgs.`)
+        case 'last_owner':
+          throw new ApiError('invalid_argument', { email: e }, `${e} is the instance's only owner: create another owner first (fixloop admin create without --org), then change this one.`)
+        case 'last_org_owner':
+          throw new ApiError('invalid_argument', { email: e, orgId }, `${e} is the only owner of Org ${orgId}: make another admin its owner first (fixloop admin role --email OTHER --org ${orgId} --role owner).`)
+      }
     },
 
     /** Sets a new password and revokes every session of the admin (a reset means "lock everyone out"). */

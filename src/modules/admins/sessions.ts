@@ -20,10 +20,13 @@ export const SESSION_IDLE_MS = 24 * 3600_000
  * each hands out a credential that outlives the session (an sk_ key, the App's signing secret), changes
  * how the admin signs in, sets the commands this server runs for every queued report (the repository
  * connection's agent and verify commands), or sets where the Org's data keeps going on its own (a webhook
- * endpoint, a Slack channel, an issue tracker, the SMTP server that carries reporters' mail) or hands out
- * the secret that signs what goes there or comes back (a webhook's, a tracker's). A stolen
- * session cookie is then worth what the session can do while it lasts, not a key, a command on the server
- * or a feed of the Org's reports that keeps working after the session is revoked.
+ * endpoint, a Slack channel, an issue tracker, the SMTP server that carries reporters' mail), lets someone
+ * outside act for the Org on its own (a Slack user allowed to queue reports for the coding agent through
+ * `/fixloop`), or hands out the secret that signs what goes there or comes back (a webhook's, a
+ * tracker's). A stolen
+ * session cookie is then worth what the session can do while it lasts, not a key, a command on the server,
+ * a feed of the Org's reports or a Slack account acting for the Org that keeps working after the session
+ * is revoked. Each action has its own purpose, so a confirmation given for one is never spent on another.
  */
 export const REAUTH_PURPOSES = [
   'secret_reveal',
@@ -36,6 +39,7 @@ export const REAUTH_PURPOSES = [
   'webhook_secret_rotate',
   'smtp_change',
   'slack_connect',
+  'slack_allow_user',
   'tracker_connect',
 ] as const
 export type ReauthPurpose = (typeof REAUTH_PURPOSES)[number]

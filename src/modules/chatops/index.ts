@@ -78,13 +78,22 @@ export function chatopsRoutes(auth: AuthDeps, chatops: ChatopsService) {
       response: { 200: t.NoValidate(t.Object({ data: t.Array(SlackUser) })), ...errorSchemas(...ORG_OWNER_ERRORS) },
       detail: doc('Slack users allowed to queue and archive through /fixloop'),
     })
-    .post('/v1/chatops/slack/users', ({ org, body, request, server }) => chatops.allowUser(org.orgId, body.teamId, body.userId, actedBy(auth, org, request, server)), {
-      access: 'chatops.manage',
-      body: UserBody,
-      parse: 'json',
-      response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body') },
-      detail: doc('Allow a Slack user to act for the Org', 'teamId and userId as Slack sends them with every slash command (T…, U…/W…).'),
-    })
+    .post(
+      '/v1/chatops/slack/users',
+      ({ org, body, request, server }) =>
+        // The Slack user queues reports for the coding agent from Slack long after the session that allowed them.
+        chatops.allowUser(org.orgId, body.teamId, body.userId, actedBy(auth, org, request, server), () => confirmSessionCaller(auth, org, 'slack_allow_user', request, server)),
+      {
+        access: 'chatops.manage',
+        body: UserBody,
+        parse: 'json',
+        response: { 200: t.NoValidate(t.Object({ teamId: t.String(), userId: t.String(), allowed: t.Literal(true) })), ...errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_credentials') },
+        detail: doc(
+          'Allow a Slack user to act for the Org',
+          "teamId and userId as Slack sends them with every slash command (T…, U…/W…). An `sk_` key is asked nothing more. A dashboard session must first confirm it is the admin (the Slack user can queue and archive the Org's reports through /fixloop after the session ends): an unused confirmation for `slack_allow_user` at most 5 minutes old, by password (POST /admin/api/me/reauth/password) or at the identity provider (POST /admin/api/me/reauth), used up by this call; otherwise 401 invalid_credentials with `details.reauthRequired`.",
+        ),
+      },
+    )
     .delete('/v1/chatops/slack/users/:teamId/:userId', ({ org, params, request, server }) => chatops.denyUser(org.orgId, params.teamId, params.userId, actedBy(auth, org, request, server)), {
       access: 'chatops.manage',
       params: UserParams,

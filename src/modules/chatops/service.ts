@@ -119,9 +119,15 @@ export function createChatopsService(ctx: ChatopsDeps) {
       return { id, deleted: true as const }
     },
 
-    async allowUser(orgId: string, teamId: string, userId: string, by: ActedBy) {
+    /**
+     * `confirm`: called once the ids are checked, before the user is allowed; the route asks a dashboard
+     * session there for a fresh re-authentication (the Slack user keeps queueing reports for the coding
+     * agent after the session is revoked).
+     */
+    async allowUser(orgId: string, teamId: string, userId: string, by: ActedBy, confirm?: () => Promise<void>) {
       if (!SLACK_ID_RE.test(teamId)) throw bad('/teamId', 'a Slack team id (T0123ABCD)')
       if (!SLACK_ID_RE.test(userId)) throw bad('/userId', 'a Slack user id (U0123ABCD or W0123ABCD)')
+      await confirm?.()
       // Allowing a user twice changes nothing and is not logged twice.
       await repo.allow(orgId, teamId, userId, ctx.clock.now(), [entry(by, orgId, 'slack.user_allowed', `${teamId}/${userId}`, { teamId, userId })])
       return { teamId, userId, allowed: true as const }
