@@ -230,11 +230,14 @@ describe('fixloop admin role against the binary (someone changes teams)', () => 
     ])
   })
 
-  test('an instance owner given a role in one Org keeps only that Org; the only instance owner stays', async () => {
+  test('an instance owner is given a role in one Org only with --leave-instance, then keeps only that Org; the only instance owner stays', async () => {
     expect([await webhooksAs(boss), await webhooksAs(boss, otherOrgId)]).toEqual([200, 200])
-    expect(await fails('--email', 'boss@example.com', '--org', orgId, '--role', 'member')).toContain("the instance's only owner")
+    // Never a side effect: the instance is given up by name.
+    expect(await fails('--email', 'boss@example.com', '--org', orgId, '--role', 'owner')).toContain('owns the instance (every Org)')
+    expect([await webhooksAs(boss), await webhooksAs(boss, otherOrgId)]).toEqual([200, 200])
+    expect(await fails('--email', 'boss@example.com', '--org', orgId, '--role', 'member', '--leave-instance')).toContain("the instance's only owner")
     await cli(dir, 'admin', 'create', '--email', 'boss2@example.com', '--password-file', writePasswordFile(dir, 'b2.txt', 'boss2 password 1'))
-    expect(await cli(dir, 'admin', 'role', '--email', 'boss@example.com', '--org', orgId, '--role', 'member')).toEqual({ id: boss.id, email: 'boss@example.com', orgId, from: 'instance_owner', to: 'member' })
+    expect(await cli(dir, 'admin', 'role', '--email', 'boss@example.com', '--org', orgId, '--role', 'member', '--leave-instance')).toEqual({ id: boss.id, email: 'boss@example.com', orgId, from: 'instance_owner', to: 'member' })
     // The next request: a member of this Org (owner-only refused), a stranger to the other (404, like any other tenant).
     expect([await webhooksAs(boss), await webhooksAs(boss, otherOrgId)]).toEqual([403, 404])
   })

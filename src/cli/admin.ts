@@ -17,11 +17,12 @@ export const ADMIN_HELP = `Usage:
   fixloop admin remove --email EMAIL [--json]
         remove an admin who left: signed out everywhere at once, gone from every Org (audited); the
         instance's only owner cannot be removed (create another owner first)
-  fixloop admin role --email EMAIL --org ORG_ID --role owner|member [--json]
+  fixloop admin role --email EMAIL --org ORG_ID --role owner|member [--leave-instance] [--json]
         change what an admin is in an Org (someone changing teams); prints {"id","email","orgId","from","to"}.
         Their signed-in sessions have the new role from their next request; audited in the Org
-        (admin.role_changed). An instance owner named here stops owning the instance and keeps only this
-        Org, with this role. The instance's only owner and an Org's only owner cannot be demoted.
+        (admin.role_changed). An instance owner (every Org) is refused unless --leave-instance is given:
+        then they stop owning the instance and keep only this Org, with this role. The instance's only
+        owner and an Org's only owner cannot be demoted.
 The password is the first line of the file (at least 10 characters); it never goes on the command line.
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
@@ -41,12 +42,14 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
     'no-password': { type: 'boolean' },
     org: { type: 'string', multiple: true },
     role: { type: 'string' },
+    'leave-instance': { type: 'boolean' },
   })
   if (values.help) return void process.stdout.write(ADMIN_HELP + '\n')
   const sub = positionals[0]
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`)
-  if (sub === 'list' || sub === 'remove') return runListOrRemove(sub, values)
   if (sub === 'role') return runRole(values)
+  if (values['leave-instance'] !== undefined) throw new UsageError(`--leave-instance belongs to "fixloop admin role"`)
+  if (sub === 'list' || sub === 'remove') return runListOrRemove(sub, values)
   if (sub !== 'create' && sub !== 'reset-password') throw new UsageError(`${sub ? `unknown command "fixloop admin ${sub}"` : 'missing command'}\n\n${ADMIN_HELP}`)
   if (sub === 'reset-password' && (values.org || values.role)) throw new UsageError('"fixloop admin reset-password" takes only --email and --password-file')
   const role = values.role ?? 'owner'
@@ -73,7 +76,7 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
 }
 
 /** `role`: --email, one --org and --role, nothing else. */
-async function runRole(values: ReturnType<typeof parseFlags>['values'] & { email?: string; org?: string[]; role?: string }) {
+async function runRole(values: ReturnType<typeof parseFlags>['values'] & { email?: string; org?: string[]; role?: string; 'leave-instance'?: boolean }) {
   const extra = (['password-file', 'no-password'] as const).find((f) => values[f] !== undefined)
   if (extra) throw new UsageError(`"fixloop admin role" takes only --email, --org and --role, not --${extra}`)
   if (!values.email) throw new UsageError('missing --email')
@@ -82,7 +85,7 @@ async function runRole(values: ReturnType<typeof parseFlags>['values'] & { email
   if (values.role !== 'owner' && values.role !== 'member') throw new UsageError(values.role === undefined ? 'missing --role (owner or member)' : `--role must be owner or member, got "${values.role}"`)
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
-    const changed = await domainServices(ctx).admins.setRole(values.email, values.org[0], values.role, 'cli')
+    const changed = await domainServices(ctx).admins.setRole(values.email, values.org[0], values.role, 'cli', { leaveInstance: values['leave-instance'] === true })
     if (values.json) return output(changed, true)
     process.stdout.write(changed.from === changed.to ? `${changed.email} is already ${changed.to} of ${changed.orgId}\n` : `${changed.email}: ${changed.from} → ${changed.to} of ${changed.orgId}\n`)
   } finally {

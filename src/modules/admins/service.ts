@@ -140,12 +140,27 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
      * sessions act with the new role from their next request: the role is read per request, never kept
      * in the session. The instance's only owner and the Org's only owner are not demoted.
      */
-    async setRole(email: string, orgId: string, role: OrgRole, actor: string): Promise<{ id: string; email: string; orgId: string; from: RoleBefore; to: OrgRole }> {
+    async setRole(
+      email: string,
+      orgId: string,
+      role: OrgRole,
+      actor: string,
+      opts: { leaveInstance?: boolean } = {},
+    ): Promise<{ id: string; email: string; orgId: string; from: RoleBefore; to: OrgRole }> {
       const e = normalizeEmail(email)
       if (!ORG_ROLES.includes(role)) throw new ApiError('invalid_argument', { role }, `The role must be ${ORG_ROLES.join(' or ')}.`)
       const row = await repo.byEmail(e)
       if (!row) throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
       if (!(await repo.orgExists(orgId))) throw new ApiError('not_found', { orgId }, `No Org ${orgId}.`)
+      // "Owner of this Org" reads like a grant to an instance owner, who owns every Org already: taking the
+      // instance away is asked for by name, never a side effect of a command that names one Org.
+      if (row.isOwner && !opts.leaveInstance) {
+        throw new ApiError(
+          'invalid_argument',
+          { email: e },
+          `${e} owns the instance (every Org). To make them ${role} of Org ${orgId} only, ending their instance ownership, add --leave-instance.`,
+        )
+      }
       const entry = (org: string | null, from: RoleBefore) => ({ orgId: org, actor, action: 'admin.role_changed', targetId: row.id, data: org ? { from, to: role } : { from, to: role, orgId } })
       const out = await repo.setRole(row.id, orgId, role, (from) => (from === 'instance_owner' ? [entry(orgId, from), entry(null, from)] : [entry(orgId, from)]), clock.now())
       switch (out.outcome) {
