@@ -100,6 +100,10 @@ describe('embedded store', () => {
     } finally {
       feedback.submit = submit
     }
+    // Filed again now, the check itself finds the upload on its way out.
+    const again = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'Same chart, a third time', componentTarget: { name: 'Chart', screenshotKey: up.key } } })
+    expect(again.status).toBe(400)
+    expect(again.body.error.details.issues).toEqual([{ path: '/componentTarget/screenshotKey', message: 'this upload was removed: upload the file again' }])
   })
 
   test('across processes (no shared memory): of two streams racing to one key, only the first to finish lands', async () => {

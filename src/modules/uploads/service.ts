@@ -223,6 +223,8 @@ export function createUploadsService(repo: UploadsRepo, store: BlobStore, clock:
       for (const ref of refs) {
         const row = UPLOAD_KEY_RE.test(ref.key) ? await repo.byKey(ref.key) : undefined
         if (!row || row.app_id !== appId) throw invalid(ref.path, 'unknown upload key: not issued to this App')
+        // On its way out (its report erased or expired, or collected unreferenced: src/db/sql/upload-shares.ts).
+        if (row.feedback_id === null && row.created_at === 0) throw invalid(ref.path, 'this upload was removed: upload the file again')
         // A replay is scrubbed before anyone reads it: it is attached as one, to one report, and nothing
         // else is attached as a replay (it would skip neither check, but would be listed as one).
         if ((ref.kind === 'replay') !== (row.kind === 'replay')) {
