@@ -28,18 +28,38 @@ describe('SSO flows', () => {
     const flows = createSsoFlows(box, clock)
     // Sealed just before the first generation ends, spent in it, replayed in the next and until it expires.
     clock.advance(FLOW_TTL_MS - 5_000)
-    const cookie = flows.seal(deps, plain, secrets())
+    const s = secrets()
+    const cookie = flows.seal(deps, plain, s)
     clock.advance(1_000)
-    expect(flows.take(deps, withCookie(cookie))?.nonce).toBe('nonce')
-    expect(flows.take(deps, withCookie(cookie))).toBeUndefined()
+    expect(flows.take(deps, withCookie(cookie), s.state)).toMatchObject({ flow: { nonce: 'nonce' }, stateMatches: true })
+    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     clock.advance(5_000) // a new generation
-    expect(flows.take(deps, withCookie(cookie))).toBeUndefined()
+    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     clock.advance(FLOW_TTL_MS - 2_000) // the last moment the cookie lives
-    expect(flows.take(deps, withCookie(cookie))).toBeUndefined()
+    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     clock.advance(1_000) // expired: refused as such
-    expect(flows.take(deps, withCookie(cookie))).toBeUndefined()
+    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     // Another flow is unaffected.
-    expect(flows.take(deps, withCookie(flows.seal(deps, plain, secrets())))).toBeDefined()
+    const t = secrets()
+    expect(flows.take(deps, withCookie(flows.seal(deps, plain, t)), t.state)?.stateMatches).toBe(true)
+  })
+
+  test('only the answer to a flow (its state) spends it: another state, none, or a prefix of it leaves it usable', () => {
+    const clock = new ManualClock(1_000_000)
+    const flows = createSsoFlows(box, clock)
+    const s = secrets()
+    const cookie = withCookie(flows.seal(deps, plain, s))
+    for (const answered of [null, '', 'a-forged-state', s.state.slice(0, -1), s.state + 'x', s.state.toUpperCase()]) {
+      const taken = flows.take(deps, cookie, answered)
+      expect(taken?.stateMatches).toBe(false)
+      expect(taken?.flow.state).toBe(s.state)
+    }
+    // Still pending: its own answer spends it, once.
+    expect(flows.take(deps, cookie, s.state)?.stateMatches).toBe(true)
+    expect(flows.take(deps, cookie, s.state)).toBeUndefined()
+    expect(flows.take(deps, cookie, 'a-forged-state')).toBeUndefined()
+    // The state without the cookie opens nothing.
+    expect(flows.take(deps, plain, s.state)).toBeUndefined()
   })
 
   test('a callback costs the same with 60,000 flows spent as with none', () => {
@@ -50,15 +70,21 @@ describe('SSO flows', () => {
     const cost = () => {
       let best = Infinity
       for (let run = 0; run < 3; run++) {
-        const cookies = Array.from({ length: block }, () => withCookie(flows.seal(deps, plain, secrets())))
+        const cookies = Array.from({ length: block }, () => {
+          const s = secrets()
+          return { request: withCookie(flows.seal(deps, plain, s)), state: s.state }
+        })
         const t0 = performance.now()
-        for (const c of cookies) flows.take(deps, c)
+        for (const c of cookies) flows.take(deps, c.request, c.state)
         best = Math.min(best, performance.now() - t0)
       }
       return best
     }
     const empty = cost()
-    for (let i = 0; i < 60_000; i++) flows.take(deps, withCookie(flows.seal(deps, plain, secrets())))
+    for (let i = 0; i < 60_000; i++) {
+      const s = secrets()
+      flows.take(deps, withCookie(flows.seal(deps, plain, s)), s.state)
+    }
     const full = cost()
     // Swept entry by entry, each of these callbacks walked 60,000 spent states (about 20 times the cost).
     expect(full).toBeLessThan(empty * 4)

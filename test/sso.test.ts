@@ -220,6 +220,29 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     await context.close()
   }, 60_000)
 
+  test('a forged callback cannot cancel a pending sign-in: without the flow\'s state (another state, none, an error) in its browser, or with its state from another browser, it gets the page and the sign-in still completes', async () => {
+    const { context, page, callback } = await heldCallback(server.url, 'alice')
+    const state = new URL(callback).searchParams.get('state')!
+    // Top-level navigations another site can make this browser do (its Lax flow cookie goes with them).
+    for (const q of ['', '?error=access_denied', '?error=access_denied&state=a-forged-state', '?code=a-forged-code&state=a-forged-state', `?code=a-forged-code&state=${'x'.repeat(9000)}`]) {
+      const r = await context.request.get(server.url + '/admin/oidc/callback' + q, { maxRedirects: 0 })
+      expect(r.status()).toBe(400)
+      expect(await r.text()).toContain('Sign-in failed')
+      expect(r.headers()['set-cookie'] ?? '').not.toContain('fixloop_oidc=')
+    }
+    // The flow's own state, observed, from a browser without its flow cookie: nothing of this browser's flow is spent.
+    const other = await browser.newContext()
+    for (const q of [`?code=a-forged-code&state=${encodeURIComponent(state)}`, `?error=access_denied&state=${encodeURIComponent(state)}`]) {
+      expect((await other.request.get(server.url + '/admin/oidc/callback' + q, { maxRedirects: 0 })).status()).toBe(400)
+    }
+    await other.close()
+    expect((await context.cookies()).filter((c) => c.name === 'fixloop_oidc')).toHaveLength(1)
+    const response = await page.goto(callback)
+    expect(response!.status()).toBe(200)
+    expect(await signedIn(context, server.url)).toBe(true)
+    await context.close()
+  }, 60_000)
+
   test('a callback from another browser (no flow cookie) is refused: login CSRF', async () => {
     const { context, callback } = await heldCallback(server.url, 'alice')
     await context.close()

@@ -8,7 +8,6 @@
  * token checks. docs/security.md "Single sign-on" has the decisions.
  */
 import { Elysia } from 'elysia'
-import { timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../core/clock'
 import { ApiError } from '../core/errors'
 import { escapeHtml } from '../core/escape-html'
@@ -125,26 +124,30 @@ export function ssoRoutes(deps: SsoRouteDeps) {
       '/admin/oidc/callback',
       async ({ request, server }) => {
         if (!relyingParty) return notConfigured()
-        const cleared = flows.cleared(auth, request)
+        // Nothing is cleared nor spent until the callback proves it answers this browser's flow (its state):
+        // another site can send the browser here, and must not cancel the sign-in under way (sso-flow.ts).
         const url = new URL(request.url)
-        if (url.search.length > MAX_QUERY_CHARS) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is malformed (far too long).', cleared)
+        if (url.search.length > MAX_QUERY_CHARS) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is malformed (far too long).')
         const query = url.searchParams
         const one = (name: string) => (query.getAll(name).length === 1 ? query.get(name) : null)
         const providerError = one('error')
         const hasAnswer = providerError !== null || (one('code') !== null && one('state') !== null)
-        if (!hasAnswer) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is incomplete: it needs exactly one "code" and one "state" (or an "error").', cleared)
-        const flow = flows.take(auth, request)
-        if (!flow) {
-          return refusalPage(400, 'Sign-in failed', 'This sign-in attempt expired, was already used, or was started in another browser. Start again from the sign-in page.', cleared)
+        if (!hasAnswer) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is incomplete: it needs exactly one "code" and one "state" (or an "error").')
+        const taken = flows.take(auth, request, one('state'))
+        if (!taken) {
+          return refusalPage(400, 'Sign-in failed', 'This sign-in attempt expired, was already used, or was started in another browser. Start again from the sign-in page.')
         }
+        const { flow, stateMatches } = taken
+        // Spent: the flow cookie goes, whatever the outcome. Not answered: it stays for the real answer.
+        const cleared = stateMatches ? flows.cleared(auth, request) : undefined
         const ip = clientAddress(request, server, deps.trustProxy)
         if (flow.reauth) {
           const reauth = flow.reauth
           // The same checks as a sign-in: the state first, then everything openid-client verifies.
-          const done = await completeReauth(deps, reauth, request, ip, constantTimeEqual(one('state') ?? '', flow.state), () => relyingParty.finish(query, flow))
+          const done = await completeReauth(deps, reauth, request, ip, stateMatches, () => relyingParty.finish(query, flow))
           if (done.ok) {
             const headers = new Headers({ location: done.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
-            headers.append('set-cookie', cleared)
+            if (cleared) headers.append('set-cookie', cleared)
             return new Response(null, { status: 303, headers })
           }
           deps.log.warn('sso: re-authentication refused', { reason: done.refusal.reason, ip })
@@ -155,7 +158,7 @@ export function ssoRoutes(deps: SsoRouteDeps) {
           return refusalPage(status, title, message, cleared)
         }
         // The state is compared before anything is sent to the provider (openid-client checks it again).
-        if (!constantTimeEqual(one('state') ?? '', flow.state)) return refuse(400, 'Sign-in failed', 'state_mismatch', 'This answer from the identity provider does not belong to the sign-in attempt this browser started. Start again from the sign-in page.')
+        if (!stateMatches) return refuse(400, 'Sign-in failed', 'state_mismatch', 'This answer from the identity provider does not belong to the sign-in attempt this browser started. Start again from the sign-in page.')
         let identity
         try {
           identity = await relyingParty.finish(query, flow)
@@ -171,16 +174,10 @@ export function ssoRoutes(deps: SsoRouteDeps) {
         const { token } = await auth.sessions.open(admin.id, request.headers.get('user-agent') ?? '', ip)
         await deps.audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, data: { method: 'sso' }, ip })
         const headers = new Headers({ location: '/admin', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
-        headers.append('set-cookie', cleared)
+        if (cleared) headers.append('set-cookie', cleared)
         headers.append('set-cookie', sessionCookie(auth, request, token))
         return new Response(null, { status: 303, headers })
       },
       { detail: { summary: 'Single sign-on: the OpenID provider redirects here (the redirect URI); signs in, or a page says why not', tags: ['admin'] } },
     )
-}
-
-function constantTimeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
 }

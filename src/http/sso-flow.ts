@@ -6,11 +6,18 @@
  * cookie would have expired, so a replayed callback (with the same cookie) is refused on this node too;
  * on other nodes the provider's single-use authorization code refuses it.
  *
+ * Only the answer to a flow spends it: a callback must bring both the flow cookie and, in its query, the
+ * state sealed in it. Another site can send this browser to the callback (a top-level GET carries the Lax
+ * cookie) with no state, another one or an "error"; such a callback gets its page and leaves the flow, and
+ * its cookie, as they were, so the sign-in under way still completes. The state alone, without the cookie
+ * (from another browser), opens no flow at all.
+ *
  * A step-up re-authentication's flow carries what it is for in the same sealed cookie: the session it
  * was started from, the admin, the purpose, when it started and the dashboard page to return to. Only
  * this server can write it (the seal is authenticated), so the callback never takes any of it from its
  * query, and any node of a cluster can finish it.
  */
+import { timingSafeEqual } from 'node:crypto'
 import type { SecretBox } from '../core/crypto'
 import type { Clock } from '../core/clock'
 import { secureCookie, readCookies, type AdminAuthDeps } from './admin-auth'
@@ -37,6 +44,15 @@ export interface ReauthFlow {
 /** A flow as the callback gets it back. */
 export interface TakenFlow extends FlowSecrets {
   reauth?: ReauthFlow
+}
+
+/**
+ * The browser's flow and whether the callback answered it. `stateMatches` false: the query's state is not
+ * the flow's, and the flow was NOT spent (the callback only says so, and leaves the cookie).
+ */
+export interface CallbackFlow {
+  flow: TakenFlow
+  stateMatches: boolean
 }
 
 interface SealedFlow extends TakenFlow {
@@ -93,10 +109,12 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
     },
 
     /**
-     * The flow of this request's cookie, once: undefined when there is none, it does not open (forged,
-     * sealed under another key), it expired, there are two, or it was already used.
+     * The flow of this request's cookie, spent when `answeredState` (the callback's state) is its state
+     * (compared in constant time): undefined when there is none, it does not open (forged, sealed under
+     * another key), it expired, there are two, or it was already used. A flow whose state is not the one
+     * answered is handed back unspent, to refuse that callback without ending the sign-in under way.
      */
-    take(deps: AdminAuthDeps, request: Request): TakenFlow | undefined {
+    take(deps: AdminAuthDeps, request: Request, answeredState: string | null): CallbackFlow | undefined {
       const values = readCookies(request, flowCookieName(deps, request))
       if (values.length !== 1 || values[0].length > MAX_COOKIE_CHARS) return undefined
       let flow: SealedFlow
@@ -109,10 +127,17 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
       if (typeof flow.state !== 'string' || typeof flow.nonce !== 'string' || typeof flow.codeVerifier !== 'string' || !(flow.expiresAt > now)) return undefined
       if (flow.reauth !== undefined && !isReauthFlow(flow.reauth)) return undefined
       if (isSpent(flow.state, now)) return undefined
-      current.add(flow.state)
+      const stateMatches = constantTimeEqual(answeredState ?? '', flow.state)
+      if (stateMatches) current.add(flow.state)
       const secrets = { state: flow.state, nonce: flow.nonce, codeVerifier: flow.codeVerifier }
-      return flow.reauth ? { ...secrets, reauth: flow.reauth } : secrets
+      return { flow: flow.reauth ? { ...secrets, reauth: flow.reauth } : secrets, stateMatches }
     },
   }
 }
 export type SsoFlows = ReturnType<typeof createSsoFlows>
+
+function constantTimeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
