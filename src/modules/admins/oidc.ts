@@ -144,10 +144,7 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
       return {
         subject: claims.sub,
         email: typeof claims.email === 'string' ? claims.email : undefined,
-        // Only a JSON true counts: a string "true" (seen from some providers' mappers) is not a verification.
-        // Entra ID sends no email_verified; its optional claim xms_edov ("email domain owner verified": the
-        // address is in a domain the tenant verified) says the same, and counts as such.
-        emailVerified: claims.email_verified === true || (claims.email_verified === undefined && claims.xms_edov === true),
+        emailVerified: emailVerified(claims),
         // A number of seconds, or nothing: anything else is no statement of when the person signed in.
         authTime: typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time * 1000 : undefined,
       }
@@ -155,6 +152,25 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
   }
 }
 export type OidcRelyingParty = ReturnType<typeof createOidcRelyingParty>
+
+/**
+ * Microsoft Entra ID's issuers (v2.0 endpoint): the global cloud and the US Government and China (21Vianet)
+ * clouds, each with the tenant's id (a GUID: Entra's issuer never names the tenant by domain).
+ */
+const ENTRA_ISSUER = /^https:\/\/login\.(?:microsoftonline\.com|microsoftonline\.us|partner\.microsoftonline\.cn)\/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\/v2\.0$/
+
+/**
+ * Whether the ID token's claims vouch for its email. Only a JSON true in `email_verified` counts: a string
+ * "true" (seen from some providers' mappers) is not a verification. Entra ID sends no email_verified; its
+ * optional claim xms_edov ("email domain owner verified": the address is in a domain the tenant verified)
+ * says the same, and counts as such from Entra ID only: `xms_edov` means nothing in any other provider's
+ * token, where whoever controls the claims (a user-editable mapper, a self-hosted provider) could add it to
+ * pass an address as verified. `iss` was checked against the configured issuer before this.
+ */
+export function emailVerified(claims: { iss?: unknown; email_verified?: unknown; xms_edov?: unknown }): boolean {
+  if (claims.email_verified === true) return true
+  return claims.email_verified === undefined && claims.xms_edov === true && typeof claims.iss === 'string' && ENTRA_ISSUER.test(claims.iss)
+}
 
 /** An OAuth error code for a page: its own charset only (RFC 6749 allows %x20-21 / %x23-5B / %x5D-7E), bounded. */
 function safeCode(code: unknown): string {
