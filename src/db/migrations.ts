@@ -42,6 +42,7 @@ import m0037 from '../../migrations/0037_audit_oldest_first.sql' with { type: 't
 import m0038 from '../../migrations/0038_webhooks_live_cursor.sql' with { type: 'text' }
 import m0039 from '../../migrations/0039_slack_live_cursor.sql' with { type: 'text' }
 import m0040 from '../../migrations/0040_upload_shares.sql' with { type: 'text' }
+import m0041 from '../../migrations/0041_sso_id_token.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -88,4 +89,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0038_webhooks_live_cursor', sql: m0038 },
   { name: '0039_slack_live_cursor', sql: m0039 },
   { name: '0040_upload_shares', sql: m0040 },
+  { name: '0041_sso_id_token', sql: m0041 },
 ]

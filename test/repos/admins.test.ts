@@ -291,6 +291,26 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     expect(await repo.consumeReauthentication('s1', 'secret_reveal', 0)).toBe(false)
   })
 
+  test("an SSO session's sealed ID token: read back only for its admin's live session, forgotten when it is revoked (one, or all by a password change)", async () => {
+    const s = await fresh()
+    const repo = s.store.admins
+    await repo.insertAdmin(admin('a1', 'one@example.com'), [])
+    await repo.insertAdmin(admin('a2', 'two@example.com'), [])
+    await repo.insertSession({ ...session('s1', 'a1'), idTokenSealed: 'v1:sealed-one' })
+    await repo.insertSession({ ...session('s2', 'a1'), idTokenSealed: 'v1:sealed-two' })
+    await repo.insertSession(session('s3', 'a1'))
+    expect(await repo.sessionIdToken('a1', 's1')).toBe('v1:sealed-one')
+    expect(await repo.sessionIdToken('a2', 's1')).toBeUndefined()
+    expect(await repo.sessionIdToken('a1', 's3')).toBeUndefined()
+    expect(await repo.sessionIdToken('a1', 'nope')).toBeUndefined()
+    expect(await repo.revokeSession('a1', 's1', 2_000)).toBe(true)
+    expect(await repo.sessionIdToken('a1', 's1')).toBeUndefined()
+    await repo.setPassword('a1', 'new-hash', 3_000)
+    expect(await repo.sessionIdToken('a1', 's2')).toBeUndefined()
+    const kept = await rows(s.storage, 'SELECT id FROM admin_sessions WHERE id_token_sealed IS NOT NULL')
+    expect(kept).toEqual([])
+  })
+
   test('setup tokens: a new one drops unused ones; redeemed once, before expiry, while there is no admin', async () => {
     const s = await fresh()
     const repo = s.store.admins

@@ -43,7 +43,7 @@ export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo
     setPassword: (adminId, passwordHash, now) =>
       storage.tx(async (client) => {
         await client.query('UPDATE admins SET password_hash = $1, updated_at = $2 WHERE id = $3', [passwordHash, now, adminId])
-        await client.query('UPDATE admin_sessions SET revoked_at = $1 WHERE admin_id = $2 AND revoked_at IS NULL', [now, adminId])
+        await client.query('UPDATE admin_sessions SET revoked_at = $1, id_token_sealed = NULL WHERE admin_id = $2 AND revoked_at IS NULL', [now, adminId])
       }),
     // One conditional UPDATE: the second of two racing claims waits for the first's row lock, then
     // re-checks the condition on the committed row and changes nothing.
@@ -82,9 +82,11 @@ export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo
     insertSession: async (r) =>
       void (await exec(
         pool,
-        'INSERT INTO admin_sessions (id, token_hash, admin_id, csrf_token, user_agent, ip, created_at, last_seen_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-        [r.id, r.tokenHash, r.adminId, r.csrfToken, r.userAgent, r.ip, r.createdAt, r.lastSeenAt, r.expiresAt],
+        'INSERT INTO admin_sessions (id, token_hash, admin_id, csrf_token, user_agent, ip, created_at, last_seen_at, expires_at, id_token_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+        [r.id, r.tokenHash, r.adminId, r.csrfToken, r.userAgent, r.ip, r.createdAt, r.lastSeenAt, r.expiresAt, r.idTokenSealed ?? null],
       )),
+    sessionIdToken: async (adminId, sessionId) =>
+      (await one<{ sealed: string | null }>(pool, 'SELECT id_token_sealed AS sealed FROM admin_sessions WHERE id = $1 AND admin_id = $2 AND revoked_at IS NULL', [sessionId, adminId]))?.sealed ?? undefined,
     sessionByTokenHash: (tokenHash) => one<SessionRow>(pool, `SELECT ${SESSION_COLUMNS} FROM admin_sessions WHERE token_hash = $1`, [tokenHash]),
     touchSession: async (sessionId, now) => void (await exec(pool, 'UPDATE admin_sessions SET last_seen_at = $1 WHERE id = $2', [now, sessionId])),
     liveSessions: (adminId, now, seenAfter) =>
@@ -94,7 +96,7 @@ export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo
         [adminId, now, seenAfter],
       ),
     revokeSession: async (adminId, sessionId, now) =>
-      (await exec(pool, 'UPDATE admin_sessions SET revoked_at = $1 WHERE id = $2 AND admin_id = $3 AND revoked_at IS NULL', [now, sessionId, adminId])) === 1,
+      (await exec(pool, 'UPDATE admin_sessions SET revoked_at = $1, id_token_sealed = NULL WHERE id = $2 AND admin_id = $3 AND revoked_at IS NULL', [now, sessionId, adminId])) === 1,
     markReauthenticated: async (sessionId, adminId, purpose, at) =>
       (await exec(pool, 'UPDATE admin_sessions SET reauth_purpose = $1, reauth_at = $2 WHERE id = $3 AND admin_id = $4 AND revoked_at IS NULL AND expires_at > $2', [
         purpose, at, sessionId, adminId,

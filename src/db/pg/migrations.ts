@@ -31,6 +31,7 @@ import p0023 from '../../../migrations-pg/0023_audit_oldest_first.sql' with { ty
 import p0024 from '../../../migrations-pg/0024_webhooks_live_cursor.sql' with { type: 'text' }
 import p0025 from '../../../migrations-pg/0025_slack_live_cursor.sql' with { type: 'text' }
 import p0026 from '../../../migrations-pg/0026_upload_shares.sql' with { type: 'text' }
+import p0027 from '../../../migrations-pg/0027_sso_id_token.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -60,4 +61,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0024_webhooks_live_cursor', sql: p0024 },
   { name: '0025_slack_live_cursor', sql: p0025 },
   { name: '0026_upload_shares', sql: p0026 },
+  { name: '0027_sso_id_token', sql: p0027 },
 ]

@@ -60,6 +60,12 @@ export const adminSessions = sqliteTable(
      */
     reauthPurpose: text('reauth_purpose'),
     reauthAt: integer('reauth_at'),
+    /**
+     * A single sign-on session's ID token, sealed under the master key (SecretBox): the id_token_hint of
+     * the provider's logout when the admin signs out (RP-initiated logout). Null for a password session,
+     * and cleared when the session is revoked.
+     */
+    idTokenSealed: text('id_token_sealed'),
   },
   (t) => [uniqueIndex('admin_sessions_token_uq').on(t.tokenHash), index('admin_sessions_admin_idx').on(t.adminId)],
 )

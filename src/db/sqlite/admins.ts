@@ -58,7 +58,7 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock):
     setPassword: async (adminId, passwordHash, now) =>
       sqlite.transaction(() => {
         sqlite.query('UPDATE admins SET password_hash = ?, updated_at = ? WHERE id = ?').run(passwordHash, now, adminId)
-        sqlite.query('UPDATE admin_sessions SET revoked_at = ? WHERE admin_id = ? AND revoked_at IS NULL').run(now, adminId)
+        sqlite.query('UPDATE admin_sessions SET revoked_at = ?, id_token_sealed = NULL WHERE admin_id = ? AND revoked_at IS NULL').run(now, adminId)
       })(),
     // One conditional write: of two sign-ins racing with the same code, one wins.
     claimTotpStep: async (adminId, step) => claimTotpStep.run(step, adminId, step).changes === 1,
@@ -86,8 +86,10 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock):
 
     insertSession: async (r) =>
       void sqlite
-        .query('INSERT INTO admin_sessions (id, token_hash, admin_id, csrf_token, user_agent, ip, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(r.id, r.tokenHash, r.adminId, r.csrfToken, r.userAgent, r.ip, r.createdAt, r.lastSeenAt, r.expiresAt),
+        .query('INSERT INTO admin_sessions (id, token_hash, admin_id, csrf_token, user_agent, ip, created_at, last_seen_at, expires_at, id_token_sealed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(r.id, r.tokenHash, r.adminId, r.csrfToken, r.userAgent, r.ip, r.createdAt, r.lastSeenAt, r.expiresAt, r.idTokenSealed ?? null),
+    sessionIdToken: async (adminId, sessionId) =>
+      (sqlite.query('SELECT id_token_sealed AS sealed FROM admin_sessions WHERE id = ? AND admin_id = ? AND revoked_at IS NULL').get(sessionId, adminId) as { sealed: string | null } | null)?.sealed ?? undefined,
     sessionByTokenHash: async (tokenHash) => (byToken.get(tokenHash) as SessionRow | null) ?? undefined,
     touchSession: async (sessionId, now) => void touch.run(now, sessionId),
     liveSessions: async (adminId, now, seenAfter) =>
@@ -95,7 +97,7 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock):
         .query(`SELECT ${SESSION_COLUMNS} FROM admin_sessions WHERE admin_id = ? AND revoked_at IS NULL AND expires_at > ? AND last_seen_at > ? ORDER BY id DESC LIMIT 100`)
         .all(adminId, now, seenAfter) as SessionRow[],
     revokeSession: async (adminId, sessionId, now) =>
-      sqlite.query('UPDATE admin_sessions SET revoked_at = ? WHERE id = ? AND admin_id = ? AND revoked_at IS NULL').run(now, sessionId, adminId).changes === 1,
+      sqlite.query('UPDATE admin_sessions SET revoked_at = ?, id_token_sealed = NULL WHERE id = ? AND admin_id = ? AND revoked_at IS NULL').run(now, sessionId, adminId).changes === 1,
     markReauthenticated: async (sessionId, adminId, purpose, at) =>
       sqlite
         .query('UPDATE admin_sessions SET reauth_purpose = ?, reauth_at = ? WHERE id = ? AND admin_id = ? AND revoked_at IS NULL AND expires_at > ?')

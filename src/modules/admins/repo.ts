@@ -11,7 +11,7 @@ import type { AuditEntry } from '../audit/entry'
 
 export type AdminRow = typeof admins.$inferSelect
 /** A session as the sign-in code reads it (its step-up re-authentication is read and written on its own). */
-export type SessionRow = Omit<typeof adminSessions.$inferSelect, 'reauthPurpose' | 'reauthAt'>
+export type SessionRow = Omit<typeof adminSessions.$inferSelect, 'reauthPurpose' | 'reauthAt' | 'idTokenSealed'>
 export type OrgRole = 'owner' | 'member'
 
 export interface Membership {
@@ -56,13 +56,15 @@ export interface AdminsRepo {
    */
   redeemSetupToken(tokenHash: string, now: number, owner: AdminRow): Promise<boolean>
 
-  /** A new (unrevoked) session. */
-  insertSession(row: Omit<SessionRow, 'revokedAt'>): Promise<void>
+  /** A new (unrevoked) session; `idTokenSealed`: a single sign-on session's ID token, sealed. */
+  insertSession(row: Omit<SessionRow, 'revokedAt'> & { idTokenSealed?: string | null }): Promise<void>
+  /** The sealed ID token of the session when it is the admin's and unrevoked (an SSO session), else undefined. */
+  sessionIdToken(adminId: string, sessionId: string): Promise<string | undefined>
   sessionByTokenHash(tokenHash: string): Promise<SessionRow | undefined>
   touchSession(sessionId: string, now: number): Promise<void>
   /** Unrevoked, unexpired sessions seen after `seenAfter`, newest first, at most 100. */
   liveSessions(adminId: string, now: number, seenAfter: number): Promise<SessionRow[]>
-  /** Revokes one of the admin's sessions; false when it is not theirs or already revoked. */
+  /** Revokes one of the admin's sessions (and forgets its ID token); false when it is not theirs or already revoked. */
   revokeSession(adminId: string, sessionId: string, now: number): Promise<boolean>
   /**
    * Records a step-up re-authentication (`purpose` at `at`) on a live session of the admin, replacing any

@@ -43,6 +43,7 @@ export const adminSessions = pgTable(
     revokedAt: epochMs('revoked_at'),
     reauthPurpose: text('reauth_purpose'),
     reauthAt: epochMs('reauth_at'),
+    idTokenSealed: text('id_token_sealed'),
   },
   (t) => [uniqueIndex('admin_sessions_token_uq').on(t.tokenHash), index('admin_sessions_admin_idx').on(t.adminId)],
 )

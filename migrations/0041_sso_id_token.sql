@@ -1,0 +1,1 @@
+ALTER TABLE `admin_sessions` ADD `id_token_sealed` text;
