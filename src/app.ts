@@ -23,7 +23,7 @@ import { sessionRoutes } from './modules/admin-api/session-routes'
 import { consoleRoutes } from './modules/admin-api/console-routes'
 import { inboxRoutes } from './modules/admin-api/inbox-routes'
 import { dashboardPages } from './admin-ui/pages'
-import { ssoRoutes } from './admin-ui/sso-routes'
+import { providerSignOut, ssoRoutes } from './admin-ui/sso-routes'
 import { crossSiteGuard } from './http/admin-auth'
 import { assertEveryRouteDeclaresAccess } from './http/access-guard'
 import { noteDeclaredQueries } from './http/url-nul'
@@ -121,7 +121,7 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory, s.audit, erasureDigestKey(ctx.urlSigningKey)))
-    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }))
+    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }, s.relyingParty ? providerSignOut(s.relyingParty, ctx.box) : undefined))
     .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, providerName: ctx.config.sso ? new URL(ctx.config.sso.issuer).host : undefined, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy, rateMultiplier: ctx.config.rateLimitMultiplier }))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(

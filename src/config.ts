@@ -25,6 +25,8 @@ export interface SsoConfig {
   clientSecret: string
   /** <FIXLOOP_PUBLIC_URL>/admin/oidc/callback: never built from a request's Host header. */
   redirectUri: string
+  /** <FIXLOOP_PUBLIC_URL>/admin (the sign-in page): where the provider's logout sends the browser back. */
+  postLogoutRedirectUri: string
 }
 
 export interface Config {
@@ -254,7 +256,7 @@ function ssoFromEnv(env: Env, publicUrl: string | undefined): SsoConfig | undefi
   if (url.search || url.hash) throw new ConfigError(`FIXLOOP_OIDC_ISSUER: an issuer URL has no query or fragment, got "${issuer}"`)
   if (!publicUrl) throw new ConfigError('single sign-on needs FIXLOOP_PUBLIC_URL: the redirect URI registered at the provider is <FIXLOOP_PUBLIC_URL>/admin/oidc/callback')
   parseHttpUrl(publicUrl, 'FIXLOOP_PUBLIC_URL')
-  return { issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/oidc/callback` }
+  return { issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/oidc/callback`, postLogoutRedirectUri: `${publicUrl}/admin` }
 }
 
 export interface ConfigFlags {

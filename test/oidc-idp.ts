@@ -8,6 +8,11 @@
  * ten minutes old, as a person who signed in at the provider earlier has. Only while the provider
  * answers: the browser's cookie jar (Playwright, in this process) keeps the real time.
  *
+ * Logout: RP-initiated logout (oidc-provider's `rpInitiatedLogout`, on by default: `end_session_endpoint`
+ * in discovery, a "Do you want to sign-out" page, then back to a registered `post_logout_redirect_uri`),
+ * with fixloop's sign-in page (the redirect URI's origin + /admin) registered; `{ endSession: false }`
+ * turns it off, for a provider without one.
+ *
  * `tamper`: when set, the ID token of the next token responses is re-signed with the provider's own key
  * after `tamper` changed its claims: a token the provider could have issued (valid signature) with a
  * wrong audience, an expiry in the past or another nonce.
@@ -42,7 +47,7 @@ export const IDP_USERS: Record<string, { email: string; email_verified: boolean;
 
 const REAL_DATE_NOW = Date.now
 
-export async function startIdp(redirectUri: string): Promise<TestIdp> {
+export async function startIdp(redirectUri: string, options: { endSession?: boolean } = {}): Promise<TestIdp> {
   const port = await freePort()
   const issuer = `http://127.0.0.1:${port}`
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
@@ -57,6 +62,7 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
         client_id: clientId,
         client_secret: clientSecret,
         redirect_uris: [redirectUri],
+        post_logout_redirect_uris: [new URL('/admin', redirectUri).href],
         response_types: ['code'],
         grant_types: ['authorization_code'],
         token_endpoint_auth_method: 'client_secret_post',
@@ -70,7 +76,7 @@ export async function startIdp(redirectUri: string): Promise<TestIdp> {
     // The email claims go in the ID token itself, as Keycloak, Authentik and Google send them.
     conformIdTokenClaims: false,
     pkce: { required: () => true },
-    features: { devInteractions: { enabled: true } },
+    features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: options.endSession ?? true } },
     async findAccount(_ctx: unknown, id: string) {
       const user = IDP_USERS[id]
       return user ? { accountId: id, claims: async () => ({ sub: id, ...user }) } : undefined

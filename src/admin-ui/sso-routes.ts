@@ -171,7 +171,8 @@ export function ssoRoutes(deps: SsoRouteDeps) {
         if (!identity.emailVerified) return refuse(403, 'Email address not verified', 'email_unverified', `The identity provider does not vouch for the email address ${identity.email} (email_verified is not true), so fixloop does not sign you in with it. Verify the address at your identity provider, then try again.`)
         const admin = await auth.admins.forVerifiedEmail(identity.email)
         if (!admin) return refuse(403, 'Not a fixloop admin', 'unknown_email', `No fixloop admin has the email address ${identity.email}. Ask an operator to create one: fixloop admin create --email ${identity.email} --no-password`)
-        const { token } = await auth.sessions.open(admin.id, request.headers.get('user-agent') ?? '', ip)
+        // The ID token stays with the session, sealed, for the provider's logout when the admin signs out.
+        const { token } = await auth.sessions.open(admin.id, request.headers.get('user-agent') ?? '', ip, deps.box.seal(Buffer.from(identity.idToken)))
         await deps.audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.signed_in', targetId: admin.id, data: { method: 'sso' }, ip })
         const headers = new Headers({ location: '/admin', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
         if (cleared) headers.append('set-cookie', cleared)
@@ -180,4 +181,21 @@ export function ssoRoutes(deps: SsoRouteDeps) {
       },
       { detail: { summary: 'Single sign-on: the OpenID provider redirects here (the redirect URI); signs in, or a page says why not', tags: ['admin'] } },
     )
+}
+
+/**
+ * The provider's logout URL for an SSO session signing out (session-routes.ts): its ID token unsealed and
+ * handed to the relying party as id_token_hint. Undefined (a local sign-out) when the seal does not open
+ * (the master key changed since) or the provider has no end_session_endpoint.
+ */
+export function providerSignOut(relyingParty: OidcRelyingParty, box: SecretBox): (idTokenSealed: string) => Promise<string | undefined> {
+  return async (idTokenSealed) => {
+    let idToken: string
+    try {
+      idToken = box.open(idTokenSealed).toString('utf8')
+    } catch {
+      return undefined
+    }
+    return relyingParty.endSessionUrl(idToken)
+  }
 }

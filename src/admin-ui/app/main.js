@@ -112,8 +112,12 @@ function App() {
     page = html`<${AccountPage} me=${me} onChange=${load} />`
   }
   const signOut = async () => {
-    await api('DELETE', '/admin/api/session').catch(() => {})
+    const out = await api('DELETE', '/admin/api/session').catch(() => null)
     setState({ loading: false, me: null, orgs: [], error: null })
+    // A single sign-on session ends at the identity provider too: the server answers its logout URL, and
+    // the provider sends the browser back to the sign-in page (/admin). Replaced, so Back does not return here.
+    const provider = out && typeof out.endSessionUrl === 'string' ? out.endSessionUrl : ''
+    if (/^https?:\/\//.test(provider)) return void location.replace(provider)
     navigate('/admin', true)
   }
   return html`<${Frame} me=${me} orgs=${orgs} orgId=${orgId} onSignOut=${signOut}>${page || (rest === '' || rest === 'setup' ? null : html`<${NotFound} />`)}</${Frame}>`

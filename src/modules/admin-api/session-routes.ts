@@ -33,7 +33,22 @@ export interface SignInMethods {
 
 const PASSWORD_OFF = 'Password sign-in is turned off on this server (FIXLOOP_PASSWORD_SIGNIN=off): use "Sign in with SSO".'
 
-export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: PasswordReentry, throttles: ThrottleFactory, clock: Clock, rateMultiplier: number, methods: SignInMethods = { password: true, sso: false }) {
+/**
+ * The identity provider's logout URL for a single sign-on session that is signing out (its sealed ID
+ * token), or undefined to sign out here only (sso-routes.ts `providerSignOut`; absent without SSO).
+ */
+export type ProviderSignOut = (idTokenSealed: string) => Promise<string | undefined>
+
+export function sessionRoutes(
+  deps: AdminAuthDeps,
+  audit: AuditLog,
+  reentry: PasswordReentry,
+  throttles: ThrottleFactory,
+  clock: Clock,
+  rateMultiplier: number,
+  methods: SignInMethods = { password: true, sso: false },
+  providerSignOut?: ProviderSignOut,
+) {
   const byAddress = new RateLimiter(SETUP_BUCKET, clock, rateMultiplier)
   const throttle = createSignInThrottle(throttles)
   const { admins, sessions } = deps
@@ -106,11 +121,28 @@ export function sessionRoutes(deps: AdminAuthDeps, audit: AuditLog, reentry: Pas
     .delete(
       '/admin/api/session',
       async ({ caller, request, set }) => {
-        await sessions.revoke(caller.admin.id, caller.session.id)
+        const ended = await sessions.signOut(caller.admin.id, caller.session.id)
         set.headers['set-cookie'] = clearedCookie(deps, request)
-        return { signedOut: true }
+        set.headers['cache-control'] = 'no-store'
+        // An SSO session ends at the provider too (RP-initiated logout), when the provider offers it: the
+        // page sends the browser there. The URL holds the ID token (id_token_hint, as the specification
+        // has it), so only this answer, to this session's own page, carries it, never a log.
+        const endSessionUrl = ended?.idTokenSealed !== undefined && providerSignOut ? await providerSignOut(ended.idTokenSealed) : undefined
+        return endSessionUrl ? { signedOut: true, endSessionUrl } : { signedOut: true }
       },
-      { access: 'signed_in', response: { 200: t.Object({ signedOut: t.Boolean() }), ...errorSchemas(...AUTH_ERRORS) }, detail: { summary: 'Sign out', tags: ['admin'], security: ADMIN_SESSION } },
+      {
+        access: 'signed_in',
+        response: {
+          200: t.Object({
+            signedOut: t.Boolean(),
+            endSessionUrl: t.Optional(
+              t.String({ description: "A single sign-on session's: the identity provider's logout (RP-initiated logout, with id_token_hint): send the browser there (top-level) to end the provider's session too, which then comes back to /admin" }),
+            ),
+          }),
+          ...errorSchemas(...AUTH_ERRORS),
+        },
+        detail: { summary: 'Sign out (an SSO session: answers the provider\'s logout URL to go to)', tags: ['admin'], security: ADMIN_SESSION },
+      },
     )
     .get('/admin/api/sessions', async ({ caller }) => ({ data: (await sessions.list(caller.admin.id)).map((s) => ({ ...s, current: s.id === caller.session.id })) }), {
       access: 'signed_in',

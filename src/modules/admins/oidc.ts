@@ -36,6 +36,8 @@ export interface SsoIdentity {
   emailVerified: boolean
   /** `auth_time` in epoch ms: when the provider last authenticated the person (undefined when it did not say). */
   authTime: number | undefined
+  /** The ID token itself: the id_token_hint of the provider's logout (kept sealed with the session, never logged). */
+  idToken: string
 }
 
 /** Why a callback did not produce an identity; each has its own page (sso-routes.ts). */
@@ -135,7 +137,7 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
         throw new SsoError('token_rejected', `The identity provider's ID token did not pass the checks (${describe(e)}).`)
       }
       const claims = tokens.claims()
-      if (!claims) throw new SsoError('token_rejected', 'The identity provider sent no ID token.')
+      if (!claims || !tokens.id_token) throw new SsoError('token_rejected', 'The identity provider sent no ID token.')
       // openid-client bounds exp and nbf but not iat: a token issued "later" than now (beyond the clock
       // tolerance it allows elsewhere) is refused here, as docs/security.md says.
       if (typeof claims.iat === 'number' && claims.iat * 1000 > clock.now() + ID_TOKEN_CLOCK_TOLERANCE_MS) {
@@ -147,6 +149,30 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
         emailVerified: emailVerified(claims),
         // A number of seconds, or nothing: anything else is no statement of when the person signed in.
         authTime: typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time * 1000 : undefined,
+        idToken: tokens.id_token,
+      }
+    },
+
+    /**
+     * Where to send the browser of an admin signing out of an SSO session, so the provider ends its own
+     * session too (OpenID Connect RP-Initiated Logout 1.0): its `end_session_endpoint` with the session's
+     * ID token as `id_token_hint` (the provider then knows whose session, and that the request is ours,
+     * and may skip asking), `post_logout_redirect_uri` (the sign-in page; it must be registered at the
+     * provider) and `client_id`. Undefined when the provider has no such endpoint or its discovery document
+     * cannot be read: the sign-out is then local only, as before.
+     */
+    async endSessionUrl(idToken: string): Promise<string | undefined> {
+      let config: oidc.Configuration
+      try {
+        config = await configuration()
+      } catch {
+        return undefined
+      }
+      if (typeof config.serverMetadata().end_session_endpoint !== 'string') return undefined
+      try {
+        return oidc.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: sso.postLogoutRedirectUri }).href
+      } catch {
+        return undefined // an endpoint that is no URL, or plain http away from this host
       }
     },
   }

@@ -61,13 +61,16 @@ export interface ActiveSession {
 export function createSessionStore(repo: AdminsRepo, clock: Clock) {
 
   return {
-    /** Opens a session; returns the cookie value (shown once) and the CSRF token. */
-    async open(adminId: string, userAgent: string, ip: string): Promise<{ token: string; session: ActiveSession }> {
+    /**
+     * Opens a session; returns the cookie value (shown once) and the CSRF token. `idTokenSealed`: a single
+     * sign-on's ID token, sealed, kept with the session for the provider's logout when it ends.
+     */
+    async open(adminId: string, userAgent: string, ip: string, idTokenSealed?: string): Promise<{ token: string; session: ActiveSession }> {
       const token = randomBytes(32).toString('base64url')
       const csrfToken = randomBytes(24).toString('base64url')
       const id = newId(clock)
       const now = clock.now()
-      await repo.insertSession({ id, tokenHash: sha256Hex(token), adminId, csrfToken, userAgent: userAgent.slice(0, 300), ip, createdAt: now, lastSeenAt: now, expiresAt: now + SESSION_TTL_MS })
+      await repo.insertSession({ id, tokenHash: sha256Hex(token), adminId, csrfToken, userAgent: userAgent.slice(0, 300), ip, createdAt: now, lastSeenAt: now, expiresAt: now + SESSION_TTL_MS, idTokenSealed: idTokenSealed ?? null })
       return { token, session: { id, adminId, csrfToken } }
     },
 
@@ -113,6 +116,16 @@ export function createSessionStore(repo: AdminsRepo, clock: Clock) {
     /** Revokes one of the admin's sessions; false when it is not theirs or already gone. */
     revoke(adminId: string, sessionId: string): Promise<boolean> {
       return repo.revokeSession(adminId, sessionId, clock.now())
+    },
+
+    /**
+     * Signs out of the admin's session: revokes it and hands back its sealed ID token (a single sign-on
+     * session's, for the provider's logout), read before the revocation forgets it. Undefined when the
+     * session was not live (already signed out, e.g. by a second tab racing this one).
+     */
+    async signOut(adminId: string, sessionId: string): Promise<{ idTokenSealed: string | undefined } | undefined> {
+      const idTokenSealed = await repo.sessionIdToken(adminId, sessionId)
+      return (await repo.revokeSession(adminId, sessionId, clock.now())) ? { idTokenSealed } : undefined
     },
   }
 }
