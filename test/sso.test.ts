@@ -3,7 +3,7 @@
  * "Single sign-on"): the compiled binary against a real OpenID provider (`oidc-provider` on loopback,
  * test/oidc-idp.ts), driven in Chromium. Sign-in end to end, and no session for a wrong audience, an
  * expired ID token, another nonce, a state mismatch, a replayed callback, an unknown or an unverified
- * email; password sign-in turned off; the callback fuzzed.
+ * email, `xms_edov` from a provider that is not Entra ID; forged callbacks that must not cancel a sign-in; password sign-in turned off; the callback fuzzed.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { copyFileSync, rmSync } from 'node:fs'
