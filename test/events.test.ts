@@ -111,6 +111,19 @@ describe('GET /v1/events (pull feed)', () => {
     expect(r.body.data.map((e: { seq: number }) => e.seq)).not.toContain(old[0])
     expect((await appendEventsIn(server.ctx, b.orgId, null, 1))[0]).toBe(old[1] + 1)
   })
+
+  test('retention deletes dashboard sessions over for more than a day (their address and browser go with them); live ones stay', async () => {
+    const admins = server.ctx.store.admins
+    const now = Date.now()
+    await admins.insertAdmin({ id: 'ret-admin', email: 'retention@example.com', passwordHash: 'x', isOwner: false, totpSecretEnc: null, totpLastStep: null, createdAt: now, updatedAt: now }, [])
+    const row = (id: string, lastSeenAt: number, expiresAt: number) => ({ id, tokenHash: `th-${id}`, adminId: 'ret-admin', csrfToken: 'c', userAgent: 'Firefox', ip: '203.0.113.9', createdAt: lastSeenAt, lastSeenAt, expiresAt })
+    await admins.insertSession(row('ret-live', now, now + 86400_000))
+    await admins.insertSession(row('ret-ended', now - 3 * 86400_000, now - 2 * 86400_000)) // expired two days ago
+    const purged = await purgeExpired(server.ctx)
+    expect(purged.sessions).toBeGreaterThanOrEqual(1)
+    expect(await admins.sessionByTokenHash('th-ret-ended')).toBeUndefined()
+    expect((await admins.sessionByTokenHash('th-ret-live'))?.ip).toBe('203.0.113.9')
+  })
 })
 
 describe('GET /v1/events/stream (SSE)', () => {

@@ -255,6 +255,25 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     expect((await repo.liveSessions('a1', 3_000, 100)).map((r) => r.id)).toEqual(['s2'])
   })
 
+  test('ended sessions are deleted once over for long enough (revoked, expired or idle before the cut-off); live ones and recently ended ones stay', async () => {
+    const s = await fresh()
+    const repo = s.store.admins
+    await repo.insertAdmin(admin('a1', 'a@example.com'), [])
+    await repo.insertSession(session('live', 'a1', { lastSeenAt: 9_000, expiresAt: 50_000 }))
+    await repo.insertSession(session('revoked-long-ago', 'a1', { lastSeenAt: 9_000, expiresAt: 50_000 }))
+    await repo.insertSession(session('revoked-just-now', 'a1', { lastSeenAt: 9_000, expiresAt: 50_000 }))
+    await repo.insertSession(session('expired', 'a1', { lastSeenAt: 9_000, expiresAt: 4_000 }))
+    await repo.insertSession(session('expired-just-now', 'a1', { lastSeenAt: 9_000, expiresAt: 6_000 }))
+    await repo.insertSession(session('idle', 'a1', { lastSeenAt: 1_000, expiresAt: 50_000 }))
+    await repo.revokeSession('a1', 'revoked-long-ago', 3_000)
+    await repo.revokeSession('a1', 'revoked-just-now', 7_000)
+    // Cut-off 5,000; idle sessions: last seen before 2,000.
+    expect(await repo.purgeDeadSessions(5_000, 2_000)).toBe(3)
+    const left = (await rows<{ id: string }>(s.storage, 'SELECT id FROM admin_sessions ORDER BY id')).map((r) => r.id)
+    expect(left).toEqual(['expired-just-now', 'live', 'revoked-just-now'])
+    expect(await repo.purgeDeadSessions(5_000, 2_000)).toBe(0)
+  })
+
   test('step-up re-authentication: marked only on a live session of its admin, read back, used once, only for its purpose and not before the bound', async () => {
     const s = await fresh()
     const repo = s.store.admins

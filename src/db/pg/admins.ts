@@ -4,6 +4,7 @@ import { exec, isUniqueViolation, many, one, type PgQueryable, type PgStorage } 
 import type { Clock } from '../../core/clock'
 import { pgAudited } from './audit-writer'
 import { otherOwnersSql, removeAdminSql } from '../sql/admin-removal'
+import { deadSessionsSql } from '../sql/dead-sessions'
 import { leaveInstanceSql, membershipSql, otherOrgOwnersSql, setMembershipRoleSql } from '../sql/admin-role'
 
 const ADMIN_COLUMNS =
@@ -125,6 +126,7 @@ export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo
       })
       return outcome
     },
+    purgeDeadSessions: (before, idleBefore) => exec(pool, deadSessionsSql('$1', '$2'), [before, idleBefore]),
     setRole: async (adminId, orgId, role, audit, now) => {
       let result: RoleChange = { outcome: 'missing' }
       await audited(

@@ -4,6 +4,7 @@ import type { SqliteStorage } from './storage'
 import type { Clock } from '../../core/clock'
 import { sqliteAudited } from './audit-writer'
 import { otherOwnersSql, removeAdminSql } from '../sql/admin-removal'
+import { deadSessionsSql } from '../sql/dead-sessions'
 import { leaveInstanceSql, membershipSql, otherOrgOwnersSql, setMembershipRoleSql } from '../sql/admin-role'
 
 const ADMIN_COLUMNS =
@@ -128,6 +129,7 @@ export function createSqliteAdminsRepo({ sqlite }: SqliteStorage, clock: Clock):
     },
     // One IMMEDIATE transaction: the write lock is taken before the owners are counted, so no other
     // change of owners comes between the count and the write.
+    purgeDeadSessions: async (before, idleBefore) => sqlite.query(deadSessionsSql('?1', '?2')).run(before, idleBefore).changes,
     setRole: async (adminId, orgId, role, audit, now) => {
       let result: RoleChange = { outcome: 'missing' }
       audited(

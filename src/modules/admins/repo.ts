@@ -64,6 +64,11 @@ export interface AdminsRepo {
   touchSession(sessionId: string, now: number): Promise<void>
   /** Unrevoked, unexpired sessions seen after `seenAfter`, newest first, at most 100. */
   liveSessions(adminId: string, now: number, seenAfter: number): Promise<SessionRow[]>
+  /**
+   * Deletes the sessions that ended before `before` (revoked then, expired then, or idle since `idleBefore`):
+   * how many. src/db/sql/dead-sessions.ts.
+   */
+  purgeDeadSessions(before: number, idleBefore: number): Promise<number>
   /** Revokes one of the admin's sessions (and forgets its ID token); false when it is not theirs or already revoked. */
   revokeSession(adminId: string, sessionId: string, now: number): Promise<boolean>
   /**
