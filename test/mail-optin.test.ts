@@ -354,6 +354,36 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
     }
   }, 20_000)
 
+  test('an App whose server failed an attempt: its other claimed mail waits for the first backoff instead of holding the lane for another timeout each', async () => {
+    const slow = await slowSmtpApp('Slow4')
+    await server.services.mailer.stop()
+    const mailer = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true })
+    try {
+      for (const who of ['gil', 'hal', 'ida']) await submit(slow.app, { text: `Report of ${who}`, notifyEmail: true, identity: { email: `${who}@slow.example` } })
+      const pass = mailer.wake()
+      await eventually(() => slow.state.sockets.size > 0, 5_000)
+      const failedAt = Date.now()
+      slow.cut() // the first attempt fails
+      await pass
+      expect(slow.state.sockets.size).toBe(1) // the two others were not tried against the same server
+      const rows = await dbRows<{ attempts: number; lease_until: number | null; next_attempt_at: number }>(
+        server.ctx,
+        'SELECT attempts, lease_until, next_attempt_at FROM mail_confirmations WHERE app_id = ? ORDER BY attempts',
+        [slow.app.appId],
+      )
+      expect(rows.map((r) => [Number(r.attempts), r.lease_until])).toEqual([
+        [0, null],
+        [0, null],
+        [1, null],
+      ])
+      // Not claimable again before the first backoff (30 s), like the failed one.
+      for (const r of rows) expect(Number(r.next_attempt_at)).toBeGreaterThanOrEqual(failedAt + 25_000)
+    } finally {
+      server.services.mailer.start(server.services.hub)
+      await slow.close()
+    }
+  }, 20_000)
+
   test('a stop (a shutdown, the dispatch role lost) waits for the attempt in hand only: the App\'s next mail is not started, and is given back', async () => {
     const slow = await slowSmtpApp('Slow3')
     // The server's mailer steps aside; this one asks both confirmations and claims them in one batch (one

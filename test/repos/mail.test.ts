@@ -126,6 +126,10 @@ describeEachDialect('mail repo', (fresh) => {
     expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ attempts: 0, lease_until: null })
     expect(await repo.outboxOf('o1', 'f2')).toMatchObject({ attempts: 1, lease_until: 1100 })
     expect((await repo.claim(200, 1000, 5)).map((r) => r.feedback_id)).toEqual(['f1']) // at once, not after the lease
+    // Given back to wait (its App's server just failed): not due before `notBefore`, still no attempt counted.
+    await repo.releaseClaims([{ id: 'f1', leaseUntil: 1200 }], 5_000)
+    expect(await repo.outboxOf('o1', 'f1')).toMatchObject({ attempts: 0, lease_until: null, next_attempt_at: 5_000 })
+    expect((await repo.claim(4_999, 1000, 5)).map((r) => r.feedback_id)).toEqual(['f2']) // f2's lease ran out; f1 waits
     await repo.ask({ feedbackId: 'f1', appId: 'a1', orgId: 'o1', emailHash: 'h-ann', emailSealed: 'v1:f1', nonce: 'a'.padEnd(32, '0'), now: 100, reaskBefore: 0 })
     const [c] = await repo.claimConfirmations(300, 1000, 5)
     await repo.releaseConfirmationClaims([{ id: c.id, leaseUntil: 1300 }])

@@ -44,21 +44,23 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
          RETURNING *`,
         [callerNow(now), leaseMs, limit, busy?.apps ?? []],
       ),
-    releaseClaims: async (claims) =>
+    releaseClaims: async (claims, notBefore = 0) =>
       void (claims.length > 0 &&
         (await exec(
           pool,
-          `UPDATE mail_outbox m SET lease_until = NULL, attempts = m.attempts - 1 FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
+          `UPDATE mail_outbox m SET lease_until = NULL, attempts = m.attempts - 1, next_attempt_at = GREATEST(m.next_attempt_at, $3::bigint)
+           FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
            WHERE m.feedback_id = c.id AND m.lease_until = c.lease AND m.state = 'pending'`,
-          [claims.map((c) => c.id), claims.map((c) => c.leaseUntil)],
+          [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), notBefore],
         ))),
-    releaseConfirmationClaims: async (claims) =>
+    releaseConfirmationClaims: async (claims, notBefore = 0) =>
       void (claims.length > 0 &&
         (await exec(
           pool,
-          `UPDATE mail_confirmations m SET lease_until = NULL, attempts = m.attempts - 1 FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
+          `UPDATE mail_confirmations m SET lease_until = NULL, attempts = m.attempts - 1, next_attempt_at = GREATEST(m.next_attempt_at, $3::bigint)
+           FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
            WHERE m.id = c.id AND m.lease_until = c.lease AND m.state = 'pending'`,
-          [claims.map((c) => c.id), claims.map((c) => c.leaseUntil)],
+          [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), notBefore],
         ))),
     settle: async (id, state, error, now) =>
       (await exec(

@@ -22,9 +22,9 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
                                       AND app_id NOT IN (SELECT value FROM json_each(?4))
                                     ORDER BY next_attempt_at LIMIT ?3)
               RETURNING *`),
-    release: q(`UPDATE mail_outbox SET lease_until = NULL, attempts = attempts - 1
+    release: q(`UPDATE mail_outbox SET lease_until = NULL, attempts = attempts - 1, next_attempt_at = MAX(next_attempt_at, ?2)
                 WHERE feedback_id IN (SELECT json_extract(value, '$.id') FROM json_each(?1) WHERE json_extract(value, '$.leaseUntil') = mail_outbox.lease_until) AND state = 'pending'`),
-    releaseConfirm: q(`UPDATE mail_confirmations SET lease_until = NULL, attempts = attempts - 1
+    releaseConfirm: q(`UPDATE mail_confirmations SET lease_until = NULL, attempts = attempts - 1, next_attempt_at = MAX(next_attempt_at, ?2)
                 WHERE id IN (SELECT json_extract(value, '$.id') FROM json_each(?1) WHERE json_extract(value, '$.leaseUntil') = mail_confirmations.lease_until) AND state = 'pending'`),
     anyDue: q(`SELECT 1 FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1) LIMIT 1`),
     settle: q(`UPDATE mail_outbox SET state = ?, last_error = ?, settled_at = ?, email_sealed = NULL, lease_until = NULL WHERE feedback_id = ? AND state = 'pending'`),
@@ -67,8 +67,8 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
       s.anyDue.get(now) === null
         ? []
         : sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? [])) as OutboxRow[]).immediate(),
-    releaseClaims: async (claims) => void (claims.length > 0 && s.release.run(JSON.stringify(claims))),
-    releaseConfirmationClaims: async (claims) => void (claims.length > 0 && s.releaseConfirm.run(JSON.stringify(claims))),
+    releaseClaims: async (claims, notBefore = 0) => void (claims.length > 0 && s.release.run(JSON.stringify(claims), notBefore)),
+    releaseConfirmationClaims: async (claims, notBefore = 0) => void (claims.length > 0 && s.releaseConfirm.run(JSON.stringify(claims), notBefore)),
     settle: async (id, state, error, now) => s.settle.run(state, error, now, id).changes > 0,
     retryLater: async (id, nextAt, error) => void s.retry.run(nextAt, error, id),
     isUnsubscribed: async (appId, hashes) => !!s.isUnsub.get(appId, JSON.stringify(hashes)),

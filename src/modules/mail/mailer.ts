@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto'
 import { addressHash, legacyAddressHash, maskAddress } from './address'
 import { CONFIRM_TTL_MS, DAY_MS, HOUR_MS, confirmationAllowed } from './confirm-policy'
 import { confirmMessage, resolvedMessage } from './message'
-import { type BusyKeys, type ConfirmationRow, type MailRepo, type OutboxRow } from './repo'
+import { type BusyKeys, type ConfirmationRow, type MailRepo, type OutboxRow, type SettledState } from './repo'
 import { MailError, SEND_DEADLINE_MS, sendMail } from './transport'
 import { confirmToken, mailKeys, unsubscribeToken } from './unsubscribe-token'
 import { isSanitized } from '../../sanitize/servable'
@@ -58,10 +58,14 @@ const WAKE_GAP_MS = 250
 interface RowKind<R> {
   /** What a row holds while claimed: its App, a confirmation's address too (held rows go one after another). */
   keysOf: (row: R) => string[]
-  deliver: (row: R) => Promise<void>
-  /** Gives back claimed rows never started. */
-  release: (rows: R[]) => Promise<void>
+  appOf: (row: R) => string
+  /** 'server_failed': the App's SMTP server failed the attempt (retried on the backoff). */
+  deliver: (row: R) => Promise<Delivery>
+  /** Gives back claimed rows never started, due again at `notBefore` at the earliest (0: at once). */
+  release: (rows: R[], notBefore?: number) => Promise<void>
 }
+
+type Delivery = 'done' | 'server_failed'
 
 /** What this service is given: the repositories and values it uses (a Context has them all). */
 export interface MailerDeps {
@@ -219,8 +223,9 @@ export class Mailer {
       const claimed = await this.repo.claimConfirmations(claimedAt, LEASE_MS, BATCH, this.busyKeys())
       this.send(claimed, claimedAt, {
         keysOf: (row) => [`app:${row.app_id}`, `address:${row.email_hash}`],
+        appOf: (row) => row.app_id,
         deliver: (row) => this.deliverConfirmation(row),
-        release: (rows) => this.repo.releaseConfirmationClaims(rows.map((r) => ({ id: r.id, leaseUntil: Number(r.lease_until) }))),
+        release: (rows, notBefore) => this.repo.releaseConfirmationClaims(rows.map((r) => ({ id: r.id, leaseUntil: Number(r.lease_until) })), notBefore),
       })
       if (claimed.length < BATCH) break
     }
@@ -229,8 +234,9 @@ export class Mailer {
       const claimed = await this.repo.claim(claimedAt, LEASE_MS, BATCH, this.busyKeys())
       this.send(claimed, claimedAt, {
         keysOf: (row) => [`app:${row.app_id}`],
+        appOf: (row) => row.app_id,
         deliver: (row) => this.deliver(row),
-        release: (rows) => this.repo.releaseClaims(rows.map((r) => ({ id: r.feedback_id, leaseUntil: Number(r.lease_until) }))),
+        release: (rows, notBefore) => this.repo.releaseClaims(rows.map((r) => ({ id: r.feedback_id, leaseUntil: Number(r.lease_until) })), notBefore),
       })
       if (claimed.length < BATCH) break
     }
@@ -276,14 +282,21 @@ export class Mailer {
       const keys = [...new Set(queue.flatMap(kind.keysOf))]
       for (const key of keys) this.held.set(key, (this.held.get(key) ?? 0) + 1)
       this.waiting.push(async () => {
+        // Apps whose server failed an attempt of this queue: their other rows wait for the first backoff
+        // (not counted as attempts) instead of each holding this lane for another timeout, so a few Apps
+        // with dead servers do not keep every lane busy.
+        const failedApps = new Set<string>()
+        const deferred: R[] = []
         try {
           for (const [i, row] of queue.entries()) {
             // Stopped (a shutdown, the role lost), without the role, or its lease too short: the rest is given
             // back. A stop waits for the attempt in hand only. (Given back failing, the leases run out instead.)
             if (this.stopped || !this.opts.mayAct() || !leaseLeftForAnAttempt()) return await kind.release(queue.slice(i))
-            await kind.deliver(row)
+            if (failedApps.has(kind.appOf(row))) deferred.push(row)
+            else if ((await kind.deliver(row)) === 'server_failed') failedApps.add(kind.appOf(row))
           }
         } finally {
+          if (deferred.length > 0) await kind.release(deferred, this.ctx.clock.now() + RETRY_BASE_MS)
           for (const key of keys) {
             const n = (this.held.get(key) ?? 1) - 1
             if (n > 0) this.held.set(key, n)
@@ -348,9 +361,12 @@ export class Mailer {
   }
 
   /** One confirmation mail: the rate limits first, then the App's SMTP server; nothing the submitter wrote. */
-  private async deliverConfirmation(row: ConfirmationRow): Promise<void> {
+  private async deliverConfirmation(row: ConfirmationRow): Promise<Delivery> {
     const now = () => this.ctx.clock.now()
-    const end = (state: 'failed' | 'limited' | 'no_smtp' | 'unsubscribed', why: string | null) => this.repo.settleConfirmation(row.id, state, why, now())
+    const end = async (state: 'failed' | 'limited' | 'no_smtp' | 'unsubscribed', why: string | null): Promise<Delivery> => {
+      await this.repo.settleConfirmation(row.id, state, why, now())
+      return 'done'
+    }
     if (!row.email_sealed || !row.nonce) return end('failed', 'no address')
     let to: string
     try {
@@ -376,31 +392,36 @@ export class Mailer {
       })
       await sendMail(this.ctx.box, smtp, { to, ...msg }, { allowPrivate: this.ctx.config.smtpAllowPrivate })
       await this.repo.confirmationSent(row.id, now())
+      return 'done'
     } catch (e) {
       const reason = e instanceof Error ? e.message.slice(0, 300) : String(e)
+      const permanent = e instanceof MailError && e.permanent
       // Fewer tries than a report's mail: a confirmation is only useful while the reporter remembers asking.
-      if ((e instanceof MailError && e.permanent) || row.attempts >= 6) await end('failed', reason)
+      if (permanent || row.attempts >= 6) await end('failed', reason)
       else await this.repo.retryConfirmation(row.id, now() + retryDelayMs(row.attempts), reason)
+      return permanent ? 'done' : 'server_failed'
     }
   }
 
-  private async deliver(row: OutboxRow): Promise<void> {
+  private async deliver(row: OutboxRow): Promise<Delivery> {
     const now = () => this.ctx.clock.now()
-    if (!row.email_sealed) return void (await this.repo.settle(row.feedback_id, 'failed', 'no address', now()))
+    const end = async (state: SettledState, why: string | null): Promise<Delivery> => {
+      await this.repo.settle(row.feedback_id, state, why, now())
+      return 'done'
+    }
+    if (!row.email_sealed) return end('failed', 'no address')
     let to: string
     try {
       to = this.ctx.box.open(row.email_sealed).toString()
     } catch {
-      return void (await this.repo.settle(row.feedback_id, 'failed', 'the address does not open with the master key', now()))
+      return end('failed', 'the address does not open with the master key')
     }
     // An unsubscribe recorded before addresses were normalized names the lower-cased address's hash.
-    if (await this.repo.isUnsubscribed(row.app_id, [row.email_hash, legacyAddressHash(this.keys.addressHashKey, to)]))
-      return void (await this.repo.settle(row.feedback_id, 'unsubscribed', null, now()))
+    if (await this.repo.isUnsubscribed(row.app_id, [row.email_hash, legacyAddressHash(this.keys.addressHashKey, to)])) return end('unsubscribed', null)
     // Due while unconfirmed: its wait for the confirmation ran out (a confirmation releases it earlier).
-    if (row.needs_confirm && !(await this.repo.isConfirmed(row.app_id, row.email_hash)))
-      return void (await this.repo.settle(row.feedback_id, 'unconfirmed', 'the address was not confirmed', now()))
+    if (row.needs_confirm && !(await this.repo.isConfirmed(row.app_id, row.email_hash))) return end('unconfirmed', 'the address was not confirmed')
     const smtp = await this.repo.smtp(row.app_id)
-    if (!smtp) return void (await this.repo.settle(row.feedback_id, 'no_smtp', 'the App has no SMTP settings', now()))
+    if (!smtp) return end('no_smtp', 'the App has no SMTP settings')
     try {
       const facts = await this.repo.reportFacts(row.feedback_id)
       const msg = resolvedMessage({
@@ -414,7 +435,7 @@ export class Mailer {
         unsubscribeMailto: null,
       })
       await sendMail(this.ctx.box, smtp, { to, ...msg }, { allowPrivate: this.ctx.config.smtpAllowPrivate })
-      await this.repo.settle(row.feedback_id, 'sent', null, now())
+      return end('sent', null)
     } catch (e) {
       const reason = e instanceof Error ? e.message.slice(0, 300) : String(e)
       const permanent = e instanceof MailError && e.permanent
@@ -425,6 +446,7 @@ export class Mailer {
         await this.repo.retryLater(row.feedback_id, now() + retryDelayMs(row.attempts), reason)
         this.log.info('mail to a reporter failed; retried later', { feedbackId: row.feedback_id, attempts: row.attempts, error: reason })
       }
+      return permanent ? 'done' : 'server_failed'
     }
   }
 }

@@ -162,12 +162,13 @@ export interface MailRepo {
    */
   claim(now: number, leaseMs: number, limit: number, busy?: BusyKeys): Promise<OutboxRow[]>
   /**
-   * Gives back claims that were never started (a stop, a lease too short to start an attempt in): the
-   * lease released and the claim's attempt not counted, only where the lease is still the one claimed.
+   * Gives back claims that were never started (a stop, a lease too short to start an attempt in, their
+   * App's server failing just before): the lease released and the claim's attempt not counted, only where
+   * the lease is still the one claimed; not due again before `notBefore` (0: at once).
    */
-  releaseClaims(claims: readonly LeaseHeld[]): Promise<void>
+  releaseClaims(claims: readonly LeaseHeld[], notBefore?: number): Promise<void>
   /** The same for confirmations. */
-  releaseConfirmationClaims(claims: readonly LeaseHeld[]): Promise<void>
+  releaseConfirmationClaims(claims: readonly LeaseHeld[], notBefore?: number): Promise<void>
   /** Ends a row (its address dropped); false when it was no longer pending. */
   settle(feedbackId: string, state: SettledState, error: string | null, now: number): Promise<boolean>
   /** A failed attempt: the lease released, the next attempt at `nextAt`. */
