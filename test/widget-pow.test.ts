@@ -247,15 +247,9 @@ test('at "high" under a strict CSP (main-thread slices) Send says "Checking youâ
   try {
     const seen = record(page, e)
     // A slow network for the challenge: Send is pressed before the solution can be ready.
-    let challengeAt = 0
-    let submitAt = 0
-    page.on('request', (req) => {
-      if (req.method() === 'POST' && req.url() === `${e.api}/v1/feedback` && submitAt === 0) submitAt = performance.now()
-    })
     await page.route(`${e.api}/v1/widget/challenge`, async (route) => {
       await Bun.sleep(4000)
       await route.continue()
-      challengeAt = performance.now()
     })
     await page.goto(url)
     const w = widget(page)
@@ -263,19 +257,17 @@ test('at "high" under a strict CSP (main-thread slices) Send says "Checking youâ
     await w.dialog.waitFor()
     await w.text.fill('Sent at once, while the proof of work is still being fetched and solved')
     await w.host.getByRole('checkbox', { name: /screenshot/i }).uncheck()
-    // The page's event loop while the widget waits and solves: a 0 ms timer fires within a slice (12 ms) or so.
-    const lag = page.evaluate(
+    // The page's event loop while the widget waits and solves: every 0 ms timer that fires, in page time.
+    const ticks = page.evaluate(
       () =>
-        new Promise<number>((resolve) => {
-          let worst = 0
-          let last = performance.now()
-          const until = last + 7000
+        new Promise<number[]>((resolve) => {
+          const at: number[] = []
+          const until = performance.now() + 7000
           const tick = () => {
             const now = performance.now()
-            worst = Math.max(worst, now - last)
-            last = now
+            at.push(now)
             if (now < until) setTimeout(tick, 0)
-            else resolve(worst)
+            else resolve(at)
           }
           setTimeout(tick, 0)
         }),
@@ -285,13 +277,28 @@ test('at "high" under a strict CSP (main-thread slices) Send says "Checking youâ
     mkdirSync(OUT_DIR, { recursive: true })
     await page.screenshot({ path: join(OUT_DIR, 'widget-pow-checking-1280.png') })
     await thanks(page)
-    // Unsliced, the page's longest wait would be the whole solve (from the challenge's answer to the submit);
-    // sliced, a slice or so. Relative to the solve, so a loaded test machine's scheduling gaps (100 ms and
-    // more) do not decide it; a solve too short to tell (under 250 ms) is not judged.
-    const solveMs = submitAt - challengeAt
-    expect(challengeAt).toBeGreaterThan(0)
-    expect(submitAt).toBeGreaterThan(challengeAt)
-    expect(await lag).toBeLessThan(Math.max(250, 0.6 * solveMs))
+    // The solve, in the page's own clock: from the challenge's answer to the submission's start.
+    const fired = await ticks
+    const solve = await page.evaluate((api) => {
+      const entries = performance.getEntriesByType('resource') as PerformanceResourceTiming[]
+      const challenge = entries.find((r) => r.name === `${api}/v1/widget/challenge`)
+      const submit = entries.find((r) => r.name === `${api}/v1/feedback`)
+      return challenge && submit ? { from: challenge.responseEnd, to: submit.startTime } : null
+    }, e.api)
+    expect(solve).not.toBeNull()
+    const solveMs = solve!.to - solve!.from
+    expect(solveMs).toBeGreaterThan(0)
+    // Unsliced, the page answers nothing for the whole search (one long task from the challenge's answer
+    // to the submit: its longest wait is the solve, less a few ms); sliced, a slice or so, or whatever gap
+    // a loaded machine makes (a screenshot, another test's Chromium: 300 ms and more were seen). So the
+    // longest wait inside the solve is judged against the solve (unsliced it was 94-99 % of it), and only a
+    // solve long enough to tell the two apart (500 ms: a bound of 425 ms) is judged; a shorter one (the
+    // challenge's number is random) is not.
+    let longestWait = 0
+    for (let i = 1; i < fired.length; i++) {
+      longestWait = Math.max(longestWait, Math.min(fired[i], solve!.to) - Math.max(fired[i - 1], solve!.from))
+    }
+    if (solveMs >= 500) expect(longestWait).toBeLessThan(0.85 * solveMs)
     expect(seen.workers).toBe(0)
     expect(seen.statuses).toEqual([201])
     expect(proofOf(seen.submits[0]).salt).toContain('max=600000')
