@@ -26,6 +26,8 @@ const COLUMNS: SealedColumn[] = [
   { table: 'slack_connections', column: 'bot_token_sealed', key: 'id' },
   { table: 'slack_connections', column: 'signing_secret_sealed', key: 'id' },
   { table: 'admins', column: 'totp_secret_enc', key: 'id' },
+  // An SSO session's ID token (the provider's logout): unreadable after a rekey, the sign-out is local only.
+  { table: 'admin_sessions', column: 'id_token_sealed', key: 'id' },
   { table: 'app_smtp', column: 'password_sealed', key: 'app_id' },
   { table: 'feedback', column: 'notify_email_sealed', key: 'id' },
   { table: 'mail_outbox', column: 'email_sealed', key: 'feedback_id' },
