@@ -3,23 +3,33 @@
  * every built-in locale (data-locale) with no text overflowing its box and nothing wider than the
  * window; the browser's languages choosing the table when the page does not; ar (right to left) and ja
  * keyboard-usable and axe-clean, with the layout mirrored in ar (launcher, close button, actions, the
- * screenshot editor's toolbar). Screenshots of ar and ja go to the test's temp dir (and to
- * /tmp/s39-locales-<tag>.png when FIXLOOP_LOCALE_SHOTS=1, for a human to look at).
+ * screenshot editor's toolbar). With FIXLOOP_LOCALE_SHOTS=1, screenshots of every locale's dialog and of
+ * ar and ja go to /tmp/s39-locales-<tag>.png, for a human to look at: nothing reads them otherwise, and
+ * the 30 of them cost ~0.3 s of CPU each, so a plain run takes none.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { copyFileSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
 import axe from 'axe-core'
-import type { Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { LOCALES, type Locale } from '../widget/src/locale'
 import { TABLES } from '../widget/src/locales/index'
-import { tempDir } from './harness'
 import { focused, freshContext, reports, scriptTag, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv()
 const PHONE = { width: 375, height: 667 }
-const shots = tempDir('fixloop-widget-languages-')
-afterAll(() => rmSync(shots, { recursive: true, force: true }))
+
+/** A screenshot for a human, only when asked for (FIXLOOP_LOCALE_SHOTS=1): no assertion reads it. */
+async function shot(page: Page, name: string): Promise<void> {
+  if (process.env.FIXLOOP_LOCALE_SHOTS) await page.screenshot({ path: `/tmp/s39-locales-${name}.png` })
+}
+
+/**
+ * One page at 375 px for the 24 one-locale tests, each on a document of its own (a new URL): a page of
+ * its own each cost a renderer process (~0.7 s of CPU) and they keep no state between them (they only
+ * type, never send, so the widget's offline queue stays empty). Made on first use, so each still runs
+ * alone; a test that failed halfway leaves nothing behind, as the next one loads a new document.
+ */
+let localePage: Promise<{ context: BrowserContext; page: Page }> | undefined
+afterAll(async () => (await localePage?.catch(() => undefined))?.context.close())
 
 async function axeViolations(page: Page): Promise<string[]> {
   await page.evaluate(axe.source)
@@ -51,11 +61,14 @@ function overflows(page: Page): Promise<string[]> {
   })
 }
 
-/** Opens the widget with data-locale=<tag> at 375 px; resolves once the dialog speaks the language. */
-async function openIn(e: WidgetEnv, locale: Locale, body?: string) {
+/**
+ * Opens the widget with data-locale=<tag> at 375 px; resolves once the dialog speaks the language. On
+ * the shared locale page when `shared`, else in a new context (the caller closes it).
+ */
+async function openIn(e: WidgetEnv, locale: Locale, body?: string, shared = false) {
   const t = TABLES[locale]
   const url = e.page(`/lang-${locale}-${Math.random().toString(36).slice(2)}`, { mount: scriptTag(e, `data-locale="${locale}"`), body })
-  const { context, page } = await freshContext(e, PHONE)
+  const { context, page } = shared ? await (localePage ??= freshContext(e, PHONE)) : await freshContext(e, PHONE)
   await page.goto(url)
   const host = page.locator('fixloop-widget')
   const launcher = host.getByRole('button', { name: t.launcher, exact: true })
@@ -67,28 +80,23 @@ for (const locale of LOCALES) {
   test(`${locale} at 375 px: the launcher and the dialog in that language, nothing cut off or wider than the window`, async () => {
     const e = env()
     const failures: string[] = []
-    const { context, page, host, launcher, t } = await openIn(e, locale)
-    try {
-      const dir = locale === 'ar' || locale === 'he' ? 'rtl' : 'ltr'
-      expect(await launcher.getAttribute('lang')).toBe(locale)
-      expect(await launcher.getAttribute('dir')).toBe(dir)
-      for (const f of await overflows(page)) failures.push(`launcher: ${f}`)
-      await launcher.click()
-      const dialog = host.getByRole('dialog', { name: t.title })
-      await dialog.waitFor()
-      expect(await dialog.getAttribute('lang')).toBe(locale)
-      expect(await dialog.getAttribute('dir')).toBe(dir)
-      await host.getByLabel(t.describe).fill('x')
-      await host.getByRole('button', { name: t.send, exact: true }).waitFor()
-      await host.getByRole('button', { name: t.pick, exact: true }).waitFor()
-      // Wait for the screenshot (its thumbnail button, or the note saying it failed), so the full form is measured.
-      await host.getByRole('button', { name: t.edit }).or(host.getByText(t.screenshotFailed)).waitFor()
-      for (const f of await overflows(page)) failures.push(`dialog: ${f}`)
-      await page.screenshot({ path: join(shots, `${locale}-dialog.png`) })
-      if (process.env.FIXLOOP_LOCALE_SHOTS) copyFileSync(join(shots, `${locale}-dialog.png`), `/tmp/s39-locales-${locale}-dialog.png`)
-    } finally {
-      await context.close()
-    }
+    const { page, host, launcher, t } = await openIn(e, locale, undefined, true)
+    const dir = locale === 'ar' || locale === 'he' ? 'rtl' : 'ltr'
+    expect(await launcher.getAttribute('lang')).toBe(locale)
+    expect(await launcher.getAttribute('dir')).toBe(dir)
+    for (const f of await overflows(page)) failures.push(`launcher: ${f}`)
+    await launcher.click()
+    const dialog = host.getByRole('dialog', { name: t.title })
+    await dialog.waitFor()
+    expect(await dialog.getAttribute('lang')).toBe(locale)
+    expect(await dialog.getAttribute('dir')).toBe(dir)
+    await host.getByLabel(t.describe).fill('x')
+    await host.getByRole('button', { name: t.send, exact: true }).waitFor()
+    await host.getByRole('button', { name: t.pick, exact: true }).waitFor()
+    // Wait for the screenshot (its thumbnail button, or the note saying it failed), so the full form is measured.
+    await host.getByRole('button', { name: t.edit }).or(host.getByText(t.screenshotFailed)).waitFor()
+    for (const f of await overflows(page)) failures.push(`dialog: ${f}`)
+    await shot(page, `${locale}-dialog`)
     expect(failures).toEqual([])
   }, 60_000)
 }
@@ -154,7 +162,7 @@ for (const locale of ['ar', 'ja'] as const) {
         expect(close.x).toBeGreaterThanOrEqual(title.x + title.width)
         expect(send.x).toBeGreaterThanOrEqual(cancel.x + cancel.width)
       }
-      await page.screenshot({ path: join(shots, `${locale}.png`) })
+      await shot(page, locale)
 
       // The screenshot editor: its title at the inline start, Done at the inline end, nothing cut off.
       await host.getByRole('button', { name: t.edit }).focus()
@@ -168,7 +176,7 @@ for (const locale of ['ar', 'ja'] as const) {
       else expect(heading.x).toBeLessThan(done.x)
       expect(await overflows(page)).toEqual([])
       expect(await axeViolations(page)).toEqual([])
-      await page.screenshot({ path: join(shots, `${locale}-editor.png`) })
+      await shot(page, `${locale}-editor`)
       await page.keyboard.press('Escape')
       await editor.waitFor({ state: 'hidden' })
 
@@ -178,14 +186,11 @@ for (const locale of ['ar', 'ja'] as const) {
       await host.getByRole('status').filter({ hasText: t.thanks }).waitFor()
       expect(await overflows(page)).toEqual([])
       expect(await axeViolations(page)).toEqual([])
-      await page.screenshot({ path: join(shots, `${locale}-sent.png`) })
+      await shot(page, `${locale}-sent`)
       await page.keyboard.press('Escape')
       await dialog.waitFor({ state: 'hidden' })
       expect(await focused(page)).toBe(`button:${t.launcher}`)
       expect((await reports(e)).some((r: any) => r.text === `${locale} keyboard report`)).toBe(true)
-      if (process.env.FIXLOOP_LOCALE_SHOTS) {
-        for (const suffix of ['', '-editor', '-sent']) copyFileSync(join(shots, `${locale}${suffix}.png`), `/tmp/s39-locales-${locale}${suffix}.png`)
-      }
     } finally {
       await context.close()
     }

@@ -3,7 +3,7 @@
 // it, and plays it in the replay frame (/admin/replay-frame: rrweb's replayer, loaded only then) next to
 // a timeline of the console messages and requests the widget recorded. Every control is a button, a
 // slider or a select, so the player works from the keyboard.
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { html } from '@fixloop/ui'
 
 /** Bounds on what the browser unpacks and hands to the replayer: a replay is at most 15 MB packed. */
@@ -169,7 +169,10 @@ function Player({ events, consoleLogs }) {
   const [speed, setSpeed] = useState(1)
   const timeline = useMemo(() => timelineOf(events, consoleLogs), [events])
   const send = (message) => frame.current && frame.current.contentWindow && frame.current.contentWindow.postMessage({ fixloop: 'replay', ...message }, location.origin)
-  useEffect(() => {
+  // Listening from the commit that adds the frame (a layout effect), not after the next paint (useEffect):
+  // a cached frame can load, be sent the events and answer 'loaded' before a later listener exists, and
+  // the player then never started (seen in Chromium's headless shell, which paints late).
+  useLayoutEffect(() => {
     const onMessage = (e) => {
       if (!frame.current || e.source !== frame.current.contentWindow || e.origin !== location.origin) return
       const m = e.data
