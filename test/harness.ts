@@ -181,7 +181,9 @@ export { freePort } from './free-port'
  * the next test.
  */
 export async function mailerPass(server: TestServer): Promise<void> {
-  await eventually(() => server.services.coordinator.holds('dispatch') || undefined, 20_000)
+  // The role, and the mailer started with it: on a loaded machine a node can lose the role for a moment,
+  // and between the mailer's stop and its start again a pass does nothing.
+  await eventually(() => (server.services.coordinator.holds('dispatch') && server.services.mailer.isStarted()) || undefined, 20_000)
   await server.services.mailer.wake()
 }
 

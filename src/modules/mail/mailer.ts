@@ -140,6 +140,11 @@ export class Mailer {
   /** Set by stop(): an ending lane no longer starts a pass. */
   private stopped = false
 
+  /** Started and not stopped since: the passes run (a role change stops and starts the mailer again). */
+  isStarted(): boolean {
+    return this.timer !== undefined && !this.stopped
+  }
+
   /**
    * Runs a pass now (or once more after the current one); resolves when the passes are done and every
    * lane they started has ended. While lanes run, a wake (an event, the timer, a lane that ended) runs
@@ -319,6 +324,9 @@ export class Mailer {
       }
     })().finally(() => {
       this.lanes.delete(lane)
+      // A queue handed over while this lane was ending (after its last look at `waiting`) gets a lane now:
+      // nothing else would run it, and while it waits no pass claims anything (hasRoom).
+      while (this.lanes.size < APPS_AT_ONCE && this.waiting.length > 0) this.openLane()
       // A lane freed: claim what the held keys kept out, and what waited for room (not once stopped).
       if (!this.stopped) void this.wake()
     })
