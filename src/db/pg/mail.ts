@@ -1,7 +1,7 @@
 /** PostgreSQL side of modules/mail/repo.ts; queueing, asking, confirming and unsubscribing are written once (src/db/bodies/mail.ts). */
 import type { Clock } from '../../core/clock'
 import type { ListRow } from '../../modules/feedback/repo'
-import { confirmationId, type ConfirmationRow, type DueAsk, type DueReport, type MailRepo, type OutboxRow, type ReportFacts, type SmtpRow } from '../../modules/mail/repo'
+import { confirmationId, type ConfirmationRow, type DueAsk, type LeaseHeld, type DueReport, type MailRepo, type OutboxRow, type ReportFacts, type SmtpRow } from '../../modules/mail/repo'
 import { pgAudited } from './audit-writer'
 import { LIST_COLUMNS } from './feedback'
 import { exec, many, one, type PgStorage } from './storage'
@@ -15,6 +15,17 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
   const callerNow = (now: number): number | null => (storage.callerClock ? now : null)
   const audited = pgAudited(storage, clock)
   const bodies = pgRunner(storage)
+  /** Claims given back (MailRepo.releaseClaims): only where the lease is still the one claimed. */
+  async function release(table: 'mail_outbox' | 'mail_confirmations', key: 'feedback_id' | 'id', claims: readonly LeaseHeld[], notBefore: number): Promise<void> {
+    if (claims.length === 0) return
+    await exec(
+      pool,
+      `UPDATE ${table} m SET lease_until = NULL, attempts = m.attempts - 1, next_attempt_at = GREATEST(m.next_attempt_at, $3::bigint)
+       FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
+       WHERE m.${key} = c.id AND m.lease_until = c.lease AND m.state = 'pending'`,
+      [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), notBefore],
+    )
+  }
   return {
     smtp: async (appId) => (await one<SmtpRow>(pool, 'SELECT * FROM app_smtp WHERE app_id = $1', [appId])) ?? null,
     putSmtp: (r, audit) =>
@@ -44,24 +55,8 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
          RETURNING *`,
         [callerNow(now), leaseMs, limit, busy?.apps ?? []],
       ),
-    releaseClaims: async (claims, notBefore = 0) =>
-      void (claims.length > 0 &&
-        (await exec(
-          pool,
-          `UPDATE mail_outbox m SET lease_until = NULL, attempts = m.attempts - 1, next_attempt_at = GREATEST(m.next_attempt_at, $3::bigint)
-           FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
-           WHERE m.feedback_id = c.id AND m.lease_until = c.lease AND m.state = 'pending'`,
-          [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), notBefore],
-        ))),
-    releaseConfirmationClaims: async (claims, notBefore = 0) =>
-      void (claims.length > 0 &&
-        (await exec(
-          pool,
-          `UPDATE mail_confirmations m SET lease_until = NULL, attempts = m.attempts - 1, next_attempt_at = GREATEST(m.next_attempt_at, $3::bigint)
-           FROM unnest($1::text[], $2::bigint[]) AS c(id, lease)
-           WHERE m.id = c.id AND m.lease_until = c.lease AND m.state = 'pending'`,
-          [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), notBefore],
-        ))),
+    releaseClaims: (claims, notBefore = 0) => release('mail_outbox', 'feedback_id', claims, notBefore),
+    releaseConfirmationClaims: (claims, notBefore = 0) => release('mail_confirmations', 'id', claims, notBefore),
     settle: async (id, state, error, now) =>
       (await exec(
         pool,
