@@ -260,9 +260,11 @@ describe('a slow SSE reader', () => {
     const total = 20_000 // ~6 MB of events, far beyond the socket buffers and the 64 KB queue
     // In one commit on SQLite too (as on PostgreSQL): 20,000 commits of one event each, every one synced to
     // disk, took ~20 s on a loaded machine; the reader sees them all at once either way (appendEventsIn
-    // appends them in one synchronous stretch, no reader in between).
+    // appends them in one synchronous stretch, no reader in between). IMMEDIATE: a deferred transaction
+    // reads the Org's last seq first, and its upgrade to a writer fails at once (SQLITE_BUSY, no busy
+    // wait) when the server's processing thread committed in between (a CI flake).
     const storage = server.ctx.storage
-    if (storage.dialect === 'sqlite') storage.sqlite.transaction(() => appendEvents(storage.sqlite, b.orgId, b.appId, total))()
+    if (storage.dialect === 'sqlite') storage.sqlite.transaction(() => appendEvents(storage.sqlite, b.orgId, b.appId, total)).immediate()
     else await appendEventsIn(server.ctx, b.orgId, b.appId, total)
     await server.hub.check()
     await Bun.sleep(500)
