@@ -19,6 +19,14 @@ import type { Clock } from '../../core/clock'
 
 /** A day: providers change their endpoints rarely, and a restart refetches at once. */
 export const DISCOVERY_TTL_MS = 24 * 3600_000
+/** How long a discovery may take (openid-client's `timeout`, in seconds): a sign-in shows its page after it. */
+const DISCOVERY_TIMEOUT_S = 10
+/**
+ * How long a sign-out waits for the provider's discovery document when it is not at hand (a restart with the
+ * provider down): the session is already ended here, and an admin clicking "Sign out" should not watch the
+ * whole discovery timeout before the local sign-out the dashboard falls back to.
+ */
+export const SIGN_OUT_DISCOVERY_WAIT_MS = 2_000
 /** How far an ID token's `iat` may be ahead of our clock (openid-client's own tolerance on exp and nbf). */
 const ID_TOKEN_CLOCK_TOLERANCE_MS = 30_000
 
@@ -65,7 +73,7 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
       // openid-client (as OIDC Core 3.1.3.7 allows for a token fetched over TLS) would trust the token
       // endpoint's TLS alone; CONTRACT.md asks for the signature, and plain http on localhost has no TLS.
       execute: insecure ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks],
-      timeout: 10,
+      timeout: DISCOVERY_TIMEOUT_S,
     })
     const entry = { config, at: clock.now() }
     cached = entry
@@ -159,15 +167,20 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
      * ID token as `id_token_hint` (the provider then knows whose session, and that the request is ours,
      * and may skip asking), `post_logout_redirect_uri` (the sign-in page; it must be registered at the
      * provider) and `client_id`. Undefined when the provider has no such endpoint or its discovery document
-     * cannot be read: the sign-out is then local only, as before.
+     * cannot be read within SIGN_OUT_DISCOVERY_WAIT_MS: the sign-out is then local only, as before.
      */
     async endSessionUrl(idToken: string): Promise<string | undefined> {
-      let config: oidc.Configuration
+      let config: oidc.Configuration | undefined
+      let waited: ReturnType<typeof setTimeout> | undefined
       try {
-        config = await configuration()
+        config = await Promise.race([configuration(), new Promise<undefined>((r) => (waited = setTimeout(r, SIGN_OUT_DISCOVERY_WAIT_MS)))])
       } catch {
         return undefined
+      } finally {
+        clearTimeout(waited)
       }
+      // Still fetching: sign out here; the discovery goes on and is kept for the next sign-in.
+      if (!config) return undefined
       if (typeof config.serverMetadata().end_session_endpoint !== 'string') return undefined
       try {
         return oidc.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: sso.postLogoutRedirectUri }).href
