@@ -172,8 +172,11 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
     async endSessionUrl(idToken: string): Promise<string | undefined> {
       let config: oidc.Configuration | undefined
       let waited: ReturnType<typeof setTimeout> | undefined
+      const giveUp = new Promise<undefined>((resolve) => {
+        waited = setTimeout(() => resolve(undefined), SIGN_OUT_DISCOVERY_WAIT_MS)
+      })
       try {
-        config = await Promise.race([configuration(), new Promise<undefined>((r) => (waited = setTimeout(r, SIGN_OUT_DISCOVERY_WAIT_MS)))])
+        config = await Promise.race([configuration(), giveUp])
       } catch {
         return undefined
       } finally {
