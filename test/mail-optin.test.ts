@@ -13,7 +13,7 @@ import { dbRows, dbRun } from './sqlite-of'
 import { qpDecode, startSmtpSink, type CaughtMail, type SmtpSink } from './smtp-sink'
 import { normalizeAddress } from '../src/modules/mail/address'
 import { CONFIRM_PER_ADDRESS_PER_DAY, CONFIRM_PER_APP_PER_HOUR } from '../src/modules/mail/confirm-policy'
-import { Mailer } from '../src/modules/mail/mailer'
+import { Mailer, ORG_LANES } from '../src/modules/mail/mailer'
 import { Logger } from '../src/core/logger'
 
 let server: TestServer
@@ -306,6 +306,7 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
     return {
       app,
       state,
+      port,
       /** Ends every held connection (the slow attempt fails: the mailer's pass can end). */
       cut: () => state.sockets.forEach((socket) => socket.destroy()),
       close: () => new Promise((resolve) => server_.close(resolve)),
@@ -383,6 +384,55 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
       await slow.close()
     }
   }, 20_000)
+
+  test("an Org's slow servers hold at most its share of the lanes: another Org's mail goes out beside them at once", async () => {
+    const slow = await slowSmtpApp('SlowOrg')
+    // The slow Org has more Apps than its share (ORG_LANES), every one sending through the slow server.
+    const apps = [slow.app.appId]
+    for (let i = 1; i <= ORG_LANES; i++) {
+      const app = await server.admin.createApp(slow.app.orgId, { name: `SlowOrg App ${i}` })
+      const put = await call(server.url, 'PUT', `/v1/apps/${app.id}/smtp`, { auth: slow.app.key, body: { host: '127.0.0.1', port: slow.port, tls: 'none', from: 'Slow <noreply@slow.example>' } })
+      expect(put.status).toBe(200)
+      apps.push(app.id)
+    }
+    await server.services.mailer.stop()
+    const mailer = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true })
+    try {
+      const quickOrg = await tenant('QuickOrg')
+      for (const [i, appId] of apps.entries()) {
+        const pub = (await dbRows<{ public_key: string }>(server.ctx, 'SELECT public_key FROM apps WHERE id = ?', [appId]))[0].public_key
+        const r = await call(server.url, 'POST', '/v1/feedback', { auth: pub, body: { text: `Slow org report ${i}`, notifyEmail: true, identity: { email: `so${i}@slow.example` } } })
+        expect(r.status).toBe(201)
+        await eventually(async () => (await feedbackRowIn(server.ctx, r.body.id)).redactions !== null)
+      }
+      const pass = mailer.wake()
+      await eventually(() => slow.state.sockets.size >= ORG_LANES, 5_000)
+      await Bun.sleep(300)
+      expect(slow.state.sockets.size).toBe(ORG_LANES) // the Org's share, though lanes were free for one more
+      // Its mail beyond the share was given back unstarted: no lease, no attempt counted.
+      const rows = await dbRows<{ attempts: number; lease_until: number | null }>(
+        server.ctx,
+        `SELECT attempts, lease_until FROM mail_confirmations WHERE org_id = ? ORDER BY attempts`,
+        [slow.app.orgId],
+      )
+      expect(rows.map((r) => [Number(r.attempts), r.lease_until === null])).toEqual([[0, true], ...Array.from({ length: ORG_LANES }, () => [1, false])])
+      // Another Org's mail, filed now, is sent while every slow attempt is still held.
+      const before = sink.mails.length
+      await submit(quickOrg, { text: 'Quick org report', notifyEmail: true, identity: { email: 'quinn@quick.example' } })
+      void mailer.wake()
+      await eventually(() => since(before).some((m) => m.to[0] === 'quinn@quick.example' && isConfirmation(m)), 5_000)
+      expect(slow.state.closedAt).toBe(0)
+      // Stopped before the slow attempts end: the given-back mail is not tried against the slow server again.
+      const stopped = mailer.stop()
+      slow.cut()
+      await stopped
+      await pass
+    } finally {
+      await mailer.stop()
+      server.services.mailer.start(server.services.hub)
+      await slow.close()
+    }
+  }, 30_000)
 
   test('a stop (a shutdown, the dispatch role lost) waits for the attempt in hand only: the App\'s next mail is not started, and is given back', async () => {
     const slow = await slowSmtpApp('Slow3')

@@ -51,9 +51,10 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
          UPDATE mail_outbox SET lease_until = (SELECT now FROM clock) + $2::bigint, attempts = attempts + 1
          WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= (SELECT now FROM clock)
                                  AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock)) AND NOT (app_id = ANY($4::text[]))
+                                 AND NOT (org_id = ANY($5::text[]))
                                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [callerNow(now), leaseMs, limit, busy?.apps ?? []],
+        [callerNow(now), leaseMs, limit, busy?.apps ?? [], busy?.orgs ?? []],
       ),
     releaseClaims: (claims, notBefore = 0) => release('mail_outbox', 'feedback_id', claims, notBefore),
     releaseConfirmationClaims: (claims, notBefore = 0) => release('mail_confirmations', 'id', claims, notBefore),
@@ -81,9 +82,10 @@ export function createPgMailRepo(storage: PgStorage, clock: Clock): MailRepo {
          WHERE id IN (SELECT id FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= (SELECT now FROM clock)
                         AND (lease_until IS NULL OR lease_until <= (SELECT now FROM clock))
                         AND NOT (app_id = ANY($4::text[])) AND NOT (email_hash = ANY($5::text[]))
+                        AND NOT (org_id = ANY($6::text[]))
                       ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [callerNow(now), leaseMs, limit, busy?.apps ?? [], busy?.addresses ?? []],
+        [callerNow(now), leaseMs, limit, busy?.apps ?? [], busy?.addresses ?? [], busy?.orgs ?? []],
       ),
     confirmationsSent: async (appId, hash, appSince, addressSince) => {
       const r = await one<{ by_app: number; to_address: number }>(

@@ -19,7 +19,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     due: q(`SELECT id, org_id, app_id, notify_email_sealed, COALESCE(duplicate_of_id, id) AS lead_id, submitted_mode FROM feedback WHERE notify_email_sealed IS NOT NULL AND status = 'resolved' ORDER BY id LIMIT ?`),
     claim: q(`UPDATE mail_outbox SET lease_until = ?1, attempts = attempts + 1
               WHERE feedback_id IN (SELECT feedback_id FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
-                                      AND app_id NOT IN (SELECT value FROM json_each(?4))
+                                      AND app_id NOT IN (SELECT value FROM json_each(?4)) AND org_id NOT IN (SELECT value FROM json_each(?5))
                                     ORDER BY next_attempt_at LIMIT ?3)
               RETURNING *`),
     release: q(`UPDATE mail_outbox SET lease_until = NULL, attempts = attempts - 1, next_attempt_at = MAX(next_attempt_at, ?2)
@@ -36,6 +36,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     claimConfirm: q(`UPDATE mail_confirmations SET lease_until = ?1, attempts = attempts + 1
               WHERE id IN (SELECT id FROM mail_confirmations WHERE state = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
                              AND app_id NOT IN (SELECT value FROM json_each(?4)) AND email_hash NOT IN (SELECT value FROM json_each(?5))
+                             AND org_id NOT IN (SELECT value FROM json_each(?6))
                            ORDER BY next_attempt_at LIMIT ?3)
               RETURNING *`),
     sentByApp: q('SELECT COUNT(*) AS n FROM mail_confirmations WHERE app_id = ? AND sent_at >= ?'),
@@ -66,7 +67,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
     claim: async (now, leaseMs, limit, busy) =>
       s.anyDue.get(now) === null
         ? []
-        : sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? [])) as OutboxRow[]).immediate(),
+        : sqlite.transaction(() => s.claim.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? []), JSON.stringify(busy?.orgs ?? [])) as OutboxRow[]).immediate(),
     releaseClaims: async (claims, notBefore = 0) => void (claims.length > 0 && s.release.run(JSON.stringify(claims), notBefore)),
     releaseConfirmationClaims: async (claims, notBefore = 0) => void (claims.length > 0 && s.releaseConfirm.run(JSON.stringify(claims), notBefore)),
     settle: async (id, state, error, now) => s.settle.run(state, error, now, id).changes > 0,
@@ -78,7 +79,7 @@ export function createSqliteMailRepo({ sqlite }: SqliteStorage, clock: Clock): M
       s.anyConfirmDue.get(now) === null
         ? []
         : sqlite
-            .transaction(() => s.claimConfirm.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? []), JSON.stringify(busy?.addresses ?? [])) as ConfirmationRow[])
+            .transaction(() => s.claimConfirm.all(now + leaseMs, now, limit, JSON.stringify(busy?.apps ?? []), JSON.stringify(busy?.addresses ?? []), JSON.stringify(busy?.orgs ?? [])) as ConfirmationRow[])
             .immediate(),
     confirmationsSent: async (appId, hash, appSince, addressSince) => ({
       byApp: (s.sentByApp.get(appId, appSince) as { n: number }).n,

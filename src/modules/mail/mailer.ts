@@ -50,7 +50,12 @@ const BATCH = 20
 /** What a row's lease must still hold, beyond an attempt's deadline, for the row to be started. */
 const LEASE_MARGIN_MS = 15_000
 /** Apps whose mail is sent side by side (each App's one after another). */
-const APPS_AT_ONCE = 4
+export const APPS_AT_ONCE = 8
+/**
+ * Lanes one Org's Apps may hold at once: half, as the webhooks' share (8 of 16), so an Org whose servers are
+ * slow or dead leaves the other half to every other Org, and an Org alone has the 4 lanes it always had.
+ */
+export const ORG_LANES = 4
 /** Events wake the mailer at most this often (a burst of submissions is thousands of events). */
 const WAKE_GAP_MS = 250
 
@@ -59,6 +64,7 @@ interface RowKind<R> {
   /** What a row holds while claimed: its App, a confirmation's address too (held rows go one after another). */
   keysOf: (row: R) => string[]
   appOf: (row: R) => string
+  orgOf: (row: R) => string
   /** 'server_failed': the App's SMTP server failed the attempt (retried on the backoff). */
   deliver: (row: R) => Promise<Delivery>
   /** Gives back claimed rows never started, due again at `notBefore` at the earliest (0: at once). */
@@ -226,9 +232,10 @@ export class Mailer {
     for (let round = 0; round < 50 && this.opts.mayAct() && this.hasRoom(); round++) {
       const claimedAt = this.ctx.clock.now()
       const claimed = await this.repo.claimConfirmations(claimedAt, LEASE_MS, BATCH, this.busyKeys())
-      this.send(claimed, claimedAt, {
+      await this.send(claimed, claimedAt, {
         keysOf: (row) => [`app:${row.app_id}`, `address:${row.email_hash}`],
         appOf: (row) => row.app_id,
+        orgOf: (row) => row.org_id,
         deliver: (row) => this.deliverConfirmation(row),
         release: (rows, notBefore) => this.repo.releaseConfirmationClaims(rows.map((r) => ({ id: r.id, leaseUntil: Number(r.lease_until) })), notBefore),
       })
@@ -237,9 +244,10 @@ export class Mailer {
     for (let round = 0; round < 50 && this.opts.mayAct() && this.hasRoom(); round++) {
       const claimedAt = this.ctx.clock.now()
       const claimed = await this.repo.claim(claimedAt, LEASE_MS, BATCH, this.busyKeys())
-      this.send(claimed, claimedAt, {
+      await this.send(claimed, claimedAt, {
         keysOf: (row) => [`app:${row.app_id}`],
         appOf: (row) => row.app_id,
+        orgOf: (row) => row.org_id,
         deliver: (row) => this.deliver(row),
         release: (rows, notBefore) => this.repo.releaseClaims(rows.map((r) => ({ id: r.feedback_id, leaseUntil: Number(r.lease_until) })), notBefore),
       })
@@ -253,13 +261,18 @@ export class Mailer {
   private readonly lanes = new Set<Promise<void>>()
   /** Keys ("app:<id>", "address:<hash>") of every claimed row not finished yet, with how many rows hold each. */
   private readonly held = new Map<string, number>()
+  /** Queues claimed and not finished (waiting or in a lane), per Org: at most ORG_LANES each. */
+  private readonly orgQueues = new Map<string, number>()
 
   /** Claim only while a lane is free and nothing claimed waits: a claim is a lease, and idle leases only delay. */
   private hasRoom(): boolean {
     return this.lanes.size < APPS_AT_ONCE && this.waiting.length === 0
   }
 
-  /** What the next claim must leave: Apps and addresses this node still holds rows of (so they stay one after another). */
+  /**
+   * What the next claim must leave: Apps and addresses this node still holds rows of (so they stay one after
+   * another), and Orgs that use their share of the lanes.
+   */
   private busyKeys(): BusyKeys {
     const apps: string[] = []
     const addresses: string[] = []
@@ -267,7 +280,8 @@ export class Mailer {
       if (key.startsWith('app:')) apps.push(key.slice(4))
       else if (key.startsWith('address:')) addresses.push(key.slice(8))
     }
-    return { apps, addresses }
+    const orgs = [...this.orgQueues].filter(([, n]) => n >= ORG_LANES).map(([org]) => org)
+    return { apps, addresses, orgs }
   }
 
   /**
@@ -279,11 +293,22 @@ export class Mailer {
    * keys of claimed rows are held until they end). A row is started only while its lease outlasts an attempt
    * (the send deadline and a margin); the rows not started are given back (their lease released, the claim
    * not counted as an attempt) and claimed again at once (by this node or the next holder of the role),
-   * never sent twice.
+   * never sent twice. An Org's queues beyond its share (ORG_LANES, one claim can bring more) are given back
+   * at once, and the next claims leave that Org's rows until one of its queues ends: one Org's slow or dead
+   * servers never hold every lane.
    */
-  private send<R>(rows: R[], claimedAt: number, kind: RowKind<R>): void {
+  private async send<R>(rows: R[], claimedAt: number, kind: RowKind<R>): Promise<void> {
     const leaseLeftForAnAttempt = () => this.ctx.clock.now() - claimedAt <= LEASE_MS - SEND_DEADLINE_MS - LEASE_MARGIN_MS
+    const beyondShare: R[] = []
     for (const queue of queuesSharingKeys(rows, kind.keysOf)) {
+      // A queue of rows of two Orgs (a confirmation's address shared across them) counts for its first row's.
+      const org = kind.orgOf(queue[0])
+      const orgQueues = this.orgQueues.get(org) ?? 0
+      if (orgQueues >= ORG_LANES) {
+        beyondShare.push(...queue)
+        continue
+      }
+      this.orgQueues.set(org, orgQueues + 1)
       const keys = [...new Set(queue.flatMap(kind.keysOf))]
       for (const key of keys) this.held.set(key, (this.held.get(key) ?? 0) + 1)
       this.waiting.push(async () => {
@@ -307,10 +332,15 @@ export class Mailer {
             if (n > 0) this.held.set(key, n)
             else this.held.delete(key)
           }
+          const n = (this.orgQueues.get(org) ?? 1) - 1
+          if (n > 0) this.orgQueues.set(org, n)
+          else this.orgQueues.delete(org)
         }
       })
     }
     while (this.lanes.size < APPS_AT_ONCE && this.waiting.length > 0) this.openLane()
+    // Given back as never started (no attempt counted): claimed again when one of the Org's queues ends.
+    if (beyondShare.length > 0) await kind.release(beyondShare)
   }
 
   private openLane(): void {

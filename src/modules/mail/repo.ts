@@ -137,9 +137,11 @@ export interface LeaseHeld {
 }
 
 /** What a claim leaves alone: Apps (and confirmation addresses, by keyed hash) whose mail this node is sending. */
+/** What a claim leaves alone: rows of Apps and addresses held, and of Orgs using their share of the lanes. */
 export interface BusyKeys {
   apps: readonly string[]
   addresses?: readonly string[]
+  orgs?: readonly string[]
 }
 
 export interface MailRepo {
