@@ -154,7 +154,8 @@ describe('a member session against the binary', () => {
       ['owner@example.com', false, [{ orgId, role: 'owner' }]],
     ])
     expect(JSON.stringify(listed)).not.toContain('argon2')
-    expect(await cli(dir, 'admin', 'remove', '--email', 'Member@Example.com')).toEqual({ id: member.id, email: 'member@example.com' })
+    // The Org keeps its owner: nothing is ownerless, and no note.
+    expect(await cli(dir, 'admin', 'remove', '--email', 'Member@Example.com')).toEqual({ id: member.id, email: 'member@example.com', ownerlessOrgs: [] })
     expect((await me()).status).toBe(401)
     const again = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'member@example.com', password: 'member password 1' } })
     expect(again.status).toBe(401)
@@ -165,6 +166,13 @@ describe('a member session against the binary', () => {
     const missing = await runBinary(['admin', 'remove', '--email', 'member@example.com', '--data-dir', dir], ENV)
     expect(missing.code).not.toBe(0)
     expect(missing.stderr).toContain('No admin with email member@example.com')
+    // The Org's only owner leaves: removed all the same (someone who left must go), and the Org is named so
+    // the operator gives it an owner.
+    const last = await runBinary(['admin', 'remove', '--email', 'owner@example.com', '--json', '--data-dir', dir], ENV)
+    expect(last.code).toBe(0)
+    expect(JSON.parse(last.stdout)).toEqual({ id: owner.id, email: 'owner@example.com', ownerlessOrgs: [orgId] })
+    expect(last.stderr).toContain(`note: Org ${orgId} has no owner of its own now`)
+    expect(last.stderr).toContain(`fixloop admin role --email EMAIL --org ${orgId} --role owner`)
   })
 })
 

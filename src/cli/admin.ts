@@ -101,7 +101,14 @@ async function runListOrRemove(sub: 'list' | 'remove', values: ReturnType<typeof
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
     const { admins } = domainServices(ctx)
-    if (sub === 'remove') return output(await admins.remove(values.email!, 'cli'), values.json)
+    if (sub === 'remove') {
+      const removed = await admins.remove(values.email!, 'cli')
+      output(removed, values.json)
+      for (const orgId of removed.ownerlessOrgs) {
+        process.stderr.write(`note: Org ${orgId} has no owner of its own now (instance owners still manage it): fixloop admin role --email EMAIL --org ${orgId} --role owner\n`)
+      }
+      return
+    }
     const list = await admins.list()
     if (values.json) return output({ data: list }, true)
     const scope = (a: (typeof list)[number]) => (a.owner ? 'instance owner' : a.orgs.map((m) => `${m.orgId} (${m.role})`).join(', ') || 'no Org')

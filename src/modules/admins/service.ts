@@ -117,19 +117,26 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
      * Removes an admin (someone who left): signed out at once everywhere, gone from every Org, audited
      * where the admin was (each Org of its memberships, the instance for an owner) in the same
      * transaction. The instance's only owner stays: nobody could create or reach an owner's things then.
+     * An Org whose only owner leaves is not blocked (someone who left must be removable): the instance's
+     * owners still manage it, and `ownerlessOrgs` names it so the operator can give it an owner.
      */
-    async remove(email: string, actor: string): Promise<{ id: string; email: string }> {
+    async remove(email: string, actor: string): Promise<{ id: string; email: string; ownerlessOrgs: string[] }> {
       const e = normalizeEmail(email)
       const row = await repo.byEmail(e)
       if (!row) throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
-      const orgs = row.isOwner ? [null] : (await repo.memberships(row.id)).map((m) => m.orgId)
+      const memberships = row.isOwner ? [] : await repo.memberships(row.id)
+      const orgs = row.isOwner ? [null] : memberships.map((m) => m.orgId)
       const audit = (orgs.length ? orgs : [null]).map((orgId) => ({ orgId, actor, action: 'admin.removed', targetId: row.id, data: {} }))
       const outcome = await repo.remove(row.id, audit)
       if (outcome === 'missing') throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
       if (outcome === 'last_owner') {
         throw new ApiError('invalid_argument', { email: e }, `${e} is the instance's only owner: create another owner first (fixloop admin create without --org), then remove this one.`)
       }
-      return { id: row.id, email: e }
+      const ownerlessOrgs: string[] = []
+      for (const m of memberships) {
+        if (m.role === 'owner' && !(await repo.listForOrg(m.orgId)).some((a) => a.role === 'owner')) ownerlessOrgs.push(m.orgId)
+      }
+      return { id: row.id, email: e, ownerlessOrgs }
     },
 
     /**
