@@ -5,6 +5,7 @@
  */
 import { expect, test } from 'bun:test'
 import { signUserToken } from '../packages/client/src/user-token'
+import { eventually } from './harness'
 import { freshContext, report, reports, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv(['--public-submission', 'false'])
@@ -115,6 +116,62 @@ test('without a token provider a private App refuses the report and the widget s
     await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor()
     expect(await w.host.getByRole('status').first().textContent()).not.toContain('Thanks')
     expect((await reports(e)).some((r: any) => r.text === 'No token here')).toBe(false)
+  } finally {
+    await context.close()
+  }
+})
+
+/**
+ * A report queued in private mode belongs to the user whose page wrote it. Found by the web attack of
+ * attack-web: the queue kept no owner, and the next page load sent every waiting report with whatever
+ * token the page then had, so on a shared browser user A's report (text, screenshot, replay) was filed as
+ * user B's, listed in B's "Your reports" and mailed to B when fixed.
+ */
+test('a report queued for user A is never sent under user B’s token; it goes once A is back', async () => {
+  const e = env()
+  let who = 'user-a'
+  e.routes.set('/shared/token', async () =>
+    new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who, ctx: { email: `${who}@acme.test` } })),
+  )
+  const url = e.page('/shared', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/shared/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    // fixloop cannot be reached while A sends (the customer's own backend, which mints the token, can).
+    await page.route(`${e.api}/v1/feedback**`, (r) => r.abort())
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('A private report of user A')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor()
+    await page.unroute(`${e.api}/v1/feedback**`)
+    // A signs out, B signs in on the same browser: the page loads with B's token.
+    who = 'user-b'
+    const posts: string[] = []
+    page.on('request', (r) => r.url() === `${e.api}/v1/feedback` && r.method() === 'POST' && posts.push(r.headers()['x-service-user-token'] ?? ''))
+    await page.reload()
+    await widget(page).launcher.waitFor()
+    await page.waitForTimeout(2500)
+    expect(posts).toEqual([])
+    expect((await reports(e)).filter((r: any) => r.text === 'A private report of user A')).toEqual([])
+    // A comes back: the report is sent, as A's.
+    who = 'user-a'
+    await page.reload()
+    await eventually(async () => (await reports(e)).some((r: any) => r.text === 'A private report of user A'), 10_000)
+    const mine = (await reports(e)).filter((r: any) => r.text === 'A private report of user A')
+    expect(mine).toHaveLength(1)
+    expect(mine[0].submittedBy).toMatchObject({ mode: 'private', externalUserId: 'user-a' })
   } finally {
     await context.close()
   }

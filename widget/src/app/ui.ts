@@ -518,9 +518,9 @@ export function createUI(core: Core): WidgetUI {
       // Without IndexedDB (some private windows) the report is still sent, just not kept across reloads.
       const stored = await enqueue(report).catch(() => true)
       if (!stored) return say(s.queueFull, 'error')
-      const result = await sender.send(report)
+      const result = await sender.send(report, true)
       if (result.kind === 'sent') showDone(s.thanks)
-      else if (result.kind === 'later') showDone(s.queued)
+      else if (result.kind === 'later' || result.kind === 'held') showDone(s.queued)
       else say(`${s.failed} ${result.message}`, 'error')
     } catch (err) {
       say(`${s.failed} ${(err as Error).message}`, 'error')
