@@ -176,3 +176,66 @@ test('a report queued for user A is never sent under user B’s token; it goes o
     await context.close()
   }
 })
+
+/**
+ * A single-page app that signs user A out and user B in without a reload. Found by the web attack of
+ * attack-web: the widget kept A's cached token until its exp, so B's "Your reports" listed A's reports
+ * and B's report was filed as A's (mailed to A). "Your reports" now always asks the page for the current
+ * user's token, and Fixloop.resetUser() (called on sign-out) forgets the cached one.
+ */
+test('a user switch without a reload: "Your reports" lists the new user’s reports; resetUser() forgets the old token', async () => {
+  const e = env()
+  let who = 'spa-a'
+  e.routes.set('/spa/token', async () =>
+    new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who, ctx: { email: `${who}@acme.test` } })),
+  )
+  const url = e.page('/spa', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/spa/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    const sendReport = async (text: string) => {
+      await w.launcher.click()
+      await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+      await w.text.fill(text)
+      await w.send.click()
+      await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+      await page.keyboard.press('Escape')
+      await w.dialog.waitFor({ state: 'hidden' })
+    }
+    await sendReport('Secret report of user A')
+    // A signs out and B signs in, in the page (no reload): the page's token endpoint now answers B's.
+    who = 'spa-b'
+    await w.launcher.click()
+    await w.host.getByRole('button', { name: 'Your reports' }).click()
+    await w.host.getByRole('heading', { name: 'Your reports' }).waitFor()
+    await page.waitForFunction(() => !document.querySelector('fixloop-widget')!.shadowRoot!.textContent!.includes('Loading'))
+    await page.waitForTimeout(300)
+    expect(await w.dialog.textContent()).not.toContain('Secret report of user A')
+    await page.keyboard.press('Escape')
+    await w.dialog.waitFor({ state: 'hidden' })
+    // The page tells the widget on each sign-out: A again (whose token the widget then caches), then B,
+    // whose report is B's although A's token would still be fresh.
+    who = 'spa-a'
+    await page.evaluate(() => (window as any).Fixloop.resetUser())
+    await sendReport('Second report of user A')
+    who = 'spa-b'
+    await page.evaluate(() => (window as any).Fixloop.resetUser())
+    await sendReport('Report of user B')
+    const byText = async (t: string) => (await reports(e)).find((r: any) => r.text === t)
+    expect((await byText('Report of user B')).submittedBy).toMatchObject({ externalUserId: 'spa-b' })
+    expect((await byText('Second report of user A')).submittedBy).toMatchObject({ externalUserId: 'spa-a' })
+  } finally {
+    await context.close()
+  }
+})

@@ -193,6 +193,14 @@ const Fixloop = {
     ui?.then((u) => u.close())
   },
   /** Opens the widget from the customer's own button. */
+  /**
+   * Private mode, a single-page app: call when the user signs out (or another signs in) without a page
+   * load. The widget forgets the cached user token (it would be used until its exp), the address it
+   * named, the "Your reports" list and the draft. Nothing to forget while the dialog never loaded.
+   */
+  resetUser(): void {
+    ui?.then((u) => u.resetUser(), () => undefined)
+  },
   attachTo(el: HTMLElement): void {
     triggers.add(el)
     if (core) on(el, 'click', open)

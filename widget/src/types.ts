@@ -133,4 +133,6 @@ export interface WidgetUI {
   close(): void
   /** Sends queued reports (after a reload or when the browser is back online). */
   flush(): Promise<void>
+  /** The page's user signed out (Fixloop.resetUser): forgets their token, list and draft. */
+  resetUser(): void
 }

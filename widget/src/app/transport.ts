@@ -41,6 +41,11 @@ export class TokenSource {
   peek(): string | undefined {
     return this.token && Date.now() <= this.expMs - 30_000 ? this.token : undefined
   }
+  /** The page's user signed out (Fixloop.resetUser): the next call asks the page again. */
+  forget(): void {
+    this.token = undefined
+    this.expMs = 0
+  }
   async current(force = false): Promise<string | undefined> {
     if (!this.get) return undefined
     if (force || !this.token || Date.now() > this.expMs - 30_000) {
@@ -266,6 +271,9 @@ export interface MyReport {
 
 /** GET /v1/me/feedback: the signed-in user's reports (first page), with the token refresh of every call. */
 export async function listMine(http: typeof fetch, endpoint: string, publicKey: string, tokens: TokenSource): Promise<MyReport[]> {
+  // Always the page's current user: a cached token may be a user who signed out since (a single-page app
+  // switches users without a reload), and the list is that user's reports. The fresh token is cached.
+  await tokens.current(true)
   const res = await request(http, tokens, (token) => [`${endpoint}/v1/me/feedback?limit=20`, { headers: authHeaders(publicKey, token) }])
   const body = (await res.json()) as { data: MyReport[] }
   return body.data

@@ -548,5 +548,20 @@ export function createUI(core: Core): WidgetUI {
     },
     close,
     flush: () => sender.flush(),
+    resetUser() {
+      // The page's user signed out: nothing of theirs stays for the next one (their token, the address it
+      // named, their list, what they typed). Their queued reports wait for them (QueuedReport.owner).
+      sender.tokens.forget()
+      askedWithToken = false
+      close()
+      mineView.hidden = true
+      mineList.replaceChildren()
+      reset()
+      email.value = ''
+      doneIcon.hidden = doneActions.hidden = true
+      fields.hidden = actions.hidden = false
+      say('')
+      offerNotify()
+    },
   }
 }
