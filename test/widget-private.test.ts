@@ -239,3 +239,42 @@ test('a user switch without a reload: "Your reports" lists the new user’s repo
     await context.close()
   }
 })
+
+test('a token that names no user is refused by the server as before: the widget says so, nothing waits in the queue', async () => {
+  const e = env()
+  e.routes.set('/junk/token', () => new Response('not-a-user-token'))
+  const url = e.page('/junk', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/junk/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('Sent with a junk token')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor()
+    const queued = await page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          const req = indexedDB.open('fixloop', 1)
+          req.onsuccess = () => {
+            const count = req.result.transaction('queue').objectStore('queue').count()
+            count.onsuccess = () => resolve(count.result)
+          }
+        }),
+    )
+    expect(queued).toBe(0)
+  } finally {
+    await context.close()
+  }
+})

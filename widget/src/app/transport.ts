@@ -100,11 +100,14 @@ function ownersTokens(tokens: TokenSource, report: QueuedReport, bind: boolean):
   if (!tokens.enabled) return tokens
   const check = (token: string | undefined) => {
     const sub = tokenSub(token)
-    if (report.owner === undefined && bind && sub) {
+    // A token naming nobody is no user token the server takes: it refuses it (401), as it always did, and
+    // the report is not held as another user's (it would wait forever, and the page say it was saved).
+    if (!sub) return token
+    if (report.owner === undefined && bind) {
       report.owner = sub
       void saveReport(report).catch(() => undefined) // a later page load knows whose it is
     }
-    if (!sub || report.owner !== sub) throw new OtherUser('this report waits for the user who wrote it')
+    if (report.owner !== sub) throw new OtherUser('this report waits for the user who wrote it')
     return token
   }
   return { enabled: true, current: async (force = false) => check(await tokens.current(force)) }
