@@ -229,9 +229,13 @@ test('a user switch without a reload: "Your reports" lists the new user’s repo
     who = 'spa-a'
     await page.evaluate(() => (window as any).Fixloop.resetUser())
     await sendReport('Second report of user A')
+    // What the widget recorded of A's page (console, requests) goes with no report of B's.
+    await page.evaluate(() => console.error('A console line of user A'))
     who = 'spa-b'
     await page.evaluate(() => (window as any).Fixloop.resetUser())
     await sendReport('Report of user B')
+    const ofB = await report(e, (await reports(e)).find((r: any) => r.text === 'Report of user B').id)
+    expect(JSON.stringify(ofB.consoleLogs)).not.toContain('A console line of user A')
     const byText = async (t: string) => (await reports(e)).find((r: any) => r.text === t)
     expect((await byText('Report of user B')).submittedBy).toMatchObject({ externalUserId: 'spa-b' })
     expect((await byText('Second report of user A')).submittedBy).toMatchObject({ externalUserId: 'spa-a' })
