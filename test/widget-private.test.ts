@@ -282,3 +282,48 @@ test('a token that names no user is refused by the server as before: the widget 
     await context.close()
   }
 })
+
+test('a report written while no token could be had is not bound to the next user after resetUser()', async () => {
+  const e = env()
+  let who = 'off-a'
+  e.routes.set('/offline-spa/token', async () =>
+    new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who, ctx: { email: `${who}@acme.test` } })),
+  )
+  const url = e.page('/offline-spa', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/offline-spa/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    // Offline: neither fixloop nor the customer's backend (which mints the token) answers.
+    await page.route(`${e.api}/v1/feedback**`, (r) => r.abort())
+    await page.route('**/offline-spa/token', (r) => r.abort())
+    await w.text.fill('Written offline by user A')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor()
+    // A signs out, B signs in, in the page; the connection comes back.
+    who = 'off-b'
+    await page.evaluate(() => (window as any).Fixloop.resetUser())
+    await page.unroute(`${e.api}/v1/feedback**`)
+    await page.unroute('**/offline-spa/token')
+    const posts: string[] = []
+    page.on('request', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.method() === 'POST' && posts.push(r.url()))
+    await page.evaluate(() => window.dispatchEvent(new Event('online')))
+    await page.waitForTimeout(2000)
+    expect(posts).toEqual([])
+    expect((await reports(e)).filter((r: any) => r.text === 'Written offline by user A')).toEqual([])
+  } finally {
+    await context.close()
+  }
+})

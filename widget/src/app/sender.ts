@@ -68,6 +68,15 @@ export class Sender {
     }
   }
 
+  /**
+   * The page's user signed out (Fixloop.resetUser): their token goes, and a report they wrote that no
+   * token has bound yet (written offline) is no longer this page's to bind: it would be the next user's.
+   */
+  forgetUser(): void {
+    this.tokens.forget()
+    this.written.clear()
+  }
+
   private retryLater(): void {
     clearTimeout(this.timer)
     this.timer = setTimeout(() => void this.flush(), RETRY_LATER_MS)

@@ -551,7 +551,7 @@ export function createUI(core: Core): WidgetUI {
     resetUser() {
       // The page's user signed out: nothing of theirs stays for the next one (their token, the address it
       // named, their list, what they typed). Their queued reports wait for them (QueuedReport.owner).
-      sender.tokens.forget()
+      sender.forgetUser()
       askedWithToken = false
       close()
       mineView.hidden = true
