@@ -16,7 +16,7 @@ import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { Database } from 'bun:sqlite'
-import type { Browser, Frame, Page } from 'playwright-core'
+import type { Browser, Frame, Page, Request } from 'playwright-core'
 import { signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, freePort, ROOT, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
@@ -338,6 +338,77 @@ describe('session replay on the report page', () => {
     expect(beaconHits).toEqual([])
     // The dashboard is still whole.
     await page.getByRole('heading', { name: 'History' }).waitFor()
+  })
+
+  test('a hostile recording reaches no URL of this server: stylesheets, @import, prefetch (also added and set later)', async () => {
+    // Found by the web attack of attack-web: the recorded frame inherited style-src 'self', and Chromium
+    // checks no policy for <link rel=prefetch>, so a recording made the operator's browser GET any URL
+    // of this server with their cookies (/admin/oidc/start replaced a sign-in or confirmation under way).
+    const events = structuredClone(recording)
+    const full = events.find((e) => e.type === 2)!
+    let maxId = 0
+    const walk = (n: any) => {
+      maxId = Math.max(maxId, n.id)
+      for (const c of n.childNodes || []) walk(c)
+    }
+    walk(full.data.node)
+    const find = (n: any, tag: string): any => (n.tagName === tag ? n : (n.childNodes || []).map((c: any) => find(c, tag)).find(Boolean))
+    const head = find(full.data.node, 'head')
+    const body = find(full.data.node, 'body')
+    const probe = (what: string) => `/admin/replay-probe-${what}`
+    const el = (tagName: string, attributes: Record<string, string>, children: any[] = []) => ({ type: 2, tagName, attributes, childNodes: children, id: ++maxId })
+    const later = el('link', { rel: 'prefetch' })
+    head.childNodes.push(
+      el('link', { rel: 'stylesheet', href: probe('stylesheet') }),
+      el('link', { rel: 'prefetch', href: probe('prefetch') }),
+      el('link', { rel: 'preload', as: 'style', href: probe('preload') }),
+      el('style', {}, [{ type: 3, textContent: `@import url(${probe('import')}); body { background: url(${probe('background')}) }`, isStyle: true, id: ++maxId }]),
+      later,
+    )
+    body.childNodes.push({ type: 3, textContent: 'Probing the server', id: ++maxId })
+    const at = full.timestamp + 50
+    const addedId = ++maxId
+    events.push({
+      type: 3,
+      timestamp: at,
+      data: {
+        source: 0,
+        texts: [],
+        removes: [],
+        adds: [{ parentId: body.id, nextId: null, node: { type: 2, tagName: 'link', attributes: { rel: 'prefetch', href: probe('added') }, childNodes: [], id: addedId } }],
+        attributes: [{ id: later.id, attributes: { href: probe('set-later') } }],
+      },
+    })
+    events.sort((a, b) => a.timestamp - b.timestamp)
+    const id = await reportWithReplay('A recording that calls this server', gz({ v: 1, events }))
+    // Every request the recording starts, less those the policy blocked before they left the browser (a
+    // stylesheet of the wrong type is refused only after the server answered it: that one counts).
+    const reached: string[] = []
+    const probed = (r: Request) => r.url().includes('/admin/replay-probe-')
+    const onRequest = (r: Request) => probed(r) && reached.push(new URL(r.url()).pathname)
+    const onFailed = (r: Request) => {
+      if (probed(r) && r.failure()?.errorText === 'csp') reached.splice(reached.indexOf(new URL(r.url()).pathname), 1)
+    }
+    page.on('request', onRequest)
+    page.on('requestfailed', onFailed)
+    try {
+      await openReport(id)
+      await playerReady()
+      const inner = await recordedFrame(page)
+      await inner.getByText('Probing the server').waitFor()
+      await page.getByRole('button', { name: 'Play', exact: true }).click()
+      await page.waitForTimeout(2500)
+      await page.getByRole('button', { name: 'Jump to the report' }).click()
+      await page.waitForTimeout(1000)
+    } finally {
+      page.off('request', onRequest)
+      page.off('requestfailed', onFailed)
+    }
+    expect(reached.sort()).toEqual([])
+    // The recording still looks like itself: rrweb's and the frame's styles are inline in the frame now.
+    const res = await fetch(server.url + '/admin/replay-frame')
+    expect(res.headers.get('content-security-policy')).toContain("style-src 'unsafe-inline';")
+    expect(await res.text()).not.toContain('rel="stylesheet"')
   })
 
   test('a report without a replay never loads the replayer (network log)', async () => {

@@ -51,6 +51,25 @@ describe('masking by mode', () => {
     const out = scrubReplayEvents(page(), 'masked').events as any[]
     expect(out[0].data.node.childNodes[0].childNodes[0].childNodes[0].textContent).toBe('***** ** *******')
   })
+  test('masked: text attributes masked and data: pixels dropped too, in the snapshot and in mutations (not left to the widget)', () => {
+    // Found by the web attack of attack-web: the server enforced masked mode on text nodes only, so a
+    // recording that skipped the widget's masking kept titles, alt texts and labels, and inlined images.
+    const img = { type: 2, tagName: 'img', attributes: { alt: 'Ada Lovelace, account 1234', src: 'data:image/png;base64,AAAA', title: 'Signed in as Ada' }, childNodes: [], id: 6 }
+    const canvas = { type: 2, tagName: 'canvas', attributes: { rr_dataURL: 'data:image/png;base64,BBBB', 'aria-label': 'Chart of Ada’s spending' }, childNodes: [], id: 7 }
+    const events: any[] = [
+      snapshot(img, canvas, { type: 2, tagName: 'a', attributes: { href: 'https://shop.example/a', title: 'Open Ada’s orders' }, childNodes: [], id: 8 }),
+      { type: 3, data: { source: 0, texts: [], removes: [], adds: [], attributes: [{ id: 8, attributes: { 'aria-label': 'Ada Lovelace' } }] }, timestamp: 2 },
+    ]
+    const out = scrubReplayEvents(structuredClone(events), 'masked').events as any[]
+    const [outImg, outCanvas, outLink] = out[0].data.node.childNodes[0].childNodes
+    expect(outImg.attributes).toEqual({ alt: '*** ********* ******* ****', title: '****** ** ** ***' })
+    expect(outCanvas.attributes).toEqual({ 'aria-label': '***** ** ***** ********' })
+    expect(outLink.attributes).toEqual({ href: 'https://shop.example/a', title: '**** ***** ******' })
+    expect(out[1].data.attributes[0].attributes).toEqual({ 'aria-label': '*** ********' })
+    // inputs mode records the page as it is (the sanitizer's rules only).
+    const kept = scrubReplayEvents(structuredClone(events), 'inputs').events as any[]
+    expect(kept[0].data.node.childNodes[0].childNodes[0].attributes.alt).toBe('Ada Lovelace, account 1234')
+  })
 })
 
 describe('URLs and sensitive names', () => {

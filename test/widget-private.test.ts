@@ -5,6 +5,7 @@
  */
 import { expect, test } from 'bun:test'
 import { signUserToken } from '../packages/client/src/user-token'
+import { eventually } from './harness'
 import { freshContext, report, reports, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv(['--public-submission', 'false'])
@@ -115,6 +116,213 @@ test('without a token provider a private App refuses the report and the widget s
     await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor()
     expect(await w.host.getByRole('status').first().textContent()).not.toContain('Thanks')
     expect((await reports(e)).some((r: any) => r.text === 'No token here')).toBe(false)
+  } finally {
+    await context.close()
+  }
+})
+
+/**
+ * A report queued in private mode belongs to the user whose page wrote it. Found by the web attack of
+ * attack-web: the queue kept no owner, and the next page load sent every waiting report with whatever
+ * token the page then had, so on a shared browser user A's report (text, screenshot, replay) was filed as
+ * user B's, listed in B's "Your reports" and mailed to B when fixed.
+ */
+test('a report queued for user A is never sent under user B’s token; it goes once A is back', async () => {
+  const e = env()
+  let who = 'user-a'
+  e.routes.set('/shared/token', async () =>
+    new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who, ctx: { email: `${who}@acme.test` } })),
+  )
+  const url = e.page('/shared', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/shared/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    // fixloop cannot be reached while A sends (the customer's own backend, which mints the token, can).
+    await page.route(`${e.api}/v1/feedback**`, (r) => r.abort())
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('A private report of user A')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor()
+    await page.unroute(`${e.api}/v1/feedback**`)
+    // A signs out, B signs in on the same browser: the page loads with B's token.
+    who = 'user-b'
+    const posts: string[] = []
+    page.on('request', (r) => r.url() === `${e.api}/v1/feedback` && r.method() === 'POST' && posts.push(r.headers()['x-service-user-token'] ?? ''))
+    await page.reload()
+    await widget(page).launcher.waitFor()
+    await page.waitForTimeout(2500)
+    expect(posts).toEqual([])
+    expect((await reports(e)).filter((r: any) => r.text === 'A private report of user A')).toEqual([])
+    // A comes back: the report is sent, as A's.
+    who = 'user-a'
+    await page.reload()
+    await eventually(async () => (await reports(e)).some((r: any) => r.text === 'A private report of user A'), 10_000)
+    const mine = (await reports(e)).filter((r: any) => r.text === 'A private report of user A')
+    expect(mine).toHaveLength(1)
+    expect(mine[0].submittedBy).toMatchObject({ mode: 'private', externalUserId: 'user-a' })
+  } finally {
+    await context.close()
+  }
+})
+
+/**
+ * A single-page app that signs user A out and user B in without a reload. Found by the web attack of
+ * attack-web: the widget kept A's cached token until its exp, so B's "Your reports" listed A's reports
+ * and B's report was filed as A's (mailed to A). "Your reports" now always asks the page for the current
+ * user's token, and Fixloop.resetUser() (called on sign-out) forgets the cached one.
+ */
+test('a user switch without a reload: "Your reports" lists the new user’s reports; resetUser() forgets the old token', async () => {
+  const e = env()
+  let who = 'spa-a'
+  e.routes.set('/spa/token', async () =>
+    new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who, ctx: { email: `${who}@acme.test` } })),
+  )
+  const url = e.page('/spa', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/spa/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    const sendReport = async (text: string) => {
+      await w.launcher.click()
+      await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+      await w.text.fill(text)
+      await w.send.click()
+      await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+      await page.keyboard.press('Escape')
+      await w.dialog.waitFor({ state: 'hidden' })
+    }
+    await sendReport('Secret report of user A')
+    // A signs out and B signs in, in the page (no reload): the page's token endpoint now answers B's.
+    who = 'spa-b'
+    await w.launcher.click()
+    await w.host.getByRole('button', { name: 'Your reports' }).click()
+    await w.host.getByRole('heading', { name: 'Your reports' }).waitFor()
+    await page.waitForFunction(() => !document.querySelector('fixloop-widget')!.shadowRoot!.textContent!.includes('Loading'))
+    await page.waitForTimeout(300)
+    expect(await w.dialog.textContent()).not.toContain('Secret report of user A')
+    await page.keyboard.press('Escape')
+    await w.dialog.waitFor({ state: 'hidden' })
+    // The page tells the widget on each sign-out: A again (whose token the widget then caches), then B,
+    // whose report is B's although A's token would still be fresh.
+    who = 'spa-a'
+    await page.evaluate(() => (window as any).Fixloop.resetUser())
+    await sendReport('Second report of user A')
+    // What the widget recorded of A's page (console, requests) goes with no report of B's.
+    await page.evaluate(() => console.error('A console line of user A'))
+    who = 'spa-b'
+    await page.evaluate(() => (window as any).Fixloop.resetUser())
+    await sendReport('Report of user B')
+    const ofB = await report(e, (await reports(e)).find((r: any) => r.text === 'Report of user B').id)
+    expect(JSON.stringify(ofB.consoleLogs)).not.toContain('A console line of user A')
+    const byText = async (t: string) => (await reports(e)).find((r: any) => r.text === t)
+    expect((await byText('Report of user B')).submittedBy).toMatchObject({ externalUserId: 'spa-b' })
+    expect((await byText('Second report of user A')).submittedBy).toMatchObject({ externalUserId: 'spa-a' })
+  } finally {
+    await context.close()
+  }
+})
+
+test('a token that names no user is refused by the server as before: the widget says so, nothing waits in the queue', async () => {
+  const e = env()
+  e.routes.set('/junk/token', () => new Response('not-a-user-token'))
+  const url = e.page('/junk', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/junk/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('Sent with a junk token')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor()
+    const queued = await page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          const req = indexedDB.open('fixloop', 1)
+          req.onsuccess = () => {
+            const count = req.result.transaction('queue').objectStore('queue').count()
+            count.onsuccess = () => resolve(count.result)
+          }
+        }),
+    )
+    expect(queued).toBe(0)
+  } finally {
+    await context.close()
+  }
+})
+
+test('a report written while no token could be had is not bound to the next user after resetUser()', async () => {
+  const e = env()
+  let who = 'off-a'
+  e.routes.set('/offline-spa/token', async () =>
+    new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who, ctx: { email: `${who}@acme.test` } })),
+  )
+  const url = e.page('/offline-spa', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/offline-spa/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    // Offline: neither fixloop nor the customer's backend (which mints the token) answers.
+    await page.route(`${e.api}/v1/feedback**`, (r) => r.abort())
+    await page.route('**/offline-spa/token', (r) => r.abort())
+    await w.text.fill('Written offline by user A')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor()
+    // A signs out, B signs in, in the page; the connection comes back.
+    who = 'off-b'
+    await page.evaluate(() => (window as any).Fixloop.resetUser())
+    await page.unroute(`${e.api}/v1/feedback**`)
+    await page.unroute('**/offline-spa/token')
+    const posts: string[] = []
+    page.on('request', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.method() === 'POST' && posts.push(r.url()))
+    await page.evaluate(() => window.dispatchEvent(new Event('online')))
+    await page.waitForTimeout(2000)
+    expect(posts).toEqual([])
+    expect((await reports(e)).filter((r: any) => r.text === 'Written offline by user A')).toEqual([])
   } finally {
     await context.close()
   }

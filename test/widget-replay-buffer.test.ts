@@ -55,6 +55,26 @@ test('a segment goes once the next one starts before the window; the window is h
   expect(h.buffer.stats().oldest).toBe(50_000)
 })
 
+test('forget (Fixloop.resetUser): nothing recorded before stays; recording goes on from a fresh snapshot', () => {
+  // Found by the web attack of attack-web: a single-page app's next user's report carried the previous
+  // user's last N seconds of the page (their screen) in its replay.
+  const h = harness(60_000, 10 * 1024 * 1024)
+  h.snapshot(0)
+  for (let t = 1000; t <= 9000; t += 1000) h.buffer.push(change(h.at(t), 10))
+  h.buffer.hold(9000)
+  h.at(10_000)
+  h.buffer.forget()
+  expect(h.checkouts()).toBe(1)
+  expect(h.buffer.held).toBeUndefined()
+  const kept = h.buffer.snapshot().flat()
+  expect(kept.map((e) => [e.type, e.timestamp])).toEqual([
+    [4, 10_000],
+    [2, 10_000],
+  ])
+  h.buffer.push(change(h.at(11_000)))
+  expect(h.buffer.stats()).toMatchObject({ segments: 1, events: 3, oldest: 10_000 })
+})
+
 test('the hard cap: oldest segments first, a fresh snapshot for one segment over it, never above the cap', () => {
   const h = harness(300_000, 20_000, 1000)
   h.snapshot(0)

@@ -96,11 +96,16 @@ export const ASSETS: Asset[] = [
 /**
  * The session replay frame's files (GET /admin/replay-frame, src/admin-ui/pages.ts): rrweb's replayer
  * (about 280 KB, so only a report page with a replay loads it, through that frame) and the frame's own
- * classic script and styles. Not in the import map: the dashboard never imports them.
+ * classic script. Not in the import map: the dashboard never imports them.
  */
 export const REPLAY_FRAME_ASSETS = {
   rrweb: asset(null, 'rrweb.js', rrweb),
-  rrwebCss: asset(null, 'rrweb.css', rrwebCss, 'text/css; charset=utf-8'),
   script: asset(null, 'replay-frame.js', replayFrame),
-  css: asset(null, 'replay-frame.css', replayFrameCss, 'text/css; charset=utf-8'),
 }
+
+/**
+ * The frame's styles (rrweb's and its own), put inline in the frame's page rather than served: the frame's
+ * policy then needs no 'self' in style-src, and the recording it plays (which inherits that policy) can
+ * load no stylesheet from this server (see REPLAY_FRAME in pages.ts).
+ */
+export const REPLAY_FRAME_CSS = `${rrwebCss}\n${replayFrameCss}`

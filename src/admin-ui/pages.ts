@@ -6,7 +6,7 @@
 import { Elysia } from 'elysia'
 import { createHash } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
-import { ASSETS, REPLAY_FRAME_ASSETS, type Asset } from './assets'
+import { ASSETS, REPLAY_FRAME_ASSETS, REPLAY_FRAME_CSS, type Asset } from './assets'
 import { ApiError } from '../core/errors'
 import { resolveSession, type AdminAuthDeps } from '../http/admin-auth'
 import { canSee } from '../modules/admins/service'
@@ -74,9 +74,9 @@ const pageHeaders = (csp: string) => ({
  * rules a recorded page needs (its own <style> elements and style attributes: 'unsafe-inline') apply to
  * this frame only, never to the dashboard. rrweb rebuilds the recording into an about:blank iframe
  * inside it, sandboxed with exactly "allow-same-origin" (no allow-scripts): nothing recorded runs, and
- * that iframe inherits this policy too (no inline script, no javascript: URL, no request anywhere but
- * this server's own files; images only from the recording's data: and blob: URLs, so a recorded
- * <img src> cannot call out). Framed only by the dashboard itself.
+ * that iframe inherits this policy too (no inline script, no javascript: URL, no stylesheet, font or
+ * image from anywhere, this server included; images only from the recording's data: and blob: URLs, so
+ * a recorded <img src> cannot call out). Framed only by the dashboard itself.
  */
 const FRAME = REPLAY_FRAME_ASSETS
 const REPLAY_FRAME = `<!doctype html>
@@ -84,8 +84,7 @@ const REPLAY_FRAME = `<!doctype html>
 <head>
 <meta charset="utf-8">
 <title>Session replay</title>
-<link rel="stylesheet" href="${FRAME.rrwebCss.url}">
-<link rel="stylesheet" href="${FRAME.css.url}">
+<style>${REPLAY_FRAME_CSS}</style>
 <script src="${FRAME.rrweb.url}" defer></script>
 <script src="${FRAME.script.url}" defer></script>
 </head>
@@ -99,7 +98,10 @@ const REPLAY_FRAME = `<!doctype html>
 export const REPLAY_FRAME_CSP = [
   "default-src 'none'",
   "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
+  // Inline styles only (the frame's own are in its page): 'self' here let the recording, which inherits
+  // this policy, load any URL of this server as a stylesheet (<link rel=stylesheet>, @import), a GET with
+  // the operator's cookies (e.g. /admin/oidc/start, which replaces a sign-in or confirmation under way).
+  "style-src 'unsafe-inline'",
   'img-src data: blob:',
   'font-src data:',
   'media-src data: blob:',

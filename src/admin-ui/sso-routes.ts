@@ -35,6 +35,8 @@ const START_BUCKET = { capacity: 30, refillPerSecond: 1 }
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  // As every dashboard page: frame-ancestors says it to current browsers, this to older ones and scanners.
+  'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   // The callback's URL holds the code and state: no Referer carries them to anything the page links.
   'referrer-policy': 'no-referrer',

@@ -17,7 +17,8 @@ export function demoPage(publicKey: () => string | undefined) {
       const origin = new URL(request.url).origin
       const html = page.replaceAll('{{NONCE}}', nonce).replaceAll('{{ENDPOINT}}', '').replaceAll('{{PUBLIC_KEY}}', publicKey() ?? '')
       const csp = `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'self'; connect-src ${origin}; img-src ${origin} data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
-      return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp, 'cache-control': 'no-store' } })
+      // It shares the dashboard's origin: the dashboard pages' framing and Referer rules (docs/security.md).
+      return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp, 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer', 'cache-control': 'no-store' } })
     },
     { detail: { summary: 'Widget demo page (serve --demo only)', tags: ['Widget'], responses: { 200: { description: 'HTML' } } } },
   )

@@ -35,6 +35,12 @@ const STRUCTURE_KEYS = new Set(['tagName', 'type', 'id', 'parentId', 'nextId', '
 const VALUE_TAGS = new Set(['input', 'textarea', 'select', 'option'])
 
 const mask = (s: string) => s.replace(/\S/g, '*')
+/**
+ * Attributes that carry readable text: masked in `masked` mode, as the widget masks them
+ * (widget/src/replay/privacy.ts TEXT_ATTRIBUTES). The server enforced only text nodes before: a recording
+ * that skipped the widget's masking (an old or modified widget) kept `title`, `alt`, `aria-label` … in clear.
+ */
+const TEXT_ATTRIBUTES = new Set(['title', 'alt', 'placeholder', 'aria-label', 'aria-description', 'aria-roledescription', 'aria-valuetext', 'aria-placeholder', 'label', 'value', 'content', 'summary', 'data-tooltip'])
 
 export interface ReplayScrub {
   events: unknown[]
@@ -108,6 +114,18 @@ export function scrubReplayEvents(events: unknown[], masking: ReplayMasking): Re
       const v = attrs[k]
       if (typeof v !== 'string') continue
       if (isStyle && k === '_cssText') continue
+      if (masking === 'masked') {
+        // Pixels are page content too: a canvas's or an inlined image's data: URL is not kept (the widget
+        // blocks images in this mode); the text attributes are masked like text nodes.
+        if (k === 'rr_dataURL' || (URL_KEYS.has(k) && /^\s*data:/i.test(v))) {
+          delete attrs[k]
+          continue
+        }
+        if (TEXT_ATTRIBUTES.has(k.toLowerCase()) && !(isValueField && k === 'value')) {
+          attrs[k] = mask(text(v))
+          continue
+        }
+      }
       if (isValueField && (k === 'value' || k === 'placeholder' || k === 'selected')) {
         attrs[k] = k === 'value' ? mask(text(v)) : text(v)
         continue

@@ -102,4 +102,9 @@ export function installCapture(slowRequestMs?: number): void {
 }
 
 export const consoleLogs = (): ConsoleEntry[] => logs.slice()
+/** The page's user signed out (Fixloop.resetUser): their console lines and requests go with no later report. */
+export function forgetCaptured(): void {
+  logs.length = 0
+  requests.length = 0
+}
 export const networkSummary = (): NetworkEntry[] => requests.slice()

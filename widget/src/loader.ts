@@ -8,7 +8,7 @@
 import type { Core, FixloopOptions, ReplayRecorder, ReplaySettings, WidgetUI } from './types'
 import { resolveStrings, type Strings } from './strings'
 import { browserLanguages, chooseLocale, directionOf, type Locale } from './locale'
-import { installCapture, consoleLogs, networkSummary, rawFetch } from './capture'
+import { installCapture, consoleLogs, forgetCaptured, networkSummary, rawFetch } from './capture'
 import { LAUNCHER_CSS, applyTheme } from './theme'
 import { hasQueuedReports } from './queue-peek'
 import { API_KEY, RECORDER_KEY, REPLAY_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, shared } from './safe-dom'
@@ -193,6 +193,17 @@ const Fixloop = {
     ui?.then((u) => u.close())
   },
   /** Opens the widget from the customer's own button. */
+  /**
+   * Private mode, a single-page app: call when the user signs out (or another signs in) without a page
+   * load. The widget forgets the cached user token (it would be used until its exp), the address it
+   * named, the "Your reports" list, the draft, and what it recorded of the page (console lines, requests,
+   * the session replay's window): none of it goes with the next user's report.
+   */
+  resetUser(): void {
+    forgetCaptured()
+    recorder?.forget()
+    ui?.then((u) => u.resetUser(), () => undefined)
+  },
   attachTo(el: HTMLElement): void {
     triggers.add(el)
     if (core) on(el, 'click', open)

@@ -124,6 +124,8 @@ export interface ReplayRecorder {
    * snapshot alone was over the cap (recording stopped).
    */
   stats(): { bytes: number; segments: number; events: number; maxBytes: number; oldest?: number; overflow: boolean }
+  /** The page's user signed out: drops what was recorded, records on from a fresh snapshot. */
+  forget(): void
   stop(): void
 }
 
@@ -133,4 +135,6 @@ export interface WidgetUI {
   close(): void
   /** Sends queued reports (after a reload or when the browser is back online). */
   flush(): Promise<void>
+  /** The page's user signed out (Fixloop.resetUser): forgets their token, list and draft. */
+  resetUser(): void
 }

@@ -40,8 +40,49 @@
     root.style.transform = 'scale(' + scale + ')'
   }
 
+  /**
+   * Takes the URL off every recorded <link> (href, imagesrcset), in the snapshot, in added nodes and in
+   * later attribute changes, before rrweb sees the events. The recorded frame's policy refuses
+   * stylesheets, images and fonts, but Chromium checks no policy for <link rel=prefetch>: a recording
+   * could make the operator's browser GET any URL of this server with their cookies (found by the web
+   * attack of attack-web; /admin/oidc/start replaced a sign-in or confirmation under way). rrweb plays a
+   * recorded stylesheet from its captured text (_cssText), which stays; no <link> needs its URL here.
+   */
+  function inertLinks(events) {
+    var links = Object.create(null)
+    function strip(attributes) {
+      if (!attributes || typeof attributes !== 'object') return
+      for (var name in attributes) if (/^(href|imagesrcset)$/i.test(name)) delete attributes[name]
+    }
+    function walk(node) {
+      var stack = [node]
+      while (stack.length) {
+        var n = stack.pop()
+        if (!n || typeof n !== 'object') continue
+        if (n.type === 2 && typeof n.tagName === 'string' && n.tagName.toLowerCase() === 'link') {
+          links[n.id] = true
+          strip(n.attributes)
+        }
+        if (Array.isArray(n.childNodes)) for (var i = 0; i < n.childNodes.length; i++) stack.push(n.childNodes[i])
+      }
+    }
+    for (var i = 0; i < events.length; i++) {
+      var e = events[i]
+      var d = e && e.data
+      if (!d || typeof d !== 'object') continue
+      if (e.type === 2) walk(d.node)
+      else if (e.type === 3 && d.source === 0) {
+        if (Array.isArray(d.adds)) for (var a = 0; a < d.adds.length; a++) walk(d.adds[a] && d.adds[a].node)
+        if (Array.isArray(d.attributes)) for (var b = 0; b < d.attributes.length; b++) if (d.attributes[b] && links[d.attributes[b].id]) strip(d.attributes[b].attributes)
+      }
+    }
+    return events
+  }
+
   function load(events) {
     if (replayer) throw new Error('a replay is loaded already')
+    if (!Array.isArray(events)) throw new Error('no events to play')
+    inertLinks(events)
     var Replayer = window.rrweb && window.rrweb.Replayer
     if (!Replayer) throw new Error('the replayer did not load')
     replayer = new Replayer(events, {

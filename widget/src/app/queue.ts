@@ -30,6 +30,11 @@ export interface QueuedReport {
   endpoint: string
   publicKey: string
   createdAt: number
+  /**
+   * Private mode: the `sub` of the user token the report was written under. It is sent only with a token
+   * naming the same user (a shared browser's next user never files it as theirs); unset in public mode.
+   */
+  owner?: string
   payload: SubmitPayload
   blobs: PendingBlob[]
 }

@@ -16,6 +16,8 @@ export class Sender {
   /** Public mode's proof-of-work solutions (private mode skips them: the user token is the proof). */
   readonly proofs?: Proofs
   private readonly inFlight = new Set<string>()
+  /** The reports this page wrote (their Idempotency-Keys): one written without a user token is its user's. */
+  private readonly written = new Set<string>()
   private timer?: ReturnType<typeof setTimeout>
   /** The dialog's "Checking you're not a bot…" while a Send waits for its proof of work. */
   onProofWait?: (waiting: boolean) => void
@@ -26,12 +28,18 @@ export class Sender {
     on(window, 'online', () => void this.flush())
   }
 
-  /** Sends one report; the outcome is reported to the customer's callbacks. */
-  async send(report: QueuedReport): Promise<SendResult> {
+  /**
+   * Sends one report; the outcome is reported to the customer's callbacks. `fresh`: this page just wrote
+   * it (so a report written without a user token belongs to this page's user); queued ones are not.
+   */
+  async send(report: QueuedReport, fresh = false): Promise<SendResult> {
+    if (fresh) this.written.add(report.key)
     if (this.inFlight.has(report.key)) return { kind: 'later', status: 0, code: 'in_flight', message: 'already sending' }
     this.inFlight.add(report.key)
     try {
-      const result = await sendReport(this.core.fetch, report, this.tokens, this.proofs)
+      const result = await sendReport(this.core.fetch, report, this.tokens, this.proofs, this.written.has(report.key))
+      // Another user's report (private mode): not this page's to send or to report on; it stays queued.
+      if (result.kind === 'held') return result
       const { onSubmitSuccess, onSubmitError } = this.core.options
       if (result.kind === 'sent') {
         await removeReport(report.key).catch(() => undefined)
@@ -47,7 +55,10 @@ export class Sender {
     }
   }
 
-  /** Sends every waiting report of this App, oldest first; stops at the first one that must wait. */
+  /**
+   * Sends every waiting report of this App, oldest first; stops at the first one that must wait. Another
+   * user's reports (private mode) are passed over: they wait for their user.
+   */
   async flush(): Promise<void> {
     const mine = (await queuedReports().catch(() => [] as QueuedReport[]))
       .filter((r) => r.endpoint === this.core.endpoint && r.publicKey === this.core.options.publicKey)
@@ -55,6 +66,15 @@ export class Sender {
     for (const report of mine) {
       if ((await this.send(report)).kind === 'later') break
     }
+  }
+
+  /**
+   * The page's user signed out (Fixloop.resetUser): their token goes, and a report they wrote that no
+   * token has bound yet (written offline) is no longer this page's to bind: it would be the next user's.
+   */
+  forgetUser(): void {
+    this.tokens.forget()
+    this.written.clear()
   }
 
   private retryLater(): void {

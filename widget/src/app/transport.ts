@@ -13,6 +13,8 @@ export type SendResult =
   | { kind: 'sent'; id: string; status: string }
   | { kind: 'later'; status: number; code: string; message: string }
   | { kind: 'rejected'; status: number; code: string; message: string }
+  /** Private mode: the page's user is not the report's owner; it waits for its owner (nothing was sent). */
+  | { kind: 'held'; status: 0; code: 'other_user'; message: string }
 
 class HttpFailure extends Error {
   constructor(readonly status: number, readonly code: string, message: string, readonly retryAfterMs?: number) {
@@ -23,6 +25,9 @@ class HttpFailure extends Error {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const MAX_429_WAIT_MS = 60_000
 const MAX_ATTEMPTS = 5
+
+/** What sending needs of a token source. */
+export type Tokens = Pick<TokenSource, 'enabled' | 'current'>
 
 /** Caches the customer's user token and refreshes it shortly before its exp. */
 export class TokenSource {
@@ -36,6 +41,11 @@ export class TokenSource {
   peek(): string | undefined {
     return this.token && Date.now() <= this.expMs - 30_000 ? this.token : undefined
   }
+  /** The page's user signed out (Fixloop.resetUser): the next call asks the page again. */
+  forget(): void {
+    this.token = undefined
+    this.expMs = 0
+  }
   async current(force = false): Promise<string | undefined> {
     if (!this.get) return undefined
     if (force || !this.token || Date.now() > this.expMs - 30_000) {
@@ -46,14 +56,61 @@ export class TokenSource {
   }
 }
 
-function expiryOf(token: string): number {
+/** A user token's claims, read (not verified: the server verifies the token); {} when unreadable. */
+function claimsOf(token: string | undefined): Record<string, any> {
+  if (!token) return {}
   try {
-    const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
-    const exp = JSON.parse(atob(part)).exp
-    return typeof exp === 'number' ? exp * 1000 : 0
+    const bytes = atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))
+    let text = bytes
+    try {
+      text = decodeURIComponent(escape(bytes)) // UTF-8 (an address outside ASCII)
+    } catch {
+      // not UTF-8: read as it is
+    }
+    const claims = JSON.parse(text)
+    return claims && typeof claims === 'object' ? claims : {}
   } catch {
-    return 0
+    return {}
   }
+}
+
+function expiryOf(token: string): number {
+  const exp = claimsOf(token).exp
+  return typeof exp === 'number' ? exp * 1000 : 0
+}
+
+/** The user a token names (its `sub`), or '' when it names none: whose report a queued one is. */
+export function tokenSub(token: string | undefined): string {
+  const sub = claimsOf(token).sub
+  return typeof sub === 'string' ? sub : ''
+}
+
+/** The page's user is not the queued report's owner (private mode): nothing is sent for it. */
+class OtherUser extends Error {}
+
+/**
+ * The token source a queued report is sent with: every token it hands out (the first, a refresh before
+ * exp, the one asked again after a 401) must name the report's owner. A queue on a shared browser holds
+ * the reports of whoever used the site; without this, user B's next page load sent user A's waiting
+ * report (text, screenshot, replay) as B's: filed under B, listed in B's "Your reports", mailed to B.
+ * `bind`: the report has no owner yet (no token could be had when it was written) and this page wrote
+ * it, so the page's user is its owner; a report without owner found on a later page load waits.
+ */
+function ownersTokens(tokens: TokenSource, report: QueuedReport, bind: boolean): Tokens {
+  if (!tokens.enabled) return tokens
+  const check = (token: string | undefined) => {
+    const sub = tokenSub(token)
+    // A token naming nobody is no user token the server takes: it refuses it (401), as it always did, and
+    // the report is not held as another user's (it would wait forever, and the page say it was saved).
+    if (!sub) return token
+    if (report.owner === undefined && bind) {
+      report.owner = sub
+      void saveReport(report).catch(() => undefined) // a later page load knows whose it is
+    }
+    if (report.owner !== sub) throw new OtherUser('this report waits for the user who wrote it')
+    return token
+  }
+  return { enabled: true, current: async (force = false) => check(await tokens.current(force)) }
 }
 
 async function failureOf(res: Response): Promise<HttpFailure> {
@@ -76,7 +133,7 @@ const PROOF_REFUSALS = ['proof_of_work_required', 'proof_of_work_invalid']
  * One request with the 429 policy, the 401 invalid_user_token refresh and (public mode, `proofs` given)
  * a fresh proof-of-work solution per attempt; throws HttpFailure.
  */
-async function request(http: typeof fetch, tokens: TokenSource, build: (token?: string) => [string, RequestInit], proofs?: Proofs, more = false): Promise<Response> {
+async function request(http: typeof fetch, tokens: Tokens, build: (token?: string) => [string, RequestInit], proofs?: Proofs, more = false): Promise<Response> {
   let refreshed = false
   let reproved = false
   for (let attempt = 0; ; attempt++) {
@@ -125,7 +182,7 @@ let replayWarned = false
 /** A replay the server will not take (4xx other than a wait): the report goes without it. */
 const refusesReplay = (e: unknown): e is HttpFailure => e instanceof HttpFailure && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429
 
-async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSource, proofs?: Proofs): Promise<void> {
+async function upload(http: typeof fetch, report: QueuedReport, tokens: Tokens, proofs?: Proofs): Promise<void> {
   for (const item of report.blobs) {
     if (item.uploadedKey || item.dropped) continue
     try {
@@ -140,7 +197,7 @@ async function upload(http: typeof fetch, report: QueuedReport, tokens: TokenSou
   }
 }
 
-async function uploadOne(http: typeof fetch, report: QueuedReport, item: PendingBlob, tokens: TokenSource, proofs?: Proofs): Promise<string> {
+async function uploadOne(http: typeof fetch, report: QueuedReport, item: PendingBlob, tokens: Tokens, proofs?: Proofs): Promise<string> {
   const res = await request(http, tokens, (token) => [
     `${report.endpoint}/v1/feedback/upload-url`,
     {
@@ -179,20 +236,23 @@ function finalBody(report: QueuedReport, privateMode: boolean): string {
  * Uploads and submits one queued report. `http` is the page's fetch from before the widget wrapped it,
  * so the widget's own calls never show up in a report's request summary.
  */
-export async function sendReport(http: typeof fetch, report: QueuedReport, tokens: TokenSource, proofs?: Proofs): Promise<SendResult> {
+export async function sendReport(http: typeof fetch, report: QueuedReport, pageTokens: TokenSource, proofs?: Proofs, bind = false): Promise<SendResult> {
   try {
+    // Every request takes its token from here, before it is made: another user's page sends nothing.
+    const tokens = ownersTokens(pageTokens, report, bind)
     await upload(http, report, tokens, proofs)
     const res = await request(http, tokens, (token) => [
       `${report.endpoint}/v1/feedback`,
       {
         method: 'POST',
         headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json', 'idempotency-key': report.key },
-        body: finalBody(report, tokens.enabled),
+        body: finalBody(report, pageTokens.enabled),
       },
     ], proofs)
     const body = (await res.json()) as { id: string; status: string }
     return { kind: 'sent', id: body.id, status: body.status }
   } catch (e) {
+    if (e instanceof OtherUser) return { kind: 'held', status: 0, code: 'other_user', message: e.message }
     const f = e instanceof HttpFailure ? e : new HttpFailure(0, 'network_error', String(e))
     const retryable = f.status === 0 || f.status >= 500 || f.status === 429 || f.status === 408
     return { kind: retryable ? 'later' : 'rejected', status: f.status, code: f.code, message: f.message }
@@ -201,15 +261,8 @@ export async function sendReport(http: typeof fetch, report: QueuedReport, token
 
 /** The address in a user token's ctx.email (read, not verified: the server verifies the token), if any. */
 export function tokenEmail(token: string | undefined): string | undefined {
-  if (!token) return undefined
-  try {
-    const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
-    const json = decodeURIComponent(escape(atob(part)))
-    const email = JSON.parse(json)?.ctx?.email
-    return typeof email === 'string' && email.length > 0 ? email : undefined
-  } catch {
-    return undefined
-  }
+  const email = claimsOf(token).ctx?.email
+  return typeof email === 'string' && email.length > 0 ? email : undefined
 }
 
 export interface MyReport {
@@ -221,6 +274,9 @@ export interface MyReport {
 
 /** GET /v1/me/feedback: the signed-in user's reports (first page), with the token refresh of every call. */
 export async function listMine(http: typeof fetch, endpoint: string, publicKey: string, tokens: TokenSource): Promise<MyReport[]> {
+  // Always the page's current user: a cached token may be a user who signed out since (a single-page app
+  // switches users without a reload), and the list is that user's reports. The fresh token is cached.
+  await tokens.current(true)
   const res = await request(http, tokens, (token) => [`${endpoint}/v1/me/feedback?limit=20`, { headers: authHeaders(publicKey, token) }])
   const body = (await res.json()) as { data: MyReport[] }
   return body.data

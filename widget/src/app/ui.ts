@@ -518,9 +518,9 @@ export function createUI(core: Core): WidgetUI {
       // Without IndexedDB (some private windows) the report is still sent, just not kept across reloads.
       const stored = await enqueue(report).catch(() => true)
       if (!stored) return say(s.queueFull, 'error')
-      const result = await sender.send(report)
+      const result = await sender.send(report, true)
       if (result.kind === 'sent') showDone(s.thanks)
-      else if (result.kind === 'later') showDone(s.queued)
+      else if (result.kind === 'later' || result.kind === 'held') showDone(s.queued)
       else say(`${s.failed} ${result.message}`, 'error')
     } catch (err) {
       say(`${s.failed} ${(err as Error).message}`, 'error')
@@ -548,5 +548,20 @@ export function createUI(core: Core): WidgetUI {
     },
     close,
     flush: () => sender.flush(),
+    resetUser() {
+      // The page's user signed out: nothing of theirs stays for the next one (their token, the address it
+      // named, their list, what they typed). Their queued reports wait for them (QueuedReport.owner).
+      sender.forgetUser()
+      askedWithToken = false
+      close()
+      mineView.hidden = true
+      mineList.replaceChildren()
+      reset()
+      email.value = ''
+      doneIcon.hidden = doneActions.hidden = true
+      fields.hidden = actions.hidden = false
+      say('')
+      offerNotify()
+    },
   }
 }

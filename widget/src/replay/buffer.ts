@@ -86,6 +86,17 @@ export class ReplayBuffer {
     this.heldAt = undefined
   }
 
+  /**
+   * The page's user signed out (Fixloop.resetUser): nothing recorded before goes with the next user's
+   * report. The recording goes on from a fresh full snapshot of the page as it is now.
+   */
+  forget(): void {
+    this.segments = []
+    this.total = 0
+    this.heldAt = undefined
+    if (!this.overflow) this.checkout()
+  }
+
   get held(): number | undefined {
     return this.heldAt
   }

@@ -48,6 +48,10 @@ function startRecorder(settings: ReplaySettings, host: Element, memoryBytes?: nu
       const at = markAt
       return pack(buffer.snapshot(), (start) => contextEvents(start, end, consoleLogs, network, at))
     },
+    forget() {
+      markAt = undefined
+      buffer.forget()
+    },
     stats: () => buffer.stats(),
     stop: () => stop?.(),
   }
