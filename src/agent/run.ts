@@ -64,6 +64,8 @@ export interface RunContext {
   /** The agent's environment (host paths or sandbox paths already filled in). */
   agentEnv: Record<string, string>
   scrub: Scrub
+  /** The literal values the scrubber masks (passed-through variables): no pushed change may hold one. */
+  secrets: readonly string[]
   signal: AbortSignal
   publicUrl: string | undefined
   /** Where the report's screenshots and replay are read from (the attachments folder). */
@@ -208,7 +210,7 @@ async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: Dif
   const diff = await diffTrees(c.ws.baseRepo, c.ws.root, s.gitEnv, b.base, tree).catch((e) => {
     throw e instanceof ChangeTooLarge ? new RunFailure(e.message, 'guardrailed') : e
   })
-  const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths })
+  const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths, secrets: c.secrets })
   if (reason) throw new RunFailure(reason, 'guardrailed')
   return { tree, diff }
 }

@@ -29,7 +29,7 @@ import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
 import { leaseAgentUid } from './agent-uid'
 import type { MediaSource } from './report-media'
-import { createScrubber } from './scrubber'
+import { createScrubber, secretLiterals } from './scrubber'
 import { createWorkspace, instanceDir, removeWorkspaceSync } from './workspace'
 import { sanitizeText } from '../sanitize/sanitize'
 import { createTurns } from '../core/turns'
@@ -312,6 +312,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           sandbox,
           agentEnv: agentEnvironment(sandbox, ws, env.PATH, passed),
           scrub,
+          // The host token never reaches the agent; the variables passed through do.
+          secrets: secretLiterals(Object.values(passed)),
           signal,
           publicUrl: opts.publicUrl,
           onSandbox: recordSandbox,

@@ -1,0 +1,102 @@
+/**
+ * Guardrail gaps found by the agent attack (attack-agent session): a hostile agent's change that passed
+ * every guardrail and was pushed. Real git, a local bare remote, the sandbox, a stub GitHub API.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { startGitHostStub, type GitHostStub } from './git-host-stub'
+import { branchExists, makeBareRepo } from './git-fixtures'
+import type { ConnectionInput } from '../src/modules/connections/service'
+
+const TOKEN = 'ghp_' + 'Q7mZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4j'
+// A passed-through variable (FIXLOOP_AGENT_ENV) whose value no credential rule recognises: a proxy
+// password, an internal service's key.
+const PASSED = 'corp-egress-7731-swordfish'
+const ANTHROPIC = 'sk-ant-api03-' + randomBytes(72).toString('base64url').slice(0, 93) + 'AA'
+
+let srv: TestServer
+let t: Tenant
+let stub: GitHostStub
+let bare: string
+
+beforeAll(async () => {
+  const dir = tempDir('fixloop-repo-')
+  bare = makeBareRepo(dir, { 'src/app.js': 'export const x = 1\n', 'README.md': '# shop\n' }, 'main', 'shop')
+  stub = await startGitHostStub({ kind: 'github', token: TOKEN, repos: [{ owner: 'acme', name: 'shop', barePath: bare }] })
+  process.env.AA_PROXY_PASSWORD = PASSED
+  process.env.ANTHROPIC_API_KEY = ANTHROPIC
+  srv = await startTestServer({ FIXLOOP_MASTER_KEY: 'a1'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_ENV: 'AA_PROXY_PASSWORD,ANTHROPIC_API_KEY' })
+  t = await seedTenant(srv.admin, { processingMode: 'auto_pr' })
+})
+
+afterAll(async () => {
+  delete process.env.AA_PROXY_PASSWORD
+  delete process.env.ANTHROPIC_API_KEY
+  await srv.close()
+  await stub.stop()
+  rmSync(dirname(bare), { recursive: true, force: true })
+})
+
+function connect(overrides: Partial<ConnectionInput>) {
+  return srv.services.connections.connect(t.orgId, t.appId, {
+    gitUrl: bare,
+    host: 'github',
+    hostApiUrl: stub.apiUrl,
+    hostRepo: 'acme/shop',
+    hostToken: TOKEN,
+    agent: 'command',
+    timeoutSeconds: 30,
+    ...overrides,
+  } as ConnectionInput)
+}
+
+async function runWith(agentCommand: string, text: string) {
+  await connect({ agentCommand })
+  const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text } })
+  expect(r.status).toBe(201)
+  await eventually(async () => {
+    const g = await call(srv.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })
+    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
+  }, 30_000)
+  await srv.runner.idle()
+  return (await call(srv.url, 'GET', `/v1/agent-runs/${r.body.id}`, { auth: t.key })).body
+}
+
+describe('secrets the agent holds never reach the pushed change', () => {
+  test("a passed-through variable's literal value written into a file is guardrailed", async () => {
+    const run = await runWith(`printf 'export const proxy = "%s"\\n' "$AA_PROXY_PASSWORD" > src/proxy.js`, 'Proxy settings page shows nothing at all today')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toMatch(/secret/)
+    expect(JSON.stringify(run)).not.toContain(PASSED)
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+
+  test("the model API key as a file's NAME is guardrailed (paths were never scanned)", async () => {
+    const run = await runWith(`echo ok > "docs-$ANTHROPIC_API_KEY.md"`, 'The docs index page lists no documents anymore')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toMatch(/secret/)
+    expect(JSON.stringify(run)).not.toContain(ANTHROPIC)
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+
+  test("a passed-through variable's value as a folder name is guardrailed", async () => {
+    const run = await runWith(`mkdir -p "cache/$AA_PROXY_PASSWORD" && echo ok > "cache/$AA_PROXY_PASSWORD/x.txt"`, 'The cache folder fills up with stale entries again')
+    expect(run.status).toBe('guardrailed')
+    expect(JSON.stringify(run)).not.toContain(PASSED)
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+})
+
+describe('CI configuration of every supported host is denied', () => {
+  for (const path of ['.gitea/workflows/evil.yml', '.forgejo/workflows/evil.yml', '.gitea/actions/x/action.yml', '.forgejo/actions/x/action.yml']) {
+    test(`${path} (Gitea/Forgejo Actions run it with the repository's secrets)`, async () => {
+      const run = await runWith(`mkdir -p "$(dirname ${path})" && printf 'on: [push]\\njobs:\\n  x:\\n    runs-on: docker\\n    steps:\\n      - run: env\\n' > ${path}`, `Workflow case for ${path} in the settings page`)
+      expect(run.status).toBe('guardrailed')
+      expect(run.guardrailReason).toContain(`denied path: ${path}`)
+      expect(branchExists(bare, run.branch)).toBe(false)
+    })
+  }
+})
