@@ -100,3 +100,20 @@ describe('CI configuration of every supported host is denied', () => {
     })
   }
 })
+
+describe('binary files are found wherever their NUL byte is', () => {
+  test('8 KB of text, then a zip (a Python zipapp): git calls it text, fixloop calls it binary', async () => {
+    // git's own test reads the first 8,000 bytes only; a zip is read from its end, so any prefix works.
+    const zipapp = `{ printf '#!/usr/bin/env python3\\n'; i=0; while [ $i -lt 140 ]; do printf '# padding line %03d: nothing to see here, this is only a comment ...\\n' $i; i=$((i+1)); done; printf 'PK\\003\\004\\024\\000\\000\\000\\010\\000payload\\000\\000\\377\\n'; } > tools/run.pyz`
+    const run = await runWith(`mkdir -p tools && ${zipapp} && test $(wc -c < tools/run.pyz) -gt 8000`, 'The tools page should run the helper script faster')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe('binary file: tools/run.pyz')
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+
+  test('the NUL is pinned to its own file: a text change beside it is not the one named', async () => {
+    const run = await runWith(`echo 'export const y = 2' >> src/app.js && { head -c 9000 /dev/zero | tr '\\0' 'a'; printf '\\nx\\000y\\n'; } > late.bin.txt`, 'The app shows a blank page after the last update')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe('binary file: late.bin.txt')
+  })
+})

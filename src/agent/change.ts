@@ -87,8 +87,11 @@ export async function stageWorktree(baseRepo: string, workTree: string, env: Rec
 /** Most diff output read whole (a change within the guardrails' limits is far smaller). */
 const DIFF_OUTPUT_BYTES = 32 * 1024 * 1024
 
+/** A change refused while it is read (guardrailed with the message). */
+export class ChangeRefused extends Error {}
+
 /** A change whose diff cannot be read whole: refused, never judged on a part of it. */
-export class ChangeTooLarge extends Error {}
+export class ChangeTooLarge extends ChangeRefused {}
 
 /**
  * Runs git on fixloop's bare clone from outside any work tree (no in-tree attributes apply) and returns
@@ -133,7 +136,30 @@ export async function diffTrees(baseRepo: string, outside: string, env: Record<s
     for (const f of files) f.bytes = bySha.get(newBlobs.get(f.path) ?? '') ?? 0
   }
   const patch = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '-p', '-U0', '--no-color', base, tree], 'git diff -U0')
+  // git calls a file binary only for a NUL in its first 8,000 bytes; one further in (8 KB of text, then a
+  // zip: a Python zipapp, a jar) came through as text. Its added lines hold the NUL: binary too.
+  const nul = filesWithNul(patch)
+  if (nul.sections !== files.length && nul.indexes.length > 0) throw new ChangeRefused('binary file: a NUL byte in an added line (the patch and the file list disagree on which file)')
+  for (const i of nul.indexes) files[i].binary = true
   return { files, symlinks, gitlinks, addedLines: addedLinesOf(patch) }
+}
+
+/**
+ * The files (by their place in the diff, the numstat's order: one `diff --git` section each) with a NUL
+ * byte in an added line, and how many sections the patch has.
+ */
+export function filesWithNul(patch: string): { sections: number; indexes: number[] } {
+  const indexes: number[] = []
+  let section = -1
+  let inHunk = false
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('diff --git ')) {
+      section++
+      inHunk = false
+    } else if (line.startsWith('@@')) inHunk = true
+    else if (inHunk && line.startsWith('+') && line.includes('\0') && indexes.at(-1) !== section) indexes.push(section)
+  }
+  return { sections: section + 1, indexes }
 }
 
 /**

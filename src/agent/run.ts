@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import type { RepoConnection } from '../modules/connections/service'
-import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
+import { ChangeRefused, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
 import { AUTH_USERNAMES, gitEnv, gitOk, gitWithToken, type GitAuth } from './git'
 import { checkGuardrails, type DiffStats } from './guardrails'
@@ -208,7 +208,7 @@ async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: Dif
   if (tampered) throw new RunFailure(tampered, 'guardrailed')
   const tree = await stageWorktree(c.ws.baseRepo, c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)
   const diff = await diffTrees(c.ws.baseRepo, c.ws.root, s.gitEnv, b.base, tree).catch((e) => {
-    throw e instanceof ChangeTooLarge ? new RunFailure(e.message, 'guardrailed') : e
+    throw e instanceof ChangeRefused ? new RunFailure(e.message, 'guardrailed') : e
   })
   const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths, secrets: c.secrets })
   if (reason) throw new RunFailure(reason, 'guardrailed')
