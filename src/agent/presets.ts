@@ -92,13 +92,20 @@ function parseCodex(stdout: string): AgentUsage {
 
 const KILO = (n: string, unit: string | undefined) => Math.round(Number(n.replace(/,/g, '')) * (unit?.toLowerCase() === 'k' ? 1000 : unit?.toLowerCase() === 'm' ? 1e6 : 1))
 
-/** aider prints "Tokens: 2.1k sent, 310 received. Cost: $0.01 message, $0.02 session." */
+/**
+ * aider prints "Tokens: 2.1k sent, 310 received. Cost: $0.01 message, $0.02 session." after each exchange.
+ * Its stdout also carries what the model wrote and the output of the shell commands it runs
+ * (`--yes-always`), both steered by the report: a command echoing "… Cost: $0.00 message, $0.00 session."
+ * after the real line made the run cost nothing and slip past the monthly cap. The session cost only
+ * grows, so the highest one printed is taken: a forged line can raise it (as a result file can), never
+ * lower it.
+ */
 function parseAider(stdout: string): AgentUsage {
   const out: AgentUsage = {}
   for (const m of stdout.matchAll(/Tokens:\s*([\d.,]+)([kKmM])?\s*sent,\s*([\d.,]+)([kKmM])?\s*received\.(?:\s*Cost:\s*\$([\d.]+)\s*message,\s*\$([\d.]+)\s*session)?/g)) {
     out.tokensIn = (out.tokensIn ?? 0) + KILO(m[1], m[2])
     out.tokensOut = (out.tokensOut ?? 0) + KILO(m[3], m[4])
-    if (m[6]) out.costUsd = Number(m[6])
+    if (m[6]) out.costUsd = Math.max(out.costUsd ?? 0, Number(m[6]))
   }
   const model = /^Model:\s*(\S+)/m.exec(stdout)
   if (model) out.model = model[1]
