@@ -244,7 +244,7 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
 export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOutcome> {
   const laps = new Laps()
   const token = c.conn.hostToken
-  const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.gitHome), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind] } : null }
+  const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.gitHome), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind], gitUrl: c.conn.gitUrl } : null }
   try {
     await prepare(c, task)
     laps.lap('prepareMs')
