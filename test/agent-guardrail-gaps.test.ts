@@ -28,13 +28,15 @@ beforeAll(async () => {
   stub = await startGitHostStub({ kind: 'github', token: TOKEN, repos: [{ owner: 'acme', name: 'shop', barePath: bare }] })
   process.env.AA_PROXY_PASSWORD = PASSED
   process.env.ANTHROPIC_API_KEY = ANTHROPIC
-  srv = await startTestServer({ FIXLOOP_MASTER_KEY: 'a1'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_ENV: 'AA_PROXY_PASSWORD,ANTHROPIC_API_KEY' })
+  process.env.AWS_REGION = 'eu-central-1'
+  srv = await startTestServer({ FIXLOOP_MASTER_KEY: 'a1'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_ENV: 'AA_PROXY_PASSWORD,ANTHROPIC_API_KEY,AWS_REGION' })
   t = await seedTenant(srv.admin, { processingMode: 'auto_pr' })
 })
 
 afterAll(async () => {
   delete process.env.AA_PROXY_PASSWORD
   delete process.env.ANTHROPIC_API_KEY
+  delete process.env.AWS_REGION
   await srv.close()
   await stub.stop()
   rmSync(dirname(bare), { recursive: true, force: true })
@@ -88,6 +90,12 @@ describe('secrets the agent holds never reach the pushed change', () => {
     expect(JSON.stringify(run)).not.toContain(PASSED)
     expect(branchExists(bare, run.branch)).toBe(false)
   })
+})
+
+test('a passed-through setting (AWS_REGION) is no secret: a fix naming the region is pushed', async () => {
+  const run = await runWith(`printf 'export const region = "%s"\\n' "$AWS_REGION" > src/region.js`, 'The region picker shows the wrong default region')
+  expect(run.status).toBe('succeeded')
+  expect(branchExists(bare, run.branch)).toBe(true)
 })
 
 describe('CI configuration of every supported host is denied', () => {

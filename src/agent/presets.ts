@@ -27,6 +27,14 @@ export const PRESET_ENV: Record<AgentProvider, string[]> = {
 }
 
 /**
+ * Passed-through variables that are settings, not secrets (a region, a profile or model name, an API base
+ * URL, a folder): their values may appear in an ordinary fix (`region: "us-east-1"`), so the guardrails do
+ * not refuse a change that holds one. Every other passed-through value (the API keys, FIXLOOP_AGENT_ENV's
+ * names) is a secret no pushed change may carry. The output scrubber still masks them all.
+ */
+export const NOT_SECRET_ENV: ReadonlySet<string> = new Set(['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'AWS_REGION', 'AWS_PROFILE', 'ANTHROPIC_MODEL', 'OPENAI_BASE_URL', 'CODEX_HOME', 'AIDER_MODEL'])
+
+/**
  * The shell command a run executes, in the cloned repository, with FIXLOOP_TASK_FILE and
  * FIXLOOP_RESULT_FILE set. For `command`, the operator's template may use {task_file}, {result_file}
  * and {model}, which are replaced by shell-quoted values.

@@ -23,7 +23,7 @@ import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import type { ConnectionsService, RepoConnection } from '../modules/connections/service'
 import type { AgentRunsRepo, RunFeedbackRow as FeedbackRow, RunOutcome } from '../modules/agent-runs/repo'
-import { PRESET_ENV, type AgentUsage } from './presets'
+import { NOT_SECRET_ENV, PRESET_ENV, type AgentUsage } from './presets'
 import { agentEnvironment, executeRun, taskInput, zeroTimings, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
@@ -312,8 +312,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           sandbox,
           agentEnv: agentEnvironment(sandbox, ws, env.PATH, passed),
           scrub,
-          // The host token never reaches the agent; the variables passed through do.
-          secrets: secretLiterals(Object.values(passed)),
+          // The host token never reaches the agent; the variables passed through do (settings aside).
+          secrets: secretLiterals(Object.entries(passed).filter(([name]) => !NOT_SECRET_ENV.has(name)).map(([, value]) => value)),
           signal,
           publicUrl: opts.publicUrl,
           onSandbox: recordSandbox,
