@@ -125,3 +125,11 @@ describe('binary files are found wherever their NUL byte is', () => {
     expect(run.guardrailReason).toBe('binary file: late.bin.txt')
   })
 })
+
+describe('git URLs that are no repository', () => {
+  for (const gitUrl of ['ext::sh@host:path', 'fd::3@host:path', '-oProxyCommand=touch@host:path', 'ext::git-remote-x@x:y']) {
+    test(`${gitUrl} is refused by connect-repo`, async () => {
+      await expect(connect({ gitUrl, agentCommand: 'true' })).rejects.toThrow(/--git-url must be/)
+    })
+  }
+})
