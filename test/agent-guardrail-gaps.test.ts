@@ -3,8 +3,8 @@
  * every guardrail and was pushed. Real git, a local bare remote, the sandbox, a stub GitHub API.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
@@ -132,4 +132,34 @@ describe('git URLs that are no repository', () => {
       await expect(connect({ gitUrl, agentCommand: 'true' })).rejects.toThrow(/--git-url must be/)
     })
   }
+})
+
+describe("fixloop's own git follows no symlink the agent named .git", () => {
+  test('a nested repository that is a symlink (sub/.git -> a crafted git dir whose packed-refs is a host file) is guardrailed; no line of the file is quoted', async () => {
+    // A host file the agent cannot read (0600, outside the sandbox): fixloop's git, outside the sandbox,
+    // read it for the agent and quoted a line in its error ("unexpected line in sub/.git/packed-refs: …").
+    const dir = tempDir('fixloop-hostfile-')
+    const hostFile = join(dir, 'secret.txt')
+    // Prose, not credential-shaped (the scrubber masks a key; a line of a private file passes it).
+    const marker = `the host file says ${[...randomBytes(6)].map((b) => String.fromCharCode(97 + (b % 26))).join('')} quietly`
+    writeFileSync(hostFile, `${marker}\n${marker}-two\n`, { mode: 0o600 })
+    try {
+      const plant = `mkdir -p fake/refs/heads fake/objects sub && echo 'ref: refs/heads/x' > fake/HEAD && ln -s ${hostFile} fake/packed-refs && ln -s ../fake sub/.git && echo hi > sub/file && echo 'export const y = 2' >> src/app.js`
+      const run = await runWith(plant, 'The profile page shows the wrong avatar image')
+      expect(run.status).toBe('guardrailed')
+      expect(run.guardrailReason).toBe('a nested git repository (sub/.git)')
+      expect(JSON.stringify(run)).not.toContain(marker)
+      const item = (await call(srv.url, 'GET', `/v1/feedback/${run.feedbackId}`, { auth: t.key })).body
+      expect(JSON.stringify(item)).not.toContain(marker)
+      expect(branchExists(bare, run.branch)).toBe(false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('a nested .git symlink to a folder of files is guardrailed too (git reads its HEAD and refs)', async () => {
+    const run = await runWith(`mkdir -p lib && ln -s /usr lib/.git && echo 'export const z = 3' >> src/app.js`, 'The library page loads forever after the update')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe('a nested git repository (lib/.git)')
+  })
 })
