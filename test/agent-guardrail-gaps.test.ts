@@ -99,8 +99,8 @@ test('a passed-through setting (AWS_REGION) is no secret: a fix naming the regio
 })
 
 describe('CI configuration of every supported host is denied', () => {
-  for (const path of ['.gitea/workflows/evil.yml', '.forgejo/workflows/evil.yml', '.gitea/actions/x/action.yml', '.forgejo/actions/x/action.yml']) {
-    test(`${path} (Gitea/Forgejo Actions run it with the repository's secrets)`, async () => {
+  for (const path of ['.gitea/workflows/evil.yml', '.forgejo/workflows/evil.yml', '.gitea/actions/x/action.yml', '.forgejo/actions/x/action.yml', '.woodpecker/build.yml', '.woodpecker.yml', '.drone.yml']) {
+    test(`${path} (Gitea/Forgejo Actions, Woodpecker, Drone run it with the repository's secrets)`, async () => {
       const run = await runWith(`mkdir -p "$(dirname ${path})" && printf 'on: [push]\\njobs:\\n  x:\\n    runs-on: docker\\n    steps:\\n      - run: env\\n' > ${path}`, `Workflow case for ${path} in the settings page`)
       expect(run.status).toBe('guardrailed')
       expect(run.guardrailReason).toContain(`denied path: ${path}`)

@@ -18,6 +18,11 @@ export const DEFAULT_DENY_PATHS: readonly string[] = [
   '.gitea/actions/**',
   '.forgejo/workflows/**',
   '.forgejo/actions/**',
+  // Woodpecker and Drone, the CI usually beside Gitea/Forgejo: a push runs their pipeline with its secrets.
+  '.woodpecker.yml',
+  '.woodpecker.yaml',
+  '.woodpecker/**',
+  '.drone.yml',
   '.gitlab-ci.yml',
   '.gitlab/**',
   '.circleci/**',
