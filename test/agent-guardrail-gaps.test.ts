@@ -163,3 +163,13 @@ describe("fixloop's own git follows no symlink the agent named .git", () => {
     expect(run.guardrailReason).toBe('a nested git repository (lib/.git)')
   })
 })
+
+describe('file names that are not UTF-8', () => {
+  test('two names that read alike once decoded (big\\xfe.txt, big\\xff.txt) do not share one size: the large file is refused', async () => {
+    // Decoded as UTF-8 both are "big\uFFFD.txt": sizes were looked up by that name, so the small file's
+    // size stood for the large one too.
+    const run = await runWith(`head -c 3000000 /dev/zero | tr '\\0' 'a' > "$(printf 'big\\376.txt')" && echo small > "$(printf 'big\\377.txt')"`, 'The export page times out on large accounts today')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toMatch(/^file too large: big.*\.txt \(3000000 bytes/)
+  })
+})
