@@ -173,3 +173,17 @@ describe('file names that are not UTF-8', () => {
     expect(run.guardrailReason).toMatch(/^file too large: big.*\.txt \(3000000 bytes/)
   })
 })
+
+describe('the output scrubber sees the text as it is stored', () => {
+  test('a passed-through key printed with a control character or a bidi override inside is not stored whole once they are dropped', async () => {
+    // Split the value with \x01 (and U+202E): the literal scrub found no match, then the control characters
+    // were dropped, joining the key back together in the stored output tail and summary.
+    const split = `half=$((\${#AA_PROXY_PASSWORD} / 2)); a=$(printf '%s' "$AA_PROXY_PASSWORD" | cut -c1-$half); b=$(printf '%s' "$AA_PROXY_PASSWORD" | cut -c$((half + 1))-)`
+    const cmd = `${split}; printf '%s\\001%s\\n' "$a" "$b"; printf '{"summary":"key %s\\\\u202e%s"}' "$a" "$b" > "$FIXLOOP_RESULT_FILE"; echo 'export const w = 1' >> src/app.js`
+    const run = await runWith(cmd, 'The settings page forgets the chosen language')
+    expect(run.status).toBe('succeeded')
+    expect(run.outputTail).toContain('[REDACTED:agent_env]')
+    expect(run.summary).toContain('[REDACTED:agent_env]')
+    expect(JSON.stringify(run)).not.toContain(PASSED)
+  })
+})

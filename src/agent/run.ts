@@ -173,13 +173,15 @@ const CONTROLS_BUT_LINES = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u20
 
 async function runAgent(c: RunContext, s: State): Promise<void> {
   const ran = await inSandbox(c, agentCommandLine(c.conn.agentProvider, c.conn.model, c.conn.agentCommand), 256 * 1024)
-  s.outputTail = tail(c.scrub(ran.output).replace(CONTROLS_BUT_LINES, ''), OUTPUT_TAIL_BYTES)
+  // Control characters dropped BEFORE the scrub: a key printed with \x01 or U+202E inside matched no
+  // literal, and dropping them afterwards joined it back together in what was stored.
+  s.outputTail = tail(c.scrub(ran.output.replace(CONTROLS_BUT_LINES, '')), OUTPUT_TAIL_BYTES)
   const result = readAgentFile(c.ws.resultFile)
   Object.assign(s.usage, definedOnly(runUsage(parseAgentOutput(c.conn.agentProvider, ran.stdout), result === null ? {} : parseResultFile(result))))
   // Stored and shown (the dashboard, the API, a terminal reading it): no control characters from the agent
   // but line breaks and tabs of the summary (an escape sequence would drive the terminal of whoever reads it).
-  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary).replace(CONTROLS_BUT_LINES, '')
-  if (s.usage.model) s.usage.model = c.scrub(s.usage.model).replace(CONTROLS, '')
+  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary.replace(CONTROLS_BUT_LINES, ''))
+  if (s.usage.model) s.usage.model = c.scrub(s.usage.model.replace(CONTROLS, ''))
   abortIfStopping(c)
   if (ran.timedOut) throw new RunFailure(`agent timed out after ${c.conn.timeoutSeconds} s`)
   if (ran.code !== 0) throw new RunFailure(`agent exited with code ${ran.code}: ${lastLines(s.outputTail, 5)}`)
@@ -188,7 +190,7 @@ async function runAgent(c: RunContext, s: State): Promise<void> {
 async function verify(c: RunContext, s: State): Promise<void> {
   if (!c.conn.verifyCommand) return
   const v = await inSandbox(c, c.conn.verifyCommand)
-  const verifyTail = tail(c.scrub(v.output).replace(CONTROLS_BUT_LINES, ''), OUTPUT_TAIL_BYTES)
+  const verifyTail = tail(c.scrub(v.output.replace(CONTROLS_BUT_LINES, '')), OUTPUT_TAIL_BYTES)
   s.outputTail = tail(`${s.outputTail}\n--- verify ---\n${verifyTail}`, OUTPUT_TAIL_BYTES)
   abortIfStopping(c)
   if (v.timedOut) throw new RunFailure(`verify command timed out after ${c.conn.timeoutSeconds} s`)
