@@ -5,6 +5,7 @@
 import { basename, dirname, join, resolve, sep } from 'node:path'
 import { readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { ALWAYS_SHOWN } from './agent/sandbox'
 
 export interface S3Config {
   endpoint: string
@@ -299,6 +300,16 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     if (abs === '/' || realDataDir === abs || realDataDir.startsWith(abs + sep) || abs.startsWith(realDataDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the data dir to agents`)
     // The work dir holds every run's workspace: other Apps' code and the host token's credential helpers.
     if (realWorkDir === abs || realWorkDir.startsWith(abs + sep) || abs.startsWith(realWorkDir + sep)) throw new ConfigError(`FIXLOOP_AGENT_SANDBOX_PATHS: "${p}" would show the work dir (${workDir}: every run's workspace) to agents`)
+  }
+  // The folders every sandbox shows (/usr, /bin, /lib*, a few /etc entries) must not hold the data dir or
+  // the work dir either: `./fixloop serve` run from /usr/local/fixloop made ./data (master key, database)
+  // readable to every agent of the same uid, and a work dir there showed every run's workspace.
+  if (agentSandbox === 'bwrap') {
+    for (const shown of ALWAYS_SHOWN) {
+      const abs = real(shown)
+      if (realDataDir === abs || realDataDir.startsWith(abs + sep)) throw new ConfigError(`the data dir (${dataDir}) is inside ${shown}, which every agent sandbox shows: move it (FIXLOOP_DATA_DIR or --data-dir), e.g. to /var/lib/fixloop`)
+      if (realWorkDir === abs || realWorkDir.startsWith(abs + sep)) throw new ConfigError(`FIXLOOP_WORK_DIR (${workDir}) is inside ${shown}, which every agent sandbox shows: use a folder outside it`)
+    }
   }
   const publicUrl = env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined
   const sso = ssoFromEnv(env, publicUrl)

@@ -87,8 +87,11 @@ export async function stageWorktree(baseRepo: string, workTree: string, env: Rec
 /** Most diff output read whole (a change within the guardrails' limits is far smaller). */
 const DIFF_OUTPUT_BYTES = 32 * 1024 * 1024
 
+/** A change refused while it is read (guardrailed with the message). */
+export class ChangeRefused extends Error {}
+
 /** A change whose diff cannot be read whole: refused, never judged on a part of it. */
-export class ChangeTooLarge extends Error {}
+export class ChangeTooLarge extends ChangeRefused {}
 
 /**
  * Runs git on fixloop's bare clone from outside any work tree (no in-tree attributes apply) and returns
@@ -116,24 +119,55 @@ export async function diffTrees(baseRepo: string, outside: string, env: Record<s
   const raw = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '--raw', '-z', base, tree], 'git diff --raw')
   const symlinks: string[] = []
   const gitlinks: string[] = []
-  const newBlobs = new Map<string, string>()
+  // By position, never by name: the raw and numstat outputs list the same files in the same order, while
+  // names that are not UTF-8 decode alike (`big\xfe.txt` and `big\xff.txt` both `big\uFFFD.txt`): looked up
+  // by name, the small file's size stood for the large one and a 3 MB file passed the 1 MiB limit.
+  const newBlobs: { file: number; sha: string }[] = []
   const parts = raw.split('\0').filter(Boolean)
+  if (parts.length !== files.length * 2) throw new ChangeRefused('the diff lists its files differently in two readings: refused')
   for (let i = 0; i + 1 < parts.length; i += 2) {
     // ":<old mode> <new mode> <old sha> <new sha> <status>" then the path
     const [, newMode, , newSha] = parts[i].split(' ')
     const path = parts[i + 1]
+    if (path !== files[i / 2].path) throw new ChangeRefused('the diff lists its files differently in two readings: refused')
     if (newMode === '120000') symlinks.push(path)
     if (newMode === '160000') gitlinks.push(path)
-    if (newMode.startsWith('100')) newBlobs.set(path, newSha)
+    if (newMode.startsWith('100')) newBlobs.push({ file: i / 2, sha: newSha })
   }
-  if (newBlobs.size > 0) {
-    const shas = [...newBlobs.values()]
-    const sizes = await bare(baseRepo, outside, env, ['cat-file', '--batch-check=%(objectsize)'], 'git cat-file', shas.join('\n') + '\n')
-    const bySha = new Map(shas.map((s, i) => [s, Number(sizes.split('\n')[i])]))
-    for (const f of files) f.bytes = bySha.get(newBlobs.get(f.path) ?? '') ?? 0
+  if (newBlobs.length > 0) {
+    const sizes = (await bare(baseRepo, outside, env, ['cat-file', '--batch-check=%(objectsize)'], 'git cat-file', newBlobs.map((b) => b.sha).join('\n') + '\n')).split('\n')
+    newBlobs.forEach((b, i) => {
+      const size = Number(sizes[i])
+      // A size git could not tell ("missing") is no size: NaN passes every comparison.
+      if (!/^\d+$/.test(sizes[i] ?? '') || !Number.isSafeInteger(size)) throw new ChangeRefused(`the size of ${files[b.file].path} could not be read: refused`)
+      files[b.file].bytes = size
+    })
   }
   const patch = await bare(baseRepo, outside, env, ['diff-tree', ...flags, '-p', '-U0', '--no-color', base, tree], 'git diff -U0')
+  // git calls a file binary only for a NUL in its first 8,000 bytes; one further in (8 KB of text, then a
+  // zip: a Python zipapp, a jar) came through as text. Its added lines hold the NUL: binary too.
+  const nul = filesWithNul(patch)
+  if (nul.sections !== files.length && nul.indexes.length > 0) throw new ChangeRefused('binary file: a NUL byte in an added line (the patch and the file list disagree on which file)')
+  for (const i of nul.indexes) files[i].binary = true
   return { files, symlinks, gitlinks, addedLines: addedLinesOf(patch) }
+}
+
+/**
+ * The files (by their place in the diff, the numstat's order: one `diff --git` section each) with a NUL
+ * byte in an added line, and how many sections the patch has.
+ */
+export function filesWithNul(patch: string): { sections: number; indexes: number[] } {
+  const indexes: number[] = []
+  let section = -1
+  let inHunk = false
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('diff --git ')) {
+      section++
+      inHunk = false
+    } else if (line.startsWith('@@')) inHunk = true
+    else if (inHunk && line.startsWith('+') && line.includes('\0') && indexes.at(-1) !== section) indexes.push(section)
+  }
+  return { sections: section + 1, indexes }
 }
 
 /**

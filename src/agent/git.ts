@@ -15,6 +15,46 @@ export interface GitAuth {
   token: string
   /** The user name the host expects with a token: x-access-token (GitHub), oauth2 (GitLab), fixloop (Gitea). */
   username: string
+  /** The connection's git URL: the token is handed out for its scheme and host only (`helperScript`). */
+  gitUrl: string
+}
+
+/**
+ * What git's credential protocol calls the remote of an http(s) git URL: `protocol` and `host` (with the
+ * port when the URL names one), as git sends them to a helper; null for any other URL (ssh, git, file and
+ * paths never ask a helper for a password).
+ */
+export function credentialTarget(gitUrl: string): { protocol: string; host: string } | null {
+  const m = /^(https?):\/\/([^/?#@]+)(?:[/?#]|$)/i.exec(gitUrl)
+  return m ? { protocol: m[1].toLowerCase(), host: m[2] } : null
+}
+
+/**
+ * The credential helper: answers `get` with the token only when git asks for the connection's own scheme
+ * and host. git follows a redirect of its first request to another host (http.followRedirects=initial)
+ * and asks the helper again, for that host: a helper answering whatever asked handed the token to any
+ * server the git remote redirected to. Anything else gets no answer (git then fails there, unauthenticated).
+ */
+export function helperScript(auth: GitAuth, marker: string): string {
+  const target = credentialTarget(auth.gitUrl)
+  if (!target) return '#!/bin/sh\nexit 0\n'
+  return [
+    '#!/bin/sh',
+    'test "$1" = get || exit 0',
+    'proto=; host=',
+    'while IFS= read -r line; do',
+    '  case "$line" in',
+    `    ${shellQuote(`protocol=${target.protocol}`)}) proto=1 ;;`,
+    `    ${shellQuote(`host=${target.host}`)}) host=1 ;;`,
+    '  esac',
+    'done',
+    'test -n "$proto" && test -n "$host" || exit 0',
+    `cat <<'${marker}'`,
+    `username=${auth.username}`,
+    `password=${auth.token}`,
+    marker,
+    '',
+  ].join('\n')
 }
 
 /** git's environment: no system or global config, no prompts. Never a secret. */
@@ -68,7 +108,7 @@ export async function gitWithToken(args: string[], cwd: string, env: Record<stri
   mkdirSync(credDir, { recursive: true, mode: 0o700 })
   const helper = join(credDir, `helper-${randomBytes(8).toString('hex')}`)
   const marker = `FIXLOOP_${randomBytes(8).toString('hex')}`
-  writeFileSync(helper, `#!/bin/sh\ntest "$1" = get || exit 0\ncat <<'${marker}'\nusername=${auth.username}\npassword=${auth.token}\n${marker}\n`, { mode: 0o700 })
+  writeFileSync(helper, helperScript(auth, marker), { mode: 0o700 })
   chmodSync(helper, 0o700)
   try {
     const withHelper = { ...env, GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: '', GIT_CONFIG_KEY_1: 'credential.helper', GIT_CONFIG_VALUE_1: `!${shellQuote(helper)}` }

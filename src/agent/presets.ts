@@ -27,6 +27,14 @@ export const PRESET_ENV: Record<AgentProvider, string[]> = {
 }
 
 /**
+ * Passed-through variables that are settings, not secrets (a region, a profile or model name, an API base
+ * URL, a folder): their values may appear in an ordinary fix (`region: "us-east-1"`), so the guardrails do
+ * not refuse a change that holds one. Every other passed-through value (the API keys, FIXLOOP_AGENT_ENV's
+ * names) is a secret no pushed change may carry. The output scrubber still masks them all.
+ */
+export const NOT_SECRET_ENV: ReadonlySet<string> = new Set(['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'AWS_REGION', 'AWS_PROFILE', 'ANTHROPIC_MODEL', 'OPENAI_BASE_URL', 'CODEX_HOME', 'AIDER_MODEL'])
+
+/**
  * The shell command a run executes, in the cloned repository, with FIXLOOP_TASK_FILE and
  * FIXLOOP_RESULT_FILE set. For `command`, the operator's template may use {task_file}, {result_file}
  * and {model}, which are replaced by shell-quoted values.
@@ -92,13 +100,20 @@ function parseCodex(stdout: string): AgentUsage {
 
 const KILO = (n: string, unit: string | undefined) => Math.round(Number(n.replace(/,/g, '')) * (unit?.toLowerCase() === 'k' ? 1000 : unit?.toLowerCase() === 'm' ? 1e6 : 1))
 
-/** aider prints "Tokens: 2.1k sent, 310 received. Cost: $0.01 message, $0.02 session." */
+/**
+ * aider prints "Tokens: 2.1k sent, 310 received. Cost: $0.01 message, $0.02 session." after each exchange.
+ * Its stdout also carries what the model wrote and the output of the shell commands it runs
+ * (`--yes-always`), both steered by the report: a command echoing "… Cost: $0.00 message, $0.00 session."
+ * after the real line made the run cost nothing and slip past the monthly cap. The session cost only
+ * grows, so the highest one printed is taken: a forged line can raise it (as a result file can), never
+ * lower it.
+ */
 function parseAider(stdout: string): AgentUsage {
   const out: AgentUsage = {}
   for (const m of stdout.matchAll(/Tokens:\s*([\d.,]+)([kKmM])?\s*sent,\s*([\d.,]+)([kKmM])?\s*received\.(?:\s*Cost:\s*\$([\d.]+)\s*message,\s*\$([\d.]+)\s*session)?/g)) {
     out.tokensIn = (out.tokensIn ?? 0) + KILO(m[1], m[2])
     out.tokensOut = (out.tokensOut ?? 0) + KILO(m[3], m[4])
-    if (m[6]) out.costUsd = Number(m[6])
+    if (m[6]) out.costUsd = Math.max(out.costUsd ?? 0, Number(m[6]))
   }
   const model = /^Model:\s*(\S+)/m.exec(stdout)
   if (model) out.model = model[1]

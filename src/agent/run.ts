@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import type { RepoConnection } from '../modules/connections/service'
-import { ChangeTooLarge, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
+import { ChangeRefused, diffTrees, recordBaseline, stageWorktree, tamperedGit, commitTree, type Baseline } from './change'
 import { execCommand } from './exec'
 import { AUTH_USERNAMES, gitEnv, gitOk, gitWithToken, type GitAuth } from './git'
 import { checkGuardrails, type DiffStats } from './guardrails'
@@ -64,6 +64,8 @@ export interface RunContext {
   /** The agent's environment (host paths or sandbox paths already filled in). */
   agentEnv: Record<string, string>
   scrub: Scrub
+  /** The literal values the scrubber masks (passed-through variables): no pushed change may hold one. */
+  secrets: readonly string[]
   signal: AbortSignal
   publicUrl: string | undefined
   /** Where the report's screenshots and replay are read from (the attachments folder). */
@@ -171,13 +173,15 @@ const CONTROLS_BUT_LINES = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u20
 
 async function runAgent(c: RunContext, s: State): Promise<void> {
   const ran = await inSandbox(c, agentCommandLine(c.conn.agentProvider, c.conn.model, c.conn.agentCommand), 256 * 1024)
-  s.outputTail = tail(c.scrub(ran.output).replace(CONTROLS_BUT_LINES, ''), OUTPUT_TAIL_BYTES)
+  // Control characters dropped BEFORE the scrub: a key printed with \x01 or U+202E inside matched no
+  // literal, and dropping them afterwards joined it back together in what was stored.
+  s.outputTail = tail(c.scrub(ran.output.replace(CONTROLS_BUT_LINES, '')), OUTPUT_TAIL_BYTES)
   const result = readAgentFile(c.ws.resultFile)
   Object.assign(s.usage, definedOnly(runUsage(parseAgentOutput(c.conn.agentProvider, ran.stdout), result === null ? {} : parseResultFile(result))))
   // Stored and shown (the dashboard, the API, a terminal reading it): no control characters from the agent
   // but line breaks and tabs of the summary (an escape sequence would drive the terminal of whoever reads it).
-  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary).replace(CONTROLS_BUT_LINES, '')
-  if (s.usage.model) s.usage.model = c.scrub(s.usage.model).replace(CONTROLS, '')
+  if (s.usage.summary) s.usage.summary = c.scrub(s.usage.summary.replace(CONTROLS_BUT_LINES, ''))
+  if (s.usage.model) s.usage.model = c.scrub(s.usage.model.replace(CONTROLS, ''))
   abortIfStopping(c)
   if (ran.timedOut) throw new RunFailure(`agent timed out after ${c.conn.timeoutSeconds} s`)
   if (ran.code !== 0) throw new RunFailure(`agent exited with code ${ran.code}: ${lastLines(s.outputTail, 5)}`)
@@ -186,7 +190,7 @@ async function runAgent(c: RunContext, s: State): Promise<void> {
 async function verify(c: RunContext, s: State): Promise<void> {
   if (!c.conn.verifyCommand) return
   const v = await inSandbox(c, c.conn.verifyCommand)
-  const verifyTail = tail(c.scrub(v.output).replace(CONTROLS_BUT_LINES, ''), OUTPUT_TAIL_BYTES)
+  const verifyTail = tail(c.scrub(v.output.replace(CONTROLS_BUT_LINES, '')), OUTPUT_TAIL_BYTES)
   s.outputTail = tail(`${s.outputTail}\n--- verify ---\n${verifyTail}`, OUTPUT_TAIL_BYTES)
   abortIfStopping(c)
   if (v.timedOut) throw new RunFailure(`verify command timed out after ${c.conn.timeoutSeconds} s`)
@@ -206,9 +210,9 @@ async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: Dif
   if (tampered) throw new RunFailure(tampered, 'guardrailed')
   const tree = await stageWorktree(c.ws.baseRepo, c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)
   const diff = await diffTrees(c.ws.baseRepo, c.ws.root, s.gitEnv, b.base, tree).catch((e) => {
-    throw e instanceof ChangeTooLarge ? new RunFailure(e.message, 'guardrailed') : e
+    throw e instanceof ChangeRefused ? new RunFailure(e.message, 'guardrailed') : e
   })
-  const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths })
+  const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths, secrets: c.secrets })
   if (reason) throw new RunFailure(reason, 'guardrailed')
   return { tree, diff }
 }
@@ -242,7 +246,7 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
 export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOutcome> {
   const laps = new Laps()
   const token = c.conn.hostToken
-  const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.gitHome), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind] } : null }
+  const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.gitHome), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind], gitUrl: c.conn.gitUrl } : null }
   try {
     await prepare(c, task)
     laps.lap('prepareMs')

@@ -23,13 +23,13 @@ import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import type { ConnectionsService, RepoConnection } from '../modules/connections/service'
 import type { AgentRunsRepo, RunFeedbackRow as FeedbackRow, RunOutcome } from '../modules/agent-runs/repo'
-import { PRESET_ENV, type AgentUsage } from './presets'
+import { NOT_SECRET_ENV, PRESET_ENV, type AgentUsage } from './presets'
 import { agentEnvironment, executeRun, taskInput, zeroTimings, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
 import { leaseAgentUid } from './agent-uid'
 import type { MediaSource } from './report-media'
-import { createScrubber } from './scrubber'
+import { createScrubber, secretLiterals } from './scrubber'
 import { createWorkspace, instanceDir, removeWorkspaceSync } from './workspace'
 import { sanitizeText } from '../sanitize/sanitize'
 import { createTurns } from '../core/turns'
@@ -312,6 +312,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           sandbox,
           agentEnv: agentEnvironment(sandbox, ws, env.PATH, passed),
           scrub,
+          // The host token never reaches the agent; the variables passed through do (settings aside).
+          secrets: secretLiterals(Object.entries(passed).filter(([name]) => !NOT_SECRET_ENV.has(name)).map(([, value]) => value)),
           signal,
           publicUrl: opts.publicUrl,
           onSandbox: recordSandbox,

@@ -100,6 +100,12 @@ const ETC = ['resolv.conf', 'hosts', 'nsswitch.conf', 'host.conf', 'passwd', 'gr
 /** Top-level system directories: bound read-only, or recreated as the symlinks they are (merged /usr). */
 const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
 
+/**
+ * Every host path the sandbox always shows the agent (read-only), whatever FIXLOOP_AGENT_SANDBOX_PATHS
+ * says: config.ts refuses a data dir or work dir inside one of them, as it does for a listed path.
+ */
+export const ALWAYS_SHOWN: readonly string[] = ['/usr', ...SYSTEM_DIRS, ...ETC.map((name) => `/etc/${name}`)]
+
 /** The paths the agent sees for the task and result files, depending on the mode. */
 export function agentPaths(mode: SandboxMode, ws: WorkspacePaths): { repo: string; home: string; taskFile: string; resultFile: string; attachmentsDir: string } {
   return mode === 'bwrap' ? { repo: INSIDE.repo, home: INSIDE.home, taskFile: INSIDE.taskFile, resultFile: INSIDE.resultFile, attachmentsDir: INSIDE.attachmentsDir } : ws

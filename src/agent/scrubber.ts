@@ -12,9 +12,16 @@ export const MIN_SECRET_LENGTH = 8
 
 export type Scrub = (text: string) => string
 
+/**
+ * The run's secret values as the scrubber and the guardrails match them: distinct, at least
+ * MIN_SECRET_LENGTH long, longest first (so a secret containing another is replaced whole).
+ */
+export function secretLiterals(secrets: (string | null | undefined)[]): string[] {
+  return [...new Set(secrets.filter((s): s is string => typeof s === 'string' && s.length >= MIN_SECRET_LENGTH))].sort((a, b) => b.length - a.length)
+}
+
 export function createScrubber(secrets: (string | null | undefined)[]): Scrub {
-  // Longest first, so a secret containing another is replaced whole.
-  const literals = [...new Set(secrets.filter((s): s is string => typeof s === 'string' && s.length >= MIN_SECRET_LENGTH))].sort((a, b) => b.length - a.length)
+  const literals = secretLiterals(secrets)
   return (text: string) => {
     let out = text
     for (const s of literals) out = out.split(s).join('[REDACTED:agent_env]')

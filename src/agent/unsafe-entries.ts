@@ -33,13 +33,14 @@ export async function unsafeEntry(repo: string, limits: WalkLimits = UNSAFE_WALK
       if (++entries > limits.entries) return `the agent left more than ${limits.entries} files and folders in its clone`
       if (Date.now() > deadline) return `reading the agent's clone took longer than ${limits.ms / 1000} s`
       const path = rel ? `${rel}/${e.name}` : e.name
-      if (e.isDirectory()) {
-        if (e.name === '.git' && rel !== '') return `a nested git repository (${path})`
-        pending.push(path)
-      } else if (e.isSymbolicLink()) {
+      // A nested `.git` of any type: a folder, a gitfile, or a SYMLINK, which git follows as root outside
+      // the sandbox (`sub/.git -> ../fake`, whose packed-refs links to a host file: git quoted a line of
+      // the file in its error, and a ref linked to /dev/zero ran it out of memory).
+      if (e.name === '.git' && rel !== '') return `a nested git repository (${path})`
+      if (e.isDirectory()) pending.push(path)
+      else if (e.isSymbolicLink()) {
         if (inGit) return `a symlink in git metadata (${path})`
       } else if (!e.isFile()) return inGit ? `a special file in git metadata (${path})` : `a special file (FIFO, socket or device): ${path}`
-      else if (e.name === '.git' && rel !== '') return `a nested git repository (${path})`
     }
   }
   return null

@@ -45,6 +45,16 @@ export interface SlackNotifierDeps {
   clock: Clock
 }
 
+
+/**
+ * Text for Slack that Slack shows as written: `&`, `<` and `>` escaped, as its formatting guide asks. A
+ * run's failure reason quotes the agent's last output lines and a guardrail reason its file paths (the
+ * agent's, steered by a report): raw, `<!channel>` pinged the whole channel and `<https://…|label>` showed a
+ * link under a label of the agent's choosing.
+ */
+export function slackEscape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
 export class SlackNotifier {
   private readonly repo: ChatopsRepo
   private readonly busy = new Set<string>()
@@ -266,8 +276,8 @@ export class SlackNotifier {
             : e.type === 'agent_run.succeeded'
               ? `:white_check_mark: Agent run ${d.runId} succeeded on branch \`${d.branch}\`${d.prUrl ? `: ${d.prUrl}` : ''}`
               : e.type === 'agent_run.failed'
-                ? `:x: Agent run ${d.runId} failed: ${String(d.error).slice(0, 300)}`
-                : `:warning: Agent run ${d.runId} was stopped by a guardrail: ${String(d.guardrailReason).slice(0, 300)}`
+                ? `:x: Agent run ${d.runId} failed: ${slackEscape(String(d.error).slice(0, 300))}`
+                : `:warning: Agent run ${d.runId} was stopped by a guardrail: ${slackEscape(String(d.guardrailReason).slice(0, 300))}`
         await this.api.post(token, thread.channel, text, thread.ts, guard)
         return
       }

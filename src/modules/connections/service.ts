@@ -166,6 +166,10 @@ export function repoPath(gitUrl: string): string {
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)
 
 function validGitUrl(url: string): boolean {
+  // git's `<transport>::<address>` form runs a remote helper (ext:: runs any command; fd:: reads a file
+  // descriptor): never a repository URL, though `ext::sh@host:path` has the shape of git@host:path. git
+  // refuses ext by default; this keeps it from ever reaching git. A leading '-' reads as an option.
+  if (/^[A-Za-z][A-Za-z0-9+.-]*::/.test(url) || url.startsWith('-')) return false
   return /^(https?|ssh|git|file):\/\//.test(url) || /^[^@\s]+@[^:\s]+:\S+$/.test(url) || url.startsWith('/')
 }
 

@@ -1,0 +1,189 @@
+/**
+ * Guardrail gaps found by the agent attack (attack-agent session): a hostile agent's change that passed
+ * every guardrail and was pushed. Real git, a local bare remote, the sandbox, a stub GitHub API.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { startGitHostStub, type GitHostStub } from './git-host-stub'
+import { branchExists, makeBareRepo } from './git-fixtures'
+import type { ConnectionInput } from '../src/modules/connections/service'
+
+const TOKEN = 'ghp_' + 'Q7mZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4j'
+// A passed-through variable (FIXLOOP_AGENT_ENV) whose value no credential rule recognises: a proxy
+// password, an internal service's key.
+const PASSED = 'corp-egress-7731-swordfish'
+const ANTHROPIC = 'sk-ant-api03-' + randomBytes(72).toString('base64url').slice(0, 93) + 'AA'
+
+let srv: TestServer
+let t: Tenant
+let stub: GitHostStub
+let bare: string
+
+beforeAll(async () => {
+  const dir = tempDir('fixloop-repo-')
+  bare = makeBareRepo(dir, { 'src/app.js': 'export const x = 1\n', 'README.md': '# shop\n' }, 'main', 'shop')
+  stub = await startGitHostStub({ kind: 'github', token: TOKEN, repos: [{ owner: 'acme', name: 'shop', barePath: bare }] })
+  process.env.AA_PROXY_PASSWORD = PASSED
+  process.env.ANTHROPIC_API_KEY = ANTHROPIC
+  process.env.AWS_REGION = 'eu-central-1'
+  srv = await startTestServer({ FIXLOOP_MASTER_KEY: 'a1'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_ENV: 'AA_PROXY_PASSWORD,ANTHROPIC_API_KEY,AWS_REGION' })
+  t = await seedTenant(srv.admin, { processingMode: 'auto_pr' })
+})
+
+afterAll(async () => {
+  delete process.env.AA_PROXY_PASSWORD
+  delete process.env.ANTHROPIC_API_KEY
+  delete process.env.AWS_REGION
+  await srv.close()
+  await stub.stop()
+  rmSync(dirname(bare), { recursive: true, force: true })
+})
+
+function connect(overrides: Partial<ConnectionInput>) {
+  return srv.services.connections.connect(t.orgId, t.appId, {
+    gitUrl: bare,
+    host: 'github',
+    hostApiUrl: stub.apiUrl,
+    hostRepo: 'acme/shop',
+    hostToken: TOKEN,
+    agent: 'command',
+    timeoutSeconds: 30,
+    ...overrides,
+  } as ConnectionInput)
+}
+
+async function runWith(agentCommand: string, text: string) {
+  await connect({ agentCommand })
+  const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text } })
+  expect(r.status).toBe(201)
+  await eventually(async () => {
+    const g = await call(srv.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })
+    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
+  }, 30_000)
+  await srv.runner.idle()
+  return (await call(srv.url, 'GET', `/v1/agent-runs/${r.body.id}`, { auth: t.key })).body
+}
+
+describe('secrets the agent holds never reach the pushed change', () => {
+  test("a passed-through variable's literal value written into a file is guardrailed", async () => {
+    const run = await runWith(`printf 'export const proxy = "%s"\\n' "$AA_PROXY_PASSWORD" > src/proxy.js`, 'Proxy settings page shows nothing at all today')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toMatch(/secret/)
+    expect(JSON.stringify(run)).not.toContain(PASSED)
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+
+  test("the model API key as a file's NAME is guardrailed (paths were never scanned)", async () => {
+    const run = await runWith(`echo ok > "docs-$ANTHROPIC_API_KEY.md"`, 'The docs index page lists no documents anymore')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toMatch(/secret/)
+    expect(JSON.stringify(run)).not.toContain(ANTHROPIC)
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+
+  test("a passed-through variable's value as a folder name is guardrailed", async () => {
+    const run = await runWith(`mkdir -p "cache/$AA_PROXY_PASSWORD" && echo ok > "cache/$AA_PROXY_PASSWORD/x.txt"`, 'The cache folder fills up with stale entries again')
+    expect(run.status).toBe('guardrailed')
+    expect(JSON.stringify(run)).not.toContain(PASSED)
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+})
+
+test('a passed-through setting (AWS_REGION) is no secret: a fix naming the region is pushed', async () => {
+  const run = await runWith(`printf 'export const region = "%s"\\n' "$AWS_REGION" > src/region.js`, 'The region picker shows the wrong default region')
+  expect(run.status).toBe('succeeded')
+  expect(branchExists(bare, run.branch)).toBe(true)
+})
+
+describe('CI configuration of every supported host is denied', () => {
+  for (const path of ['.gitea/workflows/evil.yml', '.forgejo/workflows/evil.yml', '.gitea/actions/x/action.yml', '.forgejo/actions/x/action.yml', '.woodpecker/build.yml', '.woodpecker.yml', '.drone.yml']) {
+    test(`${path} (Gitea/Forgejo Actions, Woodpecker, Drone run it with the repository's secrets)`, async () => {
+      const run = await runWith(`mkdir -p "$(dirname ${path})" && printf 'on: [push]\\njobs:\\n  x:\\n    runs-on: docker\\n    steps:\\n      - run: env\\n' > ${path}`, `Workflow case for ${path} in the settings page`)
+      expect(run.status).toBe('guardrailed')
+      expect(run.guardrailReason).toContain(`denied path: ${path}`)
+      expect(branchExists(bare, run.branch)).toBe(false)
+    })
+  }
+})
+
+describe('binary files are found wherever their NUL byte is', () => {
+  test('8 KB of text, then a zip (a Python zipapp): git calls it text, fixloop calls it binary', async () => {
+    // git's own test reads the first 8,000 bytes only; a zip is read from its end, so any prefix works.
+    const zipapp = `{ printf '#!/usr/bin/env python3\\n'; i=0; while [ $i -lt 140 ]; do printf '# padding line %03d: nothing to see here, this is only a comment ...\\n' $i; i=$((i+1)); done; printf 'PK\\003\\004\\024\\000\\000\\000\\010\\000payload\\000\\000\\377\\n'; } > tools/run.pyz`
+    const run = await runWith(`mkdir -p tools && ${zipapp} && test $(wc -c < tools/run.pyz) -gt 8000`, 'The tools page should run the helper script faster')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe('binary file: tools/run.pyz')
+    expect(branchExists(bare, run.branch)).toBe(false)
+  })
+
+  test('the NUL is pinned to its own file: a text change beside it is not the one named', async () => {
+    const run = await runWith(`echo 'export const y = 2' >> src/app.js && { head -c 9000 /dev/zero | tr '\\0' 'a'; printf '\\nx\\000y\\n'; } > late.bin.txt`, 'The app shows a blank page after the last update')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe('binary file: late.bin.txt')
+  })
+})
+
+describe('git URLs that are no repository', () => {
+  for (const gitUrl of ['ext::sh@host:path', 'fd::3@host:path', '-oProxyCommand=touch@host:path', 'ext::git-remote-x@x:y']) {
+    test(`${gitUrl} is refused by connect-repo`, async () => {
+      await expect(connect({ gitUrl, agentCommand: 'true' })).rejects.toThrow(/--git-url must be/)
+    })
+  }
+})
+
+describe("fixloop's own git follows no symlink the agent named .git", () => {
+  test('a nested repository that is a symlink (sub/.git -> a crafted git dir whose packed-refs is a host file) is guardrailed; no line of the file is quoted', async () => {
+    // A host file the agent cannot read (0600, outside the sandbox): fixloop's git, outside the sandbox,
+    // read it for the agent and quoted a line in its error ("unexpected line in sub/.git/packed-refs: …").
+    const dir = tempDir('fixloop-hostfile-')
+    const hostFile = join(dir, 'secret.txt')
+    // Prose, not credential-shaped (the scrubber masks a key; a line of a private file passes it).
+    const marker = `the host file says ${[...randomBytes(6)].map((b) => String.fromCharCode(97 + (b % 26))).join('')} quietly`
+    writeFileSync(hostFile, `${marker}\n${marker}-two\n`, { mode: 0o600 })
+    try {
+      const plant = `mkdir -p fake/refs/heads fake/objects sub && echo 'ref: refs/heads/x' > fake/HEAD && ln -s ${hostFile} fake/packed-refs && ln -s ../fake sub/.git && echo hi > sub/file && echo 'export const y = 2' >> src/app.js`
+      const run = await runWith(plant, 'The profile page shows the wrong avatar image')
+      expect(run.status).toBe('guardrailed')
+      expect(run.guardrailReason).toBe('a nested git repository (sub/.git)')
+      expect(JSON.stringify(run)).not.toContain(marker)
+      const item = (await call(srv.url, 'GET', `/v1/feedback/${run.feedbackId}`, { auth: t.key })).body
+      expect(JSON.stringify(item)).not.toContain(marker)
+      expect(branchExists(bare, run.branch)).toBe(false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('a nested .git symlink to a folder of files is guardrailed too (git reads its HEAD and refs)', async () => {
+    const run = await runWith(`mkdir -p lib && ln -s /usr lib/.git && echo 'export const z = 3' >> src/app.js`, 'The library page loads forever after the update')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe('a nested git repository (lib/.git)')
+  })
+})
+
+describe('file names that are not UTF-8', () => {
+  test('two names that read alike once decoded (big\\xfe.txt, big\\xff.txt) do not share one size: the large file is refused', async () => {
+    // Decoded as UTF-8 both are "big\uFFFD.txt": sizes were looked up by that name, so the small file's
+    // size stood for the large one too.
+    const run = await runWith(`head -c 3000000 /dev/zero | tr '\\0' 'a' > "$(printf 'big\\376.txt')" && echo small > "$(printf 'big\\377.txt')"`, 'The export page times out on large accounts today')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toMatch(/^file too large: big.*\.txt \(3000000 bytes/)
+  })
+})
+
+describe('the output scrubber sees the text as it is stored', () => {
+  test('a passed-through key printed with a control character or a bidi override inside is not stored whole once they are dropped', async () => {
+    // Split the value with \x01 (and U+202E): the literal scrub found no match, then the control characters
+    // were dropped, joining the key back together in the stored output tail and summary.
+    const split = `half=$((\${#AA_PROXY_PASSWORD} / 2)); a=$(printf '%s' "$AA_PROXY_PASSWORD" | cut -c1-$half); b=$(printf '%s' "$AA_PROXY_PASSWORD" | cut -c$((half + 1))-)`
+    const cmd = `${split}; printf '%s\\001%s\\n' "$a" "$b"; printf '{"summary":"key %s\\\\u202e%s"}' "$a" "$b" > "$FIXLOOP_RESULT_FILE"; echo 'export const w = 1' >> src/app.js`
+    const run = await runWith(cmd, 'The settings page forgets the chosen language')
+    expect(run.status).toBe('succeeded')
+    expect(run.outputTail).toContain('[REDACTED:agent_env]')
+    expect(run.summary).toContain('[REDACTED:agent_env]')
+    expect(JSON.stringify(run)).not.toContain(PASSED)
+  })
+})
