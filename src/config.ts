@@ -5,7 +5,7 @@
 import { basename, dirname, join, resolve, sep } from 'node:path'
 import { readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { ALWAYS_SHOWN } from './agent/sandbox'
+import { ALWAYS_SHOWN } from './core/sandbox-shown'
 
 export interface S3Config {
   endpoint: string

@@ -15,6 +15,7 @@
  */
 import { existsSync, lstatSync, readlinkSync } from 'node:fs'
 import type { AgentUids } from './agent-uid'
+import { ETC, SYSTEM_DIRS } from '../core/sandbox-shown'
 
 export type SandboxMode = 'bwrap' | 'off'
 
@@ -94,17 +95,6 @@ export const INSIDE = {
   attachmentsDir: '/fixloop/attachments',
 } as const
 
-/** /etc entries agents and their tools need (name resolution, TLS roots, users, the linker, Debian alternatives). */
-const ETC = ['resolv.conf', 'hosts', 'nsswitch.conf', 'host.conf', 'passwd', 'group', 'localtime', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'mime.types']
-
-/** Top-level system directories: bound read-only, or recreated as the symlinks they are (merged /usr). */
-const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
-
-/**
- * Every host path the sandbox always shows the agent (read-only), whatever FIXLOOP_AGENT_SANDBOX_PATHS
- * says: config.ts refuses a data dir or work dir inside one of them, as it does for a listed path.
- */
-export const ALWAYS_SHOWN: readonly string[] = ['/usr', ...SYSTEM_DIRS, ...ETC.map((name) => `/etc/${name}`)]
 
 /** The paths the agent sees for the task and result files, depending on the mode. */
 export function agentPaths(mode: SandboxMode, ws: WorkspacePaths): { repo: string; home: string; taskFile: string; resultFile: string; attachmentsDir: string } {
