@@ -53,6 +53,7 @@ describe('connect-repo', () => {
 
   const refusals: [string, string[], RegExp][] = [
     ['a token in the URL', ['--git-url', `https://oauth2:${TOKEN}@gitlab.example.com/a/b.git`, '--host', 'gitlab', '--host-token-file', 'TOKENFILE'], /must not carry credentials/],
+    ['a password in the API URL', ['--git-url', 'https://git.example.com/a/b.git', '--host', 'gitea', '--host-api-url', `https://bot:${TOKEN}@git.example.com/api/v1`, '--host-token-file', 'TOKENFILE'], /--host-api-url must not carry credentials/],
     ['a host without a token', ['--git-url', 'https://github.com/a/b.git', '--host', 'github'], /needs an access token/],
     ['an unknown host kind', ['--git-url', 'https://x/a/b.git', '--host', 'bitbucket'], /--host must be one of github, gitea, gitlab, none/],
     ['an unknown agent', ['--git-url', 'https://x/a/b.git', '--agent', 'devin'], /--agent must be one of/],

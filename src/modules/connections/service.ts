@@ -186,6 +186,12 @@ function check(input: ConnectionInput): void {
   }
   if ((input.denyPaths?.length ?? 0) > 200) throw invalid('--deny-paths: at most 200 patterns')
   if (input.hostApiUrl !== undefined && !URL.canParse(input.hostApiUrl)) throw invalid(`--host-api-url must be a URL, got "${input.hostApiUrl}"`)
+  // As --git-url: the token goes in its own file. A user:password here would be quoted by every error that
+  // names the host's address (a run's failure, its event, a webhook, Slack).
+  if (input.hostApiUrl !== undefined) {
+    const api = new URL(input.hostApiUrl)
+    if (api.username || api.password) throw invalid('--host-api-url must not carry credentials; pass the token with --host-token-file')
+  }
   const positive = (v: number | undefined, flag: string, max: number) => {
     if (v !== undefined && (!Number.isFinite(v) || v <= 0 || v > max)) throw invalid(`${flag} must be a positive number up to ${max}, got "${v}"`)
   }
