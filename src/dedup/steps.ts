@@ -142,6 +142,22 @@ export function calibrationWrites(changed: Iterable<[string, CalibrationSnapshot
 }
 
 /**
+ * Why a merge by hand may not be written after all, judged on the lead as read inside the merge's own
+ * transaction: triage by hand checks the lead before (modules/feedback/triage-service.ts), but two merges
+ * racing in opposite directions (a into b, b into a) both passed that check, and the second then moved
+ * the first's duplicate into itself: a report whose duplicateOfId is its own id (found by racing merges
+ * against the API). `duplicateOf`: the lead is now a duplicate (of that report); `gone`: it was deleted.
+ */
+export type MergeRefusal = { kind: 'duplicateOf'; leadFeedbackId: string } | { kind: 'gone' }
+
+/** The refusal of a merge into `lead` (its fresh, locked state), or null when it is still a lead. */
+export function mergeRefusal(lead: RootState | null): MergeRefusal | null {
+  if (!lead) return { kind: 'gone' }
+  if (lead.duplicate_of_id) return { kind: 'duplicateOf', leadFeedbackId: lead.duplicate_of_id }
+  return null
+}
+
+/**
  * A merge by hand: `id` (and its duplicates) become duplicates of `leadId`, locked against automatic
  * clustering. When it confirms the report's suggestion (as served: followed to its current lead, looked
  * up with `roots`), the decision is recorded and the App's lesson goes stale. The former lead, if any,

@@ -57,7 +57,10 @@ export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort
       if (lead.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicateOfId })
       if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
       if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
-      await cluster.merge(id, leadId)
+      const refusal = await cluster.merge(id, leadId)
+      // The lead changed after the checks above (a merge racing this one): the same answers they give.
+      if (refusal?.kind === 'duplicateOf') throw new ApiError('invalid_target', { leadFeedbackId: refusal.leadFeedbackId })
+      if (refusal?.kind === 'gone') throw new ApiError('not_found')
     },
 
     /**
