@@ -5,7 +5,8 @@
  * itself: a report whose duplicateOfId was its own id, counted as its own duplicate, hidden from the list
  * and refused every PATCH. The merge now judges the lead again inside its transaction (src/dedup/steps.ts
  * `mergeRefusal`); on PostgreSQL it also locks the two rows in id order, so the opposite merges never
- * deadlock. Runs on both stores (FIXLOOP_TEST_DIALECT=pg).
+ * deadlock. The report's own status is judged there too: a merge racing "mark as fixed" made a resolved
+ * report a duplicate of an open lead. Runs on both stores (FIXLOOP_TEST_DIALECT=pg).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
@@ -68,6 +69,27 @@ describe('merges by hand racing each other', () => {
       // Every report of the round is reachable: a lead in the list, or a duplicate of one.
       const listed = (await call(srv.url, 'GET', '/v1/feedback?limit=100', { auth: t.key })).body.data.map((f: { id: string }) => f.id)
       for (const lead of leads) expect(listed).toContain(lead.id)
+    }
+  }, 120_000)
+
+  test('a merge racing "mark as fixed" of the same report: never a resolved duplicate of an open lead', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const ids: string[] = []
+      for (let i = 0; i < 2; i++) ids.push((await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: uniqueText() } })).body.id)
+      await eventually(async () => (await Promise.all(ids.map(get))).every((f) => f.processedAt !== null && f.duplicateOfId === null), 20_000)
+      const [a, b] = ids
+      // The merge sent first: its checks read the report before the mark commits, its write comes after.
+      const answers = await Promise.all([
+        call(srv.url, 'POST', `/v1/feedback/${a}/merge`, { auth: t.key, body: { leadId: b } }),
+        call(srv.url, 'POST', `/v1/feedback/${a}/resolve`, { auth: t.key }),
+      ])
+      for (const r of answers) if (r.status !== 200) expect({ status: r.status, code: r.body.error?.code }).toMatchObject({ status: 409 })
+      const [member, lead] = await Promise.all(ids.map(get))
+      // Sequentially the second of the two is refused: a resolved report is no merge source, a duplicate is not marked fixed.
+      expect(answers.filter((r) => r.status === 200).length).toBe(1)
+      if (member.duplicateOfId) expect(member.status).not.toBe('resolved')
+      else expect(member.status).toBe('resolved')
+      expect(lead.duplicateCount).toBe(member.duplicateOfId ? 1 : 0)
     }
   }, 120_000)
 })

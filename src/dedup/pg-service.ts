@@ -367,7 +367,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
         const r = await repo.lock(tx, id)
         const lead = await repo.lockRoot(tx, leadId)
         // The lead as it is now, not as triage by hand read it before: a merge in the other direction may have committed since.
-        const refusal = mergeRefusal(lead)
+        const refusal = mergeRefusal(r, lead)
         if (refusal) return { refusal, after: null }
         const roots = await rootsOf(tx, r?.suggested_lead_id ?? null)
         const plan = mergePlan(id, leadId, r, await repo.duplicateIds(tx, id), roots)

@@ -302,9 +302,10 @@ export function createClusterService(sides: SyncClusterSides, clock: Clock, base
       const done = undoneClears(() =>
         repo.transaction(() => {
           // The lead as it is now, not as triage by hand read it before: a merge in the other direction may have committed since.
-          const refusal = mergeRefusal(repo.rootState(leadId))
+          const member = row(id)
+          const refusal = mergeRefusal(member, repo.rootState(leadId))
           if (refusal) return { refusal, after: null }
-          const plan = mergePlan(id, leadId, row(id), repo.duplicateIds(id), repo.rootState)
+          const plan = mergePlan(id, leadId, member, repo.duplicateIds(id), repo.rootState)
           applyWrites(plan.writes)
           learnLinks(plan.after)
           return { refusal: null, after: plan.after }
