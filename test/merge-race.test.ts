@@ -92,4 +92,28 @@ describe('merges by hand racing each other', () => {
       expect(lead.duplicateCount).toBe(member.duplicateOfId ? 1 : 0)
     }
   }, 120_000)
+
+  test('an unmerge racing merges of its lead: only 200s and 409s, one level of duplicates, counts that add up', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const ids: string[] = []
+      for (let i = 0; i < 3; i++) ids.push((await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: uniqueText() } })).body.id)
+      await eventually(async () => (await Promise.all(ids.map(get))).every((f) => f.processedAt !== null && f.duplicateOfId === null), 20_000)
+      // Ids sorted, so a duplicate sorts after or before its lead by round: both lock orders are tried.
+      const [a, b, c] = round % 2 ? ids : [...ids].reverse()
+      expect((await call(srv.url, 'POST', `/v1/feedback/${a}/merge`, { auth: t.key, body: { leadId: b } })).status).toBe(200)
+      const answers = await Promise.all([
+        call(srv.url, 'POST', `/v1/feedback/${a}/unmerge`, { auth: t.key }),
+        call(srv.url, 'POST', `/v1/feedback/${b}/merge`, { auth: t.key, body: { leadId: c } }),
+        call(srv.url, 'POST', `/v1/feedback/${c}/merge`, { auth: t.key, body: { leadId: a } }),
+      ])
+      for (const r of answers) if (r.status !== 200) expect({ status: r.status, code: r.body.error?.code }).toMatchObject({ status: 409 })
+      const rows = await Promise.all(ids.map(get))
+      const byId = new Map(rows.map((f) => [f.id, f]))
+      for (const f of rows) {
+        expect(f.duplicateOfId).not.toBe(f.id)
+        if (f.duplicateOfId) expect(byId.get(f.duplicateOfId)?.duplicateOfId ?? null).toBeNull()
+      }
+      for (const lead of rows.filter((f) => f.duplicateOfId === null)) expect(lead.duplicateCount).toBe(rows.filter((f) => f.duplicateOfId === lead.id).length)
+    }
+  }, 120_000)
 })

@@ -363,7 +363,7 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
         // Every row the merge writes, in id order, before any other lock: member first, merges of a into b
         // and of b into a, racing, each held one row and waited for the other (a deadlock PostgreSQL ends
         // with an error, answered 503). The reads below find the rows locked already.
-        await repo.lockForMerge(tx, id, leadId)
+        await repo.lockForTriage(tx, id, leadId)
         const r = await repo.lock(tx, id)
         const lead = await repo.lockRoot(tx, leadId)
         // The lead as it is now, not as triage by hand read it before: a merge in the other direction may have committed since.
@@ -394,6 +394,8 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
      */
     async unmerge(id: string, requeue = false): Promise<void> {
       const after = await repo.transaction(async (tx) => {
+        // In the merges' order (lockForTriage): an unmerge and a merge of its lead deadlocked.
+        await repo.lockForTriage(tx, id)
         const plan = unmergePlan(id, await repo.lock(tx, id), requeue)
         await applyWrites(tx, plan.writes)
         return plan.after

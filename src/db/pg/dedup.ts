@@ -56,8 +56,8 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
     /** A lead-to-be's status and link, locked: it cannot be archived or merged away before this commit. */
     lockRoot: async (tx: PgTx, id: string): Promise<RootState | null> =>
       (await one<RootState>(tx.client, 'SELECT status, duplicate_of_id, spam_marked_at FROM feedback WHERE id = $1 FOR UPDATE', [id])) ?? null,
-    lockForMerge: async (tx: PgTx, id: string, leadId: string): Promise<void> => {
-      // One merge by hand per App at a time (a transaction-scoped advisory lock, released at commit): the
+    lockForTriage: async (tx: PgTx, id: string, leadId: string = id): Promise<void> => {
+      // One merge or unmerge by hand per App at a time (a transaction-scoped advisory lock, released at commit): the
       // rows below are read before the lock waits, so a merge that committed meanwhile could add a
       // duplicate this one then moves, locked out of order.
       await many(tx.client, `SELECT pg_advisory_xact_lock(hashtextextended('fixloop.merge:' || app_id, 0)) FROM feedback WHERE id = $1`, [id])
