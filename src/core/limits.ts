@@ -16,6 +16,10 @@ export const LIMITS = {
   requestBodyMaxBytes: 8 * 1024 * 1024,
   attachmentMaxBytes: 15 * 1024 * 1024,
   tokenCtxMaxBytes: 2048,
+  /** A user token's sub and a public report's identity.externalUserId: what a reporter lookup must take too. */
+  reporterIdMax: 256,
+  /** A reporter's email as a lookup takes it: a ctx.email fits in ctx's 2 KB (identity.email: 320). */
+  reporterEmailMax: 2048,
   tokenLifetimeMin: 60,
   tokenLifetimeDefault: 3600,
   tokenLifetimeMax: 86400,

@@ -27,7 +27,7 @@ import { DEFAULT_THRESHOLDS, type Thresholds } from './decide'
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
-import { attachedPayload, attachPlan, calibrationWrites, leadSummary, leadSummaryOfDistinct, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterWrite, type IndexChange } from './steps'
+import { attachedPayload, attachPlan, calibrationWrites, leadSummary, leadSummaryOfDistinct, mayAttach, mergePlan, mergeRefusal, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterWrite, type IndexChange, type MergeRefusal } from './steps'
 
 /** `Tx`: the store's transaction handle (a PgTx), passed through to its queries untouched. */
 export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clock, baseThresholds: Thresholds = DEFAULT_THRESHOLDS) {
@@ -358,17 +358,24 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
     similar: async (id: string, limit: number): Promise<SimilarEntry[]> => (await withSnapshot(id, limit, () => core.similar(id, limit), undefined, true)) ?? [],
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering (steps.ts `mergePlan`). */
-    async merge(id: string, leadId: string): Promise<void> {
-      const after = await repo.transaction(async (tx) => {
-        // The member, then its lead: every cluster change locks in this order.
+    async merge(id: string, leadId: string): Promise<MergeRefusal | null> {
+      const done = await repo.transaction(async (tx) => {
+        // Every row the merge writes, in id order, before any other lock: member first, merges of a into b
+        // and of b into a, racing, each held one row and waited for the other (a deadlock PostgreSQL ends
+        // with an error, answered 503). The reads below find the rows locked already.
+        await repo.lockForTriage(tx, id, leadId)
         const r = await repo.lock(tx, id)
+        const lead = await repo.lockRoot(tx, leadId)
+        // The lead as it is now, not as triage by hand read it before: a merge in the other direction may have committed since.
+        const refusal = mergeRefusal(r, lead)
+        if (refusal) return { refusal, after: null }
         const roots = await rootsOf(tx, r?.suggested_lead_id ?? null)
-        await repo.lockRoot(tx, leadId)
         const plan = mergePlan(id, leadId, r, await repo.duplicateIds(tx, id), roots)
         await applyWrites(tx, plan.writes)
-        return plan.after
+        return { refusal: null, after: plan.after }
       })
-      learn(after)
+      learn(done.after)
+      return done.refusal
     },
 
     /** Rejects the report's suggestion, never to offer its lead (as served) again; records the decision (steps.ts `rejectPlan`). */
@@ -387,6 +394,8 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
      */
     async unmerge(id: string, requeue = false): Promise<void> {
       const after = await repo.transaction(async (tx) => {
+        // In the merges' order (lockForTriage): an unmerge and a merge of its lead deadlocked.
+        await repo.lockForTriage(tx, id)
         const plan = unmergePlan(id, await repo.lock(tx, id), requeue)
         await applyWrites(tx, plan.writes)
         return plan.after

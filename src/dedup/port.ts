@@ -10,14 +10,18 @@ import type { SimilarEntry } from './clusterer'
 import type { TriageState } from './suggestions'
 import type { DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
+import type { MergeRefusal } from './steps'
 
 export interface ClusterPort {
   /** Builds the App's index if it is not built yet (in slices: it never blocks the thread that owns it). */
   prepare(appId: string): Promise<void>
   /** Other reports of the same App as `id`, best first. */
   similar(id: string, limit: number): Promise<SimilarEntry[]>
-  /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering. */
-  merge(id: string, leadId: string): Promise<void>
+  /**
+   * Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering; a
+   * refusal (nothing written) when `leadId` is no lead any more as the merge's transaction reads it.
+   */
+  merge(id: string, leadId: string): Promise<MergeRefusal | null>
   /** Makes a duplicate a lead again and queues its `process` job in the same commit. */
   unmerge(id: string): Promise<void>
   /** Clears the report's suggestion, never to offer that lead again; records the decision. */

@@ -31,7 +31,7 @@ import { createClusterer, featuresIn, MAX_INDEXED_PER_APP, type Verdict } from '
 import { decisionCounts, LEARNING, type DecisionKind } from './learn'
 import type { AuditEntry } from '../modules/audit/entry'
 import { appTriageState, whyAutomatic } from './suggestions'
-import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange } from './steps'
+import { attachedPayload, attachPlan, calibrationWrites, leadSummary, mayAttach, mergePlan, mergeRefusal, rejectPlan, resetAudit, stayLeadPlan, unmergedPayload, unmergePlan, type ClusterPlan, type ClusterWrite, type IndexChange, type MergeRefusal } from './steps'
 
 export { ATTACHABLE_LEAD_STATUSES, MAX_INDEXED_PER_APP, type Sanitized, type SimilarEntry } from './clusterer'
 
@@ -297,17 +297,22 @@ export function createClusterService(sides: SyncClusterSides, clock: Clock, base
     },
 
     /** Makes `id` (and its duplicates) duplicates of `leadId`, locked against automatic clustering (steps.ts `mergePlan`). */
-    merge(id: string, leadId: string): void {
+    merge(id: string, leadId: string): MergeRefusal | null {
       // IMMEDIATE: these transactions read before they write (see lifecycle.move).
-      const after = undoneClears(() =>
+      const done = undoneClears(() =>
         repo.transaction(() => {
-          const plan = mergePlan(id, leadId, row(id), repo.duplicateIds(id), repo.rootState)
+          // The lead as it is now, not as triage by hand read it before: a merge in the other direction may have committed since.
+          const member = row(id)
+          const refusal = mergeRefusal(member, repo.rootState(leadId))
+          if (refusal) return { refusal, after: null }
+          const plan = mergePlan(id, leadId, member, repo.duplicateIds(id), repo.rootState)
           applyWrites(plan.writes)
           learnLinks(plan.after)
-          return plan.after
+          return { refusal: null, after: plan.after }
         }),
       )
-      if (after?.forgetLesson) core.forgetLesson(after.appId)
+      if (done.after?.forgetLesson) core.forgetLesson(done.after.appId)
+      return done.refusal
     },
 
     /** Rejects the report's suggestion, never to offer its lead (as served) again; records the decision (steps.ts `rejectPlan`). */

@@ -141,6 +141,28 @@ export function calibrationWrites(changed: Iterable<[string, CalibrationSnapshot
   return writes
 }
 
+/** Statuses a report may be merged from by hand (a resolved or running report stays a lead). */
+export const MERGEABLE_STATUSES: ReadonlySet<string> = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
+
+/**
+ * Why a merge by hand may not be written after all, judged on the two reports as read inside the merge's
+ * own transaction: triage by hand checks them before (modules/feedback/triage-service.ts), but another
+ * request can change them in between (found by racing requests against the API). Two merges in opposite
+ * directions (a into b, b into a) both passed, and the second moved the first's duplicate into itself: a
+ * report whose duplicateOfId was its own id. A report marked fixed meanwhile became a resolved duplicate
+ * of an open lead. `duplicateOf`: the lead is now a duplicate (of that report); `status`: the report's
+ * status allows no merge any more; `gone`: either was deleted.
+ */
+export type MergeRefusal = { kind: 'duplicateOf'; leadFeedbackId: string } | { kind: 'status'; from: string } | { kind: 'gone' }
+
+/** The refusal of a merge of `member` into `lead` (their fresh, locked states), or null when it may be written. */
+export function mergeRefusal(member: Pick<RootState, 'status'> | null, lead: RootState | null): MergeRefusal | null {
+  if (!member || !lead) return { kind: 'gone' }
+  if (lead.duplicate_of_id) return { kind: 'duplicateOf', leadFeedbackId: lead.duplicate_of_id }
+  if (!MERGEABLE_STATUSES.has(member.status)) return { kind: 'status', from: member.status }
+  return null
+}
+
 /**
  * A merge by hand: `id` (and its duplicates) become duplicates of `leadId`, locked against automatic
  * clustering. When it confirms the report's suggestion (as served: followed to its current lead, looked

@@ -76,6 +76,13 @@ export interface TxClusterRepo<Tx> {
   lock(tx: Tx, id: string): Promise<ClusterRow | null>
   /** A lead-to-be's status and link, locked: it cannot be archived or merged away before this commit. */
   lockRoot(tx: Tx, id: string): Promise<RootState | null>
+  /**
+   * Locks, in id order, every row a merge of `id` into `leadId` (or an unmerge of `id`: no `leadId`)
+   * writes: the reports, `id`'s duplicates (moved along) and its lead (re-summarised), after waiting for
+   * any other merge or unmerge by hand of the App to commit. Racing merges in opposite directions, or an
+   * unmerge and a merge of its lead, each locked their own report first and deadlocked on the other's.
+   */
+  lockForTriage(tx: Tx, id: string, leadId?: string): Promise<void>
   duplicateIds(tx: Tx, leadId: string): Promise<string[]>
   duplicateTexts(tx: Tx, leadId: string): Promise<string[]>
   duplicateStats(tx: Tx, leadId: string): Promise<{ n: number; last: number | null }>

@@ -6,6 +6,8 @@
  *   re-serialised), and reading stops at the limit with 413;
  * - nesting deeper than MAX_JSON_DEPTH is refused with 400 before JSON.parse ever sees the text (deep
  *   arrays blow the parser's stack, and Elysia's validator error used to pretty-print the whole body);
+ * - so is a body of more than MAX_JSON_VALUES values (JSON.parse of 8 MB of tiny members held the event
+ *   loop for half a second);
  * - anything that is not `application/json` is refused with 400;
  * - a NUL (U+0000) in any string or key is refused with 400 (core/nul.ts: PostgreSQL cannot store it);
  * - an unpaired surrogate (`\ud800`) in any string or key becomes U+FFFD (core/well-formed.ts);
@@ -19,6 +21,17 @@ import { jsonTextMayHoldSurrogate, wellFormed } from '../core/well-formed'
 /** Deepest nesting of arrays/objects a body may have. Real payloads stay under ~6. */
 export const MAX_JSON_DEPTH = 64
 
+/**
+ * Most values a body may hold, counted as the commas between them (outside strings). The largest real
+ * payload, a report at every limit (500 console entries of 3 members, 4 KB of metadata and of component
+ * meta written as `[0,0,…]`), has under 6,000. Found by an attack on the API: 8 MB of `{"k0":0,"k1":0,…}`
+ * (600,000 members) cost JSON.parse half a second on the event loop, so one client with the public key
+ * and its 60 submissions a minute stalled every other request (/healthz p50 1.1 s); a body of 20,000
+ * values parses in about 15 ms.
+ */
+export const MAX_JSON_VALUES = 20_000
+
+const COMMA = 0x2c
 const OPEN_BRACE = 0x7b
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACE = 0x7d
@@ -49,6 +62,28 @@ export function jsonDepthExceeds(bytes: Uint8Array, max = MAX_JSON_DEPTH): boole
     else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
       if (++depth > max) return true
     } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--
+  }
+  return false
+}
+
+/**
+ * Whether a JSON text holds more than `max` commas between values, stopping as soon as it does. Scans
+ * bytes as jsonDepthExceeds does; a text with at most `max` commas in all (strings too: every usual body,
+ * and 8 MB of one string) is settled by the native indexOf.
+ */
+export function jsonValuesExceed(bytes: Uint8Array, max = MAX_JSON_VALUES): boolean {
+  let commas = 0
+  for (let i = bytes.indexOf(COMMA); i !== -1; i = bytes.indexOf(COMMA, i + 1)) if (++commas > max) break
+  if (commas <= max) return false
+  let n = 0
+  let inString = false
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]
+    if (inString) {
+      if (b === BACKSLASH) i++
+      else if (b === QUOTE) inString = false
+    } else if (b === QUOTE) inString = true
+    else if (b === COMMA && ++n > max) return true
   }
   return false
 }
@@ -162,6 +197,7 @@ async function parseStrictJsonBody(request: Request, limit: number, ticket: Body
     throw invalid('Content-Type must be application/json')
   }
   if (jsonDepthExceeds(bytes)) throw invalid(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+  if (jsonValuesExceed(bytes)) throw invalid(`JSON holding more than ${MAX_JSON_VALUES} values`)
   let text: string
   let value: unknown
   try {

@@ -9,6 +9,7 @@ import type { SimilarEntry } from '../dedup/service'
 import type { TriageState } from '../dedup/suggestions'
 import type { DecisionKind } from '../dedup/learn'
 import type { AuditEntry } from '../modules/audit/entry'
+import type { MergeRefusal } from '../dedup/steps'
 import type { WorkerOptions } from './loop'
 
 export interface ThreadStart {
@@ -183,7 +184,7 @@ export class ProcessingThread implements ClusterPort {
   similar(id: string, limit: number): Promise<SimilarEntry[]> {
     return this.call({ op: 'similar', args: [id, limit] })
   }
-  merge(id: string, leadId: string): Promise<void> {
+  merge(id: string, leadId: string): Promise<MergeRefusal | null> {
     return this.call({ op: 'merge', args: [id, leadId] })
   }
   unmerge(id: string): Promise<void> {

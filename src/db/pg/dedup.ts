@@ -56,6 +56,19 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
     /** A lead-to-be's status and link, locked: it cannot be archived or merged away before this commit. */
     lockRoot: async (tx: PgTx, id: string): Promise<RootState | null> =>
       (await one<RootState>(tx.client, 'SELECT status, duplicate_of_id, spam_marked_at FROM feedback WHERE id = $1 FOR UPDATE', [id])) ?? null,
+    lockForTriage: async (tx: PgTx, id: string, leadId: string = id): Promise<void> => {
+      // One merge or unmerge by hand per App at a time (a transaction-scoped advisory lock, released at commit): the
+      // rows below are read before the lock waits, so a merge that committed meanwhile could add a
+      // duplicate this one then moves, locked out of order.
+      await many(tx.client, `SELECT pg_advisory_xact_lock(hashtextextended('fixloop.merge:' || app_id, 0)) FROM feedback WHERE id = $1`, [id])
+      // ORDER BY before FOR UPDATE: the rows are locked in the order they are sorted, so every merge takes them in one order.
+      await many(
+        tx.client,
+        `SELECT id FROM feedback WHERE id = $1 OR id = $2 OR duplicate_of_id = $1 OR id = (SELECT duplicate_of_id FROM feedback WHERE id = $1)
+           ORDER BY id COLLATE "C" FOR UPDATE`,
+        [id, leadId],
+      )
+    },
     duplicateIds: async (tx: PgTx, leadId: string): Promise<string[]> =>
       (await many<{ id: string }>(tx.client, 'SELECT id FROM feedback WHERE duplicate_of_id = $1 ORDER BY id COLLATE "C"', [leadId])).map((d) => d.id),
     /** The newest sanitized duplicates (at most 200), newest first. */

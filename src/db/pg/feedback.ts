@@ -93,7 +93,7 @@ export function createPgFeedbackRepo(storage: PgStorage, lifecycle: PgLifecycle,
     await client.query(CLAIM_KEY, [appId, claim.key, orgId])
     const seen = await one<IdempotencyRow>(client, `${IDEMPOTENCY_ROW} FOR UPDATE`, [appId, claim.key])
     // The placeholder this transaction (or an aborted one) made holds no answer: a fresh submission.
-    return seen && seen.statusCode !== 0 ? idempotencyVerdict(seen, claim.requestHash, now) : 'fresh'
+    return seen && seen.statusCode !== 0 ? idempotencyVerdict(seen, claim, now) : 'fresh'
   }
 
   async function store(tx: PgWriteTx, draft: ReportDraft, refKeys: string[], claim: IdempotencyClaim | null): Promise<SubmitOutcome> {

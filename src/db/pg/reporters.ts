@@ -1,7 +1,7 @@
 /** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
 import { ownedByRemovedSql } from '../sql/upload-shares'
-import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
 /** Runs a shared statement with the values it uses of (ids, orgId[, lead, successor]). */
@@ -38,9 +38,9 @@ export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
     expiredIds: async (app, before, limit) =>
       (await many<{ id: string }>(pool, 'SELECT id FROM feedback WHERE app_id = $1 AND org_id = $2 AND created_at < $3 ORDER BY id COLLATE "C" LIMIT $4', [app.id, app.orgId, before, limit])).map((r) => r.id),
     reportIds: (q) => {
-      const column = q.who.externalUserId !== undefined ? REPORTER_COLUMN.externalUserId : REPORTER_COLUMN.email
-      const params: unknown[] = [q.orgId, q.who.externalUserId ?? q.who.email.toLowerCase()]
-      const conds = ['org_id = $1', `${column} = $2`]
+      const match = q.who.externalUserId !== undefined ? REPORTER_MATCH.externalUserId('$2') : REPORTER_MATCH.email('$2')
+      const params: unknown[] = [q.orgId, q.who.externalUserId ?? q.who.email]
+      const conds = ['org_id = $1', match]
       if (q.appId) params.push(q.appId), conds.push(`app_id = $${params.length}`)
       if (q.before) params.push(q.before), conds.push(`id COLLATE "C" < $${params.length}`)
       params.push(q.limit)

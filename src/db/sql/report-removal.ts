@@ -83,8 +83,16 @@ export const cleanup = (d: RemovalDialect) =>
     'DELETE FROM feedback WHERE id IN ${IDS}',
   ].map((sql) => fill(sql, d))
 
-/** The reporter's reports, newest first, below a cursor: `who` is `external_user_id = ?` or `LOWER(email) = LOWER(?)`. */
-export const REPORTER_COLUMN = { externalUserId: 'external_user_id', email: 'LOWER(email)' } as const
+/**
+ * The condition that finds a reporter's reports, `p` the placeholder of the identifier as the caller gave
+ * it. An email is lowered by the database on both sides, never in JavaScript: SQLite's LOWER folds ASCII
+ * only, so a query lowered by toLowerCase ("jörg@…") never equalled a stored "JÖRG@…" as SQLite lowered it
+ * ("jÖrg@…"), and such a reporter could be neither exported nor erased, not even by the exact address.
+ */
+export const REPORTER_MATCH = {
+  externalUserId: (p: string) => `external_user_id = ${p}`,
+  email: (p: string) => `LOWER(email) = LOWER(${p})`,
+} as const
 
 /**
  * A statement with only the numbered placeholders it uses (`?n` or `$n`), renumbered from 1, and which of

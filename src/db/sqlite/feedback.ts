@@ -122,7 +122,7 @@ export function createSqliteFeedbackRepo({ sqlite, db }: SqliteStorage, lifecycl
       committer.run(() => {
         const now = clock.now()
         if (idempotency) {
-          const verdict = idempotencyVerdict(getIdempotent.get(draft.appId, idempotency.key), idempotency.requestHash, now)
+          const verdict = idempotencyVerdict(getIdempotent.get(draft.appId, idempotency.key), idempotency, now)
           if (verdict !== 'fresh') return verdict
         }
         const id = newId(clock)

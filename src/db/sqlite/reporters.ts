@@ -1,6 +1,6 @@
 /** SQLite side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
-import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_COLUMN, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { SqliteStorage } from './storage'
 
 const DIALECT: RemovalDialect = { ids: '(SELECT value FROM json_each(?1))', org: '?2', scrubbedEventData: "json_set(data, '$.externalUserId', NULL)" }
@@ -54,10 +54,9 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
     retainingApps: async () => retaining.all(),
     expiredIds: async (app, before, limit) => expired.all(app.id, app.orgId, before, limit).map((r) => r.id),
     reportIds: async (q) => {
-      const column = q.who.externalUserId !== undefined ? REPORTER_COLUMN.externalUserId : REPORTER_COLUMN.email
-      const value = q.who.externalUserId ?? q.who.email.toLowerCase()
-      const conds = ['org_id = ?', `${column} = ?`]
-      const params: (string | number)[] = [q.orgId, value]
+      const match = q.who.externalUserId !== undefined ? REPORTER_MATCH.externalUserId('?') : REPORTER_MATCH.email('?')
+      const conds = ['org_id = ?', match]
+      const params: (string | number)[] = [q.orgId, q.who.externalUserId ?? q.who.email]
       if (q.appId) conds.push('app_id = ?'), params.push(q.appId)
       if (q.before) conds.push('id < ?'), params.push(q.before)
       return (sqlite.query(`SELECT id FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...params, q.limit) as { id: string }[]).map((r) => r.id)

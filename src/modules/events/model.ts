@@ -17,7 +17,10 @@ export const EVENTS_LIMIT_DEFAULT = 100
 /** Highest `after` accepted (the query reader takes up to 9 digits). */
 export const SEQ_MAX = 999_999_999
 
-const Cursor = t.Numeric({ minimum: 0, maximum: SEQ_MAX, multipleOf: 1, description: 'A seq: only events after it' })
+// `after` and `limit` are read and range-checked by readIntQuery (http/query.ts), which names the parameter
+// at fault; the schema only documents them. As t.Numeric, a failing value reached the error handler without
+// its name, and `after=0&limit=0` was reported at /after, the first parameter holding a 0.
+const Cursor = t.String({ maxLength: 16, description: `A seq (integer 0-${SEQ_MAX}): only events after it` })
 const Types = t.String({
   maxLength: 2000,
   pattern: '^[a-z_]+\\.[a-z_]+(,[a-z_]+\\.[a-z_]+)*$',
@@ -27,7 +30,7 @@ const Types = t.String({
 export const EventsQuery = t.Object(
   {
     after: t.Optional(Cursor),
-    limit: t.Optional(t.Numeric({ minimum: 1, maximum: EVENTS_LIMIT_MAX, multipleOf: 1, description: `Default ${EVENTS_LIMIT_DEFAULT}` })),
+    limit: t.Optional(t.String({ maxLength: 16, description: `Integer 1-${EVENTS_LIMIT_MAX}, default ${EVENTS_LIMIT_DEFAULT}` })),
     types: t.Optional(Types),
     appId: t.Optional(Id),
   },

@@ -67,7 +67,7 @@ export const Identity = t.Object(
   {
     email: t.Optional(t.String({ maxLength: 320 })),
     name: t.Optional(t.String({ maxLength: 256 })),
-    externalUserId: t.Optional(t.String({ maxLength: 256 })),
+    externalUserId: t.Optional(t.String({ maxLength: LIMITS.reporterIdMax })),
   },
   closed,
 )

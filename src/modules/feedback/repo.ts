@@ -66,10 +66,16 @@ export interface IdempotencyRow {
   createdAt: number
 }
 
-/** The submission's Idempotency-Key, scoped (service.ts `scopedIdempotencyKey`) and its body's hash. */
+/**
+ * The submission's Idempotency-Key, scoped (service.ts `scopedIdempotencyKey`) and its body's hash: of the
+ * body with its members sorted at every level (what is stored), and, for a key stored by an earlier version
+ * within its 24 hours, of the body in the order it was sent (service.ts `requestHashes`).
+ */
 export interface IdempotencyClaim {
   key: string
   requestHash: string
+  /** Absent: compared by `requestHash` alone. */
+  orderedHash?: string
 }
 
 export interface SubmitResult {
@@ -139,9 +145,9 @@ export function spamListCondition(spam: ListFilter['spam']): string | null {
  * What to do with a seen Idempotency-Key (pure, both sides): a live row with the same body replays its
  * answer, with another body is `key_reused`; none (or an expired one) is a fresh submission.
  */
-export function idempotencyVerdict(seen: IdempotencyRow | null | undefined, requestHash: string, now: number): SubmitOutcome | 'fresh' {
+export function idempotencyVerdict(seen: IdempotencyRow | null | undefined, claim: Pick<IdempotencyClaim, 'requestHash' | 'orderedHash'>, now: number): SubmitOutcome | 'fresh' {
   if (!seen || now - seen.createdAt >= LIMITS.idempotencyTtlMs) return 'fresh'
-  if (seen.requestHash !== requestHash) return { kind: 'key_reused' }
+  if (seen.requestHash !== claim.requestHash && (claim.orderedHash === undefined || seen.requestHash !== claim.orderedHash)) return { kind: 'key_reused' }
   return { kind: 'answered', result: { status: seen.statusCode, body: JSON.parse(seen.responseBody), replayed: true } }
 }
 

@@ -47,6 +47,22 @@ export interface FeedbackDeps {
 }
 
 /**
+ * The hashes an Idempotency-Key's body is compared by. The parsed body re-encoded, so a retry whose JSON
+ * differs only in spacing is the same request, and with its members sorted at every level, so one whose
+ * members come in another order is too: a JSON object's members have no order (RFC 8259), and a client
+ * rebuilding the body for its retry from a map sent {"severity", "text"} where it had sent {"text",
+ * "severity"} and was refused 409 idempotency_key_reused (found by an attack on the API). `orderedHash`,
+ * the earlier hash, still matches a key stored by an earlier version.
+ */
+export function requestHashes(body: unknown): { requestHash: string; orderedHash: string } {
+  const sorted = JSON.stringify(body, (_key, value: unknown) =>
+    // Object.fromEntries defines each member, "__proto__" included, as an ordinary own member.
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, (value as Record<string, unknown>)[k]])) : value,
+  )
+  return { requestHash: sha256Hex(sorted), orderedHash: sha256Hex(JSON.stringify(body)) }
+}
+
+/**
  * Where an Idempotency-Key lives: keys are the submitter's, not the App's, so another user's identical
  * key and body never swallow a report. Private mode: the token's `sub`; public mode: the client address.
  * Stored as a hash prefix of the key (the address itself is not kept), so the table needs no new column.
@@ -231,8 +247,7 @@ export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService
         ? { mode: 'private' as const, externalUserId: user.sub, email: str(user.ctx?.email), name: str(user.ctx?.name) }
         : { mode: 'public' as const, externalUserId: str(body.identity?.externalUserId), email: str(body.identity?.email), name: str(body.identity?.name) }
       const notifyEmailSealed = body.notifyEmail === true ? ctx.box.seal(Buffer.from(notifyAddress(user !== undefined, identity.email))) : null
-      // The parsed body re-encoded: a retry whose JSON differs only in spacing is the same request.
-      const idempotency = s.idempotencyKey ? { key: scopedIdempotencyKey(s, s.idempotencyKey), requestHash: sha256Hex(JSON.stringify(body)) } : null
+      const idempotency = s.idempotencyKey ? { key: scopedIdempotencyKey(s, s.idempotencyKey), ...requestHashes(body) } : null
       const free: StoredReport = {
         text: body.text,
         url: body.url ?? null,

@@ -4,6 +4,7 @@
  */
 import { ApiError } from '../../core/errors'
 import type { ClusterPort } from '../../dedup/port'
+import { MERGEABLE_STATUSES } from '../../dedup/steps'
 import type { FeedbackRepo, FeedbackRow } from './repo'
 import { isSanitized } from '../../sanitize/servable'
 import type { AppsRepo } from '../apps/repo'
@@ -11,8 +12,6 @@ import type { TriageState } from '../../dedup/suggestions'
 import type { DecisionKind } from '../../dedup/learn'
 import { auditEntry, type ActedBy } from '../audit/entry'
 
-/** Statuses a report may be merged from by hand. */
-const MERGEABLE_STATUSES = new Set(['sanitized', 'awaiting_manual', 'queued', 'failed', 'archived'])
 
 /**
  * `feedback`: the process's feedback repository (services.ts), read here for the tenant and state checks;
@@ -57,7 +56,11 @@ export function createTriageService(feedback: FeedbackRepo, cluster: ClusterPort
       if (lead.duplicateOfId) throw new ApiError('invalid_target', { leadFeedbackId: lead.duplicateOfId })
       if (!MERGEABLE_STATUSES.has(r.status)) throw new ApiError('invalid_transition', { from: r.status, to: 'duplicate' })
       if (lead.status === 'received' || lead.status === 'sanitizing') throw new ApiError('invalid_transition', { from: lead.status, to: 'lead' })
-      await cluster.merge(id, leadId)
+      const refusal = await cluster.merge(id, leadId)
+      // A report changed after the checks above (a request racing this one): the same answers they give.
+      if (refusal?.kind === 'duplicateOf') throw new ApiError('invalid_target', { leadFeedbackId: refusal.leadFeedbackId })
+      if (refusal?.kind === 'status') throw new ApiError('invalid_transition', { from: refusal.from, to: 'duplicate' })
+      if (refusal?.kind === 'gone') throw new ApiError('not_found')
     },
 
     /**

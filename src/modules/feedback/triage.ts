@@ -12,7 +12,7 @@ import type { TriageService } from './triage-service'
 import { FullFeedbackItem, IdParams } from './model'
 import type { FeedbackService } from './service'
 import { baseUrlOf } from '../uploads/index'
-import { readIntQuery } from '../../http/query'
+import { readIntQuery, readNumberQuery } from '../../http/query'
 
 export const SimilarQuery = t.Object(
   { limit: t.Optional(t.Numeric({ minimum: 1, maximum: 50, multipleOf: 1, description: 'Default 5, at most 50' })) },
@@ -39,7 +39,8 @@ export const MergeBody = t.Object({ leadId: t.String({ pattern: ID_PATTERN }) },
 const Bar = t.Number({ minimum: 0 })
 const DecisionCounts = t.Object({ confirmed: t.Integer(), rejected: t.Integer(), unmerged: t.Integer() }, { additionalProperties: false })
 const TriageQuery = t.Object(
-  { unmergeScore: t.Optional(t.Numeric({ minimum: 0, maximum: 1, description: "An automatic merge's score: the answer adds `afterUnmerge`" })) },
+  // Read (and range-checked, naming /unmergeScore) by readNumberQuery; the schema only documents it.
+  { unmergeScore: t.Optional(t.String({ maxLength: 64, description: "An automatic merge's score, a number from 0 to 1: the answer adds `afterUnmerge`" })) },
   { additionalProperties: false },
 )
 export const AppTriageState = t.Object(
@@ -147,7 +148,10 @@ export function triageRoutes(auth: AuthDeps, triage: TriageService, feedback: Fe
     )
     .get(
       '/v1/apps/:id/triage',
-      async ({ org, params, query }) => ({ ...(await triage.triageState(org.orgId, params.id, query.unmergeScore)), spam: await feedback.spamState(params.id) }),
+      async ({ org, params, request }) => ({
+        ...(await triage.triageState(org.orgId, params.id, readNumberQuery(request, 'unmergeScore', { min: 0, max: 1 }))),
+        spam: await feedback.spamState(params.id),
+      }),
       {
         access: 'org.read',
         params: IdParams,

@@ -15,8 +15,13 @@ import type { ReportersService } from './service'
 
 const closed = { additionalProperties: false } as const
 const Id = t.String({ pattern: ID_PATTERN, description: '24-character lowercase hex id' })
-const ExternalUserId = t.String({ minLength: 1, maxLength: 255, description: "The end user's id: the user token's sub, or identity.externalUserId of a public report" })
-const Email = t.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$', description: 'The email the reports carry (compared without case)' })
+// The values a report can carry must be reachable: a sub or identity.externalUserId holds up to 256
+// characters, identity.email any text up to 320 and a token's ctx.email any string within ctx's 2 KB.
+// These were 255 characters and a strict address pattern (no spaces), so "Jane Roe <jane@example.com>"
+// or a 256-character id could be neither exported nor erased. A value without "@" is still refused: it
+// is no address (and an identifier given in the wrong parameter).
+const ExternalUserId = t.String({ minLength: 1, maxLength: LIMITS.reporterIdMax, description: "The end user's id: the user token's sub, or identity.externalUserId of a public report" })
+const Email = t.String({ minLength: 3, maxLength: LIMITS.reporterEmailMax, pattern: '@', description: 'The email the reports carry, as submitted (compared without case)' })
 
 const ExportQuery = t.Object(
   {

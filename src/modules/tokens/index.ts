@@ -19,7 +19,7 @@ import { identityDigest } from '../reporters/service'
 export const MintQuery = t.Object({ appId: t.String({ pattern: ID_PATTERN }) }, { additionalProperties: false })
 export const MintBody = t.Object(
   {
-    sub: t.String({ minLength: 1, maxLength: 256, description: 'The end-user id in your system' }),
+    sub: t.String({ minLength: 1, maxLength: LIMITS.reporterIdMax, description: 'The end-user id in your system' }),
     ctx: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'At most 2 KB of JSON; email and name are shown as the submitter' })),
     // No schema `default`: Elysia would rebuild the body to fill it and drop an own `__proto__` member
     // unseen, where every other route refuses it as an unknown field (the handler applies the default).
