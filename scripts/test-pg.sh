@@ -63,6 +63,11 @@ SUITES=(
   test/review-iteration.test.ts
   test/review-queue.test.ts
   test/pr-news-during-iteration.test.ts
+  test/merge-race.test.ts
+  test/reporters-reach.test.ts
+  test/idempotency-order.test.ts
+  test/agent-guardrail-gaps.test.ts
+  test/slack-agent-text.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0
