@@ -83,6 +83,10 @@ describe('GET /v1/audit', () => {
       ['?after=%00' + 'a'.repeat(23), 'after'],
       ['?since=yesterday', 'since'],
       ['?since=2026-13-45T99:00:00Z', 'since'],
+      // Impossible dates were rolled over by Date.parse (2 March), free text read as a date.
+      ['?since=2026-02-30', 'since'],
+      ['?since=2026-01-31T24:00:00Z', 'since'],
+      ['?since=March%203%202026', 'since'],
       ['?junk=1', 'junk'],
     ]) {
       const r = await audit(acme, query)

@@ -383,6 +383,11 @@ describe('inbox', () => {
     expect((await inbox('&q=footer')).data.map((r: { id: string }) => r.id)).toEqual([ids.plain])
     expect((await inbox('&mode=private')).data).toEqual([])
     expect((await inbox('&from=2000-01-01&to=2000-01-02')).data).toEqual([])
+    // The pattern holds the shape only: an impossible date is a 400 naming the field, not rolled over.
+    for (const q of ['&from=2026-02-30', '&to=2026-13-01', '&from=2026-01-01T25:00']) {
+      const refused = await as(otherOwner, 'GET', `/admin/api/orgs/${other.orgId}/inbox?folder=all${q}`)
+      expect([refused.status, refused.body.error.code, JSON.stringify(refused.body.error.details)]).toEqual([400, 'invalid_body', expect.stringContaining(q.slice(1, q.indexOf('=')))])
+    }
     const p1 = await inbox('&limit=2')
     expect(p1.data.length).toBe(2)
     const p2 = await inbox(`&limit=2&cursor=${p1.nextCursor}`)

@@ -97,6 +97,9 @@ describe('webhook endpoints', () => {
     expect((await call(server.url, 'GET', `/v1/webhooks/${w.id}/deliveries?junk=1`, { auth: a.key })).status).toBe(400)
     const range = await call(server.url, 'POST', `/v1/webhooks/${w.id}/redeliver-failed`, { auth: a.key, body: { since: 'yesterday', until: 'now' } })
     expect([range.status, range.body.error.code]).toEqual([400, 'invalid_body'])
+    // An impossible date is refused, not rolled over (2026-02-30 was 2 March).
+    const rolled = await call(server.url, 'POST', `/v1/webhooks/${w.id}/redeliver-failed`, { auth: a.key, body: { since: '2026-02-30T00:00:00Z', until: '2026-03-05T00:00:00Z' } })
+    expect([rolled.status, rolled.body.error.code]).toEqual([400, 'invalid_body'])
     const raw = await call(server.url, 'POST', '/v1/webhooks', { auth: a.key, rawBody: '{"url":', headers: { 'content-type': 'application/json' } })
     expect([raw.status, raw.body.error.code]).toEqual([400, 'invalid_body'])
     expect((await call(server.url, 'POST', '/v1/webhooks', { body: { url: rx.url } })).status).toBe(401)

@@ -12,6 +12,7 @@ import type { Inbox } from './inbox-repo'
 import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
 import { ID_PATTERN } from '../../core/ids'
 import { ApiError } from '../../core/errors'
+import { parseIsoTime } from '../../core/iso-time'
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
@@ -42,6 +43,11 @@ export function inboxRoutes(
       '/admin/api/orgs/:orgId/inbox',
       async ({ caller, params, query }) => {
         if (query.appId !== undefined && !(await owns.app(params.orgId, query.appId))) throw new ApiError('app_not_found')
+        // The pattern checks the shape only: an impossible date (2026-02-30) would be rolled over, or NaN.
+        for (const key of ['from', 'to'] as const) {
+          const value = query[key]
+          if (value !== undefined && parseIsoTime(value) === undefined) throw new ApiError('invalid_body', { issues: [{ path: `/${key}`, message: 'must be an ISO 8601 date or instant, e.g. 2026-01-31' }] })
+        }
         return inbox.list(params.orgId, caller.admin.id, {
           ...query,
           hasScreenshot: query.hasScreenshot === undefined ? undefined : query.hasScreenshot === 'true',

@@ -11,6 +11,7 @@ import { orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
 import type { AuditLog } from './index'
+import { parseIsoTime } from '../../core/iso-time'
 
 const closed = { additionalProperties: false } as const
 
@@ -38,8 +39,8 @@ const AuditPage = t.Object({ data: t.Array(AuditEntryOut), nextCursor: t.Union([
 
 /** An ISO 8601 instant with a date, as epoch ms; anything else is the spec's invalid_body naming `path`. */
 export function parseSince(value: string, path: string): number {
-  const ms = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) ? Date.parse(value) : NaN
-  if (!Number.isFinite(ms)) throw new ApiError('invalid_body', { issues: [{ path, message: 'must be an ISO 8601 date or instant, e.g. 2026-01-31T00:00:00Z' }] })
+  const ms = parseIsoTime(value)
+  if (ms === undefined) throw new ApiError('invalid_body', { issues: [{ path, message: 'must be an ISO 8601 date or instant, e.g. 2026-01-31T00:00:00Z' }] })
   return ms
 }
 

@@ -17,6 +17,7 @@ import { checkTarget } from './ssrf'
 import { newWebhookSecret } from './signature'
 import { type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
 import type { ActedBy, AuditEntry } from '../audit/entry'
+import { parseIsoTime } from '../../core/iso-time'
 
 export const ROTATION_OVERLAP_MS = 24 * 3600_000
 export const EVENT_FILTER_MAX = 50
@@ -215,9 +216,9 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
     async redeliverFailed(orgId: string, id: string, since: string, until: string, by: ActedBy) {
       const w = await require(orgId, id)
       if (!w.enabled) throw new ApiError('webhook_disabled')
-      const from = Date.parse(since)
-      const to = Date.parse(until)
-      if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
+      const from = parseIsoTime(since)
+      const to = parseIsoTime(until)
+      if (from === undefined || to === undefined || from >= to) {
         throw new ApiError('invalid_body', { issues: [{ path: '/since', message: 'since and until must be ISO 8601 times with since < until' }] })
       }
       const redelivered = await repo.redeliverFailed(orgId, id, from, to, ctx.clock.now(), (n) => [
