@@ -137,6 +137,19 @@ describe('/fixloop slash command', () => {
     expect((await call(server.url, 'POST', `/v1/chatops/slack/${newId()}/commands`, { rawBody: body, headers: sign(body) })).status).toBe(404)
   })
 
+  test('a signed request is taken once: the same request again within the window is 403, a new signature is taken', async () => {
+    const body = form(`status ${reportId}`)
+    const headers = sign(body)
+    expect((await slash(body, headers)).status).toBe(200)
+    expect(await answerTo(body)).toContain('awaiting_manual')
+    const replay = await slash(body, headers)
+    expect([replay.status, replay.body.error.code]).toEqual([403, 'invalid_signature'])
+    expect(replay.body.error.message).toContain('received already')
+    // Slack signs every delivery anew: the same text at another second is another request.
+    const later = sign(body, Math.floor(Date.now() / 1000) - 2)
+    expect((await slash(body, later)).status).toBe(200)
+  })
+
   test('status: acknowledged at once, answered through response_url; another Org\'s report is not found', async () => {
     const body = form(`status ${reportId}`)
     const t0 = performance.now()

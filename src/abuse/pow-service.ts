@@ -17,7 +17,7 @@ import type { Logger } from '../core/logger'
 import type { RedisLink } from '../nodes/redis-link'
 import type { AbuseRepo } from './abuse-repo'
 import { FloodMeter } from './flood-meter'
-import { createPowSingleUse } from './pow-single-use'
+import { createPowSingleUse, type PowClaim } from './pow-single-use'
 import { isProofOfWorkLevel, POW_CHALLENGE_TTL_MS, REPORT_BUDGET_WINDOW_MS, requiredMaxnumber, type ProofOfWorkLevel } from './difficulty'
 import { createPowChallenge, decodePowHeader, verifyPowSolution, type PowChallenge, type SolvedChallenge } from './pow'
 
@@ -82,7 +82,7 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
     if (use === 'report') budget.hit(`${app.id}|${address}`)
   }
 
-  async function claim(s: SolvedChallenge): Promise<boolean> {
+  async function claim(s: PowClaim): Promise<boolean> {
     const now = clock.now()
     if (now - lastPurge > PURGE_EVERY_MS) {
       lastPurge = now
@@ -92,6 +92,11 @@ export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: Ab
   }
 
   return {
+    /**
+     * Spends another signed request's signature (`signature`: namespaced by the caller) until `expiresAt`,
+     * like a solution: false when it was spent already. Slack's slash commands use it (their replays).
+     */
+    spend: (signature: string, expiresAt: number): Promise<boolean> => claim({ signature, expiresAt }),
     meter,
 
     /** GET /v1/widget/challenge: a fresh challenge at the difficulty required now (null when the App asks none). */

@@ -70,6 +70,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   // the database, or in Redis (cluster mode) with the database as its fallback.
   const abuseRepo = ctx.store.abuse
   const pow = createPowService({ key: powKeyOf(ctx.urlSigningKey), clock, repo: abuseRepo, redis, log })
+
   // The spam signals known at intake, in memory (src/abuse/spam-intake.ts); the same flood meter as the proof of work.
   const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
@@ -188,7 +189,9 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     trackerSync,
     /** The push rules over the events: runs with the `dispatch` role (server.ts), like the dispatchers. */
     trackerRules: new TrackerRulesWatcher(trackers.repo, log, () => coordinator.holds('dispatch')),
-    slashCommands: createSlashCommands(ctx, feedback, slackApi, log),
+    // A slash command's signature is spent like a proof-of-work solution (Redis in cluster mode, the database
+    // otherwise): a captured request replayed within Slack's 5-minute window is refused on any node.
+    slashCommands: createSlashCommands(ctx, feedback, slackApi, log, pow.spend),
     slackNotifier: new SlackNotifier(ctx, slackApi, log, config.publicUrl, () => coordinator.holds('dispatch')),
     mail: domain.mail,
     /** Reporters' "fixed" mails: runs with the `dispatch` role (server.ts), like the webhook and Slack dispatchers. */

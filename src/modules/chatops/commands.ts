@@ -6,6 +6,8 @@
  *   /fixloop queue <id>     only Slack users allowed for the Org (chatops slack allow-user)
  *   /fixloop archive <id>   idem
  * Reports of another Org (or, for an App-scoped connection, of another App) are "not found".
+ * A signed request is taken once: its signature is spent until its timestamp leaves the window, so a
+ * captured request sent again within the 5 minutes (queue, queue again after the run) is refused.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Store } from '../../db/store'
@@ -38,9 +40,12 @@ export function verifySlackSignature(signingSecret: string, timestamp: string | 
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
+/** Spends a signed request's signature until `expiresAt` (epoch ms): false when it was spent already (a replay). */
+export type SpendSignature = (signature: string, expiresAt: number) => Promise<boolean>
+
 const HELP = 'Usage: `/fixloop status <report id>` · `/fixloop queue <report id>` · `/fixloop archive <report id>`'
 
-export function createSlashCommands(ctx: SlashCommandDeps, feedback: FeedbackService, api: SlackApi, log: Logger) {
+export function createSlashCommands(ctx: SlashCommandDeps, feedback: FeedbackService, api: SlackApi, log: Logger, spend: SpendSignature) {
   const repo = ctx.store.chatops
   const slackOrigin = new URL(ctx.config.slackApiUrl).origin
 
@@ -102,6 +107,11 @@ export function createSlashCommands(ctx: SlashCommandDeps, feedback: FeedbackSer
       const secret = ctx.box.open(c.signing_secret_sealed).toString()
       if (!verifySlackSignature(secret, headers.get('x-slack-request-timestamp'), headers.get('x-slack-signature'), rawBody, ctx.clock.now())) {
         throw new ApiError('invalid_signature', undefined, 'The Slack request signature is missing, stale or wrong.')
+      }
+      // Verified, so the timestamp is a number within the window: the signature stays spent until it leaves it.
+      const expiresAt = (Number(headers.get('x-slack-request-timestamp')) + WINDOW_SECONDS) * 1000
+      if (!(await spend(`slack:${connectionId}:${headers.get('x-slack-signature')}`, expiresAt))) {
+        throw new ApiError('invalid_signature', undefined, 'This Slack request was received already: a signed request is taken once.')
       }
       const form = new URLSearchParams(rawBody)
       // Slack's delivery, a third party's: NUL is stripped, not refused (core/nul.ts).
