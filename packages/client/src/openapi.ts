@@ -1282,13 +1282,13 @@ export interface EventWebhookTest {
 
 export interface EventListQuery {
   /**
-   * A seq: only events after it
+   * A seq (integer 0-999999999): only events after it
    */
-  after?: number;
+  after?: string;
   /**
-   * Default 100
+   * Integer 1-500, default 100
    */
-  limit?: number;
+  limit?: string;
   /**
    * Comma-separated event types (feedback.received, feedback.status_changed, feedback.duplicate_attached, feedback.duplicate_suggested, feedback.unmerged, feedback.resolved, agent_run.started, agent_run.phase, agent_run.succeeded, agent_run.failed, agent_run.guardrailed, webhook.disabled, webhook.test)
    */
