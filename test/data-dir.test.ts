@@ -3,7 +3,7 @@
  * for a busy port leaves nothing behind; everything in the data dir is owner-only even under umask 022.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { chmodSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { BINARY, call, freePort, runBinary, tempDir } from './harness'
 import { ensureBinary } from './helpers-lifecycle'
@@ -214,4 +214,67 @@ describe('a data dir path that is a file', () => {
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('not a directory')
   })
+})
+
+// A data dir in a folder another local user could write to before the first start (mkdir -m 777, a shared
+// group, a /tmp path they made first). Tightening modes cannot help there: the owner of a file keeps every
+// right to it, and root's chmod follows a planted symlink anywhere. Needs root to hand files to another user.
+describe('a data dir or key file another user owns or planted', () => {
+  const NOBODY = 65534
+  const asRoot = process.getuid?.() === 0
+  test.skipIf(!asRoot)('is refused with exit 2, and nothing is adopted or chmod-ed through a link', async () => {
+    ensureBinary()
+    const base = fresh()
+    chmodSync(base, 0o755)
+    // Their master.key in a fresh instance: adopted as the instance's key (one they know) before.
+    const planted = join(base, 'planted')
+    mkdirSync(planted, { mode: 0o777 })
+    chmodSync(planted, 0o777)
+    const theirKey = '11'.repeat(32) + '\n'
+    writeFileSync(join(planted, 'master.key'), theirKey, { mode: 0o644 })
+    chownSync(join(planted, 'master.key'), NOBODY, NOBODY)
+    const adopted = await runBinary(['org', 'create', '--name', 'A', '--data-dir', planted])
+    expect(adopted.code).toBe(2)
+    expect(adopted.stderr).toContain(`${join(planted, 'master.key')} belongs to another user (uid ${NOBODY})`)
+    expect(existsSync(join(planted, 'fixloop.db'))).toBe(false)
+
+    // Their symlink as fixloop.db: the open's chmod 0600 landed on the file it names (any file, as root).
+    const victim = join(base, 'victim')
+    writeFileSync(victim, 'not yours to chmod\n')
+    chmodSync(victim, 0o644)
+    const linked = join(base, 'linked')
+    mkdirSync(linked, { mode: 0o777 })
+    chmodSync(linked, 0o777)
+    symlinkSync(victim, join(linked, 'fixloop.db'))
+    lchownSync(join(linked, 'fixloop.db'), NOBODY, NOBODY)
+    const port = await freePort()
+    const serve = await runBinary(['serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', linked])
+    expect(serve.code).toBe(2)
+    expect(serve.stderr).toContain('through a symbolic link')
+    expect((statSync(victim).mode & 0o777).toString(8)).toBe('644')
+    expect(readFileSync(victim, 'utf8')).toBe('not yours to chmod\n')
+
+    // A data dir they own (made first under a shared folder): they keep full rights to it whatever its mode.
+    const theirs = join(base, 'theirs')
+    mkdirSync(theirs, { mode: 0o755 })
+    chownSync(theirs, NOBODY, NOBODY)
+    for (const args of [['org', 'create', '--name', 'A'], ['migrate']]) {
+      const r = await runBinary([...args, '--data-dir', theirs])
+      expect(r.code).toBe(2)
+      expect(r.stderr).toContain(`the data dir ${theirs} belongs to another user (uid ${NOBODY}`)
+    }
+    expect(readdirSync(theirs)).toEqual([])
+
+    // An existing instance whose master.key was swapped for another user's: read-only commands refuse too.
+    const mine = join(base, 'mine')
+    expect((await runBinary(['org', 'create', '--name', 'A', '--data-dir', mine])).code).toBe(0)
+    chownSync(join(mine, 'master.key'), NOBODY, NOBODY)
+    const list = await runBinary(['org', 'list', '--data-dir', mine])
+    expect(list.code).toBe(2)
+    expect(list.stderr).toContain('belongs to another user')
+    chownSync(join(mine, 'master.key'), 0, 0)
+    // A symlinked data dir of one's own (and root's, as systemd's DynamicUser makes it) is fine.
+    symlinkSync(mine, join(base, 'mine-link'))
+    expect((await runBinary(['org', 'list', '--data-dir', join(base, 'mine-link')])).code).toBe(0)
+  }, 60_000)
 })

@@ -9,7 +9,7 @@
  *   sanitized and sealed secrets). New files are created so; an existing dir whose mode lets others in is
  *   tightened at open (with a notice), since a 0700 dir keeps everything below it private.
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { StartupError } from '../core/startup-error'
 
@@ -54,6 +54,50 @@ function tighten(path: string, mode: number): boolean {
   }
 }
 
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw e
+  }
+}
+
+/**
+ * Refuses a data dir, or a master key, database, WAL, SHM or lock file in it, that another local user owns
+ * or could have planted. Tightening modes (below) cannot fix those: the owner of a file or dir keeps every
+ * right to it whatever its mode, and root's chmod follows a symlink to any file on the machine. A data dir
+ * in a folder others could write to before the first start (`mkdir -m 777`, a shared group, a path under
+ * /tmp another user made first) otherwise became an instance whose master key was one the other user wrote
+ * (and so knows: every sealed secret and backup MAC), whose dir they own (they can swap its files), or
+ * whose `fixloop.db` symlink turned the open's chmod 0600 on a file of their choosing (run as root: any
+ * file). Found by the ops attack. Allowed: a symlinked data dir whose link belongs to us or root (systemd's
+ * DynamicUser makes /var/lib/fixloop a root-owned link to /var/lib/private/fixloop), leading to a dir of
+ * ours; a file that is our own symlink to a file of ours.
+ */
+export function refuseForeign(dataDir: string): void {
+  const uid = process.getuid?.()
+  if (uid === undefined) return
+  const fix = `run fixloop as the user that owns the data dir, or give it a dir of its own (check --data-dir or FIXLOOP_DATA_DIR)`
+  const link = lstatOrNull(dataDir)
+  if (link?.isSymbolicLink() && link.uid !== uid && link.uid !== 0) {
+    throw new StartupError(`the data dir ${dataDir} is a symbolic link that belongs to another user (uid ${link.uid}): they choose where the master key and the database go; ${fix}`)
+  }
+  const dir = statSync(dataDir)
+  if (dir.uid !== uid) {
+    throw new StartupError(`the data dir ${dataDir} belongs to another user (uid ${dir.uid}, this is uid ${uid}): its owner can read, replace or plant the master key and the database whatever their modes; ${fix}`)
+  }
+  for (const name of PRIVATE_FILES) {
+    const path = join(dataDir, name)
+    const st = lstatOrNull(path)
+    if (!st) continue
+    const target = st.isSymbolicLink() ? (() => { try { return statSync(path) } catch { return null } })() : st
+    if (st.uid !== uid || (target && target.uid !== uid)) {
+      throw new StartupError(`${path} belongs to another user (uid ${st.uid !== uid ? st.uid : target!.uid}${st.isSymbolicLink() ? ', through a symbolic link' : ''}), not to this one (uid ${uid}): a file planted there hands fixloop a master key or database someone else controls, or turns its chmod on a file of their choosing; remove it (or restore the data dir from a backup) and ${fix}`)
+    }
+  }
+}
+
 export interface PreparedDataDir {
   /** The directory did not exist and was made now. */
   created: boolean
@@ -85,6 +129,7 @@ export function prepareDataDir(dataDir: string, options: { announce?: boolean } 
   } else if (!statSync(dataDir).isDirectory()) {
     throw new StartupError(`the data dir ${dataDir} is not a directory (check --data-dir or FIXLOOP_DATA_DIR)`)
   }
+  refuseForeign(dataDir)
   const fresh = !existsSync(join(dataDir, DB_FILE))
   const fixed = [dataDir, ...PRIVATE_FILES.map((f) => join(dataDir, f))].filter((p, i) => tighten(p, i === 0 ? 0o700 : 0o600))
   if (fixed.length > 0) notice(`fixloop: made ${fixed.join(', ')} owner-only (they hold reports and sealed secrets)\n`)

@@ -14,7 +14,7 @@ import { systemClock, type Clock } from '../core/clock'
 import { StartupError } from '../core/startup-error'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { openMasterKey } from '../db/sqlite/master-key-check'
-import { DB_FILE, prepareDataDir } from '../db/data-dir'
+import { DB_FILE, prepareDataDir, refuseForeign } from '../db/data-dir'
 import { embeddedMode, type EmbeddedRuntime } from './embedded'
 import { createSqliteProcessingEngine } from '../worker/processing-sqlite'
 import { keepWal } from '../db/sqlite/wal-keeper'
@@ -28,6 +28,7 @@ export { DB_FILE }
 export function requireExistingDataDir(dataDir: string): void {
   if (!existsSync(dataDir)) throw new StartupError(`the data dir ${dataDir} does not exist (check --data-dir or FIXLOOP_DATA_DIR); nothing was created`)
   if (!existsSync(join(dataDir, DB_FILE))) throw new StartupError(`${dataDir} holds no fixloop database (${DB_FILE}); check --data-dir or FIXLOOP_DATA_DIR; nothing was created`)
+  refuseForeign(dataDir)
 }
 
 export function createContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): EmbeddedRuntime {

@@ -20,6 +20,7 @@ import { macMatches } from './mac'
 import { ArchiveRefused, readEntry, scanTar, type ScannedEntry } from './tar-scan'
 import { MIGRATIONS } from '../migrations'
 import { lockDataDir, LOCK_FILE } from '../data-dir-lock'
+import { refuseForeign } from '../data-dir'
 import { StartupError } from '../../core/startup-error'
 import { masterKeyFile, parseMasterKey } from '../../core/master-key'
 import { VERSION } from '../../version'
@@ -210,6 +211,9 @@ async function unpack(from: string, staging: string, m: Manifest, loc: Located, 
 
 export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
   if (!existsSync(o.from)) throw new StartupError(`${o.from} does not exist`)
+  // An existing target another user owns (or with their master.key in it) is refused like every open of a
+  // data dir: its owner could read or swap what is restored, and their key would check the MAC.
+  if (existsSync(o.dataDir)) refuseForeign(o.dataDir)
   // A master.key alone does not count: putting the key there first is how a restore gets it to check the MAC.
   // Nor what a killed restore leaves (its staging folder, the lock's journal): a retry just works.
   const present = existsSync(o.dataDir) ? readdirSync(o.dataDir).filter((n) => n !== LOCK_FILE && n !== 'master.key' && n !== `${LOCK_FILE}-journal` && !STAGING.test(n)) : []
