@@ -70,6 +70,8 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     ['a URL of another scheme', () => 'mysql://root:pw@127.0.0.1/db', /FIXLOOP_DATABASE_URL: the scheme must be postgres: or postgresql:/],
     ['not a URL', () => 'not a url at all', /FIXLOOP_DATABASE_URL: not a URL/],
     ['a refused connection', () => `postgres://postgres:${server.password}@127.0.0.1:1/postgres`, /cannot reach PostgreSQL at postgres@127\.0\.0\.1:1\/postgres: connection refused/],
+    // A stray % (URL parsing takes it; decodeURIComponent did not): was a URIError crash, exit 1, with a stack.
+    ['a stray % in the database name', () => `postgres://postgres:${server.password}@127.0.0.1:1/fix%zzloop`, /cannot reach PostgreSQL at postgres@127\.0\.0\.1:1\/fix%zzloop: connection refused/],
     ['wrong credentials', () => `postgres://postgres:wrong-secret-pw@127.0.0.1:${server.port}/postgres`, /refused the credentials/],
     ['a database that does not exist', () => `postgres://postgres:${server.password}@127.0.0.1:${server.port}/nope_db`, /the database does not exist/],
   ]

@@ -10,8 +10,21 @@ import { openPool } from './client-options'
 /** `user@host:port/db` of a postgres:// URL: what messages may show. */
 export function describeDatabase(url: string): string {
   const u = new URL(url)
-  const db = decodeURIComponent(u.pathname.replace(/^\//, '')) || decodeURIComponent(u.username) || 'postgres'
-  return `${decodeURIComponent(u.username) || '(default user)'}@${u.hostname}:${u.port || '5432'}/${db}`
+  const db = decode(u.pathname.replace(/^\//, '')) || decode(u.username) || 'postgres'
+  return `${decode(u.username) || '(default user)'}@${u.hostname}:${u.port || '5432'}/${db}`
+}
+
+/**
+ * A URL part as text; one with a stray `%` (`/fix%loop`, a user `a%zz`) is shown as written. URL parsing
+ * accepts such a URL, and decodeURIComponent's URIError made every command crash (exit 1, a stack trace)
+ * while naming the database for a message, instead of saying what PostgreSQL answered (ops attack).
+ */
+function decode(part: string): string {
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    return part
+  }
 }
 
 function explain(err: unknown, where: string): string {
