@@ -6,6 +6,7 @@ import { describe, expect, test, beforeAll, afterAll } from 'bun:test'
 import { chmodSync, chownSync, closeSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync, rmSync } from 'node:fs'
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
+import { symlinkSync } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { extract } from 'tar-stream'
 import { BINARY, call, runBinary, spawnServer, tempDir } from './harness'
@@ -414,3 +415,28 @@ describe('restore refuses a tampered or oversized archive early, and writes noth
     expect(d.stderr).toContain('does not match its checksum')
   }, 60_000)
 })
+
+// The backup lists every file of the blob store after copying the database: an --out inside it (directly or
+// through a symlink) made it copy its own partial archive into itself while it grew (8 GB a minute, until
+// the disk was full). Found by the ops attack. Bounded here: without the refusal the process is stopped.
+test('backup --out inside the data dir blob store is refused (exit 2) before anything is written', async () => {
+  ensureBinary()
+  const base = tempDir('fixloop-backup-self-')
+  const dir = join(base, 'data')
+  expect((await runBinary(['org', 'create', '--name', 'A', '--data-dir', dir])).code).toBe(0)
+  mkdirSync(join(dir, 'blobs', 'ab'), { recursive: true, mode: 0o700 })
+  writeFileSync(join(dir, 'blobs', 'ab', 'object'), 'stored upload', { mode: 0o600 })
+  symlinkSync(join(dir, 'blobs', 'ab'), join(base, 'link'))
+  for (const out of [join(dir, 'blobs', 'self.tar'), join(base, 'link', 'self.tar')]) {
+    const proc = Bun.spawn([BINARY, 'backup', '--out', out, '--data-dir', dir], { env: { PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' })
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000)
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited])
+    clearTimeout(timer)
+    for (const name of readdirSync(join(dir, 'blobs', 'ab'))) if (name !== 'object') rmSync(join(dir, 'blobs', 'ab', name), { force: true })
+    for (const name of readdirSync(join(dir, 'blobs'))) if (name !== 'ab') rmSync(join(dir, 'blobs', name), { recursive: true, force: true })
+    expect(code).toBe(2)
+    expect(stderr).toContain("inside the data dir's blob store")
+  }
+  expect(readdirSync(join(dir, 'blobs', 'ab'))).toEqual(['object'])
+  rmSync(base, { recursive: true, force: true })
+}, 60_000)

@@ -1,8 +1,8 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
 import { describeDatabase } from '../db/pg/connect'
-import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, resolve, sep } from 'node:path'
 import { prepareDataDir } from '../db/data-dir'
 import { loadConfig } from '../config'
 import { createContext, requireExistingDataDir } from '../runtime/open'
@@ -83,6 +83,7 @@ export async function runBackup(argv: string[]): Promise<void> {
   if (!existsSync(folder)) throw new UsageError(`--out: the folder ${folder} does not exist; create it first (mkdir -p ${folder})`)
   if (!statSync(folder).isDirectory()) throw new UsageError(`--out: ${folder} is not a folder`)
   const config = loadConfig({ dataDir: values['data-dir'] })
+  refuseOutInBlobStore(folder, config.dataDir)
   const ctx = createContext(config, undefined, { existingOnly: true })
   // The embedded store only (createContext): main.ts refuses backup while FIXLOOP_DATABASE_URL is set (pg_dump's job).
   const { sqlite } = ctx.storage
@@ -109,6 +110,22 @@ export async function runBackup(argv: string[]): Promise<void> {
     output({ backup: out, files: manifest.files.length, blobs, bytes: manifest.files.reduce((n, f) => n + f.bytes, 0), masterKeyIncluded: includeMasterKey }, values.json)
   } finally {
     sqlite.close()
+  }
+}
+
+/**
+ * Refuses an --out inside the embedded blob store (`<data-dir>/blobs`, however it is reached: symlinks are
+ * resolved). The backup lists every file there after the database copy, so it met its own partial archive
+ * and copied it into itself while it grew: found by the ops attack, `--out <data-dir>/blobs/b.tar` wrote
+ * 8 GB in a minute and would have filled the disk.
+ */
+function refuseOutInBlobStore(folder: string, dataDir: string): void {
+  const blobs = join(dataDir, 'blobs')
+  if (!existsSync(blobs)) return
+  const store = realpathSync(blobs)
+  const target = realpathSync(folder)
+  if (target === store || target.startsWith(store + sep)) {
+    throw new UsageError(`--out: ${folder} is inside the data dir's blob store (${blobs}), which the backup copies: the archive would copy itself until the disk is full; write it elsewhere (outside the data dir)`)
   }
 }
 
