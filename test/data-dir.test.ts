@@ -276,5 +276,16 @@ describe('a data dir or key file another user owns or planted', () => {
     // A symlinked data dir of one's own (and root's, as systemd's DynamicUser makes it) is fine.
     symlinkSync(mine, join(base, 'mine-link'))
     expect((await runBinary(['org', 'list', '--data-dir', join(base, 'mine-link')])).code).toBe(0)
+
+    // Root counts as one's own: a root-owned volume a group may write to (Kubernetes' fsGroup) still works
+    // for a service user (nobody here).
+    if (Bun.spawnSync(['which', 'setpriv']).exitCode === 0) {
+      const volume = join(base, 'volume')
+      mkdirSync(volume)
+      chmodSync(volume, 0o777)
+      const proc = Bun.spawnSync(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', BINARY, 'org', 'create', '--name', 'A', '--data-dir', volume], { env: { PATH: process.env.PATH ?? '' } })
+      expect([proc.exitCode, proc.stderr.toString()]).toEqual([0, expect.stringContaining('creating a new instance')])
+      expect(statSync(join(volume, 'master.key')).uid).toBe(NOBODY)
+    }
   }, 60_000)
 })
