@@ -260,6 +260,20 @@ function ssoFromEnv(env: Env, publicUrl: string | undefined): SsoConfig | undefi
   return { issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/oidc/callback`, postLogoutRedirectUri: `${publicUrl}/admin` }
 }
 
+/**
+ * The data dir as given. An empty one (`--data-dir "$DIR"` with DIR unset, `FIXLOOP_DATA_DIR=` in an env
+ * file) is refused: resolved, it was the current directory, which then became an instance, made owner-only
+ * (chmod 0700: run as root from `/`, the root of the file system) with the database and master.key dropped
+ * into it. Found by the ops attack.
+ */
+function dataDirSetting(flag: string | undefined, fromEnv: string | undefined): string {
+  const [value, source] = flag !== undefined ? [flag, '--data-dir'] : fromEnv !== undefined ? [fromEnv, 'FIXLOOP_DATA_DIR'] : ['./data', 'default']
+  if (value.trim() === '') {
+    throw new ConfigError(`${source} is empty (an unset shell variable?): that would make the current directory the data dir, made owner-only with the database and master.key in it; give the path, or leave ${source} out for ./data`)
+  }
+  return value
+}
+
 export interface ConfigFlags {
   host?: string
   port?: string
@@ -269,7 +283,7 @@ export interface ConfigFlags {
 export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly<Config> {
   const host = flags.host ?? env.FIXLOOP_HOST ?? '127.0.0.1'
   const port = flags.port !== undefined ? parsePort(flags.port, '--port') : env.FIXLOOP_PORT ? parsePort(env.FIXLOOP_PORT, 'FIXLOOP_PORT') : 8080
-  const dataDir = resolve(flags.dataDir ?? env.FIXLOOP_DATA_DIR ?? './data')
+  const dataDir = resolve(dataDirSetting(flags.dataDir, env.FIXLOOP_DATA_DIR))
   const logLevel = (env.FIXLOOP_LOG_LEVEL ?? 'info') as Config['logLevel']
   if (!['info', 'warn', 'silent'].includes(logLevel)) throw new ConfigError(`FIXLOOP_LOG_LEVEL: must be info, warn or silent, got "${logLevel}"`)
   const sqliteSynchronous = (env.FIXLOOP_SQLITE_SYNCHRONOUS || 'full') as Config['sqliteSynchronous']

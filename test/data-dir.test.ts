@@ -205,6 +205,30 @@ describe('owner-only files under umask 022', () => {
   })
 })
 
+// `--data-dir "$DIR"` with DIR unset: resolved, '' was the current directory, which became an instance
+// (chmod 0700, fixloop.db and master.key dropped in; as root from / that is the whole file system's root).
+describe('an empty data dir setting', () => {
+  test('--data-dir "" and FIXLOOP_DATA_DIR= are refused (exit 2); the current directory is left alone', async () => {
+    ensureBinary()
+    const cwd = fresh()
+    chmodSync(cwd, 0o755)
+    for (const [args, env] of [
+      [['org', 'create', '--name', 'A', '--data-dir', ''], {}],
+      [['org', 'create', '--name', 'A', '--data-dir', ' ']],
+      [['org', 'create', '--name', 'A'], { FIXLOOP_DATA_DIR: '' }],
+      [['serve', '--port', '0'], { FIXLOOP_DATA_DIR: '' }],
+    ] as [string[], Record<string, string>?][]) {
+      const proc = Bun.spawn([BINARY, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, cwd, stdout: 'pipe', stderr: 'pipe' })
+      const timer = setTimeout(() => proc.kill(), 15_000)
+      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited])
+      clearTimeout(timer)
+      expect([code, stderr]).toEqual([2, expect.stringContaining('is empty (an unset shell variable?)')])
+    }
+    expect(readdirSync(cwd)).toEqual([])
+    expect((statSync(cwd).mode & 0o777).toString(8)).toBe('755')
+  }, 60_000)
+})
+
 describe('a data dir path that is a file', () => {
   test('is refused with exit 2', async () => {
     ensureBinary()
