@@ -278,16 +278,30 @@ describe('a data dir or key file another user owns or planted', () => {
     expect((statSync(victim).mode & 0o777).toString(8)).toBe('644')
     expect(readFileSync(victim, 'utf8')).toBe('not yours to chmod\n')
 
-    // A data dir they own (made first under a shared folder): they keep full rights to it whatever its mode.
-    const theirs = join(base, 'theirs')
-    mkdirSync(theirs, { mode: 0o755 })
-    chownSync(theirs, NOBODY, NOBODY)
-    for (const args of [['org', 'create', '--name', 'A'], ['migrate']]) {
-      const r = await runBinary([...args, '--data-dir', theirs])
-      expect(r.code).toBe(2)
-      expect(r.stderr).toContain(`the data dir ${theirs} belongs to another user (uid ${NOBODY}`)
+    const setpriv = Bun.spawnSync(['which', 'setpriv']).exitCode === 0
+    const asNobody = (args: string[]) => {
+      const p = Bun.spawnSync(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', BINARY, ...args], { env: { PATH: process.env.PATH ?? '' } })
+      return { code: p.exitCode, stderr: p.stderr.toString() }
     }
-    expect(readdirSync(theirs)).toEqual([])
+    // A data dir a third user owns (made first under a shared folder): they keep full rights to it whatever
+    // its mode. (A service user, nobody here, meeting a dir of uid 12345.)
+    if (setpriv) {
+      const theirs = join(base, 'theirs')
+      mkdirSync(theirs, { mode: 0o777 })
+      chmodSync(theirs, 0o777)
+      chownSync(theirs, 12345, 12345)
+      for (const args of [['org', 'create', '--name', 'A'], ['migrate']]) {
+        const r = asNobody([...args, '--data-dir', theirs])
+        expect(r.code).toBe(2)
+        expect(r.stderr).toContain(`the data dir ${theirs} belongs to another user (uid 12345`)
+      }
+      expect(readdirSync(theirs)).toEqual([])
+    }
+    // Root on a service user's data dir (packaging/fixloop.service documents the CLI run so) still works.
+    const service = join(base, 'service')
+    expect((await runBinary(['org', 'create', '--name', 'A', '--data-dir', service])).code).toBe(0)
+    Bun.spawnSync(['chown', '-R', `${NOBODY}:${NOBODY}`, service])
+    expect((await runBinary(['org', 'list', '--data-dir', service])).code).toBe(0)
 
     // An existing instance whose master.key was swapped for another user's: read-only commands refuse too.
     const mine = join(base, 'mine')
@@ -303,12 +317,12 @@ describe('a data dir or key file another user owns or planted', () => {
 
     // Root counts as one's own: a root-owned volume a group may write to (Kubernetes' fsGroup) still works
     // for a service user (nobody here).
-    if (Bun.spawnSync(['which', 'setpriv']).exitCode === 0) {
+    if (setpriv) {
       const volume = join(base, 'volume')
       mkdirSync(volume)
       chmodSync(volume, 0o777)
-      const proc = Bun.spawnSync(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', BINARY, 'org', 'create', '--name', 'A', '--data-dir', volume], { env: { PATH: process.env.PATH ?? '' } })
-      expect([proc.exitCode, proc.stderr.toString()]).toEqual([0, expect.stringContaining('creating a new instance')])
+      const r = asNobody(['org', 'create', '--name', 'A', '--data-dir', volume])
+      expect([r.code, r.stderr]).toEqual([0, expect.stringContaining('creating a new instance')])
       expect(statSync(join(volume, 'master.key')).uid).toBe(NOBODY)
     }
   }, 60_000)

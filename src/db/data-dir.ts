@@ -71,24 +71,29 @@ function lstatOrNull(path: string): Stats | null {
  * /tmp another user made first) otherwise became an instance whose master key was one the other user wrote
  * (and so knows: every sealed secret and backup MAC), whose dir they own (they can swap its files), or
  * whose `fixloop.db` symlink turned the open's chmod 0600 on a file of their choosing (run as root: any
- * file). Found by the ops attack. Allowed: whatever we or root own (a symlinked data dir whose link is
- * root's: systemd's DynamicUser makes /var/lib/fixloop a root-owned link to /var/lib/private/fixloop; a
- * root-owned volume a group may write to); a file that is our own symlink to a file of ours.
+ * file). Found by the ops attack. Allowed: whatever we, root or the data dir's owner own (a symlinked data
+ * dir whose link is root's: systemd's DynamicUser makes /var/lib/fixloop a root-owned link to
+ * /var/lib/private/fixloop; a root-owned volume a group may write to); as root, any user's data dir.
  */
 export function refuseForeign(dataDir: string): void {
   const uid = process.getuid?.()
   if (uid === undefined) return
   const fix = `run fixloop as the user that owns the data dir, or give it a dir of its own (check --data-dir or FIXLOOP_DATA_DIR)`
-  // Root may own them too: root can read and replace anything anyway, so it plants nothing a check could
-  // keep out, and a volume root owns and lets a group write (Kubernetes' fsGroup) is a normal data dir.
-  const trusted = (owner: number) => owner === uid || owner === 0
+  const dir = statSync(dataDir)
+  // The dir: ours, or root's (root can read and replace anything anyway, so it plants nothing a check could
+  // keep out, and a volume root owns and lets a group write, Kubernetes' fsGroup, is a normal data dir).
+  // Root itself may work on any user's data dir: packaging/fixloop.service documents running the CLI as
+  // root on the DynamicUser's /var/lib/private/fixloop (SQLite gives the files root makes there the
+  // database file's owner).
+  if (uid !== 0 && dir.uid !== uid && dir.uid !== 0) {
+    throw new StartupError(`the data dir ${dataDir} belongs to another user (uid ${dir.uid}, this is uid ${uid}): its owner can read, replace or plant the master key and the database whatever their modes; ${fix}`)
+  }
+  // Inside it, and for a link to it: only what we, root or the dir's owner own. A third user's file there
+  // was planted (in a dir others could write to before it was tightened).
+  const trusted = (owner: number) => owner === uid || owner === 0 || owner === dir.uid
   const link = lstatOrNull(dataDir)
   if (link?.isSymbolicLink() && !trusted(link.uid)) {
     throw new StartupError(`the data dir ${dataDir} is a symbolic link that belongs to another user (uid ${link.uid}): they choose where the master key and the database go; ${fix}`)
-  }
-  const dir = statSync(dataDir)
-  if (!trusted(dir.uid)) {
-    throw new StartupError(`the data dir ${dataDir} belongs to another user (uid ${dir.uid}, this is uid ${uid}): its owner can read, replace or plant the master key and the database whatever their modes; ${fix}`)
   }
   for (const name of PRIVATE_FILES) {
     const path = join(dataDir, name)
@@ -96,7 +101,7 @@ export function refuseForeign(dataDir: string): void {
     if (!st) continue
     const target = st.isSymbolicLink() ? (() => { try { return statSync(path) } catch { return null } })() : st
     if (!trusted(st.uid) || (target && !trusted(target.uid))) {
-      throw new StartupError(`${path} belongs to another user (uid ${!trusted(st.uid) ? st.uid : target!.uid}${st.isSymbolicLink() ? ', through a symbolic link' : ''}), not to this one (uid ${uid}): a file planted there hands fixloop a master key or database someone else controls, or turns its chmod on a file of their choosing; remove it (or restore the data dir from a backup) and ${fix}`)
+      throw new StartupError(`${path} belongs to another user (uid ${!trusted(st.uid) ? st.uid : target!.uid}${st.isSymbolicLink() ? ', through a symbolic link' : ''}), not to this one (uid ${uid}) nor the data dir's owner (uid ${dir.uid}): a file planted there hands fixloop a master key or database someone else controls, or turns its chmod on a file of their choosing; remove it (or restore the data dir from a backup) and ${fix}`)
     }
   }
 }
