@@ -278,6 +278,25 @@ describe('a data dir or key file another user owns or planted', () => {
     expect((statSync(victim).mode & 0o777).toString(8)).toBe('644')
     expect(readFileSync(victim, 'utf8')).toBe('not yours to chmod\n')
 
+    // Their master.key.new link (rekey wrote the new key through it, into their file, and renamed the link
+    // over master.key) and their blobs link (every upload into their folder): refused at the first open.
+    for (const [name, makeTarget] of [
+      ['master.key.new', (p: string) => writeFileSync(p, '', { mode: 0o666 })],
+      ['blobs', (p: string) => mkdirSync(p, { mode: 0o777 })],
+    ] as [string, (p: string) => void][]) {
+      const inst = join(base, `plant-${name}`)
+      mkdirSync(inst, { mode: 0o777 })
+      chmodSync(inst, 0o777)
+      const loot = join(base, `loot-${name}`)
+      makeTarget(loot)
+      chownSync(loot, NOBODY, NOBODY)
+      symlinkSync(loot, join(inst, name))
+      lchownSync(join(inst, name), NOBODY, NOBODY)
+      const r = await runBinary(['org', 'create', '--name', 'A', '--data-dir', inst])
+      expect([r.code, r.stderr]).toEqual([2, expect.stringContaining(`${join(inst, name)} belongs to another user (uid ${NOBODY}, through a symbolic link)`)])
+      expect(existsSync(join(inst, 'fixloop.db'))).toBe(false)
+    }
+
     const setpriv = Bun.spawnSync(['which', 'setpriv']).exitCode === 0
     const asNobody = (args: string[]) => {
       const p = Bun.spawnSync(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', BINARY, ...args], { env: { PATH: process.env.PATH ?? '' } })

@@ -228,7 +228,10 @@ export async function runRekey(argv: string[]): Promise<void> {
     const replaceKeyFile = existsSync(keyFile) && Buffer.compare(Buffer.from(parseMasterKey(readFileSync(keyFile, 'utf8'), keyFile)), Buffer.from(oldKey)) === 0
     if (replaceKeyFile) {
       try {
-        writeFileSync(staged, Buffer.from(newKey).toString('hex') + '\n', { mode: 0o600 })
+        // Made afresh (never written through what is there: a symlink planted as master.key.new got the
+        // new key written into a file of another user's, then renamed over master.key; ops attack).
+        rmSync(staged, { force: true })
+        writeFileSync(staged, Buffer.from(newKey).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
       } catch (e) {
         rmSync(staged, { force: true })
         throw new UsageError(`cannot write ${staged} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): nothing was re-keyed; make room in ${config.dataDir} and run rekey again`)

@@ -16,6 +16,12 @@ import { StartupError } from '../core/startup-error'
 export const DB_FILE = 'fixloop.db'
 /** Files at the top of a data dir that must be owner-only (blobs/ is a 0700 dir of its own). */
 const PRIVATE_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'master.key', 'serve.lock']
+/**
+ * What a third user must not own (or link) in a data dir (refuseForeign): the private files, the journals
+ * SQLite opens beside them, the re-key's staged key (`rekey` writes the new key through whatever is there)
+ * and the blob store (a planted `blobs` link took every upload into a folder of theirs).
+ */
+const OWNED_ENTRIES = [...PRIVATE_FILES, `${DB_FILE}-journal`, 'serve.lock-journal', 'master.key.new', 'blobs']
 
 let notice: (line: string) => void = () => {}
 const announced = new Set<string>()
@@ -64,8 +70,8 @@ function lstatOrNull(path: string): Stats | null {
 }
 
 /**
- * Refuses a data dir, or a master key, database, WAL, SHM or lock file in it, that another local user owns
- * or could have planted. Tightening modes (below) cannot fix those: the owner of a file or dir keeps every
+ * Refuses a data dir, or a master key, database, WAL, SHM, journal, lock file, staged re-key or blob store
+ * in it, that another local user owns or could have planted. Tightening modes (below) cannot fix those: the owner of a file or dir keeps every
  * right to it whatever its mode, and root's chmod follows a symlink to any file on the machine. A data dir
  * in a folder others could write to before the first start (`mkdir -m 777`, a shared group, a path under
  * /tmp another user made first) otherwise became an instance whose master key was one the other user wrote
@@ -95,7 +101,7 @@ export function refuseForeign(dataDir: string): void {
   if (link?.isSymbolicLink() && !trusted(link.uid)) {
     throw new StartupError(`the data dir ${dataDir} is a symbolic link that belongs to another user (uid ${link.uid}): they choose where the master key and the database go; ${fix}`)
   }
-  for (const name of PRIVATE_FILES) {
+  for (const name of OWNED_ENTRIES) {
     const path = join(dataDir, name)
     const st = lstatOrNull(path)
     if (!st) continue
