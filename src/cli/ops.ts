@@ -180,6 +180,15 @@ function refuseSharedKeyFile(path: string): void {
   }
 }
 
+/** Whether `file` holds `key` (false when it is missing or unreadable). */
+function keyFileHolds(file: string, key: Uint8Array): boolean {
+  try {
+    return Buffer.compare(Buffer.from(parseMasterKey(readFileSync(file, 'utf8'), file)), Buffer.from(key)) === 0
+  } catch {
+    return false
+  }
+}
+
 export async function runRekey(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { 'old-key-file': { type: 'string' }, 'new-key-file': { type: 'string' } })
   if (values.help) return void process.stdout.write(REKEY_HELP + '\n')
@@ -252,9 +261,14 @@ export async function runRekey(argv: string[]): Promise<void> {
       try {
         renameSync(staged, keyFile)
       } catch (e) {
-        throw new UsageError(
+        // Another command opened the data dir after the commit (the admin CLI takes no lock), saw the
+        // staged key open the database and finished the rename itself (master-key-check.ts): done, not the
+        // failure it was reported as ("still holds the OLD key", naming a master.key.new that was gone).
+        if (!keyFileHolds(keyFile, newKey)) {
+          throw new UsageError(
           `the database is re-keyed, but ${keyFile} still holds the OLD key (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): the next start replaces it with ${staged} (the new key, also in ${newPath}); keep that file`,
-        )
+          )
+        }
       }
       keyFileReplaced = true
     }
