@@ -44,14 +44,11 @@ function invalid(message: string, path = '/'): ApiError {
 }
 
 /**
- * The deepest nesting in a JSON text, stopping as soon as it passes `max`. Scans bytes: in UTF-8 no
- * byte of a multi-byte character is an ASCII bracket or quote, so this never misreads text in strings.
+ * Calls `visit` with every byte of a JSON text outside its strings, in order, until it answers true (then
+ * true). Scans bytes: in UTF-8 no byte of a multi-byte character is an ASCII bracket, comma or quote, so
+ * this never misreads text in strings.
  */
-export function jsonDepthExceeds(bytes: Uint8Array, max = MAX_JSON_DEPTH): boolean {
-  // Nesting deeper than `max` needs more than `max` opening brackets: counting them with the native
-  // indexOf settles every usual body (~0.2 µs for a widget report, where the byte loop below takes ~1.5).
-  if (openingBracketsAtMost(bytes, max)) return false
-  let depth = 0
+function someStructuralByte(bytes: Uint8Array, visit: (b: number) => boolean): boolean {
   let inString = false
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]
@@ -59,33 +56,35 @@ export function jsonDepthExceeds(bytes: Uint8Array, max = MAX_JSON_DEPTH): boole
       if (b === BACKSLASH) i++
       else if (b === QUOTE) inString = false
     } else if (b === QUOTE) inString = true
-    else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
-      if (++depth > max) return true
-    } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--
+    else if (visit(b)) return true
   }
   return false
 }
 
+/** Whether the nesting of a JSON text goes deeper than `max`, stopping as soon as it does. */
+export function jsonDepthExceeds(bytes: Uint8Array, max = MAX_JSON_DEPTH): boolean {
+  // Nesting deeper than `max` needs more than `max` opening brackets: counting them with the native
+  // indexOf settles every usual body (~0.2 µs for a widget report, where the byte loop below takes ~1.5).
+  if (openingBracketsAtMost(bytes, max)) return false
+  let depth = 0
+  return someStructuralByte(bytes, (b) => {
+    if (b === OPEN_BRACE || b === OPEN_BRACKET) return ++depth > max
+    if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--
+    return false
+  })
+}
+
 /**
- * Whether a JSON text holds more than `max` commas between values, stopping as soon as it does. Scans
- * bytes as jsonDepthExceeds does; a text with at most `max` commas in all (strings too: every usual body,
- * and 8 MB of one string) is settled by the native indexOf.
+ * Whether a JSON text holds more than `max` commas between values, stopping as soon as it does. A text
+ * with at most `max` commas in all (strings too: every usual body, and 8 MB of one string) is settled by
+ * the native indexOf.
  */
 export function jsonValuesExceed(bytes: Uint8Array, max = MAX_JSON_VALUES): boolean {
   let commas = 0
   for (let i = bytes.indexOf(COMMA); i !== -1; i = bytes.indexOf(COMMA, i + 1)) if (++commas > max) break
   if (commas <= max) return false
   let n = 0
-  let inString = false
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i]
-    if (inString) {
-      if (b === BACKSLASH) i++
-      else if (b === QUOTE) inString = false
-    } else if (b === QUOTE) inString = true
-    else if (b === COMMA && ++n > max) return true
-  }
-  return false
+  return someStructuralByte(bytes, (b) => b === COMMA && ++n > max)
 }
 
 /** Are there at most `max` `{` and `[` bytes in all (inside strings too)? */

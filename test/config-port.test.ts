@@ -1,0 +1,16 @@
+/** The port setting is read as decimal digits only (src/config.ts parsePort); Number() took "0x1F90" and "8e3". */
+import { expect, test } from 'bun:test'
+import { ConfigError, loadConfig } from '../src/config'
+import { tempDir } from './temp-dirs'
+
+test('--port and FIXLOOP_PORT: decimal 0-65535 only; hex, exponents, signs, spaces and fractions are refused by name', () => {
+  const dataDir = tempDir('fixloop-port-')
+  expect(loadConfig({ port: '8080', dataDir }, {}).port).toBe(8080)
+  expect(loadConfig({ dataDir }, { FIXLOOP_PORT: '0' }).port).toBe(0)
+  expect(loadConfig({ dataDir }, { FIXLOOP_PORT: '65535' }).port).toBe(65535)
+  for (const bad of ['0x1F90', '8e3', '+80', '-1', ' 80', '80.0', '65536', '1_000', '']) {
+    expect(() => loadConfig({ port: bad, dataDir }, {}), bad).toThrow(ConfigError)
+    expect(() => loadConfig({ port: bad, dataDir }, {}), bad).toThrow(`--port: port must be an integer 0-65535, got "${bad}"`)
+  }
+  expect(() => loadConfig({ dataDir }, { FIXLOOP_PORT: '8e3' })).toThrow('FIXLOOP_PORT: port must be an integer 0-65535, got "8e3"')
+})
