@@ -440,3 +440,23 @@ test('backup --out inside the data dir blob store is refused (exit 2) before any
   expect(readdirSync(join(dir, 'blobs', 'ab'))).toEqual(['object'])
   rmSync(base, { recursive: true, force: true })
 }, 60_000)
+
+test('restore --force from an archive inside the data dir it replaces is refused (exit 2), and the archive stays', async () => {
+  ensureBinary()
+  const base = tempDir('fixloop-restore-self-')
+  const dir = join(base, 'data')
+  expect((await runBinary(['org', 'create', '--name', 'A', '--data-dir', dir])).code).toBe(0)
+  const outside = join(base, 'b.tar')
+  expect((await runBinary(['backup', '--out', outside, '--data-dir', dir])).code).toBe(0)
+  // An operator keeps the archive in the data dir's blob folder, then restores it over that dir.
+  mkdirSync(join(dir, 'blobs'), { recursive: true, mode: 0o700 })
+  const inside = join(dir, 'blobs', 'b.tar')
+  writeFileSync(inside, readFileSync(outside), { mode: 0o600 })
+  const r = await runBinary(['restore', '--from', inside, '--data-dir', dir, '--force'])
+  expect(r.code).toBe(2)
+  expect(r.stderr).toContain('is inside the data dir')
+  expect(existsSync(inside)).toBe(true)
+  // From outside it restores as before.
+  expect((await runBinary(['restore', '--from', outside, '--data-dir', dir, '--force'])).code).toBe(0)
+  rmSync(base, { recursive: true, force: true })
+}, 60_000)

@@ -142,6 +142,7 @@ export async function runRestore(argv: string[]): Promise<void> {
   if (!values.from) throw new UsageError('missing --from FILE')
   if (!values['data-dir'] && !process.env.FIXLOOP_DATA_DIR) throw new UsageError('missing --data-dir DIR (where to restore)')
   const config = loadConfig({ dataDir: values['data-dir'] })
+  refuseArchiveInDataDir(resolve(values.from), config.dataDir)
   const manifest = await restoreBackup({
     from: resolve(values.from),
     dataDir: config.dataDir,
@@ -154,6 +155,18 @@ export async function runRestore(argv: string[]): Promise<void> {
     stderr(`restore: the archive has no master key: copy the original master.key into ${config.dataDir} (or set FIXLOOP_MASTER_KEY for serve) before "fixloop serve"; without it the server refuses to start`)
   }
   output({ restored: config.dataDir, fixloopVersion: manifest.fixloopVersion, createdAt: manifest.createdAt, files: manifest.files.length, masterKeyIncluded: manifest.masterKeyIncluded }, values.json)
+}
+
+/**
+ * Refuses an archive inside the data dir it is restored into (symlinks resolved): `--force` replaces that
+ * dir, the archive with it, so a restore from `<data-dir>/blobs/x.tar` deleted the one copy it read from
+ * (ops attack). Copy it elsewhere first.
+ */
+function refuseArchiveInDataDir(from: string, dataDir: string): void {
+  if (!existsSync(from) || !existsSync(dataDir)) return
+  const dir = realpathSync(dataDir)
+  const archive = realpathSync(from)
+  if (archive.startsWith(dir + sep)) throw new UsageError(`--from: ${from} is inside the data dir ${dataDir}, which a restore replaces: copy the archive out of it first`)
 }
 
 function readKeyFile(path: string, flag: string): Uint8Array {
