@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { call, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { runEnd } from './agent-run-end'
 import { branchExists, makeBareRepo } from './git-fixtures'
 import type { ConnectionInput } from '../src/modules/connections/service'
 
@@ -92,12 +93,7 @@ async function runAt(gitUrl: string, text: string) {
   await srv.services.connections.connect(t.orgId, t.appId, { gitUrl, host: 'gitea', hostToken: TOKEN, prMode: 'branch', agent: 'command', agentCommand: `echo 'export const y = 2' >> src/app.js`, timeoutSeconds: 30 } as ConnectionInput)
   const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text } })
   expect(r.status).toBe(201)
-  await eventually(async () => {
-    const g = await call(srv.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })
-    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
-  }, 30_000)
-  await srv.runner.idle()
-  return (await call(srv.url, 'GET', `/v1/agent-runs/${r.body.id}`, { auth: t.key })).body
+  return (await runEnd(srv, t.key, r.body.id)).run
 }
 
 describe('the host token goes to the git host only', () => {

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { call, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { runEnd } from './agent-run-end'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { branchExists, makeBareRepo } from './git-fixtures'
 import type { ConnectionInput } from '../src/modules/connections/service'
@@ -59,12 +60,7 @@ async function runWith(agentCommand: string, text: string) {
   await connect({ agentCommand })
   const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text } })
   expect(r.status).toBe(201)
-  await eventually(async () => {
-    const g = await call(srv.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })
-    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
-  }, 30_000)
-  await srv.runner.idle()
-  return (await call(srv.url, 'GET', `/v1/agent-runs/${r.body.id}`, { auth: t.key })).body
+  return (await runEnd(srv, t.key, r.body.id)).run
 }
 
 describe('secrets the agent holds never reach the pushed change', () => {

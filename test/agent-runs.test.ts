@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, readFileSync, writeFileSync, chmodSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { call, eventually, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { runEnd } from './agent-run-end'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { branchExists, changedFiles, makeBareRepo, readFileAtBranch } from './git-fixtures'
 import type { ConnectionInput } from '../src/modules/connections/service'
@@ -64,14 +65,8 @@ async function submitAndFinish(s: Setup, text = 'Cart total is NaN when an item 
   return finish(s, r.body.id)
 }
 
-async function finish(s: Setup, id: string) {
-  const item = await eventually(async () => {
-    const g = await call(s.srv.url, 'GET', `/v1/feedback/${id}`, { auth: s.t.key })
-    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
-  }, 30_000)
-  await s.srv.runner.idle()
-  const run = (await call(s.srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: s.t.key })).body
-  return { id, item, run }
+function finish(s: Setup, id: string) {
+  return runEnd(s.srv, s.t.key, id)
 }
 
 async function teardown(s: Setup) {

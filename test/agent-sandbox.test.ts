@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { call, eventually, runBinary, seedTenant, spawnServer, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
+import { runEnd } from './agent-run-end'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { branchExists, git, makeBareRepo, readFileAtBranch } from './git-fixtures'
 import type { ConnectionInput } from '../src/modules/connections/service'
@@ -56,14 +57,8 @@ async function submit(s: Setup, body: Record<string, unknown>) {
   return r.body.id as string
 }
 
-async function finish(s: Setup, id: string) {
-  const item = await eventually(async () => {
-    const g = await call(s.srv.url, 'GET', `/v1/feedback/${id}`, { auth: s.t.key })
-    return ['pr_opened', 'failed'].includes(g.body.status) ? g.body : undefined
-  }, 30_000)
-  await s.srv.runner.idle()
-  const run = (await call(s.srv.url, 'GET', `/v1/agent-runs/${id}`, { auth: s.t.key })).body
-  return { id, item, run }
+function finish(s: Setup, id: string) {
+  return runEnd(s.srv, s.t.key, id)
 }
 
 /** Every object in the bare repository, contents included. */
