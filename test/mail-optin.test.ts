@@ -434,6 +434,39 @@ describe("one App's slow SMTP server holds its own mail, not the others'", () =>
     }
   }, 30_000)
 
+  test("an App whose server failed an attempt: its mail claimed after the failure (by a later pass) waits for the backoff too", async () => {
+    const slow = await slowSmtpApp('Slow5')
+    await server.services.mailer.stop()
+    const mailer = new Mailer(server.ctx, new Logger('silent'), { mayAct: () => true })
+    try {
+      await submit(slow.app, { text: 'Report of jan', notifyEmail: true, identity: { email: 'jan@slow.example' } })
+      const pass = mailer.wake()
+      await eventually(() => slow.state.sockets.size > 0, 5_000)
+      // Filed while the first attempt is in hand: claimed only by a pass after it (the App is held till then).
+      await submit(slow.app, { text: 'Report of kai', notifyEmail: true, identity: { email: 'kai@slow.example' } })
+      void mailer.wake()
+      const failedAt = Date.now()
+      slow.cut() // the first attempt fails
+      await pass
+      await mailer.wake()
+      expect(slow.state.sockets.size).toBe(1) // the later one was not tried against the failed server
+      const rows = await dbRows<{ attempts: number; lease_until: number | null; next_attempt_at: number }>(
+        server.ctx,
+        'SELECT attempts, lease_until, next_attempt_at FROM mail_confirmations WHERE app_id = ? ORDER BY attempts',
+        [slow.app.appId],
+      )
+      expect(rows.map((r) => [Number(r.attempts), r.lease_until])).toEqual([
+        [0, null],
+        [1, null],
+      ])
+      for (const r of rows) expect(Number(r.next_attempt_at)).toBeGreaterThanOrEqual(failedAt + 25_000)
+    } finally {
+      await mailer.stop()
+      server.services.mailer.start(server.services.hub)
+      await slow.close()
+    }
+  }, 30_000)
+
   test('a stop (a shutdown, the dispatch role lost) waits for the attempt in hand only: the App\'s next mail is not started, and is given back', async () => {
     const slow = await slowSmtpApp('Slow3')
     // The server's mailer steps aside; this one asks both confirmations and claims them in one batch (one

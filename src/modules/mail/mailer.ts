@@ -263,6 +263,21 @@ export class Mailer {
   private readonly held = new Map<string, number>()
   /** Queues claimed and not finished (waiting or in a lane), per Org: at most ORG_LANES each. */
   private readonly orgQueues = new Map<string, number>()
+  /**
+   * Apps whose SMTP server failed an attempt, until when their other mail waits (the first backoff). Kept
+   * by the mailer, not by the queue that saw the failure: the App's rows claimed by a later pass (asked a
+   * moment after, or not yet due on the database's clock when the failing one was claimed) were tried
+   * against the same server as soon as the failing queue ended (a PostgreSQL CI run).
+   */
+  private readonly failedUntil = new Map<string, number>()
+
+  private serverFailedRecently(appId: string): boolean {
+    const until = this.failedUntil.get(appId)
+    if (until === undefined) return false
+    if (until > this.ctx.clock.now()) return true
+    this.failedUntil.delete(appId)
+    return false
+  }
 
   /** Claim only while a lane is free and nothing claimed waits: a claim is a lease, and idle leases only delay. */
   private hasRoom(): boolean {
@@ -297,7 +312,7 @@ export class Mailer {
    * at once, and the next claims leave that Org's rows until one of its queues ends: one Org's slow or dead
    * servers never hold every lane.
    */
-  private async send<R>(rows: R[], claimedAt: number, kind: RowKind<R>): Promise<void> {
+  private async send<R extends { attempts: number }>(rows: R[], claimedAt: number, kind: RowKind<R>): Promise<void> {
     const leaseLeftForAnAttempt = () => this.ctx.clock.now() - claimedAt <= LEASE_MS - SEND_DEADLINE_MS - LEASE_MARGIN_MS
     const beyondShare: R[] = []
     for (const queue of queuesSharingKeys(rows, kind.keysOf)) {
@@ -312,18 +327,18 @@ export class Mailer {
       const keys = [...new Set(queue.flatMap(kind.keysOf))]
       for (const key of keys) this.held.set(key, (this.held.get(key) ?? 0) + 1)
       this.waiting.push(async () => {
-        // Apps whose server failed an attempt of this queue: their other rows wait for the first backoff
-        // (not counted as attempts) instead of each holding this lane for another timeout, so a few Apps
-        // with dead servers do not keep every lane busy.
-        const failedApps = new Set<string>()
+        // Apps whose server failed an attempt (this queue's or another's, within the first backoff): their
+        // other rows wait for that backoff (not counted as attempts) instead of each holding this lane for
+        // another timeout, so a few Apps with dead servers do not keep every lane busy.
         const deferred: R[] = []
         try {
           for (const [i, row] of queue.entries()) {
             // Stopped (a shutdown, the role lost), without the role, or its lease too short: the rest is given
             // back. A stop waits for the attempt in hand only. (Given back failing, the leases run out instead.)
             if (this.stopped || !this.opts.mayAct() || !leaseLeftForAnAttempt()) return await kind.release(queue.slice(i))
-            if (failedApps.has(kind.appOf(row))) deferred.push(row)
-            else if ((await kind.deliver(row)) === 'server_failed') failedApps.add(kind.appOf(row))
+            // A row retried on its own backoff (attempts counts this claim) is due by its own schedule.
+            if (row.attempts <= 1 && this.serverFailedRecently(kind.appOf(row))) deferred.push(row)
+            else if ((await kind.deliver(row)) === 'server_failed') this.failedUntil.set(kind.appOf(row), this.ctx.clock.now() + RETRY_BASE_MS)
           }
         } finally {
           if (deferred.length > 0) await kind.release(deferred, this.ctx.clock.now() + RETRY_BASE_MS)
