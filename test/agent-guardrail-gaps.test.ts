@@ -170,6 +170,25 @@ describe('file names that are not UTF-8', () => {
   })
 })
 
+describe('a huge file is refused by its size before git reads it', () => {
+  test('a 20 GB sparse file is guardrailed in seconds (git hashed all of it, up to its 120 s timeout, before the size check)', async () => {
+    const started = Date.now()
+    const run = await runWith(`truncate -s 20G huge.bin && echo 'export const y = 2' >> src/app.js`, 'The download page hangs on the biggest files')
+    expect(run.status).toBe('guardrailed')
+    expect(run.guardrailReason).toBe(`file too large: huge.bin (${20 * 1024 ** 3} bytes, limit 1048576)`)
+    expect(branchExists(bare, run.branch)).toBe(false)
+    expect(Date.now() - started).toBeLessThan(15_000)
+  })
+
+  test('a 20 GB sparse file the repository ignores is no reason: git never stages it, the fix beside it is pushed', async () => {
+    const started = Date.now()
+    const run = await runWith(`printf 'out/\\n' > .gitignore && mkdir -p out && truncate -s 20G out/cache.bin && echo 'export const y = 3' >> src/app.js`, 'The cache page shows stale numbers after a reload')
+    expect(run.status).toBe('succeeded')
+    expect(branchExists(bare, run.branch)).toBe(true)
+    expect(Date.now() - started).toBeLessThan(15_000)
+  })
+})
+
 describe('the output scrubber sees the text as it is stored', () => {
   test('a passed-through key printed with a control character or a bidi override inside is not stored whole once they are dropped', async () => {
     // Split the value with \x01 (and U+202E): the literal scrub found no match, then the control characters

@@ -19,7 +19,8 @@ import { join } from 'node:path'
 import { execCommand } from './exec'
 import { GitError, gitOk, GIT_SAFE } from './git'
 import { fingerprintMeta } from './git-meta'
-import type { DiffStats } from './guardrails'
+import { MAX_FILE_BYTES, type DiffStats } from './guardrails'
+import { largeFiles, type LargeFile } from './large-files'
 
 /** What the agent's clone looked like when the agent got it. */
 export interface Baseline {
@@ -80,8 +81,45 @@ export async function stageWorktree(baseRepo: string, workTree: string, env: Rec
   const ienv = { ...env, GIT_INDEX_FILE: indexFile }
   const at = [`--git-dir=${baseRepo}`, `--work-tree=${workTree}`]
   await gitOk([...at, 'read-tree', base], workTree, ienv, 'read the base tree')
+  const big = await largeFileStaged(at, workTree, ienv, base)
+  if (big) throw new ChangeRefused(big)
   await gitOk([...at, 'add', '-A'], workTree, ienv, 'git add')
   return (await gitOk([...at, 'write-tree'], workTree, ienv, 'write the tree')).trim()
+}
+
+/** Pathspecs named to git in one call (the argv stays small whatever number of large files there are). */
+const PATHS_PER_CALL = 200
+
+/**
+ * Why `git add -A` must not run: a file over MAX_FILE_BYTES that it would stage, found by its size BEFORE
+ * git hashes it (the same refusal as the diff's size check, which comes only after git read every byte).
+ * A large file git would not add is no reason: one the repository's ignore rules exclude (a build output),
+ * or one tracked in the base and left at its base size (git's cost for it is what the repository already
+ * holds; a change to it is still judged by the diff). git is asked about the large files alone, by name,
+ * with commands that read names and the base's tree, never a file's content.
+ */
+async function largeFileStaged(at: string[], workTree: string, ienv: Record<string, string>, base: string): Promise<string | null> {
+  const found = await largeFiles(workTree, MAX_FILE_BYTES)
+  if (typeof found === 'string') return found
+  const tooLarge = (f: LargeFile) => `file too large: ${f.path} (${f.bytes} bytes, limit ${MAX_FILE_BYTES})`
+  // A name that is not UTF-8 cannot be named to git exactly: never excused.
+  const undecodable = found.find((f) => f.undecodable)
+  if (undecodable) return tooLarge(undecodable)
+  const literal = ['--literal-pathspecs', ...at]
+  for (let i = 0; i < found.length; i += PATHS_PER_CALL) {
+    const batch = found.slice(i, i + PATHS_PER_CALL)
+    const paths = batch.map((f) => f.path)
+    const added = new Set((await gitOk([...literal, 'ls-files', '--others', '--exclude-standard', '-z', '--', ...paths], workTree, ienv, 'list untracked files')).split('\0'))
+    const baseSizes = new Map<string, number>()
+    for (const line of (await gitOk([...literal, 'ls-tree', '-r', '-l', '-z', '--full-tree', base, '--', ...paths], workTree, ienv, 'list the base files')).split('\0')) {
+      // "<mode> <type> <sha> <size>\t<path>": a size "-" (not a blob) matches no file's size.
+      const tab = line.indexOf('\t')
+      if (tab > 0) baseSizes.set(line.slice(tab + 1), Number(line.slice(0, tab).trim().split(/\s+/)[3]))
+    }
+    const refused = batch.find((f) => added.has(f.path) || (baseSizes.has(f.path) && baseSizes.get(f.path) !== f.bytes))
+    if (refused) return tooLarge(refused)
+  }
+  return null
 }
 
 /** Most diff output read whole (a change within the guardrails' limits is far smaller). */

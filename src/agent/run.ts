@@ -208,10 +208,11 @@ async function judge(c: RunContext, s: State): Promise<{ tree: string; diff: Dif
   if (unsafe) throw new RunFailure(unsafe, 'guardrailed')
   const tampered = await tamperedGit(c.ws.repo, s.gitEnv, b)
   if (tampered) throw new RunFailure(tampered, 'guardrailed')
-  const tree = await stageWorktree(c.ws.baseRepo, c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base)
-  const diff = await diffTrees(c.ws.baseRepo, c.ws.root, s.gitEnv, b.base, tree).catch((e) => {
+  const refused = (e: unknown) => {
     throw e instanceof ChangeRefused ? new RunFailure(e.message, 'guardrailed') : e
-  })
+  }
+  const tree = await stageWorktree(c.ws.baseRepo, c.ws.repo, s.gitEnv, c.ws.judgeIndex, b.base).catch(refused)
+  const diff = await diffTrees(c.ws.baseRepo, c.ws.root, s.gitEnv, b.base, tree).catch(refused)
   const reason = checkGuardrails(diff, { maxFiles: c.conn.maxFiles, maxLines: c.conn.maxLines, denyPaths: c.conn.denyPaths, secrets: c.secrets })
   if (reason) throw new RunFailure(reason, 'guardrailed')
   return { tree, diff }
