@@ -327,3 +327,76 @@ test('a report written while no token could be had is not bound to the next user
     await context.close()
   }
 })
+
+/** The Idempotency-Keys waiting in the page origin's offline queue. */
+const queuedKeys = (page: import('playwright-core').Page) =>
+  page.evaluate(
+    () =>
+      new Promise<string[]>((resolve) => {
+        const req = indexedDB.open('fixloop', 1)
+        req.onupgradeneeded = () => req.result.createObjectStore('queue', { keyPath: 'key' })
+        req.onsuccess = () => {
+          const all = req.result.transaction('queue').objectStore('queue').getAllKeys()
+          all.onsuccess = () => resolve((all.result as string[]).sort())
+        }
+      }),
+  )
+
+/**
+ * A private-mode report queued by an older widget (which recorded no owner) waited forever: nobody can
+ * tell whose it is, so no page sends it, and it held one of the 30 queue slots for good. Past 7 days it
+ * is dropped (never sent); a younger one, and another user's, still wait.
+ */
+test('a private-mode report nobody owns is dropped once a week old, never sent; a younger one and an owned one wait', async () => {
+  const e = env()
+  e.routes.set('/legacy/token', async () => new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: 'user-now', ctx: { email: 'now@acme.test' } })))
+  const url = e.page('/legacy', {
+    mount: `
+<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    endpoint: ${JSON.stringify(e.api)},
+    getUserToken: function () { return fetch('/legacy/token').then(function (r) { return r.text() }) },
+  })
+</script>`,
+  })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    await widget(page).launcher.waitFor()
+    const day = 24 * 60 * 60 * 1000
+    // As an older widget left them: no owner.
+    await page.evaluate(
+      ({ entries }) =>
+        new Promise<void>((resolve, reject) => {
+          const req = indexedDB.open('fixloop', 1)
+          req.onupgradeneeded = () => req.result.createObjectStore('queue', { keyPath: 'key' })
+          req.onsuccess = () => {
+            const tx = req.result.transaction('queue', 'readwrite')
+            for (const entry of entries) tx.objectStore('queue').put(entry)
+            tx.oncomplete = () => resolve()
+            tx.onerror = () => reject(tx.error)
+          }
+        }),
+      {
+        entries: [
+          { key: 'legacy-old', createdAt: Date.now() - 8 * day, text: 'Queued by an older widget 8 days ago' },
+          { key: 'legacy-young', createdAt: Date.now() - 1 * day, text: 'Queued by an older widget yesterday' },
+          { key: 'owned-old', createdAt: Date.now() - 8 * day, text: 'Queued for user-then 8 days ago', owner: 'user-then' },
+        ].map(({ text, ...r }) => ({ ...r, endpoint: e.api, publicKey: e.tenant.pub, payload: { text }, blobs: [] })),
+      },
+    )
+    const posts: string[] = []
+    page.on('request', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.method() === 'POST' && posts.push(r.url()))
+    await page.reload()
+    await widget(page).launcher.waitFor()
+    await eventually(async () => !(await queuedKeys(page)).includes('legacy-old'), 10_000)
+    await page.waitForTimeout(1000)
+    expect(await queuedKeys(page)).toEqual(['legacy-young', 'owned-old'])
+    expect(posts).toEqual([])
+    expect((await reports(e)).filter((r: any) => String(r.text).startsWith('Queued'))).toEqual([])
+  } finally {
+    await context.close()
+  }
+})
