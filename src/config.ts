@@ -125,6 +125,11 @@ export interface Config {
    * node counts as alive; a dead node's jobs are taken over within about twice this.
    */
   nodeLeaseMs: number
+  /**
+   * FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS: PostgreSQL's `statement_timeout` on the server's pool, in ms (0:
+   * not set, the role's or database's own applies). db/pg/client-options.ts says why.
+   */
+  pgStatementTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -391,5 +396,8 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     sseStreamsPerKey: env.FIXLOOP_SSE_STREAMS_PER_KEY ? parseCount(env.FIXLOOP_SSE_STREAMS_PER_KEY, 'FIXLOOP_SSE_STREAMS_PER_KEY') : 100,
     slackApiUrl: parseHttpUrl(env.FIXLOOP_SLACK_API_URL || 'https://slack.com/api', 'FIXLOOP_SLACK_API_URL'),
     nodeLeaseMs: env.FIXLOOP_NODE_LEASE_SECONDS ? parseInRange(env.FIXLOOP_NODE_LEASE_SECONDS, 'FIXLOOP_NODE_LEASE_SECONDS', 1, 60) * 1000 : 15_000,
+    pgStatementTimeoutMs: env.FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS
+      ? parseMinutesOrOff(env.FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS, 'FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS', 86_400) * 1000
+      : 20_000,
   })
 }

@@ -17,6 +17,7 @@ describe('storageUnavailable tells the database being away from other errors', (
     ['too many connections (53300)', Object.assign(new Error('sorry, too many clients already'), { code: '53300' }), 5],
     ['the database read-only (25006: a failover onto a standby)', Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }), 5],
     ['a lock another session holds past lock_timeout (55P03)', Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }), 5],
+    ['a statement past statement_timeout (57014)', Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }), 5],
     ['the transaction PostgreSQL rolled back to end a deadlock (40P01)', Object.assign(new Error('deadlock detected'), { code: '40P01' }), 1],
     ['a serialization failure (40001)', Object.assign(new Error('could not serialize access due to concurrent update'), { code: '40001' }), 1],
     ['socket refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 5],
@@ -142,5 +143,57 @@ describe('a deadlock PostgreSQL breaks by rolling back a request', () => {
     }
     const again = await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
     expect([again.status, again.body.status]).toEqual([200, 'archived'])
+  }, 60_000)
+})
+
+/**
+ * A statement that stalls without waiting for any lock (lock_timeout bounds only those): a slow plan, a
+ * starved disk, a runaway trigger. Played here by a trigger that sleeps. Without statement_timeout the
+ * request waited for as long as the statement ran, holding its pool connection.
+ */
+describe('a statement that stalls on PostgreSQL', () => {
+  let pg: PgServer
+  let server: TestServer
+  let t: Tenant
+  let env: Record<string, string>
+  beforeAll(async () => {
+    pg = await startPostgres()
+    env = await clusterEnv(await pg.createDatabase('stall'))
+    server = await startTestServer({ ...env, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS: '2' })
+    t = await seedTenant(server.admin)
+  }, 60_000)
+  afterAll(async () => {
+    await server?.close().catch(() => {})
+    await pg?.stop()
+  })
+
+  test('ends within FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS with 503 and Retry-After, PostgreSQL frees the statement, and the server serves again', async () => {
+    const made = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: 'the export button does nothing' } })
+    expect(made.status).toBe(201)
+    const id: string = made.body.id
+    await eventually(async () => ((await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body.status === 'awaiting_manual' ? true : undefined), 20_000)
+    const other = openPool(env.FIXLOOP_DATABASE_URL, 1)
+    try {
+      await other.query(`CREATE FUNCTION test_stall() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.status = 'archived' THEN PERFORM pg_sleep(40); END IF; RETURN NEW; END $$`)
+      await other.query('CREATE TRIGGER test_stall BEFORE UPDATE ON feedback FOR EACH ROW EXECUTE FUNCTION test_stall()')
+      const started = Date.now()
+      const r = await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
+      const took = Date.now() - started
+      expect({ status: r.status, code: r.body?.error?.code, retry: r.headers.get('retry-after') }).toEqual({ status: 503, code: 'internal_error', retry: '5' })
+      expect(r.body.error.details.requestId).toBe(r.headers.get('x-request-id'))
+      expect(took).toBeGreaterThanOrEqual(1_900)
+      expect(took).toBeLessThan(8_000)
+      // Ended by PostgreSQL, not abandoned by the client: no statement of the server still sleeps there.
+      const sleeping = await other.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+      expect(sleeping.rows).toEqual([])
+      await other.query('DROP TRIGGER test_stall ON feedback')
+    } finally {
+      await other.query('DROP TRIGGER IF EXISTS test_stall ON feedback').catch(() => {})
+      await other.end()
+    }
+    const again = await call(server.url, 'PATCH', `/v1/feedback/${id}`, { auth: t.key, body: { status: 'archived' } })
+    expect([again.status, again.body.status]).toEqual([200, 'archived'])
+    expect((await call(server.url, 'GET', '/v1/feedback', { auth: t.key })).status).toBe(200)
   }, 60_000)
 })

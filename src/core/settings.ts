@@ -20,6 +20,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_MASTER_KEY'], default: '<data-dir>/master.key', meaning: '32-byte key (hex or base64) sealing stored secrets; unset: master.key, created 0600' },
   { env: ['FIXLOOP_DATABASE_URL'], default: 'unset (SQLite in the data dir)', meaning: 'postgres://USER:PASS@HOST:PORT/DB: PostgreSQL 15+ holds every table instead of the data dir (cluster mode: also needs FIXLOOP_REDIS_URL, FIXLOOP_MASTER_KEY and S3)' },
   { env: ['FIXLOOP_REDIS_URL'], default: 'unset', meaning: 'redis://HOST:PORT: Valkey/Redis 7+ for cluster mode (with FIXLOOP_DATABASE_URL): shared rate limits' },
+  { env: ['FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS'], default: '20', meaning: 'PostgreSQL: the longest one statement of the server may run (statement_timeout; then 503 with Retry-After); 0: not set' },
   { env: ['FIXLOOP_NODE_LEASE_SECONDS'], default: '15', meaning: 'cluster mode: role lease length (renewed every third); a dead node\'s work moves within about twice this' },
   { env: ['FIXLOOP_RATE_LIMIT_MULTIPLIER'], default: '1', meaning: 'multiplies every rate-limit ceiling and bucket capacity' },
   { env: ['FIXLOOP_TRUST_PROXY'], default: 'off', meaning: '1: client address from the last X-Forwarded-For hop instead of the socket' },

@@ -7,7 +7,8 @@
  * nodes on a standby or a demoted primary until the new one takes over, or an operator's
  * `default_transaction_read_only` during maintenance; nothing can be written, and the same write succeeds
  * once the primary is back), a lock another session holds past the pool's `lock_timeout` (55P03
- * lock_not_available: db/pg/client-options.ts), the transaction chosen to end a deadlock (40P01) or to keep
+ * lock_not_available: db/pg/client-options.ts), a statement that ran past the pool's `statement_timeout`
+ * or that an operator cancelled (57014 query_canceled: the same file), the transaction chosen to end a deadlock (40P01) or to keep
  * a serializable order (40001): rolled back whole, so the same request succeeds when sent again (Retry-After
  * 1; a job waits a second, its attempt not spent). SQLite: the database busy past the retry window (another process holding the
  * write lock). Either: no room to write (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100 and
@@ -22,7 +23,7 @@
  * its own timeout (ETIMEDOUT), and S3 answering that it cannot do the work now (503 SlowDown and the
  * like: S3_UNAVAILABLE). Anything else stays a 500.
  */
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006', '55P03'])
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '25006', '55P03', '57014'])
 /** deadlock_detected, serialization_failure: this transaction lost a race and was rolled back; again at once. */
 const PG_RETRY_NOW = new Set(['40P01', '40001'])
 /** Retry-After for a full disk or a read-only database: an operator has to act, so not every second. */

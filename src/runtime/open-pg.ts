@@ -30,7 +30,7 @@ export const PG_POOL_SIZE = 16
 export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<ClusterRuntime> {
   const url = config.databaseUrl
   if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
-  const pool = await connectPg(url, PG_POOL_SIZE)
+  const pool = await connectPg(url, PG_POOL_SIZE, config.pgStatementTimeoutMs)
   try {
     await refuseNewerPgSchema(pool, url)
     if (!options.existingOnly) await applyPgMigrations(pool)

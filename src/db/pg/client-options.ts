@@ -34,8 +34,23 @@ function getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string)
  */
 export const PG_LOCK_TIMEOUT_MS = 10_000
 
-/** A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown. */
-export function openPool(url: string, max = 10): pg.Pool {
+/**
+ * Why the server's pool sets `statement_timeout` (FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS, 20 s by default:
+ * config.ts). `lock_timeout` bounds waiting for a lock only: a statement that stalls otherwise (a bad plan over a big
+ * table, a starved disk, a runaway trigger) held its request and its pool connection for as long as it
+ * ran. PostgreSQL ends it itself (query_canceled, 57014), so the connection is free again at once, unlike
+ * a timeout on the client's side, which leaves the statement running; it answers 503 with Retry-After
+ * and defers a job without spending an attempt (db/unavailable.ts). Below the HTTP server's 30 s idle
+ * timeout, so the client gets that answer; far above any statement of fixloop's own (its deletions run in
+ * batches). Migrations run without it (db/pg/migrate.ts), as do the operator's commands that open their
+ * own pool (rekey, migrate-db: `openPool`'s default).
+ */
+
+/**
+ * A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown.
+ * `statementTimeoutMs`: PostgreSQL's statement_timeout on each connection (0: not set).
+ */
+export function openPool(url: string, max = 10, statementTimeoutMs = 0): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -46,6 +61,7 @@ export function openPool(url: string, max = 10): pg.Pool {
     // which pgbouncer refuses unless told to ignore it.
     onConnect: async (client: pg.ClientBase) => {
       await client.query(`SET lock_timeout = ${PG_LOCK_TIMEOUT_MS}`)
+      if (statementTimeoutMs > 0) await client.query(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`)
     },
   })
   // An idle client whose backend ended (restart, failover, pg_terminate_backend) emits 'error' on the

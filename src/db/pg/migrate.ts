@@ -38,7 +38,9 @@ export async function applyPgMigrations(pool: Pool, list: readonly Migration[] =
     const ran = await withTransaction(pool, async (tx) => {
       // Waits as long as another node's migrations, or a table's running transactions, take: the pool's
       // lock_timeout (client-options.ts) is for requests, and a start must not fail behind a slow migration.
+      // The same for statement_timeout: a migration rewriting a big table runs as long as it must.
       await tx.query('SET LOCAL lock_timeout = 0')
+      await tx.query('SET LOCAL statement_timeout = 0')
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK])
       await tx.query(ENSURE_TABLE)
       const done = await tx.query('SELECT 1 FROM __migrations WHERE name = $1', [m.name])
