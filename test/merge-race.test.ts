@@ -93,6 +93,44 @@ describe('merges by hand racing each other', () => {
     }
   }, 120_000)
 
+  /**
+   * A reporter's erasure racing merges and unmerges of the clusters its reports lead or join. On PostgreSQL
+   * the erasure locked its reports, then the duplicates it promotes and the leads it recounts, out of
+   * the merges' order (the App's merge lock, then every row in id order): each held a row the other
+   * waited for, and PostgreSQL ended the cycle by rolling one back, answered 503.
+   */
+  test('an erasure racing merges and unmerges of its reports\' clusters: never a 5xx, the reports gone, counts that add up', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const uid = `erase-race-${round}-${crypto.randomUUID()}`
+      const submit = async (mine: boolean) =>
+        (await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text: uniqueText(), identity: { externalUserId: mine ? uid : `keeper-${crypto.randomUUID()}` } } })).body.id as string
+      // Made in an order that changes by round, so the erased lead sorts before or after its duplicates.
+      const order = round % 2 ? ['m1', 'e1', 'm2', 'y', 'e2'] : ['e2', 'y', 'm2', 'e1', 'm1']
+      const r: Record<string, string> = {}
+      for (const k of order) r[k] = await submit(k.startsWith('e'))
+      await eventually(async () => (await Promise.all(Object.values(r).map(get))).every((f) => f.processedAt !== null && f.duplicateOfId === null), 20_000)
+      // e1 (erased) leads m1 and m2; e2 (erased) is a duplicate of y.
+      for (const [id, leadId] of [[r.m1, r.e1], [r.m2, r.e1], [r.e2, r.y]]) expect((await call(srv.url, 'POST', `/v1/feedback/${id}/merge`, { auth: t.key, body: { leadId } })).status).toBe(200)
+      const [erase, ...triage] = await Promise.all([
+        call(srv.url, 'POST', '/v1/reporters/erase', { auth: t.key, body: { externalUserId: uid } }),
+        call(srv.url, 'POST', `/v1/feedback/${r.m1}/merge`, { auth: t.key, body: { leadId: r.y } }),
+        call(srv.url, 'POST', `/v1/feedback/${r.m2}/unmerge`, { auth: t.key }),
+        call(srv.url, 'POST', `/v1/feedback/${r.y}/merge`, { auth: t.key, body: { leadId: r.m2 } }),
+      ])
+      expect({ status: erase.status, body: erase.body }).toEqual({ status: 200, body: { erased: 2 } })
+      for (const a of triage) if (a.status !== 200) expect([404, 409].includes(a.status) ? null : { status: a.status, code: a.body.error?.code }).toBeNull()
+      for (const k of ['e1', 'e2']) expect((await get(r[k])).error?.code).toBe('not_found')
+      const rows = await Promise.all(['m1', 'm2', 'y'].map((k) => get(r[k])))
+      const byId = new Map(rows.map((f) => [f.id, f]))
+      for (const f of rows) {
+        expect(f.duplicateOfId).not.toBe(f.id)
+        expect([r.e1, r.e2]).not.toContain(f.duplicateOfId)
+        if (f.duplicateOfId) expect(byId.get(f.duplicateOfId)?.duplicateOfId ?? null).toBeNull()
+      }
+      for (const lead of rows.filter((f) => f.duplicateOfId === null)) expect(lead.duplicateCount).toBe(rows.filter((f) => f.duplicateOfId === lead.id).length)
+    }
+  }, 120_000)
+
   test('an unmerge racing merges of its lead: only 200s and 409s, one level of duplicates, counts that add up', async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const ids: string[] = []

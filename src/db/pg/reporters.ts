@@ -12,6 +12,32 @@ function run<T>(q: PgQueryable, text: string, values: unknown[]): Promise<T[]> {
 
 const DIALECT: RemovalDialect = { ids: '(SELECT unnest($1::text[]))', org: '$2', scrubbedEventData: `(data::jsonb || '{"externalUserId": null}'::jsonb)::text` }
 
+/**
+ * Every row the removal writes (the reports, the duplicates it promotes, the leads it recounts, the
+ * reports whose suggestion it clears), in id order and in one statement.
+ */
+const ROWS_WRITTEN = `WITH mine AS (SELECT id, duplicate_of_id FROM feedback WHERE org_id = $2 AND id = ANY($1::text[]))
+  SELECT id FROM feedback WHERE id IN (
+    SELECT id FROM mine
+    UNION SELECT id FROM feedback WHERE duplicate_of_id IN (SELECT id FROM mine)
+    UNION SELECT duplicate_of_id FROM mine WHERE duplicate_of_id IS NOT NULL
+    UNION SELECT id FROM feedback WHERE suggested_lead_id IN (SELECT id FROM mine))
+  ORDER BY id COLLATE "C" FOR UPDATE`
+
+/**
+ * A removal takes the locks of a merge by hand, in the same order (src/db/pg/dedup.ts `lockForTriage`):
+ * the App's merge lock first (one per App, Apps in id order: an Org-wide erasure spans them), then every
+ * row it writes, in id order, before it writes any. It locked its reports, then the duplicates it
+ * promotes and the leads it recounts as it went: an erasure racing a merge or unmerge of those clusters
+ * held a row the merge waited for while waiting for one the merge held, and PostgreSQL rolled one of them
+ * back (a 503 for the erasure or the merge).
+ */
+async function lockAsMerges(client: PgQueryable, orgId: string, ids: readonly string[]): Promise<void> {
+  const apps = await many<{ app_id: string }>(client, 'SELECT app_id FROM feedback WHERE org_id = $2 AND id = ANY($1::text[]) GROUP BY app_id ORDER BY app_id COLLATE "C"', [ids, orgId])
+  for (const { app_id } of apps) await client.query("SELECT pg_advisory_xact_lock(hashtextextended('fixloop.merge:' || $1::text, 0))", [app_id])
+  await client.query(ROWS_WRITTEN, [ids, orgId])
+}
+
 export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
   const { pool } = storage
   return {
@@ -48,6 +74,7 @@ export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
     },
     removeReports: (orgId, ids) =>
       storage.tx(async (client) => {
+        await lockAsMerges(client, orgId, ids)
         // Locked in id order, so two removals of overlapping reports (an erase racing the retention) queue.
         const mine = (await run<{ id: string }>(client, `${ownIds(DIALECT)} ORDER BY id COLLATE "C" FOR UPDATE`, [ids, orgId])).map((r) => r.id)
         if (mine.length === 0) return { removed: 0, uploadKeys: [] }
