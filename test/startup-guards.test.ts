@@ -160,6 +160,8 @@ test.each([
   ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS', '60', '15'],
   ['FIXLOOP_SSE_HEARTBEAT_SECONDS', '60', '15'],
   ['FIXLOOP_AGENT_CONCURRENCY', '0.5', 'whole number'],
+  ['FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS', '2.5', 'whole number from 0 (off) to 86400'],
+  ['FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS', '-1', 'whole number from 0 (off) to 86400'],
 ])('%s=%s is refused with exit 2 and a clear sentence, not clamped', async (name, value, says) => {
   ensureBinary()
   const r = await runBinary(['org', 'list', '--data-dir', tempDir()], { [name]: value })
