@@ -47,7 +47,8 @@ export const REKEY_HELP = `Usage: fixloop rekey --old-key-file OLD --new-key-fil
 Re-seals every secret sealed with the master key (App signing secrets, repository host tokens, and every
 other column registered in src/db/sealed-columns.ts) from OLD to NEW in one transaction. A missing NEW
 file is created with a fresh random key (0600). When <data-dir>/master.key holds OLD it is replaced by NEW;
-if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
+if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first. A NEW file it
+created is removed again when it fails before the database holds the new key.`
 
 const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
 /** VACUUM INTO's target in the --out folder: no room, no inode, read-only, failing. */
@@ -222,6 +223,25 @@ export async function runRekey(argv: string[]): Promise<void> {
     }
     created = true
   } else refuseSharedKeyFile(newPath)
+  // What fails before the database holds the new key takes back the key file this rekey made: left behind,
+  // a refused rekey (a server running, the wrong --old-key-file) left a key that opens nothing, which the
+  // next attempt took as the operator's own. A file the operator gave is never removed, nor one the
+  // database already depends on.
+  const rekeyed = { committed: false }
+  try {
+    return await rekeyWith(values, config, oldKey, newPath, created, rekeyed)
+  } catch (e) {
+    if (created && !rekeyed.committed) {
+      rmSync(newPath, { force: true })
+      stderr(`rekey: removed ${newPath} again: this rekey created it and changed nothing`)
+    }
+    throw e
+  }
+}
+
+type RekeyFlags = ReturnType<typeof parseFlags<{ 'old-key-file': { type: 'string' }; 'new-key-file': { type: 'string' } }>>['values']
+
+async function rekeyWith(values: RekeyFlags, config: ReturnType<typeof loadConfig>, oldKey: Uint8Array, newPath: string, created: boolean, rekeyed: { committed: boolean }): Promise<void> {
   const newKey = readKeyFile(newPath, '--new-key-file')
   if (Buffer.compare(Buffer.from(oldKey), Buffer.from(newKey)) === 0) throw new UsageError('--old-key-file and --new-key-file hold the same key')
   if (config.databaseUrl) {
@@ -229,6 +249,7 @@ export async function runRekey(argv: string[]): Promise<void> {
     try {
       await refuseNewerPgSchema(pool, config.databaseUrl)
       const resealed = await rekeyPg(pool, oldKey, newKey)
+      rekeyed.committed = true
       if (created) stderr(`rekey: created ${newPath} with a new random key (mode 0600)`)
       stderr('rekey: set FIXLOOP_MASTER_KEY to the new key on every node before the next start (stop every node before a rekey: a running node keeps the old key in memory)')
       return output({ resealed, keyFileReplaced: false }, values.json)
@@ -262,6 +283,7 @@ export async function runRekey(argv: string[]): Promise<void> {
     let resealed: Record<string, number>
     try {
       resealed = rekey(sqlite, oldKey, newKey)
+      rekeyed.committed = true
     } catch (e) {
       if (replaceKeyFile) rmSync(staged, { force: true })
       // One transaction: a full or read-only disk rolls it back whole.
