@@ -16,6 +16,7 @@ import { rekeyPg } from '../db/pg/rekey'
 import { connectPg } from '../db/pg/connect'
 import { refuseNewerPgSchema } from '../runtime/open-pg'
 import { lockDataDir } from '../db/data-dir-lock'
+import { lockKeyExclusive, type KeyLock } from '../db/key-lock'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
 import { output, parseFlags, UsageError } from './args'
@@ -47,8 +48,9 @@ export const REKEY_HELP = `Usage: fixloop rekey --old-key-file OLD --new-key-fil
 Re-seals every secret sealed with the master key (App signing secrets, repository host tokens, and every
 other column registered in src/db/sealed-columns.ts) from OLD to NEW in one transaction. A missing NEW
 file is created with a fresh random key (0600). When <data-dir>/master.key holds OLD it is replaced by NEW;
-if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first. A NEW file it
-created is removed again when it fails before the database holds the new key.`
+if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first. Waits up to 10 s
+for the admin commands and backups using the key (<data-dir>/rekey.lock). A NEW file it created is removed
+again when it fails before the database holds the new key.`
 
 const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
 /** VACUUM INTO's target in the --out folder: no room, no inode, read-only, failing. */
@@ -258,9 +260,14 @@ async function rekeyWith(values: RekeyFlags, config: ReturnType<typeof loadConfi
     }
   }
   const lock = lockDataDir(config.dataDir, 're-keying (a running server keeps the old key in memory)')
-  const file = join(config.dataDir, 'fixloop.db')
-  const { sqlite } = openDatabase(file)
+  let keyLock: KeyLock | undefined
+  let sqlite: ReturnType<typeof openDatabase>['sqlite'] | undefined
   try {
+    // After serve.lock (a running server is named first), before anything reads the key: the admin commands
+    // and backups that read it now finish first, and the next ones wait for the new one (key-lock.ts).
+    keyLock = lockKeyExclusive(config.dataDir)
+    const file = join(config.dataDir, 'fixloop.db')
+    sqlite = openDatabase(file).sqlite
     refuseNewerSchema(sqlite, file)
     // The data dir's own key file follows the database: written whole under a temp name BEFORE the
     // database is re-keyed, and renamed over the old one after (a rename takes no room). Written after the
@@ -311,7 +318,8 @@ async function rekeyWith(values: RekeyFlags, config: ReturnType<typeof loadConfi
     stderr(keyFileReplaced ? `rekey: ${keyFile} now holds the new key` : 'rekey: set FIXLOOP_MASTER_KEY (or master.key) to the new key before the next start')
     output({ resealed, keyFileReplaced }, values.json)
   } finally {
-    sqlite.close()
+    sqlite?.close()
+    keyLock?.release()
     lock.release()
   }
 }
