@@ -37,7 +37,7 @@ const LAYERS = ['core', 'db', 'lifecycle', 'modules', 'store', 'worker/agent', '
 type Layer = (typeof LAYERS)[number]
 
 /** Storage infrastructure under src/db/{sqlite,pg}/ (not a repository implementation): plain `db` layer. */
-const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|event-signal|master-key|instance-meta|rekey|db-clock)\.ts$)|sqlite\/(storage|errors|client|migrate|group-commit|write-turns|checkpointer|checkpointer-worker|instance-meta|schema-guard|master-key-check|rekey)\.ts$)/
+const STORAGE_INFRA = /^db\/(pg\/(schema\/|(storage|client-options|connect|migrate|migrations|transaction|group-commit|event-signal|master-key|instance-meta|rekey|key-lock|db-clock)\.ts$)|sqlite\/(storage|errors|client|migrate|group-commit|write-turns|checkpointer|checkpointer-worker|instance-meta|schema-guard|master-key-check|rekey)\.ts$)/
 
 /**
  * A repository implementation of one dialect, or its store (src/db/sqlite/*, src/db/pg/*, except the
@@ -116,8 +116,8 @@ function sqlViolations(rel: string, text: string): string[] {
 
 /** The few files outside src/db/sqlite/ that may hold a `bun:sqlite` handle. */
 const SQLITE_INFRA = new Set([
-  // The data dir's lock is a SQLite file in either mode; backups and migrate-db's reader are embedded-mode tools.
-  'db/backup/write.ts', 'db/data-dir-lock.ts', 'db/transfer/sqlite-source.ts',
+  // The data dir's locks are SQLite files in either mode; backups and migrate-db's reader are embedded-mode tools.
+  'db/backup/write.ts', 'db/data-dir-lock.ts', 'db/key-lock.ts', 'db/transfer/sqlite-source.ts',
 ])
 
 /** Files that import `bun:sqlite` (type-only included) outside the SQLite side. */

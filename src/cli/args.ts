@@ -17,8 +17,9 @@ export const COMMON_FLAGS = {
 } as const satisfies FlagSpec
 
 export function parseFlags<T extends FlagSpec>(argv: string[], options: T) {
+  let parsed
   try {
-    return parseArgs({ args: argv, options: { ...COMMON_FLAGS, ...options }, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args: argv, options: { ...COMMON_FLAGS, ...options }, allowPositionals: true, strict: true, tokens: true })
   } catch (e) {
     const message = (e as Error).message.replace(/^TypeError \[\w+\]: /, '')
     // "Unknown option '--nmae'. To specify a positional…": keep the first sentence and suggest a known flag.
@@ -28,6 +29,26 @@ export function parseFlags<T extends FlagSpec>(argv: string[], options: T) {
       throw new UsageError(`unknown flag ${unknown[1]}${unknown[2]}.${didYouMean(unknown[2], known, '--')} Run with --help for the flags.`)
     }
     throw new UsageError(message)
+  }
+  refuseRepeatedValues(parsed.tokens, { ...COMMON_FLAGS, ...options })
+  const { tokens: _tokens, ...result } = parsed
+  return result
+}
+
+/**
+ * A flag that takes one value, given twice (`backup --out a --out b`), is refused: node's parser keeps the
+ * last one silently, so a command ran on a value the operator may not have meant (the ops attack). Flags
+ * declared `multiple` collect every value; a repeated switch (`--json --json`) means the same thing twice.
+ */
+function refuseRepeatedValues(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>, options: FlagSpec): void {
+  const seen = new Map<string, string>()
+  for (const t of tokens) {
+    if (t.kind !== 'option' || t.value === undefined) continue
+    const spec = options[t.name]
+    if (!spec || spec.type !== 'string' || spec.multiple) continue
+    const first = seen.get(t.name)
+    if (first !== undefined) throw new UsageError(`--${t.name} given more than once ("${first}" and "${t.value}"); it takes one value: give it once`)
+    seen.set(t.name, t.value)
   }
 }
 

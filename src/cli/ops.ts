@@ -16,6 +16,7 @@ import { rekeyPg } from '../db/pg/rekey'
 import { connectPg } from '../db/pg/connect'
 import { refuseNewerPgSchema } from '../runtime/open-pg'
 import { lockDataDir } from '../db/data-dir-lock'
+import { lockKeyExclusive, type KeyLock } from '../db/key-lock'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
 import { output, parseFlags, UsageError } from './args'
@@ -47,7 +48,9 @@ export const REKEY_HELP = `Usage: fixloop rekey --old-key-file OLD --new-key-fil
 Re-seals every secret sealed with the master key (App signing secrets, repository host tokens, and every
 other column registered in src/db/sealed-columns.ts) from OLD to NEW in one transaction. A missing NEW
 file is created with a fresh random key (0600). When <data-dir>/master.key holds OLD it is replaced by NEW;
-if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first.`
+if you use FIXLOOP_MASTER_KEY, set it to NEW before the next start. Stop the server first. Waits up to 10 s
+for the admin commands and backups using the key (<data-dir>/rekey.lock). A NEW file it created is removed
+again when it fails before the database holds the new key.`
 
 const OUT_ERRORS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR'])
 /** VACUUM INTO's target in the --out folder: no room, no inode, read-only, failing. */
@@ -222,6 +225,25 @@ export async function runRekey(argv: string[]): Promise<void> {
     }
     created = true
   } else refuseSharedKeyFile(newPath)
+  // What fails before the database holds the new key takes back the key file this rekey made: left behind,
+  // a refused rekey (a server running, the wrong --old-key-file) left a key that opens nothing, which the
+  // next attempt took as the operator's own. A file the operator gave is never removed, nor one the
+  // database already depends on.
+  const rekeyed = { committed: false }
+  try {
+    return await rekeyWith(values, config, oldKey, newPath, created, rekeyed)
+  } catch (e) {
+    if (created && !rekeyed.committed) {
+      rmSync(newPath, { force: true })
+      stderr(`rekey: removed ${newPath} again: this rekey created it and changed nothing`)
+    }
+    throw e
+  }
+}
+
+type RekeyFlags = ReturnType<typeof parseFlags<{ 'old-key-file': { type: 'string' }; 'new-key-file': { type: 'string' } }>>['values']
+
+async function rekeyWith(values: RekeyFlags, config: ReturnType<typeof loadConfig>, oldKey: Uint8Array, newPath: string, created: boolean, rekeyed: { committed: boolean }): Promise<void> {
   const newKey = readKeyFile(newPath, '--new-key-file')
   if (Buffer.compare(Buffer.from(oldKey), Buffer.from(newKey)) === 0) throw new UsageError('--old-key-file and --new-key-file hold the same key')
   if (config.databaseUrl) {
@@ -229,6 +251,7 @@ export async function runRekey(argv: string[]): Promise<void> {
     try {
       await refuseNewerPgSchema(pool, config.databaseUrl)
       const resealed = await rekeyPg(pool, oldKey, newKey)
+      rekeyed.committed = true
       if (created) stderr(`rekey: created ${newPath} with a new random key (mode 0600)`)
       stderr('rekey: set FIXLOOP_MASTER_KEY to the new key on every node before the next start (stop every node before a rekey: a running node keeps the old key in memory)')
       return output({ resealed, keyFileReplaced: false }, values.json)
@@ -237,9 +260,14 @@ export async function runRekey(argv: string[]): Promise<void> {
     }
   }
   const lock = lockDataDir(config.dataDir, 're-keying (a running server keeps the old key in memory)')
-  const file = join(config.dataDir, 'fixloop.db')
-  const { sqlite } = openDatabase(file)
+  let keyLock: KeyLock | undefined
+  let sqlite: ReturnType<typeof openDatabase>['sqlite'] | undefined
   try {
+    // After serve.lock (a running server is named first), before anything reads the key: the admin commands
+    // and backups that read it now finish first, and the next ones wait for the new one (key-lock.ts).
+    keyLock = lockKeyExclusive(config.dataDir)
+    const file = join(config.dataDir, 'fixloop.db')
+    sqlite = openDatabase(file).sqlite
     refuseNewerSchema(sqlite, file)
     // The data dir's own key file follows the database: written whole under a temp name BEFORE the
     // database is re-keyed, and renamed over the old one after (a rename takes no room). Written after the
@@ -262,6 +290,7 @@ export async function runRekey(argv: string[]): Promise<void> {
     let resealed: Record<string, number>
     try {
       resealed = rekey(sqlite, oldKey, newKey)
+      rekeyed.committed = true
     } catch (e) {
       if (replaceKeyFile) rmSync(staged, { force: true })
       // One transaction: a full or read-only disk rolls it back whole.
@@ -289,7 +318,8 @@ export async function runRekey(argv: string[]): Promise<void> {
     stderr(keyFileReplaced ? `rekey: ${keyFile} now holds the new key` : 'rekey: set FIXLOOP_MASTER_KEY (or master.key) to the new key before the next start')
     output({ resealed, keyFileReplaced }, values.json)
   } finally {
-    sqlite.close()
+    sqlite?.close()
+    keyLock?.release()
     lock.release()
   }
 }

@@ -11,6 +11,9 @@ export function setProcessRole(r: 'serve' | 'command'): void {
   role = r
 }
 
+/** Which process this is (set by main.ts; in-process servers and tests are 'serve'). */
+export const processRole = (): 'serve' | 'command' => role
+
 /**
  * How to lift an address guard that `variable` controls, as true for this process: on the server, set it
  * on "fixloop serve"; in a CLI command, set it for this command (the server checks again before every

@@ -15,13 +15,13 @@ import { StartupError } from '../core/startup-error'
 
 export const DB_FILE = 'fixloop.db'
 /** Files at the top of a data dir that must be owner-only (blobs/ is a 0700 dir of its own). */
-const PRIVATE_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'master.key', 'serve.lock']
+const PRIVATE_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'master.key', 'serve.lock', 'rekey.lock']
 /**
  * What a third user must not own (or link) in a data dir (refuseForeign): the private files, the journals
  * SQLite opens beside them, the re-key's staged key (`rekey` writes the new key through whatever is there)
  * and the blob store (a planted `blobs` link took every upload into a folder of theirs).
  */
-const OWNED_ENTRIES = [...PRIVATE_FILES, `${DB_FILE}-journal`, 'serve.lock-journal', 'master.key.new', 'blobs']
+const OWNED_ENTRIES = [...PRIVATE_FILES, `${DB_FILE}-journal`, 'serve.lock-journal', 'rekey.lock-journal', 'master.key.new', 'blobs']
 
 let notice: (line: string) => void = () => {}
 const announced = new Set<string>()

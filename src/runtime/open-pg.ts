@@ -14,6 +14,8 @@ import { connectPg, describeDatabase } from '../db/pg/connect'
 import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
 import { PG_MIGRATIONS } from '../db/pg/migrations'
 import { openMasterKeyPg } from '../db/pg/master-key'
+import { holdKeySharedPg, type PgKeyLock } from '../db/pg/key-lock'
+import { processRole } from '../core/process-role'
 import { createPgProcessingEngine } from '../worker/processing-pg'
 import { VERSION } from '../version'
 import { clusterMode, type ClusterRuntime } from './cluster'
@@ -31,10 +33,13 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
   const url = config.databaseUrl
   if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
   const pool = await connectPg(url, PG_POOL_SIZE, config.pgStatementTimeoutMs)
+  let keyLock: PgKeyLock | undefined
   try {
     await refuseNewerPgSchema(pool, url)
     if (!options.existingOnly) await applyPgMigrations(pool)
     else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
+    // A CLI command keeps the key it checks now until it closes: no rekey may change it meanwhile.
+    if (processRole() === 'command') keyLock = await holdKeySharedPg(pool)
     const masterKey = await openMasterKeyPg(pool, config.masterKey)
     // A node's own clock is never trusted across nodes: it is set to the database's (and kept so by the
     // heartbeat), and leases are compared in SQL. A clock a test injects drives every time itself.
@@ -46,10 +51,20 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
       nodeClock = aligned
     }
     const storage = pgStorage(pool, { callerClock: injected })
+    const store = openPgStore(storage, nodeClock)
+    if (keyLock) {
+      const lock = keyLock
+      const close = store.close
+      // Before the pool ends: it waits for the connection the lock holds.
+      store.close = () => {
+        lock.release()
+        return close()
+      }
+    }
     const rt: ClusterRuntime = {
       config,
       storage,
-      store: openPgStore(storage, nodeClock),
+      store,
       box: new SecretBox(masterKey),
       urlSigningKey: urlSigningKeyOf(masterKey),
       clock: nodeClock,
@@ -59,6 +74,7 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
     }
     return rt
   } catch (e) {
+    keyLock?.release()
     await pool.end().catch(() => {})
     throw e
   }

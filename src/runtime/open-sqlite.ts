@@ -15,6 +15,8 @@ import { StartupError } from '../core/startup-error'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { openMasterKey } from '../db/sqlite/master-key-check'
 import { DB_FILE, prepareDataDir, refuseForeign } from '../db/data-dir'
+import { holdKeyShared } from '../db/key-lock'
+import { processRole } from '../core/process-role'
 import { embeddedMode, type EmbeddedRuntime } from './embedded'
 import { createSqliteProcessingEngine } from '../worker/processing-sqlite'
 import { keepWal } from '../db/sqlite/wal-keeper'
@@ -35,6 +37,9 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
   const file = join(config.dataDir, DB_FILE)
   if (options.existingOnly) requireExistingDataDir(config.dataDir)
   else prepareDataDir(config.dataDir)
+  // A CLI command keeps the key it reads now until it exits: no rekey may change it meanwhile (key-lock.ts).
+  // A server is kept from a rekey by serve.lock.
+  if (processRole() === 'command') holdKeyShared(config.dataDir)
   const { sqlite, db } = openDatabase(file, { synchronous: config.sqliteSynchronous })
   try {
     refuseNewerSchema(sqlite, file)

@@ -5,7 +5,7 @@
  * renamed only when complete, created 0600 (it holds reports, and with --include-master-key the key).
  */
 import type { Database } from 'bun:sqlite'
-import { closeSync, createReadStream, createWriteStream, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, createReadStream, createWriteStream, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { dirname, join, relative } from 'node:path'
 import { pipeline } from 'node:stream/promises'
@@ -14,7 +14,8 @@ import { pack as tarPack, type Pack } from 'tar-stream'
 import { BLOB_PREFIX, DB_ENTRY, FORMAT, FORMAT_VERSION, humanBytes, KEY_ENTRY, MAC_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, throttled, type Manifest, type ManifestFile } from './manifest'
 import { manifestMac } from './mac'
 import { VERSION } from '../../version'
-import { masterKeyFile } from '../../core/master-key'
+import { masterKeyFile, parseMasterKey } from '../../core/master-key'
+import { StartupError } from '../../core/startup-error'
 
 export interface BackupOptions {
   sqlite: Database
@@ -113,6 +114,14 @@ export function removeKilledBackups(folder: string): string[] {
 }
 
 export async function writeBackup(o: BackupOptions): Promise<Manifest> {
+  // The key that goes into the archive is read now, beside the one its MAC is keyed by and before the
+  // database copy, not after the blobs: a master.key replaced meanwhile (a rekey before key-lock.ts, a
+  // restore --force, by hand) went in beside a database sealed with the old one, under a MAC by the old one.
+  const keyText = o.includeMasterKey ? (o.masterKeyText ?? readFileSync(masterKeyFile(o.dataDir), 'utf8')) : undefined
+  const keyWhere = o.masterKeyText ? 'FIXLOOP_MASTER_KEY' : masterKeyFile(o.dataDir)
+  if (keyText !== undefined && Buffer.compare(Buffer.from(parseMasterKey(keyText, keyWhere)), Buffer.from(o.masterKey)) !== 0) {
+    throw new StartupError(`the master key changed while this backup started (${keyWhere} was replaced); nothing was written: run backup again`)
+  }
   const partial = `${o.out}.partial-${process.pid}`
   for (const path of removeKilledBackups(dirname(o.out))) o.progress(`backup: removed ${path}, left by a backup that was killed`)
   // The database copy goes into a directory made for it (mkdtemp: an unpredictable name, owner-only,
@@ -152,9 +161,8 @@ export async function writeBackup(o: BackupOptions): Promise<Manifest> {
       }
       report(`backup: ${i + 1}/${blobs.length} blobs, ${humanBytes(bytes)}`, i + 1 === blobs.length)
     }
-    if (o.includeMasterKey) {
-      const text = o.masterKeyText ?? (await Bun.file(masterKeyFile(o.dataDir)).text())
-      const data = Buffer.from(text.trim() + '\n')
+    if (keyText !== undefined) {
+      const data = Buffer.from(keyText.trim() + '\n')
       pack.entry({ name: KEY_ENTRY, size: data.length, mode: 0o600 }, data)
       files.push({ path: KEY_ENTRY, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') })
     }

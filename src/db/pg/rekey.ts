@@ -12,16 +12,19 @@ import { META } from '../meta-keys'
 import { resealValue, sealedColumns } from '../sealed-columns'
 import { readMetaPg, writeMetaPg } from './instance-meta'
 import { withTransaction } from './transaction'
+import { lockKeyExclusivePg } from './key-lock'
 
 /** Returns how many values were re-sealed, per "table.column". */
 export async function rekeyPg(pool: Pool, oldKey: Uint8Array, newKey: Uint8Array): Promise<Record<string, number>> {
-  const check = await readMetaPg(pool, META.masterKeyCheck)
-  if (check !== undefined && !keyMatchesCheck(oldKey, check)) {
-    throw new StartupError('--old-key-file is not the key this database was sealed with (its check value does not match); nothing was changed')
-  }
   const oldBox = new SecretBox(oldKey)
   const newBox = new SecretBox(newKey)
   return withTransaction(pool, async (tx) => {
+    // First, so that no CLI command is between its key check and its writes (pg/key-lock.ts).
+    await lockKeyExclusivePg(tx)
+    const check = await readMetaPg(tx, META.masterKeyCheck)
+    if (check !== undefined && !keyMatchesCheck(oldKey, check)) {
+      throw new StartupError('--old-key-file is not the key this database was sealed with (its check value does not match); nothing was changed')
+    }
     const counts: Record<string, number> = {}
     for (const c of sealedColumns()) {
       const { rows } = await tx.query<{ k: string; v: string }>(`SELECT "${c.key}" AS k, "${c.column}" AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL FOR UPDATE`)

@@ -1,0 +1,97 @@
+/**
+ * `rekey` against the commands that read the master key from a data dir (every admin command, `backup`):
+ * they hold a SHARED lock on <dataDir>/rekey.lock from before they read the key until they exit, `rekey`
+ * an EXCLUSIVE one around its transaction and the replacement of master.key. Without it a command that had
+ * checked the key just before the re-key's transaction sealed its new secret under the old key after the
+ * commit (one value no key opened), and a backup signed the archive with the old key over a database copy
+ * already sealed with the new one (restore refused it: the operator had no backup). Found by the ops attack.
+ *
+ * The same kind of lock as serve.lock (data-dir-lock.ts): SQLite's POSIX advisory locks, released by the
+ * kernel when a process dies, on every file system SQLite supports. `serve` takes none: rekey refuses to
+ * run beside a server anyway (serve.lock).
+ */
+import { Database } from 'bun:sqlite'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { StartupError } from '../core/startup-error'
+import { createPrivateFile } from './data-dir'
+import { openRefusal } from './open-refusal'
+
+export const KEY_LOCK_FILE = 'rekey.lock'
+
+/** How long either side waits for the other (an admin command lasts well under it; a large re-key may not). */
+const WAIT_MS = 10_000
+/** The lock file cannot be made: nor can a rekey make it, so there is no re-key to keep out. */
+const CANNOT_CREATE = new Set(['EROFS', 'ENOSPC', 'EDQUOT', 'EACCES', 'EPERM'])
+
+const held = new Map<string, Database>()
+
+/**
+ * Holds the shared lock on `dataDir`'s key until this process exits (once per dir). Waits up to WAIT_MS for a
+ * re-key in progress, then refuses (StartupError) rather than read a key that is about to change.
+ */
+export function holdKeyShared(dataDir: string): void {
+  const file = join(dataDir, KEY_LOCK_FILE)
+  if (held.has(file)) return
+  // Created before SQLite opens it, never after: closing any descriptor of a file drops this process's
+  // POSIX locks on it.
+  if (!existsSync(file)) {
+    try {
+      createPrivateFile(file)
+    } catch (e) {
+      if (CANNOT_CREATE.has((e as NodeJS.ErrnoException).code ?? '')) return
+      throw e
+    }
+  }
+  const db = new Database(file, { create: true })
+  try {
+    db.run(`PRAGMA busy_timeout = ${WAIT_MS}`)
+    // A read transaction holds SQLite's SHARED lock until it ends: many commands at once, no re-key.
+    db.run('BEGIN')
+    db.query('SELECT count(*) FROM sqlite_master').get()
+  } catch (e) {
+    db.close()
+    if (/locked|busy/i.test((e as Error).message)) {
+      throw new StartupError(`a rekey is running on ${dataDir} (it holds ${file}); its master key is changing: run this command again when the rekey has finished`)
+    }
+    throw openRefusal(file, e, ['-journal']) ?? e
+  }
+  held.set(file, db)
+}
+
+export interface KeyLock {
+  release(): void
+}
+
+/** The exclusive lock for `rekey`: waits up to WAIT_MS for the commands that hold the key, then refuses. */
+export function lockKeyExclusive(dataDir: string): KeyLock {
+  const file = join(dataDir, KEY_LOCK_FILE)
+  createPrivateFile(file)
+  const db = new Database(file, { create: true })
+  try {
+    db.run(`PRAGMA busy_timeout = ${WAIT_MS}`)
+    db.run('PRAGMA locking_mode = EXCLUSIVE')
+    db.run('BEGIN EXCLUSIVE')
+  } catch (e) {
+    db.close()
+    if (/locked|busy/i.test((e as Error).message)) {
+      throw new StartupError(
+        `another fixloop command (a backup or an admin command) has been using the master key of ${dataDir} for ${WAIT_MS / 1000} s (it holds ${file}): nothing was re-keyed; run rekey again when it has finished`,
+      )
+    }
+    throw openRefusal(file, e, ['-journal']) ?? e
+  }
+  let open = true
+  return {
+    release() {
+      if (!open) return
+      open = false
+      try {
+        db.run('ROLLBACK')
+      } catch {
+        // nothing to roll back
+      }
+      db.close()
+    },
+  }
+}
