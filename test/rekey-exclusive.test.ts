@@ -236,3 +236,45 @@ test('a refused rekey removes the --new-key-file it created, never one the opera
   expect((await runBinary(['rekey', '--old-key-file', key, '--new-key-file', kept, '--data-dir', dir])).code).toBe(0)
   expect(readFileSync(join(dir, 'master.key'), 'utf8')).toBe(readFileSync(kept, 'utf8'))
 }, 60_000)
+
+test('restore --force waits for an admin command that holds the key before replacing key and database', async () => {
+  // Left open by the ops work: restore replaced master.key and fixloop.db under a command that had read the
+  // old key (it then sealed its value with a key the restored instance does not have).
+  const { base, dir } = await instance(0)
+  const archive = join(base, 'b.tar')
+  expect((await runBinary(['backup', '--out', archive, '--include-master-key', '--data-dir', dir])).code).toBe(0)
+  // What an admin command holds from before it reads the key until it exits (src/db/key-lock.ts).
+  const held = new Database(join(dir, 'rekey.lock'))
+  held.run('BEGIN')
+  held.query('SELECT count(*) FROM sqlite_master').get()
+  const restore = spawn(['restore', '--from', archive, '--force', '--data-dir', dir]).then((r) => ({ ...r, at: Date.now() }))
+  await Bun.sleep(1500)
+  const releasedAt = Date.now()
+  held.run('ROLLBACK')
+  held.close()
+  const r = await restore
+  expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: 0 })
+  // It finished only after the command let go of the key.
+  expect(r.at).toBeGreaterThanOrEqual(releasedAt)
+})
+
+test('restore --force refuses, changing nothing, while an admin command keeps the key past the wait', async () => {
+  const { base, dir } = await instance(0)
+  const archive = join(base, 'b.tar')
+  expect((await runBinary(['backup', '--out', archive, '--include-master-key', '--data-dir', dir])).code).toBe(0)
+  const keyBefore = readFileSync(join(dir, 'master.key'))
+  const dbBefore = readFileSync(join(dir, 'fixloop.db'))
+  const held = new Database(join(dir, 'rekey.lock'))
+  held.run('BEGIN')
+  held.query('SELECT count(*) FROM sqlite_master').get()
+  try {
+    const r = await spawn(['restore', '--from', archive, '--force', '--data-dir', dir])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/^fixloop: .*using the master key.*nothing was restored; run restore again/m)
+  } finally {
+    held.run('ROLLBACK')
+    held.close()
+  }
+  expect(readFileSync(join(dir, 'master.key')).equals(keyBefore)).toBe(true)
+  expect(readFileSync(join(dir, 'fixloop.db')).equals(dbBefore)).toBe(true)
+})

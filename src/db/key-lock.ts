@@ -63,8 +63,11 @@ export interface KeyLock {
   release(): void
 }
 
-/** The exclusive lock for `rekey`: waits up to WAIT_MS for the commands that hold the key, then refuses. */
-export function lockKeyExclusive(dataDir: string): KeyLock {
+/**
+ * The exclusive lock for `rekey` and `restore` (both replace the key): waits up to WAIT_MS for the commands
+ * that hold the key, then refuses.
+ */
+export function lockKeyExclusive(dataDir: string, command: 'rekey' | 'restore' = 'rekey'): KeyLock {
   const file = join(dataDir, KEY_LOCK_FILE)
   createPrivateFile(file)
   const db = new Database(file, { create: true })
@@ -76,7 +79,7 @@ export function lockKeyExclusive(dataDir: string): KeyLock {
     db.close()
     if (/locked|busy/i.test((e as Error).message)) {
       throw new StartupError(
-        `another fixloop command (a backup or an admin command) has been using the master key of ${dataDir} for ${WAIT_MS / 1000} s (it holds ${file}): nothing was re-keyed; run rekey again when it has finished`,
+        `another fixloop command (a backup or an admin command) has been using the master key of ${dataDir} for ${WAIT_MS / 1000} s (it holds ${file}): nothing was ${command === 'rekey' ? 're-keyed' : 'restored'}; run ${command} again when it has finished`,
       )
     }
     throw openRefusal(file, e, ['-journal']) ?? e

@@ -20,6 +20,7 @@ import { macMatches } from './mac'
 import { ArchiveRefused, readEntry, scanTar, type ScannedEntry } from './tar-scan'
 import { MIGRATIONS } from '../migrations'
 import { lockDataDir, LOCK_FILE } from '../data-dir-lock'
+import { KEY_LOCK_FILE, lockKeyExclusive, type KeyLock } from '../key-lock'
 import { refuseForeign } from '../data-dir'
 import { StartupError } from '../../core/startup-error'
 import { masterKeyFile, parseMasterKey } from '../../core/master-key'
@@ -39,6 +40,8 @@ export interface RestoreOptions {
 const DB_FILES = ['fixloop.db', 'fixloop.db-wal', 'fixloop.db-shm']
 /** A restore's staging folder inside the data dir (`.restore-<pid>`). */
 const STAGING = /^\.restore-\d+$/
+/** The lock files (and their journals) a command, a killed restore or a rekey leave: no data of the instance. */
+const LOCK_FILES = new Set([LOCK_FILE, `${LOCK_FILE}-journal`, KEY_LOCK_FILE, `${KEY_LOCK_FILE}-journal`])
 
 /**
  * Removes the staging folders of restores that were killed (kill -9, OOM, power loss): each holds a copy of
@@ -216,7 +219,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
   if (existsSync(o.dataDir)) refuseForeign(o.dataDir)
   // A master.key alone does not count: putting the key there first is how a restore gets it to check the MAC.
   // Nor what a killed restore leaves (its staging folder, the lock's journal): a retry just works.
-  const present = existsSync(o.dataDir) ? readdirSync(o.dataDir).filter((n) => n !== LOCK_FILE && n !== 'master.key' && n !== `${LOCK_FILE}-journal` && !STAGING.test(n)) : []
+  const present = existsSync(o.dataDir) ? readdirSync(o.dataDir).filter((n) => !LOCK_FILES.has(n) && n !== 'master.key' && !STAGING.test(n)) : []
   if (present.length > 0 && !o.force) {
     throw new StartupError(`${o.dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', ...' : ''}); restore into an empty dir, or add --force to replace its database, blobs and master key`)
   }
@@ -224,9 +227,13 @@ export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 })
   let done = false
   const lock = lockDataDir(o.dataDir, 'restoring into it')
+  // The master key and the database are replaced: no admin command or backup may be between reading the old
+  // key and writing with it (key-lock.ts), as for a rekey. Waits for them, then refuses.
+  let keyLock: KeyLock | undefined
   const staging = join(o.dataDir, `.restore-${process.pid}`)
   const report = throttled(o.progress)
   try {
+    keyLock = lockKeyExclusive(o.dataDir, 'restore')
     for (const dir of removeRestoreLeftovers(o.dataDir)) o.progress(`restore: removed ${dir}, left by a restore that was killed`)
     mkdirSync(staging, { mode: 0o700 })
     report(`restore: reading ${o.from}`, true)
@@ -257,9 +264,10 @@ export async function restoreBackup(o: RestoreOptions): Promise<Manifest> {
     return manifest
   } finally {
     rmSync(staging, { recursive: true, force: true })
+    keyLock?.release()
     lock.release()
-    // A refused restore leaves no trace: not even the dir it made or its lock file.
+    // A refused restore leaves no trace: not even the dir it made or its lock files.
     if (!done && created) rmSync(o.dataDir, { recursive: true, force: true })
-    else if (!done && present.length === 0) rmSync(join(o.dataDir, LOCK_FILE), { force: true })
+    else if (!done && present.length === 0) for (const f of LOCK_FILES) rmSync(join(o.dataDir, f), { force: true })
   }
 }
