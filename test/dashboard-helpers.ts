@@ -15,8 +15,8 @@ export const OUT_DIR = process.env.FIXLOOP_SCREENSHOT_DIR || join(ROOT, 'test-ou
 /**
  * Whether the browser tests write their screenshots: only when asked for (FIXLOOP_SCREENSHOTS=1, or
  * FIXLOOP_SCREENSHOT_DIR set), for a human to look at. No assertion reads an image: the sideways-overflow
- * check measures the page itself (see `screenshots`). The ~250 full-page PNGs of a plain run cost ~0.1 s
- * of Chromium's CPU each, on a 2-core machine where the suite is CPU-bound.
+ * check measures the page itself (see `screenshots`). The ~250 PNGs of a plain run were Chromium CPU on a
+ * 2-core machine where the suite is CPU-bound (dashboard.test.ts's 36: ~2 s of its ~20 s of CPU).
  */
 export const SHOTS = process.env.FIXLOOP_SCREENSHOTS === '1' || !!process.env.FIXLOOP_SCREENSHOT_DIR
 
