@@ -10,12 +10,11 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { BROWSER_SKIP, signInByKeyboard, launchBrowserEarly } from './browser'
 import { call, eventually, runBinary, tempDir } from './harness'
 import { cliTenant, ensureBinary, openDataDb } from './helpers-lifecycle'
-import { expectPageClean, OUT_DIR, settle, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
+import { expectPageClean, photo, settle, SHOTS, spawnWithStdout, submitReport, writePasswordFile, type SpawnedServer } from './dashboard-helpers'
 import { startJiraStub, type JiraStub } from './jira-stub'
 
 const EMAIL = 'trackers@example.com'
@@ -143,11 +142,13 @@ test.skipIf(!!BROWSER_SKIP)('connect Jira by keyboard, see the webhook and its s
   expect(await rotate.getByRole('button', { name: 'Rotate now' }).isDisabled()).toBe(false)
   await expectPageClean(page, 'app-tracker-rotate')
   // The full-page image makes a dialog small: the dialog itself too, at both widths, to look at.
-  for (const width of [1280, 375]) {
-    await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
-    await rotate.screenshot({ path: join(OUT_DIR, `dashboard-app-tracker-rotate-element-${width}.png`) })
+  if (SHOTS) {
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
+      await photo(rotate, `dashboard-app-tracker-rotate-element-${width}.png`)
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
   }
-  await page.setViewportSize({ width: 1280, height: 800 })
   await rotate.getByLabel('Your fixloop password', { exact: true }).focus()
   await page.keyboard.type(PASSWORD)
   await page.keyboard.press('Enter')

@@ -3,7 +3,8 @@
  * App → reveal and rotate the secret (the old user token then fails at the API) → an sk_ key shown once
  * that works at the API → a submitted report in the inbox → keyboard archive → bulk queue with each row's
  * answer → merge and unmerge → another Org's admin gets 404 → a cross-site form post is refused.
- * Every page passes axe-core and is photographed at 1280 and 375 px into test-output/.
+ * Every page passes axe-core and paints nothing wider than the window at 1280 and 375 px (photographed into
+ * test-output/ with FIXLOOP_SCREENSHOTS=1).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'

@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import type { APIResponse, Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { freePort } from './harness'
 import { BROWSER_SKIP, launchBrowserEarly } from './browser'
-import { axeViolations, OUT_DIR, screenshots, settle } from './dashboard-helpers'
+import { axeViolations, photo, screenshots, settle, SHOTS } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
 import { auditRows, cli, followToCallback, idpLogin, serveSso, tempDirIn, type SsoServer } from './sso-helpers'
 
@@ -40,10 +40,11 @@ interface Admin {
 
 /** The full-page images make a dialog small: the element itself too, at both widths, to look at. */
 async function elementShots(page: Page, element: Locator, name: string): Promise<void> {
+  if (!SHOTS) return
   const before = page.viewportSize()
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
-    await element.screenshot({ path: join(OUT_DIR, `dashboard-${name}-element-${width}.png`) })
+    await photo(element, `dashboard-${name}-element-${width}.png`)
   }
   if (before) await page.setViewportSize(before)
 }

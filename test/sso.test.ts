@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { BINARY, freePort } from './harness'
 import { BROWSER_SKIP, launchBrowserEarly } from './browser'
-import { axeViolations, OUT_DIR, screenshots, settle, spawnWithStdout } from './dashboard-helpers'
+import { axeViolations, OUT_DIR, screenshots, settle, SHOTS, spawnWithStdout } from './dashboard-helpers'
 import { startIdp, type TestIdp } from './oidc-idp'
 import { auditRows, cli, followToCallback, serveSso, sessionCookies, signedIn, tempDirIn, type SsoServer } from './sso-helpers'
 
@@ -362,8 +362,10 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
       expect(await page.getByRole('button', { name: 'Sign in', exact: true }).count()).toBe(0)
       expect(await axeViolations(page)).toEqual([])
       expect(await screenshots(page, 'sso-sign-in')).toEqual([])
-      copyFileSync(join(OUT_DIR, 'dashboard-sso-sign-in-1280.png'), '/tmp/s40-sso-1280.png')
-      copyFileSync(join(OUT_DIR, 'dashboard-sso-sign-in-375.png'), '/tmp/s40-sso-375.png')
+      if (SHOTS) {
+        copyFileSync(join(OUT_DIR, 'dashboard-sso-sign-in-1280.png'), '/tmp/s40-sso-1280.png')
+        copyFileSync(join(OUT_DIR, 'dashboard-sso-sign-in-375.png'), '/tmp/s40-sso-375.png')
+      }
       await page.keyboard.press('Tab')
       expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Sign in with SSO')
       await page.keyboard.press('Enter')

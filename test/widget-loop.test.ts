@@ -2,20 +2,19 @@
  * Closing the loop in the widget, in Chromium against the compiled binary: "Email me when this is fixed"
  * (public mode: an email field, required when ticked; private mode: the token's address, named), and
  * in private mode "Your reports" with each report's status (GET /v1/me/feedback), keyboard-only and
- * with axe-core; screenshots at 1280 and 375 px into /work/wt/widget-shots/loop-*.png.
+ * with axe-core; with FIXLOOP_SCREENSHOTS=1, screenshots at 1280 and 375 px into test-output/widget-loop-*.png.
  */
 import { expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import { signUserToken } from '../packages/client/src/user-token'
 import { focused, freshContext, openByKeyboard, reports, scriptTag, tabTo, widgetEnv, type WidgetEnv } from './widget-fixture'
 import { openDataDb } from './helpers-lifecycle'
 import { call, eventually } from './harness'
+import { photo } from './dashboard-helpers'
 import { loadConfig } from '../src/config'
 import { closeContext, openContext } from '../src/runtime/open'
 
-const SHOTS = '/work/wt/widget-shots'
 const env = widgetEnv()
 
 async function axeViolations(page: Page): Promise<string[]> {
@@ -87,7 +86,6 @@ test('the box is offered only when the App can send mail (SMTP settings): GET /v
 }, 60_000)
 
 test('public mode: the email field appears when ticked, is required, and the opt-in is sent; keyboard only, axe clean', async () => {
-  mkdirSync(SHOTS, { recursive: true })
   const e = env()
   await giveSmtp(e)
   const url = e.page('/loop-public', { mount: scriptTag(e, 'data-screenshot="false"') })
@@ -108,7 +106,7 @@ test('public mode: the email field appears when ticked, is required, and the opt
       expect(await focused(page)).toMatch(/^input#fl-email/)
       expect(await email.getAttribute('aria-invalid')).toBe('true')
       expect(await axeViolations(page)).toEqual([])
-      await page.screenshot({ path: `${SHOTS}/loop-public-notify-${width}.png` })
+      await photo(page, `widget-loop-public-notify-${width}.png`)
       await page.keyboard.type(`reporter${width}@example.com`)
       await page.keyboard.press('Control+Enter')
       await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
@@ -167,7 +165,7 @@ test('private mode: the token\'s address is named; "Your reports" lists the user
       // The next report: the token is known now, and the label names its address.
       await w.host.getByRole('button', { name: 'Report another problem' }).click()
       await w.host.getByLabel('Email me at ada@acme.test when this is fixed').waitFor()
-      if (width === 1280) await page.screenshot({ path: `${SHOTS}/loop-private-notify-1280.png` })
+      if (width === 1280) await photo(page, 'widget-loop-private-notify-1280.png')
       // Your reports, by keyboard.
       await tabTo(page, /^button:Your reports/)
       await page.keyboard.press('Enter')
@@ -180,7 +178,7 @@ test('private mode: the token\'s address is named; "Your reports" lists the user
       expect(first).toContain('Fixed')
       if (width === 375) expect(items.find((t) => t.includes('(375)'))).toContain('Received')
       expect(await axeViolations(page)).toEqual([])
-      await page.screenshot({ path: `${SHOTS}/loop-your-reports-${width}.png` })
+      await photo(page, `widget-loop-your-reports-${width}.png`)
       await tabTo(page, /^button:Back/)
       await page.keyboard.press('Enter')
       expect(await focused(page)).toMatch(/^button:Your reports/)

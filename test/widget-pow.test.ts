@@ -13,9 +13,7 @@ import axe from 'axe-core'
 import type { Page, Request } from 'playwright-core'
 import { call } from './harness'
 import { cliJson } from './helpers-lifecycle'
-import { OUT_DIR } from './dashboard-helpers'
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { photo, SHOTS } from './dashboard-helpers'
 import { focused, freshContext, openByKeyboard, report, reports, scriptTag, watchPage, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const shared = widgetEnv(['--proof-of-work', 'normal'])
@@ -190,12 +188,13 @@ test('keyboard only: Tab never reaches the honeypot, Ctrl+Enter sends with a pro
       return result.violations.map((v: any) => `${v.id}: ${v.nodes.map((n: any) => n.target.join(' ')).join(', ')}`)
     })
     expect(violations).toEqual([])
-    mkdirSync(OUT_DIR, { recursive: true })
-    for (const width of [1280, 375]) {
-      await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
-      await page.screenshot({ path: join(OUT_DIR, `widget-pow-dialog-${width}.png`) })
+    if (SHOTS) {
+      for (const width of [1280, 375]) {
+        await page.setViewportSize({ width, height: width === 375 ? 740 : 800 })
+        await photo(page, `widget-pow-dialog-${width}.png`)
+      }
+      await page.setViewportSize({ width: 1280, height: 800 })
     }
-    await page.setViewportSize({ width: 1280, height: 800 })
     await w.text.focus()
     await page.keyboard.press('Control+Enter')
     await thanks(page)
@@ -274,8 +273,7 @@ test('at "high" under a strict CSP (main-thread slices) Send says "Checking you�
     )
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'Checking you’re not a bot…' }).waitFor({ timeout: 10_000 })
-    mkdirSync(OUT_DIR, { recursive: true })
-    await page.screenshot({ path: join(OUT_DIR, 'widget-pow-checking-1280.png') })
+    await photo(page, 'widget-pow-checking-1280.png')
     await thanks(page)
     // The solve, in the page's own clock: from the challenge's answer to the submission's start.
     const fired = await ticks

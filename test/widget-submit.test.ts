@@ -1,16 +1,15 @@
 /**
  * The widget on a customer page of another origin, against the compiled binary: a report with a
  * screenshot and console/network context, read back through the sk API with the screenshot
- * downloadable; the element picker's componentTarget; screenshots of the open dialog at 1280 and 375 px.
+ * downloadable; the element picker's componentTarget; the open dialog at 1280 and 375 px (photographed with
+ * FIXLOOP_SCREENSHOTS=1).
  */
 import { expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { ROOT } from './harness'
+import { OUT_DIR, photo, SHOTS } from './dashboard-helpers'
 import { freshContext, report, reports, scriptTag, widget, widgetEnv } from './widget-fixture'
 
 const env = widgetEnv()
-const OUT = join(ROOT, 'test-output')
 
 test('a report with screenshot and console context arrives, readable and downloadable through the sk API', async () => {
   const e = env()
@@ -40,8 +39,7 @@ test('a report with screenshot and console context arrives, readable and downloa
     await w.text.fill('The Pay button does nothing')
     // The preview appears once the DOM render is done.
     await page.locator('fixloop-widget canvas').waitFor({ state: 'visible' })
-    mkdirSync(OUT, { recursive: true })
-    await page.screenshot({ path: join(OUT, 'widget-dialog-1280.png') })
+    await photo(page, 'widget-dialog-1280.png')
     await expect(w.status.count()).resolves.toBe(0)
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
@@ -77,7 +75,7 @@ test('a report with screenshot and console context arrives, readable and downloa
     expect(shot).toMatchObject({ kind: 'screenshot', contentType: 'image/png', width: 1280, height: 800 })
     const png = new Uint8Array(await (await fetch(shot.url)).arrayBuffer())
     expect(png.length).toBe(shot.byteSize)
-    await Bun.write(join(OUT, 'widget-uploaded-screenshot.png'), png)
+    if (SHOTS) await Bun.write(join(OUT_DIR, 'widget-uploaded-screenshot.png'), png)
     expect([...png.slice(1, 4)].map((c) => String.fromCharCode(c)).join('')).toBe('PNG')
   } finally {
     await context.close()
@@ -131,7 +129,7 @@ test('the open dialog at 375 px wide fits the screen', async () => {
     const box = (await w.dialog.boundingBox())!
     expect(box.x).toBeGreaterThanOrEqual(0)
     expect(box.x + box.width).toBeLessThanOrEqual(375)
-    await page.screenshot({ path: join(OUT, 'widget-dialog-375.png') })
+    await photo(page, 'widget-dialog-375.png')
   } finally {
     await context.close()
   }
