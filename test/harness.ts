@@ -5,8 +5,10 @@
 import { copyFileSync, existsSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
-import { startServer, type RunningServer, type StartOptions } from '../src/runtime/server'
-import { createTenantsService, type AppSettings } from '../src/modules/tenants/service'
+// Types only at load: the server's module graph (~0.4 CPU-s to load) is imported by startTestServer when a
+// file starts one; 76 files use this harness for the binary and helpers alone, each in a fresh process.
+import type { RunningServer, StartOptions } from '../src/runtime/server'
+import type { createTenantsService, AppSettings } from '../src/modules/tenants/service'
 import { Logger } from '../src/core/logger'
 import type { Subprocess } from 'bun'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
@@ -40,6 +42,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   else if (!env.FIXLOOP_DATABASE_URL) copyFileSync(migratedSqlite(), join(dataDir, 'fixloop.db'))
   // Fixture agents (test/fixtures/agents) live in this repository: the agent sandbox shows their folder read-only.
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
+  const [{ startServer }, { createTenantsService }] = await Promise.all([import('../src/runtime/server'), import('../src/modules/tenants/service')])
   const running = await startServer(config, { log: new Logger('silent'), ...options })
   const admin = createTenantsService(running.ctx)
   return {
