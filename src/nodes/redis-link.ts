@@ -119,11 +119,25 @@ function isReplyError(e: unknown): boolean {
  * with `noeviction` (OOM: every write refused, the rate-limit and single-use scripts included), a replica
  * (READONLY: a failover pointed the address at one), loading its dataset after a restart (LOADING), a
  * script or replication holding it (BUSY, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN), or a failed
- * snapshot refusing writes (MISCONF). It answers PING meanwhile; treated as away, the callers take the
+ * snapshot refusing writes (MISCONF), or an ACL or rename that denies this user the command (refusesTheUser
+ * below). It answers PING meanwhile; treated as away, the callers take the
  * fallbacks they have for Redis down (limits in memory, the proof-of-work claim in the database), where
  * the refusal was rethrown (a 500 for a submission with proof of work) and logged at error per request.
  */
-function refusesForNow(e: unknown): boolean {
+export function refusesForNow(e: unknown): boolean {
   const message = e instanceof Error ? e.message : ''
-  return /^(OOM|READONLY|LOADING|BUSY|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN|MISCONF)\b/.test(message)
+  return /^(OOM|READONLY|LOADING|BUSY|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN|MISCONF)\b/.test(message) || refusesTheUser(e)
+}
+
+/**
+ * A reply error that says this user may not run the command at all: an ACL without it (NOPERM, or for a
+ * command inside a script the script's error), or the
+ * command renamed or disabled (`rename-command EVALSHA ""`: ERR unknown command). serve refuses such a
+ * Redis at start (src/db/redis-check.ts); an ACL changed under a running node makes it away for the work
+ * too, with the same fallbacks, instead of a 500 for every submission with proof of work.
+ */
+export function refusesTheUser(e: unknown): boolean {
+  const message = e instanceof Error ? e.message : ''
+  // The ACL refusing a command inside a script: "ERR The user executing the script can't run this command …".
+  return /^(NOPERM\b|ERR unknown command|ERR The user executing the script can't run)/.test(message)
 }
