@@ -146,7 +146,7 @@ export class ClusterCoordinator implements Coordinator {
   private async round(): Promise<void> {
     const { leaseMs } = this.opts
     try {
-      await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)))
+      await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)), leaseMs)
       if (this.opts.clock) {
         const before = Date.now()
         const dbNow = await this.repo.now()
