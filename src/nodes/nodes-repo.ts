@@ -21,6 +21,8 @@ export interface NodeRow extends NodeInfo {
   heartbeatAt: number
   /** The roles it held at its last beat, comma-separated. */
   roles: string
+  /** Its own lease (ms), as it recorded it with its beat; null for a node of a version that did not. */
+  leaseMs: number | null
 }
 
 export interface LeaseRow {

@@ -50,7 +50,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
     onSweep: async (dead) => void (await failRunsOf(dead)),
     // Each beat announces this node on its Redis and checks that every live peer is heard there too.
     onBeat: (alive) => {
-      peers = new Set(alive)
+      peers = new Set(alive.map((p) => p.id))
       wakeBus?.publish(ANNOUNCE)
       // Not listening (this node's Redis is away: /readyz names it): nothing can be heard, nothing is judged.
       peerCheck?.observe(wakeBus?.listening ? alive : [], performance.now())

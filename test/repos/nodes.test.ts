@@ -85,7 +85,7 @@ describeEachDialect('nodes repo', (fresh) => {
     const now = await repo.now()
     await sql(s, `INSERT INTO jobs (id, kind, feedback_id, run_after, lease_until, lease_owner, created_at) VALUES (1, 'process', 'f1', ${now}, ${now + 60_000}, 'node_long:processing', ${now})`)
     await sql(s, `INSERT INTO jobs (id, kind, feedback_id, run_after, lease_until, lease_owner, created_at) VALUES (2, 'process', 'f2', ${now}, ${now + 60_000}, 'node_old', ${now})`)
-    expect((await repo.alive(5_000)).map((n) => n.id).sort()).toEqual(['node_long', 'node_short'])
+    expect((await repo.alive(5_000)).map((n) => [n.id, n.leaseMs]).sort()).toEqual([['node_long', 60_000], ['node_short', 5_000]])
     // Before, the sweeper's 5 s made it dead: its job leases freed (the work done twice), its agent runs failed.
     expect(await repo.sweep(5_000, 3_600_000)).toEqual({ jobs: 1, deadNodes: ['node_old'] })
     const held = await sql<{ id: number; lease_owner: string | null }>(s, 'SELECT id, lease_owner FROM jobs ORDER BY id')

@@ -20,7 +20,7 @@ const ACQUIRE = `INSERT INTO leases (name, holder, token, expires_at, acquired_a
 const FREE_DEAD_JOBS = `UPDATE jobs SET lease_until = NULL, lease_owner = NULL
   WHERE lease_until IS NOT NULL
     AND split_part(COALESCE(lease_owner, ''), ':', 1) NOT IN (SELECT id FROM cluster_nodes WHERE ${ALIVE})`
-const NODE_COLUMNS = 'id, host, pid, version, started_at AS "startedAt", heartbeat_at AS "heartbeatAt", roles'
+const NODE_COLUMNS = 'id, host, pid, version, started_at AS "startedAt", heartbeat_at AS "heartbeatAt", roles, lease_ms AS "leaseMs"'
 
 export function createPgNodesRepo({ pool }: PgStorage): NodesRepo {
   return {

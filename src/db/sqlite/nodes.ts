@@ -7,7 +7,7 @@ import type { LeaseRow, NodeRow, NodesRepo } from '../../nodes/nodes-repo'
 import type { SqliteStorage } from './storage'
 
 const DB_NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
-const NODE_COLUMNS = 'id, host, pid, version, started_at AS startedAt, heartbeat_at AS heartbeatAt, roles'
+const NODE_COLUMNS = 'id, host, pid, version, started_at AS startedAt, heartbeat_at AS heartbeatAt, roles, lease_ms AS leaseMs'
 // A node is alive while its last beat is within its own lease (?1: for a node that recorded none).
 const ALIVE = `heartbeat_at >= ${DB_NOW} - COALESCE(lease_ms, ?1)`
 
