@@ -185,3 +185,10 @@ test('an ACL that loses scripting under a running node: submissions with proof o
     await proc.exited
   }
 }, 90_000)
+
+test('FIXLOOP_REDIS_URL naming a database the server does not have, or a path that is no database number: exit 2 saying so (was "Connection closed", or a TypeError with exit 1)', async () => {
+  const missing = await serveBriefly({ ...env, FIXLOOP_REDIS_URL: `${redis.url}/99` })
+  expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: `fixloop: Redis at 127.0.0.1:${redis.port} has no database 99 (FIXLOOP_REDIS_URL's path): its "databases" setting (16 by default) is lower\n` })
+  const junk = await serveBriefly({ ...env, FIXLOOP_REDIS_URL: `${redis.url}/abc` })
+  expect({ code: junk.code, stderr: junk.stderr }).toEqual({ code: 2, stderr: 'fixloop: FIXLOOP_REDIS_URL: the path is a database number (redis://host:6379/1) or nothing, got "/abc"\n' })
+}, 60_000)

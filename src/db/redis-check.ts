@@ -65,6 +65,11 @@ export async function checkRedis(url: string, timeoutMs = 3000): Promise<{ versi
     if (/NOAUTH|WRONGPASS|invalid password|AUTH/i.test(err.message ?? '')) {
       throw new StartupError(`Redis at ${where} refused the credentials (check the password in FIXLOOP_REDIS_URL)`)
     }
+    // A database number past the server's `databases` (16 by default): SELECT refused.
+    const db = /^\/(\d+)$/.exec(new URL(url).pathname)?.[1]
+    if (db !== undefined && /DB index is out of range/i.test(err.message ?? '')) {
+      throw new StartupError(`Redis at ${where} has no database ${db} (FIXLOOP_REDIS_URL's path): its "databases" setting (16 by default) is lower`)
+    }
     throw new StartupError(`cannot reach Redis at ${where} (FIXLOOP_REDIS_URL): ${err.code === 'ETIMEDOUT' ? 'no answer' : (err.message ?? String(e))}; is it running and listening there?`)
   } finally {
     client.close()
