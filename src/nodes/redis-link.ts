@@ -6,7 +6,7 @@
  * Redis coming back is noticed without a restart.
  */
 import { RedisClient } from 'bun'
-import { describeRedis } from '../db/redis-check'
+import { describeRedis, refusesForNow } from '../db/redis-check'
 
 export class RedisUnavailable extends Error {}
 
@@ -112,32 +112,4 @@ export class RedisLink {
 function isReplyError(e: unknown): boolean {
   const message = e instanceof Error ? e.message : ''
   return /^(ERR|NOSCRIPT|WRONGTYPE|BUSY|NOPERM|OOM|READONLY|LOADING|EXECABORT|MOVED|ASK)\b/.test(message)
-}
-
-/**
- * A reply error that says the server cannot do the work now, not that the command was wrong: at `maxmemory`
- * with `noeviction` (OOM: every write refused, the rate-limit and single-use scripts included), a replica
- * (READONLY: a failover pointed the address at one), loading its dataset after a restart (LOADING), a
- * script or replication holding it (BUSY, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN), or a failed
- * snapshot refusing writes (MISCONF), or an ACL or rename that denies this user the command (refusesTheUser
- * below). It answers PING meanwhile; treated as away, the callers take the
- * fallbacks they have for Redis down (limits in memory, the proof-of-work claim in the database), where
- * the refusal was rethrown (a 500 for a submission with proof of work) and logged at error per request.
- */
-export function refusesForNow(e: unknown): boolean {
-  const message = e instanceof Error ? e.message : ''
-  return /^(OOM|READONLY|LOADING|BUSY|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN|MISCONF)\b/.test(message) || refusesTheUser(e)
-}
-
-/**
- * A reply error that says this user may not run the command at all: an ACL without it (NOPERM, or for a
- * command inside a script the script's error), or the
- * command renamed or disabled (`rename-command EVALSHA ""`: ERR unknown command). serve refuses such a
- * Redis at start (src/db/redis-check.ts); an ACL changed under a running node makes it away for the work
- * too, with the same fallbacks, instead of a 500 for every submission with proof of work.
- */
-export function refusesTheUser(e: unknown): boolean {
-  const message = e instanceof Error ? e.message : ''
-  // The ACL refusing a command inside a script: "ERR The user executing the script can't run this command …".
-  return /^(NOPERM\b|ERR unknown command|ERR The user executing the script can't run)/.test(message)
 }

@@ -24,8 +24,9 @@
 import { RedisClient } from 'bun'
 import type { Logger } from '../core/logger'
 import type { RedisLink } from './redis-link'
+import { WAKE_CHANNEL } from '../db/redis-check'
 
-export const WAKE_CHANNEL = 'fixloop:wake'
+export { WAKE_CHANNEL }
 /** What a node publishes at each heartbeat: "I am here, on this Redis" (src/nodes/peer-check.ts). */
 export const ANNOUNCE = 'hello'
 /** How often a cluster node's event hub reads the outbox when nothing woke it (DESIGN.md: a 1 s safety poll). */
