@@ -9,6 +9,9 @@
  * (its lock): it never registers, and holds every role itself (src/nodes/coordinator.ts `soloNodes`).
  */
 
+/** The longest lease a node can be set to (FIXLOOP_NODE_LEASE_SECONDS is 1-60): a recorded one counts up to it. */
+export const MAX_NODE_LEASE_MS = 60_000
+
 export interface NodeInfo {
   id: string
   host: string

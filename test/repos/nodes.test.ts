@@ -94,6 +94,9 @@ describeEachDialect('nodes repo', (fresh) => {
     await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 43000 WHERE id = 'node_long'")
     expect((await repo.alive(5_000)).map((n) => n.id)).toEqual(['node_short'])
     expect(await repo.sweep(5_000, 3_600_000)).toEqual({ jobs: 1, deadNodes: ['node_long', 'node_old'] })
+    // A lease recorded past the longest a node can be set to (by hand, a bug) counts as 60 s: a dead node stays dead.
+    await sql(s, "UPDATE cluster_nodes SET lease_ms = 1000000000 WHERE id = 'node_long'")
+    expect((await repo.alive(5_000)).map((n) => n.id)).toEqual(['node_short'])
     // A beat records the lease anew: a node restarted with another lease is judged by the new one.
     await repo.beat(node('node_short'), [], 30_000)
     await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 20000 WHERE id = 'node_short'")

@@ -1,4 +1,5 @@
 /** PostgreSQL side of src/nodes/nodes-repo.ts: every time is `clock_timestamp()` of the server. */
+import { MAX_NODE_LEASE_MS } from '../../nodes/nodes-repo'
 import type { NodesRepo, NodeRow, LeaseRow } from '../../nodes/nodes-repo'
 import { exec, many, one, type PgStorage } from './storage'
 import { DB_NOW } from './db-clock'
@@ -7,7 +8,9 @@ const BEAT = `INSERT INTO cluster_nodes (id, host, pid, version, started_at, hea
   VALUES ($1, $2, $3, $4, ${DB_NOW}, ${DB_NOW}, $5, $6)
   ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, roles = excluded.roles, lease_ms = excluded.lease_ms`
 // A node is alive while its last beat is within its own lease ($1: for a node that recorded none).
-const ALIVE = `heartbeat_at >= ${DB_NOW} - COALESCE(lease_ms, $1)`
+// A recorded lease counts up to the longest a node can be set to (FIXLOOP_NODE_LEASE_SECONDS 60): a row
+// written otherwise (by hand, a bug) cannot keep a dead node alive and its job leases held.
+const ALIVE = `heartbeat_at >= ${DB_NOW} - LEAST(COALESCE(lease_ms, $1), ${MAX_NODE_LEASE_MS})`
 // Renewed by its holder; taken by another only once expired. The token rises with each new holder.
 const ACQUIRE = `INSERT INTO leases (name, holder, token, expires_at, acquired_at) VALUES ($1, $2, 1, ${DB_NOW} + $3, ${DB_NOW})
   ON CONFLICT (name) DO UPDATE SET

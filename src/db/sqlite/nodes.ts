@@ -3,13 +3,15 @@
  * dir); this side exists so the port holds on both dialects and the tables stay alike. Times are the
  * database's clock here too (`unixepoch('subsec')`).
  */
-import type { LeaseRow, NodeRow, NodesRepo } from '../../nodes/nodes-repo'
+import { MAX_NODE_LEASE_MS, type LeaseRow, type NodeRow, type NodesRepo } from '../../nodes/nodes-repo'
 import type { SqliteStorage } from './storage'
 
 const DB_NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
 const NODE_COLUMNS = 'id, host, pid, version, started_at AS startedAt, heartbeat_at AS heartbeatAt, roles, lease_ms AS leaseMs'
 // A node is alive while its last beat is within its own lease (?1: for a node that recorded none).
-const ALIVE = `heartbeat_at >= ${DB_NOW} - COALESCE(lease_ms, ?1)`
+// A recorded lease counts up to the longest a node can be set to (FIXLOOP_NODE_LEASE_SECONDS 60): a row
+// written otherwise (by hand, a bug) cannot keep a dead node alive and its job leases held.
+const ALIVE = `heartbeat_at >= ${DB_NOW} - MIN(COALESCE(lease_ms, ?1), ${MAX_NODE_LEASE_MS})`
 
 export function createSqliteNodesRepo({ sqlite }: SqliteStorage): NodesRepo {
   const beat = sqlite.prepare(`INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles, lease_ms) VALUES (?, ?, ?, ?, ${DB_NOW}, ${DB_NOW}, ?, ?)
