@@ -211,6 +211,19 @@ export function parseServiceUrl(value: string | undefined, name: string, schemes
   return value
 }
 
+/**
+ * A Redis URL's path is its database number (`redis://host:6379/1`, two clusters on one server) or nothing.
+ * Bun's client threw a TypeError for anything else ("/abc"): serve died with exit 1 and a stack.
+ */
+function redisDatabase(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined
+  const path = new URL(value).pathname
+  if (path !== '' && path !== '/' && !/^\/\d{1,5}$/.test(path)) {
+    throw new ConfigError(`FIXLOOP_REDIS_URL: the path is a database number (redis://host:6379/1) or nothing, got "${path}"`)
+  }
+  return value
+}
+
 function s3FromEnv(env: Env): S3Config | undefined {
   const endpoint = env.FIXLOOP_S3_ENDPOINT
   const bucket = env.FIXLOOP_S3_BUCKET
@@ -345,7 +358,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     trustProxy: env.FIXLOOP_TRUST_PROXY ? parseBool(env.FIXLOOP_TRUST_PROXY, 'FIXLOOP_TRUST_PROXY') : false,
     masterKey: env.FIXLOOP_MASTER_KEY || undefined,
     databaseUrl: parseServiceUrl(env.FIXLOOP_DATABASE_URL, 'FIXLOOP_DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: parseServiceUrl(env.FIXLOOP_REDIS_URL, 'FIXLOOP_REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisDatabase(parseServiceUrl(env.FIXLOOP_REDIS_URL, 'FIXLOOP_REDIS_URL', ['redis:', 'rediss:'])),
     publicUrl,
     s3: s3FromEnv(env),
     sso,

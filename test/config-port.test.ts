@@ -14,3 +14,13 @@ test('--port and FIXLOOP_PORT: decimal 0-65535 only; hex, exponents, signs, spac
   }
   expect(() => loadConfig({ dataDir }, { FIXLOOP_PORT: '8e3' })).toThrow('FIXLOOP_PORT: port must be an integer 0-65535, got "8e3"')
 })
+
+test('FIXLOOP_REDIS_URL: the path is a database number or nothing; anything else is refused by name (Bun\'s client threw a TypeError: exit 1 with a stack)', () => {
+  const dataDir = tempDir('fixloop-redis-url-')
+  for (const ok of ['redis://127.0.0.1:6379', 'redis://127.0.0.1:6379/', 'redis://:pw@127.0.0.1:6379/1', 'rediss://u:pw@redis.internal/15']) {
+    expect(loadConfig({ dataDir }, { FIXLOOP_REDIS_URL: ok }).redisUrl).toBe(ok)
+  }
+  for (const bad of ['redis://127.0.0.1:6379/abc', 'redis://127.0.0.1/1/2', 'redis://127.0.0.1/-1', 'redis://127.0.0.1/1.5', 'redis://127.0.0.1/%31']) {
+    expect(() => loadConfig({ dataDir }, { FIXLOOP_REDIS_URL: bad }), bad).toThrow('FIXLOOP_REDIS_URL: the path is a database number (redis://host:6379/1) or nothing')
+  }
+})

@@ -130,3 +130,44 @@ test('Redis restarted: the subscription comes back by itself and wakes flow agai
   }, 5_000)
   expect(b.heard.every((w) => w === 'agent')).toBe(true)
 })
+
+test('only the nodes of this cluster are listened to: a wake or event news from any other sender on the channel does nothing', async () => {
+  // Another cluster on the same Redis (a staging copy of this database: the same Orgs) publishes on the
+  // same channel; so can anyone who reaches the Redis. `fromPeer` says who is alive in this database.
+  const peers = new Set(['node_p'])
+  const heard: string[] = []
+  const news: (EventNews | undefined)[] = []
+  // The probe that tells the subscription is up ('ping', sent until one arrives) is counted apart.
+  let pings = 0
+  const link = new RedisLink(redis.url)
+  links.push(link)
+  const bus = new WakeBus(redis.url, link, 'node_me', (what, n) => {
+    if (what === 'ping') return void pings++
+    heard.push(what)
+    if (what === 'events') news.push(n)
+  }, new Logger('silent'), 20, 200, (id) => peers.has(id))
+  buses.push(bus)
+  bus.start()
+  const other = new RedisLink(redis.url)
+  links.push(other)
+  // Subscribed once the peer's message gets through.
+  await eventually(async () => {
+    await other.send('PUBLISH', ['fixloop:wake', 'node_p ping'])
+    return pings > 0 ? true : undefined
+  }, 5_000)
+  await Bun.sleep(100)
+  const before = bus.counts.heard
+  for (const message of ['node_staging process', 'node_staging events {"org1":999999}', 'node_staging events', 'node_forged agent']) await other.send('PUBLISH', ['fixloop:wake', message])
+  await other.send('PUBLISH', ['fixloop:wake', 'node_p events {"org1":3}'])
+  await eventually(() => (heard.length >= 1 ? true : undefined), 5_000)
+  await Bun.sleep(200)
+  expect(heard).toEqual(['events'])
+  expect(news).toEqual([new Map([['org1', 3]])])
+  expect(bus.counts.heard - before).toBe(1)
+  expect(bus.heardAt('node_staging')).toBeUndefined()
+  expect(bus.heardAt('node_p')).toBeDefined()
+  // A node alive in the database from the next beat on is heard.
+  peers.add('node_new')
+  await other.send('PUBLISH', ['fixloop:wake', 'node_new process'])
+  await eventually(() => (heard.includes('process') ? true : undefined), 5_000)
+})

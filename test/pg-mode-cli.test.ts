@@ -13,6 +13,7 @@ import { openPool } from '../src/db/pg/client-options'
 import { PG_MIGRATIONS } from '../src/db/pg/migrations'
 import { runBinary, tempDir } from './harness'
 import { pgMissingReason, startPostgres, type PgServer } from './pg-server'
+import { clusterEnv } from './cluster-env'
 
 const skip = pgMissingReason()
 if (skip) console.warn(`pg-mode-cli: skipped: ${skip}`)
@@ -63,6 +64,31 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
       expect(r.stderr).toContain('9999_from_the_future')
     } finally {
       await pool.query("DELETE FROM __migrations WHERE name = '9999_from_the_future'")
+    }
+  })
+
+  test('a database of another application (FIXLOOP_DATABASE_URL pointed at the wrong one): migrate and serve refuse it, exit 2, and create nothing in it', async () => {
+    for (const [prefix, table] of [['otherapp', 'users'], ['clash', 'events']] as const) {
+      const other = await server.createDatabase(prefix)
+      const otherPool = openPool(other, 1)
+      try {
+        await otherPool.query(`CREATE TABLE ${table} (id int PRIMARY KEY, payload text)`)
+        await otherPool.query(`INSERT INTO ${table} VALUES (1, 'theirs')`)
+        // Before: fixloop's tables were created among theirs and serve started (or, a table named like one of
+        // fixloop's, exit 1 with the driver's "relation already exists" and a stack).
+        for (const args of [['migrate'], ['serve', '--port', '0', '--data-dir', join(work, `serve-${prefix}`)]]) {
+          // serve with the rest of cluster mode's settings (Redis, S3, master key), so the database is what it judges.
+          const r = await runBinary(args, args[0] === 'serve' ? await clusterEnv(other) : { FIXLOOP_DATABASE_URL: other })
+          expect({ table, args: args[0], code: r.code }).toEqual({ table, args: args[0], code: 2 })
+          expect(r.stderr).toContain(`holds tables that are not fixloop's (${table}) and no fixloop schema`)
+          expect(r.stderr).not.toMatch(/\n\s+at /)
+          expect(r.stderr).not.toContain(server.password)
+        }
+        const { rows } = await otherPool.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name")
+        expect(rows.map((r) => r.table_name)).toEqual([table])
+      } finally {
+        await otherPool.end()
+      }
     }
   })
 

@@ -100,3 +100,95 @@ test('Redis refusing writes (OOM at maxmemory, a read-only replica): submissions
     await proc.exited
   }
 }, 90_000)
+
+/** `serve` killed after 15 s if it has not exited by then (it started: code 143). */
+async function serveBriefly(environment: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(await freePort()), '--data-dir', dir('fixloop-redis-acl-')], { env: { PATH: process.env.PATH ?? '', ...environment }, stdout: 'pipe', stderr: 'pipe' })
+  const timer = setTimeout(() => proc.kill('SIGTERM'), 15_000)
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+test('a Redis whose user may not run what the nodes run (an ACL without scripting or the wake-up channel, a script command denied): serve refuses to start (exit 2) naming what is needed, never the password', async () => {
+  const admin = new RedisClient(redis.url)
+  const port = new URL(redis.url).port
+  try {
+    const users: [string, string[]][] = [
+      ['noscript', ['~*', '&*', '+@all', '-@scripting']],
+      ['nochannel', ['~*', 'resetchannels', '+@all']],
+      ['nokeys', ['~other:*', '&*', '+@all']],
+      ['nozset', ['~*', '&*', '+@all', '-@sortedset']],
+    ]
+    for (const [user, rules] of users) {
+      await admin.send('ACL', ['SETUSER', user, 'reset', 'on', '>Secret-Pw-9f3a', ...rules])
+      const r = await serveBriefly({ ...env, FIXLOOP_REDIS_URL: `redis://${user}:Secret-Pw-9f3a@127.0.0.1:${port}` })
+      expect({ user, code: r.code }).toEqual({ user, code: 2 })
+      expect(r.stderr).toContain('refuses a command fixloop needs')
+      expect(r.stderr).toContain('on keys ~fixloop:* and the channel &fixloop:wake')
+      expect(r.stderr + r.stdout).not.toContain('Secret-Pw-9f3a')
+    }
+    // The least a node needs, as the message says: it starts.
+    await admin.send('ACL', ['SETUSER', 'fixloop', 'reset', 'on', '>Secret-Pw-9f3a', '~fixloop:*', '&fixloop:wake', '+eval', '+evalsha', '+publish', '+subscribe', '+ping', '+info', '+time', '+get', '+set', '+del', '+hset', '+hmget', '+pexpire', '+zadd', '+zrem', '+zcard', '+zremrangebyscore'])
+    const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(await freePort()), '--data-dir', dir('fixloop-redis-acl-')], {
+      env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env, FIXLOOP_REDIS_URL: `redis://fixloop:Secret-Pw-9f3a@127.0.0.1:${port}` },
+      stdout: 'ignore',
+      stderr: 'pipe',
+    })
+    const stderr = new Response(proc.stderr).text()
+    await Bun.sleep(4_000)
+    const exited = proc.exitCode
+    proc.kill('SIGTERM')
+    await proc.exited
+    expect({ exited, stderr: exited === null ? '' : await stderr }).toEqual({ exited: null, stderr: '' })
+  } finally {
+    for (const user of ['noscript', 'nochannel', 'nokeys', 'nozset', 'fixloop']) await admin.send('ACL', ['DELUSER', user]).catch(() => {})
+    admin.close()
+  }
+}, 90_000)
+
+test('an ACL that loses scripting under a running node: submissions with proof of work 201 (the claim in the database), not 500; warnings, no error line per request', async () => {
+  const org = await cli(['org', 'create', '--name', 'Acl'])
+  const guarded = await cli(['app', 'create', '--org', org.id, '--name', 'Guarded', '--proof-of-work', 'normal'])
+  const admin = new RedisClient(redis.url)
+  const redisPort = new URL(redis.url).port
+  await admin.send('ACL', ['SETUSER', 'node', 'reset', 'on', '>Node-Pw-71c2', '~*', '&*', '+@all'])
+  const logFile = `${dir('fixloop-redis-log-')}/serve.log`
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir('fixloop-redis-node-')], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env, FIXLOOP_REDIS_URL: `redis://node:Node-Pw-71c2@127.0.0.1:${redisPort}` },
+    stdout: openSync(logFile, 'a'),
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${port}`
+  try {
+    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
+    const submit = async (text: string) => {
+      const { challenge } = (await call(url, 'GET', '/v1/widget/challenge', { auth: guarded.publicKey })).body
+      const r = await call(url, 'POST', '/v1/feedback', { auth: guarded.publicKey, body: { text }, headers: { 'X-Fixloop-Proof-Of-Work': powHeaderOf(challenge, solvePowChallenge(challenge)!) } })
+      return { status: r.status, code: r.body?.error?.code }
+    }
+    expect(await submit('before: the save button does nothing')).toEqual({ status: 201, code: undefined })
+    // The operator tightens the ACL (or renames EVALSHA away) while the node runs.
+    await admin.send('ACL', ['SETUSER', 'node', '-@scripting'])
+    for (let i = 0; i < 4; i++) expect(await submit(`during ${i}: the export hangs`)).toEqual({ status: 201, code: undefined })
+    await admin.send('ACL', ['SETUSER', 'node', '+@all'])
+    await eventually(async () => (await submit('after: the export works')).status === 201 && ((await admin.send('KEYS', ['fixloop:rl:*'])) as string[]).length > 0, 10_000)
+    const lines = readFileSync(logFile, 'utf8').split('\n')
+    expect(lines.filter((l) => l.includes('"level":"error"'))).toEqual([])
+    expect(lines.some((l) => l.includes('"level":"warn"') && l.includes('NOPERM'))).toBe(true)
+    expect(lines.some((l) => l.includes('Node-Pw-71c2'))).toBe(false)
+  } finally {
+    await admin.send('ACL', ['DELUSER', 'node']).catch(() => {})
+    admin.close()
+    proc.kill('SIGTERM')
+    await proc.exited
+  }
+}, 90_000)
+
+test('FIXLOOP_REDIS_URL naming a database the server does not have, or a path that is no database number: exit 2 saying so (was "Connection closed", or a TypeError with exit 1)', async () => {
+  const missing = await serveBriefly({ ...env, FIXLOOP_REDIS_URL: `${redis.url}/99` })
+  expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: `fixloop: Redis at 127.0.0.1:${redis.port} has no database 99 (FIXLOOP_REDIS_URL's path): its "databases" setting (16 by default) is lower\n` })
+  const junk = await serveBriefly({ ...env, FIXLOOP_REDIS_URL: `${redis.url}/abc` })
+  expect({ code: junk.code, stderr: junk.stderr }).toEqual({ code: 2, stderr: 'fixloop: FIXLOOP_REDIS_URL: the path is a database number (redis://host:6379/1) or nothing, got "/abc"\n' })
+}, 60_000)

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startRedis, type RedisServer } from './cluster-env'
 import { RedisLink } from '../src/nodes/redis-link'
 import { guard, localThrottles, type BackoffSpec, type ThrottleFactory } from '../src/core/failure-throttle'
-import { sharedThrottles } from '../src/http/shared-failure-throttle'
+import { PENDING_STALE_MS, sharedThrottles, type SharedFailureThrottle } from '../src/http/shared-failure-throttle'
 import { ApiError } from '../src/core/errors'
 import { Logger } from '../src/core/logger'
 import { ManualClock } from '../src/core/clock'
@@ -37,10 +37,11 @@ class WrongPassword extends Error {}
 const wrong = (e: unknown) => e instanceof WrongPassword
 
 /** One attempt through guard(): 'failed', 'ok' or 'blocked' (429 before the password is checked). */
-async function attempt(throttles: ThrottleFactory, name: string, key: string, correct: boolean): Promise<'failed' | 'ok' | 'blocked'> {
+async function attempt(throttles: ThrottleFactory, name: string, key: string, correct: boolean, check?: () => Promise<void>): Promise<'failed' | 'ok' | 'blocked'> {
   const throttle = throttles(name, spec)
   try {
     await guard([{ throttle, key, clearOnSuccess: true }], async () => {
+      await check?.()
       if (!correct) throw new WrongPassword()
     }, wrong)
     return 'ok'
@@ -78,14 +79,14 @@ test('the block ends on every node after its delay; the next failure doubles it;
   for (let i = 0; i < 4; i++) expect(await attempt(nodeA, 'sign-in:pair', key, false)).toBe('failed')
   expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('blocked')
   const throttle = nodeB('sign-in:pair', spec)
-  expect(await throttle.sharedWaitMs!(key)).toBe(10_000)
+  expect(await (throttle as SharedFailureThrottle).sharedWaitMs(key)).toBe(10_000)
   clock.advance(10_001)
   expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('failed') // the 5th failure: blocked 20 s
-  expect(await nodeA('sign-in:pair', spec).sharedWaitMs!(key)).toBe(20_000)
+  expect(await (nodeA('sign-in:pair', spec) as SharedFailureThrottle).sharedWaitMs(key)).toBe(20_000)
   clock.advance(20_001)
   expect(await attempt(nodeA, 'sign-in:pair', key, true)).toBe('ok')
   // Cleared in Redis: the other node lets the next wrong guess through as a first failure.
-  expect(await nodeB('sign-in:pair', spec).sharedWaitMs!(key)).toBe(0)
+  expect(await (nodeB('sign-in:pair', spec) as SharedFailureThrottle).sharedWaitMs(key)).toBe(0)
   for (let i = 0; i < 4; i++) expect(await attempt(nodeB, 'sign-in:pair', key, false)).toBe('failed')
   expect(await attempt(nodeA, 'sign-in:pair', key, false)).toBe('blocked')
 })
@@ -149,4 +150,39 @@ test('a burst of parallel guesses on one node gets no more password checks than 
   )
   expect(checks).toBe(spec.freeFailures)
   expect(outcomes.filter((o) => o === 'blocked').length).toBe(12 - spec.freeFailures)
+})
+
+test('a burst of parallel guesses spread over three nodes gets no more password checks than the free failures of ONE node', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T07:00:00Z'))
+  // Three nodes (one throttle object each, as each node's routes make): every guess sent before the first failed.
+  const nodes = [0, 1, 2].map(() => sharedThrottles(link(), clock, 1, silent, cluster, clock)('sign-in:pair', spec))
+  let checks = 0
+  const outcomes = await Promise.all(
+    Array.from({ length: 24 }, (_, i) =>
+      attempt(() => nodes[i % 3], 'x', 'erin\n192.0.2.4', false, async () => {
+        checks++
+        // A password check takes a while: every guess of the burst is under way before the first fails.
+        await Bun.sleep(50)
+      }),
+    ),
+  )
+  // Each node counting only its own attempts under way let 4 through per node (12).
+  expect(checks).toBe(spec.freeFailures)
+  expect(outcomes.filter((o) => o === 'blocked').length).toBe(24 - spec.freeFailures)
+})
+
+test('an attempt under way on a node that died stops counting after PENDING_STALE_MS', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T08:00:00Z'))
+  const key = 'frank\n192.0.2.5'
+  const dying = sharedThrottles(link(), clock, 1, silent, cluster, clock)('sign-in:pair', spec) as SharedFailureThrottle
+  // The node began 4 checks (the free failures) and was killed before any ended.
+  for (let i = 0; i < spec.freeFailures; i++) expect((await dying.sharedBegin(key)).waitMs).toBe(0)
+  const other = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  expect(await attempt(other, 'sign-in:pair', key, true)).toBe('blocked')
+  expect(await attempt(other, 'sign-in:pair', key, true)).toBe('blocked')
+  clock.advance(PENDING_STALE_MS + 1)
+  expect(await attempt(other, 'sign-in:pair', key, true)).toBe('ok')
+  // Nothing left pending: 4 failures are free again once the key is cleared.
+  for (let i = 0; i < spec.freeFailures; i++) expect(await attempt(other, 'sign-in:pair', key, false)).toBe('failed')
+  expect(await attempt(other, 'sign-in:pair', key, false)).toBe('blocked')
 })

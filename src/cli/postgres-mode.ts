@@ -5,9 +5,9 @@
 import type { Pool } from 'pg'
 import { connectPg } from '../db/pg/connect'
 import { applyPgMigrations } from '../db/pg/migrate'
-import { refuseNewerPgSchema } from '../runtime/open-pg'
+import { refuseForeignPgDatabase, refuseNewerPgSchema } from '../runtime/open-pg'
 
-/** Applies pending PostgreSQL migrations; refuses a database a newer fixloop migrated. */
+/** Applies pending PostgreSQL migrations; refuses a database a newer fixloop migrated, or another application's. */
 export async function migratePostgres(url: string): Promise<string[]> {
   const pool = await connectPg(url, 2)
   try {
@@ -20,5 +20,6 @@ export async function migratePostgres(url: string): Promise<string[]> {
 /** migratePostgres on an open pool (`url` only names the database in the refusal). */
 export async function migratePostgresPool(pool: Pool, url: string): Promise<string[]> {
   await refuseNewerPgSchema(pool, url)
+  await refuseForeignPgDatabase(pool, url)
   return applyPgMigrations(pool)
 }

@@ -37,14 +37,18 @@ interface Entry {
 export interface Throttle {
   /** What this process knows, synchronously: guard() checks it and begins in one go (no await between). */
   waitMs(key: string): number
-  /** What the other nodes know (the shared throttle), asked after the attempt has begun here. */
-  sharedWaitMs?(key: string): Promise<number>
+  /**
+   * What the other nodes know (the shared throttle), asked after the attempt has begun here: the ms to
+   * wait, or 0 with the attempt counted as pending on every node until `end` is given its `attempt` back
+   * (the attempts under way on the other nodes count here as this node's own do).
+   */
+  sharedBegin?(key: string): Promise<{ waitMs: number; attempt?: string }>
   begin(key: string): void
-  end(key: string, failed: boolean, clearOnSuccess: boolean): void | Promise<void>
+  end(key: string, failed: boolean, clearOnSuccess: boolean, attempt?: string): void | Promise<void>
 }
 
 /** How long a caller waits when only pending attempts (not yet failures) fill the free ones. */
-const PENDING_WAIT_MS = 1000
+export const PENDING_WAIT_MS = 1000
 
 export class FailureThrottle implements Throttle {
   private entries = new Map<string, Entry>()
@@ -155,11 +159,11 @@ export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFai
   // sees each other as pending. Only then the other nodes' view (Redis), which takes a round trip.
   refuseWhileWaiting(Math.max(0, ...keys.map(({ throttle, key }) => throttle.waitMs(key))))
   for (const { throttle, key } of keys) throttle.begin(key)
-  const shared = await Promise.all(keys.map(({ throttle, key }) => throttle.sharedWaitMs?.(key) ?? 0))
-  const sharedWait = Math.max(0, ...shared)
+  const shared: { waitMs: number; attempt?: string }[] = await Promise.all(keys.map(({ throttle, key }) => throttle.sharedBegin?.(key) ?? { waitMs: 0 }))
+  const sharedWait = Math.max(0, ...shared.map((s) => s.waitMs))
   if (sharedWait > 0) {
-    // Refused before the check: not a failure, nothing to clear.
-    await Promise.all(keys.map(({ throttle, key }) => throttle.end(key, false, false)))
+    // Refused before the check: not a failure, nothing to clear (the keys that let it begin forget it).
+    await Promise.all(keys.map(({ throttle, key }, i) => throttle.end(key, false, false, shared[i].attempt)))
     refuseWhileWaiting(sharedWait)
   }
   let failed = false
@@ -169,7 +173,7 @@ export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFai
     failed = isFailure(e)
     throw e
   } finally {
-    await Promise.all(keys.map(({ throttle, key, clearOnSuccess }) => throttle.end(key, failed, clearOnSuccess)))
+    await Promise.all(keys.map(({ throttle, key, clearOnSuccess }, i) => throttle.end(key, failed, clearOnSuccess, shared[i].attempt)))
   }
 }
 

@@ -5,20 +5,39 @@
  * block of each key live in Valkey/Redis, updated by one Lua script (atomic, on the Redis server's
  * clock, one round trip), so every node refuses a blocked key.
  *
- * What stays per node: the attempts still under way (the in-memory throttle's `pending`), which only
- * matter within one burst and are bounded by the local throttle. When Redis cannot answer, a node never
- * refuses or waits for it: it falls back to its own in-memory counts, which every failure also updates.
+ * The attempts still under way count on every node too: a burst of parallel guesses spread over N nodes,
+ * all sent before the first one failed, would otherwise get N times the free failures checked (each node
+ * seeing only its own). Each attempt is a member of the key's pending set in Redis (`fixloop:<cluster>:ftp:…`, scored by its
+ * start on the Redis clock) from `sharedBegin` until `end`; a member older than PENDING_STALE_MS (a node
+ * killed during a check) no longer counts. When Redis cannot answer, a node never refuses or waits for
+ * it: it falls back to its own in-memory counts, which every attempt and failure also updates.
  */
+import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock'
-import { FailureThrottle, type BackoffSpec, type Throttle, type ThrottleFactory } from '../core/failure-throttle'
+import { FailureThrottle, PENDING_WAIT_MS, type BackoffSpec, type Throttle, type ThrottleFactory } from '../core/failure-throttle'
 import type { Logger } from '../core/logger'
 import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 
-// KEYS[1] the key's hash. ARGV: 'wait' | 'fail' | 'clear', free failures, base delay ms, max delay ms,
-// forget after ms, and (tests with an injected clock only) now in epoch ms.
-// 'wait' answers the ms the key must still wait; 'fail' counts one failure and answers the new wait.
+/** How long an attempt under way counts as pending at most (a password check takes well under a second). */
+export const PENDING_STALE_MS = 30_000
+
+// KEYS[1] the key's hash, KEYS[2] its set of attempts under way. ARGV: 'wait' | 'begin' | 'fail' | 'clear' |
+// 'done', free failures, base delay ms, max delay ms, forget after ms, the attempt ('' for none), the ms an
+// attempt stays pending at most, the ms to wait while pending attempts fill the free failures, and (tests
+// with an injected clock only) now in epoch ms.
+// 'wait' answers the ms the key must still wait; 'begin' the same, and when 0 adds the attempt to the
+// pending set (unless the attempts under way fill the free failures: then it answers the pending wait);
+// 'fail', 'clear' and 'done' end the attempt (a failure counts, 'clear' forgets the key) and answer the wait.
 const SCRIPT = `
 local op = ARGV[1]
+local attempt = ARGV[6]
+local staleMs = tonumber(ARGV[7])
+local now = tonumber(ARGV[9])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if op ~= 'begin' and attempt ~= '' then redis.call('ZREM', KEYS[2], attempt) end
 if op == 'clear' then
   redis.call('DEL', KEYS[1])
   return 0
@@ -27,11 +46,6 @@ local free = tonumber(ARGV[2])
 local base = tonumber(ARGV[3])
 local maxDelay = tonumber(ARGV[4])
 local forget = tonumber(ARGV[5])
-local now = tonumber(ARGV[6])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 local h = redis.call('HMGET', KEYS[1], 'failures', 'last', 'blocked')
 local failures = tonumber(h[1]) or 0
 local last = tonumber(h[2]) or now
@@ -48,7 +62,15 @@ if op == 'fail' then
   redis.call('HSET', KEYS[1], 'failures', failures, 'last', last, 'blocked', blocked)
   redis.call('PEXPIRE', KEYS[1], math.max(forget, blocked - now) + 1000)
 end
-return math.max(0, blocked - now)
+local wait = math.max(0, blocked - now)
+if op == 'begin' and wait == 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - staleMs)
+  local pending = redis.call('ZCARD', KEYS[2])
+  if pending > 0 and failures + pending >= free then return tonumber(ARGV[8]) end
+  redis.call('ZADD', KEYS[2], now, attempt)
+  redis.call('PEXPIRE', KEYS[2], staleMs)
+end
+return wait
 `
 const SCRIPT_SHA = new Bun.CryptoHasher('sha1').update(SCRIPT).digest('hex')
 
@@ -58,7 +80,7 @@ export class SharedFailureThrottle implements Throttle {
   private warnedAt = 0
 
   constructor(
-    /** Names the throttle's keys in Redis (`fixloop:<cluster>:ft:<name>:<key>`). */
+    /** Names the throttle's keys in Redis (`fixloop:<cluster>:ft:<name>:<key>`, its pending set `…:ftp:…`). */
     private readonly name: string,
     spec: BackoffSpec,
     private readonly link: RedisLink,
@@ -78,23 +100,33 @@ export class SharedFailureThrottle implements Throttle {
     return this.local.waitMs(key)
   }
 
-  /** The block every node sees (0 when Redis cannot answer: the local counts stand in). */
+  /** The block every node sees, read only (0 when Redis cannot answer: the local counts stand in). */
   async sharedWaitMs(key: string): Promise<number> {
-    return (await this.run('wait', key)) ?? 0
+    return (await this.run('wait', key, '')) ?? 0
+  }
+
+  /** The block or pending wait every node sees; at 0 the attempt is pending on every node until `end`. */
+  async sharedBegin(key: string): Promise<{ waitMs: number; attempt?: string }> {
+    const attempt = randomBytes(9).toString('base64url')
+    const waitMs = await this.run('begin', key, attempt)
+    // Redis could not answer: nothing was added there, the local counts stand in.
+    if (waitMs === null) return { waitMs: 0 }
+    return waitMs > 0 ? { waitMs } : { waitMs: 0, attempt }
   }
 
   begin(key: string): void {
     this.local.begin(key)
   }
 
-  async end(key: string, failed: boolean, clearOnSuccess: boolean): Promise<void> {
+  async end(key: string, failed: boolean, clearOnSuccess: boolean, attempt?: string): Promise<void> {
     this.local.end(key, failed, clearOnSuccess)
-    if (failed) await this.run('fail', key)
-    else if (clearOnSuccess) await this.run('clear', key)
+    if (failed) await this.run('fail', key, attempt ?? '')
+    else if (clearOnSuccess) await this.run('clear', key, attempt ?? '')
+    else if (attempt) await this.run('done', key, attempt)
   }
 
   /** The script's answer (ms to wait), or null when Redis cannot answer (the local counts stand in). */
-  private async run(op: 'wait' | 'fail' | 'clear', key: string): Promise<number | null> {
+  private async run(op: 'wait' | 'begin' | 'fail' | 'clear' | 'done', key: string, attempt: string): Promise<number | null> {
     const s = this.spec
     let cluster: string
     try {
@@ -103,7 +135,8 @@ export class SharedFailureThrottle implements Throttle {
       this.warn(e)
       return null
     }
-    const args = ['1', `fixloop:${cluster}:ft:${this.name}:${key}`, op, String(s.freeFailures), String(s.baseDelayMs), String(s.maxDelayMs), String(s.forgetAfterMs)]
+    // The pending set under a prefix of its own: no key (user input) can name another key's set.
+    const args = ['2', `fixloop:${cluster}:ft:${this.name}:${key}`, `fixloop:${cluster}:ftp:${this.name}:${key}`, op, String(s.freeFailures), String(s.baseDelayMs), String(s.maxDelayMs), String(s.forgetAfterMs), attempt, String(PENDING_STALE_MS), String(PENDING_WAIT_MS)]
     if (this.testClock) args.push(String(this.testClock.now()))
     try {
       return Number(await this.link.evalScript(SCRIPT, SCRIPT_SHA, args)) || 0

@@ -71,7 +71,7 @@ export interface ClusterCoordinatorOptions {
   /** This node's clock, set to the database's at each beat (the times it writes for later follow the database). */
   clock?: OffsetClock
   /** After each beat that reached the database: the other nodes alive now (src/nodes/peer-check.ts). */
-  onBeat?: (peers: string[]) => void
+  onBeat?: (peers: { id: string; leaseMs: number | null }[]) => void
 }
 
 /** A fresh node id per process start (`node_` + 16 hex): job leases and agent runs name it. */
@@ -146,7 +146,7 @@ export class ClusterCoordinator implements Coordinator {
   private async round(): Promise<void> {
     const { leaseMs } = this.opts
     try {
-      await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)))
+      await this.repo.beat(this.node, ROLES.filter((r) => this.holds(r)), leaseMs)
       if (this.opts.clock) {
         const before = Date.now()
         const dbNow = await this.repo.now()
@@ -156,7 +156,7 @@ export class ClusterCoordinator implements Coordinator {
       this.live = Math.max(1, alive.length)
       this.lastBeatOk = true
       this.lastError = undefined
-      this.opts.onBeat?.(alive.map((n) => n.id).filter((id) => id !== this.nodeId))
+      this.opts.onBeat?.(alive.filter((n) => n.id !== this.nodeId).map((n) => ({ id: n.id, leaseMs: n.leaseMs })))
     } catch (e) {
       this.lastBeatOk = false
       this.lastError = `heartbeat failed: ${errorText(e)}`

@@ -15,8 +15,8 @@
 const GRACE_BEATS = 3
 
 export class PeerCheck {
-  /** Per live peer: how many consecutive beats this node has seen it alive. */
-  private readonly beatsAlive = new Map<string, number>()
+  /** Per live peer: how many consecutive beats this node has seen it alive, and since when. */
+  private readonly beatsAlive = new Map<string, { beats: number; since: number }>()
   private unheard: string[] = []
 
   constructor(
@@ -25,16 +25,24 @@ export class PeerCheck {
     private readonly heardAt: (nodeId: string) => number | undefined,
   ) {}
 
-  /** After a beat: the peers (other nodes) the database says are alive now. */
-  observe(peers: readonly string[], now: number): void {
-    const alive = new Set(peers)
-    for (const id of [...this.beatsAlive.keys()]) if (!alive.has(id)) this.beatsAlive.delete(id)
-    for (const id of alive) this.beatsAlive.set(id, (this.beatsAlive.get(id) ?? 0) + 1)
-    this.unheard = [...alive].filter((id) => {
-      if ((this.beatsAlive.get(id) ?? 0) < GRACE_BEATS) return false
-      const heard = this.heardAt(id)
-      return heard === undefined || now - heard > this.silenceMs
-    }).sort()
+  /**
+   * After a beat: the peers (other nodes) the database says are alive now, each with its own lease when it
+   * recorded one: a peer announces at its own beats (a third of its lease), so one with a longer lease than
+   * this node's may stay silent that long (it was named unheard between its beats).
+   */
+  observe(peers: readonly (string | { id: string; leaseMs: number | null })[], now: number): void {
+    const silence = new Map(peers.map((p) => (typeof p === 'string' ? [p, this.silenceMs] : [p.id, Math.max(this.silenceMs, p.leaseMs ?? 0)])))
+    for (const id of [...this.beatsAlive.keys()]) if (!silence.has(id)) this.beatsAlive.delete(id)
+    for (const id of silence.keys()) {
+      const seen = this.beatsAlive.get(id)
+      this.beatsAlive.set(id, { beats: (seen?.beats ?? 0) + 1, since: seen?.since ?? now })
+    }
+    this.unheard = [...silence].filter(([id, silenceMs]) => {
+      const seen = this.beatsAlive.get(id)!
+      if (seen.beats < GRACE_BEATS) return false
+      // Never heard: silent since this node first saw it alive (a peer with a long lease announces late).
+      return now - (this.heardAt(id) ?? seen.since) > silenceMs
+    }).map(([id]) => id).sort()
   }
 
   /** Live peers never (or not lately) heard on this node's Redis. */

@@ -6,7 +6,7 @@
  * Redis coming back is noticed without a restart.
  */
 import { RedisClient } from 'bun'
-import { describeRedis } from '../db/redis-check'
+import { describeRedis, refusesForNow } from '../db/redis-check'
 
 export class RedisUnavailable extends Error {}
 
@@ -112,18 +112,4 @@ export class RedisLink {
 function isReplyError(e: unknown): boolean {
   const message = e instanceof Error ? e.message : ''
   return /^(ERR|NOSCRIPT|WRONGTYPE|BUSY|NOPERM|OOM|READONLY|LOADING|EXECABORT|MOVED|ASK)\b/.test(message)
-}
-
-/**
- * A reply error that says the server cannot do the work now, not that the command was wrong: at `maxmemory`
- * with `noeviction` (OOM: every write refused, the rate-limit and single-use scripts included), a replica
- * (READONLY: a failover pointed the address at one), loading its dataset after a restart (LOADING), a
- * script or replication holding it (BUSY, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN), or a failed
- * snapshot refusing writes (MISCONF). It answers PING meanwhile; treated as away, the callers take the
- * fallbacks they have for Redis down (limits in memory, the proof-of-work claim in the database), where
- * the refusal was rethrown (a 500 for a submission with proof of work) and logged at error per request.
- */
-function refusesForNow(e: unknown): boolean {
-  const message = e instanceof Error ? e.message : ''
-  return /^(OOM|READONLY|LOADING|BUSY|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN|MISCONF)\b/.test(message)
 }

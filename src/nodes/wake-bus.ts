@@ -13,12 +13,20 @@
  * intake burst a commit happens every few milliseconds, and one wake per window is all the readers need;
  * the event news of a window is merged into its one message.
  * Not LISTEN/NOTIFY: NOTIFY takes a lock that serializes every committing transaction (DESIGN.md).
+ *
+ * Only the nodes of this database are listened to (`fromPeer`: alive in it at this node's last beat). The
+ * channel is one per Redis server, whatever its database number or key prefix: another fixloop cluster on
+ * the same Redis (a staging copy of production's database, which has the same Orgs) publishes on it too,
+ * and its `events` news would move this node's outbox mark by its own seqs (src/modules/events/hub.ts
+ * `heard`), its job wakes would send this node's workers claiming. A node that just started is heard from
+ * the next beat on (its wakes meanwhile are covered by the safety poll).
  */
 import { RedisClient } from 'bun'
 import type { Logger } from '../core/logger'
 import type { RedisLink } from './redis-link'
+import { WAKE_CHANNEL } from '../db/redis-check'
 
-export const WAKE_CHANNEL = 'fixloop:wake'
+export { WAKE_CHANNEL }
 /** What a node publishes at each heartbeat: "I am here, on this Redis" (src/nodes/peer-check.ts). */
 export const ANNOUNCE = 'hello'
 /** How often a cluster node's event hub reads the outbox when nothing woke it (DESIGN.md: a 1 s safety poll). */
@@ -54,6 +62,8 @@ export class WakeBus {
     private readonly log: Logger,
     private readonly throttleMs = 20,
     private readonly retryMs = 1_000,
+    /** Whether a sender is a node of this cluster (alive in its database); every sender when absent (tests). */
+    private readonly fromPeer: (nodeId: string) => boolean = () => true,
   ) {}
 
   /** Subscribes (and keeps subscribing after a lost connection, every `retryMs`). */
@@ -150,7 +160,7 @@ export class WakeBus {
   private heard(message: string): void {
     const space = message.indexOf(' ')
     const from = message.slice(0, space)
-    if (space <= 0 || from === this.nodeId) return
+    if (space <= 0 || from === this.nodeId || !this.fromPeer(from)) return
     this.counts.heard++
     // Bounded: node ids are made per process start; forget the oldest past a few hundred.
     this.lastHeard.delete(from)

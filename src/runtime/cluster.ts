@@ -17,7 +17,7 @@ import { nodeCheck } from '../modules/health/readiness'
 import { ClusterCoordinator, newNodeInfo, ROLES } from '../nodes/coordinator'
 import { PeerCheck } from '../nodes/peer-check'
 import { RedisLink } from '../nodes/redis-link'
-import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus } from '../nodes/wake-bus'
+import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus, type EventNews } from '../nodes/wake-bus'
 import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
@@ -41,16 +41,19 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
   let wakeBus: WakeBus | undefined
   let peerCheck: PeerCheck | undefined
   let peerWarnedAt = 0
+  /** The other nodes alive in the database at the last beat: the only senders the wake bus listens to. */
+  let peers = new Set<string>()
   let failRunsOf: (dead: string[]) => Promise<unknown> = async () => {}
   const coordinator = new ClusterCoordinator(store.nodes, node, log, {
     leaseMs: config.nodeLeaseMs,
     clock: clock instanceof OffsetClock ? clock : undefined,
     onSweep: async (dead) => void (await failRunsOf(dead)),
     // Each beat announces this node on its Redis and checks that every live peer is heard there too.
-    onBeat: (peers) => {
+    onBeat: (alive) => {
+      peers = new Set(alive.map((p) => p.id))
       wakeBus?.publish(ANNOUNCE)
       // Not listening (this node's Redis is away: /readyz names it): nothing can be heard, nothing is judged.
-      peerCheck?.observe(wakeBus?.listening ? peers : [], performance.now())
+      peerCheck?.observe(wakeBus?.listening ? alive : [], performance.now())
       const unheard = peerCheck?.unheardPeers() ?? []
       if (unheard.length > 0 && Date.now() - peerWarnedAt > 300_000) {
         peerWarnedAt = Date.now()
@@ -108,7 +111,8 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         return isProcessingKind(kind) ? processor.wake() : worker.wake()
       }
       if (redis && config.redisUrl) {
-        wakeBus = new WakeBus(config.redisUrl, redis, node.id, (what, news) => (what === 'events' ? hub.heard(news ?? null) : isJobKind(what) && wakeLocally(what)), log)
+        const onWake = (what: string, news?: EventNews) => (what === 'events' ? hub.heard(news ?? null) : isJobKind(what) && wakeLocally(what))
+        wakeBus = new WakeBus(config.redisUrl, redis, node.id, onWake, log, undefined, undefined, (id) => peers.has(id))
         const bus = wakeBus
         peerCheck = new PeerCheck(config.nodeLeaseMs, (id) => bus.heardAt(id))
       }

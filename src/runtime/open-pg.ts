@@ -11,7 +11,7 @@ import { alignToDatabase } from '../db/pg/db-clock'
 import { pgStorage } from '../db/pg/storage'
 import { openPgStore } from '../db/pg/store'
 import { connectPg, describeDatabase } from '../db/pg/connect'
-import { applyPgMigrations, pendingPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
+import { applyPgMigrations, foreignPgTables, pendingPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
 import { PG_MIGRATIONS } from '../db/pg/migrations'
 import { openMasterKeyPg } from '../db/pg/master-key'
 import { holdKeySharedPg, type PgKeyLock } from '../db/pg/key-lock'
@@ -36,6 +36,7 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
   let keyLock: PgKeyLock | undefined
   try {
     await refuseNewerPgSchema(pool, url)
+    await refuseForeignPgDatabase(pool, url)
     if (!options.existingOnly) await applyPgMigrations(pool)
     else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
     // A CLI command keeps the key it checks now until it closes: no rekey may change it meanwhile.
@@ -78,6 +79,22 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
     await pool.end().catch(() => {})
     throw e
   }
+}
+
+/**
+ * Refuses (StartupError) a database that already holds another application's tables and no fixloop
+ * schema: FIXLOOP_DATABASE_URL pointed at the wrong database. Without it fixloop created its forty-odd
+ * tables among the other application's and started, or (a table named like one of fixloop's, `events`,
+ * `jobs`) stopped on the driver's "relation already exists" with exit 1 and a stack trace.
+ */
+export async function refuseForeignPgDatabase(pool: Pool, url: string): Promise<void> {
+  const foreign = await foreignPgTables(pool)
+  if (foreign.length === 0) return
+  const named = foreign.length > 5 ? `${foreign.slice(0, 5).join(', ')}, …` : foreign.join(', ')
+  throw new StartupError(
+    `the database ${describeDatabase(url)} holds tables that are not fixloop's (${named}) and no fixloop schema: ` +
+      'FIXLOOP_DATABASE_URL must name an empty database for fixloop (createdb -O fixloop fixloop) or one fixloop already migrated',
+  )
 }
 
 /** Refuses (StartupError) a PostgreSQL database a newer fixloop migrated, naming both versions. */

@@ -72,4 +72,34 @@ describeEachDialect('nodes repo', (fresh) => {
     await repo.sweep(15_000, 3_600_000)
     expect((await sql<{ id: string }>(s, 'SELECT id FROM cluster_nodes ORDER BY id')).map((r) => r.id)).toEqual(['node_live'])
   })
+
+  test('each node is judged by its own lease: one with 60 s (a beat every 20 s) is alive to a sweeper with 5 s between its beats, its job leases kept; dead once silent for its 60 s', async () => {
+    const s = await fresh()
+    const repo = s.store.nodes
+    await repo.beat(node('node_short'), [], 5_000)
+    await repo.beat(node('node_long'), [], 60_000)
+    // A node of an older version records no lease: the asker's own counts for it.
+    await repo.beat(node('node_old'), [])
+    // 18 s since the long-lease node's last beat (its next is due at 20 s); the short one just beat.
+    await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 18000 WHERE id IN ('node_long', 'node_old')")
+    const now = await repo.now()
+    await sql(s, `INSERT INTO jobs (id, kind, feedback_id, run_after, lease_until, lease_owner, created_at) VALUES (1, 'process', 'f1', ${now}, ${now + 60_000}, 'node_long:processing', ${now})`)
+    await sql(s, `INSERT INTO jobs (id, kind, feedback_id, run_after, lease_until, lease_owner, created_at) VALUES (2, 'process', 'f2', ${now}, ${now + 60_000}, 'node_old', ${now})`)
+    expect((await repo.alive(5_000)).map((n) => [n.id, n.leaseMs]).sort()).toEqual([['node_long', 60_000], ['node_short', 5_000]])
+    // Before, the sweeper's 5 s made it dead: its job leases freed (the work done twice), its agent runs failed.
+    expect(await repo.sweep(5_000, 3_600_000)).toEqual({ jobs: 1, deadNodes: ['node_old'] })
+    const held = await sql<{ id: number; lease_owner: string | null }>(s, 'SELECT id, lease_owner FROM jobs ORDER BY id')
+    expect(held.map((j) => [Number(j.id), j.lease_owner])).toEqual([[1, 'node_long:processing'], [2, null]])
+    // Silent for more than its own lease: dead to everyone.
+    await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 43000 WHERE id = 'node_long'")
+    expect((await repo.alive(5_000)).map((n) => n.id)).toEqual(['node_short'])
+    expect(await repo.sweep(5_000, 3_600_000)).toEqual({ jobs: 1, deadNodes: ['node_long', 'node_old'] })
+    // A lease recorded past the longest a node can be set to (by hand, a bug) counts as 60 s: a dead node stays dead.
+    await sql(s, "UPDATE cluster_nodes SET lease_ms = 1000000000 WHERE id = 'node_long'")
+    expect((await repo.alive(5_000)).map((n) => n.id)).toEqual(['node_short'])
+    // A beat records the lease anew: a node restarted with another lease is judged by the new one.
+    await repo.beat(node('node_short'), [], 30_000)
+    await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 20000 WHERE id = 'node_short'")
+    expect((await repo.alive(5_000)).map((n) => n.id)).toEqual(['node_short'])
+  })
 })

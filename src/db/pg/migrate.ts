@@ -74,6 +74,18 @@ async function appliedNames(pool: Pool): Promise<string[]> {
   return rows.rows.map((r) => r.name)
 }
 
+/**
+ * Tables (and views) of another application in the schema fixloop would migrate into: some of their names
+ * when the database has no fixloop migration applied but holds relations (none: empty, or fixloop's).
+ */
+export async function foreignPgTables(pool: Pool): Promise<string[]> {
+  if ((await appliedNames(pool)).length > 0) return []
+  const rows = await pool.query<{ name: string }>(
+    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> '__migrations' ORDER BY table_name LIMIT 6",
+  )
+  return rows.rows.map((r) => r.name)
+}
+
 /** Embedded migrations not yet applied; empty means the schema is current. */
 export async function pendingPgMigrations(pool: Pool, list: readonly Migration[] = PG_MIGRATIONS): Promise<string[]> {
   const done = new Set(await appliedNames(pool))

@@ -32,6 +32,7 @@ import p0024 from '../../../migrations-pg/0024_webhooks_live_cursor.sql' with { 
 import p0025 from '../../../migrations-pg/0025_slack_live_cursor.sql' with { type: 'text' }
 import p0026 from '../../../migrations-pg/0026_upload_shares.sql' with { type: 'text' }
 import p0027 from '../../../migrations-pg/0027_sso_id_token.sql' with { type: 'text' }
+import p0028 from '../../../migrations-pg/0028_node_lease.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -62,4 +63,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0025_slack_live_cursor', sql: p0025 },
   { name: '0026_upload_shares', sql: p0026 },
   { name: '0027_sso_id_token', sql: p0027 },
+  { name: '0028_node_lease', sql: p0028 },
 ]

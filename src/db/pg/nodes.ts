@@ -1,11 +1,16 @@
 /** PostgreSQL side of src/nodes/nodes-repo.ts: every time is `clock_timestamp()` of the server. */
+import { MAX_NODE_LEASE_MS } from '../../nodes/nodes-repo'
 import type { NodesRepo, NodeRow, LeaseRow } from '../../nodes/nodes-repo'
 import { exec, many, one, type PgStorage } from './storage'
 import { DB_NOW } from './db-clock'
 
-const BEAT = `INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles)
-  VALUES ($1, $2, $3, $4, ${DB_NOW}, ${DB_NOW}, $5)
-  ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, roles = excluded.roles`
+const BEAT = `INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles, lease_ms)
+  VALUES ($1, $2, $3, $4, ${DB_NOW}, ${DB_NOW}, $5, $6)
+  ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, roles = excluded.roles, lease_ms = excluded.lease_ms`
+// A node is alive while its last beat is within its own lease ($1: for a node that recorded none).
+// A recorded lease counts up to the longest a node can be set to (FIXLOOP_NODE_LEASE_SECONDS 60): a row
+// written otherwise (by hand, a bug) cannot keep a dead node alive and its job leases held.
+const ALIVE = `heartbeat_at >= ${DB_NOW} - LEAST(COALESCE(lease_ms, $1), ${MAX_NODE_LEASE_MS})`
 // Renewed by its holder; taken by another only once expired. The token rises with each new holder.
 const ACQUIRE = `INSERT INTO leases (name, holder, token, expires_at, acquired_at) VALUES ($1, $2, 1, ${DB_NOW} + $3, ${DB_NOW})
   ON CONFLICT (name) DO UPDATE SET
@@ -17,23 +22,23 @@ const ACQUIRE = `INSERT INTO leases (name, holder, token, expires_at, acquired_a
 // A job lease whose owner is not a live node (the owner is "<node id>" or "<node id>:<role>").
 const FREE_DEAD_JOBS = `UPDATE jobs SET lease_until = NULL, lease_owner = NULL
   WHERE lease_until IS NOT NULL
-    AND split_part(COALESCE(lease_owner, ''), ':', 1) NOT IN (SELECT id FROM cluster_nodes WHERE heartbeat_at >= ${DB_NOW} - $1)`
-const NODE_COLUMNS = 'id, host, pid, version, started_at AS "startedAt", heartbeat_at AS "heartbeatAt", roles'
+    AND split_part(COALESCE(lease_owner, ''), ':', 1) NOT IN (SELECT id FROM cluster_nodes WHERE ${ALIVE})`
+const NODE_COLUMNS = 'id, host, pid, version, started_at AS "startedAt", heartbeat_at AS "heartbeatAt", roles, lease_ms AS "leaseMs"'
 
 export function createPgNodesRepo({ pool }: PgStorage): NodesRepo {
   return {
     now: async () => (await one<{ now: number }>(pool, `SELECT ${DB_NOW} AS now`))!.now,
-    beat: async (node, roles) => void (await exec(pool, BEAT, [node.id, node.host, node.pid, node.version, roles.join(',')])),
+    beat: async (node, roles, leaseMs) => void (await exec(pool, BEAT, [node.id, node.host, node.pid, node.version, roles.join(','), leaseMs ?? null])),
     async leave(nodeId) {
       await exec(pool, `UPDATE leases SET expires_at = 0 WHERE holder = $1`, [nodeId])
       await exec(pool, 'DELETE FROM cluster_nodes WHERE id = $1', [nodeId])
     },
-    alive: (aliveMs) => many<NodeRow>(pool, `SELECT ${NODE_COLUMNS} FROM cluster_nodes WHERE heartbeat_at >= ${DB_NOW} - $1 ORDER BY started_at, id`, [aliveMs]),
+    alive: (aliveMs) => many<NodeRow>(pool, `SELECT ${NODE_COLUMNS} FROM cluster_nodes WHERE ${ALIVE} ORDER BY started_at, id`, [aliveMs]),
     acquire: async (name, holder, ttlMs) => (await one<{ token: number }>(pool, ACQUIRE, [name, holder, ttlMs]))?.token ?? null,
     release: async (name, holder) => void (await exec(pool, 'UPDATE leases SET expires_at = 0 WHERE name = $1 AND holder = $2', [name, holder])),
     leases: () => many<LeaseRow>(pool, 'SELECT name, holder, token, expires_at AS "expiresAt" FROM leases ORDER BY name'),
     async sweep(deadMs, forgetMs) {
-      const deadNodes = (await many<{ id: string }>(pool, `SELECT id FROM cluster_nodes WHERE heartbeat_at < ${DB_NOW} - $1 ORDER BY id`, [deadMs])).map((r) => r.id)
+      const deadNodes = (await many<{ id: string }>(pool, `SELECT id FROM cluster_nodes WHERE NOT (${ALIVE}) ORDER BY id`, [deadMs])).map((r) => r.id)
       const jobs = await exec(pool, FREE_DEAD_JOBS, [deadMs])
       await exec(pool, `DELETE FROM cluster_nodes WHERE heartbeat_at < ${DB_NOW} - $1`, [forgetMs])
       return { jobs, deadNodes }

@@ -25,6 +25,11 @@ export const clusterNodes = sqliteTable('cluster_nodes', {
   heartbeatAt: integer('heartbeat_at').notNull(),
   /** The leases it held at its last beat, comma-separated (for /readyz and the operator). */
   roles: text('roles').notNull().default(''),
+  /**
+   * Its FIXLOOP_NODE_LEASE_SECONDS in ms (it beats every third of it): it is dead once silent this long,
+   * whatever lease the node that sweeps uses (null: a node before migration 0042, judged by the sweeper's).
+   */
+  leaseMs: integer('lease_ms'),
 })
 
 /**

@@ -17,6 +17,8 @@ export const clusterNodes = pgTable('cluster_nodes', {
   startedAt: epochMs('started_at').notNull(),
   heartbeatAt: epochMs('heartbeat_at').notNull(),
   roles: text('roles').notNull().default(''),
+  /** Its FIXLOOP_NODE_LEASE_SECONDS in ms: it is dead once silent this long (null: a node before 0028, judged by the sweeper's own). */
+  leaseMs: integer('lease_ms'),
 })
 
 /** Singleton leases with a fencing token: the twin of src/db/schema/ops.ts `leases`. */

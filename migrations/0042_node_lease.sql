@@ -1,0 +1,1 @@
+ALTER TABLE `cluster_nodes` ADD `lease_ms` integer;
