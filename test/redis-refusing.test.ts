@@ -186,6 +186,64 @@ test('an ACL that loses scripting under a running node: submissions with proof o
   }
 }, 90_000)
 
+test('a fixloop key another writer gave another type (WRONGTYPE): submissions with proof of work 201 with the claim in the database, a replay still refused, limits in memory; warnings once a minute, no error line', async () => {
+  const org = await cli(['org', 'create', '--name', 'WrongType'])
+  const guarded = await cli(['app', 'create', '--org', org.id, '--name', 'Guarded', '--proof-of-work', 'normal'])
+  const admin = new RedisClient(redis.url)
+  const logFile = `${dir('fixloop-redis-log-')}/serve.log`
+  const port = await freePort()
+  const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dir('fixloop-redis-node-')], {
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    stdout: openSync(logFile, 'a'),
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${port}`
+  const solved = async () => {
+    const { challenge } = (await call(url, 'GET', '/v1/widget/challenge', { auth: guarded.publicKey })).body
+    return powHeaderOf(challenge, solvePowChallenge(challenge)!)
+  }
+  const submit = async (text: string, pow: string) => {
+    const r = await call(url, 'POST', '/v1/feedback', { auth: guarded.publicKey, body: { text }, headers: { 'X-Fixloop-Proof-Of-Work': pow } })
+    return { status: r.status, reason: r.body?.error?.details?.reason }
+  }
+  try {
+    await eventually(async () => (await fetch(url + '/healthz').catch(() => null))?.status === 200, 15_000)
+    expect(await submit('before: the save button does nothing', await solved())).toEqual({ status: 201, reason: undefined })
+    // The marker every claim reads, written as a hash by something else on this Redis database.
+    await admin.send('DEL', ['fixloop:pow:db-until'])
+    await admin.send('HSET', ['fixloop:pow:db-until', 'x', '1'])
+    // And the rate limits' buckets (an error line per request before: "shared rate limit failed").
+    const buckets = (await admin.send('KEYS', ['fixloop:rl:*'])) as string[]
+    expect(buckets.length).toBeGreaterThan(0)
+    for (const k of buckets) {
+      await admin.send('SET', [k, 'not a bucket'])
+    }
+    const pows: string[] = []
+    for (let i = 0; i < 4; i++) {
+      pows.push(await solved())
+      expect(await submit(`during ${i}: the export hangs`, pows[i]!)).toEqual({ status: 201, reason: undefined })
+    }
+    // Single use holds in the database meanwhile.
+    expect(await submit('during: a replay', pows[0]!)).toEqual({ status: 403, reason: 'replayed' })
+    await admin.send('DEL', ['fixloop:pow:db-until', ...buckets])
+    expect(await submit('after: the export works', await solved())).toEqual({ status: 201, reason: undefined })
+    // Claimed in the database during the refusal: still a replay once Redis takes the claims again.
+    expect(await submit('after: a replay', pows[1]!)).toEqual({ status: 403, reason: 'replayed' })
+    const lines = readFileSync(logFile, 'utf8').split('\n')
+    expect(lines.filter((l) => l.includes('"level":"error"'))).toEqual([])
+    const warnings = lines.filter((l) => l.includes('"level":"warn"') && l.includes('WRONGTYPE'))
+    // Once a minute each: the claim's, the marker's, one per rate-limit scope; not one per request.
+    expect(warnings.some((l) => l.includes('proof-of-work'))).toBe(true)
+    expect(warnings.some((l) => l.includes('Redis refused the shared rate limit')), lines.join('\n')).toBe(true)
+    expect(warnings.length).toBeLessThanOrEqual(6)
+  } finally {
+    await admin.send('DEL', ['fixloop:pow:db-until']).catch(() => {})
+    admin.close()
+    proc.kill('SIGTERM')
+    await proc.exited
+  }
+}, 90_000)
+
 test('FIXLOOP_REDIS_URL naming a database the server does not have, or a path that is no database number: exit 2 saying so (was "Connection closed", or a TypeError with exit 1)', async () => {
   const missing = await serveBriefly({ ...env, FIXLOOP_REDIS_URL: `${redis.url}/99` })
   expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: `fixloop: Redis at 127.0.0.1:${redis.port} has no database 99 (FIXLOOP_REDIS_URL's path): its "databases" setting (16 by default) is lower\n` })

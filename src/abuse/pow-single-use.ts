@@ -59,6 +59,15 @@ export function createPowSingleUse(deps: { clock: Clock; repo: AbuseRepo; redis?
   /** The latest expiry of the solutions this node claimed in the database while Redis was down, not yet published (0: none). */
   let dbClaimsUntil = 0
   let timer: ReturnType<typeof setInterval> | undefined
+  let warnedAt = -Infinity
+
+  /** A Redis reply error, logged at most once a minute (per claim or per marker tick, it would flood the log). */
+  function warnRefused(msg: string, e: unknown): void {
+    const now = clock.now()
+    if (now - warnedAt < 60_000) return
+    warnedAt = now
+    deps.log?.warn(msg, { error: e instanceof Error ? e.message : String(e) })
+  }
 
   function pending(now: number): number {
     if (dbClaimsUntil > now) return dbClaimsUntil
@@ -83,7 +92,7 @@ export function createPowSingleUse(deps: { clock: Clock; repo: AbuseRepo; redis?
       published(until)
     } catch (e) {
       // Still down (the link fails fast meanwhile): the next tick or claim tries again.
-      if (!(e instanceof RedisUnavailable)) deps.log?.warn('publishing the proof-of-work database-claims marker failed', { error: e instanceof Error ? e.message : String(e) })
+      if (!(e instanceof RedisUnavailable)) warnRefused('publishing the proof-of-work database-claims marker failed', e)
     }
   }
 
@@ -111,7 +120,10 @@ export function createPowSingleUse(deps: { clock: Clock; repo: AbuseRepo; redis?
         try {
           answer = await claimInRedis(redis, s, now)
         } catch (e) {
-          if (!(e instanceof RedisUnavailable)) throw e
+          // A reply error from a Redis that works (a fixloop key another writer gave another type: WRONGTYPE)
+          // answered every submission with proof of work 500. The claim goes to the database, as in an
+          // outage, and the marker asks the other nodes to check it there too.
+          if (!(e instanceof RedisUnavailable)) warnRefused('Redis refused the proof-of-work claim; claiming in the database', e)
         }
         if (answer) return answer.claimed && (!answer.dbToo || (await repo.claimPow(s.signature, s.expiresAt)))
         fellBack(redis, s.expiresAt)

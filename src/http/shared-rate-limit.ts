@@ -74,8 +74,9 @@ export class SharedRateLimiter implements Limiter {
     try {
       answer = await this.evalTake(key, tokens, retryNeeds)
     } catch (e) {
-      if (!(e instanceof RedisUnavailable)) this.log.error('shared rate limit failed; using the local share', { scope: this.scope, error: e instanceof Error ? e.message : String(e) })
-      else this.noteFallback(e)
+      // A reply error too (a bucket key another writer gave another type: WRONGTYPE): logged once a minute
+      // like an outage, not once per request.
+      this.noteFallback(e instanceof Error ? e : new Error(String(e)))
       return this.local().take(key, tokens, retryNeeds)
     }
     const [ok, retryAfter] = answer as [number, number]
@@ -105,7 +106,8 @@ export class SharedRateLimiter implements Limiter {
     const now = this.clock.now()
     if (now - this.warnedAt < 60_000) return
     this.warnedAt = now
-    this.log.warn('Redis unavailable: rate limits use this node\'s share in memory', { scope: this.scope, liveNodes: this.liveNodes(), error: e.message })
+    const what = e instanceof RedisUnavailable ? 'Redis unavailable' : 'Redis refused the shared rate limit'
+    this.log.warn(`${what}: rate limits use this node's share in memory`, { scope: this.scope, liveNodes: this.liveNodes(), error: e.message })
   }
 }
 
