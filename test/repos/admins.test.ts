@@ -5,7 +5,7 @@ import { describeEachDialect } from '../dialects'
 import { type AdminRow, type SessionRow } from '../../src/modules/admins/repo'
 import { pgStorage } from '../../src/db/pg/storage'
 import { openPool } from '../../src/db/pg/client-options'
-import { rows } from './raw'
+import { rows, run } from './raw'
 import { createAdminsService } from '../../src/modules/admins/service'
 import { SecretBox } from '../../src/core/crypto'
 import { base32Decode, newTotpSecret, totpCode } from '../../src/modules/admins/totp'
@@ -349,6 +349,25 @@ describeEachDialect('admins repo', (fresh, dialect) => {
     expect(await repo.redeemSetupToken('t3', 3_000, admin('x3', 'z@example.com'))).toBe(false)
     const used = await rows<{ n: number }>(s.storage, 'SELECT COUNT(*) AS n FROM admin_setup_tokens WHERE used_at IS NOT NULL')
     expect(Number(used[0].n)).toBe(1)
+  })
+
+  test('two live setup tokens (two nodes started at once each made one) redeemed at once: one owner', async () => {
+    // Each node's start replaces the unused tokens, but two starts in the same instant each delete what is
+    // committed and insert their own: both links live. Redeemed together, each locked its own token and
+    // counted no admin yet (on PostgreSQL): two instance owners.
+    const s = await fresh()
+    const repo = s.store.admins
+    let owners = 0
+    for (let round = 0; round < 30; round++) {
+      await run(s.storage, 'DELETE FROM admins')
+      await run(s.storage, 'DELETE FROM admin_setup_tokens')
+      await run(s.storage, 'INSERT INTO admin_setup_tokens (token_hash, created_at, expires_at) VALUES (?, ?, ?)', ['ta', 1_000, 9_000])
+      await run(s.storage, 'INSERT INTO admin_setup_tokens (token_hash, created_at, expires_at) VALUES (?, ?, ?)', ['tb', 1_000, 9_000])
+      const [a, b] = await Promise.all([repo.redeemSetupToken('ta', 2_000, admin(`a${round}`, `a${round}@example.com`)), repo.redeemSetupToken('tb', 2_000, admin(`b${round}`, `b${round}@example.com`))])
+      expect([a, b].filter(Boolean).length).toBe(1)
+      owners = Math.max(owners, await repo.count())
+    }
+    expect(owners).toBe(1)
   })
 
   test('key use is upserted, its creator kept', async () => {

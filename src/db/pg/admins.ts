@@ -69,6 +69,10 @@ export function createPgAdminsRepo(storage: PgStorage, clock: Clock): AdminsRepo
             [tokenHash],
           )
           if (!row || row.usedAt !== null || row.expiresAt <= now) return false
+          // And the first owner is made once: two nodes started in the same instant each left a live link
+          // (each deleted the unused tokens committed before its own), and two redemptions at once each
+          // counted no admin yet. The count waits for the other's commit.
+          await client.query("SELECT pg_advisory_xact_lock(hashtextextended('fixloop.first-admin', 0))")
           if ((await one<{ n: number }>(client, 'SELECT COUNT(*)::int AS n FROM admins'))!.n > 0) return false
           await client.query('UPDATE admin_setup_tokens SET used_at = $1 WHERE token_hash = $2', [now, tokenHash])
           await insert(client, { ...owner, isOwner: true }, [])
