@@ -303,5 +303,10 @@ describe.skipIf(!canSwitch)("root's command on a service user's data dir", () =>
     mkdirSync(out)
     Bun.spawnSync(['chown', `${NOBODY}:${NOBODY}`, out])
     expect(asNobody(['backup', '--out', join(out, 'b.tar'), '--data-dir', dir])).toMatchObject({ code: 0 })
+    // A lock file the user cannot open (root's, as one made before this fix is) is named, not fixloop.db.
+    Bun.spawnSync(['chown', '0:0', join(dir, 'rekey.lock')])
+    const refused = asNobody(['org', 'list', '--data-dir', dir])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(`fixloop's user may not read and write ${join(dir, 'rekey.lock')}`)
   })
 })

@@ -62,7 +62,7 @@ export function holdKeyShared(dataDir: string): void {
     }
   }
   giveToDirOwner(dataDir, file)
-  const db = new Database(file, { create: true })
+  const db = openLockFile(file)
   try {
     db.run(`PRAGMA busy_timeout = ${WAIT_MS}`)
     // A read transaction holds SQLite's SHARED lock until it ends: many commands at once, no re-key.
@@ -78,6 +78,18 @@ export function holdKeyShared(dataDir: string): void {
   held.set(file, db)
 }
 
+/**
+ * The lock file opened by SQLite, or a StartupError naming IT: SQLite's bare SQLITE_CANTOPEN (a lock file
+ * another user owns, a folder by that name) reached the command's generic handler, which named fixloop.db.
+ */
+function openLockFile(file: string): Database {
+  try {
+    return new Database(file, { create: true })
+  } catch (e) {
+    throw openRefusal(file, e, ['-journal']) ?? e
+  }
+}
+
 export interface KeyLock {
   release(): void
 }
@@ -90,7 +102,7 @@ export function lockKeyExclusive(dataDir: string, command: 'rekey' | 'restore' =
   const file = join(dataDir, KEY_LOCK_FILE)
   createPrivateFile(file)
   giveToDirOwner(dataDir, file)
-  const db = new Database(file, { create: true })
+  const db = openLockFile(file)
   try {
     db.run(`PRAGMA busy_timeout = ${WAIT_MS}`)
     db.run('PRAGMA locking_mode = EXCLUSIVE')
