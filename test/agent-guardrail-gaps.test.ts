@@ -187,6 +187,17 @@ describe('a huge file is refused by its size before git reads it', () => {
     expect(branchExists(bare, run.branch)).toBe(true)
     expect(Date.now() - started).toBeLessThan(15_000)
   })
+
+  test('50,000 sparse files the repository ignores by a pattern are judged in seconds (git was asked about them 200 at a time, each call re-reading their folder: minutes, a million of them hours)', async () => {
+    const started = Date.now()
+    const run = await runWith(
+      `printf '*.bin\\n' > .gitignore && mkdir -p out && (cd out && seq -f 'f%06g.bin' 1 50000 | xargs truncate -s 2M) && echo 'export const y = 4' >> src/app.js`,
+      'Invoice PDFs render Korean street names as empty boxes',
+    )
+    expect({ status: run.status, reason: run.guardrailReason }).toEqual({ status: 'succeeded', reason: null })
+    expect(branchExists(bare, run.branch)).toBe(true)
+    expect(Date.now() - started).toBeLessThan(20_000)
+  }, 120_000)
 })
 
 describe('the output scrubber sees the text as it is stored', () => {

@@ -92,6 +92,34 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
     }
   })
 
+  test('a fresh database holding only extensions (pg_stat_statements, pg_buffercache: their views in public) is no other application: migrate applies the schema', async () => {
+    const fresh = await server.createDatabase('extonly')
+    const freshPool = openPool(fresh, 1)
+    try {
+      // What an operator or a managed PostgreSQL adds to every database; their views sit in public.
+      await freshPool.query('CREATE EXTENSION pg_stat_statements')
+      await freshPool.query('CREATE EXTENSION pg_buffercache')
+      // Before: refused as another application's database ("holds tables that are not fixloop's (pg_buffercache, ...)").
+      const r = await runBinary(['migrate', '--json'], { FIXLOOP_DATABASE_URL: fresh })
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
+      expect((JSON.parse(r.stdout).applied as string[]).sort()).toEqual([...ALL].sort())
+      // An application's table beside the extensions is still refused.
+      const other = await server.createDatabase('extother')
+      const otherPool = openPool(other, 1)
+      try {
+        await otherPool.query('CREATE EXTENSION pg_stat_statements')
+        await otherPool.query('CREATE TABLE invoices (id int PRIMARY KEY)')
+        const refused = await runBinary(['migrate'], { FIXLOOP_DATABASE_URL: other })
+        expect(refused.code).toBe(2)
+        expect(refused.stderr).toContain("holds tables that are not fixloop's (invoices) and no fixloop schema")
+      } finally {
+        await otherPool.end()
+      }
+    } finally {
+      await freshPool.end()
+    }
+  })
+
   const faults: [string, () => string, RegExp][] = [
     ['a URL of another scheme', () => 'mysql://root:pw@127.0.0.1/db', /FIXLOOP_DATABASE_URL: the scheme must be postgres: or postgresql:/],
     ['not a URL', () => 'not a url at all', /FIXLOOP_DATABASE_URL: not a URL/],

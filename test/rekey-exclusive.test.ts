@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { BINARY, runBinary, tempDir } from './harness'
@@ -277,4 +277,36 @@ test('restore --force refuses, changing nothing, while an admin command keeps th
   }
   expect(readFileSync(join(dir, 'master.key')).equals(keyBefore)).toBe(true)
   expect(readFileSync(join(dir, 'fixloop.db')).equals(dbBefore)).toBe(true)
+})
+
+// packaging/fixloop.service documents running the CLI as root on the service user's data dir. Needs root
+// (and setpriv) to act as the service user, nobody here.
+const NOBODY = 65534
+const canSwitch = process.getuid?.() === 0 && Bun.spawnSync(['which', 'setpriv']).exitCode === 0
+describe.skipIf(!canSwitch)("root's command on a service user's data dir", () => {
+  test("leaves rekey.lock to the dir's owner: the owner's admin commands and backups still run after it", async () => {
+    const { base, dir } = await instance(0)
+    chmodSync(base, 0o755)
+    // As an upgraded instance is: the service user's dir, no rekey.lock yet (serve makes none).
+    rmSync(join(dir, 'rekey.lock'), { force: true })
+    Bun.spawnSync(['chown', '-R', `${NOBODY}:${NOBODY}`, dir])
+    const asNobody = (args: string[]) => {
+      const p = Bun.spawnSync(['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', BINARY, ...args], { env: { PATH: process.env.PATH ?? '' } })
+      return { code: p.exitCode, stderr: p.stderr.toString() }
+    }
+    // Root first (the operator's one-off command), then the service user (a backup timer, an admin command).
+    expect((await runBinary(['org', 'list', '--data-dir', dir])).code).toBe(0)
+    expect(statSync(join(dir, 'rekey.lock')).uid).toBe(NOBODY)
+    // Before: exit 2, "cannot use the database …/fixloop.db: SQLite could not open or write it" (root's 0600 rekey.lock).
+    expect(asNobody(['org', 'list', '--data-dir', dir])).toEqual({ code: 0, stderr: '' })
+    const out = join(base, 'backups')
+    mkdirSync(out)
+    Bun.spawnSync(['chown', `${NOBODY}:${NOBODY}`, out])
+    expect(asNobody(['backup', '--out', join(out, 'b.tar'), '--data-dir', dir])).toMatchObject({ code: 0 })
+    // A lock file the user cannot open (root's, as one made before this fix is) is named, not fixloop.db.
+    Bun.spawnSync(['chown', '0:0', join(dir, 'rekey.lock')])
+    const refused = asNobody(['org', 'list', '--data-dir', dir])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(`fixloop's user may not read and write ${join(dir, 'rekey.lock')}`)
+  })
 })

@@ -87,16 +87,15 @@ export async function stageWorktree(baseRepo: string, workTree: string, env: Rec
   return (await gitOk([...at, 'write-tree'], workTree, ienv, 'write the tree')).trim()
 }
 
-/** Pathspecs named to git in one call (the argv stays small whatever number of large files there are). */
-const PATHS_PER_CALL = 200
-
 /**
  * Why `git add -A` must not run: a file over MAX_FILE_BYTES that it would stage, found by its size BEFORE
  * git hashes it (the same refusal as the diff's size check, which comes only after git read every byte).
  * A large file git would not add is no reason: one the repository's ignore rules exclude (a build output),
  * or one tracked in the base and left at its base size (git's cost for it is what the repository already
- * holds; a change to it is still judged by the diff). git is asked about the large files alone, by name,
- * with commands that read names and the base's tree, never a file's content.
+ * holds; a change to it is still judged by the diff). git is asked about the large files alone, with
+ * commands that read names and the base's objects, never a file's content, each ONCE with every name on
+ * its stdin: named as pathspecs 200 at a time, each call re-read the folders holding them, and 100,000
+ * sparse files the repository ignores (one `truncate` for the agent) took 156 s to judge, a million hours.
  */
 async function largeFileStaged(at: string[], workTree: string, ienv: Record<string, string>, base: string): Promise<string | null> {
   const found = await largeFiles(workTree, MAX_FILE_BYTES)
@@ -105,21 +104,31 @@ async function largeFileStaged(at: string[], workTree: string, ienv: Record<stri
   // A name that is not UTF-8 cannot be named to git exactly: never excused.
   const undecodable = found.find((f) => f.undecodable)
   if (undecodable) return tooLarge(undecodable)
-  const literal = ['--literal-pathspecs', ...at]
-  for (let i = 0; i < found.length; i += PATHS_PER_CALL) {
-    const batch = found.slice(i, i + PATHS_PER_CALL)
-    const paths = batch.map((f) => f.path)
-    const added = new Set((await gitOk([...literal, 'ls-files', '--others', '--exclude-standard', '-z', '--', ...paths], workTree, ienv, 'list untracked files')).split('\0'))
-    const baseSizes = new Map<string, number>()
-    for (const line of (await gitOk([...literal, 'ls-tree', '-r', '-l', '-z', '--full-tree', base, '--', ...paths], workTree, ienv, 'list the base files')).split('\0')) {
-      // "<mode> <type> <sha> <size>\t<path>": a size "-" (not a blob) matches no file's size.
-      const tab = line.indexOf('\t')
-      if (tab > 0) baseSizes.set(line.slice(tab + 1), Number(line.slice(0, tab).trim().split(/\s+/)[3]))
-    }
-    const refused = batch.find((f) => added.has(f.path) || (baseSizes.has(f.path) && baseSizes.get(f.path) !== f.bytes))
-    if (refused) return tooLarge(refused)
-  }
-  return null
+  if (found.length === 0) return null
+  // Ignored by the rules `add -A` follows (a file the base tracks never is: the index holds the base).
+  // "./" first: a name like `:(glob)x` is otherwise read as pathspec magic, which check-ignore refuses.
+  const names = found.map((f) => `./${f.path}\0`).join('')
+  const ignoredOut = await gitStdin([...at, 'check-ignore', '--stdin', '-z'], workTree, ienv, names, [0, 1], 'check the ignore rules')
+  const ignored = new Set(ignoredOut.split('\0'))
+  const staged = found.filter((f) => !ignored.has(`./${f.path}`))
+  if (staged.length === 0) return null
+  // One name a line: a name with a line break cannot be asked about, and is never excused.
+  const withBreak = staged.find((f) => /[\r\n]/.test(f.path))
+  if (withBreak) return tooLarge(withBreak)
+  // "<base>:<path>" is the base's blob at that path ("missing" when there is none: a new file).
+  const sizes = (await gitStdin([...at, 'cat-file', '--batch-check=%(objecttype) %(objectsize)'], workTree, ienv, staged.map((f) => `${base}:${f.path}\n`).join(''), [0], 'list the base files')).split('\n')
+  const refused = staged.find((f, i) => sizes[i] !== `blob ${f.bytes}`)
+  return refused ? tooLarge(refused) : null
+}
+
+/** git with `input` on its stdin; its whole stdout (at most twice as long as the input here), or a GitError. */
+async function gitStdin(args: string[], cwd: string, env: Record<string, string>, input: string, okCodes: number[], what: string): Promise<string> {
+  // cat-file answers a name it lacks with the name and " missing": a little more than the input.
+  const limit = 2 * Buffer.byteLength(input) + 1024
+  const r = await execCommand(['git', ...GIT_SAFE, ...args], { cwd, env, timeoutMs: 120_000, stdin: input, maxOutputBytes: limit })
+  if (r.code === null || !okCodes.includes(r.code)) throw new GitError(`${what} failed: ${r.timedOut ? 'timed out' : r.output.trim().split('\n').slice(-5).join(' | ')}`)
+  if (r.stdoutTruncated) throw new GitError(`${what} failed: more output than expected`)
+  return r.stdout
 }
 
 /** Most diff output read whole (a change within the guardrails' limits is far smaller). */

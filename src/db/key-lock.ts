@@ -11,7 +11,7 @@
  * run beside a server anyway (serve.lock).
  */
 import { Database } from 'bun:sqlite'
-import { existsSync } from 'node:fs'
+import { existsSync, lchownSync, lstatSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { StartupError } from '../core/startup-error'
 import { createPrivateFile } from './data-dir'
@@ -25,6 +25,24 @@ const WAIT_MS = 10_000
 const CANNOT_CREATE = new Set(['EROFS', 'ENOSPC', 'EDQUOT', 'EACCES', 'EPERM'])
 
 const held = new Map<string, Database>()
+
+/**
+ * Root working on a service user's data dir (packaging/fixloop.service documents the CLI run so) hands the
+ * lock file to the dir's owner, as SQLite does with the files it makes beside a database: a root-owned
+ * 0600 rekey.lock, made by the first admin command or backup after an upgrade run as root, left every
+ * later one of the service user (a backup timer, `systemd-run` with the DynamicUser) failing with exit 2
+ * on a file it could not open. lchown: never through a link.
+ */
+function giveToDirOwner(dataDir: string, file: string): void {
+  if (process.getuid?.() !== 0) return
+  try {
+    const dir = statSync(dataDir)
+    const st = lstatSync(file)
+    if (st.isFile() && st.uid === 0 && dir.uid !== 0) lchownSync(file, dir.uid, dir.gid)
+  } catch {
+    // A read-only data dir: the file stays as it is (nothing can be written there anyway).
+  }
+}
 
 /**
  * Holds the shared lock on `dataDir`'s key until this process exits (once per dir). Waits up to WAIT_MS for a
@@ -43,7 +61,8 @@ export function holdKeyShared(dataDir: string): void {
       throw e
     }
   }
-  const db = new Database(file, { create: true })
+  giveToDirOwner(dataDir, file)
+  const db = openLockFile(file)
   try {
     db.run(`PRAGMA busy_timeout = ${WAIT_MS}`)
     // A read transaction holds SQLite's SHARED lock until it ends: many commands at once, no re-key.
@@ -59,6 +78,18 @@ export function holdKeyShared(dataDir: string): void {
   held.set(file, db)
 }
 
+/**
+ * The lock file opened by SQLite, or a StartupError naming IT: SQLite's bare SQLITE_CANTOPEN (a lock file
+ * another user owns, a folder by that name) reached the command's generic handler, which named fixloop.db.
+ */
+function openLockFile(file: string): Database {
+  try {
+    return new Database(file, { create: true })
+  } catch (e) {
+    throw openRefusal(file, e, ['-journal']) ?? e
+  }
+}
+
 export interface KeyLock {
   release(): void
 }
@@ -70,7 +101,8 @@ export interface KeyLock {
 export function lockKeyExclusive(dataDir: string, command: 'rekey' | 'restore' = 'rekey'): KeyLock {
   const file = join(dataDir, KEY_LOCK_FILE)
   createPrivateFile(file)
-  const db = new Database(file, { create: true })
+  giveToDirOwner(dataDir, file)
+  const db = openLockFile(file)
   try {
     db.run(`PRAGMA busy_timeout = ${WAIT_MS}`)
     db.run('PRAGMA locking_mode = EXCLUSIVE')

@@ -12,6 +12,7 @@ import type { EventPayloads } from '../../lifecycle/event-types'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import type { LeadState, TxClusterRepo } from '../../dedup/store-sides'
 import { exec, many, one, type PgQueryable, type PgStorage } from './storage'
+import { withTransaction } from './transaction'
 
 const COLS = `id, org_id, app_id, status, version, text, url, component_target, console_logs, duplicate_of_id,
   merge_locked::int AS merge_locked, redactions, created_at, rejected_lead_ids, suggested_lead_id, suggested_score, merge_score, spam_marked_at`
@@ -43,14 +44,22 @@ export function createPgClusterRepo(storage: PgStorage, lifecycle: PgLifecycle):
     /**
      * The App's newest `limit` clustered reports, oldest first. A report whose `process` job is still
      * queued is not clustered yet: it joins the index when its job clusters it.
+     *
+     * Without the server pool's statement_timeout (FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS): the read grows
+     * with the App by design (up to 100,000 reports with their console logs, ~70 MB/s), and a big App's
+     * passed 20 s; ended by PostgreSQL (57014, unavailable), the index was never built and every report
+     * of the App was deferred again and again. One statement as before: one snapshot of the App.
      */
     loadApp: (appId: string, limit: number): Promise<ClusterRow[]> =>
-      many<ClusterRow>(
-        pool,
-        `SELECT * FROM (SELECT ${COLS} FROM feedback f WHERE app_id = $1 AND redactions IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = f.id AND j.kind = 'process') ORDER BY id COLLATE "C" DESC LIMIT $2) t ORDER BY id COLLATE "C"`,
-        [appId, limit],
-      ),
+      withTransaction(pool, async (client) => {
+        await client.query('SET LOCAL statement_timeout = 0')
+        return many<ClusterRow>(
+          client,
+          `SELECT * FROM (SELECT ${COLS} FROM feedback f WHERE app_id = $1 AND redactions IS NOT NULL
+             AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.feedback_id = f.id AND j.kind = 'process') ORDER BY id COLLATE "C" DESC LIMIT $2) t ORDER BY id COLLATE "C"`,
+          [appId, limit],
+        )
+      }),
     /** A report's row, locked until the transaction ends (a concurrent change of its cluster waits). */
     lock: async (tx: PgTx, id: string): Promise<ClusterRow | null> => (await one<ClusterRow>(tx.client, `SELECT ${COLS} FROM feedback WHERE id = $1 FOR UPDATE`, [id])) ?? null,
     /** A lead-to-be's status and link, locked: it cannot be archived or merged away before this commit. */

@@ -1,8 +1,11 @@
 /**
  * The PostgreSQL side of key-lock.ts (`rekey` against the CLI commands that read the master key): a command
- * holds a SHARED session advisory lock from before it checks FIXLOOP_MASTER_KEY until its context closes (or
- * the process ends: PostgreSQL drops a session's locks with its connection); `rekey` takes the EXCLUSIVE
- * one in its transaction. Without it a command that had checked the key just before the re-key's
+ * holds a SHARED advisory lock from before it checks FIXLOOP_MASTER_KEY until its context closes (or the
+ * process ends: PostgreSQL ends the transaction with its connection); `rekey` takes the EXCLUSIVE one in
+ * its transaction. Transaction-scoped on both sides, the command's held in a transaction left open on its
+ * own connection: a SESSION lock stayed behind on pgbouncer's server connection after the command closed
+ * its own (transaction pooling, which docs/operations.md calls safe: no session advisory lock is used), and
+ * every rekey after it refused as if a command were still running. Without it a command that had checked the key just before the re-key's
  * transaction wrote its new secret sealed with the old key after the rekey read that table (rows are locked
  * as read, a new one is not): a value no key opens any more. Both sides wait the pool's lock_timeout
  * (client-options.ts), then refuse. Nodes take none: rekey on PostgreSQL asks for every node to be stopped.
@@ -20,11 +23,15 @@ export interface PgKeyLock {
   release(): void
 }
 
-/** Holds the shared lock on one of `pool`'s connections until release (which closes that connection). */
+/**
+ * Holds the shared lock on one of `pool`'s connections until release (which closes that connection), in a
+ * transaction that does nothing else: it writes nothing and holds no snapshot between its statements.
+ */
 export async function holdKeySharedPg(pool: Pool): Promise<PgKeyLock> {
   const client = await pool.connect()
   try {
-    await client.query('SELECT pg_advisory_lock_shared($1, $2)', [...LOCK_ID])
+    await client.query('BEGIN')
+    await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [...LOCK_ID])
   } catch (e) {
     client.release(true)
     if (timedOut(e)) throw new StartupError(`a rekey is running on this database (for over ${PG_LOCK_TIMEOUT_MS / 1000} s); its master key is changing: run this command again when the rekey has finished`)
@@ -35,7 +42,7 @@ export async function holdKeySharedPg(pool: Pool): Promise<PgKeyLock> {
     release() {
       if (!held) return
       held = false
-      // Destroyed, not returned: the session and its lock end with it.
+      // Destroyed, not returned: the transaction and its lock end with it (a pooler rolls it back).
       client.release(true)
     },
   }

@@ -77,11 +77,18 @@ async function appliedNames(pool: Pool): Promise<string[]> {
 /**
  * Tables (and views) of another application in the schema fixloop would migrate into: some of their names
  * when the database has no fixloop migration applied but holds relations (none: empty, or fixloop's).
+ * An extension's own relations are no application's: pg_stat_statements, pg_buffercache or PostGIS put
+ * views and tables in `public` of a fresh database (an operator's habit, a managed PostgreSQL's default),
+ * which was refused as another application's.
  */
 export async function foreignPgTables(pool: Pool): Promise<string[]> {
   if ((await appliedNames(pool)).length > 0) return []
   const rows = await pool.query<{ name: string }>(
-    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> '__migrations' ORDER BY table_name LIMIT 6",
+    `SELECT c.relname AS name FROM pg_class c
+      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+        AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname <> '__migrations'
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
+      ORDER BY c.relname LIMIT 6`,
   )
   return rows.rows.map((r) => r.name)
 }
