@@ -12,7 +12,8 @@ bun install --frozen-lockfile >&2
 # headless shell) for the browser tests, a real PostgreSQL and redis-server for the storage and cluster tests,
 # nginx and caddy in front of the binary (test/proxy-paths.test.ts), bubblewrap for the agent sandbox,
 # systemd-analyze for the unit file, python3 for the webhook snippet of docs/events.md, faketime for a node
-# with a shifted clock, sqlite3 to inspect files. Installed when we can (root, or passwordless sudo, with
+# with a shifted clock, sqlite3 to inspect files, pgbouncer in transaction mode in front of PostgreSQL
+# (test/pg-key-lock-pooler.test.ts). Installed when we can (root, or passwordless sudo, with
 # apt); otherwise the tests that need a missing one skip and say why.
 need=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
@@ -29,6 +30,7 @@ have systemd-analyze || need+=(systemd)
 have python3 || need+=(python3)
 have faketime || need+=(faketime)
 have sqlite3 || need+=(sqlite3)
+have pgbouncer || need+=(pgbouncer)
 if [ ${#need[@]} -gt 0 ]; then
   as_root=""
   [ "$(id -u)" = "0" ] || { sudo -n true 2>/dev/null && as_root="sudo -n"; }

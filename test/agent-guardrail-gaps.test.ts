@@ -196,7 +196,9 @@ describe('a huge file is refused by its size before git reads it', () => {
     )
     expect({ status: run.status, reason: run.guardrailReason }).toEqual({ status: 'succeeded', reason: null })
     expect(branchExists(bare, run.branch)).toBe(true)
-    expect(Date.now() - started).toBeLessThan(20_000)
+    // Not a speed target: the old walk took ~40 s for these alone (and hours for a million); judged in
+    // seconds now, so 30 s leaves room for a loaded CI machine and still tells the two apart.
+    expect(Date.now() - started).toBeLessThan(30_000)
   }, 120_000)
 })
 
@@ -211,5 +213,26 @@ describe('the output scrubber sees the text as it is stored', () => {
     expect(run.outputTail).toContain('[REDACTED:agent_env]')
     expect(run.summary).toContain('[REDACTED:agent_env]')
     expect(JSON.stringify(run)).not.toContain(PASSED)
+  })
+})
+
+describe('a large file inside a submodule of the repository', () => {
+  test('is no reason (git add never stages inside a submodule; check-ignore refused to be asked about it and the run failed)', async () => {
+    // The base gains a submodule at vendor/lib (a gitlink; its commit need not exist here).
+    const work = tempDir('fixloop-gitlink-')
+    const git = (...args: string[]) => {
+      const r = Bun.spawnSync(['git', '-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: work, stderr: 'pipe' })
+      if (r.exitCode !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr.toString()}`)
+    }
+    git('clone', '-q', bare, '.')
+    git('update-index', '--add', '--cacheinfo', `160000,${'ab'.repeat(20)},vendor/lib`)
+    git('commit', '-qm', 'vendor lib as a submodule')
+    git('push', '-q', 'origin', 'HEAD:main')
+    const run = await runWith(
+      `mkdir -p vendor/lib && truncate -s 2M vendor/lib/big.bin && echo 'export const y = 5' >> src/app.js`,
+      'The pricing table rounds euros to whole numbers since Monday',
+    )
+    expect({ status: run.status, reason: run.guardrailReason, failure: run.failureReason ?? null }).toEqual({ status: 'succeeded', reason: null, failure: null })
+    expect(branchExists(bare, run.branch)).toBe(true)
   })
 })

@@ -107,10 +107,23 @@ async function largeFileStaged(at: string[], workTree: string, ienv: Record<stri
   if (found.length === 0) return null
   // Ignored by the rules `add -A` follows (a file the base tracks never is: the index holds the base).
   // "./" first: a name like `:(glob)x` is otherwise read as pathspec magic, which check-ignore refuses.
-  const names = found.map((f) => `./${f.path}\0`).join('')
-  const ignoredOut = await gitStdin([...at, 'check-ignore', '--stdin', '-z'], workTree, ienv, names, [0, 1], 'check the ignore rules')
+  const checkIgnore = (files: LargeFile[]) => gitStdin([...at, 'check-ignore', '--stdin', '-z'], workTree, ienv, files.map((f) => `./${f.path}\0`).join(''), [0, 1], 'check the ignore rules')
+  let candidates = found
+  let ignoredOut: string
+  try {
+    ignoredOut = await checkIgnore(candidates)
+  } catch (e) {
+    // check-ignore refuses a name inside a submodule of the base ("is in submodule"), where `add -A` never
+    // stages anything: those files are no reason, the others are asked about again.
+    if (!(e instanceof GitError)) throw e
+    const gitlinks = await gitlinksAbove(at, workTree, ienv, base, candidates)
+    candidates = candidates.filter((f) => !gitlinks.some((g) => f.path.startsWith(`${g}/`)))
+    if (gitlinks.length === 0) throw e
+    if (candidates.length === 0) return null
+    ignoredOut = await checkIgnore(candidates)
+  }
   const ignored = new Set(ignoredOut.split('\0'))
-  const staged = found.filter((f) => !ignored.has(`./${f.path}`))
+  const staged = candidates.filter((f) => !ignored.has(`./${f.path}`))
   if (staged.length === 0) return null
   // One name a line: a name with a line break cannot be asked about, and is never excused.
   const withBreak = staged.find((f) => /[\r\n]/.test(f.path))
@@ -119,6 +132,24 @@ async function largeFileStaged(at: string[], workTree: string, ienv: Record<stri
   const sizes = (await gitStdin([...at, 'cat-file', '--batch-check=%(objecttype) %(objectsize)'], workTree, ienv, staged.map((f) => `${base}:${f.path}\n`).join(''), [0], 'list the base files')).split('\n')
   const refused = staged.find((f, i) => sizes[i] !== `blob ${f.bytes}`)
   return refused ? tooLarge(refused) : null
+}
+
+/** The base's submodules (gitlinks) among the folders holding `files`: asked by name, 200 folders a call. */
+async function gitlinksAbove(at: string[], workTree: string, ienv: Record<string, string>, base: string, files: LargeFile[]): Promise<string[]> {
+  const folders = new Set<string>()
+  for (const f of files) {
+    // Every ancestor once: a folder already seen has its own ancestors in the set.
+    for (let d = f.path.slice(0, Math.max(0, f.path.lastIndexOf('/'))); d !== '' && !folders.has(d); d = d.slice(0, Math.max(0, d.lastIndexOf('/')))) folders.add(d)
+  }
+  const all = [...folders]
+  const gitlinks: string[] = []
+  for (let i = 0; i < all.length; i += 200) {
+    const r = await execCommand(['git', ...GIT_SAFE, '--literal-pathspecs', ...at, 'ls-tree', '-z', base, '--', ...all.slice(i, i + 200)], { cwd: workTree, env: ienv, timeoutMs: 120_000, maxOutputBytes: DIFF_OUTPUT_BYTES })
+    if (r.code !== 0) throw new GitError(`list the base's submodules failed: ${r.timedOut ? 'timed out' : r.output.trim().split('\n').slice(-5).join(' | ')}`)
+    // "<mode> <type> <sha>\t<path>"; a gitlink's mode is 160000.
+    for (const entry of r.stdout.split('\0')) if (entry.startsWith('160000 ')) gitlinks.push(entry.slice(entry.indexOf('\t') + 1))
+  }
+  return gitlinks
 }
 
 /** git with `input` on its stdin; its whole stdout (at most twice as long as the input here), or a GitError. */
