@@ -17,6 +17,7 @@ import type { Clock } from '../core/clock'
 import { FailureThrottle, PENDING_WAIT_MS, type BackoffSpec, type Throttle, type ThrottleFactory } from '../core/failure-throttle'
 import type { Logger } from '../core/logger'
 import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import { luaNowMs } from './redis-now'
 
 /** How long an attempt under way counts as pending at most (a password check takes well under a second). */
 export const PENDING_STALE_MS = 30_000
@@ -32,11 +33,7 @@ const SCRIPT = `
 local op = ARGV[1]
 local attempt = ARGV[6]
 local staleMs = tonumber(ARGV[7])
-local now = tonumber(ARGV[9])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+${luaNowMs('ARGV[9]')}
 if op ~= 'begin' and attempt ~= '' then redis.call('ZREM', KEYS[2], attempt) end
 if op == 'clear' then
   redis.call('DEL', KEYS[1])

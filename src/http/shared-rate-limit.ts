@@ -13,6 +13,7 @@ import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 import { chargeable, RATE_LIMITS, RateLimiter, type BucketSpec, type Limiter, type RateScope } from './rate-limit'
+import { luaNowMs } from './redis-now'
 
 // KEYS[1] the bucket; ARGV: capacity, refill per second, tokens wanted, tokens a retry needs, and (tests with
 // an injected clock only) the time in epoch ms; without it the Redis server's own clock counts.
@@ -22,11 +23,7 @@ local capacity = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local want = tonumber(ARGV[3])
 local need = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+${luaNowMs('ARGV[5]')}
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(b[1])
 local at = tonumber(b[2])
