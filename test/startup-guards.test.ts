@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { call, runBinary, spawnServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { serveExpectingExit } from './ops-helpers'
+import { lockDataDir } from '../src/db/data-dir-lock'
 
 test('a second serve on a busy port exits 2 and the first keeps its traffic', async () => {
   ensureBinary()
@@ -21,6 +22,22 @@ test('a second serve on a busy port exits 2 and the first keeps its traffic', as
     expect((await call(first.url, 'GET', '/healthz')).status).toBe(200)
   } finally {
     await first.stop()
+  }
+}, 30_000)
+
+test('serve on a data dir a restore or rekey holds says so, not only "another server"', async () => {
+  ensureBinary()
+  const dir = tempDir()
+  await cliTenant(dir)
+  // What restore, rekey and migrate-db hold while they replace the data dir's files (data-dir-lock.ts).
+  const lock = lockDataDir(dir, 'the test')
+  try {
+    const serve = await serveExpectingExit(dir)
+    expect(serve.code).toBe(2)
+    expect(serve.stderr).toContain('or by a restore, rekey or migrate-db under way')
+    expect(serve.stderr).toContain('let the command finish')
+  } finally {
+    lock.release()
   }
 }, 30_000)
 

@@ -32,7 +32,10 @@ export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
   } catch (e) {
     db.close()
     if (/locked|busy/i.test((e as Error).message)) {
-      throw new StartupError(`the data dir ${dataDir} is in use by another fixloop server (it holds ${file}); stop it before ${purpose}`)
+      // The holder cannot be read (the lock covers the file): restore, rekey and migrate-db hold it too.
+      throw new StartupError(
+        `the data dir ${dataDir} is in use by another fixloop server, or by a restore, rekey or migrate-db under way (it holds ${file}); stop the server, or let the command finish, before ${purpose}`,
+      )
     }
     // Its rollback journal cannot be made (read-only or full disk, no inodes): exit 2 with the path.
     throw openRefusal(file, e, ['-journal']) ?? e
