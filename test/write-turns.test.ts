@@ -35,7 +35,7 @@ async function startHolder(file: string, turns: WriteTurns, holdMs: number, side
   const holder = new Worker(new URL('./fixtures/turns-holder.ts', import.meta.url).href)
   await new Promise<void>((resolve) => {
     holder.onmessage = (e) => e.data.type === 'started' && resolve()
-    holder.postMessage({ file, turns: turns.buffer, holdMs, side })
+    holder.postMessage({ file, turns: turns.buffer, order: order.buffer, holdMs, side })
   })
   return holder
 }
@@ -49,12 +49,19 @@ async function stopHolder(holder: Worker): Promise<number> {
   return n
 }
 
-const wallNow = () => performance.timeOrigin + performance.now()
+/**
+ * The order of events across the two threads: one shared counter, taken inside each transaction (and when
+ * an intake write asks). Under SQLite's one write lock it orders the writes exactly; the threads' wall
+ * clocks (performance.timeOrigin + now()) did not: a worker's timeOrigin is its own, and a skew of a
+ * fraction of a millisecond put an intake write inside a 3 ms processing transaction (a CI flake, twice).
+ */
+const order = new Int32Array(new SharedArrayBuffer(4))
+const tick = () => Atomics.add(order, 0, 1) + 1
 
 /**
  * `batches` group commits of 5 writes each, a millisecond apart, as requests would arrive, while the other
  * thread writes back to back. Each intake row stores when its batch asked (`started`) and when its write
- * ran inside the transaction (`ended`). Returns the rows of both threads.
+ * ran inside the transaction (`ended`), as ticks of the shared `order`. Returns the rows of both threads.
  */
 async function race(batches: number, holderSide: 'processing' | 'sanitizer' = 'processing') {
   const file = join(dir, `turns-${holderSide}.db`)
@@ -66,14 +73,14 @@ async function race(batches: number, holderSide: 'processing' | 'sanitizer' = 'p
   const holder = await startHolder(file, turns, 3, holderSide)
   let failed = 0
   for (let i = 0; i < batches; i++) {
-    const asked = wallNow()
-    const results = await Promise.allSettled(Array.from({ length: 5 }, () => committer.run(() => insert.run('intake', asked, wallNow()))))
+    const asked = tick()
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => committer.run(() => insert.run('intake', asked, tick()))))
     failed += results.filter((r) => r.status === 'rejected').length
     await Bun.sleep(1)
   }
   // A customer move or an admin change: a plain transaction on the intake side.
-  const asked = wallNow()
-  db.transaction(() => insert.run('intake-tx', asked, wallNow())).immediate()
+  const asked = tick()
+  db.transaction(() => insert.run('intake-tx', asked, tick())).immediate()
   const processed = await stopHolder(holder)
   const rows = db.query('SELECT who, started, ended FROM spans ORDER BY started').all() as { who: string; started: number; ended: number }[]
   db.close()
@@ -110,8 +117,8 @@ test('the sanitizer goes ahead of the processing thread: each of its writes wait
   const insert = db.query('INSERT INTO spans (who, started, ended) VALUES (?, ?, ?)')
   const holder = await startHolder(file, turns, 3, 'processing')
   for (let i = 0; i < 30; i++) {
-    const asked = wallNow()
-    db.transaction(() => insert.run('sanitizer', asked, wallNow())).immediate()
+    const asked = tick()
+    db.transaction(() => insert.run('sanitizer', asked, tick())).immediate()
     await Bun.sleep(1)
   }
   const processed = await stopHolder(holder)
@@ -176,7 +183,7 @@ test('a group commit that waits for a processing transaction does not block the 
       if (!committed) setImmediate(spin)
     }
     setImmediate(spin)
-    await committer.run(() => insert.run('intake', wallNow(), wallNow()))
+    await committer.run(() => insert.run('intake', tick(), tick()))
     committed = true
     // Blocking on the lock would have frozen the loop until the commit; it kept turning instead.
     expect(turnsOfTheLoop).toBeGreaterThan(10)
