@@ -40,6 +40,14 @@ export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
     // Its rollback journal cannot be made (read-only or full disk, no inodes): exit 2 with the path.
     throw openRefusal(file, e, ['-journal']) ?? e
   }
+  return releaser(db)
+}
+
+/**
+ * Ends a lock held by an open transaction on a lock file's connection (here and key-lock.ts): rolls it back
+ * and closes, once.
+ */
+export function releaser(db: Database): DataDirLock {
   let held = true
   return {
     release() {

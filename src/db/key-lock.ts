@@ -15,6 +15,7 @@ import { existsSync, lchownSync, lstatSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { StartupError } from '../core/startup-error'
 import { createPrivateFile } from './data-dir'
+import { releaser } from './data-dir-lock'
 import { openRefusal } from './open-refusal'
 
 export const KEY_LOCK_FILE = 'rekey.lock'
@@ -116,17 +117,5 @@ export function lockKeyExclusive(dataDir: string, command: 'rekey' | 'restore' =
     }
     throw openRefusal(file, e, ['-journal']) ?? e
   }
-  let open = true
-  return {
-    release() {
-      if (!open) return
-      open = false
-      try {
-        db.run('ROLLBACK')
-      } catch {
-        // nothing to roll back
-      }
-      db.close()
-    },
-  }
+  return releaser(db)
 }
