@@ -4,6 +4,9 @@
  * held to test/repos/abuse.test.ts.
  */
 
+/** Spent solutions one statement of the purge deletes at most (a few milliseconds' work). */
+export const POW_PURGE_BATCH = 5_000
+
 export interface SpamLearningRow {
   appId: string
   /** JSON object: reason → weight factor (src/abuse/learn.ts). */
@@ -19,7 +22,11 @@ export interface AbuseRepo {
    * claimed before (a replay). `INSERT … ON CONFLICT DO NOTHING`: the unique key settles two racing claims.
    */
   claimPow(signature: string, expiresAt: number): Promise<boolean>
-  /** Forgets spent solutions that expired before `now`; how many. */
+  /**
+   * Forgets spent solutions that expired before `now`; how many. In batches of POW_PURGE_BATCH rows, each
+   * its own statement: after a long flood one DELETE of them all passed the server's statement_timeout
+   * (FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS), was rolled back whole, and the table only grew.
+   */
   purgePow(now: number): Promise<number>
   /** An App's learned factors, when it has any. */
   learning(appId: string): Promise<SpamLearningRow | undefined>

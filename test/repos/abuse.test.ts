@@ -15,6 +15,19 @@ describeEachDialect('abuse repo', (fresh) => {
     expect(await repo.claimPow('a'.repeat(64), 9_000)).toBe(true) // forgotten after its expiry (its challenge is refused as expired anyway)
   })
 
+  test('the purge takes every expired solution however many batches they fill, and no live one', async () => {
+    const { POW_PURGE_BATCH } = await import('../../src/abuse/abuse-repo')
+    const s = await fresh()
+    const repo = s.store.abuse
+    const expired = POW_PURGE_BATCH * 2 + 7
+    for (let i = 0; i < expired; i++) await repo.claimPow(`x${i}`, 1_000 + i)
+    for (let i = 0; i < 5; i++) await repo.claimPow(`live${i}`, 1_000_000)
+    expect(await repo.purgePow(500_000)).toBe(expired)
+    expect(await repo.purgePow(500_000)).toBe(0)
+    for (let i = 0; i < 5; i++) expect(await repo.claimPow(`live${i}`, 1_000_000)).toBe(false)
+    expect(await repo.claimPow('x0', 1_000_000)).toBe(true)
+  }, 60_000)
+
   test('spam learning: factors replaced, decisions counted per App', async () => {
     const s = await fresh()
     const repo = s.store.abuse

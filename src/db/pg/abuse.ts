@@ -1,9 +1,11 @@
 /** PostgreSQL side of src/abuse/abuse-repo.ts. */
-import type { AbuseRepo, SpamLearningRow, SpamRetainingApp } from '../../abuse/abuse-repo'
+import { POW_PURGE_BATCH, type AbuseRepo, type SpamLearningRow, type SpamRetainingApp } from '../../abuse/abuse-repo'
 import { handOverSharedSql, ownedByRemovedSql } from '../sql/upload-shares'
 import { exec, many, one, prepared, type PgStorage } from './storage'
 
 const CLAIM = 'INSERT INTO pow_spent (signature, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING'
+// One batch of the purge (AbuseRepo.purgePow): its rows by their ctid (a TID scan; `signature IN (…)` was planned as a hash join over the whole table), the oldest first by pow_spent_expires_idx (a plain scan would read the batches already deleted again).
+const PURGE = 'DELETE FROM pow_spent WHERE ctid = ANY(ARRAY(SELECT ctid FROM pow_spent WHERE expires_at < $1 ORDER BY expires_at LIMIT $2))'
 
 // The spam retention's batch (see AbuseRepo.deleteExpiredSpam): rows locked, so a "not spam" racing it waits and then finds nothing.
 const EXPIRED_SPAM = `SELECT id FROM feedback WHERE org_id = $1 AND spam_marked_at IS NOT NULL AND app_id = $2 AND spam_marked_at < $3 AND duplicate_count = 0
@@ -35,7 +37,14 @@ export function createPgAbuseRepo(storage: PgStorage): AbuseRepo {
         return { deleted: ids.length, uploadKeys: keys }
       }),
     claimPow: async (signature, expiresAt) => ((await pool.query(prepared(CLAIM, [signature, expiresAt]))).rowCount ?? 0) === 1,
-    purgePow: (now) => exec(pool, 'DELETE FROM pow_spent WHERE expires_at < $1', [now]),
+    purgePow: async (now) => {
+      let total = 0
+      for (;;) {
+        const n = await exec(pool, PURGE, [now, POW_PURGE_BATCH])
+        total += n
+        if (n < POW_PURGE_BATCH) return total
+      }
+    },
     learning: (appId) =>
       one<SpamLearningRow>(pool, 'SELECT app_id AS "appId", factors, not_spam AS "notSpam", marked_spam AS "markedSpam", updated_at AS "updatedAt" FROM spam_learning WHERE app_id = $1', [appId]),
     saveLearning: async (appId, factors, decision, now) =>

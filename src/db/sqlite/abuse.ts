@@ -1,11 +1,12 @@
 /** SQLite side of src/abuse/abuse-repo.ts. */
-import type { AbuseRepo, SpamLearningRow, SpamRetainingApp } from '../../abuse/abuse-repo'
+import { POW_PURGE_BATCH, type AbuseRepo, type SpamLearningRow, type SpamRetainingApp } from '../../abuse/abuse-repo'
 import { handOverSharedSql } from '../sql/upload-shares'
 import type { SqliteStorage } from './storage'
 
 export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
   const claim = sqlite.prepare('INSERT INTO pow_spent (signature, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING')
-  const purge = sqlite.prepare('DELETE FROM pow_spent WHERE expires_at < ?')
+  // One batch of the purge (AbuseRepo.purgePow): a single DELETE of a flood's rows held the write lock for all of them.
+  const purge = sqlite.prepare('DELETE FROM pow_spent WHERE rowid IN (SELECT rowid FROM pow_spent WHERE expires_at < ? LIMIT ?)')
   const learning = sqlite.prepare('SELECT app_id AS appId, factors, not_spam AS notSpam, marked_spam AS markedSpam, updated_at AS updatedAt FROM spam_learning WHERE app_id = ?')
   const save = sqlite.prepare(
     `INSERT INTO spam_learning (app_id, factors, not_spam, marked_spam, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -39,7 +40,16 @@ export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
     spamRetainingApps: async () => retaining.all(),
     deleteExpiredSpam: async (app, before, limit) => deleteExpired.immediate(app, before, limit),
     claimPow: async (signature, expiresAt) => claim.run(signature, expiresAt).changes === 1,
-    purgePow: async (now) => purge.run(now).changes,
+    purgePow: async (now) => {
+      let total = 0
+      for (;;) {
+        const n = purge.run(now, POW_PURGE_BATCH).changes
+        total += n
+        if (n < POW_PURGE_BATCH) return total
+        // The event loop's other work (and other writers of the database) between batches.
+        await new Promise((r) => setImmediate(r))
+      }
+    },
     learning: async (appId) => (learning.get(appId) as SpamLearningRow | null) ?? undefined,
     saveLearning: async (appId, factors, decision, now) => void save.run(appId, factors, decision === 'not_spam' ? 1 : 0, decision === 'spam' ? 1 : 0, now),
   }
