@@ -31,6 +31,10 @@ export async function holdKeySharedPg(pool: Pool): Promise<PgKeyLock> {
   const client = await pool.connect()
   try {
     await client.query('BEGIN')
+    // Idle by design until the command ends: a server's idle_in_transaction_session_timeout (set on the
+    // database or role, a managed PostgreSQL's habit) ended this connection mid-command and the lock with
+    // it, so a rekey could run under a command still sealing with the old key. Off for this transaction only.
+    await client.query('SET LOCAL idle_in_transaction_session_timeout = 0')
     await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [...LOCK_ID])
   } catch (e) {
     client.release(true)
