@@ -238,3 +238,37 @@ describe('a large file inside a submodule of the repository', () => {
     expect(branchExists(bare, run.branch)).toBe(true)
   })
 })
+
+describe('a large file whose name holds a line break', () => {
+  // The base tracks a 2 MB file named "data<LF>set.bin". The base's sizes were read with cat-file
+  // --batch-check, one name a line, so such a name was never looked up and always refused, even left
+  // as the base has it; it is now looked up by ls-tree -z and judged like any other name.
+  const NAME = 'data\nset.bin'
+  beforeAll(() => {
+    const work = tempDir('fixloop-newline-')
+    const git = (...args: string[]) => {
+      const r = Bun.spawnSync(['git', '-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: work, stderr: 'pipe' })
+      if (r.exitCode !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr.toString()}`)
+    }
+    git('clone', '-q', bare, '.')
+    writeFileSync(join(work, NAME), Buffer.alloc(2_000_000, 'a'))
+    git('add', '-A')
+    git('commit', '-qm', 'a data set whose name holds a line break')
+    git('push', '-q', 'origin', 'HEAD:main')
+  })
+
+  test('left at its base size it is no reason: the fix beside it is pushed', async () => {
+    // An App of its own: the first one has spent its 20 runs a day.
+    t = await seedTenant(srv.admin, { processingMode: 'auto_pr' }, 'Line breaks')
+    const run = await runWith(`echo 'export const y = 6' >> src/app.js`, 'The receipt page shows yesterday as the order date')
+    expect({ status: run.status, reason: run.guardrailReason }, JSON.stringify(run)).toEqual({ status: 'succeeded', reason: null })
+    expect(branchExists(bare, run.branch)).toBe(true)
+  })
+
+  test('grown, or new under such a name, it is refused as too large', async () => {
+    const grown = await runWith(`printf 'more' >> "$(printf 'data\\nset.bin')" && echo 'export const y = 7' >> src/app.js`, 'The receipt page shows the wrong currency sign')
+    expect({ status: grown.status, reason: grown.guardrailReason }).toEqual({ status: 'guardrailed', reason: `file too large: ${NAME} (2000004 bytes, limit 1048576)` })
+    const added = await runWith(`head -c 3000000 /dev/zero > "$(printf 'new\\nbig.bin')" && echo 'export const y = 8' >> src/app.js`, 'The receipt page prints the tax line twice')
+    expect({ status: added.status, reason: added.guardrailReason }).toEqual({ status: 'guardrailed', reason: 'file too large: new\nbig.bin (3000000 bytes, limit 1048576)' })
+  })
+})

@@ -125,13 +125,41 @@ async function largeFileStaged(at: string[], workTree: string, ienv: Record<stri
   const ignored = new Set(ignoredOut.split('\0'))
   const staged = candidates.filter((f) => !ignored.has(`./${f.path}`))
   if (staged.length === 0) return null
-  // One name a line: a name with a line break cannot be asked about, and is never excused.
-  const withBreak = staged.find((f) => /[\r\n]/.test(f.path))
-  if (withBreak) return tooLarge(withBreak)
+  // cat-file reads one name a line; a name with a line break is asked about by ls-tree, NUL-separated.
+  const plain = staged.filter((f) => !/[\r\n]/.test(f.path))
+  const broken = staged.filter((f) => /[\r\n]/.test(f.path))
   // "<base>:<path>" is the base's blob at that path ("missing" when there is none: a new file).
-  const sizes = (await gitStdin([...at, 'cat-file', '--batch-check=%(objecttype) %(objectsize)'], workTree, ienv, staged.map((f) => `${base}:${f.path}\n`).join(''), [0], 'list the base files')).split('\n')
-  const refused = staged.find((f, i) => sizes[i] !== `blob ${f.bytes}`)
-  return refused ? tooLarge(refused) : null
+  const sizes = plain.length === 0 ? [] : (await gitStdin([...at, 'cat-file', '--batch-check=%(objecttype) %(objectsize)'], workTree, ienv, plain.map((f) => `${base}:${f.path}\n`).join(''), [0], 'list the base files')).split('\n')
+  const refused = plain.find((f, i) => sizes[i] !== `blob ${f.bytes}`)
+  if (refused) return tooLarge(refused)
+  if (broken.length === 0) return null
+  const baseSizes = await baseSizesByName(at, workTree, ienv, base, broken)
+  const refusedBroken = broken.find((f) => baseSizes.get(f.path) !== `blob ${f.bytes}`)
+  return refusedBroken ? tooLarge(refusedBroken) : null
+}
+
+/**
+ * The base's entries at `files`' paths as "<type> <size>", by `ls-tree -l -z` (200 names a call, named
+ * literally): for names with a line break, which `cat-file --batch-check` cannot be given. Its `-z` input
+ * (git 2.38) is not enough: its output stays one line an object until `-Z` (git 2.43), and a new file's
+ * answer echoes the name, line break and all; ls-tree -z separates its input (argv) and output by NUL on
+ * every git. Such names are rare, so the cost of a call per 200 does not matter.
+ */
+async function baseSizesByName(at: string[], workTree: string, ienv: Record<string, string>, base: string, files: LargeFile[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  for (let i = 0; i < files.length; i += 200) {
+    const names = files.slice(i, i + 200).map((f) => f.path)
+    const r = await execCommand(['git', ...GIT_SAFE, '--literal-pathspecs', ...at, 'ls-tree', '-l', '-z', base, '--', ...names], { cwd: workTree, env: ienv, timeoutMs: 120_000, maxOutputBytes: DIFF_OUTPUT_BYTES })
+    if (r.code !== 0) throw new GitError(`list the base files failed: ${r.timedOut ? 'timed out' : r.output.trim().split('\n').slice(-5).join(' | ')}`)
+    // "<mode> <type> <sha> <size, padded>\t<path>" (size "-" for a tree or a gitlink).
+    for (const entry of r.stdout.split('\0')) {
+      const tab = entry.indexOf('\t')
+      if (tab < 0) continue
+      const [, type, , size] = entry.slice(0, tab).split(/ +/)
+      out.set(entry.slice(tab + 1), `${type} ${size}`)
+    }
+  }
+  return out
 }
 
 /** The base's submodules (gitlinks) among the folders holding `files`: asked by name, 200 folders a call. */
