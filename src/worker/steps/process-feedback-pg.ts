@@ -93,6 +93,11 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
     let after: () => void = () => {}
     try {
       await repo.transaction(async (tx) => {
+        // The report and its planned lead locked together, in id order, before anything else: the order of
+        // every other writer of a cluster's rows (a merge by hand, a reporter's erasure, the batch below:
+        // src/db/pg/reporters.ts `lockAsMerges`). The report first and its lead later (older, so first in
+        // id order) deadlocked with an erasure of the reporter holding the lead and waiting for the report.
+        if (verdict.leadId) await repo.lockBatch(tx, [read.id, verdict.leadId])
         const now = await lockAsRead(tx, read)
         if (scrubbed && !(await repo.moveToSanitized(tx, now.id, now.version, scrubbed.columns, scrubbed.counts))) throw new Replan('concurrent update')
         const applied = await cluster.applyInTx(tx, now.id, verdict)
