@@ -342,60 +342,123 @@ const queuedKeys = (page: import('playwright-core').Page) =>
       }),
   )
 
-/**
- * A private-mode report queued by an older widget (which recorded no owner) waited forever: nobody can
- * tell whose it is, so no page sends it, and it held one of the 30 queue slots for good. Past 7 days it
- * is dropped (never sent); a younger one, and another user's, still wait.
- */
-test('a private-mode report nobody owns is dropped once a week old, never sent; a younger one and an owned one wait', async () => {
-  const e = env()
-  e.routes.set('/legacy/token', async () => new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: 'user-now', ctx: { email: 'now@acme.test' } })))
-  const url = e.page('/legacy', {
+/** Stores `entries` in the page origin's offline queue, as an older widget or an earlier visit left them. */
+const putQueued = (page: import('playwright-core').Page, entries: unknown[]) =>
+  page.evaluate(
+    ({ entries }) =>
+      new Promise<void>((resolve, reject) => {
+        const req = indexedDB.open('fixloop', 1)
+        req.onupgradeneeded = () => req.result.createObjectStore('queue', { keyPath: 'key' })
+        req.onsuccess = () => {
+          const tx = req.result.transaction('queue', 'readwrite')
+          for (const entry of entries) tx.objectStore('queue').put(entry)
+          tx.oncomplete = () => resolve()
+          tx.onerror = () => reject(tx.error)
+        }
+      }),
+    { entries },
+  )
+
+const DAY = 24 * 60 * 60 * 1000
+/** The App's reports, polled gently (the API key's rate limit is the server's default here). */
+const reportsSoon = async (e: WidgetEnv) => {
+  await Bun.sleep(300)
+  return reports(e)
+}
+const DROPPED_NOTICE = 'A report you wrote earlier could not be sent within 7 days and was removed from this device. Please send it again.'
+
+/** A private-mode page whose signed-in user is `who()` at each token call. */
+function switchingUserPage(e: WidgetEnv, path: string, who: () => string) {
+  e.routes.set(`${path}/token`, async () => new Response(await signUserToken({ secret: e.tenant.secret, appId: e.tenant.appId, sub: who(), ctx: { email: `${who()}@acme.test` } })))
+  return e.page(path, {
     mount: `
 <script src="${e.api}/widget.js"></script>
 <script>
   Fixloop.init({
     publicKey: ${JSON.stringify(e.tenant.pub)},
     endpoint: ${JSON.stringify(e.api)},
-    getUserToken: function () { return fetch('/legacy/token').then(function (r) { return r.text() }) },
+    getUserToken: function () { return fetch('${path}/token').then(function (r) { return r.text() }) },
   })
 </script>`,
   })
+}
+
+/**
+ * A private-mode report waits for its owner; one that waited forever held one of the 30 queue slots for
+ * good. One nobody owns (queued by an older widget, which recorded no owner) can never be sent: past 7
+ * days it is dropped. One whose owner never came back waited forever too: past 7 days another user's page
+ * drops it as well, and its owner, when they do come back, is told in the dialog, once. Younger ones wait.
+ */
+test('private-mode reports that waited 7 days for nobody or for an owner who never came back are dropped, never sent; the owner is told when back', async () => {
+  const e = env()
+  let who = 'user-now'
+  const url = switchingUserPage(e, '/legacy', () => who)
   const { context, page } = await freshContext(e)
   try {
     await page.goto(url)
     await widget(page).launcher.waitFor()
-    const day = 24 * 60 * 60 * 1000
-    // As an older widget left them: no owner.
-    await page.evaluate(
-      ({ entries }) =>
-        new Promise<void>((resolve, reject) => {
-          const req = indexedDB.open('fixloop', 1)
-          req.onupgradeneeded = () => req.result.createObjectStore('queue', { keyPath: 'key' })
-          req.onsuccess = () => {
-            const tx = req.result.transaction('queue', 'readwrite')
-            for (const entry of entries) tx.objectStore('queue').put(entry)
-            tx.oncomplete = () => resolve()
-            tx.onerror = () => reject(tx.error)
-          }
-        }),
-      {
-        entries: [
-          { key: 'legacy-old', createdAt: Date.now() - 8 * day, text: 'Queued by an older widget 8 days ago' },
-          { key: 'legacy-young', createdAt: Date.now() - 1 * day, text: 'Queued by an older widget yesterday' },
-          { key: 'owned-old', createdAt: Date.now() - 8 * day, text: 'Queued for user-then 8 days ago', owner: 'user-then' },
-        ].map(({ text, ...r }) => ({ ...r, endpoint: e.api, publicKey: e.tenant.pub, payload: { text }, blobs: [] })),
-      },
+    await putQueued(
+      page,
+      [
+        // As an older widget left them: no owner.
+        { key: 'legacy-old', createdAt: Date.now() - 8 * DAY, text: 'Queued by an older widget 8 days ago' },
+        { key: 'legacy-young', createdAt: Date.now() - 1 * DAY, text: 'Queued by an older widget yesterday' },
+        // Another user's, written offline 8 days ago and 1 day ago.
+        { key: 'owned-old', createdAt: Date.now() - 8 * DAY, text: 'Queued for the earlier user 8 days ago', owner: 'user-then' },
+        { key: 'owned-young', createdAt: Date.now() - 1 * DAY, text: 'Queued for the earlier user yesterday', owner: 'user-then' },
+      ].map(({ text, ...r }) => ({ ...r, endpoint: e.api, publicKey: e.tenant.pub, payload: { text }, blobs: [] })),
     )
     const posts: string[] = []
     page.on('request', (r) => r.url().startsWith(`${e.api}/v1/feedback`) && r.method() === 'POST' && posts.push(r.url()))
     await page.reload()
     await widget(page).launcher.waitFor()
-    await eventually(async () => !(await queuedKeys(page)).includes('legacy-old'), 10_000)
+    // Before: owned-old waited on for its owner, forever.
+    await eventually(async () => (await queuedKeys(page)).join() === 'legacy-young,owned-young', 10_000)
     await page.waitForTimeout(1000)
-    expect(await queuedKeys(page)).toEqual(['legacy-young', 'owned-old'])
+    expect(await queuedKeys(page)).toEqual(['legacy-young', 'owned-young'])
     expect(posts).toEqual([])
     expect((await reports(e)).filter((r: any) => String(r.text).startsWith('Queued'))).toEqual([])
+    // The page's own user is told nothing: the report was not theirs.
+    let w = widget(page)
+    await w.launcher.click()
+    await page.waitForTimeout(1000)
+    expect(await w.host.getByText(DROPPED_NOTICE, { exact: false }).count()).toBe(0)
+
+    // user-then comes back: their young report is sent; opening the dialog tells them of the dropped one.
+    who = 'user-then'
+    await page.reload()
+    await eventually(async () => (await reportsSoon(e)).some((r: any) => r.text === 'Queued for the earlier user yesterday'), 10_000)
+    w = widget(page)
+    await w.launcher.click()
+    const notice = w.host.getByRole('status').filter({ hasText: DROPPED_NOTICE })
+    await notice.waitFor()
+    expect(await notice.textContent()).toContain(new Date(Date.now() - 8 * DAY).getFullYear().toString())
+    expect((await reports(e)).filter((r: any) => r.text === 'Queued for the earlier user 8 days ago')).toEqual([])
+    // Told once.
+    await page.reload()
+    w = widget(page)
+    await w.launcher.click()
+    await page.waitForTimeout(1000)
+    expect(await w.host.getByText(DROPPED_NOTICE, { exact: false }).count()).toBe(0)
+  } finally {
+    await context.close()
+  }
+})
+
+test("a report older than 7 days is sent when its owner's own page loads: the bound is for an owner who never comes back", async () => {
+  const e = env()
+  const url = switchingUserPage(e, '/returning', () => 'user-back')
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    await widget(page).launcher.waitFor()
+    await putQueued(page, [{ key: 'mine-old', createdAt: Date.now() - 9 * DAY, owner: 'user-back', endpoint: e.api, publicKey: e.tenant.pub, payload: { text: 'Written by the returning user 9 days ago' }, blobs: [] }])
+    await page.reload()
+    await eventually(async () => (await reportsSoon(e)).some((r: any) => r.text === 'Written by the returning user 9 days ago'), 10_000)
+    const mine = (await reports(e)).filter((r: any) => r.text === 'Written by the returning user 9 days ago')
+    expect(mine).toHaveLength(1)
+    expect(mine[0].submittedBy).toMatchObject({ mode: 'private', externalUserId: 'user-back' })
+    await eventually(async () => (await queuedKeys(page)).length === 0, 10_000)
   } finally {
     await context.close()
   }

@@ -36,6 +36,8 @@ export interface Strings {
   thanks: string
   queued: string
   queueFull: string
+  /** Private mode: shown to a user when they open the dialog after a report of theirs waited 7 days unsent and was dropped. */
+  droppedAway: string
   cancelled: string
   failed: string
   close: string

@@ -8,15 +8,9 @@ import { on } from '../safe-dom'
 import { queuedReports, removeReport, type QueuedReport } from './queue'
 import { sendReport, TokenSource, type SendResult } from './transport'
 import { Proofs } from './proof'
+import { HELD_MAX_AGE_MS, noteDropped } from './dropped-notes'
 
 const RETRY_LATER_MS = 30_000
-/**
- * How long a private-mode report nobody owns may wait. One found without an owner on a later page load
- * (queued by an older widget that recorded none, or written offline by a user who signed out before any
- * token bound it) can never be sent: nobody can tell whose it is, and sending it as the page's user files
- * it as theirs. Kept forever it held one of the 30 queue slots for good; past this age it is dropped.
- */
-export const UNOWNED_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000
 
 export class Sender {
   readonly tokens: TokenSource
@@ -45,10 +39,19 @@ export class Sender {
     this.inFlight.add(report.key)
     try {
       const result = await sendReport(this.core.fetch, report, this.tokens, this.proofs, this.written.has(report.key))
-      // Another user's report (private mode): not this page's to send or to report on; it stays queued,
-      // unless it is nobody's and old (a missing or unreadable createdAt counts as old).
+      // Another user's report (private mode): not this page's to send or to report on; it stays queued
+      // until it has waited HELD_MAX_AGE_MS (a missing or unreadable createdAt counts as old). Then it goes,
+      // so it no longer holds one of the 30 queue slots for good: one without owner (queued by an older
+      // widget, or written offline by a user who signed out before any token bound it) can never be sent,
+      // nobody can tell whose it is; one whose owner has not been back since leaves them a note, which
+      // the dialog shows them when they are (dropped-notes.ts). Its owner's own page sends it at any age.
       if (result.kind === 'held') {
-        if (report.owner === undefined && !this.written.has(report.key) && !(Date.now() - report.createdAt <= UNOWNED_MAX_AGE_MS)) await removeReport(report.key).catch(() => undefined)
+        if (!this.written.has(report.key) && !(Date.now() - report.createdAt <= HELD_MAX_AGE_MS)) {
+          await removeReport(report.key).then(
+            () => report.owner !== undefined && noteDropped({ endpoint: report.endpoint, publicKey: report.publicKey, owner: report.owner, writtenAt: Number(report.createdAt) || 0 }),
+            () => undefined,
+          )
+        }
         return result
       }
       const { onSubmitSuccess, onSubmitError } = this.core.options

@@ -14,7 +14,8 @@ import { buildPayload, newIntentKey } from './payload'
 import { enqueue, type PendingBlob, type QueuedReport } from './queue'
 import { Sender } from './sender'
 import { fetchMailOffered } from './proof'
-import { listMine, tokenEmail, type MyReport } from './transport'
+import { listMine, tokenEmail, tokenSub, type MyReport } from './transport'
+import { hasDroppedNotes, takeDroppedNotes } from './dropped-notes'
 import { createSvg, on } from '../safe-dom'
 import { clip } from '../clip'
 
@@ -530,6 +531,18 @@ export function createUI(core: Core): WidgetUI {
     }
   })
 
+  /**
+   * Private mode: the signed-in user is told, once, of their reports another user's page dropped after
+   * they had waited 7 days unsent (dropped-notes.ts). A token is asked for only when such notes exist.
+   */
+  const tellDropped = async () => {
+    if (!privateMode || !hasDroppedNotes(core.endpoint, options.publicKey)) return
+    const sub = tokenSub(await sender.tokens.current().catch(() => undefined))
+    if (!sub || busy) return
+    const written = takeDroppedNotes(core.endpoint, options.publicKey, sub)
+    if (written.length > 0) say(`${s.droppedAway} (${written.map((at) => new Date(at).toLocaleDateString(core.locale)).join(', ')})`, 'error')
+  }
+
   return {
     open() {
       if (dialog.open) return
@@ -545,6 +558,7 @@ export function createUI(core: Core): WidgetUI {
       dialog.showModal()
       textarea.focus()
       void takeScreenshot()
+      void tellDropped()
     },
     close,
     flush: () => sender.flush(),

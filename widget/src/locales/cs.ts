@@ -32,6 +32,7 @@ const cs: Strings = {
   thanks: 'Děkujeme! Hlášení bylo odesláno.',
   queued: 'Zdá se, že jste offline. Hlášení je uloženo v tomto zařízení a odešle se automaticky.',
   queueFull: 'Na odeslání z tohoto zařízení čeká příliš mnoho hlášení. Zkuste to prosím později.',
+  droppedAway: 'Hlášení, které jste napsali dříve, se nepodařilo odeslat do 7 dnů a bylo z tohoto zařízení odstraněno. Odešlete ho prosím znovu.',
   cancelled: 'Hlášení nebylo odesláno.',
   failed: 'Hlášení se nepodařilo odeslat:',
   close: 'Zavřít',

@@ -32,6 +32,7 @@ const de: Strings = {
   thanks: 'Danke! Ihre Meldung wurde gesendet.',
   queued: 'Sie scheinen offline zu sein. Ihre Meldung ist auf diesem Gerät gespeichert und wird automatisch gesendet.',
   queueFull: 'Auf diesem Gerät warten zu viele Meldungen auf den Versand. Bitte versuchen Sie es später erneut.',
+  droppedAway: 'Eine Meldung, die Sie früher geschrieben haben, konnte nicht innerhalb von 7 Tagen gesendet werden und wurde von diesem Gerät entfernt. Bitte senden Sie sie erneut.',
   cancelled: 'Die Meldung wurde nicht gesendet.',
   failed: 'Die Meldung konnte nicht gesendet werden:',
   close: 'Schließen',

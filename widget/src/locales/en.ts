@@ -32,6 +32,7 @@ const en: Strings = {
   thanks: 'Thanks! Your report was sent.',
   queued: 'You seem to be offline. Your report is saved on this device and will be sent automatically.',
   queueFull: 'Too many reports are waiting to be sent from this device. Please try again later.',
+  droppedAway: 'A report you wrote earlier could not be sent within 7 days and was removed from this device. Please send it again.',
   cancelled: 'The report was not sent.',
   failed: 'The report could not be sent:',
   close: 'Close',

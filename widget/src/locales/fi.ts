@@ -32,6 +32,7 @@ const fi: Strings = {
   thanks: 'Kiitos! Ilmoituksesi on lähetetty.',
   queued: 'Laite näyttää olevan offline-tilassa. Ilmoituksesi on tallennettu tälle laitteelle ja lähetetään automaattisesti.',
   queueFull: 'Tällä laitteella odottaa liian monta ilmoitusta lähetystä. Yritä myöhemmin uudelleen.',
+  droppedAway: 'Aiemmin kirjoittamaasi ilmoitusta ei voitu lähettää 7 päivän kuluessa, ja se poistettiin tältä laitteelta. Lähetä se uudelleen.',
   cancelled: 'Ilmoitusta ei lähetetty.',
   failed: 'Ilmoitusta ei voitu lähettää:',
   close: 'Sulje',

@@ -32,6 +32,7 @@ const id: Strings = {
   thanks: 'Terima kasih! Laporan Anda telah dikirim.',
   queued: 'Sepertinya Anda sedang offline. Laporan Anda disimpan di perangkat ini dan akan dikirim otomatis.',
   queueFull: 'Terlalu banyak laporan yang menunggu dikirim dari perangkat ini. Silakan coba lagi nanti.',
+  droppedAway: 'Laporan yang Anda tulis sebelumnya tidak dapat dikirim dalam 7 hari dan telah dihapus dari perangkat ini. Silakan kirim lagi.',
   cancelled: 'Laporan tidak dikirim.',
   failed: 'Laporan tidak dapat dikirim:',
   close: 'Tutup',

@@ -32,6 +32,7 @@ const ptBR: Strings = {
   thanks: 'Obrigado! Seu relato foi enviado.',
   queued: 'Parece que você está off-line. Seu relato foi salvo neste dispositivo e será enviado automaticamente.',
   queueFull: 'Há relatos demais aguardando envio neste dispositivo. Tente novamente mais tarde.',
+  droppedAway: 'Um relato que você escreveu antes não pôde ser enviado em 7 dias e foi removido deste dispositivo. Envie-o novamente.',
   cancelled: 'O relato não foi enviado.',
   failed: 'Não foi possível enviar o relato:',
   close: 'Fechar',

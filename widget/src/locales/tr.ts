@@ -32,6 +32,7 @@ const tr: Strings = {
   thanks: 'Teşekkürler! Bildiriminiz gönderildi.',
   queued: 'Çevrimdışı görünüyorsunuz. Bildiriminiz bu cihaza kaydedildi ve otomatik olarak gönderilecek.',
   queueFull: 'Bu cihazda gönderilmeyi bekleyen çok fazla bildirim var. Lütfen daha sonra tekrar deneyin.',
+  droppedAway: 'Daha önce yazdığınız bir bildirim 7 gün içinde gönderilemedi ve bu cihazdan kaldırıldı. Lütfen yeniden gönderin.',
   cancelled: 'Bildirim gönderilmedi.',
   failed: 'Bildirim gönderilemedi:',
   close: 'Kapat',

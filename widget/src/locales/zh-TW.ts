@@ -32,6 +32,7 @@ const zhTW: Strings = {
   thanks: '謝謝！您的回報已送出。',
   queued: '您似乎已離線。回報已儲存在此裝置上，稍後會自動傳送。',
   queueFull: '此裝置上等待傳送的回報過多，請稍後再試。',
+  droppedAway: '您先前寫的一份回報在 7 天內未能傳送，已從此裝置中移除。請再傳送一次。',
   cancelled: '回報未送出。',
   failed: '無法傳送回報：',
   close: '關閉',
