@@ -14,6 +14,8 @@ const NOTE_MAX = 30
 const STORE_KEY = 'fixloop:dropped'
 
 export interface DroppedNote {
+  /** The report's Idempotency-Key: two tabs dropping the same report leave one note. */
+  key: string
   endpoint: string
   publicKey: string
   owner: string
@@ -44,7 +46,8 @@ function write(list: DroppedNote[]): void {
 
 /** Remembers that `owner`'s report written at `writtenAt` was dropped unsent. */
 export function noteDropped(note: Omit<DroppedNote, 'droppedAt'>): void {
-  write([...read(), { ...note, droppedAt: Date.now() }])
+  const all = read()
+  if (!all.some((n) => n.key === note.key)) write([...all, { ...note, droppedAt: Date.now() }])
 }
 
 /** True when notes of this App wait for someone (so the dialog asks for the user's token to find theirs). */

@@ -48,7 +48,7 @@ export class Sender {
       if (result.kind === 'held') {
         if (!this.written.has(report.key) && !(Date.now() - report.createdAt <= HELD_MAX_AGE_MS)) {
           await removeReport(report.key).then(
-            () => report.owner !== undefined && noteDropped({ endpoint: report.endpoint, publicKey: report.publicKey, owner: report.owner, writtenAt: Number(report.createdAt) || 0 }),
+            () => report.owner !== undefined && noteDropped({ key: report.key, endpoint: report.endpoint, publicKey: report.publicKey, owner: report.owner, writtenAt: Number(report.createdAt) || 0 }),
             () => undefined,
           )
         }
