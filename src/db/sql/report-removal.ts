@@ -48,6 +48,16 @@ export const promote = (d: RemovalDialect, lead: string, next: string) => [
   ),
 ]
 
+/**
+ * Whether the promoted successor must be moved on as a lead (`${NEXT}`: its placeholder): a duplicate
+ * waits in `sanitized` (it takes no lifecycle steps of its own), and a lead left there has no job that
+ * routes it: it stayed `sanitized` for good (never awaiting a decision, never queued for the agent on an
+ * automatic App). Its `process` job routes it, as an unmerge's does; one already queued (a report merged
+ * before it was processed) is enough.
+ */
+export const successorWaits = (d: RemovalDialect, next: string) =>
+  fill(`SELECT id FROM feedback WHERE id = ${next} AND status = 'sanitized' AND duplicate_of_id IS NULL AND NOT EXISTS (SELECT 1 FROM jobs WHERE kind = 'process' AND feedback_id = ${next})`, d)
+
 /** Everything else, in order: nothing that holds the reports' text or their reporter's identity stays. */
 export const cleanup = (d: RemovalDialect) =>
   [
