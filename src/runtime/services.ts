@@ -157,7 +157,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log, intake: turns }),
     /** A reporter's data: export and erase (src/modules/reporters). */
-    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey) }),
+    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey), intake: turns }),
     /** The report retention (src/modules/reporters/retention.ts); server.ts runs it on the `maintenance` node. */
     reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log, intake: turns }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),
