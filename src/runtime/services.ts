@@ -76,7 +76,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const { admins, audit } = domain
   const sessions = createSessionStore(ctx.store.admins, clock)
-  const reentry = createPasswordReentry({ admins, sessions, audit, throttles, sso: config.sso !== undefined })
+  const reentry = createPasswordReentry({ admins, sessions, audit, throttles, sso: config.sso !== undefined, passwordSignIn: config.passwordSignIn })
   const adminAuth: AdminAuthDeps = { admins, sessions, publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
