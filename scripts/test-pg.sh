@@ -31,6 +31,8 @@ SUITES=(
   test/audit-export.test.ts
   test/reporters.test.ts
   test/report-retention.test.ts
+  test/removal-successor.test.ts
+  test/removal-cost.test.ts
   test/replay.test.ts
   test/address-key.test.ts
   test/cors.test.ts

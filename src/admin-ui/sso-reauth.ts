@@ -62,7 +62,7 @@ const ReauthBody = t.Object(
 const ReauthStatus = t.Object({
   sso: t.Boolean({ description: 'Single sign-on is configured: a re-authentication at the identity provider can stand in for the password' }),
   provider: t.Union([t.String(), t.Null()], { description: "The identity provider's name on the dashboard's button (its issuer's host)" }),
-  hasPassword: t.Boolean({ description: 'False for an SSO-only admin' }),
+  hasPassword: t.Boolean({ description: 'Whether a password can confirm: false for an SSO-only admin, and for everyone with password sign-in off (FIXLOOP_PASSWORD_SIGNIN=off)' }),
   reauthenticated: t.Union([t.Object({ purpose: t.String(), at: t.String(), expiresAt: t.String() }), t.Null()], { description: "This session's unused re-authentication, while it can be used" }),
 })
 
@@ -74,6 +74,8 @@ export interface ReauthDeps {
   flows: SsoFlows
   audit: AuditLog
   clock: Clock
+  /** FIXLOOP_PASSWORD_SIGNIN: off, no password confirms (src/modules/admin-api/password-reentry.ts), so none is offered. */
+  passwordSignIn?: boolean
 }
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
@@ -93,7 +95,7 @@ export function reauthRoutes(deps: ReauthDeps) {
         return {
           sso: relyingParty !== undefined,
           provider: relyingParty ? (deps.providerName ?? null) : null,
-          hasPassword: caller.admin.hasPassword,
+          hasPassword: caller.admin.hasPassword && deps.passwordSignIn !== false,
           reauthenticated: fresh ? { purpose: fresh.purpose, at: isoUtc(fresh.at), expiresAt: isoUtc(fresh.expiresAt) } : null,
         }
       },

@@ -80,6 +80,8 @@ export interface SsoRouteDeps {
   relyingParty: OidcRelyingParty | undefined
   /** The provider's name on the dashboard's "Confirm with …" button (the issuer's host). */
   providerName: string | undefined
+  /** FIXLOOP_PASSWORD_SIGNIN (default on): off, the re-authentication offers no password. */
+  passwordSignIn?: boolean
   audit: AuditLog
   box: SecretBox
   clock: Clock
@@ -96,7 +98,7 @@ export function ssoRoutes(deps: SsoRouteDeps) {
   const notConfigured = () => refusalPage(404, 'Single sign-on is not set up', 'This fixloop server has no OpenID Connect provider configured (FIXLOOP_OIDC_ISSUER). Sign in with your email and password.')
 
   return new Elysia({ name: 'admin-sso' })
-    .use(reauthRoutes({ auth, relyingParty, providerName: deps.providerName, flows, audit: deps.audit, clock: deps.clock }))
+    .use(reauthRoutes({ auth, relyingParty, providerName: deps.providerName, flows, audit: deps.audit, clock: deps.clock, passwordSignIn: deps.passwordSignIn }))
     .get(
       '/admin/oidc/start',
       async ({ request, server }) => {

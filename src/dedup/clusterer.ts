@@ -421,6 +421,9 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     for (const c of ranked) {
       let arrival = 0
       const rootId = c.duplicateOfId ?? c.id
+      // A report clustered again while indexed (a removed lead's successor: src/db/sql/report-removal.ts)
+      // finds itself, or its own duplicates, among the candidates: never its own lead.
+      if (c.id === r.id || rootId === r.id) continue
       if (seenRoots.has(rootId) || rejected.has(rootId)) continue
       let root = roots.get(rootId)
       if (root === undefined) roots.set(rootId, (root = rootStateOf(rootId)))

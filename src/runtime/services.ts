@@ -76,7 +76,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const { admins, audit } = domain
   const sessions = createSessionStore(ctx.store.admins, clock)
-  const reentry = createPasswordReentry({ admins, sessions, audit, throttles, sso: config.sso !== undefined })
+  const reentry = createPasswordReentry({ admins, sessions, audit, throttles, sso: config.sso !== undefined, passwordSignIn: config.passwordSignIn })
   const adminAuth: AdminAuthDeps = { admins, sessions, publicUrl: config.publicUrl, trustProxy: config.trustProxy }
   const auth: AuthDeps = {
     directory,
@@ -157,7 +157,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log, intake: turns }),
     /** A reporter's data: export and erase (src/modules/reporters). */
-    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey) }),
+    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey), intake: turns }),
     /** The report retention (src/modules/reporters/retention.ts); server.ts runs it on the `maintenance` node. */
     reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log, intake: turns }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),

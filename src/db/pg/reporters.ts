@@ -1,7 +1,8 @@
 /** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
 import { ownedByRemovedSql } from '../sql/upload-shares'
-import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, successorWaits, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import type { PgLifecycle } from './lifecycle'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
 /** Runs a shared statement with the values it uses of (ids, orgId[, lead, successor]). */
@@ -38,7 +39,8 @@ async function lockAsMerges(client: PgQueryable, orgId: string, ids: readonly st
   await client.query(ROWS_WRITTEN, [ids, orgId])
 }
 
-export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
+/** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
+export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLifecycle, 'enqueueProcessOf'>): ReportersRepo {
   const { pool } = storage
   return {
     addressesOf: (orgId, ids) =>
@@ -73,7 +75,7 @@ export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
       return many<{ id: string }>(pool, `SELECT id FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id COLLATE "C" DESC LIMIT $${params.length}`, params).then((rows) => rows.map((r) => r.id))
     },
     removeReports: (orgId, ids) =>
-      storage.tx(async (client) => {
+      storage.tx(async (client, _db, onCommit) => {
         await lockAsMerges(client, orgId, ids)
         // Locked in id order, so two removals of overlapping reports (an erase racing the retention) queue.
         const mine = (await run<{ id: string }>(client, `${ownIds(DIALECT)} ORDER BY id COLLATE "C" FOR UPDATE`, [ids, orgId])).map((r) => r.id)
@@ -86,6 +88,7 @@ export function createPgReportersRepo(storage: PgStorage): ReportersRepo {
           const next = (await run<{ id: string | null }>(client, successorOf(DIALECT, '$3'), [mine, orgId, lead]))[0]?.id
           if (!next) continue
           for (const sql of promote(DIALECT, '$3', '$4')) await run(client, sql, [mine, orgId, lead, next])
+          if ((await run(client, successorWaits(DIALECT, '$4'), [mine, orgId, lead, next])).length > 0) await lifecycle.enqueueProcessOf({ client, onCommit }, next)
         }
         for (const sql of cleanup(DIALECT)) await run(client, sql, [mine, orgId])
         return { removed: mine.length, uploadKeys }

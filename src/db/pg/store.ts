@@ -113,7 +113,7 @@ export function openPgStore(storage: PgStorage, clock: Clock, options: StoreOpti
   }
   return withLazyMembers(base, {
     abuse: () => createPgAbuseRepo(storage),
-    reporters: () => createPgReportersRepo(storage),
+    reporters: () => createPgReportersRepo(storage, side),
     admins: () => createPgAdminsRepo(storage, clock),
     agentRuns: () => createPgAgentRunsRepo(storage, side),
     apps: () => createPgAppsRepo(storage),

@@ -48,6 +48,16 @@ export const promote = (d: RemovalDialect, lead: string, next: string) => [
   ),
 ]
 
+/**
+ * Whether the promoted successor must be moved on as a lead (`${NEXT}`: its placeholder): a duplicate
+ * waits in `sanitized` (it takes no lifecycle steps of its own), and a lead left there has no job that
+ * routes it: it stayed `sanitized` for good (never awaiting a decision, never queued for the agent on an
+ * automatic App). Its `process` job routes it, as an unmerge's does; one already queued (a report merged
+ * before it was processed) is enough.
+ */
+export const successorWaits = (d: RemovalDialect, next: string) =>
+  fill(`SELECT id FROM feedback WHERE id = ${next} AND status = 'sanitized' AND duplicate_of_id IS NULL AND NOT EXISTS (SELECT 1 FROM jobs WHERE kind = 'process' AND feedback_id = ${next})`, d)
+
 /** Everything else, in order: nothing that holds the reports' text or their reporter's identity stays. */
 export const cleanup = (d: RemovalDialect) =>
   [
@@ -60,10 +70,13 @@ export const cleanup = (d: RemovalDialect) =>
     // over feedback_suggested_idx and read every report of the Org.)
     'UPDATE feedback SET suggested_lead_id = NULL, suggested_score = NULL, suggested_reason = NULL WHERE suggested_lead_id IN ${IDS}',
     // The submission's replayable response names the report; its request hash is of the report's body.
-    // (Only the reports' Apps' records are read: the primary key (app_id, key) narrows the scan.)
-    `DELETE FROM idempotency_keys WHERE app_id IN (SELECT app_id FROM feedback WHERE id IN \${IDS})
+    // A record is written in its report's transaction with the report's created_at, so only the records of
+    // those instants are read (idempotency_created_idx). Before, every record of the reports' Apps was
+    // matched against every id of the batch: 200 LIKEs per record, ~25 s per batch of an App with a day's
+    // 100,000 keyed submissions, the write lock held all along (a 3,000-report erasure took 4.5 minutes).
+    `DELETE FROM idempotency_keys WHERE created_at IN (SELECT created_at FROM feedback WHERE id IN \${IDS})
        AND EXISTS (SELECT 1 FROM feedback f WHERE f.id IN \${IDS} AND f.app_id = idempotency_keys.app_id
-         AND idempotency_keys.response_body LIKE '%"' || f.id || '"%')`,
+         AND f.created_at = idempotency_keys.created_at AND idempotency_keys.response_body LIKE '%"' || f.id || '"%')`,
     // Webhook deliveries of events that named the reporter (feedback.resolved: externalUserId): the signed payloads go.
     `DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE event_id IN
        (SELECT id FROM events WHERE org_id = \${ORG} AND feedback_id IN \${IDS} AND type = 'feedback.resolved'))`,

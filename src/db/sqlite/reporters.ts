@@ -1,11 +1,13 @@
 /** SQLite side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
-import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, successorWaits, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
 
 const DIALECT: RemovalDialect = { ids: '(SELECT value FROM json_each(?1))', org: '?2', scrubbedEventData: "json_set(data, '$.externalUserId', NULL)" }
 
-export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersRepo {
+/** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
+export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: Pick<SqliteLifecycle, 'enqueueProcessOf'>): ReportersRepo {
   // Each statement takes (ids JSON, orgId[, lead, successor]) and binds the ones it uses.
   const prep = <R>(text: string) => {
     const { sql, pick } = compact(text, '?')
@@ -18,6 +20,7 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
   const leads = prep<{ id: string }>(leadsWithDuplicates(DIALECT))
   const successor = prep<{ id: string | null }>(successorOf(DIALECT, '?3'))
   const [reparent, crown] = promote(DIALECT, '?3', '?4').map((sql) => prep<unknown>(sql))
+  const waits = prep<{ id: string }>(successorWaits(DIALECT, '?4'))
   const rest = cleanup(DIALECT).map((sql) => prep<unknown>(sql))
   const remove = sqlite.transaction((orgId: string, ids: readonly string[]) => {
     const mine = own.all(JSON.stringify(ids), orgId).map((r) => r.id)
@@ -30,6 +33,7 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage): ReportersR
       if (!next) continue
       reparent.run(json, orgId, lead, next)
       crown.run(json, orgId, lead, next)
+      if (waits.get(json, orgId, lead, next)) lifecycle.enqueueProcessOf(next)
     }
     for (const stmt of rest) stmt.run(json, orgId)
     return { removed: mine.length, uploadKeys }

@@ -114,7 +114,7 @@ export function openSqliteStore(storage: SqliteStorage, clock: Clock, options: S
   }
   return withLazyMembers(base, {
     abuse: () => createSqliteAbuseRepo(storage),
-    reporters: () => createSqliteReportersRepo(storage),
+    reporters: () => createSqliteReportersRepo(storage, side),
     admins: () => createSqliteAdminsRepo(storage, clock),
     agentRuns: () => createSqliteAgentRunsRepo(storage, side),
     apps: () => createSqliteAppsRepo(storage),

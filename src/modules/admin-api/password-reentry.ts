@@ -50,15 +50,28 @@ export interface ReentryDeps {
   throttles: ThrottleFactory
   /** Single sign-on is configured: a re-authentication at the provider is offered. */
   sso: boolean
+  /**
+   * FIXLOOP_PASSWORD_SIGNIN (default on). Off, a password confirms nothing either: an admin created before
+   * passwords were turned off still had one, and it confirmed what outlives the session (a key, a secret,
+   * TOTP off, a repository's commands) without the identity provider whose sign-in the operator chose.
+   */
+  passwordSignIn?: boolean
 }
 
-export function createPasswordReentry({ admins, sessions, audit, throttles, sso }: ReentryDeps) {
+export function createPasswordReentry({ admins, sessions, audit, throttles, sso, passwordSignIn = true }: ReentryDeps) {
   const throttle = throttles('reentry', REENTRY_BACKOFF)
 
   /** How to re-authenticate at the provider, for the error details (nothing when SSO is not configured). */
   const reauthHint = (purpose: ReentryPurpose) => (sso ? { reauth: REAUTH_START_PATH, method: 'POST', purpose } : {})
 
   async function byPassword(adminId: string, password: string, at: ReentryContext): Promise<void> {
+    if (!passwordSignIn) {
+      throw new ApiError(
+        'invalid_credentials',
+        { reauthRequired: true, passwordSignIn: false, ...reauthHint(at.purpose) },
+        `Password sign-in is turned off on this server (FIXLOOP_PASSWORD_SIGNIN=off), so a password confirms nothing: confirm with the identity provider (POST ${REAUTH_START_PATH}), then try again within 5 minutes without a password.`,
+      )
+    }
     const wrong = (e: unknown) => e instanceof ApiError && e.code === 'invalid_credentials'
     try {
       await guard([{ throttle, key: adminId, clearOnSuccess: true }], () => admins.confirmPassword(adminId, password), wrong)
@@ -81,7 +94,7 @@ export function createPasswordReentry({ admins, sessions, audit, throttles, sso 
   async function confirm(caller: ReentryCaller, password: string | undefined, at: ReentryContext, { passwordFirst = false } = {}): Promise<void> {
     if (password) return byPassword(caller.adminId, password, at)
     if (await sessions.consumeReauthentication(caller.sessionId, at.purpose)) return
-    const hasPassword = (await admins.identity(caller.adminId))?.hasPassword ?? true
+    const hasPassword = passwordSignIn && ((await admins.identity(caller.adminId))?.hasPassword ?? true)
     if (!hasPassword && !sso) throw new ApiError('invalid_credentials', { reauthRequired: true, noPassword: true }, 'This admin has no password and single sign-on is not configured: an operator sets a password with `fixloop admin reset-password` for this action.')
     const typed = passwordFirst ? `Confirm with your password first (POST ${REAUTH_PASSWORD_PATH} with {"purpose": "${at.purpose}", "password": …})` : 'Enter your password'
     const how = !hasPassword ? 'Confirm with the identity provider' : sso ? `${typed}, or confirm with the identity provider` : typed

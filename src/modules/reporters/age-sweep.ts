@@ -61,7 +61,7 @@ export const BUSY_SHARE = 0.1
 const MIN_BATCH = 8
 
 /** Lets queued work (intake requests, the group commit) run between two batches. */
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
  * The batch sizes and pauses: whole batches while intake is quiet, batches of about BUSY_BATCH_MS with
