@@ -429,6 +429,11 @@ export class AppIndex {
     return cNorm === 0 || qNorm === 0 ? 0 : dot / Math.sqrt(cNorm * qNorm)
   }
 
+  /** The reports indexed as duplicates of `rootId`. */
+  membersOf(rootId: string): string[] {
+    return [...(this.members.get(rootId) ?? [])]
+  }
+
   clusterSize(rootId: string): number {
     return 1 + (this.members.get(rootId)?.size ?? 0)
   }

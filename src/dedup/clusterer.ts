@@ -585,6 +585,38 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       texts.delete(id)
     },
 
+    /**
+     * Reports removed outside clustering (a reporter's erasure, the report retention: src/db/sql/report-removal.ts),
+     * committed: out of their App's index and the text cache, and the duplicates of a removed lead linked
+     * as the database has them now (handed to the oldest surviving duplicate, or gone too). Without it the
+     * index kept an erased report's text until a restart, and ranked a new report against a cluster by a
+     * lead that no longer exists (the clustering shortlist takes links from the index, not the database).
+     * Ids no index holds are ignored. `relink`: read the duplicates' links again (SQLite, where `reads` reads
+     * the database; PostgreSQL's rankings correct every link from the snapshot they read, and outside one
+     * its reads see nothing). Returns the Apps touched (their lead states are the caller's to drop).
+     */
+    forgetRemoved(ids: readonly string[], relink: boolean): string[] {
+      const touched = new Set<string>()
+      for (const [appId, index] of indexes) {
+        const members = new Set<string>()
+        for (const id of ids) {
+          texts.delete(id)
+          if (!index.has(id)) continue
+          touched.add(appId)
+          if (relink) for (const member of index.membersOf(id)) members.add(member)
+          index.remove(id)
+          planned?.delete(id)
+        }
+        for (const member of members) {
+          if (!index.has(member)) continue
+          const now = row(member)
+          if (!now || now.app_id !== appId) index.remove(member)
+          else index.setLead(member, now.duplicate_of_id)
+        }
+      }
+      return [...touched]
+    },
+
     /** Other reports of the same App as `id`, best first. */
     similar(id: string, limit: number): SimilarEntry[] {
       const r = row(id)

@@ -405,6 +405,10 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
 
     /** Drops the cached index of an App (tests; after bulk imports; cluster mode: its partition moved). */
     forget: core.forget,
+    /** Reports removed outside clustering, committed: out of this node's indexes (clusterer.ts `forgetRemoved`). */
+    forgetRemoved(ids: readonly string[]): void {
+      core.forgetRemoved(ids, false)
+    },
     /** The Apps with an index on this node. */
     indexedApps: core.indexedApps,
 

@@ -33,4 +33,9 @@ export interface ClusterPort {
    * removed) in one commit; the App's bars are the calibrated ones from the next verdict on.
    */
   resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>>
+  /**
+   * These reports were removed outside clustering (an erasure, the report retention), committed: the
+   * index forgets them (their text too) and relinks their duplicates as the database has them now.
+   */
+  forgetRemoved(ids: readonly string[]): Promise<void>
 }

@@ -344,6 +344,11 @@ export function createClusterService(sides: SyncClusterSides, clock: Clock, base
       leads.clear()
     },
 
+    /** Reports removed outside clustering, committed (clusterer.ts `forgetRemoved`): its lead states are counted again too. */
+    forgetRemoved(ids: readonly string[]): void {
+      if (core.forgetRemoved(ids, true).length > 0) leads.clear()
+    },
+
     indexSize: core.indexSize,
 
     /** The App's merge thresholds right now (calibrated and moved by its lesson; tests and diagnostics). */

@@ -38,6 +38,7 @@ import { createSpamSweep } from '../abuse/spam-retention'
 import { createReportersService, erasureDigestKey } from '../modules/reporters/service'
 import { reporterAddressHashes } from '../modules/mail/address'
 import { createReportRetention } from '../modules/reporters/retention'
+import { removalsToldToClustering } from '../modules/reporters/removal-news'
 import { createConsoleService } from '../modules/admin-api/console'
 import { createPasswordReentry } from '../modules/admin-api/password-reentry'
 import type { AdminAuthDeps } from '../http/admin-auth'
@@ -137,6 +138,8 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   void scheduleTrackerPoll(ctx.store.jobs(), lifecycle, clock, trackerPollEveryMs).catch((e) => log.error('tracker polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
 
   const apps = ctx.store.apps
+  // Erasures and the report retention tell the similarity index what they removed (removal-news.ts).
+  const reportersRepo = removalsToldToClustering(ctx.store.reporters, cluster, log)
   const feedback = createFeedbackService(ctx, uploads, spamIntake)
   // POST /v1/feedback as one call: proof of work, the spam score, a heavy report's charge, the submission.
   const intake = createIntake({ feedback, pow, spam: spamIntake })
@@ -157,9 +160,9 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     /** The spam folder's retention (src/abuse/spam-retention.ts); server.ts runs it on the `maintenance` node. */
     spamSweep: createSpamSweep({ repo: abuseRepo, uploads, audit, clock, log, intake: turns }),
     /** A reporter's data: export and erase (src/modules/reporters). */
-    reporters: createReportersService({ repo: ctx.store.reporters, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey), intake: turns }),
+    reporters: createReportersService({ repo: reportersRepo, feedback, apps, uploads, audit, addressHashes: reporterAddressHashes(ctx.urlSigningKey), digestKey: erasureDigestKey(ctx.urlSigningKey), intake: turns }),
     /** The report retention (src/modules/reporters/retention.ts); server.ts runs it on the `maintenance` node. */
-    reportRetention: createReportRetention({ repo: ctx.store.reporters, uploads, audit, clock, log, intake: turns }),
+    reportRetention: createReportRetention({ repo: reportersRepo, uploads, audit, clock, log, intake: turns }),
     triage: createTriageService(ctx.store.feedback, cluster, apps),
     agentRuns: createAgentRunsService(agentRunsRepo),
     tenants,

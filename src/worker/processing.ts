@@ -45,5 +45,6 @@ export function localClusterPort<Tx>(cluster: ClusterService | PgClusterService<
     rejectSuggestion: async (id) => cluster.rejectSuggestion(id),
     triageState: async (appId, unmergeScore) => cluster.triageState(appId, unmergeScore),
     resetLearning: async (appId, audit) => cluster.resetLearning(appId, audit),
+    forgetRemoved: async (ids) => cluster.forgetRemoved(ids),
   }
 }

@@ -146,6 +146,7 @@ async function answer(call: ThreadCall): Promise<void> {
     else if (call.op === 'rejectSuggestion') value = await port.rejectSuggestion(call.args[0])
     else if (call.op === 'triageState') value = await port.triageState(call.args[0], call.args[1])
     else if (call.op === 'resetLearning') value = await port.resetLearning(call.args[0], call.args[1])
+    else if (call.op === 'forgetRemoved') value = await port.forgetRemoved(call.args[0])
     else value = await port.unmerge(call.args[0])
     postMessage({ type: 'reply', id: call.id, ok: true, value })
   } catch (e) {

@@ -30,6 +30,7 @@ type Op =
   | { op: 'rejectSuggestion'; args: [id: string] }
   | { op: 'triageState'; args: [appId: string, unmergeScore?: number] }
   | { op: 'resetLearning'; args: [appId: string, audit: AuditEntry | null] }
+  | { op: 'forgetRemoved'; args: [ids: readonly string[]] }
 export type ThreadCall = { type: 'call'; id: number } & Op
 
 /** Where the thread's module is: next to this file from source; under src/ in the compiled binary (a second entry point of "build"). */
@@ -198,6 +199,9 @@ export class ProcessingThread implements ClusterPort {
   }
   resetLearning(appId: string, audit: AuditEntry | null): Promise<Record<DecisionKind, number>> {
     return this.call({ op: 'resetLearning', args: [appId, audit] })
+  }
+  forgetRemoved(ids: readonly string[]): Promise<void> {
+    return this.call({ op: 'forgetRemoved', args: [ids] })
   }
 
   /** Shutdown begins: the thread claims no more jobs (the one in hand finishes) but still answers calls. */
