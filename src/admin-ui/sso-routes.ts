@@ -16,7 +16,7 @@ import type { Logger } from '../core/logger'
 import { sessionCookie, type AdminAuthDeps } from '../http/admin-auth'
 import { addressKey, clientAddress } from '../http/client-address'
 import { RateLimiter } from '../http/rate-limit'
-import { createSsoFlows } from '../http/sso-flow'
+import { createSsoFlows, type SpendOnce } from '../http/sso-flow'
 import type { AuditLog } from '../modules/audit/index'
 import { SsoError, type OidcRelyingParty } from '../modules/admins/oidc'
 import { completeReauth, reauthRoutes, safeReturnPath } from './sso-reauth'
@@ -87,10 +87,12 @@ export interface SsoRouteDeps {
   trustProxy: boolean
   /** FIXLOOP_RATE_LIMIT_MULTIPLIER: scales the per-address limit on starting a sign-in. */
   rateMultiplier?: number
+  /** The single-use claim every node shares (proof of work's `spend`): a flow spent on one node is spent on all. */
+  spend: SpendOnce
 }
 
 export function ssoRoutes(deps: SsoRouteDeps) {
-  const flows = createSsoFlows(deps.box, deps.clock)
+  const flows = createSsoFlows(deps.box, deps.clock, deps.spend)
   const starts = new RateLimiter(START_BUCKET, deps.clock, deps.rateMultiplier ?? 1)
   const { auth, relyingParty } = deps
   const notConfigured = () => refusalPage(404, 'Single sign-on is not set up', 'This fixloop server has no OpenID Connect provider configured (FIXLOOP_OIDC_ISSUER). Sign in with your email and password.')
@@ -135,7 +137,7 @@ export function ssoRoutes(deps: SsoRouteDeps) {
         const providerError = one('error')
         const hasAnswer = providerError !== null || (one('code') !== null && one('state') !== null)
         if (!hasAnswer) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is incomplete: it needs exactly one "code" and one "state" (or an "error").')
-        const taken = flows.take(auth, request, one('state'))
+        const taken = await flows.take(auth, request, one('state'))
         if (!taken) {
           return refusalPage(400, 'Sign-in failed', 'This sign-in attempt expired, was already used, or was started in another browser. Start again from the sign-in page.')
         }
