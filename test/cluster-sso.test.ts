@@ -11,6 +11,11 @@
  * the real OpenID provider (test/oidc-idp.ts), no browser (playwright's request client holds the cookies):
  * with Redis up, with Redis down (the claim goes to the database: still refused, never accepted), spent
  * while Redis was down and replayed once it is back, and with Redis refusing writes (a read-only replica).
+ *
+ * The per-address limits of signing in are shared the same way (Redis token buckets, as the spec's rate
+ * limits): `GET /admin/oidc/start`'s 30 and the setup link's 10 hold for the cluster, not per node (an
+ * address spreading its requests over two nodes had twice them); while Redis is away each node allows its
+ * share (the limit divided by the live nodes), so the cluster together still allows the limit.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -32,7 +37,8 @@ const { cli, removeDirs } = clusterDirs('fixloop-cluster-sso-', () => env)
 
 beforeAll(async () => {
   redis = await startRedis()
-  env = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_REDIS_URL: redis.url, FIXLOOP_NODE_LEASE_SECONDS: '5' }
+  // FIXLOOP_TRUST_PROXY: each limit case names its own client address (X-Forwarded-For).
+  env = { ...(await clusterEnv(undefined, { migrated: true })), FIXLOOP_REDIS_URL: redis.url, FIXLOOP_NODE_LEASE_SECONDS: '5', FIXLOOP_TRUST_PROXY: '1' }
   await cli(['admin', 'create', '--email', 'alice@example.com', '--no-password'])
   // One public URL for both nodes, as behind a balancer: the provider sends every browser back to it.
   const [portA, portB] = [await freePort(), await freePort()]
@@ -50,6 +56,14 @@ afterAll(async () => {
   removeDirs()
   for (const r of roots) rmSync(r, { recursive: true, force: true })
 })
+
+/** Both nodes use Redis again (a link that failed waits a second before it tries again: src/nodes/redis-link.ts). */
+async function sharedAgain(): Promise<void> {
+  await eventually(async () => {
+    for (const n of nodes) if ((await fetch(n.url + '/readyz')).status !== 200) return false
+    return true
+  }, 20_000)
+}
 
 /**
  * A sign-in through node A up to its callback: the callback URL and the flow cookie (what a replay
@@ -124,5 +138,60 @@ describe('a spent SSO state is spent on every node', () => {
       await admin.send('REPLICAOF', ['NO', 'ONE'])
       admin.close()
     }
+    await sharedAgain()
+  }, 60_000)
+})
+
+/** POST /admin/api/setup with a token that is no setup link's, from `address`: 403 invalid_setup_token while the limit lets it through, then 429. */
+const trySetup = (url: string, address: string) =>
+  fetch(url + '/admin/api/setup', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+    body: JSON.stringify({ token: 'not-a-setup-link', email: 'owner@example.com', password: 'a long enough password' }),
+  })
+
+/** GET /admin/oidc/start from `address`, not followed: 303 to the provider, or 429. */
+const startAt = (url: string, address: string) => fetch(url + '/admin/oidc/start', { redirect: 'manual', headers: { 'x-forwarded-for': address } })
+
+describe('the per-address limits of signing in hold for the cluster', () => {
+  test('GET /admin/oidc/start: 30 starts at one node, and the next one at the other node is a 429', async () => {
+    const [a, b] = nodes
+    const burst = await Promise.all(Array.from({ length: 30 }, () => startAt(a.url, '203.0.113.30')))
+    expect(burst.map((r) => r.status)).toEqual(Array(30).fill(303))
+    const limited = await startAt(b.url, '203.0.113.30')
+    expect(limited.status).toBe(429)
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect(limited.headers.get('set-cookie')).toBeNull()
+    // Another address is not held up.
+    expect((await startAt(b.url, '203.0.113.31')).status).toBe(303)
+  }, 60_000)
+
+  test('the setup link: 12 tries at once, 6 at each node, and 2 of them are 429s (each node counting alone let all 12 through)', async () => {
+    const [a, b] = nodes
+    // At once: a try hashes the password it was sent (~0.7 s here) after taking its token, and one token
+    // comes back every six seconds; sent one after another, the tries would be refilled as they go.
+    const tries = await Promise.all([a, b].flatMap((n) => Array.from({ length: 6 }, () => trySetup(n.url, '198.51.100.40'))))
+    const codes = await Promise.all(tries.map(async (r) => ((await r.json()) as { error: { code: string } }).error.code))
+    expect(codes.filter((c) => c === 'invalid_setup_token')).toHaveLength(10)
+    expect(codes.filter((c) => c === 'rate_limited')).toHaveLength(2)
+    const limited = tries.find((r) => r.status === 429)!
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+  }, 60_000)
+
+  test('Redis down: each of the two nodes allows its share (5 setup tries, 15 starts) and refuses the next, never a 5xx', async () => {
+    const [a, b] = nodes
+    await redis.halt()
+    try {
+      for (const n of [a, b]) {
+        const tries = await Promise.all(Array.from({ length: 6 }, () => trySetup(n.url, '198.51.100.50')))
+        expect(tries.map((r) => r.status).sort()).toEqual([403, 403, 403, 403, 403, 429])
+        const starts = await Promise.all(Array.from({ length: 15 }, () => startAt(n.url, '203.0.113.50')))
+        expect(starts.map((r) => r.status)).toEqual(Array(15).fill(303))
+        expect((await startAt(n.url, '203.0.113.50')).status).toBe(429)
+      }
+    } finally {
+      await redis.restart()
+    }
+    await sharedAgain()
   }, 60_000)
 })
