@@ -20,7 +20,7 @@
 import type { Clock } from '../core/clock'
 import type { AbuseRepo } from './abuse-repo'
 import { POW_MAXNUMBER } from './difficulty'
-import type { FloodMeter } from './flood-meter'
+import type { Meter } from './flood-meter'
 import type { SolvedChallenge } from './pow'
 import { levelOf, type PowApp } from './pow-service'
 import { RepeatTracker } from './repeat-tracker'
@@ -40,7 +40,7 @@ export interface SpamMark {
 
 const FACTORS_TTL_MS = 30_000
 
-export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: FloodMeter; repeats?: RepeatTracker; ring?: SpamRing }) {
+export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: Meter; repeats?: RepeatTracker; ring?: SpamRing }) {
   const { clock, repo, meter } = deps
   const repeats = deps.repeats ?? new RepeatTracker(clock)
   const ring = deps.ring ?? new SpamRing(clock)
