@@ -60,7 +60,10 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: M
     forget: (appId: string) => void cache.delete(appId),
     factorsOf,
 
-    /** A person marked a report of the App spam: its rewordings are `like_spam` from now on (on this node). */
+    /**
+     * A person marked a report of the App spam: its rewordings are `like_spam` from now on, on this node
+     * only (a cluster's other nodes do not hear of it: docs/operations.md "What a cluster does not share").
+     */
     confirmedSpam: (appId: string, text: string) => ring.add(appId, text),
     /** A report of the App was declared "not spam" by hand: its text no longer makes others `like_spam`. */
     notSpam: (appId: string, text: string) => void ring.remove(appId, text),

@@ -1,9 +1,11 @@
 /**
- * The proof-of-work meters across the nodes of a cluster (docs/widget.md "Abuse defence: the server
- * side"): the report budget and the flood meters count the reports of every node, so an address key that
- * spread its reports over N nodes no longer sent N times as many at the App's own difficulty. Each node
- * answers from memory (src/abuse/shared-flood-meter.ts) and learns the others' counts within a second or
- * two; with Redis away a node counts alone, and intake never waits on Redis or fails for it.
+ * The abuse defence across the nodes of a cluster (docs/widget.md "Abuse defence: the server side"): the
+ * report budget and the flood meters of the proof of work, and the spam signals `address_flood`,
+ * `repeated_text` and `link_flood`, count the reports of every node, so an address key (or a bot's set of
+ * addresses) that spread its reports over N nodes no longer got N times as many before they counted. Each
+ * node answers from memory (src/abuse/shared-flood-meter.ts, shared-repeat-tracker.ts) and learns the
+ * others' counts within a second or two; with Redis away a node counts alone, and intake never waits on
+ * Redis or fails for it.
  *
  * Two compiled `fixloop serve` nodes on one PostgreSQL and a redis-server of this file's own
  * (test/cluster-env.ts); FIXLOOP_TRUST_PROXY=1, so each case names its client address.
@@ -25,7 +27,7 @@ let env: Record<string, string>
 const nodes: Node[] = []
 let app: { id: string; publicKey: string }
 let pool: Pool
-const { dataDir, cli, removeDirs } = clusterDirs('fixloop-cluster-pow-', () => env)
+const { dataDir, cli, removeDirs } = clusterDirs('fixloop-cluster-abuse-', () => env)
 
 beforeAll(async () => {
   redis = await startRedis()
@@ -64,7 +66,7 @@ async function report(node: Node, address: string, text: string, to: { publicKey
   }
 }
 
-describe('the proof-of-work meters count every node', () => {
+describe('the abuse defence counts every node', () => {
   test("an address's 11 reports at one node raise its difficulty at the other node too (the report budget: x2 and more)", async () => {
     const [a, b] = nodes
     expect(await difficultyAt(b, '203.0.113.60')).toBe(POW_MAXNUMBER.normal)
@@ -84,10 +86,13 @@ describe('the proof-of-work meters count every node', () => {
     const flooded = await cli(['app', 'create', '--org', org.id, '--name', 'Flooded', '--proof-of-work', 'normal'])
     // Scored without address_flood: a spam phrase (0.30) and no widget signals (0.15), and from the 11th on
     // a raised proof of work (0.15): 0.60 at most, not spam. With it (0.45) it is.
-    for (let i = 0; i < 14; i++) expect(await report(i % 2 === 0 ? a : b, '198.51.100.80', `online casino bonus number ${i} for you`, flooded)).toBe(201)
-    const rows = await pool.query<{ spam_reasons: string | null }>('SELECT spam_reasons FROM feedback WHERE app_id = $1 ORDER BY created_at', [flooded.id])
-    expect(rows.rows).toHaveLength(14)
-    // Each node saw 7 of them: counting alone, neither ever saw more than 10 in a minute.
+    for (let i = 0; i < 11; i++) expect(await report(i % 2 === 0 ? a : b, '198.51.100.80', `online casino bonus number ${i} for you`, flooded)).toBe(201)
+    // Node B has heard of node A's 6 within a second or two: its 6th is the address's 12th of the minute.
+    await Bun.sleep(2_500)
+    expect(await report(b, '198.51.100.80', 'online casino bonus number 11 for you', flooded)).toBe(201)
+    const rows = await pool.query<{ spam_reasons: string | null }>('SELECT spam_reasons FROM feedback WHERE app_id = $1', [flooded.id])
+    expect(rows.rows).toHaveLength(12)
+    // Each node saw 6 of them: counting alone, neither ever saw more than 10 in a minute.
     expect(rows.rows.some((r) => (r.spam_reasons ?? '').includes('address_flood'))).toBe(true)
   }, 60_000)
 
@@ -108,6 +113,28 @@ describe('the proof-of-work meters count every node', () => {
     } finally {
       admin.close()
     }
+  }, 60_000)
+
+  test('repeated_text and link_flood count the addresses of every node', async () => {
+    const [a, b] = nodes
+    const org = await cli(['org', 'create', '--name', 'Repeated'])
+    const target = await cli(['app', 'create', '--org', org.id, '--name', 'Repeated', '--proof-of-work', 'normal'])
+    const reasonsOf = async (text: string) => (await pool.query<{ spam_reasons: string | null }>('SELECT spam_reasons FROM feedback WHERE app_id = $1 AND text = $2', [target.id, text])).rows[0]?.spam_reasons ?? ''
+    // Scored without the signal: a spam phrase (0.30) and no widget signals (0.15), not spam. With
+    // repeated_text (0.45) or link_flood (0.30) it is.
+    const same = 'online casino spins for everyone who reads this'
+    for (const [node, address] of [[a, '192.0.2.1'], [a, '192.0.2.2'], [b, '192.0.2.3'], [b, '192.0.2.4']] as const) expect(await report(node, address, same, target)).toBe(201)
+    const links = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india'].map((w) => `online casino ${w} offer at https://spam-site.example/${w}`)
+    for (let i = 0; i < 8; i++) expect(await report(i < 4 ? a : b, `192.0.2.${10 + i}`, links[i], target)).toBe(201)
+    // Node B heard of node A's addresses within a second or two: the next one at B is the 5th and the 9th.
+    await Bun.sleep(2_500)
+    expect(await report(b, '192.0.2.5', same, target)).toBe(201)
+    expect(await report(b, '192.0.2.30', links[8], target)).toBe(201)
+    // Each node saw at most 3 senders of the text and 5 linkers of the site: counting alone, neither fired.
+    const sameRows = (await pool.query<{ spam_reasons: string | null }>('SELECT spam_reasons FROM feedback WHERE app_id = $1 AND text = $2', [target.id, same])).rows
+    expect(sameRows).toHaveLength(5)
+    expect(sameRows.filter((r) => (r.spam_reasons ?? '').includes('repeated_text')).length).toBeGreaterThanOrEqual(1)
+    expect(await reasonsOf(links[8])).toContain('link_flood')
   }, 60_000)
 
   test('Redis down: reports and challenges still answer at once on both nodes (the meters count from memory)', async () => {

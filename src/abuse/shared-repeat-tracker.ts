@@ -1,0 +1,146 @@
+/**
+ * The spam signals `repeated_text` and `link_flood` (repeat-tracker.ts) over every node of a cluster: the
+ * distinct addresses that sent a text's template, or linked to a site, within REPEAT_WINDOW_MS on any node.
+ * Each node counting alone let a bot spreading one text's addresses over N nodes send N times as many
+ * before the signal fired (3 addresses per node, never 4 on one).
+ *
+ * As the proof-of-work meters (shared-flood-meter.ts), Redis is never on the intake's way: a report is
+ * scored from memory at once, with the larger of this node's count and the cluster's as last read. Every
+ * second a timer adds the addresses this node saw since to Redis (a sorted set per key,
+ * `fixloop:rt:<App id>:t:<template digest>` or `…:l:<site>`, holding a digest of each address, at most one
+ * more member than the signal needs, expiring REPEAT_WINDOW_MS after its first member as a node's own
+ * window does) and reads back the member counts of the keys this node used lately. So the cluster's count
+ * is a second or two stale; a Redis away or refusing leaves each node counting alone (a warning a
+ * minute), never costs a report's time; a key another writer gave another type is skipped.
+ *
+ * Bounded: at most `maxKeys` keys watched and as many (key, address) pairs pending; nothing is listed or
+ * scanned. Only ZADD, ZCARD and PEXPIRE inside scripts: commands an ACL user of fixloop has already.
+ */
+import { createHash } from 'node:crypto'
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import { RepeatTracker } from './repeat-tracker'
+import { REPEAT_WINDOW_MS } from './spam-score'
+
+const CHUNK = 500
+
+// KEYS: the sets; ARGV: per key its address digest and how many members are enough, then the time (score)
+// and the window (PX of a new set).
+const PUSH_SCRIPT = `
+local n = #KEYS
+local now = ARGV[2 * n + 1]
+local ttl = ARGV[2 * n + 2]
+for i, key in ipairs(KEYS) do
+  local size = redis.pcall('ZCARD', key)
+  if type(size) == 'number' then
+    if size <= tonumber(ARGV[2 * i]) then redis.call('ZADD', key, 'NX', now, ARGV[2 * i - 1]) end
+    if size == 0 then redis.call('PEXPIRE', key, ttl) end
+  end
+end
+return n
+`
+const PUSH_SHA = new Bun.CryptoHasher('sha1').update(PUSH_SCRIPT).digest('hex')
+// KEYS: the sets; answers their sizes in order (0: none, or not a set).
+const READ_SCRIPT = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  local size = redis.pcall('ZCARD', key)
+  out[i] = type(size) == 'number' and size or 0
+end
+return out
+`
+const READ_SHA = new Bun.CryptoHasher('sha1').update(READ_SCRIPT).digest('hex')
+
+export class SharedRepeatTracker extends RepeatTracker {
+  /** (key, address digest) pairs seen here and not yet pushed → how many addresses are enough for the key. */
+  private pending = new Map<string, { key: string; member: string; enough: number }>()
+  /** The cluster's distinct addresses per key as last read. */
+  private readonly shared = new Map<string, number>()
+  /** Keys used lately → when, least recently used first. */
+  private readonly watched = new Map<string, number>()
+  private timer: ReturnType<typeof setInterval> | undefined
+  private ticking = false
+  private warnedAt = -Infinity
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly time: Clock,
+    private readonly log?: Logger,
+    private readonly maxKeys = 10_000,
+    private readonly refreshMs = 1_000,
+  ) {
+    super(time)
+  }
+
+  protected override counted(key: string, address: string, enough: number, own: number): number {
+    const member = createHash('sha256').update(address).digest('base64').slice(0, 16)
+    const id = `${key}\n${member}`
+    if (this.pending.has(id) || this.pending.size < this.maxKeys) this.pending.set(id, { key, member, enough })
+    this.watched.delete(key)
+    this.watched.set(key, this.time.now())
+    if (this.watched.size > this.maxKeys) {
+      const oldest = this.watched.keys().next().value as string
+      this.watched.delete(oldest)
+      this.shared.delete(oldest)
+    }
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.tick(), this.refreshMs)
+      this.timer.unref?.()
+    }
+    return Math.max(own, this.shared.get(key) ?? 0)
+  }
+
+  /** Stops the timer (tests; a server's ends with its process). */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking) return
+    this.ticking = true
+    try {
+      await this.push()
+      await this.readBack()
+    } catch (e) {
+      const now = this.time.now()
+      if (now - this.warnedAt >= 60_000) {
+        this.warnedAt = now
+        const what = e instanceof RedisUnavailable ? 'Redis unavailable' : 'Redis refused the shared repeat counts'
+        this.log?.warn(`${what}: repeated_text and link_flood count this node's reports only`, { error: e instanceof Error ? e.message : String(e) })
+      }
+    } finally {
+      this.ticking = false
+    }
+  }
+
+  private async push(): Promise<void> {
+    if (this.pending.size === 0) return
+    // Taken now; lost if Redis cannot take them (the cluster's count falls short, never this node's own).
+    const batch = [...this.pending.values()]
+    this.pending = new Map()
+    for (let i = 0; i < batch.length; i += CHUNK) {
+      const part = batch.slice(i, i + CHUNK)
+      const args = [String(part.length), ...part.map((p) => `fixloop:rt:${p.key}`), ...part.flatMap((p) => [p.member, String(p.enough)]), String(this.time.now()), String(REPEAT_WINDOW_MS)]
+      await this.link.evalScript(PUSH_SCRIPT, PUSH_SHA, args)
+    }
+  }
+
+  private async readBack(): Promise<void> {
+    const now = this.time.now()
+    for (const [key, at] of this.watched) {
+      if (now - at < REPEAT_WINDOW_MS) break // least recently used first: the rest are fresher
+      this.watched.delete(key)
+      this.shared.delete(key)
+    }
+    const keys = [...this.watched.keys()]
+    for (let i = 0; i < keys.length; i += CHUNK) {
+      const part = keys.slice(i, i + CHUNK)
+      const sizes = (await this.link.evalScript(READ_SCRIPT, READ_SHA, [String(part.length), ...part.map((k) => `fixloop:rt:${k}`)])) as number[]
+      part.forEach((k, j) => {
+        if (this.watched.has(k)) this.shared.set(k, Number(sizes[j]) || 0)
+      })
+    }
+  }
+}
