@@ -19,8 +19,9 @@
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import type { RedisLink } from '../nodes/redis-link'
 import { FloodMeter, type Meter } from './flood-meter'
+import { BackgroundTick, RecentKeys } from './shared-counts'
 
 /** A key not hit nor read for this long is no longer read back (its next read is this node's count until then). */
 const WATCH_MS = 5 * 60_000
@@ -78,16 +79,25 @@ export class SharedFloodMeter implements Meter {
   private pending = new Map<string, number>()
   /** The cluster's counts as last read (this node's pushed hits included). */
   private readonly shared = new Map<string, SharedCount>()
-  /** Keys hit or read lately → when, least recently used first (re-inserted on each use). */
-  private readonly watched = new Map<string, number>()
-  private timer: ReturnType<typeof setInterval> | undefined
-  private ticking = false
-  private warnedAt = -Infinity
+  /** Keys hit or read lately: the ones read back. */
+  private readonly watched: RecentKeys
+  private readonly ticker: BackgroundTick
 
   constructor(private readonly o: SharedMeterOptions) {
     this.windowMs = o.windowMs ?? 60_000
     this.maxKeys = o.maxKeys ?? 10_000
     this.local = new FloodMeter(o.clock, 50_000, this.windowMs)
+    this.watched = new RecentKeys(this.maxKeys, (key) => this.shared.delete(key))
+    this.ticker = new BackgroundTick(
+      async () => {
+        await this.push()
+        await this.readBack()
+      },
+      o.refreshMs ?? 1_000,
+      o.clock,
+      o.log,
+      `the proof-of-work meters (${o.name})`,
+    )
   }
 
   hit(key: string): number {
@@ -107,8 +117,7 @@ export class SharedFloodMeter implements Meter {
 
   /** Stops the timer (tests; a server's ends with its process). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer)
-    this.timer = undefined
+    this.ticker.stop()
   }
 
   private windowStart(now: number): number {
@@ -133,36 +142,8 @@ export class SharedFloodMeter implements Meter {
   }
 
   private watch(key: string): void {
-    this.watched.delete(key)
-    this.watched.set(key, this.o.clock.now())
-    if (this.watched.size > this.maxKeys) {
-      const oldest = this.watched.keys().next().value as string
-      this.watched.delete(oldest)
-      this.shared.delete(oldest)
-    }
-    if (!this.timer) {
-      this.timer = setInterval(() => void this.tick(), this.o.refreshMs ?? 1_000)
-      this.timer.unref?.()
-    }
-  }
-
-  /** Pushes the pending hits, then reads back the watched keys' counts. One at a time. */
-  private async tick(): Promise<void> {
-    if (this.ticking) return
-    this.ticking = true
-    try {
-      await this.push()
-      await this.readBack()
-    } catch (e) {
-      const now = this.o.clock.now()
-      if (now - this.warnedAt >= 60_000) {
-        this.warnedAt = now
-        const what = e instanceof RedisUnavailable ? 'Redis unavailable' : 'Redis refused the shared flood meter'
-        this.o.log?.warn(`${what}: the proof-of-work meters count this node's reports only`, { meter: this.o.name, error: e instanceof Error ? e.message : String(e) })
-      }
-    } finally {
-      this.ticking = false
-    }
+    this.watched.use(key, this.o.clock.now())
+    this.ticker.ensure()
   }
 
   private async push(): Promise<void> {
@@ -185,12 +166,8 @@ export class SharedFloodMeter implements Meter {
   private async readBack(): Promise<void> {
     const now = this.o.clock.now()
     const start = this.windowStart(now)
-    for (const [key, at] of this.watched) {
-      if (now - at < WATCH_MS) break // least recently used first: the rest are fresher
-      this.watched.delete(key)
-      this.shared.delete(key)
-    }
-    const keys = [...this.watched.keys()]
+    this.watched.forgetIdle(now, WATCH_MS)
+    const keys = this.watched.keys()
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
       const names = part.flatMap((k) => [this.counterKey(start, k), this.counterKey(start - this.windowMs, k)])

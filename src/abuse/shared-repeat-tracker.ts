@@ -18,8 +18,9 @@
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import type { RedisLink } from '../nodes/redis-link'
 import { RepeatTracker } from './repeat-tracker'
+import { BackgroundTick, RecentKeys } from './shared-counts'
 import { REPEAT_WINDOW_MS } from './spam-score'
 
 const CHUNK = 500
@@ -56,20 +57,29 @@ export class SharedRepeatTracker extends RepeatTracker {
   private pending = new Map<string, { key: string; member: string; enough: number }>()
   /** The cluster's distinct addresses per key as last read. */
   private readonly shared = new Map<string, number>()
-  /** Keys used lately → when, least recently used first. */
-  private readonly watched = new Map<string, number>()
-  private timer: ReturnType<typeof setInterval> | undefined
-  private ticking = false
-  private warnedAt = -Infinity
+  /** Keys used lately: the ones read back. */
+  private readonly watched: RecentKeys
+  private readonly ticker: BackgroundTick
 
   constructor(
     private readonly link: RedisLink,
     private readonly time: Clock,
-    private readonly log?: Logger,
+    log?: Logger,
     private readonly maxKeys = 10_000,
-    private readonly refreshMs = 1_000,
+    refreshMs = 1_000,
   ) {
     super(time)
+    this.watched = new RecentKeys(maxKeys, (key) => this.shared.delete(key))
+    this.ticker = new BackgroundTick(
+      async () => {
+        await this.push()
+        await this.readBack()
+      },
+      refreshMs,
+      time,
+      log,
+      'repeated_text and link_flood',
+    )
   }
 
   protected override counted(key: string, address: string, enough: number, own: number): number {
@@ -78,42 +88,14 @@ export class SharedRepeatTracker extends RepeatTracker {
     const member = Bun.hash(address).toString(36)
     const id = `${key}\n${member}`
     if (this.pending.has(id) || this.pending.size < this.maxKeys) this.pending.set(id, { key, member, enough })
-    this.watched.delete(key)
-    this.watched.set(key, this.time.now())
-    if (this.watched.size > this.maxKeys) {
-      const oldest = this.watched.keys().next().value as string
-      this.watched.delete(oldest)
-      this.shared.delete(oldest)
-    }
-    if (!this.timer) {
-      this.timer = setInterval(() => void this.tick(), this.refreshMs)
-      this.timer.unref?.()
-    }
+    this.watched.use(key, this.time.now())
+    this.ticker.ensure()
     return Math.max(own, this.shared.get(key) ?? 0)
   }
 
   /** Stops the timer (tests; a server's ends with its process). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer)
-    this.timer = undefined
-  }
-
-  private async tick(): Promise<void> {
-    if (this.ticking) return
-    this.ticking = true
-    try {
-      await this.push()
-      await this.readBack()
-    } catch (e) {
-      const now = this.time.now()
-      if (now - this.warnedAt >= 60_000) {
-        this.warnedAt = now
-        const what = e instanceof RedisUnavailable ? 'Redis unavailable' : 'Redis refused the shared repeat counts'
-        this.log?.warn(`${what}: repeated_text and link_flood count this node's reports only`, { error: e instanceof Error ? e.message : String(e) })
-      }
-    } finally {
-      this.ticking = false
-    }
+    this.ticker.stop()
   }
 
   private async push(): Promise<void> {
@@ -129,13 +111,8 @@ export class SharedRepeatTracker extends RepeatTracker {
   }
 
   private async readBack(): Promise<void> {
-    const now = this.time.now()
-    for (const [key, at] of this.watched) {
-      if (now - at < REPEAT_WINDOW_MS) break // least recently used first: the rest are fresher
-      this.watched.delete(key)
-      this.shared.delete(key)
-    }
-    const keys = [...this.watched.keys()]
+    this.watched.forgetIdle(this.time.now(), REPEAT_WINDOW_MS)
+    const keys = this.watched.keys()
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
       const sizes = (await this.link.evalScript(READ_SCRIPT, READ_SHA, [String(part.length), ...part.map((k) => `fixloop:rt:${k}`)])) as number[]
