@@ -121,8 +121,8 @@ export function createApp(ctx: Context, s: Services, log: Logger, ops: OpsDeps, 
     .use(agentRunRoutes(auth, s.agentRuns))
     .use(appRoutes(auth, apps))
     .use(tokenRoutes(auth, apps, directory, s.audit, erasureDigestKey(ctx.urlSigningKey)))
-    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, ctx.clock, ctx.config.rateLimitMultiplier, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }, s.relyingParty ? providerSignOut(s.relyingParty, ctx.box) : undefined))
-    .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, providerName: ctx.config.sso ? new URL(ctx.config.sso.issuer).host : undefined, passwordSignIn: ctx.config.passwordSignIn, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy, rateMultiplier: ctx.config.rateLimitMultiplier }))
+    .use(sessionRoutes(s.adminAuth, s.audit, s.reentry, s.throttles, s.auth.limiters.setupLink, { password: ctx.config.passwordSignIn, sso: ctx.config.sso !== undefined }, s.relyingParty ? providerSignOut(s.relyingParty, ctx.box) : undefined))
+    .use(ssoRoutes({ auth: s.adminAuth, relyingParty: s.relyingParty, providerName: ctx.config.sso ? new URL(ctx.config.sso.issuer).host : undefined, passwordSignIn: ctx.config.passwordSignIn, audit: s.audit, box: ctx.box, clock: ctx.clock, log, trustProxy: ctx.config.trustProxy, starts: s.auth.limiters.ssoStart, spend: s.pow.spend }))
     .use(consoleRoutes(s.adminAuth, s.console))
     .use(
       inboxRoutes(s.adminAuth, s.inbox, s.console.orgExists, ctx.clock, (orgId, id) => s.mail.notification(orgId, id), {

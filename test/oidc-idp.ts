@@ -31,6 +31,8 @@ export interface TestIdp {
   forgeSignature: boolean
   /** The provider's clock offset from this machine's (ms), while it answers a request. */
   clockOffsetMs: number
+  /** Token requests (code redemptions) the provider was sent. */
+  tokenRequests: number
   close(): Promise<void>
 }
 
@@ -93,7 +95,7 @@ export async function startIdp(redirectUri: string, options: { endSession?: bool
   // Quiet: a refused code or a bad request is what several tests are about.
   provider.on('server_error', () => {})
   const handle = provider.callback()
-  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, clockOffsetMs: 0, close: async () => {} }
+  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, clockOffsetMs: 0, tokenRequests: 0, close: async () => {} }
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const offset = idp.clockOffsetMs
@@ -104,6 +106,7 @@ export async function startIdp(redirectUri: string, options: { endSession?: bool
       res.once('finish', restore)
       res.once('close', restore)
     }
+    if (req.method === 'POST' && req.url?.startsWith('/token')) idp.tokenRequests++
     const tamper = idp.tamper
     if (!tamper || req.method !== 'POST' || !req.url?.startsWith('/token')) return void handle(req, res)
     // Re-sign the ID token of this token response with the provider's key after changing its claims.

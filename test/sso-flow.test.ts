@@ -23,7 +23,7 @@ let n = 0
 const secrets = () => ({ state: `state-${++n}-${randomBytes(16).toString('hex')}`, nonce: 'nonce', codeVerifier: 'verifier' })
 
 describe('SSO flows', () => {
-  test('a flow is taken once, and its replay is refused for as long as its cookie lives, across generations', () => {
+  test('a flow is taken once, and its replay is refused for as long as its cookie lives, across generations', async () => {
     const clock = new ManualClock(1_000_000)
     const flows = createSsoFlows(box, clock)
     // Sealed just before the first generation ends, spent in it, replayed in the next and until it expires.
@@ -31,43 +31,43 @@ describe('SSO flows', () => {
     const s = secrets()
     const cookie = flows.seal(deps, plain, s)
     clock.advance(1_000)
-    expect(flows.take(deps, withCookie(cookie), s.state)).toMatchObject({ flow: { nonce: 'nonce' }, stateMatches: true })
-    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
+    expect(await flows.take(deps, withCookie(cookie), s.state)).toMatchObject({ flow: { nonce: 'nonce' }, stateMatches: true })
+    expect(await flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     clock.advance(5_000) // a new generation
-    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
+    expect(await flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     clock.advance(FLOW_TTL_MS - 2_000) // the last moment the cookie lives
-    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
+    expect(await flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     clock.advance(1_000) // expired: refused as such
-    expect(flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
+    expect(await flows.take(deps, withCookie(cookie), s.state)).toBeUndefined()
     // Another flow is unaffected.
     const t = secrets()
-    expect(flows.take(deps, withCookie(flows.seal(deps, plain, t)), t.state)?.stateMatches).toBe(true)
+    expect((await flows.take(deps, withCookie(flows.seal(deps, plain, t)), t.state))?.stateMatches).toBe(true)
   })
 
-  test('only the answer to a flow (its state) spends it: another state, none, or a prefix of it leaves it usable', () => {
+  test('only the answer to a flow (its state) spends it: another state, none, or a prefix of it leaves it usable', async () => {
     const clock = new ManualClock(1_000_000)
     const flows = createSsoFlows(box, clock)
     const s = secrets()
     const cookie = withCookie(flows.seal(deps, plain, s))
     for (const answered of [null, '', 'a-forged-state', s.state.slice(0, -1), s.state + 'x', s.state.toUpperCase()]) {
-      const taken = flows.take(deps, cookie, answered)
+      const taken = await flows.take(deps, cookie, answered)
       expect(taken?.stateMatches).toBe(false)
       expect(taken?.flow.state).toBe(s.state)
     }
     // Still pending: its own answer spends it, once.
-    expect(flows.take(deps, cookie, s.state)?.stateMatches).toBe(true)
-    expect(flows.take(deps, cookie, s.state)).toBeUndefined()
-    expect(flows.take(deps, cookie, 'a-forged-state')).toBeUndefined()
+    expect((await flows.take(deps, cookie, s.state))?.stateMatches).toBe(true)
+    expect(await flows.take(deps, cookie, s.state)).toBeUndefined()
+    expect(await flows.take(deps, cookie, 'a-forged-state')).toBeUndefined()
     // The state without the cookie opens nothing.
-    expect(flows.take(deps, plain, s.state)).toBeUndefined()
+    expect(await flows.take(deps, plain, s.state)).toBeUndefined()
   })
 
-  test('a callback costs the same with 60,000 flows spent as with none', () => {
+  test('a callback costs the same with 60,000 flows spent as with none', async () => {
     const clock = new ManualClock(1_000_000)
     const flows = createSsoFlows(box, clock)
     const block = 2_000
     /** The fastest of three runs of `block` callbacks, each on a fresh flow (ms). */
-    const cost = () => {
+    const cost = async () => {
       let best = Infinity
       for (let run = 0; run < 3; run++) {
         const cookies = Array.from({ length: block }, () => {
@@ -75,17 +75,17 @@ describe('SSO flows', () => {
           return { request: withCookie(flows.seal(deps, plain, s)), state: s.state }
         })
         const t0 = performance.now()
-        for (const c of cookies) flows.take(deps, c.request, c.state)
+        for (const c of cookies) await flows.take(deps, c.request, c.state)
         best = Math.min(best, performance.now() - t0)
       }
       return best
     }
-    const empty = cost()
+    const empty = await cost()
     for (let i = 0; i < 60_000; i++) {
       const s = secrets()
-      flows.take(deps, withCookie(flows.seal(deps, plain, s)), s.state)
+      await flows.take(deps, withCookie(flows.seal(deps, plain, s)), s.state)
     }
-    const full = cost()
+    const full = await cost()
     // Swept entry by entry, each of these callbacks walked 60,000 spent states (about 20 times the cost).
     expect(full).toBeLessThan(empty * 4)
   }, 120_000)

@@ -92,9 +92,10 @@ export async function idpLogin(page: Page, login: string): Promise<void> {
  * with the context's own request client (same cookie jar as its pages: Playwright does not route the
  * follow-ups of a redirect, so a page could not be stopped before the callback). The provider's
  * redirect to the callback is not followed: its URL is returned, the flow cookie in the browser.
- * `loginForms` counts the login forms the provider showed.
+ * `loginForms` counts the login forms the provider showed. No browser is needed: `{ request }` of
+ * playwright's `request.newContext()` does as well.
  */
-export async function followToCallback(context: BrowserContext, base: string, url: string, login: string): Promise<{ callback: string; loginForms: number }> {
+export async function followToCallback(context: Pick<BrowserContext, 'request'>, base: string, url: string, login: string): Promise<{ callback: string; loginForms: number }> {
   let response = await context.request.get(url, { maxRedirects: 0 })
   let loginForms = 0
   for (let hop = 0; hop < 10; hop++) {

@@ -6,6 +6,7 @@
  * email, `xms_edov` from a provider that is not Entra ID; forged callbacks that must not cancel a sign-in; password sign-in turned off; the callback fuzzed.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
 import { copyFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
@@ -272,21 +273,32 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     await context.close()
   }, 60_000)
 
-  test('the provider refuses a replayed authorization code even when fixloop forgot the flow (a restart, another node)', async () => {
+  test('a restart does not forget a spent flow (its claim is in the database); and the provider refuses a replayed authorization code even when fixloop lost that claim', async () => {
     const { context, page, callback } = await heldCallback(server.url, 'alice')
     const flowCookie = (await context.cookies()).find((c) => c.name === 'fixloop_oidc')!
     expect((await page.goto(callback))!.status()).toBe(200)
     await page.getByRole('button', { name: /Sign out/ }).waitFor()
-    // A restart forgets the spent states; the code reaches the provider a second time.
     const port = Number(new URL(server.url).port)
+    const replay = async () => {
+      await context.clearCookies()
+      await context.addCookies([flowCookie])
+      const again = await page.goto(callback)
+      expect(again!.status()).toBe(400)
+      expect(await sessionCookies(context)).toEqual([])
+      return page.getByRole('alert').innerText()
+    }
+    // A restart empties the node's memory, not the claim: refused here, the provider not asked.
     await server.stop()
     server = await serve(server.dataDir, port)
-    await context.clearCookies()
-    await context.addCookies([flowCookie])
-    const again = await page.goto(callback)
-    expect(again!.status()).toBe(400)
-    expect(await page.getByRole('alert').innerText()).toMatch(/refused the sign-in code \("invalid_grant"\)/)
-    expect(await sessionCookies(context)).toEqual([])
+    expect(await replay()).toMatch(/already used/)
+    // The claim lost too (a restored backup; in a cluster, a Redis restarted without persistence): the code
+    // reaches the provider a second time, which refuses it.
+    await server.stop()
+    const db = new Database(join(server.dataDir, 'fixloop.db'))
+    db.run("DELETE FROM pow_spent WHERE signature LIKE 'oidc:%'")
+    db.close()
+    server = await serve(server.dataDir, port)
+    expect(await replay()).toMatch(/refused the sign-in code \("invalid_grant"\)/)
     await context.close()
   }, 60_000)
 

@@ -7,7 +7,7 @@
  * SHA-256 in a worker does roughly 150-400 thousand hashes a second on a laptop, so `normal` (100,000:
  * ~50k hashes) takes ~0.15-0.35 s and `high` (600,000: ~300k hashes) ~0.8-2 s.
  *
- * What raises it (per node, src/abuse/flood-meter.ts), counting only work that was solved and spent, never
+ * What raises it (src/abuse/flood-meter.ts; in a cluster every node's counts, shared-flood-meter.ts), counting only work that was solved and spent, never
  * challenges asked (a challenge costs its asker nothing, so counting it let anyone raise everyone's
  * difficulty for free), and each count decaying by itself once the sender stops:
  * - ×4 while the App's spent solutions exceed APP_FLOOD_PER_MINUTE, ×4 while the address key's exceed

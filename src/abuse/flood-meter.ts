@@ -1,11 +1,20 @@
 /**
- * How busy an App and each of its address keys are, in memory, per node: events (solved work spent,
+ * How busy an App and each of its address keys are, in memory, on this node (a cluster's nodes share their
+ * counts through shared-flood-meter.ts, which keeps this node's in one of these): events (solved work spent,
  * submissions) counted in windows of `windowMs` (a minute unless told), the rate estimated from the
  * current window plus the share of the previous one still inside the last window (a sliding window in two
  * counters). So a count decays by itself: two windows after the last event it is 0. Bounded: at most
  * `maxKeys` keys; when full, keys idle for two windows are dropped, then (a flood of addresses) all of them.
  */
 import type { Clock } from '../core/clock'
+
+/** A meter as its readers use it: this file's (one node), or src/abuse/shared-flood-meter.ts (a cluster's). */
+export interface Meter {
+  /** Counts one event for `key`; its count over the last window, this one included. */
+  hit(key: string): number
+  /** The events of `key` over the last window. */
+  rate(key: string): number
+}
 
 interface Counter {
   /** Start of the current window (epoch ms, a multiple of the window). */
@@ -14,7 +23,7 @@ interface Counter {
   previous: number
 }
 
-export class FloodMeter {
+export class FloodMeter implements Meter {
   private readonly counters = new Map<string, Counter>()
 
   constructor(

@@ -16,7 +16,8 @@ import { ApiError } from '../core/errors'
 import type { Logger } from '../core/logger'
 import type { RedisLink } from '../nodes/redis-link'
 import type { AbuseRepo } from './abuse-repo'
-import { FloodMeter } from './flood-meter'
+import { FloodMeter, type Meter } from './flood-meter'
+import { SharedFloodMeter } from './shared-flood-meter'
 import { createPowSingleUse, type PowClaim } from './pow-single-use'
 import { isProofOfWorkLevel, POW_CHALLENGE_TTL_MS, REPORT_BUDGET_WINDOW_MS, requiredMaxnumber, type ProofOfWorkLevel } from './difficulty'
 import { createPowChallenge, decodePowHeader, verifyPowSolution, type PowChallenge, type SolvedChallenge } from './pow'
@@ -51,11 +52,13 @@ export type PowUse = 'report' | 'upload'
  * `address` everywhere below is the caller's address key (src/http/client-address.ts `addressKey`: an
  * IPv6 address as its /64), never the raw address.
  */
-export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: AbuseRepo; redis?: RedisLink; log?: Logger; meter?: FloodMeter; budget?: FloodMeter }) {
-  const { key, clock, repo } = deps
-  const meter = deps.meter ?? new FloodMeter(clock)
+export function createPowService(deps: { key: Uint8Array; clock: Clock; repo: AbuseRepo; redis?: RedisLink; log?: Logger; meter?: Meter; budget?: Meter }) {
+  const { key, clock, repo, redis, log } = deps
+  // Cluster mode: the counts of every node (shared-flood-meter.ts: pushed and read back in the background,
+  // never a Redis round trip on a request's way), so spreading reports over the nodes buys nothing.
+  const meter = deps.meter ?? (redis ? new SharedFloodMeter({ link: redis, clock, name: 'pow', log }) : new FloodMeter(clock))
   /** Reports per App and address key over the last hour: the report budget (difficulty.ts). */
-  const budget = deps.budget ?? new FloodMeter(clock, 50_000, REPORT_BUDGET_WINDOW_MS)
+  const budget = deps.budget ?? (redis ? new SharedFloodMeter({ link: redis, clock, name: 'budget', windowMs: REPORT_BUDGET_WINDOW_MS, log }) : new FloodMeter(clock, 50_000, REPORT_BUDGET_WINDOW_MS))
   const singleUse = createPowSingleUse(deps)
   let lastPurge = 0
 

@@ -1,6 +1,6 @@
 /**
  * "The same text from many addresses" and "links to one site from many addresses" (issue 27), in memory
- * per node: for each App and text template (digits masked) or linked site, the distinct addresses that
+ * on this node (a cluster's nodes add each other's: shared-repeat-tracker.ts): for each App and text template (digits masked) or linked site, the distinct addresses that
  * sent it within the window. Bounded: at most `maxTexts` keys and a few more addresses per key than the
  * signal needs are kept (more is not more telling); old keys are dropped first.
  */
@@ -44,6 +44,14 @@ export class RepeatTracker {
     return most
   }
 
+  /**
+   * The distinct addresses of `key` as the signal counts them: this node's (`own`) here; a cluster's
+   * nodes together in shared-repeat-tracker.ts.
+   */
+  protected counted(_key: string, _address: string, _enough: number, own: number): number {
+    return own
+  }
+
   private count(key: string, address: string, enough: number): number {
     const now = this.clock.now()
     let seen = this.texts.get(key)
@@ -57,7 +65,7 @@ export class RepeatTracker {
       this.texts.set(key, seen)
     }
     if (seen.addresses.size <= enough) seen.addresses.add(address)
-    return seen.addresses.size
+    return this.counted(key, address, enough, seen.addresses.size)
   }
 
   private evict(now: number): void {

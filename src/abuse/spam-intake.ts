@@ -20,7 +20,7 @@
 import type { Clock } from '../core/clock'
 import type { AbuseRepo } from './abuse-repo'
 import { POW_MAXNUMBER } from './difficulty'
-import type { FloodMeter } from './flood-meter'
+import type { Meter } from './flood-meter'
 import type { SolvedChallenge } from './pow'
 import { levelOf, type PowApp } from './pow-service'
 import { RepeatTracker } from './repeat-tracker'
@@ -40,7 +40,7 @@ export interface SpamMark {
 
 const FACTORS_TTL_MS = 30_000
 
-export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: FloodMeter; repeats?: RepeatTracker; ring?: SpamRing }) {
+export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: Meter; repeats?: RepeatTracker; ring?: SpamRing }) {
   const { clock, repo, meter } = deps
   const repeats = deps.repeats ?? new RepeatTracker(clock)
   const ring = deps.ring ?? new SpamRing(clock)
@@ -60,7 +60,10 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: F
     forget: (appId: string) => void cache.delete(appId),
     factorsOf,
 
-    /** A person marked a report of the App spam: its rewordings are `like_spam` from now on (on this node). */
+    /**
+     * A person marked a report of the App spam: its rewordings are `like_spam` from now on, on this node
+     * only (a cluster's other nodes do not hear of it: docs/operations.md "What a cluster does not share").
+     */
     confirmedSpam: (appId: string, text: string) => ring.add(appId, text),
     /** A report of the App was declared "not spam" by hand: its text no longer makes others `like_spam`. */
     notSpam: (appId: string, text: string) => void ring.remove(appId, text),

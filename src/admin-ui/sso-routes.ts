@@ -15,8 +15,8 @@ import type { SecretBox } from '../core/crypto'
 import type { Logger } from '../core/logger'
 import { sessionCookie, type AdminAuthDeps } from '../http/admin-auth'
 import { addressKey, clientAddress } from '../http/client-address'
-import { RateLimiter } from '../http/rate-limit'
-import { createSsoFlows } from '../http/sso-flow'
+import type { Limiter } from '../http/rate-limit'
+import { createSsoFlows, type SpendOnce } from '../http/sso-flow'
 import type { AuditLog } from '../modules/audit/index'
 import { SsoError, type OidcRelyingParty } from '../modules/admins/oidc'
 import { completeReauth, reauthRoutes, safeReturnPath } from './sso-reauth'
@@ -25,12 +25,6 @@ import { ASSETS } from './assets'
 const styleUrl = ASSETS.find((a) => a.specifier === null)!.url
 /** A real callback's query is a few hundred characters; far more is junk, refused before any work. */
 const MAX_QUERY_CHARS = 8192
-/**
- * Sign-ins started per client address: a burst of 30, then one a second (FIXLOOP_RATE_LIMIT_MULTIPLIER
- * scales it). A person starts a few a day; each start hands out a flow whose state the callback then
- * remembers as spent for ten minutes, so an unlimited start let anyone grow that memory at will.
- */
-const START_BUCKET = { capacity: 30, refillPerSecond: 1 }
 
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -87,13 +81,19 @@ export interface SsoRouteDeps {
   clock: Clock
   log: Logger
   trustProxy: boolean
-  /** FIXLOOP_RATE_LIMIT_MULTIPLIER: scales the per-address limit on starting a sign-in. */
-  rateMultiplier?: number
+  /**
+   * Sign-ins started per client address (RATE_LIMITS.ssoStart, shared by a cluster's nodes): each start
+   * hands out a flow whose state the callback then claims as spent for ten minutes, so an unlimited start
+   * let anyone grow that memory (this node's, and the shared claims) at will.
+   */
+  starts: Limiter
+  /** The single-use claim every node shares (proof of work's `spend`): a flow spent on one node is spent on all. */
+  spend: SpendOnce
 }
 
 export function ssoRoutes(deps: SsoRouteDeps) {
-  const flows = createSsoFlows(deps.box, deps.clock)
-  const starts = new RateLimiter(START_BUCKET, deps.clock, deps.rateMultiplier ?? 1)
+  const flows = createSsoFlows(deps.box, deps.clock, deps.spend)
+  const { starts } = deps
   const { auth, relyingParty } = deps
   const notConfigured = () => refusalPage(404, 'Single sign-on is not set up', 'This fixloop server has no OpenID Connect provider configured (FIXLOOP_OIDC_ISSUER). Sign in with your email and password.')
 
@@ -105,7 +105,7 @@ export function ssoRoutes(deps: SsoRouteDeps) {
         if (!relyingParty) return notConfigured()
         const ip = clientAddress(request, server, deps.trustProxy)
         try {
-          starts.take(addressKey(ip))
+          await starts.take(addressKey(ip))
         } catch (e) {
           if (!(e instanceof ApiError) || e.code !== 'rate_limited') throw e
           deps.log.warn('sso: sign-in starts rate limited', { ip })
@@ -137,7 +137,7 @@ export function ssoRoutes(deps: SsoRouteDeps) {
         const providerError = one('error')
         const hasAnswer = providerError !== null || (one('code') !== null && one('state') !== null)
         if (!hasAnswer) return refusalPage(400, 'Sign-in failed', 'The answer from the identity provider is incomplete: it needs exactly one "code" and one "state" (or an "error").')
-        const taken = flows.take(auth, request, one('state'))
+        const taken = await flows.take(auth, request, one('state'))
         if (!taken) {
           return refusalPage(400, 'Sign-in failed', 'This sign-in attempt expired, was already used, or was started in another browser. Start again from the sign-in page.')
         }

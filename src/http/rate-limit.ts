@@ -113,6 +113,13 @@ export const RATE_LIMITS = {
   publicConfig: { capacity: 120, refillPerSecond: 2 },
   privateConfig: { capacity: 240, refillPerSecond: 4 },
   orgKey: { capacity: 100, refillPerSecond: 10 },
+  // Not the spec's, but per client address like its widget limits, and shared by a cluster's nodes the same
+  // way: each node counting alone let an address spreading its requests over N nodes have N times these.
+  // POST /admin/api/setup: ten tries of the setup link, then one every six seconds.
+  setupLink: { capacity: 10, refillPerSecond: 1 / 6 },
+  // GET /admin/oidc/start: a burst of 30, then one a second. A person starts a few a day; each start hands
+  // out a flow whose state the callback then claims as spent for ten minutes (sso-flow.ts).
+  ssoStart: { capacity: 30, refillPerSecond: 1 },
 } as const satisfies Record<string, BucketSpec>
 
 export type RateScope = keyof typeof RATE_LIMITS

@@ -3,8 +3,11 @@
  * sealed (AES-256-GCM under the master key, so neither readable nor forgeable), HttpOnly and
  * SameSite=Lax: the callback is a cross-site top-level GET from the provider, which Lax lets through and
  * Strict would not. The cookie is cleared by the callback, and its state is remembered as spent until the
- * cookie would have expired, so a replayed callback (with the same cookie) is refused on this node too;
- * on other nodes the provider's single-use authorization code refuses it.
+ * cookie would have expired, so a replayed callback (with the same cookie) is refused: in this node's memory
+ * first (free), then by `spend`, the single-use claim every node shares (a proof-of-work solution's: Redis
+ * SET NX in cluster mode, the database while Redis cannot answer or on one node). Before that claim was
+ * shared, a state spent on one node opened its flow again at another node's callback, and only the
+ * provider's single-use authorization code stood in the way (which a provider may not enforce strictly).
  *
  * Only the answer to a flow spends it: a callback must bring both the flow cookie and, in its query, the
  * state sealed in it. Another site can send this browser to the callback (a top-level GET carries the Lax
@@ -17,7 +20,7 @@
  * this server can write it (the seal is authenticated), so the callback never takes any of it from its
  * query, and any node of a cluster can finish it.
  */
-import { timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import type { SecretBox } from '../core/crypto'
 import type { Clock } from '../core/clock'
 import { secureCookie, readCookies, type AdminAuthDeps } from './admin-auth'
@@ -73,7 +76,20 @@ function cookie(deps: AdminAuthDeps, request: Request, value: string, maxAgeSeco
   return `${flowCookieName(deps, request)}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`
 }
 
-export function createSsoFlows(box: SecretBox, clock: Clock) {
+/**
+ * Claims `key` until `expiresAt` (epoch ms) across every node: true the first time, false when it was
+ * claimed already (src/abuse/pow-service.ts `spend`). Never "true" for not knowing: it falls back to the
+ * database, not to accepting.
+ */
+export type SpendOnce = (key: string, expiresAt: number) => Promise<boolean>
+
+/** The shared claim's key of a state: a digest (fixed size; the state itself stays out of Redis and the database). */
+export function spentStateKey(state: string): string {
+  return `oidc:${createHash('sha256').update(state).digest('base64url')}`
+}
+
+/** `spend`: the shared single-use claim (absent: this node's memory only, as the unit tests use it). */
+export function createSsoFlows(box: SecretBox, clock: Clock, spend?: SpendOnce) {
   /**
    * Spent states, in two generations of FLOW_TTL_MS each: a state is remembered at least FLOW_TTL_MS
    * after it was spent, by when its cookie (sealed at most FLOW_TTL_MS before) has expired and could
@@ -113,8 +129,10 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
      * (compared in constant time): undefined when there is none, it does not open (forged, sealed under
      * another key), it expired, there are two, or it was already used. A flow whose state is not the one
      * answered is handed back unspent, to refuse that callback without ending the sign-in under way.
+     * A flow spent on another node is refused too (`spend`); one answer costs one shared claim, and
+     * nothing else does (a refusal before it, a state that is not the flow's).
      */
-    take(deps: AdminAuthDeps, request: Request, answeredState: string | null): CallbackFlow | undefined {
+    async take(deps: AdminAuthDeps, request: Request, answeredState: string | null): Promise<CallbackFlow | undefined> {
       const values = readCookies(request, flowCookieName(deps, request))
       if (values.length !== 1 || values[0].length > MAX_COOKIE_CHARS) return undefined
       let flow: SealedFlow
@@ -128,7 +146,11 @@ export function createSsoFlows(box: SecretBox, clock: Clock) {
       if (flow.reauth !== undefined && !isReauthFlow(flow.reauth)) return undefined
       if (isSpent(flow.state, now)) return undefined
       const stateMatches = constantTimeEqual(answeredState ?? '', flow.state)
-      if (stateMatches) current.add(flow.state)
+      if (stateMatches) {
+        // Remembered here before the claim's await: a replay racing it on this node is refused at once.
+        current.add(flow.state)
+        if (spend && !(await spend(spentStateKey(flow.state), flow.expiresAt))) return undefined
+      }
       const secrets = { state: flow.state, nonce: flow.nonce, codeVerifier: flow.codeVerifier }
       return { flow: flow.reauth ? { ...secrets, reauth: flow.reauth } : secrets, stateMatches }
     },

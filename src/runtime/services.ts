@@ -30,6 +30,7 @@ import { createPollTrackerIssuesStep, createPushTrackerIssueStep, scheduleTracke
 import { createTrackerSync } from '../modules/trackers/sync'
 import { TrackerRulesWatcher } from '../modules/trackers/rules-watcher'
 import { createPowService, powKeyOf } from '../abuse/pow-service'
+import { SharedRepeatTracker } from '../abuse/shared-repeat-tracker'
 import { createSpamIntake } from '../abuse/spam-intake'
 import { type JobKind } from '../lifecycle/jobs'
 import { createSessionStore } from '../modules/admins/sessions'
@@ -73,7 +74,8 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   const pow = createPowService({ key: powKeyOf(ctx.urlSigningKey), clock, repo: abuseRepo, redis, log })
 
   // The spam signals known at intake, in memory (src/abuse/spam-intake.ts); the same flood meter as the proof of work.
-  const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter })
+  // In a cluster, repeated_text and link_flood count every node's addresses (shared-repeat-tracker.ts).
+  const spamIntake = createSpamIntake({ clock, repo: abuseRepo, meter: pow.meter, repeats: redis ? new SharedRepeatTracker(redis, clock, log) : undefined })
   // The dashboard: admins, their sessions and the audit log; a session may call the sk_ routes too.
   const { admins, audit } = domain
   const sessions = createSessionStore(ctx.store.admins, clock)

@@ -5,12 +5,11 @@
  */
 import { Elysia } from 'elysia'
 import { ApiError } from '../../core/errors'
-import type { Clock } from '../../core/clock'
 import { errorSchemas } from '../../http/error-docs'
 import { authenticateAdmin, clearedCookie, sessionCookie, type AdminAuthDeps } from '../../http/admin-auth'
 import { addressKey, clientAddress } from '../../http/client-address'
 import { accessGuard } from '../../http/access-guard'
-import { RateLimiter } from '../../http/rate-limit'
+import type { Limiter } from '../../http/rate-limit'
 import { createSignInThrottle } from './sign-in-throttle'
 import type { ThrottleFactory } from '../../core/failure-throttle'
 import type { PasswordReentry } from './password-reentry'
@@ -22,8 +21,6 @@ import { isoUtc } from '../../core/clock'
 import { t } from 'elysia'
 
 const AUTH_ERRORS = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
-/** Setup-link redemptions: ten tries, then one every six seconds. */
-const SETUP_BUCKET = { capacity: 10, refillPerSecond: 1 / 6 }
 
 /** Which ways of signing in this server offers (FIXLOOP_PASSWORD_SIGNIN, FIXLOOP_OIDC_*): the sign-in page shows those. */
 export interface SignInMethods {
@@ -44,12 +41,11 @@ export function sessionRoutes(
   audit: AuditLog,
   reentry: PasswordReentry,
   throttles: ThrottleFactory,
-  clock: Clock,
-  rateMultiplier: number,
+  /** Setup-link redemptions per address (RATE_LIMITS.setupLink: shared by a cluster's nodes). */
+  setupLimit: Limiter,
   methods: SignInMethods = { password: true, sso: false },
   providerSignOut?: ProviderSignOut,
 ) {
-  const byAddress = new RateLimiter(SETUP_BUCKET, clock, rateMultiplier)
   const throttle = createSignInThrottle(throttles)
   const { admins, sessions } = deps
 
@@ -74,7 +70,7 @@ export function sessionRoutes(
         // The setup link creates a password admin: with passwords off it could never sign in again.
         if (!methods.password) throw new ApiError('forbidden', { passwordSignIn: false }, `${PASSWORD_OFF} Create admins with \`fixloop admin create --email EMAIL --no-password\`.`)
         const ip = clientAddress(request, server, deps.trustProxy)
-        byAddress.take(addressKey(ip))
+        await setupLimit.take(addressKey(ip))
         const admin = await admins.redeemSetupToken(body.token, body.email, body.password)
         await audit.record({ orgId: null, actor: `admin:${admin.id}`, action: 'admin.created', targetId: admin.id, data: { via: 'setup_link' }, ip })
         return signIn(admin.id, request, ip, set)
