@@ -8,13 +8,13 @@
  * mode with this environment: the HTTP-level tests of the spec's routes run on both dialects that way
  * (scripts/test-pg.sh lists them).
  */
-import { afterAll } from 'bun:test'
 import { existsSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import type S3rver from 's3rver'
 import type { Subprocess } from 'bun'
 import { sharedPostgres } from './dialects'
 import { tempDir } from './temp-dirs'
+import { atFileEnd } from './file-end'
 import { freePort } from './free-port'
 
 export const TEST_DIALECT: 'sqlite' | 'pg' = process.env.FIXLOOP_TEST_DIALECT === 'pg' ? 'pg' : 'sqlite'
@@ -93,27 +93,36 @@ export async function startRedis(): Promise<RedisServer> {
 
 let redis: Promise<RedisServer> | undefined
 let s3: Promise<{ server: S3rver; port: number; dir: string }> | undefined
-// Only inside `bun test`: fixtures that import the harness also run as plain processes (test/fixtures/).
-try {
-  afterAll(async () => {
-    if (redis) await (await redis).stop()
-    if (s3) {
-      const { server, dir } = await s3
-      await server.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
+let registered = false
+
+/** The redis-server and s3rver this file started, stopped after it (test/file-end.ts), once registered. */
+function stopAfterFile(): void {
+  if (registered) return
+  registered = true
+  atFileEnd(async () => {
+    registered = false
+    const [r, bucket] = [redis, s3]
     redis = s3 = undefined
+    try {
+      if (r) await (await r).stop()
+    } finally {
+      if (bucket) {
+        const { server, dir } = await bucket
+        await server.close()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }
   })
-} catch {
-  // not under the test runner: nothing was started by this module to stop
 }
 
 export function sharedRedis(): Promise<RedisServer> {
+  stopAfterFile()
   redis ??= startRedis()
   return redis
 }
 
 function sharedS3(): Promise<{ server: S3rver; port: number; dir: string }> {
+  stopAfterFile()
   s3 ??= (async () => {
     const dir = tempDir('fixloop-s3-')
     // Loaded on first use: most test files never need it, and it pulls in a whole web framework.

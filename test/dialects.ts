@@ -11,7 +11,7 @@
  * are closed and removed after the file. Without the postgresql package the PostgreSQL half fails with a
  * message saying what to install (never skips silently).
  */
-import { afterAll, describe } from 'bun:test'
+import { describe } from 'bun:test'
 import { copyFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/sqlite/client'
@@ -30,6 +30,7 @@ import type { Processing } from '../src/worker/processing'
 import { startPostgres, type PgServer } from './pg-server'
 import type { Clock } from '../src/core/clock'
 import { tempDir } from './temp-dirs'
+import { atFileEnd } from './file-end'
 import { migratedSqlite } from './migrated-sqlite'
 
 /**
@@ -65,19 +66,27 @@ export function processingOf(store: SqliteStore | PgStore, clock: Clock): Proces
 
 let pg: Promise<PgServer> | undefined
 const closers: (() => Promise<void> | void)[] = []
-// Only inside `bun test`: fixtures that import the harness also run as plain processes (test/fixtures/).
-try {
-  afterAll(async () => {
-    for (const close of closers.splice(0).reverse()) await close()
-    if (pg) await (await pg).stop()
+let registered = false
+
+/** The stores and the PostgreSQL this file started, closed after it (test/file-end.ts), once registered. */
+function closeAfterFile(): void {
+  if (registered) return
+  registered = true
+  atFileEnd(async () => {
+    registered = false
+    const server = pg
     pg = undefined
+    try {
+      for (const close of closers.splice(0).reverse()) await close()
+    } finally {
+      if (server) await (await server).stop()
+    }
   })
-} catch {
-  // not under the test runner: nothing was started by this module to stop
 }
 
 /** The file's PostgreSQL server, started on first use. */
 export function sharedPostgres(): Promise<PgServer> {
+  closeAfterFile()
   pg ??= startPostgres()
   return pg
 }
@@ -91,6 +100,7 @@ export async function freshStore(dialect: Dialect): Promise<FreshStore> {
     copyFileSync(migratedSqlite(), file) // applyMigrations below then finds nothing to do
     const { sqlite, db } = openDatabase(file)
     applyMigrations(sqlite)
+    closeAfterFile()
     closers.push(() => {
       sqlite.close()
       rmSync(dir, { recursive: true, force: true })

@@ -14,6 +14,7 @@ import type { Subprocess } from 'bun'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
 import { migratedSqlite } from './migrated-sqlite'
 import { tempDir } from './temp-dirs'
+import { atFileEnd } from './file-end'
 import { freePort } from './free-port'
 
 export const ROOT = resolve(import.meta.dir, '..')
@@ -44,6 +45,10 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
   const [{ startServer }, { createTenantsService }] = await Promise.all([import('../src/runtime/server'), import('../src/modules/tenants/service')])
   const running = await startServer(config, { log: new Logger('silent'), ...options })
+  // A server a test left running is stopped after its file (stop() is idempotent): under --no-isolate its
+  // loops and timers would otherwise run on in the worker through the files after it. A net, not a check:
+  // what its stop throws is the test's own close() to report.
+  atFileEnd(() => running.stop().catch(() => {}))
   const admin = createTenantsService(running.ctx)
   return {
     ...running,
@@ -121,6 +126,11 @@ export async function spawnServer(dataDir: string, env: Record<string, string> =
     env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
     stdout: 'ignore',
     stderr: 'inherit',
+  })
+  // A server a test left running is ended after its file, as an in-process one is (startTestServer).
+  atFileEnd(async () => {
+    if (proc.exitCode === null) proc.kill('SIGTERM')
+    await proc.exited
   })
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 15_000

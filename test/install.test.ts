@@ -21,7 +21,7 @@ describe('package.json', () => {
     // its own (after the nodes in one run, their stopping processes still used the CPU it times).
     expect(steps).toEqual([
       'bash scripts/test-setup.sh || exit 1',
-      'run bun test --timeout 60000 --parallel=3 "${timings[@]}" "--path-ignore-patterns=$ALONE"',
+      'run bun test --timeout 60000 --parallel=3 --no-isolate "${timings[@]}" "--path-ignore-patterns=$ALONE"',
       'run bun test --timeout 60000 test/write-turns.test.ts',
       'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/pg-intake-deadlock.test.ts',
       'run env FIXLOOP_TEST_UPDATE_TIMINGS="$update_timings" bash scripts/test-pg.sh',

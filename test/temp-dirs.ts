@@ -1,7 +1,7 @@
 /**
- * The temp dirs tests make (`tempDir`), removed once every test file of this process has run
- * (test/preload.ts): a failed or interrupted test must not leave its data dirs, keys and repositories in
- * /tmp run after run. bun test emits no 'exit' event, hence the preload's afterAll.
+ * The temp dirs tests make (`tempDir`), removed after the test file that made them (the preload's afterAll,
+ * test/preload.ts, which runs after each file): a failed or interrupted test must not leave its data dirs,
+ * keys and repositories in /tmp run after run. bun test emits no 'exit' event, hence the preload.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,7 +9,7 @@ import { join } from 'node:path'
 
 const made = new Set<string>()
 
-/** A new temp dir under the system's, removed when this test process ends. */
+/** A new temp dir under the system's, removed after the current test file. */
 export function tempDir(prefix = 'fixloop-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
   made.add(dir)
