@@ -87,6 +87,8 @@ describe('SSO flows', () => {
     }
     const full = await cost()
     // Swept entry by entry, each of these callbacks walked 60,000 spent states (about 20 times the cost).
-    expect(full).toBeLessThan(empty * 4)
+    // The bound is 8×, not closer: on a loaded machine (a CI run's parallel files, load average 10-14) the
+    // two timings once differed 5.5× with nothing wrong; the regression this guards against is ~20×.
+    expect(full).toBeLessThan(empty * 8)
   }, 120_000)
 })
