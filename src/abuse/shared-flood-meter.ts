@@ -13,7 +13,7 @@
  * going stale (each node then counts alone, as before), never a request's time or a 5xx.
  *
  * Bounded: at most `maxKeys` keys watched (read back), the least recently used dropped first, and as many
- * pending; a key unused for WATCH_MS is no longer read back. The counters in Redis expire by themselves;
+ * pending; a key unused for WATCH_MS, or for two of its windows when they are longer, is no longer read back. The counters in Redis expire by themselves;
  * nothing is ever listed or scanned. Windows are the node's clock's, which a cluster sets to the
  * database's (OffsetClock), so the nodes agree on them.
  */
@@ -23,7 +23,12 @@ import type { RedisLink } from '../nodes/redis-link'
 import { FloodMeter, type Meter } from './flood-meter'
 import { BackgroundTick, RecentKeys } from './shared-counts'
 
-/** A key not hit nor read for this long is no longer read back (its next read is this node's count until then). */
+/**
+ * A key not hit nor read for this long (or for two of the meter's windows, when longer) is no longer read
+ * back (its next read is this node's count until then). Two windows: while its counts can still count (the
+ * current window and the previous one); the report budget's window is an hour, and dropping its keys after
+ * 5 minutes let an address visiting each of N nodes once every 5 minutes be judged by one node's count.
+ */
 const WATCH_MS = 5 * 60_000
 /** Keys per Redis command: a tick's work comes in pieces that keep any one command short. */
 const CHUNK = 500
@@ -75,6 +80,8 @@ export class SharedFloodMeter implements Meter {
   private readonly local: FloodMeter
   private readonly windowMs: number
   private readonly maxKeys: number
+  /** How long an unused key is still read back (WATCH_MS). */
+  private readonly watchMs: number
   /** Hits counted here and not yet pushed: `<window start>|<key>` → how many. */
   private pending = new Map<string, number>()
   /** The cluster's counts as last read (this node's pushed hits included). */
@@ -86,6 +93,7 @@ export class SharedFloodMeter implements Meter {
   constructor(private readonly o: SharedMeterOptions) {
     this.windowMs = o.windowMs ?? 60_000
     this.maxKeys = o.maxKeys ?? 10_000
+    this.watchMs = Math.max(WATCH_MS, 2 * this.windowMs)
     this.local = new FloodMeter(o.clock, 50_000, this.windowMs)
     this.watched = new RecentKeys(this.maxKeys, (key) => this.shared.delete(key))
     this.ticker = new BackgroundTick(
@@ -166,7 +174,7 @@ export class SharedFloodMeter implements Meter {
   private async readBack(): Promise<void> {
     const now = this.o.clock.now()
     const start = this.windowStart(now)
-    this.watched.forgetIdle(now, WATCH_MS)
+    this.watched.forgetIdle(now, this.watchMs)
     const keys = this.watched.keys()
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
