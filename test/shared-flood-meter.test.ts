@@ -1,5 +1,5 @@
 /**
- * src/abuse/shared-flood-meter.ts on its own: two meters (two nodes) on a redis-server of this file's own,
+ * src/abuse/shared-flood-meter.ts and shared-repeat-tracker.ts on their own: two of each (two nodes) on a redis-server of this file's own,
  * a clock moved by hand (the background tick runs on real time, every 20 ms here).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -7,12 +7,15 @@ import { ManualClock } from '../src/core/clock'
 import { RedisLink } from '../src/nodes/redis-link'
 import { SharedFloodMeter } from '../src/abuse/shared-flood-meter'
 import { REPORT_BUDGET_WINDOW_MS } from '../src/abuse/difficulty'
+import { SharedRepeatTracker } from '../src/abuse/shared-repeat-tracker'
+import { REPEAT_WINDOW_MS } from '../src/abuse/spam-score'
 import { startRedis, type RedisServer } from './cluster-env'
 import { eventually } from './harness'
 
 let redis: RedisServer
 const links: RedisLink[] = []
 const meters: SharedFloodMeter[] = []
+const trackers: SharedRepeatTracker[] = []
 
 beforeAll(async () => {
   redis = await startRedis()
@@ -20,6 +23,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const m of meters) m.stop()
+  for (const t of trackers) t.stop()
   for (const l of links) l.close()
   await redis?.stop()
 })
@@ -51,5 +55,37 @@ describe('the shared flood meter', () => {
     await settle()
     // The cluster's 11 reports, 6 minutes into the same hour: still counted at b.
     expect(b.rate(key)).toBeGreaterThanOrEqual(10.9)
+  })
+})
+
+describe('the shared repeat counts', () => {
+  test("Redis away: a text's cluster count as last read does not outlive its window (the node counts alone, as documented)", async () => {
+    // Before: the counts as last read stayed while Redis was away (nothing read them again and nothing
+    // aged them), so a template or a site that had reached the signal's count kept firing repeated_text or
+    // link_flood on every report naming it, however long the outage, long after the 10-minute window.
+    const clock = new ManualClock(Date.UTC(2026, 5, 1))
+    const aLink = new RedisLink(redis.url)
+    const bLink = new RedisLink(redis.url)
+    links.push(aLink, bLink)
+    const a = new SharedRepeatTracker(aLink, clock, undefined, 10_000, 20)
+    const b = new SharedRepeatTracker(bLink, clock, undefined, 10_000, 20)
+    trackers.push(a, b)
+    const text = 'Claim your free crypto bonus now at our partner site, limited offer'
+    a.note('app-rt', '198.51.100.1', text)
+    a.note('app-rt', '198.51.100.2', text)
+    b.note('app-rt', '198.51.100.3', text)
+    b.note('app-rt', '198.51.100.4', text)
+    await eventually(() => a.note('app-rt', '198.51.100.1', text) >= 4)
+    // Redis away for this node from now on; the bot's text keeps coming (the key never idle), from an address it had used.
+    aLink.close()
+    for (const step of [5, 5]) {
+      clock.advance(step * 60_000)
+      await settle()
+      a.note('app-rt', '198.51.100.1', text)
+    }
+    clock.advance(60_000)
+    await settle()
+    // 11 minutes on, every set that count was read from has expired: this node's own count (one address).
+    expect(a.note('app-rt', '198.51.100.5', text)).toBe(1)
   })
 })

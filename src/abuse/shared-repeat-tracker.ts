@@ -55,8 +55,13 @@ const READ_SHA = new Bun.CryptoHasher('sha1').update(READ_SCRIPT).digest('hex')
 export class SharedRepeatTracker extends RepeatTracker {
   /** (key, address digest) pairs seen here and not yet pushed → how many addresses are enough for the key. */
   private pending = new Map<string, { key: string; member: string; enough: number }>()
-  /** The cluster's distinct addresses per key as last read. */
-  private readonly shared = new Map<string, number>()
+  /**
+   * The cluster's distinct addresses per key as last read, and when. A count read REPEAT_WINDOW_MS ago or
+   * more is not used: every set it counted has expired since. Without that, a count read before Redis went
+   * away stayed for the whole outage while its key was in use, and a template or site that had reached the
+   * signal kept firing it on every report naming it, long after its window.
+   */
+  private readonly shared = new Map<string, { size: number; readAt: number }>()
   /** Keys used lately: the ones read back. */
   private readonly watched: RecentKeys
   private readonly ticker: BackgroundTick
@@ -90,7 +95,8 @@ export class SharedRepeatTracker extends RepeatTracker {
     if (this.pending.has(id) || this.pending.size < this.maxKeys) this.pending.set(id, { key, member, enough })
     this.watched.use(key, this.time.now())
     this.ticker.ensure()
-    return Math.max(own, this.shared.get(key) ?? 0)
+    const read = this.shared.get(key)
+    return read && this.time.now() - read.readAt < REPEAT_WINDOW_MS ? Math.max(own, read.size) : own
   }
 
   /** Stops the timer (tests; a server's ends with its process). */
@@ -111,13 +117,14 @@ export class SharedRepeatTracker extends RepeatTracker {
   }
 
   private async readBack(): Promise<void> {
-    this.watched.forgetIdle(this.time.now(), REPEAT_WINDOW_MS)
+    const readAt = this.time.now()
+    this.watched.forgetIdle(readAt, REPEAT_WINDOW_MS)
     const keys = this.watched.keys()
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
       const sizes = (await this.link.evalScript(READ_SCRIPT, READ_SHA, [String(part.length), ...part.map((k) => `fixloop:rt:${k}`)])) as number[]
       part.forEach((k, j) => {
-        if (this.watched.has(k)) this.shared.set(k, Number(sizes[j]) || 0)
+        if (this.watched.has(k)) this.shared.set(k, { size: Number(sizes[j]) || 0, readAt })
       })
     }
   }
