@@ -111,3 +111,20 @@ test("a server's erasure reaches the processing thread's index (no error; the bu
     await server.close()
   }
 }, 90_000)
+
+test("a removal told while the App's index is being built (in slices) is not undone by the build", async () => {
+  // Before: the building index was not among the indexes yet, so forgetRemoved skipped it, and the build
+  // (its rows read before the removal) kept the removed report, its text too, until a restart.
+  const { sqlite, cluster, repo } = setup()
+  const ids: string[] = []
+  for (let i = 1; i <= 600; i++) {
+    const id = i.toString(16).padStart(24, '0')
+    insertReport(sqlite, APP, id, { text: `${TEXT} on page ${i}` }, i)
+    ids.push(id)
+  }
+  // The build reads its first slice at once and yields: the removal arrives while it is under way.
+  const built = cluster.prepare(APP)
+  expect((await repo.removeReports(ORG, [ids[0]])).removed).toBe(1)
+  await built
+  expect(cluster.indexSize(APP)).toBe(599)
+})

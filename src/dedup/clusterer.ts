@@ -155,6 +155,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   const building = new Map<string, Promise<void>>()
   /** Bumped by `forget`: a build that began before keeps nothing (its rows may miss what made it stale). */
   const epochs = new Map<string, number>()
+  /**
+   * Reports removed (`forgetRemoved`) while an App's index is built: the build read its rows before, so it
+   * drops them itself before the index is used (it is among `indexes` only once built, where
+   * `forgetRemoved` looks). `relink` as `forgetRemoved`'s.
+   */
+  const removedWhileBuilding = new Map<string, { ids: Set<string>; relink: boolean }>()
   const row = (id: string): Row | null => reads.get(id)
   /** Sanitized reports' texts, for ranking without reading the candidates' rows (text-cache.ts). */
   const texts = new TextCache()
@@ -211,11 +217,33 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    * the event loop, so a large App never blocks requests (1M stored reports would otherwise stall the
    * process for seconds and hold every report in memory).
    */
+  /** `forgetRemoved`'s work on one App's index: whether it held any of `ids`. */
+  function dropRemoved(appId: string, index: AppIndex, ids: Iterable<string>, relink: boolean): boolean {
+    let held = false
+    const members = new Set<string>()
+    for (const id of ids) {
+      if (!index.has(id)) continue
+      held = true
+      if (relink) for (const member of index.membersOf(id)) members.add(member)
+      index.remove(id)
+      planned?.delete(id)
+    }
+    for (const member of members) {
+      if (!index.has(member)) continue
+      const now = row(member)
+      if (!now || now.app_id !== appId) index.remove(member)
+      else index.setLead(member, now.duplicate_of_id)
+    }
+    return held
+  }
+
   function prepare(appId: string, load: () => Iterable<Row> | Promise<Iterable<Row>>): Promise<void> {
     if (indexes.has(appId)) return Promise.resolve()
     let pending = building.get(appId)
     if (!pending) {
       const epoch = epochs.get(appId) ?? 0
+      const removed = { ids: new Set<string>(), relink: false }
+      removedWhileBuilding.set(appId, removed)
       pending = (async () => {
         const index = new AppIndex()
         let n = 0
@@ -231,10 +259,15 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         }
         // A blocking build (indexFor) may have finished first: keep that one, which later changes went to.
         if (indexes.has(appId) || (epochs.get(appId) ?? 0) !== epoch) return
+        if (removed.ids.size > 0) {
+          for (const id of removed.ids) texts.delete(id) // remembered by this build again
+          dropRemoved(appId, index, removed.ids, removed.relink)
+        }
         indexes.set(appId, index)
         seedCalibration(appId, recent)
       })().finally(() => {
         if (building.get(appId) === pending) building.delete(appId)
+        if (removedWhileBuilding.get(appId) === removed) removedWhileBuilding.delete(appId)
       })
       building.set(appId, pending)
     }
@@ -596,25 +629,15 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
      * its reads see nothing). Returns the Apps touched (their lead states are the caller's to drop).
      */
     forgetRemoved(ids: readonly string[], relink: boolean): string[] {
-      const touched = new Set<string>()
-      for (const [appId, index] of indexes) {
-        const members = new Set<string>()
-        for (const id of ids) {
-          texts.delete(id)
-          if (!index.has(id)) continue
-          touched.add(appId)
-          if (relink) for (const member of index.membersOf(id)) members.add(member)
-          index.remove(id)
-          planned?.delete(id)
-        }
-        for (const member of members) {
-          if (!index.has(member)) continue
-          const now = row(member)
-          if (!now || now.app_id !== appId) index.remove(member)
-          else index.setLead(member, now.duplicate_of_id)
-        }
+      for (const id of ids) texts.delete(id)
+      // A build under way read its rows before this removal: it drops these when it ends.
+      for (const removed of removedWhileBuilding.values()) {
+        for (const id of ids) removed.ids.add(id)
+        removed.relink ||= relink
       }
-      return [...touched]
+      const touched: string[] = []
+      for (const [appId, index] of indexes) if (dropRemoved(appId, index, ids, relink)) touched.push(appId)
+      return touched
     },
 
     /** Other reports of the same App as `id`, best first. */
