@@ -3,6 +3,7 @@
  * a clock moved by hand (the background tick runs on real time, every 20 ms here).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { RedisClient } from 'bun'
 import { ManualClock } from '../src/core/clock'
 import { RedisLink } from '../src/nodes/redis-link'
 import { SharedFloodMeter } from '../src/abuse/shared-flood-meter'
@@ -56,6 +57,32 @@ describe('the shared flood meter', () => {
     // The cluster's 11 reports, 6 minutes into the same hour: still counted at b.
     expect(b.rate(key)).toBeGreaterThanOrEqual(10.9)
   })
+})
+
+/** How many GETs redis-server has run (its scripts' included). */
+async function getsRun(client: RedisClient): Promise<number> {
+  const info = String(await client.send('INFO', ['commandstats']))
+  return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0)
+}
+
+test("the report budget's keys idle at a node are read back now and then, not every second (Redis's load)", async () => {
+  // Kept for two hours (the fix above), a busy node's 10,000 budget keys would otherwise cost Redis 20,000
+  // GETs a second per node, most of them for addresses gone quiet there.
+  const window = REPORT_BUDGET_WINDOW_MS
+  const clock = new ManualClock(Math.floor(Date.UTC(2026, 5, 2) / window) * window + 60_000)
+  const b = node(clock, 'budget-cost', window)
+  for (let i = 0; i < 1_000; i++) b.hit(`app1|192.0.2.${i}`)
+  clock.advance(6 * 60_000)
+  await settle()
+  const client = new RedisClient(redis.url)
+  try {
+    const before = await getsRun(client)
+    await Bun.sleep(500) // ~25 ticks
+    // Before: 2 GETs per key and tick (~50,000); now they wait for their every-30-seconds read (the clock stands still).
+    expect((await getsRun(client)) - before).toBeLessThan(2_000)
+  } finally {
+    client.close()
+  }
 })
 
 describe('the shared repeat counts', () => {

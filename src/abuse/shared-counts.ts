@@ -40,6 +40,13 @@ export class RecentKeys {
     return [...this.usedAt.keys()]
   }
 
+  /** The keys used at `since` or later. */
+  usedSince(since: number): string[] {
+    const out: string[] = []
+    for (const [key, at] of this.usedAt) if (at >= since) out.push(key)
+    return out
+  }
+
   private drop(key: string): void {
     this.usedAt.delete(key)
     this.onDrop(key)

@@ -13,7 +13,8 @@
  * going stale (each node then counts alone, as before), never a request's time or a 5xx.
  *
  * Bounded: at most `maxKeys` keys watched (read back), the least recently used dropped first, and as many
- * pending; a key unused for WATCH_MS, or for two of its windows when they are longer, is no longer read back. The counters in Redis expire by themselves;
+ * pending; a key unused for WATCH_MS, or for two of its windows when they are longer, is no longer read back
+ * (and one unused here for WATCH_MS is read every IDLE_READ_MS only). The counters in Redis expire by themselves;
  * nothing is ever listed or scanned. Windows are the node's clock's, which a cluster sets to the
  * database's (OffsetClock), so the nodes agree on them.
  */
@@ -30,6 +31,12 @@ import { BackgroundTick, RecentKeys } from './shared-counts'
  * 5 minutes let an address visiting each of N nodes once every 5 minutes be judged by one node's count.
  */
 const WATCH_MS = 5 * 60_000
+/**
+ * A key used here within WATCH_MS is read back every tick; one idle here for longer (kept for a long
+ * window: the report budget's) only this often. Its count changes only by other nodes' hits, and reading
+ * a busy node's 10,000 budget keys every second would cost Redis 20,000 GETs a second per node.
+ */
+const IDLE_READ_MS = 30_000
 /** Keys per Redis command: a tick's work comes in pieces that keep any one command short. */
 const CHUNK = 500
 
@@ -82,6 +89,8 @@ export class SharedFloodMeter implements Meter {
   private readonly maxKeys: number
   /** How long an unused key is still read back (WATCH_MS). */
   private readonly watchMs: number
+  /** When every watched key was last read back (the idle ones too: IDLE_READ_MS). */
+  private idleReadAt = -Infinity
   /** Hits counted here and not yet pushed: `<window start>|<key>` → how many. */
   private pending = new Map<string, number>()
   /** The cluster's counts as last read (this node's pushed hits included). */
@@ -175,7 +184,9 @@ export class SharedFloodMeter implements Meter {
     const now = this.o.clock.now()
     const start = this.windowStart(now)
     this.watched.forgetIdle(now, this.watchMs)
-    const keys = this.watched.keys()
+    const all = now - this.idleReadAt >= IDLE_READ_MS
+    if (all) this.idleReadAt = now
+    const keys = all ? this.watched.keys() : this.watched.usedSince(now - WATCH_MS)
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
       const names = part.flatMap((k) => [this.counterKey(start, k), this.counterKey(start - this.windowMs, k)])
