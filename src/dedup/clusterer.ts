@@ -212,11 +212,6 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    */
   let planned: Map<string, { leadId: string | null; sanitized: Sanitized | undefined; row: Row }> | null = null
 
-  /**
-   * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports (`load`), in slices that yield to
-   * the event loop, so a large App never blocks requests (1M stored reports would otherwise stall the
-   * process for seconds and hold every report in memory).
-   */
   /** `forgetRemoved`'s work on one App's index: whether it held any of `ids`. */
   function dropRemoved(appId: string, index: AppIndex, ids: Iterable<string>, relink: boolean): boolean {
     let held = false
@@ -237,6 +232,11 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return held
   }
 
+  /**
+   * Builds an App's index from its newest `MAX_INDEXED_PER_APP` reports (`load`), in slices that yield to
+   * the event loop, so a large App never blocks requests (1M stored reports would otherwise stall the
+   * process for seconds and hold every report in memory).
+   */
   function prepare(appId: string, load: () => Iterable<Row> | Promise<Iterable<Row>>): Promise<void> {
     if (indexes.has(appId)) return Promise.resolve()
     let pending = building.get(appId)
