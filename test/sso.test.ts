@@ -91,6 +91,9 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     }
     await page.keyboard.press('Enter')
     await page.locator('input[name="login"]').waitFor()
+    // The provider's page, not ours: its autofocus can land after the first keystrokes on a loaded machine
+    // (a CI run typed 'alice' into nothing, and the sign-in never came back): the field is focused first.
+    await page.locator('input[name="login"]').focus()
     await page.keyboard.type('alice')
     await page.keyboard.press('Tab')
     await page.keyboard.type('any password')
