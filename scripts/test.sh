@@ -51,10 +51,11 @@ if grep -qE '^\(fail\)' "$log"; then
   echo
   echo "failed tests:"
   # Each with its file and the last error line printed before it: a failing top-level hook is named only
-  # "(unnamed)", and a CI log keeps just its tail.
+  # "(unnamed)", and a CI log keeps just its tail. Once each, with the file it ran in: bun repeats a run's
+  # failures at its end, under whatever file it printed last.
   awk '/^[^ (].*\.test\.ts:$/ { file = substr($0, 1, length($0) - 1); err = "" }
        /^error: / { err = $0 }
-       /^\(fail\)/ { line = substr($0, 1, 300) "  [" file "]"; if (!seen[line]++) { print line; if (err != "") print "    " substr(err, 1, 300) }; err = "" }' "$log"
+       /^\(fail\)/ { name = substr($0, 1, 300); if (!seen[name]++) { print name "  [" file "]"; if (err != "") print "    " substr(err, 1, 300) }; err = "" }' "$log"
 fi
 echo
 echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"

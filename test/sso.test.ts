@@ -98,7 +98,13 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
     await page.keyboard.press('Tab')
     await page.keyboard.type('any password')
     await page.keyboard.press('Enter')
-    await page.getByRole('button', { name: /Sign out/ }).waitFor()
+    await page
+      .getByRole('button', { name: /Sign out/ })
+      .waitFor()
+      .catch(async (e) => {
+        // Where the sign-in stopped (the provider's form again, an error page of ours), for the CI log.
+        throw new Error(`${e instanceof Error ? e.message : e}\n  at ${page.url()}: ${(await page.locator('body').innerText().catch(() => '')).slice(0, 500)}`)
+      })
     expect(new URL(page.url()).pathname).toStartWith('/admin')
     const cookies = await context.cookies()
     const session = cookies.find((c) => c.name === 'fixloop_admin')!
