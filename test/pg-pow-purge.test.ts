@@ -3,7 +3,7 @@
  * After a long flood (a solution a request, each kept until its challenge expires) that statement passed
  * the server pool's statement_timeout (FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS, 20 s by default), PostgreSQL
  * rolled it back whole, and every minute's purge started over on a table that only grew. It now deletes
- * in bounded batches. Real PostgreSQL, the pool's bound set at a quarter of the one DELETE's own time.
+ * in bounded batches. Real PostgreSQL, the pool's bound set at half the one DELETE's own time.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
@@ -39,20 +39,24 @@ describe.skipIf(Boolean(skip))('the purge of spent proofs of work under statemen
   })
 
   test('a table of many expired rows is emptied of them with a statement_timeout shorter than one DELETE of them all', async () => {
-    // The bound from the single DELETE's own time on this machine (rolled back): a quarter of it.
+    // The bound from the single DELETE's own time on this machine (rolled back): half the faster of two runs.
+    // A batch is 1/80 of the rows, so it has ~40 times that; a quarter of one run left a loaded CI machine's
+    // batch over the bound once, and the faster of two keeps the one DELETE of them all over it.
     const client = await setup.connect()
-    let deleteMs: number
+    let deleteMs = Infinity
     try {
-      await client.query('BEGIN')
-      const started = performance.now()
-      await client.query(`DELETE FROM pow_spent WHERE expires_at < ${EXPIRED + 1}`)
-      deleteMs = performance.now() - started
+      for (let run = 0; run < 2; run++) {
+        await client.query('BEGIN')
+        const started = performance.now()
+        await client.query(`DELETE FROM pow_spent WHERE expires_at < ${EXPIRED + 1}`)
+        deleteMs = Math.min(deleteMs, performance.now() - started)
+        await client.query('ROLLBACK')
+      }
     } finally {
-      await client.query('ROLLBACK')
       client.release()
     }
     expect(deleteMs).toBeGreaterThan(100)
-    const boundMs = Math.floor(deleteMs / 4)
+    const boundMs = Math.floor(deleteMs / 2)
     const pool = openPool(url, 2, boundMs)
     try {
       const repo = createPgAbuseRepo(pgStorage(pool))
