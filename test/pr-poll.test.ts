@@ -3,7 +3,8 @@
  * (real-shaped GET pull/merge request answers): a merged request resolves its report and the lead's
  * duplicates, a closed one sends it back to awaiting_manual, a closed one reopened (within 30 days) comes
  * back to pr_opened, an open one changes nothing, a host's
- * Retry-After ends the pass without losing its place, and only requests fixloop opened are read.
+ * Retry-After holds back its own App's requests only (the other Apps' are read in the same pass), and only
+ * requests fixloop opened are read.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -77,24 +78,38 @@ describeEachDialect('pull request polling', (fresh) => {
     })
   }
 
-  test('a host that throttles (429 Retry-After) ends the pass; the next pass picks up where it stopped', async () => {
+  test('a host that throttles (429 Retry-After) holds back its own App\'s requests until the wait is over; the other Apps\' are read in the same pass', async () => {
     const s = await fresh()
     await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
     const lifecycle = s.store.lifecycle
     const hooks = s.store.gitHooks
-    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
-    const a = await openedReport(s, 'github', 'thr-a')
-    stubs.github.setPullState(a.number, 'merged')
+    // a1's host is GitHub (it throttles), a2's is Gitea: every App's host is its Org's choice.
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(appId === 'a1' ? 'github' : 'gitea', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+    const a = await openedReport(s, 'github', 'thr-a', 'a1')
+    const a2 = await openedReport(s, 'github', 'thr-a2', 'a1')
+    const b = await openedReport(s, 'gitea', 'thr-b', 'a2')
+    for (const n of [a.number, a2.number]) stubs.github.setPullState(n, 'merged')
+    stubs.gitea.setPullState(b.number, 'merged')
+    const asked = () => stubs.github.requests.filter((r) => r.method === 'GET').length
+    const before = asked()
     stubs.github.throttleNextRead(429, 42)
-    expect(await step.pass()).toMatchObject({ read: 0, moved: 0, throttledMs: 42_000 })
-    expect(await statusOf(s, a.id)).toBe('pr_opened')
-    expect(await step.pass()).toMatchObject({ read: 1, moved: 1 })
-    // run() queues the next pass after the host's wait, not the usual interval.
+    // a1's host is asked once and refuses; its other request waits too; a2's request is read and applied.
+    expect(await step.pass()).toMatchObject({ read: 1, moved: 1, throttled: 1 })
+    expect(asked() - before).toBe(1)
+    expect([await statusOf(s, a.id), await statusOf(s, a2.id), await statusOf(s, b.id)]).toEqual(['pr_opened', 'pr_opened', 'resolved'])
+    // While the wait lasts, a1's host is not asked.
+    expect(await step.pass()).toMatchObject({ read: 0, throttled: 0 })
+    expect(asked() - before).toBe(1)
+    s.clock.advance(42_000)
+    expect(await step.pass()).toMatchObject({ read: 2, moved: 2 })
+    expect([await statusOf(s, a.id), await statusOf(s, a2.id)]).toEqual(['resolved', 'resolved'])
+    // run() queues the next pass at the usual interval, whatever one host asked.
     stubs.github.throttleNextRead(429, 30)
-    await openedReport(s, 'github', 'thr-b')
+    await openedReport(s, 'github', 'thr-c', 'a1')
     await step.run({} as never)
     const [job] = await sql<{ run_after: number }>(s, "SELECT run_after FROM jobs WHERE kind = 'pr_poll'")
-    expect(Number(job.run_after)).toBe(s.clock.now() + 30_000)
+    expect(Number(job.run_after)).toBe(s.clock.now() + 600_000)
   })
 
   test('reports fixloop did not open a request for, duplicates and other statuses are never read', async () => {

@@ -462,7 +462,7 @@ describe('routes', () => {
     expect(issue.comments.length).toBe(comments)
   }, 60_000)
 
-  test('polling rate limited: the pass ends with the tracker\'s Retry-After, shown in the health; the next pass starts with the refused issue', async () => {
+  test('polling rate limited: the App\'s tracker is not asked again until its Retry-After is over (shown in the health); the pass goes on', async () => {
     const t = await seedTenant(server.admin, {}, 'Poll throttle')
     expect((await connect(t, stubs.github)).status).toBe(200)
     const lead = await submit(t, 'Search results flicker and jump while typing in the product filter')
@@ -472,19 +472,54 @@ describe('routes', () => {
     stubs.github.faults.push({ status: 429, headers: { 'retry-after': '90' }, body: { message: 'API rate limit exceeded' } })
     const t0 = Date.now()
     const pass = await server.services.trackerSync.pollPass('')
-    expect(pass.throttledMs).toBe(90_000)
+    expect(pass.throttled).toBeGreaterThanOrEqual(1)
     const refused = stubs.github.requests.slice(from).filter((r) => r.method === 'GET')
-    expect(refused.length).toBe(1)
+    // The first GET was refused; the App's other live issues are not read in this pass.
     const app = (await q("SELECT app_id FROM tracker_issues WHERE kind = 'github' AND issue_id = ?", [refused[0].path.split('/').at(-1)]))[0]?.app_id
     const ready = await call(server.url, 'GET', '/readyz', { auth: METRICS_TOKEN })
     const entry = ready.body.checks.trackers.connections.find((f: any) => f.appId === app)
     expect(entry.lastError).toContain('429')
     expect(Date.parse(entry.retryAt) - t0).toBeGreaterThanOrEqual(85_000)
-    // The poll job waits for it, then goes on from where it stopped: the refused issue is read first.
+    // While the wait lasts, the next passes leave that tracker alone.
+    const issuesOfApp = new Set((await q('SELECT issue_id FROM tracker_issues WHERE app_id = ?', [app])).map((r: any) => String(r.issue_id)))
     const next = stubs.github.requests.length
-    await server.services.trackerSync.pollPass(pass.cursor)
-    expect(stubs.github.requests.slice(next).find((r) => r.method === 'GET')?.path).toBe(refused[0].path)
+    await server.services.trackerSync.pollPass('')
+    expect(stubs.github.requests.slice(next).filter((r) => r.method === 'GET' && issuesOfApp.has(r.path.split('/').at(-1)!))).toEqual([])
   }, 60_000)
+
+  test('one App\'s tracker that keeps answering 429 does not stop the polling of the other Apps\' issues (it used to end every pass at its issue)', async () => {
+    // Two trackers of their own: the hostile one (any Org may point its App at a server it runs) answers
+    // every call with 429 and an hour's Retry-After once its issue exists; the victim's issue comes after it.
+    const hostile = startTrackerStub('github')
+    const honest = startTrackerStub('gitea')
+    try {
+      const h = await seedTenant(server.admin, {}, 'Poll hostile')
+      const v = await seedTenant(server.admin, {}, 'Poll victim')
+      expect((await connect(h, hostile)).status).toBe(200)
+      expect((await connect(v, honest)).status).toBe(200)
+      const hLead = await submit(h, 'Exporting the invoice list to CSV drops the last row every time')
+      const vLead = await submit(v, 'Map widget on the store locator renders grey tiles only')
+      expect(hLead < vLead).toBe(true)
+      for (const [t, lead] of [[h, hLead], [v, vLead]] as const) expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+      await synced(h, hLead)
+      const vIssue = honest.issues.get(Number((await synced(v, vLead)).key.slice(1)))!
+      for (let i = 0; i < 50; i++) hostile.faults.push({ status: 429, headers: { 'retry-after': '3600' }, body: { message: 'API rate limit exceeded' } })
+      // Closed on the victim's tracker, no webhook: only the poll can tell.
+      vIssue.state = 'closed'
+      // The poll job goes on from the cursor each pass returns (after the wait it asks for): a whole cycle.
+      let cursor = ''
+      for (let i = 0; i < 10; i++) {
+        cursor = (await server.services.trackerSync.pollPass(cursor)).cursor
+        if (cursor === '') break
+      }
+      expect((await item(v, vLead)).status).toBe('resolved')
+      // The hostile tracker was asked once in that cycle, not once per issue or pass.
+      expect(hostile.requests.filter((r) => r.method === 'GET' && r.path.includes('/issues/')).length).toBe(1)
+    } finally {
+      hostile.stop()
+      honest.stop()
+    }
+  }, 90_000)
 
   test('polling a Linear team\'s own workflow: the state map applies to the states the poll reads (Shipped resolves, In Review is ignored, Triage reopens)', async () => {
     // No webhook set on the stub: the poll is the only way the states come back.

@@ -9,7 +9,9 @@
  *   syncing, nothing moves.
  * - `pollPass`: reads the state of up to POLL_BATCH live issues and applies it like a webhook delivery
  *   (no echo there: fixloop never changes an issue's state); a lead whose cluster size differs from what
- *   was pushed is queued again (the fallback for a growth the push job missed).
+ *   was pushed is queued again (the fallback for a growth the push job missed). The pass walks every
+ *   App's issues, and every tracker is the choice of its App's Org: one App's tracker that fails or
+ *   throttles costs that App its turn, never the other Apps theirs (see pollPass).
  */
 import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
@@ -112,13 +114,34 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
     return { done: true }
   }
 
-  /** One polling pass from `cursor` (a lead id); the next cursor ('' when the pass reached the end) and a throttle wait, if the tracker asked. */
-  async function pollPass(cursor: string): Promise<{ cursor: string; read: number; moved: number; throttledMs?: number }> {
+  /**
+   * Apps whose tracker asked the polls to wait (429, or 403 with Retry-After), until when (epoch ms): their
+   * issues are skipped until then. Kept by this process only (another node may ask once more).
+   */
+  const throttledUntil = new Map<string, number>()
+
+  /**
+   * One polling pass from `cursor` (a lead id): the next cursor ('' when the pass reached the end), and
+   * how many Apps' trackers asked to wait in it. The issues of every App are in one walk, so a tracker's
+   * answer is held to its own App: after a failure, the App's other issues wait for the next pass (one
+   * deadline per App and pass, not one per issue: a tracker trickling each answer to its 15 s deadline
+   * held the walk for every App 50 times over); after a 429 its issues wait for the tracker's Retry-After.
+   * A 429 used to end the pass, and the next one started with the refused issue again: a tracker that
+   * always throttles (an Org's own server, or a token over its rate limit) stopped the polling of every
+   * other App's issues for good.
+   */
+  async function pollPass(cursor: string): Promise<{ cursor: string; read: number; moved: number; throttled: number }> {
     const batch = await repo.openIssues(cursor, POLL_BATCH)
     const conns = new Map<string, TrackerConnectionRow | undefined>()
+    const failedApps = new Set<string>()
+    const started = clock.now()
+    for (const [appId, until] of throttledUntil) if (until <= started) throttledUntil.delete(appId)
     let read = 0
     let moved = 0
+    let throttled = 0
     for (const link of batch) {
+      cursor = link.feedback_id
+      if (failedApps.has(link.app_id) || (throttledUntil.get(link.app_id) ?? 0) > clock.now()) continue
       if (!conns.has(link.app_id)) conns.set(link.app_id, await repo.connection(link.app_id))
       const conn = conns.get(link.app_id)
       const adapter = conn ? adapterFor(conn.kind as TrackerKind) : null
@@ -140,14 +163,16 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
             await repo.setHealth(conn.app_id, { error: e.message, at: clock.now(), retryAt })
             conn.last_error = e.message
             log.warn('tracker poll failed', { feedbackId: link.feedback_id, kind: conn.kind, failure: e.failure, error: e.message })
-            // The next pass starts with this issue again (the cursor is still the one before it).
-            if (e.failure === 'rate_limited') return { cursor, read, moved, throttledMs: e.retryAfterMs ?? 60_000 }
+            failedApps.add(link.app_id)
+            if (e.failure === 'rate_limited') {
+              throttledUntil.set(link.app_id, clock.now() + (e.retryAfterMs ?? 60_000))
+              throttled++
+            }
           }
         }
       }
-      cursor = link.feedback_id
     }
-    return { cursor: batch.length === POLL_BATCH ? cursor : '', read, moved }
+    return { cursor: batch.length === POLL_BATCH ? cursor : '', read, moved, throttled }
   }
 
   return { pushLead, pollPass }

@@ -6,7 +6,10 @@
  * (reports in `awaiting_manual` that kept the URL), so a reopen moves the report back to `pr_opened` (a
  * reopened request merged since: reopened, then merged). At most PR_POLL_BATCH of each per pass. A durable
  * job, so in cluster mode one node claims each pass. A host that throttles (429, or 403 with Retry-After)
- * ends the pass; the next starts where it stopped once the host's wait is over.
+ * holds back its own App's requests until its wait is over; the pass reads the other Apps' requests
+ * meanwhile. Every App's host is its Org's choice, and the pass walks all of them: a throttle used to end
+ * the pass and the next one started with the same request, so a host that always throttles (a server of
+ * the Org's own, or a token over its rate limit) stopped the polling of every other App's requests.
  */
 import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
@@ -25,8 +28,8 @@ export interface PollPass {
   read: number
   moved: number
   failed: number
-  /** The host's Retry-After ended the pass (ms), if it did. */
-  throttledMs?: number
+  /** Apps whose host asked to wait in this pass (their requests are skipped until it is over). */
+  throttled: number
 }
 
 export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connections: Pick<ConnectionsService, 'load'>; lifecycle: Lifecycle; clock: Clock; log: Logger; everyMs: number }) {
@@ -34,14 +37,18 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
   /** Where the next pass starts (a run id; a feedback id for closed requests): kept across passes of this process; another node starts over. */
   let cursor = ''
   let closedCursor = ''
+  /** Apps whose host asked to wait, until when (epoch ms): their requests are not read until then. Kept by this process only. */
+  const throttledUntil = new Map<string, number>()
 
   async function pass(): Promise<PollPass & { full: boolean }> {
     const batch = await hooks.openPullRequests(cursor, PR_POLL_BATCH)
     const closed = await hooks.closedPullRequests(closedCursor, clock.now() - CLOSED_PR_POLL_MS, PR_POLL_BATCH)
     const conns = new Map<string, RepoConnection | null>()
-    const out: PollPass & { full: boolean } = { read: 0, moved: 0, failed: 0, full: batch.length === PR_POLL_BATCH || closed.length === PR_POLL_BATCH }
-    /** The request's state on its host, or null (no host to ask); HostThrottled ends the pass. */
+    const out: PollPass & { full: boolean } = { read: 0, moved: 0, failed: 0, throttled: 0, full: batch.length === PR_POLL_BATCH || closed.length === PR_POLL_BATCH }
+    for (const [appId, until] of throttledUntil) if (until <= clock.now()) throttledUntil.delete(appId)
+    /** The request's state on its host, or null (no host to ask, or the App's host asked to wait). */
     async function stateOf(report: PrReport) {
+      if ((throttledUntil.get(report.appId) ?? 0) > clock.now()) return null
       if (!conns.has(report.appId)) conns.set(report.appId, await deps.connections.load(report.appId))
       const conn = conns.get(report.appId)
       const number = pullNumberOf(report.prUrl)
@@ -51,7 +58,12 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
         out.read++
         return state
       } catch (e) {
-        if (e instanceof HostThrottled) throw e
+        if (e instanceof HostThrottled) {
+          throttledUntil.set(report.appId, clock.now() + e.retryAfterMs)
+          out.throttled++
+          log.warn('git host asked to wait: its App\'s pull requests are polled again after it', { appId: report.appId, retryAfterMs: e.retryAfterMs })
+          return null
+        }
         out.failed++
         log.warn('could not read a pull request\'s state', { feedbackId: report.id, error: e instanceof Error ? e.message : String(e) })
         return null
@@ -65,21 +77,16 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
         out.moved++
       }
     }
-    try {
-      for (const { runId, report } of batch) {
-        const state = await stateOf(report)
-        if (state === 'merged' || state === 'closed') await apply(report, [state])
-        cursor = runId
-      }
-      for (const report of closed) {
-        const state = await stateOf(report)
-        if (state === 'open') await apply(report, ['reopened'])
-        if (state === 'merged') await apply(report, ['reopened', 'merged'])
-        closedCursor = report.id
-      }
-    } catch (e) {
-      if (e instanceof HostThrottled) return { ...out, throttledMs: e.retryAfterMs }
-      throw e
+    for (const { runId, report } of batch) {
+      const state = await stateOf(report)
+      if (state === 'merged' || state === 'closed') await apply(report, [state])
+      cursor = runId
+    }
+    for (const report of closed) {
+      const state = await stateOf(report)
+      if (state === 'open') await apply(report, ['reopened'])
+      if (state === 'merged') await apply(report, ['reopened', 'merged'])
+      closedCursor = report.id
     }
     if (batch.length < PR_POLL_BATCH) cursor = ''
     if (closed.length < PR_POLL_BATCH) closedCursor = ''
@@ -91,7 +98,7 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
     async run(): Promise<void> {
       if (deps.everyMs <= 0) return // turned off since this job was queued: not queued again
       const done = await pass()
-      const next = done.throttledMs ?? (done.full ? PR_POLL_NEXT_BATCH_MS : deps.everyMs)
+      const next = done.full ? PR_POLL_NEXT_BATCH_MS : deps.everyMs
       await deps.lifecycle.enqueue('pr_poll', {}, clock.now() + next)
     },
   }

@@ -2,7 +2,7 @@
  * The tracker jobs (docs/trackers.md): `tracker_push` (one lead's issue created or brought up to date;
  * a failure runs it again after the tracker's Retry-After or the backoff, never counted as a give-up) and
  * the recurring `tracker_poll` (the state of live issues every FIXLOOP_TRACKER_POLL_MINUTES; a tracker's
- * 429 ends the pass, the next starts where it stopped once the wait is over).
+ * 429 holds back its own App's issues until the wait is over, never the pass: sync.ts pollPass).
  */
 import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
@@ -35,7 +35,7 @@ export function createPollTrackerIssuesStep(deps: { sync: TrackerSync; lifecycle
     async run() {
       if (deps.everyMs <= 0) return
       const done = await pass()
-      const next = done.throttledMs ?? (done.cursor !== '' ? NEXT_BATCH_MS : deps.everyMs)
+      const next = done.cursor !== '' ? NEXT_BATCH_MS : deps.everyMs
       await deps.lifecycle.enqueue('tracker_poll', {}, deps.clock.now() + next)
     },
   }
