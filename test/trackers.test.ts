@@ -521,6 +521,46 @@ describe('routes', () => {
     }
   }, 90_000)
 
+  test('one App\'s tracker that holds every call to its deadline delays the other Apps\' pushes by one call, not by its whole backlog', async () => {
+    // The hostile tracker (any Org may point its App at a server it runs) answers GET /user, then holds
+    // every issue creation open until the 15 s deadline ends the call. The worker that runs tracker pushes
+    // (and agent starts, reviews and polls) takes one job at a time: 4 such pushes used to hold it ~60 s.
+    const held: Array<() => void> = []
+    const hostile = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeout: 0,
+      fetch(req) {
+        const path = new URL(req.url).pathname
+        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
+        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
+      },
+    })
+    const honest = startTrackerStub('gitea')
+    try {
+      const h = await seedTenant(server.admin, {}, 'Push hostile')
+      const v = await seedTenant(server.admin, {}, 'Push victim')
+      expect((await call(server.url, 'PUT', `/v1/apps/${h.appId}/tracker`, { auth: h.key, body: { kind: 'github', apiUrl: `http://127.0.0.1:${hostile.port}`, project: STUB_PROJECT, token: 'tok-hostile-0123456789' } })).status).toBe(200)
+      expect((await connect(v, honest)).status).toBe(200)
+      const hostileLeads: string[] = []
+      for (let i = 0; i < 4; i++) hostileLeads.push(await submit(h, `${TOPICS[i]} hostile ${i}`))
+      const vLead = await submit(v, 'Dark mode toggle forgets its setting after a reload on Safari (victim)')
+      for (const lead of hostileLeads) expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: h.key })).status).toBe(202)
+      const t0 = Date.now()
+      expect((await call(server.url, 'POST', `/v1/feedback/${vLead}/tracker-issue`, { auth: v.key })).status).toBe(202)
+      await eventually(async () => (await item(v, vLead)).trackerIssue?.syncState === 'synced', 60_000)
+      // One hostile call (15 s) at most before the victim's push, not four.
+      expect(Date.now() - t0).toBeLessThan(25_000)
+      // The hostile App's other pushes wait, as pending work (not failures of their own).
+      const states = await Promise.all(hostileLeads.map(async (id) => (await item(h, id)).trackerIssue?.syncState))
+      expect(states.filter((st) => st === 'synced')).toEqual([])
+    } finally {
+      for (const release of held) release()
+      hostile.stop(true)
+      honest.stop()
+    }
+  }, 120_000)
+
   test('polling a Linear team\'s own workflow: the state map applies to the states the poll reads (Shipped resolves, In Review is ignored, Triage reopens)', async () => {
     // No webhook set on the stub: the poll is the only way the states come back.
     const linear = await startLinearStub()

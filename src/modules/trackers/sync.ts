@@ -22,6 +22,7 @@ import { commentDue, draftOf, growthComment } from './draft'
 import { actionFor } from './mapping'
 import { linkFollows, type TrackerConnectionRow } from './repo'
 import { parseStateMap, type TrackersService } from './service'
+import { createTrackerTimeBudget, TRACKER_APP_BUDGET_MS, TRACKER_APP_WINDOW_MS } from './time-budget'
 
 export const PUSH_BACKOFF_BASE_MS = 30_000
 export const PUSH_BACKOFF_MAX_MS = 3600_000
@@ -46,6 +47,8 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * another: without it, every try of an outage made one more issue. Kept by this process only.
    */
   const unsaved = new Map<string, { issue: TrackedIssue; size: number }>()
+  /** Each App's share of the worker's tracker time (time-budget.ts): a slow tracker delays its own App's work only. */
+  const budget = createTrackerTimeBudget(() => clock.now())
 
   async function healthy(conn: TrackerConnectionRow): Promise<void> {
     if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
@@ -74,6 +77,11 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
         if (link.sync_state !== 'synced') await repo.saveIssue(feedbackId, { sync_state: 'synced', last_error: null, attempts: 0, retry_at: null }, now)
         return { done: true }
       }
+      const wait = budget.waitMs(conn.app_id)
+      if (wait > 0) {
+        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${TRACKER_APP_BUDGET_MS / 1000} s of calls per ${TRACKER_APP_WINDOW_MS / 1000} s): the push waits its turn` }
+      }
+      const began = performance.now()
       try {
         if (!adapter) throw new TrackerError('rejected', `${conn.kind} is not available on this server`)
         const target = await trackers.targetOf(conn)
@@ -103,12 +111,14 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
           return { done: true }
         }
         const attempts = link.attempts + 1
-        const wait = Math.max(e.retryAfterMs ?? 0, pushBackoffMs(attempts))
-        const retryAt = clock.now() + wait
+        const backoff = Math.max(e.retryAfterMs ?? 0, pushBackoffMs(attempts))
+        const retryAt = clock.now() + backoff
         await repo.saveIssue(feedbackId, { sync_state: 'failing', last_error: e.message, attempts, retry_at: retryAt }, clock.now())
         await repo.setHealth(conn.app_id, { error: e.message, at: clock.now(), retryAt })
-        log.warn('tracker push failed', { feedbackId, kind: conn.kind, failure: e.failure, status: e.status, retryInMs: wait, error: e.message })
-        return { done: false, retryInMs: wait, reason: e.message }
+        log.warn('tracker push failed', { feedbackId, kind: conn.kind, failure: e.failure, status: e.status, retryInMs: backoff, error: e.message })
+        return { done: false, retryInMs: backoff, reason: e.message }
+      } finally {
+        budget.spend(conn.app_id, performance.now() - began)
       }
     }
     return { done: true }
@@ -125,7 +135,8 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * how many Apps' trackers asked to wait in it. The issues of every App are in one walk, so a tracker's
    * answer is held to its own App: after a failure, the App's other issues wait for the next pass (one
    * deadline per App and pass, not one per issue: a tracker trickling each answer to its 15 s deadline
-   * held the walk for every App 50 times over); after a 429 its issues wait for the tracker's Retry-After.
+   * held the walk for every App 50 times over); after a 429 its issues wait for the tracker's Retry-After;
+   * an App past its share of tracker time (time-budget.ts) is skipped until its window starts again.
    * A 429 used to end the pass, and the next one started with the refused issue again: a tracker that
    * always throttles (an Org's own server, or a token over its rate limit) stopped the polling of every
    * other App's issues for good.
@@ -141,13 +152,14 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
     let throttled = 0
     for (const link of batch) {
       cursor = link.feedback_id
-      if (failedApps.has(link.app_id) || (throttledUntil.get(link.app_id) ?? 0) > clock.now()) continue
+      if (failedApps.has(link.app_id) || (throttledUntil.get(link.app_id) ?? 0) > clock.now() || budget.waitMs(link.app_id) > 0) continue
       if (!conns.has(link.app_id)) conns.set(link.app_id, await repo.connection(link.app_id))
       const conn = conns.get(link.app_id)
       const adapter = conn ? adapterFor(conn.kind as TrackerKind) : null
       if (conn && adapter && link.issue_id !== null && linkFollows(conn, link)) {
+        const began = performance.now()
         try {
-          const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id)
+          const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id).finally(() => budget.spend(link.app_id, performance.now() - began))
           read++
           const r = await repo.applyNews(link.app_id, { deliveryId: null, feedbackId: link.feedback_id, state: issue.state, deleted: false, action: actionFor(issue.state, parseStateMap(conn.state_map)) })
           if (r.outcome === 'moved') moved++

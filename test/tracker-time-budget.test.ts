@@ -1,0 +1,26 @@
+/**
+ * Each App's share of the worker's tracker time (src/modules/trackers/time-budget.ts): past its budget in
+ * a window, its calls wait for the next window; other Apps are not affected; a quiet App's entry goes.
+ */
+import { expect, test } from 'bun:test'
+import { createTrackerTimeBudget } from '../src/modules/trackers/time-budget'
+
+test('an App past its budget waits for its window to start again; another App does not', () => {
+  let now = 1_000_000
+  const budget = createTrackerTimeBudget(() => now, 10_000, 60_000)
+  expect(budget.waitMs('a')).toBe(0)
+  budget.spend('a', 4_000)
+  now += 1_000
+  expect(budget.waitMs('a')).toBe(0)
+  // One slow call takes it past the budget: the rest of the window is the wait.
+  budget.spend('a', 15_000)
+  expect(budget.waitMs('a')).toBe(59_000)
+  expect(budget.waitMs('b')).toBe(0)
+  now += 58_999
+  expect(budget.waitMs('a')).toBe(1)
+  now += 1
+  expect(budget.waitMs('a')).toBe(0)
+  // A new window counts from nothing.
+  budget.spend('a', 9_999)
+  expect(budget.waitMs('a')).toBe(0)
+})
