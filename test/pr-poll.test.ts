@@ -112,6 +112,32 @@ describeEachDialect('pull request polling', (fresh) => {
     expect(Number(job.run_after)).toBe(s.clock.now() + 600_000)
   })
 
+  test('a host that holds every read to its deadline costs one read per pass, and the other Apps\' requests are read in the same pass', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await seedOrgApp(s, 'o1', 'a2')
+    // a1's host takes the connection and never answers (the read's 15 s deadline ends each call).
+    const hanging = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) })
+    try {
+      const load = async (appId: string) => (appId === 'a1' ? { ...connection('github', appId), hostApiUrl: `http://127.0.0.1:${hanging.port}` } : connection('gitea', appId))
+      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+      for (const id of ['hang-1', 'hang-2', 'hang-3']) await openedReport(s, 'github', id, 'a1')
+      const b = await openedReport(s, 'gitea', 'hang-victim', 'a2')
+      stubs.gitea.setPullState(b.number, 'merged')
+      const t0 = Date.now()
+      expect(await step.pass()).toMatchObject({ read: 1, moved: 1, failed: 1 })
+      // One deadline (15 s), not three, before the other App's request.
+      expect(Date.now() - t0).toBeLessThan(25_000)
+      expect(await statusOf(s, b.id)).toBe('resolved')
+      // Past its share of the worker's time, a1's host is not asked again within the minute.
+      const t1 = Date.now()
+      expect(await step.pass()).toMatchObject({ read: 0, failed: 0 })
+      expect(Date.now() - t1).toBeLessThan(5_000)
+    } finally {
+      hanging.stop(true)
+    }
+  }, 60_000)
+
   test('reports fixloop did not open a request for, duplicates and other statuses are never read', async () => {
     const s = await fresh()
     await seedOrgApp(s)

@@ -22,7 +22,7 @@ import { commentDue, draftOf, growthComment } from './draft'
 import { actionFor } from './mapping'
 import { linkFollows, type TrackerConnectionRow } from './repo'
 import { parseStateMap, type TrackersService } from './service'
-import { createTrackerTimeBudget, TRACKER_APP_BUDGET_MS, TRACKER_APP_WINDOW_MS } from './time-budget'
+import { APP_CALL_BUDGET_MS, APP_CALL_WINDOW_MS, createTimeShare } from '../../core/time-share'
 
 export const PUSH_BACKOFF_BASE_MS = 30_000
 export const PUSH_BACKOFF_MAX_MS = 3600_000
@@ -47,8 +47,8 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * another: without it, every try of an outage made one more issue. Kept by this process only.
    */
   const unsaved = new Map<string, { issue: TrackedIssue; size: number }>()
-  /** Each App's share of the worker's tracker time (time-budget.ts): a slow tracker delays its own App's work only. */
-  const budget = createTrackerTimeBudget(() => clock.now())
+  /** Each App's share of the worker's tracker time (core/time-share.ts): a slow tracker delays its own App's work only. */
+  const budget = createTimeShare(() => clock.now())
 
   async function healthy(conn: TrackerConnectionRow): Promise<void> {
     if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
@@ -79,7 +79,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       }
       const wait = budget.waitMs(conn.app_id)
       if (wait > 0) {
-        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${TRACKER_APP_BUDGET_MS / 1000} s of calls per ${TRACKER_APP_WINDOW_MS / 1000} s): the push waits its turn` }
+        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${APP_CALL_BUDGET_MS / 1000} s of calls per ${APP_CALL_WINDOW_MS / 1000} s): the push waits its turn` }
       }
       const began = performance.now()
       try {
@@ -136,7 +136,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * answer is held to its own App: after a failure, the App's other issues wait for the next pass (one
    * deadline per App and pass, not one per issue: a tracker trickling each answer to its 15 s deadline
    * held the walk for every App 50 times over); after a 429 its issues wait for the tracker's Retry-After;
-   * an App past its share of tracker time (time-budget.ts) is skipped until its window starts again.
+   * an App past its share of tracker time (core/time-share.ts) is skipped until its window starts again.
    * A 429 used to end the pass, and the next one started with the refused issue again: a tracker that
    * always throttles (an Org's own server, or a token over its rate limit) stopped the polling of every
    * other App's issues for good.

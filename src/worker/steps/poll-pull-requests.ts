@@ -19,6 +19,7 @@ import { CLOSED_PR_POLL_MS, type GitHooksRepo, type PrChange, type PrReport } fr
 import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 import { HostThrottled, pullNumberOf, pullRequestState } from '../../agent/hosts'
+import { createTimeShare } from '../../core/time-share'
 
 /** Pull requests read per pass; a full pass comes back after PR_POLL_NEXT_BATCH_MS for the rest. */
 export const PR_POLL_BATCH = 50
@@ -39,6 +40,11 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
   let closedCursor = ''
   /** Apps whose host asked to wait, until when (epoch ms): their requests are not read until then. Kept by this process only. */
   const throttledUntil = new Map<string, number>()
+  /**
+   * Each App's share of this worker's time for its host's answers (core/time-share.ts): a host that holds
+   * every read to its 15 s deadline held the worker (agent starts, reviews, tracker pushes) for 50 reads a pass.
+   */
+  const share = createTimeShare(() => clock.now())
 
   async function pass(): Promise<PollPass & { full: boolean }> {
     const batch = await hooks.openPullRequests(cursor, PR_POLL_BATCH)
@@ -46,15 +52,21 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
     const conns = new Map<string, RepoConnection | null>()
     const out: PollPass & { full: boolean } = { read: 0, moved: 0, failed: 0, throttled: 0, full: batch.length === PR_POLL_BATCH || closed.length === PR_POLL_BATCH }
     for (const [appId, until] of throttledUntil) if (until <= clock.now()) throttledUntil.delete(appId)
-    /** The request's state on its host, or null (no host to ask, or the App's host asked to wait). */
+    /** Apps whose host failed a read in this pass: their other requests wait for the next pass. */
+    const failedApps = new Set<string>()
+    /**
+     * The request's state on its host, or null: no host to ask, or the App's host asked to wait, failed a
+     * read in this pass (one deadline per App and pass) or took its share of the worker's time.
+     */
     async function stateOf(report: PrReport) {
-      if ((throttledUntil.get(report.appId) ?? 0) > clock.now()) return null
+      if ((throttledUntil.get(report.appId) ?? 0) > clock.now() || failedApps.has(report.appId) || share.waitMs(report.appId) > 0) return null
       if (!conns.has(report.appId)) conns.set(report.appId, await deps.connections.load(report.appId))
       const conn = conns.get(report.appId)
       const number = pullNumberOf(report.prUrl)
       if (!conn || conn.hostKind === 'none' || !conn.hostToken || !conn.hostApiUrl || number === null) return null
+      const began = performance.now()
       try {
-        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number)
+        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number).finally(() => share.spend(report.appId, performance.now() - began))
         out.read++
         return state
       } catch (e) {
@@ -65,6 +77,7 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
           return null
         }
         out.failed++
+        failedApps.add(report.appId)
         log.warn('could not read a pull request\'s state', { feedbackId: report.id, error: e instanceof Error ? e.message : String(e) })
         return null
       }

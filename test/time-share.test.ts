@@ -1,13 +1,13 @@
 /**
- * Each App's share of the worker's tracker time (src/modules/trackers/time-budget.ts): past its budget in
+ * Each App's share of the worker's call time (src/core/time-share.ts; tracker and git-host calls): past its budget in
  * a window, its calls wait for the next window; other Apps are not affected; a quiet App's entry goes.
  */
 import { expect, test } from 'bun:test'
-import { createTrackerTimeBudget } from '../src/modules/trackers/time-budget'
+import { createTimeShare } from '../src/core/time-share'
 
 test('an App past its budget waits for its window to start again; another App does not', () => {
   let now = 1_000_000
-  const budget = createTrackerTimeBudget(() => now, 10_000, 60_000)
+  const budget = createTimeShare(() => now, 10_000, 60_000)
   expect(budget.waitMs('a')).toBe(0)
   budget.spend('a', 4_000)
   now += 1_000

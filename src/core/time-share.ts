@@ -1,0 +1,45 @@
+/**
+ * How much of a one-job-at-a-time worker one App's remote host may take. Tracker pushes and polls and pull
+ * request polls run on the worker that also starts agent runs and reviews, one job at a time, and each
+ * App's tracker and git host are its Org's choice (a server it runs will do): one that holds every call to
+ * its deadline (15-20 s) held that worker for its whole backlog, every other App's work waiting behind it
+ * (4 pushes: a minute; hundreds: hours). Each App may spend `budgetMs` of calls per `windowMs`; past it,
+ * its calls wait for the next window (a push is deferred, a poll skips the App's items), and the other
+ * Apps' go ahead. A call once started is never cut by the budget, so a single slow call still runs to its
+ * own deadline. Kept by this process only: another node has its own.
+ */
+
+export interface TimeShare {
+  /** 0 when the App may call its host now, else how long until its window starts again (ms). */
+  waitMs(appId: string): number
+  /** Charges `ms` of call time to the App. */
+  spend(appId: string, ms: number): void
+}
+
+/** 10 s of calls per minute: dozens of ordinary calls (well under a second each). */
+export const APP_CALL_BUDGET_MS = 10_000
+export const APP_CALL_WINDOW_MS = 60_000
+
+export function createTimeShare(now: () => number, budgetMs = APP_CALL_BUDGET_MS, windowMs = APP_CALL_WINDOW_MS): TimeShare {
+  /** Per App: when its window began and what it spent in it. Entries of ended windows are dropped as met. */
+  const used = new Map<string, { since: number; ms: number }>()
+  const current = (appId: string) => {
+    const u = used.get(appId)
+    if (u && now() - u.since < windowMs) return u
+    if (u) used.delete(appId)
+    return undefined
+  }
+  return {
+    waitMs(appId) {
+      const u = current(appId)
+      return u && u.ms >= budgetMs ? Math.max(1, u.since + windowMs - now()) : 0
+    },
+    spend(appId, ms) {
+      const u = current(appId)
+      if (u) u.ms += ms
+      else used.set(appId, { since: now(), ms })
+      // Bounded: an App that stopped calling leaves its entry until a sweep like this one.
+      if (used.size > 10_000) for (const id of [...used.keys()]) current(id)
+    },
+  }
+}
