@@ -141,15 +141,15 @@ test(`SIGTERM with ${REPORTS} queued reports and a reader on the database: exits
   // While the request drains, the workers finish the batch in hand, hand back its leases and claim no more:
   // the backlog stands still, nothing leased. (Claiming on, it shrinks by a batch every second or so.)
   const probe = new Database(join(dataDir, 'fixloop.db'), { readonly: true })
-  const sample = () => ({
-    at: performance.now(),
-    ...(probe.query("SELECT COUNT(*) AS queued, COUNT(lease_owner) AS leased FROM jobs WHERE kind = 'process'").get() as { queued: number; leased: number }),
-  })
+  const sample = () => {
+    const leased = (probe.query("SELECT id FROM jobs WHERE kind = 'process' AND lease_owner IS NOT NULL").all() as { id: number }[]).map((r) => r.id)
+    return { at: performance.now(), queued: (probe.query("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n, leased: new Set(leased) }
+  }
   const samples = [sample()]
   const still = () => {
     const last = samples[samples.length - 1]
     const since = samples.findLast((x) => last.at - x.at >= STILL_MS)
-    return last.leased === 0 && since !== undefined && samples.filter((x) => x.at >= since.at).every((x) => x.queued === last.queued)
+    return last.leased.size === 0 && since !== undefined && samples.filter((x) => x.at >= since.at).every((x) => x.queued === last.queued)
   }
   while (!still() && performance.now() - t0 < HOLD_MAX_MS) {
     await Bun.sleep(100)
@@ -157,7 +157,11 @@ test(`SIGTERM with ${REPORTS} queued reports and a reader on the database: exits
   }
   probe.close()
   const last = samples[samples.length - 1]
-  const stoodStill = still()
+  // On a loaded machine the batch in hand may outlast the hold: then nothing beyond it may have been claimed
+  // or done since the drain was surely asked for (300 ms after the signal).
+  const asked = samples.find((x) => x.at - t0 >= 300) ?? last
+  const onlyInHand = [...last.leased].every((id) => asked.leased.has(id)) && asked.queued - last.queued <= asked.leased.size
+  const drained = still() ? 'stood still, nothing leased' : onlyInHand ? 'only the batch in hand went on' : 'claimed on'
   const t1 = performance.now()
   expect(await inFlight.finish()).toBe(201)
   const code = await proc.exited
@@ -170,9 +174,9 @@ test(`SIGTERM with ${REPORTS} queued reports and a reader on the database: exits
   expect(out).toContain('fixloop stopped')
   console.log(
     `exit ${Math.round(exitMs)} ms after the last answer (${Math.round(t1 - t0)} ms after SIGTERM) with a backlog of ${REPORTS} reports (${queued} queued; ` +
-      `${queued - last.queued} done after the signal, ${last.leased} leased at the end of the drain)`,
+      `${queued - last.queued} done after the signal, ${last.leased.size} leased at the end of the drain: ${drained})`,
   )
-  expect({ stoodStill, leased: last.leased }).toEqual({ stoodStill: true, leased: 0 })
+  expect(drained).not.toBe('claimed on')
   expect(exitMs).toBeLessThan(EXIT_BOUND_MS)
   // The reader held the WAL (the premise), and the last checkpoint was given no more than the budget left.
   expect(out).toContain('the WAL is left for the next start to checkpoint')
