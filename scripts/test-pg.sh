@@ -67,6 +67,7 @@ SUITES=(
   test/pr-news-during-iteration.test.ts
   test/merge-race.test.ts
   test/reporters-reach.test.ts
+  test/reporters-race.test.ts
   test/idempotency-order.test.ts
   test/agent-guardrail-gaps.test.ts
   test/slack-agent-text.test.ts

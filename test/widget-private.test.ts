@@ -463,3 +463,39 @@ test("a report older than 7 days is sent when its owner's own page loads: the bo
     await context.close()
   }
 })
+
+/**
+ * The dropped-notes list (localStorage, written capped at 30 notes) was read without a cap: a corrupt or
+ * hostile value (anything on the page's origin can write it) was parsed and filtered whole at every load
+ * and dialog opening, and every note of it was told. A list longer than a write leaves is read as its
+ * latest 30; a value far longer than 30 notes can be is removed unread.
+ */
+test('the dropped-notes list is read as capped as it is written: 30 notes told at most, an oversized value removed unread', async () => {
+  const e = env()
+  const url = switchingUserPage(e, '/dropped-cap', () => 'user-back')
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    await widget(page).launcher.waitFor()
+    const now = Date.now()
+    const notes = Array.from({ length: 200 }, (_, i) => ({ key: `k${i}`, endpoint: e.api, publicKey: e.tenant.pub, owner: 'user-back', writtenAt: now - (400 - i) * DAY, droppedAt: now - 1000 }))
+    await page.evaluate((v) => localStorage.setItem('fixloop:dropped', v), JSON.stringify(notes))
+    await page.reload()
+    let w = widget(page)
+    await w.launcher.click()
+    const notice = w.host.getByRole('status').filter({ hasText: DROPPED_NOTICE })
+    await notice.waitFor()
+    const told = ((await notice.textContent()) ?? '').match(/\d+\/\d+\/\d+/g) ?? []
+    expect(told).toHaveLength(30) // 200 before
+    expect(told[0]).toBe(new Date(notes[170].writtenAt).toLocaleDateString('en'))
+
+    // Some 2 million characters of junk: removed at the first read, never parsed again.
+    await page.evaluate(() => localStorage.setItem('fixloop:dropped', `[${'0,'.repeat(1_000_000)}0]`))
+    await page.reload()
+    w = widget(page)
+    await w.launcher.click()
+    await eventually(async () => (await page.evaluate(() => localStorage.getItem('fixloop:dropped'))) === null, 5_000)
+  } finally {
+    await context.close()
+  }
+})

@@ -1,7 +1,7 @@
 /** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
 import { ownedByRemovedSql } from '../sql/upload-shares'
-import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, successorWaits, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, ownIds, promote, REPORTER_MATCH, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { PgLifecycle } from './lifecycle'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
@@ -11,7 +11,12 @@ function run<T>(q: PgQueryable, text: string, values: unknown[]): Promise<T[]> {
   return many<T>(q, sql, pick(values))
 }
 
-const DIALECT: RemovalDialect = { ids: '(SELECT unnest($1::text[]))', org: '$2', scrubbedEventData: `(data::jsonb || '{"externalUserId": null}'::jsonb)::text` }
+const DIALECT: RemovalDialect = {
+  ids: '(SELECT unnest($1::text[]))',
+  org: '$2',
+  scrubbedEventData: `(data::jsonb || '{"externalUserId": null}'::jsonb)::text`,
+  pairs: 'unnest($3::text[], $4::text[]) AS p(lead, next)',
+}
 
 /**
  * Every row the removal writes (the reports, the duplicates it promotes, the leads it recounts, the
@@ -84,11 +89,11 @@ export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLife
         await run(client, `${ownedByRemovedSql(DIALECT.ids)} ORDER BY key COLLATE "C" FOR UPDATE`, [mine, orgId])
         for (const sql of handOverShared(DIALECT)) await run(client, sql, [mine, orgId])
         const uploadKeys = (await run<{ key: string }>(client, uploadKeysOf(DIALECT), [mine, orgId])).map((r) => r.key)
-        for (const { id: lead } of await run<{ id: string }>(client, leadsWithDuplicates(DIALECT), [mine, orgId])) {
-          const next = (await run<{ id: string | null }>(client, successorOf(DIALECT, '$3'), [mine, orgId, lead]))[0]?.id
-          if (!next) continue
-          for (const sql of promote(DIALECT, '$3', '$4')) await run(client, sql, [mine, orgId, lead, next])
-          if ((await run(client, successorWaits(DIALECT, '$4'), [mine, orgId, lead, next])).length > 0) await lifecycle.enqueueProcessOf({ client, onCommit }, next)
+        const pairs = await run<{ lead: string; next: string }>(client, successors(DIALECT), [mine, orgId])
+        if (pairs.length > 0) {
+          const values = [mine, orgId, pairs.map((p) => p.lead), pairs.map((p) => p.next)]
+          for (const sql of promote(DIALECT)) await run(client, sql, values)
+          for (const { id } of await run<{ id: string }>(client, successorsWaiting(DIALECT), values)) await lifecycle.enqueueProcessOf({ client, onCommit }, id)
         }
         for (const sql of cleanup(DIALECT)) await run(client, sql, [mine, orgId])
         return { removed: mine.length, uploadKeys }

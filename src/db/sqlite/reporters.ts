@@ -1,14 +1,19 @@
 /** SQLite side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
-import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, successorWaits, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, ownIds, promote, REPORTER_MATCH, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
 
-const DIALECT: RemovalDialect = { ids: '(SELECT value FROM json_each(?1))', org: '?2', scrubbedEventData: "json_set(data, '$.externalUserId', NULL)" }
+const DIALECT: RemovalDialect = {
+  ids: '(SELECT value FROM json_each(?1))',
+  org: '?2',
+  scrubbedEventData: "json_set(data, '$.externalUserId', NULL)",
+  pairs: "(SELECT json_extract(value, '$[0]') AS lead, json_extract(value, '$[1]') AS next FROM json_each(?3)) AS p",
+}
 
 /** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
 export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: Pick<SqliteLifecycle, 'enqueueProcessOf'>): ReportersRepo {
-  // Each statement takes (ids JSON, orgId[, lead, successor]) and binds the ones it uses.
+  // Each statement takes (ids JSON, orgId[, (lead, successor) pairs JSON]) and binds the ones it uses.
   const prep = <R>(text: string) => {
     const { sql, pick } = compact(text, '?')
     const stmt = sqlite.prepare<R, string[]>(sql)
@@ -17,10 +22,9 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: 
   const own = prep<{ id: string }>(ownIds(DIALECT))
   const handOver = handOverShared(DIALECT).map((sql) => prep<unknown>(sql))
   const keys = prep<{ key: string }>(uploadKeysOf(DIALECT))
-  const leads = prep<{ id: string }>(leadsWithDuplicates(DIALECT))
-  const successor = prep<{ id: string | null }>(successorOf(DIALECT, '?3'))
-  const [reparent, crown] = promote(DIALECT, '?3', '?4').map((sql) => prep<unknown>(sql))
-  const waits = prep<{ id: string }>(successorWaits(DIALECT, '?4'))
+  const successorsOf = prep<{ lead: string; next: string }>(successors(DIALECT))
+  const promotion = promote(DIALECT).map((sql) => prep<unknown>(sql))
+  const waiting = prep<{ id: string }>(successorsWaiting(DIALECT))
   const rest = cleanup(DIALECT).map((sql) => prep<unknown>(sql))
   const remove = sqlite.transaction((orgId: string, ids: readonly string[]) => {
     const mine = own.all(JSON.stringify(ids), orgId).map((r) => r.id)
@@ -28,12 +32,11 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: 
     const json = JSON.stringify(mine)
     for (const stmt of handOver) stmt.run(json, orgId)
     const uploadKeys = keys.all(json, orgId).map((r) => r.key)
-    for (const { id: lead } of leads.all(json, orgId)) {
-      const next = successor.get(json, orgId, lead)?.id
-      if (!next) continue
-      reparent.run(json, orgId, lead, next)
-      crown.run(json, orgId, lead, next)
-      if (waits.get(json, orgId, lead, next)) lifecycle.enqueueProcessOf(next)
+    const pairs = successorsOf.all(json, orgId)
+    if (pairs.length > 0) {
+      const pairsJson = JSON.stringify(pairs.map((p) => [p.lead, p.next]))
+      for (const stmt of promotion) stmt.run(json, orgId, pairsJson)
+      for (const { id } of waiting.all(json, orgId, pairsJson)) lifecycle.enqueueProcessOf(id)
     }
     for (const stmt of rest) stmt.run(json, orgId)
     return { removed: mine.length, uploadKeys }

@@ -85,7 +85,7 @@ export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publ
         detail: {
           summary: "Erase a reporter's reports (data-subject erasure)",
           description:
-            'Deletes every report of that reporter in the Org (or one App) with its attachments, blobs and every record naming the reporter; events keep ids only. Idempotent: a second call erases 0. Audited with a count and a SHA-256 of the identifier, never the identifier. What was already sent out (issue trackers, webhooks, Slack) is not reachable: see docs/security.md.',
+            'Deletes every report of that reporter in the Org (or one App) with its attachments, blobs and every record naming the reporter; events keep ids only. Idempotent: a second call erases 0. `erased` counts the reports this call removed (two calls at once share the work and each counts its own); a call answers once none of those reports is left. Audited with that count and a keyed hash of the identifier, never the identifier. What was already sent out (issue trackers, webhooks, Slack) is not reachable: see docs/security.md.',
           tags: ['reporters'],
           security: BEARER_SK,
         },

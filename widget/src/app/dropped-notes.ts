@@ -12,6 +12,13 @@ export const HELD_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000
 const NOTE_MAX_AGE_MS = 90 * 24 * 60 * 60 * 1000
 const NOTE_MAX = 30
 const STORE_KEY = 'fixloop:dropped'
+/**
+ * The longest stored value read: NOTE_MAX notes of generous size (an endpoint URL, a sub of up to 256
+ * characters, an Idempotency-Key). Nothing this widget writes comes near it; a longer value is corrupt or
+ * hostile (anything on the page's origin can write it), and parsing and filtering it cost the page its
+ * time at every load and dialog opening: it is removed, unread.
+ */
+const STORE_MAX_CHARS = NOTE_MAX * 4096
 
 export interface DroppedNote {
   /** The report's Idempotency-Key: two tabs dropping the same report leave one note. */
@@ -26,10 +33,16 @@ export interface DroppedNote {
 
 function read(): DroppedNote[] {
   try {
-    const list = JSON.parse(localStorage.getItem(STORE_KEY) ?? '[]')
+    const stored = localStorage.getItem(STORE_KEY) ?? '[]'
+    if (stored.length > STORE_MAX_CHARS) {
+      localStorage.removeItem(STORE_KEY)
+      return []
+    }
+    const list = JSON.parse(stored)
     if (!Array.isArray(list)) return []
     const now = Date.now()
-    return list.filter((n) => n && typeof n.owner === 'string' && typeof n.writtenAt === 'number' && typeof n.droppedAt === 'number' && now - n.droppedAt <= NOTE_MAX_AGE_MS)
+    // As many as a write keeps (the latest): a longer list was not written by this widget.
+    return list.slice(-NOTE_MAX).filter((n) => n && typeof n.owner === 'string' && typeof n.writtenAt === 'number' && typeof n.droppedAt === 'number' && now - n.droppedAt <= NOTE_MAX_AGE_MS)
   } catch {
     return []
   }
