@@ -83,6 +83,11 @@ export interface ModeWorkers {
   sanitizeAnywhere?: { start(): void; stop(): Promise<void> }
   /** Cluster mode: wake-ups across nodes (server.ts starts and stops it). */
   wakeBus?: WakeBus
+  /**
+   * Cluster mode: what this node reads of the others' doings, on their wake-ups and a safety poll: removed
+   * reports (src/nodes/removal-follower.ts). server.ts starts and stops them with the wake bus.
+   */
+  followers?: { start(): void; stop(): void }[]
   /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */
   stopEventSignal?: () => void
   /** Cluster mode: live peers this node does not hear on its Redis. */

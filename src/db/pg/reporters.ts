@@ -3,6 +3,7 @@ import type { ReportersRepo } from '../../modules/reporters/repo'
 import { ownedByRemovedSql } from '../sql/upload-shares'
 import { cleanup, compact, handOverShared, leadsWithDuplicates, ownIds, promote, REPORTER_MATCH, successorOf, successorWaits, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { PgLifecycle } from './lifecycle'
+import { logRemoved } from './removal-log'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
 /** Runs a shared statement with the values it uses of (ids, orgId[, lead, successor]). */
@@ -91,6 +92,8 @@ export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLife
           if ((await run(client, successorWaits(DIALECT, '$4'), [mine, orgId, lead, next])).length > 0) await lifecycle.enqueueProcessOf({ client, onCommit }, next)
         }
         for (const sql of cleanup(DIALECT)) await run(client, sql, [mine, orgId])
+        // Last: every node's similarity index drops them from the log (removal-log.ts takes its lock here).
+        await logRemoved(client, mine)
         return { removed: mine.length, uploadKeys }
       }),
   }

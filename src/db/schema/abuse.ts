@@ -18,10 +18,15 @@ export const powSpent = sqliteTable(
  * What an App's spam decisions taught its score (src/abuse/learn.ts): per-reason weight factors as JSON,
  * and how many reports were marked "not spam" and "spam" by hand.
  */
-export const spamLearning = sqliteTable('spam_learning', {
-  appId: text('app_id').primaryKey(),
-  factors: text('factors').notNull().default('{}'),
-  notSpam: integer('not_spam').notNull().default(0),
-  markedSpam: integer('marked_spam').notNull().default(0),
-  updatedAt: integer('updated_at').notNull(),
-})
+export const spamLearning = sqliteTable(
+  'spam_learning',
+  {
+    appId: text('app_id').primaryKey(),
+    factors: text('factors').notNull().default('{}'),
+    notSpam: integer('not_spam').notNull().default(0),
+    markedSpam: integer('marked_spam').notNull().default(0),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  // Cluster mode: each node reads the Apps with a decision since its last look (src/abuse/spam-share.ts).
+  (t) => [index('spam_learning_updated_idx').on(t.updatedAt)],
+)
