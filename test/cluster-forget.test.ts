@@ -1,11 +1,13 @@
 /**
  * What one node of a cluster learns, every node learns (docs/operations.md "What one node learns, every
- * node learns"): reports removed for good (a reporter's erasure, the report retention) leave the
- * similarity index and the text cache of every node, not only the one that removed them
- * (src/nodes/removal-follower.ts): the node clustering the App kept the erased reports' sanitized text and
- * ranked new reports against them. A removal is announced on the wake-up channel and read from the
- * database (a removal log), with a safety poll for a lost message: the Redis-down case shows the poll
- * alone carries it.
+ * node learns"):
+ * - reports removed for good (a reporter's erasure, the report retention) leave the similarity index and
+ *   the text cache of every node, not only the one that removed them (src/nodes/removal-follower.ts): the
+ *   node clustering the App kept the erased reports' sanitized text and ranked new reports against them;
+ * - a report a person marked spam on one node makes its rewordings `like_spam` on every node
+ *   (src/abuse/spam-share.ts): a bot spreading its rewordings over the nodes escaped on all but one.
+ * Both are announced on the wake-up channel and read from the database (a removal log, the App's marks),
+ * with a safety poll for a lost message: the Redis-down cases show the poll alone carries them.
  *
  * Two compiled `fixloop serve` nodes on one PostgreSQL and a redis-server of this file's own
  * (test/cluster-env.ts).
@@ -17,6 +19,7 @@ import { clusterDirs } from './cluster-cli'
 import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
 import { openPool } from '../src/db/pg/client-options'
 import { PARTITION_OF_APP } from '../src/db/pg/jobs'
+import { powHeaderOf, solvePowChallenge } from '../src/abuse/pow'
 import { REMOVAL_POLL_MS } from '../src/nodes/removal-follower'
 
 type Node = Awaited<ReturnType<typeof spawnServer>>
@@ -137,4 +140,62 @@ describe('erased reports leave every node', () => {
       if (halted) await redis.restart()
     }
   }, 120_000)
+})
+
+describe('like_spam across nodes', () => {
+  const PITCH = 'Boost your website traffic today! Our SEO services put your site on the first page of Google. Visit https://rank-boost.example/offer?ref=6864 for a free audit.'
+  const REWORDED = 'Want more visitors to your website? Our SEO services will get your site onto Google first page. Free audit at https://seo-kings.example/free today!'
+
+  /** A report from a script at `node`: proof of work solved, no widget signals (no_widget_signals fires). */
+  async function scripted(node: Node, pub: string, text: string, address: string): Promise<string> {
+    const headers = { 'x-forwarded-for': address }
+    const c = (await call(node.url, 'GET', '/v1/widget/challenge', { auth: pub, headers })).body.challenge
+    const r = await call(node.url, 'POST', '/v1/feedback', { auth: pub, body: { text }, headers: { ...headers, 'X-Fixloop-Proof-Of-Work': powHeaderOf(c, solvePowChallenge(c)!) } })
+    expect(r.status).toBe(201)
+    return r.body.id as string
+  }
+
+  test('a pitch marked spam on node A makes its rewording from a script spam on node B (like_spam); "not spam" on A clears it on B', async () => {
+    const [a, b] = nodes
+    const t = await tenant('Pitched', ['--proof-of-work', 'normal'])
+    const spamOf = async (id: string) => (await call(a.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body.spam as { reasons: string[] } | null
+    const pitch = await scripted(a, t.pub, PITCH, '198.51.100.1')
+    expect(await spamOf(pitch)).toBeNull()
+    expect((await call(a.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: t.key, body: { spam: true } })).status).toBe(200)
+    // Node A at once (its own ring); node B once it heard of the mark (before: never).
+    const atA = await scripted(a, t.pub, REWORDED, '198.51.100.2')
+    expect((await spamOf(atA))?.reasons).toContain('like_spam')
+    let n = 3
+    const atB = await eventually(async () => {
+      const id = await scripted(b, t.pub, REWORDED, `198.51.100.${n++}`)
+      return (await spamOf(id))?.reasons.includes('like_spam') ? id : (await Bun.sleep(200), undefined)
+    }, 10_000)
+    expect((await spamOf(atB))?.reasons).toEqual(['no_widget_signals', 'like_spam', 'spam_phrases'])
+
+    // "Not spam" on node A: node B stops finding it like spam too.
+    expect((await call(a.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: t.key, body: { spam: false } })).status).toBe(200)
+    expect((await call(a.url, 'PATCH', `/v1/feedback/${atB}`, { auth: t.key, body: { spam: false } })).status).toBe(200)
+    await eventually(async () => {
+      const id = await scripted(b, t.pub, REWORDED, `198.51.100.${n++}`)
+      return (await spamOf(id)) === null ? true : (await Bun.sleep(200), undefined)
+    }, 10_000)
+  }, 90_000)
+
+  test('with Redis away a mark on node A still reaches node B (its safety poll reads the marks)', async () => {
+    const [a, b] = nodes
+    const t = await tenant('Pitched offline', ['--proof-of-work', 'normal'])
+    const spamOf = async (id: string) => (await call(a.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body.spam as { reasons: string[] } | null
+    const pitch = await scripted(a, t.pub, PITCH, '198.51.100.101')
+    await redis.halt()
+    try {
+      expect((await call(a.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: t.key, body: { spam: true } })).status).toBe(200)
+      let n = 102
+      await eventually(async () => {
+        const id = await scripted(b, t.pub, REWORDED, `198.51.100.${n++}`)
+        return (await spamOf(id))?.reasons.includes('like_spam') ? id : (await Bun.sleep(500), undefined)
+      }, 20_000)
+    } finally {
+      await redis.restart()
+    }
+  }, 90_000)
 })

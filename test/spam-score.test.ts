@@ -227,6 +227,34 @@ describe('SpamRing (like_spam)', () => {
     expect(ring.count('d')).toBe(1)
   })
 
+  test('replace (a cluster node loading the App\'s marks from the database): what it held goes, marks older than the window are skipped, near copies share a slot, the size holds', () => {
+    const { clock, ring } = ringWith('Earn money from home with our crypto trading bot, 300% returns guaranteed. Join now at https://coin-rocket.example/join')
+    const now = clock.now()
+    ring.replace(APP, [
+      { at: now - SPAM_RING_WINDOW_MS - 1, text: 'Cheap watches and handbags, replica quality, free shipping worldwide at https://bags.example' },
+      { at: now - 2_000, text: SPAM_PITCH },
+      { at: now - 1_000, text: SPAM_PITCH.replace('6864', '7') },
+    ])
+    // The crypto text held before is gone ("not spam" on another node); the stale one never came in.
+    expect(ring.likeness(APP, 'Earn money from home with our crypto trading bot, 300% returns guaranteed')!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    expect(ring.likeness(APP, 'Cheap watches and handbags, replica quality, free shipping worldwide')!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    // The two copies of the pitch took one slot (the newer one).
+    expect(ring.count(APP)).toBe(1)
+    expect(ring.likeness(APP, SPAM_PITCH.replace('6864', '7'))!.best).toBeCloseTo(1, 6)
+    // An hour after its mark (not after the load) it counts no more.
+    clock.advance(SPAM_RING_WINDOW_MS - 500)
+    expect(ring.count(APP)).toBe(0)
+    // No marks: the App holds nothing. Within the size: the newest are kept.
+    ring.replace(APP, [])
+    expect(ring.likeness(APP, SPAM_PITCH)).toBeNull()
+    const small = new SpamRing(clock, 2, 10)
+    const texts = ['casino', 'pills', 'loans'].map((w, i) => ({ at: clock.now() - 3_000 + i, text: `distinct pitch about ${w} ${'q'.repeat(i * 5)} number ${i}` }))
+    small.replace(APP, texts)
+    expect(small.count(APP)).toBe(2)
+    expect(small.likeness(APP, texts[0].text)!.best).toBeLessThan(0.99)
+    expect(small.likeness(APP, texts[2].text)!.best).toBeCloseTo(1, 6)
+  })
+
   test('expiry: an hour after it was held, a text counts no more', () => {
     const { clock, ring } = ringWith(SPAM_PITCH)
     clock.advance(SPAM_RING_WINDOW_MS / 2)

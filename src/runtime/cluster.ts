@@ -19,7 +19,9 @@ import { PeerCheck } from '../nodes/peer-check'
 import { RedisLink } from '../nodes/redis-link'
 import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus, type EventNews } from '../nodes/wake-bus'
 import { RemovalFollower, REMOVED } from '../nodes/removal-follower'
+import { SPAM_DECIDED, SpamShare } from '../abuse/spam-share'
 import { removedSince } from '../db/pg/removal-log'
+import { createPgSpamMarks } from '../db/pg/spam-marks'
 import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
@@ -77,7 +79,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
     // process's at once, other nodes' through Redis pub/sub), and reads nothing for it: its poll (one SUM
     // of the counters) is only the safety net for lost messages and for events the CLI wrote.
     eventsPollMs: CLUSTER_SAFETY_POLL_MS,
-    start({ ownSteps, hub, failRunsOf: fail }) {
+    start({ ownSteps, hub, failRunsOf: fail, spamMarksOf }) {
       failRunsOf = fail
       const workerOptions = options.worker ?? {}
       const ownKinds = Object.keys(ownSteps) as JobKind[]
@@ -112,7 +114,8 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         if (kind === 'process') sanitizer.wake()
         return isProcessingKind(kind) ? processor.wake() : worker.wake()
       }
-      // What other nodes removed leaves this node's indexes (removal-follower.ts): read from the database, woken or polled.
+      // What other nodes removed leaves this node's indexes (removal-follower.ts); what they marked spam by
+      // hand reaches its like_spam ring (spam-share.ts): each read from the database, woken or polled.
       const { pool } = store.storage
       const removals = new RemovalFollower({
         read: (after, limit) => removedSince(pool, after, limit),
@@ -122,9 +125,11 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         },
         log,
       })
+      const spamShare = new SpamShare({ repo: createPgSpamMarks(pool), load: spamMarksOf, clock, log })
       const heard = (what: string, news?: EventNews) => {
         if (what === 'events') return hub.heard(news ?? null)
         if (what === REMOVED) return void removals.wake()
+        if (what === SPAM_DECIDED) return void spamShare.wake()
         if (isJobKind(what)) wakeLocally(what)
       }
       if (redis && config.redisUrl) {
@@ -152,7 +157,8 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
             await processing.port.forgetRemoved(ids)
           },
         },
-        followers: [removals],
+        followers: [removals, spamShare],
+        spamDecided: () => bus?.publish(SPAM_DECIDED),
         processingWorker: processor,
         partitions,
         sanitizeAnywhere: sanitizer,

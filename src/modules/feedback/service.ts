@@ -224,8 +224,8 @@ export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService
       const learned = await abuse.learning(outcome.appId)
       await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
       spamHooks?.forget(outcome.appId)
-      // like_spam (this node): only a text a person marked spam makes its rewordings suspect (never one
-      // the intake classified: a bot could teach that); "not spam" clears it.
+      // like_spam (this node at once, a cluster's others once told): only a text a person marked spam makes
+      // its rewordings suspect (never one the intake classified: a bot could teach that); "not spam" clears it.
       if (spam) spamHooks?.confirmedSpam(outcome.appId, row.text)
       else spamHooks?.notSpam(outcome.appId, row.text)
     }
