@@ -120,8 +120,9 @@ describe('erased reports leave every node', () => {
     const { survivor, next } = await erasureCase('Erased', eraseErin)
     // Before: the clustering node still held the erased copies (their texts, their links) and ranked the
     // next report against them only: a lead of its own instead of the survivor's duplicate. One report
-    // only (a second would join the first), sent once the wake-up surely arrived (well within the poll's 2 s).
-    await Bun.sleep(500)
+    // only (a second would join the first), sent once the wake-up surely arrived (it takes milliseconds:
+    // a second leaves room for a loaded machine).
+    await Bun.sleep(1_000)
     expect(await next()).toBe(survivor)
   }, 120_000)
 
