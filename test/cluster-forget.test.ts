@@ -21,6 +21,7 @@ import { openPool } from '../src/db/pg/client-options'
 import { PARTITION_OF_APP } from '../src/db/pg/jobs'
 import { powHeaderOf, solvePowChallenge } from '../src/abuse/pow'
 import { REMOVAL_POLL_MS } from '../src/nodes/removal-follower'
+import { SPAM_SHARE_POLL_MS } from '../src/abuse/spam-share'
 
 type Node = Awaited<ReturnType<typeof spawnServer>>
 
@@ -145,7 +146,17 @@ describe('erased reports leave every node', () => {
 
 describe('like_spam across nodes', () => {
   const PITCH = 'Boost your website traffic today! Our SEO services put your site on the first page of Google. Visit https://rank-boost.example/offer?ref=6864 for a free audit.'
-  const REWORDED = 'Want more visitors to your website? Our SEO services will get your site onto Google first page. Free audit at https://seo-kings.example/free today!'
+  /**
+   * The pitch reworded, a new variant each call (another word, another linked site): the same text, or the
+   * same site, from 4 or more addresses fires repeated_text or link_flood, and a report already spam
+   * without like_spam is not compared (a test waiting for like_spam with one text waited in vain).
+   */
+  let variant = 0
+  const reworded = () => {
+    const w = 'abcdefghijklmnopqrstuvwxyz'[variant % 26] + 'abcdefghijklmnopqrstuvwxyz'[Math.floor(variant / 26) % 26]
+    variant++
+    return `Want more visitors to your website? Our SEO services will get your site onto Google first page. Free audit at https://seo-${w}.example/free today, ${w}!`
+  }
 
   /** A report from a script at `node`: proof of work solved, no widget signals (no_widget_signals fires). */
   async function scripted(node: Node, pub: string, text: string, address: string): Promise<string> {
@@ -156,7 +167,7 @@ describe('like_spam across nodes', () => {
     return r.body.id as string
   }
 
-  test('a pitch marked spam on node A makes its rewording from a script spam on node B (like_spam); "not spam" on A clears it on B', async () => {
+  test('a pitch marked spam on node A makes its rewording from a script spam on node B (like_spam); "not spam" on that rewording at A clears it on both nodes', async () => {
     const [a, b] = nodes
     const t = await tenant('Pitched', ['--proof-of-work', 'normal'])
     const spamOf = async (id: string) => (await call(a.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body.spam as { reasons: string[] } | null
@@ -164,22 +175,22 @@ describe('like_spam across nodes', () => {
     expect(await spamOf(pitch)).toBeNull()
     expect((await call(a.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: t.key, body: { spam: true } })).status).toBe(200)
     // Node A at once (its own ring); node B once it heard of the mark (before: never).
-    const atA = await scripted(a, t.pub, REWORDED, '198.51.100.2')
+    const atA = await scripted(a, t.pub, reworded(), '198.51.100.2')
     expect((await spamOf(atA))?.reasons).toContain('like_spam')
     let n = 3
     const atB = await eventually(async () => {
-      const id = await scripted(b, t.pub, REWORDED, `198.51.100.${n++}`)
+      const id = await scripted(b, t.pub, reworded(), `198.51.100.${n++}`)
       return (await spamOf(id))?.reasons.includes('like_spam') ? id : (await Bun.sleep(200), undefined)
     }, 10_000)
     expect((await spamOf(atB))?.reasons).toEqual(['no_widget_signals', 'like_spam', 'spam_phrases'])
 
-    // "Not spam" on node A: node B stops finding it like spam too.
-    expect((await call(a.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: t.key, body: { spam: false } })).status).toBe(200)
+    // "Not spam" on the rewording, at node A: the pitch it resembles no longer makes it like_spam, on node A
+    // (its ring drops what the text resembles) and on node B, though the pitch itself is still marked spam.
+    // Before, each node loaded the pitch's mark again from the database.
     expect((await call(a.url, 'PATCH', `/v1/feedback/${atB}`, { auth: t.key, body: { spam: false } })).status).toBe(200)
-    await eventually(async () => {
-      const id = await scripted(b, t.pub, REWORDED, `198.51.100.${n++}`)
-      return (await spamOf(id)) === null ? true : (await Bun.sleep(200), undefined)
-    }, 10_000)
+    await Bun.sleep(2 * SPAM_SHARE_POLL_MS + 1_000) // the wake-up and a safety poll on both nodes: nothing may bring it back
+    for (const node of [a, b]) expect(await spamOf(await scripted(node, t.pub, reworded(), `198.51.100.${n++}`))).toBeNull()
+    expect((await spamOf(pitch))?.reasons).toContain('marked_by_hand')
   }, 90_000)
 
   test('with Redis away a mark on node A still reaches node B (its safety poll reads the marks)', async () => {
@@ -192,7 +203,7 @@ describe('like_spam across nodes', () => {
       expect((await call(a.url, 'PATCH', `/v1/feedback/${pitch}`, { auth: t.key, body: { spam: true } })).status).toBe(200)
       let n = 102
       await eventually(async () => {
-        const id = await scripted(b, t.pub, REWORDED, `198.51.100.${n++}`)
+        const id = await scripted(b, t.pub, reworded(), `198.51.100.${n++}`)
         return (await spamOf(id))?.reasons.includes('like_spam') ? id : (await Bun.sleep(500), undefined)
       }, 20_000)
     } finally {

@@ -85,16 +85,22 @@ export class SpamRing {
   /**
    * The App's spam texts as the database has them (cluster mode: the texts people marked spam on any node,
    * src/abuse/spam-share.ts), oldest first, each with when it was marked: they replace what the App held,
-   * so a text cleared ("not spam") on another node goes too. The same bounds and near-copy rule as `add`.
+   * so a mark taken back on another node goes too. `cleared`: the texts declared "not spam" by hand lately,
+   * with when; a mark one of them resembles at LIKE_SPAM_SIMILARITY or more and not marked after it is
+   * left out, as `remove` would have dropped it then. The same bounds and near-copy rule as `add`.
    */
-  replace(appId: string, marks: readonly { at: number; text: string }[]): void {
+  replace(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[] = []): void {
     this.apps.delete(appId)
     const since = this.clock.now() - SPAM_RING_WINDOW_MS
+    const clearedVectors = cleared.map((c) => trigramVector(c.text, LIKE_SPAM_CHARS))
     const ring: Ring = { at: [], vectors: [] }
     for (const m of marks.slice(-this.size)) {
       if (m.at <= since) continue
       const vector = trigramVector(m.text, LIKE_SPAM_CHARS)
-      if (vector.sumSquares > 0) this.hold(ring, vector, m.at, true)
+      if (vector.sumSquares === 0) continue
+      const cosines = trigramCosines(vector, clearedVectors)
+      if (cleared.some((c, i) => c.at >= m.at && cosines[i] >= LIKE_SPAM_SIMILARITY)) continue
+      this.hold(ring, vector, m.at, true)
     }
     if (ring.at.length === 0) return
     if (this.apps.size >= this.maxApps) this.evict()

@@ -7,8 +7,9 @@
  * (spam_learning.updated_at), then announces itself on the wake-up channel (`spam`). Every node, when it
  * hears that and on a safety poll (pub/sub is at-most-once, Redis may be away), reads the Apps with a
  * decision since its last look and loads each one's marks by hand of the last hour (at most
- * SPAM_RING_SIZE) into its ring in place of what it held: a "not spam" on another node takes the text out
- * here too. Nothing of this is on a report's way: intake still compares with memory only.
+ * SPAM_RING_SIZE) into its ring in place of what it held, less those a "not spam" of the last hour
+ * resembles (src/abuse/spam-cleared.ts): a mark taken back, or a rewording declared "not spam", on another
+ * node takes the texts out here too, as on the node that decided. Nothing of this is on a report's way: intake still compares with memory only.
  *
  * The Apps are read by the lesson's time, written by the deciding node's clock: each look goes back
  * LOOK_BACK_MS (clocks of a cluster's nodes may differ by seconds, a decision commits a moment after its
@@ -31,12 +32,14 @@ export interface SpamMarksRepo {
   decidedSince(since: number, limit: number): Promise<{ appId: string; at: number }[]>
   /** The App's reports marked spam by hand after `since`, the newest `limit`, oldest first. */
   markedByHand(appId: string, since: number, limit: number): Promise<{ at: number; text: string }[]>
+  /** The texts of the App's reports declared "not spam" by hand after `since` (spam-cleared.ts), with when. */
+  clearedSince(appId: string, since: number): Promise<{ at: number; text: string }[]>
 }
 
 export interface SpamShareDeps {
   repo: SpamMarksRepo
-  /** Replaces the App's spam texts in this node's ring (spam-ring.ts `replace`). */
-  load(appId: string, marks: readonly { at: number; text: string }[]): void
+  /** Replaces the App's spam texts in this node's ring, less what a "not spam" cleared (spam-ring.ts `replace`). */
+  load(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): void
   clock: Clock
   log: Logger
   pollMs?: number
@@ -91,7 +94,8 @@ export class SpamShare {
       const apps = await repo.decidedSince(since, SPAM_APPS_PER_LOOK)
       for (const { appId, at } of apps) {
         if (this.loaded.get(appId) === at) continue
-        this.deps.load(appId, await repo.markedByHand(appId, clock.now() - SPAM_RING_WINDOW_MS, SPAM_RING_SIZE))
+        const window = clock.now() - SPAM_RING_WINDOW_MS
+        this.deps.load(appId, await repo.markedByHand(appId, window, SPAM_RING_SIZE), await repo.clearedSince(appId, window))
         this.loaded.set(appId, at)
       }
       for (const [appId, at] of this.loaded) if (at < since) this.loaded.delete(appId)

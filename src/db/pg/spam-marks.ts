@@ -1,5 +1,6 @@
 /** The spam decisions by hand a cluster node reads for `like_spam` (src/abuse/spam-share.ts). */
 import type { SpamMarksRepo } from '../../abuse/spam-share'
+import { parseCleared } from '../../abuse/spam-cleared'
 import { many, type PgQueryable } from './storage'
 
 export function createPgSpamMarks(q: PgQueryable): SpamMarksRepo {
@@ -20,5 +21,13 @@ export function createPgSpamMarks(q: PgQueryable): SpamMarksRepo {
           [appId, since, limit],
         )
       ).map((r) => ({ at: Number(r.at), text: r.text })),
+    // The App's "not spam" list (at most 200 ids), then those reports' texts (gone ones are skipped).
+    clearedSince: async (appId, since) => {
+      const row = await many<{ cleared: string }>(q, 'SELECT cleared FROM spam_learning WHERE app_id = $1', [appId])
+      const when = new Map(parseCleared(row[0]?.cleared).filter((c) => c.at > since).map((c) => [c.id, c.at]))
+      if (when.size === 0) return []
+      const rows = await many<{ id: string; text: string }>(q, 'SELECT id, text FROM feedback WHERE app_id = $1 AND id = ANY($2::text[])', [appId, [...when.keys()]])
+      return rows.map((r) => ({ at: when.get(r.id)!, text: r.text }))
+    },
   }
 }

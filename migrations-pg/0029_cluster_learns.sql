@@ -4,4 +4,5 @@ CREATE TABLE "removed_reports" (
 	"removed_at" bigint NOT NULL
 );
 --> statement-breakpoint
+ALTER TABLE "spam_learning" ADD COLUMN "cleared" text DEFAULT '[]' NOT NULL;--> statement-breakpoint
 CREATE INDEX "spam_learning_updated_idx" ON "spam_learning" USING btree ("updated_at");

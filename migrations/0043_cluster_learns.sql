@@ -4,4 +4,5 @@ CREATE TABLE `removed_reports` (
 	`removed_at` integer NOT NULL
 );
 --> statement-breakpoint
+ALTER TABLE `spam_learning` ADD `cleared` text DEFAULT '[]' NOT NULL;--> statement-breakpoint
 CREATE INDEX `spam_learning_updated_idx` ON `spam_learning` (`updated_at`);
