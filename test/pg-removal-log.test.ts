@@ -2,7 +2,8 @@
  * The removal log on a real PostgreSQL (src/db/pg/removal-log.ts, src/nodes/removal-follower.ts): the ids
  * every removal took away, numbered in the order the removals committed and without holes, so a node's
  * cursor (one number) never skips a removal that committed late; rows pruned after an hour by the
- * next removal; a node whose cursor fell behind the pruning drops its indexes whole.
+ * next removal; a node whose cursor fell behind the pruning drops its indexes whole; the database away
+ * is one warning, and a reader stopped by the shutdown (which closes the pool next) reads and warns no more.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
@@ -10,6 +11,9 @@ import { openPool } from '../src/db/pg/client-options'
 import { LOG_KEEP_MS, logRemoved, removedSince } from '../src/db/pg/removal-log'
 import { RemovalFollower } from '../src/nodes/removal-follower'
 import { Logger } from '../src/core/logger'
+import { systemClock } from '../src/core/clock'
+import { SpamShare } from '../src/abuse/spam-share'
+import { createPgSpamMarks } from '../src/db/pg/spam-marks'
 import { sharedPostgres } from './dialects'
 import { pgMissingReason } from './pg-server'
 
@@ -90,5 +94,38 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
     await follower.wake()
     expect(dropped).toBe(1)
     expect(forgotten.at(-1)).toBe('z2')
+  })
+
+  test('the database away: one warning for the outage, the cursor kept; stopped (a shutdown closing the pool): no read, no warning', async () => {
+    const pg = await sharedPostgres()
+    const lost = openPool(await pg.createDatabase('removallost', { migrated: true }), 1)
+    const lines: string[] = []
+    const forgotten: string[] = []
+    const follower = new RemovalFollower({
+      read: (after, limit) => removedSince(lost, after, limit),
+      forget: async (ids) => void forgotten.push(...ids),
+      forgetAll: () => {},
+      log: new Logger('warn', (line) => void lines.push(line)),
+    })
+    await follower.wake()
+    await lost.end()
+    await follower.wake()
+    await follower.wake()
+    // The logger writes on the next turn of the event loop, its lines joined.
+    const warnings = async () => (await Bun.sleep(20), lines.join('').split('removal log unreadable').length - 1)
+    expect(await warnings()).toBe(1)
+    // Another follower (no outage noted yet) stopped while its first read is under way, then woken.
+    const stopping = new RemovalFollower({ read: (after, limit) => removedSince(lost, after, limit), forget: async () => {}, forgetAll: () => {}, log: new Logger('warn', (line) => void lines.push(line)) })
+    stopping.start()
+    stopping.stop()
+    await stopping.wake()
+    expect(await warnings()).toBe(1)
+    // The spam marks' reader (src/abuse/spam-share.ts) stops the same way.
+    const spam = new SpamShare({ repo: createPgSpamMarks(lost), load: () => {}, clock: systemClock, log: new Logger('warn', (line) => void lines.push(line)) })
+    spam.start()
+    spam.stop()
+    await spam.wake()
+    await Bun.sleep(20)
+    expect(lines.join('')).not.toContain('spam decisions of other nodes unreadable')
   })
 })

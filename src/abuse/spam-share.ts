@@ -53,11 +53,14 @@ export class SpamShare {
   private running: Promise<void> | undefined
   private again = false
   private failing = false
+  /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
+  private stopped = false
 
   constructor(private readonly deps: SpamShareDeps) {}
 
   start(): void {
     this.stop()
+    this.stopped = false
     this.timer = setInterval(() => void this.wake(), this.deps.pollMs ?? SPAM_SHARE_POLL_MS)
     void this.wake()
   }
@@ -65,10 +68,12 @@ export class SpamShare {
   stop(): void {
     clearInterval(this.timer)
     this.timer = undefined
+    this.stopped = true
   }
 
   /** Looks now (a wake-up heard, the poll); one look at a time, one more if asked for meanwhile. */
   wake(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
     if (this.running) {
       this.again = true
       return this.running
@@ -103,6 +108,7 @@ export class SpamShare {
       if (this.failing) this.deps.log.info('spam decisions of other nodes readable again')
       this.failing = false
     } catch (e) {
+      if (this.stopped) return
       if (!this.failing) this.deps.log.warn('spam decisions of other nodes unreadable: like_spam compares with this node\'s own until they are read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }

@@ -43,11 +43,14 @@ export class RemovalFollower {
   private again = false
   /** A read failed and none has succeeded since (warned once per outage). */
   private failing = false
+  /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
+  private stopped = false
 
   constructor(private readonly deps: RemovalFollowerDeps) {}
 
   start(): void {
     this.stop()
+    this.stopped = false
     this.timer = setInterval(() => void this.wake(), this.deps.pollMs ?? REMOVAL_POLL_MS)
     void this.wake()
   }
@@ -55,10 +58,12 @@ export class RemovalFollower {
   stop(): void {
     clearInterval(this.timer)
     this.timer = undefined
+    this.stopped = true
   }
 
   /** Reads the log now (a wake-up heard, the poll); resolves when this node has dropped what it found. */
   wake(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
     if (this.running) {
       this.again = true
       return this.running
@@ -93,6 +98,7 @@ export class RemovalFollower {
       if (this.failing) this.deps.log.info('removal log readable again')
       this.failing = false
     } catch (e) {
+      if (this.stopped) return
       if (!this.failing) this.deps.log.warn('removal log unreadable: removed reports stay in this node\'s similarity index until it is read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }
