@@ -9,7 +9,8 @@
  * decision since its last look and loads each one's marks by hand of the last hour (at most
  * SPAM_RING_SIZE) into its ring in place of what it held, less those a "not spam" of the last hour
  * resembles (src/abuse/spam-cleared.ts): a mark taken back, or a rewording declared "not spam", on another
- * node takes the texts out here too, as on the node that decided. Nothing of this is on a report's way: intake still compares with memory only.
+ * node takes the texts out here too, as on the node that decided. Nothing of this is on a report's way:
+ * intake still compares with memory only.
  *
  * The Apps are read by the lesson's time, written by the deciding node's clock: each look goes back
  * LOOK_BACK_MS (clocks of a cluster's nodes may differ by seconds, a decision commits a moment after its
