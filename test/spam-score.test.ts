@@ -10,6 +10,7 @@ import { contentReasons, CONTENT_CAP, LIKE_SPAM_SIMILARITY, LINK_FLOOD_ADDRESSES
 import { FACTOR_MAX, FACTOR_MIN, learnFrom, parseFactors } from '../src/abuse/spam-learn'
 import { RepeatTracker } from '../src/abuse/repeat-tracker'
 import { SPAM_RING_WINDOW_MS, SpamRing } from '../src/abuse/spam-ring'
+import { clearedAfter, parseCleared } from '../src/abuse/spam-cleared'
 import { trigramCosines, trigramVector, trigramVectorCosine } from '../src/dedup/rerank'
 import { ManualClock } from '../src/core/clock'
 
@@ -225,6 +226,64 @@ describe('SpamRing (like_spam)', () => {
     ring.add('d', SPAM_PITCH) // a fourth App: the one fed longest ago (APP) goes
     expect(ring.count(APP)).toBe(0)
     expect(ring.count('d')).toBe(1)
+  })
+
+  test('replace (a cluster node loading the App\'s marks from the database): what it held goes, marks older than the window are skipped, near copies share a slot, the size holds', () => {
+    const { clock, ring } = ringWith('Earn money from home with our crypto trading bot, 300% returns guaranteed. Join now at https://coin-rocket.example/join')
+    const now = clock.now()
+    ring.replace(APP, [
+      { at: now - SPAM_RING_WINDOW_MS - 1, text: 'Cheap watches and handbags, replica quality, free shipping worldwide at https://bags.example' },
+      { at: now - 2_000, text: SPAM_PITCH },
+      { at: now - 1_000, text: SPAM_PITCH.replace('6864', '7') },
+    ])
+    // The crypto text held before is gone ("not spam" on another node); the stale one never came in.
+    expect(ring.likeness(APP, 'Earn money from home with our crypto trading bot, 300% returns guaranteed')!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    expect(ring.likeness(APP, 'Cheap watches and handbags, replica quality, free shipping worldwide')!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    // The two copies of the pitch took one slot (the newer one).
+    expect(ring.count(APP)).toBe(1)
+    expect(ring.likeness(APP, SPAM_PITCH.replace('6864', '7'))!.best).toBeCloseTo(1, 6)
+    // An hour after its mark (not after the load) it counts no more.
+    clock.advance(SPAM_RING_WINDOW_MS - 500)
+    expect(ring.count(APP)).toBe(0)
+    // No marks: the App holds nothing. Within the size: the newest are kept.
+    ring.replace(APP, [])
+    expect(ring.likeness(APP, SPAM_PITCH)).toBeNull()
+    const small = new SpamRing(clock, 2, 10)
+    const texts = ['casino', 'pills', 'loans'].map((w, i) => ({ at: clock.now() - 3_000 + i, text: `distinct pitch about ${w} ${'q'.repeat(i * 5)} number ${i}` }))
+    small.replace(APP, texts)
+    expect(small.count(APP)).toBe(2)
+    expect(small.likeness(APP, texts[0].text)!.best).toBeLessThan(0.99)
+    expect(small.likeness(APP, texts[2].text)!.best).toBeCloseTo(1, 6)
+  })
+
+  test('replace with the App\'s "not spam" texts: a mark one resembles goes unless marked after it, as remove at the decision did', () => {
+    const { clock, ring } = ringWith()
+    const now = clock.now()
+    const reworded = 'Want more visitors to your website? Our SEO services will get your site onto Google first page. Free audit at https://seo-kings.example/free today!'
+    const other = 'Earn money from home with our crypto trading bot, 300% returns guaranteed. Join now at https://coin-rocket.example/join'
+    // The pitch marked at -3 s, the rewording declared "not spam" at -2 s: the pitch goes, the unrelated mark stays.
+    ring.replace(APP, [{ at: now - 3_000, text: SPAM_PITCH }, { at: now - 2_500, text: other }], [{ at: now - 2_000, text: reworded }])
+    expect(ring.count(APP)).toBe(1)
+    expect(ring.likeness(APP, reworded)!.best).toBeLessThan(LIKE_SPAM_SIMILARITY)
+    expect(ring.likeness(APP, other)!.best).toBeCloseTo(1, 6)
+    // The pitch marked again after the "not spam": a newer decision by hand, held.
+    ring.replace(APP, [{ at: now - 1_000, text: SPAM_PITCH }], [{ at: now - 2_000, text: reworded }])
+    expect(ring.likeness(APP, reworded)!.best).toBeGreaterThanOrEqual(LIKE_SPAM_SIMILARITY)
+  })
+
+  test('the "not spam" list kept with the lesson: added, refreshed, older than the window dropped, bounded, junk read as none', () => {
+    const now = 10 * SPAM_RING_WINDOW_MS
+    let json = clearedAfter(undefined, now - SPAM_RING_WINDOW_MS, 'old')
+    json = clearedAfter(json, now - 1_000, 'a')
+    json = clearedAfter(json, now, 'b')
+    expect(parseCleared(json)).toEqual([{ id: 'a', at: now - 1_000 }, { id: 'b', at: now }])
+    // A "spam" decision (no id) keeps the list; the same id again moves to the end with its new time.
+    expect(parseCleared(clearedAfter(json, now + 5, 'a'))).toEqual([{ id: 'b', at: now }, { id: 'a', at: now + 5 }])
+    expect(parseCleared(clearedAfter(json, now + 5))).toEqual(parseCleared(json))
+    for (let i = 0; i < 300; i++) json = clearedAfter(json, now + i, `r${i}`)
+    expect(parseCleared(json)).toHaveLength(200)
+    expect(parseCleared(json).at(-1)).toEqual({ id: 'r299', at: now + 299 })
+    for (const junk of ['', 'null', '{"id":"x"}', '[1,{"id":2,"at":3},{"id":"ok","at":"3"}]', '[{"id":"ok","at":3}']) expect(parseCleared(junk)).toEqual([])
   })
 
   test('expiry: an hour after it was held, a text counts no more', () => {

@@ -14,6 +14,8 @@ export interface SpamLearningRow {
   notSpam: number
   markedSpam: number
   updatedAt: number
+  /** JSON array: the App's reports declared "not spam" by hand lately, `{id, at}` (src/abuse/spam-cleared.ts). */
+  cleared: string
 }
 
 export interface AbuseRepo {
@@ -30,8 +32,8 @@ export interface AbuseRepo {
   purgePow(now: number): Promise<number>
   /** An App's learned factors, when it has any. */
   learning(appId: string): Promise<SpamLearningRow | undefined>
-  /** Stores an App's factors and counts one decision by hand (`not_spam` or `spam`). */
-  saveLearning(appId: string, factors: string, decision: 'not_spam' | 'spam', now: number): Promise<void>
+  /** Stores an App's factors and its recent "not spam" list (`cleared`), and counts one decision by hand (`not_spam` or `spam`). */
+  saveLearning(appId: string, factors: string, decision: 'not_spam' | 'spam', now: number, cleared?: string): Promise<void>
   /** The Apps (deleted ones too) whose spam folder has a retention: `spamRetentionDays` above 0. */
   spamRetainingApps(): Promise<SpamRetainingApp[]>
   /**

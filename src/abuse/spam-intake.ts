@@ -61,12 +61,14 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: M
     factorsOf,
 
     /**
-     * A person marked a report of the App spam: its rewordings are `like_spam` from now on, on this node
-     * only (a cluster's other nodes do not hear of it: docs/operations.md "What a cluster does not share").
+     * A person marked a report of the App spam: its rewordings are `like_spam` from now on, on this node at
+     * once (a cluster's other nodes once they read the mark: `marksOf`).
      */
     confirmedSpam: (appId: string, text: string) => ring.add(appId, text),
     /** A report of the App was declared "not spam" by hand: its text no longer makes others `like_spam`. */
     notSpam: (appId: string, text: string) => void ring.remove(appId, text),
+    /** Cluster mode: the App's marks by hand as the database has them, made on any node, less what "not spam" cleared (spam-share.ts). */
+    marksOf: (appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]) => ring.replace(appId, marks, cleared),
 
     /** A public submission's classification, or null when it is not spam (or not classified). */
     /** `ownSites`: the host names of the App's own pages (its allowed origins, the report's page URL). */

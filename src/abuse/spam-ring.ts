@@ -1,8 +1,9 @@
 /**
  * "Like a report already classified as spam" (issue 27: the clustering's view of a spam flood), in memory
  * per node: for each App, the character-trigram vectors of its last SPAM_RING_SIZE spam texts of the last
- * SPAM_RING_WINDOW_MS that a person marked spam on this node (never those the intake classified: a bot
- * could then teach it what to catch). A new public
+ * SPAM_RING_WINDOW_MS that a person marked spam (on this node at once; in a cluster, on any node once this
+ * node has read them: src/abuse/spam-share.ts), never those the intake classified (a bot could then teach
+ * it what to catch). A new public
  * report is compared with them by the clustering's own trigram cosine (src/dedup/rerank.ts), which is
  * blind to word order and survives rewording and other links far better than `repeated_text`'s exact
  * template. "Not spam" by hand takes the text (and what it resembles) out again.
@@ -17,6 +18,8 @@ import { LIKE_SPAM_SIMILARITY } from './spam-score'
 export const SPAM_RING_SIZE = 200
 export const SPAM_RING_WINDOW_MS = 60 * 60_000
 export const SPAM_RING_APPS = 1000
+/** Apps with a decision by hand one look of a cluster node reads at most (src/abuse/spam-share.ts): the ring holds no more. */
+export const SPAM_APPS_PER_LOOK = SPAM_RING_APPS
 /** Characters of a text read for its trigrams: a pitch says what it sells first; bounds each comparison. */
 export const LIKE_SPAM_CHARS = 1000
 /**
@@ -70,29 +73,58 @@ export class SpamRing {
     const vector = known?.vector ?? trigramVector(text, LIKE_SPAM_CHARS)
     if (vector.sumSquares === 0) return
     let ring = this.live(appId)
-    if (ring) {
-      this.apps.delete(appId) // set again below: the App fed most recently goes last
-      if (!known || known.best >= NEAR_COPY) {
-        const from = Math.max(0, ring.vectors.length - NEAR_COPY_RECENT)
-        const recent = trigramCosines(vector, ring.vectors.slice(from))
-        let near = -1
-        for (let i = 0; i < recent.length; i++) if (recent[i] >= NEAR_COPY && (near === -1 || recent[i] > recent[near])) near = i
-        if (near !== -1) {
-          ring.at.splice(from + near, 1)
-          ring.vectors.splice(from + near, 1)
-        }
-      }
-    } else {
+    if (ring) this.apps.delete(appId) // set again below: the App fed most recently goes last
+    else {
       ring = { at: [], vectors: [] }
       if (this.apps.size >= this.maxApps) this.evict()
     }
-    ring.at.push(this.clock.now())
+    this.hold(ring, vector, this.clock.now(), !known || known.best >= NEAR_COPY)
+    this.apps.set(appId, ring)
+  }
+
+  /**
+   * The App's spam texts as the database has them (cluster mode: the texts people marked spam on any node,
+   * src/abuse/spam-share.ts), oldest first, each with when it was marked: they replace what the App held,
+   * so a mark taken back on another node goes too. `cleared`: the texts declared "not spam" by hand lately,
+   * with when; a mark one of them resembles at LIKE_SPAM_SIMILARITY or more and not marked after it is
+   * left out, as `remove` would have dropped it then. The same bounds and near-copy rule as `add`.
+   */
+  replace(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[] = []): void {
+    this.apps.delete(appId)
+    const since = this.clock.now() - SPAM_RING_WINDOW_MS
+    const clearedVectors = cleared.map((c) => trigramVector(c.text, LIKE_SPAM_CHARS))
+    const ring: Ring = { at: [], vectors: [] }
+    for (const m of marks.slice(-this.size)) {
+      if (m.at <= since) continue
+      const vector = trigramVector(m.text, LIKE_SPAM_CHARS)
+      if (vector.sumSquares === 0) continue
+      const cosines = trigramCosines(vector, clearedVectors)
+      if (cleared.some((c, i) => c.at >= m.at && cosines[i] >= LIKE_SPAM_SIMILARITY)) continue
+      this.hold(ring, vector, m.at, true)
+    }
+    if (ring.at.length === 0) return
+    if (this.apps.size >= this.maxApps) this.evict()
+    this.apps.set(appId, ring)
+  }
+
+  /** Appends a vector to a ring (`nearCopy`: in place of a near copy among the last few), within its size. */
+  private hold(ring: Ring, vector: TrigramVector, at: number, nearCopy: boolean): void {
+    if (nearCopy && ring.vectors.length > 0) {
+      const from = Math.max(0, ring.vectors.length - NEAR_COPY_RECENT)
+      const recent = trigramCosines(vector, ring.vectors.slice(from))
+      let near = -1
+      for (let i = 0; i < recent.length; i++) if (recent[i] >= NEAR_COPY && (near === -1 || recent[i] > recent[near])) near = i
+      if (near !== -1) {
+        ring.at.splice(from + near, 1)
+        ring.vectors.splice(from + near, 1)
+      }
+    }
+    ring.at.push(at)
     ring.vectors.push(vector)
     if (ring.at.length > this.size) {
       ring.at.splice(0, ring.at.length - this.size)
       ring.vectors.splice(0, ring.vectors.length - this.size)
     }
-    this.apps.set(appId, ring)
   }
 
   /**

@@ -12,7 +12,7 @@
  * | pow_raised      | 0.15   | the proof of work was solved at a raised (flood) difficulty |
  * | no_widget_signals | 0.15 | the App asks for proof of work, yet the submission carries no clientSignals (the widget always sends them there; a script does not) |
  * | link_flood      | 0.30   | the text links to a site that LINK_FLOOD_ADDRESSES or more addresses linked within REPEAT_WINDOW_MS (not the App's own sites) |
- * | like_spam       | 0.45   | the text resembles (trigram cosine ≥ LIKE_SPAM_SIMILARITY) a text of the App a person marked spam in the last hour on this node (src/abuse/spam-ring.ts), and a behavioural reason fired too |
+ * | like_spam       | 0.45   | the text resembles (trigram cosine ≥ LIKE_SPAM_SIMILARITY) a text of the App a person marked spam in the last hour (on any node of a cluster: src/abuse/spam-ring.ts, spam-share.ts), and a behavioural reason fired too |
  * | spam_phrases    | 0.30   | each known spam phrase (SPAM_PHRASES), at most two counted |
  * | link_density    | 0.30   | at least 4 links, and more than one link per 8 words (a list of links, not a report that cites some) |
  *

@@ -18,6 +18,10 @@ import { ClusterCoordinator, newNodeInfo, ROLES } from '../nodes/coordinator'
 import { PeerCheck } from '../nodes/peer-check'
 import { RedisLink } from '../nodes/redis-link'
 import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus, type EventNews } from '../nodes/wake-bus'
+import { RemovalFollower, REMOVED } from '../nodes/removal-follower'
+import { SPAM_DECIDED, SpamShare } from '../abuse/spam-share'
+import { removedSince } from '../db/pg/removal-log'
+import { createPgSpamMarks } from '../db/pg/spam-marks'
 import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
@@ -75,7 +79,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
     // process's at once, other nodes' through Redis pub/sub), and reads nothing for it: its poll (one SUM
     // of the counters) is only the safety net for lost messages and for events the CLI wrote.
     eventsPollMs: CLUSTER_SAFETY_POLL_MS,
-    start({ ownSteps, hub, failRunsOf: fail }) {
+    start({ ownSteps, hub, failRunsOf: fail, spamMarksOf }) {
       failRunsOf = fail
       const workerOptions = options.worker ?? {}
       const ownKinds = Object.keys(ownSteps) as JobKind[]
@@ -110,9 +114,26 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         if (kind === 'process') sanitizer.wake()
         return isProcessingKind(kind) ? processor.wake() : worker.wake()
       }
+      // What other nodes removed leaves this node's indexes (removal-follower.ts); what they marked spam by
+      // hand reaches its like_spam ring (spam-share.ts): each read from the database, woken or polled.
+      const { pool } = store.storage
+      const removals = new RemovalFollower({
+        read: (after, limit) => removedSince(pool, after, limit),
+        forget: (ids) => processing.port.forgetRemoved(ids),
+        forgetAll: () => {
+          for (const app of processing.indexes?.apps() ?? []) processing.indexes?.forget(app)
+        },
+        log,
+      })
+      const spamShare = new SpamShare({ repo: createPgSpamMarks(pool), load: spamMarksOf, clock, log })
+      const heard = (what: string, news?: EventNews) => {
+        if (what === 'events') return hub.heard(news ?? null)
+        if (what === REMOVED) return void removals.wake()
+        if (what === SPAM_DECIDED) return void spamShare.wake()
+        if (isJobKind(what)) wakeLocally(what)
+      }
       if (redis && config.redisUrl) {
-        const onWake = (what: string, news?: EventNews) => (what === 'events' ? hub.heard(news ?? null) : isJobKind(what) && wakeLocally(what))
-        wakeBus = new WakeBus(config.redisUrl, redis, node.id, onWake, log, undefined, undefined, (id) => peers.has(id))
+        wakeBus = new WakeBus(config.redisUrl, redis, node.id, heard, log, undefined, undefined, (id) => peers.has(id))
         const bus = wakeBus
         peerCheck = new PeerCheck(config.nodeLeaseMs, (id) => bus.heardAt(id))
       }
@@ -128,7 +149,16 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
       const bus = wakeBus
       return {
         worker,
-        cluster: processing.port,
+        // A removal told here (removal-news.ts, after its commit) is announced: the other nodes read the log.
+        cluster: {
+          ...processing.port,
+          forgetRemoved: async (ids) => {
+            bus?.publish(REMOVED)
+            await processing.port.forgetRemoved(ids)
+          },
+        },
+        followers: [removals, spamShare],
+        spamDecided: () => bus?.publish(SPAM_DECIDED),
         processingWorker: processor,
         partitions,
         sanitizeAnywhere: sanitizer,

@@ -65,6 +65,8 @@ export interface ModeParts {
   hub: EventHub
   /** Cluster mode: fails the runs a dead node left (its lease swept). */
   failRunsOf(nodeIds: string[]): Promise<unknown>
+  /** Cluster mode: puts an App's marks of spam by hand, made on any node, in this node's `like_spam` ring (src/abuse/spam-share.ts). */
+  spamMarksOf(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): void
 }
 
 export interface ModeWorkers {
@@ -83,6 +85,14 @@ export interface ModeWorkers {
   sanitizeAnywhere?: { start(): void; stop(): Promise<void> }
   /** Cluster mode: wake-ups across nodes (server.ts starts and stops it). */
   wakeBus?: WakeBus
+  /**
+   * Cluster mode: what this node reads of the others' doings, on their wake-ups and a safety poll: removed
+   * reports (src/nodes/removal-follower.ts) and spam marked by hand (src/abuse/spam-share.ts). server.ts
+   * starts and stops them with the wake bus.
+   */
+  followers?: { start(): void; stop(): void }[]
+  /** Cluster mode: a spam decision by hand committed here (the other nodes are told: src/abuse/spam-share.ts). */
+  spamDecided?: () => void
   /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */
   stopEventSignal?: () => void
   /** Cluster mode: live peers this node does not hear on its Redis. */

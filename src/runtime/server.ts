@@ -198,6 +198,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
   hub.start()
   services.wakeBus?.start()
+  for (const f of services.followers ?? []) f.start()
   const workersOn = options.worker?.autoStart !== false
   if (workersOn) {
     worker.start()
@@ -313,6 +314,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
         } else {
           log.warn('stopping within the time limit: the WAL is left for the next start to checkpoint', { threadsFinished: threadsDone })
         }
+        for (const f of services.followers ?? []) f.stop()
         services.wakeBus?.stop()
         services.stopEventSignal?.()
         services.redis?.close()

@@ -133,7 +133,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   } satisfies Partial<Record<JobKind, JobStep>>
   // One watcher of the outbox for every stream, the webhook dispatcher and Slack in this process.
   const hub = new EventHub(ctx.store.events, { pollMs: mode.eventsPollMs, heartbeatMs: config.sseHeartbeatMs })
-  const workers = mode.start({ ownSteps, hub, failRunsOf: (dead) => runner.failRunsOf(dead) }, log)
+  const workers = mode.start({ ownSteps, hub, failRunsOf: (dead) => runner.failRunsOf(dead), spamMarksOf: spamIntake.marksOf }, log)
   const { worker, cluster } = workers
   void scheduleUploadsGc(ctx.store.jobs(), lifecycle, clock).catch((e) => log.error('uploads collection not scheduled', { error: e instanceof Error ? e.message : String(e) }))
   void schedulePrPoll(ctx.store.jobs(), lifecycle, clock, prPollEveryMs).catch((e) => log.error('pull request polling not scheduled', { error: e instanceof Error ? e.message : String(e) }))
@@ -142,7 +142,12 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
   const apps = ctx.store.apps
   // Erasures and the report retention tell the similarity index what they removed (removal-news.ts).
   const reportersRepo = removalsToldToClustering(ctx.store.reporters, cluster, log)
-  const feedback = createFeedbackService(ctx, uploads, spamIntake)
+  // A spam decision by hand teaches this node's intake at once, and the other nodes of a cluster are told.
+  const feedback = createFeedbackService(ctx, uploads, {
+    forget: spamIntake.forget,
+    confirmedSpam: (appId, text) => (spamIntake.confirmedSpam(appId, text), workers.spamDecided?.()),
+    notSpam: (appId, text) => (spamIntake.notSpam(appId, text), workers.spamDecided?.()),
+  })
   // POST /v1/feedback as one call: proof of work, the spam score, a heavy report's charge, the submission.
   const intake = createIntake({ feedback, pow, spam: spamIntake })
   const slackApi = new SlackApi(config.slackApiUrl)

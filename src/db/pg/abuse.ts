@@ -46,13 +46,13 @@ export function createPgAbuseRepo(storage: PgStorage): AbuseRepo {
       }
     },
     learning: (appId) =>
-      one<SpamLearningRow>(pool, 'SELECT app_id AS "appId", factors, not_spam AS "notSpam", marked_spam AS "markedSpam", updated_at AS "updatedAt" FROM spam_learning WHERE app_id = $1', [appId]),
-    saveLearning: async (appId, factors, decision, now) =>
+      one<SpamLearningRow>(pool, 'SELECT app_id AS "appId", factors, not_spam AS "notSpam", marked_spam AS "markedSpam", updated_at AS "updatedAt", cleared FROM spam_learning WHERE app_id = $1', [appId]),
+    saveLearning: async (appId, factors, decision, now, cleared = '[]') =>
       void (await exec(
         pool,
-        `INSERT INTO spam_learning (app_id, factors, not_spam, marked_spam, updated_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (app_id) DO UPDATE SET factors = $2, not_spam = spam_learning.not_spam + $3, marked_spam = spam_learning.marked_spam + $4, updated_at = $5`,
-        [appId, factors, decision === 'not_spam' ? 1 : 0, decision === 'spam' ? 1 : 0, now],
+        `INSERT INTO spam_learning (app_id, factors, not_spam, marked_spam, updated_at, cleared) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (app_id) DO UPDATE SET factors = $2, not_spam = spam_learning.not_spam + $3, marked_spam = spam_learning.marked_spam + $4, updated_at = $5, cleared = $6`,
+        [appId, factors, decision === 'not_spam' ? 1 : 0, decision === 'spam' ? 1 : 0, now, cleared],
       )),
   }
 }

@@ -33,6 +33,7 @@ import p0025 from '../../../migrations-pg/0025_slack_live_cursor.sql' with { typ
 import p0026 from '../../../migrations-pg/0026_upload_shares.sql' with { type: 'text' }
 import p0027 from '../../../migrations-pg/0027_sso_id_token.sql' with { type: 'text' }
 import p0028 from '../../../migrations-pg/0028_node_lease.sql' with { type: 'text' }
+import p0029 from '../../../migrations-pg/0029_cluster_learns.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -64,4 +65,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0026_upload_shares', sql: p0026 },
   { name: '0027_sso_id_token', sql: p0027 },
   { name: '0028_node_lease', sql: p0028 },
+  { name: '0029_cluster_learns', sql: p0029 },
 ]

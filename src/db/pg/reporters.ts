@@ -3,6 +3,7 @@ import type { ReportersRepo } from '../../modules/reporters/repo'
 import { ownedByRemovedSql } from '../sql/upload-shares'
 import { cleanup, compact, handOverShared, ownIds, promote, REPORTER_MATCH, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { PgLifecycle } from './lifecycle'
+import { logRemoved } from './removal-log'
 import { many, type PgQueryable, type PgStorage } from './storage'
 
 /** Runs a shared statement with the values it uses of (ids, orgId[, lead, successor]). */
@@ -96,6 +97,8 @@ export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLife
           for (const { id } of await run<{ id: string }>(client, successorsWaiting(DIALECT), values)) await lifecycle.enqueueProcessOf({ client, onCommit }, id)
         }
         for (const sql of cleanup(DIALECT)) await run(client, sql, [mine, orgId])
+        // Last: every node's similarity index drops them from the log (removal-log.ts takes its lock here).
+        await logRemoved(client, mine)
         return { removed: mine.length, uploadKeys }
       }),
   }

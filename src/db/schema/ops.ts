@@ -12,6 +12,19 @@ export const instanceMeta = sqliteTable('instance_meta', {
 })
 
 /**
+ * Reports removed for good (a reporter's erasure, the report retention), one row per report, in the order
+ * their removals committed (`seq`, 1, 2, 3…: the removals take their numbers one at a time). Cluster mode
+ * only (src/nodes/removal-follower.ts): each node reads what was removed since its cursor and drops those
+ * reports from its similarity indexes; rows are kept about an hour. An embedded fixloop is one process and
+ * tells its index directly: the table stays empty on SQLite.
+ */
+export const removedReports = sqliteTable('removed_reports', {
+  seq: integer('seq').primaryKey(),
+  feedbackId: text('feedback_id').notNull(),
+  removedAt: integer('removed_at').notNull(),
+})
+
+/**
  * The fixloop processes serving this database (cluster mode): each `serve` registers itself at start and
  * beats every few seconds; a node whose beat is older than the dead-node limit is gone, and the
  * maintenance leader frees the job leases it held. Times are epoch ms on the database's clock.

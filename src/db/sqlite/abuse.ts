@@ -7,10 +7,10 @@ export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
   const claim = sqlite.prepare('INSERT INTO pow_spent (signature, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING')
   // One batch of the purge (AbuseRepo.purgePow): a single DELETE of a flood's rows held the write lock for all of them.
   const purge = sqlite.prepare('DELETE FROM pow_spent WHERE rowid IN (SELECT rowid FROM pow_spent WHERE expires_at < ? LIMIT ?)')
-  const learning = sqlite.prepare('SELECT app_id AS appId, factors, not_spam AS notSpam, marked_spam AS markedSpam, updated_at AS updatedAt FROM spam_learning WHERE app_id = ?')
+  const learning = sqlite.prepare('SELECT app_id AS appId, factors, not_spam AS notSpam, marked_spam AS markedSpam, updated_at AS updatedAt, cleared FROM spam_learning WHERE app_id = ?')
   const save = sqlite.prepare(
-    `INSERT INTO spam_learning (app_id, factors, not_spam, marked_spam, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
-     ON CONFLICT (app_id) DO UPDATE SET factors = ?2, not_spam = not_spam + ?3, marked_spam = marked_spam + ?4, updated_at = ?5`,
+    `INSERT INTO spam_learning (app_id, factors, not_spam, marked_spam, updated_at, cleared) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+     ON CONFLICT (app_id) DO UPDATE SET factors = ?2, not_spam = not_spam + ?3, marked_spam = marked_spam + ?4, updated_at = ?5, cleared = ?6`,
   )
   const retaining = sqlite.prepare<SpamRetainingApp, []>('SELECT id, org_id AS orgId, spam_retention_days AS days FROM apps WHERE spam_retention_days > 0')
   // The partial index feedback_spam_idx (org_id, id) WHERE spam_marked_at IS NOT NULL: only the Org's spam is read.
@@ -51,6 +51,6 @@ export function createSqliteAbuseRepo({ sqlite }: SqliteStorage): AbuseRepo {
       }
     },
     learning: async (appId) => (learning.get(appId) as SpamLearningRow | null) ?? undefined,
-    saveLearning: async (appId, factors, decision, now) => void save.run(appId, factors, decision === 'not_spam' ? 1 : 0, decision === 'spam' ? 1 : 0, now),
+    saveLearning: async (appId, factors, decision, now, cleared = '[]') => void save.run(appId, factors, decision === 'not_spam' ? 1 : 0, decision === 'spam' ? 1 : 0, now, cleared),
   }
 }

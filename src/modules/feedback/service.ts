@@ -15,6 +15,7 @@ import type { UserIdentity } from '../../auth/user-token'
 import { type FeedbackRepo, type FeedbackRow, type ListRow, type SpamChange, type SubmitResult } from './repo'
 import { contentReasons } from '../../abuse/spam-score'
 import { learnFrom, parseFactors } from '../../abuse/spam-learn'
+import { clearedAfter } from '../../abuse/spam-cleared'
 import type { SpamMark } from '../../abuse/spam-intake'
 import { suggestedLeadsOf } from './suggested'
 import { isMailAddress } from '../mail/address'
@@ -222,10 +223,12 @@ export function createFeedbackService(ctx: FeedbackDeps, uploads: UploadsService
     if (outcome.kind === 'changed') {
       if (!spam) taught = outcome.reasons ? (JSON.parse(outcome.reasons) as string[]) : []
       const learned = await abuse.learning(outcome.appId)
-      await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now)
+      // A "not spam" is kept an hour with the lesson: a cluster's other nodes drop what it resembles too (spam-cleared.ts).
+      const cleared = clearedAfter(learned?.cleared, now, spam ? undefined : id)
+      await abuse.saveLearning(outcome.appId, JSON.stringify(learnFrom(parseFactors(learned?.factors), taught, spam ? 'spam' : 'not_spam')), spam ? 'spam' : 'not_spam', now, cleared)
       spamHooks?.forget(outcome.appId)
-      // like_spam (this node): only a text a person marked spam makes its rewordings suspect (never one
-      // the intake classified: a bot could teach that); "not spam" clears it.
+      // like_spam (this node at once, a cluster's others once told): only a text a person marked spam makes
+      // its rewordings suspect (never one the intake classified: a bot could teach that); "not spam" clears it.
       if (spam) spamHooks?.confirmedSpam(outcome.appId, row.text)
       else spamHooks?.notSpam(outcome.appId, row.text)
     }

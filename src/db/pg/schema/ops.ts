@@ -8,6 +8,13 @@ export const instanceMeta = pgTable('instance_meta', {
   updatedAt: epochMs('updated_at').notNull(),
 })
 
+/** Reports removed for good, in their removals' commit order: the twin of src/db/schema/ops.ts `removedReports`. */
+export const removedReports = pgTable('removed_reports', {
+  seq: counter('seq').primaryKey(),
+  feedbackId: text('feedback_id').notNull(),
+  removedAt: epochMs('removed_at').notNull(),
+})
+
 /** Nodes serving this database: the twin of src/db/schema/ops.ts `clusterNodes`. */
 export const clusterNodes = pgTable('cluster_nodes', {
   id: text('id').primaryKey(),

@@ -1,0 +1,117 @@
+/**
+ * `like_spam` across a cluster's nodes: a text a person marked spam on one node makes its rewordings
+ * `like_spam` on every node, not only there (src/abuse/spam-ring.ts holds them per node, in memory). A bot
+ * spreading its rewordings over N nodes escaped on the other N-1 before.
+ *
+ * A decision by hand ("spam" or "not spam") commits the report's mark and its App's lesson
+ * (spam_learning.updated_at), then announces itself on the wake-up channel (`spam`). Every node, when it
+ * hears that and on a safety poll (pub/sub is at-most-once, Redis may be away), reads the Apps with a
+ * decision since its last look and loads each one's marks by hand of the last hour (at most
+ * SPAM_RING_SIZE) into its ring in place of what it held, less those a "not spam" of the last hour
+ * resembles (src/abuse/spam-cleared.ts): a mark taken back, or a rewording declared "not spam", on another
+ * node takes the texts out here too, as on the node that decided. Nothing of this is on a report's way:
+ * intake still compares with memory only.
+ *
+ * The Apps are read by the lesson's time, written by the deciding node's clock: each look goes back
+ * LOOK_BACK_MS (clocks of a cluster's nodes may differ by seconds, a decision commits a moment after its
+ * time), and an App is loaded again only when its time changed. A node that starts loads the last hour.
+ */
+import type { Clock } from '../core/clock'
+import type { Logger } from '../core/logger'
+import { SPAM_APPS_PER_LOOK, SPAM_RING_SIZE, SPAM_RING_WINDOW_MS } from './spam-ring'
+
+/** How often a node looks for decisions by hand when no wake-up came. */
+export const SPAM_SHARE_POLL_MS = 2_000
+/** How far back each look goes (see the file's comment). */
+export const LOOK_BACK_MS = 5 * 60_000
+/** The wake-up a decision by hand announces (src/nodes/wake-bus.ts). */
+export const SPAM_DECIDED = 'spam'
+
+/** What the share reads (src/db/pg/spam-marks.ts). */
+export interface SpamMarksRepo {
+  /** Apps with a spam decision by hand at `since` or later (their lesson's time), newest first, `limit` at most. */
+  decidedSince(since: number, limit: number): Promise<{ appId: string; at: number }[]>
+  /** The App's reports marked spam by hand after `since`, the newest `limit`, oldest first. */
+  markedByHand(appId: string, since: number, limit: number): Promise<{ at: number; text: string }[]>
+  /** The texts of the App's reports declared "not spam" by hand after `since` (spam-cleared.ts), with when. */
+  clearedSince(appId: string, since: number): Promise<{ at: number; text: string }[]>
+}
+
+export interface SpamShareDeps {
+  repo: SpamMarksRepo
+  /** Replaces the App's spam texts in this node's ring, less what a "not spam" cleared (spam-ring.ts `replace`). */
+  load(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): void
+  clock: Clock
+  log: Logger
+  pollMs?: number
+}
+
+export class SpamShare {
+  /** Per App, the decision time it was last loaded at (only those within the look-back are kept). */
+  private readonly loaded = new Map<string, number>()
+  private looked = false
+  private timer: ReturnType<typeof setInterval> | undefined
+  private running: Promise<void> | undefined
+  private again = false
+  private failing = false
+  /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
+  private stopped = false
+
+  constructor(private readonly deps: SpamShareDeps) {}
+
+  start(): void {
+    this.stop()
+    this.stopped = false
+    this.timer = setInterval(() => void this.wake(), this.deps.pollMs ?? SPAM_SHARE_POLL_MS)
+    void this.wake()
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+    this.stopped = true
+  }
+
+  /** Looks now (a wake-up heard, the poll); one look at a time, one more if asked for meanwhile. */
+  wake(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
+    if (this.running) {
+      this.again = true
+      return this.running
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false
+          await this.look()
+        } while (this.again)
+      } finally {
+        this.running = undefined
+      }
+    })()
+    return this.running
+  }
+
+  private async look(): Promise<void> {
+    const { repo, clock } = this.deps
+    const now = clock.now()
+    const since = now - (this.looked ? LOOK_BACK_MS : SPAM_RING_WINDOW_MS)
+    try {
+      const apps = await repo.decidedSince(since, SPAM_APPS_PER_LOOK)
+      for (const { appId, at } of apps) {
+        if (this.loaded.get(appId) === at) continue
+        const window = clock.now() - SPAM_RING_WINDOW_MS
+        this.deps.load(appId, await repo.markedByHand(appId, window, SPAM_RING_SIZE), await repo.clearedSince(appId, window))
+        this.loaded.set(appId, at)
+      }
+      for (const [appId, at] of this.loaded) if (at < since) this.loaded.delete(appId)
+      this.looked = true
+      if (this.failing) this.deps.log.info('spam decisions of other nodes readable again')
+      this.failing = false
+    } catch (e) {
+      if (this.stopped) return
+      if (!this.failing) this.deps.log.warn('spam decisions of other nodes unreadable: like_spam compares with this node\'s own until they are read', { error: e instanceof Error ? e.message : String(e) })
+      this.failing = true
+    }
+  }
+}

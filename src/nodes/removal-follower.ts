@@ -1,0 +1,106 @@
+/**
+ * Erased reports leave every node's memory (cluster mode). A removal (a reporter's erasure, the report
+ * retention) is told at once to the similarity index of the node that ran it (src/modules/reporters/
+ * removal-news.ts); the other nodes hold indexes too (the partitions they cluster, /similar), with the
+ * removed reports' sanitized text in their text cache and their links, until their partitions moved or
+ * they restarted. Each removal now logs its ids in the database, numbered in commit order
+ * (src/db/pg/removal-log.ts), and announces itself on the wake-up channel (`removed`); every node reads the
+ * log past its cursor when it hears that, and on a safety poll (pub/sub is at-most-once: a node that was
+ * reconnecting misses the message, and Redis may be away), and drops those ids from its indexes.
+ *
+ * Bounded: the message carries no ids; the log is read PAGE rows at a time (a 100,000-report retention
+ * sweep is read in pages, never held whole); the cursor is one number. A node starts from the log's
+ * beginning (its last hour): its indexes are built from the database anyway, and a build that read its
+ * rows before a removal drops what it is told meanwhile (clusterer.ts `forgetRemoved`). A cursor that fell
+ * behind the log's pruning (a node cut off from the database for over an hour) finds a gap in the numbers:
+ * it cannot know what it missed, so it drops its indexes whole (they are built again when used).
+ */
+import type { Logger } from '../core/logger'
+
+/** How often a node reads the removal log when no wake-up came. */
+export const REMOVAL_POLL_MS = 2_000
+/** Log rows read (and ids dropped) per statement. */
+export const REMOVAL_PAGE = 5_000
+/** The wake-up a removal announces (src/nodes/wake-bus.ts). */
+export const REMOVED = 'removed'
+
+export interface RemovalFollowerDeps {
+  /** Up to `limit` log rows past `after`, in order (src/db/pg/removal-log.ts `removedSince`). */
+  read(after: number, limit: number): Promise<{ seq: number; id: string }[]>
+  /** Drops these reports from this node's indexes and text cache. */
+  forget(ids: readonly string[]): Promise<void>
+  /** Drops every index of this node (the log was pruned past the cursor). */
+  forgetAll(): void
+  log: Logger
+  pollMs?: number
+}
+
+export class RemovalFollower {
+  private cursor = 0
+  private timer: ReturnType<typeof setInterval> | undefined
+  /** The read under way, and whether another was asked for meanwhile (one runs at a time, none is lost). */
+  private running: Promise<void> | undefined
+  private again = false
+  /** A read failed and none has succeeded since (warned once per outage). */
+  private failing = false
+  /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
+  private stopped = false
+
+  constructor(private readonly deps: RemovalFollowerDeps) {}
+
+  start(): void {
+    this.stop()
+    this.stopped = false
+    this.timer = setInterval(() => void this.wake(), this.deps.pollMs ?? REMOVAL_POLL_MS)
+    void this.wake()
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+    this.stopped = true
+  }
+
+  /** Reads the log now (a wake-up heard, the poll); resolves when this node has dropped what it found. */
+  wake(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
+    if (this.running) {
+      this.again = true
+      return this.running
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false
+          await this.catchUp()
+        } while (this.again)
+      } finally {
+        this.running = undefined
+      }
+    })()
+    return this.running
+  }
+
+  private async catchUp(): Promise<void> {
+    try {
+      for (;;) {
+        const rows = await this.deps.read(this.cursor, REMOVAL_PAGE)
+        if (rows.length === 0) break
+        // Numbered without holes: a first row past cursor + 1 means the rows between were pruned unread.
+        if (this.cursor > 0 && rows[0].seq > this.cursor + 1) {
+          this.deps.log.warn('removal log pruned past this node\'s cursor: similarity indexes dropped, built again when used', { cursor: this.cursor, next: rows[0].seq })
+          this.deps.forgetAll()
+        }
+        await this.deps.forget(rows.map((r) => r.id))
+        this.cursor = rows[rows.length - 1].seq
+        if (rows.length < REMOVAL_PAGE) break
+      }
+      if (this.failing) this.deps.log.info('removal log readable again')
+      this.failing = false
+    } catch (e) {
+      if (this.stopped) return
+      if (!this.failing) this.deps.log.warn('removal log unreadable: removed reports stay in this node\'s similarity index until it is read', { error: e instanceof Error ? e.message : String(e) })
+      this.failing = true
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The removal log on a real PostgreSQL (src/db/pg/removal-log.ts, src/nodes/removal-follower.ts): the ids
+ * every removal took away, numbered in the order the removals committed and without holes, so a node's
+ * cursor (one number) never skips a removal that committed late; rows pruned after an hour by the
+ * next removal; a node whose cursor fell behind the pruning drops its indexes whole; the database away
+ * is one warning, and a reader stopped by the shutdown (which closes the pool next) reads and warns no more.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Pool } from 'pg'
+import { openPool } from '../src/db/pg/client-options'
+import { LOG_KEEP_MS, logRemoved, removedSince } from '../src/db/pg/removal-log'
+import { RemovalFollower } from '../src/nodes/removal-follower'
+import { Logger } from '../src/core/logger'
+import { systemClock } from '../src/core/clock'
+import { SpamShare } from '../src/abuse/spam-share'
+import { createPgSpamMarks } from '../src/db/pg/spam-marks'
+import { sharedPostgres } from './dialects'
+import { pgMissingReason } from './pg-server'
+
+const skip = pgMissingReason()
+if (skip) console.warn(`pg-removal-log: skipped: ${skip}`)
+
+describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
+  let pool: Pool
+  beforeAll(async () => {
+    const pg = await sharedPostgres()
+    pool = openPool(await pg.createDatabase('removallog', { migrated: true }), 4)
+  }, 60_000)
+  afterAll(async () => {
+    await pool?.end()
+  })
+
+  /** Logs `ids` in a transaction of its own, committed after `hold` resolves (default: at once). */
+  async function removal(ids: string[], hold: Promise<unknown> = Promise.resolve()): Promise<void> {
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      await logRemoved(client, ids)
+      await hold
+      await client.query('COMMIT')
+    } finally {
+      client.release()
+    }
+  }
+  const all = async () => (await removedSince(pool, 0, 1000)).map((r) => `${r.seq}:${r.id}`)
+
+  test('a removal that began logging first and commits last holds back the next: the numbers follow the commits, without holes', async () => {
+    await pool.query('DELETE FROM removed_reports')
+    let commitFirst!: () => void
+    const first = removal(['a1', 'a2'], new Promise<void>((resolve) => (commitFirst = resolve)))
+    await Bun.sleep(100)
+    // The second removal waits for the log's lock while the first is open; a reader sees neither yet.
+    const second = removal(['b1'])
+    await Bun.sleep(200)
+    expect(await all()).toEqual([])
+    commitFirst()
+    await Promise.all([first, second])
+    expect(await all()).toEqual(['1:a1', '2:a2', '3:b1'])
+    // A rolled-back removal leaves no hole.
+    const client = await pool.connect()
+    await client.query('BEGIN')
+    await logRemoved(client, ['gone'])
+    await client.query('ROLLBACK')
+    client.release()
+    await removal(['c1'])
+    expect(await all()).toEqual(['1:a1', '2:a2', '3:b1', '4:c1'])
+  })
+
+  test('rows older than an hour are pruned by the next removal; a node behind the pruning drops its indexes whole', async () => {
+    await pool.query('DELETE FROM removed_reports')
+    const forgotten: string[] = []
+    let dropped = 0
+    const follower = new RemovalFollower({
+      read: (after, limit) => removedSince(pool, after, limit),
+      forget: async (ids) => void forgotten.push(...ids),
+      forgetAll: () => void dropped++,
+      log: new Logger('silent'),
+    })
+    await removal(['x1', 'x2'])
+    await follower.wake()
+    expect(forgotten).toEqual(['x1', 'x2'])
+    // Two more the follower does not read yet, then everything is over an hour old.
+    await removal(['y1'])
+    await removal(['y2'])
+    await pool.query('UPDATE removed_reports SET removed_at = removed_at - $1', [LOG_KEEP_MS + 60_000])
+    // The next removal prunes them; its own rows go on from their numbers.
+    await removal(['z1'])
+    expect(await all()).toEqual(['5:z1'])
+    await follower.wake()
+    // y1 and y2 were pruned unread: the follower cannot know what they were, so every index goes.
+    expect(dropped).toBe(1)
+    expect(forgotten).toEqual(['x1', 'x2', 'z1'])
+    await removal(['z2'])
+    await follower.wake()
+    expect(dropped).toBe(1)
+    expect(forgotten.at(-1)).toBe('z2')
+  })
+
+  test('the database away: one warning for the outage, the cursor kept; stopped (a shutdown closing the pool): no read, no warning', async () => {
+    const pg = await sharedPostgres()
+    const lost = openPool(await pg.createDatabase('removallost', { migrated: true }), 1)
+    const lines: string[] = []
+    const forgotten: string[] = []
+    const follower = new RemovalFollower({
+      read: (after, limit) => removedSince(lost, after, limit),
+      forget: async (ids) => void forgotten.push(...ids),
+      forgetAll: () => {},
+      log: new Logger('warn', (line) => void lines.push(line)),
+    })
+    await follower.wake()
+    await lost.end()
+    await follower.wake()
+    await follower.wake()
+    // The logger writes on the next turn of the event loop, its lines joined.
+    const warnings = async () => (await Bun.sleep(20), lines.join('').split('removal log unreadable').length - 1)
+    expect(await warnings()).toBe(1)
+    // Another follower (no outage noted yet) stopped while its first read is under way, then woken.
+    const stopping = new RemovalFollower({ read: (after, limit) => removedSince(lost, after, limit), forget: async () => {}, forgetAll: () => {}, log: new Logger('warn', (line) => void lines.push(line)) })
+    stopping.start()
+    stopping.stop()
+    await stopping.wake()
+    expect(await warnings()).toBe(1)
+    // The spam marks' reader (src/abuse/spam-share.ts) stops the same way.
+    const spam = new SpamShare({ repo: createPgSpamMarks(lost), load: () => {}, clock: systemClock, log: new Logger('warn', (line) => void lines.push(line)) })
+    spam.start()
+    spam.stop()
+    await spam.wake()
+    await Bun.sleep(20)
+    expect(lines.join('')).not.toContain('spam decisions of other nodes unreadable')
+  })
+})
