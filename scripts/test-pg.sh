@@ -69,6 +69,7 @@ SUITES=(
   test/reporters-reach.test.ts
   test/idempotency-order.test.ts
   test/agent-guardrail-gaps.test.ts
+  test/git-host-guard.test.ts
   test/slack-agent-text.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
