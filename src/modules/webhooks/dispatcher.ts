@@ -36,16 +36,14 @@ const FANOUT_PAGE = 500
 /**
  * How the pool's attempts are shared between Orgs. An attempt to an endpoint that hangs holds its slot for
  * the whole timeout, and a slot in flight cannot be taken back, so sharing is decided when rows are claimed:
- * - an Org with nothing in flight is served first, one attempt per claim (`newcomerClaims`), from any free
- *   slot: an Org whose deliveries come while others hang gets a slot at once, whoever holds the rest;
- * - the Orgs with attempts in flight may together use all but `reserve` slots, which stay for Orgs with
- *   nothing in flight (a quarter of the pool);
- * - each of them at most its share: half of the pool while it is the only one, else
- *   `max(1, floor(pool / Orgs in flight))`.
+ * - the Orgs with attempts in flight may together use all but `reserve` slots (a quarter of the pool);
+ * - each Org at most its share: half of the pool while no other Org has attempts in flight, else
+ *   `max(1, floor(pool / Orgs in flight))`;
+ * - the reserve goes to Orgs with nothing in flight, one attempt each: an Org whose deliveries come while
+ *   others hang gets a slot at once, whoever holds the rest.
  * With the share alone (half each), two Orgs whose receivers hang took all 16 attempts for their timeout;
- * a third Org's delivery waited for it. Now the reserve (4 of 16) keeps that many Orgs served at once
- * whatever the others' receivers do: two hanging Orgs hold 8 + 4, and the next four Orgs each get an
- * attempt at once.
+ * a third Org's delivery waited for it. Now two hanging Orgs hold 8 + 4, and the next four Orgs each get
+ * an attempt at once.
  */
 export function poolShares(pool: number): { reserve: number; share: (orgsInFlight: number) => number } {
   const reserve = Math.floor(pool / 4)
@@ -217,37 +215,29 @@ export class WebhookDispatcher {
   private claimRun: Promise<void> | undefined
 
   /**
-   * Claims due deliveries up to the free room and starts them, shared between Orgs as `poolShares` says:
-   * first one attempt each for Orgs with nothing in flight, then more for the Orgs in flight, below their
-   * share and outside the reserve. A claim's rows may all be one Org's, so it takes no more rows than the
-   * Org closest to its share may still have, claiming again while rows came and room is left.
+   * Claims due deliveries up to the free room and starts them, shared between Orgs as `poolShares` says.
+   * Outside the reserve, the Orgs at their share are left out of the claim, and a claim takes no more rows
+   * than the Org closest to its share may still have (a claim's rows may all be one Org's, an Org with
+   * nothing in flight included). In the reserve, every Org in flight is left out and a claim takes one row:
+   * one attempt for one Org with nothing in flight. Claims again while rows came and room is left: one
+   * claim a pass when little is due (an attempt that ends, while a backlog drains).
    */
   private async claimAndSend(): Promise<void> {
     const { reserve, share } = poolShares(this.opts.concurrency)
-    await this.newcomerClaims()
     for (;;) {
-      if (!this.opts.mayAct() || this.stopped) return
+      if (this.inFlight.size >= this.opts.concurrency || !this.opts.mayAct() || this.stopped) return
       const counts = this.inFlightByOrg()
       const perOrg = share(counts.size)
       const room = this.opts.concurrency - reserve - this.inFlight.size
-      if (room <= 0 || counts.size === 0) return
-      const full = [...counts].filter(([, n]) => n >= perOrg).map(([orgId]) => orgId)
-      if (full.length === counts.size) return
-      const busiest = Math.max(0, ...[...counts.values()].filter((n) => n < perOrg))
-      const limit = Math.min(room, perOrg - busiest)
-      // An Org that has come since newcomerClaims may be among the rows: one attempt, as if it had come first.
+      let limit = 1
+      let full = [...counts.keys()]
+      if (room > 0) {
+        full = [...counts].filter(([, n]) => n >= perOrg).map(([orgId]) => orgId)
+        const busiest = Math.max(0, ...[...counts.values()].filter((n) => n < perOrg))
+        limit = Math.min(room, perOrg - busiest)
+      }
       const claimed = await this.claimRows(limit, full)
       if (claimed.length < limit) return
-    }
-  }
-
-  /**
-   * One attempt for each Org with due deliveries and nothing in flight, while a slot is free (the reserve
-   * included): a claim of one row that leaves out every Org in flight, again until none comes.
-   */
-  private async newcomerClaims(): Promise<void> {
-    while (this.inFlight.size < this.opts.concurrency && this.opts.mayAct() && !this.stopped) {
-      if ((await this.claimRows(1, [...this.inFlightByOrg().keys()])).length === 0) return
     }
   }
 
