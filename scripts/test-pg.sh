@@ -70,6 +70,7 @@ SUITES=(
   test/reporters-race.test.ts
   test/idempotency-order.test.ts
   test/agent-guardrail-gaps.test.ts
+  test/git-host-guard.test.ts
   test/slack-agent-text.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.

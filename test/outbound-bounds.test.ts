@@ -26,6 +26,8 @@ import { webHref } from '../src/admin-ui/app/ui.js'
 import { call, eventually, seedTenant, startTestServer, type TestServer } from './harness'
 
 const TOKEN = 'tok_OUTBOUND_secret_0123456789'
+/** The hostile git hosts here are on loopback: allowed as FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1 allows them. */
+const LOOPBACK = { allowPrivate: true }
 const MiB = 1024 * 1024
 /** What a hostile host streams: far more than the bound, and finite so a regression cannot eat the machine. */
 const STREAMED = 256 * MiB
@@ -76,8 +78,8 @@ describe('a huge answer is never buffered whole', () => {
     ['Gitea token check', (u) => adapterFor('gitea')!.whoAmI(target('gitea', u)), (e) => e instanceof TrackerError],
     ['Jira issue read', (u) => adapterFor('jira')!.readIssue(target('jira', u), 'PROJ-1'), (e) => e instanceof TrackerError],
     ['Linear token check', (u) => adapterFor('linear')!.whoAmI(target('linear', u)), (e) => e instanceof TrackerError],
-    ['git host: opening a merge request', (u) => openPullRequest('gitlab', u, TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false }), (e) => e instanceof HostError],
-    ['git host: polling a pull request', (u) => pullRequestState('github', u, TOKEN, 'acme/shop', 7), (e) => e instanceof HostError],
+    ['git host: opening a merge request', (u) => openPullRequest('gitlab', u, TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false }, LOOPBACK), (e) => e instanceof HostError],
+    ['git host: polling a pull request', (u) => pullRequestState('github', u, TOKEN, 'acme/shop', 7, LOOPBACK), (e) => e instanceof HostError],
     ['Slack chat.postMessage', (u) => new SlackApi(u).post(TOKEN, 'C1', 'hi'), (e) => e instanceof SlackError],
   ]
   for (const [name, run, isOwnError] of calls) {
@@ -248,9 +250,9 @@ describe('a redirect never carries a credential', () => {
   })
   const at = () => `http://127.0.0.1:${redirector.port}`
   const cases: [string, () => Promise<unknown>][] = [
-    ['GitLab: opening a merge request (PRIVATE-TOKEN)', () => openPullRequest('gitlab', at(), TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false })],
-    ['GitHub: opening a pull request', () => openPullRequest('github', at(), TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false })],
-    ['GitLab: polling a merge request', () => pullRequestState('gitlab', at(), TOKEN, 'acme/shop', 1)],
+    ['GitLab: opening a merge request (PRIVATE-TOKEN)', () => openPullRequest('gitlab', at(), TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false }, LOOPBACK)],
+    ['GitHub: opening a pull request', () => openPullRequest('github', at(), TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false }, LOOPBACK)],
+    ['GitLab: polling a merge request', () => pullRequestState('gitlab', at(), TOKEN, 'acme/shop', 1, LOOPBACK)],
     ['GitLab tracker', () => adapterFor('gitlab')!.whoAmI({ kind: 'gitlab', apiUrl: at(), project: 'a/b', token: TOKEN })],
     ['Jira tracker', () => adapterFor('jira')!.whoAmI({ kind: 'jira', apiUrl: at(), project: 'P', token: TOKEN, account: 'a@example.com' })],
     ['Slack', () => new SlackApi(at()).post(TOKEN, 'C1', 'hi')],
@@ -295,7 +297,7 @@ describe('only http(s) URLs from a remote answer', () => {
     })
   }
   test('git host: a pull request whose html_url is javascript: is not opened as a link', async () => {
-    const e = await openPullRequest('github', `http://127.0.0.1:${host.port}`, TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false }).catch((x: unknown) => x)
+    const e = await openPullRequest('github', `http://127.0.0.1:${host.port}`, TOKEN, 'acme/shop', { title: 't', body: 'b', head: 'h', base: 'main', draft: false }, LOOPBACK).catch((x: unknown) => x)
     expect(e).toBeInstanceOf(HostError)
     expect((e as Error).message).toContain('http(s) html_url')
   })

@@ -46,7 +46,7 @@ let branch = 0
 /** A lead in pr_opened whose run opened a real request on the stub; returns its id and the request's number. */
 async function openedReport(s: FreshStore, kind: GitHostKind, id: string, appId = 'a1'): Promise<{ id: string; number: number }> {
   const head = `fixloop/b${branch++}`
-  const url = await openPullRequest(kind, stubs[kind].apiUrl, TOKEN, 'acme/app', { title: 'fix', body: 'b', head, base: 'main', draft: false })
+  const url = await openPullRequest(kind, stubs[kind].apiUrl, TOKEN, 'acme/app', { title: 'fix', body: 'b', head, base: 'main', draft: false }, { allowPrivate: true })
   await sql(s, "INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at, merge_request_url) VALUES (?, 'o1', ?, 'pr_opened', 't', 'public', 1, 1, ?)", [id, appId, url])
   await sql(s, "INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, pr_url, created_at) VALUES (?, 'o1', ?, ?, 'command', 'succeeded', ?, '{}', ?, 1)", [`run-${id}`, appId, id, head, url])
   return { id, number: Number(/(\d+)$/.exec(url)![1]) }
@@ -60,7 +60,7 @@ describeEachDialect('pull request polling', (fresh) => {
       await seedOrgApp(s)
       const lifecycle = s.store.lifecycle
       const hooks = s.store.gitHooks
-      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
       const merged = await openedReport(s, kind, `${kind}-m`)
       const closed = await openedReport(s, kind, `${kind}-c`)
       const open = await openedReport(s, kind, `${kind}-o`)
@@ -85,7 +85,7 @@ describeEachDialect('pull request polling', (fresh) => {
     const lifecycle = s.store.lifecycle
     const hooks = s.store.gitHooks
     // a1's host is GitHub (it throttles), a2's is Gitea: every App's host is its Org's choice.
-    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(appId === 'a1' ? 'github' : 'gitea', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(appId === 'a1' ? 'github' : 'gitea', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
     const a = await openedReport(s, 'github', 'thr-a', 'a1')
     const a2 = await openedReport(s, 'github', 'thr-a2', 'a1')
     const b = await openedReport(s, 'gitea', 'thr-b', 'a2')
@@ -120,7 +120,7 @@ describeEachDialect('pull request polling', (fresh) => {
     const hanging = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) })
     try {
       const load = async (appId: string) => (appId === 'a1' ? { ...connection('github', appId), hostApiUrl: `http://127.0.0.1:${hanging.port}` } : connection('gitea', appId))
-      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
       for (const id of ['hang-1', 'hang-2', 'hang-3']) await openedReport(s, 'github', id, 'a1')
       const b = await openedReport(s, 'gitea', 'hang-victim', 'a2')
       stubs.gitea.setPullState(b.number, 'merged')
@@ -157,7 +157,7 @@ describeEachDialect('pull request polling', (fresh) => {
       await seedOrgApp(s)
       const lifecycle = s.store.lifecycle
       const hooks = s.store.gitHooks
-      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
       const a = await openedReport(s, kind, `${kind}-ra`)
       const b = await openedReport(s, kind, `${kind}-rb`)
       stubs[kind].setPullState(a.number, 'closed')
@@ -187,7 +187,7 @@ describeEachDialect('pull request polling', (fresh) => {
     await seedOrgApp(s)
     const lifecycle = s.store.lifecycle
     const hooks = s.store.gitHooks
-    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000 })
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
     const closed = await openedReport(s, 'github', 'old-close')
     const manual = await openedReport(s, 'github', 'by-hand')
     stubs.github.setPullState(closed.number, 'closed')

@@ -97,6 +97,32 @@ describeEachDialect('webhook dispatcher pass', (fresh) => {
   }, 60_000)
 })
 
+describeEachDialect('webhook dispatcher claims', (fresh) => {
+  test('a backlog drains with one claim per attempt (an attempt that ends claims the next; the pool\'s sharing between Orgs adds no claims)', async () => {
+    const s = await fresh()
+    await seedOrgApp(s, 'o1', 'a1')
+    const receiver = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('ok') })
+    try {
+      const box = new SecretBox(new Uint8Array(32))
+      await s.store.webhooks.insert({ id: 'o1-w', orgId: 'o1', appId: null, url: `http://127.0.0.1:${receiver.port}/h`, eventTypes: '[]', secretSealed: box.seal(Buffer.from('whsec_test')), createdAt: 1 }, [])
+      const BACKLOG = 20
+      for (let i = 0; i < BACKLOG; i++) await s.store.lifecycle.record({ orgId: 'o1', appId: 'a1' }, 'agent_run.started', { runId: `r${i}`, feedbackId: 'f1', provider: 'test' })
+      const { repo, calls } = counted(s.store.webhooks)
+      const deps = { store: { webhooks: repo }, box, clock: s.clock, config: { webhookAllowPrivate: true, webhookRetryScale: 1, webhookTimeoutMs: 5000 } }
+      const dispatcher = new WebhookDispatcher(deps, new Logger('silent'))
+      // One endpoint takes one attempt at a time: the backlog goes out one by one.
+      await dispatcher.tick()
+      expect(await sql(s, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'succeeded'")).toEqual([{ n: BACKLOG }])
+      // Each attempt's end claims once (finding the next delivery, or nothing at the end), plus the pass's
+      // own claim. Claiming first for Orgs with nothing in flight, then for the rest, made it 3 a delivery.
+      expect(calls.filter((c) => c === 'claim').length).toBeLessThanOrEqual(BACKLOG + 3)
+      await dispatcher.stop()
+    } finally {
+      receiver.stop(true)
+    }
+  }, 60_000)
+})
+
 describeEachDialect('slack notifier pass', (fresh) => {
   test('an idle pass over many current connections is one read (no claim, no release); a new event is drained by its Org\'s connections only', async () => {
     const s = await fresh()

@@ -348,4 +348,47 @@ describe("one Org's hanging endpoints", () => {
       receiver.stop()
     }
   }, 30_000)
+
+  test("three Orgs whose receivers never answer leave room for a fourth Org: its delivery goes out at once, not after their timeout", async () => {
+    // Before, each Org could hold half of the 16 attempts: the first two hanging Orgs took all 16 for
+    // the 5 s timeout, and every other Org's delivery waited for it.
+    const own = await startTestServer({ FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1', FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '5', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    const release = Promise.withResolvers<void>()
+    const hits: string[] = []
+    // Takes each request and never answers (until the test ends).
+    const hang = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: async (req) => (hits.push(new URL(req.url).pathname), await release.promise, new Response('late')) })
+    const receiver = new Receiver()
+    try {
+      const hanging = [await seedTenant(own.admin, {}, 'Hang A'), await seedTenant(own.admin, {}, 'Hang B'), await seedTenant(own.admin, {}, 'Hang C')]
+      const healthy = await seedTenant(own.admin, {}, 'Healthy')
+      // 10 endpoints each, more than half the pool; created first, so first in the claim's table order.
+      for (const [n, t] of hanging.entries()) {
+        for (let i = 0; i < 10; i++) expect((await call(own.url, 'POST', '/v1/webhooks', { auth: t.key, body: { url: `http://127.0.0.1:${hang.port}/${n}/${i}` } })).status).toBe(201)
+      }
+      expect((await call(own.url, 'POST', '/v1/webhooks', { auth: healthy.key, body: { url: `${receiver.url}/ok/healthy` } })).status).toBe(201)
+      // The hanging Orgs' deliveries come one Org after the other, each taking what it may.
+      for (const t of hanging) {
+        await appendEventsIn(own.ctx, t.orgId, t.appId, 1)
+        await own.services.webhookDispatcher.fanOut(t.orgId)
+        await own.services.webhookDispatcher.sendDue()
+      }
+      // Their attempts are under way: 8 + 4 + 1 now (before: 8 + 8, the whole pool).
+      await eventually(() => hits.length >= 13, 3_000)
+      const started = Date.now()
+      await appendEventsIn(own.ctx, healthy.orgId, healthy.appId, 1)
+      await own.services.webhookDispatcher.fanOut(healthy.orgId)
+      await own.services.webhookDispatcher.sendDue()
+      const delivered = await eventually(() => receiver.at('/ok/healthy')[0]?.at, 8_000)
+      // Well before the hanging attempts' 5 s timeout: it did not wait for a slot.
+      expect(delivered - started).toBeLessThan(2_500)
+      // Every hanging Org was served too, and the pool still has room.
+      expect(new Set(hits.map((p) => p.split('/')[1])).size).toBe(3)
+      expect(hits.length).toBeLessThan(16)
+    } finally {
+      release.resolve()
+      await own.close()
+      hang.stop(true)
+      receiver.stop()
+    }
+  }, 30_000)
 })

@@ -3,10 +3,15 @@
  * Gitea/Forgejo and GitLab, and reading its state back. The token goes in the auth header only; every
  * call goes through the bounded outbound client (src/core/outbound-http.ts: at most 2 MiB of answer, one
  * deadline for the whole exchange, redirects never followed, so the token never reaches another URL).
+ * The API URL is the Org's to choose, so its host must resolve to public addresses, as trackers', webhooks'
+ * and SMTP hosts must, unless FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1 (a git host inside the network): checked
+ * before every call, which then connects to exactly the addresses checked (no second DNS answer).
  */
 import type { HostKind } from '../modules/connections/service'
 import { githubHeaders, remoteHttpUrl, retryAfterMs, scrub } from '../core/outbound'
 import { OutboundError, requestBounded, type OutboundAnswer, type OutboundRequest } from '../core/outbound-http'
+import { refusedAddress, resolveHost, type CheckedAddress } from '../core/address-guard'
+import { allowPrivateHint } from '../core/process-role'
 
 export interface PullRequest {
   title: string
@@ -18,10 +23,30 @@ export interface PullRequest {
 
 export class HostError extends Error {}
 
+/** How a call to the git host is made: whether private addresses are allowed (FIXLOOP_GIT_HOST_ALLOW_PRIVATE), its deadline. */
+export interface HostCallOptions {
+  allowPrivate: boolean
+  timeoutMs?: number
+}
+
+/**
+ * The git host's address rule (src/core/address-guard.ts, shared with trackers, webhooks and SMTP): the
+ * addresses the API URL's host resolves to, all public unless private ones are allowed; a HostError otherwise.
+ */
+async function guard(kind: string, apiUrl: string, allowPrivate: boolean): Promise<CheckedAddress[]> {
+  const host = new URL(apiUrl).hostname.replace(/^\[|\]$/g, '')
+  const addresses = await resolveHost(host)
+  if (addresses.length === 0) throw new HostError(`${kind} API unreachable at ${apiUrl}: the host ${host} does not resolve`)
+  const bad = refusedAddress(addresses, allowPrivate)
+  if (bad) throw new HostError(`refused by the git-host address guard: ${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address (${allowPrivateHint('FIXLOOP_GIT_HOST_ALLOW_PRIVATE')})`)
+  return addresses
+}
+
 /** One call to the host; a failure to get a whole answer is a HostError naming the host, never the token. */
-async function hostCall(kind: string, apiUrl: string, token: string, r: OutboundRequest): Promise<OutboundAnswer> {
+async function hostCall(kind: string, apiUrl: string, token: string, r: OutboundRequest, allowPrivate: boolean): Promise<OutboundAnswer> {
+  const addresses = await guard(kind, r.url, allowPrivate)
   try {
-    return await requestBounded(r)
+    return await requestBounded({ ...r, addresses })
   } catch (e) {
     if (!(e instanceof OutboundError)) throw e
     throw new HostError(scrub(e.failure === 'too_large' ? `${kind} API at ${apiUrl} ${e.message}` : `${kind} API unreachable at ${apiUrl}: ${e.message}`, [token]))
@@ -59,9 +84,9 @@ function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string,
 }
 
 /** Opens the PR/MR; returns its web URL. Errors carry the host's status and message, never the token. */
-export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, pr: PullRequest, timeoutMs = 30_000): Promise<string> {
+export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, pr: PullRequest, { allowPrivate, timeoutMs = 30_000 }: HostCallOptions): Promise<string> {
   const req = request(kind, apiUrl, token, hostRepo, pr)
-  const res = await hostCall(kind, apiUrl, token, { url: req.url, method: 'POST', headers: req.headers, body: JSON.stringify(req.body), timeoutMs })
+  const res = await hostCall(kind, apiUrl, token, { url: req.url, method: 'POST', headers: req.headers, body: JSON.stringify(req.body), timeoutMs }, allowPrivate)
   refuseRedirect(kind, res)
   const text = res.text
   let body: Record<string, unknown> = {}
@@ -103,7 +128,7 @@ export function pullNumberOf(webUrl: string): number | null {
  * /repos/{o}/{r}/pulls/{n}, GitLab GET /projects/{path}/merge_requests/{iid}. Throws HostThrottled on 429
  * (or a 403 with Retry-After, GitHub's secondary limit), HostError otherwise; never carries the token.
  */
-export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, number: number, timeoutMs = 15_000): Promise<PullState> {
+export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, number: number, { allowPrivate, timeoutMs = 15_000 }: HostCallOptions): Promise<PullState> {
   const url = kind === 'gitlab' ? `${apiUrl}/projects/${encodeURIComponent(hostRepo)}/merge_requests/${number}` : `${apiUrl}/repos/${hostRepo}/pulls/${number}`
   const headers: Record<string, string> =
     kind === 'github'
@@ -111,7 +136,7 @@ export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: 
       : kind === 'gitea'
         ? { accept: 'application/json', authorization: `token ${token}`, 'user-agent': 'fixloop' }
         : { accept: 'application/json', 'private-token': token, 'user-agent': 'fixloop' }
-  const res = await hostCall(kind, apiUrl, token, { url, method: 'GET', headers, timeoutMs })
+  const res = await hostCall(kind, apiUrl, token, { url, method: 'GET', headers, timeoutMs }, allowPrivate)
   refuseRedirect(kind, res)
   const wait = retryAfterMs(res.headers.get('retry-after'))
   if (res.status === 429 || (res.status === 403 && wait !== null)) throw new HostThrottled(wait ?? 60_000)

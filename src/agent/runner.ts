@@ -62,6 +62,8 @@ export interface RunnerOptions {
   passEnv: string[]
   /** Base URL for links back to the report in PR bodies (FIXLOOP_PUBLIC_URL), if any. */
   publicUrl: string | undefined
+  /** Git-host API URLs may resolve to private addresses (FIXLOOP_GIT_HOST_ALLOW_PRIVATE). */
+  gitHostAllowPrivate: boolean
   /** The environment agents' pass-through variables are read from. */
   env?: Record<string, string | undefined>
   /** The sandbox agents run in (FIXLOOP_AGENT_SANDBOX, FIXLOOP_AGENT_NETWORK, FIXLOOP_AGENT_SANDBOX_PATHS). */
@@ -316,6 +318,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           secrets: secretLiterals(Object.entries(passed).filter(([name]) => !NOT_SECRET_ENV.has(name)).map(([, value]) => value)),
           signal,
           publicUrl: opts.publicUrl,
+          gitHostAllowPrivate: opts.gitHostAllowPrivate,
           onSandbox: recordSandbox,
           media,
           review: review ? { prUrl: review.prUrl } : undefined,

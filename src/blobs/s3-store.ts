@@ -57,8 +57,11 @@ function boundedTransport(base: typeof http | typeof https): Pick<typeof http, '
   }
 }
 
-/** The minio module (for its option classes) and the client made from it. */
-type Connection = { client: Client; minio: typeof import('minio') }
+/** What the minio client's getRequestOptions builds and its presignSignatureV4 signs. */
+type SignableRequest = { protocol: string; method: string; path: string; headers: Record<string, string> }
+
+/** The minio module (for its option classes), its SigV4 presigner and the client made from it. */
+type Connection = { client: Client; minio: typeof import('minio'); signing: typeof import('minio/dist/esm/signing.mjs') }
 
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3' as const
@@ -82,8 +85,9 @@ export class S3BlobStore implements BlobStore {
 
   private connect(): Promise<Connection> {
     const url = this.endpoint
-    this.connection ??= import('minio').then((minio) => ({
+    this.connection ??= Promise.all([import('minio'), import('minio/dist/esm/signing.mjs')]).then(([minio, signing]) => ({
       minio,
+      signing,
       client: new minio.Client({
         endPoint: url.hostname,
         port: url.port ? Number(url.port) : undefined,
@@ -118,9 +122,30 @@ export class S3BlobStore implements BlobStore {
     if (!exists) throw new StartupError(`S3 storage: bucket "${this.cfg.bucket}" does not exist at ${this.cfg.endpoint}; create it first (see README)`)
   }
 
-  async presignPut(key: string, contentType: string, _byteSize: number, expiresAtMs: number, _base: string): Promise<PresignedPut> {
+  /**
+   * A PUT URL signed for exactly `byteSize` bytes: `content-length` is among its signed headers
+   * (X-Amz-SignedHeaders=content-length;host), so S3 and MinIO refuse a body of any other length with
+   * 403 SignatureDoesNotMatch. The minio client's presignedPutObject signs `host` only, and then a holder of
+   * an App's public key could ask for a 1-byte upload and PUT up to S3's 5 GB into the bucket.
+   */
+  async presignPut(key: string, contentType: string, byteSize: number, expiresAtMs: number, _base: string): Promise<PresignedPut> {
     const seconds = Math.max(1, Math.round((expiresAtMs - this.clock.now()) / 1000))
-    const url = await (await this.client()).presignedPutObject(this.cfg.bucket, key, seconds)
+    const { client, signing } = await this.connect()
+    const region = await client.getBucketRegionAsync(this.cfg.bucket)
+    // The request presignedUrl signs (host, path-style path, escaped key, Amazon's regional endpoint),
+    // built by the client's own getRequestOptions (protected in its types, public in its code).
+    const request = (client as unknown as { getRequestOptions(opts: { method: string; region: string; bucketName: string; objectName: string }): SignableRequest }).getRequestOptions({
+      method: 'PUT',
+      region,
+      bucketName: this.cfg.bucket,
+      objectName: key,
+    })
+    // minio's signer leaves out the lower-case `content-length` (getSignedHeaders' ignore list compares
+    // names as given); this spelling passes it and is signed as `content-length`. The only other header
+    // it signs is `host`, which sorts after it either way. test/uploads.test.ts recomputes the
+    // signature with an independent SigV4 implementation, so a minio that dropped it would fail there.
+    const headers = { host: request.headers.host, 'Content-Length': String(byteSize) }
+    const url = signing.presignSignatureV4({ ...request, headers }, this.cfg.accessKey, this.cfg.secretKey, undefined, region, new Date(), seconds)
     return { url, headers: { 'Content-Type': contentType } }
   }
 

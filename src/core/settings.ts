@@ -72,6 +72,11 @@ export const SETTINGS: Setting[] = [
     default: 'off',
     meaning: '1: allow issue-tracker API URLs on private/loopback/link-local addresses, e.g. a self-hosted GitLab (set it on serve and on "tracker connect")',
   },
+  {
+    env: ['FIXLOOP_GIT_HOST_ALLOW_PRIVATE'],
+    default: 'off',
+    meaning: '1: allow git-host API URLs (opening and polling pull requests) on private/loopback/link-local addresses, e.g. a GitLab inside the network',
+  },
   { env: ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS'], default: '15', meaning: 'time a webhook receiver has to answer (at most 15)' },
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
   { env: ['FIXLOOP_SSE_HEARTBEAT_SECONDS'], default: '10', meaning: 'comment line on idle event streams (at most 15)' },

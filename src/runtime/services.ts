@@ -103,6 +103,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     concurrency: config.agentConcurrency,
     passEnv: config.agentPassEnv,
     publicUrl: config.publicUrl,
+    gitHostAllowPrivate: config.gitHostAllowPrivate,
     sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null, agentUids: agentUidsFor(config.agentSandbox, process.getuid?.()) },
     workDir: config.workDir,
     nodeId: mode.nodeId,
@@ -127,7 +128,7 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     review: createReviewStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
     replay_scrub: createScrubReplaysStep(uploads, lifecycle, clock),
-    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs }),
+    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs, gitHostAllowPrivate: config.gitHostAllowPrivate }),
     tracker_push: createPushTrackerIssueStep(trackerSync),
     tracker_poll: createPollTrackerIssuesStep({ sync: trackerSync, lifecycle, clock, everyMs: trackerPollEveryMs }),
   } satisfies Partial<Record<JobKind, JobStep>>

@@ -2,7 +2,7 @@
  * `new Fixloop({ apiKey, baseUrl })`: one object per server, its resources mirroring the REST API.
  */
 import { Core, pause, type ClientOptions, type RequestOptions } from './core.js'
-import { NotFoundError, TimeoutError, errorFromResponse } from './errors.js'
+import { NotFoundError, StreamError, TimeoutError, errorFromResponse } from './errors.js'
 import { PagedList } from './paging.js'
 import { readSse } from './sse.js'
 import type * as T from './types.js'
@@ -112,7 +112,8 @@ class Feedback {
 
   /**
    * Resolves with the item once it reaches `until`. Listens to the event stream when the server has one
-   * and falls back to polling with backoff (0.5 s doubling to 5 s) otherwise.
+   * and falls back to polling with backoff (0.5 s doubling to 5 s) otherwise (also when the stream
+   * breaks its framing: a StreamError).
    */
   async waitFor(id: string, { until, timeoutMs = 600_000, signal }: WaitForOptions): Promise<T.FeedbackItem> {
     const done = typeof until === 'function' ? until : (item: T.FeedbackItem) => ([] as string[]).concat(until).includes(item.status)
@@ -139,7 +140,8 @@ class Feedback {
           if (done(item)) return item
         }
       } catch (e) {
-        if (!(e instanceof NotFoundError)) throw e
+        // No stream (an older server) or one that breaks its framing (a proxy): polling still gets there.
+        if (!(e instanceof NotFoundError) && !(e instanceof StreamError)) throw e
       } finally {
         events.return?.(undefined).catch(() => {})
       }
@@ -189,7 +191,8 @@ class Events {
 
   /**
    * The live stream (Server-Sent Events). Reconnects by itself after a dropped connection, resuming
-   * exactly after the last event seen (Last-Event-ID); ends when `signal` aborts.
+   * exactly after the last event seen (Last-Event-ID); ends when `signal` aborts. Throws a StreamError
+   * when an event passes MAX_EVENT_CHARS (1 MiB) without its newline, instead of buffering without end.
    */
   async *stream(params: Omit<T.EventListParams, 'limit'> = {}, opts: RequestOptions = {}): AsyncGenerator<T.FixloopEvent> {
     let lastSeq = params.after
@@ -208,6 +211,8 @@ class Events {
         }
       } catch (e) {
         if (opts.signal?.aborted) return
+        // A stream that breaks its framing would break it again after a reconnect.
+        if (e instanceof StreamError) throw e
         const status = (e as { status?: number }).status
         if (status !== undefined && status !== 0 && status < 500 && status !== 429) throw e
         if (++failures > 8) throw e

@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'internal_error'
   | 'connection_error'
   | 'timeout'
+  | 'stream_error'
   | (string & {})
 
 export interface FixloopErrorInit {
@@ -109,6 +110,15 @@ export class ConnectionError extends FixloopError {
 /** No response within `timeoutMs`. */
 export class TimeoutError extends FixloopError {
   override name = 'TimeoutError'
+}
+
+/**
+ * The event stream broke its framing: more than `MAX_EVENT_CHARS` of one event (or of one line) without
+ * the newline that ends it, as from a proxy or server that never sends one (`status` 0, code
+ * `stream_error`). Not retried: reconnecting would read the same thing again.
+ */
+export class StreamError extends FixloopError {
+  override name = 'StreamError'
 }
 
 function detail(details: unknown, key: string): string | undefined {

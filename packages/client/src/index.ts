@@ -19,8 +19,10 @@ export {
   InternalServerError,
   ConnectionError,
   TimeoutError,
+  StreamError,
   type ErrorCode,
 } from './errors.js'
+export { MAX_EVENT_CHARS } from './sse.js'
 export { PagedList, type Page } from './paging.js'
 export { signUserToken, type SignUserTokenParams } from './user-token.js'
 export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions } from './webhook.js'

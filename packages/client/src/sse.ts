@@ -3,13 +3,23 @@
  * `data:` lines, blank line ends an event, `:` lines are comments/heartbeats).
  */
 
+import { StreamError } from './errors.js'
+
+/**
+ * The most text one event may take, its lines and the line being read together: 1 MiB (1,048,576
+ * characters). fixloop's events are ids and short fields, a few hundred bytes; without a bound, a server
+ * or proxy that never sends a newline grew the reader's buffer, and the process, without end.
+ */
+export const MAX_EVENT_CHARS = 1024 * 1024
+
 export interface SseMessage {
   id: string | undefined
   event: string | undefined
   data: string
 }
 
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
+/** Reads `body` as events; throws a StreamError once an event passes `maxEventChars` (MAX_EVENT_CHARS). */
+export async function* readSse(body: ReadableStream<Uint8Array>, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<SseMessage> {
   const reader = body.pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>).getReader()
   let buffer = ''
   let msg: SseMessage = { id: undefined, event: undefined, data: '' }
@@ -38,6 +48,15 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
           hasData = true
         } else if (field === 'id') msg.id = value
         else if (field === 'event') msg.event = value
+      }
+      // What is left is the start of a line: with the event's data so far, what this event holds.
+      if (buffer.length + msg.data.length > maxEventChars) {
+        throw new StreamError({
+          status: 0,
+          code: 'stream_error',
+          message: `the event stream sent more than ${maxEventChars} characters of one event without ending it (a server or proxy that does not frame events)`,
+          details: { maxEventChars },
+        })
       }
     }
   } finally {

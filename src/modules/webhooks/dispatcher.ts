@@ -32,12 +32,23 @@ export interface DispatcherOptions {
 }
 
 const FANOUT_PAGE = 500
+
 /**
- * The share of the pool's attempts one Org may have in flight: half. An Org whose endpoints all hang (each
- * attempt holds its slot for the whole timeout) kept every other Org's deliveries waiting for minutes in
- * an audit; now the other half of the pool is always there for the rest, and an Org alone still has half.
+ * How the pool's attempts are shared between Orgs. An attempt to an endpoint that hangs holds its slot for
+ * the whole timeout, and a slot in flight cannot be taken back, so sharing is decided when rows are claimed:
+ * - the Orgs with attempts in flight may together use all but `reserve` slots (a quarter of the pool);
+ * - each Org at most its share: half of the pool while no other Org has attempts in flight, else
+ *   `max(1, floor(pool / Orgs in flight))`;
+ * - the reserve goes to Orgs with nothing in flight, one attempt each: an Org whose deliveries come while
+ *   others hang gets a slot at once, whoever holds the rest.
+ * With the share alone (half each), two Orgs whose receivers hang took all 16 attempts for their timeout;
+ * a third Org's delivery waited for it. Now two hanging Orgs hold 8 + 4, and the next four Orgs each get
+ * an attempt at once.
  */
-const ORG_SHARE = 0.5
+export function poolShares(pool: number): { reserve: number; share: (orgsInFlight: number) => number } {
+  const reserve = Math.floor(pool / 4)
+  return { reserve, share: (orgs) => Math.max(1, Math.floor(orgs <= 1 ? pool / 2 : pool / orgs)) }
+}
 
 /** What this service is given: the repositories and values it uses (a Context has them all). */
 export interface DispatcherDeps {
@@ -204,40 +215,59 @@ export class WebhookDispatcher {
   private claimRun: Promise<void> | undefined
 
   /**
-   * Claims due deliveries up to the free room and starts them. No Org gets more than its share of the pool
-   * (`ORG_SHARE`): the Orgs at it are left out of the claim, and a claim takes no more rows than the Org
-   * closest to its share may still have (a claim's rows may all be one Org's), claiming again while rows
-   * came and room is left.
+   * Claims due deliveries up to the free room and starts them, shared between Orgs as `poolShares` says.
+   * Outside the reserve, the Orgs at their share are left out of the claim, and a claim takes no more rows
+   * than the Org closest to its share may still have (a claim's rows may all be one Org's, an Org with
+   * nothing in flight included). In the reserve, every Org in flight is left out and a claim takes one row:
+   * one attempt for one Org with nothing in flight. Claims again while rows came and room is left: one
+   * claim a pass when little is due (an attempt that ends, while a backlog drains).
    */
   private async claimAndSend(): Promise<void> {
-    const perOrg = Math.max(1, Math.floor(this.opts.concurrency * ORG_SHARE))
+    const { reserve, share } = poolShares(this.opts.concurrency)
     for (;;) {
-      const room = this.opts.concurrency - this.inFlight.size
-      if (room <= 0 || !this.opts.mayAct()) return
-      const counts = new Map<string, number>()
-      for (const orgId of this.inFlightOrg.values()) counts.set(orgId, (counts.get(orgId) ?? 0) + 1)
-      const full = [...counts].filter(([, n]) => n >= perOrg).map(([orgId]) => orgId)
-      const busiest = Math.max(0, ...[...counts.values()].filter((n) => n < perOrg))
-      const limit = Math.min(room, perOrg - busiest)
-      const now = this.ctx.clock.now()
-      // The lease outlives the timeout, so a live attempt is never claimed twice.
-      const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, limit, [...this.inFlight.keys()], full))
-      for (const d of claimed) {
-        const p = this.attempt(d)
-          .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
-          .finally(() => {
-            this.inFlight.delete(d.id)
-            this.inFlightOrg.delete(d.id)
-            this.sendDue().catch((e) => this.failed('error', 'webhook dispatch failed', e))
-          })
-        this.inFlight.set(d.id, p)
-        this.inFlightOrg.set(d.id, d.org_id)
+      if (this.inFlight.size >= this.opts.concurrency || !this.opts.mayAct() || this.stopped) return
+      const counts = this.inFlightByOrg()
+      const perOrg = share(counts.size)
+      const room = this.opts.concurrency - reserve - this.inFlight.size
+      let limit = 1
+      let full = [...counts.keys()]
+      if (room > 0) {
+        full = [...counts].filter(([, n]) => n >= perOrg).map(([orgId]) => orgId)
+        const busiest = Math.max(0, ...[...counts.values()].filter((n) => n < perOrg))
+        limit = Math.min(room, perOrg - busiest)
       }
+      const claimed = await this.claimRows(limit, full)
       if (claimed.length < limit) return
     }
   }
 
-  /** The Org of each attempt in flight (its share of the pool, `ORG_SHARE`). */
+  /** Leases up to `limit` due rows of Orgs not in `full` and starts their attempts. */
+  private async claimRows(limit: number, full: string[]): Promise<DeliveryRow[]> {
+    const now = this.ctx.clock.now()
+    // The lease outlives the timeout, so a live attempt is never claimed twice.
+    const claimed = await this.inTurn(() => this.repo.claim(now, now + this.ctx.config.webhookTimeoutMs + 60_000, limit, [...this.inFlight.keys()], full))
+    for (const d of claimed) {
+      const p = this.attempt(d)
+        .catch((e) => this.log.error('webhook attempt failed', { deliveryId: d.id, error: e instanceof Error ? e.message : String(e) }))
+        .finally(() => {
+          this.inFlight.delete(d.id)
+          this.inFlightOrg.delete(d.id)
+          this.sendDue().catch((e) => this.failed('error', 'webhook dispatch failed', e))
+        })
+      this.inFlight.set(d.id, p)
+      this.inFlightOrg.set(d.id, d.org_id)
+    }
+    return claimed
+  }
+
+  /** Attempts in flight per Org. */
+  private inFlightByOrg(): Map<string, number> {
+    const counts = new Map<string, number>()
+    for (const orgId of this.inFlightOrg.values()) counts.set(orgId, (counts.get(orgId) ?? 0) + 1)
+    return counts
+  }
+
+  /** The Org of each attempt in flight (its share of the pool, `poolShares`). */
   private readonly inFlightOrg = new Map<string, string>()
 
   private secretsOf(w: WebhookRow, now: number): string[] {

@@ -33,7 +33,16 @@ export interface PollPass {
   throttled: number
 }
 
-export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connections: Pick<ConnectionsService, 'load'>; lifecycle: Lifecycle; clock: Clock; log: Logger; everyMs: number }) {
+export function createPollPullRequestsStep(deps: {
+  hooks: GitHooksRepo
+  connections: Pick<ConnectionsService, 'load'>
+  lifecycle: Lifecycle
+  clock: Clock
+  log: Logger
+  everyMs: number
+  /** Git-host API URLs may resolve to private addresses (FIXLOOP_GIT_HOST_ALLOW_PRIVATE). */
+  gitHostAllowPrivate: boolean
+}) {
   const { hooks, clock, log } = deps
   /** Where the next pass starts (a run id; a feedback id for closed requests): kept across passes of this process; another node starts over. */
   let cursor = ''
@@ -66,7 +75,7 @@ export function createPollPullRequestsStep(deps: { hooks: GitHooksRepo; connecti
       if (!conn || conn.hostKind === 'none' || !conn.hostToken || !conn.hostApiUrl || number === null) return null
       const began = performance.now()
       try {
-        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number).finally(() => share.spend(report.appId, performance.now() - began))
+        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number, { allowPrivate: deps.gitHostAllowPrivate }).finally(() => share.spend(report.appId, performance.now() - began))
         out.read++
         return state
       } catch (e) {
