@@ -59,7 +59,7 @@ export interface Config {
   trackerPollMinutes: number
   /** FIXLOOP_TRACKER_ALLOW_PRIVATE: tracker API URLs may resolve to private addresses (a self-hosted tracker inside the network). */
   trackerAllowPrivate: boolean
-  /** FIXLOOP_GIT_HOST_ALLOW_PRIVATE: git-host API URLs (pull requests) may resolve to private addresses (a git host inside the network). */
+  /** FIXLOOP_GIT_HOST_ALLOW_PRIVATE (on unless 0): git-host API URLs (pull requests) may resolve to private and loopback addresses (a git host inside the network). */
   gitHostAllowPrivate: boolean
   /** Review iterations per pull request at most (FIXLOOP_REVIEW_ITERATIONS_MAX, default 3; 0: none). */
   reviewIterationsMax: number
@@ -368,7 +368,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? parseCount(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY') : 2,
     trackerPollMinutes: env.FIXLOOP_TRACKER_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_TRACKER_POLL_MINUTES, 'FIXLOOP_TRACKER_POLL_MINUTES', 24 * 60) : 10,
     trackerAllowPrivate: env.FIXLOOP_TRACKER_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_TRACKER_ALLOW_PRIVATE, 'FIXLOOP_TRACKER_ALLOW_PRIVATE') : false,
-    gitHostAllowPrivate: env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE, 'FIXLOOP_GIT_HOST_ALLOW_PRIVATE') : false,
+    gitHostAllowPrivate: env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE, 'FIXLOOP_GIT_HOST_ALLOW_PRIVATE') : true,
     prPollMinutes: env.FIXLOOP_PR_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_PR_POLL_MINUTES, 'FIXLOOP_PR_POLL_MINUTES', 24 * 60) : 10,
     reviewIterationsMax: env.FIXLOOP_REVIEW_ITERATIONS_MAX ? parseMinutesOrOff(env.FIXLOOP_REVIEW_ITERATIONS_MAX, 'FIXLOOP_REVIEW_ITERATIONS_MAX', 100) : 3,
     agentPassEnv: (env.FIXLOOP_AGENT_ENV ?? '')

@@ -1,8 +1,10 @@
 /**
  * The git-host address guard (src/agent/hosts.ts): an Org chooses its connection's API URL, so opening and
- * polling pull requests refuse a host on a private, loopback, link-local or reserved address unless
- * FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1, as trackers, webhooks and SMTP do. Real server, worker, git (a bare
- * repository), fixture agent and the git-host stub on loopback; the stub counts what reached it.
+ * polling pull requests always refuse a link-local or cloud metadata address, and a private, loopback or
+ * reserved one when the operator set FIXLOOP_GIT_HOST_ALLOW_PRIVATE=0 (on by default: a self-hosted git
+ * host usually lives inside the network, and the runs of an install that had one before the guard must not
+ * start failing). Real server, worker, git (a bare repository), fixture agent and the git-host stub on
+ * loopback; the stub counts what reached it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
@@ -26,28 +28,45 @@ beforeAll(async () => {
 afterAll(() => stub.stop())
 
 describe('the git-host address guard', () => {
-  test('FIXLOOP_GIT_HOST_ALLOW_PRIVATE: off unless set, a boolean', () => {
+  test('FIXLOOP_GIT_HOST_ALLOW_PRIVATE: on unless set to 0, a boolean', () => {
     const dataDir = tempDir()
-    expect(loadConfig({ dataDir }, {}).gitHostAllowPrivate).toBe(false)
+    expect(loadConfig({ dataDir }, {}).gitHostAllowPrivate).toBe(true)
+    expect(loadConfig({ dataDir }, { FIXLOOP_GIT_HOST_ALLOW_PRIVATE: '0' }).gitHostAllowPrivate).toBe(false)
     expect(loadConfig({ dataDir }, { FIXLOOP_GIT_HOST_ALLOW_PRIVATE: '1' }).gitHostAllowPrivate).toBe(true)
     expect(() => loadConfig({ dataDir }, { FIXLOOP_GIT_HOST_ALLOW_PRIVATE: 'maybe' })).toThrow(/FIXLOOP_GIT_HOST_ALLOW_PRIVATE/)
   })
 
   test.each([
     ['loopback (the stub)', () => stub.apiUrl],
-    ['the cloud metadata address', () => 'http://169.254.169.254/latest'],
     ['a private network', () => 'http://10.0.0.7:8080/api/v4'],
     ['IPv6 loopback', () => 'http://[::1]:1/api'],
-  ])('opening and polling refuse %s, naming the switch, and connect to nothing', async (_, apiUrl) => {
+  ])('with the switch at 0, opening and polling refuse %s, naming the switch, and connect to nothing', async (_, apiUrl) => {
     const before = stub.requests.length
     for (const call of [() => openPullRequest('github', apiUrl(), TOKEN, 'acme/shop', PR, { allowPrivate: false }), () => pullRequestState('github', apiUrl(), TOKEN, 'acme/shop', 1, { allowPrivate: false })]) {
       const e = await call().catch((x: unknown) => x)
       expect(e).toBeInstanceOf(HostError)
-      expect((e as Error).message).toMatch(/^refused by the git-host address guard: .* resolves to .*, a private, loopback, link-local or reserved address/)
+      expect((e as Error).message).toMatch(/^refused by the git-host address guard: .* resolves to .*, a private, loopback or reserved address/)
       expect((e as Error).message).toContain('FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1')
       expect((e as Error).message).not.toContain(TOKEN)
     }
     expect(stub.requests.length).toBe(before)
+  })
+
+  test.each([
+    ['the cloud metadata address', 'http://169.254.169.254/latest'],
+    ['another link-local address', 'http://169.254.10.1:8080/api/v4'],
+    ['the metadata address in an IPv4-mapped IPv6 form', 'http://[::ffff:169.254.169.254]/latest'],
+    ['IPv6 link-local', 'http://[fe80::1]:8080/api'],
+    ["AWS's IPv6 metadata address", 'http://[fd00:ec2::254]/latest'],
+  ])('private networks allowed or not, opening and polling refuse %s and do not offer the switch', async (_, apiUrl) => {
+    for (const allowPrivate of [true, false]) {
+      for (const call of [() => openPullRequest('github', apiUrl, TOKEN, 'acme/shop', PR, { allowPrivate, timeoutMs: 2_000 }), () => pullRequestState('github', apiUrl, TOKEN, 'acme/shop', 1, { allowPrivate, timeoutMs: 2_000 })]) {
+        const e = await call().catch((x: unknown) => x)
+        expect(e).toBeInstanceOf(HostError)
+        expect((e as Error).message).toMatch(/^refused by the git-host address guard: .* resolves to .*, a link-local or cloud metadata address/)
+        expect((e as Error).message).not.toContain('FIXLOOP_GIT_HOST_ALLOW_PRIVATE')
+      }
+    }
   })
 
   test('with FIXLOOP_GIT_HOST_ALLOW_PRIVATE the same host is called', async () => {

@@ -37,19 +37,12 @@ export interface TestServer extends RunningServer {
  * start's migrating is what the binary tests on new data dirs check (spawnServer, cli, data-dir) and, on
  * PostgreSQL, the callers of clusterEnv() (pg-serve, cluster-mode). A test's own env still wins.
  */
-/**
- * The tests' git hosts (test/git-host-stub.ts and the like) listen on loopback, which the git-host address
- * guard refuses unless FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1: the servers the helpers start allow it, as an
- * operator with a git host inside the network does. A test of the guard itself sets it to 0.
- */
-export const GIT_HOST_LOCAL = { FIXLOOP_GIT_HOST_ALLOW_PRIVATE: '1' }
-
 export async function startTestServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
   const dataDir = tempDir()
   if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv(undefined, { migrated: true })), ...env }
   else if (!env.FIXLOOP_DATABASE_URL) copyFileSync(migratedSqlite(), join(dataDir, 'fixloop.db'))
   // Fixture agents (test/fixtures/agents) live in this repository: the agent sandbox shows their folder read-only.
-  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...GIT_HOST_LOCAL, ...env })
+  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
   const [{ startServer }, { createTenantsService }] = await Promise.all([import('../src/runtime/server'), import('../src/modules/tenants/service')])
   const running = await startServer(config, { log: new Logger('silent'), ...options })
   // A server a test left running is stopped after its file (stop() is idempotent): under --no-isolate its
@@ -130,7 +123,7 @@ export async function spawnServer(dataDir: string, env: Record<string, string> =
   const port = await freePort()
   if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv(undefined, { migrated: true })), ...env }
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...GIT_HOST_LOCAL, ...env },
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
     stdout: 'ignore',
     stderr: 'inherit',
   })

@@ -26,7 +26,7 @@ import { webHref } from '../src/admin-ui/app/ui.js'
 import { call, eventually, seedTenant, startTestServer, type TestServer } from './harness'
 
 const TOKEN = 'tok_OUTBOUND_secret_0123456789'
-/** The hostile git hosts here are on loopback: allowed as FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1 allows them. */
+/** The hostile git hosts here are on loopback: allowed, as FIXLOOP_GIT_HOST_ALLOW_PRIVATE (on by default) allows them. */
 const LOOPBACK = { allowPrivate: true }
 const MiB = 1024 * 1024
 /** What a hostile host streams: far more than the bound, and finite so a regression cannot eat the machine. */

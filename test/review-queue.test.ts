@@ -16,7 +16,7 @@ import { Logger } from '../src/core/logger'
 import { createReviewStep } from '../src/worker/steps/start-agent'
 import type { JobRow } from '../src/lifecycle/jobs-repo'
 import { combineReviews, COMBINED_REVIEWS_MAX, REVIEW_TEXT_MAX } from '../src/agent/runner'
-import { call, eventually, GIT_HOST_LOCAL, seedTenant, tempDir, type Tenant } from './harness'
+import { call, eventually, seedTenant, tempDir, type Tenant } from './harness'
 import { startGitHostStub, type GitHostStub } from './git-host-stub'
 import { clusterEnv, TEST_DIALECT } from './cluster-env'
 import { git, makeBareRepo, readFileAtBranch } from './git-fixtures'
@@ -25,7 +25,7 @@ import { dbRows } from './sqlite-of'
 const AGENTS = join(import.meta.dir, 'fixtures', 'agents')
 const TOKEN = 'ghp_' + 'Q7nZ2xW9kL4vB8nR1tY6uI3oP5aS0dF2gH4q'
 const dataDir = tempDir('fixloop-review-queue-')
-const ENV = { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_MASTER_KEY: 'c3'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS, ...GIT_HOST_LOCAL }
+const ENV = { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_MASTER_KEY: 'c3'.repeat(32), FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_AGENT_SANDBOX_PATHS: AGENTS }
 let config: ReturnType<typeof loadConfig>
 let srv: RunningServer
 let stub: GitHostStub

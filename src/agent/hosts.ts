@@ -3,14 +3,15 @@
  * Gitea/Forgejo and GitLab, and reading its state back. The token goes in the auth header only; every
  * call goes through the bounded outbound client (src/core/outbound-http.ts: at most 2 MiB of answer, one
  * deadline for the whole exchange, redirects never followed, so the token never reaches another URL).
- * The API URL is the Org's to choose, so its host must resolve to public addresses, as trackers', webhooks'
- * and SMTP hosts must, unless FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1 (a git host inside the network): checked
- * before every call, which then connects to exactly the addresses checked (no second DNS answer).
+ * The API URL is the Org's to choose: its host is resolved before every call, which then connects to exactly
+ * the addresses checked (no second DNS answer). A link-local or metadata address is always refused; private
+ * and loopback ones are allowed unless FIXLOOP_GIT_HOST_ALLOW_PRIVATE=0 (a server shared by Orgs that do not
+ * trust each other), since a self-hosted GitLab or Gitea usually lives inside the network.
  */
 import type { HostKind } from '../modules/connections/service'
 import { githubHeaders, remoteHttpUrl, retryAfterMs, scrub } from '../core/outbound'
 import { OutboundError, requestBounded, type OutboundAnswer, type OutboundRequest } from '../core/outbound-http'
-import { refusedAddress, resolveHost, type CheckedAddress } from '../core/address-guard'
+import { isMetadataOrLinkLocal, refusedAddress, resolveHost, type CheckedAddress } from '../core/address-guard'
 import { allowPrivateHint } from '../core/process-role'
 
 export interface PullRequest {
@@ -23,7 +24,7 @@ export interface PullRequest {
 
 export class HostError extends Error {}
 
-/** How a call to the git host is made: whether private addresses are allowed (FIXLOOP_GIT_HOST_ALLOW_PRIVATE), its deadline. */
+/** How a call to the git host is made: whether private and loopback addresses are allowed (FIXLOOP_GIT_HOST_ALLOW_PRIVATE, on by default), its deadline. */
 export interface HostCallOptions {
   allowPrivate: boolean
   timeoutMs?: number
@@ -31,14 +32,17 @@ export interface HostCallOptions {
 
 /**
  * The git host's address rule (src/core/address-guard.ts, shared with trackers, webhooks and SMTP): the
- * addresses the API URL's host resolves to, all public unless private ones are allowed; a HostError otherwise.
+ * addresses the API URL's host resolves to, never link-local or metadata, and public unless private ones are
+ * allowed; a HostError otherwise.
  */
 async function guard(kind: string, apiUrl: string, allowPrivate: boolean): Promise<CheckedAddress[]> {
   const host = new URL(apiUrl).hostname.replace(/^\[|\]$/g, '')
   const addresses = await resolveHost(host)
   if (addresses.length === 0) throw new HostError(`${kind} API unreachable at ${apiUrl}: the host ${host} does not resolve`)
+  const metadata = addresses.find((a) => isMetadataOrLinkLocal(a.address))
+  if (metadata) throw new HostError(`refused by the git-host address guard: ${host} resolves to ${metadata.address}, a link-local or cloud metadata address, where no git host lives`)
   const bad = refusedAddress(addresses, allowPrivate)
-  if (bad) throw new HostError(`refused by the git-host address guard: ${host} resolves to ${bad.address}, a private, loopback, link-local or reserved address (${allowPrivateHint('FIXLOOP_GIT_HOST_ALLOW_PRIVATE')})`)
+  if (bad) throw new HostError(`refused by the git-host address guard: ${host} resolves to ${bad.address}, a private, loopback or reserved address (${allowPrivateHint('FIXLOOP_GIT_HOST_ALLOW_PRIVATE')})`)
   return addresses
 }
 

@@ -69,7 +69,7 @@ Repository settings (connect-repo; the token is read from a file, never from the
   --base-branch NAME            default main
   --host github|gitea|gitlab|none   where to open the pull/merge request (none: push a branch only)
   --host-api-url URL            default https://api.github.com (github.com), https://HOST/api/v3 (GitHub Enterprise), https://HOST/api/v1 (gitea), https://HOST/api/v4 (gitlab);
-                                on a private address (a git host inside the network) it needs FIXLOOP_GIT_HOST_ALLOW_PRIVATE=1 on "fixloop serve"
+                                a link-local or metadata address is refused; a private one too when "fixloop serve" runs with FIXLOOP_GIT_HOST_ALLOW_PRIVATE=0
   --host-repo OWNER/NAME        the repository on the host, when the git URL's path differs (a mirror)
   --host-token-file PATH        access token (stored encrypted, never shown)
   --agent claude-code|codex|aider|command   default claude-code

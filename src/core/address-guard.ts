@@ -63,6 +63,22 @@ export async function resolveHost(host: string): Promise<CheckedAddress[]> {
   }
 }
 
+/**
+ * Addresses no service a tenant names can legitimately live at: link-local (169.254.0.0/16, where the
+ * cloud metadata service answers at 169.254.169.254 with the machine's credentials; fe80::/10) and AWS's
+ * IPv6 metadata address fd00:ec2::254, also behind an IPv6 form that embeds the IPv4 one. Refused even
+ * where an operator allows private networks for a caller whose hosts often live inside them (git hosts).
+ */
+export function isMetadataOrLinkLocal(address: string): boolean {
+  if (!ipaddr.isValid(address)) return true
+  const ip = ipaddr.parse(address)
+  if (ip.kind() === 'ipv4') return ip.range() === 'linkLocal'
+  const v6 = ip as ipaddr.IPv6
+  const embedded = embeddedIpv4(v6)
+  if (embedded instanceof ipaddr.IPv4) return embedded.range() === 'linkLocal'
+  return v6.range() === 'linkLocal' || v6.toNormalizedString() === ipaddr.parse('fd00:ec2::254').toNormalizedString()
+}
+
 /** The first address the rule refuses, or undefined when all are public (or private ones are allowed). */
 export function refusedAddress(addresses: CheckedAddress[], allowPrivate: boolean): CheckedAddress | undefined {
   return allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address))

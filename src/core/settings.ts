@@ -74,8 +74,8 @@ export const SETTINGS: Setting[] = [
   },
   {
     env: ['FIXLOOP_GIT_HOST_ALLOW_PRIVATE'],
-    default: 'off',
-    meaning: '1: allow git-host API URLs (opening and polling pull requests) on private/loopback/link-local addresses, e.g. a GitLab inside the network',
+    default: 'on',
+    meaning: '0: refuse git-host API URLs (opening and polling pull requests) on private/loopback addresses too, for a server shared by Orgs that do not trust each other (link-local and metadata addresses are always refused)',
   },
   { env: ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS'], default: '15', meaning: 'time a webhook receiver has to answer (at most 15)' },
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
