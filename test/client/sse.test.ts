@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Fixloop, MAX_EVENT_CHARS, StreamError } from '../../packages/client/src/index'
+import { readSse } from '../../packages/client/src/sse'
 
 /** Bytes the server has handed to the last stream, how many streams it opened, whether the reader let go. */
 let sent = 0
@@ -75,4 +76,31 @@ describe('event stream bounds', () => {
     expect(sent).toBeLessThan(64 * 1024 * 1024)
     expect(MAX_EVENT_CHARS).toBe(1024 * 1024)
   }, 20_000)
+})
+
+describe('event framing across chunks', () => {
+  /** The events readSse yields from a body that arrives in exactly these chunks. */
+  async function eventsOf(chunks: string[]) {
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (const chunk of chunks) c.enqueue(new TextEncoder().encode(chunk))
+        c.close()
+      },
+    })
+    const out: { id?: string; data: string }[] = []
+    for await (const m of readSse(body)) out.push({ id: m.id, data: m.data })
+    return out
+  }
+
+  test('a CRLF split between two chunks is one line end, not two (the event is not cut in half)', async () => {
+    expect(await eventsOf(['id: 7\r\ndata: first\r', '\ndata: second\r\n\r\n'])).toEqual([{ id: '7', data: 'first\nsecond' }])
+  })
+
+  test('a lone CR is still a line end, at a chunk end too', async () => {
+    expect(await eventsOf(['data: a\r', 'data: b\r\r'])).toEqual([{ id: undefined, data: 'a\nb' }])
+    expect(await eventsOf(['data: a\r\r', 'data: b\n\n'])).toEqual([
+      { id: undefined, data: 'a' },
+      { id: undefined, data: 'b' },
+    ])
+  })
 })

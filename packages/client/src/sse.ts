@@ -27,10 +27,14 @@ export async function* readSse(body: ReadableStream<Uint8Array>, maxEventChars =
   try {
     for (;;) {
       const { value, done } = await reader.read()
-      if (done) return
-      buffer += value
+      if (done && !buffer.endsWith('\r')) return
+      // At the end, a CR held back below was a line end after all.
+      buffer += done ? '\n' : value
       let nl: number
       while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        // A CR that ends what arrived may be the first half of a CRLF split across two chunks: taken as a
+        // line end of its own, the LF that follows would end the event early (an empty line).
+        if (buffer[nl] === '\r' && nl === buffer.length - 1) break
         const line = buffer.slice(0, nl)
         buffer = buffer.slice(nl + (buffer[nl] === '\r' && buffer[nl + 1] === '\n' ? 2 : 1))
         if (line === '') {
@@ -49,6 +53,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>, maxEventChars =
         } else if (field === 'id') msg.id = value
         else if (field === 'event') msg.event = value
       }
+      if (done) return
       // What is left is the start of a line: with the event's data so far, what this event holds.
       if (buffer.length + msg.data.length > maxEventChars) {
         throw new StreamError({
