@@ -72,6 +72,7 @@ SUITES=(
   test/agent-guardrail-gaps.test.ts
   test/git-host-guard.test.ts
   test/slack-agent-text.test.ts
+  test/password-hash-cost.test.ts
 )
 # An empty list would make bun run every test file: nothing to do then.
 [ ${#SUITES[@]} -eq 0 ] && exit 0

@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve, sep } from 'node:path'
 import { readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { ALWAYS_SHOWN } from './core/sandbox-shown'
+import { PASSWORD_HASH_MIB_DEFAULT, PASSWORD_HASH_MIB_MAX, PASSWORD_HASH_MIB_MIN } from './core/password-cost'
 
 export interface S3Config {
   endpoint: string
@@ -51,6 +52,8 @@ export interface Config {
   sso: SsoConfig | undefined
   /** FIXLOOP_PASSWORD_SIGNIN (default on): off refuses password sign-in (only allowed with SSO configured). */
   passwordSignIn: boolean
+  /** FIXLOOP_PASSWORD_HASH_MIB (default 64, 19 to 1024): argon2id's memory for each new password hash. */
+  passwordHashMib: number
   /** Most agent runs at once over all Apps (runs of one App are always one at a time). */
   agentConcurrency: number
   /** Minutes between polls of the open pull/merge requests fixloop opened (FIXLOOP_PR_POLL_MINUTES, default 10; 0: off). */
@@ -166,6 +169,13 @@ function parseInRange(text: string, source: string, min: number, max: number): n
   const n = Number(text)
   const ok = Number.isFinite(n) && (min === 0 ? n > 0 : n >= min) && n <= max
   if (!ok) throw new ConfigError(min === 0 ? `${source}: must be a positive number of at most ${max}, got "${text}"` : `${source}: must be a number between ${min} and ${max}, got "${text}"`)
+  return n
+}
+
+/** A whole number in [`min`, `max`]; out of range is refused. */
+function parseWholeInRange(text: string, source: string, min: number, max: number): number {
+  const n = Number(text)
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${source}: must be a whole number from ${min} to ${max}, got "${text}"`)
   return n
 }
 
@@ -365,6 +375,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     s3: s3FromEnv(env),
     sso,
     passwordSignIn,
+    passwordHashMib: env.FIXLOOP_PASSWORD_HASH_MIB ? parseWholeInRange(env.FIXLOOP_PASSWORD_HASH_MIB, 'FIXLOOP_PASSWORD_HASH_MIB', PASSWORD_HASH_MIB_MIN, PASSWORD_HASH_MIB_MAX) : PASSWORD_HASH_MIB_DEFAULT,
     agentConcurrency: env.FIXLOOP_AGENT_CONCURRENCY ? parseCount(env.FIXLOOP_AGENT_CONCURRENCY, 'FIXLOOP_AGENT_CONCURRENCY') : 2,
     trackerPollMinutes: env.FIXLOOP_TRACKER_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_TRACKER_POLL_MINUTES, 'FIXLOOP_TRACKER_POLL_MINUTES', 24 * 60) : 10,
     trackerAllowPrivate: env.FIXLOOP_TRACKER_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_TRACKER_ALLOW_PRIVATE, 'FIXLOOP_TRACKER_ALLOW_PRIVATE') : false,

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { accessGuard, assertEveryRouteDeclaresAccess } from '../src/http/access-guard'
 import type { Grant } from '../src/core/access'
 import { dbRun } from './sqlite-of'
@@ -31,7 +32,7 @@ beforeAll(async () => {
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '20', FIXLOOP_WEBHOOK_ALLOW_PRIVATE: '1' })
   acme = await seedTenant(server.admin, {}, 'Acme')
   other = await seedTenant(server.admin, {}, 'Other')
-  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
+  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock, passwordHasher(server.ctx.config.passwordHashMib))
   await admins.create('root@example.com', 'root password 1')
   await admins.create('owner@example.com', 'owner password 1', [acme.orgId], 'owner')
   await admins.create('member@example.com', 'member password 1', [acme.orgId], 'member')

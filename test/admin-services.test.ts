@@ -10,6 +10,7 @@ import { ApiError, ERROR_STATUS } from '../src/core/errors'
 import { runBinary, seedTenant, startTestServer, tempDir, type Tenant, type TestServer } from './harness'
 import { cliJson, ensureBinary } from './helpers-lifecycle'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 
 let srv: TestServer
 let a: Tenant
@@ -137,7 +138,7 @@ describe('the CLI maps the codes to exit statuses', () => {
 
 describe('admin email addresses', () => {
   test('case is folded, but never a character that lowercases into ASCII (the Kelvin sign is not a K)', async () => {
-    const admins = createAdminsService(srv.ctx.store.admins, srv.ctx.box, srv.ctx.clock)
+    const admins = createAdminsService(srv.ctx.store.admins, srv.ctx.box, srv.ctx.clock, passwordHasher(srv.ctx.config.passwordHashMib))
     const kate = await admins.create('Kate@Admins.example', null)
     expect(kate.email).toBe('kate@admins.example')
     expect((await admins.forVerifiedEmail('KATE@admins.EXAMPLE'))?.id).toBe(kate.id)

@@ -10,6 +10,7 @@ import { call, seedTenant, startTestServer, type Reply, type TestServer } from '
 import { ManualClock } from '../src/core/clock'
 import { FailureThrottle } from '../src/core/failure-throttle'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { base32Decode, totpCode } from '../src/modules/admins/totp'
 import { SIGN_IN_BACKOFF, sourceKey } from '../src/modules/admin-api/sign-in-throttle'
 import { REENTRY_BACKOFF } from '../src/modules/admin-api/password-reentry'
@@ -28,7 +29,7 @@ interface World {
 async function world(env: Record<string, string> = {}): Promise<World> {
   const clock = new ManualClock(Date.UTC(2026, 5, 1, 12, 0, 10))
   const server = await startTestServer({ FIXLOOP_TRUST_PROXY: '1', ...env }, { clock })
-  await createAdminsService(server.ctx.store.admins, server.ctx.box, clock).create(OWNER, PASSWORD)
+  await createAdminsService(server.ctx.store.admins, server.ctx.box, clock, passwordHasher(server.ctx.config.passwordHashMib)).create(OWNER, PASSWORD)
   return { server, clock }
 }
 

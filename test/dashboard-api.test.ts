@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { totpCode, base32Decode } from '../src/modules/admins/totp'
 import { SCAN_WINDOW } from '../src/modules/admin-api/inbox-repo'
 import { SIGN_IN_BACKOFF } from '../src/modules/admin-api/sign-in-throttle'
@@ -39,7 +40,7 @@ beforeAll(async () => {
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '10' })
   acme = await seedTenant(server.admin, {}, 'Acme')
   other = await seedTenant(server.admin, {}, 'Other')
-  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
+  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock, passwordHasher(server.ctx.config.passwordHashMib))
   await admins.create('root@example.com', 'root password 1')
   await admins.create('member@example.com', 'member password 1', [acme.orgId], 'member')
   await admins.create('other@example.com', 'other password 1', [other.orgId], 'owner')
@@ -102,7 +103,7 @@ describe('sign-in and sessions', () => {
   test('over https the cookie is __Host-fixloop_admin (Secure) and the unprefixed name is not read', async () => {
     const s = await startTestServer({ FIXLOOP_PUBLIC_URL: 'https://fixloop.example' })
     try {
-      await createAdminsService(s.ctx.store.admins, s.ctx.box, s.ctx.clock).create('a@example.com', 'a password 12')
+      await createAdminsService(s.ctx.store.admins, s.ctx.box, s.ctx.clock, passwordHasher(s.ctx.config.passwordHashMib)).create('a@example.com', 'a password 12')
       const r = await call(s.url, 'POST', '/admin/api/session', { body: { email: 'a@example.com', password: 'a password 12' } })
       const setCookie = r.headers.get('set-cookie')!
       expect(setCookie).toMatch(/^__Host-fixloop_admin=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+; Secure$/)
@@ -347,7 +348,7 @@ describe('repository connection', () => {
 
 describe('TOTP', () => {
   test('turned on with a valid code; sign-in then needs the code', async () => {
-    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
+    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock, passwordHasher(server.ctx.config.passwordHashMib))
     await admins.create('totp@example.com', 'totp password 1')
     const s = await signIn('totp@example.com', 'totp password 1')
     const { secret } = (await as(s, 'POST', '/admin/api/me/totp/secret')).body

@@ -11,6 +11,7 @@ import { createContext } from '../src/runtime/open'
 import { loadConfig } from '../src/config'
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { sqliteOf } from './sqlite-of'
 
 const dirs: string[] = []
@@ -144,7 +145,7 @@ describe('fixloop admin', () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1))
     const ctx = createContext(loadConfig({ dataDir: dir }, {}), clock)
     try {
-      const admins = createAdminsService(ctx.store.admins, ctx.box, clock)
+      const admins = createAdminsService(ctx.store.admins, ctx.box, clock, passwordHasher(ctx.config.passwordHashMib))
       const { token } = await admins.issueSetupToken()
       clock.advance(30 * 60_000)
       await expect(admins.redeemSetupToken(token, 'a@example.com', 'a long password')).rejects.toMatchObject({ code: 'invalid_setup_token' })

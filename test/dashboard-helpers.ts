@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import type { Locator, Page } from 'playwright-core'
 import type { Subprocess } from 'bun'
 import { expect } from 'bun:test'
-import { BINARY, call, freePort, ROOT } from './harness'
+import { BINARY, call, freePort, ROOT, TEST_PASSWORD_ENV } from './harness'
 
 /** Where screenshots go: test-output/, or FIXLOOP_SCREENSHOT_DIR when set (to look at them outside the repo). */
 export const OUT_DIR = process.env.FIXLOOP_SCREENSHOT_DIR || join(ROOT, 'test-output')
@@ -47,7 +47,7 @@ export interface SpawnedServer {
 export async function spawnWithStdout(dataDir: string, env: Record<string, string> = {}, args: string[] = []): Promise<SpawnedServer> {
   const port = await freePort()
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...args], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...TEST_PASSWORD_ENV, ...env },
     stdout: 'pipe',
     stderr: 'inherit',
   })

@@ -16,6 +16,7 @@ import { type EventsRepo } from '../src/modules/events/repo'
 import { sqliteStorage } from '../src/db/sqlite/storage'
 import { openEventStream } from '../src/modules/events/stream'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 
 const CAP = 3
 let server: TestServer
@@ -149,7 +150,7 @@ describe('streams per credential', () => {
   })
 
   test(`a dashboard session is one credential too: its ${CAP + 1}th stream is 429`, async () => {
-    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
+    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock, passwordHasher(server.ctx.config.passwordHashMib))
     await admins.create('streams@example.com', 'streams password 1', [a.orgId], 'owner')
     const signIn = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'streams@example.com', password: 'streams password 1' } })
     expect(signIn.status).toBe(200)

@@ -4,6 +4,7 @@ import { appendEvents, appendEventsIn, SseClient } from './events-helpers'
 import { purgeExpired } from '../src/modules/events/retention'
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 
 let server: TestServer
 let a: Tenant
@@ -198,7 +199,7 @@ describe('a stream outlives no credential (checked at every heartbeat)', () => {
   })
 
   test("signing out ends the session's stream", async () => {
-    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock)
+    const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock, passwordHasher(server.ctx.config.passwordHashMib))
     await admins.create('stream-out@example.com', 'stream out password 1', [a.orgId], 'owner')
     const signIn = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'stream-out@example.com', password: 'stream out password 1' } })
     expect(signIn.status).toBe(200)

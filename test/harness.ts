@@ -18,6 +18,14 @@ import { atFileEnd } from './file-end'
 import { freePort } from './free-port'
 
 export const ROOT = resolve(import.meta.dir, '..')
+
+/**
+ * The servers and commands the harness starts hash new passwords at OWASP's argon2id floor (19 MiB, a
+ * documented setting) instead of the default 64 MiB: each hash and each check of one costs ~0.05 CPU-s, not
+ * ~0.2 (admin-throttle's sign-ins alone: 15 -> 5 CPU-s). test/password-hash-cost.test.ts checks the
+ * default and the setting themselves; a test's own env still wins.
+ */
+export const TEST_PASSWORD_ENV = { FIXLOOP_PASSWORD_HASH_MIB: '19' }
 export const BINARY = join(ROOT, 'dist', 'fixloop')
 
 export { tempDir }
@@ -42,7 +50,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv(undefined, { migrated: true })), ...env }
   else if (!env.FIXLOOP_DATABASE_URL) copyFileSync(migratedSqlite(), join(dataDir, 'fixloop.db'))
   // Fixture agents (test/fixtures/agents) live in this repository: the agent sandbox shows their folder read-only.
-  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
+  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', ...TEST_PASSWORD_ENV, FIXLOOP_AGENT_SANDBOX_PATHS: join(import.meta.dir, 'fixtures', 'agents'), ...env })
   const [{ startServer }, { createTenantsService }] = await Promise.all([import('../src/runtime/server'), import('../src/modules/tenants/service')])
   const running = await startServer(config, { log: new Logger('silent'), ...options })
   // A server a test left running is stopped after its file (stop() is idempotent): under --no-isolate its
@@ -113,7 +121,7 @@ export async function call(
 /** Runs the compiled binary to completion (CLI commands). */
 export async function runBinary(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run "bun run build" first (bun run test does)`)
-  const proc = Bun.spawn([BINARY, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const proc = Bun.spawn([BINARY, ...args], { env: { PATH: process.env.PATH ?? '', ...TEST_PASSWORD_ENV, ...env }, stdout: 'pipe', stderr: 'pipe' })
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   return { code, stdout, stderr }
 }
@@ -123,7 +131,7 @@ export async function spawnServer(dataDir: string, env: Record<string, string> =
   const port = await freePort()
   if (TEST_DIALECT === 'pg') env = { ...(await clusterEnv(undefined, { migrated: true })), ...env }
   const proc = Bun.spawn([BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...TEST_PASSWORD_ENV, ...env },
     stdout: 'ignore',
     stderr: 'inherit',
   })
@@ -164,7 +172,7 @@ export async function spawnServer(dataDir: string, env: Record<string, string> =
 export async function spawnLoggedServer(dataDir: string, env: Record<string, string> = {}, wrap: string[] = []) {
   const port = await freePort()
   const proc = Bun.spawn([...wrap, BINARY, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', FIXLOOP_LOG_LEVEL: 'warn', ...TEST_PASSWORD_ENV, ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   })

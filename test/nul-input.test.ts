@@ -12,6 +12,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, runBinary, seedTenant, startTestServer, tempDir, type Reply, type Tenant, type TestServer } from './harness'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { delivery, send } from './git-host-webhooks'
 import { TEST_DIALECT } from './cluster-env'
 import { userToken } from './helpers-auth'
@@ -28,7 +29,7 @@ beforeAll(async () => {
   stub = startTrackerStub('github')
   server = await startTestServer({ FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_SMTP_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0' })
   t = await seedTenant(server.admin, {}, 'Nul')
-  await createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock).create('root@example.com', 'root password 1')
+  await createAdminsService(server.ctx.store.admins, server.ctx.box, server.ctx.clock, passwordHasher(server.ctx.config.passwordHashMib)).create('root@example.com', 'root password 1')
   const r = await call(server.url, 'POST', '/admin/api/session', { body: { email: 'root@example.com', password: 'root password 1' } })
   expect(r.status).toBe(200)
   cookie = r.headers.get('set-cookie')!.split(';')[0]

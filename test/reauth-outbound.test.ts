@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, seedTenant, startTestServer, type Reply, type Tenant, type TestServer } from './harness'
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { REAUTH_TTL_MS } from '../src/modules/admins/sessions'
 import { REENTRY_BACKOFF } from '../src/modules/admin-api/password-reentry'
 import { startTrackerStub, STUB_PROJECT, type TrackerStub } from './tracker-stub'
@@ -52,7 +53,7 @@ beforeAll(async () => {
     { clock },
   )
   tenant = await seedTenant(server.admin, {}, 'Acme')
-  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, clock)
+  const admins = createAdminsService(server.ctx.store.admins, server.ctx.box, clock, passwordHasher(server.ctx.config.passwordHashMib))
   await admins.create('owner@example.com', PASSWORD, [tenant.orgId], 'owner')
   await admins.create('guesser@example.com', 'guesser password 1', [tenant.orgId], 'owner')
   owner = await signIn('owner@example.com', PASSWORD)

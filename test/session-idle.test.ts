@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from './harness'
 import { ManualClock } from '../src/core/clock'
 import { createAdminsService } from '../src/modules/admins/service'
+import { passwordHasher } from '../src/modules/admins/password-hash'
 import { createSessionStore, SESSION_IDLE_MS } from '../src/modules/admins/sessions'
 
 const HOUR = 3600_000
@@ -20,7 +21,7 @@ afterAll(() => server.close())
 
 describe('idle sessions', () => {
   test("a heartbeat's check (touch: false) keeps no session alive; a request does", async () => {
-    const admin = await createAdminsService(server.ctx.store.admins, server.ctx.box, clock).create('idle@example.com', 'idle password 1')
+    const admin = await createAdminsService(server.ctx.store.admins, server.ctx.box, clock, passwordHasher(server.ctx.config.passwordHashMib)).create('idle@example.com', 'idle password 1')
     const sessions = createSessionStore(server.ctx.store.admins, clock)
     const watched = await sessions.open(admin.id, 'test', '127.0.0.1')
     const used = await sessions.open(admin.id, 'test', '127.0.0.1')

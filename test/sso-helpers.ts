@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
-import { BINARY } from './harness'
+import { BINARY, TEST_PASSWORD_ENV } from './harness'
 import { waitHealthy } from './dashboard-helpers'
 import type { TestIdp } from './oidc-idp'
 
@@ -27,7 +27,7 @@ export function tempDirIn(roots: string[], prefix = 'fixloop-sso-'): string {
 
 /** One `fixloop` command on `dataDir`. */
 export function cli(dataDir: string, args: string[], env: Record<string, string> = {}) {
-  return Bun.spawnSync([BINARY, ...args, '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', ...env } })
+  return Bun.spawnSync([BINARY, ...args, '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', ...TEST_PASSWORD_ENV, ...env } })
 }
 
 /** `fixloop serve` on `port` with `idp`'s SSO settings (and `extra`: more env, e.g. LD_PRELOAD for faketime); resolves once healthy. */
@@ -39,6 +39,7 @@ export async function serveSso(idp: TestIdp, dataDir: string, port: number, extr
     env: {
       PATH: process.env.PATH ?? '',
       FIXLOOP_LOG_LEVEL: 'silent',
+      ...TEST_PASSWORD_ENV,
       FIXLOOP_PUBLIC_URL: url,
       FIXLOOP_OIDC_ISSUER: idp.issuer,
       FIXLOOP_OIDC_CLIENT_ID: idp.clientId,

@@ -30,6 +30,7 @@ export const SETTINGS: Setting[] = [
   { env: ['FIXLOOP_OIDC_CLIENT_ID'], default: 'unset', meaning: 'the client id registered at the OpenID provider (redirect URI <FIXLOOP_PUBLIC_URL>/admin/oidc/callback)' },
   { env: ['FIXLOOP_OIDC_CLIENT_SECRET_FILE', 'FIXLOOP_OIDC_CLIENT_SECRET'], default: 'unset', meaning: 'the client secret: a file whose first line is it, or the value itself (one of the two)' },
   { env: ['FIXLOOP_PASSWORD_SIGNIN'], default: 'on', meaning: 'off: no password sign-in on the dashboard, SSO only (serve refuses to start without SSO configured)' },
+  { env: ['FIXLOOP_PASSWORD_HASH_MIB'], default: '64', meaning: 'MiB of memory argon2id uses for each new dashboard password hash (19 to 1024; earlier hashes keep theirs)' },
   { env: ['FIXLOOP_LOG_LEVEL'], default: 'info', meaning: 'info (a line per request), warn (problems only) or silent' },
   { env: ['FIXLOOP_METRICS_TOKEN'], default: 'unset (open)', meaning: 'bearer token GET /metrics requires' },
   { env: ['FIXLOOP_MIN_FREE_DISK_MB'], default: '64', meaning: '/readyz is not ready below this free space on the data dir (0: off)' },

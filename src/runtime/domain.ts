@@ -6,6 +6,7 @@
  */
 import { withLazyMembers } from '../db/store'
 import { createAdminsService } from '../modules/admins/service'
+import { passwordHasher } from '../modules/admins/password-hash'
 import { createAuditLog } from '../modules/audit/index'
 import { createChatopsService } from '../modules/chatops/service'
 import { createConnectionsService } from '../modules/connections/service'
@@ -25,7 +26,7 @@ export function domainServices(rt: Runtime) {
     {
       tenants: () => createTenantsService(rt),
       connections: () => createConnectionsService(rt, store.lifecycle),
-      admins: () => createAdminsService(store.admins, box, clock),
+      admins: () => createAdminsService(store.admins, box, clock, passwordHasher(rt.config.passwordHashMib)),
       audit: () => createAuditLog(store.audit, clock),
       trackers: () => createTrackersService(rt, store.lifecycle),
       mail: () => createMailService(rt),

@@ -12,6 +12,7 @@ import type { SecretBox } from '../../core/crypto'
 import { sha256Hex } from '../../core/secrets'
 import { base32Decode, matchTotp } from './totp'
 import { type AdminRow, type AdminsRepo, type OrgRole, type RoleBefore } from './repo'
+import { passwordHasher, type PasswordHasher } from './password-hash'
 
 export const PASSWORD_MIN_LENGTH = 10
 export const PASSWORD_MAX_LENGTH = 1024
@@ -66,10 +67,11 @@ export function checkPassword(password: string): void {
   }
 }
 
-// Verified when the email is unknown, so a miss costs as long as a wrong password (no user enumeration).
-let dummyHash: Promise<string> | undefined
-
-export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clock) {
+/**
+ * `passwords`: how new passwords are hashed (FIXLOOP_PASSWORD_HASH_MIB, the runtime's config); the
+ * default's 64 MiB when not given.
+ */
+export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clock, passwords: PasswordHasher = passwordHasher()) {
 
   async function identityOf(row: AdminRow): Promise<AdminIdentity> {
     const roles = new Map<string, OrgRole>()
@@ -90,7 +92,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
       for (const orgId of orgIds) {
         if (!(await repo.orgExists(orgId))) throw new ApiError('not_found', { orgId }, `No Org ${orgId}.`)
       }
-      const hash = password === null ? NO_PASSWORD : await Bun.password.hash(password, { algorithm: 'argon2id' })
+      const hash = password === null ? NO_PASSWORD : await passwords.hash(password)
       const id = newId(clock)
       const now = clock.now()
       const row: AdminRow = { id, email: e, passwordHash: hash, isOwner: orgIds.length === 0, totpSecretEnc: null, totpLastStep: null, createdAt: now, updatedAt: now }
@@ -191,7 +193,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
       checkPassword(password)
       const row = await repo.byEmail(e)
       if (!row) throw new ApiError('not_found', { email: e }, `No admin with email ${e}.`)
-      const hash = await Bun.password.hash(password, { algorithm: 'argon2id' })
+      const hash = await passwords.hash(password)
       await repo.setPassword(row.id, hash, clock.now())
       return { id: row.id, email: e }
     },
@@ -204,11 +206,11 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
       const row = await repo.byEmail(foldCase(email.trim()))
       // An SSO-only admin fails exactly like an unknown email (same work, same answer).
       if (!row || row.passwordHash === NO_PASSWORD) {
-        dummyHash ??= Bun.password.hash(randomBytes(16).toString('hex'), { algorithm: 'argon2id' })
-        await Bun.password.verify(password, await dummyHash)
+        // Checked all the same, so a miss costs as long as a wrong password (no user enumeration).
+        await passwords.verifyNothing(password)
         throw new ApiError('invalid_credentials')
       }
-      if (!(await Bun.password.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials')
+      if (!(await passwords.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials')
       if (row.totpSecretEnc) {
         if (!totp) throw new ApiError('invalid_credentials', { totpRequired: true }, 'Enter the 6-digit code from your authenticator app.')
         const step = matchTotp(box.open(row.totpSecretEnc), totp.trim(), clock.now(), row.totpLastStep)
@@ -222,7 +224,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
     async confirmPassword(adminId: string, password: string): Promise<void> {
       const row = await repo.byId(adminId)
       if (row?.passwordHash === NO_PASSWORD) throw new ApiError('invalid_credentials', { noPassword: true }, 'This admin has no password (signs in with SSO only): an operator sets one with `fixloop admin reset-password` for this action.')
-      if (!row || !(await Bun.password.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials', undefined, 'The password is not correct.')
+      if (!row || !(await passwords.verify(password, row.passwordHash))) throw new ApiError('invalid_credentials', undefined, 'The password is not correct.')
     },
 
     /**
@@ -277,7 +279,7 @@ export function createAdminsService(repo: AdminsRepo, box: SecretBox, clock: Clo
     async redeemSetupToken(token: string, email: string, password: string): Promise<{ id: string; email: string }> {
       const e = normalizeEmail(email)
       checkPassword(password)
-      const hash = await Bun.password.hash(password, { algorithm: 'argon2id' })
+      const hash = await passwords.hash(password)
       const id = newId(clock)
       const now = clock.now()
       const owner: AdminRow = { id, email: e, passwordHash: hash, isOwner: true, totpSecretEnc: null, totpLastStep: null, createdAt: now, updatedAt: now }
