@@ -14,7 +14,7 @@ import type S3rver from 's3rver'
 import type { Subprocess } from 'bun'
 import { sharedPostgres } from './dialects'
 import { tempDir } from './temp-dirs'
-import { atFileEnd } from './file-end'
+import { onceAtFileEnd } from './file-end'
 import { freePort } from './free-port'
 
 export const TEST_DIALECT: 'sqlite' | 'pg' = process.env.FIXLOOP_TEST_DIALECT === 'pg' ? 'pg' : 'sqlite'
@@ -93,14 +93,9 @@ export async function startRedis(): Promise<RedisServer> {
 
 let redis: Promise<RedisServer> | undefined
 let s3: Promise<{ server: S3rver; port: number; dir: string }> | undefined
-let registered = false
-
-/** The redis-server and s3rver this file started, stopped after it (test/file-end.ts), once registered. */
+/** The redis-server and s3rver this file started, stopped after it (test/file-end.ts). */
 function stopAfterFile(): void {
-  if (registered) return
-  registered = true
-  atFileEnd(async () => {
-    registered = false
+  onceAtFileEnd('cluster-env', async () => {
     const [r, bucket] = [redis, s3]
     redis = s3 = undefined
     try {

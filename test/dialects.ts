@@ -30,7 +30,7 @@ import type { Processing } from '../src/worker/processing'
 import { startPostgres, type PgServer } from './pg-server'
 import type { Clock } from '../src/core/clock'
 import { tempDir } from './temp-dirs'
-import { atFileEnd } from './file-end'
+import { onceAtFileEnd } from './file-end'
 import { migratedSqlite } from './migrated-sqlite'
 
 /**
@@ -66,14 +66,9 @@ export function processingOf(store: SqliteStore | PgStore, clock: Clock): Proces
 
 let pg: Promise<PgServer> | undefined
 const closers: (() => Promise<void> | void)[] = []
-let registered = false
-
-/** The stores and the PostgreSQL this file started, closed after it (test/file-end.ts), once registered. */
+/** The stores and the PostgreSQL this file started, closed after it (test/file-end.ts). */
 function closeAfterFile(): void {
-  if (registered) return
-  registered = true
-  atFileEnd(async () => {
-    registered = false
+  onceAtFileEnd('dialects', async () => {
     const server = pg
     pg = undefined
     try {

@@ -14,6 +14,23 @@ export function atFileEnd(stop: () => Promise<void> | void): void {
   jobs.push(stop)
 }
 
+/** Keys of the stops registered with onceAtFileEnd for the current file. */
+const registeredKeys = new Set<string>()
+
+/**
+ * Runs `stop` after the current test file, registered once for `key` however often it is called in the
+ * file (a helper that starts its servers on first use calls it on every use); the next file registers
+ * it again.
+ */
+export function onceAtFileEnd(key: string, stop: () => Promise<void> | void): void {
+  if (registeredKeys.has(key)) return
+  registeredKeys.add(key)
+  atFileEnd(async () => {
+    registeredKeys.delete(key)
+    await stop()
+  })
+}
+
 /** Runs every registered stop, newest first; one that fails does not keep the others from running. */
 export async function runFileEnd(): Promise<void> {
   const errors: unknown[] = []
