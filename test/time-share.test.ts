@@ -24,3 +24,19 @@ test('an App past its budget waits for its window to start again; another App do
   budget.spend('a', 9_999)
   expect(budget.waitMs('a')).toBe(0)
 })
+
+test('a clock stepped back does not hold an App past its budget for the length of the step', () => {
+  // The worker's clock is the wall clock (or, in cluster mode, the database's through a measured offset):
+  // an NTP step or a new offset can move it back. The window began "in the future" then, and the App's
+  // pushes were deferred until the clock caught up with it, plus a minute: an hour's step, an hour.
+  let now = 10_000_000
+  const budget = createTimeShare(() => now, 10_000, 60_000)
+  budget.spend('a', 15_000)
+  expect(budget.waitMs('a')).toBe(60_000)
+  now -= 3_600_000
+  expect(budget.waitMs('a')).toBeLessThanOrEqual(60_000)
+  // The window starts again from the stepped clock: the App's calls count from nothing.
+  expect(budget.waitMs('a')).toBe(0)
+  budget.spend('a', 10_000)
+  expect(budget.waitMs('a')).toBe(60_000)
+})

@@ -25,7 +25,10 @@ export function createTimeShare(now: () => number, budgetMs = APP_CALL_BUDGET_MS
   const used = new Map<string, { since: number; ms: number }>()
   const current = (appId: string) => {
     const u = used.get(appId)
-    if (u && now() - u.since < windowMs) return u
+    const age = now() - (u?.since ?? 0)
+    // A window that began after now: the clock was stepped back (NTP, or cluster mode's database offset
+    // measured again). Kept, it held the App until the clock came back to it, plus a window: it ends.
+    if (u && age >= 0 && age < windowMs) return u
     if (u) used.delete(appId)
     return undefined
   }
