@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
 import { LOG_KEEP_MS, logRemoved, removedSince } from '../src/db/pg/removal-log'
-import { RemovalFollower } from '../src/nodes/removal-follower'
+import { RemovalFollower, WOKEN_GAP_MS } from '../src/nodes/removal-follower'
 import { Logger } from '../src/core/logger'
 import { systemClock } from '../src/core/clock'
 import { SpamShare } from '../src/abuse/spam-share'
@@ -127,5 +127,34 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
     await spam.wake()
     await Bun.sleep(20)
     expect(lines.join('')).not.toContain('spam decisions of other nodes unreadable')
+  })
+
+  test('a flood of wake-ups (anyone who can publish on the Redis channel) costs one read per WOKEN_GAP_MS, not one per round trip', async () => {
+    // The channel is open to anyone with access to the Redis server, and a live node's id is in every message
+    // there: `<node id> removed` or `<node id> spam` passes the peer check. Each woke a read, and a read under
+    // way only put the next one off until it ended: a flood held a connection of each node's pool reading
+    // back to back (thousands of statements a second per node, for nothing).
+    let logReads = 0
+    let spamReads = 0
+    const follower = new RemovalFollower({
+      read: (after, limit) => (logReads++, removedSince(pool, after, limit)),
+      forget: async () => {},
+      forgetAll: () => {},
+      log: new Logger('silent'),
+    })
+    const marks = createPgSpamMarks(pool)
+    const spam = new SpamShare({ repo: { ...marks, decidedSince: (since, limit) => (spamReads++, marks.decidedSince(since, limit)) }, load: () => {}, clock: systemClock, log: new Logger('silent') })
+    const FLOOD_MS = 1_000
+    const until = performance.now() + FLOOD_MS
+    while (performance.now() < until) {
+      for (let i = 0; i < 50; i++) void follower.wake(), void spam.wake()
+      await new Promise((r) => setImmediate(r))
+    }
+    await Promise.all([follower.wake(), spam.wake()])
+    const most = Math.ceil(FLOOD_MS / WOKEN_GAP_MS) + 3
+    expect(logReads).toBeLessThanOrEqual(most)
+    expect(spamReads).toBeLessThanOrEqual(most)
+    // Still read: the last wake-up of the flood is answered.
+    expect(logReads).toBeGreaterThan(1)
   })
 })

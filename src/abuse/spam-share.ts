@@ -19,6 +19,7 @@
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { SPAM_APPS_PER_LOOK, SPAM_RING_SIZE, SPAM_RING_WINDOW_MS } from './spam-ring'
+import { WOKEN_GAP_MS } from '../nodes/removal-follower'
 
 /** How often a node looks for decisions by hand when no wake-up came. */
 export const SPAM_SHARE_POLL_MS = 2_000
@@ -84,7 +85,9 @@ export class SpamShare {
         do {
           this.again = false
           await this.look()
-        } while (this.again)
+          // A flood of `spam` wake-ups (anyone who can publish on the channel) costs a read per gap, not one per round trip.
+          if (this.again && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WOKEN_GAP_MS))
+        } while (this.again && !this.stopped)
       } finally {
         this.running = undefined
       }

@@ -23,6 +23,13 @@ export const REMOVAL_POLL_MS = 2_000
 export const REMOVAL_PAGE = 5_000
 /** The wake-up a removal announces (src/nodes/wake-bus.ts). */
 export const REMOVED = 'removed'
+/**
+ * The least time between the end of a read and the next when wake-ups keep coming. Anyone who can publish
+ * on the Redis channel can send `removed` (a live node's id is in every message there): each woke a read,
+ * and a flood kept a connection of every node's pool reading back to back (~1,400 statements a second per
+ * node). A removal is read within this much more; the poll is unchanged.
+ */
+export const WOKEN_GAP_MS = 50
 
 export interface RemovalFollowerDeps {
   /** Up to `limit` log rows past `after`, in order (src/db/pg/removal-log.ts `removedSince`). */
@@ -73,7 +80,8 @@ export class RemovalFollower {
         do {
           this.again = false
           await this.catchUp()
-        } while (this.again)
+          if (this.again && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WOKEN_GAP_MS))
+        } while (this.again && !this.stopped)
       } finally {
         this.running = undefined
       }
