@@ -96,6 +96,30 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
     expect(forgotten.at(-1)).toBe('z2')
   })
 
+  test('a hole inside a page (a row pruned before an older one: the database clock stepped back) drops the indexes too', async () => {
+    // removed_at is the database's clock when the row was logged: stepped back, a later removal's rows are
+    // "older" and pruned an hour after their time, before the rows numbered below them. A follower reading
+    // across that hole found its first row right after its cursor and went on, the pruned ids never dropped.
+    await pool.query('DELETE FROM removed_reports')
+    const forgotten: string[] = []
+    let dropped = 0
+    const follower = new RemovalFollower({
+      read: (after, limit) => removedSince(pool, after, limit),
+      forget: async (ids) => void forgotten.push(...ids),
+      forgetAll: () => void dropped++,
+      log: new Logger('silent'),
+    })
+    await pool.query("INSERT INTO removed_reports (seq, feedback_id, removed_at) VALUES (1, 'h1', 1)")
+    await follower.wake()
+    await pool.query("INSERT INTO removed_reports (seq, feedback_id, removed_at) VALUES (2, 'h2', 1), (4, 'h4', 1)")
+    await follower.wake()
+    expect(dropped).toBe(1)
+    expect(forgotten).toEqual(['h1', 'h2', 'h4'])
+    await pool.query("INSERT INTO removed_reports (seq, feedback_id, removed_at) VALUES (5, 'h5', 1)")
+    await follower.wake()
+    expect(dropped).toBe(1)
+  })
+
   test('the database away: one warning for the outage, the cursor kept; stopped (a shutdown closing the pool): no read, no warning', async () => {
     const pg = await sharedPostgres()
     const lost = openPool(await pg.createDatabase('removallost', { migrated: true }), 1)

@@ -94,9 +94,12 @@ export class RemovalFollower {
       for (;;) {
         const rows = await this.deps.read(this.cursor, REMOVAL_PAGE)
         if (rows.length === 0) break
-        // Numbered without holes: a first row past cursor + 1 means the rows between were pruned unread.
-        if (this.cursor > 0 && rows[0].seq > this.cursor + 1) {
-          this.deps.log.warn('removal log pruned past this node\'s cursor: similarity indexes dropped, built again when used', { cursor: this.cursor, next: rows[0].seq })
+        // Numbered without holes: a row past the one before it + 1 means the rows between were pruned unread.
+        // Mostly at the page's start (the cursor fell behind the pruning), but inside it too: removed_at is
+        // the database's clock, and stepped back, a later removal's rows are pruned before older ones.
+        const hole = rows.findIndex((r, i) => (i === 0 ? this.cursor > 0 && r.seq > this.cursor + 1 : r.seq > rows[i - 1].seq + 1))
+        if (hole >= 0) {
+          this.deps.log.warn('removal log pruned past this node\'s cursor: similarity indexes dropped, built again when used', { cursor: hole === 0 ? this.cursor : rows[hole - 1].seq, next: rows[hole].seq })
           this.deps.forgetAll()
         }
         await this.deps.forget(rows.map((r) => r.id))
