@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
-import { LOG_KEEP_MS, logRemoved, removedSince } from '../src/db/pg/removal-log'
+import { LOG_KEEP_MS, logRemoved, PRUNE_SQL, removedSince } from '../src/db/pg/removal-log'
 import { RemovalFollower, WOKEN_GAP_MS } from '../src/nodes/removal-follower'
 import { Logger } from '../src/core/logger'
 import { systemClock } from '../src/core/clock'
@@ -94,6 +94,25 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
     await follower.wake()
     expect(dropped).toBe(1)
     expect(forgotten.at(-1)).toBe('z2')
+  })
+
+  test('the prune goes by the key, not through the whole log (it runs at every removal, under the log\'s lock)', async () => {
+    await pool.query('DELETE FROM removed_reports')
+    // The hour after a retention sweep of 200,000 reports: nothing old enough to prune yet.
+    await pool.query("INSERT INTO removed_reports (seq, feedback_id, removed_at) SELECT g, 'r' || g, (extract(epoch from clock_timestamp()) * 1000)::bigint FROM generate_series(1, 200000) g")
+    await pool.query('ANALYZE removed_reports')
+    const plan = (await pool.query(`EXPLAIN ${PRUNE_SQL}`, [LOG_KEEP_MS])).rows.map((r) => r['QUERY PLAN'] as string).join('\n')
+    // Before: a Seq Scan on removed_reports (116 ms here) with the oldest 10,000 hashed.
+    expect(plan).not.toContain('Seq Scan')
+    const began = performance.now()
+    await removal(['after-sweep'])
+    console.log(`pg-removal-log: a removal logged beside a 200,000-row log in ${Math.round(performance.now() - began)} ms`)
+    // Old enough: pruned as before, the oldest 10,000 at a time, the newest kept.
+    await pool.query('UPDATE removed_reports SET removed_at = removed_at - $1 WHERE seq <= 15000', [LOG_KEEP_MS + 60_000])
+    await removal(['next'])
+    const { rows } = await pool.query<{ first: string; n: string }>('SELECT MIN(seq) AS first, COUNT(*) AS n FROM removed_reports')
+    expect([Number(rows[0].first), Number(rows[0].n)]).toEqual([10_001, 200_002 - 10_000])
+    await pool.query('DELETE FROM removed_reports')
   })
 
   test('a hole inside a page (a row pruned before an older one: the database clock stepped back) drops the indexes too', async () => {
