@@ -113,21 +113,29 @@ export function createReportersService(deps: ReportersDeps) {
       // previous one found, none of which could be removed, would find them for ever.
       let lastRead = new Set<string>()
       let removedOfRead = 0
-      // Read again until a read finds nothing of what existed when the call began (ids below `upTo`), then
-      // once more without that bound: reports submitted meanwhile go too, but a reporter who keeps
-      // submitting as fast as the batches remove (a busy intake slows them: batchPacer) cannot keep the
-      // call going for as long as they submit. What they send after that last read is left to the next call.
+      // Read again until a read finds nothing: reports submitted meanwhile go too. But a reporter who keeps
+      // submitting as fast as the batches remove (a busy intake slows them: batchPacer) must not keep the
+      // call going for as long as they submit: a read that finds only reports made since the call began
+      // (ids from `upTo` on) is the last one when it found them all; when it was full, older ones may lie
+      // past it, and the reads take only what existed when the call began (below `upTo`) until none is
+      // left, then once more without that bound. What arrives after the last read is the next call's.
       const upTo = idsBefore(Date.now() + ID_CLOCK_MARGIN_MS)
+      let bounded = false
       let last = false
       for (;;) {
         if (pending.length === 0) {
           if (last) break
-          const read = await repo.reportIds({ orgId, who: q.who, appId: q.appId, before: upTo, limit: ERASE_READ })
+          const read = await repo.reportIds({ orgId, who: q.who, appId: q.appId, before: bounded ? upTo : undefined, limit: ERASE_READ })
           if (read.length === 0 || (removedOfRead === 0 && read.every((id) => lastRead.has(id)))) {
+            if (!bounded) break
             last = true
             pending = await repo.reportIds({ orgId, who: q.who, appId: q.appId, limit: ERASE_READ })
             if (pending.length === 0) break
           } else {
+            if (!bounded && read.every((id) => id >= upTo)) {
+              if (read.length < ERASE_READ) last = true
+              else bounded = true
+            }
             lastRead = new Set(read)
             removedOfRead = 0
             pending = read
