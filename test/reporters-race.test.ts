@@ -113,3 +113,46 @@ test('a client that gives up before the answer: the erasure goes on to the end a
   const again = await call(server.url, 'POST', '/v1/reporters/erase', { auth: t.key, body: { externalUserId: uid } })
   expect(again.body).toEqual({ erased: 0 })
 }, 120_000)
+
+test('a reporter who keeps submitting while erased: the call still ends (what existed when it began goes, and what came before its last read)', async () => {
+  // Before, the call read again until a read found none: a reporter (or a bot in their name) whose new
+  // reports arrived as fast as the batches removed them kept the call, and its database work, going for as
+  // long as they kept submitting (a busy intake even slows the batches down: age-sweep.ts batchPacer).
+  const uid = 'endless-reporter'
+  await seedReporter(uid, ERASE_BATCH)
+  let submitting = true
+  let made = 0
+  const submitter = (async () => {
+    while (submitting) {
+      // More each turn than a batch removes, ids of the moment (as intake makes them).
+      const sec = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0')
+      for (let i = 0; i < ERASE_BATCH + 50; i++, made++) {
+        const id = sec + 'ee' + made.toString(16).padStart(14, '0')
+        await dbRun(
+          server.ctx,
+          "INSERT INTO feedback (id, org_id, app_id, status, version, text, submitted_mode, external_user_id, redactions, created_at, updated_at) VALUES (?, ?, ?, 'awaiting_manual', 3, ?, 'public', ?, '{}', ?, ?)",
+          [id, t.orgId, t.appId, `Again ${made}`, uid, Date.now(), Date.now()],
+        )
+      }
+      await new Promise((r) => setTimeout(r, 1))
+    }
+  })()
+  const began = performance.now()
+  const answer = await Promise.race([
+    call(server.url, 'POST', '/v1/reporters/erase', { auth: t.key, body: { externalUserId: uid } }),
+    new Promise<null>((r) => setTimeout(() => r(null), 90_000)),
+  ])
+  const tookMs = performance.now() - began
+  submitting = false
+  await submitter
+  expect(answer).not.toBeNull()
+  expect(answer!.status).toBe(200)
+  expect(tookMs).toBeLessThan(90_000)
+  // What existed when the call began is gone whatever came after.
+  expect(answer!.body.erased).toBeGreaterThanOrEqual(ERASE_BATCH)
+  // The rest goes with the next call, which ends too (nobody submits now).
+  const again = await call(server.url, 'POST', '/v1/reporters/erase', { auth: t.key, body: { externalUserId: uid } })
+  expect(again.status).toBe(200)
+  expect(answer!.body.erased + again.body.erased).toBe(ERASE_BATCH + made)
+  expect(await dbRows(server.ctx, 'SELECT id FROM feedback WHERE external_user_id = ?', [uid])).toEqual([])
+}, 180_000)

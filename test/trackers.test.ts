@@ -561,6 +561,47 @@ describe('routes', () => {
     }
   }, 120_000)
 
+  test('one Org\'s many Apps, each with a tracker that holds every call to its deadline, delay another Org\'s push by the Org\'s share, not one call per App', async () => {
+    // An Org makes as many Apps as it likes: with a share per App only, three Apps pointed at a stalling
+    // tracker held the worker three calls (45 s) before another Org's push; six held it for good.
+    const held: Array<() => void> = []
+    const hostile = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeout: 0,
+      fetch(req) {
+        const path = new URL(req.url).pathname
+        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
+        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
+      },
+    })
+    const honest = startTrackerStub('gitea')
+    try {
+      const h0 = await seedTenant(server.admin, {}, 'Many Apps hostile')
+      const apps: Tenant[] = [h0]
+      for (let i = 1; i < 3; i++) {
+        const made = await server.admin.createApp(h0.orgId, { name: `Many Apps hostile ${i}` })
+        apps.push({ ...h0, appId: made.id, pub: made.publicKey, secret: made.signingSecret })
+      }
+      const v = await seedTenant(server.admin, {}, 'Many Apps victim')
+      for (const a of apps) expect((await call(server.url, 'PUT', `/v1/apps/${a.appId}/tracker`, { auth: a.key, body: { kind: 'github', apiUrl: `http://127.0.0.1:${hostile.port}`, project: STUB_PROJECT, token: 'tok-hostile-0123456789' } })).status).toBe(200)
+      expect((await connect(v, honest)).status).toBe(200)
+      const leads: { a: Tenant; id: string }[] = []
+      for (const [i, a] of apps.entries()) leads.push({ a, id: await submit(a, `${TOPICS[i]} many apps ${i}`) })
+      const vLead = await submit(v, 'Search results flicker and jump while typing in the product filter (many apps victim)')
+      for (const { a, id } of leads) expect((await call(server.url, 'POST', `/v1/feedback/${id}/tracker-issue`, { auth: a.key })).status).toBe(202)
+      const t0 = Date.now()
+      expect((await call(server.url, 'POST', `/v1/feedback/${vLead}/tracker-issue`, { auth: v.key })).status).toBe(202)
+      await eventually(async () => (await item(v, vLead)).trackerIssue?.syncState === 'synced', 90_000)
+      // Two hostile calls (the Org's 20 s) at most before the victim's push, not three.
+      expect(Date.now() - t0).toBeLessThan(40_000)
+    } finally {
+      for (const release of held) release()
+      hostile.stop(true)
+      honest.stop()
+    }
+  }, 150_000)
+
   test('polling a Linear team\'s own workflow: the state map applies to the states the poll reads (Shipped resolves, In Review is ignored, Triage reopens)', async () => {
     // No webhook set on the stub: the poll is the only way the states come back.
     const linear = await startLinearStub()

@@ -19,6 +19,7 @@
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { SPAM_APPS_PER_LOOK, SPAM_RING_SIZE, SPAM_RING_WINDOW_MS } from './spam-ring'
+import { WOKEN_GAP_MS } from '../nodes/removal-follower'
 
 /** How often a node looks for decisions by hand when no wake-up came. */
 export const SPAM_SHARE_POLL_MS = 2_000
@@ -26,6 +27,16 @@ export const SPAM_SHARE_POLL_MS = 2_000
 export const LOOK_BACK_MS = 5 * 60_000
 /** The wake-up a decision by hand announces (src/nodes/wake-bus.ts). */
 export const SPAM_DECIDED = 'spam'
+/**
+ * The share of this thread loading takes at most. Loading an App compares each of its marks with each of
+ * its "not spam" texts (up to 200 x 200 trigram cosines: ~150 ms for texts of 1,000 characters), on the
+ * thread that serves requests, on every node, for each decision by hand: a member deciding on a few Apps
+ * with full lists, several times a second, held every node's thread (a decision is one request; each node
+ * loaded the App again). A look stops loading once it spent LOOK_WORK_MS (the rest waits for the next
+ * look, still within the look-back), and the next look waits until loading is LOAD_SHARE of the time.
+ */
+export const LOAD_SHARE = 0.2
+export const LOOK_WORK_MS = 50
 
 /** What the share reads (src/db/pg/spam-marks.ts). */
 export interface SpamMarksRepo {
@@ -56,6 +67,8 @@ export class SpamShare {
   private failing = false
   /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
   private stopped = false
+  /** No look before this (performance.now()): what the last one spent loading, spread (LOAD_SHARE). */
+  private notBefore = 0
 
   constructor(private readonly deps: SpamShareDeps) {}
 
@@ -83,8 +96,14 @@ export class SpamShare {
       try {
         do {
           this.again = false
-          await this.look()
-        } while (this.again)
+          const wait = this.notBefore - performance.now()
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+          if (this.stopped) break
+          const work = await this.look()
+          // A flood of `spam` wake-ups (anyone who can publish on the channel) costs a read per gap, not
+          // one per round trip; loading, a fifth of the thread at most.
+          this.notBefore = performance.now() + Math.max(this.again ? WOKEN_GAP_MS : 0, (work * (1 - LOAD_SHARE)) / LOAD_SHARE)
+        } while (this.again && !this.stopped)
       } finally {
         this.running = undefined
       }
@@ -92,26 +111,39 @@ export class SpamShare {
     return this.running
   }
 
-  private async look(): Promise<void> {
+  /** One look; resolves with the time it spent loading (ms of this thread). */
+  private async look(): Promise<number> {
     const { repo, clock } = this.deps
     const now = clock.now()
     const since = now - (this.looked ? LOOK_BACK_MS : SPAM_RING_WINDOW_MS)
+    let work = 0
+    let cut = false
     try {
       const apps = await repo.decidedSince(since, SPAM_APPS_PER_LOOK)
       for (const { appId, at } of apps) {
         if (this.loaded.get(appId) === at) continue
+        if (work >= LOOK_WORK_MS) {
+          // The rest at the next look, which goes back as far as this one did until one gets through.
+          this.again = cut = true
+          break
+        }
         const window = clock.now() - SPAM_RING_WINDOW_MS
-        this.deps.load(appId, await repo.markedByHand(appId, window, SPAM_RING_SIZE), await repo.clearedSince(appId, window))
+        const marks = await repo.markedByHand(appId, window, SPAM_RING_SIZE)
+        const cleared = await repo.clearedSince(appId, window)
+        const began = performance.now()
+        this.deps.load(appId, marks, cleared)
+        work += performance.now() - began
         this.loaded.set(appId, at)
       }
       for (const [appId, at] of this.loaded) if (at < since) this.loaded.delete(appId)
-      this.looked = true
+      if (!cut) this.looked = true
       if (this.failing) this.deps.log.info('spam decisions of other nodes readable again')
       this.failing = false
     } catch (e) {
-      if (this.stopped) return
+      if (this.stopped) return work
       if (!this.failing) this.deps.log.warn('spam decisions of other nodes unreadable: like_spam compares with this node\'s own until they are read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }
+    return work
   }
 }

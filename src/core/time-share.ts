@@ -5,7 +5,7 @@
  * its deadline (15-20 s) held that worker for its whole backlog, every other App's work waiting behind it
  * (4 pushes: a minute; hundreds: hours). Each App may spend `budgetMs` of calls per `windowMs`; past it,
  * its calls wait for the next window (a push is deferred, a poll skips the App's items), and the other
- * Apps' go ahead. A call once started is never cut by the budget, so a single slow call still runs to its
+ * Apps' go ahead. All the Apps of one Org share ORG_CALL_BUDGET_MS besides (createAppTimeShare). A call once started is never cut by the budget, so a single slow call still runs to its
  * own deadline. Kept by this process only: another node has its own.
  */
 
@@ -25,7 +25,10 @@ export function createTimeShare(now: () => number, budgetMs = APP_CALL_BUDGET_MS
   const used = new Map<string, { since: number; ms: number }>()
   const current = (appId: string) => {
     const u = used.get(appId)
-    if (u && now() - u.since < windowMs) return u
+    const age = now() - (u?.since ?? 0)
+    // A window that began after now: the clock was stepped back (NTP, or cluster mode's database offset
+    // measured again). Kept, it held the App until the clock came back to it, plus a window: it ends.
+    if (u && age >= 0 && age < windowMs) return u
     if (u) used.delete(appId)
     return undefined
   }
@@ -40,6 +43,32 @@ export function createTimeShare(now: () => number, budgetMs = APP_CALL_BUDGET_MS
       else used.set(appId, { since: now(), ms })
       // Bounded: an App that stopped calling leaves its entry until a sweep like this one.
       if (used.size > 10_000) for (const id of [...used.keys()]) current(id)
+    },
+  }
+}
+
+/**
+ * What all the Apps of one Org may spend together per window: an Org makes as many Apps as it likes (an
+ * owner's dashboard, `POST …/apps`), each pointed at a tracker or git host it runs, so a share per App
+ * alone let one Org hold the worker with a handful of Apps (six at 10 s each: the whole minute). Two
+ * Apps' worth: one slow App of an Org leaves its other Apps 10 s.
+ */
+export const ORG_CALL_BUDGET_MS = 2 * APP_CALL_BUDGET_MS
+
+/** An App's share within its Org's: a call waits while either is spent. */
+export interface AppTimeShare {
+  waitMs(appId: string, orgId: string): number
+  spend(appId: string, orgId: string, ms: number): void
+}
+
+export function createAppTimeShare(now: () => number, appBudgetMs = APP_CALL_BUDGET_MS, orgBudgetMs = ORG_CALL_BUDGET_MS, windowMs = APP_CALL_WINDOW_MS): AppTimeShare {
+  const apps = createTimeShare(now, appBudgetMs, windowMs)
+  const orgs = createTimeShare(now, orgBudgetMs, windowMs)
+  return {
+    waitMs: (appId, orgId) => Math.max(apps.waitMs(appId), orgs.waitMs(orgId)),
+    spend(appId, orgId, ms) {
+      apps.spend(appId, ms)
+      orgs.spend(orgId, ms)
     },
   }
 }

@@ -23,6 +23,13 @@ export const REMOVAL_POLL_MS = 2_000
 export const REMOVAL_PAGE = 5_000
 /** The wake-up a removal announces (src/nodes/wake-bus.ts). */
 export const REMOVED = 'removed'
+/**
+ * The least time between the end of a read and the next when wake-ups keep coming. Anyone who can publish
+ * on the Redis channel can send `removed` (a live node's id is in every message there): each woke a read,
+ * and a flood kept a connection of every node's pool reading back to back (~1,400 statements a second per
+ * node). A removal is read within this much more; the poll is unchanged.
+ */
+export const WOKEN_GAP_MS = 50
 
 export interface RemovalFollowerDeps {
   /** Up to `limit` log rows past `after`, in order (src/db/pg/removal-log.ts `removedSince`). */
@@ -73,7 +80,8 @@ export class RemovalFollower {
         do {
           this.again = false
           await this.catchUp()
-        } while (this.again)
+          if (this.again && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WOKEN_GAP_MS))
+        } while (this.again && !this.stopped)
       } finally {
         this.running = undefined
       }
@@ -86,9 +94,12 @@ export class RemovalFollower {
       for (;;) {
         const rows = await this.deps.read(this.cursor, REMOVAL_PAGE)
         if (rows.length === 0) break
-        // Numbered without holes: a first row past cursor + 1 means the rows between were pruned unread.
-        if (this.cursor > 0 && rows[0].seq > this.cursor + 1) {
-          this.deps.log.warn('removal log pruned past this node\'s cursor: similarity indexes dropped, built again when used', { cursor: this.cursor, next: rows[0].seq })
+        // Numbered without holes: a row past the one before it + 1 means the rows between were pruned unread.
+        // Mostly at the page's start (the cursor fell behind the pruning), but inside it too: removed_at is
+        // the database's clock, and stepped back, a later removal's rows are pruned before older ones.
+        const hole = rows.findIndex((r, i) => (i === 0 ? this.cursor > 0 && r.seq > this.cursor + 1 : r.seq > rows[i - 1].seq + 1))
+        if (hole >= 0) {
+          this.deps.log.warn('removal log pruned past this node\'s cursor: similarity indexes dropped, built again when used', { cursor: hole === 0 ? this.cursor : rows[hole - 1].seq, next: rows[hole].seq })
           this.deps.forgetAll()
         }
         await this.deps.forget(rows.map((r) => r.id))

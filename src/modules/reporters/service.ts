@@ -22,6 +22,11 @@ export const ERASE_BATCH = 200
  */
 export const ERASE_READ = 20_000
 
+/** Ids are made from their second (src/core/ids.ts); another node's clock may run a little behind this one's. */
+const ID_CLOCK_MARGIN_MS = 2_000
+/** The lowest id of the second after `ms`'s: every id made up to `ms` sorts below it. */
+const idsBefore = (ms: number) => (Math.floor(ms / 1000) + 1).toString(16).padStart(8, '0')
+
 export interface ReportersDeps {
   repo: ReportersRepo
   /** The full item, as GET /v1/feedback/:id gives it. */
@@ -90,8 +95,9 @@ export function createReportersService(deps: ReportersDeps) {
      * Erases every report of the reporter in the Org (or one App). `erased` is how many reports this call
      * removed: a report that a concurrent erasure of the same reporter or the report retention removed
      * first is counted by that one (its own answer and audit entry), so the audit log counts each removed
-     * report once. The call answers only once none of the reporter's reports is left: a batch that a racer
-     * emptied does not end it (it did, leaving the rest to the racer, which might still fail).
+     * report once. The call answers only once none of the reporter's reports that existed when it began
+     * is left: a batch that a racer emptied does not end it (it did, leaving the rest to the racer, which
+     * might still fail); those submitted meanwhile go up to one last read (see below).
      */
     async erase(orgId: string, q: { who: Reporter; appId?: string }, by: ActedBy): Promise<{ erased: number }> {
       await checkApp(orgId, q.appId)
@@ -107,14 +113,33 @@ export function createReportersService(deps: ReportersDeps) {
       // previous one found, none of which could be removed, would find them for ever.
       let lastRead = new Set<string>()
       let removedOfRead = 0
+      // Read again until a read finds nothing: reports submitted meanwhile go too. But a reporter who keeps
+      // submitting as fast as the batches remove (a busy intake slows them: batchPacer) must not keep the
+      // call going for as long as they submit: a read that finds only reports made since the call began
+      // (ids from `upTo` on) is the last one when it found them all; when it was full, older ones may lie
+      // past it, and the reads take only what existed when the call began (below `upTo`) until none is
+      // left, then once more without that bound. What arrives after the last read is the next call's.
+      const upTo = idsBefore(Date.now() + ID_CLOCK_MARGIN_MS)
+      let bounded = false
+      let last = false
       for (;;) {
         if (pending.length === 0) {
-          // Read again until a read finds nothing: reports submitted meanwhile go too.
-          const read = await repo.reportIds({ orgId, who: q.who, appId: q.appId, limit: ERASE_READ })
-          if (read.length === 0 || (removedOfRead === 0 && read.every((id) => lastRead.has(id)))) break
-          lastRead = new Set(read)
-          removedOfRead = 0
-          pending = read
+          if (last) break
+          const read = await repo.reportIds({ orgId, who: q.who, appId: q.appId, before: bounded ? upTo : undefined, limit: ERASE_READ })
+          if (read.length === 0 || (removedOfRead === 0 && read.every((id) => lastRead.has(id)))) {
+            if (!bounded) break
+            last = true
+            pending = await repo.reportIds({ orgId, who: q.who, appId: q.appId, limit: ERASE_READ })
+            if (pending.length === 0) break
+          } else {
+            if (!bounded && read.every((id) => id >= upTo)) {
+              if (read.length < ERASE_READ) last = true
+              else bounded = true
+            }
+            lastRead = new Set(read)
+            removedOfRead = 0
+            pending = read
+          }
         }
         const started = performance.now()
         const ids = pending.splice(0, pacer.next())

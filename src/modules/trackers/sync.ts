@@ -22,7 +22,7 @@ import { commentDue, draftOf, growthComment } from './draft'
 import { actionFor } from './mapping'
 import { linkFollows, type TrackerConnectionRow } from './repo'
 import { parseStateMap, type TrackersService } from './service'
-import { APP_CALL_BUDGET_MS, APP_CALL_WINDOW_MS, createTimeShare } from '../../core/time-share'
+import { APP_CALL_BUDGET_MS, APP_CALL_WINDOW_MS, createAppTimeShare, ORG_CALL_BUDGET_MS } from '../../core/time-share'
 
 export const PUSH_BACKOFF_BASE_MS = 30_000
 export const PUSH_BACKOFF_MAX_MS = 3600_000
@@ -47,8 +47,8 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * another: without it, every try of an outage made one more issue. Kept by this process only.
    */
   const unsaved = new Map<string, { issue: TrackedIssue; size: number }>()
-  /** Each App's share of the worker's tracker time (core/time-share.ts): a slow tracker delays its own App's work only. */
-  const budget = createTimeShare(() => clock.now())
+  /** Each App's share of the worker's tracker time, within its Org's (core/time-share.ts): a slow tracker delays its own Org's work only. */
+  const budget = createAppTimeShare(() => clock.now())
 
   async function healthy(conn: TrackerConnectionRow): Promise<void> {
     if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
@@ -77,9 +77,9 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
         if (link.sync_state !== 'synced') await repo.saveIssue(feedbackId, { sync_state: 'synced', last_error: null, attempts: 0, retry_at: null }, now)
         return { done: true }
       }
-      const wait = budget.waitMs(conn.app_id)
+      const wait = budget.waitMs(conn.app_id, conn.org_id)
       if (wait > 0) {
-        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${APP_CALL_BUDGET_MS / 1000} s of calls per ${APP_CALL_WINDOW_MS / 1000} s): the push waits its turn` }
+        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${APP_CALL_BUDGET_MS / 1000} s of calls per ${APP_CALL_WINDOW_MS / 1000} s, ${ORG_CALL_BUDGET_MS / 1000} s for all its Org's Apps): the push waits its turn` }
       }
       const began = performance.now()
       try {
@@ -118,7 +118,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
         log.warn('tracker push failed', { feedbackId, kind: conn.kind, failure: e.failure, status: e.status, retryInMs: backoff, error: e.message })
         return { done: false, retryInMs: backoff, reason: e.message }
       } finally {
-        budget.spend(conn.app_id, performance.now() - began)
+        budget.spend(conn.app_id, conn.org_id, performance.now() - began)
       }
     }
     return { done: true }
@@ -152,14 +152,14 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
     let throttled = 0
     for (const link of batch) {
       cursor = link.feedback_id
-      if (failedApps.has(link.app_id) || (throttledUntil.get(link.app_id) ?? 0) > clock.now() || budget.waitMs(link.app_id) > 0) continue
+      if (failedApps.has(link.app_id) || (throttledUntil.get(link.app_id) ?? 0) > clock.now() || budget.waitMs(link.app_id, link.org_id) > 0) continue
       if (!conns.has(link.app_id)) conns.set(link.app_id, await repo.connection(link.app_id))
       const conn = conns.get(link.app_id)
       const adapter = conn ? adapterFor(conn.kind as TrackerKind) : null
       if (conn && adapter && link.issue_id !== null && linkFollows(conn, link)) {
         const began = performance.now()
         try {
-          const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id).finally(() => budget.spend(link.app_id, performance.now() - began))
+          const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id).finally(() => budget.spend(link.app_id, link.org_id, performance.now() - began))
           read++
           const r = await repo.applyNews(link.app_id, { deliveryId: null, feedbackId: link.feedback_id, state: issue.state, deleted: false, action: actionFor(issue.state, parseStateMap(conn.state_map)) })
           if (r.outcome === 'moved') moved++

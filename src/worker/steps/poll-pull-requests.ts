@@ -19,7 +19,7 @@ import { CLOSED_PR_POLL_MS, type GitHooksRepo, type PrChange, type PrReport } fr
 import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 import { HostThrottled, pullNumberOf, pullRequestState } from '../../agent/hosts'
-import { createTimeShare } from '../../core/time-share'
+import { createAppTimeShare } from '../../core/time-share'
 
 /** Pull requests read per pass; a full pass comes back after PR_POLL_NEXT_BATCH_MS for the rest. */
 export const PR_POLL_BATCH = 50
@@ -53,7 +53,7 @@ export function createPollPullRequestsStep(deps: {
    * Each App's share of this worker's time for its host's answers (core/time-share.ts): a host that holds
    * every read to its 15 s deadline held the worker (agent starts, reviews, tracker pushes) for 50 reads a pass.
    */
-  const share = createTimeShare(() => clock.now())
+  const share = createAppTimeShare(() => clock.now())
 
   async function pass(): Promise<PollPass & { full: boolean }> {
     const batch = await hooks.openPullRequests(cursor, PR_POLL_BATCH)
@@ -68,14 +68,14 @@ export function createPollPullRequestsStep(deps: {
      * read in this pass (one deadline per App and pass) or took its share of the worker's time.
      */
     async function stateOf(report: PrReport) {
-      if ((throttledUntil.get(report.appId) ?? 0) > clock.now() || failedApps.has(report.appId) || share.waitMs(report.appId) > 0) return null
+      if ((throttledUntil.get(report.appId) ?? 0) > clock.now() || failedApps.has(report.appId) || share.waitMs(report.appId, report.orgId) > 0) return null
       if (!conns.has(report.appId)) conns.set(report.appId, await deps.connections.load(report.appId))
       const conn = conns.get(report.appId)
       const number = pullNumberOf(report.prUrl)
       if (!conn || conn.hostKind === 'none' || !conn.hostToken || !conn.hostApiUrl || number === null) return null
       const began = performance.now()
       try {
-        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number, { allowPrivate: deps.gitHostAllowPrivate }).finally(() => share.spend(report.appId, performance.now() - began))
+        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number, { allowPrivate: deps.gitHostAllowPrivate }).finally(() => share.spend(report.appId, report.orgId, performance.now() - began))
         out.read++
         return state
       } catch (e) {
