@@ -13,7 +13,9 @@
  * beginning (its last hour): its indexes are built from the database anyway, and a build that read its
  * rows before a removal drops what it is told meanwhile (clusterer.ts `forgetRemoved`). A cursor that fell
  * behind the log's pruning (a node cut off from the database for over an hour) finds a gap in the numbers:
- * it cannot know what it missed, so it drops its indexes whole (they are built again when used).
+ * it cannot know what it missed, so it drops its indexes whole (they are built again when used). So does a
+ * cursor past the log's highest number: the log was reset (a restore of an older database, the table
+ * emptied by hand), and the rows numbered from 1 again would be skipped up to the old cursor.
  */
 import type { Logger } from '../core/logger'
 
@@ -34,6 +36,8 @@ export const WOKEN_GAP_MS = 50
 export interface RemovalFollowerDeps {
   /** Up to `limit` log rows past `after`, in order (src/db/pg/removal-log.ts `removedSince`). */
   read(after: number, limit: number): Promise<{ seq: number; id: string }[]>
+  /** The log's highest number, 0 when empty (`lastRemovedSeq`): read when caught up, to see a reset. */
+  last(): Promise<number>
   /** Drops these reports from this node's indexes and text cache. */
   forget(ids: readonly string[]): Promise<void>
   /** Drops every index of this node (the log was pruned past the cursor). */
@@ -93,7 +97,18 @@ export class RemovalFollower {
     try {
       for (;;) {
         const rows = await this.deps.read(this.cursor, REMOVAL_PAGE)
-        if (rows.length === 0) break
+        if (rows.length === 0) {
+          if (this.cursor > 0) {
+            const last = await this.deps.last()
+            if (last < this.cursor) {
+              this.deps.log.warn('removal log reset below this node\'s cursor (a restored database?): similarity indexes dropped, built again when used', { cursor: this.cursor, last })
+              this.deps.forgetAll()
+              this.cursor = 0
+              continue
+            }
+          }
+          break
+        }
         // Numbered without holes: a row past the one before it + 1 means the rows between were pruned unread.
         // Mostly at the page's start (the cursor fell behind the pruning), but inside it too: removed_at is
         // the database's clock, and stepped back, a later removal's rows are pruned before older ones.

@@ -20,7 +20,7 @@ import { RedisLink } from '../nodes/redis-link'
 import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus, type EventNews } from '../nodes/wake-bus'
 import { RemovalFollower, REMOVED } from '../nodes/removal-follower'
 import { SPAM_DECIDED, SpamShare } from '../abuse/spam-share'
-import { removedSince } from '../db/pg/removal-log'
+import { lastRemovedSeq, removedSince } from '../db/pg/removal-log'
 import { createPgSpamMarks } from '../db/pg/spam-marks'
 import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
@@ -119,6 +119,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
       const { pool } = store.storage
       const removals = new RemovalFollower({
         read: (after, limit) => removedSince(pool, after, limit),
+        last: () => lastRemovedSeq(pool),
         forget: (ids) => processing.port.forgetRemoved(ids),
         forgetAll: () => {
           for (const app of processing.indexes?.apps() ?? []) processing.indexes?.forget(app)

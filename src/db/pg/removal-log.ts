@@ -50,3 +50,13 @@ export async function removedSince(q: PgQueryable, after: number, limit: number)
   const rows = await many<{ seq: string | number; id: string }>(q, 'SELECT seq, feedback_id AS id FROM removed_reports WHERE seq > $1 ORDER BY seq LIMIT $2', [after, limit])
   return rows.map((r) => ({ seq: Number(r.seq), id: r.id }))
 }
+
+/**
+ * The highest number in the log (0 when empty). Never lower than before in a running cluster: a prune
+ * keeps the removal's own rows, the newest; lower only when the log was reset (a restore of an older
+ * database, the table emptied by hand).
+ */
+export async function lastRemovedSeq(q: PgQueryable): Promise<number> {
+  const rows = await many<{ last: string | number }>(q, 'SELECT COALESCE(MAX(seq), 0) AS last FROM removed_reports')
+  return Number(rows[0]?.last ?? 0)
+}
