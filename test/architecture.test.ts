@@ -318,10 +318,25 @@ describe('what a command loads (startup time: every CLI call and server start pa
     const main = staticReach(inputs, 'src/main.ts')
     // `fixloop --help`, `version`: the dispatcher alone, no command, no database layer.
     expect([...main].filter((f) => /^src\/(cli\/(serve|tenants|admin|feedback)\.ts|db\/sqlite\/|runtime\/)|node_modules\/(elysia|drizzle-orm)\//.test(f))).toEqual([])
-    for (const command of ['serve', 'tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers']) {
+    for (const command of ['serve', 'tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers', 'ops']) {
       const reach = staticReach(inputs, `src/cli/${command}.ts`)
       expect(reach.size).toBeGreaterThan(50) // the command itself was found and followed
       expect({ command, heavy: [...reach].filter(heavy) }).toEqual({ command, heavy: [] })
     }
+  })
+
+  test("the admin commands load neither the HTTP layer (Elysia, TypeBox, routes), node:http/net, the server's wiring nor the clustering engine", async () => {
+    const out = await Bun.build({ entrypoints: [join(SRC, 'main.ts')], target: 'bun', metafile: true, throw: true })
+    const inputs = out.metafile!.inputs as Record<string, { imports: { path: string; kind: string }[] }>
+    // What only `serve` (or the one command that sends or clusters) needs: ~35 ms CPU of every command before.
+    const serverOnly = (file: string) =>
+      /node_modules\/(elysia|@sinclair\/typebox|@elysiajs)\/|^src\/(http\/|runtime\/(embedded|services|server)\.ts$|worker\/(loop|thread|processing-sqlite)\.ts$|modules\/[\w-]+\/routes\.ts$)|^(node:)?(http|https|net|tls)$/.test(file)
+    for (const command of ['tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers', 'ops']) {
+      const reach = staticReach(inputs, `src/cli/${command}.ts`)
+      expect(reach.size).toBeGreaterThan(50)
+      expect({ command, serverOnly: [...reach].filter(serverOnly) }).toEqual({ command, serverOnly: [] })
+    }
+    // And serve still loads them (the pattern above names real files).
+    expect([...staticReach(inputs, 'src/cli/serve.ts')].filter(serverOnly).length).toBeGreaterThan(10)
   })
 })
