@@ -311,6 +311,20 @@ function staticReach(inputs: Record<string, { imports: { path: string; kind: str
 }
 
 describe('what a command loads (startup time: every CLI call and server start pays it)', () => {
+  test('the build splits the bundle at each import(): the chunk every call evaluates holds no command', async () => {
+    // Without --splitting, `bun build --compile` makes one chunk of all 1,300+ modules, and the binary
+    // loads all of it at every start (~12 ms CPU of each command, ~0.1 CPU-s of a server start and its threads).
+    const script = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { build: string } }).scripts.build
+    const flags = script.slice(script.indexOf('bun build --compile')).split(' ')
+    expect(flags).toContain('--format=esm')
+    const out = await Bun.build({ entrypoints: [join(SRC, 'main.ts')], target: 'bun', format: 'esm', splitting: flags.includes('--splitting'), throw: true })
+    const entry = out.outputs.find((o) => o.kind === 'entry-point')!
+    const text = await entry.text()
+    expect(text).toContain('self-hosted feedback intake and triage') // the dispatcher's own help is there
+    // `org`'s help, the dashboard's assets and the server's wiring are in chunks of their own.
+    for (const marker of ['the key is printed once', 'rrweb', 'listening on']) expect({ marker, inEntry: text.includes(marker) }).toEqual({ marker, inEntry: false })
+  })
+
   test('on the embedded SQLite, no command loads the PostgreSQL driver, the S3 client or the mailer; the top-level help loads no command', async () => {
     const out = await Bun.build({ entrypoints: [join(SRC, 'main.ts')], target: 'bun', metafile: true, throw: true })
     const inputs = out.metafile!.inputs as Record<string, { imports: { path: string; kind: string }[] }>
@@ -318,10 +332,25 @@ describe('what a command loads (startup time: every CLI call and server start pa
     const main = staticReach(inputs, 'src/main.ts')
     // `fixloop --help`, `version`: the dispatcher alone, no command, no database layer.
     expect([...main].filter((f) => /^src\/(cli\/(serve|tenants|admin|feedback)\.ts|db\/sqlite\/|runtime\/)|node_modules\/(elysia|drizzle-orm)\//.test(f))).toEqual([])
-    for (const command of ['serve', 'tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers']) {
+    for (const command of ['serve', 'tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers', 'ops']) {
       const reach = staticReach(inputs, `src/cli/${command}.ts`)
       expect(reach.size).toBeGreaterThan(50) // the command itself was found and followed
       expect({ command, heavy: [...reach].filter(heavy) }).toEqual({ command, heavy: [] })
     }
+  })
+
+  test("the admin commands load neither the HTTP layer (Elysia, TypeBox, routes), node:http/net, the server's wiring nor the clustering engine", async () => {
+    const out = await Bun.build({ entrypoints: [join(SRC, 'main.ts')], target: 'bun', metafile: true, throw: true })
+    const inputs = out.metafile!.inputs as Record<string, { imports: { path: string; kind: string }[] }>
+    // What only `serve` (or the one command that sends or clusters) needs: ~35 ms CPU of every command before.
+    const serverOnly = (file: string) =>
+      /node_modules\/(elysia|@sinclair\/typebox|@elysiajs)\/|^src\/(http\/|runtime\/(embedded|services|server)\.ts$|worker\/(loop|thread|processing-sqlite)\.ts$|modules\/[\w-]+\/routes\.ts$)|^(node:)?(http|https|net|tls)$/.test(file)
+    for (const command of ['tenants', 'admin', 'feedback', 'webhooks', 'audit', 'chatops', 'trackers', 'ops']) {
+      const reach = staticReach(inputs, `src/cli/${command}.ts`)
+      expect(reach.size).toBeGreaterThan(50)
+      expect({ command, serverOnly: [...reach].filter(serverOnly) }).toEqual({ command, serverOnly: [] })
+    }
+    // And serve still loads them (the pattern above names real files).
+    expect([...staticReach(inputs, 'src/cli/serve.ts')].filter(serverOnly).length).toBeGreaterThan(10)
   })
 })

@@ -11,7 +11,7 @@
 import { loadConfig } from '../config'
 import { ApiError } from '../core/errors'
 import { ID_PATTERN } from '../core/ids'
-import { parseSince } from '../modules/audit/routes'
+import { parseSince } from '../modules/audit/since'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
 import { parseFlags, UsageError } from './args'

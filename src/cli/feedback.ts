@@ -49,10 +49,10 @@ function need(value: string | undefined, what: string): string {
  * The triage service over this process's own cluster service and the store (`feedback …`, `app
  * triage-reset`): every change goes through the same transactions as the server's.
  */
-export function cliTriageService(ctx: Runtime) {
+export async function cliTriageService(ctx: Runtime) {
   const lifecycle = ctx.store.lifecycle
   const repo = ctx.store.feedback
-  const port = ctx.processing().port
+  const port = (await ctx.processing()).port
   return { lifecycle, repo, triage: createTriageService(repo, port, ctx.store.apps) }
 }
 
@@ -75,7 +75,7 @@ export async function runFeedbackCommand(argv: string[]): Promise<void> {
   // Every command reads an existing store: a typo never creates a data dir.
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: true })
   try {
-    const { repo, triage } = cliTriageService(ctx)
+    const { repo, triage } = await cliTriageService(ctx)
     const json = values.json
     const orgOfReport = async (feedbackId: string) => {
       const orgId = await repo.orgOf(feedbackId)

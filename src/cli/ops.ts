@@ -1,5 +1,4 @@
 /** `fixloop migrate`, `backup`, `restore` and `rekey`: operations on the data dir. */
-import { describeDatabase } from '../db/pg/connect'
 import { chmodSync, existsSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { dirname, join, resolve, sep } from 'node:path'
@@ -12,15 +11,11 @@ import { applyMigrations } from '../db/sqlite/migrate'
 import { writeBackup } from '../db/backup/write'
 import { restoreBackup } from '../db/backup/restore'
 import { rekey } from '../db/sqlite/rekey'
-import { rekeyPg } from '../db/pg/rekey'
-import { connectPg } from '../db/pg/connect'
-import { refuseNewerPgSchema } from '../runtime/open-pg'
 import { lockDataDir } from '../db/data-dir-lock'
 import { lockKeyExclusive, type KeyLock } from '../db/key-lock'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
 import { output, parseFlags, UsageError } from './args'
-import { migratePostgres } from './postgres-mode'
 
 export const MIGRATE_HELP = `Usage: fixloop migrate [--data-dir DIR] [--json]
 Applies the embedded database migrations (serve also does this before the port opens). With
@@ -64,7 +59,11 @@ export async function runMigrate(argv: string[]): Promise<void> {
   const config = loadConfig({ dataDir: values['data-dir'] })
   // Named first: without FIXLOOP_DATABASE_URL in its environment a cluster's operator would migrate a new
   // SQLite instance in ./data and read "applied: [...]" as success.
-  if (config.databaseUrl) return output({ database: `PostgreSQL ${describeDatabase(config.databaseUrl)}`, applied: await migratePostgres(config.databaseUrl) }, values.json)
+  if (config.databaseUrl) {
+    // The PostgreSQL side (its driver and schema) is loaded only here: the SQLite commands start without it.
+    const [{ describeDatabase }, { migratePostgres }] = await Promise.all([import('../db/pg/connect'), import('./postgres-mode')])
+    return output({ database: `PostgreSQL ${describeDatabase(config.databaseUrl)}`, applied: await migratePostgres(config.databaseUrl) }, values.json)
+  }
   prepareDataDir(config.dataDir)
   const file = join(config.dataDir, 'fixloop.db')
   const { sqlite } = openDatabase(file)
@@ -247,6 +246,7 @@ async function rekeyWith(values: RekeyFlags, config: ReturnType<typeof loadConfi
   const newKey = readKeyFile(newPath, '--new-key-file')
   if (Buffer.compare(Buffer.from(oldKey), Buffer.from(newKey)) === 0) throw new UsageError('--old-key-file and --new-key-file hold the same key')
   if (config.databaseUrl) {
+    const [{ connectPg }, { refuseNewerPgSchema }, { rekeyPg }] = await Promise.all([import('../db/pg/connect'), import('../runtime/open-pg'), import('../db/pg/rekey')])
     const pool = await connectPg(config.databaseUrl, 2)
     try {
       await refuseNewerPgSchema(pool, config.databaseUrl)

@@ -6,12 +6,11 @@ import { loadConfig } from '../config'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
 import { type AppSettings } from '../modules/tenants/service'
-import { isReplayMode, PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, type ProcessingMode } from '../modules/apps/model'
+import { isReplayMode, PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, type ProcessingMode } from '../modules/apps/values'
 import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
 import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
-import { cliTriageService } from './feedback'
 import { TLS_MODES } from '../modules/mail/repo'
 
 export const TENANT_HELP: Record<string, string> = {
@@ -397,7 +396,9 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       }
       case 'app triage-reset': {
         const { orgId, appId } = await appTarget()
-        const { removed, state } = await cliTriageService(ctx).triage.resetLearning(orgId, appId, cli)
+        // Loaded here: the triage and clustering modules are the one command's that needs them.
+        const { cliTriageService } = await import('./feedback')
+        const { removed, state } = await (await cliTriageService(ctx)).triage.resetLearning(orgId, appId, cli)
         return output({ removed, bars: state.bars, learned: state.learned }, json)
       }
       case 'app smtp-test': {

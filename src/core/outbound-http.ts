@@ -16,9 +16,9 @@
  *
  * Every failure is an OutboundError; the caller maps it to its own error (TrackerError, HostError…).
  */
-import http from 'node:http'
-import https from 'node:https'
+import type { ClientRequest, IncomingHttpHeaders } from 'node:http'
 import type { LookupFunction } from 'node:net'
+import { httpClientFor } from './node-http'
 import type { CheckedAddress } from './address-guard'
 
 /** The most of a remote answer fixloop reads (2 MiB): larger answers are refused. */
@@ -74,7 +74,7 @@ export function pinnedLookup(addresses: CheckedAddress[]): LookupFunction {
   }) as unknown as LookupFunction
 }
 
-function headersOf(raw: http.IncomingHttpHeaders): Headers {
+function headersOf(raw: IncomingHttpHeaders): Headers {
   const out = new Headers()
   for (const [k, v] of Object.entries(raw)) {
     if (typeof v === 'string') out.set(k, v)
@@ -93,12 +93,15 @@ export function requestBounded(r: OutboundRequest): Promise<OutboundAnswer> {
     return Promise.reject(new OutboundError('unreachable', 'not an absolute URL'))
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new OutboundError('unreachable', `only http and https URLs (got ${url.protocol})`))
-  const lib = url.protocol === 'https:' ? https : http
   const body = r.body === undefined ? undefined : Buffer.from(r.body, 'utf8')
+  // The deadline starts once the client module is loaded (the first call's few milliseconds are fixloop's, not the host's).
+  return httpClientFor(url.protocol).then((lib) => sendWith(lib, url, r, body, max))
+}
 
+function sendWith(lib: Awaited<ReturnType<typeof httpClientFor>>, url: URL, r: OutboundRequest, body: Buffer | undefined, max: number): Promise<OutboundAnswer> {
   return new Promise<OutboundAnswer>((resolve, reject) => {
     let settled = false
-    let req: http.ClientRequest | undefined
+    let req: ClientRequest | undefined
     const end = (outcome: { ok: OutboundAnswer } | { error: OutboundError }) => {
       if (settled) return
       settled = true

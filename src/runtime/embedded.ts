@@ -17,6 +17,7 @@ import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind } from '../worker/processing'
 import { createSqliteProcessingEngine } from '../worker/processing-sqlite'
 import { ProcessingThread } from '../worker/thread'
+import { SanitizerOnDemand } from '../worker/sanitizer-on-demand'
 import type { Runtime } from './runtime'
 import type { SqliteStore } from '../db/sqlite/store'
 import type { SqliteStorage } from '../db/storage'
@@ -43,7 +44,10 @@ export function embeddedMode(rt: EmbeddedRuntime, log: Logger, options: ModeOpti
         const { busy: _busy, saturated: _saturated, ...threadOptions } = workerOptions
         const file = join(config.dataDir, DB_FILE)
         const thread = new ProcessingThread(file, store.turns, log, threadOptions, () => worker.wake())
-        const sanitizer = (options.sanitizeAhead ?? cpus().length >= 2) ? new ProcessingThread(file, store.turns, log, {}, () => {}, 'sanitizer') : undefined
+        // Started by server.ts like the processing thread, but only once a backlog gives it work (sanitizer-on-demand.ts).
+        const sanitizer = (options.sanitizeAhead ?? cpus().length >= 2)
+          ? new SanitizerOnDemand(new ProcessingThread(file, store.turns, log, {}, () => {}, 'sanitizer'), store.sides.sanitizeAhead, log)
+          : undefined
         // This thread's other transactions (customer moves, admin changes) go ahead of processing too.
         takeTurnsForTransactions(store.storage.sqlite, store.turns, 'intake')
         store.wake.on((kind) => {

@@ -15,6 +15,7 @@ import type { EventHub } from '../modules/events/hub'
 import type { JobKind } from '../lifecycle/jobs'
 import type { JobStep, Worker, WorkerOptions } from '../worker/loop'
 import type { ProcessingThread } from '../worker/thread'
+import type { SanitizerOnDemand } from '../worker/sanitizer-on-demand'
 import type { MetricFamily } from '../modules/metrics/registry'
 import type { Check } from '../modules/health/readiness'
 
@@ -75,8 +76,11 @@ export interface ModeWorkers {
   cluster: ClusterPort
   /** Set when sanitizing and clustering run on their own thread (server.ts starts and stops it). */
   processingThread?: ProcessingThread
-  /** Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it). */
-  sanitizerThread?: ProcessingThread
+  /**
+   * Set when a second thread sanitizes ahead of the processing thread (server.ts starts and stops it; its
+   * thread starts once a backlog forms: src/worker/sanitizer-on-demand.ts).
+   */
+  sanitizerThread?: SanitizerOnDemand
   /** Cluster mode: the worker that sanitizes and clusters for the partitions of Apps this node holds (server.ts). */
   processingWorker?: Worker
   /** Cluster mode: the partitions of Apps this node clusters (server.ts starts and stops them; the processing worker follows them). */

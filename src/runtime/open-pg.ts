@@ -69,8 +69,8 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
       box: new SecretBox(masterKey),
       urlSigningKey: urlSigningKeyOf(masterKey),
       clock: nodeClock,
-      mode: (log, modeOptions) => clusterMode(rt, log, modeOptions),
-      processing: () => createPgProcessingEngine(rt.store, nodeClock),
+      mode: async (log, modeOptions) => clusterMode(rt, log, modeOptions),
+      processing: async () => createPgProcessingEngine(rt.store, nodeClock),
       where: `PostgreSQL ${describeDatabase(url)}`,
     }
     return rt

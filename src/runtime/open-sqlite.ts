@@ -17,8 +17,7 @@ import { openMasterKey } from '../db/sqlite/master-key-check'
 import { DB_FILE, prepareDataDir, refuseForeign } from '../db/data-dir'
 import { holdKeyShared } from '../db/key-lock'
 import { processRole } from '../core/process-role'
-import { embeddedMode, type EmbeddedRuntime } from './embedded'
-import { createSqliteProcessingEngine } from '../worker/processing-sqlite'
+import type { EmbeddedRuntime } from './embedded'
 import { keepWal } from '../db/sqlite/wal-keeper'
 import type { ContextOptions } from './runtime'
 import { sqliteStorage } from '../db/sqlite/storage'
@@ -56,8 +55,9 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
       box,
       urlSigningKey,
       clock,
-      mode: (log, modeOptions) => embeddedMode(rt, log, modeOptions),
-      processing: (o = {}) => createSqliteProcessingEngine(rt.store, clock, undefined, o.batchBudgetMs),
+      // Imported when called: a CLI command loads neither (the server's wiring, the clustering modules).
+      mode: async (log, modeOptions) => (await import('./embedded')).embeddedMode(rt, log, modeOptions),
+      processing: async (o = {}) => (await import('../worker/processing-sqlite')).createSqliteProcessingEngine(rt.store, clock, undefined, o.batchBudgetMs),
       where: `SQLite in ${config.dataDir}`,
       keepWal: (log) => keepWal(rt.store, file, log),
     }

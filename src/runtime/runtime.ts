@@ -14,10 +14,16 @@ import type { Mode, ModeOptions } from './mode'
 export interface Runtime<S extends Store = Store, T extends Storage = Storage> extends Context {
   readonly store: S
   readonly storage: T
-  /** The mode's wiring (embedded.ts or cluster.ts), bound to this runtime's dialect when it was opened. */
-  mode(log: Logger, options: ModeOptions): Mode
-  /** The processing engine of this runtime's dialect, in this process (the CLI's triage, tests). */
-  processing(options?: { batchBudgetMs?: number }): Processing
+  /**
+   * The mode's wiring (embedded.ts or cluster.ts), bound to this runtime's dialect when it was opened.
+   * Loaded when asked (the server asks): a CLI command does not load the workers, threads and limiters.
+   */
+  mode(log: Logger, options: ModeOptions): Promise<Mode>
+  /**
+   * The processing engine of this runtime's dialect, in this process (the CLI's triage, tests). Loaded
+   * when asked: the clustering modules are the largest a command would load otherwise.
+   */
+  processing(options?: { batchBudgetMs?: number }): Promise<Processing>
   /** Where the rows live, for the start-up line (never the password). */
   readonly where: string
   /** The embedded store's write-ahead log, kept by the server (absent on PostgreSQL). */

@@ -110,7 +110,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const closeStorage = () => void closeContext(ctx)
   const { autoStart: _autoStart, processingThread: threadOption, batchBudgetMs, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
-  const services = createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, injectedClock: options.clock !== undefined, batchBudgetMs })
+  const services = await createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, injectedClock: options.clock !== undefined, batchBudgetMs })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).

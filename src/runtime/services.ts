@@ -56,14 +56,14 @@ export interface ServiceOptions extends ModeOptions {
   sandboxUnavailable?: string | null
 }
 
-export function createServices(ctx: Runtime, log: Logger, options: ServiceOptions = {}) {
+export async function createServices(ctx: Runtime, log: Logger, options: ServiceOptions = {}) {
   const { clock, config } = ctx
   const workerOptions = options.worker ?? {}
   // One store per process (src/runtime/open.ts): its lifecycle raises `wake`, its committer notes `turns`.
   const { lifecycle, wake, turns, committer } = ctx.store
   const directory = new CredentialDirectory(ctx.store.credentials, ctx.box)
   // Embedded or one node of a cluster (src/runtime/mode.ts): bound when the runtime was opened.
-  const mode = ctx.mode(log, options)
+  const mode = await ctx.mode(log, options)
   const { coordinator, redis, limiters, throttles } = mode
   // The services the CLI builds the same way (domain.ts).
   const domain = domainServices(ctx)
@@ -209,4 +209,4 @@ export function createServices(ctx: Runtime, log: Logger, options: ServiceOption
     mailer: new Mailer(ctx, log, { publicUrl: config.publicUrl, mayAct: () => coordinator.holds('dispatch') }),
   }
 }
-export type Services = ReturnType<typeof createServices>
+export type Services = Awaited<ReturnType<typeof createServices>>

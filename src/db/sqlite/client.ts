@@ -3,11 +3,15 @@
  */
 import { Database } from 'bun:sqlite'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
-import * as schema from '../schema'
 import { createPrivateFile } from '../data-dir'
 import { openRefusal } from '../open-refusal'
 
-export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
+/**
+ * drizzle without the schema: fixloop writes every query with the query builder or SQL, never the
+ * relational `db.query` API, whose table map drizzle built from the whole schema at each open (~4 ms CPU
+ * of every command, server start and thread).
+ */
+export type Db = BunSQLiteDatabase & { $client: Database }
 
 /**
  * `autoCheckpoint: false` for a second connection of the server (the processing thread): the checkpointer
@@ -29,7 +33,7 @@ export function openDatabase(file: string, options: { autoCheckpoint?: boolean; 
     // A read-only or full disk, no inodes for -wal/-shm, a damaged file: the operator's to fix (exit 2).
     throw openRefusal(file, e) ?? e
   }
-  const db = drizzle({ client: sqlite, schema }) as Db
+  const db = drizzle({ client: sqlite }) as Db
   return { sqlite, db }
 }
 

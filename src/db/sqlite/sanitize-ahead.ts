@@ -15,6 +15,8 @@ export type QueuedReport = ProcessRow & { job_id: number }
 
 export function createSqliteSanitizeAhead(sqlite: Database) {
   const head: Statement = sqlite.query("SELECT id FROM jobs WHERE +kind = 'process' ORDER BY id LIMIT 1")
+  // The rowid's end: one b-tree step, whatever the queue holds.
+  const tail: Statement = sqlite.query('SELECT max(id) AS id FROM jobs')
   const after: Statement = sqlite.query(
     `SELECT j.id AS job_id, f.id, f.app_id, f.status, f.version, f.text, f.url, f.user_agent, f.console_logs, f.metadata,
        f.component_target, f.email, f.submitter_name, f.external_user_id, f.duplicate_of_id, f.redactions
@@ -33,6 +35,8 @@ export function createSqliteSanitizeAhead(sqlite: Database) {
   return {
     /** The oldest queued `process` job's id: where the processing thread works next. */
     firstProcessJob: (): number | undefined => (head.get() as { id: number } | null)?.id,
+    /** The newest queued job's id, of any kind (at least the newest `process` job's): undefined when none waits. */
+    lastJob: (): number | undefined => (tail.get() as { id: number | null } | null)?.id ?? undefined,
     /** Up to `limit` raw reports whose `process` job comes after `jobId` (up to `lastJobId`) and is not leased, in queue order. */
     receivedAfter: (jobId: number, lastJobId: number, now: number, limit: number): QueuedReport[] => after.all(jobId, now, limit, lastJobId) as QueuedReport[],
     /**

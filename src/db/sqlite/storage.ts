@@ -4,7 +4,6 @@
  */
 import type { Database } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
-import * as schema from '../schema'
 import type { Db } from './client'
 
 export interface SqliteStorage {
@@ -15,5 +14,5 @@ export interface SqliteStorage {
 
 /** The storage of an open connection; `db` is made when the caller has none (a thread's own connection). */
 export function sqliteStorage(sqlite: Database, db?: Db): SqliteStorage {
-  return { dialect: 'sqlite', sqlite, db: db ?? (drizzle({ client: sqlite, schema }) as Db) }
+  return { dialect: 'sqlite', sqlite, db: db ?? (drizzle({ client: sqlite }) as Db) }
 }

@@ -3,28 +3,22 @@ import { oneOf } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { PROOF_OF_WORK_LEVELS } from '../../abuse/difficulty'
+import { PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, RETENTION_DAYS_MAX, SPAM_RETENTION_DAYS_MAX } from './values'
 
-/** The spam folder's retention in days: 0 keeps spam forever; at most ten years. */
-export const SPAM_RETENTION_DAYS_DEFAULT = 30
-export const SPAM_RETENTION_DAYS_MAX = 3650
-/** A report's retention in days: 0 (the default) keeps reports forever; at most ten years. */
-export const RETENTION_DAYS_DEFAULT = 0
-export const RETENTION_DAYS_MAX = 3650
-
-/**
- * Session replay the widget records (issue 39, docs/api.md "Session replay"): off by default, so nothing
- * changes for an App that does not turn it on. `masked` masks every text node and input value and blocks
- * media; `inputs` masks input values only. The widget keeps the last `seconds` of the page in memory.
- */
-export const REPLAY_MODES = ['off', 'masked', 'inputs'] as const
-export type ReplayMode = (typeof REPLAY_MODES)[number]
-export const REPLAY_SECONDS_DEFAULT = 60
-export const REPLAY_SECONDS_MIN = 10
-export const REPLAY_SECONDS_MAX = 300
-
-export function isReplayMode(v: unknown): v is ReplayMode {
-  return typeof v === 'string' && (REPLAY_MODES as readonly string[]).includes(v)
-}
+export {
+  isReplayMode,
+  PROCESSING_MODES,
+  REPLAY_MODES,
+  REPLAY_SECONDS_DEFAULT,
+  REPLAY_SECONDS_MAX,
+  REPLAY_SECONDS_MIN,
+  RETENTION_DAYS_DEFAULT,
+  RETENTION_DAYS_MAX,
+  SPAM_RETENTION_DAYS_DEFAULT,
+  SPAM_RETENTION_DAYS_MAX,
+  type ProcessingMode,
+  type ReplayMode,
+} from './values'
 
 /** The App's replay settings as the API, the CLI and GET /v1/widget/config show them. */
 export const ReplaySettings = t.Object(
@@ -35,9 +29,6 @@ export const ReplaySettings = t.Object(
   { additionalProperties: false },
 )
 export type ReplaySettings = Static<typeof ReplaySettings>
-
-export const PROCESSING_MODES = ['manual', 'auto_pr'] as const
-export type ProcessingMode = (typeof PROCESSING_MODES)[number]
 
 export const App = t.Object(
   {

@@ -5,7 +5,8 @@
  */
 import type { apps } from '../../db/schema'
 import { isoUtc } from '../../core/clock'
-import { isReplayMode, REPLAY_SECONDS_DEFAULT, type App, type ProcessingMode, type ReplaySettings } from './model'
+import { isReplayMode, REPLAY_SECONDS_DEFAULT, type ProcessingMode } from './values'
+import type { App, ReplaySettings } from './model'
 import { levelOf } from '../../abuse/pow-service'
 
 export type AppRow = typeof apps.$inferSelect

@@ -4,14 +4,13 @@
  * review. `fixloop audit export` reads the same pages (src/cli/audit.ts).
  */
 import { Elysia, t } from 'elysia'
-import { ApiError } from '../../core/errors'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
 import { orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
 import { readIntQuery } from '../../http/query'
 import type { AuditLog } from './index'
-import { parseIsoTime } from '../../core/iso-time'
+import { parseSince } from './since'
 
 const closed = { additionalProperties: false } as const
 
@@ -36,13 +35,6 @@ const AuditEntryOut = t.Object({
   createdAt: t.String(),
 })
 const AuditPage = t.Object({ data: t.Array(AuditEntryOut), nextCursor: t.Union([t.String(), t.Null()]) })
-
-/** An ISO 8601 instant with a date, as epoch ms; anything else is the spec's invalid_body naming `path`. */
-export function parseSince(value: string, path: string): number {
-  const ms = parseIsoTime(value)
-  if (ms === undefined) throw new ApiError('invalid_body', { issues: [{ path, message: 'must be an ISO 8601 date or instant, e.g. 2026-01-31T00:00:00Z' }] })
-  return ms
-}
 
 export function auditRoutes(auth: AuthDeps, audit: AuditLog) {
   return new Elysia({ name: 'audit-export' }).use(orgAuth(auth)).get(

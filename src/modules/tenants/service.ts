@@ -13,7 +13,8 @@ import { isoUtc } from '../../core/clock'
 import { newApiKey, newPublicKey, newSigningSecret, sha256Hex } from '../../core/secrets'
 import { toApp, type AppRow } from '../apps/repo'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS, type ProofOfWorkLevel } from '../../abuse/difficulty'
-import { isReplayMode, REPLAY_MODES, REPLAY_SECONDS_DEFAULT, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, RETENTION_DAYS_DEFAULT, RETENTION_DAYS_MAX, SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type App, type ProcessingMode, type ReplayMode } from '../apps/model'
+import { isReplayMode, REPLAY_MODES, REPLAY_SECONDS_DEFAULT, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, RETENTION_DAYS_DEFAULT, RETENTION_DAYS_MAX, SPAM_RETENTION_DAYS_DEFAULT, SPAM_RETENTION_DAYS_MAX, type ProcessingMode, type ReplayMode } from '../apps/values'
+import type { App } from '../apps/model'
 import { auditEntry, type ActedBy, type AuditEntry } from '../audit/entry'
 
 const invalid = (message: string) => new ApiError('invalid_argument', undefined, message)

@@ -3,9 +3,8 @@
  * pinned `lookup`, so TLS still verifies the real host name), follows no redirect (a 3xx is a failed
  * attempt), gives up after the timeout, and keeps only the first 4 KB of the answer.
  */
-import http from 'node:http'
-import https from 'node:https'
 import type { LookupFunction } from 'node:net'
+import { httpClientFor } from '../../core/node-http'
 import type { CheckedTarget } from './ssrf'
 
 export const RESPONSE_KEEP_BYTES = 4096
@@ -26,9 +25,10 @@ function pinnedLookup(target: CheckedTarget): LookupFunction {
   }) as unknown as LookupFunction
 }
 
-export function postOnce(target: CheckedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<AttemptResult> {
+export async function postOnce(target: CheckedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<AttemptResult> {
+  // Loaded at the first delivery (node-http.ts), before the attempt's clock starts.
+  const lib = await httpClientFor(target.url.protocol)
   const started = performance.now()
-  const lib = target.url.protocol === 'https:' ? https : http
   return new Promise((resolve) => {
     let done = false
     const finish = (r: Omit<AttemptResult, 'latencyMs'>) => {
