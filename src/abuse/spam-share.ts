@@ -19,7 +19,7 @@
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { SPAM_APPS_PER_LOOK, SPAM_RING_SIZE, SPAM_RING_WINDOW_MS } from './spam-ring'
-import { WOKEN_GAP_MS } from '../nodes/removal-follower'
+import { WokenReader } from '../nodes/woken-reader'
 
 /** How often a node looks for decisions by hand when no wake-up came. */
 export const SPAM_SHARE_POLL_MS = 2_000
@@ -61,54 +61,28 @@ export class SpamShare {
   /** Per App, the decision time it was last loaded at (only those within the look-back are kept). */
   private readonly loaded = new Map<string, number>()
   private looked = false
-  private timer: ReturnType<typeof setInterval> | undefined
-  private running: Promise<void> | undefined
-  private again = false
   private failing = false
-  /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
-  private stopped = false
-  /** No look before this (performance.now()): what the last one spent loading, spread (LOAD_SHARE). */
-  private notBefore = 0
+  /**
+   * One look at a time (woken-reader.ts): a flood of `spam` wake-ups (anyone who can publish on the
+   * channel) costs a read per gap, not one per round trip; loading, LOAD_SHARE of the thread at most.
+   */
+  private readonly reader: WokenReader
 
-  constructor(private readonly deps: SpamShareDeps) {}
+  constructor(private readonly deps: SpamShareDeps) {
+    this.reader = new WokenReader(() => this.look(), { pollMs: deps.pollMs ?? SPAM_SHARE_POLL_MS, restAfter: (work) => (work * (1 - LOAD_SHARE)) / LOAD_SHARE })
+  }
 
   start(): void {
-    this.stop()
-    this.stopped = false
-    this.timer = setInterval(() => void this.wake(), this.deps.pollMs ?? SPAM_SHARE_POLL_MS)
-    void this.wake()
+    this.reader.start()
   }
 
   stop(): void {
-    clearInterval(this.timer)
-    this.timer = undefined
-    this.stopped = true
+    this.reader.stop()
   }
 
   /** Looks now (a wake-up heard, the poll); one look at a time, one more if asked for meanwhile. */
   wake(): Promise<void> {
-    if (this.stopped) return Promise.resolve()
-    if (this.running) {
-      this.again = true
-      return this.running
-    }
-    this.running = (async () => {
-      try {
-        do {
-          this.again = false
-          const wait = this.notBefore - performance.now()
-          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
-          if (this.stopped) break
-          const work = await this.look()
-          // A flood of `spam` wake-ups (anyone who can publish on the channel) costs a read per gap, not
-          // one per round trip; loading, a fifth of the thread at most.
-          this.notBefore = performance.now() + Math.max(this.again ? WOKEN_GAP_MS : 0, (work * (1 - LOAD_SHARE)) / LOAD_SHARE)
-        } while (this.again && !this.stopped)
-      } finally {
-        this.running = undefined
-      }
-    })()
-    return this.running
+    return this.reader.wake()
   }
 
   /** One look; resolves with the time it spent loading (ms of this thread). */
@@ -124,7 +98,8 @@ export class SpamShare {
         if (this.loaded.get(appId) === at) continue
         if (work >= LOOK_WORK_MS) {
           // The rest at the next look, which goes back as far as this one did until one gets through.
-          this.again = cut = true
+          cut = true
+          this.reader.askAgain()
           break
         }
         const window = clock.now() - SPAM_RING_WINDOW_MS
@@ -140,7 +115,7 @@ export class SpamShare {
       if (this.failing) this.deps.log.info('spam decisions of other nodes readable again')
       this.failing = false
     } catch (e) {
-      if (this.stopped) return work
+      if (this.reader.stopped) return work
       if (!this.failing) this.deps.log.warn('spam decisions of other nodes unreadable: like_spam compares with this node\'s own until they are read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }

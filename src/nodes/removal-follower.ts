@@ -18,6 +18,7 @@
  * emptied by hand), and the rows numbered from 1 again would be skipped up to the old cursor.
  */
 import type { Logger } from '../core/logger'
+import { WokenReader } from './woken-reader'
 
 /** How often a node reads the removal log when no wake-up came. */
 export const REMOVAL_POLL_MS = 2_000
@@ -25,13 +26,8 @@ export const REMOVAL_POLL_MS = 2_000
 export const REMOVAL_PAGE = 5_000
 /** The wake-up a removal announces (src/nodes/wake-bus.ts). */
 export const REMOVED = 'removed'
-/**
- * The least time between the end of a read and the next when wake-ups keep coming. Anyone who can publish
- * on the Redis channel can send `removed` (a live node's id is in every message there): each woke a read,
- * and a flood kept a connection of every node's pool reading back to back (~1,400 statements a second per
- * node). A removal is read within this much more; the poll is unchanged.
- */
-export const WOKEN_GAP_MS = 50
+/** Reads asked for by wake-ups meanwhile wait this long after the one before (woken-reader.ts). */
+export { WOKEN_GAP_MS } from './woken-reader'
 
 export interface RemovalFollowerDeps {
   /** Up to `limit` log rows past `after`, in order (src/db/pg/removal-log.ts `removedSince`). */
@@ -48,49 +44,25 @@ export interface RemovalFollowerDeps {
 
 export class RemovalFollower {
   private cursor = 0
-  private timer: ReturnType<typeof setInterval> | undefined
-  /** The read under way, and whether another was asked for meanwhile (one runs at a time, none is lost). */
-  private running: Promise<void> | undefined
-  private again = false
   /** A read failed and none has succeeded since (warned once per outage). */
   private failing = false
-  /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
-  private stopped = false
+  private readonly reader: WokenReader
 
-  constructor(private readonly deps: RemovalFollowerDeps) {}
+  constructor(private readonly deps: RemovalFollowerDeps) {
+    this.reader = new WokenReader(() => this.catchUp(), { pollMs: deps.pollMs ?? REMOVAL_POLL_MS })
+  }
 
   start(): void {
-    this.stop()
-    this.stopped = false
-    this.timer = setInterval(() => void this.wake(), this.deps.pollMs ?? REMOVAL_POLL_MS)
-    void this.wake()
+    this.reader.start()
   }
 
   stop(): void {
-    clearInterval(this.timer)
-    this.timer = undefined
-    this.stopped = true
+    this.reader.stop()
   }
 
   /** Reads the log now (a wake-up heard, the poll); resolves when this node has dropped what it found. */
   wake(): Promise<void> {
-    if (this.stopped) return Promise.resolve()
-    if (this.running) {
-      this.again = true
-      return this.running
-    }
-    this.running = (async () => {
-      try {
-        do {
-          this.again = false
-          await this.catchUp()
-          if (this.again && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WOKEN_GAP_MS))
-        } while (this.again && !this.stopped)
-      } finally {
-        this.running = undefined
-      }
-    })()
-    return this.running
+    return this.reader.wake()
   }
 
   private async catchUp(): Promise<void> {
@@ -124,7 +96,7 @@ export class RemovalFollower {
       if (this.failing) this.deps.log.info('removal log readable again')
       this.failing = false
     } catch (e) {
-      if (this.stopped) return
+      if (this.reader.stopped) return
       if (!this.failing) this.deps.log.warn('removal log unreadable: removed reports stay in this node\'s similarity index until it is read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }
