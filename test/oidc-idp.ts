@@ -96,6 +96,20 @@ export async function startIdp(redirectUri: string, options: { endSession?: bool
   provider.on('server_error', () => {})
   const handle = provider.callback()
   const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, clockOffsetMs: 0, tokenRequests: 0, close: async () => {} }
+  // Date.now is this process's, shared with the test files a `bun test --no-isolate` worker runs after
+  // this one: a response whose 'finish' or 'close' never came left it shifted, and restored later (its
+  // socket closing) it jumped under another file's deadlines (a CI run's agent-outage saw its 30 s wait
+  // end at once: the clock had come 10 minutes forward). Setting the offset back to 0, and closing the
+  // provider, put the real clock back at once.
+  let clockOffset = 0
+  Object.defineProperty(idp, 'clockOffsetMs', {
+    get: () => clockOffset,
+    set: (ms: number) => {
+      clockOffset = ms
+      if (ms === 0) Date.now = REAL_DATE_NOW
+    },
+    enumerable: true,
+  })
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const offset = idp.clockOffsetMs
@@ -134,6 +148,9 @@ export async function startIdp(redirectUri: string, options: { endSession?: bool
     handle(req, res)
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  idp.close = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  idp.close = () => {
+    Date.now = REAL_DATE_NOW
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  }
   return idp
 }

@@ -1,7 +1,7 @@
 /**
  * The sanitize-ahead thread starts once there is work for it (src/worker/sanitizer-on-demand.ts), not with
  * every server: idle it cost each start ~0.15 CPU-s. Checked on real servers over real SQLite files, by the
- * thread's own connection to the database (a file descriptor of this process on the data dir's database):
+ * thread's state and what it did (the idle server's connections to the database counted too):
  * - a server whose queue stays short starts no such thread, also after its once-a-second look;
  * - a server started over a backlog longer than HEAD_GAP starts it at once, and it sanitizes ahead;
  * - a burst past HEAD_GAP during a run starts it: test/sanitize-ahead.test.ts (its last test).
@@ -66,9 +66,10 @@ describe.skipIf(TEST_DIALECT === 'pg')('the sanitize-ahead thread starts with a 
     const { startServer } = await import('../src/runtime/server')
     const srv = await startServer(loadConfig({ host: '127.0.0.1', port: '0', dataDir: first.dataDir }, { FIXLOOP_LOG_LEVEL: 'silent', ...ENV }), { log: new Logger('silent') })
     try {
-      // One connection more than an idle server's: the thread's, opened once it has loaded its modules.
-      for (let i = 0; i < 100 && connectionsTo(first.dataDir) <= idleConnections; i++) await Bun.sleep(50)
-      expect(connectionsTo(first.dataDir)).toBe(idleConnections + 1)
+      // Started at once, and sanitizing ahead below. (Not counted by its connection here: the stopped server's
+      // threads close theirs on the same file a moment after its stop resolves, and a CI run under load
+      // counted one of them as the new thread's.)
+      for (let i = 0; i < 100 && !srv.services.sanitizerThread!.started; i++) await Bun.sleep(50)
       expect(srv.services.sanitizerThread!.started).toBe(true)
       for (let i = 0; i < 600 && processLeft(srv) > 0; i++) await Bun.sleep(100)
       expect(processLeft(srv)).toBe(0)
