@@ -57,7 +57,7 @@ export interface SpamShareDeps {
   pollMs?: number
 }
 
-export class SpamShare {
+export class SpamShare extends WokenReader {
   /** Per App, the decision time it was last loaded at (only those within the look-back are kept). */
   private readonly loaded = new Map<string, number>()
   private looked = false
@@ -66,27 +66,12 @@ export class SpamShare {
    * One look at a time (woken-reader.ts): a flood of `spam` wake-ups (anyone who can publish on the
    * channel) costs a read per gap, not one per round trip; loading, LOAD_SHARE of the thread at most.
    */
-  private readonly reader: WokenReader
-
   constructor(private readonly deps: SpamShareDeps) {
-    this.reader = new WokenReader(() => this.look(), { pollMs: deps.pollMs ?? SPAM_SHARE_POLL_MS, restAfter: (work) => (work * (1 - LOAD_SHARE)) / LOAD_SHARE })
+    super({ pollMs: deps.pollMs ?? SPAM_SHARE_POLL_MS, restAfter: (work) => (work * (1 - LOAD_SHARE)) / LOAD_SHARE })
   }
 
-  start(): void {
-    this.reader.start()
-  }
-
-  stop(): void {
-    this.reader.stop()
-  }
-
-  /** Looks now (a wake-up heard, the poll); one look at a time, one more if asked for meanwhile. */
-  wake(): Promise<void> {
-    return this.reader.wake()
-  }
-
-  /** One look; resolves with the time it spent loading (ms of this thread). */
-  private async look(): Promise<number> {
+  /** One look (woken, or the poll); resolves with the time it spent loading (ms of this thread). */
+  protected async read(): Promise<number> {
     const { repo, clock } = this.deps
     const now = clock.now()
     const since = now - (this.looked ? LOOK_BACK_MS : SPAM_RING_WINDOW_MS)
@@ -99,7 +84,7 @@ export class SpamShare {
         if (work >= LOOK_WORK_MS) {
           // The rest at the next look, which goes back as far as this one did until one gets through.
           cut = true
-          this.reader.askAgain()
+          this.askAgain()
           break
         }
         const window = clock.now() - SPAM_RING_WINDOW_MS
@@ -115,7 +100,7 @@ export class SpamShare {
       if (this.failing) this.deps.log.info('spam decisions of other nodes readable again')
       this.failing = false
     } catch (e) {
-      if (this.reader.stopped) return work
+      if (this.stopped) return work
       if (!this.failing) this.deps.log.warn('spam decisions of other nodes unreadable: like_spam compares with this node\'s own until they are read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }

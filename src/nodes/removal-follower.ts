@@ -42,30 +42,17 @@ export interface RemovalFollowerDeps {
   pollMs?: number
 }
 
-export class RemovalFollower {
+export class RemovalFollower extends WokenReader {
   private cursor = 0
   /** A read failed and none has succeeded since (warned once per outage). */
   private failing = false
-  private readonly reader: WokenReader
 
   constructor(private readonly deps: RemovalFollowerDeps) {
-    this.reader = new WokenReader(() => this.catchUp(), { pollMs: deps.pollMs ?? REMOVAL_POLL_MS })
+    super({ pollMs: deps.pollMs ?? REMOVAL_POLL_MS })
   }
 
-  start(): void {
-    this.reader.start()
-  }
-
-  stop(): void {
-    this.reader.stop()
-  }
-
-  /** Reads the log now (a wake-up heard, the poll); resolves when this node has dropped what it found. */
-  wake(): Promise<void> {
-    return this.reader.wake()
-  }
-
-  private async catchUp(): Promise<void> {
+  /** Reads the log past the cursor (woken, or the poll) and drops what it finds from this node's indexes. */
+  protected async read(): Promise<void> {
     try {
       for (;;) {
         const rows = await this.deps.read(this.cursor, REMOVAL_PAGE)
@@ -96,7 +83,7 @@ export class RemovalFollower {
       if (this.failing) this.deps.log.info('removal log readable again')
       this.failing = false
     } catch (e) {
-      if (this.reader.stopped) return
+      if (this.stopped) return
       if (!this.failing) this.deps.log.warn('removal log unreadable: removed reports stay in this node\'s similarity index until it is read', { error: e instanceof Error ? e.message : String(e) })
       this.failing = true
     }

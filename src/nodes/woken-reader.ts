@@ -18,7 +18,8 @@ export interface WokenReaderOptions {
   restAfter?: (work: number) => number
 }
 
-export class WokenReader {
+/** A reader's `read` runs here: subclasses say what it reads (resolving with the work it did, for `restAfter`). */
+export abstract class WokenReader {
   private timer: ReturnType<typeof setInterval> | undefined
   /** The read under way, and whether another was asked for meanwhile. */
   private running: Promise<void> | undefined
@@ -27,14 +28,13 @@ export class WokenReader {
   /** No read before this (performance.now()). */
   private notBefore = 0
 
-  /** `read` resolves with the work it did, for `restAfter` (ms; anything when there is no rest). */
-  constructor(
-    private readonly read: () => Promise<number | void>,
-    private readonly options: WokenReaderOptions,
-  ) {}
+  constructor(private readonly options: WokenReaderOptions) {}
+
+  /** One read; resolves with the work it did, for `restAfter` (ms; anything when there is no rest). */
+  protected abstract read(): Promise<number | void>
 
   /** Stopped (the server's shutdown closes the database next): a read cut off then is no outage to report. */
-  get stopped(): boolean {
+  protected get stopped(): boolean {
     return this.halted
   }
 
@@ -52,7 +52,7 @@ export class WokenReader {
   }
 
   /** Asks for one more read after the one under way (a read that left work for the next). */
-  askAgain(): void {
+  protected askAgain(): void {
     this.again = true
   }
 
