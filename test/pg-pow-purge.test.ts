@@ -3,13 +3,14 @@
  * After a long flood (a solution a request, each kept until its challenge expires) that statement passed
  * the server pool's statement_timeout (FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS, 20 s by default), PostgreSQL
  * rolled it back whole, and every minute's purge started over on a table that only grew. It now deletes
- * in bounded batches. Real PostgreSQL, the pool's bound set at three quarters of the one DELETE's own time.
+ * in bounded batches. Real PostgreSQL; a trigger holds every statement to one batch of rows.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
 import { pgStorage } from '../src/db/pg/storage'
 import { createPgAbuseRepo } from '../src/db/pg/abuse'
+import { POW_PURGE_BATCH } from '../src/abuse/abuse-repo'
 import { pgMissingReason, startPostgres, type PgServer } from './pg-server'
 
 const skip = pgMissingReason()
@@ -18,7 +19,7 @@ if (skip) console.warn(`pg-pow-purge: skipped: ${skip}`)
 const EXPIRED = 400_000
 const LIVE = 1_000
 
-describe.skipIf(Boolean(skip))('the purge of spent proofs of work under statement_timeout (real PostgreSQL)', () => {
+describe.skipIf(Boolean(skip))('the purge of spent proofs of work in bounded statements (real PostgreSQL)', () => {
   let server: PgServer
   let url: string
   let setup: Pool
@@ -38,33 +39,39 @@ describe.skipIf(Boolean(skip))('the purge of spent proofs of work under statemen
     await server?.stop()
   })
 
-  test('a table of many expired rows is emptied of them with a statement_timeout shorter than one DELETE of them all', async () => {
-    // The bound from the single DELETE's own time on this machine (rolled back): three quarters of the faster
-    // of two runs. A batch is 1/80 of the rows, so it has ~60 times that; a quarter of one run, then half of
-    // the faster of two, each left a loaded CI machine's batch over the bound once (a batch stalled behind
-    // the other files' work), and the faster of two keeps the one DELETE of them all over it.
+  test('a table of many expired rows is emptied of them by statements each far smaller than one DELETE of them all', async () => {
+    // What a statement_timeout cancels is one long statement, so the property is the size of each one: a
+    // statement-level trigger sees every DELETE's rows and refuses any over one batch. Timing the bound
+    // against the one DELETE's own time (a quarter, a half, then three quarters of it) still failed on a
+    // loaded CI machine whenever one batch stalled behind the other files' work; rows per statement do not
+    // depend on the machine. Before batching: the one DELETE of 400,000 rows is refused, nothing deleted.
+    await setup.query(`CREATE FUNCTION pow_purge_statement_bound() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF (SELECT COUNT(*) FROM gone) > ${POW_PURGE_BATCH} THEN RAISE EXCEPTION 'one statement deleted more than a batch'; END IF;
+        INSERT INTO pow_purge_statements SELECT COUNT(*) FROM gone;
+        RETURN NULL;
+      END $$`)
+    await setup.query('CREATE TABLE pow_purge_statements (deleted int NOT NULL)')
+    await setup.query(`CREATE TRIGGER pow_purge_statement_bound AFTER DELETE ON pow_spent REFERENCING OLD TABLE AS gone
+      FOR EACH STATEMENT EXECUTE FUNCTION pow_purge_statement_bound()`)
+    // The trigger is what the test relies on: one DELETE of them all is refused (and rolled back).
     const client = await setup.connect()
-    let deleteMs = Infinity
     try {
-      for (let run = 0; run < 2; run++) {
-        await client.query('BEGIN')
-        const started = performance.now()
-        await client.query(`DELETE FROM pow_spent WHERE expires_at < ${EXPIRED + 1}`)
-        deleteMs = Math.min(deleteMs, performance.now() - started)
-        await client.query('ROLLBACK')
-      }
+      await client.query('BEGIN')
+      await expect(client.query(`DELETE FROM pow_spent WHERE expires_at < ${EXPIRED + 1}`)).rejects.toThrow('more than a batch')
+      await client.query('ROLLBACK')
     } finally {
       client.release()
     }
-    expect(deleteMs).toBeGreaterThan(100)
-    const boundMs = Math.floor(deleteMs * 0.75)
-    const pool = openPool(url, 2, boundMs)
+    const pool = openPool(url, 2)
     try {
       const repo = createPgAbuseRepo(pgStorage(pool))
-      // Before: "canceling statement due to statement timeout" (57014), nothing deleted.
       expect(await repo.purgePow(EXPIRED + 1)).toBe(EXPIRED)
       const left = await setup.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM pow_spent')
       expect(left.rows[0].n).toBe(LIVE)
+      const statements = await setup.query<{ n: number; most: number }>('SELECT COUNT(*)::int AS n, MAX(deleted)::int AS most FROM pow_purge_statements')
+      expect(statements.rows[0].most).toBe(POW_PURGE_BATCH)
+      expect(statements.rows[0].n).toBe(Math.ceil(EXPIRED / POW_PURGE_BATCH) + (EXPIRED % POW_PURGE_BATCH === 0 ? 1 : 0))
     } finally {
       await pool.end()
     }
