@@ -275,7 +275,8 @@ describe(`SPEC and CONTRACT against the compiled binary (${TEST_DIALECT})`, () =
     for (const name of ['tokensIn', 'tokensOut']) expect(Number.isInteger(run[name]), name).toBe(true)
     expect(typeof run.costUsd).toBe('number')
 
-    await connect(`echo fixed >> README.md; printf '{"model":"m-1","tokensIn":12,"tokensOut":34,"costUsd":0.25,"summary":"ok"}' > "$FIXLOOP_RESULT_FILE"`)
+    await cli('app', 'connect-repo', t.appId, '--git-url', repo, '--host', 'none', '--agent', 'command', '--timeout-seconds', '60', '--verify-command', 'test -s README.md',
+      '--agent-command', `echo fixed >> README.md; printf '{"model":"m-1","tokensIn":12,"tokensOut":34,"costUsd":0.25,"summary":"ok"}' > "$FIXLOOP_RESULT_FILE"`)
     expect((await patch(t, id, { status: 'queued' })).body).toEqual({ id, status: 'queued' })
     const opened = await settle(t, id, ['pr_opened', 'failed'])
     expect(opened.status).toBe('pr_opened')
@@ -285,6 +286,20 @@ describe(`SPEC and CONTRACT against the compiled binary (${TEST_DIALECT})`, () =
     for (const to of ['archived', 'queued']) {
       const r = await patch(t, id, { status: to })
       expect([r.status, code(r), r.body.error.details], to).toEqual([409, 'invalid_transition', { from: 'pr_opened', to }])
+    }
+
+    // CONTRACT events: every agent-run phase is recorded; each phase that ran is an agent_run.phase event
+    // between the run's start and its end (the failed run stopped in its agent phase; the branch-mode run
+    // opened no request, so no pr phase).
+    const events = (await read(t, `/v1/events?appId=${t.appId}&types=agent_run.started,agent_run.phase,agent_run.succeeded,agent_run.failed&limit=500`)).body.data
+    const ofRun = (runId: string) => events.filter((e: any) => e.data.runId === runId)
+    const phases = (runId: string) => ofRun(runId).map((e: any) => (e.type === 'agent_run.phase' ? e.data.phase : e.type))
+    expect(phases(run.id)).toEqual(['agent_run.started', 'prepare', 'clone', 'agent_run.failed'])
+    expect(phases(succeeded.id)).toEqual(['agent_run.started', 'prepare', 'clone', 'agent', 'verify', 'guardrails', 'push', 'agent_run.succeeded'])
+    for (const e of ofRun(succeeded.id).filter((x: any) => x.type === 'agent_run.phase')) {
+      expect(Object.keys(e.data).sort()).toEqual(['feedbackId', 'ms', 'phase', 'runId'])
+      expect(e.data.feedbackId).toBe(id)
+      expect(Number.isInteger(e.data.ms) && e.data.ms >= 0).toBe(true)
     }
   }, 60_000)
 
