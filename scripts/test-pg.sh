@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 SUITES=(
   test/smoke.test.ts
   test/spec-binary.test.ts
+  test/spec-audit.test.ts
   test/tenancy.test.ts
   test/paging.test.ts
   test/idempotency.test.ts

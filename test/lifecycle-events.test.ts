@@ -81,6 +81,10 @@ async function settle(id: string, statuses: string[]): Promise<Record<string, an
 }
 
 const moved = (feedbackId: string, from: string, to: string): [string, Record<string, unknown>] => ['feedback.status_changed', { feedbackId, from, to }]
+/** The agent_run.phase events of a run that went through `names`, in that order. */
+const phases = (feedbackId: string, ...names: string[]): [string, Record<string, unknown>][] =>
+  names.map((phase) => ['agent_run.phase', { runId: 'RUN', feedbackId, phase, ms: expect.any(Number) }])
+const ALL_PHASES = ['prepare', 'clone', 'agent', 'guardrails', 'push', 'pr']
 const intake = (id: string, routeTo: string): [string, Record<string, unknown>][] => [
   ['feedback.received', { feedbackId: id, status: 'received' }],
   moved(id, 'received', 'sanitizing'),
@@ -102,20 +106,22 @@ describe('the exact event sequence of a report', () => {
       ...intake(id, 'queued'),
       moved(id, 'queued', 'agent_running'),
       ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
+      ...phases(id, ...ALL_PHASES),
       moved(id, 'agent_running', 'pr_opened'),
       ['agent_run.succeeded', { runId: 'RUN', feedbackId: id, prUrl: item.mergeRequestUrl, branch: `fixloop/${id}`, costUsd: run.costUsd }],
     ])
     expect(item.mergeRequestUrl).toStartWith('http')
-    // The run id in the events is the run's.
-    expect((await orgEvents()).filter((e) => e.data.feedbackId === id && e.data.runId).map((e) => e.data.runId)).toEqual([run.id, run.id])
+    // The run id in the events is the run's: its start, its six phases, its end.
+    expect((await orgEvents()).filter((e) => e.data.feedbackId === id && e.data.runId).map((e) => e.data.runId)).toEqual(Array(8).fill(run.id))
   }, 60_000)
 
   // A run that fails ends with agent_run.failed; one that breaks a guardrail with agent_run.guardrailed.
-  const endings: [string, string, string, string][] = [
-    ['failed (the agent exits non-zero)', 'crash.sh', 'Newsletter signup form rejects every valid postcode from Norway', 'failed'],
-    ['guardrailed (failed, with the guardrail reason)', 'workflow.sh', 'Dark mode toggle forgets the choice after reloading the settings page', 'guardrailed'],
+  // The phases that ended before it: the agent's failure ends its own phase; a guardrail ends the guardrails one.
+  const endings: [string, string, string, string, string[]][] = [
+    ['failed (the agent exits non-zero)', 'crash.sh', 'Newsletter signup form rejects every valid postcode from Norway', 'failed', ['prepare', 'clone']],
+    ['guardrailed (failed, with the guardrail reason)', 'workflow.sh', 'Dark mode toggle forgets the choice after reloading the settings page', 'guardrailed', ['prepare', 'clone', 'agent']],
   ]
-  for (const [name, script, text, runStatus] of endings) {
+  for (const [name, script, text, runStatus, ended] of endings) {
     test(`submission → ${name}`, async () => {
       await connect(script)
       const id = await report(text)
@@ -130,6 +136,7 @@ describe('the exact event sequence of a report', () => {
         ...intake(id, 'queued'),
         moved(id, 'queued', 'agent_running'),
         ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
+        ...phases(id, ...ended),
         moved(id, 'agent_running', 'failed'),
         last,
       ])
@@ -150,6 +157,7 @@ describe('the exact event sequence of a report', () => {
       moved(id, 'failed', 'queued'),
       moved(id, 'queued', 'agent_running'),
       ['agent_run.started', { runId: 'RUN', feedbackId: id, provider: 'command' }],
+      ...phases(id, ...ALL_PHASES),
       moved(id, 'agent_running', 'pr_opened'),
       ['agent_run.succeeded', { runId: 'RUN', feedbackId: id, prUrl: item.mergeRequestUrl, branch: `fixloop/${id}`, costUsd: run.costUsd }],
     ])

@@ -54,6 +54,9 @@ export interface RunOutcome {
   reason?: string
 }
 
+/** The phases whose end is an `agent_run.phase` event, in their order; one that did not run has none. */
+export type RunPhase = 'prepare' | 'clone' | 'agent' | 'verify' | 'guardrails' | 'push' | 'pr'
+
 export interface RunContext {
   runId: string
   f: RunFeedbackRow
@@ -74,6 +77,12 @@ export interface RunContext {
   media: MediaSource
   /** Records the sandbox's PID while it runs (null when it ended). */
   onSandbox(pid: number | null): void
+  /**
+   * A phase ended after `ms` milliseconds; `timings` are the run's so far. Awaited before the next phase
+   * starts (its event comes before the next one's), and must not throw: a phase's record is no reason to
+   * fail the run.
+   */
+  onPhase?(phase: RunPhase, ms: number, timings: Timings): Promise<void>
   /**
    * A review iteration: the clone starts from the pull request's branch (`branch`, with the earlier fix),
    * the new commit goes on top of it (a fast-forward push, never forced) and no request is opened: the
@@ -248,23 +257,40 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
 /** Runs every phase; never throws. The workspace is removed whatever happened (off the event loop). */
 export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOutcome> {
   const laps = new Laps()
+  // The phases of the events are finer than the run's five timings (verify within agentMs, the guardrails
+  // within pushMs); each is timed from the previous one's end, its record's write left out.
+  let phaseStart = Date.now()
+  const ended = async (phase: RunPhase) => {
+    await c.onPhase?.(phase, Date.now() - phaseStart, { ...laps.timings })
+    phaseStart = Date.now()
+  }
   const token = c.conn.hostToken
   const s: State = { usage: {}, outputTail: null, prUrl: null, gitEnv: { ...gitEnv(c.ws.gitHome), GIT_NO_REPLACE_OBJECTS: '1' }, auth: token ? { token, username: AUTH_USERNAMES[c.conn.hostKind], gitUrl: c.conn.gitUrl } : null }
   try {
     await prepare(c, task)
     laps.lap('prepareMs')
+    await ended('prepare')
     await clone(c, s)
     laps.lap('cloneMs')
+    await ended('clone')
     abortIfStopping(c)
     await runAgent(c, s)
-    await verify(c, s)
+    await ended('agent')
+    if (c.conn.verifyCommand) {
+      await verify(c, s)
+      await ended('verify')
+    }
     laps.lap('agentMs')
     const { tree, diff } = await judge(c, s)
+    await ended('guardrails')
     const title = c.review ? `fixloop: review iteration for report ${c.f.id}` : prTitle(c.f.theme, c.f.text, c.scrub)
     await push(c, s, tree, title)
     laps.lap('pushMs')
+    await ended('push')
     await openRequest(c, s, title, diff)
     laps.lap('prMs')
+    // Branch mode opens no request, nor does a review iteration (its request updates itself): no `pr` phase ran.
+    if (!c.review && s.prUrl !== null) await ended('pr')
     return { status: 'succeeded', usage: s.usage, timings: laps.timings, prUrl: s.prUrl, outputTail: s.outputTail }
   } catch (e) {
     laps.failed()

@@ -24,7 +24,7 @@ import type { Logger } from '../core/logger'
 import type { ConnectionsService, RepoConnection } from '../modules/connections/service'
 import type { AgentRunsRepo, RunFeedbackRow as FeedbackRow, RunOutcome } from '../modules/agent-runs/repo'
 import { NOT_SECRET_ENV, PRESET_ENV, type AgentUsage } from './presets'
-import { agentEnvironment, executeRun, taskInput, zeroTimings, type Timings } from './run'
+import { agentEnvironment, executeRun, taskInput, zeroTimings, type RunPhase, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
 import { leaseAgentUid } from './agent-uid'
@@ -296,6 +296,14 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
         .then(() => runs.setSandbox(runId, pid, identity))
         .catch((e) => log.error('could not record an agent sandbox', { runId, error: e instanceof Error ? e.message : String(e) }))
     }
+    // Each phase's end is an event (agent_run.phase) with the run's timings so far. Never retried and never
+    // thrown: a database away for a moment loses that phase's event, not the run (its end is retried below).
+    const scope = { feedbackId: f.id, orgId: f.org_id, appId: f.app_id }
+    const recordPhase = async (phase: RunPhase, ms: number, timings: Timings) => {
+      await runs
+        .recordPhase(scope, runId, JSON.stringify(timings), { type: 'agent_run.phase', data: { runId, feedbackId: f.id, phase, ms } })
+        .catch((e) => log.warn('could not record an agent run phase', { runId, phase, error: e instanceof Error ? e.message : String(e) }))
+    }
     let outcome: Awaited<ReturnType<typeof executeRun>>
     // As root, the run's agent is a uid no other run has (its keyring and quotas its own); released once
     // the workspace is gone.
@@ -320,6 +328,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           publicUrl: opts.publicUrl,
           gitHostAllowPrivate: opts.gitHostAllowPrivate,
           onSandbox: recordSandbox,
+          onPhase: recordPhase,
           media,
           review: review ? { prUrl: review.prUrl } : undefined,
         },

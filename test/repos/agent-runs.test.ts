@@ -107,6 +107,27 @@ describeEachDialect('agent-runs repo', (fresh) => {
     expect(await a.startRun(runRow('r3', loser), started('r3', loser))).toBe(true)
   })
 
+  test('recordPhase: the running run\'s timings so far and agent_run.phase together; nothing once the run ended', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'queued')
+    const { repo } = await setup(s)
+    expect(await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))).toBe(true)
+    const scope = { feedbackId: 'f1', orgId: 'o1', appId: 'a1' }
+    const phase = (name: 'prepare' | 'clone', ms: number) => ({ type: 'agent_run.phase' as const, data: { runId: 'r1', feedbackId: 'f1', phase: name, ms } })
+    const soFar = JSON.stringify({ prepareMs: 12, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 })
+    expect(await repo.recordPhase(scope, 'r1', soFar, phase('prepare', 12))).toBe(true)
+    expect(JSON.parse(String((await runs(s))[0].timings))).toEqual({ prepareMs: 12, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 })
+    expect((await events(s)).slice(-1)).toEqual([['agent_run.phase', { runId: 'r1', feedbackId: 'f1', phase: 'prepare', ms: 12 }, 3]])
+    // The report is untouched: a phase is no move.
+    expect(await report(s, 'f1')).toMatchObject({ status: 'agent_running', version: 1 })
+    await repo.finishRun(scope, endRow('r1', { error: 'agent exited with code 1' }), failed('r1', 'f1', 'agent exited with code 1', 'agent_running'))
+    const ended = await runs(s)
+    expect(await repo.recordPhase(scope, 'r1', TIMINGS, phase('clone', 5))).toBe(false)
+    expect(await runs(s)).toEqual(ended)
+    expect((await events(s)).filter((e) => e[0] === 'agent_run.phase')).toHaveLength(1)
+  })
+
   test('startRun on a report no longer queued, or gone: false, nothing written', async () => {
     const s = await fresh()
     await seedOrgApp(s)

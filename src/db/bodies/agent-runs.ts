@@ -6,7 +6,7 @@
  * src/db/pg/agent-runs.ts) runs them in a transaction and keeps its reads and its way of naming the
  * unique violation of "one running run per App".
  */
-import type { RunEvent, RunOutcome, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
+import type { RunEvent, RunOutcome, RunPhaseEvent, RunRowEnd, RunRowInsert, RunScope } from '../../modules/agent-runs/repo'
 import { run, sql, type Body } from '../tx-body'
 import type { LifecycleBodies } from './lifecycle'
 import { prChangeBodies } from './pr-changes'
@@ -24,6 +24,8 @@ const SHARE_URL = sql('UPDATE feedback SET merge_request_url = ?, version = vers
 const DROP_PENDING = sql('DELETE FROM pending_reviews WHERE id = ?')
 // The row lock (PostgreSQL) settles two reclaims of one run: the second finds it no longer `running`.
 const FAIL_INTERRUPTED = sql("UPDATE agent_runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'running'")
+// Only while the run runs: a run failed as interrupted meanwhile keeps its end, and gets no phase after it.
+const PHASE_TIMINGS = sql("UPDATE agent_runs SET timings = ? WHERE id = ? AND status = 'running'")
 
 /** The run's row: every column named (trigger and review text default for a report's run). */
 const insertRun = (r: RunRowInsert) =>
@@ -72,6 +74,13 @@ export function agentRunBodies(lifecycle: LifecycleBodies) {
     *finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Body<void> {
       yield* updateRun(end)
       yield* settle(scope, outcome, end.endedAt)
+    },
+
+    /** A phase of a running run ended: its timings so far and the event; false when the run no longer runs. */
+    *phase(scope: RunScope, runId: string, timings: string, event: RunPhaseEvent): Body<boolean> {
+      if ((yield* run(PHASE_TIMINGS, timings, runId)) !== 1) return false
+      yield* lifecycle.record({ orgId: scope.orgId, appId: scope.appId }, event.type, event.data)
+      return true
     },
 
     /** A run left `running` by a process that is gone: failed, and the outcome; false when another reclaim was first. */

@@ -69,6 +69,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
     recordFailedStart: (r, end, outcome) => tx((t) => runPg(t, bodies.recordFailedStart(r, end, outcome))),
     finishRun: (scope, end, outcome) => tx((t) => runPg(t, bodies.finishRun(scope, end, outcome))),
 
+    recordPhase: (scope, runId, timings, event) => tx((t) => runPg(t, bodies.phase(scope, runId, timings, event))),
     setSandbox: async (id, pid, identity) => void (await exec(pool, SET_SANDBOX, [pid, identity, id])),
     interrupted: (nodes) =>
       nodes === undefined ? many<InterruptedRun>(pool, INTERRUPTED) : nodes === null ? many<InterruptedRun>(pool, INTERRUPTED_UNCLAIMED) : many<InterruptedRun>(pool, INTERRUPTED_OF, [nodes]),

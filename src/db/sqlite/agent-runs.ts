@@ -66,6 +66,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
     recordFailedStart: async (r, end, outcome) => driver.transaction(bodies.recordFailedStart(r, end, outcome)),
     finishRun: async (scope, end, outcome) => driver.transaction(bodies.finishRun(scope, end, outcome)),
 
+    recordPhase: async (scope, runId, timings, event) => driver.transaction(bodies.phase(scope, runId, timings, event)),
     setSandbox: async (id, pid, identity) => void setSandbox.run(pid, identity, id),
     interrupted: async (nodes) => {
       const all = interrupted.all() as (InterruptedRun & { node_id: string | null })[]

@@ -118,6 +118,8 @@ export interface InterruptedRun {
 type RunEventType = 'agent_run.started' | 'agent_run.succeeded' | 'agent_run.failed' | 'agent_run.guardrailed'
 /** An agent-run event, recorded in the transaction of the change it reports. */
 export type RunEvent = { [T in RunEventType]: { type: T; data: EventPayloads[T] } }[RunEventType]
+/** A phase of a running run ended: recorded with the run's timings so far. */
+export type RunPhaseEvent = { type: 'agent_run.phase'; data: EventPayloads['agent_run.phase'] }
 
 /** The report a run works on, and the Org and App its events belong to. */
 export interface RunScope {
@@ -187,6 +189,11 @@ export interface AgentRunsRepo {
    * or that news dropped when the report no longer waits on that request. `failInterrupted` does the same.
    */
   finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<void>
+  /**
+   * A phase of a run ended: the run's timings so far and `event`, together, while the run is still
+   * `running`; false (nothing written) when it no longer is (failed as interrupted meanwhile).
+   */
+  recordPhase(scope: RunScope, runId: string, timings: string, event: RunPhaseEvent): Promise<boolean>
   /** Records the running sandbox's PID and identity (cleared with null when it ended). */
   setSandbox(runId: string, pid: number | null, identity: string | null): Promise<void>
   /**
