@@ -83,7 +83,7 @@ async function settle(id: string, statuses: string[]): Promise<Record<string, an
 const moved = (feedbackId: string, from: string, to: string): [string, Record<string, unknown>] => ['feedback.status_changed', { feedbackId, from, to }]
 /** The agent_run.phase events of a run that went through `names`, in that order. */
 const phases = (feedbackId: string, ...names: string[]): [string, Record<string, unknown>][] =>
-  names.map((phase) => ['agent_run.phase', { runId: 'RUN', feedbackId, phase, ms: expect.any(Number) }])
+  names.map((phase) => ['agent_run.phase', { runId: 'RUN', feedbackId, phase, durationMs: expect.any(Number) }])
 const ALL_PHASES = ['prepare', 'clone', 'agent', 'guardrails', 'push', 'pr']
 const intake = (id: string, routeTo: string): [string, Record<string, unknown>][] => [
   ['feedback.received', { feedbackId: id, status: 'received' }],

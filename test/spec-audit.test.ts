@@ -298,9 +298,9 @@ describe(`SPEC and CONTRACT against the compiled binary (${TEST_DIALECT})`, () =
     expect(phases(run.id)).toEqual(['agent_run.started', 'prepare', 'clone', 'agent_run.failed'])
     expect(phases(succeeded.id)).toEqual(['agent_run.started', 'prepare', 'clone', 'agent', 'verify', 'guardrails', 'push', 'agent_run.succeeded'])
     for (const e of ofRun(succeeded.id).filter((x: any) => x.type === 'agent_run.phase')) {
-      expect(Object.keys(e.data).sort()).toEqual(['feedbackId', 'ms', 'phase', 'runId'])
+      expect(Object.keys(e.data).sort()).toEqual(['durationMs', 'feedbackId', 'phase', 'runId'])
       expect(e.data.feedbackId).toBe(id)
-      expect(Number.isInteger(e.data.ms) && e.data.ms >= 0).toBe(true)
+      expect(Number.isInteger(e.data.durationMs) && e.data.durationMs >= 0).toBe(true)
     }
   }, 60_000)
 

@@ -301,7 +301,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     const scope = { feedbackId: f.id, orgId: f.org_id, appId: f.app_id }
     const recordPhase = async (phase: RunPhase, ms: number, timings: Timings) => {
       await runs
-        .recordPhase(scope, runId, JSON.stringify(timings), { type: 'agent_run.phase', data: { runId, feedbackId: f.id, phase, ms } })
+        .recordPhase(scope, runId, JSON.stringify(timings), { type: 'agent_run.phase', data: { runId, feedbackId: f.id, phase, durationMs: Math.max(0, Math.round(ms)) } })
         .catch((e) => log.warn('could not record an agent run phase', { runId, phase, error: e instanceof Error ? e.message : String(e) }))
     }
     let outcome: Awaited<ReturnType<typeof executeRun>>

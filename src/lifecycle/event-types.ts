@@ -19,7 +19,7 @@ export interface EventPayloads {
    */
   'feedback.resolved': { feedbackId: string; leadFeedbackId: string; prUrl: string | null; externalUserId: string | null }
   'agent_run.started': { runId: string; feedbackId: string; provider: string }
-  'agent_run.phase': { runId: string; feedbackId: string; phase: 'prepare' | 'clone' | 'agent' | 'verify' | 'guardrails' | 'push' | 'pr'; ms: number }
+  'agent_run.phase': { runId: string; feedbackId: string; phase: 'prepare' | 'clone' | 'agent' | 'verify' | 'guardrails' | 'push' | 'pr'; durationMs: number }
   'agent_run.succeeded': { runId: string; feedbackId: string; prUrl: string | null; branch: string; costUsd: number }
   'agent_run.failed': { runId: string; feedbackId: string; error: string }
   'agent_run.guardrailed': { runId: string; feedbackId: string; guardrailReason: string }

@@ -114,11 +114,11 @@ describeEachDialect('agent-runs repo', (fresh) => {
     const { repo } = await setup(s)
     expect(await repo.startRun(runRow('r1', 'f1'), started('r1', 'f1'))).toBe(true)
     const scope = { feedbackId: 'f1', orgId: 'o1', appId: 'a1' }
-    const phase = (name: 'prepare' | 'clone', ms: number) => ({ type: 'agent_run.phase' as const, data: { runId: 'r1', feedbackId: 'f1', phase: name, ms } })
+    const phase = (name: 'prepare' | 'clone', ms: number) => ({ type: 'agent_run.phase' as const, data: { runId: 'r1', feedbackId: 'f1', phase: name, durationMs: ms } })
     const soFar = JSON.stringify({ prepareMs: 12, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 })
     expect(await repo.recordPhase(scope, 'r1', soFar, phase('prepare', 12))).toBe(true)
     expect(JSON.parse(String((await runs(s))[0].timings))).toEqual({ prepareMs: 12, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 })
-    expect((await events(s)).slice(-1)).toEqual([['agent_run.phase', { runId: 'r1', feedbackId: 'f1', phase: 'prepare', ms: 12 }, 3]])
+    expect((await events(s)).slice(-1)).toEqual([['agent_run.phase', { runId: 'r1', feedbackId: 'f1', phase: 'prepare', durationMs: 12 }, 3]])
     // The report is untouched: a phase is no move.
     expect(await report(s, 'f1')).toMatchObject({ status: 'agent_running', version: 1 })
     await repo.finishRun(scope, endRow('r1', { error: 'agent exited with code 1' }), failed('r1', 'f1', 'agent exited with code 1', 'agent_running'))

@@ -1127,7 +1127,10 @@ export interface EventAgentRunPhase {
      */
     feedbackId: string;
     phase: "prepare" | "clone" | "agent" | "verify" | "guardrails" | "push" | "pr";
-    ms: number;
+    /**
+     * How long the phase took, in milliseconds
+     */
+    durationMs: number;
   };
 }
 /**

@@ -81,7 +81,7 @@ export function historyText(e) {
     case 'agent_run.started':
       return `Agent run started${d.provider ? ` (${d.provider})` : ''}`
     case 'agent_run.phase':
-      return `Agent run: ${PHASE_LABELS[d.phase] || words(d.phase)} took ${d.ms} ms`
+      return `Agent run: ${PHASE_LABELS[d.phase] || words(d.phase)} took ${d.durationMs} ms`
     case 'agent_run.succeeded':
       return 'Agent run succeeded'
     case 'agent_run.failed':

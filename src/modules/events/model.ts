@@ -63,7 +63,7 @@ const PAYLOADS: Record<(typeof EVENT_TYPES)[number], TSchema> = {
     runId: Id,
     feedbackId: Id,
     phase: oneOf(['prepare', 'clone', 'agent', 'verify', 'guardrails', 'push', 'pr'] as const),
-    ms: t.Number(),
+    durationMs: t.Integer({ minimum: 0, description: 'How long the phase took, in milliseconds' }),
   }),
   'agent_run.succeeded': t.Object({ runId: Id, feedbackId: Id, prUrl: t.Union([t.String(), t.Null()], { description: 'Null in branch mode (`--host none` or `--pr-mode branch`): the branch was pushed, no pull request opened; the report is `pr_opened` with `mergeRequestUrl` null' }), branch: t.String(), costUsd: t.Number() }),
   'agent_run.failed': t.Object({ runId: Id, feedbackId: Id, error: t.String({ description: 'A short cause, never report text' }) }),
