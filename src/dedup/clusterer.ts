@@ -170,7 +170,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
   /**
    * Which App's live index (`indexes`) holds each report (a report's id is its App's alone): a removal goes
    * to the indexes that hold its ids. It asked every index for every id before: a removal of 100,000
-   * reports cost a node holding 50 Apps' indexes 5,000,000 lookups, ~0.5 s of its thread
+   * reports cost a node holding 50 Apps' indexes 5,000,000 lookups, 0.5-0.7 s of its thread
    * (bench/removal-drop.ts), a million reports ten times that, whichever App they were of. Kept by the
    * index itself (AppIndex.onIds) from when it goes live (`goLive`) until it is dropped (`retire`).
    */
