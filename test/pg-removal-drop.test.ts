@@ -4,7 +4,8 @@
  * removal logged and read by the follower as in cluster mode. Before, every id was looked up in each App
  * index the node held: a removal of 100,000 reports of one App cost a node holding 50 Apps' indexes
  * 5,000,000 lookups (bench/removal-drop.ts), a million reports ten times that, on its processing thread.
- * Counted here on the real indexes (AppIndex.has), not timed.
+ * Counted here on the real indexes (AppIndex.has), not timed. And the reports an index holds are dropped in
+ * slices (clusterer.ts `forgetRemovedInSlices`): the thread turns meanwhile (one block before).
  */
 import { afterAll, expect, test } from 'bun:test'
 import { freshStore, type FreshStore } from './dialects'
@@ -94,4 +95,38 @@ test.skipIf(Boolean(skip))("a removal of one App's reports looks only into that 
   await sql(s, 'DELETE FROM feedback WHERE id = ?', [a[PER_APP - 1]])
   await cluster.forgetRemoved([a[PER_APP - 1]])
   expect(await cluster.indexSize('aa')).toBe(PER_APP / 2 - 1)
+}, 60_000)
+
+test.skipIf(Boolean(skip))('reports held by an index are dropped in slices: the thread turns meanwhile', async () => {
+  const s = await freshStore('pg')
+  await seedOrgApp(s, 'o1', 'dd')
+  // What a node may be told in one call (a removal's own node is told a batch; the follower a page of 5,000).
+  const PAGE = 20_000
+  // One statement: PAGE sanitized reports of App dd, each its own words.
+  await sql(
+    s,
+    `INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, redactions, created_at, updated_at)
+     SELECT 'dd' || lpad(to_hex(n), 22, '0'), 'o1', 'dd', 'sanitized', 'report ' || n || ' word' || (n % 97) || ' term' || (n % 89) || ' thing' || (n % 83), 'public', '{}', n, n
+     FROM generate_series(0, ?::int - 1) AS n`,
+    [PAGE],
+  )
+  const cluster = createPgClusterService((s.store as PgStore).sides, s.clock, DEFAULT_THRESHOLDS)
+  expect(await cluster.indexSize('dd')).toBe(PAGE)
+  const ids = Array.from({ length: PAGE }, (_, n) => id('dd', n))
+  let done = false
+  let turns = 0
+  const turning = (async () => {
+    while (!done) {
+      await new Promise((resolve) => setImmediate(resolve))
+      turns++
+    }
+  })()
+  const began = performance.now()
+  await cluster.forgetRemoved(ids).finally(() => (done = true))
+  const ms = performance.now() - began
+  await turning
+  console.log(`pg-removal-drop: ${PAGE} held ids dropped in ${Math.round(ms)} ms with ${turns} turns of the event loop meanwhile`)
+  // Before: one block (the turn after it only). Each 10 ms of work yields once.
+  expect(turns).toBeGreaterThanOrEqual(3)
+  expect(await cluster.indexSize('dd')).toBe(0)
 }, 60_000)
