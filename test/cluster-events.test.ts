@@ -5,6 +5,8 @@
  * no node reads the Orgs' counters (`event_counters`) per commit: a commit's news (its Orgs and their
  * new seqs) travels on the wake bus, and the nodes' 1 s safety polls ask only one SUM, which matches the
  * news they heard. With Redis gone (every wake lost) the same stream still gets every event, by the poll.
+ * A flood of forged `events` wake-ups (anyone who can publish on the channel, posing as a live node) reads
+ * the counters once per 50 ms per node at most (src/nodes/heard-spacing.ts), not once per message heard.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -13,6 +15,8 @@ import { eventually, runBinary, spawnServer, tempDir } from './harness'
 import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
 import { sharedPostgres } from './dialects'
 import { openPool } from '../src/db/pg/client-options'
+import { RedisLink } from '../src/nodes/redis-link'
+import { WOKEN_GAP_MS } from '../src/nodes/woken-reader'
 import { SseClient } from './events-helpers'
 
 type Node = Awaited<ReturnType<typeof spawnServer>>
@@ -133,6 +137,47 @@ describe('event news between two nodes', () => {
     // is still on its way (or at a node's once-a-minute recount): a few per node in a slow run, whatever
     // the number of commits. Before the news, every commit made each node look: 132 scans for these 40.
     expect(scans).toBeLessThan(REPORTS / 4)
+  }, 120_000)
+
+  test('a flood of forged events wake-ups reads the counters once per WOKEN_GAP_MS per node at most; an event still reaches the other node', async () => {
+    const c = await cluster(redis)
+    // Each node hears the other from its next beat on (alive in the database then).
+    await Bun.sleep(6_000)
+    const ids = (await c.pool.query<{ id: string }>('SELECT id FROM cluster_nodes ORDER BY id')).rows.map((r) => r.id)
+    expect(ids.length).toBe(2)
+    const forger = new RedisLink(redis.url)
+    try {
+      await c.pool.query('SELECT pg_stat_statements_reset()')
+      const FLOOD_MS = 2_000
+      const began = performance.now()
+      let sent = 0
+      while (performance.now() - began < FLOOD_MS) {
+        const batch: Promise<unknown>[] = []
+        // Each node's id by turns: a node ignores its own, so both nodes hear every other message.
+        for (let i = 0; i < 500; i++) batch.push(forger.send('PUBLISH', ['fixloop:wake', `${ids[sent++ % 2]} events`]))
+        await Promise.all(batch)
+      }
+      const floodMs = performance.now() - began
+      await Bun.sleep(300)
+      const sums = await calls(c.pool, 'SUM(last_seq)')
+      // Per node: an act per WOKEN_GAP_MS, the 1 s safety poll, and slack for a loaded machine.
+      const most = 2 * (Math.ceil(floodMs / WOKEN_GAP_MS) + Math.ceil(floodMs / 1_000) + 10)
+      console.log(`${sent} forged events wake-ups in ${Math.round(floodMs)} ms: ${sums} counter reads by the two nodes (at most ${most})`)
+      // Before: a read per message heard while none was under way (~170-190 a second for the two nodes).
+      expect(sums).toBeLessThanOrEqual(most)
+      // The messages were heard: more reads than the safety polls alone make.
+      expect(sums).toBeGreaterThan(2 * Math.ceil(floodMs / 1_000) + 2)
+    } finally {
+      forger.close()
+    }
+    // A genuine event after the flood reaches a stream on the other node (generous: the poll would too).
+    const stream = await SseClient.open(`${c.b.url}/v1/events/stream?after=0`, c.key)
+    try {
+      await submit(c.a.url, c.pub, 0)
+      await eventually(() => (stream.messages.some((m) => m.event === 'feedback.received') ? true : undefined), 5_000)
+    } finally {
+      await stream.close()
+    }
   }, 120_000)
 
   test('with Redis away every wake-up is lost: the stream on node B still gets every event, by the safety poll', async () => {

@@ -1,12 +1,15 @@
 /**
  * src/nodes/wake-bus.ts against a real redis-server: what one node publishes wakes the others (never
  * itself), bursts are throttled without losing the last wake, event news (Orgs and their seqs) merges
- * into the throttled messages and stays bounded, and a subscription lost with Redis comes back by itself.
+ * into the throttled messages and stays bounded, a subscription lost with Redis comes back by itself, and
+ * a flood of forged job and `events` wake-ups acts once per WOKEN_GAP_MS per word (src/nodes/heard-spacing.ts).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startRedis, type RedisServer } from './cluster-env'
 import { RedisLink } from '../src/nodes/redis-link'
 import { EVENT_NEWS_MAX_ORGS, WakeBus, type EventNews } from '../src/nodes/wake-bus'
+import { HeardSpacing } from '../src/nodes/heard-spacing'
+import { WOKEN_GAP_MS } from '../src/nodes/woken-reader'
 import { Logger } from '../src/core/logger'
 import { eventually } from './harness'
 
@@ -171,3 +174,73 @@ test('only the nodes of this cluster are listened to: a wake or event news from 
   await other.send('PUBLISH', ['fixloop:wake', 'node_new process'])
   await eventually(() => (heard.includes('process') ? true : undefined), 5_000)
 })
+
+test('a flood of forged job and events wake-ups acts once per WOKEN_GAP_MS per word, news kept; a single wake-up after quiet acts at once', async () => {
+  // Anyone who can publish on the channel can pose as a live node (its id is in every message). Each
+  // `process` woke the workers (a read of the jobs table), each plain `events` the hub (a read of the
+  // outbox's counters): 250,000 forged in 2 s read the jobs table ~1.5 times as often as a quiet node,
+  // 330,000 `events` ~70 counter reads a second.
+  const acts: { what: string; news?: EventNews; at: number }[] = []
+  const spacing = new HeardSpacing((what, news) => void acts.push({ what, news, at: performance.now() }))
+  let pings = 0
+  const link = new RedisLink(redis.url)
+  const forger = new RedisLink(redis.url)
+  links.push(link, forger)
+  const bus = new WakeBus(redis.url, link, 'node_spaced', (what, n) => (what === 'ping' ? void pings++ : spacing.heard(what, n)), new Logger('silent'), 20, 200)
+  buses.push(bus)
+  bus.start()
+  await eventually(async () => {
+    await forger.send('PUBLISH', ['fixloop:wake', 'node_peer ping'])
+    return pings > 0 ? true : undefined
+  }, 5_000)
+  await Bun.sleep(2 * WOKEN_GAP_MS)
+
+  // One genuine wake-up after quiet: acted on as soon as it is heard (generous bound: a loaded CI machine).
+  const sentAt = performance.now()
+  await forger.send('PUBLISH', ['fixloop:wake', 'node_peer process'])
+  await eventually(() => (acts.length > 0 ? true : undefined), 5_000)
+  expect(acts.map((a) => a.what)).toEqual(['process'])
+  expect(acts[0].at - sentAt).toBeLessThan(1_000)
+
+  // The flood: `process` and `events` naming Orgs, back to back.
+  await Bun.sleep(2 * WOKEN_GAP_MS)
+  acts.length = 0
+  const heardBefore = bus.counts.heard
+  const highest = new Map<string, number>()
+  let seq = 0
+  const FLOOD_MS = 1_500
+  const until = performance.now() + FLOOD_MS
+  while (performance.now() < until) {
+    const sends: Promise<unknown>[] = []
+    for (let i = 0; i < 400; i++) {
+      if (i % 2) sends.push(forger.send('PUBLISH', ['fixloop:wake', 'node_peer process']))
+      else {
+        const org = `org${i % 7}`
+        highest.set(org, ++seq)
+        sends.push(forger.send('PUBLISH', ['fixloop:wake', `node_peer events {"${org}":${seq}}`]))
+      }
+    }
+    await Promise.all(sends)
+  }
+  const floodEnded = performance.now()
+  await Bun.sleep(4 * WOKEN_GAP_MS)
+  const heard = bus.counts.heard - heardBefore
+  const of = (what: string) => acts.filter((a) => a.what === what)
+  const most = Math.ceil((floodEnded - (until - FLOOD_MS)) / WOKEN_GAP_MS) + 3
+  console.log(`heard-spacing: ${heard} wake-ups heard in ${Math.round(floodEnded - until + FLOOD_MS)} ms, ${of('process').length} process and ${of('events').length} events acts (at most ${most} each)`)
+  // Before: an act per message heard.
+  expect(heard).toBeGreaterThan(10 * most)
+  expect(of('process').length).toBeLessThanOrEqual(most)
+  expect(of('events').length).toBeLessThanOrEqual(most)
+  // Acts keep the gap between them, and the last wake-up of the flood is acted on.
+  for (const kind of ['process', 'events']) {
+    const at = of(kind).map((a) => a.at)
+    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual(WOKEN_GAP_MS - 2)
+    expect(at.length).toBeGreaterThan(1)
+  }
+  // Each Org's highest seq reached the hub: the news of the wake-ups folded into an act is merged, not lost.
+  const told = new Map<string, number>()
+  for (const a of of('events')) for (const [org, s] of a.news ?? []) told.set(org, Math.max(told.get(org) ?? 0, s))
+  expect(told).toEqual(highest)
+  spacing.stop()
+}, 30_000)

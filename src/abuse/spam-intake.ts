@@ -67,8 +67,11 @@ export function createSpamIntake(deps: { clock: Clock; repo: AbuseRepo; meter: M
     confirmedSpam: (appId: string, text: string) => ring.add(appId, text),
     /** A report of the App was declared "not spam" by hand: its text no longer makes others `like_spam`. */
     notSpam: (appId: string, text: string) => void ring.remove(appId, text),
-    /** Cluster mode: the App's marks by hand as the database has them, made on any node, less what "not spam" cleared (spam-share.ts). */
-    marksOf: (appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]) => ring.replace(appId, marks, cleared),
+    /**
+     * Cluster mode: the App's marks by hand as the database has them, made on any node, less what "not spam"
+     * cleared (spam-share.ts); in slices, between which this thread serves. Resolves with the ms it worked.
+     */
+    marksOf: (appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): Promise<number> => ring.replaceInSlices(appId, marks, cleared),
 
     /** A public submission's classification, or null when it is not spam (or not classified). */
     /** `ownSites`: the host names of the App's own pages (its allowed origins, the report's page URL). */

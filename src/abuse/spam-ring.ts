@@ -30,6 +30,8 @@ export const LIKE_SPAM_CHARS = 1000
  */
 export const NEAR_COPY = 0.9
 export const NEAR_COPY_RECENT = 16
+/** How long a load of an App's marks (`replaceInSlices`) holds the thread at once (a mark's step is ~1 ms). */
+export const LOAD_SLICE_MS = 20
 
 /** An App's spam texts, oldest first (parallel arrays: the vectors are compared as one batch). */
 interface Ring {
@@ -90,18 +92,58 @@ export class SpamRing {
    * left out, as `remove` would have dropped it then. The same bounds and near-copy rule as `add`.
    */
   replace(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[] = []): void {
-    this.apps.delete(appId)
+    const steps = this.rebuilt(marks, cleared)
+    let step = steps.next()
+    while (!step.done) step = steps.next()
+    this.install(appId, step.value)
+  }
+
+  /**
+   * `replace` in slices of about `sliceMs` of this thread, resuming on the next turn of the event loop:
+   * an App's 200 marks each compared with 200 "not spam" texts of 1,000 characters is ~150-250 ms, which
+   * held the thread that serves requests at once (src/abuse/spam-share.ts loads this way). The same ring
+   * as `replace`; the App's texts as they were serve until it is done. Resolves with the time it spent
+   * working (ms of this thread, the waits between slices left out).
+   */
+  async replaceInSlices(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[] = [], sliceMs = LOAD_SLICE_MS): Promise<number> {
+    const steps = this.rebuilt(marks, cleared)
+    let work = 0
+    for (;;) {
+      const began = performance.now()
+      let step = steps.next()
+      while (!step.done && performance.now() - began < sliceMs) step = steps.next()
+      work += performance.now() - began
+      if (step.done) {
+        this.install(appId, step.value)
+        return work
+      }
+      await new Promise<void>((resolve) => setImmediate(resolve))
+    }
+  }
+
+  /** The ring `replace` makes of `marks` less what `cleared` resembles, a step (a text's vector or a mark) at a time. */
+  private *rebuilt(marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): Generator<void, Ring> {
     const since = this.clock.now() - SPAM_RING_WINDOW_MS
-    const clearedVectors = cleared.map((c) => trigramVector(c.text, LIKE_SPAM_CHARS))
+    const clearedVectors: TrigramVector[] = []
+    for (const c of cleared) {
+      clearedVectors.push(trigramVector(c.text, LIKE_SPAM_CHARS))
+      yield
+    }
     const ring: Ring = { at: [], vectors: [] }
     for (const m of marks.slice(-this.size)) {
       if (m.at <= since) continue
       const vector = trigramVector(m.text, LIKE_SPAM_CHARS)
       if (vector.sumSquares === 0) continue
       const cosines = trigramCosines(vector, clearedVectors)
-      if (cleared.some((c, i) => c.at >= m.at && cosines[i] >= LIKE_SPAM_SIMILARITY)) continue
-      this.hold(ring, vector, m.at, true)
+      if (!cleared.some((c, i) => c.at >= m.at && cosines[i] >= LIKE_SPAM_SIMILARITY)) this.hold(ring, vector, m.at, true)
+      yield
     }
+    return ring
+  }
+
+  /** The App's texts are `ring` from now on (none: the App holds nothing). */
+  private install(appId: string, ring: Ring): void {
+    this.apps.delete(appId)
     if (ring.at.length === 0) return
     if (this.apps.size >= this.maxApps) this.evict()
     this.apps.set(appId, ring)

@@ -34,6 +34,8 @@ export const SPAM_DECIDED = 'spam'
  * with full lists, several times a second, held every node's thread (a decision is one request; each node
  * loaded the App again). A look stops loading once it spent LOOK_WORK_MS (the rest waits for the next
  * look, still within the look-back), and the next look waits until loading is LOAD_SHARE of the time.
+ * One App's load is itself cut in slices of LOAD_SLICE_MS (spam-ring.ts `replaceInSlices`): it held the
+ * thread ~150-250 ms at once before, whatever the share.
  */
 export const LOAD_SHARE = 0.2
 export const LOOK_WORK_MS = 50
@@ -50,8 +52,12 @@ export interface SpamMarksRepo {
 
 export interface SpamShareDeps {
   repo: SpamMarksRepo
-  /** Replaces the App's spam texts in this node's ring, less what a "not spam" cleared (spam-ring.ts `replace`). */
-  load(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): void
+  /**
+   * Replaces the App's spam texts in this node's ring, less what a "not spam" cleared (spam-ring.ts
+   * `replaceInSlices`): resolves with the ms of this thread it worked (the waits between its slices left
+   * out); a load that returns nothing is timed whole.
+   */
+  load(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): Promise<number> | void
   clock: Clock
   log: Logger
   pollMs?: number
@@ -91,8 +97,8 @@ export class SpamShare extends WokenReader {
         const marks = await repo.markedByHand(appId, window, SPAM_RING_SIZE)
         const cleared = await repo.clearedSince(appId, window)
         const began = performance.now()
-        this.deps.load(appId, marks, cleared)
-        work += performance.now() - began
+        const sliced = this.deps.load(appId, marks, cleared)
+        work += sliced ? await sliced : performance.now() - began
         this.loaded.set(appId, at)
       }
       for (const [appId, at] of this.loaded) if (at < since) this.loaded.delete(appId)

@@ -63,6 +63,16 @@ export class AppIndex {
    */
   private arrivedAt = new Int32Array(1024)
   private arrivals = 0
+  /**
+   * Told of every report that enters (true) or leaves (false) the index, once it is an App's live index
+   * (the clusterer's id → App map, which finds a removed report's index without asking every index).
+   */
+  onIds: ((id: string, held: boolean) => void) | undefined
+
+  /** The reports it holds. */
+  ids(): IterableIterator<string> {
+    return this.slotOf.keys()
+  }
 
   get size(): number {
     return this.live
@@ -139,6 +149,7 @@ export class AppIndex {
     }
     const slot = this.docs.push(f, terms, tfs, leadId)
     this.slotOf.set(f.id, slot)
+    this.onIds?.(f.id, true)
     this.growSlotTables(slot)
     this.arrivedAt[slot] = arrivedAt
     const title = this.docs.titleKey(slot)
@@ -279,6 +290,7 @@ export class AppIndex {
     // Postings keep the dead slot; lookups skip dead slots (cheaper than splicing arrays).
     this.docs.kill(slot)
     this.slotOf.delete(id)
+    this.onIds?.(id, false)
     this.densities.delete(id)
     this.newestMember.delete(id)
     this.live--

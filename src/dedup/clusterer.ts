@@ -32,6 +32,12 @@ export function takesDuplicates(root: RootState | null | undefined): root is Roo
 export const MAX_INDEXED_PER_APP = 100_000
 /** Reports indexed between two yields to the event loop while an index is built. */
 const BUILD_SLICE = 250
+/**
+ * Removed ids dropped between two looks at the clock (`forgetRemovedInSlices`), and how long the thread
+ * drops them before it yields: a page of the removal log (5,000 ids) held a node's thread ~70 ms at once.
+ */
+const REMOVAL_SLICE_IDS = 250
+export const REMOVAL_SLICE_MS = 10
 /** How many of the best word-score candidates get the full (blended) score. */
 export const RESCORE = 15
 /**
@@ -160,7 +166,29 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
    * drops them itself before the index is used (it is among `indexes` only once built, where
    * `forgetRemoved` looks). `relink` as `forgetRemoved`'s.
    */
-  const removedWhileBuilding = new Map<string, { ids: Set<string>; relink: boolean }>()
+  const removedWhileBuilding = new Map<string, { batches: (readonly string[])[]; relink: boolean }>()
+  /**
+   * Which App's live index (`indexes`) holds each report (a report's id is its App's alone): a removal goes
+   * to the indexes that hold its ids. It asked every index for every id before: a removal of 100,000
+   * reports cost a node holding 50 Apps' indexes 5,000,000 lookups, 0.5-0.7 s of its thread
+   * (bench/removal-drop.ts), a million reports ten times that, whichever App they were of. Kept by the
+   * index itself (AppIndex.onIds) from when it goes live (`goLive`) until it is dropped (`retire`).
+   */
+  const holders = new Map<string, string>()
+
+  /** The App's index is built: it serves from now on, and its reports are found by `holders`. */
+  function goLive(appId: string, index: AppIndex): void {
+    indexes.set(appId, index)
+    for (const id of index.ids()) holders.set(id, appId)
+    index.onIds = (id, held) => void (held ? holders.set(id, appId) : holders.delete(id))
+  }
+
+  /** The App's index is dropped (`forget`): its reports leave `holders` (a later build of the App adds them again). */
+  function retire(appId: string, index: AppIndex | undefined): void {
+    if (!index) return
+    index.onIds = undefined
+    for (const id of index.ids()) if (holders.get(id) === appId) holders.delete(id)
+  }
   const row = (id: string): Row | null => reads.get(id)
   /** Sanitized reports' texts, for ranking without reading the candidates' rows (text-cache.ts). */
   const texts = new TextCache()
@@ -242,7 +270,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     let pending = building.get(appId)
     if (!pending) {
       const epoch = epochs.get(appId) ?? 0
-      const removed = { ids: new Set<string>(), relink: false }
+      const removed = { batches: [] as (readonly string[])[], relink: false }
       removedWhileBuilding.set(appId, removed)
       pending = (async () => {
         const index = new AppIndex()
@@ -259,11 +287,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         }
         // A blocking build (indexFor) may have finished first: keep that one, which later changes went to.
         if (indexes.has(appId) || (epochs.get(appId) ?? 0) !== epoch) return
-        if (removed.ids.size > 0) {
-          for (const id of removed.ids) texts.delete(id) // remembered by this build again
-          dropRemoved(appId, index, removed.ids, removed.relink)
+        if (removed.batches.length > 0) {
+          const ids = removed.batches.flat()
+          for (const id of ids) texts.delete(id) // remembered by this build again
+          dropRemoved(appId, index, ids, removed.relink)
         }
-        indexes.set(appId, index)
+        goLive(appId, index)
         seedCalibration(appId, recent)
       })().finally(() => {
         if (building.get(appId) === pending) building.delete(appId)
@@ -286,7 +315,7 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
         index.add(featuresIn(index, r), r.duplicate_of_id, sampled(i) ? r.text : undefined)
         remember(r)
       }
-      indexes.set(appId, index)
+      goLive(appId, index)
       seedCalibration(appId, rows.slice(-CALIBRATION_SEED))
     }
     return index
@@ -499,6 +528,43 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     return { ...verdict, suggestion }
   }
 
+  /**
+   * Reports removed outside clustering (a reporter's erasure, the report retention: src/db/sql/report-removal.ts),
+   * committed: out of their App's index and the text cache, and the duplicates of a removed lead linked
+   * as the database has them now (handed to the oldest surviving duplicate, or gone too). Without it the
+   * index kept an erased report's text until a restart, and ranked a new report against a cluster by a
+   * lead that no longer exists (the clustering shortlist takes links from the index, not the database).
+   * Ids no index holds are ignored. `relink`: read the duplicates' links again (SQLite, where `reads` reads
+   * the database; PostgreSQL's rankings correct every link from the snapshot they read, and outside one
+   * its reads see nothing). Returns the Apps touched (their lead states are the caller's to drop). Work
+   * in proportion to `ids`, whatever the number of indexes (`holders`).
+   */
+  function forgetRemoved(ids: readonly string[], relink: boolean): string[] {
+    for (const id of ids) texts.delete(id)
+    // A build under way read its rows before this removal: it drops these when it ends.
+    if (removedWhileBuilding.size > 0) {
+      const batch = [...ids]
+      for (const removed of removedWhileBuilding.values()) {
+        removed.batches.push(batch)
+        removed.relink ||= relink
+      }
+    }
+    const byApp = new Map<string, string[]>()
+    for (const id of ids) {
+      const appId = holders.get(id)
+      if (appId === undefined) continue
+      const list = byApp.get(appId)
+      if (list) list.push(id)
+      else byApp.set(appId, [id])
+    }
+    const touched: string[] = []
+    for (const [appId, list] of byApp) {
+      const index = indexes.get(appId)
+      if (index && dropRemoved(appId, index, list, relink)) touched.push(appId)
+    }
+    return touched
+  }
+
   const api = {
     prepare,
     indexFor,
@@ -618,26 +684,23 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       texts.delete(id)
     },
 
+    forgetRemoved,
+
     /**
-     * Reports removed outside clustering (a reporter's erasure, the report retention: src/db/sql/report-removal.ts),
-     * committed: out of their App's index and the text cache, and the duplicates of a removed lead linked
-     * as the database has them now (handed to the oldest surviving duplicate, or gone too). Without it the
-     * index kept an erased report's text until a restart, and ranked a new report against a cluster by a
-     * lead that no longer exists (the clustering shortlist takes links from the index, not the database).
-     * Ids no index holds are ignored. `relink`: read the duplicates' links again (SQLite, where `reads` reads
-     * the database; PostgreSQL's rankings correct every link from the snapshot they read, and outside one
-     * its reads see nothing). Returns the Apps touched (their lead states are the caller's to drop).
+     * `forgetRemoved` a slice at a time, yielding to the event loop once REMOVAL_SLICE_MS went by (the
+     * thread serves requests or clusters meanwhile): a node drops a page of the removal log this way.
      */
-    forgetRemoved(ids: readonly string[], relink: boolean): string[] {
-      for (const id of ids) texts.delete(id)
-      // A build under way read its rows before this removal: it drops these when it ends.
-      for (const removed of removedWhileBuilding.values()) {
-        for (const id of ids) removed.ids.add(id)
-        removed.relink ||= relink
+    async forgetRemovedInSlices(ids: readonly string[], relink: boolean): Promise<string[]> {
+      const touched = new Set<string>()
+      let since = performance.now()
+      for (let from = 0; from < ids.length; from += REMOVAL_SLICE_IDS) {
+        for (const appId of forgetRemoved(ids.slice(from, from + REMOVAL_SLICE_IDS), relink)) touched.add(appId)
+        if (performance.now() - since >= REMOVAL_SLICE_MS && from + REMOVAL_SLICE_IDS < ids.length) {
+          await new Promise<void>((resolve) => setImmediate(resolve))
+          since = performance.now()
+        }
       }
-      const touched: string[] = []
-      for (const [appId, index] of indexes) if (dropRemoved(appId, index, ids, relink)) touched.push(appId)
-      return touched
+      return [...touched]
     },
 
     /** Other reports of the same App as `id`, best first. */
@@ -665,9 +728,12 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
     forget(appId?: string): void {
       for (const app of appId ? [appId] : [...indexes.keys(), ...building.keys()]) epochs.set(app, (epochs.get(app) ?? 0) + 1)
       if (appId) {
+        retire(appId, indexes.get(appId))
         indexes.delete(appId)
         building.delete(appId)
       } else {
+        for (const index of indexes.values()) index.onIds = undefined
+        holders.clear()
         indexes.clear()
         building.clear()
       }

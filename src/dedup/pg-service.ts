@@ -405,9 +405,12 @@ export function createPgClusterService<Tx>(sides: TxClusterSides<Tx>, clock: Clo
 
     /** Drops the cached index of an App (tests; after bulk imports; cluster mode: its partition moved). */
     forget: core.forget,
-    /** Reports removed outside clustering, committed: out of this node's indexes (clusterer.ts `forgetRemoved`). */
-    forgetRemoved(ids: readonly string[]): void {
-      core.forgetRemoved(ids, false)
+    /**
+     * Reports removed outside clustering, committed: out of this node's indexes (clusterer.ts
+     * `forgetRemoved`), in slices that let this thread serve meanwhile (a page of the removal log is 5,000).
+     */
+    async forgetRemoved(ids: readonly string[]): Promise<void> {
+      await core.forgetRemovedInSlices(ids, false)
     },
     /** The Apps with an index on this node. */
     indexedApps: core.indexedApps,

@@ -19,6 +19,7 @@ import { PeerCheck } from '../nodes/peer-check'
 import { RedisLink } from '../nodes/redis-link'
 import { ANNOUNCE, CLUSTER_SAFETY_POLL_MS, WakeBus, type EventNews } from '../nodes/wake-bus'
 import { RemovalFollower, REMOVED } from '../nodes/removal-follower'
+import { HeardSpacing } from '../nodes/heard-spacing'
 import { SPAM_DECIDED, SpamShare } from '../abuse/spam-share'
 import { lastRemovedSeq, removedSince } from '../db/pg/removal-log'
 import { createPgSpamMarks } from '../db/pg/spam-marks'
@@ -127,11 +128,12 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         log,
       })
       const spamShare = new SpamShare({ repo: createPgSpamMarks(pool), load: spamMarksOf, clock, log })
+      // Job kinds and `events` heard are spaced (heard-spacing.ts), as the removal log's and spam marks' reads are.
+      const spaced = new HeardSpacing((what, news) => (what === 'events' ? hub.heard(news ?? null) : wakeLocally(what as JobKind)))
       const heard = (what: string, news?: EventNews) => {
-        if (what === 'events') return hub.heard(news ?? null)
         if (what === REMOVED) return void removals.wake()
         if (what === SPAM_DECIDED) return void spamShare.wake()
-        if (isJobKind(what)) wakeLocally(what)
+        if (what === 'events' || isJobKind(what)) spaced.heard(what, news)
       }
       if (redis && config.redisUrl) {
         wakeBus = new WakeBus(config.redisUrl, redis, node.id, heard, log, undefined, undefined, (id) => peers.has(id))
@@ -158,7 +160,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
             await processing.port.forgetRemoved(ids)
           },
         },
-        followers: [removals, spamShare],
+        followers: [removals, spamShare, spaced],
         spamDecided: () => bus?.publish(SPAM_DECIDED),
         processingWorker: processor,
         partitions,

@@ -67,7 +67,7 @@ export interface ModeParts {
   /** Cluster mode: fails the runs a dead node left (its lease swept). */
   failRunsOf(nodeIds: string[]): Promise<unknown>
   /** Cluster mode: puts an App's marks of spam by hand, made on any node, in this node's `like_spam` ring (src/abuse/spam-share.ts). */
-  spamMarksOf(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): void
+  spamMarksOf(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): Promise<number>
 }
 
 export interface ModeWorkers {
