@@ -139,6 +139,9 @@ describe('duplicate suggestions in the dashboard', () => {
     // As the clustering stores it with a verdict where duplicates came in bursts (test/repos/similar-order
     // learns it from real clustering on both dialects); every reader shows the stored value.
     const db = new Database(join(dir, 'fixloop.db'))
+    // The running server writes too (its worker, the clustering): wait for its lock rather than fail at once
+    // ("database is locked", seen on a loaded machine).
+    db.run('PRAGMA busy_timeout = 10000')
     const before = db.query('SELECT arrival_locality AS l FROM app_calibration WHERE app_id = ?').get(tenant.appId) as { l: number }
     try {
       db.run('UPDATE app_calibration SET arrival_locality = 0.62 WHERE app_id = ?', [tenant.appId])
