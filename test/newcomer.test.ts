@@ -1,6 +1,7 @@
 /**
  * A newcomer's path through the compiled binary: the README's "First feedback, step by step" run as
- * written (its sh block, against a real `fixloop serve`).
+ * written (its sh block, against a real `fixloop serve`), and the errors a first try runs into saying what
+ * to do: a query parameter put in the body, a query parameter misspelt.
  * SQLite only: what it checks is the same on both dialects, and the README's path is the data dir's.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -53,4 +54,41 @@ describe('the README, step by step', () => {
     expect(samples.length).toBeGreaterThanOrEqual(2)
     for (const sample of samples) expect(stdout).toMatch(samplePattern(sample))
   }, 60_000)
+})
+
+describe('errors a first try runs into say what to do', () => {
+  test('POST /v1/tokens/mint with appId in the body: the answer says appId goes in the query string', async () => {
+    const org = await cli('org', 'create', '--name', 'Newcomer')
+    const key = (await cli('key', 'create', '--org', org.id, '--name', 'backend')).key
+    const app = await cli('app', 'create', '--org', org.id, '--name', 'Shop')
+    const r = await call(server.url, 'POST', '/v1/tokens/mint', { auth: key, body: { sub: 'user-42', appId: app.id } })
+    expect(r.status).toBe(400)
+    expect(r.body.error.code).toBe('invalid_body')
+    expect(r.body.error.message).toBe('A query parameter is not valid (see details.issues).')
+    expect(r.body.error.details.issues).toEqual([{ path: '/appId', message: 'query parameter appId is missing: add ?appId=… to the URL' }])
+    // The same call as the README makes it works.
+    const ok = await call(server.url, 'POST', `/v1/tokens/mint?appId=${app.id}`, { auth: key, body: { sub: 'user-42' } })
+    expect(ok.status).toBe(200)
+  })
+
+  test('a misspelt or a bad query parameter is named as one; a bad body field still reads as the body', async () => {
+    const org = await cli('org', 'create', '--name', 'Newcomer')
+    const key = (await cli('key', 'create', '--org', org.id, '--name', 'backend')).key
+    const misspelt = await call(server.url, 'GET', '/v1/feedback?lmit=3', { auth: key })
+    expect(misspelt.status).toBe(400)
+    expect(misspelt.body.error.message).toBe('A query parameter is not valid (see details.issues).')
+    expect(misspelt.body.error.details.issues).toEqual([{ path: '/lmit', message: 'lmit is not a query parameter of this route' }])
+    const status = await call(server.url, 'GET', '/v1/feedback?status=open', { auth: key })
+    expect(status.status).toBe(400)
+    expect(status.body.error.details.issues[0].path).toBe('/status')
+    expect(status.body.error.details.issues[0].message).toStartWith('query parameter status must be one of: "received"')
+    const limit = await call(server.url, 'GET', '/v1/feedback?limit=0', { auth: key })
+    expect(limit.status).toBe(400)
+    expect(limit.body.error.message).toBe('A query parameter is not valid (see details.issues).')
+    expect(limit.body.error.details.issues[0].path).toBe('/limit')
+    const body = await call(server.url, 'POST', '/v1/tokens/mint?appId=' + '0'.repeat(24), { auth: key, body: { sub: 'u', appId: 'x' } })
+    expect(body.status).toBe(400)
+    expect(body.body.error.message).toBe('The request body is not valid.')
+    expect(body.body.error.details.issues[0]).toEqual({ path: '/appId', message: "Property 'appId' should not be provided" })
+  })
 })
