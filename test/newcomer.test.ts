@@ -1,7 +1,7 @@
 /**
  * A newcomer's path through the compiled binary: the README's "First feedback, step by step" run as
  * written (its sh block, against a real `fixloop serve`), and the errors a first try runs into saying what
- * to do: a query parameter put in the body, a query parameter misspelt.
+ * to do: a query parameter put in the body, a query parameter misspelt, a CLI command missing its --org.
  * SQLite only: what it checks is the same on both dialects, and the README's path is the data dir's.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -90,5 +90,21 @@ describe('errors a first try runs into say what to do', () => {
     expect(body.status).toBe(400)
     expect(body.body.error.message).toBe('The request body is not valid.')
     expect(body.body.error.details.issues[0]).toEqual({ path: '/appId', message: "Property 'appId' should not be provided" })
+  })
+
+  test('a CLI command missing --org or its id says where the id comes from and shows its usage (exit 2)', async () => {
+    const list = await runBinary(['app', 'list', '--data-dir', dir])
+    expect(list.code).toBe(2)
+    expect(list.stdout).toBe('')
+    expect(list.stderr).toStartWith('fixloop: missing --org (the Org ids: fixloop org list)\n')
+    expect(list.stderr).toContain('Usage:\n  fixloop app list --org ORG_ID [--json]')
+    const create = await runBinary(['key', 'create', '--data-dir', dir])
+    expect(create.code).toBe(2)
+    expect(create.stderr).toContain('fixloop: missing --org (the Org ids: fixloop org list)')
+    expect(create.stderr).toContain('  fixloop key create --org ORG_ID [--name N] [--json]')
+    const rotate = await runBinary(['key', 'rotate', '--data-dir', dir])
+    expect(rotate.code).toBe(2)
+    expect(rotate.stderr).toStartWith('fixloop: missing KEY_ID argument (the key ids: fixloop key list --org ORG_ID)\n')
+    expect(rotate.stderr).toContain('  fixloop key rotate KEY_ID [--json]')
   })
 })
