@@ -29,13 +29,13 @@ Commands:
   serve           run the HTTP API and the worker
   org             create or list Orgs
   key             create, list, rotate or revoke sk_ API keys
-  app             create, update, list, rotate-secret or delete Apps
-  admin           create, list or remove dashboard admins, change their role, reset a password
-  webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  app             create, update, list, rotate-secret or delete Apps; connect-repo, disconnect-repo, rotate-webhook-secret, smtp, smtp-test, triage-reset
+  admin           create, list or remove dashboard admins, change their role, reset-password
+  webhook         create, list, delete webhook endpoints; deliveries (the log), redeliver, rotate-secret, test, enable
   audit           export the audit log of an Org as JSON lines (fixloop audit export --org ORG_ID), or match an erasure (audit digest)
-  feedback        triage near-duplicates: suggestions, merge, reject-suggestion
+  feedback        triage near-duplicates (suggestions, merge, reject-suggestion), mark a lead fixed (resolve)
   chatops         connect Slack (fixloop chatops slack --help)
-  tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), push a report
+  tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), show, disconnect, push a report, rotate-webhook-secret
   migrate         apply database migrations
   migrate-db      copy the data dir's SQLite into an empty PostgreSQL (--to postgres://…), verified
   backup          write one archive: database + uploaded files + manifest

@@ -108,3 +108,19 @@ describe('errors a first try runs into say what to do', () => {
     expect(rotate.stderr).toContain('  fixloop key rotate KEY_ID [--json]')
   })
 })
+
+describe('fixloop --help', () => {
+  test('names every subcommand of each command group, as the group\'s own --help lists them', async () => {
+    const main = (await runBinary(['--help'])).stdout
+    const lines = new Map([...main.matchAll(/^ {2}([a-z][a-z-]*) {2,}(.*)$/gm)].map((m) => [m[1], m[2].toLowerCase()]))
+    expect(lines.size).toBeGreaterThanOrEqual(10)
+    const missing: string[] = []
+    for (const [group, line] of lines) {
+      const own = await runBinary([group, '--help'])
+      const subs = new Set([...(own.stdout + own.stderr).matchAll(new RegExp(`fixloop ${group} ([a-z][a-z-]*)`, 'g'))].map((m) => m[1]))
+      // "redeliver" names redeliver-failed too; every other subcommand by its own name.
+      for (const sub of subs) if (!line.includes(sub) && !(sub.endsWith('-failed') && line.includes(sub.split('-')[0]))) missing.push(`${group} ${sub}`)
+    }
+    expect(missing).toEqual([])
+  }, 60_000)
+})
