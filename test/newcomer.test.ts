@@ -92,6 +92,22 @@ describe('errors a first try runs into say what to do', () => {
     expect(body.body.error.details.issues[0]).toEqual({ path: '/appId', message: "Property 'appId' should not be provided" })
   })
 
+  test('a submission refused for its Origin says whether it had none (a curl, a backend) or which one it had', async () => {
+    const org = await cli('org', 'create', '--name', 'Newcomer')
+    const app = await cli('app', 'create', '--org', org.id, '--name', 'Shop', '--allowed-origins', 'https://shop.example')
+    const none = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'from curl' } })
+    expect(none.status).toBe(403)
+    expect(none.body.error.code).toBe('origin_not_allowed')
+    expect(none.body.error.details).toEqual({ origin: null })
+    expect(none.body.error.message).toContain('this request has no Origin header: a server-side submitter sends one of them as Origin')
+    const other = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'from elsewhere' }, headers: { origin: 'http://127.0.0.1:3000' } })
+    expect(other.status).toBe(403)
+    expect(other.body.error.details).toEqual({ origin: 'http://127.0.0.1:3000' })
+    expect(other.body.error.message).toBe("The Origin http://127.0.0.1:3000 is not one of this App's allowed origins (fixloop app update APP_ID --allowed-origins …).")
+    const ok = await call(server.url, 'POST', '/v1/feedback', { auth: app.publicKey, body: { text: 'from the shop' }, headers: { origin: 'https://shop.example' } })
+    expect(ok.status).toBe(201)
+  })
+
   test('a CLI command missing --org or its id says where the id comes from and shows its usage (exit 2)', async () => {
     const list = await runBinary(['app', 'list', '--data-dir', dir])
     expect(list.code).toBe(2)
