@@ -137,6 +137,16 @@ async function main(argv: string[]): Promise<void> {
 // Every file fixloop creates is owner-only (the data dir's files set their own modes too; this also
 // covers what libraries and SQLite create, and backup archives).
 process.umask(0o077)
+/**
+ * Where the ids an unknown-id error wants are listed: "unknown org: acme" is most often a name given
+ * where the id goes, and the operator is left to find the command that shows the ids.
+ */
+const LISTED_BY: Partial<Record<string, string>> = {
+  org_not_found: 'the Org ids: fixloop org list',
+  app_not_found: 'the App ids: fixloop app list --org ORG_ID',
+  key_not_found: 'the key ids: fixloop key list --org ORG_ID',
+}
+
 exitQuietlyOnClosedOutput(process.argv[2] === 'serve')
 setDataDirNotices((line) => process.stderr.write(line))
 main(process.argv.slice(2)).catch((e: unknown) => {
@@ -144,7 +154,8 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   if (e instanceof ApiError && e.status < 500) {
     const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
     const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
-    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
+    const list = LISTED_BY[e.code]
+    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})${list ? `; ${list}` : ''}\n`)
     leave(2)
   }
   if (e instanceof UsageError || e instanceof ConfigError) {

@@ -108,7 +108,7 @@ describe('errors a first try runs into say what to do', () => {
     expect(ok.status).toBe(201)
   })
 
-  test('a CLI command missing --org or its id says where the id comes from and shows its usage (exit 2)', async () => {
+  test('a CLI command missing --org or its id, or given an unknown one, says where the ids come from (and its usage when missing; exit 2)', async () => {
     const list = await runBinary(['app', 'list', '--data-dir', dir])
     expect(list.code).toBe(2)
     expect(list.stdout).toBe('')
@@ -118,6 +118,13 @@ describe('errors a first try runs into say what to do', () => {
     expect(create.code).toBe(2)
     expect(create.stderr).toContain('fixloop: missing --org (the Org ids: fixloop org list)')
     expect(create.stderr).toContain('  fixloop key create --org ORG_ID [--name N] [--json]')
+    // An Org's name where its id goes: the error names the command that lists the ids.
+    const named = await runBinary(['key', 'create', '--org', 'Acme', '--data-dir', dir])
+    expect(named.code).toBe(2)
+    expect(named.stderr).toBe('fixloop: unknown org: Acme (org_not_found); the Org ids: fixloop org list\n')
+    const app = await runBinary(['app', 'rotate-secret', '0'.repeat(24), '--data-dir', dir])
+    expect(app.code).toBe(2)
+    expect(app.stderr).toEndWith('(app_not_found); the App ids: fixloop app list --org ORG_ID\n')
     const rotate = await runBinary(['key', 'rotate', '--data-dir', dir])
     expect(rotate.code).toBe(2)
     expect(rotate.stderr).toStartWith('fixloop: missing KEY_ID argument (the key ids: fixloop key list --org ORG_ID)\n')
